@@ -1,0 +1,230 @@
+/*
+ * slipway core: errors, allocation, bounded buffers, units, files, time, JSON helpers, progress
+ * and logging. Every other module depends on this one; this one depends on nothing in slipway.
+ *
+ * What it deliberately does not do: no global state beyond the allocation-failure injector and the
+ * log level, no exit()/abort() on bad input or out of memory (the CLI decides what to do).
+ */
+#ifndef SLIPWAY_CORE_H
+#define SLIPWAY_CORE_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <jansson.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define SW_PRINTF(fmt, args) __attribute__((format(printf, fmt, args)))
+
+/* ---------------------------------------------------------------------------------------------
+ * Error codes. Every fallible function returns 0 or one of these (negative).
+ */
+enum sw_errcode {
+    SW_OK = 0,
+    SW_ENOMEM = -1,       /* allocation failed */
+    SW_EINVAL = -2,       /* bad argument or flag from the caller */
+    SW_EIO = -3,          /* read/write/system call failed */
+    SW_EPARSE = -4,       /* input is malformed (config, GGUF, log, HTTP reply) */
+    SW_ERANGE = -5,       /* a value or a length is outside what is allowed */
+    SW_ENOENT = -6,       /* file, key, endpoint or resource not found */
+    SW_EUNSUPPORTED = -7, /* well-formed but not something slipway models */
+    SW_ETRUNC = -8,       /* input ended before it should */
+    SW_EEXIST = -9,       /* already exists / already running */
+    SW_ETIMEDOUT = -10,   /* a deadline passed */
+    SW_ENET = -11,        /* network / transport failure */
+    SW_EHTTP = -12,       /* HTTP status or protocol error */
+    SW_EBUSY = -13,       /* resource busy (port in use, database locked) */
+    SW_EDB = -14,         /* database error */
+    SW_ECHILD = -15,      /* a child process failed */
+    SW_EGATE = -16,       /* a gate refused the plan */
+    SW_EINTR = -17,       /* interrupted by a signal */
+    SW_EMISMATCH = -18,   /* verification failed (size, hash, prediction) */
+    SW__ELAST = -19
+};
+
+/* Name of a code: "SW_EPARSE: malformed input". Never NULL. */
+const char *sw_strerror(int code);
+
+/*
+ * Detail of an error, owned by the caller. Functions that take a `struct sw_err *` accept NULL.
+ * `where` is a file name or a source label ("<argv>", "http://127.0.0.1:8080/health");
+ * line/col are 1-based and 0 when unknown; offset is a byte offset or -1.
+ */
+struct sw_err {
+    int code;
+    int line;
+    int col;
+    int64_t offset;
+    char where[512];
+    char msg[1024];
+};
+
+void sw_err_clear(struct sw_err *e);
+/* Set code and message; returns `code` so callers can `return sw_err_set(e, SW_EPARSE, ...)`. */
+int sw_err_set(struct sw_err *e, int code, const char *fmt, ...) SW_PRINTF(3, 4);
+int sw_err_vset(struct sw_err *e, int code, const char *fmt, va_list ap) SW_PRINTF(3, 0);
+/* Set with a source position (line:col, 1-based). */
+int sw_err_at(struct sw_err *e, int code, const char *where, int line, int col, const char *fmt,
+              ...) SW_PRINTF(6, 7);
+/* Set with a byte offset into `where`. */
+int sw_err_at_offset(struct sw_err *e, int code, const char *where, int64_t offset,
+                     const char *fmt, ...) SW_PRINTF(5, 6);
+/* Prepend context to the message of an error already set: "loading fleet: <old message>". */
+void sw_err_prefix(struct sw_err *e, const char *fmt, ...) SW_PRINTF(2, 3);
+/* "where:line:col: msg", "where: byte N: msg", "where: msg" or "msg". Returns `out`. */
+const char *sw_err_format(const struct sw_err *e, char *out, size_t n);
+/* The same as a JSON object {code, error, where, line, col, offset, message}. New reference. */
+json_t *sw_err_to_json(const struct sw_err *e);
+
+/* ---------------------------------------------------------------------------------------------
+ * Allocation. All of slipway (and jansson, once sw_core_init() ran) allocates through these, so a
+ * test can make the Nth allocation fail and check that nothing leaks or crashes.
+ */
+void *sw_malloc(size_t n);
+void *sw_calloc(size_t count, size_t size);
+void *sw_realloc(void *p, size_t n);
+void sw_free(void *p);
+char *sw_strdup(const char *s);
+char *sw_strndup(const char *s, size_t n);
+/* Make the nth allocation from now fail (1 = the next one); 0 turns injection off. */
+void sw_alloc_fail_at(long n);
+/* Allocations made since start (successful or not); for torture loops. */
+long sw_alloc_count(void);
+/* Multiply with overflow check: returns false on overflow. */
+bool sw_mul_ok(uint64_t a, uint64_t b, uint64_t *out);
+bool sw_add_ok(uint64_t a, uint64_t b, uint64_t *out);
+
+/* Call once at program start: routes jansson's allocations through sw_malloc/sw_free. */
+void sw_core_init(void);
+
+/* ---------------------------------------------------------------------------------------------
+ * Bounded growable buffer, always NUL-terminated. `max` is a ceiling on len (curl's dynbuf
+ * toobig): appending past it fails with SW_ERANGE and leaves the buffer as it was.
+ */
+struct sw_buf {
+    char *data; /* NULL until the first append; sw_buf_cstr() never returns NULL */
+    size_t len;
+    size_t cap;
+    size_t max;
+};
+
+void sw_buf_init(struct sw_buf *b, size_t max);
+int sw_buf_append(struct sw_buf *b, const void *p, size_t n);
+int sw_buf_puts(struct sw_buf *b, const char *s);
+int sw_buf_putc(struct sw_buf *b, char c);
+int sw_buf_printf(struct sw_buf *b, const char *fmt, ...) SW_PRINTF(2, 3);
+int sw_buf_vprintf(struct sw_buf *b, const char *fmt, va_list ap) SW_PRINTF(2, 0);
+const char *sw_buf_cstr(const struct sw_buf *b);
+/* Drop the first n bytes (a consumed prefix). */
+void sw_buf_consume(struct sw_buf *b, size_t n);
+void sw_buf_reset(struct sw_buf *b);
+/* Hand the data to the caller (free with sw_free); the buffer is reset. Never NULL unless OOM. */
+char *sw_buf_steal(struct sw_buf *b);
+void sw_buf_free(struct sw_buf *b);
+
+/* ---------------------------------------------------------------------------------------------
+ * Units. Binary suffixes are powers of 1024 (KiB MiB GiB TiB, also Ki Mi Gi Ti); SI suffixes are
+ * powers of 1000 (kB MB GB TB, also k K M G T for bytes as Kubernetes reads them). A plain number
+ * may use an exponent ("3.15e9") and thousands separators ("200,704" or "200_704"). The result
+ * must be a whole number: "0.1KiB" is an error, not a rounding.
+ * Counts take k/M/G (x1000) and Ki/Mi (x1024): "180k" = 180000, "176Ki" = 180224.
+ */
+int sw_parse_bytes(const char *s, uint64_t *out, struct sw_err *e);
+int sw_parse_count(const char *s, uint64_t *out, struct sw_err *e);
+/* Strict integer / float parse of the whole string (no suffix). */
+int sw_parse_i64(const char *s, int64_t *out, struct sw_err *e);
+int sw_parse_u64(const char *s, uint64_t *out, struct sw_err *e);
+int sw_parse_double(const char *s, double *out, struct sw_err *e);
+/* "20.05 GiB" / "1,153 MiB" / "931.3 KiB" / "17 B"; returns out. */
+const char *sw_fmt_bytes(uint64_t v, char *out, size_t n);
+/* Bytes as MiB with two decimals, as llama.cpp prints them: "272.00". */
+const char *sw_fmt_mib(uint64_t v, char *out, size_t n);
+/* "180,224" */
+const char *sw_fmt_count(uint64_t v, char *out, size_t n);
+
+/* ---------------------------------------------------------------------------------------------
+ * Files.
+ */
+/* Read a whole file of at most `max` bytes. *data is NUL-terminated; free with sw_free. */
+int sw_read_file(const char *path, size_t max, char **data, size_t *len, struct sw_err *e);
+/* Write via a temporary file in the same directory, fsync, rename: readers see the old file or the
+ * whole new one, never half of it. mode as for open(2). */
+int sw_write_file_atomic(const char *path, const void *data, size_t len, int mode,
+                         struct sw_err *e);
+/* mkdir -p */
+int sw_mkdir_p(const char *path, int mode, struct sw_err *e);
+/* Describe what the first bytes of a buffer look like, for error messages about a file that is
+ * not what its name says: "an HTML page", "a git-lfs pointer", "a JSON object", "empty",
+ * "text starting \"...\"" or "binary starting 0x..". Writes into out; returns out. */
+const char *sw_sniff(const void *p, size_t n, char *out, size_t outn);
+
+/* ---------------------------------------------------------------------------------------------
+ * Time. Monotonic clock for every interval; wall clock only for timestamps shown to people.
+ */
+uint64_t sw_now_ns(void);    /* CLOCK_MONOTONIC */
+double sw_now_s(void);       /* CLOCK_MONOTONIC, seconds */
+int64_t sw_wall_unix(void);  /* seconds since the epoch */
+/* ISO-8601 UTC "2026-12-02T20:38:54Z" of a unix time; returns out. */
+const char *sw_fmt_time(int64_t unix_s, char *out, size_t n);
+void sw_sleep_ms(unsigned ms);
+
+/* ---------------------------------------------------------------------------------------------
+ * JSON helpers over jansson.
+ */
+/* Print compact or indented JSON followed by a newline. */
+int sw_json_print(FILE *f, const json_t *j, bool pretty);
+/* Parse text; the error names where and at which line:col. New reference or NULL. */
+json_t *sw_json_parse(const char *text, size_t len, const char *where, struct sw_err *e);
+json_t *sw_json_load_file(const char *path, size_t max, struct sw_err *e);
+/* Setters that steal nothing and tolerate NULL values (store null). Return 0 or SW_ENOMEM. */
+int sw_json_set_str(json_t *obj, const char *key, const char *val);
+int sw_json_set_int(json_t *obj, const char *key, int64_t val);
+int sw_json_set_real(json_t *obj, const char *key, double val);
+int sw_json_set_bool(json_t *obj, const char *key, bool val);
+/* Steals `val` (decrefs it on failure too). */
+int sw_json_set_new(json_t *obj, const char *key, json_t *val);
+
+/* ---------------------------------------------------------------------------------------------
+ * Progress bar for long work. Draws on stderr only when it is a terminal (or when forced), at most
+ * 10 times a second; shows done/total, rate and ETA. Silent otherwise.
+ */
+struct sw_progress {
+    const char *label;
+    const char *unit; /* "B" formats bytes; anything else is a count unit */
+    uint64_t total;   /* 0 = unknown: shows a counter instead of a bar */
+    uint64_t done;
+    double t0;
+    double last_draw;
+    bool enabled;
+    FILE *out;
+};
+void sw_progress_init(struct sw_progress *p, const char *label, const char *unit, uint64_t total);
+void sw_progress_update(struct sw_progress *p, uint64_t done);
+void sw_progress_finish(struct sw_progress *p);
+/* Force on (tests) or off (--json, --quiet) regardless of isatty. */
+void sw_progress_force(struct sw_progress *p, bool enabled, FILE *out);
+
+/* ---------------------------------------------------------------------------------------------
+ * Logging to stderr. Level from SLIPWAY_LOG (error|warn|info|debug), default warn.
+ */
+enum sw_log_level { SW_LOG_ERROR = 0, SW_LOG_WARN = 1, SW_LOG_INFO = 2, SW_LOG_DEBUG = 3 };
+void sw_log_set_level(enum sw_log_level lvl);
+enum sw_log_level sw_log_get_level(void);
+void sw_log(enum sw_log_level lvl, const char *fmt, ...) SW_PRINTF(2, 3);
+
+#define SW_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+#define SW_MIN(a, b) ((a) < (b) ? (a) : (b))
+#define SW_MAX(a, b) ((a) > (b) ? (a) : (b))
+#define SW_MIB (1024ull * 1024ull)
+#define SW_GIB (1024ull * 1024ull * 1024ull)
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,178 @@
+/*
+ * model/gguf: a GGUF (v2, v3) reader hardened against hostile files, and (gguf_write) a writer.
+ *
+ * The reader parses the header only: metadata key/values and tensor infos. It never maps or reads
+ * tensor data (a model is tens of GB; its header is a few MB at most). Every count, length and
+ * dimension product is checked against the bytes that remain in the file BEFORE anything is
+ * allocated, so a 40-byte file that claims 2^62 strings fails fast with SW_ETRUNC/SW_ERANGE.
+ * A file that is not GGUF at all (an HTML 403 page, a git-lfs pointer, a JSON error body) fails
+ * with SW_EPARSE and a message saying what its first bytes look like.
+ *
+ * What it does not do: dequantize, validate tensor data, or know what an architecture means (that
+ * is model/arch).
+ */
+#ifndef SLIPWAY_GGUF_H
+#define SLIPWAY_GGUF_H
+
+#include <slipway/core.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Metadata value types, numbered as in the GGUF specification. */
+enum sw_gguf_type {
+    SW_GGUF_UINT8 = 0,
+    SW_GGUF_INT8 = 1,
+    SW_GGUF_UINT16 = 2,
+    SW_GGUF_INT16 = 3,
+    SW_GGUF_UINT32 = 4,
+    SW_GGUF_INT32 = 5,
+    SW_GGUF_FLOAT32 = 6,
+    SW_GGUF_BOOL = 7,
+    SW_GGUF_STRING = 8,
+    SW_GGUF_ARRAY = 9,
+    SW_GGUF_UINT64 = 10,
+    SW_GGUF_INT64 = 11,
+    SW_GGUF_FLOAT64 = 12,
+    SW_GGUF__NTYPES = 13
+};
+
+const char *sw_gguf_type_name(enum sw_gguf_type t);
+
+struct sw_gguf_str {
+    char *s;      /* NUL-terminated copy (the file's bytes; may contain NULs before len) */
+    uint64_t len; /* length in the file */
+};
+
+/*
+ * One metadata value. Scalars are widened: unsigned types into u, signed into i, floats into f.
+ * Arrays keep their element type; numeric arrays are stored widened too (u64/i64/f64 per element)
+ * so callers need not care whether a per-layer array was written as u32 or i32.
+ */
+struct sw_gguf_value {
+    enum sw_gguf_type type;
+    union {
+        uint64_t u;
+        int64_t i;
+        double f;
+        bool b;
+        struct sw_gguf_str str;
+        struct {
+            enum sw_gguf_type elem; /* never SW_GGUF_ARRAY (nested arrays are rejected) */
+            uint64_t n;
+            union {
+                uint64_t *u;
+                int64_t *i;
+                double *f;
+                bool *b;
+                struct sw_gguf_str *str;
+            } v;
+        } arr;
+    } as;
+};
+
+struct sw_gguf_kv {
+    struct sw_gguf_str key;
+    struct sw_gguf_value val;
+    uint64_t offset; /* byte offset of the key in the file, for error messages */
+};
+
+#define SW_GGUF_MAX_DIMS 4
+
+struct sw_gguf_tensor {
+    struct sw_gguf_str name;
+    uint32_t n_dims;
+    uint64_t ne[SW_GGUF_MAX_DIMS]; /* unused dims are 1 */
+    uint32_t type;                 /* ggml type id */
+    uint64_t offset;               /* relative to the data section */
+    uint64_t nbytes;               /* from ggml's block arithmetic */
+    int split;                     /* which file of a split set holds it (0 for single files) */
+};
+
+/* A parsed GGUF header (or a whole split set). Fields are read-only for callers. */
+struct sw_gguf {
+    char *path;           /* first file */
+    uint32_t version;     /* 2 or 3 */
+    uint64_t n_kv;
+    struct sw_gguf_kv *kv;
+    uint64_t n_tensors;
+    struct sw_gguf_tensor *tensors;
+    uint64_t alignment;   /* general.alignment or 32 */
+    uint64_t data_offset; /* start of tensor data in the first file */
+    uint64_t file_size;   /* total over the split set */
+    uint64_t tensor_bytes;/* sum of tensor nbytes */
+    int n_splits;         /* 1 for a single file */
+};
+
+/*
+ * Open a GGUF file and parse its header. If the file is part of a split set (it has split.count >
+ * 1), the other parts are found beside it by the llama.cpp naming rule
+ * (<prefix>-00001-of-00003.gguf) and merged: tensors from all parts, metadata from the first,
+ * split.no/split.count/split.tensors.count checked for consistency and completeness.
+ * On success *out is set; free with sw_gguf_free.
+ */
+int sw_gguf_open(const char *path, struct sw_gguf **out, struct sw_err *e);
+/* Parse only this one file even if it belongs to a split set. */
+int sw_gguf_open_single(const char *path, struct sw_gguf **out, struct sw_err *e);
+/* Parse a header held in memory (the fuzz entry point). `size` is the whole file's size as far as
+ * the data section goes; `where` names it in errors. */
+int sw_gguf_parse_mem(const void *buf, size_t size, const char *where, struct sw_gguf **out,
+                      struct sw_err *e);
+void sw_gguf_free(struct sw_gguf *g);
+
+/* Lookups. Missing key: SW_ENOENT. Wrong type: SW_EPARSE naming the key and both types.
+ * Integer getters accept any integer type (and bool) when the value fits. */
+const struct sw_gguf_kv *sw_gguf_find(const struct sw_gguf *g, const char *key);
+int sw_gguf_get_u64(const struct sw_gguf *g, const char *key, uint64_t *out);
+int sw_gguf_get_i64(const struct sw_gguf *g, const char *key, int64_t *out);
+int sw_gguf_get_f64(const struct sw_gguf *g, const char *key, double *out);
+int sw_gguf_get_bool(const struct sw_gguf *g, const char *key, bool *out);
+int sw_gguf_get_str(const struct sw_gguf *g, const char *key, const char **out);
+/* "<general.architecture>.<suffix>", e.g. sw_gguf_arch_u64(g, "block_count", &n). */
+int sw_gguf_arch_u64(const struct sw_gguf *g, const char *suffix, uint64_t *out);
+int sw_gguf_arch_f64(const struct sw_gguf *g, const char *suffix, double *out);
+/* A per-layer value that llama.cpp accepts either as a scalar or as an array of n_layer values
+ * (e.g. head_count_kv, feed_forward_length). Fills out[0..n-1]; a scalar is broadcast.
+ * An array of the wrong length is SW_EPARSE. */
+int sw_gguf_arch_per_layer(const struct sw_gguf *g, const char *suffix, uint64_t *out, size_t n);
+const struct sw_gguf_tensor *sw_gguf_tensor(const struct sw_gguf *g, const char *name);
+
+/* ggml tensor types: name, elements per block, bytes per block. NULL for unknown ids. */
+struct sw_ggml_type {
+    uint32_t id;
+    const char *name;  /* "f16", "q8_0", "q4_K" ... as ggml_type_name prints them */
+    uint32_t blck;
+    uint32_t size;
+};
+const struct sw_ggml_type *sw_ggml_type(uint32_t id);
+const struct sw_ggml_type *sw_ggml_type_by_name(const char *name);
+/* Bytes of a row of ne0 elements; SW_EPARSE if ne0 is not a multiple of the block size. */
+int sw_ggml_row_size(uint32_t type, uint64_t ne0, uint64_t *out);
+
+/* Summary for `slipway gguf inspect --json`: metadata (long arrays summarized), tensors grouped by
+ * role with bytes, arch summary. New reference. */
+json_t *sw_gguf_to_json(const struct sw_gguf *g, bool all_tensors);
+
+/* ---------------------------------------------------------------------------------------------
+ * gguf_write: build a GGUF file from metadata and tensors (used by `slipway gguf synth` and tests).
+ * The writer owns copies of everything given to it.
+ */
+struct sw_gguf_writer;
+int sw_gguf_writer_new(struct sw_gguf_writer **out, uint32_t version, uint64_t alignment);
+void sw_gguf_writer_free(struct sw_gguf_writer *w);
+/* Set (or replace) a key. Values are copied. */
+int sw_gguf_writer_set(struct sw_gguf_writer *w, const char *key, const struct sw_gguf_value *v);
+int sw_gguf_writer_set_u32(struct sw_gguf_writer *w, const char *key, uint32_t v);
+int sw_gguf_writer_set_str(struct sw_gguf_writer *w, const char *key, const char *v);
+int sw_gguf_writer_remove(struct sw_gguf_writer *w, const char *key);
+/* Add a tensor whose data comes from `data` (copied unless `borrow`); n_dims <= 4. */
+int sw_gguf_writer_add_tensor(struct sw_gguf_writer *w, const char *name, uint32_t type,
+                              uint32_t n_dims, const uint64_t *ne, const void *data, bool borrow);
+/* Write the file atomically (temp + rename). */
+int sw_gguf_writer_write(struct sw_gguf_writer *w, const char *path, struct sw_err *e);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

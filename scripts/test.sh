@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# The test command: installs what is missing, builds slipway (plain and ASan+UBSan), obtains the
+# pinned real llama.cpp (cached under ~/.cache/slipway), and runs every test under ctest in both
+# builds: unit tests, fuzz corpus replays and the real tier (real llama-server, sshd, HTTP servers).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+start=$(date +%s)
+scripts/deps.sh
+scripts/build.sh --sanitize
+scripts/llama-build.sh
+jobs=${SLIPWAY_TEST_JOBS:-2}
+echo "== ctest: plain build"
+ctest --test-dir build --output-on-failure -j "$jobs"
+echo "== ctest: ASan+UBSan build"
+ctest --test-dir build-asan --output-on-failure -j "$jobs"
+echo "== all tests passed in $(( $(date +%s) - start )) s"

@@ -1,0 +1,46 @@
+/*
+ * Shared by the CLI verbs (src/cli/cmd_*.c): the verb signature, option helpers and the one
+ * place where errors become text on stderr and exit codes.
+ *
+ * Exit codes for every verb: 0 success, 1 the work ran and found a failure (a gate failed, a
+ * check failed, a boot failed), 2 the input or the usage was unusable.
+ */
+#ifndef SLIPWAY_CLI_H
+#define SLIPWAY_CLI_H
+
+#include <slipway/core.h>
+
+#include <stdbool.h>
+
+#define SW_EXIT_OK 0
+#define SW_EXIT_FAIL 1
+#define SW_EXIT_USAGE 2
+
+/* Each verb: argv[0] is the verb name. Returns an exit code. */
+typedef int (*sw_cmd_fn)(int argc, char **argv);
+
+struct sw_cmd {
+    const char *name;
+    sw_cmd_fn fn;
+    const char *summary;
+};
+
+/* The verbs: add one line here and one cmd_<verb>.c defining sw_cmd_<verb>. Keep alphabetical. */
+#define SW_VERBS(X)                                                                              \
+    X(version, "print the version")
+
+#define SW_DECL(name, summary) int sw_cmd_##name(int argc, char **argv);
+SW_VERBS(SW_DECL)
+#undef SW_DECL
+
+/* Print "slipway: <formatted error>" on stderr, or the error as JSON on stdout when json is set.
+ * Returns the exit code that fits the error (2 for input errors, 1 otherwise). */
+int sw_cli_fail(const struct sw_err *e, bool json);
+/* Print a usage error and return SW_EXIT_USAGE. */
+int sw_cli_usage(const char *verb, const char *fmt, ...) SW_PRINTF(2, 3);
+/* True when argv[i] equals any of the given spellings (NULL-terminated list). */
+bool sw_cli_is(const char *arg, const char *a, const char *b);
+/* Exit code for an error code: input errors (parse, range, inval, noent, unsupported) give 2. */
+int sw_cli_exit_for(int code);
+
+#endif

@@ -1,0 +1,130 @@
+/*
+ * Bounded growable buffer. The ceiling is fixed at init so no input can grow a buffer without
+ * limit; a failed append leaves the buffer unchanged.
+ */
+#include <slipway/core.h>
+
+#include <string.h>
+
+void sw_buf_init(struct sw_buf *b, size_t max)
+{
+    b->data = NULL;
+    b->len = 0;
+    b->cap = 0;
+    b->max = max;
+}
+
+static int grow(struct sw_buf *b, size_t need)
+{
+    if (need <= b->cap)
+        return 0;
+    size_t cap = b->cap ? b->cap : 64;
+    while (cap < need) {
+        if (cap > SIZE_MAX / 2)
+            return SW_ERANGE;
+        cap *= 2;
+    }
+    if (cap > b->max + 1)
+        cap = b->max + 1;
+    char *p = sw_realloc(b->data, cap);
+    if (!p)
+        return SW_ENOMEM;
+    b->data = p;
+    b->cap = cap;
+    return 0;
+}
+
+int sw_buf_append(struct sw_buf *b, const void *p, size_t n)
+{
+    if (n > b->max || b->len > b->max - n)
+        return SW_ERANGE;
+    int rc = grow(b, b->len + n + 1);
+    if (rc)
+        return rc;
+    if (n)
+        memcpy(b->data + b->len, p, n);
+    b->len += n;
+    b->data[b->len] = '\0';
+    return 0;
+}
+
+int sw_buf_puts(struct sw_buf *b, const char *s)
+{
+    return sw_buf_append(b, s, strlen(s));
+}
+
+int sw_buf_putc(struct sw_buf *b, char c)
+{
+    return sw_buf_append(b, &c, 1);
+}
+
+int sw_buf_vprintf(struct sw_buf *b, const char *fmt, va_list ap)
+{
+    va_list ap2;
+    va_copy(ap2, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap2);
+    va_end(ap2);
+    if (n < 0)
+        return SW_EINVAL;
+    if ((size_t)n > b->max || b->len > b->max - (size_t)n)
+        return SW_ERANGE;
+    int rc = grow(b, b->len + (size_t)n + 1);
+    if (rc)
+        return rc;
+    vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+    b->len += (size_t)n;
+    return 0;
+}
+
+int sw_buf_printf(struct sw_buf *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = sw_buf_vprintf(b, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+const char *sw_buf_cstr(const struct sw_buf *b)
+{
+    return b->data ? b->data : "";
+}
+
+void sw_buf_consume(struct sw_buf *b, size_t n)
+{
+    if (n >= b->len) {
+        sw_buf_reset(b);
+        return;
+    }
+    memmove(b->data, b->data + n, b->len - n);
+    b->len -= n;
+    b->data[b->len] = '\0';
+}
+
+void sw_buf_reset(struct sw_buf *b)
+{
+    b->len = 0;
+    if (b->data)
+        b->data[0] = '\0';
+}
+
+char *sw_buf_steal(struct sw_buf *b)
+{
+    char *p = b->data;
+    if (!p)
+        p = sw_strdup("");
+    b->data = NULL;
+    b->len = 0;
+    b->cap = 0;
+    return p;
+}
+
+void sw_buf_free(struct sw_buf *b)
+{
+    if (!b)
+        return;
+    sw_free(b->data);
+    b->data = NULL;
+    b->len = 0;
+    b->cap = 0;
+}

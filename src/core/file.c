@@ -1,0 +1,228 @@
+/*
+ * Whole-file reads with a ceiling, atomic writes (temp + fsync + rename), mkdir -p, and sniffing
+ * what a buffer looks like for error messages about files that are not what their name says.
+ */
+#include <slipway/core.h>
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int sw_read_file(const char *path, size_t max, char **data, size_t *len, struct sw_err *e)
+{
+    int rc = 0;
+    char *buf = NULL;
+    struct stat st;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return sw_err_at(e, errno == ENOENT ? SW_ENOENT : SW_EIO, path, 0, 0, "cannot open: %s",
+                         strerror(errno));
+    if (fstat(fd, &st) < 0) {
+        rc = sw_err_at(e, SW_EIO, path, 0, 0, "cannot stat: %s", strerror(errno));
+        goto out;
+    }
+    if (S_ISDIR(st.st_mode)) {
+        rc = sw_err_at(e, SW_EINVAL, path, 0, 0, "is a directory, not a file");
+        goto out;
+    }
+    if (S_ISREG(st.st_mode) && (uint64_t)st.st_size > max) {
+        rc = sw_err_at(e, SW_ERANGE, path, 0, 0, "file is %lld bytes, more than the %zu allowed",
+                       (long long)st.st_size, max);
+        goto out;
+    }
+    size_t cap = S_ISREG(st.st_mode) ? (size_t)st.st_size + 1 : 4096;
+    size_t n = 0;
+    buf = sw_malloc(cap);
+    if (!buf) {
+        rc = sw_err_set(e, SW_ENOMEM, "out of memory reading %s", path);
+        goto out;
+    }
+    for (;;) {
+        if (n + 1 >= cap) {
+            if (cap > max) {
+                rc = sw_err_at(e, SW_ERANGE, path, 0, 0, "file is more than the %zu bytes allowed",
+                               max);
+                goto out;
+            }
+            size_t ncap = cap * 2 > max + 2 ? max + 2 : cap * 2;
+            char *nb = sw_realloc(buf, ncap);
+            if (!nb) {
+                rc = sw_err_set(e, SW_ENOMEM, "out of memory reading %s", path);
+                goto out;
+            }
+            buf = nb;
+            cap = ncap;
+        }
+        ssize_t r = read(fd, buf + n, cap - n - 1);
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            rc = sw_err_at(e, SW_EIO, path, 0, 0, "read failed: %s", strerror(errno));
+            goto out;
+        }
+        if (r == 0)
+            break;
+        n += (size_t)r;
+        if (n > max) {
+            rc = sw_err_at(e, SW_ERANGE, path, 0, 0, "file is more than the %zu bytes allowed",
+                           max);
+            goto out;
+        }
+    }
+    buf[n] = '\0';
+    *data = buf;
+    buf = NULL;
+    if (len)
+        *len = n;
+out:
+    sw_free(buf);
+    close(fd);
+    return rc;
+}
+
+int sw_write_file_atomic(const char *path, const void *data, size_t len, int mode,
+                         struct sw_err *e)
+{
+    int rc = 0;
+    int fd = -1;
+    size_t plen = strlen(path);
+    char *tmp = sw_malloc(plen + 16);
+    if (!tmp)
+        return sw_err_set(e, SW_ENOMEM, "out of memory");
+    snprintf(tmp, plen + 16, "%s.tmp.XXXXXX", path);
+    fd = mkstemp(tmp);
+    if (fd < 0) {
+        rc = sw_err_at(e, SW_EIO, path, 0, 0, "cannot create a temporary file: %s",
+                       strerror(errno));
+        sw_free(tmp);
+        return rc;
+    }
+    const char *p = data;
+    size_t left = len;
+    while (left) {
+        ssize_t w = write(fd, p, left);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            rc = sw_err_at(e, SW_EIO, path, 0, 0, "write failed: %s", strerror(errno));
+            goto fail;
+        }
+        p += w;
+        left -= (size_t)w;
+    }
+    if (fchmod(fd, (mode_t)mode) < 0 || fsync(fd) < 0) {
+        rc = sw_err_at(e, SW_EIO, path, 0, 0, "cannot finish the file: %s", strerror(errno));
+        goto fail;
+    }
+    if (close(fd) < 0) {
+        fd = -1;
+        rc = sw_err_at(e, SW_EIO, path, 0, 0, "close failed: %s", strerror(errno));
+        goto fail;
+    }
+    fd = -1;
+    if (rename(tmp, path) < 0) {
+        rc = sw_err_at(e, SW_EIO, path, 0, 0, "rename failed: %s", strerror(errno));
+        goto fail;
+    }
+    sw_free(tmp);
+    return 0;
+fail:
+    if (fd >= 0)
+        close(fd);
+    unlink(tmp);
+    sw_free(tmp);
+    return rc;
+}
+
+int sw_mkdir_p(const char *path, int mode, struct sw_err *e)
+{
+    char *p = sw_strdup(path);
+    if (!p)
+        return sw_err_set(e, SW_ENOMEM, "out of memory");
+    int rc = 0;
+    for (char *s = p + 1;; s++) {
+        if (*s == '/' || *s == '\0') {
+            char c = *s;
+            *s = '\0';
+            if (mkdir(p, (mode_t)mode) < 0 && errno != EEXIST) {
+                rc = sw_err_at(e, SW_EIO, p, 0, 0, "cannot create directory: %s",
+                               strerror(errno));
+                break;
+            }
+            *s = c;
+            if (!c)
+                break;
+        }
+    }
+    sw_free(p);
+    return rc;
+}
+
+static bool starts_ci(const unsigned char *p, size_t n, const char *lit)
+{
+    size_t l = strlen(lit);
+    if (n < l)
+        return false;
+    for (size_t i = 0; i < l; i++)
+        if (tolower(p[i]) != tolower((unsigned char)lit[i]))
+            return false;
+    return true;
+}
+
+const char *sw_sniff(const void *vp, size_t n, char *out, size_t outn)
+{
+    const unsigned char *p = vp;
+    size_t i = 0;
+    if (n >= 3 && p[0] == 0xEF && p[1] == 0xBB && p[2] == 0xBF)
+        i = 3;
+    while (i < n && isspace(p[i]))
+        i++;
+    const unsigned char *q = p + i;
+    size_t m = n - i;
+    if (n == 0) {
+        snprintf(out, outn, "empty (0 bytes)");
+    } else if (n >= 4 && !memcmp(p, "GGUF", 4)) {
+        snprintf(out, outn, "a GGUF header");
+    } else if (starts_ci(q, m, "version https://git-lfs")) {
+        snprintf(out, outn, "a git-lfs pointer (the real file was never downloaded)");
+    } else if (starts_ci(q, m, "<!doctype html") || starts_ci(q, m, "<html") ||
+               starts_ci(q, m, "<head") || starts_ci(q, m, "<body")) {
+        snprintf(out, outn, "an HTML page (an error or login page saved as the file?)");
+    } else if (starts_ci(q, m, "<?xml")) {
+        snprintf(out, outn, "an XML document (a cloud storage error body?)");
+    } else if (m && (q[0] == '{' || q[0] == '[')) {
+        size_t k = 0;
+        char tmp[61];
+        for (; k < m && k < 60 && q[k] != '\n'; k++)
+            tmp[k] = isprint(q[k]) ? (char)q[k] : '.';
+        tmp[k] = '\0';
+        snprintf(out, outn, "a JSON %s (an API error body?) starting \"%s\"",
+                 q[0] == '{' ? "object" : "array", tmp);
+    } else {
+        size_t printable = 0, k;
+        for (k = 0; k < n && k < 64; k++)
+            if (isprint(p[k]) || isspace(p[k]))
+                printable++;
+        if (printable == k) {
+            char tmp[41];
+            size_t t = 0;
+            for (k = 0; k < n && t < 40; k++)
+                tmp[t++] = isprint(p[k]) ? (char)p[k] : ' ';
+            tmp[t] = '\0';
+            snprintf(out, outn, "text starting \"%s\"", tmp);
+        } else {
+            char hex[3 * 8 + 1];
+            size_t t = 0;
+            for (k = 0; k < n && k < 8; k++)
+                t += (size_t)snprintf(hex + t, sizeof(hex) - t, "%02x ", p[k]);
+            if (t)
+                hex[t - 1] = '\0';
+            snprintf(out, outn, "binary data starting %s", hex);
+        }
+    }
+    return out;
+}

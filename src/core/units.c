@@ -1,0 +1,243 @@
+/*
+ * Unit parsing and formatting. Parsing is exact decimal arithmetic (no floating point), so
+ * "3.15e9" is 3150000000 and "1.5GiB" is 1610612736, and a value that is not a whole number of
+ * bytes or tokens is an error rather than a silent rounding.
+ */
+#include <slipway/core.h>
+
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct suffix {
+    const char *s;
+    uint64_t mult;
+};
+
+static const struct suffix byte_suffixes[] = {
+    {"B", 1ull},
+    {"KiB", 1ull << 10}, {"MiB", 1ull << 20}, {"GiB", 1ull << 30}, {"TiB", 1ull << 40},
+    {"Ki", 1ull << 10},  {"Mi", 1ull << 20},  {"Gi", 1ull << 30},  {"Ti", 1ull << 40},
+    {"kB", 1000ull},     {"KB", 1000ull},     {"MB", 1000000ull},  {"GB", 1000000000ull},
+    {"TB", 1000000000000ull},
+    {"k", 1000ull},      {"K", 1000ull},      {"M", 1000000ull},   {"G", 1000000000ull},
+    {"T", 1000000000000ull},
+};
+
+static const struct suffix count_suffixes[] = {
+    {"Ki", 1ull << 10}, {"Mi", 1ull << 20}, {"Gi", 1ull << 30},
+    {"k", 1000ull},     {"K", 1000ull},     {"M", 1000000ull}, {"G", 1000000000ull},
+};
+
+/* Parse "<digits>[.<digits>][e[+-]N]" with optional ',' or '_' between digits.
+ * value = mant * 10^exp10. Returns the number of characters consumed, -1 when there is no
+ * number, -2 when it has more significant digits than 64 bits hold. */
+static int parse_decimal(const char *s, uint64_t *mant, int *exp10)
+{
+    const char *p = s;
+    uint64_t m = 0;
+    int e = 0;
+    int digits = 0;
+    bool seen_dot = false;
+    while (*p) {
+        if (isdigit((unsigned char)*p)) {
+            unsigned d = (unsigned)(*p - '0');
+            if (m > (UINT64_MAX - d) / 10) {
+                /* more digits than we can hold: only acceptable if they are trailing zeros */
+                if (d != 0)
+                    return -2;
+                if (!seen_dot)
+                    e++;
+            } else {
+                m = m * 10 + d;
+                if (seen_dot)
+                    e--;
+            }
+            digits++;
+            p++;
+        } else if ((*p == ',' || *p == '_') && digits > 0 && !seen_dot &&
+                   isdigit((unsigned char)p[1])) {
+            p++;
+        } else if (*p == '.' && !seen_dot) {
+            seen_dot = true;
+            p++;
+        } else {
+            break;
+        }
+    }
+    if (!digits)
+        return -1;
+    if ((*p == 'e' || *p == 'E') &&
+        (isdigit((unsigned char)p[1]) ||
+         ((p[1] == '+' || p[1] == '-') && isdigit((unsigned char)p[2])))) {
+        p++;
+        int sign = 1;
+        if (*p == '+' || *p == '-') {
+            sign = *p == '-' ? -1 : 1;
+            p++;
+        }
+        int x = 0;
+        while (isdigit((unsigned char)*p)) {
+            if (x > 1000)
+                return -1;
+            x = x * 10 + (*p - '0');
+            p++;
+        }
+        e += sign * x;
+    }
+    *mant = m;
+    *exp10 = e;
+    return (int)(p - s);
+}
+
+static int parse_with_suffix(const char *what, const char *s, const struct suffix *tab, size_t n,
+                             uint64_t *out, struct sw_err *e)
+{
+    if (!s)
+        return sw_err_set(e, SW_EINVAL, "%s: no value", what);
+    while (isspace((unsigned char)*s))
+        s++;
+    if (*s == '-')
+        return sw_err_set(e, SW_ERANGE, "%s '%s' must not be negative", what, s);
+    if (*s == '+')
+        s++;
+    uint64_t mant;
+    int exp10;
+    int used = parse_decimal(s, &mant, &exp10);
+    if (used == -2)
+        return sw_err_set(e, SW_ERANGE, "%s '%s' is too large", what, s);
+    if (used < 0)
+        return sw_err_set(e, SW_EPARSE, "%s '%s' is not a number", what, s);
+    const char *suf = s + used;
+    while (isspace((unsigned char)*suf))
+        suf++;
+    size_t slen = strlen(suf);
+    while (slen && isspace((unsigned char)suf[slen - 1]))
+        slen--;
+    uint64_t mult = 1;
+    if (slen) {
+        size_t i;
+        for (i = 0; i < n; i++) {
+            if (strlen(tab[i].s) == slen && !memcmp(tab[i].s, suf, slen)) {
+                mult = tab[i].mult;
+                break;
+            }
+        }
+        if (i == n)
+            return sw_err_set(e, SW_EPARSE, "%s '%s': unknown unit '%.*s'", what, s, (int)slen,
+                              suf);
+    }
+    unsigned __int128 v = (unsigned __int128)mant * mult;
+    while (exp10 > 0) {
+        v *= 10;
+        exp10--;
+        if (v > UINT64_MAX)
+            return sw_err_set(e, SW_ERANGE, "%s '%s' is too large", what, s);
+    }
+    while (exp10 < 0) {
+        if (v % 10 != 0)
+            return sw_err_set(e, SW_ERANGE, "%s '%s' is not a whole number", what, s);
+        v /= 10;
+        exp10++;
+    }
+    if (v > UINT64_MAX)
+        return sw_err_set(e, SW_ERANGE, "%s '%s' is too large", what, s);
+    *out = (uint64_t)v;
+    return 0;
+}
+
+int sw_parse_bytes(const char *s, uint64_t *out, struct sw_err *e)
+{
+    return parse_with_suffix("byte size", s, byte_suffixes, SW_ARRAY_LEN(byte_suffixes), out, e);
+}
+
+int sw_parse_count(const char *s, uint64_t *out, struct sw_err *e)
+{
+    return parse_with_suffix("count", s, count_suffixes, SW_ARRAY_LEN(count_suffixes), out, e);
+}
+
+int sw_parse_i64(const char *s, int64_t *out, struct sw_err *e)
+{
+    char *end;
+    if (!s || !*s || isspace((unsigned char)*s))
+        return sw_err_set(e, SW_EPARSE, "'%s' is not an integer", s ? s : "");
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (*end)
+        return sw_err_set(e, SW_EPARSE, "'%s' is not an integer", s);
+    if (errno == ERANGE)
+        return sw_err_set(e, SW_ERANGE, "'%s' is out of range", s);
+    *out = v;
+    return 0;
+}
+
+int sw_parse_u64(const char *s, uint64_t *out, struct sw_err *e)
+{
+    char *end;
+    if (!s || !isdigit((unsigned char)*s))
+        return sw_err_set(e, SW_EPARSE, "'%s' is not a non-negative integer", s ? s : "");
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (*end)
+        return sw_err_set(e, SW_EPARSE, "'%s' is not a non-negative integer", s);
+    if (errno == ERANGE)
+        return sw_err_set(e, SW_ERANGE, "'%s' is out of range", s);
+    *out = v;
+    return 0;
+}
+
+int sw_parse_double(const char *s, double *out, struct sw_err *e)
+{
+    char *end;
+    if (!s || !*s || isspace((unsigned char)*s))
+        return sw_err_set(e, SW_EPARSE, "'%s' is not a number", s ? s : "");
+    errno = 0;
+    double v = strtod(s, &end);
+    if (*end)
+        return sw_err_set(e, SW_EPARSE, "'%s' is not a number", s);
+    if (errno == ERANGE || !isfinite(v))
+        return sw_err_set(e, SW_ERANGE, "'%s' is out of range", s);
+    *out = v;
+    return 0;
+}
+
+const char *sw_fmt_count(uint64_t v, char *out, size_t n)
+{
+    char tmp[32];
+    char rev[48];
+    int len = snprintf(tmp, sizeof(tmp), "%" PRIu64, v);
+    int r = 0;
+    for (int i = len - 1, k = 0; i >= 0; i--, k++) {
+        if (k && k % 3 == 0)
+            rev[r++] = ',';
+        rev[r++] = tmp[i];
+    }
+    size_t j = 0;
+    for (int i = r - 1; i >= 0 && j + 1 < n; i--)
+        out[j++] = rev[i];
+    if (n)
+        out[j < n ? j : n - 1] = '\0';
+    return out;
+}
+
+const char *sw_fmt_bytes(uint64_t v, char *out, size_t n)
+{
+    if (v < 1024)
+        snprintf(out, n, "%" PRIu64 " B", v);
+    else if (v < SW_MIB)
+        snprintf(out, n, "%.1f KiB", (double)v / 1024.0);
+    else if (v < SW_GIB)
+        snprintf(out, n, "%.1f MiB", (double)v / (double)SW_MIB);
+    else
+        snprintf(out, n, "%.2f GiB", (double)v / (double)SW_GIB);
+    return out;
+}
+
+const char *sw_fmt_mib(uint64_t v, char *out, size_t n)
+{
+    snprintf(out, n, "%.2f", (double)v / (double)SW_MIB);
+    return out;
+}

@@ -1,0 +1,229 @@
+/*
+ * Test helpers (see swtest.h).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "swtest.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static char rot[8][4096];
+static int rot_i;
+
+static char *next_buf(void)
+{
+    return rot[rot_i++ % 8];
+}
+
+static const char *envdir(const char *var, const char *fallback)
+{
+    const char *v = getenv(var);
+    return v && *v ? v : fallback;
+}
+
+const char *swt_src(const char *rel)
+{
+    char *b = next_buf();
+    snprintf(b, 4096, "%s/%s", envdir("SW_SOURCE_DIR", SW_SOURCE_DIR), rel);
+    return b;
+}
+
+const char *swt_shared(const char *rel)
+{
+    char *b = next_buf();
+    snprintf(b, 4096, "%s/%s", envdir("SW_SHARED_DIR", SW_SOURCE_DIR "/../shared"), rel);
+    return b;
+}
+
+const char *swt_build(const char *rel)
+{
+    char *b = next_buf();
+    snprintf(b, 4096, "%s/%s", envdir("SW_BUILD_DIR", SW_BUILD_DIR), rel);
+    return b;
+}
+
+const char *swt_bin(void)
+{
+    return envdir("SW_BIN", SW_BUILD_DIR "/slipway");
+}
+
+char *swt_tmpdir(void)
+{
+    char tmpl[] = "/tmp/swtest.XXXXXX";
+    char *d = mkdtemp(tmpl);
+    assert_non_null(d);
+    return strdup(d);
+}
+
+static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    return remove(p);
+}
+
+void swt_tmpdir_free(char *dir)
+{
+    if (!dir)
+        return;
+    nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    free(dir);
+}
+
+const char *swt_join(const char *dir, const char *name)
+{
+    char *b = next_buf();
+    snprintf(b, 4096, "%s/%s", dir, name);
+    return b;
+}
+
+void swt_write(const char *path, const void *data, size_t len)
+{
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    if (len)
+        assert_int_equal(fwrite(data, 1, len, f), len);
+    assert_int_equal(fclose(f), 0);
+}
+
+void swt_write_str(const char *path, const char *s)
+{
+    swt_write(path, s, strlen(s));
+}
+
+static int drain(int fd, char **buf, size_t *len, size_t *cap)
+{
+    char tmp[65536];
+    ssize_t n = read(fd, tmp, sizeof(tmp));
+    if (n <= 0)
+        return n == 0 || errno != EINTR ? -1 : 0;
+    if (*len + (size_t)n + 1 > *cap) {
+        size_t nc = (*cap ? *cap * 2 : 65536);
+        while (nc < *len + (size_t)n + 1)
+            nc *= 2;
+        if (nc > 64u << 20)
+            return 0; /* keep reading, drop the excess */
+        *buf = realloc(*buf, nc);
+        *cap = nc;
+    }
+    memcpy(*buf + *len, tmp, (size_t)n);
+    *len += (size_t)n;
+    (*buf)[*len] = '\0';
+    return 0;
+}
+
+int swt_run(const char *const *argv, const char *stdin_text, unsigned timeout_s,
+            struct swt_run *r)
+{
+    int in[2], out[2], err[2];
+    memset(r, 0, sizeof(*r));
+    if (pipe(in) || pipe(out) || pipe(err))
+        return -1;
+    pid_t pid = fork();
+    if (pid < 0)
+        return -1;
+    if (pid == 0) {
+        dup2(in[0], 0);
+        dup2(out[1], 1);
+        dup2(err[1], 2);
+        close(in[0]);
+        close(in[1]);
+        close(out[0]);
+        close(out[1]);
+        close(err[0]);
+        close(err[1]);
+        if (strchr(argv[0], '/'))
+            execv(argv[0], (char *const *)argv);
+        else
+            execvp(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    close(in[0]);
+    close(out[1]);
+    close(err[1]);
+    if (stdin_text) {
+        signal(SIGPIPE, SIG_IGN);
+        size_t left = strlen(stdin_text);
+        const char *p = stdin_text;
+        while (left) {
+            ssize_t w = write(in[1], p, left);
+            if (w <= 0)
+                break;
+            p += w;
+            left -= (size_t)w;
+        }
+    }
+    close(in[1]);
+    size_t olen = 0, ocap = 0, elen = 0, ecap = 0;
+    bool oopen = true, eopen = true;
+    double deadline = sw_now_s() + (timeout_s ? timeout_s : 600);
+    bool killed = false;
+    while (oopen || eopen) {
+        struct pollfd pf[2] = {{out[0], POLLIN, 0}, {err[0], POLLIN, 0}};
+        int n = poll(pf, 2, 200);
+        if (n < 0 && errno != EINTR)
+            break;
+        if (oopen && (pf[0].revents & (POLLIN | POLLHUP)))
+            oopen = drain(out[0], &r->out, &olen, &ocap) == 0;
+        if (eopen && (pf[1].revents & (POLLIN | POLLHUP)))
+            eopen = drain(err[0], &r->err, &elen, &ecap) == 0;
+        if (!killed && sw_now_s() > deadline) {
+            kill(pid, SIGKILL);
+            killed = true;
+        }
+    }
+    close(out[0]);
+    close(err[0]);
+    int st = 0;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+        ;
+    r->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    if (!r->out)
+        r->out = strdup("");
+    if (!r->err)
+        r->err = strdup("");
+    return 0;
+}
+
+int swt_slipway(struct swt_run *r, ...)
+{
+    const char *argv[128];
+    int n = 0;
+    va_list ap;
+    argv[n++] = swt_bin();
+    va_start(ap, r);
+    const char *a;
+    while ((a = va_arg(ap, const char *)) && n < 127)
+        argv[n++] = a;
+    va_end(ap);
+    argv[n] = NULL;
+    return swt_run(argv, NULL, 600, r);
+}
+
+void swt_run_free(struct swt_run *r)
+{
+    free(r->out);
+    free(r->err);
+    r->out = r->err = NULL;
+}
+
+json_t *swt_json_out(const struct swt_run *r)
+{
+    json_error_t je;
+    json_t *j = json_loads(r->out, 0, &je);
+    if (!j)
+        fail_msg("stdout is not JSON (%s): %.400s\nstderr: %.400s", je.text, r->out, r->err);
+    return j;
+}

@@ -1,0 +1,46 @@
+/*
+ * Helpers shared by slipway's cmocka tests: fixture paths, temporary directories, running the
+ * slipway binary (or any program) and capturing what it prints.
+ * Include after <setjmp.h>/<cmocka.h>.
+ */
+#ifndef SWTEST_H
+#define SWTEST_H
+
+#include <slipway/core.h>
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* $SW_SOURCE_DIR/rel, $SW_SHARED_DIR/rel, $SW_BUILD_DIR/rel (static buffers rotate, 8 deep). */
+const char *swt_src(const char *rel);
+const char *swt_shared(const char *rel);
+const char *swt_build(const char *rel);
+/* The slipway binary under test. */
+const char *swt_bin(void);
+
+/* A fresh temporary directory, removed (recursively) by swt_tmpdir_free. */
+char *swt_tmpdir(void);
+void swt_tmpdir_free(char *dir);
+/* dir/name in a static rotating buffer. */
+const char *swt_join(const char *dir, const char *name);
+/* Write a file (whole); fails the test on error. */
+void swt_write(const char *path, const void *data, size_t len);
+void swt_write_str(const char *path, const char *s);
+
+struct swt_run {
+    int status;     /* exit code, or 128+signal */
+    char *out;      /* stdout, NUL-terminated; free with swt_run_free */
+    char *err;      /* stderr */
+};
+/* Run argv (argv[0] searched in PATH unless it contains '/'), with optional stdin text,
+ * capturing up to 64 MiB of each stream; timeout_s kills it (status 128+9). */
+int swt_run(const char *const *argv, const char *stdin_text, unsigned timeout_s,
+            struct swt_run *r);
+/* Run the slipway binary: swt_slipway(&r, "plan", "--json", NULL). */
+int swt_slipway(struct swt_run *r, ...);
+void swt_run_free(struct swt_run *r);
+
+/* Parse r->out as JSON (fails the test if it is not). */
+json_t *swt_json_out(const struct swt_run *r);
+
+#endif
