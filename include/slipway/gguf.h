@@ -103,7 +103,15 @@ struct sw_gguf {
     uint64_t file_size;   /* total over the split set */
     uint64_t tensor_bytes;/* sum of tensor nbytes */
     int n_splits;         /* 1 for a single file */
+    struct sw_gguf_priv *priv; /* opaque: the arena holding everything above, lookup indexes */
 };
+
+/* The reader refuses a header (metadata + tensor infos) larger than this, and a parsed header
+ * that would take more memory than SW_GGUF_MAX_HEADER_MEM (numeric arrays are widened to 8 bytes
+ * per element). Real headers are a few MB; the biggest vocabularies (256k tokens + merges) about
+ * 20 MB. These bound what a hostile file can make slipway allocate. */
+#define SW_GGUF_MAX_HEADER (256ull * 1024 * 1024)
+#define SW_GGUF_MAX_HEADER_MEM (1024ull * 1024 * 1024)
 
 /*
  * Open a GGUF file and parse its header. If the file is part of a split set (it has split.count >
@@ -136,6 +144,20 @@ int sw_gguf_arch_f64(const struct sw_gguf *g, const char *suffix, double *out);
  * (e.g. head_count_kv, feed_forward_length). Fills out[0..n-1]; a scalar is broadcast.
  * An array of the wrong length is SW_EPARSE. */
 int sw_gguf_arch_per_layer(const struct sw_gguf *g, const char *suffix, uint64_t *out, size_t n);
+/* The same for float per-layer values (scalar broadcast or an n-long float/integer array). */
+int sw_gguf_arch_per_layer_f64(const struct sw_gguf *g, const char *suffix, double *out, size_t n);
+/* general.architecture, or NULL when missing or not a string. */
+const char *sw_gguf_arch(const struct sw_gguf *g);
+/* Write "<general.architecture>.<suffix>" into out; SW_ENOENT without an architecture,
+ * SW_ERANGE if it does not fit. */
+int sw_gguf_arch_key(const struct sw_gguf *g, const char *suffix, char *out, size_t n);
+/* Explain a failed lookup: fills e with "<file>: byte N: key 'K' is f32, expected u64" or
+ * "<file>: key 'K' not found" for the rc a getter returned (`expected` names what the caller
+ * wanted, e.g. "u64" or "array of 32 integers"). Returns rc. `key` is the full key. */
+int sw_gguf_key_err(const struct sw_gguf *g, const char *key, const char *expected, int rc,
+                    struct sw_err *e);
+/* Element count of a tensor (product of ne). */
+uint64_t sw_gguf_tensor_nelements(const struct sw_gguf_tensor *t);
 const struct sw_gguf_tensor *sw_gguf_tensor(const struct sw_gguf *g, const char *name);
 
 /* ggml tensor types: name, elements per block, bytes per block. NULL for unknown ids. */
@@ -147,6 +169,9 @@ struct sw_ggml_type {
 };
 const struct sw_ggml_type *sw_ggml_type(uint32_t id);
 const struct sw_ggml_type *sw_ggml_type_by_name(const char *name);
+/* Iterate the known types: i in [0, sw_ggml_type_count_known()). */
+size_t sw_ggml_type_count_known(void);
+const struct sw_ggml_type *sw_ggml_type_at(size_t i);
 /* Bytes of a row of ne0 elements; SW_EPARSE if ne0 is not a multiple of the block size. */
 int sw_ggml_row_size(uint32_t type, uint64_t ne0, uint64_t *out);
 

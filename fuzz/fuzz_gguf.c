@@ -1,0 +1,39 @@
+/*
+ * Fuzz the GGUF header reader (sw_gguf_parse_mem): any bytes must parse or fail cleanly, without
+ * a crash, a leak, undefined behaviour or an allocation out of proportion to the input. A parsed
+ * header is also walked through the getters and the JSON summary, so they see hostile values too.
+ */
+#include <slipway/gguf.h>
+
+#include <stdlib.h>
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    static bool init;
+    if (!init) {
+        sw_core_init();
+        init = true;
+    }
+    struct sw_gguf *g = NULL;
+    struct sw_err e;
+    if (sw_gguf_parse_mem(data, size, "fuzz.gguf", &g, &e) == 0) {
+        uint64_t u, pl[8];
+        double f;
+        const char *s;
+        sw_gguf_arch_u64(g, "block_count", &u);
+        sw_gguf_arch_f64(g, "rope.freq_base", &f);
+        sw_gguf_arch_per_layer(g, "attention.head_count_kv", pl, 8);
+        sw_gguf_get_str(g, "general.name", &s);
+        for (uint64_t i = 0; i < g->n_kv && i < 64; i++) {
+            sw_gguf_find(g, g->kv[i].key.s);
+            sw_gguf_get_u64(g, g->kv[i].key.s, &u);
+            sw_gguf_key_err(g, g->kv[i].key.s, "u64", SW_EPARSE, &e);
+        }
+        for (uint64_t i = 0; i < g->n_tensors && i < 64; i++)
+            sw_gguf_tensor(g, g->tensors[i].name.s);
+        sw_gguf_free(g);
+    }
+    return 0;
+}
