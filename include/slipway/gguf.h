@@ -175,6 +175,33 @@ const struct sw_ggml_type *sw_ggml_type_at(size_t i);
 /* Bytes of a row of ne0 elements; SW_EPARSE if ne0 is not a multiple of the block size. */
 int sw_ggml_row_size(uint32_t type, uint64_t ne0, uint64_t *out);
 
+/* What a tensor is for, from llama.cpp's tensor naming ("blk.N.attn_q.weight" is attention,
+ * "blk.N.ffn_up_exps.weight" experts, "blk.N.ssm_in.weight" ssm/recurrent, any "*norm*" norms,
+ * "v.*"/"mm.*" vision/projector). */
+enum sw_gguf_role {
+    SW_GGUF_ROLE_TOKEN_EMBD,
+    SW_GGUF_ROLE_OUTPUT,
+    SW_GGUF_ROLE_ATTENTION,
+    SW_GGUF_ROLE_FFN,
+    SW_GGUF_ROLE_EXPERTS,
+    SW_GGUF_ROLE_SSM,
+    SW_GGUF_ROLE_NORMS,
+    SW_GGUF_ROLE_VISION,
+    SW_GGUF_ROLE_OTHER,
+    SW_GGUF__NROLES
+};
+enum sw_gguf_role sw_gguf_tensor_role(const char *name);
+const char *sw_gguf_role_name(enum sw_gguf_role r);
+/* Tensor count and bytes per role. */
+int sw_gguf_role_totals(const struct sw_gguf *g, uint64_t count[SW_GGUF__NROLES],
+                        uint64_t bytes[SW_GGUF__NROLES]);
+/* llama.h llama_ftype name of general.file_type ("Q4_K_M"), NULL if unknown. */
+const char *sw_gguf_ftype_name(uint64_t ftype);
+/* One metadata value as JSON; arrays longer than max_elems become
+ * {"type":"array","elem":"string","count":N,"first":[...8]}. NaN/inf become strings, bytes that
+ * are not UTF-8 become U+FFFD. New reference, NULL on OOM. */
+json_t *sw_gguf_value_to_json(const struct sw_gguf_value *v, uint64_t max_elems);
+
 /* Summary for `slipway gguf inspect --json`: metadata (long arrays summarized), tensors grouped by
  * role with bytes, arch summary. New reference. */
 json_t *sw_gguf_to_json(const struct sw_gguf *g, bool all_tensors);

@@ -1,0 +1,285 @@
+/*
+ * slipway gguf inspect FILE [--json] [--tensors]
+ *   What a GGUF holds: file facts, architecture summary, tensors by role and type with bytes,
+ *   metadata (long arrays summarized). A file that is not a usable GGUF exits 2 with the reason.
+ * slipway gguf synth --in X.gguf --vocab VOCAB.gguf --out Y.gguf [--ctx N] [--seed N] [--json]
+ *   Turn a random-weight model from llama.cpp's test-llama-archs into one llama-server can chat
+ *   with (see model/gguf_synth).
+ */
+#include "cli.h"
+
+#include <slipway/gguf.h>
+
+#include <ctype.h>
+#include <inttypes.h>
+#include <string.h>
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: slipway gguf inspect FILE [--json] [--tensors]\n"
+            "       slipway gguf synth --in MODEL.gguf --vocab VOCAB.gguf --out OUT.gguf\n"
+            "                          [--ctx N] [--seed N] [--template chatml|vocab] [--json]\n"
+            "\n"
+            "inspect   metadata, tensors grouped by role with bytes, architecture summary.\n"
+            "          --tensors lists every tensor; --json prints the same as an object.\n"
+            "synth     graft a real vocabulary, tokenizer and chat template onto a random-weight\n"
+            "          model written by llama.cpp's test-llama-archs, resize the vocabulary-sized\n"
+            "          tensors, and set a long training context (default 32768).\n");
+}
+
+/* A metadata value on one line for people: strings quoted and cut, arrays as [type x n] head. */
+static void put_value(FILE *f, const struct sw_gguf_value *v, int width)
+{
+    char buf[64];
+    switch (v->type) {
+    case SW_GGUF_STRING: {
+        uint64_t n = v->as.str.len;
+        fputc('"', f);
+        for (uint64_t i = 0; i < n && i < (uint64_t)width; i++) {
+            unsigned char c = (unsigned char)v->as.str.s[i];
+            if (c == '\n')
+                fputs("\\n", f);
+            else if (c == '\t')
+                fputs("\\t", f);
+            else if (c < 0x20 || c == 0x7f)
+                fputc('.', f);
+            else
+                fputc(c, f);
+        }
+        fputc('"', f);
+        if (n > (uint64_t)width)
+            fprintf(f, "... (%s chars)", sw_fmt_count(n, buf, sizeof(buf)));
+        return;
+    }
+    case SW_GGUF_ARRAY: {
+        fprintf(f, "[%s x %s]", sw_gguf_type_name(v->as.arr.elem),
+                sw_fmt_count(v->as.arr.n, buf, sizeof(buf)));
+        uint64_t show = SW_MIN(v->as.arr.n, v->as.arr.elem == SW_GGUF_STRING ? 4u : 8u);
+        for (uint64_t i = 0; i < show; i++) {
+            struct sw_gguf_value e = {.type = v->as.arr.elem};
+            switch (v->as.arr.elem) {
+            case SW_GGUF_STRING:
+                e.as.str = v->as.arr.v.str[i];
+                break;
+            case SW_GGUF_BOOL:
+                e.as.b = v->as.arr.v.b[i];
+                break;
+            case SW_GGUF_FLOAT32:
+            case SW_GGUF_FLOAT64:
+                e.as.f = v->as.arr.v.f[i];
+                break;
+            case SW_GGUF_UINT8:
+            case SW_GGUF_UINT16:
+            case SW_GGUF_UINT32:
+            case SW_GGUF_UINT64:
+                e.as.u = v->as.arr.v.u[i];
+                break;
+            default:
+                e.as.i = v->as.arr.v.i[i];
+                break;
+            }
+            fputs(i ? ", " : " ", f);
+            put_value(f, &e, 16);
+        }
+        if (v->as.arr.n > show)
+            fputs(", ...", f);
+        return;
+    }
+    case SW_GGUF_BOOL:
+        fputs(v->as.b ? "true" : "false", f);
+        return;
+    case SW_GGUF_FLOAT32:
+    case SW_GGUF_FLOAT64:
+        fprintf(f, "%g", v->as.f);
+        return;
+    case SW_GGUF_UINT8:
+    case SW_GGUF_UINT16:
+    case SW_GGUF_UINT32:
+    case SW_GGUF_UINT64:
+        fprintf(f, "%" PRIu64, v->as.u);
+        return;
+    default:
+        fprintf(f, "%" PRId64, v->as.i);
+        return;
+    }
+}
+
+static void put_arch_field(FILE *f, const struct sw_gguf *g, const char *label, const char *suffix)
+{
+    char key[256];
+    const struct sw_gguf_kv *kv = NULL;
+    if (!sw_gguf_arch_key(g, suffix, key, sizeof(key)))
+        kv = sw_gguf_find(g, key);
+    if (!kv)
+        return;
+    fprintf(f, "  %-22s ", label);
+    put_value(f, &kv->val, 60);
+    fputc('\n', f);
+}
+
+static void print_human(FILE *f, const struct sw_gguf *g, bool tensors)
+{
+    char a[64], b[64], c[64], d[64];
+    fprintf(f, "%s: GGUF v%" PRIu32 ", %s, %s tensors, %s metadata keys, alignment %" PRIu64
+               ", data at byte %s",
+            g->path, g->version, sw_fmt_bytes(g->file_size, a, sizeof(a)),
+            sw_fmt_count(g->n_tensors, b, sizeof(b)), sw_fmt_count(g->n_kv, c, sizeof(c)),
+            g->alignment, sw_fmt_count(g->data_offset, d, sizeof(d)));
+    if (g->n_splits > 1)
+        fprintf(f, " (split set of %d files)", g->n_splits);
+    fputc('\n', f);
+
+    const char *arch = sw_gguf_arch(g);
+    const char *name = NULL;
+    sw_gguf_get_str(g, "general.name", &name);
+    fprintf(f, "\narchitecture             %s%s%s%s\n", arch ? arch : "(none)", name ? "  \"" : "",
+            name ? name : "", name ? "\"" : "");
+    static const char *const fields[][2] = {
+        {"blocks", "block_count"},
+        {"context (training)", "context_length"},
+        {"embedding", "embedding_length"},
+        {"feed-forward", "feed_forward_length"},
+        {"attention heads", "attention.head_count"},
+        {"kv heads", "attention.head_count_kv"},
+        {"key length", "attention.key_length"},
+        {"value length", "attention.value_length"},
+        {"sliding window", "attention.sliding_window"},
+        {"experts", "expert_count"},
+        {"experts used", "expert_used_count"},
+        {"ssm state", "ssm.state_size"},
+        {"ssm inner", "ssm.inner_size"},
+        {"vocab size", "vocab_size"},
+    };
+    for (size_t i = 0; i < SW_ARRAY_LEN(fields); i++)
+        put_arch_field(f, g, fields[i][0], fields[i][1]);
+    uint64_t ft;
+    if (!sw_gguf_get_u64(g, "general.file_type", &ft)) {
+        const char *n = sw_gguf_ftype_name(ft);
+        fprintf(f, "  %-22s %s (%" PRIu64 ")\n", "file type", n ? n : "unknown", ft);
+    }
+    const struct sw_gguf_kv *tok = sw_gguf_find(g, "tokenizer.ggml.tokens");
+    if (tok && tok->val.type == SW_GGUF_ARRAY)
+        fprintf(f, "  %-22s %s tokens, chat template %s\n", "vocabulary",
+                sw_fmt_count(tok->val.as.arr.n, a, sizeof(a)),
+                sw_gguf_find(g, "tokenizer.chat_template") ? "yes" : "no");
+    else
+        fprintf(f, "  %-22s none\n", "vocabulary");
+    fprintf(f, "  %-22s %s\n", "weights", sw_fmt_bytes(g->tensor_bytes, a, sizeof(a)));
+
+    uint64_t cnt[SW_GGUF__NROLES], bytes[SW_GGUF__NROLES];
+    sw_gguf_role_totals(g, cnt, bytes);
+    fprintf(f, "\n%-24s %8s %14s %7s\n", "tensors by role", "count", "bytes", "share");
+    for (int r = 0; r < SW_GGUF__NROLES; r++) {
+        if (!cnt[r])
+            continue;
+        double share = g->tensor_bytes ? 100.0 * (double)bytes[r] / (double)g->tensor_bytes : 0;
+        fprintf(f, "  %-22s %8s %14s %6.1f%%\n", sw_gguf_role_name((enum sw_gguf_role)r),
+                sw_fmt_count(cnt[r], a, sizeof(a)), sw_fmt_bytes(bytes[r], b, sizeof(b)), share);
+    }
+    fprintf(f, "  %-22s %8s %14s\n", "total", sw_fmt_count(g->n_tensors, a, sizeof(a)),
+            sw_fmt_bytes(g->tensor_bytes, b, sizeof(b)));
+
+    fprintf(f, "\n%-24s %8s %14s\n", "tensors by type", "count", "bytes");
+    for (size_t k = 0; k < sw_ggml_type_count_known(); k++) {
+        const struct sw_ggml_type *ty = sw_ggml_type_at(k);
+        uint64_t n = 0, by = 0;
+        for (uint64_t i = 0; i < g->n_tensors; i++)
+            if (g->tensors[i].type == ty->id) {
+                n++;
+                by += g->tensors[i].nbytes;
+            }
+        if (n)
+            fprintf(f, "  %-22s %8s %14s\n", ty->name, sw_fmt_count(n, a, sizeof(a)),
+                    sw_fmt_bytes(by, b, sizeof(b)));
+    }
+
+    fprintf(f, "\nmetadata (%s keys)\n", sw_fmt_count(g->n_kv, a, sizeof(a)));
+    for (uint64_t i = 0; i < g->n_kv; i++) {
+        fprintf(f, "  %-44s %-7s ", g->kv[i].key.s, sw_gguf_type_name(g->kv[i].val.type));
+        put_value(f, &g->kv[i].val, 60);
+        fputc('\n', f);
+    }
+
+    if (!tensors)
+        return;
+    fprintf(f, "\ntensors\n");
+    for (uint64_t i = 0; i < g->n_tensors; i++) {
+        const struct sw_gguf_tensor *t = &g->tensors[i];
+        const struct sw_ggml_type *ty = sw_ggml_type(t->type);
+        char shape[96];
+        int n = 0;
+        for (uint32_t k = 0; k < t->n_dims && n < (int)sizeof(shape); k++)
+            n += snprintf(shape + n, sizeof(shape) - (size_t)n, "%s%" PRIu64, k ? " x " : "",
+                          t->ne[k]);
+        if (!t->n_dims)
+            snprintf(shape, sizeof(shape), "scalar");
+        fprintf(f, "  %-40s %-8s %-26s %12s  %s", t->name.s, ty ? ty->name : "?", shape,
+                sw_fmt_bytes(t->nbytes, a, sizeof(a)),
+                sw_gguf_role_name(sw_gguf_tensor_role(t->name.s)));
+        if (g->n_splits > 1)
+            fprintf(f, " part %d", t->split + 1);
+        fputc('\n', f);
+    }
+}
+
+static int cmd_inspect(int argc, char **argv)
+{
+    bool json = false, tensors = false;
+    const char *path = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (sw_cli_is(argv[i], "--json", NULL))
+            json = true;
+        else if (sw_cli_is(argv[i], "--tensors", "-t"))
+            tensors = true;
+        else if (sw_cli_is(argv[i], "-h", "--help")) {
+            usage(stdout);
+            return SW_EXIT_OK;
+        } else if (argv[i][0] == '-' && argv[i][1])
+            return sw_cli_usage("gguf inspect", "unknown option '%s'", argv[i]);
+        else if (path)
+            return sw_cli_usage("gguf inspect", "one FILE only (got '%s' and '%s')", path, argv[i]);
+        else
+            path = argv[i];
+    }
+    if (!path)
+        return sw_cli_usage("gguf inspect", "missing FILE");
+    struct sw_gguf *g = NULL;
+    struct sw_err e;
+    sw_err_clear(&e);
+    int rc = sw_gguf_open(path, &g, &e);
+    if (rc)
+        return sw_cli_fail(&e, json);
+    int code = SW_EXIT_OK;
+    if (json) {
+        json_t *j = sw_gguf_to_json(g, tensors);
+        if (!j) {
+            sw_err_set(&e, SW_ENOMEM, "out of memory building the JSON summary");
+            code = sw_cli_fail(&e, json);
+        } else {
+            sw_json_print(stdout, j, true);
+            json_decref(j);
+        }
+    } else {
+        print_human(stdout, g, tensors);
+    }
+    sw_gguf_free(g);
+    return code;
+}
+
+int sw_cmd_gguf(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return SW_EXIT_USAGE;
+    }
+    if (sw_cli_is(argv[1], "-h", "--help") || !strcmp(argv[1], "help")) {
+        usage(stdout);
+        return SW_EXIT_OK;
+    }
+    if (!strcmp(argv[1], "inspect"))
+        return cmd_inspect(argc - 1, argv + 1);
+    fprintf(stderr, "slipway gguf: unknown subcommand '%s'\n", argv[1]);
+    usage(stderr);
+    return SW_EXIT_USAGE;
+}
