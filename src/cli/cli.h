@@ -27,6 +27,7 @@ struct sw_cmd {
 
 /* The verbs: add one line here and one cmd_<verb>.c defining sw_cmd_<verb>. Keep alphabetical. */
 #define SW_VERBS(X)                                                                              \
+    X(bootlog, "read an engine's boot log: its report and failure; diff predicted vs printed")   \
     X(gguf, "inspect a GGUF model file; synthesize tiny chat-capable test models")             \
     X(version, "print the version")
 

@@ -1,0 +1,284 @@
+/*
+ * slipway bootlog parse --engine ENGINE LOG [--model FILE] [--json]
+ * slipway bootlog diff PREDICTED.json PRINTED.json [--engine ENGINE] [--json]
+ *
+ * parse: what the engine printed at boot, as the same `report` object `slipway plan` prints, plus
+ *        the classified failure when the boot failed. Exit 0 booted, 1 failed or unfinished,
+ *        2 unusable input.
+ * diff:  predicted vs printed, field by field (each file: a report, or an object holding one
+ *        under "report", as `plan --json` and `bootlog parse --json` print). Exit 0 when every
+ *        exact field matches, 1 on a mismatch.
+ */
+#include "cli.h"
+
+#include <slipway/engine.h>
+
+#include <inttypes.h>
+#include <string.h>
+
+static int usage(void)
+{
+    fprintf(stderr,
+            "usage: slipway bootlog parse [--engine llama.cpp] LOG [--model FILE] [--json]\n"
+            "       slipway bootlog diff PREDICTED.json PRINTED.json [--engine llama.cpp] "
+            "[--json]\n"
+            "LOG '-' reads stdin. --model names the payload so a bad file is named by its "
+            "bytes.\n");
+    return SW_EXIT_USAGE;
+}
+
+static void print_bytes(const json_t *v)
+{
+    char b[32];
+    if (!json_is_integer(v)) {
+        printf("%12s", "-");
+        return;
+    }
+    printf("%9s MiB", sw_fmt_mib((uint64_t)json_integer_value(v), b, sizeof(b)));
+}
+
+static void print_int(const char *label, const json_t *v)
+{
+    if (json_is_integer(v))
+        printf("  %-12s %" JSON_INTEGER_FORMAT "\n", label, json_integer_value(v));
+    else if (json_is_boolean(v))
+        printf("  %-12s %s\n", label, json_is_true(v) ? "true" : "false");
+    else
+        printf("  %-12s -\n", label);
+}
+
+static void print_human_parse(const json_t *o)
+{
+    const json_t *r = json_object_get(o, "report");
+    const json_t *f = json_object_get(o, "failure");
+    const char *build = json_string_value(json_object_get(o, "build"));
+    printf("%s boot log %s: %s", json_string_value(json_object_get(o, "engine")),
+           json_string_value(json_object_get(o, "log")),
+           json_is_true(json_object_get(o, "booted")) ? "booted" : "did not boot");
+    if (build)
+        printf(" (build %s)", build);
+    printf("\n");
+    print_int("n_ctx", json_object_get(r, "n_ctx"));
+    print_int("n_ctx_seq", json_object_get(r, "n_ctx_seq"));
+    print_int("n_seq_max", json_object_get(r, "n_seq_max"));
+    print_int("kv_unified", json_object_get(r, "kv_unified"));
+    size_t i;
+    const json_t *kv;
+    json_array_foreach(json_object_get(r, "kv_caches"), i, kv)
+    {
+        printf("  kv[%zu]%s     %" JSON_INTEGER_FORMAT " cells, %" JSON_INTEGER_FORMAT
+               " layers, %" JSON_INTEGER_FORMAT " seqs, K %s ",
+               i, json_is_true(json_object_get(kv, "swa")) ? " swa" : "    ",
+               json_integer_value(json_object_get(kv, "cells")),
+               json_integer_value(json_object_get(kv, "layers")),
+               json_integer_value(json_object_get(kv, "seqs")),
+               json_string_value(json_object_get(kv, "k_type")));
+        print_bytes(json_object_get(kv, "k_bytes"));
+        printf(", V %s ", json_string_value(json_object_get(kv, "v_type")));
+        print_bytes(json_object_get(kv, "v_bytes"));
+        printf("\n");
+    }
+    const json_t *rs = json_object_get(r, "recurrent");
+    if (json_is_object(rs)) {
+        printf("  recurrent    %" JSON_INTEGER_FORMAT " cells, %" JSON_INTEGER_FORMAT
+               " layers, R ",
+               json_integer_value(json_object_get(rs, "cells")),
+               json_integer_value(json_object_get(rs, "layers")));
+        print_bytes(json_object_get(rs, "r_bytes"));
+        printf(", S ");
+        print_bytes(json_object_get(rs, "s_bytes"));
+        printf("\n");
+    }
+    printf("  model    ");
+    print_bytes(json_object_get(r, "model_bytes"));
+    printf("\n  output   ");
+    print_bytes(json_object_get(r, "output_bytes"));
+    printf("\n  compute  ");
+    print_bytes(json_object_get(r, "compute_bytes"));
+    printf("\n");
+    if (json_is_object(f)) {
+        const char *ph = json_string_value(json_object_get(f, "phase"));
+        const char *pk = json_string_value(json_object_get(f, "payload_kind"));
+        printf("FAILED: %s", json_string_value(json_object_get(f, "class")));
+        if (ph)
+            printf(" (phase %s)", ph);
+        if (pk)
+            printf(" (payload %s)", pk);
+        printf("\n  line %" JSON_INTEGER_FORMAT ": %s\n",
+               json_integer_value(json_object_get(f, "line")),
+               json_string_value(json_object_get(f, "message")));
+    } else if (!json_is_true(json_object_get(o, "booted"))) {
+        printf("UNFINISHED: the log ends during %s without an error\n",
+               json_string_value(json_object_get(o, "phase")));
+    }
+}
+
+static int cmd_parse(int argc, char **argv)
+{
+    const char *engine = "llama.cpp", *path = NULL, *model = NULL;
+    bool json = false;
+    struct sw_err e;
+    sw_err_clear(&e);
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--json"))
+            json = true;
+        else if (!strcmp(argv[i], "--engine") && i + 1 < argc)
+            engine = argv[++i];
+        else if (!strcmp(argv[i], "--model") && i + 1 < argc)
+            model = argv[++i];
+        else if (sw_cli_is(argv[i], "-h", "--help"))
+            return usage(), SW_EXIT_OK;
+        else if (argv[i][0] == '-' && argv[i][1])
+            return sw_cli_usage("bootlog parse", "unknown option '%s'", argv[i]);
+        else if (!path)
+            path = argv[i];
+        else
+            return sw_cli_usage("bootlog parse", "one log at a time (got '%s')", argv[i]);
+    }
+    if (!path)
+        return usage();
+    const struct sw_engine *eng = sw_engine_find(engine);
+    if (!eng)
+        return sw_cli_usage("bootlog parse", "unknown engine '%s'", engine);
+
+    char *text = NULL;
+    size_t len = 0;
+    int rc;
+    if (!strcmp(path, "-")) {
+        struct sw_buf b;
+        char chunk[65536];
+        size_t n;
+        sw_buf_init(&b, SW_BOOTLOG_MAX);
+        rc = 0;
+        while (!rc && (n = fread(chunk, 1, sizeof(chunk), stdin)) > 0)
+            rc = sw_buf_append(&b, chunk, n);
+        if (rc) {
+            sw_buf_free(&b);
+            sw_err_set(&e, rc, "<stdin>: larger than %u MiB", SW_BOOTLOG_MAX >> 20);
+            return sw_cli_fail(&e, json);
+        }
+        len = b.len;
+        text = sw_buf_steal(&b);
+        path = "<stdin>";
+    } else {
+        rc = sw_read_file(path, SW_BOOTLOG_MAX, &text, &len, &e);
+        if (rc)
+            return sw_cli_fail(&e, json);
+    }
+    struct sw_bootlog_hints h = {0};
+    h.exit_code = -1;
+    h.payload = model;
+    json_t *o = NULL;
+    struct sw_boot_status st;
+    rc = eng->bootlog(text, len, path, model ? &h : NULL, &o, &st, &e);
+    sw_free(text);
+    if (rc)
+        return sw_cli_fail(&e, json);
+    if (json)
+        sw_json_print(stdout, o, true);
+    else
+        print_human_parse(o);
+    json_decref(o);
+    return st.failed || !st.booted ? SW_EXIT_FAIL : SW_EXIT_OK;
+}
+
+static void print_human_diff(const json_t *d)
+{
+    size_t i;
+    const json_t *f;
+    printf("%-28s %16s %16s %10s  %-13s %s\n", "field", "predicted", "printed", "delta",
+           "verdict", "tolerance");
+    json_array_foreach(json_object_get(d, "fields"), i, f)
+    {
+        char p[32] = "-", q[32] = "-", dl[32] = "";
+        const json_t *a = json_object_get(f, "predicted"), *b = json_object_get(f, "printed");
+        if (json_is_integer(a))
+            snprintf(p, sizeof(p), "%" JSON_INTEGER_FORMAT, json_integer_value(a));
+        else if (json_is_string(a))
+            snprintf(p, sizeof(p), "%s", json_string_value(a));
+        else if (json_is_boolean(a))
+            snprintf(p, sizeof(p), "%s", json_is_true(a) ? "true" : "false");
+        if (json_is_integer(b))
+            snprintf(q, sizeof(q), "%" JSON_INTEGER_FORMAT, json_integer_value(b));
+        else if (json_is_string(b))
+            snprintf(q, sizeof(q), "%s", json_string_value(b));
+        else if (json_is_boolean(b))
+            snprintf(q, sizeof(q), "%s", json_is_true(b) ? "true" : "false");
+        const json_t *dj = json_object_get(f, "delta");
+        if (json_is_integer(dj))
+            snprintf(dl, sizeof(dl), "%+" JSON_INTEGER_FORMAT, json_integer_value(dj));
+        json_int_t tol = json_integer_value(json_object_get(f, "tolerance"));
+        char tb[48] = "exact";
+        if (tol)
+            snprintf(tb, sizeof(tb), "+-%" JSON_INTEGER_FORMAT " B", tol);
+        const char *verdict = json_string_value(json_object_get(f, "verdict"));
+        if (!strcmp(verdict, "estimate"))
+            snprintf(tb, sizeof(tb), "%s", json_string_value(json_object_get(f, "note")));
+        printf("%-28s %16s %16s %10s  %-13s %s\n", json_string_value(json_object_get(f, "field")),
+               p, q, dl, verdict, tb);
+    }
+    printf("%s: %" JSON_INTEGER_FORMAT " mismatch(es)\n",
+           json_is_true(json_object_get(d, "match")) ? "MATCH" : "MISMATCH",
+           json_integer_value(json_object_get(d, "mismatches")));
+}
+
+static int cmd_diff(int argc, char **argv)
+{
+    const char *engine = "llama.cpp", *pa = NULL, *pb = NULL;
+    bool json = false;
+    struct sw_err e;
+    sw_err_clear(&e);
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--json"))
+            json = true;
+        else if (!strcmp(argv[i], "--engine") && i + 1 < argc)
+            engine = argv[++i];
+        else if (sw_cli_is(argv[i], "-h", "--help"))
+            return usage(), SW_EXIT_OK;
+        else if (argv[i][0] == '-')
+            return sw_cli_usage("bootlog diff", "unknown option '%s'", argv[i]);
+        else if (!pa)
+            pa = argv[i];
+        else if (!pb)
+            pb = argv[i];
+        else
+            return sw_cli_usage("bootlog diff", "two files: PREDICTED.json PRINTED.json");
+    }
+    if (!pa || !pb)
+        return usage();
+    const struct sw_engine *eng = sw_engine_find(engine);
+    if (!eng)
+        return sw_cli_usage("bootlog diff", "unknown engine '%s'", engine);
+    json_t *a = sw_json_load_file(pa, 16u << 20, &e);
+    if (!a)
+        return sw_cli_fail(&e, json);
+    json_t *b = sw_json_load_file(pb, 16u << 20, &e);
+    if (!b) {
+        json_decref(a);
+        return sw_cli_fail(&e, json);
+    }
+    json_t *d = NULL;
+    int rc = eng->diff(a, b, NULL, &d, &e);
+    json_decref(a);
+    json_decref(b);
+    if (rc)
+        return sw_cli_fail(&e, json);
+    if (json)
+        sw_json_print(stdout, d, true);
+    else
+        print_human_diff(d);
+    int code = json_is_true(json_object_get(d, "match")) ? SW_EXIT_OK : SW_EXIT_FAIL;
+    json_decref(d);
+    return code;
+}
+
+int sw_cmd_bootlog(int argc, char **argv)
+{
+    if (argc < 2 || sw_cli_is(argv[1], "-h", "--help"))
+        return argc < 2 ? usage() : (usage(), SW_EXIT_OK);
+    if (!strcmp(argv[1], "parse"))
+        return cmd_parse(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "diff"))
+        return cmd_diff(argc - 1, argv + 1);
+    return sw_cli_usage("bootlog", "unknown subcommand '%s' (parse, diff)", argv[1]);
+}

@@ -1,0 +1,24 @@
+/*
+ * engine (internal): the list of registered adapters. One line per engine: X(<id>) declares
+ * `extern const struct sw_engine sw__engine_<id>` and puts it in the table sw_engine_find reads.
+ */
+#ifndef SW_ENGINE_INTERNAL_H
+#define SW_ENGINE_INTERNAL_H
+
+#include <slipway/engine.h>
+
+#define SW_ENGINES(X)                                                                            \
+    X(llamacpp)
+
+#define SW_ENGINE_DECL(id) extern const struct sw_engine sw__engine_##id;
+SW_ENGINES(SW_ENGINE_DECL)
+#undef SW_ENGINE_DECL
+
+/* Copy the text of a log line (without its trailing newline) into dst, bounded. */
+void sw__engine_copy_line(char *dst, size_t n, const char *p, size_t len);
+
+/* llamacpp_diff.c: the table's diff for llama.cpp reports. */
+int sw__llamacpp_diff(const json_t *predicted, const json_t *printed, const json_t *precision,
+                      json_t **out, struct sw_err *e);
+
+#endif

@@ -1,0 +1,437 @@
+/*
+ * engine/llamacpp: the llama.cpp (llama-server) adapter: its table entry, argv/env rendering,
+ * the JSON views of its boot report, its HTTP error shape and its /metrics names.
+ *
+ * Render writes every knob it is given explicitly (so the boot does not depend on llama-server's
+ * defaults or on LLAMA_ARG_* variables, which deploy also strips from the child's environment)
+ * and adds `-lv 4`: the pinned llama-server prints llama's INFO messages (the memory lines) only
+ * at verbosity >= LOG_LEVEL_TRACE (common/log.cpp common_log_get_verbosity; default is 3).
+ * The API key goes to LLAMA_API_KEY (common/arg.cpp: --api-key .set_env("LLAMA_API_KEY")):
+ * a secret in argv is readable by every user through /proc/PID/cmdline.
+ *
+ * What it deliberately does not do: choose a shape (plan/tune), resolve paths (deploy), or parse
+ * boot logs (llamacpp_bootlog.c) and diff reports (llamacpp_diff.c).
+ */
+#include "engine_internal.h"
+
+#include <inttypes.h>
+#include <string.h>
+#include <strings.h>
+
+/* ---------------------------------------------------------------------------------------------
+ * Render.
+ */
+struct argv_b {
+    char **v;
+    size_t n, cap;
+    int rc;
+};
+
+static void push(struct argv_b *b, const char *s)
+{
+    if (b->rc)
+        return;
+    if (b->n + 2 > b->cap) {
+        size_t cap = b->cap ? b->cap * 2 : 32;
+        char **v = sw_realloc(b->v, cap * sizeof(*v));
+        if (!v) {
+            b->rc = SW_ENOMEM;
+            return;
+        }
+        b->v = v;
+        b->cap = cap;
+    }
+    b->v[b->n] = sw_strdup(s);
+    if (!b->v[b->n]) {
+        b->rc = SW_ENOMEM;
+        return;
+    }
+    b->n++;
+    b->v[b->n] = NULL;
+}
+
+static void push_u64(struct argv_b *b, const char *flag, uint64_t v)
+{
+    char num[32];
+    snprintf(num, sizeof(num), "%" PRIu64, v);
+    push(b, flag);
+    push(b, num);
+}
+
+static void free_b(struct argv_b *b)
+{
+    for (size_t i = 0; i < b->n; i++)
+        sw_free(b->v[i]);
+    sw_free(b->v);
+    memset(b, 0, sizeof(*b));
+}
+
+static bool is_cache_type(const char *t)
+{
+    /* what common/arg.cpp kv_cache_types accepts */
+    static const char *const ok[] = {"f32", "f16", "bf16", "q8_0", "q4_0", "q4_1",
+                                     "iq4_nl", "q5_0", "q5_1"};
+    for (size_t i = 0; i < SW_ARRAY_LEN(ok); i++)
+        if (!strcmp(ok[i], t))
+            return true;
+    return false;
+}
+
+/* Flags that carry a secret or that slipway must own (they would contradict the rendered ones). */
+static const char *forbidden_extra(const char *a)
+{
+    if (!strcmp(a, "--api-key") || !strncmp(a, "--api-key=", 10) ||
+        !strcmp(a, "--api-key-file") || !strncmp(a, "--api-key-file=", 15))
+        return "a secret on the command line is readable by every user through "
+               "/proc/PID/cmdline; give it as the endpoint's api_key (it is passed as "
+               "LLAMA_API_KEY)";
+    if (!strcmp(a, "--log-file") || !strcmp(a, "--log-disable"))
+        return "slipway captures llama-server's output itself and reads it to verify the boot";
+    return NULL;
+}
+
+int sw_llamacpp_render(const struct sw_engine_launch *l, struct sw_engine_cmd *out,
+                       struct sw_err *e)
+{
+    struct argv_b a = {0}, env = {0};
+    int rc = 0;
+    memset(out, 0, sizeof(*out));
+    if (!l || !l->model || !*l->model)
+        return sw_err_set(e, SW_EINVAL, "llama.cpp: the endpoint names no model file");
+    if (l->cache_type_k && !is_cache_type(l->cache_type_k))
+        return sw_err_set(e, SW_EINVAL, "llama.cpp: cache_type_k '%s' is not one llama-server "
+                          "accepts (f32 f16 bf16 q8_0 q4_0 q4_1 iq4_nl q5_0 q5_1)",
+                          l->cache_type_k);
+    if (l->cache_type_v && !is_cache_type(l->cache_type_v))
+        return sw_err_set(e, SW_EINVAL, "llama.cpp: cache_type_v '%s' is not one llama-server "
+                          "accepts (f32 f16 bf16 q8_0 q4_0 q4_1 iq4_nl q5_0 q5_1)",
+                          l->cache_type_v);
+    if (l->flash_attn && strcmp(l->flash_attn, "on") && strcmp(l->flash_attn, "off") &&
+        strcmp(l->flash_attn, "auto"))
+        return sw_err_set(e, SW_EINVAL, "llama.cpp: flash_attn must be on, off or auto (got '%s')",
+                          l->flash_attn);
+    for (size_t i = 0; i < l->n_extra_args; i++) {
+        const char *why = l->extra_args[i] ? forbidden_extra(l->extra_args[i]) : "NULL argument";
+        if (why)
+            return sw_err_set(e, SW_EINVAL, "llama.cpp: extra argument '%s' refused: %s",
+                              l->extra_args[i] ? l->extra_args[i] : "(null)", why);
+    }
+    for (size_t i = 0; i < l->n_env; i++) {
+        if (!l->env[i] || !strchr(l->env[i], '=') || l->env[i][0] == '=')
+            return sw_err_set(e, SW_EINVAL, "llama.cpp: environment entry '%s' is not NAME=VALUE",
+                              l->env[i] ? l->env[i] : "(null)");
+    }
+
+    push(&a, l->binary && *l->binary ? l->binary : "llama-server");
+    push(&a, "-m");
+    push(&a, l->model);
+    if (l->alias) {
+        push(&a, "--alias");
+        push(&a, l->alias);
+    }
+    push(&a, "--host");
+    push(&a, l->host && *l->host ? l->host : "127.0.0.1");
+    if (l->port)
+        push_u64(&a, "--port", l->port);
+    if (l->ctx_size)
+        push_u64(&a, "-c", l->ctx_size);
+    if (l->parallel)
+        push_u64(&a, "-np", l->parallel);
+    if (l->kv_unified == 1)
+        push(&a, "-kvu");
+    else if (l->kv_unified == 0)
+        push(&a, "--no-kv-unified");
+    if (l->cache_type_k) {
+        push(&a, "-ctk");
+        push(&a, l->cache_type_k);
+    }
+    if (l->cache_type_v) {
+        push(&a, "-ctv");
+        push(&a, l->cache_type_v);
+    }
+    if (l->flash_attn) {
+        push(&a, "-fa");
+        push(&a, l->flash_attn);
+    }
+    if (l->batch)
+        push_u64(&a, "-b", l->batch);
+    if (l->ubatch)
+        push_u64(&a, "-ub", l->ubatch);
+    if (l->swa_full == 1)
+        push(&a, "--swa-full");
+    if (l->n_gpu_layers == INT64_MAX) {
+        push(&a, "-ngl");
+        push(&a, "all");
+    } else if (l->n_gpu_layers >= 0) {
+        push_u64(&a, "-ngl", (uint64_t)l->n_gpu_layers);
+    }
+    if (l->mmproj) {
+        push(&a, "--mmproj");
+        push(&a, l->mmproj);
+    }
+    if (l->draft) {
+        push(&a, "-md");
+        push(&a, l->draft);
+    }
+    if (l->threads > 0)
+        push_u64(&a, "-t", (uint64_t)l->threads);
+    push_u64(&a, "-lv", (uint64_t)(l->verbosity >= 0 ? l->verbosity : SW_LLAMACPP_VERBOSITY));
+    for (size_t i = 0; i < l->n_extra_args; i++)
+        push(&a, l->extra_args[i]);
+
+    for (size_t i = 0; i < l->n_env; i++)
+        push(&env, l->env[i]);
+    if (l->api_key && *l->api_key) {
+        struct sw_buf kb;
+        sw_buf_init(&kb, 1 << 16);
+        rc = sw_buf_printf(&kb, "LLAMA_API_KEY=%s", l->api_key);
+        if (!rc)
+            push(&env, sw_buf_cstr(&kb));
+        sw_buf_free(&kb);
+        if (rc)
+            goto out;
+    }
+    rc = a.rc ? a.rc : env.rc;
+    if (rc)
+        goto out;
+    if (!env.v) {
+        env.v = sw_calloc(1, sizeof(char *)); /* an empty NULL-terminated list */
+        if (!env.v) {
+            rc = SW_ENOMEM;
+            goto out;
+        }
+    }
+    out->argv = a.v;
+    out->argc = a.n;
+    out->env = env.v;
+    out->envc = env.n;
+    return 0;
+out:
+    free_b(&a);
+    free_b(&env);
+    return sw_err_set(e, rc, "llama.cpp: out of memory rendering argv");
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * JSON views of the report.
+ */
+static int set_i64_or_null(json_t *o, const char *k, int64_t v)
+{
+    return v < 0 ? sw_json_set_new(o, k, json_null()) : sw_json_set_int(o, k, v);
+}
+
+json_t *sw_llamacpp_report_to_json(const struct sw_llamacpp_report *r)
+{
+    json_t *o = json_object(), *kvs = json_array();
+    int rc = (!o || !kvs) ? SW_ENOMEM : 0;
+    if (!rc) {
+        rc |= set_i64_or_null(o, "n_ctx", r->n_ctx);
+        rc |= set_i64_or_null(o, "n_ctx_seq", r->n_ctx_seq);
+        rc |= set_i64_or_null(o, "n_seq_max", r->n_seq_max);
+        rc |= sw_json_set_new(o, "kv_unified",
+                              r->kv_unified < 0 ? json_null() : json_boolean(r->kv_unified));
+    }
+    for (size_t i = 0; !rc && i < r->n_kv; i++) {
+        const struct sw_llamacpp_kv *kv = &r->kv[i];
+        json_t *k = json_object();
+        if (!k || json_array_append_new(kvs, k)) {
+            rc = SW_ENOMEM;
+            break;
+        }
+        rc |= set_i64_or_null(k, "cells", kv->cells);
+        rc |= set_i64_or_null(k, "layers", kv->layers);
+        rc |= set_i64_or_null(k, "seqs", kv->seqs);
+        rc |= set_i64_or_null(k, "streams", kv->streams);
+        rc |= sw_json_set_str(k, "k_type", kv->k_type);
+        rc |= sw_json_set_str(k, "v_type", kv->v_type);
+        rc |= set_i64_or_null(k, "k_bytes", kv->k_bytes);
+        rc |= set_i64_or_null(k, "v_bytes", kv->v_bytes);
+        rc |= sw_json_set_bool(k, "swa", kv->swa);
+    }
+    if (!rc) {
+        rc = sw_json_set_new(o, "kv_caches", kvs);
+        kvs = NULL;
+    }
+    if (!rc && r->has_recurrent) {
+        json_t *rs = json_object();
+        rc = sw_json_set_new(o, "recurrent", rs);
+        if (!rc) {
+            rc |= set_i64_or_null(rs, "cells", r->recurrent.cells);
+            rc |= set_i64_or_null(rs, "layers", r->recurrent.layers);
+            rc |= set_i64_or_null(rs, "r_bytes", r->recurrent.r_bytes);
+            rc |= set_i64_or_null(rs, "s_bytes", r->recurrent.s_bytes);
+        }
+    } else if (!rc) {
+        rc = sw_json_set_new(o, "recurrent", json_null());
+    }
+    if (!rc) {
+        rc |= set_i64_or_null(o, "model_bytes", r->model_bytes);
+        rc |= set_i64_or_null(o, "output_bytes", r->output_bytes);
+        rc |= set_i64_or_null(o, "compute_bytes", r->compute_bytes);
+    }
+    json_decref(kvs);
+    if (rc) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
+json_t *sw_llamacpp_precision_to_json(const struct sw_llamacpp_report *r)
+{
+    json_t *o = json_object(), *kvs = json_array();
+    int rc = (!o || !kvs) ? SW_ENOMEM : 0;
+    for (size_t i = 0; !rc && i < r->n_kv; i++) {
+        json_t *k = json_object();
+        if (!k || json_array_append_new(kvs, k)) {
+            rc = SW_ENOMEM;
+            break;
+        }
+        rc |= sw_json_set_int(k, "k_bytes", r->kv[i].k_prec);
+        rc |= sw_json_set_int(k, "v_bytes", r->kv[i].v_prec);
+    }
+    if (!rc) {
+        rc = sw_json_set_new(o, "kv_caches", kvs);
+        kvs = NULL;
+    }
+    if (!rc && r->has_recurrent) {
+        json_t *rs = json_object();
+        rc = sw_json_set_new(o, "recurrent", rs);
+        if (!rc) {
+            rc |= sw_json_set_int(rs, "r_bytes", r->recurrent.r_prec);
+            rc |= sw_json_set_int(rs, "s_bytes", r->recurrent.s_prec);
+        }
+    } else if (!rc) {
+        rc = sw_json_set_new(o, "recurrent", json_null());
+    }
+    if (!rc) {
+        rc |= set_i64_or_null(o, "model_bytes", r->model_bytes < 0 ? -1 : r->model_prec);
+        rc |= set_i64_or_null(o, "output_bytes", r->output_bytes < 0 ? -1 : r->output_prec);
+        rc |= set_i64_or_null(o, "compute_bytes", r->compute_bytes < 0 ? -1 : r->compute_prec);
+    }
+    json_decref(kvs);
+    if (rc) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
+static int llamacpp_bootlog(const char *text, size_t len, const char *where,
+                            const struct sw_bootlog_hints *hints, json_t **out,
+                            struct sw_boot_status *st, struct sw_err *e)
+{
+    struct sw_llamacpp_report *r = sw_malloc(sizeof(*r));
+    struct sw_boot_status s;
+    json_t *o = NULL;
+    int rc;
+    *out = NULL;
+    if (!r)
+        return sw_err_set(e, SW_ENOMEM, "%s: out of memory", where);
+    rc = sw_llamacpp_bootlog_parse(text, len, hints, r, &s);
+    if (rc) {
+        sw_err_set(e, rc, "%s: cannot read the boot log", where);
+        goto out;
+    }
+    o = json_object();
+    rc = o ? 0 : SW_ENOMEM;
+    if (!rc) {
+        rc |= sw_json_set_str(o, "engine", "llama.cpp");
+        rc |= sw_json_set_str(o, "log", where);
+        rc |= sw_json_set_str(o, "build", s.build[0] ? s.build : NULL);
+        rc |= sw_json_set_bool(o, "booted", s.booted);
+        rc |= sw_json_set_str(o, "phase", sw_boot_phase_name(s.phase));
+        rc |= sw_json_set_int(o, "lines", s.n_lines);
+        rc |= sw_json_set_new(o, "report", sw_llamacpp_report_to_json(r));
+        rc |= sw_json_set_new(o, "precision", sw_llamacpp_precision_to_json(r));
+        rc |= sw_json_set_new(o, "failure",
+                              s.failed ? sw_boot_failure_to_json(&s.failure) : json_null());
+    }
+    if (rc) {
+        sw_err_set(e, SW_ENOMEM, "%s: out of memory", where);
+        rc = SW_ENOMEM;
+        json_decref(o);
+        o = NULL;
+        goto out;
+    }
+    if (st)
+        *st = s;
+    *out = o;
+out:
+    sw_free(r);
+    return rc;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * HTTP errors: {"error": {"code", "message", "type"[, "n_prompt_tokens", "n_ctx"]}}
+ * (tools/server/server-common.cpp format_error_response; server-context.cpp send_error).
+ */
+static int llamacpp_error_shape(int status, const char *body, size_t len,
+                                struct sw_engine_error *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->status = status;
+    out->n_prompt_tokens = out->n_ctx = -1;
+    json_error_t je;
+    json_t *j = json_loadb(body, len, 0, &je);
+    json_t *err = j ? json_object_get(j, "error") : NULL;
+    if (!json_is_object(err)) {
+        json_decref(j);
+        return SW_EPARSE;
+    }
+    const char *type = json_string_value(json_object_get(err, "type"));
+    const char *msg = json_string_value(json_object_get(err, "message"));
+    json_t *code = json_object_get(err, "code");
+    snprintf(out->type, sizeof(out->type), "%s", type ? type : "");
+    snprintf(out->message, sizeof(out->message), "%s", msg ? msg : "");
+    if (json_is_integer(code) && !status)
+        out->status = (int)json_integer_value(code);
+    json_t *n = json_object_get(err, "n_prompt_tokens");
+    if (json_is_integer(n))
+        out->n_prompt_tokens = json_integer_value(n);
+    n = json_object_get(err, "n_ctx");
+    if (json_is_integer(n))
+        out->n_ctx = json_integer_value(n);
+    json_decref(j);
+    return 0;
+}
+
+/* tools/server/server-task.cpp server_task_result_metrics::to_metrics, prefixed "llamacpp:". */
+static const struct sw_engine_metric llamacpp_metrics[] = {
+    {"llamacpp:prompt_tokens_total", "counter", "prompt tokens processed, cache hits excluded"},
+    {"llamacpp:prompt_tokens_cached_total", "counter", "prompt tokens reused from the cache"},
+    {"llamacpp:prompt_seconds_total", "counter", "time spent processing prompts"},
+    {"llamacpp:tokens_predicted_total", "counter", "tokens generated"},
+    {"llamacpp:tokens_predicted_seconds_total", "counter", "time spent generating"},
+    {"llamacpp:n_decode_total", "counter", "llama_decode() calls"},
+    {"llamacpp:n_tokens_max", "counter", "largest sequence seen (prompt + generation)"},
+    {"llamacpp:spec_decode_num_draft_tokens_total", "counter", "draft tokens generated"},
+    {"llamacpp:spec_decode_num_accepted_tokens_total", "counter", "draft tokens accepted"},
+    {"llamacpp:spec_decode_num_drafts_total", "counter", "speculative verification steps"},
+    {"llamacpp:spec_decode_num_accepted_tokens_per_pos_total", "counter",
+     "draft tokens accepted, by position (label position)"},
+    {"llamacpp:prompt_tokens_seconds", "gauge", "average prompt throughput, tokens/s"},
+    {"llamacpp:predicted_tokens_seconds", "gauge", "average generation throughput, tokens/s"},
+    {"llamacpp:requests_processing", "gauge", "requests being processed"},
+    {"llamacpp:requests_deferred", "gauge", "requests waiting for a slot"},
+    {"llamacpp:n_busy_slots_per_decode", "gauge", "average busy slots per llama_decode()"},
+};
+
+static const char *const llamacpp_aliases[] = {"llamacpp", "llama-server", "llama_cpp", NULL};
+
+const struct sw_engine sw__engine_llamacpp = {
+    .name = "llama.cpp",
+    .aliases = llamacpp_aliases,
+    .default_binary = "llama-server",
+    .render = sw_llamacpp_render,
+    .bootlog = llamacpp_bootlog,
+    .diff = sw__llamacpp_diff,
+    .error_shape = llamacpp_error_shape,
+    .health_path = "/health",
+    .health_loading_status = 503,
+    .liveness_path = "/v1/chat/completions",
+    .liveness_body = "{\"messages\":[{\"role\":\"user\",\"content\":\"Say OK.\"}],"
+                     "\"max_tokens\":1,\"temperature\":0,\"stream\":false}",
+    .metrics = llamacpp_metrics,
+    .n_metrics = SW_ARRAY_LEN(llamacpp_metrics),
+};

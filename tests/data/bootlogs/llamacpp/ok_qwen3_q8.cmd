@@ -1,0 +1,3 @@
+cwd: /tmp/sw-capture.DQvFD3
+/root/.cache/slipway/llama.cpp/80fb11ac73e66d89eae2c6a91d8a77428fa733ed/bin/llama-server -m /tmp/archs/all/qwen3-dense.gguf -c 16384 -np 3 -fa on -ctk q8_0 -ctv q4_0 -ub 256 -lv 4 --host 127.0.0.1 --port 18463 
+then: kill -TERM $PID
