@@ -211,17 +211,35 @@ json_t *sw_gguf_to_json(const struct sw_gguf *g, bool all_tensors);
  * The writer owns copies of everything given to it.
  */
 struct sw_gguf_writer;
+/* version 2 or 3; alignment 0 means ggml's default 32, else a power of two (written as
+ * general.alignment when not 32). SW_EINVAL otherwise. */
 int sw_gguf_writer_new(struct sw_gguf_writer **out, uint32_t version, uint64_t alignment);
 void sw_gguf_writer_free(struct sw_gguf_writer *w);
 /* Set (or replace) a key. Values are copied. */
 int sw_gguf_writer_set(struct sw_gguf_writer *w, const char *key, const struct sw_gguf_value *v);
 int sw_gguf_writer_set_u32(struct sw_gguf_writer *w, const char *key, uint32_t v);
 int sw_gguf_writer_set_str(struct sw_gguf_writer *w, const char *key, const char *v);
+int sw_gguf_writer_set_u64(struct sw_gguf_writer *w, const char *key, uint64_t v);
+int sw_gguf_writer_set_i32(struct sw_gguf_writer *w, const char *key, int32_t v);
+int sw_gguf_writer_set_f32(struct sw_gguf_writer *w, const char *key, float v);
+int sw_gguf_writer_set_bool(struct sw_gguf_writer *w, const char *key, bool v);
 int sw_gguf_writer_remove(struct sw_gguf_writer *w, const char *key);
-/* Add a tensor whose data comes from `data` (copied unless `borrow`); n_dims <= 4. */
+/* Copy every key/value of a parsed file, in its order (general.alignment included). */
+int sw_gguf_writer_copy_kv(struct sw_gguf_writer *w, const struct sw_gguf *g);
+size_t sw_gguf_writer_n_kv(const struct sw_gguf_writer *w);
+/* Add a tensor whose data comes from `data` (copied unless `borrow`); n_dims <= 4.
+ * SW_EINVAL for a bad name (empty, >= 64 bytes), type or shape (ne0 not a multiple of the block,
+ * a zero dimension), SW_ERANGE for an overflowing size. Duplicate names fail at write time. */
 int sw_gguf_writer_add_tensor(struct sw_gguf_writer *w, const char *name, uint32_t type,
                               uint32_t n_dims, const uint64_t *ne, const void *data, bool borrow);
-/* Write the file atomically (temp + rename). */
+/* The same, with the data streamed at write time from `path` at byte `offset` (e.g. a tensor of
+ * another GGUF: its data_offset + tensor offset), so big tensors are never held in memory. */
+int sw_gguf_writer_add_tensor_from_file(struct sw_gguf_writer *w, const char *name, uint32_t type,
+                                        uint32_t n_dims, const uint64_t *ne, const char *path,
+                                        uint64_t offset);
+size_t sw_gguf_writer_n_tensors(const struct sw_gguf_writer *w);
+/* Write the file atomically (temp + fsync + rename): ggml's layout, tensors in the order added,
+ * each padded to the alignment. Nothing is left behind on failure. */
 int sw_gguf_writer_write(struct sw_gguf_writer *w, const char *path, struct sw_err *e);
 
 #ifdef __cplusplus

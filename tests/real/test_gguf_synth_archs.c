@@ -3,8 +3,9 @@
  * test-llama-archs writes (generated here into a temporary directory: the inputs of
  * `slipway gguf synth`), and the bundle's models/ggml-vocab-*.gguf (real vocabularies with big
  * string arrays). Each must parse; tensor bytes and layout must account for the file size exactly
- * (ggml's writer pads each tensor to the alignment and ends the file after the last one), and
- * `slipway gguf inspect --json` must agree with the library.
+ * (ggml's writer pads each tensor to the alignment and ends the file after the last one),
+ * `slipway gguf inspect --json` must agree with the library, and slipway's writer must reproduce
+ * each file byte for byte from what the reader parsed.
  * Skips with a message when the pinned llama.cpp is not built.
  */
 #include <setjmp.h>
@@ -19,6 +20,7 @@
 
 #include <dirent.h>
 #include <string.h>
+#include <unistd.h>
 
 static int list_gguf(const char *dir, const char *prefix, char ***out)
 {
@@ -62,6 +64,41 @@ static void check_layout(const struct sw_gguf *g)
         assert_int_equal(g->data_offset, g->file_size);
 }
 
+/* Rewrite a parsed file with slipway's writer (same keys in the same order, tensors streamed from
+ * the original) and require the very same bytes: the writer lays files out exactly as ggml does. */
+static void check_rewrite(const struct sw_gguf *g, const char *tmpdir)
+{
+    struct sw_gguf_writer *w = NULL;
+    struct sw_err e;
+    assert_int_equal(sw_gguf_writer_new(&w, g->version, g->alignment), 0);
+    assert_int_equal(sw_gguf_writer_copy_kv(w, g), 0);
+    for (uint64_t i = 0; i < g->n_tensors; i++) {
+        const struct sw_gguf_tensor *t = &g->tensors[i];
+        assert_int_equal(sw_gguf_writer_add_tensor_from_file(w, t->name.s, t->type, t->n_dims,
+                                                             t->ne, g->path,
+                                                             g->data_offset + t->offset),
+                         0);
+    }
+    char out[4096];
+    snprintf(out, sizeof(out), "%s/rewrite.gguf", tmpdir);
+    if (sw_gguf_writer_write(w, out, &e))
+        fail_msg("%s", e.msg);
+    sw_gguf_writer_free(w);
+    char *a = NULL, *b = NULL;
+    size_t na = 0, nb = 0;
+    assert_int_equal(sw_read_file(g->path, 1u << 30, &a, &na, &e), 0);
+    assert_int_equal(sw_read_file(out, 1u << 30, &b, &nb, &e), 0);
+    if (na != nb || memcmp(a, b, na)) {
+        size_t k = 0;
+        while (k < na && k < nb && a[k] == b[k])
+            k++;
+        fail_msg("%s: rewrite differs at byte %zu (sizes %zu and %zu)", g->path, k, na, nb);
+    }
+    sw_free(a);
+    sw_free(b);
+    unlink(out);
+}
+
 static void test_archs(void **state)
 {
     const char *bin = swl_bin("test-llama-archs");
@@ -90,6 +127,7 @@ static void test_archs(void **state)
         assert_non_null(sw_gguf_arch(g));
         assert_true(g->n_tensors > 0);
         check_layout(g);
+        check_rewrite(g, dir);
         uint64_t nl;
         assert_int_equal(sw_gguf_arch_u64(g, "block_count", &nl), 0);
         assert_true(nl >= 1 && nl <= 64);
@@ -134,6 +172,9 @@ static void test_vocabs(void **state)
         if (sw_gguf_open(files[i], &g, &e))
             fail_msg("%s", sw_err_format(&e, buf, sizeof(buf)));
         check_layout(g);
+        char *tmp = swt_tmpdir();
+        check_rewrite(g, tmp);
+        swt_tmpdir_free(tmp);
         const struct sw_gguf_kv *tok = sw_gguf_find(g, "tokenizer.ggml.tokens");
         assert_non_null(tok);
         assert_int_equal(tok->val.type, SW_GGUF_ARRAY);
