@@ -91,21 +91,21 @@ json_t *sw_boot_failure_to_json(const struct sw_boot_failure *f);
 
 /* What the caller knows beyond the log (all optional). */
 struct sw_bootlog_hints {
-    bool exited;          /* the process is gone */
-    int exit_code;        /* when exited normally, else -1 */
-    int exit_signal;      /* when killed by a signal, else 0 */
-    const char *payload;  /* the model path: sniffed to tell an HTML page from a pointer */
-    bool ready;           /* the engine answered its readiness probe */
+    bool exited;         /* the process is gone */
+    int exit_code;       /* when exited normally, else -1 */
+    int exit_signal;     /* when killed by a signal, else 0 */
+    const char *payload; /* the model path: sniffed to tell an HTML page from a pointer */
+    bool ready;          /* the engine answered its readiness probe */
 };
 
 /* The status of a boot read from its log. */
 struct sw_boot_status {
-    bool booted;                /* the engine said it is serving */
-    bool failed;                /* failure is set */
-    enum sw_boot_phase phase;   /* the furthest phase the log reached */
+    bool booted;              /* the engine said it is serving */
+    bool failed;              /* failure is set */
+    enum sw_boot_phase phase; /* the furthest phase the log reached */
     struct sw_boot_failure failure;
     int n_lines;
-    char build[64];             /* engine build/version as printed, "" if absent */
+    char build[64]; /* engine build/version as printed, "" if absent */
 };
 
 /* ---------------------------------------------------------------------------------------------
@@ -114,30 +114,30 @@ struct sw_boot_status {
 /* What an engine needs to be launched: engine-neutral; every field is optional except model.
  * Unset numbers are 0 (or -1 where 0 is meaningful), unset strings NULL. */
 struct sw_engine_launch {
-    const char *binary;          /* NULL: the engine's default_binary, found in PATH */
-    const char *model;           /* payload path (a GGUF for llama.cpp) */
-    const char *alias;           /* served model name */
-    const char *host;            /* listen address; NULL: 127.0.0.1 */
-    unsigned port;               /* 0: the engine's default */
-    uint64_t ctx_size;           /* llama.cpp -c: cells over all slots */
-    uint64_t parallel;           /* slots / sequences */
-    const char *cache_type_k;    /* f16, q8_0, ... */
+    const char *binary;       /* NULL: the engine's default_binary, found in PATH */
+    const char *model;        /* payload path (a GGUF for llama.cpp) */
+    const char *alias;        /* served model name */
+    const char *host;         /* listen address; NULL: 127.0.0.1 */
+    unsigned port;            /* 0: the engine's default */
+    uint64_t ctx_size;        /* llama.cpp -c: cells over all slots */
+    uint64_t parallel;        /* slots / sequences */
+    const char *cache_type_k; /* f16, q8_0, ... */
     const char *cache_type_v;
-    const char *flash_attn;      /* on | off | auto */
-    uint64_t batch;              /* -b */
-    uint64_t ubatch;             /* -ub */
-    int swa_full;                /* -1 unset, 0, 1 */
-    int kv_unified;              /* -1 unset, 0 (--no-kv-unified), 1 (-kvu) */
-    int64_t n_gpu_layers;        /* -1 unset; INT64_MAX = all */
-    const char *mmproj;          /* vision projector */
-    const char *draft;           /* speculative draft model */
-    int threads;                 /* 0: engine default */
+    const char *flash_attn;        /* on | off | auto */
+    uint64_t batch;                /* -b */
+    uint64_t ubatch;               /* -ub */
+    int swa_full;                  /* -1 unset, 0, 1 */
+    int kv_unified;                /* -1 unset, 0 (--no-kv-unified), 1 (-kvu) */
+    int64_t n_gpu_layers;          /* -1 unset; INT64_MAX = all */
+    const char *mmproj;            /* vision projector */
+    const char *draft;             /* speculative draft model */
+    int threads;                   /* 0: engine default */
     const char *const *extra_args; /* verbatim, after the rendered ones */
     size_t n_extra_args;
-    const char *const *env;      /* NAME=VALUE literals for the engine's environment */
+    const char *const *env; /* NAME=VALUE literals for the engine's environment */
     size_t n_env;
-    const char *api_key;         /* a secret VALUE: rendered into the environment, never argv */
-    int verbosity;               /* -1: what the adapter needs to read its boot report */
+    const char *api_key; /* a secret VALUE: rendered into the environment, never argv */
+    int verbosity;       /* -1: what the adapter needs to read its boot report */
 };
 
 /* argv and envp (both NULL-terminated, owned). env holds only what the adapter adds; the caller
@@ -156,16 +156,16 @@ int sw_engine_cmd_format(const struct sw_engine_cmd *c, struct sw_buf *out);
  * HTTP error shape and metrics.
  */
 struct sw_engine_error {
-    int status;         /* HTTP status */
-    char type[64];      /* engine error type: "exceed_context_size_error", "BadRequestError" */
+    int status;    /* HTTP status */
+    char type[64]; /* engine error type: "exceed_context_size_error", "BadRequestError" */
     char message[512];
     int64_t n_prompt_tokens; /* -1 when absent */
     int64_t n_ctx;           /* -1 when absent */
 };
 
 struct sw_engine_metric {
-    const char *name;  /* exact name on /metrics */
-    const char *kind;  /* counter | gauge */
+    const char *name; /* exact name on /metrics */
+    const char *kind; /* counter | gauge */
     const char *what;
 };
 
@@ -173,9 +173,9 @@ struct sw_engine_metric {
  * The adapter table.
  */
 struct sw_engine {
-    const char *name;               /* canonical: "llama.cpp" */
-    const char *const *aliases;     /* NULL-terminated other spellings */
-    const char *default_binary;     /* "llama-server" */
+    const char *name;           /* canonical: "llama.cpp" */
+    const char *const *aliases; /* NULL-terminated other spellings */
+    const char *default_binary; /* "llama-server" */
 
     /* argv + env for a launch. SW_EINVAL names the offending field. */
     int (*render)(const struct sw_engine_launch *l, struct sw_engine_cmd *out, struct sw_err *e);
@@ -205,10 +205,10 @@ struct sw_engine {
     /* Read an HTTP error body in the engine's shape. SW_EPARSE if it is not one. */
     int (*error_shape)(int status, const char *body, size_t len, struct sw_engine_error *out);
 
-    const char *health_path;        /* "/health" */
-    int health_loading_status;      /* what it answers while loading (503) */
-    const char *liveness_path;      /* a real generation: "/v1/chat/completions" */
-    const char *liveness_body;      /* JSON asking for exactly one token */
+    const char *health_path;   /* "/health" */
+    int health_loading_status; /* what it answers while loading (503) */
+    const char *liveness_path; /* a real generation: "/v1/chat/completions" */
+    const char *liveness_body; /* JSON asking for exactly one token */
 
     const struct sw_engine_metric *metrics;
     size_t n_metrics;
@@ -222,15 +222,15 @@ const struct sw_engine *const *sw_engine_list(size_t *n);
 /* ---------------------------------------------------------------------------------------------
  * llama.cpp, typed. The table entry above wraps these.
  */
-#define SW_LLAMACPP_MAX_KV 16
+#define SW_BOOTLOG_MAX_KV 16
 
 /* One `llama_kv_cache: size = ...` line. */
-struct sw_llamacpp_kv {
+struct sw_bootlog_kv {
     int64_t cells, layers, seqs, streams; /* -1 when the build does not print it */
     char k_type[16], v_type[16];
-    int64_t k_bytes, v_bytes;             /* printed MiB x 2^20, rounded */
-    int64_t k_prec, v_prec;               /* largest |true - k_bytes| the print allows */
-    bool swa;                             /* announced by `creating SWA KV cache` */
+    int64_t k_bytes, v_bytes; /* printed MiB x 2^20, rounded */
+    int64_t k_prec, v_prec;   /* largest |true - k_bytes| the print allows */
+    bool swa;                 /* announced by `creating SWA KV cache` */
     int line;
 };
 
@@ -240,11 +240,11 @@ struct sw_llamacpp_kv {
  * that the print allows (half the last printed digit, plus float rounding where llama.cpp prints
  * a float, times the number of lines summed into it). Only the first (main) context counts: a
  * draft model's context and buffers are ignored. */
-struct sw_llamacpp_report {
+struct sw_bootlog_report {
     int64_t n_ctx, n_ctx_seq, n_seq_max;
     int kv_unified; /* -1, 0, 1 */
     size_t n_kv;
-    struct sw_llamacpp_kv kv[SW_LLAMACPP_MAX_KV];
+    struct sw_bootlog_kv kv[SW_BOOTLOG_MAX_KV];
     bool has_recurrent;
     struct {
         int64_t cells, layers;
@@ -263,21 +263,21 @@ struct sw_llamacpp_report {
 
 /* Parse a llama-server log. Never fails on content (unknown lines are skipped); SW_EINVAL only
  * for NULL text with len > 0. */
-int sw_llamacpp_bootlog_parse(const char *text, size_t len, const struct sw_bootlog_hints *hints,
-                              struct sw_llamacpp_report *rep, struct sw_boot_status *st);
+int sw_engine_llamacpp_bootlog(const char *text, size_t len, const struct sw_bootlog_hints *hints,
+                               struct sw_bootlog_report *rep, struct sw_boot_status *st);
 /* The report as plan prints it: {n_ctx, n_ctx_seq, n_seq_max, kv_unified, kv_caches,
  * recurrent, model_bytes, output_bytes, compute_bytes}; unprinted values are null. New ref. */
-json_t *sw_llamacpp_report_to_json(const struct sw_llamacpp_report *r);
+json_t *sw_engine_llamacpp_report_json(const struct sw_bootlog_report *r);
 /* Per byte field, the rounding the print allows, in bytes. New ref. */
-json_t *sw_llamacpp_precision_to_json(const struct sw_llamacpp_report *r);
+json_t *sw_engine_llamacpp_precision_json(const struct sw_bootlog_report *r);
 
 /* Render llama-server's argv/env (also reachable as the table's render). */
-int sw_llamacpp_render(const struct sw_engine_launch *l, struct sw_engine_cmd *out,
-                       struct sw_err *e);
+int sw_engine_llamacpp_render(const struct sw_engine_launch *l, struct sw_engine_cmd *out,
+                              struct sw_err *e);
 
 /* The verbosity at which llama-server prints its memory lines: llama's INFO messages pass
  * common_log only at LOG_LEVEL_TRACE (4); see common/log.cpp common_log_get_verbosity. */
-#define SW_LLAMACPP_VERBOSITY 4
+#define SW_ENGINE_LLAMACPP_VERBOSITY 4
 
 #ifdef __cplusplus
 }

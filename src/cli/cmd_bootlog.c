@@ -80,8 +80,7 @@ static void print_human_parse(const json_t *o)
     }
     const json_t *rs = json_object_get(r, "recurrent");
     if (json_is_object(rs)) {
-        printf("  recurrent    %" JSON_INTEGER_FORMAT " cells, %" JSON_INTEGER_FORMAT
-               " layers, R ",
+        printf("  recurrent    %" JSON_INTEGER_FORMAT " cells, %" JSON_INTEGER_FORMAT " layers, R ",
                json_integer_value(json_object_get(rs, "cells")),
                json_integer_value(json_object_get(rs, "layers")));
         print_bytes(json_object_get(rs, "r_bytes"));
@@ -186,8 +185,8 @@ static void print_human_diff(const json_t *d)
 {
     size_t i;
     const json_t *f;
-    printf("%-28s %16s %16s %10s  %-13s %s\n", "field", "predicted", "printed", "delta",
-           "verdict", "tolerance");
+    printf("%-28s %16s %16s %10s  %-13s %s\n", "field", "predicted", "printed", "delta", "verdict",
+           "tolerance");
     json_array_foreach(json_object_get(d, "fields"), i, f)
     {
         char p[32] = "-", q[32] = "-", dl[32] = "";

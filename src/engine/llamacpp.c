@@ -69,8 +69,8 @@ static void free_b(struct argv_b *b)
 static bool is_cache_type(const char *t)
 {
     /* what common/arg.cpp kv_cache_types accepts */
-    static const char *const ok[] = {"f32", "f16", "bf16", "q8_0", "q4_0", "q4_1",
-                                     "iq4_nl", "q5_0", "q5_1"};
+    static const char *const ok[] = {"f32",  "f16",    "bf16", "q8_0", "q4_0",
+                                     "q4_1", "iq4_nl", "q5_0", "q5_1"};
     for (size_t i = 0; i < SW_ARRAY_LEN(ok); i++)
         if (!strcmp(ok[i], t))
             return true;
@@ -80,8 +80,8 @@ static bool is_cache_type(const char *t)
 /* Flags that carry a secret or that slipway must own (they would contradict the rendered ones). */
 static const char *forbidden_extra(const char *a)
 {
-    if (!strcmp(a, "--api-key") || !strncmp(a, "--api-key=", 10) ||
-        !strcmp(a, "--api-key-file") || !strncmp(a, "--api-key-file=", 15))
+    if (!strcmp(a, "--api-key") || !strncmp(a, "--api-key=", 10) || !strcmp(a, "--api-key-file") ||
+        !strncmp(a, "--api-key-file=", 15))
         return "a secret on the command line is readable by every user through "
                "/proc/PID/cmdline; give it as the endpoint's api_key (it is passed as "
                "LLAMA_API_KEY)";
@@ -90,8 +90,8 @@ static const char *forbidden_extra(const char *a)
     return NULL;
 }
 
-int sw_llamacpp_render(const struct sw_engine_launch *l, struct sw_engine_cmd *out,
-                       struct sw_err *e)
+int sw_engine_llamacpp_render(const struct sw_engine_launch *l, struct sw_engine_cmd *out,
+                              struct sw_err *e)
 {
     struct argv_b a = {0}, env = {0};
     int rc = 0;
@@ -99,11 +99,13 @@ int sw_llamacpp_render(const struct sw_engine_launch *l, struct sw_engine_cmd *o
     if (!l || !l->model || !*l->model)
         return sw_err_set(e, SW_EINVAL, "llama.cpp: the endpoint names no model file");
     if (l->cache_type_k && !is_cache_type(l->cache_type_k))
-        return sw_err_set(e, SW_EINVAL, "llama.cpp: cache_type_k '%s' is not one llama-server "
+        return sw_err_set(e, SW_EINVAL,
+                          "llama.cpp: cache_type_k '%s' is not one llama-server "
                           "accepts (f32 f16 bf16 q8_0 q4_0 q4_1 iq4_nl q5_0 q5_1)",
                           l->cache_type_k);
     if (l->cache_type_v && !is_cache_type(l->cache_type_v))
-        return sw_err_set(e, SW_EINVAL, "llama.cpp: cache_type_v '%s' is not one llama-server "
+        return sw_err_set(e, SW_EINVAL,
+                          "llama.cpp: cache_type_v '%s' is not one llama-server "
                           "accepts (f32 f16 bf16 q8_0 q4_0 q4_1 iq4_nl q5_0 q5_1)",
                           l->cache_type_v);
     if (l->flash_attn && strcmp(l->flash_attn, "on") && strcmp(l->flash_attn, "off") &&
@@ -175,7 +177,8 @@ int sw_llamacpp_render(const struct sw_engine_launch *l, struct sw_engine_cmd *o
     }
     if (l->threads > 0)
         push_u64(&a, "-t", (uint64_t)l->threads);
-    push_u64(&a, "-lv", (uint64_t)(l->verbosity >= 0 ? l->verbosity : SW_LLAMACPP_VERBOSITY));
+    push_u64(&a, "-lv",
+             (uint64_t)(l->verbosity >= 0 ? l->verbosity : SW_ENGINE_LLAMACPP_VERBOSITY));
     for (size_t i = 0; i < l->n_extra_args; i++)
         push(&a, l->extra_args[i]);
 
@@ -220,7 +223,7 @@ static int set_i64_or_null(json_t *o, const char *k, int64_t v)
     return v < 0 ? sw_json_set_new(o, k, json_null()) : sw_json_set_int(o, k, v);
 }
 
-json_t *sw_llamacpp_report_to_json(const struct sw_llamacpp_report *r)
+json_t *sw_engine_llamacpp_report_json(const struct sw_bootlog_report *r)
 {
     json_t *o = json_object(), *kvs = json_array();
     int rc = (!o || !kvs) ? SW_ENOMEM : 0;
@@ -232,7 +235,7 @@ json_t *sw_llamacpp_report_to_json(const struct sw_llamacpp_report *r)
                               r->kv_unified < 0 ? json_null() : json_boolean(r->kv_unified));
     }
     for (size_t i = 0; !rc && i < r->n_kv; i++) {
-        const struct sw_llamacpp_kv *kv = &r->kv[i];
+        const struct sw_bootlog_kv *kv = &r->kv[i];
         json_t *k = json_object();
         if (!k || json_array_append_new(kvs, k)) {
             rc = SW_ENOMEM;
@@ -277,7 +280,7 @@ json_t *sw_llamacpp_report_to_json(const struct sw_llamacpp_report *r)
     return o;
 }
 
-json_t *sw_llamacpp_precision_to_json(const struct sw_llamacpp_report *r)
+json_t *sw_engine_llamacpp_precision_json(const struct sw_bootlog_report *r)
 {
     json_t *o = json_object(), *kvs = json_array();
     int rc = (!o || !kvs) ? SW_ENOMEM : 0;
@@ -321,14 +324,14 @@ static int llamacpp_bootlog(const char *text, size_t len, const char *where,
                             const struct sw_bootlog_hints *hints, json_t **out,
                             struct sw_boot_status *st, struct sw_err *e)
 {
-    struct sw_llamacpp_report *r = sw_malloc(sizeof(*r));
+    struct sw_bootlog_report *r = sw_malloc(sizeof(*r));
     struct sw_boot_status s;
     json_t *o = NULL;
     int rc;
     *out = NULL;
     if (!r)
         return sw_err_set(e, SW_ENOMEM, "%s: out of memory", where);
-    rc = sw_llamacpp_bootlog_parse(text, len, hints, r, &s);
+    rc = sw_engine_llamacpp_bootlog(text, len, hints, r, &s);
     if (rc) {
         sw_err_set(e, rc, "%s: cannot read the boot log", where);
         goto out;
@@ -342,8 +345,8 @@ static int llamacpp_bootlog(const char *text, size_t len, const char *where,
         rc |= sw_json_set_bool(o, "booted", s.booted);
         rc |= sw_json_set_str(o, "phase", sw_boot_phase_name(s.phase));
         rc |= sw_json_set_int(o, "lines", s.n_lines);
-        rc |= sw_json_set_new(o, "report", sw_llamacpp_report_to_json(r));
-        rc |= sw_json_set_new(o, "precision", sw_llamacpp_precision_to_json(r));
+        rc |= sw_json_set_new(o, "report", sw_engine_llamacpp_report_json(r));
+        rc |= sw_json_set_new(o, "precision", sw_engine_llamacpp_precision_json(r));
         rc |= sw_json_set_new(o, "failure",
                               s.failed ? sw_boot_failure_to_json(&s.failure) : json_null());
     }
@@ -423,7 +426,7 @@ const struct sw_engine sw__engine_llamacpp = {
     .name = "llama.cpp",
     .aliases = llamacpp_aliases,
     .default_binary = "llama-server",
-    .render = sw_llamacpp_render,
+    .render = sw_engine_llamacpp_render,
     .bootlog = llamacpp_bootlog,
     .diff = sw__llamacpp_diff,
     .error_shape = llamacpp_error_shape,

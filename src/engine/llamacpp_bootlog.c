@@ -139,11 +139,11 @@ struct cand {
 };
 
 struct st {
-    struct sw_llamacpp_report *r;
+    struct sw_bootlog_report *r;
     struct sw_boot_status *s;
-    int contexts;     /* "constructing llama_context" seen so far */
-    bool swa_next;    /* the next kv line belongs to the SWA cache */
-    bool in_usage;    /* inside llama-server's usage text after a bad flag */
+    int contexts;  /* "constructing llama_context" seen so far */
+    bool swa_next; /* the next kv line belongs to the SWA cache */
+    bool in_usage; /* inside llama-server's usage text after a bad flag */
     struct cand c[SW_BOOT__NCLASS];
     struct cand generic; /* the first error line of any kind */
 };
@@ -221,10 +221,10 @@ static enum sw_payload_kind kind_from_magic(const char *m)
  */
 static void parse_kv_line(struct st *t, const char *at, int line)
 {
-    struct sw_llamacpp_report *r = t->r;
-    if (r->n_kv >= SW_LLAMACPP_MAX_KV)
+    struct sw_bootlog_report *r = t->r;
+    if (r->n_kv >= SW_BOOTLOG_MAX_KV)
         return;
-    struct sw_llamacpp_kv kv;
+    struct sw_bootlog_kv kv;
     memset(&kv, 0, sizeof(kv));
     kv.cells = kv.layers = kv.seqs = kv.streams = -1;
     kv.k_bytes = kv.v_bytes = -1;
@@ -260,7 +260,7 @@ static void parse_kv_line(struct st *t, const char *at, int line)
 
 static void parse_recurrent_line(struct st *t, const char *at, int line)
 {
-    struct sw_llamacpp_report *r = t->r;
+    struct sw_bootlog_report *r = t->r;
     if (r->has_recurrent)
         return;
     int64_t total, half, seqs, rs_seq, b, h;
@@ -318,7 +318,7 @@ static void parse_ctx_value(const char *ln, const char *key, int64_t *out)
 
 static void numbers(struct st *t, const char *ln, int line)
 {
-    struct sw_llamacpp_report *r = t->r;
+    struct sw_bootlog_report *r = t->r;
     const char *m;
     bool main_ctx = t->contexts <= 1;
 
@@ -376,12 +376,12 @@ static void numbers(struct st *t, const char *ln, int line)
     if ((m = strstr(ln, "KV self size"))) {
         /* builds before the per-cache line: one cache, no cell count */
         struct cur c = {m + strlen("KV self size")};
-        struct sw_llamacpp_kv kv;
+        struct sw_bootlog_kv kv;
         int64_t b, h, kb, kh, vb, vh;
         memset(&kv, 0, sizeof(kv));
         kv.cells = r->n_ctx;
         kv.layers = kv.seqs = kv.streams = -1;
-        if (r->n_kv < SW_LLAMACPP_MAX_KV && lit(&c, "=") && read_mib(&c, &b, &h) &&
+        if (r->n_kv < SW_BOOTLOG_MAX_KV && lit(&c, "=") && read_mib(&c, &b, &h) &&
             lit(&c, "MiB,") && lit(&c, "K") && read_paren_word(&c, kv.k_type, sizeof(kv.k_type)) &&
             lit(&c, ":") && read_mib(&c, &kb, &kh) && lit(&c, "MiB,") && lit(&c, "V") &&
             read_paren_word(&c, kv.v_type, sizeof(kv.v_type)) && lit(&c, ":") &&
@@ -467,8 +467,7 @@ static void classify(struct st *t, const char *ln, const char *msg, int line)
     } /* the usage text that follows names every flag; none of it is an error */
 
     /* --- the listening socket (tools/server/server.cpp: no errno is printed) --- */
-    if (strstr(msg, "couldn't bind HTTP server socket") ||
-        strstr(msg, "Address already in use")) {
+    if (strstr(msg, "couldn't bind HTTP server socket") || strstr(msg, "Address already in use")) {
         cand_set(t, SW_BOOT_PORT_IN_USE, line, msg, SW_PHASE_BIND, SW_PAYLOAD_NONE);
         return;
     }
@@ -496,7 +495,8 @@ static void classify(struct st *t, const char *ln, const char *msg, int line)
         cand_set(t, SW_BOOT_BAD_PAYLOAD, line, msg, SW_PHASE_LOAD, SW_PAYLOAD_TRUNCATED);
         return;
     }
-    if (strstr(msg, "unknown model architecture") || strstr(msg, "unsupported model architecture") ||
+    if (strstr(msg, "unknown model architecture") ||
+        strstr(msg, "unsupported model architecture") ||
         strstr(msg, "unknown pre-tokenizer type") || strstr(msg, "has invalid ggml type") ||
         strstr(msg, "invalid ggml type") || strstr(msg, "unknown vocab type") ||
         strstr(msg, "unknown tokenizer")) {
@@ -521,7 +521,8 @@ static void classify(struct st *t, const char *ln, const char *msg, int line)
         cand_set(t, SW_BOOT_OOM, line, msg, SW_PHASE_KV_ALLOC, SW_PAYLOAD_NONE);
         return;
     }
-    if (strstr(msg, "failed to allocate compute") || strstr(msg, "compute buffer allocation failed")) {
+    if (strstr(msg, "failed to allocate compute") ||
+        strstr(msg, "compute buffer allocation failed")) {
         cand_set(t, SW_BOOT_OOM, line, msg, SW_PHASE_COMPUTE_ALLOC, SW_PAYLOAD_NONE);
         return;
     }
@@ -595,8 +596,8 @@ static enum sw_payload_kind sniff_payload(const char *path, char *desc, size_t n
 static void decide(struct st *t, const struct sw_bootlog_hints *h)
 {
     static const enum sw_boot_class order[] = {
-        SW_BOOT_BAD_FLAG, SW_BOOT_PORT_IN_USE, SW_BOOT_MISSING_PAYLOAD, SW_BOOT_BAD_PAYLOAD,
-        SW_BOOT_UNSUPPORTED, SW_BOOT_OOM, SW_BOOT_CRASH,
+        SW_BOOT_BAD_FLAG,    SW_BOOT_PORT_IN_USE, SW_BOOT_MISSING_PAYLOAD, SW_BOOT_BAD_PAYLOAD,
+        SW_BOOT_UNSUPPORTED, SW_BOOT_OOM,         SW_BOOT_CRASH,
     };
     struct sw_boot_status *s = t->s;
     struct sw_boot_failure *f = &s->failure;
@@ -705,10 +706,10 @@ static void find_build(const char *ln, char *out, size_t n)
     }
 }
 
-int sw_llamacpp_bootlog_parse(const char *text, size_t len, const struct sw_bootlog_hints *hints,
-                              struct sw_llamacpp_report *rep, struct sw_boot_status *st)
+int sw_engine_llamacpp_bootlog(const char *text, size_t len, const struct sw_bootlog_hints *hints,
+                               struct sw_bootlog_report *rep, struct sw_boot_status *st)
 {
-    struct sw_llamacpp_report rtmp;
+    struct sw_bootlog_report rtmp;
     struct sw_boot_status stmp;
     if (!text && len)
         return SW_EINVAL;

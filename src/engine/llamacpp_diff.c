@@ -46,8 +46,8 @@ static bool present(const json_t *v)
     return v && !json_is_null(v);
 }
 
-static void add(struct dx *d, const char *field, const json_t *pred, const json_t *got,
-                enum kind k, int64_t tol_in)
+static void add(struct dx *d, const char *field, const json_t *pred, const json_t *got, enum kind k,
+                int64_t tol_in)
 {
     if (d->rc || (!present(pred) && !present(got)))
         return;
@@ -100,8 +100,7 @@ static void add(struct dx *d, const char *field, const json_t *pred, const json_
             int64_t delta = b - a;
             rc |= sw_json_set_int(f, "delta", delta);
             if (k == K_BYTES_F || k == K_BYTES_D) {
-                tol = tol_in >= 0 ? tol_in
-                                  : HALF_CENTI_MIB + (k == K_BYTES_F ? (b >> 24) + 1 : 0);
+                tol = tol_in >= 0 ? tol_in : HALF_CENTI_MIB + (k == K_BYTES_F ? (b >> 24) + 1 : 0);
                 if (llabs(delta) > tol)
                     verdict = "mismatch";
             } else if (k == K_ESTIMATE) {
@@ -144,15 +143,14 @@ static void kv_entry(struct dx *d, const json_t *a, const json_t *b, size_t i,
         const char *key;
         enum kind k;
     } keys[] = {
-        {"cells", K_INT},       {"layers", K_INT},      {"seqs", K_INT},
-        {"streams", K_INT},     {"swa", K_BOOL},        {"k_type", K_STR},
-        {"v_type", K_STR},      {"k_bytes", K_BYTES_F}, {"v_bytes", K_BYTES_F},
+        {"cells", K_INT},   {"layers", K_INT},      {"seqs", K_INT},
+        {"streams", K_INT}, {"swa", K_BOOL},        {"k_type", K_STR},
+        {"v_type", K_STR},  {"k_bytes", K_BYTES_F}, {"v_bytes", K_BYTES_F},
     };
     for (size_t j = 0; j < SW_ARRAY_LEN(keys); j++) {
         char name[64];
         snprintf(name, sizeof(name), "kv_caches[%zu].%s", i, keys[j].key);
-        int64_t tol = keys[j].k == K_BYTES_F ? prec_at(precision, "kv_caches", i, keys[j].key)
-                                             : 0;
+        int64_t tol = keys[j].k == K_BYTES_F ? prec_at(precision, "kv_caches", i, keys[j].key) : 0;
         add(d, name, a ? json_object_get(a, keys[j].key) : NULL,
             b ? json_object_get(b, keys[j].key) : NULL, keys[j].k, tol);
     }
@@ -221,8 +219,8 @@ int sw__llamacpp_diff(const json_t *predicted, const json_t *printed, const json
 
     add(&d, "model_bytes", json_object_get(a, "model_bytes"), json_object_get(b, "model_bytes"),
         K_BYTES_D, prec_at(precision, "model_bytes", 0, NULL));
-    add(&d, "output_bytes", json_object_get(a, "output_bytes"),
-        json_object_get(b, "output_bytes"), K_BYTES_D, prec_at(precision, "output_bytes", 0, NULL));
+    add(&d, "output_bytes", json_object_get(a, "output_bytes"), json_object_get(b, "output_bytes"),
+        K_BYTES_D, prec_at(precision, "output_bytes", 0, NULL));
     add(&d, "compute_bytes", json_object_get(a, "compute_bytes"),
         json_object_get(b, "compute_bytes"), K_ESTIMATE, 0);
 

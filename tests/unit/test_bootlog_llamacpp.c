@@ -149,8 +149,9 @@ static void test_captured_logs(void **state)
 /* Each failure class the parser knows must be exercised by at least one captured log. */
 static void test_every_class_captured(void **state)
 {
-    static const char *const need[] = {"oom", "bad_payload", "missing_payload", "bad_flag",
-                                       "port_in_use", "unsupported_arch", "crash"};
+    static const char *const need[] = {"oom",      "bad_payload", "missing_payload",
+                                       "bad_flag", "port_in_use", "unsupported_arch",
+                                       "crash"};
     static const char *const need_phase[] = {"load", "kv_alloc", "compute_alloc"};
     static const char *const need_kind[] = {"html", "lfs_pointer", "truncated", "bad_magic"};
     char cmd[8192];
@@ -184,10 +185,10 @@ static void test_every_class_captured(void **state)
     sw_buf_free(&b);
 }
 
-static void parse_str(const char *s, struct sw_llamacpp_report *r, struct sw_boot_status *st,
+static void parse_str(const char *s, struct sw_bootlog_report *r, struct sw_boot_status *st,
                       const struct sw_bootlog_hints *h)
 {
-    assert_int_equal(sw_llamacpp_bootlog_parse(s, strlen(s), h, r, st), 0);
+    assert_int_equal(sw_engine_llamacpp_bootlog(s, strlen(s), h, r, st), 0);
 }
 
 /* Lines from the public boot logs in ../shared/data/bootlogs/points.jsonl (other builds). */
@@ -223,7 +224,7 @@ static void test_shared_points(void **state)
             sw_buf_puts(&b, json_string_value(r));
             sw_buf_putc(&b, '\n');
         }
-        struct sw_llamacpp_report rep;
+        struct sw_bootlog_report rep;
         struct sw_boot_status st;
         parse_str(sw_buf_cstr(&b), &rep, &st, NULL);
         const json_t *pr = json_object_get(pt, "printed");
@@ -250,7 +251,7 @@ static void test_shared_points(void **state)
 
 static void test_old_formats(void **state)
 {
-    struct sw_llamacpp_report r;
+    struct sw_bootlog_report r;
     struct sw_boot_status st;
     /* build 4198 (ggml-org/ci pythia log) */
     parse_str("0.00.747.743 I llm_load_tensors:        CUDA0 model buffer size =  5049.71 MiB\n"
@@ -290,7 +291,7 @@ static void test_old_formats(void **state)
 
 static void test_prefixes_and_noise(void **state)
 {
-    struct sw_llamacpp_report r;
+    struct sw_bootlog_report r;
     struct sw_boot_status st;
     /* journald and docker prefixes, CRLF, NUL bytes, a binary line, an over-long line */
     struct sw_buf b;
@@ -306,7 +307,7 @@ static void test_prefixes_and_noise(void **state)
                     "seqs), K (f16): 1.00 MiB, V (f16): 1.00 MiB\n");
     sw_buf_puts(&b, "llama_kv_cache: size = 1.00 MiB (1 cells, 1 layers, 1/1 seqs), K (f16): 1.00"
                     "MiB\n");
-    assert_int_equal(sw_llamacpp_bootlog_parse(b.data, b.len, NULL, &r, &st), 0);
+    assert_int_equal(sw_engine_llamacpp_bootlog(b.data, b.len, NULL, &r, &st), 0);
     assert_int_equal(r.n_ctx, 8192);
     assert_int_equal(r.n_kv, 1); /* the absurd and the cut lines are not KV lines */
     assert_int_equal(r.kv[0].cells, 4096);
@@ -316,30 +317,31 @@ static void test_prefixes_and_noise(void **state)
     assert_int_equal(st.n_lines, 6);
     sw_buf_free(&b);
     /* empty log */
-    assert_int_equal(sw_llamacpp_bootlog_parse("", 0, NULL, &r, &st), 0);
+    assert_int_equal(sw_engine_llamacpp_bootlog("", 0, NULL, &r, &st), 0);
     assert_int_equal(st.phase, SW_PHASE_ARGS);
-    assert_int_equal(sw_llamacpp_bootlog_parse(NULL, 3, NULL, &r, &st), SW_EINVAL);
+    assert_int_equal(sw_engine_llamacpp_bootlog(NULL, 3, NULL, &r, &st), SW_EINVAL);
 }
 
 static void test_draft_context_ignored(void **state)
 {
-    struct sw_llamacpp_report r;
+    struct sw_bootlog_report r;
     struct sw_boot_status st;
-    parse_str("load_tensors:   CPU_Mapped model buffer size =     4.52 MiB\n"
-              "llama_context: constructing llama_context\n"
-              "llama_context: n_ctx                 = 4096\n"
-              "llama_context:        CPU  output buffer size =     0.49 MiB\n"
-              "llama_kv_cache: size =    8.00 MiB (  4096 cells,   2 layers,  1/1 seqs), K (f16):   "
-              " 4.00 MiB, V (f16):    4.00 MiB\n"
-              "sched_reserve:        CPU compute buffer size =     7.51 MiB\n"
-              "load_tensors:   CPU_Mapped model buffer size =     1.00 MiB\n"
-              "llama_context: constructing llama_context\n"
-              "llama_context: n_ctx                 = 1024\n"
-              "llama_kv_cache: size =    2.00 MiB (  1024 cells,   2 layers,  1/1 seqs), K (f16):   "
-              " 1.00 MiB, V (f16):    1.00 MiB\n"
-              "sched_reserve:        CPU compute buffer size =     3.00 MiB\n"
-              "srv  llama_server: model loaded\n",
-              &r, &st, NULL);
+    parse_str(
+        "load_tensors:   CPU_Mapped model buffer size =     4.52 MiB\n"
+        "llama_context: constructing llama_context\n"
+        "llama_context: n_ctx                 = 4096\n"
+        "llama_context:        CPU  output buffer size =     0.49 MiB\n"
+        "llama_kv_cache: size =    8.00 MiB (  4096 cells,   2 layers,  1/1 seqs), K (f16):   "
+        " 4.00 MiB, V (f16):    4.00 MiB\n"
+        "sched_reserve:        CPU compute buffer size =     7.51 MiB\n"
+        "load_tensors:   CPU_Mapped model buffer size =     1.00 MiB\n"
+        "llama_context: constructing llama_context\n"
+        "llama_context: n_ctx                 = 1024\n"
+        "llama_kv_cache: size =    2.00 MiB (  1024 cells,   2 layers,  1/1 seqs), K (f16):   "
+        " 1.00 MiB, V (f16):    1.00 MiB\n"
+        "sched_reserve:        CPU compute buffer size =     3.00 MiB\n"
+        "srv  llama_server: model loaded\n",
+        &r, &st, NULL);
     assert_int_equal(r.n_ctx, 4096);
     assert_int_equal(r.n_kv, 1);
     assert_int_equal(r.model_lines, 1);
@@ -350,7 +352,7 @@ static void test_draft_context_ignored(void **state)
 
 static void test_hints(void **state)
 {
-    struct sw_llamacpp_report r;
+    struct sw_bootlog_report r;
     struct sw_boot_status st;
     const char *loading = "srv    load_model: loading model 'x.gguf'\n"
                           "llama_model_loader: loaded meta data\n";
@@ -385,8 +387,8 @@ static void test_hints(void **state)
     const char *xml = swt_join(dir, "x.gguf");
     swt_write_str(xml, "<?xml version=\"1.0\"?><Error><Code>AccessDenied</Code></Error>");
     h.payload = xml;
-    parse_str("gguf_init_from_reader: invalid magic characters: '<?xm', expected 'GGUF'\n", &r,
-              &st, &h);
+    parse_str("gguf_init_from_reader: invalid magic characters: '<?xm', expected 'GGUF'\n", &r, &st,
+              &h);
     assert_int_equal(st.failure.cls, SW_BOOT_BAD_PAYLOAD);
     assert_int_equal(st.failure.payload_kind, SW_PAYLOAD_HTML);
     assert_non_null(strstr(st.failure.message, "XML"));
@@ -425,8 +427,8 @@ static void test_diff(void **state)
 {
     const struct sw_engine *eng = sw_engine_find("llama.cpp");
     struct sw_err e;
-    json_t *printed = parse_file(swt_src("tests/data/bootlogs/llamacpp/ok_qwen3next_hybrid.log"),
-                                 NULL, NULL);
+    json_t *printed =
+        parse_file(swt_src("tests/data/bootlogs/llamacpp/ok_qwen3next_hybrid.log"), NULL, NULL);
     json_t *pred = json_deep_copy(json_object_get(printed, "report"));
     /* exact bytes behind "4.12 MiB" (4,320,133 printed): within 0.005 MiB + float slack */
     json_t *kv0 = json_array_get(json_object_get(pred, "kv_caches"), 0);
@@ -479,10 +481,14 @@ int main(void)
 {
     sw_core_init();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_captured_logs),    cmocka_unit_test(test_every_class_captured),
-        cmocka_unit_test(test_shared_points),    cmocka_unit_test(test_old_formats),
-        cmocka_unit_test(test_prefixes_and_noise), cmocka_unit_test(test_draft_context_ignored),
-        cmocka_unit_test(test_hints),            cmocka_unit_test(test_alloc_failures),
+        cmocka_unit_test(test_captured_logs),
+        cmocka_unit_test(test_every_class_captured),
+        cmocka_unit_test(test_shared_points),
+        cmocka_unit_test(test_old_formats),
+        cmocka_unit_test(test_prefixes_and_noise),
+        cmocka_unit_test(test_draft_context_ignored),
+        cmocka_unit_test(test_hints),
+        cmocka_unit_test(test_alloc_failures),
         cmocka_unit_test(test_diff),
     };
     return cmocka_run_group_tests_name("bootlog_llamacpp", tests, NULL, NULL);
