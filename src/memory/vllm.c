@@ -150,8 +150,14 @@ static int mamba_mode(const struct sw_vllm_opts *o)
 {
     if (o->mamba_cache_mode >= 0)
         return o->mamba_cache_mode;
-    /* With prefix caching on, vLLM keeps block-aligned states ("align"); off: one state. */
-    return o->enable_prefix_caching == 1 ? SW_MAMBA_ALIGN : SW_MAMBA_NONE;
+    /* With prefix caching on, vLLM keeps block-aligned states ("align"); off: one state.
+     * Prefix caching defaults on in current vLLM (config/cache.py CacheConfig
+     * enable_prefix_caching = True, mamba_cache_mode "align" when it is on); older v1 releases
+     * disabled it for hybrid models (model_executor/models/config.py MambaModelConfig). */
+    int pc = o->enable_prefix_caching;
+    if (pc < 0)
+        pc = o->version == SW_VLLM_CURRENT ? 1 : 0;
+    return pc ? SW_MAMBA_ALIGN : SW_MAMBA_NONE;
 }
 
 /* vLLM's get_pp_indices: even split, the remainder goes to the stages before the last. */
@@ -617,7 +623,10 @@ int sw_vllm_plan(const struct sw_hf_config *c, const struct sw_vllm_opts *o,
         avail = o->kv_cache_memory_bytes;
         r->available_from_flag = true;
     } else if (o->gpu_total_bytes) {
-        double util = o->gpu_memory_utilization > 0 ? o->gpu_memory_utilization : 0.9;
+        /* config/cache.py: 0.92 in current vLLM, 0.9 before. */
+        double util = o->gpu_memory_utilization > 0 ? o->gpu_memory_utilization
+                      : o->version == SW_VLLM_CURRENT ? 0.92
+                                                       : 0.9;
         double req = (double)o->gpu_total_bytes * util;
         double used = (double)o->weights_bytes + (double)o->activation_peak_bytes +
                       (double)o->non_torch_bytes;

@@ -1,0 +1,31 @@
+/*
+ * Fuzz the vLLM boot-log parser and its failure classifier: any bytes must parse (possibly into an
+ * empty report) without crashing or reading past the input.
+ */
+#include <slipway/vllm.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    static int init;
+    if (!init) {
+        sw_core_init();
+        init = 1;
+    }
+    /* An exact-size heap copy so ASan sees any read past the end. */
+    char *buf = malloc(size ? size : 1);
+    if (!buf)
+        return 0;
+    memcpy(buf, data, size);
+    struct sw_boot_report r;
+    if (sw_vllm_bootlog_parse(buf, size, &r, NULL) == 0) {
+        json_t *j = sw_boot_report_json(&r);
+        json_decref(j);
+    }
+    free(buf);
+    return 0;
+}

@@ -1,0 +1,434 @@
+/*
+ * engine/vllm: parse a vLLM boot log (journal, container log or a pasted excerpt) into the same
+ * `report` the law predicts, plus a classified `failure`.
+ *
+ * The failure classes come from the operator's own nights: a torch/HIP out-of-memory with the
+ * phase it happened in (profile, kv_alloc, graph_capture, runtime) and its "Tried to allocate X
+ * ... Y free" figures; a torch.compile/dynamo constraint violation naming the dimension it
+ * specialised; max_model_len above the KV capacity with the engine's own suggestion; a host path
+ * handed to a container ("Repo id must be in the form ..."); an engine that died while the API
+ * server exited 0; a flag the CLI refused; and unknown.
+ *
+ * What it does not do: follow a log as it grows (deploy/ does), or decide what to do next.
+ */
+#include "vllm_internal.h"
+
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *sw_fail_class_name(enum sw_fail_class c)
+{
+    static const char *n[] = {"none", "oom", "compile_constraint", "kv_too_small", "bad_path",
+                              "engine_dead_exit0", "bad_flag", "unknown"};
+    return (unsigned)c < SW_ARRAY_LEN(n) ? n[c] : "?";
+}
+
+const char *sw_fail_phase_name(enum sw_fail_phase p)
+{
+    static const char *n[] = {"none", "load", "profile", "kv_alloc", "graph_capture", "runtime"};
+    return (unsigned)p < SW_ARRAY_LEN(n) ? n[p] : "?";
+}
+
+/* strtod on a bounded copy: the text is not NUL-terminated where a line ends. */
+static bool num_at(const char *p, const char *end, double *out, const char **after)
+{
+    char buf[48];
+    size_t n = 0;
+    while (p < end && n + 1 < sizeof(buf) && (isdigit((unsigned char)*p) || *p == '.' ||
+                                              *p == ',' || (n == 0 && *p == '-'))) {
+        if (*p != ',')
+            buf[n++] = *p;
+        p++;
+    }
+    if (n == 0 || (n == 1 && (buf[0] == '-' || buf[0] == '.')))
+        return false;
+    buf[n] = 0;
+    char *e;
+    *out = strtod(buf, &e);
+    if (after)
+        *after = p;
+    return *e == 0;
+}
+
+bool sw__bootlog_size(const char *p, const char *end, uint64_t *out)
+{
+    double v;
+    const char *a;
+    if (!num_at(p, end, &v, &a) || v < 0)
+        return false;
+    while (a < end && *a == ' ')
+        a++;
+    char u[8] = {0};
+    for (size_t i = 0; i < 5 && a + i < end; i++)
+        u[i] = a[i];
+    double m = 1;
+    if (!strncmp(u, "GiB", 3) || !strncmp(u, "GB", 2))
+        m = 1073741824.0;
+    else if (!strncmp(u, "MiB", 3) || !strncmp(u, "MB", 2))
+        m = 1048576.0;
+    else if (!strncmp(u, "KiB", 3) || !strncmp(u, "KB", 2) || !strncmp(u, "kB", 2))
+        m = 1024.0;
+    else if (!strncmp(u, "bytes", 5) || u[0] == 'B')
+        m = 1;
+    else
+        return false;
+    double r = v * m;
+    if (r > 1e18)
+        return false;
+    *out = (uint64_t)(r + 0.5);
+    return true;
+}
+
+/* Find needle inside [p, end). */
+static const char *find(const char *p, const char *end, const char *needle)
+{
+    size_t n = strlen(needle);
+    if ((size_t)(end - p) < n)
+        return NULL;
+    for (const char *q = p; q + n <= end; q++)
+        if (*q == *needle && !memcmp(q, needle, n))
+            return q;
+    return NULL;
+}
+
+static void copy_msg(char *dst, size_t n, const char *p, const char *end)
+{
+    while (p < end && (*p == ' ' || *p == '\t'))
+        p++;
+    size_t l = (size_t)(end - p);
+    if (l >= n)
+        l = n - 1;
+    memcpy(dst, p, l);
+    dst[l] = 0;
+    for (size_t i = 0; i < l; i++)
+        if ((unsigned char)dst[i] < 0x20)
+            dst[i] = ' ';
+}
+
+static void set_fail(struct sw_boot_report *o, enum sw_fail_class c, enum sw_fail_phase ph,
+                     const char *kind, const char *p, const char *end, int line)
+{
+    struct sw_boot_failure *f = &o->failure;
+    f->cls = c;
+    f->phase = ph;
+    snprintf(f->payload_kind, sizeof(f->payload_kind), "%s", kind);
+    copy_msg(f->message, sizeof(f->message), p, end);
+    f->line = line;
+}
+
+/* Priority of a class when several appear: the root cause wins over its consequences. */
+static int prio(enum sw_fail_class c)
+{
+    switch (c) {
+    case SW_FAIL_BAD_FLAG: return 7;
+    case SW_FAIL_BAD_PATH: return 6;
+    case SW_FAIL_COMPILE_CONSTRAINT: return 5;
+    case SW_FAIL_KV_TOO_SMALL: return 5;
+    case SW_FAIL_OOM: return 4;
+    case SW_FAIL_ENGINE_DEAD_EXIT0: return 2;
+    case SW_FAIL_UNKNOWN: return 1;
+    default: return 0;
+    }
+}
+
+void sw__bootlog_classify(const char *text, size_t len, struct sw_boot_report *o)
+{
+    const char *p = text, *end = text + len;
+    int line = 0;
+    enum sw_fail_phase phase = SW_PHASE_LOAD;
+    bool served = false, exit0 = false, dead = false;
+    int dead_line = 0, err_line = 0;
+    const char *dead_p = NULL, *dead_e = NULL, *err_p = NULL, *err_e = NULL;
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        const char *le = nl ? nl : end;
+        line++;
+        /* Phase markers, in boot order. */
+        if (find(p, le, "profile_run") || find(p, le, "determine_available_memory") ||
+            find(p, le, "_dummy_run") || find(p, le, "Memory profiling"))
+            phase = SW_MAX(phase, SW_PHASE_PROFILE);
+        if (find(p, le, "Available KV cache memory") || find(p, le, "GPU KV cache size") ||
+            find(p, le, "initialize_kv_cache") || find(p, le, "_allocate_kv_cache") ||
+            find(p, le, "init_kv_cache") || find(p, le, "KV Cache is allocated") ||
+            find(p, le, "dying at KV allocation"))
+            phase = SW_MAX(phase, SW_PHASE_KV_ALLOC);
+        if (find(p, le, "Capturing CUDA graph") || find(p, le, "capture_model") ||
+            find(p, le, "graph capture") || find(p, le, "Capturing cuda graph") ||
+            find(p, le, "_capture_cudagraphs") || find(p, le, "CUDA graph capture") ||
+            find(p, le, "Capture cuda graph"))
+            phase = SW_MAX(phase, SW_PHASE_GRAPH_CAPTURE);
+        if (find(p, le, "Application startup complete") ||
+            find(p, le, "The server is fired up and ready") ||
+            find(p, le, "Avg prompt throughput") || find(p, le, "POST /v1/"))
+            served = true, phase = SW_PHASE_RUNTIME;
+        enum sw_fail_class c = SW_FAIL_NONE;
+        const char *q;
+        if ((q = find(p, le, "out of memory")) || (q = find(p, le, "OutOfMemoryError")) ||
+            (q = find(p, le, "Tried to allocate"))) {
+            c = SW_FAIL_OOM;
+            if (prio(c) >= prio(o->failure.cls)) {
+                bool first = o->failure.cls != SW_FAIL_OOM;
+                if (first || find(p, le, "Tried to allocate"))
+                    set_fail(o, c, phase, find(p, le, "HIP") ? "hip_oom" : "torch_oom", p, le,
+                             line);
+                const char *t = find(p, le, "Tried to allocate ");
+                if (t)
+                    sw__bootlog_size(t + 18, le, &o->failure.tried_bytes);
+                const char *fr = find(p, le, "of which ");
+                if (fr)
+                    sw__bootlog_size(fr + 9, le, &o->failure.free_bytes);
+                else {
+                    /* "... 0 bytes free" / "with 9.46 GiB free" */
+                    const char *fw = find(p, le, " free");
+                    if (fw) {
+                        const char *s = fw;
+                        int sp = 0;
+                        while (s > p && sp < 2) {
+                            s--;
+                            if (*s == ' ')
+                                sp++;
+                        }
+                        sw__bootlog_size(s + 1, le, &o->failure.free_bytes);
+                    }
+                }
+            }
+        } else if ((q = find(p, le, "Constraints violated"))) {
+            c = SW_FAIL_COMPILE_CONSTRAINT;
+            if (prio(c) >= prio(o->failure.cls)) {
+                set_fail(o, c, phase, "dynamo", q, le, line);
+                /* The message is often wrapped over lines: look a little further. */
+                const char *w = (size_t)(end - q) > 600 ? q + 600 : end;
+                const char *a = find(q, w, "(");
+                const char *b = a ? find(a, w, ")!") : NULL;
+                if (a && b) {
+                    size_t l = (size_t)(b - a - 1);
+                    if (memchr(a, '\n', l))
+                        l = 0;
+                    if (l >= sizeof(o->failure.dimension))
+                        l = sizeof(o->failure.dimension) - 1;
+                    memcpy(o->failure.dimension, a + 1, l);
+                    o->failure.dimension[l] = 0;
+                }
+                const char *k = find(q, w, "constant (");
+                double cv;
+                if (k && num_at(k + 10, w, &cv, NULL))
+                    o->failure.constant = (int64_t)cv;
+            }
+        } else if ((q = find(p, le, "max seq len (")) &&
+                   (find(p, le, "larger than") || find(p, le, "KV cache is needed"))) {
+            c = SW_FAIL_KV_TOO_SMALL;
+            if (prio(c) >= prio(o->failure.cls)) {
+                set_fail(o, c, phase, "value_error", p, le, line);
+                double v;
+                if (num_at(q + 13, le, &v, NULL))
+                    o->failure.max_model_len = (int64_t)v;
+                const char *s = find(p, le, "stored in KV cache (");
+                if (s && num_at(s + 20, le, &v, NULL))
+                    o->failure.suggested_max_len = (int64_t)v;
+                s = find(p, le, "maximum model length is ");
+                if (s && num_at(s + 24, le, &v, NULL))
+                    o->failure.suggested_max_len = (int64_t)v;
+                s = find(p, le, "), (");
+                if (s && num_at(s + 4, le, &v, NULL))
+                    o->failure.needed_gib = v;
+                s = find(p, le, "KV cache memory (");
+                if (s && num_at(s + 17, le, &v, NULL))
+                    o->failure.available_gib = v;
+            }
+        } else if ((q = find(p, le, "Repo id must be in the form")) ||
+                   (q = find(p, le, "does not appear to have a file named config.json")) ||
+                   (q = find(p, le, "is not a valid model identifier")) ||
+                   (q = find(p, le, "Invalid repository ID or local directory"))) {
+            c = SW_FAIL_BAD_PATH;
+            if (prio(c) >= prio(o->failure.cls))
+                set_fail(o, c, SW_PHASE_LOAD, "hf_repo_id", p, le, line);
+        } else if ((q = find(p, le, "error: unrecognized arguments")) ||
+                   (q = find(p, le, "error: argument ")) ||
+                   (q = find(p, le, "error: the following arguments are required")) ||
+                   (q = find(p, le, "error: invalid choice"))) {
+            c = SW_FAIL_BAD_FLAG;
+            if (prio(c) >= prio(o->failure.cls))
+                set_fail(o, c, SW_PHASE_NONE, "argparse", q + 7, le, line);
+        } else if (find(p, le, "EngineDeadError") || find(p, le, "died unexpectedly") ||
+                   find(p, le, "EngineCore encountered a fatal error") ||
+                   find(p, le, "Engine core initialization failed") ||
+                   find(p, le, "EngineCore failed to start")) {
+            if (!dead) {
+                dead = true;
+                dead_line = line;
+                dead_p = p;
+                dead_e = le;
+            }
+        } else if (find(p, le, "exited with code 0") || find(p, le, "code=exited, status=0") ||
+                   find(p, le, "Deactivated successfully") ||
+                   find(p, le, "Shutting down FastAPI HTTP server")) {
+            exit0 = true;
+        } else if (!err_p && (find(p, le, "Traceback (most recent call last)") ||
+                              find(p, le, "RuntimeError:") || find(p, le, "ValueError:"))) {
+            err_line = line;
+            err_p = p;
+            err_e = le;
+        }
+        p = nl ? nl + 1 : end;
+    }
+    (void)served;
+    if (o->failure.cls == SW_FAIL_NONE && dead && exit0)
+        set_fail(o, SW_FAIL_ENGINE_DEAD_EXIT0, phase, "engine_dead", dead_p, dead_e, dead_line);
+    else if (o->failure.cls == SW_FAIL_NONE && dead)
+        set_fail(o, SW_FAIL_UNKNOWN, phase, "engine_dead", dead_p, dead_e, dead_line);
+    else if (o->failure.cls == SW_FAIL_NONE && err_p)
+        set_fail(o, SW_FAIL_UNKNOWN, phase, "exception", err_p, err_e, err_line);
+}
+
+int sw_vllm_bootlog_parse(const char *text, size_t len, struct sw_boot_report *o,
+                          struct sw_err *e)
+{
+    memset(o, 0, sizeof(*o));
+    snprintf(o->engine, sizeof(o->engine), "vllm");
+    o->mamba_padding_pct = -1;
+    const char *p = text, *end = text + len;
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        const char *le = nl ? nl : end;
+        const char *q;
+        double v;
+        if ((q = find(p, le, "GPU KV cache size: ")) && num_at(q + 19, le, &v, NULL)) {
+            o->kv_cache_tokens = (int64_t)v;
+            o->has_tokens = true;
+        }
+        if ((q = find(p, le, "Maximum concurrency for "))) {
+            const char *a;
+            if (num_at(q + 24, le, &v, &a)) {
+                o->concurrency_len = (int64_t)v;
+                const char *c = find(a, le, "request: ");
+                if (c && num_at(c + 9, le, &v, NULL)) {
+                    o->max_concurrency = v;
+                    o->has_concurrency = true;
+                }
+            }
+        }
+        if (!find(p, le, "Maximum concurrency for ") && (q = find(p, le, "Maximum concurrency"))) {
+            /* An elided line ("... Maximum concurrency ... 41.14x"): the last number before x. */
+            for (const char *x = le - 1; x > q; x--) {
+                if (*x == 'x' && x > q && isdigit((unsigned char)x[-1])) {
+                    const char *b = x - 1;
+                    while (b > q && (isdigit((unsigned char)b[-1]) || b[-1] == '.'))
+                        b--;
+                    if (num_at(b, x, &v, NULL)) {
+                        o->max_concurrency = v;
+                        o->has_concurrency = true;
+                    }
+                    break;
+                }
+            }
+        }
+        if ((q = find(p, le, "Available KV cache memory: ")) && num_at(q + 27, le, &v, NULL)) {
+            o->available_kv_gib = v;
+            o->has_available = true;
+        }
+        if ((q = find(p, le, "kv_cache_size=")) && num_at(q + 14, le, &v, NULL) &&
+            !o->has_available) {
+            o->available_kv_gib = v;
+            o->has_available = true;
+        }
+        if ((q = find(p, le, "GPU blocks: ")) && num_at(q + 12, le, &v, NULL)) {
+            o->num_gpu_blocks = (int64_t)v;
+            o->has_blocks = true;
+        }
+        if ((q = find(p, le, "Setting attention block size to ")) &&
+            num_at(q + 32, le, &v, NULL)) {
+            o->block_size = (int64_t)v;
+            o->has_block_size = true;
+        }
+        if ((q = find(p, le, "Padding mamba page size by ")) && num_at(q + 27, le, &v, NULL))
+            o->mamba_padding_pct = v;
+        if ((q = find(p, le, "Add ")) && find(q, le, "padding layers") &&
+            num_at(q + 4, le, &v, NULL))
+            o->padding_layers = (int)v;
+        if (((q = find(p, le, "Model loading took ")) && num_at(q + 19, le, &v, NULL)) ||
+            ((q = find(p, le, "Loading model weights took ")) && num_at(q + 27, le, &v, NULL)))
+            o->weights_gib = v;
+        if ((q = find(p, le, "vLLM API server version ")) ||
+            (q = find(p, le, "Initializing a V1 LLM engine (v"))) {
+            const char *s = find(q, le, "version ");
+            s = s ? s + 8 : q + 31;
+            size_t l = 0;
+            while (s + l < le && !isspace((unsigned char)s[l]) && s[l] != ')' &&
+                   l + 1 < sizeof(o->engine_version))
+                l++;
+            memcpy(o->engine_version, s, l);
+            o->engine_version[l] = 0;
+        }
+        p = nl ? nl + 1 : end;
+    }
+    sw__bootlog_classify(text, len, o);
+    (void)e;
+    return 0;
+}
+
+json_t *sw_boot_report_json(const struct sw_boot_report *r)
+{
+    json_t *root = json_object();
+    json_t *rep = json_object();
+    json_t *f = json_object();
+    if (!root || !rep || !f) {
+        json_decref(root);
+        json_decref(rep);
+        json_decref(f);
+        return NULL;
+    }
+    sw_json_set_str(root, "engine", r->engine);
+    sw_json_set_str(rep, "engine_version", r->engine_version[0] ? r->engine_version : NULL);
+    if (r->has_tokens)
+        sw_json_set_int(rep, "kv_cache_tokens", r->kv_cache_tokens);
+    if (r->has_concurrency) {
+        sw_json_set_real(rep, "max_concurrency", r->max_concurrency);
+        if (r->concurrency_len)
+            sw_json_set_int(rep, "max_model_len", r->concurrency_len);
+    }
+    if (r->has_available)
+        sw_json_set_real(rep, "available_kv_gib", r->available_kv_gib);
+    if (r->has_blocks)
+        sw_json_set_int(rep, "num_gpu_blocks", r->num_gpu_blocks);
+    if (r->has_block_size)
+        sw_json_set_int(rep, "block_size", r->block_size);
+    if (r->mamba_padding_pct >= 0)
+        sw_json_set_real(rep, "mamba_padding_pct", r->mamba_padding_pct);
+    if (r->padding_layers)
+        sw_json_set_int(rep, "padding_layers", r->padding_layers);
+    if (r->weights_gib > 0)
+        sw_json_set_real(rep, "weights_gib", r->weights_gib);
+    if (r->has_sglang_kv) {
+        sw_json_set_int(rep, "sglang_kv_tokens", r->sglang_tokens);
+        sw_json_set_real(rep, "sglang_k_gb", r->sglang_k_gb);
+        sw_json_set_real(rep, "sglang_v_gb", r->sglang_v_gb);
+    }
+    if (r->max_running_requests)
+        sw_json_set_int(rep, "max_running_requests", r->max_running_requests);
+    if (r->mamba_slots)
+        sw_json_set_int(rep, "mamba_slots", r->mamba_slots);
+    sw_json_set_new(root, "report", rep);
+    if (r->failure.cls == SW_FAIL_NONE) {
+        json_decref(f);
+        sw_json_set_new(root, "failure", json_null());
+    } else {
+        sw_json_set_str(f, "class", sw_fail_class_name(r->failure.cls));
+        sw_json_set_str(f, "phase", sw_fail_phase_name(r->failure.phase));
+        sw_json_set_str(f, "payload_kind", r->failure.payload_kind);
+        sw_json_set_str(f, "message", r->failure.message);
+        sw_json_set_int(f, "line", r->failure.line);
+        if (r->failure.tried_bytes)
+            sw_json_set_int(f, "tried_bytes", (int64_t)r->failure.tried_bytes);
+        if (r->failure.cls == SW_FAIL_OOM)
+            sw_json_set_int(f, "free_bytes", (int64_t)r->failure.free_bytes);
+        if (r->failure.dimension[0])
+            sw_json_set_str(f, "dimension", r->failure.dimension);
+        if (r->failure.max_model_len)
+            sw_json_set_int(f, "max_model_len", r->failure.max_model_len);
+        if (r->failure.suggested_max_len)
+            sw_json_set_int(f, "suggested_max_len", r->failure.suggested_max_len);
+        sw_json_set_new(root, "failure", f);
+    }
+    return root;
+}

@@ -1,0 +1,14 @@
+/*
+ * Internal to engine/: the failure classifier shared by the vLLM and SGLang boot-log parsers.
+ */
+#ifndef SW_ENGINE_VLLM_INTERNAL_H
+#define SW_ENGINE_VLLM_INTERNAL_H
+
+#include <slipway/vllm.h>
+
+/* A size such as "50.00 MiB", "10.28 GiB", "0 bytes", "1.5 GB" at p; bytes or false. */
+bool sw__bootlog_size(const char *p, const char *end, uint64_t *out);
+/* Classify failures over the whole log (lines are 1-based); fills out->failure. */
+void sw__bootlog_classify(const char *text, size_t len, struct sw_boot_report *out);
+
+#endif

@@ -1,0 +1,134 @@
+/*
+ * engine/vllm command line: flags verbatim (dashes, underscores, =value, short forms,
+ * --speculative-config JSON with a draft directory), errors that name the flag, and a whole
+ * `vllm serve DIR ...` planned from a config.json on disk.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <slipway/vllm.h>
+
+#include "swtest.h"
+
+#include <string.h>
+
+static void test_parse_flags(void **state)
+{
+    char *argv[] = {"vllm", "serve", "/models/frank", "-tp", "2", "--max_model_len=262144",
+                    "--max-num-seqs", "3", "--kv-cache-dtype", "fp8",
+                    "--kv-cache-memory-bytes", "6100000000", "--max-num-batched-tokens", "2k",
+                    "--enable-prefix-caching", "--mamba-cache-mode", "align",
+                    "--speculative-config", "{\"method\":\"mtp\",\"num_speculative_tokens\":4}",
+                    "--host", "0.0.0.0", "--trust-remote-code", "--gpu-memory-utilization",
+                    "0.98"};
+    struct sw_vllm_opts o;
+    sw_vllm_opts_init(&o);
+    const char *dir;
+    char ign[256];
+    struct sw_err e;
+    assert_int_equal(sw_vllm_parse_argv((int)SW_ARRAY_LEN(argv), argv, &o, &dir, ign, sizeof(ign),
+                                        &e),
+                     0);
+    assert_string_equal(dir, "/models/frank");
+    assert_int_equal(o.tp, 2);
+    assert_int_equal(o.max_model_len, 262144);
+    assert_int_equal(o.max_num_seqs, 3);
+    assert_int_equal(o.max_num_batched_tokens, 2000);
+    assert_string_equal(o.kv_cache_dtype, "fp8");
+    assert_int_equal(o.kv_cache_memory_bytes, 6100000000ull);
+    assert_int_equal(o.enable_prefix_caching, 1);
+    assert_int_equal(o.mamba_cache_mode, SW_MAMBA_ALIGN);
+    assert_string_equal(o.spec_method, "mtp");
+    assert_int_equal(o.num_speculative_tokens, 4);
+    assert_true(o.gpu_memory_utilization == 0.98);
+    assert_non_null(strstr(ign, "--host"));
+    assert_non_null(strstr(ign, "--trust-remote-code"));
+}
+
+static void test_parse_errors(void **state)
+{
+    struct {
+        char *argv[6];
+        int n;
+        const char *needle;
+    } cases[] = {
+        {{"vllm", "serve", "/m", "--max-model-len", "lots"}, 5, "--max-model-len"},
+        {{"vllm", "serve", "/m", "--gpu-memory-utilization", "1.5"}, 5, "--gpu-memory-utilization"},
+        {{"vllm", "serve", "/m", "--speculative-config", "{nope"}, 5, "--speculative-config"},
+        {{"vllm", "serve", "/m", "-tp"}, 4, "needs a value"},
+        {{"vllm", "serve", "/m", "--mamba-cache-mode", "some"}, 5, "--mamba-cache-mode"},
+        {{"vllm", "serve", "--max-num-seqs", "3"}, 4, "no model"},
+        {{"vllm", "serve", "/m", "--max-model-len", "-1"}, 5, "auto-fit"},
+    };
+    for (size_t i = 0; i < SW_ARRAY_LEN(cases); i++) {
+        struct sw_vllm_opts o;
+        sw_vllm_opts_init(&o);
+        const char *dir;
+        struct sw_err e;
+        sw_err_clear(&e);
+        int rc = sw_vllm_parse_argv(cases[i].n, cases[i].argv, &o, &dir, NULL, 0, &e);
+        if (rc == 0 || !strstr(e.msg, cases[i].needle))
+            fail_msg("case %zu: rc=%d msg=%s", i, rc, e.msg);
+    }
+}
+
+/* A whole command against a model directory with config.json: the frank-primary fp8 3 x 262144
+ * shape, with the fork's two profile terms supplied as facts. */
+static void test_plan_argv(void **state)
+{
+    char *dir = swt_tmpdir();
+    swt_write_str(swt_join(dir, "config.json"),
+                  "{\"architectures\":[\"Qwen3NextForCausalLM\"],\"model_type\":\"qwen3_next\","
+                  "\"num_hidden_layers\":48,\"num_attention_heads\":16,\"num_key_value_heads\":2,"
+                  "\"head_dim\":256,\"hidden_size\":2048,\"full_attention_interval\":4,"
+                  "\"linear_num_key_heads\":16,\"linear_num_value_heads\":48,"
+                  "\"linear_key_head_dim\":128,\"linear_value_head_dim\":128,"
+                  "\"linear_conv_kernel_dim\":4,\"torch_dtype\":\"bfloat16\","
+                  "\"mamba_ssm_dtype\":\"float32\",\"max_position_embeddings\":262144}");
+    char *argv[] = {"vllm", "serve", (char *)dir, "--tensor-parallel-size", "2",
+                    "--max-model-len", "262144", "--kv-cache-dtype", "fp8",
+                    "--kv-cache-memory-bytes", "6.1e9", "--max-num-seqs", "3"};
+    struct sw_vllm_opts facts;
+    sw_vllm_opts_init(&facts);
+    facts.extra_attn_bytes_per_token = 64;
+    facts.extra_mamba_blocks = 1;
+    struct sw_vllm_report r;
+    struct sw_err e;
+    if (sw_vllm_plan_argv((int)SW_ARRAY_LEN(argv), argv, &facts, &r, &e))
+        fail_msg("%s", e.msg);
+    assert_int_equal(r.kv_cache_tokens, 792069);
+    json_t *j = sw_vllm_report_json(&r);
+    json_t *rep = json_object_get(j, "report");
+    assert_int_equal(json_integer_value(json_object_get(rep, "kv_cache_tokens")), 792069);
+    assert_true(json_real_value(json_object_get(rep, "max_concurrency")) == 3.02);
+    assert_int_equal(json_integer_value(json_object_get(rep, "block_size")), 3136);
+    json_t *lines = json_object_get(j, "lines");
+    bool found = false;
+    for (size_t i = 0; i < json_array_size(lines); i++)
+        found |= !strcmp(json_string_value(json_array_get(lines, i)),
+                         "GPU KV cache size: 792,069 tokens");
+    assert_true(found);
+    json_decref(j);
+
+    /* a missing draft directory is named */
+    char *argv2[] = {"vllm", "serve", (char *)dir, "--max-model-len", "4096",
+                     "--speculative-config",
+                     "{\"method\":\"eagle3\",\"model\":\"/nonexistent/draft\","
+                     "\"num_speculative_tokens\":3}"};
+    assert_int_not_equal(sw_vllm_plan_argv((int)SW_ARRAY_LEN(argv2), argv2, &facts, &r, &e), 0);
+    assert_non_null(strstr(e.msg, "draft"));
+    swt_tmpdir_free(dir);
+}
+
+int main(void)
+{
+    sw_core_init();
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_parse_flags),
+        cmocka_unit_test(test_parse_errors),
+        cmocka_unit_test(test_plan_argv),
+    };
+    return cmocka_run_group_tests_name("vllm_argv", tests, NULL, NULL);
+}
