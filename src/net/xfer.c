@@ -595,6 +595,12 @@ static size_t write_cb(char *p, size_t size, size_t nmemb, void *ud)
         struct sw_err se;
         sw_err_clear(&se);
         r = sw_sse_feed(&x->sse, p, n, now, &se);
+        if (r < 0 && !se.code) {
+            /* the caller's event callback refused an event (a chunk that is not JSON...) */
+            abort_with(x, r, SW_NET_ABORTED, "stopped by the event callback (%s)",
+                       sw_strerror(r));
+            return refuse;
+        }
         if (r < 0) {
             abort_with(x, r, r == SW_ERANGE ? SW_NET_TOO_BIG : SW_NET_OTHER, "%s (byte %lld)",
                        se.msg, (long long)se.offset);
