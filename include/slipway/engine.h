@@ -38,6 +38,11 @@ enum sw_boot_class {
     SW_BOOT_CRASH,           /* assertion, abort, segfault, killed by a signal */
     SW_BOOT_TIMEOUT,         /* not ready within the deadline (deploy only) */
     SW_BOOT_UNKNOWN,         /* failed, and nothing we recognise says why */
+    SW_BOOT_COMPILE_CONSTRAINT, /* torch.compile / dynamo refused a shape (vLLM) */
+    SW_BOOT_KV_TOO_SMALL,       /* max_model_len above what the KV pool holds (vLLM, SGLang) */
+    SW_BOOT_BAD_PATH,           /* the model path is not one the engine can open ("Repo id must
+                                   be in the form ...": a host path inside a container) */
+    SW_BOOT_ENGINE_DEAD_EXIT0,  /* the engine core died and the API server exited 0 */
     SW_BOOT__NCLASS
 };
 
@@ -53,6 +58,8 @@ enum sw_boot_phase {
     SW_PHASE_COMPUTE_ALLOC, /* reserving the compute graphs and buffers */
     SW_PHASE_WARMUP,        /* the empty warm-up run */
     SW_PHASE_RUNTIME,       /* after it said it was serving */
+    SW_PHASE_PROFILE,       /* vLLM/SGLang memory profiling run (before kv_alloc) */
+    SW_PHASE_GRAPH_CAPTURE, /* CUDA/HIP graph capture (after kv_alloc) */
     SW_PHASE__N
 };
 
@@ -68,7 +75,8 @@ enum sw_payload_kind {
 };
 
 /* "oom", "bad_payload", "missing_payload", "bad_flag", "port_in_use", "unsupported_arch",
- * "crash", "timeout", "unknown" ("none" for SW_BOOT_NONE). */
+ * "crash", "timeout", "unknown", "compile_constraint", "kv_too_small", "bad_path",
+ * "engine_dead_exit0" ("none" for SW_BOOT_NONE). */
 const char *sw_boot_class_name(enum sw_boot_class c);
 /* "args", "bind", "load", "context", "kv_alloc", "compute_alloc", "warmup", "runtime" (NULL for
  * NONE). */

@@ -49,6 +49,10 @@ static const char *const class_names[SW_BOOT__NCLASS] = {
     [SW_BOOT_CRASH] = "crash",
     [SW_BOOT_TIMEOUT] = "timeout",
     [SW_BOOT_UNKNOWN] = "unknown",
+    [SW_BOOT_COMPILE_CONSTRAINT] = "compile_constraint",
+    [SW_BOOT_KV_TOO_SMALL] = "kv_too_small",
+    [SW_BOOT_BAD_PATH] = "bad_path",
+    [SW_BOOT_ENGINE_DEAD_EXIT0] = "engine_dead_exit0",
 };
 
 static const char *const phase_names[SW_PHASE__N] = {
@@ -61,6 +65,8 @@ static const char *const phase_names[SW_PHASE__N] = {
     [SW_PHASE_COMPUTE_ALLOC] = "compute_alloc",
     [SW_PHASE_WARMUP] = "warmup",
     [SW_PHASE_RUNTIME] = "runtime",
+    [SW_PHASE_PROFILE] = "profile",
+    [SW_PHASE_GRAPH_CAPTURE] = "graph_capture",
 };
 
 static const char *const payload_names[SW_PAYLOAD__N] = {

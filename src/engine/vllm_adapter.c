@@ -1,0 +1,270 @@
+/*
+ * engine/vllm: vLLM's entry in the engine table: argv + environment for a launch (the API key
+ * only in VLLM_API_KEY), the boot-log reader, predicted-vs-printed diff, its HTTP error shape,
+ * health endpoints and metric names.
+ *
+ * Launch mapping (engine-neutral fields -> vLLM): parallel -> --max-num-seqs; ctx_size is the
+ * tokens of one request window times parallel in llama.cpp's sense, so --max-model-len =
+ * ctx_size / parallel; cache_type_k -> --kv-cache-dtype (cache_type_v must match or be unset);
+ * draft -> --speculative-config {"model": ...}. What it does not do: container/host path mapping
+ * (the fleet module owns mounts; see the README note), or flags a fleet endpoint freezes (those
+ * arrive verbatim in extra_args).
+ */
+#include "engine_internal.h"
+#include "vllm_internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <stdio.h>
+#include <string.h>
+
+static const char *const vllm_aliases[] = {"vLLM", "vllm-openai", NULL};
+
+static int push(struct sw_engine_cmd *c, char ***arr, size_t *n, const char *s)
+{
+    char **a = sw_realloc(*arr, (*n + 2) * sizeof(char *));
+    if (!a)
+        return SW_ENOMEM;
+    *arr = a;
+    a[*n] = sw_strdup(s);
+    if (!a[*n])
+        return SW_ENOMEM;
+    (*n)++;
+    a[*n] = NULL;
+    (void)c;
+    return 0;
+}
+
+static int pushu(struct sw_engine_cmd *c, unsigned long long v)
+{
+    char b[32];
+    snprintf(b, sizeof(b), "%llu", v);
+    return push(c, &c->argv, &c->argc, b);
+}
+
+int sw__vllm_render(const struct sw_engine_launch *l, struct sw_engine_cmd *out, struct sw_err *e)
+{
+    int rc = 0;
+    memset(out, 0, sizeof(*out));
+    if (!l->model || !*l->model)
+        return sw_err_set(e, SW_EINVAL, "launch.model is required");
+    if (l->cache_type_v && l->cache_type_k && strcmp(l->cache_type_k, l->cache_type_v))
+        return sw_err_set(e, SW_EINVAL,
+                          "launch.cache_type_v (%s) differs from cache_type_k (%s): vLLM has one "
+                          "--kv-cache-dtype",
+                          l->cache_type_v, l->cache_type_k);
+    if (l->parallel && l->ctx_size && l->ctx_size % l->parallel)
+        return sw_err_set(e, SW_EINVAL,
+                          "launch.ctx_size %llu is not a multiple of parallel %llu",
+                          (unsigned long long)l->ctx_size, (unsigned long long)l->parallel);
+    rc |= push(out, &out->argv, &out->argc, l->binary ? l->binary : "vllm");
+    rc |= push(out, &out->argv, &out->argc, "serve");
+    rc |= push(out, &out->argv, &out->argc, l->model);
+    rc |= push(out, &out->argv, &out->argc, "--host");
+    rc |= push(out, &out->argv, &out->argc, l->host ? l->host : "127.0.0.1");
+    rc |= push(out, &out->argv, &out->argc, "--port");
+    rc |= pushu(out, l->port ? l->port : 8000);
+    if (l->alias) {
+        rc |= push(out, &out->argv, &out->argc, "--served-model-name");
+        rc |= push(out, &out->argv, &out->argc, l->alias);
+    }
+    if (l->ctx_size) {
+        rc |= push(out, &out->argv, &out->argc, "--max-model-len");
+        rc |= pushu(out, l->ctx_size / (l->parallel ? l->parallel : 1));
+    }
+    if (l->parallel) {
+        rc |= push(out, &out->argv, &out->argc, "--max-num-seqs");
+        rc |= pushu(out, l->parallel);
+    }
+    if (l->cache_type_k) {
+        rc |= push(out, &out->argv, &out->argc, "--kv-cache-dtype");
+        rc |= push(out, &out->argv, &out->argc, l->cache_type_k);
+    }
+    if (l->batch) {
+        rc |= push(out, &out->argv, &out->argc, "--max-num-batched-tokens");
+        rc |= pushu(out, l->batch);
+    }
+    if (l->draft) {
+        json_t *j = json_pack("{s:s}", "model", l->draft);
+        char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
+        json_decref(j);
+        if (!s)
+            return SW_ENOMEM;
+        rc |= push(out, &out->argv, &out->argc, "--speculative-config");
+        rc |= push(out, &out->argv, &out->argc, s);
+        free(s);
+    }
+    for (size_t i = 0; i < l->n_extra_args; i++)
+        rc |= push(out, &out->argv, &out->argc, l->extra_args[i]);
+    for (size_t i = 0; i < l->n_env; i++)
+        rc |= push(out, &out->env, &out->envc, l->env[i]);
+    if (l->api_key) {
+        /* The key travels in the environment only: vLLM reads VLLM_API_KEY. */
+        size_t n = strlen(l->api_key) + 16;
+        char *kv = sw_malloc(n);
+        if (!kv)
+            rc = SW_ENOMEM;
+        else {
+            snprintf(kv, n, "VLLM_API_KEY=%s", l->api_key);
+            rc |= push(out, &out->env, &out->envc, kv);
+            memset(kv, 0, n);
+            sw_free(kv);
+        }
+    }
+    if (rc) {
+        sw_engine_cmd_free(out);
+        return sw_err_set(e, SW_ENOMEM, "out of memory rendering vLLM argv");
+    }
+    return 0;
+}
+
+static int vllm_bootlog(const char *text, size_t len, const char *where,
+                        const struct sw_bootlog_hints *hints, json_t **out,
+                        struct sw_boot_status *st, struct sw_err *e)
+{
+    *out = NULL;
+    struct sw_vllm_bootlog *r = sw_malloc(sizeof(*r));
+    if (!r)
+        return sw_err_set(e, SW_ENOMEM, "%s: out of memory", where);
+    int rc = sw_vllm_bootlog_parse(text, len, r, e);
+    if (!rc && hints && hints->exited && hints->exit_code == 0 && r->st.failed &&
+        r->st.failure.cls == SW_BOOT_UNKNOWN && !strcmp(r->kind, "engine_dead"))
+        r->st.failure.cls = SW_BOOT_ENGINE_DEAD_EXIT0; /* the process told us what the log can't */
+    if (!rc) {
+        *out = sw_vllm_bootlog_json(r);
+        if (!*out)
+            rc = sw_err_set(e, SW_ENOMEM, "%s: out of memory", where);
+        else
+            sw_json_set_str(*out, "log", where);
+    }
+    if (!rc && st)
+        *st = r->st;
+    sw_free(r);
+    return rc;
+}
+
+static const json_t *report_of(const json_t *doc)
+{
+    const json_t *r = json_object_get(doc, "report");
+    return json_is_object(r) ? r : doc;
+}
+
+/* Fields the plan predicts and the log prints: counts exact, concurrency to its two decimals,
+ * the budget to its 0.01 GiB. */
+int sw__vllm_diff(const json_t *predicted, const json_t *printed, const json_t *precision,
+                  json_t **out, struct sw_err *e)
+{
+    static const struct {
+        const char *field;
+        double tol;
+    } f[] = {
+        {"kv_cache_tokens", 0},   {"num_gpu_blocks", 0},       {"block_size", 0},
+        {"max_concurrency", 0.005}, {"available_kv_bytes", 0.005 * 1073741824.0 + 1},
+        {"max_total_num_tokens", 0}, {"max_running_requests", 0},
+    };
+    const json_t *p = report_of(predicted), *g = report_of(printed);
+    const json_t *prec = precision ? precision : json_object_get(printed, "precision");
+    json_t *o = json_object(), *fields = json_array();
+    int mism = 0;
+    if (!o || !fields) {
+        json_decref(o);
+        json_decref(fields);
+        return sw_err_set(e, SW_ENOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < SW_ARRAY_LEN(f); i++) {
+        json_t *a = json_object_get(p, f[i].field), *b = json_object_get(g, f[i].field);
+        bool ha = a && json_is_number(a), hb = b && json_is_number(b);
+        if (!ha && !hb)
+            continue;
+        json_t *x = json_object();
+        if (!x)
+            continue;
+        sw_json_set_str(x, "field", f[i].field);
+        double tol = f[i].tol;
+        json_t *pt = prec ? json_object_get(prec, f[i].field) : NULL;
+        if (pt && json_is_number(pt))
+            tol = json_number_value(pt);
+        const char *verdict;
+        if (ha && hb) {
+            double d = json_number_value(a) - json_number_value(b);
+            sw_json_set_real(x, "delta", d);
+            verdict = fabs(d) <= tol + 1e-9 ? "match" : "mismatch";
+            if (!strcmp(verdict, "mismatch"))
+                mism++;
+        } else {
+            verdict = ha ? "missing" : "unexpected";
+        }
+        json_object_set(x, "predicted", ha ? a : json_null());
+        json_object_set(x, "printed", hb ? b : json_null());
+        sw_json_set_real(x, "tolerance", tol);
+        sw_json_set_str(x, "verdict", verdict);
+        json_array_append_new(fields, x);
+    }
+    sw_json_set_bool(o, "match", mism == 0);
+    sw_json_set_new(o, "fields", fields);
+    sw_json_set_int(o, "mismatches", mism);
+    *out = o;
+    return 0;
+}
+
+/* vLLM's OpenAI error body: {"object":"error","message":...,"type":...,"code":N} (older) or
+ * {"error":{"message":...,"type":...,"code":N}} (newer). */
+int sw__openai_error_shape(int status, const char *body, size_t len, struct sw_engine_error *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->status = status;
+    out->n_prompt_tokens = -1;
+    out->n_ctx = -1;
+    json_t *j = sw_json_parse(body, len, "error body", NULL);
+    if (!j || !json_is_object(j)) {
+        json_decref(j);
+        return SW_EPARSE;
+    }
+    json_t *o = json_object_get(j, "error");
+    if (!json_is_object(o))
+        o = j;
+    json_t *m = json_object_get(o, "message"), *t = json_object_get(o, "type");
+    if (!json_is_string(m)) {
+        json_decref(j);
+        return SW_EPARSE;
+    }
+    snprintf(out->message, sizeof(out->message), "%s", json_string_value(m));
+    if (json_is_string(t))
+        snprintf(out->type, sizeof(out->type), "%s", json_string_value(t));
+    /* "This model's maximum context length is 4096 tokens. However, you requested 5000 tokens" */
+    const char *p = strstr(out->message, "maximum context length is ");
+    long long a, b;
+    if (p && sscanf(p, "maximum context length is %lld tokens", &a) == 1)
+        out->n_ctx = a;
+    p = strstr(out->message, "you requested ");
+    if (p && sscanf(p, "you requested %lld", &b) == 1)
+        out->n_prompt_tokens = b;
+    json_decref(j);
+    return 0;
+}
+
+static const struct sw_engine_metric vllm_metrics[] = {
+    {"vllm:num_requests_running", "gauge", "requests in the running batch"},
+    {"vllm:num_requests_waiting", "gauge", "requests queued"},
+    {"vllm:kv_cache_usage_perc", "gauge", "fraction of KV blocks in use"},
+    {"vllm:prompt_tokens_total", "counter", "prefill tokens processed"},
+    {"vllm:generation_tokens_total", "counter", "tokens generated"},
+    {"vllm:num_preemptions_total", "counter", "requests preempted for lack of KV blocks"},
+};
+
+const struct sw_engine sw__engine_vllm = {
+    .name = "vllm",
+    .aliases = vllm_aliases,
+    .default_binary = "vllm",
+    .render = sw__vllm_render,
+    .bootlog = vllm_bootlog,
+    .diff = sw__vllm_diff,
+    .error_shape = sw__openai_error_shape,
+    .health_path = "/health",
+    .health_loading_status = 0, /* the API server does not listen until the engine is up */
+    .liveness_path = "/v1/chat/completions",
+    .liveness_body = "{\"messages\":[{\"role\":\"user\",\"content\":\"Say OK.\"}],"
+                     "\"max_tokens\":1,\"temperature\":0,\"stream\":false}",
+    .metrics = vllm_metrics,
+    .n_metrics = SW_ARRAY_LEN(vllm_metrics),
+};
