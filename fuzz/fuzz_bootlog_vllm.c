@@ -21,9 +21,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!buf)
         return 0;
     memcpy(buf, data, size);
-    struct sw_boot_report r;
+    struct sw_vllm_bootlog r;
     if (sw_vllm_bootlog_parse(buf, size, &r, NULL) == 0) {
-        json_t *j = sw_boot_report_json(&r);
+        json_t *j = sw_vllm_bootlog_json(&r);
         json_decref(j);
     }
     free(buf);

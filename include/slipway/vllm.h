@@ -25,6 +25,7 @@
 #define SLIPWAY_VLLM_H
 
 #include <slipway/core.h>
+#include <slipway/engine.h>
 #include <slipway/hf.h>
 
 #ifdef __cplusplus
@@ -181,71 +182,48 @@ int sw_vllm_plan_argv(int argc, char **argv, const struct sw_vllm_opts *facts,
                       struct sw_vllm_report *r, struct sw_err *e);
 
 /* ---------------------------------------------------------------------------------------------
- * Boot logs (vLLM and SGLang share these structs).
+ * Boot logs. The status and failure classes are engine/'s (slipway/engine.h); what follows adds
+ * what vLLM and SGLang print and the figures of their failures.
  */
-enum sw_fail_class {
-    SW_FAIL_NONE = 0,
-    SW_FAIL_OOM,
-    SW_FAIL_COMPILE_CONSTRAINT,
-    SW_FAIL_KV_TOO_SMALL,
-    SW_FAIL_BAD_PATH,
-    SW_FAIL_ENGINE_DEAD_EXIT0,
-    SW_FAIL_BAD_FLAG,
-    SW_FAIL_UNKNOWN,
-};
-enum sw_fail_phase {
-    SW_PHASE_NONE = 0,
-    SW_PHASE_LOAD,
-    SW_PHASE_PROFILE,
-    SW_PHASE_KV_ALLOC,
-    SW_PHASE_GRAPH_CAPTURE,
-    SW_PHASE_RUNTIME,
-};
-const char *sw_fail_class_name(enum sw_fail_class c);
-const char *sw_fail_phase_name(enum sw_fail_phase p);
-
-struct sw_boot_failure {
-    enum sw_fail_class cls;
-    enum sw_fail_phase phase;
-    char payload_kind[32];   /* "torch_oom", "dynamo", "value_error", "hf_repo_id", ... */
-    char message[512];
-    int line;                /* 1-based line of the decisive message */
-    uint64_t tried_bytes;    /* OOM: "Tried to allocate X" */
-    uint64_t free_bytes;     /* OOM: "Y free" */
-    char dimension[128];     /* compile_constraint: the specialised dimension */
-    int64_t constant;        /* compile_constraint: the constant it was specialised to */
-    int64_t max_model_len;   /* kv_too_small: the asked length */
-    int64_t suggested_max_len; /* kv_too_small: what the engine says fits */
+struct sw_vllm_bootlog {
+    char engine[16];           /* "vllm" or "sglang" */
+    char engine_version[64];
+    bool has_tokens, has_concurrency, has_available, has_blocks, has_block_size;
+    int64_t kv_cache_tokens;   /* "GPU KV cache size: N tokens" */
+    double max_concurrency;    /* "Maximum concurrency for L tokens per request: X x" */
+    int64_t concurrency_len;   /* L */
+    double available_kv_gib;   /* "Available KV cache memory: X GiB" */
+    int64_t num_gpu_blocks;    /* V0 "# GPU blocks: N" */
+    int64_t block_size;        /* "Setting attention block size to N tokens" */
+    double mamba_padding_pct;  /* "Padding mamba page size by X%", -1 if absent */
+    int padding_layers;        /* "Add N padding layers" */
+    double weights_gib;        /* "Model loading took X GiB" */
+    /* SGLang */
+    bool has_sglang_kv;
+    int64_t sglang_tokens;     /* "KV Cache is allocated. #tokens: N" */
+    double sglang_k_gb, sglang_v_gb;
+    int64_t max_total_num_tokens;
+    int64_t max_running_requests;
+    int64_t mamba_slots;       /* "Mamba Cache is allocated. max_mamba_cache_size: N" */
+    /* the boot: booted, failed, furthest phase, failure {class, phase, message, line} */
+    struct sw_boot_status st;
+    /* figures of the failure */
+    char kind[32];             /* "torch_oom", "hip_oom", "dynamo", "value_error", ... */
+    uint64_t tried_bytes;      /* oom: "Tried to allocate X" */
+    uint64_t free_bytes;       /* oom: "Y free" */
+    char dimension[128];       /* compile_constraint: the dimension dynamo specialised */
+    int64_t constant;          /* ... and the constant it specialised it to */
+    int64_t max_model_len;     /* kv_too_small: the asked length */
+    int64_t suggested_max_len; /* kv_too_small: the engine's suggestion / capacity */
     double needed_gib, available_gib;
 };
 
-struct sw_boot_report {
-    char engine[16];
-    char engine_version[64];
-    bool has_tokens, has_concurrency, has_available, has_blocks, has_block_size;
-    int64_t kv_cache_tokens;
-    double max_concurrency;
-    int64_t concurrency_len;
-    double available_kv_gib;
-    int64_t num_gpu_blocks;
-    int64_t block_size;
-    double mamba_padding_pct;
-    int padding_layers;
-    double weights_gib;
-    /* SGLang */
-    bool has_sglang_kv;
-    int64_t sglang_tokens;
-    double sglang_k_gb, sglang_v_gb;
-    int64_t max_running_requests;
-    int64_t mamba_slots;
-    struct sw_boot_failure failure;
-};
-
-/* Parse a vLLM boot log. Never fails on content (an empty report is a valid answer); fails only
- * on out-of-memory. */
-int sw_vllm_bootlog_parse(const char *text, size_t len, struct sw_boot_report *out,
+/* Parse a vLLM boot log. Never fails on content (an empty report is a valid answer). */
+int sw_vllm_bootlog_parse(const char *text, size_t len, struct sw_vllm_bootlog *out,
                           struct sw_err *e);
-json_t *sw_boot_report_json(const struct sw_boot_report *r);
+/* {"engine", "booted", "phase", "report", "precision", "failure"} as engine.h's bootlog
+ * contract describes; failure carries the figures above. New reference. */
+json_t *sw_vllm_bootlog_json(const struct sw_vllm_bootlog *r);
 
 #ifdef __cplusplus
 }

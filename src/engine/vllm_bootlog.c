@@ -17,17 +17,24 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *sw_fail_class_name(enum sw_fail_class c)
+/* Boot order of the phases vLLM and SGLang go through (engine.h's enum is not in this order). */
+static int rank(enum sw_boot_phase p)
 {
-    static const char *n[] = {"none", "oom", "compile_constraint", "kv_too_small", "bad_path",
-                              "engine_dead_exit0", "bad_flag", "unknown"};
-    return (unsigned)c < SW_ARRAY_LEN(n) ? n[c] : "?";
+    switch (p) {
+    case SW_PHASE_ARGS: return 1;
+    case SW_PHASE_LOAD: return 2;
+    case SW_PHASE_PROFILE: return 3;
+    case SW_PHASE_KV_ALLOC: return 4;
+    case SW_PHASE_GRAPH_CAPTURE: return 5;
+    case SW_PHASE_RUNTIME: return 6;
+    default: return 0;
+    }
 }
 
-const char *sw_fail_phase_name(enum sw_fail_phase p)
+static void advance(enum sw_boot_phase *cur, enum sw_boot_phase to)
 {
-    static const char *n[] = {"none", "load", "profile", "kv_alloc", "graph_capture", "runtime"};
-    return (unsigned)p < SW_ARRAY_LEN(n) ? n[p] : "?";
+    if (rank(to) > rank(*cur))
+        *cur = to;
 }
 
 /* strtod on a bounded copy: the text is not NUL-terminated where a line ends. */
@@ -106,37 +113,39 @@ static void copy_msg(char *dst, size_t n, const char *p, const char *end)
             dst[i] = ' ';
 }
 
-static void set_fail(struct sw_boot_report *o, enum sw_fail_class c, enum sw_fail_phase ph,
+static void set_fail(struct sw_vllm_bootlog *o, enum sw_boot_class c, enum sw_boot_phase ph,
                      const char *kind, const char *p, const char *end, int line)
 {
-    struct sw_boot_failure *f = &o->failure;
+    struct sw_boot_failure *f = &o->st.failure;
     f->cls = c;
     f->phase = ph;
-    snprintf(f->payload_kind, sizeof(f->payload_kind), "%s", kind);
+    f->payload_kind = SW_PAYLOAD_NONE;
+    snprintf(o->kind, sizeof(o->kind), "%s", kind);
     copy_msg(f->message, sizeof(f->message), p, end);
     f->line = line;
+    o->st.failed = true;
 }
 
 /* Priority of a class when several appear: the root cause wins over its consequences. */
-static int prio(enum sw_fail_class c)
+static int prio(enum sw_boot_class c)
 {
     switch (c) {
-    case SW_FAIL_BAD_FLAG: return 7;
-    case SW_FAIL_BAD_PATH: return 6;
-    case SW_FAIL_COMPILE_CONSTRAINT: return 5;
-    case SW_FAIL_KV_TOO_SMALL: return 5;
-    case SW_FAIL_OOM: return 4;
-    case SW_FAIL_ENGINE_DEAD_EXIT0: return 2;
-    case SW_FAIL_UNKNOWN: return 1;
+    case SW_BOOT_BAD_FLAG: return 7;
+    case SW_BOOT_BAD_PATH: return 6;
+    case SW_BOOT_COMPILE_CONSTRAINT: return 5;
+    case SW_BOOT_KV_TOO_SMALL: return 5;
+    case SW_BOOT_OOM: return 4;
+    case SW_BOOT_ENGINE_DEAD_EXIT0: return 2;
+    case SW_BOOT_UNKNOWN: return 1;
     default: return 0;
     }
 }
 
-void sw__bootlog_classify(const char *text, size_t len, struct sw_boot_report *o)
+void sw__bootlog_classify(const char *text, size_t len, struct sw_vllm_bootlog *o)
 {
     const char *p = text, *end = text + len;
     int line = 0;
-    enum sw_fail_phase phase = SW_PHASE_LOAD;
+    enum sw_boot_phase phase = SW_PHASE_LOAD;
     bool served = false, exit0 = false, dead = false;
     int dead_line = 0, err_line = 0;
     const char *dead_p = NULL, *dead_e = NULL, *err_p = NULL, *err_e = NULL;
@@ -147,37 +156,37 @@ void sw__bootlog_classify(const char *text, size_t len, struct sw_boot_report *o
         /* Phase markers, in boot order. */
         if (find(p, le, "profile_run") || find(p, le, "determine_available_memory") ||
             find(p, le, "_dummy_run") || find(p, le, "Memory profiling"))
-            phase = SW_MAX(phase, SW_PHASE_PROFILE);
+            advance(&phase, SW_PHASE_PROFILE);
         if (find(p, le, "Available KV cache memory") || find(p, le, "GPU KV cache size") ||
             find(p, le, "initialize_kv_cache") || find(p, le, "_allocate_kv_cache") ||
             find(p, le, "init_kv_cache") || find(p, le, "KV Cache is allocated") ||
             find(p, le, "dying at KV allocation"))
-            phase = SW_MAX(phase, SW_PHASE_KV_ALLOC);
+            advance(&phase, SW_PHASE_KV_ALLOC);
         if (find(p, le, "Capturing CUDA graph") || find(p, le, "capture_model") ||
             find(p, le, "graph capture") || find(p, le, "Capturing cuda graph") ||
             find(p, le, "_capture_cudagraphs") || find(p, le, "CUDA graph capture") ||
             find(p, le, "Capture cuda graph"))
-            phase = SW_MAX(phase, SW_PHASE_GRAPH_CAPTURE);
+            advance(&phase, SW_PHASE_GRAPH_CAPTURE);
         if (find(p, le, "Application startup complete") ||
             find(p, le, "The server is fired up and ready") ||
             find(p, le, "Avg prompt throughput") || find(p, le, "POST /v1/"))
-            served = true, phase = SW_PHASE_RUNTIME;
-        enum sw_fail_class c = SW_FAIL_NONE;
+            served = true, advance(&phase, SW_PHASE_RUNTIME);
+        enum sw_boot_class c = SW_BOOT_NONE;
         const char *q;
         if ((q = find(p, le, "out of memory")) || (q = find(p, le, "OutOfMemoryError")) ||
             (q = find(p, le, "Tried to allocate"))) {
-            c = SW_FAIL_OOM;
-            if (prio(c) >= prio(o->failure.cls)) {
-                bool first = o->failure.cls != SW_FAIL_OOM;
+            c = SW_BOOT_OOM;
+            if (prio(c) >= prio(o->st.failure.cls)) {
+                bool first = o->st.failure.cls != SW_BOOT_OOM;
                 if (first || find(p, le, "Tried to allocate"))
                     set_fail(o, c, phase, find(p, le, "HIP") ? "hip_oom" : "torch_oom", p, le,
                              line);
                 const char *t = find(p, le, "Tried to allocate ");
                 if (t)
-                    sw__bootlog_size(t + 18, le, &o->failure.tried_bytes);
+                    sw__bootlog_size(t + 18, le, &o->tried_bytes);
                 const char *fr = find(p, le, "of which ");
                 if (fr)
-                    sw__bootlog_size(fr + 9, le, &o->failure.free_bytes);
+                    sw__bootlog_size(fr + 9, le, &o->free_bytes);
                 else {
                     /* "... 0 bytes free" / "with 9.46 GiB free" */
                     const char *fw = find(p, le, " free");
@@ -189,13 +198,13 @@ void sw__bootlog_classify(const char *text, size_t len, struct sw_boot_report *o
                             if (*s == ' ')
                                 sp++;
                         }
-                        sw__bootlog_size(s + 1, le, &o->failure.free_bytes);
+                        sw__bootlog_size(s + 1, le, &o->free_bytes);
                     }
                 }
             }
         } else if ((q = find(p, le, "Constraints violated"))) {
-            c = SW_FAIL_COMPILE_CONSTRAINT;
-            if (prio(c) >= prio(o->failure.cls)) {
+            c = SW_BOOT_COMPILE_CONSTRAINT;
+            if (prio(c) >= prio(o->st.failure.cls)) {
                 set_fail(o, c, phase, "dynamo", q, le, line);
                 /* The message is often wrapped over lines: look a little further. */
                 const char *w = (size_t)(end - q) > 600 ? q + 600 : end;
@@ -205,51 +214,51 @@ void sw__bootlog_classify(const char *text, size_t len, struct sw_boot_report *o
                     size_t l = (size_t)(b - a - 1);
                     if (memchr(a, '\n', l))
                         l = 0;
-                    if (l >= sizeof(o->failure.dimension))
-                        l = sizeof(o->failure.dimension) - 1;
-                    memcpy(o->failure.dimension, a + 1, l);
-                    o->failure.dimension[l] = 0;
+                    if (l >= sizeof(o->dimension))
+                        l = sizeof(o->dimension) - 1;
+                    memcpy(o->dimension, a + 1, l);
+                    o->dimension[l] = 0;
                 }
                 const char *k = find(q, w, "constant (");
                 double cv;
                 if (k && num_at(k + 10, w, &cv, NULL))
-                    o->failure.constant = (int64_t)cv;
+                    o->constant = (int64_t)cv;
             }
         } else if ((q = find(p, le, "max seq len (")) &&
                    (find(p, le, "larger than") || find(p, le, "KV cache is needed"))) {
-            c = SW_FAIL_KV_TOO_SMALL;
-            if (prio(c) >= prio(o->failure.cls)) {
+            c = SW_BOOT_KV_TOO_SMALL;
+            if (prio(c) >= prio(o->st.failure.cls)) {
                 set_fail(o, c, phase, "value_error", p, le, line);
                 double v;
                 if (num_at(q + 13, le, &v, NULL))
-                    o->failure.max_model_len = (int64_t)v;
+                    o->max_model_len = (int64_t)v;
                 const char *s = find(p, le, "stored in KV cache (");
                 if (s && num_at(s + 20, le, &v, NULL))
-                    o->failure.suggested_max_len = (int64_t)v;
+                    o->suggested_max_len = (int64_t)v;
                 s = find(p, le, "maximum model length is ");
                 if (s && num_at(s + 24, le, &v, NULL))
-                    o->failure.suggested_max_len = (int64_t)v;
+                    o->suggested_max_len = (int64_t)v;
                 s = find(p, le, "), (");
                 if (s && num_at(s + 4, le, &v, NULL))
-                    o->failure.needed_gib = v;
+                    o->needed_gib = v;
                 s = find(p, le, "KV cache memory (");
                 if (s && num_at(s + 17, le, &v, NULL))
-                    o->failure.available_gib = v;
+                    o->available_gib = v;
             }
         } else if ((q = find(p, le, "Repo id must be in the form")) ||
                    (q = find(p, le, "does not appear to have a file named config.json")) ||
                    (q = find(p, le, "is not a valid model identifier")) ||
                    (q = find(p, le, "Invalid repository ID or local directory"))) {
-            c = SW_FAIL_BAD_PATH;
-            if (prio(c) >= prio(o->failure.cls))
+            c = SW_BOOT_BAD_PATH;
+            if (prio(c) >= prio(o->st.failure.cls))
                 set_fail(o, c, SW_PHASE_LOAD, "hf_repo_id", p, le, line);
         } else if ((q = find(p, le, "error: unrecognized arguments")) ||
                    (q = find(p, le, "error: argument ")) ||
                    (q = find(p, le, "error: the following arguments are required")) ||
                    (q = find(p, le, "error: invalid choice"))) {
-            c = SW_FAIL_BAD_FLAG;
-            if (prio(c) >= prio(o->failure.cls))
-                set_fail(o, c, SW_PHASE_NONE, "argparse", q + 7, le, line);
+            c = SW_BOOT_BAD_FLAG;
+            if (prio(c) >= prio(o->st.failure.cls))
+                set_fail(o, c, SW_PHASE_ARGS, "argparse", q + 7, le, line);
         } else if (find(p, le, "EngineDeadError") || find(p, le, "died unexpectedly") ||
                    find(p, le, "EngineCore encountered a fatal error") ||
                    find(p, le, "Engine core initialization failed") ||
@@ -272,16 +281,18 @@ void sw__bootlog_classify(const char *text, size_t len, struct sw_boot_report *o
         }
         p = nl ? nl + 1 : end;
     }
-    (void)served;
-    if (o->failure.cls == SW_FAIL_NONE && dead && exit0)
-        set_fail(o, SW_FAIL_ENGINE_DEAD_EXIT0, phase, "engine_dead", dead_p, dead_e, dead_line);
-    else if (o->failure.cls == SW_FAIL_NONE && dead)
-        set_fail(o, SW_FAIL_UNKNOWN, phase, "engine_dead", dead_p, dead_e, dead_line);
-    else if (o->failure.cls == SW_FAIL_NONE && err_p)
-        set_fail(o, SW_FAIL_UNKNOWN, phase, "exception", err_p, err_e, err_line);
+    o->st.booted = served;
+    o->st.phase = phase;
+    o->st.n_lines = line;
+    if (o->st.failure.cls == SW_BOOT_NONE && dead && exit0)
+        set_fail(o, SW_BOOT_ENGINE_DEAD_EXIT0, phase, "engine_dead", dead_p, dead_e, dead_line);
+    else if (o->st.failure.cls == SW_BOOT_NONE && dead)
+        set_fail(o, SW_BOOT_UNKNOWN, phase, "engine_dead", dead_p, dead_e, dead_line);
+    else if (o->st.failure.cls == SW_BOOT_NONE && err_p)
+        set_fail(o, SW_BOOT_UNKNOWN, phase, "exception", err_p, err_e, err_line);
 }
 
-int sw_vllm_bootlog_parse(const char *text, size_t len, struct sw_boot_report *o,
+int sw_vllm_bootlog_parse(const char *text, size_t len, struct sw_vllm_bootlog *o,
                           struct sw_err *e)
 {
     memset(o, 0, sizeof(*o));
@@ -359,6 +370,7 @@ int sw_vllm_bootlog_parse(const char *text, size_t len, struct sw_boot_report *o
                 l++;
             memcpy(o->engine_version, s, l);
             o->engine_version[l] = 0;
+            snprintf(o->st.build, sizeof(o->st.build), "%s", o->engine_version);
         }
         p = nl ? nl + 1 : end;
     }
@@ -367,28 +379,35 @@ int sw_vllm_bootlog_parse(const char *text, size_t len, struct sw_boot_report *o
     return 0;
 }
 
-json_t *sw_boot_report_json(const struct sw_boot_report *r)
+json_t *sw_vllm_bootlog_json(const struct sw_vllm_bootlog *r)
 {
     json_t *root = json_object();
     json_t *rep = json_object();
-    json_t *f = json_object();
-    if (!root || !rep || !f) {
+    json_t *prec = json_object();
+    if (!root || !rep || !prec) {
         json_decref(root);
         json_decref(rep);
-        json_decref(f);
+        json_decref(prec);
         return NULL;
     }
     sw_json_set_str(root, "engine", r->engine);
+    sw_json_set_bool(root, "booted", r->st.booted);
+    sw_json_set_str(root, "phase", sw_boot_phase_name(r->st.phase));
     sw_json_set_str(rep, "engine_version", r->engine_version[0] ? r->engine_version : NULL);
     if (r->has_tokens)
         sw_json_set_int(rep, "kv_cache_tokens", r->kv_cache_tokens);
     if (r->has_concurrency) {
         sw_json_set_real(rep, "max_concurrency", r->max_concurrency);
+        sw_json_set_real(prec, "max_concurrency", 0.005);
         if (r->concurrency_len)
             sw_json_set_int(rep, "max_model_len", r->concurrency_len);
     }
-    if (r->has_available)
-        sw_json_set_real(rep, "available_kv_gib", r->available_kv_gib);
+    if (r->has_available) {
+        /* printed to 0.01 GiB: any size within half a digit */
+        sw_json_set_int(rep, "available_kv_bytes",
+                        (int64_t)(r->available_kv_gib * (double)SW_GIB + 0.5));
+        sw_json_set_int(prec, "available_kv_bytes", (int64_t)(0.005 * (double)SW_GIB) + 1);
+    }
     if (r->has_blocks)
         sw_json_set_int(rep, "num_gpu_blocks", r->num_gpu_blocks);
     if (r->has_block_size)
@@ -400,35 +419,38 @@ json_t *sw_boot_report_json(const struct sw_boot_report *r)
     if (r->weights_gib > 0)
         sw_json_set_real(rep, "weights_gib", r->weights_gib);
     if (r->has_sglang_kv) {
-        sw_json_set_int(rep, "sglang_kv_tokens", r->sglang_tokens);
-        sw_json_set_real(rep, "sglang_k_gb", r->sglang_k_gb);
-        sw_json_set_real(rep, "sglang_v_gb", r->sglang_v_gb);
+        sw_json_set_int(rep, "max_total_num_tokens", r->sglang_tokens);
+        sw_json_set_real(rep, "k_size_gb", r->sglang_k_gb);
+        sw_json_set_real(rep, "v_size_gb", r->sglang_v_gb);
     }
     if (r->max_running_requests)
         sw_json_set_int(rep, "max_running_requests", r->max_running_requests);
     if (r->mamba_slots)
-        sw_json_set_int(rep, "mamba_slots", r->mamba_slots);
+        sw_json_set_int(rep, "mamba_pool_size", r->mamba_slots);
     sw_json_set_new(root, "report", rep);
-    if (r->failure.cls == SW_FAIL_NONE) {
-        json_decref(f);
+    sw_json_set_new(root, "precision", prec);
+    if (!r->st.failed) {
         sw_json_set_new(root, "failure", json_null());
-    } else {
-        sw_json_set_str(f, "class", sw_fail_class_name(r->failure.cls));
-        sw_json_set_str(f, "phase", sw_fail_phase_name(r->failure.phase));
-        sw_json_set_str(f, "payload_kind", r->failure.payload_kind);
-        sw_json_set_str(f, "message", r->failure.message);
-        sw_json_set_int(f, "line", r->failure.line);
-        if (r->failure.tried_bytes)
-            sw_json_set_int(f, "tried_bytes", (int64_t)r->failure.tried_bytes);
-        if (r->failure.cls == SW_FAIL_OOM)
-            sw_json_set_int(f, "free_bytes", (int64_t)r->failure.free_bytes);
-        if (r->failure.dimension[0])
-            sw_json_set_str(f, "dimension", r->failure.dimension);
-        if (r->failure.max_model_len)
-            sw_json_set_int(f, "max_model_len", r->failure.max_model_len);
-        if (r->failure.suggested_max_len)
-            sw_json_set_int(f, "suggested_max_len", r->failure.suggested_max_len);
-        sw_json_set_new(root, "failure", f);
+        return root;
     }
+    json_t *f = sw_boot_failure_to_json(&r->st.failure);
+    if (!f) {
+        json_decref(root);
+        return NULL;
+    }
+    sw_json_set_str(f, "payload_kind", r->kind);
+    if (r->st.failure.cls == SW_BOOT_OOM) {
+        sw_json_set_int(f, "tried_bytes", (int64_t)r->tried_bytes);
+        sw_json_set_int(f, "free_bytes", (int64_t)r->free_bytes);
+    }
+    if (r->dimension[0]) {
+        sw_json_set_str(f, "dimension", r->dimension);
+        sw_json_set_int(f, "constant", r->constant);
+    }
+    if (r->max_model_len)
+        sw_json_set_int(f, "max_model_len", r->max_model_len);
+    if (r->suggested_max_len)
+        sw_json_set_int(f, "suggested_max_len", r->suggested_max_len);
+    sw_json_set_new(root, "failure", f);
     return root;
 }

@@ -15,7 +15,7 @@
 
 #include <string.h>
 
-static struct sw_boot_report R;
+static struct sw_vllm_bootlog R;
 
 static void parse(const char *log)
 {
@@ -35,7 +35,7 @@ static void test_report_hybrid_652(void **state)
     assert_int_equal(R.concurrency_len, 131072);
     assert_true(R.available_kv_gib == 6.01);
     assert_true(R.max_concurrency == 4.35);
-    assert_int_equal(R.failure.cls, SW_FAIL_NONE);
+    assert_int_equal(R.st.failure.cls, SW_BOOT_NONE);
 }
 
 static void test_report_combined_line_and_alignment(void **state)
@@ -81,12 +81,12 @@ static void test_oom_runtime(void **state)
           "(Worker_TP1 pid=311) ERROR torch.OutOfMemoryError: HIP out of memory. Tried to "
           "allocate 50.00 MiB. GPU 1 has a total capacity of 31.86 GiB of which 0 bytes is free.\n"
           "(APIServer pid=1) ERROR EngineDeadError: EngineCore encountered an issue.\n");
-    assert_int_equal(R.failure.cls, SW_FAIL_OOM);
-    assert_int_equal(R.failure.phase, SW_PHASE_RUNTIME);
-    assert_int_equal(R.failure.tried_bytes, 50ull << 20);
-    assert_int_equal(R.failure.free_bytes, 0);
-    assert_int_equal(R.failure.line, 3);
-    assert_string_equal(R.failure.payload_kind, "hip_oom");
+    assert_int_equal(R.st.failure.cls, SW_BOOT_OOM);
+    assert_int_equal(R.st.failure.phase, SW_PHASE_RUNTIME);
+    assert_int_equal(R.tried_bytes, 50ull << 20);
+    assert_int_equal(R.free_bytes, 0);
+    assert_int_equal(R.st.failure.line, 3);
+    assert_string_equal(R.kind, "hip_oom");
 }
 
 /* Seed night ladder: 262144 and 245760 OOM at CUDA graph capture ("Tried to allocate 76.00 MiB
@@ -98,10 +98,10 @@ static void test_oom_graph_capture(void **state)
           "Capturing CUDA graphs (mixed prefill-decode, PIECEWISE):  40%|####      | 27/67\n"
           "RuntimeError: Worker failed with error 'HIP out of memory. Tried to allocate 76.00 MiB"
           " ... 0 bytes free'\n");
-    assert_int_equal(R.failure.cls, SW_FAIL_OOM);
-    assert_int_equal(R.failure.phase, SW_PHASE_GRAPH_CAPTURE);
-    assert_int_equal(R.failure.tried_bytes, 76ull << 20);
-    assert_int_equal(R.failure.free_bytes, 0);
+    assert_int_equal(R.st.failure.cls, SW_BOOT_OOM);
+    assert_int_equal(R.st.failure.phase, SW_PHASE_GRAPH_CAPTURE);
+    assert_int_equal(R.tried_bytes, 76ull << 20);
+    assert_int_equal(R.free_bytes, 0);
     assert_int_equal(R.kv_cache_tokens, 798280);
 }
 
@@ -113,10 +113,10 @@ static void test_oom_kv_alloc(void **state)
           "ERROR   File \"vllm/v1/worker/gpu_model_runner.py\", in initialize_kv_cache\n"
           "ERROR torch.OutOfMemoryError: HIP out of memory. Tried to allocate 10.28 GiB. GPU 0 has"
           " a total capacity of 31.86 GiB of which 9.46 GiB is free.\n");
-    assert_int_equal(R.failure.cls, SW_FAIL_OOM);
-    assert_int_equal(R.failure.phase, SW_PHASE_KV_ALLOC);
-    assert_true(R.failure.tried_bytes > 11038000000ull && R.failure.tried_bytes < 11039000000ull);
-    assert_true(R.failure.free_bytes > 10157000000ull && R.failure.free_bytes < 10158000000ull);
+    assert_int_equal(R.st.failure.cls, SW_BOOT_OOM);
+    assert_int_equal(R.st.failure.phase, SW_PHASE_KV_ALLOC);
+    assert_true(R.tried_bytes > 11038000000ull && R.tried_bytes < 11039000000ull);
+    assert_true(R.free_bytes > 10157000000ull && R.free_bytes < 10158000000ull);
 }
 
 /* Seed, verbatim and wrapped as quoted: SEQS 2 never compiles. */
@@ -126,11 +126,11 @@ static void test_compile_constraint(void **state)
           "RuntimeError: Worker failed with error 'Constraints violated\n"
           "(L['query_start_loc'].size()[0])! You marked it as dynamic but your code\n"
           "specialized it to be a constant (3)'\n");
-    assert_int_equal(R.failure.cls, SW_FAIL_COMPILE_CONSTRAINT);
-    assert_int_equal(R.failure.phase, SW_PHASE_PROFILE);
-    assert_string_equal(R.failure.dimension, "L['query_start_loc'].size()[0]");
-    assert_int_equal(R.failure.constant, 3);
-    assert_int_equal(R.failure.line, 2);
+    assert_int_equal(R.st.failure.cls, SW_BOOT_COMPILE_CONSTRAINT);
+    assert_int_equal(R.st.failure.phase, SW_PHASE_PROFILE);
+    assert_string_equal(R.dimension, "L['query_start_loc'].size()[0]");
+    assert_int_equal(R.constant, 3);
+    assert_int_equal(R.st.failure.line, 2);
 }
 
 /* vllm-13061 raw line (V0) and the v1 form of the same refusal. */
@@ -141,18 +141,18 @@ static void test_kv_too_small(void **state)
           "ValueError: The model's max seq len (131072) is larger than the maximum number of "
           "tokens that can be stored in KV cache (81536). Try increasing `gpu_memory_utilization` "
           "or decreasing `max_model_len` when initializing the engine.\n");
-    assert_int_equal(R.failure.cls, SW_FAIL_KV_TOO_SMALL);
-    assert_int_equal(R.failure.max_model_len, 131072);
-    assert_int_equal(R.failure.suggested_max_len, 81536);
+    assert_int_equal(R.st.failure.cls, SW_BOOT_KV_TOO_SMALL);
+    assert_int_equal(R.max_model_len, 131072);
+    assert_int_equal(R.suggested_max_len, 81536);
     parse("ERROR ValueError: To serve at least one request with the models's max seq len "
           "(262144), (10.70 GiB KV cache is needed, which is larger than the available KV cache "
           "memory (9.18 GiB). Based on the available memory, the estimated maximum model length "
           "is 225280. Try increasing `gpu_memory_utilization` or decreasing `max_model_len`\n");
-    assert_int_equal(R.failure.cls, SW_FAIL_KV_TOO_SMALL);
-    assert_int_equal(R.failure.max_model_len, 262144);
-    assert_int_equal(R.failure.suggested_max_len, 225280);
-    assert_true(R.failure.needed_gib == 10.70);
-    assert_true(R.failure.available_gib == 9.18);
+    assert_int_equal(R.st.failure.cls, SW_BOOT_KV_TOO_SMALL);
+    assert_int_equal(R.max_model_len, 262144);
+    assert_int_equal(R.suggested_max_len, 225280);
+    assert_true(R.needed_gib == 10.70);
+    assert_true(R.available_gib == 9.18);
 }
 
 /* Seed: 51 restarts; transformers refused the host path before the engine built. */
@@ -162,10 +162,10 @@ static void test_bad_path(void **state)
           "huggingface_hub.errors.HFValidationError: Repo id must be in the form 'repo_name' or "
           "'namespace/repo_name': '/home/dank/models/Qwen3.8-Flash-Next-FP8'. Use `repo_type` "
           "argument if needed.\n");
-    assert_int_equal(R.failure.cls, SW_FAIL_BAD_PATH);
-    assert_int_equal(R.failure.phase, SW_PHASE_LOAD);
-    assert_int_equal(R.failure.line, 2);
-    assert_non_null(strstr(R.failure.message, "Repo id must be in the form"));
+    assert_int_equal(R.st.failure.cls, SW_BOOT_BAD_PATH);
+    assert_int_equal(R.st.failure.phase, SW_PHASE_LOAD);
+    assert_int_equal(R.st.failure.line, 2);
+    assert_non_null(strstr(R.st.failure.message, "Repo id must be in the form"));
 }
 
 /* Seed: a dead engine makes the API server exit 0 ("Deactivated successfully"). */
@@ -175,16 +175,16 @@ static void test_engine_dead_exit0(void **state)
           "(APIServer pid=1) ERROR [async_llm.py:480] EngineCore encountered a fatal error.\n"
           "(APIServer pid=1) INFO Shutting down FastAPI HTTP server.\n"
           "systemd[1]: frank-primary.service: Deactivated successfully.\n");
-    assert_int_equal(R.failure.cls, SW_FAIL_ENGINE_DEAD_EXIT0);
-    assert_int_equal(R.failure.line, 2);
+    assert_int_equal(R.st.failure.cls, SW_BOOT_ENGINE_DEAD_EXIT0);
+    assert_int_equal(R.st.failure.line, 2);
 }
 
 static void test_bad_flag(void **state)
 {
     parse("usage: vllm serve [model_tag] [options]\n"
           "vllm serve: error: unrecognized arguments: --expert-precise-memory\n");
-    assert_int_equal(R.failure.cls, SW_FAIL_BAD_FLAG);
-    assert_non_null(strstr(R.failure.message, "--expert-precise-memory"));
+    assert_int_equal(R.st.failure.cls, SW_BOOT_BAD_FLAG);
+    assert_non_null(strstr(R.st.failure.message, "--expert-precise-memory"));
 }
 
 /* vllm-27508 raw lines: the budget line, then the engine failed with no message in the excerpt. */
@@ -194,10 +194,10 @@ static void test_unknown(void **state)
           "memory: 1.71 GiB\n"
           "(EngineCore_DP0 pid=6880) ERROR 10-31 15:07:50 [core.py:708] EngineCore failed to "
           "start.\n");
-    assert_int_equal(R.failure.cls, SW_FAIL_UNKNOWN);
+    assert_int_equal(R.st.failure.cls, SW_BOOT_UNKNOWN);
     assert_true(R.available_kv_gib == 1.71);
-    assert_int_equal(R.failure.line, 2);
-    json_t *j = sw_boot_report_json(&R);
+    assert_int_equal(R.st.failure.line, 2);
+    json_t *j = sw_vllm_bootlog_json(&R);
     assert_non_null(j);
     assert_string_equal(json_string_value(json_object_get(json_object_get(j, "failure"), "class")),
                         "unknown");
@@ -212,6 +212,78 @@ static void test_garbage(void **state)
     assert_false(R.has_tokens);
 }
 
+/* The table entry: found by name, argv without the secret, env with it. */
+static void test_adapter_render(void **state)
+{
+    const struct sw_engine *g = sw_engine_find("vLLM");
+    assert_non_null(g);
+    assert_string_equal(g->name, "vllm");
+    struct sw_engine_launch l = {0};
+    l.model = "/models/frank";
+    l.alias = "frank-primary";
+    l.port = 7770;
+    l.ctx_size = 3 * 262144;
+    l.parallel = 3;
+    l.cache_type_k = "fp8";
+    l.api_key = "sk-secret";
+    struct sw_engine_cmd c;
+    struct sw_err e;
+    assert_int_equal(g->render(&l, &c, &e), 0);
+    struct sw_buf b;
+    sw_buf_init(&b, 1 << 16);
+    for (size_t i = 0; i < c.argc; i++)
+        sw_buf_printf(&b, "%s ", c.argv[i]);
+    assert_non_null(strstr(sw_buf_cstr(&b), "serve /models/frank"));
+    assert_non_null(strstr(sw_buf_cstr(&b), "--max-model-len 262144 --max-num-seqs 3"));
+    assert_null(strstr(sw_buf_cstr(&b), "sk-secret"));
+    assert_int_equal(c.envc, 1);
+    assert_string_equal(c.env[0], "VLLM_API_KEY=sk-secret");
+    sw_buf_free(&b);
+    sw_engine_cmd_free(&c);
+    l.cache_type_v = "auto";
+    assert_int_equal(g->render(&l, &c, &e), SW_EINVAL);
+}
+
+/* Predicted (the law's JSON) against printed (the 652 boot): every field within its print. */
+static void test_adapter_diff(void **state)
+{
+    const struct sw_engine *g = sw_engine_find("vllm");
+    const char *log = "INFO Available KV cache memory: 6.01 GiB\n"
+                      "INFO GPU KV cache size: 569,878 tokens\n"
+                      "INFO Maximum concurrency for 131,072 tokens per request: 4.35x\n";
+    json_t *printed = NULL;
+    struct sw_err e;
+    assert_int_equal(g->bootlog(log, strlen(log), "652.log", NULL, &printed, NULL, &e), 0);
+    json_t *pred = json_pack("{s:{s:I,s:f,s:I}}", "report", "kv_cache_tokens", (json_int_t)569878,
+                             "max_concurrency", 4.3478, "available_kv_bytes",
+                             (json_int_t)6451000000);
+    json_t *d = NULL;
+    assert_int_equal(g->diff(pred, printed, NULL, &d, &e), 0);
+    assert_true(json_is_true(json_object_get(d, "match")));
+    json_decref(d);
+    json_object_set_new(json_object_get(pred, "report"), "kv_cache_tokens", json_integer(569877));
+    assert_int_equal(g->diff(pred, printed, NULL, &d, &e), 0);
+    assert_int_equal(json_integer_value(json_object_get(d, "mismatches")), 1);
+    json_decref(d);
+    json_decref(pred);
+    json_decref(printed);
+}
+
+static void test_adapter_error_shape(void **state)
+{
+    const struct sw_engine *g = sw_engine_find("vllm");
+    const char *body = "{\"object\":\"error\",\"message\":\"This model's maximum context "
+                       "length is 4096 tokens. However, you requested 5000 tokens (4000 in the "
+                       "messages, 1000 in the completion).\",\"type\":\"BadRequestError\","
+                       "\"param\":null,\"code\":400}";
+    struct sw_engine_error er;
+    assert_int_equal(g->error_shape(400, body, strlen(body), &er), 0);
+    assert_int_equal(er.n_ctx, 4096);
+    assert_int_equal(er.n_prompt_tokens, 5000);
+    assert_string_equal(er.type, "BadRequestError");
+    assert_int_equal(g->error_shape(500, "<html>", 6, &er), SW_EPARSE);
+}
+
 int main(void)
 {
     sw_core_init();
@@ -222,7 +294,8 @@ int main(void)
         cmocka_unit_test(test_compile_constraint), cmocka_unit_test(test_kv_too_small),
         cmocka_unit_test(test_bad_path),          cmocka_unit_test(test_engine_dead_exit0),
         cmocka_unit_test(test_bad_flag),          cmocka_unit_test(test_unknown),
-        cmocka_unit_test(test_garbage),
+        cmocka_unit_test(test_garbage),           cmocka_unit_test(test_adapter_render),
+        cmocka_unit_test(test_adapter_diff),      cmocka_unit_test(test_adapter_error_shape),
     };
     return cmocka_run_group_tests_name("vllm_bootlog", tests, NULL, NULL);
 }
