@@ -7,7 +7,7 @@
 
 #include <slipway/engine.h>
 
-#define SW_ENGINES(X) X(llamacpp) X(vllm)
+#define SW_ENGINES(X) X(llamacpp) X(vllm) X(sglang)
 
 #define SW_ENGINE_DECL(id) extern const struct sw_engine sw__engine_##id;
 SW_ENGINES(SW_ENGINE_DECL)

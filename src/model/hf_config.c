@@ -277,7 +277,7 @@ int sw_hf_config_parse(const char *text, size_t len, const char *where, struct s
 #define F(k, f) {k, offsetof(struct sw_hf_config, f)}
         F("num_hidden_layers", num_hidden_layers), F("n_layer", num_hidden_layers),
         F("num_layers", num_hidden_layers), F("hidden_size", hidden_size),
-        F("d_model", hidden_size), F("num_attention_heads", num_attention_heads),
+        F("d_model", hidden_size), F("n_embd", hidden_size), F("num_attention_heads", num_attention_heads),
         F("n_head", num_attention_heads), F("num_key_value_heads", num_key_value_heads),
         F("head_dim", head_dim), F("vocab_size", vocab_size),
         F("max_position_embeddings", max_position_embeddings),
