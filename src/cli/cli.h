@@ -29,6 +29,7 @@ struct sw_cmd {
 #define SW_VERBS(X)                                                                              \
     X(bootlog, "read an engine's boot log: its report and failure; diff predicted vs printed")   \
     X(gguf, "inspect a GGUF model file; synthesize tiny chat-capable test models")             \
+    X(ledger, "the record of boots, usage readings, batteries, benches and rules")             \
     X(version, "print the version")
 
 #define SW_DECL(name, summary) int sw_cmd_##name(int argc, char **argv);

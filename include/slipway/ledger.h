@@ -1,0 +1,284 @@
+/*
+ * slipway ledger: every boot, usage reading, battery run, bench run, ladder rung, note and
+ * known-bad rule, kept in one SQLite file per fleet. It is the only thing that feeds back into the
+ * plan: calibrate reads the boots of an endpoint (shape + printed figures), the gates read failed
+ * shapes, known-bad rules and usage readings.
+ *
+ * Guarantees (docs/ledger.md has the schema and the reasons):
+ *   - WAL journal, synchronous=FULL: a commit that returned is on disk; a process killed at any
+ *     point (kill -9, OOM killer, power loss) loses nothing already committed and leaves no half
+ *     record, because every record call is one transaction.
+ *   - Several processes may record at once: writers take the lock up front (BEGIN IMMEDIATE) and
+ *     wait on it (busy timeout), so SQLITE_BUSY does not surface under ordinary contention.
+ *   - Versioned schema (PRAGMA user_version), each migration in its own transaction; a file newer
+ *     than this code is refused and left untouched.
+ *   - Every value reaches SQL through a bound parameter; JSON is validated before it is stored.
+ *
+ * What it deliberately does not do: parse boot logs (engine adapters do, and hand the result
+ * here), fit laws (calibrate), decide whether a shape may boot (gates). It never deletes rows.
+ */
+#ifndef SLIPWAY_LEDGER_H
+#define SLIPWAY_LEDGER_H
+
+#include <slipway/core.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The schema this code writes; sw_ledger_open migrates older files up to it. */
+#define SW_LEDGER_SCHEMA_VERSION 2
+/* The version of the shape canonicalization rules (stored beside every shape hash). */
+#define SW_LEDGER_CANON_VERSION 1
+/* Ceilings: a log excerpt is cut to this many bytes (head + tail kept); JSON documents larger
+ * than the JSON ceiling are refused rather than stored. */
+#define SW_LEDGER_EXCERPT_MAX (64u * 1024u)
+#define SW_LEDGER_JSON_MAX (4u * 1024u * 1024u)
+/* A shape hash is 64 lowercase hex digits (SHA-256 of the canonical JSON). */
+#define SW_LEDGER_HASH_LEN 64
+
+struct sqlite3;
+struct sqlite3_stmt;
+
+#define SW__LEDGER_NSTMT 48
+
+/*
+ * An open ledger. Caller-allocated, set up by sw_ledger_open, released by sw_ledger_close.
+ * Every field is opaque. One struct per thread; several processes may open the same file.
+ */
+struct sw_ledger {
+    struct sqlite3 *db;
+    char path[4096];
+    int schema_version; /* the file's version after open (== SW_LEDGER_SCHEMA_VERSION) */
+    bool readonly;
+    struct sqlite3_stmt *stmt[SW__LEDGER_NSTMT];
+};
+
+struct sw_ledger_open_opts {
+    bool create;         /* create the file (and its directory) when missing */
+    bool readonly;       /* no writes; a file that needs migrating is an error */
+    int busy_timeout_ms; /* 0 = 15000: how long a writer waits for another one */
+    bool sync_normal;    /* synchronous=NORMAL instead of FULL (bench comparison only) */
+};
+
+/*
+ * Open (and migrate) the ledger at `path`. opts may be NULL (= create, read-write).
+ * Errors: SW_ENOENT (missing and !create), SW_EUNSUPPORTED (schema newer than this code, or not
+ * a slipway ledger), SW_EDB (not a database, corrupt), SW_EBUSY, SW_EIO. On error `l` holds no
+ * resources and sw_ledger_close(l) is still safe.
+ */
+int sw_ledger_open(struct sw_ledger *l, const char *path, const struct sw_ledger_open_opts *opts,
+                   struct sw_err *e);
+/* Finalize statements and close. Accepts a ledger that never opened or was already closed. */
+void sw_ledger_close(struct sw_ledger *l);
+
+/*
+ * Where the ledger lives when --ledger is not given, in this order: $SLIPWAY_LEDGER; beside the
+ * fleet file (`dir/fleet.yaml` -> `dir/fleet.ledger.sqlite`); $XDG_DATA_HOME/slipway/ledger.sqlite
+ * (default ~/.local/share/slipway/ledger.sqlite). fleet_path may be NULL.
+ */
+int sw_ledger_default_path(const char *fleet_path, char *out, size_t n, struct sw_err *e);
+
+/* PRAGMA integrity_check + foreign_key_check. *ok false and the first problem in e when bad. */
+int sw_ledger_verify(struct sw_ledger *l, bool *ok, struct sw_err *e);
+
+/* ---------------------------------------------------------------------------------------------
+ * Shapes: everything that changes memory, canonicalized (docs/ledger.md, "Shape canonical form").
+ */
+
+/*
+ * Canonicalize a shape description. *canonical receives the canonical object (new reference),
+ * *text its canonical serialization (sorted keys, no whitespace; free with sw_free) and hash the
+ * SHA-256 of that text as 64 hex digits + NUL. Any output pointer may be NULL.
+ * Errors (SW_EINVAL) name the key: "shape.kv_bytes: \"6.1GiB\" is not a whole number of bytes".
+ */
+int sw_ledger_shape_canon(const json_t *shape, json_t **canonical, char **text,
+                          char hash[SW_LEDGER_HASH_LEN + 1], struct sw_err *e);
+
+/* A short human summary of a canonical shape: "vllm ctx=262,144 slots=3 kv=fp8 kvb=6.1e9".
+ * Writes into out; returns out. */
+const char *sw_ledger_shape_summary(const json_t *canonical, char *out, size_t n);
+
+/* ---------------------------------------------------------------------------------------------
+ * Known-bad rule expressions, e.g. `slots == 2`, `engine == vllm && kv_dtype == fp8 && ctx >
+ * 241664`. Paths name canonical shape keys (aliases accepted: max_num_seqs -> slots);
+ * `kv_dtype` is k's dtype when k and v agree, else "k/v". A comparison on a key the shape does
+ * not have is false. Grammar in docs/ledger.md.
+ */
+struct sw_ledger_rule;
+/* Parse; *out freed with sw_ledger_rule_free. Errors give the byte offset in the expression. */
+int sw_ledger_rule_parse(const char *expr, struct sw_ledger_rule **out, struct sw_err *e);
+/* Evaluate against a CANONICAL shape (from sw_ledger_shape_canon). */
+bool sw_ledger_rule_eval(const struct sw_ledger_rule *r, const json_t *canonical);
+void sw_ledger_rule_free(struct sw_ledger_rule *r);
+/* Parse + canonicalize + evaluate in one call, for callers holding a raw shape. */
+int sw_ledger_rule_match(const char *expr, const json_t *shape, bool *hit, struct sw_err *e);
+
+/* ---------------------------------------------------------------------------------------------
+ * Recording. Each call is one transaction: it lands whole or not at all. Endpoints and shapes
+ * are created on first use. Times are unix seconds; 0 means unknown. *id receives the new row id
+ * (may be NULL).
+ */
+
+/* Get or create an endpoint by name ([A-Za-z0-9._:@/-], 1..128 bytes). */
+int sw_ledger_endpoint_id(struct sw_ledger *l, const char *name, bool create, int64_t *id,
+                          struct sw_err *e);
+/* Get or create a shape; hash (may be NULL) receives its hash. */
+int sw_ledger_record_shape(struct sw_ledger *l, const json_t *shape, int64_t *id,
+                           char hash[SW_LEDGER_HASH_LEN + 1], struct sw_err *e);
+/* Look a shape up by full hash or a unique prefix of >= 6 hex digits. */
+int sw_ledger_find_shape(struct sw_ledger *l, const char *hash_or_prefix, int64_t *id,
+                         struct sw_err *e);
+
+/*
+ * One boot. outcome is derived: failed when `failure` is given. A boot that came up and died on
+ * its first request is failed, with failure.phase "runtime", and keeps its printed report.
+ *   failure: {class, phase?, payload_kind?, message?, line?, ...} as the boot-log parsers emit it.
+ */
+struct sw_ledger_boot {
+    const char *endpoint;       /* required */
+    const json_t *shape;        /* a shape description (canonicalized here); NULL = unknown */
+    const char *engine;         /* required: "llama.cpp", "vllm", "sglang", ... */
+    const char *engine_version; /* NULL = unknown */
+    int64_t started_at;         /* wall clock, unix seconds; 0 = unknown */
+    int64_t ended_at;           /* 0 = unknown / still running */
+    int64_t duration_ms;        /* measured on the monotonic clock; < 0 = unknown */
+    const json_t *predicted;    /* the plan's report (object) or NULL */
+    const json_t *report;       /* what the engine printed, parsed (object) or NULL */
+    const json_t *failure;      /* NULL = the boot is ok */
+    const char *log_excerpt;    /* cut to SW_LEDGER_EXCERPT_MAX (head + tail), UTF-8 repaired */
+    size_t log_len;             /* bytes of log_excerpt (0 with non-NULL = strlen) */
+    const char *log_path;       /* where the whole log is, if kept */
+    const char *source;         /* "slipway up", "bootlog record", "import", "by hand" */
+    const char *source_line;    /* the line a hand-recorded figure was read from */
+    const char *note;           /* attached as a note on the boot */
+    const char *ext_id;         /* optional external key; a second record with it is SW_EEXIST */
+};
+int sw_ledger_record_boot(struct sw_ledger *l, const struct sw_ledger_boot *b, int64_t *id,
+                          struct sw_err *e);
+
+/* A device memory reading: used/total MiB as rocm-smi/nvidia-smi print them, or read by hand. */
+struct sw_ledger_usage {
+    const char *endpoint;    /* required */
+    int64_t boot_id;         /* 0 = not tied to a boot */
+    const json_t *shape;     /* or a shape (when boot_id is 0); NULL = none */
+    int64_t shape_id;        /* or a shape row already known; 0 = none */
+    const char *device;      /* required: "cuda0", "R9700#1", "gfx1151" */
+    uint64_t used_mib;
+    uint64_t total_mib;      /* > 0, >= used */
+    bool has_free;           /* the tool's own free figure was read (nvidia-smi's free leaves out
+                                driver-reserved memory, so used + free can be < total) */
+    uint64_t free_mib;       /* with has_free; used + free <= total */
+    const char *source;      /* required: "nvidia-smi", "rocm-smi", "by hand", ... */
+    int64_t taken_at;        /* 0 = now; < 0 = unknown (a reading transcribed from history) */
+    const char *note;
+    const char *source_line;
+    const char *ext_id;
+};
+int sw_ledger_record_usage(struct sw_ledger *l, const struct sw_ledger_usage *u, int64_t *id,
+                           struct sw_err *e);
+
+/* A probe battery: `doc` is what `slipway probe --json` prints, {"checks": [{name, status
+ * (pass|fail|skip), evidence, reason, ms}, ...]}; url may be NULL. */
+int sw_ledger_record_battery(struct sw_ledger *l, const char *endpoint, int64_t boot_id,
+                             const char *url, int64_t started_at, const json_t *doc, int64_t *id,
+                             struct sw_err *e);
+
+/* A bench run: parameters and results as JSON objects; chart_path may be NULL. */
+int sw_ledger_record_bench(struct sw_ledger *l, const char *endpoint, int64_t boot_id,
+                           int64_t started_at, const json_t *params, const json_t *results,
+                           const char *chart_path, const char *source_line, int64_t *id,
+                           struct sw_err *e);
+
+/* A ladder rung: one shape tried by a ladder run named `ladder`; outcome pass|fail|refused. */
+struct sw_ledger_rung {
+    const char *endpoint;
+    const char *ladder; /* the run's label, e.g. "night-2026-10-01" */
+    int64_t rung;       /* order within the run, from 1 */
+    const json_t *shape;
+    int64_t boot_id;    /* 0 = no boot (refused by a gate) */
+    const char *outcome;
+    const char *note;
+    const char *source_line;
+    const char *ext_id;
+};
+int sw_ledger_record_rung(struct sw_ledger *l, const struct sw_ledger_rung *r, int64_t *id,
+                          struct sw_err *e);
+
+/* A known-bad rule: an expression (validated), why, the failure that taught it (object or
+ * NULL), the boot that showed it (0 = none). endpoint NULL = any endpoint. */
+struct sw_ledger_rule_rec {
+    const char *endpoint;
+    const char *expr;
+    const char *reason;    /* required */
+    const json_t *failure;
+    int64_t boot_id;
+    const char *source;    /* "operator", "bisection", "import" */
+    const char *source_line;
+    const char *ext_id;
+};
+int sw_ledger_record_rule(struct sw_ledger *l, const struct sw_ledger_rule_rec *r, int64_t *id,
+                          struct sw_err *e);
+
+/* A note on anything: kind is one of endpoint, shape, boot, usage, battery, bench, rung, rule,
+ * ledger (subject_id 0). The subject must exist. */
+int sw_ledger_record_note(struct sw_ledger *l, const char *kind, int64_t subject_id,
+                          const char *text, const char *author, int64_t *id, struct sw_err *e);
+
+/* ---------------------------------------------------------------------------------------------
+ * Queries. Every result is a new JSON reference (json_decref it); times are ISO-8601 UTC strings.
+ */
+struct sw_ledger_query {
+    const char *endpoint; /* NULL = every endpoint */
+    const char *outcome;  /* "ok" | "failed" | NULL */
+    int64_t shape_id;     /* 0 = any */
+    int64_t limit;        /* 0 = no limit */
+    bool newest_first;    /* default oldest first (id order) */
+    bool full;            /* boots: include predicted, report, failure, excerpt, shape, usage,
+                             notes (what calibrate wants); otherwise a summary row each */
+};
+
+/* Boots matching q (NULL = all), as an array. */
+int sw_ledger_boots(struct sw_ledger *l, const struct sw_ledger_query *q, json_t **out,
+                    struct sw_err *e);
+/* One boot, full. SW_ENOENT when there is none. */
+int sw_ledger_boot(struct sw_ledger *l, int64_t id, json_t **out, struct sw_err *e);
+/* Usage readings (q->endpoint, q->shape_id, q->limit honoured), each with its shape. */
+int sw_ledger_usage_list(struct sw_ledger *l, const struct sw_ledger_query *q, json_t **out,
+                         struct sw_err *e);
+/* What the gates refuse: {"shapes": [{hash, canonical, endpoint, failed, ok, failures: [...]}],
+ * "rules": [{id, endpoint, expr, reason, failure, boot_id, ...}]} for one endpoint (rules with no
+ * endpoint included) or all (NULL). */
+int sw_ledger_known_bad(struct sw_ledger *l, const char *endpoint, json_t **out,
+                        struct sw_err *e);
+/* Everything (or one endpoint's rows), in the format sw_ledger_import reads back. */
+int sw_ledger_export(struct sw_ledger *l, const char *endpoint, json_t **out, struct sw_err *e);
+
+/*
+ * Record a document (an export, or a hand-written fixture such as tests/data/ledger/
+ * seed-boots.json; format in docs/ledger.md) in ONE transaction: all of it or none. Rows refer to
+ * each other by "ref" (or "id"); with a top-level "id", every row gets ext_id "<id>:<kind>:<ref>"
+ * and rows already present are skipped, so importing twice records once.
+ * Errors name the JSON path: "seed.json: boots[3].shape.kv_bytes: ...".
+ */
+struct sw_ledger_import_stats {
+    int64_t added;
+    int64_t skipped; /* already present (same ext_id) */
+};
+int sw_ledger_import(struct sw_ledger *l, const json_t *doc, const char *where,
+                     struct sw_ledger_import_stats *st, struct sw_err *e);
+
+/* "21684MiB", "21,684 MiB", "24GiB" -> MiB. A unit is required (a bare number is refused: MiB
+ * or bytes?) and the value must be a whole number of MiB. */
+int sw_ledger_parse_mib(const char *s, uint64_t *mib, struct sw_err *e);
+
+/* "2026-10-01T13:27:17Z", "2026-10-01" (UTC) or unix seconds -> unix seconds. */
+int sw_ledger_parse_time(const char *s, int64_t *out, struct sw_err *e);
+
+/* Row counts per table, {"boots": N, ...}. */
+int sw_ledger_counts(struct sw_ledger *l, json_t **out, struct sw_err *e);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,860 @@
+/*
+ * slipway ledger: read and add to the ledger by hand.
+ *
+ *   slipway ledger list    [--endpoint E] [--outcome ok|failed] [--limit N] [--json]
+ *   slipway ledger show    ID [--json]
+ *   slipway ledger export  [--endpoint E] [-o FILE]
+ *   slipway ledger import  FILE.json [--json]
+ *   slipway ledger usage   [--endpoint E] [--json]
+ *   slipway ledger add-usage --endpoint E --device D --used 21684MiB --total 24576MiB
+ *                          [--free 2441MiB]    (the tool's free figure, when it printed one)
+ *                          [--source nvidia-smi] [--boot ID | --shape HASH] [--note TEXT]
+ *                          [--at TIME] [--json]
+ *   slipway ledger note    [--boot ID | --endpoint E | --shape HASH | --usage ID | --rule ID |
+ *                           --rung ID | --battery ID | --bench ID] [--author A] TEXT...
+ *   slipway ledger rules   [--endpoint E] [--json]       (what the gates refuse)
+ *   slipway ledger add-rule --expr EXPR --reason TEXT [--endpoint E] [--boot ID] [--json]
+ *   slipway ledger verify  [--json]                       (integrity + foreign keys)
+ *   slipway ledger path    [--json]                       (where it is, row counts)
+ * Every subcommand takes --ledger PATH (wins) or --fleet FLEET.yaml (ledger beside it).
+ *
+ * Boots are recorded by `slipway up` and `slipway bootlog record`, through sw_ledger_record_boot.
+ * `_record-loop` is a test hook (kill -9 and concurrency tests): it records boots, batteries and
+ * usage readings in a loop and prints each committed id.
+ */
+#include "cli.h"
+
+#include <slipway/ledger.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+struct opts {
+    const char *ledger, *fleet, *endpoint, *outcome, *device, *used, *total, *free, *source;
+    const char *shape, *note, *at, *author, *expr, *reason, *output;
+    int64_t limit, boot, usage, rule, rung, battery, bench, count, seconds;
+    bool json, help;
+    const char *pos[64];
+    int npos;
+};
+
+static void usage_text(FILE *f)
+{
+    fputs("usage: slipway ledger <list|show|export|import|usage|add-usage|note|rules|add-rule|"
+          "verify|path> [options]\n"
+          "  list      [--endpoint E] [--outcome ok|failed] [--limit N]   boots, newest first\n"
+          "  show ID                                  one boot in full\n"
+          "  export    [--endpoint E] [-o FILE]       everything as JSON (import reads it)\n"
+          "  import    FILE.json                      record a document (one transaction)\n"
+          "  usage     [--endpoint E]                 device memory readings\n"
+          "  add-usage --endpoint E --device D --used 21684MiB --total 24576MiB [--free 2441MiB]\n"
+          "            [--source nvidia-smi|rocm-smi|\"by hand\"] [--boot ID | --shape HASH]\n"
+          "            [--note TEXT] [--at 2026-10-01T13:27:17Z]\n"
+          "  note      [--boot ID|--endpoint E|--shape HASH|--usage ID|--rule ID|--rung ID|\n"
+          "            --battery ID|--bench ID] [--author A] TEXT...\n"
+          "  rules     [--endpoint E]                 failed shapes and known-bad rules\n"
+          "  add-rule  --expr 'slots == 2' --reason TEXT [--endpoint E] [--boot ID]\n"
+          "  verify                                   integrity_check + foreign_key_check\n"
+          "  path                                     where the ledger is, row counts\n"
+          "options: --ledger PATH (wins) | --fleet FLEET.yaml (ledger beside it); else\n"
+          "         $SLIPWAY_LEDGER, else $XDG_DATA_HOME/slipway/ledger.sqlite. --json everywhere.\n",
+          f);
+}
+
+static int parse_id(const char *flag, const char *v, int64_t *out)
+{
+    struct sw_err e;
+    sw_err_clear(&e);
+    if (sw_parse_i64(v, out, &e) || *out < 1) {
+        fprintf(stderr, "slipway ledger: %s wants a row id (a number >= 1), got '%s'\n", flag, v);
+        return SW_EXIT_USAGE;
+    }
+    return 0;
+}
+
+static int parse_args(int argc, char **argv, struct opts *o)
+{
+    static const struct {
+        const char *name;
+        size_t off;
+    } strs[] = {
+#define S(n, f) {n, offsetof(struct opts, f)}
+        S("--ledger", ledger), S("--fleet", fleet),   S("--endpoint", endpoint),
+        S("--outcome", outcome), S("--device", device), S("--used", used),
+        S("--total", total),   S("--free", free),     S("--source", source),
+        S("--shape", shape),
+        S("--note", note),     S("--at", at),         S("--author", author),
+        S("--expr", expr),     S("--reason", reason), S("--output", output),
+        S("-o", output),
+#undef S
+    };
+    static const struct {
+        const char *name;
+        size_t off;
+    } ids[] = {
+#define I(n, f) {n, offsetof(struct opts, f)}
+        I("--limit", limit), I("--boot", boot),       I("--usage", usage),
+        I("--rule", rule),   I("--rung", rung),       I("--battery", battery),
+        I("--bench", bench), I("--count", count),     I("--seconds", seconds),
+#undef I
+    };
+    memset(o, 0, sizeof(*o));
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--json")) {
+            o->json = true;
+            continue;
+        }
+        if (sw_cli_is(a, "-h", "--help")) {
+            o->help = true;
+            continue;
+        }
+        if (!strcmp(a, "--")) {
+            while (++i < argc && o->npos < (int)SW_ARRAY_LEN(o->pos))
+                o->pos[o->npos++] = argv[i];
+            break;
+        }
+        bool done = false;
+        for (size_t k = 0; k < SW_ARRAY_LEN(strs) && !done; k++) {
+            if (strcmp(a, strs[k].name))
+                continue;
+            if (i + 1 >= argc)
+                return sw_cli_usage("ledger", "%s needs a value", a);
+            *(const char **)((char *)o + strs[k].off) = argv[++i];
+            done = true;
+        }
+        for (size_t k = 0; k < SW_ARRAY_LEN(ids) && !done; k++) {
+            if (strcmp(a, ids[k].name))
+                continue;
+            if (i + 1 >= argc)
+                return sw_cli_usage("ledger", "%s needs a value", a);
+            int rc = parse_id(a, argv[++i], (int64_t *)((char *)o + ids[k].off));
+            if (rc)
+                return rc;
+            done = true;
+        }
+        if (done)
+            continue;
+        if (a[0] == '-' && a[1])
+            return sw_cli_usage("ledger", "unknown option '%s'", a);
+        if (o->npos >= (int)SW_ARRAY_LEN(o->pos))
+            return sw_cli_usage("ledger", "too many arguments");
+        o->pos[o->npos++] = a;
+    }
+    return 0;
+}
+
+static int fail(struct sw_err *e, const struct opts *o)
+{
+    return sw_cli_fail(e, o->json);
+}
+
+/* Resolve the path and open. missing_ok: a missing file is reported through *missing. */
+static int open_ledger(const struct opts *o, struct sw_ledger *l, bool create, bool *missing,
+                       char *path, size_t pn, struct sw_err *e)
+{
+    if (missing)
+        *missing = false;
+    if (o->ledger)
+        snprintf(path, pn, "%s", o->ledger);
+    else if (sw_ledger_default_path(o->fleet, path, pn, e))
+        return e->code;
+    struct sw_ledger_open_opts oo = {.create = create};
+    int rc = sw_ledger_open(l, path, &oo, e);
+    if (rc == SW_ENOENT && missing) {
+        *missing = true;
+        return 0;
+    }
+    return rc;
+}
+
+static void print_row_count(json_t *counts)
+{
+    const char *k;
+    json_t *v;
+    json_object_foreach(counts, k, v) {
+        printf("  %-15s %lld\n", k, (long long)json_integer_value(v));
+    }
+}
+
+static const char *jstr(const json_t *o, const char *k, const char *dflt)
+{
+    const char *s = json_string_value(json_object_get(o, k));
+    return s ? s : dflt;
+}
+
+static const char *jnum(const json_t *o, const char *k, char *buf, size_t n)
+{
+    json_t *v = json_object_get(o, k);
+    if (json_is_integer(v))
+        return sw_fmt_count((uint64_t)json_integer_value(v), buf, n);
+    if (json_is_real(v)) {
+        snprintf(buf, n, "%.2fx", json_real_value(v));
+        return buf;
+    }
+    return "-";
+}
+
+static int cmd_list(const struct opts *o)
+{
+    struct sw_err e;
+    struct sw_ledger l;
+    char path[4096];
+    bool missing;
+    json_t *boots = NULL;
+    sw_err_clear(&e);
+    int rc = open_ledger(o, &l, false, &missing, path, sizeof(path), &e);
+    if (rc)
+        return fail(&e, o);
+    if (missing) {
+        if (o->json) {
+            json_t *j = json_pack("{s:s,s:[]}", "ledger", path, "boots");
+            sw_json_print(stdout, j, true);
+            json_decref(j);
+        } else {
+            printf("no ledger at %s yet: nothing recorded\n", path);
+        }
+        return SW_EXIT_OK;
+    }
+    struct sw_ledger_query q = {.endpoint = o->endpoint, .outcome = o->outcome,
+                                .limit = o->limit, .newest_first = true};
+    if (o->endpoint) {
+        int64_t id;
+        rc = sw_ledger_endpoint_id(&l, o->endpoint, false, &id, &e);
+    }
+    if (!rc)
+        rc = sw_ledger_boots(&l, &q, &boots, &e);
+    if (rc) {
+        sw_ledger_close(&l);
+        return fail(&e, o);
+    }
+    if (o->json) {
+        json_t *j = json_pack("{s:s,s:O}", "ledger", path, "boots", boots);
+        sw_json_print(stdout, j, true);
+        json_decref(j);
+    } else {
+        printf("ledger %s: %zu boot%s%s%s\n", path, json_array_size(boots),
+               json_array_size(boots) == 1 ? "" : "s", o->endpoint ? " of " : "",
+               o->endpoint ? o->endpoint : "");
+        if (json_array_size(boots))
+            printf("%6s  %-20s  %-16s  %-7s  %-26s  %10s  %6s  %s\n", "ID", "STARTED (UTC)",
+                   "ENDPOINT", "OUTCOME", "FAILURE", "KV TOKENS", "CONC", "SHAPE");
+        size_t i;
+        json_t *b;
+        json_array_foreach(boots, i, b) {
+            char fb[64], t1[32], t2[32];
+            const char *fc = jstr(b, "failure_class", NULL);
+            const char *fp = jstr(b, "failure_phase", NULL);
+            snprintf(fb, sizeof(fb), "%s%s%s", fc ? fc : "-", fp ? "/" : "", fp ? fp : "");
+            printf("%6lld  %-20s  %-16.16s  %-7s  %-26.26s  %10s  %6s  %s\n",
+                   (long long)json_integer_value(json_object_get(b, "id")),
+                   jstr(b, "started_at", "-"), jstr(b, "endpoint", "?"),
+                   jstr(b, "outcome", "?"), fb, jnum(b, "kv_cache_tokens", t1, sizeof(t1)),
+                   jnum(b, "max_concurrency", t2, sizeof(t2)), jstr(b, "shape_summary", "-"));
+        }
+    }
+    json_decref(boots);
+    sw_ledger_close(&l);
+    return SW_EXIT_OK;
+}
+
+static void print_json_field(const char *label, json_t *v)
+{
+    if (!v || json_is_null(v))
+        return;
+    char *s = json_dumps(v, JSON_INDENT(2) | JSON_SORT_KEYS | JSON_REAL_PRECISION(12));
+    if (!s)
+        return;
+    printf("%s:\n", label);
+    for (char *line = s; line && *line;) {
+        char *nl = strchr(line, '\n');
+        printf("  %.*s\n", nl ? (int)(nl - line) : (int)strlen(line), line);
+        line = nl ? nl + 1 : NULL;
+    }
+    sw_free(s);
+}
+
+static int cmd_show(const struct opts *o)
+{
+    struct sw_err e;
+    struct sw_ledger l;
+    char path[4096];
+    json_t *b = NULL;
+    int64_t id;
+    sw_err_clear(&e);
+    if (o->npos != 2)
+        return sw_cli_usage("ledger", "show takes one boot id");
+    int rc = parse_id("show", o->pos[1], &id);
+    if (rc)
+        return rc;
+    rc = open_ledger(o, &l, false, NULL, path, sizeof(path), &e);
+    if (!rc)
+        rc = sw_ledger_boot(&l, id, &b, &e);
+    if (rc) {
+        sw_ledger_close(&l);
+        return fail(&e, o);
+    }
+    if (o->json) {
+        sw_json_print(stdout, b, true);
+    } else {
+        json_t *sh = json_object_get(b, "shape");
+        printf("boot %lld of %s: %s", (long long)id, jstr(b, "endpoint", "?"),
+               jstr(b, "outcome", "?"));
+        if (jstr(b, "failure_class", NULL))
+            printf(" (%s%s%s)", jstr(b, "failure_class", ""), jstr(b, "failure_phase", NULL) ?
+                   " at " : "", jstr(b, "failure_phase", ""));
+        printf("\n");
+        printf("  engine       %s %s\n", jstr(b, "engine", "?"), jstr(b, "engine_version", ""));
+        printf("  shape        %s\n", jstr(b, "shape_summary", "-"));
+        if (json_is_object(sh))
+            printf("  shape hash   %s\n", jstr(sh, "hash", "-"));
+        char dur[32] = "-";
+        if (json_is_integer(json_object_get(b, "duration_ms")))
+            sw_fmt_count((uint64_t)json_integer_value(json_object_get(b, "duration_ms")), dur,
+                         sizeof(dur));
+        printf("  started      %s   ended %s   duration %s ms\n", jstr(b, "started_at", "-"),
+               jstr(b, "ended_at", "-"), dur);
+        printf("  source       %s\n", jstr(b, "source", "-"));
+        if (jstr(b, "source_line", NULL))
+            printf("  source line  %s\n", jstr(b, "source_line", ""));
+        if (jstr(b, "log_path", NULL))
+            printf("  log          %s\n", jstr(b, "log_path", ""));
+        print_json_field("shape (canonical)", json_object_get(sh, "canonical"));
+        print_json_field("predicted", json_object_get(b, "predicted"));
+        print_json_field("report (printed by the engine)", json_object_get(b, "report"));
+        print_json_field("failure", json_object_get(b, "failure"));
+        size_t i;
+        json_t *u;
+        json_array_foreach(json_object_get(b, "usage"), i, u) {
+            if (!i)
+                printf("usage readings:\n");
+            printf("  #%lld %-12s %6lld / %6lld MiB used (%lld free)  %s  %s\n",
+                   (long long)json_integer_value(json_object_get(u, "id")),
+                   jstr(u, "device", "?"),
+                   (long long)json_integer_value(json_object_get(u, "used_mib")),
+                   (long long)json_integer_value(json_object_get(u, "total_mib")),
+                   (long long)json_integer_value(json_object_get(u, "free_mib")),
+                   jstr(u, "source", ""), jstr(u, "note", ""));
+        }
+        json_array_foreach(json_object_get(b, "notes"), i, u) {
+            if (!i)
+                printf("notes:\n");
+            printf("  %s  %s\n", jstr(u, "created_at", ""), jstr(u, "text", ""));
+        }
+        const char *ex = jstr(b, "log_excerpt", NULL);
+        if (ex)
+            printf("log excerpt:\n%s%s", ex, ex[0] && ex[strlen(ex) - 1] == '\n' ? "" : "\n");
+    }
+    json_decref(b);
+    sw_ledger_close(&l);
+    return SW_EXIT_OK;
+}
+
+static int cmd_export(const struct opts *o)
+{
+    struct sw_err e;
+    struct sw_ledger l;
+    char path[4096];
+    json_t *doc = NULL;
+    sw_err_clear(&e);
+    int rc = open_ledger(o, &l, false, NULL, path, sizeof(path), &e);
+    if (!rc)
+        rc = sw_ledger_export(&l, o->endpoint, &doc, &e);
+    sw_ledger_close(&l);
+    if (rc)
+        return fail(&e, o);
+    if (o->output) {
+        char *s = json_dumps(doc, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
+        if (!s) {
+            sw_err_set(&e, SW_ENOMEM, "out of memory");
+            rc = SW_ENOMEM;
+        } else {
+            rc = sw_write_file_atomic(o->output, s, strlen(s), 0644, &e);
+            sw_free(s);
+        }
+        if (!rc)
+            fprintf(stderr, "exported %s to %s\n", path, o->output);
+    } else {
+        rc = sw_json_print(stdout, doc, true);
+    }
+    json_decref(doc);
+    return rc ? fail(&e, o) : SW_EXIT_OK;
+}
+
+static int cmd_import(const struct opts *o)
+{
+    struct sw_err e;
+    struct sw_ledger l;
+    char path[4096];
+    struct sw_ledger_import_stats st = {0};
+    sw_err_clear(&e);
+    if (o->npos != 2)
+        return sw_cli_usage("ledger", "import takes one FILE.json");
+    json_t *doc = sw_json_load_file(o->pos[1], 64u << 20, &e);
+    if (!doc)
+        return fail(&e, o);
+    int rc = open_ledger(o, &l, true, NULL, path, sizeof(path), &e);
+    if (!rc)
+        rc = sw_ledger_import(&l, doc, o->pos[1], &st, &e);
+    sw_ledger_close(&l);
+    json_decref(doc);
+    if (rc)
+        return fail(&e, o);
+    if (o->json) {
+        json_t *j = json_pack("{s:s,s:s,s:I,s:I}", "ledger", path, "file", o->pos[1], "added",
+                              (json_int_t)st.added, "skipped", (json_int_t)st.skipped);
+        sw_json_print(stdout, j, true);
+        json_decref(j);
+    } else {
+        printf("%s: recorded %lld rows in %s (%lld already there)\n", o->pos[1],
+               (long long)st.added, path, (long long)st.skipped);
+    }
+    return SW_EXIT_OK;
+}
+
+static int cmd_usage(const struct opts *o)
+{
+    struct sw_err e;
+    struct sw_ledger l;
+    char path[4096];
+    bool missing;
+    json_t *arr = NULL;
+    sw_err_clear(&e);
+    int rc = open_ledger(o, &l, false, &missing, path, sizeof(path), &e);
+    if (rc)
+        return fail(&e, o);
+    if (missing) {
+        arr = json_array();
+    } else {
+        struct sw_ledger_query q = {.endpoint = o->endpoint, .limit = o->limit};
+        rc = sw_ledger_usage_list(&l, &q, &arr, &e);
+        sw_ledger_close(&l);
+        if (rc)
+            return fail(&e, o);
+    }
+    if (o->json) {
+        json_t *j = json_pack("{s:s,s:O}", "ledger", path, "usage", arr);
+        sw_json_print(stdout, j, true);
+        json_decref(j);
+    } else {
+        printf("%zu usage reading%s in %s\n", json_array_size(arr),
+               json_array_size(arr) == 1 ? "" : "s", path);
+        if (json_array_size(arr))
+            printf("%5s  %-16s  %-12s  %9s  %9s  %9s  %-5s  %-14s  %-20s  %s\n", "ID", "ENDPOINT",
+                   "DEVICE", "USED MiB", "TOTAL MiB", "FREE MiB", "BOOT", "SHAPE", "TAKEN (UTC)",
+                   "SOURCE / NOTE");
+        size_t i;
+        json_t *u;
+        json_array_foreach(arr, i, u) {
+            char a[32], b[32], c[32], boot[24];
+            json_t *bid = json_object_get(u, "boot");
+            snprintf(boot, sizeof(boot), "%s", "-");
+            if (json_is_integer(bid))
+                snprintf(boot, sizeof(boot), "%lld", (long long)json_integer_value(bid));
+            printf("%5lld  %-16.16s  %-12.12s  %9s  %9s  %9s  %-5s  %-14.12s  %-20s  %s%s%s\n",
+                   (long long)json_integer_value(json_object_get(u, "id")),
+                   jstr(u, "endpoint", "?"), jstr(u, "device", "?"),
+                   jnum(u, "used_mib", a, sizeof(a)), jnum(u, "total_mib", b, sizeof(b)),
+                   jnum(u, "free_mib", c, sizeof(c)), boot,
+                   jstr(json_object_get(u, "shape"), "hash", "-"), jstr(u, "taken_at", "-"),
+                   jstr(u, "source", ""), jstr(u, "note", NULL) ? ": " : "", jstr(u, "note", ""));
+        }
+    }
+    json_decref(arr);
+    return SW_EXIT_OK;
+}
+
+static int cmd_add_usage(const struct opts *o)
+{
+    struct sw_err e;
+    struct sw_ledger l;
+    char path[4096];
+    struct sw_ledger_usage u = {.endpoint = o->endpoint, .device = o->device,
+                                .source = o->source ? o->source : "by hand",
+                                .boot_id = o->boot, .note = o->note};
+    int64_t id = 0;
+    sw_err_clear(&e);
+    if (!o->endpoint || !o->device || !o->used || !o->total)
+        return sw_cli_usage("ledger", "add-usage needs --endpoint, --device, --used and --total");
+    if (o->boot && o->shape)
+        return sw_cli_usage("ledger", "give --boot or --shape, not both (a boot has its shape)");
+    int rc = sw_ledger_parse_mib(o->used, &u.used_mib, &e);
+    if (rc) {
+        sw_err_prefix(&e, "--used");
+        return fail(&e, o);
+    }
+    rc = sw_ledger_parse_mib(o->total, &u.total_mib, &e);
+    if (rc) {
+        sw_err_prefix(&e, "--total");
+        return fail(&e, o);
+    }
+    if (o->free) {
+        u.has_free = true;
+        rc = sw_ledger_parse_mib(o->free, &u.free_mib, &e);
+        if (rc) {
+            sw_err_prefix(&e, "--free");
+            return fail(&e, o);
+        }
+    }
+    if (o->at && sw_ledger_parse_time(o->at, &u.taken_at, &e)) {
+        sw_err_prefix(&e, "--at");
+        return fail(&e, o);
+    }
+    rc = open_ledger(o, &l, true, NULL, path, sizeof(path), &e);
+    if (!rc && o->shape)
+        rc = sw_ledger_find_shape(&l, o->shape, &u.shape_id, &e);
+    if (!rc) {
+        int64_t ep;
+        struct sw_err e2;
+        if (sw_ledger_endpoint_id(&l, o->endpoint, false, &ep, &e2) == SW_ENOENT)
+            fprintf(stderr, "slipway ledger: note: '%s' is a new endpoint in %s\n", o->endpoint,
+                    path);
+        rc = sw_ledger_record_usage(&l, &u, &id, &e);
+    }
+    sw_ledger_close(&l);
+    if (rc)
+        return fail(&e, o);
+    if (o->json) {
+        json_t *j = json_pack("{s:s,s:I,s:s,s:s,s:I,s:I,s:I}", "ledger", path, "id",
+                              (json_int_t)id, "endpoint", o->endpoint, "device", o->device,
+                              "used_mib", (json_int_t)u.used_mib, "total_mib",
+                              (json_int_t)u.total_mib, "free_mib",
+                              (json_int_t)(u.has_free ? u.free_mib : u.total_mib - u.used_mib));
+        sw_json_print(stdout, j, true);
+        json_decref(j);
+    } else {
+        char a[32], b[32], c[32];
+        printf("usage #%lld: %s %s %s / %s MiB used, %s MiB free (%s)\n", (long long)id,
+               o->endpoint, o->device, sw_fmt_count(u.used_mib, a, sizeof(a)),
+               sw_fmt_count(u.total_mib, b, sizeof(b)),
+               sw_fmt_count(u.has_free ? u.free_mib : u.total_mib - u.used_mib, c, sizeof(c)),
+               u.source);
+    }
+    return SW_EXIT_OK;
+}
+
+static int cmd_note(const struct opts *o)
+{
+    struct sw_err e;
+    struct sw_ledger l;
+    char path[4096];
+    sw_err_clear(&e);
+    const char *kind = "ledger";
+    int64_t subject = 0;
+    int targets = 0;
+    const struct {
+        const char *kind;
+        int64_t id;
+    } t[] = {{"boot", o->boot},   {"usage", o->usage}, {"rule", o->rule},
+             {"rung", o->rung},   {"battery", o->battery}, {"bench", o->bench}};
+    for (size_t i = 0; i < SW_ARRAY_LEN(t); i++)
+        if (t[i].id) {
+            kind = t[i].kind;
+            subject = t[i].id;
+            targets++;
+        }
+    targets += (o->endpoint != NULL) + (o->shape != NULL);
+    if (targets > 1)
+        return sw_cli_usage("ledger", "a note has one subject");
+    if (o->npos < 2)
+        return sw_cli_usage("ledger", "note needs its text");
+    char text[16384];
+    size_t len = 0;
+    for (int i = 1; i < o->npos; i++) {
+        int w = snprintf(text + len, sizeof(text) - len, "%s%s", i > 1 ? " " : "", o->pos[i]);
+        if (w < 0 || (size_t)w >= sizeof(text) - len)
+            return sw_cli_usage("ledger", "note text is longer than %zu bytes", sizeof(text) - 1);
+        len += (size_t)w;
+    }
+    int64_t id = 0;
+    int rc = open_ledger(o, &l, true, NULL, path, sizeof(path), &e);
+    if (!rc && o->endpoint) {
+        kind = "endpoint";
+        rc = sw_ledger_endpoint_id(&l, o->endpoint, false, &subject, &e);
+    }
+    if (!rc && o->shape) {
+        kind = "shape";
+        rc = sw_ledger_find_shape(&l, o->shape, &subject, &e);
+    }
+    if (!rc)
+        rc = sw_ledger_record_note(&l, kind, subject, text, o->author, &id, &e);
+    sw_ledger_close(&l);
+    if (rc)
+        return fail(&e, o);
+    if (o->json) {
+        json_t *j = json_pack("{s:s,s:I,s:s,s:I}", "ledger", path, "id", (json_int_t)id, "kind",
+                              kind, "subject", (json_int_t)subject);
+        sw_json_print(stdout, j, true);
+        json_decref(j);
+    } else {
+        if (subject)
+            printf("note #%lld on %s %lld\n", (long long)id, kind, (long long)subject);
+        else
+            printf("note #%lld on the ledger\n", (long long)id);
+    }
+    return SW_EXIT_OK;
+}
+
+static int cmd_rules(const struct opts *o)
+{
+    struct sw_err e;
+    struct sw_ledger l;
+    char path[4096];
+    bool missing;
+    json_t *kb = NULL;
+    sw_err_clear(&e);
+    int rc = open_ledger(o, &l, false, &missing, path, sizeof(path), &e);
+    if (rc)
+        return fail(&e, o);
+    if (missing) {
+        kb = json_pack("{s:[],s:[]}", "shapes", "rules");
+    } else {
+        rc = sw_ledger_known_bad(&l, o->endpoint, &kb, &e);
+        sw_ledger_close(&l);
+        if (rc)
+            return fail(&e, o);
+    }
+    if (o->json) {
+        sw_json_print(stdout, kb, true);
+    } else {
+        size_t i;
+        json_t *s;
+        json_t *shapes = json_object_get(kb, "shapes");
+        json_t *rules = json_object_get(kb, "rules");
+        printf("%zu shape%s that failed, %zu known-bad rule%s (%s)\n", json_array_size(shapes),
+               json_array_size(shapes) == 1 ? "" : "s", json_array_size(rules),
+               json_array_size(rules) == 1 ? "" : "s", path);
+        json_array_foreach(shapes, i, s) {
+            char sum[256];
+            json_t *fails = json_object_get(s, "failures");
+            json_t *last = json_array_get(fails, json_array_size(fails) - 1);
+            json_t *f = json_object_get(last, "failure");
+            printf("  shape %.12s  %s: failed %lld, ok %lld; last %s%s%s (boot %lld)\n     %s\n",
+                   jstr(s, "hash", "?"), jstr(s, "endpoint", "?"),
+                   (long long)json_integer_value(json_object_get(s, "failed")),
+                   (long long)json_integer_value(json_object_get(s, "ok")),
+                   jstr(f, "class", "?"), jstr(f, "phase", NULL) ? "/" : "",
+                   jstr(f, "phase", ""),
+                   (long long)json_integer_value(json_object_get(last, "boot")),
+                   sw_ledger_shape_summary(json_object_get(s, "canonical"), sum, sizeof(sum)));
+        }
+        json_array_foreach(rules, i, s) {
+            printf("  rule #%lld  %s: %s\n     %s\n",
+                   (long long)json_integer_value(json_object_get(s, "id")),
+                   jstr(s, "endpoint", "(any endpoint)"), jstr(s, "expr", "?"),
+                   jstr(s, "reason", ""));
+        }
+    }
+    json_decref(kb);
+    return SW_EXIT_OK;
+}
+
+static int cmd_add_rule(const struct opts *o)
+{
+    struct sw_err e;
+    struct sw_ledger l;
+    char path[4096];
+    int64_t id = 0;
+    sw_err_clear(&e);
+    if (!o->expr || !o->reason)
+        return sw_cli_usage("ledger", "add-rule needs --expr and --reason");
+    struct sw_ledger_rule_rec r = {.endpoint = o->endpoint, .expr = o->expr,
+                                   .reason = o->reason, .boot_id = o->boot,
+                                   .source = o->source ? o->source : "operator"};
+    json_t *failure = NULL;
+    int rc = open_ledger(o, &l, true, NULL, path, sizeof(path), &e);
+    if (!rc && o->boot) {
+        /* the failure that taught the rule is the boot's own */
+        json_t *b = NULL;
+        rc = sw_ledger_boot(&l, o->boot, &b, &e);
+        if (!rc) {
+            failure = json_incref(json_object_get(b, "failure"));
+            if (json_is_null(failure)) {
+                json_decref(failure);
+                failure = NULL;
+            }
+        }
+        json_decref(b);
+        r.failure = failure;
+    }
+    if (!rc)
+        rc = sw_ledger_record_rule(&l, &r, &id, &e);
+    sw_ledger_close(&l);
+    json_decref(failure);
+    if (rc)
+        return fail(&e, o);
+    if (o->json) {
+        json_t *j = json_pack("{s:s,s:I,s:s}", "ledger", path, "id", (json_int_t)id, "expr",
+                              o->expr);
+        sw_json_print(stdout, j, true);
+        json_decref(j);
+    } else {
+        printf("rule #%lld: %s%s%s\n", (long long)id, o->expr, o->endpoint ? " on " : "",
+               o->endpoint ? o->endpoint : " (any endpoint)");
+    }
+    return SW_EXIT_OK;
+}
+
+static int cmd_verify(const struct opts *o, bool with_counts_only)
+{
+    struct sw_err e;
+    struct sw_ledger l;
+    char path[4096];
+    bool ok = false, missing = false;
+    json_t *counts = NULL;
+    sw_err_clear(&e);
+    int rc = open_ledger(o, &l, false, &missing, path, sizeof(path), &e);
+    if (rc)
+        return fail(&e, o);
+    if (!missing) {
+        if (!with_counts_only)
+            rc = sw_ledger_verify(&l, &ok, &e);
+        if (!rc)
+            rc = sw_ledger_counts(&l, &counts, &e);
+    }
+    int version = l.schema_version;
+    sw_ledger_close(&l);
+    if (rc)
+        return fail(&e, o);
+    if (o->json) {
+        json_t *j = json_pack("{s:s,s:b,s:i}", "ledger", path, "exists", !missing,
+                              "schema_version", missing ? 0 : version);
+        if (!with_counts_only && !missing) {
+            sw_json_set_bool(j, "ok", ok);
+            if (!ok)
+                sw_json_set_str(j, "problem", e.msg);
+        }
+        if (counts)
+            sw_json_set_new(j, "rows", json_incref(counts));
+        sw_json_print(stdout, j, true);
+        json_decref(j);
+    } else if (missing) {
+        printf("%s: no ledger yet (created by the first record)\n", path);
+    } else {
+        printf("%s: schema version %d%s\n", path, version,
+               with_counts_only ? "" : ok ? ", integrity ok, foreign keys ok" : "");
+        if (!with_counts_only && !ok)
+            printf("PROBLEM: %s\n", e.msg);
+        print_row_count(counts);
+    }
+    json_decref(counts);
+    return with_counts_only || missing || ok ? SW_EXIT_OK : SW_EXIT_FAIL;
+}
+
+/* The test hook: record in a loop, print every committed id (flushed) so a test that kills this
+ * process knows exactly what was committed before the kill. */
+static int cmd_record_loop(const struct opts *o)
+{
+    struct sw_err e;
+    struct sw_ledger l;
+    char path[4096];
+    sw_err_clear(&e);
+    const char *ep = o->endpoint ? o->endpoint : "loop";
+    int rc = open_ledger(o, &l, true, NULL, path, sizeof(path), &e);
+    if (rc)
+        return fail(&e, o);
+    double until = o->seconds ? sw_now_s() + (double)o->seconds : 0;
+    int64_t max = o->count ? o->count : (o->seconds ? INT64_MAX : 100);
+    char excerpt[4096];
+    for (size_t i = 0; i + 80 < sizeof(excerpt); i += 80)
+        snprintf(excerpt + i, sizeof(excerpt) - i, "%-79s\n",
+                 "llama_kv_cache: size = 272.00 MiB (4096 cells, 32 layers, 1/1 seqs)");
+    for (int64_t i = 0; i < max && (!until || sw_now_s() < until); i++) {
+        json_t *shape = json_pack("{s:s,s:{s:s},s:I,s:i,s:s}", "engine", "llama.cpp", "model",
+                                  "name", "loop.gguf", "ctx", (json_int_t)(4096 * (1 + i % 7)),
+                                  "slots", 1 + (int)(i % 3), "kv_dtype", "f16");
+        json_t *report = json_pack("{s:I,s:f,s:[i,i,i]}", "kv_cache_tokens",
+                                   (json_int_t)(4096 * (1 + i % 7)), "max_concurrency", 1.5,
+                                   "layers", 1, 2, 3);
+        json_t *failure = i % 5 == 4 ? json_pack("{s:s,s:s,s:s}", "class", "oom", "phase",
+                                                 "kv_alloc", "message", "loop failure")
+                                     : NULL;
+        json_t *battery = json_pack(
+            "{s:[{s:s,s:s,s:s,s:i},{s:s,s:s,s:s,s:i},{s:s,s:s,s:s,s:i},{s:s,s:s,s:s,s:i},"
+            "{s:s,s:s,s:s,s:i}]}",
+            "checks", "name", "readiness", "status", "pass", "evidence", "200", "ms", 1, "name",
+            "liveness", "status", "pass", "evidence", "1 token", "ms", 2, "name", "models",
+            "status", "pass", "evidence", "alias", "ms", 3, "name", "chat", "status", "fail",
+            "evidence", "x", "ms", 4, "name", "vision", "status", "skip", "evidence", "none",
+            "ms", 5);
+        struct sw_ledger_boot b = {.endpoint = ep, .shape = shape, .engine = "llama.cpp",
+                                   .engine_version = "b0000", .started_at = sw_wall_unix(),
+                                   .duration_ms = i, .report = report, .failure = failure,
+                                   .log_excerpt = excerpt, .source = "_record-loop",
+                                   .note = "loop note"};
+        int64_t boot = 0, run = 0, use = 0;
+        if (!shape || !report || !battery || (i % 5 == 4 && !failure))
+            rc = sw_err_set(&e, SW_ENOMEM, "out of memory");
+        if (!rc)
+            rc = sw_ledger_record_boot(&l, &b, &boot, &e);
+        if (!rc) {
+            printf("boot %lld\n", (long long)boot);
+            fflush(stdout);
+            rc = sw_ledger_record_battery(&l, ep, boot, "http://127.0.0.1:1", 0, battery, &run,
+                                          &e);
+        }
+        if (!rc) {
+            printf("battery %lld\n", (long long)run);
+            fflush(stdout);
+            struct sw_ledger_usage u = {.endpoint = ep, .boot_id = boot, .device = "cpu0",
+                                        .used_mib = (uint64_t)i % 1000, .total_mib = 1000,
+                                        .source = "_record-loop"};
+            rc = sw_ledger_record_usage(&l, &u, &use, &e);
+        }
+        if (!rc) {
+            printf("usage %lld\n", (long long)use);
+            fflush(stdout);
+        }
+        json_decref(shape);
+        json_decref(report);
+        json_decref(failure);
+        json_decref(battery);
+        if (rc)
+            break;
+    }
+    sw_ledger_close(&l);
+    return rc ? fail(&e, o) : SW_EXIT_OK;
+}
+
+int sw_cmd_ledger(int argc, char **argv)
+{
+    struct opts o;
+    int rc = parse_args(argc, argv, &o);
+    if (rc)
+        return rc;
+    if (o.help || !o.npos) {
+        usage_text(o.help ? stdout : stderr);
+        return o.help ? SW_EXIT_OK : SW_EXIT_USAGE;
+    }
+    if (o.ledger && o.fleet)
+        return sw_cli_usage("ledger", "give --ledger or --fleet, not both");
+    const char *sub = o.pos[0];
+    bool takes_args = !strcmp(sub, "show") || !strcmp(sub, "import") || !strcmp(sub, "note");
+    if (!takes_args && o.npos > 1)
+        return sw_cli_usage("ledger", "unexpected argument '%s'", o.pos[1]);
+    if (!strcmp(sub, "list"))
+        return cmd_list(&o);
+    if (!strcmp(sub, "show"))
+        return cmd_show(&o);
+    if (!strcmp(sub, "export"))
+        return cmd_export(&o);
+    if (!strcmp(sub, "import"))
+        return cmd_import(&o);
+    if (!strcmp(sub, "usage"))
+        return cmd_usage(&o);
+    if (!strcmp(sub, "add-usage"))
+        return cmd_add_usage(&o);
+    if (!strcmp(sub, "note"))
+        return cmd_note(&o);
+    if (!strcmp(sub, "rules"))
+        return cmd_rules(&o);
+    if (!strcmp(sub, "add-rule"))
+        return cmd_add_rule(&o);
+    if (!strcmp(sub, "verify"))
+        return cmd_verify(&o, false);
+    if (!strcmp(sub, "path"))
+        return cmd_verify(&o, true);
+    if (!strcmp(sub, "_record-loop"))
+        return cmd_record_loop(&o);
+    return sw_cli_usage("ledger", "unknown subcommand '%s'", sub);
+}

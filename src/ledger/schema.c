@@ -1,0 +1,400 @@
+/*
+ * The ledger's schema as an ordered list of migrations. The file's PRAGMA user_version says how
+ * many have been applied; opening runs the missing ones, each in its own BEGIN IMMEDIATE
+ * transaction that re-reads the version first (so two processes opening a fresh file at once
+ * apply each migration exactly once) and sets the new version inside the same transaction
+ * (user_version lives in the database header, which is transactional).
+ *
+ * Rules for whoever adds migration N+1: never edit a migration that has shipped (real files were
+ * built by it; tests/data/ledger/v1.sql freezes version 1), only append; keep the SQL free of
+ * values other than the literal version number; end it with its own PRAGMA user_version.
+ *
+ * Large columns (JSON documents, the log excerpt) come last in each table so SQLite reaches the
+ * small ones without walking overflow pages.
+ */
+#include "ledger_int.h"
+
+#include <string.h>
+
+/* 'SLPW': marks the file as a slipway ledger for `file(1)` and for our own open check. */
+#define SW_LEDGER_APP_ID 0x534C5057
+
+struct migration {
+    int version;
+    const char *what;
+    const char *sql;
+};
+
+static const struct migration migrations[] = {
+    {1, "endpoints, shapes, boots, device usage, notes",
+     "PRAGMA application_id = 1397510231;\n"
+     "CREATE TABLE endpoints(\n"
+     "  id INTEGER PRIMARY KEY,\n"
+     "  name TEXT NOT NULL UNIQUE CHECK(length(name) BETWEEN 1 AND 128),\n"
+     "  created_at INTEGER NOT NULL\n"
+     ");\n"
+     "CREATE TABLE shapes(\n"
+     "  id INTEGER PRIMARY KEY,\n"
+     "  hash TEXT NOT NULL UNIQUE CHECK(length(hash) = 64),\n"
+     "  canon_version INTEGER NOT NULL,\n"
+     "  engine TEXT NOT NULL,\n"
+     "  created_at INTEGER NOT NULL,\n"
+     "  canonical TEXT NOT NULL CHECK(json_valid(canonical))\n"
+     ");\n"
+     "CREATE TABLE boots(\n"
+     "  id INTEGER PRIMARY KEY,\n"
+     "  endpoint_id INTEGER NOT NULL REFERENCES endpoints(id),\n"
+     "  shape_id INTEGER REFERENCES shapes(id),\n"
+     "  engine TEXT NOT NULL,\n"
+     "  engine_version TEXT,\n"
+     "  started_at INTEGER,\n"
+     "  ended_at INTEGER,\n"
+     "  duration_ms INTEGER CHECK(duration_ms IS NULL OR duration_ms >= 0),\n"
+     "  outcome TEXT NOT NULL CHECK(outcome IN ('ok', 'failed')),\n"
+     "  failure_class TEXT,\n"
+     "  failure_phase TEXT,\n"
+     "  log_path TEXT,\n"
+     "  source TEXT,\n"
+     "  source_line TEXT,\n"
+     "  recorded_at INTEGER NOT NULL,\n"
+     "  predicted TEXT CHECK(predicted IS NULL OR json_valid(predicted)),\n"
+     "  report TEXT CHECK(report IS NULL OR json_valid(report)),\n"
+     "  failure TEXT CHECK(failure IS NULL OR json_valid(failure)),\n"
+     "  log_excerpt TEXT CHECK(log_excerpt IS NULL OR length(CAST(log_excerpt AS BLOB)) <= 65536),\n"
+     "  CHECK((outcome = 'failed') = (failure IS NOT NULL)),\n"
+     "  CHECK((failure IS NULL) = (failure_class IS NULL))\n"
+     ");\n"
+     "CREATE INDEX boots_endpoint ON boots(endpoint_id, id);\n"
+     "CREATE INDEX boots_shape ON boots(shape_id);\n"
+     "CREATE TABLE usage(\n"
+     "  id INTEGER PRIMARY KEY,\n"
+     "  endpoint_id INTEGER NOT NULL REFERENCES endpoints(id),\n"
+     "  boot_id INTEGER REFERENCES boots(id),\n"
+     "  shape_id INTEGER REFERENCES shapes(id),\n"
+     "  device TEXT NOT NULL CHECK(length(device) >= 1),\n"
+     "  used_mib INTEGER NOT NULL CHECK(used_mib >= 0),\n"
+     "  total_mib INTEGER NOT NULL CHECK(total_mib > 0 AND used_mib <= total_mib),\n"
+     "  free_mib INTEGER CHECK(free_mib IS NULL OR (free_mib >= 0 AND\n"
+     "                                              free_mib + used_mib <= total_mib)),\n"
+     "  source TEXT NOT NULL,\n"
+     "  taken_at INTEGER,\n"
+     "  note TEXT,\n"
+     "  source_line TEXT,\n"
+     "  recorded_at INTEGER NOT NULL\n"
+     ");\n"
+     "CREATE INDEX usage_endpoint ON usage(endpoint_id, id);\n"
+     "CREATE INDEX usage_boot ON usage(boot_id);\n"
+     "CREATE INDEX usage_shape ON usage(shape_id);\n"
+     "CREATE TABLE notes(\n"
+     "  id INTEGER PRIMARY KEY,\n"
+     "  kind TEXT NOT NULL CHECK(kind IN ('ledger', 'endpoint', 'shape', 'boot', 'usage')),\n"
+     "  subject_id INTEGER,\n"
+     "  text TEXT NOT NULL,\n"
+     "  author TEXT,\n"
+     "  created_at INTEGER NOT NULL\n"
+     ");\n"
+     "CREATE INDEX notes_subject ON notes(kind, subject_id);\n"
+     "PRAGMA user_version = 1;\n"},
+
+    /* Version 2 adds what the later stages record (probe batteries, bench runs, ladder rungs,
+     * known-bad rules), external keys for idempotent imports, and widens the note subjects.
+     * SQLite cannot alter a CHECK constraint, so notes is rebuilt (create, copy, drop, rename:
+     * the procedure of SQLite's "ALTER TABLE" page); nothing references notes by foreign key. */
+    {2, "battery runs, bench runs, ladder rungs, known-bad rules, external ids",
+     "ALTER TABLE boots ADD COLUMN ext_id TEXT;\n"
+     "CREATE UNIQUE INDEX boots_ext_id ON boots(ext_id) WHERE ext_id IS NOT NULL;\n"
+     "ALTER TABLE usage ADD COLUMN ext_id TEXT;\n"
+     "CREATE UNIQUE INDEX usage_ext_id ON usage(ext_id) WHERE ext_id IS NOT NULL;\n"
+     "CREATE TABLE battery_runs(\n"
+     "  id INTEGER PRIMARY KEY,\n"
+     "  endpoint_id INTEGER NOT NULL REFERENCES endpoints(id),\n"
+     "  boot_id INTEGER REFERENCES boots(id),\n"
+     "  url TEXT,\n"
+     "  started_at INTEGER,\n"
+     "  ms INTEGER,\n"
+     "  passed INTEGER NOT NULL,\n"
+     "  failed INTEGER NOT NULL,\n"
+     "  skipped INTEGER NOT NULL,\n"
+     "  ext_id TEXT UNIQUE,\n"
+     "  recorded_at INTEGER NOT NULL\n"
+     ");\n"
+     "CREATE INDEX battery_runs_endpoint ON battery_runs(endpoint_id, id);\n"
+     "CREATE TABLE battery_checks(\n"
+     "  id INTEGER PRIMARY KEY,\n"
+     "  run_id INTEGER NOT NULL REFERENCES battery_runs(id),\n"
+     "  seq INTEGER NOT NULL,\n"
+     "  name TEXT NOT NULL,\n"
+     "  status TEXT NOT NULL CHECK(status IN ('pass', 'fail', 'skip')),\n"
+     "  reason TEXT,\n"
+     "  ms INTEGER,\n"
+     "  evidence TEXT CHECK(evidence IS NULL OR json_valid(evidence)),\n"
+     "  UNIQUE(run_id, seq)\n"
+     ");\n"
+     "CREATE TABLE bench_runs(\n"
+     "  id INTEGER PRIMARY KEY,\n"
+     "  endpoint_id INTEGER NOT NULL REFERENCES endpoints(id),\n"
+     "  boot_id INTEGER REFERENCES boots(id),\n"
+     "  started_at INTEGER,\n"
+     "  chart_path TEXT,\n"
+     "  source_line TEXT,\n"
+     "  ext_id TEXT UNIQUE,\n"
+     "  recorded_at INTEGER NOT NULL,\n"
+     "  params TEXT NOT NULL CHECK(json_valid(params)),\n"
+     "  results TEXT NOT NULL CHECK(json_valid(results))\n"
+     ");\n"
+     "CREATE INDEX bench_runs_endpoint ON bench_runs(endpoint_id, id);\n"
+     "CREATE TABLE ladder_rungs(\n"
+     "  id INTEGER PRIMARY KEY,\n"
+     "  endpoint_id INTEGER NOT NULL REFERENCES endpoints(id),\n"
+     "  ladder TEXT NOT NULL CHECK(length(ladder) >= 1),\n"
+     "  rung INTEGER NOT NULL CHECK(rung >= 1),\n"
+     "  shape_id INTEGER NOT NULL REFERENCES shapes(id),\n"
+     "  boot_id INTEGER REFERENCES boots(id),\n"
+     "  outcome TEXT NOT NULL CHECK(outcome IN ('pass', 'fail', 'refused')),\n"
+     "  note TEXT,\n"
+     "  source_line TEXT,\n"
+     "  ext_id TEXT UNIQUE,\n"
+     "  recorded_at INTEGER NOT NULL,\n"
+     "  UNIQUE(endpoint_id, ladder, rung)\n"
+     ");\n"
+     "CREATE TABLE rules(\n"
+     "  id INTEGER PRIMARY KEY,\n"
+     "  endpoint_id INTEGER REFERENCES endpoints(id),\n"
+     "  expr TEXT NOT NULL CHECK(length(expr) >= 1),\n"
+     "  reason TEXT NOT NULL CHECK(length(reason) >= 1),\n"
+     "  boot_id INTEGER REFERENCES boots(id),\n"
+     "  source TEXT,\n"
+     "  source_line TEXT,\n"
+     "  ext_id TEXT UNIQUE,\n"
+     "  created_at INTEGER NOT NULL,\n"
+     "  failure TEXT CHECK(failure IS NULL OR json_valid(failure))\n"
+     ");\n"
+     "CREATE INDEX rules_endpoint ON rules(endpoint_id);\n"
+     "CREATE TABLE notes_v2(\n"
+     "  id INTEGER PRIMARY KEY,\n"
+     "  kind TEXT NOT NULL CHECK(kind IN ('ledger', 'endpoint', 'shape', 'boot', 'usage',\n"
+     "                                    'battery', 'bench', 'rung', 'rule')),\n"
+     "  subject_id INTEGER,\n"
+     "  text TEXT NOT NULL,\n"
+     "  author TEXT,\n"
+     "  created_at INTEGER NOT NULL,\n"
+     "  ext_id TEXT UNIQUE\n"
+     ");\n"
+     "INSERT INTO notes_v2(id, kind, subject_id, text, author, created_at)\n"
+     "  SELECT id, kind, subject_id, text, author, created_at FROM notes;\n"
+     "DROP TABLE notes;\n"
+     "ALTER TABLE notes_v2 RENAME TO notes;\n"
+     "CREATE INDEX notes_subject ON notes(kind, subject_id);\n"
+     "PRAGMA user_version = 2;\n"},
+};
+
+_Static_assert(sizeof(migrations) / sizeof(migrations[0]) == SW_LEDGER_SCHEMA_VERSION,
+               "one migration per schema version");
+
+static int pragma_int(struct sw_ledger *l, const char *sql, int *v, struct sw_err *e)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(l->db, sql, -1, &st, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        *v = sqlite3_column_int(st, 0);
+        rc = SQLITE_OK;
+    }
+    int ret = rc == SQLITE_OK ? 0 : sw__ledger_dberr(l, e, rc, sql);
+    sqlite3_finalize(st);
+    return ret;
+}
+
+int sw__ledger_user_version(struct sw_ledger *l, int *v, struct sw_err *e)
+{
+    return pragma_int(l, "PRAGMA user_version", v, e);
+}
+
+/* A version-0 file is ours to initialize only when it is empty: refuse someone else's database
+ * rather than add tables to it. */
+static int check_foreign(struct sw_ledger *l, struct sw_err *e)
+{
+    int app = 0, tables = 0;
+    int rc = pragma_int(l, "PRAGMA application_id", &app, e);
+    if (rc)
+        return rc;
+    rc = pragma_int(l, "SELECT count(*) FROM sqlite_schema", &tables, e);
+    if (rc)
+        return rc;
+    if (app != 0 && app != SW_LEDGER_APP_ID)
+        return sw_err_at(e, SW_EUNSUPPORTED, l->path, 0, 0,
+                         "not a slipway ledger (application_id 0x%08x); left untouched",
+                         (unsigned)app);
+    if (app == 0 && tables > 0)
+        return sw_err_at(e, SW_EUNSUPPORTED, l->path, 0, 0,
+                         "an SQLite database with %d schema objects that is not a slipway "
+                         "ledger; left untouched",
+                         tables);
+    return 0;
+}
+
+static int apply_one(struct sw_ledger *l, const struct migration *m, struct sw_err *e)
+{
+    int rc = sw__ledger_begin(l, e);
+    if (rc)
+        return rc;
+    int v = 0;
+    rc = sw__ledger_user_version(l, &v, e);
+    if (rc)
+        goto out;
+    if (v >= m->version) /* another process got here first */
+        goto out;
+    if (v != m->version - 1) {
+        rc = sw_err_at(e, SW_EDB, l->path, 0, 0, "schema version %d, expected %d before "
+                       "migration %d", v, m->version - 1, m->version);
+        goto out;
+    }
+    if (v == 0) {
+        rc = check_foreign(l, e);
+        if (rc)
+            goto out;
+    }
+    char *msg = NULL;
+    int src = sqlite3_exec(l->db, m->sql, NULL, NULL, &msg);
+    if (src != SQLITE_OK) {
+        rc = sw_err_at(e, src == SQLITE_BUSY ? SW_EBUSY : SW_EDB, l->path, 0, 0,
+                       "migration %d (%s) failed: %s; the file was left at version %d",
+                       m->version, m->what, msg ? msg : sqlite3_errstr(src), v);
+        sqlite3_free(msg);
+        goto out;
+    }
+    rc = sw__ledger_user_version(l, &v, e);
+    if (!rc && v != m->version)
+        rc = sw_err_at(e, SW_EDB, l->path, 0, 0, "migration %d did not set its version", m->version);
+    if (rc)
+        goto out;
+    rc = sw__ledger_commit(l, e);
+    if (!rc)
+        sw_log(SW_LOG_INFO, "ledger %s: schema migrated to version %d (%s)", l->path,
+               m->version, m->what);
+    return rc;
+out:
+    if (rc)
+        sw__ledger_rollback(l);
+    else
+        rc = sw__ledger_commit(l, e);
+    return rc;
+}
+
+/* The file's schema must be exactly what migrations 1..v create in an empty database: no extra
+ * tables, indexes, triggers or views, no edited definitions. This is what lets the ledger trust
+ * its schema (CHECK constraints call json_valid) even for a file someone handed us, and it also
+ * proves on every open that a migrated file equals a fresh one. */
+static int check_schema(struct sw_ledger *l, int v, struct sw_err *e)
+{
+    static const char q[] = "SELECT type, name, tbl_name, sql FROM sqlite_schema "
+                            "ORDER BY type, name";
+    sqlite3 *ref = NULL;
+    sqlite3_stmt *a = NULL, *b = NULL;
+    int rc = 0;
+    int src = sqlite3_open_v2(":memory:", &ref, SQLITE_OPEN_READWRITE | SQLITE_OPEN_MEMORY, NULL);
+    for (size_t i = 0; src == SQLITE_OK && i < SW_ARRAY_LEN(migrations); i++)
+        if (migrations[i].version <= v)
+            src = sqlite3_exec(ref, migrations[i].sql, NULL, NULL, NULL);
+    if (src == SQLITE_OK)
+        src = sqlite3_prepare_v2(ref, q, -1, &a, NULL);
+    if (src != SQLITE_OK) {
+        rc = sw_err_at(e, SW_EDB, l->path, 0, 0, "building the reference schema: %s",
+                       ref ? sqlite3_errmsg(ref) : sqlite3_errstr(src));
+        goto out;
+    }
+    src = sqlite3_prepare_v2(l->db, q, -1, &b, NULL);
+    if (src != SQLITE_OK) {
+        rc = sw__ledger_dberr(l, e, src, "reading the schema");
+        goto out;
+    }
+    for (;;) {
+        int ra = sqlite3_step(a), rb = sqlite3_step(b);
+        if (ra == SQLITE_DONE && rb == SQLITE_DONE)
+            break;
+        if (ra != SQLITE_ROW && ra != SQLITE_DONE) {
+            rc = sw_err_at(e, SW_EDB, l->path, 0, 0, "reading the reference schema");
+            break;
+        }
+        if (rb != SQLITE_ROW && rb != SQLITE_DONE) {
+            rc = sw__ledger_dberr(l, e, rb, "reading the schema");
+            break;
+        }
+        bool same = ra == rb;
+        for (int c = 0; same && c < 4; c++) {
+            const char *x = (const char *)sqlite3_column_text(a, c);
+            const char *y = (const char *)sqlite3_column_text(b, c);
+            same = (!x && !y) || (x && y && !strcmp(x, y));
+        }
+        if (!same) {
+            sqlite3_stmt *odd = rb == SQLITE_ROW ? b : a;
+            rc = sw_err_at(e, SW_EUNSUPPORTED, l->path, 0, 0,
+                           "the ledger's schema is not what slipway's migrations 1..%d create "
+                           "(%s %s %s '%s'); it was edited by hand or by another program. "
+                           "Refusing to use it: export from a copy, or remove the change",
+                           v, rb == SQLITE_ROW ? "unexpected" : "missing",
+                           (const char *)sqlite3_column_text(odd, 0),
+                           rb == SQLITE_ROW && ra == SQLITE_ROW ? "(differs)" : "",
+                           (const char *)sqlite3_column_text(odd, 1));
+            break;
+        }
+    }
+out:
+    sqlite3_finalize(a);
+    sqlite3_finalize(b);
+    sqlite3_close(ref);
+    return rc;
+}
+
+int sw__ledger_migrate(struct sw_ledger *l, int target, struct sw_err *e)
+{
+    int v = 0;
+    int rc = sw__ledger_user_version(l, &v, e);
+    if (rc)
+        return rc;
+    if (v != 0) {
+        int app = 0;
+        rc = pragma_int(l, "PRAGMA application_id", &app, e);
+        if (rc)
+            return rc;
+        if (app != SW_LEDGER_APP_ID)
+            return sw_err_at(e, SW_EUNSUPPORTED, l->path, 0, 0,
+                             "not a slipway ledger (application_id 0x%08x, user_version %d); "
+                             "left untouched",
+                             (unsigned)app, v);
+    }
+    if (v > SW_LEDGER_SCHEMA_VERSION)
+        return sw_err_at(e, SW_EUNSUPPORTED, l->path, 0, 0,
+                         "ledger schema version %d is newer than this slipway understands (%d); "
+                         "use a newer slipway. The file was not changed",
+                         v, SW_LEDGER_SCHEMA_VERSION);
+    if (v < 0)
+        return sw_err_at(e, SW_EDB, l->path, 0, 0, "ledger schema version %d is invalid", v);
+    for (size_t i = 0; i < SW_ARRAY_LEN(migrations); i++) {
+        const struct migration *m = &migrations[i];
+        if (m->version <= v || m->version > target)
+            continue;
+        if (l->readonly)
+            return sw_err_at(e, SW_EUNSUPPORTED, l->path, 0, 0,
+                             "ledger schema version %d needs migrating to %d; open it once "
+                             "read-write (any recording command does)",
+                             v, SW_LEDGER_SCHEMA_VERSION);
+        rc = apply_one(l, m, e);
+        if (rc)
+            return rc;
+    }
+    rc = sw__ledger_user_version(l, &v, e);
+    if (rc)
+        return rc;
+    if (!l->readonly && v != target)
+        return sw_err_at(e, SW_EDB, l->path, 0, 0, "schema version %d after migrating to %d", v,
+                         target);
+    if (v > 0) {
+        rc = check_schema(l, v, e);
+        if (rc)
+            return rc;
+    }
+    l->schema_version = v;
+    return 0;
+}
