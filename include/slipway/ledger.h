@@ -45,12 +45,16 @@ struct sqlite3_stmt;
 /*
  * An open ledger. Caller-allocated, set up by sw_ledger_open, released by sw_ledger_close.
  * Every field is opaque. One struct per thread; several processes may open the same file.
+ * SQLite's busy handler points at the struct: do not copy or move it while it is open.
  */
 struct sw_ledger {
     struct sqlite3 *db;
     char path[4096];
     int schema_version; /* the file's version after open (== SW_LEDGER_SCHEMA_VERSION) */
     bool readonly;
+    int busy_ms;               /* how long a writer waits for the lock */
+    uint64_t busy_since_ns;    /* when the current wait began */
+    unsigned busy_seed;        /* jitter for the waits */
     struct sqlite3_stmt *stmt[SW__LEDGER_NSTMT];
 };
 

@@ -323,17 +323,21 @@ static const char *dtype_alias(const char *low)
     return low;
 }
 
-json_t *sw__shape_norm_string(const char *key, const char *s)
+bool sw__shape_norm_word(const char *key, const char *s, char *out, size_t n)
 {
     const struct keydef *k = find_key(key);
     char low[128];
-    if (!k || !lower_trim(s, low, sizeof(low)))
-        return NULL;
+    if (!k || !s || !lower_trim(s, low, sizeof(low)))
+        return false;
+    const char *w;
     if (k->kind == K_ENGINE)
-        return json_string(engine_alias(low));
-    if (k->kind == K_DTYPE || k->kind == K_DTYPE_BOTH)
-        return json_string(dtype_alias(low));
-    return NULL;
+        w = engine_alias(low);
+    else if (k->kind == K_DTYPE || k->kind == K_DTYPE_BOTH)
+        w = dtype_alias(low);
+    else
+        return false;
+    int len = snprintf(out, n, "%s", w);
+    return len >= 0 && (size_t)len < n;
 }
 
 int sw__flag_name(const char *in, char *out, size_t n)
@@ -692,6 +696,16 @@ out:
     return 0;
 }
 
+/* A KV dtype already set (by kv_dtype or kv_dtype_k/_v) to something else: an error. */
+static bool dtype_clash(struct canon_ctx *c, const json_t *dst, const char *key, const char *name)
+{
+    const char *have = json_string_value(json_object_get(dst, key));
+    if (!have || !strcmp(have, name))
+        return false;
+    bad(c, "'%s' disagrees with %s '%s' given by another key", name, key, have);
+    return true;
+}
+
 static int norm_key(struct canon_ctx *c, const struct keydef *k, const json_t *v, json_t *dst)
 {
     char b[96];
@@ -708,8 +722,14 @@ static int norm_key(struct canon_ctx *c, const struct keydef *k, const json_t *v
         if (!all_of(name, k->kind == K_ENGINE ? LOWER_ALNUM "._-" : LOWER_ALNUM "_"))
             return bad(c, "'%s' is not a valid %s name", name,
                        k->kind == K_ENGINE ? "engine" : "dtype");
-        if (k->kind != K_DTYPE_BOTH)
+        if (k->kind == K_ENGINE)
             return set_new(c, dst, k->name, json_string(name));
+        if (k->kind == K_DTYPE)
+            return dtype_clash(c, dst, k->name, name) ? SW_EINVAL
+                                                      : set_new(c, dst, k->name, json_string(name));
+        /* kv_dtype sets both; it may sit beside kv_dtype_k/_v only when they agree */
+        if (dtype_clash(c, dst, "kv_dtype_k", name) || dtype_clash(c, dst, "kv_dtype_v", name))
+            return SW_EINVAL;
         rc = set_new(c, dst, "kv_dtype_k", json_string(name));
         return rc ? rc : set_new(c, dst, "kv_dtype_v", json_string(name));
     }
@@ -832,29 +852,6 @@ static int canon_object(const json_t *shape, json_t **out, struct sw_err *e)
         if (json_is_null(val))
             continue;
         rc = norm_key(&c, k, val, dst);
-        if (rc)
-            goto out;
-    }
-    /* kv_dtype and kv_dtype_k/_v may both be given only when they agree */
-    size_t both = (size_t)(find_key("kv_dtype") - keydefs);
-    if (given[both]) {
-        for (int i = 0; i < 2 && !rc; i++) {
-            const struct keydef *k = find_key(i ? "kv_dtype_v" : "kv_dtype_k");
-            json_t *one = given[k - keydefs] ? json_object_get(shape, given[k - keydefs]) : NULL;
-            if (!one || json_is_null(one))
-                continue;
-            json_t *tmp = json_object();
-            if (!tmp) {
-                rc = oom(&c);
-                break;
-            }
-            snprintf(c.path, sizeof(c.path), "shape.%s", given[k - keydefs]);
-            rc = norm_key(&c, k, one, tmp);
-            if (!rc && !json_equal(json_object_get(tmp, k->name),
-                                   json_object_get(dst, k->name)))
-                rc = bad(&c, "disagrees with %s", given[both]);
-            json_decref(tmp);
-        }
         if (rc)
             goto out;
     }

@@ -56,6 +56,7 @@ enum sw__lst {
     LST_ENDPOINT_LIST,
     LST_SHAPE_LIST,
     LST_COUNTS,
+    LST_JSON_VALID,
     LST__N
 };
 
@@ -93,9 +94,10 @@ int sw__json_canon_text(const json_t *j, size_t max, char **out, struct sw_err *
 int sw__sha256_hex(const void *p, size_t n, char out[SW_LEDGER_HASH_LEN + 1]);
 /* Map a top-level shape key or alias ("max_num_seqs") to its canonical name, NULL if unknown. */
 const char *sw__shape_key(const char *name);
-/* Normalize a value for a canonical key the way canonicalization does (engine and dtype
- * spellings); returns a new reference or NULL when the key is not a string-valued key. */
-json_t *sw__shape_norm_string(const char *key, const char *s);
+/* Normalize a word for a canonical key the way canonicalization does (engine and dtype
+ * spellings) into out; false when the key has no such normalization or the word does not fit.
+ * Allocates nothing. */
+bool sw__shape_norm_word(const char *key, const char *s, char *out, size_t n);
 /* Flag name normalization: strip leading '-', lowercase, '-' -> '_'. Into out (n bytes). */
 int sw__flag_name(const char *in, char *out, size_t n);
 

@@ -64,10 +64,23 @@ static int col_json(struct sw_ledger *l, sqlite3_stmt *st, int i, json_t **out, 
     }
     json_error_t je;
     *out = json_loadb(t, (size_t)sqlite3_column_bytes(st, i), JSON_DECODE_ANY, &je);
-    if (!*out)
-        return sw_err_at(e, SW_EDB, l->path, 0, 0, "a stored JSON column does not parse: %s",
-                         je.text);
-    return 0;
+    if (*out)
+        return 0;
+    /* Stored JSON passed json_valid on the way in, and jansson reports some allocation failures
+     * as syntax errors: ask SQLite whether the text is valid to tell out-of-memory (valid text)
+     * from a damaged file (invalid text). */
+    sqlite3_stmt *v;
+    int rc = sw__ledger_stmt(l, LST_JSON_VALID, &v, e);
+    if (rc)
+        return rc;
+    sqlite3_bind_text(v, 1, t, sqlite3_column_bytes(st, i), SQLITE_STATIC);
+    bool valid = sqlite3_step(v) == SQLITE_ROW && sqlite3_column_int(v, 0) == 1;
+    sqlite3_reset(v);
+    sqlite3_clear_bindings(v);
+    if (valid)
+        return sw_err_set(e, SW_ENOMEM, "out of memory");
+    return sw_err_at(e, SW_EDB, l->path, 0, 0, "a stored JSON column does not parse: %s",
+                     je.text);
 }
 
 /* Build an object from (key, new reference) pairs; any NULL value means out of memory. */
@@ -108,8 +121,12 @@ static int notes_of(struct sw_ledger *l, const char *kind, int64_t id, json_t **
         put(n, "text", col_str(st, 3), &rc);
         put(n, "author", col_str(st, 4), &rc);
         put(n, "created_at", col_time(st, 6), &rc);
-        if (rc || json_array_append_new(arr, n))
-            rc = oom(e);
+        if (rc)
+            json_decref(n);
+        else if (json_array_append_new(arr, n)) /* takes n even when it fails */
+            rc = SW_ENOMEM;
+        if (rc)
+            oom(e);
     }
     if (!rc && s != SQLITE_DONE)
         rc = sw__ledger_dberr(l, e, s, "reading notes");

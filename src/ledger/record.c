@@ -126,12 +126,7 @@ static int check_failure(const json_t *f, struct sw_err *e)
 
 static const char *norm_engine(const char *engine, char *buf, size_t n)
 {
-    json_t *v = sw__shape_norm_string("engine", engine);
-    if (!v)
-        return NULL;
-    snprintf(buf, n, "%s", json_string_value(v));
-    json_decref(v);
-    return buf;
+    return sw__shape_norm_word("engine", engine, buf, n) ? buf : NULL;
 }
 
 /* A boot the caller names must exist and, when an endpoint is given, belong to it. */

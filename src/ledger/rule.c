@@ -286,16 +286,14 @@ static int parse_cmp(struct parser *p, int *out)
         if (rc)
             return rc;
         /* string literals for normalized keys are normalized the same way shapes are */
-        if (n->lt == L_STR && n->nseg == 1) {
-            json_t *norm = sw__shape_norm_string(n->seg[0], n->s);
-            if (norm) {
-                char *s = sw_strdup(json_string_value(norm));
-                json_decref(norm);
-                if (!s)
-                    return sw_err_set(p->e, SW_ENOMEM, "out of memory");
-                sw_free(n->s);
-                n->s = s;
-            }
+        char word[128];
+        if (n->lt == L_STR && n->nseg == 1 &&
+            sw__shape_norm_word(n->seg[0], n->s, word, sizeof(word))) {
+            char *s = sw_strdup(word);
+            if (!s)
+                return sw_err_set(p->e, SW_ENOMEM, "out of memory");
+            sw_free(n->s);
+            n->s = s;
         }
         if (n->lt == L_STR && n->nseg == 2 && !strcmp(n->seg[1], "quant"))
             for (char *c = n->s; *c; c++)

@@ -150,4 +150,5 @@ const char *const sw__ledger_sql[LST__N] = {
         "(SELECT count(*) FROM battery_runs), (SELECT count(*) FROM battery_checks), "
         "(SELECT count(*) FROM bench_runs), (SELECT count(*) FROM ladder_rungs), "
         "(SELECT count(*) FROM rules), (SELECT count(*) FROM notes)",
+    [LST_JSON_VALID] = "SELECT json_valid(?1)",
 };
