@@ -209,7 +209,7 @@ static bool num(const char *p, const char *end, double *out)
     b[n] = 0;
     char *x;
     *out = strtod(b, &x);
-    return *x == 0;
+    return *x == 0 && *out < 9e18; /* callers cast to int64 */
 }
 
 int sw_sglang_bootlog_parse(const char *text, size_t len, struct sw_vllm_bootlog *o,

@@ -55,7 +55,8 @@ static bool num_at(const char *p, const char *end, double *out, const char **aft
     *out = strtod(buf, &e);
     if (after)
         *after = p;
-    return *e == 0;
+    /* Callers cast to int64: a figure no log prints (or NaN) is no figure. */
+    return *e == 0 && *out == *out && *out < 9e18 && *out > -9e18;
 }
 
 bool sw__bootlog_size(const char *p, const char *end, uint64_t *out)

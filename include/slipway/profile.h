@@ -1,0 +1,67 @@
+/*
+ * memory/profile: declared engine profiles for forks. A profile extends a known law (vLLM here)
+ * with named terms and constants, so a fork's own figures are predicted from a declaration
+ * instead of a code change: KV-law terms (extra bytes per token on each attention page, extra
+ * state blocks per request) and the expert-offload arena of the operator's vLLM fork:
+ *
+ *   arena = usable - weights - non_torch [- graphs] - overhead(MNBT) - reserve x max_model_len
+ *           + adjust
+ *   overhead(MNBT) = overhead + step x ceil((MNBT - threshold) / per) when MNBT > threshold
+ *   slots = floor(arena / slot)
+ *
+ * Calibrating the constants from measured boots is the ledger's job (next issue); here the law
+ * and its declaration exist. What it does not do: guess a constant the declaration omits.
+ */
+#ifndef SLIPWAY_PROFILE_H
+#define SLIPWAY_PROFILE_H
+
+#include <slipway/core.h>
+#include <slipway/vllm.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct sw_fork_profile {
+    char name[64];
+    char extends[16];              /* "vllm" */
+    /* KV-law terms */
+    int64_t extra_attn_bytes_per_token;
+    int64_t extra_mamba_blocks;
+    /* arena terms, bytes per rank */
+    bool has_arena;
+    uint64_t usable, weights, non_torch, graphs, overhead;
+    bool subtract_graphs;
+    uint64_t overhead_step;        /* added per `overhead_per` tokens of MNBT above threshold */
+    int64_t overhead_threshold, overhead_per;
+    double reserve_per_token;      /* B/token x max_model_len */
+    int64_t adjust;                /* signed bytes, a calibration term (0 when declared) */
+    uint64_t slot;                 /* bytes per arena slot */
+};
+
+struct sw_arena {
+    int64_t arena_bytes;
+    int64_t slots;
+    uint64_t reserve_bytes, overhead_bytes;
+};
+
+/*
+ * Parse a declaration (JSON object): {"name", "extends", "kv": {"extra_attn_bytes_per_token",
+ * "extra_mamba_blocks"}, "arena": {"usable", "weights", "non_torch", "graphs",
+ * "subtract_graphs", "overhead", "overhead_step", "overhead_threshold", "overhead_per",
+ * "reserve_per_token", "adjust", "slot"}}. Byte values are numbers or strings with a unit and
+ * decimals ("31.86 GiB", "2.34375 MiB"), rounded to the byte. Unknown keys are errors (a typo in
+ * a constant must not silently default). `where` names the source.
+ */
+int sw_profile_parse(const char *text, size_t len, const char *where, struct sw_fork_profile *p,
+                     struct sw_err *e);
+/* Apply the KV-law terms to vLLM options. */
+void sw_profile_apply_vllm(const struct sw_fork_profile *p, struct sw_vllm_opts *o);
+/* The arena for a shape. SW_EINVAL when the profile declares no arena. */
+int sw_profile_arena(const struct sw_fork_profile *p, int64_t max_model_len,
+                     int64_t max_num_batched_tokens, struct sw_arena *out, struct sw_err *e);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
