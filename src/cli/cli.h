@@ -28,8 +28,10 @@ struct sw_cmd {
 /* The verbs: add one line here and one cmd_<verb>.c defining sw_cmd_<verb>. Keep alphabetical. */
 #define SW_VERBS(X)                                                                              \
     X(bootlog, "read an engine's boot log: its report and failure; diff predicted vs printed")   \
+    X(down, "stop an endpoint `up` started (checks the pid still names that process)")         \
     X(gguf, "inspect a GGUF model file; synthesize tiny chat-capable test models")             \
     X(ledger, "the record of boots, usage readings, batteries, benches and rules")             \
+    X(up, "boot a local endpoint supervised, prove it serves, diff predicted vs printed")     \
     X(version, "print the version")
 
 #define SW_DECL(name, summary) int sw_cmd_##name(int argc, char **argv);

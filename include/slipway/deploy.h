@@ -1,0 +1,216 @@
+/*
+ * deploy: run an engine as a supervised local child and prove it serves.
+ *
+ *   - sw_child_*:   fork/exec in its own session and process group, stdout+stderr to a log file,
+ *                   stdin from /dev/null, the engine's stray LLAMA_ARG_* variables removed from
+ *                   its environment, optionally PR_SET_PDEATHSIG(SIGKILL) and an address-space
+ *                   limit; a watchdog process that kills the group if slipway dies before it
+ *                   hands the child over (so a SIGKILL to slipway mid-boot leaves no orphan, also
+ *                   for --detach, where PDEATHSIG cannot be used); stop = SIGTERM to the group, a
+ *                   grace period, SIGKILL; reaping.
+ *   - sw_pidfile_*: the record `down` trusts: pid, pgid, the kernel's start time of the process
+ *                   and the boot id, its argv, host/port/url, log; written atomically. Before
+ *                   signalling anything, `down` checks that the pid still names that process
+ *                   (start time and boot id), so a pid reused by an unrelated program is refused.
+ *   - sw_port_*:    is host:port free, and if not, which process holds it (/proc/net/tcp*).
+ *   - sw_deploy_up: preflight (port, payload, stale pid file), spawn, wait for readiness while
+ *                   watching the child, classify a failed boot from its log, prove liveness with
+ *                   a real one-token generation.
+ *
+ * What it deliberately does not do: render argv (engine), plan memory (memory), print anything
+ * (the CLI does), or manage remote hosts and unit files (later: ssh transport, systemd).
+ */
+#ifndef SLIPWAY_DEPLOY_H
+#define SLIPWAY_DEPLOY_H
+
+#include <slipway/core.h>
+#include <slipway/engine.h>
+
+#include <signal.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------------------------------------
+ * Processes as the kernel knows them.
+ */
+struct sw_proc_id {
+    pid_t pid;
+    uint64_t start_ticks; /* /proc/PID/stat field 22: clock ticks after boot */
+    char boot_id[40];     /* /proc/sys/kernel/random/boot_id */
+    char state;           /* R S D Z T ... ; 0 when the process does not exist */
+    pid_t pgid;
+};
+/* Read /proc/PID. SW_ENOENT when there is no such process. */
+int sw_proc_identify(pid_t pid, struct sw_proc_id *out, struct sw_err *e);
+/* argv of a process joined by spaces ("" for a kernel thread or a zombie). */
+int sw_proc_cmdline(pid_t pid, char *out, size_t n);
+/* This boot's id. */
+int sw_proc_boot_id(char *out, size_t n);
+
+/* "exited with status 1" / "killed by signal 9 (Killed)". Returns buf. */
+const char *sw_wait_status_str(int status, char *buf, size_t n);
+
+/* ---------------------------------------------------------------------------------------------
+ * A supervised child.
+ */
+struct sw_spawn_opts {
+    const char *const *argv;    /* argv[0]: a path, or a name looked up in PATH */
+    const char *const *env_add; /* NAME=VALUE set over the inherited environment; may be NULL */
+    size_t n_env_add;
+    const char *log_path;       /* stdout+stderr (created 0600, truncated); NULL = /dev/null */
+    const char *cwd;            /* NULL: inherit */
+    uint64_t rlimit_as;         /* RLIMIT_AS in bytes; 0 = none */
+    bool die_with_parent;       /* PR_SET_PDEATHSIG(SIGKILL): only while slipway supervises */
+    bool watchdog;              /* kill the group if slipway dies before sw_child_release */
+    unsigned watchdog_grace_ms; /* SIGTERM -> SIGKILL delay of the watchdog (0: 3000) */
+};
+
+/* Fields are read-only for callers. */
+struct sw_child {
+    pid_t pid;  /* 0 when none */
+    pid_t pgid; /* == pid */
+    uint64_t start_ticks;
+    char boot_id[40];
+    char exe[4096]; /* the resolved argv[0] */
+    bool exited;    /* reaped */
+    int status;     /* wait(2) status once exited */
+    double t_start; /* sw_now_s() at spawn */
+    int wd_fd;      /* write end of the watchdog's pipe, -1 when none */
+    pid_t wd_pid;
+};
+
+/* Start a child. On success c is filled and the child runs; SW_ENOENT when argv[0] cannot be
+ * found or executed (the message says which), SW_EIO for system failures. */
+int sw_child_spawn(const struct sw_spawn_opts *o, struct sw_child *c, struct sw_err *e);
+/* Non-blocking check: 1 exited (reaped now or before), 0 running, negative on error. */
+int sw_child_poll(struct sw_child *c);
+/* Stop it: SIGTERM to its group, up to grace_ms, then SIGKILL to the group; reap; kill what is
+ * left in the group (a debugger ggml started to print a backtrace, say). Safe when already
+ * exited. Also dismisses the watchdog. */
+int sw_child_stop(struct sw_child *c, unsigned grace_ms, struct sw_err *e);
+/* Hand the child over (detach): the watchdog stands down and exits; the child keeps running. */
+void sw_child_release(struct sw_child *c);
+
+/* ---------------------------------------------------------------------------------------------
+ * Pid files.
+ */
+#define SW_PIDFILE_MAX_ARGS 256
+
+struct sw_pidfile {
+    char endpoint[128];
+    char engine[32];
+    pid_t pid, pgid;
+    uint64_t start_ticks;
+    char boot_id[40];
+    char exe[4096];
+    char cmdline[8192]; /* argv joined by spaces, for people */
+    char host[256];
+    unsigned port;
+    char url[320];
+    char log[4096];
+    int64_t started_unix;
+    pid_t supervisor; /* the foreground slipway supervising it; 0 when detached */
+};
+
+/* Write atomically (temp file + fsync + rename), mode 0644, as JSON. */
+int sw_pidfile_write(const char *path, const struct sw_pidfile *p, struct sw_err *e);
+/* Read and validate; SW_ENOENT when there is no file, SW_EPARSE naming what is wrong. */
+int sw_pidfile_read(const char *path, struct sw_pidfile *p, struct sw_err *e);
+
+enum sw_pid_verdict {
+    SW_PID_ALIVE,  /* the recorded process is running */
+    SW_PID_GONE,   /* no process has that pid (or only its zombie) */
+    SW_PID_REUSED, /* the pid names another process now: never signal it */
+};
+/* Compare the record with /proc. why (may be NULL) explains a GONE/REUSED verdict. */
+enum sw_pid_verdict sw_pidfile_check(const struct sw_pidfile *p, char *why, size_t n);
+
+struct sw_stop_report {
+    enum sw_pid_verdict verdict;
+    bool signalled; /* SIGTERM was sent */
+    bool killed;    /* SIGKILL was needed */
+    double waited_s;
+    char why[512];
+};
+/* `down` for one pid file: check, SIGTERM the group, wait grace_ms, SIGKILL, wait; remove the pid
+ * file when the process is gone (also for GONE and REUSED records, which are stale). Returns 0
+ * when nothing slipway started is left running; SW_ETIMEDOUT when it survived SIGKILL. */
+int sw_pidfile_stop(const char *path, unsigned grace_ms, struct sw_stop_report *r,
+                    struct sw_err *e);
+
+/* The directory for pid files and logs: $SLIPWAY_RUN_DIR, else $XDG_RUNTIME_DIR/slipway, else
+ * /tmp/slipway-<uid>; created 0700. */
+int sw_deploy_run_dir(char *out, size_t n, struct sw_err *e);
+
+/* ---------------------------------------------------------------------------------------------
+ * Ports.
+ */
+/* 0 when host:port can be bound now; SW_EBUSY when it is in use, with the holder named when
+ * /proc tells ("127.0.0.1:8080 is in use by pid 1234 (llama-server)"); SW_EINVAL for a host that
+ * is not a numeric address or "localhost". */
+int sw_port_check(const char *host, unsigned port, struct sw_err *e);
+
+/* ---------------------------------------------------------------------------------------------
+ * Boot a local endpoint and prove it serves.
+ */
+struct sw_up_progress {
+    enum sw_boot_phase phase; /* read from the log so far */
+    double elapsed_s;
+    int health_status; /* last /health status, 0 when nothing answered */
+    const char *what;  /* "starting", "loading", "liveness" */
+};
+
+struct sw_up_opts {
+    const struct sw_engine *engine;
+    const struct sw_engine_cmd *cmd; /* rendered argv/env */
+    const char *host;                /* where it listens (for the URL and the port check) */
+    unsigned port;
+    const char *payload; /* model file: preflight and failure hints; may be NULL */
+    const char *log_path;
+    const char *endpoint;        /* a name for messages and the pid file */
+    const char *api_key;         /* for the liveness request (Authorization: Bearer) */
+    bool detach;                 /* the child must outlive slipway: no PDEATHSIG */
+    bool preflight;              /* check port and payload before starting */
+    bool liveness;               /* prove it with a one-token generation */
+    unsigned boot_timeout_s;     /* 0: 900 */
+    unsigned grace_ms;           /* 0: 10000 */
+    uint64_t rlimit_as;          /* 0: none */
+    volatile sig_atomic_t *stop; /* set by a signal handler: stop the child, SW_EINTR */
+    void (*on_progress)(void *ctx, const struct sw_up_progress *p);
+    void *ctx;
+};
+
+struct sw_up_result {
+    struct sw_child child; /* running when sw_deploy_up returned 0 */
+    char url[320];
+    bool started, ready, live;
+    struct sw_boot_status status; /* from the log (failure set when the boot failed) */
+    json_t *bootlog;              /* the engine's bootlog object (report, precision, failure) */
+    char liveness[512];           /* evidence: status, tokens, finish_reason, text, ms */
+    double boot_s;                /* spawn -> ready */
+    double liveness_ms;
+};
+
+/*
+ * 0: the child runs, answered readiness and (if asked) a real generation.
+ * SW_ECHILD: the boot failed; r->status.failure says how (the child is gone).
+ * SW_EBUSY / SW_EEXIST: preflight refused (port in use / already running), nothing started;
+ * r->status.failure is set for a port in use.
+ * SW_EGATE: preflight found the payload missing or not a model; r->status.failure set.
+ * SW_EINTR: *stop was set; the child was stopped.
+ * Other codes: system failures. On every non-zero return no child is left running.
+ * Free r->bootlog with json_decref (sw_up_result_free).
+ */
+int sw_deploy_up(const struct sw_up_opts *o, struct sw_up_result *r, struct sw_err *e);
+void sw_up_result_free(struct sw_up_result *r);
+
+/* Re-read the child's log into r->bootlog/r->status (after it exited, say). */
+int sw_deploy_read_log(const struct sw_up_opts *o, struct sw_up_result *r, struct sw_err *e);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,621 @@
+/*
+ * slipway up [options] -- llama-server -m MODEL.gguf [llama-server flags]
+ * slipway up [options] FLEET.yaml [ENDPOINT]      (once the fleet loader is on main)
+ *
+ * Plan, render, start the engine supervised (its own process group, log captured), wait for
+ * readiness, prove liveness with a real one-token generation, print the printed boot report and
+ * the predicted-vs-printed diff, then serve in the foreground (Ctrl-C or SIGTERM stops it
+ * cleanly) or --detach with a pid file for `slipway down`.
+ *
+ * Exit: 0 served and stopped cleanly / detached; 1 the boot failed (the failure is classified),
+ * the endpoint is already running, or the engine died while serving; 2 unusable input.
+ */
+#include "cli.h"
+
+#include <slipway/deploy.h>
+#include <slipway/engine.h>
+
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static volatile sig_atomic_t g_stop;
+static volatile sig_atomic_t g_signal;
+
+static void on_signal(int sig)
+{
+    g_stop = 1;
+    g_signal = sig;
+}
+
+static int usage(void)
+{
+    fprintf(stderr,
+            "usage: slipway up [options] -- llama-server -m MODEL.gguf [llama-server flags]\n"
+            "options:\n"
+            "  --detach            leave it running with a pid file (stop: slipway down)\n"
+            "  --json              {url, pid, report, diff, ...} on stdout\n"
+            "  --name NAME         endpoint name for the pid file and log (default: alias or "
+            "llama-server-PORT)\n"
+            "  --pid-file F        (default: RUN_DIR/NAME.pid)\n"
+            "  --log F             engine output (default: RUN_DIR/NAME.log)\n"
+            "  --timeout S         boot deadline in seconds (default 900)\n"
+            "  --grace S           SIGTERM -> SIGKILL delay when stopping (default 10)\n"
+            "  --limit-as BYTES    cap the engine's address space (RLIMIT_AS), e.g. 3GiB\n"
+            "  --no-preflight      do not check port and payload first: let the engine fail\n"
+            "  --no-liveness       skip the one-token generation\n"
+            "RUN_DIR: $SLIPWAY_RUN_DIR, else $XDG_RUNTIME_DIR/slipway, else /tmp/slipway-UID.\n"
+            "The engine's LLAMA_ARG_* variables are not passed on (the argv is the shape);\n"
+            "LLAMA_API_KEY, if set, is passed to the engine through its environment.\n");
+    return SW_EXIT_USAGE;
+}
+
+struct up_cli {
+    bool json, detach, preflight, liveness;
+    const char *name, *pid_file, *log;
+    unsigned timeout_s, grace_ms;
+    uint64_t limit_as;
+    char **eng_argv; /* after "--" */
+    int eng_argc;
+    const char *fleet, *endpoint;
+};
+
+/* ---------------------------------------------------------------------------------------------
+ * The verbatim form: normalize llama-server's argv so the boot can be verified.
+ */
+struct verbatim {
+    struct sw_engine_cmd cmd;
+    const char *model, *alias, *host;
+    unsigned port;
+};
+
+static bool is_flag(const char *a, const char *const *names)
+{
+    for (; *names; names++)
+        if (!strcmp(a, *names))
+            return true;
+    return false;
+}
+
+static int push(struct sw_engine_cmd *c, size_t *cap, const char *s)
+{
+    if (c->argc + 2 > *cap) {
+        size_t nc = *cap ? *cap * 2 : 64;
+        char **v = sw_realloc(c->argv, nc * sizeof(*v));
+        if (!v)
+            return SW_ENOMEM;
+        c->argv = v;
+        *cap = nc;
+    }
+    c->argv[c->argc] = sw_strdup(s);
+    if (!c->argv[c->argc])
+        return SW_ENOMEM;
+    c->argv[++c->argc] = NULL;
+    return 0;
+}
+
+static int verbatim_cmd(int argc, char **argv, struct verbatim *v, struct sw_err *e)
+{
+    static const char *const f_model[] = {"-m", "--model", NULL};
+    static const char *const f_host[] = {"--host", NULL};
+    static const char *const f_port[] = {"--port", NULL};
+    static const char *const f_alias[] = {"-a", "--alias", NULL};
+    static const char *const f_verb[] = {"-lv", "--verbosity", "--log-verbosity", NULL};
+    static const char *const f_verbose[] = {"-v", "--verbose", "--log-verbose", NULL};
+    bool has_verbosity = false;
+    size_t cap = 0;
+    int rc = 0;
+    memset(v, 0, sizeof(*v));
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        const char *val = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--api-key") || !strncmp(a, "--api-key=", 10) ||
+            !strcmp(a, "--api-key-file"))
+            return sw_err_set(e, SW_EINVAL,
+                              "<argv>: %s: a secret on the command line is readable by every "
+                              "user (/proc/PID/cmdline); export LLAMA_API_KEY instead",
+                              a);
+        if (is_flag(a, f_model) && val)
+            v->model = val;
+        else if (is_flag(a, f_host) && val)
+            v->host = val;
+        else if (is_flag(a, f_alias) && val)
+            v->alias = val;
+        else if (is_flag(a, f_port) && val) {
+            uint64_t p;
+            if (sw_parse_u64(val, &p, NULL) || p == 0 || p > 65535)
+                return sw_err_set(e, SW_EINVAL, "<argv>: --port %s is not a TCP port", val);
+            v->port = (unsigned)p;
+        } else if (is_flag(a, f_verb) || is_flag(a, f_verbose))
+            has_verbosity = true;
+    }
+    if (!v->model)
+        return sw_err_set(e, SW_EINVAL,
+                          "<argv>: no -m MODEL.gguf (slipway up needs a local "
+                          "model file; -hf downloads are not supported)");
+    for (int i = 0; !rc && i < argc; i++)
+        rc = push(&v->cmd, &cap, argv[i]);
+    /* make the address explicit (llama-server's defaults: 127.0.0.1:8080) */
+    if (!rc && !v->host) {
+        v->host = "127.0.0.1";
+        rc = push(&v->cmd, &cap, "--host");
+        if (!rc)
+            rc = push(&v->cmd, &cap, v->host);
+    }
+    if (!rc && !v->port) {
+        v->port = 8080;
+        rc = push(&v->cmd, &cap, "--port");
+        if (!rc)
+            rc = push(&v->cmd, &cap, "8080");
+    }
+    if (!rc && !has_verbosity) {
+        /* the memory lines need verbosity >= 4 in the pinned build */
+        char lv[8];
+        snprintf(lv, sizeof(lv), "%d", SW_ENGINE_LLAMACPP_VERBOSITY);
+        rc = push(&v->cmd, &cap, "-lv");
+        if (!rc)
+            rc = push(&v->cmd, &cap, lv);
+    }
+    v->cmd.env = sw_calloc(2, sizeof(char *));
+    if (!rc && !v->cmd.env)
+        rc = SW_ENOMEM;
+    const char *key = getenv("LLAMA_API_KEY");
+    if (!rc && key && *key) {
+        size_t n = strlen(key) + sizeof("LLAMA_API_KEY=");
+        v->cmd.env[0] = sw_malloc(n);
+        if (!v->cmd.env[0])
+            rc = SW_ENOMEM;
+        else {
+            snprintf(v->cmd.env[0], n, "LLAMA_API_KEY=%s", key);
+            v->cmd.envc = 1;
+        }
+    }
+    if (rc) {
+        sw_engine_cmd_free(&v->cmd);
+        return sw_err_set(e, rc, "out of memory");
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Output.
+ */
+struct prog {
+    struct sw_progress bar;
+    char label[96];
+    bool on;
+};
+
+static void on_progress(void *ctx, const struct sw_up_progress *p)
+{
+    struct prog *g = ctx;
+    if (!g->on)
+        return;
+    const char *ph = sw_boot_phase_name(p->phase);
+    snprintf(g->label, sizeof(g->label), "%s (%s, /health %d)", p->what, ph ? ph : "start",
+             p->health_status);
+    g->bar.label = g->label;
+    sw_progress_update(&g->bar, (uint64_t)(p->elapsed_s * 10));
+}
+
+static void print_failure(const struct sw_up_result *r, const char *log)
+{
+    const struct sw_boot_failure *f = &r->status.failure;
+    const char *ph = sw_boot_phase_name(f->phase);
+    const char *pk = sw_payload_kind_name(f->payload_kind);
+    fprintf(stderr, "slipway up: boot FAILED: %s", sw_boot_class_name(f->cls));
+    if (ph)
+        fprintf(stderr, " (phase %s)", ph);
+    if (pk)
+        fprintf(stderr, " (payload %s)", pk);
+    fprintf(stderr, "\n  %s\n", f->message);
+    if (f->line > 0)
+        fprintf(stderr, "  at %s:%d\n", log, f->line);
+    else if (r->started)
+        fprintf(stderr, "  log: %s\n", log);
+}
+
+static json_t *failure_json(const struct sw_up_result *r)
+{
+    return r->status.failed ? sw_boot_failure_to_json(&r->status.failure) : json_null();
+}
+
+static void print_report(const json_t *rep)
+{
+    char a[32], b[32];
+    size_t i;
+    const json_t *kv;
+    if (!json_is_object(rep))
+        return;
+    printf("printed by the engine:\n");
+    printf("  n_ctx %" JSON_INTEGER_FORMAT ", n_ctx_seq %" JSON_INTEGER_FORMAT
+           ", n_seq_max %" JSON_INTEGER_FORMAT ", kv_unified %s\n",
+           json_integer_value(json_object_get(rep, "n_ctx")),
+           json_integer_value(json_object_get(rep, "n_ctx_seq")),
+           json_integer_value(json_object_get(rep, "n_seq_max")),
+           json_is_true(json_object_get(rep, "kv_unified")) ? "true" : "false");
+    json_array_foreach(json_object_get(rep, "kv_caches"), i, kv)
+    {
+        printf(
+            "  kv cache %zu%s: %" JSON_INTEGER_FORMAT " cells, %" JSON_INTEGER_FORMAT
+            " layers, K %s %s MiB, V %s %s MiB\n",
+            i, json_is_true(json_object_get(kv, "swa")) ? " (swa)" : "",
+            json_integer_value(json_object_get(kv, "cells")),
+            json_integer_value(json_object_get(kv, "layers")),
+            json_string_value(json_object_get(kv, "k_type")),
+            sw_fmt_mib((uint64_t)json_integer_value(json_object_get(kv, "k_bytes")), a, sizeof(a)),
+            json_string_value(json_object_get(kv, "v_type")),
+            sw_fmt_mib((uint64_t)json_integer_value(json_object_get(kv, "v_bytes")), b, sizeof(b)));
+    }
+    const json_t *rs = json_object_get(rep, "recurrent");
+    if (json_is_object(rs))
+        printf(
+            "  recurrent: %" JSON_INTEGER_FORMAT " cells, R %s MiB, S %s MiB\n",
+            json_integer_value(json_object_get(rs, "cells")),
+            sw_fmt_mib((uint64_t)json_integer_value(json_object_get(rs, "r_bytes")), a, sizeof(a)),
+            sw_fmt_mib((uint64_t)json_integer_value(json_object_get(rs, "s_bytes")), b, sizeof(b)));
+    printf(
+        "  model %s MiB, compute %s MiB\n",
+        sw_fmt_mib((uint64_t)json_integer_value(json_object_get(rep, "model_bytes")), a, sizeof(a)),
+        sw_fmt_mib((uint64_t)json_integer_value(json_object_get(rep, "compute_bytes")), b,
+                   sizeof(b)));
+}
+
+static void print_diff(const json_t *diff, const char *why_none)
+{
+    if (!json_is_object(diff)) {
+        printf("predicted vs printed: no prediction (%s)\n", why_none);
+        return;
+    }
+    size_t i;
+    const json_t *f;
+    printf("predicted vs printed:\n");
+    json_array_foreach(json_object_get(diff, "fields"), i, f)
+    {
+        const char *verdict = json_string_value(json_object_get(f, "verdict"));
+        char *pa = json_dumps(json_object_get(f, "predicted"), JSON_ENCODE_ANY);
+        char *pb = json_dumps(json_object_get(f, "printed"), JSON_ENCODE_ANY);
+        printf("  %-26s %14s %14s  %s\n", json_string_value(json_object_get(f, "field")),
+               pa ? pa : "?", pb ? pb : "?", verdict);
+        sw_free(pa);
+        sw_free(pb);
+    }
+    printf("  %s\n", json_is_true(json_object_get(diff, "match")) ? "MATCH" : "MISMATCH");
+}
+
+/*
+ * The predicted report. memory/llamacpp (`slipway plan`) is not on main yet: until it is, `up`
+ * says so instead of inventing a prediction. When it lands this plans the same argv the engine
+ * receives (engine/llamacpp renders it; the law reads it back).
+ */
+static json_t *predict(const struct sw_engine_cmd *cmd, char *why, size_t n)
+{
+    (void)cmd;
+    snprintf(why, n, "memory/llamacpp is not on main yet");
+    return NULL;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * The verb.
+ */
+static int parse_args(int argc, char **argv, struct up_cli *c)
+{
+    memset(c, 0, sizeof(*c));
+    c->preflight = c->liveness = true;
+    c->timeout_s = 900;
+    c->grace_ms = 10000;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *val = i + 1 < argc ? argv[i + 1] : NULL;
+        uint64_t u;
+        if (!strcmp(a, "--")) {
+            c->eng_argv = argv + i + 1;
+            c->eng_argc = argc - i - 1;
+            break;
+        } else if (!strcmp(a, "--json")) {
+            c->json = true;
+        } else if (!strcmp(a, "--detach")) {
+            c->detach = true;
+        } else if (!strcmp(a, "--no-preflight")) {
+            c->preflight = false;
+        } else if (!strcmp(a, "--no-liveness")) {
+            c->liveness = false;
+        } else if (!strcmp(a, "--name") && val) {
+            c->name = argv[++i];
+        } else if (!strcmp(a, "--pid-file") && val) {
+            c->pid_file = argv[++i];
+        } else if (!strcmp(a, "--log") && val) {
+            c->log = argv[++i];
+        } else if ((!strcmp(a, "--timeout") || !strcmp(a, "--grace")) && val) {
+            if (sw_parse_u64(val, &u, NULL) || u > 86400)
+                return sw_cli_usage("up", "%s %s: seconds expected", a, val);
+            if (!strcmp(a, "--timeout"))
+                c->timeout_s = (unsigned)u;
+            else
+                c->grace_ms = (unsigned)u * 1000;
+            i++;
+        } else if (!strcmp(a, "--limit-as") && val) {
+            struct sw_err e;
+            if (sw_parse_bytes(val, &c->limit_as, &e))
+                return sw_cli_usage("up", "--limit-as %s: %s", val, e.msg);
+            i++;
+        } else if (sw_cli_is(a, "-h", "--help")) {
+            usage();
+            return -1;
+        } else if (a[0] == '-') {
+            return sw_cli_usage("up", "unknown option '%s'", a);
+        } else if (!c->fleet) {
+            c->fleet = a;
+        } else if (!c->endpoint) {
+            c->endpoint = a;
+        } else {
+            return sw_cli_usage("up", "unexpected argument '%s'", a);
+        }
+    }
+    if (!c->eng_argv && !c->fleet)
+        return usage();
+    if (c->eng_argv && c->fleet)
+        return sw_cli_usage("up", "either a fleet file or -- llama-server ..., not both");
+    if (c->eng_argv && c->eng_argc == 0)
+        return sw_cli_usage("up", "nothing after --");
+    return 0;
+}
+
+static int serve_foreground(struct sw_up_result *r, const struct sw_up_opts *o, bool json,
+                            const char *pid_file)
+{
+    int code = SW_EXIT_OK;
+    if (!json)
+        printf("serving at %s in the foreground (pid %d); Ctrl-C stops it\n", r->url,
+               (int)r->child.pid);
+    fflush(stdout);
+    while (!g_stop && !sw_child_poll(&r->child))
+        sw_sleep_ms(100);
+    struct sw_err e;
+    sw_err_clear(&e);
+    if (g_stop) {
+        int rc = sw_child_stop(&r->child, o->grace_ms, &e);
+        char st[96];
+        fprintf(stderr, "slipway up: %s: stopped %s (%s)\n", strsignal(g_signal), r->child.exe,
+                r->child.exited ? sw_wait_status_str(r->child.status, st, sizeof(st))
+                                : "still running?");
+        if (rc) {
+            fprintf(stderr, "slipway up: %s\n", e.msg);
+            code = SW_EXIT_FAIL;
+        }
+    } else {
+        /* it went away on its own: `slipway down` from elsewhere, or a crash */
+        sw_child_stop(&r->child, o->grace_ms, NULL);
+        sw_deploy_read_log(o, r, NULL);
+        char st[96];
+        sw_wait_status_str(r->child.status, st, sizeof(st));
+        if (r->status.failed) {
+            print_failure(r, o->log_path);
+            code = SW_EXIT_FAIL;
+        } else if (WIFEXITED(r->child.status) && WEXITSTATUS(r->child.status) == 0) {
+            fprintf(stderr, "slipway up: %s stopped (%s)\n", r->child.exe, st);
+        } else {
+            fprintf(stderr, "slipway up: %s died while serving (%s); log %s\n", r->child.exe, st,
+                    o->log_path);
+            code = SW_EXIT_FAIL;
+        }
+    }
+    unlink(pid_file);
+    return code;
+}
+
+int sw_cmd_up(int argc, char **argv)
+{
+    struct up_cli c;
+    int prc = parse_args(argc, argv, &c);
+    if (prc)
+        return prc < 0 ? SW_EXIT_OK : prc;
+    struct sw_err e;
+    sw_err_clear(&e);
+    if (c.fleet) {
+        sw_err_set(&e, SW_EUNSUPPORTED,
+                   "%s: fleet files need the fleet loader, which is not on main yet; use "
+                   "slipway up -- llama-server -m MODEL ... meanwhile",
+                   c.fleet);
+        return sw_cli_fail(&e, c.json);
+    }
+    const struct sw_engine *eng = sw_engine_find("llama.cpp");
+    struct verbatim v;
+    int rc = verbatim_cmd(c.eng_argc, c.eng_argv, &v, &e);
+    if (rc)
+        return sw_cli_fail(&e, c.json);
+
+    char run_dir[3800], name[128], pid_path[4096], log_path[4096];
+    int code = SW_EXIT_FAIL;
+    json_t *predicted = NULL, *diff = NULL, *out = NULL;
+    struct sw_up_result r;
+    memset(&r, 0, sizeof(r));
+    if (c.name)
+        snprintf(name, sizeof(name), "%s", c.name);
+    else if (v.alias)
+        snprintf(name, sizeof(name), "%s", v.alias);
+    else
+        snprintf(name, sizeof(name), "llama-server-%u", v.port);
+    for (char *p = name; *p; p++)
+        if (*p == '/' || *p == ' ')
+            *p = '_';
+    if (!c.pid_file || !c.log) {
+        rc = sw_deploy_run_dir(run_dir, sizeof(run_dir), &e);
+        if (rc) {
+            code = sw_cli_fail(&e, c.json);
+            goto out;
+        }
+    }
+    snprintf(pid_path, sizeof(pid_path), "%s", c.pid_file ? c.pid_file : "");
+    if (!c.pid_file)
+        snprintf(pid_path, sizeof(pid_path), "%s/%s.pid", run_dir, name);
+    if (c.log)
+        snprintf(log_path, sizeof(log_path), "%s", c.log);
+    else
+        snprintf(log_path, sizeof(log_path), "%s/%s.log", run_dir, name);
+
+    /* one endpoint, one process: an existing record must be dead or stale */
+    struct sw_pidfile old;
+    if (sw_pidfile_read(pid_path, &old, NULL) == 0) {
+        char why[512];
+        enum sw_pid_verdict vd = sw_pidfile_check(&old, why, sizeof(why));
+        if (vd == SW_PID_ALIVE) {
+            sw_err_set(&e, SW_EEXIST,
+                       "%s is already running (pid %d, %s); stop it first: slipway down "
+                       "--pid-file %s",
+                       name, (int)old.pid, old.url, pid_path);
+            code = sw_cli_fail(&e, c.json);
+            goto out;
+        }
+        fprintf(stderr, "slipway up: removing stale pid file %s: %s\n", pid_path, why);
+        unlink(pid_path);
+    }
+
+    char why_none[256] = "";
+    predicted = predict(&v.cmd, why_none, sizeof(why_none));
+
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    struct prog pg;
+    memset(&pg, 0, sizeof(pg));
+    sw_progress_init(&pg.bar, "starting", "", 0);
+    pg.on = pg.bar.enabled && !c.json;
+
+    struct sw_up_opts o;
+    memset(&o, 0, sizeof(o));
+    o.engine = eng;
+    o.cmd = &v.cmd;
+    o.host = v.host;
+    o.port = v.port;
+    o.payload = v.model;
+    o.log_path = log_path;
+    o.endpoint = name;
+    o.api_key = getenv("LLAMA_API_KEY");
+    o.detach = c.detach;
+    o.preflight = c.preflight;
+    o.liveness = c.liveness;
+    o.boot_timeout_s = c.timeout_s;
+    o.grace_ms = c.grace_ms;
+    o.rlimit_as = c.limit_as;
+    o.stop = &g_stop;
+    o.on_progress = on_progress;
+    o.ctx = &pg;
+    if (!c.json) {
+        struct sw_buf line;
+        sw_buf_init(&line, 1 << 16);
+        sw_engine_cmd_format(&v.cmd, &line);
+        fprintf(stderr, "slipway up: %s\n  log %s\n", sw_buf_cstr(&line), log_path);
+        sw_buf_free(&line);
+    }
+    rc = sw_deploy_up(&o, &r, &e);
+    if (pg.on)
+        sw_progress_finish(&pg.bar);
+    if (rc) {
+        if (c.json) {
+            out = json_object();
+            sw_json_set_str(out, "url", r.url);
+            sw_json_set_new(out, "pid", json_null());
+            sw_json_set_str(out, "log", log_path);
+            sw_json_set_new(out, "report",
+                            json_object_get(r.bootlog, "report")
+                                ? json_deep_copy(json_object_get(r.bootlog, "report"))
+                                : json_null());
+            sw_json_set_new(out, "failure", failure_json(&r));
+            sw_json_set_new(out, "error", sw_err_to_json(&e));
+            sw_json_print(stdout, out, true);
+        }
+        if (r.status.failed)
+            print_failure(&r, log_path);
+        else
+            fprintf(stderr, "slipway up: %s\n", e.msg);
+        code = rc == SW_EINTR || r.status.failed || rc == SW_EEXIST || rc == SW_ECHILD
+                   ? SW_EXIT_FAIL
+                   : sw_cli_exit_for(rc);
+        goto out;
+    }
+
+    /* the record `down` trusts */
+    struct sw_pidfile pf;
+    memset(&pf, 0, sizeof(pf));
+    snprintf(pf.endpoint, sizeof(pf.endpoint), "%s", name);
+    snprintf(pf.engine, sizeof(pf.engine), "%s", eng->name);
+    pf.pid = r.child.pid;
+    pf.pgid = r.child.pgid;
+    pf.start_ticks = r.child.start_ticks;
+    snprintf(pf.boot_id, sizeof(pf.boot_id), "%s", r.child.boot_id);
+    snprintf(pf.exe, sizeof(pf.exe), "%s", r.child.exe);
+    struct sw_buf line;
+    sw_buf_init(&line, sizeof(pf.cmdline) - 1);
+    sw_engine_cmd_format(&v.cmd, &line);
+    snprintf(pf.cmdline, sizeof(pf.cmdline), "%s", sw_buf_cstr(&line));
+    sw_buf_free(&line);
+    snprintf(pf.host, sizeof(pf.host), "%s", v.host);
+    pf.port = v.port;
+    snprintf(pf.url, sizeof(pf.url), "%s", r.url);
+    snprintf(pf.log, sizeof(pf.log), "%s", log_path);
+    pf.started_unix = sw_wall_unix();
+    pf.supervisor = c.detach ? 0 : getpid();
+    rc = sw_pidfile_write(pid_path, &pf, &e);
+    if (rc) {
+        sw_child_stop(&r.child, c.grace_ms, NULL);
+        code = sw_cli_fail(&e, c.json);
+        goto out;
+    }
+
+    const json_t *printed = json_object_get(r.bootlog, "report");
+    if (predicted)
+        eng->diff(predicted, r.bootlog, NULL, &diff, NULL);
+    if (c.json) {
+        out = json_object();
+        sw_json_set_str(out, "url", r.url);
+        sw_json_set_int(out, "pid", r.child.pid);
+        sw_json_set_int(out, "pgid", r.child.pgid);
+        sw_json_set_str(out, "endpoint", name);
+        sw_json_set_str(out, "pid_file", pid_path);
+        sw_json_set_str(out, "log", log_path);
+        sw_json_set_bool(out, "detached", c.detach);
+        sw_json_set_real(out, "boot_s", r.boot_s);
+        sw_json_set_str(out, "liveness", c.liveness ? r.liveness : NULL);
+        sw_json_set_new(out, "report", printed ? json_deep_copy(printed) : json_null());
+        sw_json_set_new(out, "predicted", predicted ? json_incref(predicted) : json_null());
+        sw_json_set_new(out, "diff", diff ? json_incref(diff) : json_null());
+        if (!diff)
+            sw_json_set_str(out, "diff_note", why_none);
+        sw_json_set_new(out, "failure", json_null());
+        sw_json_print(stdout, out, true);
+    } else {
+        printf("ready in %.1f s at %s (pid %d, group %d)\n", r.boot_s, r.url, (int)r.child.pid,
+               (int)r.child.pgid);
+        if (c.liveness)
+            printf("liveness: %s\n", r.liveness);
+        print_report(printed);
+        print_diff(diff, why_none);
+    }
+    fflush(stdout);
+    if (c.detach) {
+        sw_child_release(&r.child);
+        if (!c.json)
+            printf("detached: pid file %s; stop with: slipway down --pid-file %s\n", pid_path,
+                   pid_path);
+        code = SW_EXIT_OK;
+        goto out;
+    }
+    code = serve_foreground(&r, &o, c.json, pid_path);
+out:
+    json_decref(out);
+    json_decref(diff);
+    json_decref(predicted);
+    sw_up_result_free(&r);
+    sw_engine_cmd_free(&v.cmd);
+    return code;
+}

@@ -1,0 +1,25 @@
+/*
+ * deploy (internal): helpers shared by the files of src/deploy.
+ */
+#ifndef SW_DEPLOY_INTERNAL_H
+#define SW_DEPLOY_INTERNAL_H
+
+#include <slipway/deploy.h>
+
+/* Is any process of group pg alive (not a zombie)? Scans /proc: zombies count as dead because
+ * an orphan's zombie may never be reaped (a container's PID 1 that does not wait). */
+bool sw__proc_group_alive(pid_t pg);
+/* Is this exact process (pid + start time) alive and not a zombie? ticks 0 = any. */
+bool sw__proc_alive(pid_t pid, uint64_t ticks);
+
+/*
+ * Minimal synchronous HTTP for readiness and liveness (libcurl easy), until net's synchronous
+ * wrapper is used here. *status 0 when nothing answered (refused, reset, timeout). body may be
+ * NULL (GET). The response body is kept up to resp->max bytes. `stop` aborts the transfer when
+ * set. Returns 0 when an HTTP status was received, SW_ENET otherwise (e holds curl's words).
+ */
+int sw__http(const char *method, const char *url, const char *body, const char *bearer,
+             unsigned timeout_ms, volatile sig_atomic_t *stop, int *status, struct sw_buf *resp,
+             struct sw_err *e);
+
+#endif

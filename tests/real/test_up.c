@@ -1,0 +1,683 @@
+/*
+ * `slipway up` / `slipway down` against the real pinned llama-server: nothing is ever left
+ * running, and failing boots end with the right failure class.
+ *
+ *   - killed mid-boot: SIGKILL to slipway while llama-server loads (foreground and --detach);
+ *     the model is a FIFO nobody writes, so llama-server is held in its load for as long as the
+ *     test needs (a real llama-server, really loading, answering /health 503);
+ *   - a failed boot (a real allocation failure under RLIMIT_AS), a crash while proving liveness;
+ *   - Ctrl-C (SIGINT) in the foreground;
+ *   - down on a live server, on a dead pid, on a stale pid file, on a pid reused by another
+ *     process (which must be left alone);
+ *   - failing boots, each classified: port in use, HTML page, git-lfs pointer, truncated,
+ *     missing file, unknown flag, unsupported architecture, KV and compute allocation failures,
+ *     with slipway's preflight and without it (the engine's own log).
+ * After each case /proc is scanned for any non-zombie process whose argv carries the case's
+ * unique marker (llama-server gets it as --alias; slipway and its watchdog carry it in their
+ * argv). Zombies are not survivors: an orphan's zombie may never be reaped by this container's
+ * PID 1. Waits are bounded; nothing here asserts a duration.
+ * Skips when the pinned llama.cpp is not built.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <slipway/deploy.h>
+
+#include "swllama.h"
+#include "swtest.h"
+
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static char *g_dir; /* per-run temporary directory */
+static char g_models[4096];
+static int g_case;
+
+static int setup(void **state)
+{
+    if (!swl_llama_dir())
+        return 0;
+    g_dir = swt_tmpdir();
+    snprintf(g_models, sizeof(g_models), "%s", swt_join(g_dir, "models"));
+    mkdir(g_models, 0755);
+    const char *argv[] = {swl_bin("test-llama-archs"), "-a", "llama", "-o", g_models, NULL};
+    struct swt_run r;
+    assert_int_equal(swt_run(argv, NULL, 120, &r), 0);
+    if (r.status != 0)
+        fail_msg("test-llama-archs failed: %s", r.err);
+    swt_run_free(&r);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    swt_tmpdir_free(g_dir);
+    return 0;
+}
+
+#define NEED_LLAMA()                                                                               \
+    do {                                                                                           \
+        if (!g_dir)                                                                                \
+            skip();                                                                                \
+    } while (0)
+
+struct tcase {
+    char dir[4096];
+    char mark[64];
+    char log[4352], pid[4352], out[4352], err[4352];
+    int port;
+};
+
+static void tcase_init(struct tcase *t, const char *name)
+{
+    snprintf(t->mark, sizeof(t->mark), "swup-%d-%d-%s", (int)getpid(), ++g_case, name);
+    snprintf(t->dir, sizeof(t->dir), "%s", swt_join(g_dir, t->mark));
+    mkdir(t->dir, 0700);
+    snprintf(t->log, sizeof(t->log), "%s/engine.log", t->dir);
+    snprintf(t->pid, sizeof(t->pid), "%s/engine.pid", t->dir);
+    snprintf(t->out, sizeof(t->out), "%s/stdout", t->dir);
+    snprintf(t->err, sizeof(t->err), "%s/stderr", t->dir);
+    t->port = swl_free_port();
+    assert_true(t->port > 0);
+}
+
+/* Processes (not zombies, not us) whose argv holds `mark`. Prints them. */
+static int survivors(const char *mark, bool print)
+{
+    DIR *d = opendir("/proc");
+    assert_non_null(d);
+    int n = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        char *end;
+        long pid = strtol(de->d_name, &end, 10);
+        if (*end || pid <= 0 || pid == getpid())
+            continue;
+        struct sw_proc_id id;
+        if (sw_proc_identify((pid_t)pid, &id, NULL) || id.state == 'Z' || id.state == 'X')
+            continue;
+        char cmd[8192];
+        if (sw_proc_cmdline((pid_t)pid, cmd, sizeof(cmd)) || !strstr(cmd, mark))
+            continue;
+        if (print)
+            fprintf(stderr, "  survivor: pid %ld state %c: %.200s\n", pid, id.state, cmd);
+        n++;
+    }
+    closedir(d);
+    return n;
+}
+
+/* Wait (bounded) until nothing carrying the mark is left; return how many are. */
+static int settle(const char *mark)
+{
+    for (int i = 0; i < 300; i++) {
+        if (survivors(mark, false) == 0)
+            return 0;
+        sw_sleep_ms(50);
+    }
+    return survivors(mark, true);
+}
+
+/* slipway ARGS... in the background, stdout/stderr to files. */
+static pid_t start_slipway(const struct tcase *t, const char *const *args)
+{
+    const char *argv[64];
+    size_t n = 0;
+    argv[n++] = swt_bin();
+    for (size_t i = 0; args[i] && n < 63; i++)
+        argv[n++] = args[i];
+    argv[n] = NULL;
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int o = open(t->out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        int e = open(t->err, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        int in = open("/dev/null", O_RDONLY);
+        if (o < 0 || e < 0 || in < 0)
+            _exit(126);
+        dup2(in, 0);
+        dup2(o, 1);
+        dup2(e, 2);
+        setenv("SLIPWAY_NO_PROGRESS", "1", 1);
+        execv(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    return pid;
+}
+
+static int wait_exit(pid_t pid, unsigned timeout_s)
+{
+    int st;
+    for (unsigned i = 0; i < timeout_s * 20; i++) {
+        pid_t r = waitpid(pid, &st, WNOHANG);
+        if (r == pid)
+            return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+        sw_sleep_ms(50);
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, &st, 0);
+    fail_msg("slipway pid %d did not exit within %u s", (int)pid, timeout_s);
+    return -1;
+}
+
+static bool file_has(const char *path, const char *needle)
+{
+    char *t = NULL;
+    size_t n;
+    if (sw_read_file(path, 64u << 20, &t, &n, NULL))
+        return false;
+    bool yes = strstr(t, needle) != NULL;
+    sw_free(t);
+    return yes;
+}
+
+static bool wait_file_has(const char *path, const char *needle, unsigned timeout_s)
+{
+    for (unsigned i = 0; i < timeout_s * 20; i++) {
+        if (file_has(path, needle))
+            return true;
+        sw_sleep_ms(50);
+    }
+    return false;
+}
+
+static void show(const struct tcase *t)
+{
+    char *a = swl_tail(t->err, 2000), *b = swl_tail(t->log, 1500);
+    fprintf(stderr, "--- slipway stderr:\n%s\n--- engine log tail:\n%s\n", a ? a : "", b ? b : "");
+    free(a);
+    free(b);
+}
+
+static const char *model(const char *name)
+{
+    return swt_join(g_models, name);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Killed mid-boot.
+ */
+static void killed_mid_boot(bool detach)
+{
+    NEED_LLAMA();
+    struct tcase t;
+    tcase_init(&t, detach ? "kill9-detach" : "kill9-fg");
+    char fifo[4400], port[16];
+    snprintf(fifo, sizeof(fifo), "%s/model.gguf", t.dir);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    snprintf(port, sizeof(port), "%d", t.port);
+    const char *args[] = {"up",
+                          detach ? "--detach" : "--json",
+                          "--no-preflight", /* the preflight would refuse a FIFO */
+                          "--log",
+                          t.log,
+                          "--pid-file",
+                          t.pid,
+                          "--",
+                          swl_bin("llama-server"),
+                          "-m",
+                          fifo,
+                          "--port",
+                          port,
+                          "--alias",
+                          t.mark,
+                          NULL};
+    pid_t s = start_slipway(&t, args);
+    /* llama-server is up, loading (blocked opening the FIFO), /health says 503 */
+    if (!wait_file_has(t.log, "loading model", 60)) {
+        show(&t);
+        fail_msg("llama-server never started loading");
+    }
+    int st = 0;
+    char *body = NULL;
+    for (int i = 0; i < 100 && st != 503; i++) {
+        free(body);
+        body = NULL;
+        swl_http(t.port, "GET", "/health", NULL, 5, &st, &body);
+        if (st != 503)
+            sw_sleep_ms(50);
+    }
+    free(body);
+    assert_int_equal(st, 503);
+    assert_true(survivors(t.mark, false) >= 3); /* slipway, its watchdog, llama-server */
+    kill(s, SIGKILL);
+    assert_int_equal(wait_exit(s, 30), 128 + SIGKILL);
+    assert_int_equal(settle(t.mark), 0);
+    assert_int_equal(access(t.pid, F_OK), -1); /* never got as far as a pid file */
+}
+
+static void test_killed_mid_boot_foreground(void **state)
+{
+    killed_mid_boot(false);
+}
+
+static void test_killed_mid_boot_detach(void **state)
+{
+    killed_mid_boot(true);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Ctrl-C in the foreground, and down.
+ */
+static pid_t pid_from_file(const char *path)
+{
+    struct sw_pidfile p;
+    struct sw_err e;
+    if (sw_pidfile_read(path, &p, &e))
+        fail_msg("%s: %s", path, e.msg);
+    return p.pid;
+}
+
+static void test_ctrl_c_foreground(void **state)
+{
+    NEED_LLAMA();
+    struct tcase t;
+    tcase_init(&t, "sigint");
+    char port[16];
+    snprintf(port, sizeof(port), "%d", t.port);
+    const char *args[] = {"up",         "--no-liveness",
+                          "--log",      t.log,
+                          "--pid-file", t.pid,
+                          "--",         swl_bin("llama-server"),
+                          "-m",         model("llama-dense.gguf"),
+                          "-c",         "1024",
+                          "-np",        "1",
+                          "--port",     port,
+                          "--alias",    t.mark,
+                          NULL};
+    pid_t s = start_slipway(&t, args);
+    if (!wait_file_has(t.out, "in the foreground", 120)) {
+        show(&t);
+        fail_msg("never served");
+    }
+    pid_t srv = pid_from_file(t.pid);
+    int st = 0;
+    char *body = NULL;
+    assert_int_equal(swl_http(t.port, "GET", "/health", NULL, 10, &st, &body), 0);
+    free(body);
+    assert_int_equal(st, 200);
+    kill(s, SIGINT);
+    assert_int_equal(wait_exit(s, 60), 0);
+    assert_int_equal(settle(t.mark), 0);
+    struct sw_proc_id id;
+    assert_true(sw_proc_identify(srv, &id, NULL) != 0 || id.state == 'Z');
+    assert_int_equal(access(t.pid, F_OK), -1);
+    assert_true(file_has(t.err, "Interrupt: stopped"));
+}
+
+static pid_t up_detached(struct tcase *t, const char *name)
+{
+    tcase_init(t, name);
+    char port[16];
+    snprintf(port, sizeof(port), "%d", t->port);
+    const char *args[] = {"up",
+                          "--detach",
+                          "--no-liveness",
+                          "--json",
+                          "--log",
+                          t->log,
+                          "--pid-file",
+                          t->pid,
+                          "--",
+                          swl_bin("llama-server"),
+                          "-m",
+                          model("llama-dense.gguf"),
+                          "-c",
+                          "1024",
+                          "-np",
+                          "1",
+                          "--port",
+                          port,
+                          "--alias",
+                          t->mark,
+                          NULL};
+    pid_t s = start_slipway(t, args);
+    int rc = wait_exit(s, 120);
+    if (rc != 0) {
+        show(t);
+        fail_msg("up --detach exited %d", rc);
+    }
+    /* slipway and its watchdog are gone; llama-server alone carries the mark */
+    assert_int_equal(survivors(t->mark, false), 1);
+    return pid_from_file(t->pid);
+}
+
+static int down(const char *pid_file, struct swt_run *r)
+{
+    assert_int_equal(swt_slipway(r, "down", "--json", "--grace", "5", "--pid-file", pid_file, NULL),
+                     0);
+    return r->status;
+}
+
+static void test_down_live(void **state)
+{
+    NEED_LLAMA();
+    struct tcase t;
+    pid_t srv = up_detached(&t, "down-live");
+    struct swt_run r;
+    assert_int_equal(down(t.pid, &r), 0);
+    json_t *j = swt_json_out(&r);
+    assert_string_equal(json_string_value(json_object_get(j, "verdict")), "alive");
+    assert_true(json_is_true(json_object_get(j, "signalled")));
+    assert_int_equal(json_integer_value(json_object_get(j, "pid")), srv);
+    json_decref(j);
+    swt_run_free(&r);
+    assert_int_equal(settle(t.mark), 0);
+    assert_int_equal(access(t.pid, F_OK), -1);
+}
+
+static void test_down_dead_pid(void **state)
+{
+    NEED_LLAMA();
+    struct tcase t;
+    pid_t srv = up_detached(&t, "down-dead");
+    kill(-srv, SIGKILL);
+    assert_int_equal(settle(t.mark), 0);
+    struct swt_run r;
+    assert_int_equal(down(t.pid, &r), 0);
+    json_t *j = swt_json_out(&r);
+    assert_string_equal(json_string_value(json_object_get(j, "verdict")), "gone");
+    assert_false(json_is_true(json_object_get(j, "signalled")));
+    json_decref(j);
+    swt_run_free(&r);
+    assert_int_equal(access(t.pid, F_OK), -1);
+    /* and down again: no pid file, nothing to do */
+    assert_int_equal(down(t.pid, &r), 0);
+    swt_run_free(&r);
+}
+
+static void test_down_stale_pid_file(void **state)
+{
+    NEED_LLAMA();
+    struct tcase t;
+    tcase_init(&t, "down-stale");
+    /* a record for a process that exited long ago: a reaped child's pid */
+    pid_t c = fork();
+    if (c == 0)
+        _exit(0);
+    waitpid(c, NULL, 0);
+    struct sw_pidfile p;
+    memset(&p, 0, sizeof(p));
+    p.pid = p.pgid = c;
+    p.start_ticks = 12345;
+    sw_proc_boot_id(p.boot_id, sizeof(p.boot_id));
+    snprintf(p.exe, sizeof(p.exe), "%s", swl_bin("llama-server"));
+    assert_int_equal(sw_pidfile_write(t.pid, &p, NULL), 0);
+    struct swt_run r;
+    assert_int_equal(down(t.pid, &r), 0);
+    json_t *j = swt_json_out(&r);
+    const char *v = json_string_value(json_object_get(j, "verdict"));
+    /* gone, or (if the pid was handed out again meanwhile) reused: either way nothing signalled */
+    assert_true(!strcmp(v, "gone") || !strcmp(v, "reused"));
+    assert_false(json_is_true(json_object_get(j, "signalled")));
+    json_decref(j);
+    swt_run_free(&r);
+    assert_int_equal(access(t.pid, F_OK), -1);
+}
+
+static void test_down_reused_pid(void **state)
+{
+    NEED_LLAMA();
+    struct tcase t;
+    pid_t srv = up_detached(&t, "down-reused");
+    /* Make the record describe an earlier process with the pid of an unrelated, running one:
+     * exactly what a recycled pid looks like. */
+    pid_t other = fork();
+    if (other == 0) {
+        execl("/bin/sleep", "sleep", "300", (char *)NULL);
+        _exit(127);
+    }
+    struct sw_proc_id id;
+    for (int i = 0; i < 200 && (sw_proc_identify(other, &id, NULL) || id.state == 0); i++)
+        sw_sleep_ms(10);
+    struct sw_pidfile p;
+    assert_int_equal(sw_pidfile_read(t.pid, &p, NULL), 0);
+    p.pid = p.pgid = other;
+    p.start_ticks = id.start_ticks - 1;
+    assert_int_equal(sw_pidfile_write(t.pid, &p, NULL), 0);
+    struct swt_run r;
+    assert_int_equal(down(t.pid, &r), 0);
+    json_t *j = swt_json_out(&r);
+    assert_string_equal(json_string_value(json_object_get(j, "verdict")), "reused");
+    assert_false(json_is_true(json_object_get(j, "signalled")));
+    json_decref(j);
+    swt_run_free(&r);
+    /* the unrelated process was left alone */
+    assert_int_equal(waitpid(other, NULL, WNOHANG), 0);
+    kill(other, SIGKILL);
+    waitpid(other, NULL, 0);
+    /* clean up the real server ourselves (its record was overwritten on purpose) */
+    kill(-srv, SIGKILL);
+    assert_int_equal(settle(t.mark), 0);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Failing boots.
+ */
+struct failcase {
+    const char *name;
+    const char *payload; /* written into the case dir as model.gguf; NULL: use `model` */
+    const char *model;   /* a path under g_models; "@missing" for a file that is not there */
+    const char *extra[16];
+    bool preflight;
+    const char *limit_as;
+    const char *cls, *phase, *kind;
+    bool hold_port;
+};
+
+static void write_zlama(const char *dst)
+{
+    char *t = NULL;
+    size_t n;
+    assert_int_equal(sw_read_file(model("llama-dense.gguf"), 64u << 20, &t, &n, NULL), 0);
+    /* general.architecture's value sits right after its key (ggml's writer puts it first) */
+    char *k = memmem(t, SW_MIN(n, (size_t)4096), "general.architecture", 20);
+    assert_non_null(k);
+    assert_memory_equal(k + 20 + 4 + 8, "llama", 5);
+    k[20 + 4 + 8] = 'z';
+    swt_write(dst, t, n);
+    sw_free(t);
+}
+
+static void run_fail(const struct failcase *fc)
+{
+    struct tcase t;
+    tcase_init(&t, fc->name);
+    char path[4400], port[16];
+    snprintf(port, sizeof(port), "%d", t.port);
+    snprintf(path, sizeof(path), "%s/model.gguf", t.dir);
+    if (fc->payload && !strcmp(fc->payload, "@zlama")) {
+        write_zlama(path);
+    } else if (fc->payload && !strcmp(fc->payload, "@truncated")) {
+        char *d = NULL;
+        size_t n;
+        assert_int_equal(sw_read_file(model("llama-dense.gguf"), 64u << 20, &d, &n, NULL), 0);
+        swt_write(path, d, 1000000);
+        sw_free(d);
+    } else if (fc->payload) {
+        swt_write_str(path, fc->payload);
+    } else if (!strcmp(fc->model, "@missing")) {
+        snprintf(path, sizeof(path), "%s/not-there.gguf", t.dir);
+    } else {
+        snprintf(path, sizeof(path), "%s", model(fc->model));
+    }
+    int hold = -1;
+    if (fc->hold_port) {
+        hold = socket(AF_INET, SOCK_STREAM, 0);
+        struct sockaddr_in a = {0};
+        a.sin_family = AF_INET;
+        a.sin_port = htons((uint16_t)t.port);
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        assert_int_equal(bind(hold, (struct sockaddr *)&a, sizeof(a)), 0);
+        assert_int_equal(listen(hold, 1), 0);
+    }
+    const char *args[48];
+    size_t n = 0;
+    args[n++] = "up";
+    args[n++] = "--json";
+    args[n++] = "--log";
+    args[n++] = t.log;
+    args[n++] = "--pid-file";
+    args[n++] = t.pid;
+    if (!fc->preflight)
+        args[n++] = "--no-preflight";
+    if (fc->limit_as) {
+        args[n++] = "--limit-as";
+        args[n++] = fc->limit_as;
+    }
+    args[n++] = "--";
+    args[n++] = swl_bin("llama-server");
+    args[n++] = "-m";
+    args[n++] = path;
+    args[n++] = "--port";
+    args[n++] = port;
+    args[n++] = "--alias";
+    args[n++] = t.mark;
+    for (size_t i = 0; fc->extra[i]; i++)
+        args[n++] = fc->extra[i];
+    args[n] = NULL;
+    pid_t s = start_slipway(&t, args);
+    int rc = wait_exit(s, 180);
+    if (hold >= 0)
+        close(hold);
+    if (rc != 1) {
+        show(&t);
+        fail_msg("%s: slipway up exited %d, want 1", fc->name, rc);
+    }
+    char *out = NULL;
+    size_t len;
+    assert_int_equal(sw_read_file(t.out, 1 << 24, &out, &len, NULL), 0);
+    json_t *j = sw_json_parse(out, len, t.out, NULL);
+    sw_free(out);
+    assert_non_null(j);
+    json_t *f = json_object_get(j, "failure");
+    const char *cls = json_string_value(json_object_get(f, "class"));
+    const char *ph = json_string_value(json_object_get(f, "phase"));
+    const char *kind = json_string_value(json_object_get(f, "payload_kind"));
+    if (!cls || strcmp(cls, fc->cls) || (fc->phase && (!ph || strcmp(ph, fc->phase))) ||
+        (fc->kind && (!kind || strcmp(kind, fc->kind)))) {
+        show(&t);
+        fail_msg("%s: got class %s phase %s kind %s (%s); want %s %s %s", fc->name, cls ? cls : "-",
+                 ph ? ph : "-", kind ? kind : "-", json_string_value(json_object_get(f, "message")),
+                 fc->cls, fc->phase ? fc->phase : "*", fc->kind ? fc->kind : "-");
+    }
+    json_decref(j);
+    if (settle(t.mark) != 0)
+        fail_msg("%s: processes survived a failed boot", fc->name);
+    assert_int_equal(access(t.pid, F_OK), -1);
+}
+
+static const char html[] = "<!DOCTYPE html>\n<html><head><title>403 Forbidden</title></head>"
+                           "<body>Access denied</body></html>\n";
+static const char lfs[] = "version https://git-lfs.github.com/spec/v1\noid sha256:"
+                          "4d5c1e4b0a3f5e1a6c8b2f7d9e0a1b2c3d4e5f60718293a4b5c6d7e8f9012345\n"
+                          "size 4763872\n";
+
+static void test_failing_boots(void **state)
+{
+    NEED_LLAMA();
+    const struct failcase cases[] = {
+        /* slipway's own preflight: refused before a boot is spent */
+        {"pre-port",
+         NULL,
+         "llama-dense.gguf",
+         {NULL},
+         true,
+         NULL,
+         "port_in_use",
+         "bind",
+         NULL,
+         true},
+        {"pre-html", html, NULL, {NULL}, true, NULL, "bad_payload", "load", "html"},
+        {"pre-lfs", lfs, NULL, {NULL}, true, NULL, "bad_payload", "load", "lfs_pointer"},
+        {"pre-missing", NULL, "@missing", {NULL}, true, NULL, "missing_payload", "load", NULL},
+        /* the engine's own failure, read from its log */
+        {"eng-port",
+         NULL,
+         "llama-dense.gguf",
+         {NULL},
+         false,
+         NULL,
+         "port_in_use",
+         "bind",
+         NULL,
+         true},
+        {"eng-html", html, NULL, {NULL}, false, NULL, "bad_payload", "load", "html"},
+        {"eng-lfs", lfs, NULL, {NULL}, false, NULL, "bad_payload", "load", "lfs_pointer"},
+        {"eng-trunc", "@truncated", NULL, {NULL}, false, NULL, "bad_payload", "load", "truncated"},
+        {"eng-missing", NULL, "@missing", {NULL}, false, NULL, "missing_payload", "load", NULL},
+        {"eng-flag",
+         NULL,
+         "llama-dense.gguf",
+         {"--no-such-flag", NULL},
+         true,
+         NULL,
+         "bad_flag",
+         "args",
+         NULL},
+        {"eng-arch", "@zlama", NULL, {NULL}, true, NULL, "unsupported_arch", "load", NULL},
+        /* real allocation failures: a 4 GiB KV cache, a 48 GiB compute graph, under a 3 GiB
+         * address-space cap */
+        {"eng-oom-kv",
+         NULL,
+         "llama-dense.gguf",
+         {"-c", "2097152", "-np", "1", NULL},
+         true,
+         "3GiB",
+         "oom",
+         "kv_alloc",
+         NULL},
+        {"eng-oom-compute",
+         NULL,
+         "llama-dense.gguf",
+         {"-c", "65536", "-b", "65536", "-ub", "65536", "-fa", "off", "-np", "1", NULL},
+         true,
+         "3GiB",
+         "oom",
+         "compute_alloc",
+         NULL},
+    };
+    for (size_t i = 0; i < SW_ARRAY_LEN(cases); i++)
+        run_fail(&cases[i]);
+}
+
+/* test-llama-archs models have no tokenizer (llama-server adds dummy tokens): the one-token
+ * generation makes the real server abort, and `up` must say so and leave nothing behind. */
+static void test_liveness_crash(void **state)
+{
+    NEED_LLAMA();
+    const struct failcase c = {
+        "live-crash", NULL, "llama-dense.gguf", {"-c", "1024", NULL}, true, NULL, "crash",
+        "runtime",    NULL};
+    run_fail(&c);
+}
+
+int main(void)
+{
+    sw_core_init();
+    signal(SIGPIPE, SIG_IGN);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_killed_mid_boot_foreground),
+        cmocka_unit_test(test_killed_mid_boot_detach),
+        cmocka_unit_test(test_ctrl_c_foreground),
+        cmocka_unit_test(test_down_live),
+        cmocka_unit_test(test_down_dead_pid),
+        cmocka_unit_test(test_down_stale_pid_file),
+        cmocka_unit_test(test_down_reused_pid),
+        cmocka_unit_test(test_failing_boots),
+        cmocka_unit_test(test_liveness_crash),
+    };
+    return cmocka_run_group_tests_name("up", tests, setup, teardown);
+}
