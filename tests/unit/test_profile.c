@@ -1,5 +1,5 @@
 /*
- * memory/profile: the operator's vLLM fork declared as a profile (tests/data/vllm/frank-expert-offload*.json) and its
+ * memory/profile: the operator's vLLM fork declared as a profile (tests/data/vllm/) and its
  * expert arena against the seed's figures: 6,248 slots (14.30 GiB) at max_model_len 262144 and
  * 6,496 slots (14.87 GiB) at 200704, slots of 2.344 MiB.
  *
