@@ -13,10 +13,10 @@ bool sw__proc_group_alive(pid_t pg);
 bool sw__proc_alive(pid_t pid, uint64_t ticks);
 
 /*
- * Minimal synchronous HTTP for readiness and liveness (libcurl easy), until net's synchronous
- * wrapper is used here. *status 0 when nothing answered (refused, reset, timeout). body may be
- * NULL (GET). The response body is kept up to resp->max bytes. `stop` aborts the transfer when
- * set. Returns 0 when an HTTP status was received, SW_ENET otherwise (e holds curl's words).
+ * One HTTP request through net on a private loop (deploy/http.c). *status 0 when nothing answered
+ * (refused, reset, timeout). body may be NULL (GET). The response body is kept up to resp->max
+ * bytes (resp may be NULL). The transfer is cancelled when *stop becomes set. Returns 0 when an
+ * HTTP status was received, else net's code (SW_ENET, SW_ETIMEDOUT, SW_EINTR) with e set.
  */
 int sw__http(const char *method, const char *url, const char *body, const char *bearer,
              unsigned timeout_ms, volatile sig_atomic_t *stop, int *status, struct sw_buf *resp,
