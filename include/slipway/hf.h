@@ -26,15 +26,15 @@ extern "C" {
 
 /* Kind of one decoder layer, as the config declares it. */
 enum sw_hf_layer_kind {
-    SW_HF_LAYER_FULL = 0,   /* full (global) attention */
-    SW_HF_LAYER_SLIDING,    /* sliding-window attention */
-    SW_HF_LAYER_CHUNKED,    /* chunked local attention (llama4) */
-    SW_HF_LAYER_LINEAR,     /* gated delta net / linear attention (qwen3-next, qwen3.5) */
-    SW_HF_LAYER_MAMBA,      /* mamba v1 */
-    SW_HF_LAYER_MAMBA2,     /* mamba v2 (SSD) */
-    SW_HF_LAYER_SHORTCONV,  /* short convolution (lfm2) */
-    SW_HF_LAYER_MLA,        /* multi-head latent attention (deepseek v2/v3, kimi) */
-    SW_HF_LAYER_NONE,       /* no cache (e.g. an MLP-only layer) */
+    SW_HF_LAYER_FULL = 0,  /* full (global) attention */
+    SW_HF_LAYER_SLIDING,   /* sliding-window attention */
+    SW_HF_LAYER_CHUNKED,   /* chunked local attention (llama4) */
+    SW_HF_LAYER_LINEAR,    /* gated delta net / linear attention (qwen3-next, qwen3.5) */
+    SW_HF_LAYER_MAMBA,     /* mamba v1 */
+    SW_HF_LAYER_MAMBA2,    /* mamba v2 (SSD) */
+    SW_HF_LAYER_SHORTCONV, /* short convolution (lfm2) */
+    SW_HF_LAYER_MLA,       /* multi-head latent attention (deepseek v2/v3, kimi) */
+    SW_HF_LAYER_NONE,      /* no cache (e.g. an MLP-only layer) */
     SW_HF_LAYER__N
 };
 
@@ -89,9 +89,9 @@ struct sw_hf_config {
     int64_t mamba_n_groups;
     int64_t mamba_num_heads;
     int64_t mamba_head_dim;
-    int64_t mamba_d_inner;       /* explicit intermediate size when given */
-    int64_t conv_L_cache;        /* lfm2 short conv */
-    char mamba_ssm_dtype[32];    /* "float32" on qwen3.5; "" = model dtype */
+    int64_t mamba_d_inner;    /* explicit intermediate size when given */
+    int64_t conv_L_cache;     /* lfm2 short conv */
+    char mamba_ssm_dtype[32]; /* "float32" on qwen3.5; "" = model dtype */
 
     /* MLA. */
     int64_t kv_lora_rank;
@@ -109,10 +109,10 @@ struct sw_hf_config {
     int64_t moe_intermediate_size;
 
     /* Quantization. */
-    char quant_method[32];       /* quantization_config.quant_method, "" if none */
-    char kv_cache_quant[32];     /* e.g. "fp8" when the checkpoint ships KV scales */
+    char quant_method[32];   /* quantization_config.quant_method, "" if none */
+    char kv_cache_quant[32]; /* e.g. "fp8" when the checkpoint ships KV scales */
     bool has_kv_scales;
-    int64_t encoder_layers;      /* encoder-decoder models; 0 otherwise */
+    int64_t encoder_layers; /* encoder-decoder models; 0 otherwise */
 };
 
 /* Parse config.json text. `where` names the source for errors. */
@@ -162,9 +162,9 @@ struct sw_st_tensor {
 };
 
 struct sw_st_file {
-    uint64_t header_len;   /* N of the 8-byte prefix */
-    uint64_t data_len;     /* max data offset: the data area the header describes */
-    uint64_t file_size;    /* 8 + header_len + data_len when the file is whole */
+    uint64_t header_len; /* N of the 8-byte prefix */
+    uint64_t data_len;   /* max data offset: the data area the header describes */
+    uint64_t file_size;  /* 8 + header_len + data_len when the file is whole */
     size_t n_tensors;
     struct sw_st_tensor *tensors;
     uint64_t bytes_by_dtype[SW_ST__N];
@@ -186,23 +186,23 @@ void sw_st_file_free(struct sw_st_file *f);
 
 /* model.safetensors.index.json: weight map and completeness of the shard set. */
 struct sw_st_shard {
-    char *file;          /* shard file name as the index names it */
-    size_t n_tensors;    /* tensors the index maps to it */
-    bool present;        /* exists in the directory */
-    bool complete;       /* size == 8 + header + data (and its header parsed) */
-    uint64_t size;       /* bytes on disk */
-    char problem[256];   /* why not complete, "" if complete */
+    char *file;        /* shard file name as the index names it */
+    size_t n_tensors;  /* tensors the index maps to it */
+    bool present;      /* exists in the directory */
+    bool complete;     /* size == 8 + header + data (and its header parsed) */
+    uint64_t size;     /* bytes on disk */
+    char problem[256]; /* why not complete, "" if complete */
 };
 
 struct sw_st_index {
     size_t n_tensors;
     size_t n_shards;
     struct sw_st_shard *shards;
-    uint64_t total_size;     /* metadata.total_size, 0 if absent */
+    uint64_t total_size; /* metadata.total_size, 0 if absent */
     uint64_t bytes_by_dtype[SW_ST__N];
-    uint64_t weight_bytes;   /* sum of every tensor's bytes over the shards read */
-    bool complete;           /* every shard present and whole, every mapped tensor found */
-    size_t missing_tensors;  /* mapped in the index but absent from its shard's header */
+    uint64_t weight_bytes;  /* sum of every tensor's bytes over the shards read */
+    bool complete;          /* every shard present and whole, every mapped tensor found */
+    size_t missing_tensors; /* mapped in the index but absent from its shard's header */
 };
 
 /*

@@ -24,7 +24,7 @@ extern "C" {
 
 struct sw_fork_profile {
     char name[64];
-    char extends[16];              /* "vllm" */
+    char extends[16]; /* "vllm" */
     /* KV-law terms */
     int64_t extra_attn_bytes_per_token;
     int64_t extra_mamba_blocks;
@@ -32,11 +32,11 @@ struct sw_fork_profile {
     bool has_arena;
     uint64_t usable, weights, non_torch, graphs, overhead;
     bool subtract_graphs;
-    uint64_t overhead_step;        /* added per `overhead_per` tokens of MNBT above threshold */
+    uint64_t overhead_step; /* added per `overhead_per` tokens of MNBT above threshold */
     int64_t overhead_threshold, overhead_per;
-    double reserve_per_token;      /* B/token x max_model_len */
-    int64_t adjust;                /* signed bytes, a calibration term (0 when declared) */
-    uint64_t slot;                 /* bytes per arena slot */
+    double reserve_per_token; /* B/token x max_model_len */
+    int64_t adjust;           /* signed bytes, a calibration term (0 when declared) */
+    uint64_t slot;            /* bytes per arena slot */
 };
 
 struct sw_arena {

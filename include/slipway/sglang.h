@@ -27,22 +27,22 @@ extern "C" {
 struct sw_sglang_opts {
     int tp, pp, dp;
     bool enable_dp_attention;
-    char kv_cache_dtype[32];  /* "auto", "fp8_e4m3", "fp8_e5m2", "bf16" */
-    char dtype[32];           /* "auto" */
-    char mamba_ssm_dtype[32]; /* server_args default "float32" */
-    double mem_fraction_static;  /* 0 = SGLang's default heuristic */
-    uint64_t gpu_mem_bytes;      /* card capacity (for the default fraction) */
-    uint64_t pre_load_free_bytes;  /* free memory before weights (total_gpu_memory in SGLang) */
+    char kv_cache_dtype[32];        /* "auto", "fp8_e4m3", "fp8_e5m2", "bf16" */
+    char dtype[32];                 /* "auto" */
+    char mamba_ssm_dtype[32];       /* server_args default "float32" */
+    double mem_fraction_static;     /* 0 = SGLang's default heuristic */
+    uint64_t gpu_mem_bytes;         /* card capacity (for the default fraction) */
+    uint64_t pre_load_free_bytes;   /* free memory before weights (total_gpu_memory in SGLang) */
     uint64_t post_load_avail_bytes; /* free memory after weights ("avail mem=" at load end) */
-    int64_t max_total_tokens;    /* --max-total-tokens */
+    int64_t max_total_tokens;       /* --max-total-tokens */
     int64_t max_running_requests;
     int64_t max_mamba_cache_size;
     double mamba_full_memory_ratio; /* 0 = 0.9 */
     bool disable_radix_cache;
-    int64_t page_size;           /* 0 = 1 */
-    int64_t context_length;      /* 0 = max_position_embeddings */
-    int64_t chunked_prefill_size; /* 0 = SGLang's bucket by GPU memory */
-    int64_t cuda_graph_max_bs;    /* 0 = bucket (approximate; see docs) */
+    int64_t page_size;              /* 0 = 1 */
+    int64_t context_length;         /* 0 = max_position_embeddings */
+    int64_t chunked_prefill_size;   /* 0 = SGLang's bucket by GPU memory */
+    int64_t cuda_graph_max_bs;      /* 0 = bucket (approximate; see docs) */
     char speculative_algorithm[32]; /* "", "EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM" */
     int64_t spec_num_steps, spec_eagle_topk, spec_num_draft_tokens;
 };
@@ -51,16 +51,16 @@ void sw_sglang_opts_init(struct sw_sglang_opts *o);
 struct sw_sglang_report {
     double mem_fraction_static;
     bool fraction_defaulted;
-    double reserved_mem_mib;       /* the default heuristic's reserve */
-    double rest_gib;               /* after the mamba pool */
-    int64_t cell_bytes;            /* KV bytes per token over the KV layers of one rank */
+    double reserved_mem_mib; /* the default heuristic's reserve */
+    double rest_gib;         /* after the mamba pool */
+    int64_t cell_bytes;      /* KV bytes per token over the KV layers of one rank */
     int64_t kv_layers;
-    int64_t mamba_cache_per_req;   /* bytes of one request's mamba state (0 if none) */
-    int64_t max_mamba_cache_size;  /* mamba pool slots */
-    int64_t max_total_num_tokens;  /* "KV Cache is allocated. #tokens: N" */
-    int64_t max_num_reqs;          /* req_to_token pool size before the scheduler */
+    int64_t mamba_cache_per_req;  /* bytes of one request's mamba state (0 if none) */
+    int64_t max_mamba_cache_size; /* mamba pool slots */
+    int64_t max_total_num_tokens; /* "KV Cache is allocated. #tokens: N" */
+    int64_t max_num_reqs;         /* req_to_token pool size before the scheduler */
     int64_t max_running_requests;
-    double k_size_gb, v_size_gb;   /* as printed: GB = 2^30 bytes */
+    double k_size_gb, v_size_gb; /* as printed: GB = 2^30 bytes */
     double mamba_conv_gb, mamba_ssm_gb;
     char warnings[512];
 };

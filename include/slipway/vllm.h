@@ -55,20 +55,20 @@ enum sw_vllm_mamba_mode { SW_MAMBA_NONE = 0, SW_MAMBA_ALIGN, SW_MAMBA_ALL };
 /* One layer as vLLM's KV cache manager sees it on one rank. */
 struct sw_vllm_spec {
     enum sw_vllm_kind kind;
-    int layer;             /* model layer index; >= 1000 for draft / MTP layers */
-    bool draft;            /* added by speculative decoding */
+    int layer;  /* model layer index; >= 1000 for draft / MTP layers */
+    bool draft; /* added by speculative decoding */
     int64_t block_size;
     /* attention */
-    int64_t num_kv_heads;  /* per rank (replicated when the model has fewer than TP) */
+    int64_t num_kv_heads; /* per rank (replicated when the model has fewer than TP) */
     int64_t head_size;
     int64_t head_size_v;
     unsigned dtype_bytes;
-    bool per_token_head_scales; /* fp8/int8_per_token_head: 2 x kv_heads x fp32 per token */
+    bool per_token_head_scales;    /* fp8/int8_per_token_head: 2 x kv_heads x fp32 per token */
     int64_t extra_bytes_per_token; /* fork profile: bytes per token a fork adds to the page */
     int64_t sliding_window;
     int64_t chunk_size;
     /* mamba-like state: shapes flattened to element counts */
-    char mamba_type[16];   /* "mamba1", "mamba2", "gdn", "short_conv" */
+    char mamba_type[16]; /* "mamba1", "mamba2", "gdn", "short_conv" */
     int n_states;
     int64_t state_elems[2];
     unsigned state_bytes[2];
@@ -91,20 +91,20 @@ struct sw_vllm_opts {
     char dtype[32];             /* --dtype, "auto" */
     char mamba_cache_dtype[32]; /* --mamba-cache-dtype, "auto" */
     char mamba_ssm_cache_dtype[32];
-    int64_t block_size;         /* --block-size, 0 = engine's choice */
-    int64_t max_model_len;      /* 0 = max_position_embeddings */
+    int64_t block_size;    /* --block-size, 0 = engine's choice */
+    int64_t max_model_len; /* 0 = max_position_embeddings */
     int64_t max_num_seqs;
     int64_t max_num_batched_tokens;
-    double gpu_memory_utilization; /* 0 = 0.9 */
+    double gpu_memory_utilization;  /* 0 = 0.9 */
     uint64_t kv_cache_memory_bytes; /* --kv-cache-memory-bytes */
-    int enable_prefix_caching;  /* -1 = default, 0 off, 1 on */
-    int mamba_cache_mode;       /* -1 = default, else enum sw_vllm_mamba_mode */
+    int enable_prefix_caching;      /* -1 = default, 0 off, 1 on */
+    int mamba_cache_mode;           /* -1 = default, else enum sw_vllm_mamba_mode */
     bool disable_hybrid_kv_cache_manager;
     int64_t num_gpu_blocks_override;
     /* speculative decoding (--speculative-config) */
-    char spec_method[32];       /* "", "mtp", "eagle", "eagle3", "draft_model", "ngram", ... */
+    char spec_method[32]; /* "", "mtp", "eagle", "eagle3", "draft_model", "ngram", ... */
     int64_t num_speculative_tokens;
-    char spec_model[1024];      /* draft model directory, when given */
+    char spec_model[1024];            /* draft model directory, when given */
     const struct sw_hf_config *draft; /* loaded draft config (NULL = none) */
     /* memory facts for the budget (bytes per rank) */
     uint64_t gpu_total_bytes;
@@ -112,7 +112,7 @@ struct sw_vllm_opts {
     uint64_t activation_peak_bytes;
     uint64_t non_torch_bytes;
     uint64_t cudagraph_bytes;
-    uint64_t stage_kv_bytes[16];   /* per PP stage, when the stages differ (0 = the same) */
+    uint64_t stage_kv_bytes[16]; /* per PP stage, when the stages differ (0 = the same) */
     /* fork profile terms (0 = plain vLLM) */
     int64_t extra_attn_bytes_per_token; /* added to each attention page, per token per layer */
     int64_t extra_mamba_blocks;         /* added to each mamba group's blocks per request */
@@ -121,11 +121,11 @@ struct sw_vllm_opts {
 void sw_vllm_opts_init(struct sw_vllm_opts *o);
 
 #define SW_VLLM_MAX_GROUPS 64
-#define SW_VLLM_MAX_SPECS (SW_HF_MAX_LAYERS + 16)
+#define SW_VLLM_MAX_SPECS  (SW_HF_MAX_LAYERS + 16)
 
 struct sw_vllm_group {
     enum sw_vllm_kind kind;
-    int n_layers;          /* real layers in this group */
+    int n_layers; /* real layers in this group */
     int64_t block_size;
     int64_t page_bytes;
     int64_t blocks_per_request;
@@ -134,26 +134,26 @@ struct sw_vllm_group {
 
 struct sw_vllm_report {
     enum sw_vllm_version version;
-    int pp_stage;                 /* the stage that limits num_blocks */
+    int pp_stage; /* the stage that limits num_blocks */
     uint64_t available_kv_bytes;
-    bool available_from_flag;     /* --kv-cache-memory-bytes */
-    int64_t block_size;           /* cache_config.block_size after hybrid alignment */
-    bool block_size_set;          /* the engine prints "Setting attention block size to" */
-    double mamba_padding_pct;     /* -1 when not printed */
-    int padding_layers;           /* "Add N padding layers" (sum over buckets) */
-    int64_t group_size;           /* layers per group (the divisor of the budget) */
-    int64_t page_bytes;           /* uniform page per layer, or the uniform-type group page */
+    bool available_from_flag; /* --kv-cache-memory-bytes */
+    int64_t block_size;       /* cache_config.block_size after hybrid alignment */
+    bool block_size_set;      /* the engine prints "Setting attention block size to" */
+    double mamba_padding_pct; /* -1 when not printed */
+    int padding_layers;       /* "Add N padding layers" (sum over buckets) */
+    int64_t group_size;       /* layers per group (the divisor of the budget) */
+    int64_t page_bytes;       /* uniform page per layer, or the uniform-type group page */
     int64_t num_gpu_blocks;
     int64_t blocks_per_request;
-    int64_t kv_cache_tokens;      /* "GPU KV cache size: N tokens" */
-    double max_concurrency;       /* "Maximum concurrency for L tokens per request: X x" */
+    int64_t kv_cache_tokens; /* "GPU KV cache size: N tokens" */
+    double max_concurrency;  /* "Maximum concurrency for L tokens per request: X x" */
     int64_t max_model_len;
-    int64_t kv_needed_bytes;      /* KV for one request of max_model_len */
-    int64_t estimated_max_len;    /* when one request does not fit: the engine's suggestion */
-    bool fits;                    /* at least one max_model_len request fits */
+    int64_t kv_needed_bytes;   /* KV for one request of max_model_len */
+    int64_t estimated_max_len; /* when one request does not fit: the engine's suggestion */
+    bool fits;                 /* at least one max_model_len request fits */
     int n_groups;
     struct sw_vllm_group groups[SW_VLLM_MAX_GROUPS];
-    int n_specs;                  /* layers with a cache on the limiting stage */
+    int n_specs; /* layers with a cache on the limiting stage */
     char warnings[1024];
 };
 
@@ -186,25 +186,25 @@ int sw_vllm_plan_argv(int argc, char **argv, const struct sw_vllm_opts *facts,
  * what vLLM and SGLang print and the figures of their failures.
  */
 struct sw_vllm_bootlog {
-    char engine[16];           /* "vllm" or "sglang" */
+    char engine[16]; /* "vllm" or "sglang" */
     char engine_version[64];
     bool has_tokens, has_concurrency, has_available, has_blocks, has_block_size;
-    int64_t kv_cache_tokens;   /* "GPU KV cache size: N tokens" */
-    double max_concurrency;    /* "Maximum concurrency for L tokens per request: X x" */
-    int64_t concurrency_len;   /* L */
-    double available_kv_gib;   /* "Available KV cache memory: X GiB" */
-    int64_t num_gpu_blocks;    /* V0 "# GPU blocks: N" */
-    int64_t block_size;        /* "Setting attention block size to N tokens" */
-    double mamba_padding_pct;  /* "Padding mamba page size by X%", -1 if absent */
-    int padding_layers;        /* "Add N padding layers" */
-    double weights_gib;        /* "Model loading took X GiB" */
+    int64_t kv_cache_tokens;  /* "GPU KV cache size: N tokens" */
+    double max_concurrency;   /* "Maximum concurrency for L tokens per request: X x" */
+    int64_t concurrency_len;  /* L */
+    double available_kv_gib;  /* "Available KV cache memory: X GiB" */
+    int64_t num_gpu_blocks;   /* V0 "# GPU blocks: N" */
+    int64_t block_size;       /* "Setting attention block size to N tokens" */
+    double mamba_padding_pct; /* "Padding mamba page size by X%", -1 if absent */
+    int padding_layers;       /* "Add N padding layers" */
+    double weights_gib;       /* "Model loading took X GiB" */
     /* SGLang */
     bool has_sglang_kv;
-    int64_t sglang_tokens;     /* "KV Cache is allocated. #tokens: N" */
+    int64_t sglang_tokens; /* "KV Cache is allocated. #tokens: N" */
     double sglang_k_gb, sglang_v_gb;
     int64_t max_total_num_tokens;
     int64_t max_running_requests;
-    int64_t mamba_slots;       /* "Mamba Cache is allocated. max_mamba_cache_size: N" */
+    int64_t mamba_slots; /* "Mamba Cache is allocated. max_mamba_cache_size: N" */
     /* the boot: booted, failed, furthest phase, failure {class, phase, message, line} */
     struct sw_boot_status st;
     /* figures of the failure */

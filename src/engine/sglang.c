@@ -15,11 +15,22 @@
 #include <strings.h>
 
 static const char *const sg_bool[] = {
-    "--disable-radix-cache", "--enable-dp-attention", "--trust-remote-code",
-    "--disable-cuda-graph", "--enable-torch-compile", "--enable-metrics", "--skip-server-warmup",
-    "--enable-mixed-chunk", "--disable-overlap-schedule", "--enable-memory-saver",
-    "--disable-custom-all-reduce", "--enable-piecewise-cuda-graph", "--log-requests",
-    "--enable-hierarchical-cache", "--disable-chunked-prefix-cache", NULL,
+    "--disable-radix-cache",
+    "--enable-dp-attention",
+    "--trust-remote-code",
+    "--disable-cuda-graph",
+    "--enable-torch-compile",
+    "--enable-metrics",
+    "--skip-server-warmup",
+    "--enable-mixed-chunk",
+    "--disable-overlap-schedule",
+    "--enable-memory-saver",
+    "--disable-custom-all-reduce",
+    "--enable-piecewise-cuda-graph",
+    "--log-requests",
+    "--enable-hierarchical-cache",
+    "--disable-chunked-prefix-cache",
+    NULL,
 };
 
 static bool sg_is_bool(const char *f)
@@ -34,8 +45,7 @@ static int geti(const char *flag, const char *v, int64_t *out, struct sw_err *e)
 {
     uint64_t u;
     if (sw_parse_count(v, &u, NULL) || u > (uint64_t)INT64_MAX)
-        return sw_err_at(e, SW_EINVAL, "<argv>", 0, 0, "%s: \"%s\" is not a whole number", flag,
-                         v);
+        return sw_err_at(e, SW_EINVAL, "<argv>", 0, 0, "%s: \"%s\" is not a whole number", flag, v);
     *out = (int64_t)u;
     return 0;
 }
@@ -269,8 +279,7 @@ int sw_sglang_bootlog_parse(const char *text, size_t len, struct sw_vllm_bootlog
         f->cls = SW_BOOT_KV_TOO_SMALL;
         f->phase = SW_PHASE_KV_ALLOC;
         f->line = line;
-        sw__engine_copy_line(f->message, sizeof(f->message), nm,
-                             (size_t)((le ? le : end) - nm));
+        sw__engine_copy_line(f->message, sizeof(f->message), nm, (size_t)((le ? le : end) - nm));
         snprintf(o->kind, sizeof(o->kind), "runtime_error");
         o->st.failed = true;
     }

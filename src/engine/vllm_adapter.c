@@ -54,8 +54,7 @@ int sw__vllm_render(const struct sw_engine_launch *l, struct sw_engine_cmd *out,
                           "--kv-cache-dtype",
                           l->cache_type_v, l->cache_type_k);
     if (l->parallel && l->ctx_size && l->ctx_size % l->parallel)
-        return sw_err_set(e, SW_EINVAL,
-                          "launch.ctx_size %llu is not a multiple of parallel %llu",
+        return sw_err_set(e, SW_EINVAL, "launch.ctx_size %llu is not a multiple of parallel %llu",
                           (unsigned long long)l->ctx_size, (unsigned long long)l->parallel);
     rc |= push(out, &out->argv, &out->argc, l->binary ? l->binary : "vllm");
     rc |= push(out, &out->argv, &out->argc, "serve");
@@ -158,9 +157,13 @@ int sw__vllm_diff(const json_t *predicted, const json_t *printed, const json_t *
         const char *field;
         double tol;
     } f[] = {
-        {"kv_cache_tokens", 0},   {"num_gpu_blocks", 0},       {"block_size", 0},
-        {"max_concurrency", 0.005}, {"available_kv_bytes", 0.005 * 1073741824.0 + 1},
-        {"max_total_num_tokens", 0}, {"max_running_requests", 0},
+        {"kv_cache_tokens", 0},
+        {"num_gpu_blocks", 0},
+        {"block_size", 0},
+        {"max_concurrency", 0.005},
+        {"available_kv_bytes", 0.005 * 1073741824.0 + 1},
+        {"max_total_num_tokens", 0},
+        {"max_running_requests", 0},
     };
     const json_t *p = report_of(predicted), *g = report_of(printed);
     const json_t *prec = precision ? precision : json_object_get(printed, "precision");

@@ -29,8 +29,12 @@ static int parse_int(const char *flag, const char *v, int64_t *out, struct sw_er
         if (sw_parse_double(buf, &d, NULL) || d < 0)
             goto bad;
         char s = v[n - 1];
-        double m = (s == 'k') ? 1e3 : (s == 'm') ? 1e6 : (s == 'g') ? 1e9
-                 : (s == 'K') ? 1024.0 : (s == 'M') ? 1048576.0 : 1073741824.0;
+        double m = (s == 'k')   ? 1e3
+                   : (s == 'm') ? 1e6
+                   : (s == 'g') ? 1e9
+                   : (s == 'K') ? 1024.0
+                   : (s == 'M') ? 1048576.0
+                                : 1073741824.0;
         double r = d * m;
         if (r != (double)(int64_t)r)
             goto bad;
@@ -51,15 +55,35 @@ bad:
 }
 
 static const char *const bool_flags[] = {
-    "--enable-prefix-caching", "--no-enable-prefix-caching", "--enforce-eager",
-    "--trust-remote-code", "--disable-hybrid-kv-cache-manager", "--enable-expert-parallel",
-    "--disable-custom-all-reduce", "--enable-chunked-prefill", "--no-enable-chunked-prefill",
-    "--enable-auto-tool-choice", "--disable-log-requests", "--disable-log-stats",
-    "--enable-log-requests", "--no-enable-flashinfer-autotune", "--async-scheduling",
-    "--no-async-scheduling", "--enable-lora", "--skip-tokenizer-init", "--enable-sleep-mode",
-    "--expert-precise-memory", "--headless", "--enable-eplb", "--enable-dbo",
-    "--disable-cascade-attn", "--enable-return-routed-experts", "--enable-force-include-usage",
-    "--enable-prompt-tokens-details", "--disable-frontend-multiprocessing", "--enable-mfu-metrics",
+    "--enable-prefix-caching",
+    "--no-enable-prefix-caching",
+    "--enforce-eager",
+    "--trust-remote-code",
+    "--disable-hybrid-kv-cache-manager",
+    "--enable-expert-parallel",
+    "--disable-custom-all-reduce",
+    "--enable-chunked-prefill",
+    "--no-enable-chunked-prefill",
+    "--enable-auto-tool-choice",
+    "--disable-log-requests",
+    "--disable-log-stats",
+    "--enable-log-requests",
+    "--no-enable-flashinfer-autotune",
+    "--async-scheduling",
+    "--no-async-scheduling",
+    "--enable-lora",
+    "--skip-tokenizer-init",
+    "--enable-sleep-mode",
+    "--expert-precise-memory",
+    "--headless",
+    "--enable-eplb",
+    "--enable-dbo",
+    "--disable-cascade-attn",
+    "--enable-return-routed-experts",
+    "--enable-force-include-usage",
+    "--enable-prompt-tokens-details",
+    "--disable-frontend-multiprocessing",
+    "--enable-mfu-metrics",
     NULL,
 };
 
@@ -211,8 +235,10 @@ int sw_vllm_parse_argv(int argc, char **argv, struct sw_vllm_opts *o, const char
                 rc = sw_err_at(e, SW_ERANGE, "<argv>", 0, 0, "%s must be 1..1024 (got %s)", flag,
                                val);
             if (!rc) {
-                int *dst = flag[2] == 't' ? &o->tp : flag[2] == 'p' && flag[3] == 'i' ? &o->pp
-                           : flag[2] == 'd' ? &o->dcp : &o->pcp;
+                int *dst = flag[2] == 't'                     ? &o->tp
+                           : flag[2] == 'p' && flag[3] == 'i' ? &o->pp
+                           : flag[2] == 'd'                   ? &o->dcp
+                                                              : &o->pcp;
                 *dst = (int)n;
             }
         } else if (!strcmp(flag, "--max-model-len")) {
@@ -317,8 +343,8 @@ int sw_vllm_plan_argv(int argc, char **argv, const struct sw_vllm_opts *facts,
     if (!o.kv_cache_memory_bytes && o.gpu_total_bytes && !o.weights_bytes) {
         uint64_t wb = 0;
         if (sw_hf_weight_bytes(dir, &wb, NULL) == 0)
-            o.weights_bytes = wb / (uint64_t)(o.tp > 0 ? o.tp : 1) /
-                              (uint64_t)(o.pp > 0 ? o.pp : 1);
+            o.weights_bytes =
+                wb / (uint64_t)(o.tp > 0 ? o.tp : 1) / (uint64_t)(o.pp > 0 ? o.pp : 1);
     }
     rc = sw_vllm_plan(cfg, &o, r, e);
     if (!rc && ignored[0])

@@ -21,13 +21,20 @@
 static int rank(enum sw_boot_phase p)
 {
     switch (p) {
-    case SW_PHASE_ARGS: return 1;
-    case SW_PHASE_LOAD: return 2;
-    case SW_PHASE_PROFILE: return 3;
-    case SW_PHASE_KV_ALLOC: return 4;
-    case SW_PHASE_GRAPH_CAPTURE: return 5;
-    case SW_PHASE_RUNTIME: return 6;
-    default: return 0;
+    case SW_PHASE_ARGS:
+        return 1;
+    case SW_PHASE_LOAD:
+        return 2;
+    case SW_PHASE_PROFILE:
+        return 3;
+    case SW_PHASE_KV_ALLOC:
+        return 4;
+    case SW_PHASE_GRAPH_CAPTURE:
+        return 5;
+    case SW_PHASE_RUNTIME:
+        return 6;
+    default:
+        return 0;
     }
 }
 
@@ -42,8 +49,8 @@ static bool num_at(const char *p, const char *end, double *out, const char **aft
 {
     char buf[48];
     size_t n = 0;
-    while (p < end && n + 1 < sizeof(buf) && (isdigit((unsigned char)*p) || *p == '.' ||
-                                              *p == ',' || (n == 0 && *p == '-'))) {
+    while (p < end && n + 1 < sizeof(buf) &&
+           (isdigit((unsigned char)*p) || *p == '.' || *p == ',' || (n == 0 && *p == '-'))) {
         if (*p != ',')
             buf[n++] = *p;
         p++;
@@ -131,14 +138,22 @@ static void set_fail(struct sw_vllm_bootlog *o, enum sw_boot_class c, enum sw_bo
 static int prio(enum sw_boot_class c)
 {
     switch (c) {
-    case SW_BOOT_BAD_FLAG: return 7;
-    case SW_BOOT_BAD_PATH: return 6;
-    case SW_BOOT_COMPILE_CONSTRAINT: return 5;
-    case SW_BOOT_KV_TOO_SMALL: return 5;
-    case SW_BOOT_OOM: return 4;
-    case SW_BOOT_ENGINE_DEAD_EXIT0: return 2;
-    case SW_BOOT_UNKNOWN: return 1;
-    default: return 0;
+    case SW_BOOT_BAD_FLAG:
+        return 7;
+    case SW_BOOT_BAD_PATH:
+        return 6;
+    case SW_BOOT_COMPILE_CONSTRAINT:
+        return 5;
+    case SW_BOOT_KV_TOO_SMALL:
+        return 5;
+    case SW_BOOT_OOM:
+        return 4;
+    case SW_BOOT_ENGINE_DEAD_EXIT0:
+        return 2;
+    case SW_BOOT_UNKNOWN:
+        return 1;
+    default:
+        return 0;
     }
 }
 
@@ -293,8 +308,7 @@ void sw__bootlog_classify(const char *text, size_t len, struct sw_vllm_bootlog *
         set_fail(o, SW_BOOT_UNKNOWN, phase, "exception", err_p, err_e, err_line);
 }
 
-int sw_vllm_bootlog_parse(const char *text, size_t len, struct sw_vllm_bootlog *o,
-                          struct sw_err *e)
+int sw_vllm_bootlog_parse(const char *text, size_t len, struct sw_vllm_bootlog *o, struct sw_err *e)
 {
     memset(o, 0, sizeof(*o));
     snprintf(o->engine, sizeof(o->engine), "vllm");
@@ -348,8 +362,7 @@ int sw_vllm_bootlog_parse(const char *text, size_t len, struct sw_vllm_bootlog *
             o->num_gpu_blocks = (int64_t)v;
             o->has_blocks = true;
         }
-        if ((q = find(p, le, "Setting attention block size to ")) &&
-            num_at(q + 32, le, &v, NULL)) {
+        if ((q = find(p, le, "Setting attention block size to ")) && num_at(q + 32, le, &v, NULL)) {
             o->block_size = (int64_t)v;
             o->has_block_size = true;
         }

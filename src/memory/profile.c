@@ -30,8 +30,9 @@ static int bytes_of(json_t *v, const char *where, const char *key, double *out, 
     static const struct {
         const char *u;
         double m;
-    } units[] = {{"", 1},         {"B", 1},          {"KiB", 1024.0},  {"MiB", 1048576.0},
-                 {"GiB", 1073741824.0}, {"kB", 1e3}, {"MB", 1e6},      {"GB", 1e9}};
+    } units[] = {
+        {"", 1},     {"B", 1},    {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0},
+        {"kB", 1e3}, {"MB", 1e6}, {"GB", 1e9}};
     for (size_t i = 0; i < SW_ARRAY_LEN(units); i++)
         if (!strcmp(end, units[i].u)) {
             *out = d * units[i].m;
@@ -150,8 +151,8 @@ void sw_profile_apply_vllm(const struct sw_fork_profile *p, struct sw_vllm_opts 
     o->extra_mamba_blocks = p->extra_mamba_blocks;
 }
 
-int sw_profile_arena(const struct sw_fork_profile *p, int64_t L, int64_t mnbt,
-                     struct sw_arena *a, struct sw_err *e)
+int sw_profile_arena(const struct sw_fork_profile *p, int64_t L, int64_t mnbt, struct sw_arena *a,
+                     struct sw_err *e)
 {
     memset(a, 0, sizeof(*a));
     if (!p->has_arena)

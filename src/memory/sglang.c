@@ -29,8 +29,10 @@ double sw_sglang_default_mem_fraction(const struct sw_sglang_opts *o, double *re
     double gpu_mem = (double)o->gpu_mem_bytes / 1048576.0; /* MiB */
     int64_t chunk = o->chunked_prefill_size;
     if (chunk == 0)
-        chunk = gpu_mem < 35 * 1024 ? 2048 : gpu_mem < 60 * 1024 ? 4096
-                : gpu_mem < 160 * 1024 ? 8192 : 16384;
+        chunk = gpu_mem < 35 * 1024    ? 2048
+                : gpu_mem < 60 * 1024  ? 4096
+                : gpu_mem < 160 * 1024 ? 8192
+                                       : 16384;
     int64_t bs = o->cuda_graph_max_bs;
     if (bs == 0)
         bs = gpu_mem < 35 * 1024 ? 24 : 160; /* approximate buckets: pass --cuda-graph-max-bs */
@@ -61,11 +63,10 @@ static unsigned kv_bytes(const struct sw_hf_config *c, const struct sw_sglang_op
     const char *k = o->kv_cache_dtype;
     if (!strncmp(k, "fp8", 3) || !strcmp(k, "int8"))
         return 1;
-    if (!strcmp(k, "bf16") || !strcmp(k, "bfloat16") || !strcmp(k, "fp16") ||
-        !strcmp(k, "float16"))
+    if (!strcmp(k, "bf16") || !strcmp(k, "bfloat16") || !strcmp(k, "fp16") || !strcmp(k, "float16"))
         return 2;
-    unsigned b = strcmp(o->dtype, "auto") ? sw_hf_dtype_size(o->dtype)
-                                          : sw_hf_dtype_size(c->torch_dtype);
+    unsigned b =
+        strcmp(o->dtype, "auto") ? sw_hf_dtype_size(o->dtype) : sw_hf_dtype_size(c->torch_dtype);
     return (b == 0 || b == 4) ? 2 : b;
 }
 
@@ -75,8 +76,8 @@ int sw_sglang_plan(const struct sw_hf_config *c, const struct sw_sglang_opts *o,
     memset(r, 0, sizeof(*r));
     int64_t tp = o->tp > 0 ? o->tp : 1;
     unsigned kvb = kv_bytes(c, o);
-    unsigned mdt = strcmp(o->dtype, "auto") ? sw_hf_dtype_size(o->dtype)
-                                            : sw_hf_dtype_size(c->torch_dtype);
+    unsigned mdt =
+        strcmp(o->dtype, "auto") ? sw_hf_dtype_size(o->dtype) : sw_hf_dtype_size(c->torch_dtype);
     if (mdt == 0 || mdt == 4)
         mdt = 2;
     unsigned ssm = sw_hf_dtype_size(o->mamba_ssm_dtype[0] ? o->mamba_ssm_dtype : "float32");
@@ -85,8 +86,8 @@ int sw_sglang_plan(const struct sw_hf_config *c, const struct sw_sglang_opts *o,
 
     /* KV layers: every attention layer, except that hybrids keep KV only on full attention. */
     int64_t n_full = sw_hf_count_kind(c, SW_HF_LAYER_FULL) + sw_hf_count_kind(c, SW_HF_LAYER_MLA);
-    int64_t n_swa = sw_hf_count_kind(c, SW_HF_LAYER_SLIDING) +
-                    sw_hf_count_kind(c, SW_HF_LAYER_CHUNKED);
+    int64_t n_swa =
+        sw_hf_count_kind(c, SW_HF_LAYER_SLIDING) + sw_hf_count_kind(c, SW_HF_LAYER_CHUNKED);
     int64_t n_lin = sw_hf_count_kind(c, SW_HF_LAYER_LINEAR);
     int64_t n_m2 = sw_hf_count_kind(c, SW_HF_LAYER_MAMBA2) + sw_hf_count_kind(c, SW_HF_LAYER_MAMBA);
     bool hybrid = n_lin + n_m2 > 0;
@@ -101,8 +102,9 @@ int sw_sglang_plan(const struct sw_hf_config *c, const struct sw_sglang_opts *o,
         r->cell_bytes = kvh * c->head_dim * r->kv_layers * 2 * kvb;
     }
     if (r->cell_bytes <= 0)
-        return sw_err_set(e, SW_EUNSUPPORTED, "no KV layers: SGLang's attention-free path is not "
-                                              "modelled");
+        return sw_err_set(e, SW_EUNSUPPORTED,
+                          "no KV layers: SGLang's attention-free path is not "
+                          "modelled");
     /* Mamba state per request: conv (model dtype) + temporal (mamba_ssm_dtype). */
     if (hybrid) {
         int64_t per = 0;
@@ -156,9 +158,8 @@ int sw_sglang_plan(const struct sw_hf_config *c, const struct sw_sglang_opts *o,
         else {
             double ratio = o->mamba_full_memory_ratio > 0 ? o->mamba_full_memory_ratio : 0.9;
             double mem = rest * ratio / (1 + ratio);
-            r->max_mamba_cache_size = mem > 0 ? (int64_t)floor(mem * (double)SW_GIB /
-                                                               (double)r->mamba_cache_per_req)
-                                              : 0;
+            r->max_mamba_cache_size =
+                mem > 0 ? (int64_t)floor(mem * (double)SW_GIB / (double)r->mamba_cache_per_req) : 0;
         }
         rest -= (double)(r->max_mamba_cache_size * r->mamba_cache_per_req) / (double)SW_GIB;
     }
@@ -171,12 +172,13 @@ int sw_sglang_plan(const struct sw_hf_config *c, const struct sw_sglang_opts *o,
         ctx = 4096;
     int64_t reqs = SW_MIN(SW_MAX((int64_t)((double)tokens / (double)ctx * 512), 2048), 4096);
     if (hybrid) {
-        int64_t ratio = o->disable_radix_cache ? 1 : 3; /* MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO */
+        int64_t ratio =
+            o->disable_radix_cache ? 1 : 3; /* MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO */
         reqs = SW_MIN(reqs, r->max_mamba_cache_size / ratio);
     }
     if (o->speculative_algorithm[0] && strcmp(o->speculative_algorithm, "NGRAM"))
-        tokens += reqs * o->spec_num_steps * o->spec_eagle_topk +
-                  reqs * o->spec_num_draft_tokens + 100;
+        tokens +=
+            reqs * o->spec_num_steps * o->spec_eagle_topk + reqs * o->spec_num_draft_tokens + 100;
     int64_t page = o->page_size > 0 ? o->page_size : 1;
     tokens = tokens / page * page;
     if (tokens <= 0)
@@ -226,8 +228,9 @@ json_t *sw_sglang_report_json(const struct sw_sglang_report *r)
     sw_json_set_real(rep, "v_size_gb", round(r->v_size_gb * 100) / 100);
     char b[256];
     if (r->v_size_gb > 0)
-        snprintf(b, sizeof(b), "KV Cache is allocated. #tokens: %lld, K size: %.2f GB, V size: "
-                               "%.2f GB",
+        snprintf(b, sizeof(b),
+                 "KV Cache is allocated. #tokens: %lld, K size: %.2f GB, V size: "
+                 "%.2f GB",
                  (long long)r->max_total_num_tokens, r->k_size_gb, r->v_size_gb);
     else
         snprintf(b, sizeof(b), "KV Cache is allocated. #tokens: %lld, KV size: %.2f GB",

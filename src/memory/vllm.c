@@ -20,9 +20,12 @@ static int64_t cdiv(int64_t a, int64_t b)
 const char *sw_vllm_version_name(enum sw_vllm_version v)
 {
     switch (v) {
-    case SW_VLLM_CURRENT: return "vllm-v1-current (>= 0.24: tokens = concurrency x max_model_len)";
-    case SW_VLLM_V1_LEGACY: return "vllm-v1-legacy (tokens = blocks // groups x block_size)";
-    case SW_VLLM_V0: return "vllm-v0 (# GPU blocks x block_size)";
+    case SW_VLLM_CURRENT:
+        return "vllm-v1-current (>= 0.24: tokens = concurrency x max_model_len)";
+    case SW_VLLM_V1_LEGACY:
+        return "vllm-v1-legacy (tokens = blocks // groups x block_size)";
+    case SW_VLLM_V0:
+        return "vllm-v0 (# GPU blocks x block_size)";
     }
     return "?";
 }
@@ -54,7 +57,7 @@ int sw_vllm_version_parse(const char *s, enum sw_vllm_version *out)
 const char *sw_vllm_kind_name(enum sw_vllm_kind k)
 {
     static const char *n[] = {"FullAttentionSpec", "SlidingWindowSpec", "ChunkedLocalAttentionSpec",
-                              "MLAAttentionSpec", "MambaSpec", "EncoderOnlyAttentionSpec"};
+                              "MLAAttentionSpec",  "MambaSpec",         "EncoderOnlyAttentionSpec"};
     return (unsigned)k < SW_ARRAY_LEN(n) ? n[k] : "?";
 }
 
@@ -198,9 +201,8 @@ static int mamba_spec(const struct sw_hf_config *c, const struct sw_vllm_opts *o
     unsigned conv_b = mamba_dtype(o->mamba_cache_dtype, mdt);
     unsigned ssm_fb = c->mamba_ssm_dtype[0] ? sw_hf_dtype_size(c->mamba_ssm_dtype) : conv_b;
     unsigned ssm_b = mamba_dtype(o->mamba_ssm_cache_dtype, ssm_fb ? ssm_fb : conv_b);
-    int64_t nspec = (!strcmp(o->spec_method, "ngram") || !o->spec_method[0])
-                        ? 0
-                        : o->num_speculative_tokens;
+    int64_t nspec =
+        (!strcmp(o->spec_method, "ngram") || !o->spec_method[0]) ? 0 : o->num_speculative_tokens;
     s->kind = SW_VLLM_MAMBA;
     s->num_speculative_blocks = nspec;
     s->state_bytes[0] = conv_b;
@@ -277,7 +279,8 @@ int sw_vllm_specs(const struct sw_hf_config *c, const struct sw_vllm_opts *o, in
         memset(s, 0, sizeof(*s));
         s->layer = (int)i;
         switch (k) {
-        case SW_HF_LAYER_NONE: continue;
+        case SW_HF_LAYER_NONE:
+            continue;
         case SW_HF_LAYER_FULL:
         case SW_HF_LAYER_SLIDING:
         case SW_HF_LAYER_CHUNKED:
@@ -386,7 +389,8 @@ static int64_t blocks_per_request(const struct sw_vllm_spec *s, const struct sw_
             b = 1 + s->num_speculative_blocks;
         return b + o->extra_mamba_blocks;
     }
-    case SW_VLLM_ENCODER_ONLY: return 0;
+    case SW_VLLM_ENCODER_ONLY:
+        return 0;
     }
     return 0;
 }
@@ -421,8 +425,7 @@ static void hybrid_align(struct sw_vllm_spec *s, int n, const struct sw_vllm_opt
             r->block_size_set = true;
         } else if (o->block_size < need) {
             /* Current: a multiple of the user's block size; legacy: the minimum. */
-            bs = o->version == SW_VLLM_CURRENT ? o->block_size * cdiv(need, o->block_size)
-                                               : need;
+            bs = o->version == SW_VLLM_CURRENT ? o->block_size * cdiv(need, o->block_size) : need;
             r->block_size_set = true;
         }
         int64_t attn_page = bs * a1;
@@ -624,9 +627,9 @@ int sw_vllm_plan(const struct sw_hf_config *c, const struct sw_vllm_opts *o,
         r->available_from_flag = true;
     } else if (o->gpu_total_bytes) {
         /* config/cache.py: 0.92 in current vLLM, 0.9 before. */
-        double util = o->gpu_memory_utilization > 0 ? o->gpu_memory_utilization
+        double util = o->gpu_memory_utilization > 0   ? o->gpu_memory_utilization
                       : o->version == SW_VLLM_CURRENT ? 0.92
-                                                       : 0.9;
+                                                      : 0.9;
         double req = (double)o->gpu_total_bytes * util;
         double used = (double)o->weights_bytes + (double)o->activation_peak_bytes +
                       (double)o->non_torch_bytes;
@@ -772,12 +775,14 @@ int sw_vllm_report_lines(const struct sw_vllm_report *r, struct sw_buf *b)
     char t1[32], t2[32];
     int rc = 0;
     if (r->block_size_set)
-        rc |= sw_buf_printf(b, "Setting attention block size to %lld tokens to ensure that "
-                               "attention page size is >= mamba page size.\n",
+        rc |= sw_buf_printf(b,
+                            "Setting attention block size to %lld tokens to ensure that "
+                            "attention page size is >= mamba page size.\n",
                             (long long)r->block_size);
     if (r->mamba_padding_pct >= 0)
-        rc |= sw_buf_printf(b, "Padding mamba page size by %.2f%% to ensure that mamba page size "
-                               "and attention page size are exactly equal.\n",
+        rc |= sw_buf_printf(b,
+                            "Padding mamba page size by %.2f%% to ensure that mamba page size "
+                            "and attention page size are exactly equal.\n",
                             r->mamba_padding_pct);
     if (r->padding_layers > 0)
         rc |= sw_buf_printf(b, "Add %d padding layers\n", r->padding_layers);
@@ -793,12 +798,13 @@ int sw_vllm_report_lines(const struct sw_vllm_report *r, struct sw_buf *b)
     rc |= sw_buf_printf(b, "Maximum concurrency for %s tokens per request: %.2fx\n",
                         commas(r->max_model_len, t2, sizeof(t2)), r->max_concurrency);
     if (!r->fits)
-        rc |= sw_buf_printf(b, "ValueError: one request of %lld tokens needs %.2f GiB of KV cache, "
-                               "more than the available %.2f GiB; estimated maximum model "
-                               "length is %lld\n",
-                            (long long)r->max_model_len, (double)r->kv_needed_bytes / SW_GIB,
-                            (double)r->available_kv_bytes / SW_GIB,
-                            (long long)r->estimated_max_len);
+        rc |=
+            sw_buf_printf(b,
+                          "ValueError: one request of %lld tokens needs %.2f GiB of KV cache, "
+                          "more than the available %.2f GiB; estimated maximum model "
+                          "length is %lld\n",
+                          (long long)r->max_model_len, (double)r->kv_needed_bytes / SW_GIB,
+                          (double)r->available_kv_bytes / SW_GIB, (long long)r->estimated_max_len);
     return rc ? SW_ENOMEM : 0;
 }
 

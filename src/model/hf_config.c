@@ -32,12 +32,11 @@ unsigned sw_hf_dtype_size(const char *n)
         const char *name;
         unsigned size;
     } t[] = {
-        {"float32", 4}, {"fp32", 4},     {"float", 4},      {"F32", 4},       {"float16", 2},
-        {"fp16", 2},    {"half", 2},     {"F16", 2},        {"bfloat16", 2},  {"bf16", 2},
-        {"BF16", 2},    {"float64", 8},  {"F64", 8},        {"fp8", 1},       {"fp8_e4m3", 1},
-        {"fp8_e5m2", 1}, {"F8_E4M3", 1}, {"F8_E5M2", 1},    {"float8_e4m3fn", 1},
-        {"float8_e5m2", 1}, {"int8", 1}, {"uint8", 1},      {"fp8_inc", 1},   {"fp8_ds_mla", 1},
-        {"auto", 0},
+        {"float32", 4},  {"fp32", 4},    {"float", 4},   {"F32", 4},           {"float16", 2},
+        {"fp16", 2},     {"half", 2},    {"F16", 2},     {"bfloat16", 2},      {"bf16", 2},
+        {"BF16", 2},     {"float64", 8}, {"F64", 8},     {"fp8", 1},           {"fp8_e4m3", 1},
+        {"fp8_e5m2", 1}, {"F8_E4M3", 1}, {"F8_E5M2", 1}, {"float8_e4m3fn", 1}, {"float8_e5m2", 1},
+        {"int8", 1},     {"uint8", 1},   {"fp8_inc", 1}, {"fp8_ds_mla", 1},    {"auto", 0},
     };
     for (size_t i = 0; i < SW_ARRAY_LEN(t); i++)
         if (strcasecmp(n, t[i].name) == 0)
@@ -76,16 +75,16 @@ static int get_int(const struct two *c, const char *where, const char *key, int6
         *out = (int64_t)json_real_value(v);
     } else if (json_is_boolean(v) || json_is_string(v) || json_is_array(v) || json_is_object(v)) {
         return sw_err_at(e, SW_EPARSE, where, 0, 0, "%s must be an integer (got %s)", key,
-                         json_is_string(v) ? "a string" : json_is_array(v) ? "an array"
-                                                       : json_is_object(v) ? "an object"
-                                                                           : "a boolean");
+                         json_is_string(v)   ? "a string"
+                         : json_is_array(v)  ? "an array"
+                         : json_is_object(v) ? "an object"
+                                             : "a boolean");
     } else {
         return sw_err_at(e, SW_EPARSE, where, 0, 0, "%s must be an integer (got %g)", key,
                          json_real_value(v));
     }
     if (*out < 0 || *out > (1ll << 40))
-        return sw_err_at(e, SW_ERANGE, where, 0, 0, "%s out of range (%lld)", key,
-                         (long long)*out);
+        return sw_err_at(e, SW_ERANGE, where, 0, 0, "%s out of range (%lld)", key, (long long)*out);
     return 0;
 }
 
@@ -149,8 +148,7 @@ static int read_layer_pattern(const struct two *c, const char *where, struct sw_
                              lt ? "layer_types" : "layers_block_type");
         size_t len = json_array_size(list);
         if ((int64_t)len < n)
-            return sw_err_at(e, SW_EPARSE, where, 0, 0,
-                             "%s has %zu entries for %lld layers",
+            return sw_err_at(e, SW_EPARSE, where, 0, 0, "%s has %zu entries for %lld layers",
                              lt ? "layer_types" : "layers_block_type", len, (long long)n);
         for (int64_t i = 0; i < n; i++) {
             json_t *s = json_array_get(list, (size_t)i);
@@ -160,10 +158,9 @@ static int read_layer_pattern(const struct two *c, const char *where, struct sw_
                                  lt ? "layer_types" : "layers_block_type", (long long)i);
             o->layer_kind[i] = kind_from_string(json_string_value(s), o->model_type, &ok);
             if (!ok)
-                return sw_err_at(e, SW_EUNSUPPORTED, where, 0, 0,
-                                 "%s[%lld]: unknown layer type \"%s\"",
-                                 lt ? "layer_types" : "layers_block_type", (long long)i,
-                                 json_string_value(s));
+                return sw_err_at(
+                    e, SW_EUNSUPPORTED, where, 0, 0, "%s[%lld]: unknown layer type \"%s\"",
+                    lt ? "layer_types" : "layers_block_type", (long long)i, json_string_value(s));
         }
         o->layer_types_given = true;
     } else if (hop && json_is_string(hop)) {
@@ -175,21 +172,27 @@ static int read_layer_pattern(const struct two *c, const char *where, struct sw_
                              strlen(p), (long long)n);
         for (int64_t i = 0; i < n; i++) {
             switch (p[i]) {
-            case 'M': o->layer_kind[i] = SW_HF_LAYER_MAMBA2; break;
-            case '*': o->layer_kind[i] = SW_HF_LAYER_FULL; break;
+            case 'M':
+                o->layer_kind[i] = SW_HF_LAYER_MAMBA2;
+                break;
+            case '*':
+                o->layer_kind[i] = SW_HF_LAYER_FULL;
+                break;
             case '-':
-            case 'E': o->layer_kind[i] = SW_HF_LAYER_NONE; break;
+            case 'E':
+                o->layer_kind[i] = SW_HF_LAYER_NONE;
+                break;
             default:
                 return sw_err_at(e, SW_EPARSE, where, 0, 0,
-                                 "hybrid_override_pattern[%lld]: unknown symbol '%c'",
-                                 (long long)i, p[i]);
+                                 "hybrid_override_pattern[%lld]: unknown symbol '%c'", (long long)i,
+                                 p[i]);
             }
         }
         o->layer_types_given = true;
     } else if (o->full_attention_interval > 0) {
         for (int64_t i = 0; i < n; i++)
-            o->layer_kind[i] = ((i + 1) % o->full_attention_interval == 0) ? SW_HF_LAYER_FULL
-                                                                           : SW_HF_LAYER_LINEAR;
+            o->layer_kind[i] =
+                ((i + 1) % o->full_attention_interval == 0) ? SW_HF_LAYER_FULL : SW_HF_LAYER_LINEAR;
     } else if (o->attention_chunk_size > 0 && nrl && json_is_array(nrl)) {
         /* llama4: no_rope_layers[i] == 0 marks a global NoPE layer; the rest are chunked. */
         for (int64_t i = 0; i < n && (size_t)i < json_array_size(nrl); i++) {
@@ -201,9 +204,8 @@ static int read_layer_pattern(const struct two *c, const char *where, struct sw_
     } else if (o->sliding_window > 0 && use_swa) {
         if (o->sliding_window_pattern > 0) {
             for (int64_t i = 0; i < n; i++)
-                o->layer_kind[i] = ((i + 1) % o->sliding_window_pattern == 0)
-                                       ? SW_HF_LAYER_FULL
-                                       : SW_HF_LAYER_SLIDING;
+                o->layer_kind[i] = ((i + 1) % o->sliding_window_pattern == 0) ? SW_HF_LAYER_FULL
+                                                                              : SW_HF_LAYER_SLIDING;
         } else if (!strcmp(o->model_type, "gemma2") || !strcmp(o->model_type, "gpt_oss")) {
             for (int64_t i = 0; i < n; i++)
                 o->layer_kind[i] = (i % 2 == 0) ? SW_HF_LAYER_SLIDING : SW_HF_LAYER_FULL;
@@ -275,13 +277,20 @@ int sw_hf_config_parse(const char *text, size_t len, const char *where, struct s
         size_t off;
     } ints[] = {
 #define F(k, f) {k, offsetof(struct sw_hf_config, f)}
-        F("num_hidden_layers", num_hidden_layers), F("n_layer", num_hidden_layers),
-        F("num_layers", num_hidden_layers), F("hidden_size", hidden_size),
-        F("d_model", hidden_size), F("n_embd", hidden_size), F("num_attention_heads", num_attention_heads),
-        F("n_head", num_attention_heads), F("num_key_value_heads", num_key_value_heads),
-        F("head_dim", head_dim), F("vocab_size", vocab_size),
+        F("num_hidden_layers", num_hidden_layers),
+        F("n_layer", num_hidden_layers),
+        F("num_layers", num_hidden_layers),
+        F("hidden_size", hidden_size),
+        F("d_model", hidden_size),
+        F("n_embd", hidden_size),
+        F("num_attention_heads", num_attention_heads),
+        F("n_head", num_attention_heads),
+        F("num_key_value_heads", num_key_value_heads),
+        F("head_dim", head_dim),
+        F("vocab_size", vocab_size),
         F("max_position_embeddings", max_position_embeddings),
-        F("intermediate_size", intermediate_size), F("sliding_window", sliding_window),
+        F("intermediate_size", intermediate_size),
+        F("sliding_window", sliding_window),
         F("sliding_window_pattern", sliding_window_pattern),
         F("full_attention_interval", full_attention_interval),
         F("attention_chunk_size", attention_chunk_size),
@@ -290,19 +299,32 @@ int sw_hf_config_parse(const char *text, size_t len, const char *where, struct s
         F("linear_key_head_dim", linear_key_head_dim),
         F("linear_value_head_dim", linear_value_head_dim),
         F("linear_conv_kernel_dim", linear_conv_kernel_dim),
-        F("state_size", mamba_d_state), F("ssm_state_size", mamba_d_state),
-        F("mamba_d_state", mamba_d_state), F("conv_kernel", mamba_d_conv),
-        F("mamba_d_conv", mamba_d_conv), F("d_conv", mamba_d_conv), F("expand", mamba_expand),
-        F("mamba_expand", mamba_expand), F("n_groups", mamba_n_groups),
-        F("mamba_n_groups", mamba_n_groups), F("mamba_n_heads", mamba_num_heads),
-        F("mamba_head_dim", mamba_head_dim), F("mamba_d_head", mamba_head_dim),
-        F("mamba_d_ssm", mamba_d_inner), F("mamba_intermediate_size", mamba_d_inner),
-        F("conv_L_cache", conv_L_cache), F("kv_lora_rank", kv_lora_rank),
-        F("qk_rope_head_dim", qk_rope_head_dim), F("qk_nope_head_dim", qk_nope_head_dim),
-        F("v_head_dim", v_head_dim), F("q_lora_rank", q_lora_rank),
+        F("state_size", mamba_d_state),
+        F("ssm_state_size", mamba_d_state),
+        F("mamba_d_state", mamba_d_state),
+        F("conv_kernel", mamba_d_conv),
+        F("mamba_d_conv", mamba_d_conv),
+        F("d_conv", mamba_d_conv),
+        F("expand", mamba_expand),
+        F("mamba_expand", mamba_expand),
+        F("n_groups", mamba_n_groups),
+        F("mamba_n_groups", mamba_n_groups),
+        F("mamba_n_heads", mamba_num_heads),
+        F("mamba_head_dim", mamba_head_dim),
+        F("mamba_d_head", mamba_head_dim),
+        F("mamba_d_ssm", mamba_d_inner),
+        F("mamba_intermediate_size", mamba_d_inner),
+        F("conv_L_cache", conv_L_cache),
+        F("kv_lora_rank", kv_lora_rank),
+        F("qk_rope_head_dim", qk_rope_head_dim),
+        F("qk_nope_head_dim", qk_nope_head_dim),
+        F("v_head_dim", v_head_dim),
+        F("q_lora_rank", q_lora_rank),
         F("num_nextn_predict_layers", num_nextn_predict_layers),
-        F("mtp_num_hidden_layers", num_nextn_predict_layers), F("num_experts", num_experts),
-        F("num_local_experts", num_experts), F("n_routed_experts", num_experts),
+        F("mtp_num_hidden_layers", num_nextn_predict_layers),
+        F("num_experts", num_experts),
+        F("num_local_experts", num_experts),
+        F("n_routed_experts", num_experts),
         F("num_experts_per_tok", num_experts_per_tok),
         F("moe_intermediate_size", moe_intermediate_size),
         F("encoder_layers", encoder_layers),
@@ -334,8 +356,7 @@ int sw_hf_config_parse(const char *text, size_t len, const char *where, struct s
     o->tie_word_embeddings = tie && json_is_true(tie);
 
     if (o->num_hidden_layers <= 0) {
-        rc = sw_err_at(e, SW_EPARSE, where, 0, 0,
-                       "num_hidden_layers is missing or 0%s",
+        rc = sw_err_at(e, SW_EPARSE, where, 0, 0, "num_hidden_layers is missing or 0%s",
                        o->is_vlm ? " (looked in text_config and the top level)" : "");
         goto out;
     }
@@ -381,9 +402,8 @@ int sw_hf_config_parse(const char *text, size_t len, const char *where, struct s
                 snprintf(o->kv_cache_quant, sizeof(o->kv_cache_quant), "fp8");
             else if (t && json_is_string(t))
                 snprintf(o->kv_cache_quant, sizeof(o->kv_cache_quant), "%s%lld",
-                         json_string_value(t), nb && json_is_integer(nb)
-                                                   ? (long long)json_integer_value(nb)
-                                                   : 0ll);
+                         json_string_value(t),
+                         nb && json_is_integer(nb) ? (long long)json_integer_value(nb) : 0ll);
         } else if (kva && json_is_string(kva)) {
             o->has_kv_scales = true;
             snprintf(o->kv_cache_quant, sizeof(o->kv_cache_quant), "%s", json_string_value(kva));

@@ -205,9 +205,9 @@ int sw_st_parse_header(const char *json, size_t len, uint64_t file_size, const c
         if (!off || !json_is_array(off) || json_array_size(off) != 2 ||
             get_u64(json_array_get(off, 0), &ts->begin) ||
             get_u64(json_array_get(off, 1), &ts->end) || ts->begin > ts->end) {
-            rc = sw_err_at_offset(e, SW_EPARSE, where, at,
-                                  "tensor \"%s\": data_offsets must be [begin, end] with begin <= end",
-                                  name);
+            rc = sw_err_at_offset(
+                e, SW_EPARSE, where, at,
+                "tensor \"%s\": data_offsets must be [begin, end] with begin <= end", name);
             goto out;
         }
         uint64_t bits;
@@ -225,11 +225,11 @@ int sw_st_parse_header(const char *json, size_t len, uint64_t file_size, const c
             goto out;
         }
         if (bounded && ts->end > data_avail) {
-            rc = sw_err_at_offset(e, SW_ETRUNC, where, at,
-                                  "tensor \"%s\": data ends at %llu, past the data area (%llu "
-                                  "bytes; file truncated?)",
-                                  name, (unsigned long long)ts->end,
-                                  (unsigned long long)data_avail);
+            rc =
+                sw_err_at_offset(e, SW_ETRUNC, where, at,
+                                 "tensor \"%s\": data ends at %llu, past the data area (%llu "
+                                 "bytes; file truncated?)",
+                                 name, (unsigned long long)ts->end, (unsigned long long)data_avail);
             goto out;
         }
         ts->name = sw_strdup(name);
@@ -287,8 +287,8 @@ static uint64_t le64(const unsigned char *p)
     return v;
 }
 
-static int check_prefix(const unsigned char *p, size_t avail, uint64_t file_size,
-                        const char *where, uint64_t *n, struct sw_err *e)
+static int check_prefix(const unsigned char *p, size_t avail, uint64_t file_size, const char *where,
+                        uint64_t *n, struct sw_err *e)
 {
     if (file_size < 8 || avail < 8) {
         char what[96];
@@ -301,11 +301,11 @@ static int check_prefix(const unsigned char *p, size_t avail, uint64_t file_size
     if (*n > file_size - 8 || *n > SW_ST_HEADER_CEILING) {
         char what[96];
         sw_sniff(p, avail < 64 ? avail : 64, what, sizeof(what));
-        return sw_err_at_offset(e, *n > file_size - 8 ? SW_ETRUNC : SW_ERANGE, where, 0,
-                                "header length %llu %s (file %llu bytes; looks like %s)",
-                                (unsigned long long)*n,
-                                *n > file_size - 8 ? "exceeds the file" : "exceeds the 100 MiB ceiling",
-                                (unsigned long long)file_size, what);
+        return sw_err_at_offset(
+            e, *n > file_size - 8 ? SW_ETRUNC : SW_ERANGE, where, 0,
+            "header length %llu %s (file %llu bytes; looks like %s)", (unsigned long long)*n,
+            *n > file_size - 8 ? "exceeds the file" : "exceeds the 100 MiB ceiling",
+            (unsigned long long)file_size, what);
     }
     return 0;
 }
@@ -419,9 +419,9 @@ int sw_st_index_load(const char *dir, struct sw_st_index *ix, struct sw_err *e)
     json_object_foreach(wm, tname, f)
     {
         if (!json_is_string(f) || !safe_name(json_string_value(f))) {
-            rc = sw_err_at(e, SW_EPARSE, path, 0, 0,
-                           "weight_map[\"%s\"] must name a shard file in the same directory",
-                           tname);
+            rc =
+                sw_err_at(e, SW_EPARSE, path, 0, 0,
+                          "weight_map[\"%s\"] must name a shard file in the same directory", tname);
             goto out;
         }
         const char *fn = json_string_value(f);

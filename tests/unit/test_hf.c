@@ -61,13 +61,14 @@ static void test_config_vlm_text_config(void **state)
     /* Qwen3.5-style VLM: text fields nested, dtype under the new "dtype" key, explicit layer
      * types, fp32 SSM state. */
     char cfg[4096];
-    int n = snprintf(cfg, sizeof(cfg), "{\"architectures\":[\"Qwen3_5ForConditionalGeneration\"],"
-                                       "\"model_type\":\"qwen3_5\",\"vision_config\":{\"depth\":27},"
-                                       "\"text_config\":{\"model_type\":\"qwen3_5_text\","
-                                       "\"num_hidden_layers\":8,\"num_attention_heads\":16,"
-                                       "\"num_key_value_heads\":4,\"head_dim\":256,"
-                                       "\"hidden_size\":2560,\"dtype\":\"bfloat16\","
-                                       "\"mamba_ssm_dtype\":\"float32\",\"layer_types\":[");
+    int n = snprintf(cfg, sizeof(cfg),
+                     "{\"architectures\":[\"Qwen3_5ForConditionalGeneration\"],"
+                     "\"model_type\":\"qwen3_5\",\"vision_config\":{\"depth\":27},"
+                     "\"text_config\":{\"model_type\":\"qwen3_5_text\","
+                     "\"num_hidden_layers\":8,\"num_attention_heads\":16,"
+                     "\"num_key_value_heads\":4,\"head_dim\":256,"
+                     "\"hidden_size\":2560,\"dtype\":\"bfloat16\","
+                     "\"mamba_ssm_dtype\":\"float32\",\"layer_types\":[");
     for (int i = 0; i < 8; i++)
         n += snprintf(cfg + n, sizeof(cfg) - n, "%s\"%s\"", i ? "," : "",
                       (i % 4 == 3) ? "full_attention" : "linear_attention");
@@ -259,8 +260,8 @@ static void test_index(void **state)
 
     /* a truncated second shard (a download cut short) */
     size_t n;
-    char *b = st_make("{\"b\":{\"dtype\":\"F8_E4M3\",\"shape\":[32],\"data_offsets\":[0,32]}}", 32,
-                      &n);
+    char *b =
+        st_make("{\"b\":{\"dtype\":\"F8_E4M3\",\"shape\":[32],\"data_offsets\":[0,32]}}", 32, &n);
     swt_write(swt_join(dir, "model-00002-of-00002.safetensors"), b, n - 5);
     free(b);
     assert_int_equal(sw_st_index_load(dir, &ix, &e), 0);
@@ -312,10 +313,14 @@ int main(void)
 {
     sw_core_init();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_config_qwen3_next),  cmocka_unit_test(test_config_vlm_text_config),
-        cmocka_unit_test(test_config_families),    cmocka_unit_test(test_config_hostile),
-        cmocka_unit_test(test_safetensors_roundtrip), cmocka_unit_test(test_safetensors_hostile),
-        cmocka_unit_test(test_index),              cmocka_unit_test(test_alloc_failures),
+        cmocka_unit_test(test_config_qwen3_next),
+        cmocka_unit_test(test_config_vlm_text_config),
+        cmocka_unit_test(test_config_families),
+        cmocka_unit_test(test_config_hostile),
+        cmocka_unit_test(test_safetensors_roundtrip),
+        cmocka_unit_test(test_safetensors_hostile),
+        cmocka_unit_test(test_index),
+        cmocka_unit_test(test_alloc_failures),
     };
     return cmocka_run_group_tests_name("hf", tests, NULL, NULL);
 }

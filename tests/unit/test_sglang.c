@@ -68,7 +68,8 @@ static void test_gpt2_pool_line(void **state)
 
 #define FRANK                                                                                      \
     "{\"model_type\":\"qwen3_next\",\"num_hidden_layers\":48,\"num_attention_heads\":16,"          \
-    "\"num_key_value_heads\":2,\"head_dim\":256,\"hidden_size\":2048,\"full_attention_interval\":4," \
+    "\"num_key_value_heads\":2,\"head_dim\":256,\"hidden_size\":2048,\"full_attention_interval\":" \
+    "4,"                                                                                           \
     "\"linear_num_key_heads\":16,\"linear_num_value_heads\":48,\"linear_key_head_dim\":128,"       \
     "\"linear_value_head_dim\":128,\"linear_conv_kernel_dim\":4,\"torch_dtype\":\"bfloat16\","     \
     "\"max_position_embeddings\":262144}"
@@ -112,8 +113,8 @@ static void test_hybrid_autofit(void **state)
     struct sw_sglang_report r;
     struct sw_err e;
     assert_int_equal(sw_sglang_plan(&C, &o, &r, &e), 0);
-    double rest = 20.0 - 31.0 * 0.15;                 /* 15.35 GiB */
-    double mamba = rest * 0.9 / 1.9;                  /* GiB */
+    double rest = 20.0 - 31.0 * 0.15; /* 15.35 GiB */
+    double mamba = rest * 0.9 / 1.9;  /* GiB */
     int64_t slots = (int64_t)(mamba * (1 << 30) / 57729024.0);
     assert_int_equal(r.max_mamba_cache_size, slots);
     double left = rest - (double)slots * 57729024.0 / (1 << 30);
@@ -128,18 +129,35 @@ static void test_argv(void **state)
 {
     char *dir = swt_tmpdir();
     swt_write_str(swt_join(dir, "config.json"), FRANK);
-    char *argv[] = {"python", "-m", "sglang.launch_server", "--model-path", dir, "--tp", "2",
-                    "--kv-cache-dtype", "fp8_e4m3", "--max-total-tokens", "606208",
-                    "--max-mamba-cache-size", "32", "--max-running-requests", "4",
-                    "--context-length", "151552", "--disable-cuda-graph", "--port", "7770"};
+    char *argv[] = {"python",
+                    "-m",
+                    "sglang.launch_server",
+                    "--model-path",
+                    dir,
+                    "--tp",
+                    "2",
+                    "--kv-cache-dtype",
+                    "fp8_e4m3",
+                    "--max-total-tokens",
+                    "606208",
+                    "--max-mamba-cache-size",
+                    "32",
+                    "--max-running-requests",
+                    "4",
+                    "--context-length",
+                    "151552",
+                    "--disable-cuda-graph",
+                    "--port",
+                    "7770"};
     struct sw_sglang_report r;
     struct sw_err e;
     if (sw_sglang_plan_argv((int)SW_ARRAY_LEN(argv), argv, NULL, &r, &e))
         fail_msg("%s", e.msg);
     assert_int_equal(r.max_total_num_tokens, 606208);
     assert_non_null(strstr(r.warnings, "--port"));
-    char *bad[] = {"python", "-m", "sglang.launch_server", "--model-path", dir,
-                   "--mem-fraction-static", "1.5"};
+    char *bad[] = {"python",       "-m", "sglang.launch_server",
+                   "--model-path", dir,  "--mem-fraction-static",
+                   "1.5"};
     assert_int_not_equal(sw_sglang_plan_argv((int)SW_ARRAY_LEN(bad), bad, NULL, &r, &e), 0);
     assert_non_null(strstr(e.msg, "--mem-fraction-static"));
     swt_tmpdir_free(dir);
@@ -149,7 +167,8 @@ static void test_bootlog(void **state)
 {
     struct sw_vllm_bootlog b;
     const char *log =
-        "[kvcached][INFO] Init kvcached KV cache allocator: num_layers=12, mem_size_per_layer=363MB\n"
+        "[kvcached][INFO] Init kvcached KV cache allocator: num_layers=12, "
+        "mem_size_per_layer=363MB\n"
         "[kvcached][INFO] VirtualKV Cache is allocated. #tokens: 248479, K size: 7.99 GB, V size: "
         "7.99 GB\n"
         "[kvcached][INFO] Physical KV Cache limits by --mem-fraction-static: #tokens: 248479, K "
@@ -187,9 +206,12 @@ int main(void)
 {
     sw_core_init();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_default_fraction), cmocka_unit_test(test_gpt2_pool_line),
-        cmocka_unit_test(test_frank_hybrid_pinned), cmocka_unit_test(test_hybrid_autofit),
-        cmocka_unit_test(test_argv),             cmocka_unit_test(test_bootlog),
+        cmocka_unit_test(test_default_fraction),
+        cmocka_unit_test(test_gpt2_pool_line),
+        cmocka_unit_test(test_frank_hybrid_pinned),
+        cmocka_unit_test(test_hybrid_autofit),
+        cmocka_unit_test(test_argv),
+        cmocka_unit_test(test_bootlog),
     };
     return cmocka_run_group_tests_name("sglang", tests, NULL, NULL);
 }

@@ -171,10 +171,12 @@ static void test_deepseek_v2_lite_mla_pp(void **state)
 
 #define QWEN36_35B                                                                                 \
     "{\"model_type\":\"qwen3_5_moe_text\",\"num_hidden_layers\":40,\"num_attention_heads\":16,"    \
-    "\"num_key_value_heads\":2,\"head_dim\":256,\"hidden_size\":2048,\"full_attention_interval\":4," \
+    "\"num_key_value_heads\":2,\"head_dim\":256,\"hidden_size\":2048,\"full_attention_interval\":" \
+    "4,"                                                                                           \
     "\"linear_num_key_heads\":16,\"linear_num_value_heads\":32,\"linear_key_head_dim\":128,"       \
     "\"linear_value_head_dim\":128,\"linear_conv_kernel_dim\":4,\"dtype\":\"bfloat16\","           \
-    "\"mamba_ssm_dtype\":\"float32\",\"mtp_num_hidden_layers\":1,\"max_position_embeddings\":262144}"
+    "\"mamba_ssm_dtype\":\"float32\",\"mtp_num_hidden_layers\":1,\"max_position_embeddings\":"     \
+    "262144}"
 
 /* vllm-club3090-652 (v0.24.0): Qwen3.6-35B-A3B, fp8 KV, prefix caching, 131072: 6.01 GiB ->
  * 569,878 tokens, 4.35x. GDN state 2,146,304 B (fp32 temporal + bf16 conv) sets the attention
@@ -215,7 +217,8 @@ static void test_qwen36_35b_padding_bf16(void **state)
 
 #define QWEN36_27B                                                                                 \
     "{\"model_type\":\"qwen3_5_text\",\"num_hidden_layers\":64,\"num_attention_heads\":24,"        \
-    "\"num_key_value_heads\":4,\"head_dim\":256,\"hidden_size\":5120,\"full_attention_interval\":4," \
+    "\"num_key_value_heads\":4,\"head_dim\":256,\"hidden_size\":5120,\"full_attention_interval\":" \
+    "4,"                                                                                           \
     "\"linear_num_key_heads\":16,\"linear_num_value_heads\":48,\"linear_key_head_dim\":128,"       \
     "\"linear_value_head_dim\":128,\"linear_conv_kernel_dim\":4,\"dtype\":\"float16\","            \
     "\"mamba_ssm_dtype\":\"float32\",\"mtp_num_hidden_layers\":1}"
@@ -263,7 +266,8 @@ static void test_qwen36_27b_mtp(void **state)
  */
 #define FRANK                                                                                      \
     "{\"model_type\":\"qwen3_next\",\"num_hidden_layers\":48,\"num_attention_heads\":16,"          \
-    "\"num_key_value_heads\":2,\"head_dim\":256,\"hidden_size\":2048,\"full_attention_interval\":4," \
+    "\"num_key_value_heads\":2,\"head_dim\":256,\"hidden_size\":2048,\"full_attention_interval\":" \
+    "4,"                                                                                           \
     "\"linear_num_key_heads\":16,\"linear_num_value_heads\":48,\"linear_key_head_dim\":128,"       \
     "\"linear_value_head_dim\":128,\"linear_conv_kernel_dim\":4,\"torch_dtype\":\"bfloat16\","     \
     "\"mamba_ssm_dtype\":\"float32\",\"max_position_embeddings\":262144}"
@@ -387,12 +391,12 @@ int main(void)
 {
     sw_core_init();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_qwen25_7b_awq),       cmocka_unit_test(test_qwen25_1_5b_spark),
-        cmocka_unit_test(test_llama31_8b_v0),       cmocka_unit_test(test_qwen25_3b_t4_v0),
-        cmocka_unit_test(test_qwen3vl_30b),         cmocka_unit_test(test_deepseek_v2_lite_mla_pp),
-        cmocka_unit_test(test_qwen36_35b_hybrid),   cmocka_unit_test(test_qwen36_35b_padding_bf16),
-        cmocka_unit_test(test_qwen36_27b_mtp),      cmocka_unit_test(test_frank_primary),
-        cmocka_unit_test(test_kv_too_small),        cmocka_unit_test(test_gpt_oss_sliding),
+        cmocka_unit_test(test_qwen25_7b_awq),     cmocka_unit_test(test_qwen25_1_5b_spark),
+        cmocka_unit_test(test_llama31_8b_v0),     cmocka_unit_test(test_qwen25_3b_t4_v0),
+        cmocka_unit_test(test_qwen3vl_30b),       cmocka_unit_test(test_deepseek_v2_lite_mla_pp),
+        cmocka_unit_test(test_qwen36_35b_hybrid), cmocka_unit_test(test_qwen36_35b_padding_bf16),
+        cmocka_unit_test(test_qwen36_27b_mtp),    cmocka_unit_test(test_frank_primary),
+        cmocka_unit_test(test_kv_too_small),      cmocka_unit_test(test_gpt_oss_sliding),
         cmocka_unit_test(test_versions),
     };
     return cmocka_run_group_tests_name("vllm", tests, NULL, NULL);

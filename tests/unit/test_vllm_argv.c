@@ -16,21 +16,37 @@
 
 static void test_parse_flags(void **state)
 {
-    char *argv[] = {"vllm", "serve", "/models/frank", "-tp", "2", "--max_model_len=262144",
-                    "--max-num-seqs", "3", "--kv-cache-dtype", "fp8",
-                    "--kv-cache-memory-bytes", "6100000000", "--max-num-batched-tokens", "2k",
-                    "--enable-prefix-caching", "--mamba-cache-mode", "align",
-                    "--speculative-config", "{\"method\":\"mtp\",\"num_speculative_tokens\":4}",
-                    "--host", "0.0.0.0", "--trust-remote-code", "--gpu-memory-utilization",
+    char *argv[] = {"vllm",
+                    "serve",
+                    "/models/frank",
+                    "-tp",
+                    "2",
+                    "--max_model_len=262144",
+                    "--max-num-seqs",
+                    "3",
+                    "--kv-cache-dtype",
+                    "fp8",
+                    "--kv-cache-memory-bytes",
+                    "6100000000",
+                    "--max-num-batched-tokens",
+                    "2k",
+                    "--enable-prefix-caching",
+                    "--mamba-cache-mode",
+                    "align",
+                    "--speculative-config",
+                    "{\"method\":\"mtp\",\"num_speculative_tokens\":4}",
+                    "--host",
+                    "0.0.0.0",
+                    "--trust-remote-code",
+                    "--gpu-memory-utilization",
                     "0.98"};
     struct sw_vllm_opts o;
     sw_vllm_opts_init(&o);
     const char *dir;
     char ign[256];
     struct sw_err e;
-    assert_int_equal(sw_vllm_parse_argv((int)SW_ARRAY_LEN(argv), argv, &o, &dir, ign, sizeof(ign),
-                                        &e),
-                     0);
+    assert_int_equal(
+        sw_vllm_parse_argv((int)SW_ARRAY_LEN(argv), argv, &o, &dir, ign, sizeof(ign), &e), 0);
     assert_string_equal(dir, "/models/frank");
     assert_int_equal(o.tp, 2);
     assert_int_equal(o.max_model_len, 262144);
@@ -87,9 +103,13 @@ static void test_plan_argv(void **state)
                   "\"linear_key_head_dim\":128,\"linear_value_head_dim\":128,"
                   "\"linear_conv_kernel_dim\":4,\"torch_dtype\":\"bfloat16\","
                   "\"mamba_ssm_dtype\":\"float32\",\"max_position_embeddings\":262144}");
-    char *argv[] = {"vllm", "serve", (char *)dir, "--tensor-parallel-size", "2",
-                    "--max-model-len", "262144", "--kv-cache-dtype", "fp8",
-                    "--kv-cache-memory-bytes", "6.1e9", "--max-num-seqs", "3"};
+    char *argv[] = {"vllm",      "serve",
+                    (char *)dir, "--tensor-parallel-size",
+                    "2",         "--max-model-len",
+                    "262144",    "--kv-cache-dtype",
+                    "fp8",       "--kv-cache-memory-bytes",
+                    "6.1e9",     "--max-num-seqs",
+                    "3"};
     struct sw_vllm_opts facts;
     sw_vllm_opts_init(&facts);
     facts.extra_attn_bytes_per_token = 64;
@@ -113,7 +133,11 @@ static void test_plan_argv(void **state)
     json_decref(j);
 
     /* a missing draft directory is named */
-    char *argv2[] = {"vllm", "serve", (char *)dir, "--max-model-len", "4096",
+    char *argv2[] = {"vllm",
+                     "serve",
+                     (char *)dir,
+                     "--max-model-len",
+                     "4096",
                      "--speculative-config",
                      "{\"method\":\"eagle3\",\"model\":\"/nonexistent/draft\","
                      "\"num_speculative_tokens\":3}"};

@@ -254,9 +254,9 @@ static void test_adapter_diff(void **state)
     json_t *printed = NULL;
     struct sw_err e;
     assert_int_equal(g->bootlog(log, strlen(log), "652.log", NULL, &printed, NULL, &e), 0);
-    json_t *pred = json_pack("{s:{s:I,s:f,s:I}}", "report", "kv_cache_tokens", (json_int_t)569878,
-                             "max_concurrency", 4.3478, "available_kv_bytes",
-                             (json_int_t)6451000000);
+    json_t *pred =
+        json_pack("{s:{s:I,s:f,s:I}}", "report", "kv_cache_tokens", (json_int_t)569878,
+                  "max_concurrency", 4.3478, "available_kv_bytes", (json_int_t)6451000000);
     json_t *d = NULL;
     assert_int_equal(g->diff(pred, printed, NULL, &d, &e), 0);
     assert_true(json_is_true(json_object_get(d, "match")));
@@ -288,14 +288,22 @@ int main(void)
 {
     sw_core_init();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_report_hybrid_652), cmocka_unit_test(test_report_combined_line_and_alignment),
-        cmocka_unit_test(test_report_v0),         cmocka_unit_test(test_oom_runtime),
-        cmocka_unit_test(test_oom_graph_capture), cmocka_unit_test(test_oom_kv_alloc),
-        cmocka_unit_test(test_compile_constraint), cmocka_unit_test(test_kv_too_small),
-        cmocka_unit_test(test_bad_path),          cmocka_unit_test(test_engine_dead_exit0),
-        cmocka_unit_test(test_bad_flag),          cmocka_unit_test(test_unknown),
-        cmocka_unit_test(test_garbage),           cmocka_unit_test(test_adapter_render),
-        cmocka_unit_test(test_adapter_diff),      cmocka_unit_test(test_adapter_error_shape),
+        cmocka_unit_test(test_report_hybrid_652),
+        cmocka_unit_test(test_report_combined_line_and_alignment),
+        cmocka_unit_test(test_report_v0),
+        cmocka_unit_test(test_oom_runtime),
+        cmocka_unit_test(test_oom_graph_capture),
+        cmocka_unit_test(test_oom_kv_alloc),
+        cmocka_unit_test(test_compile_constraint),
+        cmocka_unit_test(test_kv_too_small),
+        cmocka_unit_test(test_bad_path),
+        cmocka_unit_test(test_engine_dead_exit0),
+        cmocka_unit_test(test_bad_flag),
+        cmocka_unit_test(test_unknown),
+        cmocka_unit_test(test_garbage),
+        cmocka_unit_test(test_adapter_render),
+        cmocka_unit_test(test_adapter_diff),
+        cmocka_unit_test(test_adapter_error_shape),
     };
     return cmocka_run_group_tests_name("vllm_bootlog", tests, NULL, NULL);
 }
