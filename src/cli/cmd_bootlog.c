@@ -8,12 +8,19 @@
  * diff:  predicted vs printed, field by field (each file: a report, or an object holding one
  *        under "report", as `plan --json` and `bootlog parse --json` print). Exit 0 when every
  *        exact field matches, 1 on a mismatch.
+ * record: parse, then store the boot in the ledger (sw_ledger_record_boot) with the log's excerpt:
+ *        slipway bootlog record ENDPOINT LOG [--engine E] [--model FILE] [--shape SHAPE.json]
+ *                               [--predicted PLAN.json] [--started TIME] [--ledger PATH |
+ *                               --fleet FLEET.yaml] [--json]
+ *        Exit 0 recorded a boot that came up, 1 recorded one that failed, 2 unusable input.
  */
 #include "cli.h"
 
 #include <slipway/engine.h>
+#include <slipway/ledger.h>
 
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 
 static int usage(void)
@@ -22,6 +29,10 @@ static int usage(void)
             "usage: slipway bootlog parse [--engine llama.cpp] LOG [--model FILE] [--json]\n"
             "       slipway bootlog diff PREDICTED.json PRINTED.json [--engine llama.cpp] "
             "[--json]\n"
+            "       slipway bootlog record ENDPOINT LOG [--engine E] [--model FILE] "
+            "[--shape SHAPE.json]\n"
+            "              [--predicted PLAN.json] [--started TIME] [--ledger PATH | --fleet "
+            "FLEET.yaml] [--json]\n"
             "LOG '-' reads stdin. --model names the payload so a bad file is named by its "
             "bytes.\n");
     return SW_EXIT_USAGE;
@@ -271,6 +282,145 @@ static int cmd_diff(int argc, char **argv)
     return code;
 }
 
+/* A JSON file holding either the object itself or {"<key>": object} (as plan --json prints). */
+static json_t *load_inner(const char *path, const char *key, struct sw_err *e)
+{
+    json_t *j = sw_json_load_file(path, 16u << 20, e);
+    json_t *in = json_object_get(j, key);
+    if (json_is_object(in)) {
+        json_incref(in);
+        json_decref(j);
+        return in;
+    }
+    return j;
+}
+
+static int cmd_record(int argc, char **argv)
+{
+    const char *engine = "llama.cpp", *endpoint = NULL, *path = NULL, *model = NULL;
+    const char *shape_path = NULL, *pred_path = NULL, *started = NULL, *ledger = NULL;
+    const char *fleet = NULL;
+    bool json = false;
+    struct sw_err e;
+    sw_err_clear(&e);
+    for (int i = 1; i < argc; i++) {
+        const char **opt = NULL;
+        if (!strcmp(argv[i], "--json"))
+            json = true;
+        else if (sw_cli_is(argv[i], "-h", "--help"))
+            return usage(), SW_EXIT_OK;
+        else if (!strcmp(argv[i], "--engine"))
+            opt = &engine;
+        else if (!strcmp(argv[i], "--model"))
+            opt = &model;
+        else if (!strcmp(argv[i], "--shape"))
+            opt = &shape_path;
+        else if (!strcmp(argv[i], "--predicted"))
+            opt = &pred_path;
+        else if (!strcmp(argv[i], "--started"))
+            opt = &started;
+        else if (!strcmp(argv[i], "--ledger"))
+            opt = &ledger;
+        else if (!strcmp(argv[i], "--fleet"))
+            opt = &fleet;
+        else if (argv[i][0] == '-')
+            return sw_cli_usage("bootlog record", "unknown option '%s'", argv[i]);
+        else if (!endpoint)
+            endpoint = argv[i];
+        else if (!path)
+            path = argv[i];
+        else
+            return sw_cli_usage("bootlog record", "ENDPOINT LOG, one log at a time");
+        if (opt) {
+            if (i + 1 >= argc)
+                return sw_cli_usage("bootlog record", "%s needs a value", argv[i]);
+            *opt = argv[++i];
+        }
+    }
+    if (!endpoint || !path)
+        return usage();
+    const struct sw_engine *eng = sw_engine_find(engine);
+    if (!eng)
+        return sw_cli_usage("bootlog record", "unknown engine '%s'", engine);
+    struct sw_ledger_boot b = {.endpoint = endpoint, .engine = eng->name, .duration_ms = -1,
+                               .source = "bootlog record"};
+    if (started && sw_ledger_parse_time(started, &b.started_at, &e)) {
+        sw_err_prefix(&e, "--started");
+        return sw_cli_fail(&e, json);
+    }
+    char *text = NULL, abs[4096];
+    size_t len = 0;
+    json_t *o = NULL, *shape = NULL, *pred = NULL, *failure = NULL, *out = NULL;
+    struct sw_ledger l = {0};
+    char lpath[4096];
+    int64_t id = 0;
+    int rc = sw_read_file(path, SW_BOOTLOG_MAX, &text, &len, &e);
+    if (!rc && shape_path && !(shape = load_inner(shape_path, "shape", &e)))
+        rc = e.code;
+    if (!rc && pred_path && !(pred = load_inner(pred_path, "report", &e)))
+        rc = e.code;
+    struct sw_bootlog_hints h = {.exit_code = -1, .payload = model};
+    struct sw_boot_status st;
+    if (!rc)
+        rc = eng->bootlog(text, len, path, model ? &h : NULL, &o, &st, &e);
+    if (rc)
+        goto out;
+    failure = json_incref(json_object_get(o, "failure"));
+    if (!json_is_object(failure) && !st.booted) {
+        /* a log that ends without the engine serving and without an error is no success */
+        json_decref(failure);
+        failure = json_pack("{s:s,s:O,s:s}", "class", "unknown", "phase",
+                            json_object_get(o, "phase"), "message",
+                            "the log ends before the engine served, without an error");
+    }
+    b.failure = json_is_object(failure) ? failure : NULL;
+    b.report = json_is_object(json_object_get(o, "report")) ? json_object_get(o, "report") : NULL;
+    b.predicted = pred;
+    b.shape = shape;
+    b.engine_version = st.build[0] ? st.build : NULL;
+    b.log_excerpt = text;
+    b.log_len = len;
+    b.log_path = realpath(path, abs) ? abs : path;
+    if (ledger)
+        snprintf(lpath, sizeof(lpath), "%s", ledger);
+    else
+        rc = sw_ledger_default_path(fleet, lpath, sizeof(lpath), &e);
+    if (!rc)
+        rc = sw_ledger_open(&l, lpath, NULL, &e);
+    if (!rc)
+        rc = sw_ledger_record_boot(&l, &b, &id, &e);
+    if (!rc)
+        rc = sw_ledger_boot(&l, id, &out, &e);
+out:
+    sw_ledger_close(&l);
+    sw_free(text);
+    json_decref(o);
+    json_decref(shape);
+    json_decref(pred);
+    if (rc) {
+        json_decref(failure);
+        json_decref(out);
+        return sw_cli_fail(&e, json);
+    }
+    if (json) {
+        json_t *j = json_pack("{s:s,s:O}", "ledger", lpath, "boot", out);
+        sw_json_print(stdout, j, true);
+        json_decref(j);
+    } else {
+        const char *cls = json_string_value(json_object_get(failure, "class"));
+        const char *ph = json_string_value(json_object_get(failure, "phase"));
+        printf("recorded boot #%lld of %s in %s: %s", (long long)id, endpoint, lpath,
+               cls ? "failed" : "ok");
+        if (cls)
+            printf(" (%s%s%s)", cls, ph ? " at " : "", ph ? ph : "");
+        printf("\n");
+    }
+    json_decref(out);
+    int code = b.failure ? SW_EXIT_FAIL : SW_EXIT_OK;
+    json_decref(failure);
+    return code;
+}
+
 int sw_cmd_bootlog(int argc, char **argv)
 {
     if (argc < 2 || sw_cli_is(argv[1], "-h", "--help"))
@@ -279,5 +429,7 @@ int sw_cmd_bootlog(int argc, char **argv)
         return cmd_parse(argc - 1, argv + 1);
     if (!strcmp(argv[1], "diff"))
         return cmd_diff(argc - 1, argv + 1);
-    return sw_cli_usage("bootlog", "unknown subcommand '%s' (parse, diff)", argv[1]);
+    if (!strcmp(argv[1], "record"))
+        return cmd_record(argc - 1, argv + 1);
+    return sw_cli_usage("bootlog", "unknown subcommand '%s' (parse, diff, record)", argv[1]);
 }
