@@ -342,8 +342,16 @@ static int cmd_show(const struct opts *o)
             printf("  %s  %s\n", jstr(u, "created_at", ""), jstr(u, "text", ""));
         }
         const char *ex = jstr(b, "log_excerpt", NULL);
-        if (ex)
-            printf("log excerpt:\n%s%s", ex, ex[0] && ex[strlen(ex) - 1] == '\n' ? "" : "\n");
+        if (ex) {
+            /* the tail is where a boot fails; --json has all of it */
+            size_t len = strlen(ex), lines = 0, at = len;
+            while (at > 0 && lines <= 40)
+                if (ex[--at] == '\n' && at + 1 < len)
+                    lines++;
+            const char *from = lines > 40 ? ex + at + 1 : ex;
+            printf("log excerpt%s:\n%s%s", from != ex ? " (last 40 lines; --json for all)" : "",
+                   from, len && ex[len - 1] == '\n' ? "" : "\n");
+        }
     }
     json_decref(b);
     sw_ledger_close(&l);

@@ -159,6 +159,49 @@ static void test_cli_round(void **state)
     json_decref(c2);
 }
 
+/* `slipway bootlog record`: parse a real llama-server log and store it */
+static void test_bootlog_record(void **state)
+{
+    const char *oom = swt_src("tests/data/bootlogs/llamacpp/oom_compute.log");
+    char oombuf[4096], okbuf[4096], shape[4096];
+    snprintf(oombuf, sizeof(oombuf), "%s", oom);
+    snprintf(okbuf, sizeof(okbuf), "%s", swt_src("tests/data/bootlogs/llamacpp/ok_lv3.log"));
+    snprintf(shape, sizeof(shape), "%s/shape.json", dir);
+    swt_write_str(shape, "{\"shape\":{\"engine\":\"llama.cpp\",\"model\":\"m.gguf\","
+                         "\"ctx\":65536,\"slots\":1}}");
+    const char *argv[] = {swt_bin(), "bootlog", "record",  "local", oombuf, "--ledger",
+                          led,       "--shape", shape,     "--json", NULL};
+    struct swt_run r;
+    assert_int_equal(swt_run(argv, NULL, 60, &r), 0);
+    assert_int_equal(r.status, 1); /* recorded, and it is a failed boot */
+    json_t *j = swt_json_out(&r);
+    json_t *b = json_object_get(j, "boot");
+    assert_string_equal(json_string_value(json_object_get(b, "outcome")), "failed");
+    assert_string_equal(json_string_value(json_object_get(b, "failure_class")), "oom");
+    assert_string_equal(json_string_value(json_object_get(b, "failure_phase")), "compute_alloc");
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(b, "report"), "n_ctx")),
+                     65536);
+    assert_non_null(strstr(json_string_value(json_object_get(b, "log_excerpt")),
+                           "llama_kv_cache"));
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(json_object_get(b,
+                                                                                        "shape"),
+                                                                        "canonical"),
+                                                        "ctx")),
+                     65536);
+    json_decref(j);
+    swt_run_free(&r);
+    const char *argv2[] = {swt_bin(), "bootlog", "record", "local", okbuf, "--ledger", led, NULL};
+    assert_int_equal(swt_run(argv2, NULL, 60, &r), 0);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "recorded boot #2 of local"));
+    swt_run_free(&r);
+    r = run(0, "--ledger", led, "rules", "--json", NULL);
+    j = swt_json_out(&r);
+    assert_int_equal(json_array_size(json_object_get(j, "shapes")), 1); /* the OOM shape */
+    json_decref(j);
+    swt_run_free(&r);
+}
+
 static void test_cli_location(void **state)
 {
     /* beside the fleet file */
@@ -243,6 +286,7 @@ int main(void)
     sw_core_init();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_cli_round, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bootlog_record, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cli_location, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cli_exit_codes, setup, teardown),
     };
