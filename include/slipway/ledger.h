@@ -40,7 +40,7 @@ extern "C" {
 struct sqlite3;
 struct sqlite3_stmt;
 
-#define SW__LEDGER_NSTMT 48
+#define SW__LEDGER_NSTMT 64
 
 /*
  * An open ledger. Caller-allocated, set up by sw_ledger_open, released by sw_ledger_close.

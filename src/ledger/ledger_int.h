@@ -41,9 +41,13 @@ enum sw__lst {
     LST_EXISTS_BENCH,
     LST_EXISTS_RUNG,
     LST_EXISTS_RULE,
-    LST_BOOTS,
+    LST_BOOTS_ASC,  /* summary columns, oldest first */
+    LST_BOOTS_DESC, /* summary columns, newest first */
+    LST_BOOTS_FULL_ASC,
+    LST_BOOTS_FULL_DESC,
     LST_BOOT_ONE,
     LST_USAGE_LIST,
+    LST_USAGE_OF_BOOT,
     LST_NOTES_OF,
     LST_BAD_SHAPES,
     LST_BAD_FAILURES,

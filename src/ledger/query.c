@@ -195,16 +195,21 @@ static int usage_query(struct sw_ledger *l, const char *endpoint, int64_t shape_
                        struct sw_err *e)
 {
     sqlite3_stmt *st;
-    int rc = sw__ledger_stmt(l, LST_USAGE_LIST, &st, e);
+    bool of_boot = boot_id && !endpoint && !shape_id && limit <= 0;
+    int rc = sw__ledger_stmt(l, of_boot ? LST_USAGE_OF_BOOT : LST_USAGE_LIST, &st, e);
     if (rc)
         return rc;
     json_t *arr = json_array();
     if (!arr)
         return oom(e);
-    sw__bind_text(st, 1, endpoint);
-    sw__bind_i64(st, 2, shape_id, shape_id == 0);
-    sw__bind_i64(st, 3, boot_id, boot_id == 0);
-    sqlite3_bind_int64(st, 4, limit > 0 ? limit : -1);
+    if (of_boot) {
+        sqlite3_bind_int64(st, 1, boot_id);
+    } else {
+        sw__bind_text(st, 1, endpoint);
+        sw__bind_i64(st, 2, shape_id, shape_id == 0);
+        sw__bind_i64(st, 3, boot_id, boot_id == 0);
+        sqlite3_bind_int64(st, 4, limit > 0 ? limit : -1);
+    }
     int s;
     while (!rc && (s = sqlite3_step(st)) == SQLITE_ROW) {
         json_t *u = NULL;
@@ -316,7 +321,9 @@ static int boots_query(struct sw_ledger *l, const struct sw_ledger_query *q, int
     if (q->outcome && strcmp(q->outcome, "ok") && strcmp(q->outcome, "failed"))
         return sw_err_set(e, SW_EINVAL, "outcome filter must be ok or failed");
     sqlite3_stmt *st;
-    int rc = sw__ledger_stmt(l, LST_BOOTS, &st, e);
+    enum sw__lst which = mode == 0 ? (q->newest_first ? LST_BOOTS_DESC : LST_BOOTS_ASC)
+                                   : (q->newest_first ? LST_BOOTS_FULL_DESC : LST_BOOTS_FULL_ASC);
+    int rc = sw__ledger_stmt(l, which, &st, e);
     if (rc)
         return rc;
     json_t *arr = json_array();
@@ -325,8 +332,7 @@ static int boots_query(struct sw_ledger *l, const struct sw_ledger_query *q, int
     sw__bind_text(st, 1, q->endpoint);
     sw__bind_text(st, 2, q->outcome);
     sw__bind_i64(st, 3, q->shape_id, q->shape_id == 0);
-    sqlite3_bind_int(st, 4, q->newest_first);
-    sqlite3_bind_int64(st, 5, q->limit > 0 ? q->limit : -1);
+    sqlite3_bind_int64(st, 4, q->limit > 0 ? q->limit : -1);
     int s;
     while (!rc && (s = sqlite3_step(st)) == SQLITE_ROW) {
         json_t *b = NULL;
