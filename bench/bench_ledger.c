@@ -24,26 +24,22 @@ static json_t *report(int i)
     return json_pack(
         "{s:I,s:f,s:I,s:i,s:I,s:s,s:[{s:s,s:i,s:i,s:I,s:I},{s:s,s:i,s:i,s:I,s:I},"
         "{s:s,s:i,s:i,s:I,s:I}],s:{s:f,s:f,s:f,s:f,s:f},s:i,s:f}",
-        "kv_cache_tokens", (json_int_t)(792069 + i), "max_concurrency", 3.02,
-        "num_gpu_blocks", (json_int_t)(24752 + i), "block_size", 32, "available_kv_bytes",
-        (json_int_t)6100000000LL, "vllm_version", "0.30.0+fork",
-        "groups",
-        "kind", "full_attention", "layers", 12, "page_bytes", 32768, "bytes",
-        (json_int_t)1524000000LL, "blocks", (json_int_t)24752,
-        "kind", "gated_delta_net", "layers", 36, "page_bytes", 98304, "bytes",
-        (json_int_t)4576000000LL, "blocks", (json_int_t)24752,
-        "kind", "padding", "layers", 0, "page_bytes", 0, "bytes", (json_int_t)0, "blocks",
-        (json_int_t)0,
-        "budget_gib", "weights", 6.28, "kv_pool", 5.68, "cuda_graphs", 0.55, "expert_arena",
-        14.30, "non_torch", 1.45,
-        "expert_arena_slots", 6248, "expert_slot_mib", 2.344);
+        "kv_cache_tokens", (json_int_t)(792069 + i), "max_concurrency", 3.02, "num_gpu_blocks",
+        (json_int_t)(24752 + i), "block_size", 32, "available_kv_bytes", (json_int_t)6100000000LL,
+        "vllm_version", "0.30.0+fork", "groups", "kind", "full_attention", "layers", 12,
+        "page_bytes", 32768, "bytes", (json_int_t)1524000000LL, "blocks", (json_int_t)24752, "kind",
+        "gated_delta_net", "layers", 36, "page_bytes", 98304, "bytes", (json_int_t)4576000000LL,
+        "blocks", (json_int_t)24752, "kind", "padding", "layers", 0, "page_bytes", 0, "bytes",
+        (json_int_t)0, "blocks", (json_int_t)0, "budget_gib", "weights", 6.28, "kv_pool", 5.68,
+        "cuda_graphs", 0.55, "expert_arena", 14.30, "non_torch", 1.45, "expert_arena_slots", 6248,
+        "expert_slot_mib", 2.344);
 }
 
 static json_t *shape(int i)
 {
     static const int ctx[] = {262144, 245760, 241664, 237568, 200704};
-    return json_pack("{s:s,s:s,s:{s:s,s:s},s:i,s:i,s:i,s:s,s:I,s:i,s:{s:s,s:b}}", "engine",
-                     "vllm", "engine_profile", "tiered-expert-offload", "model", "name",
+    return json_pack("{s:s,s:s,s:{s:s,s:s},s:i,s:i,s:i,s:s,s:I,s:i,s:{s:s,s:b}}", "engine", "vllm",
+                     "engine_profile", "tiered-expert-offload", "model", "name",
                      "Qwen3.8-Flash-Next-Uncensored-FP8", "quant", "fp8", "tp", 2, "ctx",
                      ctx[i % 5], "slots", 3 + (i / 5) % 3, "kv_dtype", i % 2 ? "fp8" : "auto",
                      "kv_bytes", (json_int_t)(6100000000LL + (i % 10) * 100000000LL), "mnbt",
@@ -60,11 +56,18 @@ static int record(struct sw_ledger *l, const char *ep, int i, struct sw_err *e)
                                        "graph_capture", "message",
                                        "Tried to allocate 76.00 MiB ... 0 bytes free", "line", 4120)
                            : NULL;
-    struct sw_ledger_boot b = {.endpoint = ep, .shape = s, .engine = "vllm",
-                               .engine_version = "0.30.0", .started_at = 1790812800 + i,
-                               .ended_at = 1790813220 + i, .duration_ms = 420000,
-                               .predicted = p, .report = r, .failure = f,
-                               .log_excerpt = excerpt, .source = "bench",
+    struct sw_ledger_boot b = {.endpoint = ep,
+                               .shape = s,
+                               .engine = "vllm",
+                               .engine_version = "0.30.0",
+                               .started_at = 1790812800 + i,
+                               .ended_at = 1790813220 + i,
+                               .duration_ms = 420000,
+                               .predicted = p,
+                               .report = r,
+                               .failure = f,
+                               .log_excerpt = excerpt,
+                               .source = "bench",
                                .note = "bench boot"};
     int rc = sw_ledger_record_boot(l, &b, NULL, e);
     json_decref(s);

@@ -33,7 +33,7 @@ extern "C" {
 /* Ceilings: a log excerpt is cut to this many bytes (head + tail kept); JSON documents larger
  * than the JSON ceiling are refused rather than stored. */
 #define SW_LEDGER_EXCERPT_MAX (64u * 1024u)
-#define SW_LEDGER_JSON_MAX (4u * 1024u * 1024u)
+#define SW_LEDGER_JSON_MAX    (4u * 1024u * 1024u)
 /* A shape hash is 64 lowercase hex digits (SHA-256 of the canonical JSON). */
 #define SW_LEDGER_HASH_LEN 64
 
@@ -52,9 +52,9 @@ struct sw_ledger {
     char path[4096];
     int schema_version; /* the file's version after open (== SW_LEDGER_SCHEMA_VERSION) */
     bool readonly;
-    int busy_ms;               /* how long a writer waits for the lock */
-    uint64_t busy_since_ns;    /* when the current wait began */
-    unsigned busy_seed;        /* jitter for the waits */
+    int busy_ms;            /* how long a writer waits for the lock */
+    uint64_t busy_since_ns; /* when the current wait began */
+    unsigned busy_seed;     /* jitter for the waits */
     struct sqlite3_stmt *stmt[SW__LEDGER_NSTMT];
 };
 
@@ -163,18 +163,18 @@ int sw_ledger_record_boot(struct sw_ledger *l, const struct sw_ledger_boot *b, i
 
 /* A device memory reading: used/total MiB as rocm-smi/nvidia-smi print them, or read by hand. */
 struct sw_ledger_usage {
-    const char *endpoint;    /* required */
-    int64_t boot_id;         /* 0 = not tied to a boot */
-    const json_t *shape;     /* or a shape (when boot_id is 0); NULL = none */
-    int64_t shape_id;        /* or a shape row already known; 0 = none */
-    const char *device;      /* required: "cuda0", "R9700#1", "gfx1151" */
+    const char *endpoint; /* required */
+    int64_t boot_id;      /* 0 = not tied to a boot */
+    const json_t *shape;  /* or a shape (when boot_id is 0); NULL = none */
+    int64_t shape_id;     /* or a shape row already known; 0 = none */
+    const char *device;   /* required: "cuda0", "R9700#1", "gfx1151" */
     uint64_t used_mib;
-    uint64_t total_mib;      /* > 0, >= used */
-    bool has_free;           /* the tool's own free figure was read (nvidia-smi's free leaves out
+    uint64_t total_mib; /* > 0, >= used */
+    bool has_free;      /* the tool's own free figure was read (nvidia-smi's free leaves out
                                 driver-reserved memory, so used + free can be < total) */
-    uint64_t free_mib;       /* with has_free; used + free <= total */
-    const char *source;      /* required: "nvidia-smi", "rocm-smi", "by hand", ... */
-    int64_t taken_at;        /* 0 = now; < 0 = unknown (a reading transcribed from history) */
+    uint64_t free_mib;  /* with has_free; used + free <= total */
+    const char *source; /* required: "nvidia-smi", "rocm-smi", "by hand", ... */
+    int64_t taken_at;   /* 0 = now; < 0 = unknown (a reading transcribed from history) */
     const char *note;
     const char *source_line;
     const char *ext_id;
@@ -200,7 +200,7 @@ struct sw_ledger_rung {
     const char *ladder; /* the run's label, e.g. "night-2026-10-01" */
     int64_t rung;       /* order within the run, from 1 */
     const json_t *shape;
-    int64_t boot_id;    /* 0 = no boot (refused by a gate) */
+    int64_t boot_id; /* 0 = no boot (refused by a gate) */
     const char *outcome;
     const char *note;
     const char *source_line;
@@ -214,10 +214,10 @@ int sw_ledger_record_rung(struct sw_ledger *l, const struct sw_ledger_rung *r, i
 struct sw_ledger_rule_rec {
     const char *endpoint;
     const char *expr;
-    const char *reason;    /* required */
+    const char *reason; /* required */
     const json_t *failure;
     int64_t boot_id;
-    const char *source;    /* "operator", "bisection", "import" */
+    const char *source; /* "operator", "bisection", "import" */
     const char *source_line;
     const char *ext_id;
 };
@@ -253,8 +253,7 @@ int sw_ledger_usage_list(struct sw_ledger *l, const struct sw_ledger_query *q, j
 /* What the gates refuse: {"shapes": [{hash, canonical, endpoint, failed, ok, failures: [...]}],
  * "rules": [{id, endpoint, expr, reason, failure, boot_id, ...}]} for one endpoint (rules with no
  * endpoint included) or all (NULL). */
-int sw_ledger_known_bad(struct sw_ledger *l, const char *endpoint, json_t **out,
-                        struct sw_err *e);
+int sw_ledger_known_bad(struct sw_ledger *l, const char *endpoint, json_t **out, struct sw_err *e);
 /* Everything (or one endpoint's rows), in the format sw_ledger_import reads back. */
 int sw_ledger_export(struct sw_ledger *l, const char *endpoint, json_t **out, struct sw_err *e);
 

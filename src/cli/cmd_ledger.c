@@ -40,25 +40,26 @@ struct opts {
 
 static void usage_text(FILE *f)
 {
-    fputs("usage: slipway ledger <list|show|export|import|usage|add-usage|note|rules|add-rule|"
-          "verify|path> [options]\n"
-          "  list      [--endpoint E] [--outcome ok|failed] [--limit N]   boots, newest first\n"
-          "  show ID                                  one boot in full\n"
-          "  export    [--endpoint E] [-o FILE]       everything as JSON (import reads it)\n"
-          "  import    FILE.json                      record a document (one transaction)\n"
-          "  usage     [--endpoint E]                 device memory readings\n"
-          "  add-usage --endpoint E --device D --used 21684MiB --total 24576MiB [--free 2441MiB]\n"
-          "            [--source nvidia-smi|rocm-smi|\"by hand\"] [--boot ID | --shape HASH]\n"
-          "            [--note TEXT] [--at 2026-10-01T13:27:17Z]\n"
-          "  note      [--boot ID|--endpoint E|--shape HASH|--usage ID|--rule ID|--rung ID|\n"
-          "            --battery ID|--bench ID] [--author A] TEXT...\n"
-          "  rules     [--endpoint E]                 failed shapes and known-bad rules\n"
-          "  add-rule  --expr 'slots == 2' --reason TEXT [--endpoint E] [--boot ID]\n"
-          "  verify                                   integrity_check + foreign_key_check\n"
-          "  path                                     where the ledger is, row counts\n"
-          "options: --ledger PATH (wins) | --fleet FLEET.yaml (ledger beside it); else\n"
-          "         $SLIPWAY_LEDGER, else $XDG_DATA_HOME/slipway/ledger.sqlite. --json everywhere.\n",
-          f);
+    fputs(
+        "usage: slipway ledger <list|show|export|import|usage|add-usage|note|rules|add-rule|"
+        "verify|path> [options]\n"
+        "  list      [--endpoint E] [--outcome ok|failed] [--limit N]   boots, newest first\n"
+        "  show ID                                  one boot in full\n"
+        "  export    [--endpoint E] [-o FILE]       everything as JSON (import reads it)\n"
+        "  import    FILE.json                      record a document (one transaction)\n"
+        "  usage     [--endpoint E]                 device memory readings\n"
+        "  add-usage --endpoint E --device D --used 21684MiB --total 24576MiB [--free 2441MiB]\n"
+        "            [--source nvidia-smi|rocm-smi|\"by hand\"] [--boot ID | --shape HASH]\n"
+        "            [--note TEXT] [--at 2026-10-01T13:27:17Z]\n"
+        "  note      [--boot ID|--endpoint E|--shape HASH|--usage ID|--rule ID|--rung ID|\n"
+        "            --battery ID|--bench ID] [--author A] TEXT...\n"
+        "  rules     [--endpoint E]                 failed shapes and known-bad rules\n"
+        "  add-rule  --expr 'slots == 2' --reason TEXT [--endpoint E] [--boot ID]\n"
+        "  verify                                   integrity_check + foreign_key_check\n"
+        "  path                                     where the ledger is, row counts\n"
+        "options: --ledger PATH (wins) | --fleet FLEET.yaml (ledger beside it); else\n"
+        "         $SLIPWAY_LEDGER, else $XDG_DATA_HOME/slipway/ledger.sqlite. --json everywhere.\n",
+        f);
 }
 
 static int parse_id(const char *flag, const char *v, int64_t *out)
@@ -79,13 +80,12 @@ static int parse_args(int argc, char **argv, struct opts *o)
         size_t off;
     } strs[] = {
 #define S(n, f) {n, offsetof(struct opts, f)}
-        S("--ledger", ledger), S("--fleet", fleet),   S("--endpoint", endpoint),
+        S("--ledger", ledger),   S("--fleet", fleet),   S("--endpoint", endpoint),
         S("--outcome", outcome), S("--device", device), S("--used", used),
-        S("--total", total),   S("--free", free),     S("--source", source),
-        S("--shape", shape),
-        S("--note", note),     S("--at", at),         S("--author", author),
-        S("--expr", expr),     S("--reason", reason), S("--output", output),
-        S("-o", output),
+        S("--total", total),     S("--free", free),     S("--source", source),
+        S("--shape", shape),     S("--note", note),     S("--at", at),
+        S("--author", author),   S("--expr", expr),     S("--reason", reason),
+        S("--output", output),   S("-o", output),
 #undef S
     };
     static const struct {
@@ -93,9 +93,9 @@ static int parse_args(int argc, char **argv, struct opts *o)
         size_t off;
     } ids[] = {
 #define I(n, f) {n, offsetof(struct opts, f)}
-        I("--limit", limit), I("--boot", boot),       I("--usage", usage),
-        I("--rule", rule),   I("--rung", rung),       I("--battery", battery),
-        I("--bench", bench), I("--count", count),     I("--seconds", seconds),
+        I("--limit", limit), I("--boot", boot),   I("--usage", usage),
+        I("--rule", rule),   I("--rung", rung),   I("--battery", battery),
+        I("--bench", bench), I("--count", count), I("--seconds", seconds),
 #undef I
     };
     memset(o, 0, sizeof(*o));
@@ -172,7 +172,8 @@ static void print_row_count(json_t *counts)
 {
     const char *k;
     json_t *v;
-    json_object_foreach(counts, k, v) {
+    json_object_foreach(counts, k, v)
+    {
         printf("  %-15s %lld\n", k, (long long)json_integer_value(v));
     }
 }
@@ -216,8 +217,8 @@ static int cmd_list(const struct opts *o)
         }
         return SW_EXIT_OK;
     }
-    struct sw_ledger_query q = {.endpoint = o->endpoint, .outcome = o->outcome,
-                                .limit = o->limit, .newest_first = true};
+    struct sw_ledger_query q = {
+        .endpoint = o->endpoint, .outcome = o->outcome, .limit = o->limit, .newest_first = true};
     if (o->endpoint) {
         int64_t id;
         rc = sw_ledger_endpoint_id(&l, o->endpoint, false, &id, &e);
@@ -241,15 +242,16 @@ static int cmd_list(const struct opts *o)
                    "ENDPOINT", "OUTCOME", "FAILURE", "KV TOKENS", "CONC", "SHAPE");
         size_t i;
         json_t *b;
-        json_array_foreach(boots, i, b) {
+        json_array_foreach(boots, i, b)
+        {
             char fb[64], t1[32], t2[32];
             const char *fc = jstr(b, "failure_class", NULL);
             const char *fp = jstr(b, "failure_phase", NULL);
             snprintf(fb, sizeof(fb), "%s%s%s", fc ? fc : "-", fp ? "/" : "", fp ? fp : "");
             printf("%6lld  %-20s  %-16.16s  %-7s  %-26.26s  %10s  %6s  %s\n",
                    (long long)json_integer_value(json_object_get(b, "id")),
-                   jstr(b, "started_at", "-"), jstr(b, "endpoint", "?"),
-                   jstr(b, "outcome", "?"), fb, jnum(b, "kv_cache_tokens", t1, sizeof(t1)),
+                   jstr(b, "started_at", "-"), jstr(b, "endpoint", "?"), jstr(b, "outcome", "?"),
+                   fb, jnum(b, "kv_cache_tokens", t1, sizeof(t1)),
                    jnum(b, "max_concurrency", t2, sizeof(t2)), jstr(b, "shape_summary", "-"));
         }
     }
@@ -301,8 +303,8 @@ static int cmd_show(const struct opts *o)
         printf("boot %lld of %s: %s", (long long)id, jstr(b, "endpoint", "?"),
                jstr(b, "outcome", "?"));
         if (jstr(b, "failure_class", NULL))
-            printf(" (%s%s%s)", jstr(b, "failure_class", ""), jstr(b, "failure_phase", NULL) ?
-                   " at " : "", jstr(b, "failure_phase", ""));
+            printf(" (%s%s%s)", jstr(b, "failure_class", ""),
+                   jstr(b, "failure_phase", NULL) ? " at " : "", jstr(b, "failure_phase", ""));
         printf("\n");
         printf("  engine       %s %s\n", jstr(b, "engine", "?"), jstr(b, "engine_version", ""));
         printf("  shape        %s\n", jstr(b, "shape_summary", "-"));
@@ -325,18 +327,19 @@ static int cmd_show(const struct opts *o)
         print_json_field("failure", json_object_get(b, "failure"));
         size_t i;
         json_t *u;
-        json_array_foreach(json_object_get(b, "usage"), i, u) {
+        json_array_foreach(json_object_get(b, "usage"), i, u)
+        {
             if (!i)
                 printf("usage readings:\n");
             printf("  #%lld %-12s %6lld / %6lld MiB used (%lld free)  %s  %s\n",
-                   (long long)json_integer_value(json_object_get(u, "id")),
-                   jstr(u, "device", "?"),
+                   (long long)json_integer_value(json_object_get(u, "id")), jstr(u, "device", "?"),
                    (long long)json_integer_value(json_object_get(u, "used_mib")),
                    (long long)json_integer_value(json_object_get(u, "total_mib")),
                    (long long)json_integer_value(json_object_get(u, "free_mib")),
                    jstr(u, "source", ""), jstr(u, "note", ""));
         }
-        json_array_foreach(json_object_get(b, "notes"), i, u) {
+        json_array_foreach(json_object_get(b, "notes"), i, u)
+        {
             if (!i)
                 printf("notes:\n");
             printf("  %s  %s\n", jstr(u, "created_at", ""), jstr(u, "text", ""));
@@ -453,7 +456,8 @@ static int cmd_usage(const struct opts *o)
                    "SOURCE / NOTE");
         size_t i;
         json_t *u;
-        json_array_foreach(arr, i, u) {
+        json_array_foreach(arr, i, u)
+        {
             char a[32], b[32], c[32], boot[24];
             json_t *bid = json_object_get(u, "boot");
             snprintf(boot, sizeof(boot), "%s", "-");
@@ -477,9 +481,11 @@ static int cmd_add_usage(const struct opts *o)
     struct sw_err e;
     struct sw_ledger l;
     char path[4096];
-    struct sw_ledger_usage u = {.endpoint = o->endpoint, .device = o->device,
+    struct sw_ledger_usage u = {.endpoint = o->endpoint,
+                                .device = o->device,
                                 .source = o->source ? o->source : "by hand",
-                                .boot_id = o->boot, .note = o->note};
+                                .boot_id = o->boot,
+                                .note = o->note};
     int64_t id = 0;
     sw_err_clear(&e);
     if (!o->endpoint || !o->device || !o->used || !o->total)
@@ -523,11 +529,11 @@ static int cmd_add_usage(const struct opts *o)
     if (rc)
         return fail(&e, o);
     if (o->json) {
-        json_t *j = json_pack("{s:s,s:I,s:s,s:s,s:I,s:I,s:I}", "ledger", path, "id",
-                              (json_int_t)id, "endpoint", o->endpoint, "device", o->device,
-                              "used_mib", (json_int_t)u.used_mib, "total_mib",
-                              (json_int_t)u.total_mib, "free_mib",
-                              (json_int_t)(u.has_free ? u.free_mib : u.total_mib - u.used_mib));
+        json_t *j =
+            json_pack("{s:s,s:I,s:s,s:s,s:I,s:I,s:I}", "ledger", path, "id", (json_int_t)id,
+                      "endpoint", o->endpoint, "device", o->device, "used_mib",
+                      (json_int_t)u.used_mib, "total_mib", (json_int_t)u.total_mib, "free_mib",
+                      (json_int_t)(u.has_free ? u.free_mib : u.total_mib - u.used_mib));
         sw_json_print(stdout, j, true);
         json_decref(j);
     } else {
@@ -553,8 +559,8 @@ static int cmd_note(const struct opts *o)
     const struct {
         const char *kind;
         int64_t id;
-    } t[] = {{"boot", o->boot},   {"usage", o->usage}, {"rule", o->rule},
-             {"rung", o->rung},   {"battery", o->battery}, {"bench", o->bench}};
+    } t[] = {{"boot", o->boot}, {"usage", o->usage},     {"rule", o->rule},
+             {"rung", o->rung}, {"battery", o->battery}, {"bench", o->bench}};
     for (size_t i = 0; i < SW_ARRAY_LEN(t); i++)
         if (t[i].id) {
             kind = t[i].kind;
@@ -632,7 +638,8 @@ static int cmd_rules(const struct opts *o)
         printf("%zu shape%s that failed, %zu known-bad rule%s (%s)\n", json_array_size(shapes),
                json_array_size(shapes) == 1 ? "" : "s", json_array_size(rules),
                json_array_size(rules) == 1 ? "" : "s", path);
-        json_array_foreach(shapes, i, s) {
+        json_array_foreach(shapes, i, s)
+        {
             char sum[256];
             json_t *fails = json_object_get(s, "failures");
             json_t *last = json_array_get(fails, json_array_size(fails) - 1);
@@ -640,13 +647,13 @@ static int cmd_rules(const struct opts *o)
             printf("  shape %.12s  %s: failed %lld, ok %lld; last %s%s%s (boot %lld)\n     %s\n",
                    jstr(s, "hash", "?"), jstr(s, "endpoint", "?"),
                    (long long)json_integer_value(json_object_get(s, "failed")),
-                   (long long)json_integer_value(json_object_get(s, "ok")),
-                   jstr(f, "class", "?"), jstr(f, "phase", NULL) ? "/" : "",
-                   jstr(f, "phase", ""),
+                   (long long)json_integer_value(json_object_get(s, "ok")), jstr(f, "class", "?"),
+                   jstr(f, "phase", NULL) ? "/" : "", jstr(f, "phase", ""),
                    (long long)json_integer_value(json_object_get(last, "boot")),
                    sw_ledger_shape_summary(json_object_get(s, "canonical"), sum, sizeof(sum)));
         }
-        json_array_foreach(rules, i, s) {
+        json_array_foreach(rules, i, s)
+        {
             printf("  rule #%lld  %s: %s\n     %s\n",
                    (long long)json_integer_value(json_object_get(s, "id")),
                    jstr(s, "endpoint", "(any endpoint)"), jstr(s, "expr", "?"),
@@ -666,8 +673,10 @@ static int cmd_add_rule(const struct opts *o)
     sw_err_clear(&e);
     if (!o->expr || !o->reason)
         return sw_cli_usage("ledger", "add-rule needs --expr and --reason");
-    struct sw_ledger_rule_rec r = {.endpoint = o->endpoint, .expr = o->expr,
-                                   .reason = o->reason, .boot_id = o->boot,
+    struct sw_ledger_rule_rec r = {.endpoint = o->endpoint,
+                                   .expr = o->expr,
+                                   .reason = o->reason,
+                                   .boot_id = o->boot,
                                    .source = o->source ? o->source : "operator"};
     json_t *failure = NULL;
     int rc = open_ledger(o, &l, true, NULL, path, sizeof(path), &e);
@@ -692,8 +701,8 @@ static int cmd_add_rule(const struct opts *o)
     if (rc)
         return fail(&e, o);
     if (o->json) {
-        json_t *j = json_pack("{s:s,s:I,s:s}", "ledger", path, "id", (json_int_t)id, "expr",
-                              o->expr);
+        json_t *j =
+            json_pack("{s:s,s:I,s:s}", "ledger", path, "id", (json_int_t)id, "expr", o->expr);
         sw_json_print(stdout, j, true);
         json_decref(j);
     } else {
@@ -725,8 +734,8 @@ static int cmd_verify(const struct opts *o, bool with_counts_only)
     if (rc)
         return fail(&e, o);
     if (o->json) {
-        json_t *j = json_pack("{s:s,s:b,s:i}", "ledger", path, "exists", !missing,
-                              "schema_version", missing ? 0 : version);
+        json_t *j = json_pack("{s:s,s:b,s:i}", "ledger", path, "exists", !missing, "schema_version",
+                              missing ? 0 : version);
         if (!with_counts_only && !missing) {
             sw_json_set_bool(j, "ok", ok);
             if (!ok)
@@ -740,7 +749,9 @@ static int cmd_verify(const struct opts *o, bool with_counts_only)
         printf("%s: no ledger yet (created by the first record)\n", path);
     } else {
         printf("%s: schema version %d%s\n", path, version,
-               with_counts_only ? "" : ok ? ", integrity ok, foreign keys ok" : "");
+               with_counts_only ? ""
+               : ok             ? ", integrity ok, foreign keys ok"
+                                : "");
         if (!with_counts_only && !ok)
             printf("PROBLEM: %s\n", e.msg);
         print_row_count(counts);
@@ -771,24 +782,30 @@ static int cmd_record_loop(const struct opts *o)
         json_t *shape = json_pack("{s:s,s:{s:s},s:I,s:i,s:s}", "engine", "llama.cpp", "model",
                                   "name", "loop.gguf", "ctx", (json_int_t)(4096 * (1 + i % 7)),
                                   "slots", 1 + (int)(i % 3), "kv_dtype", "f16");
-        json_t *report = json_pack("{s:I,s:f,s:[i,i,i]}", "kv_cache_tokens",
-                                   (json_int_t)(4096 * (1 + i % 7)), "max_concurrency", 1.5,
-                                   "layers", 1, 2, 3);
+        json_t *report =
+            json_pack("{s:I,s:f,s:[i,i,i]}", "kv_cache_tokens", (json_int_t)(4096 * (1 + i % 7)),
+                      "max_concurrency", 1.5, "layers", 1, 2, 3);
         json_t *failure = i % 5 == 4 ? json_pack("{s:s,s:s,s:s}", "class", "oom", "phase",
                                                  "kv_alloc", "message", "loop failure")
                                      : NULL;
-        json_t *battery = json_pack(
-            "{s:[{s:s,s:s,s:s,s:i},{s:s,s:s,s:s,s:i},{s:s,s:s,s:s,s:i},{s:s,s:s,s:s,s:i},"
-            "{s:s,s:s,s:s,s:i}]}",
-            "checks", "name", "readiness", "status", "pass", "evidence", "200", "ms", 1, "name",
-            "liveness", "status", "pass", "evidence", "1 token", "ms", 2, "name", "models",
-            "status", "pass", "evidence", "alias", "ms", 3, "name", "chat", "status", "fail",
-            "evidence", "x", "ms", 4, "name", "vision", "status", "skip", "evidence", "none",
-            "ms", 5);
-        struct sw_ledger_boot b = {.endpoint = ep, .shape = shape, .engine = "llama.cpp",
-                                   .engine_version = "b0000", .started_at = sw_wall_unix(),
-                                   .duration_ms = i, .report = report, .failure = failure,
-                                   .log_excerpt = excerpt, .source = "_record-loop",
+        json_t *battery =
+            json_pack("{s:[{s:s,s:s,s:s,s:i},{s:s,s:s,s:s,s:i},{s:s,s:s,s:s,s:i},{s:s,s:s,s:s,s:i},"
+                      "{s:s,s:s,s:s,s:i}]}",
+                      "checks", "name", "readiness", "status", "pass", "evidence", "200", "ms", 1,
+                      "name", "liveness", "status", "pass", "evidence", "1 token", "ms", 2, "name",
+                      "models", "status", "pass", "evidence", "alias", "ms", 3, "name", "chat",
+                      "status", "fail", "evidence", "x", "ms", 4, "name", "vision", "status",
+                      "skip", "evidence", "none", "ms", 5);
+        struct sw_ledger_boot b = {.endpoint = ep,
+                                   .shape = shape,
+                                   .engine = "llama.cpp",
+                                   .engine_version = "b0000",
+                                   .started_at = sw_wall_unix(),
+                                   .duration_ms = i,
+                                   .report = report,
+                                   .failure = failure,
+                                   .log_excerpt = excerpt,
+                                   .source = "_record-loop",
                                    .note = "loop note"};
         int64_t boot = 0, run = 0, use = 0;
         if (!shape || !report || !battery || (i % 5 == 4 && !failure))
@@ -798,14 +815,16 @@ static int cmd_record_loop(const struct opts *o)
         if (!rc) {
             printf("boot %lld\n", (long long)boot);
             fflush(stdout);
-            rc = sw_ledger_record_battery(&l, ep, boot, "http://127.0.0.1:1", 0, battery, &run,
-                                          &e);
+            rc = sw_ledger_record_battery(&l, ep, boot, "http://127.0.0.1:1", 0, battery, &run, &e);
         }
         if (!rc) {
             printf("battery %lld\n", (long long)run);
             fflush(stdout);
-            struct sw_ledger_usage u = {.endpoint = ep, .boot_id = boot, .device = "cpu0",
-                                        .used_mib = (uint64_t)i % 1000, .total_mib = 1000,
+            struct sw_ledger_usage u = {.endpoint = ep,
+                                        .boot_id = boot,
+                                        .device = "cpu0",
+                                        .used_mib = (uint64_t)i % 1000,
+                                        .total_mib = 1000,
                                         .source = "_record-loop"};
             rc = sw_ledger_record_usage(&l, &u, &use, &e);
         }

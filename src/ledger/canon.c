@@ -104,7 +104,8 @@ static int write_value(struct sw_buf *b, const json_t *j, int depth, struct sw_e
         size_t k = 0;
         const char *key;
         json_t *val;
-        json_object_foreach((json_t *)j, key, val) {
+        json_object_foreach((json_t *)j, key, val)
+        {
             if (k < n)
                 keys[k++] = key;
         }
@@ -236,9 +237,11 @@ static const struct keydef keydefs[] = {
     {"engine_profile", K_LABEL, {"profile", NULL}},
     {"model", K_MODEL, {NULL}},
     {"arch_digest", K_HEX, {"arch", NULL}},
-    {"ctx", K_COUNT,
+    {"ctx",
+     K_COUNT,
      {"context", "n_ctx", "ctx_size", "max_model_len", "context_length", "c", NULL}},
-    {"slots", K_COUNT,
+    {"slots",
+     K_COUNT,
      {"seqs", "max_num_seqs", "n_parallel", "parallel", "np", "max_running_requests", NULL}},
     {"kv_dtype", K_DTYPE_BOTH, {"kv_cache_dtype", NULL}},
     {"kv_dtype_k", K_DTYPE, {"cache_type_k", "ctk", NULL}},
@@ -303,8 +306,8 @@ static bool all_of(const char *s, const char *set)
 
 static const char *engine_alias(const char *low)
 {
-    static const char *const llama[] = {"llama.cpp", "llamacpp", "llama-cpp", "llama_cpp",
-                                        "llama-server", "llama_server"};
+    static const char *const llama[] = {"llama.cpp", "llamacpp",     "llama-cpp",
+                                        "llama_cpp", "llama-server", "llama_server"};
     for (size_t i = 0; i < SW_ARRAY_LEN(llama); i++)
         if (!strcmp(low, llama[i]))
             return "llama.cpp";
@@ -314,8 +317,8 @@ static const char *engine_alias(const char *low)
 static const char *dtype_alias(const char *low)
 {
     static const char *const tab[][2] = {
-        {"fp16", "f16"},  {"float16", "f16"}, {"half", "f16"},    {"bfloat16", "bf16"},
-        {"fp32", "f32"},  {"float32", "f32"}, {"float", "f32"},
+        {"fp16", "f16"}, {"float16", "f16"}, {"half", "f16"},  {"bfloat16", "bf16"},
+        {"fp32", "f32"}, {"float32", "f32"}, {"float", "f32"},
     };
     for (size_t i = 0; i < SW_ARRAY_LEN(tab); i++)
         if (!strcmp(low, tab[i][0]))
@@ -438,7 +441,8 @@ static int norm_object(struct canon_ctx *c, const json_t *v, int depth, json_t *
     const char *key;
     json_t *val;
     int rc = 0;
-    json_object_foreach((json_t *)v, key, val) {
+    json_object_foreach((json_t *)v, key, val)
+    {
         char name[128];
         if (sw__flag_name(key, name, sizeof(name))) {
             rc = bad(c, "flag name '%.60s' is empty or longer than %zu bytes", key,
@@ -594,8 +598,9 @@ static int norm_model(struct canon_ctx *c, const json_t *v, json_t **out)
         v = src;
     }
     if (!json_is_object(v)) {
-        rc = bad(c, "expected an object {sha256 | repo, revision, file | name, size, quant} or "
-                    "a string, got %s",
+        rc = bad(c,
+                 "expected an object {sha256 | repo, revision, file | name, size, quant} or "
+                 "a string, got %s",
                  brief(v, b, sizeof(b)));
         goto out;
     }
@@ -606,13 +611,15 @@ static int norm_model(struct canon_ctx *c, const json_t *v, json_t **out)
     }
     const char *key;
     json_t *val;
-    json_object_foreach((json_t *)v, key, val) {
+    json_object_foreach((json_t *)v, key, val)
+    {
         bool ok = false;
         for (size_t i = 0; i < SW_ARRAY_LEN(allowed); i++)
             ok = ok || !strcmp(key, allowed[i]);
         if (!ok) {
-            rc = bad(c, "unknown model key '%.60s' (sha256, repo, revision, file, name, size, "
-                        "quant)",
+            rc = bad(c,
+                     "unknown model key '%.60s' (sha256, repo, revision, file, name, size, "
+                     "quant)",
                      key);
             goto out;
         }
@@ -823,7 +830,8 @@ static int canon_object(const json_t *shape, json_t **out, struct sw_err *e)
     snprintf(c.path, sizeof(c.path), "shape");
     char b[96];
     if (!json_is_object(shape))
-        return bad(&c, "expected an object, got %s", shape ? brief(shape, b, sizeof(b)) : "nothing");
+        return bad(&c, "expected an object, got %s",
+                   shape ? brief(shape, b, sizeof(b)) : "nothing");
     json_t *dst = json_object();
     if (!dst)
         return oom(&c);
@@ -832,20 +840,21 @@ static int canon_object(const json_t *shape, json_t **out, struct sw_err *e)
     const char *key;
     json_t *val;
     int rc = 0;
-    json_object_foreach((json_t *)shape, key, val) {
+    json_object_foreach((json_t *)shape, key, val)
+    {
         const struct keydef *k = find_key(key);
         if (!k) {
             snprintf(c.path, sizeof(c.path), "shape");
-            rc = bad(&c, "unknown key '%.60s' (memory-relevant flags go under \"flags\"; "
-                         "docs/ledger.md lists the keys)",
+            rc = bad(&c,
+                     "unknown key '%.60s' (memory-relevant flags go under \"flags\"; "
+                     "docs/ledger.md lists the keys)",
                      key);
             goto out;
         }
         size_t idx = (size_t)(k - keydefs);
         snprintf(c.path, sizeof(c.path), "shape.%.60s", key);
         if (given[idx]) {
-            rc = bad(&c, "'%s' and '%s' are the same key (%s); give one", given[idx], key,
-                     k->name);
+            rc = bad(&c, "'%s' and '%s' are the same key (%s); give one", given[idx], key, k->name);
             goto out;
         }
         given[idx] = key;
@@ -952,9 +961,9 @@ const char *sw_ledger_shape_summary(const json_t *s, char *out, size_t n)
     const char *q = json_string_value(json_object_get(m, "quant"));
     if (q)
         add(out, n, &len, ":%s", q);
-    static const char *const ints[][2] = {{"tp", "tp"},     {"ctx", "ctx"}, {"slots", "slots"},
-                                          {"kv_tokens", "kvtok"}, {"mnbt", "mnbt"},
-                                          {"ubatch", "ub"}};
+    static const char *const ints[][2] = {{"tp", "tp"},       {"ctx", "ctx"},
+                                          {"slots", "slots"}, {"kv_tokens", "kvtok"},
+                                          {"mnbt", "mnbt"},   {"ubatch", "ub"}};
     for (size_t i = 0; i < SW_ARRAY_LEN(ints); i++) {
         json_t *v = json_object_get(s, ints[i][0]);
         if (json_is_integer(v))
@@ -969,8 +978,8 @@ const char *sw_ledger_shape_summary(const json_t *s, char *out, size_t n)
         add(out, n, &len, " kv=%s", k ? k : v);
     json_t *kb = json_object_get(s, "kv_bytes");
     if (json_is_integer(kb))
-        add(out, n, &len, " kvb=%s", sw_fmt_count((uint64_t)json_integer_value(kb), num,
-                                                   sizeof(num)));
+        add(out, n, &len, " kvb=%s",
+            sw_fmt_count((uint64_t)json_integer_value(kb), num, sizeof(num)));
     json_t *u = json_object_get(s, "gpu_memory_utilization");
     if (json_is_number(u))
         add(out, n, &len, " util=%g", json_number_value(u));

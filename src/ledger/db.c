@@ -48,7 +48,7 @@ int sw__ledger_dberr(struct sw_ledger *l, struct sw_err *e, int rc, const char *
         break;
     case SQLITE_CONSTRAINT:
         code = (rc == SQLITE_CONSTRAINT_UNIQUE || rc == SQLITE_CONSTRAINT_PRIMARYKEY) ? SW_EEXIST
-                                                                                       : SW_EINVAL;
+                                                                                      : SW_EINVAL;
         break;
     case SQLITE_NOMEM:
         code = SW_ENOMEM;
@@ -99,8 +99,7 @@ void sw__ledger_rollback(struct sw_ledger *l)
         sqlite3_exec(l->db, "ROLLBACK", NULL, NULL, NULL);
 }
 
-int sw__ledger_stmt(struct sw_ledger *l, enum sw__lst which, sqlite3_stmt **out,
-                    struct sw_err *e)
+int sw__ledger_stmt(struct sw_ledger *l, enum sw__lst which, sqlite3_stmt **out, struct sw_err *e)
 {
     if ((unsigned)which >= LST__N || !l->db)
         return sw_err_set(e, SW_EINVAL, "ledger: bad statement %d", (int)which);
@@ -129,8 +128,7 @@ int sw__bind_i64(sqlite3_stmt *st, int i, int64_t v, bool is_null)
     return is_null ? sqlite3_bind_null(st, i) : sqlite3_bind_int64(st, i, (sqlite3_int64)v);
 }
 
-int sw__ledger_step_done(struct sw_ledger *l, sqlite3_stmt *st, const char *what,
-                         struct sw_err *e)
+int sw__ledger_step_done(struct sw_ledger *l, sqlite3_stmt *st, const char *what, struct sw_err *e)
 {
     int rc = sqlite3_step(st);
     int ret = rc == SQLITE_DONE ? 0 : sw__ledger_dberr(l, e, rc, what);
@@ -265,8 +263,8 @@ int sw_ledger_open(struct sw_ledger *l, const char *path, const struct sw_ledger
         rc = set_wal(l, busy_ms, e);
         if (rc)
             goto out;
-        rc = sw__ledger_exec(l, opts->sync_normal ? "PRAGMA synchronous=NORMAL"
-                                                  : "PRAGMA synchronous=FULL", e);
+        rc = sw__ledger_exec(
+            l, opts->sync_normal ? "PRAGMA synchronous=NORMAL" : "PRAGMA synchronous=FULL", e);
         if (rc)
             goto out;
     }
@@ -319,8 +317,9 @@ int sw_ledger_default_path(const char *fleet_path, char *out, size_t n, struct s
         else if (home && home[0] == '/')
             w = snprintf(out, n, "%s/.local/share/slipway/ledger.sqlite", home);
         else
-            return sw_err_set(e, SW_EINVAL, "no ledger location: give --ledger PATH or a fleet "
-                                            "file, or set XDG_DATA_HOME or HOME");
+            return sw_err_set(e, SW_EINVAL,
+                              "no ledger location: give --ledger PATH or a fleet "
+                              "file, or set XDG_DATA_HOME or HOME");
     }
     if (w < 0 || (size_t)w >= n)
         return sw_err_set(e, SW_ERANGE, "ledger path is too long");
@@ -355,10 +354,10 @@ int sw_ledger_verify(struct sw_ledger *l, bool *ok, struct sw_err *e)
         return sw__ledger_dberr(l, e, rc, "PRAGMA foreign_key_check");
     rc = sqlite3_step(st);
     if (rc == SQLITE_ROW) {
-        sw_err_at(e, SW_EDB, l->path, 0, 0, "foreign_key_check: %s row %lld refers to a missing "
+        sw_err_at(e, SW_EDB, l->path, 0, 0,
+                  "foreign_key_check: %s row %lld refers to a missing "
                   "%s row",
-                  (const char *)sqlite3_column_text(st, 0),
-                  (long long)sqlite3_column_int64(st, 1),
+                  (const char *)sqlite3_column_text(st, 0), (long long)sqlite3_column_int64(st, 1),
                   (const char *)sqlite3_column_text(st, 2));
         sqlite3_finalize(st);
         return 0;

@@ -42,7 +42,8 @@ static int check_keys(struct imp *m, const json_t *o, const char *const *allowed
         return ierr(m, SW_EPARSE, "expected an object");
     const char *key;
     json_t *v;
-    json_object_foreach((json_t *)o, key, v) {
+    json_object_foreach((json_t *)o, key, v)
+    {
         if (key[0] == '_') /* "_comment", "_source": annotations for people */
             continue;
         bool ok = false;
@@ -106,8 +107,9 @@ static int own_ref(struct imp *m, const json_t *o, char *out, size_t n)
         r = json_object_get(o, "id");
     out[0] = '\0';
     if (!r || json_is_null(r))
-        return m->docid ? ierr(m, SW_EPARSE, "a document with an \"id\" needs a \"ref\" on every "
-                                             "row (it names the row across imports)")
+        return m->docid ? ierr(m, SW_EPARSE,
+                               "a document with an \"id\" needs a \"ref\" on every "
+                               "row (it names the row across imports)")
                         : 0;
     if (json_is_string(r) && json_string_length(r) > 0 && json_string_length(r) < n - 1)
         snprintf(out, n, "%s", json_string_value(r));
@@ -119,8 +121,7 @@ static int own_ref(struct imp *m, const json_t *o, char *out, size_t n)
 }
 
 /* Resolve a reference to a row of `kind` recorded earlier in this document. 0 = none given. */
-static int resolve(struct imp *m, const json_t *o, const char *key, const char *kind,
-                   int64_t *id)
+static int resolve(struct imp *m, const json_t *o, const char *key, const char *kind, int64_t *id)
 {
     json_t *r = json_object_get(o, key);
     char k[200];
@@ -233,8 +234,8 @@ static int one_endpoint(struct imp *m, const json_t *o)
 
 static int one_shape(struct imp *m, const json_t *o)
 {
-    static const char *const keys[] = {"id",        "ref",        "hash", "canonical",
-                                       "shape",     "created_at", "canon_version", NULL};
+    static const char *const keys[] = {"id",    "ref",        "hash",          "canonical",
+                                       "shape", "created_at", "canon_version", NULL};
     const json_t *shape = NULL;
     const char *hash;
     char ref[160], got[SW_LEDGER_HASH_LEN + 1];
@@ -251,7 +252,8 @@ static int one_shape(struct imp *m, const json_t *o)
     if (!rc)
         rc = sw__ledger_shape_tx(m->l, shape, &id, got, m->e);
     if (!rc && hash && strcmp(hash, got))
-        rc = ierr(m, SW_EMISMATCH, "hash %.12s... does not match the shape (canonical hash "
+        rc = ierr(m, SW_EMISMATCH,
+                  "hash %.12s... does not match the shape (canonical hash "
                   "%.12s...): edited row, or another canonicalization version",
                   hash, got);
     if (!rc)
@@ -263,12 +265,31 @@ static int one_shape(struct imp *m, const json_t *o)
 
 static int one_boot(struct imp *m, const json_t *o)
 {
-    static const char *const keys[] = {
-        "id",         "ref",         "endpoint",      "shape",        "shape_hash",
-        "engine",     "engine_version", "started_at", "ended_at",     "duration_ms",
-        "outcome",    "failure_class", "failure_phase", "predicted",  "report",
-        "failure",    "log_excerpt", "log_path",      "source",       "source_line",
-        "note",       "recorded_at", "ext_id",        "shape_summary", NULL};
+    static const char *const keys[] = {"id",
+                                       "ref",
+                                       "endpoint",
+                                       "shape",
+                                       "shape_hash",
+                                       "engine",
+                                       "engine_version",
+                                       "started_at",
+                                       "ended_at",
+                                       "duration_ms",
+                                       "outcome",
+                                       "failure_class",
+                                       "failure_phase",
+                                       "predicted",
+                                       "report",
+                                       "failure",
+                                       "log_excerpt",
+                                       "log_path",
+                                       "source",
+                                       "source_line",
+                                       "note",
+                                       "recorded_at",
+                                       "ext_id",
+                                       "shape_summary",
+                                       NULL};
     struct sw_ledger_boot b = {0};
     char ref[160], extbuf[512];
     const char *outcome, *shape_hash;
@@ -277,8 +298,7 @@ static int one_boot(struct imp *m, const json_t *o)
     if (!rc)
         rc = own_ref(m, o, ref, sizeof(ref));
     if (!rc)
-        rc = ext_of(m, o, "boot", ref, LST_EXT_BOOT, extbuf, sizeof(extbuf), &b.ext_id,
-                    &existing);
+        rc = ext_of(m, o, "boot", ref, LST_EXT_BOOT, extbuf, sizeof(extbuf), &b.ext_id, &existing);
     if (rc)
         return rc;
     if (existing) {
@@ -333,8 +353,10 @@ static int one_boot(struct imp *m, const json_t *o)
             return rc;
         }
         if (strcmp(got, shape_hash))
-            return ierr(m, SW_EMISMATCH, "shape_hash %.12s... does not match the shape "
-                        "(%.12s...)", shape_hash, got);
+            return ierr(m, SW_EMISMATCH,
+                        "shape_hash %.12s... does not match the shape "
+                        "(%.12s...)",
+                        shape_hash, got);
     }
     rc = sw__ledger_boot_tx(m->l, &b, &id, m->e);
     if (!rc)
@@ -367,10 +389,10 @@ static int mib_of(struct imp *m, const json_t *o, const char *mib_key, const cha
 
 static int one_usage(struct imp *m, const json_t *o)
 {
-    static const char *const keys[] = {"id",     "ref",    "endpoint", "boot",     "shape",
-                                       "device", "used",   "total",    "used_mib", "total_mib",
-                                       "free", "free_mib", "free_read", "source", "taken_at",
-                                       "note",   "source_line", "ext_id", "recorded_at", NULL};
+    static const char *const keys[] = {
+        "id",       "ref",      "endpoint",    "boot",   "shape",       "device",    "used",
+        "total",    "used_mib", "total_mib",   "free",   "free_mib",    "free_read", "source",
+        "taken_at", "note",     "source_line", "ext_id", "recorded_at", NULL};
     struct sw_ledger_usage u = {0};
     char ref[160], extbuf[512];
     int64_t id = 0, existing = 0;
@@ -378,8 +400,8 @@ static int one_usage(struct imp *m, const json_t *o)
     if (!rc)
         rc = own_ref(m, o, ref, sizeof(ref));
     if (!rc)
-        rc = ext_of(m, o, "usage", ref, LST_EXT_USAGE, extbuf, sizeof(extbuf), &u.ext_id,
-                    &existing);
+        rc =
+            ext_of(m, o, "usage", ref, LST_EXT_USAGE, extbuf, sizeof(extbuf), &u.ext_id, &existing);
     if (rc)
         return rc;
     if (existing) {
@@ -425,9 +447,9 @@ static int one_usage(struct imp *m, const json_t *o)
 
 static int one_battery(struct imp *m, const json_t *o)
 {
-    static const char *const keys[] = {"id",      "ref",    "endpoint", "boot",   "url",
-                                       "started_at", "ms",  "checks",   "passed", "failed",
-                                       "skipped", "ext_id", "recorded_at", NULL};
+    static const char *const keys[] = {"id",         "ref",    "endpoint",    "boot",   "url",
+                                       "started_at", "ms",     "checks",      "passed", "failed",
+                                       "skipped",    "ext_id", "recorded_at", NULL};
     const char *endpoint, *url, *ext;
     char ref[160], extbuf[512];
     int64_t boot = 0, started = 0, id = 0, existing = 0;
@@ -435,8 +457,7 @@ static int one_battery(struct imp *m, const json_t *o)
     if (!rc)
         rc = own_ref(m, o, ref, sizeof(ref));
     if (!rc)
-        rc = ext_of(m, o, "battery", ref, LST_EXT_BATTERY, extbuf, sizeof(extbuf), &ext,
-                    &existing);
+        rc = ext_of(m, o, "battery", ref, LST_EXT_BATTERY, extbuf, sizeof(extbuf), &ext, &existing);
     if (rc)
         return rc;
     if (existing) {
@@ -464,8 +485,8 @@ static int one_battery(struct imp *m, const json_t *o)
 
 static int one_bench(struct imp *m, const json_t *o)
 {
-    static const char *const keys[] = {"id",      "ref",        "endpoint",    "boot",
-                                       "started_at", "params",  "results",     "chart_path",
+    static const char *const keys[] = {"id",          "ref",    "endpoint",    "boot",
+                                       "started_at",  "params", "results",     "chart_path",
                                        "source_line", "ext_id", "recorded_at", NULL};
     const char *endpoint, *chart, *line, *ext;
     const json_t *params, *results;
@@ -499,8 +520,8 @@ static int one_bench(struct imp *m, const json_t *o)
         return rc;
     if (!endpoint)
         return ierr(m, SW_EPARSE, "endpoint is required");
-    rc = sw__ledger_bench_tx(m->l, endpoint, boot, started, params, results, chart, line, ext,
-                             &id, m->e);
+    rc = sw__ledger_bench_tx(m->l, endpoint, boot, started, params, results, chart, line, ext, &id,
+                             m->e);
     if (!rc)
         rc = remember(m, "bench", ref, id);
     if (!rc)
@@ -510,10 +531,9 @@ static int one_bench(struct imp *m, const json_t *o)
 
 static int one_rung(struct imp *m, const json_t *o)
 {
-    static const char *const keys[] = {"id",      "ref",     "endpoint",   "ladder",
-                                       "rung",    "shape",   "shape_hash", "boot",
-                                       "outcome", "note",    "source_line", "ext_id",
-                                       "recorded_at", NULL};
+    static const char *const keys[] = {
+        "id",   "ref",     "endpoint", "ladder",      "rung",   "shape",       "shape_hash",
+        "boot", "outcome", "note",     "source_line", "ext_id", "recorded_at", NULL};
     struct sw_ledger_rung r = {0};
     const char *shape_hash;
     char ref[160], extbuf[512];
@@ -522,8 +542,7 @@ static int one_rung(struct imp *m, const json_t *o)
     if (!rc)
         rc = own_ref(m, o, ref, sizeof(ref));
     if (!rc)
-        rc = ext_of(m, o, "rung", ref, LST_EXT_RUNG, extbuf, sizeof(extbuf), &r.ext_id,
-                    &existing);
+        rc = ext_of(m, o, "rung", ref, LST_EXT_RUNG, extbuf, sizeof(extbuf), &r.ext_id, &existing);
     if (rc)
         return rc;
     if (existing) {
@@ -561,9 +580,9 @@ static int one_rung(struct imp *m, const json_t *o)
 
 static int one_rule(struct imp *m, const json_t *o)
 {
-    static const char *const keys[] = {"id",     "ref",    "endpoint", "expr",   "reason",
-                                       "failure", "boot",  "source",   "source_line", "ext_id",
-                                       "created_at", NULL};
+    static const char *const keys[] = {"id",          "ref",     "endpoint",   "expr",
+                                       "reason",      "failure", "boot",       "source",
+                                       "source_line", "ext_id",  "created_at", NULL};
     struct sw_ledger_rule_rec r = {0};
     char ref[160], extbuf[512];
     int64_t id = 0, existing = 0;
@@ -571,8 +590,7 @@ static int one_rule(struct imp *m, const json_t *o)
     if (!rc)
         rc = own_ref(m, o, ref, sizeof(ref));
     if (!rc)
-        rc = ext_of(m, o, "rule", ref, LST_EXT_RULE, extbuf, sizeof(extbuf), &r.ext_id,
-                    &existing);
+        rc = ext_of(m, o, "rule", ref, LST_EXT_RULE, extbuf, sizeof(extbuf), &r.ext_id, &existing);
     if (rc)
         return rc;
     if (existing) {
@@ -660,10 +678,24 @@ static int one_note(struct imp *m, const json_t *o)
 int sw_ledger_import(struct sw_ledger *l, const json_t *doc, const char *where,
                      struct sw_ledger_import_stats *st, struct sw_err *e)
 {
-    static const char *const top[] = {
-        "id",       "description", "source",       "slipway_ledger_export", "schema_version",
-        "canon_version", "exported_at", "endpoint", "endpoints", "shapes", "boots", "usage",
-        "battery_runs", "bench_runs", "ladder_rungs", "rules", "notes", NULL};
+    static const char *const top[] = {"id",
+                                      "description",
+                                      "source",
+                                      "slipway_ledger_export",
+                                      "schema_version",
+                                      "canon_version",
+                                      "exported_at",
+                                      "endpoint",
+                                      "endpoints",
+                                      "shapes",
+                                      "boots",
+                                      "usage",
+                                      "battery_runs",
+                                      "bench_runs",
+                                      "ladder_rungs",
+                                      "rules",
+                                      "notes",
+                                      NULL};
     struct imp m = {.l = l, .e = e};
     snprintf(m.row, sizeof(m.row), "document");
     int rc = check_keys(&m, doc, top);
@@ -673,7 +705,8 @@ int sw_ledger_import(struct sw_ledger *l, const json_t *doc, const char *where,
         rc = sw__check_label("document id", m.docid, 128, false, e);
     json_t *cv = json_object_get(doc, "canon_version");
     if (!rc && cv && json_integer_value(cv) != SW_LEDGER_CANON_VERSION)
-        rc = ierr(&m, SW_EUNSUPPORTED, "canon_version %lld; this slipway canonicalizes shapes "
+        rc = ierr(&m, SW_EUNSUPPORTED,
+                  "canon_version %lld; this slipway canonicalizes shapes "
                   "with version %d",
                   (long long)json_integer_value(cv), SW_LEDGER_CANON_VERSION);
     if (rc)
@@ -757,8 +790,9 @@ int sw_ledger_parse_mib(const char *s, uint64_t *mib, struct sw_err *e)
     if (!len)
         return sw_err_set(e, SW_EINVAL, "no memory figure given");
     if (s[len - 1] >= '0' && s[len - 1] <= '9')
-        return sw_err_set(e, SW_EINVAL, "'%s' has no unit: write %sMiB (as nvidia-smi and "
-                                        "rocm-smi print it) or give GiB/bytes with a unit",
+        return sw_err_set(e, SW_EINVAL,
+                          "'%s' has no unit: write %sMiB (as nvidia-smi and "
+                          "rocm-smi print it) or give GiB/bytes with a unit",
                           s, s);
     int rc = sw_parse_bytes(s, &bytes, e);
     if (rc)

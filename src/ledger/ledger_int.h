@@ -67,8 +67,7 @@ enum sw__lst {
 extern const char *const sw__ledger_sql[LST__N];
 
 /* The statement, reset and with its bindings cleared, prepared on first use. */
-int sw__ledger_stmt(struct sw_ledger *l, enum sw__lst which, sqlite3_stmt **out,
-                    struct sw_err *e);
+int sw__ledger_stmt(struct sw_ledger *l, enum sw__lst which, sqlite3_stmt **out, struct sw_err *e);
 /* Turn an SQLite result into an SW_E* code + message "ledger PATH: what: sqlite's message". */
 int sw__ledger_dberr(struct sw_ledger *l, struct sw_err *e, int rc, const char *what);
 /* BEGIN IMMEDIATE (waits on the busy timeout) / COMMIT / ROLLBACK (never fails visibly). */
@@ -82,8 +81,7 @@ int sw__ledger_exec(struct sw_ledger *l, const char *sql, struct sw_err *e);
 int sw__bind_text(sqlite3_stmt *st, int i, const char *s);
 int sw__bind_i64(sqlite3_stmt *st, int i, int64_t v, bool is_null);
 /* Step a statement expected to finish (INSERT): SQLITE_DONE -> 0. */
-int sw__ledger_step_done(struct sw_ledger *l, sqlite3_stmt *st, const char *what,
-                         struct sw_err *e);
+int sw__ledger_step_done(struct sw_ledger *l, sqlite3_stmt *st, const char *what, struct sw_err *e);
 
 /* Schema (schema.c). */
 int sw__ledger_migrate(struct sw_ledger *l, int target, struct sw_err *e);
@@ -137,9 +135,8 @@ int sw__ledger_rung_tx(struct sw_ledger *l, const struct sw_ledger_rung *r, int6
                        struct sw_err *e);
 int sw__ledger_rule_tx(struct sw_ledger *l, const struct sw_ledger_rule_rec *r, int64_t *id,
                        struct sw_err *e);
-int sw__ledger_note_tx(struct sw_ledger *l, const char *kind, int64_t subject_id,
-                       const char *text, const char *author, const char *ext_id, int64_t *id,
-                       struct sw_err *e);
+int sw__ledger_note_tx(struct sw_ledger *l, const char *kind, int64_t subject_id, const char *text,
+                       const char *author, const char *ext_id, int64_t *id, struct sw_err *e);
 /* Find a row by ext_id: *id 0 when absent. */
 int sw__ledger_ext_find(struct sw_ledger *l, enum sw__lst which, const char *ext_id, int64_t *id,
                         struct sw_err *e);

@@ -31,7 +31,7 @@ static json_t *col_str(sqlite3_stmt *st, int i)
 static json_t *col_int(sqlite3_stmt *st, int i)
 {
     return sqlite3_column_type(st, i) == SQLITE_NULL ? json_null()
-                                                      : json_integer(sqlite3_column_int64(st, i));
+                                                     : json_integer(sqlite3_column_int64(st, i));
 }
 
 static json_t *col_num(sqlite3_stmt *st, int i)
@@ -79,8 +79,7 @@ static int col_json(struct sw_ledger *l, sqlite3_stmt *st, int i, json_t **out, 
     sqlite3_clear_bindings(v);
     if (valid)
         return sw_err_set(e, SW_ENOMEM, "out of memory");
-    return sw_err_at(e, SW_EDB, l->path, 0, 0, "a stored JSON column does not parse: %s",
-                     je.text);
+    return sw_err_at(e, SW_EDB, l->path, 0, 0, "a stored JSON column does not parse: %s", je.text);
 }
 
 /* Build an object from (key, new reference) pairs; any NULL value means out of memory. */
@@ -190,9 +189,8 @@ static int usage_row(struct sw_ledger *l, sqlite3_stmt *st, bool for_export, jso
     return 0;
 }
 
-static int usage_query(struct sw_ledger *l, const char *endpoint, int64_t shape_id,
-                       int64_t boot_id, int64_t limit, bool for_export, json_t **out,
-                       struct sw_err *e)
+static int usage_query(struct sw_ledger *l, const char *endpoint, int64_t shape_id, int64_t boot_id,
+                       int64_t limit, bool for_export, json_t **out, struct sw_err *e)
 {
     sqlite3_stmt *st;
     bool of_boot = boot_id && !endpoint && !shape_id && limit <= 0;
@@ -229,8 +227,7 @@ static int usage_query(struct sw_ledger *l, const char *endpoint, int64_t shape_
 }
 
 /* One boot row (BOOT_COLS) as JSON. */
-static int boot_row(struct sw_ledger *l, sqlite3_stmt *st, int mode, json_t **out,
-                    struct sw_err *e)
+static int boot_row(struct sw_ledger *l, sqlite3_stmt *st, int mode, json_t **out, struct sw_err *e)
 {
     enum { SUMMARY = 0, FULL = 1, EXPORT = 2 };
     int rc = 0;
@@ -258,8 +255,7 @@ static int boot_row(struct sw_ledger *l, sqlite3_stmt *st, int mode, json_t **ou
     }
     if (mode != EXPORT) {
         char sum[256];
-        put(b, "shape_summary", json_string(sw_ledger_shape_summary(canon, sum, sizeof(sum))),
-            &rc);
+        put(b, "shape_summary", json_string(sw_ledger_shape_summary(canon, sum, sizeof(sum))), &rc);
     }
     put(b, "engine", col_str(st, 5), &rc);
     put(b, "engine_version", col_str(st, 6), &rc);
@@ -312,8 +308,8 @@ out:
     return 0;
 }
 
-static int boots_query(struct sw_ledger *l, const struct sw_ledger_query *q, int mode,
-                       json_t **out, struct sw_err *e)
+static int boots_query(struct sw_ledger *l, const struct sw_ledger_query *q, int mode, json_t **out,
+                       struct sw_err *e)
 {
     static const struct sw_ledger_query all = {0};
     if (!q)
@@ -461,8 +457,7 @@ static int list(struct sw_ledger *l, enum sw__lst which, const char *endpoint,
     return 0;
 }
 
-int sw_ledger_known_bad(struct sw_ledger *l, const char *endpoint, json_t **out,
-                        struct sw_err *e)
+int sw_ledger_known_bad(struct sw_ledger *l, const char *endpoint, json_t **out, struct sw_err *e)
 {
     *out = NULL;
     json_t *doc = json_object();
@@ -573,8 +568,7 @@ static int endpoint_row(struct sw_ledger *l, sqlite3_stmt *st, bool x, json_t **
     return 0;
 }
 
-static int shape_row(struct sw_ledger *l, sqlite3_stmt *st, bool x, json_t **out,
-                     struct sw_err *e)
+static int shape_row(struct sw_ledger *l, sqlite3_stmt *st, bool x, json_t **out, struct sw_err *e)
 {
     int rc = 0;
     json_t *canon = NULL;
@@ -652,8 +646,7 @@ static int battery_row(struct sw_ledger *l, sqlite3_stmt *st, bool x, json_t **o
     return 0;
 }
 
-static int bench_row(struct sw_ledger *l, sqlite3_stmt *st, bool x, json_t **out,
-                     struct sw_err *e)
+static int bench_row(struct sw_ledger *l, sqlite3_stmt *st, bool x, json_t **out, struct sw_err *e)
 {
     int rc = 0;
     json_t *p = NULL, *r = NULL;
@@ -681,8 +674,7 @@ static int bench_row(struct sw_ledger *l, sqlite3_stmt *st, bool x, json_t **out
     return 0;
 }
 
-static int rung_row(struct sw_ledger *l, sqlite3_stmt *st, bool x, json_t **out,
-                    struct sw_err *e)
+static int rung_row(struct sw_ledger *l, sqlite3_stmt *st, bool x, json_t **out, struct sw_err *e)
 {
     int rc = 0;
     json_t *canon = NULL;
@@ -710,8 +702,7 @@ static int rung_row(struct sw_ledger *l, sqlite3_stmt *st, bool x, json_t **out,
     return 0;
 }
 
-static int note_row(struct sw_ledger *l, sqlite3_stmt *st, bool x, json_t **out,
-                    struct sw_err *e)
+static int note_row(struct sw_ledger *l, sqlite3_stmt *st, bool x, json_t **out, struct sw_err *e)
 {
     int rc = 0;
     json_t *o = json_object();
@@ -736,10 +727,10 @@ int sw_ledger_export(struct sw_ledger *l, const char *endpoint, json_t **out, st
 {
     *out = NULL;
     char now[40];
-    json_t *doc = json_pack("{s:i,s:i,s:i,s:s,s:s?}", "slipway_ledger_export", 1,
-                            "schema_version", l->schema_version, "canon_version",
-                            SW_LEDGER_CANON_VERSION, "exported_at",
-                            sw_fmt_time(sw_wall_unix(), now, sizeof(now)), "endpoint", endpoint);
+    json_t *doc =
+        json_pack("{s:i,s:i,s:i,s:s,s:s?}", "slipway_ledger_export", 1, "schema_version",
+                  l->schema_version, "canon_version", SW_LEDGER_CANON_VERSION, "exported_at",
+                  sw_fmt_time(sw_wall_unix(), now, sizeof(now)), "endpoint", endpoint);
     if (!doc)
         return oom(e);
     int rc = read_begin(l, e);
@@ -803,10 +794,9 @@ int sw_ledger_export(struct sw_ledger *l, const char *endpoint, json_t **out, st
 
 int sw_ledger_counts(struct sw_ledger *l, json_t **out, struct sw_err *e)
 {
-    static const char *const names[] = {"endpoints",    "shapes",         "boots",
-                                        "usage",        "battery_runs",   "battery_checks",
-                                        "bench_runs",   "ladder_rungs",   "rules",
-                                        "notes"};
+    static const char *const names[] = {
+        "endpoints",      "shapes",     "boots",        "usage", "battery_runs",
+        "battery_checks", "bench_runs", "ladder_rungs", "rules", "notes"};
     *out = NULL;
     sqlite3_stmt *st;
     int rc = sw__ledger_stmt(l, LST_COUNTS, &st, e);

@@ -15,10 +15,10 @@
 #include <math.h>
 #include <string.h>
 
-#define LABEL_MAX 128
+#define LABEL_MAX      128
 #define LINE_MAX_BYTES 4096
-#define TEXT_MAX (64u * 1024u)
-#define EXT_MAX 256
+#define TEXT_MAX       (64u * 1024u)
+#define EXT_MAX        256
 
 int sw__ledger_json_text(const char *what, const json_t *j, bool want_object, size_t max,
                          char **out, struct sw_err *e)
@@ -35,8 +35,7 @@ int sw__ledger_json_text(const char *what, const json_t *j, bool want_object, si
 }
 
 /* Free text: valid UTF-8, no NUL, no control characters other than tab and newline. */
-static int check_text(const char *what, const char *s, size_t max, bool required,
-                      struct sw_err *e)
+static int check_text(const char *what, const char *s, size_t max, bool required, struct sw_err *e)
 {
     if (!s || !*s)
         return required ? sw_err_set(e, SW_EINVAL, "%s is required", what) : 0;
@@ -64,7 +63,8 @@ static int check_word(const char *what, const char *s, const char *extra, size_t
     for (size_t i = 0; i < len; i++) {
         unsigned char c = (unsigned char)s[i];
         if (!isalnum(c) && !strchr(extra, c))
-            return sw_err_set(e, SW_EINVAL, "%s '%.60s': character '%c' is not allowed "
+            return sw_err_set(e, SW_EINVAL,
+                              "%s '%.60s': character '%c' is not allowed "
                               "(letters, digits and \"%s\")",
                               what, s, isprint(c) ? c : '?', extra);
     }
@@ -101,11 +101,13 @@ static bool is_word(const json_t *v)
 static int check_failure(const json_t *f, struct sw_err *e)
 {
     if (!json_is_object(f))
-        return sw_err_set(e, SW_EINVAL, "failure must be a JSON object {class, phase, "
-                                        "payload_kind, message, line}");
+        return sw_err_set(e, SW_EINVAL,
+                          "failure must be a JSON object {class, phase, "
+                          "payload_kind, message, line}");
     if (!is_word(json_object_get(f, "class")))
-        return sw_err_set(e, SW_EINVAL, "failure.class must be a lowercase word (oom, "
-                                        "bad_payload, compile_constraint, ...)");
+        return sw_err_set(e, SW_EINVAL,
+                          "failure.class must be a lowercase word (oom, "
+                          "bad_payload, compile_constraint, ...)");
     static const char *const words[] = {"phase", "payload_kind"};
     for (size_t i = 0; i < SW_ARRAY_LEN(words); i++) {
         json_t *v = json_object_get(f, words[i]);
@@ -119,8 +121,9 @@ static int check_failure(const json_t *f, struct sw_err *e)
     json_t *line = json_object_get(f, "line");
     if (line && !json_is_null(line) && !json_is_string(line) &&
         !(json_is_integer(line) && json_integer_value(line) >= 0))
-        return sw_err_set(e, SW_EINVAL, "failure.line must be the log line (text) or its "
-                                        "number, or null");
+        return sw_err_set(e, SW_EINVAL,
+                          "failure.line must be the log line (text) or its "
+                          "number, or null");
     return 0;
 }
 
@@ -155,8 +158,7 @@ static int boot_row(struct sw_ledger *l, int64_t boot_id, int64_t endpoint_id, i
     return rc;
 }
 
-static int exists(struct sw_ledger *l, enum sw__lst which, int64_t id, bool *yes,
-                  struct sw_err *e)
+static int exists(struct sw_ledger *l, enum sw__lst which, int64_t id, bool *yes, struct sw_err *e)
 {
     sqlite3_stmt *st;
     int rc = sw__ledger_stmt(l, which, &st, e);
@@ -180,8 +182,8 @@ static int insert(struct sw_ledger *l, sqlite3_stmt *st, const char *what, const
         if (id)
             *id = sqlite3_last_insert_rowid(l->db);
     } else if ((s == SQLITE_CONSTRAINT_UNIQUE) && ext_id) {
-        rc = sw_err_at(e, SW_EEXIST, l->path, 0, 0, "%s with ext_id '%s' is already recorded",
-                       what, ext_id);
+        rc = sw_err_at(e, SW_EEXIST, l->path, 0, 0, "%s with ext_id '%s' is already recorded", what,
+                       ext_id);
     } else {
         rc = sw__ledger_dberr(l, e, s, what);
     }
@@ -274,26 +276,26 @@ int sw__ledger_shape_tx(struct sw_ledger *l, const json_t *shape, int64_t *id,
     return shape_row(l, shape, id, hash, NULL, 0, e);
 }
 
-int sw__ledger_note_tx(struct sw_ledger *l, const char *kind, int64_t subject_id,
-                       const char *text, const char *author, const char *ext_id, int64_t *id,
-                       struct sw_err *e)
+int sw__ledger_note_tx(struct sw_ledger *l, const char *kind, int64_t subject_id, const char *text,
+                       const char *author, const char *ext_id, int64_t *id, struct sw_err *e)
 {
     static const struct {
         const char *kind;
         enum sw__lst exists;
     } kinds[] = {
-        {"ledger", LST__N},           {"endpoint", LST_EXISTS_ENDPOINT},
-        {"shape", LST_EXISTS_SHAPE},  {"boot", LST_BOOT_EXISTS},
-        {"usage", LST_EXISTS_USAGE},  {"battery", LST_EXISTS_BATTERY},
-        {"bench", LST_EXISTS_BENCH},  {"rung", LST_EXISTS_RUNG},
+        {"ledger", LST__N},          {"endpoint", LST_EXISTS_ENDPOINT},
+        {"shape", LST_EXISTS_SHAPE}, {"boot", LST_BOOT_EXISTS},
+        {"usage", LST_EXISTS_USAGE}, {"battery", LST_EXISTS_BATTERY},
+        {"bench", LST_EXISTS_BENCH}, {"rung", LST_EXISTS_RUNG},
         {"rule", LST_EXISTS_RULE},
     };
     size_t k = 0;
     while (k < SW_ARRAY_LEN(kinds) && (!kind || strcmp(kind, kinds[k].kind)))
         k++;
     if (k == SW_ARRAY_LEN(kinds))
-        return sw_err_set(e, SW_EINVAL, "note subject '%s' is not one of ledger, endpoint, "
-                                        "shape, boot, usage, battery, bench, rung, rule",
+        return sw_err_set(e, SW_EINVAL,
+                          "note subject '%s' is not one of ledger, endpoint, "
+                          "shape, boot, usage, battery, bench, rung, rule",
                           kind ? kind : "");
     int rc = check_text("note text", text, TEXT_MAX, true, e);
     if (!rc && author)
@@ -365,8 +367,7 @@ int sw__ledger_boot_tx(struct sw_ledger *l, const struct sw_ledger_boot *b, int6
         rc = sw__ledger_json_text("boot: predicted", b->predicted, true, SW_LEDGER_JSON_MAX,
                                   &predicted, e);
     if (!rc)
-        rc = sw__ledger_json_text("boot: report", b->report, true, SW_LEDGER_JSON_MAX, &report,
-                                  e);
+        rc = sw__ledger_json_text("boot: report", b->report, true, SW_LEDGER_JSON_MAX, &report, e);
     if (!rc)
         rc = sw__ledger_json_text("boot: failure", b->failure, true, 64u * 1024u, &failure, e);
     if (!rc && b->log_excerpt) {
@@ -441,7 +442,8 @@ int sw__ledger_usage_tx(struct sw_ledger *l, const struct sw_ledger_usage *u, in
         rc = sw_err_set(e, SW_EINVAL, "usage: used %llu MiB is more than total %llu MiB",
                         (unsigned long long)u->used_mib, (unsigned long long)u->total_mib);
     if (!rc && u->has_free && u->free_mib > u->total_mib - u->used_mib)
-        rc = sw_err_set(e, SW_EINVAL, "usage: used %llu + free %llu MiB is more than total %llu "
+        rc = sw_err_set(e, SW_EINVAL,
+                        "usage: used %llu + free %llu MiB is more than total %llu "
                         "MiB",
                         (unsigned long long)u->used_mib, (unsigned long long)u->free_mib,
                         (unsigned long long)u->total_mib);
@@ -518,8 +520,9 @@ int sw__ledger_battery_tx(struct sw_ledger *l, const char *endpoint, int64_t boo
     int64_t endpoint_id = 0, run_id = 0;
     const json_t *checks = json_object_get(doc, "checks");
     if (!json_is_object(doc) || !json_is_array(checks))
-        return sw_err_set(e, SW_EINVAL, "battery: expected {\"checks\": [...]} as slipway probe "
-                                        "--json prints it");
+        return sw_err_set(e, SW_EINVAL,
+                          "battery: expected {\"checks\": [...]} as slipway probe "
+                          "--json prints it");
     size_t n = json_array_size(checks);
     if (n > 1000)
         return sw_err_set(e, SW_EINVAL, "battery: %zu checks is more than 1000", n);
@@ -532,8 +535,10 @@ int sw__ledger_battery_tx(struct sw_ledger *l, const char *endpoint, int64_t boo
             return sw_err_set(e, SW_EINVAL, "battery: checks[%zu].name must be a lowercase word",
                               i);
         if (!status || (strcmp(status, "pass") && strcmp(status, "fail") && strcmp(status, "skip")))
-            return sw_err_set(e, SW_EINVAL, "battery: checks[%zu].status must be pass, fail or "
-                                            "skip", i);
+            return sw_err_set(e, SW_EINVAL,
+                              "battery: checks[%zu].status must be pass, fail or "
+                              "skip",
+                              i);
         const json_t *reason = json_object_get(c, "reason");
         if (reason && !json_is_null(reason) && !json_is_string(reason))
             return sw_err_set(e, SW_EINVAL, "battery: checks[%zu].reason must be a string", i);
@@ -581,8 +586,7 @@ int sw__ledger_battery_tx(struct sw_ledger *l, const char *endpoint, int64_t boo
         const json_t *ev = json_object_get(c, "evidence");
         if (ev && json_is_null(ev))
             ev = NULL;
-        rc = sw__ledger_json_text("battery: evidence", ev, false, SW_LEDGER_JSON_MAX, &evidence,
-                                  e);
+        rc = sw__ledger_json_text("battery: evidence", ev, false, SW_LEDGER_JSON_MAX, &evidence, e);
         if (rc)
             break;
         rc = sw__ledger_stmt(l, LST_CHECK_INS, &st, e);
@@ -753,17 +757,17 @@ out:
  * The public calls: one transaction each.
  */
 
-#define IN_TX(l, e, body)                                                                        \
-    do {                                                                                         \
-        int rc_ = sw__ledger_begin((l), (e));                                                    \
-        if (rc_)                                                                                 \
-            return rc_;                                                                          \
-        rc_ = (body);                                                                            \
-        if (rc_) {                                                                               \
-            sw__ledger_rollback(l);                                                              \
-            return rc_;                                                                          \
-        }                                                                                        \
-        return sw__ledger_commit((l), (e));                                                      \
+#define IN_TX(l, e, body)                                                                          \
+    do {                                                                                           \
+        int rc_ = sw__ledger_begin((l), (e));                                                      \
+        if (rc_)                                                                                   \
+            return rc_;                                                                            \
+        rc_ = (body);                                                                              \
+        if (rc_) {                                                                                 \
+            sw__ledger_rollback(l);                                                                \
+            return rc_;                                                                            \
+        }                                                                                          \
+        return sw__ledger_commit((l), (e));                                                        \
     } while (0)
 
 int sw_ledger_endpoint_id(struct sw_ledger *l, const char *name, bool create, int64_t *id,
@@ -809,8 +813,9 @@ int sw_ledger_record_bench(struct sw_ledger *l, const char *endpoint, int64_t bo
                            const char *chart_path, const char *source_line, int64_t *id,
                            struct sw_err *e)
 {
-    IN_TX(l, e, sw__ledger_bench_tx(l, endpoint, boot_id, started_at, params, results,
-                                    chart_path, source_line, NULL, id, e));
+    IN_TX(l, e,
+          sw__ledger_bench_tx(l, endpoint, boot_id, started_at, params, results, chart_path,
+                              source_line, NULL, id, e));
 }
 
 int sw_ledger_record_rung(struct sw_ledger *l, const struct sw_ledger_rung *r, int64_t *id,

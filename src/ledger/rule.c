@@ -25,10 +25,10 @@
 #include <math.h>
 #include <string.h>
 
-#define RULE_MAX_LEN 4096
+#define RULE_MAX_LEN   4096
 #define RULE_MAX_NODES 256
 #define RULE_MAX_DEPTH 32
-#define PATH_MAX_SEG 4
+#define PATH_MAX_SEG   4
 
 enum op { OP_TRUE, OP_EQ, OP_NE, OP_LT, OP_LE, OP_GT, OP_GE };
 enum nkind { N_AND, N_OR, N_NOT, N_CMP };
@@ -299,8 +299,7 @@ static int parse_cmp(struct parser *p, int *out)
             for (char *c = n->s; *c; c++)
                 *c = (char)tolower((unsigned char)*c);
         if ((n->lt == L_STR || n->lt == L_BOOL) && n->op != OP_EQ && n->op != OP_NE)
-            return perr(p, "only == and != compare %s",
-                        n->lt == L_STR ? "strings" : "true/false");
+            return perr(p, "only == and != compare %s", n->lt == L_STR ? "strings" : "true/false");
     }
     *out = idx;
     return 0;

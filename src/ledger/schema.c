@@ -60,7 +60,8 @@ static const struct migration migrations[] = {
      "  predicted TEXT CHECK(predicted IS NULL OR json_valid(predicted)),\n"
      "  report TEXT CHECK(report IS NULL OR json_valid(report)),\n"
      "  failure TEXT CHECK(failure IS NULL OR json_valid(failure)),\n"
-     "  log_excerpt TEXT CHECK(log_excerpt IS NULL OR length(CAST(log_excerpt AS BLOB)) <= 65536),\n"
+     "  log_excerpt TEXT CHECK(log_excerpt IS NULL OR length(CAST(log_excerpt AS BLOB)) <= "
+     "65536),\n"
      "  CHECK((outcome = 'failed') = (failure IS NOT NULL)),\n"
      "  CHECK((failure IS NULL) = (failure_class IS NULL))\n"
      ");\n"
@@ -246,8 +247,10 @@ static int apply_one(struct sw_ledger *l, const struct migration *m, struct sw_e
     if (v >= m->version) /* another process got here first */
         goto out;
     if (v != m->version - 1) {
-        rc = sw_err_at(e, SW_EDB, l->path, 0, 0, "schema version %d, expected %d before "
-                       "migration %d", v, m->version - 1, m->version);
+        rc = sw_err_at(e, SW_EDB, l->path, 0, 0,
+                       "schema version %d, expected %d before "
+                       "migration %d",
+                       v, m->version - 1, m->version);
         goto out;
     }
     if (v == 0) {
@@ -259,20 +262,21 @@ static int apply_one(struct sw_ledger *l, const struct migration *m, struct sw_e
     int src = sqlite3_exec(l->db, m->sql, NULL, NULL, &msg);
     if (src != SQLITE_OK) {
         rc = sw_err_at(e, src == SQLITE_BUSY ? SW_EBUSY : SW_EDB, l->path, 0, 0,
-                       "migration %d (%s) failed: %s; the file was left at version %d",
-                       m->version, m->what, msg ? msg : sqlite3_errstr(src), v);
+                       "migration %d (%s) failed: %s; the file was left at version %d", m->version,
+                       m->what, msg ? msg : sqlite3_errstr(src), v);
         sqlite3_free(msg);
         goto out;
     }
     rc = sw__ledger_user_version(l, &v, e);
     if (!rc && v != m->version)
-        rc = sw_err_at(e, SW_EDB, l->path, 0, 0, "migration %d did not set its version", m->version);
+        rc =
+            sw_err_at(e, SW_EDB, l->path, 0, 0, "migration %d did not set its version", m->version);
     if (rc)
         goto out;
     rc = sw__ledger_commit(l, e);
     if (!rc)
-        sw_log(SW_LOG_INFO, "ledger %s: schema migrated to version %d (%s)", l->path,
-               m->version, m->what);
+        sw_log(SW_LOG_INFO, "ledger %s: schema migrated to version %d (%s)", l->path, m->version,
+               m->what);
     return rc;
 out:
     if (rc)

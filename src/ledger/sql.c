@@ -13,20 +13,20 @@ _Static_assert(LST__N <= SW__LEDGER_NSTMT, "grow SW__LEDGER_NSTMT in ledger.h");
 /* The boot columns every boot query returns, in the order query.c reads them. The summary
  * statements stop before the large documents: SQLite computes every result column of a row when
  * it steps, so a summary that listed them would read each excerpt's overflow pages for nothing. */
-#define BOOT_COLS_SUM                                                                            \
-    "b.id, e.name, b.shape_id, s.hash, s.canonical, b.engine, b.engine_version, b.started_at, "  \
-    "b.ended_at, b.duration_ms, b.outcome, b.failure_class, b.failure_phase, b.log_path, "       \
-    "b.source, b.source_line, b.recorded_at, b.ext_id, "                                         \
+#define BOOT_COLS_SUM                                                                              \
+    "b.id, e.name, b.shape_id, s.hash, s.canonical, b.engine, b.engine_version, b.started_at, "    \
+    "b.ended_at, b.duration_ms, b.outcome, b.failure_class, b.failure_phase, b.log_path, "         \
+    "b.source, b.source_line, b.recorded_at, b.ext_id, "                                           \
     "json_extract(b.report, '$.kv_cache_tokens'), json_extract(b.report, '$.max_concurrency') "
 #define BOOT_COLS BOOT_COLS_SUM ", b.predicted, b.report, b.failure, b.log_excerpt "
-#define BOOT_FROM                                                                                \
-    "FROM boots b JOIN endpoints e ON e.id = b.endpoint_id "                                     \
+#define BOOT_FROM                                                                                  \
+    "FROM boots b JOIN endpoints e ON e.id = b.endpoint_id "                                       \
     "LEFT JOIN shapes s ON s.id = b.shape_id "
 /* ?1 endpoint name, ?2 outcome, ?3 shape id, ?4 limit (-1 = none). Two orders, two statements:
  * ORDER BY rowid (either way) needs no sort, where one statement with ORDER BY CASE made SQLite
  * sort every row, documents and all, through a temporary b-tree (3.4 s for 10,000 boots). */
-#define BOOT_WHERE                                                                               \
-    "WHERE (?1 IS NULL OR b.endpoint_id = (SELECT id FROM endpoints WHERE name = ?1)) "           \
+#define BOOT_WHERE                                                                                 \
+    "WHERE (?1 IS NULL OR b.endpoint_id = (SELECT id FROM endpoints WHERE name = ?1)) "            \
     "AND (?2 IS NULL OR b.outcome = ?2) AND (?3 IS NULL OR b.shape_id = ?3) "
 
 /* The endpoint's id for an optional endpoint-name filter ?1. */
@@ -85,8 +85,7 @@ const char *const sw__ledger_sql[LST__N] = {
     [LST_BOOTS_ASC] = "SELECT " BOOT_COLS_SUM BOOT_FROM BOOT_WHERE "ORDER BY b.id LIMIT ?4",
     [LST_BOOTS_DESC] = "SELECT " BOOT_COLS_SUM BOOT_FROM BOOT_WHERE "ORDER BY b.id DESC LIMIT ?4",
     [LST_BOOTS_FULL_ASC] = "SELECT " BOOT_COLS BOOT_FROM BOOT_WHERE "ORDER BY b.id LIMIT ?4",
-    [LST_BOOTS_FULL_DESC] = "SELECT " BOOT_COLS BOOT_FROM BOOT_WHERE
-                            "ORDER BY b.id DESC LIMIT ?4",
+    [LST_BOOTS_FULL_DESC] = "SELECT " BOOT_COLS BOOT_FROM BOOT_WHERE "ORDER BY b.id DESC LIMIT ?4",
     [LST_BOOT_ONE] = "SELECT " BOOT_COLS BOOT_FROM "WHERE b.id = ?1",
     /* ?1 endpoint name, ?2 shape id, ?3 boot id, ?4 limit */
     [LST_USAGE_LIST] =
@@ -161,11 +160,10 @@ const char *const sw__ledger_sql[LST__N] = {
         "WHERE ?1 IS NULL OR id IN (SELECT shape_id FROM boots WHERE endpoint_id = " EP_ID
         " UNION SELECT shape_id FROM usage WHERE endpoint_id = " EP_ID
         " UNION SELECT shape_id FROM ladder_rungs WHERE endpoint_id = " EP_ID ") ORDER BY id",
-    [LST_COUNTS] =
-        "SELECT (SELECT count(*) FROM endpoints), (SELECT count(*) FROM shapes), "
-        "(SELECT count(*) FROM boots), (SELECT count(*) FROM usage), "
-        "(SELECT count(*) FROM battery_runs), (SELECT count(*) FROM battery_checks), "
-        "(SELECT count(*) FROM bench_runs), (SELECT count(*) FROM ladder_rungs), "
-        "(SELECT count(*) FROM rules), (SELECT count(*) FROM notes)",
+    [LST_COUNTS] = "SELECT (SELECT count(*) FROM endpoints), (SELECT count(*) FROM shapes), "
+                   "(SELECT count(*) FROM boots), (SELECT count(*) FROM usage), "
+                   "(SELECT count(*) FROM battery_runs), (SELECT count(*) FROM battery_checks), "
+                   "(SELECT count(*) FROM bench_runs), (SELECT count(*) FROM ladder_rungs), "
+                   "(SELECT count(*) FROM rules), (SELECT count(*) FROM notes)",
     [LST_JSON_VALID] = "SELECT json_valid(?1)",
 };

@@ -128,8 +128,8 @@ int sw__log_excerpt(const char *s, size_t n, size_t max, char **out)
         return 0;
     }
     char marker[96];
-    int mw = snprintf(marker, sizeof(marker), "\n[... slipway: %zu bytes of the log elided ...]\n",
-                      fn);
+    int mw =
+        snprintf(marker, sizeof(marker), "\n[... slipway: %zu bytes of the log elided ...]\n", fn);
     size_t mlen = (size_t)mw;
     size_t room = max > mlen ? max - mlen : 0;
     size_t head = cut_back(fixed, room / 4, 2048);
@@ -190,8 +190,12 @@ int sw__parse_time(const json_t *j, int64_t *out, struct sw_err *e)
     if (!ok || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || se > 60)
         return sw_err_set(e, SW_EINVAL,
                           "'%.40s' is not a time (YYYY-MM-DD or YYYY-MM-DDTHH:MM:SSZ, UTC)", s);
-    struct tm tm = {.tm_year = y - 1900, .tm_mon = mo - 1, .tm_mday = d, .tm_hour = h,
-                    .tm_min = mi, .tm_sec = se};
+    struct tm tm = {.tm_year = y - 1900,
+                    .tm_mon = mo - 1,
+                    .tm_mday = d,
+                    .tm_hour = h,
+                    .tm_min = mi,
+                    .tm_sec = se};
     time_t t = timegm(&tm);
     if (t < 0)
         return sw_err_set(e, SW_EINVAL, "'%.40s' is before 1970", s);
@@ -199,8 +203,7 @@ int sw__parse_time(const json_t *j, int64_t *out, struct sw_err *e)
     return 0;
 }
 
-int sw__check_label(const char *what, const char *s, size_t max, bool allow_space,
-                    struct sw_err *e)
+int sw__check_label(const char *what, const char *s, size_t max, bool allow_space, struct sw_err *e)
 {
     if (!s || !*s)
         return sw_err_set(e, SW_EINVAL, "%s is required", what);

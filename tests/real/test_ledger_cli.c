@@ -93,9 +93,9 @@ static void test_cli_round(void **state)
     swt_run_free(&r);
     r = run(0, "--ledger", led, "show", "4", "--json", NULL);
     j = swt_json_out(&r);
-    assert_int_equal(json_integer_value(json_object_get(json_object_get(j, "report"),
-                                                        "expert_arena_slots")),
-                     6496);
+    assert_int_equal(
+        json_integer_value(json_object_get(json_object_get(j, "report"), "expert_arena_slots")),
+        6496);
     json_decref(j);
     swt_run_free(&r);
 
@@ -132,8 +132,7 @@ static void test_cli_round(void **state)
     j = swt_json_out(&r);
     assert_int_equal(json_array_size(json_object_get(j, "rules")), 2);
     json_t *r2 = json_array_get(json_object_get(j, "rules"), 1);
-    assert_string_equal(json_string_value(json_object_get(json_object_get(r2, "failure"),
-                                                          "class")),
+    assert_string_equal(json_string_value(json_object_get(json_object_get(r2, "failure"), "class")),
                         "oom"); /* taken from boot 11 */
     assert_int_equal(json_array_size(json_object_get(j, "shapes")), 8);
     json_decref(j);
@@ -169,8 +168,8 @@ static void test_bootlog_record(void **state)
     snprintf(shape, sizeof(shape), "%s/shape.json", dir);
     swt_write_str(shape, "{\"shape\":{\"engine\":\"llama.cpp\",\"model\":\"m.gguf\","
                          "\"ctx\":65536,\"slots\":1}}");
-    const char *argv[] = {swt_bin(), "bootlog", "record",  "local", oombuf, "--ledger",
-                          led,       "--shape", shape,     "--json", NULL};
+    const char *argv[] = {swt_bin(), "bootlog", "record", "local",  oombuf, "--ledger",
+                          led,       "--shape", shape,    "--json", NULL};
     struct swt_run r;
     assert_int_equal(swt_run(argv, NULL, 60, &r), 0);
     assert_int_equal(r.status, 1); /* recorded, and it is a failed boot */
@@ -181,12 +180,9 @@ static void test_bootlog_record(void **state)
     assert_string_equal(json_string_value(json_object_get(b, "failure_phase")), "compute_alloc");
     assert_int_equal(json_integer_value(json_object_get(json_object_get(b, "report"), "n_ctx")),
                      65536);
-    assert_non_null(strstr(json_string_value(json_object_get(b, "log_excerpt")),
-                           "llama_kv_cache"));
-    assert_int_equal(json_integer_value(json_object_get(json_object_get(json_object_get(b,
-                                                                                        "shape"),
-                                                                        "canonical"),
-                                                        "ctx")),
+    assert_non_null(strstr(json_string_value(json_object_get(b, "log_excerpt")), "llama_kv_cache"));
+    assert_int_equal(json_integer_value(json_object_get(
+                         json_object_get(json_object_get(b, "shape"), "canonical"), "ctx")),
                      65536);
     json_decref(j);
     swt_run_free(&r);
@@ -243,8 +239,8 @@ static void test_cli_exit_codes(void **state)
                         "SW_ENOENT");
     json_decref(j);
     swt_run_free(&r);
-    r = run(2, "--ledger", led, "add-usage", "--endpoint", "e", "--device", "d", "--used",
-            "21684", "--total", "24576MiB", NULL);
+    r = run(2, "--ledger", led, "add-usage", "--endpoint", "e", "--device", "d", "--used", "21684",
+            "--total", "24576MiB", NULL);
     assert_non_null(strstr(r.err, "no unit"));
     swt_run_free(&r);
     r = run(2, "--ledger", led, "add-usage", "--endpoint", "e", "--device", "d", NULL);

@@ -30,7 +30,7 @@
 
 struct child {
     pid_t pid;
-    int out;    /* read end of its stdout */
+    int out; /* read end of its stdout */
     char buf[65536];
     size_t len; /* bytes in buf not yet split into lines */
     /* ids printed so far */
@@ -38,8 +38,7 @@ struct child {
     size_t nb, nr, nu, cap;
 };
 
-static void spawn(struct child *c, const char *ledger, const char *endpoint,
-                  const char *seconds)
+static void spawn(struct child *c, const char *ledger, const char *endpoint, const char *seconds)
 {
     int p[2];
     memset(c, 0, sizeof(*c));
@@ -139,8 +138,7 @@ static void check_committed(struct sw_ledger *l, const struct child *c)
 {
     for (size_t i = 0; i < c->nb; i++) {
         if (q1(l->db, "SELECT count(*) FROM boots WHERE id = ?1", c->boots[i]) != 1)
-            fail_msg("boot %lld was committed (printed) but is missing",
-                     (long long)c->boots[i]);
+            fail_msg("boot %lld was committed (printed) but is missing", (long long)c->boots[i]);
     }
     for (size_t i = 0; i < c->nr; i++) {
         if (q1(l->db, "SELECT count(*) FROM battery_checks WHERE run_id = ?1", c->batteries[i]) !=
@@ -149,8 +147,7 @@ static void check_committed(struct sw_ledger *l, const struct child *c)
     }
     for (size_t i = 0; i < c->nu; i++) {
         if (q1(l->db, "SELECT count(*) FROM usage WHERE id = ?1", c->usages[i]) != 1)
-            fail_msg("usage %lld was committed (printed) but is missing",
-                     (long long)c->usages[i]);
+            fail_msg("usage %lld was committed (printed) but is missing", (long long)c->usages[i]);
     }
 }
 
@@ -163,16 +160,19 @@ static void check_whole(struct sw_ledger *l)
     assert_int_equal(sw_ledger_verify(l, &ok, &e), 0);
     if (!ok)
         fail_msg("verify: %s", e.msg);
-    assert_int_equal(q1(l->db, "SELECT count(*) FROM battery_runs r WHERE (SELECT count(*) FROM "
-                               "battery_checks c WHERE c.run_id = r.id) <> 5 AND ?1",
+    assert_int_equal(q1(l->db,
+                        "SELECT count(*) FROM battery_runs r WHERE (SELECT count(*) FROM "
+                        "battery_checks c WHERE c.run_id = r.id) <> 5 AND ?1",
                         1),
                      0);
-    assert_int_equal(q1(l->db, "SELECT count(*) FROM boots b WHERE (SELECT count(*) FROM notes n "
-                               "WHERE n.kind = 'boot' AND n.subject_id = b.id) <> 1 AND ?1",
+    assert_int_equal(q1(l->db,
+                        "SELECT count(*) FROM boots b WHERE (SELECT count(*) FROM notes n "
+                        "WHERE n.kind = 'boot' AND n.subject_id = b.id) <> 1 AND ?1",
                         1),
                      0);
-    assert_int_equal(q1(l->db, "SELECT count(*) FROM boots WHERE outcome = 'failed' AND "
-                               "json_extract(failure, '$.class') IS NOT 'oom' AND ?1",
+    assert_int_equal(q1(l->db,
+                        "SELECT count(*) FROM boots WHERE outcome = 'failed' AND "
+                        "json_extract(failure, '$.class') IS NOT 'oom' AND ?1",
                         1),
                      0);
 }
@@ -247,9 +247,9 @@ static void test_two_recorders(void **state)
         if (readers < 5 && (a.nb > 0 || b.nb > 0)) {
             /* a reader beside the two writers */
             struct swt_run r;
-            assert_int_equal(swt_slipway(&r, "ledger", "--ledger", path, "list", "--json",
-                                         "--limit", "3", NULL),
-                             0);
+            assert_int_equal(
+                swt_slipway(&r, "ledger", "--ledger", path, "list", "--json", "--limit", "3", NULL),
+                0);
             if (r.status != 0)
                 fail_msg("reader failed: %s", r.err);
             json_decref(swt_json_out(&r));
@@ -275,8 +275,9 @@ static void test_two_recorders(void **state)
     assert_int_equal(q1(l.db, "SELECT count(*) FROM battery_runs WHERE ?1", 1),
                      (int64_t)(a.nr + b.nr));
     assert_int_equal(q1(l.db, "SELECT count(*) FROM usage WHERE ?1", 1), (int64_t)(a.nu + b.nu));
-    assert_int_equal(q1(l.db, "SELECT count(*) FROM boots b JOIN endpoints e ON e.id = "
-                              "b.endpoint_id WHERE e.name = 'alpha' AND ?1",
+    assert_int_equal(q1(l.db,
+                        "SELECT count(*) FROM boots b JOIN endpoints e ON e.id = "
+                        "b.endpoint_id WHERE e.name = 'alpha' AND ?1",
                         1),
                      (int64_t)a.nb);
     sw_ledger_close(&l);

@@ -85,10 +85,17 @@ static int64_t boot(struct sw_ledger *l, const char *endpoint, const char *shape
 {
     json_t *s = shape ? J(shape) : NULL, *r = report ? J(report) : NULL;
     json_t *f = failure ? J(failure) : NULL;
-    struct sw_ledger_boot b = {.endpoint = endpoint, .shape = s, .engine = "vllm",
-                               .engine_version = "0.30", .started_at = 1790812800,
-                               .ended_at = 1790813220, .duration_ms = 420000, .report = r,
-                               .failure = f, .source = "test", .log_excerpt = "INFO booted\n"};
+    struct sw_ledger_boot b = {.endpoint = endpoint,
+                               .shape = s,
+                               .engine = "vllm",
+                               .engine_version = "0.30",
+                               .started_at = 1790812800,
+                               .ended_at = 1790813220,
+                               .duration_ms = 420000,
+                               .report = r,
+                               .failure = f,
+                               .source = "test",
+                               .log_excerpt = "INFO booted\n"};
     if (s && json_is_string(json_object_get(s, "engine")))
         b.engine = json_string_value(json_object_get(s, "engine"));
     int64_t id = 0;
@@ -203,8 +210,9 @@ static void test_open_refusals(void **state)
     assert_int_equal(sw_ledger_open(&l, p, NULL, &e), 0);
     sw_ledger_close(&l);
     assert_int_equal(sqlite3_open(p, &db), SQLITE_OK);
-    assert_int_equal(sqlite3_exec(db, "CREATE TRIGGER t AFTER INSERT ON boots BEGIN "
-                                      "DELETE FROM boots; END;",
+    assert_int_equal(sqlite3_exec(db,
+                                  "CREATE TRIGGER t AFTER INSERT ON boots BEGIN "
+                                  "DELETE FROM boots; END;",
                                   0, 0, 0),
                      SQLITE_OK);
     sqlite3_close(db);
@@ -255,9 +263,9 @@ static void test_migrate_v1(void **state)
     assert_string_equal(json_string_value(json_object_get(b, "engine_version")), "b6000");
     assert_int_equal(json_integer_value(json_object_get(json_object_get(b, "report"), "n_ctx")),
                      524288);
-    assert_string_equal(json_string_value(json_object_get(
-                            json_array_get(json_object_get(b, "notes"), 0), "text")),
-                        "a v1 note");
+    assert_string_equal(
+        json_string_value(json_object_get(json_array_get(json_object_get(b, "notes"), 0), "text")),
+        "a v1 note");
     json_t *u = json_array_get(json_object_get(b, "usage"), 0);
     assert_int_equal(json_integer_value(json_object_get(u, "free_mib")), 4386);
     json_decref(b);
@@ -266,11 +274,10 @@ static void test_migrate_v1(void **state)
     int64_t run = 0, rule = 0, note = 0;
     assert_int_equal(sw_ledger_record_battery(&l, "frank-small", 1, NULL, 0, doc, &run, &e), 0);
     json_decref(doc);
-    struct sw_ledger_rule_rec r = {.endpoint = "frank-small", .expr = "slots == 2",
-                                   .reason = "test", .boot_id = 1};
+    struct sw_ledger_rule_rec r = {
+        .endpoint = "frank-small", .expr = "slots == 2", .reason = "test", .boot_id = 1};
     assert_int_equal(sw_ledger_record_rule(&l, &r, &rule, &e), 0);
-    assert_int_equal(sw_ledger_record_note(&l, "rule", rule, "widened note kinds", NULL, &note,
-                                           &e),
+    assert_int_equal(sw_ledger_record_note(&l, "rule", rule, "widened note kinds", NULL, &note, &e),
                      0);
     assert_true(note > 2); /* ids continue after the copied notes */
     sw_ledger_close(&l);
@@ -334,8 +341,7 @@ static void test_record_and_query_boots(void **state)
     assert_null(json_object_get(s0, "report")); /* summaries stay small */
     json_t *s1 = json_array_get(all, 1);
     assert_string_equal(json_string_value(json_object_get(s1, "failure_class")), "oom");
-    assert_string_equal(json_string_value(json_object_get(s1, "failure_phase")),
-                        "graph_capture");
+    assert_string_equal(json_string_value(json_object_get(s1, "failure_phase")), "graph_capture");
     json_decref(all);
 
     /* what calibrate reads: every boot of an endpoint in full, with shape and figures */
@@ -347,8 +353,8 @@ static void test_record_and_query_boots(void **state)
     json_t *canon = json_object_get(json_object_get(full, "shape"), "canonical");
     assert_int_equal(json_integer_value(json_object_get(canon, "ctx")), 262144);
     assert_int_equal(json_integer_value(json_object_get(canon, "kv_bytes")), 6100000000LL);
-    assert_true(json_real_value(json_object_get(json_object_get(full, "report"),
-                                                "max_concurrency")) == 3.02);
+    assert_true(json_real_value(
+                    json_object_get(json_object_get(full, "report"), "max_concurrency")) == 3.02);
     assert_string_equal(json_string_value(json_object_get(full, "started_at")),
                         "2026-10-01T00:00:00Z");
     assert_int_equal(json_integer_value(json_object_get(full, "duration_ms")), 420000);
@@ -396,8 +402,8 @@ static void test_boot_checks(void **state)
     b = (struct sw_ledger_boot){.endpoint = "ep", .engine = "vllm", .started_at = 1790812800000};
     assert_int_equal(sw_ledger_record_boot(&f->l, &b, &id, &e), SW_EINVAL);
     assert_non_null(strstr(e.msg, "unix seconds"));
-    b = (struct sw_ledger_boot){.endpoint = "ep", .engine = "vllm", .started_at = 1790812800,
-                                .ended_at = 1790812700};
+    b = (struct sw_ledger_boot){
+        .endpoint = "ep", .engine = "vllm", .started_at = 1790812800, .ended_at = 1790812700};
     assert_int_equal(sw_ledger_record_boot(&f->l, &b, &id, &e), SW_EINVAL);
     /* a JSON document past the ceiling is refused, not truncated */
     json_t *huge = json_object();
@@ -435,8 +441,8 @@ static void test_log_excerpt_stored(void **state)
     memcpy(log, "llama-server build 1234\n", 24);
     static const char tail[] = "\n\xff\xfe bad bytes and a NUL \0 here: OOM\n";
     memcpy(log + n - sizeof(tail) + 1, tail, sizeof(tail) - 1);
-    struct sw_ledger_boot b = {.endpoint = "ep", .engine = "llama.cpp", .log_excerpt = log,
-                               .log_len = n};
+    struct sw_ledger_boot b = {
+        .endpoint = "ep", .engine = "llama.cpp", .log_excerpt = log, .log_len = n};
     int64_t id;
     assert_int_equal(sw_ledger_record_boot(&f->l, &b, &id, &e), 0);
     free(log);
@@ -446,7 +452,8 @@ static void test_log_excerpt_stored(void **state)
     assert_non_null(ex);
     assert_true(strlen(ex) <= SW_LEDGER_EXCERPT_MAX);
     assert_memory_equal(ex, "llama-server build 1234\n", 24);
-    assert_non_null(strstr(ex, "\xef\xbf\xbd\xef\xbf\xbd bad bytes and a NUL \xef\xbf\xbd here: OOM"));
+    assert_non_null(
+        strstr(ex, "\xef\xbf\xbd\xef\xbf\xbd bad bytes and a NUL \xef\xbf\xbd here: OOM"));
     assert_non_null(strstr(ex, "elided"));
     json_decref(o);
 }
@@ -455,18 +462,28 @@ static void test_usage(void **state)
 {
     struct fx *f = *state;
     struct sw_err e;
-    int64_t b = boot(&f->l, "frank-small",
-                     "{\"engine\":\"llama.cpp\",\"model\":\"m\",\"ctx\":540672,\"slots\":3}", NULL,
-                     NULL);
-    struct sw_ledger_usage u = {.endpoint = "frank-small", .boot_id = b, .device = "CUDA0",
-                                .used_mib = 21684, .total_mib = 24576, .has_free = true,
-                                .free_mib = 2441, .source = "nvidia-smi", .note = "deployed"};
+    int64_t b =
+        boot(&f->l, "frank-small",
+             "{\"engine\":\"llama.cpp\",\"model\":\"m\",\"ctx\":540672,\"slots\":3}", NULL, NULL);
+    struct sw_ledger_usage u = {.endpoint = "frank-small",
+                                .boot_id = b,
+                                .device = "CUDA0",
+                                .used_mib = 21684,
+                                .total_mib = 24576,
+                                .has_free = true,
+                                .free_mib = 2441,
+                                .source = "nvidia-smi",
+                                .note = "deployed"};
     int64_t u1, u2;
     assert_int_equal(sw_ledger_record_usage(&f->l, &u, &u1, &e), 0);
     /* by shape, no boot; time unknown */
     json_t *shape = J("{\"engine\":\"llama.cpp\",\"model\":\"m\",\"ctx\":589824,\"slots\":3}");
-    u = (struct sw_ledger_usage){.endpoint = "frank-small", .shape = shape, .device = "CUDA0",
-                                 .used_mib = 22972, .total_mib = 24576, .source = "by hand",
+    u = (struct sw_ledger_usage){.endpoint = "frank-small",
+                                 .shape = shape,
+                                 .device = "CUDA0",
+                                 .used_mib = 22972,
+                                 .total_mib = 24576,
+                                 .source = "by hand",
                                  .taken_at = -1};
     assert_int_equal(sw_ledger_record_usage(&f->l, &u, &u2, &e), 0);
     /* refusals */
@@ -518,9 +535,8 @@ static void test_battery_bench_rung_rule_note(void **state)
                     "\"reason\":\"no projector\"},{\"name\":\"chat\",\"status\":\"fail\","
                     "\"evidence\":{\"http\":500}}]}");
     int64_t run;
-    assert_int_equal(sw_ledger_record_battery(&f->l, "ep", b, "http://127.0.0.1:8080", 0, doc,
-                                              &run, &e),
-                     0);
+    assert_int_equal(
+        sw_ledger_record_battery(&f->l, "ep", b, "http://127.0.0.1:8080", 0, doc, &run, &e), 0);
     json_decref(doc);
     doc = J("{\"checks\":[{\"name\":\"readiness\",\"status\":\"maybe\"}]}");
     assert_int_equal(sw_ledger_record_battery(&f->l, "ep", b, NULL, 0, doc, NULL, &e), SW_EINVAL);
@@ -535,17 +551,20 @@ static void test_battery_bench_rung_rule_note(void **state)
 
     json_t *p = J("{\"streams\":1}"), *r = J("{\"decode_tok_s\":[39.38,38.79,36.42]}");
     int64_t bench;
-    assert_int_equal(sw_ledger_record_bench(&f->l, "ep", b, 0, p, r, "/tmp/c.svg", NULL, &bench,
-                                            &e),
-                     0);
+    assert_int_equal(
+        sw_ledger_record_bench(&f->l, "ep", b, 0, p, r, "/tmp/c.svg", NULL, &bench, &e), 0);
     assert_int_equal(sw_ledger_record_bench(&f->l, "ep", b, 0, NULL, r, NULL, NULL, NULL, &e),
                      SW_EINVAL);
     json_decref(p);
     json_decref(r);
 
     json_t *shape = J(VLLM_SHAPE), *other = J("{\"engine\":\"vllm\",\"model\":\"x\"}");
-    struct sw_ledger_rung rg = {.endpoint = "ep", .ladder = "night", .rung = 1, .shape = shape,
-                                .boot_id = b, .outcome = "fail"};
+    struct sw_ledger_rung rg = {.endpoint = "ep",
+                                .ladder = "night",
+                                .rung = 1,
+                                .shape = shape,
+                                .boot_id = b,
+                                .outcome = "fail"};
     int64_t rung;
     assert_int_equal(sw_ledger_record_rung(&f->l, &rg, &rung, &e), 0);
     assert_int_equal(sw_ledger_record_rung(&f->l, &rg, NULL, &e), SW_EEXIST);
@@ -563,8 +582,12 @@ static void test_battery_bench_rung_rule_note(void **state)
     json_decref(other);
 
     json_t *failure = J("{\"class\":\"compile_constraint\",\"message\":\"Constraints violated\"}");
-    struct sw_ledger_rule_rec rr = {.endpoint = "ep", .expr = "slots == 2", .reason = "SEQS 2",
-                                    .failure = failure, .boot_id = b, .source = "bisection"};
+    struct sw_ledger_rule_rec rr = {.endpoint = "ep",
+                                    .expr = "slots == 2",
+                                    .reason = "SEQS 2",
+                                    .failure = failure,
+                                    .boot_id = b,
+                                    .source = "bisection"};
     int64_t rule, global;
     assert_int_equal(sw_ledger_record_rule(&f->l, &rr, &rule, &e), 0);
     rr.expr = "slots = 2";
@@ -576,9 +599,8 @@ static void test_battery_bench_rung_rule_note(void **state)
     json_decref(failure);
 
     int64_t note;
-    assert_int_equal(sw_ledger_record_note(&f->l, "bench", bench, "chart looks off", "me", &note,
-                                           &e),
-                     0);
+    assert_int_equal(
+        sw_ledger_record_note(&f->l, "bench", bench, "chart looks off", "me", &note, &e), 0);
     assert_int_equal(sw_ledger_record_note(&f->l, "rung", rung, "7 minutes", NULL, NULL, &e), 0);
     assert_int_equal(sw_ledger_record_note(&f->l, "ledger", 0, "line1\nline2", NULL, NULL, &e), 0);
     assert_int_equal(sw_ledger_record_note(&f->l, "boot", 4242, "x", NULL, NULL, &e), SW_ENOENT);
@@ -594,10 +616,11 @@ static void test_battery_bench_rung_rule_note(void **state)
     assert_int_equal(json_array_size(shapes), 1);
     json_t *s0 = json_array_get(shapes, 0);
     assert_int_equal(json_integer_value(json_object_get(s0, "failed")), 1);
-    assert_string_equal(json_string_value(json_object_get(json_object_get(
-                            json_array_get(json_object_get(s0, "failures"), 0), "failure"),
-                                                          "class")),
-                        "compile_constraint");
+    assert_string_equal(
+        json_string_value(json_object_get(
+            json_object_get(json_array_get(json_object_get(s0, "failures"), 0), "failure"),
+            "class")),
+        "compile_constraint");
     assert_int_equal(json_array_size(rules), 2); /* the endpoint's and the global one */
     json_decref(kb);
     assert_int_equal(sw_ledger_known_bad(&f->l, "other", &kb, &e), 0);
@@ -609,8 +632,8 @@ static void test_battery_bench_rung_rule_note(void **state)
 /* Strip what an import legitimately changes (row ids, record times) before comparing exports. */
 static void strip(json_t *j)
 {
-    static const char *const drop[] = {"id",          "created_at", "recorded_at", "exported_at",
-                                       "boot",        "subject",    NULL};
+    static const char *const drop[] = {"id",   "created_at", "recorded_at", "exported_at",
+                                       "boot", "subject",    NULL};
     if (json_is_object(j)) {
         for (size_t i = 0; drop[i]; i++)
             json_object_del(j, drop[i]);
@@ -635,8 +658,7 @@ static void test_export_import_round_trip(void **state)
     /* add what the seed lacks: a battery and a ledger note */
     json_t *doc = J("{\"checks\":[{\"name\":\"liveness\",\"status\":\"pass\",\"evidence\":"
                     "\"1 token\"}]}");
-    assert_int_equal(sw_ledger_record_battery(&f->l, "frank-small", 16, NULL, 0, doc, NULL, &e),
-                     0);
+    assert_int_equal(sw_ledger_record_battery(&f->l, "frank-small", 16, NULL, 0, doc, NULL, &e), 0);
     json_decref(doc);
     assert_int_equal(sw_ledger_record_note(&f->l, "ledger", 0, "general", NULL, NULL, &e), 0);
 
@@ -751,13 +773,13 @@ static void test_seed_fixture(void **state)
         print_message("seed-fleet.md not found (%s): quotes not checked here\n", e.msg);
         md = sw_strdup("");
     }
-    static const char *const sections[] = {"boots", "usage", "bench_runs", "ladder_rungs",
-                                           "rules"};
+    static const char *const sections[] = {"boots", "usage", "bench_runs", "ladder_rungs", "rules"};
     int quotes = 0;
     for (size_t s = 0; s < SW_ARRAY_LEN(sections); s++) {
         size_t i;
         json_t *row;
-        json_array_foreach(json_object_get(seed, sections[s]), i, row) {
+        json_array_foreach(json_object_get(seed, sections[s]), i, row)
+        {
             const char *q = json_string_value(json_object_get(row, "source_line"));
             if (!q || strncmp(q, "seed-fleet.md:", 14))
                 fail_msg("%s[%zu] quotes no seed-fleet.md line", sections[s], i);
@@ -815,7 +837,8 @@ static void test_seed_fixture(void **state)
     int found = 0;
     size_t i;
     json_t *b;
-    json_array_foreach(boots, i, b) {
+    json_array_foreach(boots, i, b)
+    {
         json_t *c = json_object_get(json_object_get(b, "shape"), "canonical");
         if (!c || strcmp(json_string_value(json_object_get(c, "kv_dtype_k")), "fp8"))
             continue;
@@ -843,7 +866,8 @@ static void test_seed_fixture(void **state)
     assert_int_equal(sw_ledger_usage_list(&f->l, &q, &usage, &e), 0);
     assert_int_equal(json_array_size(usage), 3);
     static const int64_t used[] = {20190, 22972, 21684}, freem[] = {4386, 1153, 2441};
-    json_array_foreach(usage, i, b) {
+    json_array_foreach(usage, i, b)
+    {
         assert_int_equal(json_integer_value(json_object_get(b, "used_mib")), used[i]);
         assert_int_equal(json_integer_value(json_object_get(b, "total_mib")), 24576);
         assert_int_equal(json_integer_value(json_object_get(b, "free_mib")), freem[i]);
@@ -864,9 +888,8 @@ static void test_seed_fixture(void **state)
     json_t *plan = J("{\"engine\":\"vllm\",\"engine_profile\":\"tiered-expert-offload\","
                      "\"model\":{\"name\":\"Qwen3.8-Flash-Next-Uncensored-FP8\",\"quant\":\"fp8\"},"
                      "\"tp\":2,\"max_model_len\":200704,\"max_num_seqs\":2,\"kv_dtype\":\"fp8\"}");
-    assert_int_equal(sw_ledger_rule_match(json_string_value(json_object_get(rule, "expr")), plan,
-                                          &hit, &e),
-                     0);
+    assert_int_equal(
+        sw_ledger_rule_match(json_string_value(json_object_get(rule, "expr")), plan, &hit, &e), 0);
     assert_true(hit);
     json_decref(plan);
     char want[SW_LEDGER_HASH_LEN + 1];
@@ -876,8 +899,8 @@ static void test_seed_fixture(void **state)
     assert_int_equal(sw_ledger_shape_canon(six, NULL, NULL, want, &e), 0);
     json_decref(six);
     bool six_found = false;
-    json_array_foreach(json_object_get(kb, "shapes"), i, b)
-        six_found = six_found || !strcmp(json_string_value(json_object_get(b, "hash")), want);
+    json_array_foreach(json_object_get(kb, "shapes"), i, b) six_found =
+        six_found || !strcmp(json_string_value(json_object_get(b, "hash")), want);
     assert_true(six_found);
     json_decref(kb);
     json_decref(seed);
@@ -949,9 +972,14 @@ static void test_alloc_failure_records_nothing(void **state)
     int ooms = 0;
     for (long k = 1; k < 2000; k++) {
         struct sw_err e;
-        struct sw_ledger_boot b = {.endpoint = "ep", .shape = shape, .engine = "vllm",
-                                   .report = report, .predicted = report, .failure = failure,
-                                   .log_excerpt = log, .note = "n"};
+        struct sw_ledger_boot b = {.endpoint = "ep",
+                                   .shape = shape,
+                                   .engine = "vllm",
+                                   .report = report,
+                                   .predicted = report,
+                                   .failure = failure,
+                                   .log_excerpt = log,
+                                   .note = "n"};
         long before = sw_alloc_count();
         sw_alloc_fail_at(k);
         int rc = sw_ledger_record_boot(&f->l, &b, NULL, &e);

@@ -67,7 +67,8 @@ static void test_canon_equal_spellings(void **state)
          "\"kv_dtype_k\":\"f16\",\"kv_dtype_v\":\"q8_0\"}",
          "{\"slots\":3,\"ctx\":\"180k\",\"engine\":\"llama-server\",\"model\":\"m.gguf\","
          "\"ctk\":\"fp16\",\"ctv\":\"Q8_0\"}",
-         "{\"np\":\"3\",\"c\":\"180,000\",\"engine\":\"LlamaCpp\",\"model\":{\"name\":\" m.gguf \"},"
+         "{\"np\":\"3\",\"c\":\"180,000\",\"engine\":\"LlamaCpp\",\"model\":{\"name\":\" m.gguf "
+         "\"},"
          "\"cache_type_k\":\"float16\",\"cache_type_v\":\"q8_0\",\"tp\":1,\"flags\":{}}",
          "{\"engine\":\"llama.cpp\",\"model\":{\"name\":\"m.gguf\"},\"n_ctx\":1.8e5,"
          "\"n_parallel\":3.0,\"kv_dtype_k\":\"half\",\"kv_dtype_v\":\"q8_0\",\"pp\":\"1\","
@@ -158,7 +159,8 @@ static void test_canon_exact_text(void **state)
         "{\"tp\":2,\"engine\":\"vLLM\",\"model\":{\"name\":\"Qwen3.8-Flash-Next-Uncensored-FP8\","
         "\"quant\":\"FP8\"},\"max_model_len\":\"200,704\",\"seqs\":3,\"kv_dtype\":\"fp8\","
         "\"kv_bytes\":\"3.15e9\",\"mnbt\":1024,\"util\":0.9,"
-        "\"flags\":{\"--moe-gather\":\"32x64\",\"prefetch\":\"false\",\"note\":\"a\\\"b\\\\c\\u0001\\u00e9\","
+        "\"flags\":{\"--moe-gather\":\"32x64\",\"prefetch\":\"false\",\"note\":"
+        "\"a\\\"b\\\\c\\u0001\\u00e9\","
         "\"ratio\":0.1,\"big\":1e300,\"list\":[3,\"x\",null,2.5]}}");
     assert_string_equal(
         t, "{\"ctx\":200704,\"engine\":\"vllm\",\"flags\":{\"big\":1e+300,\"list\":[3,\"x\",null,"
@@ -184,8 +186,7 @@ static void test_canon_exact_text(void **state)
     struct sw_err e;
     char known[SW_LEDGER_HASH_LEN + 1];
     assert_int_equal(sw__sha256_hex("abc", 3, known), 0);
-    assert_string_equal(known,
-                        "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+    assert_string_equal(known, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
     (void)e;
 }
 
@@ -224,14 +225,14 @@ static void test_canon_errors(void **state)
                                      &e),
                            "shape.kv_bytes"));
     assert_non_null(strstr(e.msg, "whole number"));
-    assert_non_null(strstr(canon_err("{\"engine\":\"vllm\",\"model\":\"m\",\"ctx\":-4}", &e),
-                           "shape.ctx"));
-    assert_non_null(strstr(canon_err("{\"engine\":\"vllm\",\"model\":\"m\",\"slots\":0}", &e),
-                           "out of range"));
+    assert_non_null(
+        strstr(canon_err("{\"engine\":\"vllm\",\"model\":\"m\",\"ctx\":-4}", &e), "shape.ctx"));
+    assert_non_null(
+        strstr(canon_err("{\"engine\":\"vllm\",\"model\":\"m\",\"slots\":0}", &e), "out of range"));
     assert_non_null(strstr(canon_err("{\"model\":\"m\"}", &e), "\"engine\" is required"));
     assert_non_null(strstr(canon_err("{\"engine\":\"vllm\"}", &e), "\"model\" is required"));
-    assert_non_null(strstr(canon_err("{\"engine\":\"vllm\",\"model\":{\"sha256\":\"abc\"}}", &e),
-                           "64 hex"));
+    assert_non_null(
+        strstr(canon_err("{\"engine\":\"vllm\",\"model\":{\"sha256\":\"abc\"}}", &e), "64 hex"));
     assert_non_null(strstr(canon_err("{\"engine\":\"vllm\",\"model\":{\"nme\":\"x\"}}", &e),
                            "unknown model key 'nme'"));
     assert_non_null(strstr(canon_err("{\"engine\":\"vllm\",\"model\":\"m\",\"util\":1.5}", &e),
@@ -240,8 +241,8 @@ static void test_canon_errors(void **state)
                                      "\"kv_dtype_v\":\"f16\"}",
                                      &e),
                            "disagrees"));
-    assert_non_null(strstr(canon_err("{\"engine\":\"v llm\",\"model\":\"m\"}", &e),
-                           "not a valid engine"));
+    assert_non_null(
+        strstr(canon_err("{\"engine\":\"v llm\",\"model\":\"m\"}", &e), "not a valid engine"));
     assert_non_null(strstr(canon_err("{\"engine\":\"vllm\",\"model\":\"m\",\"flags\":"
                                      "{\"a\":1,\"A\":2}}",
                                      &e),
@@ -249,7 +250,8 @@ static void test_canon_errors(void **state)
     assert_non_null(strstr(canon_err("[1]", &e), "expected an object"));
     /* nesting beyond the limit is refused, not recursed into */
     char deep[512];
-    size_t o = (size_t)snprintf(deep, sizeof(deep), "{\"engine\":\"vllm\",\"model\":\"m\",\"flags\":");
+    size_t o =
+        (size_t)snprintf(deep, sizeof(deep), "{\"engine\":\"vllm\",\"model\":\"m\",\"flags\":");
     for (int i = 0; i < 20; i++)
         o += (size_t)snprintf(deep + o, sizeof(deep) - o, "{\"a\":");
     o += (size_t)snprintf(deep + o, sizeof(deep) - o, "1");
@@ -316,11 +318,11 @@ static void test_rules(void **state)
         {"flags.moe_gather == 32x64", true},
         {"model.quant == fp8", true},
         {"model.name == Q && tp == 2", true},
-        {"mnbt < 4096", false},             /* missing key: never fires */
-        {"mnbt != 4096", false},            /* ... whatever the operator */
-        {"!(mnbt == 4096)", true},          /* but negating a miss is true */
-        {"model.name > 3", false},          /* type mismatch */
-        {"slots == \"2\"", false},          /* a quoted 2 is a string */
+        {"mnbt < 4096", false},    /* missing key: never fires */
+        {"mnbt != 4096", false},   /* ... whatever the operator */
+        {"!(mnbt == 4096)", true}, /* but negating a miss is true */
+        {"model.name > 3", false}, /* type mismatch */
+        {"slots == \"2\"", false}, /* a quoted 2 is a string */
         {"((slots == 2))", true},
     };
     json_t *shape = J(shape_text);
@@ -338,7 +340,8 @@ static void test_rules(void **state)
     }
     /* kv_dtype with k != v reads as "k/v" */
     bool hit = false;
-    json_t *mixed = J("{\"engine\":\"llama.cpp\",\"model\":\"m\",\"ctk\":\"f16\",\"ctv\":\"q8_0\"}");
+    json_t *mixed =
+        J("{\"engine\":\"llama.cpp\",\"model\":\"m\",\"ctk\":\"f16\",\"ctv\":\"q8_0\"}");
     assert_int_equal(sw_ledger_rule_match("kv_dtype == f16/q8_0", mixed, &hit, &e), 0);
     assert_true(hit);
     assert_int_equal(sw_ledger_rule_match("kv_dtype == f16", mixed, &hit, &e), 0);
@@ -398,9 +401,16 @@ static void test_text_helpers(void **state)
     assert_false(sw__utf8_valid("\xc0\xaf", 2));         /* overlong */
     assert_false(sw__utf8_valid("\xed\xa0\x80", 3));     /* surrogate */
     assert_false(sw__utf8_valid("\xf4\x90\x80\x80", 4)); /* > U+10FFFF */
-    assert_int_equal(sw__utf8_repair("a\xff" "b\0c", 5, &out, &n), 0);
+    assert_int_equal(sw__utf8_repair("a\xff"
+                                     "b\0c",
+                                     5, &out, &n),
+                     0);
     assert_int_equal(n, 1 + 3 + 1 + 3 + 1);
-    assert_memory_equal(out, "a\xef\xbf\xbd" "b\xef\xbf\xbd" "c", n);
+    assert_memory_equal(out,
+                        "a\xef\xbf\xbd"
+                        "b\xef\xbf\xbd"
+                        "c",
+                        n);
     sw_free(out);
 
     /* a log bigger than the ceiling keeps its head and its tail, cut at lines */
@@ -521,20 +531,23 @@ static int t_excerpt(void *arg, char *res, size_t n)
 
 static void test_alloc_torture(void **state)
 {
-    json_t *vllm = J("{\"engine\":\"vllm\",\"model\":{\"repo\":\"a/b\",\"revision\":\"CAFE\",\"size\":\"1GiB\"},"
-            "\"max_model_len\":\"200,704\",\"seqs\":3,\"kv_dtype\":\"fp8\",\"kv_bytes\":3.15e9,"
-            "\"util\":0.9,\"tp\":2,\"flags\":{\"--a-b\":[1,\"2\",{\"c\":\"true\"}],\"d\":0.5}}");
-    json_t *llama = J("{\"engine\":\"llama-server\",\"model\":\"sha256:ff348f31aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
-            "aaaaaaaaaaaaaaaaaaaaaaaaaa\",\"c\":\"540,672\",\"np\":3,\"ctk\":\"f16\","
-            "\"ctv\":\"q8_0\",\"flags\":{\"mmproj\":{\"name\":\"p.gguf\",\"size\":918166048}}}");
+    json_t *vllm = J(
+        "{\"engine\":\"vllm\",\"model\":{\"repo\":\"a/b\",\"revision\":\"CAFE\",\"size\":\"1GiB\"},"
+        "\"max_model_len\":\"200,704\",\"seqs\":3,\"kv_dtype\":\"fp8\",\"kv_bytes\":3.15e9,"
+        "\"util\":0.9,\"tp\":2,\"flags\":{\"--a-b\":[1,\"2\",{\"c\":\"true\"}],\"d\":0.5}}");
+    json_t *llama =
+        J("{\"engine\":\"llama-server\",\"model\":\"sha256:ff348f31aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+          "aaaaaaaaaaaaaaaaaaaaaaaaaa\",\"c\":\"540,672\",\"np\":3,\"ctk\":\"f16\","
+          "\"ctv\":\"q8_0\",\"flags\":{\"mmproj\":{\"name\":\"p.gguf\",\"size\":918166048}}}");
     torture("canon vllm", t_canon, vllm);
     torture("canon llama", t_canon, llama);
     json_decref(vllm);
     json_decref(llama);
     rule_shape = J("{\"engine\":\"vllm\",\"model\":\"m\",\"slots\":2,\"ctx\":262144,"
                    "\"flags\":{\"a-b\":true}}");
-    torture("rule", t_rule, "slots == 2 && !(ctx < 200,704 || flags.a-b == false) && "
-                            "kv_dtype != \"x\"");
+    torture("rule", t_rule,
+            "slots == 2 && !(ctx < 200,704 || flags.a-b == false) && "
+            "kv_dtype != \"x\"");
     json_decref(rule_shape);
     char *log = malloc(100001);
     for (size_t i = 0; i < 100000; i++)
