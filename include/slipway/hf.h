@@ -112,7 +112,9 @@ struct sw_hf_config {
     char quant_method[32];   /* quantization_config.quant_method, "" if none */
     char kv_cache_quant[32]; /* e.g. "fp8" when the checkpoint ships KV scales */
     bool has_kv_scales;
-    int64_t encoder_layers; /* encoder-decoder models; 0 otherwise */
+    int64_t encoder_layers;       /* encoder-decoder models; 0 otherwise */
+    int64_t num_kv_shared_layers; /* gemma3n: the last N layers read earlier layers' KV */
+    bool encoder_only;            /* BERT-style models: bidirectional, no KV cache */
 };
 
 /* Parse config.json text. `where` names the source for errors. */

@@ -273,11 +273,23 @@ int sw_vllm_specs(const struct sw_hf_config *c, const struct sw_vllm_opts *o, in
     int64_t start, end;
     pp_range(c->num_hidden_layers, o->pp, stage, &start, &end);
     *n = 0;
+    /* Cross-layer KV sharing (gemma3n): the last num_kv_shared_layers layers read an earlier
+     * layer's cache and get no spec (gpu_model_runner get_kv_cache_spec skips layers with a
+     * kv_sharing_target_layer_name). Encoder-only models get EncoderOnlyAttentionSpec (0). */
+    int64_t shared_from = c->num_hidden_layers - c->num_kv_shared_layers;
     for (int64_t i = start; i < end; i++) {
         enum sw_hf_layer_kind k = c->layer_kind[i];
         struct sw_vllm_spec *s = &specs[*n];
         memset(s, 0, sizeof(*s));
         s->layer = (int)i;
+        if (c->num_kv_shared_layers > 0 && i >= shared_from)
+            continue;
+        if (c->encoder_only) {
+            s->kind = SW_VLLM_ENCODER_ONLY;
+            attn_spec(c, o, kvb, scales, c->num_key_value_heads, c->head_dim, s);
+            (*n)++;
+            continue;
+        }
         switch (k) {
         case SW_HF_LAYER_NONE:
             continue;

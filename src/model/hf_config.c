@@ -328,6 +328,7 @@ int sw_hf_config_parse(const char *text, size_t len, const char *where, struct s
         F("num_experts_per_tok", num_experts_per_tok),
         F("moe_intermediate_size", moe_intermediate_size),
         F("encoder_layers", encoder_layers),
+        F("num_kv_shared_layers", num_kv_shared_layers),
 #undef F
     };
     for (size_t i = 0; i < SW_ARRAY_LEN(ints); i++) {
@@ -350,6 +351,14 @@ int sw_hf_config_parse(const char *text, size_t len, const char *where, struct s
         o->head_dim = 0;
     }
     get_str(&c, "mamba_ssm_dtype", o->mamba_ssm_dtype, sizeof(o->mamba_ssm_dtype));
+    {
+        /* Encoder-only families (no causal KV cache in any engine). */
+        static const char *const enc[] = {"bert",       "roberta",    "xlm-roberta", "modernbert",
+                                          "nomic_bert", "distilbert", "electra",     NULL};
+        for (int i = 0; enc[i]; i++)
+            if (!strcmp(o->model_type, enc[i]))
+                o->encoder_only = true;
+    }
     if (!o->mamba_ssm_dtype[0])
         get_str(&c, "ssm_state_dtype", o->mamba_ssm_dtype, sizeof(o->mamba_ssm_dtype));
     json_t *tie = get(&c, "tie_word_embeddings");

@@ -362,6 +362,25 @@ static void test_gpt_oss_sliding(void **state)
     assert_int_equal(r.num_gpu_blocks, nb);
 }
 
+/* Cross-layer KV sharing (gemma3n-style): shared layers hold no cache; encoder-only: none. */
+static void test_kv_sharing_and_encoder_only(void **state)
+{
+    load_cfg("{\"model_type\":\"gemma3n_text\",\"num_hidden_layers\":30,\"num_attention_heads\":8,"
+             "\"num_key_value_heads\":2,\"head_dim\":256,\"num_kv_shared_layers\":10,"
+             "\"torch_dtype\":\"bfloat16\",\"max_position_embeddings\":32768}");
+    struct sw_vllm_opts o;
+    struct sw_vllm_report r;
+    sw_vllm_opts_init(&o);
+    o.kv_cache_memory_bytes = 1ull << 30;
+    plan(&o, &r);
+    assert_int_equal(r.n_specs, 20);
+    assert_int_equal(r.num_gpu_blocks, (int64_t)((1ull << 30) / (16 * 2 * 256 * 2 * 2) / 20));
+    load_cfg("{\"model_type\":\"bert\",\"num_hidden_layers\":12,\"num_attention_heads\":12,"
+             "\"hidden_size\":768,\"max_position_embeddings\":512}");
+    plan(&o, &r);
+    assert_int_equal(r.blocks_per_request, 0);
+}
+
 static void test_versions(void **state)
 {
     enum sw_vllm_version v;
@@ -391,13 +410,20 @@ int main(void)
 {
     sw_core_init();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_qwen25_7b_awq),     cmocka_unit_test(test_qwen25_1_5b_spark),
-        cmocka_unit_test(test_llama31_8b_v0),     cmocka_unit_test(test_qwen25_3b_t4_v0),
-        cmocka_unit_test(test_qwen3vl_30b),       cmocka_unit_test(test_deepseek_v2_lite_mla_pp),
-        cmocka_unit_test(test_qwen36_35b_hybrid), cmocka_unit_test(test_qwen36_35b_padding_bf16),
-        cmocka_unit_test(test_qwen36_27b_mtp),    cmocka_unit_test(test_frank_primary),
-        cmocka_unit_test(test_kv_too_small),      cmocka_unit_test(test_gpt_oss_sliding),
+        cmocka_unit_test(test_qwen25_7b_awq),
+        cmocka_unit_test(test_qwen25_1_5b_spark),
+        cmocka_unit_test(test_llama31_8b_v0),
+        cmocka_unit_test(test_qwen25_3b_t4_v0),
+        cmocka_unit_test(test_qwen3vl_30b),
+        cmocka_unit_test(test_deepseek_v2_lite_mla_pp),
+        cmocka_unit_test(test_qwen36_35b_hybrid),
+        cmocka_unit_test(test_qwen36_35b_padding_bf16),
+        cmocka_unit_test(test_qwen36_27b_mtp),
+        cmocka_unit_test(test_frank_primary),
+        cmocka_unit_test(test_kv_too_small),
+        cmocka_unit_test(test_gpt_oss_sliding),
         cmocka_unit_test(test_versions),
+        cmocka_unit_test(test_kv_sharing_and_encoder_only),
     };
     return cmocka_run_group_tests_name("vllm", tests, NULL, NULL);
 }
