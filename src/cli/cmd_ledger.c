@@ -397,8 +397,12 @@ static int cmd_import(const struct opts *o)
     struct sw_err e;
     struct sw_ledger l;
     char path[4096];
-    struct sw_ledger_import_stats st = {0};
+    struct sw_progress prog;
+    struct sw_ledger_import_stats st = {.progress = &prog};
     sw_err_clear(&e);
+    sw_progress_init(&prog, "import", "rows", 0);
+    if (o->json)
+        sw_progress_force(&prog, false, NULL);
     if (o->npos != 2)
         return sw_cli_usage("ledger", "import takes one FILE.json");
     json_t *doc = sw_json_load_file(o->pos[1], 64u << 20, &e);

@@ -22,6 +22,8 @@ struct imp {
     const char *docid;
     json_t *refs; /* "kind:ref" -> row id */
     struct sw_ledger_import_stats st;
+    struct sw_progress *progress;
+    uint64_t done;
     char row[96]; /* "boots[3]" */
 };
 
@@ -196,6 +198,8 @@ static int section(struct imp *m, const json_t *doc, const char *name,
     for (size_t i = 0; i < json_array_size(arr); i++) {
         snprintf(m->row, sizeof(m->row), "%s[%zu]", name, i);
         int rc = one(m, json_array_get(arr, i));
+        if (m->progress)
+            sw_progress_update(m->progress, ++m->done);
         if (rc) {
             if (!strstr(m->e ? m->e->msg : "", m->row))
                 sw_err_prefix(m->e, "%s", m->row);
@@ -696,7 +700,7 @@ int sw_ledger_import(struct sw_ledger *l, const json_t *doc, const char *where,
                                       "rules",
                                       "notes",
                                       NULL};
-    struct imp m = {.l = l, .e = e};
+    struct imp m = {.l = l, .e = e, .progress = st ? st->progress : NULL};
     snprintf(m.row, sizeof(m.row), "document");
     int rc = check_keys(&m, doc, top);
     if (!rc)
@@ -727,8 +731,16 @@ int sw_ledger_import(struct sw_ledger *l, const json_t *doc, const char *where,
         {"usage", one_usage},        {"battery_runs", one_battery}, {"bench_runs", one_bench},
         {"ladder_rungs", one_rung},  {"rules", one_rule},           {"notes", one_note},
     };
+    if (m.progress) {
+        uint64_t total = 0;
+        for (size_t i = 0; i < SW_ARRAY_LEN(sections); i++)
+            total += json_array_size(json_object_get(doc, sections[i].name));
+        m.progress->total = total;
+    }
     for (size_t i = 0; i < SW_ARRAY_LEN(sections) && !rc; i++)
         rc = section(&m, doc, sections[i].name, sections[i].one);
+    if (m.progress)
+        sw_progress_finish(m.progress);
     if (rc) {
         sw__ledger_rollback(l);
         goto fail;
@@ -737,8 +749,10 @@ int sw_ledger_import(struct sw_ledger *l, const json_t *doc, const char *where,
     if (rc)
         goto fail;
     json_decref(m.refs);
-    if (st)
-        *st = m.st;
+    if (st) {
+        st->added = m.st.added;
+        st->skipped = m.st.skipped;
+    }
     return 0;
 fail:
     json_decref(m.refs);

@@ -651,7 +651,7 @@ static void test_export_import_round_trip(void **state)
 {
     struct fx *f = *state;
     struct sw_err e;
-    struct sw_ledger_import_stats st;
+    struct sw_ledger_import_stats st = {0};
     json_t *seed = json_load_file(swt_src("tests/data/ledger/seed-boots.json"), 0, NULL);
     assert_non_null(seed);
     assert_int_equal(sw_ledger_import(&f->l, seed, "seed-boots.json", &st, &e), 0);
@@ -702,7 +702,7 @@ static void test_import_atomic_and_idempotent(void **state)
 {
     struct fx *f = *state;
     struct sw_err e;
-    struct sw_ledger_import_stats st;
+    struct sw_ledger_import_stats st = {0};
     json_t *bad = J("{\"id\":\"t\",\"boots\":[{\"ref\":\"a\",\"endpoint\":\"ep\",\"engine\":"
                     "\"vllm\"},{\"ref\":\"b\",\"endpoint\":\"ep\",\"engine\":\"vllm\",\"shape\":"
                     "{\"engine\":\"vllm\",\"model\":\"m\",\"kv_bytes\":\"6.1GiB\"}}]}");
@@ -761,7 +761,7 @@ static void test_seed_fixture(void **state)
 {
     struct fx *f = *state;
     struct sw_err e;
-    struct sw_ledger_import_stats st;
+    struct sw_ledger_import_stats st = {0};
     json_t *seed = json_load_file(swt_src("tests/data/ledger/seed-boots.json"), 0, NULL);
     assert_int_equal(sw_ledger_import(&f->l, seed, "seed", &st, &e), 0);
 
