@@ -181,6 +181,20 @@ int sw_vllm_parse_argv(int argc, char **argv, struct sw_vllm_opts *o, const char
 int sw_vllm_plan_argv(int argc, char **argv, const struct sw_vllm_opts *facts,
                       struct sw_vllm_report *r, struct sw_err *e);
 
+/*
+ * `slipway plan --engine vllm|sglang [OPTIONS] -- COMMAND...`, as one library call so the CLI verb
+ * stays a dispatcher. OPTIONS are slipway's facts about what the engine measures at boot:
+ *   --version V (vLLM: current|legacy|v0|0.24.0...), --gpu-memory BYTES (card capacity),
+ *   --weights BYTES, --activation BYTES, --non-torch BYTES, --cudagraph BYTES (vLLM budget terms),
+ *   --pre-load-free BYTES, --post-load-avail BYTES (SGLang), --profile FILE.json (a fork profile:
+ *   its KV terms apply; its arena is reported when declared).
+ * BYTES take units ("31.86GiB" is refused by sw_parse_bytes as fractional: write "32622MiB" or
+ * bytes). *out receives {engine, report, lines, [arena], [warnings]}. Returns 0, or an error
+ * naming the option or the engine flag.
+ */
+int sw_engine_plan_cli(const char *engine, int optc, char **optv, int cmdc, char **cmdv,
+                       json_t **out, struct sw_err *e);
+
 /* ---------------------------------------------------------------------------------------------
  * Boot logs. The status and failure classes are engine/'s (slipway/engine.h); what follows adds
  * what vLLM and SGLang print and the figures of their failures.

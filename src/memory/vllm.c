@@ -374,7 +374,11 @@ static bool spec_eq(const struct sw_vllm_spec *a, const struct sw_vllm_spec *b)
 static int64_t blocks_per_request(const struct sw_vllm_spec *s, const struct sw_vllm_opts *o,
                                   int64_t L)
 {
-    int64_t mnbt = o->max_num_batched_tokens > 0 ? o->max_num_batched_tokens : 2048;
+    /* engine/arg_utils.py _set_default_args (OpenAI server): 8192 on cards of 70 GiB and more
+     * (A100-80GB excepted, which slipway cannot tell), else 2048. */
+    int64_t mnbt = o->max_num_batched_tokens > 0                 ? o->max_num_batched_tokens
+                   : o->gpu_total_bytes >= 70ull * 1073741824ull ? 8192
+                                                                 : 2048;
     switch (s->kind) {
     case SW_VLLM_FULL:
     case SW_VLLM_MLA: {

@@ -146,6 +146,46 @@ static void test_plan_argv(void **state)
     swt_tmpdir_free(dir);
 }
 
+/* The CLI's library entry: facts + profile + command -> JSON with the arena. */
+static void test_plan_cli(void **state)
+{
+    char *dir = swt_tmpdir();
+    swt_write_str(swt_join(dir, "config.json"),
+                  "{\"model_type\":\"qwen3_next\",\"num_hidden_layers\":48,"
+                  "\"num_attention_heads\":16,\"num_key_value_heads\":2,\"head_dim\":256,"
+                  "\"hidden_size\":2048,\"full_attention_interval\":4,"
+                  "\"linear_num_key_heads\":16,\"linear_num_value_heads\":48,"
+                  "\"linear_key_head_dim\":128,\"linear_value_head_dim\":128,"
+                  "\"linear_conv_kernel_dim\":4,\"torch_dtype\":\"bfloat16\","
+                  "\"mamba_ssm_dtype\":\"float32\",\"max_position_embeddings\":262144}");
+    char prof[4096];
+    snprintf(prof, sizeof(prof), "%s",
+             swt_src("tests/data/vllm/frank-expert-offload-calibrated.json"));
+    char *optv[] = {"--version", "0.24.0", "--profile", prof};
+    char *cmdv[] = {"vllm",       "serve",
+                    dir,          "-tp",
+                    "2",          "--max-model-len",
+                    "200704",     "--kv-cache-dtype",
+                    "fp8",        "--kv-cache-memory-bytes",
+                    "3146000000", "--max-num-batched-tokens",
+                    "1024"};
+    json_t *out = NULL;
+    struct sw_err e;
+    if (sw_engine_plan_cli("vllm", 4, optv, (int)SW_ARRAY_LEN(cmdv), cmdv, &out, &e))
+        fail_msg("%s", e.msg);
+    json_t *rep = json_object_get(out, "report");
+    assert_int_equal(json_integer_value(json_object_get(rep, "kv_cache_tokens")), 398658);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(out, "arena"), "slots")),
+                     6496);
+    json_decref(out);
+    char *bad[] = {"--weights", "lots"};
+    assert_int_not_equal(
+        sw_engine_plan_cli("vllm", 2, bad, (int)SW_ARRAY_LEN(cmdv), cmdv, &out, &e), 0);
+    assert_non_null(strstr(e.msg, "--weights"));
+    assert_int_not_equal(sw_engine_plan_cli("tgi", 0, NULL, 0, NULL, &out, &e), 0);
+    swt_tmpdir_free(dir);
+}
+
 int main(void)
 {
     sw_core_init();
@@ -153,6 +193,7 @@ int main(void)
         cmocka_unit_test(test_parse_flags),
         cmocka_unit_test(test_parse_errors),
         cmocka_unit_test(test_plan_argv),
+        cmocka_unit_test(test_plan_cli),
     };
     return cmocka_run_group_tests_name("vllm_argv", tests, NULL, NULL);
 }
