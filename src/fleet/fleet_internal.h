@@ -1,0 +1,225 @@
+/*
+ * fleet internals shared by the files of src/fleet: the storage arena, the YAML tree with
+ * positions, the decoding context (path, error collection, position index) and the scalar decoders.
+ * Nothing here is visible outside src/fleet/.
+ */
+#ifndef SW_FLEET_INTERNAL_H
+#define SW_FLEET_INTERNAL_H
+
+#include <slipway/fleet.h>
+
+#include <stdarg.h>
+
+/* ---------------------------------------------------------------------------------------------
+ * Arena: every string, array and struct of a fleet (and of its YAML tree) lives in one; freeing the
+ * fleet frees it whole, which is what makes the load all-or-nothing without per-object cleanup.
+ * `max` bounds the total (a hostile file cannot make it grow without limit).
+ */
+struct sw__fleet_chunk;
+struct sw__fleet_arena {
+    struct sw__fleet_chunk *head;
+    size_t total;
+    size_t max;
+};
+void sw__fleet_arena_init(struct sw__fleet_arena *a, size_t max);
+/* Zeroed, 16-byte aligned; NULL on OOM or over the ceiling. */
+void *sw__fleet_alloc(struct sw__fleet_arena *a, size_t n);
+void *sw__fleet_allocn(struct sw__fleet_arena *a, size_t count, size_t size);
+char *sw__fleet_strndup(struct sw__fleet_arena *a, const char *s, size_t n);
+char *sw__fleet_strdup(struct sw__fleet_arena *a, const char *s);
+char *sw__fleet_printf(struct sw__fleet_arena *a, const char *fmt, ...) SW_PRINTF(2, 3);
+void sw__fleet_arena_free(struct sw__fleet_arena *a);
+
+/* ---------------------------------------------------------------------------------------------
+ * The YAML tree: built from libfyaml's events so that every node (mappings and sequences too)
+ * carries its line:col. Aliases share the anchored node (the tree is a DAG); merge keys (<<) are
+ * expanded at build time. Mapping keys are scalars and unique (duplicates are an error).
+ */
+enum sw__fleet_nkind { SW__FLN_SCALAR = 1, SW__FLN_MAP = 2, SW__FLN_SEQ = 3 };
+
+struct sw__fleet_node {
+    enum sw__fleet_nkind kind;
+    int line, col; /* 1-based */
+    const char *file;
+    const char *text; /* scalar, NUL-terminated (may contain NULs before len) */
+    size_t len;
+    bool plain;       /* unquoted plain scalar: may be null / bool / number */
+    size_t n;         /* seq: items; map: pairs */
+    struct sw__fleet_node **kids; /* seq: n items; map: keys at 2i, values at 2i+1 */
+    uint64_t weight; /* nodes in the subtree, aliases expanded (bounded at parse) */
+    unsigned height; /* nesting depth of the subtree, aliases expanded (bounded at parse) */
+};
+
+/* Bounds that keep a hostile document (alias bombs, deep nesting) from costing more than a
+ * fleet ever needs. */
+#define SW__FLEET_MAX_WEIGHT 1000000u
+#define SW__FLEET_MAX_HEIGHT 64u
+
+/* Parse one YAML document. Errors (syntax, duplicate key, unsupported tag, alias bomb, second
+ * document) carry name:line:col. An empty document yields *root == NULL. */
+int sw__fleet_yaml_parse(struct sw__fleet_arena *a, const char *name, const char *text, size_t len,
+                         struct sw__fleet_node **root, struct sw_err *e);
+/* A plain scalar spelling null: "", "~", "null", "Null", "NULL". */
+bool sw__fleet_node_is_null(const struct sw__fleet_node *n);
+/* YAML -> JSON (plain scalars typed as null/bool/int/real, quoted ones strings). */
+json_t *sw__fleet_node_to_json(const struct sw__fleet_node *n, struct sw_err *e);
+const struct sw__fleet_node *sw__fleet_map_get(const struct sw__fleet_node *map, const char *key);
+
+/* ---------------------------------------------------------------------------------------------
+ * Suggestions for near misses ("did you mean 'max_model_len'?"): NULL when nothing is close.
+ */
+const char *sw__fleet_suggest(const char *word, const char *const *cands, size_t n);
+/* Levenshtein distance over normalized spellings (case, '-' vs '_', leading dashes). */
+size_t sw__fleet_distance(const char *a, const char *b);
+
+/* ---------------------------------------------------------------------------------------------
+ * Position index for sw_fleet_pos().
+ */
+struct sw__fleet_posent {
+    const char *path;
+    struct sw_fleet_at at;
+    size_t seq;
+};
+
+/* Private part of a fleet. */
+struct sw__fleet_priv {
+    struct sw__fleet_arena arena;
+    struct sw__fleet_posent *pos; /* sorted by path once loaded */
+    size_t n_pos, cap_pos;
+    json_t **json; /* json_t references owned by the fleet */
+    size_t n_json, cap_json;
+    struct sw_fleet_envfile **envfiles;
+    size_t n_envfiles, cap_envfiles;
+    struct sw_fleet_warning *warn;
+    size_t n_warn, cap_warn;
+};
+
+/* ---------------------------------------------------------------------------------------------
+ * Decoding context.
+ */
+struct sw__fleet_ctx {
+    struct sw_fleet *f;
+    struct sw__fleet_priv *p;
+    struct sw__fleet_arena *a;
+    const char *file; /* the fleet file's name (arena) */
+    const char *dir;  /* its directory, for relative env files */
+    const struct sw_fleet_opts *opts;
+    int max_errors;
+    int nerr;
+    bool oom;
+    struct sw_err *first; /* caller's, may be NULL */
+    int first_code;
+    char path[1024];
+    size_t plen;
+    size_t seq;
+};
+
+/* Path handling: push ".key" / "[i]", pop back to a saved length. */
+size_t sw__fleet_path_push(struct sw__fleet_ctx *c, const char *key);
+size_t sw__fleet_path_index(struct sw__fleet_ctx *c, size_t i);
+void sw__fleet_path_pop(struct sw__fleet_ctx *c, size_t saved);
+
+/* Report an error at a position (the message is used as is). Returns SW_EPARSE (or `code`). */
+int sw__fleet_verr(struct sw__fleet_ctx *c, int code, const struct sw_fleet_at *at,
+                   const char *fmt, va_list ap) SW_PRINTF(4, 0);
+int sw__fleet_err(struct sw__fleet_ctx *c, const struct sw_fleet_at *at, const char *fmt, ...)
+    SW_PRINTF(3, 4);
+/* The same, prefixed by the current path: "endpoints.x.shape.seqs must be ...". */
+int sw__fleet_errp(struct sw__fleet_ctx *c, const struct sw__fleet_node *n, const char *fmt, ...)
+    SW_PRINTF(3, 4);
+/* Report an error that came back from a helper (sw_err), re-positioned at n. */
+int sw__fleet_err_from(struct sw__fleet_ctx *c, const struct sw__fleet_node *n,
+                       const struct sw_err *e);
+int sw__fleet_nomem(struct sw__fleet_ctx *c);
+void sw__fleet_warn(struct sw__fleet_ctx *c, const struct sw_fleet_at *at, const char *fmt, ...)
+    SW_PRINTF(3, 4);
+struct sw_fleet_at sw__fleet_at(const struct sw__fleet_node *n);
+/* Record the current path's position. */
+void sw__fleet_record(struct sw__fleet_ctx *c, const struct sw__fleet_node *n);
+void sw__fleet_record_at(struct sw__fleet_ctx *c, const char *path, const struct sw_fleet_at *at);
+/* Keep a json_t for the fleet's lifetime (steals the reference). */
+int sw__fleet_keep_json(struct sw__fleet_ctx *c, json_t *j);
+
+/* ---------------------------------------------------------------------------------------------
+ * Scalar decoding. `spec` says what a value must be; decoders report errors themselves (at the
+ * node, prefixed with the path) and return SW_EPARSE so the caller continues with the next value.
+ */
+enum sw__fleet_ft {
+    SW__FT_STR = 1,   /* any non-empty text */
+    SW__FT_NAME,      /* [A-Za-z0-9][A-Za-z0-9_-]* */
+    SW__FT_WORD,      /* [a-z0-9_]+ */
+    SW__FT_CHOICE,    /* one of spec->choices; stored pointer is the static choice */
+    SW__FT_PATH,      /* absolute or ~/ path on a host */
+    SW__FT_LPATH,     /* a path on this machine (relative to the fleet file allowed) */
+    SW__FT_COUNT,     /* sw_parse_count, in [min, max] */
+    SW__FT_BYTES,     /* sw_parse_bytes: exact whole bytes */
+    SW__FT_BYTES_APPROX, /* a byte quantity, decimals rounded to the byte (31.86GiB) */
+    SW__FT_RATE,      /* bytes per second ("644GB/s") */
+    SW__FT_REAL,      /* in (fmin, fmax] when fmin_open, else [fmin, fmax] */
+    SW__FT_BOOL,      /* true | false */
+    SW__FT_PORT,      /* 1..65535 */
+    SW__FT_NGL,       /* a count or "all" */
+};
+
+struct sw__fleet_spec {
+    enum sw__fleet_ft ft;
+    const char *const *choices;
+    uint64_t min, max;
+    double fmin, fmax;
+    bool fmin_open;
+};
+
+int sw__fleet_dec_str(struct sw__fleet_ctx *c, const struct sw__fleet_node *n,
+                      const struct sw__fleet_spec *s, struct sw_fleet_str *out);
+int sw__fleet_dec_u64(struct sw__fleet_ctx *c, const struct sw__fleet_node *n,
+                      const struct sw__fleet_spec *s, struct sw_fleet_u64 *out);
+int sw__fleet_dec_f64(struct sw__fleet_ctx *c, const struct sw__fleet_node *n,
+                      const struct sw__fleet_spec *s, struct sw_fleet_f64 *out);
+int sw__fleet_dec_bool(struct sw__fleet_ctx *c, const struct sw__fleet_node *n,
+                       struct sw_fleet_bool *out);
+/* Decode into a typed sw_fleet_value of the given type (knob bounds, rule operands). */
+int sw__fleet_dec_value(struct sw__fleet_ctx *c, const struct sw__fleet_node *n,
+                        enum sw_fleet_vtype t, const struct sw__fleet_spec *s,
+                        struct sw_fleet_value *out);
+/* Text of a scalar node or an error "must be a single value, not a mapping". */
+const char *sw__fleet_scalar(struct sw__fleet_ctx *c, const struct sw__fleet_node *n);
+bool sw__fleet_want_map(struct sw__fleet_ctx *c, const struct sw__fleet_node *n);
+bool sw__fleet_want_seq(struct sw__fleet_ctx *c, const struct sw__fleet_node *n);
+
+/* Unknown key in a mapping: error with a suggestion among the known keys (and hints). */
+int sw__fleet_unknown_key(struct sw__fleet_ctx *c, const struct sw__fleet_node *key,
+                          const char *what, const char *const *known, size_t n);
+
+/* Shape fields: the decode spec and storage of each public field (same order). */
+struct sw__fleet_shape_slot {
+    struct sw__fleet_spec spec;
+    size_t off;
+};
+const struct sw__fleet_shape_slot *sw__fleet_shape_slot(const struct sw_fleet_field *f);
+/* Decode a `shape:` mapping into s (only given fields are set). */
+int sw__fleet_dec_shape(struct sw__fleet_ctx *c, const struct sw__fleet_node *n,
+                        struct sw_fleet_shape *s);
+/* Decode one shape field's value from node n (used by the env import too). */
+int sw__fleet_dec_shape_field(struct sw__fleet_ctx *c, const struct sw__fleet_node *n,
+                              const struct sw_fleet_field *f, struct sw_fleet_shape *s);
+/* Pointer to a field's storage inside a shape. */
+void *sw__fleet_shape_ptr(struct sw_fleet_shape *s, const struct sw_fleet_field *f);
+const void *sw__fleet_shape_cptr(const struct sw_fleet_shape *s, const struct sw_fleet_field *f);
+
+/* Env-file import targets (load.c): "shape.seqs", "payload.mmproj", "listen.port", "binary",
+ * "image", "alias", "engine_version", "env.NAME". canon: canonical spelling or NULL. */
+const char *sw__fleet_target_canon(const char *t, struct sw__fleet_arena *a);
+size_t sw__fleet_target_names(const char **out, size_t max);
+int sw__fleet_dec_target(struct sw__fleet_ctx *c, struct sw_fleet_endpoint *ep,
+                         const char *target, const struct sw__fleet_node *n);
+bool sw__fleet_target_has_default(struct sw_fleet_endpoint *ep, const char *target,
+                                  struct sw_fleet_at *at);
+int sw__fleet_import_env(struct sw__fleet_ctx *c, struct sw_fleet_endpoint *ep,
+                         const struct sw__fleet_node *decl);
+
+/* Env-file internals: parse into an arena-less struct (owned by the envfile itself). */
+int sw__fleet_envfile_parse(const char *name, const char *text, size_t len,
+                            sw_fleet_getenv_fn getenv, void *getenv_ctx,
+                            struct sw_fleet_envfile **out, struct sw_err *e);
+
+#endif
