@@ -39,7 +39,8 @@ struct sw_fleet_host;
 
 /* ---------------------------------------------------------------------------------------------
  * Where a value came from. file is the fleet file's path as given to the loader, an env file's
- * path, or "environment" for a value taken from the caller's environment (line/col 0 then).
+ * path, or "environment variable NAME" for a value taken from the caller's environment (line/col
+ * 0 then).
  * file == NULL: the value was never set (a default the consumer chooses).
  */
 struct sw_fleet_at {
@@ -99,9 +100,9 @@ const char *sw_fleet_engine_name(enum sw_fleet_engine e);
 struct sw_fleet_device {
     const char *name; /* unique within its host */
     struct sw_fleet_at at;
-    struct sw_fleet_str kind;      /* "R9700", "gfx1151", "cpu", free text */
-    struct sw_fleet_str vendor;    /* amd | nvidia | intel | apple | cpu */
-    struct sw_fleet_u64 index;     /* ordinal the engine sees (per vendor: CUDA and ROCm count
+    struct sw_fleet_str kind;          /* "R9700", "gfx1151", "cpu", free text */
+    struct sw_fleet_str vendor;        /* amd | nvidia | intel | apple | cpu */
+    struct sw_fleet_u64 index;         /* ordinal the engine sees (per vendor: CUDA and ROCm count
                                       separately); default: position in the host */
     struct sw_fleet_u64 memory_total;  /* bytes */
     struct sw_fleet_u64 memory_usable; /* bytes an engine can allocate; <= total */
@@ -174,38 +175,43 @@ const struct sw_fleet_const *sw_fleet_profile_const(const struct sw_fleet_profil
  * sw_fleet_shape_fields(); the `.name` strings are what knobs and known-bad rules use.
  */
 struct sw_fleet_shape {
-    struct sw_fleet_u64 ctx_size;        /* llama.cpp -c: KV cells across all slots */
-    struct sw_fleet_u64 max_model_len;   /* vLLM --max-model-len, SGLang --context-length:
+    struct sw_fleet_u64 ctx_size;       /* llama.cpp -c: KV cells across all slots */
+    struct sw_fleet_u64 max_model_len;  /* vLLM --max-model-len, SGLang --context-length:
                                             tokens per request */
-    struct sw_fleet_u64 seqs;            /* -np / --max-num-seqs / --max-running-requests */
-    struct sw_fleet_str kv_cache_dtype;  /* vLLM/SGLang: auto fp8 fp8_e4m3 fp8_e5m2 bf16 ... */
-    struct sw_fleet_str cache_type_k;    /* llama.cpp: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 iq4_nl */
+    struct sw_fleet_u64 seqs;           /* -np / --max-num-seqs / --max-running-requests */
+    struct sw_fleet_str kv_cache_dtype; /* vLLM/SGLang: auto fp8 fp8_e4m3 fp8_e5m2 bf16 ... */
+    struct sw_fleet_str cache_type_k; /* llama.cpp: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 iq4_nl */
     struct sw_fleet_str cache_type_v;
-    struct sw_fleet_u64 kv_cache_bytes;  /* vLLM --kv-cache-memory-bytes (per rank), exact bytes */
-    struct sw_fleet_u64 max_total_tokens;       /* SGLang --max-total-tokens (pinned pool) */
-    struct sw_fleet_u64 max_num_batched_tokens; /* vLLM */
-    struct sw_fleet_u64 batch_size;             /* llama.cpp -b */
-    struct sw_fleet_u64 ubatch_size;            /* llama.cpp -ub */
-    struct sw_fleet_str flash_attn;             /* llama.cpp: on | off | auto */
-    struct sw_fleet_bool swa_full;              /* llama.cpp --swa-full */
-    struct sw_fleet_bool kv_unified;            /* llama.cpp -kvu */
-    struct sw_fleet_u64 n_gpu_layers;           /* llama.cpp -ngl; SW_FLEET_ALL for "all" */
-    struct sw_fleet_f64 gpu_memory_utilization; /* vLLM, (0, 1] */
-    struct sw_fleet_f64 mem_fraction_static;    /* SGLang, (0, 1] */
-    struct sw_fleet_u64 tensor_parallel;        /* vLLM/SGLang */
-    struct sw_fleet_u64 pipeline_parallel;      /* vLLM/SGLang */
+    struct sw_fleet_u64 kv_cache_bytes;   /* vLLM --kv-cache-memory-bytes (per rank), exact bytes */
+    struct sw_fleet_u64 max_total_tokens; /* SGLang --max-total-tokens (pinned pool) */
+    struct sw_fleet_u64 max_num_batched_tokens;  /* vLLM */
+    struct sw_fleet_u64 batch_size;              /* llama.cpp -b */
+    struct sw_fleet_u64 ubatch_size;             /* llama.cpp -ub */
+    struct sw_fleet_str flash_attn;              /* llama.cpp: on | off | auto */
+    struct sw_fleet_bool swa_full;               /* llama.cpp --swa-full */
+    struct sw_fleet_bool kv_unified;             /* llama.cpp -kvu */
+    struct sw_fleet_u64 n_gpu_layers;            /* llama.cpp -ngl; SW_FLEET_ALL for "all" */
+    struct sw_fleet_f64 gpu_memory_utilization;  /* vLLM, (0, 1] */
+    struct sw_fleet_f64 mem_fraction_static;     /* SGLang, (0, 1] */
+    struct sw_fleet_u64 tensor_parallel;         /* vLLM/SGLang */
+    struct sw_fleet_u64 pipeline_parallel;       /* vLLM/SGLang */
     struct sw_fleet_u64 decode_context_parallel; /* vLLM DCP */
-    struct sw_fleet_u64 block_size;             /* vLLM --block-size */
-    struct sw_fleet_bool prefix_caching;        /* vLLM --enable-prefix-caching */
-    struct sw_fleet_bool enforce_eager;         /* vLLM */
-    struct sw_fleet_u64 max_mamba_cache_size;   /* SGLang: mamba state slots */
-    struct sw_fleet_str spec_method;   /* spec_decode.method: mtp, eagle, eagle3, draft, ngram... */
-    struct sw_fleet_u64 spec_tokens;   /* spec_decode.tokens: draft tokens per step */
+    struct sw_fleet_u64 block_size;              /* vLLM --block-size */
+    struct sw_fleet_bool prefix_caching;         /* vLLM --enable-prefix-caching */
+    struct sw_fleet_bool enforce_eager;          /* vLLM */
+    struct sw_fleet_u64 max_mamba_cache_size;    /* SGLang: mamba state slots */
+    struct sw_fleet_str spec_method; /* spec_decode.method: mtp, eagle, eagle3, draft, ngram... */
+    struct sw_fleet_u64 spec_tokens; /* spec_decode.tokens: draft tokens per step */
     struct sw_fleet_u64 spec_draft_min; /* spec_decode.draft_min: llama.cpp --draft-min */
 };
 
-enum sw_fleet_vtype { SW_FLEET_V_COUNT, SW_FLEET_V_BYTES, SW_FLEET_V_REAL, SW_FLEET_V_BOOL,
-                      SW_FLEET_V_STR };
+enum sw_fleet_vtype {
+    SW_FLEET_V_COUNT,
+    SW_FLEET_V_BYTES,
+    SW_FLEET_V_REAL,
+    SW_FLEET_V_BOOL,
+    SW_FLEET_V_STR
+};
 
 /* A value of any shape field (or a knob/rule operand). */
 struct sw_fleet_value {
@@ -226,10 +232,10 @@ struct sw_fleet_field {
     const char *name;       /* canonical: "seqs", "spec_decode.tokens" */
     const char *aliases[6]; /* accepted spellings: "parallel", "max_num_seqs"... NULL-ended */
     enum sw_fleet_vtype type;
-    unsigned engines;       /* SW_FLEET_ENG_BIT mask of the engines it applies to */
+    unsigned engines;           /* SW_FLEET_ENG_BIT mask of the engines it applies to */
     const char *const *choices; /* STR: allowed values, NULL-ended; NULL = free word */
     const char *doc;
-    const char *instead;    /* where the setting lives for engines it does not apply to */
+    const char *instead; /* where the setting lives for engines it does not apply to */
 };
 /* All shape fields, in the order above; *n receives the count. */
 const struct sw_fleet_field *sw_fleet_shape_fields(size_t *n);
@@ -241,8 +247,8 @@ int sw_fleet_shape_get(const struct sw_fleet_shape *s, const char *field,
                        struct sw_fleet_value *out);
 /* Set a field (tune: a candidate shape). Type must match; a STR must be one of the field's
  * choices (the stored pointer is then the static choice). The value's `at` is kept. */
-int sw_fleet_shape_set(struct sw_fleet_shape *s, const char *field,
-                       const struct sw_fleet_value *v, struct sw_err *e);
+int sw_fleet_shape_set(struct sw_fleet_shape *s, const char *field, const struct sw_fleet_value *v,
+                       struct sw_err *e);
 /* Copy every field set in `delta` over `dst`. */
 void sw_fleet_shape_overlay(struct sw_fleet_shape *dst, const struct sw_fleet_shape *delta);
 
@@ -256,29 +262,35 @@ struct sw_fleet_mount {
     struct sw_fleet_at at;
 };
 
-enum sw_fleet_payload_source { SW_FLEET_PAYLOAD_NONE = 0, SW_FLEET_PAYLOAD_LOCAL = 1,
-                               SW_FLEET_PAYLOAD_HF = 2 };
+enum sw_fleet_payload_source {
+    SW_FLEET_PAYLOAD_NONE = 0,
+    SW_FLEET_PAYLOAD_LOCAL = 1,
+    SW_FLEET_PAYLOAD_HF = 2
+};
 
 /* Paths are paths on the endpoint's host (absolute or ~/...); gguf and mmproj may be relative to
  * `path`. */
 struct sw_fleet_payload {
     enum sw_fleet_payload_source source; /* LOCAL when `path` is given without `repo` */
-    struct sw_fleet_str path;       /* model directory or file on the host */
-    struct sw_fleet_str repo;       /* Hugging Face "namespace/name" */
-    struct sw_fleet_str revision;   /* commit (40 hex) or branch/tag */
-    struct sw_fleet_str *files;     /* globs of the files that make the payload */
+    struct sw_fleet_str path;            /* model directory or file on the host */
+    struct sw_fleet_str repo;            /* Hugging Face "namespace/name" */
+    struct sw_fleet_str revision;        /* commit (40 hex) or branch/tag */
+    struct sw_fleet_str *files;          /* globs of the files that make the payload */
     size_t n_files;
-    struct sw_fleet_u64 shards;     /* expected number of weight shards */
-    struct sw_fleet_str gguf;       /* the GGUF file (llama.cpp) */
-    struct sw_fleet_str mmproj;     /* vision projector GGUF; off = text-only */
-    struct sw_fleet_str draft;      /* speculative-decoding draft model (path or repo) */
+    struct sw_fleet_u64 shards;       /* expected number of weight shards */
+    struct sw_fleet_str gguf;         /* the GGUF file (llama.cpp) */
+    struct sw_fleet_str mmproj;       /* vision projector GGUF; off = text-only */
+    struct sw_fleet_str draft;        /* speculative-decoding draft model (path or repo) */
     struct sw_fleet_str quantization; /* declared: "fp8", "Q5_K_M" (informative, freezable) */
-    struct sw_fleet_mount *mounts;  /* container mounts: host path -> container path */
+    struct sw_fleet_mount *mounts;    /* container mounts: host path -> container path */
     size_t n_mounts;
 };
 
-enum sw_fleet_secret_kind { SW_FLEET_SECRET_NONE = 0, SW_FLEET_SECRET_ENV = 1,
-                            SW_FLEET_SECRET_FILE = 2 };
+enum sw_fleet_secret_kind {
+    SW_FLEET_SECRET_NONE = 0,
+    SW_FLEET_SECRET_ENV = 1,
+    SW_FLEET_SECRET_FILE = 2
+};
 /* A secret by reference only: the NAME of an environment variable, or a file path. */
 struct sw_fleet_secret {
     enum sw_fleet_secret_kind kind;
@@ -327,8 +339,8 @@ struct sw_fleet_band {
 struct sw_fleet_fact {
     const char *name;
     struct sw_fleet_qty q;
-    const char *date;   /* as written, may be NULL */
-    const char *source; /* how it was measured, may be NULL */
+    const char *date;                     /* as written, may be NULL */
+    const char *source;                   /* how it was measured, may be NULL */
     const struct sw_fleet_device *device; /* may be NULL */
     struct sw_fleet_at at;
 };
@@ -336,31 +348,38 @@ struct sw_fleet_fact {
 /* A boot the operator ran and what it showed. */
 struct sw_fleet_boot {
     struct sw_fleet_at at;
-    struct sw_fleet_shape shape;   /* only the fields that differ from the endpoint's shape are
+    struct sw_fleet_shape shape; /* only the fields that differ from the endpoint's shape are
                                       set; sw_fleet_shape_overlay() onto a copy of it */
-    struct sw_fleet_bool mmproj;   /* projector loaded */
+    struct sw_fleet_bool mmproj; /* projector loaded */
     const struct sw_fleet_device *device; /* the device `used`/`total` were read on, may be NULL */
-    struct sw_fleet_u64 used;      /* bytes used on the device after the boot */
+    struct sw_fleet_u64 used;             /* bytes used on the device after the boot */
     struct sw_fleet_u64 total;
-    struct sw_fleet_u64 free;      /* bytes free as the tool printed it (may be < total - used:
+    struct sw_fleet_u64 free; /* bytes free as the tool printed it (may be < total - used:
                                       drivers reserve memory) */
-    const char *outcome;           /* booted | serving | failed | rejected (static) */
-    const char *failure;           /* failure class when failed (free word), may be NULL */
-    const char *text;              /* the engine's own words, may be NULL */
-    json_t *printed;               /* what the engine printed (raw object), may be NULL */
+    const char *outcome;      /* booted | serving | failed | rejected (static) */
+    const char *failure;      /* failure class when failed (free word), may be NULL */
+    const char *text;         /* the engine's own words, may be NULL */
+    json_t *printed;          /* what the engine printed (raw object), may be NULL */
     const char *date;
     const char *note;
 };
 
-enum sw_fleet_op { SW_FLEET_EQ, SW_FLEET_NE, SW_FLEET_LT, SW_FLEET_LE, SW_FLEET_GT, SW_FLEET_GE,
-                   SW_FLEET_IN };
+enum sw_fleet_op {
+    SW_FLEET_EQ,
+    SW_FLEET_NE,
+    SW_FLEET_LT,
+    SW_FLEET_LE,
+    SW_FLEET_GT,
+    SW_FLEET_GE,
+    SW_FLEET_IN
+};
 const char *sw_fleet_op_name(enum sw_fleet_op op); /* "==", ..., "in" */
 
 struct sw_fleet_cond {
     const struct sw_fleet_field *field;
     enum sw_fleet_op op;
-    struct sw_fleet_value v;       /* operand (not IN) */
-    struct sw_fleet_value *in;     /* IN: the set */
+    struct sw_fleet_value v;   /* operand (not IN) */
+    struct sw_fleet_value *in; /* IN: the set */
     size_t n_in;
     struct sw_fleet_at at;
 };
@@ -416,16 +435,16 @@ struct sw_fleet_endpoint {
     struct sw_fleet_str engine_version;
     const struct sw_fleet_profile *profile; /* NULL = the engine's plain law */
     struct sw_fleet_at profile_at;
-    struct sw_fleet_str binary;   /* engine binary path */
-    struct sw_fleet_str image;    /* container image */
-    bool image_pinned;            /* image is name@sha256:<64 hex> */
+    struct sw_fleet_str binary; /* engine binary path */
+    struct sw_fleet_str image;  /* container image */
+    bool image_pinned;          /* image is name@sha256:<64 hex> */
     struct sw_fleet_str listen_address;
     struct sw_fleet_u64 listen_port;
-    struct sw_fleet_str alias;    /* served model name */
+    struct sw_fleet_str alias; /* served model name */
     struct sw_fleet_secret api_key;
     struct sw_fleet_payload payload;
     struct sw_fleet_shape shape;
-    struct sw_fleet_str *args;    /* extra engine arguments, verbatim, after the rendered ones */
+    struct sw_fleet_str *args; /* extra engine arguments, verbatim, after the rendered ones */
     size_t n_args;
     struct sw_fleet_envvar *env;
     size_t n_env;
@@ -471,7 +490,7 @@ struct sw_fleet_harness {
     struct sw_fleet_u64 summary_budget;   /* tokens the compaction request reserves */
     const struct sw_fleet_endpoint *compaction_endpoint;
     struct sw_fleet_at compaction_endpoint_at;
-    struct sw_fleet_client *clients;      /* per-endpoint contextWindow overrides */
+    struct sw_fleet_client *clients; /* per-endpoint contextWindow overrides */
     size_t n_clients;
 };
 /* The contextWindow the client uses with this endpoint (override, else the default). */
@@ -525,7 +544,7 @@ struct sw_fleet_opts {
 const char *sw_fleet_no_environ(void *ctx, const char *name);
 
 /* Largest fleet file and env file read. */
-#define SW_FLEET_MAX_FILE (4u << 20)
+#define SW_FLEET_MAX_FILE    (4u << 20)
 #define SW_FLEET_MAX_ENVFILE (1u << 20)
 
 /*

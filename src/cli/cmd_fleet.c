@@ -129,8 +129,8 @@ static void print_endpoint(const struct sw_fleet *f, const struct sw_fleet_endpo
     if (ep->binary.v)
         printf("  binary     %s\n", ep->binary.v);
     if (ep->api_key.kind)
-        printf("  api_key    from %s %s\n", ep->api_key.kind == SW_FLEET_SECRET_ENV ? "env" : "file",
-               ep->api_key.ref);
+        printf("  api_key    from %s %s\n",
+               ep->api_key.kind == SW_FLEET_SECRET_ENV ? "env" : "file", ep->api_key.ref);
     const struct sw_fleet_payload *p = &ep->payload;
     if (p->source) {
         printf("  payload    %s", p->path.v ? p->path.v : p->repo.v);
@@ -410,8 +410,8 @@ int sw_cmd_fleet(int argc, char **argv)
                 char buf[2048];
                 json_array_append_new(ws, json_string(sw_err_format(&w, buf, sizeof(buf))));
             }
-            json_t *o = json_pack("{s:b,s:s,s:[],s:o,s:I,s:I,s:I}", "ok", 1, "path", path,
-                                  "errors", "warnings", ws ? ws : json_array(), "hosts",
+            json_t *o = json_pack("{s:b,s:s,s:[],s:o,s:I,s:I,s:I}", "ok", 1, "path", path, "errors",
+                                  "warnings", ws ? ws : json_array(), "hosts",
                                   (json_int_t)f->n_hosts, "profiles", (json_int_t)f->n_profiles,
                                   "endpoints", (json_int_t)f->n_endpoints);
             if (o)

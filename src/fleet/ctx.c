@@ -12,8 +12,7 @@
 size_t sw__fleet_path_push(struct sw__fleet_ctx *c, const char *key)
 {
     size_t saved = c->plen;
-    int n = snprintf(c->path + c->plen, sizeof(c->path) - c->plen, "%s%s", c->plen ? "." : "",
-                     key);
+    int n = snprintf(c->path + c->plen, sizeof(c->path) - c->plen, "%s%s", c->plen ? "." : "", key);
     if (n < 0 || (size_t)n >= sizeof(c->path) - c->plen)
         c->plen = sizeof(c->path) - 1; /* truncated: messages still read, lookups just miss */
     else
@@ -49,8 +48,8 @@ struct sw_fleet_at sw__fleet_at(const struct sw__fleet_node *n)
     return at;
 }
 
-int sw__fleet_verr(struct sw__fleet_ctx *c, int code, const struct sw_fleet_at *at,
-                   const char *fmt, va_list ap)
+int sw__fleet_verr(struct sw__fleet_ctx *c, int code, const struct sw_fleet_at *at, const char *fmt,
+                   va_list ap)
 {
     c->nerr++;
     if (c->nerr > c->max_errors)

@@ -210,8 +210,9 @@ static int parse_line(struct envp *p, const char *s, const char *end, struct sw_
     }
     const char *key = s;
     if (s == end || !name_start(*s))
-        return perr(p, s, "expected KEY=VALUE (a key is letters, digits and _, not starting with "
-                          "a digit)");
+        return perr(p, s,
+                    "expected KEY=VALUE (a key is letters, digits and _, not starting with "
+                    "a digit)");
     while (s < end && name_char(*s))
         s++;
     size_t kl = (size_t)(s - key);
@@ -261,15 +262,17 @@ static int parse_line(struct envp *p, const char *s, const char *end, struct sw_
             break;
         }
         if (ch == '`')
-            return perr(p, s, "command substitution with backticks is refused: an env file holds "
-                              "values, not a script");
+            return perr(p, s,
+                        "command substitution with backticks is refused: an env file holds "
+                        "values, not a script");
         if (strchr(";&|<>()", ch))
             return perr(p, s, "shell operator '%c' in the value of %.*s: quote the value", ch,
                         (int)kl, key);
         if (ch == '\\') {
             if (s + 1 >= end)
-                return perr(p, s, "a line continuation (\\ at the end of a line) is not "
-                                  "supported: put the value on one line");
+                return perr(p, s,
+                            "a line continuation (\\ at the end of a line) is not "
+                            "supported: put the value on one line");
             rc = sw_buf_putc(val, s[1]);
             s += 2;
             continue;
@@ -290,8 +293,9 @@ static int parse_line(struct envp *p, const char *s, const char *end, struct sw_
                 if (*q == '"')
                     break;
                 if (*q == '`')
-                    return perr(p, q, "command substitution with backticks is refused: an env "
-                                      "file holds values, not a script");
+                    return perr(p, q,
+                                "command substitution with backticks is refused: an env "
+                                "file holds values, not a script");
                 if (*q == '\\' && q + 1 < end && strchr("\"\\$`", q[1])) {
                     rc = sw_buf_putc(val, q[1]);
                     q += 2;
@@ -368,18 +372,13 @@ int sw__fleet_envfile_parse(const char *name, const char *text, size_t len,
     }
     const char *s = text ? text : "";
     const char *end = s + (text ? len : 0);
-    const char *nul = memchr(s, '\0', (size_t)(end - s));
-    if (nul) {
-        /* a binary file under an env-file name */
-        int line = 1;
-        const char *ls = s;
-        for (const char *q = s; q < nul; q++)
-            if (*q == '\n') {
-                line++;
-                ls = q + 1;
-            }
-        rc = sw_err_at(e, SW_EPARSE, name, line, (int)(nul - ls) + 1,
-                       "holds a NUL byte: this is not a text env file");
+    int bl = 0, bc = 0;
+    bool nul = false;
+    if (!sw__fleet_utf8_check(s, (size_t)(end - s), &bl, &bc, &nul)) {
+        /* a binary file under an env-file name, or text in another encoding */
+        rc = sw_err_at(e, SW_EPARSE, name, bl, bc, "%s",
+                       nul ? "holds a NUL byte: this is not a text env file"
+                           : "invalid UTF-8 here: an env file must be UTF-8 text");
         goto out;
     }
     p.line = 0;

@@ -12,7 +12,8 @@
  * file is close: a typo in the mapping must not pass silently).
  *
  * Each imported value is decoded exactly as the YAML value would be, and keeps the position it
- * came from (env-file line:col, or "environment"), so later errors point into the env file.
+ * came from (env-file line:col, or "environment variable NAME"), so later errors point into the
+ * env file.
  */
 #include "fleet_internal.h"
 
@@ -183,8 +184,8 @@ int sw__fleet_import_env(struct sw__fleet_ctx *c, struct sw_fleet_endpoint *ep,
                 const struct sw__fleet_node *k = mapn->kids[2 * i], *v = mapn->kids[2 * i + 1];
                 struct sw_fleet_at kat = sw__fleet_at(k);
                 if (strlen(k->text) != k->len || !is_env_name(k->text)) {
-                    rc = sw__fleet_err(c, &kat, "%s: '%s' is not an env-file key", c->path,
-                                       k->text);
+                    rc =
+                        sw__fleet_err(c, &kat, "%s: '%s' is not an env-file key", c->path, k->text);
                     continue;
                 }
                 size_t s3 = sw__fleet_path_push(c, k->text);
@@ -207,8 +208,7 @@ int sw__fleet_import_env(struct sw__fleet_ctx *c, struct sw_fleet_endpoint *ep,
                     for (size_t j = 0; j < n_entries && !dup; j++) {
                         if (!strcmp(entries[j].target, canon)) {
                             rc = sw__fleet_errp(c, v, "%s is already imported from %s (line %d)",
-                                                canon, entries[j].key->text,
-                                                entries[j].key->line);
+                                                canon, entries[j].key->text, entries[j].key->line);
                             dup = true;
                         }
                     }
@@ -260,8 +260,7 @@ int sw__fleet_import_env(struct sw__fleet_ctx *c, struct sw_fleet_endpoint *ep,
             rc = sw__fleet_nomem(c);
         } else {
             char *where = sw__fleet_strdup(c->a, e.where);
-            struct sw_fleet_at at = {.file = where ? where : c->file, .line = e.line,
-                                     .col = e.col};
+            struct sw_fleet_at at = {.file = where ? where : c->file, .line = e.line, .col = e.col};
             rc = sw__fleet_err(c, &at, "%s", e.msg);
         }
         goto out;
@@ -294,7 +293,12 @@ int sw__fleet_import_env(struct sw__fleet_ctx *c, struct sw_fleet_endpoint *ep,
         syn.height = 1;
         const char *val;
         if (cv) {
-            syn.file = "environment";
+            /* "environment variable SEQS: endpoints.x.shape.seqs must be >= 1 (got 0)" */
+            syn.file = sw__fleet_printf(c->a, "environment variable %s", key);
+            if (!syn.file) {
+                rc = sw__fleet_nomem(c);
+                goto out;
+            }
             val = cv;
             im->from = SW_FLEET_FROM_ENVIRON;
         } else if (fv) {
@@ -345,9 +349,8 @@ int sw__fleet_import_env(struct sw__fleet_ctx *c, struct sw_fleet_endpoint *ep,
             struct sw_fleet_at at = sw__fleet_at(&syn);
             rc = sw__fleet_err(c, &at,
                                "%s is set but empty %s: an explicit empty value is an error (list "
-                               "%s under %s.env_file.opt_out if empty means off)",
-                               key, cv ? "in the environment" : "in the env file", key,
-                               ep->name);
+                               "%s under endpoints.%s.env_file.opt_out if empty means off)",
+                               key, cv ? "in the environment" : "in the env file", key, ep->name);
             sw__fleet_path_pop(c, s3);
             continue;
         }

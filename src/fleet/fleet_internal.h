@@ -43,17 +43,21 @@ struct sw__fleet_node {
     const char *file;
     const char *text; /* scalar, NUL-terminated (may contain NULs before len) */
     size_t len;
-    bool plain;       /* unquoted plain scalar: may be null / bool / number */
-    size_t n;         /* seq: items; map: pairs */
+    bool plain;                   /* unquoted plain scalar: may be null / bool / number */
+    size_t n;                     /* seq: items; map: pairs */
     struct sw__fleet_node **kids; /* seq: n items; map: keys at 2i, values at 2i+1 */
-    uint64_t weight; /* nodes in the subtree, aliases expanded (bounded at parse) */
+    uint64_t weight;              /* nodes in the subtree, aliases expanded (bounded at parse) */
     unsigned height; /* nesting depth of the subtree, aliases expanded (bounded at parse) */
 };
 
 /* Bounds that keep a hostile document (alias bombs, deep nesting) from costing more than a
  * fleet ever needs. */
-#define SW__FLEET_MAX_WEIGHT 1000000u
+#define SW__FLEET_MAX_WEIGHT 100000u
 #define SW__FLEET_MAX_HEIGHT 64u
+
+/* Strict UTF-8 (no overlongs, surrogates or NULs). On failure line and col (1-based, columns in
+ * characters) say where, and *nul tells a NUL byte from a bad sequence. */
+bool sw__fleet_utf8_check(const char *s, size_t n, int *line, int *col, bool *nul);
 
 /* Parse one YAML document. Errors (syntax, duplicate key, unsupported tag, alias bomb, second
  * document) carry name:line:col. An empty document yields *root == NULL. */
@@ -120,8 +124,8 @@ size_t sw__fleet_path_index(struct sw__fleet_ctx *c, size_t i);
 void sw__fleet_path_pop(struct sw__fleet_ctx *c, size_t saved);
 
 /* Report an error at a position (the message is used as is). Returns SW_EPARSE (or `code`). */
-int sw__fleet_verr(struct sw__fleet_ctx *c, int code, const struct sw_fleet_at *at,
-                   const char *fmt, va_list ap) SW_PRINTF(4, 0);
+int sw__fleet_verr(struct sw__fleet_ctx *c, int code, const struct sw_fleet_at *at, const char *fmt,
+                   va_list ap) SW_PRINTF(4, 0);
 int sw__fleet_err(struct sw__fleet_ctx *c, const struct sw_fleet_at *at, const char *fmt, ...)
     SW_PRINTF(3, 4);
 /* The same, prefixed by the current path: "endpoints.x.shape.seqs must be ...". */
@@ -145,20 +149,20 @@ int sw__fleet_keep_json(struct sw__fleet_ctx *c, json_t *j);
  * node, prefixed with the path) and return SW_EPARSE so the caller continues with the next value.
  */
 enum sw__fleet_ft {
-    SW__FT_STR = 1,   /* any non-empty text */
-    SW__FT_NAME,      /* [A-Za-z0-9][A-Za-z0-9_-]* */
-    SW__FT_WORD,      /* [a-z0-9_]+ */
-    SW__FT_CHOICE,    /* one of spec->choices; stored pointer is the static choice */
-    SW__FT_PATH,      /* absolute or ~/ path on a host */
-    SW__FT_LPATH,     /* a path on this machine (relative to the fleet file allowed) */
-    SW__FT_COUNT,     /* sw_parse_count, in [min, max] */
-    SW__FT_BYTES,     /* sw_parse_bytes: exact whole bytes */
+    SW__FT_STR = 1,      /* any non-empty text */
+    SW__FT_NAME,         /* [A-Za-z0-9][A-Za-z0-9_-]* */
+    SW__FT_WORD,         /* [a-z0-9_]+ */
+    SW__FT_CHOICE,       /* one of spec->choices; stored pointer is the static choice */
+    SW__FT_PATH,         /* absolute or ~/ path on a host */
+    SW__FT_LPATH,        /* a path on this machine (relative to the fleet file allowed) */
+    SW__FT_COUNT,        /* sw_parse_count, in [min, max] */
+    SW__FT_BYTES,        /* sw_parse_bytes: exact whole bytes */
     SW__FT_BYTES_APPROX, /* a byte quantity, decimals rounded to the byte (31.86GiB) */
-    SW__FT_RATE,      /* bytes per second ("644GB/s") */
-    SW__FT_REAL,      /* in (fmin, fmax] when fmin_open, else [fmin, fmax] */
-    SW__FT_BOOL,      /* true | false */
-    SW__FT_PORT,      /* 1..65535 */
-    SW__FT_NGL,       /* a count or "all" */
+    SW__FT_RATE,         /* bytes per second ("644GB/s") */
+    SW__FT_REAL,         /* in (fmin, fmax] when fmin_open, else [fmin, fmax] */
+    SW__FT_BOOL,         /* true | false */
+    SW__FT_PORT,         /* 1..65535 */
+    SW__FT_NGL,          /* a count or "all" */
 };
 
 struct sw__fleet_spec {
@@ -210,8 +214,8 @@ const void *sw__fleet_shape_cptr(const struct sw_fleet_shape *s, const struct sw
  * "image", "alias", "engine_version", "env.NAME". canon: canonical spelling or NULL. */
 const char *sw__fleet_target_canon(const char *t, struct sw__fleet_arena *a);
 size_t sw__fleet_target_names(const char **out, size_t max);
-int sw__fleet_dec_target(struct sw__fleet_ctx *c, struct sw_fleet_endpoint *ep,
-                         const char *target, const struct sw__fleet_node *n);
+int sw__fleet_dec_target(struct sw__fleet_ctx *c, struct sw_fleet_endpoint *ep, const char *target,
+                         const struct sw__fleet_node *n);
 bool sw__fleet_target_has_default(struct sw_fleet_endpoint *ep, const char *target,
                                   struct sw_fleet_at *at);
 int sw__fleet_import_env(struct sw__fleet_ctx *c, struct sw_fleet_endpoint *ep,

@@ -235,8 +235,7 @@ static json_t *rule_json(struct jb *b, const struct sw_fleet_rule *r)
             for (size_t q = 0; q < c->n_in && k < sizeof(val); q++) {
                 json_t *vj = value_json(&c->in[q]);
                 char *txt = vj ? json_dumps(vj, JSON_ENCODE_ANY) : NULL;
-                int w = snprintf(val + k, sizeof(val) - k, "%s%s", q ? ", " : "[",
-                                 txt ? txt : "?");
+                int w = snprintf(val + k, sizeof(val) - k, "%s%s", q ? ", " : "[", txt ? txt : "?");
                 free(txt);
                 json_decref(vj);
                 if (w < 0 || (size_t)w >= sizeof(val) - k)
@@ -314,9 +313,10 @@ static json_t *endpoint_json(struct jb *b, const struct sw_fleet *f,
         put(b, o, "api_key", secret_json(b, &ep->api_key));
     const struct sw_fleet_payload *p = &ep->payload;
     json_t *pj = chk(b, json_object());
-    put_cstr(b, pj, "source", p->source == SW_FLEET_PAYLOAD_LOCAL ? "local"
-                              : p->source == SW_FLEET_PAYLOAD_HF  ? "hf"
-                                                                  : NULL);
+    put_cstr(b, pj, "source",
+             p->source == SW_FLEET_PAYLOAD_LOCAL ? "local"
+             : p->source == SW_FLEET_PAYLOAD_HF  ? "hf"
+                                                 : NULL);
     put_str(b, pj, "path", &p->path);
     put_str(b, pj, "repo", &p->repo);
     put_str(b, pj, "revision", &p->revision);
@@ -371,9 +371,10 @@ static json_t *endpoint_json(struct jb *b, const struct sw_fleet *f,
             put_cstr(b, ij, "field", im->field);
             if (im->value)
                 put_cstr(b, ij, "value", im->value);
-            put_cstr(b, ij, "from", im->from == SW_FLEET_FROM_ENVIRON ? "environment"
-                                    : im->from == SW_FLEET_FROM_FILE  ? "env_file"
-                                                                      : "fleet_file");
+            put_cstr(b, ij, "from",
+                     im->from == SW_FLEET_FROM_ENVIRON ? "environment"
+                     : im->from == SW_FLEET_FROM_FILE  ? "env_file"
+                                                       : "fleet_file");
             put(b, ij, "at", chk(b, at_json(&im->at)));
             push(b, a, ij);
         }

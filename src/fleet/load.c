@@ -50,9 +50,18 @@ static int dec_boolf(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, vo
     return sw__fleet_dec_bool(c, v, (struct sw_fleet_bool *)((char *)obj + d->off));
 }
 
-#define SPEC(ft_) {.ft = (ft_)}
-#define SPECN(ft_, mn, mx) {.ft = (ft_), .min = (mn), .max = (mx)}
-#define SPECC(ch) {.ft = SW__FT_CHOICE, .choices = (ch)}
+#define SPEC(ft_)                                                                                  \
+    {                                                                                              \
+        .ft = (ft_)                                                                                \
+    }
+#define SPECN(ft_, mn, mx)                                                                         \
+    {                                                                                              \
+        .ft = (ft_), .min = (mn), .max = (mx)                                                      \
+    }
+#define SPECC(ch)                                                                                  \
+    {                                                                                              \
+        .ft = SW__FT_CHOICE, .choices = (ch)                                                       \
+    }
 
 static int dec_map(struct sw__fleet_ctx *c, const struct sw__fleet_node *n, void *obj,
                    const struct fdef *defs, size_t nd, const char *what)
@@ -168,13 +177,13 @@ static int dec_text(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, con
  */
 static bool looks_secret_name(const char *name)
 {
-    static const char *const words[] = {"TOKEN", "SECRET", "PASSWORD", "PASSWD", "API_KEY",
-                                        "APIKEY", "CREDENTIAL", "PRIVATE_KEY", "ACCESS_KEY",
-                                        "AUTH"};
+    static const char *const words[] = {"TOKEN",      "SECRET", "PASSWORD",   "PASSWD",
+                                        "API_KEY",    "APIKEY", "CREDENTIAL", "PRIVATE_KEY",
+                                        "ACCESS_KEY", "AUTH"};
     char up[128];
     size_t i = 0;
     for (; name[i] && i + 1 < sizeof(up); i++)
-        up[i] = (char)toupper((unsigned char)name[i]);
+        up[i] = name[i] == '-' ? '_' : (char)toupper((unsigned char)name[i]);
     up[i] = '\0';
     for (size_t k = 0; k < SW_ARRAY_LEN(words); k++)
         if (strstr(up, words[k]))
@@ -253,12 +262,21 @@ static const struct fdef device_defs[] = {
     {"kind", {"model"}, dec_strf, SPEC(SW__FT_STR), offsetof(struct sw_fleet_device, kind)},
     {"vendor", {0}, dec_strf, SPECC(vendors), offsetof(struct sw_fleet_device, vendor)},
     {"index", {0}, dec_u64f, SPECN(SW__FT_COUNT, 0, 1023), offsetof(struct sw_fleet_device, index)},
-    {"memory_total", {"memory", "vram"}, dec_u64f, SPEC(SW__FT_BYTES_APPROX),
+    {"memory_total",
+     {"memory", "vram"},
+     dec_u64f,
+     SPEC(SW__FT_BYTES_APPROX),
      offsetof(struct sw_fleet_device, memory_total)},
-    {"memory_usable", {"usable"}, dec_u64f, SPEC(SW__FT_BYTES_APPROX),
+    {"memory_usable",
+     {"usable"},
+     dec_u64f,
+     SPEC(SW__FT_BYTES_APPROX),
      offsetof(struct sw_fleet_device, memory_usable)},
     {"bandwidth", {0}, dec_u64f, SPEC(SW__FT_RATE), offsetof(struct sw_fleet_device, bandwidth)},
-    {"unified_memory", {"unified"}, dec_boolf, SPEC(SW__FT_BOOL),
+    {"unified_memory",
+     {"unified"},
+     dec_boolf,
+     SPEC(SW__FT_BOOL),
      offsetof(struct sw_fleet_device, unified_memory)},
     {"note", {0}, dec_strf, SPEC(SW__FT_STR), offsetof(struct sw_fleet_device, note)},
 };
@@ -294,9 +312,9 @@ static int dec_devices(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, 
         if (!r && dev->memory_total.set && dev->memory_usable.set &&
             dev->memory_usable.v > dev->memory_total.v) {
             struct sw_fleet_at at = dev->memory_usable.at;
-            r = sw__fleet_err(c, &at, "%s.memory_usable (%llu B) is more than memory_total (%llu B)",
-                              c->path, (unsigned long long)dev->memory_usable.v,
-                              (unsigned long long)dev->memory_total.v);
+            r = sw__fleet_err(
+                c, &at, "%s.memory_usable (%llu B) is more than memory_total (%llu B)", c->path,
+                (unsigned long long)dev->memory_usable.v, (unsigned long long)dev->memory_total.v);
         }
         sw__fleet_path_pop(c, saved);
         if (r)
@@ -335,13 +353,22 @@ static int dec_transport(struct sw__fleet_ctx *c, const struct sw__fleet_node *v
     }
     static const struct fdef defs[] = {
         {"kind", {"type"}, dec_strf, SPECC(transports), offsetof(struct transport_dec, kind)},
-        {"address", {"hostname", "host"}, dec_strf, SPEC(SW__FT_STR),
+        {"address",
+         {"hostname", "host"},
+         dec_strf,
+         SPEC(SW__FT_STR),
          offsetof(struct transport_dec, address)},
         {"port", {0}, dec_u64f, SPEC(SW__FT_PORT), offsetof(struct transport_dec, port)},
         {"user", {0}, dec_strf, SPEC(SW__FT_NAME), offsetof(struct transport_dec, user)},
-        {"identity_file", {"identity", "key_file"}, dec_strf, SPEC(SW__FT_LPATH),
+        {"identity_file",
+         {"identity", "key_file"},
+         dec_strf,
+         SPEC(SW__FT_LPATH),
          offsetof(struct transport_dec, identity_file)},
-        {"known_hosts", {0}, dec_strf, SPEC(SW__FT_LPATH),
+        {"known_hosts",
+         {0},
+         dec_strf,
+         SPEC(SW__FT_LPATH),
          offsetof(struct transport_dec, known_hosts)},
     };
     rc = dec_map(c, v, &t, defs, SW_ARRAY_LEN(defs), "transport");
@@ -398,7 +425,7 @@ static int dec_hosts(struct sw__fleet_ctx *c, const struct sw__fleet_node *v)
                               c->path);
         }
         /* device indexes: default to position; explicit ones must not collide */
-        for (size_t a = 0; !r && a < h->n_devices; a++) {
+        for (size_t a = 0; a < h->n_devices; a++) {
             if (!h->devices[a].index.set)
                 continue;
             for (size_t b = a + 1; b < h->n_devices; b++) {
@@ -407,11 +434,10 @@ static int dec_hosts(struct sw__fleet_ctx *c, const struct sw__fleet_node *v)
                 if (same_vendor && h->devices[b].index.set &&
                     h->devices[b].index.v == h->devices[a].index.v) {
                     struct sw_fleet_at at = h->devices[b].index.at;
-                    r = sw__fleet_err(c, &at,
-                                      "%s.devices.%s.index %llu is already device %s's index",
-                                      c->path, h->devices[b].name,
-                                      (unsigned long long)h->devices[b].index.v,
-                                      h->devices[a].name);
+                    r = sw__fleet_err(
+                        c, &at, "%s.devices.%s.index %llu is already device %s's index", c->path,
+                        h->devices[b].name, (unsigned long long)h->devices[b].index.v,
+                        h->devices[a].name);
                 }
             }
         }
@@ -425,8 +451,8 @@ static int dec_hosts(struct sw__fleet_ctx *c, const struct sw__fleet_node *v)
 /* ---------------------------------------------------------------------------------------------
  * Engine profiles.
  */
-static const char *const engine_names[] = {"llama.cpp", "vllm", "sglang", "llama-server",
-                                           "llamacpp", NULL};
+static const char *const engine_names[] = {"llama.cpp",    "vllm",     "sglang",
+                                           "llama-server", "llamacpp", NULL};
 
 static enum sw_fleet_engine engine_of(const char *s)
 {
@@ -561,7 +587,8 @@ static int dec_profiles(struct sw__fleet_ctx *c, const struct sw__fleet_node *v)
                     sw_err_clear(&e);
                     json_t *tj = sw__fleet_node_to_json(val, &e);
                     if (!tj)
-                        r = e.code == SW_ENOMEM ? sw__fleet_nomem(c) : sw__fleet_err_from(c, val, &e);
+                        r = e.code == SW_ENOMEM ? sw__fleet_nomem(c)
+                                                : sw__fleet_err_from(c, val, &e);
                     else if (!sw__fleet_keep_json(c, tj))
                         p->terms = tj;
                 }
@@ -581,6 +608,7 @@ static int dec_profiles(struct sw__fleet_ctx *c, const struct sw__fleet_node *v)
                                 continue;
                             }
                             struct sw_fleet_const *kc = &p->consts[p->n_consts++];
+                            memset(kc, 0, sizeof(*kc));
                             kc->name = sw__fleet_strdup(c->a, ck->text);
                             if (!kc->name) {
                                 r = sw__fleet_nomem(c);
@@ -653,8 +681,10 @@ static int dec_namelist(struct sw__fleet_ctx *c, const struct sw__fleet_node *v,
         if (!*out)
             return sw__fleet_nomem(c);
         struct sw__fleet_spec sp = SPEC(ft);
-        *n = 1;
-        return sw__fleet_dec_str(c, v, &sp, &(*out)[0]);
+        int rc = sw__fleet_dec_str(c, v, &sp, &(*out)[0]);
+        if (!rc && (*out)[0].v)
+            *n = 1; /* counted only when it holds a name: later passes read every counted one */
+        return rc;
     }
     if (sw__fleet_node_is_null(v))
         return 0;
@@ -667,6 +697,7 @@ static int dec_namelist(struct sw__fleet_ctx *c, const struct sw__fleet_node *v,
     for (size_t i = 0; i < v->n && !c->oom; i++) {
         size_t saved = sw__fleet_path_index(c, i);
         struct sw__fleet_spec sp = SPEC(ft);
+        memset(&(*out)[*n], 0, sizeof((*out)[*n]));
         int r = sw__fleet_dec_str(c, v->kids[i], &sp, &(*out)[*n]);
         sw__fleet_path_pop(c, saved);
         if (r) {
@@ -745,8 +776,8 @@ static int ep_image(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, voi
         for (size_t i = 0; ok && i < n; i++)
             ok = isxdigit((unsigned char)hex[i]) && !isupper((unsigned char)hex[i]);
         if (!ok)
-            return sw__fleet_errp(c, v, "digest of '%s' must be sha256: and 64 lowercase hex digits",
-                                  t);
+            return sw__fleet_errp(c, v,
+                                  "digest of '%s' must be sha256: and 64 lowercase hex digits", t);
         ep->image_pinned = true;
     }
     return 0;
@@ -756,7 +787,10 @@ static int ep_listen(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, vo
                      const struct fdef *d)
 {
     static const struct fdef defs[] = {
-        {"address", {"host"}, dec_strf, SPEC(SW__FT_STR),
+        {"address",
+         {"host"},
+         dec_strf,
+         SPEC(SW__FT_STR),
          offsetof(struct sw_fleet_endpoint, listen_address)},
         {"port", {0}, dec_u64f, SPEC(SW__FT_PORT), offsetof(struct sw_fleet_endpoint, listen_port)},
     };
@@ -818,6 +852,7 @@ static int dec_mounts(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, v
         const struct sw__fleet_node *m = v->kids[i];
         size_t saved = sw__fleet_path_index(c, i);
         struct sw_fleet_mount *mt = &p->mounts[p->n_mounts];
+        memset(mt, 0, sizeof(*mt));
         mt->at = sw__fleet_at(m);
         sw__fleet_record(c, m);
         int r = 0;
@@ -919,17 +954,30 @@ static int dec_repo(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, voi
 }
 
 static const struct fdef payload_defs[] = {
-    {"path", {"dir", "model"}, dec_strf, SPEC(SW__FT_PATH), offsetof(struct sw_fleet_payload, path)},
+    {"path",
+     {"dir", "model"},
+     dec_strf,
+     SPEC(SW__FT_PATH),
+     offsetof(struct sw_fleet_payload, path)},
     {"repo", {"hf_repo"}, dec_repo, SPEC(SW__FT_STR), offsetof(struct sw_fleet_payload, repo)},
     {"revision", {"rev"}, dec_strf, SPEC(SW__FT_WORD), offsetof(struct sw_fleet_payload, revision)},
     {"files", {"globs"}, dec_files, SPEC(0), 0},
     {"shards", {0}, dec_u64f, SPECN(SW__FT_COUNT, 1, 0), offsetof(struct sw_fleet_payload, shards)},
     {"gguf", {"gguf_file"}, dec_strf, SPEC(SW__FT_LPATH), offsetof(struct sw_fleet_payload, gguf)},
-    {"mmproj", {"projector"}, dec_strf, SPEC(SW__FT_LPATH),
+    {"mmproj",
+     {"projector"},
+     dec_strf,
+     SPEC(SW__FT_LPATH),
      offsetof(struct sw_fleet_payload, mmproj)},
-    {"draft", {"draft_model"}, dec_strf, SPEC(SW__FT_LPATH),
+    {"draft",
+     {"draft_model"},
+     dec_strf,
+     SPEC(SW__FT_LPATH),
      offsetof(struct sw_fleet_payload, draft)},
-    {"quantization", {"quant", "dtype"}, dec_strf, SPEC(SW__FT_STR),
+    {"quantization",
+     {"quant", "dtype"},
+     dec_strf,
+     SPEC(SW__FT_STR),
      offsetof(struct sw_fleet_payload, quantization)},
     {"mounts", {0}, dec_mounts, SPEC(0), 0},
 };
@@ -941,7 +989,7 @@ static int ep_payload(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, v
     (void)d;
     int rc = dec_map(c, v, &ep->payload, payload_defs, SW_ARRAY_LEN(payload_defs), "payload");
     struct sw_fleet_payload *p = &ep->payload;
-    p->source = p->path.v ? SW_FLEET_PAYLOAD_LOCAL
+    p->source = p->path.v   ? SW_FLEET_PAYLOAD_LOCAL
                 : p->repo.v ? SW_FLEET_PAYLOAD_HF
                             : SW_FLEET_PAYLOAD_NONE;
     return rc;
@@ -970,6 +1018,7 @@ static int ep_args(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, void
         size_t saved = sw__fleet_path_index(c, i);
         const struct sw__fleet_node *a = v->kids[i];
         struct sw_fleet_str *s = &ep->args[ep->n_args];
+        memset(s, 0, sizeof(*s));
         int r = 0;
         /* an argument may be any scalar (a number, a JSON string); kept as written */
         const char *t = sw__fleet_scalar(c, a);
@@ -983,8 +1032,8 @@ static int ep_args(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, void
                 return sw__fleet_nomem(c);
             /* A token on a command line is readable by every user of the host (ps, /proc). */
             const char *prev = ep->n_args ? ep->args[ep->n_args - 1].v : NULL;
-            bool flag_secret = !strncmp(t, "--", 2) && looks_secret_name(t + 2) &&
-                               strchr(t, '=') && strchr(t, '=')[1];
+            bool flag_secret = !strncmp(t, "--", 2) && looks_secret_name(t + 2) && strchr(t, '=') &&
+                               strchr(t, '=')[1];
             bool after_secret_flag = prev && !strncmp(prev, "--", 2) && !strchr(prev, '=') &&
                                      looks_secret_name(prev + 2);
             if (looks_secret_value(t) || flag_secret || after_secret_flag)
@@ -1025,6 +1074,7 @@ static int ep_env(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, void 
         }
         size_t saved = sw__fleet_path_push(c, k->text);
         struct sw_fleet_envvar *ev = &ep->env[ep->n_env];
+        memset(ev, 0, sizeof(*ev));
         ev->name = sw__fleet_strdup(c->a, k->text);
         if (!ev->name)
             return sw__fleet_nomem(c);
@@ -1100,9 +1150,9 @@ static int unknown_knob(struct sw__fleet_ctx *c, const struct sw__fleet_node *k)
         known[nk++] = fs[i].name;
     const char *sug = sw__fleet_suggest(k->text, known, nk);
     struct sw_fleet_at at = sw__fleet_at(k);
-    return sw__fleet_err(c, &at,
-                         "%s: '%s' is not a shape field, env.NAME or arg.--flag%s%s%s", c->path,
-                         k->text, sug ? " (did you mean '" : "", sug ? sug : "", sug ? "'?)" : "");
+    return sw__fleet_err(c, &at, "%s: '%s' is not a shape field, env.NAME or arg.--flag%s%s%s",
+                         c->path, k->text, sug ? " (did you mean '" : "", sug ? sug : "",
+                         sug ? "'?)" : "");
 }
 
 static struct sw__fleet_spec field_spec(const struct sw_fleet_field *f)
@@ -1223,6 +1273,7 @@ static int ep_knobs(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, voi
         if (dup)
             continue;
         struct sw_fleet_knob *kb = &ep->knobs[ep->n_knobs];
+        memset(kb, 0, sizeof(*kb));
         kb->name = sw__fleet_strdup(c->a, nm);
         if (!kb->name)
             return sw__fleet_nomem(c);
@@ -1239,8 +1290,9 @@ static int ep_knobs(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, voi
     return c->oom ? SW_ENOMEM : rc;
 }
 
-static const char *const frozen_words[] = {"image", "binary", "engine", "engine_version", "profile",
-                                           "payload", "quantization", "alias", NULL};
+static const char *const frozen_words[] = {"image",          "binary",  "engine",
+                                           "engine_version", "profile", "payload",
+                                           "quantization",   "alias",   NULL};
 
 static int ep_frozen(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, void *obj,
                      const struct fdef *d)
@@ -1261,8 +1313,8 @@ static int ep_frozen(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, vo
         for (size_t w = 0; frozen_words[w] && !canon; w++)
             if (!strcmp(frozen_words[w], t))
                 canon = frozen_words[w];
-        if (!canon && ((!strncmp(t, "env.", 4) && is_env_name(t + 4)) ||
-                       (!strncmp(t, "arg.--", 6) && t[6])))
+        if (!canon &&
+            ((!strncmp(t, "env.", 4) && is_env_name(t + 4)) || (!strncmp(t, "arg.--", 6) && t[6])))
             canon = t;
         if (!canon) {
             const struct sw_fleet_field *f = sw_fleet_shape_field(t);
@@ -1316,8 +1368,7 @@ static int ep_free_band(struct sw__fleet_ctx *c, const struct sw__fleet_node *v,
             return SW_EPARSE;
         const char *dots = strstr(t, "..");
         if (!dots)
-            return sw__fleet_errp(c, v, "'%s' must be MIN..MAX (like 2GiB..3GiB) or {min, max}",
-                                  t);
+            return sw__fleet_errp(c, v, "'%s' must be MIN..MAX (like 2GiB..3GiB) or {min, max}", t);
         struct sw__fleet_node lo = *v, hi = *v;
         char *l = sw__fleet_strndup(c->a, t, (size_t)(dots - t));
         char *h = sw__fleet_strdup(c->a, dots + 2);
@@ -1375,6 +1426,8 @@ static int ep_measured(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, 
             continue;
         }
         struct sw_fleet_fact *fa = &ep->facts[ep->n_facts];
+        memset(fa, 0, sizeof(*fa));
+        memset(&raw->fact_devices[ep->n_facts], 0, sizeof(raw->fact_devices[0]));
         fa->name = sw__fleet_strdup(c->a, k->text);
         if (!fa->name)
             return sw__fleet_nomem(c);
@@ -1451,6 +1504,8 @@ static int ep_boots(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, voi
         const struct sw__fleet_node *bv = v->kids[i];
         size_t saved = sw__fleet_path_index(c, i);
         struct sw_fleet_boot *b = &ep->boots[ep->n_boots];
+        memset(b, 0, sizeof(*b));
+        memset(&raw->boot_devices[ep->n_boots], 0, sizeof(raw->boot_devices[0]));
         b->at = sw__fleet_at(bv);
         int r = 0;
         if (!sw__fleet_want_map(c, bv)) {
@@ -1502,15 +1557,16 @@ static int ep_boots(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, voi
                     sw_err_clear(&e);
                     json_t *pj = sw__fleet_node_to_json(val, &e);
                     if (!pj)
-                        r2 = e.code == SW_ENOMEM ? sw__fleet_nomem(c) : sw__fleet_err_from(c, val, &e);
+                        r2 = e.code == SW_ENOMEM ? sw__fleet_nomem(c)
+                                                 : sw__fleet_err_from(c, val, &e);
                     else if (!sw__fleet_keep_json(c, pj))
                         b->printed = pj;
                 }
             } else {
                 sw__fleet_path_pop(c, s2);
-                static const char *const known[] = {"shape",  "mmproj",  "device", "used",
-                                                    "total",  "free",    "outcome", "failure",
-                                                    "text",   "date",    "note",   "printed"};
+                static const char *const known[] = {"shape", "mmproj", "device",  "used",
+                                                    "total", "free",   "outcome", "failure",
+                                                    "text",  "date",   "note",    "printed"};
                 r = sw__fleet_unknown_key(c, k, "boot", known, SW_ARRAY_LEN(known));
                 continue;
             }
@@ -1545,9 +1601,8 @@ static int parse_op(const char **pp, enum sw_fleet_op *op)
     static const struct {
         const char *s;
         enum sw_fleet_op op;
-    } ops[] = {{"==", SW_FLEET_EQ}, {"!=", SW_FLEET_NE}, {"<=", SW_FLEET_LE},
-               {">=", SW_FLEET_GE}, {"<", SW_FLEET_LT},  {">", SW_FLEET_GT},
-               {"=", SW_FLEET_EQ}};
+    } ops[] = {{"==", SW_FLEET_EQ}, {"!=", SW_FLEET_NE}, {"<=", SW_FLEET_LE}, {">=", SW_FLEET_GE},
+               {"<", SW_FLEET_LT},  {">", SW_FLEET_GT},  {"=", SW_FLEET_EQ}};
     for (size_t i = 0; i < SW_ARRAY_LEN(ops); i++) {
         size_t l = strlen(ops[i].s);
         if (!strncmp(p, ops[i].s, l)) {
@@ -1585,8 +1640,8 @@ static int dec_cond(struct sw__fleet_ctx *c, const struct sw__fleet_node *at_nod
             return sw__fleet_nomem(c);
         int rc = 0;
         for (size_t i = 0; i < operand->n; i++) {
-            int r = sw__fleet_dec_value(c, operand->kids[i], cd->field->type, &sp,
-                                        &cd->in[cd->n_in]);
+            int r =
+                sw__fleet_dec_value(c, operand->kids[i], cd->field->type, &sp, &cd->in[cd->n_in]);
             if (r)
                 rc = r;
             else
@@ -1603,7 +1658,9 @@ static int dec_cond(struct sw__fleet_ctx *c, const struct sw__fleet_node *at_nod
     while (isspace((unsigned char)*p))
         p++;
     cd->op = SW_FLEET_EQ;
-    if (!operand->plain || parse_op(&p, &cd->op))
+    /* ">= 245760" must be quoted in YAML (a plain '>' starts a folded block), so quoting does not
+     * make the operator part of the value; no allowed value starts with = < > ! */
+    if (parse_op(&p, &cd->op))
         p = t; /* a bare value means == */
     while (isspace((unsigned char)*p))
         p++;
@@ -1651,9 +1708,8 @@ static int dec_when_expr(struct sw__fleet_ctx *c, const struct sw__fleet_node *v
         while (*q && (isalnum((unsigned char)*q) || *q == '_' || *q == '.'))
             q++;
         if (q == p) {
-            return sw__fleet_errp(c, v,
-                                  "'%s' is not a condition: write FIELD OP VALUE, joined with &&",
-                                  t);
+            return sw__fleet_errp(
+                c, v, "'%s' is not a condition: write FIELD OP VALUE, joined with &&", t);
         }
         char fname[96];
         snprintf(fname, sizeof(fname), "%.*s", (int)(q - p), p);
@@ -1702,6 +1758,7 @@ static int ep_known_bad(struct sw__fleet_ctx *c, const struct sw__fleet_node *v,
         const struct sw__fleet_node *rv = v->kids[i];
         size_t saved = sw__fleet_path_index(c, i);
         struct sw_fleet_rule *r = &ep->known_bad[ep->n_known_bad];
+        memset(r, 0, sizeof(*r)); /* a failed item leaves its slot to the next one */
         r->at = sw__fleet_at(rv);
         int res = 0;
         bool have_when = false;
@@ -1725,8 +1782,8 @@ static int ep_known_bad(struct sw__fleet_ctx *c, const struct sw__fleet_node *v,
                     for (size_t q = 0; q < val->n; q++) {
                         const struct sw__fleet_node *fk = val->kids[2 * q];
                         size_t s3 = sw__fleet_path_push(c, fk->text);
-                        int r3 = dec_cond(c, fk, fk->text, val->kids[2 * q + 1],
-                                          &r->conds[r->n_conds]);
+                        int r3 =
+                            dec_cond(c, fk, fk->text, val->kids[2 * q + 1], &r->conds[r->n_conds]);
                         sw__fleet_path_pop(c, s3);
                         if (r3)
                             r2 = r3;
@@ -1811,13 +1868,19 @@ static const struct fdef endpoint_defs[] = {
     {"host", {0}, ep_host, SPEC(0), 0},
     {"devices", {0}, ep_devices, SPEC(0), 0},
     {"engine", {0}, ep_engine, SPEC(0), 0},
-    {"engine_version", {0}, dec_strf, SPEC(SW__FT_STR),
+    {"engine_version",
+     {0},
+     dec_strf,
+     SPEC(SW__FT_STR),
      offsetof(struct sw_fleet_endpoint, engine_version)},
     {"profile", {"engine_profile"}, ep_profile, SPEC(0), 0},
     {"binary", {"bin"}, dec_strf, SPEC(SW__FT_PATH), offsetof(struct sw_fleet_endpoint, binary)},
     {"image", {"container_image"}, ep_image, SPEC(0), 0},
     {"listen", {0}, ep_listen, SPEC(0), 0},
-    {"alias", {"served_model_name"}, dec_strf, SPEC(SW__FT_STR),
+    {"alias",
+     {"served_model_name"},
+     dec_strf,
+     SPEC(SW__FT_STR),
      offsetof(struct sw_fleet_endpoint, alias)},
     {"api_key", {0}, ep_api_key, SPEC(0), 0},
     {"payload", {0}, ep_payload, SPEC(0), 0},
@@ -1929,6 +1992,8 @@ static int dec_harness(struct sw__fleet_ctx *c, const struct sw__fleet_node *v,
                     }
                     struct sw_fleet_client *cl = &h->clients[h->n_clients];
                     struct sw_fleet_str *nm = &hr->client_names[h->n_clients];
+                    memset(cl, 0, sizeof(*cl));
+                    memset(nm, 0, sizeof(*nm));
                     nm->v = sw__fleet_strdup(c->a, ek->text);
                     if (!nm->v) {
                         sw__fleet_path_pop(c, saved);
@@ -1938,7 +2003,10 @@ static int dec_harness(struct sw__fleet_ctx *c, const struct sw__fleet_node *v,
                     cl->at = sw__fleet_at(ek);
                     size_t s2 = sw__fleet_path_push(c, ek->text);
                     static const struct fdef cdefs[] = {
-                        {"context_window", {"contextWindow"}, dec_u64f, SPECN(SW__FT_COUNT, 1, 0),
+                        {"context_window",
+                         {"contextWindow"},
+                         dec_u64f,
+                         SPECN(SW__FT_COUNT, 1, 0),
                          offsetof(struct sw_fleet_client, context_window)},
                     };
                     int r2 = dec_map(c, evv, cl, cdefs, 1, "harness endpoint");
@@ -2072,7 +2140,8 @@ static void check_endpoint(struct sw__fleet_ctx *c, struct sw_fleet_endpoint *ep
 
     /* engine */
     if (!ep->engine) {
-        sw__fleet_err(c, &ep->at, "%s needs an engine: llama.cpp, vllm or sglang", where);
+        if (!raw->engine.at.file) /* a bad engine value was reported where it was written */
+            sw__fleet_err(c, &ep->at, "%s needs an engine: llama.cpp, vllm or sglang", where);
         return;
     }
     /* host */
@@ -2178,7 +2247,7 @@ static void check_endpoint(struct sw__fleet_ctx *c, struct sw_fleet_endpoint *ep
         uint64_t tp = s->tensor_parallel.set ? s->tensor_parallel.v : 1;
         uint64_t pp = s->pipeline_parallel.set ? s->pipeline_parallel.v : 1;
         if (tp * pp != ep->n_devices) {
-            const struct sw_fleet_at *at = s->tensor_parallel.set ? &s->tensor_parallel.at
+            const struct sw_fleet_at *at = s->tensor_parallel.set     ? &s->tensor_parallel.at
                                            : s->pipeline_parallel.set ? &s->pipeline_parallel.at
                                                                       : &ep->devices_at[0];
             sw__fleet_err(c, at,
@@ -2227,8 +2296,8 @@ static void check_endpoint(struct sw__fleet_ctx *c, struct sw_fleet_endpoint *ep
     if (p->revision.v && !p->repo.v)
         sw__fleet_err(c, &p->revision.at, "%s.payload.revision needs repo", where);
     if (p->gguf.v && ep->engine != SW_FLEET_LLAMACPP)
-        sw__fleet_warn(c, &p->gguf.at, "%s.payload.gguf on %s: a GGUF is llama.cpp's format",
-                       where, sw_fleet_engine_name(ep->engine));
+        sw__fleet_warn(c, &p->gguf.at, "%s.payload.gguf on %s: a GGUF is llama.cpp's format", where,
+                       sw_fleet_engine_name(ep->engine));
     /* knobs and frozen */
     for (size_t i = 0; i < ep->n_knobs; i++) {
         const struct sw_fleet_knob *kb = &ep->knobs[i];
@@ -2265,9 +2334,9 @@ static void check_endpoint(struct sw__fleet_ctx *c, struct sw_fleet_endpoint *ep
             const struct sw_fleet_field *fld = r->conds[j].field;
             if (fld && !(fld->engines & SW_FLEET_ENG_BIT(ep->engine)))
                 sw__fleet_err(c, &r->conds[j].at,
-                              "%s.known_bad[%zu]: %s does not apply to %s, so the rule could never "
+                              "%s.known_bad: %s does not apply to %s, so the rule could never "
                               "match",
-                              where, i, fld->name, sw_fleet_engine_name(ep->engine));
+                              where, fld->name, sw_fleet_engine_name(ep->engine));
         }
     }
     /* measured facts and boots: device names */
@@ -2279,11 +2348,11 @@ static void check_endpoint(struct sw__fleet_ctx *c, struct sw_fleet_endpoint *ep
         ep->facts[i].device = find_device(c, ep->host, &raw->fact_devices[i], w2);
     }
     for (size_t i = 0; i < ep->n_boots; i++) {
-        snprintf(w2, sizeof(w2), "%s.boots[%zu].shape", where, i);
+        snprintf(w2, sizeof(w2), "%s.boots (line %d).shape", where, ep->boots[i].at.line);
         check_shape_engine(c, &ep->boots[i].shape, ep->engine, w2);
         if (!raw->boot_devices[i].v || !ep->host)
             continue;
-        snprintf(w2, sizeof(w2), "%s.boots[%zu].device", where, i);
+        snprintf(w2, sizeof(w2), "%s.boots (line %d).device", where, ep->boots[i].at.line);
         ep->boots[i].device = find_device(c, ep->host, &raw->boot_devices[i], w2);
     }
 }
@@ -2408,8 +2477,7 @@ static int load(const char *name, const char *text, size_t len, const struct sw_
     }
     if (len > SW_FLEET_MAX_FILE) {
         struct sw_fleet_at at = {.file = c->file};
-        rc = sw__fleet_err(c, &at, "is larger than %u bytes: not a fleet file",
-                           SW_FLEET_MAX_FILE);
+        rc = sw__fleet_err(c, &at, "is larger than %u bytes: not a fleet file", SW_FLEET_MAX_FILE);
         goto out;
     }
     struct sw__fleet_node *root = NULL;
@@ -2441,7 +2509,9 @@ static int load(const char *name, const char *text, size_t len, const struct sw_
         bool known = false;
         for (size_t t = 0; t < SW_ARRAY_LEN(top); t++)
             known |= !strcmp(top[t], k->text) && strlen(k->text) == k->len;
-        if (!known)
+        /* "x-..." keys are a place for YAML anchors (docker-compose's convention): the key says
+         * it is not for slipway, so ignoring it hides nothing */
+        if (!known && strncmp(k->text, "x-", 2))
             sw__fleet_unknown_key(c, k, "fleet", top, SW_ARRAY_LEN(top));
     }
     for (size_t t = 0; t < SW_ARRAY_LEN(top) && !c->oom; t++) {
@@ -2548,12 +2618,16 @@ static const struct fdef *find_def(const struct fdef *defs, size_t n, const char
 }
 
 static const struct fdef listen_defs[] = {
-    {"address", {0}, dec_strf, SPEC(SW__FT_STR), offsetof(struct sw_fleet_endpoint, listen_address)},
+    {"address",
+     {0},
+     dec_strf,
+     SPEC(SW__FT_STR),
+     offsetof(struct sw_fleet_endpoint, listen_address)},
     {"port", {0}, dec_u64f, SPEC(SW__FT_PORT), offsetof(struct sw_fleet_endpoint, listen_port)},
 };
 
-static const char *const scalar_payload[] = {"path", "repo", "revision", "shards", "gguf",
-                                             "mmproj", "draft", "quantization"};
+static const char *const scalar_payload[] = {"path", "repo",   "revision", "shards",
+                                             "gguf", "mmproj", "draft",    "quantization"};
 static const char *const scalar_endpoint[] = {"binary", "image", "alias", "engine_version"};
 
 const char *sw__fleet_target_canon(const char *t, struct sw__fleet_arena *a)
@@ -2594,15 +2668,15 @@ size_t sw__fleet_target_names(const char **out, size_t max)
         out[n] = buf[n];
         n++;
     }
-    static const char *const rest[] = {"listen.port", "listen.address", "binary", "image",
-                                       "alias", "engine_version"};
+    static const char *const rest[] = {"listen.port", "listen.address", "binary",
+                                       "image",       "alias",          "engine_version"};
     for (size_t i = 0; i < SW_ARRAY_LEN(rest) && n < max; i++)
         out[n++] = rest[i];
     return n;
 }
 
-int sw__fleet_dec_target(struct sw__fleet_ctx *c, struct sw_fleet_endpoint *ep,
-                         const char *target, const struct sw__fleet_node *n)
+int sw__fleet_dec_target(struct sw__fleet_ctx *c, struct sw_fleet_endpoint *ep, const char *target,
+                         const struct sw__fleet_node *n)
 {
     if (!strncmp(target, "shape.", 6)) {
         const struct sw_fleet_field *f = sw_fleet_shape_field(target + 6);
@@ -2614,7 +2688,7 @@ int sw__fleet_dec_target(struct sw__fleet_ctx *c, struct sw_fleet_endpoint *ep,
             return SW_EINVAL;
         int rc = d->dec(c, n, &ep->payload, d);
         struct sw_fleet_payload *p = &ep->payload;
-        p->source = p->path.v ? SW_FLEET_PAYLOAD_LOCAL
+        p->source = p->path.v   ? SW_FLEET_PAYLOAD_LOCAL
                     : p->repo.v ? SW_FLEET_PAYLOAD_HF
                                 : SW_FLEET_PAYLOAD_NONE;
         return rc;

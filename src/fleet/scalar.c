@@ -36,8 +36,9 @@ bool sw__fleet_want_map(struct sw__fleet_ctx *c, const struct sw__fleet_node *n)
     if (n->kind == SW__FLN_MAP)
         return true;
     sw__fleet_errp(c, n, "must be a mapping (key: value lines), not %s",
-                   n->kind == SW__FLN_SEQ ? "a list" : sw__fleet_node_is_null(n) ? "empty"
-                                                                               : "a single value");
+                   n->kind == SW__FLN_SEQ      ? "a list"
+                   : sw__fleet_node_is_null(n) ? "empty"
+                                               : "a single value");
     return false;
 }
 
@@ -135,8 +136,7 @@ int sw__fleet_dec_str(struct sw__fleet_ctx *c, const struct sw__fleet_node *n,
         char list[400];
         list_choices(s->choices, list, sizeof(list));
         if (sug)
-            return sw__fleet_errp(c, n, "'%s' is not one of %s (did you mean '%s'?)", t, list,
-                                  sug);
+            return sw__fleet_errp(c, n, "'%s' is not one of %s (did you mean '%s'?)", t, list, sug);
         return sw__fleet_errp(c, n, "'%s' is not one of %s", t, list);
     }
     case SW__FT_PATH:
@@ -256,8 +256,8 @@ static int read_number(const char *s, double *out)
 }
 
 /* One unit side: "[<number>] <word>"; returns the canonical word in out. */
-static int unit_side(const char *s, size_t n, double *value, bool numerator, char *out,
-                     size_t outn, struct sw_err *e)
+static int unit_side(const char *s, size_t n, double *value, bool numerator, char *out, size_t outn,
+                     struct sw_err *e)
 {
     while (n && isspace((unsigned char)*s)) {
         s++;
@@ -432,11 +432,9 @@ int sw__fleet_dec_u64(struct sw__fleet_ctx *c, const struct sw__fleet_node *n,
     }
     if (v != SW_FLEET_ALL || s->ft != SW__FT_NGL) {
         if (v < s->min)
-            return sw__fleet_errp(c, n, "must be >= %llu (got %s)", (unsigned long long)s->min,
-                                  t);
+            return sw__fleet_errp(c, n, "must be >= %llu (got %s)", (unsigned long long)s->min, t);
         if (s->max && v > s->max)
-            return sw__fleet_errp(c, n, "must be <= %llu (got %s)", (unsigned long long)s->max,
-                                  t);
+            return sw__fleet_errp(c, n, "must be <= %llu (got %s)", (unsigned long long)s->max, t);
     }
     out->v = v;
     out->set = true;

@@ -14,95 +14,97 @@
 #include <stddef.h>
 #include <string.h>
 
-#define L SW_FLEET_ENG_BIT(SW_FLEET_LLAMACPP)
-#define V SW_FLEET_ENG_BIT(SW_FLEET_VLLM)
-#define S SW_FLEET_ENG_BIT(SW_FLEET_SGLANG)
+#define L   SW_FLEET_ENG_BIT(SW_FLEET_LLAMACPP)
+#define V   SW_FLEET_ENG_BIT(SW_FLEET_VLLM)
+#define S   SW_FLEET_ENG_BIT(SW_FLEET_SGLANG)
 #define ALL (L | V | S)
+/* clang-format off */
 #define AL(...) {__VA_ARGS__, NULL}
 #define NOAL {NULL}
+/* clang-format on */
 
-static const char *const kv_dtypes[] = {"auto",     "bfloat16", "bf16",    "float16",
-                                        "fp16",     "fp8",      "fp8_e4m3", "fp8_e5m2",
-                                        "fp8_inc",  "fp8_ds_mla", "fp4_e2m1", NULL};
+static const char *const kv_dtypes[] = {"auto",    "bfloat16",   "bf16",     "float16",
+                                        "fp16",    "fp8",        "fp8_e4m3", "fp8_e5m2",
+                                        "fp8_inc", "fp8_ds_mla", "fp4_e2m1", NULL};
 static const char *const ggml_types[] = {"f32",  "f16",  "bf16", "q8_0",   "q4_0",
                                          "q4_1", "q5_0", "q5_1", "iq4_nl", NULL};
 static const char *const on_off_auto[] = {"on", "off", "auto", NULL};
 
 /* X(name, aliases, ft, vtype, engines, choices, min, max, fmin, fmax, member, doc, instead) */
-#define SHAPE_FIELDS(X)                                                                          \
-    X("ctx_size", AL("ctx", "n_ctx", "c"), SW__FT_COUNT, COUNT, L, NULL, 0, 0, 0, 0, ctx_size,    \
-      "llama.cpp -c: KV cells across all slots (0 = the model's training context)",              \
-      "vLLM and SGLang size a request with max_model_len")                                       \
-    X("max_model_len", AL("context_length", "maxlen"), SW__FT_COUNT, COUNT, V | S, NULL, 1, 0, 0, \
-      0, max_model_len, "tokens per request (vLLM --max-model-len, SGLang --context-length)",    \
-      "llama.cpp sizes all slots together with ctx_size")                                        \
-    X("seqs", AL("parallel", "max_num_seqs", "max_running_requests", "slots", "np"),             \
-      SW__FT_COUNT, COUNT, ALL, NULL, 1, 0, 0, 0, seqs,                                           \
-      "concurrent sequences (llama.cpp -np, vLLM --max-num-seqs, SGLang --max-running-requests)", \
-      NULL)                                                                                      \
-    X("kv_cache_dtype", NOAL, SW__FT_CHOICE, STR, V | S, kv_dtypes, 0, 0, 0, 0, kv_cache_dtype,   \
-      "KV cache dtype (vLLM/SGLang --kv-cache-dtype)",                                           \
-      "llama.cpp takes cache_type_k and cache_type_v")                                           \
-    X("cache_type_k", AL("ctk", "type_k"), SW__FT_CHOICE, STR, L, ggml_types, 0, 0, 0, 0,         \
-      cache_type_k, "llama.cpp -ctk", "vLLM and SGLang take kv_cache_dtype")                     \
-    X("cache_type_v", AL("ctv", "type_v"), SW__FT_CHOICE, STR, L, ggml_types, 0, 0, 0, 0,         \
-      cache_type_v, "llama.cpp -ctv (quantized V needs flash attention)",                        \
-      "vLLM and SGLang take kv_cache_dtype")                                                     \
-    X("kv_cache_bytes", AL("kv_cache_memory_bytes", "kv_bytes"), SW__FT_BYTES, BYTES, V, NULL, 1, \
-      0, 0, 0, kv_cache_bytes, "vLLM --kv-cache-memory-bytes, per rank, whole bytes",            \
-      "SGLang pins its pool with max_total_tokens; llama.cpp with ctx_size")                     \
-    X("max_total_tokens", NOAL, SW__FT_COUNT, COUNT, S, NULL, 1, 0, 0, 0, max_total_tokens,       \
-      "SGLang --max-total-tokens: the pinned KV pool",                                           \
-      "vLLM pins its pool with kv_cache_bytes; llama.cpp with ctx_size")                         \
-    X("max_num_batched_tokens", AL("mnbt"), SW__FT_COUNT, COUNT, V, NULL, 1, 0, 0, 0,             \
-      max_num_batched_tokens, "vLLM --max-num-batched-tokens",                                   \
-      "llama.cpp batches with batch_size/ubatch_size")                                           \
-    X("batch_size", AL("batch", "n_batch", "b"), SW__FT_COUNT, COUNT, L, NULL, 1, 0, 0, 0,        \
-      batch_size, "llama.cpp -b: logical batch", "vLLM batches with max_num_batched_tokens")     \
-    X("ubatch_size", AL("ubatch", "n_ubatch", "ub"), SW__FT_COUNT, COUNT, L, NULL, 1, 0, 0, 0,    \
-      ubatch_size, "llama.cpp -ub: physical batch", "vLLM batches with max_num_batched_tokens")  \
-    X("flash_attn", AL("fa", "flash_attention"), SW__FT_CHOICE, STR, L, on_off_auto, 0, 0, 0, 0,  \
-      flash_attn, "llama.cpp -fa on|off|auto", "vLLM and SGLang pick their attention backend")   \
-    X("swa_full", NOAL, SW__FT_BOOL, BOOL, L, NULL, 0, 0, 0, 0, swa_full,                         \
-      "llama.cpp --swa-full: full-size cache for sliding-window layers", NULL)                   \
-    X("kv_unified", AL("kvu"), SW__FT_BOOL, BOOL, L, NULL, 0, 0, 0, 0, kv_unified,                \
-      "llama.cpp -kvu: one KV buffer shared by all slots", NULL)                                 \
-    X("n_gpu_layers", AL("ngl", "gpu_layers"), SW__FT_NGL, COUNT, L, NULL, 0, 0, 0, 0,            \
-      n_gpu_layers, "llama.cpp -ngl: layers offloaded (a count or all)", NULL)                   \
-    X("gpu_memory_utilization", AL("gpu_util"), SW__FT_REAL, REAL, V, NULL, 0, 0, 0, 1,           \
-      gpu_memory_utilization, "vLLM --gpu-memory-utilization, in (0, 1]",                        \
-      "SGLang's is mem_fraction_static")                                                         \
-    X("mem_fraction_static", NOAL, SW__FT_REAL, REAL, S, NULL, 0, 0, 0, 1, mem_fraction_static,   \
-      "SGLang --mem-fraction-static, in (0, 1]", "vLLM's is gpu_memory_utilization")             \
-    X("tensor_parallel", AL("tensor_parallel_size", "tp"), SW__FT_COUNT, COUNT, V | S, NULL, 1,   \
-      4096, 0, 0, tensor_parallel, "ranks a layer is split over (--tensor-parallel-size)", NULL) \
-    X("pipeline_parallel", AL("pipeline_parallel_size", "pp"), SW__FT_COUNT, COUNT, V | S, NULL,  \
-      1, 4096, 0, 0, pipeline_parallel, "pipeline stages (--pipeline-parallel-size)", NULL)      \
-    X("decode_context_parallel", AL("decode_context_parallel_size", "dcp"), SW__FT_COUNT, COUNT,  \
-      V, NULL, 1, 4096, 0, 0, decode_context_parallel,                                           \
-      "vLLM --decode-context-parallel-size (reuses TP ranks)", NULL)                             \
-    X("block_size", NOAL, SW__FT_COUNT, COUNT, V, NULL, 1, 0, 0, 0, block_size,                   \
-      "vLLM --block-size: tokens per KV page", NULL)                                             \
-    X("prefix_caching", AL("enable_prefix_caching"), SW__FT_BOOL, BOOL, V, NULL, 0, 0, 0, 0,      \
-      prefix_caching, "vLLM --enable-prefix-caching", NULL)                                      \
-    X("enforce_eager", NOAL, SW__FT_BOOL, BOOL, V, NULL, 0, 0, 0, 0, enforce_eager,               \
-      "vLLM --enforce-eager: no CUDA graphs", NULL)                                              \
-    X("max_mamba_cache_size", AL("mamba_slots"), SW__FT_COUNT, COUNT, S, NULL, 1, 0, 0, 0,        \
-      max_mamba_cache_size, "SGLang --max-mamba-cache-size: recurrent-state slots", NULL)        \
-    X("spec_decode.method", NOAL, SW__FT_WORD, STR, ALL, NULL, 0, 0, 0, 0, spec_method,           \
-      "speculative decoding method: mtp, eagle, eagle3, draft, ngram, ...", NULL)                \
-    X("spec_decode.tokens", AL("spec_decode.num_speculative_tokens", "spec_decode.draft_max"),    \
-      SW__FT_COUNT, COUNT, ALL, NULL, 0, 0, 0, 0, spec_tokens,                                    \
-      "draft tokens per step (vLLM num_speculative_tokens, llama.cpp --draft-max)", NULL)        \
-    X("spec_decode.draft_min", NOAL, SW__FT_COUNT, COUNT, L, NULL, 0, 0, 0, 0, spec_draft_min,    \
+#define SHAPE_FIELDS(X)                                                                            \
+    X("ctx_size", AL("ctx", "n_ctx", "c"), SW__FT_COUNT, COUNT, L, NULL, 0, 0, 0, 0, ctx_size,     \
+      "llama.cpp -c: KV cells across all slots (0 = the model's training context)",                \
+      "vLLM and SGLang size a request with max_model_len")                                         \
+    X("max_model_len", AL("context_length", "maxlen"), SW__FT_COUNT, COUNT, V | S, NULL, 1, 0, 0,  \
+      0, max_model_len, "tokens per request (vLLM --max-model-len, SGLang --context-length)",      \
+      "llama.cpp sizes all slots together with ctx_size")                                          \
+    X("seqs", AL("parallel", "max_num_seqs", "max_running_requests", "slots", "np"), SW__FT_COUNT, \
+      COUNT, ALL, NULL, 1, 0, 0, 0, seqs,                                                          \
+      "concurrent sequences (llama.cpp -np, vLLM --max-num-seqs, SGLang --max-running-requests)",  \
+      NULL)                                                                                        \
+    X("kv_cache_dtype", NOAL, SW__FT_CHOICE, STR, V | S, kv_dtypes, 0, 0, 0, 0, kv_cache_dtype,    \
+      "KV cache dtype (vLLM/SGLang --kv-cache-dtype)",                                             \
+      "llama.cpp takes cache_type_k and cache_type_v")                                             \
+    X("cache_type_k", AL("ctk", "type_k"), SW__FT_CHOICE, STR, L, ggml_types, 0, 0, 0, 0,          \
+      cache_type_k, "llama.cpp -ctk", "vLLM and SGLang take kv_cache_dtype")                       \
+    X("cache_type_v", AL("ctv", "type_v"), SW__FT_CHOICE, STR, L, ggml_types, 0, 0, 0, 0,          \
+      cache_type_v, "llama.cpp -ctv (quantized V needs flash attention)",                          \
+      "vLLM and SGLang take kv_cache_dtype")                                                       \
+    X("kv_cache_bytes", AL("kv_cache_memory_bytes", "kv_bytes"), SW__FT_BYTES, BYTES, V, NULL, 1,  \
+      0, 0, 0, kv_cache_bytes, "vLLM --kv-cache-memory-bytes, per rank, whole bytes",              \
+      "SGLang pins its pool with max_total_tokens; llama.cpp with ctx_size")                       \
+    X("max_total_tokens", NOAL, SW__FT_COUNT, COUNT, S, NULL, 1, 0, 0, 0, max_total_tokens,        \
+      "SGLang --max-total-tokens: the pinned KV pool",                                             \
+      "vLLM pins its pool with kv_cache_bytes; llama.cpp with ctx_size")                           \
+    X("max_num_batched_tokens", AL("mnbt"), SW__FT_COUNT, COUNT, V, NULL, 1, 0, 0, 0,              \
+      max_num_batched_tokens, "vLLM --max-num-batched-tokens",                                     \
+      "llama.cpp batches with batch_size/ubatch_size")                                             \
+    X("batch_size", AL("batch", "n_batch", "b"), SW__FT_COUNT, COUNT, L, NULL, 1, 0, 0, 0,         \
+      batch_size, "llama.cpp -b: logical batch", "vLLM batches with max_num_batched_tokens")       \
+    X("ubatch_size", AL("ubatch", "n_ubatch", "ub"), SW__FT_COUNT, COUNT, L, NULL, 1, 0, 0, 0,     \
+      ubatch_size, "llama.cpp -ub: physical batch", "vLLM batches with max_num_batched_tokens")    \
+    X("flash_attn", AL("fa", "flash_attention"), SW__FT_CHOICE, STR, L, on_off_auto, 0, 0, 0, 0,   \
+      flash_attn, "llama.cpp -fa on|off|auto", "vLLM and SGLang pick their attention backend")     \
+    X("swa_full", NOAL, SW__FT_BOOL, BOOL, L, NULL, 0, 0, 0, 0, swa_full,                          \
+      "llama.cpp --swa-full: full-size cache for sliding-window layers", NULL)                     \
+    X("kv_unified", AL("kvu"), SW__FT_BOOL, BOOL, L, NULL, 0, 0, 0, 0, kv_unified,                 \
+      "llama.cpp -kvu: one KV buffer shared by all slots", NULL)                                   \
+    X("n_gpu_layers", AL("ngl", "gpu_layers"), SW__FT_NGL, COUNT, L, NULL, 0, 0, 0, 0,             \
+      n_gpu_layers, "llama.cpp -ngl: layers offloaded (a count or all)", NULL)                     \
+    X("gpu_memory_utilization", AL("gpu_util"), SW__FT_REAL, REAL, V, NULL, 0, 0, 0, 1,            \
+      gpu_memory_utilization, "vLLM --gpu-memory-utilization, in (0, 1]",                          \
+      "SGLang's is mem_fraction_static")                                                           \
+    X("mem_fraction_static", NOAL, SW__FT_REAL, REAL, S, NULL, 0, 0, 0, 1, mem_fraction_static,    \
+      "SGLang --mem-fraction-static, in (0, 1]", "vLLM's is gpu_memory_utilization")               \
+    X("tensor_parallel", AL("tensor_parallel_size", "tp"), SW__FT_COUNT, COUNT, V | S, NULL, 1,    \
+      4096, 0, 0, tensor_parallel, "ranks a layer is split over (--tensor-parallel-size)", NULL)   \
+    X("pipeline_parallel", AL("pipeline_parallel_size", "pp"), SW__FT_COUNT, COUNT, V | S, NULL,   \
+      1, 4096, 0, 0, pipeline_parallel, "pipeline stages (--pipeline-parallel-size)", NULL)        \
+    X("decode_context_parallel", AL("decode_context_parallel_size", "dcp"), SW__FT_COUNT, COUNT,   \
+      V, NULL, 1, 4096, 0, 0, decode_context_parallel,                                             \
+      "vLLM --decode-context-parallel-size (reuses TP ranks)", NULL)                               \
+    X("block_size", NOAL, SW__FT_COUNT, COUNT, V, NULL, 1, 0, 0, 0, block_size,                    \
+      "vLLM --block-size: tokens per KV page", NULL)                                               \
+    X("prefix_caching", AL("enable_prefix_caching"), SW__FT_BOOL, BOOL, V, NULL, 0, 0, 0, 0,       \
+      prefix_caching, "vLLM --enable-prefix-caching", NULL)                                        \
+    X("enforce_eager", NOAL, SW__FT_BOOL, BOOL, V, NULL, 0, 0, 0, 0, enforce_eager,                \
+      "vLLM --enforce-eager: no CUDA graphs", NULL)                                                \
+    X("max_mamba_cache_size", AL("mamba_slots"), SW__FT_COUNT, COUNT, S, NULL, 1, 0, 0, 0,         \
+      max_mamba_cache_size, "SGLang --max-mamba-cache-size: recurrent-state slots", NULL)          \
+    X("spec_decode.method", NOAL, SW__FT_WORD, STR, ALL, NULL, 0, 0, 0, 0, spec_method,            \
+      "speculative decoding method: mtp, eagle, eagle3, draft, ngram, ...", NULL)                  \
+    X("spec_decode.tokens", AL("spec_decode.num_speculative_tokens", "spec_decode.draft_max"),     \
+      SW__FT_COUNT, COUNT, ALL, NULL, 0, 0, 0, 0, spec_tokens,                                     \
+      "draft tokens per step (vLLM num_speculative_tokens, llama.cpp --draft-max)", NULL)          \
+    X("spec_decode.draft_min", NOAL, SW__FT_COUNT, COUNT, L, NULL, 0, 0, 0, 0, spec_draft_min,     \
       "llama.cpp --draft-min", NULL)
 
-#define PUB(nm, al, ft, vt, eng, ch, mn, mx, fmn, fmx, mem, doc, inst)                            \
+#define PUB(nm, al, ft, vt, eng, ch, mn, mx, fmn, fmx, mem, doc, inst)                             \
     {nm, al, SW_FLEET_V_##vt, eng, ch, doc, inst},
 static const struct sw_fleet_field fields[] = {SHAPE_FIELDS(PUB)};
 #undef PUB
 
-#define SLOT(nm, al, ft, vt, eng, ch, mn, mx, fmn, fmx, mem, doc, inst)                           \
+#define SLOT(nm, al, ft, vt, eng, ch, mn, mx, fmn, fmx, mem, doc, inst)                            \
     {{ft, ch, mn, mx, fmn, fmx, ft == SW__FT_REAL}, offsetof(struct sw_fleet_shape, mem)},
 static const struct sw__fleet_shape_slot slots[] = {SHAPE_FIELDS(SLOT)};
 #undef SLOT
@@ -246,9 +248,8 @@ static int dec_shape_map(struct sw__fleet_ctx *c, const struct sw__fleet_node *n
         }
         char full[128];
         snprintf(full, sizeof(full), "%s%s", prefix ? prefix : "", k->text);
-        const struct sw_fleet_field *f = strlen(k->text) == k->len && !strchr(k->text, '.')
-                                             ? sw_fleet_shape_field(full)
-                                             : NULL;
+        const struct sw_fleet_field *f =
+            strlen(k->text) == k->len && !strchr(k->text, '.') ? sw_fleet_shape_field(full) : NULL;
         if (!f) {
             const char *known[200];
             int nk = shape_keys(prefix, known, SW_ARRAY_LEN(known));
@@ -259,9 +260,9 @@ static int dec_shape_map(struct sw__fleet_ctx *c, const struct sw__fleet_node *n
         const struct sw_fleet_at *prev = field_at(s, f, &given);
         if (given || (prev && prev->file)) {
             struct sw_fleet_at at = sw__fleet_at(k);
-            rc = sw__fleet_err(c, &at, "%s: '%s' sets %s again (already set at line %d): say it once",
-                               c->plen ? c->path : "shape", k->text, f->name,
-                               prev ? prev->line : 0);
+            rc = sw__fleet_err(
+                c, &at, "%s: '%s' sets %s again (already set at line %d): say it once",
+                c->plen ? c->path : "shape", k->text, f->name, prev ? prev->line : 0);
             continue;
         }
         /* positions are recorded under the canonical name, whatever the spelling */
@@ -327,8 +328,8 @@ int sw_fleet_shape_get(const struct sw_fleet_shape *s, const char *field,
     return 0;
 }
 
-int sw_fleet_shape_set(struct sw_fleet_shape *s, const char *field,
-                       const struct sw_fleet_value *v, struct sw_err *e)
+int sw_fleet_shape_set(struct sw_fleet_shape *s, const char *field, const struct sw_fleet_value *v,
+                       struct sw_err *e)
 {
     const struct sw_fleet_field *f = sw_fleet_shape_field(field);
     if (!f)

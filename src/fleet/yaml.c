@@ -346,8 +346,8 @@ static int on_scalar(struct builder *b, struct fy_event *ev)
     if (!n->text)
         return nomem(b);
     n->len = len;
-    n->plain = tagrc == 0 && (!ev->scalar.value ||
-                              fy_token_scalar_style(ev->scalar.value) == FYSS_PLAIN);
+    n->plain =
+        tagrc == 0 && (!ev->scalar.value || fy_token_scalar_style(ev->scalar.value) == FYSS_PLAIN);
     if (ev->scalar.anchor) {
         size_t al = 0;
         const char *at = fy_token_get_text(ev->scalar.anchor, &al);
@@ -372,6 +372,62 @@ static int on_alias(struct builder *b, struct fy_event *ev)
     return attach(b, target);
 }
 
+bool sw__fleet_utf8_check(const char *s, size_t n, int *line, int *col, bool *nul)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    int l = 1, c = 1;
+    size_t i = 0;
+    *nul = false;
+    while (i < n) {
+        unsigned b = p[i];
+        size_t k;
+        unsigned lo = 0x80, hi = 0xBF; /* allowed range of the first continuation byte */
+        if (b == 0) {
+            *nul = true;
+            goto bad;
+        }
+        if (b < 0x80) {
+            k = 0;
+        } else if (b >= 0xC2 && b <= 0xDF) {
+            k = 1;
+        } else if (b >= 0xE0 && b <= 0xEF) {
+            k = 2;
+            if (b == 0xE0)
+                lo = 0xA0; /* overlong */
+            if (b == 0xED)
+                hi = 0x9F; /* UTF-16 surrogates */
+        } else if (b >= 0xF0 && b <= 0xF4) {
+            k = 3;
+            if (b == 0xF0)
+                lo = 0x90;
+            if (b == 0xF4)
+                hi = 0x8F; /* above U+10FFFF */
+        } else {
+            goto bad;
+        }
+        if (k >= n - i)
+            goto bad;
+        for (size_t j = 1; j <= k; j++) {
+            unsigned cb = p[i + j];
+            unsigned want_lo = j == 1 ? lo : 0x80, want_hi = j == 1 ? hi : 0xBF;
+            if (cb < want_lo || cb > want_hi)
+                goto bad;
+        }
+        if (b == '\n') {
+            l++;
+            c = 1;
+        } else {
+            c++;
+        }
+        i += k + 1;
+    }
+    return true;
+bad:
+    *line = l;
+    *col = c;
+    return false;
+}
+
 int sw__fleet_yaml_parse(struct sw__fleet_arena *a, const char *name, const char *text, size_t len,
                          struct sw__fleet_node **root, struct sw_err *e)
 {
@@ -383,6 +439,16 @@ int sw__fleet_yaml_parse(struct sw__fleet_arena *a, const char *name, const char
     b.e = e;
     *root = NULL;
     struct fy_diag *diag = NULL;
+    {
+        /* YAML is Unicode text. Checked here, strictly, because libfyaml 0.7.12 loops forever on
+         * some invalid sequences (a '%' directive line followed by a stray or truncated byte). */
+        int bl = 0, bc = 0;
+        bool nul = false;
+        if (!sw__fleet_utf8_check(text, len, &bl, &bc, &nul))
+            return sw_err_at(e, SW_EPARSE, name, bl, bc, "%s",
+                             nul ? "holds a NUL byte: this is not a text file"
+                                 : "invalid UTF-8 here: a fleet file is UTF-8 text");
+    }
     struct fy_parser *fyp = NULL;
     struct fy_event *ev = NULL;
 
