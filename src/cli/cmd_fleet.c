@@ -303,7 +303,7 @@ static void print_fleet(const struct sw_fleet *f, const char *only)
             const struct sw_fleet_profile *p = &f->profiles[i];
             printf("\nprofile %s: extends the %s law\n", p->name, sw_fleet_engine_name(p->base));
             for (size_t k = 0; k < p->n_consts; k++)
-                printf("  %-28s %-18s = %.10g %s\n", p->consts[k].name, p->consts[k].q.text,
+                printf("  %-28s %-18s = %.15g %s\n", p->consts[k].name, p->consts[k].q.text,
                        p->consts[k].q.value, p->consts[k].q.unit);
             if (p->terms)
                 printf("  terms declared (%s)\n", json_is_array(p->terms) ? "list" : "mapping");

@@ -289,21 +289,25 @@ static void test_operator_example(void **state)
     /* the fork profile, constants as the log states them */
     const struct sw_fleet_profile *p = sw_fleet_profile(f, "tiered-expert-offload");
     assert_int_equal(p->base, SW_FLEET_VLLM);
-    const struct sw_fleet_const *k = sw_fleet_profile_const(p, "kv_reserve_per_token");
+    const struct sw_fleet_const *k = sw_fleet_profile_const(p, "reserve_per_token");
     assert_true(k->q.value == 9190.0);
     assert_string_equal(k->q.unit, "B/token");
-    k = sw_fleet_profile_const(p, "overhead_default");
+    k = sw_fleet_profile_const(p, "overhead");
     assert_true(fabs(k->q.value - 7.60 * 1073741824.0) < 1.0);
     assert_string_equal(k->q.unit, "B");
     assert_true(fabs(sw_fleet_profile_const(p, "overhead_precise")->q.value - 5.25 * 1073741824.0) <
                 1.0);
-    k = sw_fleet_profile_const(p, "overhead_per_mnbt");
-    assert_true(fabs(k->q.value - 0.22 * 1073741824.0 / 1024.0) < 1e-6);
-    assert_string_equal(k->q.unit, "B/token");
-    k = sw_fleet_profile_const(p, "overhead_mnbt_free");
-    assert_true(k->q.value == 4096.0);
+    k = sw_fleet_profile_const(p, "overhead_step");
+    assert_true(fabs(k->q.value - 0.22 * 1073741824.0) < 1.0);
+    k = sw_fleet_profile_const(p, "overhead_per");
+    assert_true(k->q.value == 1024.0);
     assert_string_equal(k->q.unit, "token");
-    assert_true(fabs(sw_fleet_profile_const(p, "slot_size")->q.value - 2.344 * 1048576.0) < 1e-3);
+    assert_true(sw_fleet_profile_const(p, "overhead_threshold")->q.value == 4096.0);
+    assert_true(fabs(sw_fleet_profile_const(p, "slot")->q.value - 2.344 * 1048576.0) < 1e-3);
+    assert_true(fabs(sw_fleet_profile_const(p, "usable")->q.value - 31.86 * 1073741824.0) < 1.0);
+    assert_non_null(sw_fleet_profile_const(p, "weights"));
+    assert_non_null(sw_fleet_profile_const(p, "non_torch"));
+    assert_non_null(sw_fleet_profile_const(p, "graphs"));
 
     /* frank-primary: the shape comes from frank-primary.env */
     const struct sw_fleet_endpoint *fp = sw_fleet_endpoint(f, "frank-primary");
