@@ -534,8 +534,8 @@ struct sw_fleet_opts {
     /* How env files are read. NULL: sw_read_file. */
     sw_fleet_read_fn read;
     void *read_ctx;
-    /* Called for every error (in file order within a pass), then for every warning when the load
-     * succeeds. May be NULL. */
+    /* Called for every error (in file order within a pass), up to max_errors. Warnings are not
+     * errors: they are in fleet->warnings once the load succeeded. May be NULL. */
     void (*on_error)(void *ctx, const struct sw_err *e);
     void *on_error_ctx;
     int max_errors; /* stop reporting after this many (0: 50) */
