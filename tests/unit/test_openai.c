@@ -431,8 +431,46 @@ static void stream_over_http(struct swh *s, const char *file, size_t piece, int 
         assert_int_equal(sw_openai_finish(r, &e), 0);
 }
 
+/* A recorded stream folds the same from the file and over HTTP in small pieces. */
+static void same_over_http(const char *name, size_t piece)
+{
+    char rel[256];
+    snprintf(rel, sizeof(rel), "tests/data/openai/%s.sse", name);
+    char *buf = NULL;
+    size_t n = 0;
+    struct sw_err e;
+    assert_int_equal(sw_read_file(swt_src(rel), 1 << 20, &buf, &n, &e), 0);
+    struct fold f;
+    fold_split(buf, n, NULL, 0, &f);
+    assert_int_equal(f.rc, 0);
+    struct swh *s = swh_start();
+    struct sw_openai_result r;
+    struct sw_net_resp resp;
+    stream_over_http(s, swt_src(rel), piece, 0, &r, &resp);
+    assert_string_equal(sw_buf_cstr(&r.content), sw_buf_cstr(&f.r.content));
+    assert_string_equal(sw_buf_cstr(&r.reasoning), sw_buf_cstr(&f.r.reasoning));
+    assert_int_equal(r.think, f.r.think);
+    assert_int_equal(r.chunks, f.r.chunks);
+    assert_int_equal(r.ntool_calls, f.r.ntool_calls);
+    for (size_t i = 0; i < r.ntool_calls; i++)
+        assert_string_equal(sw_buf_cstr(&r.tool_calls[i].args),
+                            sw_buf_cstr(&f.r.tool_calls[i].args));
+    assert_int_equal(r.usage.completion_tokens, f.r.usage.completion_tokens);
+    assert_int_equal(r.timings.predicted_n, f.r.timings.predicted_n);
+    assert_true(r.done);
+    sw_openai_result_free(&r);
+    sw_openai_result_free(&f.r);
+    sw_net_resp_free(&resp);
+    swh_stop(s);
+    sw_free(buf);
+}
+
 static void test_http_streams(void **state)
 {
+    /* real llama-server transcripts, replayed byte for byte in odd-sized pieces */
+    same_over_http("llama_tool_stream", 7);
+    same_over_http("llama_think_inline_stream", 13);
+    same_over_http("llama_stream_usage", 1);
     struct swh *s = swh_start();
     struct sw_openai_result r;
     struct sw_net_resp resp;
