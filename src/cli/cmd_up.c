@@ -47,6 +47,7 @@ static int usage(void)
             "  --limit-as BYTES    cap the engine's address space (RLIMIT_AS), e.g. 3GiB\n"
             "  --no-preflight      do not check port and payload first: let the engine fail\n"
             "  --no-liveness       skip the one-token generation\n"
+            "  --dry-run           print the command line (and the prediction) and stop\n"
             "RUN_DIR: $SLIPWAY_RUN_DIR, else $XDG_RUNTIME_DIR/slipway, else /tmp/slipway-UID.\n"
             "The engine's LLAMA_ARG_* variables are not passed on (the argv is the shape);\n"
             "LLAMA_API_KEY, if set, is passed to the engine through its environment.\n");
@@ -54,7 +55,7 @@ static int usage(void)
 }
 
 struct up_cli {
-    bool json, detach, preflight, liveness;
+    bool json, detach, preflight, liveness, dry_run;
     const char *name, *pid_file, *log;
     unsigned timeout_s, grace_ms;
     uint64_t limit_as;
@@ -298,6 +299,40 @@ static json_t *predict(const struct sw_engine_cmd *cmd, char *why, size_t n)
     return NULL;
 }
 
+/* The rendered command without starting it. Environment values are not shown: they may be
+ * secrets (LLAMA_API_KEY); their names are. */
+static int dry_run(const struct sw_engine_cmd *cmd, const json_t *predicted, const char *why,
+                   bool json)
+{
+    if (json) {
+        json_t *o = json_object(), *argv = json_array(), *env = json_array();
+        for (size_t i = 0; i < cmd->argc; i++)
+            json_array_append_new(argv, json_string(cmd->argv[i]));
+        for (size_t i = 0; i < cmd->envc; i++)
+            json_array_append_new(env, json_stringn(cmd->env[i], strcspn(cmd->env[i], "=")));
+        sw_json_set_new(o, "argv", argv);
+        sw_json_set_new(o, "env", env);
+        sw_json_set_new(o, "predicted", predicted ? json_deep_copy(predicted) : json_null());
+        if (!predicted)
+            sw_json_set_str(o, "predicted_note", why);
+        sw_json_print(stdout, o, true);
+        json_decref(o);
+        return SW_EXIT_OK;
+    }
+    struct sw_buf line;
+    sw_buf_init(&line, 1 << 20);
+    sw_engine_cmd_format(cmd, &line);
+    printf("%s\n", sw_buf_cstr(&line));
+    sw_buf_free(&line);
+    for (size_t i = 0; i < cmd->envc; i++)
+        printf("env: %.*s=...\n", (int)strcspn(cmd->env[i], "="), cmd->env[i]);
+    if (!predicted)
+        printf("no prediction (%s)\n", why);
+    else
+        sw_json_print(stdout, predicted, true);
+    return SW_EXIT_OK;
+}
+
 /* ---------------------------------------------------------------------------------------------
  * The verb.
  */
@@ -323,6 +358,8 @@ static int parse_args(int argc, char **argv, struct up_cli *c)
             c->preflight = false;
         } else if (!strcmp(a, "--no-liveness")) {
             c->liveness = false;
+        } else if (!strcmp(a, "--dry-run")) {
+            c->dry_run = true;
         } else if (!strcmp(a, "--name") && val) {
             c->name = argv[++i];
         } else if (!strcmp(a, "--pid-file") && val) {
@@ -433,6 +470,12 @@ int sw_cmd_up(int argc, char **argv)
     json_t *predicted = NULL, *diff = NULL, *out = NULL;
     struct sw_up_result r;
     memset(&r, 0, sizeof(r));
+    char why_none[256] = "";
+    predicted = predict(&v.cmd, why_none, sizeof(why_none));
+    if (c.dry_run) {
+        code = dry_run(&v.cmd, predicted, why_none, c.json);
+        goto out;
+    }
     if (c.name)
         snprintf(name, sizeof(name), "%s", c.name);
     else if (v.alias)
@@ -473,9 +516,6 @@ int sw_cmd_up(int argc, char **argv)
         fprintf(stderr, "slipway up: removing stale pid file %s: %s\n", pid_path, why);
         unlink(pid_path);
     }
-
-    char why_none[256] = "";
-    predicted = predict(&v.cmd, why_none, sizeof(why_none));
 
     struct sigaction sa;
     memset(&sa, 0, sizeof(sa));

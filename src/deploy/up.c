@@ -254,13 +254,11 @@ static int liveness(const struct sw_up_opts *o, struct sw_up_result *r, struct s
                  o->engine->liveness_path, status, body.data ? body.data : "");
     sw_buf_free(&body);
     snprintf(r->liveness, sizeof(r->liveness), "%.*s", (int)sizeof(r->liveness) - 1, msg);
-    if (r->child.exited) {
-        sw_deploy_read_log(o, r, NULL);
-        if (!r->status.failed)
-            fail(r, SW_BOOT_CRASH, SW_PHASE_RUNTIME, SW_PAYLOAD_NONE, msg);
-    } else {
-        fail(r, SW_BOOT_UNKNOWN, SW_PHASE_RUNTIME, SW_PAYLOAD_NONE, msg);
-    }
+    /* the log says why (a crash, a std::bad_alloc the server caught and answered 500 for) */
+    sw_deploy_read_log(o, r, NULL);
+    if (!r->status.failed)
+        fail(r, r->child.exited ? SW_BOOT_CRASH : SW_BOOT_UNKNOWN, SW_PHASE_RUNTIME,
+             SW_PAYLOAD_NONE, msg);
     return sw_err_set(e, SW_ECHILD, "%s", msg);
 }
 

@@ -514,6 +514,12 @@ static void classify(struct st *t, const char *ln, const char *msg, int line)
         return;
     }
 
+    /* The prompt cache shrinks itself when a copy cannot be allocated
+     * (tools/server/server-task.cpp server_prompt_cache::alloc): the server goes on. */
+    if (strstr(msg, "failed to allocate memory for prompt cache state") ||
+        strstr(msg, "cache size limit reduced"))
+        return;
+
     /* --- allocations (ggml.c ggml_aligned_malloc, ggml-backend.cpp, llama-model.cpp,
      *     llama-kv-cache.cpp, llama-memory-recurrent.cpp, llama-context.cpp) --- */
     if (strstr(msg, "failed to allocate buffer for kv cache") ||

@@ -226,21 +226,29 @@ static void test_error_shape(void **state)
 {
     const struct sw_engine *eng = sw_engine_find("llama.cpp");
     struct sw_engine_error er;
-    /* the shape of tools/server/server-common.cpp format_error_response plus send_error's
-     * n_prompt_tokens/n_ctx for an over-long prompt */
-    const char *body = "{\"error\":{\"code\":400,\"message\":\"request (300 tokens) exceeds the "
-                       "available context size (256 tokens), try increasing it\",\"type\":"
-                       "\"exceed_context_size_error\",\"n_prompt_tokens\":300,\"n_ctx\":256}}";
-    assert_int_equal(eng->error_shape(400, body, strlen(body), &er), 0);
+    /* bodies a real llama-server answered (tests/data/bootlogs/llamacpp/http_*.cmd) */
+    char *body = NULL;
+    size_t len;
+    assert_int_equal(sw_read_file(swt_src("tests/data/bootlogs/llamacpp/"
+                                          "http_400_exceed_context.json"),
+                                  1 << 16, &body, &len, NULL),
+                     0);
+    assert_int_equal(eng->error_shape(400, body, len, &er), 0);
     assert_int_equal(er.status, 400);
     assert_string_equal(er.type, "exceed_context_size_error");
-    assert_int_equal(er.n_prompt_tokens, 300);
-    assert_int_equal(er.n_ctx, 256);
-    const char *loading = "{\"error\":{\"code\":503,\"message\":\"Loading model\",\"type\":"
-                          "\"unavailable_error\"}}";
-    assert_int_equal(eng->error_shape(0, loading, strlen(loading), &er), 0);
-    assert_int_equal(er.status, 503);
+    assert_int_equal(er.n_prompt_tokens, 6019);
+    assert_int_equal(er.n_ctx, 4096);
+    assert_non_null(strstr(er.message, "exceeds the available context size"));
+    sw_free(body);
+    assert_int_equal(sw_read_file(swt_src("tests/data/bootlogs/llamacpp/http_503_loading.json"),
+                                  1 << 16, &body, &len, NULL),
+                     0);
+    assert_int_equal(eng->error_shape(0, body, len, &er), 0);
+    assert_int_equal(er.status, 503); /* from the body's code */
+    assert_string_equal(er.type, "unavailable_error");
+    assert_string_equal(er.message, "Loading model");
     assert_int_equal(er.n_ctx, -1);
+    sw_free(body);
     assert_int_equal(eng->error_shape(500, "<html>", 6, &er), SW_EPARSE);
     assert_int_equal(eng->error_shape(500, "{\"detail\":1}", 12, &er), SW_EPARSE);
 }

@@ -9,6 +9,8 @@
 # Usage: tests/data/bootlogs/llamacpp/capture.sh [CASE...]     (default: every case)
 # Env:   LLAMA_BIN   dir holding llama-server (default: $(scripts/llama-build.sh --print-dir)/bin)
 #        ARCHS       dir of test-llama-archs models (default: /tmp/archs/all)
+#        SLIPWAY     a slipway binary with `gguf synth` (default: build/slipway), for the cases
+#                    that need a chat-capable model
 #        PORT        first port to use (default: 18460)
 # Nothing here needs the network; the OOM cases cap the address space with `ulimit -v` (a real
 # allocation failure, not a simulated one) except oom_kv_ram, which asks for a KV cache twice
@@ -114,6 +116,69 @@ sel oom_load && run oom_load 200000 $S -m $M/deepseek4-moe.gguf -fit off --no-mm
 # compute, as an abort: ggml_init's metadata context cannot be allocated (GGML_ASSERT).
 sel oom_compute_assert && run oom_compute_assert 300000 $S -m $M/deepseek4-moe.gguf -fit off \
     --no-mmap --host 127.0.0.1 --port $PORT -c 512 -np 1 -lv 4
+
+# ---- an allocation failure while serving a request ----------------------------------------------
+# A chat-capable hybrid (qwen3next + the phi-3 vocabulary, via slipway gguf synth) booted under an
+# address-space cap just above what it needs idle, then an 800-token chat: the request's own
+# allocations (context checkpoints, sampling) fail. llama-server catches the std::bad_alloc per
+# task and answers 500; which allocation fails first depends on the layout, so a few margins are
+# tried until one fails. The cmd file records the one that did.
+if sel oom_runtime; then
+    SW=${SLIPWAY:-$repo/build/slipway}
+    VOCAB=$(dirname "$BIN")/src/models/ggml-vocab-phi-3.gguf
+    "$SW" gguf synth --in $M/qwen3next-moe.gguf --vocab "$VOCAB" --out "$work/qwen3next.gguf" \
+        --ctx 32768 >/dev/null
+    body="$work/chat800.json"
+    {
+        printf '{"messages":[{"role":"user","content":"'
+        for i in $(seq 1 400); do printf 'hello world '; done
+        printf '"}],"max_tokens":2}'
+    } >"$body"
+    port=$PORT
+    PORT=$((PORT + 1))
+    # the idle size: boot once without a cap
+    $S -m "$work/qwen3next.gguf" -c 8192 -np 1 --host 127.0.0.1 --port $port -lv 4 \
+        >/dev/null 2>&1 &
+    pid=$!
+    for i in $(seq 1 100); do
+        [ "$(curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:$port/health)" = 200 ] && break
+        sleep 0.1
+    done
+    base=$(awk '/VmPeak/ {print $2}' /proc/$pid/status)
+    kill -TERM $pid
+    wait $pid
+    for margin in 100 150 200 250 300 350 400 500 600 800; do
+        lim=$((base + margin))
+        (cd "$work" && ulimit -v $lim && exec $S -m qwen3next.gguf -c 8192 -np 1 --host 127.0.0.1 \
+            --port $port -lv 4) >"$here/oom_runtime.log" 2>&1 &
+        pid=$!
+        for i in $(seq 1 100); do
+            [ "$(curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:$port/health)" = 200 ] &&
+                break
+            sleep 0.1
+        done
+        code=$(curl -s -m 120 -o "$work/reply" -w '%{http_code}' \
+            http://127.0.0.1:$port/v1/chat/completions -H 'Content-Type: application/json' \
+            -d @"$body")
+        kill -TERM $pid
+        wait $pid
+        if grep -q bad_alloc "$here/oom_runtime.log"; then
+            {
+                printf 'cwd: %s\nmodel: %s gguf synth --in %s/qwen3next-moe.gguf --vocab %s --out ' \
+                    "$work" "$SW" "$M" "$VOCAB"
+                printf 'qwen3next.gguf --ctx 32768\nidle VmPeak %s kB; ulimit -v %s (margin %s kB)\n' \
+                    "$base" "$lim" "$margin"
+                printf '%q ' $S -m qwen3next.gguf -c 8192 -np 1 --host 127.0.0.1 --port $port -lv 4
+                printf '\nthen: curl http://127.0.0.1:%s/v1/chat/completions -d @chat800.json ' "$port"
+                printf '(one user message: "hello world " x 400, max_tokens 2) -> HTTP %s: %s\n' \
+                    "$code" "$(head -c 200 "$work/reply")"
+                printf 'then: kill -TERM $PID\n'
+            } >"$here/oom_runtime.cmd"
+            echo "capture: oom_runtime at margin $margin kB (HTTP $code)" >&2
+            break
+        fi
+    done
+fi
 
 # ---- payloads that are not models ----------------------------------------------------------------
 mk() { printf '%b' "$2" >"$work/$1"; }
