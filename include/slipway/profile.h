@@ -61,6 +61,19 @@ void sw_profile_apply_vllm(const struct sw_fork_profile *p, struct sw_vllm_opts 
 int sw_profile_arena(const struct sw_fork_profile *p, int64_t max_model_len,
                      int64_t max_num_batched_tokens, struct sw_arena *out, struct sw_err *e);
 
+/* A fleet file's engine profile as a fork profile: its named constants (usable, weights,
+ * non_torch, graphs, overhead, overhead_step, overhead_per, overhead_threshold,
+ * reserve_per_token, slot, adjust, extra_attn_bytes_per_token, extra_mamba_blocks; overhead_precise
+ * is kept by the fleet, not a default term) and its raw `terms` in the JSON form above. An unknown
+ * constant is an error at its fleet position. */
+struct sw_fleet_profile;
+struct sw_fleet_endpoint;
+int sw_profile_from_fleet(const struct sw_fleet_profile *fp, struct sw_fork_profile *p,
+                          struct sw_err *e);
+/* A vLLM endpoint's shape, engine_version, device and profile as the law's options. */
+int sw_vllm_opts_from_endpoint(const struct sw_fleet_endpoint *ep, struct sw_vllm_opts *o,
+                               struct sw_err *e);
+
 #ifdef __cplusplus
 }
 #endif

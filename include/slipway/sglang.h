@@ -77,6 +77,11 @@ int sw_sglang_parse_argv(int argc, char **argv, struct sw_sglang_opts *o, const 
 int sw_sglang_plan_argv(int argc, char **argv, const struct sw_sglang_opts *facts,
                         struct sw_sglang_report *r, struct sw_err *e);
 
+/* Argv + environment for a fleet endpoint (engine sglang); see sw_vllm_render_endpoint. An
+ * endpoint with an api_key is refused: SGLang takes the key only on argv. */
+int sw_sglang_render_endpoint(const struct sw_fleet_endpoint *ep, struct sw_engine_cmd *out,
+                              struct sw_err *e);
+
 /* Parse an SGLang boot log into the shared boot-log struct (engine "sglang"). */
 int sw_sglang_bootlog_parse(const char *text, size_t len, struct sw_vllm_bootlog *out,
                             struct sw_err *e);

@@ -195,6 +195,16 @@ int sw_vllm_plan_argv(int argc, char **argv, const struct sw_vllm_opts *facts,
 int sw_engine_plan_cli(const char *engine, int optc, char **optv, int cmdc, char **cmdv,
                        json_t **out, struct sw_err *e);
 
+/*
+ * Argv + environment for a fleet endpoint (engine vllm): paths translated through the payload's
+ * container mounts when the endpoint has an image (a host path no mount covers is an error at its
+ * fleet position), the API key only in VLLM_API_KEY, the shape's settings as vLLM flags, the
+ * endpoint's args verbatim last. Free with sw_engine_cmd_free.
+ */
+struct sw_fleet_endpoint;
+int sw_vllm_render_endpoint(const struct sw_fleet_endpoint *ep, struct sw_engine_cmd *out,
+                            struct sw_err *e);
+
 /* ---------------------------------------------------------------------------------------------
  * Boot logs. The status and failure classes are engine/'s (slipway/engine.h); what follows adds
  * what vLLM and SGLang print and the figures of their failures.

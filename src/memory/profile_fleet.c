@@ -1,0 +1,130 @@
+/*
+ * memory/profile_fleet: a fleet file's engine profile (named constants, optional raw terms) and
+ * endpoint shape, as the vLLM law's inputs.
+ *
+ * What it does not do: load the fleet (fleet/), or read the payload (the caller loads the
+ * config.json it can reach, or the endpoint's declared architecture).
+ */
+#include <slipway/fleet.h>
+#include <slipway/profile.h>
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+int sw_profile_from_fleet(const struct sw_fleet_profile *fp, struct sw_fork_profile *p,
+                          struct sw_err *e)
+{
+    memset(p, 0, sizeof(*p));
+    p->overhead_per = 1024;
+    if (fp->terms) {
+        char *t = json_dumps(fp->terms, JSON_COMPACT);
+        if (!t)
+            return sw_err_set(e, SW_ENOMEM, "out of memory");
+        int rc = sw_profile_parse(t, strlen(t), fp->at.file ? fp->at.file : "profile", p, e);
+        free(t);
+        if (rc)
+            return rc;
+    }
+    snprintf(p->name, sizeof(p->name), "%s", fp->name);
+    snprintf(p->extends, sizeof(p->extends), "vllm");
+    for (size_t i = 0; i < fp->n_consts; i++) {
+        const struct sw_fleet_const *c = &fp->consts[i];
+        double v = c->q.value;
+        uint64_t u = v > 0 ? (uint64_t)llround(v) : 0;
+        const char *n = c->name;
+        bool arena = true;
+        if (!strcmp(n, "usable"))
+            p->usable = u;
+        else if (!strcmp(n, "weights"))
+            p->weights = u;
+        else if (!strcmp(n, "non_torch"))
+            p->non_torch = u;
+        else if (!strcmp(n, "graphs"))
+            p->graphs = u;
+        else if (!strcmp(n, "overhead"))
+            p->overhead = u;
+        else if (!strcmp(n, "overhead_step"))
+            p->overhead_step = u;
+        else if (!strcmp(n, "overhead_per"))
+            p->overhead_per = (int64_t)u;
+        else if (!strcmp(n, "overhead_threshold"))
+            p->overhead_threshold = (int64_t)u;
+        else if (!strcmp(n, "reserve_per_token"))
+            p->reserve_per_token = v;
+        else if (!strcmp(n, "slot"))
+            p->slot = u;
+        else if (!strcmp(n, "adjust"))
+            p->adjust = (int64_t)llround(v);
+        else if (!strcmp(n, "extra_attn_bytes_per_token"))
+            p->extra_attn_bytes_per_token = (int64_t)u, arena = false;
+        else if (!strcmp(n, "extra_mamba_blocks"))
+            p->extra_mamba_blocks = (int64_t)u, arena = false;
+        else if (!strcmp(n, "overhead_precise"))
+            arena = false; /* the --expert-precise-memory alternative; not the default term */
+        else
+            return sw_fleet_err_at(e, SW_EPARSE, &c->at,
+                                   "profile %s: constant %s is not a term of the vLLM fork law "
+                                   "(memory/profile.h)",
+                                   fp->name, n);
+        if (arena)
+            p->has_arena = true;
+    }
+    if (p->has_arena && (!p->usable || !p->slot))
+        return sw_fleet_err_at(e, SW_EPARSE, &fp->at,
+                               "profile %s: an arena needs at least usable and slot", fp->name);
+    if (p->overhead_per <= 0)
+        return sw_fleet_err_at(e, SW_ERANGE, &fp->at, "profile %s: overhead_per must be > 0",
+                               fp->name);
+    return 0;
+}
+
+int sw_vllm_opts_from_endpoint(const struct sw_fleet_endpoint *ep, struct sw_vllm_opts *o,
+                               struct sw_err *e)
+{
+    const struct sw_fleet_shape *s = &ep->shape;
+    sw_vllm_opts_init(o);
+    if (ep->engine_version.v && sw_vllm_version_parse(ep->engine_version.v, &o->version))
+        return sw_fleet_err_at(e, SW_EINVAL, &ep->engine_version.at,
+                               "engine_version \"%s\": not current, legacy, v0 or 0.N",
+                               ep->engine_version.v);
+    if (s->tensor_parallel.set)
+        o->tp = (int)s->tensor_parallel.v;
+    if (s->pipeline_parallel.set)
+        o->pp = (int)s->pipeline_parallel.v;
+    if (s->decode_context_parallel.set)
+        o->dcp = (int)s->decode_context_parallel.v;
+    if (s->kv_cache_dtype.v)
+        snprintf(o->kv_cache_dtype, sizeof(o->kv_cache_dtype), "%s", s->kv_cache_dtype.v);
+    if (s->max_model_len.set)
+        o->max_model_len = (int64_t)s->max_model_len.v;
+    if (s->seqs.set)
+        o->max_num_seqs = (int64_t)s->seqs.v;
+    if (s->max_num_batched_tokens.set)
+        o->max_num_batched_tokens = (int64_t)s->max_num_batched_tokens.v;
+    if (s->kv_cache_bytes.set)
+        o->kv_cache_memory_bytes = s->kv_cache_bytes.v;
+    if (s->gpu_memory_utilization.set)
+        o->gpu_memory_utilization = s->gpu_memory_utilization.v;
+    if (s->block_size.set)
+        o->block_size = (int64_t)s->block_size.v;
+    if (s->prefix_caching.set)
+        o->enable_prefix_caching = s->prefix_caching.v;
+    if (s->spec_method.v) {
+        snprintf(o->spec_method, sizeof(o->spec_method), "%s",
+                 !strcmp(s->spec_method.v, "draft") ? "draft_model" : s->spec_method.v);
+        o->num_speculative_tokens = s->spec_tokens.set ? (int64_t)s->spec_tokens.v : 1;
+    }
+    if (ep->n_devices > 0 && ep->devices[0]) {
+        const struct sw_fleet_device *d = ep->devices[0];
+        o->gpu_total_bytes = d->memory_total.set ? d->memory_total.v : d->memory_usable.v;
+    }
+    if (ep->profile) {
+        struct sw_fork_profile p;
+        int rc = sw_profile_from_fleet(ep->profile, &p, e);
+        if (rc)
+            return rc;
+        sw_profile_apply_vllm(&p, o);
+    }
+    return 0;
+}
