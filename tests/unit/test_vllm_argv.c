@@ -186,14 +186,49 @@ static void test_plan_cli(void **state)
     swt_tmpdir_free(dir);
 }
 
+/* The fixture model directories (tests/data/vllm/models) give the same figures as the law tests. */
+static void test_fixture_dirs(void **state)
+{
+    char d1[4096], d2[4096];
+    snprintf(d1, sizeof(d1), "%s", swt_src("tests/data/vllm/models/qwen3.6-35b-a3b"));
+    snprintf(d2, sizeof(d2), "%s", swt_src("tests/data/vllm/models/deepseek-v2-lite"));
+    char *a1[] = {"vllm",
+                  "serve",
+                  d1,
+                  "--kv-cache-dtype",
+                  "fp8",
+                  "--max-model-len",
+                  "131072",
+                  "--enable-prefix-caching",
+                  "--kv-cache-memory-bytes",
+                  "6446000000"};
+    struct sw_vllm_report r;
+    struct sw_err e;
+    if (sw_vllm_plan_argv((int)SW_ARRAY_LEN(a1), a1, NULL, &r, &e))
+        fail_msg("%s", e.msg);
+    assert_int_equal(r.kv_cache_tokens, 569878);
+    struct sw_vllm_opts f;
+    sw_vllm_opts_init(&f);
+    f.version = SW_VLLM_V1_LEGACY;
+    f.stage_kv_bytes[1] = (uint64_t)(11.33 * (double)SW_GIB);
+    char *a2[] = {"vllm",       "serve",
+                  d2,           "-tp",
+                  "2",          "-pp",
+                  "2",          "--max-model-len",
+                  "1024",       "--kv-cache-memory-bytes",
+                  "13028069376"};
+    if (sw_vllm_plan_argv((int)SW_ARRAY_LEN(a2), a2, &f, &r, &e))
+        fail_msg("%s", e.msg);
+    assert_int_equal(r.kv_cache_tokens, 807792);
+}
+
 int main(void)
 {
     sw_core_init();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_parse_flags),
-        cmocka_unit_test(test_parse_errors),
-        cmocka_unit_test(test_plan_argv),
-        cmocka_unit_test(test_plan_cli),
+        cmocka_unit_test(test_parse_flags),  cmocka_unit_test(test_parse_errors),
+        cmocka_unit_test(test_plan_argv),    cmocka_unit_test(test_plan_cli),
+        cmocka_unit_test(test_fixture_dirs),
     };
     return cmocka_run_group_tests_name("vllm_argv", tests, NULL, NULL);
 }
