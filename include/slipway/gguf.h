@@ -242,6 +242,58 @@ size_t sw_gguf_writer_n_tensors(const struct sw_gguf_writer *w);
  * each padded to the alignment. Nothing is left behind on failure. */
 int sw_gguf_writer_write(struct sw_gguf_writer *w, const char *path, struct sw_err *e);
 
+/* ---------------------------------------------------------------------------------------------
+ * gguf_synth: make a random-weight model from llama.cpp's test-llama-archs chat-capable (see
+ * `slipway gguf synth`): graft the tokenizer + chat template of a vocabulary GGUF, resize the
+ * vocabulary-sized tensors (new rows: deterministic N(0, 0.01) noise), set a long training context.
+ */
+#define SW_GGUF_SYNTH_DEFAULT_CTX 32768
+
+/* A random base model slipway writes itself, for architectures test-llama-archs cannot write
+ * (gemma3: sliding-window attention with a layer pattern). Zero fields take the defaults:
+ * 6 layers, embd 256, 4 heads / 2 KV heads of 64, ff 512, window 128, pattern 6 (every 6th
+ * layer full attention, as llama.cpp's set_swa_pattern). Placeholder 128-token vocabulary,
+ * 256-token context, N(0, 0.01) weights, norms around 1, f32. */
+struct sw_gguf_base_opts {
+    const char *arch; /* "gemma3" */
+    uint32_t n_layer, n_embd, n_head, n_head_kv, head_dim, n_ff;
+    uint32_t swa, swa_pattern;
+    uint64_t seed;
+};
+void sw_gguf_base_defaults(struct sw_gguf_base_opts *b);
+int sw_gguf_synth_base(const struct sw_gguf_base_opts *b, const char *path, struct sw_err *e);
+
+struct sw_gguf_synth_opts {
+    const char *in;    /* e.g. llama-dense.gguf from test-llama-archs -o DIR; or NULL and: */
+    const struct sw_gguf_base_opts *base; /* a base model slipway writes first */
+    const char *vocab; /* e.g. <llama.cpp>/models/ggml-vocab-phi-3.gguf */
+    const char *out;   /* written atomically */
+    uint64_t ctx;      /* <arch>.context_length to set; 0 = SW_GGUF_SYNTH_DEFAULT_CTX */
+    uint64_t seed;     /* for the new rows */
+    bool force_chatml; /* use slipway's ChatML template even if the vocabulary has one */
+};
+
+struct sw_gguf_synth_result {
+    char arch[64];
+    char tokenizer[32];      /* tokenizer.ggml.model of the vocabulary */
+    char template_source[8]; /* "vocab" or "chatml" */
+    uint64_t n_vocab_old, n_vocab_new;
+    uint64_t ctx_old, ctx_new;
+    char resized[8][64]; /* names of the resized tensors (first 8) */
+    size_t n_resized;
+    uint64_t n_tensors;
+    uint64_t weight_bytes;
+    uint64_t out_bytes;
+};
+
+int sw_gguf_synth(const struct sw_gguf_synth_opts *o, struct sw_gguf_synth_result *r,
+                  struct sw_err *e);
+/* The result as JSON (what `slipway gguf synth --json` prints). New reference. */
+json_t *sw_gguf_synth_result_json(const struct sw_gguf_synth_opts *o,
+                                  const struct sw_gguf_synth_result *r);
+/* The ChatML template synth writes when the vocabulary has none. */
+const char *sw_gguf_synth_chatml(void);
+
 #ifdef __cplusplus
 }
 #endif

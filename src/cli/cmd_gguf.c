@@ -20,12 +20,17 @@ static void usage(FILE *f)
             "usage: slipway gguf inspect FILE [--json] [--tensors]\n"
             "       slipway gguf synth --in MODEL.gguf --vocab VOCAB.gguf --out OUT.gguf\n"
             "                          [--ctx N] [--seed N] [--template chatml|vocab] [--json]\n"
+            "       slipway gguf synth --arch gemma3 [--layers N] [--embd N] [--heads N]\n"
+            "                          [--kv-heads N] [--head-dim N] [--ff N] [--swa N]\n"
+            "                          [--swa-pattern N] --vocab VOCAB.gguf --out OUT.gguf ...\n"
             "\n"
             "inspect   metadata, tensors grouped by role with bytes, architecture summary.\n"
             "          --tensors lists every tensor; --json prints the same as an object.\n"
             "synth     graft a real vocabulary, tokenizer and chat template onto a random-weight\n"
             "          model written by llama.cpp's test-llama-archs, resize the vocabulary-sized\n"
-            "          tensors, and set a long training context (default 32768).\n");
+            "          tensors, and set a long training context (default 32768).\n"
+            "          --arch gemma3 writes the random base itself (test-llama-archs cannot):\n"
+            "          6 layers, window 128, every 6th layer full attention by default.\n");
 }
 
 /* A metadata value on one line for people: strings quoted and cut, arrays as [type x n] head. */
@@ -267,6 +272,96 @@ static int cmd_inspect(int argc, char **argv)
     return code;
 }
 
+static int cmd_synth(int argc, char **argv)
+{
+    struct sw_gguf_synth_opts o = {0};
+    struct sw_gguf_base_opts base = {0};
+    bool json = false;
+    struct sw_err e;
+    sw_err_clear(&e);
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        bool has_val = i + 1 < argc;
+        if (sw_cli_is(a, "--json", NULL)) {
+            json = true;
+        } else if (sw_cli_is(a, "-h", "--help")) {
+            usage(stdout);
+            return SW_EXIT_OK;
+        } else if (sw_cli_is(a, "--in", "-i") && has_val) {
+            o.in = argv[++i];
+        } else if (sw_cli_is(a, "--vocab", NULL) && has_val) {
+            o.vocab = argv[++i];
+        } else if (sw_cli_is(a, "--out", "-o") && has_val) {
+            o.out = argv[++i];
+        } else if (sw_cli_is(a, "--ctx", "-c") && has_val) {
+            if (sw_parse_count(argv[++i], &o.ctx, &e) || o.ctx == 0)
+                return sw_cli_usage("gguf synth", "--ctx: '%s' is not a positive count", argv[i]);
+        } else if (sw_cli_is(a, "--seed", NULL) && has_val) {
+            if (sw_parse_u64(argv[++i], &o.seed, &e))
+                return sw_cli_usage("gguf synth", "--seed: '%s' is not a number", argv[i]);
+        } else if (sw_cli_is(a, "--arch", NULL) && has_val) {
+            base.arch = argv[++i];
+        } else if ((sw_cli_is(a, "--layers", "--embd") || sw_cli_is(a, "--heads", "--kv-heads") ||
+                    sw_cli_is(a, "--head-dim", "--ff") || sw_cli_is(a, "--swa", "--swa-pattern")) &&
+                   has_val) {
+            uint64_t v;
+            if (sw_parse_count(argv[++i], &v, &e) || v == 0 || v > UINT32_MAX)
+                return sw_cli_usage("gguf synth", "%s: '%s' is not a positive count", a, argv[i]);
+            uint32_t *f = !strcmp(a, "--layers")     ? &base.n_layer
+                          : !strcmp(a, "--embd")     ? &base.n_embd
+                          : !strcmp(a, "--heads")    ? &base.n_head
+                          : !strcmp(a, "--kv-heads") ? &base.n_head_kv
+                          : !strcmp(a, "--head-dim") ? &base.head_dim
+                          : !strcmp(a, "--ff")       ? &base.n_ff
+                          : !strcmp(a, "--swa")      ? &base.swa
+                                                     : &base.swa_pattern;
+            *f = (uint32_t)v;
+        } else if (sw_cli_is(a, "--template", NULL) && has_val) {
+            const char *t = argv[++i];
+            if (!strcmp(t, "chatml"))
+                o.force_chatml = true;
+            else if (strcmp(t, "vocab"))
+                return sw_cli_usage("gguf synth", "--template is chatml or vocab (got '%s')", t);
+        } else {
+            return sw_cli_usage("gguf synth", "unknown option or missing value: '%s'", a);
+        }
+    }
+    if (o.in && base.arch)
+        return sw_cli_usage("gguf synth", "--in and --arch exclude each other");
+    if ((!o.in && !base.arch) || !o.vocab || !o.out)
+        return sw_cli_usage("gguf synth", "--in (or --arch), --vocab and --out are required");
+    if (base.arch) {
+        base.seed = o.seed;
+        o.base = &base;
+    }
+    struct sw_gguf_synth_result r;
+    int rc = sw_gguf_synth(&o, &r, &e);
+    if (rc)
+        return sw_cli_fail(&e, json);
+    if (json) {
+        json_t *j = sw_gguf_synth_result_json(&o, &r);
+        if (!j) {
+            sw_err_set(&e, SW_ENOMEM, "out of memory");
+            return sw_cli_fail(&e, json);
+        }
+        sw_json_print(stdout, j, true);
+        json_decref(j);
+        return SW_EXIT_OK;
+    }
+    char a[64], b[64], c[64], d[64];
+    printf("%s: %s model, vocabulary %s -> %s tokens (%s tokenizer, chat template from %s), "
+           "training context %s -> %s\n",
+           o.out, r.arch, sw_fmt_count(r.n_vocab_old, a, sizeof(a)),
+           sw_fmt_count(r.n_vocab_new, b, sizeof(b)), r.tokenizer, r.template_source,
+           sw_fmt_count(r.ctx_old, c, sizeof(c)), sw_fmt_count(r.ctx_new, d, sizeof(d)));
+    printf("  resized:");
+    for (size_t i = 0; i < r.n_resized && i < SW_ARRAY_LEN(r.resized); i++)
+        printf(" %s", r.resized[i]);
+    printf("\n  %s tensors, weights %s, file %s\n", sw_fmt_count(r.n_tensors, a, sizeof(a)),
+           sw_fmt_bytes(r.weight_bytes, b, sizeof(b)), sw_fmt_bytes(r.out_bytes, c, sizeof(c)));
+    return SW_EXIT_OK;
+}
+
 int sw_cmd_gguf(int argc, char **argv)
 {
     if (argc < 2) {
@@ -279,6 +374,8 @@ int sw_cmd_gguf(int argc, char **argv)
     }
     if (!strcmp(argv[1], "inspect"))
         return cmd_inspect(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "synth"))
+        return cmd_synth(argc - 1, argv + 1);
     fprintf(stderr, "slipway gguf: unknown subcommand '%s'\n", argv[1]);
     usage(stderr);
     return SW_EXIT_USAGE;

@@ -48,4 +48,7 @@ uint32_t sw__ggml_type_count(void);
 /* Bytes a scalar of this metadata type takes in the file; 0 for string/array/unknown. */
 size_t sw__gguf_type_size(uint32_t t);
 
+/* IEEE half from float, round to nearest even. */
+uint16_t sw__f32_to_f16(float f);
+
 #endif

@@ -108,7 +108,7 @@ static void test_archs(void **state)
     }
     char *dir = swt_tmpdir();
     struct swt_run r;
-    const char *argv[] = {bin, "-o", dir, NULL};
+    const char *argv[] = {bin, "-s", "42", "-o", dir, NULL};
     swt_run(argv, NULL, 600, &r);
     if (r.status != 0)
         fail_msg("test-llama-archs failed (%d): %.2000s", r.status, r.err);

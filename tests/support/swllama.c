@@ -263,12 +263,14 @@ int swl_http(int port, const char *method, const char *path, const char *json_bo
     return 0;
 }
 
-int swl_chat(const struct swl_server *s, const char *user, int max_tokens, unsigned timeout_s,
-             char **content)
+/* One chat request; 1 = the server could not parse a random model's output as its chat format
+ * (worth another try with another seed), 0 = answered, -1 = failed. */
+static int chat_once(const struct swl_server *s, const char *user, int max_tokens, int seed,
+                     double temperature, unsigned timeout_s, char **content)
 {
-    *content = NULL;
     json_t *req = json_pack("{s:[{s:s,s:s}],s:i,s:f,s:i}", "messages", "role", "user", "content",
-                            user, "max_tokens", max_tokens, "temperature", 0.0, "seed", 1);
+                            user, "max_tokens", max_tokens, "temperature", temperature, "seed",
+                            seed);
     char *text = req ? json_dumps(req, JSON_COMPACT) : NULL;
     json_decref(req);
     if (!text)
@@ -278,9 +280,11 @@ int swl_chat(const struct swl_server *s, const char *user, int max_tokens, unsig
     int rc = swl_http(s->port, "POST", "/v1/chat/completions", text, timeout_s, &status, &body);
     free(text);
     if (rc || status != 200) {
-        fprintf(stderr, "swllama: chat: status %d, body: %.500s\n", status, body ? body : "");
+        bool parse = status == 500 && body && strstr(body, "does not match the expected");
+        fprintf(stderr, "swllama: chat: status %d, body: %.300s%s\n", status, body ? body : "",
+                parse ? " (retrying with another prompt)" : "");
         free(body);
-        return -1;
+        return parse ? 1 : -1;
     }
     json_error_t je;
     json_t *j = json_loads(body, 0, &je);
@@ -296,6 +300,25 @@ int swl_chat(const struct swl_server *s, const char *user, int max_tokens, unsig
         *content = strdup(c);
     json_decref(j);
     return *content ? 0 : -1;
+}
+
+int swl_chat(const struct swl_server *s, const char *user, int max_tokens, unsigned timeout_s,
+             char **content)
+{
+    /* A random-weight model emits arbitrary tokens, which llama-server's chat-format parser
+     * sometimes rejects (HTTP 500 "does not match the expected ... format", e.g. a lone byte
+     * token that is not UTF-8). That is the model, not the server. Greedy decoding repeats the
+     * same first token whatever the prompt (the generation prompt ends the same way), so the
+     * retries sample (temperature 1) with other seeds. */
+    static const char *const alt[] = {NULL, "Hi", "Tell me a story.", "1 2 3", "Why?", "ok"};
+    *content = NULL;
+    for (int i = 0; i < 6; i++) {
+        int rc = chat_once(s, alt[i] ? alt[i] : user, max_tokens, i + 1, i ? 1.0 : 0.0,
+                           timeout_s, content);
+        if (rc <= 0)
+            return rc;
+    }
+    return -1;
 }
 
 /* ---- process ---- */

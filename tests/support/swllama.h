@@ -55,8 +55,11 @@ void swl_keep_log(struct swl_server *s);
  * free with free()) the de-chunked body. Returns 0, or -1 on a transport error or deadline. */
 int swl_http(int port, const char *method, const char *path, const char *json_body,
              unsigned timeout_s, int *status, char **body);
-/* POST /v1/chat/completions with one user message and max_tokens; *content gets the assistant
- * message text (free with free()). Returns 0 when the server answered 200 with a message. */
+/* POST /v1/chat/completions with one user message and max_tokens (temperature 0); *content gets
+ * the assistant message text (free with free()). Returns 0 when the server answered 200 with a
+ * message. When llama-server cannot parse a random model's output as its chat format (HTTP 500
+ * "does not match the expected ... format") it retries up to 5 times with other prompts, sampled
+ * at temperature 1 with other seeds. */
 int swl_chat(const struct swl_server *s, const char *user, int max_tokens, unsigned timeout_s,
              char **content);
 /* The last n bytes of a file (the log) in a malloc'd string, for failure messages. */
