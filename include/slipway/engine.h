@@ -27,17 +27,17 @@ extern "C" {
  * Boot outcome, shared by every engine.
  */
 enum sw_boot_class {
-    SW_BOOT_NONE = 0,        /* no failure */
-    SW_BOOT_OOM,             /* an allocation failed (phase says which) */
-    SW_BOOT_BAD_PAYLOAD,     /* the model file is not a usable model (payload_kind says why) */
-    SW_BOOT_MISSING_PAYLOAD, /* the model file is not there (or cannot be opened) */
-    SW_BOOT_BAD_FLAG,        /* the engine refused its command line */
-    SW_BOOT_PORT_IN_USE,     /* the engine could not bind its listening socket */
-    SW_BOOT_UNSUPPORTED,     /* well-formed payload this engine build does not support:
+    SW_BOOT_NONE = 0,           /* no failure */
+    SW_BOOT_OOM,                /* an allocation failed (phase says which) */
+    SW_BOOT_BAD_PAYLOAD,        /* the model file is not a usable model (payload_kind says why) */
+    SW_BOOT_MISSING_PAYLOAD,    /* the model file is not there (or cannot be opened) */
+    SW_BOOT_BAD_FLAG,           /* the engine refused its command line */
+    SW_BOOT_PORT_IN_USE,        /* the engine could not bind its listening socket */
+    SW_BOOT_UNSUPPORTED,        /* well-formed payload this engine build does not support:
                                 architecture, tensor type, tokenizer ("unsupported_arch") */
-    SW_BOOT_CRASH,           /* assertion, abort, segfault, killed by a signal */
-    SW_BOOT_TIMEOUT,         /* not ready within the deadline (deploy only) */
-    SW_BOOT_UNKNOWN,         /* failed, and nothing we recognise says why */
+    SW_BOOT_CRASH,              /* assertion, abort, segfault, killed by a signal */
+    SW_BOOT_TIMEOUT,            /* not ready within the deadline (deploy only) */
+    SW_BOOT_UNKNOWN,            /* failed, and nothing we recognise says why */
     SW_BOOT_COMPILE_CONSTRAINT, /* torch.compile / dynamo refused a shape (vLLM) */
     SW_BOOT_KV_TOO_SMALL,       /* max_model_len above what the KV pool holds (vLLM, SGLang) */
     SW_BOOT_BAD_PATH,           /* the model path is not one the engine can open ("Repo id must
@@ -146,7 +146,22 @@ struct sw_engine_launch {
     size_t n_env;
     const char *api_key; /* a secret VALUE: rendered into the environment, never argv */
     int verbosity;       /* -1: what the adapter needs to read its boot report */
+    void *priv;          /* storage of sw_engine_launch_from_fleet; NULL otherwise */
 };
+
+struct sw_fleet_endpoint;
+/*
+ * A fleet endpoint as a launch on the local host: the model is payload.gguf (relative to
+ * payload.path) or payload.path itself, "~/" is expanded with $HOME, mmproj and draft resolve the
+ * same way (an mmproj set to nothing stays off), the listen address defaults to 127.0.0.1:8080,
+ * every shape field that is set becomes its flag, args/env are passed on, and secrets are read
+ * from their reference (an environment variable of slipway, or a file) into api_key / env.
+ * Fails naming the fleet position (file:line:col) of what cannot be used. l->binary is the
+ * endpoint's binary or NULL. Free with sw_engine_launch_free.
+ */
+int sw_engine_launch_from_fleet(const struct sw_fleet_endpoint *ep, struct sw_engine_launch *l,
+                                struct sw_err *e);
+void sw_engine_launch_free(struct sw_engine_launch *l);
 
 /* argv and envp (both NULL-terminated, owned). env holds only what the adapter adds; the caller
  * merges it over the environment it starts the child with. */
@@ -286,6 +301,10 @@ int sw_engine_llamacpp_render(const struct sw_engine_launch *l, struct sw_engine
 /* The verbosity at which llama-server prints its memory lines: llama's INFO messages pass
  * common_log only at LOG_LEVEL_TRACE (4); see common/log.cpp common_log_get_verbosity. */
 #define SW_ENGINE_LLAMACPP_VERBOSITY 4
+
+/* The llama.cpp release the adapter's boot-log rules were captured from (scripts/llama-build.sh
+ * pins and builds it). */
+#define SW_ENGINE_LLAMACPP_PIN "80fb11ac73e66d89eae2c6a91d8a77428fa733ed"
 
 #ifdef __cplusplus
 }

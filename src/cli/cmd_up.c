@@ -1,6 +1,6 @@
 /*
  * slipway up [options] -- llama-server -m MODEL.gguf [llama-server flags]
- * slipway up [options] FLEET.yaml [ENDPOINT]      (once the fleet loader is on main)
+ * slipway up [options] FLEET.yaml [ENDPOINT]
  *
  * Plan, render, start the engine supervised (its own process group, log captured), wait for
  * readiness, prove liveness with a real one-token generation, print the printed boot report and
@@ -14,11 +14,13 @@
 
 #include <slipway/deploy.h>
 #include <slipway/engine.h>
+#include <slipway/fleet.h>
 
 #include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -34,7 +36,8 @@ static void on_signal(int sig)
 static int usage(void)
 {
     fprintf(stderr,
-            "usage: slipway up [options] -- llama-server -m MODEL.gguf [llama-server flags]\n"
+            "usage: slipway up [options] FLEET.yaml [ENDPOINT]\n"
+            "       slipway up [options] -- llama-server -m MODEL.gguf [llama-server flags]\n"
             "options:\n"
             "  --detach            leave it running with a pid file (stop: slipway down)\n"
             "  --json              {url, pid, report, diff, ...} on stdout\n"
@@ -69,8 +72,9 @@ struct up_cli {
  */
 struct verbatim {
     struct sw_engine_cmd cmd;
-    const char *model, *alias, *host;
+    const char *model, *alias, *host, *api_key;
     unsigned port;
+    char where[640]; /* fleet position of the payload, "" for the verbatim form */
 };
 
 static bool is_flag(const char *a, const char *const *names)
@@ -97,6 +101,8 @@ static int push(struct sw_engine_cmd *c, size_t *cap, const char *s)
     c->argv[++c->argc] = NULL;
     return 0;
 }
+
+static const char *find_llama_server(char *out, size_t n);
 
 static int verbatim_cmd(int argc, char **argv, struct verbatim *v, struct sw_err *e)
 {
@@ -137,7 +143,15 @@ static int verbatim_cmd(int argc, char **argv, struct verbatim *v, struct sw_err
         return sw_err_set(e, SW_EINVAL,
                           "<argv>: no -m MODEL.gguf (slipway up needs a local "
                           "model file; -hf downloads are not supported)");
-    for (int i = 0; !rc && i < argc; i++)
+    static char bin[4096];
+    const char *exe = argv[0];
+    if (!strcmp(exe, "llama-server")) {
+        const char *found = find_llama_server(bin, sizeof(bin));
+        if (found)
+            exe = found;
+    }
+    rc = push(&v->cmd, &cap, exe);
+    for (int i = 1; !rc && i < argc; i++)
         rc = push(&v->cmd, &cap, argv[i]);
     /* make the address explicit (llama-server's defaults: 127.0.0.1:8080) */
     if (!rc && !v->host) {
@@ -164,6 +178,7 @@ static int verbatim_cmd(int argc, char **argv, struct verbatim *v, struct sw_err
     if (!rc && !v->cmd.env)
         rc = SW_ENOMEM;
     const char *key = getenv("LLAMA_API_KEY");
+    v->api_key = key;
     if (!rc && key && *key) {
         size_t n = strlen(key) + sizeof("LLAMA_API_KEY=");
         v->cmd.env[0] = sw_malloc(n);
@@ -178,6 +193,114 @@ static int verbatim_cmd(int argc, char **argv, struct verbatim *v, struct sw_err
         sw_engine_cmd_free(&v->cmd);
         return sw_err_set(e, rc, "out of memory");
     }
+    return 0;
+}
+
+/* llama-server: from PATH, else the pinned build scripts/llama-build.sh made
+ * ($SLIPWAY_CACHE or ~/.cache/slipway, llama.cpp/<commit>/bin). NULL when neither has it. */
+static const char *find_llama_server(char *out, size_t n)
+{
+    const char *path = getenv("PATH");
+    for (const char *p = path ? path : ""; *p;) {
+        size_t len = strcspn(p, ":");
+        snprintf(out, n, "%.*s/llama-server", (int)len, p);
+        if (len && access(out, X_OK) == 0)
+            return "llama-server";
+        p += len + (p[len] == ':');
+    }
+    const char *cache = getenv("SLIPWAY_CACHE"), *home = getenv("HOME");
+    if (cache && *cache)
+        snprintf(out, n, "%s/llama.cpp/%s/bin/llama-server", cache, SW_ENGINE_LLAMACPP_PIN);
+    else
+        snprintf(out, n, "%s/.cache/slipway/llama.cpp/%s/bin/llama-server", home ? home : "",
+                 SW_ENGINE_LLAMACPP_PIN);
+    return access(out, X_OK) == 0 ? out : NULL;
+}
+
+static void fleet_error(void *ctx, const struct sw_err *e)
+{
+    char buf[2048];
+    (void)ctx;
+    fprintf(stderr, "%s\n", sw_err_format(e, buf, sizeof(buf)));
+}
+
+/* The endpoint to boot: the one named, or the only enabled one. */
+static int pick_endpoint(const struct sw_fleet *f, const char *name,
+                         const struct sw_fleet_endpoint **out, struct sw_err *e)
+{
+    *out = NULL;
+    if (name) {
+        *out = sw_fleet_endpoint(f, name);
+        if (!*out)
+            return sw_err_set(e, SW_ENOENT, "%s: no endpoint named '%s'", f->path, name);
+        return 0;
+    }
+    for (size_t i = 0; i < f->n_endpoints; i++) {
+        if (!f->endpoints[i].enabled)
+            continue;
+        if (*out)
+            return sw_err_set(e, SW_EINVAL,
+                              "%s: several endpoints (%s, %s, ...): name the one to boot", f->path,
+                              (*out)->name, f->endpoints[i].name);
+        *out = &f->endpoints[i];
+    }
+    if (!*out)
+        return sw_err_set(e, SW_ENOENT, "%s: no enabled endpoint", f->path);
+    return 0;
+}
+
+/* A fleet endpoint, rendered by its engine adapter. */
+static int fleet_cmd(const char *fleet_path, const char *endpoint, struct sw_fleet **fp,
+                     struct sw_engine_launch *l, struct verbatim *v, char *name, size_t name_n,
+                     struct sw_err *e)
+{
+    struct sw_fleet_opts fo = {.on_error = fleet_error};
+    const struct sw_fleet_endpoint *ep;
+    int rc = sw_fleet_load(fleet_path, &fo, fp, e);
+    if (rc)
+        return rc;
+    rc = pick_endpoint(*fp, endpoint, &ep, e);
+    if (rc)
+        return rc;
+    if (!ep->enabled)
+        return sw_fleet_err_at(e, SW_EINVAL, &ep->at,
+                               "endpoint %s is disabled (kept for the "
+                               "record)",
+                               ep->name);
+    if (ep->host && ep->host->transport != SW_FLEET_LOCAL)
+        return sw_fleet_err_at(e, SW_EUNSUPPORTED, &ep->host_at,
+                               "endpoint %s runs on host %s over ssh: `up` boots local "
+                               "endpoints only for now",
+                               ep->name, ep->host->name);
+    if (ep->engine != SW_FLEET_LLAMACPP)
+        return sw_fleet_err_at(e, SW_EUNSUPPORTED, &ep->engine_at,
+                               "endpoint %s: `up` boots llama.cpp endpoints only for now (%s)",
+                               ep->name, sw_fleet_engine_name(ep->engine));
+    rc = sw_engine_launch_from_fleet(ep, l, e);
+    if (rc)
+        return rc;
+    static char bin[4096];
+    if (!l->binary)
+        l->binary = find_llama_server(bin, sizeof(bin));
+    if (!l->binary)
+        l->binary = "llama-server"; /* spawn names what is missing */
+    const struct sw_engine *eng = sw_engine_find("llama.cpp");
+    memset(v, 0, sizeof(*v));
+    rc = eng->render(l, &v->cmd, e);
+    if (rc) {
+        sw_err_prefix(e, "endpoint %s", ep->name);
+        return rc;
+    }
+    v->model = l->model;
+    v->alias = l->alias;
+    v->host = l->host;
+    v->port = l->port;
+    v->api_key = l->api_key;
+    const struct sw_fleet_at *at = ep->payload.gguf.v ? &ep->payload.gguf.at : &ep->payload.path.at;
+    if (at->file)
+        snprintf(v->where, sizeof(v->where), "%s:%d:%d: payload of endpoint %s", at->file, at->line,
+                 at->col, ep->name);
+    snprintf(name, name_n, "%s", ep->name);
     return 0;
 }
 
@@ -202,7 +325,7 @@ static void on_progress(void *ctx, const struct sw_up_progress *p)
     sw_progress_update(&g->bar, (uint64_t)(p->elapsed_s * 10));
 }
 
-static void print_failure(const struct sw_up_result *r, const char *log)
+static void print_failure(const struct sw_up_result *r, const char *log, const char *where)
 {
     const struct sw_boot_failure *f = &r->status.failure;
     const char *ph = sw_boot_phase_name(f->phase);
@@ -213,6 +336,10 @@ static void print_failure(const struct sw_up_result *r, const char *log)
     if (pk)
         fprintf(stderr, " (payload %s)", pk);
     fprintf(stderr, "\n  %s\n", f->message);
+    if (where && *where &&
+        (f->cls == SW_BOOT_MISSING_PAYLOAD || f->cls == SW_BOOT_BAD_PAYLOAD ||
+         f->cls == SW_BOOT_UNSUPPORTED))
+        fprintf(stderr, "  (%s)\n", where);
     if (f->line > 0)
         fprintf(stderr, "  at %s:%d\n", log, f->line);
     else if (r->started)
@@ -430,7 +557,7 @@ static int serve_foreground(struct sw_up_result *r, const struct sw_up_opts *o, 
         char st[96];
         sw_wait_status_str(r->child.status, st, sizeof(st));
         if (r->status.failed) {
-            print_failure(r, o->log_path);
+            print_failure(r, o->log_path, NULL);
             code = SW_EXIT_FAIL;
         } else if (WIFEXITED(r->child.status) && WEXITSTATUS(r->child.status) == 0) {
             fprintf(stderr, "slipway up: %s stopped (%s)\n", r->child.exe, st);
@@ -452,18 +579,23 @@ int sw_cmd_up(int argc, char **argv)
         return prc < 0 ? SW_EXIT_OK : prc;
     struct sw_err e;
     sw_err_clear(&e);
-    if (c.fleet) {
-        sw_err_set(&e, SW_EUNSUPPORTED,
-                   "%s: fleet files need the fleet loader, which is not on main yet; use "
-                   "slipway up -- llama-server -m MODEL ... meanwhile",
-                   c.fleet);
-        return sw_cli_fail(&e, c.json);
-    }
     const struct sw_engine *eng = sw_engine_find("llama.cpp");
     struct verbatim v;
-    int rc = verbatim_cmd(c.eng_argc, c.eng_argv, &v, &e);
-    if (rc)
+    struct sw_fleet *fleet = NULL;
+    struct sw_engine_launch launch;
+    char ep_name[128] = "";
+    int rc;
+    memset(&v, 0, sizeof(v));
+    memset(&launch, 0, sizeof(launch));
+    if (c.fleet)
+        rc = fleet_cmd(c.fleet, c.endpoint, &fleet, &launch, &v, ep_name, sizeof(ep_name), &e);
+    else
+        rc = verbatim_cmd(c.eng_argc, c.eng_argv, &v, &e);
+    if (rc) {
+        sw_engine_launch_free(&launch);
+        sw_fleet_free(fleet);
         return sw_cli_fail(&e, c.json);
+    }
 
     char run_dir[3800], name[128], pid_path[4096], log_path[4096];
     int code = SW_EXIT_FAIL;
@@ -478,6 +610,8 @@ int sw_cmd_up(int argc, char **argv)
     }
     if (c.name)
         snprintf(name, sizeof(name), "%s", c.name);
+    else if (ep_name[0])
+        snprintf(name, sizeof(name), "%s", ep_name);
     else if (v.alias)
         snprintf(name, sizeof(name), "%s", v.alias);
     else
@@ -540,7 +674,7 @@ int sw_cmd_up(int argc, char **argv)
     o.payload = v.model;
     o.log_path = log_path;
     o.endpoint = name;
-    o.api_key = getenv("LLAMA_API_KEY");
+    o.api_key = v.api_key;
     o.detach = c.detach;
     o.preflight = c.preflight;
     o.liveness = c.liveness;
@@ -575,7 +709,7 @@ int sw_cmd_up(int argc, char **argv)
             sw_json_print(stdout, out, true);
         }
         if (r.status.failed)
-            print_failure(&r, log_path);
+            print_failure(&r, log_path, v.where);
         else
             fprintf(stderr, "slipway up: %s\n", e.msg);
         code = rc == SW_EINTR || r.status.failed || rc == SW_EEXIST || rc == SW_ECHILD
@@ -657,5 +791,7 @@ out:
     json_decref(predicted);
     sw_up_result_free(&r);
     sw_engine_cmd_free(&v.cmd);
+    sw_engine_launch_free(&launch);
+    sw_fleet_free(fleet);
     return code;
 }

@@ -9,6 +9,7 @@
 #include <cmocka.h>
 
 #include <slipway/engine.h>
+#include <slipway/fleet.h>
 
 #include "swtest.h"
 
@@ -253,6 +254,94 @@ static void test_error_shape(void **state)
     assert_int_equal(eng->error_shape(500, "{\"detail\":1}", 12, &er), SW_EPARSE);
 }
 
+/* A fleet endpoint rendered: paths resolved, every set knob a flag, secrets only in the env. */
+static void test_from_fleet(void **state)
+{
+    char *dir = swt_tmpdir();
+    const char *keyfile = swt_join(dir, "key");
+    swt_write_str(keyfile, "sk-from-file\n");
+    setenv("SW_TEST_KEY", "sk-from-env", 1);
+    setenv("HOME", dir, 1);
+    char yaml[4096];
+    snprintf(yaml, sizeof(yaml),
+             "version: 1\n"
+             "hosts:\n"
+             "  here:\n"
+             "    transport: local\n"
+             "endpoints:\n"
+             "  small:\n"
+             "    host: here\n"
+             "    engine: llama.cpp\n"
+             "    listen: 0.0.0.0:7771\n"
+             "    alias: frank-small\n"
+             "    api_key: {from_env: SW_TEST_KEY}\n"
+             "    payload:\n"
+             "      path: ~/models\n"
+             "      gguf: m-Q5_K_M.gguf\n"
+             "      mmproj: mmproj-f16.gguf\n"
+             "    shape:\n"
+             "      ctx_size: 540672\n"
+             "      seqs: 3\n"
+             "      cache_type_k: f16\n"
+             "      cache_type_v: q8_0\n"
+             "      flash_attn: \"on\"\n"
+             "      ubatch_size: 512\n"
+             "      swa_full: true\n"
+             "      kv_unified: false\n"
+             "      n_gpu_layers: all\n"
+             "    args: [--jinja]\n"
+             "    env:\n"
+             "      OMP_NUM_THREADS: \"2\"\n"
+             "      HF_TOKEN: {from_file: %s}\n",
+             keyfile);
+    struct sw_fleet *f = NULL;
+    struct sw_err e;
+    if (sw_fleet_load_mem("t.yaml", yaml, strlen(yaml), NULL, &f, &e))
+        fail_msg("fleet: %s", e.msg);
+    const struct sw_fleet_endpoint *ep = sw_fleet_endpoint(f, "small");
+    assert_non_null(ep);
+    struct sw_engine_launch l;
+    assert_int_equal(sw_engine_launch_from_fleet(ep, &l, &e), 0);
+    char want[4200];
+    snprintf(want, sizeof(want), "%s/models/m-Q5_K_M.gguf", dir);
+    assert_string_equal(l.model, want);
+    snprintf(want, sizeof(want), "%s/models/mmproj-f16.gguf", dir);
+    assert_string_equal(l.mmproj, want);
+    assert_string_equal(l.host, "0.0.0.0");
+    assert_int_equal(l.port, 7771);
+    assert_string_equal(l.api_key, "sk-from-env");
+    assert_null(l.binary);
+    struct sw_engine_cmd c;
+    assert_int_equal(sw_engine_llamacpp_render(&l, &c, &e), 0);
+    assert_string_equal(argv_after(&c, "-c"), "540672");
+    assert_string_equal(argv_after(&c, "-np"), "3");
+    assert_string_equal(argv_after(&c, "-ctv"), "q8_0");
+    assert_string_equal(argv_after(&c, "-fa"), "on");
+    assert_string_equal(argv_after(&c, "-ub"), "512");
+    assert_true(has(&c, "--swa-full"));
+    assert_true(has(&c, "--no-kv-unified"));
+    assert_string_equal(argv_after(&c, "-ngl"), "all");
+    assert_string_equal(argv_after(&c, "--alias"), "frank-small");
+    assert_string_equal(c.argv[c.argc - 1], "--jinja");
+    assert_false(has(&c, "-b")); /* unset knobs stay unset */
+    for (size_t i = 0; i < c.argc; i++)
+        assert_null(strstr(c.argv[i], "sk-from"));
+    assert_int_equal(c.envc, 3);
+    assert_string_equal(c.env[0], "OMP_NUM_THREADS=2");
+    assert_string_equal(c.env[1], "HF_TOKEN=sk-from-file");
+    assert_string_equal(c.env[2], "LLAMA_API_KEY=sk-from-env");
+    sw_engine_cmd_free(&c);
+    sw_engine_launch_free(&l);
+    /* a secret that is not there: the error points into the fleet file */
+    unsetenv("SW_TEST_KEY");
+    assert_int_equal(sw_engine_launch_from_fleet(ep, &l, &e), SW_EINVAL);
+    char buf[2048];
+    assert_non_null(strstr(sw_err_format(&e, buf, sizeof(buf)), "t.yaml:11:"));
+    assert_non_null(strstr(e.msg, "SW_TEST_KEY"));
+    sw_fleet_free(f);
+    swt_tmpdir_free(dir);
+}
+
 int main(void)
 {
     sw_core_init();
@@ -260,6 +349,7 @@ int main(void)
         cmocka_unit_test(test_table),          cmocka_unit_test(test_render_full),
         cmocka_unit_test(test_render_minimal), cmocka_unit_test(test_render_refuses),
         cmocka_unit_test(test_quote),          cmocka_unit_test(test_error_shape),
+        cmocka_unit_test(test_from_fleet),
     };
     return cmocka_run_group_tests_name("engine_llamacpp", tests, NULL, NULL);
 }
