@@ -13,6 +13,8 @@
  */
 #include "deploy_internal.h"
 
+#include <slipway/gguf.h>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
@@ -189,6 +191,21 @@ static int preflight(const struct sw_up_opts *o, struct sw_up_result *r, struct 
                 k = SW_PAYLOAD_JSON;
             snprintf(msg, sizeof(msg), "%s is not a GGUF model: it is %s", o->payload, what);
             fail(r, SW_BOOT_BAD_PAYLOAD, SW_PHASE_LOAD, k, msg);
+            return sw_err_set(e, SW_EGATE, "%s", msg);
+        }
+        /* The header, read the hardened way: a cut download or a corrupt file is refused
+         * here, in milliseconds, with the byte that shows it. */
+        struct sw_gguf *g = NULL;
+        struct sw_err ge;
+        int grc = sw_gguf_open(o->payload, &g, &ge);
+        sw_gguf_free(g);
+        if (grc == SW_ENOMEM)
+            return sw_err_set(e, SW_ENOMEM, "out of memory reading %s", o->payload);
+        if (grc) {
+            char text[1200];
+            snprintf(msg, sizeof(msg), "%.590s", sw_err_format(&ge, text, sizeof(text)));
+            fail(r, SW_BOOT_BAD_PAYLOAD, SW_PHASE_LOAD,
+                 grc == SW_ETRUNC ? SW_PAYLOAD_TRUNCATED : SW_PAYLOAD_CORRUPT, msg);
             return sw_err_set(e, SW_EGATE, "%s", msg);
         }
     }

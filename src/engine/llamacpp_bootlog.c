@@ -24,6 +24,8 @@
  */
 #include "engine_internal.h"
 
+#include <slipway/gguf.h>
+
 #include <ctype.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -588,8 +590,19 @@ static enum sw_payload_kind sniff_payload(const char *path, char *desc, size_t n
         i++;
     const char *p = (const char *)buf + i;
     size_t m = (size_t)got - i;
-    if (m >= 4 && !memcmp(p, "GGUF", 4))
+    if (m >= 4 && !memcmp(p, "GGUF", 4)) {
+        /* right magic: is the rest there? (the header and the tensor data it promises) */
+        struct sw_gguf *g = NULL;
+        struct sw_err ge;
+        int rc = sw_gguf_open(path, &g, &ge);
+        sw_gguf_free(g);
+        if (rc == SW_ETRUNC || rc == SW_EPARSE || rc == SW_ERANGE) {
+            char text[1200];
+            snprintf(desc, n, "%s", sw_err_format(&ge, text, sizeof(text)));
+            return rc == SW_ETRUNC ? SW_PAYLOAD_TRUNCATED : SW_PAYLOAD_CORRUPT;
+        }
         return SW_PAYLOAD_NONE;
+    }
     if (m >= 23 && !strncasecmp(p, "version https://git-lfs", 23))
         return SW_PAYLOAD_LFS_POINTER;
     if (m && p[0] == '<')

@@ -383,6 +383,15 @@ static void test_hints(void **state)
     h.payload = swt_join(dir, "absent.gguf");
     parse_str(loading, &r, &st, &h);
     assert_int_equal(st.failure.cls, SW_BOOT_MISSING_PAYLOAD);
+    /* a GGUF that ends inside its header: the reader says truncated */
+    const char *cut = swt_join(dir, "cut.gguf");
+    static const unsigned char hdr[] = {'G', 'G', 'U', 'F', 3, 0, 0, 0, 1, 0, 0, 0,
+                                        0,   0,   0,   0,   2, 0, 0, 0, 0, 0, 0, 0};
+    swt_write(cut, hdr, sizeof(hdr));
+    h.payload = cut;
+    parse_str(loading, &r, &st, &h);
+    assert_int_equal(st.failure.cls, SW_BOOT_BAD_PAYLOAD);
+    assert_int_equal(st.failure.payload_kind, SW_PAYLOAD_TRUNCATED);
     /* the file, sniffed, overrides what 4 bytes in the log suggested */
     const char *xml = swt_join(dir, "x.gguf");
     swt_write_str(xml, "<?xml version=\"1.0\"?><Error><Code>AccessDenied</Code></Error>");
