@@ -59,6 +59,17 @@ static int setup(void **state)
     if (r.status != 0)
         fail_msg("test-llama-archs failed: %s", r.err);
     swt_run_free(&r);
+    /* a chat-capable model for liveness: the random llama with the phi-3 vocabulary grafted */
+    const char *vocab = swl_model_file("ggml-vocab-phi-3.gguf");
+    char in[4200], out[4200];
+    snprintf(in, sizeof(in), "%s/llama-dense.gguf", g_models);
+    snprintf(out, sizeof(out), "%s/chat.gguf", g_models);
+    assert_int_equal(swt_slipway(&r, "gguf", "synth", "--in", in, "--vocab", vocab, "--out", out,
+                                 "--ctx", "8192", NULL),
+                     0);
+    if (r.status != 0)
+        fail_msg("gguf synth failed: %s", r.err);
+    swt_run_free(&r);
     return 0;
 }
 
@@ -482,6 +493,150 @@ static void test_down_reused_pid(void **state)
 }
 
 /* ---------------------------------------------------------------------------------------------
+ * A chat-capable model: the whole path, liveness included.
+ */
+static json_t *wait_json_out(const struct tcase *t, pid_t s, unsigned timeout_s)
+{
+    for (unsigned i = 0; i < timeout_s * 20; i++) {
+        char *text = NULL;
+        size_t n;
+        if (sw_read_file(t->out, 1 << 24, &text, &n, NULL) == 0 && n > 2 && text[n - 1] == '\n' &&
+            text[n - 2] == '}') {
+            json_t *j = sw_json_parse(text, n, t->out, NULL);
+            sw_free(text);
+            if (j)
+                return j;
+        } else {
+            sw_free(text);
+        }
+        int st;
+        if (waitpid(s, &st, WNOHANG) == s) {
+            show(t);
+            fail_msg("slipway exited (%d) before printing its JSON", st);
+        }
+        sw_sleep_ms(50);
+    }
+    show(t);
+    fail_msg("no JSON from slipway up");
+    return NULL;
+}
+
+static void test_live_foreground(void **state)
+{
+    NEED_LLAMA();
+    struct tcase t;
+    tcase_init(&t, "live");
+    char port[16];
+    snprintf(port, sizeof(port), "%d", t.port);
+    const char *args[] = {"up",         "--json",
+                          "--log",      t.log,
+                          "--pid-file", t.pid,
+                          "--",         swl_bin("llama-server"),
+                          "-m",         model("chat.gguf"),
+                          "-c",         "2048",
+                          "-np",        "2",
+                          "--port",     port,
+                          "--alias",    t.mark,
+                          NULL};
+    pid_t s = start_slipway(&t, args);
+    json_t *j = wait_json_out(&t, s, 180);
+    if (json_is_object(json_object_get(j, "failure"))) {
+        show(&t);
+        fail_msg("boot failed");
+    }
+    /* {url, pid, report, diff, ...} */
+    char url[64];
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d", t.port);
+    assert_string_equal(json_string_value(json_object_get(j, "url")), url);
+    pid_t srv = (pid_t)json_integer_value(json_object_get(j, "pid"));
+    assert_int_equal(srv, pid_from_file(t.pid));
+    const char *live = json_string_value(json_object_get(j, "liveness"));
+    assert_non_null(live);
+    assert_non_null(strstr(live, "HTTP 200, 1 token(s)"));
+    const json_t *rep = json_object_get(j, "report");
+    assert_int_equal(json_integer_value(json_object_get(rep, "n_ctx")), 2048);
+    assert_int_equal(json_integer_value(json_object_get(rep, "n_seq_max")), 2);
+    assert_int_equal(json_integer_value(json_object_get(rep, "n_ctx_seq")), 1024);
+    assert_int_equal(json_array_size(json_object_get(rep, "kv_caches")), 1);
+    assert_non_null(json_object_get(j, "diff"));
+    json_decref(j);
+    /* it serves a client too */
+    struct swl_server sv = {.pid = srv, .port = t.port};
+    snprintf(sv.url, sizeof(sv.url), "%s", url);
+    char *content = NULL;
+    assert_int_equal(swl_chat(&sv, "Say hi.", 4, 60, &content), 0);
+    free(content);
+    kill(s, SIGINT);
+    assert_int_equal(wait_exit(s, 60), 0);
+    assert_int_equal(settle(t.mark), 0);
+    assert_int_equal(access(t.pid, F_OK), -1);
+}
+
+/* The fleet form: a local llama.cpp endpoint, detached, then down by the fleet file. */
+static void test_fleet_up_down(void **state)
+{
+    NEED_LLAMA();
+    struct tcase t;
+    tcase_init(&t, "fleet");
+    char yaml[8192], fleet[4400], run[4400];
+    snprintf(fleet, sizeof(fleet), "%s/fleet.yaml", t.dir);
+    snprintf(run, sizeof(run), "%s/run", t.dir);
+    snprintf(yaml, sizeof(yaml),
+             "version: 1\n"
+             "hosts:\n"
+             "  localhost:\n"
+             "    transport: local\n"
+             "endpoints:\n"
+             "  tiny:\n"
+             "    host: localhost\n"
+             "    engine: llama.cpp\n"
+             "    binary: %s\n"
+             "    listen: 127.0.0.1:%d\n"
+             "    alias: %s\n"
+             "    payload:\n"
+             "      path: %s\n"
+             "      gguf: chat.gguf\n"
+             "    shape:\n"
+             "      ctx_size: 4096\n"
+             "      seqs: 2\n"
+             "      kv_unified: true\n"
+             "      ubatch_size: 256\n",
+             swl_bin("llama-server"), t.port, t.mark, g_models);
+    swt_write_str(fleet, yaml);
+    setenv("SLIPWAY_RUN_DIR", run, 1);
+    const char *args[] = {"up", "--detach", "--json", fleet, NULL};
+    pid_t s = start_slipway(&t, args);
+    int rc = wait_exit(s, 180);
+    if (rc != 0) {
+        show(&t);
+        fail_msg("up fleet.yaml exited %d", rc);
+    }
+    char *out = NULL;
+    size_t n;
+    assert_int_equal(sw_read_file(t.out, 1 << 24, &out, &n, NULL), 0);
+    json_t *j = sw_json_parse(out, n, t.out, NULL);
+    sw_free(out);
+    assert_non_null(j);
+    assert_string_equal(json_string_value(json_object_get(j, "endpoint")), "tiny");
+    const json_t *rep = json_object_get(j, "report");
+    assert_int_equal(json_integer_value(json_object_get(rep, "n_ctx")), 4096);
+    assert_true(json_is_true(json_object_get(rep, "kv_unified")));
+    json_decref(j);
+    char pidf[4500];
+    snprintf(pidf, sizeof(pidf), "%s/tiny.pid", run);
+    assert_int_equal(access(pidf, F_OK), 0);
+    assert_int_equal(survivors(t.mark, false), 1);
+    struct swt_run r;
+    assert_int_equal(swt_slipway(&r, "down", fleet, NULL), 0);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "stopped"));
+    swt_run_free(&r);
+    unsetenv("SLIPWAY_RUN_DIR");
+    assert_int_equal(settle(t.mark), 0);
+    assert_int_equal(access(pidf, F_OK), -1);
+}
+
+/* ---------------------------------------------------------------------------------------------
  * Failing boots.
  */
 struct failcase {
@@ -710,6 +865,8 @@ int main(void)
         cmocka_unit_test(test_killed_mid_boot_foreground),
         cmocka_unit_test(test_killed_mid_boot_detach),
         cmocka_unit_test(test_ctrl_c_foreground),
+        cmocka_unit_test(test_live_foreground),
+        cmocka_unit_test(test_fleet_up_down),
         cmocka_unit_test(test_down_live),
         cmocka_unit_test(test_down_dead_pid),
         cmocka_unit_test(test_down_stale_pid_file),
