@@ -76,8 +76,9 @@ static int build(const char *path, uint64_t n_tensors, uint64_t n_vocab, struct 
         rc = sw_gguf_writer_set(w, "tokenizer.ggml.token_type", &v);
 
     static uint8_t data[144 * 2];
-    static const char *const names[] = {"attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate",
-                                        "ffn_up", "ffn_down", "attn_norm", "ffn_norm"};
+    static const char *const names[] = {"attn_q",      "attn_k",    "attn_v",
+                                        "attn_output", "ffn_gate",  "ffn_up",
+                                        "ffn_down",    "attn_norm", "ffn_norm"};
     char name[64];
     uint64_t added = 0;
     if (!rc)
@@ -95,8 +96,7 @@ static int build(const char *path, uint64_t n_tensors, uint64_t n_vocab, struct 
     if (!rc)
         rc = sw_gguf_writer_add_tensor(w, "output_norm.weight", 0, 1, (uint64_t[]){64}, data, true);
     if (!rc)
-        rc = sw_gguf_writer_add_tensor(w, "output.weight", 12, 2, (uint64_t[]){256, 2}, data,
-                                       true);
+        rc = sw_gguf_writer_add_tensor(w, "output.weight", 12, 2, (uint64_t[]){256, 2}, data, true);
     if (!rc)
         rc = sw_gguf_writer_write(w, path, e);
     else

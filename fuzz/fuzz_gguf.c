@@ -33,6 +33,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         for (uint64_t i = 0; i < g->n_tensors && i < 64; i++)
             sw_gguf_tensor(g, g->tensors[i].name.s);
+        json_t *j = sw_gguf_to_json(g, true);
+        json_decref(j);
         sw_gguf_free(g);
     }
     return 0;

@@ -92,17 +92,17 @@ struct sw_gguf_tensor {
 
 /* A parsed GGUF header (or a whole split set). Fields are read-only for callers. */
 struct sw_gguf {
-    char *path;           /* first file */
-    uint32_t version;     /* 2 or 3 */
+    char *path;       /* first file */
+    uint32_t version; /* 2 or 3 */
     uint64_t n_kv;
     struct sw_gguf_kv *kv;
     uint64_t n_tensors;
     struct sw_gguf_tensor *tensors;
-    uint64_t alignment;   /* general.alignment or 32 */
-    uint64_t data_offset; /* start of tensor data in the first file */
-    uint64_t file_size;   /* total over the split set */
-    uint64_t tensor_bytes;/* sum of tensor nbytes */
-    int n_splits;         /* 1 for a single file */
+    uint64_t alignment;        /* general.alignment or 32 */
+    uint64_t data_offset;      /* start of tensor data in the first file */
+    uint64_t file_size;        /* total over the split set */
+    uint64_t tensor_bytes;     /* sum of tensor nbytes */
+    int n_splits;              /* 1 for a single file */
     struct sw_gguf_priv *priv; /* opaque: the arena holding everything above, lookup indexes */
 };
 
@@ -110,7 +110,7 @@ struct sw_gguf {
  * that would take more memory than SW_GGUF_MAX_HEADER_MEM (numeric arrays are widened to 8 bytes
  * per element). Real headers are a few MB; the biggest vocabularies (256k tokens + merges) about
  * 20 MB. These bound what a hostile file can make slipway allocate. */
-#define SW_GGUF_MAX_HEADER (256ull * 1024 * 1024)
+#define SW_GGUF_MAX_HEADER     (256ull * 1024 * 1024)
 #define SW_GGUF_MAX_HEADER_MEM (1024ull * 1024 * 1024)
 
 /*
@@ -163,7 +163,7 @@ const struct sw_gguf_tensor *sw_gguf_tensor(const struct sw_gguf *g, const char 
 /* ggml tensor types: name, elements per block, bytes per block. NULL for unknown ids. */
 struct sw_ggml_type {
     uint32_t id;
-    const char *name;  /* "f16", "q8_0", "q4_K" ... as ggml_type_name prints them */
+    const char *name; /* "f16", "q8_0", "q4_K" ... as ggml_type_name prints them */
     uint32_t blck;
     uint32_t size;
 };
@@ -264,10 +264,10 @@ void sw_gguf_base_defaults(struct sw_gguf_base_opts *b);
 int sw_gguf_synth_base(const struct sw_gguf_base_opts *b, const char *path, struct sw_err *e);
 
 struct sw_gguf_synth_opts {
-    const char *in;    /* e.g. llama-dense.gguf from test-llama-archs -o DIR; or NULL and: */
+    const char *in; /* e.g. llama-dense.gguf from test-llama-archs -o DIR; or NULL and: */
     const struct sw_gguf_base_opts *base; /* a base model slipway writes first */
-    const char *vocab; /* e.g. <llama.cpp>/models/ggml-vocab-phi-3.gguf */
-    const char *out;   /* written atomically */
+    const char *vocab;                    /* e.g. <llama.cpp>/models/ggml-vocab-phi-3.gguf */
+    const char *out;                      /* written atomically */
     uint64_t ctx;      /* <arch>.context_length to set; 0 = SW_GGUF_SYNTH_DEFAULT_CTX */
     uint64_t seed;     /* for the new rows */
     bool force_chatml; /* use slipway's ChatML template even if the vocabulary has one */

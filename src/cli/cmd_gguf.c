@@ -126,8 +126,9 @@ static void put_arch_field(FILE *f, const struct sw_gguf *g, const char *label, 
 static void print_human(FILE *f, const struct sw_gguf *g, bool tensors)
 {
     char a[64], b[64], c[64], d[64];
-    fprintf(f, "%s: GGUF v%" PRIu32 ", %s, %s tensors, %s metadata keys, alignment %" PRIu64
-               ", data at byte %s",
+    fprintf(f,
+            "%s: GGUF v%" PRIu32 ", %s, %s tensors, %s metadata keys, alignment %" PRIu64
+            ", data at byte %s",
             g->path, g->version, sw_fmt_bytes(g->file_size, a, sizeof(a)),
             sw_fmt_count(g->n_tensors, b, sizeof(b)), sw_fmt_count(g->n_kv, c, sizeof(c)),
             g->alignment, sw_fmt_count(g->data_offset, d, sizeof(d)));

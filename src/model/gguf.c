@@ -32,14 +32,14 @@
 #endif
 
 /* Names are limited as in ggml (GGML_MAX_NAME = 64 including the NUL). */
-#define GGML_MAX_NAME 64
+#define GGML_MAX_NAME          64
 #define GGUF_DEFAULT_ALIGNMENT 32
 /* The smallest a key/value or a tensor info can be in the file, used to bound counts before any
  * allocation: key length (8) + 1 key byte + type (4) + 1 value byte; name length (8) + 1 name
  * byte + n_dims (4) + type (4) + offset (8). */
-#define MIN_KV_BYTES 14u
+#define MIN_KV_BYTES     14u
 #define MIN_TENSOR_BYTES 25u
-#define READ_BUF (256u * 1024u)
+#define READ_BUF         (256u * 1024u)
 
 /* ---------------------------------------------------------------------------------------------
  * Arena
@@ -150,8 +150,8 @@ static int index_init(struct sw__arena *a, struct sw__index *ix, uint64_t n)
 
 /* Find `name` among strs[] through the index; returns the position or -1. If absent and `insert`
  * is given, stores `insert` (a position) in the free slot. */
-static int64_t index_probe(const struct sw__index *ix, const struct sw_gguf_str *(*at)(const void *,
-                                                                                     uint64_t),
+static int64_t index_probe(const struct sw__index *ix,
+                           const struct sw_gguf_str *(*at)(const void *, uint64_t),
                            const void *base, const char *name, size_t len, int64_t insert)
 {
     if (!ix->cap)
@@ -281,8 +281,8 @@ static int rd_fail(struct rd *r, int code, uint64_t at, const char *fmt, ...)
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
     if (r->subj_kind && r->subj)
-        return sw_err_at_offset(r->e, code, r->where, (int64_t)at, "%s '%.200s': %s",
-                                r->subj_kind, r->subj, msg);
+        return sw_err_at_offset(r->e, code, r->where, (int64_t)at, "%s '%.200s': %s", r->subj_kind,
+                                r->subj, msg);
     if (r->subj_kind)
         return sw_err_at_offset(r->e, code, r->where, (int64_t)at, "%s #%" PRId64 ": %s",
                                 r->subj_kind, r->subj_idx, msg);
@@ -330,8 +330,8 @@ static int rd_pread(struct rd *r, void *dst, size_t n, uint64_t at, size_t *got)
         if (k < 0) {
             if (errno == EINTR)
                 continue;
-            return sw_err_at_offset(r->e, SW_EIO, r->where, (int64_t)(at + *got),
-                                    "read failed: %s", strerror(errno));
+            return sw_err_at_offset(r->e, SW_EIO, r->where, (int64_t)(at + *got), "read failed: %s",
+                                    strerror(errno));
         }
         if (k == 0)
             break;
@@ -489,8 +489,8 @@ static void widen(enum sw_gguf_type t, const uint8_t *p, struct sw_gguf_value *v
     default:
         break;
     }
-    bool is_u = t == SW_GGUF_UINT8 || t == SW_GGUF_UINT16 || t == SW_GGUF_UINT32 ||
-                t == SW_GGUF_UINT64;
+    bool is_u =
+        t == SW_GGUF_UINT8 || t == SW_GGUF_UINT16 || t == SW_GGUF_UINT32 || t == SW_GGUF_UINT64;
     bool is_f = t == SW_GGUF_FLOAT32 || t == SW_GGUF_FLOAT64;
     if (!array) {
         if (t == SW_GGUF_BOOL)
@@ -624,8 +624,7 @@ static int read_tensor_info(struct rd *r, struct sw_gguf *g, uint64_t i, uint64_
         return rd_fail(r, SW_EPARSE, at, "empty tensor name");
     r->subj = t->name.s;
     if (t->name.len >= GGML_MAX_NAME)
-        return rd_fail(r, SW_EPARSE, at,
-                       "tensor name is %" PRIu64 " bytes; ggml allows at most %d",
+        return rd_fail(r, SW_EPARSE, at, "tensor name is %" PRIu64 " bytes; ggml allows at most %d",
                        t->name.len, GGML_MAX_NAME - 1);
     if (memchr(t->name.s, '\0', (size_t)t->name.len))
         return rd_fail(r, SW_EPARSE, at, "tensor name contains a NUL byte");
@@ -651,8 +650,9 @@ static int read_tensor_info(struct rd *r, struct sw_gguf *g, uint64_t i, uint64_
         if (rc)
             return rc;
         if (t->ne[d] == 0 || t->ne[d] > (uint64_t)INT64_MAX)
-            return rd_fail(r, SW_EPARSE, ne_at, "dimension %" PRIu32 " is %" PRId64
-                                                 "; it must be a positive element count",
+            return rd_fail(r, SW_EPARSE, ne_at,
+                           "dimension %" PRIu32 " is %" PRId64
+                           "; it must be a positive element count",
                            d, (int64_t)t->ne[d]);
         if (!sw_mul_ok(nel, t->ne[d], &nel) || nel > (uint64_t)INT64_MAX)
             return rd_fail(r, SW_ERANGE, ne_at,
@@ -677,7 +677,8 @@ static int read_tensor_info(struct rd *r, struct sw_gguf *g, uint64_t i, uint64_
     }
     if (t->ne[0] % ty->blck)
         return rd_fail(r, SW_EPARSE, type_at,
-                       "row of %" PRIu64 " elements is not a multiple of the %s block size %" PRIu32,
+                       "row of %" PRIu64
+                       " elements is not a multiple of the %s block size %" PRIu32,
                        t->ne[0], ty->name, ty->blck);
     uint64_t row, nbytes = 0;
     rc = sw_ggml_row_size(t->type, t->ne[0], &row);
@@ -729,13 +730,13 @@ static int check_layout(struct rd *r, struct sw_gguf *g, const uint64_t *info_of
                            "data offset %" PRIu64 " is not a multiple of the alignment %" PRIu64,
                            t->offset, g->alignment);
         if (t->offset > room || t->nbytes > room - t->offset)
-            return rd_fail(r, SW_ETRUNC, info_off[i],
-                           "data [%" PRIu64 ", +%" PRIu64 ") at file byte %" PRIu64
-                           " ends past the end of the file (%" PRIu64 " bytes): truncated or corrupt",
-                           t->offset, t->nbytes,
-                           t->offset <= UINT64_MAX - g->data_offset ? g->data_offset + t->offset
-                                                                      : UINT64_MAX,
-                           r->size);
+            return rd_fail(
+                r, SW_ETRUNC, info_off[i],
+                "data [%" PRIu64 ", +%" PRIu64 ") at file byte %" PRIu64
+                " ends past the end of the file (%" PRIu64 " bytes): truncated or corrupt",
+                t->offset, t->nbytes,
+                t->offset <= UINT64_MAX - g->data_offset ? g->data_offset + t->offset : UINT64_MAX,
+                r->size);
         if (!sw_add_ok(g->tensor_bytes, t->nbytes, &g->tensor_bytes))
             return rd_fail(r, SW_ERANGE, info_off[i], "total tensor bytes overflow");
     }
@@ -773,8 +774,8 @@ static int not_gguf(struct rd *r, const uint8_t *head, size_t n)
     if (n < 4 && !memcmp(head, "GGUF", n))
         return sw_err_at_offset(r->e, SW_ETRUNC, r->where, (int64_t)n,
                                 "truncated GGUF file: only %zu bytes", n);
-    return sw_err_at_offset(r->e, SW_EPARSE, r->where, 0,
-                            "not a GGUF file: it looks like %s", what);
+    return sw_err_at_offset(r->e, SW_EPARSE, r->where, 0, "not a GGUF file: it looks like %s",
+                            what);
 }
 
 static int parse(struct rd *r, struct sw_gguf **out)
@@ -845,20 +846,19 @@ static int parse(struct rd *r, struct sw_gguf **out)
         bool absurd = !sw_mul_ok(g->n_kv, MIN_KV_BYTES, &need_kv) ||
                       !sw_mul_ok(g->n_tensors, MIN_TENSOR_BYTES, &need_t) ||
                       !sw_add_ok(need_kv, need_t, &need) || need > SW_GGUF_MAX_HEADER;
-        rc = sw_err_at_offset(r->e, absurd ? SW_ERANGE : SW_ETRUNC, r->where, (int64_t)nt_at,
-                              "header claims %" PRIu64 " tensors and %" PRIu64
-                              " metadata keys, which cannot fit in the %" PRIu64
-                              " bytes that remain%s",
-                              g->n_tensors, g->n_kv, rd_left(r),
-                              absurd ? "" : " (truncated file?)");
+        rc = sw_err_at_offset(
+            r->e, absurd ? SW_ERANGE : SW_ETRUNC, r->where, (int64_t)nt_at,
+            "header claims %" PRIu64 " tensors and %" PRIu64
+            " metadata keys, which cannot fit in the %" PRIu64 " bytes that remain%s",
+            g->n_tensors, g->n_kv, rd_left(r), absurd ? "" : " (truncated file?)");
         goto out;
     }
     struct sw__arena *a = &g->priv->arena;
     g->kv = sw__arena_alloc(a, (size_t)(g->n_kv ? g->n_kv : 1) * sizeof(*g->kv));
-    g->tensors = sw__arena_alloc(a, (size_t)(g->n_tensors ? g->n_tensors : 1) * sizeof(*g->tensors));
+    g->tensors =
+        sw__arena_alloc(a, (size_t)(g->n_tensors ? g->n_tensors : 1) * sizeof(*g->tensors));
     info_off = sw_malloc((size_t)(g->n_tensors ? g->n_tensors : 1) * sizeof(*info_off));
-    if (!g->kv || !g->tensors || !info_off ||
-        index_init(a, &g->priv->kv_index, g->n_kv) ||
+    if (!g->kv || !g->tensors || !info_off || index_init(a, &g->priv->kv_index, g->n_kv) ||
         index_init(a, &g->priv->t_index, g->n_tensors)) {
         rc = sw_err_set(r->e, SW_ENOMEM, "out of memory reading %s", r->where);
         goto out;
@@ -911,10 +911,9 @@ static int parse(struct rd *r, struct sw_gguf **out)
         }
         uint64_t al = kv->val.as.u;
         if (al == 0 || (al & (al - 1))) {
-            rc = sw_err_at_offset(r->e, SW_EPARSE, r->where, (int64_t)kv->offset,
-                                  "general.alignment is %" PRIu64
-                                  "; it must be a nonzero power of two",
-                                  al);
+            rc = sw_err_at_offset(
+                r->e, SW_EPARSE, r->where, (int64_t)kv->offset,
+                "general.alignment is %" PRIu64 "; it must be a nonzero power of two", al);
             goto out;
         }
         g->alignment = al;

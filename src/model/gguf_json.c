@@ -70,13 +70,13 @@ enum sw_gguf_role sw_gguf_tensor_role(const char *name)
 }
 
 static const char *const ftypes[] = {
-    [0] = "all F32",   [1] = "F16",      [2] = "Q4_0",     [3] = "Q4_1",    [7] = "Q8_0",
-    [8] = "Q5_0",      [9] = "Q5_1",     [10] = "Q2_K",    [11] = "Q3_K_S", [12] = "Q3_K_M",
-    [13] = "Q3_K_L",   [14] = "Q4_K_S",  [15] = "Q4_K_M",  [16] = "Q5_K_S", [17] = "Q5_K_M",
-    [18] = "Q6_K",     [19] = "IQ2_XXS", [20] = "IQ2_XS",  [21] = "Q2_K_S", [22] = "IQ3_XS",
-    [23] = "IQ3_XXS",  [24] = "IQ1_S",   [25] = "IQ4_NL",  [26] = "IQ3_S",  [27] = "IQ3_M",
-    [28] = "IQ2_S",    [29] = "IQ2_M",   [30] = "IQ4_XS",  [31] = "IQ1_M",  [32] = "BF16",
-    [36] = "TQ1_0",    [37] = "TQ2_0",   [38] = "MXFP4_MOE", [39] = "NVFP4", [40] = "Q1_0",
+    [0] = "all F32",  [1] = "F16",      [2] = "Q4_0",       [3] = "Q4_1",    [7] = "Q8_0",
+    [8] = "Q5_0",     [9] = "Q5_1",     [10] = "Q2_K",      [11] = "Q3_K_S", [12] = "Q3_K_M",
+    [13] = "Q3_K_L",  [14] = "Q4_K_S",  [15] = "Q4_K_M",    [16] = "Q5_K_S", [17] = "Q5_K_M",
+    [18] = "Q6_K",    [19] = "IQ2_XXS", [20] = "IQ2_XS",    [21] = "Q2_K_S", [22] = "IQ3_XS",
+    [23] = "IQ3_XXS", [24] = "IQ1_S",   [25] = "IQ4_NL",    [26] = "IQ3_S",  [27] = "IQ3_M",
+    [28] = "IQ2_S",   [29] = "IQ2_M",   [30] = "IQ4_XS",    [31] = "IQ1_M",  [32] = "BF16",
+    [36] = "TQ1_0",   [37] = "TQ2_0",   [38] = "MXFP4_MOE", [39] = "NVFP4",  [40] = "Q1_0",
     [41] = "Q2_0",
 };
 
@@ -351,7 +351,8 @@ json_t *sw_gguf_to_json(const struct sw_gguf *g, bool all_tensors)
         if (!cnt[r])
             continue;
         json_t *x = json_object();
-        rc = !x || sw_json_set_str(x, "role", roles[r]) || sw_json_set_new(x, "tensors", ju64(cnt[r])) ||
+        rc = !x || sw_json_set_str(x, "role", roles[r]) ||
+             sw_json_set_new(x, "tensors", ju64(cnt[r])) ||
              sw_json_set_new(x, "bytes", ju64(bytes[r]));
         if (!rc)
             rc = json_array_append(rl, x);

@@ -25,8 +25,7 @@ static int split_key(const struct sw_gguf *g, const char *key, uint64_t *v, bool
     if (rc == SW_ENOENT && !required)
         return rc;
     if (rc)
-        return sw_gguf_key_err(g, key, "an unsigned integer", rc == SW_ENOENT ? SW_EPARSE : rc,
-                               e);
+        return sw_gguf_key_err(g, key, "an unsigned integer", rc == SW_ENOENT ? SW_EPARSE : rc, e);
     return 0;
 }
 
@@ -131,13 +130,13 @@ int sw_gguf_open(const char *path, struct sw_gguf **out, struct sw_err *e)
     }
     if (total != want_tensors) {
         rc = sw_err_at(e, SW_EPARSE, g->path, 0, 0,
-                       "corrupt split set: split.tensors.count is %" PRIu64
-                       " but the %" PRIu64 " parts hold %" PRIu64 " tensors",
+                       "corrupt split set: split.tensors.count is %" PRIu64 " but the %" PRIu64
+                       " parts hold %" PRIu64 " tensors",
                        want_tensors, count, total);
         goto out;
     }
-    struct sw_gguf_tensor *ts = sw__arena_alloc(&g->priv->arena,
-                                                (size_t)(total ? total : 1) * sizeof(*ts));
+    struct sw_gguf_tensor *ts =
+        sw__arena_alloc(&g->priv->arena, (size_t)(total ? total : 1) * sizeof(*ts));
     if (!ts) {
         rc = sw_err_set(e, SW_ENOMEM, "out of memory");
         goto out;

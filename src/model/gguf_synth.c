@@ -109,8 +109,8 @@ static int read_at(const char *path, uint64_t off, void *dst, size_t n, struct s
         return sw_err_at(e, SW_EIO, path, 0, 0, "cannot open for reading tensor data");
     int rc = 0;
     if (fseeko(f, (off_t)off, SEEK_SET) || fread(dst, 1, n, f) != n)
-        rc = sw_err_at_offset(e, SW_ETRUNC, path, (int64_t)off, "cannot read %zu bytes of tensor data",
-                              n);
+        rc = sw_err_at_offset(e, SW_ETRUNC, path, (int64_t)off,
+                              "cannot read %zu bytes of tensor data", n);
     fclose(f);
     return rc;
 }
@@ -232,14 +232,19 @@ static int write_gemma3(const struct sw_gguf_base_opts *b, const char *path, str
     static const struct {
         const char *key;
         int which;
-    } u32s[] = {{"gemma3.context_length", 0},  {"gemma3.embedding_length", 1},
-                {"gemma3.block_count", 2},     {"gemma3.feed_forward_length", 3},
-                {"gemma3.attention.head_count", 4}, {"gemma3.attention.head_count_kv", 5},
-                {"gemma3.attention.key_length", 6}, {"gemma3.attention.value_length", 6},
+    } u32s[] = {{"gemma3.context_length", 0},
+                {"gemma3.embedding_length", 1},
+                {"gemma3.block_count", 2},
+                {"gemma3.feed_forward_length", 3},
+                {"gemma3.attention.head_count", 4},
+                {"gemma3.attention.head_count_kv", 5},
+                {"gemma3.attention.key_length", 6},
+                {"gemma3.attention.value_length", 6},
                 {"gemma3.attention.sliding_window", 7},
-                {"gemma3.attention.sliding_window_pattern", 8}, {"gemma3.vocab_size", 9}};
-    const uint64_t vals[] = {n_ctx, E, b->n_layer, F, b->n_head, b->n_head_kv, D, b->swa,
-                             b->swa_pattern, n_vocab};
+                {"gemma3.attention.sliding_window_pattern", 8},
+                {"gemma3.vocab_size", 9}};
+    const uint64_t vals[] = {n_ctx, E,      b->n_layer,     F,      b->n_head, b->n_head_kv,
+                             D,     b->swa, b->swa_pattern, n_vocab};
     rc = sw_gguf_writer_set_str(w, "general.architecture", "gemma3");
     if (!rc)
         rc = sw_gguf_writer_set_str(w, "general.name", "slipway synth gemma3");
@@ -299,8 +304,9 @@ int sw_gguf_synth_base(const struct sw_gguf_base_opts *bo, const char *path, str
                           b.arch ? b.arch : "");
     if (b.n_layer > 512 || b.n_embd > 16384 || b.n_head > 256 || b.n_head_kv > b.n_head ||
         b.n_head % b.n_head_kv || b.head_dim > 1024 || b.n_ff > 65536)
-        return sw_err_set(e, SW_ERANGE, "gemma3 shape out of range (layers %u, embd %u, heads %u/%u, "
-                                        "head dim %u, ff %u)",
+        return sw_err_set(e, SW_ERANGE,
+                          "gemma3 shape out of range (layers %u, embd %u, heads %u/%u, "
+                          "head dim %u, ff %u)",
                           b.n_layer, b.n_embd, b.n_head, b.n_head_kv, b.head_dim, b.n_ff);
     return write_gemma3(&b, path, e);
 }
@@ -479,8 +485,8 @@ int sw_gguf_synth(const struct sw_gguf_synth_opts *o, struct sw_gguf_synth_resul
         if (t->type != 0 && t->type != 1 && t->type != 30) {
             const struct sw_ggml_type *ty = sw_ggml_type(t->type);
             rc = sw_err_at(e, SW_EUNSUPPORTED, o->in, 0, 0,
-                           "tensor '%s' is %s; only f32/f16/bf16 tensors are resized",
-                           t->name.s, ty ? ty->name : "?");
+                           "tensor '%s' is %s; only f32/f16/bf16 tensors are resized", t->name.s,
+                           ty ? ty->name : "?");
             goto out;
         }
         void *data = NULL;
@@ -543,14 +549,13 @@ json_t *sw_gguf_synth_result_json(const struct sw_gguf_synth_opts *o,
             json_decref(res);
             res = NULL;
         }
-    json_t *j = json_pack("{s:s, s:s?, s:s, s:s, s:{s:I, s:I}, s:{s:I, s:I}, s:s, s:s, s:o, s:I, "
-                          "s:I, s:I}",
-                          "out", o->out, "in", o->in, "vocab", o->vocab, "arch", r->arch,
-                          "n_vocab", "from", (json_int_t)r->n_vocab_old, "to",
-                          (json_int_t)r->n_vocab_new, "context_length", "from",
-                          (json_int_t)r->ctx_old, "to", (json_int_t)r->ctx_new, "tokenizer",
-                          r->tokenizer, "chat_template", r->template_source, "resized", res,
-                          "tensors", (json_int_t)r->n_tensors, "weight_bytes",
-                          (json_int_t)r->weight_bytes, "file_bytes", (json_int_t)r->out_bytes);
+    json_t *j = json_pack(
+        "{s:s, s:s?, s:s, s:s, s:{s:I, s:I}, s:{s:I, s:I}, s:s, s:s, s:o, s:I, "
+        "s:I, s:I}",
+        "out", o->out, "in", o->in, "vocab", o->vocab, "arch", r->arch, "n_vocab", "from",
+        (json_int_t)r->n_vocab_old, "to", (json_int_t)r->n_vocab_new, "context_length", "from",
+        (json_int_t)r->ctx_old, "to", (json_int_t)r->ctx_new, "tokenizer", r->tokenizer,
+        "chat_template", r->template_source, "resized", res, "tensors", (json_int_t)r->n_tensors,
+        "weight_bytes", (json_int_t)r->weight_bytes, "file_bytes", (json_int_t)r->out_bytes);
     return j;
 }

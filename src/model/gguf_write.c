@@ -39,7 +39,7 @@ struct wtensor {
     uint64_t nbytes;
     const void *data; /* borrowed, or == owned */
     void *owned;
-    char *src_path;   /* or streamed from this file at src_off */
+    char *src_path; /* or streamed from this file at src_off */
     uint64_t src_off;
 };
 
@@ -530,7 +530,8 @@ static uint64_t pad_to(uint64_t n, uint64_t a)
 
 static int name_cmp(const void *a, const void *b)
 {
-    return strcmp((*(const struct wtensor *const *)a)->name, (*(const struct wtensor *const *)b)->name);
+    return strcmp((*(const struct wtensor *const *)a)->name,
+                  (*(const struct wtensor *const *)b)->name);
 }
 
 static int write_all(int fd, const void *p, size_t n, const char *path, struct sw_err *e)
@@ -606,8 +607,8 @@ int sw_gguf_writer_write(struct sw_gguf_writer *w, const char *path, struct sw_e
         qsort(sorted, w->n_t, sizeof(*sorted), name_cmp);
         for (size_t i = 1; i < w->n_t; i++)
             if (!strcmp(sorted[i]->name, sorted[i - 1]->name)) {
-                rc = sw_err_at(e, SW_EINVAL, path, 0, 0, "tensor '%s' added twice",
-                               sorted[i]->name);
+                rc =
+                    sw_err_at(e, SW_EINVAL, path, 0, 0, "tensor '%s' added twice", sorted[i]->name);
                 goto out;
             }
     }
@@ -665,8 +666,8 @@ int sw_gguf_writer_write(struct sw_gguf_writer *w, const char *path, struct sw_e
     snprintf(tmp, plen + 16, "%s.tmp.XXXXXX", path);
     fd = mkstemp(tmp);
     if (fd < 0) {
-        rc = sw_err_at(e, SW_EIO, path, 0, 0, "cannot create a temporary file: %s",
-                       strerror(errno));
+        rc =
+            sw_err_at(e, SW_EIO, path, 0, 0, "cannot create a temporary file: %s", strerror(errno));
         sw_free(tmp);
         tmp = NULL;
         goto out;

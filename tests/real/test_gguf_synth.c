@@ -133,9 +133,9 @@ static void test_synth_boot_chat(void **state)
             fail_msg("%s: synth exit %d: %s", c->file, r.status, r.err);
         json_t *j = swt_json_out(&r);
         assert_string_equal(json_string_value(json_object_get(j, "chat_template")), c->tmpl);
-        assert_int_equal(json_integer_value(json_object_get(json_object_get(j, "context_length"),
-                                                            "to")),
-                         SW_GGUF_SYNTH_DEFAULT_CTX);
+        assert_int_equal(
+            json_integer_value(json_object_get(json_object_get(j, "context_length"), "to")),
+            SW_GGUF_SYNTH_DEFAULT_CTX);
         json_decref(j);
         swt_run_free(&r);
         check_synth(out, vocab, SW_GGUF_SYNTH_DEFAULT_CTX, c->tmpl);
@@ -169,8 +169,8 @@ static void test_gemma3_boot_chat(void **state)
     snprintf(out, sizeof(out), "%s", swt_join(dir, "gemma3.gguf"));
     snprintf(vocab, sizeof(vocab), "%s", swl_model_file("ggml-vocab-phi-3.gguf"));
     struct swt_run r;
-    swt_slipway(&r, "gguf", "synth", "--arch", "gemma3", "--layers", "8", "--swa", "64",
-                "--vocab", vocab, "--out", out, "--json", NULL);
+    swt_slipway(&r, "gguf", "synth", "--arch", "gemma3", "--layers", "8", "--swa", "64", "--vocab",
+                vocab, "--out", out, "--json", NULL);
     if (r.status)
         fail_msg("synth --arch gemma3: exit %d: %s", r.status, r.err);
     json_t *j = swt_json_out(&r);

@@ -32,7 +32,8 @@ static int list_gguf(const char *dir, const char *prefix, char ***out)
     struct dirent *de;
     while ((de = readdir(d))) {
         size_t l = strlen(de->d_name);
-        if (l < 5 || strcmp(de->d_name + l - 5, ".gguf") || strncmp(de->d_name, prefix, strlen(prefix)))
+        if (l < 5 || strcmp(de->d_name + l - 5, ".gguf") ||
+            strncmp(de->d_name, prefix, strlen(prefix)))
             continue;
         *out = realloc(*out, sizeof(char *) * (size_t)(n + 1));
         (*out)[n++] = strdup(swt_join(dir, de->d_name));

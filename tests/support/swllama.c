@@ -64,8 +64,9 @@ const char *swl_llama_dir(void)
         int st = pclose(p);
         llama_dir[strcspn(llama_dir, "\n")] = '\0';
         if (st != 0 || !llama_dir[0]) {
-            fprintf(stderr, "swllama: the pinned llama.cpp is not built (run scripts/llama-build.sh)"
-                            "; skipping\n");
+            fprintf(stderr,
+                    "swllama: the pinned llama.cpp is not built (run scripts/llama-build.sh)"
+                    "; skipping\n");
             return NULL;
         }
     }
@@ -109,7 +110,8 @@ int swl_free_port(void)
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     socklen_t len = sizeof(a);
     int port = -1;
-    if (!bind(fd, (struct sockaddr *)&a, sizeof(a)) && !getsockname(fd, (struct sockaddr *)&a, &len))
+    if (!bind(fd, (struct sockaddr *)&a, sizeof(a)) &&
+        !getsockname(fd, (struct sockaddr *)&a, &len))
         port = ntohs(a.sin_port);
     close(fd);
     return port;
@@ -205,8 +207,8 @@ int swl_http(int port, const char *method, const char *path, const char *json_bo
                       "%s %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nConnection: close\r\n"
                       "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n",
                       method, path, port, blen);
-    if (send_all(fd, head, (size_t)hn, deadline) || send_all(fd, json_body ? json_body : "", blen,
-                                                             deadline)) {
+    if (send_all(fd, head, (size_t)hn, deadline) ||
+        send_all(fd, json_body ? json_body : "", blen, deadline)) {
         close(fd);
         return -1;
     }
@@ -268,9 +270,9 @@ int swl_http(int port, const char *method, const char *path, const char *json_bo
 static int chat_once(const struct swl_server *s, const char *user, int max_tokens, int seed,
                      double temperature, unsigned timeout_s, char **content)
 {
-    json_t *req = json_pack("{s:[{s:s,s:s}],s:i,s:f,s:i}", "messages", "role", "user", "content",
-                            user, "max_tokens", max_tokens, "temperature", temperature, "seed",
-                            seed);
+    json_t *req =
+        json_pack("{s:[{s:s,s:s}],s:i,s:f,s:i}", "messages", "role", "user", "content", user,
+                  "max_tokens", max_tokens, "temperature", temperature, "seed", seed);
     char *text = req ? json_dumps(req, JSON_COMPACT) : NULL;
     json_decref(req);
     if (!text)
@@ -313,8 +315,8 @@ int swl_chat(const struct swl_server *s, const char *user, int max_tokens, unsig
     static const char *const alt[] = {NULL, "Hi", "Tell me a story.", "1 2 3", "Why?", "ok"};
     *content = NULL;
     for (int i = 0; i < 6; i++) {
-        int rc = chat_once(s, alt[i] ? alt[i] : user, max_tokens, i + 1, i ? 1.0 : 0.0,
-                           timeout_s, content);
+        int rc = chat_once(s, alt[i] ? alt[i] : user, max_tokens, i + 1, i ? 1.0 : 0.0, timeout_s,
+                           content);
         if (rc <= 0)
             return rc;
     }
@@ -438,16 +440,18 @@ int swl_start(const char *model, const char *const *extra_args, const char *log_
         if (rc == 0)
             return 0;
         char *tail = s->log[0] ? swl_tail(s->log, 3000) : NULL;
-        bool busy = tail && (strstr(tail, "ouldn't bind") || strstr(tail, "address already in use") ||
-                             strstr(tail, "Address already in use"));
+        bool busy =
+            tail && (strstr(tail, "ouldn't bind") || strstr(tail, "address already in use") ||
+                     strstr(tail, "Address already in use"));
         if (rc == -2 && busy && attempt < 2) {
             free(tail);
             swl_stop(s);
             continue;
         }
         fprintf(stderr, "swllama: llama-server %s for %s (exit %d); log %s ends:\n%s\n",
-                rc == -2 ? "exited while loading" : rc == -3 ? "did not become healthy in time"
-                                                             : "could not be started",
+                rc == -2   ? "exited while loading"
+                : rc == -3 ? "did not become healthy in time"
+                           : "could not be started",
                 model, s->exit_status, s->log, tail ? tail : "");
         free(tail);
         bool own = s->own_log;

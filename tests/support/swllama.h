@@ -31,12 +31,12 @@ const char *swl_model_file(const char *name);
 int swl_free_port(void);
 
 struct swl_server {
-    pid_t pid;      /* llama-server, leader of its own process group; 0 when not running */
+    pid_t pid; /* llama-server, leader of its own process group; 0 when not running */
     int port;
-    char url[64];   /* http://127.0.0.1:PORT */
-    char log[4096]; /* its stdout+stderr */
-    bool own_log;   /* the log is a temporary file that swl_stop removes (unless kept) */
-    int exit_status;/* after it exited: exit code, or 128+signal; -1 while running */
+    char url[64];    /* http://127.0.0.1:PORT */
+    char log[4096];  /* its stdout+stderr */
+    bool own_log;    /* the log is a temporary file that swl_stop removes (unless kept) */
+    int exit_status; /* after it exited: exit code, or 128+signal; -1 while running */
 };
 
 /* Start llama-server -m MODEL --host 127.0.0.1 --port P EXTRA... and wait until GET /health

@@ -19,8 +19,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#define T_F32 0
-#define T_F16 1
+#define T_F32  0
+#define T_F16  1
 #define T_Q8_0 8
 
 /* The reference file: every metadata type, three tensors (f32, q8_0, f16) laid out with padding. */
@@ -295,7 +295,9 @@ static void test_not_gguf(void **state)
         {"{\"error\":\"Repository not found\"}", "JSON object"},
         {"[{\"message\": \"rate limited\"}]", "JSON array"},
         {"Entry not found", "text starting \"Entry not found"},
-        {"\x7f" "ELF\x02\x01\x01", "binary data starting 7f 45 4c 46"},
+        {"\x7f"
+         "ELF\x02\x01\x01",
+         "binary data starting 7f 45 4c 46"},
         {"", "empty"},
     };
     for (size_t i = 0; i < SW_ARRAY_LEN(cases); i++) {
@@ -450,8 +452,7 @@ static void test_hostile_structure(void **state)
         } else {
             gb_kv_u32(&b, "general.alignment", k == 0 ? 0 : 48);
         }
-        expect_fail(&b, SW_EPARSE, k == 2 ? "must be u32 (it is u64)" : "nonzero power of two",
-                    24);
+        expect_fail(&b, SW_EPARSE, k == 2 ? "must be u32 (it is u64)" : "nonzero power of two", 24);
         gb_free(&b);
     }
 }
@@ -614,8 +615,7 @@ static void test_alloc_torture(void **state)
             struct sw_gguf *g = NULL;
             struct sw_err e;
             sw_alloc_fail_at(n);
-            int rc = mode == 0 ? sw_gguf_parse_mem(b.p, b.n, "m", &g, &e)
-                               : sw_gguf_open(p, &g, &e);
+            int rc = mode == 0 ? sw_gguf_parse_mem(b.p, b.n, "m", &g, &e) : sw_gguf_open(p, &g, &e);
             sw_alloc_fail_at(0);
             if (rc == 0) {
                 check_valid(g, 3, b.n);
@@ -763,16 +763,11 @@ int main(void)
 {
     sw_core_init();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_valid_mem_and_file),
-        cmocka_unit_test(test_versions),
-        cmocka_unit_test(test_not_gguf),
-        cmocka_unit_test(test_truncated_every_byte),
-        cmocka_unit_test(test_hostile_lengths),
-        cmocka_unit_test(test_hostile_structure),
-        cmocka_unit_test(test_hostile_tensors),
-        cmocka_unit_test(test_header_ceiling),
-        cmocka_unit_test(test_alloc_torture),
-        cmocka_unit_test(test_split_sets),
+        cmocka_unit_test(test_valid_mem_and_file), cmocka_unit_test(test_versions),
+        cmocka_unit_test(test_not_gguf),           cmocka_unit_test(test_truncated_every_byte),
+        cmocka_unit_test(test_hostile_lengths),    cmocka_unit_test(test_hostile_structure),
+        cmocka_unit_test(test_hostile_tensors),    cmocka_unit_test(test_header_ceiling),
+        cmocka_unit_test(test_alloc_torture),      cmocka_unit_test(test_split_sets),
         cmocka_unit_test(test_ggml_types),
     };
     return cmocka_run_group_tests_name("gguf", tests, NULL, NULL);

@@ -81,7 +81,8 @@ static void test_inspect(void **state)
     assert_int_equal(json_integer_value(json_object_get(arch, "n_vocab")), 40);
     assert_string_equal(json_string_value(json_object_get(arch, "file_type_name")), "Q4_K_M");
     /* a name with a byte that is not UTF-8 still comes out, with U+FFFD */
-    assert_string_equal(json_string_value(json_object_get(arch, "name")), "tiny \xEF\xBF\xBD bytes");
+    assert_string_equal(json_string_value(json_object_get(arch, "name")),
+                        "tiny \xEF\xBF\xBD bytes");
     /* the 40-token array is summarized */
     json_t *tok = json_object_get(json_object_get(j, "metadata"), "tokenizer.ggml.tokens");
     assert_int_equal(json_integer_value(json_object_get(tok, "count")), 40);
@@ -202,6 +203,81 @@ static void test_json_torture(void **state)
     gb_free(&b);
 }
 
+/* `gguf synth` option handling, with a hand-made vocabulary (no llama.cpp needed). */
+static void test_synth_cli(void **state)
+{
+    char *dir = swt_tmpdir();
+    char vocab[4096], out[4096];
+    snprintf(vocab, sizeof(vocab), "%s", swt_join(dir, "v.gguf"));
+    snprintf(out, sizeof(out), "%s", swt_join(dir, "o.gguf"));
+    struct sw_gguf_writer *w = NULL;
+    assert_int_equal(sw_gguf_writer_new(&w, 3, 32), 0);
+    assert_int_equal(sw_gguf_writer_set_str(w, "tokenizer.ggml.model", "gpt2"), 0);
+    struct sw_gguf_str toks[200];
+    char txt[200][8];
+    for (int i = 0; i < 200; i++) {
+        toks[i].len = (uint64_t)snprintf(txt[i], sizeof(txt[i]), "w%d", i);
+        toks[i].s = txt[i];
+    }
+    struct sw_gguf_value v = {.type = SW_GGUF_ARRAY};
+    v.as.arr.elem = SW_GGUF_STRING;
+    v.as.arr.n = 200;
+    v.as.arr.v.str = toks;
+    assert_int_equal(sw_gguf_writer_set(w, "tokenizer.ggml.tokens", &v), 0);
+    struct sw_err e;
+    assert_int_equal(sw_gguf_writer_write(w, vocab, &e), 0);
+    sw_gguf_writer_free(w);
+
+    struct swt_run r;
+    swt_slipway(&r, "gguf", "synth", "--arch", "gemma3", "--layers", "3", "--swa", "32",
+                "--swa-pattern", "3", "--ctx", "2k", "--vocab", vocab, "--out", out, "--json",
+                NULL);
+    assert_int_equal(r.status, 0);
+    json_t *j = swt_json_out(&r);
+    assert_string_equal(json_string_value(json_object_get(j, "arch")), "gemma3");
+    assert_true(json_is_null(json_object_get(j, "in")));
+    assert_string_equal(json_string_value(json_object_get(j, "chat_template")), "chatml");
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(j, "n_vocab"), "to")),
+                     200);
+    json_decref(j);
+    swt_run_free(&r);
+    struct sw_gguf *g = NULL;
+    assert_int_equal(sw_gguf_open(out, &g, &e), 0);
+    uint64_t u;
+    assert_int_equal(sw_gguf_arch_u64(g, "block_count", &u), 0);
+    assert_int_equal(u, 3);
+    assert_int_equal(sw_gguf_arch_u64(g, "attention.sliding_window_pattern", &u), 0);
+    assert_int_equal(u, 3);
+    assert_int_equal(sw_gguf_arch_u64(g, "context_length", &u), 0);
+    assert_int_equal(u, 2000);
+    sw_gguf_free(g);
+    /* human output */
+    swt_slipway(&r, "gguf", "synth", "--arch", "gemma3", "--vocab", vocab, "--out", out, NULL);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "gemma3 model, vocabulary 128 -> 200 tokens"));
+    swt_run_free(&r);
+    /* refusals */
+    static const char *const bad[][8] = {
+        {"--arch", "gemma3", "--in", "x.gguf", NULL},
+        {"--arch", "gemma3", "--layers", "0", NULL},
+        {"--arch", "llama", NULL},
+        {"--arch", "gemma3", "--template", "jinja", NULL},
+        {"--arch", "gemma3", "--bogus", NULL},
+    };
+    for (size_t i = 0; i < SW_ARRAY_LEN(bad); i++) {
+        const char *argv[16] = {swt_bin(), "gguf", "synth", "--vocab", vocab, "--out", out};
+        int k = 7;
+        for (int m = 0; bad[i][m]; m++)
+            argv[k++] = bad[i][m];
+        argv[k] = NULL;
+        swt_run(argv, NULL, 60, &r);
+        if (r.status != 2)
+            fail_msg("case %zu: exit %d: %s", i, r.status, r.err);
+        swt_run_free(&r);
+    }
+    swt_tmpdir_free(dir);
+}
+
 int main(void)
 {
     sw_core_init();
@@ -209,6 +285,7 @@ int main(void)
         cmocka_unit_test(test_inspect),
         cmocka_unit_test(test_roles),
         cmocka_unit_test(test_json_torture),
+        cmocka_unit_test(test_synth_cli),
     };
     return cmocka_run_group_tests_name("gguf_cli", tests, NULL, NULL);
 }

@@ -31,7 +31,7 @@ static void write_vocab(const char *path, uint64_t n, bool with_template)
     assert_int_equal(sw_gguf_writer_set_u32(w, "llama.context_length", 4096), 0);
     assert_int_equal(sw_gguf_writer_set_str(w, "tokenizer.ggml.model", "llama"), 0);
     struct sw_gguf_str *tok = calloc(n, sizeof(*tok));
-    char (*txt)[16] = calloc(n, 16);
+    char(*txt)[16] = calloc(n, 16);
     double *sc = calloc(n, sizeof(double));
     for (uint64_t i = 0; i < n; i++) {
         tok[i].len = (uint64_t)snprintf(txt[i], 16, "t%llu", (unsigned long long)i);
@@ -48,8 +48,7 @@ static void write_vocab(const char *path, uint64_t n, bool with_template)
     assert_int_equal(sw_gguf_writer_set(w, "tokenizer.ggml.scores", &v), 0);
     assert_int_equal(sw_gguf_writer_set_u32(w, "tokenizer.ggml.bos_token_id", 1), 0);
     if (with_template)
-        assert_int_equal(sw_gguf_writer_set_str(w, "tokenizer.chat_template", "{{ messages }}"),
-                         0);
+        assert_int_equal(sw_gguf_writer_set_str(w, "tokenizer.chat_template", "{{ messages }}"), 0);
     struct sw_err e;
     assert_int_equal(sw_gguf_writer_write(w, path, &e), 0);
     sw_gguf_writer_free(w);
@@ -176,18 +175,16 @@ static void write_input(const char *path)
         bias[i] = (float)i;
     for (size_t i = 0; i < SW_ARRAY_LEN(pos); i++)
         pos[i] = (float)i / 7;
-    assert_int_equal(sw_gguf_writer_add_tensor(w, "token_embd.weight", 1, 2, (uint64_t[]){64, 128},
-                                               emb, false),
-                     0);
+    assert_int_equal(
+        sw_gguf_writer_add_tensor(w, "token_embd.weight", 1, 2, (uint64_t[]){64, 128}, emb, false),
+        0);
     assert_int_equal(sw_gguf_writer_add_tensor(w, "position_embd.weight", 0, 2,
                                                (uint64_t[]){64, 256}, pos, false),
                      0);
-    assert_int_equal(sw_gguf_writer_add_tensor(w, "output.weight", 1, 2, (uint64_t[]){64, 128}, emb,
-                                               false),
-                     0);
-    assert_int_equal(sw_gguf_writer_add_tensor(w, "output.bias", 0, 1, (uint64_t[]){128}, bias,
-                                               false),
-                     0);
+    assert_int_equal(
+        sw_gguf_writer_add_tensor(w, "output.weight", 1, 2, (uint64_t[]){64, 128}, emb, false), 0);
+    assert_int_equal(
+        sw_gguf_writer_add_tensor(w, "output.bias", 0, 1, (uint64_t[]){128}, bias, false), 0);
     assert_int_equal(sw_gguf_writer_add_tensor(w, "blk.0.ffn_up.weight", 0, 2,
                                                (uint64_t[]){64, 128}, pos, false),
                      0);

@@ -187,8 +187,8 @@ static int fill(struct sw_gguf_writer *w, const struct src *s)
         rc = sw_gguf_writer_add_tensor(w, "token_embd.weight", 0, 2, (uint64_t[]){64, 10}, s->emb,
                                        false);
     if (!rc)
-        rc = sw_gguf_writer_add_tensor(w, "blk.0.attn_q.weight", 1, 2, (uint64_t[]){32, 4},
-                                       s->half, true);
+        rc = sw_gguf_writer_add_tensor(w, "blk.0.attn_q.weight", 1, 2, (uint64_t[]){32, 4}, s->half,
+                                       true);
     if (!rc)
         rc = sw_gguf_writer_add_tensor(w, "blk.0.ffn_up.weight", 8, 2, (uint64_t[]){32, 3}, s->q8,
                                        false);
@@ -391,14 +391,14 @@ static void test_refusals(void **state)
                      SW_EINVAL);
     assert_int_equal(sw_gguf_writer_add_tensor(w, "x", 0, 2, (uint64_t[]){4, 0}, data, true),
                      SW_ERANGE);
-    assert_int_equal(sw_gguf_writer_add_tensor(w, "x", 0, 5, (uint64_t[]){1, 1, 1, 1, 1}, data,
-                                               true),
-                     SW_EINVAL);
+    assert_int_equal(
+        sw_gguf_writer_add_tensor(w, "x", 0, 5, (uint64_t[]){1, 1, 1, 1, 1}, data, true),
+        SW_EINVAL);
     assert_int_equal(sw_gguf_writer_add_tensor(w, "x", 31, 1, (uint64_t[]){32}, data, true),
                      SW_EINVAL);
-    assert_int_equal(sw_gguf_writer_add_tensor(w, "x", 0, 2,
-                                               (uint64_t[]){1ull << 40, 1ull << 40}, data, true),
-                     SW_ERANGE);
+    assert_int_equal(
+        sw_gguf_writer_add_tensor(w, "x", 0, 2, (uint64_t[]){1ull << 40, 1ull << 40}, data, true),
+        SW_ERANGE);
     assert_int_equal(sw_gguf_writer_add_tensor(w, "x", 0, 1, (uint64_t[]){4}, NULL, true),
                      SW_EINVAL);
     assert_int_equal(sw_gguf_writer_n_tensors(w), 0);
