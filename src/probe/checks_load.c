@@ -1,0 +1,400 @@
+/*
+ * The battery's load checks: over_length (a prompt past the window is a clean 400 in the
+ * engine's shape, and the endpoint survives it), concurrency (the declared slots really run at
+ * once, and one request more waits), speed (decode and prefill tok/s at two or three depths, as
+ * the client sees them and as llama.cpp's timings say), worst_case (prompt + max_tokens fill the
+ * window and run to the end; the endpoint must still be alive).
+ *
+ * Requests that must generate a fixed number of tokens set "ignore_eos" (llama.cpp, vLLM and
+ * SGLang all accept it); llama.cpp's prompt cache is turned off where it would hide prefill.
+ *
+ * What it deliberately does not do: hold timing thresholds. Overlap and queueing are read from
+ * the order of events; speeds are reported, not judged.
+ */
+#include "probe_int.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static unsigned nonce(void)
+{
+    return (unsigned)(sw_now_ns() / 1000u);
+}
+
+/* A streamed request that generates exactly max_tokens after a prompt of ~depth tokens. */
+static json_t *fixed_body(struct sw__probe *p, size_t depth, int max_tokens, unsigned n)
+{
+    char *prompt = sw__probe_filler(depth, n);
+    if (!prompt)
+        return NULL;
+    json_t *b = sw__probe_chat(p, prompt, max_tokens, true);
+    sw_free(prompt);
+    if (!b)
+        return NULL;
+    sw_json_set_bool(b, "ignore_eos", true);
+    if (p->eng == SW__ENG_LLAMACPP)
+        sw_json_set_bool(b, "cache_prompt", false);
+    return b;
+}
+
+void sw__probe_over_length(struct sw__probe *p, struct sw_probe_result *r)
+{
+    int64_t w = p->reported > 0 ? p->reported : p->window;
+    if (w <= 0) {
+        sw__probe_set(r, SW_PROBE_SKIP, "no window known (give --window)",
+                      "the server reports no context length");
+        return;
+    }
+    /* ~1.5 x the window in 4-byte units: about 1.3 x in real tokens, safely past it */
+    size_t target = (size_t)w + (size_t)w / 2 + 64;
+    char *prompt = sw__probe_filler(target, nonce());
+    json_t *body = prompt ? sw__probe_chat(p, prompt, 8, false) : NULL;
+    sw_free(prompt);
+    struct sw_openai_result res;
+    struct sw_net_resp resp;
+    char d[600], alive[300], ws[32];
+    sw_openai_result_init(&res, 0, 0);
+    int rc = sw__probe_post(p, body, &res, &resp, NULL, NULL, 0);
+    json_decref(body);
+    sw_fmt_count((uint64_t)w, ws, sizeof(ws));
+    sw_json_set_int(r->data, "window", w);
+    sw_json_set_int(r->data, "status", resp.status);
+    struct sw_openai_error oe;
+    memset(&oe, 0, sizeof(oe));
+    if (!rc && resp.status != 200)
+        sw__probe_error_of(&resp, &oe);
+    bool ok_now = !rc && resp.status == 400 && oe.kind == SW_OAI_ERR_CONTEXT;
+    bool is_alive = sw__probe_alive(p, alive, sizeof(alive));
+    sw_json_set_bool(r->data, "alive_after", is_alive);
+    if (oe.present) {
+        sw_json_set_str(r->data, "error_type", oe.type);
+        sw_json_set_int(r->data, "n_prompt_tokens", oe.n_prompt_tokens);
+        sw_json_set_int(r->data, "n_ctx", oe.n_ctx);
+    }
+    if (rc) {
+        sw__probe_set(r, SW_PROBE_FAIL, "the over-length request broke the connection",
+                      "a ~%zu-token prompt for a %s window: %s; %s", target, ws,
+                      sw__probe_describe(&resp, d, sizeof(d)), alive);
+    } else if (resp.status == 200) {
+        sw__probe_set(r, SW_PROBE_FAIL,
+                      "a prompt longer than the window was accepted (truncated, or the window is "
+                      "larger than reported)",
+                      "HTTP 200 with usage.prompt_tokens %lld for a %s window; %s",
+                      (long long)res.usage.prompt_tokens, ws, alive);
+    } else if (!ok_now) {
+        sw__probe_set(r, SW_PROBE_FAIL, "refused, but not as a context-length error",
+                      "%s; %s", sw__probe_describe(&resp, d, sizeof(d)), alive);
+    } else if (!is_alive) {
+        sw__probe_set(r, SW_PROBE_FAIL, "the endpoint died after refusing a long prompt",
+                      "HTTP 400 %s; then %s", oe.type, alive);
+    } else if (oe.n_prompt_tokens > 0 && oe.n_ctx > 0) {
+        char a[32], b[32];
+        sw__probe_set(r, SW_PROBE_PASS, NULL,
+                      "HTTP 400 %s: n_prompt_tokens %s > n_ctx %s; still alive", oe.type,
+                      sw_fmt_count((uint64_t)oe.n_prompt_tokens, a, sizeof(a)),
+                      sw_fmt_count((uint64_t)oe.n_ctx, b, sizeof(b)));
+    } else {
+        sw__probe_set(r, SW_PROBE_PASS, NULL, "HTTP 400 %s: %.200s; still alive",
+                      oe.type[0] ? oe.type : sw_openai_err_shape_name(oe.shape), oe.message);
+    }
+    sw_openai_result_free(&res);
+    sw_net_resp_free(&resp);
+}
+
+/* ---- concurrency ---- */
+
+struct flight {
+    struct sw_net_xfer x;
+    struct sw_openai_result res;
+    char *body;
+};
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+void sw__probe_concurrency(struct sw__probe *p, struct sw_probe_result *r)
+{
+    int n = p->slots;
+    if (n <= 0) {
+        sw__probe_set(r, SW_PROBE_SKIP, "the number of slots is unknown (give --slots)",
+                      "no slot count given or reported");
+        return;
+    }
+    if (n > 256) {
+        sw__probe_set(r, SW_PROBE_SKIP, "more than 256 slots: not probed", "%d slots", n);
+        return;
+    }
+    const int max_tokens = 24;
+    int total = n + 1;
+    struct flight *f = sw_calloc((size_t)total, sizeof(*f));
+    uint64_t *first = sw_calloc((size_t)total, sizeof(*first));
+    char d[512];
+    if (!f || !first) {
+        sw_free(f);
+        sw_free(first);
+        sw__probe_set(r, SW_PROBE_FAIL, "out of memory", "cannot hold %d requests", total);
+        return;
+    }
+    int started = 0;
+    for (int i = 0; i < total; i++) {
+        json_t *b = fixed_body(p, 32, max_tokens, nonce() + (unsigned)i * 7919u);
+        f[i].body = b ? json_dumps(b, JSON_COMPACT) : NULL;
+        json_decref(b);
+        sw_net_xfer_init(&f[i].x);
+        sw_openai_result_init(&f[i].res, 0, 0);
+        if (!f[i].body)
+            continue;
+        sw__probe_req(p, &f[i].x.req, 0);
+        f[i].x.req.url = sw__probe_url(p, "/v1/chat/completions");
+        f[i].x.req.body = f[i].body;
+        f[i].x.req.body_len = strlen(f[i].body);
+        f[i].x.req.on_event = sw_openai_on_event;
+        f[i].x.req.ud = &f[i].res;
+        if (!sw_net_start(&p->loop, &f[i].x, NULL))
+            started++;
+    }
+    sw_net_loop_run(&p->loop);
+    int bad = -1;
+    uint64_t t0 = UINT64_MAX, min_done = UINT64_MAX;
+    for (int i = 0; i < total; i++) {
+        if (f[i].x.resp.rc || f[i].x.resp.status != 200 || !f[i].res.t_first_chunk) {
+            if (bad < 0)
+                bad = i;
+            continue;
+        }
+        t0 = SW_MIN(t0, f[i].x.resp.t.start);
+        first[i] = f[i].res.t_first_chunk;
+        min_done = SW_MIN(min_done, f[i].res.t_last_chunk);
+    }
+    if (started < total || bad >= 0) {
+        int i = bad >= 0 ? bad : 0;
+        sw__probe_set(r, SW_PROBE_FAIL, "a parallel request failed", "request %d of %d: %s", i + 1,
+                      total, sw__probe_describe(&f[i].x.resp, d, sizeof(d)));
+        goto out;
+    }
+    qsort(first, (size_t)total, sizeof(*first), cmp_u64);
+    /* the n earliest first chunks all came before any stream ended: they ran at once */
+    bool overlap = first[n - 1] < min_done;
+    /* the last one's first chunk came after a stream ended: it waited for a slot */
+    bool queued = first[n] >= min_done;
+    json_t *arr = json_array();
+    char list[256] = "";
+    size_t used = 0;
+    for (int i = 0; i < total; i++) {
+        double s = (double)(first[i] - t0) / 1e9;
+        json_array_append_new(arr, json_real(s));
+        if (i < n && used < sizeof(list) - 1) {
+            int w = snprintf(list + used, sizeof(list) - used, "%s%.2f", i ? "/" : "", s);
+            if (w > 0)
+                used += (size_t)w;
+        }
+    }
+    sw_json_set_new(r->data, "first_chunk_s", arr);
+    sw_json_set_real(r->data, "first_finish_s", (double)(min_done - t0) / 1e9);
+    sw_json_set_int(r->data, "slots", n);
+    double ff = (double)(min_done - t0) / 1e9, last = (double)(first[n] - t0) / 1e9;
+    if (!overlap)
+        sw__probe_set(r, SW_PROBE_FAIL, "the declared slots do not run at once",
+                      "%d streams: first chunks at %s s, but a stream finished at %.2f s before "
+                      "the %dth began",
+                      n, list, ff, n);
+    else if (!queued)
+        sw__probe_set(r, SW_PROBE_FAIL,
+                      "one request more than the slots did not wait: the server runs more than "
+                      "the declared slots",
+                      "%d streams overlapped (first chunks at %s s) and stream %d began at %.2f s, "
+                      "before the first finished at %.2f s",
+                      n, list, n + 1, last, ff);
+    else
+        sw__probe_set(r, SW_PROBE_PASS, NULL,
+                      "%d streams overlapped (first chunks at %s s, first finish at %.2f s); "
+                      "stream %d began at %.2f s, after a slot freed",
+                      n, list, ff, n + 1, last);
+out:
+    for (int i = 0; i < total; i++) {
+        sw_net_xfer_close(&f[i].x);
+        sw_openai_result_free(&f[i].res);
+        sw_free(f[i].body);
+    }
+    sw_free(f);
+    sw_free(first);
+}
+
+/* ---- speed ---- */
+
+struct depth_run {
+    int64_t prompt_tokens, completion_tokens;
+    double ttft_s, decode_tps, prefill_tps, srv_decode_tps, srv_prefill_tps;
+};
+
+static int run_depth(struct sw__probe *p, size_t depth, int max_tokens, struct depth_run *out,
+                     char *why, size_t whyn)
+{
+    json_t *b = fixed_body(p, depth, max_tokens, nonce());
+    struct sw_openai_result res;
+    struct sw_net_resp resp;
+    sw_openai_result_init(&res, 0, 0);
+    int rc = sw__probe_post(p, b, &res, &resp, NULL, NULL, 0);
+    json_decref(b);
+    memset(out, 0, sizeof(*out));
+    if (rc || resp.status != 200 || !res.usage.present || !res.t_first_text) {
+        if (rc || resp.status != 200)
+            sw__probe_describe(&resp, why, whyn);
+        else
+            snprintf(why, whyn, "%s", res.usage.present ? "no text came" : "no usage in the stream");
+        rc = rc ? rc : SW_EHTTP;
+        goto out;
+    }
+    uint64_t last_text = res.t_first_text;
+    for (size_t i = 0; i < res.nrecs; i++)
+        if (res.recs[i].content_bytes || res.recs[i].reasoning_bytes)
+            last_text = res.recs[i].t_ns;
+    out->prompt_tokens = res.usage.prompt_tokens;
+    out->completion_tokens = res.usage.completion_tokens;
+    out->ttft_s = (double)(res.t_first_text - resp.t.start) / 1e9;
+    out->prefill_tps = out->ttft_s > 0 ? (double)out->prompt_tokens / out->ttft_s : 0;
+    /* tokens after the first, over the time between the first and the last text */
+    double span = (double)(last_text - res.t_first_text) / 1e9;
+    out->decode_tps = span > 0 && out->completion_tokens > 1
+                          ? (double)(out->completion_tokens - 1) / span
+                          : 0;
+    out->srv_decode_tps = res.timings.present ? res.timings.predicted_per_second : NAN;
+    out->srv_prefill_tps = res.timings.present ? res.timings.prompt_per_second : NAN;
+out:
+    sw_openai_result_free(&res);
+    sw_net_resp_free(&resp);
+    return rc;
+}
+
+void sw__probe_speed(struct sw__probe *p, struct sw_probe_result *r)
+{
+    const int max_tokens = 32;
+    int64_t w = p->reported > 0 ? p->reported : p->window;
+    size_t depths[3];
+    size_t nd = 0;
+    size_t room = w > 0 ? (size_t)w - SW_MIN((size_t)w, (size_t)max_tokens + 96) : 8192;
+    /* prompts are sized in ~4-byte units, which come out at ~0.85 tokens each */
+    size_t want[3] = {128, w > 0 ? (size_t)w / 4 : 1024, w > 0 ? (size_t)w / 2 : 4096};
+    if (want[1] > 2048)
+        want[1] = 2048;
+    if (want[2] > 8192)
+        want[2] = 8192;
+    for (int i = 0; i < 3; i++) {
+        size_t d = SW_MIN(want[i], room);
+        if (d >= 16 && (nd == 0 || d > depths[nd - 1] + depths[nd - 1] / 4))
+            depths[nd++] = d;
+    }
+    json_t *arr = json_array();
+    char line[900] = "";
+    size_t used = 0;
+    int failed = 0;
+    char why[512] = "";
+    for (size_t i = 0; i < nd; i++) {
+        struct depth_run dr;
+        char w1[512];
+        if (run_depth(p, depths[i], max_tokens, &dr, w1, sizeof(w1))) {
+            if (!failed++)
+                snprintf(why, sizeof(why), "depth ~%zu: %.400s", depths[i], w1);
+            continue;
+        }
+        json_t *o = json_object();
+        sw_json_set_int(o, "prompt_tokens", dr.prompt_tokens);
+        sw_json_set_int(o, "completion_tokens", dr.completion_tokens);
+        sw_json_set_real(o, "ttft_s", dr.ttft_s);
+        sw_json_set_real(o, "decode_tps", dr.decode_tps);
+        sw_json_set_real(o, "prefill_tps", dr.prefill_tps);
+        sw_json_set_new(o, "server_decode_tps",
+                        isnan(dr.srv_decode_tps) ? json_null() : json_real(dr.srv_decode_tps));
+        sw_json_set_new(o, "server_prefill_tps",
+                        isnan(dr.srv_prefill_tps) ? json_null() : json_real(dr.srv_prefill_tps));
+        json_array_append_new(arr, o);
+        char sd[32] = "", sp[32] = "";
+        if (!isnan(dr.srv_decode_tps))
+            snprintf(sd, sizeof(sd), " (server %.1f)", dr.srv_decode_tps);
+        if (!isnan(dr.srv_prefill_tps))
+            snprintf(sp, sizeof(sp), " (server %.0f)", dr.srv_prefill_tps);
+        if (used < sizeof(line) - 1) {
+            int n = snprintf(line + used, sizeof(line) - used,
+                             "%sctx %lld: decode %.1f%s tok/s, prefill %.0f%s tok/s", used ? "; " : "",
+                             (long long)dr.prompt_tokens, dr.decode_tps, sd, dr.prefill_tps, sp);
+            if (n > 0)
+                used += (size_t)n;
+        }
+        if (dr.decode_tps <= 0 || dr.prefill_tps <= 0) {
+            if (!failed++)
+                snprintf(why, sizeof(why), "ctx %lld: no measurable rate",
+                         (long long)dr.prompt_tokens);
+        }
+    }
+    sw_json_set_new(r->data, "depths", arr);
+    if (!nd)
+        sw__probe_set(r, SW_PROBE_SKIP, "the window is too small to probe speed", "window %lld",
+                      (long long)w);
+    else if (failed)
+        sw__probe_set(r, SW_PROBE_FAIL, why, "%s", line[0] ? line : "no depth measured");
+    else
+        sw__probe_set(r, SW_PROBE_PASS, NULL, "%s", line);
+}
+
+/* ---- worst case ---- */
+
+void sw__probe_worst_case(struct sw__probe *p, struct sw_probe_result *r)
+{
+    int64_t w = p->reported > 0 ? p->reported : p->window;
+    char d[512], alive[300];
+    if (w <= 64) {
+        sw__probe_set(r, SW_PROBE_SKIP, "no window known (give --window)", "window %lld",
+                      (long long)w);
+        return;
+    }
+    /* learn the prompt's real token count first, then ask for exactly the rest of the window */
+    unsigned n = nonce();
+    json_t *b = fixed_body(p, (size_t)w / 2, 1, n);
+    struct sw_openai_result res;
+    struct sw_net_resp resp;
+    sw_openai_result_init(&res, 0, 0);
+    int rc = sw__probe_post(p, b, &res, &resp, NULL, NULL, 0);
+    json_decref(b);
+    int64_t prompt = res.usage.present ? res.usage.prompt_tokens : 0;
+    sw_openai_result_free(&res);
+    if (rc || resp.status != 200 || prompt <= 0 || prompt >= w) {
+        sw__probe_set(r, SW_PROBE_FAIL, "could not size the prompt", "a half-window prompt: %s",
+                      sw__probe_describe(&resp, d, sizeof(d)));
+        sw_net_resp_free(&resp);
+        return;
+    }
+    sw_net_resp_free(&resp);
+    int64_t gen = w - prompt;
+    b = fixed_body(p, (size_t)w / 2, (int)SW_MIN(gen, (int64_t)INT32_MAX), n);
+    sw_openai_result_init(&res, 0, 0);
+    /* the whole window at the decode rate: allow ten request budgets */
+    rc = sw__probe_post(p, b, &res, &resp, NULL, NULL, p->timeout_ms * 10u);
+    json_decref(b);
+    sw_json_set_int(r->data, "prompt_tokens", prompt);
+    sw_json_set_int(r->data, "max_tokens", gen);
+    sw_json_set_int(r->data, "completion_tokens",
+                    res.usage.present ? res.usage.completion_tokens : -1);
+    bool is_alive = sw__probe_alive(p, alive, sizeof(alive));
+    sw_json_set_bool(r->data, "alive_after", is_alive);
+    char a[32], g[32], ws[32];
+    sw_fmt_count((uint64_t)prompt, a, sizeof(a));
+    sw_fmt_count((uint64_t)(res.usage.present ? res.usage.completion_tokens : 0), g, sizeof(g));
+    sw_fmt_count((uint64_t)w, ws, sizeof(ws));
+    if (rc || resp.status != 200)
+        sw__probe_set(r, SW_PROBE_FAIL, "a request filling the window did not complete",
+                      "prompt %s + max_tokens %lld: %s; %s", a, (long long)gen,
+                      sw__probe_describe(&resp, d, sizeof(d)), alive);
+    else if (!is_alive)
+        sw__probe_set(r, SW_PROBE_FAIL, "the endpoint died after a request that filled the window",
+                      "prompt %s + %s generated; then %s", a, g, alive);
+    else
+        sw__probe_set(r, SW_PROBE_PASS, NULL,
+                      "prompt %s + %s generated = the %s window in %s; still alive (%s)", a, g, ws,
+                      sw__probe_dur(resp.t.done - resp.t.start, d, sizeof(d)), alive);
+    sw_openai_result_free(&res);
+    sw_net_resp_free(&resp);
+}

@@ -1,0 +1,592 @@
+/*
+ * The battery's runner: checks the target, runs readiness, discovers what the caller did not say
+ * (engine, served name, window, slots, vision) from the endpoint itself, runs the selected checks
+ * in order on one event loop, and renders the report as JSON or as a table. Also the helpers the
+ * checks share (requests with the token and timeouts, outcome recording, filler prompts).
+ *
+ * What it deliberately does not do: decide anything a check decides, or retry.
+ */
+#include "probe_int.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <string.h>
+#include <strings.h>
+
+typedef void (*check_fn)(struct sw__probe *p, struct sw_probe_result *r);
+
+static const struct {
+    const char *name;
+    check_fn fn;
+    bool by_default;
+} checks[] = {
+    {"readiness", sw__probe_readiness, true},
+    {"liveness", sw__probe_liveness, true},
+    {"models", sw__probe_models, true},
+    {"chat", sw__probe_chat_check, true},
+    {"stream", sw__probe_stream, true},
+    {"reasoning", sw__probe_reasoning, true},
+    {"tool_calls", sw__probe_tool_calls, true},
+    {"vision", sw__probe_vision, true},
+    {"metrics", sw__probe_metrics, true},
+    {"over_length", sw__probe_over_length, true},
+    {"concurrency", sw__probe_concurrency, true},
+    {"speed", sw__probe_speed, true},
+    {"worst_case", sw__probe_worst_case, false},
+};
+
+static const char *const names[] = {"readiness", "liveness",    "models",      "chat",
+                                    "stream",    "reasoning",   "tool_calls",  "vision",
+                                    "metrics",   "over_length", "concurrency", "speed",
+                                    "worst_case"};
+
+const char *const *sw_probe_check_names(size_t *n)
+{
+    *n = SW_ARRAY_LEN(names);
+    return names;
+}
+
+const char *sw_probe_status_name(enum sw_probe_status s)
+{
+    switch (s) {
+    case SW_PROBE_PASS: return "pass";
+    case SW_PROBE_FAIL: return "fail";
+    default: return "skip";
+    }
+}
+
+/* ---- helpers shared by the checks ---- */
+
+const char *sw__probe_url(struct sw__probe *p, const char *path)
+{
+    static char rot[8][1024];
+    static int i;
+    char *b = rot[i++ % 8];
+    snprintf(b, sizeof(rot[0]), "%s%s", p->base, path);
+    return b;
+}
+
+void sw__probe_req(struct sw__probe *p, struct sw_net_req *q, unsigned total_ms)
+{
+    memset(q, 0, sizeof(*q));
+    q->bearer = p->t->api_key && *p->t->api_key ? p->t->api_key : NULL;
+    q->connect_ms = 10000;
+    /* a stalled reply is a failure long before the total budget */
+    q->idle_ms = p->timeout_ms;
+    q->total_ms = total_ms ? total_ms : p->timeout_ms;
+    q->body_max = 64u * 1024u * 1024u;
+}
+
+int sw__probe_get(struct sw__probe *p, const char *path, struct sw_net_resp *resp)
+{
+    struct sw_net_req q;
+    sw__probe_req(p, &q, 30000);
+    q.url = sw__probe_url(p, path);
+    return sw_net_request(&p->loop, &q, resp, NULL);
+}
+
+json_t *sw__probe_chat(struct sw__probe *p, const char *user, int max_tokens, bool stream)
+{
+    struct sw_openai_chat c;
+    sw_openai_chat_init(&c);
+    json_t *msgs = json_array();
+    if (!msgs || json_array_append_new(msgs, sw_openai_msg("user", user))) {
+        json_decref(msgs);
+        return NULL;
+    }
+    c.model = p->model[0] ? p->model : NULL;
+    c.messages = msgs;
+    c.max_tokens = max_tokens;
+    c.stream = stream;
+    c.include_usage = stream;
+    c.temperature = 0;
+    c.has_seed = true;
+    c.seed = 42;
+    json_t *j = sw_openai_chat_json(&c, NULL);
+    json_decref(msgs);
+    return j;
+}
+
+struct post_ctx {
+    struct sw_openai_result *res;
+    sw_sse_event_fn on_event;
+    void *ud;
+};
+
+static int post_event(void *ud, const struct sw_sse_event *ev)
+{
+    struct post_ctx *c = ud;
+    int rc = sw_openai_on_event(c->res, ev);
+    if (rc)
+        return rc;
+    return c->on_event ? c->on_event(c->ud, ev) : 0;
+}
+
+int sw__probe_post(struct sw__probe *p, json_t *body, struct sw_openai_result *res,
+                   struct sw_net_resp *resp, sw_sse_event_fn on_event, void *ud,
+                   unsigned total_ms)
+{
+    memset(resp, 0, sizeof(*resp));
+    if (!body)
+        return SW_ENOMEM;
+    bool stream = json_is_true(json_object_get(body, "stream"));
+    char *text = json_dumps(body, JSON_COMPACT);
+    if (!text)
+        return SW_ENOMEM;
+    struct sw_net_req q;
+    sw__probe_req(p, &q, total_ms);
+    q.url = sw__probe_url(p, "/v1/chat/completions");
+    q.body = text;
+    q.body_len = strlen(text);
+    struct post_ctx c = {res, on_event, ud};
+    if (stream) {
+        q.on_event = post_event;
+        q.ud = &c;
+    }
+    int rc = sw_net_request(&p->loop, &q, resp, NULL);
+    sw_free(text);
+    if (stream) {
+        if (!rc)
+            sw_openai_finish(res, NULL);
+    } else if (!rc && resp->status == 200) {
+        struct sw_err e;
+        sw_err_clear(&e);
+        if (sw_openai_parse_response(res, resp->body.data, resp->body.len, &e) && !res->err.code)
+            res->err = e;
+    }
+    return rc;
+}
+
+char *sw__probe_filler(size_t tokens, unsigned nonce)
+{
+    static const char *const words[] = {
+        "river", "stone", "garden", "winter", "letter", "market", "silver", "engine",
+        "window", "forest", "harbor", "candle", "pepper", "ladder", "meadow", "copper",
+    };
+    struct sw_buf b;
+    sw_buf_init(&b, tokens * 8 + 256);
+    int rc = sw_buf_printf(&b, "[probe %u] Read this and reply with one word. ", nonce);
+    uint32_t x = nonce * 2654435761u + 1;
+    while (!rc && b.len < tokens * 4) {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        rc = sw_buf_puts(&b, words[x % SW_ARRAY_LEN(words)]);
+        if (!rc)
+            rc = sw_buf_putc(&b, ' ');
+    }
+    if (rc) {
+        sw_buf_free(&b);
+        return NULL;
+    }
+    return sw_buf_steal(&b);
+}
+
+void sw__probe_set(struct sw_probe_result *r, enum sw_probe_status st, const char *reason,
+                   const char *fmt, ...)
+{
+    r->status = st;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r->evidence, sizeof(r->evidence), fmt, ap);
+    va_end(ap);
+    snprintf(r->reason, sizeof(r->reason), "%s", reason ? reason : "");
+}
+
+void sw__probe_error_of(const struct sw_net_resp *resp, struct sw_openai_error *oe)
+{
+    sw_openai_parse_error(resp->body.data, resp->body.len, resp->status, oe);
+}
+
+const char *sw__probe_describe(const struct sw_net_resp *resp, char *out, size_t n)
+{
+    if (resp->rc) {
+        snprintf(out, n, "%s (%s)", resp->err.msg, sw_net_fail_name(resp->fail));
+        return out;
+    }
+    if (resp->status == 200) {
+        snprintf(out, n, "HTTP 200");
+        return out;
+    }
+    struct sw_openai_error oe;
+    sw__probe_error_of(resp, &oe);
+    snprintf(out, n, "HTTP %ld %s%s%s: %.300s", resp->status, sw_openai_err_kind_name(oe.kind),
+             oe.type[0] ? " " : "", oe.type, oe.message);
+    return out;
+}
+
+const char *sw__probe_dur(uint64_t ns, char *out, size_t n)
+{
+    if (ns >= 1000000000ull)
+        snprintf(out, n, "%.2f s", (double)ns / 1e9);
+    else
+        snprintf(out, n, "%.0f ms", (double)ns / 1e6);
+    return out;
+}
+
+bool sw__probe_alive(struct sw__probe *p, char *out, size_t n)
+{
+    json_t *body = sw__probe_chat(p, "Say OK.", 1, false);
+    struct sw_openai_result res;
+    struct sw_net_resp resp;
+    sw_openai_result_init(&res, 0, 0);
+    int rc = sw__probe_post(p, body, &res, &resp, NULL, NULL, 0);
+    bool ok = !rc && resp.status == 200 && !res.err.code;
+    char d[512];
+    if (ok)
+        snprintf(out, n, "a one-token generation answered in %s",
+                 sw__probe_dur(resp.t.done - resp.t.start, d, sizeof(d)));
+    else
+        snprintf(out, n, "a one-token generation failed: %s",
+                 sw__probe_describe(&resp, d, sizeof(d)));
+    json_decref(body);
+    sw_openai_result_free(&res);
+    sw_net_resp_free(&resp);
+    return ok;
+}
+
+/* ---- discovery ---- */
+
+static const char *eng_name(enum sw__probe_engine g)
+{
+    static const char *const n[] = {"", "llama.cpp", "vllm", "sglang"};
+    return n[g];
+}
+
+static enum sw__probe_engine eng_from(const char *s)
+{
+    if (!s)
+        return SW__ENG_UNKNOWN;
+    if (!strcasecmp(s, "llama.cpp") || !strcasecmp(s, "llamacpp") ||
+        !strcasecmp(s, "llama-server") || !strcasecmp(s, "llama"))
+        return SW__ENG_LLAMACPP;
+    if (!strcasecmp(s, "vllm"))
+        return SW__ENG_VLLM;
+    if (!strcasecmp(s, "sglang"))
+        return SW__ENG_SGLANG;
+    return SW__ENG_UNKNOWN;
+}
+
+static void found(struct sw__probe *p, const char *what, json_t *value, const char *from)
+{
+    json_t *o = json_object();
+    if (!o) {
+        json_decref(value);
+        return;
+    }
+    sw_json_set_new(o, "value", value ? value : json_null());
+    sw_json_set_str(o, "from", from);
+    sw_json_set_new(p->rep->found, what, o);
+}
+
+static void discover(struct sw__probe *p)
+{
+    const struct sw_probe_target *t = p->t;
+    p->eng = eng_from(t->engine);
+    if (p->eng)
+        found(p, "engine", json_string(eng_name(p->eng)), "given");
+    struct sw_net_resp r;
+    int64_t reported = 0;
+    const char *wfrom = NULL;
+    if (!sw__probe_get(p, "/v1/models", &r) && r.status == 200) {
+        struct sw_openai_models m;
+        if (!sw_openai_parse_models(r.body.data, r.body.len, &m, NULL) && m.n) {
+            const struct sw_openai_model *x = t->model ? sw_openai_models_find(&m, t->model) : NULL;
+            if (!x)
+                x = &m.v[0];
+            if (!p->eng && x->owned_by) {
+                p->eng = eng_from(!strcmp(x->owned_by, "llamacpp") ? "llama.cpp" : x->owned_by);
+                if (p->eng)
+                    found(p, "engine", json_string(eng_name(p->eng)), "/v1/models owned_by");
+            }
+            if (t->model) {
+                snprintf(p->model, sizeof(p->model), "%s", t->model);
+                found(p, "model", json_string(t->model), "given");
+            } else {
+                snprintf(p->model, sizeof(p->model), "%s", x->id);
+                found(p, "model", json_string(x->id), "/v1/models (the first listed)");
+            }
+            if (x->n_ctx > 0) {
+                reported = x->n_ctx;
+                wfrom = "/v1/models meta.n_ctx (per slot)";
+            } else if (x->max_model_len > 0) {
+                reported = x->max_model_len;
+                wfrom = "/v1/models max_model_len";
+            }
+        }
+        sw_openai_models_free(&m);
+    }
+    if (!p->eng) {
+        const char *server = sw_net_resp_header(&r, "server");
+        if (server && strstr(server, "llama.cpp")) {
+            p->eng = SW__ENG_LLAMACPP;
+            found(p, "engine", json_string("llama.cpp"), "Server header");
+        }
+    }
+    sw_net_resp_free(&r);
+    if (!p->model[0] && t->model)
+        snprintf(p->model, sizeof(p->model), "%s", t->model);
+    int props_slots = 0, props_vision = -1;
+    if (p->eng == SW__ENG_LLAMACPP && !sw__probe_get(p, "/props", &r) && r.status == 200) {
+        json_t *j = sw_json_parse(r.body.data, r.body.len, "/props", NULL);
+        if (j) {
+            json_t *ts = json_object_get(j, "total_slots");
+            if (json_is_integer(ts))
+                props_slots = (int)json_integer_value(ts);
+            json_t *nc = json_object_get(json_object_get(j, "default_generation_settings"), "n_ctx");
+            if (!reported && json_is_integer(nc)) {
+                reported = json_integer_value(nc);
+                wfrom = "/props default_generation_settings.n_ctx";
+            }
+            json_t *v = json_object_get(json_object_get(j, "modalities"), "vision");
+            if (json_is_boolean(v))
+                props_vision = json_is_true(v);
+            json_t *st = json_object_get(json_object_get(j, "chat_template_caps"), "supports_tools");
+            if (json_is_boolean(st)) {
+                p->tmpl_tools = json_is_true(st);
+                found(p, "template_tools", json_boolean(p->tmpl_tools),
+                      "/props chat_template_caps.supports_tools");
+            }
+            const char *tmpl = json_string_value(json_object_get(j, "chat_template"));
+            if (tmpl) {
+                /* the reasoning markers the templates llama.cpp knows use */
+                p->tmpl_think = strstr(tmpl, "<think>") || strstr(tmpl, "[THINK]") ||
+                                strstr(tmpl, "<|channel|>") || strstr(tmpl, "<seed:think>");
+                found(p, "template_reasoning", json_boolean(p->tmpl_think),
+                      "/props chat_template (a <think>-style block)");
+            }
+            json_decref(j);
+        }
+    }
+    sw_net_resp_free(&r);
+    p->reported = reported;
+    if (reported)
+        found(p, "reported_window", json_integer(reported), wfrom);
+    if (t->window > 0) {
+        p->window = t->window;
+        found(p, "window", json_integer(t->window), "given");
+    } else if (reported) {
+        p->window = reported;
+        found(p, "window", json_integer(reported), wfrom);
+    }
+    if (t->slots > 0) {
+        p->slots = t->slots;
+        found(p, "slots", json_integer(t->slots), "given");
+    } else if (props_slots > 0) {
+        p->slots = props_slots;
+        found(p, "slots", json_integer(props_slots), "/props total_slots");
+    }
+    if (t->vision >= 0) {
+        p->vision = t->vision;
+        found(p, "vision", json_boolean(t->vision), "given");
+    } else {
+        p->vision = props_vision;
+        if (props_vision >= 0)
+            found(p, "vision", json_boolean(props_vision), "/props modalities.vision");
+    }
+    snprintf(p->rep->engine, sizeof(p->rep->engine), "%s", eng_name(p->eng));
+    snprintf(p->rep->model, sizeof(p->rep->model), "%s", p->model);
+    p->rep->window = p->window;
+    p->rep->slots = p->slots;
+    p->rep->vision = p->vision;
+}
+
+/* ---- running ---- */
+
+static int select_checks(const struct sw_probe_target *t, bool *on, struct sw_err *e)
+{
+    for (size_t i = 0; i < SW_ARRAY_LEN(checks); i++)
+        on[i] = t->only ? false : (checks[i].by_default || (t->worst_case && !strcmp(checks[i].name, "worst_case")));
+    if (!t->only)
+        return 0;
+    const char *s = t->only;
+    while (*s) {
+        size_t len = strcspn(s, ", ");
+        if (len) {
+            bool hit = false;
+            for (size_t i = 0; i < SW_ARRAY_LEN(checks); i++) {
+                if (strlen(checks[i].name) == len && !strncmp(checks[i].name, s, len)) {
+                    on[i] = true;
+                    hit = true;
+                }
+            }
+            if (!hit)
+                return sw_err_set(e, SW_EINVAL, "--only: no check named '%.*s' (checks: "
+                                  "readiness, liveness, models, chat, stream, reasoning, "
+                                  "tool_calls, vision, metrics, over_length, concurrency, speed, "
+                                  "worst_case)", (int)len, s);
+        }
+        s += len;
+        while (*s == ',' || *s == ' ')
+            s++;
+    }
+    if (t->worst_case)
+        on[SW_ARRAY_LEN(checks) - 1] = true;
+    return 0;
+}
+
+static void set_base(struct sw__probe *p, const char *url)
+{
+    snprintf(p->base, sizeof(p->base), "%s", url);
+    size_t n = strlen(p->base);
+    while (n && p->base[n - 1] == '/')
+        p->base[--n] = '\0';
+    if (n >= 3 && !strcmp(p->base + n - 3, "/v1"))
+        p->base[n - 3] = '\0';
+}
+
+int sw_probe_run(const struct sw_probe_target *t, struct sw_probe_report *out, struct sw_err *e)
+{
+    memset(out, 0, sizeof(*out));
+    out->vision = -1;
+    int rc = 0;
+    struct sw__probe p;
+    memset(&p, 0, sizeof(p));
+    bool on[SW_ARRAY_LEN(checks)];
+    bool loop_ok = false;
+    if (!t->url || !*t->url)
+        return sw_err_set(e, SW_EINVAL, "probe: no URL");
+    rc = select_checks(t, on, e);
+    if (rc)
+        return rc;
+    out->found = json_object();
+    out->v = sw_calloc(SW_ARRAY_LEN(checks), sizeof(*out->v));
+    if (!out->found || !out->v) {
+        rc = sw_err_set(e, SW_ENOMEM, "out of memory");
+        goto out;
+    }
+    rc = sw_net_loop_init(&p.loop, NULL, e);
+    if (rc)
+        goto out;
+    loop_ok = true;
+    p.t = t;
+    p.rep = out;
+    p.timeout_ms = t->timeout_ms ? t->timeout_ms : 300000;
+    p.vision = -1;
+    p.tmpl_tools = -1;
+    p.tmpl_think = -1;
+    set_base(&p, t->url);
+    sw_net_redact_url(p.base, out->url, sizeof(out->url));
+    bool discovered = false;
+    for (size_t i = 0; i < SW_ARRAY_LEN(checks); i++) {
+        if (!on[i] && i != 0)
+            continue;
+        if (i == 0 && !on[i]) {
+            /* readiness not asked for: still wait through "loading" before anything else */
+            struct sw_probe_result scratch;
+            memset(&scratch, 0, sizeof(scratch));
+            scratch.data = json_object();
+            sw__probe_readiness(&p, &scratch);
+            json_decref(scratch.data);
+            continue;
+        }
+        if (i > 0 && !discovered) {
+            if (!p.unreachable)
+                discover(&p);
+            discovered = true;
+        }
+        struct sw_probe_result *r = &out->v[out->n++];
+        r->name = checks[i].name;
+        r->data = json_object();
+        if (!r->data) {
+            rc = sw_err_set(e, SW_ENOMEM, "out of memory");
+            goto out;
+        }
+        if (t->progress)
+            fprintf(t->progress, "probe: %s ...\n", r->name);
+        double t0 = sw_now_s();
+        if (p.unreachable && i > 0)
+            sw__probe_set(r, SW_PROBE_SKIP, p.unreachable_why, "not run: the endpoint is unreachable");
+        else
+            checks[i].fn(&p, r);
+        r->ms = (sw_now_s() - t0) * 1000.0;
+        if (r->status == SW_PROBE_PASS)
+            out->passed++;
+        else if (r->status == SW_PROBE_FAIL)
+            out->failed++;
+        else
+            out->skipped++;
+        if (t->progress)
+            fprintf(t->progress, "probe: %s %s (%.0f ms)\n", r->name,
+                    sw_probe_status_name(r->status), r->ms);
+    }
+out:
+    if (loop_ok)
+        sw_net_loop_close(&p.loop);
+    return rc;
+}
+
+void sw_probe_report_free(struct sw_probe_report *r)
+{
+    if (!r)
+        return;
+    for (size_t i = 0; i < r->n; i++)
+        json_decref(r->v[i].data);
+    sw_free(r->v);
+    json_decref(r->found);
+    memset(r, 0, sizeof(*r));
+}
+
+json_t *sw_probe_report_json(const struct sw_probe_report *r)
+{
+    json_t *j = json_object();
+    json_t *arr = json_array();
+    int rc = 0;
+    if (!j || !arr) {
+        json_decref(j);
+        json_decref(arr);
+        return NULL;
+    }
+    rc |= sw_json_set_str(j, "url", r->url);
+    rc |= sw_json_set_str(j, "engine", r->engine[0] ? r->engine : NULL);
+    rc |= sw_json_set_str(j, "model", r->model[0] ? r->model : NULL);
+    rc |= sw_json_set_new(j, "window", r->window ? json_integer(r->window) : json_null());
+    rc |= sw_json_set_new(j, "slots", r->slots ? json_integer(r->slots) : json_null());
+    rc |= sw_json_set_new(j, "vision", r->vision < 0 ? json_null() : json_boolean(r->vision));
+    rc |= sw_json_set_new(j, "found", r->found ? json_incref(r->found) : json_object());
+    for (size_t i = 0; i < r->n; i++) {
+        const struct sw_probe_result *c = &r->v[i];
+        json_t *o = json_object();
+        if (!o || json_array_append_new(arr, o)) {
+            rc = SW_ENOMEM;
+            break;
+        }
+        rc |= sw_json_set_str(o, "name", c->name);
+        rc |= sw_json_set_str(o, "status", sw_probe_status_name(c->status));
+        rc |= sw_json_set_str(o, "evidence", c->evidence);
+        rc |= sw_json_set_str(o, "reason", c->reason);
+        rc |= sw_json_set_real(o, "ms", round(c->ms * 10) / 10);
+        rc |= sw_json_set_new(o, "data", c->data ? json_incref(c->data) : json_object());
+    }
+    rc |= sw_json_set_new(j, "checks", arr);
+    rc |= sw_json_set_int(j, "passed", r->passed);
+    rc |= sw_json_set_int(j, "failed", r->failed);
+    rc |= sw_json_set_int(j, "skipped", r->skipped);
+    if (rc) {
+        json_decref(j);
+        return NULL;
+    }
+    return j;
+}
+
+void sw_probe_report_print(FILE *f, const struct sw_probe_report *r)
+{
+    char win[32] = "?", slots[16] = "?";
+    if (r->window)
+        sw_fmt_count((uint64_t)r->window, win, sizeof(win));
+    if (r->slots)
+        snprintf(slots, sizeof(slots), "%d", r->slots);
+    fprintf(f, "probe %s  engine %s, model %s, window %s, slots %s, vision %s\n", r->url,
+            r->engine[0] ? r->engine : "?", r->model[0] ? r->model : "?", win, slots,
+            r->vision < 0 ? "?" : r->vision ? "yes" : "no");
+    fprintf(f, "  %-12s %-6s %9s  %s\n", "check", "status", "ms", "evidence");
+    for (size_t i = 0; i < r->n; i++) {
+        const struct sw_probe_result *c = &r->v[i];
+        fprintf(f, "  %-12s %-6s %9.0f  %s", c->name, sw_probe_status_name(c->status), c->ms,
+                c->evidence);
+        if (c->reason[0])
+            fprintf(f, " -- %s", c->reason);
+        fputc('\n', f);
+    }
+    fprintf(f, "%d passed, %d failed, %d skipped\n", r->passed, r->failed, r->skipped);
+}

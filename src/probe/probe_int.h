@@ -1,0 +1,76 @@
+/*
+ * Internal to src/probe: the battery's shared state and the helpers every check uses.
+ */
+#ifndef SW_PROBE_INT_H
+#define SW_PROBE_INT_H
+
+#include <slipway/net.h>
+#include <slipway/openai.h>
+#include <slipway/probe.h>
+
+enum sw__probe_engine { SW__ENG_UNKNOWN = 0, SW__ENG_LLAMACPP, SW__ENG_VLLM, SW__ENG_SGLANG };
+
+struct sw__probe {
+    const struct sw_probe_target *t;
+    struct sw_probe_report *rep;
+    struct sw_net_loop loop; /* one loop for the whole battery: connections are reused */
+    char base[512];          /* scheme://host:port[/prefix], no trailing slash, no /v1 */
+    unsigned timeout_ms;
+    enum sw__probe_engine eng;
+    char model[256]; /* sent as "model"; "" leaves it out */
+    int64_t window;   /* the window clients rely on (given, else reported) */
+    int64_t reported; /* the window the server reports, 0 unknown */
+    int slots;
+    int vision;
+    int tmpl_tools; /* llama-server /props chat_template_caps.supports_tools: 1, 0, -1 unknown */
+    int tmpl_think; /* its chat template has a reasoning block (<think>...): 1, 0, -1 unknown */
+    bool unreachable; /* readiness found nothing listening: later checks are skipped */
+    char unreachable_why[256];
+};
+
+/* base + path, in a static rotating buffer. */
+const char *sw__probe_url(struct sw__probe *p, const char *path);
+/* A request template with the bearer token and the timeouts. */
+void sw__probe_req(struct sw__probe *p, struct sw_net_req *q, unsigned total_ms);
+/* GET path, buffered (bounded). Returns the transport rc; resp always initialised. */
+int sw__probe_get(struct sw__probe *p, const char *path, struct sw_net_resp *resp);
+/* A chat request body: one user message, temperature 0, a seed, the model name. New ref. */
+json_t *sw__probe_chat(struct sw__probe *p, const char *user, int max_tokens, bool stream);
+/* POST a chat body; streamed when "stream" is true in it (folded into res through SSE), else
+ * parsed as a whole reply when the status is 200. on_event (may be NULL) sees each event first
+ * and may stop the stream (return non-zero). Returns the transport rc. */
+int sw__probe_post(struct sw__probe *p, json_t *body, struct sw_openai_result *res,
+                   struct sw_net_resp *resp, sw_sse_event_fn on_event, void *ud,
+                   unsigned total_ms);
+/* A prompt of roughly `tokens` tokens (about 4 bytes each): filler words, with a nonce up
+ * front so no prefix cache can serve it. sw_free it. */
+char *sw__probe_filler(size_t tokens, unsigned nonce);
+
+/* Record the outcome. evidence is printf-style; reason may be NULL. */
+void sw__probe_set(struct sw_probe_result *r, enum sw_probe_status st, const char *reason,
+                   const char *fmt, ...) SW_PRINTF(4, 5);
+/* A one-line description of a failed transfer or an error reply (status, kind, message). */
+const char *sw__probe_describe(const struct sw_net_resp *resp, char *out, size_t n);
+/* The error body of a reply, classified. */
+void sw__probe_error_of(const struct sw_net_resp *resp, struct sw_openai_error *oe);
+/* Is the endpoint alive right now: one-token generation; evidence into out. */
+bool sw__probe_alive(struct sw__probe *p, char *out, size_t n);
+/* Seconds as "1.23 s" / "45 ms". */
+const char *sw__probe_dur(uint64_t ns, char *out, size_t n);
+
+/* The checks. */
+void sw__probe_readiness(struct sw__probe *p, struct sw_probe_result *r);
+void sw__probe_liveness(struct sw__probe *p, struct sw_probe_result *r);
+void sw__probe_models(struct sw__probe *p, struct sw_probe_result *r);
+void sw__probe_chat_check(struct sw__probe *p, struct sw_probe_result *r);
+void sw__probe_stream(struct sw__probe *p, struct sw_probe_result *r);
+void sw__probe_reasoning(struct sw__probe *p, struct sw_probe_result *r);
+void sw__probe_tool_calls(struct sw__probe *p, struct sw_probe_result *r);
+void sw__probe_vision(struct sw__probe *p, struct sw_probe_result *r);
+void sw__probe_metrics(struct sw__probe *p, struct sw_probe_result *r);
+void sw__probe_over_length(struct sw__probe *p, struct sw_probe_result *r);
+void sw__probe_concurrency(struct sw__probe *p, struct sw_probe_result *r);
+void sw__probe_speed(struct sw__probe *p, struct sw_probe_result *r);
+void sw__probe_worst_case(struct sw__probe *p, struct sw_probe_result *r);
+
+#endif
