@@ -70,10 +70,15 @@ void sw__probe_readiness(struct sw__probe *p, struct sw_probe_result *r)
         }
         if (resp.status == 200) {
             quote(resp.body.data ? resp.body.data : "", resp.body.len, 60, q, sizeof(q));
+            char times[32];
+            if (n503 == 1)
+                snprintf(times, sizeof(times), "once");
+            else
+                snprintf(times, sizeof(times), "%d times", n503);
             if (n503)
                 sw__probe_set(r, SW_PROBE_PASS, NULL,
-                              "GET /health 503 (%s) %d times over %s while loading, then 200 %s",
-                              first503, n503, sw__probe_dur(waited, d, sizeof(d)), q);
+                              "GET /health 503 (%s) %s over %s while loading, then 200 %s",
+                              first503, times, sw__probe_dur(waited, d, sizeof(d)), q);
             else
                 sw__probe_set(r, SW_PROBE_PASS, NULL, "GET /health 200 %s", q);
             sw_net_resp_free(&resp);
@@ -118,8 +123,10 @@ void sw__probe_liveness(struct sw__probe *p, struct sw_probe_result *r)
                       "POST /v1/chat/completions max_tokens 1: %s",
                       sw__probe_describe(&resp, d, sizeof(d)));
     } else if (res.err.code) {
+        char m[1200];
         sw__probe_set(r, SW_PROBE_FAIL, "the reply is not a chat completion",
-                      "POST /v1/chat/completions max_tokens 1: %s", res.err.msg);
+                      "POST /v1/chat/completions max_tokens 1: %s",
+                      sw_err_format(&res.err, m, sizeof(m)));
     } else {
         int64_t n = res.usage.present ? res.usage.completion_tokens : -1;
         sw_json_set_int(r->data, "completion_tokens", n);
@@ -268,7 +275,9 @@ void sw__probe_chat_check(struct sw__probe *p, struct sw_probe_result *r)
         sw__probe_set(r, SW_PROBE_FAIL, "no reply", "POST /v1/chat/completions: %s",
                       sw__probe_describe(&resp, d, sizeof(d)));
     } else if (res.err.code) {
-        sw__probe_set(r, SW_PROBE_FAIL, "the reply is not a chat completion", "%s", res.err.msg);
+        char m[1200];
+        sw__probe_set(r, SW_PROBE_FAIL, "the reply is not a chat completion", "%s",
+                      sw_err_format(&res.err, m, sizeof(m)));
     } else {
         token_agreement(&res, max, problems, sizeof(problems), r->data);
         const char *text = res.content.len ? res.content.data : sw_buf_cstr(&res.reasoning);
@@ -301,8 +310,9 @@ void sw__probe_stream(struct sw__probe *p, struct sw_probe_result *r)
     sw_openai_result_init(&res, 0, 0);
     int rc = sw__probe_post(p, body, &res, &resp, NULL, NULL, 0);
     if (rc && res.err.code) {
+        char m[1200];
         sw__probe_set(r, SW_PROBE_FAIL, "the stream is not usable", "%s (after %llu chunks)",
-                      res.err.msg, (unsigned long long)res.chunks);
+                      sw_err_format(&res.err, m, sizeof(m)), (unsigned long long)res.chunks);
     } else if (rc || resp.status != 200) {
         sw__probe_set(r, SW_PROBE_FAIL, "no stream", "POST /v1/chat/completions stream: %s",
                       sw__probe_describe(&resp, d, sizeof(d)));

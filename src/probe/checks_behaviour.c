@@ -165,7 +165,9 @@ void sw__probe_tool_calls(struct sw__probe *p, struct sw_probe_result *r)
     json_decref(body);
     sw_json_set_int(r->data, "calls", (int64_t)res.ntool_calls);
     if (rc && res.err.code) {
-        sw__probe_set(r, SW_PROBE_FAIL, "the stream is not usable", "%s", res.err.msg);
+        char m[1200];
+        sw__probe_set(r, SW_PROBE_FAIL, "the stream is not usable", "%s",
+                      sw_err_format(&res.err, m, sizeof(m)));
     } else if (rc || resp.status != 200) {
         sw__probe_set(r, SW_PROBE_FAIL, "no tool call", "tool_choice required: %s",
                       sw__probe_describe(&resp, d, sizeof(d)));

@@ -71,9 +71,10 @@ void sw__probe_req(struct sw__probe *p, struct sw_net_req *q, unsigned total_ms)
     memset(q, 0, sizeof(*q));
     q->bearer = p->t->api_key && *p->t->api_key ? p->t->api_key : NULL;
     q->connect_ms = 10000;
-    /* a stalled reply is a failure long before the total budget */
+    /* the budget is for silence: a reply that stalls that long has failed; a reply that keeps
+     * streaming may take up to ten budgets */
     q->idle_ms = p->timeout_ms;
-    q->total_ms = total_ms ? total_ms : p->timeout_ms;
+    q->total_ms = total_ms ? total_ms : p->timeout_ms * 10u;
     q->body_max = 64u * 1024u * 1024u;
 }
 

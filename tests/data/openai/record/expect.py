@@ -106,7 +106,7 @@ NOTES = {
     "llama_think_inline_stream": "Second server run with --reasoning-format none: the forced <think> block stays inline in content, its tags cut across chunks.",
     "llama_tool_stream": "tool_choice required, an enum-only schema, the assistant turn prefilled with <tool_call>: a complete first call, then a second call cut by max_tokens (neither parallel_tool_calls false nor an EOS logit_bias stopped it).",
     "llama_tool_response": "Same request not streamed: a complete call and a second one cut by max_tokens.",
-    "llama_tool_cut_stream": "max_tokens 48: the only call is cut inside its arguments (invalid JSON).",
+    "llama_tool_cut_stream": "max_tokens 48, parallel calls allowed: one complete call, then finish length.",
     "llama_health_loading": "GET /health polled while the model loaded (HTTP 503).",
     "llama_exceed": "A prompt of ~1228 tokens against a 512-token slot window (-c 1024 -np 2).",
     "llama_exceed_stream": "The same with stream true: the error comes as a plain JSON body, not as events.",
@@ -129,9 +129,7 @@ def write(name, ext, kind, exp, status=None, note=""):
 for fn in sorted(os.listdir(rec)):
     name, ext = os.path.splitext(fn)
     ext = ext[1:]
-    if not name.startswith("llama_") or ext in ("status", "json") and name.endswith(".request"):
-        continue
-    if name.endswith(".request"):
+    if not name.startswith("llama_") or ext == "status" or name.endswith(".request"):
         continue
     raw = open(os.path.join(rec, fn), "rb").read()
     sp = os.path.join(rec, name + ".status")
@@ -140,6 +138,10 @@ for fn in sorted(os.listdir(rec)):
         objs, done = stream_objs(raw)
         exp = fold(objs, True); exp["done"] = done
         write(name, ext, "stream", exp)
+    elif name == "llama_props":
+        # no parser of its own: kept for the probe's replay tests
+        shutil.copyfile(os.path.join(rec, fn), os.path.join(dest, fn))
+        print(name, "copied")
     elif ext == "json" and name != "llama_models":
         exp = fold([json.loads(raw)], False)
         write(name, ext, "response", exp)

@@ -10,6 +10,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../../../.." && pwd)
 out=$1
 mkdir -p "$out"
+# ONLY=probe records just the probe-shaped requests and /props (one server run)
+only=${ONLY:-}
 llama=$("$repo/scripts/llama-build.sh" --print-dir)
 bin=$llama/bin
 tmpl=$llama/src/models/templates/Qwen-Qwen3-0.6B.jinja
@@ -71,12 +73,20 @@ think='"grammar":"root ::= \"<think>\" [a-z ]{8,40} \"</think>\" [a-z ]{4,30}"'
 long=$(python3 -c 'print(" ".join(["lorem ipsum dolor sit amet"] * 200))')
 
 start
+if [ "$only" = probe ]; then
+  rec llama_props json /props
+  rec llama_probe_liveness json /v1/chat/completions '{"messages":[{"role":"user","content":"Say OK."}],"max_tokens":1,"temperature":0,"seed":42}'
+  rec llama_probe_chat json /v1/chat/completions '{"messages":[{"role":"user","content":"Say hello in a few words."}],"max_tokens":16,"temperature":0,"seed":42}'
+  rec llama_probe_stream sse /v1/chat/completions '{"messages":[{"role":"user","content":"Say hello in a few words."}],"max_tokens":16,"stream":true,"stream_options":{"include_usage":true},"temperature":0,"seed":42}'
+  stop
+  exit 0
+fi
 rec llama_stream_usage sse /v1/chat/completions "{$msg,\"max_tokens\":12,\"seed\":7,\"temperature\":0,\"stream\":true,\"stream_options\":{\"include_usage\":true}}"
 rec llama_stream_plain sse /v1/chat/completions "{$msg,\"max_tokens\":6,\"seed\":7,\"temperature\":0,\"stream\":true}"
 rec llama_response json /v1/chat/completions "{$msg,\"max_tokens\":12,\"seed\":7,\"temperature\":0}"
 rec llama_tool_stream sse /v1/chat/completions "{$prefill,$tools,$eos,\"tool_choice\":\"required\",\"parallel_tool_calls\":false,\"max_tokens\":96,\"seed\":3,\"stream\":true,\"stream_options\":{\"include_usage\":true}}"
 rec llama_tool_response json /v1/chat/completions "{$prefill,$tools,$eos,\"tool_choice\":\"required\",\"parallel_tool_calls\":false,\"max_tokens\":96,\"seed\":3}"
-# parallel calls allowed and max_tokens short: the second call is cut mid-arguments
+# parallel calls allowed and max_tokens short (it happened to end right after one complete call)
 rec llama_tool_cut_stream sse /v1/chat/completions "{$prefill,$tools,\"tool_choice\":\"required\",\"max_tokens\":48,\"seed\":3,\"stream\":true}"
 rec llama_think_stream sse /v1/chat/completions "{$msg,$think,\"max_tokens\":64,\"seed\":5,\"stream\":true,\"stream_options\":{\"include_usage\":true}}"
 rec llama_think_response json /v1/chat/completions "{$msg,$think,\"max_tokens\":64,\"seed\":5}"
@@ -85,6 +95,11 @@ rec llama_exceed_stream body /v1/chat/completions "{\"messages\":[{\"role\":\"us
 rec llama_bad_json body /v1/chat/completions '{"messages": [ {"role": "user", "content": "unterminated'
 rec llama_no_messages body /v1/chat/completions '{"max_tokens":4}'
 rec llama_models json /v1/models
+rec llama_props json /props
+# the requests `slipway probe` sends (src/probe: one user message, temperature 0, seed 42)
+rec llama_probe_liveness json /v1/chat/completions '{"messages":[{"role":"user","content":"Say OK."}],"max_tokens":1,"temperature":0,"seed":42}'
+rec llama_probe_chat json /v1/chat/completions '{"messages":[{"role":"user","content":"Say hello in a few words."}],"max_tokens":16,"temperature":0,"seed":42}'
+rec llama_probe_stream sse /v1/chat/completions '{"messages":[{"role":"user","content":"Say hello in a few words."}],"max_tokens":16,"stream":true,"stream_options":{"include_usage":true},"temperature":0,"seed":42}'
 rec llama_metrics prom /metrics
 stop
 

@@ -1,0 +1,228 @@
+/*
+ * `slipway probe` against real llama-servers booted by `slipway up --detach` (the pinned
+ * llama.cpp, a random-weight model with a real tokenizer from `slipway gguf synth`, or the file
+ * named by $SW_NET_LLAMA_MODEL), stopped with `slipway down`:
+ *  - the model's own template (no tools, no reasoning block): every check a random-weight model
+ *    can pass passes (readiness, liveness, models, chat, stream, metrics, over_length,
+ *    concurrency, speed) and reasoning, tool_calls and vision are skipped, each with its reason;
+ *  - Qwen3's template (a <think> block, tools): reasoning passes (the server splits a forced
+ *    <think> into reasoning_content); tool_calls is reported either way (a random model cannot
+ *    be made to call a tool by the pinned build's grammar, which lets free text come first);
+ *  - nothing listening: exit 1, readiness fails naming the refused connection, the rest skip.
+ * Skips (saying why) when llama.cpp is not built or no chat-capable model can be made.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <slipway/core.h>
+
+#include "swllama.h"
+#include "swtest.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct fx {
+    char *dir;
+    char model[4096];
+};
+
+static int setup(void **state)
+{
+    *state = NULL;
+    if (!swl_llama_dir())
+        return 0;
+    struct fx *f = calloc(1, sizeof(*f));
+    f->dir = swt_tmpdir();
+    const char *env = getenv("SW_NET_LLAMA_MODEL");
+    struct swt_run r;
+    if (env && *env) {
+        snprintf(f->model, sizeof(f->model), "%s", env);
+    } else {
+        const char *archs[] = {swl_bin("test-llama-archs"), "-a", "llama", "-o", f->dir, NULL};
+        if (swt_run(archs, NULL, 120, &r) || r.status) {
+            swt_run_free(&r);
+            goto none;
+        }
+        swt_run_free(&r);
+        char in[4200];
+        snprintf(in, sizeof(in), "%s/llama-dense.gguf", f->dir);
+        snprintf(f->model, sizeof(f->model), "%s/chat.gguf", f->dir);
+        swt_slipway(&r, "gguf", "synth", "--in", in, "--vocab",
+                    swl_model_file("ggml-vocab-llama-spm.gguf"), "--out", f->model, NULL);
+        int st = r.status;
+        if (st)
+            print_message("`slipway gguf synth` is not usable here (exit %d): %.200s\n", st, r.err);
+        swt_run_free(&r);
+        if (st)
+            goto none;
+    }
+    *state = f;
+    return 0;
+none:
+    print_message("no chat-capable model: skipping the probe tests against llama-server\n");
+    swt_tmpdir_free(f->dir);
+    free(f);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fx *f = *state;
+    if (f) {
+        swt_tmpdir_free(f->dir);
+        free(f);
+    }
+    return 0;
+}
+
+/* Boot with `slipway up --detach`; returns the port, fills pidfile. */
+static int boot(struct fx *f, const char *tmpl, char *pidfile, size_t n)
+{
+    int port = swl_free_port();
+    char ports[16];
+    snprintf(ports, sizeof(ports), "%d", port);
+    snprintf(pidfile, n, "%s/up-%d.pid", f->dir, port);
+    char log[4200];
+    snprintf(log, sizeof(log), "%s/up-%d.log", f->dir, port);
+    const char *argv[40];
+    int k = 0;
+    argv[k++] = swt_bin();
+    const char *pre[] = {"up", "--detach", "--json", "--pid-file", pidfile, "--log", log,
+                         "--timeout", "180", "--", swl_bin("llama-server"), "-m", f->model,
+                         "--host", "127.0.0.1", "--port", ports, "-c", "1024", "-np", "2",
+                         "--metrics", "--alias", "frank-small", "--jinja", NULL};
+    for (int i = 0; pre[i]; i++)
+        argv[k++] = pre[i];
+    char tpath[4200];
+    if (tmpl) {
+        snprintf(tpath, sizeof(tpath), "%s/src/models/templates/%s", swl_llama_dir(), tmpl);
+        argv[k++] = "--chat-template-file";
+        argv[k++] = tpath;
+    }
+    argv[k] = NULL;
+    struct swt_run r;
+    assert_int_equal(swt_run(argv, NULL, 300, &r), 0);
+    if (r.status)
+        fail_msg("slipway up failed (%d): %s\n%s", r.status, r.out, r.err);
+    swt_run_free(&r);
+    return port;
+}
+
+static void down(const char *pidfile)
+{
+    struct swt_run r;
+    swt_slipway(&r, "down", "--pid-file", pidfile, NULL);
+    swt_run_free(&r);
+}
+
+static json_t *probe(int port, const char *extra, int *status)
+{
+    char url[64];
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d", port);
+    struct swt_run r;
+    if (extra)
+        swt_slipway(&r, "probe", url, "--json", "--model", "frank-small", "--timeout", "120",
+                    "--only", extra, NULL);
+    else
+        swt_slipway(&r, "probe", url, "--json", "--model", "frank-small", "--timeout", "120",
+                    NULL);
+    *status = r.status;
+    json_t *j = swt_json_out(&r);
+    size_t i;
+    json_t *c;
+    json_array_foreach(json_object_get(j, "checks"), i, c)
+        print_message("  %-12s %-5s %s %s\n", json_string_value(json_object_get(c, "name")),
+                      json_string_value(json_object_get(c, "status")),
+                      json_string_value(json_object_get(c, "evidence")),
+                      json_string_value(json_object_get(c, "reason")));
+    swt_run_free(&r);
+    return j;
+}
+
+static const char *status_of(json_t *j, const char *name, const char **reason)
+{
+    size_t i;
+    json_t *c;
+    json_array_foreach(json_object_get(j, "checks"), i, c)
+    {
+        if (!strcmp(json_string_value(json_object_get(c, "name")), name)) {
+            if (reason)
+                *reason = json_string_value(json_object_get(c, "reason"));
+            return json_string_value(json_object_get(c, "status"));
+        }
+    }
+    fail_msg("no check %s", name);
+    return NULL;
+}
+
+static void test_plain_template(void **state)
+{
+    struct fx *f = *state;
+    if (!f)
+        skip();
+    char pidfile[4300];
+    int port = boot(f, NULL, pidfile, sizeof(pidfile));
+    int st;
+    json_t *j = probe(port, NULL, &st);
+    static const char *const must_pass[] = {"readiness", "liveness", "models",  "chat",
+                                            "stream",    "metrics",  "over_length",
+                                            "concurrency", "speed"};
+    for (size_t i = 0; i < SW_ARRAY_LEN(must_pass); i++)
+        assert_string_equal(status_of(j, must_pass[i], NULL), "pass");
+    const char *why = NULL;
+    static const char *const may_skip[] = {"reasoning", "tool_calls", "vision"};
+    for (size_t i = 0; i < SW_ARRAY_LEN(may_skip); i++) {
+        assert_string_equal(status_of(j, may_skip[i], &why), "skip");
+        assert_true(why && *why);
+    }
+    assert_int_equal(st, 0);
+    assert_string_equal(json_string_value(json_object_get(j, "engine")), "llama.cpp");
+    assert_int_equal(json_integer_value(json_object_get(j, "slots")), 2);
+    assert_int_equal(json_integer_value(json_object_get(j, "window")), 512);
+    json_decref(j);
+    down(pidfile);
+}
+
+static void test_qwen3_template(void **state)
+{
+    struct fx *f = *state;
+    if (!f)
+        skip();
+    char pidfile[4300];
+    int port = boot(f, "Qwen-Qwen3-0.6B.jinja", pidfile, sizeof(pidfile));
+    int st;
+    json_t *j = probe(port, "readiness,reasoning,tool_calls", &st);
+    assert_string_equal(status_of(j, "readiness", NULL), "pass");
+    assert_string_equal(status_of(j, "reasoning", NULL), "pass");
+    /* reported either way; never a crash or a hang */
+    const char *tc = status_of(j, "tool_calls", NULL);
+    assert_true(!strcmp(tc, "pass") || !strcmp(tc, "fail"));
+    json_decref(j);
+    down(pidfile);
+}
+
+static void test_nothing_listening(void **state)
+{
+    struct swt_run r;
+    char url[64];
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d", swl_free_port());
+    swt_slipway(&r, "probe", url, "--ready-wait", "1", NULL);
+    assert_int_equal(r.status, 1);
+    assert_non_null(strstr(r.out, "refused"));
+    assert_non_null(strstr(r.out, "1 failed"));
+    swt_run_free(&r);
+}
+
+int main(void)
+{
+    sw_core_init();
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_plain_template),
+        cmocka_unit_test(test_qwen3_template),
+        cmocka_unit_test(test_nothing_listening),
+    };
+    return cmocka_run_group_tests_name("probe_llama", tests, setup, teardown);
+}
