@@ -225,11 +225,11 @@ static const char *model(const char *name)
 /* ---------------------------------------------------------------------------------------------
  * Killed mid-boot.
  */
-static void killed_mid_boot(bool detach)
+static void killed_mid_boot(bool detach, int sig)
 {
     NEED_LLAMA();
     struct tcase t;
-    tcase_init(&t, detach ? "kill9-detach" : "kill9-fg");
+    tcase_init(&t, sig == SIGKILL ? (detach ? "kill9-detach" : "kill9-fg") : "term-fg");
     char fifo[4400], port[16];
     snprintf(fifo, sizeof(fifo), "%s/model.gguf", t.dir);
     assert_int_equal(mkfifo(fifo, 0600), 0);
@@ -254,7 +254,7 @@ static void killed_mid_boot(bool detach)
     /* llama-server is up, loading (blocked opening the FIFO), /health says 503 */
     if (!wait_file_while(t.log, "loading model", s, 60) && file_has(t.err, "port_in_use") &&
         g_retries++ < 3) {
-        killed_mid_boot(detach); /* someone else took the port meanwhile */
+        killed_mid_boot(detach, sig); /* someone else took the port meanwhile */
         return;
     }
     if (!file_has(t.log, "loading model")) {
@@ -273,20 +273,27 @@ static void killed_mid_boot(bool detach)
     free(body);
     assert_int_equal(st, 503);
     assert_true(survivors(t.mark, false) >= 3); /* slipway, its watchdog, llama-server */
-    kill(s, SIGKILL);
-    assert_int_equal(wait_exit(s, 30), 128 + SIGKILL);
+    kill(s, sig);
+    /* SIGKILL: slipway cannot act, PDEATHSIG and the watchdog must; SIGTERM: slipway stops the
+     * boot itself (a failed boot: exit 1) */
+    assert_int_equal(wait_exit(s, 30), sig == SIGKILL ? 128 + SIGKILL : 1);
     assert_int_equal(settle(t.mark), 0);
     assert_int_equal(access(t.pid, F_OK), -1); /* never got as far as a pid file */
 }
 
 static void test_killed_mid_boot_foreground(void **state)
 {
-    killed_mid_boot(false);
+    killed_mid_boot(false, SIGKILL);
 }
 
 static void test_killed_mid_boot_detach(void **state)
 {
-    killed_mid_boot(true);
+    killed_mid_boot(true, SIGKILL);
+}
+
+static void test_sigterm_mid_boot(void **state)
+{
+    killed_mid_boot(false, SIGTERM);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -864,6 +871,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_killed_mid_boot_foreground),
         cmocka_unit_test(test_killed_mid_boot_detach),
+        cmocka_unit_test(test_sigterm_mid_boot),
         cmocka_unit_test(test_ctrl_c_foreground),
         cmocka_unit_test(test_live_foreground),
         cmocka_unit_test(test_fleet_up_down),
