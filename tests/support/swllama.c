@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -399,6 +400,7 @@ static int start_once(const char *model, const char *const *extra, const char *l
     }
     if (logfd < 0)
         return -1;
+    pid_t parent = getpid();
     pid_t pid = fork();
     if (pid < 0) {
         close(logfd);
@@ -406,6 +408,10 @@ static int start_once(const char *model, const char *const *extra, const char *l
     }
     if (pid == 0) {
         setpgid(0, 0);
+        /* if the test dies (a ctest timeout kills it), llama-server goes with it */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent)
+            _exit(127);
         int nul = open("/dev/null", O_RDONLY);
         if (nul >= 0)
             dup2(nul, 0);

@@ -2,7 +2,8 @@
  * Test helpers for the real llama.cpp tier: find the pinned llama.cpp build, start llama-server on
  * 127.0.0.1 on a free port with its log captured to a file, wait for /health with a bounded
  * deadline, talk to it over plain sockets, and stop it by PID (its own process group: SIGTERM,
- * a grace period, then SIGKILL). Nothing here is a timing assertion: deadlines only bound waits.
+ * a grace period, then SIGKILL). If the test process dies first, llama-server is killed too
+ * (PR_SET_PDEATHSIG). Nothing here is a timing assertion: deadlines only bound waits.
  *
  * Usage:
  *     if (!swl_llama_dir()) skip();
