@@ -15,6 +15,7 @@
 #include <slipway/deploy.h>
 #include <slipway/engine.h>
 #include <slipway/fleet.h>
+#include <slipway/ledger.h>
 
 #include <errno.h>
 #include <signal.h>
@@ -51,6 +52,9 @@ static int usage(void)
             "  --no-preflight      do not check port and payload first: let the engine fail\n"
             "  --no-liveness       skip the one-token generation\n"
             "  --dry-run           print the command line (and the prediction) and stop\n"
+            "  --record            record the boot (ok or failed) in the ledger\n"
+            "  --ledger PATH       that ledger (default: beside the fleet file, $SLIPWAY_LEDGER,\n"
+            "                      or ~/.local/share/slipway/ledger.sqlite); implies --record\n"
             "RUN_DIR: $SLIPWAY_RUN_DIR, else $XDG_RUNTIME_DIR/slipway, else /tmp/slipway-UID.\n"
             "The engine's LLAMA_ARG_* variables are not passed on (the argv is the shape);\n"
             "LLAMA_API_KEY, if set, is passed to the engine through its environment.\n");
@@ -58,8 +62,8 @@ static int usage(void)
 }
 
 struct up_cli {
-    bool json, detach, preflight, liveness, dry_run;
-    const char *name, *pid_file, *log;
+    bool json, detach, preflight, liveness, dry_run, record;
+    const char *name, *pid_file, *log, *ledger;
     unsigned timeout_s, grace_ms;
     uint64_t limit_as;
     char **eng_argv; /* after "--" */
@@ -460,6 +464,126 @@ static int dry_run(const struct sw_engine_cmd *cmd, const json_t *predicted, con
     return SW_EXIT_OK;
 }
 
+/* The value after a flag in argv (the last one wins, as in llama-server). */
+static const char *flag_value(const struct sw_engine_cmd *cmd, const char *a, const char *b)
+{
+    const char *v = NULL;
+    for (size_t i = 1; i + 1 < cmd->argc; i++)
+        if (!strcmp(cmd->argv[i], a) || (b && !strcmp(cmd->argv[i], b)))
+            v = cmd->argv[i + 1];
+    return v;
+}
+
+static bool has_flag(const struct sw_engine_cmd *cmd, const char *a)
+{
+    for (size_t i = 1; i < cmd->argc; i++)
+        if (!strcmp(cmd->argv[i], a))
+            return true;
+    return false;
+}
+
+/* The shape in the ledger's vocabulary (docs/ledger.md), with the effective values the engine
+ * printed where it printed them (n_ctx, slots, unified KV, cache types). */
+static json_t *boot_shape(const struct sw_engine_cmd *cmd, const char *model, const json_t *rep)
+{
+    json_t *s = json_object(), *m = json_object(), *flags = json_object();
+    const char *base = strrchr(model, '/');
+    struct stat st;
+    sw_json_set_str(s, "engine", "llama.cpp");
+    sw_json_set_str(m, "name", base ? base + 1 : model);
+    sw_json_set_str(m, "file", model);
+    if (stat(model, &st) == 0 && st.st_size > 0)
+        sw_json_set_int(m, "size", st.st_size);
+    sw_json_set_new(s, "model", m);
+    const char *c = flag_value(cmd, "-c", "--ctx-size");
+    const json_t *v;
+    if (c)
+        sw_json_set_str(s, "ctx", c);
+    else if (json_is_integer(v = json_object_get(rep, "n_ctx")))
+        sw_json_set_new(s, "ctx", json_deep_copy(v));
+    if (json_is_integer(v = json_object_get(rep, "n_seq_max")))
+        sw_json_set_new(s, "slots", json_deep_copy(v));
+    else if ((c = flag_value(cmd, "-np", "--parallel")))
+        sw_json_set_str(s, "slots", c);
+    const json_t *kv0 = json_array_get(json_object_get(rep, "kv_caches"), 0);
+    const char *k = json_string_value(json_object_get(kv0, "k_type"));
+    const char *vt = json_string_value(json_object_get(kv0, "v_type"));
+    if (!k)
+        k = flag_value(cmd, "-ctk", "--cache-type-k");
+    if (!vt)
+        vt = flag_value(cmd, "-ctv", "--cache-type-v");
+    sw_json_set_str(s, "kv_dtype_k", k ? k : "f16");
+    sw_json_set_str(s, "kv_dtype_v", vt ? vt : "f16");
+    c = flag_value(cmd, "-b", "--batch-size");
+    sw_json_set_str(s, "batch", c ? c : "2048"); /* llama-server's defaults, made explicit */
+    c = flag_value(cmd, "-ub", "--ubatch-size");
+    sw_json_set_str(s, "ubatch", c ? c : "512");
+    if ((c = flag_value(cmd, "-ngl", "--n-gpu-layers")))
+        sw_json_set_str(s, "gpu_layers", c);
+    if (json_is_boolean(v = json_object_get(rep, "kv_unified")))
+        sw_json_set_new(flags, "kv_unified", json_deep_copy(v));
+    c = flag_value(cmd, "-fa", "--flash-attn");
+    sw_json_set_str(flags, "flash_attn", c ? c : "auto");
+    sw_json_set_bool(flags, "swa_full", has_flag(cmd, "--swa-full"));
+    if ((c = flag_value(cmd, "--mmproj", "-mm")))
+        sw_json_set_str(flags, "mmproj", c);
+    sw_json_set_new(s, "flags", flags);
+    return s;
+}
+
+/* Record one boot (ok or failed). Returns 0, or prints why not. */
+static void record_boot(const struct up_cli *c, const char *fleet_path, const char *name,
+                        const struct verbatim *v, const struct sw_up_result *r,
+                        const json_t *predicted, int64_t started, double boot_s,
+                        const char *log_path)
+{
+    char path[4096], msg[1200];
+    struct sw_err e;
+    struct sw_ledger led;
+    memset(&led, 0, sizeof(led));
+    int rc = 0;
+    if (c->ledger)
+        snprintf(path, sizeof(path), "%s", c->ledger);
+    else
+        rc = sw_ledger_default_path(fleet_path, path, sizeof(path), &e);
+    const json_t *rep = json_object_get(r->bootlog, "report");
+    json_t *shape = boot_shape(&v->cmd, v->model, rep);
+    json_t *failure = r->status.failed ? sw_boot_failure_to_json(&r->status.failure) : NULL;
+    char *text = NULL;
+    size_t len = 0;
+    if (sw_read_file(log_path, 64u << 20, &text, &len, NULL))
+        text = NULL;
+    struct sw_ledger_boot b;
+    memset(&b, 0, sizeof(b));
+    b.endpoint = name;
+    b.shape = shape;
+    b.engine = "llama.cpp";
+    b.engine_version = r->status.build[0] ? r->status.build : NULL;
+    b.started_at = started;
+    b.ended_at = sw_wall_unix();
+    b.duration_ms = boot_s > 0 ? (int64_t)(boot_s * 1000) : -1;
+    b.predicted = predicted;
+    b.report = json_is_object(rep) ? rep : NULL;
+    b.failure = failure;
+    b.log_excerpt = text;
+    b.log_len = len;
+    b.log_path = log_path;
+    b.source = "slipway up";
+    int64_t id = 0;
+    if (!rc)
+        rc = sw_ledger_open(&led, path, NULL, &e);
+    if (!rc)
+        rc = sw_ledger_record_boot(&led, &b, &id, &e);
+    sw_ledger_close(&led);
+    if (rc)
+        fprintf(stderr, "slipway up: boot not recorded: %s\n", sw_err_format(&e, msg, sizeof(msg)));
+    else if (!c->json)
+        fprintf(stderr, "slipway up: recorded as boot %lld in %s\n", (long long)id, path);
+    sw_free(text);
+    json_decref(shape);
+    json_decref(failure);
+}
+
 /* ---------------------------------------------------------------------------------------------
  * The verb.
  */
@@ -487,6 +611,11 @@ static int parse_args(int argc, char **argv, struct up_cli *c)
             c->liveness = false;
         } else if (!strcmp(a, "--dry-run")) {
             c->dry_run = true;
+        } else if (!strcmp(a, "--record")) {
+            c->record = true;
+        } else if (!strcmp(a, "--ledger") && val) {
+            c->ledger = argv[++i];
+            c->record = true;
         } else if (!strcmp(a, "--name") && val) {
             c->name = argv[++i];
         } else if (!strcmp(a, "--pid-file") && val) {
@@ -691,9 +820,13 @@ int sw_cmd_up(int argc, char **argv)
         fprintf(stderr, "slipway up: %s\n  log %s\n", sw_buf_cstr(&line), log_path);
         sw_buf_free(&line);
     }
+    int64_t started = sw_wall_unix();
     rc = sw_deploy_up(&o, &r, &e);
     if (pg.on)
         sw_progress_finish(&pg.bar);
+    if (c.record && r.started)
+        record_boot(&c, c.fleet, name, &v, &r, predicted, started,
+                    r.ready ? r.boot_s : sw_now_s() - r.child.t_start, log_path);
     if (rc) {
         if (c.json) {
             out = json_object();

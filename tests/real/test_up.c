@@ -611,7 +611,9 @@ static void test_fleet_up_down(void **state)
              swl_bin("llama-server"), t.port, t.mark, g_models);
     swt_write_str(fleet, yaml);
     setenv("SLIPWAY_RUN_DIR", run, 1);
-    const char *args[] = {"up", "--detach", "--json", fleet, NULL};
+    char ledger[4500];
+    snprintf(ledger, sizeof(ledger), "%s/ledger.sqlite", t.dir);
+    const char *args[] = {"up", "--detach", "--json", "--ledger", ledger, fleet, NULL};
     pid_t s = start_slipway(&t, args);
     int rc = wait_exit(s, 180);
     if (rc != 0) {
@@ -641,6 +643,64 @@ static void test_fleet_up_down(void **state)
     unsetenv("SLIPWAY_RUN_DIR");
     assert_int_equal(settle(t.mark), 0);
     assert_int_equal(access(pidf, F_OK), -1);
+    /* the boot is in the ledger */
+    assert_int_equal(swt_slipway(&r, "ledger", "list", "--ledger", ledger, "--json", NULL), 0);
+    j = swt_json_out(&r);
+    const json_t *b = json_array_get(json_object_get(j, "boots"), 0);
+    assert_string_equal(json_string_value(json_object_get(b, "endpoint")), "tiny");
+    assert_string_equal(json_string_value(json_object_get(b, "outcome")), "ok");
+    assert_string_equal(json_string_value(json_object_get(b, "source")), "slipway up");
+    json_decref(j);
+    swt_run_free(&r);
+}
+
+/* A failed boot is recorded with its class and phase (the gates learn from those). */
+static void test_record_failed_boot(void **state)
+{
+    NEED_LLAMA();
+    struct tcase t;
+    tcase_init(&t, "record");
+    char port[16], ledger[4500];
+    snprintf(port, sizeof(port), "%d", t.port);
+    snprintf(ledger, sizeof(ledger), "%s/ledger.sqlite", t.dir);
+    const char *args[] = {"up",
+                          "--ledger",
+                          ledger,
+                          "--limit-as",
+                          "3GiB",
+                          "--log",
+                          t.log,
+                          "--pid-file",
+                          t.pid,
+                          "--",
+                          swl_bin("llama-server"),
+                          "-m",
+                          model("llama-dense.gguf"),
+                          "-c",
+                          "2097152",
+                          "-np",
+                          "1",
+                          "--port",
+                          port,
+                          "--alias",
+                          t.mark,
+                          NULL};
+    pid_t s = start_slipway(&t, args);
+    assert_int_equal(wait_exit(s, 120), 1);
+    assert_int_equal(settle(t.mark), 0);
+    struct swt_run r;
+    assert_int_equal(swt_slipway(&r, "ledger", "list", "--ledger", ledger, "--json", NULL), 0);
+    json_t *j = swt_json_out(&r);
+    const json_t *b = json_array_get(json_object_get(j, "boots"), 0);
+    if (!b) {
+        show(&t);
+        fail_msg("nothing recorded");
+    }
+    assert_string_equal(json_string_value(json_object_get(b, "outcome")), "failed");
+    assert_string_equal(json_string_value(json_object_get(b, "failure_class")), "oom");
+    assert_string_equal(json_string_value(json_object_get(b, "failure_phase")), "kv_alloc");
+    json_decref(j);
+    swt_run_free(&r);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -875,6 +935,7 @@ int main(void)
         cmocka_unit_test(test_ctrl_c_foreground),
         cmocka_unit_test(test_live_foreground),
         cmocka_unit_test(test_fleet_up_down),
+        cmocka_unit_test(test_record_failed_boot),
         cmocka_unit_test(test_down_live),
         cmocka_unit_test(test_down_dead_pid),
         cmocka_unit_test(test_down_stale_pid_file),
