@@ -32,6 +32,7 @@ struct sw_cmd {
     X(fleet, "show or check a fleet file (hosts, devices, endpoints, shapes)")                   \
     X(gguf, "inspect a GGUF model file; synthesize tiny chat-capable test models")             \
     X(ledger, "the record of boots, usage readings, batteries, benches and rules")             \
+    X(plan, "predict an engine's boot (memory lines, budget per device) from its command line")  \
     X(probe, "run the live battery against an endpoint: readiness to worst case, with evidence") \
     X(up, "boot a local endpoint supervised, prove it serves, diff predicted vs printed")     \
     X(version, "print the version")

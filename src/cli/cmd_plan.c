@@ -1,0 +1,236 @@
+/*
+ * slipway plan --engine llama.cpp [--json] [--arch DECL.json] [--gpu NAME=BYTES ...]
+ *              [--host-memory BYTES] -- llama-server -m FILE.gguf [llama-server flags]
+ *
+ *   Predict what llama-server prints at boot for that command line (memory/llamacpp) and show the
+ *   memory budget per device. The GGUF header is read for the architecture and weight bytes; with
+ *   --arch a declared architecture (slipway/arch.h, sw_arch_from_json) replaces the file, for a
+ *   payload that is not on this machine.
+ *
+ * Exit: 0 planned; 1 planned but it does not fit a declared device; 2 unusable input (bad flag or
+ * value, unreadable model, an architecture or memory module slipway does not model).
+ */
+#include "cli.h"
+
+#include <slipway/arch.h>
+#include <slipway/gguf.h>
+#include <slipway/memory.h>
+
+#include <string.h>
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: slipway plan --engine llama.cpp [--json] [--arch DECL.json]\n"
+            "                    [--gpu NAME=BYTES ...] [--host-memory BYTES]\n"
+            "                    -- llama-server -m FILE.gguf [llama-server flags]\n"
+            "\n"
+            "Predicts llama-server's boot lines (n_ctx, each llama_kv_cache line, the\n"
+            "llama_memory_recurrent line, model/output/compute buffers) from its own flags and\n"
+            "prints the memory budget per device.\n"
+            "  --arch DECL.json   declare the architecture instead of reading the GGUF\n"
+            "  --gpu NAME=BYTES   a GPU with this much free memory (repeatable); layers follow -ngl\n"
+            "  --host-memory B    host memory of a CPU-only build (enables --fit's context cut)\n"
+            "  --json             {\"report\": ..., \"budget\": ..., \"warnings\": [...]}\n");
+}
+
+static const char *mib(uint64_t b, char *out, size_t n)
+{
+    snprintf(out, n, "%.2f", (double)b / 1024.0 / 1024.0);
+    return out;
+}
+
+static void print_human(const struct sw_arch *a, const struct sw_llamacpp_plan *p,
+                        const struct sw_llamacpp_args *args)
+{
+    char b[7][32];
+    struct sw_buf lines;
+    const struct sw_llamacpp_report *r = &p->report;
+
+    printf("llama-server (llama.cpp 80fb11a): %s", a->name);
+    if (a->model_name[0])
+        printf(" \"%s\"", a->model_name);
+    printf(", %u layers", a->n_layer);
+    if (a->n_attn_layers != a->n_layer || a->n_recr_layers)
+        printf(" (%u with KV, %u sliding-window, %u recurrent)", a->n_attn_layers, a->n_swa_layers,
+               a->n_recr_layers);
+    printf("\n  model: %s\n", args->model);
+    printf("  n_ctx %u, n_ctx_seq %u, n_seq_max %u, kv_unified %s; %u slots of %u tokens; "
+           "flash attention %s\n\n",
+           r->n_ctx, r->n_ctx_seq, r->n_seq_max, r->kv_unified ? "true" : "false", p->n_slots,
+           p->n_ctx_slot, p->flash_attn ? (args->flash_attn == SW_FA_AUTO ? "auto (on)" : "on")
+                                        : "off");
+
+    printf("predicted boot lines:\n");
+    sw_buf_init(&lines, 1 << 20);
+    if (sw_llamacpp_print_lines(r, &lines) == 0) {
+        const char *s = sw_buf_cstr(&lines);
+        while (*s) {
+            const char *nl = strchr(s, '\n');
+            size_t n = nl ? (size_t)(nl - s) : strlen(s);
+            printf("  %.*s\n", (int)n, s);
+            s += n + (nl ? 1 : 0);
+        }
+    }
+    sw_buf_free(&lines);
+
+    printf("\nbudget (MiB):\n");
+    printf("  %-10s %12s %12s %12s %12s %10s %12s %12s\n", "device", "weights", "KV", "recurrent",
+           "compute*", "output", "total", "free");
+    uint64_t t[6] = {0};
+    for (int d = 0; d < p->n_dev; d++) {
+        const struct sw_llamacpp_device *x = &p->dev[d];
+        char fr[48] = "-";
+        if (x->memory) {
+            if (x->memory >= x->total)
+                mib(x->memory - x->total, fr, sizeof(fr));
+            else
+                snprintf(fr, sizeof(fr), "-%s", mib(x->total - x->memory, b[6], sizeof(b[6])));
+        }
+        printf("  %-10s %12s %12s %12s %12s %10s %12s %12s\n", x->name,
+               mib(x->weights, b[0], 32), mib(x->kv, b[1], 32), mib(x->recurrent, b[2], 32),
+               mib(x->compute, b[3], 32), mib(x->output, b[4], 32), mib(x->total, b[5], 32), fr);
+        t[0] += x->weights;
+        t[1] += x->kv;
+        t[2] += x->recurrent;
+        t[3] += x->compute;
+        t[4] += x->output;
+        t[5] += x->total;
+    }
+    if (p->n_dev > 1)
+        printf("  %-10s %12s %12s %12s %12s %10s %12s\n", "all", mib(t[0], b[0], 32),
+               mib(t[1], b[1], 32), mib(t[2], b[2], 32), mib(t[3], b[3], 32), mib(t[4], b[4], 32),
+               mib(t[5], b[5], 32));
+    printf("  * compute is an estimate: %s\n", p->compute_method);
+    if (p->n_warn) {
+        printf("\nwarnings:\n");
+        for (int i = 0; i < p->n_warn; i++)
+            printf("  - %s\n", p->warn[i]);
+    }
+}
+
+static int parse_gpu(const char *v, struct sw_llamacpp_env *env, struct sw_err *e)
+{
+    const char *eq = strchr(v, '=');
+    uint64_t bytes;
+    if (env->n_gpu >= SW_LLAMACPP_MAX_DEV - 1)
+        return sw_err_set(e, SW_ERANGE, "--gpu: at most %d GPUs", SW_LLAMACPP_MAX_DEV - 1);
+    if (!eq || eq == v || (size_t)(eq - v) >= sizeof(env->gpu_name[0]))
+        return sw_err_set(e, SW_EINVAL, "--gpu: want NAME=BYTES (e.g. CUDA0=24GiB), got '%s'", v);
+    if (sw_parse_bytes(eq + 1, &bytes, e)) {
+        sw_err_prefix(e, "--gpu %s", v);
+        return e ? e->code : SW_EINVAL;
+    }
+    memcpy(env->gpu_name[env->n_gpu], v, (size_t)(eq - v));
+    env->gpu_name[env->n_gpu][eq - v] = '\0';
+    env->gpu_memory[env->n_gpu] = bytes;
+    env->n_gpu++;
+    return 0;
+}
+
+int sw_cmd_plan(int argc, char **argv)
+{
+    bool json = false;
+    const char *engine = NULL, *arch_path = NULL;
+    struct sw_llamacpp_env env;
+    struct sw_llamacpp_args args;
+    struct sw_llamacpp_plan *plan = NULL;
+    struct sw_arch *arch = NULL;
+    struct sw_gguf *g = NULL;
+    json_t *decl = NULL;
+    struct sw_err e;
+    int i, rc = SW_EXIT_OK;
+
+    sw_err_clear(&e);
+    memset(&env, 0, sizeof(env));
+    for (i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--")) {
+            i++;
+            break;
+        } else if (sw_cli_is(argv[i], "-h", "--help")) {
+            usage(stdout);
+            return SW_EXIT_OK;
+        } else if (!strcmp(argv[i], "--json")) {
+            json = true;
+        } else if (!strcmp(argv[i], "--engine") && i + 1 < argc) {
+            engine = argv[++i];
+        } else if (!strcmp(argv[i], "--arch") && i + 1 < argc) {
+            arch_path = argv[++i];
+        } else if (!strcmp(argv[i], "--gpu") && i + 1 < argc) {
+            if (parse_gpu(argv[++i], &env, &e))
+                return sw_cli_fail(&e, json);
+        } else if (!strcmp(argv[i], "--host-memory") && i + 1 < argc) {
+            if (sw_parse_bytes(argv[++i], &env.host_memory, &e)) {
+                sw_err_prefix(&e, "--host-memory");
+                return sw_cli_fail(&e, json);
+            }
+        } else if (argv[i][0] != '-') {
+            return sw_cli_usage("plan", "planning a fleet file ('%s') is not available yet; use "
+                                        "--engine llama.cpp -- llama-server ...",
+                                argv[i]);
+        } else {
+            return sw_cli_usage("plan", "unknown option '%s'", argv[i]);
+        }
+    }
+    if (!engine)
+        return sw_cli_usage("plan", "--engine is required (llama.cpp)");
+    if (strcmp(engine, "llama.cpp") && strcmp(engine, "llamacpp") && strcmp(engine, "llama-server"))
+        return sw_cli_usage("plan", "engine '%s' has no law here yet (llama.cpp)", engine);
+    if (i >= argc)
+        return sw_cli_usage("plan", "give llama-server's command line after --");
+
+    sw_llamacpp_args_init(&args);
+    if (sw_llamacpp_args_parse(&args, argc - i, (const char *const *)argv + i, &e)) {
+        rc = sw_cli_fail(&e, json);
+        goto out;
+    }
+    if (arch_path) {
+        decl = sw_json_load_file(arch_path, 16u << 20, &e);
+        if (!decl || sw_arch_from_json(decl, arch_path, &arch, &e)) {
+            rc = sw_cli_fail(&e, json);
+            goto out;
+        }
+    } else {
+        if (sw_gguf_open(args.model, &g, &e) || sw_arch_from_gguf(g, &arch, &e)) {
+            rc = sw_cli_fail(&e, json);
+            goto out;
+        }
+    }
+    plan = sw_calloc(1, sizeof(*plan));
+    if (!plan) {
+        sw_err_set(&e, SW_ENOMEM, "out of memory");
+        rc = sw_cli_fail(&e, json);
+        goto out;
+    }
+    if (sw_llamacpp_plan(arch, &args, &env, plan, &e)) {
+        rc = sw_cli_fail(&e, json);
+        goto out;
+    }
+    for (int d = 0; d < plan->n_dev; d++)
+        if (plan->dev[d].memory && plan->dev[d].total > plan->dev[d].memory)
+            rc = SW_EXIT_FAIL;
+    if (json) {
+        json_t *j = sw_llamacpp_plan_to_json(plan);
+        if (j) {
+            sw_json_set_new(j, "arch", sw_arch_to_json(arch));
+            sw_json_set_bool(j, "fits", rc == SW_EXIT_OK);
+        }
+        if (!j || sw_json_print(stdout, j, true)) {
+            json_decref(j);
+            sw_err_set(&e, SW_ENOMEM, "out of memory");
+            rc = sw_cli_fail(&e, false);
+            goto out;
+        }
+        json_decref(j);
+    } else {
+        print_human(arch, plan, &args);
+        if (rc == SW_EXIT_FAIL)
+            printf("\nDOES NOT FIT: a device's total exceeds its declared memory\n");
+    }
+out:
+    sw_free(plan);
+    sw_arch_free(arch);
+    sw_gguf_free(g);
+    json_decref(decl);
+    return rc;
+}

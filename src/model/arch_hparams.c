@@ -1,0 +1,856 @@
+/*
+ * model/arch_hparams: llama.cpp's reading of a GGUF's metadata, mirrored over a key source
+ * (struct sw__meta), so that a GGUF file and a JSON declaration give the same struct sw_arch.
+ *
+ * Mirrors, in the pinned llama.cpp (80fb11a):
+ *   src/llama-model.cpp   llama_model_base::load_hparams   (the keys every arch reads)
+ *   src/models/<arch>.cpp  llama_model_<arch>::load_arch_hparams (the per-arch rules below)
+ *   src/llama-hparams.cpp set_swa_pattern, n_embd_r, n_embd_s, has_kv
+ *   src/llama-arch.cpp    llm_arch_is_recurrent / llm_arch_is_hybrid (which layers are recurrent)
+ * Only the facts that decide memory are mirrored: layer kinds, head counts and dims, windows,
+ * recurrent dims, MLA, KV sharing, experts. A key an arch's loader does not read is ignored here
+ * too, because test-llama-archs writes every key into every file.
+ *
+ * What it does not do: read tensors (arch_gguf.c) or size anything (memory/).
+ */
+#include "arch_internal.h"
+
+#include <math.h>
+#include <string.h>
+
+#define MAXL 512 /* LLAMA_MAX_LAYERS */
+
+/* What an arch's load_arch_hparams reads that matters for memory. */
+enum {
+    RD_SSM4 = 1 << 0,      /* ssm.conv_kernel, inner_size, state_size, time_step_rank */
+    RD_SSM_GROUP = 1 << 1, /* ssm.group_count */
+    RD_WKV = 1 << 2,       /* wkv.head_size, token_shift_count */
+    RD_SHORTCONV = 1 << 3, /* shortconv.l_cache */
+    RD_KDA = 1 << 4,       /* ssm.conv_kernel + kda.head_dim */
+    RD_LA = 1 << 5,        /* lightning attention head dim = key_length (minimax-01) */
+    RD_MLA = 1 << 6,       /* attention.key_length_mla / value_length_mla / kv_lora_rank */
+};
+
+/* Which layers are recurrent. */
+enum recr_rule {
+    RECR_NONE = 0,
+    RECR_ALL,       /* llm_arch_is_recurrent: every layer (mamba, rwkv) */
+    RECR_HEADKV0,   /* il < n_layer() && n_head_kv(il) == 0 (jamba, granitehybrid, lfm2 ...) */
+    RECR_NEMOTRON,  /* il < n_layer() && n_head_kv == 0 && n_ff == 0 (nemotron_h) */
+    RECR_INTERVAL,  /* attention.recurrent_layers, else (il+1) % full_attention_interval != 0 */
+    RECR_FALCON_H1, /* every layer is both attention and mamba2 */
+};
+
+/* How the sliding-window layers are found. */
+enum swa_rule {
+    SWA_NONE = 0,
+    SWA_ALWAYS,         /* STANDARD; period from a scalar key (an array is ignored) */
+    SWA_IF_WINDOW,      /* only when attention.sliding_window is present and > 0 */
+    SWA_ALWAYS_OR_ARR,  /* STANDARD; period if scalar, else the per-layer array (n_layer()) */
+    SWA_IF_WINDOW_OR_ARR,
+    SWA_ARRAY_NLAYER,   /* per-layer array or broadcast scalar, length n_layer() */
+    SWA_ARRAY_NALL,     /* the same over n_layer_all */
+    SWA_ARRAY_ANY,      /* get_arr: an array of any length <= 512 (granite_swa) */
+    SWA_LLAMA4,         /* chunked 8192 unless sliding_window == 0 */
+    SWA_LFM2,           /* every attention layer when sliding_window > 0 */
+    SWA_EXAONE4,        /* only the 64-layer model (32B) */
+};
+
+enum {
+    SP_KV_FROM_START_20 = 1 << 0, /* gemma3n: layers >= 20 read earlier layers' KV */
+    SP_SHARED_KV_LAYERS = 1 << 1, /* gemma4: attention.shared_kv_layers */
+    SP_SWA_DIMS_REQ = 1 << 2,     /* key_length_swa / value_length_swa required (gemma4) */
+    SP_NONCAUSAL = 1 << 3,
+    SP_ROUTER_LAYER = 1 << 4,     /* graniteswitch appends a 1-head router layer */
+    SP_LOOPS = 1 << 5,            /* nanbeige repeats its layers num_loops times */
+    SP_SWA_WINDOW_OPT = 1 << 6,   /* the window key is optional (default kept) */
+    SP_SWA_DENSE_FIRST = 1 << 7,
+    SP_SWA_FORCE_WINDOW = 1 << 8, /* smallthinker: window forced to swa_default when present */
+    SP_SYMMETRIC = 1 << 9,
+};
+
+struct arch_rule {
+    const char *name;
+    unsigned rd;
+    enum recr_rule recr;
+    enum sw_recr_kind rkind;
+    uint32_t interval; /* default full_attention_interval for RECR_INTERVAL */
+    enum swa_rule swa;
+    uint32_t period;      /* default swa period */
+    uint32_t swa_default; /* default window before the key is read */
+    unsigned sp;
+};
+
+/* Archs whose loader departs from the base rules (src/models/<file>.cpp, load_arch_hparams). */
+static const struct arch_rule rules[] = {
+    /* pure recurrent (llm_arch_is_recurrent) */
+    {"mamba", RD_SSM4, RECR_ALL, SW_RECR_MAMBA, 0, SWA_NONE, 0, 0, 0},
+    {"mamba2", RD_SSM4 | RD_SSM_GROUP, RECR_ALL, SW_RECR_MAMBA2, 0, SWA_NONE, 0, 0, 0},
+    {"rwkv6", RD_WKV, RECR_ALL, SW_RECR_RWKV6, 0, SWA_NONE, 0, 0, 0},
+    {"rwkv6qwen2", RD_WKV, RECR_ALL, SW_RECR_RWKV6, 0, SWA_NONE, 0, 0, 0},
+    {"rwkv7", RD_WKV, RECR_ALL, SW_RECR_RWKV7, 0, SWA_NONE, 0, 0, 0},
+    {"arwkv7", RD_WKV, RECR_ALL, SW_RECR_RWKV7, 0, SWA_NONE, 0, 0, 0},
+    /* hybrids (llm_arch_is_hybrid) */
+    {"jamba", RD_SSM4, RECR_HEADKV0, SW_RECR_MAMBA, 0, SWA_NONE, 0, 0, 0},
+    {"falcon-h1", RD_SSM4 | RD_SSM_GROUP, RECR_FALCON_H1, SW_RECR_MAMBA2, 0, SWA_NONE, 0, 0, 0},
+    {"plamo2", RD_SSM4 | RD_SSM_GROUP, RECR_HEADKV0, SW_RECR_MAMBA2, 0, SWA_NONE, 0, 0, 0},
+    {"granitehybrid", RD_SSM4 | RD_SSM_GROUP, RECR_HEADKV0, SW_RECR_MAMBA2, 0, SWA_NONE, 0, 0,
+     0},
+    {"lfm2", RD_SHORTCONV, RECR_HEADKV0, SW_RECR_SHORTCONV, 0, SWA_LFM2, 0, 0, 0},
+    {"lfm2moe", RD_SHORTCONV, RECR_HEADKV0, SW_RECR_SHORTCONV, 0, SWA_NONE, 0, 0, 0},
+    {"nemotron_h", RD_SSM4 | RD_SSM_GROUP, RECR_NEMOTRON, SW_RECR_MAMBA2, 0, SWA_NONE, 0, 0, 0},
+    {"nemotron_h_moe", RD_SSM4 | RD_SSM_GROUP, RECR_NEMOTRON, SW_RECR_MAMBA2, 0, SWA_NONE, 0, 0,
+     0},
+    {"qwen3next", RD_SSM4 | RD_SSM_GROUP, RECR_INTERVAL, SW_RECR_GDN, 4, SWA_NONE, 0, 0, 0},
+    {"qwen35", RD_SSM4 | RD_SSM_GROUP, RECR_INTERVAL, SW_RECR_GDN, 4, SWA_NONE, 0, 0, 0},
+    {"qwen35moe", RD_SSM4 | RD_SSM_GROUP, RECR_INTERVAL, SW_RECR_GDN, 4, SWA_NONE, 0, 0, 0},
+    {"qwen4exp", RD_SSM4 | RD_SSM_GROUP, RECR_INTERVAL, SW_RECR_GDN, 4, SWA_NONE, 0, 0, 0},
+    {"minimax-01", RD_LA, RECR_INTERVAL, SW_RECR_LINEAR, 8, SWA_NONE, 0, 0, 0},
+    {"kimi-linear", RD_KDA | RD_MLA, RECR_HEADKV0, SW_RECR_KDA, 0, SWA_NONE, 0, 0, 0},
+    {"kimi-k3", RD_KDA | RD_MLA, RECR_HEADKV0, SW_RECR_KDA, 0, SWA_NONE, 0, 0, 0},
+    {"bailingmoe3", RD_KDA | RD_MLA, RECR_HEADKV0, SW_RECR_KDA, 0, SWA_NONE, 0, 0, 0},
+    {"deepseek4", 0, RECR_NONE, SW_RECR_NONE, 0, SWA_ARRAY_NALL, 0, 0, 0},
+    /* MLA */
+    {"deepseek2", RD_MLA, RECR_NONE, SW_RECR_NONE, 0, SWA_NONE, 0, 0, 0},
+    {"mistral4", RD_MLA, RECR_NONE, SW_RECR_NONE, 0, SWA_NONE, 0, 0, 0},
+    {"deepseek32", RD_MLA, RECR_NONE, SW_RECR_NONE, 0, SWA_NONE, 0, 0, 0},
+    {"glm-dsa", RD_MLA, RECR_NONE, SW_RECR_NONE, 0, SWA_NONE, 0, 0, 0},
+    {"dots3note", RD_MLA, RECR_NONE, SW_RECR_NONE, 0, SWA_ARRAY_ANY, 0, 0, 0},
+    /* sliding window */
+    {"gemma2", 0, RECR_NONE, SW_RECR_NONE, 0, SWA_ALWAYS, 2, 4096, SP_SWA_WINDOW_OPT},
+    {"gemma3", 0, RECR_NONE, SW_RECR_NONE, 0, SWA_IF_WINDOW, 6, 0, 0},
+    {"gemma3n", 0, RECR_NONE, SW_RECR_NONE, 0, SWA_ALWAYS, 5, 0, SP_KV_FROM_START_20},
+    {"gemma4", 0, RECR_NONE, SW_RECR_NONE, 0, SWA_ARRAY_NLAYER, 0, 0,
+     SP_SHARED_KV_LAYERS | SP_SWA_DIMS_REQ},
+    {"gemma4-assistant", 0, RECR_NONE, SW_RECR_NONE, 0, SWA_ARRAY_NALL, 0, 0, SP_SWA_DIMS_REQ},
+    {"gemma-embedding", 0, RECR_NONE, SW_RECR_NONE, 0, SWA_ALWAYS, 6, 0,
+     SP_SYMMETRIC | SP_NONCAUSAL},
+    {"modern-bert", 0, RECR_NONE, SW_RECR_NONE, 0, SWA_IF_WINDOW, 3, 0,
+     SP_SYMMETRIC | SP_SWA_DENSE_FIRST | SP_NONCAUSAL},
+    {"cohere2", 0, RECR_NONE, SW_RECR_NONE, 0, SWA_ALWAYS, 4, 0, 0},
+    {"cohere2moe", 0, RECR_NONE, SW_RECR_NONE, 0, SWA_ALWAYS_OR_ARR, 4, 0, SP_SWA_DENSE_FIRST},
+    {"muse-glimmer", 0, RECR_NONE, SW_RECR_NONE, 0, SWA_ALWAYS_OR_ARR, 4, 0, 0},
+    {"exaone-moe", 0, RECR_NONE, SW_RECR_NONE, 0, SWA_ALWAYS, 4, 128, 0},
+    {"exaone4", 0, RECR_NONE, SW_RECR_NONE, 0, SWA_EXAONE4, 4, 4096, SP_SWA_WINDOW_OPT},
+    {"gpt-oss", 0, RECR_NONE, SW_RECR_NONE, 0, SWA_ALWAYS, 2, 0, 0},
+    {"olmo2", 0, RECR_NONE, SW_RECR_NONE, 0, SWA_IF_WINDOW, 4, 0, 0},
+    {"plamo3", 0, RECR_NONE, SW_RECR_NONE, 0, SWA_IF_WINDOW, 8, 0, 0},
+    {"afmoe", 0, RECR_NONE, SW_RECR_NONE, 0, SWA_IF_WINDOW, 4, 0, 0},
+    {"laguna", 0, RECR_NONE, SW_RECR_NONE, 0, SWA_IF_WINDOW, 4, 0, SP_SWA_DENSE_FIRST},
+    {"mellum", 0, RECR_NONE, SW_RECR_NONE, 0, SWA_IF_WINDOW_OR_ARR, 4, 0, 0},
+    {"smallthinker", 0, RECR_NONE, SW_RECR_NONE, 0, SWA_IF_WINDOW, 4, 4096,
+     SP_SWA_DENSE_FIRST | SP_SWA_FORCE_WINDOW},
+    {"mimo2", 0, RECR_NONE, SW_RECR_NONE, 0, SWA_ARRAY_NLAYER, 0, 0, 0},
+    {"step35", 0, RECR_NONE, SW_RECR_NONE, 0, SWA_ARRAY_NALL, 0, 0, 0},
+    {"granite_swa", 0, RECR_NONE, SW_RECR_NONE, 0, SWA_ARRAY_ANY, 0, 0, 0},
+    {"llama4", 0, RECR_NONE, SW_RECR_NONE, 0, SWA_LLAMA4, 4, 8192, 0},
+    /* other layouts */
+    {"graniteswitch", 0, RECR_NONE, SW_RECR_NONE, 0, SWA_NONE, 0, 0, SP_ROUTER_LAYER},
+    {"nanbeige", 0, RECR_NONE, SW_RECR_NONE, 0, SWA_NONE, 0, 0, SP_LOOPS},
+    {"dream", 0, RECR_NONE, SW_RECR_NONE, 0, SWA_NONE, 0, 0, SP_NONCAUSAL},
+    {"llada", 0, RECR_NONE, SW_RECR_NONE, 0, SWA_NONE, 0, 0, SP_NONCAUSAL},
+    {"llada-moe", 0, RECR_NONE, SW_RECR_NONE, 0, SWA_NONE, 0, 0, SP_NONCAUSAL},
+    {"rnd1", 0, RECR_NONE, SW_RECR_NONE, 0, SWA_NONE, 0, 0, SP_NONCAUSAL},
+};
+
+/* llama-arch.cpp LLM_ARCH_NAMES that llama-model.cpp can build (gptj has a name but no model). */
+static const char *const known_archs[] = {
+    "clip", "llama", "llama4", "deci", "falcon", "grok", "gpt2", "gptneox", "mpt", "baichuan",
+    "starcoder", "refact", "bert", "modern-bert", "nomic-bert", "nomic-bert-moe", "neo-bert",
+    "jina-bert-v2", "jina-bert-v3", "eurobert", "bloom", "stablelm", "qwen", "qwen2", "qwen2moe",
+    "qwen2vl", "qwen3", "qwen3moe", "qwen3next", "qwen3vl", "qwen3vlmoe", "qwen35", "qwen35moe",
+    "qwen4exp", "phi2", "phi3", "phimoe", "plamo", "plamo2", "plamo3", "codeshell", "orion",
+    "internlm2", "minicpm", "minicpm3", "gemma", "gemma2", "gemma3", "gemma3n", "gemma4",
+    "gemma4-assistant", "gemma-embedding", "starcoder2", "mamba", "mamba2", "jamba", "falcon-h1",
+    "xverse", "command-r", "cohere2", "cohere2moe", "dbrx", "olmo", "olmo2", "olmoe",
+    "muse-glimmer", "openelm", "arctic", "deepseek", "deepseek2", "deepseek2-ocr", "deepseek32",
+    "deepseek4", "chatglm", "glm4", "glm4moe", "glm-dsa", "bitnet", "t5", "t5encoder", "jais",
+    "jais2", "nemotron", "nemotron_h", "nemotron_h_moe", "exaone", "exaone4", "exaone-moe",
+    "rwkv6", "rwkv6qwen2", "rwkv7", "arwkv7", "granite", "granitemoe", "granitehybrid",
+    "graniteswitch", "granite_swa", "chameleon", "wavtokenizer-dec", "plm", "bailingmoe",
+    "bailingmoe2", "bailingmoe3", "dots1", "dots3note", "arcee", "afmoe", "laguna", "ernie4_5",
+    "ernie4_5-moe", "hunyuan-moe", "hunyuan-dense", "hunyuan_vl", "hy_v3", "smollm3", "gpt-oss",
+    "lfm2", "lfm2moe", "dream", "smallthinker", "llada", "llada-moe", "seed_oss", "grovemoe",
+    "apertus", "minimax-01", "minimax-m2", "minimax-m3", "cogvlm", "rnd1", "pangu-embedded",
+    "mistral3", "eagle3", "dflash", "mistral4", "paddleocr", "mimo2", "step35", "llama-embed",
+    "maincoder", "kimi-linear", "kimi-k3", "talkie", "mellum", "nanbeige", "qwen3tts",
+    "pockettts",
+};
+
+bool sw__arch_known(const char *name)
+{
+    for (size_t i = 0; i < SW_ARRAY_LEN(known_archs); i++)
+        if (!strcmp(known_archs[i], name))
+            return true;
+    return false;
+}
+
+static const struct arch_rule *find_rule(const char *name)
+{
+    static const struct arch_rule generic = {NULL, 0, RECR_NONE, SW_RECR_NONE, 0, SWA_NONE,
+                                             0, 0, 0};
+    for (size_t i = 0; i < SW_ARRAY_LEN(rules); i++)
+        if (!strcmp(rules[i].name, name))
+            return &rules[i];
+    return &generic;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Key readers with llama_model_loader's semantics.
+ */
+struct rd {
+    const struct sw__meta *m;
+    struct sw_err *e;
+};
+
+static int need(struct rd *r, const char *key)
+{
+    return sw_err_set(r->e, SW_EPARSE, "%s: key %s.%s is required by llama.cpp for '%s'",
+                      r->m->where, r->m->arch, key, r->m->arch);
+}
+
+/* get_key into a uint32: a number that must be a whole value in range. *found tells presence. */
+static int get_u32(struct rd *r, const char *key, uint32_t *out, bool required, bool *found)
+{
+    double v = 0;
+    int rc = r->m->num(r->m->ctx, key, &v);
+    if (found)
+        *found = false;
+    if (rc == SW_ENOENT)
+        return required ? need(r, key) : 0;
+    if (rc)
+        return sw_err_set(r->e, SW_EPARSE, "%s: %s.%s must be a number", r->m->where, r->m->arch,
+                          key);
+    if (!(v >= 0 && v <= 4294967295.0) || v != floor(v))
+        return sw_err_set(r->e, SW_ERANGE, "%s: %s.%s = %g is not a valid count", r->m->where,
+                          r->m->arch, key, v);
+    *out = (uint32_t)v;
+    if (found)
+        *found = true;
+    return 0;
+}
+
+static int get_f64(struct rd *r, const char *key, double *out)
+{
+    double v;
+    int rc = r->m->num(r->m->ctx, key, &v);
+    if (rc == SW_ENOENT)
+        return 0;
+    if (rc)
+        return sw_err_set(r->e, SW_EPARSE, "%s: %s.%s must be a number", r->m->where, r->m->arch,
+                          key);
+    *out = v;
+    return 0;
+}
+
+/* get_key_or_arr(key, uint32_t&): an array counts as absent (llama_model_loader returns false). */
+static int get_u32_scalar_only(struct rd *r, const char *key, uint32_t *out, bool *found)
+{
+    size_t len;
+    *found = false;
+    if (r->m->arr(r->m->ctx, key, NULL, 0, &len) == 0)
+        return 0;
+    return get_u32(r, key, out, false, found);
+}
+
+/* get_key_or_arr(key, std::array, n): an array must have exactly n elements; a scalar is
+ * broadcast. */
+static int get_per_layer(struct rd *r, const char *key, uint32_t *out, uint32_t n, bool required,
+                         bool *found)
+{
+    double tmp[MAXL];
+    size_t len = 0;
+    bool f = false;
+    int rc = r->m->arr(r->m->ctx, key, tmp, MAXL, &len);
+    if (found)
+        *found = false;
+    if (rc == 0) {
+        if (len != n)
+            return sw_err_set(r->e, SW_EPARSE,
+                              "%s: %s.%s has %zu values; llama.cpp wants one per layer (%u)",
+                              r->m->where, r->m->arch, key, len, n);
+        for (uint32_t i = 0; i < n; i++) {
+            if (!(tmp[i] >= 0 && tmp[i] <= 4294967295.0) || tmp[i] != floor(tmp[i]))
+                return sw_err_set(r->e, SW_ERANGE, "%s: %s.%s[%u] = %g is not a valid count",
+                                  r->m->where, r->m->arch, key, i, tmp[i]);
+            out[i] = (uint32_t)tmp[i];
+        }
+        if (found)
+            *found = true;
+        return 0;
+    }
+    uint32_t v = 0;
+    rc = get_u32(r, key, &v, required, &f);
+    if (rc || !f)
+        return rc;
+    for (uint32_t i = 0; i < n; i++)
+        out[i] = v;
+    if (found)
+        *found = true;
+    return 0;
+}
+
+/* get_arr(key, std::array): an array of any length up to 512. */
+static int get_flags_any(struct rd *r, const char *key, uint8_t *out, bool required, bool *found)
+{
+    double tmp[MAXL];
+    size_t len = 0;
+    int rc = r->m->arr(r->m->ctx, key, tmp, MAXL, &len);
+    *found = false;
+    if (rc == SW_ENOENT)
+        return required ? need(r, key) : 0;
+    if (rc)
+        return sw_err_set(r->e, SW_EPARSE, "%s: %s.%s must be an array", r->m->where, r->m->arch,
+                          key);
+    if (len > MAXL)
+        return sw_err_set(r->e, SW_ERANGE, "%s: %s.%s has %zu values (max %d)", r->m->where,
+                          r->m->arch, key, len, MAXL);
+    for (size_t i = 0; i < len; i++)
+        out[i] = tmp[i] != 0;
+    *found = true;
+    return 0;
+}
+
+/* llama_hparams::set_swa_pattern */
+static void set_swa_pattern(uint8_t *is_swa, uint32_t n_layer, uint32_t n_all, uint32_t period,
+                            bool dense_first)
+{
+    for (uint32_t il = 0; il < n_layer; il++) {
+        if (dense_first)
+            is_swa[il] = period == 0 || (il % period != 0);
+        else
+            is_swa[il] = period == 0 || (il % period < (period - 1));
+    }
+    for (uint32_t il = n_layer; il < n_all; il++)
+        is_swa[il] = 0;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * The mirror.
+ */
+struct hp {
+    uint32_t n_layer_all, n_layer_nextn, n_embd, n_ctx_train;
+    uint32_t n_head[MAXL], n_head_kv[MAXL], n_ff[MAXL], n_ff_exp[MAXL], n_expert_used[MAXL];
+    uint8_t is_swa[MAXL], is_recr[MAXL];
+    uint32_t hk_full, hv_full, hk_swa, hv_swa, n_rot;
+    uint32_t n_swa;
+    enum sw_attn_kind swa_kind;
+    int32_t kv_from_start; /* -1: every layer has KV */
+    uint32_t hk_mla, hv_mla, n_lora_kv, n_lora_q;
+    uint32_t d_conv, d_inner, d_state, dt_rank, n_group;
+    uint32_t wkv, token_shift, shortconv, kda, la;
+    uint32_t n_expert, n_expert_shared, n_ff_shexp, n_dense_lead;
+    bool causal;
+    double rope_base, rope_scale;
+};
+
+static uint32_t n_layer_trunk(const struct hp *h)
+{
+    return h->n_layer_all - h->n_layer_nextn;
+}
+
+static int read_base(struct rd *r, struct hp *h)
+{
+    int rc;
+    bool f;
+    uint32_t b;
+
+    if ((rc = get_u32(r, "context_length", &h->n_ctx_train, true, NULL)))
+        return rc;
+    if ((rc = get_u32(r, "embedding_length", &h->n_embd, true, NULL)))
+        return rc;
+    b = 1;
+    if ((rc = get_u32(r, "attention.causal", &b, false, &f)))
+        return rc;
+    h->causal = b != 0;
+    if ((rc = get_u32(r, "block_count", &h->n_layer_all, true, NULL)))
+        return rc;
+    if (h->n_layer_all == 0 || h->n_layer_all > MAXL)
+        return sw_err_set(r->e, SW_ERANGE, "%s: %s.block_count = %u (llama.cpp allows 1..%d)",
+                          r->m->where, r->m->arch, h->n_layer_all, MAXL);
+    if ((rc = get_u32(r, "nextn_predict_layers", &h->n_layer_nextn, false, NULL)))
+        return rc;
+    if (h->n_layer_nextn > h->n_layer_all)
+        return sw_err_set(r->e, SW_ERANGE, "%s: nextn_predict_layers %u > block_count %u",
+                          r->m->where, h->n_layer_nextn, h->n_layer_all);
+    if ((rc = get_u32(r, "expert_count", &h->n_expert, false, NULL)))
+        return rc;
+    if ((rc = get_per_layer(r, "expert_used_count", h->n_expert_used, h->n_layer_all, false,
+                            NULL)))
+        return rc;
+    if ((rc = get_per_layer(r, "feed_forward_length", h->n_ff, h->n_layer_all, false, NULL)))
+        return rc;
+    if ((rc = get_per_layer(r, "attention.head_count", h->n_head, h->n_layer_all, false, NULL)))
+        return rc;
+    memcpy(h->n_head_kv, h->n_head, sizeof(h->n_head));
+    if ((rc = get_per_layer(r, "attention.head_count_kv", h->n_head_kv, h->n_layer_all, false,
+                            NULL)))
+        return rc;
+    h->rope_base = 10000.0;
+    if ((rc = get_f64(r, "rope.freq_base", &h->rope_base)))
+        return rc;
+    {
+        double sc = 0;
+        if ((rc = get_f64(r, "rope.scaling.factor", &sc)))
+            return rc;
+        h->rope_scale = sc == 0 ? 1.0 : 1.0 / sc;
+    }
+    if (h->n_head[0] > 0) {
+        h->hk_full = h->n_embd / h->n_head[0];
+        if ((rc = get_u32(r, "attention.key_length", &h->hk_full, false, NULL)))
+            return rc;
+        h->hv_full = h->n_embd / h->n_head[0];
+        if ((rc = get_u32(r, "attention.value_length", &h->hv_full, false, NULL)))
+            return rc;
+        h->n_rot = h->hk_full;
+        if ((rc = get_u32(r, "rope.dimension_count", &h->n_rot, false, NULL)))
+            return rc;
+    }
+    h->hk_swa = h->hk_full;
+    h->hv_swa = h->hv_full;
+    if ((rc = get_u32(r, "attention.key_length_swa", &h->hk_swa, false, NULL)))
+        return rc;
+    if ((rc = get_u32(r, "attention.value_length_swa", &h->hv_swa, false, NULL)))
+        return rc;
+    /* not read by load_hparams itself, but by many archs; harmless to read for the summary */
+    if ((rc = get_u32(r, "expert_shared_count", &h->n_expert_shared, false, NULL)))
+        return rc;
+    if ((rc = get_u32(r, "expert_shared_feed_forward_length", &h->n_ff_shexp, false, NULL)))
+        return rc;
+    if ((rc = get_u32(r, "leading_dense_block_count", &h->n_dense_lead, false, NULL)))
+        return rc;
+    {
+        /* expert_feed_forward_length is per-layer in some archs, scalar in most */
+        if ((rc = get_per_layer(r, "expert_feed_forward_length", h->n_ff_exp, h->n_layer_all,
+                                false, NULL)))
+            return rc;
+    }
+    return 0;
+}
+
+static int read_recurrent(struct rd *r, const struct arch_rule *ar, struct hp *h)
+{
+    int rc;
+    if (ar->rd & RD_SSM4) {
+        if ((rc = get_u32(r, "ssm.conv_kernel", &h->d_conv, true, NULL)) ||
+            (rc = get_u32(r, "ssm.inner_size", &h->d_inner, true, NULL)) ||
+            (rc = get_u32(r, "ssm.state_size", &h->d_state, true, NULL)) ||
+            (rc = get_u32(r, "ssm.time_step_rank", &h->dt_rank, true, NULL)))
+            return rc;
+    }
+    if (ar->rd & RD_SSM_GROUP) {
+        if ((rc = get_u32(r, "ssm.group_count", &h->n_group, true, NULL)))
+            return rc;
+    }
+    if (ar->rd & RD_WKV) {
+        h->token_shift = 2;
+        if ((rc = get_u32(r, "wkv.head_size", &h->wkv, true, NULL)) ||
+            (rc = get_u32(r, "token_shift_count", &h->token_shift, false, NULL)))
+            return rc;
+    }
+    if (ar->rd & RD_SHORTCONV) {
+        if ((rc = get_u32(r, "shortconv.l_cache", &h->shortconv, true, NULL)))
+            return rc;
+    }
+    if (ar->rd & RD_KDA) {
+        if ((rc = get_u32(r, "ssm.conv_kernel", &h->d_conv, true, NULL)) ||
+            (rc = get_u32(r, "kda.head_dim", &h->kda, true, NULL)))
+            return rc;
+    }
+    if (ar->rd & RD_LA)
+        h->la = h->hk_full; /* minimax-01: n_embd_head_la = n_embd_head_k_full */
+    if (ar->rd & RD_MLA) {
+        if ((rc = get_u32(r, "attention.key_length_mla", &h->hk_mla, false, NULL)) ||
+            (rc = get_u32(r, "attention.value_length_mla", &h->hv_mla, false, NULL)) ||
+            (rc = get_u32(r, "attention.kv_lora_rank", &h->n_lora_kv, false, NULL)) ||
+            (rc = get_u32(r, "attention.q_lora_rank", &h->n_lora_q, false, NULL)))
+            return rc;
+    }
+    return 0;
+}
+
+static int mark_recurrent(struct rd *r, const struct arch_rule *ar, struct hp *h)
+{
+    uint32_t nl = n_layer_trunk(h);
+    switch (ar->recr) {
+    case RECR_NONE:
+        break;
+    case RECR_ALL:
+    case RECR_FALCON_H1:
+        memset(h->is_recr, 1, h->n_layer_all);
+        break;
+    case RECR_HEADKV0:
+        for (uint32_t i = 0; i < nl; i++)
+            h->is_recr[i] = h->n_head_kv[i] == 0;
+        break;
+    case RECR_NEMOTRON:
+        for (uint32_t i = 0; i < h->n_layer_all; i++)
+            h->is_recr[i] = i < nl && h->n_head_kv[i] == 0 && h->n_ff[i] == 0;
+        break;
+    case RECR_INTERVAL: {
+        bool found = false;
+        uint32_t flags[MAXL];
+        int rc = get_per_layer(r, "attention.recurrent_layers", flags, h->n_layer_all, false,
+                               &found);
+        if (rc)
+            return rc;
+        if (found) {
+            for (uint32_t i = 0; i < h->n_layer_all; i++)
+                h->is_recr[i] = flags[i] != 0;
+        } else {
+            uint32_t interval = ar->interval;
+            if ((rc = get_u32(r, "full_attention_interval", &interval, false, NULL)))
+                return rc;
+            if (interval == 0)
+                return sw_err_set(r->e, SW_ERANGE, "%s: %s.full_attention_interval is 0",
+                                  r->m->where, r->m->arch);
+            for (uint32_t i = 0; i < h->n_layer_all; i++)
+                h->is_recr[i] = i < nl && ((i + 1) % interval != 0);
+        }
+        break;
+    }
+    }
+    return 0;
+}
+
+static int mark_swa(struct rd *r, const struct arch_rule *ar, struct hp *h)
+{
+    uint32_t nl = n_layer_trunk(h);
+    uint32_t period = ar->period;
+    bool found = false, pfound = false;
+    int rc = 0;
+    enum sw_attn_kind kind = (ar->sp & SP_SYMMETRIC) ? SW_ATTN_SYMMETRIC : SW_ATTN_SWA;
+    bool dense_first = (ar->sp & SP_SWA_DENSE_FIRST) != 0;
+    const char *WIN = "attention.sliding_window", *PAT = "attention.sliding_window_pattern";
+
+    switch (ar->swa) {
+    case SWA_NONE:
+        return 0;
+    case SWA_ALWAYS:
+        h->n_swa = ar->swa_default;
+        if ((rc = get_u32_scalar_only(r, PAT, &period, &pfound)))
+            return rc;
+        set_swa_pattern(h->is_swa, nl, h->n_layer_all, period, dense_first);
+        if ((rc = get_u32(r, WIN, &h->n_swa, !(ar->sp & SP_SWA_WINDOW_OPT), NULL)))
+            return rc;
+        h->swa_kind = kind;
+        break;
+    case SWA_EXAONE4:
+        if (nl == 64) {
+            h->swa_kind = kind;
+            h->n_swa = ar->swa_default;
+            if ((rc = get_u32_scalar_only(r, PAT, &period, &pfound)))
+                return rc;
+            set_swa_pattern(h->is_swa, nl, h->n_layer_all, period, false);
+        }
+        if ((rc = get_u32(r, WIN, &h->n_swa, false, NULL)))
+            return rc;
+        break;
+    case SWA_IF_WINDOW:
+    case SWA_IF_WINDOW_OR_ARR:
+        if ((rc = get_u32(r, WIN, &h->n_swa, false, &found)))
+            return rc;
+        if (!(found && h->n_swa > 0)) {
+            h->swa_kind = SW_ATTN_NONE;
+            return 0;
+        }
+        h->swa_kind = kind;
+        if (ar->sp & SP_SWA_FORCE_WINDOW)
+            h->n_swa = ar->swa_default;
+        if ((rc = get_u32_scalar_only(r, PAT, &period, &pfound)))
+            return rc;
+        if (ar->swa == SWA_IF_WINDOW_OR_ARR && !pfound) {
+            uint32_t flags[MAXL];
+            bool af = false;
+            if ((rc = get_per_layer(r, PAT, flags, nl, false, &af)))
+                return rc;
+            if (af)
+                for (uint32_t i = 0; i < nl; i++)
+                    h->is_swa[i] = flags[i] != 0;
+        } else {
+            set_swa_pattern(h->is_swa, nl, h->n_layer_all, period, dense_first);
+        }
+        break;
+    case SWA_ALWAYS_OR_ARR:
+        if ((rc = get_u32(r, WIN, &h->n_swa, true, NULL)))
+            return rc;
+        h->swa_kind = kind;
+        if ((rc = get_u32_scalar_only(r, PAT, &period, &pfound)))
+            return rc;
+        if (pfound) {
+            set_swa_pattern(h->is_swa, nl, h->n_layer_all, period, dense_first);
+        } else {
+            uint32_t flags[MAXL];
+            bool af = false;
+            if ((rc = get_per_layer(r, PAT, flags, nl, false, &af)))
+                return rc;
+            if (af)
+                for (uint32_t i = 0; i < nl; i++)
+                    h->is_swa[i] = flags[i] != 0;
+        }
+        break;
+    case SWA_ARRAY_NLAYER:
+    case SWA_ARRAY_NALL: {
+        uint32_t flags[MAXL];
+        uint32_t n = ar->swa == SWA_ARRAY_NLAYER ? nl : h->n_layer_all;
+        bool af = false;
+        h->swa_kind = kind;
+        if ((rc = get_per_layer(r, PAT, flags, n, false, &af)))
+            return rc;
+        if (af)
+            for (uint32_t i = 0; i < n; i++)
+                h->is_swa[i] = flags[i] != 0;
+        if ((rc = get_u32(r, WIN, &h->n_swa, true, NULL)))
+            return rc;
+        break;
+    }
+    case SWA_ARRAY_ANY: {
+        bool af = false;
+        if ((rc = get_flags_any(r, PAT, h->is_swa, true, &af)))
+            return rc;
+        if ((rc = get_u32(r, WIN, &h->n_swa, true, NULL)))
+            return rc;
+        h->swa_kind = kind;
+        break;
+    }
+    case SWA_LLAMA4:
+        if ((rc = get_u32(r, WIN, &h->n_swa, false, &found)))
+            return rc;
+        if (found && h->n_swa == 0) {
+            h->swa_kind = SW_ATTN_NONE;
+            set_swa_pattern(h->is_swa, nl, h->n_layer_all, 1, false);
+        } else {
+            h->swa_kind = SW_ATTN_CHUNKED;
+            h->n_swa = ar->swa_default;
+            if ((rc = get_u32_scalar_only(r, PAT, &period, &pfound)))
+                return rc;
+            set_swa_pattern(h->is_swa, nl, h->n_layer_all, period, false);
+        }
+        break;
+    case SWA_LFM2:
+        if ((rc = get_u32(r, WIN, &h->n_swa, false, &found)))
+            return rc;
+        if (found && h->n_swa > 0) {
+            h->swa_kind = SW_ATTN_SWA;
+            for (uint32_t i = 0; i < nl; i++)
+                h->is_swa[i] = !h->is_recr[i];
+        }
+        break;
+    }
+    return 0;
+}
+
+static int read_special(struct rd *r, const struct arch_rule *ar, struct hp *h)
+{
+    int rc;
+    if (ar->sp & SP_NONCAUSAL)
+        h->causal = false;
+    if (ar->sp & SP_KV_FROM_START_20)
+        h->kv_from_start = 20;
+    if (ar->sp & SP_SHARED_KV_LAYERS) {
+        uint32_t shared = 0;
+        if ((rc = get_u32(r, "attention.shared_kv_layers", &shared, false, NULL)))
+            return rc;
+        if (shared > h->n_layer_all)
+            return sw_err_set(r->e, SW_ERANGE, "%s: shared_kv_layers %u > block_count %u",
+                              r->m->where, shared, h->n_layer_all);
+        h->kv_from_start = (int32_t)(h->n_layer_all - shared);
+    }
+    if (ar->sp & SP_SWA_DIMS_REQ) {
+        if ((rc = get_u32(r, "attention.key_length_swa", &h->hk_swa, true, NULL)) ||
+            (rc = get_u32(r, "attention.value_length_swa", &h->hv_swa, true, NULL)))
+            return rc;
+    }
+    if (ar->sp & SP_ROUTER_LAYER) {
+        /* graniteswitch: a single-head router layer after the trunk, counted as a nextn layer */
+        uint32_t n_real = n_layer_trunk(h);
+        if (n_real + 1 > MAXL)
+            return sw_err_set(r->e, SW_ERANGE, "%s: too many layers", r->m->where);
+        h->n_layer_all = n_real + 1;
+        h->n_layer_nextn = 1;
+        h->n_head[n_real] = 1;
+        h->n_head_kv[n_real] = 1;
+        h->n_ff[n_real] = 0;
+    }
+    if (ar->sp & SP_LOOPS) {
+        uint32_t loops = 1;
+        if ((rc = get_u32(r, "num_loops", &loops, false, NULL)))
+            return rc;
+        if (loops < 1)
+            return sw_err_set(r->e, SW_ERANGE, "%s: num_loops must be >= 1", r->m->where);
+        uint32_t phys = n_layer_trunk(h);
+        if ((uint64_t)phys * loops > MAXL)
+            return sw_err_set(r->e, SW_ERANGE, "%s: %u layers x %u loops > %d", r->m->where,
+                              phys, loops, MAXL);
+        for (uint32_t j = 1; j < loops; j++) {
+            for (uint32_t i = 0; i < phys; i++) {
+                uint32_t dst = i + j * phys;
+                h->n_head[dst] = h->n_head[i];
+                h->n_head_kv[dst] = h->n_head_kv[i];
+                h->n_ff[dst] = h->n_ff[i];
+                h->is_swa[dst] = h->is_swa[i];
+                h->is_recr[dst] = h->is_recr[i];
+            }
+        }
+        if (loops > 1)
+            h->n_layer_all = phys * loops;
+    }
+    return 0;
+}
+
+static int str_copy(char *dst, size_t n, const char *src)
+{
+    if (!src)
+        src = "";
+    size_t l = strlen(src);
+    if (l >= n)
+        l = n - 1;
+    memcpy(dst, src, l);
+    dst[l] = '\0';
+    return 0;
+}
+
+int sw__arch_from_meta(const struct sw__meta *m, struct sw_arch **out, struct sw_err *e)
+{
+    struct hp *h = NULL;
+    struct sw_arch *a = NULL;
+    struct rd r = {m, e};
+    int rc = 0;
+
+    *out = NULL;
+    if (!m->arch || !*m->arch) {
+        rc = sw_err_set(e, SW_EPARSE, "%s: no architecture name (general.architecture)",
+                        m->where);
+        goto out;
+    }
+    if (!sw__arch_known(m->arch)) {
+        rc = sw_err_set(e, SW_EUNSUPPORTED,
+                        "%s: architecture '%s' is not known to the pinned llama.cpp (80fb11a)",
+                        m->where, m->arch);
+        goto out;
+    }
+    if (!strcmp(m->arch, "clip")) {
+        rc = sw_err_set(e, SW_EUNSUPPORTED,
+                        "%s: this is a multimodal projector (clip), not a language model; pass it "
+                        "with --mmproj",
+                        m->where);
+        goto out;
+    }
+    h = sw_calloc(1, sizeof(*h));
+    if (!h) {
+        rc = sw_err_set(e, SW_ENOMEM, "out of memory");
+        goto out;
+    }
+    h->kv_from_start = -1;
+    h->causal = true;
+    const struct arch_rule *ar = find_rule(m->arch);
+
+    if ((rc = read_base(&r, h)))
+        goto out;
+    if ((rc = read_recurrent(&r, ar, h)))
+        goto out;
+    if ((rc = mark_recurrent(&r, ar, h)))
+        goto out;
+    if ((rc = mark_swa(&r, ar, h)))
+        goto out;
+    if ((rc = read_special(&r, ar, h)))
+        goto out;
+
+    if ((rc = sw_arch_new(h->n_layer_all, &a, e)))
+        goto out;
+    str_copy(a->name, sizeof(a->name), m->arch);
+    {
+        const char *nm = NULL;
+        m->str(m->ctx, "@general.name", &nm);
+        str_copy(a->model_name, sizeof(a->model_name), nm);
+    }
+    a->n_layer_nextn = h->n_layer_nextn;
+    a->n_embd = h->n_embd;
+    a->n_ctx_train = h->n_ctx_train;
+    a->causal = h->causal;
+    a->n_swa = h->n_swa;
+    a->swa_kind = h->swa_kind;
+    a->rope_freq_base = h->rope_base;
+    a->rope_freq_scale = h->rope_scale;
+    a->n_rot = h->n_rot;
+
+    /* vocabulary: llama_vocab::n_tokens() is the tokenizer's token list; declarations say
+     * vocab_size (llama.cpp also falls back to <arch>.vocab_size in deepseek2/llama) */
+    {
+        size_t len = 0;
+        double v = 0;
+        if (m->arr(m->ctx, "@tokenizer.ggml.tokens", NULL, 0, &len) == 0)
+            a->n_vocab = len;
+        else if (m->num(m->ctx, "vocab_size", &v) == 0 && v >= 0)
+            a->n_vocab = (uint64_t)v;
+    }
+
+    a->mla.on = h->hk_mla != 0 && h->hv_mla != 0;
+    a->mla.head_dim_k = h->hk_mla;
+    a->mla.head_dim_v = h->hv_mla;
+    a->mla.kv_lora_rank = h->n_lora_kv;
+    a->mla.q_lora_rank = h->n_lora_q;
+
+    a->ssm.d_conv = h->d_conv;
+    a->ssm.d_inner = h->d_inner;
+    a->ssm.d_state = h->d_state;
+    a->ssm.n_group = h->n_group;
+    a->ssm.dt_rank = h->dt_rank;
+    a->ssm.wkv_head_size = h->wkv;
+    a->ssm.token_shift_count = h->token_shift;
+    a->ssm.shortconv_l_cache = h->shortconv;
+    a->ssm.kda_head_dim = h->kda;
+    a->ssm.la_head_dim = h->la;
+
+    a->moe.n_expert = h->n_expert;
+    a->moe.n_expert_shared = h->n_expert_shared;
+    a->moe.n_ff_shexp = h->n_ff_shexp;
+    a->moe.n_layer_dense_lead = h->n_dense_lead;
+
+    for (uint32_t il = 0; il < h->n_layer_all; il++) {
+        struct sw_arch_layer *L = &a->layers[il];
+        bool swa = h->is_swa[il] != 0, recr = h->is_recr[il] != 0;
+        L->nextn = il >= h->n_layer_all - h->n_layer_nextn;
+        L->n_head = h->n_head[il];
+        L->n_head_kv = h->n_head_kv[il];
+        L->n_ff = h->n_ff[il];
+        L->n_ff_exp = h->n_ff_exp[il];
+        L->n_expert_used = h->n_expert_used[il];
+        L->head_dim_k = swa ? h->hk_swa : h->hk_full;
+        L->head_dim_v = swa ? h->hv_swa : h->hv_full;
+        /* llama_hparams::has_kv, and the gemma3n/gemma4 reuse rule in llama_model::create_memory */
+        L->has_kv = h->kv_from_start < 0 || il < (uint32_t)h->kv_from_start;
+        L->kv_source = -1;
+        if (!L->has_kv)
+            L->kv_source = h->kv_from_start - (swa ? 2 : 1);
+        L->recr = recr ? ar->rkind : SW_RECR_NONE;
+        enum sw_attn_kind ak = swa ? (h->swa_kind != SW_ATTN_NONE ? h->swa_kind : SW_ATTN_SWA)
+                                   : SW_ATTN_FULL;
+        switch (ar->recr) {
+        case RECR_ALL:
+            L->attn = SW_ATTN_NONE;
+            break;
+        case RECR_FALCON_H1:
+            L->attn = ak; /* attention and mamba2 side by side in every layer */
+            break;
+        case RECR_NEMOTRON:
+            L->attn = (!recr && L->n_ff == 0) ? ak : SW_ATTN_NONE; /* else an MLP-only layer */
+            break;
+        default:
+            L->attn = recr ? SW_ATTN_NONE : ak;
+            break;
+        }
+        if (L->n_expert_used > a->moe.n_expert_used)
+            a->moe.n_expert_used = L->n_expert_used;
+        if (!a->moe.n_ff_exp && L->n_ff_exp && h->n_expert)
+            a->moe.n_ff_exp = L->n_ff_exp;
+    }
+    if ((rc = sw_arch_finalize(a, e)))
+        goto out;
+    *out = a;
+    a = NULL;
+out:
+    sw_arch_free(a);
+    sw_free(h);
+    return rc;
+}
