@@ -170,9 +170,11 @@ int sw_llamacpp_plan(const struct sw_arch *arch, const struct sw_llamacpp_args *
                      const struct sw_llamacpp_env *env, struct sw_llamacpp_plan *out,
                      struct sw_err *e);
 
-/* The compute-buffer estimate alone (bytes, summed over devices) and the method in words. */
-uint64_t sw_llamacpp_compute_estimate(const struct sw_arch *arch, uint32_t n_ctx_seq,
-                                      uint32_t n_kv_cells, uint32_t n_ubatch, uint32_t n_seq_max,
+/* The compute-buffer estimate alone (bytes, summed over devices) for the caches already in `r`
+ * (their cells size the KQ masks), n_tokens = min(n_ctx, n_ubatch) and n_outputs rows of logits;
+ * and the method in words. */
+uint64_t sw_llamacpp_compute_estimate(const struct sw_arch *arch,
+                                      const struct sw_llamacpp_report *r, uint32_t n_tokens,
                                       uint32_t n_outputs, bool flash_attn);
 extern const char *const sw_llamacpp_compute_method;
 

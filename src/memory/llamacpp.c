@@ -593,9 +593,7 @@ static int predict(struct law *w, int64_t n_ctx_param)
     /* sched_reserve: worst case n_tokens = min(n_ctx, n_ubatch), n_outputs = min(that, n_outputs_max) */
     uint32_t n_tokens = w->n_ctx < w->n_ubatch ? w->n_ctx : w->n_ubatch;
     uint32_t n_outputs = n_tokens < w->n_outputs_max ? n_tokens : w->n_outputs_max;
-    uint32_t kv_cells = r->n_kv ? r->kv[0].cells : 0;
-    r->compute_bytes = sw_llamacpp_compute_estimate(w->a, w->n_ctx_seq, kv_cells, n_tokens,
-                                                     w->n_seq_max, n_outputs, w->flash_attn);
+    r->compute_bytes = sw_llamacpp_compute_estimate(w->a, r, n_tokens, n_outputs, w->flash_attn);
     r->compute_known = true;
     int cdev = (w->env && w->env->n_gpu > 0 && w->ngl > 0) ? 1 : 0;
     p->dev[cdev].compute = r->compute_bytes;

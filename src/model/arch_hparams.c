@@ -774,12 +774,16 @@ int sw__arch_from_meta(const struct sw__meta *m, struct sw_arch **out, struct sw
     a->rope_freq_scale = h->rope_scale;
     a->n_rot = h->n_rot;
 
-    /* vocabulary: llama_vocab::n_tokens() is the tokenizer's token list; declarations say
-     * vocab_size (llama.cpp also falls back to <arch>.vocab_size in deepseek2/llama) */
+    /* vocabulary: llama_vocab::n_tokens() is the tokenizer's token list, except for a "no_vocab"
+     * tokenizer, which gets <arch>.vocab_size dummy tokens (llama_vocab::impl::load). A
+     * declaration says vocab_size. */
     {
         size_t len = 0;
         double v = 0;
-        if (m->arr(m->ctx, "@tokenizer.ggml.tokens", NULL, 0, &len) == 0)
+        const char *tm = NULL;
+        m->str(m->ctx, "@tokenizer.ggml.model", &tm);
+        bool dummy = tm && (!strcmp(tm, "no_vocab") || !strcmp(tm, "none"));
+        if (!dummy && m->arr(m->ctx, "@tokenizer.ggml.tokens", NULL, 0, &len) == 0)
             a->n_vocab = len;
         else if (m->num(m->ctx, "vocab_size", &v) == 0 && v >= 0)
             a->n_vocab = (uint64_t)v;

@@ -35,6 +35,24 @@ static const char *tll_after(const char *line, const char *key)
     return p;
 }
 
+/* The value of "key   = value" (the '=' is required, so a warning that merely mentions the key
+ * does not count), or NULL. */
+static const char *tll_value(const char *line, const char *key)
+{
+    const char *p = strstr(line, key);
+    if (!p)
+        return NULL;
+    p += strlen(key);
+    while (*p == ' ')
+        p++;
+    if (*p != '=')
+        return NULL;
+    p++;
+    while (*p == ' ')
+        p++;
+    return p;
+}
+
 /* Parse one "llama_kv_cache: size = ..." line. */
 static int tll_kv(const char *p, struct sw_llamacpp_kv *k)
 {
@@ -117,17 +135,17 @@ static int tll_parse(const char *text, struct sw_llamacpp_report *r)
             r->model_bytes = mb;
             r->model_known = mk;
             n = 0;
-        } else if ((v = tll_after(line, "llama_context: n_ctx_seq"))) {
+        } else if ((v = tll_value(line, "llama_context: n_ctx_seq"))) {
             r->n_ctx_seq = (uint32_t)strtoul(v, NULL, 10);
-        } else if ((v = tll_after(line, "llama_context: n_ctx "))) {
+        } else if ((v = tll_value(line, "llama_context: n_ctx "))) {
             r->n_ctx = (uint32_t)strtoul(v, NULL, 10);
-        } else if ((v = tll_after(line, "llama_context: n_seq_max"))) {
+        } else if ((v = tll_value(line, "llama_context: n_seq_max"))) {
             r->n_seq_max = (uint32_t)strtoul(v, NULL, 10);
-        } else if ((v = tll_after(line, "llama_context: n_batch"))) {
+        } else if ((v = tll_value(line, "llama_context: n_batch"))) {
             r->n_batch = (uint32_t)strtoul(v, NULL, 10);
-        } else if ((v = tll_after(line, "llama_context: n_ubatch"))) {
+        } else if ((v = tll_value(line, "llama_context: n_ubatch"))) {
             r->n_ubatch = (uint32_t)strtoul(v, NULL, 10);
-        } else if ((v = tll_after(line, "llama_context: kv_unified"))) {
+        } else if ((v = tll_value(line, "llama_context: kv_unified"))) {
             r->kv_unified = !strncmp(v, "true", 4);
         } else if (strstr(line, "creating     SWA KV cache")) {
             next_swa = true;
