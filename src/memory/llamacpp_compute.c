@@ -13,7 +13,8 @@
  *   - the widest layer's working set, per token: the residual, Q and K before and after rope,
  *     V and the attention output (attention layers); the FFN's gate/up pair; the experts' routed
  *     copies; a recurrent layer's projections and state update;
- *   - the logits of the outputs (n_outputs x n_vocab) and the embeddings' input.
+ *   - the logits of the outputs (n_outputs x n_vocab), at the end of the graph, when the layers'
+ *     activations are free again.
  * What it does not do: replay ggml-alloc.
  */
 #include <slipway/memory.h>
@@ -22,8 +23,8 @@
 
 const char *const sw_llamacpp_compute_method =
     "peak of the prompt graph's live tensors: KQ masks (n_kv x n_ubatch) + max(FFN phase, "
-    "attention phase with the n_kv x n_ubatch x n_head scores when flash attention is off) + "
-    "logits; per-token terms fitted on the pinned llama-server's CPU boots";
+    "attention phase with the n_kv x n_ubatch x n_head scores when flash attention is off, "
+    "logits); per-token terms fitted on the pinned llama-server's CPU boots";
 
 static uint64_t max_u64(uint64_t a, uint64_t b)
 {
@@ -113,6 +114,7 @@ uint64_t sw_llamacpp_compute_estimate(const struct sw_arch *a,
         peak = fmax(peak, 4 * T * att + (double)kv_max * T * (double)heads_max * 4);
     else
         peak = fmax(peak, 4 * T * att * (a->mla.on ? 1.0 : 0.5));
-    uint64_t logits = (uint64_t)n_outputs * a->n_vocab * 4;
-    return mask + (uint64_t)peak + logits;
+    /* the logits come last, when the layers' activations are free again */
+    peak = fmax(peak, (double)n_outputs * (double)a->n_vocab * 4 + 4 * T * E);
+    return mask + (uint64_t)peak;
 }

@@ -1,7 +1,7 @@
 /*
  * memory/llamacpp: the llama-server flag parser, the law's arithmetic on declared architectures
  * (rounding, iSWA sizes, recurrent states, MLA, V padding, refusals), the report's JSON/lines/diff,
- * and the data-driven real boot points of tests/data/llamacpp/*.json (one cmocka test per file).
+ * and the data-driven real boot points of tests/data/llamacpp/ (one cmocka test per .json file).
  */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,0 +1,117 @@
+/*
+ * `slipway plan --engine llama.cpp` through the binary: JSON shape, human view, exit codes
+ * (0 planned, 1 does not fit a declared device, 2 unusable input naming the flag).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "swtest.h"
+
+#include <string.h>
+
+static char *dir;
+static const char *decl_path;
+
+static int setup(void **state)
+{
+    (void)state;
+    dir = swt_tmpdir();
+    decl_path = strdup(swt_join(dir, "qwen35.json"));
+    swt_write_str(decl_path,
+                  "{\"arch\":\"qwen35\",\"name\":\"Qwen3.5-9B\",\"vocab_size\":248320,"
+                  "\"context_length\":262144,\"embedding_length\":4096,\"block_count\":32,"
+                  "\"feed_forward_length\":12288,\"attention.head_count\":16,"
+                  "\"attention.head_count_kv\":4,\"attention.key_length\":256,"
+                  "\"attention.value_length\":256,\"ssm.conv_kernel\":4,\"ssm.inner_size\":4096,"
+                  "\"ssm.state_size\":128,\"ssm.group_count\":16,\"ssm.time_step_rank\":32,"
+                  "\"weights\":{\"total\":\"5GiB\"}}");
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    free((void *)decl_path);
+    swt_tmpdir_free(dir);
+    return 0;
+}
+
+static void test_json(void **state)
+{
+    struct swt_run r;
+    (void)state;
+    assert_int_equal(swt_slipway(&r, "plan", "--engine", "llama.cpp", "--json", "--arch",
+                                 decl_path, "--", "llama-server", "-m", "q.gguf", "-c", "135168",
+                                 NULL),
+                     0);
+    assert_int_equal(r.status, 0);
+    json_t *j = swt_json_out(&r);
+    json_t *rep = json_object_get(j, "report");
+    assert_int_equal(json_integer_value(json_object_get(rep, "n_ctx")), 135168);
+    assert_int_equal(json_integer_value(json_object_get(rep, "n_seq_max")), 4);
+    json_t *kv = json_array_get(json_object_get(rep, "kv_caches"), 0);
+    /* the bootlog point llamacpp-code-qwen35-32L-4seq: 2112.00 MiB of K */
+    assert_int_equal(json_integer_value(json_object_get(kv, "k_bytes")), 2112ll * 1048576);
+    json_t *rec = json_object_get(rep, "recurrent");
+    assert_int_equal(json_integer_value(json_object_get(rec, "s_bytes")), 192ll * 1048576);
+    assert_non_null(json_object_get(json_object_get(j, "budget"), "devices"));
+    assert_true(json_is_array(json_object_get(j, "warnings")));
+    json_decref(j);
+    swt_run_free(&r);
+}
+
+static void test_human_and_fit(void **state)
+{
+    struct swt_run r;
+    (void)state;
+    assert_int_equal(swt_slipway(&r, "plan", "--engine", "llama.cpp", "--arch", decl_path,
+                                 "--gpu", "CUDA0=24GiB", "--", "llama-server", "-m", "q.gguf",
+                                 "-c", "131072", "-np", "1", NULL),
+                     0);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "llama_kv_cache: size = 4096.00 MiB (131072 cells,   8 layers,  "
+                                  "1/1 seqs), K (f16): 2048.00 MiB, V (f16): 2048.00 MiB"));
+    assert_non_null(strstr(r.out, "CUDA0"));
+    swt_run_free(&r);
+    /* 8 GiB does not hold 5 GiB of weights and 8 GiB of KV: exit 1 */
+    assert_int_equal(swt_slipway(&r, "plan", "--engine", "llama.cpp", "--arch", decl_path, "--gpu",
+                                 "CUDA0=8GiB", "--", "llama-server", "-m", "q.gguf", "-c", "262144",
+                                 "-np", "1", NULL),
+                     0);
+    assert_int_equal(r.status, 1);
+    assert_non_null(strstr(r.out, "DOES NOT FIT"));
+    swt_run_free(&r);
+}
+
+static void test_bad_input(void **state)
+{
+    struct swt_run r;
+    (void)state;
+    assert_int_equal(swt_slipway(&r, "plan", "--engine", "llama.cpp", "--arch", decl_path, "--",
+                                 "llama-server", "-m", "q.gguf", "-c", "lots", NULL),
+                     0);
+    assert_int_equal(r.status, 2);
+    assert_non_null(strstr(r.err, "-c"));
+    swt_run_free(&r);
+    assert_int_equal(swt_slipway(&r, "plan", "--engine", "vllm", "--", "x", NULL), 0);
+    assert_int_equal(r.status, 2);
+    swt_run_free(&r);
+    assert_int_equal(swt_slipway(&r, "plan", "--engine", "llama.cpp", "--", "llama-server", "-m",
+                                 swt_join(dir, "missing.gguf"), NULL),
+                     0);
+    assert_int_equal(r.status, 2);
+    swt_run_free(&r);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_json),
+        cmocka_unit_test(test_human_and_fit),
+        cmocka_unit_test(test_bad_input),
+    };
+    sw_core_init();
+    return cmocka_run_group_tests_name("llamacpp_cli", tests, setup, teardown);
+}
