@@ -1,6 +1,7 @@
 /*
  * slipway plan --engine llama.cpp [--json] [--arch DECL.json] [--gpu NAME=BYTES ...]
  *              [--host-memory BYTES] -- llama-server -m FILE.gguf [llama-server flags]
+ * slipway plan FLEET.yaml [ENDPOINT] [--json]
  *
  *   Predict what llama-server prints at boot for that command line (memory/llamacpp) and show the
  *   memory budget per device. The GGUF header is read for the architecture and weight bytes; with
@@ -13,10 +14,13 @@
 #include "cli.h"
 
 #include <slipway/arch.h>
+#include <slipway/engine.h>
+#include <slipway/fleet.h>
 #include <slipway/gguf.h>
 #include <slipway/memory.h>
 
 #include <string.h>
+#include <unistd.h>
 
 static void usage(FILE *f)
 {
@@ -24,6 +28,7 @@ static void usage(FILE *f)
             "usage: slipway plan --engine llama.cpp [--json] [--arch DECL.json]\n"
             "                    [--gpu NAME=BYTES ...] [--host-memory BYTES]\n"
             "                    -- llama-server -m FILE.gguf [llama-server flags]\n"
+            "       slipway plan FLEET.yaml [ENDPOINT] [--json]\n"
             "\n"
             "Predicts llama-server's boot lines (n_ctx, each llama_kv_cache line, the\n"
             "llama_memory_recurrent line, model/output/compute buffers) from its own flags and\n"
@@ -31,7 +36,10 @@ static void usage(FILE *f)
             "  --arch DECL.json   declare the architecture instead of reading the GGUF\n"
             "  --gpu NAME=BYTES   a GPU with this much free memory (repeatable); layers follow -ngl\n"
             "  --host-memory B    host memory of a CPU-only build (enables --fit's context cut)\n"
-            "  --json             {\"report\": ..., \"budget\": ..., \"warnings\": [...]}\n");
+            "  --json             {\"report\": ..., \"budget\": ..., \"warnings\": [...]}\n"
+            "A fleet file plans each llama.cpp endpoint from the argv the engine adapter renders,\n"
+            "with the endpoint's devices; the architecture comes from the GGUF when it is on this\n"
+            "machine, else from the endpoint's `arch` when it is a llama.cpp declaration.\n");
 }
 
 static const char *mib(uint64_t b, char *out, size_t n)
@@ -128,10 +136,179 @@ static int parse_gpu(const char *v, struct sw_llamacpp_env *env, struct sw_err *
     return 0;
 }
 
+/* One llama.cpp endpoint of a fleet: render its argv with the engine adapter, read the argv back
+ * with the law's parser (so planning a fleet and planning the rendered command agree), take the
+ * architecture from the GGUF when it is here or from a llama.cpp declaration, and the devices from
+ * the fleet. */
+static int plan_endpoint(const struct sw_fleet_endpoint *ep, struct sw_llamacpp_plan *plan,
+                         struct sw_arch **arch_out, struct sw_llamacpp_args *args,
+                         struct sw_err *e)
+{
+    struct sw_engine_launch l;
+    struct sw_engine_cmd cmd = {0};
+    struct sw_llamacpp_env env;
+    struct sw_gguf *g = NULL;
+    struct sw_arch *a = NULL;
+    const struct sw_engine *eng = sw_engine_find("llama.cpp");
+    int rc;
+
+    memset(&l, 0, sizeof(l));
+    memset(&env, 0, sizeof(env));
+    *arch_out = NULL;
+    if (!eng)
+        return sw_err_set(e, SW_EUNSUPPORTED, "no llama.cpp engine adapter");
+    if ((rc = sw_engine_launch_from_fleet(ep, &l, e)))
+        return rc;
+    if ((rc = eng->render(&l, &cmd, e)))
+        goto out;
+    sw_llamacpp_args_init(args);
+    if ((rc = sw_llamacpp_args_parse(args, (int)cmd.argc, (const char *const *)cmd.argv, e)))
+        goto out;
+    if (access(args->model, R_OK) == 0) {
+        if ((rc = sw_gguf_open(args->model, &g, e)) || (rc = sw_arch_from_gguf(g, &a, e)))
+            goto out;
+    } else if (ep->arch && json_object_get(ep->arch, "arch")) {
+        if ((rc = sw_arch_from_json(ep->arch, ep->arch_at.file ? ep->arch_at.file : "arch", &a,
+                                    e)))
+            goto out;
+    } else if (ep->arch) {
+        rc = sw_err_set(e, SW_EUNSUPPORTED,
+                        "%s: the payload is not on this machine and its `arch` is config.json-like; "
+                        "reading that needs model/arch_hf (sw_arch_from_hf), not here yet; declare it "
+                        "with llama.cpp's keys ({\"arch\": \"qwen35\", \"block_count\": ...})",
+                        ep->name);
+        goto out;
+    } else {
+        rc = sw_err_set(e, SW_ENOENT, "%s: %s is not on this machine and no `arch` is declared",
+                        ep->name, args->model);
+        goto out;
+    }
+    for (size_t d = 0; d < ep->n_devices; d++) {
+        const struct sw_fleet_device *dev = ep->devices[d];
+        uint64_t mem = dev->memory_usable.set ? dev->memory_usable.v
+                                               : (dev->memory_total.set ? dev->memory_total.v : 0);
+        bool cpu = dev->vendor.v && !strcmp(dev->vendor.v, "cpu");
+        if (cpu) {
+            env.host_memory = mem;
+        } else if (env.n_gpu < SW_LLAMACPP_MAX_DEV - 1) {
+            snprintf(env.gpu_name[env.n_gpu], sizeof(env.gpu_name[0]), "%s", dev->name);
+            env.gpu_memory[env.n_gpu] = mem;
+            env.n_gpu++;
+        }
+    }
+    if ((rc = sw_llamacpp_plan(a, args, &env, plan, e)))
+        goto out;
+    *arch_out = a;
+    a = NULL;
+out:
+    sw_arch_free(a);
+    sw_gguf_free(g);
+    sw_engine_cmd_free(&cmd);
+    sw_engine_launch_free(&l);
+    return rc;
+}
+
+static int plan_fleet(const char *path, const char *only, bool json)
+{
+    struct sw_fleet *f = NULL;
+    struct sw_err e;
+    json_t *out = json ? json_object() : NULL, *eps = json ? json_array() : NULL;
+    struct sw_llamacpp_plan *plan = sw_calloc(1, sizeof(*plan));
+    struct sw_llamacpp_args *args = sw_calloc(1, sizeof(*args));
+    int rc = SW_EXIT_OK, n = 0;
+
+    sw_err_clear(&e);
+    if (!plan || !args || (json && (!out || !eps))) {
+        sw_err_set(&e, SW_ENOMEM, "out of memory");
+        rc = sw_cli_fail(&e, json);
+        goto done;
+    }
+    if (sw_fleet_load(path, NULL, &f, &e)) {
+        rc = sw_cli_fail(&e, json);
+        goto done;
+    }
+    if (only && !sw_fleet_endpoint(f, only)) {
+        sw_err_set(&e, SW_ENOENT, "%s: no endpoint '%s'", path, only);
+        rc = sw_cli_fail(&e, json);
+        goto done;
+    }
+    for (size_t i = 0; i < f->n_endpoints; i++) {
+        const struct sw_fleet_endpoint *ep = &f->endpoints[i];
+        struct sw_arch *a = NULL;
+        if (only ? strcmp(ep->name, only) != 0 : !ep->enabled)
+            continue;
+        n++;
+        if (ep->engine != SW_FLEET_LLAMACPP) {
+            if (json)
+                json_array_append_new(eps, json_pack("{s:s,s:s,s:s}", "endpoint", ep->name,
+                                                     "engine", sw_fleet_engine_name(ep->engine),
+                                                     "note", "not the llama.cpp law"));
+            else
+                printf("== %s (%s): planned by its own engine's law, not here\n\n", ep->name,
+                       sw_fleet_engine_name(ep->engine));
+            continue;
+        }
+        sw_err_clear(&e);
+        memset(plan, 0, sizeof(*plan));
+        int prc = plan_endpoint(ep, plan, &a, args, &e);
+        if (prc) {
+            char buf[2048];
+            if (rc == SW_EXIT_OK)
+                rc = sw_cli_exit_for(prc);
+            if (json)
+                json_array_append_new(eps, json_pack("{s:s,s:s,s:o}", "endpoint", ep->name,
+                                                     "engine", "llama.cpp", "error",
+                                                     sw_err_to_json(&e)));
+            else
+                printf("== %s (llama.cpp): cannot plan: %s\n\n", ep->name,
+                       sw_err_format(&e, buf, sizeof(buf)));
+            continue;
+        }
+        bool fits = true;
+        for (int d = 0; d < plan->n_dev; d++)
+            if (plan->dev[d].memory && plan->dev[d].total > plan->dev[d].memory)
+                fits = false;
+        if (!fits && rc == SW_EXIT_OK)
+            rc = SW_EXIT_FAIL;
+        if (json) {
+            json_t *j = sw_llamacpp_plan_to_json(plan);
+            if (j) {
+                sw_json_set_str(j, "endpoint", ep->name);
+                sw_json_set_str(j, "engine", "llama.cpp");
+                sw_json_set_bool(j, "fits", fits);
+                sw_json_set_new(j, "arch", sw_arch_to_json(a));
+                json_array_append_new(eps, j);
+            }
+        } else {
+            printf("== %s (llama.cpp)\n", ep->name);
+            print_human(a, plan, args);
+            if (!fits)
+                printf("\nDOES NOT FIT: a device's total exceeds its declared memory\n");
+            printf("\n");
+        }
+        sw_arch_free(a);
+    }
+    if (json) {
+        sw_json_set_str(out, "fleet", path);
+        sw_json_set_new(out, "endpoints", eps);
+        eps = NULL;
+        sw_json_print(stdout, out, true);
+    } else if (n == 0) {
+        printf("%s: no enabled endpoint\n", path);
+    }
+done:
+    json_decref(out);
+    json_decref(eps);
+    sw_free(plan);
+    sw_free(args);
+    sw_fleet_free(f);
+    return rc;
+}
+
 int sw_cmd_plan(int argc, char **argv)
 {
     bool json = false;
-    const char *engine = NULL, *arch_path = NULL;
+    const char *engine = NULL, *arch_path = NULL, *fleet = NULL, *only = NULL;
     struct sw_llamacpp_env env;
     struct sw_llamacpp_args args;
     struct sw_llamacpp_plan *plan = NULL;
@@ -164,16 +341,18 @@ int sw_cmd_plan(int argc, char **argv)
                 sw_err_prefix(&e, "--host-memory");
                 return sw_cli_fail(&e, json);
             }
-        } else if (argv[i][0] != '-') {
-            return sw_cli_usage("plan", "planning a fleet file ('%s') is not available yet; use "
-                                        "--engine llama.cpp -- llama-server ...",
-                                argv[i]);
+        } else if (argv[i][0] != '-' && !fleet) {
+            fleet = argv[i];
+        } else if (argv[i][0] != '-' && !only) {
+            only = argv[i];
         } else {
             return sw_cli_usage("plan", "unknown option '%s'", argv[i]);
         }
     }
+    if (fleet && !engine)
+        return plan_fleet(fleet, only, json);
     if (!engine)
-        return sw_cli_usage("plan", "--engine is required (llama.cpp)");
+        return sw_cli_usage("plan", "--engine is required (llama.cpp), or give a fleet file");
     if (strcmp(engine, "llama.cpp") && strcmp(engine, "llamacpp") && strcmp(engine, "llama-server"))
         return sw_cli_usage("plan", "engine '%s' has no law here yet (llama.cpp)", engine);
     if (i >= argc)

@@ -9,6 +9,7 @@
 
 #include "swtest.h"
 
+#include <stdio.h>
 #include <string.h>
 
 static char *dir;
@@ -105,12 +106,70 @@ static void test_bad_input(void **state)
     swt_run_free(&r);
 }
 
+/* A fleet whose payload is not here: the endpoint declares its architecture with llama.cpp's
+ * keys (planned), another declares it config.json-like (refused, naming what is missing). */
+static void test_fleet(void **state)
+{
+    struct swt_run r;
+    const char *fleet = swt_join(dir, "fleet.yaml");
+    (void)state;
+    swt_write_str(fleet,
+                  "version: 1\n"
+                  "hosts:\n"
+                  "  box:\n"
+                  "    transport: local\n"
+                  "    devices:\n"
+                  "      gpu0: {kind: test, vendor: nvidia, memory_total: 24576MiB}\n"
+                  "endpoints:\n"
+                  "  small:\n"
+                  "    host: box\n"
+                  "    devices: [gpu0]\n"
+                  "    engine: llama.cpp\n"
+                  "    payload: {path: /nonexistent/qwen35-9b.gguf}\n"
+                  "    shape: {ctx_size: 540672, seqs: 3, cache_type_k: f16, cache_type_v: q8_0}\n"
+                  "    arch: {arch: qwen35, vocab_size: 248320, context_length: 262144,\n"
+                  "           embedding_length: 4096, block_count: 32,\n"
+                  "           attention.head_count: 16, attention.head_count_kv: 4,\n"
+                  "           attention.key_length: 256, attention.value_length: 256,\n"
+                  "           ssm.conv_kernel: 4, ssm.inner_size: 4096, ssm.state_size: 128,\n"
+                  "           ssm.group_count: 16, ssm.time_step_rank: 32}\n"
+                  "  hf:\n"
+                  "    host: box\n"
+                  "    devices: [gpu0]\n"
+                  "    engine: llama.cpp\n"
+                  "    payload: {path: /nonexistent/other.gguf}\n"
+                  "    arch: {num_hidden_layers: 32, hidden_size: 4096}\n");
+    assert_int_equal(swt_slipway(&r, "plan", fleet, "small", "--json", NULL), 0);
+    if (r.status != 0)
+        fprintf(stderr, "%s%s", r.out, r.err);
+    assert_int_equal(r.status, 0);
+    json_t *j = swt_json_out(&r);
+    json_t *ep = json_array_get(json_object_get(j, "endpoints"), 0);
+    assert_string_equal(json_string_value(json_object_get(ep, "endpoint")), "small");
+    json_t *rep = json_object_get(ep, "report");
+    /* frank-small's deployed shape: 3 x 180224, K f16 + V q8_0 over 8 attention layers */
+    assert_int_equal(json_integer_value(json_object_get(rep, "n_ctx_seq")), 180224);
+    json_t *kv = json_array_get(json_object_get(rep, "kv_caches"), 0);
+    assert_int_equal(json_integer_value(json_object_get(kv, "k_bytes")),
+                     540672ll * 8 * 1024 * 2);
+    assert_int_equal(json_integer_value(json_object_get(kv, "v_bytes")),
+                     540672ll * 8 * 1024 / 32 * 34);
+    json_decref(j);
+    swt_run_free(&r);
+
+    assert_int_equal(swt_slipway(&r, "plan", fleet, "hf", NULL), 0);
+    assert_int_equal(r.status, 2);
+    assert_non_null(strstr(r.out, "config.json-like"));
+    swt_run_free(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_json),
         cmocka_unit_test(test_human_and_fit),
         cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_fleet),
     };
     sw_core_init();
     return cmocka_run_group_tests_name("llamacpp_cli", tests, setup, teardown);
