@@ -22,17 +22,27 @@ static unsigned nonce(void)
     return (unsigned)(sw_now_ns() / 1000u);
 }
 
-/* A streamed request that generates exactly max_tokens after a prompt of ~depth tokens. */
-static json_t *fixed_body(struct sw__probe *p, size_t depth, int max_tokens, unsigned n)
+/* What a model is asked to do after a filler prompt: something long, so a real model does not
+ * stop after two words (a random-weight one never stops anyway). */
+static const char long_tail[] = "Now write out the numbers from one to three hundred in words, "
+                                "separated by commas.";
+
+/* A streamed request after a prompt of ~depth tokens; *len gets the prompt's bytes.
+ * ignore_eos (worst_case only) makes it generate exactly max_tokens: llama.cpp, vLLM and SGLang
+ * accept the field, but the pinned llama-server may then fail to parse its own output at the
+ * end (the ignored end-of-turn token is in it), so the other checks do without. */
+static json_t *fixed_body(struct sw__probe *p, size_t depth, int max_tokens, unsigned n,
+                          bool ignore_eos, size_t *len)
 {
-    char *prompt = sw__probe_filler(depth, n);
+    char *prompt = sw__probe_filler(p, depth, n, long_tail, len);
     if (!prompt)
         return NULL;
     json_t *b = sw__probe_chat(p, prompt, max_tokens, true);
     sw_free(prompt);
     if (!b)
         return NULL;
-    sw_json_set_bool(b, "ignore_eos", true);
+    if (ignore_eos)
+        sw_json_set_bool(b, "ignore_eos", true);
     if (p->eng == SW__ENG_LLAMACPP)
         sw_json_set_bool(b, "cache_prompt", false);
     return b;
@@ -46,17 +56,33 @@ void sw__probe_over_length(struct sw__probe *p, struct sw_probe_result *r)
                       "the server reports no context length");
         return;
     }
-    /* ~1.5 x the window in 4-byte units: about 1.3 x in real tokens, safely past it */
+    /* ~1.5 x the window by the tokenizer's density (a first guess, then measured); when the
+     * server took the prompt whole, it was not long enough: grow it and ask again */
     size_t target = (size_t)w + (size_t)w / 2 + 64;
-    char *prompt = sw__probe_filler(target, nonce());
-    json_t *body = prompt ? sw__probe_chat(p, prompt, 8, false) : NULL;
-    sw_free(prompt);
     struct sw_openai_result res;
     struct sw_net_resp resp;
     char d[600], alive[300], ws[32];
+    int rc = 0;
     sw_openai_result_init(&res, 0, 0);
-    int rc = sw__probe_post(p, body, &res, &resp, NULL, NULL, 0);
-    json_decref(body);
+    memset(&resp, 0, sizeof(resp));
+    for (int attempt = 0; attempt < 3; attempt++) {
+        size_t len = 0;
+        char *prompt = sw__probe_filler(p, target, nonce(), NULL, &len);
+        json_t *body = prompt ? sw__probe_chat(p, prompt, 8, false) : NULL;
+        sw_free(prompt);
+        sw_openai_result_free(&res);
+        sw_net_resp_free(&resp);
+        sw_openai_result_init(&res, 0, 0);
+        rc = sw__probe_post(p, body, &res, &resp, NULL, NULL, 0);
+        json_decref(body);
+        sw_json_set_int(r->data, "attempts", attempt + 1);
+        if (rc || resp.status != 200 || !res.usage.present)
+            break;
+        sw__probe_learn(p, len, res.usage.prompt_tokens);
+        if (res.usage.prompt_tokens >= w)
+            break; /* taken although longer than the window: that is the finding */
+        target = (size_t)((double)w * 1.5) + 64;
+    }
     sw_fmt_count((uint64_t)w, ws, sizeof(ws));
     sw_json_set_int(r->data, "window", w);
     sw_json_set_int(r->data, "status", resp.status);
@@ -141,7 +167,7 @@ void sw__probe_concurrency(struct sw__probe *p, struct sw_probe_result *r)
     }
     int started = 0;
     for (int i = 0; i < total; i++) {
-        json_t *b = fixed_body(p, 32, max_tokens, nonce() + (unsigned)i * 7919u);
+        json_t *b = fixed_body(p, 32, max_tokens, nonce() + (unsigned)i * 7919u, false, NULL);
         f[i].body = b ? json_dumps(b, JSON_COMPACT) : NULL;
         json_decref(b);
         sw_net_xfer_init(&f[i].x);
@@ -158,10 +184,19 @@ void sw__probe_concurrency(struct sw__probe *p, struct sw_probe_result *r)
             started++;
     }
     sw_net_loop_run(&p->loop);
-    int bad = -1;
+    int bad = -1, ended_badly = 0;
+    char late_error[200] = "";
     uint64_t t0 = UINT64_MAX, min_done = UINT64_MAX;
     for (int i = 0; i < total; i++) {
-        if (f[i].x.resp.rc || f[i].x.resp.status != 200 || !f[i].res.t_first_chunk) {
+        /* an error event after the tokens still shows when the stream ran: the pinned
+         * llama-server ends a stream that way when a random model's text is not valid UTF-8
+         * ("does not match the expected ... format"); the timing is what this check reads */
+        bool late = f[i].x.resp.rc && f[i].res.error.present && f[i].res.text_chunks > 0;
+        if (late) {
+            ended_badly++;
+            snprintf(late_error, sizeof(late_error), "%.180s", f[i].res.error.message);
+        }
+        if ((f[i].x.resp.rc && !late) || f[i].x.resp.status != 200 || !f[i].res.t_first_chunk) {
             if (bad < 0)
                 bad = i;
             continue;
@@ -194,6 +229,7 @@ void sw__probe_concurrency(struct sw__probe *p, struct sw_probe_result *r)
         }
     }
     sw_json_set_new(r->data, "first_chunk_s", arr);
+    sw_json_set_int(r->data, "ended_with_error", ended_badly);
     sw_json_set_real(r->data, "first_finish_s", (double)(min_done - t0) / 1e9);
     sw_json_set_int(r->data, "slots", n);
     double ff = (double)(min_done - t0) / 1e9, last = (double)(first[n] - t0) / 1e9;
@@ -212,8 +248,12 @@ void sw__probe_concurrency(struct sw__probe *p, struct sw_probe_result *r)
     else
         sw__probe_set(r, SW_PROBE_PASS, NULL,
                       "%d streams overlapped (first chunks at %s s, first finish at %.2f s); "
-                      "stream %d began at %.2f s, after a slot freed",
-                      n, list, ff, n + 1, last);
+                      "stream %d began at %.2f s, after a slot freed%s%s%s",
+                      n, list, ff, n + 1, last,
+                      ended_badly ? "; some streams ended with an error event after their "
+                                    "tokens: "
+                                  : "",
+                      late_error, "");
 out:
     for (int i = 0; i < total; i++) {
         sw_net_xfer_close(&f[i].x);
@@ -229,24 +269,59 @@ out:
 struct depth_run {
     int64_t prompt_tokens, completion_tokens;
     double ttft_s, decode_tps, prefill_tps, srv_decode_tps, srv_prefill_tps;
+    bool counted_in_chunks; /* no usage came (an error event ended the stream): see run_depth */
+    uint64_t text_chunks;
+    double text_span_s; /* from the first to the last chunk with text */
+    char late_error[160];
 };
 
 static int run_depth(struct sw__probe *p, size_t depth, int max_tokens, struct depth_run *out,
                      char *why, size_t whyn)
 {
-    json_t *b = fixed_body(p, depth, max_tokens, nonce());
+    size_t len = 0;
+    json_t *b = fixed_body(p, depth, max_tokens, nonce(), false, &len);
     struct sw_openai_result res;
     struct sw_net_resp resp;
     sw_openai_result_init(&res, 0, 0);
     int rc = sw__probe_post(p, b, &res, &resp, NULL, NULL, 0);
     json_decref(b);
     memset(out, 0, sizeof(*out));
+    if (!rc && res.usage.present)
+        sw__probe_learn(p, len, res.usage.prompt_tokens);
+    if (rc && res.error.present && res.text_chunks >= 2 && resp.status == 200) {
+        /* the pinned llama-server ends a stream with an error event when a random model's text
+         * is not valid UTF-8: the tokens did arrive, only the usage did not. Count text chunks
+         * (one token each on llama-server, fewer when it holds back a partial character: a
+         * lower bound) and estimate the prompt from the tokenizer density seen so far. */
+        uint64_t last = res.t_first_text;
+        for (size_t i = 0; i < res.nrecs; i++)
+            if (res.recs[i].content_bytes || res.recs[i].reasoning_bytes)
+                last = res.recs[i].t_ns;
+        out->counted_in_chunks = true;
+        snprintf(out->late_error, sizeof(out->late_error), "%.150s", res.error.message);
+        out->completion_tokens = (int64_t)res.text_chunks;
+        out->prompt_tokens = p->bytes_per_token > 0 ? (int64_t)((double)len / p->bytes_per_token) : -1;
+        out->ttft_s = (double)(res.t_first_text - resp.t.start) / 1e9;
+        out->prefill_tps = out->prompt_tokens > 0 && out->ttft_s > 0
+                               ? (double)out->prompt_tokens / out->ttft_s
+                               : 0;
+        double span = (double)(last - res.t_first_text) / 1e9;
+        out->text_chunks = res.text_chunks;
+        out->text_span_s = span;
+        out->decode_tps = span > 0 ? (double)(res.text_chunks - 1) / span : 0;
+        out->srv_decode_tps = out->srv_prefill_tps = NAN;
+        rc = 0;
+        goto out;
+    }
     if (rc || resp.status != 200 || !res.usage.present || !res.t_first_text) {
-        if (rc || resp.status != 200)
+        if (rc && res.error.present)
+            snprintf(why, whyn, "the stream ended with an error event: %.300s",
+                     res.error.message);
+        else if (rc || resp.status != 200)
             sw__probe_describe(&resp, why, whyn);
         else
             snprintf(why, whyn, "%s", res.usage.present ? "no text came" : "no usage in the stream");
-        rc = rc ? rc : SW_EHTTP;
+        rc = rc && !res.error.present ? rc : SW_EHTTP;
         goto out;
     }
     uint64_t last_text = res.t_first_text;
@@ -255,6 +330,8 @@ static int run_depth(struct sw__probe *p, size_t depth, int max_tokens, struct d
             last_text = res.recs[i].t_ns;
     out->prompt_tokens = res.usage.prompt_tokens;
     out->completion_tokens = res.usage.completion_tokens;
+    out->text_chunks = res.text_chunks;
+    out->text_span_s = (double)(last_text - res.t_first_text) / 1e9;
     out->ttft_s = (double)(res.t_first_text - resp.t.start) / 1e9;
     out->prefill_tps = out->ttft_s > 0 ? (double)out->prompt_tokens / out->ttft_s : 0;
     /* tokens after the first, over the time between the first and the last text */
@@ -272,7 +349,7 @@ out:
 
 void sw__probe_speed(struct sw__probe *p, struct sw_probe_result *r)
 {
-    const int max_tokens = 32;
+    const int max_tokens = 16;
     int64_t w = p->reported > 0 ? p->reported : p->window;
     size_t depths[3];
     size_t nd = 0;
@@ -292,16 +369,26 @@ void sw__probe_speed(struct sw__probe *p, struct sw_probe_result *r)
     char line[900] = "";
     size_t used = 0;
     int failed = 0;
-    char why[512] = "";
+    char why[512] = "", late[160] = "";
+    bool chunk_note = false;
     for (size_t i = 0; i < nd; i++) {
         struct depth_run dr;
         char w1[512];
-        if (run_depth(p, depths[i], max_tokens, &dr, w1, sizeof(w1))) {
+        int drc = 0;
+        /* a stream the server ends with an error event (a random model's invalid UTF-8 on the
+         * pinned llama-server) has no usage: ask again with another prompt, twice at most */
+        for (int attempt = 0; attempt < 3; attempt++) {
+            drc = run_depth(p, depths[i], max_tokens, &dr, w1, sizeof(w1));
+            if (drc || !dr.counted_in_chunks)
+                break;
+        }
+        if (drc) {
             if (!failed++)
                 snprintf(why, sizeof(why), "depth ~%zu: %.400s", depths[i], w1);
             continue;
         }
         json_t *o = json_object();
+        sw_json_set_bool(o, "counted_in_chunks", dr.counted_in_chunks);
         sw_json_set_int(o, "prompt_tokens", dr.prompt_tokens);
         sw_json_set_int(o, "completion_tokens", dr.completion_tokens);
         sw_json_set_real(o, "ttft_s", dr.ttft_s);
@@ -312,14 +399,29 @@ void sw__probe_speed(struct sw__probe *p, struct sw_probe_result *r)
         sw_json_set_new(o, "server_prefill_tps",
                         isnan(dr.srv_prefill_tps) ? json_null() : json_real(dr.srv_prefill_tps));
         json_array_append_new(arr, o);
-        char sd[32] = "", sp[32] = "";
+        char sd[128] = "", sp[32] = "";
         if (!isnan(dr.srv_decode_tps))
             snprintf(sd, sizeof(sd), " (server %.1f)", dr.srv_decode_tps);
+        sw_json_set_int(o, "text_chunks", (int64_t)dr.text_chunks);
+        if (!isnan(dr.srv_decode_tps) && dr.srv_decode_tps > 0 &&
+            (dr.decode_tps > 2 * dr.srv_decode_tps || 2 * dr.decode_tps < dr.srv_decode_tps)) {
+            /* not a judgement: what the client saw differs from the server's own count because
+             * the tokens did not arrive one by one (held back, or several per chunk) */
+            snprintf(sd, sizeof(sd), " (server %.1f; %llu tokens came in %llu chunks within %.0f ms)",
+                     dr.srv_decode_tps, (unsigned long long)dr.completion_tokens,
+                     (unsigned long long)dr.text_chunks, dr.text_span_s * 1000);
+        }
         if (!isnan(dr.srv_prefill_tps))
             snprintf(sp, sizeof(sp), " (server %.0f)", dr.srv_prefill_tps);
+        if (dr.counted_in_chunks) {
+            snprintf(sd, sizeof(sd), " (in chunks)");
+            chunk_note = true;
+            snprintf(late, sizeof(late), "%s", dr.late_error);
+        }
         if (used < sizeof(line) - 1) {
             int n = snprintf(line + used, sizeof(line) - used,
-                             "%sctx %lld: decode %.1f%s tok/s, prefill %.0f%s tok/s", used ? "; " : "",
+                             "%sctx %s%lld: decode %.1f%s tok/s, prefill %.0f%s tok/s",
+                             used ? "; " : "", dr.counted_in_chunks ? "~" : "",
                              (long long)dr.prompt_tokens, dr.decode_tps, sd, dr.prefill_tps, sp);
             if (n > 0)
                 used += (size_t)n;
@@ -336,6 +438,12 @@ void sw__probe_speed(struct sw__probe *p, struct sw_probe_result *r)
                       (long long)w);
     else if (failed)
         sw__probe_set(r, SW_PROBE_FAIL, why, "%s", line[0] ? line : "no depth measured");
+    else if (chunk_note)
+        sw__probe_set(r, SW_PROBE_PASS, NULL,
+                      "%s; \"in chunks\": the server ended those streams with an error event "
+                      "(%s), so no usage or timings: tokens counted as text chunks, the prompt "
+                      "estimated",
+                      line, late);
     else
         sw__probe_set(r, SW_PROBE_PASS, NULL, "%s", line);
 }
@@ -351,50 +459,63 @@ void sw__probe_worst_case(struct sw__probe *p, struct sw_probe_result *r)
                       (long long)w);
         return;
     }
-    /* learn the prompt's real token count first, then ask for exactly the rest of the window */
-    unsigned n = nonce();
-    json_t *b = fixed_body(p, (size_t)w / 2, 1, n);
+    /* one prompt of about half the window: its real token count first (max_tokens 1), then the
+     * same prompt asking for exactly the rest of the window */
+    char *prompt = sw__probe_filler(p, (size_t)w / 2, nonce(), long_tail, NULL);
+    json_t *b = prompt ? sw__probe_chat(p, prompt, 1, false) : NULL;
     struct sw_openai_result res;
     struct sw_net_resp resp;
     sw_openai_result_init(&res, 0, 0);
     int rc = sw__probe_post(p, b, &res, &resp, NULL, NULL, 0);
     json_decref(b);
-    int64_t prompt = res.usage.present ? res.usage.prompt_tokens : 0;
+    int64_t prompt_tokens = res.usage.present ? res.usage.prompt_tokens : 0;
     sw_openai_result_free(&res);
-    if (rc || resp.status != 200 || prompt <= 0 || prompt >= w) {
+    if (rc || resp.status != 200 || prompt_tokens <= 0 || prompt_tokens >= w) {
         sw__probe_set(r, SW_PROBE_FAIL, "could not size the prompt", "a half-window prompt: %s",
                       sw__probe_describe(&resp, d, sizeof(d)));
         sw_net_resp_free(&resp);
+        sw_free(prompt);
         return;
     }
     sw_net_resp_free(&resp);
-    int64_t gen = w - prompt;
-    b = fixed_body(p, (size_t)w / 2, (int)SW_MIN(gen, (int64_t)INT32_MAX), n);
+    int64_t gen = w - prompt_tokens;
+    b = sw__probe_chat(p, prompt, (int)SW_MIN(gen, (int64_t)INT32_MAX), true);
+    sw_free(prompt);
+    if (b) {
+        sw_json_set_bool(b, "ignore_eos", true);
+        if (p->eng == SW__ENG_LLAMACPP)
+            sw_json_set_bool(b, "cache_prompt", false);
+    }
     sw_openai_result_init(&res, 0, 0);
     /* the whole window at the decode rate: allow ten request budgets */
     rc = sw__probe_post(p, b, &res, &resp, NULL, NULL, p->timeout_ms * 10u);
     json_decref(b);
-    sw_json_set_int(r->data, "prompt_tokens", prompt);
+    int64_t made = res.usage.present ? res.usage.completion_tokens : (int64_t)res.text_chunks;
+    sw_json_set_int(r->data, "prompt_tokens", prompt_tokens);
     sw_json_set_int(r->data, "max_tokens", gen);
-    sw_json_set_int(r->data, "completion_tokens",
-                    res.usage.present ? res.usage.completion_tokens : -1);
+    sw_json_set_int(r->data, "completion_tokens", made);
     bool is_alive = sw__probe_alive(p, alive, sizeof(alive));
     sw_json_set_bool(r->data, "alive_after", is_alive);
-    char a[32], g[32], ws[32];
-    sw_fmt_count((uint64_t)prompt, a, sizeof(a));
-    sw_fmt_count((uint64_t)(res.usage.present ? res.usage.completion_tokens : 0), g, sizeof(g));
+    char a[32], g[32], ws[32], after[700] = "";
+    sw_fmt_count((uint64_t)prompt_tokens, a, sizeof(a));
+    sw_fmt_count((uint64_t)SW_MAX(made, 0), g, sizeof(g));
     sw_fmt_count((uint64_t)w, ws, sizeof(ws));
-    if (rc || resp.status != 200)
+    /* generating past the end-of-turn token (ignore_eos) may make the server fail to parse its
+     * own output after the last token: what is checked here is that it survived the window */
+    bool ran_full = made >= gen * 9 / 10;
+    if (res.error.present)
+        snprintf(after, sizeof(after), "; then an error event: %.300s", res.error.message);
+    if ((rc && !res.error.present) || resp.status != 200 || !ran_full)
         sw__probe_set(r, SW_PROBE_FAIL, "a request filling the window did not complete",
-                      "prompt %s + max_tokens %lld: %s; %s", a, (long long)gen,
-                      sw__probe_describe(&resp, d, sizeof(d)), alive);
+                      "prompt %s + max_tokens %lld: %s, %s generated%s; %s", a, (long long)gen,
+                      sw__probe_describe(&resp, d, sizeof(d)), g, after, alive);
     else if (!is_alive)
         sw__probe_set(r, SW_PROBE_FAIL, "the endpoint died after a request that filled the window",
-                      "prompt %s + %s generated; then %s", a, g, alive);
+                      "prompt %s + %s generated%s; then %s", a, g, after, alive);
     else
         sw__probe_set(r, SW_PROBE_PASS, NULL,
-                      "prompt %s + %s generated = the %s window in %s; still alive (%s)", a, g, ws,
-                      sw__probe_dur(resp.t.done - resp.t.start, d, sizeof(d)), alive);
+                      "prompt %s + %s generated = the %s window in %s%s; still alive (%s)", a, g,
+                      ws, sw__probe_dur(resp.t.done - resp.t.start, d, sizeof(d)), after, alive);
     sw_openai_result_free(&res);
     sw_net_resp_free(&resp);
 }

@@ -158,29 +158,43 @@ int sw__probe_post(struct sw__probe *p, json_t *body, struct sw_openai_result *r
     return rc;
 }
 
-char *sw__probe_filler(size_t tokens, unsigned nonce)
+char *sw__probe_filler(struct sw__probe *p, size_t tokens, unsigned nonce, const char *tail,
+                       size_t *len)
 {
     static const char *const words[] = {
         "river", "stone", "garden", "winter", "letter", "market", "silver", "engine",
         "window", "forest", "harbor", "candle", "pepper", "ladder", "meadow", "copper",
     };
+    double bpt = p->bytes_per_token > 0 ? p->bytes_per_token : 4.0;
+    size_t want = (size_t)((double)tokens * bpt);
+    size_t tl = tail ? strlen(tail) : 0;
     struct sw_buf b;
-    sw_buf_init(&b, tokens * 8 + 256);
-    int rc = sw_buf_printf(&b, "[probe %u] Read this and reply with one word. ", nonce);
+    sw_buf_init(&b, want + tl + 512);
+    int rc = sw_buf_printf(&b, "[probe %u] ", nonce);
     uint32_t x = nonce * 2654435761u + 1;
-    while (!rc && b.len < tokens * 4) {
+    while (!rc && b.len < want) {
         x ^= x << 13;
         x ^= x >> 17;
         x ^= x << 5;
-        rc = sw_buf_puts(&b, words[x % SW_ARRAY_LEN(words)]);
-        if (!rc)
-            rc = sw_buf_putc(&b, ' ');
+        /* words and numbers: tokenizers split numbers finely, so the text is dense */
+        rc = sw_buf_printf(&b, "%s %u ", words[x % SW_ARRAY_LEN(words)], (x >> 8) % 10000);
     }
+    if (!rc && tail)
+        rc = sw_buf_puts(&b, tail);
     if (rc) {
         sw_buf_free(&b);
         return NULL;
     }
+    if (len)
+        *len = b.len;
     return sw_buf_steal(&b);
+}
+
+void sw__probe_learn(struct sw__probe *p, size_t len, int64_t prompt_tokens)
+{
+    /* small prompts are mostly chat template: learn from large ones only */
+    if (prompt_tokens >= 100 && len > 0)
+        p->bytes_per_token = (double)len / (double)prompt_tokens;
 }
 
 void sw__probe_set(struct sw_probe_result *r, enum sw_probe_status st, const char *reason,

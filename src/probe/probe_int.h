@@ -24,6 +24,7 @@ struct sw__probe {
     int vision;
     int tmpl_tools; /* llama-server /props chat_template_caps.supports_tools: 1, 0, -1 unknown */
     int tmpl_think; /* its chat template has a reasoning block (<think>...): 1, 0, -1 unknown */
+    double bytes_per_token; /* of filler prompts, as the endpoint counted them; 0 unknown */
     bool unreachable; /* readiness found nothing listening: later checks are skipped */
     char unreachable_why[256];
 };
@@ -42,9 +43,13 @@ json_t *sw__probe_chat(struct sw__probe *p, const char *user, int max_tokens, bo
 int sw__probe_post(struct sw__probe *p, json_t *body, struct sw_openai_result *res,
                    struct sw_net_resp *resp, sw_sse_event_fn on_event, void *ud,
                    unsigned total_ms);
-/* A prompt of roughly `tokens` tokens (about 4 bytes each): filler words, with a nonce up
- * front so no prefix cache can serve it. sw_free it. */
-char *sw__probe_filler(size_t tokens, unsigned nonce);
+/* A prompt of roughly `tokens` tokens: filler words and numbers, with a nonce up front so no
+ * prefix cache can serve it, sized with the bytes-per-token the endpoint's tokenizer showed so
+ * far (4 until measured). `tail` (may be NULL) is appended. sw_free it; *len gets its length. */
+char *sw__probe_filler(struct sw__probe *p, size_t tokens, unsigned nonce, const char *tail,
+                       size_t *len);
+/* A filler prompt of len bytes came back as prompt_tokens: learn the tokenizer's density. */
+void sw__probe_learn(struct sw__probe *p, size_t len, int64_t prompt_tokens);
 
 /* Record the outcome. evidence is printf-style; reason may be NULL. */
 void sw__probe_set(struct sw_probe_result *r, enum sw_probe_status st, const char *reason,
