@@ -43,7 +43,10 @@ static int make_model(struct fixture *f)
         snprintf(f->model, sizeof(f->model), "%s", env);
         return 0;
     }
-    const char *archs[] = {swl_bin("test-llama-archs"), "-a", "llama", "-o", f->dir, NULL};
+    /* a fixed seed: the same weights every run, so the fixed prompts give the same tokens (a
+         * random model may write invalid UTF-8, which the pinned llama-server answers with 500) */
+        const char *archs[] = {swl_bin("test-llama-archs"), "-a", "llama", "-s", "7", "-o",
+                               f->dir, NULL};
     struct swt_run r;
     if (swt_run(archs, NULL, 120, &r) || r.status) {
         print_message("test-llama-archs failed (%d): %.300s\n", r.status, r.err);
@@ -55,7 +58,8 @@ static int make_model(struct fixture *f)
     snprintf(in, sizeof(in), "%s/llama-dense.gguf", f->dir);
     snprintf(f->model, sizeof(f->model), "%s/chat.gguf", f->dir);
     swt_slipway(&r, "gguf", "synth", "--in", in, "--vocab",
-                swl_model_file("ggml-vocab-llama-spm.gguf"), "--out", f->model, NULL);
+                swl_model_file("ggml-vocab-llama-spm.gguf"), "--out", f->model, "--seed", "7",
+                NULL);
     int st = r.status;
     if (st)
         print_message("`slipway gguf synth` is not usable here (exit %d): %.300s\n", st, r.err);

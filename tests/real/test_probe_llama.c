@@ -41,7 +41,10 @@ static int setup(void **state)
     if (env && *env) {
         snprintf(f->model, sizeof(f->model), "%s", env);
     } else {
-        const char *archs[] = {swl_bin("test-llama-archs"), "-a", "llama", "-o", f->dir, NULL};
+        /* a fixed seed: the same weights every run, so the fixed prompts give the same tokens (a
+         * random model may write invalid UTF-8, which the pinned llama-server answers with 500) */
+        const char *archs[] = {swl_bin("test-llama-archs"), "-a", "llama", "-s", "7", "-o",
+                               f->dir, NULL};
         if (swt_run(archs, NULL, 120, &r) || r.status) {
             swt_run_free(&r);
             goto none;
@@ -51,7 +54,8 @@ static int setup(void **state)
         snprintf(in, sizeof(in), "%s/llama-dense.gguf", f->dir);
         snprintf(f->model, sizeof(f->model), "%s/chat.gguf", f->dir);
         swt_slipway(&r, "gguf", "synth", "--in", in, "--vocab",
-                    swl_model_file("ggml-vocab-llama-spm.gguf"), "--out", f->model, NULL);
+                    swl_model_file("ggml-vocab-llama-spm.gguf"), "--out", f->model, "--seed", "7",
+                NULL);
         int st = r.status;
         if (st)
             print_message("`slipway gguf synth` is not usable here (exit %d): %.200s\n", st, r.err);
