@@ -215,6 +215,13 @@ struct sw_st_index {
 int sw_st_index_load(const char *dir, struct sw_st_index *out, struct sw_err *e);
 void sw_st_index_free(struct sw_st_index *ix);
 
+/* The normalized architecture (slipway/arch.h) of a config: per-layer kinds, KV heads and head
+ * dims (MLA: the latent as llama.cpp caches it), recurrent dims under both llama.cpp's and the
+ * Hugging Face names, experts, KV-sharing layers. Weights are not known from a config alone
+ * (weights.known = false). Free with sw_arch_free. */
+struct sw_arch;
+int sw_arch_from_hf(const struct sw_hf_config *c, struct sw_arch **out, struct sw_err *e);
+
 /* Weight bytes of a checkpoint directory: the index when present, else model.safetensors, else
  * every *.safetensors file. Returns SW_ENOENT when there is none. */
 int sw_hf_weight_bytes(const char *dir, uint64_t *bytes, struct sw_err *e);
