@@ -18,6 +18,7 @@
 #include <slipway/fleet.h>
 #include <slipway/gguf.h>
 #include <slipway/memory.h>
+#include <slipway/vllm.h>
 
 #include <string.h>
 #include <unistd.h>
@@ -39,7 +40,65 @@ static void usage(FILE *f)
             "  --json             {\"report\": ..., \"budget\": ..., \"warnings\": [...]}\n"
             "A fleet file plans each llama.cpp endpoint from the argv the engine adapter renders,\n"
             "with the endpoint's devices; the architecture comes from the GGUF when it is on this\n"
-            "machine, else from the endpoint's `arch` when it is a llama.cpp declaration.\n");
+            "machine, else from the endpoint's `arch` when it is a llama.cpp declaration.\n"
+            "\n"
+            "       slipway plan --engine vllm|sglang [--json] [--version V] [--profile P.json]\n"
+            "                    [--gpu-memory B] [--weights B] [--activation B] [--non-torch B]\n"
+            "                    [--cudagraph B] [--pre-load-free B] [--post-load-avail B]\n"
+            "                    -- vllm serve MODEL_DIR [vLLM flags]\n"
+            "                     | python -m sglang.launch_server --model-path DIR [flags]\n"
+            "Predicts vLLM's \"GPU KV cache size\" and \"Maximum concurrency\" lines (or\n"
+            "SGLang's pool line) from MODEL_DIR/config.json (docs/vllm-law.md,\n"
+            "docs/sglang-law.md).\n");
+}
+
+/* vLLM / SGLang: the law lives in the library (engine/vllm_plan.c); this only dispatches. */
+static int plan_vllm_sglang(int argc, char **argv)
+{
+    bool json = false;
+    const char *engine = NULL;
+    char *optv[32];
+    int optc = 0, i;
+    struct sw_err e;
+    sw_err_clear(&e);
+    for (i = 1; i < argc && strcmp(argv[i], "--"); i++) {
+        if (!strcmp(argv[i], "--json"))
+            json = true;
+        else if (!strcmp(argv[i], "--engine") && i + 1 < argc)
+            engine = argv[++i];
+        else if (argv[i][0] == '-' && i + 1 < argc && optc + 2 <= (int)SW_ARRAY_LEN(optv)) {
+            optv[optc++] = argv[i];
+            optv[optc++] = argv[++i];
+        } else
+            return sw_cli_usage("plan", "unknown option '%s'", argv[i]);
+    }
+    if (i >= argc - 1)
+        return sw_cli_usage("plan", "give the engine's command line after --");
+    json_t *out = NULL;
+    if (sw_engine_plan_cli(engine, optc, optv, argc - i - 1, argv + i + 1, &out, &e))
+        return sw_cli_fail(&e, json);
+    json_t *rep = json_object_get(out, "report");
+    int rc = json_is_false(json_object_get(rep, "fits")) ? SW_EXIT_FAIL : SW_EXIT_OK;
+    if (json) {
+        sw_json_print(stdout, out, true);
+    } else {
+        printf("%s (%s)\n", json_string_value(json_object_get(out, "engine")),
+               json_string_value(json_object_get(rep, "engine_version")));
+        json_t *lines = json_object_get(out, "lines");
+        for (size_t k = 0; k < json_array_size(lines); k++)
+            printf("  %s\n", json_string_value(json_array_get(lines, k)));
+        json_t *arena = json_object_get(out, "arena");
+        if (arena)
+            printf("  arena (%s): %.2f GiB / %lld slots\n",
+                   json_string_value(json_object_get(arena, "profile")),
+                   (double)json_integer_value(json_object_get(arena, "arena_bytes")) / SW_GIB,
+                   (long long)json_integer_value(json_object_get(arena, "slots")));
+        const char *w = json_string_value(json_object_get(out, "warnings"));
+        if (w)
+            fprintf(stderr, "slipway plan: %s\n", w);
+    }
+    json_decref(out);
+    return rc;
 }
 
 static const char *mib(uint64_t b, char *out, size_t n)
@@ -320,6 +379,10 @@ int sw_cmd_plan(int argc, char **argv)
 
     sw_err_clear(&e);
     memset(&env, 0, sizeof(env));
+    for (i = 1; i + 1 < argc && strcmp(argv[i], "--"); i++)
+        if (!strcmp(argv[i], "--engine") &&
+            (!strcmp(argv[i + 1], "vllm") || !strcmp(argv[i + 1], "sglang")))
+            return plan_vllm_sglang(argc, argv);
     for (i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--")) {
             i++;
@@ -352,9 +415,11 @@ int sw_cmd_plan(int argc, char **argv)
     if (fleet && !engine)
         return plan_fleet(fleet, only, json);
     if (!engine)
-        return sw_cli_usage("plan", "--engine is required (llama.cpp), or give a fleet file");
+        return sw_cli_usage("plan",
+                            "--engine is required (llama.cpp, vllm, sglang), or give a fleet file");
     if (strcmp(engine, "llama.cpp") && strcmp(engine, "llamacpp") && strcmp(engine, "llama-server"))
-        return sw_cli_usage("plan", "engine '%s' has no law here yet (llama.cpp)", engine);
+        return sw_cli_usage("plan", "engine '%s' has no law here (llama.cpp, vllm, sglang)",
+                            engine);
     if (i >= argc)
         return sw_cli_usage("plan", "give llama-server's command line after --");
 
