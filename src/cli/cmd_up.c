@@ -410,8 +410,17 @@ static void print_diff(const json_t *diff, const char *why_none)
         const char *verdict = json_string_value(json_object_get(f, "verdict"));
         char *pa = json_dumps(json_object_get(f, "predicted"), JSON_ENCODE_ANY);
         char *pb = json_dumps(json_object_get(f, "printed"), JSON_ENCODE_ANY);
-        printf("  %-26s %14s %14s  %s\n", json_string_value(json_object_get(f, "field")),
-               pa ? pa : "?", pb ? pb : "?", verdict);
+        const json_t *d = json_object_get(f, "delta");
+        json_int_t tol = json_integer_value(json_object_get(f, "tolerance"));
+        char extra[160] = "";
+        if (!strcmp(verdict, "estimate"))
+            snprintf(extra, sizeof(extra), "  (%s)", json_string_value(json_object_get(f, "note")));
+        else if (json_is_integer(d) && json_integer_value(d) && tol)
+            snprintf(extra, sizeof(extra),
+                     "  (%+" JSON_INTEGER_FORMAT " B, printed to +-%" JSON_INTEGER_FORMAT " B)",
+                     json_integer_value(d), tol);
+        printf("  %-26s %14s %14s  %s%s\n", json_string_value(json_object_get(f, "field")),
+               pa ? pa : "?", pb ? pb : "?", verdict, extra);
         sw_free(pa);
         sw_free(pb);
     }
