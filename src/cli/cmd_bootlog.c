@@ -218,7 +218,7 @@ static void print_human_diff(const json_t *d)
         if (json_is_integer(dj))
             snprintf(dl, sizeof(dl), "%+" JSON_INTEGER_FORMAT, json_integer_value(dj));
         json_int_t tol = json_integer_value(json_object_get(f, "tolerance"));
-        char tb[48] = "exact";
+        char tb[160] = "exact";
         if (tol)
             snprintf(tb, sizeof(tb), "+-%" JSON_INTEGER_FORMAT " B", tol);
         const char *verdict = json_string_value(json_object_get(f, "verdict"));
@@ -342,8 +342,8 @@ static int cmd_record(int argc, char **argv)
     const struct sw_engine *eng = sw_engine_find(engine);
     if (!eng)
         return sw_cli_usage("bootlog record", "unknown engine '%s'", engine);
-    struct sw_ledger_boot b = {.endpoint = endpoint, .engine = eng->name, .duration_ms = -1,
-                               .source = "bootlog record"};
+    struct sw_ledger_boot b = {
+        .endpoint = endpoint, .engine = eng->name, .duration_ms = -1, .source = "bootlog record"};
     if (started && sw_ledger_parse_time(started, &b.started_at, &e)) {
         sw_err_prefix(&e, "--started");
         return sw_cli_fail(&e, json);
@@ -369,9 +369,9 @@ static int cmd_record(int argc, char **argv)
     if (!json_is_object(failure) && !st.booted) {
         /* a log that ends without the engine serving and without an error is no success */
         json_decref(failure);
-        failure = json_pack("{s:s,s:O,s:s}", "class", "unknown", "phase",
-                            json_object_get(o, "phase"), "message",
-                            "the log ends before the engine served, without an error");
+        failure =
+            json_pack("{s:s,s:O,s:s}", "class", "unknown", "phase", json_object_get(o, "phase"),
+                      "message", "the log ends before the engine served, without an error");
     }
     b.failure = json_is_object(failure) ? failure : NULL;
     b.report = json_is_object(json_object_get(o, "report")) ? json_object_get(o, "report") : NULL;

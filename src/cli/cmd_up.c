@@ -12,10 +12,13 @@
  */
 #include "cli.h"
 
+#include <slipway/arch.h>
 #include <slipway/deploy.h>
 #include <slipway/engine.h>
 #include <slipway/fleet.h>
+#include <slipway/gguf.h>
 #include <slipway/ledger.h>
+#include <slipway/memory.h>
 
 #include <errno.h>
 #include <signal.h>
@@ -428,15 +431,50 @@ static void print_diff(const json_t *diff, const char *why_none)
 }
 
 /*
- * The predicted report. memory/llamacpp (`slipway plan`) is not on main yet: until it is, `up`
- * says so instead of inventing a prediction. When it lands this plans the same argv the engine
- * receives (engine/llamacpp renders it; the law reads it back).
+ * The predicted report: memory/llamacpp's law over the very argv the engine receives (the
+ * adapter rendered it, or the operator wrote it), with the model's architecture read from its
+ * GGUF. On a CPU build with no declared memory, as here, --fit changes nothing the law models.
  */
 static json_t *predict(const struct sw_engine_cmd *cmd, char *why, size_t n)
 {
-    (void)cmd;
-    snprintf(why, n, "memory/llamacpp is not on main yet");
-    return NULL;
+    struct sw_llamacpp_args *args = sw_calloc(1, sizeof(*args));
+    struct sw_llamacpp_plan *plan = sw_calloc(1, sizeof(*plan));
+    struct sw_llamacpp_env env;
+    struct sw_gguf *g = NULL;
+    struct sw_arch *arch = NULL;
+    struct sw_err e;
+    json_t *out = NULL;
+    char msg[1200];
+    memset(&env, 0, sizeof(env));
+    if (!args || !plan) {
+        snprintf(why, n, "out of memory");
+        goto out;
+    }
+    sw_llamacpp_args_init(args);
+    if (sw_llamacpp_args_parse(args, (int)cmd->argc, (const char *const *)cmd->argv, &e)) {
+        snprintf(why, n, "the plan failed: %.200s", sw_err_format(&e, msg, sizeof(msg)));
+        goto out;
+    }
+    /* never block or fail the boot on the prediction: a FIFO or a device is not read here */
+    struct stat st;
+    if (stat(args->model, &st) != 0 || !S_ISREG(st.st_mode)) {
+        snprintf(why, n, "%.200s is not a regular file", args->model);
+        goto out;
+    }
+    if (sw_gguf_open(args->model, &g, &e) || sw_arch_from_gguf(g, &arch, &e) ||
+        sw_llamacpp_plan(arch, args, &env, plan, &e)) {
+        snprintf(why, n, "the plan failed: %.200s", sw_err_format(&e, msg, sizeof(msg)));
+        goto out;
+    }
+    out = sw_llamacpp_report_to_json(&plan->report);
+    if (!out)
+        snprintf(why, n, "out of memory");
+out:
+    sw_arch_free(arch);
+    sw_gguf_free(g);
+    sw_free(plan);
+    sw_free(args);
+    return out;
 }
 
 /* The rendered command without starting it. Environment values are not shown: they may be

@@ -53,12 +53,15 @@ static int setup(void **state)
     g_dir = swt_tmpdir();
     snprintf(g_models, sizeof(g_models), "%s", swt_join(g_dir, "models"));
     mkdir(g_models, 0755);
-    const char *argv[] = {swl_bin("test-llama-archs"), "-a", "llama", "-o", g_models, NULL};
+    static const char *const archs[] = {"llama", "gemma2", "qwen3next", "mamba2"};
     struct swt_run r;
-    assert_int_equal(swt_run(argv, NULL, 120, &r), 0);
-    if (r.status != 0)
-        fail_msg("test-llama-archs failed: %s", r.err);
-    swt_run_free(&r);
+    for (size_t i = 0; i < SW_ARRAY_LEN(archs); i++) {
+        const char *argv[] = {swl_bin("test-llama-archs"), "-a", archs[i], "-o", g_models, NULL};
+        assert_int_equal(swt_run(argv, NULL, 120, &r), 0);
+        if (r.status != 0)
+            fail_msg("test-llama-archs -a %s failed: %s", archs[i], r.err);
+        swt_run_free(&r);
+    }
     /* a chat-capable model for liveness: the random llama with the phi-3 vocabulary grafted */
     const char *vocab = swl_model_file("ggml-vocab-phi-3.gguf");
     char in[4200], out[4200];
@@ -565,7 +568,12 @@ static void test_live_foreground(void **state)
     assert_int_equal(json_integer_value(json_object_get(rep, "n_seq_max")), 2);
     assert_int_equal(json_integer_value(json_object_get(rep, "n_ctx_seq")), 1024);
     assert_int_equal(json_array_size(json_object_get(rep, "kv_caches")), 1);
-    assert_non_null(json_object_get(j, "diff"));
+    /* the law predicted what the engine printed */
+    assert_true(json_is_object(json_object_get(j, "predicted")));
+    if (!json_is_true(json_object_get(json_object_get(j, "diff"), "match"))) {
+        char *d = json_dumps(json_object_get(j, "diff"), JSON_INDENT(1));
+        fail_msg("predicted != printed: %s", d);
+    }
     json_decref(j);
     /* it serves a client too */
     struct swl_server sv = {.pid = srv, .port = t.port};
@@ -652,6 +660,144 @@ static void test_fleet_up_down(void **state)
     assert_string_equal(json_string_value(json_object_get(b, "source")), "slipway up");
     json_decref(j);
     swt_run_free(&r);
+}
+
+/*
+ * Render, plan, boot: for fleet endpoints of several memory layouts (dense, iSWA, iSWA full,
+ * hybrid, recurrent, quantized caches), the adapter's argv planned in-process by `up` equals
+ * `slipway plan` on that same argv, and the real boot prints exactly what was predicted (every
+ * field within its printed precision; the compute buffer is an estimate and reported only).
+ */
+struct shape_case {
+    const char *name, *model, *shape;
+    bool live;
+};
+
+static void render_plan_boot(const struct shape_case *sc)
+{
+    struct tcase t;
+    tcase_init(&t, sc->name);
+    char yaml[8192], fleet[4400], run[4400];
+    snprintf(fleet, sizeof(fleet), "%s/fleet.yaml", t.dir);
+    snprintf(run, sizeof(run), "%s/run", t.dir);
+    snprintf(yaml, sizeof(yaml),
+             "version: 1\n"
+             "hosts:\n"
+             "  localhost:\n"
+             "    transport: local\n"
+             "endpoints:\n"
+             "  %s:\n"
+             "    host: localhost\n"
+             "    engine: llama.cpp\n"
+             "    binary: %s\n"
+             "    listen: 127.0.0.1:%d\n"
+             "    alias: %s\n"
+             "    payload:\n"
+             "      path: %s\n"
+             "      gguf: %s\n"
+             "    shape:\n%s",
+             sc->name, swl_bin("llama-server"), t.port, t.mark, g_models, sc->model, sc->shape);
+    swt_write_str(fleet, yaml);
+    setenv("SLIPWAY_RUN_DIR", run, 1);
+
+    /* 1. what up would run, and its prediction */
+    struct swt_run r;
+    assert_int_equal(swt_slipway(&r, "up", "--dry-run", "--json", fleet, NULL), 0);
+    if (r.status)
+        fail_msg("%s: up --dry-run: %s", sc->name, r.err);
+    json_t *dry = swt_json_out(&r);
+    swt_run_free(&r);
+    const json_t *predicted = json_object_get(dry, "predicted");
+    if (!json_is_object(predicted))
+        fail_msg("%s: no prediction: %s", sc->name,
+                 json_string_value(json_object_get(dry, "predicted_note")));
+
+    /* 2. slipway plan on the rendered argv says the same */
+    const char *pargv[64];
+    size_t n = 0;
+    pargv[n++] = swt_bin();
+    pargv[n++] = "plan";
+    pargv[n++] = "--engine";
+    pargv[n++] = "llama.cpp";
+    pargv[n++] = "--json";
+    pargv[n++] = "--";
+    size_t i;
+    const json_t *a;
+    json_array_foreach(json_object_get(dry, "argv"), i, a)
+    {
+        assert_true(n < 63);
+        pargv[n++] = json_string_value(a);
+    }
+    pargv[n] = NULL;
+    assert_int_equal(swt_run(pargv, NULL, 60, &r), 0);
+    json_t *plan = swt_json_out(&r);
+    swt_run_free(&r);
+    if (!json_equal((json_t *)predicted, json_object_get(plan, "report"))) {
+        char *x = json_dumps(predicted, 0), *y = json_dumps(json_object_get(plan, "report"), 0);
+        fail_msg("%s: up's prediction %s != plan's %s", sc->name, x, y);
+    }
+    json_decref(plan);
+
+    /* 3. the real boot prints it */
+    const char *args[] = {"up",  "--detach", "--json", sc->live ? "--json" : "--no-liveness",
+                          fleet, NULL};
+    pid_t s = start_slipway(&t, args);
+    int rc = wait_exit(s, 180);
+    if (rc != 0) {
+        show(&t);
+        fail_msg("%s: up exited %d", sc->name, rc);
+    }
+    char *out = NULL;
+    size_t len;
+    assert_int_equal(sw_read_file(t.out, 1 << 24, &out, &len, NULL), 0);
+    json_t *j = sw_json_parse(out, len, t.out, NULL);
+    sw_free(out);
+    assert_non_null(j);
+    const json_t *diff = json_object_get(j, "diff");
+    bool match = json_is_true(json_object_get(diff, "match"));
+    json_t *f;
+    json_array_foreach(json_object_get(diff, "fields"), i, f)
+    {
+        const char *v = json_string_value(json_object_get(f, "verdict"));
+        if (!strcmp(v, "mismatch") || !strcmp(v, "estimate")) {
+            char *x = json_dumps(json_object_get(f, "predicted"), JSON_ENCODE_ANY);
+            char *y = json_dumps(json_object_get(f, "printed"), JSON_ENCODE_ANY);
+            fprintf(stderr, "  %s: %s predicted %s printed %s (%s)\n", sc->name,
+                    json_string_value(json_object_get(f, "field")), x, y, v);
+            free(x);
+            free(y);
+        }
+    }
+    json_decref(j);
+    json_decref(dry);
+    assert_int_equal(swt_slipway(&r, "down", fleet, NULL), 0);
+    swt_run_free(&r);
+    unsetenv("SLIPWAY_RUN_DIR");
+    assert_int_equal(settle(t.mark), 0);
+    if (!match)
+        fail_msg("%s: the boot did not print what was predicted", sc->name);
+}
+
+static void test_render_plan_boot(void **state)
+{
+    NEED_LLAMA();
+    static const struct shape_case cases[] = {
+        {"dense-kvu", "chat.gguf",
+         "      ctx_size: 4096\n      seqs: 2\n      kv_unified: true\n      ubatch_size: 256\n",
+         true},
+        {"dense-q8", "llama-dense.gguf",
+         "      ctx_size: 16384\n      seqs: 3\n      cache_type_k: q8_0\n"
+         "      cache_type_v: q4_0\n      flash_attn: \"on\"\n",
+         false},
+        {"iswa", "gemma2-dense.gguf", "      ctx_size: 8192\n      seqs: 2\n", false},
+        {"iswa-full", "gemma2-dense.gguf",
+         "      ctx_size: 8192\n      seqs: 2\n      swa_full: true\n      kv_unified: true\n",
+         false},
+        {"hybrid", "qwen3next-moe.gguf", "      ctx_size: 8192\n      seqs: 3\n", false},
+        {"recurrent", "mamba2-dense.gguf", "      ctx_size: 2048\n      seqs: 2\n", false},
+    };
+    for (size_t i = 0; i < SW_ARRAY_LEN(cases); i++)
+        render_plan_boot(&cases[i]);
 }
 
 /* A failed boot is recorded with its class and phase (the gates learn from those). */
@@ -936,6 +1082,7 @@ int main(void)
         cmocka_unit_test(test_live_foreground),
         cmocka_unit_test(test_fleet_up_down),
         cmocka_unit_test(test_record_failed_boot),
+        cmocka_unit_test(test_render_plan_boot),
         cmocka_unit_test(test_down_live),
         cmocka_unit_test(test_down_dead_pid),
         cmocka_unit_test(test_down_stale_pid_file),
