@@ -36,6 +36,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -166,6 +167,8 @@ static pid_t start_slipway(const struct tcase *t, const char *const *args)
         dup2(o, 1);
         dup2(e, 2);
         setenv("SLIPWAY_NO_PROGRESS", "1", 1);
+        /* if this test dies, slipway dies too (and its watchdog then stops the engine) */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
         execv(argv[0], (char *const *)argv);
         _exit(127);
     }
@@ -262,6 +265,8 @@ static void killed_mid_boot(bool detach, int sig)
     }
     if (!file_has(t.log, "loading model")) {
         show(&t);
+        kill(s, SIGKILL); /* a failing test must not leave slipway behind either */
+        waitpid(s, NULL, 0);
         fail_msg("llama-server never started loading");
     }
     int st = 0;
@@ -336,6 +341,8 @@ static void test_ctrl_c_foreground(void **state)
     }
     if (!file_has(t.out, "in the foreground")) {
         show(&t);
+        kill(s, SIGINT);
+        wait_exit(s, 30);
         fail_msg("never served");
     }
     pid_t srv = pid_from_file(t.pid);
@@ -527,6 +534,8 @@ static json_t *wait_json_out(const struct tcase *t, pid_t s, unsigned timeout_s)
         sw_sleep_ms(50);
     }
     show(t);
+    kill(s, SIGINT);
+    wait_exit(s, 30);
     fail_msg("no JSON from slipway up");
     return NULL;
 }
@@ -552,6 +561,8 @@ static void test_live_foreground(void **state)
     json_t *j = wait_json_out(&t, s, 180);
     if (json_is_object(json_object_get(j, "failure"))) {
         show(&t);
+        kill(s, SIGINT);
+        wait_exit(s, 30);
         fail_msg("boot failed");
     }
     /* {url, pid, report, diff, ...} */
