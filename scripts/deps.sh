@@ -23,7 +23,10 @@ if [ ${#missing[@]} -eq 0 ]; then
   exit 0
 fi
 SUDO=
-[ "$(id -u)" -eq 0 ] || SUDO=sudo
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null 2>&1 || { echo "deps: missing ${missing[*]}: run as root or install sudo" >&2; exit 1; }
+  SUDO="sudo DEBIAN_FRONTEND=noninteractive"
+fi
 echo "deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
