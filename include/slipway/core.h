@@ -163,6 +163,18 @@ int sw_mkdir_p(const char *path, int mode, struct sw_err *e);
  * not what its name says: "an HTML page", "a git-lfs pointer", "a JSON object", "empty",
  * "text starting \"...\"" or "binary starting 0x..". Writes into out; returns out. */
 const char *sw_sniff(const void *p, size_t n, char *out, size_t outn);
+/* The class sw_sniff's description is chosen by, for code that must act on it (payload/). */
+enum sw_sniff_kind {
+    SW_SNIFF_EMPTY = 0,
+    SW_SNIFF_GGUF,   /* starts with the GGUF magic */
+    SW_SNIFF_LFS,    /* a git-lfs pointer */
+    SW_SNIFF_HTML,   /* an HTML page */
+    SW_SNIFF_XML,    /* an XML document */
+    SW_SNIFF_JSON,   /* starts (after a BOM and blanks) with { or [ */
+    SW_SNIFF_TEXT,   /* printable text otherwise */
+    SW_SNIFF_BINARY  /* anything else */
+};
+enum sw_sniff_kind sw_sniff_kind(const void *p, size_t n);
 
 /* ---------------------------------------------------------------------------------------------
  * Time. Monotonic clock for every interval; wall clock only for timestamps shown to people.

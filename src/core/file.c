@@ -173,56 +173,92 @@ static bool starts_ci(const unsigned char *p, size_t n, const char *lit)
     return true;
 }
 
-const char *sw_sniff(const void *vp, size_t n, char *out, size_t outn)
+/* The leading bytes after a UTF-8 BOM and blanks: where a text format's first token is. */
+static const unsigned char *skip_lead(const unsigned char *p, size_t n, size_t *m)
 {
-    const unsigned char *p = vp;
     size_t i = 0;
     if (n >= 3 && p[0] == 0xEF && p[1] == 0xBB && p[2] == 0xBF)
         i = 3;
     while (i < n && isspace(p[i]))
         i++;
-    const unsigned char *q = p + i;
-    size_t m = n - i;
-    if (n == 0) {
+    *m = n - i;
+    return p + i;
+}
+
+enum sw_sniff_kind sw_sniff_kind(const void *vp, size_t n)
+{
+    const unsigned char *p = vp;
+    size_t m;
+    const unsigned char *q = skip_lead(p, n, &m);
+    if (n == 0)
+        return SW_SNIFF_EMPTY;
+    if (n >= 4 && !memcmp(p, "GGUF", 4))
+        return SW_SNIFF_GGUF;
+    if (starts_ci(q, m, "version https://git-lfs"))
+        return SW_SNIFF_LFS;
+    if (starts_ci(q, m, "<!doctype html") || starts_ci(q, m, "<html") ||
+        starts_ci(q, m, "<head") || starts_ci(q, m, "<body"))
+        return SW_SNIFF_HTML;
+    if (starts_ci(q, m, "<?xml"))
+        return SW_SNIFF_XML;
+    if (m && (q[0] == '{' || q[0] == '['))
+        return SW_SNIFF_JSON;
+    size_t printable = 0, k;
+    for (k = 0; k < n && k < 64; k++)
+        if (isprint(p[k]) || isspace(p[k]))
+            printable++;
+    return printable == k ? SW_SNIFF_TEXT : SW_SNIFF_BINARY;
+}
+
+const char *sw_sniff(const void *vp, size_t n, char *out, size_t outn)
+{
+    const unsigned char *p = vp;
+    size_t m, k;
+    const unsigned char *q = skip_lead(p, n, &m);
+    switch (sw_sniff_kind(p, n)) {
+    case SW_SNIFF_EMPTY:
         snprintf(out, outn, "empty (0 bytes)");
-    } else if (n >= 4 && !memcmp(p, "GGUF", 4)) {
+        break;
+    case SW_SNIFF_GGUF:
         snprintf(out, outn, "a GGUF header");
-    } else if (starts_ci(q, m, "version https://git-lfs")) {
+        break;
+    case SW_SNIFF_LFS:
         snprintf(out, outn, "a git-lfs pointer (the real file was never downloaded)");
-    } else if (starts_ci(q, m, "<!doctype html") || starts_ci(q, m, "<html") ||
-               starts_ci(q, m, "<head") || starts_ci(q, m, "<body")) {
+        break;
+    case SW_SNIFF_HTML:
         snprintf(out, outn, "an HTML page (an error or login page saved as the file?)");
-    } else if (starts_ci(q, m, "<?xml")) {
+        break;
+    case SW_SNIFF_XML:
         snprintf(out, outn, "an XML document (a cloud storage error body?)");
-    } else if (m && (q[0] == '{' || q[0] == '[')) {
-        size_t k = 0;
+        break;
+    case SW_SNIFF_JSON: {
         char tmp[61];
-        for (; k < m && k < 60 && q[k] != '\n'; k++)
+        for (k = 0; k < m && k < 60 && q[k] != '\n'; k++)
             tmp[k] = isprint(q[k]) ? (char)q[k] : '.';
         tmp[k] = '\0';
         snprintf(out, outn, "a JSON %s (an API error body?) starting \"%s\"",
                  q[0] == '{' ? "object" : "array", tmp);
-    } else {
-        size_t printable = 0, k;
-        for (k = 0; k < n && k < 64; k++)
-            if (isprint(p[k]) || isspace(p[k]))
-                printable++;
-        if (printable == k) {
-            char tmp[41];
-            size_t t = 0;
-            for (k = 0; k < n && t < 40; k++)
-                tmp[t++] = isprint(p[k]) ? (char)p[k] : ' ';
-            tmp[t] = '\0';
-            snprintf(out, outn, "text starting \"%s\"", tmp);
-        } else {
-            char hex[3 * 8 + 1];
-            size_t t = 0;
-            for (k = 0; k < n && k < 8; k++)
-                t += (size_t)snprintf(hex + t, sizeof(hex) - t, "%02x ", p[k]);
-            if (t)
-                hex[t - 1] = '\0';
-            snprintf(out, outn, "binary data starting %s", hex);
-        }
+        break;
+    }
+    case SW_SNIFF_TEXT: {
+        char tmp[41];
+        size_t t = 0;
+        for (k = 0; k < n && t < 40; k++)
+            tmp[t++] = isprint(p[k]) ? (char)p[k] : ' ';
+        tmp[t] = '\0';
+        snprintf(out, outn, "text starting \"%s\"", tmp);
+        break;
+    }
+    case SW_SNIFF_BINARY: {
+        char hex[3 * 8 + 1];
+        size_t t = 0;
+        for (k = 0; k < n && k < 8; k++)
+            t += (size_t)snprintf(hex + t, sizeof(hex) - t, "%02x ", p[k]);
+        if (t)
+            hex[t - 1] = '\0';
+        snprintf(out, outn, "binary data starting %s", hex);
+        break;
+    }
     }
     return out;
 }

@@ -1,0 +1,486 @@
+/*
+ * slipway fetch ENDPOINT|DIR --verify-only [--fleet FLEET.yaml] [--manifest FILE] [--json]
+ *                                          [--threads N] [--hash-all] [--write-manifest FILE]
+ *
+ * The payload of an endpoint (or a directory): what is on disk checked against its manifest
+ * (sizes, sha256 re-hashed in parallel), every file's body sniffed (an HTML page, a git-lfs
+ * pointer or a JSON error body saved as a shard), and the layout checked for completeness
+ * (shards of the index, GGUF split sets, the projector, the draft, MTP heads declared vs shipped).
+ *
+ * Modes: the work is picked in one place (sw_cmd_fetch's dispatch on `mode`): MODE_VERIFY is
+ * `--verify-only`; the download mode slots in beside it as its own run_* function.
+ *
+ * ENDPOINT resolves through the fleet: the payload's path, its gguf/mmproj/draft, and the manifest
+ * kept beside the fleet (FLEET.manifests/ENDPOINT.json) unless --manifest names one.
+ * Exit: 0 everything checked is right, 1 a problem was found, 2 unusable input.
+ */
+#include "cli.h"
+
+#include <slipway/fleet.h>
+#include <slipway/payload.h>
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+enum mode { MODE_NONE = 0, MODE_VERIFY };
+
+struct opts {
+    enum mode mode;
+    const char *target;
+    const char *fleet;
+    const char *manifest;
+    const char *write_manifest;
+    bool json;
+    bool hash_all;
+    unsigned threads;
+};
+
+/* What the target resolved to. Strings live in `buf_*` or in the fleet. */
+struct target {
+    char root[4096];     /* payload directory */
+    char manifest[4096]; /* "" when none */
+    bool manifest_default; /* the fleet's default place: absence is not an error */
+    const char *endpoint;  /* NULL for a directory */
+    const char *gguf, *mmproj;
+    bool vision;
+    char draft[4096]; /* a local draft model directory, "" when none */
+};
+
+static void usage(FILE *f)
+{
+    fputs("usage: slipway fetch ENDPOINT|DIR --verify-only [--fleet FLEET.yaml] [--manifest FILE]\n"
+          "                    [--json] [--threads N] [--hash-all] [--write-manifest FILE]\n"
+          "\n"
+          "--verify-only  re-hash what is on disk against the manifest (in parallel), sniff every\n"
+          "               file's body and check the layout; download nothing\n"
+          "--manifest     the manifest (default for an ENDPOINT: FLEET.manifests/ENDPOINT.json)\n"
+          "--hash-all     hash files the manifest has no sha256 for, and unexpected ones\n"
+          "--write-manifest FILE  pin what is on disk (sizes + sha256) as a manifest\n"
+          "Exit: 0 all ok, 1 a problem found, 2 unusable input.\n",
+          f);
+}
+
+static int parse_args(int argc, char **argv, struct opts *o)
+{
+    memset(o, 0, sizeof(*o));
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char **val = NULL;
+        if (sw_cli_is(a, "-h", "--help")) {
+            usage(stdout);
+            return -1;
+        } else if (sw_cli_is(a, "--verify-only", NULL)) {
+            o->mode = MODE_VERIFY;
+        } else if (sw_cli_is(a, "--json", NULL)) {
+            o->json = true;
+        } else if (sw_cli_is(a, "--hash-all", NULL)) {
+            o->hash_all = true;
+        } else if (sw_cli_is(a, "--fleet", NULL)) {
+            val = &o->fleet;
+        } else if (sw_cli_is(a, "--manifest", NULL)) {
+            val = &o->manifest;
+        } else if (sw_cli_is(a, "--write-manifest", NULL)) {
+            val = &o->write_manifest;
+        } else if (sw_cli_is(a, "--threads", NULL)) {
+            if (i + 1 >= argc)
+                return sw_cli_usage("fetch", "--threads needs a value");
+            uint64_t t;
+            if (sw_parse_u64(argv[++i], &t, NULL) || t < 1 || t > 256)
+                return sw_cli_usage("fetch", "--threads must be 1..256 (got %s)", argv[i]);
+            o->threads = (unsigned)t;
+        } else if (a[0] == '-' && a[1]) {
+            return sw_cli_usage("fetch", "unknown option %s", a);
+        } else if (!o->target) {
+            o->target = a;
+        } else {
+            return sw_cli_usage("fetch", "one ENDPOINT or DIR only (got %s and %s)", o->target,
+                                a);
+        }
+        if (val) {
+            if (i + 1 >= argc)
+                return sw_cli_usage("fetch", "%s needs a value", a);
+            *val = argv[++i];
+        }
+    }
+    if (!o->target)
+        return sw_cli_usage("fetch", "give an ENDPOINT or a DIR");
+    return 0;
+}
+
+static bool is_dir(const char *p)
+{
+    struct stat st;
+    return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* "~/x" on this host; a payload path is a path on the endpoint's host, and --verify-only runs
+ * there. */
+static int expand(const char *p, char *out, size_t n, const struct sw_fleet_at *at,
+                  struct sw_err *e)
+{
+    int w;
+    if (p[0] == '~' && (p[1] == '/' || !p[1])) {
+        const char *home = getenv("HOME");
+        if (!home || home[0] != '/')
+            return sw_fleet_err_at(e, SW_EINVAL, at, "%s: HOME is not set to expand ~", p);
+        w = snprintf(out, n, "%s%s", home, p + 1);
+    } else {
+        w = snprintf(out, n, "%s", p);
+    }
+    if (w < 0 || (size_t)w >= n)
+        return sw_fleet_err_at(e, SW_ERANGE, at, "path too long");
+    return 0;
+}
+
+static int resolve(const struct opts *o, struct sw_fleet **fleet, struct target *t,
+                   struct sw_err *e)
+{
+    memset(t, 0, sizeof(*t));
+    if (!o->fleet && is_dir(o->target)) {
+        snprintf(t->root, sizeof(t->root), "%s", o->target);
+        if (o->manifest)
+            snprintf(t->manifest, sizeof(t->manifest), "%s", o->manifest);
+        return 0;
+    }
+    const char *fpath = o->fleet ? o->fleet : "fleet.yaml";
+    int rc = sw_fleet_load(fpath, NULL, fleet, e);
+    if (rc) {
+        if (rc == SW_ENOENT && !o->fleet)
+            sw_err_prefix(e, "%s is neither a directory nor an endpoint of ./fleet.yaml: ",
+                          o->target);
+        return rc;
+    }
+    const struct sw_fleet_endpoint *ep = sw_fleet_endpoint(*fleet, o->target);
+    if (!ep)
+        return sw_err_at(e, SW_ENOENT, fpath, 0, 0, "no endpoint named %s", o->target);
+    const struct sw_fleet_payload *p = &ep->payload;
+    t->endpoint = ep->name;
+    if (!p->path.v)
+        return sw_fleet_err_at(e, SW_EUNSUPPORTED, &ep->at,
+                               "endpoint %s has no payload.path to verify (a repo-only payload "
+                               "is verified where it was downloaded)",
+                               ep->name);
+    rc = expand(p->path.v, t->root, sizeof(t->root), &p->path.at, e);
+    if (rc)
+        return rc;
+    if (!is_dir(t->root)) {
+        /* payload.path may name the model file itself (a GGUF): check its directory */
+        char *slash = strrchr(t->root, '/');
+        const char *base = strrchr(p->path.v, '/');
+        if (slash && slash != t->root && base) {
+            t->gguf = base + 1;
+            *slash = '\0';
+        }
+        if (!is_dir(t->root))
+            return sw_fleet_err_at(e, SW_ENOENT, &p->path.at, "payload path %s does not exist",
+                                   p->path.v);
+    }
+    if (p->gguf.v)
+        t->gguf = p->gguf.v;
+    if (p->mmproj.v && !p->mmproj.off) {
+        t->mmproj = p->mmproj.v;
+        t->vision = true;
+    }
+    if (p->draft.v && (p->draft.v[0] == '/' || p->draft.v[0] == '~')) {
+        rc = expand(p->draft.v, t->draft, sizeof(t->draft), &p->draft.at, e);
+        if (rc)
+            return rc;
+    }
+    if (o->manifest) {
+        snprintf(t->manifest, sizeof(t->manifest), "%s", o->manifest);
+    } else {
+        rc = sw_payload_manifest_default_path((*fleet)->path, ep->name, t->manifest,
+                                              sizeof(t->manifest), e);
+        if (rc)
+            return rc;
+        t->manifest_default = true;
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * --verify-only
+ */
+struct bodies {
+    char **path;
+    struct sw_payload_sniff *s;
+    size_t n;
+};
+
+static void bodies_free(struct bodies *b)
+{
+    for (size_t i = 0; i < b->n; i++)
+        sw_free(b->path[i]);
+    sw_free(b->path);
+    sw_free(b->s);
+    memset(b, 0, sizeof(*b));
+}
+
+/* Sniff every file that is there. Returns the count rejected, or a negative error. */
+static int sniff_all(const char *root, const struct sw_verify_report *r,
+                     const struct sw_payload_manifest *scan, struct bodies *b, struct sw_err *e)
+{
+    size_t n = r ? r->n_files : scan->n_files;
+    int bad = 0;
+    b->path = sw_calloc(n ? n : 1, sizeof(*b->path));
+    b->s = sw_calloc(n ? n : 1, sizeof(*b->s));
+    if (!b->path || !b->s)
+        return sw_err_set(e, SW_ENOMEM, "out of memory");
+    for (size_t i = 0; i < n; i++) {
+        const char *rel = r ? r->files[i].path : scan->files[i].path;
+        if (r && (r->files[i].status == SW_VERIFY_MISSING ||
+                  r->files[i].status == SW_VERIFY_UNREADABLE))
+            continue;
+        char full[8192];
+        snprintf(full, sizeof(full), "%s/%s", root, rel);
+        struct sw_payload_sniff s;
+        struct sw_err se;
+        sw_err_clear(&se);
+        int rc = sw_payload_sniff_file(full, &s, &se);
+        if (rc && rc != SW_EMISMATCH) {
+            s.body = SW_PAYLOAD_BODY_MALFORMED;
+            snprintf(s.msg, sizeof(s.msg), "%.760s", se.msg);
+        }
+        if (s.body == SW_PAYLOAD_BODY_OK)
+            continue;
+        b->path[b->n] = sw_strdup(rel);
+        if (!b->path[b->n])
+            return sw_err_set(e, SW_ENOMEM, "out of memory");
+        b->s[b->n++] = s;
+        bad++;
+    }
+    return bad;
+}
+
+struct progress_ctx {
+    struct sw_progress bar;
+    bool started;
+};
+
+static void on_progress(void *ud, uint64_t done, uint64_t total)
+{
+    struct progress_ctx *p = ud;
+    if (!p->started) {
+        sw_progress_init(&p->bar, "verify", "B", total);
+        p->started = true;
+    }
+    sw_progress_update(&p->bar, done);
+}
+
+static json_t *bodies_json(const struct bodies *b)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; a && i < b->n; i++) {
+        json_t *o = json_object();
+        if (!o || json_array_append_new(a, o) || sw_json_set_str(o, "path", b->path[i]) ||
+            sw_json_set_str(o, "kind", sw_payload_ftype_name(b->s[i].ftype)) ||
+            sw_json_set_str(o, "body", sw_payload_body_name(b->s[i].body)) ||
+            sw_json_set_str(o, "message", b->s[i].msg)) {
+            json_decref(a);
+            return NULL;
+        }
+    }
+    return a;
+}
+
+static void print_report(const struct target *t, const struct sw_verify_report *r,
+                         const struct sw_payload_manifest *scan, const struct bodies *b)
+{
+    char sz[32], want[32];
+    if (t->endpoint)
+        printf("payload %s (endpoint %s)\n", t->root, t->endpoint);
+    else
+        printf("payload %s\n", t->root);
+    if (r) {
+        printf("manifest %s\n", t->manifest);
+        for (size_t i = 0; i < r->n_files; i++) {
+            const struct sw_verify_file *f = &r->files[i];
+            printf("  %-10s %s", sw_verify_status_name(f->status), f->path);
+            switch (f->status) {
+            case SW_VERIFY_WRONG_SIZE:
+                printf(": %s on disk, manifest says %s", sw_fmt_count(f->size, sz, sizeof(sz)),
+                       sw_fmt_count(f->want_size, want, sizeof(want)));
+                break;
+            case SW_VERIFY_WRONG_HASH:
+                printf(": sha256 %.16s..., manifest says %.16s...", f->sha256, f->want_sha256);
+                break;
+            case SW_VERIFY_UNREADABLE:
+                printf(": %s", f->msg);
+                break;
+            case SW_VERIFY_UNEXPECTED:
+                printf(" (%s, not in the manifest)", sw_fmt_bytes(f->size, sz, sizeof(sz)));
+                break;
+            case SW_VERIFY_OK:
+                if (!f->hashed)
+                    printf(" (size only: no sha256 in the manifest)");
+                break;
+            default:
+                break;
+            }
+            printf("\n");
+        }
+        char hb[32];
+        printf("%zu ok, %zu wrong size, %zu wrong hash, %zu missing, %zu unexpected, "
+               "%zu unreadable; hashed %s in %.2f s on %u thread%s",
+               r->count[SW_VERIFY_OK], r->count[SW_VERIFY_WRONG_SIZE],
+               r->count[SW_VERIFY_WRONG_HASH], r->count[SW_VERIFY_MISSING],
+               r->count[SW_VERIFY_UNEXPECTED], r->count[SW_VERIFY_UNREADABLE],
+               sw_fmt_bytes(r->bytes_hashed, hb, sizeof(hb)), r->seconds, r->threads,
+               r->threads == 1 ? "" : "s");
+        if (r->seconds > 0 && r->bytes_hashed)
+            printf(" (%.0f MB/s)", (double)r->bytes_hashed / r->seconds / 1e6);
+        printf("\n");
+    } else {
+        printf("no manifest: %zu files, sizes and hashes not checked against anything "
+               "(pin them with --write-manifest)\n",
+               scan->n_files);
+    }
+    for (size_t i = 0; i < b->n; i++)
+        printf("  body %-11s %s: %s\n", sw_payload_body_name(b->s[i].body), b->path[i],
+               b->s[i].msg);
+}
+
+static int run_verify(const struct opts *o, const struct target *t)
+{
+    struct sw_err e;
+    struct sw_payload_manifest m, scan;
+    struct sw_verify_report r;
+    struct bodies b;
+    struct progress_ctx pc;
+    json_t *out = NULL;
+    bool have_manifest = false, problems = false;
+    int rc, exit_code = SW_EXIT_OK;
+    sw_err_clear(&e);
+    sw_payload_manifest_init(&m);
+    sw_payload_manifest_init(&scan);
+    memset(&r, 0, sizeof(r));
+    memset(&b, 0, sizeof(b));
+    memset(&pc, 0, sizeof(pc));
+
+    if (t->manifest[0]) {
+        rc = sw_payload_manifest_load(t->manifest, &m, &e);
+        if (rc == SW_ENOENT && t->manifest_default) {
+            rc = 0; /* no manifest kept yet: body and layout checks still run */
+        } else if (rc) {
+            exit_code = sw_cli_fail(&e, o->json);
+            goto out;
+        } else {
+            have_manifest = true;
+        }
+    }
+    /* the manifest itself may live under the root: never "unexpected" */
+    const char *ignore[2] = {NULL, NULL};
+    size_t rl = strlen(t->root);
+    if (have_manifest && !strncmp(t->manifest, t->root, rl) && t->manifest[rl] == '/')
+        ignore[0] = t->manifest + rl + 1;
+    struct sw_verify_opts vo = {.threads = o->threads,
+                                .hash_all = o->hash_all || o->write_manifest,
+                                .ignore = ignore,
+                                .progress = o->json ? NULL : on_progress,
+                                .progress_ud = &pc};
+    if (have_manifest) {
+        rc = sw_payload_verify(t->root, &m, &vo, &r, &e);
+        if (pc.started)
+            sw_progress_finish(&pc.bar);
+        if (rc) {
+            exit_code = sw_cli_fail(&e, o->json);
+            goto out;
+        }
+        problems |= !sw_verify_ok(&r);
+    } else {
+        rc = sw_payload_manifest_scan(t->root, o->hash_all || o->write_manifest, &vo, &scan, &e);
+        if (pc.started)
+            sw_progress_finish(&pc.bar);
+        if (rc) {
+            exit_code = sw_cli_fail(&e, o->json);
+            goto out;
+        }
+    }
+    rc = sniff_all(t->root, have_manifest ? &r : NULL, &scan, &b, &e);
+    if (rc < 0) {
+        exit_code = sw_cli_fail(&e, o->json);
+        goto out;
+    }
+    problems |= rc > 0;
+
+    if (o->write_manifest) {
+        if (problems) {
+            sw_err_set(&e, SW_EMISMATCH, "not writing %s: the payload has problems",
+                       o->write_manifest);
+            fprintf(stderr, "slipway: %s\n", e.msg);
+        } else {
+            struct sw_payload_manifest *src = have_manifest ? &m : &scan;
+            if (have_manifest) /* the hashes just computed */
+                for (size_t i = 0; i < r.n_files; i++) {
+                    struct sw_payload_file *f = sw_payload_manifest_find(&m, r.files[i].path);
+                    if (f && r.files[i].hashed)
+                        memcpy(f->sha256, r.files[i].sha256, sizeof(f->sha256));
+                }
+            rc = sw_payload_manifest_save(o->write_manifest, src, &e);
+            if (rc) {
+                exit_code = sw_cli_fail(&e, o->json);
+                goto out;
+            }
+        }
+    }
+
+    if (o->json) {
+        out = json_object();
+        if (!out || sw_json_set_str(out, "root", t->root) ||
+            sw_json_set_str(out, "endpoint", t->endpoint) ||
+            sw_json_set_str(out, "manifest", have_manifest ? t->manifest : NULL) ||
+            sw_json_set_new(out, "verify", have_manifest ? sw_verify_report_to_json(&r)
+                                                         : json_null()) ||
+            sw_json_set_new(out, "bodies", bodies_json(&b)) ||
+            (!have_manifest && sw_json_set_new(out, "files", sw_payload_manifest_to_json(&scan))) ||
+            sw_json_set_bool(out, "ok", !problems)) {
+            sw_err_set(&e, SW_ENOMEM, "out of memory");
+            exit_code = sw_cli_fail(&e, false);
+            goto out;
+        }
+        sw_json_print(stdout, out, true);
+    } else {
+        print_report(t, have_manifest ? &r : NULL, &scan, &b);
+        printf("%s\n", problems ? "PROBLEMS FOUND" : "ok");
+    }
+    exit_code = problems ? SW_EXIT_FAIL : SW_EXIT_OK;
+out:
+    json_decref(out);
+    bodies_free(&b);
+    sw_verify_report_free(&r);
+    sw_payload_manifest_free(&scan);
+    sw_payload_manifest_free(&m);
+    return exit_code;
+}
+
+int sw_cmd_fetch(int argc, char **argv)
+{
+    struct opts o;
+    struct sw_err e;
+    struct sw_fleet *fleet = NULL;
+    struct target t;
+    int rc = parse_args(argc, argv, &o);
+    if (rc)
+        return rc < 0 ? SW_EXIT_OK : rc;
+    sw_err_clear(&e);
+    rc = resolve(&o, &fleet, &t, &e);
+    if (rc) {
+        rc = sw_cli_fail(&e, o.json);
+        goto out;
+    }
+    switch (o.mode) {
+    case MODE_VERIFY:
+        rc = run_verify(&o, &t);
+        break;
+    case MODE_NONE:
+    default:
+        rc = sw_cli_usage("fetch", "downloading is not built yet: use --verify-only");
+        break;
+    }
+out:
+    sw_fleet_free(fleet);
+    return rc;
+}

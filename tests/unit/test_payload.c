@@ -1,0 +1,522 @@
+/*
+ * payload: manifests (add, JSON round trip, hostile manifests, the default path beside a fleet),
+ * SHA-256 against known vectors, and verification: each status (ok, wrong_size, wrong_hash,
+ * missing, unexpected, unreadable) on files written into a temporary directory, plus the CLI's
+ * `fetch --verify-only` exit codes and JSON.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <slipway/payload.h>
+
+#include "swtest.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* sha256("abc") and sha256("") (FIPS 180-2 test vectors). */
+#define SHA_ABC "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+#define SHA_EMPTY "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+
+static void test_sha256_vectors(void **state)
+{
+    char *dir = swt_tmpdir();
+    char hex[65];
+    uint64_t size = 99;
+    swt_write_str(swt_join(dir, "abc"), "abc");
+    swt_write(swt_join(dir, "empty"), "", 0);
+    assert_int_equal(sw_payload_sha256_file(swt_join(dir, "abc"), 0, hex, &size, NULL), 0);
+    assert_string_equal(hex, SHA_ABC);
+    assert_int_equal(size, 3);
+    /* a 1-byte buffer takes the same path through many reads */
+    assert_int_equal(sw_payload_sha256_file(swt_join(dir, "abc"), 1, hex, NULL, NULL), 0);
+    assert_string_equal(hex, SHA_ABC);
+    assert_int_equal(sw_payload_sha256_file(swt_join(dir, "empty"), 0, hex, &size, NULL), 0);
+    assert_string_equal(hex, SHA_EMPTY);
+    assert_int_equal(size, 0);
+    struct sw_err e;
+    assert_int_equal(sw_payload_sha256_file(swt_join(dir, "nope"), 0, hex, NULL, &e), SW_ENOENT);
+
+    struct sw_payload_sha256 *h;
+    assert_int_equal(sw_payload_sha256_new(&h, NULL), 0);
+    sw_payload_sha256_update(h, "a", 1);
+    sw_payload_sha256_update(h, "bc", 2);
+    assert_int_equal(sw_payload_sha256_final(h, hex), 0);
+    assert_string_equal(hex, SHA_ABC);
+    assert_int_equal(sw_payload_sha256_reset(h), 0);
+    assert_int_equal(sw_payload_sha256_final(h, hex), 0);
+    assert_string_equal(hex, SHA_EMPTY);
+    sw_payload_sha256_free(h);
+    swt_tmpdir_free(dir);
+}
+
+static void test_path_ok(void **state)
+{
+    assert_true(sw_payload_path_ok("model.safetensors"));
+    assert_true(sw_payload_path_ok("sub/dir/x.gguf"));
+    assert_true(sw_payload_path_ok(".gitattributes"));
+    assert_false(sw_payload_path_ok(""));
+    assert_false(sw_payload_path_ok("/etc/passwd"));
+    assert_false(sw_payload_path_ok("../x"));
+    assert_false(sw_payload_path_ok("a/../x"));
+    assert_false(sw_payload_path_ok("a/./x"));
+    assert_false(sw_payload_path_ok("a//x"));
+    assert_false(sw_payload_path_ok("a/"));
+    assert_false(sw_payload_path_ok("a\\b"));
+    assert_false(sw_payload_path_ok("a\nb"));
+    assert_false(sw_payload_path_ok(NULL));
+}
+
+static void test_manifest_add_find(void **state)
+{
+    struct sw_payload_manifest m;
+    struct sw_payload_file *f;
+    struct sw_err e;
+    sw_payload_manifest_init(&m);
+    assert_int_equal(sw_payload_manifest_set(&m, "Qwen/Qwen3-8B", "main",
+                                             "0123456789ABCDEF0123456789abcdef01234567", &e),
+                     0);
+    assert_string_equal(m.commit, "0123456789abcdef0123456789abcdef01234567");
+    assert_int_equal(sw_payload_manifest_set(&m, NULL, NULL, "abc", &e), SW_EINVAL);
+    assert_int_equal(sw_payload_manifest_add(&m, "b.safetensors", 10, SHA_ABC, true, NULL, &f, &e),
+                     0);
+    assert_true(f->size_known && f->lfs);
+    assert_int_equal(sw_payload_manifest_add(&m, "a.json", -1, NULL, false,
+                                             "0123456789abcdef0123456789abcdef01234567", &f, &e),
+                     0);
+    assert_false(f->size_known);
+    assert_string_equal(f->sha256, "");
+    assert_int_equal(sw_payload_manifest_add(&m, "a.json", 1, NULL, false, NULL, NULL, &e),
+                     SW_EEXIST);
+    assert_int_equal(sw_payload_manifest_add(&m, "../x", 1, NULL, false, NULL, NULL, &e),
+                     SW_EINVAL);
+    assert_int_equal(sw_payload_manifest_add(&m, "x", 1, "zz", false, NULL, NULL, &e), SW_EINVAL);
+    assert_int_equal(sw_payload_manifest_add(&m, "x", 1, NULL, false, "abc", NULL, &e),
+                     SW_EINVAL);
+    assert_non_null(sw_payload_manifest_find(&m, "b.safetensors"));
+    assert_null(sw_payload_manifest_find(&m, "c"));
+    size_t unknown;
+    assert_int_equal(sw_payload_manifest_bytes(&m, &unknown), 10);
+    assert_int_equal(unknown, 1);
+    sw_payload_manifest_sort(&m);
+    assert_string_equal(m.files[0].path, "a.json");
+    sw_payload_manifest_free(&m);
+    sw_payload_manifest_free(NULL);
+}
+
+static void test_manifest_roundtrip(void **state)
+{
+    char *dir = swt_tmpdir();
+    struct sw_payload_manifest m, back;
+    struct sw_err e;
+    sw_payload_manifest_init(&m);
+    assert_int_equal(sw_payload_manifest_set(&m, "org/m", "v1.0", NULL, &e), 0);
+    assert_int_equal(sw_payload_manifest_add(&m, "z.safetensors", 123, SHA_ABC, true, NULL, NULL,
+                                             &e),
+                     0);
+    assert_int_equal(sw_payload_manifest_add(&m, "config.json", 7, NULL, false,
+                                             "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", NULL, &e),
+                     0);
+    const char *p = swt_join(dir, "m.json");
+    assert_int_equal(sw_payload_manifest_save(p, &m, &e), 0);
+    assert_int_equal(sw_payload_manifest_load(p, &back, &e), 0);
+    assert_int_equal(back.n_files, 2);
+    assert_string_equal(back.repo, "org/m");
+    assert_string_equal(back.revision, "v1.0");
+    assert_null(back.commit);
+    assert_string_equal(back.files[0].path, "config.json"); /* sorted on save */
+    assert_string_equal(back.files[0].git_oid, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
+    assert_int_equal(back.files[1].size, 123);
+    assert_string_equal(back.files[1].sha256, SHA_ABC);
+    assert_true(back.files[1].lfs);
+    sw_payload_manifest_free(&back);
+    sw_payload_manifest_free(&m);
+    swt_tmpdir_free(dir);
+}
+
+static int load_text(const char *text, struct sw_err *e)
+{
+    struct sw_payload_manifest m;
+    json_t *j = json_loads(text, 0, NULL);
+    assert_non_null(j);
+    int rc = sw_payload_manifest_from_json(j, "t.json", &m, e);
+    json_decref(j);
+    sw_payload_manifest_free(&m);
+    return rc;
+}
+
+static void test_manifest_hostile(void **state)
+{
+    struct sw_err e;
+#define HDR "\"format\":\"slipway-payload-manifest\",\"version\":1"
+    assert_int_equal(load_text("{" HDR ",\"files\":[]}", &e), 0);
+    assert_int_equal(load_text("[]", &e), SW_EPARSE);
+    assert_int_equal(load_text("{\"version\":1,\"files\":[]}", &e), SW_EPARSE);
+    assert_int_equal(load_text("{\"format\":\"slipway-payload-manifest\",\"version\":2,"
+                               "\"files\":[]}",
+                               &e),
+                     SW_EUNSUPPORTED);
+    assert_int_equal(load_text("{" HDR ",\"files\":[],\"extra\":1}", &e), SW_EPARSE);
+    assert_non_null(strstr(e.msg, "unknown key \"extra\""));
+    assert_int_equal(load_text("{" HDR ",\"files\":[{\"path\":\"../../etc/passwd\"}]}", &e),
+                     SW_EPARSE);
+    assert_non_null(strstr(e.msg, "files[0]"));
+    assert_int_equal(load_text("{" HDR ",\"files\":[{\"path\":\"a\"},{\"path\":\"a\"}]}", &e),
+                     SW_EPARSE);
+    assert_non_null(strstr(e.msg, "files[1]"));
+    assert_int_equal(load_text("{" HDR ",\"files\":[{\"path\":\"a\",\"size\":-1}]}", &e),
+                     SW_EPARSE);
+    assert_int_equal(load_text("{" HDR ",\"files\":[{\"path\":\"a\",\"sha256\":\"x\"}]}", &e),
+                     SW_EPARSE);
+    assert_int_equal(load_text("{" HDR ",\"files\":[{\"path\":\"a\",\"lfs\":1}]}", &e), SW_EPARSE);
+    assert_int_equal(load_text("{" HDR ",\"files\":[{\"path\":\"a\",\"sizes\":1}]}", &e),
+                     SW_EPARSE);
+    assert_int_equal(load_text("{" HDR ",\"commit\":\"xyz\",\"files\":[]}", &e), SW_EPARSE);
+    assert_int_equal(load_text("{" HDR ",\"files\":{}}", &e), SW_EPARSE);
+#undef HDR
+}
+
+static void test_manifest_default_path(void **state)
+{
+    char p[256];
+    struct sw_err e;
+    assert_int_equal(sw_payload_manifest_default_path("ops/fleet.yaml", "qwen-a", p, sizeof(p),
+                                                      &e),
+                     0);
+    assert_string_equal(p, "ops/fleet.manifests/qwen-a.json");
+    assert_int_equal(sw_payload_manifest_default_path("fleet.yml", "x", p, sizeof(p), &e), 0);
+    assert_string_equal(p, "fleet.manifests/x.json");
+    assert_int_equal(sw_payload_manifest_default_path("fleet", "x", p, sizeof(p), &e), 0);
+    assert_string_equal(p, "fleet.manifests/x.json");
+    assert_int_equal(sw_payload_manifest_default_path("f.yaml", "../x", p, sizeof(p), &e),
+                     SW_EINVAL);
+    assert_int_equal(sw_payload_manifest_default_path("f.yaml", "a/b", p, sizeof(p), &e),
+                     SW_EINVAL);
+    assert_int_equal(sw_payload_manifest_default_path(NULL, "a", p, sizeof(p), &e), SW_EINVAL);
+    assert_int_equal(sw_payload_manifest_default_path("f.yaml", "a", p, 8, &e), SW_ERANGE);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * verify
+ */
+static void fill(const char *path, size_t n, unsigned seed)
+{
+    char *b = malloc(n ? n : 1);
+    for (size_t i = 0; i < n; i++)
+        b[i] = (char)((i * 131 + seed * 7 + (i >> 9)) & 0xff);
+    swt_write(path, b, n);
+    free(b);
+}
+
+static const struct sw_verify_file *vfind(const struct sw_verify_report *r, const char *path)
+{
+    for (size_t i = 0; i < r->n_files; i++)
+        if (!strcmp(r->files[i].path, path))
+            return &r->files[i];
+    return NULL;
+}
+
+struct prog {
+    int calls;
+    uint64_t last, total;
+};
+static void on_prog(void *ud, uint64_t done, uint64_t total)
+{
+    struct prog *p = ud;
+    p->calls++;
+    p->last = done;
+    p->total = total;
+}
+
+static void test_verify_statuses(void **state)
+{
+    char *dir = swt_tmpdir();
+    struct sw_err e;
+    struct sw_payload_manifest m;
+    char hex[65];
+    mkdir(swt_join(dir, "sub"), 0755);
+    fill(swt_join(dir, "ok.bin"), 300000, 1);
+    fill(swt_join(dir, "sub/ok2.bin"), 5000, 2);
+    fill(swt_join(dir, "size.bin"), 1000, 3);
+    fill(swt_join(dir, "hash.bin"), 4096, 4);
+    fill(swt_join(dir, "extra.bin"), 10, 5);
+    fill(swt_join(dir, "nohash.json"), 10, 6);
+    mkdir(swt_join(dir, ".cache"), 0755); /* hidden directories are not "unexpected" */
+    fill(swt_join(dir, ".cache/x"), 10, 7);
+    mkdir(swt_join(dir, "adir"), 0755); /* a directory where a file should be */
+    assert_int_equal(symlink("gone-blob", swt_join(dir, "dangling.bin")), 0);
+
+    sw_payload_manifest_init(&m);
+    assert_int_equal(sw_payload_sha256_file(swt_join(dir, "ok.bin"), 0, hex, NULL, &e), 0);
+    assert_int_equal(sw_payload_manifest_add(&m, "ok.bin", 300000, hex, true, NULL, NULL, &e), 0);
+    assert_int_equal(sw_payload_sha256_file(swt_join(dir, "sub/ok2.bin"), 0, hex, NULL, &e), 0);
+    assert_int_equal(sw_payload_manifest_add(&m, "sub/ok2.bin", 5000, hex, true, NULL, NULL, &e),
+                     0);
+    assert_int_equal(sw_payload_manifest_add(&m, "size.bin", 999, SHA_ABC, true, NULL, NULL, &e),
+                     0);
+    assert_int_equal(sw_payload_manifest_add(&m, "hash.bin", 4096, SHA_ABC, true, NULL, NULL, &e),
+                     0);
+    assert_int_equal(sw_payload_manifest_add(&m, "missing.bin", 5, SHA_ABC, true, NULL, NULL, &e),
+                     0);
+    assert_int_equal(sw_payload_manifest_add(&m, "nohash.json", 10, NULL, false, NULL, NULL, &e),
+                     0);
+    assert_int_equal(sw_payload_manifest_add(&m, "adir", 10, NULL, false, NULL, NULL, &e), 0);
+    assert_int_equal(sw_payload_manifest_add(&m, "dangling.bin", 10, NULL, true, NULL, NULL, &e),
+                     0);
+
+    struct sw_verify_report r;
+    struct prog pg = {0};
+    struct sw_verify_opts o = {.threads = 3, .buf_size = 4096, .progress = on_prog,
+                               .progress_ud = &pg};
+    assert_int_equal(sw_payload_verify(dir, &m, &o, &r, &e), 0);
+    assert_int_equal(vfind(&r, "ok.bin")->status, SW_VERIFY_OK);
+    assert_true(vfind(&r, "ok.bin")->hashed);
+    assert_int_equal(vfind(&r, "sub/ok2.bin")->status, SW_VERIFY_OK);
+    assert_int_equal(vfind(&r, "size.bin")->status, SW_VERIFY_WRONG_SIZE);
+    assert_false(vfind(&r, "size.bin")->hashed); /* a wrong size is not worth a read */
+    assert_int_equal(vfind(&r, "size.bin")->size, 1000);
+    assert_int_equal(vfind(&r, "size.bin")->want_size, 999);
+    assert_int_equal(vfind(&r, "hash.bin")->status, SW_VERIFY_WRONG_HASH);
+    assert_string_equal(vfind(&r, "hash.bin")->want_sha256, SHA_ABC);
+    assert_int_equal(vfind(&r, "missing.bin")->status, SW_VERIFY_MISSING);
+    assert_int_equal(vfind(&r, "nohash.json")->status, SW_VERIFY_OK);
+    assert_false(vfind(&r, "nohash.json")->hashed);
+    assert_int_equal(vfind(&r, "extra.bin")->status, SW_VERIFY_UNEXPECTED);
+    assert_int_equal(vfind(&r, "adir")->status, SW_VERIFY_UNREADABLE);
+    assert_int_equal(vfind(&r, "dangling.bin")->status, SW_VERIFY_UNREADABLE);
+    assert_null(vfind(&r, ".cache/x"));
+    assert_int_equal(r.count[SW_VERIFY_OK], 3);
+    assert_int_equal(r.count[SW_VERIFY_UNEXPECTED], 1);
+    assert_int_equal(r.count[SW_VERIFY_UNREADABLE], 2);
+    assert_false(sw_verify_ok(&r));
+    assert_int_equal(r.bytes_hashed, 300000 + 5000 + 4096);
+    assert_true(r.threads >= 1 && r.threads <= 3);
+    assert_true(pg.calls >= 1);
+    assert_int_equal(pg.last, 300000 + 5000 + 4096);
+    assert_int_equal(pg.total, 300000 + 5000 + 4096);
+    /* the manifest's files come first in path order, then the unexpected ones */
+    assert_string_equal(r.files[r.n_files - 1].path, "extra.bin");
+    json_t *j = sw_verify_report_to_json(&r);
+    assert_non_null(j);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(j, "counts"),
+                                                        "wrong_hash")),
+                     1);
+    json_decref(j);
+    sw_verify_report_free(&r);
+
+    /* hash_all hashes the unhashed and the unexpected too; ignore hides a file */
+    const char *ign[] = {"extra.bin", NULL};
+    struct sw_verify_opts o2 = {.hash_all = true, .ignore = ign};
+    assert_int_equal(sw_payload_verify(dir, &m, &o2, &r, &e), 0);
+    assert_true(vfind(&r, "nohash.json")->hashed);
+    assert_null(vfind(&r, "extra.bin"));
+    sw_verify_report_free(&r);
+
+    /* no_unexpected does not walk */
+    fill(swt_join(dir, "more.bin"), 1, 8);
+    struct sw_verify_opts o3 = {.no_unexpected = true};
+    assert_int_equal(sw_payload_verify(dir, &m, &o3, &r, &e), 0);
+    assert_int_equal(r.count[SW_VERIFY_UNEXPECTED], 0);
+    sw_verify_report_free(&r);
+
+    assert_int_equal(sw_payload_verify(swt_join(dir, "nope"), &m, NULL, &r, &e), SW_ENOENT);
+    assert_int_equal(sw_payload_verify(swt_join(dir, "ok.bin"), &m, NULL, &r, &e), SW_EINVAL);
+    sw_payload_manifest_free(&m);
+    swt_tmpdir_free(dir);
+}
+
+static void test_verify_all_ok_and_scan(void **state)
+{
+    char *dir = swt_tmpdir();
+    struct sw_err e;
+    for (int i = 0; i < 7; i++) {
+        char name[32];
+        snprintf(name, sizeof(name), "f%d.bin", i);
+        fill(swt_join(dir, name), (size_t)(i * 70001 + 1), (unsigned)i);
+    }
+    struct sw_payload_manifest m;
+    struct sw_verify_opts o = {.threads = 4};
+    assert_int_equal(sw_payload_manifest_scan(dir, true, &o, &m, &e), 0);
+    assert_int_equal(m.n_files, 7);
+    for (size_t i = 0; i < m.n_files; i++) {
+        char hex[65];
+        assert_int_equal(sw_payload_sha256_file(swt_join(dir, m.files[i].path), 0, hex, NULL, &e),
+                         0);
+        assert_string_equal(m.files[i].sha256, hex);
+    }
+    struct sw_verify_report r;
+    assert_int_equal(sw_payload_verify(dir, &m, &o, &r, &e), 0);
+    assert_true(sw_verify_ok(&r));
+    assert_int_equal(r.count[SW_VERIFY_OK], 7);
+    sw_verify_report_free(&r);
+
+    /* one byte flipped in place: same size, wrong hash */
+    FILE *f = fopen(swt_join(dir, "f3.bin"), "r+b");
+    assert_non_null(f);
+    fseek(f, 1000, SEEK_SET);
+    int c = fgetc(f);
+    fseek(f, 1000, SEEK_SET);
+    fputc(0x5a ^ c, f);
+    fclose(f);
+    assert_int_equal(sw_payload_verify(dir, &m, &o, &r, &e), 0);
+    assert_int_equal(vfind(&r, "f3.bin")->status, SW_VERIFY_WRONG_HASH);
+    assert_int_equal(r.count[SW_VERIFY_OK], 6);
+    sw_verify_report_free(&r);
+
+    /* hash_files fails the whole call for an unreadable file */
+    const char *paths[] = {"f0.bin", "nope.bin"};
+    char hx[2][65];
+    assert_int_equal(sw_payload_hash_files(dir, paths, 2, NULL, hx, NULL, &e), SW_ENOENT);
+    sw_payload_manifest_free(&m);
+    swt_tmpdir_free(dir);
+}
+
+static void test_verify_alloc_failures(void **state)
+{
+    char *dir = swt_tmpdir();
+    struct sw_err e;
+    fill(swt_join(dir, "a"), 100, 1);
+    fill(swt_join(dir, "b"), 100, 2);
+    struct sw_payload_manifest m;
+    assert_int_equal(sw_payload_manifest_scan(dir, true, NULL, &m, &e), 0);
+    fill(swt_join(dir, "c"), 100, 3);
+    /* fail each allocation in turn: every error path frees what it took (ASan checks) */
+    for (long n = 1; n < 200; n++) {
+        struct sw_verify_report r;
+        sw_alloc_fail_at(n);
+        int rc = sw_payload_verify(dir, &m, NULL, &r, &e);
+        sw_alloc_fail_at(0);
+        if (rc == 0) {
+            sw_verify_report_free(&r);
+            continue;
+        }
+        assert_int_equal(rc, SW_ENOMEM);
+    }
+    sw_payload_manifest_free(&m);
+    swt_tmpdir_free(dir);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * CLI
+ */
+static void test_cli_verify_only(void **state)
+{
+    char *dir = swt_tmpdir();
+    char *pl = strdup(swt_join(dir, "payload"));
+    char *man = strdup(swt_join(dir, "m.json"));
+    struct swt_run r;
+    mkdir(pl, 0755);
+    fill(swt_join(pl, "w.bin"), 20000, 1);
+    swt_write_str(swt_join(pl, "config.json"), "{\"num_hidden_layers\": 2}");
+
+    /* pin, then verify: exit 0 */
+    swt_slipway(&r, "fetch", pl, "--verify-only", "--write-manifest", man, NULL);
+    assert_int_equal(r.status, 0);
+    swt_run_free(&r);
+    swt_slipway(&r, "fetch", pl, "--verify-only", "--manifest", man, "--json", NULL);
+    assert_int_equal(r.status, 0);
+    json_t *j = swt_json_out(&r);
+    assert_true(json_is_true(json_object_get(j, "ok")));
+    assert_int_equal(json_integer_value(json_object_get(
+                         json_object_get(json_object_get(j, "verify"), "counts"), "ok")),
+                     2);
+    json_decref(j);
+    swt_run_free(&r);
+
+    /* a wrong hash and an HTML body: exit 1, both named */
+    fill(swt_join(pl, "w.bin"), 20000, 9);
+    swt_write_str(swt_join(pl, "x.safetensors"), "<!doctype html><title>403</title>");
+    swt_slipway(&r, "fetch", pl, "--verify-only", "--manifest", man, NULL);
+    assert_int_equal(r.status, 1);
+    assert_non_null(strstr(r.out, "wrong_hash w.bin"));
+    assert_non_null(strstr(r.out, "unexpected x.safetensors"));
+    assert_non_null(strstr(r.out, "an HTML page"));
+    swt_run_free(&r);
+
+    /* unusable input: exit 2 */
+    swt_write_str(man, "{\"format\":\"nope\"}");
+    swt_slipway(&r, "fetch", pl, "--verify-only", "--manifest", man, NULL);
+    assert_int_equal(r.status, 2);
+    swt_run_free(&r);
+    swt_slipway(&r, "fetch", swt_join(dir, "nothing-here"), "--verify-only", NULL);
+    assert_int_equal(r.status, 2);
+    swt_run_free(&r);
+    swt_slipway(&r, "fetch", pl, "--verify-only", "--threads", "0", NULL);
+    assert_int_equal(r.status, 2);
+    swt_run_free(&r);
+    free(pl);
+    free(man);
+    swt_tmpdir_free(dir);
+}
+
+static void test_cli_endpoint(void **state)
+{
+    char *dir = swt_tmpdir();
+    char *pl = strdup(swt_join(dir, "m"));
+    char *fleet = strdup(swt_join(dir, "fleet.yaml"));
+    struct swt_run r;
+    mkdir(pl, 0755);
+    fill(swt_join(pl, "w.bin"), 1000, 1);
+    char y[2048];
+    snprintf(y, sizeof(y),
+             "hosts:\n  here:\n    transport: local\n    devices:\n      cpu: {kind: cpu}\n"
+             "endpoints:\n  e1:\n    host: here\n    engine: llama.cpp\n"
+             "    payload: {path: %s}\n    shape: {ctx_size: 4096, seqs: 1}\n",
+             pl);
+    swt_write_str(fleet, y);
+    /* no manifest kept yet: body/layout checks only, still exit 0 */
+    swt_slipway(&r, "fetch", "e1", "--fleet", fleet, "--verify-only", NULL);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "no manifest"));
+    swt_run_free(&r);
+    /* the manifest beside the fleet is found */
+    char man[4096];
+    assert_int_equal(sw_payload_manifest_default_path(fleet, "e1", man, sizeof(man), NULL), 0);
+    char mdir[4096];
+    snprintf(mdir, sizeof(mdir), "%s", man);
+    *strrchr(mdir, '/') = '\0';
+    mkdir(mdir, 0755);
+    swt_slipway(&r, "fetch", pl, "--verify-only", "--write-manifest", man, NULL);
+    assert_int_equal(r.status, 0);
+    swt_run_free(&r);
+    swt_write_str(swt_join(pl, "w.bin"), "short");
+    swt_slipway(&r, "fetch", "e1", "--fleet", fleet, "--verify-only", "--json", NULL);
+    assert_int_equal(r.status, 1);
+    json_t *j = swt_json_out(&r);
+    assert_string_equal(json_string_value(json_object_get(j, "endpoint")), "e1");
+    assert_int_equal(json_integer_value(json_object_get(
+                         json_object_get(json_object_get(j, "verify"), "counts"), "wrong_size")),
+                     1);
+    json_decref(j);
+    swt_run_free(&r);
+    swt_slipway(&r, "fetch", "nope", "--fleet", fleet, "--verify-only", NULL);
+    assert_int_equal(r.status, 2);
+    swt_run_free(&r);
+    free(pl);
+    free(fleet);
+    swt_tmpdir_free(dir);
+}
+
+int main(void)
+{
+    sw_core_init();
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_sha256_vectors),
+        cmocka_unit_test(test_path_ok),
+        cmocka_unit_test(test_manifest_add_find),
+        cmocka_unit_test(test_manifest_roundtrip),
+        cmocka_unit_test(test_manifest_hostile),
+        cmocka_unit_test(test_manifest_default_path),
+        cmocka_unit_test(test_verify_statuses),
+        cmocka_unit_test(test_verify_all_ok_and_scan),
+        cmocka_unit_test(test_verify_alloc_failures),
+        cmocka_unit_test(test_cli_verify_only),
+        cmocka_unit_test(test_cli_endpoint),
+    };
+    return cmocka_run_group_tests_name("payload", tests, NULL, NULL);
+}
