@@ -58,7 +58,63 @@ static void print_int(const char *label, const json_t *v)
         printf("  %-12s -\n", label);
 }
 
-static void print_human_parse(const json_t *o)
+/* One report or failure field of an engine whose report is not llama.cpp's shape (vLLM, SGLang):
+ * the engine's own names, in the order the parser set them; byte counts also in MiB. */
+static void print_field(const char *key, const json_t *v)
+{
+    char b[32];
+    size_t kl = strlen(key);
+    bool bytes = kl > 6 && !strcmp(key + kl - 6, "_bytes");
+    if (json_is_integer(v) && bytes && json_integer_value(v) >= 0)
+        printf("  %-22s %" JSON_INTEGER_FORMAT " (%s MiB)\n", key, json_integer_value(v),
+               sw_fmt_mib((uint64_t)json_integer_value(v), b, sizeof(b)));
+    else if (json_is_integer(v))
+        printf("  %-22s %" JSON_INTEGER_FORMAT "\n", key, json_integer_value(v));
+    else if (json_is_real(v))
+        printf("  %-22s %g\n", key, json_real_value(v));
+    else if (json_is_string(v))
+        printf("  %-22s %s\n", key, json_string_value(v));
+    else if (json_is_boolean(v))
+        printf("  %-22s %s\n", key, json_is_true(v) ? "true" : "false");
+}
+
+static void print_human_other(const json_t *o)
+{
+    const json_t *r = json_object_get(o, "report");
+    const json_t *f = json_object_get(o, "failure");
+    const char *key;
+    const json_t *v;
+    size_t n = 0;
+    json_object_foreach((json_t *)r, key, v)
+    {
+        if (!json_is_null(v)) {
+            print_field(key, v);
+            n++;
+        }
+    }
+    if (!n)
+        printf("  (no report line printed)\n");
+    if (json_is_object(f)) {
+        printf("FAILED: %s", json_string_value(json_object_get(f, "class")));
+        const char *ph = json_string_value(json_object_get(f, "phase"));
+        if (ph)
+            printf(" (phase %s)", ph);
+        printf("\n  line %" JSON_INTEGER_FORMAT ": %s\n",
+               json_integer_value(json_object_get(f, "line")),
+               json_string_value(json_object_get(f, "message")));
+        json_object_foreach((json_t *)f, key, v)
+        {
+            if (strcmp(key, "class") && strcmp(key, "phase") && strcmp(key, "line") &&
+                strcmp(key, "message") && !json_is_null(v))
+                print_field(key, v);
+        }
+    } else if (!json_is_true(json_object_get(o, "booted"))) {
+        printf("UNFINISHED: the log ends during %s without an error\n",
+               json_string_value(json_object_get(o, "phase")));
+    }
+}
+
+static void print_human_parse(const json_t *o, const struct sw_engine *eng)
 {
     const json_t *r = json_object_get(o, "report");
     const json_t *f = json_object_get(o, "failure");
@@ -69,6 +125,12 @@ static void print_human_parse(const json_t *o)
     if (build)
         printf(" (build %s)", build);
     printf("\n");
+    /* vLLM and SGLang print other figures than llama-server (KV tokens, concurrency, pools):
+     * their reports are shown by their own names, not as llama.cpp's lines */
+    if (strcmp(eng->name, "llama.cpp")) {
+        print_human_other(o);
+        return;
+    }
     print_int("n_ctx", json_object_get(r, "n_ctx"));
     print_int("n_ctx_seq", json_object_get(r, "n_ctx_seq"));
     print_int("n_seq_max", json_object_get(r, "n_seq_max"));
@@ -187,7 +249,7 @@ static int cmd_parse(int argc, char **argv)
     if (json)
         sw_json_print(stdout, o, true);
     else
-        print_human_parse(o);
+        print_human_parse(o, eng);
     json_decref(o);
     return st.failed || !st.booted ? SW_EXIT_FAIL : SW_EXIT_OK;
 }

@@ -6,7 +6,8 @@
  *   Predict what llama-server prints at boot for that command line (memory/llamacpp) and show the
  *   memory budget per device. The GGUF header is read for the architecture and weight bytes; with
  *   --arch a declared architecture (slipway/arch.h, sw_arch_from_json) replaces the file, for a
- *   payload that is not on this machine.
+ *   payload that is not on this machine. A fleet endpoint's `arch` may use llama.cpp's keys
+ *   ({"arch": ...}) or config.json's (model_type, num_hidden_layers, ...: sw_arch_from_hf).
  *
  * Exit: 0 planned; 1 planned but it does not fit a declared device; 2 unusable input (bad flag or
  * value, unreadable model, an architecture or memory module slipway does not model).
@@ -17,6 +18,7 @@
 #include <slipway/engine.h>
 #include <slipway/fleet.h>
 #include <slipway/gguf.h>
+#include <slipway/hf.h>
 #include <slipway/memory.h>
 #include <slipway/vllm.h>
 
@@ -195,6 +197,43 @@ static int parse_gpu(const char *v, struct sw_llamacpp_env *env, struct sw_err *
     return 0;
 }
 
+/* An endpoint's `arch` in Hugging Face config.json form (no "arch" key): parsed as a config
+ * (model/hf) and normalized by sw_arch_from_hf. llama.cpp's memory layout follows the family
+ * (hybrid, recurrent, plain KV), so the declaration must name it with model_type. */
+static int arch_from_hf_decl(const struct sw_fleet_endpoint *ep, struct sw_arch **out,
+                             struct sw_err *e)
+{
+    struct sw_hf_config *c = sw_calloc(1, sizeof(*c));
+    char *text = json_dumps(ep->arch, JSON_COMPACT);
+    char where[512];
+    int rc;
+
+    if (ep->arch_at.file)
+        snprintf(where, sizeof(where), "%s:%u:%u: %s: arch", ep->arch_at.file,
+                 (unsigned)ep->arch_at.line, (unsigned)ep->arch_at.col, ep->name);
+    else
+        snprintf(where, sizeof(where), "%s: arch", ep->name);
+    if (!c || !text) {
+        rc = sw_err_set(e, SW_ENOMEM, "out of memory");
+        goto out;
+    }
+    if ((rc = sw_hf_config_parse(text, strlen(text), where, c, e)))
+        goto out;
+    if (!c->model_type[0]) {
+        rc = sw_err_set(e, SW_EINVAL,
+                        "%s: a config.json-style declaration needs model_type (e.g. qwen3_5, "
+                        "qwen3_next, llama): llama.cpp lays out memory by model family",
+                        where);
+        goto out;
+    }
+    if ((rc = sw_arch_from_hf(c, out, e)))
+        sw_err_prefix(e, "%s", where);
+out:
+    free(text); /* json_dumps allocates with jansson's allocator (malloc) */
+    sw_free(c);
+    return rc;
+}
+
 /* One llama.cpp endpoint of a fleet: render its argv with the engine adapter, read the argv back
  * with the law's parser (so planning a fleet and planning the rendered command agree), take the
  * architecture from the GGUF when it is here or from a llama.cpp declaration, and the devices from
@@ -231,12 +270,8 @@ static int plan_endpoint(const struct sw_fleet_endpoint *ep, struct sw_llamacpp_
                                     e)))
             goto out;
     } else if (ep->arch) {
-        rc = sw_err_set(e, SW_EUNSUPPORTED,
-                        "%s: the payload is not on this machine and its `arch` is config.json-like; "
-                        "reading that needs model/arch_hf (sw_arch_from_hf), not here yet; declare it "
-                        "with llama.cpp's keys ({\"arch\": \"qwen35\", \"block_count\": ...})",
-                        ep->name);
-        goto out;
+        if ((rc = arch_from_hf_decl(ep, &a, e)))
+            goto out;
     } else {
         rc = sw_err_set(e, SW_ENOENT, "%s: %s is not on this machine and no `arch` is declared",
                         ep->name, args->model);

@@ -106,8 +106,38 @@ static void test_bad_input(void **state)
     swt_run_free(&r);
 }
 
+/* `slipway plan FLEET ENDPOINT --json`: that endpoint's report (exit 0 required). */
+static json_t *plan_report(const char *fleet, const char *endpoint)
+{
+    struct swt_run r;
+    assert_int_equal(swt_slipway(&r, "plan", fleet, endpoint, "--json", NULL), 0);
+    if (r.status != 0)
+        fprintf(stderr, "%s%s", r.out, r.err);
+    assert_int_equal(r.status, 0);
+    json_t *j = swt_json_out(&r);
+    json_t *rep = json_object_get(json_array_get(json_object_get(j, "endpoints"), 0), "report");
+    assert_non_null(rep);
+    json_incref(rep);
+    json_decref(j);
+    swt_run_free(&r);
+    return rep;
+}
+
+/* K + V bytes over every KV cache of a report. */
+static long long kv_total(const json_t *rep)
+{
+    long long t = 0;
+    size_t i;
+    const json_t *kv;
+    json_array_foreach(json_object_get(rep, "kv_caches"), i, kv)
+    t += json_integer_value(json_object_get(kv, "k_bytes")) +
+         json_integer_value(json_object_get(kv, "v_bytes"));
+    return t;
+}
+
 /* A fleet whose payload is not here: the endpoint declares its architecture with llama.cpp's
- * keys (planned), another declares it config.json-like (refused, naming what is missing). */
+ * keys, or config.json-like (model/hf + sw_arch_from_hf): both plan to the same report; a
+ * config.json-like declaration without model_type is refused, naming it. */
 static void test_fleet(void **state)
 {
     struct swt_run r;
@@ -138,7 +168,27 @@ static void test_fleet(void **state)
                   "    devices: [gpu0]\n"
                   "    engine: llama.cpp\n"
                   "    payload: {path: /nonexistent/other.gguf}\n"
-                  "    arch: {num_hidden_layers: 32, hidden_size: 4096}\n");
+                  "    arch: {num_hidden_layers: 32, hidden_size: 4096, num_attention_heads: 32}\n"
+                  "  hfq:\n"
+                  "    host: box\n"
+                  "    devices: [gpu0]\n"
+                  "    engine: llama.cpp\n"
+                  "    payload: {path: /nonexistent/qwen35-9b.gguf}\n"
+                  "    shape: &s {ctx_size: 540672, seqs: 3, cache_type_k: f16, cache_type_v: q8_0}\n"
+                  "    arch: &hf {model_type: qwen3_5, num_hidden_layers: 32,\n"
+                  "           full_attention_interval: 4, num_attention_heads: 16,\n"
+                  "           num_key_value_heads: 4, head_dim: 256, hidden_size: 4096,\n"
+                  "           linear_num_key_heads: 16, linear_num_value_heads: 32,\n"
+                  "           linear_key_head_dim: 128, linear_value_head_dim: 128,\n"
+                  "           linear_conv_kernel_dim: 4, vocab_size: 248320,\n"
+                  "           max_position_embeddings: 262144}\n"
+                  "  hfcut:\n"
+                  "    host: box\n"
+                  "    devices: [gpu0]\n"
+                  "    engine: llama.cpp\n"
+                  "    payload: {path: /nonexistent/qwen35-9b.gguf}\n"
+                  "    shape: {ctx_size: 491520, seqs: 3, cache_type_k: f16, cache_type_v: q8_0}\n"
+                  "    arch: *hf\n");
     assert_int_equal(swt_slipway(&r, "plan", fleet, "small", "--json", NULL), 0);
     if (r.status != 0)
         fprintf(stderr, "%s%s", r.out, r.err);
@@ -159,7 +209,46 @@ static void test_fleet(void **state)
 
     assert_int_equal(swt_slipway(&r, "plan", fleet, "hf", NULL), 0);
     assert_int_equal(r.status, 2);
-    assert_non_null(strstr(r.out, "config.json-like"));
+    assert_non_null(strstr(r.out, "needs model_type"));
+    swt_run_free(&r);
+
+    /* config.json form: the same boot lines as the llama.cpp-key declaration */
+    json_t *small = plan_report(fleet, "small"), *hfq = plan_report(fleet, "hfq");
+    json_t *cut = plan_report(fleet, "hfcut");
+    assert_true(json_equal(json_object_get(small, "kv_caches"), json_object_get(hfq, "kv_caches")));
+    assert_true(json_equal(json_object_get(small, "recurrent"), json_object_get(hfq, "recurrent")));
+    assert_true(json_is_object(json_object_get(hfq, "recurrent")));
+    assert_int_equal(json_integer_value(json_object_get(hfq, "n_ctx_seq")), 180224);
+    /* the operator's measurement: cutting the pool by 49,152 tokens freed 1,176 MiB */
+    assert_int_equal(kv_total(hfq) - kv_total(cut), 1176ll << 20);
+    json_decref(small);
+    json_decref(hfq);
+    json_decref(cut);
+}
+
+/* examples/operator.yaml: frank-small's architecture is declared config.json-like; its plan on
+ * the card is the deployed 3 x 180,224 pool at K f16 + V q8_0 over 8 attention layers (about 13
+ * GiB) plus the 24 gated-delta-net layers' state. */
+static void test_operator_frank_small(void **state)
+{
+    struct swt_run r;
+    (void)state;
+    json_t *rep = plan_report(swt_src("examples/operator.yaml"), "frank-small");
+    assert_int_equal(json_integer_value(json_object_get(rep, "n_ctx")), 540672);
+    assert_int_equal(json_integer_value(json_object_get(rep, "n_seq_max")), 3);
+    assert_int_equal(json_integer_value(json_object_get(rep, "n_ctx_seq")), 180224);
+    assert_int_equal(json_array_size(json_object_get(rep, "kv_caches")), 1);
+    assert_int_equal(kv_total(rep), 540672ll * 25088);
+    json_t *rs = json_object_get(rep, "recurrent");
+    assert_int_equal(json_integer_value(json_object_get(rs, "layers")), 32);
+    assert_int_equal(json_integer_value(json_object_get(rs, "cells")), 3);
+    json_decref(rep);
+    /* the human view names the device budget */
+    assert_int_equal(swt_slipway(&r, "plan", swt_src("examples/operator.yaml"), "frank-small", NULL),
+                     0);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "cuda-24g"));
+    assert_non_null(strstr(r.out, "12936.00 MiB (180224 cells,   8 layers,  3/3 seqs)"));
     swt_run_free(&r);
 }
 
@@ -170,6 +259,7 @@ int main(void)
         cmocka_unit_test(test_human_and_fit),
         cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_fleet),
+        cmocka_unit_test(test_operator_frank_small),
     };
     sw_core_init();
     return cmocka_run_group_tests_name("llamacpp_cli", tests, setup, teardown);

@@ -53,12 +53,64 @@ static void test_plan_sglang_and_errors(void **state)
     swt_run_free(&r);
 }
 
+/* `slipway bootlog parse --engine vllm|sglang LOG`: the human view shows the engine's own figures
+ * (KV tokens, concurrency, pools, the failure's sizes), not llama.cpp's n_ctx/kv/model lines. */
+static void test_bootlog_human_engine_aware(void **state)
+{
+    char *dir = swt_tmpdir();
+    char vlog[4200], olog[4200], slog[4200];
+    snprintf(vlog, sizeof(vlog), "%s", swt_join(dir, "vllm.log"));
+    snprintf(olog, sizeof(olog), "%s", swt_join(dir, "vllm-oom.log"));
+    snprintf(slog, sizeof(slog), "%s", swt_join(dir, "sglang.log"));
+    swt_write_str(vlog, "(EngineCore pid=107) INFO 07-09 02:58:11 [gpu_worker.py:508] Available KV "
+                        "cache memory: 6.01 GiB\n"
+                        "(EngineCore pid=107) INFO 07-09 02:58:11 [kv_cache_utils.py:2146] GPU KV "
+                        "cache size: 569,878 tokens\n"
+                        "(EngineCore pid=107) INFO 07-09 02:58:11 [kv_cache_utils.py:2147] Maximum "
+                        "concurrency for 131,072 tokens per request: 4.35x\n"
+                        "INFO:     Application startup complete.\n");
+    swt_write_str(olog, "INFO [gpu_worker.py:440] Available KV cache memory: 10.28 GiB\n"
+                        "ERROR torch.OutOfMemoryError: HIP out of memory. Tried to allocate 10.28 "
+                        "GiB. GPU 0 has a total capacity of 31.86 GiB of which 9.46 GiB is free.\n");
+    swt_write_str(slog, "[2026-09-30 10:00:01] max_total_num_tokens=606208, chunked_prefill_size="
+                        "2048, max_prefill_tokens=16384, max_running_requests=4, "
+                        "context_len=262144\n"
+                        "[2026-09-30 10:00:02] The server is fired up and ready to roll!\n");
+    struct swt_run r;
+    swt_slipway(&r, "bootlog", "parse", "--engine", "vllm", vlog, NULL);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "vllm boot log"));
+    assert_non_null(strstr(r.out, "kv_cache_tokens        569878"));
+    assert_non_null(strstr(r.out, "max_concurrency        4.35"));
+    assert_non_null(strstr(r.out, "max_model_len          131072"));
+    assert_null(strstr(r.out, "n_ctx"));
+    assert_null(strstr(r.out, "compute"));
+    swt_run_free(&r);
+
+    swt_slipway(&r, "bootlog", "parse", "--engine", "vllm", olog, NULL);
+    assert_int_equal(r.status, 1);
+    assert_non_null(strstr(r.out, "FAILED: oom (phase kv_alloc)"));
+    assert_non_null(strstr(r.out, "line 2: ERROR torch.OutOfMemoryError"));
+    assert_non_null(strstr(r.out, "tried_bytes"));
+    assert_null(strstr(r.out, "n_seq_max"));
+    swt_run_free(&r);
+
+    swt_slipway(&r, "bootlog", "parse", "--engine", "sglang", slog, NULL);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "sglang boot log"));
+    assert_non_null(strstr(r.out, "max_running_requests   4"));
+    assert_null(strstr(r.out, "kv_unified"));
+    swt_run_free(&r);
+    swt_tmpdir_free(dir);
+}
+
 int main(void)
 {
     sw_core_init();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_plan_vllm_json),
         cmocka_unit_test(test_plan_sglang_and_errors),
+        cmocka_unit_test(test_bootlog_human_engine_aware),
     };
     return cmocka_run_group_tests_name("vllm_cli", tests, NULL, NULL);
 }
