@@ -28,6 +28,7 @@ struct sw_cmd {
 /* The verbs: add one line here and one cmd_<verb>.c defining sw_cmd_<verb>. Keep alphabetical. */
 #define SW_VERBS(X)                                                                              \
     X(bootlog, "read an engine's boot log: its report and failure; diff predicted vs printed")   \
+    X(calibrate, "fit an endpoint's law terms from its recorded boots; predict with intervals")   \
     X(down, "stop an endpoint `up` started (checks the pid still names that process)")         \
     X(fetch, "verify a payload on disk: sizes, sha256 (in parallel), bodies, layout")          \
     X(fleet, "show or check a fleet file (hosts, devices, endpoints, shapes)")                   \

@@ -1,0 +1,295 @@
+/*
+ * calib: fit the free terms of an engine law from what the ledger recorded for an endpoint, and
+ * predict from the fit with the geometry it was fitted on, its residuals and an interval.
+ *
+ *   - KV price (vLLM v1's block law, docs/vllm-law.md): per request, A attention groups take
+ *     cdiv(max_model_len, B) blocks each and the state groups S blocks; the pool holds
+ *     floor(KV_BYTES / stride) blocks; the engine prints tokens = int(blocks / per_request x L)
+ *     and the concurrency to 2 decimals. The free terms (stride, B, A, S) are searched over a
+ *     stated space; EVERY value consistent with every fitted boot is kept (the feasible set),
+ *     and a prediction is the range over that set. With the model's config the set is mapped
+ *     onto the fork's terms (extra bytes per token per layer, extra state blocks per group).
+ *   - Non-KV cost by subtraction, per device: a usage reading (used MiB) minus the law's KV for
+ *     that reading's shape (llama.cpp: memory/llamacpp's KV + recurrent state; vLLM: the pinned
+ *     pool). The budget of a shape = the non-KV of readings of the same kind of shape + the
+ *     law's KV for the asked shape.
+ *   - Fork-profile constants (the expert-offload arena of memory/profile): the MAXLEN slope and
+ *     the intercept that reproduce every printed slot count, as intervals.
+ *
+ * A prediction outside the fitted geometry (a max_model_len no fitted boot had, a KV dtype no
+ * boot had) says so in `warning` and its interval is the whole feasible set's, which is wide.
+ *
+ * What it does not do: store anything (the CLI may write the fit as JSON), decide whether a shape
+ * may boot (gates), or invent a term: a figure the ledger does not constrain stays a range.
+ */
+#ifndef SLIPWAY_CALIB_H
+#define SLIPWAY_CALIB_H
+
+#include <slipway/core.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct sw_ledger;
+struct sw_fleet_endpoint;
+
+#define SW_CALIB_MAX_POINTS  64 /* boots per KV class */
+#define SW_CALIB_MAX_CLASSES 8  /* KV classes (dtype x tp x model) per endpoint */
+#define SW_CALIB_MAX_SOLS    (1 << 20) /* feasible (A, B, S) triples kept per class */
+#define SW_CALIB_MAX_DEV     8
+#define SW_CALIB_MAX_READ    16 /* readings kept per non-KV class */
+#define SW_CALIB_MAX_NONKV   8  /* non-KV classes per endpoint */
+
+/* What to fit with. Every field may be NULL/0. */
+struct sw_calib_opts {
+    const struct sw_fleet_endpoint *ep; /* the endpoint's inline arch and devices, when known */
+    const char *config_path; /* a Hugging Face config.json (or its directory): overrides ep's arch */
+    int max_state_blocks;    /* search bound for S (0 = 256) */
+    int max_attn_groups;     /* search bound for A without a config (0 = 1) */
+    const int64_t *exclude;  /* boot ids left out of every fit (what-if), may be NULL */
+    int n_exclude;
+};
+
+/* An interval of a predicted integer figure. lo <= point <= hi. */
+struct sw_calib_range {
+    int64_t lo, hi;
+    int64_t point;     /* the config-explained value when there is one, else the midpoint */
+    bool extrapolated; /* outside the fitted geometry */
+};
+
+/* One boot used by a KV fit. */
+struct sw_calib_kv_point {
+    int64_t boot_id;
+    char ext_id[96];
+    int64_t max_model_len;
+    int64_t slots;
+    uint64_t kv_bytes;
+    int64_t tokens;     /* printed */
+    bool has_conc;
+    double conc;        /* printed, 2 decimals */
+    /* what the fit reproduces (from the chosen solution) and what this boot taught */
+    int64_t fit_tokens;
+    char fit_conc[16];
+    int64_t residual_tokens; /* fit - printed over the whole set: max |.| */
+    char taught[256];
+};
+
+/* One family of solutions: for A and B fixed, the S and stride that fit. */
+struct sw_calib_kv_sol {
+    int a;              /* attention groups (blocks of cdiv(L, B) each per request) */
+    int64_t b;          /* attention block, tokens */
+    int64_t s;          /* state blocks per request (all state groups) */
+    uint64_t stride_lo; /* bytes per block (all layers of a group), inclusive range */
+    uint64_t stride_hi;
+};
+
+/* What the model's config says, and the fork terms the fit implies (config given). */
+struct sw_calib_kv_model {
+    bool have;             /* a config was given and planned */
+    char source[256];      /* config path or "fleet arch" */
+    int64_t block;         /* the law's aligned attention block */
+    int64_t group_size;    /* layers per group */
+    int attn_groups;       /* A */
+    int state_groups;      /* mamba-like groups */
+    int64_t state_blocks_base; /* upstream blocks per request per state group */
+    int64_t page_per_token;    /* K+V (+ scales) bytes per token per layer, upstream */
+    bool explained;        /* some feasible solution matches the config's structure */
+    int64_t extra_bytes_lo, extra_bytes_hi; /* fitted extra_attn_bytes_per_token range */
+    int64_t extra_blocks_lo, extra_blocks_hi; /* fitted extra_mamba_blocks range */
+    bool law_reproduces;   /* sw_vllm_plan with the fitted terms reproduces every boot */
+    char why[512];         /* when not explained: what does not match */
+};
+
+/* The KV fit of one class (same engine, model, kv dtype, tp): its geometry and feasible set. */
+struct sw_calib_kv_fit {
+    char klass[128];   /* "fp8 tp=2" */
+    char kv_dtype[32];
+    int64_t tp;
+    int n_points;
+    struct sw_calib_kv_point pts[SW_CALIB_MAX_POINTS];
+    int n_lens;        /* distinct max_model_len fitted (the geometry) */
+    int64_t lens[SW_CALIB_MAX_POINTS];
+    uint64_t kv_lo, kv_hi; /* range of KV_BYTES fitted */
+    int n_skipped;     /* boots of the class the law could not use (no pinned KV bytes...) */
+    char skipped[512];
+    /* search space, stated */
+    int64_t align;     /* B is a multiple of this */
+    int max_s, max_a;
+    /* the feasible set */
+    bool consistent;   /* at least one solution */
+    char why[512];     /* when inconsistent: the boots that contradict the others */
+    int64_t n_solutions;   /* (A, B, S) triples: every one reproduces every fitted boot */
+    struct sw_calib_kv_sol *sols; /* [n_solutions], owned (sw_calib_kv_fit_release) */
+    int64_t b_lo, b_hi, s_lo, s_hi;
+    uint64_t stride_lo, stride_hi;
+    int64_t chosen;    /* index into sols of the config-explained solution, else -1 */
+    double bytes_per_token_lo, bytes_per_token_hi; /* A x stride / B */
+    struct sw_calib_kv_model model;
+};
+
+/* A KV prediction for one shape. */
+struct sw_calib_kv_pred {
+    struct sw_calib_range tokens;
+    struct sw_calib_range blocks_per_request;
+    double conc_lo, conc_hi;
+    char warning[256];
+};
+
+/* One device's budget for a shape: predicted use from the readings it came from. */
+struct sw_calib_device {
+    char device[64];
+    uint64_t total_mib;
+    bool measured;        /* this exact shape was read: the figures are the reading */
+    double kv_mib;        /* the law's KV (+ recurrent state) for the asked shape */
+    double non_kv_mib, non_kv_lo, non_kv_hi; /* from the readings */
+    double used_mib, used_lo, used_hi;
+    double free_mib, free_lo, free_hi;       /* as the tool reads free (reserve included) */
+    double reserve_mib;   /* total - used - free of the readings (driver-held) */
+    int n_readings;
+    int64_t reading_ids[SW_CALIB_MAX_READ];
+    char basis[256];      /* "usage #1 (2 x 262144): 20,190 used - 12,644.5 KV" */
+};
+
+struct sw_calib_budget {
+    int n_dev;
+    struct sw_calib_device dev[SW_CALIB_MAX_DEV];
+    bool extrapolated;
+    char warning[512];
+};
+
+/* One non-KV class: readings of shapes alike in everything but ctx/slots/pool. */
+struct sw_calib_nonkv_read {
+    int64_t usage_id, boot_id;
+    char device[64];
+    char shape[160];      /* summary */
+    int64_t ctx, slots;
+    uint64_t used_mib, total_mib;
+    bool free_read;
+    uint64_t free_mib;
+    double kv_mib;        /* law */
+    double non_kv_mib;    /* used - kv */
+};
+struct sw_calib_nonkv {
+    char key[512];        /* the identity (canonical shape without ctx/slots/pool) */
+    char label[128];      /* "llama.cpp q5_k_m +mmproj" */
+    char device[64];
+    int n;
+    struct sw_calib_nonkv_read r[SW_CALIB_MAX_READ];
+    double lo, hi, mean;  /* non-KV MiB over the readings */
+    double reserve_lo, reserve_hi;
+    int64_t ctx_lo, ctx_hi; /* geometry */
+    char kv_source[160];  /* how KV was computed */
+};
+
+/* The expert arena of a fork profile (memory/profile): arena(L) = C - r x L at one MNBT class,
+ * slots = floor(arena / slot). C folds usable - weights - non_torch - overhead + adjust: only the
+ * sum is seen by boots. The feasible set is a polygon in (r, C) per slot size; its vertices are
+ * kept and predictions range over them. */
+#define SW_CALIB_MAX_VERT 256
+struct sw_calib_arena_vertex {
+    double slot, r, c; /* bytes, B/token, bytes */
+};
+struct sw_calib_arena {
+    bool have;            /* boots printed arena slots */
+    int n;
+    int64_t lens[SW_CALIB_MAX_POINTS];
+    int64_t slots[SW_CALIB_MAX_POINTS];
+    double gib[SW_CALIB_MAX_POINTS];  /* printed arena GiB (2 decimals), < 0 when not printed */
+    int64_t mnbt[SW_CALIB_MAX_POINTS];
+    int64_t boot_ids[SW_CALIB_MAX_POINTS];
+    double slot_lo, slot_hi;          /* slot bytes: the printed MiB figure's rounding range */
+    bool consistent;
+    bool one_geometry;                /* every arena boot had one max_model_len: r not seen,
+                                         not a contradiction */
+    double reserve_lo, reserve_hi;    /* r: B/token x max_model_len (the MAXLEN slope) */
+    double cap_lo, cap_hi;            /* C, bytes */
+    bool have_base;                   /* the fleet profile's declared constants */
+    double base;                      /* usable - weights - non_torch - overhead, bytes */
+    double adjust_lo, adjust_hi;      /* C - base */
+    int n_vert;
+    struct sw_calib_arena_vertex vert[SW_CALIB_MAX_VERT];
+    char underdetermined[768];
+    char why[256];                    /* when inconsistent */
+};
+
+struct sw_calib_fit {
+    char endpoint[129];
+    char engine[32];
+    int n_boots;          /* boots of the endpoint in the ledger */
+    int n_kv;
+    struct sw_calib_kv_fit kv[SW_CALIB_MAX_CLASSES];
+    int n_nonkv;
+    struct sw_calib_nonkv nonkv[SW_CALIB_MAX_NONKV];
+    struct sw_calib_arena arena;
+    char notes[1024];     /* what could not be used and why */
+};
+
+/*
+ * Fit everything the ledger allows for `endpoint`. *out is allocated (free with
+ * sw_calib_fit_free). Errors: SW_ENOENT (no such endpoint in the ledger), SW_EINVAL (bad
+ * options), SW_EMISMATCH (boots no law value explains: the fit names the class and the boots).
+ * An endpoint with boots but nothing fittable returns 0 with n_kv == n_nonkv == 0 and
+ * !arena.have: the caller decides (the CLI exits 1).
+ */
+int sw_calib_fit(struct sw_ledger *l, const char *endpoint, const struct sw_calib_opts *opts,
+                 struct sw_calib_fit **out, struct sw_err *e);
+void sw_calib_fit_free(struct sw_calib_fit *f);
+
+/* Fit one KV class from f->pts[0..n_points) (f->kv_dtype and f->tp set): the library core of
+ * sw_calib_fit, which tests drive directly. config_json may be NULL (the model's config.json
+ * text, for the fork-term mapping). Releases what a previous fit of f held. Returns 0 also for
+ * an inconsistent class (f->consistent false, f->why says which boots contradict). */
+int sw_calib_kv_fit(struct sw_calib_kv_fit *f, const char *config_json, int max_s, int max_a,
+                    struct sw_err *e);
+/* Free what a KV fit holds (its solutions); f stays valid with n_solutions 0. */
+void sw_calib_kv_fit_release(struct sw_calib_kv_fit *f);
+
+/* Which KV class a shape belongs to (canonical or raw shape); NULL when none. */
+const struct sw_calib_kv_fit *sw_calib_kv_class(const struct sw_calib_fit *f, const json_t *shape);
+
+/* Tokens and concurrency the engine would print for max_model_len L and a pool of kv_bytes. */
+int sw_calib_kv_predict(const struct sw_calib_kv_fit *f, int64_t max_model_len, uint64_t kv_bytes,
+                        struct sw_calib_kv_pred *out, struct sw_err *e);
+
+/*
+ * The smallest pool (KV_BYTES per rank) at which `seqs` requests of max_model_len fit
+ * (concurrency >= seqs) for EVERY solution (hi) and for the most favourable one (lo).
+ * A pool of at least *hi holds the contract whatever the free terms are.
+ */
+int sw_calib_kv_need(const struct sw_calib_kv_fit *f, int64_t max_model_len, int64_t seqs,
+                     uint64_t *lo, uint64_t *hi, bool *extrapolated, struct sw_err *e);
+
+/*
+ * The budget of a shape of the endpoint, per device: used/free MiB with the readings they came
+ * from. An exact shape that was read returns the reading (measured). Otherwise the non-KV class
+ * of the same kind of shape + the law's KV for this shape; outside the class's ctx range, or
+ * with only one reading, `extrapolated` and a warning. SW_ENOENT when no reading of a shape like
+ * this exists (the message says which class is missing, e.g. "no reading with flags.mmproj").
+ */
+int sw_calib_budget(const struct sw_calib_fit *f, const json_t *shape,
+                    const struct sw_calib_opts *opts, struct sw_calib_budget *out,
+                    struct sw_err *e);
+
+/* The law's KV (+ recurrent) MiB for a shape of a llama.cpp endpoint, and how it was computed.
+ * Needs an arch: opts->config_path or the endpoint's inline arch. */
+int sw_calib_llamacpp_kv(const json_t *shape, const struct sw_calib_opts *opts, double *kv_mib,
+                         char *how, size_t how_n, struct sw_err *e);
+
+/* Predicted arena slots at max_model_len: range over the fitted constants. */
+int sw_calib_arena_predict(const struct sw_calib_arena *a, int64_t max_model_len,
+                           struct sw_calib_range *slots, struct sw_err *e);
+/* Does a declared profile (C = usable - weights - non_torch - overhead + adjust, r, slot) lie in
+ * the feasible set? *slots_ok says whether it reproduces every printed slot count. */
+int sw_calib_arena_check(const struct sw_calib_arena *a, double c, double r, double slot,
+                         bool *reproduces, struct sw_err *e);
+
+/* The fit as JSON (every term, residual, geometry and what each boot taught). New reference. */
+json_t *sw_calib_fit_json(const struct sw_calib_fit *f);
+json_t *sw_calib_budget_json(const struct sw_calib_budget *b);
+json_t *sw_calib_kv_pred_json(const struct sw_calib_kv_pred *p);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,154 @@
+/*
+ * slipway calibrate: the verb over a ledger imported from the seed fixture; human view, --json,
+ * --predict, --exclude, --budget, --save, and the exit codes (0 fitted, 1 nothing fit or
+ * inconsistent, 2 unusable input).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "swtest.h"
+
+#include <stdio.h>
+#include <string.h>
+
+struct fx {
+    char *dir;
+    char led[4096];
+};
+
+static int setup(void **state)
+{
+    struct fx *f = calloc(1, sizeof(*f));
+    struct swt_run r;
+    f->dir = swt_tmpdir();
+    snprintf(f->led, sizeof(f->led), "%s", swt_join(f->dir, "seed.sqlite"));
+    swt_slipway(&r, "ledger", "import", swt_src("tests/data/ledger/seed-boots.json"), "--ledger",
+                f->led, NULL);
+    assert_int_equal(r.status, 0);
+    swt_run_free(&r);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fx *f = *state;
+    swt_tmpdir_free(f->dir);
+    free(f);
+    return 0;
+}
+
+static void test_human(void **state)
+{
+    struct fx *f = *state;
+    struct swt_run r;
+    swt_slipway(&r, "calibrate", "frank-primary", "--ledger", f->led, "--config",
+                swt_src("tests/data/vllm/models/frank-primary-inferred"), "--predict",
+                "241664:6e9", NULL);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "KV class kv=fp8 tp=2"));
+    assert_non_null(strstr(r.out, "extra_attn_bytes_per_token 64..64, extra_mamba_blocks 1..1"));
+    assert_non_null(strstr(r.out, "printed 398,658 tokens, 1.99x; fit 398,658 (1.99x), residual 0"));
+    assert_non_null(strstr(r.out, "EXTRAPOLATES across geometry"));
+    assert_non_null(strstr(r.out, "expert arena"));
+    swt_run_free(&r);
+}
+
+static void test_json_exclude(void **state)
+{
+    struct fx *f = *state;
+    struct swt_run r;
+    /* boot 4 is the 200,704 one in the seed's order */
+    swt_slipway(&r, "calibrate", "frank-primary", "--ledger", f->led, "--exclude", "4",
+                "--predict", "200704:3150000000", "--json", NULL);
+    assert_int_equal(r.status, 0);
+    json_t *j = swt_json_out(&r);
+    assert_true(json_is_true(json_object_get(j, "ok")));
+    json_t *p = json_array_get(json_object_get(j, "predictions"), 0);
+    assert_string_equal(json_string_value(json_object_get(p, "class")), "kv=fp8 tp=2");
+    json_t *t = json_object_get(p, "tokens");
+    assert_true(json_integer_value(json_object_get(t, "lo")) <= 398658);
+    assert_true(json_integer_value(json_object_get(t, "hi")) >= 398658);
+    assert_true(json_is_true(json_object_get(p, "extrapolated")));
+    assert_non_null(strstr(json_string_value(json_object_get(p, "warning")), "EXTRAPOLATES"));
+    json_decref(j);
+    swt_run_free(&r);
+}
+
+static void test_budget_save(void **state)
+{
+    struct fx *f = *state;
+    struct swt_run r;
+    const char *shape = swt_join(f->dir, "shape.json");
+    swt_write_str(shape, "{\"engine\":\"llama.cpp\",\"model\":{\"name\":\"MiMo-V2.6-Distill-Qwen-"
+                         "9B\",\"quant\":\"Q5_K_M\"},\"ctx_size\":589824,\"parallel\":3,"
+                         "\"cache_type_k\":\"f16\",\"cache_type_v\":\"q8_0\",\"flags\":{\"mmproj\":"
+                         "{\"name\":\"mmproj-MiMo-V2.6-Distill-Qwen-9B-f16.gguf\",\"size\":"
+                         "918166048}}}");
+    const char *save = swt_join(f->dir, "fit.json");
+    swt_slipway(&r, "calibrate", "frank-small", "--ledger", f->led, "--config",
+                swt_src("tests/data/calib/frank-small-config.json"), "--budget", shape, "--save",
+                save, NULL);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "20190 used - 12644.50 KV = 7545.50 MiB non-KV"));
+    assert_non_null(strstr(r.out, "free 1153 MiB (1153..1153) [measured]"));
+    swt_run_free(&r);
+    json_t *j = json_load_file(save, 0, NULL);
+    assert_non_null(j);
+    assert_true(json_array_size(json_object_get(j, "non_kv")) == 2);
+    json_decref(j);
+}
+
+static void test_exit_codes(void **state)
+{
+    struct fx *f = *state;
+    struct swt_run r;
+    swt_slipway(&r, "calibrate", "frank-nowhere", "--ledger", f->led, NULL);
+    assert_int_equal(r.status, 2);
+    assert_non_null(strstr(r.err, "frank-nowhere"));
+    swt_run_free(&r);
+    swt_slipway(&r, "calibrate", "frank-primary", "--ledger", swt_join(f->dir, "none.sqlite"),
+                NULL);
+    assert_int_equal(r.status, 2);
+    swt_run_free(&r);
+    swt_slipway(&r, "calibrate", NULL);
+    assert_int_equal(r.status, 2);
+    swt_run_free(&r);
+    swt_slipway(&r, "calibrate", "frank-primary", "--ledger", f->led, "--predict", "abc", NULL);
+    assert_int_equal(r.status, 2);
+    swt_run_free(&r);
+    /* frank-small without an arch: readings cannot be priced, nothing fit */
+    swt_slipway(&r, "calibrate", "frank-small", "--ledger", f->led, NULL);
+    assert_int_equal(r.status, 1);
+    assert_non_null(strstr(r.out, "nothing to fit"));
+    swt_run_free(&r);
+    /* a contradictory boot: exit 1 and the boot named */
+    const char *doc = swt_join(f->dir, "bad.json");
+    swt_write_str(doc, "{\"boots\":[{\"endpoint\":\"frank-primary\",\"engine\":\"vllm\","
+                       "\"shape\":{\"engine\":\"vllm\",\"engine_profile\":\"tiered-expert-offload\","
+                       "\"model\":{\"name\":\"Qwen3.8-Flash-Next-Uncensored-FP8\",\"quant\":\"fp8\"},"
+                       "\"tp\":2,\"kv_dtype\":\"fp8\",\"slots\":3,\"ctx\":262144,"
+                       "\"kv_bytes\":7000000000},\"report\":{\"kv_cache_tokens\":700000},"
+                       "\"source\":\"by hand\"}]}");
+    swt_slipway(&r, "ledger", "import", doc, "--ledger", f->led, NULL);
+    assert_int_equal(r.status, 0);
+    swt_run_free(&r);
+    swt_slipway(&r, "calibrate", "frank-primary", "--ledger", f->led, NULL);
+    assert_int_equal(r.status, 1);
+    assert_non_null(strstr(r.out, "INCONSISTENT"));
+    assert_non_null(strstr(r.out, "contradicts"));
+    swt_run_free(&r);
+}
+
+int main(void)
+{
+    const struct CMUnitTest t[] = {
+        cmocka_unit_test_setup_teardown(test_human, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_json_exclude, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_budget_save, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_exit_codes, setup, teardown),
+    };
+    return cmocka_run_group_tests_name("calib_cli", t, NULL, NULL);
+}
