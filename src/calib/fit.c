@@ -119,16 +119,17 @@ static int add_kv_boot(struct sw_calib_fit *f, char keys[][512], const json_t *b
     sw_free(key);
     int64_t L = sw__calib_shape_int(canon, "ctx", 0);
     int64_t kvb = sw__calib_shape_int(canon, "kv_bytes", 0);
-    if (L <= 0 || kvb <= 0) {
+    if (L <= 0) {
         size_t n = strlen(k->skipped);
-        snprintf(k->skipped + n, sizeof(k->skipped) - n, "%sboot #%lld (%s): %s",
-                 n ? "; " : "", (long long)id, ext ? ext : "",
-                 L <= 0 ? "no max_model_len"
-                        : "no pinned KV bytes (the engine sized the pool; the budget was not "
-                          "printed)");
+        snprintf(k->skipped + n, sizeof(k->skipped) - n, "%sboot #%lld (%s): no max_model_len",
+                 n ? "; " : "", (long long)id, ext ? ext : "");
         k->n_skipped++;
         return 0;
     }
+    /* A boot whose pool the engine sized (utilization) still says its token count is a whole
+     * number of blocks: kept with kv_bytes 0, it constrains the structure, not the stride. */
+    if (kvb < 0)
+        kvb = 0;
     if (k->n_points >= SW_CALIB_MAX_POINTS)
         return 0;
     struct sw_calib_kv_point *p = &k->pts[k->n_points++];
@@ -145,6 +146,14 @@ static int add_kv_boot(struct sw_calib_fit *f, char keys[][512], const json_t *b
         p->conc = json_number_value(conc);
     }
     return 0;
+}
+
+static void note_kv(struct sw_calib_fit *f, const struct sw_calib_kv_fit *k)
+{
+    size_t n = strlen(f->notes);
+    snprintf(f->notes + n, sizeof(f->notes) - n,
+             "%sKV class %s: %d boot%s, none with a pinned pool (kv_bytes): not fitted",
+             n ? "\n" : "", k->klass, k->n_points, k->n_points == 1 ? "" : "s");
 }
 
 int sw_calib_fit(struct sw_ledger *l, const char *endpoint, const struct sw_calib_opts *opts,
@@ -199,8 +208,13 @@ int sw_calib_fit(struct sw_ledger *l, const char *endpoint, const struct sw_cali
     f->n_kv = 0;
     for (int k = 0; k < nk; k++) {
         struct sw_calib_kv_fit *kf = &f->kv[k];
-        if (!kf->n_points)
+        int pinned = 0;
+        for (int j = 0; j < kf->n_points; j++)
+            pinned += kf->pts[j].kv_bytes > 0;
+        if (!pinned) {
+            note_kv(f, kf);
             continue;
+        }
         if (f->n_kv != k)
             f->kv[f->n_kv] = *kf;
         kf = &f->kv[f->n_kv++];

@@ -97,6 +97,8 @@ static bool triple_ok(const struct sw_calib_kv_point *pts, int n, const bool *us
         int64_t nlo, nhi;
         if (!n_range(&pts[i], r, &nlo, &nhi))
             return false;
+        if (!pts[i].kv_bytes) /* pool not known: the block count must exist, nothing more */
+            continue;
         /* N = floor(K / stride)  <=>  stride in (K / (N + 1), K / N] */
         uint64_t k = pts[i].kv_bytes;
         uint64_t l2 = k / (uint64_t)(nhi + 1) + 1, h2 = k / (uint64_t)nlo;
@@ -219,7 +221,12 @@ static void model_map(struct sw_calib_kv_fit *f, const char *cfg_text)
     snprintf(o.kv_cache_dtype, sizeof(o.kv_cache_dtype), "%s", f->kv_dtype);
     o.tp = (int)(f->tp > 0 ? f->tp : 1);
     o.max_model_len = f->pts[0].max_model_len;
-    o.kv_cache_memory_bytes = f->pts[0].kv_bytes;
+    for (int i = 0; i < f->n_points; i++)
+        if (f->pts[i].kv_bytes) {
+            o.max_model_len = f->pts[i].max_model_len;
+            o.kv_cache_memory_bytes = f->pts[i].kv_bytes;
+            break;
+        }
     if (sw_vllm_plan(c, &o, r, &e)) {
         snprintf(m->why, sizeof(m->why), "memory/vllm on the config: %.400s", e.msg);
         goto out;
@@ -298,6 +305,8 @@ static void model_map(struct sw_calib_kv_fit *f, const char *cfg_text)
     m->law_reproduces = true;
     for (int i = 0; i < f->n_points; i++) {
         const struct sw_calib_kv_point *p = &f->pts[i];
+        if (!p->kv_bytes)
+            continue; /* a pool-less boot constrained the structure only */
         o.max_model_len = p->max_model_len;
         o.kv_cache_memory_bytes = p->kv_bytes;
         o.extra_attn_bytes_per_token = m->extra_bytes_lo;
@@ -342,9 +351,10 @@ int sw_calib_kv_fit(struct sw_calib_kv_fit *f, const char *config_json, int max_
     f->kv_lo = UINT64_MAX;
     f->kv_hi = 0;
     int64_t max_b = 0;
+    int n_pinned = 0;
     for (int i = 0; i < f->n_points; i++) {
         const struct sw_calib_kv_point *p = &f->pts[i];
-        if (p->max_model_len <= 0 || p->kv_bytes == 0 || p->tokens < 0 ||
+        if (p->max_model_len <= 0 || p->tokens < 0 ||
             p->max_model_len > (INT64_C(1) << 31) || p->tokens > (INT64_C(1) << 40))
             return sw_err_set(e, SW_EINVAL, "boot #%lld: max_model_len, pool or tokens out of range",
                               (long long)p->boot_id);
@@ -355,11 +365,19 @@ int sw_calib_kv_fit(struct sw_calib_kv_fit *f, const char *config_json, int max_
             f->lens[f->n_lens++] = p->max_model_len;
         if (p->max_model_len > max_b)
             max_b = p->max_model_len;
+        if (!p->kv_bytes)
+            continue;
+        n_pinned++;
         if (p->kv_bytes < f->kv_lo)
             f->kv_lo = p->kv_bytes;
         if (p->kv_bytes > f->kv_hi)
             f->kv_hi = p->kv_bytes;
     }
+    if (!n_pinned)
+        return sw_err_set(e, SW_EINVAL,
+                          "KV class %s: no boot with a pinned pool (kv_bytes): the block size in "
+                          "bytes is not seen",
+                          f->klass);
     max_b = cdiv(max_b, ALIGN) * ALIGN;
     /* The config's attention group count joins the search. */
     int extra_a = 0;
@@ -418,7 +436,8 @@ int sw_calib_kv_fit(struct sw_calib_kv_fit *f, const char *config_json, int max_
             use[j] = j != i;
         p->fit_tokens = -1;
         p->fit_conc[0] = 0;
-        if (f->consistent) {
+        p->residual_tokens = 0;
+        if (f->consistent && p->kv_bytes) {
             int64_t tlo, thi, rlo, rhi;
             double clo, chi;
             pred_over(f->sols, f->n_solutions, p->max_model_len, p->kv_bytes, &tlo, &thi, &clo,
@@ -446,9 +465,32 @@ int sw_calib_kv_fit(struct sw_calib_kv_fit *f, const char *config_json, int max_
         }
         char a[32], b[32], c[32], d[32], t[32];
         fmt_count(p->tokens, t, sizeof(t));
+        int others_pinned = 0;
+        for (int j = 0; j < f->n_points; j++)
+            others_pinned += j != i && f->pts[j].kv_bytes > 0;
         if (!lo.n_sols) {
             snprintf(p->taught, sizeof(p->taught),
                      "the others alone admit no solution (the contradiction is elsewhere)");
+        } else if (!others_pinned) {
+            fmt_count(lo.n_sols, c, sizeof(c));
+            fmt_count(f->n_solutions, d, sizeof(d));
+            snprintf(p->taught, sizeof(p->taught),
+                     "the only boot with a pinned pool: it alone gives the bytes of a block; it "
+                     "cut the solutions from %s structures to %s",
+                     c, d);
+        } else if (!p->kv_bytes) {
+            fmt_count(lo.n_sols, c, sizeof(c));
+            fmt_count(f->n_solutions, d, sizeof(d));
+            snprintf(p->taught, sizeof(p->taught),
+                     "pool not recorded: only that %s tokens is a whole number of blocks at some "
+                     "split; it cut the solutions from %s to %s",
+                     t, c, d);
+            if (!f->consistent && n_bad < 4) {
+                size_t bl = strlen(bad);
+                snprintf(bad + bl, sizeof(bad) - bl, "%s#%lld", bl ? ", " : "",
+                         (long long)p->boot_id);
+                n_bad++;
+            }
         } else {
             int64_t tlo, thi, rlo, rhi;
             double clo, chi;
@@ -463,6 +505,9 @@ int sw_calib_kv_fit(struct sw_calib_kv_fit *f, const char *config_json, int max_
                      "the others predicted %s..%s tokens (printed %s%s); it cut the solutions "
                      "from %s to %s",
                      a, b, t, inside ? "" : ": OUTSIDE", c, d);
+            if (lo.n_sols == f->n_solutions)
+                snprintf(p->taught + strlen(p->taught), sizeof(p->taught) - strlen(p->taught),
+                         " (nothing the others did not)");
             if (!f->consistent && n_bad < 4) {
                 size_t bl = strlen(bad);
                 snprintf(bad + bl, sizeof(bad) - bl, "%s#%lld", bl ? ", " : "",

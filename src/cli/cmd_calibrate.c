@@ -171,12 +171,15 @@ static void print_kv(const struct sw_calib_kv_fit *k)
     }
     for (int i = 0; i < k->n_points; i++) {
         const struct sw_calib_kv_point *p = &k->pts[i];
+        if (p->kv_bytes)
+            cnt((int64_t)p->kv_bytes, b, sizeof(b));
+        else
+            snprintf(b, sizeof(b), "(not recorded)");
         printf("  boot #%lld %s: L %s, pool %s B -> printed %s tokens", (long long)p->boot_id,
-               p->ext_id, cnt(p->max_model_len, a, sizeof(a)), cnt((int64_t)p->kv_bytes, b, sizeof(b)),
-               cnt(p->tokens, c, sizeof(c)));
+               p->ext_id, cnt(p->max_model_len, a, sizeof(a)), b, cnt(p->tokens, c, sizeof(c)));
         if (p->has_conc)
             printf(", %.2fx", p->conc);
-        if (k->consistent)
+        if (k->consistent && p->kv_bytes)
             printf("; fit %s (%sx), residual %lld", cnt(p->fit_tokens, d, sizeof(d)), p->fit_conc,
                    (long long)p->residual_tokens);
         printf("\n    taught: %s\n", p->taught);
