@@ -343,6 +343,23 @@ static void print_report(const struct target *t, const struct sw_verify_report *
                b->s[i].msg);
 }
 
+static void print_layout(const char *what, const struct sw_payload_layout *l)
+{
+    char wb[32];
+    printf("%s: %s, %zu weight file%s, %s, %llu tensors", what, sw_payload_format_name(l->format),
+           l->n_weight_files, l->n_weight_files == 1 ? "" : "s",
+           sw_fmt_bytes(l->weight_bytes, wb, sizeof(wb)), (unsigned long long)l->n_tensors);
+    if (l->has_projector)
+        printf(", vision");
+    if (l->mtp.declared > 0 || l->mtp.tensors > 0)
+        printf(", MTP: %lld declared, %llu tensors (%s)", (long long)l->mtp.declared,
+               (unsigned long long)l->mtp.tensors,
+               sw_payload_ships_mtp(&l->mtp) ? "shipped" : "NOT shipped");
+    printf("\n");
+    for (size_t i = 0; i < l->n_issues; i++)
+        printf("  %-16s %s\n", sw_payload_issue_name(l->issues[i].kind), l->issues[i].msg);
+}
+
 static int run_verify(const struct opts *o, const struct target *t)
 {
     struct sw_err e;
@@ -350,8 +367,9 @@ static int run_verify(const struct opts *o, const struct target *t)
     struct sw_verify_report r;
     struct bodies b;
     struct progress_ctx pc;
+    struct sw_payload_layout lay, dlay;
     json_t *out = NULL;
-    bool have_manifest = false, problems = false;
+    bool have_manifest = false, problems = false, have_dlay = false;
     int rc, exit_code = SW_EXIT_OK;
     sw_err_clear(&e);
     sw_payload_manifest_init(&m);
@@ -359,6 +377,8 @@ static int run_verify(const struct opts *o, const struct target *t)
     memset(&r, 0, sizeof(r));
     memset(&b, 0, sizeof(b));
     memset(&pc, 0, sizeof(pc));
+    memset(&lay, 0, sizeof(lay));
+    memset(&dlay, 0, sizeof(dlay));
 
     if (t->manifest[0]) {
         rc = sw_payload_manifest_load(t->manifest, &m, &e);
@@ -406,6 +426,24 @@ static int run_verify(const struct opts *o, const struct target *t)
     }
     problems |= rc > 0;
 
+    struct sw_payload_layout_opts lo = {.gguf = t->gguf, .mmproj = t->mmproj, .vision = t->vision};
+    rc = sw_payload_layout_check(t->root, &lo, &lay, &e);
+    if (rc) {
+        exit_code = sw_cli_fail(&e, o->json);
+        goto out;
+    }
+    problems |= lay.n_issues > 0;
+    if (t->draft[0]) {
+        struct sw_payload_layout_opts dro = {.draft = true};
+        rc = sw_payload_layout_check(t->draft, &dro, &dlay, &e);
+        if (rc) {
+            exit_code = sw_cli_fail(&e, o->json);
+            goto out;
+        }
+        have_dlay = true;
+        problems |= dlay.n_issues > 0;
+    }
+
     if (o->write_manifest) {
         if (problems) {
             sw_err_set(&e, SW_EMISMATCH, "not writing %s: the payload has problems",
@@ -436,6 +474,8 @@ static int run_verify(const struct opts *o, const struct target *t)
                                                          : json_null()) ||
             sw_json_set_new(out, "bodies", bodies_json(&b)) ||
             (!have_manifest && sw_json_set_new(out, "files", sw_payload_manifest_to_json(&scan))) ||
+            sw_json_set_new(out, "layout", sw_payload_layout_to_json(&lay)) ||
+            (have_dlay && sw_json_set_new(out, "draft", sw_payload_layout_to_json(&dlay))) ||
             sw_json_set_bool(out, "ok", !problems)) {
             sw_err_set(&e, SW_ENOMEM, "out of memory");
             exit_code = sw_cli_fail(&e, false);
@@ -444,11 +484,16 @@ static int run_verify(const struct opts *o, const struct target *t)
         sw_json_print(stdout, out, true);
     } else {
         print_report(t, have_manifest ? &r : NULL, &scan, &b);
+        print_layout("layout", &lay);
+        if (have_dlay)
+            print_layout("draft", &dlay);
         printf("%s\n", problems ? "PROBLEMS FOUND" : "ok");
     }
     exit_code = problems ? SW_EXIT_FAIL : SW_EXIT_OK;
 out:
     json_decref(out);
+    sw_payload_layout_free(&dlay);
+    sw_payload_layout_free(&lay);
     bodies_free(&b);
     sw_verify_report_free(&r);
     sw_payload_manifest_free(&scan);

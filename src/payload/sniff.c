@@ -216,7 +216,7 @@ static void begin(struct sw_payload_sniff *s, const char *where, const void *buf
     memset(s, 0, sizeof(*s));
     s->ftype = sw_payload_ftype_of(where);
     s->size = size;
-    sw_payload_quote(buf, n, 48, s->head, sizeof(s->head));
+    sw_payload_quote(buf, n, 40, s->head, sizeof(s->head));
 }
 
 int sw_payload_sniff_head(const char *where, const void *vbuf, size_t n, uint64_t file_size,
@@ -331,15 +331,15 @@ static enum sw_payload_body body_for_rc(int rc)
     return rc == SW_ETRUNC ? SW_PAYLOAD_BODY_TRUNCATED : SW_PAYLOAD_BODY_MALFORMED;
 }
 
-/* jansson reports a body that stops mid-value as "premature end of input" / "unexpected
- * newline"... only the first says "cut short". */
+/* jansson says a body stopped mid-value with "premature end of input" (inside a string) or
+ * "... near end of file" (between tokens): both read as cut short. */
 static int judge_json(struct sw_payload_sniff *s, const char *where, const char *text, size_t n,
                       struct sw_err *e)
 {
     json_error_t je;
     json_t *j = json_loadb(text, n, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &je);
     if (!j) {
-        bool cut = strstr(je.text, "premature end of input") != NULL;
+        bool cut = strstr(je.text, "premature end of input") || strstr(je.text, "end of file");
         return reject(s, cut ? SW_PAYLOAD_BODY_TRUNCATED : SW_PAYLOAD_BODY_MALFORMED, where, e,
                       "%s JSON at line %d column %d: %s", cut ? "truncated" : "invalid", je.line,
                       je.column, je.text);

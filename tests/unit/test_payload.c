@@ -12,6 +12,7 @@
 #include <slipway/payload.h>
 
 #include "swtest.h"
+#include "test_payload_build.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -413,6 +414,7 @@ static void test_cli_verify_only(void **state)
     mkdir(pl, 0755);
     fill(swt_join(pl, "w.bin"), 20000, 1);
     swt_write_str(swt_join(pl, "config.json"), "{\"num_hidden_layers\": 2}");
+    pb_st1(swt_join(pl, "model.safetensors"), "lm_head.weight", 1000, 0);
 
     /* pin, then verify: exit 0 */
     swt_slipway(&r, "fetch", pl, "--verify-only", "--write-manifest", man, NULL);
@@ -424,7 +426,7 @@ static void test_cli_verify_only(void **state)
     assert_true(json_is_true(json_object_get(j, "ok")));
     assert_int_equal(json_integer_value(json_object_get(
                          json_object_get(json_object_get(j, "verify"), "counts"), "ok")),
-                     2);
+                     3);
     json_decref(j);
     swt_run_free(&r);
 
@@ -462,6 +464,8 @@ static void test_cli_endpoint(void **state)
     struct swt_run r;
     mkdir(pl, 0755);
     fill(swt_join(pl, "w.bin"), 1000, 1);
+    swt_write_str(swt_join(pl, "config.json"), "{\"num_hidden_layers\": 2}");
+    pb_st1(swt_join(pl, "model.safetensors"), "lm_head.weight", 10, 0);
     char y[2048];
     snprintf(y, sizeof(y),
              "hosts:\n  here:\n    transport: local\n    devices:\n      cpu: {kind: cpu}\n"
