@@ -299,6 +299,9 @@ int sw_cmd_calibrate(int argc, char **argv)
                 continue;
             json_t *pj = sw_calib_kv_pred_json(&p);
             sw_json_set_str(pj, "class", fit->kv[k].klass);
+            sw_json_set_str(pj, "point_from",
+                            fit->kv[k].chosen >= 0 ? "the model's structure (config)"
+                                                   : "the middle of the interval");
             sw_json_set_int(pj, "max_model_len", o.pred_len[i]);
             sw_json_set_int(pj, "kv_bytes", (int64_t)o.pred_kv[i]);
             json_array_append_new(preds, pj);
@@ -363,6 +366,9 @@ int sw_cmd_calibrate(int argc, char **argv)
                        cnt(json_integer_value(json_object_get(t, "hi")), b, sizeof(b)),
                        json_real_value(json_object_get(json_object_get(p, "concurrency"), "lo")),
                        json_real_value(json_object_get(json_object_get(p, "concurrency"), "hi")));
+                printf("  point %s (%s)\n",
+                       cnt(json_integer_value(json_object_get(t, "point")), a, sizeof(a)),
+                       json_string_value(json_object_get(p, "point_from")));
             } else {
                 const json_t *s = json_object_get(p, "slots");
                 printf("predict arena at L %lld: %lld..%lld slots\n",

@@ -501,9 +501,53 @@ static void test_json(void **state)
     sw_calib_fit_free(r);
 }
 
+/* Fail each allocation of a fit in turn: an error, never a crash or a leak (ASan checks). */
+static void test_alloc_failures(void **state)
+{
+    struct fx *f = *state;
+    struct sw_calib_opts o = {.config_path = swt_src(SMALL_CFG)};
+    struct sw_calib_fit *r = NULL;
+    long before = sw_alloc_count();
+    assert_int_equal(sw_calib_fit(&f->l, "frank-small", &o, &r, NULL), 0);
+    long total = sw_alloc_count() - before;
+    sw_calib_fit_free(r);
+    assert_true(total > 10);
+    int failed = 0;
+    for (long n = 1; n <= total; n++) {
+        struct sw_err e = {0};
+        r = NULL;
+        sw_alloc_fail_at(n);
+        int rc = sw_calib_fit(&f->l, "frank-small", &o, &r, &e);
+        sw_alloc_fail_at(0);
+        if (rc) {
+            assert_null(r);
+            failed++;
+        } else {
+            /* a failed allocation inside a reading's pricing drops that reading with a note */
+            sw_calib_fit_free(r);
+        }
+    }
+    assert_true(failed > 0);
+    /* the budget too */
+    assert_int_equal(sw_calib_fit(&f->l, "frank-small", &o, &r, NULL), 0);
+    json_t *s = small_shape(565248, 3, true, "q8_0");
+    struct sw_calib_budget b;
+    for (long n = 1; n < 400; n++) {
+        sw_alloc_fail_at(n);
+        int rc = sw_calib_budget(r, s, &o, &b, NULL);
+        sw_alloc_fail_at(0);
+        if (!rc)
+            break;
+    }
+    json_decref(s);
+    sw_calib_fit_free(r);
+}
+
 int main(void)
 {
+    sw_core_init();
     const struct CMUnitTest t[] = {
+        cmocka_unit_test_setup_teardown(test_alloc_failures, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fp8_all_four_exact, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fork_terms_found, setup, teardown),
         cmocka_unit_test_setup_teardown(test_wrong_config_refuted, setup, teardown),
