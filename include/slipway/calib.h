@@ -222,6 +222,11 @@ struct sw_calib_fit {
     int n_nonkv;
     struct sw_calib_nonkv nonkv[SW_CALIB_MAX_NONKV];
     struct sw_calib_arena arena;
+    /* The fork's KV terms over every class the config explained (they do not depend on the KV
+     * dtype): the intersection of the classes' ranges. joint_classes 0 = none explained. */
+    int joint_classes;
+    bool joint_agree; /* the ranges meet */
+    int64_t joint_bytes_lo, joint_bytes_hi, joint_blocks_lo, joint_blocks_hi;
     char notes[1024];     /* what could not be used and why */
 };
 

@@ -224,6 +224,20 @@ int sw_calib_fit(struct sw_ledger *l, const char *endpoint, const struct sw_cali
         if (kf->model.have)
             snprintf(kf->model.source, sizeof(kf->model.source), "%s", src);
     }
+    f->joint_bytes_lo = f->joint_blocks_lo = INT64_MIN;
+    f->joint_bytes_hi = f->joint_blocks_hi = INT64_MAX;
+    for (int k = 0; k < f->n_kv; k++) {
+        const struct sw_calib_kv_model *m = &f->kv[k].model;
+        if (!f->kv[k].consistent || !m->explained)
+            continue;
+        f->joint_classes++;
+        f->joint_bytes_lo = SW_MAX(f->joint_bytes_lo, m->extra_bytes_lo);
+        f->joint_bytes_hi = SW_MIN(f->joint_bytes_hi, m->extra_bytes_hi);
+        f->joint_blocks_lo = SW_MAX(f->joint_blocks_lo, m->extra_blocks_lo);
+        f->joint_blocks_hi = SW_MIN(f->joint_blocks_hi, m->extra_blocks_hi);
+    }
+    f->joint_agree = f->joint_classes > 0 && f->joint_bytes_lo <= f->joint_bytes_hi &&
+                     f->joint_blocks_lo <= f->joint_blocks_hi;
     /* the export carries each reading's canonical shape (usage_list gives only its hash) */
     rc = sw_ledger_export(l, endpoint, &usage, e);
     if (rc)

@@ -186,6 +186,13 @@ json_t *sw_calib_fit_json(const struct sw_calib_fit *f)
     sw_json_set_new(o, "non_kv", nk);
     if (f->arena.have)
         sw_json_set_new(o, "arena", arena_json(&f->arena));
+    if (f->joint_classes)
+        sw_json_set_new(o, "fork_terms",
+                        json_pack("{s:i,s:b,s:o,s:o}", "classes", f->joint_classes, "agree",
+                                  f->joint_agree, "extra_attn_bytes_per_token",
+                                  rangef((double)f->joint_bytes_lo, (double)f->joint_bytes_hi),
+                                  "extra_mamba_blocks",
+                                  rangef((double)f->joint_blocks_lo, (double)f->joint_blocks_hi)));
     if (f->notes[0])
         sw_json_set_str(o, "notes", f->notes);
     return o;

@@ -4,7 +4,9 @@
  *
  *   slipway calibrate ENDPOINT [FLEET.yaml] [--ledger PATH] [--config CONFIG.json|DIR]
  *                     [--predict MAXLEN:KV_BYTES]... [--budget SHAPE.json] [--save FILE.json]
- *                     [--exclude BOOT_ID]... [--max-state-blocks N] [--json]
+ *                     [--need SEQSxMAXLEN]... [--exclude BOOT_ID]... [--max-state-blocks N]
+ *                     [--json]
+ * --need prints the pool (KV_BYTES per rank) at which SEQS requests of MAXLEN fit.
  * --exclude leaves a boot out of the fits (what would the others have predicted?).
  *
  * The ledger: --ledger, else $SLIPWAY_LEDGER, else beside FLEET.yaml, else the XDG default.
@@ -30,7 +32,8 @@
 struct opts {
     const char *endpoint, *fleet, *ledger, *config, *budget, *save;
     int max_s;
-    int n_pred, n_excl;
+    int n_pred, n_excl, n_need;
+    int64_t need_seqs[MAX_PRED], need_len[MAX_PRED];
     int64_t excl[MAX_PRED];
     int64_t pred_len[MAX_PRED];
     uint64_t pred_kv[MAX_PRED];
@@ -41,7 +44,8 @@ static void usage_text(FILE *f)
 {
     fputs("usage: slipway calibrate ENDPOINT [FLEET.yaml] [--ledger PATH] [--config CONFIG.json]\n"
           "                         [--predict MAXLEN:KV_BYTES]... [--budget SHAPE.json]\n"
-          "                         [--exclude BOOT_ID]... [--save FIT.json] [--max-state-blocks N]\n"
+          "                         [--need SEQSxMAXLEN]... [--exclude BOOT_ID]... [--save FIT.json]\n"
+          "                         [--max-state-blocks N]\n"
           "                         [--json]\n"
           "Fits the KV block law (vLLM), the non-KV cost by subtraction (usage readings) and the\n"
           "expert arena (fork profile) from the ledger's boots of ENDPOINT; prints the fitted\n"
@@ -63,7 +67,7 @@ static int parse(int argc, char **argv, struct opts *o)
         } else if (!strcmp(a, "--ledger") || !strcmp(a, "--config") || !strcmp(a, "--budget") ||
                    !strcmp(a, "--save") || !strcmp(a, "--predict") ||
                    !strcmp(a, "--max-state-blocks") || !strcmp(a, "--fleet") ||
-                   !strcmp(a, "--exclude")) {
+                   !strcmp(a, "--exclude") || !strcmp(a, "--need")) {
             if (!v)
                 return sw_cli_usage("calibrate", "%s needs a value", a);
             i++;
@@ -77,7 +81,22 @@ static int parse(int argc, char **argv, struct opts *o)
                 o->save = v;
             else if (!strcmp(a, "--fleet"))
                 o->fleet = v;
-            else if (!strcmp(a, "--exclude")) {
+            else if (!strcmp(a, "--need")) {
+                const char *x = strchr(v, 'x');
+                char sb[32];
+                uint64_t seqs, len;
+                struct sw_err e = {0};
+                if (!x || (size_t)(x - v) >= sizeof(sb) || o->n_need >= MAX_PRED)
+                    return sw_cli_usage("calibrate", "--need wants SEQSxMAXLEN, got '%s'", v);
+                memcpy(sb, v, (size_t)(x - v));
+                sb[x - v] = 0;
+                if (sw_parse_count(sb, &seqs, &e) || sw_parse_count(x + 1, &len, &e) ||
+                    seqs == 0 || seqs > 65536 || len == 0 || len > (1u << 31))
+                    return sw_cli_usage("calibrate", "--need '%s': %s", v,
+                                        e.msg[0] ? e.msg : "out of range");
+                o->need_seqs[o->n_need] = (int64_t)seqs;
+                o->need_len[o->n_need++] = (int64_t)len;
+            } else if (!strcmp(a, "--exclude")) {
                 int64_t n;
                 struct sw_err e = {0};
                 if (sw_parse_i64(v, &n, &e) || n < 1 || o->n_excl >= MAX_PRED)
@@ -317,6 +336,21 @@ int sw_cmd_calibrate(int argc, char **argv)
         }
     }
     sw_json_set_new(out, "predictions", preds);
+    json_t *needs = json_array();
+    for (int i = 0; i < o.n_need; i++)
+        for (int k = 0; k < fit->n_kv; k++) {
+            uint64_t nlo, nhi;
+            bool ex;
+            if (sw_calib_kv_need(&fit->kv[k], o.need_len[i], o.need_seqs[i], &nlo, &nhi, &ex,
+                                 NULL))
+                continue;
+            json_array_append_new(
+                needs, json_pack("{s:s,s:I,s:I,s:I,s:I,s:b}", "class", fit->kv[k].klass, "seqs",
+                                 (json_int_t)o.need_seqs[i], "max_model_len",
+                                 (json_int_t)o.need_len[i], "kv_bytes_lo", (json_int_t)nlo,
+                                 "kv_bytes_hi", (json_int_t)nhi, "extrapolated", ex));
+        }
+    sw_json_set_new(out, "needs", needs);
     if (o.budget) {
         shape = sw_json_load_file(o.budget, 1u << 20, &e);
         struct sw_calib_budget b;
@@ -348,6 +382,18 @@ int sw_cmd_calibrate(int argc, char **argv)
             print_kv(&fit->kv[i]);
         for (int i = 0; i < fit->n_nonkv; i++)
             print_nonkv(&fit->nonkv[i]);
+        if (fit->joint_classes > 1) {
+            if (fit->joint_agree)
+                printf("fork KV terms over the %d KV classes the config explains: "
+                       "extra_attn_bytes_per_token %lld..%lld, extra_mamba_blocks %lld..%lld\n",
+                       fit->joint_classes, (long long)fit->joint_bytes_lo,
+                       (long long)fit->joint_bytes_hi, (long long)fit->joint_blocks_lo,
+                       (long long)fit->joint_blocks_hi);
+            else
+                printf("fork KV terms: the %d KV classes DISAGREE (no common value): the fork's "
+                       "terms depend on the KV dtype, or a class's boots are wrong\n",
+                       fit->joint_classes);
+        }
         if (fit->arena.have)
             print_arena(&fit->arena);
         size_t i;
@@ -381,6 +427,20 @@ int sw_cmd_calibrate(int argc, char **argv)
                 printf("  WARNING: %s\n", w);
             else if (json_is_true(json_object_get(p, "extrapolated")))
                 printf("  WARNING: extrapolates across geometry (max_model_len not fitted)\n");
+        }
+        json_array_foreach(needs, i, p)
+        {
+            char a[32], b[32];
+            printf("need %s: %lld x %lld holds at a pool of %s B per rank for every solution "
+                   "(%s B for the most favourable)%s\n",
+                   json_string_value(json_object_get(p, "class")),
+                   (long long)json_integer_value(json_object_get(p, "seqs")),
+                   (long long)json_integer_value(json_object_get(p, "max_model_len")),
+                   cnt(json_integer_value(json_object_get(p, "kv_bytes_hi")), a, sizeof(a)),
+                   cnt(json_integer_value(json_object_get(p, "kv_bytes_lo")), b, sizeof(b)),
+                   json_is_true(json_object_get(p, "extrapolated"))
+                       ? "\n  WARNING: extrapolates across geometry (max_model_len not fitted)"
+                       : "");
         }
         const json_t *bj = json_object_get(out, "budget");
         if (bj) {

@@ -151,6 +151,13 @@ static void test_fork_terms_found(void **state)
     assert_true(b->model.extra_bytes_lo <= 64 && b->model.extra_bytes_hi >= 64);
     assert_int_equal(b->model.extra_blocks_lo, 1);
     assert_true(b->model.law_reproduces);
+    /* together: the terms do not depend on the KV dtype, and the classes pin them */
+    assert_int_equal(r->joint_classes, 2);
+    assert_true(r->joint_agree);
+    assert_int_equal(r->joint_bytes_lo, 64);
+    assert_int_equal(r->joint_bytes_hi, 64);
+    assert_int_equal(r->joint_blocks_lo, 1);
+    assert_int_equal(r->joint_blocks_hi, 1);
     sw_calib_fit_free(r);
 }
 

@@ -53,6 +53,20 @@ static void test_human(void **state)
     assert_non_null(strstr(r.out, "printed 398,658 tokens, 1.99x; fit 398,658 (1.99x), residual 0"));
     assert_non_null(strstr(r.out, "EXTRAPOLATES across geometry"));
     assert_non_null(strstr(r.out, "expert arena"));
+    assert_non_null(strstr(r.out, "fork KV terms over the 2 KV classes the config explains: "
+                                  "extra_attn_bytes_per_token 64..64, extra_mamba_blocks 1..1"));
+    swt_run_free(&r);
+    /* the pool that holds a contract, for every solution */
+    swt_slipway(&r, "calibrate", "frank-primary", "--ledger", f->led, "--need", "3x262144",
+                "--json", NULL);
+    assert_int_equal(r.status, 0);
+    json_t *j = swt_json_out(&r);
+    json_t *n = json_array_get(json_object_get(j, "needs"), 0);
+    assert_string_equal(json_string_value(json_object_get(n, "class")), "kv=fp8 tp=2");
+    /* 3 x 93 blocks at the largest stride of the set; 6.1e9 bought 3.02x */
+    assert_true(json_integer_value(json_object_get(n, "kv_bytes_hi")) <= 6100000000);
+    assert_false(json_is_true(json_object_get(n, "extrapolated")));
+    json_decref(j);
     swt_run_free(&r);
 }
 
