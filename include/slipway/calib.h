@@ -289,6 +289,10 @@ int sw_calib_arena_predict(const struct sw_calib_arena *a, int64_t max_model_len
 int sw_calib_arena_check(const struct sw_calib_arena *a, double c, double r, double slot,
                          bool *reproduces, struct sw_err *e);
 
+/* A one-paragraph summary of the fit (terms, geometry, residuals), for a ledger note. Writes into
+ * out (truncated to n); returns out. */
+const char *sw_calib_fit_summary(const struct sw_calib_fit *f, char *out, size_t n);
+
 /* The fit as JSON (every term, residual, geometry and what each boot taught). New reference. */
 json_t *sw_calib_fit_json(const struct sw_calib_fit *f);
 json_t *sw_calib_budget_json(const struct sw_calib_budget *b);

@@ -323,6 +323,100 @@ int sw__calib_nonkv_fit(struct sw_calib_fit *f, const json_t *usage,
     return 0;
 }
 
+/* Two values "alike" for a budget: equal, or one side silent. A flag set to false is the flag
+ * absent. Objects compare key by key the same way (a projector named on one side and sized on
+ * the other is the same projector as long as what both say agrees). */
+static bool alike(const json_t *a, const json_t *b, bool *silent)
+{
+    if (!a || !b) {
+        const json_t *x = a ? a : b;
+        if (x && !json_is_false(x))
+            *silent = true;
+        return true;
+    }
+    if (json_is_object(a) && json_is_object(b)) {
+        const char *k;
+        const json_t *v;
+        json_object_foreach((json_t *)a, k, v)
+        {
+            if (!alike(v, json_object_get(b, k), silent))
+                return false;
+        }
+        json_object_foreach((json_t *)b, k, v)
+        {
+            if (!json_object_get(a, k) && !json_is_false(v))
+                *silent = true;
+        }
+        return true;
+    }
+    return json_equal((json_t *)a, (json_t *)b);
+}
+
+/* Does a reading class (its key: canonical shape minus ctx/slots/pool) cover this shape? The
+ * engine, the KV dtypes and the parallelism must be said on both sides and agree; elsewhere a
+ * key one side does not state is not a difference (a fleet-made shape names the model by its
+ * file, a hand reading by its name), and *silent says the match leaned on that. A flag present
+ * on one side and absent (or false) on the other IS a difference: a projector is not optional. */
+/* The model, within one endpoint: what changes the weights' bytes (content hash, quant, size)
+ * must agree where both sides say it; names, repos and files are labels that differ between a
+ * hand reading ("MiMo-9B") and a fleet-made shape (the GGUF file): a difference there leans. */
+static bool model_alike(const json_t *a, const json_t *b, bool *silent)
+{
+    static const char *const hard[] = {"sha256", "quant", "size"};
+    if (!json_is_object(a) || !json_is_object(b))
+        return alike(a, b, silent);
+    for (size_t i = 0; i < SW_ARRAY_LEN(hard); i++) {
+        const json_t *x = json_object_get(a, hard[i]), *y = json_object_get(b, hard[i]);
+        if (x && y && !json_equal((json_t *)x, (json_t *)y))
+            return false;
+    }
+    if (!json_equal((json_t *)a, (json_t *)b))
+        *silent = true;
+    return true;
+}
+
+static bool covers(const char *key, const json_t *asked, bool *silent)
+{
+    json_t *r = json_loads(key, 0, NULL);
+    bool ok = r != NULL;
+    static const char *const strict[] = {"engine", "kv_dtype_k", "kv_dtype_v", "tp", "pp", "dp",
+                                         "engine_profile"};
+    for (size_t i = 0; ok && i < SW_ARRAY_LEN(strict); i++) {
+        const json_t *a = json_object_get(r, strict[i]), *b = json_object_get(asked, strict[i]);
+        ok = (!a && !b) || (a && b && json_equal((json_t *)a, (json_t *)b));
+    }
+    const json_t *fa = json_object_get(r, "flags"), *fb = json_object_get(asked, "flags");
+    const char *k;
+    const json_t *v;
+    json_object_foreach((json_t *)fa, k, v)
+    {
+        if (ok && !json_is_false(v) && !json_object_get(fb, k))
+            ok = false;
+    }
+    json_object_foreach((json_t *)fb, k, v)
+    {
+        if (ok && !json_is_false(v) && !json_object_get(fa, k))
+            ok = false;
+    }
+    json_object_foreach((json_t *)asked, k, v)
+    {
+        bool skip = false;
+        for (size_t i = 0; NONKV_DROP[i]; i++)
+            skip |= !strcmp(k, NONKV_DROP[i]);
+        if (ok && !skip && !strcmp(k, "model"))
+            ok = model_alike(json_object_get(r, k), v, silent);
+        else if (ok && !skip && !alike(json_object_get(r, k), v, silent))
+            ok = false;
+    }
+    json_object_foreach(r, k, v)
+    {
+        if (ok && !json_object_get(asked, k) && !json_is_false(v))
+            *silent = true;
+    }
+    json_decref(r);
+    return ok;
+}
+
 int sw_calib_budget(const struct sw_calib_fit *f, const json_t *shape,
                     const struct sw_calib_opts *opts, struct sw_calib_budget *out,
                     struct sw_err *e)
@@ -344,9 +438,34 @@ int sw_calib_budget(const struct sw_calib_fit *f, const json_t *shape,
     double kv = 0;
     char how[160];
     bool kv_done = false;
+    /* the classes that cover this shape: exact ones first; else those that do while one side is
+     * silent somewhere, one per device at most */
+    bool use[SW_CALIB_MAX_NONKV] = {0};
+    bool any_exact = false, leaned = false;
+    for (int k = 0; k < f->n_nonkv; k++)
+        if (!strcmp(f->nonkv[k].key, key))
+            use[k] = any_exact = true;
+    if (!any_exact) {
+        for (int k = 0; k < f->n_nonkv; k++) {
+            bool silent = false;
+            if (!covers(f->nonkv[k].key, canon, &silent))
+                continue;
+            for (int j = 0; j < k; j++)
+                if (use[j] && !strcmp(f->nonkv[j].device, f->nonkv[k].device)) {
+                    rc = sw_err_set(e, SW_EINVAL,
+                                    "%s: the shape matches two kinds of reading on %s (%s; %s): "
+                                    "say which (model quant, flags)",
+                                    f->endpoint, f->nonkv[k].device, f->nonkv[j].label,
+                                    f->nonkv[k].label);
+                    goto out;
+                }
+            use[k] = true;
+            leaned |= silent;
+        }
+    }
     for (int k = 0; k < f->n_nonkv; k++) {
         const struct sw_calib_nonkv *c = &f->nonkv[k];
-        if (strcmp(c->key, key) != 0)
+        if (!use[k])
             continue;
         if (out->n_dev >= SW_CALIB_MAX_DEV)
             break;
@@ -421,6 +540,13 @@ int sw_calib_budget(const struct sw_calib_fit *f, const json_t *shape,
                      "%sone reading on %s: the non-KV cost has no measured spread", wl ? "; " : "",
                      c->device);
         }
+    }
+    if (out->n_dev && leaned) {
+        size_t wl = strlen(out->warning);
+        snprintf(out->warning + wl, sizeof(out->warning) - wl,
+                 "%smatched readings whose shapes leave out keys this one states (or the other "
+                 "way): assumed alike",
+                 wl ? "; " : "");
     }
     if (!out->n_dev) {
         char have[384] = "";

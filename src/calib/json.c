@@ -7,6 +7,8 @@
 #include "calib_int.h"
 
 #include <math.h>
+#include <stdio.h>
+#include <string.h>
 
 static json_t *range3(int64_t lo, int64_t hi, int64_t point)
 {
@@ -247,4 +249,52 @@ json_t *sw_calib_kv_pred_json(const struct sw_calib_kv_pred *p)
     if (o && p->warning[0])
         sw_json_set_str(o, "warning", p->warning);
     return o;
+}
+
+const char *sw_calib_fit_summary(const struct sw_calib_fit *f, char *out, size_t n)
+{
+    size_t k = 0;
+#define PUT(...)                                                                                  \
+    do {                                                                                          \
+        if (k < n)                                                                                \
+            k += (size_t)snprintf(out + k, n - k, __VA_ARGS__);                                   \
+    } while (0)
+    if (!n)
+        return out;
+    out[0] = 0;
+    PUT("slipway calibrate %s:", f->endpoint);
+    for (int i = 0; i < f->n_kv; i++) {
+        const struct sw_calib_kv_fit *c = &f->kv[i];
+        PUT(" KV %s over max_model_len", c->klass);
+        for (int j = 0; j < c->n_lens; j++)
+            PUT("%s%lld", j ? "," : " ", (long long)c->lens[j]);
+        if (!c->consistent) {
+            PUT(": INCONSISTENT (%s);", c->why);
+            continue;
+        }
+        PUT(" (%d boots, residual 0): %lld solutions, block %lld..%lld, state blocks %lld..%lld, "
+            "stride %llu..%llu B, %.0f..%.0f B/token",
+            c->n_points, (long long)c->n_solutions, (long long)c->b_lo, (long long)c->b_hi,
+            (long long)c->s_lo, (long long)c->s_hi, (unsigned long long)c->stride_lo,
+            (unsigned long long)c->stride_hi, c->bytes_per_token_lo, c->bytes_per_token_hi);
+        if (c->model.explained)
+            PUT(", fork terms %lld..%lld B/token/layer, %+lld..%+lld state blocks",
+                (long long)c->model.extra_bytes_lo, (long long)c->model.extra_bytes_hi,
+                (long long)c->model.extra_blocks_lo, (long long)c->model.extra_blocks_hi);
+        PUT(";");
+    }
+    for (int i = 0; i < f->n_nonkv; i++) {
+        const struct sw_calib_nonkv *c = &f->nonkv[i];
+        PUT(" non-KV %s on %s: %.1f..%.1f MiB over %d reading%s (ctx %lld..%lld);", c->label,
+            c->device, c->lo, c->hi, c->n, c->n == 1 ? "" : "s", (long long)c->ctx_lo,
+            (long long)c->ctx_hi);
+    }
+    if (f->arena.have && f->arena.consistent)
+        PUT(" arena: reserve %.1f..%.1f B/token, C %.4f..%.4f GiB over %d boots;",
+            f->arena.reserve_lo, f->arena.reserve_hi, f->arena.cap_lo / 1073741824.0,
+            f->arena.cap_hi / 1073741824.0, f->arena.n);
+#undef PUT
+    if (k >= n && n > 4)
+        memcpy(out + n - 4, "...", 4);
+    return out;
 }

@@ -345,8 +345,8 @@ int sw_calib_kv_fit(struct sw_calib_kv_fit *f, const char *config_json, int max_
     if (f->n_points <= 0 || f->n_points > SW_CALIB_MAX_POINTS)
         return sw_err_set(e, SW_EINVAL, "KV class %s: no boots to fit", f->klass);
     f->align = ALIGN;
-    f->max_s = max_s > 0 ? max_s : 256;
-    f->max_a = max_a > 0 ? max_a : 1;
+    f->max_s = max_s > 0 ? SW_MIN(max_s, 4096) : 256;
+    f->max_a = max_a > 0 ? SW_MIN(max_a, 16) : 1;
     f->n_lens = 0;
     f->kv_lo = UINT64_MAX;
     f->kv_hi = 0;
@@ -355,7 +355,7 @@ int sw_calib_kv_fit(struct sw_calib_kv_fit *f, const char *config_json, int max_
     for (int i = 0; i < f->n_points; i++) {
         const struct sw_calib_kv_point *p = &f->pts[i];
         if (p->max_model_len <= 0 || p->tokens < 0 ||
-            p->max_model_len > (INT64_C(1) << 31) || p->tokens > (INT64_C(1) << 40))
+            p->max_model_len > (INT64_C(1) << 31) || p->tokens > (INT64_C(1) << 34))
             return sw_err_set(e, SW_EINVAL, "boot #%lld: max_model_len, pool or tokens out of range",
                               (long long)p->boot_id);
         bool seen = false;
@@ -386,6 +386,17 @@ int sw_calib_kv_fit(struct sw_calib_kv_fit *f, const char *config_json, int max_
         if (f->model.have)
             extra_a = f->model.attn_groups;
         memset(&f->model, 0, sizeof(f->model));
+    }
+    /* Bounded work: B steps x S values x A values triples, each checked against the boots. A
+     * ledger with a max_model_len in the millions would make this minutes; say so instead. */
+    double triples = (double)(max_b / ALIGN) * (double)(f->max_s + 1) *
+                     (double)SW_MAX(f->max_a, extra_a);
+    if (triples > 6.4e7) {
+        snprintf(f->why, sizeof(f->why),
+                 "not searched: max_model_len %lld with S <= %d is %.0f candidate structures "
+                 "(limit 64M); lower --max-state-blocks",
+                 (long long)max_b, f->max_s, triples);
+        return 0;
     }
     struct search sr = {.pts = f->pts, .n = f->n_points, .max_b = max_b, .max_s = f->max_s,
                         .max_a = f->max_a, .extra_a = extra_a, .keep = true};

@@ -7,6 +7,8 @@
  *                     [--need SEQSxMAXLEN]... [--exclude BOOT_ID]... [--max-state-blocks N]
  *                     [--json]
  * --need prints the pool (KV_BYTES per rank) at which SEQS requests of MAXLEN fit.
+ * --record writes the fit's summary as a note on the endpoint in the ledger (--save writes the
+ * whole fit as JSON).
  * --exclude leaves a boot out of the fits (what would the others have predicted?).
  *
  * The ledger: --ledger, else $SLIPWAY_LEDGER, else beside FLEET.yaml, else the XDG default.
@@ -37,7 +39,7 @@ struct opts {
     int64_t excl[MAX_PRED];
     int64_t pred_len[MAX_PRED];
     uint64_t pred_kv[MAX_PRED];
-    bool json, help;
+    bool json, help, record;
 };
 
 static void usage_text(FILE *f)
@@ -45,7 +47,7 @@ static void usage_text(FILE *f)
     fputs("usage: slipway calibrate ENDPOINT [FLEET.yaml] [--ledger PATH] [--config CONFIG.json]\n"
           "                         [--predict MAXLEN:KV_BYTES]... [--budget SHAPE.json]\n"
           "                         [--need SEQSxMAXLEN]... [--exclude BOOT_ID]... [--save FIT.json]\n"
-          "                         [--max-state-blocks N]\n"
+          "                         [--max-state-blocks N] [--record]\n"
           "                         [--json]\n"
           "Fits the KV block law (vLLM), the non-KV cost by subtraction (usage readings) and the\n"
           "expert arena (fork profile) from the ledger's boots of ENDPOINT; prints the fitted\n"
@@ -64,6 +66,8 @@ static int parse(int argc, char **argv, struct opts *o)
             o->help = true;
         } else if (!strcmp(a, "--json")) {
             o->json = true;
+        } else if (!strcmp(a, "--record")) {
+            o->record = true;
         } else if (!strcmp(a, "--ledger") || !strcmp(a, "--config") || !strcmp(a, "--budget") ||
                    !strcmp(a, "--save") || !strcmp(a, "--predict") ||
                    !strcmp(a, "--max-state-blocks") || !strcmp(a, "--fleet") ||
@@ -286,7 +290,7 @@ int sw_cmd_calibrate(int argc, char **argv)
         rc = sw_cli_fail(&e, o.json);
         goto out;
     }
-    struct sw_ledger_open_opts lo = {.create = false, .readonly = true};
+    struct sw_ledger_open_opts lo = {.create = false, .readonly = !o.record};
     if (sw_ledger_open(&l, path, &lo, &e)) {
         sw_err_prefix(&e, "ledger %s", path);
         rc = sw_cli_fail(&e, o.json);
@@ -370,6 +374,18 @@ int sw_cmd_calibrate(int argc, char **argv)
             goto out;
         }
         free(t);
+    }
+    if (o.record && !nothing) {
+        /* the fit as a note on the endpoint: the ledger keeps what was concluded, and when */
+        static char text[8192];
+        int64_t eid = 0, nid = 0;
+        sw_calib_fit_summary(fit, text, sizeof(text));
+        if (sw_ledger_endpoint_id(&l, o.endpoint, false, &eid, &e) ||
+            sw_ledger_record_note(&l, "endpoint", eid, text, "slipway calibrate", &nid, &e)) {
+            rc = sw_cli_fail(&e, o.json);
+            goto out;
+        }
+        sw_json_set_int(out, "note", nid);
     }
     if (o.json) {
         sw_json_set_bool(out, "ok", !nothing && !bad);
@@ -470,6 +486,9 @@ int sw_cmd_calibrate(int argc, char **argv)
                 fputs(*c == '\n' ? "\n  " : (char[2]){*c, 0}, stdout);
             printf("\n");
         }
+        if (json_is_integer(json_object_get(out, "note")))
+            printf("recorded as note #%lld on endpoint %s\n",
+                   (long long)json_integer_value(json_object_get(out, "note")), o.endpoint);
         if (nothing)
             printf("nothing to fit: no boot printed a KV pool with a pinned size, no usage "
                    "reading could be priced, no arena was printed\n");

@@ -430,6 +430,31 @@ static void test_small_budget(void **state)
     assert_int_equal(sw_calib_budget(r, s, &o, &b, &e), SW_ENOENT);
     assert_non_null(strstr(e.msg, "no usage reading of a shape like this"));
     json_decref(s);
+    /* a shape made elsewhere (the fleet names the GGUF file, not the model's name; the projector
+     * by name only): the readings still cover it, with a warning that the match leaned */
+    s = json_pack("{s:s,s:{s:s,s:s,s:s},s:s,s:s,s:i,s:i,s:{s:{s:s}}}", "engine", "llama.cpp",
+                  "model", "name", "MiMo-V2.6-Distill-Qwen-9B-GGUF", "file",
+                  "MiMo-V2.6-Distill-Qwen-9B-Q5_K_M.gguf", "quant", "Q5_K_M",
+                  "kv_dtype_k", "f16", "kv_dtype_v", "q8_0", "ctx", 540672, "slots", 3, "flags",
+                  "mmproj", "name", "mmproj-MiMo-V2.6-Distill-Qwen-9B-f16.gguf");
+    if (sw_calib_budget(r, s, &o, &b, &e))
+        fail_msg("%s", e.msg);
+    assert_true(b.dev[0].measured && b.dev[0].free_mib == 2441);
+    assert_non_null(strstr(b.warning, "assumed alike"));
+    json_decref(s);
+    /* another quant is another model: no reading covers it */
+    s = json_pack("{s:s,s:{s:s,s:s},s:s,s:s,s:i,s:i}", "engine", "llama.cpp", "model", "name",
+                  "MiMo-V2.6-Distill-Qwen-9B", "quant", "Q6_K", "kv_dtype_k", "f16", "kv_dtype_v",
+                  "q8_0", "ctx", 524288, "slots", 2);
+    assert_int_equal(sw_calib_budget(r, s, &o, &b, &e), SW_ENOENT);
+    json_decref(s);
+    /* without a projector: the projector-less class only */
+    s = small_shape(491520, 2, false, "q8_0");
+    assert_int_equal(sw_calib_budget(r, s, &o, &b, &e), 0);
+    assert_int_equal(b.n_dev, 1);
+    assert_true(fabs(b.dev[0].non_kv_mib - 7545.5) < 1e-6);
+    assert_true(b.extrapolated); /* one reading at 524,288 */
+    json_decref(s);
     /* without an arch the KV cannot be priced */
     s = small_shape(565248, 3, true, "q8_0");
     assert_int_equal(sw_calib_budget(r, s, NULL, &b, &e), SW_ENOENT);

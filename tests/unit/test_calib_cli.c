@@ -113,6 +113,17 @@ static void test_budget_save(void **state)
     assert_non_null(j);
     assert_true(json_array_size(json_object_get(j, "non_kv")) == 2);
     json_decref(j);
+    /* --record: the fit's summary lands as a note on the endpoint */
+    swt_slipway(&r, "calibrate", "frank-primary", "--ledger", f->led, "--record", NULL);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "recorded as note #"));
+    swt_run_free(&r);
+    swt_slipway(&r, "ledger", "export", "--endpoint", "frank-primary", "--ledger", f->led, NULL);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "slipway calibrate frank-primary: KV kv=fp8 tp=2 over "
+                                  "max_model_len 262144,200704 (4 boots, residual 0): 15 "
+                                  "solutions"));
+    swt_run_free(&r);
 }
 
 static void test_exit_codes(void **state)
