@@ -263,7 +263,9 @@ int sw_payload_sniff_head(const char *where, const void *vbuf, size_t n, uint64_
             json_decref(j);
             if (is_err || s->ftype != SW_PAYLOAD_FT_JSON)
                 return reject_json_error(s, where, text, e);
-        } else if (s->ftype != SW_PAYLOAD_FT_JSON || (file_size && file_size <= ERROR_BODY_MAX)) {
+        } else if (s->ftype != SW_PAYLOAD_FT_JSON) {
+            /* weights or a tokenizer never start with {"error": a .json might (a config
+             * with an "error" field), so a .json is judged once it is whole */
             return reject_json_error(s, where, text, e);
         }
     }
@@ -337,7 +339,9 @@ static int judge_json(struct sw_payload_sniff *s, const char *where, const char 
                       struct sw_err *e)
 {
     json_error_t je;
-    json_t *j = json_loadb(text, n, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &je);
+    /* duplicate keys are not what a stand-in looks like (Python's json keeps the last one):
+     * model/hf judges them when it reads the config */
+    json_t *j = json_loadb(text, n, JSON_DECODE_ANY, &je);
     if (!j) {
         bool cut = strstr(je.text, "premature end of input") || strstr(je.text, "end of file");
         return reject(s, cut ? SW_PAYLOAD_BODY_TRUNCATED : SW_PAYLOAD_BODY_MALFORMED, where, e,

@@ -244,6 +244,10 @@ static void test_head_streaming(void **state)
                                            &e),
                      SW_EMISMATCH);
     assert_int_equal(s.body, SW_PAYLOAD_BODY_JSON_ERROR);
+    /* a .json whose first key is "error", not yet whole: judged when it is */
+    assert_int_equal(sw_payload_sniff_head("config.json", "{\"error\": 0, \"a\"", 16, 9000, &s,
+                                           &e),
+                     0);
     assert_int_equal(sw_payload_sniff_head(NULL, "", 0, 0, &s, &e), 0);
 }
 
