@@ -329,6 +329,8 @@ static int run_pool(const char *root, struct job **jobs, size_t n, const struct 
     for (size_t i = 0; i < n; i++)
         total += jobs[i]->size_hint;
     qsort(jobs, n, sizeof(*jobs), cmp_job_size);
+    if (o && o->progress) /* before any byte: a rate measured from here is honest */
+        o->progress(o->progress_ud, 0, total);
     unsigned want = pick_threads(o, n);
     for (unsigned i = 0; i < want; i++) {
         if (pthread_create(&tid[i], NULL, worker, &p) != 0)
