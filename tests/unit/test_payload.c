@@ -377,6 +377,40 @@ static void test_verify_all_ok_and_scan(void **state)
     swt_tmpdir_free(dir);
 }
 
+/* The Hugging Face cache layout: snapshots/<commit>/<file> are symlinks into blobs/. Verified
+ * through the links; a link whose blob is gone is unreadable, not missing. */
+static void test_verify_hf_cache_symlinks(void **state)
+{
+    char *dir = swt_tmpdir();
+    struct sw_err e;
+    char blobs[4096], snap[4096];
+    snprintf(blobs, sizeof(blobs), "%s/blobs", dir);
+    snprintf(snap, sizeof(snap), "%s/snapshots", dir);
+    mkdir(blobs, 0755);
+    mkdir(snap, 0755);
+    snprintf(snap, sizeof(snap), "%s/snapshots/0123456789abcdef0123456789abcdef01234567", dir);
+    mkdir(snap, 0755);
+    fill(swt_join(blobs, "b1"), 70000, 1);
+    fill(swt_join(blobs, "b2"), 10, 2);
+    assert_int_equal(symlink("../../blobs/b1", swt_join(snap, "model.safetensors")), 0);
+    assert_int_equal(symlink("../../blobs/b2", swt_join(snap, "config.json")), 0);
+    struct sw_payload_manifest m;
+    assert_int_equal(sw_payload_manifest_scan(snap, true, NULL, &m, &e), 0);
+    assert_int_equal(m.n_files, 2);
+    assert_int_equal(sw_payload_manifest_find(&m, "model.safetensors")->size, 70000);
+    struct sw_verify_report r;
+    assert_int_equal(sw_payload_verify(snap, &m, NULL, &r, &e), 0);
+    assert_true(sw_verify_ok(&r));
+    sw_verify_report_free(&r);
+    unlink(swt_join(blobs, "b1"));
+    assert_int_equal(sw_payload_verify(snap, &m, NULL, &r, &e), 0);
+    assert_int_equal(vfind(&r, "model.safetensors")->status, SW_VERIFY_UNREADABLE);
+    assert_non_null(strstr(vfind(&r, "model.safetensors")->msg, "symlink"));
+    sw_verify_report_free(&r);
+    sw_payload_manifest_free(&m);
+    swt_tmpdir_free(dir);
+}
+
 static void test_verify_alloc_failures(void **state)
 {
     char *dir = swt_tmpdir();
@@ -506,6 +540,56 @@ static void test_cli_endpoint(void **state)
     swt_tmpdir_free(dir);
 }
 
+static void test_cli_endpoint_draft_mmproj(void **state)
+{
+    char *dir = swt_tmpdir();
+    char *pl = strdup(swt_join(dir, "m"));
+    char *dr = strdup(swt_join(dir, "draft"));
+    char *fleet = strdup(swt_join(dir, "fleet.yaml"));
+    struct swt_run r;
+    mkdir(pl, 0755);
+    mkdir(dr, 0755);
+    pb_gguf(swt_join(pl, "model.gguf"), "llama", (const char *const[]){"token_embd.weight"}, 1,
+            0, 0, 0, 0);
+    pb_gguf(swt_join(pl, "mmproj.gguf"), "clip", (const char *const[]){"v.patch_embd.weight"}, 1,
+            0, 0, 0, 0);
+    swt_write_str(swt_join(dr, "config.json"), "{\"num_hidden_layers\": 2}");
+    pb_st1(swt_join(dr, "model.safetensors"), "lm_head.weight", 10, 0);
+    char y[4096];
+    snprintf(y, sizeof(y),
+             "hosts:\n  here:\n    transport: local\n    devices:\n      cpu: {kind: cpu}\n"
+             "endpoints:\n  e1:\n    host: here\n    engine: llama.cpp\n"
+             "    payload: {path: %s/model.gguf, mmproj: %s/mmproj.gguf, draft: %s}\n"
+             "    shape: {ctx_size: 4096, seqs: 1}\n",
+             pl, pl, dr);
+    swt_write_str(fleet, y);
+    swt_slipway(&r, "fetch", "e1", "--fleet", fleet, "--verify-only", "--json", NULL);
+    if (r.status != 0)
+        print_message("%s\n%s\n", r.out, r.err);
+    assert_int_equal(r.status, 0);
+    json_t *j = swt_json_out(&r);
+    json_t *lay = json_object_get(j, "layout");
+    assert_string_equal(json_string_value(json_object_get(lay, "format")), "gguf");
+    assert_true(json_is_true(json_object_get(lay, "has_projector")));
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(j, "draft"), "format")), "safetensors");
+    json_decref(j);
+    swt_run_free(&r);
+    /* the draft broken into unindexed pieces, the projector gone: both reported, exit 1 */
+    pb_st1(swt_join(dr, "more.safetensors"), "x", 4, 0);
+    unlink(swt_join(pl, "mmproj.gguf"));
+    swt_slipway(&r, "fetch", "e1", "--fleet", fleet, "--verify-only", NULL);
+    assert_int_equal(r.status, 1);
+    assert_non_null(strstr(r.out, "projector"));
+    assert_non_null(strstr(r.out, "draft: safetensors"));
+    assert_non_null(strstr(r.out, "a draft model must be one model.safetensors"));
+    swt_run_free(&r);
+    free(pl);
+    free(dr);
+    free(fleet);
+    swt_tmpdir_free(dir);
+}
+
 int main(void)
 {
     sw_core_init();
@@ -518,9 +602,11 @@ int main(void)
         cmocka_unit_test(test_manifest_default_path),
         cmocka_unit_test(test_verify_statuses),
         cmocka_unit_test(test_verify_all_ok_and_scan),
+        cmocka_unit_test(test_verify_hf_cache_symlinks),
         cmocka_unit_test(test_verify_alloc_failures),
         cmocka_unit_test(test_cli_verify_only),
         cmocka_unit_test(test_cli_endpoint),
+        cmocka_unit_test(test_cli_endpoint_draft_mmproj),
     };
     return cmocka_run_group_tests_name("payload", tests, NULL, NULL);
 }
