@@ -46,6 +46,8 @@ struct target {
     const char *endpoint;  /* NULL for a directory */
     const char *gguf, *mmproj;
     bool vision;
+    bool file_only; /* payload.path names a file in a directory it may share with other models:
+                       only the payload's own files are looked at, nothing is "unexpected" */
     char draft[4096]; /* a local draft model directory, "" when none */
 };
 
@@ -172,6 +174,7 @@ static int resolve(const struct opts *o, struct sw_fleet **fleet, struct target 
         const char *base = strrchr(p->path.v, '/');
         if (slash && slash != t->root && base) {
             t->gguf = base + 1;
+            t->file_only = true;
             *slash = '\0';
         }
         if (!is_dir(t->root))
@@ -360,6 +363,36 @@ static void print_layout(const char *what, const struct sw_payload_layout *l)
         printf("  %-16s %s\n", sw_payload_issue_name(l->issues[i].kind), l->issues[i].msg);
 }
 
+/* The payload's own files when payload.path names one file (its GGUF, and the projector when it
+ * lies beside it): a models directory shared with others is not scanned. */
+static int scan_own_files(const struct target *t, bool hash, const struct sw_verify_opts *vo,
+                          struct sw_payload_manifest *scan, struct sw_err *e)
+{
+    const char *own[2] = {t->gguf, t->mmproj && !strchr(t->mmproj, '/') ? t->mmproj : NULL};
+    int rc = 0;
+    for (int i = 0; !rc && i < 2; i++) {
+        char full[8192];
+        struct stat st;
+        if (!own[i])
+            continue;
+        snprintf(full, sizeof(full), "%s/%s", t->root, own[i]);
+        if (stat(full, &st) < 0)
+            continue; /* the layout check reports it */
+        rc = sw_payload_manifest_add(scan, own[i], (int64_t)st.st_size, NULL, false, NULL, NULL,
+                                     e);
+    }
+    if (rc || !hash || !scan->n_files)
+        return rc;
+    const char *paths[2];
+    char hex[2][SW_PAYLOAD_SHA256_HEX + 1];
+    for (size_t i = 0; i < scan->n_files; i++)
+        paths[i] = scan->files[i].path;
+    rc = sw_payload_hash_files(t->root, paths, scan->n_files, vo, hex, NULL, e);
+    for (size_t i = 0; !rc && i < scan->n_files; i++)
+        memcpy(scan->files[i].sha256, hex[i], sizeof(hex[i]));
+    return rc;
+}
+
 static int run_verify(const struct opts *o, const struct target *t)
 {
     struct sw_err e;
@@ -398,6 +431,7 @@ static int run_verify(const struct opts *o, const struct target *t)
         ignore[0] = t->manifest + rl + 1;
     struct sw_verify_opts vo = {.threads = o->threads,
                                 .hash_all = o->hash_all || o->write_manifest,
+                                .no_unexpected = t->file_only,
                                 .ignore = ignore,
                                 .progress = o->json ? NULL : on_progress,
                                 .progress_ud = &pc};
@@ -410,6 +444,14 @@ static int run_verify(const struct opts *o, const struct target *t)
             goto out;
         }
         problems |= !sw_verify_ok(&r);
+    } else if (t->file_only) {
+        rc = scan_own_files(t, o->hash_all || o->write_manifest, &vo, &scan, &e);
+        if (pc.started)
+            sw_progress_finish(&pc.bar);
+        if (rc) {
+            exit_code = sw_cli_fail(&e, o->json);
+            goto out;
+        }
     } else {
         rc = sw_payload_manifest_scan(t->root, o->hash_all || o->write_manifest, &vo, &scan, &e);
         if (pc.started)

@@ -590,6 +590,50 @@ static void test_cli_endpoint_draft_mmproj(void **state)
     swt_tmpdir_free(dir);
 }
 
+/* payload.path naming one GGUF in a models directory shared with other models: only its own
+ * files are pinned and verified; the neighbours are neither sniffed nor "unexpected". */
+static void test_cli_endpoint_shared_dir(void **state)
+{
+    char *dir = swt_tmpdir();
+    char *fleet = strdup(swt_join(dir, "fleet.yaml"));
+    struct swt_run r;
+    pb_gguf(swt_join(dir, "mine.gguf"), "llama", (const char *const[]){"token_embd.weight"}, 1, 0,
+            0, 0, 0);
+    swt_write_str(swt_join(dir, "other.gguf"), "<html>not mine, not judged</html>");
+    char y[4096];
+    snprintf(y, sizeof(y),
+             "hosts:\n  here:\n    transport: local\n    devices:\n      cpu: {kind: cpu}\n"
+             "endpoints:\n  e1:\n    host: here\n    engine: llama.cpp\n"
+             "    payload: {path: %s/mine.gguf}\n    shape: {ctx_size: 4096, seqs: 1}\n",
+             dir);
+    swt_write_str(fleet, y);
+    char man[4096];
+    assert_int_equal(sw_payload_manifest_default_path(fleet, "e1", man, sizeof(man), NULL), 0);
+    char mdir[4096];
+    snprintf(mdir, sizeof(mdir), "%s", man);
+    *strrchr(mdir, '/') = '\0';
+    mkdir(mdir, 0755);
+    swt_slipway(&r, "fetch", "e1", "--fleet", fleet, "--verify-only", "--write-manifest", man,
+                NULL);
+    if (r.status != 0)
+        print_message("%s\n%s\n", r.out, r.err);
+    assert_int_equal(r.status, 0);
+    swt_run_free(&r);
+    struct sw_payload_manifest m;
+    assert_int_equal(sw_payload_manifest_load(man, &m, NULL), 0);
+    assert_int_equal(m.n_files, 1);
+    assert_string_equal(m.files[0].path, "mine.gguf");
+    assert_int_equal(strlen(m.files[0].sha256), 64);
+    sw_payload_manifest_free(&m);
+    swt_write_str(swt_join(dir, "third.bin"), "x");
+    swt_slipway(&r, "fetch", "e1", "--fleet", fleet, "--verify-only", NULL);
+    assert_int_equal(r.status, 0);
+    assert_null(strstr(r.out, "unexpected other"));
+    swt_run_free(&r);
+    free(fleet);
+    swt_tmpdir_free(dir);
+}
+
 int main(void)
 {
     sw_core_init();
@@ -607,6 +651,7 @@ int main(void)
         cmocka_unit_test(test_cli_verify_only),
         cmocka_unit_test(test_cli_endpoint),
         cmocka_unit_test(test_cli_endpoint_draft_mmproj),
+        cmocka_unit_test(test_cli_endpoint_shared_dir),
     };
     return cmocka_run_group_tests_name("payload", tests, NULL, NULL);
 }
