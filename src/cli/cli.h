@@ -30,7 +30,7 @@ struct sw_cmd {
     X(bootlog, "read an engine's boot log: its report and failure; diff predicted vs printed")   \
     X(calibrate, "fit an endpoint's law terms from its recorded boots; predict with intervals")   \
     X(down, "stop an endpoint `up` started (checks the pid still names that process)")         \
-    X(fetch, "verify a payload on disk: sizes, sha256 (in parallel), bodies, layout")          \
+    X(fetch, "download a payload from the Hub, verified and resumable; or --verify-only one")  \
     X(fleet, "show or check a fleet file (hosts, devices, endpoints, shapes)")                   \
     X(gguf, "inspect a GGUF model file; synthesize tiny chat-capable test models")             \
     X(ledger, "the record of boots, usage readings, batteries, benches and rules")             \

@@ -1,6 +1,8 @@
 /*
  * slipway fetch ENDPOINT|DIR --verify-only [--fleet FLEET.yaml] [--manifest FILE] [--json]
  *                                          [--threads N] [--hash-all] [--write-manifest FILE]
+ * slipway fetch ENDPOINT|REPO [FLEET.yaml] [--revision R] [--include GLOB]... [--dest DIR]
+ *               [--dry-run] [--jobs N] [--manifest FILE] [--write-manifest FILE] [--json|--quiet]
  *
  * The payload of an endpoint (or a directory): what is on disk checked against its manifest
  * (sizes, sha256 re-hashed in parallel), every file's body sniffed (an HTML page, a git-lfs
@@ -8,7 +10,10 @@
  * (shards of the index, GGUF split sets, the projector, the draft, MTP heads declared vs shipped).
  *
  * Modes: the work is picked in one place (sw_cmd_fetch's dispatch on `mode`): MODE_VERIFY is
- * `--verify-only`; the download mode slots in beside it as its own run_* function.
+ * `--verify-only`; MODE_DOWNLOAD (the default) fetches from the Hub (HF_ENDPOINT): the manifest
+ * from the Hub's headers (or the one kept beside the fleet), then the files, verified, into the
+ * Hugging Face cache or --dest (payload/download.c says how). The token comes from HF_TOKEN or a
+ * token file only (fetch.h): there is no flag for it, so it never sits in argv.
  *
  * ENDPOINT resolves through the fleet: the payload's path, its gguf/mmproj/draft, and the manifest
  * kept beside the fleet (FLEET.manifests/ENDPOINT.json) unless --manifest names one.
@@ -16,16 +21,21 @@
  */
 #include "cli.h"
 
+#include <slipway/fetch.h>
 #include <slipway/fleet.h>
 #include <slipway/payload.h>
 
 #include <errno.h>
+#include <fnmatch.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-enum mode { MODE_NONE = 0, MODE_VERIFY };
+enum mode { MODE_NONE = 0, MODE_VERIFY, MODE_DOWNLOAD };
+
+#define MAX_INCLUDE 64
 
 struct opts {
     enum mode mode;
@@ -36,6 +46,14 @@ struct opts {
     bool json;
     bool hash_all;
     unsigned threads;
+    /* download */
+    const char *revision;
+    const char *dest;
+    const char *include[MAX_INCLUDE + 1];
+    size_t n_include;
+    bool dry_run;
+    bool quiet;
+    unsigned jobs;
 };
 
 /* What the target resolved to. Strings live in `buf_*` or in the fleet. */
@@ -61,6 +79,24 @@ static void usage(FILE *f)
           "--manifest     the manifest (default for an ENDPOINT: FLEET.manifests/ENDPOINT.json)\n"
           "--hash-all     hash files the manifest has no sha256 for, and unexpected ones\n"
           "--write-manifest FILE  pin what is on disk (sizes + sha256) as a manifest\n"
+          "\n"
+          "usage: slipway fetch ENDPOINT|REPO [FLEET.yaml] [--revision R] [--include GLOB]...\n"
+          "                    [--dest DIR] [--dry-run] [--jobs N] [--manifest FILE]\n"
+          "                    [--write-manifest FILE] [--json | --quiet]\n"
+          "\n"
+          "Download a payload from the Hub (HF_ENDPOINT, default https://huggingface.co): sizes and\n"
+          "sha256 from the Hub's headers (or the manifest kept beside the fleet), several files at\n"
+          "once, resumed after a cut, each renamed into place only when size and hash match.\n"
+          "--revision     branch, tag or commit (default: the payload's, else main); pinned to the\n"
+          "               commit it resolves to\n"
+          "--include      only files matching this glob (repeatable; default: the payload's files)\n"
+          "--dest         a plain directory (default: the payload's path for an ENDPOINT, else the\n"
+          "               Hugging Face cache: HF_HUB_CACHE, HF_HOME/hub, ~/.cache/huggingface/hub)\n"
+          "--dry-run      say what would be fetched (files present are hashed), fetch nothing\n"
+          "--jobs         files downloaded at once (default 4)\n"
+          "--quiet        no progress; one line per file: STATE<TAB>PATH<TAB>SIZE<TAB>SHA256\n"
+          "The token: HF_TOKEN, or a token file (HF_TOKEN_PATH, HF_HOME/token,\n"
+          "~/.cache/huggingface/token) that only you can read. Never on the command line.\n"
           "Exit: 0 all ok, 1 a problem found, 2 unusable input.\n",
           f);
 }
@@ -86,6 +122,31 @@ static int parse_args(int argc, char **argv, struct opts *o)
             val = &o->manifest;
         } else if (sw_cli_is(a, "--write-manifest", NULL)) {
             val = &o->write_manifest;
+        } else if (sw_cli_is(a, "--revision", "-r")) {
+            val = &o->revision;
+        } else if (sw_cli_is(a, "--dest", "--local-dir")) {
+            val = &o->dest;
+        } else if (sw_cli_is(a, "--dry-run", NULL)) {
+            o->dry_run = true;
+        } else if (sw_cli_is(a, "--quiet", "-q")) {
+            o->quiet = true;
+        } else if (sw_cli_is(a, "--include", NULL)) {
+            if (i + 1 >= argc)
+                return sw_cli_usage("fetch", "--include needs a glob");
+            if (o->n_include >= MAX_INCLUDE)
+                return sw_cli_usage("fetch", "at most %d --include globs", MAX_INCLUDE);
+            o->include[o->n_include++] = argv[++i];
+        } else if (sw_cli_is(a, "--jobs", "-j")) {
+            if (i + 1 >= argc)
+                return sw_cli_usage("fetch", "--jobs needs a value");
+            uint64_t t;
+            if (sw_parse_u64(argv[++i], &t, NULL) || t < 1 || t > 64)
+                return sw_cli_usage("fetch", "--jobs must be 1..64 (got %s)", argv[i]);
+            o->jobs = (unsigned)t;
+        } else if (sw_cli_is(a, "--token", NULL) || !strncmp(a, "--token=", 8)) {
+            return sw_cli_usage("fetch", "there is no --token: a token on a command line is "
+                                         "readable by every user of the host; set HF_TOKEN or "
+                                         "use a token file (mode 600)");
         } else if (sw_cli_is(a, "--threads", NULL)) {
             if (i + 1 >= argc)
                 return sw_cli_usage("fetch", "--threads needs a value");
@@ -97,6 +158,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
             return sw_cli_usage("fetch", "unknown option %s", a);
         } else if (!o->target) {
             o->target = a;
+        } else if (!o->fleet && (strstr(a, ".yaml") || strstr(a, ".yml"))) {
+            o->fleet = a; /* fetch ENDPOINT FLEET.yaml */
         } else {
             return sw_cli_usage("fetch", "one ENDPOINT or DIR only (got %s and %s)", o->target,
                                 a);
@@ -108,7 +171,15 @@ static int parse_args(int argc, char **argv, struct opts *o)
         }
     }
     if (!o->target)
-        return sw_cli_usage("fetch", "give an ENDPOINT or a DIR");
+        return sw_cli_usage("fetch", "give an ENDPOINT, a REPO or a DIR");
+    if (o->mode == MODE_NONE)
+        o->mode = MODE_DOWNLOAD;
+    if (o->json && o->quiet)
+        return sw_cli_usage("fetch", "--json and --quiet are two machine-readable outputs: "
+                                     "pick one");
+    if (o->mode == MODE_VERIFY && (o->revision || o->dest || o->n_include || o->dry_run))
+        return sw_cli_usage("fetch", "--verify-only takes no --revision/--dest/--include/"
+                                     "--dry-run");
     return 0;
 }
 
@@ -543,6 +614,281 @@ out:
     return exit_code;
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * Download (the default mode)
+ */
+
+/* What to fetch: a repo at a revision, the include globs, where to, and a manifest to use. */
+struct dl_target {
+    const char *repo;
+    const char *revision; /* NULL: the manifest's, else main */
+    const char *const *include;
+    char dest[4096];      /* "" : the HF cache */
+    char manifest[4096];  /* "" : ask the Hub */
+    bool manifest_default;
+    const char *endpoint;
+    const char *globs[MAX_INCLUDE + 1];
+};
+
+static int resolve_download(const struct opts *o, struct sw_fleet **fleet, struct dl_target *t,
+                            struct sw_err *e)
+{
+    memset(t, 0, sizeof(*t));
+    t->revision = o->revision;
+    t->include = o->n_include ? o->include : NULL;
+    if (o->dest)
+        snprintf(t->dest, sizeof(t->dest), "%s", o->dest);
+    if (o->manifest)
+        snprintf(t->manifest, sizeof(t->manifest), "%s", o->manifest);
+    if (strchr(o->target, '/')) {
+        /* namespace/name: a Hub repository */
+        t->repo = o->target;
+        return 0;
+    }
+    const char *fpath = o->fleet ? o->fleet : "fleet.yaml";
+    int rc = sw_fleet_load(fpath, NULL, fleet, e);
+    if (rc) {
+        if (rc == SW_ENOENT && !o->fleet)
+            sw_err_prefix(e, "%s is not namespace/name and there is no ./fleet.yaml to find it "
+                             "in: ",
+                          o->target);
+        return rc;
+    }
+    const struct sw_fleet_endpoint *ep = sw_fleet_endpoint(*fleet, o->target);
+    if (!ep)
+        return sw_err_at(e, SW_ENOENT, fpath, 0, 0, "no endpoint named %s", o->target);
+    const struct sw_fleet_payload *p = &ep->payload;
+    t->endpoint = ep->name;
+    if (!p->repo.v)
+        return sw_fleet_err_at(e, SW_EUNSUPPORTED, &ep->at,
+                               "endpoint %s has no payload.repo: nothing to fetch from the Hub",
+                               ep->name);
+    t->repo = p->repo.v;
+    if (!t->revision && p->revision.v)
+        t->revision = p->revision.v;
+    if (!t->include && p->n_files) {
+        size_t n = SW_MIN(p->n_files, (size_t)MAX_INCLUDE);
+        for (size_t i = 0; i < n; i++)
+            t->globs[i] = p->files[i].v;
+        t->globs[n] = NULL;
+        t->include = t->globs;
+    }
+    if (!t->dest[0] && p->path.v) {
+        if (ep->host && ep->host->transport != SW_FLEET_LOCAL)
+            return sw_fleet_err_at(e, SW_EUNSUPPORTED, &p->path.at,
+                                   "the payload of %s lives on host %s (ssh): run slipway fetch "
+                                   "there, or give --dest",
+                                   ep->name, ep->host->name);
+        rc = expand(p->path.v, t->dest, sizeof(t->dest), &p->path.at, e);
+        if (rc)
+            return rc;
+    }
+    if (!t->manifest[0]) {
+        rc = sw_payload_manifest_default_path((*fleet)->path, ep->name, t->manifest,
+                                              sizeof(t->manifest), e);
+        if (rc)
+            return rc;
+        t->manifest_default = true;
+    }
+    return 0;
+}
+
+/* The manifest kept beside the fleet (or --manifest), narrowed to the include globs. 1 when
+ * there is none at the default place. */
+static int manifest_from_file(const struct dl_target *t, struct sw_payload_manifest *m,
+                              struct sw_err *e)
+{
+    struct sw_payload_manifest all;
+    int rc = sw_payload_manifest_load(t->manifest, &all, e);
+    if (rc == SW_ENOENT && t->manifest_default)
+        return 1;
+    if (rc)
+        return rc;
+    sw_payload_manifest_init(m);
+    if (!all.repo || !all.commit) {
+        rc = sw_err_at(e, SW_EINVAL, t->manifest, 0, 0,
+                       "the manifest names no %s: it cannot pin a download",
+                       all.repo ? "commit" : "repo");
+        goto out;
+    }
+    if (strcmp(all.repo, t->repo) != 0) {
+        rc = sw_err_at(e, SW_EINVAL, t->manifest, 0, 0, "the manifest is for %s, not %s",
+                       all.repo, t->repo);
+        goto out;
+    }
+    if (t->revision && strcmp(t->revision, all.commit) != 0 &&
+        (!all.revision || strcmp(t->revision, all.revision) != 0)) {
+        rc = sw_err_at(e, SW_EINVAL, t->manifest, 0, 0,
+                       "the manifest pins %s at commit %s (revision %s), not revision %s: drop "
+                       "--revision, or regenerate the manifest with --write-manifest",
+                       all.repo, all.commit, all.revision ? all.revision : "?", t->revision);
+        goto out;
+    }
+    rc = sw_payload_manifest_set(m, all.repo, all.revision, all.commit, e);
+    for (size_t i = 0; !rc && i < all.n_files; i++) {
+        const struct sw_payload_file *f = &all.files[i];
+        bool keep = !t->include;
+        for (size_t k = 0; t->include && t->include[k] && !keep; k++)
+            keep = fnmatch(t->include[k], f->path, 0) == 0;
+        if (keep)
+            rc = sw_payload_manifest_add(m, f->path, f->size_known ? (int64_t)f->size : -1,
+                                         f->sha256, f->lfs, f->git_oid, NULL, e);
+    }
+    if (!rc && !m->n_files)
+        rc = sw_err_at(e, SW_ENOENT, t->manifest, 0, 0, "no file of the manifest matches the "
+                                                        "--include globs");
+out:
+    sw_payload_manifest_free(&all);
+    if (rc)
+        sw_payload_manifest_free(m);
+    return rc;
+}
+
+static void quiet_line(void *ud, const struct sw_fetch_result *r)
+{
+    (void)ud;
+    char size[32] = "";
+    if (r->file->size_known)
+        snprintf(size, sizeof(size), "%llu", (unsigned long long)r->file->size);
+    printf("%s\t%s\t%s\t%s\n", sw_fetch_state_name(r->state), r->file->path, size,
+           r->sha256[0] ? r->sha256 : r->file->sha256);
+    fflush(stdout);
+}
+
+static void print_download(const struct sw_payload_manifest *m, const struct sw_fetch_report *r,
+                           bool dry)
+{
+    char a[32], b[32];
+    printf("%s %s at %s -> commit %s: %zu files, %s, in %s\n", dry ? "plan" : "fetched",
+           m->repo, m->revision ? m->revision : m->commit, m->commit, m->n_files,
+           sw_fmt_bytes(r->bytes_total, a, sizeof(a)), r->dir);
+    for (size_t i = 0; i < r->n_files; i++) {
+        const struct sw_fetch_result *f = &r->files[i];
+        printf("  %-10s %s", sw_fetch_state_name(f->state), f->file->path);
+        if (f->file->size_known)
+            printf("  %s", sw_fmt_bytes(f->file->size, a, sizeof(a)));
+        if (f->had && f->state == SW_FETCH_DOWNLOADED && !f->range_ignored)
+            printf("  (resumed from %s)", sw_fmt_bytes(f->had, b, sizeof(b)));
+        else if (f->had && f->state == SW_FETCH_PLANNED)
+            printf("  (%s already there: would resume)", sw_fmt_bytes(f->had, b, sizeof(b)));
+        if (f->msg[0] && f->state != SW_FETCH_FAILED)
+            printf("  [%s]", f->msg);
+        printf("\n");
+    }
+    printf("%zu present, %zu linked from the HF cache, %zu downloaded, %zu failed", 
+           r->count[SW_FETCH_PRESENT], r->count[SW_FETCH_LINKED], r->count[SW_FETCH_DOWNLOADED],
+           r->count[SW_FETCH_FAILED]);
+    if (dry)
+        printf(", %zu to fetch: %s needed, %s free", r->count[SW_FETCH_PLANNED],
+               sw_fmt_bytes(r->bytes_needed, a, sizeof(a)), sw_fmt_bytes(r->disk_free, b, sizeof(b)));
+    else if (r->bytes_fetched)
+        printf("; fetched %s in %.2f s (%.1f MB/s)", sw_fmt_bytes(r->bytes_fetched, a, sizeof(a)),
+               r->seconds, r->seconds > 0 ? (double)r->bytes_fetched / r->seconds / 1e6 : 0.0);
+    printf("\n");
+}
+
+static int run_download(const struct opts *o)
+{
+    struct sw_err e;
+    struct sw_fleet *fleet = NULL;
+    struct dl_target t;
+    struct sw_fetch_token tok;
+    struct sw_payload_manifest m;
+    struct sw_fetch_report rep;
+    json_t *out = NULL;
+    int rc, exit_code = SW_EXIT_OK;
+    sw_err_clear(&e);
+    memset(&tok, 0, sizeof(tok));
+    memset(&rep, 0, sizeof(rep));
+    sw_payload_manifest_init(&m);
+    /* a file size limit must end in EFBIG (reported, resumable), not kill us mid-write */
+    signal(SIGXFSZ, SIG_IGN);
+
+    rc = resolve_download(o, &fleet, &t, &e);
+    if (rc) {
+        exit_code = sw_cli_fail(&e, o->json);
+        goto out;
+    }
+    rc = sw_fetch_token_load(&tok, &e);
+    if (rc) {
+        exit_code = sw_cli_fail(&e, o->json);
+        goto out;
+    }
+    rc = t.manifest[0] ? manifest_from_file(&t, &m, &e) : 1;
+    if (rc < 0) {
+        exit_code = sw_cli_fail(&e, o->json);
+        goto out;
+    }
+    if (rc == 1) {
+        struct sw_hub_opts ho = {.token = tok.value, .include = t.include};
+        rc = sw_hub_manifest(t.repo, t.revision, &ho, &m, &e);
+        if (rc) {
+            sw_fetch_redact(e.msg, tok.value);
+            /* the Hub refused or moved: a failure found, not unusable input */
+            exit_code = sw_cli_fail(&e, o->json);
+            if (rc == SW_EHTTP || rc == SW_EMISMATCH || rc == SW_ENET)
+                exit_code = SW_EXIT_FAIL;
+            goto out;
+        }
+    }
+    if (o->write_manifest) {
+        rc = sw_payload_manifest_save(o->write_manifest, &m, &e);
+        if (rc) {
+            exit_code = sw_cli_fail(&e, o->json);
+            goto out;
+        }
+    }
+    struct sw_fetch_opts fo = {.token = tok.value,
+                               .dest = t.dest[0] ? t.dest : NULL,
+                               .parallel = o->jobs,
+                               .dry_run = o->dry_run,
+                               .progress = !o->json && !o->quiet,
+                               .on_file = o->quiet ? quiet_line : NULL};
+    rc = sw_fetch_run(&m, &fo, &rep, &e);
+    sw_fetch_redact(e.msg, tok.value);
+    for (size_t i = 0; i < rep.n_files; i++)
+        sw_fetch_redact(rep.files[i].msg, tok.value);
+    if (rc && !rep.n_files) {
+        exit_code = sw_cli_fail(&e, o->json);
+        goto out;
+    }
+    if (o->json) {
+        out = sw_fetch_report_to_json(&rep);
+        if (!out || sw_json_set_str(out, "repo", m.repo) ||
+            sw_json_set_str(out, "revision", m.revision) ||
+            sw_json_set_str(out, "commit", m.commit) ||
+            sw_json_set_str(out, "endpoint", t.endpoint) ||
+            sw_json_set_bool(out, "dry_run", o->dry_run) ||
+            (rc && sw_json_set_new(out, "error", sw_err_to_json(&e)))) {
+            sw_err_set(&e, SW_ENOMEM, "out of memory");
+            exit_code = sw_cli_fail(&e, false);
+            goto out;
+        }
+        sw_json_print(stdout, out, true);
+    } else if (!o->quiet) {
+        print_download(&m, &rep, o->dry_run);
+    }
+    if (rc) {
+        /* every failed file, on stderr, with what to do */
+        if (!o->json)
+            for (size_t i = 0; i < rep.n_files; i++)
+                if (rep.files[i].state == SW_FETCH_FAILED)
+                    fprintf(stderr, "slipway: fetch %s: %s\n", rep.files[i].file->path,
+                            rep.files[i].msg);
+        exit_code = sw_cli_exit_for(rc) == SW_EXIT_USAGE && rc != SW_EIO ? SW_EXIT_USAGE
+                                                                          : SW_EXIT_FAIL;
+        if (rep.count[SW_FETCH_FAILED])
+            exit_code = SW_EXIT_FAIL;
+    }
+out:
+    json_decref(out);
+    sw_fetch_report_free(&rep);
+    sw_payload_manifest_free(&m);
+    sw_fetch_token_clear(&tok);
+    sw_fleet_free(fleet);
+    return exit_code;
+}
+
 int sw_cmd_fetch(int argc, char **argv)
 {
     struct opts o;
@@ -553,6 +899,10 @@ int sw_cmd_fetch(int argc, char **argv)
     if (rc)
         return rc < 0 ? SW_EXIT_OK : rc;
     sw_err_clear(&e);
+    if (o.mode == MODE_DOWNLOAD) {
+        rc = run_download(&o);
+        goto out;
+    }
     rc = resolve(&o, &fleet, &t, &e);
     if (rc) {
         rc = sw_cli_fail(&e, o.json);
@@ -563,8 +913,9 @@ int sw_cmd_fetch(int argc, char **argv)
         rc = run_verify(&o, &t);
         break;
     case MODE_NONE:
+    case MODE_DOWNLOAD:
     default:
-        rc = sw_cli_usage("fetch", "downloading is not built yet: use --verify-only");
+        rc = sw_cli_usage("fetch", "no mode");
         break;
     }
 out:

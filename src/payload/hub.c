@@ -1,0 +1,403 @@
+/*
+ * payload/hub: a payload's manifest from the Hub's own answers.
+ *
+ * The file list comes from GET /api/models/{repo}/revision/{rev} ("sha": the commit, "siblings":
+ * [{"rfilename"}]). Then each file gets a HEAD on /{repo}/resolve/{rev}/{file} WITHOUT following
+ * the redirect: the Hub answers an LFS file with a 302 to its CDN whose own headers carry
+ * X-Linked-Size and X-Linked-Etag (the LFS oid, i.e. the sha256 of the bytes), and a regular file
+ * with a 200 whose ETag is the git blob sha1 and Content-Length its size; both carry
+ * X-Repo-Commit (huggingface_hub reads the same headers: file_download.py get_hf_file_metadata).
+ * The HEADs run in parallel on one net loop.
+ *
+ * Pinning: the commit the API named (or the first X-Repo-Commit seen) is the pin; a HEAD that
+ * reports another commit means the branch moved while we listed it, and the manifest is refused
+ * (downloads then use the pinned commit in their URLs, so the bytes cannot move under them).
+ *
+ * What it does not do: follow the Hub's 307 for a renamed repository (the message says to use the
+ * new name), xet-backed files (X-Xet-Hash is ignored; their X-Linked-* headers are read as usual),
+ * pagination of /tree (siblings lists every file).
+ */
+#include <slipway/fetch.h>
+#include <slipway/net.h>
+
+#include <fnmatch.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define API_MAX (32u << 20) /* siblings of a 100k-file repo fit */
+
+const char *sw_hub_endpoint(void)
+{
+    static char buf[1024];
+    const char *v = getenv("HF_ENDPOINT");
+    if (!v || !*v)
+        return "https://huggingface.co";
+    snprintf(buf, sizeof(buf), "%s", v);
+    size_t n = strlen(buf);
+    while (n && buf[n - 1] == '/')
+        buf[--n] = '\0';
+    return buf;
+}
+
+static int enc(struct sw_buf *b, const char *s, bool keep_slash)
+{
+    static const char hexd[] = "0123456789ABCDEF";
+    int rc = 0;
+    for (const unsigned char *p = (const unsigned char *)s; *p && !rc; p++) {
+        unsigned char c = *p;
+        bool un = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+                  c == '-' || c == '.' || c == '_' || c == '~' || (keep_slash && c == '/');
+        if (un) {
+            rc = sw_buf_putc(b, (char)c);
+        } else {
+            char t[3] = {'%', hexd[c >> 4], hexd[c & 15]};
+            rc = sw_buf_append(b, t, 3);
+        }
+    }
+    return rc;
+}
+
+int sw_hub_resolve_url(const char *endpoint, const char *repo, const char *rev, const char *path,
+                       char *out, size_t n)
+{
+    struct sw_buf b;
+    sw_buf_init(&b, n ? n - 1 : 0);
+    int rc = sw_buf_printf(&b, "%s/", endpoint);
+    if (!rc)
+        rc = enc(&b, repo, true);
+    if (!rc)
+        rc = sw_buf_puts(&b, "/resolve/");
+    if (!rc)
+        rc = enc(&b, rev, false);
+    if (!rc)
+        rc = sw_buf_putc(&b, '/');
+    if (!rc)
+        rc = enc(&b, path, true);
+    if (!rc)
+        snprintf(out, n, "%s", sw_buf_cstr(&b));
+    sw_buf_free(&b);
+    return rc ? SW_ERANGE : 0;
+}
+
+/* "W/\"abc\"" -> "abc" */
+static void etag_norm(const char *v, char *out, size_t n)
+{
+    out[0] = '\0';
+    if (!v)
+        return;
+    if (!strncmp(v, "W/", 2))
+        v += 2;
+    size_t l = strlen(v);
+    if (l >= 2 && v[0] == '"' && v[l - 1] == '"') {
+        v++;
+        l -= 2;
+    }
+    snprintf(out, n, "%.*s", (int)l, v);
+}
+
+static bool is_hex(const char *s, size_t n)
+{
+    if (strlen(s) != n)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')))
+            return false;
+    }
+    return true;
+}
+
+static bool included(const char *path, const char *const *inc)
+{
+    if (!inc || !inc[0])
+        return true;
+    for (size_t i = 0; inc[i]; i++)
+        if (fnmatch(inc[i], path, 0) == 0)
+            return true;
+    return false;
+}
+
+/* A refusal, in words the operator can act on. */
+static int status_err(struct sw_err *e, long status, const char *what, const char *xmsg,
+                      bool token)
+{
+    const char *hint = "";
+    if (status == 401 || status == 403)
+        hint = token ? ": the token was refused (gated repository not accepted, or no access?)"
+                     : ": the repository is gated or private; set HF_TOKEN or put a token in "
+                       "~/.cache/huggingface/token (mode 600)";
+    else if (status == 404)
+        hint = ": no such repository, revision or file";
+    return sw_err_set(e, SW_EHTTP, "HTTP %ld for %s%s%s%s", status, what, hint,
+                      xmsg ? " (Hub: " : "", xmsg ? xmsg : "");
+}
+
+struct head {
+    struct sw_net_xfer x;
+    char *path;
+    char url[4096];
+    bool started;
+};
+
+struct heads {
+    struct sw_net_loop *loop;
+    struct head *h;
+    size_t n, next, running, parallel;
+    int start_rc;
+    struct sw_err start_err;
+};
+
+static void head_done(void *ud, struct sw_net_xfer *x);
+
+static void start_more(struct heads *hs)
+{
+    while (hs->running < hs->parallel && hs->next < hs->n && !hs->start_rc) {
+        struct head *h = &hs->h[hs->next++];
+        h->x.req.on_done = head_done;
+        h->x.req.ud = hs;
+        int rc = sw_net_start(hs->loop, &h->x, &hs->start_err);
+        if (rc) {
+            hs->start_rc = rc;
+            return;
+        }
+        h->started = true;
+        hs->running++;
+    }
+}
+
+static void head_done(void *ud, struct sw_net_xfer *x)
+{
+    struct heads *hs = ud;
+    hs->running--;
+    start_more(hs);
+}
+
+int sw_hub_manifest(const char *repo, const char *revision, const struct sw_hub_opts *o,
+                    struct sw_payload_manifest *out, struct sw_err *e)
+{
+    int rc = 0;
+    struct sw_hub_opts def = {0};
+    if (!o)
+        o = &def;
+    const char *ep = o->endpoint ? o->endpoint : sw_hub_endpoint();
+    const char *rev = revision && *revision ? revision : "main";
+    const char *tok = o->token && *o->token ? o->token : NULL;
+    struct sw_net_loop own;
+    bool own_loop = false;
+    struct sw_net_loop *loop = o->loop;
+    struct sw_net_resp r = {0};
+    json_t *info = NULL;
+    struct heads hs = {0};
+    char commit[41] = "";
+    char first_from[1100] = "";
+    struct sw_buf url;
+    sw_buf_init(&url, 8192);
+    sw_payload_manifest_init(out);
+
+    if (!strchr(repo, '/') || strchr(strchr(repo, '/') + 1, '/')) {
+        rc = sw_err_set(e, SW_EINVAL, "repo '%s' is not of the form namespace/name", repo);
+        goto out;
+    }
+    if (!loop) {
+        rc = sw_net_loop_init(&own, NULL, e);
+        if (rc)
+            goto out;
+        own_loop = true;
+        loop = &own;
+    }
+    /* the file list */
+    rc = sw_buf_printf(&url, "%s/api/models/", ep);
+    if (!rc)
+        rc = enc(&url, repo, true);
+    if (!rc)
+        rc = sw_buf_puts(&url, "/revision/");
+    if (!rc)
+        rc = enc(&url, rev, false);
+    if (rc) {
+        rc = sw_err_set(e, SW_ERANGE, "the API URL for %s is too long", repo);
+        goto out;
+    }
+    struct sw_net_req q = {.url = sw_buf_cstr(&url), .bearer = tok, .body_max = API_MAX,
+                           .idle_ms = 60000, .total_ms = 300000};
+    rc = sw_net_request(loop, &q, &r, e);
+    if (rc)
+        goto out;
+    if (r.status != 200) {
+        const char *msg = NULL;
+        json_t *ej = json_loadb(r.body.data ? r.body.data : "", r.body.len, 0, NULL);
+        if (json_is_object(ej) && json_is_string(json_object_get(ej, "error")))
+            msg = json_string_value(json_object_get(ej, "error"));
+        char what[600];
+        snprintf(what, sizeof(what), "the file list of %s at %s", repo, rev);
+        rc = status_err(e, r.status, what, msg ? msg : sw_net_resp_header(&r, "x-error-message"),
+                        tok != NULL);
+        json_decref(ej);
+        goto out;
+    }
+    info = sw_json_parse(r.body.data ? r.body.data : "", r.body.len, "the Hub's model info", e);
+    if (!info) {
+        rc = e ? e->code : SW_EPARSE;
+        goto out;
+    }
+    json_t *sha = json_object_get(info, "sha");
+    json_t *sib = json_object_get(info, "siblings");
+    if (!json_is_array(sib)) {
+        rc = sw_err_set(e, SW_EPARSE, "%s: the model info has no \"siblings\" list (is %s a Hub?)",
+                        repo, ep);
+        goto out;
+    }
+    if (json_is_string(sha) && is_hex(json_string_value(sha), 40)) {
+        snprintf(commit, sizeof(commit), "%s", json_string_value(sha));
+        snprintf(first_from, sizeof(first_from), "the file list");
+    }
+    size_t n = json_array_size(sib);
+    hs.h = sw_calloc(n ? n : 1, sizeof(*hs.h));
+    if (!hs.h) {
+        rc = sw_err_set(e, SW_ENOMEM, "out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const char *p = json_string_value(json_object_get(json_array_get(sib, i), "rfilename"));
+        if (!p) {
+            rc = sw_err_set(e, SW_EPARSE, "siblings[%zu] has no rfilename", i);
+            goto out;
+        }
+        if (!sw_payload_path_ok(p)) {
+            rc = sw_err_set(e, SW_EPARSE, "the Hub lists an unsafe file name \"%s\"", p);
+            goto out;
+        }
+        if (!included(p, o->include))
+            continue;
+        struct head *h = &hs.h[hs.n++];
+        sw_net_xfer_init(&h->x);
+        h->path = sw_strdup(p);
+        if (!h->path) {
+            rc = sw_err_set(e, SW_ENOMEM, "out of memory");
+            goto out;
+        }
+        if (sw_hub_resolve_url(ep, repo, rev, p, h->url, sizeof(h->url))) {
+            rc = sw_err_set(e, SW_ERANGE, "the URL of %s is too long", p);
+            goto out;
+        }
+        h->x.req.method = "HEAD";
+        h->x.req.url = h->url;
+        h->x.req.bearer = tok;
+        h->x.req.max_redirects = 0; /* the redirect carries X-Linked-*: read it, not its target */
+        h->x.req.idle_ms = 60000;
+        h->x.req.total_ms = 120000;
+    }
+    if (!hs.n) {
+        rc = sw_err_set(e, SW_ENOENT, "%s at %s: no file matches the --include globs (%zu files)",
+                        repo, rev, n);
+        goto out;
+    }
+    hs.loop = loop;
+    hs.parallel = o->parallel ? o->parallel : 8;
+    start_more(&hs);
+    while (sw_net_loop_active(loop) > 0)
+        sw_net_loop_run(loop);
+    if (hs.start_rc) {
+        if (e)
+            *e = hs.start_err;
+        rc = hs.start_rc;
+        goto out;
+    }
+    rc = sw_payload_manifest_set(out, repo, rev, NULL, e);
+    if (rc)
+        goto out;
+    for (size_t i = 0; i < hs.n; i++) {
+        struct head *h = &hs.h[i];
+        struct sw_net_resp *hr = &h->x.resp;
+        char what[1200];
+        snprintf(what, sizeof(what), "%s (%s at %s)", h->path, repo, rev);
+        if (hr->rc) {
+            rc = sw_err_set(e, hr->rc, "HEAD %s: %s", h->path, hr->err.msg);
+            goto out;
+        }
+        if (hr->status >= 400) {
+            rc = status_err(e, hr->status, what, sw_net_resp_header(hr, "x-error-message"),
+                            tok != NULL);
+            goto out;
+        }
+        const char *xc = sw_net_resp_header(hr, "x-repo-commit");
+        if (xc) {
+            if (!is_hex(xc, 40)) {
+                rc = sw_err_set(e, SW_EPARSE, "%s: X-Repo-Commit \"%.60s\" is not a commit",
+                                h->path, xc);
+                goto out;
+            }
+            if (!commit[0]) {
+                snprintf(commit, sizeof(commit), "%s", xc);
+                snprintf(first_from, sizeof(first_from), "%s", h->path);
+            } else if (strcasecmp(commit, xc) != 0) {
+                rc = sw_err_set(e, SW_EMISMATCH,
+                                "revision '%s' of %s moved during the fetch: %s resolved to "
+                                "commit %s, then %s resolved to %s. Nothing was downloaded. Run "
+                                "again with --revision %s to fetch the commit first seen, or "
+                                "again as is to fetch the new one",
+                                rev, repo, first_from, commit, h->path, xc, commit);
+                goto out;
+            }
+        }
+        char etag[200], linked[200];
+        etag_norm(sw_net_resp_header(hr, "etag"), etag, sizeof(etag));
+        etag_norm(sw_net_resp_header(hr, "x-linked-etag"), linked, sizeof(linked));
+        const char *lsize = sw_net_resp_header(hr, "x-linked-size");
+        uint64_t size = 0;
+        struct sw_err pe;
+        if (hr->status >= 300 && hr->status < 400) {
+            if (!lsize) {
+                rc = sw_err_set(e, SW_EUNSUPPORTED,
+                                "%s: the Hub redirected to %s without X-Linked-Size (a renamed "
+                                "repository? use its new name)",
+                                what, sw_net_resp_header(hr, "location")
+                                          ? sw_net_resp_header(hr, "location")
+                                          : "?");
+                goto out;
+            }
+        }
+        const char *sz = lsize ? lsize : sw_net_resp_header(hr, "content-length");
+        if (!sz || sw_parse_u64(sz, &size, &pe)) {
+            rc = sw_err_set(e, SW_EPARSE, "%s: no usable size (X-Linked-Size / Content-Length)",
+                            what);
+            goto out;
+        }
+        const char *sha256 = NULL, *oid = NULL;
+        bool lfs = false;
+        if (linked[0] && is_hex(linked, 64)) {
+            sha256 = linked;
+            lfs = true;
+        } else if (!linked[0] && is_hex(etag, 40)) {
+            oid = etag;
+        } else if (!linked[0] && is_hex(etag, 64)) {
+            sha256 = etag;
+            lfs = true;
+        }
+        rc = sw_payload_manifest_add(out, h->path, (int64_t)size, sha256, lfs, oid, NULL, e);
+        if (rc)
+            goto out;
+    }
+    if (!commit[0]) {
+        rc = sw_err_set(e, SW_EPARSE, "%s at %s: the Hub named no commit (no \"sha\", no "
+                                      "X-Repo-Commit): cannot pin the revision",
+                        repo, rev);
+        goto out;
+    }
+    rc = sw_payload_manifest_set(out, repo, rev, commit, e);
+out:
+    for (size_t i = 0; i < hs.n; i++) {
+        sw_free(hs.h[i].path);
+        sw_net_xfer_close(&hs.h[i].x);
+    }
+    sw_free(hs.h);
+    json_decref(info);
+    sw_net_resp_free(&r);
+    sw_buf_free(&url);
+    if (own_loop)
+        sw_net_loop_close(&own);
+    if (rc)
+        sw_payload_manifest_free(out);
+    if (rc && e && tok)
+        sw_fetch_redact(e->msg, tok);
+    return rc;
+}
