@@ -76,6 +76,11 @@ int sw_fetch_token_load(struct sw_fetch_token *t, struct sw_err *e)
     if (fd < 0) {
         if (errno == ENOENT || errno == ENOTDIR)
             return 0;
+        if (errno == ELOOP)
+            return sw_err_set(e, SW_EINVAL,
+                              "%s: the token file is a symbolic link: refusing it (whoever can "
+                              "change the link chooses the token sent)",
+                              path);
         return sw_err_set(e, SW_EIO, "%s: %s", path, strerror(errno));
     }
     struct stat st;

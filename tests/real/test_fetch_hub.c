@@ -731,6 +731,107 @@ static void test_token_file_permissions(void **state)
     hub_free(c);
 }
 
+/* An ENDPOINT of a fleet: payload.repo/revision/files/path; the manifest pinned beside the fleet
+ * by a first run (--write-manifest), then used instead of asking the Hub. */
+static void test_endpoint_with_manifest_beside_fleet(void **state)
+{
+    struct ctx *c = hub_new();
+    NEED_HUB(c);
+    hub_go(c);
+    char fleet[4400], dest[4400], man[4400], text[8192];
+    snprintf(fleet, sizeof(fleet), "%s/fleet.yaml", c->tmp);
+    snprintf(dest, sizeof(dest), "%s/models/tiny", c->tmp);
+    snprintf(man, sizeof(man), "%s/fleet.manifests/tiny.json", c->tmp);
+    snprintf(text, sizeof(text),
+             "version: 1\n"
+             "hosts:\n  localhost:\n    transport: local\n    devices:\n      cpu: {kind: cpu, vendor: cpu}\n"
+             "endpoints:\n  tiny:\n    host: localhost\n    engine: vllm\n"
+             "    listen: 127.0.0.1:18000\n"
+             "    payload:\n      repo: %s\n      revision: main\n      path: %s\n"
+             "      files: [\"*.safetensors\"]\n",
+             REPO, dest);
+    swt_write_str(fleet, text);
+    struct sw_err e;
+    char mdir[4400];
+    snprintf(mdir, sizeof(mdir), "%s/fleet.manifests", c->tmp);
+    assert_int_equal(sw_mkdir_p(mdir, 0755, &e), 0);
+    struct swt_run r;
+    swt_slipway(&r, "fetch", "tiny", fleet, "--write-manifest", man, "--json", NULL);
+    if (r.status != 0)
+        print_error("%s\n%s\n", r.out, r.err);
+    assert_int_equal(r.status, 0);
+    json_t *j = swt_json_out(&r);
+    assert_string_equal(json_string_value(json_object_get(j, "endpoint")), "tiny");
+    assert_int_equal(json_array_size(json_object_get(j, "files")), 2); /* files: *.safetensors */
+    assert_string_equal(json_string_value(json_object_get(j, "dir")), dest);
+    json_decref(j);
+    swt_run_free(&r);
+    assert_true(file_is(swt_join(dest, "model-00001-of-00002.safetensors"), c->big, BIG));
+    assert_false(exists(swt_join(dest, "config.json")));
+    struct sw_payload_manifest m;
+    assert_int_equal(sw_payload_manifest_load(man, &m, &e), 0);
+    assert_string_equal(m.commit, COMMIT);
+    assert_int_equal(m.n_files, 2);
+    sw_payload_manifest_free(&m);
+    /* the manifest beside the fleet is used: no question to the Hub; a lost shard comes back */
+    unlink(swt_join(dest, "model-00002-of-00002.safetensors"));
+    char *log0 = swhub_log_text(c->hub);
+    size_t n0 = strlen(log0);
+    free(log0);
+    swt_slipway(&r, "fetch", "tiny", fleet, NULL);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "downloaded"));
+    swt_run_free(&r);
+    char *log1 = swhub_log_text(c->hub);
+    assert_null(strstr(log1 + n0, "/api/"));
+    assert_null(strstr(log1 + n0, "HEAD "));
+    assert_non_null(strstr(log1 + n0, "GET /acme/tiny-model/resolve/" COMMIT "/model-00002"));
+    free(log1);
+    assert_true(file_is(swt_join(dest, "model-00002-of-00002.safetensors"), c->small, SMALL));
+    /* and the payload verifies with --verify-only against that manifest */
+    swt_slipway(&r, "fetch", "tiny", "--fleet", fleet, "--verify-only", NULL);
+    if (r.status != 0)
+        print_error("%s\n%s\n", r.out, r.err);
+    assert_int_equal(r.status, 0);
+    swt_run_free(&r);
+    hub_free(c);
+}
+
+/* The server stops cleanly after half the bytes (a Content-Length that says so): kept, resumed. */
+static void test_short_body_resumed(void **state)
+{
+    struct ctx *c = hub_new();
+    NEED_HUB(c);
+    swhub_fault(c->hub, "model-00001-of-00002.safetensors", SWHUB_TRUNCATED);
+    hub_go(c);
+    struct swt_run r;
+    run_fetch(&r, "--include", "model-00001*", NULL, NULL);
+    assert_int_equal(r.status, 1);
+    char want[200];
+    snprintf(want, sizeof(want), "sent %u of %u bytes", BIG / 2, BIG);
+    if (!strstr(r.err, want))
+        fail_msg("%s", r.err);
+    assert_non_null(strstr(r.err, "run again to resume"));
+    swt_run_free(&r);
+    char inc[5000];
+    snprintf(inc, sizeof(inc), "%s.incomplete", blob(c, "model-00001-of-00002.safetensors"));
+    assert_int_equal(fsize(inc), BIG / 2);
+    assert_false(exists(blob(c, "model-00001-of-00002.safetensors")));
+    swhub_stop(c->hub);
+    swhub_fault(c->hub, "model-00001-of-00002.safetensors", SWHUB_OK);
+    hub_go(c);
+    run_fetch(&r, "--include", "model-00001*", NULL, NULL);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "resumed from 4.0 MiB"));
+    swt_run_free(&r);
+    assert_true(file_is(blob(c, "model-00001-of-00002.safetensors"), c->big, BIG));
+    char *log = swhub_log_text(c->hub);
+    snprintf(want, sizeof(want), "206 \"bytes=%u-\" %u", BIG / 2, BIG / 2);
+    assert_non_null(strstr(log, want));
+    free(log);
+    hub_free(c);
+}
+
 int main(void)
 {
     sw_core_init();
@@ -745,10 +846,12 @@ int main(void)
         cmocka_unit_test(test_lfs_pointer),
         cmocka_unit_test(test_cut_then_resume_with_token),
         cmocka_unit_test(test_server_ignores_range),
+        cmocka_unit_test(test_short_body_resumed),
         cmocka_unit_test(test_revision_moves),
         cmocka_unit_test(test_disk_full_fsize),
         cmocka_unit_test(test_disk_full_tmpfs),
         cmocka_unit_test(test_token_file_permissions),
+        cmocka_unit_test(test_endpoint_with_manifest_beside_fleet),
     };
     return cmocka_run_group_tests_name("fetch_hub", tests, NULL, NULL);
 }

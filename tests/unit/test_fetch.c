@@ -79,7 +79,8 @@ static void test_token_sources(void **state)
     const char *ln = swt_join(dir, "link-token");
     assert_int_equal(symlink(other, ln), 0);
     setenv("HF_TOKEN_PATH", ln, 1);
-    assert_int_not_equal(sw_fetch_token_load(&t, &e), 0);
+    assert_int_equal(sw_fetch_token_load(&t, &e), SW_EINVAL);
+    assert_non_null(strstr(e.msg, "symbolic link"));
     unsetenv("HF_TOKEN_PATH");
     sw_fetch_token_clear(&t);
     assert_string_equal(t.value, "");
