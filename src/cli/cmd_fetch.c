@@ -759,7 +759,7 @@ static void print_download(const struct sw_payload_manifest *m, const struct sw_
                            bool dry)
 {
     char a[32], b[32];
-    printf("%s %s at %s -> commit %s: %zu files, %s, in %s\n", dry ? "plan" : "fetched",
+    printf("%s %s at %s -> commit %s: %zu files, %s, in %s\n", dry ? "plan" : "fetch",
            m->repo, m->revision ? m->revision : m->commit, m->commit, m->n_files,
            sw_fmt_bytes(r->bytes_total, a, sizeof(a)), r->dir);
     for (size_t i = 0; i < r->n_files; i++) {
@@ -873,8 +873,7 @@ static int run_download(const struct opts *o)
         if (!o->json)
             for (size_t i = 0; i < rep.n_files; i++)
                 if (rep.files[i].state == SW_FETCH_FAILED)
-                    fprintf(stderr, "slipway: fetch %s: %s\n", rep.files[i].file->path,
-                            rep.files[i].msg);
+                    fprintf(stderr, "slipway: fetch failed: %s\n", rep.files[i].msg);
         exit_code = sw_cli_exit_for(rc) == SW_EXIT_USAGE && rc != SW_EIO ? SW_EXIT_USAGE
                                                                           : SW_EXIT_FAIL;
         if (rep.count[SW_FETCH_FAILED])

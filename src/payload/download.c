@@ -542,7 +542,8 @@ static void on_done(void *ud, struct sw_net_xfer *x)
             unlink(j->tmp); /* our partial is not a prefix the server recognises: start over */
         else if (j->offset == 0)
             unlink(j->tmp);
-        fail_job(j, SW_EHTTP, "%s: %s%s%s", f->path, x->resp.err.msg,
+        fail_job(j, SW_EHTTP, "%s: %s (from %s)%s%s", f->path, x->resp.err.msg,
+                 x->resp.err.where[0] ? x->resp.err.where : url,
                  j->offset ? "; the bytes received before are kept: run again to resume" : "",
                  x->resp.status == 416 ? "; the partial file was removed" : "");
     } else if (x->resp.rc) {
@@ -564,7 +565,6 @@ static void on_done(void *ud, struct sw_net_xfer *x)
     close(j->fd);
     j->fd = -1;
     hashes_free(j);
-    (void)url;
     if (r->state == SW_FETCH_FAILED)
         sw_log(SW_LOG_INFO, "%s", r->msg);
     finished(ft, j);
