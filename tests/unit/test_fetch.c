@@ -11,7 +11,10 @@
 
 #include <slipway/fetch.h>
 
+#include "swhttpd.h"
 #include "swtest.h"
+
+#include <openssl/evp.h>
 
 #include <stdlib.h>
 #include <string.h>
@@ -195,6 +198,169 @@ static void test_cli_refuses_token_flag(void **state)
     swt_run_free(&r);
 }
 
+/* ---- the download engine against scripted replies (what nginx will not do) ---- */
+
+#define C40 "89abcdef0123456789abcdef0123456789abcdef"
+#define WPATH "/org/m/resolve/" C40 "/w.bin"
+
+static char body[4096];
+
+static void sha_hex(const void *p, size_t n, char out[65])
+{
+    unsigned char d[32];
+    unsigned dl = 32;
+    EVP_Digest(p, n, d, &dl, EVP_sha256(), NULL);
+    for (int i = 0; i < 32; i++)
+        snprintf(out + 2 * i, 3, "%02x", d[i]);
+}
+
+static void one_file(struct sw_payload_manifest *m)
+{
+    struct sw_err e;
+    for (size_t i = 0; i < sizeof(body); i++)
+        body[i] = (char)('a' + i % 26);
+    char sha[65];
+    sha_hex(body, sizeof(body), sha);
+    sw_payload_manifest_init(m);
+    assert_int_equal(sw_payload_manifest_set(m, "org/m", "main", C40, &e), 0);
+    assert_int_equal(sw_payload_manifest_add(m, "w.bin", sizeof(body), sha, true, NULL, NULL, &e),
+                     0);
+}
+
+static void run_one(struct swh *s, const struct sw_payload_manifest *m, const char *dest,
+                    struct sw_fetch_report *rep, int want_rc)
+{
+    char ep[64];
+    snprintf(ep, sizeof(ep), "http://127.0.0.1:%d", swh_port(s));
+    struct sw_fetch_opts o = {.endpoint = ep, .dest = dest, .cache = dir};
+    struct sw_err e;
+    sw_err_clear(&e);
+    int rc = sw_fetch_run(m, &o, rep, &e);
+    if (rc != want_rc)
+        fail_msg("rc %d (want %d): %s", rc, want_rc, e.msg);
+}
+
+static void test_engine_scripted_faults(void **state)
+{
+    struct sw_payload_manifest m;
+    one_file(&m);
+    char dest[4200];
+    snprintf(dest, sizeof(dest), "%s/dest", dir);
+    const char *inc = swt_join(dest, "w.bin.incomplete");
+    const char *fin = swt_join(dest, "w.bin");
+    struct sw_err e;
+    assert_int_equal(sw_mkdir_p(dest, 0755, &e), 0);
+    struct sw_fetch_report rep;
+
+    /* a reset after 1000 bytes: those bytes are kept, the file is not in place */
+    struct swh *s = swh_start();
+    char hdr[256];
+    snprintf(hdr, sizeof(hdr), "HTTP/1.1 200 OK\r\nContent-Length: %zu\r\n\r\n", sizeof(body));
+    struct swh_step cut[] = {{SWH_SEND, hdr, 0}, {SWH_SEND, body, 1000}, {SWH_RESET}, {SWH_END}};
+    swh_script(s, "GET", WPATH, cut);
+    run_one(s, &m, dest, &rep, SW_ENET);
+    assert_int_equal(rep.files[0].state, SW_FETCH_FAILED);
+    assert_non_null(strstr(rep.files[0].msg, "cut after 1000 of 4096"));
+    sw_fetch_report_free(&rep);
+    assert_true(access(fin, F_OK) != 0);
+    struct stat st;
+    assert_int_equal(stat(inc, &st), 0);
+    assert_int_equal(st.st_size, 1000);
+    swh_stop(s);
+
+    /* a 206 that starts where we did not ask: refused, the partial left as it was */
+    s = swh_start();
+    snprintf(hdr, sizeof(hdr),
+             "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes 0-4095/4096\r\n"
+             "Content-Length: 4096\r\n\r\n");
+    struct swh_step wrong[] = {{SWH_SEND, hdr, 0}, {SWH_SEND, body, sizeof(body)}, {SWH_END}};
+    swh_script(s, "GET", WPATH, wrong);
+    run_one(s, &m, dest, &rep, SW_EHTTP);
+    assert_non_null(strstr(rep.files[0].msg, "Content-Range"));
+    sw_fetch_report_free(&rep);
+    struct swh_request rq;
+    assert_true(swh_last_request(s, WPATH, &rq));
+    char rg[64];
+    assert_non_null(swh_request_header(&rq, "Range", rg, sizeof(rg)));
+    assert_string_equal(rg, "bytes=1000-");
+    swh_request_free(&rq);
+    assert_int_equal(stat(inc, &st), 0);
+    assert_int_equal(st.st_size, 1000);
+    swh_stop(s);
+
+    /* 416: the server does not recognise our partial: removed, so the next run starts over */
+    s = swh_start();
+    swh_reply(s, "GET", WPATH, 416, "text/plain", "range not satisfiable\n");
+    run_one(s, &m, dest, &rep, SW_EHTTP);
+    assert_non_null(strstr(rep.files[0].msg, "416"));
+    sw_fetch_report_free(&rep);
+    assert_true(access(inc, F_OK) != 0);
+    swh_stop(s);
+
+    /* a regular reply naming another commit: nothing written */
+    s = swh_start();
+    snprintf(hdr, sizeof(hdr),
+             "HTTP/1.1 200 OK\r\nX-Repo-Commit: %s\r\nContent-Length: 4096\r\n\r\n",
+             "0000000000000000000000000000000000000000");
+    struct swh_step moved[] = {{SWH_SEND, hdr, 0}, {SWH_SEND, body, sizeof(body)}, {SWH_END}};
+    swh_script(s, "GET", WPATH, moved);
+    run_one(s, &m, dest, &rep, SW_EMISMATCH);
+    assert_non_null(strstr(rep.files[0].msg, "commit"));
+    sw_fetch_report_free(&rep);
+    assert_true(access(inc, F_OK) != 0);
+    assert_true(access(fin, F_OK) != 0);
+    swh_stop(s);
+
+    /* and a good reply: in place, hashed */
+    s = swh_start();
+    snprintf(hdr, sizeof(hdr), "HTTP/1.1 200 OK\r\nContent-Length: 4096\r\n\r\n");
+    struct swh_step good[] = {{SWH_SEND, hdr, 0}, {SWH_SEND, body, sizeof(body)}, {SWH_END}};
+    swh_script(s, "GET", WPATH, good);
+    run_one(s, &m, dest, &rep, 0);
+    assert_int_equal(rep.files[0].state, SW_FETCH_DOWNLOADED);
+    assert_string_equal(rep.files[0].sha256, m.files[0].sha256);
+    json_t *j = sw_fetch_report_to_json(&rep);
+    assert_non_null(j);
+    assert_true(json_is_true(json_object_get(j, "ok")));
+    json_decref(j);
+    sw_fetch_report_free(&rep);
+    assert_int_equal(stat(fin, &st), 0);
+    assert_int_equal(st.st_size, 4096);
+    swh_stop(s);
+    sw_payload_manifest_free(&m);
+}
+
+/* Every allocation failing in turn: an error or success, never a crash or a leak (ASan). */
+static void test_engine_alloc_failures(void **state)
+{
+    struct sw_payload_manifest m;
+    one_file(&m);
+    struct swh *s = swh_start();
+    char hdr[128];
+    snprintf(hdr, sizeof(hdr), "HTTP/1.1 200 OK\r\nContent-Length: 4096\r\n\r\n");
+    struct swh_step good[] = {{SWH_SEND, hdr, 0}, {SWH_SEND, body, sizeof(body)}, {SWH_END}};
+    swh_script(s, "GET", WPATH, good);
+    char ep[64];
+    snprintf(ep, sizeof(ep), "http://127.0.0.1:%d", swh_port(s));
+    int ok = 0;
+    for (long n = 1; n < 400; n++) {
+        char dest[4300];
+        snprintf(dest, sizeof(dest), "%s/alloc%ld", dir, n);
+        struct sw_fetch_opts o = {.endpoint = ep, .dest = dest, .cache = dir};
+        struct sw_fetch_report rep;
+        struct sw_err e;
+        sw_alloc_fail_at(n);
+        int rc = sw_fetch_run(&m, &o, &rep, &e);
+        sw_alloc_fail_at(0);
+        sw_fetch_report_free(&rep);
+        if (rc == 0 && ++ok > 3)
+            break;
+    }
+    assert_true(ok > 0);
+    swh_stop(s);
+    sw_payload_manifest_free(&m);
+}
+
 int main(void)
 {
     sw_core_init();
@@ -204,6 +370,8 @@ int main(void)
         cmocka_unit_test(test_hfcache_layout),
         cmocka_unit_test(test_urls),
         cmocka_unit_test(test_cli_refuses_token_flag),
+        cmocka_unit_test(test_engine_scripted_faults),
+        cmocka_unit_test(test_engine_alloc_failures),
     };
     return cmocka_run_group_tests_name("fetch", tests, setup, teardown);
 }
