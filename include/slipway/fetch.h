@@ -133,7 +133,8 @@ struct sw_fetch_result {
     uint64_t had;            /* bytes of a .incomplete found at start (resumed from) */
     uint64_t fetched;        /* bytes received */
     bool range_ignored;      /* the server answered 200 to a Range: restarted from 0 */
-    char sha256[SW_PAYLOAD_SHA256_HEX + 1]; /* of the bytes in place ("" when not hashed) */
+    char sha256[SW_PAYLOAD_SHA256_HEX + 1]; /* of the bytes hashed: those in place, or for a
+                                               mismatch those received ("" when not hashed) */
     int rc;                  /* 0 or SW_E* for FAILED */
     char msg[1024];          /* what happened, for FAILED and notable events */
 };

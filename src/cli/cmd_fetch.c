@@ -750,8 +750,11 @@ static void quiet_line(void *ud, const struct sw_fetch_result *r)
     char size[32] = "";
     if (r->file->size_known)
         snprintf(size, sizeof(size), "%llu", (unsigned long long)r->file->size);
+    /* the sha256 of what is in place, or (failed, planned) the one expected */
+    bool in_place = r->state == SW_FETCH_PRESENT || r->state == SW_FETCH_LINKED ||
+                    r->state == SW_FETCH_DOWNLOADED;
     printf("%s\t%s\t%s\t%s\n", sw_fetch_state_name(r->state), r->file->path, size,
-           r->sha256[0] ? r->sha256 : r->file->sha256);
+           in_place && r->sha256[0] ? r->sha256 : r->file->sha256);
     fflush(stdout);
 }
 

@@ -1015,8 +1015,12 @@ json_t *sw_fetch_report_to_json(const struct sw_fetch_report *r)
             sw_json_set_int(j, "size", (int64_t)f->file->size);
         sw_json_set_str(j, "state", sw_fetch_state_name(f->state));
         sw_json_set_str(j, "target", f->target);
-        if (f->sha256[0])
-            sw_json_set_str(j, "sha256", f->sha256);
+        bool in_place = f->state == SW_FETCH_PRESENT || f->state == SW_FETCH_LINKED ||
+                        f->state == SW_FETCH_DOWNLOADED;
+        if (in_place && f->sha256[0])
+            sw_json_set_str(j, "sha256", f->sha256); /* of the bytes in place */
+        if (f->file && f->file->sha256[0])
+            sw_json_set_str(j, "want_sha256", f->file->sha256);
         if (f->had)
             sw_json_set_int(j, "resumed_from", (int64_t)f->had);
         sw_json_set_int(j, "fetched", (int64_t)f->fetched);
