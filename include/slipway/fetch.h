@@ -150,6 +150,8 @@ struct sw_fetch_opts {
     unsigned parallel;    /* files at once; 0: 4 */
     bool dry_run;         /* decide what would be fetched (hashing what is present), fetch none */
     bool progress;        /* draw a progress bar (on a terminal) */
+    bool stop_on_signal;  /* SIGINT/SIGTERM while transferring cancel the transfers (their
+                             .incomplete kept, resumable; SW_EINTR) instead of killing us */
     sw_fetch_file_fn on_file;
     void *ud;
 };

@@ -846,6 +846,7 @@ static int run_download(const struct opts *o)
                                .parallel = o->jobs,
                                .dry_run = o->dry_run,
                                .progress = !o->json && !o->quiet,
+                               .stop_on_signal = true,
                                .on_file = o->quiet ? quiet_line : NULL};
     rc = sw_fetch_run(&m, &fo, &rep, &e);
     sw_fetch_redact(e.msg, tok.value);

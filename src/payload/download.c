@@ -25,9 +25,11 @@
 #include <slipway/net.h>
 
 #include <errno.h>
+#include <event2/event.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <openssl/evp.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -80,6 +82,8 @@ struct fetch {
     const char *tok;
     struct sw_progress prog;
     uint64_t progress_done;
+    int interrupted; /* the signal that stopped the fetch, 0 when none */
+    struct event *sig[2];
 };
 
 static void tohex(const unsigned char *d, unsigned n, char *out)
@@ -534,6 +538,14 @@ static void on_done(void *ud, struct sw_net_xfer *x)
         if (j->bad_bytes || j->offset == 0)
             unlink(j->tmp);
         fail_job(j, j->abort_rc, "%s", j->abort_msg);
+    } else if (x->resp.rc && x->resp.fail == SW_NET_CANCELLED && ft->interrupted) {
+        if (j->offset == 0)
+            unlink(j->tmp);
+        fail_job(j, SW_EINTR,
+                 "%s: interrupted (%s) after %llu of %llu bytes%s%s%s", f->path,
+                 strsignal(ft->interrupted), (unsigned long long)j->offset,
+                 (unsigned long long)f->size, j->offset ? "; kept in " : "",
+                 j->offset ? j->tmp : "", j->offset ? ": run again to resume" : "");
     } else if (x->resp.rc && x->resp.fail == SW_NET_HTTP_STATUS) {
         char sn[200];
         sw_payload_quote(x->resp.body.data ? x->resp.body.data : "", x->resp.body.len, 120, sn,
@@ -640,9 +652,20 @@ fail:
     finished(ft, j);
 }
 
+/* SIGINT / SIGTERM: cancel what runs (each keeps its .incomplete), start nothing more. */
+static void on_signal(evutil_socket_t sig, short what, void *arg)
+{
+    struct fetch *ft = arg;
+    (void)what;
+    ft->interrupted = (int)sig;
+    for (size_t i = 0; i < ft->next; i++)
+        if (ft->queue[i]->x.state == SW_NET_RUNNING)
+            sw_net_cancel(&ft->queue[i]->x);
+}
+
 static void start_more(struct fetch *ft)
 {
-    while (ft->running < ft->parallel && ft->next < ft->nq)
+    while (!ft->interrupted && ft->running < ft->parallel && ft->next < ft->nq)
         begin(ft, ft->queue[ft->next++]);
 }
 
@@ -916,9 +939,24 @@ int sw_fetch_run(const struct sw_payload_manifest *m, const struct sw_fetch_opts
         sw_progress_init(&ft.prog, "fetch", "B", out->bytes_needed);
         if (!o->progress)
             sw_progress_force(&ft.prog, false, NULL);
+        if (o->stop_on_signal) {
+            struct event_base *base = sw_net_loop_base(&ft.loop);
+            ft.sig[0] = evsignal_new(base, SIGINT, on_signal, &ft);
+            ft.sig[1] = evsignal_new(base, SIGTERM, on_signal, &ft);
+            for (int k = 0; k < 2; k++)
+                if (ft.sig[k])
+                    event_add(ft.sig[k], NULL);
+        }
         start_more(&ft);
         while (sw_net_loop_active(&ft.loop) > 0)
             sw_net_loop_run(&ft.loop);
+        for (size_t q = ft.next; q < ft.nq; q++) {
+            struct sw_fetch_result *r = ft.queue[q]->res;
+            r->state = SW_FETCH_FAILED;
+            r->rc = SW_EINTR;
+            snprintf(r->msg, sizeof(r->msg), "%s: interrupted before it started",
+                     r->file->path);
+        }
         sw_progress_update(&ft.prog, ft.progress_done);
         if (o->progress && ft.prog.enabled)
             sw_progress_finish(&ft.prog);
@@ -957,6 +995,9 @@ int sw_fetch_run(const struct sw_payload_manifest *m, const struct sw_fetch_opts
         rc = sw_hfcache_write_ref(ft.repo_dir, m->revision, m->commit, e);
     }
 out:
+    for (int k = 0; k < 2; k++)
+        if (ft.sig[k])
+            event_free(ft.sig[k]);
     if (loop_ok)
         sw_net_loop_close(&ft.loop);
     if (jobs) {

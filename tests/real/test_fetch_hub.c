@@ -52,13 +52,13 @@ struct ctx {
 
 /* A valid safetensors file of exactly `total` bytes: one U8 tensor filling the data area, its
  * bytes from a xorshift stream (so every file differs). */
-static unsigned char *make_st(size_t total, uint32_t seed)
+static unsigned char *make_st(size_t total, uint32_t seed, const char *tensor)
 {
     unsigned char *b = malloc(total);
     size_t hl = 128, n = total - 8 - hl;
     char hdr[129];
-    int k = snprintf(hdr, sizeof(hdr), "{\"w\":{\"dtype\":\"U8\",\"shape\":[%zu],"
-                                       "\"data_offsets\":[0,%zu]}}", n, n);
+    int k = snprintf(hdr, sizeof(hdr), "{\"%s\":{\"dtype\":\"U8\",\"shape\":[%zu],"
+                                       "\"data_offsets\":[0,%zu]}}", tensor, n, n);
     memset(hdr + k, ' ', hl - (size_t)k);
     for (int i = 0; i < 8; i++)
         b[i] = (unsigned char)((uint64_t)hl >> (8 * i));
@@ -99,8 +99,8 @@ static struct ctx *hub_new(void)
     mkdir(c->home, 0700);
     c->big_n = BIG;
     c->small_n = SMALL;
-    c->big = make_st(BIG, 2463534242u);
-    c->small = make_st(SMALL, 88172645u);
+    c->big = make_st(BIG, 2463534242u, "a");
+    c->small = make_st(SMALL, 88172645u, "b");
     snprintf(c->config, sizeof(c->config), "{\"model_type\": \"llama\", \"num_hidden_layers\": 2}\n");
     swhub_file(c->hub, "model-00001-of-00002.safetensors", c->big, BIG, true);
     swhub_file(c->hub, "model-00002-of-00002.safetensors", c->small, SMALL, true);
@@ -737,6 +737,13 @@ static void test_endpoint_with_manifest_beside_fleet(void **state)
 {
     struct ctx *c = hub_new();
     NEED_HUB(c);
+    char index[512];
+    snprintf(index, sizeof(index),
+             "{\"metadata\": {\"total_size\": %u}, \"weight_map\": {"
+             "\"a\": \"model-00001-of-00002.safetensors\", "
+             "\"b\": \"model-00002-of-00002.safetensors\"}}\n",
+             BIG + SMALL - 2 * 136);
+    swhub_file(c->hub, "model.safetensors.index.json", index, strlen(index), false);
     hub_go(c);
     char fleet[4400], dest[4400], man[4400], text[8192];
     snprintf(fleet, sizeof(fleet), "%s/fleet.yaml", c->tmp);
@@ -748,7 +755,7 @@ static void test_endpoint_with_manifest_beside_fleet(void **state)
              "endpoints:\n  tiny:\n    host: localhost\n    engine: vllm\n"
              "    listen: 127.0.0.1:18000\n"
              "    payload:\n      repo: %s\n      revision: main\n      path: %s\n"
-             "      files: [\"*.safetensors\"]\n",
+             "      files: [\"*.safetensors\", \"*.json\"]\n",
              REPO, dest);
     swt_write_str(fleet, text);
     struct sw_err e;
@@ -762,16 +769,16 @@ static void test_endpoint_with_manifest_beside_fleet(void **state)
     assert_int_equal(r.status, 0);
     json_t *j = swt_json_out(&r);
     assert_string_equal(json_string_value(json_object_get(j, "endpoint")), "tiny");
-    assert_int_equal(json_array_size(json_object_get(j, "files")), 2); /* files: *.safetensors */
+    assert_int_equal(json_array_size(json_object_get(j, "files")), 4); /* the payload's globs */
     assert_string_equal(json_string_value(json_object_get(j, "dir")), dest);
     json_decref(j);
     swt_run_free(&r);
     assert_true(file_is(swt_join(dest, "model-00001-of-00002.safetensors"), c->big, BIG));
-    assert_false(exists(swt_join(dest, "config.json")));
+    assert_true(file_is(swt_join(dest, "config.json"), c->config, strlen(c->config)));
     struct sw_payload_manifest m;
     assert_int_equal(sw_payload_manifest_load(man, &m, &e), 0);
     assert_string_equal(m.commit, COMMIT);
-    assert_int_equal(m.n_files, 2);
+    assert_int_equal(m.n_files, 4);
     sw_payload_manifest_free(&m);
     /* the manifest beside the fleet is used: no question to the Hub; a lost shard comes back */
     unlink(swt_join(dest, "model-00002-of-00002.safetensors"));
@@ -832,6 +839,49 @@ static void test_short_body_resumed(void **state)
     hub_free(c);
 }
 
+/* Ctrl-C in the middle: the transfer is cancelled, said, its bytes kept; the next run resumes. */
+static void test_interrupt_then_resume(void **state)
+{
+    struct ctx *c = hub_new();
+    NEED_HUB(c);
+    swhub_fault(c->hub, "model-00001-of-00002.safetensors", SWHUB_SLOW);
+    hub_go(c);
+    char out[4400], err[4400];
+    snprintf(out, sizeof(out), "%s/out", c->tmp);
+    snprintf(err, sizeof(err), "%s/err", c->tmp);
+    const char *argv[] = {swt_bin(), "fetch", REPO, NULL};
+    pid_t pid = spawn(argv, out, err, 0);
+    char inc[5000];
+    snprintf(inc, sizeof(inc), "%s.incomplete", blob(c, "model-00001-of-00002.safetensors"));
+    bool reached = false;
+    for (int i = 0; i < 6000 && !reached; i++) { /* bounded: 60 s */
+        reached = fsize(inc) >= (long long)SMALL;
+        if (!reached)
+            sw_sleep_ms(10);
+    }
+    assert_true(reached);
+    kill(pid, SIGINT);
+    int st = wait_exit(pid);
+    char *e1 = slurp(err);
+    if (st != 1 || !strstr(e1, "interrupted"))
+        fail_msg("exit %d: %s", st, e1);
+    assert_non_null(strstr(e1, "run again to resume"));
+    sw_free(e1);
+    long long kept = fsize(inc);
+    assert_true(kept >= (long long)SMALL && kept < (long long)BIG);
+    assert_false(exists(blob(c, "model-00001-of-00002.safetensors")));
+    swhub_stop(c->hub);
+    swhub_fault(c->hub, "model-00001-of-00002.safetensors", SWHUB_OK);
+    hub_go(c);
+    struct swt_run r;
+    run_fetch(&r, NULL, NULL, NULL, NULL);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "resumed from"));
+    swt_run_free(&r);
+    assert_true(file_is(blob(c, "model-00001-of-00002.safetensors"), c->big, BIG));
+    hub_free(c);
+}
+
 int main(void)
 {
     sw_core_init();
@@ -846,6 +896,7 @@ int main(void)
         cmocka_unit_test(test_lfs_pointer),
         cmocka_unit_test(test_cut_then_resume_with_token),
         cmocka_unit_test(test_server_ignores_range),
+        cmocka_unit_test(test_interrupt_then_resume),
         cmocka_unit_test(test_short_body_resumed),
         cmocka_unit_test(test_revision_moves),
         cmocka_unit_test(test_disk_full_fsize),
