@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -325,6 +326,9 @@ int swhub_start(struct swhub *h)
         snprintf(conf, sizeof(conf), "%s/nginx.conf", h->dir);
         pid_t pid = fork();
         if (pid == 0) {
+            /* a test that fails mid-way (cmocka longjmps past swhub_free) must not leave nginx
+             * behind: it dies with us */
+            prctl(PR_SET_PDEATHSIG, SIGKILL);
             int devnull = open("/dev/null", O_RDWR);
             dup2(devnull, 0);
             dup2(devnull, 1);
