@@ -463,6 +463,50 @@ static void test_small_budget(void **state)
     sw_calib_fit_free(r);
 }
 
+/* vLLM with a pinned pool: two ranks, each read; the non-KV per device is used - KV_BYTES. The
+ * readings here are made up for the test (the seed has none for frank-primary). */
+static void test_vllm_budget_two_devices(void **state)
+{
+    struct fx *f = *state;
+    struct sw_err e = {0};
+    json_t *shape = json_pack("{s:s,s:s,s:{s:s,s:s},s:i,s:s,s:i,s:i,s:I,s:i}", "engine", "vllm",
+                              "engine_profile", "tiered-expert-offload", "model", "name",
+                              "Qwen3.8-Flash-Next-Uncensored-FP8", "quant", "fp8", "tp", 2,
+                              "kv_dtype", "fp8", "slots", 3, "ctx", 262144, "kv_bytes",
+                              (json_int_t)6100000000, "mnbt", 2048);
+    static const char *const dev[2] = {"r9700-0", "r9700-1"};
+    static const uint64_t used[2] = {30000, 30100};
+    for (int i = 0; i < 2; i++) {
+        struct sw_ledger_usage u = {.endpoint = "frank-primary", .shape = shape,
+                                    .device = dev[i], .used_mib = used[i], .total_mib = 32624,
+                                    .source = "by hand", .taken_at = -1};
+        assert_int_equal(sw_ledger_record_usage(&f->l, &u, NULL, &e), 0);
+    }
+    struct sw_calib_fit *r = fit(f, "frank-primary", NULL);
+    assert_int_equal(r->n_nonkv, 2);
+    /* 6.1e9 B = 5,817.41 MiB of pool per rank */
+    double kv = 6100000000.0 / 1048576.0;
+    for (int i = 0; i < 2; i++)
+        assert_true(fabs(r->nonkv[i].mean - ((double)used[i] - kv)) < 1e-6);
+    /* a smaller pool at the same length: free grows by the pool cut on each device */
+    json_object_set_new(shape, "kv_bytes", json_integer(3150000000));
+    struct sw_calib_budget b;
+    assert_int_equal(sw_calib_budget(r, shape, NULL, &b, &e), 0);
+    assert_int_equal(b.n_dev, 2);
+    for (int i = 0; i < 2; i++) {
+        assert_false(b.dev[i].measured);
+        double want = 32624.0 - ((double)used[i] - kv) - 3150000000.0 / 1048576.0;
+        assert_true(fabs(b.dev[i].free_mib - want) < 1e-6);
+    }
+    /* one reading per device: the warning says so */
+    assert_non_null(strstr(b.warning, "one reading"));
+    /* a utilization-sized pool is not a budget the readings can price */
+    json_object_del(shape, "kv_bytes");
+    assert_int_equal(sw_calib_budget(r, shape, NULL, &b, &e), SW_EUNSUPPORTED);
+    json_decref(shape);
+    sw_calib_fit_free(r);
+}
+
 /* The fork's expert arena: 6,248 slots at 262,144 and 6,496 at 200,704. */
 static void test_arena(void **state)
 {
@@ -590,6 +634,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_small_nonkv, setup, teardown),
         cmocka_unit_test_setup_teardown(test_small_budget, setup, teardown),
         cmocka_unit_test_setup_teardown(test_arena, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_vllm_budget_two_devices, setup, teardown),
         cmocka_unit_test_setup_teardown(test_json, setup, teardown),
     };
     return cmocka_run_group_tests_name("calib", t, NULL, NULL);
