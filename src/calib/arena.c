@@ -84,6 +84,9 @@ int sw__calib_arena_fit(struct sw_calib_fit *f, const json_t *boots,
         int64_t mnbt = sw__calib_shape_int(canon, "mnbt", 0);
         if (L <= 0)
             continue;
+        int64_t sl0 = (int64_t)json_integer_value(sl);
+        if (sl0 < 0 || sl0 > (INT64_C(1) << 40))
+            continue;
         if (mnbt > threshold) {
             size_t n = strlen(skipped);
             snprintf(skipped + n, sizeof(skipped) - n, "%sboot #%lld (MNBT %lld > %lld)",
@@ -97,9 +100,12 @@ int sw__calib_arena_fit(struct sw_calib_fit *f, const json_t *boots,
         a->mnbt[a->n] = mnbt;
         a->boot_ids[a->n] = id;
         const json_t *g = json_object_get(rep, "expert_arena_gib");
-        a->gib[a->n] = json_is_number(g) ? json_number_value(g) : -1;
+        a->gib[a->n] = json_is_number(g) && json_number_value(g) >= 0 &&
+                               json_number_value(g) < 1e9
+                           ? json_number_value(g)
+                           : -1;
         const json_t *sm = json_object_get(rep, "expert_slot_mib");
-        if (json_is_number(sm))
+        if (json_is_number(sm) && json_number_value(sm) > 0 && json_number_value(sm) < 1e6)
             slot_mib = json_number_value(sm);
         a->n++;
     }
@@ -197,7 +203,10 @@ int sw_calib_arena_predict(const struct sw_calib_arena *a, int64_t L,
     for (int i = 0; i < a->n_vert; i++) {
         const struct sw_calib_arena_vertex *v = &a->vert[i];
         /* vertices sit on strip edges: absorb the rounding of c - r L at an exact multiple */
-        int64_t s = (int64_t)floor((v->c - v->r * (double)L) / v->slot + 1e-7);
+        double x = floor((v->c - v->r * (double)L) / v->slot + 1e-7);
+        if (!(fabs(x) < 9e18)) /* a hostile ledger figure must not reach an undefined cast */
+            return sw_err_set(e, SW_ERANGE, "arena prediction out of range");
+        int64_t s = (int64_t)x;
         lo = SW_MIN(lo, s);
         hi = SW_MAX(hi, s);
     }

@@ -11,6 +11,7 @@
 
 #include <slipway/fleet.h>
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -141,7 +142,7 @@ static int add_kv_boot(struct sw_calib_fit *f, char keys[][512], const json_t *b
     p->kv_bytes = (uint64_t)kvb;
     p->tokens = (int64_t)json_integer_value(tok);
     const json_t *conc = json_object_get(rep, "max_concurrency");
-    if (json_is_number(conc)) {
+    if (json_is_number(conc) && json_number_value(conc) >= 0 && json_number_value(conc) < 1e9) {
         p->has_conc = true;
         p->conc = json_number_value(conc);
     }
