@@ -9,7 +9,8 @@
  * SGLang all accept it); llama.cpp's prompt cache is turned off where it would hide prefill.
  *
  * What it deliberately does not do: hold timing thresholds. Overlap and queueing are read from
- * the order of events; speeds are reported, not judged.
+ * the order of events (overlap from llama-server's decode counters when /metrics has them);
+ * speeds are reported, not judged.
  */
 #include "probe_int.h"
 
@@ -142,6 +143,41 @@ static int cmp_u64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* llama-server's cumulative decode counters (tools/server/server-task.cpp,
+ * server_task_result_metrics::to_metrics; counted in server-context.cpp metrics_post_decode):
+ * n_decode_total llama_decode() calls and, per call, every slot that was processing; /metrics
+ * prints the latter as the average n_busy_slots_per_decode. Read before and after a round, they
+ * say on the server's side, with no clock involved, whether two slots were ever busy in the same
+ * decode step. */
+struct busy {
+    double decodes, busy_slots; /* cumulative since the server started */
+    double rounding;            /* bound on the error of busy_slots (6 printed digits) */
+};
+
+static bool busy_read(struct sw__probe *p, struct busy *b)
+{
+    struct sw_net_resp resp;
+    struct sw_openai_metrics m;
+    bool ok = false;
+    if (sw__probe_get(p, "/metrics", &resp) || resp.status != 200 ||
+        sw_openai_metrics_parse(resp.body.data, resp.body.len, &m, NULL)) {
+        sw_net_resp_free(&resp);
+        return false;
+    }
+    double d = sw_openai_metrics_sum(&m, "llamacpp:n_decode_total");
+    double per = sw_openai_metrics_sum(&m, "llamacpp:n_busy_slots_per_decode");
+    if (isfinite(d) && isfinite(per) && d >= 0 && per >= 0) {
+        b->decodes = d;
+        b->busy_slots = per * d;
+        /* both printed with 6 significant digits (std::stringstream's default) */
+        b->rounding = b->busy_slots * 1e-5 + per * d * 1e-5 + d * 1e-5;
+        ok = true;
+    }
+    sw_openai_metrics_free(&m);
+    sw_net_resp_free(&resp);
+    return ok;
+}
+
 /* One round: n + 1 streams of max_tokens. Returns true when it decided (r is set), false when
  * the client could not put every request on the wire before the first stream ended (a fast
  * model, a loaded client): then nothing can be read from the order, and r is untouched. */
@@ -159,6 +195,8 @@ static bool concurrency_round(struct sw__probe *p, struct sw_probe_result *r, in
         sw__probe_set(r, SW_PROBE_FAIL, "out of memory", "cannot hold %d requests", total);
         return true;
     }
+    struct busy b0 = {0}, b1 = {0};
+    bool have_busy = busy_read(p, &b0);
     int started = 0;
     for (int i = 0; i < total; i++) {
         json_t *b = fixed_body(p, 32, max_tokens, nonce() + (unsigned)i * 7919u, false, NULL);
@@ -178,6 +216,7 @@ static bool concurrency_round(struct sw__probe *p, struct sw_probe_result *r, in
             started++;
     }
     sw_net_loop_run(&p->loop);
+    have_busy = have_busy && busy_read(p, &b1) && b1.decodes > b0.decodes;
     int bad = -1, ended_badly = 0;
     char late_error[200] = "";
     uint64_t t0 = UINT64_MAX, min_done = UINT64_MAX, last_sent = 0;
@@ -240,15 +279,34 @@ static bool concurrency_round(struct sw__probe *p, struct sw_probe_result *r, in
                       max_tokens, ff, ls);
         goto out;
     }
-    /* the n earliest first chunks all came before any stream ended: they ran at once */
+    /* the n earliest first chunks all came before any stream ended: they ran at once. The
+     * client's clock can only see that when it read the streams as they were written: a stalled
+     * client (a loaded machine) or a server that holds a stream back (llama-server does until a
+     * UTF-8 character is complete) delivers a whole stream in one read. llama-server's own
+     * counters say it without a clock: decode steps that ran with two or more busy slots. */
     bool overlap = first[n - 1] < min_done;
+    char srv[200] = "";
+    if (have_busy) {
+        double steps = b1.decodes - b0.decodes;
+        double extra = (b1.busy_slots - b0.busy_slots) - steps;
+        double err = b0.rounding + b1.rounding;
+        sw_json_set_real(r->data, "server_decode_steps", steps);
+        sw_json_set_real(r->data, "server_extra_busy_slot_steps", extra);
+        if (err < 0.25) {
+            overlap = extra > 0.5;
+            snprintf(srv, sizeof(srv),
+                     " (server: %.0f decode steps, %.0f extra busy-slot steps: "
+                     "llamacpp:n_busy_slots_per_decode x n_decode_total)",
+                     steps, extra);
+        }
+    }
     /* the last one's first chunk came after a stream ended: it waited for a slot */
     bool queued = first[n] >= min_done;
     if (!overlap)
         sw__probe_set(r, SW_PROBE_FAIL, "the declared slots do not run at once",
                       "%d streams sent by %.2f s: first chunks at %s s, but a stream finished at "
-                      "%.2f s before the %dth began",
-                      n + 1, ls, list, ff, n);
+                      "%.2f s before the %dth began%s",
+                      n + 1, ls, list, ff, n, srv);
     else if (!queued)
         sw__probe_set(r, SW_PROBE_FAIL,
                       "one request more than the slots did not wait: the server runs more than "
@@ -258,9 +316,9 @@ static bool concurrency_round(struct sw__probe *p, struct sw_probe_result *r, in
                       n, list, n + 1, last, ff);
     else
         sw__probe_set(r, SW_PROBE_PASS, NULL,
-                      "%d streams overlapped (first chunks at %s s, first finish at %.2f s); "
+                      "%d streams overlapped (first chunks at %s s, first finish at %.2f s)%s; "
                       "stream %d, sent by %.2f s, began at %.2f s, after a slot freed%s%s",
-                      n, list, ff, n + 1, ls, last,
+                      n, list, ff, srv, n + 1, ls, last,
                       ended_badly ? "; some streams ended with an error event after their "
                                     "tokens: "
                                   : "",
