@@ -24,6 +24,7 @@
  */
 #include "engine_internal.h"
 
+#include <slipway/arch.h>
 #include <slipway/gguf.h>
 
 #include <ctype.h>
@@ -612,6 +613,25 @@ static enum sw_payload_kind sniff_payload(const char *path, char *desc, size_t n
     return got < 4 ? SW_PAYLOAD_TRUNCATED : SW_PAYLOAD_BAD_MAGIC;
 }
 
+/* A whole GGUF whose architecture the pinned llama.cpp does not know (model/arch says so from the
+ * same table llama.cpp's llm_arch_from_string reads): what llama-server refuses with "unknown
+ * model architecture", when its log lost that line. */
+static bool unsupported_payload(const char *path, char *desc, size_t n)
+{
+    struct sw_gguf *g = NULL;
+    struct sw_arch *a = NULL;
+    struct sw_err e;
+    bool unsupported = false;
+    sw_err_clear(&e);
+    if (sw_gguf_open(path, &g, NULL) == 0 && sw_arch_from_gguf(g, &a, &e) == SW_EUNSUPPORTED) {
+        snprintf(desc, n, "%.400s", e.msg);
+        unsupported = true;
+    }
+    sw_arch_free(a);
+    sw_gguf_free(g);
+    return unsupported;
+}
+
 static void decide(struct st *t, const struct sw_bootlog_hints *h)
 {
     static const enum sw_boot_class order[] = {
@@ -684,6 +704,16 @@ static void decide(struct st *t, const struct sw_bootlog_hints *h)
                 f->payload_kind = k;
                 snprintf(f->message, sizeof(f->message),
                          "the engine exited while loading; %s is %s", h->payload, desc);
+                f->line = 0;
+                s->failed = true;
+                return;
+            }
+            char why[512];
+            if (unsupported_payload(h->payload, why, sizeof(why))) {
+                f->cls = SW_BOOT_UNSUPPORTED;
+                f->phase = SW_PHASE_LOAD;
+                snprintf(f->message, sizeof(f->message), "the engine exited while loading; %.400s",
+                         why);
                 f->line = 0;
                 s->failed = true;
                 return;

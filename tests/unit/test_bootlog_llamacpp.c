@@ -392,6 +392,21 @@ static void test_hints(void **state)
     parse_str(loading, &r, &st, &h);
     assert_int_equal(st.failure.cls, SW_BOOT_BAD_PAYLOAD);
     assert_int_equal(st.failure.payload_kind, SW_PAYLOAD_TRUNCATED);
+    /* a whole GGUF of an architecture the pinned llama.cpp does not know: llama-server's
+     * "unknown model architecture" line is what an exit may drop from its log */
+    const char *zl = swt_join(dir, "zlama.gguf");
+    static const unsigned char zhdr[] = {
+        'G', 'G', 'U', 'F', 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0,
+        20,  0,   0,   0,   0, 0, 0, 0, 'g', 'e', 'n', 'e', 'r', 'a', 'l', '.', 'a', 'r', 'c', 'h',
+        'i', 't', 'e', 'c', 't', 'u', 'r', 'e', 8, 0, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0,
+        'z', 'l', 'a', 'm', 'a'};
+    swt_write(zl, zhdr, sizeof(zhdr));
+    h.payload = zl;
+    parse_str(loading, &r, &st, &h);
+    assert_true(st.failed);
+    assert_int_equal(st.failure.cls, SW_BOOT_UNSUPPORTED);
+    assert_int_equal(st.failure.phase, SW_PHASE_LOAD);
+    assert_non_null(strstr(st.failure.message, "'zlama'"));
     /* the file, sniffed, overrides what 4 bytes in the log suggested */
     const char *xml = swt_join(dir, "x.gguf");
     swt_write_str(xml, "<?xml version=\"1.0\"?><Error><Code>AccessDenied</Code></Error>");
