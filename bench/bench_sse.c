@@ -5,7 +5,9 @@
  *      llama-server's field order (or the bytes of a recorded stream given as argv[1]);
  *   2. large events: 64 KiB data lines;
  *   3. the same stream as 1 folded by the OpenAI layer too (SSE + JSON per chunk), for scale.
- * Usage: bench_sse [recorded-stream.sse] [seconds-per-case, default 1]
+ * Rates are per second of the thread's CPU time (one core's figure even on a loaded machine), with
+ * the wall-clock MB/s beside them.
+ * Usage: bench_sse [recorded-stream.sse] [CPU-seconds-per-case, default 1]
  */
 #include <slipway/openai.h>
 #include <slipway/sse.h>
@@ -13,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static int count_event(void *ud, const struct sw_sse_event *ev)
 {
@@ -59,16 +62,25 @@ static char *large(size_t events, size_t line, size_t *len)
 }
 
 struct run {
-    double mb_s, ev_s;
+    double mb_s, ev_s;       /* per second of this thread's CPU time: one core's rate */
+    double wall_mb_s;        /* per wall-clock second (lower on a shared, loaded machine) */
     uint64_t events_per_pass;
 };
+
+/* CPU time of this thread: the rate per core whatever else the machine runs. */
+static double cpu_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
 
 static struct run measure(const char *buf, size_t len, double seconds, bool fold)
 {
     const size_t piece = 16384;
     uint64_t events = 0, bytes = 0, passes = 0;
-    double t0 = sw_now_s(), t = t0;
-    while (t - t0 < seconds) {
+    double t0 = sw_now_s(), t = t0, c0 = cpu_s();
+    while (cpu_s() - c0 < seconds) {
         struct sw_sse p;
         struct sw_openai_result r;
         uint64_t ev = 0;
@@ -93,8 +105,9 @@ static struct run measure(const char *buf, size_t len, double seconds, bool fold
             sw_openai_result_free(&r);
         t = sw_now_s();
     }
-    double dt = t - t0;
-    struct run out = {bytes / dt / 1e6, events / dt, passes ? events / passes : 0};
+    double dt = t - t0, dc = cpu_s() - c0;
+    struct run out = {bytes / dc / 1e6, events / dc, bytes / dt / 1e6,
+                      passes ? events / passes : 0};
     return out;
 }
 
@@ -131,13 +144,16 @@ int main(int argc, char **argv)
     struct run a = measure(s1, len1, seconds, false);
     struct run b = measure(s2, len2, seconds, false);
     struct run c = measure(s1, len1, seconds, true);
-    printf("bench_sse (one core, 16 KiB reads, %.1f s per case)\n", seconds);
-    printf("  %-58s %8.1f MB/s %12.0f events/s  (%.0f B/event)\n", what1, a.mb_s, a.ev_s,
-           a.events_per_pass ? (double)len1 / a.events_per_pass : 0.0);
-    printf("  %-58s %8.1f MB/s %12.0f events/s  (%.0f B/event)\n", "large events (64 KiB data)",
-           b.mb_s, b.ev_s, b.events_per_pass ? (double)len2 / b.events_per_pass : 0.0);
-    printf("  %-58s %8.1f MB/s %12.0f events/s\n", "same stream folded by openai (SSE + JSON)",
-           c.mb_s, c.ev_s);
+    printf("bench_sse (one core, 16 KiB reads, %.1f s of CPU per case; rates per CPU second, "
+           "wall-clock MB/s in brackets)\n",
+           seconds);
+    printf("  %-58s %8.1f MB/s %12.0f events/s  (%.0f B/event) [%.1f]\n", what1, a.mb_s, a.ev_s,
+           a.events_per_pass ? (double)len1 / a.events_per_pass : 0.0, a.wall_mb_s);
+    printf("  %-58s %8.1f MB/s %12.0f events/s  (%.0f B/event) [%.1f]\n",
+           "large events (64 KiB data)", b.mb_s, b.ev_s,
+           b.events_per_pass ? (double)len2 / b.events_per_pass : 0.0, b.wall_mb_s);
+    printf("  %-58s %8.1f MB/s %12.0f events/s  [%.1f]\n",
+           "same stream folded by openai (SSE + JSON)", c.mb_s, c.ev_s, c.wall_mb_s);
     free(s1);
     free(s2);
     return 0;
