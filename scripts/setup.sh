@@ -88,7 +88,7 @@ fi
 
 FLEET=examples/local.yaml
 # A previous run may have left the example running: stop it (only what our pid file names).
-build/slipway down "$FLEET" >/dev/null
+build/slipway down "$FLEET" >/dev/null || die "stopping the previous run (see: build/slipway down $FLEET)"
 
 step "plan: build/slipway plan $FLEET"
 build/slipway plan "$FLEET" || die "slipway plan"
