@@ -29,6 +29,7 @@ struct sw_cmd {
 #define SW_VERBS(X)                                                                              \
     X(bootlog, "read an engine's boot log: its report and failure; diff predicted vs printed")   \
     X(calibrate, "fit an endpoint's law terms from its recorded boots; predict with intervals")   \
+    X(check, "run the gates on a fleet's endpoints before a boot: band, pool, window, known-bad") \
     X(down, "stop an endpoint `up` started (checks the pid still names that process)")         \
     X(fetch, "download a payload from the Hub, verified and resumable; or --verify-only one")  \
     X(fleet, "show or check a fleet file (hosts, devices, endpoints, shapes)")                   \

@@ -1,0 +1,103 @@
+/*
+ * gate: the checks a plan must pass before a boot is spent on it (`slipway check`).
+ *
+ * For one fleet endpoint (its shape as the fleet file, its env files, the caller's environment and
+ * any `--set` overrides made it), each gate computes its numbers from the engine's memory law
+ * (memory/llamacpp, memory/vllm with the endpoint's fork profile) and from what the ledger
+ * measured, and returns a verdict with the numbers and a concrete fix:
+ *
+ *   band       free memory per device after the boot, inside the endpoint's free_band
+ *              (default 2 GiB..3 GiB): a usage reading of this very shape when the ledger has one,
+ *              else the calibrated non-KV cost plus the law's KV;
+ *   pool       the pinned KV pool holds the contract, SEQS x MAXLEN tokens at this geometry's real
+ *              price (whole blocks, per-request state), with a stated margin;
+ *   arena      (fork profiles with an expert arena) the arena the fork sizes at this MAXLEN; a pool
+ *              cut that does not move MAXLEN buys no arena, and the gate says so;
+ *   window     per-slot window (llama.cpp slots that cannot share a cache: pool / slots) against
+ *              the client harness's contextWindow, and the compaction request (window x ratio +
+ *              summary budget) against one request window of the endpoint serving compaction;
+ *   known_bad  exact shapes that failed in the ledger or in the fleet's boots, and known-bad rules
+ *              (ledger expressions, fleet `known_bad`), each with the failure that taught it;
+ *   payload    consistency that needs no network: spec-decode flags only when the checkpoint ships
+ *              draft/MTP tensors, a projector when the model's vision needs one (skipped, with the
+ *              reason, when the files are not on this machine).
+ *
+ * What it deliberately does not do: boot, probe or download anything; fit a law (calibration
+ * does; the band gate uses the fitted non-KV cost when there is one); change the fleet file.
+ */
+#ifndef SLIPWAY_GATE_H
+#define SLIPWAY_GATE_H
+
+#include <slipway/core.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct sw_fleet;
+struct sw_fleet_endpoint;
+struct sw_fleet_shape;
+struct sw_ledger;
+
+enum sw_gate_verdict {
+    SW_GATE_PASS = 0,
+    SW_GATE_SKIP = 1, /* could not be judged (missing input); says why; not a failure */
+    SW_GATE_FAIL = 2,
+};
+/* "pass", "skip", "fail". */
+const char *sw_gate_verdict_name(enum sw_gate_verdict v);
+
+/* The band used when an endpoint declares no free_band: the operator's 2-3 GiB. */
+#define SW_GATE_BAND_MIN (2ull * 1024 * 1024 * 1024)
+#define SW_GATE_BAND_MAX (3ull * 1024 * 1024 * 1024)
+
+struct sw_gate_opts {
+    struct sw_ledger *ledger; /* NULL: ledger-backed evidence is skipped, with that reason */
+    double pool_margin;       /* the pool must hold SEQS x MAXLEN x (1 + margin); 0 = none */
+    /* The endpoint's shape as the fleet file gives it, before any sw_gate_set override (NULL:
+     * none were made). The arena gate says what an override of the pool alone buys. */
+    const struct sw_fleet_shape *before;
+};
+
+/*
+ * Run every gate on one endpoint of a loaded fleet. *out (new reference) is
+ *   {"endpoint", "engine", "shape": {ledger shape}, "shape_hash", "verdict": pass|fail,
+ *    "gates": [{"gate", "verdict", "line", "fix" (string|null), "numbers": {...},
+ *               "evidence": [...]}]}
+ * A gate that cannot judge is "skip" with the reason in "line". Returns 0 when the gates ran
+ * (whatever their verdicts), or an error when the input is unusable (SW_EINVAL, SW_EPARSE,
+ * SW_EDB: a ledger that cannot be read...).
+ */
+int sw_gate_endpoint(const struct sw_fleet *f, const struct sw_fleet_endpoint *ep,
+                     const struct sw_gate_opts *o, json_t **out, struct sw_err *e);
+
+/*
+ * Override one setting of an endpoint, "KEY=VALUE": a shape field or alias (`slots=3`,
+ * `ctx=196608`, `kv_cache_bytes=11.3e9`, `spec_decode.method=mtp`), `mmproj=PATH` or `draft=PATH`,
+ * or KEY=null to unset it (`kv_cache_bytes=null`: the engine sizes the pool). Values are read like
+ * the fleet file reads them; the fleet keeps ownership of nothing new: string values must outlive
+ * the fleet (argv strings do). Errors name the key.
+ */
+int sw_gate_set(struct sw_fleet_endpoint *ep, const char *kv, struct sw_err *e);
+
+/*
+ * The endpoint's shape in the ledger's vocabulary (docs/ledger.md): engine, engine_profile, model
+ * {name, quant}, ctx, slots, kv dtypes, kv_bytes, kv_tokens, mnbt, tp/pp, util, flags {mmproj,
+ * spec decode}. The model name is the GGUF file's stem without its quantization suffix, or the
+ * checkpoint directory's name. New reference, or NULL on OOM.
+ */
+json_t *sw_gate_shape(const struct sw_fleet_endpoint *ep);
+
+/*
+ * Do two ledger shapes describe the same boot? Compared on the keys that change memory (engine,
+ * profile, model name and quant, ctx, slots, kv dtypes, kv_bytes, kv_tokens, mnbt, tp, pp, util,
+ * projector, speculative decoding); a key one side has and the other lacks differs. Keys
+ * outside that set (batch sizes, flash attention, free-form flags) are ignored, so a shape
+ * recorded by hand with fewer keys still finds the fleet's.
+ */
+bool sw_gate_same_shape(const json_t *a, const json_t *b);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,248 @@
+/*
+ * slipway check [FLEET.yaml] [ENDPOINT] [--ledger PATH | --no-ledger] [--set KEY=VALUE ...]
+ *               [--margin F] [--json]
+ *
+ *   Run the gates (include/slipway/gate.h, docs/check.md) on every enabled endpoint of a fleet, or
+ *   on the one named, before a boot is spent on it: free-memory band, pool floor, expert arena,
+ *   per-slot window and compaction, known-bad shapes and rules, payload consistency. Loading the
+ *   fleet is `fleet check`'s validation: a fleet with a mistake is unusable input.
+ *
+ * Exit: 0 every gate passed (or skipped, with its reason), 1 a gate failed, 2 unusable input
+ * (missing or broken fleet, unknown endpoint, a ledger that cannot be read, a bad --set).
+ */
+#include "cli.h"
+
+#include <slipway/fleet.h>
+#include <slipway/gate.h>
+#include <slipway/ledger.h>
+
+#include <string.h>
+#include <unistd.h>
+
+#define MAX_SETS 64
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: slipway check [FLEET.yaml] [ENDPOINT] [--ledger PATH | --no-ledger]\n"
+            "                     [--set KEY=VALUE ...] [--margin F] [--json]\n"
+            "\n"
+            "Runs the gates on each enabled endpoint (or ENDPOINT) before a boot is spent:\n"
+            "  band       free memory per device after the boot, inside free_band (2..3 GiB)\n"
+            "  pool       the KV pool holds SEQS x MAXLEN at this geometry's price\n"
+            "  arena      (fork profiles) the expert arena at this MAXLEN\n"
+            "  window     per-slot window vs the client's contextWindow, and compaction\n"
+            "  known_bad  shapes that failed before, known-bad rules (ledger and fleet)\n"
+            "  payload    spec-decode flags vs MTP tensors, the projector (when files are here)\n"
+            "FLEET.yaml defaults to ./fleet.yaml. The ledger is --ledger PATH, else\n"
+            "$SLIPWAY_LEDGER, else beside the fleet file (FLEET.ledger.sqlite), read-only.\n"
+            "  --set KEY=VALUE  try a variant of ENDPOINT's shape: slots=3, ctx=196608,\n"
+            "                   max_model_len=241664, kv_cache_bytes=11.3e9, mmproj=null ...\n"
+            "  --margin F       the pool must hold SEQS x MAXLEN x (1 + F) (default 0)\n"
+            "Exit: 0 all gates pass, 1 a gate failed, 2 unusable input.\n");
+}
+
+static void print_endpoint(const json_t *r)
+{
+    const char *name = json_string_value(json_object_get(r, "endpoint"));
+    char sum[512];
+    sw_ledger_shape_summary(json_object_get(r, "shape"), sum, sizeof(sum));
+    printf("== %s (%s): %s [shape %.12s]\n", name, json_string_value(json_object_get(r, "engine")),
+           sum, json_string_value(json_object_get(r, "shape_hash")));
+    const char *law = json_string_value(json_object_get(r, "law"));
+    if (law)
+        printf("   law: cannot run: %s\n", law);
+    const json_t *gs = json_object_get(r, "gates");
+    size_t nf = 0, ns = 0;
+    for (size_t i = 0; i < json_array_size(gs); i++) {
+        const json_t *g = json_array_get(gs, i);
+        const char *v = json_string_value(json_object_get(g, "verdict"));
+        const char *fix = json_string_value(json_object_get(g, "fix"));
+        char up[8];
+        snprintf(up, sizeof(up), "%s", v);
+        for (char *c = up; *c; c++)
+            *c = (char)(*c - 'a' + 'A');
+        nf += !strcmp(v, "fail");
+        ns += !strcmp(v, "skip");
+        printf("   %-4s %-9s %s\n", up, json_string_value(json_object_get(g, "gate")),
+               json_string_value(json_object_get(g, "line")));
+        if (fix && !strcmp(v, "fail"))
+            printf("   %-4s %-9s fix: %s\n", "", "", fix);
+        const json_t *ev = json_object_get(g, "evidence");
+        for (size_t k = 0; k < json_array_size(ev); k++) {
+            const char *note = json_string_value(json_object_get(json_array_get(ev, k), "note"));
+            if (note && json_object_size(json_array_get(ev, k)) <= 3 &&
+                !json_object_get(json_array_get(ev, k), "outcome"))
+                printf("   %-4s %-9s note: %s\n", "", "", note);
+        }
+    }
+    printf("   verdict: %s (%zu gates: %zu failed, %zu skipped)\n\n", nf ? "REJECTED" : "accepted",
+           json_array_size(gs), nf, ns);
+}
+
+int sw_cmd_check(int argc, char **argv)
+{
+    const char *fleet_path = NULL, *only = NULL, *ledger_path = NULL;
+    const char *sets[MAX_SETS];
+    size_t n_sets = 0;
+    bool json = false, no_ledger = false;
+    double margin = 0;
+    struct sw_err e;
+    struct sw_fleet *f = NULL;
+    struct sw_ledger led;
+    bool have_ledger = false;
+    char lpath[4096] = "";
+    json_t *out = NULL, *eps = NULL;
+    int rc = SW_EXIT_OK;
+
+    sw_err_clear(&e);
+    memset(&led, 0, sizeof(led));
+    for (int i = 1; i < argc; i++) {
+        if (sw_cli_is(argv[i], "-h", "--help")) {
+            usage(stdout);
+            return SW_EXIT_OK;
+        } else if (!strcmp(argv[i], "--json")) {
+            json = true;
+        } else if (!strcmp(argv[i], "--no-ledger")) {
+            no_ledger = true;
+        } else if (!strcmp(argv[i], "--ledger") && i + 1 < argc) {
+            ledger_path = argv[++i];
+        } else if (!strncmp(argv[i], "--ledger=", 9)) {
+            ledger_path = argv[i] + 9;
+        } else if (!strcmp(argv[i], "--set") && i + 1 < argc) {
+            if (n_sets >= MAX_SETS)
+                return sw_cli_usage("check", "at most %d --set", MAX_SETS);
+            sets[n_sets++] = argv[++i];
+        } else if (!strcmp(argv[i], "--margin") && i + 1 < argc) {
+            if (sw_parse_double(argv[++i], &margin, &e) || margin < 0 || margin > 10)
+                return sw_cli_usage("check", "--margin: want a fraction >= 0, got '%s'", argv[i]);
+        } else if (argv[i][0] == '-') {
+            return sw_cli_usage("check", "unknown option '%s'", argv[i]);
+        } else if (!fleet_path) {
+            fleet_path = argv[i];
+        } else if (!only) {
+            only = argv[i];
+        } else {
+            return sw_cli_usage("check", "unexpected argument '%s'", argv[i]);
+        }
+    }
+    if (!fleet_path)
+        fleet_path = "fleet.yaml";
+    if (n_sets && !only)
+        return sw_cli_usage("check", "--set changes one endpoint's shape: name the ENDPOINT");
+    if (no_ledger && ledger_path)
+        return sw_cli_usage("check", "--ledger and --no-ledger together");
+
+    if (sw_fleet_load(fleet_path, NULL, &f, &e)) {
+        rc = sw_cli_fail(&e, json);
+        goto out;
+    }
+    struct sw_fleet_endpoint *target = NULL;
+    if (only) {
+        target = (struct sw_fleet_endpoint *)sw_fleet_endpoint(f, only);
+        if (!target) {
+            char names[1024] = "";
+            size_t o = 0;
+            for (size_t i = 0; i < f->n_endpoints && o < sizeof(names); i++) {
+                int w = snprintf(names + o, sizeof(names) - o, "%s%s", i ? ", " : "",
+                                 f->endpoints[i].name);
+                if (w > 0)
+                    o += (size_t)w;
+            }
+            sw_err_set(&e, SW_ENOENT, "%s: no endpoint '%s' (the fleet has: %s)", fleet_path, only,
+                       names);
+            rc = sw_cli_fail(&e, json);
+            goto out;
+        }
+    }
+    struct sw_fleet_shape before;
+    if (target)
+        before = target->shape;
+    for (size_t i = 0; i < n_sets; i++) {
+        if (sw_gate_set(target, sets[i], &e)) {
+            rc = sw_cli_fail(&e, json);
+            goto out;
+        }
+    }
+
+    /* The ledger: read-only; an explicit path must be usable, the default may be absent. */
+    if (!no_ledger) {
+        bool explicit_path = ledger_path != NULL || getenv("SLIPWAY_LEDGER") != NULL;
+        if (ledger_path)
+            snprintf(lpath, sizeof(lpath), "%s", ledger_path);
+        else if (sw_ledger_default_path(fleet_path, lpath, sizeof(lpath), &e)) {
+            rc = sw_cli_fail(&e, json);
+            goto out;
+        }
+        struct sw_ledger_open_opts oo = {.readonly = true};
+        int lrc = sw_ledger_open(&led, lpath, &oo, &e);
+        if (lrc == SW_ENOENT && !explicit_path) {
+            if (!json)
+                printf("(no ledger at %s: ledger evidence is skipped)\n\n", lpath);
+            lpath[0] = '\0';
+        } else if (lrc) {
+            /* a ledger that cannot be read is unusable input, whatever the database said */
+            sw_err_prefix(&e, "the ledger");
+            sw_cli_fail(&e, json);
+            rc = SW_EXIT_USAGE;
+            goto out;
+        } else {
+            have_ledger = true;
+        }
+    }
+
+    struct sw_gate_opts go = {.ledger = have_ledger ? &led : NULL,
+                              .pool_margin = margin,
+                              .before = n_sets ? &before : NULL};
+    out = json_object();
+    eps = json_array();
+    if (!out || !eps) {
+        sw_err_set(&e, SW_ENOMEM, "out of memory");
+        rc = sw_cli_fail(&e, json);
+        goto out;
+    }
+    bool failed = false;
+    size_t n = 0;
+    for (size_t i = 0; i < f->n_endpoints; i++) {
+        const struct sw_fleet_endpoint *ep = &f->endpoints[i];
+        json_t *r = NULL;
+        if (target ? ep != target : !ep->enabled)
+            continue;
+        n++;
+        if (sw_gate_endpoint(f, ep, &go, &r, &e)) {
+            rc = sw_cli_fail(&e, json);
+            goto out;
+        }
+        failed |= !strcmp(json_string_value(json_object_get(r, "verdict")), "fail");
+        if (!json)
+            print_endpoint(r);
+        json_array_append_new(eps, r);
+    }
+    sw_json_set_str(out, "fleet", fleet_path);
+    if (have_ledger)
+        sw_json_set_str(out, "ledger", lpath);
+    else
+        sw_json_set_new(out, "ledger", json_null());
+    if (n_sets) {
+        json_t *a = json_array();
+        for (size_t i = 0; a && i < n_sets; i++)
+            json_array_append_new(a, json_string(sets[i]));
+        sw_json_set_new(out, "set", a);
+    }
+    sw_json_set_str(out, "verdict", failed ? "fail" : "pass");
+    sw_json_set_new(out, "endpoints", eps);
+    eps = NULL;
+    if (json)
+        sw_json_print(stdout, out, true);
+    else if (n == 0)
+        printf("%s: no enabled endpoint\n", fleet_path);
+    else
+        printf("check: %s\n", failed ? "a gate failed (exit 1)" : "every gate passed");
+    rc = failed ? SW_EXIT_FAIL : SW_EXIT_OK;
+out:
+    json_decref(out);
+    json_decref(eps);
+    sw_ledger_close(&led);
+    sw_fleet_free(f);
+    return rc;
+}
