@@ -44,7 +44,8 @@ struct sw__gate_plan {
     struct {
         const struct sw_fleet_device *dev;
         uint64_t capacity; /* memory_total (what nvidia-smi/rocm-smi print as total) */
-        uint64_t kv;       /* KV + recurrent on this device */
+        uint64_t kv;       /* KV caches on this device */
+        uint64_t rec;      /* recurrent state on this device */
     } dev[SW__GATE_MAX_DEV];
 };
 

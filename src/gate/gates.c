@@ -200,7 +200,7 @@ int sw__gate_band(struct sw__gate_run *r, struct sw_err *e)
     const struct sw__gate_plan *p = &r->plan;
     double lo = (double)(ep->free_band.min.set ? ep->free_band.min.v : SW_GATE_BAND_MIN);
     double hi = (double)(ep->free_band.max.set ? ep->free_band.max.v : SW_GATE_BAND_MAX);
-    char a[64], b[64], c[64], d[64], bs[64], t[1][48];
+    char a[64], b[64], c[64], d[64], bs[64], t[2][48];
     (void)e;
     snprintf(bs, sizeof(bs), "%s..%s", sw__gate_mib(lo, a, sizeof(a)),
              sw__gate_mib(hi, b, sizeof(b)));
@@ -239,10 +239,11 @@ int sw__gate_band(struct sw__gate_run *r, struct sw_err *e)
         }
         /* Predicted: a stated non-KV cost plus the law's KV on this device. */
         const struct sw_fleet_fact *nk = non_kv_fact(ep);
-        uint64_t kv = 0, cap = 0;
+        uint64_t kv = 0, rec = 0, cap = 0;
         for (int k = 0; k < p->n_dev; k++)
             if (p->dev[k].dev == dev) {
                 kv = p->dev[k].kv;
+                rec = p->dev[k].rec;
                 cap = p->dev[k].capacity;
             }
         if (!p->ok) {
@@ -271,16 +272,18 @@ int sw__gate_band(struct sw__gate_run *r, struct sw_err *e)
             sw__gate_num(g, "kv_bytes", (double)kv);
             continue;
         }
-        double used = nk->q.value + (double)kv;
+        double used = nk->q.value + (double)kv + (double)rec;
         double fm = (double)cap - used;
         bool in = fm >= lo && fm <= hi;
         g = sw__gate_add(r, "band", in ? SW_GATE_PASS : SW_GATE_FAIL,
-                         "%s: %s free, predicted (%s of KV by the law + non-KV %s measured = %s "
-                         "of %s), %s the %s band",
+                         "%s: %s free, predicted (%s of KV + %s of recurrent state by the law + "
+                         "non-KV %s measured = %s of %s), %s the %s band",
                          dev->name, sw__gate_mib(fm, a, sizeof(a)),
                          sw__gate_gib((double)kv, b, sizeof(b)),
+                         sw__gate_mib((double)rec, t[1], 48),
                          sw__gate_mib(nk->q.value, c, sizeof(c)), sw__gate_mib(used, d, sizeof(d)),
                          sw__gate_mib((double)cap, t[0], 48), in ? "inside" : "outside", bs);
+        sw__gate_num(g, "recurrent_bytes", (double)rec);
         sw__gate_str(g, "device", dev->name);
         sw__gate_str(g, "source", "predicted");
         sw__gate_num(g, "free_bytes", fm);

@@ -157,7 +157,8 @@ static int plan_llamacpp(const struct sw_fleet_endpoint *ep, struct sw__gate_pla
             continue; /* "CPU" when everything is offloaded */
         p->dev[p->n_dev].dev = fd;
         p->dev[p->n_dev].capacity = dev_capacity(fd);
-        p->dev[p->n_dev].kv = x->kv + x->recurrent;
+        p->dev[p->n_dev].kv = x->kv;
+        p->dev[p->n_dev].rec = x->recurrent;
         p->n_dev++;
     }
     goto out;

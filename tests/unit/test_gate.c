@@ -207,7 +207,11 @@ static void test_small_262144_rejected(void **state)
     has(b, "line", "18.4 GiB of KV");
     /* the fleet's measured non-KV cost with the projector, 8,859 MiB */
     assert_true(num(b, "non_kv_bytes") == 8859 * MIB);
-    assert_true(num(b, "free_bytes") == 24576 * MIB - 8859 * MIB - kv);
+    /* the recurrent state: 24 gated-delta-net layers x 3 sequences x f32 (conv 3 x 8,192 +
+     * state 128 x 128 x 32 heads) = 2,195,456 B per layer per sequence */
+    double rec = 24.0 * 3 * (3 * 8192 + 128 * 128 * 32) * 4;
+    assert_true(num(b, "recurrent_bytes") == rec);
+    assert_true(num(b, "free_bytes") == 24576 * MIB - 8859 * MIB - kv - rec);
     assert_true(num(b, "free_bytes") < 0);
     json_decref(r);
 }
