@@ -110,7 +110,24 @@ static int load_ledger(struct sw__gate_run *r, struct sw_err *e)
     q.full = true;
     if ((rc = sw_ledger_boots(r->o->ledger, &q, &r->boots, e)))
         return rc;
-    return sw_ledger_known_bad(r->o->ledger, r->ep->name, &r->known_bad, e);
+    if ((rc = sw_ledger_known_bad(r->o->ledger, r->ep->name, &r->known_bad, e)))
+        return rc;
+    /* The calibration (non-KV cost by subtraction, per device). An endpoint the ledger has no
+     * record of, or whose readings do not fit, is not unusable input: the band says why. */
+    struct sw_calib_opts co = {.ep = r->ep};
+    struct sw_err ce;
+    char buf[480];
+    sw_err_clear(&ce);
+    if (json_array_size(r->boots) == 0) {
+        snprintf(r->fit_why, sizeof(r->fit_why), "the ledger has no boot of %s", r->ep->name);
+    } else if (sw_calib_fit(r->o->ledger, r->ep->name, &co, &r->fit, &ce)) {
+        if (ce.code == SW_ENOMEM)
+            return sw_err_set(e, SW_ENOMEM, "out of memory");
+        snprintf(r->fit_why, sizeof(r->fit_why), "calibration: %s",
+                 sw_err_format(&ce, buf, sizeof(buf)));
+        r->fit = NULL;
+    }
+    return 0;
 }
 
 int sw_gate_endpoint(const struct sw_fleet *f, const struct sw_fleet_endpoint *ep,
@@ -165,6 +182,7 @@ out:
     json_decref(r.gates);
     json_decref(r.boots);
     json_decref(r.known_bad);
+    sw_calib_fit_free(r.fit);
     json_decref(canon);
     json_decref(raw);
     return rc;

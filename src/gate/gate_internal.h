@@ -5,6 +5,7 @@
 #ifndef SW_GATE_INTERNAL_H
 #define SW_GATE_INTERNAL_H
 
+#include <slipway/calib.h>
 #include <slipway/fleet.h>
 #include <slipway/gate.h>
 #include <slipway/ledger.h>
@@ -60,9 +61,11 @@ struct sw__gate_run {
     struct sw__gate_plan plan;
     json_t *shape; /* the endpoint's ledger shape (canonical) */
     char hash[SW_LEDGER_HASH_LEN + 1];
-    json_t *boots;     /* the endpoint's boots from the ledger (full), or NULL */
-    json_t *known_bad; /* sw_ledger_known_bad for the endpoint, or NULL */
-    json_t *gates;     /* the result array */
+    json_t *boots;            /* the endpoint's boots from the ledger (full), or NULL */
+    json_t *known_bad;        /* sw_ledger_known_bad for the endpoint, or NULL */
+    json_t *gates;            /* the result array */
+    struct sw_calib_fit *fit; /* calibration of the endpoint from the ledger, or NULL */
+    char fit_why[512];        /* why there is none */
 };
 
 /* Append a gate result; fmt is the verdict line. Returns the new object (borrowed) or NULL. */

@@ -194,6 +194,45 @@ static const struct sw_fleet_fact *non_kv_fact(const struct sw_fleet_endpoint *e
     return sw_fleet_endpoint_fact(ep, "non_kv_cost");
 }
 
+/* The shape to ask the calibration's budget for: a recorded boot of the same kind (equal on
+ * every memory key once ctx, slots and the pool are set to ours), so the recorded vocabulary of
+ * flags (a projector's size, ...) matches the class the calibration built from it. NULL: none. */
+static json_t *budget_shape(const struct sw__gate_run *r)
+{
+    static const char *const pool_keys[] = {"ctx", "slots", "kv_bytes", "kv_tokens"};
+    for (size_t i = json_array_size(r->boots); i-- > 0;) {
+        const json_t *canon =
+            json_object_get(json_object_get(json_array_get(r->boots, i), "shape"), "canonical");
+        if (!json_is_object(canon))
+            continue;
+        json_t *t = json_deep_copy(canon);
+        if (!t)
+            return NULL;
+        for (size_t k = 0; k < SW_ARRAY_LEN(pool_keys); k++) {
+            json_t *v = json_object_get(r->shape, pool_keys[k]);
+            if (v)
+                json_object_set(t, pool_keys[k], v);
+            else
+                json_object_del(t, pool_keys[k]);
+        }
+        if (sw_gate_same_shape(t, r->shape))
+            return t;
+        json_decref(t);
+    }
+    return NULL;
+}
+
+/* The calibration's budget entry for fleet device d, or NULL. */
+static const struct sw_calib_device *budget_device(const struct sw__gate_run *r,
+                                                   const struct sw_calib_budget *b,
+                                                   const struct sw_fleet_device *d)
+{
+    for (int i = 0; i < b->n_dev; i++)
+        if (reading_device(r->ep, b->dev[i].device) == d)
+            return &b->dev[i];
+    return NULL;
+}
+
 int sw__gate_band(struct sw__gate_run *r, struct sw_err *e)
 {
     const struct sw_fleet_endpoint *ep = r->ep;
@@ -208,10 +247,82 @@ int sw__gate_band(struct sw__gate_run *r, struct sw_err *e)
         sw__gate_add(r, "band", SW_GATE_SKIP, "the endpoint names no device");
         return 0;
     }
+    /* The calibrated budget: the readings' non-KV cost + the law's KV for this shape. */
+    struct sw_calib_budget cb;
+    bool have_cb = false;
+    char cb_why[640] = "";
+    memset(&cb, 0, sizeof(cb));
+    if (r->fit) {
+        json_t *q = budget_shape(r);
+        struct sw_err ce;
+        struct sw_calib_opts co = {.ep = ep};
+        sw_err_clear(&ce);
+        if (q && sw_calib_budget(r->fit, q, &co, &cb, &ce) == 0)
+            have_cb = true;
+        else if (q)
+            sw_err_format(&ce, cb_why, sizeof(cb_why));
+        else
+            snprintf(cb_why, sizeof(cb_why), "no boot of a shape like this one was read");
+        json_decref(q);
+    } else {
+        snprintf(cb_why, sizeof(cb_why), "%s", r->fit_why[0] ? r->fit_why : "no ledger was given");
+    }
     for (size_t i = 0; i < ep->n_devices; i++) {
         const struct sw_fleet_device *dev = ep->devices[i];
         const json_t *boot = NULL, *u = measured_reading(r, dev, &boot);
+        const struct sw_calib_device *cd = have_cb ? budget_device(r, &cb, dev) : NULL;
         json_t *g;
+        if (cd && !cd->measured) {
+            double fm = cd->free_mib * SW_MIB, flo = cd->free_lo * SW_MIB,
+                   fhi = cd->free_hi * SW_MIB;
+            bool in = fm >= lo && fm <= hi;
+            char kvs[160];
+            uint64_t pkv = 0, prec = 0;
+            for (int k = 0; k < p->n_dev; k++)
+                if (p->dev[k].dev == dev) {
+                    pkv = p->dev[k].kv;
+                    prec = p->dev[k].rec;
+                }
+            if (pkv && fabs((double)(pkv + prec) - cd->kv_mib * SW_MIB) < SW_MIB) {
+                char k1[48], k2[48];
+                snprintf(kvs, sizeof(kvs), "%s of KV + %s of recurrent state",
+                         sw__gate_gib((double)pkv, k1, sizeof(k1)),
+                         sw__gate_mib((double)prec, k2, sizeof(k2)));
+            } else {
+                snprintf(kvs, sizeof(kvs), "%s of KV and state",
+                         sw__gate_gib(cd->kv_mib * SW_MIB, d, sizeof(d)));
+            }
+            g = sw__gate_add(r, "band", in ? SW_GATE_PASS : SW_GATE_FAIL,
+                             "%s: %s free, calibrated (%s..%s; %s by the law + non-KV %s "
+                             "from %d reading%s, driver reserve %s), %s the %s band%s%s",
+                             dev->name, sw__gate_mib(fm, a, sizeof(a)),
+                             sw__gate_mib(flo, b, sizeof(b)), sw__gate_mib(fhi, c, sizeof(c)), kvs,
+                             sw__gate_mib(cd->non_kv_mib * SW_MIB, t[0], 48), cd->n_readings,
+                             cd->n_readings == 1 ? "" : "s",
+                             sw__gate_mib(cd->reserve_mib * SW_MIB, t[1], 48),
+                             in ? "inside" : "outside", bs, cb.warning[0] ? "; " : "", cb.warning);
+            sw__gate_str(g, "device", dev->name);
+            sw__gate_str(g, "source", "calibrated");
+            sw__gate_num(g, "free_bytes", fm);
+            sw__gate_num(g, "free_lo_bytes", flo);
+            sw__gate_num(g, "free_hi_bytes", fhi);
+            sw__gate_num(g, "kv_and_state_bytes", cd->kv_mib * SW_MIB);
+            if (pkv) {
+                sw__gate_num(g, "kv_bytes", (double)pkv);
+                sw__gate_num(g, "recurrent_bytes", (double)prec);
+            }
+            sw__gate_num(g, "non_kv_bytes", cd->non_kv_mib * SW_MIB);
+            sw__gate_num(g, "reserve_bytes", cd->reserve_mib * SW_MIB);
+            sw__gate_num(g, "total_bytes", (double)cd->total_mib * SW_MIB);
+            sw__gate_num(g, "band_min", lo);
+            sw__gate_num(g, "band_max", hi);
+            if (cb.extrapolated)
+                sw__gate_num(g, "extrapolated", 1);
+            sw__gate_evidence(g, json_pack("{s:s}", "basis", cd->basis));
+            if (!in)
+                band_fix(g, r, fm, lo, hi);
+            continue;
+        }
         if (u) {
             double total = (double)json_integer_value(json_object_get(u, "total_mib")) * SW_MIB;
             double used = (double)json_integer_value(json_object_get(u, "used_mib")) * SW_MIB;
@@ -294,6 +405,7 @@ int sw__gate_band(struct sw__gate_run *r, struct sw_err *e)
         sw__gate_num(g, "band_max", hi);
         sw__gate_evidence(g, json_pack("{s:s,s:s,s:s?}", "fact", nk->name, "value", nk->q.text,
                                        "source", nk->source));
+        sw__gate_evidence(g, json_pack("{s:s}", "no_calibration", cb_why));
         if (!in)
             band_fix(g, r, fm, lo, hi);
     }
