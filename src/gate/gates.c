@@ -10,6 +10,7 @@
 
 #include <slipway/gguf.h>
 #include <slipway/hf.h>
+#include <slipway/payload.h>
 
 #include <ctype.h>
 #include <math.h>
@@ -460,6 +461,31 @@ int sw__gate_pool(struct sw__gate_run *r, struct sw_err *e)
         sw__gate_add(r, "pool", SW_GATE_SKIP, "seqs is not set: no contract to hold");
         return 0;
     }
+    /* The calibrated block law of this KV class (every solution consistent with the recorded
+     * boots): the pool that holds SEQS x MAXLEN whatever the free terms are. */
+    const struct sw_calib_kv_fit *cls = r->fit ? sw_calib_kv_class(r->fit, r->shape) : NULL;
+    uint64_t c_lo = 0, c_hi = 0;
+    bool c_extr = false, have_c = false;
+    char needsrc[400];
+    if (cls && cls->consistent && cls->n_solutions > 0 &&
+        sw_calib_kv_need(cls, (int64_t)p->maxlen, (int64_t)p->slots, &c_lo, &c_hi, &c_extr, NULL) ==
+            0 &&
+        c_hi > 0)
+        have_c = true;
+    if (have_c) {
+        need_bytes = (double)c_hi * (1 + margin);
+        snprintf(needsrc, sizeof(needsrc),
+                 "calibrated: %s..%s over the %lld block-law solutions that reproduce %d boots of "
+                 "class %s%s",
+                 sw__gate_gib((double)c_lo, t[0], 48), sw__gate_gib((double)c_hi, t[1], 48),
+                 (long long)cls->n_solutions, cls->n_points, cls->klass,
+                 c_extr ? "; EXTRAPOLATES: this max_model_len was not fitted" : "");
+    } else {
+        snprintf(needsrc, sizeof(needsrc),
+                 "%s blocks: %s, by the law as the fleet declares the "
+                 "model",
+                 cnt(need_blocks, t[0], 48), p->price_how);
+    }
     if (!p->pinned) {
         /* The engine sizes the pool at boot. A fork that declares its arena leaves the pool
          * (and graphs, activations) the room the arena does not take. */
@@ -474,21 +500,22 @@ int sw__gate_pool(struct sw__gate_run *r, struct sw_err *e)
                 bool ok = need_bytes <= room;
                 g = sw__gate_add(
                     r, "pool", ok ? SW_GATE_PASS : SW_GATE_FAIL,
-                    "%s x %s tokens ask %s of KV per rank (%s blocks: %s); the fork leaves %s for "
+                    "%s x %s tokens ask %s of KV per rank (%s); the fork leaves %s for "
                     "the pool (overhead %s + reserve %s - graphs %s, profile %s)",
                     cnt(p->slots, a, sizeof(a)), cnt(p->maxlen, b, sizeof(b)),
-                    sw__gate_gib(need_bytes, c, sizeof(c)), cnt(need_blocks, d, sizeof(d)),
-                    p->price_how, sw__gate_gib(room, x, sizeof(x)),
+                    sw__gate_gib(need_bytes, c, sizeof(c)), needsrc,
+                    sw__gate_gib(room, x, sizeof(x)),
                     sw__gate_gib((double)ar.overhead_bytes, t[0], 48),
                     sw__gate_gib((double)ar.reserve_bytes, t[1], 48),
                     sw__gate_gib((double)p->prof.graphs, t[2], 48), p->prof.name);
                 sw__gate_num(g, "need_bytes", need_bytes);
                 sw__gate_num(g, "room_bytes", room);
+                sw__gate_str(g, "source", have_c ? "calibrated" : "law");
                 sw__gate_num(g, "blocks_per_request", (double)bpr);
                 sw__gate_num(g, "block_bytes", (double)p->stride);
                 if (!ok) {
-                    uint64_t fit =
-                        room > 0 ? (uint64_t)(room / ((double)bpr * (double)p->stride)) : 0;
+                    double per_req = need_bytes / (double)p->slots;
+                    uint64_t fit = room > 0 && per_req > 0 ? (uint64_t)(room / per_req) : 0;
                     sw__gate_fix(g,
                                  "cut seqs to %s, or max_model_len, or pin kv_cache_bytes "
                                  "below %s and accept fewer full-length requests",
@@ -551,6 +578,39 @@ int sw__gate_pool(struct sw__gate_run *r, struct sw_err *e)
                          cnt(p->slots, b, sizeof(b)), cnt(p->maxlen, c, sizeof(c)),
                          cnt((uint64_t)floor(conc), d, sizeof(d)));
         }
+        return 0;
+    }
+    if (have_c) {
+        struct sw_calib_kv_pred cp;
+        uint64_t pool = vr->available_kv_bytes;
+        bool ok = (double)pool >= need_bytes;
+        memset(&cp, 0, sizeof(cp));
+        sw_calib_kv_predict(cls, (int64_t)p->maxlen, pool, &cp, NULL);
+        g = sw__gate_add(
+            r, "pool", ok ? SW_GATE_PASS : SW_GATE_FAIL,
+            "kv_cache_bytes %s per rank holds %s..%s tokens = %.2f..%.2fx of "
+            "%s-token requests; the contract %s x %s%s needs %s (%s)",
+            sw__gate_gib((double)pool, a, sizeof(a)), cnt((uint64_t)cp.tokens.lo, b, sizeof(b)),
+            cnt((uint64_t)cp.tokens.hi, c, sizeof(c)), cp.conc_lo, cp.conc_hi,
+            cnt(p->maxlen, d, sizeof(d)), cnt(p->slots, x, sizeof(x)), cnt(p->maxlen, t[2], 48),
+            margin > 0 ? " + margin" : "", sw__gate_gib(need_bytes, t[0], 48), needsrc);
+        sw__gate_str(g, "source", "calibrated");
+        sw__gate_num(g, "kv_cache_bytes", (double)pool);
+        sw__gate_num(g, "kv_cache_tokens_lo", (double)cp.tokens.lo);
+        sw__gate_num(g, "kv_cache_tokens_hi", (double)cp.tokens.hi);
+        sw__gate_num(g, "need_bytes", need_bytes);
+        sw__gate_num(g, "need_bytes_lo", (double)c_lo);
+        sw__gate_num(g, "law_kv_cache_tokens", (double)vr->kv_cache_tokens);
+        if (c_extr)
+            sw__gate_num(g, "extrapolated", 1);
+        if (!ok)
+            sw__gate_fix(g,
+                         "raise kv_cache_bytes to %s (+%s) to hold %s x %s whatever the "
+                         "fitted terms are, or cut seqs to %s",
+                         cnt((uint64_t)ceil(need_bytes), a, sizeof(a)),
+                         sw__gate_mib(need_bytes - (double)pool, b, sizeof(b)),
+                         cnt(p->slots, c, sizeof(c)), cnt(p->maxlen, d, sizeof(d)),
+                         cnt((uint64_t)floor(cp.conc_lo), x, sizeof(x)));
         return 0;
     }
     bool ok = (uint64_t)vr->num_gpu_blocks >= need_blocks;
@@ -965,58 +1025,6 @@ static const char *payload_file(const struct sw_fleet_endpoint *ep, const char *
     return out;
 }
 
-/* MTP tensors in a safetensors checkpoint: names under "mtp." or a layer index at or past
- * num_hidden_layers ("model.layers.48." of a 48-layer model). */
-static bool mtp_name(const char *name, int64_t nl)
-{
-    if (!strncmp(name, "mtp.", 4) || strstr(name, ".mtp."))
-        return true;
-    const char *s = strstr(name, "layers.");
-    if (s && nl > 0) {
-        char *end = NULL;
-        long long li = strtoll(s + 7, &end, 10);
-        if (end != s + 7 && li >= nl)
-            return true;
-    }
-    return false;
-}
-
-static int count_mtp_hf(const char *dir, int64_t nl, int64_t *count, struct sw_err *e)
-{
-    char p[4096];
-    *count = 0;
-    snprintf(p, sizeof(p), "%s/model.safetensors.index.json", dir);
-    if (is_file(p)) {
-        json_t *ix = sw_json_load_file(p, 64u << 20, e);
-        if (!ix)
-            return e ? e->code : SW_EPARSE;
-        const char *k;
-        json_t *v;
-        json_object_foreach(json_object_get(ix, "weight_map"), k, v)
-        {
-            (void)v;
-            if (mtp_name(k, nl))
-                (*count)++;
-        }
-        json_decref(ix);
-        return 0;
-    }
-    snprintf(p, sizeof(p), "%s/model.safetensors", dir);
-    if (is_file(p)) {
-        struct sw_st_file f;
-        memset(&f, 0, sizeof(f));
-        int rc = sw_st_read(p, &f, e);
-        if (rc)
-            return rc;
-        for (size_t i = 0; i < f.n_tensors; i++)
-            if (mtp_name(f.tensors[i].name, nl))
-                (*count)++;
-        sw_st_file_free(&f);
-        return 0;
-    }
-    return sw_err_set(e, SW_ENOENT, "%s has no model.safetensors(.index.json)", dir);
-}
-
 int sw__gate_payload(struct sw__gate_run *r, struct sw_err *e)
 {
     const struct sw_fleet_endpoint *ep = r->ep;
@@ -1049,68 +1057,43 @@ int sw__gate_payload(struct sw__gate_run *r, struct sw_err *e)
             if (g && !ep->payload.draft.v)
                 sw__gate_fix(g, "set payload.draft, or drop spec_decode");
         } else if (mtp) {
-            const char *dir = ep->payload.path.v;
-            if (ep->engine == SW_FLEET_LLAMACPP) {
-                const char *gp = payload_file(ep, ep->payload.gguf.v ? ep->payload.gguf.v : dir,
-                                              path, sizeof(path));
-                struct sw_gguf *gg = NULL;
-                uint64_t nn = 0;
-                if (!gp || !is_file(gp)) {
-                    g = sw__gate_add(r, "payload", SW_GATE_SKIP,
-                                     "spec_decode.method %s: the GGUF is not on this machine, its "
-                                     "MTP blocks cannot be counted",
-                                     m);
-                } else if (sw_gguf_open(gp, &gg, &le)) {
-                    char eb[1200];
-                    g = sw__gate_add(r, "payload", SW_GATE_FAIL, "spec_decode.method %s: %s", m,
-                                     sw_err_format(&le, eb, sizeof(eb)));
-                } else {
-                    sw_gguf_arch_u64(gg, "nextn_predict_layers", &nn);
-                    g = sw__gate_add(r, "payload", nn ? SW_GATE_PASS : SW_GATE_FAIL,
-                                     "spec_decode.method %s: %s ships %llu MTP/NextN blocks", m, gp,
-                                     (unsigned long long)nn);
-                    sw__gate_num(g, "mtp_layers", (double)nn);
-                    if (!nn)
-                        sw__gate_fix(g, "drop spec_decode (it would draft from nothing)");
-                }
-                sw_gguf_free(gg);
-            } else if (!dir || dir[0] != '/' || !is_dir(dir)) {
+            /* payload/layout's count: declared MTP layers vs the weights that belong to them */
+            const char *where = ep->engine == SW_FLEET_LLAMACPP && ep->payload.gguf.v
+                                    ? payload_file(ep, ep->payload.gguf.v, path, sizeof(path))
+                                    : payload_file(ep, ep->payload.path.v, path, sizeof(path));
+            struct sw_payload_mtp mt;
+            memset(&mt, 0, sizeof(mt));
+            if (!where || (!is_file(where) && !is_dir(where))) {
                 g = sw__gate_add(r, "payload", SW_GATE_SKIP,
                                  "spec_decode.method %s: the checkpoint %s is not on this "
-                                 "machine; its mtp.* tensors cannot be counted",
-                                 m, dir ? dir : "(no payload.path)");
+                                 "machine; its MTP tensors cannot be counted",
+                                 m, ep->payload.path.v ? ep->payload.path.v : "(no payload.path)");
+            } else if (sw_payload_mtp_check(where, &mt, &le)) {
+                char eb[1200];
+                g = sw__gate_add(r, "payload", SW_GATE_SKIP,
+                                 "spec_decode.method %s: cannot read %s: %s", m, where,
+                                 sw_err_format(&le, eb, sizeof(eb)));
             } else {
-                struct sw_hf_config *hc = sw_calloc(1, sizeof(*hc));
-                int64_t n = 0;
-                snprintf(path, sizeof(path), "%s/config.json", dir);
-                if (!hc)
-                    return sw_err_set(e, SW_ENOMEM, "out of memory");
-                if (sw_hf_config_load(path, hc, &le) ||
-                    count_mtp_hf(dir, hc->num_hidden_layers, &n, &le)) {
-                    char eb[1200];
-                    g = sw__gate_add(r, "payload", SW_GATE_SKIP,
-                                     "spec_decode.method %s: cannot read the checkpoint: %s", m,
-                                     sw_err_format(&le, eb, sizeof(eb)));
-                } else {
-                    bool ok = n > 0;
-                    g = sw__gate_add(r, "payload", ok ? SW_GATE_PASS : SW_GATE_FAIL,
-                                     "spec_decode.method %s: config declares %lld MTP layers, the "
-                                     "checkpoint ships %lld mtp tensors",
-                                     m, (long long)hc->num_nextn_predict_layers, (long long)n);
-                    sw__gate_num(g, "mtp_layers_declared", (double)hc->num_nextn_predict_layers);
-                    sw__gate_num(g, "mtp_tensors", (double)n);
-                    if (!ok)
-                        sw__gate_fix(g, "drop spec_decode, or point payload.draft at a checkpoint "
-                                        "that ships the MTP head");
-                }
-                sw_free(hc);
+                bool ok = sw_payload_ships_mtp(&mt);
+                g = sw__gate_add(r, "payload", ok ? SW_GATE_PASS : SW_GATE_FAIL,
+                                 "spec_decode.method %s: %s declares %lld MTP layers (%s), the "
+                                 "weights hold %llu of their tensors%s",
+                                 m, where, (long long)mt.declared,
+                                 mt.source[0] ? mt.source : "nothing declared",
+                                 (unsigned long long)mt.tensors,
+                                 mt.weights_read ? "" : " (not every header was read)");
+                sw__gate_num(g, "mtp_layers_declared", (double)mt.declared);
+                sw__gate_num(g, "mtp_tensors", (double)mt.tensors);
+                if (!ok)
+                    sw__gate_fix(g, "drop spec_decode (it would draft from nothing), or point "
+                                    "payload.draft at a checkpoint that ships the MTP head");
             }
         } else {
             sw__gate_add(r, "payload", SW_GATE_PASS,
                          "spec_decode.method %s needs no tensors from the checkpoint", m);
         }
     }
-    /* the projector */
+    /* the projector: vision is promised when one is configured */
     if (ep->payload.mmproj.v) {
         const char *mp = payload_file(ep, ep->payload.mmproj.v, path, sizeof(path));
         json_t *g;
@@ -1120,27 +1103,37 @@ int sw__gate_payload(struct sw__gate_run *r, struct sw_err *e)
                          "checked here",
                          ep->payload.mmproj.v);
         } else {
-            struct sw_gguf *gg = NULL;
+            struct sw_payload_layout lay;
+            struct sw_payload_layout_opts lo = {.mmproj = mp, .vision = true};
+            char dir[4096];
+            memset(&lay, 0, sizeof(lay));
+            snprintf(dir, sizeof(dir), "%s", mp);
+            char *slash = strrchr(dir, '/');
+            if (slash && slash != dir)
+                *slash = '\0';
             sw_err_clear(&le);
-            if (sw_gguf_open(mp, &gg, &le)) {
+            /* the model's own directory when it is here, else the projector's */
+            const char *d0 =
+                ep->payload.path.v && is_dir(ep->payload.path.v) ? ep->payload.path.v : dir;
+            if (sw_payload_layout_check(d0, &lo, &lay, &le)) {
                 char eb[1200];
-                g = sw__gate_add(r, "payload", SW_GATE_FAIL, "projector: %s",
-                                 sw_err_format(&le, eb, sizeof(eb)));
-                sw__gate_fix(g, "download the projector again (payload verify)");
+                sw__gate_add(r, "payload", SW_GATE_SKIP, "projector %s: %s", mp,
+                             sw_err_format(&le, eb, sizeof(eb)));
             } else {
-                uint64_t nv = 0;
-                for (uint64_t i = 0; i < gg->n_tensors; i++)
-                    if (gg->tensors[i].name.s && !strncmp(gg->tensors[i].name.s, "v.", 2))
-                        nv++;
-                g = sw__gate_add(r, "payload", nv ? SW_GATE_PASS : SW_GATE_FAIL,
-                                 "projector %s: %llu vision tensors (v.*)", mp,
-                                 (unsigned long long)nv);
-                sw__gate_num(g, "vision_tensors", (double)nv);
-                if (!nv)
-                    sw__gate_fix(g, "this file ships no v.* tensors: point mmproj at the "
-                                    "model's projector GGUF");
+                const char *why = NULL;
+                for (size_t i = 0; i < lay.n_issues; i++)
+                    if (lay.issues[i].kind == SW_PAYLOAD_ISSUE_PROJECTOR)
+                        why = lay.issues[i].msg;
+                bool ok = lay.has_projector && !why;
+                g = sw__gate_add(r, "payload", ok ? SW_GATE_PASS : SW_GATE_FAIL, "projector %s: %s",
+                                 mp,
+                                 ok ? "a projector GGUF with its vision tensors"
+                                    : (why ? why : "no projector found"));
+                if (!ok)
+                    sw__gate_fix(g, "point mmproj at the model's projector GGUF, or set "
+                                    "mmproj: null for text-only");
             }
-            sw_gguf_free(gg);
+            sw_payload_layout_free(&lay);
         }
     }
     if (!s->spec_method.v && !ep->payload.mmproj.v)

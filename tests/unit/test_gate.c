@@ -12,12 +12,14 @@
 
 #include <slipway/fleet.h>
 #include <slipway/gate.h>
+#include <slipway/gguf.h>
 #include <slipway/ledger.h>
 
 #include "swtest.h"
 
 #include <math.h>
 #include <string.h>
+#include <sys/stat.h>
 
 struct fx {
     char *dir;
@@ -304,6 +306,46 @@ static void test_primary_6x241664_rejected(void **state)
     json_decref(r);
 }
 
+/* With the seed ledger the pool floor comes from the calibrated block law (the four fp8 boots),
+ * not from the fleet's assumed config: 6 x 241,664 on the engine-sized pool asks ~10.5 GiB per
+ * rank (the operator's boot asked 10.70) where the fork leaves ~9.1 GiB (9.18 measured). */
+static void test_primary_pool_calibrated(void **state)
+{
+    struct fx *f = *state;
+    struct sw_fleet_endpoint *x = ep(f, "frank-primary");
+    set(x, "seqs=6");
+    set(x, "max_model_len=241664");
+    set(x, "kv_cache_bytes=null");
+    set(x, "max_num_batched_tokens=null");
+    json_t *r = run(f, x, ledger(f, true), NULL);
+    const json_t *p = gate(r, "pool", NULL, 0);
+    assert_string_equal(verdict(p), "fail");
+    assert_string_equal(json_string_value(json_object_get(json_object_get(p, "numbers"), "source")),
+                        "calibrated");
+    /* the printed 5 x 262,144 boot: 10,388,766,720 B held 1,350,182 tokens = 5.15 requests of
+     * 262,144, i.e. ~7,694 B per token of contract; 6 x 241,664 tokens at that price is 10.4 GiB */
+    double need = num(p, "need_bytes");
+    assert_true(need > 6 * 241664.0 * (10388766720.0 / 1350182) * 0.99);
+    assert_true(need < 10.70 * 1073741824.0);
+    assert_true(num(p, "room_bytes") < need);
+    has(p, "line", "EXTRAPOLATES");
+    json_decref(r);
+
+    /* pinned at the 5 x 262,144 boot's pool: holds 5 x 262,144 (that boot printed 5.15x) */
+    teardown(state);
+    setup(state);
+    f = *state;
+    x = ep(f, "frank-primary");
+    set(x, "seqs=5");
+    set(x, "max_model_len=262144");
+    set(x, "kv_cache_bytes=10388766720");
+    r = run(f, x, ledger(f, true), NULL);
+    p = gate(r, "pool", NULL, 0);
+    assert_string_equal(verdict(p), "pass");
+    assert_true(num(p, "kv_cache_tokens_lo") == 1350182 && num(p, "kv_cache_tokens_hi") == 1350182);
+    json_decref(r);
+}
+
 /* SEQS 2: unknown before its compile failure is recorded, rejected after (the rule, with the
  * failure that taught it). The fleet's own known_bad rule and boots are set aside here so only
  * the ledger speaks. */
@@ -405,12 +447,16 @@ static void test_primary_pool_printed(void **state)
     assert_true(num(p, "need_tokens") == 3.0 * 200704);
     has(p, "line", "398,658 tokens");
     json_decref(r);
-    /* two requests of 200,704 need 401,408 > 398,658: the operator's "2.04x" was 1.99x */
+    /* two requests of 200,704 need 401,408 > 398,658: the operator's "2.04x" was 1.99x. SEQS 2
+     * is another shape (no printed figure): the calibrated block law speaks, exactly, since
+     * 200,704 and this pool were fitted */
     set(ep(f, "frank-primary"), "seqs=2");
     r = run(f, ep(f, "frank-primary"), &f->led, NULL);
-    /* SEQS 2 is another shape: no printed figure, the law speaks */
     p = gate(r, "pool", NULL, 0);
-    assert_null(json_object_get(json_object_get(p, "numbers"), "source"));
+    assert_string_equal(json_string_value(json_object_get(json_object_get(p, "numbers"), "source")),
+                        "calibrated");
+    assert_string_equal(verdict(p), "fail");
+    assert_true(num(p, "kv_cache_tokens_lo") == 398658 && num(p, "kv_cache_tokens_hi") == 398658);
     json_decref(r);
 }
 
@@ -463,6 +509,106 @@ static void test_set_errors(void **state)
     assert_int_equal(sw_gate_set(p, "kv_cache_bytes=null", &e), 0);
     assert_false(p->shape.kv_cache_bytes.set);
     assert_true(p->shape.seqs.set && p->shape.max_model_len.set); /* the rest is kept */
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * payload: spec-decode flags against the checkpoint's MTP tensors, the projector.
+ */
+
+/* A one-file safetensors checkpoint with one F32 tensor of 1 element named `tensor`. */
+static void write_checkpoint(const char *dir, const char *tensor)
+{
+    char hdr[256], buf[512];
+    int hl = snprintf(hdr, sizeof(hdr),
+                      "{\"%s\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", tensor);
+    uint64_t n = (uint64_t)hl;
+    for (int i = 0; i < 8; i++)
+        buf[i] = (char)((n >> (8 * i)) & 0xff);
+    memcpy(buf + 8, hdr, (size_t)hl);
+    memset(buf + 8 + hl, 0, 4);
+    swt_write(swt_join(dir, "model.safetensors"), buf, (size_t)(8 + hl + 4));
+    swt_write_str(swt_join(dir, "config.json"),
+                  "{\"model_type\":\"qwen3_next\",\"num_hidden_layers\":2,\"hidden_size\":64,"
+                  "\"num_attention_heads\":2,\"num_key_value_heads\":1,\"head_dim\":32,"
+                  "\"vocab_size\":16,\"num_nextn_predict_layers\":1}");
+}
+
+static const json_t *payload_gate(const json_t *r, const char *needle)
+{
+    for (int i = 0;; i++) {
+        const json_t *g = gate(r, "payload", NULL, i);
+        if (!g || strstr(json_string_value(json_object_get(g, "line")), needle))
+            return g;
+    }
+}
+
+static void test_payload_mtp(void **state)
+{
+    struct fx *f = *state;
+    struct sw_fleet_endpoint *x = ep(f, "frank-large"); /* spec_decode: mtp x 2 */
+    char dir[4096];
+    snprintf(dir, sizeof(dir), "%s", swt_join(f->dir, "ckpt"));
+    assert_int_equal(mkdir(dir, 0755), 0);
+
+    /* not on this machine: skipped, with the path */
+    json_t *r = run(f, x, NULL, NULL);
+    const json_t *g = payload_gate(r, "spec_decode");
+    assert_string_equal(verdict(g), "skip");
+    has(g, "line", "not on this machine");
+    json_decref(r);
+
+    /* declares one MTP layer, ships zero mtp tensors: the flags must not be rendered */
+    write_checkpoint(dir, "model.layers.0.mlp.weight");
+    x->payload.path.v = dir;
+    r = run(f, x, NULL, NULL);
+    g = payload_gate(r, "spec_decode");
+    assert_string_equal(verdict(g), "fail");
+    assert_true(num(g, "mtp_layers_declared") == 1 && num(g, "mtp_tensors") == 0);
+    assert_string_equal(json_string_value(json_object_get(r, "verdict")), "fail");
+    json_decref(r);
+
+    /* ships its head */
+    write_checkpoint(dir, "mtp.fc.weight");
+    r = run(f, x, NULL, NULL);
+    g = payload_gate(r, "spec_decode");
+    assert_string_equal(verdict(g), "pass");
+    assert_true(num(g, "mtp_tensors") == 1);
+    json_decref(r);
+}
+
+static void test_payload_projector(void **state)
+{
+    struct fx *f = *state;
+    struct sw_fleet_endpoint *x = ep(f, "frank-small");
+    struct sw_err e;
+    char html[4096], proj[4096];
+    snprintf(html, sizeof(html), "%s", swt_join(f->dir, "mmproj-403.gguf"));
+    snprintf(proj, sizeof(proj), "%s", swt_join(f->dir, "mmproj-ok.gguf"));
+
+    json_t *r = run(f, x, NULL, NULL); /* the operator's path is not here */
+    assert_string_equal(verdict(payload_gate(r, "projector")), "skip");
+    json_decref(r);
+
+    swt_write_str(html, "<html><body>403 Forbidden</body></html>\n");
+    x->payload.mmproj.v = html;
+    r = run(f, x, NULL, NULL);
+    const json_t *g = payload_gate(r, "projector");
+    assert_string_equal(verdict(g), "fail");
+    has(g, "fix", "mmproj");
+    json_decref(r);
+
+    struct sw_gguf_writer *w = NULL;
+    float data[32] = {0};
+    uint64_t ne[1] = {32};
+    assert_int_equal(sw_gguf_writer_new(&w, 3, 0), 0);
+    assert_int_equal(sw_gguf_writer_set_str(w, "general.architecture", "clip"), 0);
+    assert_int_equal(sw_gguf_writer_add_tensor(w, "v.patch_embd.weight", 0, 1, ne, data, false), 0);
+    assert_int_equal(sw_gguf_writer_write(w, proj, &e), 0);
+    sw_gguf_writer_free(w);
+    x->payload.mmproj.v = proj;
+    r = run(f, x, NULL, NULL);
+    assert_string_equal(verdict(payload_gate(r, "projector")), "pass");
+    json_decref(r);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -547,12 +693,15 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_small_262144_rejected, setup, teardown),
         cmocka_unit_test_setup_teardown(test_small_compaction, setup, teardown),
         cmocka_unit_test_setup_teardown(test_primary_6x241664_rejected, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_primary_pool_calibrated, setup, teardown),
         cmocka_unit_test_setup_teardown(test_primary_seqs2, setup, teardown),
         cmocka_unit_test_setup_teardown(test_primary_seqs2_seed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_primary_arena, setup, teardown),
         cmocka_unit_test_setup_teardown(test_primary_pool_printed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_same_shape, setup, teardown),
         cmocka_unit_test_setup_teardown(test_set_errors, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_payload_mtp, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_payload_projector, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cli, setup, teardown),
     };
     return cmocka_run_group_tests_name("gate", tests, NULL, NULL);
