@@ -468,6 +468,9 @@ struct sw_fleet_endpoint {
 };
 const struct sw_fleet_fact *sw_fleet_endpoint_fact(const struct sw_fleet_endpoint *ep,
                                                    const char *name);
+/* The non-KV cost (weights + compute + projector) the operator measured for this endpoint: the
+ * fact non_kv_cost_with_projector when a projector is set, else non_kv_cost; NULL when absent. */
+const struct sw_fleet_fact *sw_fleet_endpoint_non_kv(const struct sw_fleet_endpoint *ep);
 /* Is a name (shape field, "image", "env.X", ...) frozen / movable on this endpoint? */
 const struct sw_fleet_frozen *sw_fleet_endpoint_frozen(const struct sw_fleet_endpoint *ep,
                                                        const char *name);

@@ -73,6 +73,13 @@ int sw_profile_from_fleet(const struct sw_fleet_profile *fp, struct sw_fork_prof
 /* A vLLM endpoint's shape, engine_version, device and profile as the law's options. */
 int sw_vllm_opts_from_endpoint(const struct sw_fleet_endpoint *ep, struct sw_vllm_opts *o,
                                struct sw_err *e);
+/* An endpoint's architecture as a Hugging Face config: the checkpoint's config.json when the
+ * payload directory is on this machine, else the endpoint's inline `arch` (config.json-like).
+ * `src` (may be NULL) receives where it came from (the config's path, or "FILE:LINE:COL: EP:
+ * arch"), which errors also name. SW_ENOENT when neither is there. */
+struct sw_hf_config;
+int sw_endpoint_hf_config(const struct sw_fleet_endpoint *ep, struct sw_hf_config *c,
+                          char *src, size_t srcn, struct sw_err *e);
 
 #ifdef __cplusplus
 }

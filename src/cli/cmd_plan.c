@@ -20,6 +20,7 @@
 #include <slipway/gguf.h>
 #include <slipway/hf.h>
 #include <slipway/memory.h>
+#include <slipway/profile.h>
 #include <slipway/vllm.h>
 
 #include <string.h>
@@ -55,6 +56,40 @@ static void usage(FILE *f)
 }
 
 /* vLLM / SGLang: the law lives in the library (engine/vllm_plan.c); this only dispatches. */
+/* The human view of a vLLM/SGLang plan object: the lines the engine would print, the per-request
+ * price, the fork's arena; warnings to `warn` (stderr for a single plan, stdout in a fleet's). */
+static void print_vllm_sglang(const json_t *out, FILE *warn)
+{
+    const json_t *rep = json_object_get(out, "report");
+    printf("%s (%s)\n", json_string_value(json_object_get(out, "engine")),
+           json_string_value(json_object_get(rep, "engine_version")));
+    json_t *lines = json_object_get(out, "lines");
+    for (size_t k = 0; k < json_array_size(lines); k++)
+        printf("  %s\n", json_string_value(json_array_get(lines, k)));
+    json_t *bpr = json_object_get(rep, "blocks_per_request");
+    if (json_is_integer(bpr))
+        printf("  per request: %lld blocks of %lld tokens (%lld B pages x group of %lld)%s\n",
+               (long long)json_integer_value(bpr),
+               (long long)json_integer_value(json_object_get(rep, "block_size")),
+               (long long)json_integer_value(json_object_get(rep, "page_bytes")),
+               (long long)json_integer_value(json_object_get(rep, "group_size")),
+               json_is_false(json_object_get(rep, "pool_sized")) ? "; pool sized at boot" : "");
+    json_t *bpt = json_object_get(rep, "bytes_per_token");
+    if (json_is_number(bpt))
+        printf("  price of this geometry: %.1f B/token at max_model_len %lld\n",
+               json_number_value(bpt),
+               (long long)json_integer_value(json_object_get(rep, "max_model_len")));
+    json_t *arena = json_object_get(out, "arena");
+    if (arena)
+        printf("  arena (%s): %.2f GiB / %lld slots\n",
+               json_string_value(json_object_get(arena, "profile")),
+               (double)json_integer_value(json_object_get(arena, "arena_bytes")) / SW_GIB,
+               (long long)json_integer_value(json_object_get(arena, "slots")));
+    const char *w = json_string_value(json_object_get(out, "warnings"));
+    if (w)
+        fprintf(warn, "%s%s\n", warn == stderr ? "slipway plan: " : "  note: ", w);
+}
+
 static int plan_vllm_sglang(int argc, char **argv)
 {
     bool json = false;
@@ -81,24 +116,10 @@ static int plan_vllm_sglang(int argc, char **argv)
         return sw_cli_fail(&e, json);
     json_t *rep = json_object_get(out, "report");
     int rc = json_is_false(json_object_get(rep, "fits")) ? SW_EXIT_FAIL : SW_EXIT_OK;
-    if (json) {
+    if (json)
         sw_json_print(stdout, out, true);
-    } else {
-        printf("%s (%s)\n", json_string_value(json_object_get(out, "engine")),
-               json_string_value(json_object_get(rep, "engine_version")));
-        json_t *lines = json_object_get(out, "lines");
-        for (size_t k = 0; k < json_array_size(lines); k++)
-            printf("  %s\n", json_string_value(json_array_get(lines, k)));
-        json_t *arena = json_object_get(out, "arena");
-        if (arena)
-            printf("  arena (%s): %.2f GiB / %lld slots\n",
-                   json_string_value(json_object_get(arena, "profile")),
-                   (double)json_integer_value(json_object_get(arena, "arena_bytes")) / SW_GIB,
-                   (long long)json_integer_value(json_object_get(arena, "slots")));
-        const char *w = json_string_value(json_object_get(out, "warnings"));
-        if (w)
-            fprintf(stderr, "slipway plan: %s\n", w);
-    }
+    else
+        print_vllm_sglang(out, stderr);
     json_decref(out);
     return rc;
 }
@@ -147,10 +168,13 @@ static void print_human(const struct sw_arch *a, const struct sw_llamacpp_plan *
     printf("  %-10s %12s %12s %12s %12s %10s %12s %12s\n", "device", "weights", "KV", "recurrent",
            "compute*", "output", "total", "free");
     uint64_t t[6] = {0};
+    bool no_weights = p->report.model_bytes == 0;
     for (int d = 0; d < p->n_dev; d++) {
         const struct sw_llamacpp_device *x = &p->dev[d];
         char fr[48] = "-";
-        if (x->memory) {
+        if (x->memory && no_weights && x->kv) {
+            snprintf(fr, sizeof(fr), "? (weights)"); /* a free figure without weights misleads */
+        } else if (x->memory) {
             if (x->memory >= x->total)
                 mib(x->memory - x->total, fr, sizeof(fr));
             else
@@ -204,20 +228,12 @@ static int arch_from_hf_decl(const struct sw_fleet_endpoint *ep, struct sw_arch 
                              struct sw_err *e)
 {
     struct sw_hf_config *c = sw_calloc(1, sizeof(*c));
-    char *text = json_dumps(ep->arch, JSON_COMPACT);
-    char where[512];
+    char where[600];
     int rc;
 
-    if (ep->arch_at.file)
-        snprintf(where, sizeof(where), "%s:%u:%u: %s: arch", ep->arch_at.file,
-                 (unsigned)ep->arch_at.line, (unsigned)ep->arch_at.col, ep->name);
-    else
-        snprintf(where, sizeof(where), "%s: arch", ep->name);
-    if (!c || !text) {
-        rc = sw_err_set(e, SW_ENOMEM, "out of memory");
-        goto out;
-    }
-    if ((rc = sw_hf_config_parse(text, strlen(text), where, c, e)))
+    if (!c)
+        return sw_err_set(e, SW_ENOMEM, "out of memory");
+    if ((rc = sw_endpoint_hf_config(ep, c, where, sizeof(where), e)))
         goto out;
     if (!c->model_type[0]) {
         rc = sw_err_set(e, SW_EINVAL,
@@ -229,7 +245,6 @@ static int arch_from_hf_decl(const struct sw_fleet_endpoint *ep, struct sw_arch 
     if ((rc = sw_arch_from_hf(c, out, e)))
         sw_err_prefix(e, "%s", where);
 out:
-    free(text); /* json_dumps allocates with jansson's allocator (malloc) */
     sw_free(c);
     return rc;
 }
@@ -302,6 +317,70 @@ out:
     return rc;
 }
 
+/* The budget with the non-KV cost the operator measured (a fleet fact): the law's KV and
+ * recurrent state plus that figure, against the device and the endpoint's free band. The law
+ * cannot know a GPU build's weights and compute from a declared architecture; the operator's
+ * subtraction of two boots can. NULL when the endpoint states no such fact. */
+static json_t *measured_budget(const struct sw_fleet_endpoint *ep,
+                               const struct sw_llamacpp_plan *p)
+{
+    const struct sw_fleet_fact *nk = sw_fleet_endpoint_non_kv(ep);
+    if (!nk || strcmp(nk->q.unit, "B"))
+        return NULL;
+    const char *dev = nk->device ? nk->device->name : NULL;
+    const struct sw_llamacpp_device *d = NULL;
+    for (int i = 0; i < p->n_dev; i++)
+        if (p->dev[i].memory && (!dev || !strcmp(p->dev[i].name, dev))) {
+            d = &p->dev[i];
+            break;
+        }
+    if (!d)
+        return NULL;
+    double used = (double)d->kv + (double)d->recurrent + nk->q.value;
+    double free_b = (double)d->memory - used;
+    json_t *j = json_object();
+    sw_json_set_str(j, "device", d->name);
+    sw_json_set_str(j, "fact", nk->name);
+    if (nk->source)
+        sw_json_set_str(j, "source", nk->source);
+    sw_json_set_int(j, "kv_bytes", (int64_t)d->kv);
+    sw_json_set_int(j, "recurrent_bytes", (int64_t)d->recurrent);
+    sw_json_set_int(j, "non_kv_bytes", (int64_t)nk->q.value);
+    sw_json_set_int(j, "used_bytes", (int64_t)used);
+    sw_json_set_int(j, "memory_bytes", (int64_t)d->memory);
+    sw_json_set_int(j, "free_bytes", (int64_t)free_b);
+    uint64_t lo = ep->free_band.min.set ? ep->free_band.min.v : 0;
+    uint64_t hi = ep->free_band.max.set ? ep->free_band.max.v : 0;
+    if (ep->free_band.min.set) {
+        sw_json_set_int(j, "band_min_bytes", (int64_t)lo);
+        sw_json_set_int(j, "band_max_bytes", (int64_t)hi);
+        sw_json_set_bool(j, "in_band", free_b >= (double)lo && (!hi || free_b <= (double)hi));
+    }
+    return j;
+}
+
+static void print_measured_budget(const json_t *j)
+{
+    const double M = 1024.0 * 1024.0;
+    printf("\nwith the measured non-KV cost (fact %s", json_string_value(json_object_get(j, "fact")));
+    if (json_object_get(j, "source"))
+        printf(": %s", json_string_value(json_object_get(j, "source")));
+    printf("):\n  %s: KV %.2f + recurrent %.2f + non-KV %.2f = %.2f of %.2f MiB: %.2f MiB free",
+           json_string_value(json_object_get(j, "device")),
+           (double)json_integer_value(json_object_get(j, "kv_bytes")) / M,
+           (double)json_integer_value(json_object_get(j, "recurrent_bytes")) / M,
+           (double)json_integer_value(json_object_get(j, "non_kv_bytes")) / M,
+           (double)json_integer_value(json_object_get(j, "used_bytes")) / M,
+           (double)json_integer_value(json_object_get(j, "memory_bytes")) / M,
+           (double)json_integer_value(json_object_get(j, "free_bytes")) / M);
+    json_t *in = json_object_get(j, "in_band");
+    if (in)
+        printf(", %s the %.0f..%.0f MiB band", json_is_true(in) ? "inside" : "OUTSIDE",
+               (double)json_integer_value(json_object_get(j, "band_min_bytes")) / M,
+               (double)json_integer_value(json_object_get(j, "band_max_bytes")) / M);
+    printf("\n  (`slipway check` holds it against recorded boots and the calibrated budget)\n");
+}
+
 static int plan_fleet(const char *path, const char *only, bool json)
 {
     struct sw_fleet *f = NULL;
@@ -333,13 +412,35 @@ static int plan_fleet(const char *path, const char *only, bool json)
             continue;
         n++;
         if (ep->engine != SW_FLEET_LLAMACPP) {
-            if (json)
-                json_array_append_new(eps, json_pack("{s:s,s:s,s:s}", "endpoint", ep->name,
-                                                     "engine", sw_fleet_engine_name(ep->engine),
-                                                     "note", "not the llama.cpp law"));
-            else
-                printf("== %s (%s): planned by its own engine's law, not here\n\n", ep->name,
-                       sw_fleet_engine_name(ep->engine));
+            json_t *vo = NULL;
+            sw_err_clear(&e);
+            if (sw_engine_plan_endpoint(ep, &vo, &e)) {
+                char buf[2048];
+                if (rc == SW_EXIT_OK && ep->engine == SW_FLEET_VLLM)
+                    rc = sw_cli_exit_for(e.code);
+                if (json)
+                    json_array_append_new(eps, json_pack("{s:s,s:s,s:o}", "endpoint", ep->name,
+                                                         "engine",
+                                                         sw_fleet_engine_name(ep->engine),
+                                                         "error", sw_err_to_json(&e)));
+                else
+                    printf("== %s (%s): cannot plan: %s\n\n", ep->name,
+                           sw_fleet_engine_name(ep->engine),
+                           sw_err_format(&e, buf, sizeof(buf)));
+                continue;
+            }
+            if (json_is_false(json_object_get(json_object_get(vo, "report"), "fits")) &&
+                rc == SW_EXIT_OK)
+                rc = SW_EXIT_FAIL;
+            if (json) {
+                json_array_append(eps, vo);
+            } else {
+                printf("== %s (vllm, config from %s)\n", ep->name,
+                       json_string_value(json_object_get(vo, "config")));
+                print_vllm_sglang(vo, stdout);
+                printf("\n");
+            }
+            json_decref(vo);
             continue;
         }
         sw_err_clear(&e);
@@ -364,6 +465,9 @@ static int plan_fleet(const char *path, const char *only, bool json)
                 fits = false;
         if (!fits && rc == SW_EXIT_OK)
             rc = SW_EXIT_FAIL;
+        json_t *mb = measured_budget(ep, plan);
+        if (mb && json_is_false(json_object_get(mb, "in_band")) && rc == SW_EXIT_OK)
+            rc = SW_EXIT_FAIL;
         if (json) {
             json_t *j = sw_llamacpp_plan_to_json(plan);
             if (j) {
@@ -371,15 +475,20 @@ static int plan_fleet(const char *path, const char *only, bool json)
                 sw_json_set_str(j, "engine", "llama.cpp");
                 sw_json_set_bool(j, "fits", fits);
                 sw_json_set_new(j, "arch", sw_arch_to_json(a));
+                if (mb)
+                    sw_json_set_new(j, "measured_budget", json_incref(mb));
                 json_array_append_new(eps, j);
             }
         } else {
             printf("== %s (llama.cpp)\n", ep->name);
             print_human(a, plan, args);
+            if (mb)
+                print_measured_budget(mb);
             if (!fits)
                 printf("\nDOES NOT FIT: a device's total exceeds its declared memory\n");
             printf("\n");
         }
+        json_decref(mb);
         sw_arch_free(a);
     }
     if (json) {

@@ -2,13 +2,19 @@
  * engine/vllm_plan: `slipway plan --engine vllm|sglang` in one library call: slipway's own fact
  * options, the engine's command line verbatim, an optional fork profile, and the JSON report.
  *
- * What it does not do: print (the CLI verb does), or read a fleet file (the fleet module will call
- * the same laws with an endpoint's facts).
+ * sw_engine_plan_endpoint: the same for a fleet endpoint (its shape, devices and profile as the
+ * options, its config.json or inline `arch` as the model), for `slipway plan FLEET`.
+ *
+ * What it does not do: print (the CLI verb does), load the fleet, or guess a pool the engine sizes
+ * at boot from a profiling run when the weights are not here (it says so and plans the price).
  */
+#include <slipway/fleet.h>
+#include <slipway/hf.h>
 #include <slipway/profile.h>
 #include <slipway/sglang.h>
 #include <slipway/vllm.h>
 
+#include <math.h>
 #include <string.h>
 #include <strings.h>
 
@@ -118,5 +124,130 @@ int sw_engine_plan_cli(const char *engine, int optc, char **optv, int cmdc, char
     }
     if (!rc && !*out)
         rc = sw_err_set(e, SW_ENOMEM, "out of memory");
+    return rc;
+}
+
+/* Lines that only a sized pool prints; dropped when the pool is sized at boot by profiling and
+ * slipway cannot know what the profile leaves. */
+static bool pool_line(const char *s)
+{
+    return strstr(s, "Available KV cache memory") || strstr(s, "GPU KV cache size") ||
+           strstr(s, "# GPU blocks") || strstr(s, "Maximum concurrency") ||
+           strstr(s, "ValueError: one request");
+}
+
+int sw_engine_plan_endpoint(const struct sw_fleet_endpoint *ep, json_t **out, struct sw_err *e)
+{
+    struct sw_vllm_opts o;
+    struct sw_fork_profile prof;
+    struct sw_hf_config *c = NULL;
+    struct sw_vllm_report *r = NULL;
+    char src[700], warn[1024] = "";
+    bool pinned, sized = true;
+    int rc;
+
+    *out = NULL;
+    if (ep->engine != SW_FLEET_VLLM)
+        return sw_err_set(e, SW_EINVAL,
+                          "%s: planning a %s endpoint from a fleet is not wired; give its "
+                          "command line: slipway plan --engine %s -- ...",
+                          ep->name, sw_fleet_engine_name(ep->engine),
+                          sw_fleet_engine_name(ep->engine));
+    if ((rc = sw_vllm_opts_from_endpoint(ep, &o, e)))
+        return rc;
+    c = sw_calloc(1, sizeof(*c));
+    r = sw_calloc(1, sizeof(*r));
+    if (!c || !r) {
+        rc = sw_err_set(e, SW_ENOMEM, "out of memory");
+        goto done;
+    }
+    if ((rc = sw_endpoint_hf_config(ep, c, src, sizeof(src), e)))
+        goto done;
+    pinned = o.kv_cache_memory_bytes > 0;
+    if (!pinned) {
+        const char *dir = ep->payload.path.v;
+        uint64_t wb = 0;
+        if (!o.weights_bytes && dir && sw_hf_weight_bytes(dir, &wb, NULL) == 0)
+            o.weights_bytes =
+                wb / (uint64_t)(o.tp > 0 ? o.tp : 1) / (uint64_t)(o.pp > 0 ? o.pp : 1);
+        if (!o.gpu_total_bytes || !o.weights_bytes) {
+            /* The engine sizes the pool from what its profiling run leaves; without the
+             * weights here that is unknowable offline. The per-request block arithmetic does
+             * not depend on the pool: plan it against a stand-in and report only that. */
+            sized = false;
+            o.kv_cache_memory_bytes = 1ull << 30;
+            snprintf(warn, sizeof(warn),
+                     "the pool is sized at boot (gpu_memory_utilization x device - weights - "
+                     "activation - non-torch%s) and %s: only the per-request price is planned; "
+                     "pin kv_cache_bytes or record a boot and run `slipway calibrate`",
+                     o.version == SW_VLLM_CURRENT ? " - CUDA graphs" : "",
+                     o.gpu_total_bytes ? "the weights are not on this machine"
+                                       : "the device declares no memory");
+        }
+    }
+    if ((rc = sw_vllm_plan(c, &o, r, e)))
+        goto done;
+    json_t *j = sw_vllm_report_json(r);
+    if (!j) {
+        rc = sw_err_set(e, SW_ENOMEM, "out of memory");
+        goto done;
+    }
+    json_t *rep = json_object_get(j, "report");
+    sw_json_set_str(j, "endpoint", ep->name);
+    sw_json_set_str(j, "config", src);
+    sw_json_set_bool(rep, "pool_sized", sized);
+    if (!sized) {
+        static const char *const drop[] = {"kv_cache_tokens", "max_concurrency",
+                                           "max_concurrency_exact", "num_gpu_blocks",
+                                           "available_kv_bytes", "available_from_flag", "fits",
+                                           "estimated_max_model_len"};
+        for (size_t k = 0; k < SW_ARRAY_LEN(drop); k++)
+            json_object_del(rep, drop[k]);
+        json_t *lines = json_object_get(j, "lines");
+        for (size_t k = json_array_size(lines); k-- > 0;)
+            if (pool_line(json_string_value(json_array_get(lines, k))))
+                json_array_remove(lines, k);
+    }
+    /* The price of THIS geometry: whole blocks per request, over max_model_len. */
+    if (r->max_model_len > 0 && r->num_gpu_blocks > 0 && r->available_kv_bytes > 0) {
+        double block = (double)(r->available_kv_bytes / (uint64_t)r->num_gpu_blocks);
+        sw_json_set_real(rep, "bytes_per_token",
+                         round((double)r->blocks_per_request * block /
+                               (double)r->max_model_len * 10.0) /
+                             10.0);
+    }
+    if (ep->profile) {
+        if ((rc = sw_profile_from_fleet(ep->profile, &prof, e))) {
+            json_decref(j);
+            goto done;
+        }
+        if (!prof.extra_attn_bytes_per_token && !prof.extra_mamba_blocks)
+            snprintf(warn + strlen(warn), sizeof(warn) - strlen(warn),
+                     "%sprofile %s declares no KV-law terms (extra bytes per token, extra state "
+                     "blocks): the stock law's figures; `slipway calibrate` fits them from "
+                     "recorded boots",
+                     warn[0] ? "; " : "", prof.name);
+        struct sw_arena a;
+        if (prof.has_arena &&
+            sw_profile_arena(&prof, r->max_model_len, o.max_num_batched_tokens, &a, NULL) == 0) {
+            json_t *aj = json_object();
+            sw_json_set_str(aj, "profile", prof.name);
+            sw_json_set_int(aj, "arena_bytes", a.arena_bytes);
+            sw_json_set_int(aj, "slots", a.slots);
+            sw_json_set_int(aj, "reserve_bytes", (int64_t)a.reserve_bytes);
+            sw_json_set_int(aj, "overhead_bytes", (int64_t)a.overhead_bytes);
+            sw_json_set_new(j, "arena", aj);
+        }
+    }
+    if (warn[0]) {
+        const char *w0 = json_string_value(json_object_get(j, "warnings"));
+        char all[2048];
+        snprintf(all, sizeof(all), "%s%s%s", w0 ? w0 : "", w0 ? "; " : "", warn);
+        sw_json_set_str(j, "warnings", all);
+    }
+    *out = j;
+done:
+    sw_free(c);
+    sw_free(r);
     return rc;
 }

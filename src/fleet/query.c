@@ -57,6 +57,13 @@ const struct sw_fleet_fact *sw_fleet_endpoint_fact(const struct sw_fleet_endpoin
     return NULL;
 }
 
+const struct sw_fleet_fact *sw_fleet_endpoint_non_kv(const struct sw_fleet_endpoint *ep)
+{
+    if (ep && ep->payload.mmproj.v) /* the no-projector cost would understate it */
+        return sw_fleet_endpoint_fact(ep, "non_kv_cost_with_projector");
+    return sw_fleet_endpoint_fact(ep, "non_kv_cost");
+}
+
 /* Knob and frozen names are canonical; a shape alias asked for finds its canonical entry. */
 static const char *canon(const char *name)
 {

@@ -183,18 +183,6 @@ static void band_fix(json_t *g, const struct sw__gate_run *r, double free_now, d
     sw__gate_num(g, "fix_free_bytes", land);
 }
 
-/* The non-KV cost the fleet states for this endpoint (a measured fact), per the projector. */
-static const struct sw_fleet_fact *non_kv_fact(const struct sw_fleet_endpoint *ep)
-{
-    if (ep->payload.mmproj.v) {
-        const struct sw_fleet_fact *f = sw_fleet_endpoint_fact(ep, "non_kv_cost_with_projector");
-        if (f)
-            return f;
-        return NULL; /* the no-projector cost would understate it */
-    }
-    return sw_fleet_endpoint_fact(ep, "non_kv_cost");
-}
-
 /* The shape to ask the calibration's budget for: a recorded boot of the same kind (equal on
  * every memory key once ctx, slots and the pool are set to ours), so the recorded vocabulary of
  * flags (a projector's size, ...) matches the class the calibration built from it. NULL: none. */
@@ -350,7 +338,7 @@ int sw__gate_band(struct sw__gate_run *r, struct sw_err *e)
             continue;
         }
         /* Predicted: a stated non-KV cost plus the law's KV on this device. */
-        const struct sw_fleet_fact *nk = non_kv_fact(ep);
+        const struct sw_fleet_fact *nk = sw_fleet_endpoint_non_kv(ep);
         uint64_t kv = 0, rec = 0, cap = 0;
         for (int k = 0; k < p->n_dev; k++)
             if (p->dev[k].dev == dev) {

@@ -38,33 +38,6 @@ static uint64_t dev_capacity(const struct sw_fleet_device *d)
                                : (d->memory_usable.set ? d->memory_usable.v : 0);
 }
 
-/* A config.json-like `arch` (or the checkpoint's own config.json) as a struct sw_hf_config. */
-static int hf_config(const struct sw_fleet_endpoint *ep, struct sw_hf_config *c, struct sw_err *e)
-{
-    const char *dir = ep->payload.path.v;
-    char cfg[4096];
-    if (dir && dir[0] == '/') {
-        snprintf(cfg, sizeof(cfg), "%s/config.json", dir);
-        if (access(cfg, R_OK) == 0)
-            return sw_hf_config_load(cfg, c, e);
-    }
-    if (!ep->arch)
-        return sw_err_set(e, SW_ENOENT,
-                          "%s: the checkpoint's config.json is not on this machine and the "
-                          "endpoint declares no `arch`",
-                          ep->name);
-    char *t = json_dumps(ep->arch, JSON_COMPACT);
-    if (!t)
-        return sw_err_set(e, SW_ENOMEM, "out of memory");
-    char where[600];
-    snprintf(where, sizeof(where), "%s:%d:%d (endpoints.%s.arch)",
-             ep->arch_at.file ? ep->arch_at.file : "fleet", ep->arch_at.line, ep->arch_at.col,
-             ep->name);
-    int rc = sw_hf_config_parse(t, strlen(t), where, c, e);
-    sw_free(t);
-    return rc;
-}
-
 static int plan_llamacpp(const struct sw_fleet_endpoint *ep, struct sw__gate_plan *p,
                          struct sw_err *e)
 {
@@ -108,7 +81,7 @@ static int plan_llamacpp(const struct sw_fleet_endpoint *ep, struct sw__gate_pla
             rc = sw_err_set(e, SW_ENOMEM, "out of memory");
             goto out;
         }
-        if (hf_config(ep, hc, &le) || sw_arch_from_hf(hc, &a, &le))
+        if (sw_endpoint_hf_config(ep, hc, NULL, 0, &le) || sw_arch_from_hf(hc, &a, &le))
             goto cannot;
     } else {
         sw_err_set(&le, SW_ENOENT, "%s is not on this machine and the endpoint declares no `arch`",
@@ -186,7 +159,7 @@ static int plan_vllm(const struct sw_fleet_endpoint *ep, struct sw__gate_plan *p
         rc = sw_err_set(e, SW_ENOMEM, "out of memory");
         goto out;
     }
-    if (sw_vllm_opts_from_endpoint(ep, &o, &le) || hf_config(ep, hc, &le))
+    if (sw_vllm_opts_from_endpoint(ep, &o, &le) || sw_endpoint_hf_config(ep, hc, NULL, 0, &le))
         goto cannot;
     if (ep->profile) {
         if (sw_profile_from_fleet(ep->profile, &p->prof, &le))

@@ -6,11 +6,13 @@
  * config.json it can reach, or the endpoint's declared architecture).
  */
 #include <slipway/fleet.h>
+#include <slipway/hf.h>
 #include <slipway/profile.h>
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 int sw_profile_from_fleet(const struct sw_fleet_profile *fp, struct sw_fork_profile *p,
                           struct sw_err *e)
@@ -127,4 +129,37 @@ int sw_vllm_opts_from_endpoint(const struct sw_fleet_endpoint *ep, struct sw_vll
         sw_profile_apply_vllm(&p, o);
     }
     return 0;
+}
+
+int sw_endpoint_hf_config(const struct sw_fleet_endpoint *ep, struct sw_hf_config *c,
+                          char *src, size_t srcn, struct sw_err *e)
+{
+    const char *dir = ep->payload.path.v;
+    char path[4096];
+    if (dir && dir[0] == '/' &&
+        (size_t)snprintf(path, sizeof(path), "%s/config.json", dir) < sizeof(path) &&
+        access(path, R_OK) == 0) {
+        if (src && srcn)
+            snprintf(src, srcn, "%s", path);
+        return sw_hf_config_load(path, c, e);
+    }
+    if (!ep->arch)
+        return sw_err_set(e, SW_ENOENT,
+                          "%s: the checkpoint's config.json is not on this machine and the "
+                          "endpoint declares no `arch`",
+                          ep->name);
+    char where[600];
+    if (ep->arch_at.file)
+        snprintf(where, sizeof(where), "%s:%u:%u: %s: arch", ep->arch_at.file,
+                 (unsigned)ep->arch_at.line, (unsigned)ep->arch_at.col, ep->name);
+    else
+        snprintf(where, sizeof(where), "%s: arch", ep->name);
+    if (src && srcn)
+        snprintf(src, srcn, "%s", where);
+    char *t = json_dumps(ep->arch, JSON_COMPACT);
+    if (!t)
+        return sw_err_set(e, SW_ENOMEM, "out of memory");
+    int rc = sw_hf_config_parse(t, strlen(t), where, c, e);
+    free(t); /* json_dumps allocates with jansson's allocator (malloc) */
+    return rc;
 }

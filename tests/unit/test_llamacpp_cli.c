@@ -249,6 +249,38 @@ static void test_operator_frank_small(void **state)
     assert_int_equal(r.status, 0);
     assert_non_null(strstr(r.out, "cuda-24g"));
     assert_non_null(strstr(r.out, "12936.00 MiB (180224 cells,   8 layers,  3/3 seqs)"));
+    /* no weights in a declared architecture: no free figure from the law alone, but the
+     * operator's measured non-KV (with the projector) gives the device's budget and band */
+    assert_non_null(strstr(r.out, "? (weights)"));
+    assert_non_null(strstr(r.out, "2630.25 MiB free, inside the 2048..3072 MiB band"));
+    swt_run_free(&r);
+
+    assert_int_equal(
+        swt_slipway(&r, "plan", swt_src("examples/operator.yaml"), "frank-small", "--json", NULL),
+        0);
+    json_t *j = swt_json_out(&r);
+    json_t *mb = json_object_get(json_array_get(json_object_get(j, "endpoints"), 0),
+                                 "measured_budget");
+    assert_string_equal(json_string_value(json_object_get(mb, "fact")),
+                        "non_kv_cost_with_projector");
+    assert_int_equal(json_integer_value(json_object_get(mb, "non_kv_bytes")), 8859ll << 20);
+    /* 24,576 - (12,936 + 150.75 + 8,859) MiB */
+    assert_int_equal(json_integer_value(json_object_get(mb, "free_bytes")),
+                     (long long)(2630.25 * 1048576.0));
+    assert_true(json_is_true(json_object_get(mb, "in_band")));
+    json_decref(j);
+    swt_run_free(&r);
+
+    /* the fleet's vLLM endpoints are planned too: frank-primary's deployed shape prints what
+     * the engine printed (398,658 tokens, 1.99x, 6,496 arena slots) */
+    assert_int_equal(swt_slipway(&r, "plan", swt_src("examples/operator.yaml"), NULL), 0);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "== frank-primary (vllm"));
+    assert_non_null(strstr(r.out, "GPU KV cache size: 398,658 tokens"));
+    assert_non_null(strstr(r.out, "Maximum concurrency for 200,704 tokens per request: 1.99x"));
+    assert_non_null(strstr(r.out, "14.87 GiB / 6496 slots"));
+    assert_non_null(strstr(r.out, "== frank-large (vllm"));
+    assert_non_null(strstr(r.out, "pool sized at boot"));
     swt_run_free(&r);
 }
 
