@@ -26,6 +26,22 @@ static int opt_bytes(const char *name, const char *v, uint64_t *out, struct sw_e
     return 0;
 }
 
+/* out.arena = the fork's expert arena for this max_model_len and MNBT, when the profile has one. */
+static void arena_json(const struct sw_fork_profile *prof, int64_t max_model_len, int64_t mnbt,
+                       json_t *out)
+{
+    struct sw_arena a;
+    if (sw_profile_arena(prof, max_model_len, mnbt, &a, NULL))
+        return;
+    json_t *j = json_object();
+    sw_json_set_str(j, "profile", prof->name);
+    sw_json_set_int(j, "arena_bytes", a.arena_bytes);
+    sw_json_set_int(j, "slots", a.slots);
+    sw_json_set_int(j, "reserve_bytes", (int64_t)a.reserve_bytes);
+    sw_json_set_int(j, "overhead_bytes", (int64_t)a.overhead_bytes);
+    sw_json_set_new(out, "arena", j);
+}
+
 int sw_engine_plan_cli(const char *engine, int optc, char **optv, int cmdc, char **cmdv,
                        json_t **out, struct sw_err *e)
 {
@@ -98,21 +114,12 @@ int sw_engine_plan_cli(const char *engine, int optc, char **optv, int cmdc, char
         if (!rc) {
             *out = sw_vllm_report_json(r);
             if (*out && have_prof && prof.has_arena) {
-                struct sw_arena a;
                 int64_t mnbt = 0;
                 const char *dir;
                 struct sw_vllm_opts o2 = vo;
                 if (sw_vllm_parse_argv(cmdc, cmdv, &o2, &dir, NULL, 0, NULL) == 0)
                     mnbt = o2.max_num_batched_tokens;
-                if (sw_profile_arena(&prof, r->max_model_len, mnbt, &a, NULL) == 0) {
-                    json_t *j = json_object();
-                    sw_json_set_str(j, "profile", prof.name);
-                    sw_json_set_int(j, "arena_bytes", a.arena_bytes);
-                    sw_json_set_int(j, "slots", a.slots);
-                    sw_json_set_int(j, "reserve_bytes", (int64_t)a.reserve_bytes);
-                    sw_json_set_int(j, "overhead_bytes", (int64_t)a.overhead_bytes);
-                    sw_json_set_new(*out, "arena", j);
-                }
+                arena_json(&prof, r->max_model_len, mnbt, *out);
             }
         }
         sw_free(r);
@@ -227,17 +234,8 @@ int sw_engine_plan_endpoint(const struct sw_fleet_endpoint *ep, json_t **out, st
                      "blocks): the stock law's figures; `slipway calibrate` fits them from "
                      "recorded boots",
                      warn[0] ? "; " : "", prof.name);
-        struct sw_arena a;
-        if (prof.has_arena &&
-            sw_profile_arena(&prof, r->max_model_len, o.max_num_batched_tokens, &a, NULL) == 0) {
-            json_t *aj = json_object();
-            sw_json_set_str(aj, "profile", prof.name);
-            sw_json_set_int(aj, "arena_bytes", a.arena_bytes);
-            sw_json_set_int(aj, "slots", a.slots);
-            sw_json_set_int(aj, "reserve_bytes", (int64_t)a.reserve_bytes);
-            sw_json_set_int(aj, "overhead_bytes", (int64_t)a.overhead_bytes);
-            sw_json_set_new(j, "arena", aj);
-        }
+        if (prof.has_arena)
+            arena_json(&prof, r->max_model_len, o.max_num_batched_tokens, j);
     }
     if (warn[0]) {
         const char *w0 = json_string_value(json_object_get(j, "warnings"));

@@ -82,7 +82,7 @@ static bool is_quantized(int type)
 #define GGML_PAD(x, n) (((x) + (n)-1) / (n) * (n))
 
 /* ---------------------------------------------------------------------------------------------
- * Which memory module an arch gets (llama_model::create_memory; llama-arch.cpp lists).
+ * Which memory module an arch is given (llama_model::create_memory; llama-arch.cpp lists).
  */
 enum memkind { MEM_NONE, MEM_KV, MEM_RECURRENT, MEM_HYBRID, MEM_UNSUPPORTED };
 
