@@ -292,19 +292,7 @@ static int plan_endpoint(const struct sw_fleet_endpoint *ep, struct sw_llamacpp_
                         ep->name, args->model);
         goto out;
     }
-    for (size_t d = 0; d < ep->n_devices; d++) {
-        const struct sw_fleet_device *dev = ep->devices[d];
-        uint64_t mem = dev->memory_usable.set ? dev->memory_usable.v
-                                               : (dev->memory_total.set ? dev->memory_total.v : 0);
-        bool cpu = dev->vendor.v && !strcmp(dev->vendor.v, "cpu");
-        if (cpu) {
-            env.host_memory = mem;
-        } else if (env.n_gpu < SW_LLAMACPP_MAX_DEV - 1) {
-            snprintf(env.gpu_name[env.n_gpu], sizeof(env.gpu_name[0]), "%s", dev->name);
-            env.gpu_memory[env.n_gpu] = mem;
-            env.n_gpu++;
-        }
-    }
+    sw_llamacpp_env_from_endpoint(ep, &env);
     if ((rc = sw_llamacpp_plan(a, args, &env, plan, e)))
         goto out;
     *arch_out = a;

@@ -52,7 +52,8 @@ static int usage(void)
             "  --timeout S         boot deadline in seconds (default 900)\n"
             "  --grace S           SIGTERM -> SIGKILL delay when stopping (default 10)\n"
             "  --limit-as BYTES    cap the engine's address space (RLIMIT_AS), e.g. 3GiB\n"
-            "  --no-preflight      do not check port and payload first: let the engine fail\n"
+            "  --no-preflight      do not check port, payload and the plan against the fleet's\n"
+            "                      declared device memory first: let the engine fail\n"
             "  --no-liveness       skip the one-token generation\n"
             "  --dry-run           print the command line (and the prediction) and stop\n"
             "  --record            record the boot (ok or failed) in the ledger\n"
@@ -259,7 +260,7 @@ static int pick_endpoint(const struct sw_fleet *f, const char *name,
 /* A fleet endpoint, rendered by its engine adapter. */
 static int fleet_cmd(const char *fleet_path, const char *endpoint, struct sw_fleet **fp,
                      struct sw_engine_launch *l, struct verbatim *v, char *name, size_t name_n,
-                     struct sw_err *e)
+                     const struct sw_fleet_endpoint **ep_out, struct sw_err *e)
 {
     struct sw_fleet_opts fo = {.on_error = fleet_error};
     const struct sw_fleet_endpoint *ep;
@@ -308,6 +309,7 @@ static int fleet_cmd(const char *fleet_path, const char *endpoint, struct sw_fle
         snprintf(v->where, sizeof(v->where), "%s:%d:%d: payload of endpoint %s", at->file, at->line,
                  at->col, ep->name);
     snprintf(name, name_n, "%s", ep->name);
+    *ep_out = ep;
     return 0;
 }
 
@@ -435,7 +437,8 @@ static void print_diff(const json_t *diff, const char *why_none)
  * adapter rendered it, or the operator wrote it), with the model's architecture read from its
  * GGUF. On a CPU build with no declared memory, as here, --fit changes nothing the law models.
  */
-static json_t *predict(const struct sw_engine_cmd *cmd, char *why, size_t n)
+static json_t *predict(const struct sw_engine_cmd *cmd, const struct sw_fleet_endpoint *ep,
+                       char *why, size_t n, char *unfit, size_t unfit_n)
 {
     struct sw_llamacpp_args *args = sw_calloc(1, sizeof(*args));
     struct sw_llamacpp_plan *plan = sw_calloc(1, sizeof(*plan));
@@ -446,6 +449,9 @@ static json_t *predict(const struct sw_engine_cmd *cmd, char *why, size_t n)
     json_t *out = NULL;
     char msg[1200];
     memset(&env, 0, sizeof(env));
+    if (ep) /* the fleet's devices: a declared memory is a limit the plan is held to */
+        sw_llamacpp_env_from_endpoint(ep, &env);
+    unfit[0] = '\0';
     if (!args || !plan) {
         snprintf(why, n, "out of memory");
         goto out;
@@ -469,6 +475,17 @@ static json_t *predict(const struct sw_engine_cmd *cmd, char *why, size_t n)
     out = sw_llamacpp_report_to_json(&plan->report);
     if (!out)
         snprintf(why, n, "out of memory");
+    for (int d = 0; d < plan->n_dev && !unfit[0]; d++) {
+        const struct sw_llamacpp_device *x = &plan->dev[d];
+        const double M = 1024.0 * 1024.0;
+        if (x->memory && x->total > x->memory)
+            snprintf(unfit, unfit_n,
+                     "the plan does not fit %s: %.2f MiB (weights %.2f + KV %.2f + recurrent "
+                     "%.2f + compute %.2f + output %.2f) of %.2f MiB declared",
+                     x->name, (double)x->total / M, (double)x->weights / M, (double)x->kv / M,
+                     (double)x->recurrent / M, (double)x->compute / M, (double)x->output / M,
+                     (double)x->memory / M);
+    }
 out:
     sw_arch_free(arch);
     sw_gguf_free(g);
@@ -759,12 +776,14 @@ int sw_cmd_up(int argc, char **argv)
     struct verbatim v;
     struct sw_fleet *fleet = NULL;
     struct sw_engine_launch launch;
+    const struct sw_fleet_endpoint *ep = NULL;
     char ep_name[128] = "";
     int rc;
     memset(&v, 0, sizeof(v));
     memset(&launch, 0, sizeof(launch));
     if (c.fleet)
-        rc = fleet_cmd(c.fleet, c.endpoint, &fleet, &launch, &v, ep_name, sizeof(ep_name), &e);
+        rc = fleet_cmd(c.fleet, c.endpoint, &fleet, &launch, &v, ep_name, sizeof(ep_name), &ep,
+                       &e);
     else
         rc = verbatim_cmd(c.eng_argc, c.eng_argv, &v, &e);
     if (rc) {
@@ -778,10 +797,21 @@ int sw_cmd_up(int argc, char **argv)
     json_t *predicted = NULL, *diff = NULL, *out = NULL;
     struct sw_up_result r;
     memset(&r, 0, sizeof(r));
-    char why_none[256] = "";
-    predicted = predict(&v.cmd, why_none, sizeof(why_none));
+    char why_none[256] = "", unfit[600] = "";
+    predicted = predict(&v.cmd, ep, why_none, sizeof(why_none), unfit, sizeof(unfit));
     if (c.dry_run) {
         code = dry_run(&v.cmd, predicted, why_none, c.json);
+        if (unfit[0] && !c.json)
+            fprintf(stderr, "slipway up: %s\n", unfit);
+        goto out;
+    }
+    /* A shape that does not fit is refused here, not found minutes into a boot. */
+    if (unfit[0] && c.preflight) {
+        sw_err_set(&e, SW_EGATE,
+                   "%s: %s; nothing was started (change the shape, or --no-preflight to boot "
+                   "it anyway)",
+                   ep_name[0] ? ep_name : "llama-server", unfit);
+        code = sw_cli_fail(&e, c.json);
         goto out;
     }
     if (c.name)

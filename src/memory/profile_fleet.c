@@ -1,12 +1,13 @@
 /*
- * memory/profile_fleet: a fleet file's engine profile (named constants, optional raw terms) and
- * endpoint shape, as the vLLM law's inputs.
+ * memory/profile_fleet: a fleet file's engine profile (named constants, optional raw terms),
+ * endpoint shape and devices, as the laws' inputs (vLLM options, llama.cpp's device environment).
  *
  * What it does not do: load the fleet (fleet/), or read the payload (the caller loads the
  * config.json it can reach, or the endpoint's declared architecture).
  */
 #include <slipway/fleet.h>
 #include <slipway/hf.h>
+#include <slipway/memory.h>
 #include <slipway/profile.h>
 
 #include <math.h>
@@ -162,4 +163,23 @@ int sw_endpoint_hf_config(const struct sw_fleet_endpoint *ep, struct sw_hf_confi
     int rc = sw_hf_config_parse(t, strlen(t), where, c, e);
     free(t); /* json_dumps allocates with jansson's allocator (malloc) */
     return rc;
+}
+
+void sw_llamacpp_env_from_endpoint(const struct sw_fleet_endpoint *ep, struct sw_llamacpp_env *env)
+{
+    memset(env, 0, sizeof(*env));
+    for (size_t d = 0; d < ep->n_devices; d++) {
+        const struct sw_fleet_device *dev = ep->devices[d];
+        if (!dev)
+            continue;
+        uint64_t mem = dev->memory_usable.set ? dev->memory_usable.v
+                                               : (dev->memory_total.set ? dev->memory_total.v : 0);
+        if (dev->vendor.v && !strcmp(dev->vendor.v, "cpu")) {
+            env->host_memory = mem;
+        } else if (env->n_gpu < SW_LLAMACPP_MAX_DEV - 1) {
+            snprintf(env->gpu_name[env->n_gpu], sizeof(env->gpu_name[0]), "%s", dev->name);
+            env->gpu_memory[env->n_gpu] = mem;
+            env->n_gpu++;
+        }
+    }
 }

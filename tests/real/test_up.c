@@ -673,6 +673,70 @@ static void test_fleet_up_down(void **state)
     swt_run_free(&r);
 }
 
+/* A shape that does not fit the fleet's declared device memory is refused before anything
+ * starts: no engine process, no pid file, no log; the message names the device and the plan's
+ * terms. The same endpoint with room passes the preflight (checked with --dry-run). */
+static void test_fleet_refuses_unfit(void **state)
+{
+    NEED_LLAMA();
+    struct tcase t;
+    tcase_init(&t, "unfit");
+    char yaml[8192], fleet[4400], run[4400];
+    snprintf(fleet, sizeof(fleet), "%s/fleet.yaml", t.dir);
+    snprintf(run, sizeof(run), "%s/run", t.dir);
+    for (int pass = 0; pass < 2; pass++) {
+        snprintf(yaml, sizeof(yaml),
+                 "version: 1\n"
+                 "hosts:\n"
+                 "  localhost:\n"
+                 "    transport: local\n"
+                 "    devices:\n"
+                 "      cpu: {kind: cpu, vendor: cpu, memory_total: %s}\n"
+                 "endpoints:\n"
+                 "  tiny:\n"
+                 "    host: localhost\n"
+                 "    engine: llama.cpp\n"
+                 "    binary: %s\n"
+                 "    listen: 127.0.0.1:%d\n"
+                 "    alias: %s\n"
+                 "    payload:\n"
+                 "      path: %s\n"
+                 "      gguf: chat.gguf\n"
+                 "    shape:\n"
+                 "      ctx_size: 65536\n"
+                 "      seqs: 2\n",
+                 pass == 0 ? "1MiB" : "64GiB", swl_bin("llama-server"), t.port, t.mark,
+                 g_models);
+        swt_write_str(fleet, yaml);
+        setenv("SLIPWAY_RUN_DIR", run, 1);
+        struct swt_run r;
+        if (pass == 0) {
+            assert_int_equal(swt_slipway(&r, "up", "--json", fleet, NULL), 0);
+            assert_int_equal(r.status, 1);
+            json_t *j = swt_json_out(&r);
+            const char *m =
+                json_string_value(json_object_get(json_object_get(j, "error"), "message"));
+            assert_non_null(m);
+            assert_non_null(strstr(m, "the plan does not fit CPU"));
+            assert_non_null(strstr(m, "of 1.00 MiB declared"));
+            assert_non_null(strstr(m, "nothing was started"));
+            json_decref(j);
+            char pidf[4500], logf[4500];
+            snprintf(pidf, sizeof(pidf), "%s/tiny.pid", run);
+            snprintf(logf, sizeof(logf), "%s/tiny.log", run);
+            assert_int_equal(access(pidf, F_OK), -1);
+            assert_int_equal(access(logf, F_OK), -1);
+            assert_int_equal(survivors(t.mark, false), 0);
+        } else {
+            assert_int_equal(swt_slipway(&r, "up", "--dry-run", fleet, NULL), 0);
+            assert_int_equal(r.status, 0);
+            assert_null(strstr(r.err, "does not fit"));
+        }
+        swt_run_free(&r);
+        unsetenv("SLIPWAY_RUN_DIR");
+    }
+}
+
 /*
  * Render, plan, boot: for fleet endpoints of several memory layouts (dense, iSWA, iSWA full,
  * hybrid, recurrent, quantized caches), the adapter's argv planned in-process by `up` equals
@@ -1092,6 +1156,7 @@ int main(void)
         cmocka_unit_test(test_ctrl_c_foreground),
         cmocka_unit_test(test_live_foreground),
         cmocka_unit_test(test_fleet_up_down),
+        cmocka_unit_test(test_fleet_refuses_unfit),
         cmocka_unit_test(test_record_failed_boot),
         cmocka_unit_test(test_render_plan_boot),
         cmocka_unit_test(test_down_live),
