@@ -11,7 +11,7 @@
  * measures hashing, not the disk; --drop is not attempted (it needs root).
  *
  *     build/bench/bench_verify [--files N] [--size 256MiB] [--repeats R] [--threads T]
- *                              [--buf 1MiB] [--dir DIR] [--keep] [--json]
+ *                              [--buf 1MiB] [--dir DIR] [--keep] [--json] [--svg FILE]
  *
  * Target (issue 7): parallel >= 0.9 x min(cores, files) x single-threaded.
  */
@@ -19,6 +19,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -121,7 +122,7 @@ int main(int argc, char **argv)
 {
     sw_core_init();
     uint64_t nfiles = 8, size = 256ull << 20, repeats = 3, threads = 0, buf = 0;
-    const char *dir_arg = NULL;
+    const char *dir_arg = NULL, *svg = NULL;
     bool keep = false, json = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -139,6 +140,8 @@ int main(int argc, char **argv)
             bad = sw_parse_bytes(v, &buf, NULL), i++;
         else if (!strcmp(a, "--dir") && v)
             dir_arg = v, i++;
+        else if (!strcmp(a, "--svg") && v)
+            svg = v, i++;
         else if (!strcmp(a, "--keep"))
             keep = true;
         else if (!strcmp(a, "--json"))
@@ -147,7 +150,8 @@ int main(int argc, char **argv)
             bad = 1;
         if (bad) {
             fprintf(stderr, "usage: bench_verify [--files N] [--size 256MiB] [--repeats R] "
-                            "[--threads T] [--buf 1MiB] [--dir DIR] [--keep] [--json]\n");
+                            "[--threads T] [--buf 1MiB] [--dir DIR] [--keep] [--json] "
+                            "[--svg FILE]\n");
             return 2;
         }
     }
@@ -286,6 +290,38 @@ int main(int argc, char **argv)
                r_par >= want ? "met" : "NOT met");
         printf("  hashes agree across the three: %s\n", mismatch ? "NO" : "yes");
     }
+    int status = 0;
+    if (svg) {
+        /* the three rates side by side, the target beside the parallel one */
+        static const char *const cats[] = {"sha256sum\n(coreutils)", "OpenSSL EVP\none thread",
+                                           "slipway verify\nparallel"};
+        const double rate[] = {r_sum, r_one, r_par}, tgt[] = {NAN, NAN, want};
+        char title[160], note[200];
+        snprintf(title, sizeof(title), "verify throughput: %llu files x %s",
+                 (unsigned long long)nfiles, sw_fmt_bytes(size, sz, sizeof(sz)));
+        snprintf(note, sizeof(note),
+                 "best of %llu, %ld cores, %u workers, load %.2f; target 0.9 x min(cores, "
+                 "files) x single",
+                 (unsigned long long)repeats, cores, used, load[0]);
+        struct sw_chart_series se[] = {{.name = "MB/s", .n = 3, .y = rate},
+                                       {.name = "target", .n = 3, .y = tgt}};
+        struct sw_chart ch = {.kind = SW_CHART_BARS,
+                              .title = title,
+                              .note = note,
+                              .x_label = "",
+                              .y_label = "MB/s",
+                              .categories = cats,
+                              .n_categories = 3,
+                              .series = se,
+                              .n_series = 2,
+                              .y_from_zero = true};
+        struct sw_err e;
+        if (sw_chart_write_svg(&ch, 1, svg, &e)) {
+            char m[1200];
+            fprintf(stderr, "bench_verify: --svg: %s\n", sw_err_format(&e, m, sizeof(m)));
+            status = 1;
+        }
+    }
     if (!keep) {
         for (uint64_t i = 0; i < nfiles; i++)
             unlink(paths[i]);
@@ -301,5 +337,5 @@ int main(int argc, char **argv)
     free(h_sum);
     free(h_one);
     free(h_par);
-    return mismatch ? 1 : 0;
+    return mismatch ? 1 : status;
 }

@@ -296,6 +296,10 @@ const char *sw_calib_fit_summary(const struct sw_calib_fit *f, char *out, size_t
 /* The fit as JSON (every term, residual, geometry and what each boot taught). New reference. */
 json_t *sw_calib_fit_json(const struct sw_calib_fit *f);
 json_t *sw_calib_budget_json(const struct sw_calib_budget *b);
+/* A calibration document (`slipway calibrate --json`: sw_calib_fit_json + "predictions") as an
+ * SVG: per KV class, each fitted boot's printed tokens beside the fit, then each prediction with
+ * its interval. SW_ENOENT when no class has boots. */
+int sw_calib_svg(const json_t *doc, const char *path, struct sw_err *e);
 json_t *sw_calib_kv_pred_json(const struct sw_calib_kv_pred *p);
 
 #ifdef __cplusplus

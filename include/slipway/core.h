@@ -236,6 +236,36 @@ void sw_log(enum sw_log_level lvl, const char *fmt, ...) SW_PRINTF(2, 3);
 #define SW_MIB (1024ull * 1024ull)
 #define SW_GIB (1024ull * 1024ull * 1024ull)
 
+/* ---------------------------------------------------------------------------------------------
+ * Charts (core/chart): SVG for results people compare. Panels stack vertically.
+ */
+enum sw_chart_kind {
+    SW_CHART_LINES, /* numeric x; points joined per series; a non-finite value breaks the line */
+    SW_CHART_BARS,  /* categories on x, one bar per series in each */
+};
+struct sw_chart_series {
+    const char *name;
+    size_t n;
+    const double *x;       /* LINES only */
+    const double *y;       /* a non-finite y is not drawn */
+    const double *lo, *hi; /* optional lo..hi whisker per value (NULL: none) */
+};
+struct sw_chart {
+    enum sw_chart_kind kind;
+    const char *title, *note, *x_label, *y_label;
+    const char *const *categories; /* BARS */
+    size_t n_categories;
+    const struct sw_chart_series *series;
+    size_t n_series; /* 1..8 */
+    bool y_from_zero, x_from_zero;
+};
+/* Append the SVG document of n panels to out. SW_EINVAL when a panel has nothing finite to
+ * draw or is malformed (names the panel), SW_ERANGE for too many series. */
+int sw_chart_svg(const struct sw_chart *charts, size_t n, struct sw_buf *out, struct sw_err *e);
+/* The same, written atomically to path (mode 0644). */
+int sw_chart_write_svg(const struct sw_chart *charts, size_t n, const char *path,
+                       struct sw_err *e);
+
 #ifdef __cplusplus
 }
 #endif

@@ -98,6 +98,10 @@ void sw_probe_report_free(struct sw_probe_report *r);
 json_t *sw_probe_report_json(const struct sw_probe_report *r);
 /* The human table: a header line, then one line per check with its evidence. */
 void sw_probe_report_print(FILE *f, const struct sw_probe_report *r);
+/* The speed check of a report document (sw_probe_report_json's form) as an SVG: decode and
+ * prefill tok/s by context depth, client and server side by side. SW_ENOENT when the battery has
+ * no speed figures (says why). */
+int sw_probe_speed_svg(const json_t *doc, const char *path, struct sw_err *e);
 
 /* A PNG of w x h pixels of one RGB colour (stored deflate, no compression library). sw_free
  * the result. NULL on OOM or a size over 1024. */

@@ -32,7 +32,7 @@
 #define MAX_PRED 16
 
 struct opts {
-    const char *endpoint, *fleet, *ledger, *config, *budget, *save;
+    const char *endpoint, *fleet, *ledger, *config, *budget, *save, *svg;
     int max_s;
     int n_pred, n_excl, n_need;
     int64_t need_seqs[MAX_PRED], need_len[MAX_PRED];
@@ -47,7 +47,7 @@ static void usage_text(FILE *f)
     fputs("usage: slipway calibrate ENDPOINT [FLEET.yaml] [--ledger PATH] [--config CONFIG.json]\n"
           "                         [--predict MAXLEN:KV_BYTES]... [--budget SHAPE.json]\n"
           "                         [--need SEQSxMAXLEN]... [--exclude BOOT_ID]... [--save FIT.json]\n"
-          "                         [--max-state-blocks N] [--record]\n"
+          "                         [--max-state-blocks N] [--record] [--svg FILE]\n"
           "                         [--json]\n"
           "Fits the KV block law (vLLM), the non-KV cost by subtraction (usage readings) and the\n"
           "expert arena (fork profile) from the ledger's boots of ENDPOINT; prints the fitted\n"
@@ -71,7 +71,7 @@ static int parse(int argc, char **argv, struct opts *o)
         } else if (!strcmp(a, "--ledger") || !strcmp(a, "--config") || !strcmp(a, "--budget") ||
                    !strcmp(a, "--save") || !strcmp(a, "--predict") ||
                    !strcmp(a, "--max-state-blocks") || !strcmp(a, "--fleet") ||
-                   !strcmp(a, "--exclude") || !strcmp(a, "--need")) {
+                   !strcmp(a, "--exclude") || !strcmp(a, "--need") || !strcmp(a, "--svg")) {
             if (!v)
                 return sw_cli_usage("calibrate", "%s needs a value", a);
             i++;
@@ -83,6 +83,8 @@ static int parse(int argc, char **argv, struct opts *o)
                 o->budget = v;
             else if (!strcmp(a, "--save"))
                 o->save = v;
+            else if (!strcmp(a, "--svg"))
+                o->svg = v;
             else if (!strcmp(a, "--fleet"))
                 o->fleet = v;
             else if (!strcmp(a, "--need")) {
@@ -374,6 +376,11 @@ int sw_cmd_calibrate(int argc, char **argv)
             goto out;
         }
         free(t);
+    }
+    if (o.svg && sw_calib_svg(out, o.svg, &e)) {
+        sw_err_prefix(&e, "--svg %s", o.svg);
+        rc = sw_cli_fail(&e, o.json);
+        goto out;
     }
     if (o.record && !nothing) {
         /* the fit as a note on the endpoint: the ledger keeps what was concluded, and when */

@@ -27,16 +27,18 @@ static void usage(FILE *f)
           "                     [--worst-case] [--model NAME] [--window N] [--slots N]\n"
           "                     [--engine llama.cpp|vllm|sglang] [--vision yes|no]\n"
           "                     [--api-key-env VAR] [--timeout S] [--ready-wait S]\n"
-          "                     [--record] [--ledger PATH] [--quiet]\n"
+          "                     [--record] [--ledger PATH] [--quiet] [--svg FILE]\n"
           "checks: readiness liveness models chat stream reasoning tool_calls vision metrics\n"
           "        over_length concurrency speed, and worst_case with --worst-case\n"
-          "ENDPOINT is a name in the fleet file (default ./fleet.yaml); URL is http(s)://...\n",
+          "ENDPOINT is a name in the fleet file (default ./fleet.yaml); URL is http(s)://...\n"
+          "--svg FILE: the speed check as a chart (decode and prefill tok/s by depth, client and\n"
+          "            server)\n",
           f);
 }
 
 struct opts {
     const char *target, *fleet, *only, *model, *engine, *vision, *key_env, *ledger;
-    const char *window, *slots, *timeout, *ready;
+    const char *window, *slots, *timeout, *ready, *svg;
     bool json, worst, record, quiet, help;
 };
 
@@ -78,6 +80,8 @@ static int parse(int argc, char **argv, struct opts *o)
             val = &o->timeout;
         else if (sw_cli_is(a, "--ready-wait", NULL))
             val = &o->ready;
+        else if (sw_cli_is(a, "--svg", NULL))
+            val = &o->svg;
         else if (a[0] == '-' && a[1])
             return sw_cli_usage("probe", "unknown option %s", a);
         else if (!o->target)
@@ -286,8 +290,20 @@ int sw_cmd_probe(int argc, char **argv)
             printf("recorded as battery %lld in %s\n", (long long)id, path);
         }
     }
-    json_decref(doc);
     exit_code = rep.failed ? SW_EXIT_FAIL : SW_EXIT_OK;
+    if (o.svg) {
+        char m[1200];
+        sw_err_clear(&e);
+        if (!doc || sw_probe_speed_svg(doc, o.svg, &e)) {
+            fprintf(stderr, "slipway probe: --svg %s: %s\n", o.svg,
+                    doc ? sw_err_format(&e, m, sizeof(m)) : "out of memory");
+            if (exit_code == SW_EXIT_OK)
+                exit_code = SW_EXIT_FAIL;
+        } else if (!o.json) {
+            printf("speed chart: %s\n", o.svg);
+        }
+    }
+    json_decref(doc);
 out:
     sw_probe_report_free(&rep);
     if (key) {

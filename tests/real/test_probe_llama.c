@@ -17,12 +17,14 @@
 #include <cmocka.h>
 
 #include <slipway/core.h>
+#include <slipway/probe.h>
 
 #include "swllama.h"
 #include "swtest.h"
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 struct fx {
     char *dir;
@@ -202,6 +204,33 @@ static void test_plain_template(void **state)
     assert_string_equal(json_string_value(json_object_get(j, "engine")), "llama.cpp");
     assert_int_equal(json_integer_value(json_object_get(j, "slots")), 2);
     assert_int_equal(json_integer_value(json_object_get(j, "window")), 512);
+    /* the speed check as a chart: a point per depth for client and server, decode and prefill */
+    char *dir = swt_tmpdir();
+    const char *svg = swt_join(dir, "speed.svg");
+    struct sw_err e;
+    assert_int_equal(sw_probe_speed_svg(j, svg, &e), 0);
+    char *text = NULL;
+    size_t n = 0, depths = 0, points = 0;
+    json_t *c;
+    size_t i;
+    json_array_foreach(json_object_get(j, "checks"), i, c)
+    if (!strcmp(json_string_value(json_object_get(c, "name")), "speed"))
+        depths = json_array_size(json_object_get(json_object_get(c, "data"), "depths"));
+    assert_true(depths >= 2);
+    assert_int_equal(sw_read_file(svg, 1 << 22, &text, &n, &e), 0);
+    for (const char *q = strstr(text, "<circle"); q; q = strstr(q + 1, "<circle"))
+        points++;
+    assert_int_equal(points, 4 * depths);
+    assert_non_null(strstr(text, "decode tok/s by context depth"));
+    assert_non_null(strstr(text, "server (timings)"));
+    sw_free(text);
+    /* a battery without the speed check: said, no file */
+    json_t *none = json_pack("{s:[]}", "checks");
+    const char *svg2 = swt_join(dir, "none.svg");
+    assert_int_equal(sw_probe_speed_svg(none, svg2, &e), SW_ENOENT);
+    assert_int_equal(access(svg2, F_OK), -1);
+    json_decref(none);
+    swt_tmpdir_free(dir);
     json_decref(j);
     down(pidfile);
 }

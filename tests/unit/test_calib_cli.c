@@ -91,6 +91,41 @@ static void test_json_exclude(void **state)
     swt_run_free(&r);
 }
 
+/* --svg: per KV class, the printed boots beside the fit, the prediction with its interval;
+ * the interval's whisker spans exactly what --json says (312,925..409,888 on the y scale is not
+ * checked, the values are: each bar carries its number in a title). */
+static void test_svg(void **state)
+{
+    struct fx *f = *state;
+    struct swt_run r;
+    const char *svg = swt_join(f->dir, "calib.svg");
+    swt_slipway(&r, "calibrate", "frank-primary", "--ledger", f->led, "--exclude", "4",
+                "--predict", "200704:3150000000", "--svg", svg, NULL);
+    assert_int_equal(r.status, 0);
+    swt_run_free(&r);
+    char *text = NULL;
+    size_t n = 0;
+    struct sw_err e;
+    assert_int_equal(sw_read_file(svg, 1 << 22, &text, &n, &e), 0);
+    assert_non_null(strstr(text, "frank-primary: vllm KV class kv=fp8 tp=2"));
+    assert_non_null(strstr(text, "fitted on max_model_len 262144"));
+    /* the three fitted fp8 boots, printed and fit equal (residual 0) */
+    assert_non_null(strstr(text, "<title>printed: 1079582.00</title>"));
+    assert_non_null(strstr(text, "<title>fit / prediction: 1079582.00</title>"));
+    assert_non_null(strstr(text, "<title>printed: 792069.00</title>"));
+    /* the prediction across geometry, labelled as such, with a whisker */
+    assert_non_null(strstr(text, ">EXTRAP. 200704</tspan>"));
+    assert_non_null(strstr(text, ">3.15e9 B</tspan>"));
+    assert_non_null(strstr(text, "<path d=\"M"));
+    sw_free(text);
+    /* a path that cannot be written: exit 1 or 2 with the flag named, nothing left */
+    const char *bad = swt_join(f->dir, "no/such/dir/c.svg");
+    swt_slipway(&r, "calibrate", "frank-primary", "--ledger", f->led, "--svg", bad, NULL);
+    assert_int_not_equal(r.status, 0);
+    assert_non_null(strstr(r.err, "--svg"));
+    swt_run_free(&r);
+}
+
 static void test_budget_save(void **state)
 {
     struct fx *f = *state;
@@ -173,6 +208,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_human, setup, teardown),
         cmocka_unit_test_setup_teardown(test_json_exclude, setup, teardown),
         cmocka_unit_test_setup_teardown(test_budget_save, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_svg, setup, teardown),
         cmocka_unit_test_setup_teardown(test_exit_codes, setup, teardown),
     };
     return cmocka_run_group_tests_name("calib_cli", t, NULL, NULL);
