@@ -243,10 +243,11 @@ static int panel(const struct sw_chart *c, double top, struct sw_buf *b)
                     continue;
                 }
                 if (!open)
+                    /* every other series dashed: lines that coincide stay both visible */
                     rc |= sw_buf_printf(b,
                                         "<polyline fill=\"none\" stroke-width=\"2\" "
-                                        "stroke=\"%s\" points=\"",
-                                        palette[s]);
+                                        "stroke=\"%s\"%s points=\"",
+                                        palette[s], s % 2 ? " stroke-dasharray=\"7 4\"" : "");
                 rc |= sw_buf_printf(b, "%s%.1f,%.1f", open ? " " : "", PX(se->x[i]),
                                     PY(se->y[i]));
                 open = true;
