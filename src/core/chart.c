@@ -200,7 +200,11 @@ static int panel(const struct sw_chart *c, double top, struct sw_buf *b)
     }
     /* y grid and labels */
     char t[64];
-    for (double v = y0; v <= y1 + ys / 2; v += ys) {
+    /* ticks by index, not by accumulating the step: no drift, no "-0.0" */
+    for (long i = 0, n = lround((y1 - y0) / ys); i <= n; i++) {
+        double v = y0 + (double)i * ys;
+        if (fabs(v) < ys * 1e-9)
+            v = 0;
         tick_label(v, ys, t, sizeof(t));
         rc |= sw_buf_printf(b,
                             "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
@@ -224,7 +228,10 @@ static int panel(const struct sw_chart *c, double top, struct sw_buf *b)
     rc |= sw_buf_printf(b, "</text>\n");
 
     if (c->kind == SW_CHART_LINES) {
-        for (double v = x0; v <= x1 + xs / 2; v += xs) {
+        for (long i = 0, n = lround((x1 - x0) / xs); i <= n; i++) {
+            double v = x0 + (double)i * xs;
+            if (fabs(v) < xs * 1e-9)
+                v = 0;
             tick_label(v, xs, t, sizeof(t));
             rc |= sw_buf_printf(b,
                                 "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "

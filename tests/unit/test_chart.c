@@ -70,6 +70,26 @@ static void test_lines(void **state)
     sw_buf_free(&b);
 }
 
+/* Fractional ticks across zero: computed by index, so 0 prints as 0.0, never -0.0 or 1e-17. */
+static void test_ticks_across_zero(void **state)
+{
+    (void)state;
+    const double x[] = {0, 1, 2}, y[] = {-0.3, 0.05, 0.3};
+    struct sw_chart_series se = {.name = "s", .n = 3, .x = x, .y = y};
+    struct sw_chart c = {.kind = SW_CHART_LINES, .title = "t", .series = &se, .n_series = 1};
+    struct sw_buf b;
+    struct sw_err e;
+    sw_buf_init(&b, 1 << 20);
+    assert_int_equal(sw_chart_svg(&c, 1, &b, &e), 0);
+    const char *s = sw_buf_cstr(&b);
+    assert_non_null(strstr(s, ">0.0</text>"));
+    assert_non_null(strstr(s, ">-0.4</text>")); /* -0.3..0.3 in steps of 0.2 */
+    assert_non_null(strstr(s, ">0.4</text>"));
+    assert_null(strstr(s, ">-0.0</text>"));
+    assert_null(strstr(s, "e-1"));
+    sw_buf_free(&b);
+}
+
 static void test_bars_and_panels(void **state)
 {
     (void)state;
@@ -188,6 +208,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_lines),
+        cmocka_unit_test(test_ticks_across_zero),
         cmocka_unit_test(test_bars_and_panels),
         cmocka_unit_test(test_refused),
         cmocka_unit_test(test_write),
