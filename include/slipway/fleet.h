@@ -468,6 +468,9 @@ struct sw_fleet_endpoint {
 };
 const struct sw_fleet_fact *sw_fleet_endpoint_fact(const struct sw_fleet_endpoint *ep,
                                                    const char *name);
+/* What a device holds in all, as a usage reading's "used / total" counts it: memory_total, else
+ * memory_usable; 0 when neither is declared. Free-memory bands are taken against it. */
+uint64_t sw_fleet_device_capacity(const struct sw_fleet_device *d);
 /* The non-KV cost (weights + compute + projector) the operator measured for this endpoint: the
  * fact non_kv_cost_with_projector when a projector is set, else non_kv_cost; NULL when absent. */
 const struct sw_fleet_fact *sw_fleet_endpoint_non_kv(const struct sw_fleet_endpoint *ep);

@@ -176,6 +176,9 @@ int sw_vllm_report_lines(const struct sw_vllm_report *r, struct sw_buf *b);
  */
 int sw_vllm_parse_argv(int argc, char **argv, struct sw_vllm_opts *o, const char **model_dir,
                        char *ignored, size_t ignored_n, struct sw_err *e);
+/* When the pool is not pinned and no weights were given: the checkpoint's safetensors bytes in
+ * DIR, per rank (/ TP / PP), as o->weights_bytes. Nothing when DIR has no readable weights. */
+void sw_vllm_weights_from_dir(struct sw_vllm_opts *o, const char *dir);
 /* Parse argv, load MODEL_DIR/config.json (and the draft's), fill weights from safetensors when
  * no fact says otherwise, and plan. `facts` carries the budget facts and version (may be NULL). */
 int sw_vllm_plan_argv(int argc, char **argv, const struct sw_vllm_opts *facts,

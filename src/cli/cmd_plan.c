@@ -20,11 +20,9 @@
 #include <slipway/gguf.h>
 #include <slipway/hf.h>
 #include <slipway/memory.h>
-#include <slipway/profile.h>
 #include <slipway/vllm.h>
 
 #include <string.h>
-#include <unistd.h>
 
 static void usage(FILE *f)
 {
@@ -55,7 +53,6 @@ static void usage(FILE *f)
             "docs/sglang-law.md).\n");
 }
 
-/* vLLM / SGLang: the law lives in the library (engine/vllm_plan.c); this only dispatches. */
 /* The human view of a vLLM/SGLang plan object: the lines the engine would print, the per-request
  * price, the fork's arena; warnings to `warn` (stderr for a single plan, stdout in a fleet's). */
 static void print_vllm_sglang(const json_t *out, FILE *warn)
@@ -90,6 +87,7 @@ static void print_vllm_sglang(const json_t *out, FILE *warn)
         fprintf(warn, "%s%s\n", warn == stderr ? "slipway plan: " : "  note: ", w);
 }
 
+/* vLLM / SGLang: the law lives in the library (engine/vllm_plan.c); this only dispatches. */
 static int plan_vllm_sglang(int argc, char **argv)
 {
     bool json = false;
@@ -221,90 +219,6 @@ static int parse_gpu(const char *v, struct sw_llamacpp_env *env, struct sw_err *
     return 0;
 }
 
-/* An endpoint's `arch` in Hugging Face config.json form (no "arch" key): parsed as a config
- * (model/hf) and normalized by sw_arch_from_hf. llama.cpp's memory layout follows the family
- * (hybrid, recurrent, plain KV), so the declaration must name it with model_type. */
-static int arch_from_hf_decl(const struct sw_fleet_endpoint *ep, struct sw_arch **out,
-                             struct sw_err *e)
-{
-    struct sw_hf_config *c = sw_calloc(1, sizeof(*c));
-    char where[600];
-    int rc;
-
-    if (!c)
-        return sw_err_set(e, SW_ENOMEM, "out of memory");
-    if ((rc = sw_endpoint_hf_config(ep, c, where, sizeof(where), e)))
-        goto out;
-    if (!c->model_type[0]) {
-        rc = sw_err_set(e, SW_EINVAL,
-                        "%s: a config.json-style declaration needs model_type (e.g. qwen3_5, "
-                        "qwen3_next, llama): llama.cpp lays out memory by model family",
-                        where);
-        goto out;
-    }
-    if ((rc = sw_arch_from_hf(c, out, e)))
-        sw_err_prefix(e, "%s", where);
-out:
-    sw_free(c);
-    return rc;
-}
-
-/* One llama.cpp endpoint of a fleet: render its argv with the engine adapter, read the argv back
- * with the law's parser (so planning a fleet and planning the rendered command agree), take the
- * architecture from the GGUF when it is here or from a llama.cpp declaration, and the devices from
- * the fleet. */
-static int plan_endpoint(const struct sw_fleet_endpoint *ep, struct sw_llamacpp_plan *plan,
-                         struct sw_arch **arch_out, struct sw_llamacpp_args *args,
-                         struct sw_err *e)
-{
-    struct sw_engine_launch l;
-    struct sw_engine_cmd cmd = {0};
-    struct sw_llamacpp_env env;
-    struct sw_gguf *g = NULL;
-    struct sw_arch *a = NULL;
-    const struct sw_engine *eng = sw_engine_find("llama.cpp");
-    int rc;
-
-    memset(&l, 0, sizeof(l));
-    memset(&env, 0, sizeof(env));
-    *arch_out = NULL;
-    if (!eng)
-        return sw_err_set(e, SW_EUNSUPPORTED, "no llama.cpp engine adapter");
-    if ((rc = sw_engine_launch_from_fleet(ep, &l, e)))
-        return rc;
-    if ((rc = eng->render(&l, &cmd, e)))
-        goto out;
-    sw_llamacpp_args_init(args);
-    if ((rc = sw_llamacpp_args_parse(args, (int)cmd.argc, (const char *const *)cmd.argv, e)))
-        goto out;
-    if (access(args->model, R_OK) == 0) {
-        if ((rc = sw_gguf_open(args->model, &g, e)) || (rc = sw_arch_from_gguf(g, &a, e)))
-            goto out;
-    } else if (ep->arch && json_object_get(ep->arch, "arch")) {
-        if ((rc = sw_arch_from_json(ep->arch, ep->arch_at.file ? ep->arch_at.file : "arch", &a,
-                                    e)))
-            goto out;
-    } else if (ep->arch) {
-        if ((rc = arch_from_hf_decl(ep, &a, e)))
-            goto out;
-    } else {
-        rc = sw_err_set(e, SW_ENOENT, "%s: %s is not on this machine and no `arch` is declared",
-                        ep->name, args->model);
-        goto out;
-    }
-    sw_llamacpp_env_from_endpoint(ep, &env);
-    if ((rc = sw_llamacpp_plan(a, args, &env, plan, e)))
-        goto out;
-    *arch_out = a;
-    a = NULL;
-out:
-    sw_arch_free(a);
-    sw_gguf_free(g);
-    sw_engine_cmd_free(&cmd);
-    sw_engine_launch_free(&l);
-    return rc;
-}
-
 /* The budget with the non-KV cost the operator measured (a fleet fact): the law's KV and
  * recurrent state plus that figure, against the device and the endpoint's free band. The law
  * cannot know a GPU build's weights and compute from a declared architecture; the operator's
@@ -315,17 +229,19 @@ static json_t *measured_budget(const struct sw_fleet_endpoint *ep,
     const struct sw_fleet_fact *nk = sw_fleet_endpoint_non_kv(ep);
     if (!nk || strcmp(nk->q.unit, "B"))
         return NULL;
-    const char *dev = nk->device ? nk->device->name : NULL;
+    /* the fact's device, else the endpoint's first; its capacity as the gates count it (a
+     * usage reading is used / total), the law's KV and state on it */
+    const struct sw_fleet_device *fd = nk->device ? nk->device
+                                                  : (ep->n_devices ? ep->devices[0] : NULL);
     const struct sw_llamacpp_device *d = NULL;
-    for (int i = 0; i < p->n_dev; i++)
-        if (p->dev[i].memory && (!dev || !strcmp(p->dev[i].name, dev))) {
+    for (int i = 0; fd && i < p->n_dev; i++)
+        if (!strcmp(p->dev[i].name, fd->name))
             d = &p->dev[i];
-            break;
-        }
-    if (!d)
+    uint64_t cap = sw_fleet_device_capacity(fd);
+    if (!d || !cap)
         return NULL;
     double used = (double)d->kv + (double)d->recurrent + nk->q.value;
-    double free_b = (double)d->memory - used;
+    double free_b = (double)cap - used;
     json_t *j = json_object();
     sw_json_set_str(j, "device", d->name);
     sw_json_set_str(j, "fact", nk->name);
@@ -335,7 +251,7 @@ static json_t *measured_budget(const struct sw_fleet_endpoint *ep,
     sw_json_set_int(j, "recurrent_bytes", (int64_t)d->recurrent);
     sw_json_set_int(j, "non_kv_bytes", (int64_t)nk->q.value);
     sw_json_set_int(j, "used_bytes", (int64_t)used);
-    sw_json_set_int(j, "memory_bytes", (int64_t)d->memory);
+    sw_json_set_int(j, "memory_bytes", (int64_t)cap);
     sw_json_set_int(j, "free_bytes", (int64_t)free_b);
     uint64_t lo = ep->free_band.min.set ? ep->free_band.min.v : 0;
     uint64_t hi = ep->free_band.max.set ? ep->free_band.max.v : 0;
@@ -433,7 +349,7 @@ static int plan_fleet(const char *path, const char *only, bool json)
         }
         sw_err_clear(&e);
         memset(plan, 0, sizeof(*plan));
-        int prc = plan_endpoint(ep, plan, &a, args, &e);
+        int prc = sw_llamacpp_plan_endpoint(ep, args, plan, &a, &e);
         if (prc) {
             char buf[2048];
             if (rc == SW_EXIT_OK)

@@ -308,6 +308,15 @@ int sw_vllm_parse_argv(int argc, char **argv, struct sw_vllm_opts *o, const char
     return 0;
 }
 
+void sw_vllm_weights_from_dir(struct sw_vllm_opts *o, const char *dir)
+{
+    uint64_t wb = 0;
+    if (o->kv_cache_memory_bytes || o->weights_bytes || !dir ||
+        sw_hf_weight_bytes(dir, &wb, NULL) != 0)
+        return;
+    o->weights_bytes = wb / (uint64_t)(o->tp > 0 ? o->tp : 1) / (uint64_t)(o->pp > 0 ? o->pp : 1);
+}
+
 int sw_vllm_plan_argv(int argc, char **argv, const struct sw_vllm_opts *facts,
                       struct sw_vllm_report *r, struct sw_err *e)
 {
@@ -340,12 +349,8 @@ int sw_vllm_plan_argv(int argc, char **argv, const struct sw_vllm_opts *facts,
         }
         o.draft = draft;
     }
-    if (!o.kv_cache_memory_bytes && o.gpu_total_bytes && !o.weights_bytes) {
-        uint64_t wb = 0;
-        if (sw_hf_weight_bytes(dir, &wb, NULL) == 0)
-            o.weights_bytes =
-                wb / (uint64_t)(o.tp > 0 ? o.tp : 1) / (uint64_t)(o.pp > 0 ? o.pp : 1);
-    }
+    if (o.gpu_total_bytes)
+        sw_vllm_weights_from_dir(&o, dir);
     rc = sw_vllm_plan(cfg, &o, r, e);
     if (!rc && ignored[0])
         snprintf(r->warnings, sizeof(r->warnings), "flags not modelled: %.900s", ignored);

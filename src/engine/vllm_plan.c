@@ -172,11 +172,7 @@ int sw_engine_plan_endpoint(const struct sw_fleet_endpoint *ep, json_t **out, st
         goto done;
     pinned = o.kv_cache_memory_bytes > 0;
     if (!pinned) {
-        const char *dir = ep->payload.path.v;
-        uint64_t wb = 0;
-        if (!o.weights_bytes && dir && sw_hf_weight_bytes(dir, &wb, NULL) == 0)
-            o.weights_bytes =
-                wb / (uint64_t)(o.tp > 0 ? o.tp : 1) / (uint64_t)(o.pp > 0 ? o.pp : 1);
+        sw_vllm_weights_from_dir(&o, ep->payload.path.v);
         if (!o.gpu_total_bytes || !o.weights_bytes) {
             /* The engine sizes the pool from what its profiling run leaves; without the
              * weights here that is unknowable offline. The per-request block arithmetic does

@@ -57,6 +57,14 @@ const struct sw_fleet_fact *sw_fleet_endpoint_fact(const struct sw_fleet_endpoin
     return NULL;
 }
 
+uint64_t sw_fleet_device_capacity(const struct sw_fleet_device *d)
+{
+    if (!d)
+        return 0;
+    return d->memory_total.set ? d->memory_total.v
+                               : (d->memory_usable.set ? d->memory_usable.v : 0);
+}
+
 const struct sw_fleet_fact *sw_fleet_endpoint_non_kv(const struct sw_fleet_endpoint *ep)
 {
     if (ep && ep->payload.mmproj.v) /* the no-projector cost would understate it */

@@ -4,9 +4,8 @@
  * geometry, and for vLLM the block arithmetic (whole blocks, per-request state blocks) and the fork
  * profile.
  *
- * llama.cpp: the engine adapter renders the endpoint's argv and the law reads it back (as `slipway
- * plan FLEET` does); the architecture comes from the GGUF when it is on this machine, else from the
- * endpoint's `arch` (llama.cpp keys, or a config.json-like object through model/arch_hf).
+ * llama.cpp: sw_llamacpp_plan_endpoint, the same plan as `slipway plan FLEET` (the adapter's argv
+ * read back by the law; the GGUF's architecture, else the endpoint's `arch`; the fleet's devices).
  * vLLM: memory/vllm with sw_vllm_opts_from_endpoint (shape, fork profile KV terms) and the
  * checkpoint's config.json when it is here, else the endpoint's `arch`.
  *
@@ -17,11 +16,9 @@
 
 #include <slipway/arch.h>
 #include <slipway/engine.h>
-#include <slipway/gguf.h>
 #include <slipway/hf.h>
 
 #include <string.h>
-#include <unistd.h>
 
 static void why(struct sw__gate_plan *p, const struct sw_err *e, const char *prefix)
 {
@@ -30,74 +27,31 @@ static void why(struct sw__gate_plan *p, const struct sw_err *e, const char *pre
     p->ok = false;
 }
 
-static uint64_t dev_capacity(const struct sw_fleet_device *d)
-{
-    if (!d)
-        return 0;
-    return d->memory_total.set ? d->memory_total.v
-                               : (d->memory_usable.set ? d->memory_usable.v : 0);
-}
 
 static int plan_llamacpp(const struct sw_fleet_endpoint *ep, struct sw__gate_plan *p,
                          struct sw_err *e)
 {
-    struct sw_engine_launch l;
-    struct sw_engine_cmd cmd = {0};
-    struct sw_llamacpp_env env;
     struct sw_llamacpp_args *args = sw_calloc(1, sizeof(*args));
-    struct sw_hf_config *hc = NULL;
-    struct sw_gguf *g = NULL;
     struct sw_arch *a = NULL;
-    const struct sw_engine *eng = sw_engine_find("llama.cpp");
     struct sw_err le;
     int rc = 0;
 
-    memset(&l, 0, sizeof(l));
-    memset(&env, 0, sizeof(env));
     sw_err_clear(&le);
     p->lp = sw_calloc(1, sizeof(*p->lp));
     if (!p->lp || !args) {
         rc = sw_err_set(e, SW_ENOMEM, "out of memory");
         goto out;
     }
-    if (!eng) {
-        sw_err_set(&le, SW_EUNSUPPORTED, "no llama.cpp engine adapter");
-        goto cannot;
-    }
-    if (sw_engine_launch_from_fleet(ep, &l, &le) || eng->render(&l, &cmd, &le))
-        goto cannot;
-    sw_llamacpp_args_init(args);
-    if (sw_llamacpp_args_parse(args, (int)cmd.argc, (const char *const *)cmd.argv, &le))
-        goto cannot;
-    if (access(args->model, R_OK) == 0) {
-        if (sw_gguf_open(args->model, &g, &le) || sw_arch_from_gguf(g, &a, &le))
-            goto cannot;
-    } else if (ep->arch && json_object_get(ep->arch, "arch")) {
-        if (sw_arch_from_json(ep->arch, ep->arch_at.file ? ep->arch_at.file : "arch", &a, &le))
-            goto cannot;
-    } else if (ep->arch) {
-        hc = sw_calloc(1, sizeof(*hc));
-        if (!hc) {
-            rc = sw_err_set(e, SW_ENOMEM, "out of memory");
+    /* the same plan as `slipway plan FLEET`; a plan that cannot be made skips the gates that
+     * need it, with its reason, unless memory ran out */
+    if (sw_llamacpp_plan_endpoint(ep, args, p->lp, &a, &le)) {
+        if (le.code == SW_ENOMEM) {
+            *e = le;
+            rc = SW_ENOMEM;
             goto out;
         }
-        if (sw_endpoint_hf_config(ep, hc, NULL, 0, &le) || sw_arch_from_hf(hc, &a, &le))
-            goto cannot;
-    } else {
-        sw_err_set(&le, SW_ENOENT, "%s is not on this machine and the endpoint declares no `arch`",
-                   args->model);
         goto cannot;
     }
-    for (size_t d = 0; d < ep->n_devices && env.n_gpu < SW_LLAMACPP_MAX_DEV - 1; d++) {
-        const struct sw_fleet_device *dev = ep->devices[d];
-        if (dev->vendor.v && !strcmp(dev->vendor.v, "cpu"))
-            continue;
-        snprintf(env.gpu_name[env.n_gpu], sizeof(env.gpu_name[0]), "%s", dev->name);
-        env.gpu_memory[env.n_gpu] = dev_capacity(dev);
-        env.n_gpu++;
-    }
-    if (sw_llamacpp_plan(a, args, &env, p->lp, &le))
-        goto cannot;
 
     const struct sw_llamacpp_report *rep = &p->lp->report;
     p->ok = true;
@@ -129,7 +83,7 @@ static int plan_llamacpp(const struct sw_fleet_endpoint *ep, struct sw__gate_pla
         if (!fd)
             continue; /* "CPU" when everything is offloaded */
         p->dev[p->n_dev].dev = fd;
-        p->dev[p->n_dev].capacity = dev_capacity(fd);
+        p->dev[p->n_dev].capacity = sw_fleet_device_capacity(fd);
         p->dev[p->n_dev].kv = x->kv;
         p->dev[p->n_dev].rec = x->recurrent;
         p->n_dev++;
@@ -139,11 +93,7 @@ cannot:
     why(p, &le, "");
 out:
     sw_free(args);
-    sw_free(hc);
     sw_arch_free(a);
-    sw_gguf_free(g);
-    sw_engine_cmd_free(&cmd);
-    sw_engine_launch_free(&l);
     return rc;
 }
 
@@ -194,7 +144,7 @@ static int plan_vllm(const struct sw_fleet_endpoint *ep, struct sw__gate_plan *p
              (long long)p->stride);
     for (size_t d = 0; d < ep->n_devices && p->n_dev < SW__GATE_MAX_DEV; d++) {
         p->dev[p->n_dev].dev = ep->devices[d];
-        p->dev[p->n_dev].capacity = dev_capacity(ep->devices[d]);
+        p->dev[p->n_dev].capacity = sw_fleet_device_capacity(ep->devices[d]);
         p->dev[p->n_dev].kv = p->kv_bytes;
         p->n_dev++;
     }
