@@ -86,6 +86,13 @@ static void tick_label(double v, double step, char *out, size_t n)
     }
 }
 
+/* The i-th tick from lo: by index, not by accumulating the step (no drift, no "-0.0"). */
+static double tick(double lo, double step, long i)
+{
+    double v = lo + (double)i * step;
+    return fabs(v) < step * 1e-9 ? 0 : v;
+}
+
 struct range {
     double lo, hi;
     bool any;
@@ -200,11 +207,8 @@ static int panel(const struct sw_chart *c, double top, struct sw_buf *b)
     }
     /* y grid and labels */
     char t[64];
-    /* ticks by index, not by accumulating the step: no drift, no "-0.0" */
     for (long i = 0, n = lround((y1 - y0) / ys); i <= n; i++) {
-        double v = y0 + (double)i * ys;
-        if (fabs(v) < ys * 1e-9)
-            v = 0;
+        double v = tick(y0, ys, i);
         tick_label(v, ys, t, sizeof(t));
         rc |= sw_buf_printf(b,
                             "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
@@ -229,9 +233,7 @@ static int panel(const struct sw_chart *c, double top, struct sw_buf *b)
 
     if (c->kind == SW_CHART_LINES) {
         for (long i = 0, n = lround((x1 - x0) / xs); i <= n; i++) {
-            double v = x0 + (double)i * xs;
-            if (fabs(v) < xs * 1e-9)
-                v = 0;
+            double v = tick(x0, xs, i);
             tick_label(v, xs, t, sizeof(t));
             rc |= sw_buf_printf(b,
                                 "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
