@@ -87,30 +87,30 @@ int main(int argc, char **argv)
         return 1;
     snprintf(path, sizeof(path), "%s/model.gguf", dir);
 
-#define T2(nm, a, c, ty)                                                                         \
-    do {                                                                                         \
-        snprintf(t[n].name, sizeof(t[n].name), "%s", nm);                                        \
-        t[n].nd = 2;                                                                             \
-        t[n].ne[0] = a;                                                                          \
-        t[n].ne[1] = c;                                                                          \
-        t[n].type = ty;                                                                          \
-        n++;                                                                                     \
+#define T2(nm, a, c, ty)                                                                           \
+    do {                                                                                           \
+        snprintf(t[n].name, sizeof(t[n].name), "%s", nm);                                          \
+        t[n].nd = 2;                                                                               \
+        t[n].ne[0] = a;                                                                            \
+        t[n].ne[1] = c;                                                                            \
+        t[n].type = ty;                                                                            \
+        n++;                                                                                       \
     } while (0)
     char nm[64];
     T2("token_embd.weight", E, V, 8);
     T2("output.weight", E, V, 8);
     for (uint32_t il = 0; il < L && n < NT; il++) {
-        static const char *w[] = {"attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate",
-                                  "ffn_up", "ffn_down"};
+        static const char *w[] = {"attn_q",   "attn_k", "attn_v",  "attn_output",
+                                  "ffn_gate", "ffn_up", "ffn_down"};
         static const uint64_t r[] = {4096, 1024, 1024, 4096, 14336, 14336, 4096};
         static const uint64_t c[] = {4096, 4096, 4096, 4096, 4096, 4096, 14336};
         for (int k = 0; k < 7; k++) {
             snprintf(nm, sizeof(nm), "blk.%u.%s.weight", il, w[k]);
             T2(nm, c[k], r[k], 8);
         }
-        static const char *s[] = {"attn_norm.weight", "ffn_norm.weight", "attn_q.scale",
-                                  "attn_k.scale", "attn_v.scale", "attn_output.scale",
-                                  "ffn_gate.scale", "ffn_up.scale", "ffn_down.scale",
+        static const char *s[] = {"attn_norm.weight",   "ffn_norm.weight",    "attn_q.scale",
+                                  "attn_k.scale",       "attn_v.scale",       "attn_output.scale",
+                                  "ffn_gate.scale",     "ffn_up.scale",       "ffn_down.scale",
                                   "attn_q.input_scale", "attn_k.input_scale", "attn_v.input_scale"};
         for (int k = 0; k < 12 && n < NT; k++) {
             snprintf(nm, sizeof(nm), "blk.%u.%s", il, s[k]);

@@ -25,8 +25,8 @@ static int count_event(void *ud, const struct sw_sse_event *ev)
 
 static char *realistic(size_t events, size_t *len)
 {
-    static const char *const words[] = {" the", " model", " answers", " with", " a",
-                                        " short", " sentence", ".", " It", " streams"};
+    static const char *const words[] = {" the",   " model",    " answers", " with", " a",
+                                        " short", " sentence", ".",        " It",   " streams"};
     size_t cap = events * 320 + 64;
     char *b = malloc(cap);
     size_t n = 0;
@@ -62,8 +62,8 @@ static char *large(size_t events, size_t line, size_t *len)
 }
 
 struct run {
-    double mb_s, ev_s;       /* per second of this thread's CPU time: one core's rate */
-    double wall_mb_s;        /* per wall-clock second (lower on a shared, loaded machine) */
+    double mb_s, ev_s; /* per second of this thread's CPU time: one core's rate */
+    double wall_mb_s;  /* per wall-clock second (lower on a shared, loaded machine) */
     uint64_t events_per_pass;
 };
 

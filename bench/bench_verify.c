@@ -174,7 +174,7 @@ int main(int argc, char **argv)
     char **paths = calloc(nfiles, sizeof(*paths));
     const char **rel = calloc(nfiles, sizeof(*rel));
     char(*h_sum)[65] = calloc(nfiles, 65), (*h_one)[65] = calloc(nfiles, 65),
-        (*h_par)[65] = calloc(nfiles, 65);
+    (*h_par)[65] = calloc(nfiles, 65);
     char sz[32];
     fprintf(stderr, "writing %llu files of %s into %s ...\n", (unsigned long long)nfiles,
             sw_fmt_bytes(size, sz, sizeof(sz)), dir);

@@ -12,8 +12,8 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static const char *const names[] = {"model-00001-of-00002.safetensors", "model.gguf",
-                                    "config.json", "tokenizer.model", "README.md"};
+static const char *const names[] = {"model-00001-of-00002.safetensors", "model.gguf", "config.json",
+                                    "tokenizer.model", "README.md"};
 
 static void check_verdict(int rc, const struct sw_payload_sniff *s)
 {

@@ -76,7 +76,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 4)
         return 0;
-    size_t line_max = data[0] ? data[0] : 0;     /* 0: the default */
+    size_t line_max = data[0] ? data[0] : 0; /* 0: the default */
     size_t event_max = data[1] ? data[1] * 4u : 0;
     uint32_t seed = (uint32_t)data[2] << 8 | data[3];
     struct digest a, b;

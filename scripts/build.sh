@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Build slipway: build/ (release with debug info) and, with --sanitize, build-asan/ (ASan+UBSan).
+# SW_WERROR=ON (set by scripts/test.sh) turns every warning into an error.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 launcher=()
 command -v ccache >/dev/null 2>&1 && launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache)
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "${launcher[@]}" >/dev/null
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSW_WERROR="${SW_WERROR:-OFF}" "${launcher[@]}" >/dev/null
 ninja -C build
 if [ "${1:-}" = "--sanitize" ]; then
   cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DSW_SANITIZE=ON \
-        -DCMAKE_C_COMPILER=clang "${launcher[@]}" >/dev/null
+        -DCMAKE_C_COMPILER=clang -DSW_WERROR="${SW_WERROR:-OFF}" "${launcher[@]}" >/dev/null
   ninja -C build-asan
 fi

@@ -3,7 +3,7 @@
 # Safe to run again: apt-get skips what is already installed.
 set -euo pipefail
 PKGS=(
-  build-essential cmake ninja-build pkg-config git ccache clang llvm libclang-rt-14-dev
+  build-essential clang-format cmake ninja-build pkg-config git ccache clang llvm libclang-rt-14-dev
   libcurl4-openssl-dev libevent-dev libjansson-dev libfyaml-dev libsqlite3-dev libssl-dev
   libcmocka-dev sqlite3 openssl ca-certificates curl
   nodejs npm

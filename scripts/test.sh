@@ -6,7 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
 scripts/deps.sh
-scripts/build.sh --sanitize
+scripts/format-check.sh
+SW_WERROR=ON scripts/build.sh --sanitize
 scripts/llama-build.sh
 jobs=${SLIPWAY_TEST_JOBS:-2}
 echo "== ctest: plain build"

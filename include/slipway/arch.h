@@ -39,9 +39,9 @@ enum sw_attn_kind {
 /* The recurrent part of a layer (a fixed-size per-sequence state instead of a growing KV). */
 enum sw_recr_kind {
     SW_RECR_NONE = 0,
-    SW_RECR_MAMBA,     /* Mamba-1 selective scan */
-    SW_RECR_MAMBA2,    /* Mamba-2 SSD (multi-head, groups) */
-    SW_RECR_GDN,       /* gated delta net (qwen3next, qwen35) */
+    SW_RECR_MAMBA,  /* Mamba-1 selective scan */
+    SW_RECR_MAMBA2, /* Mamba-2 SSD (multi-head, groups) */
+    SW_RECR_GDN,    /* gated delta net (qwen3next, qwen35) */
     SW_RECR_RWKV6,
     SW_RECR_RWKV7,
     SW_RECR_SHORTCONV, /* LFM2 short convolution */
@@ -65,7 +65,7 @@ struct sw_arch_weights {
     /* What llama.cpp maps when it memory-maps the file: per file, the span from the first to the
      * last byte of the tensors it loads (llama_model_loader::get_mapping_range). 0 when unknown. */
     uint64_t mapped;
-    bool known;       /* false for a declaration that did not give weights */
+    bool known; /* false for a declaration that did not give weights */
 };
 
 /*
@@ -96,13 +96,13 @@ struct sw_arch_layer {
 /* Recurrent state dimensions, in both llama.cpp's terms and the Hugging Face terms other engines
  * use. Fields that do not apply are 0. */
 struct sw_arch_ssm {
-    uint32_t d_conv;     /* conv kernel width (ssm.conv_kernel / *_conv_kernel_dim) */
-    uint32_t d_inner;    /* ssm.inner_size */
-    uint32_t d_state;    /* ssm.state_size */
-    uint32_t n_group;    /* ssm.group_count (Mamba-2 groups; GDN key heads) */
-    uint32_t dt_rank;    /* ssm.time_step_rank (Mamba-2 heads; GDN value heads) */
-    uint32_t n_head;     /* SSM heads (Mamba-2: dt_rank; GDN: value heads) */
-    uint32_t head_dim;   /* SSM head dim (Mamba-2: d_inner / n_head; GDN: value head dim) */
+    uint32_t d_conv;   /* conv kernel width (ssm.conv_kernel / *_conv_kernel_dim) */
+    uint32_t d_inner;  /* ssm.inner_size */
+    uint32_t d_state;  /* ssm.state_size */
+    uint32_t n_group;  /* ssm.group_count (Mamba-2 groups; GDN key heads) */
+    uint32_t dt_rank;  /* ssm.time_step_rank (Mamba-2 heads; GDN value heads) */
+    uint32_t n_head;   /* SSM heads (Mamba-2: dt_rank; GDN: value heads) */
+    uint32_t head_dim; /* SSM head dim (Mamba-2: d_inner / n_head; GDN: value head dim) */
     /* Hugging Face linear-attention names (qwen3_next / qwen3_5): filled from the above when read
      * from a GGUF; sw_arch_from_hf fills them from config.json. */
     uint32_t linear_num_key_heads;
@@ -126,25 +126,25 @@ struct sw_arch_ssm {
 };
 
 struct sw_arch_mla {
-    bool on;               /* K holds the latent; no V is cached (llama_hparams::is_mla) */
+    bool on; /* K holds the latent; no V is cached (llama_hparams::is_mla) */
     uint32_t q_lora_rank;
     uint32_t kv_lora_rank;
-    uint32_t head_dim_k;   /* decompressed per-head K dim (key_length_mla: nope + rope) */
-    uint32_t head_dim_v;   /* decompressed per-head V dim (value_length_mla) */
+    uint32_t head_dim_k; /* decompressed per-head K dim (key_length_mla: nope + rope) */
+    uint32_t head_dim_v; /* decompressed per-head V dim (value_length_mla) */
 };
 
 struct sw_arch_moe {
     uint32_t n_expert;
     uint32_t n_expert_used; /* maximum over layers */
     uint32_t n_expert_shared;
-    uint32_t n_ff_exp;      /* first MoE layer's expert FFN width */
+    uint32_t n_ff_exp; /* first MoE layer's expert FFN width */
     uint32_t n_ff_shexp;
     uint32_t n_layer_dense_lead;
 };
 
 struct sw_arch {
-    char name[48];         /* llama.cpp architecture name: "qwen35", "gpt-oss", "nemotron_h" */
-    char model_name[128];  /* general.name or the declaration's "name" */
+    char name[48];        /* llama.cpp architecture name: "qwen35", "gpt-oss", "nemotron_h" */
+    char model_name[128]; /* general.name or the declaration's "name" */
     enum sw_arch_source source;
 
     uint32_t n_layer;       /* all blocks, NextN/MTP blocks included (llama.cpp n_layer_all) */
@@ -152,7 +152,7 @@ struct sw_arch {
     uint32_t n_embd;
     uint64_t n_vocab;
     uint32_t n_ctx_train;
-    bool causal;           /* false for embedding / diffusion models */
+    bool causal; /* false for embedding / diffusion models */
 
     /* Sliding window: window (or chunk) size in tokens, 0 when no layer is local. */
     uint32_t n_swa;
@@ -171,9 +171,9 @@ struct sw_arch {
     struct sw_arch_layer *layers; /* n_layer entries, owned */
 
     /* Counts filled by sw_arch_finalize. */
-    uint32_t n_attn_layers;  /* layers with attention that own a KV */
-    uint32_t n_swa_layers;   /* of which local (SWA/chunked/symmetric) */
-    uint32_t n_recr_layers;  /* layers with a recurrent state */
+    uint32_t n_attn_layers; /* layers with attention that own a KV */
+    uint32_t n_swa_layers;  /* of which local (SWA/chunked/symmetric) */
+    uint32_t n_recr_layers; /* layers with a recurrent state */
 };
 
 /* Allocate an arch with n_layer zeroed layers (kv_source = -1). Free with sw_arch_free. */

@@ -34,8 +34,8 @@ extern "C" {
 struct sw_ledger;
 struct sw_fleet_endpoint;
 
-#define SW_CALIB_MAX_POINTS  64 /* boots per KV class */
-#define SW_CALIB_MAX_CLASSES 8  /* KV classes (dtype x tp x model) per endpoint */
+#define SW_CALIB_MAX_POINTS  64        /* boots per KV class */
+#define SW_CALIB_MAX_CLASSES 8         /* KV classes (dtype x tp x model) per endpoint */
 #define SW_CALIB_MAX_SOLS    (1 << 20) /* feasible (A, B, S) triples kept per class */
 #define SW_CALIB_MAX_DEV     8
 #define SW_CALIB_MAX_READ    16 /* readings kept per non-KV class */
@@ -44,10 +44,11 @@ struct sw_fleet_endpoint;
 /* What to fit with. Every field may be NULL/0. */
 struct sw_calib_opts {
     const struct sw_fleet_endpoint *ep; /* the endpoint's inline arch and devices, when known */
-    const char *config_path; /* a Hugging Face config.json (or its directory): overrides ep's arch */
-    int max_state_blocks;    /* search bound for S (0 = 256) */
-    int max_attn_groups;     /* search bound for A without a config (0 = 1) */
-    const int64_t *exclude;  /* boot ids left out of every fit (what-if), may be NULL */
+    const char
+        *config_path;       /* a Hugging Face config.json (or its directory): overrides ep's arch */
+    int max_state_blocks;   /* search bound for S (0 = 256) */
+    int max_attn_groups;    /* search bound for A without a config (0 = 1) */
+    const int64_t *exclude; /* boot ids left out of every fit (what-if), may be NULL */
     int n_exclude;
 };
 
@@ -65,9 +66,9 @@ struct sw_calib_kv_point {
     int64_t max_model_len;
     int64_t slots;
     uint64_t kv_bytes;
-    int64_t tokens;     /* printed */
+    int64_t tokens; /* printed */
     bool has_conc;
-    double conc;        /* printed, 2 decimals */
+    double conc; /* printed, 2 decimals */
     /* what the fit reproduces (from the chosen solution) and what this boot taught */
     int64_t fit_tokens;
     char fit_conc[16];
@@ -86,44 +87,44 @@ struct sw_calib_kv_sol {
 
 /* What the model's config says, and the fork terms the fit implies (config given). */
 struct sw_calib_kv_model {
-    bool have;             /* a config was given and planned */
-    char source[256];      /* config path or "fleet arch" */
-    int64_t block;         /* the law's aligned attention block */
-    int64_t group_size;    /* layers per group */
-    int attn_groups;       /* A */
-    int state_groups;      /* mamba-like groups */
+    bool have;                 /* a config was given and planned */
+    char source[256];          /* config path or "fleet arch" */
+    int64_t block;             /* the law's aligned attention block */
+    int64_t group_size;        /* layers per group */
+    int attn_groups;           /* A */
+    int state_groups;          /* mamba-like groups */
     int64_t state_blocks_base; /* upstream blocks per request per state group */
     int64_t page_per_token;    /* K+V (+ scales) bytes per token per layer, upstream */
-    bool explained;        /* some feasible solution matches the config's structure */
-    int64_t extra_bytes_lo, extra_bytes_hi; /* fitted extra_attn_bytes_per_token range */
+    bool explained;            /* some feasible solution matches the config's structure */
+    int64_t extra_bytes_lo, extra_bytes_hi;   /* fitted extra_attn_bytes_per_token range */
     int64_t extra_blocks_lo, extra_blocks_hi; /* fitted extra_mamba_blocks range */
-    bool law_reproduces;   /* sw_vllm_plan with the fitted terms reproduces every boot */
-    char why[512];         /* when not explained: what does not match */
+    bool law_reproduces; /* sw_vllm_plan with the fitted terms reproduces every boot */
+    char why[512];       /* when not explained: what does not match */
 };
 
 /* The KV fit of one class (same engine, model, kv dtype, tp): its geometry and feasible set. */
 struct sw_calib_kv_fit {
-    char klass[128];   /* "fp8 tp=2" */
+    char klass[128]; /* "fp8 tp=2" */
     char kv_dtype[32];
     int64_t tp;
     int n_points;
     struct sw_calib_kv_point pts[SW_CALIB_MAX_POINTS];
-    int n_lens;        /* distinct max_model_len fitted (the geometry) */
+    int n_lens; /* distinct max_model_len fitted (the geometry) */
     int64_t lens[SW_CALIB_MAX_POINTS];
     uint64_t kv_lo, kv_hi; /* range of KV_BYTES fitted */
-    int n_skipped;     /* boots of the class the law could not use (no pinned KV bytes...) */
+    int n_skipped;         /* boots of the class the law could not use (no pinned KV bytes...) */
     char skipped[512];
     /* search space, stated */
-    int64_t align;     /* B is a multiple of this */
+    int64_t align; /* B is a multiple of this */
     int max_s, max_a;
     /* the feasible set */
-    bool consistent;   /* at least one solution */
-    char why[512];     /* when inconsistent: the boots that contradict the others */
-    int64_t n_solutions;   /* (A, B, S) triples: every one reproduces every fitted boot */
+    bool consistent;              /* at least one solution */
+    char why[512];                /* when inconsistent: the boots that contradict the others */
+    int64_t n_solutions;          /* (A, B, S) triples: every one reproduces every fitted boot */
     struct sw_calib_kv_sol *sols; /* [n_solutions], owned (sw_calib_kv_fit_release) */
     int64_t b_lo, b_hi, s_lo, s_hi;
     uint64_t stride_lo, stride_hi;
-    int64_t chosen;    /* index into sols of the config-explained solution, else -1 */
+    int64_t chosen; /* index into sols of the config-explained solution, else -1 */
     double bytes_per_token_lo, bytes_per_token_hi; /* A x stride / B */
     struct sw_calib_kv_model model;
 };
@@ -140,15 +141,15 @@ struct sw_calib_kv_pred {
 struct sw_calib_device {
     char device[64];
     uint64_t total_mib;
-    bool measured;        /* this exact shape was read: the figures are the reading */
-    double kv_mib;        /* the law's KV (+ recurrent state) for the asked shape */
+    bool measured; /* this exact shape was read: the figures are the reading */
+    double kv_mib; /* the law's KV (+ recurrent state) for the asked shape */
     double non_kv_mib, non_kv_lo, non_kv_hi; /* from the readings */
     double used_mib, used_lo, used_hi;
-    double free_mib, free_lo, free_hi;       /* as the tool reads free (reserve included) */
-    double reserve_mib;   /* total - used - free of the readings (driver-held) */
+    double free_mib, free_lo, free_hi; /* as the tool reads free (reserve included) */
+    double reserve_mib;                /* total - used - free of the readings (driver-held) */
     int n_readings;
     int64_t reading_ids[SW_CALIB_MAX_READ];
-    char basis[256];      /* "usage #1 (2 x 262144): 20,190 used - 12,644.5 KV" */
+    char basis[256]; /* "usage #1 (2 x 262144): 20,190 used - 12,644.5 KV" */
 };
 
 struct sw_calib_budget {
@@ -162,24 +163,24 @@ struct sw_calib_budget {
 struct sw_calib_nonkv_read {
     int64_t usage_id, boot_id;
     char device[64];
-    char shape[160];      /* summary */
+    char shape[160]; /* summary */
     int64_t ctx, slots;
     uint64_t used_mib, total_mib;
     bool free_read;
     uint64_t free_mib;
-    double kv_mib;        /* law */
-    double non_kv_mib;    /* used - kv */
+    double kv_mib;     /* law */
+    double non_kv_mib; /* used - kv */
 };
 struct sw_calib_nonkv {
-    char key[512];        /* the identity (canonical shape without ctx/slots/pool) */
-    char label[128];      /* "llama.cpp q5_k_m +mmproj" */
+    char key[512];   /* the identity (canonical shape without ctx/slots/pool) */
+    char label[128]; /* "llama.cpp q5_k_m +mmproj" */
     char device[64];
     int n;
     struct sw_calib_nonkv_read r[SW_CALIB_MAX_READ];
-    double lo, hi, mean;  /* non-KV MiB over the readings */
+    double lo, hi, mean; /* non-KV MiB over the readings */
     double reserve_lo, reserve_hi;
     int64_t ctx_lo, ctx_hi; /* geometry */
-    char kv_source[160];  /* how KV was computed */
+    char kv_source[160];    /* how KV was computed */
 };
 
 /* The expert arena of a fork profile (memory/profile): arena(L) = C - r x L at one MNBT class,
@@ -191,32 +192,32 @@ struct sw_calib_arena_vertex {
     double slot, r, c; /* bytes, B/token, bytes */
 };
 struct sw_calib_arena {
-    bool have;            /* boots printed arena slots */
+    bool have; /* boots printed arena slots */
     int n;
     int64_t lens[SW_CALIB_MAX_POINTS];
     int64_t slots[SW_CALIB_MAX_POINTS];
-    double gib[SW_CALIB_MAX_POINTS];  /* printed arena GiB (2 decimals), < 0 when not printed */
+    double gib[SW_CALIB_MAX_POINTS]; /* printed arena GiB (2 decimals), < 0 when not printed */
     int64_t mnbt[SW_CALIB_MAX_POINTS];
     int64_t boot_ids[SW_CALIB_MAX_POINTS];
-    double slot_lo, slot_hi;          /* slot bytes: the printed MiB figure's rounding range */
+    double slot_lo, slot_hi; /* slot bytes: the printed MiB figure's rounding range */
     bool consistent;
-    bool one_geometry;                /* every arena boot had one max_model_len: r not seen,
+    bool one_geometry;             /* every arena boot had one max_model_len: r not seen,
                                          not a contradiction */
-    double reserve_lo, reserve_hi;    /* r: B/token x max_model_len (the MAXLEN slope) */
-    double cap_lo, cap_hi;            /* C, bytes */
-    bool have_base;                   /* the fleet profile's declared constants */
-    double base;                      /* usable - weights - non_torch - overhead, bytes */
-    double adjust_lo, adjust_hi;      /* C - base */
+    double reserve_lo, reserve_hi; /* r: B/token x max_model_len (the MAXLEN slope) */
+    double cap_lo, cap_hi;         /* C, bytes */
+    bool have_base;                /* the fleet profile's declared constants */
+    double base;                   /* usable - weights - non_torch - overhead, bytes */
+    double adjust_lo, adjust_hi;   /* C - base */
     int n_vert;
     struct sw_calib_arena_vertex vert[SW_CALIB_MAX_VERT];
     char underdetermined[768];
-    char why[256];                    /* when inconsistent */
+    char why[256]; /* when inconsistent */
 };
 
 struct sw_calib_fit {
     char endpoint[129];
     char engine[32];
-    int n_boots;          /* boots of the endpoint in the ledger */
+    int n_boots; /* boots of the endpoint in the ledger */
     int n_kv;
     struct sw_calib_kv_fit kv[SW_CALIB_MAX_CLASSES];
     int n_nonkv;
@@ -227,7 +228,7 @@ struct sw_calib_fit {
     int joint_classes;
     bool joint_agree; /* the ranges meet */
     int64_t joint_bytes_lo, joint_bytes_hi, joint_blocks_lo, joint_blocks_hi;
-    char notes[1024];     /* what could not be used and why */
+    char notes[1024]; /* what could not be used and why */
 };
 
 /*

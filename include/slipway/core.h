@@ -73,8 +73,8 @@ int sw_err_vset(struct sw_err *e, int code, const char *fmt, va_list ap) SW_PRIN
 int sw_err_at(struct sw_err *e, int code, const char *where, int line, int col, const char *fmt,
               ...) SW_PRINTF(6, 7);
 /* Set with a byte offset into `where`. */
-int sw_err_at_offset(struct sw_err *e, int code, const char *where, int64_t offset,
-                     const char *fmt, ...) SW_PRINTF(5, 6);
+int sw_err_at_offset(struct sw_err *e, int code, const char *where, int64_t offset, const char *fmt,
+                     ...) SW_PRINTF(5, 6);
 /* Prepend context to the message of an error already set: "loading fleet: <old message>". */
 void sw_err_prefix(struct sw_err *e, const char *fmt, ...) SW_PRINTF(2, 3);
 /* "where:line:col: msg", "where: byte N: msg", "where: msg" or "msg". Returns `out`. */
@@ -166,22 +166,22 @@ const char *sw_sniff(const void *p, size_t n, char *out, size_t outn);
 /* The class sw_sniff's description is chosen by, for code that must act on it (payload/). */
 enum sw_sniff_kind {
     SW_SNIFF_EMPTY = 0,
-    SW_SNIFF_GGUF,   /* starts with the GGUF magic */
-    SW_SNIFF_LFS,    /* a git-lfs pointer */
-    SW_SNIFF_HTML,   /* an HTML page */
-    SW_SNIFF_XML,    /* an XML document */
-    SW_SNIFF_JSON,   /* starts (after a BOM and blanks) with { or [ */
-    SW_SNIFF_TEXT,   /* printable text otherwise */
-    SW_SNIFF_BINARY  /* anything else */
+    SW_SNIFF_GGUF,  /* starts with the GGUF magic */
+    SW_SNIFF_LFS,   /* a git-lfs pointer */
+    SW_SNIFF_HTML,  /* an HTML page */
+    SW_SNIFF_XML,   /* an XML document */
+    SW_SNIFF_JSON,  /* starts (after a BOM and blanks) with { or [ */
+    SW_SNIFF_TEXT,  /* printable text otherwise */
+    SW_SNIFF_BINARY /* anything else */
 };
 enum sw_sniff_kind sw_sniff_kind(const void *p, size_t n);
 
 /* ---------------------------------------------------------------------------------------------
  * Time. Monotonic clock for every interval; wall clock only for timestamps shown to people.
  */
-uint64_t sw_now_ns(void);    /* CLOCK_MONOTONIC */
-double sw_now_s(void);       /* CLOCK_MONOTONIC, seconds */
-int64_t sw_wall_unix(void);  /* seconds since the epoch */
+uint64_t sw_now_ns(void);   /* CLOCK_MONOTONIC */
+double sw_now_s(void);      /* CLOCK_MONOTONIC, seconds */
+int64_t sw_wall_unix(void); /* seconds since the epoch */
 /* ISO-8601 UTC "2026-12-02T20:38:54Z" of a unix time; returns out. */
 const char *sw_fmt_time(int64_t unix_s, char *out, size_t n);
 void sw_sleep_ms(unsigned ms);
@@ -231,10 +231,10 @@ enum sw_log_level sw_log_get_level(void);
 void sw_log(enum sw_log_level lvl, const char *fmt, ...) SW_PRINTF(2, 3);
 
 #define SW_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
-#define SW_MIN(a, b) ((a) < (b) ? (a) : (b))
-#define SW_MAX(a, b) ((a) > (b) ? (a) : (b))
-#define SW_MIB (1024ull * 1024ull)
-#define SW_GIB (1024ull * 1024ull * 1024ull)
+#define SW_MIN(a, b)    ((a) < (b) ? (a) : (b))
+#define SW_MAX(a, b)    ((a) > (b) ? (a) : (b))
+#define SW_MIB          (1024ull * 1024ull)
+#define SW_GIB          (1024ull * 1024ull * 1024ull)
 
 /* ---------------------------------------------------------------------------------------------
  * Charts (core/chart): SVG for results people compare. Panels stack vertically.
@@ -263,8 +263,7 @@ struct sw_chart {
  * draw or is malformed (names the panel), SW_ERANGE for too many series. */
 int sw_chart_svg(const struct sw_chart *charts, size_t n, struct sw_buf *out, struct sw_err *e);
 /* The same, written atomically to path (mode 0644). */
-int sw_chart_write_svg(const struct sw_chart *charts, size_t n, const char *path,
-                       struct sw_err *e);
+int sw_chart_write_svg(const struct sw_chart *charts, size_t n, const char *path, struct sw_err *e);
 
 #ifdef __cplusplus
 }

@@ -96,8 +96,7 @@ int sw_hub_resolve_url(const char *endpoint, const char *repo, const char *rev, 
  * ~/.cache/huggingface/hub. */
 int sw_hfcache_dir(char *out, size_t n, struct sw_err *e);
 /* <cache>/models--org--name */
-int sw_hfcache_repo_dir(const char *cache, const char *repo, char *out, size_t n,
-                        struct sw_err *e);
+int sw_hfcache_repo_dir(const char *cache, const char *repo, char *out, size_t n, struct sw_err *e);
 /* The name of a file's blob: its sha256 (LFS) or git blob sha1; NULL when neither is known. */
 const char *sw_hfcache_blob_name(const struct sw_payload_file *f);
 /* snapshots/<commit>/<path> -> ../../blobs/<blob> (with one more ../ per directory level),
@@ -129,14 +128,14 @@ const char *sw_fetch_state_name(enum sw_fetch_state s); /* "present", "linked", 
 struct sw_fetch_result {
     const struct sw_payload_file *file; /* the manifest's entry */
     enum sw_fetch_state state;
-    char target[4096];       /* where the file is (or would be) */
-    uint64_t had;            /* bytes of a .incomplete found at start (resumed from) */
-    uint64_t fetched;        /* bytes received */
-    bool range_ignored;      /* the server answered 200 to a Range: restarted from 0 */
+    char target[4096];  /* where the file is (or would be) */
+    uint64_t had;       /* bytes of a .incomplete found at start (resumed from) */
+    uint64_t fetched;   /* bytes received */
+    bool range_ignored; /* the server answered 200 to a Range: restarted from 0 */
     char sha256[SW_PAYLOAD_SHA256_HEX + 1]; /* of the bytes hashed: those in place, or for a
                                                mismatch those received ("" when not hashed) */
-    int rc;                  /* 0 or SW_E* for FAILED */
-    char msg[1024];          /* what happened, for FAILED and notable events */
+    int rc;                                 /* 0 or SW_E* for FAILED */
+    char msg[1024];                         /* what happened, for FAILED and notable events */
 };
 
 /* Called on the loop's thread when one file reached its end state (for line-per-file output). */

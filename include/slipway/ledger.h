@@ -265,8 +265,8 @@ int sw_ledger_export(struct sw_ledger *l, const char *endpoint, json_t **out, st
  * Errors name the JSON path: "seed.json: boots[3].shape.kv_bytes: ...".
  */
 struct sw_ledger_import_stats {
-    int64_t added;   /* OUT */
-    int64_t skipped; /* OUT: already present (same ext_id) */
+    int64_t added;                /* OUT */
+    int64_t skipped;              /* OUT: already present (same ext_id) */
     struct sw_progress *progress; /* IN, may be NULL: its total is set and it advances per row */
 };
 int sw_ledger_import(struct sw_ledger *l, const json_t *doc, const char *where,

@@ -56,30 +56,30 @@ enum sw_llamacpp_fa { SW_FA_AUTO = -1, SW_FA_OFF = 0, SW_FA_ON = 1 };
 #define SW_LLAMACPP_MAX_WARN 32
 
 struct sw_llamacpp_args {
-    char model[1024];     /* -m */
-    char mmproj[1024];    /* --mmproj (empty: none) */
-    char draft[1024];     /* -md (empty: none) */
-    int64_t n_ctx;        /* -c; 0 = the model's training context */
-    bool n_ctx_zero;      /* -c 0 given explicitly (disables fit's context reduction) */
-    int64_t n_parallel;   /* -np; -1 = auto (4 slots, unified KV) */
-    bool kv_unified;      /* -kvu / -no-kvu; default false (auto -np forces true) */
+    char model[1024];   /* -m */
+    char mmproj[1024];  /* --mmproj (empty: none) */
+    char draft[1024];   /* -md (empty: none) */
+    int64_t n_ctx;      /* -c; 0 = the model's training context */
+    bool n_ctx_zero;    /* -c 0 given explicitly (disables fit's context reduction) */
+    int64_t n_parallel; /* -np; -1 = auto (4 slots, unified KV) */
+    bool kv_unified;    /* -kvu / -no-kvu; default false (auto -np forces true) */
     bool kv_unified_set;
-    int64_t kv_unified_per_slot; /* --kv-unified-per-slot */
-    int64_t n_batch;      /* -b, default 2048 */
-    int64_t n_ubatch;     /* -ub, default 512 */
-    int type_k, type_v;   /* -ctk / -ctv, default f16 */
+    int64_t kv_unified_per_slot;    /* --kv-unified-per-slot */
+    int64_t n_batch;                /* -b, default 2048 */
+    int64_t n_ubatch;               /* -ub, default 512 */
+    int type_k, type_v;             /* -ctk / -ctv, default f16 */
     enum sw_llamacpp_fa flash_attn; /* -fa, default auto */
-    bool swa_full;        /* --swa-full */
-    int64_t n_gpu_layers; /* -ngl: -1 auto, -2 all, else a count */
-    bool mmap;            /* default on; --no-mmap, --mlock keep/clear it */
-    bool no_kv_offload;   /* -nkvo */
-    bool embedding;       /* --embedding */
-    bool fit;             /* -fit on|off, default on */
+    bool swa_full;                  /* --swa-full */
+    int64_t n_gpu_layers;           /* -ngl: -1 auto, -2 all, else a count */
+    bool mmap;                      /* default on; --no-mmap, --mlock keep/clear it */
+    bool no_kv_offload;             /* -nkvo */
+    bool embedding;                 /* --embedding */
+    bool fit;                       /* -fit on|off, default on */
     /* speculative decoding: what decides n_rs_seq and n_outputs_max */
-    bool spec_rs;           /* a draft-mtp/-eagle3/-dflash/-dspark type is enabled */
-    bool spec_draft;        /* any draft-* type, or -md */
-    int64_t spec_ngram_max; /* largest n-gram draft length among the enabled n-gram types */
-    int64_t spec_n_max;     /* common_speculative_n_max: largest draft length (0: none) */
+    bool spec_rs;             /* a draft-mtp/-eagle3/-dflash/-dspark type is enabled */
+    bool spec_draft;          /* any draft-* type, or -md */
+    int64_t spec_ngram_max;   /* largest n-gram draft length among the enabled n-gram types */
+    int64_t spec_n_max;       /* common_speculative_n_max: largest draft length (0: none) */
     int64_t spec_draft_n_max; /* --spec-draft-n-max, default 3 */
     char warn[SW_LLAMACPP_MAX_WARN][200];
     int n_warn;

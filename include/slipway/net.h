@@ -36,9 +36,9 @@ struct sw_net_xfer;
 
 #define SW_NET_CONNECT_MS_DEFAULT 10000u        /* used when connect_ms is 0 */
 #define SW_NET_HEADER_MAX_DEFAULT (64u * 1024u) /* bytes of response header lines */
-#define SW_NET_HEADER_COUNT_MAX 256u
-#define SW_NET_BODY_MAX_DEFAULT (16u * 1024u * 1024u) /* a buffered body */
-#define SW_NET_ERRBODY_MAX (64u * 1024u) /* body kept from a failed status (fail_on_status) */
+#define SW_NET_HEADER_COUNT_MAX   256u
+#define SW_NET_BODY_MAX_DEFAULT   (16u * 1024u * 1024u) /* a buffered body */
+#define SW_NET_ERRBODY_MAX        (64u * 1024u) /* body kept from a failed status (fail_on_status) */
 
 /* Why a transfer failed. */
 enum sw_net_fail {
@@ -87,13 +87,13 @@ struct sw_net_resp {
     long status;           /* HTTP status of the final response, 0 when none came */
     struct sw_net_header *headers; /* the final response's headers, in order */
     size_t nheaders;
-    struct sw_buf body;    /* the body when neither on_data nor on_event took it (bounded by
+    struct sw_buf body;  /* the body when neither on_data nor on_event took it (bounded by
                             * body_max); the error body with fail_on_status; for on_event
                             * transfers, the body of a non-2xx reply */
-    uint64_t body_bytes;   /* bytes of body received, however delivered */
+    uint64_t body_bytes; /* bytes of body received, however delivered */
     struct sw_net_times t;
-    long new_connections;  /* connections this transfer opened (0: it reused one) */
-    long local_port;       /* our end of the connection used last */
+    long new_connections; /* connections this transfer opened (0: it reused one) */
+    long local_port;      /* our end of the connection used last */
     long redirects;
 };
 
@@ -122,16 +122,16 @@ typedef void (*sw_net_done_fn)(void *ud, struct sw_net_xfer *x);
 struct sw_net_req {
     const char *method; /* NULL: POST when a body is set, else GET; "HEAD" sends no body back */
     const char *url;
-    const char *bearer; /* token for "Authorization: Bearer"; must not hold CR/LF */
+    const char *bearer;         /* token for "Authorization: Bearer"; must not hold CR/LF */
     const char *const *headers; /* extra "Name: value" lines, NULL-terminated; no CR/LF */
     const char *body;           /* request body (JSON usually); may hold NUL bytes */
     size_t body_len;
-    const char *content_type;   /* default "application/json" when a body is set */
+    const char *content_type; /* default "application/json" when a body is set */
     unsigned connect_ms, first_byte_ms, idle_ms, total_ms;
-    size_t header_max;          /* 0: SW_NET_HEADER_MAX_DEFAULT */
-    size_t body_max;            /* 0: SW_NET_BODY_MAX_DEFAULT; only for a buffered body */
-    int max_redirects;          /* 0: redirects are not followed (the 3xx is the reply) */
-    bool fail_on_status;        /* status >= 400 ends the transfer with SW_EHTTP; the error body
+    size_t header_max;   /* 0: SW_NET_HEADER_MAX_DEFAULT */
+    size_t body_max;     /* 0: SW_NET_BODY_MAX_DEFAULT; only for a buffered body */
+    int max_redirects;   /* 0: redirects are not followed (the 3xx is the reply) */
+    bool fail_on_status; /* status >= 400 ends the transfer with SW_EHTTP; the error body
                                  * is kept in resp.body (up to SW_NET_ERRBODY_MAX) and never
                                  * reaches on_data / on_event */
     /* Server-sent events: when on_event is set, a 2xx body is parsed as an event stream (limits
@@ -193,8 +193,7 @@ struct sw_net_loop_opts {
 };
 
 /* Make a loop for this thread. opts may be NULL. Close with sw_net_loop_close. */
-int sw_net_loop_init(struct sw_net_loop *l, const struct sw_net_loop_opts *opts,
-                     struct sw_err *e);
+int sw_net_loop_init(struct sw_net_loop *l, const struct sw_net_loop_opts *opts, struct sw_err *e);
 /* Cancel what still runs (their on_done is called with SW_NET_CANCELLED), close connections and
  * free everything. Accepts a loop that failed init or was already closed. */
 void sw_net_loop_close(struct sw_net_loop *l);
@@ -206,7 +205,10 @@ int sw_net_loop_run_until(struct sw_net_loop *l, const struct sw_net_xfer *x);
 void sw_net_loop_break(struct sw_net_loop *l);
 /* The libevent base, for callers adding their own timers (bench's arrival schedule). */
 struct event_base *sw_net_loop_base(struct sw_net_loop *l);
-static inline int sw_net_loop_active(const struct sw_net_loop *l) { return l->nactive; }
+static inline int sw_net_loop_active(const struct sw_net_loop *l)
+{
+    return l->nactive;
+}
 
 /* Zero x and its response. Call before filling x->req. */
 void sw_net_xfer_init(struct sw_net_xfer *x);

@@ -44,15 +44,15 @@ extern "C" {
 /* A chat-completions request. Pointers are borrowed (not freed by slipway). Unset numeric fields
  * (negative counts, NaN reals) are left out of the JSON, so the server's defaults apply. */
 struct sw_openai_chat {
-    const char *model;     /* NULL: left out (llama-server serves its one model) */
-    json_t *messages;      /* array; build with sw_openai_msg* */
-    json_t *tools;         /* array of tools, passed through */
-    json_t *tool_choice;   /* "auto" / "required" / "none" string, or an object */
+    const char *model;   /* NULL: left out (llama-server serves its one model) */
+    json_t *messages;    /* array; build with sw_openai_msg* */
+    json_t *tools;       /* array of tools, passed through */
+    json_t *tool_choice; /* "auto" / "required" / "none" string, or an object */
     bool stream;
-    bool include_usage;    /* stream_options.include_usage (only with stream) */
-    int64_t max_tokens;    /* < 0: left out */
-    double temperature;    /* NaN: left out */
-    double top_p;          /* NaN: left out */
+    bool include_usage; /* stream_options.include_usage (only with stream) */
+    int64_t max_tokens; /* < 0: left out */
+    double temperature; /* NaN: left out */
+    double top_p;       /* NaN: left out */
     bool has_seed;
     int64_t seed;
     json_t *response_format; /* passed through as given */
@@ -112,7 +112,7 @@ struct sw_openai_error {
     enum sw_openai_err_shape shape;
     enum sw_openai_err_kind kind;
     char type[64];
-    char code[64];   /* an integer code is written in decimal */
+    char code[64]; /* an integer code is written in decimal */
     char param[64];
     char message[512];
     int64_t n_prompt_tokens; /* -1 unknown; llama-server's field, or read from vLLM/SGLang text */
@@ -145,9 +145,9 @@ enum sw_openai_think {
 
 struct sw_openai_tool_call {
     int index;
-    char *id;          /* may be NULL */
-    char *type;        /* "function" usually; may be NULL */
-    char *name;        /* may be NULL when the server never sent one */
+    char *id;           /* may be NULL */
+    char *type;         /* "function" usually; may be NULL */
+    char *name;         /* may be NULL when the server never sent one */
     struct sw_buf args; /* arguments text, concatenated from the deltas */
     bool args_valid;    /* set by finish: args is a JSON object */
     char args_error[160];
@@ -171,12 +171,12 @@ struct sw_openai_timings {
 
 /* What one streamed chunk carried, when it arrived. */
 enum {
-    SW_OAI_CHUNK_ROLE = 1,     /* delta.role */
-    SW_OAI_CHUNK_FINISH = 2,   /* a finish_reason */
-    SW_OAI_CHUNK_USAGE = 4,    /* a usage object */
-    SW_OAI_CHUNK_TIMINGS = 8,  /* a timings object */
-    SW_OAI_CHUNK_TOOL = 16,    /* tool_calls deltas */
-    SW_OAI_CHUNK_ERROR = 32    /* an error object */
+    SW_OAI_CHUNK_ROLE = 1,    /* delta.role */
+    SW_OAI_CHUNK_FINISH = 2,  /* a finish_reason */
+    SW_OAI_CHUNK_USAGE = 4,   /* a usage object */
+    SW_OAI_CHUNK_TIMINGS = 8, /* a timings object */
+    SW_OAI_CHUNK_TOOL = 16,   /* tool_calls deltas */
+    SW_OAI_CHUNK_ERROR = 32   /* an error object */
 };
 struct sw_openai_chunk_rec {
     uint64_t t_ns;            /* arrival time of the read that completed the event */
@@ -199,9 +199,9 @@ struct sw_openai_delta {
 
 /* Ceilings (0 in init: these defaults). */
 #define SW_OAI_TEXT_MAX_DEFAULT (16u * 1024u * 1024u) /* content, reasoning */
-#define SW_OAI_ARGS_MAX (1024u * 1024u)              /* one tool call's arguments */
-#define SW_OAI_TOOL_CALLS_MAX 128u
-#define SW_OAI_RECS_MAX_DEFAULT (1u << 20)            /* chunk records kept */
+#define SW_OAI_ARGS_MAX         (1024u * 1024u)       /* one tool call's arguments */
+#define SW_OAI_TOOL_CALLS_MAX   128u
+#define SW_OAI_RECS_MAX_DEFAULT (1u << 20) /* chunk records kept */
 
 struct sw_openai_result {
     char id[128], model[256], system_fingerprint[128], role[32];
@@ -216,17 +216,17 @@ struct sw_openai_result {
     struct sw_openai_timings timings;
     struct sw_openai_error error; /* an error object inside a 200 reply or stream */
     bool streamed;
-    bool done;                    /* the [DONE] sentinel came */
-    bool finished;                /* sw_openai_finish ran */
-    uint64_t chunks;              /* chunks parsed (the [DONE] event is not one) */
-    uint64_t text_chunks;         /* chunks that carried content or reasoning */
+    bool done;            /* the [DONE] sentinel came */
+    bool finished;        /* sw_openai_finish ran */
+    uint64_t chunks;      /* chunks parsed (the [DONE] event is not one) */
+    uint64_t text_chunks; /* chunks that carried content or reasoning */
     uint64_t t_first_chunk, t_first_text, t_last_chunk; /* 0 when none */
     struct sw_openai_chunk_rec *recs; /* one per chunk, up to recs_max (then recs_dropped++) */
     size_t nrecs, recs_cap, recs_max;
     uint64_t recs_dropped;
     size_t text_max;
-    struct sw_err err;            /* the first parse error, for callbacks that cannot return it */
-    json_t *cur;                  /* private: the latest chunk, kept alive for the delta's pointers */
+    struct sw_err err; /* the first parse error, for callbacks that cannot return it */
+    json_t *cur;       /* private: the latest chunk, kept alive for the delta's pointers */
 };
 
 /* text_max / recs_max of 0 take the defaults. */
@@ -263,9 +263,9 @@ const char *sw_openai_think_name(enum sw_openai_think t);                     /*
 
 struct sw_openai_model {
     char *id;
-    char *owned_by;     /* may be NULL */
-    char *root;         /* vLLM: the served path; may be NULL */
-    char **aliases;     /* llama-server --alias list */
+    char *owned_by; /* may be NULL */
+    char *root;     /* vLLM: the served path; may be NULL */
+    char **aliases; /* llama-server --alias list */
     size_t naliases;
     int64_t created;
     int64_t n_ctx;         /* llama-server meta.n_ctx (the per-slot window); -1 unknown */
@@ -318,12 +318,16 @@ struct sw_openai_metrics {
     size_t nfam;
 };
 
-#define SW_OAI_SAMPLES_MAX 200000u
-#define SW_OAI_LABELS_MAX 64u
+#define SW_OAI_SAMPLES_MAX     200000u
+#define SW_OAI_LABELS_MAX      64u
 #define SW_OAI_METRIC_LINE_MAX (64u * 1024u)
 
-enum sw_openai_engine { SW_OAI_ENGINE_UNKNOWN = 0, SW_OAI_ENGINE_LLAMACPP, SW_OAI_ENGINE_VLLM,
-                        SW_OAI_ENGINE_SGLANG };
+enum sw_openai_engine {
+    SW_OAI_ENGINE_UNKNOWN = 0,
+    SW_OAI_ENGINE_LLAMACPP,
+    SW_OAI_ENGINE_VLLM,
+    SW_OAI_ENGINE_SGLANG
+};
 
 int sw_openai_metrics_parse(const char *text, size_t len, struct sw_openai_metrics *out,
                             struct sw_err *e);

@@ -34,21 +34,21 @@ extern "C" {
  */
 
 #define SW_PAYLOAD_SHA256_HEX 64 /* characters of a sha256 in hex */
-#define SW_PAYLOAD_MAX_FILES 100000
-#define SW_PAYLOAD_MAX_PATH 1024 /* bytes of a file's relative path */
+#define SW_PAYLOAD_MAX_FILES  100000
+#define SW_PAYLOAD_MAX_PATH   1024 /* bytes of a file's relative path */
 /* A manifest file larger than this is refused (100k files x ~200 bytes of JSON each). */
 #define SW_PAYLOAD_MANIFEST_MAX (64u << 20)
 
 /* One file of a payload. */
 struct sw_payload_file {
-    char *path;        /* relative to the payload root, '/'-separated; never absolute, no "..",
+    char *path;    /* relative to the payload root, '/'-separated; never absolute, no "..",
                           no "." or empty component (checked by sw_payload_path_ok) */
-    uint64_t size;     /* bytes; meaningful only when size_known */
+    uint64_t size; /* bytes; meaningful only when size_known */
     bool size_known;
     char sha256[SW_PAYLOAD_SHA256_HEX + 1]; /* lowercase hex, "" when unknown (the Hub gives a
                                                sha256 only for LFS files: X-Linked-Etag) */
-    bool lfs;          /* stored in git-lfs on the Hub (a pointer in git, the bytes elsewhere) */
-    char *git_oid;     /* the git blob sha1 (40 hex) of a non-LFS file when known, else NULL */
+    bool lfs;      /* stored in git-lfs on the Hub (a pointer in git, the bytes elsewhere) */
+    char *git_oid; /* the git blob sha1 (40 hex) of a non-LFS file when known, else NULL */
 };
 
 /* The files of one payload. Owns everything it points to. Paths are unique. */
@@ -148,16 +148,16 @@ const char *sw_payload_ftype_name(enum sw_payload_ftype k);
 
 /* The verdict on a body. */
 enum sw_payload_body {
-    SW_PAYLOAD_BODY_OK = 0,     /* looks right (as far as was checked) */
-    SW_PAYLOAD_BODY_EMPTY,      /* 0 bytes */
-    SW_PAYLOAD_BODY_HTML,       /* an HTML page: a 403/404/login page saved as the file */
+    SW_PAYLOAD_BODY_OK = 0,      /* looks right (as far as was checked) */
+    SW_PAYLOAD_BODY_EMPTY,       /* 0 bytes */
+    SW_PAYLOAD_BODY_HTML,        /* an HTML page: a 403/404/login page saved as the file */
     SW_PAYLOAD_BODY_LFS_POINTER, /* a git-lfs pointer: the real bytes were never fetched */
-    SW_PAYLOAD_BODY_JSON_ERROR, /* a JSON error body, e.g. {"error": "Repository not found"} */
-    SW_PAYLOAD_BODY_XML,        /* an XML document: a cloud storage error body */
-    SW_PAYLOAD_BODY_TRUNCATED,  /* the right kind, cut short (header or data past the end) */
-    SW_PAYLOAD_BODY_MALFORMED,  /* the right magic but a header that does not parse or is
+    SW_PAYLOAD_BODY_JSON_ERROR,  /* a JSON error body, e.g. {"error": "Repository not found"} */
+    SW_PAYLOAD_BODY_XML,         /* an XML document: a cloud storage error body */
+    SW_PAYLOAD_BODY_TRUNCATED,   /* the right kind, cut short (header or data past the end) */
+    SW_PAYLOAD_BODY_MALFORMED,   /* the right magic but a header that does not parse or is
                                    insane (bad length, offsets outside the file ...) */
-    SW_PAYLOAD_BODY_WRONG_KIND, /* something else altogether (binary or text of another kind) */
+    SW_PAYLOAD_BODY_WRONG_KIND,  /* something else altogether (binary or text of another kind) */
     SW_PAYLOAD_BODY__N
 };
 const char *sw_payload_body_name(enum sw_payload_body b); /* "ok", "html", "lfs_pointer" ... */
@@ -165,11 +165,11 @@ const char *sw_payload_body_name(enum sw_payload_body b); /* "ok", "html", "lfs_
 struct sw_payload_sniff {
     enum sw_payload_ftype ftype;
     enum sw_payload_body body;
-    char head[160];   /* the first bytes, quoted safely (sw_payload_quote), without quotes */
-    char msg[768];    /* why, when body != OK: "an HTML page (an error or login page saved as the
+    char head[160]; /* the first bytes, quoted safely (sw_payload_quote), without quotes */
+    char msg[768];  /* why, when body != OK: "an HTML page (an error or login page saved as the
                          file?), not a safetensors file; it starts \"<!DOCTYPE html>...\"" */
-    uint64_t size;    /* the file size the check used (0 when unknown) */
-    bool complete;    /* the whole structure was checked, not only the first bytes */
+    uint64_t size;  /* the file size the check used (0 when unknown) */
+    bool complete;  /* the whole structure was checked, not only the first bytes */
 };
 
 /* Bytes a head check wants at most (a safetensors length prefix + enough JSON to see an object,
@@ -248,19 +248,19 @@ struct sw_payload_layout_opts {
 
 /* MTP / nextn (multi-token prediction) heads: declared vs shipped. */
 struct sw_payload_mtp {
-    int64_t declared;     /* layers the config declares: num_nextn_predict_layers,
+    int64_t declared;  /* layers the config declares: num_nextn_predict_layers,
                              mtp_num_hidden_layers; GGUF: <arch>.nextn_predict_layers */
-    uint64_t tensors;     /* weights that belong to those layers (see sw_payload_is_mtp_tensor) */
-    bool weights_read;    /* every weight header was read (false: tensors is a lower bound) */
-    char source[256];     /* where `declared` came from: "config.json: num_nextn_predict_layers" */
+    uint64_t tensors;  /* weights that belong to those layers (see sw_payload_is_mtp_tensor) */
+    bool weights_read; /* every weight header was read (false: tensors is a lower bound) */
+    char source[256];  /* where `declared` came from: "config.json: num_nextn_predict_layers" */
 };
 
 struct sw_payload_layout {
     enum sw_payload_format format;
-    size_t n_weight_files;       /* shards / split parts / files */
-    uint64_t weight_bytes;       /* on disk, of the weight files */
-    uint64_t n_tensors;          /* tensors over the weight files read */
-    bool has_projector;          /* a projector GGUF parsed, or vision tensors in the weights */
+    size_t n_weight_files; /* shards / split parts / files */
+    uint64_t weight_bytes; /* on disk, of the weight files */
+    uint64_t n_tensors;    /* tensors over the weight files read */
+    bool has_projector;    /* a projector GGUF parsed, or vision tensors in the weights */
     struct sw_payload_mtp mtp;
     struct sw_payload_issue *issues;
     size_t n_issues;
@@ -296,26 +296,26 @@ bool sw_payload_is_mtp_tensor(const char *name, int64_t num_hidden_layers);
  */
 
 enum sw_verify_status {
-    SW_VERIFY_OK = 0,      /* size and (when the manifest has one) sha256 match */
-    SW_VERIFY_WRONG_SIZE,  /* size differs from the manifest (not hashed) */
-    SW_VERIFY_WRONG_HASH,  /* size matches, sha256 differs */
-    SW_VERIFY_MISSING,     /* in the manifest, not on disk */
-    SW_VERIFY_UNEXPECTED,  /* on disk, not in the manifest */
-    SW_VERIFY_UNREADABLE,  /* exists but cannot be read (permissions, I/O error, not a file) */
+    SW_VERIFY_OK = 0,     /* size and (when the manifest has one) sha256 match */
+    SW_VERIFY_WRONG_SIZE, /* size differs from the manifest (not hashed) */
+    SW_VERIFY_WRONG_HASH, /* size matches, sha256 differs */
+    SW_VERIFY_MISSING,    /* in the manifest, not on disk */
+    SW_VERIFY_UNEXPECTED, /* on disk, not in the manifest */
+    SW_VERIFY_UNREADABLE, /* exists but cannot be read (permissions, I/O error, not a file) */
     SW_VERIFY__N
 };
 const char *sw_verify_status_name(enum sw_verify_status s); /* "ok", "wrong_size" ... */
 
 struct sw_verify_file {
-    char *path;          /* relative to the root */
+    char *path; /* relative to the root */
     enum sw_verify_status status;
-    bool hashed;         /* sha256 holds what is on disk */
-    bool hash_expected;  /* the manifest had a sha256 for it */
-    uint64_t size;       /* on disk (0 when missing) */
-    uint64_t want_size;  /* from the manifest (0 when unknown or unexpected) */
-    char sha256[SW_PAYLOAD_SHA256_HEX + 1];      /* on disk, "" when not hashed */
+    bool hashed;                            /* sha256 holds what is on disk */
+    bool hash_expected;                     /* the manifest had a sha256 for it */
+    uint64_t size;                          /* on disk (0 when missing) */
+    uint64_t want_size;                     /* from the manifest (0 when unknown or unexpected) */
+    char sha256[SW_PAYLOAD_SHA256_HEX + 1]; /* on disk, "" when not hashed */
     char want_sha256[SW_PAYLOAD_SHA256_HEX + 1]; /* from the manifest, "" when unknown */
-    char msg[256];       /* the I/O error for UNREADABLE, "" otherwise */
+    char msg[256];                               /* the I/O error for UNREADABLE, "" otherwise */
 };
 
 struct sw_verify_report {
@@ -331,11 +331,11 @@ struct sw_verify_report {
 typedef void (*sw_verify_progress_fn)(void *ud, uint64_t done, uint64_t total);
 
 struct sw_verify_opts {
-    unsigned threads;       /* 0: one per online core, never more than the files to hash */
-    size_t buf_size;        /* per-worker read buffer; 0: SW_PAYLOAD_READ_BUF */
-    bool hash_all;          /* hash files the manifest has no sha256 for (and unexpected ones),
+    unsigned threads;   /* 0: one per online core, never more than the files to hash */
+    size_t buf_size;    /* per-worker read buffer; 0: SW_PAYLOAD_READ_BUF */
+    bool hash_all;      /* hash files the manifest has no sha256 for (and unexpected ones),
                                so their hash can be reported or pinned */
-    bool no_unexpected;     /* do not walk the directory for files not in the manifest */
+    bool no_unexpected; /* do not walk the directory for files not in the manifest */
     /* Files under the root never reported as unexpected (besides .git/, .cache/ and the
      * manifest itself when it lies under the root): a NULL-terminated list of relative paths. */
     const char *const *ignore;

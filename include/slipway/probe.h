@@ -71,13 +71,13 @@ struct sw_probe_target {
 };
 
 struct sw_probe_report {
-    char url[512];    /* redacted */
-    char engine[32];  /* what was used: given or detected, "" unknown */
+    char url[512];   /* redacted */
+    char engine[32]; /* what was used: given or detected, "" unknown */
     char model[256];
-    int64_t window;   /* per request, 0 unknown */
-    int slots;        /* 0 unknown */
-    int vision;       /* 1, 0, -1 unknown */
-    json_t *found;    /* what discovery read, and from where (object, owned) */
+    int64_t window; /* per request, 0 unknown */
+    int slots;      /* 0 unknown */
+    int vision;     /* 1, 0, -1 unknown */
+    json_t *found;  /* what discovery read, and from where (object, owned) */
     struct sw_probe_result *v;
     size_t n;
     int passed, failed, skipped;

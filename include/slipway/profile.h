@@ -78,8 +78,8 @@ int sw_vllm_opts_from_endpoint(const struct sw_fleet_endpoint *ep, struct sw_vll
  * `src` (may be NULL) receives where it came from (the config's path, or "FILE:LINE:COL: EP:
  * arch"), which errors also name. SW_ENOENT when neither is there. */
 struct sw_hf_config;
-int sw_endpoint_hf_config(const struct sw_fleet_endpoint *ep, struct sw_hf_config *c,
-                          char *src, size_t srcn, struct sw_err *e);
+int sw_endpoint_hf_config(const struct sw_fleet_endpoint *ep, struct sw_hf_config *c, char *src,
+                          size_t srcn, struct sw_err *e);
 
 #ifdef __cplusplus
 }

@@ -29,7 +29,7 @@ extern "C" {
 #endif
 
 /* Defaults when init is given 0: a line of 4 MiB, an event's data of 8 MiB. */
-#define SW_SSE_LINE_MAX_DEFAULT (4u * 1024u * 1024u)
+#define SW_SSE_LINE_MAX_DEFAULT  (4u * 1024u * 1024u)
 #define SW_SSE_EVENT_MAX_DEFAULT (8u * 1024u * 1024u)
 
 /* One dispatched event. Pointers are valid only during the callback. */
@@ -71,11 +71,11 @@ struct sw_sse {
     int64_t offset;      /* bytes consumed so far */
     int64_t line_offset; /* offset where the pending line started */
     int64_t event_offset;
-    uint64_t line_t_ns;  /* read time of the pending line's first byte */
+    uint64_t line_t_ns; /* read time of the pending line's first byte */
     uint64_t event_t_ns;
     uint64_t events;
     uint64_t comments;
-    int64_t retry_ms;    /* last valid retry: field, -1 when none */
+    int64_t retry_ms; /* last valid retry: field, -1 when none */
 };
 
 /* line_max / event_max of 0 take the defaults. on_comment may be NULL. Never fails. */
@@ -98,12 +98,30 @@ int sw_sse_finish(struct sw_sse *p, struct sw_err *e);
 /* Free the buffers. Accepts NULL; init may be called again afterwards. */
 void sw_sse_close(struct sw_sse *p);
 
-static inline uint64_t sw_sse_events(const struct sw_sse *p) { return p->events; }
-static inline uint64_t sw_sse_comments(const struct sw_sse *p) { return p->comments; }
-static inline bool sw_sse_done_seen(const struct sw_sse *p) { return p->done_seen; }
-static inline int64_t sw_sse_retry_ms(const struct sw_sse *p) { return p->retry_ms; }
-static inline int64_t sw_sse_offset(const struct sw_sse *p) { return p->offset; }
-static inline const char *sw_sse_last_id(const struct sw_sse *p) { return sw_buf_cstr(&p->id); }
+static inline uint64_t sw_sse_events(const struct sw_sse *p)
+{
+    return p->events;
+}
+static inline uint64_t sw_sse_comments(const struct sw_sse *p)
+{
+    return p->comments;
+}
+static inline bool sw_sse_done_seen(const struct sw_sse *p)
+{
+    return p->done_seen;
+}
+static inline int64_t sw_sse_retry_ms(const struct sw_sse *p)
+{
+    return p->retry_ms;
+}
+static inline int64_t sw_sse_offset(const struct sw_sse *p)
+{
+    return p->offset;
+}
+static inline const char *sw_sse_last_id(const struct sw_sse *p)
+{
+    return sw_buf_cstr(&p->id);
+}
 
 #ifdef __cplusplus
 }

@@ -12,7 +12,7 @@
  * What it does not do: fit the overhead's MNBT step (no boot above the threshold) or the split
  * of C; a boot above the MNBT threshold is left out with a note.
  */
-#include "calib_int.h"
+#include "calib_internal.h"
 
 #include <slipway/fleet.h>
 #include <slipway/profile.h>
@@ -21,8 +21,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#define GIB 1073741824.0
-#define MIB 1048576.0
+#define GIB            1073741824.0
+#define MIB            1048576.0
 #define N_SLOT_SAMPLES 17
 
 /* Strip of boot i for a slot size: lo <= C - r L <= hi (bytes). */
@@ -49,8 +49,8 @@ static bool inside(const struct sw_calib_arena *a, double slot, double r, double
     return true;
 }
 
-int sw__calib_arena_fit(struct sw_calib_fit *f, const json_t *boots,
-                        const struct sw_calib_opts *o, struct sw_err *e)
+int sw__calib_arena_fit(struct sw_calib_fit *f, const json_t *boots, const struct sw_calib_opts *o,
+                        struct sw_err *e)
 {
     struct sw_calib_arena *a = &f->arena;
     memset(a, 0, sizeof(*a));
@@ -100,8 +100,7 @@ int sw__calib_arena_fit(struct sw_calib_fit *f, const json_t *boots,
         a->mnbt[a->n] = mnbt;
         a->boot_ids[a->n] = id;
         const json_t *g = json_object_get(rep, "expert_arena_gib");
-        a->gib[a->n] = json_is_number(g) && json_number_value(g) >= 0 &&
-                               json_number_value(g) < 1e9
+        a->gib[a->n] = json_is_number(g) && json_number_value(g) >= 0 && json_number_value(g) < 1e9
                            ? json_number_value(g)
                            : -1;
         const json_t *sm = json_object_get(rep, "expert_slot_mib");
@@ -190,8 +189,8 @@ int sw__calib_arena_fit(struct sw_calib_fit *f, const json_t *boots,
     return 0;
 }
 
-int sw_calib_arena_predict(const struct sw_calib_arena *a, int64_t L,
-                           struct sw_calib_range *slots, struct sw_err *e)
+int sw_calib_arena_predict(const struct sw_calib_arena *a, int64_t L, struct sw_calib_range *slots,
+                           struct sw_err *e)
 {
     memset(slots, 0, sizeof(*slots));
     if (!a->have || !a->consistent || !a->n_vert)

@@ -10,7 +10,7 @@
  * What it does not do: split the non-KV into weights / compute / projector (only differences of
  * classes show those), or price a reading whose shape it cannot plan (skipped, with the reason).
  */
-#include "calib_int.h"
+#include "calib_internal.h"
 
 #include <slipway/arch.h>
 #include <slipway/fleet.h>
@@ -222,8 +222,8 @@ static void class_label(const json_t *canon, char *out, size_t n)
     json_decref(c);
 }
 
-int sw__calib_nonkv_fit(struct sw_calib_fit *f, const json_t *usage,
-                        const struct sw_calib_opts *o, struct sw_err *e)
+int sw__calib_nonkv_fit(struct sw_calib_fit *f, const json_t *usage, const struct sw_calib_opts *o,
+                        struct sw_err *e)
 {
     size_t i;
     json_t *u;
@@ -285,8 +285,8 @@ int sw__calib_nonkv_fit(struct sw_calib_fit *f, const json_t *usage,
         r->free_read = json_is_true(json_object_get(u, "free_read")) ||
                        json_is_integer(json_object_get(u, "free_mib"));
         const json_t *fr = json_object_get(u, "free_mib");
-        r->free_mib = json_is_integer(fr) ? (uint64_t)json_integer_value(fr)
-                                          : r->total_mib - r->used_mib;
+        r->free_mib =
+            json_is_integer(fr) ? (uint64_t)json_integer_value(fr) : r->total_mib - r->used_mib;
         if (json_is_false(json_object_get(u, "free_read")))
             r->free_read = false;
         r->kv_mib = kv;
@@ -379,8 +379,8 @@ static bool covers(const char *key, const json_t *asked, bool *silent)
 {
     json_t *r = json_loads(key, 0, NULL);
     bool ok = r != NULL;
-    static const char *const strict[] = {"engine", "kv_dtype_k", "kv_dtype_v", "tp", "pp", "dp",
-                                         "engine_profile"};
+    static const char *const strict[] = {"engine", "kv_dtype_k", "kv_dtype_v",    "tp",
+                                         "pp",     "dp",         "engine_profile"};
     for (size_t i = 0; ok && i < SW_ARRAY_LEN(strict); i++) {
         const json_t *a = json_object_get(r, strict[i]), *b = json_object_get(asked, strict[i]);
         ok = (!a && !b) || (a && b && json_equal((json_t *)a, (json_t *)b));
@@ -418,8 +418,7 @@ static bool covers(const char *key, const json_t *asked, bool *silent)
 }
 
 int sw_calib_budget(const struct sw_calib_fit *f, const json_t *shape,
-                    const struct sw_calib_opts *opts, struct sw_calib_budget *out,
-                    struct sw_err *e)
+                    const struct sw_calib_opts *opts, struct sw_calib_budget *out, struct sw_err *e)
 {
     int rc = 0;
     char *key = NULL;
@@ -526,8 +525,8 @@ int sw_calib_budget(const struct sw_calib_fit *f, const json_t *shape,
         d->free_lo = (double)d->total_mib - d->used_hi - c->reserve_hi;
         d->free_hi = (double)d->total_mib - d->used_lo - c->reserve_lo;
         snprintf(d->basis, sizeof(d->basis),
-                 "non-KV %.1f MiB (%.1f..%.1f over %d reading%s of %s) + KV %.1f MiB (%s)",
-                 c->mean, lo, hi, c->n, c->n == 1 ? "" : "s", c->label, kv, how);
+                 "non-KV %.1f MiB (%.1f..%.1f over %d reading%s of %s) + KV %.1f MiB (%s)", c->mean,
+                 lo, hi, c->n, c->n == 1 ? "" : "s", c->label, kv, how);
         size_t wl = strlen(out->warning);
         if (outside) {
             out->extrapolated = true;

@@ -7,7 +7,7 @@
  *
  * What it does not do: decide anything from the fit, or write to the ledger.
  */
-#include "calib_int.h"
+#include "calib_internal.h"
 
 #include <slipway/fleet.h>
 
@@ -61,9 +61,12 @@ char *sw__calib_key(const json_t *canon, const char *const *drop)
 
 /* What a KV class is: everything but the geometry (ctx), the slots (the law does not read them)
  * and the pool; and the figures that only move other budgets (mnbt, utilization, flags). */
-static const char *const KV_DROP[] = {"ctx",   "slots",  "kv_bytes", "kv_tokens",
-                                      "mnbt",  "batch",  "ubatch",   "gpu_memory_utilization",
-                                      "flags", "mem_fraction_static", NULL};
+static const char *const KV_DROP[] = {"ctx",      "slots",
+                                      "kv_bytes", "kv_tokens",
+                                      "mnbt",     "batch",
+                                      "ubatch",   "gpu_memory_utilization",
+                                      "flags",    "mem_fraction_static",
+                                      NULL};
 
 static void kv_label(const json_t *canon, char *out, size_t n)
 {

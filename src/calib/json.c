@@ -4,7 +4,7 @@
  *
  * What it does not do: format for humans (the CLI does).
  */
-#include "calib_int.h"
+#include "calib_internal.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -37,12 +37,13 @@ static json_t *kv_json(const struct sw_calib_kv_fit *k)
     sw_json_set_int(o, "tp", k->tp);
     for (int i = 0; i < k->n_lens; i++)
         json_array_append_new(lens, json_integer(k->lens[i]));
-    sw_json_set_new(o, "geometry", json_pack("{s:o,s:I,s:I}", "max_model_len", lens,
-                                             "kv_bytes_lo", (json_int_t)k->kv_lo, "kv_bytes_hi",
-                                             (json_int_t)k->kv_hi));
-    sw_json_set_new(o, "search", json_pack("{s:I,s:i,s:i,s:s}", "block_align", (json_int_t)k->align,
-                                           "max_state_blocks", k->max_s, "max_attn_groups",
-                                           k->max_a, "law", "vllm-current-block"));
+    sw_json_set_new(o, "geometry",
+                    json_pack("{s:o,s:I,s:I}", "max_model_len", lens, "kv_bytes_lo",
+                              (json_int_t)k->kv_lo, "kv_bytes_hi", (json_int_t)k->kv_hi));
+    sw_json_set_new(o, "search",
+                    json_pack("{s:I,s:i,s:i,s:s}", "block_align", (json_int_t)k->align,
+                              "max_state_blocks", k->max_s, "max_attn_groups", k->max_a, "law",
+                              "vllm-current-block"));
     sw_json_set_bool(o, "consistent", k->consistent);
     if (!k->consistent)
         sw_json_set_str(o, "why", k->why);
@@ -63,13 +64,13 @@ static json_t *kv_json(const struct sw_calib_kv_fit *k)
     }
     if (k->model.have || k->model.why[0]) {
         const struct sw_calib_kv_model *m = &k->model;
-        json_t *mj = json_pack("{s:s,s:b,s:I,s:I,s:i,s:i,s:I,s:I,s:b,s:b}", "source", m->source,
-                               "planned", m->have, "block", (json_int_t)m->block, "group_size",
-                               (json_int_t)m->group_size, "attn_groups", m->attn_groups,
-                               "state_groups", m->state_groups, "state_blocks_base",
-                               (json_int_t)m->state_blocks_base, "page_bytes_per_token_layer",
-                               (json_int_t)m->page_per_token, "explained", m->explained,
-                               "law_reproduces", m->law_reproduces);
+        json_t *mj =
+            json_pack("{s:s,s:b,s:I,s:I,s:i,s:i,s:I,s:I,s:b,s:b}", "source", m->source, "planned",
+                      m->have, "block", (json_int_t)m->block, "group_size",
+                      (json_int_t)m->group_size, "attn_groups", m->attn_groups, "state_groups",
+                      m->state_groups, "state_blocks_base", (json_int_t)m->state_blocks_base,
+                      "page_bytes_per_token_layer", (json_int_t)m->page_per_token, "explained",
+                      m->explained, "law_reproduces", m->law_reproduces);
         if (mj && m->explained) {
             sw_json_set_new(mj, "extra_attn_bytes_per_token",
                             rangef((double)m->extra_bytes_lo, (double)m->extra_bytes_hi));
@@ -106,11 +107,11 @@ static json_t *kv_json(const struct sw_calib_kv_fit *k)
 
 static json_t *nonkv_json(const struct sw_calib_nonkv *c)
 {
-    json_t *o = json_pack("{s:s,s:s,s:s,s:f,s:f,s:f,s:f,s:f,s:I,s:I}", "class", c->label,
-                          "device", c->device, "kv_source", c->kv_source, "non_kv_mib", c->mean,
-                          "non_kv_lo_mib", c->lo, "non_kv_hi_mib", c->hi, "reserve_lo_mib",
-                          c->reserve_lo, "reserve_hi_mib", c->reserve_hi, "ctx_lo",
-                          (json_int_t)c->ctx_lo, "ctx_hi", (json_int_t)c->ctx_hi);
+    json_t *o =
+        json_pack("{s:s,s:s,s:s,s:f,s:f,s:f,s:f,s:f,s:I,s:I}", "class", c->label, "device",
+                  c->device, "kv_source", c->kv_source, "non_kv_mib", c->mean, "non_kv_lo_mib",
+                  c->lo, "non_kv_hi_mib", c->hi, "reserve_lo_mib", c->reserve_lo, "reserve_hi_mib",
+                  c->reserve_hi, "ctx_lo", (json_int_t)c->ctx_lo, "ctx_hi", (json_int_t)c->ctx_hi);
     json_t *rs = json_array();
     if (!o || !rs) {
         json_decref(o);
@@ -119,14 +120,14 @@ static json_t *nonkv_json(const struct sw_calib_nonkv *c)
     }
     for (int i = 0; i < c->n; i++) {
         const struct sw_calib_nonkv_read *r = &c->r[i];
-        json_array_append_new(
-            rs, json_pack("{s:I,s:I,s:s,s:I,s:I,s:I,s:I,s:b,s:I,s:f,s:f}", "usage",
-                          (json_int_t)r->usage_id, "boot", (json_int_t)r->boot_id, "shape",
-                          r->shape, "ctx", (json_int_t)r->ctx, "slots", (json_int_t)r->slots,
-                          "used_mib", (json_int_t)r->used_mib, "total_mib",
-                          (json_int_t)r->total_mib, "free_read", r->free_read, "free_mib",
-                          (json_int_t)r->free_mib, "kv_mib", r->kv_mib, "non_kv_mib",
-                          r->non_kv_mib));
+        json_array_append_new(rs,
+                              json_pack("{s:I,s:I,s:s,s:I,s:I,s:I,s:I,s:b,s:I,s:f,s:f}", "usage",
+                                        (json_int_t)r->usage_id, "boot", (json_int_t)r->boot_id,
+                                        "shape", r->shape, "ctx", (json_int_t)r->ctx, "slots",
+                                        (json_int_t)r->slots, "used_mib", (json_int_t)r->used_mib,
+                                        "total_mib", (json_int_t)r->total_mib, "free_read",
+                                        r->free_read, "free_mib", (json_int_t)r->free_mib, "kv_mib",
+                                        r->kv_mib, "non_kv_mib", r->non_kv_mib));
     }
     sw_json_set_new(o, "readings", rs);
     return o;
@@ -216,16 +217,16 @@ json_t *sw_calib_budget_json(const struct sw_calib_budget *b)
             json_array_append_new(ids, json_integer(d->reading_ids[j]));
         json_array_append_new(
             ds, json_pack("{s:s,s:I,s:b,s:f,s:o,s:o,s:o,s:f,s:f,s:f,s:f,s:o,s:s}", "device",
-                          d->device, "total_mib", (json_int_t)d->total_mib, "measured",
-                          d->measured, "kv_mib", d->kv_mib, "non_kv_mib",
+                          d->device, "total_mib", (json_int_t)d->total_mib, "measured", d->measured,
+                          "kv_mib", d->kv_mib, "non_kv_mib",
                           json_pack("{s:f,s:f,s:f}", "point", d->non_kv_mib, "lo", d->non_kv_lo,
                                     "hi", d->non_kv_hi),
                           "used_mib",
-                          json_pack("{s:f,s:f,s:f}", "point", d->used_mib, "lo", d->used_lo,
-                                    "hi", d->used_hi),
+                          json_pack("{s:f,s:f,s:f}", "point", d->used_mib, "lo", d->used_lo, "hi",
+                                    d->used_hi),
                           "free_mib",
-                          json_pack("{s:f,s:f,s:f}", "point", d->free_mib, "lo", d->free_lo,
-                                    "hi", d->free_hi),
+                          json_pack("{s:f,s:f,s:f}", "point", d->free_mib, "lo", d->free_lo, "hi",
+                                    d->free_hi),
                           "reserve_mib", d->reserve_mib, "free_point_mib", d->free_mib,
                           "used_point_mib", d->used_mib, "non_kv_point_mib", d->non_kv_mib,
                           "readings", ids, "basis", d->basis));
@@ -239,13 +240,11 @@ json_t *sw_calib_budget_json(const struct sw_calib_budget *b)
 
 json_t *sw_calib_kv_pred_json(const struct sw_calib_kv_pred *p)
 {
-    json_t *o = json_pack("{s:o,s:o,s:o,s:b}", "tokens",
-                          range3(p->tokens.lo, p->tokens.hi, p->tokens.point),
-                          "blocks_per_request",
-                          range3(p->blocks_per_request.lo, p->blocks_per_request.hi,
-                                 p->blocks_per_request.point),
-                          "concurrency", rangef(p->conc_lo, p->conc_hi), "extrapolated",
-                          p->tokens.extrapolated);
+    json_t *o = json_pack(
+        "{s:o,s:o,s:o,s:b}", "tokens", range3(p->tokens.lo, p->tokens.hi, p->tokens.point),
+        "blocks_per_request",
+        range3(p->blocks_per_request.lo, p->blocks_per_request.hi, p->blocks_per_request.point),
+        "concurrency", rangef(p->conc_lo, p->conc_hi), "extrapolated", p->tokens.extrapolated);
     if (o && p->warning[0])
         sw_json_set_str(o, "warning", p->warning);
     return o;
@@ -254,10 +253,10 @@ json_t *sw_calib_kv_pred_json(const struct sw_calib_kv_pred *p)
 const char *sw_calib_fit_summary(const struct sw_calib_fit *f, char *out, size_t n)
 {
     size_t k = 0;
-#define PUT(...)                                                                                  \
-    do {                                                                                          \
-        if (k < n)                                                                                \
-            k += (size_t)snprintf(out + k, n - k, __VA_ARGS__);                                   \
+#define PUT(...)                                                                                   \
+    do {                                                                                           \
+        if (k < n)                                                                                 \
+            k += (size_t)snprintf(out + k, n - k, __VA_ARGS__);                                    \
     } while (0)
     if (!n)
         return out;

@@ -21,7 +21,7 @@
  * What it does not do: fit the legacy or V0 token formulas, or sliding-window geometry below the
  * window (its constant blocks per request are part of S only when max_model_len exceeds it).
  */
-#include "calib_int.h"
+#include "calib_internal.h"
 
 #include <slipway/hf.h>
 #include <slipway/vllm.h>
@@ -86,8 +86,8 @@ static bool n_range(const struct sw_calib_kv_point *p, int64_t r, int64_t *lo, i
 }
 
 /* Stride interval of one (A, B, S) over the points; false when empty. */
-static bool triple_ok(const struct sw_calib_kv_point *pts, int n, const bool *use, int a,
-                      int64_t b, int64_t s, uint64_t *slo, uint64_t *shi)
+static bool triple_ok(const struct sw_calib_kv_point *pts, int n, const bool *use, int a, int64_t b,
+                      int64_t s, uint64_t *slo, uint64_t *shi)
 {
     uint64_t lo = 1, hi = UINT64_MAX;
     for (int i = 0; i < n; i++) {
@@ -296,9 +296,8 @@ static void model_map(struct sw_calib_kv_fit *f, const char *cfg_text)
                  "%lld..%lld): the config is not this model's, or the fork changes more than the "
                  "page and the state blocks",
                  (long long)m->block, m->attn_groups, m->attn_groups == 1 ? "" : "s",
-                 m->state_groups, m->state_groups == 1 ? "" : "s",
-                 (long long)m->state_blocks_base, (long long)m->page_per_token,
-                 (long long)f->b_lo, (long long)f->b_hi);
+                 m->state_groups, m->state_groups == 1 ? "" : "s", (long long)m->state_blocks_base,
+                 (long long)m->page_per_token, (long long)f->b_lo, (long long)f->b_hi);
         goto out;
     }
     /* Confirm with the real law, every boot, the first fitted terms. */
@@ -354,9 +353,10 @@ int sw_calib_kv_fit(struct sw_calib_kv_fit *f, const char *config_json, int max_
     int n_pinned = 0;
     for (int i = 0; i < f->n_points; i++) {
         const struct sw_calib_kv_point *p = &f->pts[i];
-        if (p->max_model_len <= 0 || p->tokens < 0 ||
-            p->max_model_len > (INT64_C(1) << 31) || p->tokens > (INT64_C(1) << 34))
-            return sw_err_set(e, SW_EINVAL, "boot #%lld: max_model_len, pool or tokens out of range",
+        if (p->max_model_len <= 0 || p->tokens < 0 || p->max_model_len > (INT64_C(1) << 31) ||
+            p->tokens > (INT64_C(1) << 34))
+            return sw_err_set(e, SW_EINVAL,
+                              "boot #%lld: max_model_len, pool or tokens out of range",
                               (long long)p->boot_id);
         bool seen = false;
         for (int j = 0; j < f->n_lens; j++)
@@ -389,8 +389,8 @@ int sw_calib_kv_fit(struct sw_calib_kv_fit *f, const char *config_json, int max_
     }
     /* Bounded work: B steps x S values x A values triples, each checked against the boots. A
      * ledger with a max_model_len in the millions would make this minutes; say so instead. */
-    double triples = (double)(max_b / ALIGN) * (double)(f->max_s + 1) *
-                     (double)SW_MAX(f->max_a, extra_a);
+    double triples =
+        (double)(max_b / ALIGN) * (double)(f->max_s + 1) * (double)SW_MAX(f->max_a, extra_a);
     if (triples > 6.4e7) {
         snprintf(f->why, sizeof(f->why),
                  "not searched: max_model_len %lld with S <= %d is %.0f candidate structures "
@@ -398,13 +398,18 @@ int sw_calib_kv_fit(struct sw_calib_kv_fit *f, const char *config_json, int max_
                  (long long)max_b, f->max_s, triples);
         return 0;
     }
-    struct search sr = {.pts = f->pts, .n = f->n_points, .max_b = max_b, .max_s = f->max_s,
-                        .max_a = f->max_a, .extra_a = extra_a, .keep = true};
+    struct search sr = {.pts = f->pts,
+                        .n = f->n_points,
+                        .max_b = max_b,
+                        .max_s = f->max_s,
+                        .max_a = f->max_a,
+                        .extra_a = extra_a,
+                        .keep = true};
     rc = search_run(&sr);
     if (rc) {
         sw_free(sr.sols);
-        return sw_err_set(e, rc, rc == SW_ENOMEM ? "out of memory"
-                                                  : "KV class %s: more than %d solutions",
+        return sw_err_set(e, rc,
+                          rc == SW_ENOMEM ? "out of memory" : "KV class %s: more than %d solutions",
                           f->klass, SW_CALIB_MAX_SOLS);
     }
     f->sols = sr.sols;
@@ -465,8 +470,13 @@ int sw_calib_kv_fit(struct sw_calib_kv_fit *f, const char *config_json, int max_
             snprintf(p->taught, sizeof(p->taught), "(not computed beyond 16 boots)");
             continue;
         }
-        struct search lo = {.pts = f->pts, .n = f->n_points, .use = use, .max_b = max_b,
-                            .max_s = f->max_s, .max_a = f->max_a, .extra_a = extra_a,
+        struct search lo = {.pts = f->pts,
+                            .n = f->n_points,
+                            .use = use,
+                            .max_b = max_b,
+                            .max_s = f->max_s,
+                            .max_a = f->max_a,
+                            .extra_a = extra_a,
                             .keep = true};
         rc = search_run(&lo);
         if (rc) {
@@ -589,8 +599,7 @@ int sw_calib_kv_predict(const struct sw_calib_kv_fit *f, int64_t L, uint64_t k,
         snprintf(out->warning, sizeof(out->warning),
                  "pool %llu B is outside the fitted %llu..%llu B (same geometry: the block law "
                  "holds, the interval covers the stride's range)",
-                 (unsigned long long)k, (unsigned long long)f->kv_lo,
-                 (unsigned long long)f->kv_hi);
+                 (unsigned long long)k, (unsigned long long)f->kv_lo, (unsigned long long)f->kv_hi);
     }
     return 0;
 }

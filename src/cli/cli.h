@@ -12,8 +12,8 @@
 
 #include <stdbool.h>
 
-#define SW_EXIT_OK 0
-#define SW_EXIT_FAIL 1
+#define SW_EXIT_OK    0
+#define SW_EXIT_FAIL  1
 #define SW_EXIT_USAGE 2
 
 /* Each verb: argv[0] is the verb name. Returns an exit code. */
@@ -26,18 +26,18 @@ struct sw_cmd {
 };
 
 /* The verbs: add one line here and one cmd_<verb>.c defining sw_cmd_<verb>. Keep alphabetical. */
-#define SW_VERBS(X)                                                                              \
-    X(bootlog, "read an engine's boot log: its report and failure; diff predicted vs printed")   \
-    X(calibrate, "fit an endpoint's law terms from its recorded boots; predict with intervals")   \
-    X(check, "run the gates on a fleet's endpoints before a boot: band, pool, window, known-bad") \
-    X(down, "stop an endpoint `up` started (checks the pid still names that process)")         \
-    X(fetch, "download a payload from the Hub, verified and resumable; or --verify-only one")  \
-    X(fleet, "show or check a fleet file (hosts, devices, endpoints, shapes)")                   \
-    X(gguf, "inspect a GGUF model file; synthesize tiny chat-capable test models")             \
-    X(ledger, "the record of boots, usage readings, batteries, benches and rules")             \
-    X(plan, "predict an engine's boot (memory lines, budget per device) from its command line")  \
-    X(probe, "run the live battery against an endpoint: readiness to worst case, with evidence") \
-    X(up, "boot a local endpoint supervised, prove it serves, diff predicted vs printed")     \
+#define SW_VERBS(X)                                                                                \
+    X(bootlog, "read an engine's boot log: its report and failure; diff predicted vs printed")     \
+    X(calibrate, "fit an endpoint's law terms from its recorded boots; predict with intervals")    \
+    X(check, "run the gates on a fleet's endpoints before a boot: band, pool, window, known-bad")  \
+    X(down, "stop an endpoint `up` started (checks the pid still names that process)")             \
+    X(fetch, "download a payload from the Hub, verified and resumable; or --verify-only one")      \
+    X(fleet, "show or check a fleet file (hosts, devices, endpoints, shapes)")                     \
+    X(gguf, "inspect a GGUF model file; synthesize tiny chat-capable test models")                 \
+    X(ledger, "the record of boots, usage readings, batteries, benches and rules")                 \
+    X(plan, "predict an engine's boot (memory lines, budget per device) from its command line")    \
+    X(probe, "run the live battery against an endpoint: readiness to worst case, with evidence")   \
+    X(up, "boot a local endpoint supervised, prove it serves, diff predicted vs printed")          \
     X(version, "print the version")
 
 #define SW_DECL(name, summary) int sw_cmd_##name(int argc, char **argv);

@@ -46,7 +46,8 @@ static void usage_text(FILE *f)
 {
     fputs("usage: slipway calibrate ENDPOINT [FLEET.yaml] [--ledger PATH] [--config CONFIG.json]\n"
           "                         [--predict MAXLEN:KV_BYTES]... [--budget SHAPE.json]\n"
-          "                         [--need SEQSxMAXLEN]... [--exclude BOOT_ID]... [--save FIT.json]\n"
+          "                         [--need SEQSxMAXLEN]... [--exclude BOOT_ID]... [--save "
+          "FIT.json]\n"
           "                         [--max-state-blocks N] [--record] [--svg FILE]\n"
           "                         [--json]\n"
           "Fits the KV block law (vLLM), the non-KV cost by subtraction (usage readings) and the\n"
@@ -96,8 +97,8 @@ static int parse(int argc, char **argv, struct opts *o)
                     return sw_cli_usage("calibrate", "--need wants SEQSxMAXLEN, got '%s'", v);
                 memcpy(sb, v, (size_t)(x - v));
                 sb[x - v] = 0;
-                if (sw_parse_count(sb, &seqs, &e) || sw_parse_count(x + 1, &len, &e) ||
-                    seqs == 0 || seqs > 65536 || len == 0 || len > (1u << 31))
+                if (sw_parse_count(sb, &seqs, &e) || sw_parse_count(x + 1, &len, &e) || seqs == 0 ||
+                    seqs > 65536 || len == 0 || len > (1u << 31))
                     return sw_cli_usage("calibrate", "--need '%s': %s", v,
                                         e.msg[0] ? e.msg : "out of range");
                 o->need_seqs[o->n_need] = (int64_t)seqs;
@@ -215,9 +216,9 @@ static void print_kv(const struct sw_calib_kv_fit *k)
 
 static void print_nonkv(const struct sw_calib_nonkv *c)
 {
-    printf("non-KV on %s, %s: %.1f MiB (%.1f..%.1f over %d reading%s, ctx %lld..%lld)\n",
-           c->device, c->label, c->mean, c->lo, c->hi, c->n, c->n == 1 ? "" : "s",
-           (long long)c->ctx_lo, (long long)c->ctx_hi);
+    printf("non-KV on %s, %s: %.1f MiB (%.1f..%.1f over %d reading%s, ctx %lld..%lld)\n", c->device,
+           c->label, c->mean, c->lo, c->hi, c->n, c->n == 1 ? "" : "s", (long long)c->ctx_lo,
+           (long long)c->ctx_hi);
     printf("  KV from %s\n", c->kv_source);
     for (int i = 0; i < c->n; i++) {
         const struct sw_calib_nonkv_read *r = &c->r[i];
@@ -335,10 +336,9 @@ int sw_cmd_calibrate(int argc, char **argv)
             struct sw_calib_range s;
             if (!sw_calib_arena_predict(&fit->arena, o.pred_len[i], &s, NULL))
                 json_array_append_new(
-                    preds, json_pack("{s:s,s:I,s:{s:I,s:I},s:b}", "class", "arena",
-                                     "max_model_len", (json_int_t)o.pred_len[i], "slots", "lo",
-                                     (json_int_t)s.lo, "hi", (json_int_t)s.hi, "extrapolated",
-                                     s.extrapolated));
+                    preds, json_pack("{s:s,s:I,s:{s:I,s:I},s:b}", "class", "arena", "max_model_len",
+                                     (json_int_t)o.pred_len[i], "slots", "lo", (json_int_t)s.lo,
+                                     "hi", (json_int_t)s.hi, "extrapolated", s.extrapolated));
         }
     }
     sw_json_set_new(out, "predictions", preds);
@@ -347,8 +347,7 @@ int sw_cmd_calibrate(int argc, char **argv)
         for (int k = 0; k < fit->n_kv; k++) {
             uint64_t nlo, nhi;
             bool ex;
-            if (sw_calib_kv_need(&fit->kv[k], o.need_len[i], o.need_seqs[i], &nlo, &nhi, &ex,
-                                 NULL))
+            if (sw_calib_kv_need(&fit->kv[k], o.need_len[i], o.need_seqs[i], &nlo, &nhi, &ex, NULL))
                 continue;
             json_array_append_new(
                 needs, json_pack("{s:s,s:I,s:I,s:I,s:I,s:b}", "class", fit->kv[k].klass, "seqs",
@@ -471,8 +470,10 @@ int sw_cmd_calibrate(int argc, char **argv)
             json_t *d;
             json_array_foreach(json_object_get(bj, "devices"), di, d)
             {
-                const json_t *u = json_object_get(d, "used_mib"), *fr = json_object_get(d, "free_mib");
-                printf("budget on %s: used %.0f MiB (%.0f..%.0f), free %.0f MiB (%.0f..%.0f)%s\n  %s\n",
+                const json_t *u = json_object_get(d, "used_mib"),
+                             *fr = json_object_get(d, "free_mib");
+                printf("budget on %s: used %.0f MiB (%.0f..%.0f), free %.0f MiB (%.0f..%.0f)%s\n  "
+                       "%s\n",
                        json_string_value(json_object_get(d, "device")),
                        json_real_value(json_object_get(u, "point")),
                        json_real_value(json_object_get(u, "lo")),

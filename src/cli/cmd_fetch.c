@@ -58,47 +58,48 @@ struct opts {
 
 /* What the target resolved to. Strings live in `buf_*` or in the fleet. */
 struct target {
-    char root[4096];     /* payload directory */
-    char manifest[4096]; /* "" when none */
+    char root[4096];       /* payload directory */
+    char manifest[4096];   /* "" when none */
     bool manifest_default; /* the fleet's default place: absence is not an error */
     const char *endpoint;  /* NULL for a directory */
     const char *gguf, *mmproj;
     bool vision;
-    bool file_only; /* payload.path names a file in a directory it may share with other models:
+    bool file_only;   /* payload.path names a file in a directory it may share with other models:
                        only the payload's own files are looked at, nothing is "unexpected" */
     char draft[4096]; /* a local draft model directory, "" when none */
 };
 
 static void usage(FILE *f)
 {
-    fputs("usage: slipway fetch ENDPOINT|DIR --verify-only [--fleet FLEET.yaml] [--manifest FILE]\n"
-          "                    [--json] [--threads N] [--hash-all] [--write-manifest FILE]\n"
-          "\n"
-          "--verify-only  re-hash what is on disk against the manifest (in parallel), sniff every\n"
-          "               file's body and check the layout; download nothing\n"
-          "--manifest     the manifest (default for an ENDPOINT: FLEET.manifests/ENDPOINT.json)\n"
-          "--hash-all     hash files the manifest has no sha256 for, and unexpected ones\n"
-          "--write-manifest FILE  pin what is on disk (sizes + sha256) as a manifest\n"
-          "\n"
-          "usage: slipway fetch ENDPOINT|REPO [FLEET.yaml] [--revision R] [--include GLOB]...\n"
-          "                    [--dest DIR] [--dry-run] [--jobs N] [--manifest FILE]\n"
-          "                    [--write-manifest FILE] [--json | --quiet]\n"
-          "\n"
-          "Download a payload from the Hub (HF_ENDPOINT, default https://huggingface.co): sizes and\n"
-          "sha256 from the Hub's headers (or the manifest kept beside the fleet), several files at\n"
-          "once, resumed after a cut, each renamed into place only when size and hash match.\n"
-          "--revision     branch, tag or commit (default: the payload's, else main); pinned to the\n"
-          "               commit it resolves to\n"
-          "--include      only files matching this glob (repeatable; default: the payload's files)\n"
-          "--dest         a plain directory (default: the payload's path for an ENDPOINT, else the\n"
-          "               Hugging Face cache: HF_HUB_CACHE, HF_HOME/hub, ~/.cache/huggingface/hub)\n"
-          "--dry-run      say what would be fetched (files present are hashed), fetch nothing\n"
-          "--jobs         files downloaded at once (default 4)\n"
-          "--quiet        no progress; one line per file: STATE<TAB>PATH<TAB>SIZE<TAB>SHA256\n"
-          "The token: HF_TOKEN, or a token file (HF_TOKEN_PATH, HF_HOME/token,\n"
-          "~/.cache/huggingface/token) that only you can read. Never on the command line.\n"
-          "Exit: 0 all ok, 1 a problem found, 2 unusable input.\n",
-          f);
+    fputs(
+        "usage: slipway fetch ENDPOINT|DIR --verify-only [--fleet FLEET.yaml] [--manifest FILE]\n"
+        "                    [--json] [--threads N] [--hash-all] [--write-manifest FILE]\n"
+        "\n"
+        "--verify-only  re-hash what is on disk against the manifest (in parallel), sniff every\n"
+        "               file's body and check the layout; download nothing\n"
+        "--manifest     the manifest (default for an ENDPOINT: FLEET.manifests/ENDPOINT.json)\n"
+        "--hash-all     hash files the manifest has no sha256 for, and unexpected ones\n"
+        "--write-manifest FILE  pin what is on disk (sizes + sha256) as a manifest\n"
+        "\n"
+        "usage: slipway fetch ENDPOINT|REPO [FLEET.yaml] [--revision R] [--include GLOB]...\n"
+        "                    [--dest DIR] [--dry-run] [--jobs N] [--manifest FILE]\n"
+        "                    [--write-manifest FILE] [--json | --quiet]\n"
+        "\n"
+        "Download a payload from the Hub (HF_ENDPOINT, default https://huggingface.co): sizes and\n"
+        "sha256 from the Hub's headers (or the manifest kept beside the fleet), several files at\n"
+        "once, resumed after a cut, each renamed into place only when size and hash match.\n"
+        "--revision     branch, tag or commit (default: the payload's, else main); pinned to the\n"
+        "               commit it resolves to\n"
+        "--include      only files matching this glob (repeatable; default: the payload's files)\n"
+        "--dest         a plain directory (default: the payload's path for an ENDPOINT, else the\n"
+        "               Hugging Face cache: HF_HUB_CACHE, HF_HOME/hub, ~/.cache/huggingface/hub)\n"
+        "--dry-run      say what would be fetched (files present are hashed), fetch nothing\n"
+        "--jobs         files downloaded at once (default 4)\n"
+        "--quiet        no progress; one line per file: STATE<TAB>PATH<TAB>SIZE<TAB>SHA256\n"
+        "The token: HF_TOKEN, or a token file (HF_TOKEN_PATH, HF_HOME/token,\n"
+        "~/.cache/huggingface/token) that only you can read. Never on the command line.\n"
+        "Exit: 0 all ok, 1 a problem found, 2 unusable input.\n",
+        f);
 }
 
 static int parse_args(int argc, char **argv, struct opts *o)
@@ -161,8 +162,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
         } else if (!o->fleet && (strstr(a, ".yaml") || strstr(a, ".yml"))) {
             o->fleet = a; /* fetch ENDPOINT FLEET.yaml */
         } else {
-            return sw_cli_usage("fetch", "one ENDPOINT or DIR only (got %s and %s)", o->target,
-                                a);
+            return sw_cli_usage("fetch", "one ENDPOINT or DIR only (got %s and %s)", o->target, a);
         }
         if (val) {
             if (i + 1 >= argc)
@@ -222,8 +222,8 @@ static int resolve(const struct opts *o, struct sw_fleet **fleet, struct target 
     int rc = sw_fleet_load(fpath, NULL, fleet, e);
     if (rc) {
         if (rc == SW_ENOENT && !o->fleet)
-            sw_err_prefix(e, "%s is neither a directory nor an endpoint of ./fleet.yaml: ",
-                          o->target);
+            sw_err_prefix(e,
+                          "%s is neither a directory nor an endpoint of ./fleet.yaml: ", o->target);
         return rc;
     }
     const struct sw_fleet_endpoint *ep = sw_fleet_endpoint(*fleet, o->target);
@@ -305,8 +305,8 @@ static int sniff_all(const char *root, const struct sw_verify_report *r,
         return sw_err_set(e, SW_ENOMEM, "out of memory");
     for (size_t i = 0; i < n; i++) {
         const char *rel = r ? r->files[i].path : scan->files[i].path;
-        if (r && (r->files[i].status == SW_VERIFY_MISSING ||
-                  r->files[i].status == SW_VERIFY_UNREADABLE))
+        if (r &&
+            (r->files[i].status == SW_VERIFY_MISSING || r->files[i].status == SW_VERIFY_UNREADABLE))
             continue;
         char full[8192];
         snprintf(full, sizeof(full), "%s/%s", root, rel);
@@ -449,8 +449,7 @@ static int scan_own_files(const struct target *t, bool hash, const struct sw_ver
         snprintf(full, sizeof(full), "%s/%s", t->root, own[i]);
         if (stat(full, &st) < 0)
             continue; /* the layout check reports it */
-        rc = sw_payload_manifest_add(scan, own[i], (int64_t)st.st_size, NULL, false, NULL, NULL,
-                                     e);
+        rc = sw_payload_manifest_add(scan, own[i], (int64_t)st.st_size, NULL, false, NULL, NULL, e);
     }
     if (rc || !hash || !scan->n_files)
         return rc;
@@ -583,8 +582,8 @@ static int run_verify(const struct opts *o, const struct target *t)
         if (!out || sw_json_set_str(out, "root", t->root) ||
             sw_json_set_str(out, "endpoint", t->endpoint) ||
             sw_json_set_str(out, "manifest", have_manifest ? t->manifest : NULL) ||
-            sw_json_set_new(out, "verify", have_manifest ? sw_verify_report_to_json(&r)
-                                                         : json_null()) ||
+            sw_json_set_new(out, "verify",
+                            have_manifest ? sw_verify_report_to_json(&r) : json_null()) ||
             sw_json_set_new(out, "bodies", bodies_json(&b)) ||
             (!have_manifest && sw_json_set_new(out, "files", sw_payload_manifest_to_json(&scan))) ||
             sw_json_set_new(out, "layout", sw_payload_layout_to_json(&lay)) ||
@@ -623,8 +622,8 @@ struct dl_target {
     const char *repo;
     const char *revision; /* NULL: the manifest's, else main */
     const char *const *include;
-    char dest[4096];      /* "" : the HF cache */
-    char manifest[4096];  /* "" : ask the Hub */
+    char dest[4096];     /* "" : the HF cache */
+    char manifest[4096]; /* "" : ask the Hub */
     bool manifest_default;
     const char *endpoint;
     const char *globs[MAX_INCLUDE + 1];
@@ -649,8 +648,9 @@ static int resolve_download(const struct opts *o, struct sw_fleet **fleet, struc
     int rc = sw_fleet_load(fpath, NULL, fleet, e);
     if (rc) {
         if (rc == SW_ENOENT && !o->fleet)
-            sw_err_prefix(e, "%s is not namespace/name and there is no ./fleet.yaml to find it "
-                             "in: ",
+            sw_err_prefix(e,
+                          "%s is not namespace/name and there is no ./fleet.yaml to find it "
+                          "in: ",
                           o->target);
         return rc;
     }
@@ -712,8 +712,8 @@ static int manifest_from_file(const struct dl_target *t, struct sw_payload_manif
         goto out;
     }
     if (strcmp(all.repo, t->repo) != 0) {
-        rc = sw_err_at(e, SW_EINVAL, t->manifest, 0, 0, "the manifest is for %s, not %s",
-                       all.repo, t->repo);
+        rc = sw_err_at(e, SW_EINVAL, t->manifest, 0, 0, "the manifest is for %s, not %s", all.repo,
+                       t->repo);
         goto out;
     }
     if (t->revision && strcmp(t->revision, all.commit) != 0 &&
@@ -735,8 +735,9 @@ static int manifest_from_file(const struct dl_target *t, struct sw_payload_manif
                                          f->sha256, f->lfs, f->git_oid, NULL, e);
     }
     if (!rc && !m->n_files)
-        rc = sw_err_at(e, SW_ENOENT, t->manifest, 0, 0, "no file of the manifest matches the "
-                                                        "--include globs");
+        rc = sw_err_at(e, SW_ENOENT, t->manifest, 0, 0,
+                       "no file of the manifest matches the "
+                       "--include globs");
 out:
     sw_payload_manifest_free(&all);
     if (rc)
@@ -762,8 +763,8 @@ static void print_download(const struct sw_payload_manifest *m, const struct sw_
                            bool dry)
 {
     char a[32], b[32];
-    printf("%s %s at %s -> commit %s: %zu files, %s, in %s\n", dry ? "plan" : "fetch",
-           m->repo, m->revision ? m->revision : m->commit, m->commit, m->n_files,
+    printf("%s %s at %s -> commit %s: %zu files, %s, in %s\n", dry ? "plan" : "fetch", m->repo,
+           m->revision ? m->revision : m->commit, m->commit, m->n_files,
            sw_fmt_bytes(r->bytes_total, a, sizeof(a)), r->dir);
     for (size_t i = 0; i < r->n_files; i++) {
         const struct sw_fetch_result *f = &r->files[i];
@@ -778,12 +779,13 @@ static void print_download(const struct sw_payload_manifest *m, const struct sw_
             printf("  [%s]", f->msg);
         printf("\n");
     }
-    printf("%zu present, %zu linked from the HF cache, %zu downloaded, %zu failed", 
+    printf("%zu present, %zu linked from the HF cache, %zu downloaded, %zu failed",
            r->count[SW_FETCH_PRESENT], r->count[SW_FETCH_LINKED], r->count[SW_FETCH_DOWNLOADED],
            r->count[SW_FETCH_FAILED]);
     if (dry)
         printf(", %zu to fetch: %s needed, %s free", r->count[SW_FETCH_PLANNED],
-               sw_fmt_bytes(r->bytes_needed, a, sizeof(a)), sw_fmt_bytes(r->disk_free, b, sizeof(b)));
+               sw_fmt_bytes(r->bytes_needed, a, sizeof(a)),
+               sw_fmt_bytes(r->disk_free, b, sizeof(b)));
     else if (r->bytes_fetched)
         printf("; fetched %s in %.2f s (%.1f MB/s)", sw_fmt_bytes(r->bytes_fetched, a, sizeof(a)),
                r->seconds, r->seconds > 0 ? (double)r->bytes_fetched / r->seconds / 1e6 : 0.0);
@@ -878,8 +880,8 @@ static int run_download(const struct opts *o)
             for (size_t i = 0; i < rep.n_files; i++)
                 if (rep.files[i].state == SW_FETCH_FAILED)
                     fprintf(stderr, "slipway: fetch failed: %s\n", rep.files[i].msg);
-        exit_code = sw_cli_exit_for(rc) == SW_EXIT_USAGE && rc != SW_EIO ? SW_EXIT_USAGE
-                                                                          : SW_EXIT_FAIL;
+        exit_code =
+            sw_cli_exit_for(rc) == SW_EXIT_USAGE && rc != SW_EIO ? SW_EXIT_USAGE : SW_EXIT_FAIL;
         if (rep.count[SW_FETCH_FAILED])
             exit_code = SW_EXIT_FAIL;
     }

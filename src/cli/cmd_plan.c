@@ -26,31 +26,32 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: slipway plan --engine llama.cpp [--json] [--arch DECL.json]\n"
-            "                    [--gpu NAME=BYTES ...] [--host-memory BYTES]\n"
-            "                    -- llama-server -m FILE.gguf [llama-server flags]\n"
-            "       slipway plan FLEET.yaml [ENDPOINT] [--json]\n"
-            "\n"
-            "Predicts llama-server's boot lines (n_ctx, each llama_kv_cache line, the\n"
-            "llama_memory_recurrent line, model/output/compute buffers) from its own flags and\n"
-            "prints the memory budget per device.\n"
-            "  --arch DECL.json   declare the architecture instead of reading the GGUF\n"
-            "  --gpu NAME=BYTES   a GPU with this much free memory (repeatable); layers follow -ngl\n"
-            "  --host-memory B    host memory of a CPU-only build (enables --fit's context cut)\n"
-            "  --json             {\"report\": ..., \"budget\": ..., \"warnings\": [...]}\n"
-            "A fleet file plans each llama.cpp endpoint from the argv the engine adapter renders,\n"
-            "with the endpoint's devices; the architecture comes from the GGUF when it is on this\n"
-            "machine, else from the endpoint's `arch` when it is a llama.cpp declaration.\n"
-            "\n"
-            "       slipway plan --engine vllm|sglang [--json] [--version V] [--profile P.json]\n"
-            "                    [--gpu-memory B] [--weights B] [--activation B] [--non-torch B]\n"
-            "                    [--cudagraph B] [--pre-load-free B] [--post-load-avail B]\n"
-            "                    -- vllm serve MODEL_DIR [vLLM flags]\n"
-            "                     | python -m sglang.launch_server --model-path DIR [flags]\n"
-            "Predicts vLLM's \"GPU KV cache size\" and \"Maximum concurrency\" lines (or\n"
-            "SGLang's pool line) from MODEL_DIR/config.json (docs/vllm-law.md,\n"
-            "docs/sglang-law.md).\n");
+    fprintf(
+        f,
+        "usage: slipway plan --engine llama.cpp [--json] [--arch DECL.json]\n"
+        "                    [--gpu NAME=BYTES ...] [--host-memory BYTES]\n"
+        "                    -- llama-server -m FILE.gguf [llama-server flags]\n"
+        "       slipway plan FLEET.yaml [ENDPOINT] [--json]\n"
+        "\n"
+        "Predicts llama-server's boot lines (n_ctx, each llama_kv_cache line, the\n"
+        "llama_memory_recurrent line, model/output/compute buffers) from its own flags and\n"
+        "prints the memory budget per device.\n"
+        "  --arch DECL.json   declare the architecture instead of reading the GGUF\n"
+        "  --gpu NAME=BYTES   a GPU with this much free memory (repeatable); layers follow -ngl\n"
+        "  --host-memory B    host memory of a CPU-only build (enables --fit's context cut)\n"
+        "  --json             {\"report\": ..., \"budget\": ..., \"warnings\": [...]}\n"
+        "A fleet file plans each llama.cpp endpoint from the argv the engine adapter renders,\n"
+        "with the endpoint's devices; the architecture comes from the GGUF when it is on this\n"
+        "machine, else from the endpoint's `arch` when it is a llama.cpp declaration.\n"
+        "\n"
+        "       slipway plan --engine vllm|sglang [--json] [--version V] [--profile P.json]\n"
+        "                    [--gpu-memory B] [--weights B] [--activation B] [--non-torch B]\n"
+        "                    [--cudagraph B] [--pre-load-free B] [--post-load-avail B]\n"
+        "                    -- vllm serve MODEL_DIR [vLLM flags]\n"
+        "                     | python -m sglang.launch_server --model-path DIR [flags]\n"
+        "Predicts vLLM's \"GPU KV cache size\" and \"Maximum concurrency\" lines (or\n"
+        "SGLang's pool line) from MODEL_DIR/config.json (docs/vllm-law.md,\n"
+        "docs/sglang-law.md).\n");
 }
 
 /* The human view of a vLLM/SGLang plan object: the lines the engine would print, the per-request
@@ -146,8 +147,8 @@ static void print_human(const struct sw_arch *a, const struct sw_llamacpp_plan *
     printf("  n_ctx %u, n_ctx_seq %u, n_seq_max %u, kv_unified %s; %u slots of %u tokens; "
            "flash attention %s\n\n",
            r->n_ctx, r->n_ctx_seq, r->n_seq_max, r->kv_unified ? "true" : "false", p->n_slots,
-           p->n_ctx_slot, p->flash_attn ? (args->flash_attn == SW_FA_AUTO ? "auto (on)" : "on")
-                                        : "off");
+           p->n_ctx_slot,
+           p->flash_attn ? (args->flash_attn == SW_FA_AUTO ? "auto (on)" : "on") : "off");
 
     printf("predicted boot lines:\n");
     sw_buf_init(&lines, 1 << 20);
@@ -178,9 +179,9 @@ static void print_human(const struct sw_arch *a, const struct sw_llamacpp_plan *
             else
                 snprintf(fr, sizeof(fr), "-%s", mib(x->total - x->memory, b[6], sizeof(b[6])));
         }
-        printf("  %-10s %12s %12s %12s %12s %10s %12s %12s\n", x->name,
-               mib(x->weights, b[0], 32), mib(x->kv, b[1], 32), mib(x->recurrent, b[2], 32),
-               mib(x->compute, b[3], 32), mib(x->output, b[4], 32), mib(x->total, b[5], 32), fr);
+        printf("  %-10s %12s %12s %12s %12s %10s %12s %12s\n", x->name, mib(x->weights, b[0], 32),
+               mib(x->kv, b[1], 32), mib(x->recurrent, b[2], 32), mib(x->compute, b[3], 32),
+               mib(x->output, b[4], 32), mib(x->total, b[5], 32), fr);
         t[0] += x->weights;
         t[1] += x->kv;
         t[2] += x->recurrent;
@@ -223,16 +224,15 @@ static int parse_gpu(const char *v, struct sw_llamacpp_env *env, struct sw_err *
  * recurrent state plus that figure, against the device and the endpoint's free band. The law
  * cannot know a GPU build's weights and compute from a declared architecture; the operator's
  * subtraction of two boots can. NULL when the endpoint states no such fact. */
-static json_t *measured_budget(const struct sw_fleet_endpoint *ep,
-                               const struct sw_llamacpp_plan *p)
+static json_t *measured_budget(const struct sw_fleet_endpoint *ep, const struct sw_llamacpp_plan *p)
 {
     const struct sw_fleet_fact *nk = sw_fleet_endpoint_non_kv(ep);
     if (!nk || strcmp(nk->q.unit, "B"))
         return NULL;
     /* the fact's device, else the endpoint's first; its capacity as the gates count it (a
      * usage reading is used / total), the law's KV and state on it */
-    const struct sw_fleet_device *fd = nk->device ? nk->device
-                                                  : (ep->n_devices ? ep->devices[0] : NULL);
+    const struct sw_fleet_device *fd =
+        nk->device ? nk->device : (ep->n_devices ? ep->devices[0] : NULL);
     const struct sw_llamacpp_device *d = NULL;
     for (int i = 0; fd && i < p->n_dev; i++)
         if (!strcmp(p->dev[i].name, fd->name))
@@ -266,7 +266,8 @@ static json_t *measured_budget(const struct sw_fleet_endpoint *ep,
 static void print_measured_budget(const json_t *j)
 {
     const double M = 1024.0 * 1024.0;
-    printf("\nwith the measured non-KV cost (fact %s", json_string_value(json_object_get(j, "fact")));
+    printf("\nwith the measured non-KV cost (fact %s",
+           json_string_value(json_object_get(j, "fact")));
     if (json_object_get(j, "source"))
         printf(": %s", json_string_value(json_object_get(j, "source")));
     printf("):\n  %s: KV %.2f + recurrent %.2f + non-KV %.2f = %.2f of %.2f MiB: %.2f MiB free",
@@ -324,13 +325,11 @@ static int plan_fleet(const char *path, const char *only, bool json)
                     rc = sw_cli_exit_for(e.code);
                 if (json)
                     json_array_append_new(eps, json_pack("{s:s,s:s,s:o}", "endpoint", ep->name,
-                                                         "engine",
-                                                         sw_fleet_engine_name(ep->engine),
+                                                         "engine", sw_fleet_engine_name(ep->engine),
                                                          "error", sw_err_to_json(&e)));
                 else
                     printf("== %s (%s): cannot plan: %s\n\n", ep->name,
-                           sw_fleet_engine_name(ep->engine),
-                           sw_err_format(&e, buf, sizeof(buf)));
+                           sw_fleet_engine_name(ep->engine), sw_err_format(&e, buf, sizeof(buf)));
                 continue;
             }
             if (json_is_false(json_object_get(json_object_get(vo, "report"), "fits")) &&
@@ -355,9 +354,9 @@ static int plan_fleet(const char *path, const char *only, bool json)
             if (rc == SW_EXIT_OK)
                 rc = sw_cli_exit_for(prc);
             if (json)
-                json_array_append_new(eps, json_pack("{s:s,s:s,s:o}", "endpoint", ep->name,
-                                                     "engine", "llama.cpp", "error",
-                                                     sw_err_to_json(&e)));
+                json_array_append_new(eps,
+                                      json_pack("{s:s,s:s,s:o}", "endpoint", ep->name, "engine",
+                                                "llama.cpp", "error", sw_err_to_json(&e)));
             else
                 printf("== %s (llama.cpp): cannot plan: %s\n\n", ep->name,
                        sw_err_format(&e, buf, sizeof(buf)));

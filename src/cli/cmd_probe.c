@@ -143,8 +143,9 @@ static int from_fleet(const struct opts *o, struct sw_fleet **fp, struct sw_prob
     const char *addr = ep->listen_address.v;
     if (!addr || !strcmp(addr, "0.0.0.0") || !strcmp(addr, "::")) {
         /* bound to every interface: reach it where its host is */
-        addr = ep->host && ep->host->transport == SW_FLEET_SSH && ep->host->address.v ? ep->host->address.v
-                                                                           : "127.0.0.1";
+        addr = ep->host && ep->host->transport == SW_FLEET_SSH && ep->host->address.v
+                   ? ep->host->address.v
+                   : "127.0.0.1";
     }
     if (!ep->listen_port.set)
         return sw_fleet_err_at(e, SW_EINVAL, &ep->at, "endpoint %s has no listen port", ep->name);
@@ -275,7 +276,9 @@ int sw_cmd_probe(int argc, char **argv)
         memset(&led, 0, sizeof(led));
         if (o.ledger)
             snprintf(path, sizeof(path), "%s", o.ledger);
-        rc = o.ledger ? 0 : sw_ledger_default_path(fleet ? fleet->path : o.fleet, path, sizeof(path), &e);
+        rc = o.ledger
+                 ? 0
+                 : sw_ledger_default_path(fleet ? fleet->path : o.fleet, path, sizeof(path), &e);
         int64_t id = 0;
         if (!rc)
             rc = sw_ledger_open(&led, path, NULL, &e);

@@ -582,14 +582,16 @@ static json_t *boot_shape(const struct sw_engine_cmd *cmd, const char *model, co
     sw_json_set_str(s, "batch", c ? c : "2048"); /* llama-server's defaults, made explicit */
     c = flag_value(cmd, "-ub", "--ubatch-size");
     sw_json_set_str(s, "ubatch", c ? c : "512");
-    if ((c = flag_value(cmd, "-ngl", "--n-gpu-layers")))
+    c = flag_value(cmd, "-ngl", "--n-gpu-layers");
+    if (c)
         sw_json_set_str(s, "gpu_layers", c);
     if (json_is_boolean(v = json_object_get(rep, "kv_unified")))
         sw_json_set_new(flags, "kv_unified", json_deep_copy(v));
     c = flag_value(cmd, "-fa", "--flash-attn");
     sw_json_set_str(flags, "flash_attn", c ? c : "auto");
     sw_json_set_bool(flags, "swa_full", has_flag(cmd, "--swa-full"));
-    if ((c = flag_value(cmd, "--mmproj", "-mm")))
+    c = flag_value(cmd, "--mmproj", "-mm");
+    if (c)
         sw_json_set_str(flags, "mmproj", c);
     sw_json_set_new(s, "flags", flags);
     return s;
@@ -782,8 +784,7 @@ int sw_cmd_up(int argc, char **argv)
     memset(&v, 0, sizeof(v));
     memset(&launch, 0, sizeof(launch));
     if (c.fleet)
-        rc = fleet_cmd(c.fleet, c.endpoint, &fleet, &launch, &v, ep_name, sizeof(ep_name), &ep,
-                       &e);
+        rc = fleet_cmd(c.fleet, c.endpoint, &fleet, &launch, &v, ep_name, sizeof(ep_name), &ep, &e);
     else
         rc = verbatim_cmd(c.eng_argc, c.eng_argv, &v, &e);
     if (rc) {

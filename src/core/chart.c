@@ -16,12 +16,12 @@
 #include <math.h>
 #include <string.h>
 
-#define W 760.0
-#define PANEL_H 330.0
-#define ML 84.0 /* left margin: y tick labels and the y label */
-#define MR 24.0
-#define MT 44.0 /* title */
-#define MB 74.0 /* x tick labels (two lines), x label, legend */
+#define W        760.0
+#define PANEL_H  330.0
+#define ML       84.0 /* left margin: y tick labels and the y label */
+#define MR       24.0
+#define MT       44.0 /* title */
+#define MB       74.0 /* x tick labels (two lines), x label, legend */
 #define LEGEND_H 22.0
 
 static const char *const palette[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e",
@@ -154,8 +154,10 @@ static int check(const struct sw_chart *c, struct sw_err *e)
             return sw_err_set(e, SW_EINVAL, "chart \"%s\": series %zu has no x values",
                               c->title ? c->title : "", s);
         if (c->kind == SW_CHART_BARS && se->n > c->n_categories)
-            return sw_err_set(e, SW_ERANGE, "chart \"%s\": series %zu has %zu values for %zu "
-                              "categories", c->title ? c->title : "", s, se->n, c->n_categories);
+            return sw_err_set(e, SW_ERANGE,
+                              "chart \"%s\": series %zu has %zu values for %zu "
+                              "categories",
+                              c->title ? c->title : "", s, se->n, c->n_categories);
         for (size_t i = 0; i < se->n; i++)
             if (isfinite(se->y[i]) && (c->kind == SW_CHART_BARS || isfinite(se->x[i])))
                 any = true;
@@ -192,11 +194,11 @@ static int panel(const struct sw_chart *c, double top, struct sw_buf *b)
     if (c->kind == SW_CHART_LINES)
         axis(xr, c->x_from_zero, &x0, &x1, &xs);
     const double pl = ML, pr = W - MR, pt = top + MT, pb = top + PANEL_H - MB;
-#define PX(v) (pl + ((v) - x0) / (x1 - x0) * (pr - pl))
-#define PY(v) (pb - ((v) - y0) / (y1 - y0) * (pb - pt))
+#define PX(v) (pl + ((v)-x0) / (x1 - x0) * (pr - pl))
+#define PY(v) (pb - ((v)-y0) / (y1 - y0) * (pb - pt))
 
-    rc |= sw_buf_printf(b, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"15\" font-weight=\"bold\">",
-                        pl, top + 24);
+    rc |= sw_buf_printf(b, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"15\" font-weight=\"bold\">", pl,
+                        top + 24);
     rc |= esc(b, c->title);
     rc |= sw_buf_printf(b, "</text>\n");
     if (c->note) {
@@ -225,8 +227,9 @@ static int panel(const struct sw_chart *c, double top, struct sw_buf *b)
                         "text-anchor=\"middle\">",
                         16.0, (pt + pb) / 2);
     rc |= esc(b, c->y_label);
-    rc |= sw_buf_printf(b, "</text>\n<text x=\"%.1f\" y=\"%.1f\" font-size=\"12\" "
-                           "text-anchor=\"middle\">",
+    rc |= sw_buf_printf(b,
+                        "</text>\n<text x=\"%.1f\" y=\"%.1f\" font-size=\"12\" "
+                        "text-anchor=\"middle\">",
                         (pl + pr) / 2, pb + 48);
     rc |= esc(b, c->x_label);
     rc |= sw_buf_printf(b, "</text>\n");
@@ -257,8 +260,7 @@ static int panel(const struct sw_chart *c, double top, struct sw_buf *b)
                                         "<polyline fill=\"none\" stroke-width=\"2\" "
                                         "stroke=\"%s\"%s points=\"",
                                         palette[s], s % 2 ? " stroke-dasharray=\"7 4\"" : "");
-                rc |= sw_buf_printf(b, "%s%.1f,%.1f", open ? " " : "", PX(se->x[i]),
-                                    PY(se->y[i]));
+                rc |= sw_buf_printf(b, "%s%.1f,%.1f", open ? " " : "", PX(se->x[i]), PY(se->y[i]));
                 open = true;
             }
             if (open)
@@ -277,8 +279,7 @@ static int panel(const struct sw_chart *c, double top, struct sw_buf *b)
                 size_t len = nl ? (size_t)(nl - lab) : strlen(lab);
                 char part[256];
                 snprintf(part, sizeof(part), "%.*s", (int)(len < 255 ? len : 255), lab);
-                rc |= sw_buf_printf(b, "<tspan x=\"%.1f\" y=\"%.1f\">", cx,
-                                    pb + 16 + 12 * line);
+                rc |= sw_buf_printf(b, "<tspan x=\"%.1f\" y=\"%.1f\">", cx, pb + 16 + 12 * line);
                 rc |= esc(b, part);
                 rc |= sw_buf_printf(b, "</tspan>");
                 if (!nl)
@@ -323,8 +324,7 @@ static int panel(const struct sw_chart *c, double top, struct sw_buf *b)
                                     "<path d=\"M%.1f %.1fV%.1fM%.1f %.1fh10M%.1f %.1fh10\" "
                                     "stroke=\"%s\" stroke-width=\"1.5\" fill=\"none\"/>\n",
                                     x, PY(se->lo[i]), PY(se->hi[i]), x - 5, PY(se->lo[i]), x - 5,
-                                    PY(se->hi[i]), c->kind == SW_CHART_BARS ? "#000"
-                                                                              : palette[s]);
+                                    PY(se->hi[i]), c->kind == SW_CHART_BARS ? "#000" : palette[s]);
             if (c->kind == SW_CHART_LINES) {
                 tick_label(se->y[i], 0.01, t, sizeof(t));
                 rc |= sw_buf_printf(b,
@@ -376,8 +376,7 @@ int sw_chart_svg(const struct sw_chart *charts, size_t n, struct sw_buf *out, st
     return rc ? sw_err_set(e, SW_ENOMEM, "out of memory drawing a chart") : 0;
 }
 
-int sw_chart_write_svg(const struct sw_chart *charts, size_t n, const char *path,
-                       struct sw_err *e)
+int sw_chart_write_svg(const struct sw_chart *charts, size_t n, const char *path, struct sw_err *e)
 {
     struct sw_buf b;
     sw_buf_init(&b, 16u << 20);

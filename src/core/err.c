@@ -86,8 +86,8 @@ int sw_err_at(struct sw_err *e, int code, const char *where, int line, int col, 
     return code;
 }
 
-int sw_err_at_offset(struct sw_err *e, int code, const char *where, int64_t offset,
-                     const char *fmt, ...)
+int sw_err_at_offset(struct sw_err *e, int code, const char *where, int64_t offset, const char *fmt,
+                     ...)
 {
     va_list ap;
     if (!e)

@@ -68,8 +68,8 @@ int sw_read_file(const char *path, size_t max, char **data, size_t *len, struct 
             break;
         n += (size_t)r;
         if (n > max) {
-            rc = sw_err_at(e, SW_ERANGE, path, 0, 0, "file is more than the %zu bytes allowed",
-                           max);
+            rc =
+                sw_err_at(e, SW_ERANGE, path, 0, 0, "file is more than the %zu bytes allowed", max);
             goto out;
         }
     }
@@ -84,8 +84,7 @@ out:
     return rc;
 }
 
-int sw_write_file_atomic(const char *path, const void *data, size_t len, int mode,
-                         struct sw_err *e)
+int sw_write_file_atomic(const char *path, const void *data, size_t len, int mode, struct sw_err *e)
 {
     int rc = 0;
     int fd = -1;
@@ -96,8 +95,8 @@ int sw_write_file_atomic(const char *path, const void *data, size_t len, int mod
     snprintf(tmp, plen + 16, "%s.tmp.XXXXXX", path);
     fd = mkstemp(tmp);
     if (fd < 0) {
-        rc = sw_err_at(e, SW_EIO, path, 0, 0, "cannot create a temporary file: %s",
-                       strerror(errno));
+        rc =
+            sw_err_at(e, SW_EIO, path, 0, 0, "cannot create a temporary file: %s", strerror(errno));
         sw_free(tmp);
         return rc;
     }
@@ -149,8 +148,7 @@ int sw_mkdir_p(const char *path, int mode, struct sw_err *e)
             char c = *s;
             *s = '\0';
             if (mkdir(p, (mode_t)mode) < 0 && errno != EEXIST) {
-                rc = sw_err_at(e, SW_EIO, p, 0, 0, "cannot create directory: %s",
-                               strerror(errno));
+                rc = sw_err_at(e, SW_EIO, p, 0, 0, "cannot create directory: %s", strerror(errno));
                 break;
             }
             *s = c;
@@ -196,8 +194,8 @@ enum sw_sniff_kind sw_sniff_kind(const void *vp, size_t n)
         return SW_SNIFF_GGUF;
     if (starts_ci(q, m, "version https://git-lfs"))
         return SW_SNIFF_LFS;
-    if (starts_ci(q, m, "<!doctype html") || starts_ci(q, m, "<html") ||
-        starts_ci(q, m, "<head") || starts_ci(q, m, "<body"))
+    if (starts_ci(q, m, "<!doctype html") || starts_ci(q, m, "<html") || starts_ci(q, m, "<head") ||
+        starts_ci(q, m, "<body"))
         return SW_SNIFF_HTML;
     if (starts_ci(q, m, "<?xml"))
         return SW_SNIFF_XML;

@@ -18,18 +18,16 @@ struct suffix {
 };
 
 static const struct suffix byte_suffixes[] = {
-    {"B", 1ull},
-    {"KiB", 1ull << 10}, {"MiB", 1ull << 20}, {"GiB", 1ull << 30}, {"TiB", 1ull << 40},
-    {"Ki", 1ull << 10},  {"Mi", 1ull << 20},  {"Gi", 1ull << 30},  {"Ti", 1ull << 40},
-    {"kB", 1000ull},     {"KB", 1000ull},     {"MB", 1000000ull},  {"GB", 1000000000ull},
-    {"TB", 1000000000000ull},
-    {"k", 1000ull},      {"K", 1000ull},      {"M", 1000000ull},   {"G", 1000000000ull},
-    {"T", 1000000000000ull},
+    {"B", 1ull},           {"KiB", 1ull << 10},      {"MiB", 1ull << 20},     {"GiB", 1ull << 30},
+    {"TiB", 1ull << 40},   {"Ki", 1ull << 10},       {"Mi", 1ull << 20},      {"Gi", 1ull << 30},
+    {"Ti", 1ull << 40},    {"kB", 1000ull},          {"KB", 1000ull},         {"MB", 1000000ull},
+    {"GB", 1000000000ull}, {"TB", 1000000000000ull}, {"k", 1000ull},          {"K", 1000ull},
+    {"M", 1000000ull},     {"G", 1000000000ull},     {"T", 1000000000000ull},
 };
 
 static const struct suffix count_suffixes[] = {
-    {"Ki", 1ull << 10}, {"Mi", 1ull << 20}, {"Gi", 1ull << 30},
-    {"k", 1000ull},     {"K", 1000ull},     {"M", 1000000ull}, {"G", 1000000000ull},
+    {"Ki", 1ull << 10}, {"Mi", 1ull << 20}, {"Gi", 1ull << 30},   {"k", 1000ull},
+    {"K", 1000ull},     {"M", 1000000ull},  {"G", 1000000000ull},
 };
 
 /* Parse "<digits>[.<digits>][e[+-]N]" with optional ',' or '_' between digits.

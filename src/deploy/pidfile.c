@@ -107,26 +107,32 @@ int sw_pidfile_read(const char *path, struct sw_pidfile *p, struct sw_err *e)
         rc = sw_err_set(e, SW_EPARSE, "%s: not a slipway pid file", path);
         goto out;
     }
-    if ((rc = get_int(o, "pid", 2, INT32_MAX, &v, true, path, e)))
+    rc = get_int(o, "pid", 2, INT32_MAX, &v, true, path, e);
+    if (rc)
         goto out;
     p->pid = (pid_t)v;
-    if ((rc = get_int(o, "pgid", 2, INT32_MAX, &v, true, path, e)))
+    rc = get_int(o, "pgid", 2, INT32_MAX, &v, true, path, e);
+    if (rc)
         goto out;
     p->pgid = (pid_t)v;
-    if ((rc = get_int(o, "start_ticks", 1, INT64_MAX, &v, true, path, e)))
+    rc = get_int(o, "start_ticks", 1, INT64_MAX, &v, true, path, e);
+    if (rc)
         goto out;
     p->start_ticks = (uint64_t)v;
-    if ((rc = get_int(o, "port", 0, 65535, &v, false, path, e)))
+    rc = get_int(o, "port", 0, 65535, &v, false, path, e);
+    if (rc)
         goto out;
     p->port = (unsigned)v;
-    if ((rc = get_int(o, "started_unix", 0, INT64_MAX, &v, false, path, e)))
+    rc = get_int(o, "started_unix", 0, INT64_MAX, &v, false, path, e);
+    if (rc)
         goto out;
     p->started_unix = v;
-    if ((rc = get_int(o, "supervisor", 0, INT32_MAX, &v, false, path, e)))
+    rc = get_int(o, "supervisor", 0, INT32_MAX, &v, false, path, e);
+    if (rc)
         goto out;
     p->supervisor = (pid_t)v;
-    if ((rc = get_str(o, "boot_id", p->boot_id, sizeof(p->boot_id), true, path, e)) ||
-        (rc = get_str(o, "exe", p->exe, sizeof(p->exe), true, path, e)) ||
+    rc = get_str(o, "boot_id", p->boot_id, sizeof(p->boot_id), true, path, e);
+    if (rc || (rc = get_str(o, "exe", p->exe, sizeof(p->exe), true, path, e)) ||
         (rc = get_str(o, "endpoint", p->endpoint, sizeof(p->endpoint), false, path, e)) ||
         (rc = get_str(o, "engine", p->engine, sizeof(p->engine), false, path, e)) ||
         (rc = get_str(o, "cmdline", p->cmdline, sizeof(p->cmdline), false, path, e)) ||

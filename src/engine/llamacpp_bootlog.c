@@ -345,7 +345,8 @@ static void numbers(struct st *t, const char *ln, int line)
         parse_ctx_value(ln, ": n_ctx_seq", &r->n_ctx_seq);
         parse_ctx_value(ln, " n_seq_max ", &r->n_seq_max);
         parse_ctx_value(ln, ": n_seq_max", &r->n_seq_max);
-        if ((m = strstr(ln, "kv_unified ")) || (m = strstr(ln, ": kv_unified"))) {
+        m = strstr(ln, "kv_unified ");
+        if (m || (m = strstr(ln, ": kv_unified"))) {
             const char *eq = strchr(m, '=');
             if (eq) {
                 struct cur c = {eq + 1};
@@ -356,12 +357,14 @@ static void numbers(struct st *t, const char *ln, int line)
             }
         }
     }
-    if ((m = strstr(ln, "output buffer size"))) {
+    m = strstr(ln, "output buffer size");
+    if (m) {
         add_buffer(m + strlen("output buffer size"), &r->output_bytes, &r->output_lines,
                    &r->output_prec);
         return;
     }
-    if ((m = strstr(ln, "compute buffer size"))) {
+    m = strstr(ln, "compute buffer size");
+    if (m) {
         add_buffer(m + strlen("compute buffer size"), &r->compute_bytes, &r->compute_lines,
                    &r->compute_prec);
         return;
@@ -371,12 +374,13 @@ static void numbers(struct st *t, const char *ln, int line)
         t->swa_next = strstr(ln, "non-SWA") == NULL;
         return;
     }
-    if ((m = strstr(ln, "llama_kv_cache: size")) ||
-        (m = strstr(ln, "llama_kv_cache_unified: size"))) {
+    m = strstr(ln, "llama_kv_cache: size");
+    if (m || (m = strstr(ln, "llama_kv_cache_unified: size"))) {
         parse_kv_line(t, strchr(m, ':') + 1, line);
         return;
     }
-    if ((m = strstr(ln, "KV self size"))) {
+    m = strstr(ln, "KV self size");
+    if (m) {
         /* builds before the per-cache line: one cache, no cell count */
         struct cur c = {m + strlen("KV self size")};
         struct sw_bootlog_kv kv;
@@ -398,7 +402,8 @@ static void numbers(struct st *t, const char *ln, int line)
         }
         return;
     }
-    if ((m = strstr(ln, "llama_memory_recurrent: size"))) {
+    m = strstr(ln, "llama_memory_recurrent: size");
+    if (m) {
         parse_recurrent_line(t, strchr(m, ':') + 1, line);
         return;
     }
@@ -482,7 +487,8 @@ static void classify(struct st *t, const char *ln, const char *msg, int line)
         cand_set(t, SW_BOOT_MISSING_PAYLOAD, line, msg, SW_PHASE_LOAD, SW_PAYLOAD_NONE);
         return;
     }
-    if ((m = strstr(msg, "invalid magic characters: '"))) {
+    m = strstr(msg, "invalid magic characters: '");
+    if (m) {
         char magic[8] = {0};
         m += strlen("invalid magic characters: '");
         for (int i = 0; i < 4 && m[i]; i++)

@@ -29,7 +29,8 @@ static int arch_from_hf_decl(const struct sw_fleet_endpoint *ep, struct sw_arch 
 
     if (!c)
         return sw_err_set(e, SW_ENOMEM, "out of memory");
-    if ((rc = sw_endpoint_hf_config(ep, c, where, sizeof(where), e)))
+    rc = sw_endpoint_hf_config(ep, c, where, sizeof(where), e);
+    if (rc)
         goto out;
     if (!c->model_type[0]) {
         rc = sw_err_set(e, SW_EINVAL,
@@ -38,7 +39,8 @@ static int arch_from_hf_decl(const struct sw_fleet_endpoint *ep, struct sw_arch 
                         where);
         goto out;
     }
-    if ((rc = sw_arch_from_hf(c, out, e)))
+    rc = sw_arch_from_hf(c, out, e);
+    if (rc)
         sw_err_prefix(e, "%s", where);
 out:
     sw_free(c);
@@ -61,22 +63,27 @@ int sw_llamacpp_plan_endpoint(const struct sw_fleet_endpoint *ep, struct sw_llam
     *arch_out = NULL;
     if (!eng)
         return sw_err_set(e, SW_EUNSUPPORTED, "no llama.cpp engine adapter");
-    if ((rc = sw_engine_launch_from_fleet(ep, &l, e)))
+    rc = sw_engine_launch_from_fleet(ep, &l, e);
+    if (rc)
         return rc;
-    if ((rc = eng->render(&l, &cmd, e)))
+    rc = eng->render(&l, &cmd, e);
+    if (rc)
         goto out;
     sw_llamacpp_args_init(args);
-    if ((rc = sw_llamacpp_args_parse(args, (int)cmd.argc, (const char *const *)cmd.argv, e)))
+    rc = sw_llamacpp_args_parse(args, (int)cmd.argc, (const char *const *)cmd.argv, e);
+    if (rc)
         goto out;
     if (access(args->model, R_OK) == 0) {
-        if ((rc = sw_gguf_open(args->model, &g, e)) || (rc = sw_arch_from_gguf(g, &a, e)))
+        rc = sw_gguf_open(args->model, &g, e);
+        if (rc || (rc = sw_arch_from_gguf(g, &a, e)))
             goto out;
     } else if (ep->arch && json_object_get(ep->arch, "arch")) {
-        if ((rc = sw_arch_from_json(ep->arch, ep->arch_at.file ? ep->arch_at.file : "arch", &a,
-                                    e)))
+        rc = sw_arch_from_json(ep->arch, ep->arch_at.file ? ep->arch_at.file : "arch", &a, e);
+        if (rc)
             goto out;
     } else if (ep->arch) {
-        if ((rc = arch_from_hf_decl(ep, &a, e)))
+        rc = arch_from_hf_decl(ep, &a, e);
+        if (rc)
             goto out;
     } else {
         rc = sw_err_set(e, SW_ENOENT, "%s: %s is not on this machine and no `arch` is declared",
@@ -84,7 +91,8 @@ int sw_llamacpp_plan_endpoint(const struct sw_fleet_endpoint *ep, struct sw_llam
         goto out;
     }
     sw_llamacpp_env_from_endpoint(ep, &env);
-    if ((rc = sw_llamacpp_plan(a, args, &env, plan, e)))
+    rc = sw_llamacpp_plan(a, args, &env, plan, e);
+    if (rc)
         goto out;
     *arch_out = a;
     a = NULL;

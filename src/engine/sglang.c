@@ -247,16 +247,20 @@ int sw_sglang_bootlog_parse(const char *text, size_t len, struct sw_vllm_bootlog
             if (k && num(k + 9, le, &v))
                 o->sglang_k_gb = v;
         }
-        if ((q = find(p, le, "max_total_num_tokens=")) && num(q + 21, le, &v))
+        q = find(p, le, "max_total_num_tokens=");
+        if (q && num(q + 21, le, &v))
             o->max_total_num_tokens = (int64_t)v;
-        if ((q = find(p, le, "max_running_requests=")) && num(q + 21, le, &v))
+        q = find(p, le, "max_running_requests=");
+        if (q && num(q + 21, le, &v))
             o->max_running_requests = (int64_t)v;
-        if ((q = find(p, le, "max_mamba_cache_size: ")) && num(q + 22, le, &v))
+        q = find(p, le, "max_mamba_cache_size: ");
+        if (q && num(q + 22, le, &v))
             o->mamba_slots = (int64_t)v;
-        if ((q = find(p, le, "Load weight end")) && (q = find(q, le, "mem usage=")) &&
-            num(q + 10, le, &v))
+        q = find(p, le, "Load weight end");
+        if (q && (q = find(q, le, "mem usage=")) && num(q + 10, le, &v))
             o->weights_gib = v;
-        if ((q = find(p, le, "sglang version ")) || (q = find(p, le, "SGLang version "))) {
+        q = find(p, le, "sglang version ");
+        if (q || (q = find(p, le, "SGLang version "))) {
             q += 15;
             size_t l = 0;
             while (q + l < le && !isspace((unsigned char)q[l]) && l + 1 < sizeof(o->engine_version))

@@ -189,8 +189,8 @@ void sw__bootlog_classify(const char *text, size_t len, struct sw_vllm_bootlog *
             served = true, advance(&phase, SW_PHASE_RUNTIME);
         enum sw_boot_class c = SW_BOOT_NONE;
         const char *q;
-        if ((q = find(p, le, "out of memory")) || (q = find(p, le, "OutOfMemoryError")) ||
-            (q = find(p, le, "Tried to allocate"))) {
+        q = find(p, le, "out of memory");
+        if (q || (q = find(p, le, "OutOfMemoryError")) || (q = find(p, le, "Tried to allocate"))) {
             c = SW_BOOT_OOM;
             if (prio(c) >= prio(o->st.failure.cls)) {
                 bool first = o->st.failure.cls != SW_BOOT_OOM;
@@ -319,11 +319,13 @@ int sw_vllm_bootlog_parse(const char *text, size_t len, struct sw_vllm_bootlog *
         const char *le = nl ? nl : end;
         const char *q;
         double v;
-        if ((q = find(p, le, "GPU KV cache size: ")) && num_at(q + 19, le, &v, NULL)) {
+        q = find(p, le, "GPU KV cache size: ");
+        if (q && num_at(q + 19, le, &v, NULL)) {
             o->kv_cache_tokens = (int64_t)v;
             o->has_tokens = true;
         }
-        if ((q = find(p, le, "Maximum concurrency for "))) {
+        q = find(p, le, "Maximum concurrency for ");
+        if (q) {
             const char *a;
             if (num_at(q + 24, le, &v, &a)) {
                 o->concurrency_len = (int64_t)v;
@@ -349,33 +351,37 @@ int sw_vllm_bootlog_parse(const char *text, size_t len, struct sw_vllm_bootlog *
                 }
             }
         }
-        if ((q = find(p, le, "Available KV cache memory: ")) && num_at(q + 27, le, &v, NULL)) {
+        q = find(p, le, "Available KV cache memory: ");
+        if (q && num_at(q + 27, le, &v, NULL)) {
             o->available_kv_gib = v;
             o->has_available = true;
         }
-        if ((q = find(p, le, "kv_cache_size=")) && num_at(q + 14, le, &v, NULL) &&
-            !o->has_available) {
+        q = find(p, le, "kv_cache_size=");
+        if (q && num_at(q + 14, le, &v, NULL) && !o->has_available) {
             o->available_kv_gib = v;
             o->has_available = true;
         }
-        if ((q = find(p, le, "GPU blocks: ")) && num_at(q + 12, le, &v, NULL)) {
+        q = find(p, le, "GPU blocks: ");
+        if (q && num_at(q + 12, le, &v, NULL)) {
             o->num_gpu_blocks = (int64_t)v;
             o->has_blocks = true;
         }
-        if ((q = find(p, le, "Setting attention block size to ")) && num_at(q + 32, le, &v, NULL)) {
+        q = find(p, le, "Setting attention block size to ");
+        if (q && num_at(q + 32, le, &v, NULL)) {
             o->block_size = (int64_t)v;
             o->has_block_size = true;
         }
-        if ((q = find(p, le, "Padding mamba page size by ")) && num_at(q + 27, le, &v, NULL))
+        q = find(p, le, "Padding mamba page size by ");
+        if (q && num_at(q + 27, le, &v, NULL))
             o->mamba_padding_pct = v;
-        if ((q = find(p, le, "Add ")) && find(q, le, "padding layers") &&
-            num_at(q + 4, le, &v, NULL))
+        q = find(p, le, "Add ");
+        if (q && find(q, le, "padding layers") && num_at(q + 4, le, &v, NULL))
             o->padding_layers = (int)v;
         if (((q = find(p, le, "Model loading took ")) && num_at(q + 19, le, &v, NULL)) ||
             ((q = find(p, le, "Loading model weights took ")) && num_at(q + 27, le, &v, NULL)))
             o->weights_gib = v;
-        if ((q = find(p, le, "vLLM API server version ")) ||
-            (q = find(p, le, "Initializing a V1 LLM engine (v"))) {
+        q = find(p, le, "vLLM API server version ");
+        if (q || (q = find(p, le, "Initializing a V1 LLM engine (v"))) {
             const char *s = find(q, le, "version ");
             s = s ? s + 8 : q + 31;
             size_t l = 0;

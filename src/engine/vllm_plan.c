@@ -160,7 +160,8 @@ int sw_engine_plan_endpoint(const struct sw_fleet_endpoint *ep, json_t **out, st
                           "command line: slipway plan --engine %s -- ...",
                           ep->name, sw_fleet_engine_name(ep->engine),
                           sw_fleet_engine_name(ep->engine));
-    if ((rc = sw_vllm_opts_from_endpoint(ep, &o, e)))
+    rc = sw_vllm_opts_from_endpoint(ep, &o, e);
+    if (rc)
         return rc;
     c = sw_calloc(1, sizeof(*c));
     r = sw_calloc(1, sizeof(*r));
@@ -168,7 +169,8 @@ int sw_engine_plan_endpoint(const struct sw_fleet_endpoint *ep, json_t **out, st
         rc = sw_err_set(e, SW_ENOMEM, "out of memory");
         goto done;
     }
-    if ((rc = sw_endpoint_hf_config(ep, c, src, sizeof(src), e)))
+    rc = sw_endpoint_hf_config(ep, c, src, sizeof(src), e);
+    if (rc)
         goto done;
     pinned = o.kv_cache_memory_bytes > 0;
     if (!pinned) {
@@ -188,7 +190,8 @@ int sw_engine_plan_endpoint(const struct sw_fleet_endpoint *ep, json_t **out, st
                                        : "the device declares no memory");
         }
     }
-    if ((rc = sw_vllm_plan(c, &o, r, e)))
+    rc = sw_vllm_plan(c, &o, r, e);
+    if (rc)
         goto done;
     json_t *j = sw_vllm_report_json(r);
     if (!j) {
@@ -200,9 +203,13 @@ int sw_engine_plan_endpoint(const struct sw_fleet_endpoint *ep, json_t **out, st
     sw_json_set_str(j, "config", src);
     sw_json_set_bool(rep, "pool_sized", sized);
     if (!sized) {
-        static const char *const drop[] = {"kv_cache_tokens", "max_concurrency",
-                                           "max_concurrency_exact", "num_gpu_blocks",
-                                           "available_kv_bytes", "available_from_flag", "fits",
+        static const char *const drop[] = {"kv_cache_tokens",
+                                           "max_concurrency",
+                                           "max_concurrency_exact",
+                                           "num_gpu_blocks",
+                                           "available_kv_bytes",
+                                           "available_from_flag",
+                                           "fits",
                                            "estimated_max_model_len"};
         for (size_t k = 0; k < SW_ARRAY_LEN(drop); k++)
             json_object_del(rep, drop[k]);
@@ -214,13 +221,13 @@ int sw_engine_plan_endpoint(const struct sw_fleet_endpoint *ep, json_t **out, st
     /* The price of THIS geometry: whole blocks per request, over max_model_len. */
     if (r->max_model_len > 0 && r->num_gpu_blocks > 0 && r->available_kv_bytes > 0) {
         double block = (double)(r->available_kv_bytes / (uint64_t)r->num_gpu_blocks);
-        sw_json_set_real(rep, "bytes_per_token",
-                         round((double)r->blocks_per_request * block /
-                               (double)r->max_model_len * 10.0) /
-                             10.0);
+        sw_json_set_real(
+            rep, "bytes_per_token",
+            round((double)r->blocks_per_request * block / (double)r->max_model_len * 10.0) / 10.0);
     }
     if (ep->profile) {
-        if ((rc = sw_profile_from_fleet(ep->profile, &prof, e))) {
+        rc = sw_profile_from_fleet(ep->profile, &prof, e);
+        if (rc) {
             json_decref(j);
             goto done;
         }

@@ -108,9 +108,11 @@ static int load_ledger(struct sw__gate_run *r, struct sw_err *e)
     memset(&q, 0, sizeof(q));
     q.endpoint = r->ep->name;
     q.full = true;
-    if ((rc = sw_ledger_boots(r->o->ledger, &q, &r->boots, e)))
+    rc = sw_ledger_boots(r->o->ledger, &q, &r->boots, e);
+    if (rc)
         return rc;
-    if ((rc = sw_ledger_known_bad(r->o->ledger, r->ep->name, &r->known_bad, e)))
+    rc = sw_ledger_known_bad(r->o->ledger, r->ep->name, &r->known_bad, e);
+    if (rc)
         return rc;
     /* The calibration (non-KV cost by subtraction, per device). An endpoint the ledger has no
      * record of, or whose readings do not fit, is not unusable input: the band says why. */
@@ -148,18 +150,22 @@ int sw_gate_endpoint(const struct sw_fleet *f, const struct sw_fleet_endpoint *e
         rc = sw_err_set(e, SW_ENOMEM, "out of memory");
         goto out;
     }
-    if ((rc = sw_ledger_shape_canon(raw, &canon, NULL, r.hash, e))) {
+    rc = sw_ledger_shape_canon(raw, &canon, NULL, r.hash, e);
+    if (rc) {
         sw_err_prefix(e, "%s: the endpoint's shape", ep->name);
         goto out;
     }
     r.shape = canon;
-    if ((rc = sw__gate_plan(ep, &r.plan, e)))
+    rc = sw__gate_plan(ep, &r.plan, e);
+    if (rc)
         goto out;
-    if ((rc = load_ledger(&r, e)))
+    rc = load_ledger(&r, e);
+    if (rc)
         goto out;
-    if ((rc = sw__gate_band(&r, e)) || (rc = sw__gate_pool(&r, e)) ||
-        (rc = sw__gate_arena(&r, e)) || (rc = sw__gate_window(&r, e)) ||
-        (rc = sw__gate_known_bad(&r, e)) || (rc = sw__gate_payload(&r, e)))
+    rc = sw__gate_band(&r, e);
+    if (rc || (rc = sw__gate_pool(&r, e)) || (rc = sw__gate_arena(&r, e)) ||
+        (rc = sw__gate_window(&r, e)) || (rc = sw__gate_known_bad(&r, e)) ||
+        (rc = sw__gate_payload(&r, e)))
         goto out;
 
     bool failed = false;

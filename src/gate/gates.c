@@ -967,7 +967,8 @@ int sw__gate_known_bad(struct sw__gate_run *r, struct sw_err *e)
         sw__gate_fix(g, "change the shape so that `%s` no longer holds", buf);
     }
     /* 4. failed or rejected boots the fleet file records */
-    if ((rc = fleet_boots(r, &hits, e)))
+    rc = fleet_boots(r, &hits, e);
+    if (rc)
         return rc;
     if (!hits) {
         json_t *g = sw__gate_add(

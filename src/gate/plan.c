@@ -27,7 +27,6 @@ static void why(struct sw__gate_plan *p, const struct sw_err *e, const char *pre
     p->ok = false;
 }
 
-
 static int plan_llamacpp(const struct sw_fleet_endpoint *ep, struct sw__gate_plan *p,
                          struct sw_err *e)
 {

@@ -240,7 +240,8 @@ int sw_gate_set(struct sw_fleet_endpoint *ep, const char *kv, struct sw_err *e)
         struct sw_fleet_shape empty;
         memset(&empty, 0, sizeof(empty));
         struct sw_fleet_value cur;
-        if ((rc = sw_fleet_shape_get(&ep->shape, fd->name, &cur)))
+        rc = sw_fleet_shape_get(&ep->shape, fd->name, &cur);
+        if (rc)
             return sw_err_set(e, rc, "--set %s: cannot read the field", key);
         /* rebuild the shape without this field: copy every other set field */
         size_t n = 0;

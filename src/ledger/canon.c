@@ -12,7 +12,7 @@
  * set to the engine's default are different shapes (only tp/pp/dp == 1 are dropped, being "no
  * parallelism" for every engine); producers write the effective value of every key they know.
  */
-#include "ledger_int.h"
+#include "ledger_internal.h"
 
 #include <ctype.h>
 #include <inttypes.h>

@@ -27,7 +27,7 @@
  *
  * What it deliberately does not do: no schema (schema.c), no records or queries.
  */
-#include "ledger_int.h"
+#include "ledger_internal.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -11,7 +11,7 @@
  * What it deliberately does not do: merge or update rows, or trust figures it can recompute
  * (shape hashes are recomputed and must match when given; battery tallies are recounted).
  */
-#include "ledger_int.h"
+#include "ledger_internal.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -8,7 +8,7 @@
  * What it deliberately does not do: interpret reports (the engine adapters own their fields) or
  * decide anything.
  */
-#include "ledger_int.h"
+#include "ledger_internal.h"
 
 #include <string.h>
 

@@ -9,7 +9,7 @@
  * What it deliberately does not do: update or delete. A measurement, once recorded, stays; a
  * correction is a new row or a note.
  */
-#include "ledger_int.h"
+#include "ledger_internal.h"
 
 #include <ctype.h>
 #include <math.h>

@@ -19,7 +19,7 @@
  * What it deliberately does not do: arithmetic, functions, regexes. A rule that needs more is a
  * gate, written in C with its numbers.
  */
-#include "ledger_int.h"
+#include "ledger_internal.h"
 
 #include <ctype.h>
 #include <math.h>

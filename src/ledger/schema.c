@@ -12,7 +12,7 @@
  * Large columns (JSON documents, the log excerpt) come last in each table so SQLite reaches the
  * small ones without walking overflow pages.
  */
-#include "ledger_int.h"
+#include "ledger_internal.h"
 
 #include <string.h>
 

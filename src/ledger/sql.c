@@ -6,7 +6,7 @@
  *
  * It deliberately holds no schema (schema.c) and no logic.
  */
-#include "ledger_int.h"
+#include "ledger_internal.h"
 
 _Static_assert(LST__N <= SW__LEDGER_NSTMT, "grow SW__LEDGER_NSTMT in ledger.h");
 

@@ -5,7 +5,7 @@
  *
  * What it deliberately does not do: no locale, no normalization forms; bytes in, bytes out.
  */
-#include "ledger_int.h"
+#include "ledger_internal.h"
 
 #include <ctype.h>
 #include <string.h>

@@ -26,7 +26,7 @@
 #include <string.h>
 
 #define LLAMA_MAX_SEQ 256 /* src/llama-cparams.h */
-#define MIB (1024ull * 1024ull)
+#define MIB           (1024ull * 1024ull)
 
 /* ---------------------------------------------------------------------------------------------
  * Cache types: ggml's block sizes (ggml/src/ggml.c type_traits) for common/arg.cpp kv_cache_types.
@@ -37,8 +37,8 @@ struct kvt {
     uint32_t blck, size;
 };
 static const struct kvt kv_types[] = {
-    {SW_KV_F32, "f32", 1, 4},      {SW_KV_F16, "f16", 1, 2},       {SW_KV_BF16, "bf16", 1, 2},
-    {SW_KV_Q8_0, "q8_0", 32, 34},  {SW_KV_Q4_0, "q4_0", 32, 18},   {SW_KV_Q4_1, "q4_1", 32, 20},
+    {SW_KV_F32, "f32", 1, 4},         {SW_KV_F16, "f16", 1, 2},     {SW_KV_BF16, "bf16", 1, 2},
+    {SW_KV_Q8_0, "q8_0", 32, 34},     {SW_KV_Q4_0, "q4_0", 32, 18}, {SW_KV_Q4_1, "q4_1", 32, 20},
     {SW_KV_IQ4_NL, "iq4_nl", 32, 18}, {SW_KV_Q5_0, "q5_0", 32, 22}, {SW_KV_Q5_1, "q5_1", 32, 24},
 };
 
@@ -93,17 +93,17 @@ static bool in_list(const char *name, const char *const *list, size_t n)
             return true;
     return false;
 }
-#define IN(name, ...)                                                                            \
-    in_list(name, (const char *const[]){__VA_ARGS__},                                            \
+#define IN(name, ...)                                                                              \
+    in_list(name, (const char *const[]){__VA_ARGS__},                                              \
             sizeof((const char *const[]){__VA_ARGS__}) / sizeof(const char *))
 
 static enum memkind memory_kind(const char *arch, const char **why)
 {
     *why = NULL;
     /* create_memory: res = nullptr for encoders and diffusion models */
-    if (IN(arch, "bert", "jina-bert-v2", "jina-bert-v3", "nomic-bert", "nomic-bert-moe",
-           "neo-bert", "eurobert", "wavtokenizer-dec", "modern-bert", "gemma-embedding", "dream",
-           "llada", "llada-moe", "rnd1"))
+    if (IN(arch, "bert", "jina-bert-v2", "jina-bert-v3", "nomic-bert", "nomic-bert-moe", "neo-bert",
+           "eurobert", "wavtokenizer-dec", "modern-bert", "gemma-embedding", "dream", "llada",
+           "llada-moe", "rnd1"))
         return MEM_NONE;
     if (IN(arch, "minimax-m3")) {
         *why = "its MSA KV cache (llama_kv_cache_msa)";
@@ -143,8 +143,8 @@ static enum memkind memory_kind(const char *arch, const char **why)
 /* llm_arch_supports_rs_rollback (src/llama-arch.cpp) */
 static bool supports_rs_rollback(const char *arch)
 {
-    return IN(arch, "qwen35", "qwen35moe", "qwen4exp", "deepseek4", "nemotron_h",
-              "nemotron_h_moe", "lfm2", "lfm2moe", "bailingmoe3");
+    return IN(arch, "qwen35", "qwen35moe", "qwen4exp", "deepseek4", "nemotron_h", "nemotron_h_moe",
+              "lfm2", "lfm2moe", "bailingmoe3");
 }
 
 /* Layers a KV cache holds: create_memory's filters. Hybrids of the qwen3next family keep their
@@ -186,8 +186,8 @@ struct law {
     int64_t n_outputs_max_param;
     uint32_t n_seq_max, n_rs_seq, n_ctx, n_ctx_seq, n_batch, n_ubatch, n_outputs_max;
     enum sw_llamacpp_fa fa; /* after llama_init_from_model's adjustments */
-    bool flash_attn; /* cparams.flash_attn as create_memory sees it: auto counts as on */
-    int ngl;         /* resolved GPU layers */
+    bool flash_attn;        /* cparams.flash_attn as create_memory sees it: auto counts as on */
+    int ngl;                /* resolved GPU layers */
 };
 
 static void pwarn(struct sw_llamacpp_plan *p, const char *fmt, ...) SW_PRINTF(2, 3);
@@ -303,8 +303,8 @@ static int context_params(struct law *w, int64_t n_ctx_param)
     if (n_ctx == 0)
         return sw_err_set(w->e, SW_EINVAL, "the model's training context is 0 and -c is not set");
     /* with causal attention the batch is capped by the context (before padding) */
-    uint64_t n_batch = a->causal && n_ctx < (uint64_t)w->n_batch_param ? n_ctx
-                                                                        : (uint64_t)w->n_batch_param;
+    uint64_t n_batch =
+        a->causal && n_ctx < (uint64_t)w->n_batch_param ? n_ctx : (uint64_t)w->n_batch_param;
     uint64_t n_ubatch = w->n_ubatch_param == 0 ? n_batch : (uint64_t)w->n_ubatch_param;
     if (n_ubatch > n_batch)
         n_ubatch = n_batch;
@@ -453,7 +453,8 @@ static int kv_cache_iswa(struct law *w)
     size_swa = GGML_PAD(size_swa, 256);
     if (w->args->swa_full)
         size_swa = size_base;
-    if ((rc = kv_cache(w, size_base, false, true, false)))
+    rc = kv_cache(w, size_base, false, true, false);
+    if (rc)
         return rc;
     return kv_cache(w, (uint32_t)size_swa, true, true, true);
 }
@@ -503,8 +504,8 @@ static int create_memory(struct law *w)
     w->p->report.has_recurrent = false;
     switch (k) {
     case MEM_UNSUPPORTED:
-        return sw_err_set(w->e, SW_EUNSUPPORTED,
-                          "architecture '%s': slipway does not model %s", w->a->name, why);
+        return sw_err_set(w->e, SW_EUNSUPPORTED, "architecture '%s': slipway does not model %s",
+                          w->a->name, why);
     case MEM_NONE:
         return 0;
     case MEM_RECURRENT:
@@ -575,7 +576,8 @@ static int predict(struct law *w, int64_t n_ctx_param)
         p->dev[d].weights = p->dev[d].kv = p->dev[d].recurrent = 0;
         p->dev[d].compute = p->dev[d].output = p->dev[d].total = 0;
     }
-    if ((rc = context_params(w, n_ctx_param)))
+    rc = context_params(w, n_ctx_param);
+    if (rc)
         return rc;
     struct sw_llamacpp_report *r = &p->report;
     r->n_ctx = w->n_ctx;
@@ -586,7 +588,8 @@ static int predict(struct law *w, int64_t n_ctx_param)
     r->n_ubatch = w->n_ubatch;
     r->output_bytes = output_buffer_bytes(w);
     p->dev[0].output = r->output_bytes;
-    if ((rc = create_memory(w)))
+    rc = create_memory(w);
+    if (rc)
         return rc;
     model_buffers(w);
 
@@ -641,7 +644,8 @@ static int fit_context(struct law *w, int64_t *n_ctx_param)
         free_mem = w->env->host_memory;
     if (!free_mem)
         return 0; /* unknown memory: no reduction can be predicted */
-    if ((rc = predict(w, *n_ctx_param)))
+    rc = predict(w, *n_ctx_param);
+    if (rc)
         return rc;
     uint64_t used = plan_total(w->p);
     if (w->env->n_gpu > 0)
@@ -650,7 +654,8 @@ static int fit_context(struct law *w, int64_t *n_ctx_param)
         return 0;
     if (!(n_ctx_max > n_ctx_min))
         return 0;
-    if ((rc = predict(w, (int64_t)n_ctx_min)))
+    rc = predict(w, (int64_t)n_ctx_min);
+    if (rc)
         return rc;
     uint64_t used_min = plan_total(w->p);
     if (w->env->n_gpu > 0)
@@ -667,8 +672,9 @@ static int fit_context(struct law *w, int64_t *n_ctx_param)
         pwarn(w->p, "--fit: even the minimum context (%llu) leaves less than 1 GiB free",
               (unsigned long long)n_ctx_min);
     }
-    pwarn(w->p, "--fit: context reduced from %llu to %llu to leave 1 GiB free (an estimate: it "
-                "uses the compute-buffer estimate)",
+    pwarn(w->p,
+          "--fit: context reduced from %llu to %llu to leave 1 GiB free (an estimate: it "
+          "uses the compute-buffer estimate)",
           (unsigned long long)n_ctx_max, (unsigned long long)n_ctx);
     *n_ctx_param = (int64_t)n_ctx;
     return 0;
@@ -718,14 +724,17 @@ int sw_llamacpp_plan(const struct sw_arch *arch, const struct sw_llamacpp_args *
     for (int i = 0; i < args->n_warn; i++)
         pwarn(out, "%s", args->warn[i]);
 
-    if ((rc = server_params(&w)))
+    rc = server_params(&w);
+    if (rc)
         return rc;
-    if ((rc = init_from_model(&w)))
+    rc = init_from_model(&w);
+    if (rc)
         return rc;
     n_ctx_param = w.n_ctx_param;
     if (args->fit && (rc = fit_context(&w, &n_ctx_param)))
         return rc;
-    if ((rc = predict(&w, n_ctx_param)))
+    rc = predict(&w, n_ctx_param);
+    if (rc)
         return rc;
 
     out->n_slots = (uint32_t)w.n_parallel;
@@ -734,11 +743,12 @@ int sw_llamacpp_plan(const struct sw_arch *arch, const struct sw_llamacpp_args *
     snprintf(out->compute_method, sizeof(out->compute_method), "%s", sw_llamacpp_compute_method);
 
     if (w.n_ctx_seq > arch->n_ctx_train)
-        pwarn(out, "n_ctx_seq (%u) > n_ctx_train (%u): slots are capped at %u tokens",
-              w.n_ctx_seq, arch->n_ctx_train, out->n_ctx_slot);
+        pwarn(out, "n_ctx_seq (%u) > n_ctx_train (%u): slots are capped at %u tokens", w.n_ctx_seq,
+              arch->n_ctx_train, out->n_ctx_slot);
     if (!arch->weights.known)
         pwarn(out, "the architecture declares no weights: model bytes unknown");
-    if (args->fit && args->n_ctx == 0 && !args->n_ctx_zero && !(env && (env->n_gpu || env->host_memory)))
+    if (args->fit && args->n_ctx == 0 && !args->n_ctx_zero &&
+        !(env && (env->n_gpu || env->host_memory)))
         pwarn(out, "-c not set: --fit may shrink the context to the device's free memory (not "
                    "known here); the plan assumes it fits");
     return 0;

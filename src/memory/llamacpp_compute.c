@@ -50,9 +50,8 @@ static double ffn_phase(double F, double E, double q, double k)
     return 3.654 * F + 0.93 * E + 0.711 * q + 0.091 * k;
 }
 
-uint64_t sw_llamacpp_compute_estimate(const struct sw_arch *a,
-                                      const struct sw_llamacpp_report *r, uint32_t n_tokens,
-                                      uint32_t n_outputs, bool flash_attn)
+uint64_t sw_llamacpp_compute_estimate(const struct sw_arch *a, const struct sw_llamacpp_report *r,
+                                      uint32_t n_tokens, uint32_t n_outputs, bool flash_attn)
 {
     const double T = n_tokens;
     const double E = a->n_embd;

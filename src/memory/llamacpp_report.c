@@ -103,13 +103,16 @@ int sw_llamacpp_report_from_json(const json_t *j, struct sw_llamacpp_report *r, 
     memset(r, 0, sizeof(*r));
     if (!json_is_object(j))
         return sw_err_set(e, SW_EPARSE, "report: not an object");
-    if ((rc = get_u(j, "n_ctx", &x, true, e)))
+    rc = get_u(j, "n_ctx", &x, true, e);
+    if (rc)
         return rc;
     r->n_ctx = (uint32_t)x;
-    if ((rc = get_u(j, "n_ctx_seq", &x, true, e)))
+    rc = get_u(j, "n_ctx_seq", &x, true, e);
+    if (rc)
         return rc;
     r->n_ctx_seq = (uint32_t)x;
-    if ((rc = get_u(j, "n_seq_max", &x, true, e)))
+    rc = get_u(j, "n_seq_max", &x, true, e);
+    if (rc)
         return rc;
     r->n_seq_max = (uint32_t)x;
     r->kv_unified = json_is_true(json_object_get(j, "kv_unified"));
@@ -122,20 +125,24 @@ int sw_llamacpp_report_from_json(const json_t *j, struct sw_llamacpp_report *r, 
         if (r->n_kv >= SW_LLAMACPP_MAX_KV)
             return sw_err_set(e, SW_ERANGE, "report: too many kv_caches");
         k = &r->kv[r->n_kv++];
-        if ((rc = get_u(o, "cells", &x, true, e)))
+        rc = get_u(o, "cells", &x, true, e);
+        if (rc)
             return rc;
         k->cells = (uint32_t)x;
-        if ((rc = get_u(o, "layers", &x, true, e)))
+        rc = get_u(o, "layers", &x, true, e);
+        if (rc)
             return rc;
         k->layers = (uint32_t)x;
-        if ((rc = get_u(o, "seqs", &x, true, e)))
+        rc = get_u(o, "seqs", &x, true, e);
+        if (rc)
             return rc;
         k->seqs = (uint32_t)x;
-        if ((rc = get_u(o, "streams", &x, true, e)))
+        rc = get_u(o, "streams", &x, true, e);
+        if (rc)
             return rc;
         k->streams = (uint32_t)x;
-        if ((rc = get_u(o, "k_bytes", &k->k_bytes, true, e)) ||
-            (rc = get_u(o, "v_bytes", &k->v_bytes, true, e)))
+        rc = get_u(o, "k_bytes", &k->k_bytes, true, e);
+        if (rc || (rc = get_u(o, "v_bytes", &k->v_bytes, true, e)))
             return rc;
         const char *kt = json_string_value(json_object_get(o, "k_type"));
         const char *vt = json_string_value(json_object_get(o, "v_type"));
@@ -148,14 +155,16 @@ int sw_llamacpp_report_from_json(const json_t *j, struct sw_llamacpp_report *r, 
     const json_t *rec = json_object_get(j, "recurrent");
     if (rec && json_is_object(rec)) {
         r->has_recurrent = true;
-        if ((rc = get_u(rec, "cells", &x, true, e)))
+        rc = get_u(rec, "cells", &x, true, e);
+        if (rc)
             return rc;
         r->recurrent.cells = (uint32_t)x;
-        if ((rc = get_u(rec, "layers", &x, true, e)))
+        rc = get_u(rec, "layers", &x, true, e);
+        if (rc)
             return rc;
         r->recurrent.layers = (uint32_t)x;
-        if ((rc = get_u(rec, "r_bytes", &r->recurrent.r_bytes, true, e)) ||
-            (rc = get_u(rec, "s_bytes", &r->recurrent.s_bytes, true, e)))
+        rc = get_u(rec, "r_bytes", &r->recurrent.r_bytes, true, e);
+        if (rc || (rc = get_u(rec, "s_bytes", &r->recurrent.s_bytes, true, e)))
             return rc;
     }
     r->model_known = get_u(j, "model_bytes", &r->model_bytes, false, NULL) == 0;
@@ -255,14 +264,14 @@ int sw_llamacpp_print_lines(const struct sw_llamacpp_report *r, struct sw_buf *o
     if (r->has_recurrent) {
         const struct sw_llamacpp_recurrent *x = &r->recurrent;
         char d[32];
-        rc |= sw_buf_printf(out,
-                            "llama_memory_recurrent: size = %7s MiB (%6u cells, %3u layers, %2u "
-                            "seqs %2u rs_seq), R (f32): %7s MiB, S (f32): %7s MiB, P (f32): %7s "
-                            "MiB\n",
-                            sw_llamacpp_mib_f(x->r_bytes + x->s_bytes, a, sizeof(a)), x->cells,
-                            x->layers, x->seqs, x->rs_seq, sw_llamacpp_mib_f(x->r_bytes, b, sizeof(b)),
-                            sw_llamacpp_mib_f(x->s_bytes, c, sizeof(c)),
-                            sw_llamacpp_mib_f(0, d, sizeof(d)));
+        rc |= sw_buf_printf(
+            out,
+            "llama_memory_recurrent: size = %7s MiB (%6u cells, %3u layers, %2u "
+            "seqs %2u rs_seq), R (f32): %7s MiB, S (f32): %7s MiB, P (f32): %7s "
+            "MiB\n",
+            sw_llamacpp_mib_f(x->r_bytes + x->s_bytes, a, sizeof(a)), x->cells, x->layers, x->seqs,
+            x->rs_seq, sw_llamacpp_mib_f(x->r_bytes, b, sizeof(b)),
+            sw_llamacpp_mib_f(x->s_bytes, c, sizeof(c)), sw_llamacpp_mib_f(0, d, sizeof(d)));
     }
     if (r->model_known)
         rc |= sw_buf_printf(out, "load_tensors: model buffer size (sum) = %8s MiB\n",
@@ -321,9 +330,11 @@ int sw_llamacpp_report_diff(const struct sw_llamacpp_report *p, const struct sw_
         n += diff_u(out, F("layers"), a->layers, b->layers);
         n += diff_u(out, F("seqs"), a->seqs, b->seqs);
         n += diff_u(out, F("streams"), a->streams, b->streams);
-        n += diff_line(out, F("k_type"), sw_kv_type_name(a->k_type) ? sw_kv_type_name(a->k_type) : "?",
+        n += diff_line(out, F("k_type"),
+                       sw_kv_type_name(a->k_type) ? sw_kv_type_name(a->k_type) : "?",
                        sw_kv_type_name(b->k_type) ? sw_kv_type_name(b->k_type) : "?");
-        n += diff_line(out, F("v_type"), sw_kv_type_name(a->v_type) ? sw_kv_type_name(a->v_type) : "?",
+        n += diff_line(out, F("v_type"),
+                       sw_kv_type_name(a->v_type) ? sw_kv_type_name(a->v_type) : "?",
                        sw_kv_type_name(b->v_type) ? sw_kv_type_name(b->v_type) : "?");
         n += diff_mib_f(out, F("k_bytes (MiB)"), a->k_bytes, b->k_bytes);
         n += diff_mib_f(out, F("v_bytes (MiB)"), a->v_bytes, b->v_bytes);

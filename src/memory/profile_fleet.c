@@ -132,8 +132,8 @@ int sw_vllm_opts_from_endpoint(const struct sw_fleet_endpoint *ep, struct sw_vll
     return 0;
 }
 
-int sw_endpoint_hf_config(const struct sw_fleet_endpoint *ep, struct sw_hf_config *c,
-                          char *src, size_t srcn, struct sw_err *e)
+int sw_endpoint_hf_config(const struct sw_fleet_endpoint *ep, struct sw_hf_config *c, char *src,
+                          size_t srcn, struct sw_err *e)
 {
     const char *dir = ep->payload.path.v;
     char path[4096];
@@ -173,7 +173,7 @@ void sw_llamacpp_env_from_endpoint(const struct sw_fleet_endpoint *ep, struct sw
         if (!dev)
             continue;
         uint64_t mem = dev->memory_usable.set ? dev->memory_usable.v
-                                               : (dev->memory_total.set ? dev->memory_total.v : 0);
+                                              : (dev->memory_total.set ? dev->memory_total.v : 0);
         if (dev->vendor.v && !strcmp(dev->vendor.v, "cpu")) {
             env->host_memory = mem;
         } else if (env->n_gpu < SW_LLAMACPP_MAX_DEV - 1) {

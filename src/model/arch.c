@@ -129,8 +129,9 @@ int sw_arch_finalize(struct sw_arch *a, struct sw_err *e)
     for (uint32_t il = 0; il < a->n_layer; il++) {
         struct sw_arch_layer *L = &a->layers[il];
         if (L->kv_source >= (int32_t)a->n_layer)
-            return sw_err_set(e, SW_ERANGE, "layer %u reads the KV of layer %d, which does not exist",
-                              il, L->kv_source);
+            return sw_err_set(e, SW_ERANGE,
+                              "layer %u reads the KV of layer %d, which does not exist", il,
+                              L->kv_source);
         if (L->attn == SW_ATTN_NONE) {
             L->k_width = L->v_width = 0;
         } else {
@@ -181,8 +182,8 @@ int sw_arch_finalize(struct sw_arch *a, struct sw_err *e)
     }
 
     struct sw_arch_weights *w = &a->weights;
-    uint64_t sum = w->embd + w->output + w->attn + w->ffn + w->experts + w->ssm + w->norm +
-                   w->other;
+    uint64_t sum =
+        w->embd + w->output + w->attn + w->ffn + w->experts + w->ssm + w->norm + w->other;
     if (sum)
         w->total = sum;
     return 0;
@@ -245,8 +246,8 @@ static bool same_run(const struct sw_arch_layer *x, const struct sw_arch_layer *
 {
     return x->attn == y->attn && x->recr == y->recr && x->nextn == y->nextn &&
            x->has_kv == y->has_kv && x->n_head == y->n_head && x->n_head_kv == y->n_head_kv &&
-           x->head_dim_k == y->head_dim_k && x->head_dim_v == y->head_dim_v &&
-           x->kv_source == -1 && y->kv_source == -1;
+           x->head_dim_k == y->head_dim_k && x->head_dim_v == y->head_dim_v && x->kv_source == -1 &&
+           y->kv_source == -1;
 }
 
 json_t *sw_arch_to_json(const struct sw_arch *a)
@@ -269,28 +270,28 @@ json_t *sw_arch_to_json(const struct sw_arch *a)
         sw_json_set_str(j, "swa_kind", sw_attn_kind_name(a->swa_kind));
     }
     if (a->mla.on) {
-        json_t *m = json_pack("{s:I,s:I,s:I,s:I}", "kv_lora_rank", (json_int_t)a->mla.kv_lora_rank,
-                              "q_lora_rank", (json_int_t)a->mla.q_lora_rank, "head_dim_k",
-                              (json_int_t)a->mla.head_dim_k, "head_dim_v",
-                              (json_int_t)a->mla.head_dim_v);
+        json_t *m =
+            json_pack("{s:I,s:I,s:I,s:I}", "kv_lora_rank", (json_int_t)a->mla.kv_lora_rank,
+                      "q_lora_rank", (json_int_t)a->mla.q_lora_rank, "head_dim_k",
+                      (json_int_t)a->mla.head_dim_k, "head_dim_v", (json_int_t)a->mla.head_dim_v);
         sw_json_set_new(j, "mla", m);
     }
     if (a->n_recr_layers) {
         const struct sw_arch_ssm *s = &a->ssm;
-        json_t *r = json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "d_conv",
-                              (json_int_t)s->d_conv, "d_inner", (json_int_t)s->d_inner, "d_state",
-                              (json_int_t)s->d_state, "n_group", (json_int_t)s->n_group, "dt_rank",
-                              (json_int_t)s->dt_rank, "n_head", (json_int_t)s->n_head, "head_dim",
-                              (json_int_t)s->head_dim, "n_embd_r", (json_int_t)s->n_embd_r,
-                              "n_embd_s", (json_int_t)s->n_embd_s);
+        json_t *r =
+            json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "d_conv", (json_int_t)s->d_conv,
+                      "d_inner", (json_int_t)s->d_inner, "d_state", (json_int_t)s->d_state,
+                      "n_group", (json_int_t)s->n_group, "dt_rank", (json_int_t)s->dt_rank,
+                      "n_head", (json_int_t)s->n_head, "head_dim", (json_int_t)s->head_dim,
+                      "n_embd_r", (json_int_t)s->n_embd_r, "n_embd_s", (json_int_t)s->n_embd_s);
         sw_json_set_new(j, "recurrent", r);
     }
     if (a->moe.n_expert) {
-        json_t *m = json_pack("{s:I,s:I,s:I,s:I,s:I}", "n_expert", (json_int_t)a->moe.n_expert,
-                              "n_expert_used", (json_int_t)a->moe.n_expert_used, "n_expert_shared",
-                              (json_int_t)a->moe.n_expert_shared, "n_ff_exp",
-                              (json_int_t)a->moe.n_ff_exp, "n_layer_dense_lead",
-                              (json_int_t)a->moe.n_layer_dense_lead);
+        json_t *m =
+            json_pack("{s:I,s:I,s:I,s:I,s:I}", "n_expert", (json_int_t)a->moe.n_expert,
+                      "n_expert_used", (json_int_t)a->moe.n_expert_used, "n_expert_shared",
+                      (json_int_t)a->moe.n_expert_shared, "n_ff_exp", (json_int_t)a->moe.n_ff_exp,
+                      "n_layer_dense_lead", (json_int_t)a->moe.n_layer_dense_lead);
         sw_json_set_new(j, "moe", m);
     }
     for (uint32_t i = 0; i < a->n_layer;) {

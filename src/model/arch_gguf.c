@@ -117,10 +117,10 @@ static int g_str(const void *ctx, const char *key, const char **out)
 static bool skips_nextn(const char *arch)
 {
     static const char *const list[] = {
-        "bailingmoe2", "bailingmoe3", "cohere2moe", "deepseek2", "deepseek32", "deepseek4",
-        "dots3note",   "exaone-moe",  "exaone4",    "glm-dsa",   "glm4moe",    "glm4",
-        "hy_v3",       "kimi-k3",     "kimi-linear", "mimo2",    "nemotron_h", "nemotron_h_moe",
-        "qwen35",      "qwen35moe",   "qwen3next",  "step35",    "mistral4",
+        "bailingmoe2", "bailingmoe3", "cohere2moe",  "deepseek2", "deepseek32", "deepseek4",
+        "dots3note",   "exaone-moe",  "exaone4",     "glm-dsa",   "glm4moe",    "glm4",
+        "hy_v3",       "kimi-k3",     "kimi-linear", "mimo2",     "nemotron_h", "nemotron_h_moe",
+        "qwen35",      "qwen35moe",   "qwen3next",   "step35",    "mistral4",
     };
     for (size_t i = 0; i < SW_ARRAY_LEN(list); i++)
         if (!strcmp(list[i], arch))
@@ -163,7 +163,8 @@ int sw_arch_from_gguf(const struct sw_gguf *g, struct sw_arch **out, struct sw_e
                           g->path ? g->path : "<gguf>");
     struct gsrc src = {g, arch};
     struct sw__meta m = {&src, arch, g->path ? g->path : "<gguf>", g_num, g_arr, g_str};
-    if ((rc = sw__arch_from_meta(&m, &a, e)))
+    rc = sw__arch_from_meta(&m, &a, e);
+    if (rc)
         return rc;
     a->source = SW_ARCH_SRC_GGUF;
 
@@ -200,7 +201,8 @@ int sw_arch_from_gguf(const struct sw_gguf *g, struct sw_arch **out, struct sw_e
         if (first[f] != UINT64_MAX && last[f] > first[f])
             a->weights.mapped += last[f] - first[f];
     a->weights.known = true;
-    if ((rc = sw_arch_finalize(a, e)))
+    rc = sw_arch_finalize(a, e);
+    if (rc)
         goto out;
     *out = a;
     a = NULL;

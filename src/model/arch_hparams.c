@@ -44,16 +44,16 @@ enum recr_rule {
 /* How the sliding-window layers are found. */
 enum swa_rule {
     SWA_NONE = 0,
-    SWA_ALWAYS,         /* STANDARD; period from a scalar key (an array is ignored) */
-    SWA_IF_WINDOW,      /* only when attention.sliding_window is present and > 0 */
-    SWA_ALWAYS_OR_ARR,  /* STANDARD; period if scalar, else the per-layer array (n_layer()) */
+    SWA_ALWAYS,        /* STANDARD; period from a scalar key (an array is ignored) */
+    SWA_IF_WINDOW,     /* only when attention.sliding_window is present and > 0 */
+    SWA_ALWAYS_OR_ARR, /* STANDARD; period if scalar, else the per-layer array (n_layer()) */
     SWA_IF_WINDOW_OR_ARR,
-    SWA_ARRAY_NLAYER,   /* per-layer array or broadcast scalar, length n_layer() */
-    SWA_ARRAY_NALL,     /* the same over n_layer_all */
-    SWA_ARRAY_ANY,      /* get_arr: an array of any length <= 512 (granite_swa) */
-    SWA_LLAMA4,         /* chunked 8192 unless sliding_window == 0 */
-    SWA_LFM2,           /* every attention layer when sliding_window > 0 */
-    SWA_EXAONE4,        /* only the 64-layer model (32B) */
+    SWA_ARRAY_NLAYER, /* per-layer array or broadcast scalar, length n_layer() */
+    SWA_ARRAY_NALL,   /* the same over n_layer_all */
+    SWA_ARRAY_ANY,    /* get_arr: an array of any length <= 512 (granite_swa) */
+    SWA_LLAMA4,       /* chunked 8192 unless sliding_window == 0 */
+    SWA_LFM2,         /* every attention layer when sliding_window > 0 */
+    SWA_EXAONE4,      /* only the 64-layer model (32B) */
 };
 
 enum {
@@ -61,9 +61,9 @@ enum {
     SP_SHARED_KV_LAYERS = 1 << 1, /* gemma4: attention.shared_kv_layers */
     SP_SWA_DIMS_REQ = 1 << 2,     /* key_length_swa / value_length_swa required (gemma4) */
     SP_NONCAUSAL = 1 << 3,
-    SP_ROUTER_LAYER = 1 << 4,     /* graniteswitch appends a 1-head router layer */
-    SP_LOOPS = 1 << 5,            /* nanbeige repeats its layers num_loops times */
-    SP_SWA_WINDOW_OPT = 1 << 6,   /* the window key is optional (default kept) */
+    SP_ROUTER_LAYER = 1 << 4,   /* graniteswitch appends a 1-head router layer */
+    SP_LOOPS = 1 << 5,          /* nanbeige repeats its layers num_loops times */
+    SP_SWA_WINDOW_OPT = 1 << 6, /* the window key is optional (default kept) */
     SP_SWA_DENSE_FIRST = 1 << 7,
     SP_SWA_FORCE_WINDOW = 1 << 8, /* smallthinker: window forced to swa_default when present */
     SP_SYMMETRIC = 1 << 9,
@@ -94,13 +94,11 @@ static const struct arch_rule rules[] = {
     {"jamba", RD_SSM4, RECR_HEADKV0, SW_RECR_MAMBA, 0, SWA_NONE, 0, 0, 0},
     {"falcon-h1", RD_SSM4 | RD_SSM_GROUP, RECR_FALCON_H1, SW_RECR_MAMBA2, 0, SWA_NONE, 0, 0, 0},
     {"plamo2", RD_SSM4 | RD_SSM_GROUP, RECR_HEADKV0, SW_RECR_MAMBA2, 0, SWA_NONE, 0, 0, 0},
-    {"granitehybrid", RD_SSM4 | RD_SSM_GROUP, RECR_HEADKV0, SW_RECR_MAMBA2, 0, SWA_NONE, 0, 0,
-     0},
+    {"granitehybrid", RD_SSM4 | RD_SSM_GROUP, RECR_HEADKV0, SW_RECR_MAMBA2, 0, SWA_NONE, 0, 0, 0},
     {"lfm2", RD_SHORTCONV, RECR_HEADKV0, SW_RECR_SHORTCONV, 0, SWA_LFM2, 0, 0, 0},
     {"lfm2moe", RD_SHORTCONV, RECR_HEADKV0, SW_RECR_SHORTCONV, 0, SWA_NONE, 0, 0, 0},
     {"nemotron_h", RD_SSM4 | RD_SSM_GROUP, RECR_NEMOTRON, SW_RECR_MAMBA2, 0, SWA_NONE, 0, 0, 0},
-    {"nemotron_h_moe", RD_SSM4 | RD_SSM_GROUP, RECR_NEMOTRON, SW_RECR_MAMBA2, 0, SWA_NONE, 0, 0,
-     0},
+    {"nemotron_h_moe", RD_SSM4 | RD_SSM_GROUP, RECR_NEMOTRON, SW_RECR_MAMBA2, 0, SWA_NONE, 0, 0, 0},
     {"qwen3next", RD_SSM4 | RD_SSM_GROUP, RECR_INTERVAL, SW_RECR_GDN, 4, SWA_NONE, 0, 0, 0},
     {"qwen35", RD_SSM4 | RD_SSM_GROUP, RECR_INTERVAL, SW_RECR_GDN, 4, SWA_NONE, 0, 0, 0},
     {"qwen35moe", RD_SSM4 | RD_SSM_GROUP, RECR_INTERVAL, SW_RECR_GDN, 4, SWA_NONE, 0, 0, 0},
@@ -155,25 +153,152 @@ static const struct arch_rule rules[] = {
 
 /* llama-arch.cpp LLM_ARCH_NAMES that llama-model.cpp can build (gptj has a name but no model). */
 static const char *const known_archs[] = {
-    "clip", "llama", "llama4", "deci", "falcon", "grok", "gpt2", "gptneox", "mpt", "baichuan",
-    "starcoder", "refact", "bert", "modern-bert", "nomic-bert", "nomic-bert-moe", "neo-bert",
-    "jina-bert-v2", "jina-bert-v3", "eurobert", "bloom", "stablelm", "qwen", "qwen2", "qwen2moe",
-    "qwen2vl", "qwen3", "qwen3moe", "qwen3next", "qwen3vl", "qwen3vlmoe", "qwen35", "qwen35moe",
-    "qwen4exp", "phi2", "phi3", "phimoe", "plamo", "plamo2", "plamo3", "codeshell", "orion",
-    "internlm2", "minicpm", "minicpm3", "gemma", "gemma2", "gemma3", "gemma3n", "gemma4",
-    "gemma4-assistant", "gemma-embedding", "starcoder2", "mamba", "mamba2", "jamba", "falcon-h1",
-    "xverse", "command-r", "cohere2", "cohere2moe", "dbrx", "olmo", "olmo2", "olmoe",
-    "muse-glimmer", "openelm", "arctic", "deepseek", "deepseek2", "deepseek2-ocr", "deepseek32",
-    "deepseek4", "chatglm", "glm4", "glm4moe", "glm-dsa", "bitnet", "t5", "t5encoder", "jais",
-    "jais2", "nemotron", "nemotron_h", "nemotron_h_moe", "exaone", "exaone4", "exaone-moe",
-    "rwkv6", "rwkv6qwen2", "rwkv7", "arwkv7", "granite", "granitemoe", "granitehybrid",
-    "graniteswitch", "granite_swa", "chameleon", "wavtokenizer-dec", "plm", "bailingmoe",
-    "bailingmoe2", "bailingmoe3", "dots1", "dots3note", "arcee", "afmoe", "laguna", "ernie4_5",
-    "ernie4_5-moe", "hunyuan-moe", "hunyuan-dense", "hunyuan_vl", "hy_v3", "smollm3", "gpt-oss",
-    "lfm2", "lfm2moe", "dream", "smallthinker", "llada", "llada-moe", "seed_oss", "grovemoe",
-    "apertus", "minimax-01", "minimax-m2", "minimax-m3", "cogvlm", "rnd1", "pangu-embedded",
-    "mistral3", "eagle3", "dflash", "mistral4", "paddleocr", "mimo2", "step35", "llama-embed",
-    "maincoder", "kimi-linear", "kimi-k3", "talkie", "mellum", "nanbeige", "qwen3tts",
+    "clip",
+    "llama",
+    "llama4",
+    "deci",
+    "falcon",
+    "grok",
+    "gpt2",
+    "gptneox",
+    "mpt",
+    "baichuan",
+    "starcoder",
+    "refact",
+    "bert",
+    "modern-bert",
+    "nomic-bert",
+    "nomic-bert-moe",
+    "neo-bert",
+    "jina-bert-v2",
+    "jina-bert-v3",
+    "eurobert",
+    "bloom",
+    "stablelm",
+    "qwen",
+    "qwen2",
+    "qwen2moe",
+    "qwen2vl",
+    "qwen3",
+    "qwen3moe",
+    "qwen3next",
+    "qwen3vl",
+    "qwen3vlmoe",
+    "qwen35",
+    "qwen35moe",
+    "qwen4exp",
+    "phi2",
+    "phi3",
+    "phimoe",
+    "plamo",
+    "plamo2",
+    "plamo3",
+    "codeshell",
+    "orion",
+    "internlm2",
+    "minicpm",
+    "minicpm3",
+    "gemma",
+    "gemma2",
+    "gemma3",
+    "gemma3n",
+    "gemma4",
+    "gemma4-assistant",
+    "gemma-embedding",
+    "starcoder2",
+    "mamba",
+    "mamba2",
+    "jamba",
+    "falcon-h1",
+    "xverse",
+    "command-r",
+    "cohere2",
+    "cohere2moe",
+    "dbrx",
+    "olmo",
+    "olmo2",
+    "olmoe",
+    "muse-glimmer",
+    "openelm",
+    "arctic",
+    "deepseek",
+    "deepseek2",
+    "deepseek2-ocr",
+    "deepseek32",
+    "deepseek4",
+    "chatglm",
+    "glm4",
+    "glm4moe",
+    "glm-dsa",
+    "bitnet",
+    "t5",
+    "t5encoder",
+    "jais",
+    "jais2",
+    "nemotron",
+    "nemotron_h",
+    "nemotron_h_moe",
+    "exaone",
+    "exaone4",
+    "exaone-moe",
+    "rwkv6",
+    "rwkv6qwen2",
+    "rwkv7",
+    "arwkv7",
+    "granite",
+    "granitemoe",
+    "granitehybrid",
+    "graniteswitch",
+    "granite_swa",
+    "chameleon",
+    "wavtokenizer-dec",
+    "plm",
+    "bailingmoe",
+    "bailingmoe2",
+    "bailingmoe3",
+    "dots1",
+    "dots3note",
+    "arcee",
+    "afmoe",
+    "laguna",
+    "ernie4_5",
+    "ernie4_5-moe",
+    "hunyuan-moe",
+    "hunyuan-dense",
+    "hunyuan_vl",
+    "hy_v3",
+    "smollm3",
+    "gpt-oss",
+    "lfm2",
+    "lfm2moe",
+    "dream",
+    "smallthinker",
+    "llada",
+    "llada-moe",
+    "seed_oss",
+    "grovemoe",
+    "apertus",
+    "minimax-01",
+    "minimax-m2",
+    "minimax-m3",
+    "cogvlm",
+    "rnd1",
+    "pangu-embedded",
+    "mistral3",
+    "eagle3",
+    "dflash",
+    "mistral4",
+    "paddleocr",
+    "mimo2",
+    "step35",
+    "llama-embed",
+    "maincoder",
+    "kimi-linear",
+    "kimi-k3",
+    "talkie",
+    "mellum",
+    "nanbeige",
+    "qwen3tts",
     "pockettts",
 };
 
@@ -188,7 +313,7 @@ bool sw__arch_known(const char *name)
 static const struct arch_rule *find_rule(const char *name)
 {
     static const struct arch_rule generic = {NULL, 0, RECR_NONE, SW_RECR_NONE, 0, SWA_NONE,
-                                             0, 0, 0};
+                                             0,    0, 0};
     for (size_t i = 0; i < SW_ARRAY_LEN(rules); i++)
         if (!strcmp(rules[i].name, name))
             return &rules[i];
@@ -355,74 +480,93 @@ static int read_base(struct rd *r, struct hp *h)
     bool f;
     uint32_t b;
 
-    if ((rc = get_u32(r, "context_length", &h->n_ctx_train, true, NULL)))
+    rc = get_u32(r, "context_length", &h->n_ctx_train, true, NULL);
+    if (rc)
         return rc;
-    if ((rc = get_u32(r, "embedding_length", &h->n_embd, true, NULL)))
+    rc = get_u32(r, "embedding_length", &h->n_embd, true, NULL);
+    if (rc)
         return rc;
     b = 1;
-    if ((rc = get_u32(r, "attention.causal", &b, false, &f)))
+    rc = get_u32(r, "attention.causal", &b, false, &f);
+    if (rc)
         return rc;
     h->causal = b != 0;
-    if ((rc = get_u32(r, "block_count", &h->n_layer_all, true, NULL)))
+    rc = get_u32(r, "block_count", &h->n_layer_all, true, NULL);
+    if (rc)
         return rc;
     if (h->n_layer_all == 0 || h->n_layer_all > MAXL)
         return sw_err_set(r->e, SW_ERANGE, "%s: %s.block_count = %u (llama.cpp allows 1..%d)",
                           r->m->where, r->m->arch, h->n_layer_all, MAXL);
-    if ((rc = get_u32(r, "nextn_predict_layers", &h->n_layer_nextn, false, NULL)))
+    rc = get_u32(r, "nextn_predict_layers", &h->n_layer_nextn, false, NULL);
+    if (rc)
         return rc;
     if (h->n_layer_nextn > h->n_layer_all)
         return sw_err_set(r->e, SW_ERANGE, "%s: nextn_predict_layers %u > block_count %u",
                           r->m->where, h->n_layer_nextn, h->n_layer_all);
-    if ((rc = get_u32(r, "expert_count", &h->n_expert, false, NULL)))
+    rc = get_u32(r, "expert_count", &h->n_expert, false, NULL);
+    if (rc)
         return rc;
-    if ((rc = get_per_layer(r, "expert_used_count", h->n_expert_used, h->n_layer_all, false,
-                            NULL)))
+    rc = get_per_layer(r, "expert_used_count", h->n_expert_used, h->n_layer_all, false, NULL);
+    if (rc)
         return rc;
-    if ((rc = get_per_layer(r, "feed_forward_length", h->n_ff, h->n_layer_all, false, NULL)))
+    rc = get_per_layer(r, "feed_forward_length", h->n_ff, h->n_layer_all, false, NULL);
+    if (rc)
         return rc;
-    if ((rc = get_per_layer(r, "attention.head_count", h->n_head, h->n_layer_all, false, NULL)))
+    rc = get_per_layer(r, "attention.head_count", h->n_head, h->n_layer_all, false, NULL);
+    if (rc)
         return rc;
     memcpy(h->n_head_kv, h->n_head, sizeof(h->n_head));
-    if ((rc = get_per_layer(r, "attention.head_count_kv", h->n_head_kv, h->n_layer_all, false,
-                            NULL)))
+    rc = get_per_layer(r, "attention.head_count_kv", h->n_head_kv, h->n_layer_all, false, NULL);
+    if (rc)
         return rc;
     h->rope_base = 10000.0;
-    if ((rc = get_f64(r, "rope.freq_base", &h->rope_base)))
+    rc = get_f64(r, "rope.freq_base", &h->rope_base);
+    if (rc)
         return rc;
     {
         double sc = 0;
-        if ((rc = get_f64(r, "rope.scaling.factor", &sc)))
+        rc = get_f64(r, "rope.scaling.factor", &sc);
+        if (rc)
             return rc;
         h->rope_scale = sc == 0 ? 1.0 : 1.0 / sc;
     }
     if (h->n_head[0] > 0) {
         h->hk_full = h->n_embd / h->n_head[0];
-        if ((rc = get_u32(r, "attention.key_length", &h->hk_full, false, NULL)))
+        rc = get_u32(r, "attention.key_length", &h->hk_full, false, NULL);
+        if (rc)
             return rc;
         h->hv_full = h->n_embd / h->n_head[0];
-        if ((rc = get_u32(r, "attention.value_length", &h->hv_full, false, NULL)))
+        rc = get_u32(r, "attention.value_length", &h->hv_full, false, NULL);
+        if (rc)
             return rc;
         h->n_rot = h->hk_full;
-        if ((rc = get_u32(r, "rope.dimension_count", &h->n_rot, false, NULL)))
+        rc = get_u32(r, "rope.dimension_count", &h->n_rot, false, NULL);
+        if (rc)
             return rc;
     }
     h->hk_swa = h->hk_full;
     h->hv_swa = h->hv_full;
-    if ((rc = get_u32(r, "attention.key_length_swa", &h->hk_swa, false, NULL)))
+    rc = get_u32(r, "attention.key_length_swa", &h->hk_swa, false, NULL);
+    if (rc)
         return rc;
-    if ((rc = get_u32(r, "attention.value_length_swa", &h->hv_swa, false, NULL)))
+    rc = get_u32(r, "attention.value_length_swa", &h->hv_swa, false, NULL);
+    if (rc)
         return rc;
     /* not read by load_hparams itself, but by many archs; harmless to read for the summary */
-    if ((rc = get_u32(r, "expert_shared_count", &h->n_expert_shared, false, NULL)))
+    rc = get_u32(r, "expert_shared_count", &h->n_expert_shared, false, NULL);
+    if (rc)
         return rc;
-    if ((rc = get_u32(r, "expert_shared_feed_forward_length", &h->n_ff_shexp, false, NULL)))
+    rc = get_u32(r, "expert_shared_feed_forward_length", &h->n_ff_shexp, false, NULL);
+    if (rc)
         return rc;
-    if ((rc = get_u32(r, "leading_dense_block_count", &h->n_dense_lead, false, NULL)))
+    rc = get_u32(r, "leading_dense_block_count", &h->n_dense_lead, false, NULL);
+    if (rc)
         return rc;
     {
         /* expert_feed_forward_length is per-layer in some archs, scalar in most */
-        if ((rc = get_per_layer(r, "expert_feed_forward_length", h->n_ff_exp, h->n_layer_all,
-                                false, NULL)))
+        rc = get_per_layer(r, "expert_feed_forward_length", h->n_ff_exp, h->n_layer_all, false,
+                           NULL);
+        if (rc)
             return rc;
     }
     return 0;
@@ -432,36 +576,38 @@ static int read_recurrent(struct rd *r, const struct arch_rule *ar, struct hp *h
 {
     int rc;
     if (ar->rd & RD_SSM4) {
-        if ((rc = get_u32(r, "ssm.conv_kernel", &h->d_conv, true, NULL)) ||
-            (rc = get_u32(r, "ssm.inner_size", &h->d_inner, true, NULL)) ||
+        rc = get_u32(r, "ssm.conv_kernel", &h->d_conv, true, NULL);
+        if (rc || (rc = get_u32(r, "ssm.inner_size", &h->d_inner, true, NULL)) ||
             (rc = get_u32(r, "ssm.state_size", &h->d_state, true, NULL)) ||
             (rc = get_u32(r, "ssm.time_step_rank", &h->dt_rank, true, NULL)))
             return rc;
     }
     if (ar->rd & RD_SSM_GROUP) {
-        if ((rc = get_u32(r, "ssm.group_count", &h->n_group, true, NULL)))
+        rc = get_u32(r, "ssm.group_count", &h->n_group, true, NULL);
+        if (rc)
             return rc;
     }
     if (ar->rd & RD_WKV) {
         h->token_shift = 2;
-        if ((rc = get_u32(r, "wkv.head_size", &h->wkv, true, NULL)) ||
-            (rc = get_u32(r, "token_shift_count", &h->token_shift, false, NULL)))
+        rc = get_u32(r, "wkv.head_size", &h->wkv, true, NULL);
+        if (rc || (rc = get_u32(r, "token_shift_count", &h->token_shift, false, NULL)))
             return rc;
     }
     if (ar->rd & RD_SHORTCONV) {
-        if ((rc = get_u32(r, "shortconv.l_cache", &h->shortconv, true, NULL)))
+        rc = get_u32(r, "shortconv.l_cache", &h->shortconv, true, NULL);
+        if (rc)
             return rc;
     }
     if (ar->rd & RD_KDA) {
-        if ((rc = get_u32(r, "ssm.conv_kernel", &h->d_conv, true, NULL)) ||
-            (rc = get_u32(r, "kda.head_dim", &h->kda, true, NULL)))
+        rc = get_u32(r, "ssm.conv_kernel", &h->d_conv, true, NULL);
+        if (rc || (rc = get_u32(r, "kda.head_dim", &h->kda, true, NULL)))
             return rc;
     }
     if (ar->rd & RD_LA)
         h->la = h->hk_full; /* minimax-01: n_embd_head_la = n_embd_head_k_full */
     if (ar->rd & RD_MLA) {
-        if ((rc = get_u32(r, "attention.key_length_mla", &h->hk_mla, false, NULL)) ||
-            (rc = get_u32(r, "attention.value_length_mla", &h->hv_mla, false, NULL)) ||
+        rc = get_u32(r, "attention.key_length_mla", &h->hk_mla, false, NULL);
+        if (rc || (rc = get_u32(r, "attention.value_length_mla", &h->hv_mla, false, NULL)) ||
             (rc = get_u32(r, "attention.kv_lora_rank", &h->n_lora_kv, false, NULL)) ||
             (rc = get_u32(r, "attention.q_lora_rank", &h->n_lora_q, false, NULL)))
             return rc;
@@ -490,8 +636,8 @@ static int mark_recurrent(struct rd *r, const struct arch_rule *ar, struct hp *h
     case RECR_INTERVAL: {
         bool found = false;
         uint32_t flags[MAXL];
-        int rc = get_per_layer(r, "attention.recurrent_layers", flags, h->n_layer_all, false,
-                               &found);
+        int rc =
+            get_per_layer(r, "attention.recurrent_layers", flags, h->n_layer_all, false, &found);
         if (rc)
             return rc;
         if (found) {
@@ -499,7 +645,8 @@ static int mark_recurrent(struct rd *r, const struct arch_rule *ar, struct hp *h
                 h->is_recr[i] = flags[i] != 0;
         } else {
             uint32_t interval = ar->interval;
-            if ((rc = get_u32(r, "full_attention_interval", &interval, false, NULL)))
+            rc = get_u32(r, "full_attention_interval", &interval, false, NULL);
+            if (rc)
                 return rc;
             if (interval == 0)
                 return sw_err_set(r->e, SW_ERANGE, "%s: %s.full_attention_interval is 0",
@@ -528,10 +675,12 @@ static int mark_swa(struct rd *r, const struct arch_rule *ar, struct hp *h)
         return 0;
     case SWA_ALWAYS:
         h->n_swa = ar->swa_default;
-        if ((rc = get_u32_scalar_only(r, PAT, &period, &pfound)))
+        rc = get_u32_scalar_only(r, PAT, &period, &pfound);
+        if (rc)
             return rc;
         set_swa_pattern(h->is_swa, nl, h->n_layer_all, period, dense_first);
-        if ((rc = get_u32(r, WIN, &h->n_swa, !(ar->sp & SP_SWA_WINDOW_OPT), NULL)))
+        rc = get_u32(r, WIN, &h->n_swa, !(ar->sp & SP_SWA_WINDOW_OPT), NULL);
+        if (rc)
             return rc;
         h->swa_kind = kind;
         break;
@@ -539,16 +688,19 @@ static int mark_swa(struct rd *r, const struct arch_rule *ar, struct hp *h)
         if (nl == 64) {
             h->swa_kind = kind;
             h->n_swa = ar->swa_default;
-            if ((rc = get_u32_scalar_only(r, PAT, &period, &pfound)))
+            rc = get_u32_scalar_only(r, PAT, &period, &pfound);
+            if (rc)
                 return rc;
             set_swa_pattern(h->is_swa, nl, h->n_layer_all, period, false);
         }
-        if ((rc = get_u32(r, WIN, &h->n_swa, false, NULL)))
+        rc = get_u32(r, WIN, &h->n_swa, false, NULL);
+        if (rc)
             return rc;
         break;
     case SWA_IF_WINDOW:
     case SWA_IF_WINDOW_OR_ARR:
-        if ((rc = get_u32(r, WIN, &h->n_swa, false, &found)))
+        rc = get_u32(r, WIN, &h->n_swa, false, &found);
+        if (rc)
             return rc;
         if (!(found && h->n_swa > 0)) {
             h->swa_kind = SW_ATTN_NONE;
@@ -557,12 +709,14 @@ static int mark_swa(struct rd *r, const struct arch_rule *ar, struct hp *h)
         h->swa_kind = kind;
         if (ar->sp & SP_SWA_FORCE_WINDOW)
             h->n_swa = ar->swa_default;
-        if ((rc = get_u32_scalar_only(r, PAT, &period, &pfound)))
+        rc = get_u32_scalar_only(r, PAT, &period, &pfound);
+        if (rc)
             return rc;
         if (ar->swa == SWA_IF_WINDOW_OR_ARR && !pfound) {
             uint32_t flags[MAXL];
             bool af = false;
-            if ((rc = get_per_layer(r, PAT, flags, nl, false, &af)))
+            rc = get_per_layer(r, PAT, flags, nl, false, &af);
+            if (rc)
                 return rc;
             if (af)
                 for (uint32_t i = 0; i < nl; i++)
@@ -572,17 +726,20 @@ static int mark_swa(struct rd *r, const struct arch_rule *ar, struct hp *h)
         }
         break;
     case SWA_ALWAYS_OR_ARR:
-        if ((rc = get_u32(r, WIN, &h->n_swa, true, NULL)))
+        rc = get_u32(r, WIN, &h->n_swa, true, NULL);
+        if (rc)
             return rc;
         h->swa_kind = kind;
-        if ((rc = get_u32_scalar_only(r, PAT, &period, &pfound)))
+        rc = get_u32_scalar_only(r, PAT, &period, &pfound);
+        if (rc)
             return rc;
         if (pfound) {
             set_swa_pattern(h->is_swa, nl, h->n_layer_all, period, dense_first);
         } else {
             uint32_t flags[MAXL];
             bool af = false;
-            if ((rc = get_per_layer(r, PAT, flags, nl, false, &af)))
+            rc = get_per_layer(r, PAT, flags, nl, false, &af);
+            if (rc)
                 return rc;
             if (af)
                 for (uint32_t i = 0; i < nl; i++)
@@ -595,26 +752,31 @@ static int mark_swa(struct rd *r, const struct arch_rule *ar, struct hp *h)
         uint32_t n = ar->swa == SWA_ARRAY_NLAYER ? nl : h->n_layer_all;
         bool af = false;
         h->swa_kind = kind;
-        if ((rc = get_per_layer(r, PAT, flags, n, false, &af)))
+        rc = get_per_layer(r, PAT, flags, n, false, &af);
+        if (rc)
             return rc;
         if (af)
             for (uint32_t i = 0; i < n; i++)
                 h->is_swa[i] = flags[i] != 0;
-        if ((rc = get_u32(r, WIN, &h->n_swa, true, NULL)))
+        rc = get_u32(r, WIN, &h->n_swa, true, NULL);
+        if (rc)
             return rc;
         break;
     }
     case SWA_ARRAY_ANY: {
         bool af = false;
-        if ((rc = get_flags_any(r, PAT, h->is_swa, true, &af)))
+        rc = get_flags_any(r, PAT, h->is_swa, true, &af);
+        if (rc)
             return rc;
-        if ((rc = get_u32(r, WIN, &h->n_swa, true, NULL)))
+        rc = get_u32(r, WIN, &h->n_swa, true, NULL);
+        if (rc)
             return rc;
         h->swa_kind = kind;
         break;
     }
     case SWA_LLAMA4:
-        if ((rc = get_u32(r, WIN, &h->n_swa, false, &found)))
+        rc = get_u32(r, WIN, &h->n_swa, false, &found);
+        if (rc)
             return rc;
         if (found && h->n_swa == 0) {
             h->swa_kind = SW_ATTN_NONE;
@@ -622,13 +784,15 @@ static int mark_swa(struct rd *r, const struct arch_rule *ar, struct hp *h)
         } else {
             h->swa_kind = SW_ATTN_CHUNKED;
             h->n_swa = ar->swa_default;
-            if ((rc = get_u32_scalar_only(r, PAT, &period, &pfound)))
+            rc = get_u32_scalar_only(r, PAT, &period, &pfound);
+            if (rc)
                 return rc;
             set_swa_pattern(h->is_swa, nl, h->n_layer_all, period, false);
         }
         break;
     case SWA_LFM2:
-        if ((rc = get_u32(r, WIN, &h->n_swa, false, &found)))
+        rc = get_u32(r, WIN, &h->n_swa, false, &found);
+        if (rc)
             return rc;
         if (found && h->n_swa > 0) {
             h->swa_kind = SW_ATTN_SWA;
@@ -649,7 +813,8 @@ static int read_special(struct rd *r, const struct arch_rule *ar, struct hp *h)
         h->kv_from_start = 20;
     if (ar->sp & SP_SHARED_KV_LAYERS) {
         uint32_t shared = 0;
-        if ((rc = get_u32(r, "attention.shared_kv_layers", &shared, false, NULL)))
+        rc = get_u32(r, "attention.shared_kv_layers", &shared, false, NULL);
+        if (rc)
             return rc;
         if (shared > h->n_layer_all)
             return sw_err_set(r->e, SW_ERANGE, "%s: shared_kv_layers %u > block_count %u",
@@ -657,8 +822,8 @@ static int read_special(struct rd *r, const struct arch_rule *ar, struct hp *h)
         h->kv_from_start = (int32_t)(h->n_layer_all - shared);
     }
     if (ar->sp & SP_SWA_DIMS_REQ) {
-        if ((rc = get_u32(r, "attention.key_length_swa", &h->hk_swa, true, NULL)) ||
-            (rc = get_u32(r, "attention.value_length_swa", &h->hv_swa, true, NULL)))
+        rc = get_u32(r, "attention.key_length_swa", &h->hk_swa, true, NULL);
+        if (rc || (rc = get_u32(r, "attention.value_length_swa", &h->hv_swa, true, NULL)))
             return rc;
     }
     if (ar->sp & SP_ROUTER_LAYER) {
@@ -674,14 +839,15 @@ static int read_special(struct rd *r, const struct arch_rule *ar, struct hp *h)
     }
     if (ar->sp & SP_LOOPS) {
         uint32_t loops = 1;
-        if ((rc = get_u32(r, "num_loops", &loops, false, NULL)))
+        rc = get_u32(r, "num_loops", &loops, false, NULL);
+        if (rc)
             return rc;
         if (loops < 1)
             return sw_err_set(r->e, SW_ERANGE, "%s: num_loops must be >= 1", r->m->where);
         uint32_t phys = n_layer_trunk(h);
         if ((uint64_t)phys * loops > MAXL)
-            return sw_err_set(r->e, SW_ERANGE, "%s: %u layers x %u loops > %d", r->m->where,
-                              phys, loops, MAXL);
+            return sw_err_set(r->e, SW_ERANGE, "%s: %u layers x %u loops > %d", r->m->where, phys,
+                              loops, MAXL);
         for (uint32_t j = 1; j < loops; j++) {
             for (uint32_t i = 0; i < phys; i++) {
                 uint32_t dst = i + j * phys;
@@ -719,8 +885,7 @@ int sw__arch_from_meta(const struct sw__meta *m, struct sw_arch **out, struct sw
 
     *out = NULL;
     if (!m->arch || !*m->arch) {
-        rc = sw_err_set(e, SW_EPARSE, "%s: no architecture name (general.architecture)",
-                        m->where);
+        rc = sw_err_set(e, SW_EPARSE, "%s: no architecture name (general.architecture)", m->where);
         goto out;
     }
     if (!sw__arch_known(m->arch)) {
@@ -745,18 +910,24 @@ int sw__arch_from_meta(const struct sw__meta *m, struct sw_arch **out, struct sw
     h->causal = true;
     const struct arch_rule *ar = find_rule(m->arch);
 
-    if ((rc = read_base(&r, h)))
+    rc = read_base(&r, h);
+    if (rc)
         goto out;
-    if ((rc = read_recurrent(&r, ar, h)))
+    rc = read_recurrent(&r, ar, h);
+    if (rc)
         goto out;
-    if ((rc = mark_recurrent(&r, ar, h)))
+    rc = mark_recurrent(&r, ar, h);
+    if (rc)
         goto out;
-    if ((rc = mark_swa(&r, ar, h)))
+    rc = mark_swa(&r, ar, h);
+    if (rc)
         goto out;
-    if ((rc = read_special(&r, ar, h)))
+    rc = read_special(&r, ar, h);
+    if (rc)
         goto out;
 
-    if ((rc = sw_arch_new(h->n_layer_all, &a, e)))
+    rc = sw_arch_new(h->n_layer_all, &a, e);
+    if (rc)
         goto out;
     str_copy(a->name, sizeof(a->name), m->arch);
     {
@@ -828,8 +999,8 @@ int sw__arch_from_meta(const struct sw__meta *m, struct sw_arch **out, struct sw
         if (!L->has_kv)
             L->kv_source = h->kv_from_start - (swa ? 2 : 1);
         L->recr = recr ? ar->rkind : SW_RECR_NONE;
-        enum sw_attn_kind ak = swa ? (h->swa_kind != SW_ATTN_NONE ? h->swa_kind : SW_ATTN_SWA)
-                                   : SW_ATTN_FULL;
+        enum sw_attn_kind ak =
+            swa ? (h->swa_kind != SW_ATTN_NONE ? h->swa_kind : SW_ATTN_SWA) : SW_ATTN_FULL;
         switch (ar->recr) {
         case RECR_ALL:
             L->attn = SW_ATTN_NONE;
@@ -849,7 +1020,8 @@ int sw__arch_from_meta(const struct sw__meta *m, struct sw_arch **out, struct sw
         if (!a->moe.n_ff_exp && L->n_ff_exp && h->n_expert)
             a->moe.n_ff_exp = L->n_ff_exp;
     }
-    if ((rc = sw_arch_finalize(a, e)))
+    rc = sw_arch_finalize(a, e);
+    if (rc)
         goto out;
     *out = a;
     a = NULL;

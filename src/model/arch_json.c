@@ -101,8 +101,7 @@ static int weight_field(const json_t *w, const char *k, uint64_t *out, const cha
     return sw_err_set(e, SW_EPARSE, "%s: weights.%s must be a byte count", where, k);
 }
 
-int sw_arch_from_json(const json_t *decl, const char *where, struct sw_arch **out,
-                      struct sw_err *e)
+int sw_arch_from_json(const json_t *decl, const char *where, struct sw_arch **out, struct sw_err *e)
 {
     struct sw_arch *a = NULL;
     int rc;
@@ -112,16 +111,17 @@ int sw_arch_from_json(const json_t *decl, const char *where, struct sw_arch **ou
     if (!where)
         where = "<declaration>";
     if (!json_is_object(decl))
-        return sw_err_set(e, SW_EPARSE, "%s: an architecture declaration must be an object",
-                          where);
+        return sw_err_set(e, SW_EPARSE, "%s: an architecture declaration must be an object", where);
     arch = json_object_get(decl, "arch");
     if (!json_is_string(arch))
-        return sw_err_set(e, SW_EPARSE, "%s: the declaration needs \"arch\" (llama.cpp's name, "
-                                        "e.g. \"qwen35\")",
+        return sw_err_set(e, SW_EPARSE,
+                          "%s: the declaration needs \"arch\" (llama.cpp's name, "
+                          "e.g. \"qwen35\")",
                           where);
     struct jsrc src = {decl, json_string_value(arch)};
     struct sw__meta m = {&src, src.arch, where, j_num, j_arr, j_str};
-    if ((rc = sw__arch_from_meta(&m, &a, e)))
+    rc = sw__arch_from_meta(&m, &a, e);
+    if (rc)
         return rc;
     a->source = SW_ARCH_SRC_JSON;
 
@@ -132,8 +132,8 @@ int sw_arch_from_json(const json_t *decl, const char *where, struct sw_arch **ou
             rc = sw_err_set(e, SW_EPARSE, "%s: \"weights\" must be an object", where);
             goto out;
         }
-        if ((rc = weight_field(w, "embd", &x->embd, where, e)) ||
-            (rc = weight_field(w, "output", &x->output, where, e)) ||
+        rc = weight_field(w, "embd", &x->embd, where, e);
+        if (rc || (rc = weight_field(w, "output", &x->output, where, e)) ||
             (rc = weight_field(w, "attn", &x->attn, where, e)) ||
             (rc = weight_field(w, "ffn", &x->ffn, where, e)) ||
             (rc = weight_field(w, "experts", &x->experts, where, e)) ||
@@ -143,10 +143,12 @@ int sw_arch_from_json(const json_t *decl, const char *where, struct sw_arch **ou
             (rc = weight_field(w, "mapped", &x->mapped, where, e)))
             goto out;
         uint64_t total = 0;
-        if ((rc = weight_field(w, "total", &total, where, e)))
+        rc = weight_field(w, "total", &total, where, e);
+        if (rc)
             goto out;
         x->known = true;
-        if ((rc = sw_arch_finalize(a, e)))
+        rc = sw_arch_finalize(a, e);
+        if (rc)
             goto out;
         if (total && !x->total)
             x->total = total;

@@ -10,7 +10,7 @@
  * What it deliberately does not do: share a loop between threads (one loop per thread: the base
  * and the multi handle are not locked), or set up transfers (xfer.c does).
  */
-#include "net_int.h"
+#include "net_internal.h"
 
 #include <event2/event.h>
 #include <pthread.h>
@@ -28,8 +28,7 @@ int sw__net_global_init(struct sw_err *e)
 {
     pthread_once(&global_once, global_init_once);
     if (global_rc != CURLE_OK)
-        return sw_err_set(e, SW_ENET, "curl_global_init failed: %s",
-                          curl_easy_strerror(global_rc));
+        return sw_err_set(e, SW_ENET, "curl_global_init failed: %s", curl_easy_strerror(global_rc));
     return 0;
 }
 
@@ -157,8 +156,7 @@ void sw__net_loop_unlink(struct sw_net_loop *l, struct sw_net_xfer *x)
     l->nactive--;
 }
 
-int sw_net_loop_init(struct sw_net_loop *l, const struct sw_net_loop_opts *opts,
-                     struct sw_err *e)
+int sw_net_loop_init(struct sw_net_loop *l, const struct sw_net_loop_opts *opts, struct sw_err *e)
 {
     memset(l, 0, sizeof(*l));
     int rc = sw__net_global_init(e);

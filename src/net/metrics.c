@@ -151,8 +151,8 @@ static int parse_value(struct cur *c, double *out)
     }
     char *endp = NULL;
     double v = strtod(tok, &endp);
-    if (!endp || *endp || endp == tok || (tok[0] != '-' && tok[0] != '+' && tok[0] != '.' &&
-                                          (tok[0] < '0' || tok[0] > '9'))) {
+    if (!endp || *endp || endp == tok ||
+        (tok[0] != '-' && tok[0] != '+' && tok[0] != '.' && (tok[0] < '0' || tok[0] > '9'))) {
         c->p = s;
         return perr(c, "not a number: %s", tok);
     }
@@ -340,8 +340,7 @@ int sw_openai_metrics_parse(const char *text, size_t len, struct sw_openai_metri
         if (c.p < c.end && *c.p == '#') {
             c.p++;
             skip_ws(&c);
-            if (c.end - c.p >= 5 && !memcmp(c.p, "TYPE", 4) &&
-                (c.p[4] == ' ' || c.p[4] == '\t')) {
+            if (c.end - c.p >= 5 && !memcmp(c.p, "TYPE", 4) && (c.p[4] == ' ' || c.p[4] == '\t')) {
                 c.p += 4;
                 rc = add_family(out, &c);
             }

@@ -14,7 +14,7 @@
  * What it deliberately does not do: trust the numbers in a message beyond reading them (they are
  * evidence shown to people, the check decides).
  */
-#include "openai_int.h"
+#include "openai_internal.h"
 
 #include <ctype.h>
 #include <string.h>
@@ -109,7 +109,7 @@ static void numbers_from_message(struct sw_openai_error *o)
 static bool says_context(const char *s)
 {
     static const char *const phrases[] = {
-        "maximum context length", "maximum model length", "context length", "context size",
+        "maximum context length", "maximum model length", "context length",     "context size",
         "context window",         "too many tokens",      "prompt is too long",
     };
     for (size_t i = 0; i < SW_ARRAY_LEN(phrases); i++)
@@ -189,8 +189,8 @@ static void detail_message(struct sw_openai_error *o, json_t *d)
         const char *msg = json_string_value(json_object_get(it, "msg"));
         if (!msg || used >= sizeof(o->message) - 1)
             continue;
-        int w = snprintf(o->message + used, sizeof(o->message) - used, "%s%s", used ? "; " : "",
-                         msg);
+        int w =
+            snprintf(o->message + used, sizeof(o->message) - used, "%s%s", used ? "; " : "", msg);
         if (w > 0)
             used += (size_t)w;
         if (!o->type[0])
@@ -295,8 +295,8 @@ void sw_openai_parse_error(const char *body, size_t len, long http_status,
 
 const char *sw_openai_err_kind_name(enum sw_openai_err_kind k)
 {
-    static const char *const names[] = {"unknown",   "context",     "invalid",
-                                        "auth",      "not_found",   "rate_limit",
+    static const char *const names[] = {"unknown",     "context",       "invalid",
+                                        "auth",        "not_found",     "rate_limit",
                                         "unavailable", "not_supported", "server"};
     return (unsigned)k < SW_ARRAY_LEN(names) ? names[k] : "unknown";
 }

@@ -13,7 +13,7 @@
  *
  * What it deliberately does not do: tokenize, judge the content, or keep the text of each chunk.
  */
-#include "openai_int.h"
+#include "openai_internal.h"
 
 #include <math.h>
 #include <string.h>
@@ -113,8 +113,8 @@ static int text_append(struct sw_openai_result *r, struct sw_buf *b, const char 
     return 0;
 }
 
-static struct sw_openai_tool_call *call_at(struct sw_openai_result *r, int index,
-                                           struct sw_err *e, int *rc)
+static struct sw_openai_tool_call *call_at(struct sw_openai_result *r, int index, struct sw_err *e,
+                                           int *rc)
 {
     for (size_t i = 0; i < r->ntool_calls; i++)
         if (r->tool_calls[i].index == index)
@@ -125,8 +125,7 @@ static struct sw_openai_tool_call *call_at(struct sw_openai_result *r, int index
                          index, SW_OAI_TOOL_CALLS_MAX);
         return NULL;
     }
-    struct sw_openai_tool_call *nv =
-        sw_realloc(r->tool_calls, (r->ntool_calls + 1) * sizeof(*nv));
+    struct sw_openai_tool_call *nv = sw_realloc(r->tool_calls, (r->ntool_calls + 1) * sizeof(*nv));
     if (!nv) {
         *rc = sw_err_set(e, SW_ENOMEM, "out of memory holding tool calls");
         return NULL;
@@ -237,11 +236,11 @@ static int apply_message(struct sw_openai_result *r, json_t *m, bool streamed,
     json_t *rs = json_object_get(m, "reasoning");
     json_t *rc_ = json_object_get(m, "reasoning_content");
     if (json_is_string(rs))
-        r->reasoning_field = (enum sw_openai_reasoning_field)(r->reasoning_field |
-                                                              SW_OAI_REASONING_FIELD);
+        r->reasoning_field =
+            (enum sw_openai_reasoning_field)(r->reasoning_field | SW_OAI_REASONING_FIELD);
     if (json_is_string(rc_))
-        r->reasoning_field = (enum sw_openai_reasoning_field)(r->reasoning_field |
-                                                              SW_OAI_REASONING_CONTENT);
+        r->reasoning_field =
+            (enum sw_openai_reasoning_field)(r->reasoning_field | SW_OAI_REASONING_CONTENT);
     /* when a server sends both (a transition release), they carry the same text: take one */
     json_t *rtext = json_is_string(rs) ? rs : rc_;
     if (json_is_string(rtext) && json_string_length(rtext)) {

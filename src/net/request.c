@@ -5,7 +5,7 @@
  * What it deliberately does not do: retry, or treat an HTTP error status as a failure unless
  * asked (fail_on_status): the probe battery needs the 400 body of an over-length prompt.
  */
-#include "net_int.h"
+#include "net_internal.h"
 
 #include <string.h>
 

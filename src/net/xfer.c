@@ -11,7 +11,7 @@
  *
  * What it deliberately does not do: retry, decode content, or log anything a request carried.
  */
-#include "net_int.h"
+#include "net_internal.h"
 
 #include <errno.h>
 #include <event2/event.h>
@@ -124,8 +124,7 @@ const char *sw_net_redact_url(const char *url, char *out, size_t n)
     const char *rest = at ? at + 1 : host;
     size_t pathlen = strcspn(rest, "?#");
     bool query = rest[pathlen] == '?';
-    snprintf(out, n, "%.*s%.*s%s", (int)(host - url), url, (int)pathlen, rest,
-             query ? "?..." : "");
+    snprintf(out, n, "%.*s%.*s%s", (int)(host - url), url, (int)pathlen, rest, query ? "?..." : "");
     return out;
 }
 
@@ -277,15 +276,13 @@ void sw__net_xfer_curl_done(struct sw_net_xfer *x, CURLcode res)
         break;
     case CURLE_RECV_ERROR:
     case CURLE_SEND_ERROR:
-        set_failf(x, SW_ENET, SW_NET_RESET,
-                  "the connection died %s (%s) after %llu body bytes",
+        set_failf(x, SW_ENET, SW_NET_RESET, "the connection died %s (%s) after %llu body bytes",
                   x->resp.t.first_byte ? "while receiving the reply" : "before any reply",
                   oserr == ECONNRESET ? "reset by the peer" : detail, (unsigned long long)got);
         break;
     case CURLE_PARTIAL_FILE:
-        set_failf(x, SW_ENET, SW_NET_TRUNCATED,
-                  "the reply ended early after %llu body bytes (%s)", (unsigned long long)got,
-                  detail);
+        set_failf(x, SW_ENET, SW_NET_TRUNCATED, "the reply ended early after %llu body bytes (%s)",
+                  (unsigned long long)got, detail);
         break;
     case CURLE_SSL_CONNECT_ERROR:
     case CURLE_PEER_FAILED_VERIFICATION:
@@ -330,13 +327,13 @@ static uint64_t next_deadline(const struct sw_net_xfer *x, enum sw_net_fail *whi
     const struct sw_net_times *t = &x->resp.t;
     uint64_t best = 0;
     enum sw_net_fail w = SW_NET_OK;
-#define CONSIDER(when, kind)                                                                     \
-    do {                                                                                         \
-        uint64_t d_ = (when);                                                                    \
-        if (!best || d_ < best) {                                                                \
-            best = d_;                                                                           \
-            w = (kind);                                                                          \
-        }                                                                                        \
+#define CONSIDER(when, kind)                                                                       \
+    do {                                                                                           \
+        uint64_t d_ = (when);                                                                      \
+        if (!best || d_ < best) {                                                                  \
+            best = d_;                                                                             \
+            w = (kind);                                                                            \
+        }                                                                                          \
     } while (0)
     if (!x->connected)
         CONSIDER(t->start + ms_ns(q->connect_ms ? q->connect_ms : SW_NET_CONNECT_MS_DEFAULT),
@@ -597,8 +594,7 @@ static size_t write_cb(char *p, size_t size, size_t nmemb, void *ud)
         r = sw_sse_feed(&x->sse, p, n, now, &se);
         if (r < 0 && !se.code) {
             /* the caller's event callback refused an event (a chunk that is not JSON...) */
-            abort_with(x, r, SW_NET_ABORTED, "stopped by the event callback (%s)",
-                       sw_strerror(r));
+            abort_with(x, r, SW_NET_ABORTED, "stopped by the event callback (%s)", sw_strerror(r));
             return refuse;
         }
         if (r < 0) {
@@ -646,12 +642,12 @@ static int add_header(struct sw_net_xfer *x, const char *h, struct sw_err *e)
     return 0;
 }
 
-#define SETOPT(opt, val)                                                                         \
-    do {                                                                                         \
-        if (curl_easy_setopt(easy, opt, val) != CURLE_OK) {                                      \
-            rc = sw_err_set(e, SW_EINVAL, "%s: cannot set " #opt, x->where);                     \
-            goto out;                                                                            \
-        }                                                                                        \
+#define SETOPT(opt, val)                                                                           \
+    do {                                                                                           \
+        if (curl_easy_setopt(easy, opt, val) != CURLE_OK) {                                        \
+            rc = sw_err_set(e, SW_EINVAL, "%s: cannot set " #opt, x->where);                       \
+            goto out;                                                                              \
+        }                                                                                          \
     } while (0)
 
 int sw_net_start(struct sw_net_loop *l, struct sw_net_xfer *x, struct sw_err *e)

@@ -36,8 +36,8 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
-static const char *const state_names[SW_FETCH__N] = {
-    "pending", "present", "linked", "downloaded", "planned", "failed"};
+static const char *const state_names[SW_FETCH__N] = {"pending",    "present", "linked",
+                                                     "downloaded", "planned", "failed"};
 
 const char *sw_fetch_state_name(enum sw_fetch_state s)
 {
@@ -62,8 +62,8 @@ struct job {
     char head[SW_PAYLOAD_SNIFF_HEAD];
     size_t head_n;
     bool head_judged;
-    bool from_zero;   /* this transfer's bytes start at 0: the head is the file's head */
-    bool bad_bytes;   /* what is in the .incomplete must not be kept */
+    bool from_zero; /* this transfer's bytes start at 0: the head is the file's head */
+    bool bad_bytes; /* what is in the .incomplete must not be kept */
     int abort_rc;
     char abort_msg[1024];
     struct sw_net_xfer x;
@@ -165,8 +165,8 @@ static int hash_fd(int fd, uint64_t len, EVP_MD_CTX *a, EVP_MD_CTX *b, struct sw
 }
 
 /* Does the file at path hold f's bytes? *ok false with why in msg when not. */
-static int check_file(const char *path, const struct sw_payload_file *f, bool *ok,
-                      char sha_out[65], char *msg, size_t msgn, struct sw_err *e)
+static int check_file(const char *path, const struct sw_payload_file *f, bool *ok, char sha_out[65],
+                      char *msg, size_t msgn, struct sw_err *e)
 {
     *ok = false;
     sha_out[0] = '\0';
@@ -399,7 +399,7 @@ static int judge_head(struct job *j)
     uint64_t size = j->f->size_known ? j->f->size : 0;
     if (sw_payload_sniff_head(j->f->path, j->head, j->head_n, size, &sn, &se) == SW_EMISMATCH) {
         j->bad_bytes = true;
-        return job_abort(j, SW_EMISMATCH, "the server sent %s for %s: %s", 
+        return job_abort(j, SW_EMISMATCH, "the server sent %s for %s: %s",
                          sw_payload_body_name(sn.body), j->f->path, sn.msg);
     }
     return 0;
@@ -541,8 +541,7 @@ static void on_done(void *ud, struct sw_net_xfer *x)
     } else if (x->resp.rc && x->resp.fail == SW_NET_CANCELLED && ft->interrupted) {
         if (j->offset == 0)
             unlink(j->tmp);
-        fail_job(j, SW_EINTR,
-                 "%s: interrupted (%s) after %llu of %llu bytes%s%s%s", f->path,
+        fail_job(j, SW_EINTR, "%s: interrupted (%s) after %llu of %llu bytes%s%s%s", f->path,
                  strsignal(ft->interrupted), (unsigned long long)j->offset,
                  (unsigned long long)f->size, j->offset ? "; kept in " : "",
                  j->offset ? j->tmp : "", j->offset ? ": run again to resume" : "");
@@ -724,9 +723,9 @@ int sw_fetch_run(const struct sw_payload_manifest *m, const struct sw_fetch_opts
         if (rc)
             goto out;
     }
-    int dw = ft.cache_mode ? snprintf(out->dir, sizeof(out->dir), "%s/snapshots/%s", ft.repo_dir,
-                                      m->commit)
-                           : snprintf(out->dir, sizeof(out->dir), "%s", o->dest);
+    int dw = ft.cache_mode
+                 ? snprintf(out->dir, sizeof(out->dir), "%s/snapshots/%s", ft.repo_dir, m->commit)
+                 : snprintf(out->dir, sizeof(out->dir), "%s", o->dest);
     if (dw < 0 || (size_t)dw >= sizeof(out->dir)) {
         rc = sw_err_set(e, SW_ERANGE, "the payload directory's path is too long");
         goto out;
@@ -775,7 +774,7 @@ int sw_fetch_run(const struct sw_payload_manifest *m, const struct sw_fetch_opts
     /* hash them: files with a sha256 in parallel (one per core), git-oid ones here */
     {
         const char **paths = sw_calloc(ncand ? ncand : 1, sizeof(*paths));
-        char (*sha)[SW_PAYLOAD_SHA256_HEX + 1] = sw_calloc(ncand ? ncand : 1, sizeof(*sha));
+        char(*sha)[SW_PAYLOAD_SHA256_HEX + 1] = sw_calloc(ncand ? ncand : 1, sizeof(*sha));
         uint64_t *sizes = sw_calloc(ncand ? ncand : 1, sizeof(*sizes));
         size_t *which = sw_calloc(ncand ? ncand : 1, sizeof(*which));
         size_t np = 0;
@@ -843,8 +842,7 @@ int sw_fetch_run(const struct sw_payload_manifest *m, const struct sw_fetch_opts
                 /* a wrong file where the payload's file goes must not stay there */
                 if (!o->dry_run)
                     unlink(cand[c].path);
-                snprintf(r->msg, sizeof(r->msg), "%s: %s", o->dry_run ? "wrong" : "removed",
-                         why);
+                snprintf(r->msg, sizeof(r->msg), "%s: %s", o->dry_run ? "wrong" : "removed", why);
                 sw_log(SW_LOG_WARN, "%s", r->msg);
             }
         }
@@ -922,7 +920,8 @@ int sw_fetch_run(const struct sw_payload_manifest *m, const struct sw_fetch_opts
             for (size_t q = 0; q < ft.nq; q++) {
                 ft.queue[q]->res->state = SW_FETCH_FAILED;
                 ft.queue[q]->res->rc = SW_EIO;
-                snprintf(ft.queue[q]->res->msg, sizeof(ft.queue[q]->res->msg), "%s", e ? e->msg : "no space");
+                snprintf(ft.queue[q]->res->msg, sizeof(ft.queue[q]->res->msg), "%s",
+                         e ? e->msg : "no space");
             }
             goto out;
         }
@@ -954,8 +953,7 @@ int sw_fetch_run(const struct sw_payload_manifest *m, const struct sw_fetch_opts
             struct sw_fetch_result *r = ft.queue[q]->res;
             r->state = SW_FETCH_FAILED;
             r->rc = SW_EINTR;
-            snprintf(r->msg, sizeof(r->msg), "%s: interrupted before it started",
-                     r->file->path);
+            snprintf(r->msg, sizeof(r->msg), "%s: interrupted before it started", r->file->path);
         }
         sw_progress_update(&ft.prog, ft.progress_done);
         if (o->progress && ft.prog.enabled)

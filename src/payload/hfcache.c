@@ -45,8 +45,7 @@ int sw_hfcache_dir(char *out, size_t n, struct sw_err *e)
     return 0;
 }
 
-int sw_hfcache_repo_dir(const char *cache, const char *repo, char *out, size_t n,
-                        struct sw_err *e)
+int sw_hfcache_repo_dir(const char *cache, const char *repo, char *out, size_t n, struct sw_err *e)
 {
     const char *slash = strchr(repo, '/');
     if (!slash || slash == repo || !slash[1] || strchr(slash + 1, '/') || strstr(repo, ".."))

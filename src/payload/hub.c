@@ -118,8 +118,7 @@ static bool included(const char *path, const char *const *inc)
 }
 
 /* A refusal, in words the operator can act on. */
-static int status_err(struct sw_err *e, long status, const char *what, const char *xmsg,
-                      bool token)
+static int status_err(struct sw_err *e, long status, const char *what, const char *xmsg, bool token)
 {
     const char *hint = "";
     if (status == 401 || status == 403)
@@ -217,8 +216,11 @@ int sw_hub_manifest(const char *repo, const char *revision, const struct sw_hub_
         rc = sw_err_set(e, SW_ERANGE, "the API URL for %s is too long", repo);
         goto out;
     }
-    struct sw_net_req q = {.url = sw_buf_cstr(&url), .bearer = tok, .body_max = API_MAX,
-                           .idle_ms = 60000, .total_ms = 300000};
+    struct sw_net_req q = {.url = sw_buf_cstr(&url),
+                           .bearer = tok,
+                           .body_max = API_MAX,
+                           .idle_ms = 60000,
+                           .total_ms = 300000};
     rc = sw_net_request(loop, &q, &r, e);
     if (rc)
         goto out;
@@ -347,12 +349,12 @@ int sw_hub_manifest(const char *repo, const char *revision, const struct sw_hub_
         struct sw_err pe;
         if (hr->status >= 300 && hr->status < 400) {
             if (!lsize) {
-                rc = sw_err_set(e, SW_EUNSUPPORTED,
-                                "%s: the Hub redirected to %s without X-Linked-Size (a renamed "
-                                "repository? use its new name)",
-                                what, sw_net_resp_header(hr, "location")
-                                          ? sw_net_resp_header(hr, "location")
-                                          : "?");
+                rc = sw_err_set(
+                    e, SW_EUNSUPPORTED,
+                    "%s: the Hub redirected to %s without X-Linked-Size (a renamed "
+                    "repository? use its new name)",
+                    what,
+                    sw_net_resp_header(hr, "location") ? sw_net_resp_header(hr, "location") : "?");
                 goto out;
             }
         }
@@ -378,8 +380,9 @@ int sw_hub_manifest(const char *repo, const char *revision, const struct sw_hub_
             goto out;
     }
     if (!commit[0]) {
-        rc = sw_err_set(e, SW_EPARSE, "%s at %s: the Hub named no commit (no \"sha\", no "
-                                      "X-Repo-Commit): cannot pin the revision",
+        rc = sw_err_set(e, SW_EPARSE,
+                        "%s at %s: the Hub named no commit (no \"sha\", no "
+                        "X-Repo-Commit): cannot pin the revision",
                         repo, rev);
         goto out;
     }

@@ -25,7 +25,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "payload/payload_int.h"
+#include "payload/payload_internal.h"
 
 static const char *const issue_names[SW_PAYLOAD_ISSUE__N] = {
     [SW_PAYLOAD_ISSUE_NO_WEIGHTS] = "no_weights",
@@ -177,8 +177,8 @@ static int check_st(struct sw_payload_layout *l, const char *path, const char *r
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     struct stat st;
     if (fd < 0 || fstat(fd, &st) < 0) {
-        rc = add_issue(l, errno == ENOENT ? SW_PAYLOAD_ISSUE_SHARD_MISSING : bad, rel,
-                       "%s: %s", rel, strerror(errno));
+        rc = add_issue(l, errno == ENOENT ? SW_PAYLOAD_ISSUE_SHARD_MISSING : bad, rel, "%s: %s",
+                       rel, strerror(errno));
         goto out;
     }
     uint64_t size = (uint64_t)st.st_size;
@@ -734,8 +734,7 @@ int sw_payload_layout_check(const char *target, const struct sw_payload_layout_o
         rc = add_issue(l, SW_PAYLOAD_ISSUE_MTP_NOT_SHIPPED, "",
                        "%s declares %lld MTP/nextn layer%s but the weights ship no MTP tensor: "
                        "spec-decode (MTP) must not be enabled for this checkpoint",
-                       l->mtp.source, (long long)l->mtp.declared,
-                       l->mtp.declared == 1 ? "" : "s");
+                       l->mtp.source, (long long)l->mtp.declared, l->mtp.declared == 1 ? "" : "s");
     if (rc) {
         sw_payload_layout_free(l);
         return rc == SW_ENOMEM ? sw_err_set(e, SW_ENOMEM, "out of memory") : rc;

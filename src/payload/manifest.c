@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "payload/payload_int.h"
+#include "payload/payload_internal.h"
 
 void sw_payload_manifest_init(struct sw_payload_manifest *m)
 {
@@ -121,16 +121,14 @@ int sw_payload_manifest_add(struct sw_payload_manifest *m, const char *path, int
                           "empty component or control bytes)",
                           path ? path : "(null)");
     if (sha256 && *sha256 && !sw__payload_hex_ok(sha256, SW_PAYLOAD_SHA256_HEX))
-        return sw_err_set(e, SW_EINVAL, "%s: sha256 \"%.80s\" is not 64 hex digits", path,
-                          sha256);
+        return sw_err_set(e, SW_EINVAL, "%s: sha256 \"%.80s\" is not 64 hex digits", path, sha256);
     if (git_oid && *git_oid && !sw__payload_hex_ok(git_oid, 40))
         return sw_err_set(e, SW_EINVAL, "%s: git oid \"%.80s\" is not 40 hex digits", path,
                           git_oid);
     if (sw_payload_manifest_find(m, path))
         return sw_err_set(e, SW_EEXIST, "%s: listed twice", path);
     if (m->n_files >= SW_PAYLOAD_MAX_FILES)
-        return sw_err_set(e, SW_ERANGE, "more than %d files in one payload",
-                          SW_PAYLOAD_MAX_FILES);
+        return sw_err_set(e, SW_ERANGE, "more than %d files in one payload", SW_PAYLOAD_MAX_FILES);
     if (m->n_files == m->cap) {
         size_t ncap = m->cap ? m->cap * 2 : 16;
         struct sw_payload_file *nf = sw_realloc(m->files, ncap * sizeof(*nf));
@@ -194,8 +192,8 @@ uint64_t sw_payload_manifest_bytes(const struct sw_payload_manifest *m, size_t *
 
 #define FORMAT_NAME "slipway-payload-manifest"
 
-static int opt_str(json_t *o, const char *key, const char *where, const char *ctx,
-                   const char **out, struct sw_err *e)
+static int opt_str(json_t *o, const char *key, const char *where, const char *ctx, const char **out,
+                   struct sw_err *e)
 {
     json_t *v = json_object_get(o, key);
     *out = NULL;
@@ -291,8 +289,7 @@ int sw_payload_manifest_from_json(const json_t *cj, const char *where,
     if (!json_is_array(files))
         return sw_err_at(e, SW_EPARSE, where, 0, 0, "files must be an array");
     if (json_array_size(files) > SW_PAYLOAD_MAX_FILES)
-        return sw_err_at(e, SW_ERANGE, where, 0, 0, "more than %d files",
-                         SW_PAYLOAD_MAX_FILES);
+        return sw_err_at(e, SW_ERANGE, where, 0, 0, "more than %d files", SW_PAYLOAD_MAX_FILES);
     rc = sw_payload_manifest_set(m, repo, rev, commit, e);
     for (size_t i = 0; !rc && i < json_array_size(files); i++)
         rc = file_from_json(json_array_get(files, i), i, where, m, e);

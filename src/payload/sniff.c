@@ -25,7 +25,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "payload/payload_int.h"
+#include "payload/payload_internal.h"
 
 /* A .json larger than this is checked by its head only (the biggest tokenizer.json files are
  * about 30 MB). */
@@ -291,20 +291,19 @@ int sw_payload_sniff_head(const char *where, const void *vbuf, size_t n, uint64_
             return reject_standin(s, SW_PAYLOAD_BODY_WRONG_KIND, where, p, n, e);
         uint64_t hl = le64(p);
         if (file_size && hl > file_size - 8)
-            return reject(s, sk == SW_SNIFF_TEXT ? SW_PAYLOAD_BODY_WRONG_KIND
-                                                 : SW_PAYLOAD_BODY_MALFORMED,
-                          where, e,
-                          "safetensors header length %llu exceeds the file (%llu bytes); it "
-                          "starts \"%s\"",
-                          (unsigned long long)hl, (unsigned long long)file_size, s->head);
+            return reject(
+                s, sk == SW_SNIFF_TEXT ? SW_PAYLOAD_BODY_WRONG_KIND : SW_PAYLOAD_BODY_MALFORMED,
+                where, e,
+                "safetensors header length %llu exceeds the file (%llu bytes); it "
+                "starts \"%s\"",
+                (unsigned long long)hl, (unsigned long long)file_size, s->head);
         if (hl > SW_ST_HEADER_CEILING)
-            return reject(s, sk == SW_SNIFF_TEXT ? SW_PAYLOAD_BODY_WRONG_KIND
-                                                 : SW_PAYLOAD_BODY_MALFORMED,
-                          where, e,
-                          "safetensors header length %llu exceeds the %llu MiB ceiling; it "
-                          "starts \"%s\"",
-                          (unsigned long long)hl,
-                          (unsigned long long)(SW_ST_HEADER_CEILING >> 20), s->head);
+            return reject(
+                s, sk == SW_SNIFF_TEXT ? SW_PAYLOAD_BODY_WRONG_KIND : SW_PAYLOAD_BODY_MALFORMED,
+                where, e,
+                "safetensors header length %llu exceeds the %llu MiB ceiling; it "
+                "starts \"%s\"",
+                (unsigned long long)hl, (unsigned long long)(SW_ST_HEADER_CEILING >> 20), s->head);
         if (hl < 2)
             return reject(s, SW_PAYLOAD_BODY_MALFORMED, where, e,
                           "safetensors header length %llu cannot hold a JSON object",

@@ -49,8 +49,7 @@ static int clean(char *v, const char *source, struct sw_err *e)
     for (const unsigned char *p = (const unsigned char *)v; *p; p++)
         if (*p < 0x20 || *p == 0x7f)
             return sw_err_set(e, SW_EINVAL,
-                              "the token from %s holds a control character: refusing it",
-                              source);
+                              "the token from %s holds a control character: refusing it", source);
     return 0;
 }
 

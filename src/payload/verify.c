@@ -24,7 +24,7 @@
 
 #include <openssl/evp.h>
 
-#include "payload/payload_int.h"
+#include "payload/payload_internal.h"
 
 /* ---------------------------------------------------------------------------------------------
  * SHA-256
@@ -387,8 +387,7 @@ int sw_payload_hash_files(const char *root, const char *const *paths, size_t n,
         jobs[i].rel = paths[i];
         jobs[i].hex = sha256[i];
         sha256[i][0] = '\0';
-        if (sw__payload_join(root, paths[i], full, sizeof(full), NULL) == 0 &&
-            stat(full, &st) == 0)
+        if (sw__payload_join(root, paths[i], full, sizeof(full), NULL) == 0 && stat(full, &st) == 0)
             jobs[i].size_hint = (uint64_t)st.st_size;
         order[i] = &jobs[i];
     }
@@ -503,7 +502,7 @@ int sw_payload_verify(const char *root, const struct sw_payload_manifest *m,
 {
     int rc = 0;
     struct job *jobs = NULL, **order = NULL;
-    char (*hex)[SW_PAYLOAD_SHA256_HEX + 1] = NULL;
+    char(*hex)[SW_PAYLOAD_SHA256_HEX + 1] = NULL;
     size_t *which = NULL;
     size_t nj = 0;
     struct collect c = {.m = m, .o = o, .r = r, .cap = 0, .e = e};
@@ -537,8 +536,8 @@ int sw_payload_verify(const char *root, const struct sw_payload_manifest *m,
                 f->status = SW_VERIFY_UNREADABLE;
                 snprintf(f->msg, sizeof(f->msg), "a symlink to a file that is gone");
             } else {
-                f->status = err == ENOENT || err == ENOTDIR ? SW_VERIFY_MISSING
-                                                            : SW_VERIFY_UNREADABLE;
+                f->status =
+                    err == ENOENT || err == ENOTDIR ? SW_VERIFY_MISSING : SW_VERIFY_UNREADABLE;
                 if (f->status == SW_VERIFY_UNREADABLE)
                     snprintf(f->msg, sizeof(f->msg), "%s", strerror(err));
             }
@@ -593,7 +592,7 @@ int sw_payload_verify(const char *root, const struct sw_payload_manifest *m,
         struct job *j = &jobs[k];
         if (j->rc) {
             f->status = j->rc == SW_ENOENT && which[k] < n_manifest ? SW_VERIFY_MISSING
-                                                                      : SW_VERIFY_UNREADABLE;
+                                                                    : SW_VERIFY_UNREADABLE;
             snprintf(f->msg, sizeof(f->msg), "%s", j->msg);
             continue;
         }
@@ -692,7 +691,7 @@ int sw_payload_manifest_scan(const char *root, bool hash, const struct sw_verify
 {
     struct scan s = {.m = out, .o = o, .e = e};
     const char **paths = NULL;
-    char (*hex)[SW_PAYLOAD_SHA256_HEX + 1] = NULL;
+    char(*hex)[SW_PAYLOAD_SHA256_HEX + 1] = NULL;
     uint64_t *sizes = NULL;
     sw_payload_manifest_init(out);
     int rc = sw__payload_walk(root, on_scan, &s, e);

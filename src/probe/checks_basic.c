@@ -7,7 +7,7 @@
  * What it deliberately does not do: judge what the model said; a random-weight model's gibberish
  * passes as long as the protocol around it is right.
  */
-#include "probe_int.h"
+#include "probe_internal.h"
 
 #include <math.h>
 #include <string.h>
@@ -63,8 +63,8 @@ void sw__probe_readiness(struct sw__probe *p, struct sw_probe_result *r)
                 snprintf(p->unreachable_why, sizeof(p->unreachable_why), "%.100s: %.140s",
                          p->rep->url, resp.err.msg);
             }
-            sw__probe_set(r, SW_PROBE_FAIL, "nothing usable answers /health",
-                          "GET /health: %s", sw__probe_describe(&resp, d, sizeof(d)));
+            sw__probe_set(r, SW_PROBE_FAIL, "nothing usable answers /health", "GET /health: %s",
+                          sw__probe_describe(&resp, d, sizeof(d)));
             sw_net_resp_free(&resp);
             return;
         }
@@ -88,7 +88,8 @@ void sw__probe_readiness(struct sw__probe *p, struct sw_probe_result *r)
             struct sw_openai_error oe;
             sw__probe_error_of(&resp, &oe);
             if (!n503++)
-                snprintf(first503, sizeof(first503), "%.200s", oe.message[0] ? oe.message : "no body");
+                snprintf(first503, sizeof(first503), "%.200s",
+                         oe.message[0] ? oe.message : "no body");
             if (waited < (uint64_t)wait * 1000000ull) {
                 sw_net_resp_free(&resp);
                 sw_sleep_ms(250);
@@ -100,8 +101,8 @@ void sw__probe_readiness(struct sw__probe *p, struct sw_probe_result *r)
             sw_net_resp_free(&resp);
             return;
         }
-        sw__probe_set(r, SW_PROBE_FAIL, "/health does not answer 200",
-                      "GET /health: %s", sw__probe_describe(&resp, d, sizeof(d)));
+        sw__probe_set(r, SW_PROBE_FAIL, "/health does not answer 200", "GET /health: %s",
+                      sw__probe_describe(&resp, d, sizeof(d)));
         sw_net_resp_free(&resp);
         return;
     }
@@ -178,7 +179,8 @@ void sw__probe_models(struct sw__probe *p, struct sw_probe_result *r)
     }
     sw_json_set_new(r->data, "ids", ids);
     const char *want = p->t->model;
-    const struct sw_openai_model *x = want ? sw_openai_models_find(&m, want) : (m.n ? &m.v[0] : NULL);
+    const struct sw_openai_model *x =
+        want ? sw_openai_models_find(&m, want) : (m.n ? &m.v[0] : NULL);
     if (!x) {
         sw__probe_set(r, SW_PROBE_FAIL, "the promised model name is not served",
                       "%s is not listed; /v1/models lists: %s", want ? want : "(any)",
@@ -207,27 +209,28 @@ void sw__probe_models(struct sw__probe *p, struct sw_probe_result *r)
                       x->n_ctx_train > 0 ? ", trained " : "", x->n_ctx_train > 0 ? tw : "",
                       p->t->window > 0 && reported > p->t->window ? "; clients use less" : "");
     } else {
-        sw__probe_set(r, SW_PROBE_PASS, NULL, "%s listed%s, owned by %s; no context length reported",
-                      want ? want : x->id, how, x->owned_by ? x->owned_by : "?");
+        sw__probe_set(r, SW_PROBE_PASS, NULL,
+                      "%s listed%s, owned by %s; no context length reported", want ? want : x->id,
+                      how, x->owned_by ? x->owned_by : "?");
     }
     sw_openai_models_free(&m);
 }
 
 /* What a finished reply must satisfy, whichever way it came. Appends problems to out. */
-static void token_agreement(const struct sw_openai_result *res, int max_tokens, char *out,
-                            size_t n, json_t *data)
+static void token_agreement(const struct sw_openai_result *res, int max_tokens, char *out, size_t n,
+                            json_t *data)
 {
     size_t used = strlen(out);
-#define PROBLEM(...)                                                                             \
-    do {                                                                                         \
-        if (used < n - 1) {                                                                      \
-            int w_ = snprintf(out + used, n - used, "%s", used ? "; " : "");                     \
-            if (w_ > 0)                                                                          \
-                used += (size_t)w_;                                                              \
-            w_ = snprintf(out + used, n - used, __VA_ARGS__);                                    \
-            if (w_ > 0)                                                                          \
-                used += (size_t)w_;                                                              \
-        }                                                                                        \
+#define PROBLEM(...)                                                                               \
+    do {                                                                                           \
+        if (used < n - 1) {                                                                        \
+            int w_ = snprintf(out + used, n - used, "%s", used ? "; " : "");                       \
+            if (w_ > 0)                                                                            \
+                used += (size_t)w_;                                                                \
+            w_ = snprintf(out + used, n - used, __VA_ARGS__);                                      \
+            if (w_ > 0)                                                                            \
+                used += (size_t)w_;                                                                \
+        }                                                                                          \
     } while (0)
     const struct sw_openai_usage *u = &res->usage;
     sw_json_set_str(data, "finish_reason", res->finish_reason);
@@ -286,14 +289,12 @@ void sw__probe_chat_check(struct sw__probe *p, struct sw_probe_result *r)
         sw_json_set_real(r->data, "seconds", (double)dt / 1e9);
         bool agree = res.timings.present && res.usage.present &&
                      res.timings.predicted_n == res.usage.completion_tokens;
-        sw__probe_set(r, problems[0] ? SW_PROBE_FAIL : SW_PROBE_PASS,
-                      problems[0] ? problems : NULL,
+        sw__probe_set(r, problems[0] ? SW_PROBE_FAIL : SW_PROBE_PASS, problems[0] ? problems : NULL,
                       "%lld tokens (finish %s), prompt %lld, in %s%s; %s",
                       (long long)res.usage.completion_tokens,
                       res.finish_reason[0] ? res.finish_reason : "?",
                       (long long)res.usage.prompt_tokens, sw__probe_dur(dt, d, sizeof(d)),
-                      agree ? "; usage and timings agree" : "",
-                      quote(text, tl, 48, q, sizeof(q)));
+                      agree ? "; usage and timings agree" : "", quote(text, tl, 48, q, sizeof(q)));
     }
     json_decref(body);
     sw_openai_result_free(&res);
@@ -345,8 +346,7 @@ void sw__probe_stream(struct sw__probe *p, struct sw_probe_result *r)
         sw_json_set_int(r->data, "text_chunks", (int64_t)res.text_chunks);
         sw_json_set_real(r->data, "ttft_s", (double)ttft / 1e9);
         sw_json_set_real(r->data, "seconds", (double)(resp.t.done - resp.t.start) / 1e9);
-        sw__probe_set(r, problems[0] ? SW_PROBE_FAIL : SW_PROBE_PASS,
-                      problems[0] ? problems : NULL,
+        sw__probe_set(r, problems[0] ? SW_PROBE_FAIL : SW_PROBE_PASS, problems[0] ? problems : NULL,
                       "%lld tokens in %llu chunks (%llu with text), first text after %s, %s%s",
                       (long long)res.usage.completion_tokens, (unsigned long long)res.chunks,
                       (unsigned long long)res.text_chunks, sw__probe_dur(ttft, d2, sizeof(d2)),
@@ -402,15 +402,23 @@ void sw__probe_metrics(struct sw__probe *p, struct sw_probe_result *r)
                                                  SW_OAI_ENGINE_VLLM, SW_OAI_ENGINE_SGLANG};
     char vals[600] = "";
     if (g == SW_OAI_ENGINE_LLAMACPP) {
-        add_value(&m, "llamacpp:prompt_tokens_total", "prompt_tokens_total", vals, sizeof(vals), r->data);
-        add_value(&m, "llamacpp:tokens_predicted_total", "tokens_predicted_total", vals, sizeof(vals), r->data);
-        add_value(&m, "llamacpp:requests_processing", "requests_processing", vals, sizeof(vals), r->data);
-        add_value(&m, "llamacpp:requests_deferred", "requests_deferred", vals, sizeof(vals), r->data);
+        add_value(&m, "llamacpp:prompt_tokens_total", "prompt_tokens_total", vals, sizeof(vals),
+                  r->data);
+        add_value(&m, "llamacpp:tokens_predicted_total", "tokens_predicted_total", vals,
+                  sizeof(vals), r->data);
+        add_value(&m, "llamacpp:requests_processing", "requests_processing", vals, sizeof(vals),
+                  r->data);
+        add_value(&m, "llamacpp:requests_deferred", "requests_deferred", vals, sizeof(vals),
+                  r->data);
     } else if (g == SW_OAI_ENGINE_VLLM) {
-        add_value(&m, "vllm:num_requests_running", "num_requests_running", vals, sizeof(vals), r->data);
-        add_value(&m, "vllm:num_requests_waiting", "num_requests_waiting", vals, sizeof(vals), r->data);
-        add_value(&m, "vllm:kv_cache_usage_perc", "kv_cache_usage_perc", vals, sizeof(vals), r->data);
-        add_value(&m, "vllm:generation_tokens_total", "generation_tokens_total", vals, sizeof(vals), r->data);
+        add_value(&m, "vllm:num_requests_running", "num_requests_running", vals, sizeof(vals),
+                  r->data);
+        add_value(&m, "vllm:num_requests_waiting", "num_requests_waiting", vals, sizeof(vals),
+                  r->data);
+        add_value(&m, "vllm:kv_cache_usage_perc", "kv_cache_usage_perc", vals, sizeof(vals),
+                  r->data);
+        add_value(&m, "vllm:generation_tokens_total", "generation_tokens_total", vals, sizeof(vals),
+                  r->data);
         double rates[16];
         size_t npos = 0;
         if (!sw_openai_metrics_spec_accept(&m, rates, SW_ARRAY_LEN(rates), &npos)) {
@@ -419,8 +427,8 @@ void sw__probe_metrics(struct sw__probe *p, struct sw_probe_result *r)
             used += (size_t)snprintf(vals + used, sizeof(vals) - used, "; spec-decode acceptance");
             for (size_t i = 0; i < npos && used < sizeof(vals) - 1; i++) {
                 json_array_append_new(arr, json_real(rates[i]));
-                int w = snprintf(vals + used, sizeof(vals) - used, " pos%zu %.0f%%", i,
-                                 rates[i] * 100);
+                int w =
+                    snprintf(vals + used, sizeof(vals) - used, " pos%zu %.0f%%", i, rates[i] * 100);
                 if (w > 0)
                     used += (size_t)w;
             }
@@ -430,7 +438,8 @@ void sw__probe_metrics(struct sw__probe *p, struct sw_probe_result *r)
         add_value(&m, "sglang:num_running_reqs", "num_running_reqs", vals, sizeof(vals), r->data);
         add_value(&m, "sglang:gen_throughput", "gen_throughput", vals, sizeof(vals), r->data);
         add_value(&m, "sglang:token_usage", "token_usage", vals, sizeof(vals), r->data);
-        add_value(&m, "sglang:spec_accept_length", "spec_accept_length", vals, sizeof(vals), r->data);
+        add_value(&m, "sglang:spec_accept_length", "spec_accept_length", vals, sizeof(vals),
+                  r->data);
     }
     if (g == SW_OAI_ENGINE_UNKNOWN) {
         sw__probe_set(r, SW_PROBE_FAIL, "no engine's metric names on /metrics",

@@ -8,7 +8,7 @@
  * projector) into passing. For llama.cpp the reasoning check forces a <think> block with a GBNF
  * grammar, because what is being checked is the server's split, not the model's wisdom.
  */
-#include "probe_int.h"
+#include "probe_internal.h"
 
 #include <string.h>
 #include <strings.h>
@@ -58,8 +58,9 @@ static void verdict_reasoning(struct sw_probe_result *r, const struct sw_openai_
     sw_json_set_str(r->data, "field", field);
     sw_json_set_str(r->data, "inline", sw_openai_think_name(res->think));
     if (res->reasoning_field != SW_OAI_REASONING_NONE && res->reasoning.len) {
-        sw__probe_set(r, SW_PROBE_PASS, NULL, "%s: reasoning arrived in \"%s\" %s, apart from the content",
-                      how, field, quote(res->reasoning.data, res->reasoning.len, 40, q, sizeof(q)));
+        sw__probe_set(r, SW_PROBE_PASS, NULL,
+                      "%s: reasoning arrived in \"%s\" %s, apart from the content", how, field,
+                      quote(res->reasoning.data, res->reasoning.len, 40, q, sizeof(q)));
     } else if (res->think == SW_OAI_THINK_DANGLING) {
         sw__probe_set(r, SW_PROBE_FAIL,
                       "reasoning lands in content with a dangling </think> and no reasoning field "
@@ -107,8 +108,7 @@ void sw__probe_reasoning(struct sw__probe *p, struct sw_probe_result *r)
             if (!r->evidence[0])
                 sw__probe_set(r, SW_PROBE_FAIL, "the forced <think> block is nowhere",
                               "a <think> grammar gave content %s and no reasoning",
-                              quote(sw_buf_cstr(&res.content), res.content.len, 60, q,
-                                    sizeof(q)));
+                              quote(sw_buf_cstr(&res.content), res.content.len, 60, q, sizeof(q)));
         }
         sw_openai_result_free(&res);
         sw_net_resp_free(&resp);
@@ -150,12 +150,14 @@ void sw__probe_tool_calls(struct sw__probe *p, struct sw_probe_result *r)
                       "/props chat_template_caps.supports_tools is false");
         return;
     }
-    json_t *body = sw__probe_chat(p, "What is the weather in Paris right now? Use the tool.", 128, true);
-    json_t *params = json_pack("{s:s,s:{s:{s:s,s:s}},s:[s]}", "type", "object", "properties",
-                               "city", "type", "string", "description", "the city name",
-                               "required", "city");
+    json_t *body =
+        sw__probe_chat(p, "What is the weather in Paris right now? Use the tool.", 128, true);
+    json_t *params =
+        json_pack("{s:s,s:{s:{s:s,s:s}},s:[s]}", "type", "object", "properties", "city", "type",
+                  "string", "description", "the city name", "required", "city");
     json_t *tools = json_array();
-    json_array_append_new(tools, sw_openai_tool("get_weather", "Current weather for a city", params));
+    json_array_append_new(tools,
+                          sw_openai_tool("get_weather", "Current weather for a city", params));
     sw_json_set_new(body, "tools", tools);
     sw_json_set_str(body, "tool_choice", "required");
     struct sw_openai_result res;
@@ -194,11 +196,10 @@ void sw__probe_tool_calls(struct sw__probe *p, struct sw_probe_result *r)
             sw__probe_set(r, SW_PROBE_FAIL, "the required argument is missing",
                           "get_weather(%s) has no string \"city\"", q);
         else
-            sw__probe_set(r, SW_PROBE_PASS, NULL,
-                          "get_weather(%s) assembled from %llu chunks%s, finish %s", q,
-                          (unsigned long long)res.chunks,
-                          res.ntool_calls > 1 ? " (and more calls)" : "",
-                          res.finish_reason[0] ? res.finish_reason : "?");
+            sw__probe_set(
+                r, SW_PROBE_PASS, NULL, "get_weather(%s) assembled from %llu chunks%s, finish %s",
+                q, (unsigned long long)res.chunks, res.ntool_calls > 1 ? " (and more calls)" : "",
+                res.finish_reason[0] ? res.finish_reason : "?");
         json_decref(args);
     }
     sw_openai_result_free(&res);
@@ -219,8 +220,9 @@ void sw__probe_vision(struct sw__probe *p, struct sw_probe_result *r)
         sw__probe_set(r, SW_PROBE_SKIP,
                       p->t->vision == 0 ? "the fleet declares no vision for this endpoint"
                                         : "the endpoint declares no vision input",
-                      "%s", p->t->vision == 0 ? "vision: declared absent"
-                                              : "/props modalities.vision is false (no --mmproj)");
+                      "%s",
+                      p->t->vision == 0 ? "vision: declared absent"
+                                        : "/props modalities.vision is false (no --mmproj)");
         return;
     }
     static const struct {

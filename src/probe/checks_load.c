@@ -12,7 +12,7 @@
  * the order of events (overlap from llama-server's decode counters when /metrics has them);
  * speeds are reported, not judged.
  */
-#include "probe_int.h"
+#include "probe_internal.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -110,8 +110,8 @@ void sw__probe_over_length(struct sw__probe *p, struct sw_probe_result *r)
                       "HTTP 200 with usage.prompt_tokens %lld for a %s window; %s",
                       (long long)res.usage.prompt_tokens, ws, alive);
     } else if (!ok_now) {
-        sw__probe_set(r, SW_PROBE_FAIL, "refused, but not as a context-length error",
-                      "%s; %s", sw__probe_describe(&resp, d, sizeof(d)), alive);
+        sw__probe_set(r, SW_PROBE_FAIL, "refused, but not as a context-length error", "%s; %s",
+                      sw__probe_describe(&resp, d, sizeof(d)), alive);
     } else if (!is_alive) {
         sw__probe_set(r, SW_PROBE_FAIL, "the endpoint died after refusing a long prompt",
                       "HTTP 400 %s; then %s", oe.type, alive);
@@ -181,8 +181,8 @@ static bool busy_read(struct sw__probe *p, struct busy *b)
 /* One round: n + 1 streams of max_tokens. Returns true when it decided (r is set), false when
  * the client could not put every request on the wire before the first stream ended (a fast
  * model, a loaded client): then nothing can be read from the order, and r is untouched. */
-static bool concurrency_round(struct sw__probe *p, struct sw_probe_result *r, int n,
-                              int max_tokens, bool last_round)
+static bool concurrency_round(struct sw__probe *p, struct sw_probe_result *r, int n, int max_tokens,
+                              bool last_round)
 {
     int total = n + 1;
     struct flight *f = sw_calloc((size_t)total, sizeof(*f));
@@ -236,8 +236,8 @@ static bool concurrency_round(struct sw__probe *p, struct sw_probe_result *r, in
         }
         t0 = SW_MIN(t0, f[i].x.resp.t.start);
         /* the request goes out as soon as its connection is ready */
-        last_sent = SW_MAX(last_sent, f[i].x.resp.t.connected ? f[i].x.resp.t.connected
-                                                              : f[i].x.resp.t.start);
+        last_sent = SW_MAX(last_sent,
+                           f[i].x.resp.t.connected ? f[i].x.resp.t.connected : f[i].x.resp.t.start);
         first[i] = f[i].res.t_first_chunk;
         min_done = SW_MIN(min_done, f[i].res.t_last_chunk);
     }
@@ -390,7 +390,8 @@ static int run_depth(struct sw__probe *p, size_t depth, int max_tokens, struct d
         out->counted_in_chunks = true;
         snprintf(out->late_error, sizeof(out->late_error), "%.150s", res.error.message);
         out->completion_tokens = (int64_t)res.text_chunks;
-        out->prompt_tokens = p->bytes_per_token > 0 ? (int64_t)((double)len / p->bytes_per_token) : -1;
+        out->prompt_tokens =
+            p->bytes_per_token > 0 ? (int64_t)((double)len / p->bytes_per_token) : -1;
         out->ttft_s = (double)(res.t_first_text - resp.t.start) / 1e9;
         out->prefill_tps = out->prompt_tokens > 0 && out->ttft_s > 0
                                ? (double)out->prompt_tokens / out->ttft_s
@@ -405,12 +406,12 @@ static int run_depth(struct sw__probe *p, size_t depth, int max_tokens, struct d
     }
     if (rc || resp.status != 200 || !res.usage.present || !res.t_first_text) {
         if (rc && res.error.present)
-            snprintf(why, whyn, "the stream ended with an error event: %.300s",
-                     res.error.message);
+            snprintf(why, whyn, "the stream ended with an error event: %.300s", res.error.message);
         else if (rc || resp.status != 200)
             sw__probe_describe(&resp, why, whyn);
         else
-            snprintf(why, whyn, "%s", res.usage.present ? "no text came" : "no usage in the stream");
+            snprintf(why, whyn, "%s",
+                     res.usage.present ? "no text came" : "no usage in the stream");
         rc = rc && !res.error.present ? rc : SW_EHTTP;
         goto out;
     }
@@ -426,9 +427,8 @@ static int run_depth(struct sw__probe *p, size_t depth, int max_tokens, struct d
     out->prefill_tps = out->ttft_s > 0 ? (double)out->prompt_tokens / out->ttft_s : 0;
     /* tokens after the first, over the time between the first and the last text */
     double span = (double)(last_text - res.t_first_text) / 1e9;
-    out->decode_tps = span > 0 && out->completion_tokens > 1
-                          ? (double)(out->completion_tokens - 1) / span
-                          : 0;
+    out->decode_tps =
+        span > 0 && out->completion_tokens > 1 ? (double)(out->completion_tokens - 1) / span : 0;
     out->srv_decode_tps = res.timings.present ? res.timings.predicted_per_second : NAN;
     out->srv_prefill_tps = res.timings.present ? res.timings.prompt_per_second : NAN;
 out:
@@ -499,7 +499,8 @@ void sw__probe_speed(struct sw__probe *p, struct sw_probe_result *r)
             (dr.decode_tps > 2 * dr.srv_decode_tps || 2 * dr.decode_tps < dr.srv_decode_tps)) {
             /* not a judgement: what the client saw differs from the server's own count because
              * the tokens did not arrive one by one (held back, or several per chunk) */
-            snprintf(sd, sizeof(sd), " (server %.1f; %llu tokens came in %llu chunks within %.0f ms)",
+            snprintf(sd, sizeof(sd),
+                     " (server %.1f; %llu tokens came in %llu chunks within %.0f ms)",
                      dr.srv_decode_tps, (unsigned long long)dr.completion_tokens,
                      (unsigned long long)dr.text_chunks, dr.text_span_s * 1000);
         }

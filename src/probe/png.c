@@ -42,8 +42,7 @@ static void be32(unsigned char *p, uint32_t v)
 }
 
 /* Append a chunk (length, type, data, CRC over type + data) at o; returns the new end. */
-static unsigned char *chunk(unsigned char *o, const char *type, const unsigned char *data,
-                            size_t n)
+static unsigned char *chunk(unsigned char *o, const char *type, const unsigned char *data, size_t n)
 {
     be32(o, (uint32_t)n);
     memcpy(o + 4, type, 4);

@@ -6,7 +6,7 @@
  *
  * What it deliberately does not do: decide anything a check decides, or retry.
  */
-#include "probe_int.h"
+#include "probe_internal.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -20,25 +20,18 @@ static const struct {
     check_fn fn;
     bool by_default;
 } checks[] = {
-    {"readiness", sw__probe_readiness, true},
-    {"liveness", sw__probe_liveness, true},
-    {"models", sw__probe_models, true},
-    {"chat", sw__probe_chat_check, true},
-    {"stream", sw__probe_stream, true},
-    {"reasoning", sw__probe_reasoning, true},
-    {"tool_calls", sw__probe_tool_calls, true},
-    {"vision", sw__probe_vision, true},
-    {"metrics", sw__probe_metrics, true},
-    {"over_length", sw__probe_over_length, true},
-    {"concurrency", sw__probe_concurrency, true},
-    {"speed", sw__probe_speed, true},
+    {"readiness", sw__probe_readiness, true},     {"liveness", sw__probe_liveness, true},
+    {"models", sw__probe_models, true},           {"chat", sw__probe_chat_check, true},
+    {"stream", sw__probe_stream, true},           {"reasoning", sw__probe_reasoning, true},
+    {"tool_calls", sw__probe_tool_calls, true},   {"vision", sw__probe_vision, true},
+    {"metrics", sw__probe_metrics, true},         {"over_length", sw__probe_over_length, true},
+    {"concurrency", sw__probe_concurrency, true}, {"speed", sw__probe_speed, true},
     {"worst_case", sw__probe_worst_case, false},
 };
 
-static const char *const names[] = {"readiness", "liveness",    "models",      "chat",
-                                    "stream",    "reasoning",   "tool_calls",  "vision",
-                                    "metrics",   "over_length", "concurrency", "speed",
-                                    "worst_case"};
+static const char *const names[] = {
+    "readiness", "liveness", "models",      "chat",        "stream", "reasoning", "tool_calls",
+    "vision",    "metrics",  "over_length", "concurrency", "speed",  "worst_case"};
 
 const char *const *sw_probe_check_names(size_t *n)
 {
@@ -49,9 +42,12 @@ const char *const *sw_probe_check_names(size_t *n)
 const char *sw_probe_status_name(enum sw_probe_status s)
 {
     switch (s) {
-    case SW_PROBE_PASS: return "pass";
-    case SW_PROBE_FAIL: return "fail";
-    default: return "skip";
+    case SW_PROBE_PASS:
+        return "pass";
+    case SW_PROBE_FAIL:
+        return "fail";
+    default:
+        return "skip";
     }
 }
 
@@ -124,8 +120,7 @@ static int post_event(void *ud, const struct sw_sse_event *ev)
 }
 
 int sw__probe_post(struct sw__probe *p, json_t *body, struct sw_openai_result *res,
-                   struct sw_net_resp *resp, sw_sse_event_fn on_event, void *ud,
-                   unsigned total_ms)
+                   struct sw_net_resp *resp, sw_sse_event_fn on_event, void *ud, unsigned total_ms)
 {
     memset(resp, 0, sizeof(*resp));
     if (!body)
@@ -162,7 +157,7 @@ char *sw__probe_filler(struct sw__probe *p, size_t tokens, unsigned nonce, const
                        size_t *len)
 {
     static const char *const words[] = {
-        "river", "stone", "garden", "winter", "letter", "market", "silver", "engine",
+        "river",  "stone",  "garden", "winter", "letter", "market", "silver", "engine",
         "window", "forest", "harbor", "candle", "pepper", "ladder", "meadow", "copper",
     };
     double bpt = p->bytes_per_token > 0 ? p->bytes_per_token : 4.0;
@@ -348,7 +343,8 @@ static void discover(struct sw__probe *p)
             json_t *ts = json_object_get(j, "total_slots");
             if (json_is_integer(ts))
                 props_slots = (int)json_integer_value(ts);
-            json_t *nc = json_object_get(json_object_get(j, "default_generation_settings"), "n_ctx");
+            json_t *nc =
+                json_object_get(json_object_get(j, "default_generation_settings"), "n_ctx");
             if (!reported && json_is_integer(nc)) {
                 reported = json_integer_value(nc);
                 wfrom = "/props default_generation_settings.n_ctx";
@@ -356,7 +352,8 @@ static void discover(struct sw__probe *p)
             json_t *v = json_object_get(json_object_get(j, "modalities"), "vision");
             if (json_is_boolean(v))
                 props_vision = json_is_true(v);
-            json_t *st = json_object_get(json_object_get(j, "chat_template_caps"), "supports_tools");
+            json_t *st =
+                json_object_get(json_object_get(j, "chat_template_caps"), "supports_tools");
             if (json_is_boolean(st)) {
                 p->tmpl_tools = json_is_true(st);
                 found(p, "template_tools", json_boolean(p->tmpl_tools),
@@ -411,7 +408,9 @@ static void discover(struct sw__probe *p)
 static int select_checks(const struct sw_probe_target *t, bool *on, struct sw_err *e)
 {
     for (size_t i = 0; i < SW_ARRAY_LEN(checks); i++)
-        on[i] = t->only ? false : (checks[i].by_default || (t->worst_case && !strcmp(checks[i].name, "worst_case")));
+        on[i] = t->only ? false
+                        : (checks[i].by_default ||
+                           (t->worst_case && !strcmp(checks[i].name, "worst_case")));
     if (!t->only)
         return 0;
     const char *s = t->only;
@@ -426,10 +425,12 @@ static int select_checks(const struct sw_probe_target *t, bool *on, struct sw_er
                 }
             }
             if (!hit)
-                return sw_err_set(e, SW_EINVAL, "--only: no check named '%.*s' (checks: "
+                return sw_err_set(e, SW_EINVAL,
+                                  "--only: no check named '%.*s' (checks: "
                                   "readiness, liveness, models, chat, stream, reasoning, "
                                   "tool_calls, vision, metrics, over_length, concurrency, speed, "
-                                  "worst_case)", (int)len, s);
+                                  "worst_case)",
+                                  (int)len, s);
         }
         s += len;
         while (*s == ',' || *s == ' ')
@@ -511,7 +512,8 @@ int sw_probe_run(const struct sw_probe_target *t, struct sw_probe_report *out, s
             fprintf(t->progress, "probe: %s ...\n", r->name);
         double t0 = sw_now_s();
         if (p.unreachable && i > 0)
-            sw__probe_set(r, SW_PROBE_SKIP, p.unreachable_why, "not run: the endpoint is unreachable");
+            sw__probe_set(r, SW_PROBE_SKIP, p.unreachable_why,
+                          "not run: the endpoint is unreachable");
         else
             checks[i].fn(&p, r);
         r->ms = (sw_now_s() - t0) * 1000.0;
@@ -593,7 +595,9 @@ void sw_probe_report_print(FILE *f, const struct sw_probe_report *r)
         snprintf(slots, sizeof(slots), "%d", r->slots);
     fprintf(f, "probe %s  engine %s, model %s, window %s, slots %s, vision %s\n", r->url,
             r->engine[0] ? r->engine : "?", r->model[0] ? r->model : "?", win, slots,
-            r->vision < 0 ? "?" : r->vision ? "yes" : "no");
+            r->vision < 0 ? "?"
+            : r->vision   ? "yes"
+                          : "no");
     fprintf(f, "  %-12s %-6s %9s  %s\n", "check", "status", "ms", "evidence");
     for (size_t i = 0; i < r->n; i++) {
         const struct sw_probe_result *c = &r->v[i];

@@ -34,11 +34,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define REPO "acme/tiny-model"
+#define REPO   "acme/tiny-model"
 #define COMMIT "0123456789abcdef0123456789abcdef01234567"
-#define TOKEN "hf_sEcReTtOkEn0123456789abcdefXYZ"
-#define BIG (8u << 20)
-#define SMALL (1u << 20)
+#define TOKEN  "hf_sEcReTtOkEn0123456789abcdefXYZ"
+#define BIG    (8u << 20)
+#define SMALL  (1u << 20)
 
 struct ctx {
     struct swhub *hub;
@@ -57,8 +57,10 @@ static unsigned char *make_st(size_t total, uint32_t seed, const char *tensor)
     unsigned char *b = malloc(total);
     size_t hl = 128, n = total - 8 - hl;
     char hdr[129];
-    int k = snprintf(hdr, sizeof(hdr), "{\"%s\":{\"dtype\":\"U8\",\"shape\":[%zu],"
-                                       "\"data_offsets\":[0,%zu]}}", tensor, n, n);
+    int k = snprintf(hdr, sizeof(hdr),
+                     "{\"%s\":{\"dtype\":\"U8\",\"shape\":[%zu],"
+                     "\"data_offsets\":[0,%zu]}}",
+                     tensor, n, n);
     memset(hdr + k, ' ', hl - (size_t)k);
     for (int i = 0; i < 8; i++)
         b[i] = (unsigned char)((uint64_t)hl >> (8 * i));
@@ -101,7 +103,8 @@ static struct ctx *hub_new(void)
     c->small_n = SMALL;
     c->big = make_st(BIG, 2463534242u, "a");
     c->small = make_st(SMALL, 88172645u, "b");
-    snprintf(c->config, sizeof(c->config), "{\"model_type\": \"llama\", \"num_hidden_layers\": 2}\n");
+    snprintf(c->config, sizeof(c->config),
+             "{\"model_type\": \"llama\", \"num_hidden_layers\": 2}\n");
     swhub_file(c->hub, "model-00001-of-00002.safetensors", c->big, BIG, true);
     swhub_file(c->hub, "model-00002-of-00002.safetensors", c->small, SMALL, true);
     swhub_file(c->hub, "config.json", c->config, strlen(c->config), false);
@@ -125,12 +128,12 @@ static void hub_free(struct ctx *c)
     free(c);
 }
 
-#define NEED_HUB(c)                                                                             \
-    do {                                                                                        \
-        if (!(c)) {                                                                             \
-            print_message("nginx is not installed: skipping\n");                               \
-            skip();                                                                             \
-        }                                                                                       \
+#define NEED_HUB(c)                                                                                \
+    do {                                                                                           \
+        if (!(c)) {                                                                                \
+            print_message("nginx is not installed: skipping\n");                                   \
+            skip();                                                                                \
+        }                                                                                          \
     } while (0)
 
 static const char *blob(struct ctx *c, const char *name)
@@ -219,7 +222,8 @@ static void test_manifest_from_headers(void **state)
     assert_string_equal(m.commit, COMMIT);
     assert_string_equal(m.revision, "main");
     assert_int_equal(m.n_files, 3);
-    const struct sw_payload_file *f = sw_payload_manifest_find(&m, "model-00001-of-00002.safetensors");
+    const struct sw_payload_file *f =
+        sw_payload_manifest_find(&m, "model-00001-of-00002.safetensors");
     assert_non_null(f);
     assert_true(f->lfs);
     assert_int_equal(f->size, BIG);
@@ -243,7 +247,8 @@ static void test_manifest_from_headers(void **state)
     /* the HEADs did not follow the redirect: no GET reached the CDN */
     char *log = swhub_log_text(c->hub);
     assert_null(strstr(log, "GET /cdn/"));
-    assert_non_null(strstr(log, "HEAD /acme/tiny-model/resolve/main/model-00001-of-00002.safetensors 302"));
+    assert_non_null(
+        strstr(log, "HEAD /acme/tiny-model/resolve/main/model-00001-of-00002.safetensors 302"));
     free(log);
     hub_free(c);
 }
@@ -261,22 +266,25 @@ static void test_fetch_into_hf_cache_then_present(void **state)
     json_t *j = swt_json_out(&r);
     assert_string_equal(json_string_value(json_object_get(j, "commit")), COMMIT);
     assert_true(json_is_true(json_object_get(j, "ok")));
-    assert_int_equal(json_integer_value(json_object_get(json_object_get(j, "counts"),
-                                                        "downloaded")), 3);
+    assert_int_equal(
+        json_integer_value(json_object_get(json_object_get(j, "counts"), "downloaded")), 3);
     json_decref(j);
     swt_run_free(&r);
     /* the layout huggingface_hub reads */
     char p[5000], link[5000];
-    snprintf(p, sizeof(p), "%s/models--acme--tiny-model/snapshots/%s/model-00001-of-00002.safetensors",
-             c->cache, COMMIT);
+    snprintf(p, sizeof(p),
+             "%s/models--acme--tiny-model/snapshots/%s/model-00001-of-00002.safetensors", c->cache,
+             COMMIT);
     ssize_t n = readlink(p, link, sizeof(link) - 1);
     assert_true(n > 0);
     link[n] = '\0';
     char want[200];
-    snprintf(want, sizeof(want), "../../blobs/%s", swhub_sha256(c->hub, "model-00001-of-00002.safetensors"));
+    snprintf(want, sizeof(want), "../../blobs/%s",
+             swhub_sha256(c->hub, "model-00001-of-00002.safetensors"));
     assert_string_equal(link, want);
     assert_true(file_is(p, c->big, BIG));
-    snprintf(p, sizeof(p), "%s/models--acme--tiny-model/snapshots/%s/config.json", c->cache, COMMIT);
+    snprintf(p, sizeof(p), "%s/models--acme--tiny-model/snapshots/%s/config.json", c->cache,
+             COMMIT);
     assert_true(file_is(p, c->config, strlen(c->config)));
     snprintf(p, sizeof(p), "%s/models--acme--tiny-model/blobs/%s", c->cache,
              swhub_gitsha1(c->hub, "config.json"));
@@ -343,7 +351,8 @@ static void test_reuse_cache_into_dest_and_dry_run(void **state)
     assert_true(file_is(swt_join(dest, "config.json"), c->config, strlen(c->config)));
     char *log = swhub_log_text(c->hub);
     char want[200];
-    snprintf(want, sizeof(want), "GET /cdn/%s", swhub_sha256(c->hub, "model-00001-of-00002.safetensors"));
+    snprintf(want, sizeof(want), "GET /cdn/%s",
+             swhub_sha256(c->hub, "model-00001-of-00002.safetensors"));
     assert_null(strstr(log, want)); /* reused, not fetched */
     free(log);
     /* a wrong file in place is removed and replaced */
@@ -376,8 +385,9 @@ static void fault_case(enum swhub_fault f, const char *const *want_msgs)
     assert_false(exists(inc)); /* nothing of it was good */
     assert_int_equal(count_suffix(blobs_dir(c), ".incomplete"), 0);
     char snap[5000];
-    snprintf(snap, sizeof(snap), "%s/models--acme--tiny-model/snapshots/%s/model-00001-of-00002.safetensors",
-             c->cache, COMMIT);
+    snprintf(snap, sizeof(snap),
+             "%s/models--acme--tiny-model/snapshots/%s/model-00001-of-00002.safetensors", c->cache,
+             COMMIT);
     assert_false(exists(snap));
     /* the other files are done; the fault fixed, the next run fetches only the missing one */
     assert_true(exists(blob(c, "model-00002-of-00002.safetensors")));
@@ -591,7 +601,8 @@ static void test_server_ignores_range(void **state)
     bool seen = false;
     for (size_t i = 0; i < json_array_size(files); i++) {
         json_t *f = json_array_get(files, i);
-        if (strcmp(json_string_value(json_object_get(f, "path")), "model-00001-of-00002.safetensors"))
+        if (strcmp(json_string_value(json_object_get(f, "path")),
+                   "model-00001-of-00002.safetensors"))
             continue;
         seen = true;
         assert_true(json_is_true(json_object_get(f, "range_ignored")));
@@ -751,7 +762,8 @@ static void test_endpoint_with_manifest_beside_fleet(void **state)
     snprintf(man, sizeof(man), "%s/fleet.manifests/tiny.json", c->tmp);
     snprintf(text, sizeof(text),
              "version: 1\n"
-             "hosts:\n  localhost:\n    transport: local\n    devices:\n      cpu: {kind: cpu, vendor: cpu}\n"
+             "hosts:\n  localhost:\n    transport: local\n    devices:\n      cpu: {kind: cpu, "
+             "vendor: cpu}\n"
              "endpoints:\n  tiny:\n    host: localhost\n    engine: vllm\n"
              "    listen: 127.0.0.1:18000\n"
              "    payload:\n      repo: %s\n      revision: main\n      path: %s\n"

@@ -53,11 +53,10 @@ static const char *const SHAPES[] = {
 };
 
 static const char *const MATRIX[] = {
-    "llama-dense",    "qwen3moe-moe",     "gemma3-synth",        "gpt-oss-moe",
-    "gemma2-dense",
-    "qwen3next-moe",  "qwen35-dense",     "qwen35moe-moe",       "granitehybrid-dense",
-    "nemotron_h-dense", "jamba-dense",    "falcon-h1-dense",     "lfm2-dense",
-    "mamba2-dense",   "mamba-dense",      "deepseek2-moe",
+    "llama-dense",         "qwen3moe-moe",     "gemma3-synth", "gpt-oss-moe",
+    "gemma2-dense",        "qwen3next-moe",    "qwen35-dense", "qwen35moe-moe",
+    "granitehybrid-dense", "nemotron_h-dense", "jamba-dense",  "falcon-h1-dense",
+    "lfm2-dense",          "mamba2-dense",     "mamba-dense",  "deepseek2-moe",
 };
 
 static int split(char *buf, const char **argv, int max)
@@ -171,9 +170,9 @@ static int check_case(const char *name, const char *shape, bool *skipped, bool *
             err_n++;
             if (rel > err_max) {
                 err_max = rel;
-                snprintf(err_max_case, sizeof(err_max_case), "%s [%s]: predicted %.2f, printed %.2f MiB",
-                         name, shape, p->report.compute_bytes / 1048576.0,
-                         got.compute_bytes / 1048576.0);
+                snprintf(err_max_case, sizeof(err_max_case),
+                         "%s [%s]: predicted %.2f, printed %.2f MiB", name, shape,
+                         p->report.compute_bytes / 1048576.0, got.compute_bytes / 1048576.0);
             }
         }
     }
@@ -201,8 +200,9 @@ static void test_matrix(void **state)
             refused += ref && !d;
         }
     }
-    fprintf(stderr, "matrix: %zu architectures x %zu shapes: %d agree (%d of them refused by both "
-                    "the law and llama-server), %d differ\n",
+    fprintf(stderr,
+            "matrix: %zu architectures x %zu shapes: %d agree (%d of them refused by both "
+            "the law and llama-server), %d differ\n",
             SW_ARRAY_LEN(MATRIX), SW_ARRAY_LEN(SHAPES), ok, refused, bad);
     assert_int_equal(unsupported, 0);
     assert_int_equal(bad, 0);
@@ -245,8 +245,9 @@ static void test_sweep(void **state)
         }
         free(names[i]);
     }
-    fprintf(stderr, "sweep: %zu models x 2 shapes: %d exact, %d differ, %d refused as unsupported\n",
-            n, ok, bad, unsupported);
+    fprintf(stderr,
+            "sweep: %zu models x 2 shapes: %d exact, %d differ, %d refused as unsupported\n", n, ok,
+            bad, unsupported);
     assert_true(n >= 100);
     assert_int_equal(bad, 0);
     /* the DSA, MSA, DeepSeek-V4 and qwen4exp-indexer caches: 5 models x 2 shapes */

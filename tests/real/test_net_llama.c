@@ -45,8 +45,8 @@ static int make_model(struct fixture *f)
     }
     /* a fixed seed: the same weights every run, so the fixed prompts give the same tokens (a
          * random model may write invalid UTF-8, which the pinned llama-server answers with 500) */
-        const char *archs[] = {swl_bin("test-llama-archs"), "-a", "llama", "-s", "7", "-o",
-                               f->dir, NULL};
+    const char *archs[] = {
+        swl_bin("test-llama-archs"), "-a", "llama", "-s", "7", "-o", f->dir, NULL};
     struct swt_run r;
     if (swt_run(archs, NULL, 120, &r) || r.status) {
         print_message("test-llama-archs failed (%d): %.300s\n", r.status, r.err);
@@ -80,8 +80,8 @@ static int setup(void **state)
         free(f);
         return 0;
     }
-    const char *args[] = {"-c", "1024", "-np", "2", "--metrics", "--alias", "frank-small",
-                          "--jinja", NULL};
+    const char *args[] = {"-c",      "1024",        "-np",     "2", "--metrics",
+                          "--alias", "frank-small", "--jinja", NULL};
     if (swl_start(f->model, args, NULL, 180, &f->srv)) {
         swt_tmpdir_free(f->dir);
         free(f);
@@ -177,9 +177,13 @@ static void test_stream_and_reply(void **state)
     char *body = chat_body("Count to five.", 16, true);
     struct sw_openai_result res;
     sw_openai_result_init(&res, 0, 0);
-    struct sw_net_req q = {.url = url(f, "/v1/chat/completions"), .body = body,
-                           .body_len = strlen(body), .first_byte_ms = 120000, .idle_ms = 60000,
-                           .on_event = sw_openai_on_event, .ud = &res};
+    struct sw_net_req q = {.url = url(f, "/v1/chat/completions"),
+                           .body = body,
+                           .body_len = strlen(body),
+                           .first_byte_ms = 120000,
+                           .idle_ms = 60000,
+                           .on_event = sw_openai_on_event,
+                           .ud = &res};
     struct sw_net_resp r;
     struct sw_err e;
     assert_int_equal(sw_net_request(&f->loop, &q, &r, &e), 0);
@@ -200,8 +204,8 @@ static void test_stream_and_reply(void **state)
     sw_free(body);
     /* not streamed */
     body = chat_body("Count to five.", 16, false);
-    assert_int_equal(sw_net_post_json(&f->loop, url(f, "/v1/chat/completions"), body,
-                                      strlen(body), NULL, &r, &e),
+    assert_int_equal(sw_net_post_json(&f->loop, url(f, "/v1/chat/completions"), body, strlen(body),
+                                      NULL, &r, &e),
                      0);
     assert_int_equal(r.status, 200);
     /* the pinned llama-server closes the connection after a streamed reply although it sends
@@ -275,8 +279,11 @@ static void test_over_length(void **state)
     sw_buf_free(&b);
     struct sw_openai_result res;
     sw_openai_result_init(&res, 0, 0);
-    struct sw_net_req q = {.url = url(f, "/v1/chat/completions"), .body = body,
-                           .body_len = strlen(body), .on_event = sw_openai_on_event, .ud = &res};
+    struct sw_net_req q = {.url = url(f, "/v1/chat/completions"),
+                           .body = body,
+                           .body_len = strlen(body),
+                           .on_event = sw_openai_on_event,
+                           .ud = &res};
     struct sw_net_resp r;
     struct sw_err e;
     assert_int_equal(sw_net_request(&f->loop, &q, &r, &e), 0);
@@ -329,8 +336,8 @@ static void test_cancel_then_alive(void **state)
     body = chat_body("Hi.", 4, false);
     struct sw_net_resp r;
     struct sw_net_req tmpl = {.total_ms = 120000};
-    assert_int_equal(sw_net_post_json(&f->loop, url(f, "/v1/chat/completions"), body,
-                                      strlen(body), &tmpl, &r, &e),
+    assert_int_equal(sw_net_post_json(&f->loop, url(f, "/v1/chat/completions"), body, strlen(body),
+                                      &tmpl, &r, &e),
                      0);
     assert_int_equal(r.status, 200);
     sw_net_resp_free(&r);
@@ -364,9 +371,12 @@ int main(void)
 {
     sw_core_init();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_models),          cmocka_unit_test(test_stream_and_reply),
-        cmocka_unit_test(test_parallel_streams), cmocka_unit_test(test_over_length),
-        cmocka_unit_test(test_cancel_then_alive), cmocka_unit_test(test_metrics),
+        cmocka_unit_test(test_models),
+        cmocka_unit_test(test_stream_and_reply),
+        cmocka_unit_test(test_parallel_streams),
+        cmocka_unit_test(test_over_length),
+        cmocka_unit_test(test_cancel_then_alive),
+        cmocka_unit_test(test_metrics),
     };
     return cmocka_run_group_tests_name("net_llama", tests, setup, teardown);
 }

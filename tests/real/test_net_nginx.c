@@ -205,8 +205,11 @@ static void test_stream_and_hash(void **state)
         skip();
     struct hashing h;
     hashing_init(&h);
-    struct sw_net_req q = {.url = url(g, "/big.bin"), .fail_on_status = true,
-                           .idle_ms = 10000, .on_data = hash_piece, .ud = &h};
+    struct sw_net_req q = {.url = url(g, "/big.bin"),
+                           .fail_on_status = true,
+                           .idle_ms = 10000,
+                           .on_data = hash_piece,
+                           .ud = &h};
     struct sw_net_resp r;
     struct sw_err e;
     assert_int_equal(sw_net_request(NULL, &q, &r, &e), 0);
@@ -235,8 +238,11 @@ static void test_range_resume(void **state)
     struct hashing h;
     hashing_init(&h);
     const char *first[] = {"Range: bytes=0-3145727", NULL};
-    struct sw_net_req q = {.url = url(g, "/big.bin"), .headers = first, .fail_on_status = true,
-                           .on_data = hash_piece, .ud = &h};
+    struct sw_net_req q = {.url = url(g, "/big.bin"),
+                           .headers = first,
+                           .fail_on_status = true,
+                           .on_data = hash_piece,
+                           .ud = &h};
     struct sw_net_resp r;
     struct sw_err e;
     assert_int_equal(sw_net_request(NULL, &q, &r, &e), 0);
@@ -320,8 +326,8 @@ static void test_error_page_and_head(void **state)
     struct ngx *g = *state;
     if (!g)
         skip();
-    struct sw_net_req q = {.url = url(g, "/missing.safetensors"), .fail_on_status = true,
-                           .on_data = never};
+    struct sw_net_req q = {
+        .url = url(g, "/missing.safetensors"), .fail_on_status = true, .on_data = never};
     struct sw_net_resp r;
     struct sw_err e;
     assert_int_equal(sw_net_request(NULL, &q, &r, &e), SW_EHTTP);

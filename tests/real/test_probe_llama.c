@@ -45,8 +45,8 @@ static int setup(void **state)
     } else {
         /* a fixed seed: the same weights every run, so the fixed prompts give the same tokens (a
          * random model may write invalid UTF-8, which the pinned llama-server answers with 500) */
-        const char *archs[] = {swl_bin("test-llama-archs"), "-a", "llama", "-s", "7", "-o",
-                               f->dir, NULL};
+        const char *archs[] = {
+            swl_bin("test-llama-archs"), "-a", "llama", "-s", "7", "-o", f->dir, NULL};
         if (swt_run(archs, NULL, 120, &r) || r.status) {
             swt_run_free(&r);
             goto none;
@@ -57,7 +57,7 @@ static int setup(void **state)
         snprintf(f->model, sizeof(f->model), "%s/chat.gguf", f->dir);
         swt_slipway(&r, "gguf", "synth", "--in", in, "--vocab",
                     swl_model_file("ggml-vocab-llama-spm.gguf"), "--out", f->model, "--seed", "7",
-                NULL);
+                    NULL);
         int st = r.status;
         if (st)
             print_message("`slipway gguf synth` is not usable here (exit %d): %.200s\n", st, r.err);
@@ -110,10 +110,32 @@ static int boot_once(struct fx *f, const char *tmpl, char *pidfile, size_t n, in
     const char *argv[40];
     int k = 0;
     argv[k++] = swt_bin();
-    const char *pre[] = {"up", "--detach", "--json", "--pid-file", pidfile, "--log", log,
-                         "--timeout", "180", "--", swl_bin("llama-server"), "-m", f->model,
-                         "--host", "127.0.0.1", "--port", ports, "-c", "1024", "-np", "2",
-                         "--metrics", "--alias", "frank-small", "--jinja", NULL};
+    const char *pre[] = {"up",
+                         "--detach",
+                         "--json",
+                         "--pid-file",
+                         pidfile,
+                         "--log",
+                         log,
+                         "--timeout",
+                         "180",
+                         "--",
+                         swl_bin("llama-server"),
+                         "-m",
+                         f->model,
+                         "--host",
+                         "127.0.0.1",
+                         "--port",
+                         ports,
+                         "-c",
+                         "1024",
+                         "-np",
+                         "2",
+                         "--metrics",
+                         "--alias",
+                         "frank-small",
+                         "--jinja",
+                         NULL};
     for (int i = 0; pre[i]; i++)
         argv[k++] = pre[i];
     char tpath[4200];
@@ -149,8 +171,7 @@ static json_t *probe(int port, const char *extra, int *status)
         swt_slipway(&r, "probe", url, "--json", "--model", "frank-small", "--timeout", "120",
                     "--only", extra, NULL);
     else
-        swt_slipway(&r, "probe", url, "--json", "--model", "frank-small", "--timeout", "120",
-                    NULL);
+        swt_slipway(&r, "probe", url, "--json", "--model", "frank-small", "--timeout", "120", NULL);
     *status = r.status;
     json_t *j = swt_json_out(&r);
     size_t i;
@@ -189,9 +210,9 @@ static void test_plain_template(void **state)
     int port = boot(f, NULL, pidfile, sizeof(pidfile));
     int st;
     json_t *j = probe(port, NULL, &st);
-    static const char *const must_pass[] = {"readiness", "liveness", "models",  "chat",
-                                            "stream",    "metrics",  "over_length",
-                                            "concurrency", "speed"};
+    static const char *const must_pass[] = {"readiness",   "liveness",    "models",
+                                            "chat",        "stream",      "metrics",
+                                            "over_length", "concurrency", "speed"};
     for (size_t i = 0; i < SW_ARRAY_LEN(must_pass); i++)
         assert_string_equal(status_of(j, must_pass[i], NULL), "pass");
     const char *why = NULL;
@@ -213,8 +234,8 @@ static void test_plain_template(void **state)
     size_t n = 0, depths = 0, points = 0;
     json_t *c;
     size_t i;
-    json_array_foreach(json_object_get(j, "checks"), i, c)
-    if (!strcmp(json_string_value(json_object_get(c, "name")), "speed"))
+    json_array_foreach(json_object_get(j, "checks"), i,
+                       c) if (!strcmp(json_string_value(json_object_get(c, "name")), "speed"))
         depths = json_array_size(json_object_get(json_object_get(c, "data"), "depths"));
     assert_true(depths >= 2);
     assert_int_equal(sw_read_file(svg, 1 << 22, &text, &n, &e), 0);

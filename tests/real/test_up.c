@@ -705,8 +705,7 @@ static void test_fleet_refuses_unfit(void **state)
                  "    shape:\n"
                  "      ctx_size: 65536\n"
                  "      seqs: 2\n",
-                 pass == 0 ? "1MiB" : "64GiB", swl_bin("llama-server"), t.port, t.mark,
-                 g_models);
+                 pass == 0 ? "1MiB" : "64GiB", swl_bin("llama-server"), t.port, t.mark, g_models);
         swt_write_str(fleet, yaml);
         setenv("SLIPWAY_RUN_DIR", run, 1);
         struct swt_run r;

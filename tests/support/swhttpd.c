@@ -28,10 +28,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#define SWH_HEAD_MAX (64u * 1024u)
-#define SWH_BODY_MAX (64u * 1024u * 1024u)
+#define SWH_HEAD_MAX   (64u * 1024u)
+#define SWH_BODY_MAX   (64u * 1024u * 1024u)
 #define SWH_RECORD_MAX 4096u
-#define SWH_MIN(a, b) ((a) < (b) ? (a) : (b))
+#define SWH_MIN(a, b)  ((a) < (b) ? (a) : (b))
 
 struct script {
     struct swh_step *steps;
@@ -111,8 +111,7 @@ static struct route *find_route(struct swh *s, const char *method, const char *p
     return r;
 }
 
-void swh_script(struct swh *s, const char *method, const char *path,
-                const struct swh_step *steps)
+void swh_script(struct swh *s, const char *method, const char *path, const struct swh_step *steps)
 {
     size_t n = 0;
     while (steps[n].op != SWH_END)
@@ -141,20 +140,29 @@ void swh_script(struct swh *s, const char *method, const char *path,
 static const char *reason(int status)
 {
     switch (status) {
-    case 200: return "OK";
-    case 400: return "Bad Request";
-    case 401: return "Unauthorized";
-    case 403: return "Forbidden";
-    case 404: return "Not Found";
-    case 422: return "Unprocessable Entity";
-    case 500: return "Internal Server Error";
-    case 503: return "Service Unavailable";
-    default: return "Status";
+    case 200:
+        return "OK";
+    case 400:
+        return "Bad Request";
+    case 401:
+        return "Unauthorized";
+    case 403:
+        return "Forbidden";
+    case 404:
+        return "Not Found";
+    case 422:
+        return "Unprocessable Entity";
+    case 500:
+        return "Internal Server Error";
+    case 503:
+        return "Service Unavailable";
+    default:
+        return "Status";
     }
 }
 
-void swh_reply(struct swh *s, const char *method, const char *path, int status,
-               const char *ctype, const char *body)
+void swh_reply(struct swh *s, const char *method, const char *path, int status, const char *ctype,
+               const char *body)
 {
     size_t blen = body ? strlen(body) : 0;
     size_t cap = blen + 512;

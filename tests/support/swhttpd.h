@@ -27,12 +27,12 @@ struct swh;
 /* A received request (copies). */
 struct swh_request {
     char method[16];
-    char path[2048];  /* with its query string */
-    char *headers;    /* raw header lines after the request line, CRLF-separated */
+    char path[2048]; /* with its query string */
+    char *headers;   /* raw header lines after the request line, CRLF-separated */
     size_t headers_len;
-    char *body;       /* NUL-terminated copy of the body */
+    char *body; /* NUL-terminated copy of the body */
     size_t body_len;
-    unsigned conn;    /* 1-based number of the connection it came on */
+    unsigned conn; /* 1-based number of the connection it came on */
 };
 
 /* A step may call a function with the connected socket and the request; return 0 to go on,
@@ -72,11 +72,10 @@ const char *swh_url(const struct swh *s, const char *path);
 
 /* Append a script to the route (method NULL: any method). Steps end with SWH_END; data is
  * copied. */
-void swh_script(struct swh *s, const char *method, const char *path,
-                const struct swh_step *steps);
+void swh_script(struct swh *s, const char *method, const char *path, const struct swh_step *steps);
 /* A whole reply with Content-Length (keep-alive). ctype NULL: application/json. */
-void swh_reply(struct swh *s, const char *method, const char *path, int status,
-               const char *ctype, const char *body);
+void swh_reply(struct swh *s, const char *method, const char *path, int status, const char *ctype,
+               const char *body);
 /* An SSE reply, chunked: each string of events (NULL-terminated) is written as one chunk after
  * sleeping delay_ms; then the last chunk. The strings are sent as they are (include "data: "
  * and the blank line yourself). */
@@ -94,7 +93,6 @@ unsigned swh_connections(struct swh *s);
 bool swh_last_request(struct swh *s, const char *path, struct swh_request *out);
 void swh_request_free(struct swh_request *r);
 /* Value of a request header (case-insensitive) copied into out; NULL when absent. */
-const char *swh_request_header(const struct swh_request *r, const char *name, char *out,
-                               size_t n);
+const char *swh_request_header(const struct swh_request *r, const char *name, char *out, size_t n);
 
 #endif

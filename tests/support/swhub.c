@@ -25,7 +25,7 @@
 #include "swtest.h"
 
 #define NGINX "/usr/sbin/nginx"
-#define MAXF 32
+#define MAXF  32
 
 struct hubfile {
     char *name;
@@ -116,11 +116,26 @@ void swhub_require_token(struct swhub *h, const char *token)
     snprintf(h->token, sizeof(h->token), "%s", token);
 }
 
-const char *swhub_url(const struct swhub *h) { return h->url; }
-const char *swhub_dir(const struct swhub *h) { return h->dir; }
-const char *swhub_commit(const struct swhub *h) { return h->commit; }
-const char *swhub_other_commit(const struct swhub *h) { return h->other; }
-pid_t swhub_pid(const struct swhub *h) { return h->pid; }
+const char *swhub_url(const struct swhub *h)
+{
+    return h->url;
+}
+const char *swhub_dir(const struct swhub *h)
+{
+    return h->dir;
+}
+const char *swhub_commit(const struct swhub *h)
+{
+    return h->commit;
+}
+const char *swhub_other_commit(const struct swhub *h)
+{
+    return h->other;
+}
+pid_t swhub_pid(const struct swhub *h)
+{
+    return h->pid;
+}
 
 const char *swhub_sha256(const struct swhub *h, const char *name)
 {

@@ -54,9 +54,9 @@ void swhub_stop(struct swhub *h);
 /* Stop and remove everything. Accepts NULL. */
 void swhub_free(struct swhub *h);
 
-const char *swhub_url(const struct swhub *h);    /* "http://127.0.0.1:PORT" */
-const char *swhub_dir(const struct swhub *h);    /* its temporary directory */
-const char *swhub_commit(const struct swhub *h); /* the commit */
+const char *swhub_url(const struct swhub *h);          /* "http://127.0.0.1:PORT" */
+const char *swhub_dir(const struct swhub *h);          /* its temporary directory */
+const char *swhub_commit(const struct swhub *h);       /* the commit */
 const char *swhub_other_commit(const struct swhub *h); /* the commit SWHUB_MOVED announces */
 /* hex sha256 of a file's content (also the LFS etag); git blob sha1 for etag of a regular file */
 const char *swhub_sha256(const struct swhub *h, const char *name);

@@ -124,8 +124,7 @@ static int drain(int fd, char **buf, size_t *len, size_t *cap)
     return 0;
 }
 
-int swt_run(const char *const *argv, const char *stdin_text, unsigned timeout_s,
-            struct swt_run *r)
+int swt_run(const char *const *argv, const char *stdin_text, unsigned timeout_s, struct swt_run *r)
 {
     int in[2], out[2], err[2];
     memset(r, 0, sizeof(*r));

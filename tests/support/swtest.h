@@ -28,14 +28,13 @@ void swt_write(const char *path, const void *data, size_t len);
 void swt_write_str(const char *path, const char *s);
 
 struct swt_run {
-    int status;     /* exit code, or 128+signal */
-    char *out;      /* stdout, NUL-terminated; free with swt_run_free */
-    char *err;      /* stderr */
+    int status; /* exit code, or 128+signal */
+    char *out;  /* stdout, NUL-terminated; free with swt_run_free */
+    char *err;  /* stderr */
 };
 /* Run argv (argv[0] searched in PATH unless it contains '/'), with optional stdin text,
  * capturing up to 64 MiB of each stream; timeout_s kills it (status 128+9). */
-int swt_run(const char *const *argv, const char *stdin_text, unsigned timeout_s,
-            struct swt_run *r);
+int swt_run(const char *const *argv, const char *stdin_text, unsigned timeout_s, struct swt_run *r);
 /* Run the slipway binary: swt_slipway(&r, "plan", "--json", NULL). */
 int swt_slipway(struct swt_run *r, ...);
 void swt_run_free(struct swt_run *r);

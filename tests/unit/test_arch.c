@@ -260,8 +260,8 @@ static void test_errors_and_json(void **state)
     (void)state;
     assert_null(decl_rc("{\"arch\":\"llama\",\"context_length\":4096}", SW_EPARSE, &e));
     assert_non_null(strstr(e.msg, "llama.embedding_length"));
-    assert_null(decl_rc("{\"arch\":\"nosucharch\"," BASE "\"block_count\":2}", SW_EUNSUPPORTED,
-                        &e));
+    assert_null(
+        decl_rc("{\"arch\":\"nosucharch\"," BASE "\"block_count\":2}", SW_EUNSUPPORTED, &e));
     assert_non_null(strstr(e.msg, "nosucharch"));
     assert_null(decl_rc("{\"arch\":\"clip\"," BASE "\"block_count\":2}", SW_EUNSUPPORTED, &e));
     assert_null(decl_rc("{\"arch\":\"llama\"," BASE "\"block_count\":3,"
@@ -310,10 +310,10 @@ static void test_from_gguf(void **state)
     gb_kv_u32(&b, "llama.attention.head_count_kv", 2);
     gb_kv_u32(&b, "llama.vocab_size", 64);
     uint64_t ne_e[2] = {256, 64}, ne_q[2] = {256, 256}, ne_n[1] = {256};
-    gb_tensor(&b, "token_embd.weight", 2, ne_e, 0, 0);             /* 65536 B */
-    gb_tensor(&b, "blk.0.attn_q.weight", 2, ne_q, 1, 65536);       /* f16: 131072 B */
-    gb_tensor(&b, "blk.1.attn_norm.weight", 1, ne_n, 0, 196608);   /* 1024 B */
-    gb_tensor(&b, "output.weight", 2, ne_e, 0, 197632);            /* 65536 B */
+    gb_tensor(&b, "token_embd.weight", 2, ne_e, 0, 0);           /* 65536 B */
+    gb_tensor(&b, "blk.0.attn_q.weight", 2, ne_q, 1, 65536);     /* f16: 131072 B */
+    gb_tensor(&b, "blk.1.attn_norm.weight", 1, ne_n, 0, 196608); /* 1024 B */
+    gb_tensor(&b, "output.weight", 2, ne_e, 0, 197632);          /* 65536 B */
     gb_pad(&b, 32);
     gb_zeros(&b, 65536 + 131072 + 1024 + 65536);
     int rc = sw_gguf_parse_mem(b.p, b.n, "tiny.gguf", &g, &e);

@@ -396,10 +396,10 @@ static void test_hints(void **state)
      * "unknown model architecture" line is what an exit may drop from its log */
     const char *zl = swt_join(dir, "zlama.gguf");
     static const unsigned char zhdr[] = {
-        'G', 'G', 'U', 'F', 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0,
-        20,  0,   0,   0,   0, 0, 0, 0, 'g', 'e', 'n', 'e', 'r', 'a', 'l', '.', 'a', 'r', 'c', 'h',
-        'i', 't', 'e', 'c', 't', 'u', 'r', 'e', 8, 0, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0,
-        'z', 'l', 'a', 'm', 'a'};
+        'G', 'G', 'U', 'F', 3,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   1,   0,
+        0,   0,   0,   0,   0,   0,   20,  0,   0,   0,   0,   0,   0,   0,   'g', 'e', 'n', 'e',
+        'r', 'a', 'l', '.', 'a', 'r', 'c', 'h', 'i', 't', 'e', 'c', 't', 'u', 'r', 'e', 8,   0,
+        0,   0,   5,   0,   0,   0,   0,   0,   0,   0,   'z', 'l', 'a', 'm', 'a'};
     swt_write(zl, zhdr, sizeof(zhdr));
     h.payload = zl;
     parse_str(loading, &r, &st, &h);

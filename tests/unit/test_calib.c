@@ -228,8 +228,7 @@ static void test_three_extrapolate(void **state)
      * still the whole set's (the config is itself inferred) */
     char *cfg;
     size_t n;
-    assert_int_equal(sw_read_file(swt_src(PRIMARY_CFG "/config.json"), 1 << 20, &cfg, &n, NULL),
-                     0);
+    assert_int_equal(sw_read_file(swt_src(PRIMARY_CFG "/config.json"), 1 << 20, &cfg, &n, NULL), 0);
     k3 = three(klass(r, "kv=fp8 tp=2"), cfg);
     assert_true(k3->model.explained);
     assert_int_equal(k3->model.extra_bytes_lo, 64);
@@ -254,7 +253,9 @@ static void test_narrowing(void **state)
     static const struct {
         int64_t L;
         uint64_t kv;
-    } g[] = {{241664, 6000000000ull}, {131072, 3000000000ull}, {229376, 4500000000ull},
+    } g[] = {{241664, 6000000000ull},
+             {131072, 3000000000ull},
+             {229376, 4500000000ull},
              {180224, 2500000000ull}};
     for (size_t i = 0; i < sizeof(g) / sizeof(g[0]); i++) {
         struct sw_calib_kv_pred p3, p4;
@@ -284,14 +285,18 @@ static void test_contradiction(void **state)
     struct fx *f = *state;
     struct sw_err e = {0};
     /* a fifth fp8 boot at 262,144 whose pool buys far fewer tokens than the others' price */
-    json_t *shape = json_pack("{s:s,s:s,s:{s:s,s:s},s:i,s:s,s:i,s:i,s:I}", "engine", "vllm",
-                              "engine_profile", "tiered-expert-offload", "model", "name",
-                              "Qwen3.8-Flash-Next-Uncensored-FP8", "quant", "fp8", "tp", 2,
-                              "kv_dtype", "fp8", "slots", 3, "ctx", 262144, "kv_bytes",
-                              (json_int_t)7000000000);
+    json_t *shape =
+        json_pack("{s:s,s:s,s:{s:s,s:s},s:i,s:s,s:i,s:i,s:I}", "engine", "vllm", "engine_profile",
+                  "tiered-expert-offload", "model", "name", "Qwen3.8-Flash-Next-Uncensored-FP8",
+                  "quant", "fp8", "tp", 2, "kv_dtype", "fp8", "slots", 3, "ctx", 262144, "kv_bytes",
+                  (json_int_t)7000000000);
     json_t *rep = json_pack("{s:i}", "kv_cache_tokens", 700000);
-    struct sw_ledger_boot b = {.endpoint = "frank-primary", .shape = shape, .engine = "vllm",
-                               .report = rep, .source = "by hand", .duration_ms = -1};
+    struct sw_ledger_boot b = {.endpoint = "frank-primary",
+                               .shape = shape,
+                               .engine = "vllm",
+                               .report = rep,
+                               .source = "by hand",
+                               .duration_ms = -1};
     int64_t id = 0;
     assert_int_equal(sw_ledger_record_boot(&f->l, &b, &id, &e), 0);
     json_decref(shape);
@@ -434,9 +439,9 @@ static void test_small_budget(void **state)
      * by name only): the readings still cover it, with a warning that the match leaned */
     s = json_pack("{s:s,s:{s:s,s:s,s:s},s:s,s:s,s:i,s:i,s:{s:{s:s}}}", "engine", "llama.cpp",
                   "model", "name", "MiMo-V2.6-Distill-Qwen-9B-GGUF", "file",
-                  "MiMo-V2.6-Distill-Qwen-9B-Q5_K_M.gguf", "quant", "Q5_K_M",
-                  "kv_dtype_k", "f16", "kv_dtype_v", "q8_0", "ctx", 540672, "slots", 3, "flags",
-                  "mmproj", "name", "mmproj-MiMo-V2.6-Distill-Qwen-9B-f16.gguf");
+                  "MiMo-V2.6-Distill-Qwen-9B-Q5_K_M.gguf", "quant", "Q5_K_M", "kv_dtype_k", "f16",
+                  "kv_dtype_v", "q8_0", "ctx", 540672, "slots", 3, "flags", "mmproj", "name",
+                  "mmproj-MiMo-V2.6-Distill-Qwen-9B-f16.gguf");
     if (sw_calib_budget(r, s, &o, &b, &e))
         fail_msg("%s", e.msg);
     assert_true(b.dev[0].measured && b.dev[0].free_mib == 2441);
@@ -469,17 +474,21 @@ static void test_vllm_budget_two_devices(void **state)
 {
     struct fx *f = *state;
     struct sw_err e = {0};
-    json_t *shape = json_pack("{s:s,s:s,s:{s:s,s:s},s:i,s:s,s:i,s:i,s:I,s:i}", "engine", "vllm",
-                              "engine_profile", "tiered-expert-offload", "model", "name",
-                              "Qwen3.8-Flash-Next-Uncensored-FP8", "quant", "fp8", "tp", 2,
-                              "kv_dtype", "fp8", "slots", 3, "ctx", 262144, "kv_bytes",
-                              (json_int_t)6100000000, "mnbt", 2048);
+    json_t *shape =
+        json_pack("{s:s,s:s,s:{s:s,s:s},s:i,s:s,s:i,s:i,s:I,s:i}", "engine", "vllm",
+                  "engine_profile", "tiered-expert-offload", "model", "name",
+                  "Qwen3.8-Flash-Next-Uncensored-FP8", "quant", "fp8", "tp", 2, "kv_dtype", "fp8",
+                  "slots", 3, "ctx", 262144, "kv_bytes", (json_int_t)6100000000, "mnbt", 2048);
     static const char *const dev[2] = {"r9700-0", "r9700-1"};
     static const uint64_t used[2] = {30000, 30100};
     for (int i = 0; i < 2; i++) {
-        struct sw_ledger_usage u = {.endpoint = "frank-primary", .shape = shape,
-                                    .device = dev[i], .used_mib = used[i], .total_mib = 32624,
-                                    .source = "by hand", .taken_at = -1};
+        struct sw_ledger_usage u = {.endpoint = "frank-primary",
+                                    .shape = shape,
+                                    .device = dev[i],
+                                    .used_mib = used[i],
+                                    .total_mib = 32624,
+                                    .source = "by hand",
+                                    .taken_at = -1};
         assert_int_equal(sw_ledger_record_usage(&f->l, &u, NULL, &e), 0);
     }
     struct sw_calib_fit *r = fit(f, "frank-primary", NULL);
@@ -542,8 +551,7 @@ static void test_arena(void **state)
     sw_free(text);
     double c = (double)p.usable - (double)p.weights - (double)p.non_torch - (double)p.overhead +
                (double)p.adjust;
-    assert_int_equal(sw_calib_arena_check(a, c, p.reserve_per_token, (double)p.slot, &ok, NULL),
-                     0);
+    assert_int_equal(sw_calib_arena_check(a, c, p.reserve_per_token, (double)p.slot, &ok, NULL), 0);
     assert_true(ok);
     assert_true(c >= a->cap_lo && c <= a->cap_hi);
     assert_true(p.reserve_per_token >= a->reserve_lo && p.reserve_per_token <= a->reserve_hi);
@@ -553,8 +561,7 @@ static void test_arena(void **state)
     assert_int_equal(sw_profile_parse(text, n, "stated", &p, NULL), 0);
     sw_free(text);
     c = (double)p.usable - (double)p.weights - (double)p.non_torch - (double)p.overhead;
-    assert_int_equal(sw_calib_arena_check(a, c, p.reserve_per_token, (double)p.slot, &ok, NULL),
-                     0);
+    assert_int_equal(sw_calib_arena_check(a, c, p.reserve_per_token, (double)p.slot, &ok, NULL), 0);
     assert_false(ok);
     assert_non_null(strstr(a->underdetermined, "only C ="));
     sw_calib_fit_free(r);

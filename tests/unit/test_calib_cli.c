@@ -45,12 +45,13 @@ static void test_human(void **state)
     struct fx *f = *state;
     struct swt_run r;
     swt_slipway(&r, "calibrate", "frank-primary", "--ledger", f->led, "--config",
-                swt_src("tests/data/vllm/models/frank-primary-inferred"), "--predict",
-                "241664:6e9", NULL);
+                swt_src("tests/data/vllm/models/frank-primary-inferred"), "--predict", "241664:6e9",
+                NULL);
     assert_int_equal(r.status, 0);
     assert_non_null(strstr(r.out, "KV class kv=fp8 tp=2"));
     assert_non_null(strstr(r.out, "extra_attn_bytes_per_token 64..64, extra_mamba_blocks 1..1"));
-    assert_non_null(strstr(r.out, "printed 398,658 tokens, 1.99x; fit 398,658 (1.99x), residual 0"));
+    assert_non_null(
+        strstr(r.out, "printed 398,658 tokens, 1.99x; fit 398,658 (1.99x), residual 0"));
     assert_non_null(strstr(r.out, "EXTRAPOLATES across geometry"));
     assert_non_null(strstr(r.out, "expert arena"));
     assert_non_null(strstr(r.out, "fork KV terms over the 2 KV classes the config explains: "
@@ -75,8 +76,8 @@ static void test_json_exclude(void **state)
     struct fx *f = *state;
     struct swt_run r;
     /* boot 4 is the 200,704 one in the seed's order */
-    swt_slipway(&r, "calibrate", "frank-primary", "--ledger", f->led, "--exclude", "4",
-                "--predict", "200704:3150000000", "--json", NULL);
+    swt_slipway(&r, "calibrate", "frank-primary", "--ledger", f->led, "--exclude", "4", "--predict",
+                "200704:3150000000", "--json", NULL);
     assert_int_equal(r.status, 0);
     json_t *j = swt_json_out(&r);
     assert_true(json_is_true(json_object_get(j, "ok")));
@@ -99,8 +100,8 @@ static void test_svg(void **state)
     struct fx *f = *state;
     struct swt_run r;
     const char *svg = swt_join(f->dir, "calib.svg");
-    swt_slipway(&r, "calibrate", "frank-primary", "--ledger", f->led, "--exclude", "4",
-                "--predict", "200704:3150000000", "--svg", svg, NULL);
+    swt_slipway(&r, "calibrate", "frank-primary", "--ledger", f->led, "--exclude", "4", "--predict",
+                "200704:3150000000", "--svg", svg, NULL);
     assert_int_equal(r.status, 0);
     swt_run_free(&r);
     char *text = NULL;
@@ -186,12 +187,13 @@ static void test_exit_codes(void **state)
     swt_run_free(&r);
     /* a contradictory boot: exit 1 and the boot named */
     const char *doc = swt_join(f->dir, "bad.json");
-    swt_write_str(doc, "{\"boots\":[{\"endpoint\":\"frank-primary\",\"engine\":\"vllm\","
-                       "\"shape\":{\"engine\":\"vllm\",\"engine_profile\":\"tiered-expert-offload\","
-                       "\"model\":{\"name\":\"Qwen3.8-Flash-Next-Uncensored-FP8\",\"quant\":\"fp8\"},"
-                       "\"tp\":2,\"kv_dtype\":\"fp8\",\"slots\":3,\"ctx\":262144,"
-                       "\"kv_bytes\":7000000000},\"report\":{\"kv_cache_tokens\":700000},"
-                       "\"source\":\"by hand\"}]}");
+    swt_write_str(doc,
+                  "{\"boots\":[{\"endpoint\":\"frank-primary\",\"engine\":\"vllm\","
+                  "\"shape\":{\"engine\":\"vllm\",\"engine_profile\":\"tiered-expert-offload\","
+                  "\"model\":{\"name\":\"Qwen3.8-Flash-Next-Uncensored-FP8\",\"quant\":\"fp8\"},"
+                  "\"tp\":2,\"kv_dtype\":\"fp8\",\"slots\":3,\"ctx\":262144,"
+                  "\"kv_bytes\":7000000000},\"report\":{\"kv_cache_tokens\":700000},"
+                  "\"source\":\"by hand\"}]}");
     swt_slipway(&r, "ledger", "import", doc, "--ledger", f->led, NULL);
     assert_int_equal(r.status, 0);
     swt_run_free(&r);

@@ -207,10 +207,8 @@ static void test_write(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_lines),
-        cmocka_unit_test(test_ticks_across_zero),
-        cmocka_unit_test(test_bars_and_panels),
-        cmocka_unit_test(test_refused),
+        cmocka_unit_test(test_lines),           cmocka_unit_test(test_ticks_across_zero),
+        cmocka_unit_test(test_bars_and_panels), cmocka_unit_test(test_refused),
         cmocka_unit_test(test_write),
     };
     sw_core_init();

@@ -19,13 +19,14 @@ static void test_err_format(void **state)
     struct sw_err e;
     char buf[256];
     sw_err_clear(&e);
-    assert_int_equal(sw_err_at(&e, SW_EPARSE, "fleet.yaml", 14, 9, "shape.seqs must be >= 1 (got %d)",
-                               0),
-                     SW_EPARSE);
+    assert_int_equal(
+        sw_err_at(&e, SW_EPARSE, "fleet.yaml", 14, 9, "shape.seqs must be >= 1 (got %d)", 0),
+        SW_EPARSE);
     assert_string_equal(sw_err_format(&e, buf, sizeof(buf)),
                         "fleet.yaml:14:9: shape.seqs must be >= 1 (got 0)");
     sw_err_at_offset(&e, SW_ETRUNC, "m.gguf", 4096, "tensor info cut short");
-    assert_string_equal(sw_err_format(&e, buf, sizeof(buf)), "m.gguf: byte 4096: tensor info cut short");
+    assert_string_equal(sw_err_format(&e, buf, sizeof(buf)),
+                        "m.gguf: byte 4096: tensor info cut short");
     sw_err_prefix(&e, "loading %s", "frank-small");
     assert_string_equal(e.msg, "loading frank-small: tensor info cut short");
     json_t *j = sw_err_to_json(&e);
@@ -132,8 +133,8 @@ static void test_units(void **state)
                      (unsigned long long)bytes[i].want);
     }
     static const struct unit_case counts[] = {
-        {"180k", 180000, 0}, {"176Ki", 180224, 0}, {"200704", 200704, 0},
-        {"262,144", 262144, 0}, {"1M", 1000000, 0}, {"3GiB", 0, SW_EPARSE},
+        {"180k", 180000, 0},    {"176Ki", 180224, 0}, {"200704", 200704, 0},
+        {"262,144", 262144, 0}, {"1M", 1000000, 0},   {"3GiB", 0, SW_EPARSE},
     };
     for (size_t i = 0; i < SW_ARRAY_LEN(counts); i++) {
         uint64_t v = 0;
@@ -188,7 +189,10 @@ static void test_sniff(void **state)
     assert_non_null(strstr(sw_sniff(js, strlen(js), out, sizeof(out)), "JSON object"));
     assert_non_null(strstr(sw_sniff("", 0, out, sizeof(out)), "empty"));
     assert_non_null(strstr(sw_sniff("GGUF\3\0\0\0", 8, out, sizeof(out)), "GGUF"));
-    assert_non_null(strstr(sw_sniff("\x7f" "ELF\2\1\1", 7, out, sizeof(out)), "binary"));
+    assert_non_null(strstr(sw_sniff("\x7f"
+                                    "ELF\2\1\1",
+                                    7, out, sizeof(out)),
+                           "binary"));
 }
 
 static void test_json(void **state)

@@ -168,9 +168,8 @@ static void test_hfcache_layout(void **state)
 static void test_urls(void **state)
 {
     char u[512];
-    assert_int_equal(sw_hub_resolve_url("https://hf.co", "org/m", "main", "a b/c+d.json", u,
-                                        sizeof(u)),
-                     0);
+    assert_int_equal(
+        sw_hub_resolve_url("https://hf.co", "org/m", "main", "a b/c+d.json", u, sizeof(u)), 0);
     assert_string_equal(u, "https://hf.co/org/m/resolve/main/a%20b/c%2Bd.json");
     /* a revision with a slash is one path segment */
     assert_int_equal(sw_hub_resolve_url("https://hf.co", "org/m", "refs/pr/1", "x", u, sizeof(u)),
@@ -200,7 +199,7 @@ static void test_cli_refuses_token_flag(void **state)
 
 /* ---- the download engine against scripted replies (what nginx will not do) ---- */
 
-#define C40 "89abcdef0123456789abcdef0123456789abcdef"
+#define C40   "89abcdef0123456789abcdef0123456789abcdef"
 #define WPATH "/org/m/resolve/" C40 "/w.bin"
 
 static char body[4096];

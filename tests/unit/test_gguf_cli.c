@@ -237,8 +237,7 @@ static void test_synth_cli(void **state)
     assert_string_equal(json_string_value(json_object_get(j, "arch")), "gemma3");
     assert_true(json_is_null(json_object_get(j, "in")));
     assert_string_equal(json_string_value(json_object_get(j, "chat_template")), "chatml");
-    assert_int_equal(json_integer_value(json_object_get(json_object_get(j, "n_vocab"), "to")),
-                     200);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(j, "n_vocab"), "to")), 200);
     json_decref(j);
     swt_run_free(&r);
     struct sw_gguf *g = NULL;

@@ -10,7 +10,7 @@
 
 #include <slipway/ledger.h>
 
-#include "ledger/ledger_int.h"
+#include "ledger/ledger_internal.h"
 #include "swtest.h"
 
 #include <string.h>

@@ -129,18 +129,17 @@ static void test_args_flags(void **state)
     assert_true(a.no_kv_offload);
     assert_int_equal(a.n_warn, 0); /* --port and -t have no memory effect */
 
-    assert_int_equal(parse(&a, &e, "-m", "m.gguf", "-kvu", "-no-kvu", "-fa", "off", "-c", "0",
-                           NULL),
-                     0);
+    assert_int_equal(
+        parse(&a, &e, "-m", "m.gguf", "-kvu", "-no-kvu", "-fa", "off", "-c", "0", NULL), 0);
     assert_false(a.kv_unified);
     assert_true(a.kv_unified_set);
     assert_int_equal(a.flash_attn, SW_FA_OFF);
     assert_true(a.n_ctx_zero);
 
     /* speculative decoding sets the rollback depth and the outputs per sequence */
-    assert_int_equal(parse(&a, &e, "-m", "m.gguf", "--spec-type", "draft-mtp",
-                           "--spec-draft-n-max", "5", NULL),
-                     0);
+    assert_int_equal(
+        parse(&a, &e, "-m", "m.gguf", "--spec-type", "draft-mtp", "--spec-draft-n-max", "5", NULL),
+        0);
     assert_true(a.spec_rs);
     assert_int_equal(a.spec_n_max, 5);
     assert_int_equal(parse(&a, &e, "-m", "m.gguf", "--spec-type", "ngram-mod,none", NULL), 0);
@@ -153,8 +152,8 @@ static void test_args_warnings(void **state)
     struct sw_llamacpp_args a;
     struct sw_err e;
     (void)state;
-    assert_int_equal(parse(&a, &e, "-m", "m.gguf", "-ot", "exps=CPU", "--mmproj", "p.gguf",
-                           "-md", "d.gguf", NULL),
+    assert_int_equal(parse(&a, &e, "-m", "m.gguf", "-ot", "exps=CPU", "--mmproj", "p.gguf", "-md",
+                           "d.gguf", NULL),
                      0);
     assert_int_equal(a.n_warn, 3);
     assert_non_null(strstr(a.warn[0], "-ot"));
@@ -169,11 +168,11 @@ static void test_args_errors(void **state)
     struct sw_llamacpp_args a;
     struct sw_err e;
     (void)state;
-#define BAD(flagname, ...)                                                                       \
-    do {                                                                                         \
-        sw_err_clear(&e);                                                                        \
-        assert_int_equal(parse(&a, &e, __VA_ARGS__, NULL), SW_EINVAL);                           \
-        assert_non_null(strstr(e.msg, flagname));                                                \
+#define BAD(flagname, ...)                                                                         \
+    do {                                                                                           \
+        sw_err_clear(&e);                                                                          \
+        assert_int_equal(parse(&a, &e, __VA_ARGS__, NULL), SW_EINVAL);                             \
+        assert_non_null(strstr(e.msg, flagname));                                                  \
     } while (0)
     BAD("-c", "-m", "m.gguf", "-c", "abc");
     BAD("-c", "-m", "m.gguf", "-c", "-5");
@@ -308,8 +307,7 @@ static void test_recurrent_states(void **state)
     /* qwen35: 8 attention + 24 GDN layers; the KV line comes first */
     assert_int_equal(q->n_attn_layers, 8);
     assert_int_equal(q->n_recr_layers, 24);
-    assert_int_equal(plan_str(q, "-c 4096 -np 2 --spec-type draft-mtp --spec-draft-n-max 3", p,
-                              &e),
+    assert_int_equal(plan_str(q, "-c 4096 -np 2 --spec-type draft-mtp --spec-draft-n-max 3", p, &e),
                      0);
     assert_int_equal(p->report.n_kv, 1);
     assert_int_equal(p->report.kv[0].layers, 8);
@@ -361,8 +359,9 @@ static void test_mla_and_v_padding(void **state)
 static void test_refusals(void **state)
 {
     struct sw_arch *a = decl(LLAMA_SMALL);
-    struct sw_arch *x = decl("{\"arch\":\"deepseek32\",\"context_length\":4096,"
-                             "\"embedding_length\":128,\"block_count\":2,\"attention.head_count\":1}");
+    struct sw_arch *x =
+        decl("{\"arch\":\"deepseek32\",\"context_length\":4096,"
+             "\"embedding_length\":128,\"block_count\":2,\"attention.head_count\":1}");
     struct sw_llamacpp_plan *p = calloc(1, sizeof(*p));
     struct sw_err e;
     (void)state;
@@ -456,7 +455,7 @@ static void test_report_json_lines_diff(void **state)
     json_t *j = sw_llamacpp_report_to_json(&p->report);
     assert_non_null(j);
     /* exactly the fields the issue names */
-    const char *keys[] = {"n_ctx", "n_ctx_seq", "n_seq_max", "kv_unified", "kv_caches",
+    const char *keys[] = {"n_ctx",     "n_ctx_seq",   "n_seq_max",    "kv_unified",   "kv_caches",
                           "recurrent", "model_bytes", "output_bytes", "compute_bytes"};
     assert_int_equal(json_object_size(j), SW_ARRAY_LEN(keys));
     for (size_t i = 0; i < SW_ARRAY_LEN(keys); i++)
@@ -472,9 +471,10 @@ static void test_report_json_lines_diff(void **state)
     /* the printed lines parse back into the same report */
     sw_buf_init(&b, 1 << 16);
     assert_int_equal(sw_llamacpp_print_lines(&p->report, &b), 0);
-    assert_non_null(strstr(sw_buf_cstr(&b), "llama_kv_cache: size =   68.00 MiB (  2048 cells,  "
-                                            "16 layers,  2/2 seqs), K (q8_0):   34.00 MiB, V (q8_0): "
-                                            "  34.00 MiB"));
+    assert_non_null(strstr(sw_buf_cstr(&b),
+                           "llama_kv_cache: size =   68.00 MiB (  2048 cells,  "
+                           "16 layers,  2/2 seqs), K (q8_0):   34.00 MiB, V (q8_0): "
+                           "  34.00 MiB"));
     tll_parse(sw_buf_cstr(&b), &parsed);
     assert_int_equal(parsed.n_kv, 1);
     parsed.model_known = false;
@@ -540,7 +540,8 @@ static bool check_u(const json_t *o, const char *k, uint64_t got, const char *wh
     const json_t *v = json_object_get(o, k);
     if (!v)
         return true;
-    if ((uint64_t)json_integer_value(v) != got && !(json_is_boolean(v) && json_is_true(v) == (got != 0))) {
+    if ((uint64_t)json_integer_value(v) != got &&
+        !(json_is_boolean(v) && json_is_true(v) == (got != 0))) {
         fprintf(stderr, "  %s.%s: printed %lld, predicted %llu\n", what, k,
                 (long long)json_integer_value(v), (unsigned long long)got);
         return false;
@@ -601,7 +602,8 @@ static void test_bootlog_point(void **state)
     const json_t *kvs = json_object_get(x, "kv");
     if (kvs) {
         if (json_array_size(kvs) != r->n_kv) {
-            fprintf(stderr, "  %zu KV lines printed, %u predicted\n", json_array_size(kvs), r->n_kv);
+            fprintf(stderr, "  %zu KV lines printed, %u predicted\n", json_array_size(kvs),
+                    r->n_kv);
             ok = false;
         }
         for (uint32_t i = 0; i < r->n_kv && i < json_array_size(kvs); i++) {
@@ -652,13 +654,13 @@ static int cmp_str(const void *x, const void *y)
 int main(void)
 {
     static const struct CMUnitTest fixed[] = {
-        cmocka_unit_test(test_args_defaults),      cmocka_unit_test(test_args_flags),
-        cmocka_unit_test(test_args_warnings),      cmocka_unit_test(test_args_errors),
-        cmocka_unit_test(test_context_rounding),   cmocka_unit_test(test_swa_sizes),
-        cmocka_unit_test(test_recurrent_states),   cmocka_unit_test(test_mla_and_v_padding),
-        cmocka_unit_test(test_refusals),           cmocka_unit_test(test_fit_cpu),
-        cmocka_unit_test(test_gpu_budget),         cmocka_unit_test(test_report_json_lines_diff),
-        cmocka_unit_test(test_mib_precision),      cmocka_unit_test(test_alloc_failures),
+        cmocka_unit_test(test_args_defaults),    cmocka_unit_test(test_args_flags),
+        cmocka_unit_test(test_args_warnings),    cmocka_unit_test(test_args_errors),
+        cmocka_unit_test(test_context_rounding), cmocka_unit_test(test_swa_sizes),
+        cmocka_unit_test(test_recurrent_states), cmocka_unit_test(test_mla_and_v_padding),
+        cmocka_unit_test(test_refusals),         cmocka_unit_test(test_fit_cpu),
+        cmocka_unit_test(test_gpu_budget),       cmocka_unit_test(test_report_json_lines_diff),
+        cmocka_unit_test(test_mib_precision),    cmocka_unit_test(test_alloc_failures),
     };
     sw_core_init();
     int rc = cmocka_run_group_tests_name("llamacpp", fixed, NULL, NULL);

@@ -43,9 +43,8 @@ static void test_json(void **state)
 {
     struct swt_run r;
     (void)state;
-    assert_int_equal(swt_slipway(&r, "plan", "--engine", "llama.cpp", "--json", "--arch",
-                                 decl_path, "--", "llama-server", "-m", "q.gguf", "-c", "135168",
-                                 NULL),
+    assert_int_equal(swt_slipway(&r, "plan", "--engine", "llama.cpp", "--json", "--arch", decl_path,
+                                 "--", "llama-server", "-m", "q.gguf", "-c", "135168", NULL),
                      0);
     assert_int_equal(r.status, 0);
     json_t *j = swt_json_out(&r);
@@ -67,9 +66,9 @@ static void test_human_and_fit(void **state)
 {
     struct swt_run r;
     (void)state;
-    assert_int_equal(swt_slipway(&r, "plan", "--engine", "llama.cpp", "--arch", decl_path,
-                                 "--gpu", "CUDA0=24GiB", "--", "llama-server", "-m", "q.gguf",
-                                 "-c", "131072", "-np", "1", NULL),
+    assert_int_equal(swt_slipway(&r, "plan", "--engine", "llama.cpp", "--arch", decl_path, "--gpu",
+                                 "CUDA0=24GiB", "--", "llama-server", "-m", "q.gguf", "-c",
+                                 "131072", "-np", "1", NULL),
                      0);
     assert_int_equal(r.status, 0);
     assert_non_null(strstr(r.out, "llama_kv_cache: size = 4096.00 MiB (131072 cells,   8 layers,  "
@@ -129,9 +128,9 @@ static long long kv_total(const json_t *rep)
     long long t = 0;
     size_t i;
     const json_t *kv;
-    json_array_foreach(json_object_get(rep, "kv_caches"), i, kv)
-    t += json_integer_value(json_object_get(kv, "k_bytes")) +
-         json_integer_value(json_object_get(kv, "v_bytes"));
+    json_array_foreach(json_object_get(rep, "kv_caches"), i, kv) t +=
+        json_integer_value(json_object_get(kv, "k_bytes")) +
+        json_integer_value(json_object_get(kv, "v_bytes"));
     return t;
 }
 
@@ -143,52 +142,52 @@ static void test_fleet(void **state)
     struct swt_run r;
     const char *fleet = swt_join(dir, "fleet.yaml");
     (void)state;
-    swt_write_str(fleet,
-                  "version: 1\n"
-                  "hosts:\n"
-                  "  box:\n"
-                  "    transport: local\n"
-                  "    devices:\n"
-                  "      gpu0: {kind: test, vendor: nvidia, memory_total: 24576MiB}\n"
-                  "endpoints:\n"
-                  "  small:\n"
-                  "    host: box\n"
-                  "    devices: [gpu0]\n"
-                  "    engine: llama.cpp\n"
-                  "    payload: {path: /nonexistent/qwen35-9b.gguf}\n"
-                  "    shape: {ctx_size: 540672, seqs: 3, cache_type_k: f16, cache_type_v: q8_0}\n"
-                  "    arch: {arch: qwen35, vocab_size: 248320, context_length: 262144,\n"
-                  "           embedding_length: 4096, block_count: 32,\n"
-                  "           attention.head_count: 16, attention.head_count_kv: 4,\n"
-                  "           attention.key_length: 256, attention.value_length: 256,\n"
-                  "           ssm.conv_kernel: 4, ssm.inner_size: 4096, ssm.state_size: 128,\n"
-                  "           ssm.group_count: 16, ssm.time_step_rank: 32}\n"
-                  "  hf:\n"
-                  "    host: box\n"
-                  "    devices: [gpu0]\n"
-                  "    engine: llama.cpp\n"
-                  "    payload: {path: /nonexistent/other.gguf}\n"
-                  "    arch: {num_hidden_layers: 32, hidden_size: 4096, num_attention_heads: 32}\n"
-                  "  hfq:\n"
-                  "    host: box\n"
-                  "    devices: [gpu0]\n"
-                  "    engine: llama.cpp\n"
-                  "    payload: {path: /nonexistent/qwen35-9b.gguf}\n"
-                  "    shape: &s {ctx_size: 540672, seqs: 3, cache_type_k: f16, cache_type_v: q8_0}\n"
-                  "    arch: &hf {model_type: qwen3_5, num_hidden_layers: 32,\n"
-                  "           full_attention_interval: 4, num_attention_heads: 16,\n"
-                  "           num_key_value_heads: 4, head_dim: 256, hidden_size: 4096,\n"
-                  "           linear_num_key_heads: 16, linear_num_value_heads: 32,\n"
-                  "           linear_key_head_dim: 128, linear_value_head_dim: 128,\n"
-                  "           linear_conv_kernel_dim: 4, vocab_size: 248320,\n"
-                  "           max_position_embeddings: 262144}\n"
-                  "  hfcut:\n"
-                  "    host: box\n"
-                  "    devices: [gpu0]\n"
-                  "    engine: llama.cpp\n"
-                  "    payload: {path: /nonexistent/qwen35-9b.gguf}\n"
-                  "    shape: {ctx_size: 491520, seqs: 3, cache_type_k: f16, cache_type_v: q8_0}\n"
-                  "    arch: *hf\n");
+    swt_write_str(
+        fleet, "version: 1\n"
+               "hosts:\n"
+               "  box:\n"
+               "    transport: local\n"
+               "    devices:\n"
+               "      gpu0: {kind: test, vendor: nvidia, memory_total: 24576MiB}\n"
+               "endpoints:\n"
+               "  small:\n"
+               "    host: box\n"
+               "    devices: [gpu0]\n"
+               "    engine: llama.cpp\n"
+               "    payload: {path: /nonexistent/qwen35-9b.gguf}\n"
+               "    shape: {ctx_size: 540672, seqs: 3, cache_type_k: f16, cache_type_v: q8_0}\n"
+               "    arch: {arch: qwen35, vocab_size: 248320, context_length: 262144,\n"
+               "           embedding_length: 4096, block_count: 32,\n"
+               "           attention.head_count: 16, attention.head_count_kv: 4,\n"
+               "           attention.key_length: 256, attention.value_length: 256,\n"
+               "           ssm.conv_kernel: 4, ssm.inner_size: 4096, ssm.state_size: 128,\n"
+               "           ssm.group_count: 16, ssm.time_step_rank: 32}\n"
+               "  hf:\n"
+               "    host: box\n"
+               "    devices: [gpu0]\n"
+               "    engine: llama.cpp\n"
+               "    payload: {path: /nonexistent/other.gguf}\n"
+               "    arch: {num_hidden_layers: 32, hidden_size: 4096, num_attention_heads: 32}\n"
+               "  hfq:\n"
+               "    host: box\n"
+               "    devices: [gpu0]\n"
+               "    engine: llama.cpp\n"
+               "    payload: {path: /nonexistent/qwen35-9b.gguf}\n"
+               "    shape: &s {ctx_size: 540672, seqs: 3, cache_type_k: f16, cache_type_v: q8_0}\n"
+               "    arch: &hf {model_type: qwen3_5, num_hidden_layers: 32,\n"
+               "           full_attention_interval: 4, num_attention_heads: 16,\n"
+               "           num_key_value_heads: 4, head_dim: 256, hidden_size: 4096,\n"
+               "           linear_num_key_heads: 16, linear_num_value_heads: 32,\n"
+               "           linear_key_head_dim: 128, linear_value_head_dim: 128,\n"
+               "           linear_conv_kernel_dim: 4, vocab_size: 248320,\n"
+               "           max_position_embeddings: 262144}\n"
+               "  hfcut:\n"
+               "    host: box\n"
+               "    devices: [gpu0]\n"
+               "    engine: llama.cpp\n"
+               "    payload: {path: /nonexistent/qwen35-9b.gguf}\n"
+               "    shape: {ctx_size: 491520, seqs: 3, cache_type_k: f16, cache_type_v: q8_0}\n"
+               "    arch: *hf\n");
     assert_int_equal(swt_slipway(&r, "plan", fleet, "small", "--json", NULL), 0);
     if (r.status != 0)
         fprintf(stderr, "%s%s", r.out, r.err);
@@ -200,8 +199,7 @@ static void test_fleet(void **state)
     /* frank-small's deployed shape: 3 x 180224, K f16 + V q8_0 over 8 attention layers */
     assert_int_equal(json_integer_value(json_object_get(rep, "n_ctx_seq")), 180224);
     json_t *kv = json_array_get(json_object_get(rep, "kv_caches"), 0);
-    assert_int_equal(json_integer_value(json_object_get(kv, "k_bytes")),
-                     540672ll * 8 * 1024 * 2);
+    assert_int_equal(json_integer_value(json_object_get(kv, "k_bytes")), 540672ll * 8 * 1024 * 2);
     assert_int_equal(json_integer_value(json_object_get(kv, "v_bytes")),
                      540672ll * 8 * 1024 / 32 * 34);
     json_decref(j);
@@ -244,8 +242,8 @@ static void test_operator_frank_small(void **state)
     assert_int_equal(json_integer_value(json_object_get(rs, "cells")), 3);
     json_decref(rep);
     /* the human view names the device budget */
-    assert_int_equal(swt_slipway(&r, "plan", swt_src("examples/operator.yaml"), "frank-small", NULL),
-                     0);
+    assert_int_equal(
+        swt_slipway(&r, "plan", swt_src("examples/operator.yaml"), "frank-small", NULL), 0);
     assert_int_equal(r.status, 0);
     assert_non_null(strstr(r.out, "cuda-24g"));
     assert_non_null(strstr(r.out, "12936.00 MiB (180224 cells,   8 layers,  3/3 seqs)"));
@@ -259,8 +257,8 @@ static void test_operator_frank_small(void **state)
         swt_slipway(&r, "plan", swt_src("examples/operator.yaml"), "frank-small", "--json", NULL),
         0);
     json_t *j = swt_json_out(&r);
-    json_t *mb = json_object_get(json_array_get(json_object_get(j, "endpoints"), 0),
-                                 "measured_budget");
+    json_t *mb =
+        json_object_get(json_array_get(json_object_get(j, "endpoints"), 0), "measured_budget");
     assert_string_equal(json_string_value(json_object_get(mb, "fact")),
                         "non_kv_cost_with_projector");
     assert_int_equal(json_integer_value(json_object_get(mb, "non_kv_bytes")), 8859ll << 20);

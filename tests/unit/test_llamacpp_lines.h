@@ -62,8 +62,9 @@ static int tll_kv(const char *p, struct sw_llamacpp_kv *k)
     const char *s = strstr(p, "size =");
     if (!s)
         return -1;
-    if (sscanf(s, "size = %lf MiB ( %u cells, %u layers, %u/%u seqs), K (%15[^)]): %lf MiB, V "
-                  "(%15[^)]): %lf MiB",
+    if (sscanf(s,
+               "size = %lf MiB ( %u cells, %u layers, %u/%u seqs), K (%15[^)]): %lf MiB, V "
+               "(%15[^)]): %lf MiB",
                &size, &cells, &layers, &seqs, &streams, kt, &kb, vt, &vb) != 9)
         return -1;
     memset(k, 0, sizeof(*k));

@@ -75,10 +75,9 @@ static void test_post_bearer(void **state)
     struct sw_net_resp r;
     struct sw_err e;
     const char *body = "{\"model\":\"m\",\"messages\":[]}";
-    assert_int_equal(
-        sw_net_post_json(NULL, swh_url(s, "/v1/chat/completions"), body, strlen(body), &tmpl, &r,
-                         &e),
-        0);
+    assert_int_equal(sw_net_post_json(NULL, swh_url(s, "/v1/chat/completions"), body, strlen(body),
+                                      &tmpl, &r, &e),
+                     0);
     assert_int_equal(r.status, 200);
     sw_net_resp_free(&r);
     struct swh_request rq;
@@ -87,8 +86,7 @@ static void test_post_bearer(void **state)
     assert_string_equal(rq.method, "POST");
     assert_string_equal(swh_request_header(&rq, "Authorization", v, sizeof(v)),
                         "Bearer sk-secret-123");
-    assert_string_equal(swh_request_header(&rq, "Content-Type", v, sizeof(v)),
-                        "application/json");
+    assert_string_equal(swh_request_header(&rq, "Content-Type", v, sizeof(v)), "application/json");
     assert_string_equal(swh_request_header(&rq, "X-Slipway-Test", v, sizeof(v)), "yes");
     assert_null(swh_request_header(&rq, "Expect", v, sizeof(v)));
     assert_string_equal(rq.body, body);
@@ -109,9 +107,10 @@ static void test_redirect_keeps_token_home(void **state)
     struct swh *s = *state;
     char loc[512];
     /* "localhost" is another host name to curl than "127.0.0.1" */
-    snprintf(loc, sizeof(loc),
-             "HTTP/1.1 302 Found\r\nLocation: http://localhost:%d/final\r\nContent-Length: 0\r\n\r\n",
-             swh_port(s));
+    snprintf(
+        loc, sizeof(loc),
+        "HTTP/1.1 302 Found\r\nLocation: http://localhost:%d/final\r\nContent-Length: 0\r\n\r\n",
+        swh_port(s));
     struct swh_step st[] = {{.op = SWH_SEND, .data = loc}, {.op = SWH_END}};
     swh_script(s, "GET", "/start", st);
     swh_reply(s, "GET", "/final", 200, "text/plain", "landed");
@@ -173,8 +172,12 @@ static void test_timeout_first_byte(void **state)
     struct swh *s = *state;
     struct swh_step st[] = {{.op = SWH_STALL}, {.op = SWH_END}};
     swh_script(s, "POST", "/slow", st);
-    struct sw_net_req q = {.url = swh_url(s, "/slow"), .body = "{}", .body_len = 2,
-                           .first_byte_ms = 150, .idle_ms = 5000, .total_ms = 10000};
+    struct sw_net_req q = {.url = swh_url(s, "/slow"),
+                           .body = "{}",
+                           .body_len = 2,
+                           .first_byte_ms = 150,
+                           .idle_ms = 5000,
+                           .total_ms = 10000};
     struct sw_net_resp r;
     struct sw_err e;
     assert_int_equal(sw_net_request(NULL, &q, &r, &e), SW_ETIMEDOUT);
@@ -227,8 +230,12 @@ static void test_timeout_idle_midstream(void **state)
                             {.op = SWH_END}};
     swh_script(s, "POST", "/stall", st);
     struct evcount c = {0};
-    struct sw_net_req q = {.url = swh_url(s, "/stall"), .body = "{}", .body_len = 2,
-                           .first_byte_ms = 5000, .idle_ms = 150, .on_event = count_event,
+    struct sw_net_req q = {.url = swh_url(s, "/stall"),
+                           .body = "{}",
+                           .body_len = 2,
+                           .first_byte_ms = 5000,
+                           .idle_ms = 150,
+                           .on_event = count_event,
                            .ud = &c};
     struct sw_net_resp r;
     struct sw_err e;
@@ -243,12 +250,17 @@ static void test_timeout_idle_midstream(void **state)
 static void test_timeout_total(void **state)
 {
     struct swh *s = *state;
-    const char *evs[] = {"data: 1\n\n", "data: 2\n\n", "data: 3\n\n", "data: 4\n\n",
-                         "data: 5\n\n", "data: 6\n\n", "data: 7\n\n", "data: 8\n\n", NULL};
+    const char *evs[] = {"data: 1\n\n", "data: 2\n\n", "data: 3\n\n", "data: 4\n\n", "data: 5\n\n",
+                         "data: 6\n\n", "data: 7\n\n", "data: 8\n\n", NULL};
     swh_sse(s, "/drip", evs, 80);
     struct evcount c = {0};
-    struct sw_net_req q = {.url = swh_url(s, "/drip"), .body = "{}", .body_len = 2,
-                           .idle_ms = 5000, .total_ms = 250, .on_event = count_event, .ud = &c};
+    struct sw_net_req q = {.url = swh_url(s, "/drip"),
+                           .body = "{}",
+                           .body_len = 2,
+                           .idle_ms = 5000,
+                           .total_ms = 250,
+                           .on_event = count_event,
+                           .ud = &c};
     struct sw_net_resp r;
     struct sw_err e;
     assert_int_equal(sw_net_request(NULL, &q, &r, &e), SW_ETIMEDOUT);
@@ -340,13 +352,16 @@ static void test_reset_mid_event(void **state)
     /* an event stream closed cleanly but inside an event */
     static const char head_close[] = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
                                      "Connection: close\r\n\r\ndata: {\"n\":1}\n\ndata: {\"n\"";
-    struct swh_step st2[] = {{.op = SWH_SEND, .data = head_close},
-                             {.op = SWH_CLOSE},
-                             {.op = SWH_END}};
+    struct swh_step st2[] = {
+        {.op = SWH_SEND, .data = head_close}, {.op = SWH_CLOSE}, {.op = SWH_END}};
     swh_script(s, "POST", "/half", st2);
     struct evcount c = {0};
-    struct sw_net_req q = {.url = swh_url(s, "/rst"), .body = "{}", .body_len = 2,
-                           .idle_ms = 5000, .on_event = count_event, .ud = &c};
+    struct sw_net_req q = {.url = swh_url(s, "/rst"),
+                           .body = "{}",
+                           .body_len = 2,
+                           .idle_ms = 5000,
+                           .on_event = count_event,
+                           .ud = &c};
     struct sw_net_resp r;
     struct sw_err e;
     assert_int_equal(sw_net_request(NULL, &q, &r, &e), SW_ENET);
@@ -378,9 +393,14 @@ static void test_huge_line(void **state)
     swh_script(s, "POST", "/big", st);
     free(kib);
     struct evcount c = {0};
-    struct sw_net_req q = {.url = swh_url(s, "/big"), .body = "{}", .body_len = 2,
-                           .idle_ms = 5000, .total_ms = 20000, .sse_line_max = 1u << 20,
-                           .on_event = count_event, .ud = &c};
+    struct sw_net_req q = {.url = swh_url(s, "/big"),
+                           .body = "{}",
+                           .body_len = 2,
+                           .idle_ms = 5000,
+                           .total_ms = 20000,
+                           .sse_line_max = 1u << 20,
+                           .on_event = count_event,
+                           .ud = &c};
     struct sw_net_resp r;
     struct sw_err e;
     assert_int_equal(sw_net_request(NULL, &q, &r, &e), SW_ERANGE);
@@ -426,8 +446,9 @@ static void test_limits(void **state)
 static void test_503_then_200(void **state)
 {
     struct swh *s = *state;
-    swh_reply(s, "GET", "/health", 503, NULL,
-              "{\"error\":{\"code\":503,\"message\":\"Loading model\",\"type\":\"unavailable_error\"}}");
+    swh_reply(
+        s, "GET", "/health", 503, NULL,
+        "{\"error\":{\"code\":503,\"message\":\"Loading model\",\"type\":\"unavailable_error\"}}");
     swh_reply(s, "GET", "/health", 200, NULL, "{\"status\":\"ok\"}");
     struct sw_net_loop l;
     struct sw_err e;
@@ -624,8 +645,8 @@ static void test_callbacks(void **state)
     sw_net_resp_free(&r);
     /* raw body pieces with their arrival times, in order */
     struct chunks c = {.ordered = true};
-    struct sw_net_req q2 = {.url = swh_url(s, "/raw"), .method = "POST", .body = "",
-                            .on_data = on_chunk, .ud = &c};
+    struct sw_net_req q2 = {
+        .url = swh_url(s, "/raw"), .method = "POST", .body = "", .on_data = on_chunk, .ud = &c};
     assert_int_equal(sw_net_request(NULL, &q2, &r, &e), 0);
     assert_true(c.ordered);
     assert_true(c.n >= 3);

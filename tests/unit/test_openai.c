@@ -28,13 +28,20 @@
 static const char *rc_name(int rc)
 {
     switch (rc) {
-    case 0: return "ok";
-    case SW_EPARSE: return "SW_EPARSE";
-    case SW_EHTTP: return "SW_EHTTP";
-    case SW_ERANGE: return "SW_ERANGE";
-    case SW_ENOENT: return "SW_ENOENT";
-    case SW_ETRUNC: return "SW_ETRUNC";
-    default: return sw_strerror(rc);
+    case 0:
+        return "ok";
+    case SW_EPARSE:
+        return "SW_EPARSE";
+    case SW_EHTTP:
+        return "SW_EHTTP";
+    case SW_ERANGE:
+        return "SW_ERANGE";
+    case SW_ENOENT:
+        return "SW_ENOENT";
+    case SW_ETRUNC:
+        return "SW_ETRUNC";
+    default:
+        return sw_strerror(rc);
     }
 }
 
@@ -45,8 +52,7 @@ struct fold {
     int rc;
 };
 
-static void fold_split(const char *buf, size_t n, const size_t *cuts, size_t ncuts,
-                       struct fold *f)
+static void fold_split(const char *buf, size_t n, const size_t *cuts, size_t ncuts, struct fold *f)
 {
     struct sw_sse p;
     struct sw_err e;
@@ -180,8 +186,7 @@ static void check_result(const char *why, json_t *x, const struct sw_openai_resu
     char full[2048];
     sw_err_format(&r->err, full, sizeof(full));
     if (em && !strstr(full, json_string_value(em))) {
-        print_error("%s: error message \"%s\" lacks \"%s\"\n", why, full,
-                    json_string_value(em));
+        print_error("%s: error message \"%s\" lacks \"%s\"\n", why, full, json_string_value(em));
         fail();
     }
 }
@@ -422,8 +427,12 @@ static void stream_over_http(struct swh *s, const char *file, size_t piece, int 
 {
     swh_sse_file(s, "/v1/chat/completions", file, piece, 0);
     sw_openai_result_init(r, 0, 0);
-    struct sw_net_req q = {.url = swh_url(s, "/v1/chat/completions"), .body = "{}", .body_len = 2,
-                           .idle_ms = 5000, .on_event = sw_openai_on_event, .ud = r};
+    struct sw_net_req q = {.url = swh_url(s, "/v1/chat/completions"),
+                           .body = "{}",
+                           .body_len = 2,
+                           .idle_ms = 5000,
+                           .on_event = sw_openai_on_event,
+                           .ud = r};
     struct sw_err e;
     int rc = sw_net_request(NULL, &q, resp, &e);
     assert_int_equal(rc, want_rc);
@@ -523,8 +532,11 @@ static void test_http_streams(void **state)
               "size, try increasing it\",\"type\":\"exceed_context_size_error\","
               "\"n_prompt_tokens\":5000,\"n_ctx\":4096}}");
     sw_openai_result_init(&r, 0, 0);
-    struct sw_net_req q = {.url = swh_url(s, "/v1/chat/completions"), .body = "{}", .body_len = 2,
-                           .on_event = sw_openai_on_event, .ud = &r};
+    struct sw_net_req q = {.url = swh_url(s, "/v1/chat/completions"),
+                           .body = "{}",
+                           .body_len = 2,
+                           .on_event = sw_openai_on_event,
+                           .ud = &r};
     struct sw_err e;
     assert_int_equal(sw_net_request(NULL, &q, &resp, &e), 0);
     assert_int_equal(resp.status, 400);
@@ -585,24 +597,23 @@ static void test_build_request(void **state)
     assert_non_null(j);
     assert_string_equal(json_string_value(json_object_get(j, "model")), "frank-small");
     assert_true(json_is_true(json_object_get(j, "stream")));
-    assert_true(json_is_true(json_object_get(json_object_get(j, "stream_options"),
-                                             "include_usage")));
+    assert_true(
+        json_is_true(json_object_get(json_object_get(j, "stream_options"), "include_usage")));
     assert_int_equal(json_integer_value(json_object_get(j, "max_tokens")), 64);
     assert_int_equal(json_integer_value(json_object_get(j, "seed")), 42);
     assert_true(json_number_value(json_object_get(j, "temperature")) == 0.0);
     assert_null(json_object_get(j, "top_p")); /* unset stays out */
     assert_string_equal(json_string_value(json_object_get(j, "tool_choice")), "required");
-    json_t *part = json_array_get(json_object_get(json_array_get(json_object_get(j, "messages"), 1),
-                                                  "content"),
-                                  1);
+    json_t *part = json_array_get(
+        json_object_get(json_array_get(json_object_get(j, "messages"), 1), "content"), 1);
     assert_string_equal(json_string_value(json_object_get(part, "type")), "image_url");
     assert_string_equal(
         json_string_value(json_object_get(json_object_get(part, "image_url"), "detail")), "low");
     json_t *fn = json_object_get(json_array_get(json_object_get(j, "tools"), 0), "function");
     assert_string_equal(json_string_value(json_object_get(fn, "name")), "get_weather");
     assert_non_null(json_object_get(j, "grammar"));
-    assert_true(json_is_true(json_object_get(json_object_get(j, "chat_template_kwargs"),
-                                             "enable_thinking")));
+    assert_true(json_is_true(
+        json_object_get(json_object_get(j, "chat_template_kwargs"), "enable_thinking")));
     json_decref(j);
     json_decref(msgs);
     json_decref(tools);
@@ -613,9 +624,13 @@ static void test_build_request(void **state)
 static void test_base64(void **state)
 {
     /* RFC 4648 section 10 test vectors */
-    static const char *const v[][2] = {{"", ""},         {"f", "Zg=="},     {"fo", "Zm8="},
-                                      {"foo", "Zm9v"},  {"foob", "Zm9vYg=="}, {"fooba", "Zm9vYmE="},
-                                      {"foobar", "Zm9vYmFy"}};
+    static const char *const v[][2] = {{"", ""},
+                                       {"f", "Zg=="},
+                                       {"fo", "Zm8="},
+                                       {"foo", "Zm9v"},
+                                       {"foob", "Zm9vYg=="},
+                                       {"fooba", "Zm9vYmE="},
+                                       {"foobar", "Zm9vYmFy"}};
     for (size_t i = 0; i < SW_ARRAY_LEN(v); i++) {
         char *u = sw_openai_data_url("text/plain", v[i][0], strlen(v[i][0]));
         assert_non_null(u);
@@ -669,9 +684,8 @@ static void test_alloc_failures(void **state)
     char *buf = NULL;
     size_t n = 0;
     struct sw_err e;
-    assert_int_equal(sw_read_file(swt_src("tests/data/openai/tool_call_deltas.sse"), 1 << 20, &buf,
-                                  &n, &e),
-                     0);
+    assert_int_equal(
+        sw_read_file(swt_src("tests/data/openai/tool_call_deltas.sse"), 1 << 20, &buf, &n, &e), 0);
     const char *prom = "# TYPE a counter\na{x=\"1\",y=\"2\"} 3\nb 4\n";
     const char *models = "{\"data\":[{\"id\":\"m\",\"owned_by\":\"o\",\"aliases\":[\"a\",\"b\"],"
                          "\"meta\":{\"n_ctx\":4}}]}";
@@ -706,8 +720,8 @@ int main(void)
 {
     sw_core_init();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_data_cases),   cmocka_unit_test(test_http_streams),
-        cmocka_unit_test(test_build_request), cmocka_unit_test(test_base64),
+        cmocka_unit_test(test_data_cases),         cmocka_unit_test(test_http_streams),
+        cmocka_unit_test(test_build_request),      cmocka_unit_test(test_base64),
         cmocka_unit_test(test_records_and_tokens), cmocka_unit_test(test_alloc_failures),
     };
     return cmocka_run_group_tests_name("openai", tests, NULL, NULL);

@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 /* sha256("abc") and sha256("") (FIPS 180-2 test vectors). */
-#define SHA_ABC "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+#define SHA_ABC   "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
 #define SHA_EMPTY "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 
 static void test_sha256_vectors(void **state)
@@ -97,8 +97,7 @@ static void test_manifest_add_find(void **state)
     assert_int_equal(sw_payload_manifest_add(&m, "../x", 1, NULL, false, NULL, NULL, &e),
                      SW_EINVAL);
     assert_int_equal(sw_payload_manifest_add(&m, "x", 1, "zz", false, NULL, NULL, &e), SW_EINVAL);
-    assert_int_equal(sw_payload_manifest_add(&m, "x", 1, NULL, false, "abc", NULL, &e),
-                     SW_EINVAL);
+    assert_int_equal(sw_payload_manifest_add(&m, "x", 1, NULL, false, "abc", NULL, &e), SW_EINVAL);
     assert_non_null(sw_payload_manifest_find(&m, "b.safetensors"));
     assert_null(sw_payload_manifest_find(&m, "c"));
     size_t unknown;
@@ -117,9 +116,8 @@ static void test_manifest_roundtrip(void **state)
     struct sw_err e;
     sw_payload_manifest_init(&m);
     assert_int_equal(sw_payload_manifest_set(&m, "org/m", "v1.0", NULL, &e), 0);
-    assert_int_equal(sw_payload_manifest_add(&m, "z.safetensors", 123, SHA_ABC, true, NULL, NULL,
-                                             &e),
-                     0);
+    assert_int_equal(
+        sw_payload_manifest_add(&m, "z.safetensors", 123, SHA_ABC, true, NULL, NULL, &e), 0);
     assert_int_equal(sw_payload_manifest_add(&m, "config.json", 7, NULL, false,
                                              "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", NULL, &e),
                      0);
@@ -186,8 +184,7 @@ static void test_manifest_default_path(void **state)
 {
     char p[256];
     struct sw_err e;
-    assert_int_equal(sw_payload_manifest_default_path("ops/fleet.yaml", "qwen-a", p, sizeof(p),
-                                                      &e),
+    assert_int_equal(sw_payload_manifest_default_path("ops/fleet.yaml", "qwen-a", p, sizeof(p), &e),
                      0);
     assert_string_equal(p, "ops/fleet.manifests/qwen-a.json");
     assert_int_equal(sw_payload_manifest_default_path("fleet.yml", "x", p, sizeof(p), &e), 0);
@@ -272,8 +269,8 @@ static void test_verify_statuses(void **state)
 
     struct sw_verify_report r;
     struct prog pg = {0};
-    struct sw_verify_opts o = {.threads = 3, .buf_size = 4096, .progress = on_prog,
-                               .progress_ud = &pg};
+    struct sw_verify_opts o = {
+        .threads = 3, .buf_size = 4096, .progress = on_prog, .progress_ud = &pg};
     assert_int_equal(sw_payload_verify(dir, &m, &o, &r, &e), 0);
     assert_int_equal(vfind(&r, "ok.bin")->status, SW_VERIFY_OK);
     assert_true(vfind(&r, "ok.bin")->hashed);
@@ -304,9 +301,8 @@ static void test_verify_statuses(void **state)
     assert_string_equal(r.files[r.n_files - 1].path, "extra.bin");
     json_t *j = sw_verify_report_to_json(&r);
     assert_non_null(j);
-    assert_int_equal(json_integer_value(json_object_get(json_object_get(j, "counts"),
-                                                        "wrong_hash")),
-                     1);
+    assert_int_equal(
+        json_integer_value(json_object_get(json_object_get(j, "counts"), "wrong_hash")), 1);
     json_decref(j);
     sw_verify_report_free(&r);
 
@@ -549,10 +545,10 @@ static void test_cli_endpoint_draft_mmproj(void **state)
     struct swt_run r;
     mkdir(pl, 0755);
     mkdir(dr, 0755);
-    pb_gguf(swt_join(pl, "model.gguf"), "llama", (const char *const[]){"token_embd.weight"}, 1,
-            0, 0, 0, 0);
-    pb_gguf(swt_join(pl, "mmproj.gguf"), "clip", (const char *const[]){"v.patch_embd.weight"}, 1,
-            0, 0, 0, 0);
+    pb_gguf(swt_join(pl, "model.gguf"), "llama", (const char *const[]){"token_embd.weight"}, 1, 0,
+            0, 0, 0);
+    pb_gguf(swt_join(pl, "mmproj.gguf"), "clip", (const char *const[]){"v.patch_embd.weight"}, 1, 0,
+            0, 0, 0);
     swt_write_str(swt_join(dr, "config.json"), "{\"num_hidden_layers\": 2}");
     pb_st1(swt_join(dr, "model.safetensors"), "lm_head.weight", 10, 0);
     char y[4096];
@@ -571,8 +567,8 @@ static void test_cli_endpoint_draft_mmproj(void **state)
     json_t *lay = json_object_get(j, "layout");
     assert_string_equal(json_string_value(json_object_get(lay, "format")), "gguf");
     assert_true(json_is_true(json_object_get(lay, "has_projector")));
-    assert_string_equal(
-        json_string_value(json_object_get(json_object_get(j, "draft"), "format")), "safetensors");
+    assert_string_equal(json_string_value(json_object_get(json_object_get(j, "draft"), "format")),
+                        "safetensors");
     json_decref(j);
     swt_run_free(&r);
     /* the draft broken into unindexed pieces, the projector gone: both reported, exit 1 */

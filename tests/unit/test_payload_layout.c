@@ -45,9 +45,10 @@ static void check(const char *dir, const struct sw_payload_layout_opts *o,
         fail_msg("layout_check: %s", e.msg);
 }
 
-#define CONFIG "{\"architectures\":[\"LlamaForCausalLM\"],\"model_type\":\"llama\","           \
-               "\"num_hidden_layers\":2,\"hidden_size\":64,\"num_attention_heads\":2,"          \
-               "\"num_key_value_heads\":2,\"vocab_size\":128,\"intermediate_size\":128"
+#define CONFIG                                                                                     \
+    "{\"architectures\":[\"LlamaForCausalLM\"],\"model_type\":\"llama\","                          \
+    "\"num_hidden_layers\":2,\"hidden_size\":64,\"num_attention_heads\":2,"                        \
+    "\"num_key_value_heads\":2,\"vocab_size\":128,\"intermediate_size\":128"
 
 static void write_config(const char *dir, const char *extra)
 {
@@ -97,8 +98,8 @@ static void test_index_complete_and_broken(void **state)
     sw_payload_layout_free(&l);
 
     /* a shard cut short: 8 + header + data says how much */
-    size_t want = pb_st1(swt_join(dir, "model-00002-of-00002.safetensors"), "lm_head.weight", 32,
-                         -16);
+    size_t want =
+        pb_st1(swt_join(dir, "model-00002-of-00002.safetensors"), "lm_head.weight", 32, -16);
     check(dir, NULL, &l);
     is = issue(&l, SW_PAYLOAD_ISSUE_SHARD_SIZE);
     assert_non_null(is);
@@ -351,8 +352,8 @@ static void test_projector(void **state)
     pb_gguf(swt_join(dir, "mmproj-F16.gguf"), "clip",
             (const char *const[]){"v.patch_embd.weight", "mm.input_projection.weight"}, 2, 0, 0, 0,
             0);
-    struct sw_payload_layout_opts o = {.gguf = "model.gguf", .mmproj = "mmproj-F16.gguf",
-                                       .vision = true};
+    struct sw_payload_layout_opts o = {
+        .gguf = "model.gguf", .mmproj = "mmproj-F16.gguf", .vision = true};
     check(dir, &o, &l);
     dump(&l);
     assert_int_equal(l.n_issues, 0);

@@ -17,11 +17,11 @@
 #include <string.h>
 
 #define HTML403                                                                                    \
-    "<!DOCTYPE html>\n<html class=\"\" lang=\"en\">\n<head><title>403 Forbidden</title></head>\n" \
+    "<!DOCTYPE html>\n<html class=\"\" lang=\"en\">\n<head><title>403 Forbidden</title></head>\n"  \
     "<body>Access to model X is restricted.</body></html>\n"
 #define LFS                                                                                        \
     "version https://git-lfs.github.com/spec/v1\n"                                                 \
-    "oid sha256:4d7e1c6f8a4f1e9e1bb1e7c4d4f9c3b4b1d9e3e0f7a1c2b3d4e5f60718293a4b\n"               \
+    "oid sha256:4d7e1c6f8a4f1e9e1bb1e7c4d4f9c3b4b1d9e3e0f7a1c2b3d4e5f60718293a4b\n"                \
     "size 4976698672\n"
 #define JSONERR "{\"error\":\"Repository Not Found for url: https://huggingface.co/x/y.\"}"
 
@@ -174,8 +174,7 @@ static void test_gguf(void **state)
     struct sw_payload_sniff s;
     struct sw_err e;
     const char *p = swt_join(dir, "m.gguf");
-    pb_gguf(p, "llama", (const char *const[]){"token_embd.weight", "output.weight"}, 2, 0, 0, 0,
-            0);
+    pb_gguf(p, "llama", (const char *const[]){"token_embd.weight", "output.weight"}, 2, 0, 0, 0, 0);
     assert_int_equal(sw_payload_sniff_file(p, &s, &e), 0);
     assert_true(s.complete);
     char *data;
@@ -236,17 +235,15 @@ static void test_head_streaming(void **state)
     assert_int_equal(sw_payload_sniff_head("x.safetensors", b, 3, 1 << 20, &s, &e), 0);
     assert_int_equal(sw_payload_sniff_head("x.gguf", "GG", 2, 1 << 20, &s, &e), 0);
     /* an HTML page is known from its first bytes whatever comes next */
-    assert_int_equal(sw_payload_sniff_head("x.gguf", "<html><head>", 12, 0, &s, &e),
-                     SW_EMISMATCH);
+    assert_int_equal(sw_payload_sniff_head("x.gguf", "<html><head>", 12, 0, &s, &e), SW_EMISMATCH);
     assert_int_equal(s.body, SW_PAYLOAD_BODY_HTML);
     /* a JSON error body not yet whole: still an error body */
-    assert_int_equal(sw_payload_sniff_head("x.safetensors", "{\"error\": \"Unauth", 17, 300, &s,
-                                           &e),
-                     SW_EMISMATCH);
+    assert_int_equal(
+        sw_payload_sniff_head("x.safetensors", "{\"error\": \"Unauth", 17, 300, &s, &e),
+        SW_EMISMATCH);
     assert_int_equal(s.body, SW_PAYLOAD_BODY_JSON_ERROR);
     /* a .json whose first key is "error", not yet whole: judged when it is */
-    assert_int_equal(sw_payload_sniff_head("config.json", "{\"error\": 0, \"a\"", 16, 9000, &s,
-                                           &e),
+    assert_int_equal(sw_payload_sniff_head("config.json", "{\"error\": 0, \"a\"", 16, 9000, &s, &e),
                      0);
     assert_int_equal(sw_payload_sniff_head(NULL, "", 0, 0, &s, &e), 0);
 }
@@ -277,8 +274,8 @@ int main(void)
 {
     sw_core_init();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_standins),  cmocka_unit_test(test_safetensors),
-        cmocka_unit_test(test_gguf),      cmocka_unit_test(test_json),
+        cmocka_unit_test(test_standins),       cmocka_unit_test(test_safetensors),
+        cmocka_unit_test(test_gguf),           cmocka_unit_test(test_json),
         cmocka_unit_test(test_head_streaming), cmocka_unit_test(test_quote),
         cmocka_unit_test(test_ftypes),
     };

@@ -28,22 +28,30 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-enum chat_mode { CHAT_REPLAY, CHAT_DEAD, CHAT_STALL, CHAT_HUGE, CHAT_CUT, CHAT_BADUTF8,
-                 CHAT_NOTJSON, CHAT_SLOTS };
+enum chat_mode {
+    CHAT_REPLAY,
+    CHAT_DEAD,
+    CHAT_STALL,
+    CHAT_HUGE,
+    CHAT_CUT,
+    CHAT_BADUTF8,
+    CHAT_NOTJSON,
+    CHAT_SLOTS
+};
 
 struct fake {
     int health_503;
     int health_hits;
-    const char *models;      /* file under tests/data/openai */
-    const char *props;       /* file, or NULL: 404 */
-    const char *props_text;  /* literal JSON instead of a file */
-    const char *metrics;     /* file, or NULL: 501 */
+    const char *models;     /* file under tests/data/openai */
+    const char *props;      /* file, or NULL: 404 */
+    const char *props_text; /* literal JSON instead of a file */
+    const char *metrics;    /* file, or NULL: 501 */
     const char *think_stream;
     const char *tool_stream;
     const char *exceed_body;
     enum chat_mode mode;
-    int vision_sees;         /* answer the colour of an image_url PNG */
-    int slots, token_ms;     /* CHAT_SLOTS */
+    int vision_sees;     /* answer the colour of an image_url PNG */
+    int slots, token_ms; /* CHAT_SLOTS */
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int busy;
@@ -108,8 +116,9 @@ static int reply_file(int fd, int status, const char *ctype, const char *name)
     return rc;
 }
 
-static const char sse_head[] = "HTTP/1.1 200 OK\r\nServer: llama.cpp\r\n"
-                               "Content-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n";
+static const char sse_head[] =
+    "HTTP/1.1 200 OK\r\nServer: llama.cpp\r\n"
+    "Content-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n";
 
 static bool chunk(int fd, const char *p, size_t n)
 {
@@ -232,8 +241,9 @@ static int slot_stream(struct fake *f, int fd, int max_tokens)
 
 static int hostile_stream(struct fake *f, int fd)
 {
-    static const char first[] = "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\","
-                                "\"content\":\"hi\"}}]}\n\n";
+    static const char first[] =
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\","
+        "\"content\":\"hi\"}}]}\n\n";
     if (!put(fd, sse_head, sizeof(sse_head) - 1) || !chunk(fd, first, sizeof(first) - 1))
         return 1;
     switch (f->mode) {
@@ -326,8 +336,8 @@ static int handler(void *ud, int fd, const struct swh_request *rq)
         rc = reply_file(fd, 400, "application/json", f->exceed_body);
     } else if (json_is_array(content)) {
         /* an image_url part */
-        const char *url = json_string_value(json_object_get(
-            json_object_get(json_array_get(content, 1), "image_url"), "url"));
+        const char *url = json_string_value(
+            json_object_get(json_object_get(json_array_get(content, 1), "image_url"), "url"));
         size_t n = 0;
         unsigned char *png = url && strchr(url, ',') ? b64dec(strchr(url, ',') + 1, &n) : NULL;
         const char *c = png ? png_colour(png, n) : "nothing";
@@ -337,7 +347,8 @@ static int handler(void *ud, int fd, const struct swh_request *rq)
         rc = answer_text(fd, "Purple"); /* the legacy field, silently ignored */
     } else if (stream && json_object_get(j, "tools")) {
         rc = stream_file(fd, f->tool_stream);
-    } else if (stream && (json_object_get(j, "grammar") || json_object_get(j, "chat_template_kwargs"))) {
+    } else if (stream &&
+               (json_object_get(j, "grammar") || json_object_get(j, "chat_template_kwargs"))) {
         rc = stream_file(fd, f->think_stream);
     } else if (stream) {
         rc = stream_file(fd, "llama_probe_stream.sse");
@@ -375,10 +386,10 @@ static void expect(const struct sw_probe_report *r, const char *name, enum sw_pr
                    const char *evidence_has)
 {
     const struct sw_probe_result *c = find(r, name);
-    if (c->status != st || (evidence_has && !strstr(c->evidence, evidence_has) &&
-                            !strstr(c->reason, evidence_has))) {
+    if (c->status != st ||
+        (evidence_has && !strstr(c->evidence, evidence_has) && !strstr(c->reason, evidence_has))) {
         print_error("%s: expected %s with \"%s\", got %s: %s -- %s\n", name,
-                    sw_probe_status_name(st), evidence_has ? evidence_has : "", 
+                    sw_probe_status_name(st), evidence_has ? evidence_has : "",
                     sw_probe_status_name(c->status), c->evidence, c->reason);
         fail();
     }
@@ -406,7 +417,8 @@ static void test_replay_llama(void **state)
     struct fake f;
     fake_init(&f);
     struct swh *s = serve(&f);
-    struct sw_probe_target t = {.vision = -1, .model = "frank-small",
+    struct sw_probe_target t = {.vision = -1,
+                                .model = "frank-small",
                                 .only = "readiness,liveness,models,chat,stream,reasoning,"
                                         "tool_calls,vision,metrics,over_length"};
     struct sw_probe_report r;
@@ -442,11 +454,14 @@ static void test_replay_variants(void **state)
     f.tool_stream = "tool_call_bad_args.sse";
     f.metrics = NULL;
     struct swh *s = serve(&f);
-    struct sw_probe_target t = {.vision = -1, .model = "frank-small", .window = 180224,
+    struct sw_probe_target t = {.vision = -1,
+                                .model = "frank-small",
+                                .window = 180224,
                                 .only = "models,reasoning,tool_calls,metrics"};
     struct sw_probe_report r;
     run(s, &t, &r);
-    expect(&r, "models", SW_PROBE_FAIL, "clients rely on 180,224 tokens but the server reports 512");
+    expect(&r, "models", SW_PROBE_FAIL,
+           "clients rely on 180,224 tokens but the server reports 512");
     expect(&r, "reasoning", SW_PROBE_FAIL, "inline");
     expect(&r, "tool_calls", SW_PROBE_FAIL, "not a JSON object");
     expect(&r, "metrics", SW_PROBE_FAIL, "--metrics");
@@ -470,7 +485,9 @@ static void test_vllm_shapes(void **state)
     f.think_stream = "vllm_reasoning_field.sse";
     f.exceed_body = "err_vllm_context.body";
     struct swh *s = serve(&f);
-    struct sw_probe_target t = {.vision = -1, .model = "frank-primary", .slots = 3,
+    struct sw_probe_target t = {.vision = -1,
+                                .model = "frank-primary",
+                                .slots = 3,
                                 .only = "models,reasoning,metrics,over_length"};
     struct sw_probe_report r;
     run(s, &t, &r);
@@ -520,9 +537,8 @@ static void test_hostile(void **state)
         enum chat_mode mode;
         const char *has;
     } cases[] = {
-        {CHAT_STALL, "stalled"},        {CHAT_HUGE, "limit"},
-        {CHAT_CUT, "ended"},            {CHAT_BADUTF8, "invalid JSON"},
-        {CHAT_NOTJSON, "invalid JSON"},
+        {CHAT_STALL, "stalled"},        {CHAT_HUGE, "limit"},           {CHAT_CUT, "ended"},
+        {CHAT_BADUTF8, "invalid JSON"}, {CHAT_NOTJSON, "invalid JSON"},
     };
     for (size_t i = 0; i < SW_ARRAY_LEN(cases); i++) {
         struct fake f;
@@ -692,10 +708,14 @@ int main(void)
 {
     sw_core_init();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_png),          cmocka_unit_test(test_replay_llama),
-        cmocka_unit_test(test_replay_variants), cmocka_unit_test(test_vllm_shapes),
-        cmocka_unit_test(test_vision),       cmocka_unit_test(test_hostile),
-        cmocka_unit_test(test_slots),        cmocka_unit_test(test_unreachable_and_usage),
+        cmocka_unit_test(test_png),
+        cmocka_unit_test(test_replay_llama),
+        cmocka_unit_test(test_replay_variants),
+        cmocka_unit_test(test_vllm_shapes),
+        cmocka_unit_test(test_vision),
+        cmocka_unit_test(test_hostile),
+        cmocka_unit_test(test_slots),
+        cmocka_unit_test(test_unreachable_and_usage),
         cmocka_unit_test(test_cli),
     };
     return cmocka_run_group_tests_name("probe", tests, NULL, NULL);

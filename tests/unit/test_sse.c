@@ -41,8 +41,8 @@ static int on_ev(void *ud, const struct sw_sse_event *ev)
     return 0;
 }
 
-static void run_split(const char *buf, size_t n, const size_t *cuts, size_t ncuts,
-                      size_t line_max, size_t event_max, struct outcome *o)
+static void run_split(const char *buf, size_t n, const size_t *cuts, size_t ncuts, size_t line_max,
+                      size_t event_max, struct outcome *o)
 {
     struct sw_sse p;
     struct sw_err e;
@@ -93,8 +93,7 @@ static void check_outcome(const char *name, const char *how, json_t *exp, struct
         if (!json_equal(xd, gd) ||
             strcmp(type ? type : "message", json_string_value(json_object_get(g, "type"))) ||
             strcmp(id ? id : "", json_string_value(json_object_get(g, "id"))) ||
-            json_is_true(json_object_get(x, "done")) !=
-                json_is_true(json_object_get(g, "done"))) {
+            json_is_true(json_object_get(x, "done")) != json_is_true(json_object_get(g, "done"))) {
             char *got = json_dumps(g, JSON_COMPACT), *want = json_dumps(x, JSON_COMPACT);
             print_error("%s: event %zu: expected %s, got %s\n", why, i, want, got);
             free(got);
@@ -365,9 +364,9 @@ int main(void)
 {
     sw_core_init();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_data_cases),     cmocka_unit_test(test_timestamps),
-        cmocka_unit_test(test_huge_line),      cmocka_unit_test(test_stop_from_callback),
-        cmocka_unit_test(test_comments),       cmocka_unit_test(test_alloc_failures),
+        cmocka_unit_test(test_data_cases), cmocka_unit_test(test_timestamps),
+        cmocka_unit_test(test_huge_line),  cmocka_unit_test(test_stop_from_callback),
+        cmocka_unit_test(test_comments),   cmocka_unit_test(test_alloc_failures),
     };
     return cmocka_run_group_tests_name("sse", tests, NULL, NULL);
 }

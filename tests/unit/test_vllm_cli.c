@@ -69,9 +69,10 @@ static void test_bootlog_human_engine_aware(void **state)
                         "(EngineCore pid=107) INFO 07-09 02:58:11 [kv_cache_utils.py:2147] Maximum "
                         "concurrency for 131,072 tokens per request: 4.35x\n"
                         "INFO:     Application startup complete.\n");
-    swt_write_str(olog, "INFO [gpu_worker.py:440] Available KV cache memory: 10.28 GiB\n"
-                        "ERROR torch.OutOfMemoryError: HIP out of memory. Tried to allocate 10.28 "
-                        "GiB. GPU 0 has a total capacity of 31.86 GiB of which 9.46 GiB is free.\n");
+    swt_write_str(olog,
+                  "INFO [gpu_worker.py:440] Available KV cache memory: 10.28 GiB\n"
+                  "ERROR torch.OutOfMemoryError: HIP out of memory. Tried to allocate 10.28 "
+                  "GiB. GPU 0 has a total capacity of 31.86 GiB of which 9.46 GiB is free.\n");
     swt_write_str(slog, "[2026-09-30 10:00:01] max_total_num_tokens=606208, chunked_prefill_size="
                         "2048, max_prefill_tokens=16384, max_running_requests=4, "
                         "context_len=262144\n"

@@ -3,8 +3,8 @@
  * the canonical JSON writer and the "in a transaction already" record functions that the public
  * record calls and the importer share. Not a public header: src/ledger/ only.
  */
-#ifndef SLIPWAY_LEDGER_INT_H
-#define SLIPWAY_LEDGER_INT_H
+#ifndef SLIPWAY_LEDGER_INTERNAL_H
+#define SLIPWAY_LEDGER_INTERNAL_H
 
 #include <slipway/ledger.h>
 

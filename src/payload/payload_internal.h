@@ -2,8 +2,8 @@
  * payload internals shared across the files of src/payload: hex checks, the directory walk, the
  * safe-path join. Not a public API.
  */
-#ifndef SW_PAYLOAD_INT_H
-#define SW_PAYLOAD_INT_H
+#ifndef SW_PAYLOAD_INTERNAL_H
+#define SW_PAYLOAD_INTERNAL_H
 
 #include <slipway/payload.h>
 

@@ -2,8 +2,8 @@
  * Internal to src/net: what the loop (loop.c) and the transfer (xfer.c) say to each other.
  * Not part of the public API.
  */
-#ifndef SW_NET_INT_H
-#define SW_NET_INT_H
+#ifndef SW_NET_INTERNAL_H
+#define SW_NET_INTERNAL_H
 
 #include <slipway/net.h>
 

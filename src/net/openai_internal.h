@@ -2,8 +2,8 @@
  * Internal to src/net's OpenAI files: the error classifier shared by the response parser (an
  * error object inside a stream) and sw_openai_parse_error (an error body). Not public.
  */
-#ifndef SW_OPENAI_INT_H
-#define SW_OPENAI_INT_H
+#ifndef SW_OPENAI_INTERNAL_H
+#define SW_OPENAI_INTERNAL_H
 
 #include <slipway/openai.h>
 

@@ -2,8 +2,8 @@
  * calib internals shared across the files of src/calib: shape field access and the per-file entry points
  * of sw_calib_fit. Not a public API.
  */
-#ifndef SW_CALIB_INT_H
-#define SW_CALIB_INT_H
+#ifndef SW_CALIB_INTERNAL_H
+#define SW_CALIB_INTERNAL_H
 
 #include <slipway/calib.h>
 #include <slipway/ledger.h>
@@ -25,10 +25,10 @@ int sw__calib_config_text(const struct sw_calib_opts *o, char **text, char *src,
                           struct sw_err *e);
 
 /* Non-KV classes from the endpoint's usage readings (budget.c). */
-int sw__calib_nonkv_fit(struct sw_calib_fit *f, const json_t *usage,
-                        const struct sw_calib_opts *o, struct sw_err *e);
+int sw__calib_nonkv_fit(struct sw_calib_fit *f, const json_t *usage, const struct sw_calib_opts *o,
+                        struct sw_err *e);
 /* Arena from the boots that printed slots (arena.c). */
-int sw__calib_arena_fit(struct sw_calib_fit *f, const json_t *boots,
-                        const struct sw_calib_opts *o, struct sw_err *e);
+int sw__calib_arena_fit(struct sw_calib_fit *f, const json_t *boots, const struct sw_calib_opts *o,
+                        struct sw_err *e);
 
 #endif

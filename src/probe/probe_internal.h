@@ -1,8 +1,8 @@
 /*
  * Internal to src/probe: the battery's shared state and the helpers every check uses.
  */
-#ifndef SW_PROBE_INT_H
-#define SW_PROBE_INT_H
+#ifndef SW_PROBE_INTERNAL_H
+#define SW_PROBE_INTERNAL_H
 
 #include <slipway/net.h>
 #include <slipway/openai.h>
@@ -17,7 +17,7 @@ struct sw__probe {
     char base[512];          /* scheme://host:port[/prefix], no trailing slash, no /v1 */
     unsigned timeout_ms;
     enum sw__probe_engine eng;
-    char model[256]; /* sent as "model"; "" leaves it out */
+    char model[256];  /* sent as "model"; "" leaves it out */
     int64_t window;   /* the window clients rely on (given, else reported) */
     int64_t reported; /* the window the server reports, 0 unknown */
     int slots;
@@ -25,7 +25,7 @@ struct sw__probe {
     int tmpl_tools; /* llama-server /props chat_template_caps.supports_tools: 1, 0, -1 unknown */
     int tmpl_think; /* its chat template has a reasoning block (<think>...): 1, 0, -1 unknown */
     double bytes_per_token; /* of filler prompts, as the endpoint counted them; 0 unknown */
-    bool unreachable; /* readiness found nothing listening: later checks are skipped */
+    bool unreachable;       /* readiness found nothing listening: later checks are skipped */
     char unreachable_why[256];
 };
 
@@ -41,8 +41,7 @@ json_t *sw__probe_chat(struct sw__probe *p, const char *user, int max_tokens, bo
  * parsed as a whole reply when the status is 200. on_event (may be NULL) sees each event first
  * and may stop the stream (return non-zero). Returns the transport rc. */
 int sw__probe_post(struct sw__probe *p, json_t *body, struct sw_openai_result *res,
-                   struct sw_net_resp *resp, sw_sse_event_fn on_event, void *ud,
-                   unsigned total_ms);
+                   struct sw_net_resp *resp, sw_sse_event_fn on_event, void *ud, unsigned total_ms);
 /* A prompt of roughly `tokens` tokens: filler words and numbers, with a nonce up front so no
  * prefix cache can serve it, sized with the bytes-per-token the endpoint's tokenizer showed so
  * far (4 until measured). `tail` (may be NULL) is appended. sw_free it; *len gets its length. */
