@@ -731,8 +731,11 @@ int sw_llamacpp_plan(const struct sw_arch *arch, const struct sw_llamacpp_args *
     if (rc)
         return rc;
     n_ctx_param = w.n_ctx_param;
-    if (args->fit && (rc = fit_context(&w, &n_ctx_param)))
-        return rc;
+    if (args->fit) {
+        rc = fit_context(&w, &n_ctx_param);
+        if (rc)
+            return rc;
+    }
     rc = predict(&w, n_ctx_param);
     if (rc)
         return rc;

@@ -369,6 +369,23 @@ static int get_f64(struct rd *r, const char *key, double *out)
 }
 
 /* get_key_or_arr(key, uint32_t&): an array counts as absent (llama_model_loader returns false). */
+/* Reads several keys in order; the first error wins. */
+struct u32_key {
+    const char *key;
+    uint32_t *out;
+    bool required;
+};
+
+static int get_u32_all(struct rd *r, const struct u32_key *k, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        int rc = get_u32(r, k[i].key, k[i].out, k[i].required, NULL);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
 static int get_u32_scalar_only(struct rd *r, const char *key, uint32_t *out, bool *found)
 {
     size_t len;
@@ -576,10 +593,12 @@ static int read_recurrent(struct rd *r, const struct arch_rule *ar, struct hp *h
 {
     int rc;
     if (ar->rd & RD_SSM4) {
-        rc = get_u32(r, "ssm.conv_kernel", &h->d_conv, true, NULL);
-        if (rc || (rc = get_u32(r, "ssm.inner_size", &h->d_inner, true, NULL)) ||
-            (rc = get_u32(r, "ssm.state_size", &h->d_state, true, NULL)) ||
-            (rc = get_u32(r, "ssm.time_step_rank", &h->dt_rank, true, NULL)))
+        const struct u32_key k[] = {{"ssm.conv_kernel", &h->d_conv, true},
+                                    {"ssm.inner_size", &h->d_inner, true},
+                                    {"ssm.state_size", &h->d_state, true},
+                                    {"ssm.time_step_rank", &h->dt_rank, true}};
+        rc = get_u32_all(r, k, SW_ARRAY_LEN(k));
+        if (rc)
             return rc;
     }
     if (ar->rd & RD_SSM_GROUP) {
@@ -589,8 +608,10 @@ static int read_recurrent(struct rd *r, const struct arch_rule *ar, struct hp *h
     }
     if (ar->rd & RD_WKV) {
         h->token_shift = 2;
-        rc = get_u32(r, "wkv.head_size", &h->wkv, true, NULL);
-        if (rc || (rc = get_u32(r, "token_shift_count", &h->token_shift, false, NULL)))
+        const struct u32_key k[] = {{"wkv.head_size", &h->wkv, true},
+                                    {"token_shift_count", &h->token_shift, false}};
+        rc = get_u32_all(r, k, SW_ARRAY_LEN(k));
+        if (rc)
             return rc;
     }
     if (ar->rd & RD_SHORTCONV) {
@@ -599,17 +620,21 @@ static int read_recurrent(struct rd *r, const struct arch_rule *ar, struct hp *h
             return rc;
     }
     if (ar->rd & RD_KDA) {
-        rc = get_u32(r, "ssm.conv_kernel", &h->d_conv, true, NULL);
-        if (rc || (rc = get_u32(r, "kda.head_dim", &h->kda, true, NULL)))
+        const struct u32_key k[] = {{"ssm.conv_kernel", &h->d_conv, true},
+                                    {"kda.head_dim", &h->kda, true}};
+        rc = get_u32_all(r, k, SW_ARRAY_LEN(k));
+        if (rc)
             return rc;
     }
     if (ar->rd & RD_LA)
         h->la = h->hk_full; /* minimax-01: n_embd_head_la = n_embd_head_k_full */
     if (ar->rd & RD_MLA) {
-        rc = get_u32(r, "attention.key_length_mla", &h->hk_mla, false, NULL);
-        if (rc || (rc = get_u32(r, "attention.value_length_mla", &h->hv_mla, false, NULL)) ||
-            (rc = get_u32(r, "attention.kv_lora_rank", &h->n_lora_kv, false, NULL)) ||
-            (rc = get_u32(r, "attention.q_lora_rank", &h->n_lora_q, false, NULL)))
+        const struct u32_key k[] = {{"attention.key_length_mla", &h->hk_mla, false},
+                                    {"attention.value_length_mla", &h->hv_mla, false},
+                                    {"attention.kv_lora_rank", &h->n_lora_kv, false},
+                                    {"attention.q_lora_rank", &h->n_lora_q, false}};
+        rc = get_u32_all(r, k, SW_ARRAY_LEN(k));
+        if (rc)
             return rc;
     }
     return 0;
@@ -822,8 +847,10 @@ static int read_special(struct rd *r, const struct arch_rule *ar, struct hp *h)
         h->kv_from_start = (int32_t)(h->n_layer_all - shared);
     }
     if (ar->sp & SP_SWA_DIMS_REQ) {
-        rc = get_u32(r, "attention.key_length_swa", &h->hk_swa, true, NULL);
-        if (rc || (rc = get_u32(r, "attention.value_length_swa", &h->hv_swa, true, NULL)))
+        const struct u32_key k[] = {{"attention.key_length_swa", &h->hk_swa, true},
+                                    {"attention.value_length_swa", &h->hv_swa, true}};
+        rc = get_u32_all(r, k, SW_ARRAY_LEN(k));
+        if (rc)
             return rc;
     }
     if (ar->sp & SP_ROUTER_LAYER) {

@@ -132,16 +132,17 @@ int sw_arch_from_json(const json_t *decl, const char *where, struct sw_arch **ou
             rc = sw_err_set(e, SW_EPARSE, "%s: \"weights\" must be an object", where);
             goto out;
         }
-        rc = weight_field(w, "embd", &x->embd, where, e);
-        if (rc || (rc = weight_field(w, "output", &x->output, where, e)) ||
-            (rc = weight_field(w, "attn", &x->attn, where, e)) ||
-            (rc = weight_field(w, "ffn", &x->ffn, where, e)) ||
-            (rc = weight_field(w, "experts", &x->experts, where, e)) ||
-            (rc = weight_field(w, "ssm", &x->ssm, where, e)) ||
-            (rc = weight_field(w, "norm", &x->norm, where, e)) ||
-            (rc = weight_field(w, "other", &x->other, where, e)) ||
-            (rc = weight_field(w, "mapped", &x->mapped, where, e)))
-            goto out;
+        const struct {
+            const char *key;
+            uint64_t *out;
+        } f[] = {{"embd", &x->embd}, {"output", &x->output},   {"attn", &x->attn},
+                 {"ffn", &x->ffn},   {"experts", &x->experts}, {"ssm", &x->ssm},
+                 {"norm", &x->norm}, {"other", &x->other},     {"mapped", &x->mapped}};
+        for (size_t i = 0; i < SW_ARRAY_LEN(f); i++) {
+            rc = weight_field(w, f[i].key, f[i].out, where, e);
+            if (rc)
+                goto out;
+        }
         uint64_t total = 0;
         rc = weight_field(w, "total", &total, where, e);
         if (rc)
