@@ -157,8 +157,8 @@ struct sw_fetch_opts {
     bool progress;         /* draw a progress bar (on a terminal) */
     bool stop_on_signal;   /* SIGINT/SIGTERM while transferring cancel the transfers (their
                              .incomplete kept, resumable; SW_EINTR) instead of killing us */
-    bool allow_unverified; /* accept files nothing can verify (dest mode only: in the HF
-                              cache a blob is named by its hash, so such a file fails) */
+    bool allow_unverified; /* accept files nothing can verify (in the HF cache their blob is
+                              named by the sha256 of the bytes received) */
     sw_fetch_file_fn on_file;
     void *ud;
 };

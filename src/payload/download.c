@@ -26,7 +26,9 @@
  *
  * A file the manifest has no sha256 or git oid for (the Hub's ETag was neither) is "unverified":
  * its size and kind are all that can be checked. Unless the caller allows it, its bytes are kept
- * in the .incomplete and not renamed into place, and the fetch fails. An ETag never names a file.
+ * in the .incomplete and not renamed into place, and the fetch fails. An ETag never names a file:
+ * in the HF cache such a file is fetched to blobs/unverified-<sha256 of commit and path>
+ * .incomplete and, accepted, renamed to blobs/<sha256 of its bytes>.
  *
  * What it does not do: retry (running again resumes), follow a moving branch (the URLs carry the
  * manifest's commit), hold locks against another process fetching the same blob.
@@ -289,13 +291,25 @@ static int target_of(struct fetch *ft, const struct sw_payload_file *f, char *ou
     int w;
     if (ft->cache_mode) {
         const char *blob = sw_hfcache_blob_name(f);
-        if (!blob)
-            return sw_err_set(e, SW_EMISMATCH,
-                              "%s is unverified: the Hub gave no sha256 (X-Linked-Etag) or git "
-                              "oid (ETag) for it, so it has no blob name in the HF cache (an "
-                              "ETag is never used as a file name); fetch it with --dest DIR "
-                              "--allow-unverified to accept bytes nothing can check",
-                              f->path);
+        char key[80];
+        if (!blob) {
+            /* no hash to name its blob (an ETag never names a file): a name of our own, from
+             * the commit and the path, until the bytes are in and their sha256 names it */
+            unsigned char d[32];
+            unsigned dl = 32;
+            char hx[65];
+            struct sw_buf b;
+            sw_buf_init(&b, 2 * SW_PAYLOAD_MAX_PATH);
+            int brc = sw_buf_printf(&b, "slipway-unverified\n%s\n%s", ft->m->commit, f->path);
+            if (!brc && EVP_Digest(sw_buf_cstr(&b), b.len, d, &dl, EVP_sha256(), NULL) != 1)
+                brc = SW_ENOMEM;
+            sw_buf_free(&b);
+            if (brc)
+                return sw_err_set(e, SW_ENOMEM, "out of memory");
+            tohex(d, 32, hx);
+            snprintf(key, sizeof(key), "unverified-%s", hx);
+            blob = key;
+        }
         w = snprintf(out, n, "%s/blobs/%s", ft->repo_dir, blob);
     } else {
         w = snprintf(out, n, "%s/%s", ft->o->dest, f->path);
@@ -591,13 +605,20 @@ static void complete(struct job *j)
         fail_job(j, SW_EIO, "fsync %s: %s", j->tmp, strerror(errno));
         return;
     }
+    const char *blob = sw_hfcache_blob_name(f);
+    if (ft->cache_mode && !blob) {
+        /* accepted unverified: its blob is named by the sha256 of the bytes received */
+        blob = r->sha256;
+        char *bn = strrchr(r->target, '/'); /* blobs/unverified-<64 hex>: longer than the hash */
+        memcpy(bn + 1, blob, SW_PAYLOAD_SHA256_HEX + 1);
+    }
     if (renameat(j->dfd, base_of(j->tmp), j->dfd, base_of(r->target)) != 0) {
         fail_job(j, SW_EIO, "rename %s: %s", r->target, strerror(errno));
         return;
     }
     if (ft->cache_mode) {
         struct sw_err le;
-        if (sw_hfcache_link(ft->repo_dir, ft->m->commit, f->path, sw_hfcache_blob_name(f), &le)) {
+        if (sw_hfcache_link(ft->repo_dir, ft->m->commit, f->path, blob, &le)) {
             fail_job(j, le.code, "%s", le.msg);
             return;
         }
@@ -783,9 +804,44 @@ static int inspect(struct fetch *ft, struct sw_fetch_result *r, bool *there, str
 
 struct cand {
     size_t i;
-    char path[PATH_MAX]; /* where the bytes are */
-    bool from_cache;     /* an HF cache blob to link into dest */
+    char path[PATH_MAX];                  /* where the bytes are */
+    bool from_cache;                      /* an HF cache blob to link into dest */
+    char want[SW_PAYLOAD_SHA256_HEX + 1]; /* the sha256 they must have: the manifest's, or for an
+                                             unverified blob the one that names it */
 };
+
+/* The blob an unverified file's snapshot link names when it is the link this file writes,
+ * "<one ../ per level>../../blobs/<64 hex>" (the sha256 of the bytes it was given): 0 with hex,
+ * else SW_ENOENT. The link is read, never followed. */
+static int snapshot_blob(struct fetch *ft, const struct sw_payload_file *f,
+                         char hex[SW_PAYLOAD_SHA256_HEX + 1])
+{
+    char rel[PATH_MAX], want[PATH_MAX], have[PATH_MAX];
+    int dfd;
+    const char *base;
+    struct sw_err e;
+    int w = snprintf(rel, sizeof(rel), "snapshots/%s/%s", ft->m->commit, f->path);
+    if (w < 0 || (size_t)w >= sizeof(rel) ||
+        sw__nf_parent(ft->repo_dir, rel, false, &dfd, &base, &e))
+        return SW_ENOENT;
+    ssize_t n = readlinkat(dfd, base, have, sizeof(have) - 1);
+    close(dfd);
+    if (n < 0)
+        return SW_ENOENT;
+    have[n] = '\0';
+    size_t off = 0;
+    want[0] = '\0';
+    for (const char *p = f->path; *p && off < sizeof(want) - 4; p++)
+        if (*p == '/')
+            off += (size_t)snprintf(want + off, sizeof(want) - off, "../");
+    snprintf(want + off, sizeof(want) - off, "../../blobs/");
+    size_t wl = strlen(want);
+    if (strncmp(have, want, wl) != 0 || strlen(have + wl) != SW_PAYLOAD_SHA256_HEX ||
+        strspn(have + wl, "0123456789abcdef") != SW_PAYLOAD_SHA256_HEX)
+        return SW_ENOENT;
+    memcpy(hex, have + wl, SW_PAYLOAD_SHA256_HEX + 1);
+    return 0;
+}
 
 int sw_fetch_run(const struct sw_payload_manifest *m, const struct sw_fetch_opts *o,
                  struct sw_fetch_report *out, struct sw_err *e)
@@ -872,7 +928,24 @@ int sw_fetch_run(const struct sw_payload_manifest *m, const struct sw_fetch_opts
         if (there) {
             cand[ncand].i = i;
             snprintf(cand[ncand].path, sizeof(cand[ncand].path), "%s", r->target);
+            snprintf(cand[ncand].want, sizeof(cand[ncand].want), "%s", f->sha256);
             ncand++;
+            continue;
+        }
+        char hx[SW_PAYLOAD_SHA256_HEX + 1];
+        if (ft.cache_mode && r->unverified && snapshot_blob(&ft, f, hx) == 0) {
+            /* fetched (and accepted) before: its blob is named by the sha256 of its bytes */
+            char bp[PATH_MAX];
+            struct sw_err be;
+            int bw = snprintf(bp, sizeof(bp), "%s/blobs/%s", ft.repo_dir, hx);
+            if (bw > 0 && (size_t)bw < sizeof(bp) &&
+                nf_lstat(ft.repo_dir, bp + strlen(ft.repo_dir) + 1, bp, &st, &be) == 0 &&
+                S_ISREG(st.st_mode) && (!f->size_known || (uint64_t)st.st_size == f->size)) {
+                cand[ncand].i = i;
+                snprintf(cand[ncand].path, sizeof(cand[ncand].path), "%s", bp);
+                snprintf(cand[ncand].want, sizeof(cand[ncand].want), "%s", hx);
+                ncand++;
+            }
             continue;
         }
         const char *blob = sw_hfcache_blob_name(f);
@@ -887,6 +960,7 @@ int sw_fetch_run(const struct sw_payload_manifest *m, const struct sw_fetch_opts
                 cand[ncand].i = i;
                 cand[ncand].from_cache = true;
                 snprintf(cand[ncand].path, sizeof(cand[ncand].path), "%s", bp);
+                snprintf(cand[ncand].want, sizeof(cand[ncand].want), "%s", f->sha256);
                 ncand++;
             }
         }
@@ -910,7 +984,7 @@ int sw_fetch_run(const struct sw_payload_manifest *m, const struct sw_fetch_opts
         for (size_t c = 0; c < ncand; c++) {
             const struct sw_payload_file *f = &m->files[cand[c].i];
             struct stat st;
-            if (f->sha256[0] && stat(cand[c].path, &st) == 0 &&
+            if (cand[c].want[0] && stat(cand[c].path, &st) == 0 &&
                 (!f->size_known || (uint64_t)st.st_size == f->size)) {
                 paths[np] = cand[c].path; /* absolute: root "" */
                 which[np++] = c;
@@ -930,10 +1004,10 @@ int sw_fetch_run(const struct sw_payload_manifest *m, const struct sw_fetch_opts
                 k++;
             if (k < np && hashed) {
                 snprintf(got, sizeof(got), "%s", sha[k]);
-                ok = !strcmp(got, f->sha256);
+                ok = !strcmp(got, cand[c].want);
                 if (!ok)
-                    snprintf(why, sizeof(why), "%s hashes to sha256 %s, the manifest says %s",
-                             cand[c].path, got, f->sha256);
+                    snprintf(why, sizeof(why), "%s hashes to sha256 %s, %s %s", cand[c].path, got,
+                             f->sha256[0] ? "the manifest says" : "its name says", cand[c].want);
             } else {
                 struct sw_err ce;
                 if (check_file(cand[c].path, f, &ok, got, why, sizeof(why), &ce)) {
@@ -955,8 +1029,14 @@ int sw_fetch_run(const struct sw_payload_manifest *m, const struct sw_fetch_opts
                     snprintf(r->msg, sizeof(r->msg), "found in the HF cache (%s)", cand[c].path);
                 } else {
                     r->state = SW_FETCH_PRESENT;
+                    if (!f->sha256[0] && cand[c].want[0]) /* an unverified file's blob */
+                        snprintf(r->target, sizeof(r->target), "%s", cand[c].path);
                 }
-                if (r->unverified)
+                if (r->unverified && cand[c].want[0])
+                    snprintf(r->msg, sizeof(r->msg),
+                             "unverified: accepted before (--allow-unverified); its bytes still "
+                             "hash to the name of its blob");
+                else if (r->unverified)
                     snprintf(r->msg, sizeof(r->msg),
                              "unverified: no sha256 or git oid to check it against, only its "
                              "size");
@@ -1092,8 +1172,9 @@ int sw_fetch_run(const struct sw_payload_manifest *m, const struct sw_fetch_opts
         if (ft.cache_mode && !o->dry_run &&
             (r->state == SW_FETCH_PRESENT || r->state == SW_FETCH_LINKED)) {
             struct sw_err le;
+            const char *blob = sw_hfcache_blob_name(r->file);
             if (sw_hfcache_link(ft.repo_dir, m->commit, r->file->path,
-                                sw_hfcache_blob_name(r->file), &le)) {
+                                blob ? blob : base_of(r->target), &le)) {
                 r->state = SW_FETCH_FAILED;
                 r->rc = le.code;
                 snprintf(r->msg, sizeof(r->msg), "%s", le.msg);
@@ -1127,7 +1208,7 @@ int sw_fetch_run(const struct sw_payload_manifest *m, const struct sw_fetch_opts
                         out->unverified > 1 ? ", ..." : "", out->unverified == 1 ? "it" : "them",
                         out->unverified == 1 ? "it" : "them");
     }
-    if (all_ok && ft.cache_mode && !o->dry_run && m->revision &&
+    if (!rc && all_ok && ft.cache_mode && !o->dry_run && m->revision &&
         strcmp(m->revision, m->commit) != 0) {
         rc = sw_hfcache_write_ref(ft.repo_dir, m->revision, m->commit, e);
     }

@@ -11,7 +11,8 @@
  *  - ETags that cannot verify anything: an S3-style "<md5>-3" and one with path characters
  *    ("../../escaped/x"). The file is "unverified" per file and in the summary, the exit is
  *    non-zero unless --allow-unverified (then 0, still reported unverified), nothing is put in
- *    place without it, and no ETag ever becomes a file name.
+ *    place without it, and no ETag ever becomes a file name: in the HF cache the accepted blob
+ *    is named by the sha256 of the bytes received (and checked against that name later).
  *
  * Bounded: every slipway run has swt_run's timeout; files are at most 1 MiB. Skips when nginx is
  * absent.
@@ -347,6 +348,15 @@ static void test_linked_subdirectory(void **state)
 
 /* ---- defect 5: an ETag that verifies nothing ------------------------------------------------ */
 
+/* GETs that reached the CDN so far */
+static int count_gets(const char *log)
+{
+    int n = 0;
+    for (const char *q = strstr(log, "GET /cdn/"); q; q = strstr(q + 1, "GET /cdn/"))
+        n++;
+    return n;
+}
+
 static void test_opaque_etag(void **state)
 {
     (void)state;
@@ -395,15 +405,63 @@ static void test_opaque_etag(void **state)
     assert_int_not_equal(r.status, 0);
     must_say(&r, "unverified");
     swt_run_free(&r);
-    /* the HF cache names blobs by their hash: without one, there is no blob to write */
-    fetch(&r, "--json", "--allow-unverified", NULL, NULL);
+    /* the HF cache: not accepted by default either; the bytes wait in an .incomplete named
+     * after the commit and path (never after the ETag) */
+    char snap[4600], want[200];
+    snprintf(snap, sizeof(snap), "%s/snapshots/%s/%s", c->repo_dir, COMMIT, SHARD);
+    fetch(&r, "--json", NULL, NULL, NULL);
     assert_int_not_equal(r.status, 0);
     j = swt_json_out(&r);
     assert_int_equal(json_integer_value(json_object_get(j, "unverified")), 1);
     assert_true(json_is_true(json_object_get(file_entry(j, SHARD), "unverified")));
     json_decref(j);
-    must_say(&r, "--dest");
     swt_run_free(&r);
+    assert_false(lexists(snap));
+    char *log = swhub_log_text(c->hub);
+    int gets = count_gets(log);
+    free(log);
+    /* accepted: the blob is named by the sha256 of the bytes received, without fetching again */
+    fetch(&r, "--json", "--allow-unverified", NULL, NULL);
+    if (r.status != 0)
+        print_error("%s\n%s\n", r.out, r.err);
+    assert_int_equal(r.status, 0);
+    j = swt_json_out(&r);
+    assert_int_equal(json_integer_value(json_object_get(j, "unverified")), 1);
+    assert_true(json_is_false(json_object_get(j, "verified")));
+    assert_true(json_is_true(json_object_get(file_entry(j, SHARD), "unverified")));
+    json_decref(j);
+    swt_run_free(&r);
+    log = swhub_log_text(c->hub);
+    assert_int_equal(count_gets(log), gets);
+    free(log);
+    char l[4600];
+    ssize_t n = readlink(snap, l, sizeof(l) - 1);
+    assert_true(n > 0);
+    l[n] = '\0';
+    snprintf(want, sizeof(want), "../../blobs/%s", swhub_sha256(c->hub, SHARD));
+    assert_string_equal(l, want);
+    assert_true(file_is(snap, c->shard, c->shard_n));
+    assert_int_equal(entries(path2(c->repo_dir, "blobs")), 3); /* no .incomplete left */
+    /* present next time (its bytes hash to its name), still unverified */
+    fetch(&r, "--allow-unverified", NULL, NULL, NULL);
+    assert_int_equal(r.status, 0);
+    must_say(&r, "present");
+    must_say(&r, "unverified");
+    swt_run_free(&r);
+    fetch(&r, NULL, NULL, NULL, NULL);
+    assert_int_not_equal(r.status, 0);
+    must_say(&r, "unverified");
+    swt_run_free(&r);
+    /* a blob whose bytes no longer hash to its name is removed and fetched again */
+    unsigned char *other = make_st(c->shard_n, 12345u);
+    char bp[4700];
+    snprintf(bp, sizeof(bp), "%s/blobs/%s", c->repo_dir, swhub_sha256(c->hub, SHARD));
+    swt_write(bp, other, c->shard_n);
+    free(other);
+    fetch(&r, "--allow-unverified", NULL, NULL, NULL);
+    assert_int_equal(r.status, 0);
+    swt_run_free(&r);
+    assert_true(file_is(snap, c->shard, c->shard_n));
     hub_free(c);
 }
 
@@ -431,6 +489,12 @@ static void test_etag_with_path(void **state)
     assert_true(json_is_true(json_object_get(file_entry(j, SHARD), "unverified")));
     json_decref(j);
     swt_run_free(&r);
+    fetch(&r, "--allow-unverified", NULL, NULL, NULL);
+    assert_int_equal(r.status, 0);
+    swt_run_free(&r);
+    char snap[4600];
+    snprintf(snap, sizeof(snap), "%s/snapshots/%s/%s", c->repo_dir, COMMIT, SHARD);
+    assert_true(file_is(snap, c->shard, c->shard_n));
     /* --dest, accepted on request */
     fetch(&r, "--dest", c->dest, "--allow-unverified", "--json");
     assert_int_equal(r.status, 0);
