@@ -14,6 +14,7 @@
  *    snapshots/<commit>/<path> -> ../../blobs/<etag>, refs/<revision>), so that what another
  *    tool downloaded is reused (after hashing it) and what slipway downloads is theirs too.
  *  - download (payload/download.c): several files at once on one net loop (libcurl multi),
+ *    no symbolic link followed below the destination (payload/nofollow.c),
  *    each written to <target>.incomplete while its sha256 is computed from the bytes as they
  *    arrive, resumed with Range after a cut (a server that answers 200 to a Range restarts the
  *    file from byte 0, and says so), renamed into place only when size and hash match. Free disk
@@ -100,10 +101,12 @@ int sw_hfcache_repo_dir(const char *cache, const char *repo, char *out, size_t n
 /* The name of a file's blob: its sha256 (LFS) or git blob sha1; NULL when neither is known. */
 const char *sw_hfcache_blob_name(const struct sw_payload_file *f);
 /* snapshots/<commit>/<path> -> ../../blobs/<blob> (with one more ../ per directory level),
- * creating directories; an existing link is replaced. */
+ * creating directories; an existing link is replaced (renamed over, never followed). No link
+ * below repo_dir is followed: a linked directory on the way is SW_EINVAL naming it. blob must be
+ * lowercase hex (a hash: never an ETag as such), commit 40 hex, path sw_payload_path_ok. */
 int sw_hfcache_link(const char *repo_dir, const char *commit, const char *path, const char *blob,
                     struct sw_err *e);
-/* refs/<revision> := commit (atomically). */
+/* refs/<revision> := commit (atomically; no link below repo_dir followed). */
 int sw_hfcache_write_ref(const char *repo_dir, const char *revision, const char *commit,
                          struct sw_err *e);
 /* The commit refs/<revision> names: 0, or SW_ENOENT. */
@@ -132,6 +135,9 @@ struct sw_fetch_result {
     uint64_t had;       /* bytes of a .incomplete found at start (resumed from) */
     uint64_t fetched;   /* bytes received */
     bool range_ignored; /* the server answered 200 to a Range: restarted from 0 */
+    bool unverified;    /* no sha256 or git oid to check it against (the Hub's ETag was
+                           neither): only its size and kind are known good. Not put in place
+                           (FAILED, its bytes kept in the .incomplete) unless allowed */
     char sha256[SW_PAYLOAD_SHA256_HEX + 1]; /* of the bytes hashed: those in place, or for a
                                                mismatch those received ("" when not hashed) */
     int rc;                                 /* 0 or SW_E* for FAILED */
@@ -142,15 +148,17 @@ struct sw_fetch_result {
 typedef void (*sw_fetch_file_fn)(void *ud, const struct sw_fetch_result *r);
 
 struct sw_fetch_opts {
-    const char *endpoint; /* NULL: sw_hub_endpoint() */
-    const char *token;    /* NULL or "": anonymous */
-    const char *dest;     /* a plain directory (files at dest/<path>); NULL: the HF cache */
-    const char *cache;    /* the HF cache root; NULL: sw_hfcache_dir() */
-    unsigned parallel;    /* files at once; 0: 4 */
-    bool dry_run;         /* decide what would be fetched (hashing what is present), fetch none */
-    bool progress;        /* draw a progress bar (on a terminal) */
-    bool stop_on_signal;  /* SIGINT/SIGTERM while transferring cancel the transfers (their
+    const char *endpoint;  /* NULL: sw_hub_endpoint() */
+    const char *token;     /* NULL or "": anonymous */
+    const char *dest;      /* a plain directory (files at dest/<path>); NULL: the HF cache */
+    const char *cache;     /* the HF cache root; NULL: sw_hfcache_dir() */
+    unsigned parallel;     /* files at once; 0: 4 */
+    bool dry_run;          /* decide what would be fetched (hashing what is present), fetch none */
+    bool progress;         /* draw a progress bar (on a terminal) */
+    bool stop_on_signal;   /* SIGINT/SIGTERM while transferring cancel the transfers (their
                              .incomplete kept, resumable; SW_EINTR) instead of killing us */
+    bool allow_unverified; /* accept files nothing can verify (in the HF cache their blob is
+                              named by the sha256 of the bytes received) */
     sw_fetch_file_fn on_file;
     void *ud;
 };
@@ -159,11 +167,13 @@ struct sw_fetch_report {
     struct sw_fetch_result *files; /* one per manifest file, in manifest order */
     size_t n_files;
     size_t count[SW_FETCH__N];
-    uint64_t bytes_total;   /* the payload's size */
-    uint64_t bytes_needed;  /* what had to be fetched at start */
-    uint64_t bytes_fetched; /* received */
-    uint64_t disk_free;     /* free bytes where the files go, at start */
-    char dir[4096];         /* the payload directory: dest, or the snapshot of the commit */
+    uint64_t bytes_total;    /* the payload's size */
+    uint64_t bytes_needed;   /* what had to be fetched at start */
+    uint64_t bytes_fetched;  /* received */
+    uint64_t disk_free;      /* free bytes where the files go, at start */
+    size_t unverified;       /* files with no hash to check (sw_fetch_result.unverified) */
+    bool unverified_allowed; /* the caller accepted them (sw_fetch_opts.allow_unverified) */
+    char dir[4096];          /* the payload directory: dest, or the snapshot of the commit */
     double seconds;
 };
 
@@ -171,7 +181,10 @@ struct sw_fetch_report {
  * Fetch every file of m (which must carry repo and commit; sizes and hashes from the Hub or a
  * manifest file). Returns 0 when every file is in place and verified (or, with dry_run, the plan
  * was made), SW_EMISMATCH / SW_EHTTP / SW_ENET / SW_EIO ... for the first failure while
- * *out says per file; SW_EIO before any transfer when the disk lacks the space.
+ * *out says per file; SW_EIO before any transfer when the disk lacks the space; SW_EMISMATCH
+ * when a file is unverified and allow_unverified is not set.
+ * Nothing below the destination (dest, or the cache's models--org--name) is reached through a
+ * symbolic link: a link met there fails its file (SW_EINVAL, naming the link).
  * Free with sw_fetch_report_free.
  */
 int sw_fetch_run(const struct sw_payload_manifest *m, const struct sw_fetch_opts *o,

@@ -2,7 +2,8 @@
  * slipway fetch ENDPOINT|DIR --verify-only [--fleet FLEET.yaml] [--manifest FILE] [--json]
  *                                          [--threads N] [--hash-all] [--write-manifest FILE]
  * slipway fetch ENDPOINT|REPO [FLEET.yaml] [--revision R] [--include GLOB]... [--dest DIR]
- *               [--dry-run] [--jobs N] [--manifest FILE] [--write-manifest FILE] [--json|--quiet]
+ *               [--dry-run] [--jobs N] [--manifest FILE] [--write-manifest FILE]
+ *               [--allow-unverified] [--json|--quiet]
  *
  * The payload of an endpoint (or a directory): what is on disk checked against its manifest
  * (sizes, sha256 re-hashed in parallel), every file's body sniffed (an HTML page, a git-lfs
@@ -53,6 +54,7 @@ struct opts {
     size_t n_include;
     bool dry_run;
     bool quiet;
+    bool allow_unverified;
     unsigned jobs;
 };
 
@@ -83,7 +85,7 @@ static void usage(FILE *f)
         "\n"
         "usage: slipway fetch ENDPOINT|REPO [FLEET.yaml] [--revision R] [--include GLOB]...\n"
         "                    [--dest DIR] [--dry-run] [--jobs N] [--manifest FILE]\n"
-        "                    [--write-manifest FILE] [--json | --quiet]\n"
+        "                    [--write-manifest FILE] [--allow-unverified] [--json | --quiet]\n"
         "\n"
         "Download a payload from the Hub (HF_ENDPOINT, default https://huggingface.co): sizes and\n"
         "sha256 from the Hub's headers (or the manifest kept beside the fleet), several files at\n"
@@ -96,6 +98,8 @@ static void usage(FILE *f)
         "--dry-run      say what would be fetched (files present are hashed), fetch nothing\n"
         "--jobs         files downloaded at once (default 4)\n"
         "--quiet        no progress; one line per file: STATE<TAB>PATH<TAB>SIZE<TAB>SHA256\n"
+        "--allow-unverified  accept a file the Hub gives no sha256 or git oid for (only its\n"
+        "               size and kind can be checked; reported \"unverified\"; --dest only)\n"
         "The token: HF_TOKEN, or a token file (HF_TOKEN_PATH, HF_HOME/token,\n"
         "~/.cache/huggingface/token) that only you can read. Never on the command line.\n"
         "Exit: 0 all ok, 1 a problem found, 2 unusable input.\n",
@@ -131,6 +135,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
             o->dry_run = true;
         } else if (sw_cli_is(a, "--quiet", "-q")) {
             o->quiet = true;
+        } else if (sw_cli_is(a, "--allow-unverified", NULL)) {
+            o->allow_unverified = true;
         } else if (sw_cli_is(a, "--include", NULL)) {
             if (i + 1 >= argc)
                 return sw_cli_usage("fetch", "--include needs a glob");
@@ -775,6 +781,8 @@ static void print_download(const struct sw_payload_manifest *m, const struct sw_
             printf("  (resumed from %s)", sw_fmt_bytes(f->had, b, sizeof(b)));
         else if (f->had && f->state == SW_FETCH_PLANNED)
             printf("  (%s already there: would resume)", sw_fmt_bytes(f->had, b, sizeof(b)));
+        if (f->unverified)
+            printf("  UNVERIFIED");
         if (f->msg[0] && f->state != SW_FETCH_FAILED)
             printf("  [%s]", f->msg);
         printf("\n");
@@ -790,6 +798,11 @@ static void print_download(const struct sw_payload_manifest *m, const struct sw_
         printf("; fetched %s in %.2f s (%.1f MB/s)", sw_fmt_bytes(r->bytes_fetched, a, sizeof(a)),
                r->seconds, r->seconds > 0 ? (double)r->bytes_fetched / r->seconds / 1e6 : 0.0);
     printf("\n");
+    if (r->unverified)
+        printf("%zu unverified: no sha256 or git oid from the Hub to check %s against, only size "
+               "and kind%s\n",
+               r->unverified, r->unverified == 1 ? "it" : "them",
+               r->unverified_allowed ? " (accepted: --allow-unverified)" : "");
 }
 
 static int run_download(const struct opts *o)
@@ -849,6 +862,7 @@ static int run_download(const struct opts *o)
                                .dry_run = o->dry_run,
                                .progress = !o->json && !o->quiet,
                                .stop_on_signal = true,
+                               .allow_unverified = o->allow_unverified,
                                .on_file = o->quiet ? quiet_line : NULL};
     rc = sw_fetch_run(&m, &fo, &rep, &e);
     sw_fetch_redact(e.msg, tok.value);
@@ -880,6 +894,8 @@ static int run_download(const struct opts *o)
             for (size_t i = 0; i < rep.n_files; i++)
                 if (rep.files[i].state == SW_FETCH_FAILED)
                     fprintf(stderr, "slipway: fetch failed: %s\n", rep.files[i].msg);
+        if (!o->json && !rep.count[SW_FETCH_FAILED])
+            fprintf(stderr, "slipway: fetch failed: %s\n", e.msg); /* unverified, in place */
         exit_code =
             sw_cli_exit_for(rc) == SW_EXIT_USAGE && rc != SW_EIO ? SW_EXIT_USAGE : SW_EXIT_FAIL;
         if (rep.count[SW_FETCH_FAILED])

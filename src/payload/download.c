@@ -18,6 +18,18 @@
  * delivers, SHA-256 (hundreds of MB/s per core with SHA-NI) is not the bottleneck; re-hashing
  * files already present is, and it runs in parallel through sw_payload_hash_files.
  *
+ * Nothing is reached through a symbolic link below the root (dest, or the cache's
+ * models--org--name): directories are walked with O_NOFOLLOW from the root's descriptor
+ * (payload/nofollow.c), the .incomplete is opened with O_NOFOLLOW relative to its directory's
+ * descriptor, renamed and removed relative to it, and a link met on the way is refused with its
+ * path (the file fails; nothing outside is read, appended to or removed).
+ *
+ * A file the manifest has no sha256 or git oid for (the Hub's ETag was neither) is "unverified":
+ * its size and kind are all that can be checked. Unless the caller allows it, its bytes are kept
+ * in the .incomplete and not renamed into place, and the fetch fails. An ETag never names a file:
+ * in the HF cache such a file is fetched to blobs/unverified-<sha256 of commit and path>
+ * .incomplete and, accepted, renamed to blobs/<sha256 of its bytes>.
+ *
  * What it does not do: retry (running again resumes), follow a moving branch (the URLs carry the
  * manifest's commit), hold locks against another process fetching the same blob.
  */
@@ -36,6 +48,8 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include "payload/payload_internal.h"
+
 static const char *const state_names[SW_FETCH__N] = {"pending",    "present", "linked",
                                                      "downloaded", "planned", "failed"};
 
@@ -48,6 +62,7 @@ struct fetch;
 
 struct job {
     struct fetch *ft;
+    int dfd; /* the directory of the .incomplete and the target, opened without links */
     struct sw_fetch_result *res;
     const struct sw_payload_file *f;
     char tmp[PATH_MAX + 16];
@@ -77,6 +92,8 @@ struct fetch {
     struct job **queue;
     size_t nq, next, running, parallel;
     char repo_dir[PATH_MAX];
+    const char *root; /* dest, or repo_dir: nothing below it is reached through a link */
+    size_t root_len;
     bool cache_mode;
     const char *ep;
     const char *tok;
@@ -94,6 +111,50 @@ static void tohex(const unsigned char *d, unsigned n, char *out)
         out[2 * i + 1] = h[d[i] & 15];
     }
     out[2 * n] = '\0';
+}
+
+/* A hash to check the bytes against: without one a file can only be unverified. */
+static bool has_hash(const struct sw_payload_file *f)
+{
+    return f->sha256[0] || (f->git_oid && f->git_oid[0]);
+}
+
+/* path (root/rel) relative to the fetch's root */
+static const char *rel_of(const struct fetch *ft, const char *path)
+{
+    return path + ft->root_len + 1;
+}
+
+static const char *base_of(const char *path)
+{
+    const char *s = strrchr(path, '/');
+    return s ? s + 1 : path;
+}
+
+/* lstat of root/rel, no link followed below root (path names it in messages). */
+static int nf_lstat(const char *root, const char *rel, const char *path, struct stat *st,
+                    struct sw_err *e)
+{
+    int dfd;
+    const char *base;
+    int rc = sw__nf_parent(root, rel, false, &dfd, &base, e);
+    if (rc)
+        return rc;
+    rc = sw__nf_stat(dfd, base, path, st, e);
+    close(dfd);
+    return rc;
+}
+
+/* Remove path (under the root) when it is there, through no link. */
+static void unlink_under(struct fetch *ft, const char *path)
+{
+    int dfd;
+    const char *base;
+    struct sw_err ue;
+    if (sw__nf_parent(ft->root, rel_of(ft, path), false, &dfd, &base, &ue))
+        return;
+    unlinkat(dfd, base, 0);
+    close(dfd);
 }
 
 static void redact(struct fetch *ft, char *s)
@@ -170,7 +231,7 @@ static int check_file(const char *path, const struct sw_payload_file *f, bool *o
 {
     *ok = false;
     sha_out[0] = '\0';
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)
         return sw_err_set(e, SW_EIO, "%s: %s", path, strerror(errno));
     struct stat st;
@@ -230,11 +291,25 @@ static int target_of(struct fetch *ft, const struct sw_payload_file *f, char *ou
     int w;
     if (ft->cache_mode) {
         const char *blob = sw_hfcache_blob_name(f);
-        if (!blob)
-            return sw_err_set(e, SW_EINVAL,
-                              "%s: no hash known, so it has no blob name in the HF cache "
-                              "(use --dest DIR)",
-                              f->path);
+        char key[80];
+        if (!blob) {
+            /* no hash to name its blob (an ETag never names a file): a name of our own, from
+             * the commit and the path, until the bytes are in and their sha256 names it */
+            unsigned char d[32];
+            unsigned dl = 32;
+            char hx[65];
+            struct sw_buf b;
+            sw_buf_init(&b, 2 * SW_PAYLOAD_MAX_PATH);
+            int brc = sw_buf_printf(&b, "slipway-unverified\n%s\n%s", ft->m->commit, f->path);
+            if (!brc && EVP_Digest(sw_buf_cstr(&b), b.len, d, &dl, EVP_sha256(), NULL) != 1)
+                brc = SW_ENOMEM;
+            sw_buf_free(&b);
+            if (brc)
+                return sw_err_set(e, SW_ENOMEM, "out of memory");
+            tohex(d, 32, hx);
+            snprintf(key, sizeof(key), "unverified-%s", hx);
+            blob = key;
+        }
         w = snprintf(out, n, "%s/blobs/%s", ft->repo_dir, blob);
     } else {
         w = snprintf(out, n, "%s/%s", ft->o->dest, f->path);
@@ -244,37 +319,32 @@ static int target_of(struct fetch *ft, const struct sw_payload_file *f, char *ou
     return 0;
 }
 
-static int mkparent(const char *path, struct sw_err *e)
+/* A blob from the HF cache into dest (to, under the root): a hard link when both are on one file
+ * system, else a copy through a temporary file renamed into place; no link followed below the
+ * root. */
+static int link_or_copy(struct fetch *ft, const char *from, const char *to, struct sw_err *e)
 {
-    char d[PATH_MAX];
-    snprintf(d, sizeof(d), "%s", path);
-    char *s = strrchr(d, '/');
-    if (!s || s == d)
-        return 0;
-    *s = '\0';
-    return sw_mkdir_p(d, 0755, e);
-}
-
-/* A blob from the HF cache into dest: a hard link when both are on one file system, else a copy
- * through a temporary file renamed into place. */
-static int link_or_copy(const char *from, const char *to, struct sw_err *e)
-{
-    int rc = mkparent(to, e);
+    int dfd = -1, in = -1, out = -1;
+    const char *base;
+    char tmp[NAME_MAX + 1] = "";
+    char *buf = NULL;
+    int rc = sw__nf_parent(ft->root, rel_of(ft, to), true, &dfd, &base, e);
     if (rc)
         return rc;
-    char tmp[PATH_MAX + 32];
-    snprintf(tmp, sizeof(tmp), "%s.slipway-copy", to);
-    unlink(tmp);
-    if (link(from, tmp) == 0) {
-        if (rename(tmp, to) != 0) {
-            unlink(tmp);
-            return sw_err_set(e, SW_EIO, "rename %s: %s", to, strerror(errno));
-        }
-        return 0;
+    if (strlen(base) + sizeof(".slipway-copy") > sizeof(tmp)) {
+        rc = sw_err_set(e, SW_ERANGE, "%s: file name too long", to);
+        goto out;
     }
-    int in = open(from, O_RDONLY | O_CLOEXEC);
-    int out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    char *buf = sw_malloc(SW_PAYLOAD_READ_BUF);
+    snprintf(tmp, sizeof(tmp), "%s.slipway-copy", base);
+    unlinkat(dfd, tmp, 0);
+    if (linkat(AT_FDCWD, from, dfd, tmp, 0) == 0) {
+        if (renameat(dfd, tmp, dfd, base) != 0)
+            rc = sw_err_set(e, SW_EIO, "rename %s: %s", to, strerror(errno));
+        goto out;
+    }
+    in = open(from, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    out = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    buf = sw_malloc(SW_PAYLOAD_READ_BUF);
     if (in < 0 || out < 0 || !buf) {
         rc = sw_err_set(e, SW_EIO, "copy %s: %s", from, strerror(errno));
         goto out;
@@ -294,13 +364,13 @@ static int link_or_copy(const char *from, const char *to, struct sw_err *e)
             if (k < 0 && errno == EINTR)
                 continue;
             if (k < 0) {
-                rc = sw_err_set(e, SW_EIO, "write %s: %s", tmp, strerror(errno));
+                rc = sw_err_set(e, SW_EIO, "write %s.slipway-copy: %s", to, strerror(errno));
                 goto out;
             }
             w += k;
         }
     }
-    if (fsync(out) != 0 || rename(tmp, to) != 0)
+    if (fsync(out) != 0 || renameat(dfd, tmp, dfd, base) != 0)
         rc = sw_err_set(e, SW_EIO, "%s: %s", to, strerror(errno));
 out:
     sw_free(buf);
@@ -308,8 +378,9 @@ out:
         close(in);
     if (out >= 0)
         close(out);
-    if (rc)
-        unlink(tmp);
+    if (rc && tmp[0])
+        unlinkat(dfd, tmp, 0);
+    close(dfd);
     return rc;
 }
 
@@ -462,6 +533,23 @@ static int on_data(void *ud, struct sw_net_xfer *x, const char *p, size_t n, uin
 
 static void start_more(struct fetch *ft);
 
+/* The .incomplete removed, relative to its directory (never through a link). */
+static void unlink_tmp(struct job *j)
+{
+    if (j->dfd >= 0)
+        unlinkat(j->dfd, base_of(j->tmp), 0);
+}
+
+static void job_close(struct job *j)
+{
+    if (j->fd >= 0)
+        close(j->fd);
+    if (j->dfd >= 0)
+        close(j->dfd);
+    j->fd = j->dfd = -1;
+    hashes_free(j);
+}
+
 /* Size and hash judged; rename into place, or say why not. */
 static void complete(struct job *j)
 {
@@ -473,7 +561,7 @@ static void complete(struct job *j)
     EVP_DigestFinal_ex(j->sha256, d, &dl);
     tohex(d, 32, r->sha256);
     if (f->sha256[0] && strcmp(r->sha256, f->sha256) != 0) {
-        unlink(j->tmp);
+        unlink_tmp(j);
         fail_job(j, SW_EMISMATCH,
                  "sha256 mismatch for %s: the Hub announces %s, the %llu bytes received hash "
                  "to %s; removed (run again to fetch it anew)",
@@ -486,7 +574,7 @@ static void complete(struct job *j)
         EVP_DigestFinal_ex(j->sha1, d, &dl);
         tohex(d, 20, oid);
         if (strcasecmp(oid, f->git_oid) != 0) {
-            unlink(j->tmp);
+            unlink_tmp(j);
             fail_job(j, SW_EMISMATCH,
                      "git blob hash mismatch for %s: the Hub announces %s, the bytes hash to "
                      "%s; removed",
@@ -499,22 +587,38 @@ static void complete(struct job *j)
         struct sw_payload_sniff sn;
         struct sw_err se;
         if (sw_payload_sniff_file(j->tmp, &sn, &se) == SW_EMISMATCH) {
-            unlink(j->tmp);
+            unlink_tmp(j);
             fail_job(j, SW_EMISMATCH, "%s: %s; removed", f->path, sn.msg);
             return;
         }
+    }
+    if (!has_hash(f) && !ft->o->allow_unverified) {
+        fail_job(j, SW_EMISMATCH,
+                 "%s is unverified: the Hub gave no sha256 (X-Linked-Etag) or git oid (ETag) to "
+                 "check its %llu bytes against, only their size and kind; they are kept in %s, "
+                 "not put in place. Run again with --allow-unverified to accept them (or pin "
+                 "its sha256 in a manifest)",
+                 f->path, (unsigned long long)j->offset, j->tmp);
+        return;
     }
     if (fsync(j->fd) != 0) {
         fail_job(j, SW_EIO, "fsync %s: %s", j->tmp, strerror(errno));
         return;
     }
-    if (rename(j->tmp, r->target) != 0) {
+    const char *blob = sw_hfcache_blob_name(f);
+    if (ft->cache_mode && !blob) {
+        /* accepted unverified: its blob is named by the sha256 of the bytes received */
+        blob = r->sha256;
+        char *bn = strrchr(r->target, '/'); /* blobs/unverified-<64 hex>: longer than the hash */
+        memcpy(bn + 1, blob, SW_PAYLOAD_SHA256_HEX + 1);
+    }
+    if (renameat(j->dfd, base_of(j->tmp), j->dfd, base_of(r->target)) != 0) {
         fail_job(j, SW_EIO, "rename %s: %s", r->target, strerror(errno));
         return;
     }
     if (ft->cache_mode) {
         struct sw_err le;
-        if (sw_hfcache_link(ft->repo_dir, ft->m->commit, f->path, sw_hfcache_blob_name(f), &le)) {
+        if (sw_hfcache_link(ft->repo_dir, ft->m->commit, f->path, blob, &le)) {
             fail_job(j, le.code, "%s", le.msg);
             return;
         }
@@ -536,11 +640,11 @@ static void on_done(void *ud, struct sw_net_xfer *x)
     sw_net_redact_url(j->url, url, sizeof(url));
     if (j->abort_rc) {
         if (j->bad_bytes || j->offset == 0)
-            unlink(j->tmp);
+            unlink_tmp(j);
         fail_job(j, j->abort_rc, "%s", j->abort_msg);
     } else if (x->resp.rc && x->resp.fail == SW_NET_CANCELLED && ft->interrupted) {
         if (j->offset == 0)
-            unlink(j->tmp);
+            unlink_tmp(j);
         fail_job(j, SW_EINTR, "%s: interrupted (%s) after %llu of %llu bytes%s%s%s", f->path,
                  strsignal(ft->interrupted), (unsigned long long)j->offset,
                  (unsigned long long)f->size, j->offset ? "; kept in " : "",
@@ -550,9 +654,9 @@ static void on_done(void *ud, struct sw_net_xfer *x)
         sw_payload_quote(x->resp.body.data ? x->resp.body.data : "", x->resp.body.len, 120, sn,
                          sizeof(sn));
         if (x->resp.status == 416)
-            unlink(j->tmp); /* our partial is not a prefix the server recognises: start over */
+            unlink_tmp(j); /* our partial is not a prefix the server recognises: start over */
         else if (j->offset == 0)
-            unlink(j->tmp);
+            unlink_tmp(j);
         fail_job(j, SW_EHTTP, "%s: %s (from %s)%s%s", f->path, x->resp.err.msg,
                  x->resp.err.where[0] ? x->resp.err.where : url,
                  j->offset ? "; the bytes received before are kept: run again to resume" : "",
@@ -573,9 +677,7 @@ static void on_done(void *ud, struct sw_net_xfer *x)
     } else {
         complete(j);
     }
-    close(j->fd);
-    j->fd = -1;
-    hashes_free(j);
+    job_close(j);
     if (r->state == SW_FETCH_FAILED)
         sw_log(SW_LOG_INFO, "%s", r->msg);
     finished(ft, j);
@@ -588,24 +690,32 @@ static void begin(struct fetch *ft, struct job *j)
     struct sw_err e;
     sw_err_clear(&e);
     const struct sw_payload_file *f = j->f;
-    int rc = mkparent(j->tmp, &e);
+    const char *base;
+    int rc = sw__nf_parent(ft->root, rel_of(ft, j->tmp), true, &j->dfd, &base, &e);
     if (rc) {
         fail_job(j, rc, "%s", e.msg);
         finished(ft, j);
         return;
     }
-    j->fd = open(j->tmp, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    j->fd = openat(j->dfd, base, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (j->fd < 0) {
-        fail_job(j, SW_EIO, "%s: %s", j->tmp, strerror(errno));
-        finished(ft, j);
-        return;
+        if (errno == ELOOP) {
+            rc = sw__nf_refuse_link(j->dfd, base, j->tmp, &e);
+            fail_job(j, rc, "%s", e.msg);
+        } else {
+            fail_job(j, SW_EIO, "%s: %s", j->tmp, strerror(errno));
+        }
+        goto fail;
     }
     if (hashes_init(j)) {
         fail_job(j, SW_ENOMEM, "out of memory");
         goto fail;
     }
     struct stat st;
-    fstat(j->fd, &st);
+    if (fstat(j->fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        fail_job(j, SW_EIO, "%s: not a regular file", j->tmp);
+        goto fail;
+    }
     j->offset = (uint64_t)st.st_size;
     if (j->offset && hash_fd(j->fd, j->offset, j->sha256, j->sha1, &e, j->tmp)) {
         fail_job(j, e.code, "%s", e.msg);
@@ -614,9 +724,7 @@ static void begin(struct fetch *ft, struct job *j)
     j->res->had = j->offset;
     if (f->size_known && j->offset == f->size) {
         complete(j); /* a previous run got every byte and stopped before the rename */
-        close(j->fd);
-        j->fd = -1;
-        hashes_free(j);
+        job_close(j);
         finished(ft, j);
         return;
     }
@@ -645,9 +753,7 @@ static void begin(struct fetch *ft, struct job *j)
     ft->running++;
     return;
 fail:
-    close(j->fd);
-    j->fd = -1;
-    hashes_free(j);
+    job_close(j);
     finished(ft, j);
 }
 
@@ -670,11 +776,72 @@ static void start_more(struct fetch *ft)
 
 /* ------------------------------------------------------------------------------------------- */
 
+/* What is at r's target, looked at through no link below the root: *there when a regular file
+ * is, r->had the size of a regular .incomplete. A link at either or on the way, or something
+ * that is not a regular file, is an error naming it. A missing directory is no file. */
+static int inspect(struct fetch *ft, struct sw_fetch_result *r, bool *there, struct sw_err *e)
+{
+    char tmp[sizeof(r->target) + 16];
+    struct stat st;
+    *there = false;
+    r->had = 0;
+    int rc = nf_lstat(ft->root, rel_of(ft, r->target), r->target, &st, e);
+    if (rc == 0 && !S_ISREG(st.st_mode))
+        return sw_err_set(e, SW_EIO, "%s is not a regular file", r->target);
+    if (rc && rc != SW_ENOENT)
+        return rc;
+    *there = rc == 0;
+    snprintf(tmp, sizeof(tmp), "%s.incomplete", r->target);
+    rc = nf_lstat(ft->root, rel_of(ft, tmp), tmp, &st, e);
+    if (rc == 0 && !S_ISREG(st.st_mode))
+        return sw_err_set(e, SW_EIO, "%s is not a regular file", tmp);
+    if (rc && rc != SW_ENOENT)
+        return rc;
+    if (rc == 0)
+        r->had = (uint64_t)st.st_size;
+    return 0;
+}
+
 struct cand {
     size_t i;
-    char path[PATH_MAX]; /* where the bytes are */
-    bool from_cache;     /* an HF cache blob to link into dest */
+    char path[PATH_MAX];                  /* where the bytes are */
+    bool from_cache;                      /* an HF cache blob to link into dest */
+    char want[SW_PAYLOAD_SHA256_HEX + 1]; /* the sha256 they must have: the manifest's, or for an
+                                             unverified blob the one that names it */
 };
+
+/* The blob an unverified file's snapshot link names when it is the link this file writes,
+ * "<one ../ per level>../../blobs/<64 hex>" (the sha256 of the bytes it was given): 0 with hex,
+ * else SW_ENOENT. The link is read, never followed. */
+static int snapshot_blob(struct fetch *ft, const struct sw_payload_file *f,
+                         char hex[SW_PAYLOAD_SHA256_HEX + 1])
+{
+    char rel[PATH_MAX], want[PATH_MAX], have[PATH_MAX];
+    int dfd;
+    const char *base;
+    struct sw_err e;
+    int w = snprintf(rel, sizeof(rel), "snapshots/%s/%s", ft->m->commit, f->path);
+    if (w < 0 || (size_t)w >= sizeof(rel) ||
+        sw__nf_parent(ft->repo_dir, rel, false, &dfd, &base, &e))
+        return SW_ENOENT;
+    ssize_t n = readlinkat(dfd, base, have, sizeof(have) - 1);
+    close(dfd);
+    if (n < 0)
+        return SW_ENOENT;
+    have[n] = '\0';
+    size_t off = 0;
+    want[0] = '\0';
+    for (const char *p = f->path; *p && off < sizeof(want) - 4; p++)
+        if (*p == '/')
+            off += (size_t)snprintf(want + off, sizeof(want) - off, "../");
+    snprintf(want + off, sizeof(want) - off, "../../blobs/");
+    size_t wl = strlen(want);
+    if (strncmp(have, want, wl) != 0 || strlen(have + wl) != SW_PAYLOAD_SHA256_HEX ||
+        strspn(have + wl, "0123456789abcdef") != SW_PAYLOAD_SHA256_HEX)
+        return SW_ENOENT;
+    memcpy(hex, have + wl, SW_PAYLOAD_SHA256_HEX + 1);
+    return 0;
+}
 
 int sw_fetch_run(const struct sw_payload_manifest *m, const struct sw_fetch_opts *o,
                  struct sw_fetch_report *out, struct sw_err *e)
@@ -730,6 +897,9 @@ int sw_fetch_run(const struct sw_payload_manifest *m, const struct sw_fetch_opts
         rc = sw_err_set(e, SW_ERANGE, "the payload directory's path is too long");
         goto out;
     }
+    ft.root = ft.cache_mode ? ft.repo_dir : o->dest;
+    ft.root_len = strlen(ft.root);
+    out->unverified_allowed = o->allow_unverified;
 
     /* what is already there */
     size_t ncand = 0;
@@ -742,31 +912,55 @@ int sw_fetch_run(const struct sw_payload_manifest *m, const struct sw_fetch_opts
         const struct sw_payload_file *f = &m->files[i];
         struct sw_fetch_result *r = &out->files[i];
         r->file = f;
+        r->unverified = !has_hash(f);
         if (f->size_known)
             out->bytes_total += f->size;
         struct sw_err te;
-        if (target_of(&ft, f, r->target, sizeof(r->target), &te)) {
+        bool there = false;
+        if (target_of(&ft, f, r->target, sizeof(r->target), &te) || inspect(&ft, r, &there, &te)) {
             r->state = SW_FETCH_FAILED;
             r->rc = te.code;
             snprintf(r->msg, sizeof(r->msg), "%s", te.msg);
+            redact(&ft, r->msg);
             continue;
         }
         struct stat st;
-        if (stat(r->target, &st) == 0 && S_ISREG(st.st_mode)) {
+        if (there) {
             cand[ncand].i = i;
             snprintf(cand[ncand].path, sizeof(cand[ncand].path), "%s", r->target);
+            snprintf(cand[ncand].want, sizeof(cand[ncand].want), "%s", f->sha256);
             ncand++;
+            continue;
+        }
+        char hx[SW_PAYLOAD_SHA256_HEX + 1];
+        if (ft.cache_mode && r->unverified && snapshot_blob(&ft, f, hx) == 0) {
+            /* fetched (and accepted) before: its blob is named by the sha256 of its bytes */
+            char bp[PATH_MAX];
+            struct sw_err be;
+            int bw = snprintf(bp, sizeof(bp), "%s/blobs/%s", ft.repo_dir, hx);
+            if (bw > 0 && (size_t)bw < sizeof(bp) &&
+                nf_lstat(ft.repo_dir, bp + strlen(ft.repo_dir) + 1, bp, &st, &be) == 0 &&
+                S_ISREG(st.st_mode) && (!f->size_known || (uint64_t)st.st_size == f->size)) {
+                cand[ncand].i = i;
+                snprintf(cand[ncand].path, sizeof(cand[ncand].path), "%s", bp);
+                snprintf(cand[ncand].want, sizeof(cand[ncand].want), "%s", hx);
+                ncand++;
+            }
             continue;
         }
         const char *blob = sw_hfcache_blob_name(f);
         if (!ft.cache_mode && ft.repo_dir[0] && blob) {
             char bp[PATH_MAX];
             int bw = snprintf(bp, sizeof(bp), "%s/blobs/%s", ft.repo_dir, blob);
-            if (bw > 0 && (size_t)bw < sizeof(bp) && stat(bp, &st) == 0 && S_ISREG(st.st_mode) &&
-                (!f->size_known || (uint64_t)st.st_size == f->size)) {
+            struct sw_err be;
+            /* a blob reached through a link is not the cache's: not used */
+            if (bw > 0 && (size_t)bw < sizeof(bp) &&
+                nf_lstat(ft.repo_dir, bp + strlen(ft.repo_dir) + 1, bp, &st, &be) == 0 &&
+                S_ISREG(st.st_mode) && (!f->size_known || (uint64_t)st.st_size == f->size)) {
                 cand[ncand].i = i;
                 cand[ncand].from_cache = true;
                 snprintf(cand[ncand].path, sizeof(cand[ncand].path), "%s", bp);
+                snprintf(cand[ncand].want, sizeof(cand[ncand].want), "%s", f->sha256);
                 ncand++;
             }
         }
@@ -790,7 +984,7 @@ int sw_fetch_run(const struct sw_payload_manifest *m, const struct sw_fetch_opts
         for (size_t c = 0; c < ncand; c++) {
             const struct sw_payload_file *f = &m->files[cand[c].i];
             struct stat st;
-            if (f->sha256[0] && stat(cand[c].path, &st) == 0 &&
+            if (cand[c].want[0] && stat(cand[c].path, &st) == 0 &&
                 (!f->size_known || (uint64_t)st.st_size == f->size)) {
                 paths[np] = cand[c].path; /* absolute: root "" */
                 which[np++] = c;
@@ -810,10 +1004,10 @@ int sw_fetch_run(const struct sw_payload_manifest *m, const struct sw_fetch_opts
                 k++;
             if (k < np && hashed) {
                 snprintf(got, sizeof(got), "%s", sha[k]);
-                ok = !strcmp(got, f->sha256);
+                ok = !strcmp(got, cand[c].want);
                 if (!ok)
-                    snprintf(why, sizeof(why), "%s hashes to sha256 %s, the manifest says %s",
-                             cand[c].path, got, f->sha256);
+                    snprintf(why, sizeof(why), "%s hashes to sha256 %s, %s %s", cand[c].path, got,
+                             f->sha256[0] ? "the manifest says" : "its name says", cand[c].want);
             } else {
                 struct sw_err ce;
                 if (check_file(cand[c].path, f, &ok, got, why, sizeof(why), &ce)) {
@@ -825,7 +1019,7 @@ int sw_fetch_run(const struct sw_payload_manifest *m, const struct sw_fetch_opts
                 snprintf(r->sha256, sizeof(r->sha256), "%s", got);
                 if (cand[c].from_cache) {
                     struct sw_err le;
-                    if (!o->dry_run && link_or_copy(cand[c].path, r->target, &le)) {
+                    if (!o->dry_run && link_or_copy(&ft, cand[c].path, r->target, &le)) {
                         r->state = SW_FETCH_FAILED;
                         r->rc = le.code;
                         snprintf(r->msg, sizeof(r->msg), "%s", le.msg);
@@ -835,13 +1029,21 @@ int sw_fetch_run(const struct sw_payload_manifest *m, const struct sw_fetch_opts
                     snprintf(r->msg, sizeof(r->msg), "found in the HF cache (%s)", cand[c].path);
                 } else {
                     r->state = SW_FETCH_PRESENT;
+                    if (!f->sha256[0] && cand[c].want[0]) /* an unverified file's blob */
+                        snprintf(r->target, sizeof(r->target), "%s", cand[c].path);
                 }
-                if (!f->sha256[0] && !f->git_oid)
-                    snprintf(r->msg, sizeof(r->msg), "size only: the manifest has no hash");
+                if (r->unverified && cand[c].want[0])
+                    snprintf(r->msg, sizeof(r->msg),
+                             "unverified: accepted before (--allow-unverified); its bytes still "
+                             "hash to the name of its blob");
+                else if (r->unverified)
+                    snprintf(r->msg, sizeof(r->msg),
+                             "unverified: no sha256 or git oid to check it against, only its "
+                             "size");
             } else if (!cand[c].from_cache) {
                 /* a wrong file where the payload's file goes must not stay there */
                 if (!o->dry_run)
-                    unlink(cand[c].path);
+                    unlink_under(&ft, cand[c].path);
                 snprintf(r->msg, sizeof(r->msg), "%s: %s", o->dry_run ? "wrong" : "removed", why);
                 sw_log(SW_LOG_WARN, "%s", r->msg);
             }
@@ -857,13 +1059,16 @@ int sw_fetch_run(const struct sw_payload_manifest *m, const struct sw_fetch_opts
     for (size_t i = 0; i < m->n_files; i++) {
         struct sw_fetch_result *r = &out->files[i];
         const struct sw_payload_file *f = r->file;
-        if (r->state != SW_FETCH_PENDING)
+        if (r->state != SW_FETCH_PENDING) {
+            r->had = 0; /* resumed from nothing: it is not fetched */
             continue;
+        }
         struct job *j = &jobs[i];
         j->ft = &ft;
         j->res = r;
         j->f = f;
         j->fd = -1;
+        j->dfd = -1;
         snprintf(j->tmp, sizeof(j->tmp), "%s.incomplete", r->target);
         if (sw_hub_resolve_url(ft.ep, m->repo, m->commit, f->path, j->url, sizeof(j->url))) {
             r->state = SW_FETCH_FAILED;
@@ -871,15 +1076,11 @@ int sw_fetch_run(const struct sw_payload_manifest *m, const struct sw_fetch_opts
             snprintf(r->msg, sizeof(r->msg), "%s: the URL is too long", f->path);
             continue;
         }
-        struct stat st;
-        uint64_t had = 0;
-        if (stat(j->tmp, &st) == 0 && S_ISREG(st.st_mode)) {
-            had = (uint64_t)st.st_size;
-            if (f->size_known && had > f->size) {
-                if (!o->dry_run)
-                    unlink(j->tmp); /* longer than the file: not a prefix of it */
-                had = 0;
-            }
+        uint64_t had = r->had; /* inspect()ed, through no link */
+        if (f->size_known && had > f->size) {
+            if (!o->dry_run)
+                unlink_under(&ft, j->tmp); /* longer than the file: not a prefix of it */
+            had = 0;
         }
         r->had = had;
         if (f->size_known)
@@ -890,9 +1091,13 @@ int sw_fetch_run(const struct sw_payload_manifest *m, const struct sw_fetch_opts
         char dir[sizeof(ft.queue[0]->tmp)];
         snprintf(dir, sizeof(dir), "%s", ft.queue[0]->tmp);
         if (!o->dry_run) {
-            rc = mkparent(dir, e);
-            if (rc)
-                goto out;
+            /* made now so that statvfs sees the right file system; a refusal (a link on the
+             * way) is the file's own failure, said when it starts */
+            int dfd;
+            const char *base;
+            struct sw_err me;
+            if (sw__nf_parent(ft.root, rel_of(&ft, dir), true, &dfd, &base, &me) == 0)
+                close(dfd);
         }
         /* the nearest existing directory up the path decides the file system */
         char *s = strrchr(dir, '/');
@@ -967,14 +1172,17 @@ int sw_fetch_run(const struct sw_payload_manifest *m, const struct sw_fetch_opts
         if (ft.cache_mode && !o->dry_run &&
             (r->state == SW_FETCH_PRESENT || r->state == SW_FETCH_LINKED)) {
             struct sw_err le;
+            const char *blob = sw_hfcache_blob_name(r->file);
             if (sw_hfcache_link(ft.repo_dir, m->commit, r->file->path,
-                                sw_hfcache_blob_name(r->file), &le)) {
+                                blob ? blob : base_of(r->target), &le)) {
                 r->state = SW_FETCH_FAILED;
                 r->rc = le.code;
                 snprintf(r->msg, sizeof(r->msg), "%s", le.msg);
             }
         }
         out->count[r->state]++;
+        if (r->unverified)
+            out->unverified++;
         if (r->state == SW_FETCH_FAILED && all_ok) {
             first = r;
             all_ok = false;
@@ -987,8 +1195,20 @@ int sw_fetch_run(const struct sw_payload_manifest *m, const struct sw_fetch_opts
         else
             sw_err_set(e, rc, "%zu of %zu files failed; first: %s", out->count[SW_FETCH_FAILED],
                        m->n_files, first->msg);
+    } else if (out->unverified && !o->allow_unverified) {
+        /* in place from an earlier run (or, dry, planned): nothing can check their bytes */
+        const char *p = "";
+        for (size_t i = 0; i < m->n_files && !p[0]; i++)
+            if (out->files[i].unverified)
+                p = out->files[i].file->path;
+        rc = sw_err_set(e, SW_EMISMATCH,
+                        "%zu file%s unverified (%s%s): the Hub gave no sha256 or git oid to "
+                        "check %s against; run with --allow-unverified to accept %s",
+                        out->unverified, out->unverified == 1 ? " is" : "s are", p,
+                        out->unverified > 1 ? ", ..." : "", out->unverified == 1 ? "it" : "them",
+                        out->unverified == 1 ? "it" : "them");
     }
-    if (all_ok && ft.cache_mode && !o->dry_run && m->revision &&
+    if (!rc && all_ok && ft.cache_mode && !o->dry_run && m->revision &&
         strcmp(m->revision, m->commit) != 0) {
         rc = sw_hfcache_write_ref(ft.repo_dir, m->revision, m->commit, e);
     }
@@ -1000,8 +1220,8 @@ out:
         sw_net_loop_close(&ft.loop);
     if (jobs) {
         for (size_t i = 0; i < m->n_files; i++) {
-            if (jobs[i].fd >= 0 && jobs[i].ft)
-                close(jobs[i].fd);
+            if (jobs[i].ft)
+                job_close(&jobs[i]);
             hashes_free(&jobs[i]);
             if (jobs[i].ft)
                 sw_net_xfer_close(&jobs[i].x);
@@ -1035,7 +1255,10 @@ json_t *sw_fetch_report_to_json(const struct sw_fetch_report *r)
         return NULL;
     }
     sw_json_set_str(o, "dir", r->dir);
-    sw_json_set_bool(o, "ok", r->count[SW_FETCH_FAILED] == 0);
+    sw_json_set_bool(
+        o, "ok", r->count[SW_FETCH_FAILED] == 0 && (r->unverified == 0 || r->unverified_allowed));
+    sw_json_set_int(o, "unverified", (int64_t)r->unverified);
+    sw_json_set_bool(o, "verified", r->unverified == 0);
     sw_json_set_int(o, "bytes_total", (int64_t)r->bytes_total);
     sw_json_set_int(o, "bytes_needed", (int64_t)r->bytes_needed);
     sw_json_set_int(o, "bytes_fetched", (int64_t)r->bytes_fetched);
@@ -1065,6 +1288,8 @@ json_t *sw_fetch_report_to_json(const struct sw_fetch_report *r)
         sw_json_set_int(j, "fetched", (int64_t)f->fetched);
         if (f->range_ignored)
             sw_json_set_bool(j, "range_ignored", true);
+        if (f->unverified)
+            sw_json_set_bool(j, "unverified", true);
         if (f->msg[0])
             sw_json_set_str(j, "message", f->msg);
         if (f->rc)

@@ -8,17 +8,24 @@
  * The etag is the sha256 of an LFS file and the git blob sha1 of a regular one, so a blob's name
  * is its hash: a blob already there is hashed and reused rather than fetched again.
  *
+ * Nothing under the repo directory is reached through a symbolic link (payload/nofollow.c): a
+ * linked snapshots/<commit>/<dir> or refs/ is refused; a snapshot's file link is replaced (renamed
+ * over), never followed. Only a hex hash ever names a blob.
+ *
  * What it does not do: datasets/spaces, the .locks directory (one slipway process per payload;
  * huggingface_hub's locks are advisory files next to the blobs), cache pruning.
  */
 #include <slipway/fetch.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "payload/payload_internal.h"
 
 int sw_hfcache_dir(char *out, size_t n, struct sw_err *e)
 {
@@ -65,23 +72,27 @@ const char *sw_hfcache_blob_name(const struct sw_payload_file *f)
     return NULL;
 }
 
-static int parent_dirs(const char *path, struct sw_err *e)
+/* A blob's name: a sha256 or git sha1 in hex, nothing else ever becomes a file name here (an
+ * ETag that is not one never reaches this: hub.c keeps only hex ones). */
+static bool blob_name_ok(const char *b)
 {
-    char d[PATH_MAX];
-    if (snprintf(d, sizeof(d), "%s", path) >= (int)sizeof(d))
-        return sw_err_set(e, SW_ERANGE, "path too long: %s", path);
-    char *s = strrchr(d, '/');
-    if (!s)
-        return 0;
-    *s = '\0';
-    return sw_mkdir_p(d, 0755, e);
+    size_t n = b ? strlen(b) : 0;
+    return n >= 1 && n <= SW_PAYLOAD_SHA256_HEX && strspn(b, "0123456789abcdef") == n;
 }
 
 int sw_hfcache_link(const char *repo_dir, const char *commit, const char *path, const char *blob,
                     struct sw_err *e)
 {
-    char link[PATH_MAX], target[PATH_MAX], tmp[PATH_MAX + 32];
-    int rc = 0;
+    char link[PATH_MAX], target[PATH_MAX], tmp[NAME_MAX + 1], dir[PATH_MAX];
+    int rc = 0, rfd = -1, dfd = -1;
+    if (!commit || !sw__payload_hex_ok(commit, 40))
+        return sw_err_set(e, SW_EINVAL, "commit \"%.80s\" is not 40 hex digits",
+                          commit ? commit : "");
+    if (!blob_name_ok(blob))
+        return sw_err_set(e, SW_EINVAL, "%s: blob name \"%.80s\" is not a hex hash", path,
+                          blob ? blob : "");
+    if (!sw_payload_path_ok(path))
+        return sw_err_set(e, SW_EINVAL, "\"%.200s\" is not a safe relative path", path);
     if (snprintf(link, sizeof(link), "%s/snapshots/%s/%s", repo_dir, commit, path) >=
         (int)sizeof(link))
         return sw_err_set(e, SW_ERANGE, "path too long: %s", path);
@@ -92,41 +103,84 @@ int sw_hfcache_link(const char *repo_dir, const char *commit, const char *path, 
         if (*p == '/')
             off += (size_t)snprintf(target + off, sizeof(target) - off, "../");
     snprintf(target + off, sizeof(target) - off, "../../blobs/%s", blob);
-    rc = parent_dirs(link, e);
+    /* snapshots/<commit>/<dirs of path>, no link followed on the way */
+    const char *slash = strrchr(path, '/');
+    const char *base = slash ? slash + 1 : path;
+    snprintf(dir, sizeof(dir), "snapshots/%s%s%.*s", commit, slash ? "/" : "",
+             slash ? (int)(slash - path) : 0, path);
+    if (strlen(base) + sizeof(".slipway-link") > sizeof(tmp))
+        return sw_err_set(e, SW_ERANGE, "%s: file name too long", link);
+    snprintf(tmp, sizeof(tmp), "%s.slipway-link", base);
+    rc = sw__nf_root(repo_dir, true, &rfd, e);
     if (rc)
-        return rc;
+        goto out;
+    rc = sw__nf_dir(rfd, repo_dir, dir, true, &dfd, e);
+    if (rc)
+        goto out;
     char have[PATH_MAX];
-    ssize_t hl = readlink(link, have, sizeof(have) - 1);
+    ssize_t hl = readlinkat(dfd, base, have, sizeof(have) - 1);
     if (hl >= 0) {
         have[hl] = '\0';
         if (!strcmp(have, target))
-            return 0;
+            goto out;
     }
-    /* a new link beside it, renamed over: the snapshot never lacks the file meanwhile */
-    snprintf(tmp, sizeof(tmp), "%s.slipway-link", link);
-    unlink(tmp);
-    if (symlink(target, tmp) != 0)
-        return sw_err_set(e, SW_EIO, "symlink %s: %s", tmp, strerror(errno));
-    if (rename(tmp, link) != 0) {
+    /* a new link beside it, renamed over (the old link is replaced, never followed): the
+     * snapshot never lacks the file meanwhile */
+    unlinkat(dfd, tmp, 0);
+    if (symlinkat(target, dfd, tmp) != 0) {
+        rc = sw_err_set(e, SW_EIO, "symlink %s.slipway-link: %s", link, strerror(errno));
+        goto out;
+    }
+    if (renameat(dfd, tmp, dfd, base) != 0) {
         rc = sw_err_set(e, SW_EIO, "rename %s: %s", link, strerror(errno));
-        unlink(tmp);
+        unlinkat(dfd, tmp, 0);
     }
+out:
+    if (dfd >= 0)
+        close(dfd);
+    if (rfd >= 0)
+        close(rfd);
     return rc;
 }
 
 int sw_hfcache_write_ref(const char *repo_dir, const char *revision, const char *commit,
                          struct sw_err *e)
 {
-    char p[PATH_MAX];
-    if (strstr(revision, "..") || revision[0] == '/')
+    char p[PATH_MAX], rel[PATH_MAX], tmp[NAME_MAX + 1];
+    int rc = 0, dfd = -1, fd = -1;
+    const char *base = NULL;
+    if (strstr(revision, "..") || revision[0] == '/' || !sw_payload_path_ok(revision))
         return sw_err_set(e, SW_EINVAL, "revision '%s' cannot name a ref file", revision);
-    if (snprintf(p, sizeof(p), "%s/refs/%s", repo_dir, revision) >= (int)sizeof(p))
+    if (snprintf(p, sizeof(p), "%s/refs/%s", repo_dir, revision) >= (int)sizeof(p) ||
+        snprintf(rel, sizeof(rel), "refs/%s", revision) >= (int)sizeof(rel))
         return sw_err_set(e, SW_ERANGE, "path too long");
-    int rc = parent_dirs(p, e);
+    rc = sw__nf_parent(repo_dir, rel, true, &dfd, &base, e);
     if (rc)
         return rc;
+    if (strlen(base) + sizeof(".slipway-tmp") > sizeof(tmp)) {
+        rc = sw_err_set(e, SW_ERANGE, "%s: file name too long", p);
+        goto out;
+    }
+    snprintf(tmp, sizeof(tmp), "%s.slipway-tmp", base);
+    unlinkat(dfd, tmp, 0);
+    fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
     /* huggingface_hub writes the bare commit, no newline */
-    return sw_write_file_atomic(p, commit, strlen(commit), 0644, e);
+    size_t n = strlen(commit);
+    if (fd < 0 || write(fd, commit, n) != (ssize_t)n || fsync(fd) != 0) {
+        rc = sw_err_set(e, SW_EIO, "write %s: %s", p, strerror(errno));
+        unlinkat(dfd, tmp, 0);
+        goto out;
+    }
+    if (renameat(dfd, tmp, dfd, base) != 0) {
+        rc = sw_err_set(e, SW_EIO, "rename %s: %s", p, strerror(errno));
+        unlinkat(dfd, tmp, 0);
+    }
+out:
+    if (fd >= 0)
+        close(fd);
+    if (dfd >= 0)
+        close(dfd);
+    return rc;
 }
 
 int sw_hfcache_read_ref(const char *repo_dir, const char *revision, char commit[41],

@@ -9,6 +9,10 @@
  * X-Repo-Commit (huggingface_hub reads the same headers: file_download.py get_hf_file_metadata).
  * The HEADs run in parallel on one net loop.
  *
+ * An ETag is used only when it is a sha256 (64 hex) or a git oid (40 hex), and then only as that
+ * hash; any other value (an S3 "<md5>-<parts>", path characters) is dropped with a warning and
+ * the file is unverified (download.c).
+ *
  * Pinning: the commit the API named (or the first X-Repo-Commit seen) is the pin; a HEAD that
  * reports another commit means the branch moved while we listed it, and the manifest is refused
  * (downloads then use the pinned commit in their URLs, so the bytes cannot move under them).
@@ -374,6 +378,16 @@ int sw_hub_manifest(const char *repo, const char *revision, const struct sw_hub_
         } else if (!linked[0] && is_hex(etag, 64)) {
             sha256 = etag;
             lfs = true;
+        }
+        if (!sha256 && !oid) {
+            /* kept out of the manifest (and so out of every path): the file is unverified */
+            const char *raw = linked[0] ? linked : etag;
+            char qe[200];
+            sw_payload_quote(raw, strlen(raw), 80, qe, sizeof(qe));
+            sw_log(SW_LOG_WARN,
+                   "%s: the Hub's %s %s is neither a sha256 nor a git oid: nothing can verify "
+                   "its bytes (unverified)",
+                   h->path, linked[0] ? "X-Linked-Etag" : "ETag", raw[0] ? qe : "(none)");
         }
         rc = sw_payload_manifest_add(out, h->path, (int64_t)size, sha256, lfs, oid, NULL, e);
         if (rc)

@@ -21,4 +21,28 @@ typedef int (*sw__payload_walk_fn)(void *ud, const char *rel, uint64_t size);
  * cannot be opened. */
 int sw__payload_walk(const char *root, sw__payload_walk_fn fn, void *ud, struct sw_err *e);
 
+/* ---------------------------------------------------------------------------------------------
+ * nofollow (payload/nofollow.c): under a root, no symbolic link is followed.
+ */
+struct stat;
+
+/* Open the directory root (links in root itself are followed: the caller named it), creating it
+ * and its parents first when create. *fd: close it. SW_ENOENT when absent. */
+int sw__nf_root(const char *root, bool create, int *fd, struct sw_err *e);
+/* The directory rel ("" or "a/b", no "." or "..") under dirfd, whose path is `where` (for
+ * messages): each component opened with O_NOFOLLOW | O_DIRECTORY, made (0755) when create and
+ * missing. A component that is a symbolic link: SW_EINVAL naming its path and target; a missing
+ * one (not create): SW_ENOENT. *fd: a new descriptor, close it. */
+int sw__nf_dir(int dirfd, const char *where, const char *rel, bool create, int *fd,
+               struct sw_err *e);
+/* The directory of the file rel under root (sw__nf_root + sw__nf_dir); *base points into rel at
+ * its last component. */
+int sw__nf_parent(const char *root, const char *rel, bool create, int *dirfd, const char **base,
+                  struct sw_err *e);
+/* fstatat(dirfd, name, AT_SYMLINK_NOFOLLOW): 0, SW_ENOENT when absent, SW_EINVAL for a symbolic
+ * link (sw__nf_refuse_link), SW_EIO otherwise. path names it in messages. */
+int sw__nf_stat(int dirfd, const char *name, const char *path, struct stat *st, struct sw_err *e);
+/* The refusal of the link name in dirfd (path for the message): SW_EINVAL, its target quoted. */
+int sw__nf_refuse_link(int dirfd, const char *name, const char *path, struct sw_err *e);
+
 #endif

@@ -285,6 +285,11 @@ static void write_conf(struct swhub *h)
                     snprintf(wrong, sizeof(wrong), "%s", f->sha256);
                     wrong[0] = wrong[0] == '0' ? '1' : '0';
                     sha = wrong;
+                } else if (f->fault == SWHUB_ETAG_OPAQUE) {
+                    snprintf(wrong, sizeof(wrong), "%.32s-3", f->sha256);
+                    sha = wrong;
+                } else if (f->fault == SWHUB_ETAG_PATH) {
+                    sha = "../../escaped/x";
                 }
                 put(c,
                     "      add_header X-Linked-Size %zu;\n"
@@ -300,7 +305,8 @@ static void write_conf(struct swhub *h)
             }
             put(c, "    }\n");
         }
-        if (f->lfs && f->fault != SWHUB_OK) {
+        if (f->lfs && f->fault != SWHUB_OK && f->fault != SWHUB_ETAG_OPAQUE &&
+            f->fault != SWHUB_ETAG_PATH) {
             put(c, "    location = /cdn/%s {\n", f->sha256);
             switch (f->fault) {
             case SWHUB_403_HTML:

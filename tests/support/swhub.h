@@ -34,6 +34,9 @@ enum swhub_fault {
     SWHUB_TRUNCATED,   /* the CDN serves only the first half of the file */
     SWHUB_MOVED,       /* under "main" this file's X-Repo-Commit is another commit (the branch
                           moved); under the pinned commit it answers that commit */
+    SWHUB_ETAG_OPAQUE, /* X-Linked-Etag and ETag are neither a sha256 nor a git oid (an S3-style
+                          "<md5>-<parts>"): nothing to check the bytes against */
+    SWHUB_ETAG_PATH,   /* X-Linked-Etag and ETag carry path characters ("../../escaped/x") */
 };
 
 struct swhub;

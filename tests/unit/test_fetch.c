@@ -165,6 +165,54 @@ static void test_hfcache_layout(void **state)
     assert_string_equal(sw_hfcache_blob_name(&f), f.sha256);
 }
 
+/* The layout's writes go through no link: a linked snapshot directory or refs/ is refused by
+ * name, a snapshot file linked elsewhere is replaced (not followed), and only a hex hash names a
+ * blob. */
+static void test_hfcache_no_links(void **state)
+{
+    char rd[4400], out[4400], p[5000], l[5000];
+    struct sw_err e;
+    snprintf(rd, sizeof(rd), "%s/nl/models--org--m", dir);
+    snprintf(out, sizeof(out), "%s/nl-outside", dir);
+    assert_int_equal(sw_mkdir_p(out, 0755, &e), 0);
+    const char *commit = "0123456789abcdef0123456789abcdef01234567";
+    snprintf(p, sizeof(p), "%s/snapshots/%s", rd, commit);
+    assert_int_equal(sw_mkdir_p(p, 0755, &e), 0);
+    snprintf(p, sizeof(p), "%s/snapshots/%s/sub", rd, commit);
+    assert_int_equal(symlink(out, p), 0);
+    assert_int_equal(sw_hfcache_link(rd, commit, "sub/w.safetensors", "abcd", &e), SW_EINVAL);
+    assert_non_null(strstr(e.msg, p));
+    assert_non_null(strstr(e.msg, "symbolic link"));
+    snprintf(p, sizeof(p), "%s/w.safetensors", out);
+    assert_false(access(p, F_OK) == 0);
+    /* a file link pointing outside is replaced by the relative link to the blob */
+    swt_write_str(swt_join(out, "victim"), "mine\n");
+    snprintf(p, sizeof(p), "%s/snapshots/%s/c.json", rd, commit);
+    assert_int_equal(symlink(swt_join(out, "victim"), p), 0);
+    assert_int_equal(sw_hfcache_link(rd, commit, "c.json", "abcd", &e), 0);
+    ssize_t n = readlink(p, l, sizeof(l) - 1);
+    assert_true(n > 0);
+    l[n] = '\0';
+    assert_string_equal(l, "../../blobs/abcd");
+    char *d = NULL;
+    size_t len = 0;
+    assert_int_equal(sw_read_file(swt_join(out, "victim"), 100, &d, &len, &e), 0);
+    assert_string_equal(d, "mine\n");
+    sw_free(d);
+    /* no ETag-like blob name, no unsafe path */
+    assert_int_equal(sw_hfcache_link(rd, commit, "c.json", "../../x", &e), SW_EINVAL);
+    assert_int_equal(sw_hfcache_link(rd, commit, "c.json", "abc/def", &e), SW_EINVAL);
+    assert_int_equal(sw_hfcache_link(rd, commit, "c.json", "", &e), SW_EINVAL);
+    assert_int_equal(sw_hfcache_link(rd, commit, "../c.json", "abcd", &e), SW_EINVAL);
+    assert_int_equal(sw_hfcache_link(rd, "main", "c.json", "abcd", &e), SW_EINVAL);
+    /* refs/ linked outside */
+    snprintf(p, sizeof(p), "%s/refs", rd);
+    assert_int_equal(symlink(out, p), 0);
+    assert_int_equal(sw_hfcache_write_ref(rd, "main", commit, &e), SW_EINVAL);
+    assert_non_null(strstr(e.msg, p));
+    assert_false(access(swt_join(out, "main"), F_OK) == 0);
+}
+
 static void test_urls(void **state)
 {
     char u[512];
@@ -367,6 +415,7 @@ int main(void)
         cmocka_unit_test(test_token_sources),
         cmocka_unit_test(test_redact),
         cmocka_unit_test(test_hfcache_layout),
+        cmocka_unit_test(test_hfcache_no_links),
         cmocka_unit_test(test_urls),
         cmocka_unit_test(test_cli_refuses_token_flag),
         cmocka_unit_test(test_engine_scripted_faults),

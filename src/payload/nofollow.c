@@ -1,0 +1,148 @@
+/*
+ * payload/nofollow: directories and files under a root, reached without following a symbolic
+ * link, for everything a download writes, renames or removes (payload/download.c) and for the
+ * HF cache layout (payload/hfcache.c).
+ *
+ * The root (a --dest directory, an HF cache's models--org--name) is the caller's to name and may
+ * itself be reached through links. Below it every component is opened with
+ * O_NOFOLLOW | O_DIRECTORY relative to its parent's descriptor (openat, mkdirat, fstatat with
+ * AT_SYMLINK_NOFOLLOW), and the files themselves are opened, renamed and removed relative to the
+ * descriptor of their directory. So a link planted inside the tree (a linked subdirectory, a
+ * linked .incomplete, a linked target) is refused, naming its path and where it points, instead
+ * of being read, appended to or removed through.
+ *
+ * What it does not do: resolve a link and accept it when it stays inside (refusing is simpler
+ * to reason about; the HF cache's own snapshot links are never followed, only replaced), or
+ * protect against whoever can rename directories above the root.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "payload/payload_internal.h"
+
+int sw__nf_refuse_link(int dirfd, const char *name, const char *path, struct sw_err *e)
+{
+    char to[PATH_MAX];
+    ssize_t n = readlinkat(dirfd, name, to, sizeof(to) - 1);
+    if (n < 0)
+        n = 0;
+    to[n] = '\0';
+    char q[400];
+    sw_payload_quote(to, (size_t)n, 300, q, sizeof(q));
+    return sw_err_set(e, SW_EINVAL,
+                      "%s is a symbolic link (to %s): slipway does not follow links inside the "
+                      "directory it writes (it would read or write outside it); remove the link",
+                      path, q);
+}
+
+int sw__nf_root(const char *root, bool create, int *out, struct sw_err *e)
+{
+    *out = -1;
+    if (create) {
+        int rc = sw_mkdir_p(root, 0755, e);
+        if (rc)
+            return rc;
+    }
+    int fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return sw_err_set(e, errno == ENOENT ? SW_ENOENT : SW_EIO, "%s: %s", root, strerror(errno));
+    *out = fd;
+    return 0;
+}
+
+int sw__nf_dir(int dirfd, const char *where, const char *rel, bool create, int *out,
+               struct sw_err *e)
+{
+    char path[PATH_MAX];
+    int pw = snprintf(path, sizeof(path), "%s", where);
+    *out = -1;
+    if (pw < 0 || (size_t)pw >= sizeof(path))
+        return sw_err_set(e, SW_ERANGE, "%.200s...: path too long", where);
+    size_t pl = (size_t)pw;
+    int fd = dup(dirfd);
+    int rc = 0;
+    if (fd < 0)
+        return sw_err_set(e, SW_EIO, "%s: %s", where, strerror(errno));
+    for (const char *p = rel; *p;) {
+        const char *s = strchr(p, '/');
+        size_t n = s ? (size_t)(s - p) : strlen(p);
+        char comp[NAME_MAX + 1];
+        if (n == 0 || n > NAME_MAX || (n == 1 && p[0] == '.') ||
+            (n == 2 && p[0] == '.' && p[1] == '.')) {
+            rc = sw_err_set(e, SW_EINVAL, "%s: \"%.*s\" is not a directory name", where, (int)n, p);
+            goto out;
+        }
+        memcpy(comp, p, n);
+        comp[n] = '\0';
+        int w = snprintf(path + pl, sizeof(path) - pl, "/%s", comp);
+        if (w < 0 || (size_t)w >= sizeof(path) - pl) {
+            rc = sw_err_set(e, SW_ERANGE, "%s/%s: path too long", where, rel);
+            goto out;
+        }
+        pl += (size_t)w;
+        int next = openat(fd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (next < 0 && errno == ENOENT && create) {
+            if (mkdirat(fd, comp, 0755) != 0 && errno != EEXIST) {
+                rc = sw_err_set(e, SW_EIO, "mkdir %s: %s", path, strerror(errno));
+                goto out;
+            }
+            next = openat(fd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        }
+        if (next < 0) {
+            int err = errno;
+            struct stat st;
+            if (fstatat(fd, comp, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
+                rc = sw__nf_refuse_link(fd, comp, path, e);
+            else
+                rc = sw_err_set(e, err == ENOENT ? SW_ENOENT : SW_EIO, "%s: %s", path,
+                                strerror(err));
+            goto out;
+        }
+        close(fd);
+        fd = next;
+        p += n;
+        if (*p == '/')
+            p++;
+    }
+out:
+    if (rc) {
+        close(fd);
+        return rc;
+    }
+    *out = fd;
+    return 0;
+}
+
+int sw__nf_parent(const char *root, const char *rel, bool create, int *dirfd, const char **base,
+                  struct sw_err *e)
+{
+    char dir[PATH_MAX];
+    *dirfd = -1;
+    const char *slash = strrchr(rel, '/');
+    *base = slash ? slash + 1 : rel;
+    size_t dn = slash ? (size_t)(slash - rel) : 0;
+    if (dn >= sizeof(dir))
+        return sw_err_set(e, SW_ERANGE, "%s/%s: path too long", root, rel);
+    memcpy(dir, rel, dn);
+    dir[dn] = '\0';
+    int rfd;
+    int rc = sw__nf_root(root, create, &rfd, e);
+    if (rc)
+        return rc;
+    rc = sw__nf_dir(rfd, root, dir, create, dirfd, e);
+    close(rfd);
+    return rc;
+}
+
+int sw__nf_stat(int dirfd, const char *name, const char *path, struct stat *st, struct sw_err *e)
+{
+    if (fstatat(dirfd, name, st, AT_SYMLINK_NOFOLLOW) != 0)
+        return sw_err_set(e, errno == ENOENT ? SW_ENOENT : SW_EIO, "%s: %s", path, strerror(errno));
+    if (S_ISLNK(st->st_mode))
+        return sw__nf_refuse_link(dirfd, name, path, e);
+    return 0;
+}
