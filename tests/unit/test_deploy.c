@@ -347,8 +347,12 @@ static void supervisor_dies(bool pdeath, bool watchdog)
     const char *pidf = swt_join(dir, "child.pid");
     pid_t sup = fork();
     if (sup == 0) {
-        /* the shell stays the leader (no exec): the watchdog proves the argv it was handed */
-        const char *argv[] = {"sh", "-c", "echo $$ > \"$0\"; sleep 300; :", pidf, NULL};
+        /* With a watchdog the shell stays the leader (no exec): the watchdog proves the exe and
+         * argv it was handed, and a leader that became another program is not signalled.
+         * PDEATHSIG alone reaches only the leader, so there it must be sleep itself. */
+        const char *script =
+            watchdog ? "echo $$ > \"$0\"; sleep 300; :" : "echo $$ > \"$0\"; exec sleep 300";
+        const char *argv[] = {"sh", "-c", script, pidf, NULL};
         struct sw_spawn_opts o = {.argv = argv,
                                   .die_with_parent = pdeath,
                                   .watchdog = watchdog,
