@@ -9,9 +9,12 @@
  *                   for --detach, where PDEATHSIG cannot be used); stop = SIGTERM to the group, a
  *                   grace period, SIGKILL; reaping.
  *   - sw_pidfile_*: the record `down` trusts: pid, pgid, the kernel's start time of the process
- *                   and the boot id, its argv, host/port/url, log; written atomically. Before
+ *                   and the boot id, its executable and argv as /proc showed them once it ran,
+ *                   host/port/url, log; written atomically as soon as the engine runs. Before
  *                   signalling anything, `down` checks that the pid still names that process
- *                   (start time and boot id), so a pid reused by an unrelated program is refused.
+ *                   (start time, boot id, executable, argv) and that the file and its directory
+ *                   are the caller's alone (owned by the euid, not group/world-writable, not
+ *                   symbolic links), so neither a reused pid nor a forged record is obeyed.
  *   - sw_port_*:    is host:port free, and if not, which process holds it (/proc/net/tcp*).
  *   - sw_deploy_up: preflight (port, payload, stale pid file), spawn, wait for readiness while
  *                   watching the child, classify a failed boot from its log, prove liveness with
@@ -47,6 +50,12 @@ struct sw_proc_id {
 int sw_proc_identify(pid_t pid, struct sw_proc_id *out, struct sw_err *e);
 /* argv of a process joined by spaces ("" for a kernel thread or a zombie). */
 int sw_proc_cmdline(pid_t pid, char *out, size_t n);
+/* argv exactly as /proc/PID/cmdline holds it: each argument NUL-terminated, *len bytes in all.
+ * SW_ENOENT when there is no such process, SW_ERANGE when it does not fit in n. */
+int sw_proc_args(pid_t pid, char *out, size_t n, size_t *len);
+/* The executable the kernel runs for pid (readlink /proc/PID/exe; " (deleted)" appended by the
+ * kernel when the file was removed). SW_ENOENT when gone or not readable (another user's). */
+int sw_proc_exe(pid_t pid, char *out, size_t n);
 /* This boot's id. */
 int sw_proc_boot_id(char *out, size_t n);
 
@@ -98,6 +107,7 @@ void sw_child_release(struct sw_child *c);
  * Pid files.
  */
 #define SW_PIDFILE_MAX_ARGS 256
+#define SW_PIDFILE_ARGS_MAX 32768
 
 struct sw_pidfile {
     char endpoint[128];
@@ -105,8 +115,13 @@ struct sw_pidfile {
     pid_t pid, pgid;
     uint64_t start_ticks;
     char boot_id[40];
-    char exe[4096];
+    char exe[4096];     /* /proc/PID/exe once it ran */
     char cmdline[8192]; /* argv joined by spaces, for people */
+    /* argv as /proc/PID/cmdline held it once it ran (each argument NUL-terminated), at most
+     * SW_PIDFILE_MAX_ARGS arguments; args_len 0 when the record has none (nothing is then
+     * signalled). In the file: "argv": [strings]. */
+    char args[SW_PIDFILE_ARGS_MAX];
+    size_t args_len;
     char host[256];
     unsigned port;
     char url[320];
@@ -115,17 +130,29 @@ struct sw_pidfile {
     pid_t supervisor; /* the foreground slipway supervising it; 0 when detached */
 };
 
-/* Write atomically (temp file + fsync + rename), mode 0644, as JSON. */
+/* Fill the identity of a running process from /proc: pid, pgid, start time, boot id, exe, argv
+ * (the other fields are left alone). SW_ENOENT when it is gone, SW_ERANGE when its argv is too
+ * long to record. */
+int sw_pidfile_identify(pid_t pid, struct sw_pidfile *p, struct sw_err *e);
+/* Write atomically (temp file + fsync + rename), mode 0644, as JSON, into a directory that must
+ * be safe (sw_deploy_check_dir). */
 int sw_pidfile_write(const char *path, const struct sw_pidfile *p, struct sw_err *e);
-/* Read and validate; SW_ENOENT when there is no file, SW_EPARSE naming what is wrong. */
+/* Read and validate. The directory must be safe (sw_deploy_check_dir) and the file a regular
+ * file (opened without following a symbolic link) owned by the euid and not group/world-
+ * writable: SW_EIO naming the path and what is wrong otherwise. SW_ENOENT when there is no file,
+ * SW_EPARSE naming what is wrong in it. */
 int sw_pidfile_read(const char *path, struct sw_pidfile *p, struct sw_err *e);
 
 enum sw_pid_verdict {
-    SW_PID_ALIVE,  /* the recorded process is running */
-    SW_PID_GONE,   /* no process has that pid (or only its zombie) */
-    SW_PID_REUSED, /* the pid names another process now: never signal it */
+    SW_PID_ALIVE,    /* the recorded process is running */
+    SW_PID_GONE,     /* no process has that pid (or only its zombie) */
+    SW_PID_REUSED,   /* the pid names another process now: never signal it */
+    SW_PID_MISMATCH, /* the pid runs and started when recorded, but its executable or argv is
+                      * not the record's (or the record has no argv): forged or corrupt; never
+                      * signal it, keep the file for a human */
 };
-/* Compare the record with /proc. why (may be NULL) explains a GONE/REUSED verdict. */
+/* Compare the record with /proc: pid, boot id, start time, then executable and argv. why (may
+ * be NULL) explains every verdict but ALIVE. */
 enum sw_pid_verdict sw_pidfile_check(const struct sw_pidfile *p, char *why, size_t n);
 
 struct sw_stop_report {
@@ -135,15 +162,23 @@ struct sw_stop_report {
     double waited_s;
     char why[512];
 };
-/* `down` for one pid file: check, SIGTERM the group, wait grace_ms, SIGKILL, wait; remove the pid
- * file when the process is gone (also for GONE and REUSED records, which are stale). Returns 0
- * when nothing slipway started is left running; SW_ETIMEDOUT when it survived SIGKILL. */
+/* `down` for one pid file: read it (sw_pidfile_read's refusals), check, SIGTERM the group, wait
+ * grace_ms, SIGKILL, wait; remove the pid file when the process is gone (also for GONE and
+ * REUSED records, which are stale). Every signal is sent only after the same proof
+ * (sw_pidfile_check says ALIVE, or the leader is gone and only its group is left). Returns 0
+ * when nothing slipway started is left running; SW_EMISMATCH (r->verdict MISMATCH, nothing
+ * signalled, the file kept) for a record that does not describe the process; SW_ETIMEDOUT when
+ * it survived SIGKILL. */
 int sw_pidfile_stop(const char *path, unsigned grace_ms, struct sw_stop_report *r,
                     struct sw_err *e);
 
 /* The directory for pid files and logs: $SLIPWAY_RUN_DIR, else $XDG_RUNTIME_DIR/slipway, else
- * /tmp/slipway-<uid>; created 0700. */
+ * $HOME/.local/state/slipway/run (never a predictable shared /tmp name); created 0700 when
+ * missing, then required safe (sw_deploy_check_dir). */
 int sw_deploy_run_dir(char *out, size_t n, struct sw_err *e);
+/* Is dir a place for pid files: lstat says a real directory (not a symbolic link), owned by the
+ * euid, without group/other write permission? 0, or SW_EIO naming the path and what is wrong. */
+int sw_deploy_check_dir(const char *dir, struct sw_err *e);
 
 /* ---------------------------------------------------------------------------------------------
  * Ports.
@@ -170,6 +205,9 @@ struct sw_up_opts {
     unsigned port;
     const char *payload; /* model file: preflight and failure hints; may be NULL */
     const char *log_path;
+    /* the record, written as soon as the engine runs (so `down` finds it even when slipway and
+     * its watchdog are killed mid-boot), removed when the boot fails; NULL: none */
+    const char *pid_file;
     const char *endpoint;        /* a name for messages and the pid file */
     const char *api_key;         /* for the liveness request (Authorization: Bearer) */
     bool detach;                 /* the child must outlive slipway: no PDEATHSIG */

@@ -2,11 +2,13 @@
  * slipway down [--json] [--grace S] NAME | --pid-file F | FLEET.yaml [ENDPOINT]
  *
  * Stop what `slipway up` started: SIGTERM to its process group, a grace period, SIGKILL. The pid
- * file's record (start time, boot id) must still describe the running process: a pid that now
- * belongs to something else is never signalled, and a stale record is removed with the reason.
+ * file's record (start time, boot id, executable, argv) must still describe the running process:
+ * a pid that now belongs to something else is never signalled, and a stale record is removed with
+ * the reason. The file and its directory must be the caller's alone (deploy checks that).
  *
  * Exit: 0 nothing slipway started is left running (stopped now, or already gone); 1 it survived
- * SIGKILL; 2 the pid file is unreadable or malformed.
+ * SIGKILL, or the record was refused (unsafe file or directory, or it does not describe the
+ * process at its pid); 2 the pid file is malformed.
  */
 #include "cli.h"
 
@@ -47,7 +49,7 @@ static int down_one(const char *path, unsigned grace_ms, bool json)
 
     struct sw_stop_report r;
     rc = sw_pidfile_stop(path, grace_ms, &r, &e);
-    static const char *const verdicts[] = {"alive", "gone", "reused"};
+    static const char *const verdicts[] = {"alive", "gone", "reused", "mismatch"};
     if (json) {
         json_t *o = json_object();
         sw_json_set_str(o, "pid_file", path);
@@ -59,7 +61,7 @@ static int down_one(const char *path, unsigned grace_ms, bool json)
         sw_json_set_bool(o, "killed", r.killed);
         sw_json_set_real(o, "waited_s", r.waited_s);
         sw_json_set_str(o, "why", r.why[0] ? r.why : NULL);
-        sw_json_set_bool(o, "running", rc != 0);
+        sw_json_set_bool(o, "running", rc != 0 && r.verdict != SW_PID_MISMATCH);
         if (rc)
             sw_json_set_new(o, "error", sw_err_to_json(&e));
         sw_json_print(stdout, o, true);

@@ -880,6 +880,7 @@ int sw_cmd_up(int argc, char **argv)
     o.port = v.port;
     o.payload = v.model;
     o.log_path = log_path;
+    o.pid_file = pid_path; /* written by deploy as soon as the engine runs */
     o.endpoint = name;
     o.api_key = v.api_key;
     o.detach = c.detach;
@@ -926,34 +927,6 @@ int sw_cmd_up(int argc, char **argv)
         code = rc == SW_EINTR || r.status.failed || rc == SW_EEXIST || rc == SW_ECHILD
                    ? SW_EXIT_FAIL
                    : sw_cli_exit_for(rc);
-        goto out;
-    }
-
-    /* the record `down` trusts */
-    struct sw_pidfile pf;
-    memset(&pf, 0, sizeof(pf));
-    snprintf(pf.endpoint, sizeof(pf.endpoint), "%s", name);
-    snprintf(pf.engine, sizeof(pf.engine), "%s", eng->name);
-    pf.pid = r.child.pid;
-    pf.pgid = r.child.pgid;
-    pf.start_ticks = r.child.start_ticks;
-    snprintf(pf.boot_id, sizeof(pf.boot_id), "%s", r.child.boot_id);
-    snprintf(pf.exe, sizeof(pf.exe), "%s", r.child.exe);
-    struct sw_buf line;
-    sw_buf_init(&line, sizeof(pf.cmdline) - 1);
-    sw_engine_cmd_format(&v.cmd, &line);
-    snprintf(pf.cmdline, sizeof(pf.cmdline), "%s", sw_buf_cstr(&line));
-    sw_buf_free(&line);
-    snprintf(pf.host, sizeof(pf.host), "%s", v.host);
-    pf.port = v.port;
-    snprintf(pf.url, sizeof(pf.url), "%s", r.url);
-    snprintf(pf.log, sizeof(pf.log), "%s", log_path);
-    pf.started_unix = sw_wall_unix();
-    pf.supervisor = c.detach ? 0 : getpid();
-    rc = sw_pidfile_write(pid_path, &pf, &e);
-    if (rc) {
-        sw_child_stop(&r.child, c.grace_ms, NULL);
-        code = sw_cli_fail(&e, c.json);
         goto out;
     }
 

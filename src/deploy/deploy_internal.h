@@ -13,6 +13,17 @@ bool sw__proc_group_alive(pid_t pg);
 bool sw__proc_alive(pid_t pid, uint64_t ticks);
 
 /*
+ * The one proof before any signal to a recorded process: send sig to p->pid (through pidfd when
+ * >= 0) and its group only when sw_pidfile_check says ALIVE (pid, boot, start time, exe, argv),
+ * or, when the leader is dead, to its group while it has members (the leader's pid is reserved
+ * until then, so no stranger can hold that group id). Returns whether anything was signalled.
+ */
+bool sw__signal_recorded(const struct sw_pidfile *p, int pidfd, int sig);
+/* Have c's watchdog take the child's identity anew (as /proc shows it now) and remove the pid
+ * file at path once it has stopped the child (deploy/supervisor). */
+void sw__child_watch_record(struct sw_child *c, const char *path);
+
+/*
  * One HTTP request through net on a private loop (deploy/http.c). *status 0 when nothing answered
  * (refused, reset, timeout). body may be NULL (GET). The response body is kept up to resp->max
  * bytes (resp may be NULL). The transfer is cancelled when *stop becomes set. Returns 0 when an

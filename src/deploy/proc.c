@@ -1,6 +1,7 @@
 /*
- * deploy/proc: what the kernel says about a process (/proc/PID/stat, cmdline, the boot id), wait
- * status wording, and where slipway keeps pid files and logs.
+ * deploy/proc: what the kernel says about a process (/proc/PID/stat, cmdline, exe, the boot id),
+ * wait status wording, and where slipway keeps pid files and logs (a directory only the user can
+ * write: a predictable shared name such as /tmp/slipway-UID could be pre-created by anyone).
  *
  * What it deliberately does not do: signal anything. Identity checks live here so that every
  * caller that is about to send a signal asks the same question the same way.
@@ -10,8 +11,9 @@
 #include <dirent.h>
 
 #include <errno.h>
-#include <signal.h>
 #include <fcntl.h>
+#include <pwd.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -137,6 +139,37 @@ int sw_proc_cmdline(pid_t pid, char *out, size_t n)
     return 0;
 }
 
+int sw_proc_args(pid_t pid, char *out, size_t n, size_t *len)
+{
+    char path[64];
+    *len = 0;
+    if (n < 2)
+        return SW_ERANGE;
+    snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
+    /* read_small keeps one byte for a terminator: n bytes read means it may not have fit */
+    ssize_t got = read_small(path, out, n);
+    if (got < 0)
+        return SW_ENOENT;
+    if ((size_t)got >= n - 1)
+        return SW_ERANGE;
+    *len = (size_t)got;
+    return 0;
+}
+
+int sw_proc_exe(pid_t pid, char *out, size_t n)
+{
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+    ssize_t got = n ? readlink(path, out, n - 1) : -1;
+    if (got < 0 || (size_t)got >= n - 1) {
+        if (n)
+            out[0] = '\0';
+        return got < 0 ? SW_ENOENT : SW_ERANGE;
+    }
+    out[got] = '\0';
+    return 0;
+}
+
 const char *sw_wait_status_str(int status, char *buf, size_t n)
 {
     if (WIFEXITED(status))
@@ -148,30 +181,63 @@ const char *sw_wait_status_str(int status, char *buf, size_t n)
     return buf;
 }
 
+int sw_deploy_check_dir(const char *dir, struct sw_err *e)
+{
+    struct stat st;
+    if (lstat(dir, &st) != 0)
+        return sw_err_set(e, SW_EIO, "%s: %s", dir, strerror(errno));
+    if (S_ISLNK(st.st_mode)) {
+        char to[4096];
+        ssize_t n = readlink(dir, to, sizeof(to) - 1);
+        to[n > 0 ? n : 0] = '\0';
+        return sw_err_set(e, SW_EIO,
+                          "%s is a symbolic link (to %s); refusing to keep or trust pid files "
+                          "there: use the real directory",
+                          dir, to[0] ? to : "?");
+    }
+    if (!S_ISDIR(st.st_mode))
+        return sw_err_set(e, SW_EIO, "%s is not a directory", dir);
+    if (st.st_uid != geteuid())
+        return sw_err_set(e, SW_EIO,
+                          "%s is owned by uid %u, not by you (uid %u); refusing to keep or trust "
+                          "pid files there",
+                          dir, (unsigned)st.st_uid, (unsigned)geteuid());
+    if (st.st_mode & 022)
+        return sw_err_set(e, SW_EIO,
+                          "%s has mode %04o: writable by %s (who could replace a pid file); "
+                          "refusing to keep or trust pid files there (chmod go-w, or another "
+                          "directory)",
+                          dir, (unsigned)(st.st_mode & 07777),
+                          (st.st_mode & 002) ? "everyone" : "its group");
+    return 0;
+}
+
 int sw_deploy_run_dir(char *out, size_t n, struct sw_err *e)
 {
     const char *d = getenv("SLIPWAY_RUN_DIR");
     const char *xdg = getenv("XDG_RUNTIME_DIR");
+    const char *home = getenv("HOME");
     int w;
-    if (d && *d)
+    if (d && *d) {
         w = snprintf(out, n, "%s", d);
-    else if (xdg && *xdg)
+    } else if (xdg && *xdg) {
         w = snprintf(out, n, "%s/slipway", xdg);
-    else
-        w = snprintf(out, n, "/tmp/slipway-%u", (unsigned)getuid());
+    } else {
+        if (!home || !*home) {
+            struct passwd *pw = getpwuid(geteuid());
+            home = pw ? pw->pw_dir : NULL;
+        }
+        if (!home || !*home)
+            return sw_err_set(e, SW_ENOENT,
+                              "no run directory: set SLIPWAY_RUN_DIR (or XDG_RUNTIME_DIR or "
+                              "HOME) to a directory only you can write");
+        w = snprintf(out, n, "%s/.local/state/slipway/run", home);
+    }
     if (w < 0 || (size_t)w >= n)
         return sw_err_set(e, SW_ERANGE, "run directory path too long");
+    /* created 0700 when missing; an existing one is judged as it is, never repaired */
     int rc = sw_mkdir_p(out, 0700, e);
     if (rc)
         return rc;
-    /* /tmp is shared: the directory must be ours and not writable by others */
-    struct stat st;
-    if (lstat(out, &st) != 0 || !S_ISDIR(st.st_mode))
-        return sw_err_set(e, SW_EIO, "%s: not a directory", out);
-    if (st.st_uid != getuid() || (st.st_mode & 022))
-        return sw_err_set(e, SW_EIO,
-                          "%s: owned by uid %u or writable by others; refusing to keep pid "
-                          "files there (set SLIPWAY_RUN_DIR)",
-                          out, (unsigned)st.st_uid);
-    return 0;
+    return sw_deploy_check_dir(out, e);
 }

@@ -12,8 +12,13 @@
  *   - a watchdog: a small forked process in its own session that holds the read end of a pipe
  *     only slipway can write to. When the pipe reaches EOF without "release" (slipway is gone),
  *     it sends SIGTERM to the child's group, waits, then SIGKILL. This covers --detach, where
- *     the child must outlive slipway after the hand-over and so cannot have PDEATHSIG. The
- *     watchdog checks the leader's start time before signalling, so a recycled pid is safe.
+ *     the child must outlive slipway after the hand-over and so cannot have PDEATHSIG. Before
+ *     each signal the watchdog makes `down`'s proof (sw__signal_recorded: start time, exe and
+ *     argv as they were when slipway handed the child over), so a recycled pid is safe; then
+ *     it removes the child's pid file (when slipway told it one) so no stale record is left.
+ *
+ * The in-process stop (sw_child_stop) signals a child slipway has not reaped yet: its pid
+ * cannot be recycled before waitpid, which is the proof there.
  *
  * Everything the child needs (argv, envp, the resolved path) is built before fork(): after
  * fork() only async-signal-safe calls are made.
@@ -121,31 +126,44 @@ static void close_from(int lowfd)
         close(fd);
 }
 
-static void watchdog_kill(pid_t pg, uint64_t ticks, unsigned grace_ms)
+/* What the watchdog guards: the child's identity as /proc showed it when slipway handed it over,
+ * and the pid file slipway wrote for it (removed once the child is stopped). Static: the
+ * watchdog is a forked copy of slipway that lives only for this. */
+static struct sw_pidfile wd_rec;
+static char wd_pidfile[4096];
+
+static void watchdog_kill(unsigned grace_ms)
 {
-    struct sw_proc_id id;
-    bool leader = sw_proc_identify(pg, &id, NULL) == 0;
-    /* A leader with another start time means the pid was recycled: then the group we started
-     * is gone too (a pid stays reserved while its group exists). Never signal a stranger. */
-    if (leader && ticks && id.start_ticks != ticks)
+    /* Every signal after the same proof as `down`: the leader is the recorded process (start
+     * time, exe, argv), or it is dead and only its group is left. */
+    if (!sw__signal_recorded(&wd_rec, -1, SIGTERM))
         return;
-    if (!sw__proc_group_alive(pg))
-        return;
-    kill(-pg, SIGTERM);
     for (unsigned waited = 0; waited < grace_ms; waited += 50) {
-        if (!sw__proc_group_alive(pg))
+        if (!sw__proc_group_alive(wd_rec.pgid))
             return;
         sw_sleep_ms(50);
     }
-    kill(-pg, SIGKILL);
+    sw__signal_recorded(&wd_rec, -1, SIGKILL);
+    for (int i = 0; i < 200 && sw__proc_group_alive(wd_rec.pgid); i++)
+        sw_sleep_ms(50);
+}
+
+/* The child is stopped: its pid file is stale. Removed only when it still records this child
+ * (another `up` may have replaced it) and the child is not alive. */
+static void watchdog_unrecord(void)
+{
+    struct sw_pidfile p;
+    if (!wd_pidfile[0] || sw__proc_alive(wd_rec.pid, wd_rec.start_ticks))
+        return;
+    if (sw_pidfile_read(wd_pidfile, &p, NULL) == 0 && p.pid == wd_rec.pid &&
+        p.start_ticks == wd_rec.start_ticks)
+        unlink(wd_pidfile);
 }
 
 static void watchdog_main(int fd, unsigned grace_ms)
 {
-    char buf[256];
+    char buf[4400];
     size_t len = 0;
-    pid_t pg = 0;
-    unsigned long long ticks = 0;
     bool released = false;
     for (;;) {
         ssize_t r = read(fd, buf + len, sizeof(buf) - 1 - len);
@@ -160,8 +178,19 @@ static void watchdog_main(int fd, unsigned grace_ms)
             *nl = '\0';
             if (buf[0] == 'G') {
                 char *end;
-                pg = (pid_t)strtol(buf + 1, &end, 10);
-                ticks = strtoull(end, NULL, 10);
+                pid_t pg = (pid_t)strtol(buf + 1, &end, 10);
+                unsigned long long ticks = strtoull(end, NULL, 10);
+                /* the identity now, while slipway still holds the child unreaped */
+                memset(&wd_rec, 0, sizeof(wd_rec));
+                if (pg > 1 && sw_pidfile_identify(pg, &wd_rec, NULL) != 0) {
+                    memset(&wd_rec, 0, sizeof(wd_rec)); /* it died already: nothing of it runs */
+                    wd_rec.pid = wd_rec.pgid = pg;
+                }
+                wd_rec.start_ticks = ticks;
+            } else if (buf[0] == 'P' && buf[1] == ' ') {
+                size_t n = strlen(buf + 2);
+                if (n < sizeof(wd_pidfile))
+                    memcpy(wd_pidfile, buf + 2, n + 1);
             } else if (buf[0] == 'R') {
                 released = true;
             }
@@ -172,8 +201,10 @@ static void watchdog_main(int fd, unsigned grace_ms)
         if (len == sizeof(buf) - 1)
             len = 0; /* garbage: only slipway writes here */
     }
-    if (!released && pg > 1)
-        watchdog_kill(pg, ticks, grace_ms);
+    if (!released && wd_rec.pid > 1) {
+        watchdog_kill(grace_ms);
+        watchdog_unrecord();
+    }
 }
 
 static int start_watchdog(struct sw_child *c, unsigned grace_ms, struct sw_err *e)
@@ -241,6 +272,18 @@ static void watchdog_send(struct sw_child *c, const char *msg)
         msg += w;
         n -= (size_t)w;
     }
+}
+
+void sw__child_watch_record(struct sw_child *c, const char *path)
+{
+    char msg[4200];
+    /* "G" again: the watchdog takes the child's identity anew (a wrapper script that exec'd
+     * the engine meanwhile is the engine now) */
+    snprintf(msg, sizeof(msg), "G %d %llu\n", (int)c->pid, (unsigned long long)c->start_ticks);
+    watchdog_send(c, msg);
+    int w = snprintf(msg, sizeof(msg), "P %s\n", path);
+    if (w > 0 && (size_t)w < sizeof(msg) && !strchr(path, '\n'))
+        watchdog_send(c, msg);
 }
 
 void sw_child_release(struct sw_child *c)
@@ -429,8 +472,12 @@ int sw_child_stop(struct sw_child *c, unsigned grace_ms, struct sw_err *e)
                                 (int)c->pid);
         }
     }
-    /* what else is in the group (a debugger printing a backtrace) goes too */
-    if (sw__proc_group_alive(c->pgid)) {
+    /* What else is in the group (a debugger printing a backtrace) goes too. The leader is
+     * reaped: its pid stays reserved while the group has members, unless a stranger holds it
+     * already (then the group is gone and that is not ours). */
+    struct sw_proc_id id;
+    bool stranger = sw_proc_identify(c->pgid, &id, NULL) == 0 && id.start_ticks != c->start_ticks;
+    if (!stranger && sw__proc_group_alive(c->pgid)) {
         kill(-c->pgid, SIGKILL);
         for (int i = 0; i < 250 && sw__proc_group_alive(c->pgid); i++)
             sw_sleep_ms(20);

@@ -8,8 +8,14 @@
  * generation of one token (not /health: a server can answer /health and still be unable to
  * generate). On any failure the child is stopped before returning: nothing is left running.
  *
- * What it deliberately does not do: decide the shape, write pid files, or wait in the foreground
- * (the CLI does those), or retry.
+ * The pid file (o->pid_file) is written as soon as the engine runs, not after it proved itself:
+ * if slipway and its watchdog are both killed mid-boot, the orphaned engine is still on record
+ * for `slipway down`. It is written again once the engine answers readiness (what /proc shows
+ * then: a wrapper script has exec'd the engine by now). A failed boot removes it; the watchdog
+ * removes it when it stops the engine.
+ *
+ * What it deliberately does not do: decide the shape or wait in the foreground (the CLI does
+ * those), or retry.
  */
 #include "deploy_internal.h"
 
@@ -279,7 +285,63 @@ static int liveness(const struct sw_up_opts *o, struct sw_up_result *r, struct s
     return sw_err_set(e, SW_ECHILD, "%s", msg);
 }
 
+/* The record `down` trusts, from what /proc says about the child now that it runs. */
+static int write_record(const struct sw_up_opts *o, struct sw_up_result *r, struct sw_err *e)
+{
+    int rc = 0;
+    struct sw_buf line;
+    struct sw_pidfile *pf = sw_calloc(1, sizeof(*pf));
+    if (!pf)
+        return sw_err_set(e, SW_ENOMEM, "out of memory");
+    sw_buf_init(&line, sizeof(pf->cmdline) - 1);
+    rc = sw_pidfile_identify(r->child.pid, pf, e);
+    if (rc)
+        goto out;
+    if (pf->start_ticks != r->child.start_ticks) {
+        rc = sw_err_set(e, SW_ECHILD, "pid %d changed while it was being recorded",
+                        (int)r->child.pid);
+        goto out;
+    }
+    snprintf(pf->endpoint, sizeof(pf->endpoint), "%s", o->endpoint ? o->endpoint : "");
+    snprintf(pf->engine, sizeof(pf->engine), "%s", o->engine->name);
+    sw_engine_cmd_format(o->cmd, &line);
+    snprintf(pf->cmdline, sizeof(pf->cmdline), "%s", sw_buf_cstr(&line));
+    snprintf(pf->host, sizeof(pf->host), "%s", o->host && *o->host ? o->host : "127.0.0.1");
+    pf->port = o->port;
+    snprintf(pf->url, sizeof(pf->url), "%s", r->url);
+    snprintf(pf->log, sizeof(pf->log), "%s", o->log_path ? o->log_path : "");
+    pf->started_unix = sw_wall_unix();
+    pf->supervisor = o->detach ? 0 : getpid();
+    rc = sw_pidfile_write(o->pid_file, pf, e);
+    if (!rc)
+        sw__child_watch_record(&r->child, o->pid_file);
+out:
+    sw_buf_free(&line);
+    sw_free(pf);
+    return rc;
+}
+
+/* Remove the record of a boot that failed, when it is still this child's. */
+static void remove_record(const struct sw_up_opts *o, const struct sw_up_result *r)
+{
+    struct sw_pidfile *pf = sw_calloc(1, sizeof(*pf));
+    if (pf && sw_pidfile_read(o->pid_file, pf, NULL) == 0 && pf->pid == r->child.pid &&
+        pf->start_ticks == r->child.start_ticks)
+        unlink(o->pid_file);
+    sw_free(pf);
+}
+
+static int boot(const struct sw_up_opts *o, struct sw_up_result *r, struct sw_err *e);
+
 int sw_deploy_up(const struct sw_up_opts *o, struct sw_up_result *r, struct sw_err *e)
+{
+    int rc = boot(o, r, e);
+    if (rc && r->started && o->pid_file)
+        remove_record(o, r);
+    return rc;
+}
+
+static int boot(const struct sw_up_opts *o, struct sw_up_result *r, struct sw_err *e)
 {
     int rc = 0;
     memset(r, 0, sizeof(*r));
@@ -301,6 +363,19 @@ int sw_deploy_up(const struct sw_up_opts *o, struct sw_up_result *r, struct sw_e
         if (rc)
             return rc;
     }
+    /* where the record will go must be safe before anything starts */
+    if (o->pid_file) {
+        char dir[4096];
+        const char *slash = strrchr(o->pid_file, '/');
+        if (!slash)
+            snprintf(dir, sizeof(dir), ".");
+        else
+            snprintf(dir, sizeof(dir), "%.*s",
+                     slash == o->pid_file ? 1 : (int)(slash - o->pid_file), o->pid_file);
+        rc = sw_deploy_check_dir(dir, e);
+        if (rc)
+            return rc;
+    }
     struct sw_spawn_opts so;
     memset(&so, 0, sizeof(so));
     so.argv = (const char *const *)o->cmd->argv;
@@ -314,6 +389,16 @@ int sw_deploy_up(const struct sw_up_opts *o, struct sw_up_result *r, struct sw_e
     if (rc)
         return rc;
     r->started = true;
+    if (o->pid_file) {
+        rc = write_record(o, r, e);
+        /* an engine that exited at once (a busy port) has nothing to record: the loop below
+         * classifies its failure */
+        if (rc && !sw_child_poll(&r->child)) {
+            sw_child_stop(&r->child, grace, NULL);
+            return rc;
+        }
+        rc = 0;
+    }
 
     double deadline = r->child.t_start + (o->boot_timeout_s ? o->boot_timeout_s : 900);
     double next_parse = 0;
@@ -367,6 +452,15 @@ int sw_deploy_up(const struct sw_up_opts *o, struct sw_up_result *r, struct sw_e
     }
     r->ready = true;
     r->boot_s = sw_now_s() - r->child.t_start;
+    /* recorded again now that it serves: a wrapper script that exec'd the engine has done so,
+     * and the record must name what `down` will find */
+    if (o->pid_file) {
+        rc = write_record(o, r, e);
+        if (rc) {
+            sw_child_stop(&r->child, grace, NULL);
+            return rc;
+        }
+    }
     sw_deploy_read_log(o, r, NULL);
     if (o->liveness) {
         rc = liveness(o, r, e);

@@ -24,18 +24,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+/* A record of this test process as /proc shows it (pid, start time, boot id, exe, argv). */
 static void self_record(struct sw_pidfile *p)
 {
-    struct sw_proc_id id;
-    assert_int_equal(sw_proc_identify(getpid(), &id, NULL), 0);
     memset(p, 0, sizeof(*p));
+    assert_int_equal(sw_pidfile_identify(getpid(), p, NULL), 0);
     snprintf(p->endpoint, sizeof(p->endpoint), "unit");
     snprintf(p->engine, sizeof(p->engine), "llama.cpp");
-    p->pid = getpid();
-    p->pgid = id.pgid;
-    p->start_ticks = id.start_ticks;
-    snprintf(p->boot_id, sizeof(p->boot_id), "%s", id.boot_id);
-    snprintf(p->exe, sizeof(p->exe), "/usr/bin/llama-server");
     snprintf(p->url, sizeof(p->url), "http://127.0.0.1:8080");
     p->port = 8080;
     p->started_unix = 1796246280;
@@ -56,6 +51,9 @@ static void test_pidfile_roundtrip(void **state)
     assert_int_equal(q.start_ticks, p.start_ticks);
     assert_string_equal(q.boot_id, p.boot_id);
     assert_string_equal(q.cmdline, p.cmdline);
+    assert_string_equal(q.exe, p.exe);
+    assert_int_equal(q.args_len, p.args_len);
+    assert_memory_equal(q.args, p.args, p.args_len);
     assert_int_equal(q.port, 8080);
     struct stat st;
     assert_int_equal(stat(path, &st), 0);
@@ -102,6 +100,18 @@ static void test_pidfile_check(void **state)
     char why[512];
     self_record(&p);
     assert_int_equal(sw_pidfile_check(&p, why, sizeof(why)), SW_PID_ALIVE);
+    /* same pid and start time, another executable or argv: a forged or corrupt record */
+    snprintf(p.exe, sizeof(p.exe), "/usr/bin/llama-server");
+    assert_int_equal(sw_pidfile_check(&p, why, sizeof(why)), SW_PID_MISMATCH);
+    assert_non_null(strstr(why, "executable"));
+    self_record(&p);
+    p.args[0] ^= 1;
+    assert_int_equal(sw_pidfile_check(&p, why, sizeof(why)), SW_PID_MISMATCH);
+    assert_non_null(strstr(why, "argv"));
+    self_record(&p);
+    p.args_len = 0;
+    assert_int_equal(sw_pidfile_check(&p, why, sizeof(why)), SW_PID_MISMATCH);
+    self_record(&p);
     /* same pid, another start time: a recycled pid */
     p.start_ticks++;
     assert_int_equal(sw_pidfile_check(&p, why, sizeof(why)), SW_PID_REUSED);
@@ -337,7 +347,12 @@ static void supervisor_dies(bool pdeath, bool watchdog)
     const char *pidf = swt_join(dir, "child.pid");
     pid_t sup = fork();
     if (sup == 0) {
-        const char *argv[] = {"sh", "-c", "echo $$ > \"$0\"; exec sleep 300", pidf, NULL};
+        /* With a watchdog the shell stays the leader (no exec): the watchdog proves the exe and
+         * argv it was handed, and a leader that became another program is not signalled.
+         * PDEATHSIG alone reaches only the leader, so there it must be sleep itself. */
+        const char *script =
+            watchdog ? "echo $$ > \"$0\"; sleep 300; :" : "echo $$ > \"$0\"; exec sleep 300";
+        const char *argv[] = {"sh", "-c", script, pidf, NULL};
         struct sw_spawn_opts o = {.argv = argv,
                                   .die_with_parent = pdeath,
                                   .watchdog = watchdog,
