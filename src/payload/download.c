@@ -99,7 +99,7 @@ static void tohex(const unsigned char *d, unsigned n, char *out)
 static void redact(struct fetch *ft, char *s)
 {
     if (ft->tok)
-        sw_fetch_redact(s, ft->tok);
+        sw_redact(s, ft->tok);
 }
 
 static int hashes_init(struct job *j)
@@ -1011,7 +1011,7 @@ out:
     sw_free(ft.queue);
     out->seconds = sw_now_s() - t0;
     if (rc && e && ft.tok)
-        sw_fetch_redact(e->msg, ft.tok);
+        sw_redact(e->msg, ft.tok);
     return rc;
 }
 
