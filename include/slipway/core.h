@@ -203,6 +203,28 @@ int sw_json_set_bool(json_t *obj, const char *key, bool val);
 int sw_json_set_new(json_t *obj, const char *key, json_t *val);
 
 /* ---------------------------------------------------------------------------------------------
+ * Text from elsewhere (core/utf8, core/redact).
+ */
+/* Length of the well-formed UTF-8 sequence at s[0..n), 0 when none starts there (a NUL too). */
+size_t sw_utf8_seq(const unsigned char *s, size_t n);
+/* Copy s[0..len) into out (outn bytes, always NUL-terminated when outn > 0) as well-formed
+ * UTF-8: each byte that starts no well-formed sequence (a NUL included) becomes U+FFFD; a
+ * character that does not fit whole is left out with everything after it. *replaced (may be
+ * NULL) gets the count of such bytes. Returns the bytes written (without the NUL). */
+size_t sw_utf8_repair(const char *s, size_t len, char *out, size_t outn, size_t *replaced);
+
+/* A secret shorter than this is not redacted: it would shred ordinary text. */
+#define SW_REDACT_MIN 4u
+/* Replace every occurrence of secret in the NUL-terminated s (in place) by "***", and of its
+ * forms a server may echo: JSON-escaped, percent-encoded, base64 (so "Bearer KEY" and
+ * "Authorization: Bearer KEY" too). secret NULL or shorter than SW_REDACT_MIN: nothing is done.
+ * Returns the number of replacements. The one routine for every message, evidence or record
+ * that may hold a token (probe, fetch, hub). */
+size_t sw_redact(char *s, const char *secret);
+/* The same over s[0..*len) (may hold NUL bytes); *len gets the new length. */
+size_t sw_redact_mem(char *s, size_t *len, const char *secret);
+
+/* ---------------------------------------------------------------------------------------------
  * Progress bar for long work. Draws on stderr only when it is a terminal (or when forced), at most
  * 10 times a second; shows done/total, rate and ETA. Silent otherwise.
  */

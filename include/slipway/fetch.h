@@ -4,7 +4,7 @@
  * sniffing and the verification this builds on.
  *
  *  - token (payload/token.c): the Hub token, only from HF_TOKEN or a token file nobody else can
- *    read; never from argv, never printed (sw_fetch_redact), never logged or stored.
+ *    read; never from argv, never printed (sw_redact, core.h), never logged or stored.
  *  - hub (payload/hub.c): a manifest from the Hub's own answers: the file list of
  *    /api/models/{repo}/revision/{rev} (siblings), then a HEAD of /{repo}/resolve/{rev}/{file}
  *    per file without following the redirect, reading X-Repo-Commit, X-Linked-Size,
@@ -55,9 +55,6 @@ struct sw_fetch_token {
 int sw_fetch_token_load(struct sw_fetch_token *t, struct sw_err *e);
 /* Wipe it. */
 void sw_fetch_token_clear(struct sw_fetch_token *t);
-/* Replace every occurrence of token in s (NUL-terminated, in place) by "***". token NULL or
- * shorter than 4 bytes: nothing is done. */
-void sw_fetch_redact(char *s, const char *token);
 
 /* =============================================================================================
  * Hub

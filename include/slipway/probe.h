@@ -41,6 +41,12 @@ extern "C" {
 #endif
 
 enum sw_probe_status { SW_PROBE_PASS = 0, SW_PROBE_FAIL = 1, SW_PROBE_SKIP = 2 };
+
+/* The battery's default overall deadline: 15 minutes. A full battery against a large model on a
+ * GPU (speed at three depths, concurrency rounds) fits in it; a silent or dead endpoint is given
+ * up on long before (see sw_probe_run). */
+#define SW_PROBE_DEADLINE_MS_DEFAULT (15u * 60u * 1000u)
+
 const char *sw_probe_status_name(enum sw_probe_status s); /* "pass", "fail", "skip" */
 
 /* One check's outcome. */
@@ -55,29 +61,35 @@ struct sw_probe_result {
 
 /* What to probe. Zero/NULL fields are discovered from the endpoint. */
 struct sw_probe_target {
-    const char *url;     /* base, e.g. http://127.0.0.1:8080 (a trailing /v1 is accepted) */
-    const char *api_key; /* bearer token or NULL; never printed */
-    const char *engine;  /* "llama.cpp", "vllm", "sglang"; NULL: detect */
-    const char *model;   /* the served name clients use (the fleet's alias); NULL: the first
+    const char *url;      /* base, e.g. http://127.0.0.1:8080 (a trailing /v1 is accepted) */
+    const char *api_key;  /* bearer token or NULL; never printed */
+    const char *engine;   /* "llama.cpp", "vllm", "sglang"; NULL: detect */
+    const char *model;    /* the served name clients use (the fleet's alias); NULL: the first
                           * one /v1/models lists */
-    int64_t window;      /* the per-request window clients rely on (tokens); 0: as reported */
-    int slots;           /* parallel sequences; 0: llama-server's /props, else unknown */
-    int vision;          /* 1 declared, 0 declared absent, -1 detect */
-    unsigned timeout_ms; /* one request's budget; 0: 300000 */
-    unsigned ready_ms;   /* readiness waits through 503 "loading" this long; 0: 60000 */
-    const char *only;    /* comma-separated check names; NULL: every default check */
-    bool worst_case;     /* add worst_case */
-    FILE *progress;      /* a line per check as it runs, or NULL */
+    int64_t window;       /* the per-request window clients rely on (tokens); 0: as reported */
+    int slots;            /* parallel sequences; 0: llama-server's /props, else unknown */
+    int vision;           /* 1 declared, 0 declared absent, -1 detect */
+    unsigned timeout_ms;  /* one request's budget; 0: 300000 */
+    unsigned ready_ms;    /* readiness waits through 503 "loading" this long; 0: 60000 */
+    unsigned deadline_ms; /* the whole battery; every request's wait is cut to what is left of
+                           * it, and a check that finds none left is skipped saying so;
+                           * 0: SW_PROBE_DEADLINE_MS_DEFAULT */
+    const char *only;     /* comma-separated check names; NULL: every default check */
+    bool worst_case;      /* add worst_case */
+    FILE *progress;       /* a line per check as it runs, or NULL */
 };
 
 struct sw_probe_report {
     char url[512];   /* redacted */
     char engine[32]; /* what was used: given or detected, "" unknown */
     char model[256];
-    int64_t window; /* per request, 0 unknown */
-    int slots;      /* 0 unknown */
-    int vision;     /* 1, 0, -1 unknown */
-    json_t *found;  /* what discovery read, and from where (object, owned) */
+    int64_t window;       /* per request, 0 unknown */
+    int slots;            /* 0 unknown */
+    int vision;           /* 1, 0, -1 unknown */
+    unsigned deadline_ms; /* the battery's deadline that applied */
+    char gave_up[256];    /* why the checks after readiness/liveness were not run (nothing
+                           * listens, or it is silent); "" when they were */
+    json_t *found;        /* what discovery read, and from where (object, owned) */
     struct sw_probe_result *v;
     size_t n;
     int passed, failed, skipped;
@@ -90,13 +102,25 @@ const char *const *sw_probe_check_names(size_t *n);
  * Run the battery. Returns 0 when it ran (read out->failed for the verdict), SW_EINVAL for an
  * unknown name in `only` or a missing URL, SW_ENOMEM. out is always initialised; free it with
  * sw_probe_report_free.
+ *
+ * When readiness finds nothing listening, or an endpoint that accepts the connection and sends
+ * no byte (its request timed out), or liveness's generation gets no byte back, every later check
+ * is skipped with that reason instead of waiting out its own budget. Whatever a server sent
+ * reaches the report as well-formed UTF-8 (each invalid byte as U+FFFD, counted in the check's
+ * data.invalid_utf8_replaced and said in its evidence) and with the API key, in every form
+ * sw_redact knows, replaced by "***".
  */
 int sw_probe_run(const struct sw_probe_target *t, struct sw_probe_report *out, struct sw_err *e);
 void sw_probe_report_free(struct sw_probe_report *r);
-/* {"url","engine","model","window","slots","vision","found","checks":[{name,status,evidence,
- * reason,ms,data}],"passed","failed","skipped"}. New reference or NULL. */
+/* {"url","engine","model","window","slots","vision","deadline_ms","gave_up" (null or why),
+ * "found","checks":[{name,
+ * status,evidence,reason,ms,data}],"passed","failed","skipped"}. Text that is not well-formed
+ * UTF-8 is repaired (U+FFFD), never a reason to fail. New reference, or NULL when out of memory
+ * (the caller must treat that as an error: nothing was printed). */
 json_t *sw_probe_report_json(const struct sw_probe_report *r);
-/* The human table: a header line, then one line per check with its evidence. */
+/* The human table: a header line, then one line per check with its evidence. Control
+ * characters a server sent (C0 but tab, DEL, C1 U+0080..U+009F) are written as \xNN / \uNNNN
+ * escapes, never raw to the terminal. */
 void sw_probe_report_print(FILE *f, const struct sw_probe_report *r);
 /* The speed check of a report document (sw_probe_report_json's form) as an SVG: decode and
  * prefill tok/s by context depth, client and server side by side. SW_ENOENT when the battery has

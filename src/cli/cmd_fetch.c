@@ -841,7 +841,7 @@ static int run_download(const struct opts *o)
         struct sw_hub_opts ho = {.token = tok.value, .include = t.include};
         rc = sw_hub_manifest(t.repo, t.revision, &ho, &m, &e);
         if (rc) {
-            sw_fetch_redact(e.msg, tok.value);
+            sw_redact(e.msg, tok.value);
             /* the Hub refused or moved: a failure found, not unusable input */
             exit_code = sw_cli_fail(&e, o->json);
             if (rc == SW_EHTTP || rc == SW_EMISMATCH || rc == SW_ENET)
@@ -865,9 +865,9 @@ static int run_download(const struct opts *o)
                                .allow_unverified = o->allow_unverified,
                                .on_file = o->quiet ? quiet_line : NULL};
     rc = sw_fetch_run(&m, &fo, &rep, &e);
-    sw_fetch_redact(e.msg, tok.value);
+    sw_redact(e.msg, tok.value);
     for (size_t i = 0; i < rep.n_files; i++)
-        sw_fetch_redact(rep.files[i].msg, tok.value);
+        sw_redact(rep.files[i].msg, tok.value);
     if (rc && !rep.n_files) {
         exit_code = sw_cli_fail(&e, o->json);
         goto out;

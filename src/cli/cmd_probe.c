@@ -2,7 +2,8 @@
  * slipway probe URL|ENDPOINT [--fleet FLEET.yaml] [--json] [--only CHECKS] [--worst-case]
  *                           [--model NAME] [--window N] [--slots N] [--engine E]
  *                           [--vision yes|no] [--api-key-env VAR] [--timeout S]
- *                           [--ready-wait S] [--record] [--ledger PATH] [--quiet]
+ *                           [--ready-wait S] [--deadline S] [--record] [--ledger PATH]
+ *                           [--quiet]
  *
  * Run the live battery (see include/slipway/probe.h) against a URL, or against an endpoint of
  * the fleet: then the URL, served name, engine, slots, the window clients rely on (the harness's
@@ -10,7 +11,8 @@
  * fleet file. Flags override. A token is never taken from argv: --api-key-env names the variable.
  * --record writes the battery into the ledger (beside the fleet, or --ledger PATH).
  *
- * Exit: 0 every check passed or was skipped, 1 a check failed, 2 unusable input.
+ * Exit: 0 every check passed or was skipped, 1 a check failed or the endpoint is unreachable or
+ * silent, 2 unusable input.
  */
 #include "cli.h"
 
@@ -27,18 +29,20 @@ static void usage(FILE *f)
           "                     [--worst-case] [--model NAME] [--window N] [--slots N]\n"
           "                     [--engine llama.cpp|vllm|sglang] [--vision yes|no]\n"
           "                     [--api-key-env VAR] [--timeout S] [--ready-wait S]\n"
+          "                     [--deadline S]\n"
           "                     [--record] [--ledger PATH] [--quiet] [--svg FILE]\n"
           "checks: readiness liveness models chat stream reasoning tool_calls vision metrics\n"
           "        over_length concurrency speed, and worst_case with --worst-case\n"
           "ENDPOINT is a name in the fleet file (default ./fleet.yaml); URL is http(s)://...\n"
           "--svg FILE: the speed check as a chart (decode and prefill tok/s by depth, client and\n"
-          "            server)\n",
+          "            server)\n"
+          "--deadline S: the whole battery's deadline (default 900 s); every wait is cut to it\n",
           f);
 }
 
 struct opts {
     const char *target, *fleet, *only, *model, *engine, *vision, *key_env, *ledger;
-    const char *window, *slots, *timeout, *ready, *svg;
+    const char *window, *slots, *timeout, *ready, *svg, *deadline;
     bool json, worst, record, quiet, help;
 };
 
@@ -82,6 +86,8 @@ static int parse(int argc, char **argv, struct opts *o)
             val = &o->ready;
         else if (sw_cli_is(a, "--svg", NULL))
             val = &o->svg;
+        else if (sw_cli_is(a, "--deadline", NULL))
+            val = &o->deadline;
         else if (a[0] == '-' && a[1])
             return sw_cli_usage("probe", "unknown option %s", a);
         else if (!o->target)
@@ -233,6 +239,15 @@ int sw_cmd_probe(int argc, char **argv)
             goto out;
         t.ready_ms = (unsigned)SW_MIN(v * 1000, 86400000ull);
     }
+    if (o.deadline) {
+        exit_code = num("--deadline", o.deadline, &v);
+        if (!exit_code && (v < 1 || v > 86400))
+            exit_code =
+                sw_cli_usage("probe", "--deadline: 1 to 86400 seconds (got %s)", o.deadline);
+        if (exit_code)
+            goto out;
+        t.deadline_ms = (unsigned)(v * 1000);
+    }
     if (o.vision) {
         if (!strcmp(o.vision, "yes"))
             t.vision = 1;
@@ -264,9 +279,14 @@ int sw_cmd_probe(int argc, char **argv)
         goto out;
     }
     json_t *doc = sw_probe_report_json(&rep);
+    if (!doc) {
+        /* nothing printed must never read as success */
+        sw_err_set(&e, SW_ENOMEM, "probe: the report could not be built (out of memory)");
+        exit_code = sw_cli_fail(&e, o.json);
+        goto out;
+    }
     if (o.json) {
-        if (doc)
-            sw_json_print(stdout, doc, true);
+        sw_json_print(stdout, doc, true);
     } else {
         sw_probe_report_print(stdout, &rep);
     }
@@ -293,7 +313,8 @@ int sw_cmd_probe(int argc, char **argv)
             printf("recorded as battery %lld in %s\n", (long long)id, path);
         }
     }
-    exit_code = rep.failed ? SW_EXIT_FAIL : SW_EXIT_OK;
+    /* every check skipped because nothing answers is not a success either */
+    exit_code = rep.failed || rep.gave_up[0] ? SW_EXIT_FAIL : SW_EXIT_OK;
     if (o.svg) {
         char m[1200];
         sw_err_clear(&e);

@@ -303,7 +303,21 @@ void sw__net_xfer_curl_done(struct sw_net_xfer *x, CURLcode res)
     case CURLE_RANGE_ERROR:
         set_failf(x, SW_EHTTP, SW_NET_PROTOCOL, "not a valid HTTP reply: %s", detail);
         break;
+#if LIBCURL_VERSION_NUM >= 0x080600
+    case CURLE_TOO_LARGE:
+#endif
     case CURLE_OUT_OF_MEMORY:
+        if (!x->resp.t.headers) {
+            /* before the headers ended, curl says "out of memory" for a header line past its
+             * own ceiling ("Avoided giant realloc for header"); ours are whole lines only */
+            set_failf(x, SW_ERANGE, SW_NET_TOO_BIG,
+                      "a response header line is longer than curl's limit of %u bytes "
+                      "(CURL_MAX_HTTP_HEADER; slipway's ceiling for all header lines is %zu "
+                      "bytes)",
+                      (unsigned)CURL_MAX_HTTP_HEADER,
+                      x->req.header_max ? x->req.header_max : (size_t)SW_NET_HEADER_MAX_DEFAULT);
+            break;
+        }
         set_failf(x, SW_ENOMEM, SW_NET_OTHER, "out of memory: %s", detail);
         break;
     default:

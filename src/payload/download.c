@@ -160,7 +160,7 @@ static void unlink_under(struct fetch *ft, const char *path)
 static void redact(struct fetch *ft, char *s)
 {
     if (ft->tok)
-        sw_fetch_redact(s, ft->tok);
+        sw_redact(s, ft->tok);
 }
 
 static int hashes_init(struct job *j)
@@ -1231,7 +1231,7 @@ out:
     sw_free(ft.queue);
     out->seconds = sw_now_s() - t0;
     if (rc && e && ft.tok)
-        sw_fetch_redact(e->msg, ft.tok);
+        sw_redact(e->msg, ft.tok);
     return rc;
 }
 

@@ -415,6 +415,6 @@ out:
     if (rc)
         sw_payload_manifest_free(out);
     if (rc && e && tok)
-        sw_fetch_redact(e->msg, tok);
+        sw_redact(e->msg, tok);
     return rc;
 }

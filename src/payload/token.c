@@ -4,7 +4,7 @@
  * ~/.cache/huggingface/token). A token on a command line is readable by every user of the host
  * (/proc/PID/cmdline), so there is no flag for it.
  *
- * What it does not do: log in, validate the token with the Hub, or print it: sw_fetch_redact
+ * What it does not do: log in, validate the token with the Hub, or print it: sw_redact
  * exists so that nothing the token could reach (a server's error body echoing a header, a curl
  * message) is shown with it.
  */
@@ -141,21 +141,4 @@ void sw_fetch_token_clear(struct sw_fetch_token *t)
     for (size_t i = 0; i < sizeof(t->value); i++)
         p[i] = 0;
     t->source[0] = '\0';
-}
-
-void sw_fetch_redact(char *s, const char *token)
-{
-    if (!s || !token)
-        return;
-    size_t tl = strlen(token);
-    if (tl < 4)
-        return;
-    char *p = s;
-    char *hit;
-    while ((hit = strstr(p, token)) != NULL) {
-        /* "***" is shorter than any token we redact: shift the rest left */
-        memcpy(hit, "***", 3);
-        memmove(hit + 3, hit + tl, strlen(hit + tl) + 1);
-        p = hit + 3;
-    }
 }

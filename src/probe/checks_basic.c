@@ -45,13 +45,14 @@ void sw__probe_readiness(struct sw__probe *p, struct sw_probe_result *r)
     uint64_t t0 = sw_now_ns();
     int n503 = 0;
     char first503[256] = "";
-    char d[512], q[128];
+    char d[512], q[384];
     for (;;) {
         struct sw_net_resp resp;
         struct sw_net_req req;
         sw__probe_req(p, &req, 10000);
         req.url = sw__probe_url(p, "/health");
         int rc = sw_net_request(&p->loop, &req, &resp, NULL);
+        sw__probe_scrub_resp(p, &resp);
         uint64_t waited = sw_now_ns() - t0;
         sw_json_set_int(r->data, "status", resp.status);
         sw_json_set_int(r->data, "loading_503", n503);
@@ -59,17 +60,25 @@ void sw__probe_readiness(struct sw__probe *p, struct sw_probe_result *r)
         if (rc) {
             if (resp.fail == SW_NET_REFUSED || resp.fail == SW_NET_DNS ||
                 resp.fail == SW_NET_CONNECT || resp.fail == SW_NET_TIMEOUT_CONNECT) {
-                p->unreachable = true;
-                snprintf(p->unreachable_why, sizeof(p->unreachable_why), "%.100s: %.140s",
-                         p->rep->url, resp.err.msg);
+                sw__probe_give_up(p, "%.100s: %.140s", p->rep->url, resp.err.msg);
+            } else if (sw__probe_silent(&resp)) {
+                sw__probe_give_up(p,
+                                  "%.100s accepted the connection but sent no byte for %s "
+                                  "(GET /health): the endpoint is silent",
+                                  p->rep->url, sw__probe_dur(waited, q, sizeof(q)));
             }
-            sw__probe_set(r, SW_PROBE_FAIL, "nothing usable answers /health", "GET /health: %s",
-                          sw__probe_describe(&resp, d, sizeof(d)));
+            sw__probe_set(r, SW_PROBE_FAIL,
+                          p->unreachable ? p->unreachable_why : "nothing usable answers /health",
+                          "GET /health: %s", sw__probe_describe(&resp, d, sizeof(d)));
             sw_net_resp_free(&resp);
             return;
         }
         if (resp.status == 200) {
             quote(resp.body.data ? resp.body.data : "", resp.body.len, 60, q, sizeof(q));
+            char enc[200];
+            size_t ql = strlen(q);
+            snprintf(q + ql, sizeof(q) - ql, "%s",
+                     sw__probe_encoding_note(&resp, enc, sizeof(enc)));
             char times[32];
             if (n503 == 1)
                 snprintf(times, sizeof(times), "once");
@@ -90,7 +99,7 @@ void sw__probe_readiness(struct sw__probe *p, struct sw_probe_result *r)
             if (!n503++)
                 snprintf(first503, sizeof(first503), "%.200s",
                          oe.message[0] ? oe.message : "no body");
-            if (waited < (uint64_t)wait * 1000000ull) {
+            if (waited < (uint64_t)wait * 1000000ull && sw__probe_left_ms(p) > 250) {
                 sw_net_resp_free(&resp);
                 sw_sleep_ms(250);
                 continue;
@@ -119,15 +128,23 @@ void sw__probe_liveness(struct sw__probe *p, struct sw_probe_result *r)
     uint64_t dt = resp.t.done - resp.t.start;
     sw_json_set_int(r->data, "status", resp.status);
     sw_json_set_real(r->data, "seconds", (double)dt / 1e9);
-    if (rc || resp.status != 200) {
+    if (rc && sw__probe_silent(&resp)) {
+        /* every later check would wait out its own budget on the same silence */
+        sw__probe_give_up(p, "POST /v1/chat/completions got no byte in %s: the engine is silent",
+                          sw__probe_dur(dt, q, sizeof(q)));
+        sw__probe_set(r, SW_PROBE_FAIL, p->unreachable_why,
+                      "POST /v1/chat/completions max_tokens 1: %s",
+                      sw__probe_describe(&resp, d, sizeof(d)));
+    } else if (rc || resp.status != 200) {
         sw__probe_set(r, SW_PROBE_FAIL, "no generation: the engine behind /health is not serving",
                       "POST /v1/chat/completions max_tokens 1: %s",
                       sw__probe_describe(&resp, d, sizeof(d)));
     } else if (res.err.code) {
-        char m[1200];
+        char m[1200], enc[200];
         sw__probe_set(r, SW_PROBE_FAIL, "the reply is not a chat completion",
-                      "POST /v1/chat/completions max_tokens 1: %s",
-                      sw_err_format(&res.err, m, sizeof(m)));
+                      "POST /v1/chat/completions max_tokens 1: %s%s",
+                      sw_err_format(&res.err, m, sizeof(m)),
+                      sw__probe_encoding_note(&resp, enc, sizeof(enc)));
     } else {
         int64_t n = res.usage.present ? res.usage.completion_tokens : -1;
         sw_json_set_int(r->data, "completion_tokens", n);

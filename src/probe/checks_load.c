@@ -95,7 +95,7 @@ void sw__probe_over_length(struct sw__probe *p, struct sw_probe_result *r)
     bool is_alive = sw__probe_alive(p, alive, sizeof(alive));
     sw_json_set_bool(r->data, "alive_after", is_alive);
     if (oe.present) {
-        sw_json_set_str(r->data, "error_type", oe.type);
+        sw__probe_data_str(r, "error_type", oe.type);
         sw_json_set_int(r->data, "n_prompt_tokens", oe.n_prompt_tokens);
         sw_json_set_int(r->data, "n_ctx", oe.n_ctx);
     }
@@ -216,6 +216,10 @@ static bool concurrency_round(struct sw__probe *p, struct sw_probe_result *r, in
             started++;
     }
     sw_net_loop_run(&p->loop);
+    for (int i = 0; i < total; i++) {
+        sw__probe_scrub_resp(p, &f[i].x.resp);
+        sw__probe_scrub_res(p, &f[i].res);
+    }
     have_busy = have_busy && busy_read(p, &b1) && b1.decodes > b0.decodes;
     int bad = -1, ended_badly = 0;
     char late_error[200] = "";

@@ -8,6 +8,7 @@
  */
 #include "probe_internal.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <string.h>
@@ -62,16 +63,112 @@ const char *sw__probe_url(struct sw__probe *p, const char *path)
     return b;
 }
 
+unsigned sw__probe_left_ms(const struct sw__probe *p)
+{
+    uint64_t now = sw_now_ns();
+    if (now >= p->deadline_ns)
+        return 0;
+    uint64_t left = (p->deadline_ns - now) / 1000000ull;
+    return left > UINT_MAX ? UINT_MAX : (unsigned)left;
+}
+
+bool sw__probe_silent(const struct sw_net_resp *resp)
+{
+    return resp->rc && !resp->t.first_byte &&
+           (resp->fail == SW_NET_TIMEOUT_FIRST_BYTE || resp->fail == SW_NET_TIMEOUT_IDLE ||
+            resp->fail == SW_NET_TIMEOUT_TOTAL);
+}
+
+void sw__probe_give_up(struct sw__probe *p, const char *fmt, ...)
+{
+    p->unreachable = true;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(p->unreachable_why, sizeof(p->unreachable_why), fmt, ap);
+    va_end(ap);
+}
+
 void sw__probe_req(struct sw__probe *p, struct sw_net_req *q, unsigned total_ms)
 {
     memset(q, 0, sizeof(*q));
     q->bearer = p->t->api_key && *p->t->api_key ? p->t->api_key : NULL;
-    q->connect_ms = 10000;
+    /* every wait is bounded by what is left of the battery's deadline (1 ms when nothing is:
+     * 0 would be "no limit") */
+    unsigned left = SW_MAX(sw__probe_left_ms(p), 1u);
+    q->connect_ms = SW_MIN(10000u, left);
     /* the budget is for silence: a reply that stalls that long has failed; a reply that keeps
      * streaming may take up to ten budgets */
-    q->idle_ms = p->timeout_ms;
-    q->total_ms = total_ms ? total_ms : p->timeout_ms * 10u;
-    q->body_max = 64u * 1024u * 1024u;
+    q->idle_ms = SW_MIN(p->timeout_ms, left);
+    q->total_ms = SW_MIN(total_ms ? total_ms : p->timeout_ms * 10u, left);
+    q->body_max = SW__PROBE_BODY_MAX;
+}
+
+static void scrub_buf(struct sw_buf *b, const char *key)
+{
+    if (!b->data || !b->len)
+        return;
+    sw_redact_mem(b->data, &b->len, key);
+    b->data[b->len] = '\0';
+}
+
+void sw__probe_scrub_resp(const struct sw__probe *p, struct sw_net_resp *resp)
+{
+    const char *key = p->t->api_key;
+    if (!key || !*key)
+        return;
+    scrub_buf(&resp->body, key);
+    sw_redact(resp->err.msg, key);
+    for (size_t i = 0; i < resp->nheaders; i++)
+        sw_redact(resp->headers[i].value, key);
+}
+
+void sw__probe_scrub_res(const struct sw__probe *p, struct sw_openai_result *res)
+{
+    const char *key = p->t->api_key;
+    if (!key || !*key)
+        return;
+    scrub_buf(&res->content, key);
+    scrub_buf(&res->reasoning, key);
+    sw_redact(res->error.message, key);
+    sw_redact(res->err.msg, key);
+    for (size_t i = 0; i < res->ntool_calls; i++)
+        scrub_buf(&res->tool_calls[i].args, key);
+}
+
+static void add_replaced(json_t *data, size_t n)
+{
+    if (!n || !data)
+        return;
+    json_int_t had = json_integer_value(json_object_get(data, "invalid_utf8_replaced"));
+    sw_json_set_int(data, "invalid_utf8_replaced", (int64_t)(had + (json_int_t)n));
+}
+
+void sw__probe_data_str(struct sw_probe_result *r, const char *key, const char *s)
+{
+    if (!s) {
+        sw_json_set_new(r->data, key, json_null());
+        return;
+    }
+    size_t len = strlen(s), bad = 0;
+    char *fixed = sw_malloc(len * 3 + 1);
+    if (!fixed)
+        return;
+    size_t n = sw_utf8_repair(s, len, fixed, len * 3 + 1, &bad);
+    sw_json_set_new(r->data, key, json_stringn(fixed, n));
+    sw_free(fixed);
+    add_replaced(r->data, bad);
+}
+
+const char *sw__probe_encoding_note(const struct sw_net_resp *resp, char *out, size_t n)
+{
+    const char *ce = sw_net_resp_header(resp, "content-encoding");
+    out[0] = '\0';
+    if (ce && *ce && strcasecmp(ce, "identity"))
+        snprintf(out, n,
+                 "; the body is Content-Encoding %.40s, which slipway did not ask for and does "
+                 "not decode (read as raw bytes, at most %u MiB)",
+                 ce, SW__PROBE_BODY_MAX / (1024u * 1024u));
+    return out;
 }
 
 int sw__probe_get(struct sw__probe *p, const char *path, struct sw_net_resp *resp)
@@ -79,7 +176,9 @@ int sw__probe_get(struct sw__probe *p, const char *path, struct sw_net_resp *res
     struct sw_net_req q;
     sw__probe_req(p, &q, 30000);
     q.url = sw__probe_url(p, path);
-    return sw_net_request(&p->loop, &q, resp, NULL);
+    int rc = sw_net_request(&p->loop, &q, resp, NULL);
+    sw__probe_scrub_resp(p, resp);
+    return rc;
 }
 
 json_t *sw__probe_chat(struct sw__probe *p, const char *user, int max_tokens, bool stream)
@@ -141,6 +240,7 @@ int sw__probe_post(struct sw__probe *p, json_t *body, struct sw_openai_result *r
     }
     int rc = sw_net_request(&p->loop, &q, resp, NULL);
     sw_free(text);
+    sw__probe_scrub_resp(p, resp);
     if (stream) {
         if (!rc)
             sw_openai_finish(res, NULL);
@@ -150,6 +250,7 @@ int sw__probe_post(struct sw__probe *p, json_t *body, struct sw_openai_result *r
         if (sw_openai_parse_response(res, resp->body.data, resp->body.len, &e) && !res->err.code)
             res->err = e;
     }
+    sw__probe_scrub_res(p, res);
     return rc;
 }
 
@@ -219,9 +320,11 @@ const char *sw__probe_describe(const struct sw_net_resp *resp, char *out, size_t
         return out;
     }
     struct sw_openai_error oe;
+    char enc[200];
     sw__probe_error_of(resp, &oe);
-    snprintf(out, n, "HTTP %ld %s%s%s: %.300s", resp->status, sw_openai_err_kind_name(oe.kind),
-             oe.type[0] ? " " : "", oe.type, oe.message);
+    snprintf(out, n, "HTTP %ld %s%s%s: %.300s%s", resp->status, sw_openai_err_kind_name(oe.kind),
+             oe.type[0] ? " " : "", oe.type, oe.message,
+             sw__probe_encoding_note(resp, enc, sizeof(enc)));
     return out;
 }
 
@@ -403,6 +506,83 @@ static void discover(struct sw__probe *p)
     p->rep->vision = p->vision;
 }
 
+/* ---- what reaches the report ---- */
+
+/* The key out of every string of a JSON value (jansson's strings are well-formed already). */
+static void scrub_json(json_t *j, const char *key)
+{
+    if (!j || !key || !*key)
+        return;
+    if (json_is_string(j)) {
+        size_t len = json_string_length(j);
+        char *c = sw_malloc(len + 1);
+        if (!c)
+            return;
+        memcpy(c, json_string_value(j), len + 1);
+        if (sw_redact_mem(c, &len, key))
+            json_string_setn(j, c, len);
+        sw_free(c);
+    } else if (json_is_object(j)) {
+        const char *k;
+        json_t *v;
+        json_object_foreach(j, k, v)
+        {
+            scrub_json(v, key);
+        }
+    } else if (json_is_array(j)) {
+        for (size_t i = 0; i < json_array_size(j); i++)
+            scrub_json(json_array_get(j, i), key);
+    }
+}
+
+/* s (a buffer of n bytes) without the key and as well-formed UTF-8. Returns the bytes replaced
+ * by U+FFFD. */
+static size_t scrub_text(char *s, size_t n, const char *key)
+{
+    char tmp[1024];
+    size_t bad = 0;
+    if (key && *key)
+        sw_redact(s, key);
+    sw_utf8_repair(s, strlen(s), tmp, SW_MIN(n, sizeof(tmp)), &bad);
+    if (bad)
+        memcpy(s, tmp, strlen(tmp) + 1);
+    return bad;
+}
+
+/* Append a note to a one-line text, cutting the text (at a character boundary) to make room. */
+static void append_note(char *s, size_t n, const char *note)
+{
+    size_t nl = strlen(note), len = strlen(s);
+    if (nl >= n)
+        return;
+    if (len + nl >= n) {
+        len = n - nl - 1;
+        while (len && ((unsigned char)s[len] & 0xc0) == 0x80)
+            len--;
+    }
+    memcpy(s + len, note, nl + 1);
+}
+
+/* Every check's outcome passes here before it is kept: the key replaced wherever it hides
+ * (evidence, reason, data), and text made well-formed UTF-8, saying how many bytes were
+ * replaced. */
+static void scrub_result(struct sw__probe *p, struct sw_probe_result *r)
+{
+    const char *key = p->t->api_key;
+    size_t bad = scrub_text(r->evidence, sizeof(r->evidence), key);
+    bad += scrub_text(r->reason, sizeof(r->reason), key);
+    scrub_json(r->data, key);
+    add_replaced(r->data, bad);
+    json_int_t n = json_integer_value(json_object_get(r->data, "invalid_utf8_replaced"));
+    if (n > 0) {
+        char note[160];
+        snprintf(note, sizeof(note),
+                 " [%lld byte%s of invalid UTF-8 from the server shown as U+FFFD]", (long long)n,
+                 n == 1 ? "" : "s");
+        append_note(r->evidence, sizeof(r->evidence), note);
+    }
+}
+
 /* ---- running ---- */
 
 static int select_checks(const struct sw_probe_target *t, bool *on, struct sw_err *e)
@@ -478,6 +658,9 @@ int sw_probe_run(const struct sw_probe_target *t, struct sw_probe_report *out, s
     p.t = t;
     p.rep = out;
     p.timeout_ms = t->timeout_ms ? t->timeout_ms : 300000;
+    p.deadline_ms = t->deadline_ms ? t->deadline_ms : SW_PROBE_DEADLINE_MS_DEFAULT;
+    p.deadline_ns = sw_now_ns() + (uint64_t)p.deadline_ms * 1000000ull;
+    out->deadline_ms = p.deadline_ms;
     p.vision = -1;
     p.tmpl_tools = -1;
     p.tmpl_think = -1;
@@ -511,11 +694,25 @@ int sw_probe_run(const struct sw_probe_target *t, struct sw_probe_report *out, s
         if (t->progress)
             fprintf(t->progress, "probe: %s ...\n", r->name);
         double t0 = sw_now_s();
-        if (p.unreachable && i > 0)
+        if (p.unreachable && i > 0) {
             sw__probe_set(r, SW_PROBE_SKIP, p.unreachable_why,
-                          "not run: the endpoint is unreachable");
-        else
+                          "not run: the endpoint is unreachable or silent");
+        } else if (i > 0 && !sw__probe_left_ms(&p)) {
+            sw__probe_set(r, SW_PROBE_SKIP, NULL,
+                          "not run: the battery's deadline of %u s (--deadline) ran out before "
+                          "this check",
+                          p.deadline_ms / 1000u);
+            snprintf(r->reason, sizeof(r->reason), "the battery's deadline ran out");
+        } else {
             checks[i].fn(&p, r);
+            if (r->status == SW_PROBE_FAIL && !sw__probe_left_ms(&p)) {
+                size_t rl = strlen(r->reason);
+                snprintf(r->reason + rl, sizeof(r->reason) - rl,
+                         "%sthe battery's deadline of %u s (--deadline) ran out during it",
+                         rl ? "; " : "", p.deadline_ms / 1000u);
+            }
+        }
+        scrub_result(&p, r);
         r->ms = (sw_now_s() - t0) * 1000.0;
         if (r->status == SW_PROBE_PASS)
             out->passed++;
@@ -527,6 +724,13 @@ int sw_probe_run(const struct sw_probe_target *t, struct sw_probe_report *out, s
             fprintf(t->progress, "probe: %s %s (%.0f ms)\n", r->name,
                     sw_probe_status_name(r->status), r->ms);
     }
+    if (p.unreachable) {
+        snprintf(out->gave_up, sizeof(out->gave_up), "%s", p.unreachable_why);
+        scrub_text(out->gave_up, sizeof(out->gave_up), t->api_key);
+    }
+    scrub_json(out->found, t->api_key);
+    scrub_text(out->model, sizeof(out->model), t->api_key);
+    scrub_text(out->engine, sizeof(out->engine), t->api_key);
 out:
     if (loop_ok)
         sw_net_loop_close(&p.loop);
@@ -544,6 +748,24 @@ void sw_probe_report_free(struct sw_probe_report *r)
     memset(r, 0, sizeof(*r));
 }
 
+/* obj[key] = s as well-formed UTF-8 (repaired when it is not: a report built by hand). */
+static int set_text(json_t *obj, const char *key, const char *s)
+{
+    if (!s)
+        return sw_json_set_new(obj, key, json_null());
+    json_t *v = json_string(s);
+    if (!v) {
+        size_t len = strlen(s);
+        char *fixed = sw_malloc(len * 3 + 1);
+        if (!fixed)
+            return SW_ENOMEM;
+        size_t n = sw_utf8_repair(s, len, fixed, len * 3 + 1, NULL);
+        v = json_stringn(fixed, n);
+        sw_free(fixed);
+    }
+    return sw_json_set_new(obj, key, v);
+}
+
 json_t *sw_probe_report_json(const struct sw_probe_report *r)
 {
     json_t *j = json_object();
@@ -554,12 +776,14 @@ json_t *sw_probe_report_json(const struct sw_probe_report *r)
         json_decref(arr);
         return NULL;
     }
-    rc |= sw_json_set_str(j, "url", r->url);
-    rc |= sw_json_set_str(j, "engine", r->engine[0] ? r->engine : NULL);
-    rc |= sw_json_set_str(j, "model", r->model[0] ? r->model : NULL);
+    rc |= set_text(j, "url", r->url);
+    rc |= set_text(j, "engine", r->engine[0] ? r->engine : NULL);
+    rc |= set_text(j, "model", r->model[0] ? r->model : NULL);
     rc |= sw_json_set_new(j, "window", r->window ? json_integer(r->window) : json_null());
     rc |= sw_json_set_new(j, "slots", r->slots ? json_integer(r->slots) : json_null());
     rc |= sw_json_set_new(j, "vision", r->vision < 0 ? json_null() : json_boolean(r->vision));
+    rc |= sw_json_set_int(j, "deadline_ms", r->deadline_ms);
+    rc |= set_text(j, "gave_up", r->gave_up[0] ? r->gave_up : NULL);
     rc |= sw_json_set_new(j, "found", r->found ? json_incref(r->found) : json_object());
     for (size_t i = 0; i < r->n; i++) {
         const struct sw_probe_result *c = &r->v[i];
@@ -570,8 +794,8 @@ json_t *sw_probe_report_json(const struct sw_probe_report *r)
         }
         rc |= sw_json_set_str(o, "name", c->name);
         rc |= sw_json_set_str(o, "status", sw_probe_status_name(c->status));
-        rc |= sw_json_set_str(o, "evidence", c->evidence);
-        rc |= sw_json_set_str(o, "reason", c->reason);
+        rc |= set_text(o, "evidence", c->evidence);
+        rc |= set_text(o, "reason", c->reason);
         rc |= sw_json_set_real(o, "ms", round(c->ms * 10) / 10);
         rc |= sw_json_set_new(o, "data", c->data ? json_incref(c->data) : json_object());
     }
@@ -586,6 +810,33 @@ json_t *sw_probe_report_json(const struct sw_probe_report *r)
     return j;
 }
 
+/* s for a terminal: control characters (C0 but tab, DEL, C1 U+0080..U+009F) and bytes that
+ * are not UTF-8 as escapes, so a server cannot move the cursor, recolour or retitle it. */
+static void put_text(FILE *f, const char *s)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    size_t len = strlen(s);
+    for (size_t i = 0; i < len;) {
+        size_t k = sw_utf8_seq(u + i, len - i);
+        if (!k) {
+            fprintf(f, "\\x%02x", u[i]);
+            i++;
+        } else if (k == 1 && ((u[i] < 0x20 && u[i] != '\t') || u[i] == 0x7f)) {
+            if (u[i] == '\n')
+                fputs("\\n", f);
+            else
+                fprintf(f, "\\x%02x", u[i]);
+            i++;
+        } else if (k == 2 && u[i] == 0xc2 && u[i + 1] < 0xa0) {
+            fprintf(f, "\\u%04x", (unsigned)u[i + 1]);
+            i += 2;
+        } else {
+            fwrite(u + i, 1, k, f);
+            i += k;
+        }
+    }
+}
+
 void sw_probe_report_print(FILE *f, const struct sw_probe_report *r)
 {
     char win[32] = "?", slots[16] = "?";
@@ -593,19 +844,31 @@ void sw_probe_report_print(FILE *f, const struct sw_probe_report *r)
         sw_fmt_count((uint64_t)r->window, win, sizeof(win));
     if (r->slots)
         snprintf(slots, sizeof(slots), "%d", r->slots);
-    fprintf(f, "probe %s  engine %s, model %s, window %s, slots %s, vision %s\n", r->url,
-            r->engine[0] ? r->engine : "?", r->model[0] ? r->model : "?", win, slots,
+    fputs("probe ", f);
+    put_text(f, r->url);
+    fputs("  engine ", f);
+    put_text(f, r->engine[0] ? r->engine : "?");
+    fputs(", model ", f);
+    put_text(f, r->model[0] ? r->model : "?");
+    fprintf(f, ", window %s, slots %s, vision %s\n", win, slots,
             r->vision < 0 ? "?"
             : r->vision   ? "yes"
                           : "no");
     fprintf(f, "  %-12s %-6s %9s  %s\n", "check", "status", "ms", "evidence");
     for (size_t i = 0; i < r->n; i++) {
         const struct sw_probe_result *c = &r->v[i];
-        fprintf(f, "  %-12s %-6s %9.0f  %s", c->name, sw_probe_status_name(c->status), c->ms,
-                c->evidence);
-        if (c->reason[0])
-            fprintf(f, " -- %s", c->reason);
+        fprintf(f, "  %-12s %-6s %9.0f  ", c->name, sw_probe_status_name(c->status), c->ms);
+        put_text(f, c->evidence);
+        if (c->reason[0]) {
+            fputs(" -- ", f);
+            put_text(f, c->reason);
+        }
         fputc('\n', f);
     }
     fprintf(f, "%d passed, %d failed, %d skipped\n", r->passed, r->failed, r->skipped);
+    if (r->gave_up[0]) {
+        fputs("gave up on the endpoint: ", f);
+        put_text(f, r->gave_up);
+        fputc('\n', f);
+    }
 }

@@ -25,9 +25,33 @@ struct sw__probe {
     int tmpl_tools; /* llama-server /props chat_template_caps.supports_tools: 1, 0, -1 unknown */
     int tmpl_think; /* its chat template has a reasoning block (<think>...): 1, 0, -1 unknown */
     double bytes_per_token; /* of filler prompts, as the endpoint counted them; 0 unknown */
-    bool unreachable;       /* readiness found nothing listening: later checks are skipped */
+    bool unreachable;       /* nothing listens, or it stays silent: later checks are skipped */
     char unreachable_why[256];
+    uint64_t deadline_ns; /* CLOCK_MONOTONIC end of the battery */
+    unsigned deadline_ms;
 };
+
+/* A buffered reply's ceiling (raw bytes: nothing is decoded). */
+#define SW__PROBE_BODY_MAX (64u * 1024u * 1024u)
+
+/* Milliseconds left of the battery's deadline; 0 when it passed. */
+unsigned sw__probe_left_ms(const struct sw__probe *p);
+/* A failed request that got no byte back because the server stayed silent (it timed out; a
+ * refused or reset connection is not silence). */
+bool sw__probe_silent(const struct sw_net_resp *resp);
+/* Mark the endpoint unusable for every later check, with the reason (printf-style). */
+void sw__probe_give_up(struct sw__probe *p, const char *fmt, ...) SW_PRINTF(2, 3);
+/* The API key out of what a reply brought (its body, message and header values), and out of a
+ * folded reply (text, reasoning, error message, tool arguments), before anything quotes them
+ * and could cut the key in half. */
+void sw__probe_scrub_resp(const struct sw__probe *p, struct sw_net_resp *resp);
+void sw__probe_scrub_res(const struct sw__probe *p, struct sw_openai_result *res);
+/* Set data[key] to a server's text, repaired to well-formed UTF-8 (the replaced bytes are added
+ * to data.invalid_utf8_replaced). */
+void sw__probe_data_str(struct sw_probe_result *r, const char *key, const char *s);
+/* "" or a note that the reply came with a Content-Encoding nobody asked for, which is not
+ * decoded (and the raw ceiling that bounds it). */
+const char *sw__probe_encoding_note(const struct sw_net_resp *resp, char *out, size_t n);
 
 /* base + path, in a static rotating buffer. */
 const char *sw__probe_url(struct sw__probe *p, const char *path);

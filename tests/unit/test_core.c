@@ -208,14 +208,67 @@ static void test_json(void **state)
     json_decref(j);
 }
 
+static void test_redact(void **state)
+{
+    char s[200] = "Authorization: Bearer hf_SECRET; again hf_SECRET end";
+    assert_int_equal(sw_redact(s, "hf_SECRET"), 2);
+    assert_string_equal(s, "Authorization: Bearer ***; again *** end");
+    char t[50] = "nothing here";
+    assert_int_equal(sw_redact(t, "hf_SECRET"), 0);
+    assert_string_equal(t, "nothing here");
+    sw_redact(t, "");
+    sw_redact(t, NULL);
+    sw_redact(NULL, "x");
+    sw_redact(t, "not"); /* shorter than SW_REDACT_MIN: left alone */
+    assert_string_equal(t, "nothing here");
+    /* the forms a server echoes: JSON-escaped, percent-encoded, base64 (with and without '=') */
+    char u[300] = "{\"m\":\"Bearer sk\\/a\\\"b+c\"} url ?k=sk%2Fa%22b%2Bc ?k=sk%2fa%22b%2bc "
+                  "Basic c2svYSJiK2M= c2svYSJiK2M";
+    assert_int_equal(sw_redact(u, "sk/a\"b+c"), 5);
+    assert_string_equal(u, "{\"m\":\"Bearer ***\"} url ?k=*** ?k=*** Basic *** ***");
+    /* bytes after a NUL are reached by the _mem form */
+    char m[32] = "a\0b KEY1 c";
+    size_t len = 10;
+    assert_int_equal(sw_redact_mem(m, &len, "KEY1"), 1);
+    assert_int_equal(len, 9);
+    assert_memory_equal(m, "a\0b *** c", 9);
+}
+
+static void test_utf8_repair(void **state)
+{
+    char out[64];
+    size_t bad = 99;
+    /* well-formed text is copied as it is */
+    assert_int_equal(
+        sw_utf8_repair("a\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80", 10, out, sizeof(out), &bad), 10);
+    assert_int_equal(bad, 0);
+    /* a stray continuation, an overlong '/', a surrogate, past U+10FFFF, a cut sequence, a NUL */
+    const char in[] = "x\x80y\xc0\xafz\xed\xa0\x80w\xf4\x90\x80\x80v\xe2\x82";
+    sw_utf8_repair(in, sizeof(in) - 1, out, sizeof(out), &bad);
+    assert_int_equal(bad, 1 + 2 + 3 + 4 + 2);
+    assert_non_null(strstr(out, "x\xef\xbf\xbdy"));
+    json_t *j = json_string(out);
+    assert_non_null(j); /* what jansson refused before, it takes now */
+    json_decref(j);
+    char z[3] = {'a', '\0', 'b'};
+    sw_utf8_repair(z, 3, out, sizeof(out), &bad);
+    assert_int_equal(bad, 1);
+    assert_string_equal(out, "a\xef\xbf\xbd"
+                             "b");
+    /* never half a character at the end */
+    assert_int_equal(sw_utf8_repair("ab\xe2\x82\xac", 5, out, 5, &bad), 2);
+    assert_string_equal(out, "ab");
+}
+
 int main(void)
 {
     sw_core_init();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_err_format), cmocka_unit_test(test_alloc_fail),
-        cmocka_unit_test(test_buf),        cmocka_unit_test(test_units),
-        cmocka_unit_test(test_files),      cmocka_unit_test(test_sniff),
-        cmocka_unit_test(test_json),
+        cmocka_unit_test(test_err_format),  cmocka_unit_test(test_alloc_fail),
+        cmocka_unit_test(test_buf),         cmocka_unit_test(test_units),
+        cmocka_unit_test(test_files),       cmocka_unit_test(test_sniff),
+        cmocka_unit_test(test_json),        cmocka_unit_test(test_redact),
+        cmocka_unit_test(test_utf8_repair),
     };
     return cmocka_run_group_tests_name("core", tests, NULL, NULL);
 }

@@ -704,11 +704,56 @@ static void test_png(void **state)
     assert_null(sw_probe_png_solid(0, 5, 0, 0, 0, &n));
 }
 
+/* A report built by hand with what a server could have put in it: the JSON is still made (the
+ * text repaired), and the table escapes every control character. */
+static void test_report_text(void **state)
+{
+    struct sw_probe_report rep;
+    memset(&rep, 0, sizeof(rep));
+    struct sw_probe_result r;
+    memset(&r, 0, sizeof(r));
+    r.name = "readiness";
+    r.status = SW_PROBE_PASS;
+    snprintf(r.evidence, sizeof(r.evidence),
+             "ok \xff\xfe \xc2\x9b"
+             "31m \x1b]0;x\x07 tab\there\nnl");
+    snprintf(r.reason, sizeof(r.reason), "\xc3(");
+    r.data = json_object();
+    rep.v = &r;
+    rep.n = 1;
+    rep.vision = -1;
+    snprintf(rep.url, sizeof(rep.url), "http://127.0.0.1:1");
+    snprintf(rep.model, sizeof(rep.model), "m\xc2\x85");
+    json_t *doc = sw_probe_report_json(&rep);
+    assert_non_null(doc);
+    const char *ev = json_string_value(
+        json_object_get(json_array_get(json_object_get(doc, "checks"), 0), "evidence"));
+    assert_non_null(strstr(ev, "ok \xef\xbf\xbd\xef\xbf\xbd "));
+    json_decref(doc);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    assert_non_null(f);
+    sw_probe_report_print(f, &rep);
+    fclose(f);
+    assert_null(strstr(buf, "\xc2\x9b"));
+    assert_null(strstr(buf, "\xc2\x85"));
+    assert_null(strchr(buf, 0x1b));
+    assert_null(strchr(buf, 0x07));
+    assert_null(strchr(buf, 0xff));
+    assert_non_null(
+        strstr(buf, "ok \\xff\\xfe \\u009b31m \\x1b]0;x\\x07 tab\there\\nnl -- \\xc3("));
+    assert_non_null(strstr(buf, "model m\\u0085,"));
+    free(buf);
+    json_decref(r.data);
+}
+
 int main(void)
 {
     sw_core_init();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_png),
+        cmocka_unit_test(test_report_text),
         cmocka_unit_test(test_replay_llama),
         cmocka_unit_test(test_replay_variants),
         cmocka_unit_test(test_vllm_shapes),
