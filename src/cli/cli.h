@@ -1,6 +1,6 @@
 /*
- * Shared by the CLI verbs (src/cli/cmd_*.c): the verb signature, option helpers and the one
- * place where errors become text on stderr and exit codes.
+ * Shared by the CLI verbs (src/cli/cmd_*.c): the verb signature, the verbs' list, and the one
+ * place where errors become text on stderr and exit codes. Options are read by opt.h's layer.
  *
  * Exit codes for every verb: 0 success, 1 the work ran and found a failure (a gate failed, a
  * check failed, a boot failed), 2 the input or the usage was unusable.

@@ -15,16 +15,16 @@
  * FLEET.yaml gives the endpoint's inline arch (KV law for llama.cpp readings, vLLM structure)
  * and its fork profile (declared arena constants to compare); --config overrides the arch.
  *
+ * This file reads the options, calls sw_calib_run (the orchestration: fleet, ledger, fit,
+ * predictions, needs, budget, the note) and prints the result; it writes --save and --svg.
+ *
  * Exit: 0 fitted; 1 nothing could be fitted, or a class is inconsistent; 2 unusable input (no
  * ledger, unknown endpoint, bad options).
  */
 #include "cli.h"
 
 #include <slipway/calib.h>
-#include <slipway/fleet.h>
-#include <slipway/ledger.h>
 
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
