@@ -197,6 +197,22 @@ static int find_sub(const struct sw_cmd_spec *parent, int argc, char **argv, boo
     return argc;
 }
 
+/* "usage: slipway NAME form": a line of the synopsis that starts with a space continues the
+ * form above it, any other line is another form of the verb. */
+static void put_synopsis(FILE *f, const char *lead, const struct sw_cmd_spec *s)
+{
+    fprintf(f, "%s slipway %s ", lead, s->name);
+    for (const char *c = s->synopsis ? s->synopsis : ""; *c; c++) {
+        if (*c == '\n' && c[1] == ' ')
+            fprintf(f, "\n       ");
+        else if (*c == '\n')
+            fprintf(f, "\n       slipway %s ", s->name);
+        else
+            fputc(*c, f);
+    }
+    fputc('\n', f);
+}
+
 static void help_subs(const struct sw_cmd_spec *parent, FILE *f)
 {
     fprintf(f, "usage: slipway %s <command> [options]   (slipway %s <command> --help)\n\n",
@@ -210,11 +226,7 @@ static void help_subs(const struct sw_cmd_spec *parent, FILE *f)
     for (const struct sw_cmd_spec *const *s = parent->subs; *s; s++) {
         if ((*s)->hidden)
             continue;
-        const char *syn = (*s)->synopsis;
-        fprintf(f, "%s slipway %s ", s == parent->subs ? "usage:" : "      ", (*s)->name);
-        for (; *syn; syn++)
-            fputs(*syn == '\n' ? "\n       " : (char[2]){*syn, 0}, f);
-        fputc('\n', f);
+        put_synopsis(f, s == parent->subs ? "usage:" : "      ", *s);
     }
 }
 
@@ -314,15 +326,14 @@ const char *sw_args_nth(const struct sw_args *a, const char *name, int k)
     return NULL;
 }
 
-/* "  -o, --output FILE" */
+/* "  -o, --output FILE", or "  --ledger PATH" when there is no short name. */
 static int opt_head(const struct sw_opt *o, char *buf, size_t n)
 {
-    int w = snprintf(buf, n, "  %s%c%s--%s%s%s", o->short_name ? "-" : "",
-                     o->short_name ? o->short_name : ' ', o->short_name ? ", " : "  ", o->name,
-                     o->value ? " " : "", o->value ? o->value : "");
-    if (!o->short_name) /* "  --name": no column kept for a short name that is not there */
-        w = snprintf(buf, n, "  --%s%s%s", o->name, o->value ? " " : "", o->value ? o->value : "");
-    return w;
+    char sh[8] = "";
+    if (o->short_name)
+        snprintf(sh, sizeof(sh), "-%c, ", o->short_name);
+    return snprintf(buf, n, "  %s--%s%s%s", sh, o->name, o->value ? " " : "",
+                    o->value ? o->value : "");
 }
 
 static void help_line(FILE *f, const char *head, int width, const char *help, const char *extra)
@@ -343,17 +354,7 @@ void sw_args_help(const struct sw_cmd_spec *s, FILE *f)
         help_subs(s, f);
         return;
     }
-    const char *syn = s->synopsis ? s->synopsis : "";
-    fprintf(f, "usage: slipway %s ", s->name);
-    for (; *syn; syn++) {
-        if (*syn == '\n' && syn[1] == ' ') /* a continuation of the form */
-            fprintf(f, "\n       ");
-        else if (*syn == '\n') /* another form */
-            fprintf(f, "\n       slipway %s ", s->name);
-        else
-            fputc(*syn, f);
-    }
-    fputc('\n', f);
+    put_synopsis(f, "usage:", s);
     if (s->summary)
         fprintf(f, "\n%s\n", s->summary);
     if (s->about)
