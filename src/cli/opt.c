@@ -96,6 +96,17 @@ static const struct sw_opt *find(const struct sw_cmd_spec *s, const char *tok,
     return NULL;
 }
 
+/* One more positional argument: 0, or the usage error's exit code when the verb takes no more. */
+static int add_pos(struct sw_args *a, const char *t)
+{
+    if (a->spec->max_args >= 0 && a->npos >= a->spec->max_args)
+        return sw_args_usage(a, "unexpected argument '%s'", t);
+    if (a->npos >= SW_ARGS_MAX)
+        return sw_args_usage(a, "more than %d arguments", SW_ARGS_MAX);
+    a->pos[a->npos++] = t;
+    return 0;
+}
+
 bool sw_args_parse(const struct sw_cmd_spec *s, int argc, char **argv, struct sw_args *a,
                    int *exit_code)
 {
@@ -116,28 +127,16 @@ bool sw_args_parse(const struct sw_cmd_spec *s, int argc, char **argv, struct sw
                 break;
             }
             while (++i < argc) {
-                if (s->max_args >= 0 && a->npos >= s->max_args) {
-                    *exit_code = sw_args_usage(a, "unexpected argument '%s'", argv[i]);
+                *exit_code = add_pos(a, argv[i]);
+                if (*exit_code)
                     return false;
-                }
-                if (a->npos >= SW_ARGS_MAX) {
-                    *exit_code = sw_args_usage(a, "more than %d arguments", SW_ARGS_MAX);
-                    return false;
-                }
-                a->pos[a->npos++] = argv[i];
             }
             break;
         }
         if (t[0] != '-' || !t[1]) {
-            if (s->max_args >= 0 && a->npos >= s->max_args) {
-                *exit_code = sw_args_usage(a, "unexpected argument '%s'", t);
+            *exit_code = add_pos(a, t);
+            if (*exit_code)
                 return false;
-            }
-            if (a->npos >= SW_ARGS_MAX) {
-                *exit_code = sw_args_usage(a, "more than %d arguments", SW_ARGS_MAX);
-                return false;
-            }
-            a->pos[a->npos++] = t;
             continue;
         }
         const char *val;
@@ -161,7 +160,7 @@ bool sw_args_parse(const struct sw_cmd_spec *s, int argc, char **argv, struct sw
             }
             val = argv[++i];
         }
-        if (!(o->flags & SW_OPT_REPEAT) && sw_args_flag(a, o->name) && o != &json_opt) {
+        if (o != &json_opt && !(o->flags & SW_OPT_REPEAT) && sw_args_flag(a, o->name)) {
             *exit_code = sw_args_usage(a, "--%s given twice", o->name);
             return false;
         }
