@@ -26,6 +26,8 @@ static bool wants_help(int argc, char **argv)
     return false;
 }
 
+static int vusage(const char *verb, bool json, const char *fmt, va_list ap) SW_PRINTF(3, 0);
+
 static int vusage(const char *verb, bool json, const char *fmt, va_list ap)
 {
     struct sw_err e;
