@@ -303,6 +303,44 @@ json_t *sw_calib_budget_json(const struct sw_calib_budget *b);
 int sw_calib_svg(const json_t *doc, const char *path, struct sw_err *e);
 json_t *sw_calib_kv_pred_json(const struct sw_calib_kv_pred *p);
 
+/*
+ * `slipway calibrate` as one call: load the fleet (when named) for the endpoint's arch and
+ * profile, open the ledger (read-only unless `record`), fit, then the predictions, needs and
+ * budget asked for, and (record) the fit's summary as a note on the endpoint.
+ */
+struct sw_calib_request {
+    const char *endpoint;    /* required */
+    const char *fleet_path;  /* NULL: no fleet (no inline arch, no profile) */
+    const char *ledger_path; /* NULL: sw_ledger_default_path(fleet_path) */
+    const char *config_path; /* overrides the endpoint's arch (sw_calib_opts.config_path) */
+    int max_state_blocks;    /* 0: the default bound */
+    const int64_t *exclude;  /* boot ids left out of every fit */
+    int n_exclude;
+    const int64_t *predict_len; /* predict at max_model_len predict_len[i], pool predict_kv[i] */
+    const uint64_t *predict_kv;
+    int n_predict;
+    const int64_t *need_seqs; /* the pool at which need_seqs[i] requests of need_len[i] fit */
+    const int64_t *need_len;
+    int n_need;
+    const char *budget_path; /* a SHAPE.json whose per-device budget is wanted, or NULL */
+    bool record;             /* write the fit's summary as a note on the endpoint */
+};
+
+/* What sw_calib_run found. Release with sw_calib_result_free (also after a failed run). */
+struct sw_calib_result {
+    struct sw_calib_fit *fit; /* owned */
+    json_t *doc;              /* owned: sw_calib_fit_json + "predictions", "needs" (+ "budget") */
+    char ledger_path[4096];
+    bool nothing;      /* no KV pool, usage reading or arena could be fitted */
+    bool inconsistent; /* a KV class (or the arena) has boots no law value explains */
+    int64_t note_id;   /* the note `record` wrote, 0 when none */
+};
+
+/* Errors: SW_ENOENT (no fleet, endpoint, ledger or record), SW_EINVAL (a bad option), the
+ * ledger's and the budget's. A fit that explains nothing is not an error: see `nothing`. */
+int sw_calib_run(const struct sw_calib_request *rq, struct sw_calib_result *out, struct sw_err *e);
+void sw_calib_result_free(struct sw_calib_result *r);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,6 +1,6 @@
 /*
- * Shared by the CLI verbs (src/cli/cmd_*.c): the verb signature, option helpers and the one
- * place where errors become text on stderr and exit codes.
+ * Shared by the CLI verbs (src/cli/cmd_*.c): the verb signature, the verbs' list, and the one
+ * place where errors become text on stderr and exit codes. Options are read by opt.h's layer.
  *
  * Exit codes for every verb: 0 success, 1 the work ran and found a failure (a gate failed, a
  * check failed, a boot failed), 2 the input or the usage was unusable.
@@ -9,6 +9,8 @@
 #define SLIPWAY_CLI_H
 
 #include <slipway/core.h>
+
+#include "opt.h"
 
 #include <stdbool.h>
 
@@ -43,6 +45,16 @@ struct sw_cmd {
 #define SW_DECL(name, summary) int sw_cmd_##name(int argc, char **argv);
 SW_VERBS(SW_DECL)
 #undef SW_DECL
+
+/* The verbs whose options the table-driven layer (opt.h) reads: each defines sw_spec_<verb>,
+ * which `slipway help --list` and `slipway help VERB` use. A verb missing here is listed as not
+ * converted (up and down, until their tables are written). */
+#define SW_SPECS(X)                                                                                \
+    X(bootlog) X(calibrate) X(check) X(fetch) X(fleet) X(gguf) X(ledger) X(plan) X(probe) X(version)
+
+#define SW_SPEC_DECL(name) extern const struct sw_cmd_spec sw_spec_##name;
+SW_SPECS(SW_SPEC_DECL)
+#undef SW_SPEC_DECL
 
 /* Print "slipway: <formatted error>" on stderr, or the error as JSON on stdout when json is set.
  * Returns the exit code that fits the error (2 for input errors, 1 otherwise). */

@@ -23,20 +23,93 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int usage(void)
-{
-    fprintf(stderr,
-            "usage: slipway bootlog parse [--engine llama.cpp] LOG [--model FILE] [--json]\n"
-            "       slipway bootlog diff PREDICTED.json PRINTED.json [--engine llama.cpp] "
-            "[--json]\n"
-            "       slipway bootlog record ENDPOINT LOG [--engine E] [--model FILE] "
-            "[--shape SHAPE.json]\n"
-            "              [--predicted PLAN.json] [--started TIME] [--ledger PATH | --fleet "
-            "FLEET.yaml] [--json]\n"
-            "LOG '-' reads stdin. --model names the payload so a bad file is named by its "
-            "bytes.\n");
-    return SW_EXIT_USAGE;
-}
+static const struct sw_opt parse_opts[] = {
+    {"engine", 0, "ENGINE", 0, "llama.cpp (default), vllm or sglang", NULL},
+    {"model", 0, "FILE", 0, "the payload, so a bad file is named by its bytes", NULL},
+    {0},
+};
+
+static const struct sw_opt diff_opts[] = {
+    {"engine", 0, "ENGINE", 0, "llama.cpp (default), vllm or sglang", NULL},
+    {0},
+};
+
+static const struct sw_opt record_opts[] = {
+    {"engine", 0, "ENGINE", 0, "llama.cpp (default), vllm or sglang", NULL},
+    {"model", 0, "FILE", 0, "the payload, so a bad file is named by its bytes", NULL},
+    {"shape", 0, "SHAPE.json", 0, "the shape booted (an object, or {\"shape\": ...})", NULL},
+    {"predicted", 0, "PLAN.json", 0, "the prediction (a report, or plan --json's output)", NULL},
+    {"started", 0, "TIME", 0, "when the boot started (2026-10-01T13:27:17Z)", NULL},
+    {"ledger", 0, "PATH", 0, "the ledger (wins over --fleet)", NULL},
+    {"fleet", 0, "FLEET.yaml", 0, "the ledger beside this fleet file", NULL},
+    {0},
+};
+
+static const char *const parse_examples[] = {
+    "slipway bootlog parse server.log",
+    "slipway bootlog parse --engine vllm vllm.log --json",
+    "llama-server ... 2>&1 | slipway bootlog parse -",
+    NULL,
+};
+
+static const char *const diff_examples[] = {
+    "slipway bootlog diff predicted.json printed.json",
+    NULL,
+};
+
+static const char *const record_examples[] = {
+    "slipway bootlog record local server.log --fleet examples/local.yaml",
+    NULL,
+};
+
+static const struct sw_cmd_spec spec_parse = {
+    .name = "bootlog parse",
+    .summary = "an engine's boot log: its report and classified failure",
+    .synopsis = "[--engine llama.cpp] LOG [--model FILE] [--json]",
+    .about = "What the engine printed at boot, as the same `report` object `slipway plan` prints,\n"
+             "plus the classified failure when the boot failed. LOG '-' reads stdin.\n"
+             "Exit 0 booted, 1 failed or unfinished, 2 unusable input.",
+    .opts = parse_opts,
+    .max_args = 1,
+    .examples = parse_examples,
+};
+
+static const struct sw_cmd_spec spec_diff = {
+    .name = "bootlog diff",
+    .summary = "predicted vs printed, field by field",
+    .synopsis = "PREDICTED.json PRINTED.json [--engine llama.cpp] [--json]",
+    .about =
+        "Each file: a report, or an object holding one under \"report\" (as `plan --json` and\n"
+        "`bootlog parse --json` print). Exit 0 every exact field matches, 1 a mismatch.",
+    .opts = diff_opts,
+    .max_args = 2,
+    .examples = diff_examples,
+};
+
+static const struct sw_cmd_spec spec_record = {
+    .name = "bootlog record",
+    .summary = "parse a boot log and store the boot in the ledger",
+    .synopsis =
+        "ENDPOINT LOG [--engine E] [--model FILE] [--shape SHAPE.json]\n"
+        "    [--predicted PLAN.json] [--started TIME] [--ledger PATH | --fleet FLEET.yaml]\n"
+        "    [--json]",
+    .about = "Exit 0 recorded a boot that came up, 1 recorded one that failed, 2 unusable input.",
+    .opts = record_opts,
+    .max_args = 2,
+    .examples = record_examples,
+};
+
+static const struct sw_cmd_spec *const subs[] = {&spec_parse, &spec_diff, &spec_record, NULL};
+
+static const struct sw_opt no_opts[] = {{0}};
+
+const struct sw_cmd_spec sw_spec_bootlog = {
+    .name = "bootlog",
+    .summary = "read an engine's boot log: its report and failure; diff predicted vs printed",
+    .opts = no_opts,
+    .max_args = -1,
+    .subs = subs,
+};
 
 static void print_bytes(const json_t *v)
 {
@@ -185,33 +258,20 @@ static void print_human_parse(const json_t *o, const struct sw_engine *eng)
     }
 }
 
-static int cmd_parse(int argc, char **argv)
+static int cmd_parse(const struct sw_args *a)
 {
-    const char *engine = "llama.cpp", *path = NULL, *model = NULL;
-    bool json = false;
+    const char *engine = sw_args_str(a, "engine"), *path = a->npos ? a->pos[0] : NULL;
+    const char *model = sw_args_str(a, "model");
+    bool json = a->json;
     struct sw_err e;
     sw_err_clear(&e);
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--json"))
-            json = true;
-        else if (!strcmp(argv[i], "--engine") && i + 1 < argc)
-            engine = argv[++i];
-        else if (!strcmp(argv[i], "--model") && i + 1 < argc)
-            model = argv[++i];
-        else if (sw_cli_is(argv[i], "-h", "--help"))
-            return usage(), SW_EXIT_OK;
-        else if (argv[i][0] == '-' && argv[i][1])
-            return sw_cli_usage("bootlog parse", "unknown option '%s'", argv[i]);
-        else if (!path)
-            path = argv[i];
-        else
-            return sw_cli_usage("bootlog parse", "one log at a time (got '%s')", argv[i]);
-    }
+    if (!engine)
+        engine = "llama.cpp";
     if (!path)
-        return usage();
+        return sw_args_usage(a, "which LOG? ('-' reads stdin)");
     const struct sw_engine *eng = sw_engine_find(engine);
     if (!eng)
-        return sw_cli_usage("bootlog parse", "unknown engine '%s'", engine);
+        return sw_args_usage(a, "unknown engine '%s'", engine);
 
     char *text = NULL;
     size_t len = 0;
@@ -294,33 +354,20 @@ static void print_human_diff(const json_t *d)
            json_integer_value(json_object_get(d, "mismatches")));
 }
 
-static int cmd_diff(int argc, char **argv)
+static int cmd_diff(const struct sw_args *args)
 {
-    const char *engine = "llama.cpp", *pa = NULL, *pb = NULL;
-    bool json = false;
+    const char *engine = sw_args_str(args, "engine");
+    bool json = args->json;
     struct sw_err e;
     sw_err_clear(&e);
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--json"))
-            json = true;
-        else if (!strcmp(argv[i], "--engine") && i + 1 < argc)
-            engine = argv[++i];
-        else if (sw_cli_is(argv[i], "-h", "--help"))
-            return usage(), SW_EXIT_OK;
-        else if (argv[i][0] == '-')
-            return sw_cli_usage("bootlog diff", "unknown option '%s'", argv[i]);
-        else if (!pa)
-            pa = argv[i];
-        else if (!pb)
-            pb = argv[i];
-        else
-            return sw_cli_usage("bootlog diff", "two files: PREDICTED.json PRINTED.json");
-    }
-    if (!pa || !pb)
-        return usage();
+    if (!engine)
+        engine = "llama.cpp";
+    if (args->npos != 2)
+        return sw_args_usage(args, "two files: PREDICTED.json PRINTED.json");
+    const char *pa = args->pos[0], *pb = args->pos[1];
     const struct sw_engine *eng = sw_engine_find(engine);
     if (!eng)
-        return sw_cli_usage("bootlog diff", "unknown engine '%s'", engine);
+        return sw_args_usage(args, "unknown engine '%s'", engine);
     json_t *a = sw_json_load_file(pa, 16u << 20, &e);
     if (!a)
         return sw_cli_fail(&e, json);
@@ -357,53 +404,23 @@ static json_t *load_inner(const char *path, const char *key, struct sw_err *e)
     return j;
 }
 
-static int cmd_record(int argc, char **argv)
+static int cmd_record(const struct sw_args *a)
 {
-    const char *engine = "llama.cpp", *endpoint = NULL, *path = NULL, *model = NULL;
-    const char *shape_path = NULL, *pred_path = NULL, *started = NULL, *ledger = NULL;
-    const char *fleet = NULL;
-    bool json = false;
+    const char *engine = sw_args_str(a, "engine"), *model = sw_args_str(a, "model");
+    const char *shape_path = sw_args_str(a, "shape"), *pred_path = sw_args_str(a, "predicted");
+    const char *started = sw_args_str(a, "started"), *ledger = sw_args_str(a, "ledger");
+    const char *fleet = sw_args_str(a, "fleet");
+    bool json = a->json;
     struct sw_err e;
     sw_err_clear(&e);
-    for (int i = 1; i < argc; i++) {
-        const char **opt = NULL;
-        if (!strcmp(argv[i], "--json"))
-            json = true;
-        else if (sw_cli_is(argv[i], "-h", "--help"))
-            return usage(), SW_EXIT_OK;
-        else if (!strcmp(argv[i], "--engine"))
-            opt = &engine;
-        else if (!strcmp(argv[i], "--model"))
-            opt = &model;
-        else if (!strcmp(argv[i], "--shape"))
-            opt = &shape_path;
-        else if (!strcmp(argv[i], "--predicted"))
-            opt = &pred_path;
-        else if (!strcmp(argv[i], "--started"))
-            opt = &started;
-        else if (!strcmp(argv[i], "--ledger"))
-            opt = &ledger;
-        else if (!strcmp(argv[i], "--fleet"))
-            opt = &fleet;
-        else if (argv[i][0] == '-')
-            return sw_cli_usage("bootlog record", "unknown option '%s'", argv[i]);
-        else if (!endpoint)
-            endpoint = argv[i];
-        else if (!path)
-            path = argv[i];
-        else
-            return sw_cli_usage("bootlog record", "ENDPOINT LOG, one log at a time");
-        if (opt) {
-            if (i + 1 >= argc)
-                return sw_cli_usage("bootlog record", "%s needs a value", argv[i]);
-            *opt = argv[++i];
-        }
-    }
-    if (!endpoint || !path)
-        return usage();
+    if (!engine)
+        engine = "llama.cpp";
+    if (a->npos != 2)
+        return sw_args_usage(a, "ENDPOINT LOG, one log at a time");
+    const char *endpoint = a->pos[0], *path = a->pos[1];
     const struct sw_engine *eng = sw_engine_find(engine);
     if (!eng)
-        return sw_cli_usage("bootlog record", "unknown engine '%s'", engine);
+        return sw_args_usage(a, "unknown engine '%s'", engine);
     struct sw_ledger_boot b = {
         .endpoint = endpoint, .engine = eng->name, .duration_ms = -1, .source = "bootlog record"};
     if (started && sw_ledger_parse_time(started, &b.started_at, &e)) {
@@ -485,13 +502,14 @@ out:
 
 int sw_cmd_bootlog(int argc, char **argv)
 {
-    if (argc < 2 || sw_cli_is(argv[1], "-h", "--help"))
-        return argc < 2 ? usage() : (usage(), SW_EXIT_OK);
-    if (!strcmp(argv[1], "parse"))
-        return cmd_parse(argc - 1, argv + 1);
-    if (!strcmp(argv[1], "diff"))
-        return cmd_diff(argc - 1, argv + 1);
-    if (!strcmp(argv[1], "record"))
-        return cmd_record(argc - 1, argv + 1);
-    return sw_cli_usage("bootlog", "unknown subcommand '%s' (parse, diff, record)", argv[1]);
+    const struct sw_cmd_spec *sub;
+    struct sw_args a;
+    int rc;
+    if (!sw_args_parse_sub(&sw_spec_bootlog, argc, argv, &sub, &a, &rc))
+        return rc;
+    if (sub == &spec_parse)
+        return cmd_parse(&a);
+    if (sub == &spec_diff)
+        return cmd_diff(&a);
+    return cmd_record(&a);
 }

@@ -15,138 +15,145 @@
  * FLEET.yaml gives the endpoint's inline arch (KV law for llama.cpp readings, vLLM structure)
  * and its fork profile (declared arena constants to compare); --config overrides the arch.
  *
+ * This file reads the options, calls sw_calib_run (the orchestration: fleet, ledger, fit,
+ * predictions, needs, budget, the note) and prints the result; it writes --save and --svg.
+ *
  * Exit: 0 fitted; 1 nothing could be fitted, or a class is inconsistent; 2 unusable input (no
  * ledger, unknown endpoint, bad options).
  */
 #include "cli.h"
 
 #include <slipway/calib.h>
-#include <slipway/fleet.h>
-#include <slipway/ledger.h>
 
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define MAX_PRED 16
 
-struct opts {
-    const char *endpoint, *fleet, *ledger, *config, *budget, *save, *svg;
-    int max_s;
-    int n_pred, n_excl, n_need;
+static const struct sw_opt opts[] = {
+    {"ledger", 0, "PATH", 0, "the ledger (default: $SLIPWAY_LEDGER, else beside FLEET.yaml)", NULL},
+    {"fleet", 0, "FLEET.yaml", 0, "the fleet (the endpoint's inline arch and fork profile)", NULL},
+    {"config", 0, "CONFIG.json|DIR", 0, "the model's config.json: overrides the fleet's arch",
+     NULL},
+    {"predict", 0, "MAXLEN:KV_BYTES", SW_OPT_REPEAT,
+     "predict tokens and concurrency at this max_model_len and pool", NULL},
+    {"budget", 0, "SHAPE.json", 0, "the per-device budget of this shape", NULL},
+    {"need", 0, "SEQSxMAXLEN", SW_OPT_REPEAT,
+     "the pool (KV_BYTES per rank) at which SEQS requests of MAXLEN fit", NULL},
+    {"exclude", 0, "BOOT_ID", SW_OPT_REPEAT,
+     "leave a boot out of the fits (what would the others have predicted?)", NULL},
+    {"save", 0, "FIT.json", 0, "write the whole fit as JSON", NULL},
+    {"max-state-blocks", 0, "N", 0, "search bound for the state blocks S, 1..4096 (default 256)",
+     NULL},
+    {"record", 0, NULL, 0, "write the fit's summary as a note on the endpoint in the ledger", NULL},
+    {"svg", 0, "FILE", 0, "printed boots beside the fit, predictions with their intervals", NULL},
+    {0},
+};
+
+static const char *const examples[] = {
+    "slipway calibrate frank-primary examples/operator.yaml",
+    "slipway calibrate frank-primary --ledger fleet.ledger.sqlite --predict 200704:3.15e9 --json",
+    "slipway calibrate frank-small --config config.json --budget shape.json --svg fit.svg",
+    NULL,
+};
+
+const struct sw_cmd_spec sw_spec_calibrate = {
+    .name = "calibrate",
+    .summary = "fit an endpoint's law terms from its recorded boots; predict with intervals",
+    .synopsis = "ENDPOINT [FLEET.yaml] [--ledger PATH] [--config CONFIG.json]\n"
+                "    [--predict MAXLEN:KV_BYTES]... [--budget SHAPE.json]\n"
+                "    [--need SEQSxMAXLEN]... [--exclude BOOT_ID]... [--save FIT.json]\n"
+                "    [--max-state-blocks N] [--record] [--svg FILE] [--json]",
+    .about =
+        "Fits the KV block law (vLLM), the non-KV cost by subtraction (usage readings) and the\n"
+        "expert arena (fork profile) from the ledger's boots of ENDPOINT; prints the fitted\n"
+        "terms, the geometry they hold for, residuals and what each boot taught.\n"
+        "exit: 0 fitted, 1 nothing fit or inconsistent boots, 2 unusable input",
+    .opts = opts,
+    .max_args = 2,
+    .examples = examples,
+};
+
+/* The request's arrays, filled from the options. */
+struct lists {
     int64_t need_seqs[MAX_PRED], need_len[MAX_PRED];
     int64_t excl[MAX_PRED];
     int64_t pred_len[MAX_PRED];
     uint64_t pred_kv[MAX_PRED];
-    bool json, help, record;
 };
 
-static void usage_text(FILE *f)
+static int parse(const struct sw_args *a, struct sw_calib_request *rq, struct lists *ls)
 {
-    fputs("usage: slipway calibrate ENDPOINT [FLEET.yaml] [--ledger PATH] [--config CONFIG.json]\n"
-          "                         [--predict MAXLEN:KV_BYTES]... [--budget SHAPE.json]\n"
-          "                         [--need SEQSxMAXLEN]... [--exclude BOOT_ID]... [--save "
-          "FIT.json]\n"
-          "                         [--max-state-blocks N] [--record] [--svg FILE]\n"
-          "                         [--json]\n"
-          "Fits the KV block law (vLLM), the non-KV cost by subtraction (usage readings) and the\n"
-          "expert arena (fork profile) from the ledger's boots of ENDPOINT; prints the fitted\n"
-          "terms, the geometry they hold for, residuals and what each boot taught.\n"
-          "exit: 0 fitted, 1 nothing fit or inconsistent boots, 2 unusable input\n",
-          f);
-}
-
-static int parse(int argc, char **argv, struct opts *o)
-{
-    int npos = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (sw_cli_is(a, "-h", "--help")) {
-            o->help = true;
-        } else if (!strcmp(a, "--json")) {
-            o->json = true;
-        } else if (!strcmp(a, "--record")) {
-            o->record = true;
-        } else if (!strcmp(a, "--ledger") || !strcmp(a, "--config") || !strcmp(a, "--budget") ||
-                   !strcmp(a, "--save") || !strcmp(a, "--predict") ||
-                   !strcmp(a, "--max-state-blocks") || !strcmp(a, "--fleet") ||
-                   !strcmp(a, "--exclude") || !strcmp(a, "--need") || !strcmp(a, "--svg")) {
-            if (!v)
-                return sw_cli_usage("calibrate", "%s needs a value", a);
-            i++;
-            if (!strcmp(a, "--ledger"))
-                o->ledger = v;
-            else if (!strcmp(a, "--config"))
-                o->config = v;
-            else if (!strcmp(a, "--budget"))
-                o->budget = v;
-            else if (!strcmp(a, "--save"))
-                o->save = v;
-            else if (!strcmp(a, "--svg"))
-                o->svg = v;
-            else if (!strcmp(a, "--fleet"))
-                o->fleet = v;
-            else if (!strcmp(a, "--need")) {
-                const char *x = strchr(v, 'x');
-                char sb[32];
-                uint64_t seqs, len;
-                struct sw_err e = {0};
-                if (!x || (size_t)(x - v) >= sizeof(sb) || o->n_need >= MAX_PRED)
-                    return sw_cli_usage("calibrate", "--need wants SEQSxMAXLEN, got '%s'", v);
-                memcpy(sb, v, (size_t)(x - v));
-                sb[x - v] = 0;
-                if (sw_parse_count(sb, &seqs, &e) || sw_parse_count(x + 1, &len, &e) || seqs == 0 ||
-                    seqs > 65536 || len == 0 || len > (1u << 31))
-                    return sw_cli_usage("calibrate", "--need '%s': %s", v,
-                                        e.msg[0] ? e.msg : "out of range");
-                o->need_seqs[o->n_need] = (int64_t)seqs;
-                o->need_len[o->n_need++] = (int64_t)len;
-            } else if (!strcmp(a, "--exclude")) {
-                int64_t n;
-                struct sw_err e = {0};
-                if (sw_parse_i64(v, &n, &e) || n < 1 || o->n_excl >= MAX_PRED)
-                    return sw_cli_usage("calibrate", "--exclude wants a boot id, got '%s'", v);
-                o->excl[o->n_excl++] = n;
-            } else if (!strcmp(a, "--max-state-blocks")) {
-                int64_t n;
-                struct sw_err e = {0};
-                if (sw_parse_i64(v, &n, &e) || n < 1 || n > 4096)
-                    return sw_cli_usage("calibrate", "--max-state-blocks wants 1..4096, got '%s'",
-                                        v);
-                o->max_s = (int)n;
-            } else {
-                const char *colon = strchr(v, ':');
-                char lenbuf[64];
-                struct sw_err e = {0};
-                uint64_t len, kv;
-                if (!colon || (size_t)(colon - v) >= sizeof(lenbuf) || o->n_pred >= MAX_PRED)
-                    return sw_cli_usage("calibrate", "--predict wants MAXLEN:KV_BYTES, got '%s'",
-                                        v);
-                memcpy(lenbuf, v, (size_t)(colon - v));
-                lenbuf[colon - v] = 0;
-                if (sw_parse_count(lenbuf, &len, &e) || sw_parse_bytes(colon + 1, &kv, &e) ||
-                    len == 0 || len > (1u << 31) || kv == 0)
-                    return sw_cli_usage("calibrate", "--predict '%s': %s", v,
-                                        e.msg[0] ? e.msg : "out of range");
-                o->pred_len[o->n_pred] = (int64_t)len;
-                o->pred_kv[o->n_pred++] = kv;
-            }
-        } else if (a[0] == '-' && a[1]) {
-            return sw_cli_usage("calibrate", "unknown option '%s'", a);
-        } else if (npos == 0) {
-            o->endpoint = a;
-            npos++;
-        } else if (npos == 1 && !o->fleet) {
-            o->fleet = a;
-            npos++;
-        } else {
-            return sw_cli_usage("calibrate", "unexpected argument '%s'", a);
-        }
+    rq->endpoint = a->npos > 0 ? a->pos[0] : NULL;
+    rq->fleet_path = sw_args_str(a, "fleet");
+    if (a->npos > 1) {
+        if (rq->fleet_path)
+            return sw_args_usage(a, "unexpected argument '%s' (--fleet is given)", a->pos[1]);
+        rq->fleet_path = a->pos[1];
     }
-    if (!o->help && !o->endpoint)
-        return sw_cli_usage("calibrate", "which endpoint? (slipway calibrate ENDPOINT)");
+    rq->ledger_path = sw_args_str(a, "ledger");
+    rq->config_path = sw_args_str(a, "config");
+    rq->budget_path = sw_args_str(a, "budget");
+    rq->record = sw_args_flag(a, "record");
+    if (sw_args_count(a, "need") > MAX_PRED || sw_args_count(a, "exclude") > MAX_PRED ||
+        sw_args_count(a, "predict") > MAX_PRED)
+        return sw_args_usage(a, "at most %d of each of --need, --exclude, --predict", MAX_PRED);
+    for (int i = 0; i < sw_args_count(a, "need"); i++) {
+        const char *v = sw_args_nth(a, "need", i);
+        const char *x = strchr(v, 'x');
+        char sb[32];
+        uint64_t seqs, len;
+        struct sw_err e = {0};
+        if (!x || (size_t)(x - v) >= sizeof(sb))
+            return sw_args_usage(a, "--need wants SEQSxMAXLEN, got '%s'", v);
+        memcpy(sb, v, (size_t)(x - v));
+        sb[x - v] = 0;
+        if (sw_parse_count(sb, &seqs, &e) || sw_parse_count(x + 1, &len, &e) || seqs == 0 ||
+            seqs > 65536 || len == 0 || len > (1u << 31))
+            return sw_args_usage(a, "--need '%s': %s", v, e.msg[0] ? e.msg : "out of range");
+        ls->need_seqs[rq->n_need] = (int64_t)seqs;
+        ls->need_len[rq->n_need++] = (int64_t)len;
+    }
+    for (int i = 0; i < sw_args_count(a, "exclude"); i++) {
+        const char *v = sw_args_nth(a, "exclude", i);
+        int64_t n;
+        struct sw_err e = {0};
+        if (sw_parse_i64(v, &n, &e) || n < 1)
+            return sw_args_usage(a, "--exclude wants a boot id, got '%s'", v);
+        ls->excl[rq->n_exclude++] = n;
+    }
+    const char *v = sw_args_str(a, "max-state-blocks");
+    if (v) {
+        int64_t n;
+        struct sw_err e = {0};
+        if (sw_parse_i64(v, &n, &e) || n < 1 || n > 4096)
+            return sw_args_usage(a, "--max-state-blocks wants 1..4096, got '%s'", v);
+        rq->max_state_blocks = (int)n;
+    }
+    for (int i = 0; i < sw_args_count(a, "predict"); i++) {
+        v = sw_args_nth(a, "predict", i);
+        const char *colon = strchr(v, ':');
+        char lenbuf[64];
+        struct sw_err e = {0};
+        uint64_t len, kv;
+        if (!colon || (size_t)(colon - v) >= sizeof(lenbuf))
+            return sw_args_usage(a, "--predict wants MAXLEN:KV_BYTES, got '%s'", v);
+        memcpy(lenbuf, v, (size_t)(colon - v));
+        lenbuf[colon - v] = 0;
+        if (sw_parse_count(lenbuf, &len, &e) || sw_parse_bytes(colon + 1, &kv, &e) || len == 0 ||
+            len > (1u << 31) || kv == 0)
+            return sw_args_usage(a, "--predict '%s': %s", v, e.msg[0] ? e.msg : "out of range");
+        ls->pred_len[rq->n_predict] = (int64_t)len;
+        ls->pred_kv[rq->n_predict++] = kv;
+    }
+    rq->need_seqs = ls->need_seqs;
+    rq->need_len = ls->need_len;
+    rq->exclude = ls->excl;
+    rq->predict_len = ls->pred_len;
+    rq->predict_kv = ls->pred_kv;
+    if (!rq->endpoint)
+        return sw_args_usage(a, "which endpoint? (slipway calibrate ENDPOINT)");
     return 0;
 }
 
@@ -257,143 +264,48 @@ static void print_arena(const struct sw_calib_arena *a)
 
 int sw_cmd_calibrate(int argc, char **argv)
 {
-    struct opts o = {0};
+    struct sw_args args;
+    struct sw_calib_request rq = {0};
+    struct sw_calib_result res = {0};
+    struct lists ls;
     struct sw_err e = {0};
-    struct sw_ledger l = {0};
-    struct sw_fleet *fleet = NULL;
-    struct sw_calib_fit *fit = NULL;
-    json_t *out = NULL, *shape = NULL;
-    int rc = parse(argc, argv, &o);
+    int rc;
+    if (!sw_args_parse(&sw_spec_calibrate, argc, argv, &args, &rc))
+        return rc;
+    rc = parse(&args, &rq, &ls);
     if (rc)
         return rc;
-    if (o.help) {
-        usage_text(stdout);
-        return SW_EXIT_OK;
-    }
-    struct sw_calib_opts co = {.config_path = o.config,
-                               .max_state_blocks = o.max_s,
-                               .exclude = o.excl,
-                               .n_exclude = o.n_excl};
-    if (o.fleet) {
-        if (sw_fleet_load(o.fleet, NULL, &fleet, &e)) {
-            rc = sw_cli_fail(&e, o.json);
-            goto out;
-        }
-        co.ep = sw_fleet_endpoint(fleet, o.endpoint);
-        if (!co.ep) {
-            sw_err_set(&e, SW_ENOENT, "%s: no endpoint '%s' in the fleet", o.fleet, o.endpoint);
-            rc = sw_cli_fail(&e, o.json);
-            goto out;
-        }
-    }
-    char path[4096];
-    if (o.ledger)
-        snprintf(path, sizeof(path), "%s", o.ledger);
-    else if (sw_ledger_default_path(o.fleet, path, sizeof(path), &e)) {
-        rc = sw_cli_fail(&e, o.json);
+    const char *save = sw_args_str(&args, "save"), *svg = sw_args_str(&args, "svg");
+    bool json = args.json;
+    if (sw_calib_run(&rq, &res, &e)) {
+        rc = sw_cli_fail(&e, json);
         goto out;
     }
-    struct sw_ledger_open_opts lo = {.create = false, .readonly = !o.record};
-    if (sw_ledger_open(&l, path, &lo, &e)) {
-        sw_err_prefix(&e, "ledger %s", path);
-        rc = sw_cli_fail(&e, o.json);
-        goto out;
-    }
-    if (sw_calib_fit(&l, o.endpoint, &co, &fit, &e)) {
-        if (e.code == SW_ENOENT)
-            sw_err_prefix(&e, "ledger %s: endpoint '%s' has no record", path, o.endpoint);
-        rc = sw_cli_fail(&e, o.json);
-        goto out;
-    }
-    bool nothing = !fit->n_kv && !fit->n_nonkv && !(fit->arena.have && fit->arena.consistent);
-    bool bad = false;
-    for (int i = 0; i < fit->n_kv; i++)
-        bad |= !fit->kv[i].consistent;
-    bad |= fit->arena.have && !fit->arena.consistent && !fit->arena.one_geometry &&
-           fit->arena.slot_hi > 0;
-    out = sw_calib_fit_json(fit);
-    if (!out) {
-        sw_err_set(&e, SW_ENOMEM, "out of memory");
-        rc = sw_cli_fail(&e, o.json);
-        goto out;
-    }
-    json_t *preds = json_array();
-    for (int i = 0; i < o.n_pred; i++) {
-        for (int k = 0; k < fit->n_kv; k++) {
-            struct sw_calib_kv_pred p;
-            if (sw_calib_kv_predict(&fit->kv[k], o.pred_len[i], o.pred_kv[i], &p, NULL))
-                continue;
-            json_t *pj = sw_calib_kv_pred_json(&p);
-            sw_json_set_str(pj, "class", fit->kv[k].klass);
-            sw_json_set_str(pj, "point_from",
-                            fit->kv[k].chosen >= 0 ? "the model's structure (config)"
-                                                   : "the middle of the interval");
-            sw_json_set_int(pj, "max_model_len", o.pred_len[i]);
-            sw_json_set_int(pj, "kv_bytes", (int64_t)o.pred_kv[i]);
-            json_array_append_new(preds, pj);
-        }
-        if (fit->arena.consistent) {
-            struct sw_calib_range s;
-            if (!sw_calib_arena_predict(&fit->arena, o.pred_len[i], &s, NULL))
-                json_array_append_new(
-                    preds, json_pack("{s:s,s:I,s:{s:I,s:I},s:b}", "class", "arena", "max_model_len",
-                                     (json_int_t)o.pred_len[i], "slots", "lo", (json_int_t)s.lo,
-                                     "hi", (json_int_t)s.hi, "extrapolated", s.extrapolated));
-        }
-    }
-    sw_json_set_new(out, "predictions", preds);
-    json_t *needs = json_array();
-    for (int i = 0; i < o.n_need; i++)
-        for (int k = 0; k < fit->n_kv; k++) {
-            uint64_t nlo, nhi;
-            bool ex;
-            if (sw_calib_kv_need(&fit->kv[k], o.need_len[i], o.need_seqs[i], &nlo, &nhi, &ex, NULL))
-                continue;
-            json_array_append_new(
-                needs, json_pack("{s:s,s:I,s:I,s:I,s:I,s:b}", "class", fit->kv[k].klass, "seqs",
-                                 (json_int_t)o.need_seqs[i], "max_model_len",
-                                 (json_int_t)o.need_len[i], "kv_bytes_lo", (json_int_t)nlo,
-                                 "kv_bytes_hi", (json_int_t)nhi, "extrapolated", ex));
-        }
-    sw_json_set_new(out, "needs", needs);
-    if (o.budget) {
-        shape = sw_json_load_file(o.budget, 1u << 20, &e);
-        struct sw_calib_budget b;
-        if (!shape || sw_calib_budget(fit, shape, &co, &b, &e)) {
-            rc = sw_cli_fail(&e, o.json);
-            goto out;
-        }
-        sw_json_set_new(out, "budget", sw_calib_budget_json(&b));
-    }
-    if (o.save) {
+    const struct sw_calib_fit *fit = res.fit;
+    json_t *out = res.doc;
+    const char *path = res.ledger_path;
+    bool nothing = res.nothing, bad = res.inconsistent;
+    if (save) {
         char *t = json_dumps(out, JSON_INDENT(2) | JSON_SORT_KEYS);
-        if (!t || sw_write_file_atomic(o.save, t, strlen(t), 0644, &e)) {
+        if (!t || sw_write_file_atomic(save, t, strlen(t), 0644, &e)) {
             free(t);
             if (!e.code)
                 sw_err_set(&e, SW_ENOMEM, "out of memory");
-            rc = sw_cli_fail(&e, o.json);
+            rc = sw_cli_fail(&e, json);
             goto out;
         }
         free(t);
     }
-    if (o.svg && sw_calib_svg(out, o.svg, &e)) {
-        sw_err_prefix(&e, "--svg %s", o.svg);
-        rc = sw_cli_fail(&e, o.json);
+    if (svg && sw_calib_svg(out, svg, &e)) {
+        sw_err_prefix(&e, "--svg %s", svg);
+        rc = sw_cli_fail(&e, json);
         goto out;
     }
-    if (o.record && !nothing) {
-        /* the fit as a note on the endpoint: the ledger keeps what was concluded, and when */
-        static char text[8192];
-        int64_t eid = 0, nid = 0;
-        sw_calib_fit_summary(fit, text, sizeof(text));
-        if (sw_ledger_endpoint_id(&l, o.endpoint, false, &eid, &e) ||
-            sw_ledger_record_note(&l, "endpoint", eid, text, "slipway calibrate", &nid, &e)) {
-            rc = sw_cli_fail(&e, o.json);
-            goto out;
-        }
-        sw_json_set_int(out, "note", nid);
-    }
-    if (o.json) {
+    if (res.note_id)
+        sw_json_set_int(out, "note", res.note_id);
+    json_t *preds = json_object_get(out, "predictions");
+    json_t *needs = json_object_get(out, "needs");
+    if (json) {
         sw_json_set_bool(out, "ok", !nothing && !bad);
         sw_json_print(stdout, out, true);
     } else {
@@ -496,17 +408,13 @@ int sw_cmd_calibrate(int argc, char **argv)
         }
         if (json_is_integer(json_object_get(out, "note")))
             printf("recorded as note #%lld on endpoint %s\n",
-                   (long long)json_integer_value(json_object_get(out, "note")), o.endpoint);
+                   (long long)json_integer_value(json_object_get(out, "note")), rq.endpoint);
         if (nothing)
             printf("nothing to fit: no boot printed a KV pool with a pinned size, no usage "
                    "reading could be priced, no arena was printed\n");
     }
     rc = nothing || bad ? SW_EXIT_FAIL : SW_EXIT_OK;
 out:
-    json_decref(shape);
-    json_decref(out);
-    sw_calib_fit_free(fit);
-    sw_ledger_close(&l);
-    sw_fleet_free(fleet);
+    sw_calib_result_free(&res);
     return rc;
 }

@@ -21,26 +21,43 @@
 
 #define MAX_SETS 64
 
-static void usage(FILE *f)
-{
-    fprintf(f,
-            "usage: slipway check [FLEET.yaml] [ENDPOINT] [--ledger PATH | --no-ledger]\n"
-            "                     [--set KEY=VALUE ...] [--margin F] [--json]\n"
-            "\n"
-            "Runs the gates on each enabled endpoint (or ENDPOINT) before a boot is spent:\n"
-            "  band       free memory per device after the boot, inside free_band (2..3 GiB)\n"
-            "  pool       the KV pool holds SEQS x MAXLEN at this geometry's price\n"
-            "  arena      (fork profiles) the expert arena at this MAXLEN\n"
-            "  window     per-slot window vs the client's contextWindow, and compaction\n"
-            "  known_bad  shapes that failed before, known-bad rules (ledger and fleet)\n"
-            "  payload    spec-decode flags vs MTP tensors, the projector (when files are here)\n"
-            "FLEET.yaml defaults to ./fleet.yaml. The ledger is --ledger PATH, else\n"
-            "$SLIPWAY_LEDGER, else beside the fleet file (FLEET.ledger.sqlite), read-only.\n"
-            "  --set KEY=VALUE  try a variant of ENDPOINT's shape: slots=3, ctx=196608,\n"
-            "                   max_model_len=241664, kv_cache_bytes=11.3e9, mmproj=null ...\n"
-            "  --margin F       the pool must hold SEQS x MAXLEN x (1 + F) (default 0)\n"
-            "Exit: 0 all gates pass, 1 a gate failed, 2 unusable input.\n");
-}
+static const struct sw_opt opts[] = {
+    {"ledger", 0, "PATH", 0, "the ledger (default: $SLIPWAY_LEDGER, else FLEET.ledger.sqlite)",
+     NULL},
+    {"no-ledger", 0, NULL, 0, "no ledger evidence", NULL},
+    {"set", 0, "KEY=VALUE", SW_OPT_REPEAT,
+     "try a variant of ENDPOINT's shape: slots=3, ctx=196608,\n"
+     "max_model_len=241664, kv_cache_bytes=11.3e9, mmproj=null ...",
+     NULL},
+    {"margin", 0, "F", 0, "the pool must hold SEQS x MAXLEN x (1 + F) (default 0)", NULL},
+    {0},
+};
+
+static const char *const examples[] = {
+    "slipway check examples/local.yaml",
+    "slipway check examples/operator.yaml frank-primary --set slots=3 --json",
+    NULL,
+};
+
+const struct sw_cmd_spec sw_spec_check = {
+    .name = "check",
+    .summary = "run the gates on a fleet's endpoints before a boot: band, pool, window, known-bad",
+    .synopsis = "[FLEET.yaml] [ENDPOINT] [--ledger PATH | --no-ledger] [--set KEY=VALUE ...]\n"
+                "    [--margin F] [--json]",
+    .about = "Runs the gates on each enabled endpoint (or ENDPOINT) before a boot is spent:\n"
+             "  band       free memory per device after the boot, inside free_band (2..3 GiB)\n"
+             "  pool       the KV pool holds SEQS x MAXLEN at this geometry's price\n"
+             "  arena      (fork profiles) the expert arena at this MAXLEN\n"
+             "  window     per-slot window vs the client's contextWindow, and compaction\n"
+             "  known_bad  shapes that failed before, known-bad rules (ledger and fleet)\n"
+             "  payload    spec-decode flags vs MTP tensors, the projector (when files are here)\n"
+             "FLEET.yaml defaults to ./fleet.yaml. The ledger is --ledger PATH, else\n"
+             "$SLIPWAY_LEDGER, else beside the fleet file (FLEET.ledger.sqlite), read-only.\n"
+             "Exit: 0 all gates pass, 1 a gate failed, 2 unusable input.",
+    .opts = opts,
+    .max_args = 2,
+    .examples = examples,
+};
 
 static void print_endpoint(const json_t *r)
 {
@@ -97,41 +114,28 @@ int sw_cmd_check(int argc, char **argv)
 
     sw_err_clear(&e);
     memset(&led, 0, sizeof(led));
-    for (int i = 1; i < argc; i++) {
-        if (sw_cli_is(argv[i], "-h", "--help")) {
-            usage(stdout);
-            return SW_EXIT_OK;
-        } else if (!strcmp(argv[i], "--json")) {
-            json = true;
-        } else if (!strcmp(argv[i], "--no-ledger")) {
-            no_ledger = true;
-        } else if (!strcmp(argv[i], "--ledger") && i + 1 < argc) {
-            ledger_path = argv[++i];
-        } else if (!strncmp(argv[i], "--ledger=", 9)) {
-            ledger_path = argv[i] + 9;
-        } else if (!strcmp(argv[i], "--set") && i + 1 < argc) {
-            if (n_sets >= MAX_SETS)
-                return sw_cli_usage("check", "at most %d --set", MAX_SETS);
-            sets[n_sets++] = argv[++i];
-        } else if (!strcmp(argv[i], "--margin") && i + 1 < argc) {
-            if (sw_parse_double(argv[++i], &margin, &e) || margin < 0 || margin > 10)
-                return sw_cli_usage("check", "--margin: want a fraction >= 0, got '%s'", argv[i]);
-        } else if (argv[i][0] == '-') {
-            return sw_cli_usage("check", "unknown option '%s'", argv[i]);
-        } else if (!fleet_path) {
-            fleet_path = argv[i];
-        } else if (!only) {
-            only = argv[i];
-        } else {
-            return sw_cli_usage("check", "unexpected argument '%s'", argv[i]);
-        }
-    }
+    struct sw_args a;
+    if (!sw_args_parse(&sw_spec_check, argc, argv, &a, &rc))
+        return rc;
+    json = a.json;
+    no_ledger = sw_args_flag(&a, "no-ledger");
+    ledger_path = sw_args_str(&a, "ledger");
+    fleet_path = a.npos > 0 ? a.pos[0] : NULL;
+    only = a.npos > 1 ? a.pos[1] : NULL;
+    n_sets = (size_t)sw_args_count(&a, "set");
+    if (n_sets > MAX_SETS)
+        return sw_args_usage(&a, "at most %d --set", MAX_SETS);
+    for (size_t i = 0; i < n_sets; i++)
+        sets[i] = sw_args_nth(&a, "set", (int)i);
+    const char *mv = sw_args_str(&a, "margin");
+    if (mv && (sw_parse_double(mv, &margin, &e) || margin < 0 || margin > 10))
+        return sw_args_usage(&a, "--margin: want a fraction >= 0, got '%s'", mv);
     if (!fleet_path)
         fleet_path = "fleet.yaml";
     if (n_sets && !only)
-        return sw_cli_usage("check", "--set changes one endpoint's shape: name the ENDPOINT");
+        return sw_args_usage(&a, "--set changes one endpoint's shape: name the ENDPOINT");
     if (no_ledger && ledger_path)
-        return sw_cli_usage("check", "--ledger and --no-ledger together");
+        return sw_args_usage(&a, "--ledger and --no-ledger together");
 
     if (sw_fleet_load(fleet_path, NULL, &f, &e)) {
         rc = sw_cli_fail(&e, json);
@@ -224,10 +228,10 @@ int sw_cmd_check(int argc, char **argv)
     else
         sw_json_set_new(out, "ledger", json_null());
     if (n_sets) {
-        json_t *a = json_array();
-        for (size_t i = 0; a && i < n_sets; i++)
-            json_array_append_new(a, json_string(sets[i]));
-        sw_json_set_new(out, "set", a);
+        json_t *sa = json_array();
+        for (size_t i = 0; sa && i < n_sets; i++)
+            json_array_append_new(sa, json_string(sets[i]));
+        sw_json_set_new(out, "set", sa);
     }
     sw_json_set_str(out, "verdict", failed ? "fail" : "pass");
     sw_json_set_new(out, "endpoints", eps);

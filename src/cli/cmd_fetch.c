@@ -71,121 +71,121 @@ struct target {
     char draft[4096]; /* a local draft model directory, "" when none */
 };
 
-static void usage(FILE *f)
-{
-    fputs(
-        "usage: slipway fetch ENDPOINT|DIR --verify-only [--fleet FLEET.yaml] [--manifest FILE]\n"
-        "                    [--json] [--threads N] [--hash-all] [--write-manifest FILE]\n"
-        "\n"
-        "--verify-only  re-hash what is on disk against the manifest (in parallel), sniff every\n"
-        "               file's body and check the layout; download nothing\n"
-        "--manifest     the manifest (default for an ENDPOINT: FLEET.manifests/ENDPOINT.json)\n"
-        "--hash-all     hash files the manifest has no sha256 for, and unexpected ones\n"
-        "--write-manifest FILE  pin what is on disk (sizes + sha256) as a manifest\n"
-        "\n"
-        "usage: slipway fetch ENDPOINT|REPO [FLEET.yaml] [--revision R] [--include GLOB]...\n"
-        "                    [--dest DIR] [--dry-run] [--jobs N] [--manifest FILE]\n"
-        "                    [--write-manifest FILE] [--allow-unverified] [--json | --quiet]\n"
-        "\n"
-        "Download a payload from the Hub (HF_ENDPOINT, default https://huggingface.co): sizes and\n"
-        "sha256 from the Hub's headers (or the manifest kept beside the fleet), several files at\n"
-        "once, resumed after a cut, each renamed into place only when size and hash match.\n"
-        "--revision     branch, tag or commit (default: the payload's, else main); pinned to the\n"
-        "               commit it resolves to\n"
-        "--include      only files matching this glob (repeatable; default: the payload's files)\n"
-        "--dest         a plain directory (default: the payload's path for an ENDPOINT, else the\n"
-        "               Hugging Face cache: HF_HUB_CACHE, HF_HOME/hub, ~/.cache/huggingface/hub)\n"
-        "--dry-run      say what would be fetched (files present are hashed), fetch nothing\n"
-        "--jobs         files downloaded at once (default 4)\n"
-        "--quiet        no progress; one line per file: STATE<TAB>PATH<TAB>SIZE<TAB>SHA256\n"
-        "--allow-unverified  accept a file the Hub gives no sha256 or git oid for (only its\n"
-        "               size and kind can be checked; reported \"unverified\"; --dest only)\n"
-        "The token: HF_TOKEN, or a token file (HF_TOKEN_PATH, HF_HOME/token,\n"
+static const struct sw_opt opts[] = {
+    {"verify-only", 0, NULL, 0,
+     "re-hash what is on disk against the manifest (in parallel), sniff every\n"
+     "file's body and check the layout; download nothing",
+     NULL},
+    {"fleet", 0, "FLEET.yaml", 0, "the fleet ENDPOINT is in (default ./fleet.yaml)", NULL},
+    {"manifest", 0, "FILE", 0,
+     "the manifest (default for an ENDPOINT: FLEET.manifests/ENDPOINT.json)", NULL},
+    {"write-manifest", 0, "FILE", 0, "pin what is on disk / fetched (sizes + sha256) as a manifest",
+     NULL},
+    {"hash-all", 0, NULL, 0,
+     "(--verify-only) hash files the manifest has no sha256 for, and\n"
+     "unexpected ones",
+     NULL},
+    {"threads", 0, "N", 0, "(--verify-only) hashing threads, 1..256", NULL},
+    {"revision", 'r', "R", 0,
+     "branch, tag or commit (default: the payload's, else main); pinned to the\ncommit it "
+     "resolves to",
+     NULL},
+    {"include", 0, "GLOB", SW_OPT_REPEAT,
+     "only files matching this glob (default: the payload's files)", NULL},
+    {"dest", 0, "DIR", 0,
+     "a plain directory (default: the payload's path for an ENDPOINT, else the\n"
+     "Hugging Face cache: HF_HUB_CACHE, HF_HOME/hub, ~/.cache/huggingface/hub)",
+     "local-dir"},
+    {"dry-run", 0, NULL, 0, "say what would be fetched (files present are hashed), fetch nothing",
+     NULL},
+    {"jobs", 'j', "N", 0, "files downloaded at once, 1..64 (default 4)", NULL},
+    {"quiet", 'q', NULL, 0, "no progress; one line per file: STATE<TAB>PATH<TAB>SIZE<TAB>SHA256",
+     NULL},
+    {"allow-unverified", 0, NULL, 0,
+     "accept a file the Hub gives no sha256 or git oid for (only its size and\n"
+     "kind can be checked; reported \"unverified\")",
+     NULL},
+    {"token", 0, "TOKEN", SW_OPT_REFUSE,
+     "a token on a command line is readable by every user of the host; set HF_TOKEN or use a "
+     "token file (mode 600)",
+     NULL},
+    {0},
+};
+
+static const char *const examples[] = {
+    "slipway fetch Qwen/Qwen3-0.6B-GGUF --include '*Q8_0.gguf' --dest models/",
+    "slipway fetch frank-primary --fleet examples/operator.yaml --dry-run",
+    "slipway fetch models/ --verify-only --write-manifest models.json",
+    NULL,
+};
+
+const struct sw_cmd_spec sw_spec_fetch = {
+    .name = "fetch",
+    .summary = "download a payload from the Hub, verified and resumable; or --verify-only one",
+    .synopsis = "ENDPOINT|DIR --verify-only [--fleet FLEET.yaml] [--manifest FILE] [--json]\n"
+                "    [--threads N] [--hash-all] [--write-manifest FILE]\n"
+                "ENDPOINT|REPO [FLEET.yaml] [--revision R] [--include GLOB]... [--dest DIR]\n"
+                "    [--dry-run] [--jobs N] [--manifest FILE] [--write-manifest FILE]\n"
+                "    [--json | --quiet]",
+    .about =
+        "Download a payload from the Hub (HF_ENDPOINT, default https://huggingface.co): sizes\n"
+        "and sha256 from the Hub's headers (or the manifest kept beside the fleet), several\n"
+        "files at once, resumed after a cut, each renamed into place only when size and hash\n"
+        "match. The token: HF_TOKEN, or a token file (HF_TOKEN_PATH, HF_HOME/token,\n"
         "~/.cache/huggingface/token) that only you can read. Never on the command line.\n"
-        "Exit: 0 all ok, 1 a problem found, 2 unusable input.\n",
-        f);
-}
+        "Exit: 0 all ok, 1 a problem found, 2 unusable input.",
+    .opts = opts,
+    .max_args = 2,
+    .examples = examples,
+};
 
 static int parse_args(int argc, char **argv, struct opts *o)
 {
+    struct sw_args a;
+    int rc;
     memset(o, 0, sizeof(*o));
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char **val = NULL;
-        if (sw_cli_is(a, "-h", "--help")) {
-            usage(stdout);
-            return -1;
-        } else if (sw_cli_is(a, "--verify-only", NULL)) {
-            o->mode = MODE_VERIFY;
-        } else if (sw_cli_is(a, "--json", NULL)) {
-            o->json = true;
-        } else if (sw_cli_is(a, "--hash-all", NULL)) {
-            o->hash_all = true;
-        } else if (sw_cli_is(a, "--fleet", NULL)) {
-            val = &o->fleet;
-        } else if (sw_cli_is(a, "--manifest", NULL)) {
-            val = &o->manifest;
-        } else if (sw_cli_is(a, "--write-manifest", NULL)) {
-            val = &o->write_manifest;
-        } else if (sw_cli_is(a, "--revision", "-r")) {
-            val = &o->revision;
-        } else if (sw_cli_is(a, "--dest", "--local-dir")) {
-            val = &o->dest;
-        } else if (sw_cli_is(a, "--dry-run", NULL)) {
-            o->dry_run = true;
-        } else if (sw_cli_is(a, "--quiet", "-q")) {
-            o->quiet = true;
-        } else if (sw_cli_is(a, "--allow-unverified", NULL)) {
-            o->allow_unverified = true;
-        } else if (sw_cli_is(a, "--include", NULL)) {
-            if (i + 1 >= argc)
-                return sw_cli_usage("fetch", "--include needs a glob");
-            if (o->n_include >= MAX_INCLUDE)
-                return sw_cli_usage("fetch", "at most %d --include globs", MAX_INCLUDE);
-            o->include[o->n_include++] = argv[++i];
-        } else if (sw_cli_is(a, "--jobs", "-j")) {
-            if (i + 1 >= argc)
-                return sw_cli_usage("fetch", "--jobs needs a value");
-            uint64_t t;
-            if (sw_parse_u64(argv[++i], &t, NULL) || t < 1 || t > 64)
-                return sw_cli_usage("fetch", "--jobs must be 1..64 (got %s)", argv[i]);
-            o->jobs = (unsigned)t;
-        } else if (sw_cli_is(a, "--token", NULL) || !strncmp(a, "--token=", 8)) {
-            return sw_cli_usage("fetch", "there is no --token: a token on a command line is "
-                                         "readable by every user of the host; set HF_TOKEN or "
-                                         "use a token file (mode 600)");
-        } else if (sw_cli_is(a, "--threads", NULL)) {
-            if (i + 1 >= argc)
-                return sw_cli_usage("fetch", "--threads needs a value");
-            uint64_t t;
-            if (sw_parse_u64(argv[++i], &t, NULL) || t < 1 || t > 256)
-                return sw_cli_usage("fetch", "--threads must be 1..256 (got %s)", argv[i]);
-            o->threads = (unsigned)t;
-        } else if (a[0] == '-' && a[1]) {
-            return sw_cli_usage("fetch", "unknown option %s", a);
-        } else if (!o->target) {
-            o->target = a;
-        } else if (!o->fleet && (strstr(a, ".yaml") || strstr(a, ".yml"))) {
-            o->fleet = a; /* fetch ENDPOINT FLEET.yaml */
-        } else {
-            return sw_cli_usage("fetch", "one ENDPOINT or DIR only (got %s and %s)", o->target, a);
-        }
-        if (val) {
-            if (i + 1 >= argc)
-                return sw_cli_usage("fetch", "%s needs a value", a);
-            *val = argv[++i];
-        }
+    if (!sw_args_parse(&sw_spec_fetch, argc, argv, &a, &rc))
+        return rc == SW_EXIT_OK ? -1 : rc;
+    o->json = a.json;
+    o->mode = sw_args_flag(&a, "verify-only") ? MODE_VERIFY : MODE_NONE;
+    o->hash_all = sw_args_flag(&a, "hash-all");
+    o->dry_run = sw_args_flag(&a, "dry-run");
+    o->quiet = sw_args_flag(&a, "quiet");
+    o->allow_unverified = sw_args_flag(&a, "allow-unverified");
+    o->fleet = sw_args_str(&a, "fleet");
+    o->manifest = sw_args_str(&a, "manifest");
+    o->write_manifest = sw_args_str(&a, "write-manifest");
+    o->revision = sw_args_str(&a, "revision");
+    o->dest = sw_args_str(&a, "dest");
+    o->n_include = (size_t)sw_args_count(&a, "include");
+    if (o->n_include > MAX_INCLUDE)
+        return sw_args_usage(&a, "at most %d --include globs", MAX_INCLUDE);
+    for (size_t i = 0; i < o->n_include; i++)
+        o->include[i] = sw_args_nth(&a, "include", (int)i);
+    const char *v = sw_args_str(&a, "jobs");
+    uint64_t t;
+    if (v && (sw_parse_u64(v, &t, NULL) || t < 1 || t > 64))
+        return sw_args_usage(&a, "--jobs must be 1..64 (got %s)", v);
+    o->jobs = v ? (unsigned)t : 0;
+    v = sw_args_str(&a, "threads");
+    if (v && (sw_parse_u64(v, &t, NULL) || t < 1 || t > 256))
+        return sw_args_usage(&a, "--threads must be 1..256 (got %s)", v);
+    o->threads = v ? (unsigned)t : 0;
+    o->target = a.npos ? a.pos[0] : NULL;
+    if (a.npos > 1) {
+        const char *f = a.pos[1];
+        if (o->fleet || (!strstr(f, ".yaml") && !strstr(f, ".yml")))
+            return sw_args_usage(&a, "one ENDPOINT or DIR only (got %s and %s)", o->target, f);
+        o->fleet = f; /* fetch ENDPOINT FLEET.yaml */
     }
     if (!o->target)
-        return sw_cli_usage("fetch", "give an ENDPOINT, a REPO or a DIR");
+        return sw_args_usage(&a, "give an ENDPOINT, a REPO or a DIR");
     if (o->mode == MODE_NONE)
         o->mode = MODE_DOWNLOAD;
     if (o->json && o->quiet)
-        return sw_cli_usage("fetch", "--json and --quiet are two machine-readable outputs: "
-                                     "pick one");
+        return sw_args_usage(&a, "--json and --quiet are two machine-readable outputs: pick one");
     if (o->mode == MODE_VERIFY && (o->revision || o->dest || o->n_include || o->dry_run))
-        return sw_cli_usage("fetch", "--verify-only takes no --revision/--dest/--include/"
-                                     "--dry-run");
+        return sw_args_usage(&a, "--verify-only takes no --revision/--dest/--include/--dry-run");
     return 0;
 }
 

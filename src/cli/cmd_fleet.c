@@ -15,14 +15,51 @@
 #include <inttypes.h>
 #include <string.h>
 
-static void usage(FILE *f)
-{
-    fprintf(f, "usage: slipway fleet show FLEET.yaml [ENDPOINT] [--json]\n"
-               "       slipway fleet check FLEET.yaml [--json]\n\n"
-               "show   print the hosts, devices, profiles, endpoints and harness of a fleet file\n"
-               "check  report every mistake as file:line:col: what and why\n"
-               "Env-file imports use the caller's environment (it wins over the env file).\n");
-}
+static const struct sw_opt no_opts[] = {{0}};
+
+static const char *const show_examples[] = {
+    "slipway fleet show examples/operator.yaml",
+    "slipway fleet show examples/operator.yaml frank-primary --json",
+    NULL,
+};
+
+static const char *const check_examples[] = {
+    "slipway fleet check examples/operator.yaml",
+    "slipway fleet check --json fleet.yaml",
+    NULL,
+};
+
+static const struct sw_cmd_spec spec_show = {
+    .name = "fleet show",
+    .summary = "print the hosts, devices, profiles, endpoints and harness of a fleet file",
+    .synopsis = "FLEET.yaml [ENDPOINT] [--json]",
+    .about = "Env-file imports use the caller's environment (it wins over the env file).",
+    .opts = no_opts,
+    .max_args = 2,
+    .examples = show_examples,
+};
+
+static const struct sw_cmd_spec spec_check = {
+    .name = "fleet check",
+    .summary = "report every mistake as file:line:col: what and why",
+    .synopsis = "FLEET.yaml [--json]",
+    .about = "Exit 0 the file loads (warnings on stderr), 2 it does not. Under --json a file\n"
+             "that does not load prints {\"error\": {...}} (the first mistake, as every verb\n"
+             "prints an error) with \"errors\": every mistake.",
+    .opts = no_opts,
+    .max_args = 1,
+    .examples = check_examples,
+};
+
+static const struct sw_cmd_spec *const subs[] = {&spec_show, &spec_check, NULL};
+
+const struct sw_cmd_spec sw_spec_fleet = {
+    .name = "fleet",
+    .summary = "show or check a fleet file (hosts, devices, endpoints, shapes)",
+    .opts = no_opts,
+    .max_args = -1,
+    .subs = subs,
+};
 
 struct collect {
     json_t *errors; /* --json */
@@ -340,37 +377,15 @@ static void print_fleet(const struct sw_fleet *f, const char *only)
 
 int sw_cmd_fleet(int argc, char **argv)
 {
-    bool json = false;
-    const char *sub = NULL, *path = NULL, *only = NULL;
-    for (int i = 1; i < argc; i++) {
-        if (sw_cli_is(argv[i], "--json", NULL)) {
-            json = true;
-        } else if (sw_cli_is(argv[i], "-h", "--help")) {
-            usage(stdout);
-            return SW_EXIT_OK;
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            return sw_cli_usage("fleet", "unknown option '%s'", argv[i]);
-        } else if (!sub) {
-            sub = argv[i];
-        } else if (!path) {
-            path = argv[i];
-        } else if (!only) {
-            only = argv[i];
-        } else {
-            return sw_cli_usage("fleet", "too many arguments");
-        }
-    }
-    if (!sub) {
-        usage(stderr);
-        return SW_EXIT_USAGE;
-    }
-    bool check = !strcmp(sub, "check");
-    if (!check && strcmp(sub, "show"))
-        return sw_cli_usage("fleet", "unknown subcommand '%s' (show or check)", sub);
-    if (!path)
-        return sw_cli_usage("fleet", "%s needs a fleet file", sub);
-    if (check && only)
-        return sw_cli_usage("fleet", "check takes one fleet file");
+    const struct sw_cmd_spec *sub;
+    struct sw_args a;
+    int exit_code;
+    if (!sw_args_parse_sub(&sw_spec_fleet, argc, argv, &sub, &a, &exit_code))
+        return exit_code;
+    bool json = a.json, check = sub == &spec_check;
+    if (!a.npos)
+        return sw_args_usage(&a, "which fleet file?");
+    const char *path = a.pos[0], *only = a.npos > 1 ? a.pos[1] : NULL;
 
     struct collect col = {.json = json, .errors = json ? json_array() : NULL};
     if (json && !col.errors)
@@ -380,12 +395,16 @@ int sw_cmd_fleet(int argc, char **argv)
     struct sw_err e;
     sw_err_clear(&e);
     int rc = sw_fleet_load(path, &opts, &f, &e);
-    int exit_code = SW_EXIT_OK;
+    exit_code = SW_EXIT_OK;
     if (rc) {
         exit_code = sw_cli_exit_for(rc);
         if (json) {
-            json_t *o = json_pack("{s:b,s:s,s:O,s:i}", "ok", 0, "path", path, "errors", col.errors,
-                                  "error_count", col.n);
+            /* the shape every verb prints an error in: the first mistake (or the load's own
+             * error when the file could not be read), then all of them */
+            json_t *first = json_array_get(col.errors, 0);
+            json_t *o = json_pack("{s:o,s:b,s:s,s:O,s:i}", "error",
+                                  first ? json_incref(first) : sw_err_to_json(&e), "ok", 0, "path",
+                                  path, "errors", col.errors, "error_count", col.n);
             if (o)
                 sw_json_print(stdout, o, true);
             json_decref(o);

@@ -14,24 +14,83 @@
 #include <inttypes.h>
 #include <string.h>
 
-static void usage(FILE *f)
-{
-    fprintf(f,
-            "usage: slipway gguf inspect FILE [--json] [--tensors]\n"
-            "       slipway gguf synth --in MODEL.gguf --vocab VOCAB.gguf --out OUT.gguf\n"
-            "                          [--ctx N] [--seed N] [--template chatml|vocab] [--json]\n"
-            "       slipway gguf synth --arch gemma3 [--layers N] [--embd N] [--heads N]\n"
-            "                          [--kv-heads N] [--head-dim N] [--ff N] [--swa N]\n"
-            "                          [--swa-pattern N] --vocab VOCAB.gguf --out OUT.gguf ...\n"
-            "\n"
-            "inspect   metadata, tensors grouped by role with bytes, architecture summary.\n"
-            "          --tensors lists every tensor; --json prints the same as an object.\n"
-            "synth     graft a real vocabulary, tokenizer and chat template onto a random-weight\n"
-            "          model written by llama.cpp's test-llama-archs, resize the vocabulary-sized\n"
-            "          tensors, and set a long training context (default 32768).\n"
-            "          --arch gemma3 writes the random base itself (test-llama-archs cannot):\n"
-            "          6 layers, window 128, every 6th layer full attention by default.\n");
-}
+static const struct sw_opt inspect_opts[] = {
+    {"tensors", 't', NULL, 0, "list every tensor (name, type, shape, bytes, role)", NULL},
+    {0},
+};
+
+static const struct sw_opt synth_opts[] = {
+    {"in", 'i', "MODEL.gguf", 0, "the random-weight model test-llama-archs wrote", NULL},
+    {"vocab", 0, "VOCAB.gguf", 0, "the model whose vocabulary, tokenizer and template are grafted",
+     NULL},
+    {"out", 'o', "OUT.gguf", 0, "where the model is written", NULL},
+    {"ctx", 'c', "N", 0, "the training context written (default 32768)", NULL},
+    {"seed", 0, "N", 0, "the seed of the resized tensors' values", NULL},
+    {"template", 0, "chatml|vocab", 0, "the chat template: ChatML, or the vocabulary model's",
+     NULL},
+    {"arch", 0, "ARCH", 0, "write the random base itself (gemma3; test-llama-archs cannot)", NULL},
+    {"layers", 0, "N", 0, "(--arch) blocks (default 6)", NULL},
+    {"embd", 0, "N", 0, "(--arch) embedding length", NULL},
+    {"heads", 0, "N", 0, "(--arch) attention heads", NULL},
+    {"kv-heads", 0, "N", 0, "(--arch) KV heads", NULL},
+    {"head-dim", 0, "N", 0, "(--arch) head dimension", NULL},
+    {"ff", 0, "N", 0, "(--arch) feed-forward length", NULL},
+    {"swa", 0, "N", 0, "(--arch) sliding window (default 128)", NULL},
+    {"swa-pattern", 0, "N", 0, "(--arch) every Nth layer full attention (default 6)", NULL},
+    {0},
+};
+
+static const char *const inspect_examples[] = {
+    "slipway gguf inspect model.gguf",
+    "slipway gguf inspect model.gguf --tensors --json",
+    NULL,
+};
+
+static const char *const synth_examples[] = {
+    "slipway gguf synth --in llama-rand.gguf --vocab vocab-llama.gguf --out tiny.gguf --ctx 8192",
+    "slipway gguf synth --arch gemma3 --vocab vocab-llama.gguf --out tiny-gemma3.gguf",
+    NULL,
+};
+
+static const struct sw_cmd_spec spec_inspect = {
+    .name = "gguf inspect",
+    .summary = "metadata, tensors grouped by role with bytes, architecture summary",
+    .synopsis = "FILE [--json] [--tensors]",
+    .about = "A file that is not a usable GGUF exits 2 with the reason.",
+    .opts = inspect_opts,
+    .max_args = 1,
+    .examples = inspect_examples,
+};
+
+static const struct sw_cmd_spec spec_synth = {
+    .name = "gguf synth",
+    .summary = "synthesize a tiny chat-capable test model",
+    .synopsis = "--in MODEL.gguf --vocab VOCAB.gguf --out OUT.gguf [--ctx N] [--seed N]\n"
+                "    [--template chatml|vocab] [--json]\n"
+                "--arch gemma3 [--layers N] [--embd N] [--heads N] [--kv-heads N] [--head-dim N]\n"
+                "    [--ff N] [--swa N] [--swa-pattern N] --vocab VOCAB.gguf --out OUT.gguf ...",
+    .about =
+        "Graft a real vocabulary, tokenizer and chat template onto a random-weight model\n"
+        "written by llama.cpp's test-llama-archs, resize the vocabulary-sized tensors, and set\n"
+        "a long training context (default 32768). --arch gemma3 writes the random base itself\n"
+        "(test-llama-archs cannot): 6 layers, window 128, every 6th layer full attention by\n"
+        "default.",
+    .opts = synth_opts,
+    .max_args = 0,
+    .examples = synth_examples,
+};
+
+static const struct sw_cmd_spec *const subs[] = {&spec_inspect, &spec_synth, NULL};
+
+static const struct sw_opt no_opts[] = {{0}};
+
+const struct sw_cmd_spec sw_spec_gguf = {
+    .name = "gguf",
+    .summary = "inspect a GGUF model file; synthesize tiny chat-capable test models",
+    .opts = no_opts,
+    .max_args = -1,
+    .subs = subs,
+};
 
 /* A metadata value on one line for people: strings quoted and cut, arrays as [type x n] head. */
 static void put_value(FILE *f, const struct sw_gguf_value *v, int width)
@@ -229,27 +288,12 @@ static void print_human(FILE *f, const struct sw_gguf *g, bool tensors)
     }
 }
 
-static int cmd_inspect(int argc, char **argv)
+static int cmd_inspect(const struct sw_args *a)
 {
-    bool json = false, tensors = false;
-    const char *path = NULL;
-    for (int i = 1; i < argc; i++) {
-        if (sw_cli_is(argv[i], "--json", NULL))
-            json = true;
-        else if (sw_cli_is(argv[i], "--tensors", "-t"))
-            tensors = true;
-        else if (sw_cli_is(argv[i], "-h", "--help")) {
-            usage(stdout);
-            return SW_EXIT_OK;
-        } else if (argv[i][0] == '-' && argv[i][1])
-            return sw_cli_usage("gguf inspect", "unknown option '%s'", argv[i]);
-        else if (path)
-            return sw_cli_usage("gguf inspect", "one FILE only (got '%s' and '%s')", path, argv[i]);
-        else
-            path = argv[i];
-    }
-    if (!path)
-        return sw_cli_usage("gguf inspect", "missing FILE");
+    bool json = a->json, tensors = sw_args_flag(a, "tensors");
+    if (!a->npos)
+        return sw_args_usage(a, "missing FILE");
+    const char *path = a->pos[0];
     struct sw_gguf *g = NULL;
     struct sw_err e;
     sw_err_clear(&e);
@@ -273,64 +317,48 @@ static int cmd_inspect(int argc, char **argv)
     return code;
 }
 
-static int cmd_synth(int argc, char **argv)
+static int cmd_synth(const struct sw_args *args)
 {
     struct sw_gguf_synth_opts o = {0};
     struct sw_gguf_base_opts base = {0};
-    bool json = false;
+    bool json = args->json;
     struct sw_err e;
     sw_err_clear(&e);
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        bool has_val = i + 1 < argc;
-        if (sw_cli_is(a, "--json", NULL)) {
-            json = true;
-        } else if (sw_cli_is(a, "-h", "--help")) {
-            usage(stdout);
-            return SW_EXIT_OK;
-        } else if (sw_cli_is(a, "--in", "-i") && has_val) {
-            o.in = argv[++i];
-        } else if (sw_cli_is(a, "--vocab", NULL) && has_val) {
-            o.vocab = argv[++i];
-        } else if (sw_cli_is(a, "--out", "-o") && has_val) {
-            o.out = argv[++i];
-        } else if (sw_cli_is(a, "--ctx", "-c") && has_val) {
-            if (sw_parse_count(argv[++i], &o.ctx, &e) || o.ctx == 0)
-                return sw_cli_usage("gguf synth", "--ctx: '%s' is not a positive count", argv[i]);
-        } else if (sw_cli_is(a, "--seed", NULL) && has_val) {
-            if (sw_parse_u64(argv[++i], &o.seed, &e))
-                return sw_cli_usage("gguf synth", "--seed: '%s' is not a number", argv[i]);
-        } else if (sw_cli_is(a, "--arch", NULL) && has_val) {
-            base.arch = argv[++i];
-        } else if ((sw_cli_is(a, "--layers", "--embd") || sw_cli_is(a, "--heads", "--kv-heads") ||
-                    sw_cli_is(a, "--head-dim", "--ff") || sw_cli_is(a, "--swa", "--swa-pattern")) &&
-                   has_val) {
-            uint64_t v;
-            if (sw_parse_count(argv[++i], &v, &e) || v == 0 || v > UINT32_MAX)
-                return sw_cli_usage("gguf synth", "%s: '%s' is not a positive count", a, argv[i]);
-            uint32_t *f = !strcmp(a, "--layers")     ? &base.n_layer
-                          : !strcmp(a, "--embd")     ? &base.n_embd
-                          : !strcmp(a, "--heads")    ? &base.n_head
-                          : !strcmp(a, "--kv-heads") ? &base.n_head_kv
-                          : !strcmp(a, "--head-dim") ? &base.head_dim
-                          : !strcmp(a, "--ff")       ? &base.n_ff
-                          : !strcmp(a, "--swa")      ? &base.swa
-                                                     : &base.swa_pattern;
-            *f = (uint32_t)v;
-        } else if (sw_cli_is(a, "--template", NULL) && has_val) {
-            const char *t = argv[++i];
-            if (!strcmp(t, "chatml"))
-                o.force_chatml = true;
-            else if (strcmp(t, "vocab"))
-                return sw_cli_usage("gguf synth", "--template is chatml or vocab (got '%s')", t);
-        } else {
-            return sw_cli_usage("gguf synth", "unknown option or missing value: '%s'", a);
-        }
+    o.in = sw_args_str(args, "in");
+    o.vocab = sw_args_str(args, "vocab");
+    o.out = sw_args_str(args, "out");
+    base.arch = sw_args_str(args, "arch");
+    const char *v = sw_args_str(args, "ctx");
+    if (v && (sw_parse_count(v, &o.ctx, &e) || o.ctx == 0))
+        return sw_args_usage(args, "--ctx: '%s' is not a positive count", v);
+    v = sw_args_str(args, "seed");
+    if (v && sw_parse_u64(v, &o.seed, &e))
+        return sw_args_usage(args, "--seed: '%s' is not a number", v);
+    v = sw_args_str(args, "template");
+    if (v && !strcmp(v, "chatml"))
+        o.force_chatml = true;
+    else if (v && strcmp(v, "vocab"))
+        return sw_args_usage(args, "--template is chatml or vocab (got '%s')", v);
+    const struct {
+        const char *name;
+        uint32_t *field;
+    } dims[] = {{"layers", &base.n_layer},    {"embd", &base.n_embd},
+                {"heads", &base.n_head},      {"kv-heads", &base.n_head_kv},
+                {"head-dim", &base.head_dim}, {"ff", &base.n_ff},
+                {"swa", &base.swa},           {"swa-pattern", &base.swa_pattern}};
+    for (size_t i = 0; i < SW_ARRAY_LEN(dims); i++) {
+        uint64_t n;
+        v = sw_args_str(args, dims[i].name);
+        if (!v)
+            continue;
+        if (sw_parse_count(v, &n, &e) || n == 0 || n > UINT32_MAX)
+            return sw_args_usage(args, "--%s: '%s' is not a positive count", dims[i].name, v);
+        *dims[i].field = (uint32_t)n;
     }
     if (o.in && base.arch)
-        return sw_cli_usage("gguf synth", "--in and --arch exclude each other");
+        return sw_args_usage(args, "--in and --arch exclude each other");
     if ((!o.in && !base.arch) || !o.vocab || !o.out)
-        return sw_cli_usage("gguf synth", "--in (or --arch), --vocab and --out are required");
+        return sw_args_usage(args, "--in (or --arch), --vocab and --out are required");
     if (base.arch) {
         base.seed = o.seed;
         o.base = &base;
@@ -365,19 +393,10 @@ static int cmd_synth(int argc, char **argv)
 
 int sw_cmd_gguf(int argc, char **argv)
 {
-    if (argc < 2) {
-        usage(stderr);
-        return SW_EXIT_USAGE;
-    }
-    if (sw_cli_is(argv[1], "-h", "--help") || !strcmp(argv[1], "help")) {
-        usage(stdout);
-        return SW_EXIT_OK;
-    }
-    if (!strcmp(argv[1], "inspect"))
-        return cmd_inspect(argc - 1, argv + 1);
-    if (!strcmp(argv[1], "synth"))
-        return cmd_synth(argc - 1, argv + 1);
-    fprintf(stderr, "slipway gguf: unknown subcommand '%s'\n", argv[1]);
-    usage(stderr);
-    return SW_EXIT_USAGE;
+    const struct sw_cmd_spec *sub;
+    struct sw_args a;
+    int rc;
+    if (!sw_args_parse_sub(&sw_spec_gguf, argc, argv, &sub, &a, &rc))
+        return rc;
+    return sub == &spec_inspect ? cmd_inspect(&a) : cmd_synth(&a);
 }

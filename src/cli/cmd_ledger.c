@@ -38,54 +38,195 @@ struct opts {
     int npos;
 };
 
-static void usage_text(FILE *f)
-{
-    fputs(
-        "usage: slipway ledger <list|show|export|import|usage|add-usage|note|rules|add-rule|"
-        "verify|path> [options]\n"
-        "  list      [--endpoint E] [--outcome ok|failed] [--limit N]   boots, newest first\n"
-        "  show ID                                  one boot in full\n"
-        "  export    [--endpoint E] [-o FILE]       everything as JSON (import reads it)\n"
-        "  import    FILE.json                      record a document (one transaction)\n"
-        "  usage     [--endpoint E]                 device memory readings\n"
-        "  add-usage --endpoint E --device D --used 21684MiB --total 24576MiB [--free 2441MiB]\n"
-        "            [--source nvidia-smi|rocm-smi|\"by hand\"] [--boot ID | --shape HASH]\n"
-        "            [--note TEXT] [--at 2026-10-01T13:27:17Z]\n"
-        "  note      [--boot ID|--endpoint E|--shape HASH|--usage ID|--rule ID|--rung ID|\n"
-        "            --battery ID|--bench ID] [--author A] TEXT...\n"
-        "  rules     [--endpoint E]                 failed shapes and known-bad rules\n"
-        "  add-rule  --expr 'slots == 2' --reason TEXT [--endpoint E] [--boot ID]\n"
-        "  verify                                   integrity_check + foreign_key_check\n"
-        "  path                                     where the ledger is, row counts\n"
-        "options: --ledger PATH (wins) | --fleet FLEET.yaml (ledger beside it); else\n"
-        "         $SLIPWAY_LEDGER, else $XDG_DATA_HOME/slipway/ledger.sqlite. --json everywhere.\n",
-        f);
-}
+/* Every sub-verb takes these two: where the ledger is. */
+#define LEDGER_OPTS                                                                                \
+    {"ledger", 0, "PATH", 0, "the ledger (wins over --fleet)", NULL},                              \
+    {                                                                                              \
+        "fleet", 0, "FLEET.yaml", 0, "the ledger beside this fleet file", NULL                     \
+    }
+#define OPT_ENDPOINT(what)                                                                         \
+    {                                                                                              \
+        "endpoint", 0, "E", 0, what, NULL                                                          \
+    }
+#define OPT_ID(name, what)                                                                         \
+    {                                                                                              \
+        name, 0, "ID", 0, what, NULL                                                               \
+    }
 
-static int parse_id(const char *flag, const char *v, int64_t *out)
+static const struct sw_opt parent_opts[] = {LEDGER_OPTS, {0}};
+static const struct sw_opt list_opts[] = {
+    LEDGER_OPTS,
+    OPT_ENDPOINT("only this endpoint's boots"),
+    {"outcome", 0, "ok|failed", 0, "only boots with this outcome", NULL},
+    {"limit", 0, "N", 0, "at most N rows", NULL},
+    {0},
+};
+static const struct sw_opt plain_opts[] = {LEDGER_OPTS, {0}};
+static const struct sw_opt export_opts[] = {
+    LEDGER_OPTS,
+    OPT_ENDPOINT("only this endpoint's rows"),
+    {"output", 'o', "FILE", 0, "write the document here (default: stdout)", NULL},
+    {0},
+};
+static const struct sw_opt usage_opts[] = {
+    LEDGER_OPTS,
+    OPT_ENDPOINT("only this endpoint's readings"),
+    {"limit", 0, "N", 0, "at most N rows", NULL},
+    {0},
+};
+static const struct sw_opt add_usage_opts[] = {
+    LEDGER_OPTS,
+    OPT_ENDPOINT("the endpoint the reading is of (required)"),
+    {"device", 0, "D", 0, "the device (required)", NULL},
+    {"used", 0, "MIB", 0, "memory used: 21684MiB, 21.2GiB (required)", NULL},
+    {"total", 0, "MIB", 0, "the device's memory (required)", NULL},
+    {"free", 0, "MIB", 0, "the tool's free figure, when it printed one", NULL},
+    {"source", 0, "TOOL", 0, "nvidia-smi, rocm-smi, \"by hand\" (default)", NULL},
+    OPT_ID("boot", "the boot the reading was taken under"),
+    {"shape", 0, "HASH", 0, "the shape it was taken under (instead of --boot)", NULL},
+    {"note", 0, "TEXT", 0, "a note on the reading", NULL},
+    {"at", 0, "TIME", 0, "when it was taken: 2026-10-01T13:27:17Z (default: now)", NULL},
+    {0},
+};
+static const struct sw_opt note_opts[] = {
+    LEDGER_OPTS,
+    OPT_ID("boot", "the note is on this boot"),
+    OPT_ENDPOINT("the note is on this endpoint"),
+    {"shape", 0, "HASH", 0, "the note is on this shape", NULL},
+    OPT_ID("usage", "the note is on this usage reading"),
+    OPT_ID("rule", "the note is on this rule"),
+    OPT_ID("rung", "the note is on this rung"),
+    OPT_ID("battery", "the note is on this battery"),
+    OPT_ID("bench", "the note is on this bench"),
+    {"author", 0, "A", 0, "who wrote it", NULL},
+    {0},
+};
+static const struct sw_opt rules_opts[] = {
+    LEDGER_OPTS,
+    OPT_ENDPOINT("only this endpoint's (and every endpoint's) rules"),
+    {0},
+};
+static const struct sw_opt add_rule_opts[] = {
+    LEDGER_OPTS,
+    {"expr", 0, "EXPR", 0, "the rule: 'slots == 2', 'ctx > 131072 && kv_dtype == \"q8_0\"'", NULL},
+    {"reason", 0, "TEXT", 0, "why (required)", NULL},
+    OPT_ENDPOINT("the endpoint it holds for (default: every endpoint)"),
+    OPT_ID("boot", "the boot that taught it (its failure is kept)"),
+    {"source", 0, "WHO", 0, "where it came from (default: operator)", NULL},
+    {0},
+};
+static const struct sw_opt loop_opts[] = {
+    LEDGER_OPTS,
+    OPT_ENDPOINT("the endpoint recorded (default: loop)"),
+    {"count", 0, "N", 0, "records (default 100)", NULL},
+    {"seconds", 0, "S", 0, "record for this long", NULL},
+    {0},
+};
+
+static const char *const list_ex[] = {"slipway ledger list --fleet examples/local.yaml",
+                                      "slipway ledger list --endpoint frank-primary --outcome "
+                                      "failed --json",
+                                      NULL};
+static const char *const show_ex[] = {"slipway ledger show 12", NULL};
+static const char *const export_ex[] = {"slipway ledger export -o ledger.json", NULL};
+static const char *const import_ex[] = {"slipway ledger import ledger.json", NULL};
+static const char *const usage_ex[] = {"slipway ledger usage --endpoint frank-primary", NULL};
+static const char *const add_usage_ex[] = {
+    "slipway ledger add-usage --endpoint frank-primary --device r9700-0 --used 21684MiB --total "
+    "24576MiB --source rocm-smi --boot 12",
+    NULL};
+static const char *const note_ex[] = {"slipway ledger note --boot 12 the fan was loud", NULL};
+static const char *const rules_ex[] = {"slipway ledger rules --endpoint frank-primary", NULL};
+static const char *const add_rule_ex[] = {
+    "slipway ledger add-rule --expr 'slots == 2' --reason 'OOM at warmup' --endpoint "
+    "frank-primary",
+    NULL};
+static const char *const verify_ex[] = {"slipway ledger verify --json", NULL};
+static const char *const path_ex[] = {"slipway ledger path", NULL};
+
+#define SUB(var, nm, sum, syn, table, maxa, ex)                                                    \
+    static const struct sw_cmd_spec var = {.name = "ledger " nm,                                   \
+                                           .summary = sum,                                         \
+                                           .synopsis = syn,                                        \
+                                           .about = ledger_about,                                  \
+                                           .opts = table,                                          \
+                                           .max_args = maxa,                                       \
+                                           .examples = ex}
+
+static const char ledger_about[] =
+    "The ledger: --ledger PATH (wins) | --fleet FLEET.yaml (ledger beside it); else\n"
+    "$SLIPWAY_LEDGER, else $XDG_DATA_HOME/slipway/ledger.sqlite.";
+
+SUB(spec_list, "list", "boots, newest first",
+    "[--endpoint E] [--outcome ok|failed] [--limit N] [--json]", list_opts, 0, list_ex);
+SUB(spec_show, "show", "one boot in full", "ID [--json]", plain_opts, 1, show_ex);
+SUB(spec_export, "export", "everything as JSON (import reads it)", "[--endpoint E] [-o FILE]",
+    export_opts, 0, export_ex);
+SUB(spec_import, "import", "record a document (one transaction)", "FILE.json [--json]", plain_opts,
+    1, import_ex);
+SUB(spec_usage, "usage", "device memory readings", "[--endpoint E] [--json]", usage_opts, 0,
+    usage_ex);
+SUB(spec_add_usage, "add-usage", "record a device memory reading by hand",
+    "--endpoint E --device D --used 21684MiB --total 24576MiB [--free 2441MiB]\n"
+    "    [--source nvidia-smi|rocm-smi|\"by hand\"] [--boot ID | --shape HASH]\n"
+    "    [--note TEXT] [--at 2026-10-01T13:27:17Z] [--json]",
+    add_usage_opts, 0, add_usage_ex);
+SUB(spec_note, "note", "a note on a row, or on the ledger",
+    "[--boot ID|--endpoint E|--shape HASH|--usage ID|--rule ID|--rung ID|\n"
+    "    --battery ID|--bench ID] [--author A] TEXT...",
+    note_opts, -1, note_ex);
+SUB(spec_rules, "rules", "failed shapes and known-bad rules (what the gates refuse)",
+    "[--endpoint E] [--json]", rules_opts, 0, rules_ex);
+SUB(spec_add_rule, "add-rule", "record a known-bad rule",
+    "--expr EXPR --reason TEXT [--endpoint E] [--boot ID] [--json]", add_rule_opts, 0, add_rule_ex);
+SUB(spec_verify, "verify", "integrity_check + foreign_key_check", "[--json]", plain_opts, 0,
+    verify_ex);
+SUB(spec_path, "path", "where the ledger is, row counts", "[--json]", plain_opts, 0, path_ex);
+static const struct sw_cmd_spec spec_loop = {.name = "ledger _record-loop",
+                                             .summary = "test hook: record in a loop",
+                                             .synopsis = "[--count N] [--seconds S]",
+                                             .opts = loop_opts,
+                                             .max_args = 0,
+                                             .hidden = true};
+
+static const struct sw_cmd_spec *const subs[] = {
+    &spec_list,      &spec_show, &spec_export, &spec_import,   &spec_usage,
+    &spec_add_usage, &spec_note, &spec_rules,  &spec_add_rule, &spec_verify,
+    &spec_path,      &spec_loop, NULL,
+};
+
+const struct sw_cmd_spec sw_spec_ledger = {
+    .name = "ledger",
+    .summary = "the record of boots, usage readings, batteries, benches and rules",
+    .about = ledger_about,
+    .opts = parent_opts,
+    .max_args = -1,
+    .subs = subs,
+};
+
+static int parse_id(const char *flag, const char *v, int64_t *out, bool json)
 {
     struct sw_err e;
     sw_err_clear(&e);
-    if (sw_parse_i64(v, out, &e) || *out < 1) {
-        fprintf(stderr, "slipway ledger: %s wants a row id (a number >= 1), got '%s'\n", flag, v);
-        return SW_EXIT_USAGE;
-    }
+    if (sw_parse_i64(v, out, &e) || *out < 1)
+        return sw_cli_usage_json("ledger", json, "%s wants a row id (a number >= 1), got '%s'",
+                                 flag, v);
     return 0;
 }
 
-static int parse_args(int argc, char **argv, struct opts *o)
+/* The sub-verb's line, read by its table, as the struct the sub-verbs below read: pos[0] is the
+ * sub-verb's name, pos[1..] its arguments. */
+static int parse_args(int argc, char **argv, struct opts *o, const struct sw_cmd_spec **sub)
 {
     static const struct {
         const char *name;
         size_t off;
     } strs[] = {
 #define S(n, f) {n, offsetof(struct opts, f)}
-        S("--ledger", ledger),   S("--fleet", fleet),   S("--endpoint", endpoint),
-        S("--outcome", outcome), S("--device", device), S("--used", used),
-        S("--total", total),     S("--free", free),     S("--source", source),
-        S("--shape", shape),     S("--note", note),     S("--at", at),
-        S("--author", author),   S("--expr", expr),     S("--reason", reason),
-        S("--output", output),   S("-o", output),
+        S("ledger", ledger), S("fleet", fleet), S("endpoint", endpoint), S("outcome", outcome),
+        S("device", device), S("used", used),   S("total", total),       S("free", free),
+        S("source", source), S("shape", shape), S("note", note),         S("at", at),
+        S("author", author), S("expr", expr),   S("reason", reason),     S("output", output),
 #undef S
     };
     static const struct {
@@ -93,54 +234,35 @@ static int parse_args(int argc, char **argv, struct opts *o)
         size_t off;
     } ids[] = {
 #define I(n, f) {n, offsetof(struct opts, f)}
-        I("--limit", limit), I("--boot", boot),   I("--usage", usage),
-        I("--rule", rule),   I("--rung", rung),   I("--battery", battery),
-        I("--bench", bench), I("--count", count), I("--seconds", seconds),
+        I("limit", limit), I("boot", boot),   I("usage", usage),
+        I("rule", rule),   I("rung", rung),   I("battery", battery),
+        I("bench", bench), I("count", count), I("seconds", seconds),
 #undef I
     };
+    struct sw_args a;
+    int rc;
     memset(o, 0, sizeof(*o));
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--json")) {
-            o->json = true;
-            continue;
-        }
-        if (sw_cli_is(a, "-h", "--help")) {
-            o->help = true;
-            continue;
-        }
-        if (!strcmp(a, "--")) {
-            while (++i < argc && o->npos < (int)SW_ARRAY_LEN(o->pos))
-                o->pos[o->npos++] = argv[i];
-            break;
-        }
-        bool done = false;
-        for (size_t k = 0; k < SW_ARRAY_LEN(strs) && !done; k++) {
-            if (strcmp(a, strs[k].name))
+    if (!sw_args_parse_sub(&sw_spec_ledger, argc, argv, sub, &a, &rc))
+        return rc ? rc : -1;
+    o->json = a.json;
+    for (int i = 0; i < a.n; i++) {
+        const char *name = a.seen[i].opt->name;
+        for (size_t k = 0; k < SW_ARRAY_LEN(strs); k++)
+            if (!strcmp(name, strs[k].name))
+                *(const char **)((char *)o + strs[k].off) = a.seen[i].val;
+        for (size_t k = 0; k < SW_ARRAY_LEN(ids); k++) {
+            if (strcmp(name, ids[k].name))
                 continue;
-            if (i + 1 >= argc)
-                return sw_cli_usage("ledger", "%s needs a value", a);
-            *(const char **)((char *)o + strs[k].off) = argv[++i];
-            done = true;
-        }
-        for (size_t k = 0; k < SW_ARRAY_LEN(ids) && !done; k++) {
-            if (strcmp(a, ids[k].name))
-                continue;
-            if (i + 1 >= argc)
-                return sw_cli_usage("ledger", "%s needs a value", a);
-            int rc = parse_id(a, argv[++i], (int64_t *)((char *)o + ids[k].off));
+            char flag[40];
+            snprintf(flag, sizeof(flag), "--%s", name);
+            rc = parse_id(flag, a.seen[i].val, (int64_t *)((char *)o + ids[k].off), o->json);
             if (rc)
                 return rc;
-            done = true;
         }
-        if (done)
-            continue;
-        if (a[0] == '-' && a[1])
-            return sw_cli_usage("ledger", "unknown option '%s'", a);
-        if (o->npos >= (int)SW_ARRAY_LEN(o->pos))
-            return sw_cli_usage("ledger", "too many arguments");
-        o->pos[o->npos++] = a;
     }
+    o->pos[o->npos++] = strchr((*sub)->name, ' ') + 1;
+    for (int i = 0; i < a.npos && o->npos < (int)SW_ARRAY_LEN(o->pos); i++)
+        o->pos[o->npos++] = a.pos[i];
     return 0;
 }
 
@@ -285,8 +407,8 @@ static int cmd_show(const struct opts *o)
     int64_t id;
     sw_err_clear(&e);
     if (o->npos != 2)
-        return sw_cli_usage("ledger", "show takes one boot id");
-    int rc = parse_id("show", o->pos[1], &id);
+        return sw_cli_usage_json("ledger", o->json, "show takes one boot id");
+    int rc = parse_id("show", o->pos[1], &id, o->json);
     if (rc)
         return rc;
     rc = open_ledger(o, &l, false, NULL, path, sizeof(path), &e);
@@ -404,7 +526,7 @@ static int cmd_import(const struct opts *o)
     if (o->json)
         sw_progress_force(&prog, false, NULL);
     if (o->npos != 2)
-        return sw_cli_usage("ledger", "import takes one FILE.json");
+        return sw_cli_usage_json("ledger", o->json, "import takes one FILE.json");
     json_t *doc = sw_json_load_file(o->pos[1], 64u << 20, &e);
     if (!doc)
         return fail(&e, o);
@@ -493,9 +615,11 @@ static int cmd_add_usage(const struct opts *o)
     int64_t id = 0;
     sw_err_clear(&e);
     if (!o->endpoint || !o->device || !o->used || !o->total)
-        return sw_cli_usage("ledger", "add-usage needs --endpoint, --device, --used and --total");
+        return sw_cli_usage_json("ledger", o->json,
+                                 "add-usage needs --endpoint, --device, --used and --total");
     if (o->boot && o->shape)
-        return sw_cli_usage("ledger", "give --boot or --shape, not both (a boot has its shape)");
+        return sw_cli_usage_json("ledger", o->json,
+                                 "give --boot or --shape, not both (a boot has its shape)");
     int rc = sw_ledger_parse_mib(o->used, &u.used_mib, &e);
     if (rc) {
         sw_err_prefix(&e, "--used");
@@ -573,15 +697,16 @@ static int cmd_note(const struct opts *o)
         }
     targets += (o->endpoint != NULL) + (o->shape != NULL);
     if (targets > 1)
-        return sw_cli_usage("ledger", "a note has one subject");
+        return sw_cli_usage_json("ledger", o->json, "a note has one subject");
     if (o->npos < 2)
-        return sw_cli_usage("ledger", "note needs its text");
+        return sw_cli_usage_json("ledger", o->json, "note needs its text");
     char text[16384];
     size_t len = 0;
     for (int i = 1; i < o->npos; i++) {
         int w = snprintf(text + len, sizeof(text) - len, "%s%s", i > 1 ? " " : "", o->pos[i]);
         if (w < 0 || (size_t)w >= sizeof(text) - len)
-            return sw_cli_usage("ledger", "note text is longer than %zu bytes", sizeof(text) - 1);
+            return sw_cli_usage_json("ledger", o->json, "note text is longer than %zu bytes",
+                                     sizeof(text) - 1);
         len += (size_t)w;
     }
     int64_t id = 0;
@@ -676,7 +801,7 @@ static int cmd_add_rule(const struct opts *o)
     int64_t id = 0;
     sw_err_clear(&e);
     if (!o->expr || !o->reason)
-        return sw_cli_usage("ledger", "add-rule needs --expr and --reason");
+        return sw_cli_usage_json("ledger", o->json, "add-rule needs --expr and --reason");
     struct sw_ledger_rule_rec r = {.endpoint = o->endpoint,
                                    .expr = o->expr,
                                    .reason = o->reason,
@@ -850,42 +975,33 @@ static int cmd_record_loop(const struct opts *o)
 int sw_cmd_ledger(int argc, char **argv)
 {
     struct opts o;
-    int rc = parse_args(argc, argv, &o);
+    const struct sw_cmd_spec *sub = NULL;
+    int rc = parse_args(argc, argv, &o, &sub);
     if (rc)
-        return rc;
-    if (o.help || !o.npos) {
-        usage_text(o.help ? stdout : stderr);
-        return o.help ? SW_EXIT_OK : SW_EXIT_USAGE;
-    }
+        return rc < 0 ? SW_EXIT_OK : rc;
     if (o.ledger && o.fleet)
-        return sw_cli_usage("ledger", "give --ledger or --fleet, not both");
-    const char *sub = o.pos[0];
-    bool takes_args = !strcmp(sub, "show") || !strcmp(sub, "import") || !strcmp(sub, "note");
-    if (!takes_args && o.npos > 1)
-        return sw_cli_usage("ledger", "unexpected argument '%s'", o.pos[1]);
-    if (!strcmp(sub, "list"))
+        return sw_cli_usage_json("ledger", o.json, "give --ledger or --fleet, not both");
+    if (sub == &spec_list)
         return cmd_list(&o);
-    if (!strcmp(sub, "show"))
+    if (sub == &spec_show)
         return cmd_show(&o);
-    if (!strcmp(sub, "export"))
+    if (sub == &spec_export)
         return cmd_export(&o);
-    if (!strcmp(sub, "import"))
+    if (sub == &spec_import)
         return cmd_import(&o);
-    if (!strcmp(sub, "usage"))
+    if (sub == &spec_usage)
         return cmd_usage(&o);
-    if (!strcmp(sub, "add-usage"))
+    if (sub == &spec_add_usage)
         return cmd_add_usage(&o);
-    if (!strcmp(sub, "note"))
+    if (sub == &spec_note)
         return cmd_note(&o);
-    if (!strcmp(sub, "rules"))
+    if (sub == &spec_rules)
         return cmd_rules(&o);
-    if (!strcmp(sub, "add-rule"))
+    if (sub == &spec_add_rule)
         return cmd_add_rule(&o);
-    if (!strcmp(sub, "verify"))
+    if (sub == &spec_verify)
         return cmd_verify(&o, false);
-    if (!strcmp(sub, "path"))
+    if (sub == &spec_path)
         return cmd_verify(&o, true);
-    if (!strcmp(sub, "_record-loop"))
-        return cmd_record_loop(&o);
-    return sw_cli_usage("ledger", "unknown subcommand '%s'", sub);
+    return cmd_record_loop(&o);
 }

@@ -24,35 +24,68 @@
 
 #include <string.h>
 
-static void usage(FILE *f)
-{
-    fprintf(
-        f,
-        "usage: slipway plan --engine llama.cpp [--json] [--arch DECL.json]\n"
-        "                    [--gpu NAME=BYTES ...] [--host-memory BYTES]\n"
-        "                    -- llama-server -m FILE.gguf [llama-server flags]\n"
-        "       slipway plan FLEET.yaml [ENDPOINT] [--json]\n"
-        "\n"
-        "Predicts llama-server's boot lines (n_ctx, each llama_kv_cache line, the\n"
+/* The options of the vLLM/SGLang law, handed to sw_engine_plan_cli as "--name value" pairs. */
+static const char *const law_opts[] = {"version",   "profile",       "gpu-memory",
+                                       "weights",   "activation",    "non-torch",
+                                       "cudagraph", "pre-load-free", "post-load-avail"};
+
+static const struct sw_opt opts[] = {
+    {"engine", 0, "ENGINE", 0, "llama.cpp, vllm or sglang: the law that plans the command line",
+     NULL},
+    {"arch", 0, "DECL.json", 0, "(llama.cpp) declare the architecture instead of reading the GGUF",
+     NULL},
+    {"gpu", 0, "NAME=BYTES", SW_OPT_REPEAT,
+     "(llama.cpp) a GPU with this much free memory; layers follow -ngl", NULL},
+    {"host-memory", 0, "BYTES", 0,
+     "(llama.cpp) host memory of a CPU-only build (enables --fit's context cut)", NULL},
+    {"version", 0, "V", 0, "(vllm) the engine's version: current, legacy, v0 or 0.N", NULL},
+    {"profile", 0, "P.json", 0, "(vllm, sglang) a fork profile: its constants and arena", NULL},
+    {"gpu-memory", 0, "BYTES", 0, "(vllm, sglang) the GPU's total memory", NULL},
+    {"weights", 0, "BYTES", 0, "(vllm) the weights' bytes as loaded", NULL},
+    {"activation", 0, "BYTES", 0, "(vllm) the profiled activation peak", NULL},
+    {"non-torch", 0, "BYTES", 0, "(vllm) memory outside torch (NCCL, CUDA context)", NULL},
+    {"cudagraph", 0, "BYTES", 0, "(vllm) the CUDA graphs' memory", NULL},
+    {"pre-load-free", 0, "BYTES", 0, "(sglang) free memory before the weights load", NULL},
+    {"post-load-avail", 0, "BYTES", 0, "(sglang) memory available after the weights load", NULL},
+    {0},
+};
+
+static const char *const examples[] = {
+    "slipway plan examples/local.yaml",
+    "slipway plan --engine llama.cpp --gpu CUDA0=24GiB -- llama-server -m model.gguf -c 32768 "
+    "-np 2 -ngl 99",
+    "slipway plan --engine vllm --gpu-memory 32GiB --json -- vllm serve MODEL_DIR "
+    "--max-model-len 65536",
+    NULL,
+};
+
+const struct sw_cmd_spec sw_spec_plan = {
+    .name = "plan",
+    .summary = "predict an engine's boot (memory lines, budget per device) from its command line",
+    .synopsis = "--engine llama.cpp [--json] [--arch DECL.json] [--gpu NAME=BYTES ...]\n"
+                "    [--host-memory BYTES] -- llama-server -m FILE.gguf [llama-server flags]\n"
+                "FLEET.yaml [ENDPOINT] [--json]\n"
+                "--engine vllm|sglang [--json] [--version V] [--profile P.json]\n"
+                "    [--gpu-memory B] [--weights B] [--activation B] [--non-torch B]\n"
+                "    [--cudagraph B] [--pre-load-free B] [--post-load-avail B]\n"
+                "    -- vllm serve MODEL_DIR [vLLM flags]\n"
+                "     | python -m sglang.launch_server --model-path DIR [flags]",
+    .about =
+        "llama.cpp: predicts llama-server's boot lines (n_ctx, each llama_kv_cache line, the\n"
         "llama_memory_recurrent line, model/output/compute buffers) from its own flags and\n"
-        "prints the memory budget per device.\n"
-        "  --arch DECL.json   declare the architecture instead of reading the GGUF\n"
-        "  --gpu NAME=BYTES   a GPU with this much free memory (repeatable); layers follow -ngl\n"
-        "  --host-memory B    host memory of a CPU-only build (enables --fit's context cut)\n"
-        "  --json             {\"report\": ..., \"budget\": ..., \"warnings\": [...]}\n"
+        "prints the memory budget per device; --json prints {\"report\": ..., \"budget\": ...,\n"
+        "\"warnings\": [...]}.\n"
         "A fleet file plans each llama.cpp endpoint from the argv the engine adapter renders,\n"
         "with the endpoint's devices; the architecture comes from the GGUF when it is on this\n"
         "machine, else from the endpoint's `arch` when it is a llama.cpp declaration.\n"
-        "\n"
-        "       slipway plan --engine vllm|sglang [--json] [--version V] [--profile P.json]\n"
-        "                    [--gpu-memory B] [--weights B] [--activation B] [--non-torch B]\n"
-        "                    [--cudagraph B] [--pre-load-free B] [--post-load-avail B]\n"
-        "                    -- vllm serve MODEL_DIR [vLLM flags]\n"
-        "                     | python -m sglang.launch_server --model-path DIR [flags]\n"
-        "Predicts vLLM's \"GPU KV cache size\" and \"Maximum concurrency\" lines (or\n"
-        "SGLang's pool line) from MODEL_DIR/config.json (docs/vllm-law.md,\n"
-        "docs/sglang-law.md).\n");
-}
+        "vLLM / SGLang: predicts vLLM's \"GPU KV cache size\" and \"Maximum concurrency\"\n"
+        "lines (or SGLang's pool line) from MODEL_DIR/config.json (docs/vllm-law.md,\n"
+        "docs/sglang-law.md).",
+    .opts = opts,
+    .max_args = 2,
+    .command_line = true,
+    .examples = examples,
+};
 
 /* The human view of a vLLM/SGLang plan object: the lines the engine would print, the per-request
  * price, the fork's arena; warnings to `warn` (stderr for a single plan, stdout in a fleet's). */
@@ -89,29 +122,36 @@ static void print_vllm_sglang(const json_t *out, FILE *warn)
 }
 
 /* vLLM / SGLang: the law lives in the library (engine/vllm_plan.c); this only dispatches. */
-static int plan_vllm_sglang(int argc, char **argv)
+static int plan_vllm_sglang(const struct sw_args *a)
 {
-    bool json = false;
-    const char *engine = NULL;
-    char *optv[32];
-    int optc = 0, i;
+    bool json = a->json;
+    const char *engine = sw_args_str(a, "engine");
+    char *optv[2 * SW_ARRAY_LEN(law_opts)];
+    char names[SW_ARRAY_LEN(law_opts)][32];
+    int optc = 0;
     struct sw_err e;
     sw_err_clear(&e);
-    for (i = 1; i < argc && strcmp(argv[i], "--"); i++) {
-        if (!strcmp(argv[i], "--json"))
-            json = true;
-        else if (!strcmp(argv[i], "--engine") && i + 1 < argc)
-            engine = argv[++i];
-        else if (argv[i][0] == '-' && i + 1 < argc && optc + 2 <= (int)SW_ARRAY_LEN(optv)) {
-            optv[optc++] = argv[i];
-            optv[optc++] = argv[++i];
-        } else
-            return sw_cli_usage("plan", "unknown option '%s'", argv[i]);
-    }
-    if (i >= argc - 1)
-        return sw_cli_usage("plan", "give the engine's command line after --");
+    if (a->npos)
+        return sw_args_usage(a, "unexpected argument '%s' (the command line goes after --)",
+                             a->pos[0]);
+    if (sw_args_flag(a, "arch") || sw_args_flag(a, "gpu") || sw_args_flag(a, "host-memory"))
+        return sw_args_usage(a, "--arch, --gpu and --host-memory are llama.cpp's: vLLM and SGLang "
+                                "take --gpu-memory, --weights ...");
+    /* in the order given, as "--name value" pairs */
+    for (int i = 0; i < a->n; i++)
+        for (size_t k = 0; k < SW_ARRAY_LEN(law_opts); k++)
+            if (!strcmp(a->seen[i].opt->name, law_opts[k])) {
+                char *name = names[optc / 2];
+                snprintf(name, sizeof(names[0]), "--%s", law_opts[k]);
+                optv[optc++] = name;
+                optv[optc++] = (char *)a->seen[i].val;
+            }
+    if (a->nrest < 1)
+        return sw_args_usage(a, "give the engine's command line after --");
+    int argc = a->nrest;
+    char **argv = a->rest;
     json_t *out = NULL;
-    if (sw_engine_plan_cli(engine, optc, optv, argc - i - 1, argv + i + 1, &out, &e))
+    if (sw_engine_plan_cli(engine, optc, optv, argc, argv, &out, &e))
         return sw_cli_fail(&e, json);
     json_t *rep = json_object_get(out, "report");
     int rc = json_is_false(json_object_get(rep, "fits")) ? SW_EXIT_FAIL : SW_EXIT_OK;
@@ -422,56 +462,43 @@ int sw_cmd_plan(int argc, char **argv)
     struct sw_gguf *g = NULL;
     json_t *decl = NULL;
     struct sw_err e;
-    int i, rc = SW_EXIT_OK;
+    int rc = SW_EXIT_OK;
 
     sw_err_clear(&e);
     memset(&env, 0, sizeof(env));
-    for (i = 1; i + 1 < argc && strcmp(argv[i], "--"); i++)
-        if (!strcmp(argv[i], "--engine") &&
-            (!strcmp(argv[i + 1], "vllm") || !strcmp(argv[i + 1], "sglang")))
-            return plan_vllm_sglang(argc, argv);
-    for (i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--")) {
-            i++;
-            break;
-        } else if (sw_cli_is(argv[i], "-h", "--help")) {
-            usage(stdout);
-            return SW_EXIT_OK;
-        } else if (!strcmp(argv[i], "--json")) {
-            json = true;
-        } else if (!strcmp(argv[i], "--engine") && i + 1 < argc) {
-            engine = argv[++i];
-        } else if (!strcmp(argv[i], "--arch") && i + 1 < argc) {
-            arch_path = argv[++i];
-        } else if (!strcmp(argv[i], "--gpu") && i + 1 < argc) {
-            if (parse_gpu(argv[++i], &env, &e))
-                return sw_cli_fail(&e, json);
-        } else if (!strcmp(argv[i], "--host-memory") && i + 1 < argc) {
-            if (sw_parse_bytes(argv[++i], &env.host_memory, &e)) {
-                sw_err_prefix(&e, "--host-memory");
-                return sw_cli_fail(&e, json);
-            }
-        } else if (argv[i][0] != '-' && !fleet) {
-            fleet = argv[i];
-        } else if (argv[i][0] != '-' && !only) {
-            only = argv[i];
-        } else {
-            return sw_cli_usage("plan", "unknown option '%s'", argv[i]);
-        }
+    struct sw_args a;
+    if (!sw_args_parse(&sw_spec_plan, argc, argv, &a, &rc))
+        return rc;
+    json = a.json;
+    engine = sw_args_str(&a, "engine");
+    if (engine && (!strcmp(engine, "vllm") || !strcmp(engine, "sglang")))
+        return plan_vllm_sglang(&a);
+    arch_path = sw_args_str(&a, "arch");
+    fleet = a.npos > 0 ? a.pos[0] : NULL;
+    only = a.npos > 1 ? a.pos[1] : NULL;
+    for (size_t k = 0; k < SW_ARRAY_LEN(law_opts); k++)
+        if (sw_args_flag(&a, law_opts[k]))
+            return sw_args_usage(&a, "--%s is for --engine vllm or sglang", law_opts[k]);
+    for (int k = 0; k < sw_args_count(&a, "gpu"); k++)
+        if (parse_gpu(sw_args_nth(&a, "gpu", k), &env, &e))
+            return sw_cli_fail(&e, json);
+    const char *hm = sw_args_str(&a, "host-memory");
+    if (hm && sw_parse_bytes(hm, &env.host_memory, &e)) {
+        sw_err_prefix(&e, "--host-memory");
+        return sw_cli_fail(&e, json);
     }
     if (fleet && !engine)
         return plan_fleet(fleet, only, json);
     if (!engine)
-        return sw_cli_usage("plan",
-                            "--engine is required (llama.cpp, vllm, sglang), or give a fleet file");
+        return sw_args_usage(
+            &a, "--engine is required (llama.cpp, vllm, sglang), or give a fleet file");
     if (strcmp(engine, "llama.cpp") && strcmp(engine, "llamacpp") && strcmp(engine, "llama-server"))
-        return sw_cli_usage("plan", "engine '%s' has no law here (llama.cpp, vllm, sglang)",
-                            engine);
-    if (i >= argc)
-        return sw_cli_usage("plan", "give llama-server's command line after --");
+        return sw_args_usage(&a, "engine '%s' has no law here (llama.cpp, vllm, sglang)", engine);
+    if (a.nrest < 1)
+        return sw_args_usage(&a, "give llama-server's command line after --");
 
     sw_llamacpp_args_init(&args);
-    if (sw_llamacpp_args_parse(&args, argc - i, (const char *const *)argv + i, &e)) {
+    if (sw_llamacpp_args_parse(&args, a.nrest, (const char *const *)a.rest, &e)) {
         rc = sw_cli_fail(&e, json);
         goto out;
     }

@@ -23,22 +23,56 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void usage(FILE *f)
-{
-    fputs("usage: slipway probe URL|ENDPOINT [--fleet FLEET.yaml] [--json] [--only CHECKS]\n"
-          "                     [--worst-case] [--model NAME] [--window N] [--slots N]\n"
-          "                     [--engine llama.cpp|vllm|sglang] [--vision yes|no]\n"
-          "                     [--api-key-env VAR] [--timeout S] [--ready-wait S]\n"
-          "                     [--deadline S]\n"
-          "                     [--record] [--ledger PATH] [--quiet] [--svg FILE]\n"
-          "checks: readiness liveness models chat stream reasoning tool_calls vision metrics\n"
-          "        over_length concurrency speed, and worst_case with --worst-case\n"
-          "ENDPOINT is a name in the fleet file (default ./fleet.yaml); URL is http(s)://...\n"
-          "--svg FILE: the speed check as a chart (decode and prefill tok/s by depth, client and\n"
-          "            server)\n"
-          "--deadline S: the whole battery's deadline (default 900 s); every wait is cut to it\n",
-          f);
-}
+static const struct sw_opt opts[] = {
+    {"fleet", 0, "FLEET.yaml", 0, "the fleet ENDPOINT is in (default ./fleet.yaml)", NULL},
+    {"only", 0, "CHECKS", 0,
+     "run only these checks (comma-separated): readiness liveness models chat\n"
+     "stream reasoning tool_calls vision metrics over_length concurrency speed worst_case",
+     NULL},
+    {"worst-case", 0, NULL, 0, "add worst_case: a full window on every slot at once", NULL},
+    {"model", 0, "NAME", 0, "the served model name (default: the endpoint's alias)", NULL},
+    {"window", 0, "N", 0, "the window clients rely on (default: the harness's contextWindow)",
+     NULL},
+    {"slots", 0, "N", 0, "the slots the endpoint serves at once", NULL},
+    {"engine", 0, "ENGINE", 0, "llama.cpp, vllm or sglang (what /metrics and errors look like)",
+     NULL},
+    {"vision", 0, "yes|no", 0, "whether a projector is loaded (the vision check)", NULL},
+    {"api-key-env", 0, "VAR", 0, "the environment variable holding the API key (never argv)", NULL},
+    {"timeout", 0, "S", 0, "each request's timeout in seconds", NULL},
+    {"ready-wait", 0, "S", 0, "how long readiness may take, in seconds", NULL},
+    {"deadline", 0, "S", 0,
+     "the whole battery's deadline in seconds (default 900); every wait is cut\nto what is left",
+     NULL},
+    {"record", 0, NULL, 0, "write the battery into the ledger", NULL},
+    {"ledger", 0, "PATH", 0, "the ledger --record writes (default: beside the fleet)", NULL},
+    {"quiet", 'q', NULL, 0, "no progress on stderr", NULL},
+    {"svg", 0, "FILE", 0,
+     "the speed check as a chart (decode and prefill tok/s by depth, client and\nserver)", NULL},
+    {0},
+};
+
+static const char *const examples[] = {
+    "slipway probe local --fleet examples/local.yaml",
+    "slipway probe http://127.0.0.1:8080 --only readiness,liveness,chat --json",
+    NULL,
+};
+
+const struct sw_cmd_spec sw_spec_probe = {
+    .name = "probe",
+    .summary = "run the live battery against an endpoint: readiness to worst case, with evidence",
+    .synopsis = "URL|ENDPOINT [--fleet FLEET.yaml] [--json] [--only CHECKS] [--worst-case]\n"
+                "    [--model NAME] [--window N] [--slots N] [--engine llama.cpp|vllm|sglang]\n"
+                "    [--vision yes|no] [--api-key-env VAR] [--timeout S] [--ready-wait S]\n"
+                "    [--deadline S] [--record] [--ledger PATH] [--quiet] [--svg FILE]",
+    .about =
+        "ENDPOINT is a name in the fleet file (default ./fleet.yaml); URL is http(s)://...\n"
+        "The fleet gives the URL, served name, engine, slots, window, projector and API key's\n"
+        "reference; options override. Exit 0 every check passed or was skipped, 1 a check\n"
+        "failed, 2 unusable input.",
+    .opts = opts,
+    .max_args = 1,
+    .examples = examples,
+};
 
 struct opts {
     const char *target, *fleet, *only, *model, *engine, *vision, *key_env, *ledger;
@@ -48,67 +82,40 @@ struct opts {
 
 static int parse(int argc, char **argv, struct opts *o)
 {
+    struct sw_args a;
+    int rc;
     memset(o, 0, sizeof(*o));
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char **val = NULL;
-        if (sw_cli_is(a, "--json", NULL))
-            o->json = true;
-        else if (sw_cli_is(a, "--worst-case", NULL))
-            o->worst = true;
-        else if (sw_cli_is(a, "--record", NULL))
-            o->record = true;
-        else if (sw_cli_is(a, "--quiet", "-q"))
-            o->quiet = true;
-        else if (sw_cli_is(a, "--help", "-h"))
-            o->help = true;
-        else if (sw_cli_is(a, "--fleet", NULL))
-            val = &o->fleet;
-        else if (sw_cli_is(a, "--only", NULL))
-            val = &o->only;
-        else if (sw_cli_is(a, "--model", NULL))
-            val = &o->model;
-        else if (sw_cli_is(a, "--engine", NULL))
-            val = &o->engine;
-        else if (sw_cli_is(a, "--vision", NULL))
-            val = &o->vision;
-        else if (sw_cli_is(a, "--api-key-env", NULL))
-            val = &o->key_env;
-        else if (sw_cli_is(a, "--ledger", NULL))
-            val = &o->ledger;
-        else if (sw_cli_is(a, "--window", NULL))
-            val = &o->window;
-        else if (sw_cli_is(a, "--slots", NULL))
-            val = &o->slots;
-        else if (sw_cli_is(a, "--timeout", NULL))
-            val = &o->timeout;
-        else if (sw_cli_is(a, "--ready-wait", NULL))
-            val = &o->ready;
-        else if (sw_cli_is(a, "--svg", NULL))
-            val = &o->svg;
-        else if (sw_cli_is(a, "--deadline", NULL))
-            val = &o->deadline;
-        else if (a[0] == '-' && a[1])
-            return sw_cli_usage("probe", "unknown option %s", a);
-        else if (!o->target)
-            o->target = a;
-        else
-            return sw_cli_usage("probe", "one URL or endpoint, not also '%s'", a);
-        if (val) {
-            if (i + 1 >= argc)
-                return sw_cli_usage("probe", "%s needs a value", a);
-            *val = argv[++i];
-        }
+    if (!sw_args_parse(&sw_spec_probe, argc, argv, &a, &rc)) {
+        o->help = rc == SW_EXIT_OK;
+        return rc;
     }
+    o->json = a.json;
+    o->worst = sw_args_flag(&a, "worst-case");
+    o->record = sw_args_flag(&a, "record");
+    o->quiet = sw_args_flag(&a, "quiet");
+    o->fleet = sw_args_str(&a, "fleet");
+    o->only = sw_args_str(&a, "only");
+    o->model = sw_args_str(&a, "model");
+    o->engine = sw_args_str(&a, "engine");
+    o->vision = sw_args_str(&a, "vision");
+    o->key_env = sw_args_str(&a, "api-key-env");
+    o->ledger = sw_args_str(&a, "ledger");
+    o->window = sw_args_str(&a, "window");
+    o->slots = sw_args_str(&a, "slots");
+    o->timeout = sw_args_str(&a, "timeout");
+    o->ready = sw_args_str(&a, "ready-wait");
+    o->deadline = sw_args_str(&a, "deadline");
+    o->svg = sw_args_str(&a, "svg");
+    o->target = a.npos ? a.pos[0] : NULL;
     return 0;
 }
 
-static int num(const char *flag, const char *v, uint64_t *out)
+static int num(const char *flag, const char *v, uint64_t *out, bool json)
 {
     struct sw_err e;
     sw_err_clear(&e);
     if (sw_parse_count(v, out, &e))
-        return sw_cli_usage("probe", "%s: %s", flag, e.msg);
+        return sw_cli_usage_json("probe", json, "%s: %s", flag, e.msg);
     return 0;
 }
 
@@ -182,14 +189,10 @@ int sw_cmd_probe(int argc, char **argv)
 {
     struct opts o;
     int rc = parse(argc, argv, &o);
-    if (rc)
+    if (rc || o.help)
         return rc;
-    if (o.help) {
-        usage(stdout);
-        return SW_EXIT_OK;
-    }
     if (!o.target)
-        return sw_cli_usage("probe", "which URL or endpoint?");
+        return sw_cli_usage_json("probe", o.json, "which URL or endpoint?");
     struct sw_probe_target t;
     memset(&t, 0, sizeof(t));
     t.vision = -1;
@@ -216,34 +219,34 @@ int sw_cmd_probe(int argc, char **argv)
     if (o.engine)
         t.engine = o.engine;
     if (o.window) {
-        exit_code = num("--window", o.window, &v);
+        exit_code = num("--window", o.window, &v, o.json);
         if (exit_code)
             goto out;
         t.window = (int64_t)v;
     }
     if (o.slots) {
-        exit_code = num("--slots", o.slots, &v);
+        exit_code = num("--slots", o.slots, &v, o.json);
         if (exit_code)
             goto out;
         t.slots = (int)SW_MIN(v, 100000);
     }
     if (o.timeout) {
-        exit_code = num("--timeout", o.timeout, &v);
+        exit_code = num("--timeout", o.timeout, &v, o.json);
         if (exit_code)
             goto out;
         t.timeout_ms = (unsigned)SW_MIN(v * 1000, 86400000ull);
     }
     if (o.ready) {
-        exit_code = num("--ready-wait", o.ready, &v);
+        exit_code = num("--ready-wait", o.ready, &v, o.json);
         if (exit_code)
             goto out;
         t.ready_ms = (unsigned)SW_MIN(v * 1000, 86400000ull);
     }
     if (o.deadline) {
-        exit_code = num("--deadline", o.deadline, &v);
+        exit_code = num("--deadline", o.deadline, &v, o.json);
         if (!exit_code && (v < 1 || v > 86400))
-            exit_code =
-                sw_cli_usage("probe", "--deadline: 1 to 86400 seconds (got %s)", o.deadline);
+            exit_code = sw_cli_usage_json("probe", o.json,
+                                          "--deadline: 1 to 86400 seconds (got %s)", o.deadline);
         if (exit_code)
             goto out;
         t.deadline_ms = (unsigned)(v * 1000);
@@ -254,7 +257,7 @@ int sw_cmd_probe(int argc, char **argv)
         else if (!strcmp(o.vision, "no"))
             t.vision = 0;
         else {
-            exit_code = sw_cli_usage("probe", "--vision takes yes or no");
+            exit_code = sw_cli_usage_json("probe", o.json, "--vision takes yes or no");
             goto out;
         }
     }

@@ -1,7 +1,9 @@
 /*
  * slipway: size, launch, prove and tune self-hosted LLM endpoints.
  * The dispatcher: `slipway <verb> [args]`. Each verb lives in its own src/cli/cmd_<verb>.c and uses
- * only the public headers under include/slipway/.
+ * only the public headers under include/slipway/; its options are a table read by opt.c.
+ * `slipway help VERB [SUB]` is `slipway VERB [SUB] --help`; `slipway help --list [--json]` lists
+ * every verb and sub-verb with its options (the CLI conformance test iterates it).
  */
 #include "cli.h"
 
@@ -13,13 +15,136 @@ static const struct sw_cmd cmds[] = {
 #undef SW_ROW
 };
 
+static const struct {
+    const char *name;
+    const struct sw_cmd_spec *spec;
+} specs[] = {
+#define SW_SPEC_ROW(name) {#name, &sw_spec_##name},
+    SW_SPECS(SW_SPEC_ROW)
+#undef SW_SPEC_ROW
+};
+
+static const struct sw_cmd_spec *spec_of(const char *verb)
+{
+    for (size_t i = 0; i < SW_ARRAY_LEN(specs); i++)
+        if (!strcmp(specs[i].name, verb))
+            return specs[i].spec;
+    return NULL;
+}
+
 static void usage(FILE *f)
 {
     fprintf(f, "usage: slipway <command> [args]   (slipway <command> --help for its options)\n\n");
     for (size_t i = 0; i < SW_ARRAY_LEN(cmds); i++)
         fprintf(f, "  %-12s %s\n", cmds[i].name, cmds[i].summary);
-    fprintf(f, "\nEvery command takes --json for machine-readable output.\n"
+    fprintf(f, "\nEvery command takes --json for machine-readable output (usage errors too).\n"
+               "slipway help COMMAND is slipway COMMAND --help; slipway help --list lists every\n"
+               "command and sub-command.\n"
                "Exit status: 0 ok, 1 the work found a failure, 2 unusable input or usage.\n");
+}
+
+static json_t *spec_json(const char *name, const char *summary, const struct sw_cmd_spec *s)
+{
+    json_t *j = json_object(), *opts = json_array();
+    if (!j || !opts || sw_json_set_str(j, "name", name) || sw_json_set_str(j, "summary", summary) ||
+        sw_json_set_bool(j, "converted", s != NULL)) {
+        json_decref(j);
+        json_decref(opts);
+        return NULL;
+    }
+    for (const struct sw_opt *o = s ? s->opts : NULL; o && o->name; o++) {
+        if (o->flags & (SW_OPT_HIDDEN | SW_OPT_REFUSE))
+            continue;
+        json_t *oj = json_pack("{s:s,s:s?,s:b}", "name", o->name, "value", o->value, "repeatable",
+                               (o->flags & SW_OPT_REPEAT) != 0);
+        if (oj && o->short_name) {
+            char sh[3] = {'-', o->short_name, 0};
+            sw_json_set_str(oj, "short", sh);
+        }
+        if (oj)
+            json_array_append_new(opts, oj);
+    }
+    sw_json_set_new(j, "options", opts);
+    if (s) {
+        sw_json_set_int(j, "max_args", s->max_args);
+        sw_json_set_bool(j, "command_line", s->command_line);
+        sw_json_set_bool(j, "has_subcommands", s->subs != NULL);
+    }
+    return j;
+}
+
+/* `slipway help --list [--json]`: every verb, then each sub-verb as "verb sub". */
+static int list(bool json)
+{
+    json_t *all = json ? json_array() : NULL;
+    for (size_t i = 0; i < SW_ARRAY_LEN(cmds); i++) {
+        const struct sw_cmd_spec *s = spec_of(cmds[i].name);
+        if (json)
+            json_array_append_new(all, spec_json(cmds[i].name, cmds[i].summary, s));
+        else
+            printf("%s\n", cmds[i].name);
+        for (const struct sw_cmd_spec *const *sub = s ? s->subs : NULL; sub && *sub; sub++) {
+            if ((*sub)->hidden)
+                continue;
+            if (json)
+                json_array_append_new(all, spec_json((*sub)->name, (*sub)->summary, *sub));
+            else
+                printf("%s\n", (*sub)->name);
+        }
+    }
+    if (json) {
+        json_t *j = json_pack("{s:o}", "verbs", all);
+        sw_json_print(stdout, j, true);
+        json_decref(j);
+    }
+    return SW_EXIT_OK;
+}
+
+static const struct sw_cmd *find_cmd(const char *name)
+{
+    for (size_t i = 0; i < SW_ARRAY_LEN(cmds); i++)
+        if (!strcmp(name, cmds[i].name))
+            return &cmds[i];
+    return NULL;
+}
+
+/* `slipway help [--list] [--json] [VERB [SUB]]` */
+static int help(int argc, char **argv)
+{
+    bool json = false, want_list = false;
+    const char *words[2] = {NULL, NULL};
+    int nw = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--json"))
+            json = true;
+        else if (!strcmp(argv[i], "--list"))
+            want_list = true;
+        else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
+            continue;
+        else if (argv[i][0] == '-' && argv[i][1])
+            return sw_cli_usage_json("help", json, "unknown option '%s'", argv[i]);
+        else if (nw < 2)
+            words[nw++] = argv[i];
+        else
+            return sw_cli_usage_json("help", json, "unexpected argument '%s'", argv[i]);
+    }
+    if (want_list && nw)
+        return sw_cli_usage_json("help", json, "--list lists every command: name none");
+    if (want_list)
+        return list(json);
+    if (!nw) {
+        usage(stdout);
+        return SW_EXIT_OK;
+    }
+    const struct sw_cmd *c = find_cmd(words[0]);
+    if (!c)
+        return sw_cli_usage_json("help", json, "unknown command '%s'", words[0]);
+    char *v[4] = {(char *)words[0], NULL, NULL, NULL};
+    int n = 1;
+    if (words[1])
+        v[n++] = (char *)words[1];
+    v[n++] = "--help";
+    return c->fn(n, v);
 }
 
 int main(int argc, char **argv)
@@ -29,16 +154,15 @@ int main(int argc, char **argv)
         usage(stderr);
         return SW_EXIT_USAGE;
     }
-    if (sw_cli_is(argv[1], "-h", "--help") || !strcmp(argv[1], "help")) {
-        usage(stdout);
-        return SW_EXIT_OK;
-    }
+    if (sw_cli_is(argv[1], "-h", "--help"))
+        return help(1, argv);
+    if (!strcmp(argv[1], "help"))
+        return help(argc - 1, argv + 1);
     if (sw_cli_is(argv[1], "--version", NULL))
         argv[1] = "version";
-    for (size_t i = 0; i < SW_ARRAY_LEN(cmds); i++)
-        if (!strcmp(argv[1], cmds[i].name))
-            return cmds[i].fn(argc - 1, argv + 1);
-    fprintf(stderr, "slipway: unknown command '%s'\n\n", argv[1]);
-    usage(stderr);
-    return SW_EXIT_USAGE;
+    const struct sw_cmd *c = find_cmd(argv[1]);
+    if (c)
+        return c->fn(argc - 1, argv + 1);
+    return sw_cli_usage_json("", sw_args_wants_json(argc, argv), "unknown %s '%s'",
+                             argv[1][0] == '-' ? "option" : "command", argv[1]);
 }

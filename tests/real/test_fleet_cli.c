@@ -55,6 +55,10 @@ static void test_check_errors(void **state)
     assert_int_equal(r.status, 2);
     json_t *j = swt_json_out(&r);
     assert_true(json_is_false(json_object_get(j, "ok")));
+    /* the shape every verb prints an error in: the first mistake, then all of them */
+    json_t *first = json_object_get(j, "error");
+    assert_string_equal(json_string_value(json_object_get(first, "code")), "SW_EPARSE");
+    assert_int_equal(json_integer_value(json_object_get(first, "line")), 11);
     json_t *errs = json_object_get(j, "errors");
     assert_int_equal(json_array_size(errs), 3);
     json_t *e0 = json_array_get(errs, 0);

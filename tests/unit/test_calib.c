@@ -584,6 +584,82 @@ static void test_json(void **state)
     sw_calib_fit_free(r);
 }
 
+/* sw_calib_run: calibrate's orchestration as one call (what `slipway calibrate` prints). */
+static int64_t notes(const char *path)
+{
+    struct sw_ledger l = {0};
+    struct sw_err e = {0};
+    json_t *c = NULL;
+    struct sw_ledger_open_opts oo = {.readonly = true};
+    assert_int_equal(sw_ledger_open(&l, path, &oo, &e), 0);
+    assert_int_equal(sw_ledger_counts(&l, &c, &e), 0);
+    int64_t n = json_integer_value(json_object_get(c, "notes"));
+    json_decref(c);
+    sw_ledger_close(&l);
+    return n;
+}
+
+static void test_run(void **state)
+{
+    struct fx *f = *state;
+    char led[4096];
+    snprintf(led, sizeof(led), "%s", swt_join(f->dir, "seed.sqlite"));
+    const int64_t excl[] = {4}, plen[] = {200704}, nseqs[] = {3}, nlen[] = {262144};
+    const uint64_t pkv[] = {3150000000u};
+    struct sw_calib_request rq = {.endpoint = "frank-primary",
+                                  .ledger_path = led,
+                                  .exclude = excl,
+                                  .n_exclude = 1,
+                                  .predict_len = plen,
+                                  .predict_kv = pkv,
+                                  .n_predict = 1,
+                                  .need_seqs = nseqs,
+                                  .need_len = nlen,
+                                  .n_need = 1};
+    struct sw_calib_result res;
+    struct sw_err e = {0};
+    if (sw_calib_run(&rq, &res, &e))
+        fail_msg("%s", e.msg);
+    assert_false(res.nothing);
+    assert_false(res.inconsistent);
+    assert_string_equal(res.ledger_path, led);
+    assert_int_equal(res.note_id, 0);
+    /* the prediction across geometry (200,704 was left out): one per KV class, extrapolated */
+    json_t *preds = json_object_get(res.doc, "predictions");
+    assert_true(json_array_size(preds) >= 1);
+    json_t *p0 = json_array_get(preds, 0);
+    assert_int_equal(json_integer_value(json_object_get(p0, "max_model_len")), 200704);
+    assert_true(json_is_true(json_object_get(p0, "extrapolated")));
+    json_t *needs = json_object_get(res.doc, "needs");
+    assert_true(json_array_size(needs) >= 1);
+    assert_true(json_integer_value(json_object_get(json_array_get(needs, 0), "kv_bytes_hi")) >=
+                json_integer_value(json_object_get(json_array_get(needs, 0), "kv_bytes_lo")));
+    sw_calib_result_free(&res);
+
+    /* record: one note more in the ledger, its id in the result */
+    int64_t before = notes(led);
+    struct sw_calib_request rec = {.endpoint = "frank-primary", .ledger_path = led, .record = true};
+    if (sw_calib_run(&rec, &res, &e))
+        fail_msg("%s", e.msg);
+    assert_true(res.note_id > 0);
+    assert_int_equal(notes(led), before + 1);
+    sw_calib_result_free(&res);
+
+    /* no such endpoint: SW_ENOENT naming it and the ledger; the result is still freeable */
+    struct sw_calib_request none = {.endpoint = "frank-nowhere", .ledger_path = led};
+    assert_int_equal(sw_calib_run(&none, &res, &e), SW_ENOENT);
+    assert_non_null(strstr(e.msg, "frank-nowhere"));
+    assert_non_null(strstr(e.msg, led));
+    sw_calib_result_free(&res);
+    /* a fleet without the endpoint */
+    struct sw_calib_request nofleet = {.endpoint = "frank-nowhere",
+                                       .fleet_path = swt_src("examples/operator.yaml"),
+                                       .ledger_path = led};
+    assert_int_equal(sw_calib_run(&nofleet, &res, &e), SW_ENOENT);
+    assert_non_null(strstr(e.msg, "no endpoint 'frank-nowhere' in the fleet"));
+    sw_calib_result_free(&res);
+}
+
 /* Fail each allocation of a fit in turn: an error, never a crash or a leak (ASan checks). */
 static void test_alloc_failures(void **state)
 {
@@ -631,6 +707,7 @@ int main(void)
     sw_core_init();
     const struct CMUnitTest t[] = {
         cmocka_unit_test_setup_teardown(test_alloc_failures, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_run, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fp8_all_four_exact, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fork_terms_found, setup, teardown),
         cmocka_unit_test_setup_teardown(test_wrong_config_refuted, setup, teardown),
