@@ -17,14 +17,32 @@
 
 #include <string.h>
 
-static int usage(void)
-{
-    fprintf(stderr, "usage: slipway down [--json] [--grace S] NAME | --pid-file F | FLEET.yaml "
-                    "[ENDPOINT]\n"
-                    "NAME is the endpoint name `slipway up` used (RUN_DIR/NAME.pid); a fleet file\n"
-                    "stops its endpoint(s) that way (all of them when none is named).\n");
-    return SW_EXIT_USAGE;
-}
+static const struct sw_opt opts[] = {
+    {"pid-file", 0, "FILE", 0, "the pid file to act on (instead of NAME)", NULL},
+    {"grace", 0, "S", 0, "seconds between SIGTERM and SIGKILL, 0..3600 (default 10)", NULL},
+    {0},
+};
+
+static const char *const examples[] = {
+    "slipway down local",
+    "slipway down examples/local.yaml",
+    "slipway down --pid-file run/local.pid --grace 30 --json",
+    NULL,
+};
+
+const struct sw_cmd_spec sw_spec_down = {
+    .name = "down",
+    .summary = "stop an endpoint `up` started (checks the pid still names that process)",
+    .synopsis = "NAME | --pid-file FILE | FLEET.yaml [ENDPOINT] [--grace S] [--json]",
+    .about = "NAME is the endpoint name `slipway up` used (RUN_DIR/NAME.pid); a fleet file\n"
+             "stops its endpoint(s) that way (all of them when none is named). The record\n"
+             "(start time, boot id, executable, argv) must still describe the process.\n"
+             "Exit: 0 nothing slipway started is left running, 1 it survived SIGKILL or the\n"
+             "record was refused, 2 unusable input.",
+    .opts = opts,
+    .max_args = 2,
+    .examples = examples,
+};
 
 /* Stop what one pid file records. Exit code as documented above. */
 static int down_one(const char *path, unsigned grace_ms, bool json)
@@ -120,49 +138,44 @@ static int down_fleet(const char *fleet_path, const char *endpoint, unsigned gra
 
 int sw_cmd_down(int argc, char **argv)
 {
-    const char *pid_file = NULL, *name = NULL, *fleet_path = NULL, *endpoint = NULL;
-    bool json = false;
+    const char *pid_file, *name = NULL, *fleet_path = NULL, *endpoint = NULL;
+    bool json;
     unsigned grace_ms = 10000;
     struct sw_err e;
+    struct sw_args a;
+    int code;
     sw_err_clear(&e);
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--json")) {
-            json = true;
-        } else if (!strcmp(a, "--pid-file") && i + 1 < argc) {
-            pid_file = argv[++i];
-        } else if (!strcmp(a, "--grace") && i + 1 < argc) {
-            uint64_t s;
-            if (sw_parse_u64(argv[++i], &s, NULL) || s > 3600)
-                return sw_cli_usage("down", "--grace %s: seconds expected", argv[i]);
-            grace_ms = (unsigned)s * 1000;
-        } else if (sw_cli_is(a, "-h", "--help")) {
-            usage();
-            return SW_EXIT_OK;
-        } else if (a[0] == '-') {
-            return sw_cli_usage("down", "unknown option '%s'", a);
-        } else if (!name && !fleet_path && is_yaml(a)) {
-            fleet_path = a;
-        } else if (fleet_path && !endpoint) {
-            endpoint = a;
-        } else if (!name && !fleet_path) {
-            name = a;
-        } else {
-            return sw_cli_usage("down", "one endpoint at a time");
-        }
+    if (!sw_args_parse(&sw_spec_down, argc, argv, &a, &code))
+        return code;
+    json = a.json;
+    pid_file = sw_args_str(&a, "pid-file");
+    const char *g = sw_args_str(&a, "grace");
+    if (g) {
+        uint64_t s;
+        if (sw_parse_u64(g, &s, NULL) || s > 3600)
+            return sw_args_usage(&a, "--grace %s: 0..3600 seconds expected", g);
+        grace_ms = (unsigned)s * 1000;
+    }
+    if (a.npos > 0 && is_yaml(a.pos[0])) {
+        fleet_path = a.pos[0];
+        endpoint = a.npos > 1 ? a.pos[1] : NULL;
+    } else if (a.npos > 1) {
+        return sw_args_usage(&a, "one endpoint at a time (got %s and %s)", a.pos[0], a.pos[1]);
+    } else if (a.npos == 1) {
+        name = a.pos[0];
     }
     if (!pid_file && !name && !fleet_path)
-        return usage();
+        return sw_args_usage(&a, "give a NAME, --pid-file FILE or a FLEET.yaml");
     if (fleet_path && pid_file)
-        return sw_cli_usage("down", "either a fleet file or --pid-file, not both");
+        return sw_args_usage(&a, "either a fleet file or --pid-file, not both");
     if (pid_file && name)
-        return sw_cli_usage("down", "either NAME or --pid-file, not both");
+        return sw_args_usage(&a, "either NAME or --pid-file, not both");
     char path[4352] = "";
     if (fleet_path) {
         /* down_fleet builds each path */
     } else if (name) {
         if (strchr(name, '/') || !strcmp(name, "..") || !strcmp(name, "."))
-            return sw_cli_usage("down", "'%s' is not an endpoint name", name);
+            return sw_args_usage(&a, "'%s' is not an endpoint name", name);
         char dir[4096];
         if (sw_deploy_run_dir(dir, sizeof(dir), &e))
             return sw_cli_fail(&e, json);

@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const pending_verbs[] = {"up", "down", NULL};
+static const char *const pending_verbs[] = {"up", NULL};
 
 static char *dir;
 
@@ -249,6 +249,8 @@ static void test_opt_equals(void **state)
     snprintf(led, sizeof(led), "%s/calib.sqlite", dir);
     snprintf(empty, sizeof(empty), "%s/empty.sqlite", dir);
     snprintf(fleet_missing, sizeof(fleet_missing), "%s/no-fleet.yaml", dir);
+    char pid_missing[4200];
+    snprintf(pid_missing, sizeof(pid_missing), "%s/none.pid", dir);
     assert_int_equal(swt_slipway(&r, "ledger", "import",
                                  swt_src("tests/data/ledger/seed-boots.json"), "--ledger", led,
                                  NULL),
@@ -288,6 +290,7 @@ static void test_opt_equals(void **state)
          "vllm",
          "\"kv_cache_tokens\""},
         {"probe", {"probe", "nowhere", "@", "--json"}, "--fleet", fleet_missing, fleet_missing},
+        {"down", {"down", "@", "--json"}, "--pid-file", pid_missing, "nothing to stop"},
     };
     /* every verb that declares a valued option (itself or a sub-verb) has a case here */
     json_t *v = listing();
