@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 static char *models_dir;
+static char g_missing[8700]; /* what setup lacked, for swt_need */
 
 /* compute-buffer error over every successful boot */
 static double err_sum, err_max;
@@ -186,8 +187,7 @@ static void test_matrix(void **state)
 {
     int bad = 0, ok = 0, refused = 0, unsupported = 0;
     (void)state;
-    if (!models_dir)
-        skip();
+    swt_need(models_dir != NULL, "test-llama-archs' models (%s)", g_missing);
     for (size_t a = 0; a < SW_ARRAY_LEN(MATRIX); a++) {
         for (size_t s = 0; s < SW_ARRAY_LEN(SHAPES); s++) {
             bool skipped, ref;
@@ -219,8 +219,7 @@ static void test_sweep(void **state)
     size_t n = 0;
     int bad = 0, ok = 0, unsupported = 0;
     (void)state;
-    if (!models_dir)
-        skip();
+    swt_need(models_dir != NULL, "test-llama-archs' models (%s)", g_missing);
     DIR *d = opendir(models_dir);
     assert_non_null(d);
     struct dirent *de;
@@ -258,15 +257,14 @@ static int setup(void **state)
 {
     (void)state;
     const char *gen = swl_bin("test-llama-archs");
-    if (!swl_llama_dir() || !gen) {
-        fprintf(stderr, "the pinned llama.cpp is not built: skipping (scripts/llama-build.sh)\n");
+    snprintf(g_missing, sizeof(g_missing), "%s", swl_missing());
+    if (!swl_llama_dir() || !gen)
         return 0;
-    }
     models_dir = swt_tmpdir();
     char cmd[8192];
     snprintf(cmd, sizeof(cmd), "'%s' -o '%s' >/dev/null 2>&1", gen, models_dir);
     if (system(cmd) != 0) {
-        fprintf(stderr, "test-llama-archs -o failed\n");
+        snprintf(g_missing, sizeof(g_missing), "test-llama-archs -o %s failed", models_dir);
         swt_tmpdir_free(models_dir);
         models_dir = NULL;
         return 0;

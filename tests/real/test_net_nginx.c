@@ -72,7 +72,6 @@ static void sha256(const void *p, size_t n, unsigned char out[32])
 static int setup(void **state)
 {
     if (access("/usr/sbin/nginx", X_OK) != 0) {
-        print_message("nginx is not installed: skipping\n");
         *state = NULL;
         return 0;
     }
@@ -201,8 +200,7 @@ static void hashing_end(struct hashing *h, unsigned char out[32])
 static void test_stream_and_hash(void **state)
 {
     struct ngx *g = *state;
-    if (!g)
-        skip();
+    swt_need(g != NULL, "nginx (/usr/sbin/nginx, scripts/deps.sh installs it)");
     struct hashing h;
     hashing_init(&h);
     struct sw_net_req q = {.url = url(g, "/big.bin"),
@@ -232,8 +230,7 @@ static void test_stream_and_hash(void **state)
 static void test_range_resume(void **state)
 {
     struct ngx *g = *state;
-    if (!g)
-        skip();
+    swt_need(g != NULL, "nginx (/usr/sbin/nginx, scripts/deps.sh installs it)");
     /* fetch the first 3 MiB, then resume from there: the two halves hash to the whole file */
     struct hashing h;
     hashing_init(&h);
@@ -295,8 +292,7 @@ static void batch(struct ngx *g, struct sw_net_loop *l, struct dl *d, int n, lon
 static void test_parallel_and_reuse(void **state)
 {
     struct ngx *g = *state;
-    if (!g)
-        skip();
+    swt_need(g != NULL, "nginx (/usr/sbin/nginx, scripts/deps.sh installs it)");
     struct sw_net_loop l;
     struct sw_err e;
     assert_int_equal(sw_net_loop_init(&l, NULL, &e), 0);
@@ -324,8 +320,7 @@ static int never(void *ud, struct sw_net_xfer *x, const char *p, size_t n, uint6
 static void test_error_page_and_head(void **state)
 {
     struct ngx *g = *state;
-    if (!g)
-        skip();
+    swt_need(g != NULL, "nginx (/usr/sbin/nginx, scripts/deps.sh installs it)");
     struct sw_net_req q = {
         .url = url(g, "/missing.safetensors"), .fail_on_status = true, .on_data = never};
     struct sw_net_resp r;

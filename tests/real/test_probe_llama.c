@@ -31,9 +31,12 @@ struct fx {
     char model[4096];
 };
 
+static char g_missing[8700]; /* what setup lacked, for swt_need */
+
 static int setup(void **state)
 {
     *state = NULL;
+    snprintf(g_missing, sizeof(g_missing), "%s", swl_missing());
     if (!swl_llama_dir())
         return 0;
     struct fx *f = calloc(1, sizeof(*f));
@@ -68,7 +71,8 @@ static int setup(void **state)
     *state = f;
     return 0;
 none:
-    print_message("no chat-capable model: skipping the probe tests against llama-server\n");
+    snprintf(g_missing, sizeof(g_missing),
+             "a chat-capable model (test-llama-archs -a llama + slipway gguf synth failed)");
     swt_tmpdir_free(f->dir);
     free(f);
     return 0;
@@ -204,8 +208,7 @@ static const char *status_of(json_t *j, const char *name, const char **reason)
 static void test_plain_template(void **state)
 {
     struct fx *f = *state;
-    if (!f)
-        skip();
+    swt_need(f != NULL, "%s", g_missing);
     char pidfile[4300];
     int port = boot(f, NULL, pidfile, sizeof(pidfile));
     int st;
@@ -259,8 +262,7 @@ static void test_plain_template(void **state)
 static void test_qwen3_template(void **state)
 {
     struct fx *f = *state;
-    if (!f)
-        skip();
+    swt_need(f != NULL, "%s", g_missing);
     char pidfile[4300];
     int port = boot(f, "Qwen-Qwen3-0.6B.jinja", pidfile, sizeof(pidfile));
     int st;

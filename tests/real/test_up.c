@@ -85,8 +85,7 @@ static int teardown(void **state)
 
 #define NEED_LLAMA()                                                                               \
     do {                                                                                           \
-        if (!g_dir)                                                                                \
-            skip();                                                                                \
+        swt_need(g_dir != NULL, "%s", swl_missing());                                              \
     } while (0)
 
 struct tcase {

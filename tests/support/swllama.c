@@ -44,6 +44,14 @@ static void sleep_ms(unsigned ms)
 static char llama_dir[4096];
 static int llama_state; /* 0 unknown, 1 built, -1 not built */
 
+static char missing[8600];
+
+const char *swl_missing(void)
+{
+    swl_llama_dir();
+    return missing;
+}
+
 const char *swl_llama_dir(void)
 {
     if (llama_state)
@@ -58,23 +66,28 @@ const char *swl_llama_dir(void)
         snprintf(cmd, sizeof(cmd), "'%s/scripts/llama-build.sh' --print-dir 2>/dev/null",
                  src && *src ? src : SW_SOURCE_DIR);
         FILE *p = popen(cmd, "r");
-        if (!p)
+        if (!p) {
+            snprintf(missing, sizeof(missing), "llama-server: cannot run %s", cmd);
             return NULL;
+        }
         if (!fgets(llama_dir, sizeof(llama_dir), p))
             llama_dir[0] = '\0';
         int st = pclose(p);
         llama_dir[strcspn(llama_dir, "\n")] = '\0';
         if (st != 0 || !llama_dir[0]) {
-            fprintf(stderr,
-                    "swllama: the pinned llama.cpp is not built (run scripts/llama-build.sh)"
-                    "; skipping\n");
+            snprintf(missing, sizeof(missing),
+                     "llama-server: the pinned llama.cpp is not built (scripts/llama-build.sh "
+                     "--print-dir found no cache; run scripts/llama-build.sh or set SW_LLAMA_DIR)");
+            fprintf(stderr, "swllama: %s\n", missing);
             return NULL;
         }
     }
     char bin[4200];
     snprintf(bin, sizeof(bin), "%s/bin/llama-server", llama_dir);
     if (access(bin, X_OK)) {
-        fprintf(stderr, "swllama: %s is missing; skipping\n", bin);
+        snprintf(missing, sizeof(missing), "llama-server: %s is not an executable (%s%s)", bin,
+                 env && *env ? "SW_LLAMA_DIR=" : "cache ", llama_dir);
+        fprintf(stderr, "swllama: %s\n", missing);
         return NULL;
     }
     llama_state = 1;

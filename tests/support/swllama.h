@@ -6,7 +6,7 @@
  * (PR_SET_PDEATHSIG). Nothing here is a timing assertion: deadlines only bound waits.
  *
  * Usage:
- *     if (!swl_llama_dir()) skip();
+ *     swt_need(swl_llama_dir() != NULL, "%s", swl_missing());
  *     struct swl_server s;
  *     const char *args[] = {"-c", "512", NULL};
  *     assert_int_equal(swl_start(model, args, NULL, 120, &s), 0);
@@ -24,6 +24,9 @@
 /* The pinned llama.cpp cache dir (scripts/llama-build.sh --print-dir) when it is built, else NULL
  * (and a note on stderr once). $SW_LLAMA_DIR overrides. */
 const char *swl_llama_dir(void);
+/* What is missing when swl_llama_dir() is NULL, naming llama-server and where it was looked for
+ * (for swt_need); "" when nothing is. */
+const char *swl_missing(void);
 /* <dir>/bin/<name> and <dir>/src/models/<name>, in static rotating buffers. NULL if not built. */
 const char *swl_bin(const char *name);
 const char *swl_model_file(const char *name);

@@ -198,10 +198,7 @@ static void test_shared_points(void **state)
     char *text = NULL;
     size_t len;
     const char *points = swt_shared("data/bootlogs/points.jsonl");
-    if (access(points, R_OK) != 0) {
-        print_message("no %s (SW_SHARED_DIR): skipped\n", points);
-        skip();
-    }
+    swt_need(access(points, R_OK) == 0, "the shared boot-log points %s (SW_SHARED_DIR)", points);
     assert_int_equal(sw_read_file(points, 1 << 24, &text, &len, &e), 0);
     int checked = 0;
     for (char *l = text, *nl; l && *l; l = nl ? nl + 1 : NULL) {
