@@ -30,51 +30,54 @@ const char *sw_llamacpp_mib_d(uint64_t bytes, char *out, size_t n)
 json_t *sw_llamacpp_report_to_json(const struct sw_llamacpp_report *r)
 {
     json_t *j = json_object(), *kvs = json_array();
+    int bad = 0; /* any failed set: jansson drops the key, so the object would be short */
     if (!j || !kvs)
         goto fail;
-    sw_json_set_int(j, "n_ctx", r->n_ctx);
-    sw_json_set_int(j, "n_ctx_seq", r->n_ctx_seq);
-    sw_json_set_int(j, "n_seq_max", r->n_seq_max);
-    sw_json_set_bool(j, "kv_unified", r->kv_unified);
+    bad |= sw_json_set_int(j, "n_ctx", r->n_ctx);
+    bad |= sw_json_set_int(j, "n_ctx_seq", r->n_ctx_seq);
+    bad |= sw_json_set_int(j, "n_seq_max", r->n_seq_max);
+    bad |= sw_json_set_bool(j, "kv_unified", r->kv_unified);
     for (uint32_t i = 0; i < r->n_kv; i++) {
         const struct sw_llamacpp_kv *k = &r->kv[i];
         json_t *o = json_object();
         if (!o)
             goto fail;
-        sw_json_set_int(o, "cells", k->cells);
-        sw_json_set_int(o, "layers", k->layers);
-        sw_json_set_int(o, "seqs", k->seqs);
-        sw_json_set_int(o, "streams", k->streams);
-        sw_json_set_str(o, "k_type", sw_kv_type_name(k->k_type));
-        sw_json_set_str(o, "v_type", sw_kv_type_name(k->v_type));
-        sw_json_set_int(o, "k_bytes", (int64_t)k->k_bytes);
-        sw_json_set_int(o, "v_bytes", (int64_t)k->v_bytes);
-        sw_json_set_bool(o, "swa", k->swa);
-        json_array_append_new(kvs, o);
+        bad |= sw_json_set_int(o, "cells", k->cells);
+        bad |= sw_json_set_int(o, "layers", k->layers);
+        bad |= sw_json_set_int(o, "seqs", k->seqs);
+        bad |= sw_json_set_int(o, "streams", k->streams);
+        bad |= sw_json_set_str(o, "k_type", sw_kv_type_name(k->k_type));
+        bad |= sw_json_set_str(o, "v_type", sw_kv_type_name(k->v_type));
+        bad |= sw_json_set_int(o, "k_bytes", (int64_t)k->k_bytes);
+        bad |= sw_json_set_int(o, "v_bytes", (int64_t)k->v_bytes);
+        bad |= sw_json_set_bool(o, "swa", k->swa);
+        bad |= json_array_append_new(kvs, o);
     }
-    sw_json_set_new(j, "kv_caches", kvs);
+    bad |= sw_json_set_new(j, "kv_caches", kvs);
     kvs = NULL;
     if (r->has_recurrent) {
         json_t *o = json_object();
         if (!o)
             goto fail;
-        sw_json_set_int(o, "cells", r->recurrent.cells);
-        sw_json_set_int(o, "layers", r->recurrent.layers);
-        sw_json_set_int(o, "r_bytes", (int64_t)r->recurrent.r_bytes);
-        sw_json_set_int(o, "s_bytes", (int64_t)r->recurrent.s_bytes);
-        sw_json_set_new(j, "recurrent", o);
+        bad |= sw_json_set_int(o, "cells", r->recurrent.cells);
+        bad |= sw_json_set_int(o, "layers", r->recurrent.layers);
+        bad |= sw_json_set_int(o, "r_bytes", (int64_t)r->recurrent.r_bytes);
+        bad |= sw_json_set_int(o, "s_bytes", (int64_t)r->recurrent.s_bytes);
+        bad |= sw_json_set_new(j, "recurrent", o);
     } else {
-        sw_json_set_new(j, "recurrent", json_null());
+        bad |= sw_json_set_new(j, "recurrent", json_null());
     }
     if (r->model_known)
-        sw_json_set_int(j, "model_bytes", (int64_t)r->model_bytes);
+        bad |= sw_json_set_int(j, "model_bytes", (int64_t)r->model_bytes);
     else
-        sw_json_set_new(j, "model_bytes", json_null());
-    sw_json_set_int(j, "output_bytes", (int64_t)r->output_bytes);
+        bad |= sw_json_set_new(j, "model_bytes", json_null());
+    bad |= sw_json_set_int(j, "output_bytes", (int64_t)r->output_bytes);
     if (r->compute_known)
-        sw_json_set_int(j, "compute_bytes", (int64_t)r->compute_bytes);
+        bad |= sw_json_set_int(j, "compute_bytes", (int64_t)r->compute_bytes);
     else
-        sw_json_set_new(j, "compute_bytes", json_null());
+        bad |= sw_json_set_new(j, "compute_bytes", json_null());
+    if (bad)
+        goto fail;
     return j;
 fail:
     json_decref(j);
@@ -177,27 +180,28 @@ json_t *sw_llamacpp_plan_to_json(const struct sw_llamacpp_plan *p)
 {
     json_t *j = json_object(), *devs = json_array(), *warns = json_array(), *budget = json_object();
     json_t *server = json_object();
+    int bad = 0; /* any failed set: jansson drops the key, so the object would be short */
     uint64_t tot[6] = {0};
     if (!j || !devs || !warns || !budget || !server)
         goto fail;
-    sw_json_set_new(j, "report", sw_llamacpp_report_to_json(&p->report));
+    bad |= sw_json_set_new(j, "report", sw_llamacpp_report_to_json(&p->report));
     for (int d = 0; d < p->n_dev; d++) {
         const struct sw_llamacpp_device *x = &p->dev[d];
         json_t *o = json_object();
         if (!o)
             goto fail;
-        sw_json_set_str(o, "device", x->name);
-        sw_json_set_int(o, "weights", (int64_t)x->weights);
-        sw_json_set_int(o, "kv", (int64_t)x->kv);
-        sw_json_set_int(o, "recurrent", (int64_t)x->recurrent);
-        sw_json_set_int(o, "compute", (int64_t)x->compute);
-        sw_json_set_int(o, "output", (int64_t)x->output);
-        sw_json_set_int(o, "total", (int64_t)x->total);
+        bad |= sw_json_set_str(o, "device", x->name);
+        bad |= sw_json_set_int(o, "weights", (int64_t)x->weights);
+        bad |= sw_json_set_int(o, "kv", (int64_t)x->kv);
+        bad |= sw_json_set_int(o, "recurrent", (int64_t)x->recurrent);
+        bad |= sw_json_set_int(o, "compute", (int64_t)x->compute);
+        bad |= sw_json_set_int(o, "output", (int64_t)x->output);
+        bad |= sw_json_set_int(o, "total", (int64_t)x->total);
         if (x->memory) {
-            sw_json_set_int(o, "memory", (int64_t)x->memory);
-            sw_json_set_int(o, "free", (int64_t)x->memory - (int64_t)x->total);
+            bad |= sw_json_set_int(o, "memory", (int64_t)x->memory);
+            bad |= sw_json_set_int(o, "free", (int64_t)x->memory - (int64_t)x->total);
         }
-        json_array_append_new(devs, o);
+        bad |= json_array_append_new(devs, o);
         tot[0] += x->weights;
         tot[1] += x->kv;
         tot[2] += x->recurrent;
@@ -205,26 +209,29 @@ json_t *sw_llamacpp_plan_to_json(const struct sw_llamacpp_plan *p)
         tot[4] += x->output;
         tot[5] += x->total;
     }
-    sw_json_set_new(budget, "devices", devs);
+    bad |= sw_json_set_new(budget, "devices", devs);
     devs = NULL;
-    sw_json_set_new(budget, "total",
-                    json_pack("{s:I,s:I,s:I,s:I,s:I,s:I}", "weights", (json_int_t)tot[0], "kv",
-                              (json_int_t)tot[1], "recurrent", (json_int_t)tot[2], "compute",
-                              (json_int_t)tot[3], "output", (json_int_t)tot[4], "total",
-                              (json_int_t)tot[5]));
-    sw_json_set_new(j, "budget", budget);
+    bad |= sw_json_set_new(budget, "total",
+                           json_pack("{s:I,s:I,s:I,s:I,s:I,s:I}", "weights", (json_int_t)tot[0],
+                                     "kv", (json_int_t)tot[1], "recurrent", (json_int_t)tot[2],
+                                     "compute", (json_int_t)tot[3], "output", (json_int_t)tot[4],
+                                     "total", (json_int_t)tot[5]));
+    bad |= sw_json_set_new(j, "budget", budget);
     budget = NULL;
-    sw_json_set_int(server, "n_slots", p->n_slots);
-    sw_json_set_int(server, "n_ctx_slot", p->n_ctx_slot);
-    sw_json_set_int(server, "n_batch", p->report.n_batch);
-    sw_json_set_int(server, "n_ubatch", p->report.n_ubatch);
-    sw_json_set_bool(server, "flash_attn", p->flash_attn);
-    sw_json_set_new(j, "server", server);
+    bad |= sw_json_set_int(server, "n_slots", p->n_slots);
+    bad |= sw_json_set_int(server, "n_ctx_slot", p->n_ctx_slot);
+    bad |= sw_json_set_int(server, "n_batch", p->report.n_batch);
+    bad |= sw_json_set_int(server, "n_ubatch", p->report.n_ubatch);
+    bad |= sw_json_set_bool(server, "flash_attn", p->flash_attn);
+    bad |= sw_json_set_new(j, "server", server);
     server = NULL;
-    sw_json_set_str(j, "compute_method", p->compute_method);
+    bad |= sw_json_set_str(j, "compute_method", p->compute_method);
     for (int i = 0; i < p->n_warn; i++)
-        json_array_append_new(warns, json_string(p->warn[i]));
-    sw_json_set_new(j, "warnings", warns);
+        bad |= json_array_append_new(warns, json_string(p->warn[i]));
+    bad |= sw_json_set_new(j, "warnings", warns);
+    warns = NULL;
+    if (bad)
+        goto fail;
     return j;
 fail:
     json_decref(j);
