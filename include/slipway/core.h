@@ -2,8 +2,8 @@
  * slipway core: errors, allocation, bounded buffers, units, files, time, JSON helpers, progress
  * and logging. Every other module depends on this one; this one depends on nothing in slipway.
  *
- * What it deliberately does not do: no global state beyond the allocation-failure injector and the
- * log level, no exit()/abort() on bad input or out of memory (the CLI decides what to do).
+ * What it deliberately does not do: no global state beyond the allocation counters (the
+ * failure injector, and per thread the failures seen) and the log level, no exit()/abort() on bad input or out of memory (the CLI decides what to do).
  */
 #ifndef SLIPWAY_CORE_H
 #define SLIPWAY_CORE_H
