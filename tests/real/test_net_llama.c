@@ -36,37 +36,6 @@ struct fixture {
     struct sw_net_loop loop;
 };
 
-static int make_model(struct fixture *f)
-{
-    const char *env = getenv("SW_NET_LLAMA_MODEL");
-    if (env && *env) {
-        snprintf(f->model, sizeof(f->model), "%s", env);
-        return 0;
-    }
-    /* a fixed seed: the same weights every run, so the fixed prompts give the same tokens (a
-         * random model may write invalid UTF-8, which the pinned llama-server answers with 500) */
-    const char *archs[] = {
-        swl_bin("test-llama-archs"), "-a", "llama", "-s", "7", "-o", f->dir, NULL};
-    struct swt_run r;
-    if (swt_run(archs, NULL, 120, &r) || r.status) {
-        print_message("test-llama-archs failed (%d): %.300s\n", r.status, r.err);
-        swt_run_free(&r);
-        return -1;
-    }
-    swt_run_free(&r);
-    char in[4200];
-    snprintf(in, sizeof(in), "%s/llama-dense.gguf", f->dir);
-    snprintf(f->model, sizeof(f->model), "%s/chat.gguf", f->dir);
-    swt_slipway(&r, "gguf", "synth", "--in", in, "--vocab",
-                swl_model_file("ggml-vocab-llama-spm.gguf"), "--out", f->model, "--seed", "7",
-                NULL);
-    int st = r.status;
-    if (st)
-        print_message("`slipway gguf synth` is not usable here (exit %d): %.300s\n", st, r.err);
-    swt_run_free(&r);
-    return st ? -1 : 0;
-}
-
 static char g_missing[8700]; /* what setup lacked, for swt_need */
 
 static int setup(void **state)
@@ -77,9 +46,7 @@ static int setup(void **state)
         return 0;
     struct fixture *f = calloc(1, sizeof(*f));
     f->dir = swt_tmpdir();
-    if (make_model(f)) {
-        snprintf(g_missing, sizeof(g_missing),
-                 "a chat-capable model (test-llama-archs + slipway gguf synth failed)");
+    if (swl_chat_model(f->dir, f->model, sizeof(f->model), g_missing, sizeof(g_missing))) {
         swt_tmpdir_free(f->dir);
         free(f);
         return 0;

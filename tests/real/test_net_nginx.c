@@ -38,31 +38,6 @@ struct ngx {
     unsigned char big_sha[32];
 };
 
-static int free_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
-        close(fd);
-        return -1;
-    }
-    socklen_t al = sizeof(a);
-    getsockname(fd, (struct sockaddr *)&a, &al);
-    close(fd);
-    return ntohs(a.sin_port);
-}
-
-static bool port_open(int port)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    bool ok = connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0;
-    close(fd);
-    return ok;
-}
-
 static void sha256(const void *p, size_t n, unsigned char out[32])
 {
     unsigned int len = 32;
@@ -95,7 +70,7 @@ static int setup(void **state)
     snprintf(path, sizeof(path), "%s/small.json", www);
     swt_write_str(path, "{\"ok\":true}\n");
     for (int attempt = 0; attempt < 5 && !g->pid; attempt++) {
-        g->port = free_port();
+        g->port = swt_free_port();
         snprintf(conf, sizeof(conf), "%s/nginx.conf", g->dir);
         char text[2048];
         snprintf(text, sizeof(text),
@@ -118,7 +93,7 @@ static int setup(void **state)
             _exit(127);
         }
         for (int i = 0; i < 200; i++) {
-            if (port_open(g->port)) {
+            if (swt_port_open(g->port)) {
                 g->pid = pid;
                 break;
             }

@@ -41,40 +41,12 @@ static int setup(void **state)
         return 0;
     struct fx *f = calloc(1, sizeof(*f));
     f->dir = swt_tmpdir();
-    const char *env = getenv("SW_NET_LLAMA_MODEL");
-    struct swt_run r;
-    if (env && *env) {
-        snprintf(f->model, sizeof(f->model), "%s", env);
-    } else {
-        /* a fixed seed: the same weights every run, so the fixed prompts give the same tokens (a
-         * random model may write invalid UTF-8, which the pinned llama-server answers with 500) */
-        const char *archs[] = {
-            swl_bin("test-llama-archs"), "-a", "llama", "-s", "7", "-o", f->dir, NULL};
-        if (swt_run(archs, NULL, 120, &r) || r.status) {
-            swt_run_free(&r);
-            goto none;
-        }
-        swt_run_free(&r);
-        char in[4200];
-        snprintf(in, sizeof(in), "%s/llama-dense.gguf", f->dir);
-        snprintf(f->model, sizeof(f->model), "%s/chat.gguf", f->dir);
-        swt_slipway(&r, "gguf", "synth", "--in", in, "--vocab",
-                    swl_model_file("ggml-vocab-llama-spm.gguf"), "--out", f->model, "--seed", "7",
-                    NULL);
-        int st = r.status;
-        if (st)
-            print_message("`slipway gguf synth` is not usable here (exit %d): %.200s\n", st, r.err);
-        swt_run_free(&r);
-        if (st)
-            goto none;
+    if (swl_chat_model(f->dir, f->model, sizeof(f->model), g_missing, sizeof(g_missing))) {
+        swt_tmpdir_free(f->dir);
+        free(f);
+        return 0;
     }
     *state = f;
-    return 0;
-none:
-    snprintf(g_missing, sizeof(g_missing),
-             "a chat-capable model (test-llama-archs -a llama + slipway gguf synth failed)");
-    swt_tmpdir_free(f->dir);
-    free(f);
     return 0;
 }
 
@@ -105,7 +77,7 @@ static int boot(struct fx *f, const char *tmpl, char *pidfile, size_t n)
 
 static int boot_once(struct fx *f, const char *tmpl, char *pidfile, size_t n, int *out_port)
 {
-    int port = swl_free_port();
+    int port = swt_free_port();
     char ports[16];
     snprintf(ports, sizeof(ports), "%d", port);
     snprintf(pidfile, n, "%s/up-%d.pid", f->dir, port);
@@ -280,7 +252,7 @@ static void test_nothing_listening(void **state)
 {
     struct swt_run r;
     char url[64];
-    snprintf(url, sizeof(url), "http://127.0.0.1:%d", swl_free_port());
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d", swt_free_port());
     swt_slipway(&r, "probe", url, "--ready-wait", "1", NULL);
     assert_int_equal(r.status, 1);
     assert_non_null(strstr(r.out, "refused"));

@@ -18,6 +18,11 @@ const char *swt_build(const char *rel);
 /* The slipway binary under test. */
 const char *swt_bin(void);
 
+/* A TCP port on 127.0.0.1 that was free a moment ago (bind to port 0). -1 on error. */
+int swt_free_port(void);
+/* Something accepts connections on 127.0.0.1:port. */
+bool swt_port_open(int port);
+
 /* A fresh temporary directory, removed (recursively) by swt_tmpdir_free. */
 char *swt_tmpdir(void);
 void swt_tmpdir_free(char *dir);
