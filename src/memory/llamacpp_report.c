@@ -1,13 +1,16 @@
 /*
- * memory/llamacpp_report: the llama.cpp report as JSON, as the lines llama-server prints, and the
- * field-by-field comparison of a prediction with a printed boot.
+ * memory/llamacpp_report: the llama.cpp law's prediction as JSON (the `report` object that
+ * engine/llamacpp's boot-log parser also prints for a real boot) and as the lines llama-server
+ * prints.
  *
- * "To the printed precision" means what llama.cpp's format strings show: the `size = ` lines of
+ * The lines are printed as llama.cpp's format strings print them: the `size = ` lines of
  * llama_kv_cache and llama_memory_recurrent cast bytes/MiB to float and print "%7.2f"
  * (src/llama-kv-cache.cpp, src/llama-memory-recurrent.cpp); the buffer lines divide in double and
  * print "%8.2f" (llama_model_base::load_tensors, llama_context::output_reserve, sched_reserve).
  *
- * What it does not do: parse logs (engine/llamacpp's bootlog parser fills the same struct).
+ * What it does not do: parse logs or compare a prediction with a boot: engine/llamacpp's boot-log
+ * parser reads what was printed (struct sw_bootlog_report) and its differ compares the two JSON
+ * reports field by field, to the printed precision.
  */
 #include <slipway/memory.h>
 
@@ -83,97 +86,6 @@ fail:
     json_decref(j);
     json_decref(kvs);
     return NULL;
-}
-
-static int get_u(const json_t *o, const char *k, uint64_t *out, bool required, struct sw_err *e)
-{
-    const json_t *v = json_object_get(o, k);
-    if (!v || json_is_null(v)) {
-        if (required)
-            return sw_err_set(e, SW_EPARSE, "report: missing \"%s\"", k);
-        return SW_ENOENT;
-    }
-    if (!json_is_integer(v) || json_integer_value(v) < 0)
-        return sw_err_set(e, SW_EPARSE, "report: \"%s\" must be a non-negative integer", k);
-    *out = (uint64_t)json_integer_value(v);
-    return 0;
-}
-
-int sw_llamacpp_report_from_json(const json_t *j, struct sw_llamacpp_report *r, struct sw_err *e)
-{
-    uint64_t x;
-    int rc;
-    memset(r, 0, sizeof(*r));
-    if (!json_is_object(j))
-        return sw_err_set(e, SW_EPARSE, "report: not an object");
-    rc = get_u(j, "n_ctx", &x, true, e);
-    if (rc)
-        return rc;
-    r->n_ctx = (uint32_t)x;
-    rc = get_u(j, "n_ctx_seq", &x, true, e);
-    if (rc)
-        return rc;
-    r->n_ctx_seq = (uint32_t)x;
-    rc = get_u(j, "n_seq_max", &x, true, e);
-    if (rc)
-        return rc;
-    r->n_seq_max = (uint32_t)x;
-    r->kv_unified = json_is_true(json_object_get(j, "kv_unified"));
-    const json_t *kvs = json_object_get(j, "kv_caches");
-    if (kvs && !json_is_array(kvs))
-        return sw_err_set(e, SW_EPARSE, "report: kv_caches must be a list");
-    for (size_t i = 0; kvs && i < json_array_size(kvs); i++) {
-        const json_t *o = json_array_get(kvs, i);
-        struct sw_llamacpp_kv *k;
-        if (r->n_kv >= SW_LLAMACPP_MAX_KV)
-            return sw_err_set(e, SW_ERANGE, "report: too many kv_caches");
-        k = &r->kv[r->n_kv++];
-        rc = get_u(o, "cells", &x, true, e);
-        if (rc)
-            return rc;
-        k->cells = (uint32_t)x;
-        rc = get_u(o, "layers", &x, true, e);
-        if (rc)
-            return rc;
-        k->layers = (uint32_t)x;
-        rc = get_u(o, "seqs", &x, true, e);
-        if (rc)
-            return rc;
-        k->seqs = (uint32_t)x;
-        rc = get_u(o, "streams", &x, true, e);
-        if (rc)
-            return rc;
-        k->streams = (uint32_t)x;
-        rc = get_u(o, "k_bytes", &k->k_bytes, true, e);
-        if (rc || (rc = get_u(o, "v_bytes", &k->v_bytes, true, e)))
-            return rc;
-        const char *kt = json_string_value(json_object_get(o, "k_type"));
-        const char *vt = json_string_value(json_object_get(o, "v_type"));
-        k->k_type = kt ? sw_kv_type_from_name(kt) : -1;
-        k->v_type = vt ? sw_kv_type_from_name(vt) : -1;
-        if (k->k_type < 0 || k->v_type < 0)
-            return sw_err_set(e, SW_EPARSE, "report: kv_caches[%zu] has an unknown cache type", i);
-        k->swa = json_is_true(json_object_get(o, "swa"));
-    }
-    const json_t *rec = json_object_get(j, "recurrent");
-    if (rec && json_is_object(rec)) {
-        r->has_recurrent = true;
-        rc = get_u(rec, "cells", &x, true, e);
-        if (rc)
-            return rc;
-        r->recurrent.cells = (uint32_t)x;
-        rc = get_u(rec, "layers", &x, true, e);
-        if (rc)
-            return rc;
-        r->recurrent.layers = (uint32_t)x;
-        rc = get_u(rec, "r_bytes", &r->recurrent.r_bytes, true, e);
-        if (rc || (rc = get_u(rec, "s_bytes", &r->recurrent.s_bytes, true, e)))
-            return rc;
-    }
-    r->model_known = get_u(j, "model_bytes", &r->model_bytes, false, NULL) == 0;
-    get_u(j, "output_bytes", &r->output_bytes, false, NULL);
-    r->compute_known = get_u(j, "compute_bytes", &r->compute_bytes, false, NULL) == 0;
-    return 0;
 }
 
 json_t *sw_llamacpp_plan_to_json(const struct sw_llamacpp_plan *p)
@@ -287,80 +199,4 @@ int sw_llamacpp_print_lines(const struct sw_llamacpp_report *r, struct sw_buf *o
         rc |= sw_buf_printf(out, "sched_reserve: compute buffer size (sum, estimate) = %8s MiB\n",
                             sw_llamacpp_mib_d(r->compute_bytes, a, sizeof(a)));
     return rc ? SW_ENOMEM : 0;
-}
-
-static int diff_line(struct sw_buf *out, const char *field, const char *pred, const char *got)
-{
-    if (!strcmp(pred, got))
-        return 0;
-    if (out)
-        sw_buf_printf(out, "%s: predicted %s, printed %s\n", field, pred, got);
-    return 1;
-}
-
-static int diff_u(struct sw_buf *out, const char *field, uint64_t pred, uint64_t got)
-{
-    char a[32], b[32];
-    snprintf(a, sizeof(a), "%llu", (unsigned long long)pred);
-    snprintf(b, sizeof(b), "%llu", (unsigned long long)got);
-    return diff_line(out, field, a, b);
-}
-
-static int diff_mib_f(struct sw_buf *out, const char *field, uint64_t pred, uint64_t got)
-{
-    char a[32], b[32];
-    return diff_line(out, field, sw_llamacpp_mib_f(pred, a, sizeof(a)),
-                     sw_llamacpp_mib_f(got, b, sizeof(b)));
-}
-
-static int diff_mib_d(struct sw_buf *out, const char *field, uint64_t pred, uint64_t got)
-{
-    char a[32], b[32];
-    return diff_line(out, field, sw_llamacpp_mib_d(pred, a, sizeof(a)),
-                     sw_llamacpp_mib_d(got, b, sizeof(b)));
-}
-
-int sw_llamacpp_report_diff(const struct sw_llamacpp_report *p, const struct sw_llamacpp_report *g,
-                            bool compute, struct sw_buf *out)
-{
-    int n = 0;
-    char f[64];
-    n += diff_u(out, "n_ctx", p->n_ctx, g->n_ctx);
-    n += diff_u(out, "n_ctx_seq", p->n_ctx_seq, g->n_ctx_seq);
-    n += diff_u(out, "n_seq_max", p->n_seq_max, g->n_seq_max);
-    n += diff_u(out, "kv_unified", p->kv_unified, g->kv_unified);
-    n += diff_u(out, "kv_caches.count", p->n_kv, g->n_kv);
-    for (uint32_t i = 0; i < p->n_kv && i < g->n_kv; i++) {
-        const struct sw_llamacpp_kv *a = &p->kv[i], *b = &g->kv[i];
-#define F(name) (snprintf(f, sizeof(f), "kv_caches[%u].%s", i, name), f)
-        n += diff_u(out, F("cells"), a->cells, b->cells);
-        n += diff_u(out, F("layers"), a->layers, b->layers);
-        n += diff_u(out, F("seqs"), a->seqs, b->seqs);
-        n += diff_u(out, F("streams"), a->streams, b->streams);
-        n += diff_line(out, F("k_type"),
-                       sw_kv_type_name(a->k_type) ? sw_kv_type_name(a->k_type) : "?",
-                       sw_kv_type_name(b->k_type) ? sw_kv_type_name(b->k_type) : "?");
-        n += diff_line(out, F("v_type"),
-                       sw_kv_type_name(a->v_type) ? sw_kv_type_name(a->v_type) : "?",
-                       sw_kv_type_name(b->v_type) ? sw_kv_type_name(b->v_type) : "?");
-        n += diff_mib_f(out, F("k_bytes (MiB)"), a->k_bytes, b->k_bytes);
-        n += diff_mib_f(out, F("v_bytes (MiB)"), a->v_bytes, b->v_bytes);
-        /* the line's total is not compared: a printed report rebuilt from the rounded K and V
-         * cannot say it more precisely than they do */
-        n += diff_u(out, F("swa"), a->swa, b->swa);
-#undef F
-    }
-    n += diff_u(out, "recurrent.present", p->has_recurrent, g->has_recurrent);
-    if (p->has_recurrent && g->has_recurrent) {
-        n += diff_u(out, "recurrent.cells", p->recurrent.cells, g->recurrent.cells);
-        n += diff_u(out, "recurrent.layers", p->recurrent.layers, g->recurrent.layers);
-        n += diff_mib_f(out, "recurrent.r_bytes (MiB)", p->recurrent.r_bytes, g->recurrent.r_bytes);
-        n += diff_mib_f(out, "recurrent.s_bytes (MiB)", p->recurrent.s_bytes, g->recurrent.s_bytes);
-    }
-    if (p->model_known && g->model_known)
-        n += diff_mib_d(out, "model_bytes (MiB)", p->model_bytes, g->model_bytes);
-    n += diff_mib_d(out, "output_bytes (MiB)", p->output_bytes, g->output_bytes);
-    if (compute && p->compute_known && g->compute_known)
-        n += diff_mib_d(out, "compute_bytes (MiB)", p->compute_bytes, g->compute_bytes);
-    return n;
 }
