@@ -1,6 +1,8 @@
 /*
  * Fuzz the SGLang boot-log parser (shares the failure classifier with vLLM's).
  */
+#include <slipway/engine_sglang.h>
+#include <slipway/engine_vllm.h>
 #include <slipway/sglang.h>
 
 #include <stdlib.h>

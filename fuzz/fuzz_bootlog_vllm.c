@@ -2,6 +2,7 @@
  * Fuzz the vLLM boot-log parser and its failure classifier: any bytes must parse (possibly into an
  * empty report) without crashing or reading past the input.
  */
+#include <slipway/engine_vllm.h>
 #include <slipway/vllm.h>
 
 #include <stdlib.h>

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # The test command: installs what is missing, builds slipway (plain and ASan+UBSan), obtains the
 # pinned real llama.cpp (cached under ~/.cache/slipway), and runs every test under ctest in both
-# builds: unit tests, fuzz corpus replays and the real tier (real llama-server, sshd, HTTP servers).
+# builds: unit tests, fuzz corpus replays and the real tier (real llama-server, nginx, HTTP servers).
+# Before the build: the format check and the layering check (scripts/layering.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
 scripts/deps.sh
 scripts/format-check.sh
+scripts/layering.sh
 SW_WERROR=ON scripts/build.sh --sanitize
 scripts/llama-build.sh
 jobs=${SLIPWAY_TEST_JOBS:-2}

@@ -1,12 +1,13 @@
 /*
  * model/arch: one normalized description of a model's architecture, whatever it was read from
- * (a GGUF header, a declaration in a fleet file, and later a Hugging Face config.json).
+ * (a GGUF header, a declaration in a fleet file, or a Hugging Face config.json: model/arch_hf).
  *
  * It says, per layer, what kind of token mixer the layer has (full attention, sliding window,
  * chunked, a recurrent state of some kind, MLA, none), how wide its K and V rows are, whether it
  * reads another layer's KV instead of its own, and, for the model, the recurrent state dimensions,
- * the experts, the vocabulary, the training context and the weight bytes by role. The memory laws
- * (memory/llamacpp, and later vLLM/SGLang) consume only this struct.
+ * the experts, the vocabulary, the training context and the weight bytes by role. The llama.cpp
+ * law (memory/llamacpp) consumes only this struct; the vLLM and SGLang laws read struct
+ * sw_hf_config (slipway/hf.h) instead, as those engines do.
  *
  * Reading a GGUF mirrors what llama.cpp's own loader does with it (llama_model_base::load_hparams
  * and each arch's load_arch_hparams in src/models/<arch>.cpp of the pinned version), because the

@@ -2,8 +2,8 @@
  * slipway core: errors, allocation, bounded buffers, units, files, time, JSON helpers, progress
  * and logging. Every other module depends on this one; this one depends on nothing in slipway.
  *
- * What it deliberately does not do: no global state beyond the allocation-failure injector and the
- * log level, no exit()/abort() on bad input or out of memory (the CLI decides what to do).
+ * What it deliberately does not do: no global state beyond the allocation counters (the
+ * failure injector, and per thread the failures seen) and the log level, no exit()/abort() on bad input or out of memory (the CLI decides what to do).
  */
 #ifndef SLIPWAY_CORE_H
 #define SLIPWAY_CORE_H
@@ -96,6 +96,10 @@ char *sw_strndup(const char *s, size_t n);
 void sw_alloc_fail_at(long n);
 /* Allocations made since start (successful or not); for torture loops. */
 long sw_alloc_count(void);
+/* Allocations that returned NULL on this thread since it started (injected or real): lets a
+ * caller of a library that reports its own out-of-memory as something else (jansson's parser says
+ * "invalid JSON") tell the two apart. */
+long sw_alloc_failures(void);
 /* Multiply with overflow check: returns false on overflow. */
 bool sw_mul_ok(uint64_t a, uint64_t b, uint64_t *out);
 bool sw_add_ok(uint64_t a, uint64_t b, uint64_t *out);

@@ -11,8 +11,13 @@
  * Adding an engine: write src/engine/<engine>*.c defining `const struct sw_engine
  * sw__engine_<id>` and add one `X(<id>)` line to SW_ENGINES in src/engine/engine_internal.h.
  *
- * What it deliberately does not do: start or stop processes (deploy), plan memory (memory), talk
- * HTTP (net/probe). It reads text and writes argv; nothing here touches the machine.
+ * The vLLM and SGLang adapters' own entry points (argv parsing, plans, fleet rendering, boot-log
+ * structs) are in slipway/engine_vllm.h and slipway/engine_sglang.h.
+ *
+ * What it deliberately does not do: start or stop processes (deploy), do the memory arithmetic
+ * (the laws in memory/; a plan here feeds them the engine's flags), talk HTTP (net/probe). It
+ * reads text and files (boot logs, config.json, GGUF and safetensors headers for a plan) and
+ * writes argv; it starts nothing and changes nothing on the machine.
  */
 #ifndef SLIPWAY_ENGINE_H
 #define SLIPWAY_ENGINE_H

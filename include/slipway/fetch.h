@@ -82,7 +82,8 @@ struct sw_hub_opts {
 int sw_hub_manifest(const char *repo, const char *revision, const struct sw_hub_opts *o,
                     struct sw_payload_manifest *out, struct sw_err *e);
 
-/* "https://host/org/name/resolve/<rev>/<path>" with the path percent-encoded. 0 or SW_ERANGE. */
+/* "https://host/org/name/resolve/<rev>/<path>" with the path percent-encoded. 0, SW_ERANGE (longer
+ * than out) or SW_ENOMEM. */
 int sw_hub_resolve_url(const char *endpoint, const char *repo, const char *rev, const char *path,
                        char *out, size_t n);
 

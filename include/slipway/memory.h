@@ -10,9 +10,11 @@
  * Every printed figure is computed by one function named after the llama.cpp code it mirrors; see
  * docs/llamacpp-law.md.
  *
- * The report structs are engine-specific on purpose (struct sw_llamacpp_report): the vLLM and
- * SGLang laws have their own. `slipway bootlog parse` fills the same struct from a real log, so a
- * prediction and a boot diff field by field (sw_llamacpp_report_diff).
+ * The report struct is the law's prediction (struct sw_llamacpp_report; the vLLM and SGLang laws
+ * have their own). A real boot is read by engine/llamacpp's boot-log parser into its own struct
+ * (struct sw_bootlog_report, with the rounding each printed figure allows), and the two meet as
+ * the same JSON `report` object (sw_llamacpp_report_to_json here, sw_engine_llamacpp_report_json
+ * there), which the engine's differ compares field by field (`slipway bootlog diff`, `slipway up`).
  *
  * What it does not do: read files (the caller passes an arch), launch anything, or model the
  * compute buffer exactly (llama.cpp has no closed formula for it; sw_llamacpp_compute_estimate
@@ -191,8 +193,6 @@ extern const char *const sw_llamacpp_compute_method;
  *   k_type, v_type, k_bytes, v_bytes, swa}], "recurrent": {cells, layers, r_bytes, s_bytes} | null,
  *   "model_bytes", "output_bytes", "compute_bytes"}. New reference. */
 json_t *sw_llamacpp_report_to_json(const struct sw_llamacpp_report *r);
-/* The inverse, for reports saved by `plan --json` or `bootlog parse --json`. */
-int sw_llamacpp_report_from_json(const json_t *j, struct sw_llamacpp_report *r, struct sw_err *e);
 /* {"report": ..., "budget": {"devices": [...], "total": ...}, "server": {...},
  *  "compute_method": ..., "warnings": [...]}. New reference. */
 json_t *sw_llamacpp_plan_to_json(const struct sw_llamacpp_plan *p);
@@ -204,15 +204,6 @@ int sw_llamacpp_print_lines(const struct sw_llamacpp_report *r, struct sw_buf *o
  * a double (the buffer lines). Returns out. */
 const char *sw_llamacpp_mib_f(uint64_t bytes, char *out, size_t n);
 const char *sw_llamacpp_mib_d(uint64_t bytes, char *out, size_t n);
-
-/*
- * Compare a prediction with what was printed, to the printed precision (MiB with 2 decimals, counts
- * exactly). Writes one line per differing field into `out` (may be NULL) and returns the number of
- * differences. `compute` also compares compute_bytes (off by default: it is an estimate).
- */
-int sw_llamacpp_report_diff(const struct sw_llamacpp_report *pred,
-                            const struct sw_llamacpp_report *printed, bool compute,
-                            struct sw_buf *out);
 
 #ifdef __cplusplus
 }

@@ -1,5 +1,6 @@
 /*
- * slipway net: the HTTP client core shared by probe, bench and payload.
+ * slipway net: the HTTP client core shared by probe, payload and deploy (its readiness wait), and
+ * by the benchmarks under bench/.
  *
  * libcurl's multi interface driven by a libevent loop: one `struct sw_net_loop` per thread, any
  * number of concurrent transfers on it, kept-alive connections reused across transfers on the

@@ -13,7 +13,7 @@
  *    llama.cpp's `timings`; an error object sent inside the stream.
  *  - Token counting for benchmarks: a chunk is not a token (speculative decoding sends several
  *    per chunk). The result keeps one small record per chunk (arrival time, bytes of content and
- *    reasoning, flags) and the server's usage/timings separately, so bench can count tokens from
+ *    reasoning, flags) and the server's usage/timings separately, so a caller (probe's speed check) can count tokens from
  *    usage and time them from the records.
  *  - Error bodies in each engine's shape, classified (context too long, unavailable, ...), with
  *    the prompt length and window when the engine says them.

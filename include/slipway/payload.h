@@ -18,7 +18,7 @@
  *
  * What it does not do: talk HTTP or know the Hub's URLs (the download code fills a manifest and
  * calls in here), interpret tensors beyond their names (model/), decide what an engine is given
- * (gates/ and engine/ ask sw_payload_mtp_check).
+ * (gate/ asks sw_payload_mtp_check).
  */
 #ifndef SLIPWAY_PAYLOAD_H
 #define SLIPWAY_PAYLOAD_H

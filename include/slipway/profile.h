@@ -9,8 +9,10 @@
  *   overhead(MNBT) = overhead + step x ceil((MNBT - threshold) / per) when MNBT > threshold
  *   slots = floor(arena / slot)
  *
- * Calibrating the constants from measured boots is the ledger's job (next issue); here the law
- * and its declaration exist. What it does not do: guess a constant the declaration omits.
+ * Calibrating the constants from measured boots is calib's job (slipway/calib.h: the arena's
+ * slope and intercept from the ledger's boots); here the law and its declaration exist. The
+ * fleet-file side (sw_vllm_opts_from_endpoint, sw_endpoint_hf_config) lives in
+ * memory/profile_fleet. What it does not do: guess a constant the declaration omits.
  */
 #ifndef SLIPWAY_PROFILE_H
 #define SLIPWAY_PROFILE_H

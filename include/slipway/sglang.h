@@ -1,6 +1,6 @@
 /*
- * memory/sglang and engine/sglang: SGLang's memory pools (facts and sources in
- * docs/sglang-law.md) and its command line and boot log.
+ * memory/sglang: SGLang's memory pools (facts and sources in docs/sglang-law.md). The law only: its
+ * command line, fleet rendering and boot log are the engine adapter's (slipway/engine_sglang.h).
  *
  * The law (model_runner profile_max_num_token / handle_max_mamba_cache / init_memory_pool, as of
  * SGLang v0.5.9): rest = available after weights - pre-load free x (1 - mem_fraction_static);
@@ -70,21 +70,6 @@ int sw_sglang_plan(const struct sw_hf_config *c, const struct sw_sglang_opts *o,
 json_t *sw_sglang_report_json(const struct sw_sglang_report *r);
 /* The default mem_fraction_static (server_args _handle_gpu_memory_settings); MiB reserve out. */
 double sw_sglang_default_mem_fraction(const struct sw_sglang_opts *o, double *reserved_mib);
-
-/* `python -m sglang.launch_server --model-path DIR [flags]` (or `sglang serve`), verbatim. */
-int sw_sglang_parse_argv(int argc, char **argv, struct sw_sglang_opts *o, const char **model_dir,
-                         char *ignored, size_t ignored_n, struct sw_err *e);
-int sw_sglang_plan_argv(int argc, char **argv, const struct sw_sglang_opts *facts,
-                        struct sw_sglang_report *r, struct sw_err *e);
-
-/* Argv + environment for a fleet endpoint (engine sglang); see sw_vllm_render_endpoint. An
- * endpoint with an api_key is refused: SGLang takes the key only on argv. */
-int sw_sglang_render_endpoint(const struct sw_fleet_endpoint *ep, struct sw_engine_cmd *out,
-                              struct sw_err *e);
-
-/* Parse an SGLang boot log into the shared boot-log struct (engine "sglang"). */
-int sw_sglang_bootlog_parse(const char *text, size_t len, struct sw_vllm_bootlog *out,
-                            struct sw_err *e);
 
 #ifdef __cplusplus
 }

@@ -16,6 +16,7 @@
 
 #include <slipway/arch.h>
 #include <slipway/engine.h>
+#include <slipway/engine_vllm.h>
 #include <slipway/fleet.h>
 #include <slipway/gguf.h>
 #include <slipway/hf.h>

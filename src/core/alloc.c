@@ -10,7 +10,8 @@
 #include <string.h>
 
 static atomic_long alloc_calls;
-static atomic_long fail_at; /* absolute call number that fails; 0 = none */
+static atomic_long fail_at;            /* absolute call number that fails; 0 = none */
+static _Thread_local long failed_here; /* allocations that returned NULL on this thread */
 
 void sw_alloc_fail_at(long n)
 {
@@ -22,18 +23,34 @@ long sw_alloc_count(void)
     return atomic_load(&alloc_calls);
 }
 
+long sw_alloc_failures(void)
+{
+    return failed_here;
+}
+
 static bool should_fail(void)
 {
     long n = atomic_fetch_add(&alloc_calls, 1) + 1;
     long f = atomic_load(&fail_at);
-    return f != 0 && n == f;
+    if (f != 0 && n == f) {
+        failed_here++;
+        return true;
+    }
+    return false;
+}
+
+static void *counted(void *p)
+{
+    if (!p)
+        failed_here++;
+    return p;
 }
 
 void *sw_malloc(size_t n)
 {
     if (should_fail())
         return NULL;
-    return malloc(n ? n : 1);
+    return counted(malloc(n ? n : 1));
 }
 
 void *sw_calloc(size_t count, size_t size)
@@ -41,15 +58,15 @@ void *sw_calloc(size_t count, size_t size)
     if (should_fail())
         return NULL;
     if (!count || !size)
-        return calloc(1, 1);
-    return calloc(count, size);
+        return counted(calloc(1, 1));
+    return counted(calloc(count, size));
 }
 
 void *sw_realloc(void *p, size_t n)
 {
     if (should_fail())
         return NULL;
-    return realloc(p, n ? n : 1);
+    return counted(realloc(p, n ? n : 1));
 }
 
 void sw_free(void *p)

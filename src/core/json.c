@@ -20,9 +20,13 @@ int sw_json_print(FILE *f, const json_t *j, bool pretty)
 json_t *sw_json_parse(const char *text, size_t len, const char *where, struct sw_err *e)
 {
     json_error_t je;
+    long failed = sw_alloc_failures();
     json_t *j = json_loadb(text, len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &je);
     if (!j) {
-        if (je.line > 0)
+        /* jansson reports most of its allocation failures as parse errors; say which it was */
+        if (sw_alloc_failures() != failed || json_error_code(&je) == json_error_out_of_memory)
+            sw_err_set(e, SW_ENOMEM, "%s: out of memory parsing JSON", where);
+        else if (je.line > 0)
             sw_err_at(e, SW_EPARSE, where, je.line, je.column > 0 ? je.column : 1,
                       "invalid JSON: %s", je.text);
         else

@@ -4,6 +4,8 @@
  *
  * What it does not do: container path mapping, or the router / PD-disaggregation processes.
  */
+#include <slipway/engine_sglang.h>
+#include <slipway/engine_vllm.h>
 #include <slipway/sglang.h>
 
 #include "engine_internal.h"

@@ -10,6 +10,8 @@
  * (the fleet module owns mounts; see the README note), or flags a fleet endpoint freezes (those
  * arrive verbatim in extra_args).
  */
+#include <slipway/engine_vllm.h>
+
 #include "engine_internal.h"
 #include "vllm_internal.h"
 

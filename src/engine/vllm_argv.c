@@ -8,6 +8,7 @@
  * What it does not do: render argv for a fleet endpoint (that comes with the fleet module), or
  * validate flags vLLM would refuse for other reasons.
  */
+#include <slipway/engine_vllm.h>
 #include <slipway/vllm.h>
 
 #include <stdlib.h>

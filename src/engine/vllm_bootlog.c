@@ -11,6 +11,8 @@
  *
  * What it does not do: follow a log as it grows (deploy/ does), or decide what to do next.
  */
+#include <slipway/engine_vllm.h>
+
 #include "vllm_internal.h"
 
 #include <ctype.h>

@@ -4,6 +4,7 @@
 #ifndef SW_ENGINE_VLLM_INTERNAL_H
 #define SW_ENGINE_VLLM_INTERNAL_H
 
+#include <slipway/engine_vllm.h>
 #include <slipway/vllm.h>
 
 /* A size such as "50.00 MiB", "10.28 GiB", "0 bytes", "1.5 GB" at p; bytes or false. */

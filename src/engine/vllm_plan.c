@@ -8,6 +8,8 @@
  * What it does not do: print (the CLI verb does), load the fleet, or guess a pool the engine sizes
  * at boot from a profiling run when the weights are not here (it says so and plans the price).
  */
+#include <slipway/engine_sglang.h>
+#include <slipway/engine_vllm.h>
 #include <slipway/fleet.h>
 #include <slipway/hf.h>
 #include <slipway/profile.h>

@@ -12,6 +12,8 @@
  *
  * What it does not do: wrap the argv in podman/systemd (deploy/), or decide the shape (plan/tune).
  */
+#include <slipway/engine_sglang.h>
+#include <slipway/engine_vllm.h>
 #include <slipway/fleet.h>
 #include <slipway/sglang.h>
 #include <slipway/vllm.h>

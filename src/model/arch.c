@@ -253,28 +253,29 @@ static bool same_run(const struct sw_arch_layer *x, const struct sw_arch_layer *
 json_t *sw_arch_to_json(const struct sw_arch *a)
 {
     json_t *j = json_object(), *runs = json_array(), *w = json_object();
+    int bad = 0; /* any failed set: jansson drops the key, so the summary would be short */
     if (!j || !runs || !w)
         goto fail;
-    sw_json_set_str(j, "arch", a->name);
-    sw_json_set_str(j, "name", a->model_name);
-    sw_json_set_int(j, "n_layer", a->n_layer);
-    sw_json_set_int(j, "n_layer_nextn", a->n_layer_nextn);
-    sw_json_set_int(j, "n_embd", a->n_embd);
-    sw_json_set_int(j, "n_vocab", (int64_t)a->n_vocab);
-    sw_json_set_int(j, "n_ctx_train", a->n_ctx_train);
-    sw_json_set_int(j, "n_attn_layers", a->n_attn_layers);
-    sw_json_set_int(j, "n_swa_layers", a->n_swa_layers);
-    sw_json_set_int(j, "n_recurrent_layers", a->n_recr_layers);
+    bad |= sw_json_set_str(j, "arch", a->name);
+    bad |= sw_json_set_str(j, "name", a->model_name);
+    bad |= sw_json_set_int(j, "n_layer", a->n_layer);
+    bad |= sw_json_set_int(j, "n_layer_nextn", a->n_layer_nextn);
+    bad |= sw_json_set_int(j, "n_embd", a->n_embd);
+    bad |= sw_json_set_int(j, "n_vocab", (int64_t)a->n_vocab);
+    bad |= sw_json_set_int(j, "n_ctx_train", a->n_ctx_train);
+    bad |= sw_json_set_int(j, "n_attn_layers", a->n_attn_layers);
+    bad |= sw_json_set_int(j, "n_swa_layers", a->n_swa_layers);
+    bad |= sw_json_set_int(j, "n_recurrent_layers", a->n_recr_layers);
     if (a->n_swa) {
-        sw_json_set_int(j, "n_swa", a->n_swa);
-        sw_json_set_str(j, "swa_kind", sw_attn_kind_name(a->swa_kind));
+        bad |= sw_json_set_int(j, "n_swa", a->n_swa);
+        bad |= sw_json_set_str(j, "swa_kind", sw_attn_kind_name(a->swa_kind));
     }
     if (a->mla.on) {
         json_t *m =
             json_pack("{s:I,s:I,s:I,s:I}", "kv_lora_rank", (json_int_t)a->mla.kv_lora_rank,
                       "q_lora_rank", (json_int_t)a->mla.q_lora_rank, "head_dim_k",
                       (json_int_t)a->mla.head_dim_k, "head_dim_v", (json_int_t)a->mla.head_dim_v);
-        sw_json_set_new(j, "mla", m);
+        bad |= sw_json_set_new(j, "mla", m);
     }
     if (a->n_recr_layers) {
         const struct sw_arch_ssm *s = &a->ssm;
@@ -284,7 +285,7 @@ json_t *sw_arch_to_json(const struct sw_arch *a)
                       "n_group", (json_int_t)s->n_group, "dt_rank", (json_int_t)s->dt_rank,
                       "n_head", (json_int_t)s->n_head, "head_dim", (json_int_t)s->head_dim,
                       "n_embd_r", (json_int_t)s->n_embd_r, "n_embd_s", (json_int_t)s->n_embd_s);
-        sw_json_set_new(j, "recurrent", r);
+        bad |= sw_json_set_new(j, "recurrent", r);
     }
     if (a->moe.n_expert) {
         json_t *m =
@@ -292,7 +293,7 @@ json_t *sw_arch_to_json(const struct sw_arch *a)
                       "n_expert_used", (json_int_t)a->moe.n_expert_used, "n_expert_shared",
                       (json_int_t)a->moe.n_expert_shared, "n_ff_exp", (json_int_t)a->moe.n_ff_exp,
                       "n_layer_dense_lead", (json_int_t)a->moe.n_layer_dense_lead);
-        sw_json_set_new(j, "moe", m);
+        bad |= sw_json_set_new(j, "moe", m);
     }
     for (uint32_t i = 0; i < a->n_layer;) {
         uint32_t k = i + 1;
@@ -302,41 +303,44 @@ json_t *sw_arch_to_json(const struct sw_arch *a)
         json_t *r = json_object();
         if (!r)
             goto fail;
-        sw_json_set_int(r, "from", i);
-        sw_json_set_int(r, "to", k - 1);
-        sw_json_set_str(r, "attn", sw_attn_kind_name(L->attn));
-        sw_json_set_str(r, "recurrent", sw_recr_kind_name(L->recr));
-        sw_json_set_int(r, "n_head", L->n_head);
-        sw_json_set_int(r, "n_head_kv", L->n_head_kv);
-        sw_json_set_int(r, "k_width", (int64_t)L->k_width);
-        sw_json_set_int(r, "v_width", (int64_t)L->v_width);
+        bad |= sw_json_set_int(r, "from", i);
+        bad |= sw_json_set_int(r, "to", k - 1);
+        bad |= sw_json_set_str(r, "attn", sw_attn_kind_name(L->attn));
+        bad |= sw_json_set_str(r, "recurrent", sw_recr_kind_name(L->recr));
+        bad |= sw_json_set_int(r, "n_head", L->n_head);
+        bad |= sw_json_set_int(r, "n_head_kv", L->n_head_kv);
+        bad |= sw_json_set_int(r, "k_width", (int64_t)L->k_width);
+        bad |= sw_json_set_int(r, "v_width", (int64_t)L->v_width);
         if (L->kv_source >= 0)
-            sw_json_set_int(r, "kv_source", L->kv_source);
+            bad |= sw_json_set_int(r, "kv_source", L->kv_source);
         if (L->nextn)
-            sw_json_set_bool(r, "nextn", true);
-        json_array_append_new(runs, r);
+            bad |= sw_json_set_bool(r, "nextn", true);
+        bad |= json_array_append_new(runs, r);
         i = k;
     }
-    sw_json_set_new(j, "layers", runs);
+    bad |= sw_json_set_new(j, "layers", runs);
     runs = NULL;
     if (a->weights.known) {
         const struct sw_arch_weights *x = &a->weights;
-        sw_json_set_int(w, "total", (int64_t)x->total);
-        sw_json_set_int(w, "embd", (int64_t)x->embd);
-        sw_json_set_int(w, "output", (int64_t)x->output);
-        sw_json_set_int(w, "attn", (int64_t)x->attn);
-        sw_json_set_int(w, "ffn", (int64_t)x->ffn);
-        sw_json_set_int(w, "experts", (int64_t)x->experts);
-        sw_json_set_int(w, "ssm", (int64_t)x->ssm);
-        sw_json_set_int(w, "norm", (int64_t)x->norm);
-        sw_json_set_int(w, "other", (int64_t)x->other);
+        bad |= sw_json_set_int(w, "total", (int64_t)x->total);
+        bad |= sw_json_set_int(w, "embd", (int64_t)x->embd);
+        bad |= sw_json_set_int(w, "output", (int64_t)x->output);
+        bad |= sw_json_set_int(w, "attn", (int64_t)x->attn);
+        bad |= sw_json_set_int(w, "ffn", (int64_t)x->ffn);
+        bad |= sw_json_set_int(w, "experts", (int64_t)x->experts);
+        bad |= sw_json_set_int(w, "ssm", (int64_t)x->ssm);
+        bad |= sw_json_set_int(w, "norm", (int64_t)x->norm);
+        bad |= sw_json_set_int(w, "other", (int64_t)x->other);
         if (x->mapped)
-            sw_json_set_int(w, "mapped", (int64_t)x->mapped);
-        sw_json_set_new(j, "weights", w);
+            bad |= sw_json_set_int(w, "mapped", (int64_t)x->mapped);
+        bad |= sw_json_set_new(j, "weights", w);
     } else {
         json_decref(w);
-        sw_json_set_new(j, "weights", json_null());
+        bad |= sw_json_set_new(j, "weights", json_null());
     }
+    w = NULL;
+    if (bad)
+        goto fail;
     return j;
 fail:
     json_decref(j);

@@ -110,7 +110,8 @@ int sw_st_parse_header(const char *json, size_t len, uint64_t file_size, const c
     sw_err_clear(&je);
     root = sw_json_parse(json, len, where, &je);
     if (!root) {
-        return sw_err_at_offset(e, SW_EPARSE, where, 8, "safetensors header: %s", je.msg);
+        return sw_err_at_offset(e, je.code == SW_ENOMEM ? SW_ENOMEM : SW_EPARSE, where, 8,
+                                "safetensors header: %s", je.msg);
     }
     if (!json_is_object(root)) {
         rc = sw_err_at_offset(e, SW_EPARSE, where, 8, "safetensors header is not a JSON object");

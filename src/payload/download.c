@@ -1070,10 +1070,11 @@ int sw_fetch_run(const struct sw_payload_manifest *m, const struct sw_fetch_opts
         j->fd = -1;
         j->dfd = -1;
         snprintf(j->tmp, sizeof(j->tmp), "%s.incomplete", r->target);
-        if (sw_hub_resolve_url(ft.ep, m->repo, m->commit, f->path, j->url, sizeof(j->url))) {
+        r->rc = sw_hub_resolve_url(ft.ep, m->repo, m->commit, f->path, j->url, sizeof(j->url));
+        if (r->rc) {
             r->state = SW_FETCH_FAILED;
-            r->rc = SW_ERANGE;
-            snprintf(r->msg, sizeof(r->msg), "%s: the URL is too long", f->path);
+            snprintf(r->msg, sizeof(r->msg), "%s: %s", f->path,
+                     r->rc == SW_ENOMEM ? "out of memory" : "the URL is too long");
             continue;
         }
         uint64_t had = r->had; /* inspect()ed, through no link */

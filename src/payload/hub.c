@@ -80,7 +80,7 @@ int sw_hub_resolve_url(const char *endpoint, const char *repo, const char *rev, 
     if (!rc)
         snprintf(out, n, "%s", sw_buf_cstr(&b));
     sw_buf_free(&b);
-    return rc ? SW_ERANGE : 0;
+    return rc; /* SW_ERANGE past n - 1 bytes, SW_ENOMEM when the buffer could not grow */
 }
 
 /* "W/\"abc\"" -> "abc" */
@@ -281,8 +281,10 @@ int sw_hub_manifest(const char *repo, const char *revision, const struct sw_hub_
             rc = sw_err_set(e, SW_ENOMEM, "out of memory");
             goto out;
         }
-        if (sw_hub_resolve_url(ep, repo, rev, p, h->url, sizeof(h->url))) {
-            rc = sw_err_set(e, SW_ERANGE, "the URL of %s is too long", p);
+        rc = sw_hub_resolve_url(ep, repo, rev, p, h->url, sizeof(h->url));
+        if (rc) {
+            rc = sw_err_set(e, rc, rc == SW_ENOMEM ? "out of memory" : "the URL of %s is too long",
+                            p);
             goto out;
         }
         h->x.req.method = "HEAD";

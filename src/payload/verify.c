@@ -590,6 +590,11 @@ int sw_payload_verify(const char *root, const struct sw_payload_manifest *m,
     for (size_t k = 0; !rc && k < nj; k++) {
         struct sw_verify_file *f = &r->files[which[k]];
         struct job *j = &jobs[k];
+        if (j->rc == SW_ENOMEM) {
+            /* slipway's memory, not the file's fault: calling it unreadable would be a lie */
+            rc = sw_err_set(e, SW_ENOMEM, "%s: %s", f->path, j->msg);
+            break;
+        }
         if (j->rc) {
             f->status = j->rc == SW_ENOENT && which[k] < n_manifest ? SW_VERIFY_MISSING
                                                                     : SW_VERIFY_UNREADABLE;

@@ -26,7 +26,7 @@ static int setup(void **state)
 {
     const char *bin = swl_bin("test-llama-archs");
     if (!bin)
-        return 0;
+        return 0; /* each test then names swl_missing() */
     archs_dir = swt_tmpdir();
     struct swt_run r;
     /* a fixed seed: test-llama-archs picks a random one by default */
@@ -113,10 +113,7 @@ static const struct arch_case cases[] = {
 
 static void test_synth_boot_chat(void **state)
 {
-    if (!archs_dir) {
-        fprintf(stderr, "the pinned llama.cpp is not built: skipping\n");
-        skip();
-    }
+    swt_need(archs_dir != NULL, "test-llama-archs' models (%s)", swl_missing());
     char *out_dir = swt_tmpdir();
     int ok = 0;
     for (size_t i = 0; i < SW_ARRAY_LEN(cases); i++) {
@@ -162,8 +159,7 @@ static void test_synth_boot_chat(void **state)
 
 static void test_gemma3_boot_chat(void **state)
 {
-    if (!swl_llama_dir())
-        skip();
+    swt_need(swl_llama_dir() != NULL, "%s", swl_missing());
     char *dir = swt_tmpdir();
     char out[4096], vocab[4096];
     snprintf(out, sizeof(out), "%s", swt_join(dir, "gemma3.gguf"));
@@ -207,8 +203,7 @@ static void test_gemma3_boot_chat(void **state)
 /* Options and refusals of the CLI. */
 static void test_synth_cli(void **state)
 {
-    if (!archs_dir)
-        skip();
+    swt_need(archs_dir != NULL, "test-llama-archs' models (%s)", swl_missing());
     char *dir = swt_tmpdir();
     char in[4096], vocab[4096], out[4096];
     snprintf(in, sizeof(in), "%s", swt_join(archs_dir, "llama-dense.gguf"));

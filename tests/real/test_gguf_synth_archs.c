@@ -103,10 +103,7 @@ static void check_rewrite(const struct sw_gguf *g, const char *tmpdir)
 static void test_archs(void **state)
 {
     const char *bin = swl_bin("test-llama-archs");
-    if (!bin) {
-        fprintf(stderr, "test-llama-archs is not built: skipping\n");
-        skip();
-    }
+    swt_need(bin != NULL, "test-llama-archs (%s)", swl_missing());
     char *dir = swt_tmpdir();
     struct swt_run r;
     const char *argv[] = {bin, "-s", "42", "-o", dir, NULL};
@@ -161,8 +158,7 @@ static void test_archs(void **state)
 static void test_vocabs(void **state)
 {
     const char *m = swl_model_file("");
-    if (!m)
-        skip();
+    swt_need(m != NULL, "llama.cpp's vocab models (%s)", swl_missing());
     char **files;
     int n = list_gguf(m, "ggml-vocab-", &files);
     assert_true(n >= 10);

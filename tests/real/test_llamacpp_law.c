@@ -1,7 +1,8 @@
 /*
  * The llama.cpp law against the REAL pinned llama-server: for architectures x shapes, boot
  * llama-server (-lv 4 makes it print its memory lines) on the random-weight models llama.cpp's own
- * test-llama-archs writes, parse what it printed, and require predicted == printed for n_ctx,
+ * test-llama-archs writes, parse what it printed with the product's boot-log parser and compare
+ * with its differ (engine/llamacpp, as `slipway up` does), and require predicted == printed for n_ctx,
  * n_ctx_seq, n_seq_max, kv_unified, every llama_kv_cache line, the llama_memory_recurrent line,
  * the model and output buffers. A shape llama-server refuses must be refused by the law too (and
  * the server must have printed no memory line). The compute buffer is an estimate: its error is
@@ -18,10 +19,10 @@
 #include <cmocka.h>
 
 #include <slipway/arch.h>
+#include <slipway/engine.h>
 #include <slipway/gguf.h>
 #include <slipway/memory.h>
 
-#include "../unit/test_llamacpp_lines.h"
 #include "swllama.h"
 #include "swtest.h"
 
@@ -33,6 +34,7 @@
 #include <unistd.h>
 
 static char *models_dir;
+static char g_missing[8700]; /* what setup lacked, for swt_need */
 
 /* compute-buffer error over every successful boot */
 static double err_sum, err_max;
@@ -101,6 +103,56 @@ static int predict(const char *model, const char *const *flags, int nflags,
     return rc;
 }
 
+/* The prediction against what was printed, with engine/llamacpp's differ (the printed side's
+ * rounding as its tolerance; the compute buffer an estimate, never a mismatch). A field the law
+ * predicts and the parser did not find counts as a difference too, except the model buffer
+ * (kept by the old reader only when printed): a boot log that parsed to nothing must not pass.
+ * Prints each differing field; returns their number. */
+static int diff_printed(const char *name, const char *shape, const struct sw_llamacpp_report *pred,
+                        const struct sw_bootlog_report *got)
+{
+    const struct sw_engine *eng = sw_engine_find("llama.cpp");
+    json_t *a = sw_llamacpp_report_to_json(pred);
+    json_t *b = sw_engine_llamacpp_report_json(got);
+    json_t *prec = sw_engine_llamacpp_precision_json(got);
+    json_t *d = NULL;
+    struct sw_err e;
+    int n = 1;
+    assert_non_null(eng);
+    if (!a || !b || !prec || eng->diff(a, b, prec, &d, &e)) {
+        fprintf(stderr, "%s [%s]: the diff failed\n", name, shape);
+        goto out;
+    }
+    n = 0;
+    size_t i;
+    const json_t *f;
+    json_array_foreach(json_object_get(d, "fields"), i, f)
+    {
+        const char *field = json_string_value(json_object_get(f, "field"));
+        const char *verdict = json_string_value(json_object_get(f, "verdict"));
+        bool unread = !strcmp(verdict, "not_printed") && strcmp(field, "model_bytes") &&
+                      strcmp(field, "compute_bytes");
+        if (strcmp(verdict, "mismatch") && !unread)
+            continue;
+        n++;
+        char *pv = json_dumps(json_object_get(f, "predicted"), JSON_ENCODE_ANY);
+        char *gv = json_dumps(json_object_get(f, "printed"), JSON_ENCODE_ANY);
+        fprintf(stderr, "%s [%s]: %s: predicted %s, printed %s\n", name, shape, field,
+                pv ? pv : "?",
+                unread ? "(not found in the log)"
+                : gv   ? gv
+                       : "?");
+        sw_free(pv);
+        sw_free(gv);
+    }
+out:
+    json_decref(a);
+    json_decref(b);
+    json_decref(prec);
+    json_decref(d);
+    return n;
+}
+
 /* Boot, parse, compare. Returns the number of differing fields (0 = exact). */
 static int check_case(const char *name, const char *shape, bool *skipped, bool *refused)
 {
@@ -108,15 +160,18 @@ static int check_case(const char *name, const char *shape, bool *skipped, bool *
     const char *flags[48];
     struct swl_server s;
     struct sw_llamacpp_plan *p = calloc(1, sizeof(*p));
-    struct sw_llamacpp_report got;
+    struct sw_bootlog_report *got = calloc(1, sizeof(*got));
+    struct sw_boot_status st;
     struct sw_err e;
     int diffs = 0;
+    assert_non_null(got);
 
     *skipped = *refused = false;
     snprintf(model, sizeof(model), "%s/%s.gguf", models_dir, name);
     if (access(model, R_OK) != 0) {
         fprintf(stderr, "%s: no such model in %s\n", name, models_dir);
         free(p);
+        free(got);
         return 1;
     }
     snprintf(buf, sizeof(buf), "%s", shape);
@@ -130,11 +185,13 @@ static int check_case(const char *name, const char *shape, bool *skipped, bool *
     if (prc == SW_EUNSUPPORTED) {
         *skipped = true; /* a memory module slipway does not model: refused, as documented */
         free(p);
+        free(got);
         return 0;
     }
     if (prc && prc != SW_EINVAL) {
         fprintf(stderr, "%s [%s]: the law failed: %s\n", name, shape, e.msg);
         free(p);
+        free(got);
         return 1;
     }
     int src = swl_start(model, flags, NULL, 120, &s);
@@ -142,7 +199,8 @@ static int check_case(const char *name, const char *shape, bool *skipped, bool *
     size_t len = 0;
     if (s.log[0])
         sw_read_file(s.log, 64u << 20, &log, &len, NULL);
-    int lines = tll_parse(log ? log : "", &got);
+    sw_engine_llamacpp_bootlog(log ? log : "", log ? len : 0, NULL, got, &st);
+    int lines = (int)got->n_kv + (got->has_recurrent ? 1 : 0); /* memory lines printed */
 
     if (prc) {
         /* the law refuses: llama-server must refuse too, before printing any memory line */
@@ -157,28 +215,24 @@ static int check_case(const char *name, const char *shape, bool *skipped, bool *
                 shape);
         diffs = 1;
     } else {
-        struct sw_buf d;
-        sw_buf_init(&d, 1 << 16);
-        diffs = sw_llamacpp_report_diff(&p->report, &got, false, &d);
-        if (diffs)
-            fprintf(stderr, "%s [%s]:\n%s", name, shape, sw_buf_cstr(&d));
-        sw_buf_free(&d);
-        if (got.compute_known && got.compute_bytes > 0) {
-            double rel = fabs((double)p->report.compute_bytes - (double)got.compute_bytes) /
-                         (double)got.compute_bytes;
+        diffs = diff_printed(name, shape, &p->report, got);
+        if (got->compute_bytes > 0) {
+            double rel = fabs((double)p->report.compute_bytes - (double)got->compute_bytes) /
+                         (double)got->compute_bytes;
             err_sum += rel;
             err_n++;
             if (rel > err_max) {
                 err_max = rel;
                 snprintf(err_max_case, sizeof(err_max_case),
                          "%s [%s]: predicted %.2f, printed %.2f MiB", name, shape,
-                         p->report.compute_bytes / 1048576.0, got.compute_bytes / 1048576.0);
+                         p->report.compute_bytes / 1048576.0, got->compute_bytes / 1048576.0);
             }
         }
     }
     swl_stop(&s);
     sw_free(log);
     free(p);
+    free(got);
     return diffs;
 }
 
@@ -186,8 +240,7 @@ static void test_matrix(void **state)
 {
     int bad = 0, ok = 0, refused = 0, unsupported = 0;
     (void)state;
-    if (!models_dir)
-        skip();
+    swt_need(models_dir != NULL, "test-llama-archs' models (%s)", g_missing);
     for (size_t a = 0; a < SW_ARRAY_LEN(MATRIX); a++) {
         for (size_t s = 0; s < SW_ARRAY_LEN(SHAPES); s++) {
             bool skipped, ref;
@@ -219,8 +272,7 @@ static void test_sweep(void **state)
     size_t n = 0;
     int bad = 0, ok = 0, unsupported = 0;
     (void)state;
-    if (!models_dir)
-        skip();
+    swt_need(models_dir != NULL, "test-llama-archs' models (%s)", g_missing);
     DIR *d = opendir(models_dir);
     assert_non_null(d);
     struct dirent *de;
@@ -258,15 +310,14 @@ static int setup(void **state)
 {
     (void)state;
     const char *gen = swl_bin("test-llama-archs");
-    if (!swl_llama_dir() || !gen) {
-        fprintf(stderr, "the pinned llama.cpp is not built: skipping (scripts/llama-build.sh)\n");
+    snprintf(g_missing, sizeof(g_missing), "%s", swl_missing());
+    if (!swl_llama_dir() || !gen)
         return 0;
-    }
     models_dir = swt_tmpdir();
     char cmd[8192];
     snprintf(cmd, sizeof(cmd), "'%s' -o '%s' >/dev/null 2>&1", gen, models_dir);
     if (system(cmd) != 0) {
-        fprintf(stderr, "test-llama-archs -o failed\n");
+        snprintf(g_missing, sizeof(g_missing), "test-llama-archs -o %s failed", models_dir);
         swt_tmpdir_free(models_dir);
         models_dir = NULL;
         return 0;

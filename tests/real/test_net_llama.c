@@ -36,46 +36,17 @@ struct fixture {
     struct sw_net_loop loop;
 };
 
-static int make_model(struct fixture *f)
-{
-    const char *env = getenv("SW_NET_LLAMA_MODEL");
-    if (env && *env) {
-        snprintf(f->model, sizeof(f->model), "%s", env);
-        return 0;
-    }
-    /* a fixed seed: the same weights every run, so the fixed prompts give the same tokens (a
-         * random model may write invalid UTF-8, which the pinned llama-server answers with 500) */
-    const char *archs[] = {
-        swl_bin("test-llama-archs"), "-a", "llama", "-s", "7", "-o", f->dir, NULL};
-    struct swt_run r;
-    if (swt_run(archs, NULL, 120, &r) || r.status) {
-        print_message("test-llama-archs failed (%d): %.300s\n", r.status, r.err);
-        swt_run_free(&r);
-        return -1;
-    }
-    swt_run_free(&r);
-    char in[4200];
-    snprintf(in, sizeof(in), "%s/llama-dense.gguf", f->dir);
-    snprintf(f->model, sizeof(f->model), "%s/chat.gguf", f->dir);
-    swt_slipway(&r, "gguf", "synth", "--in", in, "--vocab",
-                swl_model_file("ggml-vocab-llama-spm.gguf"), "--out", f->model, "--seed", "7",
-                NULL);
-    int st = r.status;
-    if (st)
-        print_message("`slipway gguf synth` is not usable here (exit %d): %.300s\n", st, r.err);
-    swt_run_free(&r);
-    return st ? -1 : 0;
-}
+static char g_missing[8700]; /* what setup lacked, for swt_need */
 
 static int setup(void **state)
 {
     *state = NULL;
+    snprintf(g_missing, sizeof(g_missing), "%s", swl_missing());
     if (!swl_llama_dir())
         return 0;
     struct fixture *f = calloc(1, sizeof(*f));
     f->dir = swt_tmpdir();
-    if (make_model(f)) {
-        print_message("no chat-capable model: skipping the llama-server net tests\n");
+    if (swl_chat_model(f->dir, f->model, sizeof(f->model), g_missing, sizeof(g_missing))) {
         swt_tmpdir_free(f->dir);
         free(f);
         return 0;
@@ -140,8 +111,7 @@ static char *chat_body(const char *user, int max_tokens, bool stream)
 static void test_models(void **state)
 {
     struct fixture *f = *state;
-    if (!f)
-        skip();
+    swt_need(f != NULL, "%s", g_missing);
     struct sw_net_resp r;
     struct sw_err e;
     assert_int_equal(sw_net_get(&f->loop, url(f, "/v1/models"), NULL, &r, &e), 0);
@@ -172,8 +142,7 @@ static void check_tokens(const struct sw_openai_result *r, int max_tokens)
 static void test_stream_and_reply(void **state)
 {
     struct fixture *f = *state;
-    if (!f)
-        skip();
+    swt_need(f != NULL, "%s", g_missing);
     char *body = chat_body("Count to five.", 16, true);
     struct sw_openai_result res;
     sw_openai_result_init(&res, 0, 0);
@@ -234,8 +203,7 @@ struct par {
 static void test_parallel_streams(void **state)
 {
     struct fixture *f = *state;
-    if (!f)
-        skip();
+    swt_need(f != NULL, "%s", g_missing);
     char *body = chat_body("Write a long list of fruits.", 24, true);
     struct par p[2];
     struct sw_err e;
@@ -269,8 +237,7 @@ static void test_parallel_streams(void **state)
 static void test_over_length(void **state)
 {
     struct fixture *f = *state;
-    if (!f)
-        skip();
+    swt_need(f != NULL, "%s", g_missing);
     struct sw_buf b;
     sw_buf_init(&b, 1 << 20);
     for (int i = 0; i < 400; i++)
@@ -313,8 +280,7 @@ static int cancel_after_two(void *ud, const struct sw_sse_event *ev)
 static void test_cancel_then_alive(void **state)
 {
     struct fixture *f = *state;
-    if (!f)
-        skip();
+    swt_need(f != NULL, "%s", g_missing);
     char *body = chat_body("Tell a long story.", 200, true);
     struct par p;
     struct sw_err e;
@@ -347,8 +313,7 @@ static void test_cancel_then_alive(void **state)
 static void test_metrics(void **state)
 {
     struct fixture *f = *state;
-    if (!f)
-        skip();
+    swt_need(f != NULL, "%s", g_missing);
     struct sw_net_resp r;
     struct sw_err e;
     assert_int_equal(sw_net_get(&f->loop, url(f, "/metrics"), NULL, &r, &e), 0);

@@ -38,31 +38,6 @@ struct ngx {
     unsigned char big_sha[32];
 };
 
-static int free_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
-        close(fd);
-        return -1;
-    }
-    socklen_t al = sizeof(a);
-    getsockname(fd, (struct sockaddr *)&a, &al);
-    close(fd);
-    return ntohs(a.sin_port);
-}
-
-static bool port_open(int port)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    bool ok = connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0;
-    close(fd);
-    return ok;
-}
-
 static void sha256(const void *p, size_t n, unsigned char out[32])
 {
     unsigned int len = 32;
@@ -72,7 +47,6 @@ static void sha256(const void *p, size_t n, unsigned char out[32])
 static int setup(void **state)
 {
     if (access("/usr/sbin/nginx", X_OK) != 0) {
-        print_message("nginx is not installed: skipping\n");
         *state = NULL;
         return 0;
     }
@@ -96,7 +70,7 @@ static int setup(void **state)
     snprintf(path, sizeof(path), "%s/small.json", www);
     swt_write_str(path, "{\"ok\":true}\n");
     for (int attempt = 0; attempt < 5 && !g->pid; attempt++) {
-        g->port = free_port();
+        g->port = swt_free_port();
         snprintf(conf, sizeof(conf), "%s/nginx.conf", g->dir);
         char text[2048];
         snprintf(text, sizeof(text),
@@ -119,7 +93,7 @@ static int setup(void **state)
             _exit(127);
         }
         for (int i = 0; i < 200; i++) {
-            if (port_open(g->port)) {
+            if (swt_port_open(g->port)) {
                 g->pid = pid;
                 break;
             }
@@ -201,8 +175,7 @@ static void hashing_end(struct hashing *h, unsigned char out[32])
 static void test_stream_and_hash(void **state)
 {
     struct ngx *g = *state;
-    if (!g)
-        skip();
+    swt_need(g != NULL, "nginx (/usr/sbin/nginx, scripts/deps.sh installs it)");
     struct hashing h;
     hashing_init(&h);
     struct sw_net_req q = {.url = url(g, "/big.bin"),
@@ -232,8 +205,7 @@ static void test_stream_and_hash(void **state)
 static void test_range_resume(void **state)
 {
     struct ngx *g = *state;
-    if (!g)
-        skip();
+    swt_need(g != NULL, "nginx (/usr/sbin/nginx, scripts/deps.sh installs it)");
     /* fetch the first 3 MiB, then resume from there: the two halves hash to the whole file */
     struct hashing h;
     hashing_init(&h);
@@ -295,8 +267,7 @@ static void batch(struct ngx *g, struct sw_net_loop *l, struct dl *d, int n, lon
 static void test_parallel_and_reuse(void **state)
 {
     struct ngx *g = *state;
-    if (!g)
-        skip();
+    swt_need(g != NULL, "nginx (/usr/sbin/nginx, scripts/deps.sh installs it)");
     struct sw_net_loop l;
     struct sw_err e;
     assert_int_equal(sw_net_loop_init(&l, NULL, &e), 0);
@@ -324,8 +295,7 @@ static int never(void *ud, struct sw_net_xfer *x, const char *p, size_t n, uint6
 static void test_error_page_and_head(void **state)
 {
     struct ngx *g = *state;
-    if (!g)
-        skip();
+    swt_need(g != NULL, "nginx (/usr/sbin/nginx, scripts/deps.sh installs it)");
     struct sw_net_req q = {
         .url = url(g, "/missing.safetensors"), .fail_on_status = true, .on_data = never};
     struct sw_net_resp r;

@@ -31,46 +31,22 @@ struct fx {
     char model[4096];
 };
 
+static char g_missing[8700]; /* what setup lacked, for swt_need */
+
 static int setup(void **state)
 {
     *state = NULL;
+    snprintf(g_missing, sizeof(g_missing), "%s", swl_missing());
     if (!swl_llama_dir())
         return 0;
     struct fx *f = calloc(1, sizeof(*f));
     f->dir = swt_tmpdir();
-    const char *env = getenv("SW_NET_LLAMA_MODEL");
-    struct swt_run r;
-    if (env && *env) {
-        snprintf(f->model, sizeof(f->model), "%s", env);
-    } else {
-        /* a fixed seed: the same weights every run, so the fixed prompts give the same tokens (a
-         * random model may write invalid UTF-8, which the pinned llama-server answers with 500) */
-        const char *archs[] = {
-            swl_bin("test-llama-archs"), "-a", "llama", "-s", "7", "-o", f->dir, NULL};
-        if (swt_run(archs, NULL, 120, &r) || r.status) {
-            swt_run_free(&r);
-            goto none;
-        }
-        swt_run_free(&r);
-        char in[4200];
-        snprintf(in, sizeof(in), "%s/llama-dense.gguf", f->dir);
-        snprintf(f->model, sizeof(f->model), "%s/chat.gguf", f->dir);
-        swt_slipway(&r, "gguf", "synth", "--in", in, "--vocab",
-                    swl_model_file("ggml-vocab-llama-spm.gguf"), "--out", f->model, "--seed", "7",
-                    NULL);
-        int st = r.status;
-        if (st)
-            print_message("`slipway gguf synth` is not usable here (exit %d): %.200s\n", st, r.err);
-        swt_run_free(&r);
-        if (st)
-            goto none;
+    if (swl_chat_model(f->dir, f->model, sizeof(f->model), g_missing, sizeof(g_missing))) {
+        swt_tmpdir_free(f->dir);
+        free(f);
+        return 0;
     }
     *state = f;
-    return 0;
-none:
-    print_message("no chat-capable model: skipping the probe tests against llama-server\n");
-    swt_tmpdir_free(f->dir);
-    free(f);
     return 0;
 }
 
@@ -101,7 +77,7 @@ static int boot(struct fx *f, const char *tmpl, char *pidfile, size_t n)
 
 static int boot_once(struct fx *f, const char *tmpl, char *pidfile, size_t n, int *out_port)
 {
-    int port = swl_free_port();
+    int port = swt_free_port();
     char ports[16];
     snprintf(ports, sizeof(ports), "%d", port);
     snprintf(pidfile, n, "%s/up-%d.pid", f->dir, port);
@@ -204,8 +180,7 @@ static const char *status_of(json_t *j, const char *name, const char **reason)
 static void test_plain_template(void **state)
 {
     struct fx *f = *state;
-    if (!f)
-        skip();
+    swt_need(f != NULL, "%s", g_missing);
     char pidfile[4300];
     int port = boot(f, NULL, pidfile, sizeof(pidfile));
     int st;
@@ -259,8 +234,7 @@ static void test_plain_template(void **state)
 static void test_qwen3_template(void **state)
 {
     struct fx *f = *state;
-    if (!f)
-        skip();
+    swt_need(f != NULL, "%s", g_missing);
     char pidfile[4300];
     int port = boot(f, "Qwen-Qwen3-0.6B.jinja", pidfile, sizeof(pidfile));
     int st;
@@ -278,7 +252,7 @@ static void test_nothing_listening(void **state)
 {
     struct swt_run r;
     char url[64];
-    snprintf(url, sizeof(url), "http://127.0.0.1:%d", swl_free_port());
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d", swt_free_port());
     swt_slipway(&r, "probe", url, "--ready-wait", "1", NULL);
     assert_int_equal(r.status, 1);
     assert_non_null(strstr(r.out, "refused"));

@@ -85,8 +85,7 @@ static int teardown(void **state)
 
 #define NEED_LLAMA()                                                                               \
     do {                                                                                           \
-        if (!g_dir)                                                                                \
-            skip();                                                                                \
+        swt_need(g_dir != NULL, "%s", swl_missing());                                              \
     } while (0)
 
 struct tcase {
@@ -105,7 +104,7 @@ static void tcase_init(struct tcase *t, const char *name)
     snprintf(t->pid, sizeof(t->pid), "%s/engine.pid", t->dir);
     snprintf(t->out, sizeof(t->out), "%s/stdout", t->dir);
     snprintf(t->err, sizeof(t->err), "%s/stderr", t->dir);
-    t->port = swl_free_port();
+    t->port = swt_free_port();
     assert_true(t->port > 0);
 }
 
@@ -951,7 +950,7 @@ static void write_zlama(const char *dst)
     sw_free(t);
 }
 
-/* Another program on this machine may take the free port between swl_free_port() and the boot
+/* Another program on this machine may take the free port between swt_free_port() and the boot
  * (other test suites run here too): a port_in_use that the case did not ask for is retried on a
  * new port, at most twice. Returns true when the case ran to its verdict. */
 static bool run_fail_once(const struct failcase *fc, bool last);

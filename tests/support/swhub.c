@@ -149,31 +149,6 @@ const char *swhub_gitsha1(const struct swhub *h, const char *name)
     return f ? f->gitsha1 : NULL;
 }
 
-static int free_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
-        close(fd);
-        return -1;
-    }
-    socklen_t al = sizeof(a);
-    getsockname(fd, (struct sockaddr *)&a, &al);
-    close(fd);
-    return ntohs(a.sin_port);
-}
-
-static bool port_open(int port)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    bool ok = connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0;
-    close(fd);
-    return ok;
-}
-
 static void mkdirs(const char *path)
 {
     char tmp[4096];
@@ -339,7 +314,7 @@ int swhub_start(struct swhub *h)
     bool fixed = h->port != 0;
     for (int attempt = 0; attempt < (fixed ? 40 : 5) && !h->pid; attempt++) {
         if (!fixed)
-            h->port = free_port();
+            h->port = swt_free_port();
         snprintf(h->url, sizeof(h->url), "http://127.0.0.1:%d", h->port);
         write_tree(h);
         write_conf(h);
@@ -358,7 +333,7 @@ int swhub_start(struct swhub *h)
             _exit(127);
         }
         for (int i = 0; i < 400; i++) {
-            if (port_open(h->port)) {
+            if (swt_port_open(h->port)) {
                 h->pid = pid;
                 break;
             }

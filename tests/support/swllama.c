@@ -3,6 +3,7 @@
  * and processes; no libcurl so the helper has nothing to initialize.
  */
 #include "swllama.h"
+#include "swtest.h"
 
 #include <jansson.h>
 
@@ -44,6 +45,14 @@ static void sleep_ms(unsigned ms)
 static char llama_dir[4096];
 static int llama_state; /* 0 unknown, 1 built, -1 not built */
 
+static char missing[8600];
+
+const char *swl_missing(void)
+{
+    swl_llama_dir();
+    return missing;
+}
+
 const char *swl_llama_dir(void)
 {
     if (llama_state)
@@ -58,27 +67,70 @@ const char *swl_llama_dir(void)
         snprintf(cmd, sizeof(cmd), "'%s/scripts/llama-build.sh' --print-dir 2>/dev/null",
                  src && *src ? src : SW_SOURCE_DIR);
         FILE *p = popen(cmd, "r");
-        if (!p)
+        if (!p) {
+            snprintf(missing, sizeof(missing), "llama-server: cannot run %s", cmd);
             return NULL;
+        }
         if (!fgets(llama_dir, sizeof(llama_dir), p))
             llama_dir[0] = '\0';
         int st = pclose(p);
         llama_dir[strcspn(llama_dir, "\n")] = '\0';
         if (st != 0 || !llama_dir[0]) {
-            fprintf(stderr,
-                    "swllama: the pinned llama.cpp is not built (run scripts/llama-build.sh)"
-                    "; skipping\n");
+            snprintf(missing, sizeof(missing),
+                     "llama-server: the pinned llama.cpp is not built (scripts/llama-build.sh "
+                     "--print-dir found no cache; run scripts/llama-build.sh or set SW_LLAMA_DIR)");
+            fprintf(stderr, "swllama: %s\n", missing);
             return NULL;
         }
     }
     char bin[4200];
     snprintf(bin, sizeof(bin), "%s/bin/llama-server", llama_dir);
     if (access(bin, X_OK)) {
-        fprintf(stderr, "swllama: %s is missing; skipping\n", bin);
+        snprintf(missing, sizeof(missing), "llama-server: %s is not an executable (%s%s)", bin,
+                 env && *env ? "SW_LLAMA_DIR=" : "cache ", llama_dir);
+        fprintf(stderr, "swllama: %s\n", missing);
         return NULL;
     }
     llama_state = 1;
     return llama_dir;
+}
+
+int swl_chat_model(const char *dir, char *out, size_t n, char *why, size_t why_n)
+{
+    char scratch[8];
+    struct swt_run r;
+    char in[4200];
+    if (!why) {
+        why = scratch;
+        why_n = sizeof(scratch);
+    }
+    const char *env = getenv("SW_NET_LLAMA_MODEL");
+    if (env && *env) {
+        snprintf(out, n, "%s", env);
+        return 0;
+    }
+    const char *archs[] = {swl_bin("test-llama-archs"), "-a", "llama", "-s", "7", "-o", dir, NULL};
+    if (!archs[0]) {
+        snprintf(why, why_n, "%s", swl_missing());
+        return -1;
+    }
+    if (swt_run(archs, NULL, 120, &r) || r.status) {
+        snprintf(why, why_n, "test-llama-archs -a llama failed (%d): %.300s", r.status,
+                 r.err ? r.err : "");
+        swt_run_free(&r);
+        return -1;
+    }
+    swt_run_free(&r);
+    snprintf(in, sizeof(in), "%s/llama-dense.gguf", dir);
+    snprintf(out, n, "%s/chat.gguf", dir);
+    swt_slipway(&r, "gguf", "synth", "--in", in, "--vocab",
+                swl_model_file("ggml-vocab-llama-spm.gguf"), "--out", out, "--seed", "7", NULL);
+    int st = r.status;
+    if (st)
+        snprintf(why, why_n, "`slipway gguf synth` failed (exit %d): %.300s", st,
+                 r.err ? r.err : "");
+    swt_run_free(&r);
+    return st ? -1 : 0;
 }
 
 static char rot[8][4300];
@@ -100,22 +152,6 @@ const char *swl_model_file(const char *name)
     char *b = rot[rot_i++ % 8];
     snprintf(b, sizeof(rot[0]), "%s/src/models/%s", llama_dir, name);
     return b;
-}
-
-int swl_free_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        return -1;
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = 0};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof(a);
-    int port = -1;
-    if (!bind(fd, (struct sockaddr *)&a, sizeof(a)) &&
-        !getsockname(fd, (struct sockaddr *)&a, &len))
-        port = ntohs(a.sin_port);
-    close(fd);
-    return port;
 }
 
 char *swl_tail(const char *path, size_t n)
@@ -369,7 +405,7 @@ static int start_once(const char *model, const char *const *extra, const char *l
     const char *bin = swl_bin("llama-server");
     if (!bin)
         return -1;
-    s->port = swl_free_port();
+    s->port = swt_free_port();
     if (s->port < 0)
         return -1;
     snprintf(s->url, sizeof(s->url), "http://127.0.0.1:%d", s->port);

@@ -6,7 +6,7 @@
  * (PR_SET_PDEATHSIG). Nothing here is a timing assertion: deadlines only bound waits.
  *
  * Usage:
- *     if (!swl_llama_dir()) skip();
+ *     swt_need(swl_llama_dir() != NULL, "%s", swl_missing());
  *     struct swl_server s;
  *     const char *args[] = {"-c", "512", NULL};
  *     assert_int_equal(swl_start(model, args, NULL, 120, &s), 0);
@@ -24,12 +24,20 @@
 /* The pinned llama.cpp cache dir (scripts/llama-build.sh --print-dir) when it is built, else NULL
  * (and a note on stderr once). $SW_LLAMA_DIR overrides. */
 const char *swl_llama_dir(void);
+/* What is missing when swl_llama_dir() is NULL, naming llama-server and where it was looked for
+ * (for swt_need); "" when nothing is. */
+const char *swl_missing(void);
 /* <dir>/bin/<name> and <dir>/src/models/<name>, in static rotating buffers. NULL if not built. */
 const char *swl_bin(const char *name);
 const char *swl_model_file(const char *name);
 
-/* A TCP port on 127.0.0.1 that was free a moment ago (bind to port 0). -1 on error. */
-int swl_free_port(void);
+/* A small chat-capable model for the tests that talk to llama-server: $SW_NET_LLAMA_MODEL when set,
+ * else test-llama-archs' random llama (seed 7) with llama.cpp's SPM vocabulary grafted by `slipway
+ * gguf synth --seed 7`, written as DIR/chat.gguf. The fixed seeds give the same weights every run,
+ * so fixed prompts give the same tokens (a random model may write invalid UTF-8, which the pinned
+ * llama-server answers with 500). out receives the path. Returns 0, or -1 with what failed in
+ * why (may be NULL). */
+int swl_chat_model(const char *dir, char *out, size_t n, char *why, size_t why_n);
 
 struct swl_server {
     pid_t pid; /* llama-server, leader of its own process group; 0 when not running */

@@ -8,13 +8,17 @@
 
 #include "swtest.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <netinet/in.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -24,6 +28,92 @@ static int rot_i;
 static char *next_buf(void)
 {
     return rot[rot_i++ % 8];
+}
+
+bool swt_ci(void)
+{
+    const char *ci = getenv("CI");
+    return ci && (!strcmp(ci, "true") || !strcmp(ci, "1"));
+}
+
+void swt_need(bool have, const char *what_fmt, ...)
+{
+    char what[1024];
+    va_list ap;
+    if (have)
+        return;
+    va_start(ap, what_fmt);
+    vsnprintf(what, sizeof(what), what_fmt, ap);
+    va_end(ap);
+    if (swt_ci())
+        fail_msg("missing under CI=%s (a skip would pass having tested nothing): %s", getenv("CI"),
+                 what);
+    print_message("missing: %s; skipped (under CI=true this fails)\n", what);
+    skip();
+}
+
+int swt_free_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -1;
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = 0};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(a);
+    int port = -1;
+    if (!bind(fd, (struct sockaddr *)&a, sizeof(a)) &&
+        !getsockname(fd, (struct sockaddr *)&a, &len))
+        port = ntohs(a.sin_port);
+    close(fd);
+    return port;
+}
+
+bool swt_port_open(int port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return false;
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    bool ok = connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0;
+    close(fd);
+    return ok;
+}
+
+/* One run of `run` with the kth allocation failing (0 = none); *used gets its allocations. */
+static int torture_once(int (*run)(void *arg), void *arg, long k, long *used)
+{
+    sw_alloc_fail_at(0);
+    long before = sw_alloc_count();
+    sw_alloc_fail_at(k);
+    int rc = run(arg);
+    *used = sw_alloc_count() - before;
+    sw_alloc_fail_at(0);
+    return rc;
+}
+
+long swt_torture(const char *name, int (*run)(void *arg), void *arg, int want)
+{
+    long n = 0, used = 0;
+    int rc = torture_once(run, arg, 0, &n);
+    if (rc)
+        fail_msg("%s: the run with no failure injected returned %s", name, sw_strerror(rc));
+    if (n < 1)
+        fail_msg("%s: allocates nothing, so there is nothing to torture", name);
+    for (long k = 1; k <= n; k++) {
+        rc = torture_once(run, arg, k, &used);
+        if (used < k)
+            fail_msg("%s: failing allocation %ld of %ld was never reached (%ld made)", name, k, n,
+                     used);
+        if (rc != want)
+            fail_msg("%s: allocation %ld of %ld failed and the run returned %s, want %s", name, k,
+                     n, rc ? sw_strerror(rc) : "0 (success)", sw_strerror(want));
+    }
+    rc = torture_once(run, arg, n + 1, &used);
+    if (rc || used != n)
+        fail_msg("%s: after the torture a clean run returned %d with %ld allocations (first: %ld)",
+                 name, rc, used, n);
+    return n;
 }
 
 static const char *envdir(const char *var, const char *fallback)

@@ -18,6 +18,11 @@ const char *swt_build(const char *rel);
 /* The slipway binary under test. */
 const char *swt_bin(void);
 
+/* A TCP port on 127.0.0.1 that was free a moment ago (bind to port 0). -1 on error. */
+int swt_free_port(void);
+/* Something accepts connections on 127.0.0.1:port. */
+bool swt_port_open(int port);
+
 /* A fresh temporary directory, removed (recursively) by swt_tmpdir_free. */
 char *swt_tmpdir(void);
 void swt_tmpdir_free(char *dir);
@@ -38,6 +43,28 @@ int swt_run(const char *const *argv, const char *stdin_text, unsigned timeout_s,
 /* Run the slipway binary: swt_slipway(&r, "plan", "--json", NULL). */
 int swt_slipway(struct swt_run *r, ...);
 void swt_run_free(struct swt_run *r);
+
+/*
+ * Prerequisites. A test that needs something this machine may lack (a built llama.cpp, nginx, a
+ * test model, the shared data) calls swt_need(have, "what is missing", ...) before using it. When
+ * `have` is false the test stops there: skipped on a developer's machine, FAILED under CI (the
+ * environment's CI is "true" or "1"), the message naming what is missing either way, so a CI run
+ * cannot go green having tested nothing. Returns only when have is true.
+ */
+void swt_need(bool have, const char *what_fmt, ...) __attribute__((format(printf, 2, 3)));
+/* True under CI (CI=true or CI=1). */
+bool swt_ci(void);
+
+/*
+ * Allocation-failure torture (curl's torture mode over sw_alloc_fail_at). Runs `run` once with
+ * nothing failing and counts its allocations N (it must return 0 and allocate at least once),
+ * then N times with the 1st, 2nd, ... Nth allocation failing. Each of those runs must reach the
+ * failing allocation (else the allocation points are not what the clean run said) and return
+ * `want` (SW_ENOMEM unless the function documents another code); ASan checks that each error path
+ * frees what it took. A final run past N must succeed again with N allocations. `run` frees what
+ * it got before returning. Fails the test naming `name` and the allocation; returns N.
+ */
+long swt_torture(const char *name, int (*run)(void *arg), void *arg, int want);
 
 /* Parse r->out as JSON (fails the test if it is not). */
 json_t *swt_json_out(const struct swt_run *r);

@@ -406,6 +406,22 @@ static void test_projector(void **state)
 /* Every allocation failure on the GGUF path (split set, projector) frees what it took. The
  * safetensors path parses JSON with jansson, whose parser crashes on a failed allocation
  * (json_loadb under an injected failure: SIGSEGV in its lexer), so it is not tortured here. */
+struct layout_run {
+    const char *dir;
+    const struct sw_payload_layout_opts *o;
+};
+
+static int layout_once(void *arg)
+{
+    const struct layout_run *r = arg;
+    struct sw_payload_layout l;
+    struct sw_err e;
+    int rc = sw_payload_layout_check(r->dir, r->o, &l, &e);
+    if (rc == 0)
+        sw_payload_layout_free(&l);
+    return rc;
+}
+
 static void test_layout_alloc_failures(void **state)
 {
     char *dir = swt_tmpdir();
@@ -413,17 +429,9 @@ static void test_layout_alloc_failures(void **state)
     pb_gguf(swt_join(dir, "m-00002-of-00002.gguf"), "llama", T3 + 2, 1, 1, 2, 0, 0);
     pb_gguf(swt_join(dir, "mmproj.gguf"), "clip", (const char *const[]){"v.w"}, 1, 0, 0, 0, 0);
     struct sw_payload_layout_opts o = {.mmproj = "mmproj.gguf", .vision = true};
-    for (long n = 1; n < 400; n++) {
-        struct sw_payload_layout l;
-        struct sw_err e;
-        sw_alloc_fail_at(n);
-        int rc = sw_payload_layout_check(dir, &o, &l, &e);
-        sw_alloc_fail_at(0);
-        if (rc == 0)
-            sw_payload_layout_free(&l);
-        else
-            assert_int_equal(rc, SW_ENOMEM);
-    }
+    struct layout_run r = {dir, &o};
+    assert_true(swt_torture("payload layout (GGUF split + projector)", layout_once, &r, SW_ENOMEM) >
+                3);
     swt_tmpdir_free(dir);
 }
 

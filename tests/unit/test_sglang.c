@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <cmocka.h>
 
+#include <slipway/engine_sglang.h>
+#include <slipway/engine_vllm.h>
 #include <slipway/sglang.h>
 
 #include "swtest.h"

@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
+#include <slipway/engine_vllm.h>
 #include <slipway/vllm.h>
 
 #include "swtest.h"

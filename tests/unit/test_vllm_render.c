@@ -8,6 +8,8 @@
 #include <stddef.h>
 #include <cmocka.h>
 
+#include <slipway/engine_sglang.h>
+#include <slipway/engine_vllm.h>
 #include <slipway/fleet.h>
 #include <slipway/profile.h>
 #include <slipway/sglang.h>
