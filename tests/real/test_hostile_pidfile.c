@@ -516,7 +516,7 @@ static void test_orphan_found_by_down(void **state)
     pid_t s = 0;
     bool loading = false;
     for (int attempt = 0; attempt < 3 && !loading; attempt++) {
-        snprintf(port, sizeof(port), "%d", swl_free_port());
+        snprintf(port, sizeof(port), "%d", swt_free_port());
         const char *argv[] = {swt_bin(),  "up",
                               "--detach", "--no-preflight", /* the preflight would refuse a FIFO */
                               "--",       swl_bin("llama-server"),
