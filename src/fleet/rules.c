@@ -1,0 +1,251 @@
+/*
+ * Known-bad rules of an endpoint: `when` (the condition that fails), and why (text, note,
+ * failure class, date).
+ *
+ * Not here: matching a rule against a planned shape (the gates).
+ */
+#include "fleet_internal.h"
+
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------------------------------------
+ * Known-bad rules: `when` is "seqs == 2 && kv_cache_dtype == bf16" or {seqs: 2, ...}.
+ */
+static int parse_op(const char **pp, enum sw_fleet_op *op)
+{
+    const char *p = *pp;
+    static const struct {
+        const char *s;
+        enum sw_fleet_op op;
+    } ops[] = {{"==", SW_FLEET_EQ}, {"!=", SW_FLEET_NE}, {"<=", SW_FLEET_LE}, {">=", SW_FLEET_GE},
+               {"<", SW_FLEET_LT},  {">", SW_FLEET_GT},  {"=", SW_FLEET_EQ}};
+    for (size_t i = 0; i < SW_ARRAY_LEN(ops); i++) {
+        size_t l = strlen(ops[i].s);
+        if (!strncmp(p, ops[i].s, l)) {
+            *op = ops[i].op;
+            *pp = p + l;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+/* One condition from a field name and an operand node ("2", ">= 245760", [1, 2]). */
+static int dec_cond(struct sw__fleet_ctx *c, const struct sw__fleet_node *at_node,
+                    const char *fname, const struct sw__fleet_node *operand,
+                    struct sw_fleet_cond *cd)
+{
+    cd->at = sw__fleet_at(at_node);
+    cd->field = sw_fleet_shape_field(fname);
+    if (!cd->field) {
+        size_t nf;
+        const struct sw_fleet_field *fs = sw_fleet_shape_fields(&nf);
+        const char *known[64];
+        size_t nk = 0;
+        for (size_t i = 0; i < nf && nk < SW_ARRAY_LEN(known); i++)
+            known[nk++] = fs[i].name;
+        const char *sug = sw__fleet_suggest(fname, known, nk);
+        return sw__fleet_err(c, &cd->at, "%s: '%s' is not a shape field%s%s%s", c->path, fname,
+                             sug ? " (did you mean '" : "", sug ? sug : "", sug ? "'?)" : "");
+    }
+    struct sw__fleet_spec sp = sw__fleet_shape_slot(cd->field)->spec;
+    if (operand->kind == SW__FLN_SEQ) {
+        cd->op = SW_FLEET_IN;
+        cd->in = sw__fleet_allocn(c->a, operand->n ? operand->n : 1, sizeof(*cd->in));
+        if (!cd->in)
+            return sw__fleet_nomem(c);
+        int rc = 0;
+        for (size_t i = 0; i < operand->n; i++) {
+            int r =
+                sw__fleet_dec_value(c, operand->kids[i], cd->field->type, &sp, &cd->in[cd->n_in]);
+            if (r)
+                rc = r;
+            else
+                cd->n_in++;
+        }
+        if (!rc && !cd->n_in)
+            rc = sw__fleet_errp(c, operand, "lists no values");
+        return rc;
+    }
+    const char *t = sw__fleet_scalar(c, operand);
+    if (!t)
+        return SW_EPARSE;
+    const char *p = t;
+    while (isspace((unsigned char)*p))
+        p++;
+    cd->op = SW_FLEET_EQ;
+    /* ">= 245760" must be quoted in YAML (a plain '>' starts a folded block), so quoting does not
+     * make the operator part of the value; no allowed value starts with = < > ! */
+    if (parse_op(&p, &cd->op))
+        p = t; /* a bare value means == */
+    while (isspace((unsigned char)*p))
+        p++;
+    struct sw__fleet_node tmp = *operand;
+    tmp.text = p;
+    tmp.len = strlen(p);
+    tmp.plain = false;
+    if ((cd->field->type == SW_FLEET_V_STR || cd->field->type == SW_FLEET_V_BOOL) &&
+        cd->op != SW_FLEET_EQ && cd->op != SW_FLEET_NE)
+        return sw__fleet_errp(c, operand, "%s only compares with == or !=", cd->field->name);
+    return sw__fleet_dec_value(c, &tmp, cd->field->type, &sp, &cd->v);
+}
+
+static int dec_when_expr(struct sw__fleet_ctx *c, const struct sw__fleet_node *v,
+                         struct sw_fleet_rule *r)
+{
+    const char *t = sw__fleet_scalar(c, v);
+    if (!t)
+        return SW_EPARSE;
+    /* count the conjuncts first to size the array */
+    size_t nconds = 1;
+    for (const char *p = t; (p = strstr(p, "&&")); p += 2)
+        nconds++;
+    for (const char *p = t; (p = strstr(p, " and ")); p += 5)
+        nconds++;
+    r->conds = sw__fleet_allocn(c->a, nconds, sizeof(*r->conds));
+    char *copy = sw__fleet_strdup(c->a, t);
+    if (!r->conds || !copy)
+        return sw__fleet_nomem(c);
+    char *p = copy;
+    int rc = 0;
+    while (p && *p) {
+        char *amp = strstr(p, "&&");
+        char *andw = strstr(p, " and ");
+        char *end = amp && (!andw || amp < andw) ? amp : andw;
+        char *next = NULL;
+        if (end) {
+            next = end + (end == amp ? 2 : 5);
+            *end = '\0';
+        }
+        while (isspace((unsigned char)*p))
+            p++;
+        /* field name */
+        char *q = p;
+        while (*q && (isalnum((unsigned char)*q) || *q == '_' || *q == '.'))
+            q++;
+        if (q == p) {
+            return sw__fleet_errp(
+                c, v, "'%s' is not a condition: write FIELD OP VALUE, joined with &&", t);
+        }
+        char fname[96];
+        snprintf(fname, sizeof(fname), "%.*s", (int)(q - p), p);
+        while (isspace((unsigned char)*q))
+            q++;
+        enum sw_fleet_op op;
+        const char *opp = q;
+        if (parse_op(&opp, &op))
+            return sw__fleet_errp(c, v, "'%s': after %s comes an operator (== != < <= > >=)", t,
+                                  fname);
+        struct sw__fleet_node operand = *v;
+        char *val = sw__fleet_printf(c->a, "%.*s%s", (int)(opp - q), q, opp);
+        if (!val)
+            return sw__fleet_nomem(c);
+        operand.text = val;
+        operand.len = strlen(val);
+        operand.plain = true;
+        /* trim trailing space */
+        while (operand.len && isspace((unsigned char)val[operand.len - 1]))
+            val[--operand.len] = '\0';
+        int r2 = dec_cond(c, v, fname, &operand, &r->conds[r->n_conds]);
+        if (r2)
+            rc = r2;
+        else
+            r->n_conds++;
+        p = next;
+    }
+    if (!rc && !r->n_conds)
+        return sw__fleet_errp(c, v, "states no condition");
+    return rc;
+}
+
+int sw__fleet_ep_known_bad(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, void *obj,
+                           const struct sw__fleet_fdef *d)
+{
+    struct sw_fleet_endpoint *ep = obj;
+    (void)d;
+    sw__fleet_record(c, v);
+    if (!sw__fleet_want_seq(c, v))
+        return SW_EPARSE;
+    ep->known_bad = sw__fleet_allocn(c->a, v->n ? v->n : 1, sizeof(*ep->known_bad));
+    if (!ep->known_bad)
+        return sw__fleet_nomem(c);
+    int rc = 0;
+    for (size_t i = 0; i < v->n && !c->oom; i++) {
+        const struct sw__fleet_node *rv = v->kids[i];
+        size_t saved = sw__fleet_path_index(c, i);
+        struct sw_fleet_rule *r = &ep->known_bad[ep->n_known_bad];
+        memset(r, 0, sizeof(*r)); /* a failed item leaves its slot to the next one */
+        r->at = sw__fleet_at(rv);
+        int res = 0;
+        bool have_when = false;
+        if (!sw__fleet_want_map(c, rv)) {
+            sw__fleet_path_pop(c, saved);
+            rc = SW_EPARSE;
+            continue;
+        }
+        sw__fleet_record(c, rv);
+        for (size_t j = 0; j < rv->n && !c->oom; j++) {
+            const struct sw__fleet_node *k = rv->kids[2 * j], *val = rv->kids[2 * j + 1];
+            size_t s2 = sw__fleet_path_push(c, k->text);
+            int r2 = 0;
+            if (!strcmp(k->text, "when")) {
+                have_when = true;
+                sw__fleet_record(c, val);
+                if (val->kind == SW__FLN_MAP) {
+                    r->conds = sw__fleet_allocn(c->a, val->n ? val->n : 1, sizeof(*r->conds));
+                    if (!r->conds)
+                        return sw__fleet_nomem(c);
+                    for (size_t q = 0; q < val->n; q++) {
+                        const struct sw__fleet_node *fk = val->kids[2 * q];
+                        size_t s3 = sw__fleet_path_push(c, fk->text);
+                        int r3 =
+                            dec_cond(c, fk, fk->text, val->kids[2 * q + 1], &r->conds[r->n_conds]);
+                        sw__fleet_path_pop(c, s3);
+                        if (r3)
+                            r2 = r3;
+                        else
+                            r->n_conds++;
+                    }
+                    if (!r2 && !r->n_conds)
+                        r2 = sw__fleet_errp(c, val, "states no condition");
+                } else {
+                    r2 = dec_when_expr(c, val, r);
+                }
+            } else if (!strcmp(k->text, "failure")) {
+                struct sw__fleet_spec sp = SW__SPEC(SW__FT_WORD);
+                struct sw_fleet_str s = {0};
+                r2 = sw__fleet_dec_str(c, val, &sp, &s);
+                r->failure = s.v;
+            } else if (!strcmp(k->text, "text")) {
+                r2 = sw__fleet_dec_text(c, val, &r->text);
+            } else if (!strcmp(k->text, "date")) {
+                r2 = sw__fleet_dec_date(c, val, &r->date);
+            } else if (!strcmp(k->text, "note")) {
+                r2 = sw__fleet_dec_text(c, val, &r->note);
+            } else {
+                sw__fleet_path_pop(c, s2);
+                static const char *const known[] = {"when", "failure", "text", "date", "note"};
+                res = sw__fleet_unknown_key(c, k, "known_bad rule", known, 5);
+                continue;
+            }
+            sw__fleet_path_pop(c, s2);
+            if (r2)
+                res = r2;
+        }
+        if (!res && !have_when)
+            res = sw__fleet_errp(c, rv, "needs when: the condition that fails");
+        if (!res && !r->text && !r->note)
+            res = sw__fleet_errp(c, rv,
+                                 "needs text: (the failure that taught it) or note: (how it was "
+                                 "learned), so the refusal can say why");
+        sw__fleet_path_pop(c, saved);
+        if (res) {
+            rc = res;
+            continue;
+        }
+        ep->n_known_bad++;
+    }
+    return c->oom ? SW_ENOMEM : rc;
+}
