@@ -189,6 +189,21 @@ static int ep_api_key(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, v
     return sw__fleet_dec_secret_ref(c, v, &((struct sw_fleet_endpoint *)obj)->api_key, "API key");
 }
 
+struct mount_dec {
+    struct sw_fleet_str host, container;
+    struct sw_fleet_bool readonly;
+};
+
+static const struct sw__fleet_fdef mount_defs[] = {
+    {"host", {0}, sw__fleet_dec_strf, SW__SPEC(SW__FT_PATH), offsetof(struct mount_dec, host)},
+    {"container",
+     {0},
+     sw__fleet_dec_strf,
+     SW__SPEC(SW__FT_PATH),
+     offsetof(struct mount_dec, container)},
+    {"readonly", {0}, sw__fleet_dec_boolf, SW__SPEC(0), offsetof(struct mount_dec, readonly)},
+};
+
 static int dec_mounts(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, void *obj,
                       const struct sw__fleet_fdef *d)
 {
@@ -209,9 +224,8 @@ static int dec_mounts(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, v
         mt->at = sw__fleet_at(m);
         sw__fleet_record(c, m);
         int r = 0;
-        struct sw_fleet_str hp = {0}, cp = {0};
-        struct sw_fleet_bool ro = {0};
-        struct sw__fleet_spec sp = SW__SPEC(SW__FT_PATH);
+        struct mount_dec mv;
+        memset(&mv, 0, sizeof(mv));
         if (m->kind == SW__FLN_SCALAR) {
             /* "HOST:CONTAINER[:ro]" as podman and docker spell it */
             const char *t = sw__fleet_scalar(c, m);
@@ -230,35 +244,16 @@ static int dec_mounts(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, v
                         return sw__fleet_nomem(c);
                     if ((h[0] != '/' && strncmp(h, "~/", 2)) || ct[0] != '/')
                         r = sw__fleet_errp(c, m, "'%s': both paths must be absolute", t);
-                    hp.v = h;
-                    cp.v = ct;
-                    ro.v = c2 && !strcmp(c2, ":ro");
+                    mv.host.v = h;
+                    mv.container.v = ct;
+                    mv.readonly.v = c2 && !strcmp(c2, ":ro");
                 }
             }
         } else if (m->kind == SW__FLN_MAP) {
-            for (size_t j = 0; j < m->n; j++) {
-                const struct sw__fleet_node *k = m->kids[2 * j], *val = m->kids[2 * j + 1];
-                size_t s2 = sw__fleet_path_push(c, k->text);
-                int r2 = 0;
-                if (!strcmp(k->text, "host"))
-                    r2 = sw__fleet_dec_str(c, val, &sp, &hp);
-                else if (!strcmp(k->text, "container"))
-                    r2 = sw__fleet_dec_str(c, val, &sp, &cp);
-                else if (!strcmp(k->text, "readonly"))
-                    r2 = sw__fleet_dec_bool(c, val, &ro);
-                else {
-                    sw__fleet_path_pop(c, s2);
-                    static const char *const known[] = {"host", "container", "readonly"};
-                    r = sw__fleet_unknown_key(c, k, "mount", known, 3);
-                    continue;
-                }
-                sw__fleet_path_pop(c, s2);
-                if (r2)
-                    r = r2;
-            }
-            if (!r && cp.v && cp.v[0] == '~')
+            r = sw__fleet_dec_map(c, m, &mv, mount_defs, SW_ARRAY_LEN(mount_defs), "mount");
+            if (!r && mv.container.v && mv.container.v[0] == '~')
                 r = sw__fleet_errp(c, m, "container path must be absolute");
-            if (!r && (!hp.v || !cp.v))
+            if (!r && (!mv.host.v || !mv.container.v))
                 r = sw__fleet_errp(c, m, "needs host: and container: paths");
         } else {
             r = sw__fleet_errp(c, m, "must be HOST:CONTAINER or {host, container}");
@@ -268,9 +263,9 @@ static int dec_mounts(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, v
             rc = r;
             continue;
         }
-        mt->host_path = hp.v;
-        mt->container_path = cp.v;
-        mt->readonly = ro.v;
+        mt->host_path = mv.host.v;
+        mt->container_path = mv.container.v;
+        mt->readonly = mv.readonly.v;
         p->n_mounts++;
     }
     return c->oom ? SW_ENOMEM : rc;
@@ -427,64 +422,64 @@ static int ep_args(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, void
     return c->oom ? SW_ENOMEM : rc;
 }
 
+static const char *env_key(struct sw__fleet_ctx *c, const struct sw__fleet_node *k, void *arg)
+{
+    (void)arg;
+    if (strlen(k->text) == k->len && sw__fleet_is_env_name(k->text))
+        return k->text;
+    struct sw_fleet_at at = sw__fleet_at(k);
+    sw__fleet_err(c, &at, "%s: '%s' is not an environment variable name", c->path, k->text);
+    return NULL;
+}
+
+static int dec_envvar(struct sw__fleet_ctx *c, const struct sw__fleet_node *k,
+                      const struct sw__fleet_node *val, void *arg)
+{
+    struct sw_fleet_endpoint *ep = arg;
+    struct sw_fleet_envvar *ev = &ep->env[ep->n_env];
+    memset(ev, 0, sizeof(*ev));
+    ev->name = sw__fleet_strdup(c->a, k->text);
+    if (!ev->name)
+        return sw__fleet_nomem(c);
+    ev->at = sw__fleet_at(val);
+    int r = 0;
+    if (val->kind == SW__FLN_MAP) {
+        r = sw__fleet_dec_secret_ref(c, val, &ev->secret, "secret");
+    } else {
+        struct sw_fleet_str s = {0};
+        struct sw__fleet_spec sp = SW__SPEC(SW__FT_STR);
+        if (val->kind == SW__FLN_SCALAR && val->len == 0 && !val->plain) {
+            /* VAR: "" is a deliberate empty value */
+            sw__fleet_record(c, val);
+            s.v = "";
+        } else {
+            r = sw__fleet_dec_str(c, val, &sp, &s);
+        }
+        if (!r && !s.v)
+            r = sw__fleet_errp(c, val, "needs a value (\"\" for an empty one)");
+        if (!r && *s.v &&
+            (sw__fleet_looks_secret_name(k->text) || sw__fleet_looks_secret_value(s.v)))
+            r = sw__fleet_errp(c, val,
+                               "is a literal secret: give it by reference, {from_env: %s} or "
+                               "{from_file: PATH}, never written in the fleet file",
+                               k->text);
+        ev->value = s.v;
+    }
+    if (!r)
+        ep->n_env++;
+    return r;
+}
+
 static int ep_env(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, void *obj,
                   const struct sw__fleet_fdef *d)
 {
     struct sw_fleet_endpoint *ep = obj;
     (void)d;
-    sw__fleet_record(c, v);
-    if (!sw__fleet_want_map(c, v))
-        return SW_EPARSE;
     ep->env = sw__fleet_allocn(c->a, v->n ? v->n : 1, sizeof(*ep->env));
     if (!ep->env)
         return sw__fleet_nomem(c);
-    int rc = 0;
-    for (size_t i = 0; i < v->n && !c->oom; i++) {
-        const struct sw__fleet_node *k = v->kids[2 * i], *val = v->kids[2 * i + 1];
-        if (strlen(k->text) != k->len || !sw__fleet_is_env_name(k->text)) {
-            struct sw_fleet_at at = sw__fleet_at(k);
-            rc = sw__fleet_err(c, &at, "%s: '%s' is not an environment variable name", c->path,
-                               k->text);
-            continue;
-        }
-        size_t saved = sw__fleet_path_push(c, k->text);
-        struct sw_fleet_envvar *ev = &ep->env[ep->n_env];
-        memset(ev, 0, sizeof(*ev));
-        ev->name = sw__fleet_strdup(c->a, k->text);
-        if (!ev->name)
-            return sw__fleet_nomem(c);
-        ev->at = sw__fleet_at(val);
-        int r = 0;
-        if (val->kind == SW__FLN_MAP) {
-            r = sw__fleet_dec_secret_ref(c, val, &ev->secret, "secret");
-        } else {
-            struct sw_fleet_str s = {0};
-            struct sw__fleet_spec sp = SW__SPEC(SW__FT_STR);
-            if (val->kind == SW__FLN_SCALAR && val->len == 0 && !val->plain) {
-                /* VAR: "" is a deliberate empty value */
-                sw__fleet_record(c, val);
-                s.v = "";
-            } else {
-                r = sw__fleet_dec_str(c, val, &sp, &s);
-            }
-            if (!r && !s.v)
-                r = sw__fleet_errp(c, val, "needs a value (\"\" for an empty one)");
-            if (!r && *s.v &&
-                (sw__fleet_looks_secret_name(k->text) || sw__fleet_looks_secret_value(s.v)))
-                r = sw__fleet_errp(c, val,
-                                   "is a literal secret: give it by reference, {from_env: %s} or "
-                                   "{from_file: PATH}, never written in the fleet file",
-                                   k->text);
-            ev->value = s.v;
-        }
-        sw__fleet_path_pop(c, saved);
-        if (r) {
-            rc = r;
-            continue;
-        }
-        ep->n_env++;
-    }
-    return c->oom ? SW_ENOMEM : rc;
+    struct sw__fleet_walk w = {.key = env_key, .fn = dec_envvar, .arg = ep};
+    return sw__fleet_walk(c, v, &w);
 }
 
 static int ep_env_file(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, void *obj,
@@ -617,53 +612,55 @@ static int dec_knob(struct sw__fleet_ctx *c, const struct sw__fleet_node *v,
     return 0;
 }
 
+/* A knob's key: its canonical name, unless unknown or named twice (reported). */
+static const char *knob_key(struct sw__fleet_ctx *c, const struct sw__fleet_node *k, void *arg)
+{
+    const struct sw_fleet_endpoint *ep = arg;
+    const struct sw_fleet_field *f;
+    const char *nm = knob_name(c, k, &f);
+    if (!nm) {
+        unknown_knob(c, k);
+        return NULL;
+    }
+    for (size_t j = 0; j < ep->n_knobs; j++) {
+        if (!strcmp(ep->knobs[j].name, nm)) {
+            struct sw_fleet_at at = sw__fleet_at(k);
+            sw__fleet_err(c, &at, "%s: '%s' names knob %s again (already at line %d)", c->path,
+                          k->text, nm, ep->knobs[j].at.line);
+            return NULL;
+        }
+    }
+    return nm;
+}
+
+static int dec_knob_pair(struct sw__fleet_ctx *c, const struct sw__fleet_node *k,
+                         const struct sw__fleet_node *v, void *arg)
+{
+    struct sw_fleet_endpoint *ep = arg;
+    const struct sw_fleet_field *f;
+    const char *nm = knob_name(c, k, &f);
+    struct sw_fleet_knob *kb = &ep->knobs[ep->n_knobs];
+    memset(kb, 0, sizeof(*kb));
+    kb->name = sw__fleet_strdup(c->a, nm);
+    if (!kb->name)
+        return sw__fleet_nomem(c);
+    kb->at = sw__fleet_at(k);
+    int r = dec_knob(c, v, kb, f);
+    if (!r)
+        ep->n_knobs++;
+    return r;
+}
+
 static int ep_knobs(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, void *obj,
                     const struct sw__fleet_fdef *d)
 {
     struct sw_fleet_endpoint *ep = obj;
     (void)d;
-    sw__fleet_record(c, v);
-    if (!sw__fleet_want_map(c, v))
-        return SW_EPARSE;
     ep->knobs = sw__fleet_allocn(c->a, v->n ? v->n : 1, sizeof(*ep->knobs));
     if (!ep->knobs)
         return sw__fleet_nomem(c);
-    int rc = 0;
-    for (size_t i = 0; i < v->n && !c->oom; i++) {
-        const struct sw__fleet_node *k = v->kids[2 * i];
-        const struct sw_fleet_field *f;
-        const char *nm = knob_name(c, k, &f);
-        if (!nm) {
-            rc = unknown_knob(c, k);
-            continue;
-        }
-        bool dup = false;
-        for (size_t j = 0; j < ep->n_knobs && !dup; j++) {
-            if (!strcmp(ep->knobs[j].name, nm)) {
-                struct sw_fleet_at at = sw__fleet_at(k);
-                rc = sw__fleet_err(c, &at, "%s: '%s' names knob %s again (already at line %d)",
-                                   c->path, k->text, nm, ep->knobs[j].at.line);
-                dup = true;
-            }
-        }
-        if (dup)
-            continue;
-        struct sw_fleet_knob *kb = &ep->knobs[ep->n_knobs];
-        memset(kb, 0, sizeof(*kb));
-        kb->name = sw__fleet_strdup(c->a, nm);
-        if (!kb->name)
-            return sw__fleet_nomem(c);
-        kb->at = sw__fleet_at(k);
-        size_t saved = sw__fleet_path_push(c, nm);
-        int r = dec_knob(c, v->kids[2 * i + 1], kb, f);
-        sw__fleet_path_pop(c, saved);
-        if (r) {
-            rc = r;
-            continue;
-        }
-        ep->n_knobs++;
-    }
-    return c->oom ? SW_ENOMEM : rc;
+    struct sw__fleet_walk w = {.key = knob_key, .fn = dec_knob_pair, .arg = ep};
+    return sw__fleet_walk(c, v, &w);
 }
 
 static const char *const frozen_words[] = {"image",          "binary",  "engine",
@@ -863,37 +860,29 @@ static const struct sw__fleet_fdef endpoint_defs[] = {
      offsetof(struct sw_fleet_endpoint, note)},
 };
 
+static int dec_endpoint(struct sw__fleet_ctx *c, const struct sw__fleet_node *k,
+                        const struct sw__fleet_node *ev, void *arg)
+{
+    struct sw_fleet *f = c->f;
+    (void)arg;
+    struct sw_fleet_endpoint *ep = &f->endpoints[f->n_endpoints++];
+    ep->name = sw__fleet_strdup(c->a, k->text);
+    if (!ep->name)
+        return sw__fleet_nomem(c);
+    ep->at = sw__fleet_at(k);
+    ep->enabled = true;
+    return sw__fleet_dec_map(c, ev, ep, endpoint_defs, SW_ARRAY_LEN(endpoint_defs), "endpoint");
+}
+
 int sw__fleet_dec_endpoints(struct sw__fleet_ctx *c, const struct sw__fleet_node *v)
 {
     struct sw_fleet *f = c->f;
-    const struct sw__fleet_fdef *defs = endpoint_defs;
-    sw__fleet_record(c, v);
-    if (!sw__fleet_want_map(c, v))
-        return SW_EPARSE;
     f->endpoints = sw__fleet_allocn(c->a, v->n ? v->n : 1, sizeof(*f->endpoints));
-    c->raw = sw__fleet_allocn(c->a, v->n ? v->n : 1, sizeof(struct sw__fleet_ep_raw));
+    c->raw = sw__fleet_allocn(c->a, v->n ? v->n : 1, sizeof(*c->raw));
     if (!f->endpoints || !c->raw)
         return sw__fleet_nomem(c);
-    int rc = 0;
-    for (size_t i = 0; i < v->n && !c->oom; i++) {
-        const struct sw__fleet_node *k = v->kids[2 * i], *ev = v->kids[2 * i + 1];
-        if (!sw__fleet_check_name(c, k, "endpoint")) {
-            rc = SW_EPARSE;
-            continue;
-        }
-        struct sw_fleet_endpoint *ep = &f->endpoints[f->n_endpoints++];
-        ep->name = sw__fleet_strdup(c->a, k->text);
-        if (!ep->name)
-            return sw__fleet_nomem(c);
-        ep->at = sw__fleet_at(k);
-        ep->enabled = true;
-        size_t saved = sw__fleet_path_push(c, k->text);
-        int r = sw__fleet_dec_map(c, ev, ep, defs, SW_ARRAY_LEN(endpoint_defs), "endpoint");
-        sw__fleet_path_pop(c, saved);
-        if (r)
-            rc = r;
-    }
-    return c->oom ? SW_ENOMEM : rc;
+    struct sw__fleet_walk w = {.what = "endpoint", .fn = dec_endpoint};
+    return sw__fleet_walk(c, v, &w);
 }
 
 const struct sw__fleet_fdef *sw__fleet_endpoint_def(const char *name)

@@ -250,6 +250,29 @@ int sw__fleet_dec_boolf(struct sw__fleet_ctx *c, const struct sw__fleet_node *v,
 /* Decode mapping n into obj by the table; `what` names the mapping in errors. */
 int sw__fleet_dec_map(struct sw__fleet_ctx *c, const struct sw__fleet_node *n, void *obj,
                       const struct sw__fleet_fdef *defs, size_t nd, const char *what);
+/*
+ * The one walk over a mapping's pairs (named objects, or keyed settings), so that every mapping
+ * reports alike: records the mapping's position and checks it is one; then for each pair checks
+ * the key, pushes it on the path, hands the value to fn and pops. The key check is, in order:
+ *   key(c, k, arg)  returns the path segment, or NULL after reporting the key itself;
+ *   known/n_known   the keys allowed (an unknown one: "unknown key 'x' in PATH (did you mean)");
+ *   what            the key must be a name (sw__fleet_check_name(c, k, what));
+ *   none of these   any key.
+ * Every pair is visited (until out of memory) so one run reports every mistake; the return is
+ * SW_EPARSE when the node is not a mapping, SW_ENOMEM, or the last error a key or fn gave.
+ */
+struct sw__fleet_walk {
+    const char *what;
+    const char *const *known;
+    size_t n_known;
+    const char *(*key)(struct sw__fleet_ctx *c, const struct sw__fleet_node *k, void *arg);
+    int (*fn)(struct sw__fleet_ctx *c, const struct sw__fleet_node *k,
+              const struct sw__fleet_node *v, void *arg);
+    void *arg;
+};
+int sw__fleet_walk(struct sw__fleet_ctx *c, const struct sw__fleet_node *map,
+                   const struct sw__fleet_walk *w);
+
 /* The entry of a table named `name` (aliases not searched), or NULL. */
 const struct sw__fleet_fdef *sw__fleet_find_def(const struct sw__fleet_fdef *defs, size_t n,
                                                 const char *name);

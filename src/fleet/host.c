@@ -55,46 +55,41 @@ static const struct sw__fleet_fdef device_defs[] = {
     {"note", {0}, sw__fleet_dec_strf, SW__SPEC(SW__FT_STR), offsetof(struct sw_fleet_device, note)},
 };
 
+static int dec_device(struct sw__fleet_ctx *c, const struct sw__fleet_node *k,
+                      const struct sw__fleet_node *dv, void *arg)
+{
+    struct sw_fleet_host *h = arg;
+    struct sw_fleet_device *dev = &h->devices[h->n_devices++];
+    dev->name = sw__fleet_strdup(c->a, k->text);
+    if (!dev->name)
+        return sw__fleet_nomem(c);
+    dev->at = sw__fleet_at(k);
+    dev->host = h;
+    int r = sw__fleet_dec_map(c, dv, dev, device_defs, SW_ARRAY_LEN(device_defs), "device");
+    if (!r && dev->memory_total.set && dev->memory_usable.set &&
+        dev->memory_usable.v > dev->memory_total.v) {
+        struct sw_fleet_at at = dev->memory_usable.at;
+        r = sw__fleet_err(c, &at, "%s.memory_usable (%llu B) is more than memory_total (%llu B)",
+                          c->path, (unsigned long long)dev->memory_usable.v,
+                          (unsigned long long)dev->memory_total.v);
+    }
+    return r;
+}
+
 static int dec_devices(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, void *obj,
                        const struct sw__fleet_fdef *d)
 {
     struct sw_fleet_host *h = obj;
     (void)d;
-    sw__fleet_record(c, v);
-    if (sw__fleet_node_is_null(v))
+    if (sw__fleet_node_is_null(v)) {
+        sw__fleet_record(c, v);
         return 0;
-    if (!sw__fleet_want_map(c, v))
-        return SW_EPARSE;
+    }
     h->devices = sw__fleet_allocn(c->a, v->n ? v->n : 1, sizeof(*h->devices));
     if (!h->devices)
         return sw__fleet_nomem(c);
-    int rc = 0;
-    for (size_t i = 0; i < v->n && !c->oom; i++) {
-        const struct sw__fleet_node *k = v->kids[2 * i], *dv = v->kids[2 * i + 1];
-        if (!sw__fleet_check_name(c, k, "device")) {
-            rc = SW_EPARSE;
-            continue;
-        }
-        struct sw_fleet_device *dev = &h->devices[h->n_devices++];
-        dev->name = sw__fleet_strdup(c->a, k->text);
-        if (!dev->name)
-            return sw__fleet_nomem(c);
-        dev->at = sw__fleet_at(k);
-        dev->host = h;
-        size_t saved = sw__fleet_path_push(c, k->text);
-        int r = sw__fleet_dec_map(c, dv, dev, device_defs, SW_ARRAY_LEN(device_defs), "device");
-        if (!r && dev->memory_total.set && dev->memory_usable.set &&
-            dev->memory_usable.v > dev->memory_total.v) {
-            struct sw_fleet_at at = dev->memory_usable.at;
-            r = sw__fleet_err(
-                c, &at, "%s.memory_usable (%llu B) is more than memory_total (%llu B)", c->path,
-                (unsigned long long)dev->memory_usable.v, (unsigned long long)dev->memory_total.v);
-        }
-        sw__fleet_path_pop(c, saved);
-        if (r)
-            rc = r;
-    }
-    return c->oom ? SW_ENOMEM : rc;
+    struct sw__fleet_walk w = {.what = "device", .fn = dec_device, .arg = h};
+    return sw__fleet_walk(c, v, &w);
 }
 
 static const char *const transports[] = {"local", "ssh", NULL};
@@ -182,54 +177,47 @@ static const struct sw__fleet_fdef host_defs[] = {
     {"note", {0}, sw__fleet_dec_strf, SW__SPEC(SW__FT_STR), offsetof(struct sw_fleet_host, note)},
 };
 
+static int dec_host(struct sw__fleet_ctx *c, const struct sw__fleet_node *k,
+                    const struct sw__fleet_node *hv, void *arg)
+{
+    struct sw_fleet *f = c->f;
+    (void)arg;
+    struct sw_fleet_host *h = &f->hosts[f->n_hosts++];
+    h->name = sw__fleet_strdup(c->a, k->text);
+    if (!h->name)
+        return sw__fleet_nomem(c);
+    h->at = sw__fleet_at(k);
+    int r = sw__fleet_dec_map(c, hv, h, host_defs, SW_ARRAY_LEN(host_defs), "host");
+    if (!r && !h->transport) {
+        struct sw_fleet_at at = sw__fleet_at(hv);
+        r = sw__fleet_err(c, &at, "%s needs a transport: local, or {kind: ssh, address: ...}",
+                          c->path);
+    }
+    /* device indexes: default to position; explicit ones must not collide */
+    for (size_t a = 0; a < h->n_devices; a++) {
+        if (!h->devices[a].index.set)
+            continue;
+        for (size_t b = a + 1; b < h->n_devices; b++) {
+            const char *va = h->devices[a].vendor.v, *vb = h->devices[b].vendor.v;
+            bool same_vendor = (!va && !vb) || (va && vb && !strcmp(va, vb));
+            if (same_vendor && h->devices[b].index.set &&
+                h->devices[b].index.v == h->devices[a].index.v) {
+                struct sw_fleet_at at = h->devices[b].index.at;
+                r = sw__fleet_err(c, &at, "%s.devices.%s.index %llu is already device %s's index",
+                                  c->path, h->devices[b].name,
+                                  (unsigned long long)h->devices[b].index.v, h->devices[a].name);
+            }
+        }
+    }
+    return r;
+}
+
 int sw__fleet_dec_hosts(struct sw__fleet_ctx *c, const struct sw__fleet_node *v)
 {
     struct sw_fleet *f = c->f;
-    sw__fleet_record(c, v);
-    if (!sw__fleet_want_map(c, v))
-        return SW_EPARSE;
     f->hosts = sw__fleet_allocn(c->a, v->n ? v->n : 1, sizeof(*f->hosts));
     if (!f->hosts)
         return sw__fleet_nomem(c);
-    int rc = 0;
-    for (size_t i = 0; i < v->n && !c->oom; i++) {
-        const struct sw__fleet_node *k = v->kids[2 * i], *hv = v->kids[2 * i + 1];
-        if (!sw__fleet_check_name(c, k, "host")) {
-            rc = SW_EPARSE;
-            continue;
-        }
-        struct sw_fleet_host *h = &f->hosts[f->n_hosts++];
-        h->name = sw__fleet_strdup(c->a, k->text);
-        if (!h->name)
-            return sw__fleet_nomem(c);
-        h->at = sw__fleet_at(k);
-        size_t saved = sw__fleet_path_push(c, k->text);
-        int r = sw__fleet_dec_map(c, hv, h, host_defs, SW_ARRAY_LEN(host_defs), "host");
-        if (!r && !h->transport) {
-            struct sw_fleet_at at = sw__fleet_at(hv);
-            r = sw__fleet_err(c, &at, "%s needs a transport: local, or {kind: ssh, address: ...}",
-                              c->path);
-        }
-        /* device indexes: default to position; explicit ones must not collide */
-        for (size_t a = 0; a < h->n_devices; a++) {
-            if (!h->devices[a].index.set)
-                continue;
-            for (size_t b = a + 1; b < h->n_devices; b++) {
-                const char *va = h->devices[a].vendor.v, *vb = h->devices[b].vendor.v;
-                bool same_vendor = (!va && !vb) || (va && vb && !strcmp(va, vb));
-                if (same_vendor && h->devices[b].index.set &&
-                    h->devices[b].index.v == h->devices[a].index.v) {
-                    struct sw_fleet_at at = h->devices[b].index.at;
-                    r = sw__fleet_err(
-                        c, &at, "%s.devices.%s.index %llu is already device %s's index", c->path,
-                        h->devices[b].name, (unsigned long long)h->devices[b].index.v,
-                        h->devices[a].name);
-                }
-            }
-        }
-        sw__fleet_path_pop(c, saved);
-        if (r)
-            rc = r;
-    }
-    return c->oom ? SW_ENOMEM : rc;
+    struct sw__fleet_walk w = {.what = "host", .fn = dec_host};
+    return sw__fleet_walk(c, v, &w);
 }

@@ -32,6 +32,42 @@ int sw__fleet_dec_boolf(struct sw__fleet_ctx *c, const struct sw__fleet_node *v,
     return sw__fleet_dec_bool(c, v, (struct sw_fleet_bool *)((char *)obj + d->off));
 }
 
+int sw__fleet_walk(struct sw__fleet_ctx *c, const struct sw__fleet_node *map,
+                   const struct sw__fleet_walk *w)
+{
+    sw__fleet_record(c, map);
+    if (!sw__fleet_want_map(c, map))
+        return SW_EPARSE;
+    int rc = 0;
+    for (size_t i = 0; i < map->n && !c->oom; i++) {
+        const struct sw__fleet_node *k = map->kids[2 * i], *v = map->kids[2 * i + 1];
+        const char *seg = k->text;
+        if (w->key) {
+            seg = w->key(c, k, w->arg);
+        } else if (w->known) {
+            bool known = false;
+            for (size_t j = 0; j < w->n_known && !known; j++)
+                known = !strcmp(w->known[j], k->text);
+            if (!known) {
+                rc = sw__fleet_unknown_key(c, k, w->what, w->known, w->n_known);
+                continue;
+            }
+        } else if (w->what && !sw__fleet_check_name(c, k, w->what)) {
+            seg = NULL;
+        }
+        if (!seg) {
+            rc = SW_EPARSE;
+            continue;
+        }
+        size_t saved = sw__fleet_path_push(c, seg);
+        int r = w->fn(c, k, v, w->arg);
+        sw__fleet_path_pop(c, saved);
+        if (r)
+            rc = r;
+    }
+    return c->oom ? SW_ENOMEM : rc;
+}
+
 int sw__fleet_dec_map(struct sw__fleet_ctx *c, const struct sw__fleet_node *n, void *obj,
                       const struct sw__fleet_fdef *defs, size_t nd, const char *what)
 {

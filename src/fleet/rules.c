@@ -160,6 +160,46 @@ static int dec_when_expr(struct sw__fleet_ctx *c, const struct sw__fleet_node *v
     return rc;
 }
 
+static int dec_when_cond(struct sw__fleet_ctx *c, const struct sw__fleet_node *fk,
+                         const struct sw__fleet_node *operand, void *arg)
+{
+    struct sw_fleet_rule *r = arg;
+    int rc = dec_cond(c, fk, fk->text, operand, &r->conds[r->n_conds]);
+    if (!rc)
+        r->n_conds++;
+    return rc;
+}
+
+static int dec_rule_key(struct sw__fleet_ctx *c, const struct sw__fleet_node *k,
+                        const struct sw__fleet_node *val, void *arg)
+{
+    struct sw_fleet_rule *r = arg;
+    if (!strcmp(k->text, "when")) {
+        if (val->kind != SW__FLN_MAP) {
+            sw__fleet_record(c, val);
+            return dec_when_expr(c, val, r);
+        }
+        r->conds = sw__fleet_allocn(c->a, val->n ? val->n : 1, sizeof(*r->conds));
+        if (!r->conds)
+            return sw__fleet_nomem(c);
+        struct sw__fleet_walk w = {.fn = dec_when_cond, .arg = r};
+        int rc = sw__fleet_walk(c, val, &w);
+        if (!rc && !r->n_conds)
+            rc = sw__fleet_errp(c, val, "states no condition");
+        return rc;
+    }
+    if (!strcmp(k->text, "failure")) {
+        struct sw__fleet_spec sp = SW__SPEC(SW__FT_WORD);
+        struct sw_fleet_str s = {0};
+        int rc = sw__fleet_dec_str(c, val, &sp, &s);
+        r->failure = s.v;
+        return rc;
+    }
+    if (!strcmp(k->text, "date"))
+        return sw__fleet_dec_date(c, val, &r->date);
+    return sw__fleet_dec_text(c, val, !strcmp(k->text, "text") ? &r->text : &r->note);
+}
+
 int sw__fleet_ep_known_bad(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, void *obj,
                            const struct sw__fleet_fdef *d)
 {
@@ -178,63 +218,11 @@ int sw__fleet_ep_known_bad(struct sw__fleet_ctx *c, const struct sw__fleet_node 
         struct sw_fleet_rule *r = &ep->known_bad[ep->n_known_bad];
         memset(r, 0, sizeof(*r)); /* a failed item leaves its slot to the next one */
         r->at = sw__fleet_at(rv);
-        int res = 0;
-        bool have_when = false;
-        if (!sw__fleet_want_map(c, rv)) {
-            sw__fleet_path_pop(c, saved);
-            rc = SW_EPARSE;
-            continue;
-        }
-        sw__fleet_record(c, rv);
-        for (size_t j = 0; j < rv->n && !c->oom; j++) {
-            const struct sw__fleet_node *k = rv->kids[2 * j], *val = rv->kids[2 * j + 1];
-            size_t s2 = sw__fleet_path_push(c, k->text);
-            int r2 = 0;
-            if (!strcmp(k->text, "when")) {
-                have_when = true;
-                sw__fleet_record(c, val);
-                if (val->kind == SW__FLN_MAP) {
-                    r->conds = sw__fleet_allocn(c->a, val->n ? val->n : 1, sizeof(*r->conds));
-                    if (!r->conds)
-                        return sw__fleet_nomem(c);
-                    for (size_t q = 0; q < val->n; q++) {
-                        const struct sw__fleet_node *fk = val->kids[2 * q];
-                        size_t s3 = sw__fleet_path_push(c, fk->text);
-                        int r3 =
-                            dec_cond(c, fk, fk->text, val->kids[2 * q + 1], &r->conds[r->n_conds]);
-                        sw__fleet_path_pop(c, s3);
-                        if (r3)
-                            r2 = r3;
-                        else
-                            r->n_conds++;
-                    }
-                    if (!r2 && !r->n_conds)
-                        r2 = sw__fleet_errp(c, val, "states no condition");
-                } else {
-                    r2 = dec_when_expr(c, val, r);
-                }
-            } else if (!strcmp(k->text, "failure")) {
-                struct sw__fleet_spec sp = SW__SPEC(SW__FT_WORD);
-                struct sw_fleet_str s = {0};
-                r2 = sw__fleet_dec_str(c, val, &sp, &s);
-                r->failure = s.v;
-            } else if (!strcmp(k->text, "text")) {
-                r2 = sw__fleet_dec_text(c, val, &r->text);
-            } else if (!strcmp(k->text, "date")) {
-                r2 = sw__fleet_dec_date(c, val, &r->date);
-            } else if (!strcmp(k->text, "note")) {
-                r2 = sw__fleet_dec_text(c, val, &r->note);
-            } else {
-                sw__fleet_path_pop(c, s2);
-                static const char *const known[] = {"when", "failure", "text", "date", "note"};
-                res = sw__fleet_unknown_key(c, k, "known_bad rule", known, 5);
-                continue;
-            }
-            sw__fleet_path_pop(c, s2);
-            if (r2)
-                res = r2;
-        }
-        if (!res && !have_when)
+        static const char *const known[] = {"when", "failure", "text", "date", "note"};
+        struct sw__fleet_walk w = {
+            .what = "known_bad rule", .known = known, .n_known = 5, .fn = dec_rule_key, .arg = r};
+        int res = sw__fleet_walk(c, rv, &w);
+        if (!res && !sw__fleet_map_get(rv, "when"))
             res = sw__fleet_errp(c, rv, "needs when: the condition that fails");
         if (!res && !r->text && !r->note)
             res = sw__fleet_errp(c, rv,
