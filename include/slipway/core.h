@@ -137,6 +137,32 @@ void sw_buf_free(struct sw_buf *b);
  */
 int sw_parse_bytes(const char *s, uint64_t *out, struct sw_err *e);
 int sw_parse_count(const char *s, uint64_t *out, struct sw_err *e);
+/*
+ * The one number lexer behind them (and behind the fleet's quantities and the rule grammar):
+ * "[+-]<digits>[.<digits>][e[+-]N]" at the start of s, with ',' or '_' between digits of the
+ * integer part. The sign is read only when `sign` is true. Returns the characters it used (0: no
+ * number; nothing is skipped before it). Fields of struct sw_number:
+ *   mant, exp10   the value without sign, exactly: mant x 10^exp10;
+ *   overflow      a significant digit beyond what 64 bits hold (mant is then not the value);
+ *   exp_huge      an exponent of more than four digits' worth (exp10 is then not the value);
+ *   real, real_ok the nearest double with the sign (strtod), when finite and under 127 characters.
+ */
+struct sw_number {
+    size_t len;
+    bool negative;
+    uint64_t mant;
+    int exp10;
+    bool overflow;
+    bool exp_huge;
+    double real;
+    bool real_ok;
+};
+int sw_number_scan(const char *s, bool sign, struct sw_number *out);
+/* The unit tables (exact spelling, n bytes of s): a byte unit (B, KiB, MiB, GiB, TiB, kB, KB, MB,
+ * GB, TB) or a multiplier (Ki, Mi, Gi, k, K, M, G) -> its factor; 0 when s is not one. Byte sizes
+ * take both, and Ti and T besides. */
+uint64_t sw_unit_bytes(const char *s, size_t n);
+uint64_t sw_unit_multiplier(const char *s, size_t n);
 /* Strict integer / float parse of the whole string (no suffix). */
 int sw_parse_i64(const char *s, int64_t *out, struct sw_err *e);
 int sw_parse_u64(const char *s, uint64_t *out, struct sw_err *e);

@@ -157,6 +157,49 @@ static void test_units(void **state)
     assert_int_equal(sw_parse_double("nan", &d, NULL), SW_ERANGE);
 }
 
+/* The one number lexer: what sw_parse_bytes/count read exactly and the fleet's quantities read as
+ * a double are the same characters. */
+static void test_number_scan(void **state)
+{
+    (void)state;
+    struct sw_number n;
+    assert_int_equal(sw_number_scan("200,704 tokens", false, &n), 7);
+    assert_true(n.mant == 200704 && n.exp10 == 0 && n.real_ok && n.real == 200704.0);
+    assert_int_equal(sw_number_scan("3.15e9B", false, &n), 6);
+    assert_true(n.mant == 315 && n.exp10 == 7 && n.real == 3.15e9);
+    assert_int_equal(sw_number_scan("-1.5", false, &n), 0); /* no sign unless asked */
+    assert_int_equal(sw_number_scan("-1.5", true, &n), 4);
+    assert_true(n.negative && n.mant == 15 && n.exp10 == -1 && n.real == -1.5);
+    assert_int_equal(sw_number_scan("1_000.5e", true, &n), 7); /* 'e' without digits: a unit */
+    assert_true(n.mant == 10005 && n.exp10 == -1);
+    assert_int_equal(sw_number_scan("1,,2", false, &n), 1);
+    assert_int_equal(sw_number_scan(".5", false, &n), 2);
+    assert_int_equal(sw_number_scan("e5", true, &n), 0);
+    assert_int_equal(sw_number_scan("99999999999999999999", false, &n), 20);
+    assert_true(n.overflow && n.real_ok);
+    assert_int_equal(sw_number_scan("100000000000000000000", false, &n), 21);
+    assert_true(!n.overflow && n.mant == 10000000000000000000ull && n.exp10 == 1);
+    assert_int_equal(sw_number_scan("1e99999", false, &n), 7);
+    assert_true(n.exp_huge && !n.real_ok);
+    assert_int_equal(sw_number_scan("1e-20000", false, &n), 8);
+    assert_true(n.exp_huge && n.real_ok && n.real == 0.0);
+    char longnum[200];
+    memset(longnum, '7', 150);
+    longnum[150] = '\0';
+    assert_int_equal(sw_number_scan(longnum, false, &n), 150);
+    assert_true(n.overflow && !n.real_ok);
+
+    assert_true(sw_unit_bytes("GiB", 3) == (1ull << 30) &&
+                sw_unit_bytes("TB", 2) == 1000000000000ull);
+    assert_true(sw_unit_bytes("Gi", 2) == 0 && sw_unit_bytes("GiBx", 3) == (1ull << 30));
+    assert_true(sw_unit_multiplier("Ki", 2) == 1024 && sw_unit_multiplier("k", 1) == 1000);
+    assert_true(sw_unit_multiplier("B", 1) == 0 && sw_unit_multiplier("T", 1) == 0);
+    uint64_t v;
+    assert_int_equal(sw_parse_bytes("2T", &v, NULL), 0); /* byte sizes take T and Ti too */
+    assert_true(v == 2000000000000ull);
+    assert_int_equal(sw_parse_count("2T", &v, NULL), SW_EPARSE);
+}
+
 static void test_files(void **state)
 {
     char *dir = swt_tmpdir();
@@ -212,10 +255,10 @@ int main(void)
 {
     sw_core_init();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_err_format), cmocka_unit_test(test_alloc_fail),
-        cmocka_unit_test(test_buf),        cmocka_unit_test(test_units),
-        cmocka_unit_test(test_files),      cmocka_unit_test(test_sniff),
-        cmocka_unit_test(test_json),
+        cmocka_unit_test(test_err_format),  cmocka_unit_test(test_alloc_fail),
+        cmocka_unit_test(test_buf),         cmocka_unit_test(test_units),
+        cmocka_unit_test(test_number_scan), cmocka_unit_test(test_files),
+        cmocka_unit_test(test_sniff),       cmocka_unit_test(test_json),
     };
     return cmocka_run_group_tests_name("core", tests, NULL, NULL);
 }
