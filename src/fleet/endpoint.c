@@ -20,6 +20,27 @@ struct sw__fleet_ep_raw *sw__fleet_raw_of(struct sw__fleet_ctx *c, struct sw_fle
     return &c->raw[ep - c->f->endpoints];
 }
 
+struct namelist {
+    struct sw_fleet_str *names;
+    size_t *n;
+    enum sw__fleet_ft ft;
+};
+
+static int dec_listed_name(struct sw__fleet_ctx *c, const struct sw__fleet_node *item, void *arg)
+{
+    struct namelist *nl = arg;
+    struct sw_fleet_str *s = &nl->names[*nl->n];
+    struct sw__fleet_spec sp = SW__SPEC(nl->ft);
+    memset(s, 0, sizeof(*s));
+    int r = sw__fleet_dec_str(c, item, &sp, s);
+    if (r)
+        return r;
+    if (!s->v)
+        return sw__fleet_errp(c, item, "must not be null");
+    (*nl->n)++;
+    return 0;
+}
+
 static int dec_namelist(struct sw__fleet_ctx *c, const struct sw__fleet_node *v,
                         struct sw_fleet_str **out, size_t *n, enum sw__fleet_ft ft)
 {
@@ -37,31 +58,11 @@ static int dec_namelist(struct sw__fleet_ctx *c, const struct sw__fleet_node *v,
     }
     if (sw__fleet_node_is_null(v))
         return 0;
-    if (!sw__fleet_want_seq(c, v))
-        return SW_EPARSE;
     *out = sw__fleet_allocn(c->a, v->n ? v->n : 1, sizeof(**out));
     if (!*out)
         return sw__fleet_nomem(c);
-    int rc = 0;
-    for (size_t i = 0; i < v->n && !c->oom; i++) {
-        size_t saved = sw__fleet_path_index(c, i);
-        struct sw__fleet_spec sp = SW__SPEC(ft);
-        memset(&(*out)[*n], 0, sizeof((*out)[*n]));
-        int r = sw__fleet_dec_str(c, v->kids[i], &sp, &(*out)[*n]);
-        sw__fleet_path_pop(c, saved);
-        if (r) {
-            rc = r;
-            continue;
-        }
-        if (!(*out)[*n].v) {
-            size_t s2 = sw__fleet_path_index(c, i);
-            rc = sw__fleet_errp(c, v->kids[i], "must not be null");
-            sw__fleet_path_pop(c, s2);
-            continue;
-        }
-        (*n)++;
-    }
-    return c->oom ? SW_ENOMEM : rc;
+    struct namelist nl = {*out, n, ft};
+    return sw__fleet_walk_seq(c, v, dec_listed_name, &nl);
 }
 
 static int ep_host(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, void *obj,
@@ -204,71 +205,66 @@ static const struct sw__fleet_fdef mount_defs[] = {
     {"readonly", {0}, sw__fleet_dec_boolf, SW__SPEC(0), offsetof(struct mount_dec, readonly)},
 };
 
+static int dec_mount(struct sw__fleet_ctx *c, const struct sw__fleet_node *m, void *arg)
+{
+    struct sw_fleet_payload *p = arg;
+    struct sw_fleet_mount *mt = &p->mounts[p->n_mounts];
+    memset(mt, 0, sizeof(*mt));
+    mt->at = sw__fleet_at(m);
+    sw__fleet_record(c, m);
+    int r = 0;
+    struct mount_dec mv;
+    memset(&mv, 0, sizeof(mv));
+    if (m->kind == SW__FLN_SCALAR) {
+        /* "HOST:CONTAINER[:ro]" as podman and docker spell it */
+        const char *t = sw__fleet_scalar(c, m);
+        if (!t) {
+            r = SW_EPARSE;
+        } else {
+            const char *c1 = strchr(t, ':');
+            const char *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+            if (!c1 || (c2 && strcmp(c2, ":ro") && strcmp(c2, ":rw"))) {
+                r = sw__fleet_errp(c, m, "'%s' must be HOST_PATH:CONTAINER_PATH[:ro]", t);
+            } else {
+                char *h = sw__fleet_strndup(c->a, t, (size_t)(c1 - t));
+                char *ct =
+                    sw__fleet_strndup(c->a, c1 + 1, c2 ? (size_t)(c2 - c1 - 1) : strlen(c1 + 1));
+                if (!h || !ct)
+                    return sw__fleet_nomem(c);
+                if ((h[0] != '/' && strncmp(h, "~/", 2)) || ct[0] != '/')
+                    r = sw__fleet_errp(c, m, "'%s': both paths must be absolute", t);
+                mv.host.v = h;
+                mv.container.v = ct;
+                mv.readonly.v = c2 && !strcmp(c2, ":ro");
+            }
+        }
+    } else if (m->kind == SW__FLN_MAP) {
+        r = sw__fleet_dec_map(c, m, &mv, mount_defs, SW_ARRAY_LEN(mount_defs), "mount");
+        if (!r && mv.container.v && mv.container.v[0] == '~')
+            r = sw__fleet_errp(c, m, "container path must be absolute");
+        if (!r && (!mv.host.v || !mv.container.v))
+            r = sw__fleet_errp(c, m, "needs host: and container: paths");
+    } else {
+        r = sw__fleet_errp(c, m, "must be HOST:CONTAINER or {host, container}");
+    }
+    if (r)
+        return r;
+    mt->host_path = mv.host.v;
+    mt->container_path = mv.container.v;
+    mt->readonly = mv.readonly.v;
+    p->n_mounts++;
+    return 0;
+}
+
 static int dec_mounts(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, void *obj,
                       const struct sw__fleet_fdef *d)
 {
     struct sw_fleet_payload *p = obj;
     (void)d;
-    sw__fleet_record(c, v);
-    if (!sw__fleet_want_seq(c, v))
-        return SW_EPARSE;
     p->mounts = sw__fleet_allocn(c->a, v->n ? v->n : 1, sizeof(*p->mounts));
     if (!p->mounts)
         return sw__fleet_nomem(c);
-    int rc = 0;
-    for (size_t i = 0; i < v->n && !c->oom; i++) {
-        const struct sw__fleet_node *m = v->kids[i];
-        size_t saved = sw__fleet_path_index(c, i);
-        struct sw_fleet_mount *mt = &p->mounts[p->n_mounts];
-        memset(mt, 0, sizeof(*mt));
-        mt->at = sw__fleet_at(m);
-        sw__fleet_record(c, m);
-        int r = 0;
-        struct mount_dec mv;
-        memset(&mv, 0, sizeof(mv));
-        if (m->kind == SW__FLN_SCALAR) {
-            /* "HOST:CONTAINER[:ro]" as podman and docker spell it */
-            const char *t = sw__fleet_scalar(c, m);
-            if (!t) {
-                r = SW_EPARSE;
-            } else {
-                const char *c1 = strchr(t, ':');
-                const char *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
-                if (!c1 || (c2 && strcmp(c2, ":ro") && strcmp(c2, ":rw"))) {
-                    r = sw__fleet_errp(c, m, "'%s' must be HOST_PATH:CONTAINER_PATH[:ro]", t);
-                } else {
-                    char *h = sw__fleet_strndup(c->a, t, (size_t)(c1 - t));
-                    char *ct = sw__fleet_strndup(c->a, c1 + 1,
-                                                 c2 ? (size_t)(c2 - c1 - 1) : strlen(c1 + 1));
-                    if (!h || !ct)
-                        return sw__fleet_nomem(c);
-                    if ((h[0] != '/' && strncmp(h, "~/", 2)) || ct[0] != '/')
-                        r = sw__fleet_errp(c, m, "'%s': both paths must be absolute", t);
-                    mv.host.v = h;
-                    mv.container.v = ct;
-                    mv.readonly.v = c2 && !strcmp(c2, ":ro");
-                }
-            }
-        } else if (m->kind == SW__FLN_MAP) {
-            r = sw__fleet_dec_map(c, m, &mv, mount_defs, SW_ARRAY_LEN(mount_defs), "mount");
-            if (!r && mv.container.v && mv.container.v[0] == '~')
-                r = sw__fleet_errp(c, m, "container path must be absolute");
-            if (!r && (!mv.host.v || !mv.container.v))
-                r = sw__fleet_errp(c, m, "needs host: and container: paths");
-        } else {
-            r = sw__fleet_errp(c, m, "must be HOST:CONTAINER or {host, container}");
-        }
-        sw__fleet_path_pop(c, saved);
-        if (r) {
-            rc = r;
-            continue;
-        }
-        mt->host_path = mv.host.v;
-        mt->container_path = mv.container.v;
-        mt->readonly = mv.readonly.v;
-        p->n_mounts++;
-    }
-    return c->oom ? SW_ENOMEM : rc;
+    return sw__fleet_walk_seq(c, v, dec_mount, p);
 }
 
 static int dec_files(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, void *obj,
@@ -372,54 +368,49 @@ static int ep_shape(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, voi
     return sw__fleet_dec_shape(c, v, &((struct sw_fleet_endpoint *)obj)->shape);
 }
 
+static int dec_arg(struct sw__fleet_ctx *c, const struct sw__fleet_node *a, void *arg)
+{
+    struct sw_fleet_endpoint *ep = arg;
+    struct sw_fleet_str *s = &ep->args[ep->n_args];
+    memset(s, 0, sizeof(*s));
+    int r = 0;
+    /* an argument may be any scalar (a number, a JSON string); kept as written */
+    const char *t = sw__fleet_scalar(c, a);
+    if (!t) {
+        r = SW_EPARSE;
+    } else {
+        s->v = sw__fleet_strdup(c->a, t);
+        s->at = sw__fleet_at(a);
+        sw__fleet_record(c, a);
+        if (!s->v)
+            return sw__fleet_nomem(c);
+        /* A token on a command line is readable by every user of the host (ps, /proc). */
+        const char *prev = ep->n_args ? ep->args[ep->n_args - 1].v : NULL;
+        bool flag_secret = !strncmp(t, "--", 2) && sw__fleet_looks_secret_name(t + 2) &&
+                           strchr(t, '=') && strchr(t, '=')[1];
+        bool after_secret_flag = prev && !strncmp(prev, "--", 2) && !strchr(prev, '=') &&
+                                 sw__fleet_looks_secret_name(prev + 2);
+        if (sw__fleet_looks_secret_value(t) || flag_secret || after_secret_flag)
+            r = sw__fleet_errp(c, a,
+                               "puts a secret on the engine's command line, where every user "
+                               "of the host can read it: pass it by reference (api_key: "
+                               "{from_env: NAME}, or env: {NAME: {from_env: NAME}})");
+    }
+    if (r)
+        return r;
+    ep->n_args++;
+    return 0;
+}
+
 static int ep_args(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, void *obj,
                    const struct sw__fleet_fdef *d)
 {
     struct sw_fleet_endpoint *ep = obj;
     (void)d;
-    sw__fleet_record(c, v);
-    if (!sw__fleet_want_seq(c, v))
-        return SW_EPARSE;
     ep->args = sw__fleet_allocn(c->a, v->n ? v->n : 1, sizeof(*ep->args));
     if (!ep->args)
         return sw__fleet_nomem(c);
-    int rc = 0;
-    for (size_t i = 0; i < v->n && !c->oom; i++) {
-        size_t saved = sw__fleet_path_index(c, i);
-        const struct sw__fleet_node *a = v->kids[i];
-        struct sw_fleet_str *s = &ep->args[ep->n_args];
-        memset(s, 0, sizeof(*s));
-        int r = 0;
-        /* an argument may be any scalar (a number, a JSON string); kept as written */
-        const char *t = sw__fleet_scalar(c, a);
-        if (!t) {
-            r = SW_EPARSE;
-        } else {
-            s->v = sw__fleet_strdup(c->a, t);
-            s->at = sw__fleet_at(a);
-            sw__fleet_record(c, a);
-            if (!s->v)
-                return sw__fleet_nomem(c);
-            /* A token on a command line is readable by every user of the host (ps, /proc). */
-            const char *prev = ep->n_args ? ep->args[ep->n_args - 1].v : NULL;
-            bool flag_secret = !strncmp(t, "--", 2) && sw__fleet_looks_secret_name(t + 2) &&
-                               strchr(t, '=') && strchr(t, '=')[1];
-            bool after_secret_flag = prev && !strncmp(prev, "--", 2) && !strchr(prev, '=') &&
-                                     sw__fleet_looks_secret_name(prev + 2);
-            if (sw__fleet_looks_secret_value(t) || flag_secret || after_secret_flag)
-                r = sw__fleet_errp(c, a,
-                                   "puts a secret on the engine's command line, where every user "
-                                   "of the host can read it: pass it by reference (api_key: "
-                                   "{from_env: NAME}, or env: {NAME: {from_env: NAME}})");
-        }
-        sw__fleet_path_pop(c, saved);
-        if (r) {
-            rc = r;
-            continue;
-        }
-        ep->n_args++;
-    }
-    return c->oom ? SW_ENOMEM : rc;
+    return sw__fleet_walk_seq(c, v, dec_arg, ep);
 }
 
 static const char *env_key(struct sw__fleet_ctx *c, const struct sw__fleet_node *k, void *arg)

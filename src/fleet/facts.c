@@ -156,44 +156,39 @@ static int dec_boot_key(struct sw__fleet_ctx *c, const struct sw__fleet_node *k,
     return r;
 }
 
+static int dec_boot(struct sw__fleet_ctx *c, const struct sw__fleet_node *bv, void *arg)
+{
+    struct sw_fleet_endpoint *ep = arg;
+    struct sw__fleet_ep_raw *raw = sw__fleet_raw_of(c, ep);
+    struct sw_fleet_boot *b = &ep->boots[ep->n_boots];
+    memset(b, 0, sizeof(*b));
+    memset(&raw->boot_devices[ep->n_boots], 0, sizeof(raw->boot_devices[0]));
+    b->at = sw__fleet_at(bv);
+    struct boot_dec bd = {b, &raw->boot_devices[ep->n_boots]};
+    struct sw__fleet_walk w = {.key = boot_key, .fn = dec_boot_key, .arg = &bd};
+    int r = sw__fleet_walk(c, bv, &w);
+    if (!r && !b->outcome)
+        r = sw__fleet_errp(c, bv, "needs an outcome: booted, serving, failed or rejected");
+    if (!r && b->used.set && b->total.set && b->used.v > b->total.v)
+        r = sw__fleet_errp(c, bv, "used is more than total");
+    if (!r && b->free.set && b->total.set && b->free.v > b->total.v)
+        r = sw__fleet_errp(c, bv, "free is more than total");
+    if (!r && b->failure && strcmp(b->outcome, "failed"))
+        r = sw__fleet_errp(c, bv, "has a failure class but its outcome is %s", b->outcome);
+    if (!r)
+        ep->n_boots++;
+    return r;
+}
+
 int sw__fleet_ep_boots(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, void *obj,
                        const struct sw__fleet_fdef *d)
 {
     struct sw_fleet_endpoint *ep = obj;
     (void)d;
     struct sw__fleet_ep_raw *raw = sw__fleet_raw_of(c, ep);
-    sw__fleet_record(c, v);
-    if (!sw__fleet_want_seq(c, v))
-        return SW_EPARSE;
     ep->boots = sw__fleet_allocn(c->a, v->n ? v->n : 1, sizeof(*ep->boots));
     raw->boot_devices = sw__fleet_allocn(c->a, v->n ? v->n : 1, sizeof(*raw->boot_devices));
     if (!ep->boots || !raw->boot_devices)
         return sw__fleet_nomem(c);
-    int rc = 0;
-    for (size_t i = 0; i < v->n && !c->oom; i++) {
-        const struct sw__fleet_node *bv = v->kids[i];
-        size_t saved = sw__fleet_path_index(c, i);
-        struct sw_fleet_boot *b = &ep->boots[ep->n_boots];
-        memset(b, 0, sizeof(*b));
-        memset(&raw->boot_devices[ep->n_boots], 0, sizeof(raw->boot_devices[0]));
-        b->at = sw__fleet_at(bv);
-        struct boot_dec bd = {b, &raw->boot_devices[ep->n_boots]};
-        struct sw__fleet_walk w = {.key = boot_key, .fn = dec_boot_key, .arg = &bd};
-        int r = sw__fleet_walk(c, bv, &w);
-        if (!r && !b->outcome)
-            r = sw__fleet_errp(c, bv, "needs an outcome: booted, serving, failed or rejected");
-        if (!r && b->used.set && b->total.set && b->used.v > b->total.v)
-            r = sw__fleet_errp(c, bv, "used is more than total");
-        if (!r && b->free.set && b->total.set && b->free.v > b->total.v)
-            r = sw__fleet_errp(c, bv, "free is more than total");
-        if (!r && b->failure && strcmp(b->outcome, "failed"))
-            r = sw__fleet_errp(c, bv, "has a failure class but its outcome is %s", b->outcome);
-        sw__fleet_path_pop(c, saved);
-        if (r) {
-            rc = r;
-            continue;
-        }
-        ep->n_boots++;
-    }
-    return c->oom ? SW_ENOMEM : rc;
+    return sw__fleet_walk_seq(c, v, dec_boot, ep);
 }

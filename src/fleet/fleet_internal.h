@@ -273,6 +273,13 @@ struct sw__fleet_walk {
 int sw__fleet_walk(struct sw__fleet_ctx *c, const struct sw__fleet_node *map,
                    const struct sw__fleet_walk *w);
 
+/* The same for a list: records it and checks it is one; each item is decoded by fn with "[i]"
+ * pushed on the path. Every item is visited (until out of memory); returns as sw__fleet_walk. */
+int sw__fleet_walk_seq(struct sw__fleet_ctx *c, const struct sw__fleet_node *seq,
+                       int (*fn)(struct sw__fleet_ctx *c, const struct sw__fleet_node *item,
+                                 void *arg),
+                       void *arg);
+
 /* The entry of a table named `name` (aliases not searched), or NULL. */
 const struct sw__fleet_fdef *sw__fleet_find_def(const struct sw__fleet_fdef *defs, size_t n,
                                                 const char *name);

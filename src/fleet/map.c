@@ -68,6 +68,25 @@ int sw__fleet_walk(struct sw__fleet_ctx *c, const struct sw__fleet_node *map,
     return c->oom ? SW_ENOMEM : rc;
 }
 
+int sw__fleet_walk_seq(struct sw__fleet_ctx *c, const struct sw__fleet_node *seq,
+                       int (*fn)(struct sw__fleet_ctx *c, const struct sw__fleet_node *item,
+                                 void *arg),
+                       void *arg)
+{
+    sw__fleet_record(c, seq);
+    if (!sw__fleet_want_seq(c, seq))
+        return SW_EPARSE;
+    int rc = 0;
+    for (size_t i = 0; i < seq->n && !c->oom; i++) {
+        size_t saved = sw__fleet_path_index(c, i);
+        int r = fn(c, seq->kids[i], arg);
+        sw__fleet_path_pop(c, saved);
+        if (r)
+            rc = r;
+    }
+    return c->oom ? SW_ENOMEM : rc;
+}
+
 int sw__fleet_dec_map(struct sw__fleet_ctx *c, const struct sw__fleet_node *n, void *obj,
                       const struct sw__fleet_fdef *defs, size_t nd, const char *what)
 {

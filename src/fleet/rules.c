@@ -200,40 +200,34 @@ static int dec_rule_key(struct sw__fleet_ctx *c, const struct sw__fleet_node *k,
     return sw__fleet_dec_text(c, val, !strcmp(k->text, "text") ? &r->text : &r->note);
 }
 
+static int dec_rule(struct sw__fleet_ctx *c, const struct sw__fleet_node *rv, void *arg)
+{
+    struct sw_fleet_endpoint *ep = arg;
+    struct sw_fleet_rule *r = &ep->known_bad[ep->n_known_bad];
+    memset(r, 0, sizeof(*r)); /* a failed item leaves its slot to the next one */
+    r->at = sw__fleet_at(rv);
+    static const char *const known[] = {"when", "failure", "text", "date", "note"};
+    struct sw__fleet_walk w = {
+        .what = "known_bad rule", .known = known, .n_known = 5, .fn = dec_rule_key, .arg = r};
+    int res = sw__fleet_walk(c, rv, &w);
+    if (!res && !sw__fleet_map_get(rv, "when"))
+        res = sw__fleet_errp(c, rv, "needs when: the condition that fails");
+    if (!res && !r->text && !r->note)
+        res = sw__fleet_errp(c, rv,
+                             "needs text: (the failure that taught it) or note: (how it was "
+                             "learned), so the refusal can say why");
+    if (!res)
+        ep->n_known_bad++;
+    return res;
+}
+
 int sw__fleet_ep_known_bad(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, void *obj,
                            const struct sw__fleet_fdef *d)
 {
     struct sw_fleet_endpoint *ep = obj;
     (void)d;
-    sw__fleet_record(c, v);
-    if (!sw__fleet_want_seq(c, v))
-        return SW_EPARSE;
     ep->known_bad = sw__fleet_allocn(c->a, v->n ? v->n : 1, sizeof(*ep->known_bad));
     if (!ep->known_bad)
         return sw__fleet_nomem(c);
-    int rc = 0;
-    for (size_t i = 0; i < v->n && !c->oom; i++) {
-        const struct sw__fleet_node *rv = v->kids[i];
-        size_t saved = sw__fleet_path_index(c, i);
-        struct sw_fleet_rule *r = &ep->known_bad[ep->n_known_bad];
-        memset(r, 0, sizeof(*r)); /* a failed item leaves its slot to the next one */
-        r->at = sw__fleet_at(rv);
-        static const char *const known[] = {"when", "failure", "text", "date", "note"};
-        struct sw__fleet_walk w = {
-            .what = "known_bad rule", .known = known, .n_known = 5, .fn = dec_rule_key, .arg = r};
-        int res = sw__fleet_walk(c, rv, &w);
-        if (!res && !sw__fleet_map_get(rv, "when"))
-            res = sw__fleet_errp(c, rv, "needs when: the condition that fails");
-        if (!res && !r->text && !r->note)
-            res = sw__fleet_errp(c, rv,
-                                 "needs text: (the failure that taught it) or note: (how it was "
-                                 "learned), so the refusal can say why");
-        sw__fleet_path_pop(c, saved);
-        if (res) {
-            rc = res;
-            continue;
-        }
-        ep->n_known_bad++;
-    }
-    return c->oom ? SW_ENOMEM : rc;
+    return sw__fleet_walk_seq(c, v, dec_rule, ep);
 }
