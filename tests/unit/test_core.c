@@ -200,6 +200,80 @@ static void test_number_scan(void **state)
     assert_int_equal(sw_parse_count("2T", &v, NULL), SW_EPARSE);
 }
 
+/* The rule grammar knows no keys of its own: a vocabulary of two keys over a plain struct. */
+struct toy {
+    int64_t slots;
+    const char *dtype;
+};
+
+static int toy_key(void *ctx, const char *text, size_t n, char *out, size_t outn, char *msg,
+                   size_t msgn)
+{
+    (void)ctx;
+    if ((n == 5 && !memcmp(text, "slots", 5)) || (n == 5 && !memcmp(text, "dtype", 5))) {
+        snprintf(out, outn, "%.*s", (int)n, text);
+        return 0;
+    }
+    snprintf(msg, msgn, "no key '%.*s'", (int)n, text);
+    return -1;
+}
+
+static bool toy_literal(void *ctx, const char *key, const char *s, char *out, size_t outn)
+{
+    (void)ctx;
+    if (strcmp(key, "dtype") || strcmp(s, "float8"))
+        return false;
+    snprintf(out, outn, "fp8");
+    return true;
+}
+
+static bool toy_get(void *ctx, const void *subject, const char *key, struct sw_rule_value *out,
+                    char *tmp, size_t tmpn)
+{
+    const struct toy *t = subject;
+    (void)ctx;
+    (void)tmp;
+    (void)tmpn;
+    if (!strcmp(key, "slots")) {
+        out->type = SW_RULE_INT;
+        out->i = t->slots;
+        return true;
+    }
+    out->type = SW_RULE_STR;
+    out->s = t->dtype;
+    return t->dtype != NULL;
+}
+
+static void test_rule(void **state)
+{
+    (void)state;
+    const struct sw_rule_vocab v = {
+        .key = toy_key, .literal = toy_literal, .get = toy_get, .keys_hint = "slots or dtype"};
+    struct sw_rule *r = NULL;
+    struct sw_err e;
+    assert_int_equal(sw_rule_parse("slots >= 2 && !(dtype == float8) || slots == 1Ki", &v, &r, &e),
+                     0);
+    struct toy a = {2, "f16"}, b = {2, "fp8"}, c = {1024, NULL}, d = {1, "f16"};
+    assert_true(sw_rule_eval(r, &a));
+    assert_false(sw_rule_eval(r, &b)); /* float8 was normalized to fp8 */
+    assert_true(sw_rule_eval(r, &c));
+    assert_false(sw_rule_eval(r, &d));
+    sw_rule_free(r);
+    /* a missing value never matches, even under != */
+    assert_int_equal(sw_rule_parse("dtype != f16", &v, &r, &e), 0);
+    assert_false(sw_rule_eval(r, &c));
+    assert_true(sw_rule_eval(r, &b));
+    sw_rule_free(r);
+    assert_int_equal(sw_rule_parse("slots == 2 && ctx > 5", &v, &r, &e), SW_EPARSE);
+    assert_null(r);
+    assert_int_equal(e.offset, 14);
+    assert_non_null(strstr(e.msg, "no key 'ctx'"));
+    assert_int_equal(sw_rule_parse("== 2", &v, &r, &e), SW_EPARSE);
+    assert_non_null(strstr(e.msg, "expected slots or dtype"));
+    assert_int_equal(sw_rule_parse("dtype < fp8", &v, &r, &e), SW_EPARSE);
+    assert_non_null(strstr(e.msg, "only == and != compare strings"));
+}
+
 static void test_files(void **state)
 {
     char *dir = swt_tmpdir();
@@ -257,8 +331,9 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_err_format),  cmocka_unit_test(test_alloc_fail),
         cmocka_unit_test(test_buf),         cmocka_unit_test(test_units),
-        cmocka_unit_test(test_number_scan), cmocka_unit_test(test_files),
-        cmocka_unit_test(test_sniff),       cmocka_unit_test(test_json),
+        cmocka_unit_test(test_number_scan), cmocka_unit_test(test_rule),
+        cmocka_unit_test(test_files),       cmocka_unit_test(test_sniff),
+        cmocka_unit_test(test_json),
     };
     return cmocka_run_group_tests_name("core", tests, NULL, NULL);
 }
