@@ -98,6 +98,8 @@ struct sw__fleet_priv {
     size_t n_envfiles, cap_envfiles;
     struct sw_fleet_warning *warn;
     size_t n_warn, cap_warn;
+    struct sw_rule **rules; /* compiled known_bad rules, owned */
+    size_t n_rules, cap_rules;
 };
 
 /* ---------------------------------------------------------------------------------------------

@@ -45,6 +45,9 @@ void sw_fleet_free(struct sw_fleet *f)
         for (size_t i = 0; i < p->n_json; i++)
             json_decref(p->json[i]);
         sw_free(p->json);
+        for (size_t i = 0; i < p->n_rules; i++)
+            sw_rule_free(p->rules[i]);
+        sw_free(p->rules);
         for (size_t i = 0; i < p->n_envfiles; i++)
             sw_fleet_envfile_free(p->envfiles[i]);
         sw_free(p->envfiles);

@@ -200,6 +200,88 @@ static int dec_rule_key(struct sw__fleet_ctx *c, const struct sw__fleet_node *k,
     return sw__fleet_dec_text(c, val, !strcmp(k->text, "text") ? &r->text : &r->note);
 }
 
+/* One operand in the rule language: numbers as numbers, words quoted. */
+static int render_value(struct sw_buf *b, const struct sw_fleet_value *v)
+{
+    switch (v->type) {
+    case SW_FLEET_V_COUNT:
+    case SW_FLEET_V_BYTES:
+        return sw_buf_printf(b, "%llu", (unsigned long long)v->u);
+    case SW_FLEET_V_REAL:
+        return sw_buf_printf(b, "%.17g", v->f);
+    case SW_FLEET_V_BOOL:
+        return sw_buf_printf(b, "%s", v->b ? "true" : "false");
+    case SW_FLEET_V_STR:
+        break;
+    }
+    int rc = sw_buf_printf(b, "\"");
+    for (const char *p = v->s ? v->s : ""; !rc && *p; p++)
+        rc = sw_buf_printf(b, "%s%c", *p == '"' || *p == '\\' ? "\\" : "", *p);
+    return rc ? rc : sw_buf_printf(b, "\"");
+}
+
+/* The decoded conditions as one expression of the rule language, parsed by the one grammar:
+ * "seqs == 2 && (tp == 1 || tp == 2)". The rule keeps it for sw_fleet_rule_matches. */
+static int compile_rule(struct sw__fleet_ctx *c, const struct sw__fleet_node *rv,
+                        struct sw_fleet_rule *r)
+{
+    struct sw_buf b;
+    struct sw_rule *expr = NULL;
+    struct sw_err e;
+    int rc = 0;
+    sw_buf_init(&b, 4096);
+    for (size_t i = 0; !rc && i < r->n_conds; i++) {
+        const struct sw_fleet_cond *cd = &r->conds[i];
+        rc = sw_buf_printf(&b, "%s", i ? " && " : "");
+        if (!rc && cd->op == SW_FLEET_IN) {
+            for (size_t k = 0; !rc && k < cd->n_in; k++) {
+                rc = sw_buf_printf(&b, "%s%s == ", k ? " || " : "(", cd->field->name);
+                if (!rc)
+                    rc = render_value(&b, &cd->in[k]);
+            }
+            if (!rc)
+                rc = sw_buf_printf(&b, ")");
+        } else if (!rc) {
+            rc = sw_buf_printf(&b, "%s %s ", cd->field->name, sw_fleet_op_name(cd->op));
+            if (!rc)
+                rc = render_value(&b, &cd->v);
+        }
+    }
+    if (rc) {
+        sw_buf_free(&b);
+        return rc == SW_ENOMEM ? sw__fleet_nomem(c) : sw__fleet_errp(c, rv, "is too long");
+    }
+    sw_err_clear(&e);
+    rc = sw_rule_parse(sw_buf_cstr(&b), &sw_fleet_rule_vocab, &expr, &e);
+    if (rc) {
+        rc = rc == SW_ENOMEM ? sw__fleet_nomem(c) : sw__fleet_errp(c, rv, "%s", e.msg);
+        goto out;
+    }
+    struct sw__fleet_priv *p = c->p;
+    if (p->n_rules == p->cap_rules) {
+        size_t cap = p->cap_rules ? p->cap_rules * 2 : 8;
+        struct sw_rule **nr = sw_realloc(p->rules, cap * sizeof(*nr));
+        if (!nr) {
+            rc = sw__fleet_nomem(c);
+            goto out;
+        }
+        p->rules = nr;
+        p->cap_rules = cap;
+    }
+    r->expr_text = sw__fleet_strdup(c->a, sw_buf_cstr(&b));
+    if (!r->expr_text) {
+        rc = sw__fleet_nomem(c);
+        goto out;
+    }
+    p->rules[p->n_rules++] = expr;
+    r->expr = expr;
+    expr = NULL;
+out:
+    sw_rule_free(expr);
+    sw_buf_free(&b);
+    return rc;
+}
+
 static int dec_rule(struct sw__fleet_ctx *c, const struct sw__fleet_node *rv, void *arg)
 {
     struct sw_fleet_endpoint *ep = arg;
@@ -216,6 +298,8 @@ static int dec_rule(struct sw__fleet_ctx *c, const struct sw__fleet_node *rv, vo
         res = sw__fleet_errp(c, rv,
                              "needs text: (the failure that taught it) or note: (how it was "
                              "learned), so the refusal can say why");
+    if (!res)
+        res = compile_rule(c, rv, r);
     if (!res)
         ep->n_known_bad++;
     return res;
