@@ -133,21 +133,27 @@ static int ep_image(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, voi
     return 0;
 }
 
+static const struct sw__fleet_fdef listen_defs[] = {
+    {"address",
+     {"host"},
+     sw__fleet_dec_strf,
+     SW__SPEC(SW__FT_STR),
+     offsetof(struct sw_fleet_endpoint, listen_address)},
+    {"port",
+     {0},
+     sw__fleet_dec_u64f,
+     SW__SPEC(SW__FT_PORT),
+     offsetof(struct sw_fleet_endpoint, listen_port)},
+};
+
+const struct sw__fleet_fdef *sw__fleet_listen_def(const char *name)
+{
+    return sw__fleet_find_def(listen_defs, SW_ARRAY_LEN(listen_defs), name);
+}
+
 static int ep_listen(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, void *obj,
                      const struct sw__fleet_fdef *d)
 {
-    static const struct sw__fleet_fdef defs[] = {
-        {"address",
-         {"host"},
-         sw__fleet_dec_strf,
-         SW__SPEC(SW__FT_STR),
-         offsetof(struct sw_fleet_endpoint, listen_address)},
-        {"port",
-         {0},
-         sw__fleet_dec_u64f,
-         SW__SPEC(SW__FT_PORT),
-         offsetof(struct sw_fleet_endpoint, listen_port)},
-    };
     (void)d;
     if (v->kind == SW__FLN_SCALAR && !sw__fleet_node_is_null(v)) {
         /* "127.0.0.1:8080" */
@@ -180,7 +186,7 @@ static int ep_listen(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, vo
         sw__fleet_path_pop(c, s);
         return 0;
     }
-    return sw__fleet_dec_map(c, v, obj, defs, SW_ARRAY_LEN(defs), "listen");
+    return sw__fleet_dec_map(c, v, obj, listen_defs, SW_ARRAY_LEN(listen_defs), "listen");
 }
 
 static int ep_api_key(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, void *obj,

@@ -15,19 +15,6 @@
  * Import targets: the endpoint fields an env-file key may set, decoded exactly as the YAML value
  * would be (same types, units and checks).
  */
-static const struct sw__fleet_fdef listen_defs[] = {
-    {"address",
-     {0},
-     sw__fleet_dec_strf,
-     SW__SPEC(SW__FT_STR),
-     offsetof(struct sw_fleet_endpoint, listen_address)},
-    {"port",
-     {0},
-     sw__fleet_dec_u64f,
-     SW__SPEC(SW__FT_PORT),
-     offsetof(struct sw_fleet_endpoint, listen_port)},
-};
-
 static const char *const scalar_payload[] = {"path", "repo",   "revision", "shards",
                                              "gguf", "mmproj", "draft",    "quantization"};
 static const char *const scalar_endpoint[] = {"binary", "image", "alias", "engine_version"};
@@ -93,8 +80,7 @@ int sw__fleet_dec_target(struct sw__fleet_ctx *c, struct sw_fleet_endpoint *ep, 
         return rc;
     }
     if (!strncmp(target, "listen.", 7)) {
-        const struct sw__fleet_fdef *d =
-            sw__fleet_find_def(listen_defs, SW_ARRAY_LEN(listen_defs), target + 7);
+        const struct sw__fleet_fdef *d = sw__fleet_listen_def(target + 7);
         return d ? d->dec(c, n, ep, d) : SW_EINVAL;
     }
     if (!strncmp(target, "env.", 4)) {

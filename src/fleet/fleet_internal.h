@@ -335,6 +335,7 @@ int sw__fleet_dec_endpoints(struct sw__fleet_ctx *c, const struct sw__fleet_node
 /* The endpoint's and the payload's field tables (for env-file targets). */
 const struct sw__fleet_fdef *sw__fleet_endpoint_def(const char *name);
 const struct sw__fleet_fdef *sw__fleet_payload_def(const char *name);
+const struct sw__fleet_fdef *sw__fleet_listen_def(const char *name);
 /* Set payload->source from what the payload names (path: local, repo: Hugging Face). */
 void sw__fleet_payload_source(struct sw_fleet_payload *p);
 /* facts.c, rules.c: endpoint keys measured:, boots:, known_bad: */
