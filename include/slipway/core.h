@@ -141,6 +141,69 @@ void sw_buf_free(struct sw_buf *b);
  */
 int sw_parse_bytes(const char *s, uint64_t *out, struct sw_err *e);
 int sw_parse_count(const char *s, uint64_t *out, struct sw_err *e);
+/*
+ * The one number lexer behind them (and behind the fleet's quantities and the rule grammar):
+ * "[+-]<digits>[.<digits>][e[+-]N]" at the start of s, with ',' or '_' between digits of the
+ * integer part. The sign is read only when `sign` is true. Returns the characters it used (0: no
+ * number; nothing is skipped before it). Fields of struct sw_number:
+ *   mant, exp10   the value without sign, exactly: mant x 10^exp10;
+ *   overflow      a significant digit beyond what 64 bits hold (mant is then not the value);
+ *   exp_huge      an exponent of more than four digits' worth (exp10 is then not the value);
+ *   real, real_ok the nearest double with the sign (strtod), when finite and under 127 characters.
+ */
+struct sw_number {
+    size_t len;
+    bool negative;
+    uint64_t mant;
+    int exp10;
+    bool overflow;
+    bool exp_huge;
+    double real;
+    bool real_ok;
+};
+int sw_number_scan(const char *s, bool sign, struct sw_number *out);
+/* The unit tables (exact spelling, n bytes of s): a byte unit (B, KiB, MiB, GiB, TiB, kB, KB, MB,
+ * GB, TB) or a multiplier (Ki, Mi, Gi, k, K, M, G) -> its factor; 0 when s is not one. Byte sizes
+ * take both, and Ti and T besides. */
+uint64_t sw_unit_bytes(const char *s, size_t n);
+uint64_t sw_unit_multiplier(const char *s, size_t n);
+/*
+ * Rule expressions (rule.c): the one grammar and evaluator of known-bad rules, `slots == 2 &&
+ * kv_dtype == fp8`, `!(tp >= 2) || util < 0.9` (the grammar is in rule.c). Which keys exist, how a
+ * string literal is normalized and where a key's value is found are the caller's vocabulary, so
+ * the ledger (canonical JSON shapes) and any other module use one parser and one evaluator.
+ * A comparison with a key the subject lacks, or of two different types, is false.
+ */
+#define SW_RULE_KEY_MAX 320 /* a key as written is at most 255 bytes */
+enum sw_rule_type { SW_RULE_INT = 1, SW_RULE_REAL, SW_RULE_STR, SW_RULE_BOOL };
+struct sw_rule_value {
+    enum sw_rule_type type;
+    int64_t i;
+    double d;
+    const char *s;
+    bool b;
+};
+struct sw_rule_vocab {
+    /* The canonical spelling of the key path text[0..n) into out (outn bytes): 0, or -1 with
+     * why in msg (the error then points at the key). */
+    int (*key)(void *ctx, const char *text, size_t n, char *out, size_t outn, char *msg,
+               size_t msgn);
+    /* Optional: a string literal compared with key, normalized into out; false: kept as is. */
+    bool (*literal)(void *ctx, const char *key, const char *s, char *out, size_t outn);
+    /* The value of key in subject: true and *out filled (out->s may point into tmp), or false
+     * when the subject lacks it or holds something no literal compares with. */
+    bool (*get)(void *ctx, const void *subject, const char *key, struct sw_rule_value *out,
+                char *tmp, size_t tmpn);
+    void *ctx;
+    const char *keys_hint; /* "a shape key (slots, ctx, ...)": said when a key is missing */
+};
+struct sw_rule;
+/* Parse expr (NUL-terminated); errors are SW_EPARSE with the byte offset in the expression
+ * (where "rule"). *out freed with sw_rule_free; the vocabulary is copied (ctx must outlive it). */
+int sw_rule_parse(const char *expr, const struct sw_rule_vocab *vocab, struct sw_rule **out,
+                  struct sw_err *e);
+bool sw_rule_eval(const struct sw_rule *r, const void *subject);
+void sw_rule_free(struct sw_rule *r);
 /* Strict integer / float parse of the whole string (no suffix). */
 int sw_parse_i64(const char *s, int64_t *out, struct sw_err *e);
 int sw_parse_u64(const char *s, uint64_t *out, struct sw_err *e);

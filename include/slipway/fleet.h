@@ -384,18 +384,25 @@ struct sw_fleet_cond {
     struct sw_fleet_at at;
 };
 
-/* A known-bad rule: every condition holds -> the shape fails, as `text` taught. */
+/* A known-bad rule: every condition holds -> the shape fails, as `text` taught. The conditions
+ * are also compiled into the one rule language (core's sw_rule, the ledger's too): `expr` is what
+ * sw_fleet_rule_matches evaluates, `expr_text` its text ("seqs == 2 && (tp == 1 || tp == 2)"). */
 struct sw_fleet_rule {
     struct sw_fleet_cond *conds;
     size_t n_conds;
+    const struct sw_rule *expr;
+    const char *expr_text;
     const char *failure; /* class: compile_constraint, oom, ... (free word) */
     const char *text;    /* the failure text that taught it */
     const char *date;
     const char *note;
     struct sw_fleet_at at;
 };
-/* True when every condition holds for the shape (an unset field never matches). */
+/* True when every condition holds for the shape (an unset field never matches): sw_rule_eval of
+ * r->expr over the shape's fields. */
 bool sw_fleet_rule_matches(const struct sw_fleet_rule *r, const struct sw_fleet_shape *s);
+/* The rule vocabulary of a struct sw_fleet_shape (keys: shape field names and aliases). */
+extern const struct sw_rule_vocab sw_fleet_rule_vocab;
 
 /* One value an env-file import decided, with where it came from. */
 struct sw_fleet_import {

@@ -17,82 +17,139 @@ struct suffix {
     uint64_t mult;
 };
 
-static const struct suffix byte_suffixes[] = {
-    {"B", 1ull},           {"KiB", 1ull << 10},      {"MiB", 1ull << 20},     {"GiB", 1ull << 30},
-    {"TiB", 1ull << 40},   {"Ki", 1ull << 10},       {"Mi", 1ull << 20},      {"Gi", 1ull << 30},
-    {"Ti", 1ull << 40},    {"kB", 1000ull},          {"KB", 1000ull},         {"MB", 1000000ull},
-    {"GB", 1000000000ull}, {"TB", 1000000000000ull}, {"k", 1000ull},          {"K", 1000ull},
-    {"M", 1000000ull},     {"G", 1000000000ull},     {"T", 1000000000000ull},
+/* Byte units: a number of bytes, spelled with its unit. */
+static const struct suffix byte_units[] = {
+    {"B", 1ull},           {"KiB", 1ull << 10},      {"MiB", 1ull << 20}, {"GiB", 1ull << 30},
+    {"TiB", 1ull << 40},   {"kB", 1000ull},          {"KB", 1000ull},     {"MB", 1000000ull},
+    {"GB", 1000000000ull}, {"TB", 1000000000000ull},
 };
 
-static const struct suffix count_suffixes[] = {
+/* Multipliers of a count or a quantity ("180k tokens", "176Ki"). */
+static const struct suffix multipliers[] = {
     {"Ki", 1ull << 10}, {"Mi", 1ull << 20}, {"Gi", 1ull << 30},   {"k", 1000ull},
     {"K", 1000ull},     {"M", 1000000ull},  {"G", 1000000000ull},
 };
 
-/* Parse "<digits>[.<digits>][e[+-]N]" with optional ',' or '_' between digits.
- * value = mant * 10^exp10. Returns the number of characters consumed, -1 when there is no
- * number, -2 when it has more significant digits than 64 bits hold. */
-static int parse_decimal(const char *s, uint64_t *mant, int *exp10)
+/* Byte sizes also take the bare multipliers, up to T, as Kubernetes reads them ("24Gi"). */
+static const struct suffix byte_only_multipliers[] = {{"Ti", 1ull << 40}, {"T", 1000000000000ull}};
+
+static uint64_t find_suffix(const struct suffix *tab, size_t n, const char *s, size_t len)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strlen(tab[i].s) == len && !memcmp(tab[i].s, s, len))
+            return tab[i].mult;
+    return 0;
+}
+
+uint64_t sw_unit_bytes(const char *s, size_t n)
+{
+    return find_suffix(byte_units, SW_ARRAY_LEN(byte_units), s, n);
+}
+
+uint64_t sw_unit_multiplier(const char *s, size_t n)
+{
+    return find_suffix(multipliers, SW_ARRAY_LEN(multipliers), s, n);
+}
+
+static uint64_t byte_suffix(const char *s, size_t n)
+{
+    uint64_t m = sw_unit_bytes(s, n);
+    if (!m)
+        m = sw_unit_multiplier(s, n);
+    if (!m)
+        m = find_suffix(byte_only_multipliers, SW_ARRAY_LEN(byte_only_multipliers), s, n);
+    return m;
+}
+
+int sw_number_scan(const char *s, bool sign, struct sw_number *out)
 {
     const char *p = s;
-    uint64_t m = 0;
-    int e = 0;
+    char buf[128]; /* the number without separators, for strtod */
+    size_t j = 0;
+    bool fits = true;
+    memset(out, 0, sizeof(*out));
+#define PUT(ch)                                                                                    \
+    do {                                                                                           \
+        if (j + 1 < sizeof(buf))                                                                   \
+            buf[j++] = (ch);                                                                       \
+        else                                                                                       \
+            fits = false;                                                                          \
+    } while (0)
+    if (sign && (*p == '+' || *p == '-')) {
+        out->negative = *p == '-';
+        PUT(*p);
+        p++;
+    }
     int digits = 0;
     bool seen_dot = false;
     while (*p) {
         if (isdigit((unsigned char)*p)) {
             unsigned d = (unsigned)(*p - '0');
-            if (m > (UINT64_MAX - d) / 10) {
-                /* more digits than we can hold: only acceptable if they are trailing zeros */
+            if (out->overflow || out->mant > (UINT64_MAX - d) / 10) {
+                /* more digits than 64 bits hold: only trailing zeros keep the value exact */
                 if (d != 0)
-                    return -2;
-                if (!seen_dot)
-                    e++;
+                    out->overflow = true;
+                else if (!seen_dot)
+                    out->exp10++;
             } else {
-                m = m * 10 + d;
+                out->mant = out->mant * 10 + d;
                 if (seen_dot)
-                    e--;
+                    out->exp10--;
             }
             digits++;
+            PUT(*p);
             p++;
         } else if ((*p == ',' || *p == '_') && digits > 0 && !seen_dot &&
                    isdigit((unsigned char)p[1])) {
             p++;
         } else if (*p == '.' && !seen_dot) {
             seen_dot = true;
+            PUT(*p);
             p++;
         } else {
             break;
         }
     }
     if (!digits)
-        return -1;
+        return 0;
     if ((*p == 'e' || *p == 'E') &&
         (isdigit((unsigned char)p[1]) ||
          ((p[1] == '+' || p[1] == '-') && isdigit((unsigned char)p[2])))) {
+        PUT(*p);
         p++;
-        int sign = 1;
+        int esign = 1;
         if (*p == '+' || *p == '-') {
-            sign = *p == '-' ? -1 : 1;
+            esign = *p == '-' ? -1 : 1;
+            PUT(*p);
             p++;
         }
         int x = 0;
         while (isdigit((unsigned char)*p)) {
             if (x > 1000)
-                return -1;
-            x = x * 10 + (*p - '0');
+                out->exp_huge = true;
+            else
+                x = x * 10 + (*p - '0');
+            PUT(*p);
             p++;
         }
-        e += sign * x;
+        out->exp10 += esign * x;
     }
-    *mant = m;
-    *exp10 = e;
-    return (int)(p - s);
+#undef PUT
+    buf[j] = '\0';
+    if (fits) {
+        char *end = NULL;
+        errno = 0;
+        double v = strtod(buf, &end);
+        out->real_ok = end && !*end && isfinite(v);
+        out->real = out->real_ok ? v : 0.0;
+    }
+    out->len = (size_t)(p - s);
+    return (int)out->len;
 }
 
-static int parse_with_suffix(const char *what, const char *s, const struct suffix *tab, size_t n,
-                             uint64_t *out, struct sw_err *e)
+static int parse_with_suffix(const char *what, const char *s,
+                             uint64_t (*unit)(const char *, size_t), uint64_t *out,
+                             struct sw_err *e)
 {
     if (!s)
         return sw_err_set(e, SW_EINVAL, "%s: no value", what);
@@ -102,32 +159,23 @@ static int parse_with_suffix(const char *what, const char *s, const struct suffi
         return sw_err_set(e, SW_ERANGE, "%s '%s' must not be negative", what, s);
     if (*s == '+')
         s++;
-    uint64_t mant;
-    int exp10;
-    int used = parse_decimal(s, &mant, &exp10);
-    if (used == -2)
+    struct sw_number num;
+    sw_number_scan(s, false, &num);
+    if (num.len && num.overflow)
         return sw_err_set(e, SW_ERANGE, "%s '%s' is too large", what, s);
-    if (used < 0)
+    if (!num.len || num.exp_huge)
         return sw_err_set(e, SW_EPARSE, "%s '%s' is not a number", what, s);
-    const char *suf = s + used;
+    uint64_t mant = num.mant;
+    int exp10 = num.exp10;
+    const char *suf = s + num.len;
     while (isspace((unsigned char)*suf))
         suf++;
     size_t slen = strlen(suf);
     while (slen && isspace((unsigned char)suf[slen - 1]))
         slen--;
-    uint64_t mult = 1;
-    if (slen) {
-        size_t i;
-        for (i = 0; i < n; i++) {
-            if (strlen(tab[i].s) == slen && !memcmp(tab[i].s, suf, slen)) {
-                mult = tab[i].mult;
-                break;
-            }
-        }
-        if (i == n)
-            return sw_err_set(e, SW_EPARSE, "%s '%s': unknown unit '%.*s'", what, s, (int)slen,
-                              suf);
-    }
+    uint64_t mult = slen ? unit(suf, slen) : 1;
+    if (!mult)
+        return sw_err_set(e, SW_EPARSE, "%s '%s': unknown unit '%.*s'", what, s, (int)slen, suf);
     unsigned __int128 v = (unsigned __int128)mant * mult;
     while (exp10 > 0) {
         v *= 10;
@@ -149,12 +197,12 @@ static int parse_with_suffix(const char *what, const char *s, const struct suffi
 
 int sw_parse_bytes(const char *s, uint64_t *out, struct sw_err *e)
 {
-    return parse_with_suffix("byte size", s, byte_suffixes, SW_ARRAY_LEN(byte_suffixes), out, e);
+    return parse_with_suffix("byte size", s, byte_suffix, out, e);
 }
 
 int sw_parse_count(const char *s, uint64_t *out, struct sw_err *e)
 {
-    return parse_with_suffix("count", s, count_suffixes, SW_ARRAY_LEN(count_suffixes), out, e);
+    return parse_with_suffix("count", s, sw_unit_multiplier, out, e);
 }
 
 int sw_parse_i64(const char *s, int64_t *out, struct sw_err *e)

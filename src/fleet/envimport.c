@@ -26,17 +26,6 @@ static const char *real_getenv(void *ctx, const char *name)
     return getenv(name);
 }
 
-static bool is_env_name(const char *s)
-{
-    if (!*s || !((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || *s == '_'))
-        return false;
-    for (s++; *s; s++)
-        if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') ||
-              *s == '_'))
-            return false;
-    return true;
-}
-
 static int keep_envfile(struct sw__fleet_ctx *c, struct sw_fleet_envfile *ef)
 {
     struct sw__fleet_priv *p = c->p;
@@ -84,7 +73,7 @@ static int key_list(struct sw__fleet_ctx *c, const struct sw__fleet_node *n, con
             rc = SW_EPARSE;
             continue;
         }
-        if (!is_env_name(t)) {
+        if (!sw__fleet_is_env_name(t)) {
             rc = sw__fleet_errp(c, n->kids[i], "'%s' is not an env-file key", t);
             continue;
         }
@@ -99,6 +88,51 @@ struct entry {
     const struct sw__fleet_node *key;
     const char *target;
 };
+
+struct imports {
+    struct entry *entries;
+    size_t n;
+};
+
+static const char *import_key(struct sw__fleet_ctx *c, const struct sw__fleet_node *k, void *arg)
+{
+    (void)arg;
+    if (strlen(k->text) == k->len && sw__fleet_is_env_name(k->text))
+        return k->text;
+    struct sw_fleet_at kat = sw__fleet_at(k);
+    sw__fleet_err(c, &kat, "%s: '%s' is not an env-file key", c->path, k->text);
+    return NULL;
+}
+
+/* One `KEY: target` of map:, checked against the targets and the keys already mapped. */
+static int dec_import(struct sw__fleet_ctx *c, const struct sw__fleet_node *k,
+                      const struct sw__fleet_node *v, void *arg)
+{
+    struct imports *im = arg;
+    const char *t = sw__fleet_scalar(c, v);
+    if (!t)
+        return SW_EPARSE;
+    const char *canon = sw__fleet_target_canon(t, c->a);
+    if (!canon) {
+        const char *names[96];
+        size_t nn = sw__fleet_target_names(names, SW_ARRAY_LEN(names));
+        const char *sug = sw__fleet_suggest(t, names, nn);
+        return sw__fleet_errp(c, v,
+                              "'%s' is not a field an env file can set (shape.FIELD, "
+                              "payload.path|repo|revision|gguf|mmproj|draft|..., "
+                              "listen.port, binary, image, alias, env.NAME)%s%s%s",
+                              t, sug ? "; did you mean '" : "", sug ? sug : "", sug ? "'?" : "");
+    }
+    for (size_t j = 0; j < im->n; j++)
+        if (!strcmp(im->entries[j].target, canon))
+            return sw__fleet_errp(c, v, "%s is already imported from %s (line %d)", canon,
+                                  im->entries[j].key->text, im->entries[j].key->line);
+    sw__fleet_record(c, v);
+    im->entries[im->n].key = k;
+    im->entries[im->n].target = canon;
+    im->n++;
+    return 0;
+}
 
 int sw__fleet_import_env(struct sw__fleet_ctx *c, struct sw_fleet_endpoint *ep,
                          const struct sw__fleet_node *decl)
@@ -170,58 +204,19 @@ int sw__fleet_import_env(struct sw__fleet_ctx *c, struct sw_fleet_endpoint *ep,
         goto out;
     if (mapn) {
         s2 = sw__fleet_path_push(c, "map");
-        sw__fleet_record(c, mapn);
-        if (!sw__fleet_want_map(c, mapn)) {
-            rc = SW_EPARSE;
-        } else {
-            entries = sw__fleet_allocn(c->a, mapn->n ? mapn->n : 1, sizeof(*entries));
-            if (!entries) {
-                sw__fleet_path_pop(c, s2);
-                rc = sw__fleet_nomem(c);
-                goto out;
-            }
-            for (size_t i = 0; i < mapn->n && !c->oom; i++) {
-                const struct sw__fleet_node *k = mapn->kids[2 * i], *v = mapn->kids[2 * i + 1];
-                struct sw_fleet_at kat = sw__fleet_at(k);
-                if (strlen(k->text) != k->len || !is_env_name(k->text)) {
-                    rc =
-                        sw__fleet_err(c, &kat, "%s: '%s' is not an env-file key", c->path, k->text);
-                    continue;
-                }
-                size_t s3 = sw__fleet_path_push(c, k->text);
-                const char *t = sw__fleet_scalar(c, v);
-                const char *canon = t ? sw__fleet_target_canon(t, c->a) : NULL;
-                if (t && !canon) {
-                    const char *names[96];
-                    size_t nn = sw__fleet_target_names(names, SW_ARRAY_LEN(names));
-                    const char *sug = sw__fleet_suggest(t, names, nn);
-                    rc = sw__fleet_errp(c, v,
-                                        "'%s' is not a field an env file can set (shape.FIELD, "
-                                        "payload.path|repo|revision|gguf|mmproj|draft|..., "
-                                        "listen.port, binary, image, alias, env.NAME)%s%s%s",
-                                        t, sug ? "; did you mean '" : "", sug ? sug : "",
-                                        sug ? "'?" : "");
-                } else if (!t) {
-                    rc = SW_EPARSE;
-                } else {
-                    bool dup = false;
-                    for (size_t j = 0; j < n_entries && !dup; j++) {
-                        if (!strcmp(entries[j].target, canon)) {
-                            rc = sw__fleet_errp(c, v, "%s is already imported from %s (line %d)",
-                                                canon, entries[j].key->text, entries[j].key->line);
-                            dup = true;
-                        }
-                    }
-                    if (!dup) {
-                        sw__fleet_record(c, v);
-                        entries[n_entries].key = k;
-                        entries[n_entries].target = canon;
-                        n_entries++;
-                    }
-                }
-                sw__fleet_path_pop(c, s3);
-            }
+        struct imports im = {.n = 0};
+        im.entries = sw__fleet_allocn(c->a, mapn->n ? mapn->n : 1, sizeof(*im.entries));
+        if (!im.entries) {
+            sw__fleet_path_pop(c, s2);
+            rc = sw__fleet_nomem(c);
+            goto out;
         }
+        struct sw__fleet_walk w = {.key = import_key, .fn = dec_import, .arg = &im};
+        r = sw__fleet_walk(c, mapn, &w);
+        if (r)
+            rc = r;
+        entries = im.entries;
+        n_entries = im.n;
         sw__fleet_path_pop(c, s2);
     }
     for (size_t i = 0; i < n_opt + n_optional; i++) {

@@ -85,6 +85,8 @@ struct sw__fleet_posent {
     size_t seq;
 };
 
+struct sw__fleet_ep_raw;
+
 /* Private part of a fleet. */
 struct sw__fleet_priv {
     struct sw__fleet_arena arena;
@@ -96,6 +98,8 @@ struct sw__fleet_priv {
     size_t n_envfiles, cap_envfiles;
     struct sw_fleet_warning *warn;
     size_t n_warn, cap_warn;
+    struct sw_rule **rules; /* compiled known_bad rules, owned */
+    size_t n_rules, cap_rules;
 };
 
 /* ---------------------------------------------------------------------------------------------
@@ -116,6 +120,7 @@ struct sw__fleet_ctx {
     char path[1024];
     size_t plen;
     size_t seq;
+    struct sw__fleet_ep_raw *raw; /* parallel to f->endpoints (endpoint.c) */
 };
 
 /* Path handling: push ".key" / "[i]", pop back to a saved length. */
@@ -210,7 +215,150 @@ int sw__fleet_dec_shape_field(struct sw__fleet_ctx *c, const struct sw__fleet_no
 void *sw__fleet_shape_ptr(struct sw_fleet_shape *s, const struct sw_fleet_field *f);
 const void *sw__fleet_shape_cptr(const struct sw_fleet_shape *s, const struct sw_fleet_field *f);
 
-/* Env-file import targets (load.c): "shape.seqs", "payload.mmproj", "listen.port", "binary",
+/* ---------------------------------------------------------------------------------------------
+ * Mappings (map.c). A table-driven mapping: each known key (or alias) decoded into a field of obj
+ * at `off`; unknown keys get a suggestion, a key set twice through an alias is an error.
+ */
+struct sw__fleet_fdef;
+typedef int (*sw__fleet_dec_fn)(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, void *obj,
+                                const struct sw__fleet_fdef *d);
+struct sw__fleet_fdef {
+    const char *name;
+    const char *aliases[3];
+    sw__fleet_dec_fn dec;
+    struct sw__fleet_spec spec;
+    size_t off;
+};
+#define SW__SPEC(ft_)                                                                              \
+    {                                                                                              \
+        .ft = (ft_)                                                                                \
+    }
+#define SW__SPECN(ft_, mn, mx)                                                                     \
+    {                                                                                              \
+        .ft = (ft_), .min = (mn), .max = (mx)                                                      \
+    }
+#define SW__SPECC(ch)                                                                              \
+    {                                                                                              \
+        .ft = SW__FT_CHOICE, .choices = (ch)                                                       \
+    }
+
+/* Field decoders for tables: a struct sw_fleet_str, sw_fleet_u64 or sw_fleet_bool at d->off. */
+int sw__fleet_dec_strf(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, void *obj,
+                       const struct sw__fleet_fdef *d);
+int sw__fleet_dec_u64f(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, void *obj,
+                       const struct sw__fleet_fdef *d);
+int sw__fleet_dec_boolf(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, void *obj,
+                        const struct sw__fleet_fdef *d);
+/* Decode mapping n into obj by the table; `what` names the mapping in errors. */
+int sw__fleet_dec_map(struct sw__fleet_ctx *c, const struct sw__fleet_node *n, void *obj,
+                      const struct sw__fleet_fdef *defs, size_t nd, const char *what);
+/*
+ * The one walk over a mapping's pairs (named objects, or keyed settings), so that every mapping
+ * reports alike: records the mapping's position and checks it is one; then for each pair checks
+ * the key, pushes it on the path, hands the value to fn and pops. The key check is, in order:
+ *   key(c, k, arg)  returns the path segment, or NULL after reporting the key itself;
+ *   known/n_known   the keys allowed (an unknown one: "unknown key 'x' in PATH (did you mean)");
+ *   what            the key must be a name (sw__fleet_check_name(c, k, what));
+ *   none of these   any key.
+ * Every pair is visited (until out of memory) so one run reports every mistake; the return is
+ * SW_EPARSE when the node is not a mapping, SW_ENOMEM, or the last error a key or fn gave.
+ */
+struct sw__fleet_walk {
+    const char *what;
+    const char *const *known;
+    size_t n_known;
+    const char *(*key)(struct sw__fleet_ctx *c, const struct sw__fleet_node *k, void *arg);
+    int (*fn)(struct sw__fleet_ctx *c, const struct sw__fleet_node *k,
+              const struct sw__fleet_node *v, void *arg);
+    void *arg;
+};
+int sw__fleet_walk(struct sw__fleet_ctx *c, const struct sw__fleet_node *map,
+                   const struct sw__fleet_walk *w);
+
+/* The same for a list: records it and checks it is one; each item is decoded by fn with "[i]"
+ * pushed on the path. Every item is visited (until out of memory); returns as sw__fleet_walk. */
+int sw__fleet_walk_seq(struct sw__fleet_ctx *c, const struct sw__fleet_node *seq,
+                       int (*fn)(struct sw__fleet_ctx *c, const struct sw__fleet_node *item,
+                                 void *arg),
+                       void *arg);
+
+/* The entry of a table named `name` (aliases not searched), or NULL. */
+const struct sw__fleet_fdef *sw__fleet_find_def(const struct sw__fleet_fdef *defs, size_t n,
+                                                const char *name);
+
+/* Is k's text a name (letters, digits, '-', '_'; at most 64; starts with a letter or digit)?
+ * Reports "<what> name '...' is not a name" when not. */
+bool sw__fleet_check_name(struct sw__fleet_ctx *c, const struct sw__fleet_node *k,
+                          const char *what);
+/* [A-Za-z_][A-Za-z0-9_]* */
+bool sw__fleet_is_env_name(const char *s);
+/* A date (YYYY-MM-DD, optionally followed by a time or a note), or any non-empty text; the
+ * stored string lives in the arena. */
+int sw__fleet_dec_date(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, const char **out);
+int sw__fleet_dec_text(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, const char **out);
+
+/* ---------------------------------------------------------------------------------------------
+ * Secrets (secret.c): names and values that look like secrets, and {from_env|from_file} refs.
+ */
+bool sw__fleet_looks_secret_name(const char *name);
+bool sw__fleet_looks_secret_value(const char *v);
+int sw__fleet_dec_secret_ref(struct sw__fleet_ctx *c, const struct sw__fleet_node *v,
+                             struct sw_fleet_secret *out, const char *what);
+
+/* ---------------------------------------------------------------------------------------------
+ * The nouns: each decodes its part of the file (pass 1); validate.c resolves and checks (pass 3).
+ */
+/* host.c */
+int sw__fleet_dec_hosts(struct sw__fleet_ctx *c, const struct sw__fleet_node *v);
+/* profile.c: engine spellings accepted in a file, and the engine each names */
+extern const char *const sw__fleet_engine_names[];
+enum sw_fleet_engine sw__fleet_engine_of(const char *s);
+int sw__fleet_dec_profiles(struct sw__fleet_ctx *c, const struct sw__fleet_node *v);
+/* A quantity with a unit: "9190 B/token" (profile constants and measured facts). */
+int sw__fleet_dec_qty(struct sw__fleet_ctx *c, const struct sw__fleet_node *v,
+                      struct sw_fleet_qty *q);
+
+/* endpoint.c: what an endpoint names (host, devices, profile...) is kept as text until resolved. */
+struct sw__fleet_ep_raw {
+    struct sw_fleet_str host;
+    struct sw_fleet_str *devices;
+    size_t n_devices;
+    bool devices_given;
+    struct sw_fleet_str profile;
+    struct sw_fleet_str engine;
+    const struct sw__fleet_node *env_file;
+    struct sw_fleet_str *fact_devices; /* per fact */
+    struct sw_fleet_str *boot_devices; /* per boot */
+};
+struct sw__fleet_ep_raw *sw__fleet_raw_of(struct sw__fleet_ctx *c, struct sw_fleet_endpoint *ep);
+int sw__fleet_dec_endpoints(struct sw__fleet_ctx *c, const struct sw__fleet_node *v);
+/* The endpoint's and the payload's field tables (for env-file targets). */
+const struct sw__fleet_fdef *sw__fleet_endpoint_def(const char *name);
+const struct sw__fleet_fdef *sw__fleet_payload_def(const char *name);
+const struct sw__fleet_fdef *sw__fleet_listen_def(const char *name);
+/* Set payload->source from what the payload names (path: local, repo: Hugging Face). */
+void sw__fleet_payload_source(struct sw_fleet_payload *p);
+/* facts.c, rules.c: endpoint keys measured:, boots:, known_bad: */
+int sw__fleet_ep_measured(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, void *obj,
+                          const struct sw__fleet_fdef *d);
+int sw__fleet_ep_boots(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, void *obj,
+                       const struct sw__fleet_fdef *d);
+int sw__fleet_ep_known_bad(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, void *obj,
+                           const struct sw__fleet_fdef *d);
+/* harness.c: endpoint names kept as text until resolved */
+struct sw__fleet_harness_raw {
+    struct sw_fleet_str compaction_endpoint;
+    struct sw_fleet_str *client_names;
+};
+int sw__fleet_dec_harness(struct sw__fleet_ctx *c, const struct sw__fleet_node *v,
+                          struct sw__fleet_harness_raw *hr);
+/* validate.c */
+void sw__fleet_check_endpoint(struct sw__fleet_ctx *c, struct sw_fleet_endpoint *ep,
+                              struct sw__fleet_ep_raw *raw);
+void sw__fleet_check_fleet(struct sw__fleet_ctx *c, struct sw__fleet_harness_raw *hr);
+
+/* ---------------------------------------------------------------------------------------------
+ * Env-file import targets (envtarget.c): "shape.seqs", "payload.mmproj", "listen.port", "binary",
  * "image", "alias", "engine_version", "env.NAME". canon: canonical spelling or NULL. */
 const char *sw__fleet_target_canon(const char *t, struct sw__fleet_arena *a);
 size_t sw__fleet_target_names(const char **out, size_t max);

@@ -7,7 +7,8 @@
  * Exact versus approximate bytes: a value handed to an engine (kv_cache_bytes) must be a whole
  * number of bytes (sw_parse_bytes refuses "0.1KiB"); a figure the operator read off a tool
  * (31.86GiB usable, ~1.4GiB for the projector) is a measurement and is rounded to the byte.
- * It does not know which field needs which (shape.c, schema.c, load.c say).
+ * It does not know which field needs which (shape.c and the nouns say). Numbers and unit names
+ * come from core (sw_number_scan, sw_unit_bytes, sw_unit_multiplier): one lexer, one table.
  */
 #include "fleet_internal.h"
 
@@ -165,39 +166,14 @@ int sw__fleet_dec_str(struct sw__fleet_ctx *c, const struct sw__fleet_node *n,
 /* ---------------------------------------------------------------------------------------------
  * Quantities.
  */
-static const struct {
-    const char *s;
-    double mult;
-} byte_units[] = {
-    {"B", 1.0},
-    {"KiB", 1024.0},
-    {"MiB", 1048576.0},
-    {"GiB", 1073741824.0},
-    {"TiB", 1099511627776.0},
-    {"kB", 1e3},
-    {"KB", 1e3},
-    {"MB", 1e6},
-    {"GB", 1e9},
-    {"TB", 1e12},
-};
-
-static const struct {
-    const char *s;
-    double mult;
-} multipliers[] = {
-    {"Ki", 1024.0}, {"Mi", 1048576.0}, {"Gi", 1073741824.0}, {"k", 1e3},
-    {"K", 1e3},     {"M", 1e6},        {"G", 1e9},
-};
-
 /* Canonical word: byte units -> "B" (with scale), token spellings -> "token", seconds -> "s". */
 static const char *canon_word(const char *w, size_t n, double *scale)
 {
     *scale = 1.0;
-    for (size_t i = 0; i < SW_ARRAY_LEN(byte_units); i++) {
-        if (strlen(byte_units[i].s) == n && !memcmp(byte_units[i].s, w, n)) {
-            *scale = byte_units[i].mult;
-            return "B";
-        }
+    uint64_t bytes = sw_unit_bytes(w, n);
+    if (bytes) {
+        *scale = (double)bytes; /* powers of 1000 and 1024 up to T: exact in a double */
+        return "B";
     }
     static const char *const tokens[] = {"t", "tok", "toks", "token", "tokens"};
     for (size_t i = 0; i < SW_ARRAY_LEN(tokens); i++)
@@ -210,49 +186,14 @@ static const char *canon_word(const char *w, size_t n, double *scale)
     return NULL;
 }
 
-/* Read "<number>" with optional ',' / '_' between digits; returns characters used or -1. */
+/* A signed number at s (sw_number_scan) as a double; returns characters used or -1. */
 static int read_number(const char *s, double *out)
 {
-    char buf[128];
-    size_t j = 0;
-    const char *p = s;
-    if (*p == '+' || *p == '-')
-        buf[j++] = *p++;
-    bool digits = false, dot = false;
-    while (*p && j + 2 < sizeof(buf)) {
-        if (isdigit((unsigned char)*p)) {
-            buf[j++] = *p++;
-            digits = true;
-        } else if ((*p == ',' || *p == '_') && digits && !dot && isdigit((unsigned char)p[1])) {
-            p++;
-        } else if (*p == '.' && !dot) {
-            buf[j++] = *p++;
-            dot = true;
-        } else {
-            break;
-        }
-    }
-    if (!digits)
+    struct sw_number num;
+    if (!sw_number_scan(s, true, &num) || !num.real_ok)
         return -1;
-    if ((*p == 'e' || *p == 'E') &&
-        (isdigit((unsigned char)p[1]) ||
-         ((p[1] == '+' || p[1] == '-') && isdigit((unsigned char)p[2])))) {
-        buf[j++] = *p++;
-        if (*p == '+' || *p == '-')
-            buf[j++] = *p++;
-        while (isdigit((unsigned char)*p) && j + 1 < sizeof(buf))
-            buf[j++] = *p++;
-    }
-    if (j + 1 >= sizeof(buf))
-        return -1;
-    buf[j] = '\0';
-    errno = 0;
-    char *end = NULL;
-    double v = strtod(buf, &end);
-    if (!end || *end || !isfinite(v))
-        return -1;
-    *out = v;
-    return (int)(p - s);
+    *out = num.real;
+    return (int)num.len;
 }
 
 /* One unit side: "[<number>] <word>"; returns the canonical word in out. */
@@ -317,14 +258,13 @@ int sw_fleet_parse_qty(const char *s, double *value, char *unit, size_t unitn, s
         return sw_err_set(e, SW_EPARSE, "'%s' does not start with a number", s);
     const char *p = s + used;
     /* an attached multiplier ("180k tokens"), unless it starts a byte unit ("180kB") */
-    for (size_t i = 0; i < SW_ARRAY_LEN(multipliers); i++) {
-        size_t ml = strlen(multipliers[i].s);
-        if (!strncmp(p, multipliers[i].s, ml) &&
-            (!p[ml] || isspace((unsigned char)p[ml]) || p[ml] == '/')) {
-            v *= multipliers[i].mult;
-            p += ml;
-            break;
-        }
+    size_t ml = 0;
+    while (p[ml] && !isspace((unsigned char)p[ml]) && p[ml] != '/')
+        ml++;
+    uint64_t mult = sw_unit_multiplier(p, ml);
+    if (mult) {
+        v *= (double)mult;
+        p += ml;
     }
     /* "per" is '/' spelled out, as people write it ("0.22 GiB per 1024 tokens") */
     char rest[256];

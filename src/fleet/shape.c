@@ -429,59 +429,62 @@ const char *sw_fleet_op_name(enum sw_fleet_op op)
     return (unsigned)op < SW_ARRAY_LEN(names) ? names[op] : "?";
 }
 
-/* <0, 0, >0 like strcmp; types of a and b agree (the loader makes sure). */
-static int cmp_value(const struct sw_fleet_value *a, const struct sw_fleet_value *b)
+/* The rule vocabulary of a shape: field names (aliases resolved) and their typed values. */
+static int rule_key(void *ctx, const char *text, size_t n, char *out, size_t outn, char *msg,
+                    size_t msgn)
 {
-    switch (a->type) {
-    case SW_FLEET_V_COUNT:
-    case SW_FLEET_V_BYTES:
-        return a->u < b->u ? -1 : a->u > b->u;
-    case SW_FLEET_V_REAL:
-        return a->f < b->f ? -1 : a->f > b->f;
-    case SW_FLEET_V_BOOL:
-        return (int)a->b - (int)b->b;
-    case SW_FLEET_V_STR:
-        return strcmp(a->s ? a->s : "", b->s ? b->s : "");
+    char name[128];
+    (void)ctx;
+    snprintf(name, sizeof(name), "%.*s", (int)n, text);
+    const struct sw_fleet_field *f = n < sizeof(name) ? sw_fleet_shape_field(name) : NULL;
+    if (!f) {
+        snprintf(msg, msgn, "'%s' is not a shape field", name);
+        return -1;
     }
+    snprintf(out, outn, "%s", f->name);
     return 0;
 }
 
-static bool cond_holds(const struct sw_fleet_cond *c, const struct sw_fleet_shape *s)
+static bool rule_get(void *ctx, const void *subject, const char *key, struct sw_rule_value *out,
+                     char *tmp, size_t tmpn)
 {
-    struct sw_fleet_value have;
-    if (!c->field || sw_fleet_shape_get(s, c->field->name, &have) || !have.set)
-        return false;
-    if (c->op == SW_FLEET_IN) {
-        for (size_t i = 0; i < c->n_in; i++)
-            if (!cmp_value(&have, &c->in[i]))
-                return true;
-        return false;
+    struct sw_fleet_value v;
+    (void)ctx;
+    (void)tmp;
+    (void)tmpn;
+    if (sw_fleet_shape_get(subject, key, &v) || !v.set)
+        return false; /* an unset field never matches */
+    switch (v.type) {
+    case SW_FLEET_V_COUNT:
+    case SW_FLEET_V_BYTES:
+        if (v.u > (uint64_t)INT64_MAX) { /* "all" layers */
+            out->type = SW_RULE_REAL;
+            out->d = (double)v.u;
+        } else {
+            out->type = SW_RULE_INT;
+            out->i = (int64_t)v.u;
+        }
+        return true;
+    case SW_FLEET_V_REAL:
+        out->type = SW_RULE_REAL;
+        out->d = v.f;
+        return true;
+    case SW_FLEET_V_BOOL:
+        out->type = SW_RULE_BOOL;
+        out->b = v.b;
+        return true;
+    case SW_FLEET_V_STR:
+        out->type = SW_RULE_STR;
+        out->s = v.s ? v.s : "";
+        return true;
     }
-    int r = cmp_value(&have, &c->v);
-    switch (c->op) {
-    case SW_FLEET_EQ:
-        return r == 0;
-    case SW_FLEET_NE:
-        return r != 0;
-    case SW_FLEET_LT:
-        return r < 0;
-    case SW_FLEET_LE:
-        return r <= 0;
-    case SW_FLEET_GT:
-        return r > 0;
-    case SW_FLEET_GE:
-        return r >= 0;
-    default:
-        return false;
-    }
+    return false;
 }
+
+const struct sw_rule_vocab sw_fleet_rule_vocab = {
+    .key = rule_key, .get = rule_get, .keys_hint = "a shape field"};
 
 bool sw_fleet_rule_matches(const struct sw_fleet_rule *r, const struct sw_fleet_shape *s)
 {
-    if (!r || !s || !r->n_conds)
-        return false;
-    for (size_t i = 0; i < r->n_conds; i++)
-        if (!cond_holds(&r->conds[i], s))
-            return false;
-    return true;
+    return r && s && r->expr && sw_rule_eval(r->expr, s);
 }

@@ -157,6 +157,123 @@ static void test_units(void **state)
     assert_int_equal(sw_parse_double("nan", &d, NULL), SW_ERANGE);
 }
 
+/* The one number lexer: what sw_parse_bytes/count read exactly and the fleet's quantities read as
+ * a double are the same characters. */
+static void test_number_scan(void **state)
+{
+    (void)state;
+    struct sw_number n;
+    assert_int_equal(sw_number_scan("200,704 tokens", false, &n), 7);
+    assert_true(n.mant == 200704 && n.exp10 == 0 && n.real_ok && n.real == 200704.0);
+    assert_int_equal(sw_number_scan("3.15e9B", false, &n), 6);
+    assert_true(n.mant == 315 && n.exp10 == 7 && n.real == 3.15e9);
+    assert_int_equal(sw_number_scan("-1.5", false, &n), 0); /* no sign unless asked */
+    assert_int_equal(sw_number_scan("-1.5", true, &n), 4);
+    assert_true(n.negative && n.mant == 15 && n.exp10 == -1 && n.real == -1.5);
+    assert_int_equal(sw_number_scan("1_000.5e", true, &n), 7); /* 'e' without digits: a unit */
+    assert_true(n.mant == 10005 && n.exp10 == -1);
+    assert_int_equal(sw_number_scan("1,,2", false, &n), 1);
+    assert_int_equal(sw_number_scan(".5", false, &n), 2);
+    assert_int_equal(sw_number_scan("e5", true, &n), 0);
+    assert_int_equal(sw_number_scan("99999999999999999999", false, &n), 20);
+    assert_true(n.overflow && n.real_ok);
+    assert_int_equal(sw_number_scan("100000000000000000000", false, &n), 21);
+    assert_true(!n.overflow && n.mant == 10000000000000000000ull && n.exp10 == 1);
+    assert_int_equal(sw_number_scan("1e99999", false, &n), 7);
+    assert_true(n.exp_huge && !n.real_ok);
+    assert_int_equal(sw_number_scan("1e-20000", false, &n), 8);
+    assert_true(n.exp_huge && n.real_ok && n.real == 0.0);
+    char longnum[200];
+    memset(longnum, '7', 150);
+    longnum[150] = '\0';
+    assert_int_equal(sw_number_scan(longnum, false, &n), 150);
+    assert_true(n.overflow && !n.real_ok);
+
+    assert_true(sw_unit_bytes("GiB", 3) == (1ull << 30) &&
+                sw_unit_bytes("TB", 2) == 1000000000000ull);
+    assert_true(sw_unit_bytes("Gi", 2) == 0 && sw_unit_bytes("GiBx", 3) == (1ull << 30));
+    assert_true(sw_unit_multiplier("Ki", 2) == 1024 && sw_unit_multiplier("k", 1) == 1000);
+    assert_true(sw_unit_multiplier("B", 1) == 0 && sw_unit_multiplier("T", 1) == 0);
+    uint64_t v;
+    assert_int_equal(sw_parse_bytes("2T", &v, NULL), 0); /* byte sizes take T and Ti too */
+    assert_true(v == 2000000000000ull);
+    assert_int_equal(sw_parse_count("2T", &v, NULL), SW_EPARSE);
+}
+
+/* The rule grammar knows no keys of its own: a vocabulary of two keys over a plain struct. */
+struct toy {
+    int64_t slots;
+    const char *dtype;
+};
+
+static int toy_key(void *ctx, const char *text, size_t n, char *out, size_t outn, char *msg,
+                   size_t msgn)
+{
+    (void)ctx;
+    if ((n == 5 && !memcmp(text, "slots", 5)) || (n == 5 && !memcmp(text, "dtype", 5))) {
+        snprintf(out, outn, "%.*s", (int)n, text);
+        return 0;
+    }
+    snprintf(msg, msgn, "no key '%.*s'", (int)n, text);
+    return -1;
+}
+
+static bool toy_literal(void *ctx, const char *key, const char *s, char *out, size_t outn)
+{
+    (void)ctx;
+    if (strcmp(key, "dtype") || strcmp(s, "float8"))
+        return false;
+    snprintf(out, outn, "fp8");
+    return true;
+}
+
+static bool toy_get(void *ctx, const void *subject, const char *key, struct sw_rule_value *out,
+                    char *tmp, size_t tmpn)
+{
+    const struct toy *t = subject;
+    (void)ctx;
+    (void)tmp;
+    (void)tmpn;
+    if (!strcmp(key, "slots")) {
+        out->type = SW_RULE_INT;
+        out->i = t->slots;
+        return true;
+    }
+    out->type = SW_RULE_STR;
+    out->s = t->dtype;
+    return t->dtype != NULL;
+}
+
+static void test_rule(void **state)
+{
+    (void)state;
+    const struct sw_rule_vocab v = {
+        .key = toy_key, .literal = toy_literal, .get = toy_get, .keys_hint = "slots or dtype"};
+    struct sw_rule *r = NULL;
+    struct sw_err e;
+    assert_int_equal(sw_rule_parse("slots >= 2 && !(dtype == float8) || slots == 1Ki", &v, &r, &e),
+                     0);
+    struct toy a = {2, "f16"}, b = {2, "fp8"}, c = {1024, NULL}, d = {1, "f16"};
+    assert_true(sw_rule_eval(r, &a));
+    assert_false(sw_rule_eval(r, &b)); /* float8 was normalized to fp8 */
+    assert_true(sw_rule_eval(r, &c));
+    assert_false(sw_rule_eval(r, &d));
+    sw_rule_free(r);
+    /* a missing value never matches, even under != */
+    assert_int_equal(sw_rule_parse("dtype != f16", &v, &r, &e), 0);
+    assert_false(sw_rule_eval(r, &c));
+    assert_true(sw_rule_eval(r, &b));
+    sw_rule_free(r);
+    assert_int_equal(sw_rule_parse("slots == 2 && ctx > 5", &v, &r, &e), SW_EPARSE);
+    assert_null(r);
+    assert_int_equal(e.offset, 14);
+    assert_non_null(strstr(e.msg, "no key 'ctx'"));
+    assert_int_equal(sw_rule_parse("== 2", &v, &r, &e), SW_EPARSE);
+    assert_non_null(strstr(e.msg, "expected slots or dtype"));
+    assert_int_equal(sw_rule_parse("dtype < fp8", &v, &r, &e), SW_EPARSE);
+    assert_non_null(strstr(e.msg, "only == and != compare strings"));
+}
+
 static void test_files(void **state)
 {
     char *dir = swt_tmpdir();
@@ -266,6 +383,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_err_format),  cmocka_unit_test(test_alloc_fail),
         cmocka_unit_test(test_buf),         cmocka_unit_test(test_units),
+        cmocka_unit_test(test_number_scan), cmocka_unit_test(test_rule),
         cmocka_unit_test(test_files),       cmocka_unit_test(test_sniff),
         cmocka_unit_test(test_json),        cmocka_unit_test(test_redact),
         cmocka_unit_test(test_utf8_repair),

@@ -509,6 +509,14 @@ static void test_features(void **state)
     v.u = 4;
     sw_fleet_shape_set(&s, "seqs", &v, NULL);
     assert_false(sw_fleet_rule_matches(r1, &s));
+    /* both forms compile to the one rule language, which sw_fleet_rule_matches evaluates */
+    assert_string_equal(r0->expr_text, "seqs == 2 && kv_cache_dtype == \"fp8\"");
+    assert_string_equal(r1->expr_text, "max_model_len >= 245760 && (seqs == 3 || seqs == 5)");
+    assert_non_null(r0->expr);
+    assert_true(sw_rule_eval(r1->expr, &s) == sw_fleet_rule_matches(r1, &s));
+    v.u = 3;
+    sw_fleet_shape_set(&s, "seqs", &v, NULL);
+    assert_true(sw_rule_eval(r1->expr, &s));
     /* facts, boots, arch, profile terms */
     assert_string_equal(sw_fleet_endpoint_fact(big, "non_kv_cost")->date, "2026-10-01");
     assert_string_equal(sw_fleet_endpoint_fact(big, "decode")->q.unit, "token/s");

@@ -1,0 +1,378 @@
+/*
+ * Resolution and whole-endpoint checks, the loader's third pass: names to pointers (hosts,
+ * devices, profiles, endpoints) and the rules that need a whole endpoint or the whole fleet (a
+ * setting that does not apply to its engine, ranks versus devices, a payload outside every
+ * container mount, knobs outside their range, two endpoints on one port...).
+ *
+ * Not here: whether a shape fits (memory, gates).
+ */
+#include "fleet_internal.h"
+
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------------------------------------
+ * Resolution and whole-endpoint checks.
+ */
+
+static int unknown_ref(struct sw__fleet_ctx *c, const struct sw_fleet_str *s, const char *kind,
+                       const char *const *names, size_t n, const char *where)
+{
+    const char *sug = sw__fleet_suggest(s->v, names, n);
+    return sw__fleet_err(c, &s->at, "%s: no %s named '%s'%s%s%s", where, kind, s->v,
+                         sug ? " (did you mean '" : "", sug ? sug : "", sug ? "'?)" : "");
+}
+
+static const struct sw_fleet_device *find_device(struct sw__fleet_ctx *c,
+                                                 const struct sw_fleet_host *h,
+                                                 const struct sw_fleet_str *s, const char *where)
+{
+    for (size_t i = 0; i < h->n_devices; i++)
+        if (!strcmp(h->devices[i].name, s->v))
+            return &h->devices[i];
+    const char *names[128];
+    size_t n = 0;
+    for (size_t i = 0; i < h->n_devices && n < SW_ARRAY_LEN(names); i++)
+        names[n++] = h->devices[i].name;
+    char kind[200];
+    snprintf(kind, sizeof(kind), "device of host %s", h->name);
+    unknown_ref(c, s, kind, names, n, where);
+    return NULL;
+}
+
+static bool is_frozen_or_knob(const struct sw_fleet_endpoint *ep, const char *name)
+{
+    return sw_fleet_endpoint_frozen(ep, name) || sw_fleet_endpoint_knob(ep, name);
+}
+
+static int value_in_knob(const struct sw_fleet_knob *kb, const struct sw_fleet_value *v)
+{
+    if (kb->is_range) {
+        if (kb->type == SW_FLEET_V_REAL)
+            return v->f >= kb->min.f && v->f <= kb->max.f;
+        if (v->u < kb->min.u || v->u > kb->max.u)
+            return 0;
+        if (kb->step.set && kb->step.u && (v->u - kb->min.u) % kb->step.u)
+            return 0;
+        return 1;
+    }
+    for (size_t i = 0; i < kb->n_values; i++) {
+        const struct sw_fleet_value *w = &kb->values[i];
+        switch (kb->type) {
+        case SW_FLEET_V_COUNT:
+        case SW_FLEET_V_BYTES:
+            if (w->u == v->u)
+                return 1;
+            break;
+        case SW_FLEET_V_REAL:
+            if (w->f == v->f)
+                return 1;
+            break;
+        case SW_FLEET_V_BOOL:
+            if (w->b == v->b)
+                return 1;
+            break;
+        case SW_FLEET_V_STR:
+            if (w->s && v->s && !strcmp(w->s, v->s))
+                return 1;
+            break;
+        }
+    }
+    return 0;
+}
+
+static void check_shape_engine(struct sw__fleet_ctx *c, const struct sw_fleet_shape *s,
+                               enum sw_fleet_engine eng, const char *where)
+{
+    size_t nf;
+    const struct sw_fleet_field *fs = sw_fleet_shape_fields(&nf);
+    for (size_t i = 0; i < nf; i++) {
+        struct sw_fleet_value v;
+        sw_fleet_shape_get(s, fs[i].name, &v);
+        if (!v.at.file || (fs[i].engines & SW_FLEET_ENG_BIT(eng)))
+            continue;
+        sw__fleet_err(c, &v.at, "%s.%s does not apply to %s%s%s%s", where, fs[i].name,
+                      sw_fleet_engine_name(eng), fs[i].instead ? " (" : "",
+                      fs[i].instead ? fs[i].instead : "", fs[i].instead ? ")" : "");
+    }
+}
+
+static bool path_under(const char *p, const char *dir)
+{
+    size_t n = strlen(dir);
+    while (n > 1 && dir[n - 1] == '/')
+        n--;
+    return !strncmp(p, dir, n) && (p[n] == '/' || p[n] == '\0');
+}
+
+static bool quantized_ggml(const char *t)
+{
+    return t && t[0] != 'f' && strcmp(t, "bf16");
+}
+
+void sw__fleet_check_endpoint(struct sw__fleet_ctx *c, struct sw_fleet_endpoint *ep,
+                              struct sw__fleet_ep_raw *raw)
+{
+    struct sw_fleet *f = c->f;
+    char where[200];
+    snprintf(where, sizeof(where), "endpoints.%s", ep->name);
+
+    /* engine */
+    if (!ep->engine) {
+        if (!raw->engine.at.file) /* a bad engine value was reported where it was written */
+            sw__fleet_err(c, &ep->at, "%s needs an engine: llama.cpp, vllm or sglang", where);
+        return;
+    }
+    /* host */
+    if (!raw->host.v) {
+        sw__fleet_err(c, &ep->at, "%s needs a host: one of the names under hosts:", where);
+    } else {
+        const char *names[128];
+        size_t n = 0;
+        for (size_t i = 0; i < f->n_hosts; i++) {
+            if (!strcmp(f->hosts[i].name, raw->host.v))
+                ep->host = &f->hosts[i];
+            if (n < SW_ARRAY_LEN(names))
+                names[n++] = f->hosts[i].name;
+        }
+        ep->host_at = raw->host.at;
+        if (!ep->host) {
+            char w[240];
+            snprintf(w, sizeof(w), "%s.host", where);
+            unknown_ref(c, &raw->host, "host", names, n, w);
+        }
+    }
+    /* devices */
+    if (ep->host) {
+        const struct sw_fleet_host *h = ep->host;
+        size_t cap = raw->n_devices ? raw->n_devices : 1;
+        ep->devices = sw__fleet_allocn(c->a, cap, sizeof(*ep->devices));
+        ep->devices_at = sw__fleet_allocn(c->a, cap, sizeof(*ep->devices_at));
+        if (!ep->devices || !ep->devices_at) {
+            sw__fleet_nomem(c);
+            return;
+        }
+        if (raw->devices_given) {
+            char w[240];
+            snprintf(w, sizeof(w), "%s.devices", where);
+            for (size_t i = 0; i < raw->n_devices; i++) {
+                const struct sw_fleet_device *d = find_device(c, h, &raw->devices[i], w);
+                if (!d)
+                    continue;
+                bool dup = false;
+                for (size_t j = 0; j < ep->n_devices && !dup; j++)
+                    dup = ep->devices[j] == d;
+                if (dup) {
+                    sw__fleet_err(c, &raw->devices[i].at, "%s lists device %s twice", w, d->name);
+                    continue;
+                }
+                ep->devices_at[ep->n_devices] = raw->devices[i].at;
+                ep->devices[ep->n_devices++] = d;
+            }
+        } else if (h->n_devices == 1) {
+            ep->devices[0] = &h->devices[0];
+            ep->devices_at[0] = h->devices[0].at;
+            ep->n_devices = 1;
+        } else if (h->n_devices > 1) {
+            sw__fleet_err(c, &ep->at,
+                          "%s: host %s has %zu devices; say which this endpoint uses (devices: "
+                          "[%s, ...])",
+                          where, h->name, h->n_devices, h->devices[0].name);
+        } else {
+            sw__fleet_warn(c, &ep->at,
+                           "%s: host %s declares no devices, so no memory budget can be planned",
+                           where, h->name);
+        }
+    }
+    /* profile */
+    if (raw->profile.v) {
+        const char *names[128];
+        size_t n = 0;
+        for (size_t i = 0; i < f->n_profiles; i++) {
+            if (!strcmp(f->profiles[i].name, raw->profile.v))
+                ep->profile = &f->profiles[i];
+            if (n < SW_ARRAY_LEN(names))
+                names[n++] = f->profiles[i].name;
+        }
+        ep->profile_at = raw->profile.at;
+        if (!ep->profile) {
+            char w[240];
+            snprintf(w, sizeof(w), "%s.profile", where);
+            unknown_ref(c, &raw->profile, "profile", names, n, w);
+        } else if (ep->profile->base != ep->engine) {
+            sw__fleet_err(c, &raw->profile.at,
+                          "%s.profile: %s extends the %s law but the endpoint runs %s", where,
+                          ep->profile->name, sw_fleet_engine_name(ep->profile->base),
+                          sw_fleet_engine_name(ep->engine));
+        }
+    }
+    /* shape */
+    char sw_[240];
+    snprintf(sw_, sizeof(sw_), "%s.shape", where);
+    check_shape_engine(c, &ep->shape, ep->engine, sw_);
+    const struct sw_fleet_shape *s = &ep->shape;
+    if (ep->engine == SW_FLEET_LLAMACPP && s->flash_attn.v && !strcmp(s->flash_attn.v, "off") &&
+        quantized_ggml(s->cache_type_v.v))
+        sw__fleet_err(c, &s->cache_type_v.at,
+                      "%s.cache_type_v %s needs flash attention, and flash_attn is off (line %d): "
+                      "llama.cpp refuses a quantized V cache without it",
+                      where, s->cache_type_v.v, s->flash_attn.at.line);
+    if (s->batch_size.set && s->ubatch_size.set && s->ubatch_size.v > s->batch_size.v)
+        sw__fleet_warn(c, &s->ubatch_size.at,
+                       "%s.shape.ubatch_size %llu is above batch_size %llu: llama.cpp uses %llu",
+                       where, (unsigned long long)s->ubatch_size.v,
+                       (unsigned long long)s->batch_size.v, (unsigned long long)s->batch_size.v);
+    if ((ep->engine == SW_FLEET_VLLM || ep->engine == SW_FLEET_SGLANG) && ep->n_devices) {
+        uint64_t tp = s->tensor_parallel.set ? s->tensor_parallel.v : 1;
+        uint64_t pp = s->pipeline_parallel.set ? s->pipeline_parallel.v : 1;
+        if (tp * pp != ep->n_devices) {
+            const struct sw_fleet_at *at = s->tensor_parallel.set     ? &s->tensor_parallel.at
+                                           : s->pipeline_parallel.set ? &s->pipeline_parallel.at
+                                                                      : &ep->devices_at[0];
+            sw__fleet_err(c, at,
+                          "%s: tensor_parallel %llu x pipeline_parallel %llu = %llu ranks, but the "
+                          "endpoint uses %zu device%s (one rank per device)",
+                          where, (unsigned long long)tp, (unsigned long long)pp,
+                          (unsigned long long)(tp * pp), ep->n_devices,
+                          ep->n_devices == 1 ? "" : "s");
+        }
+        if (s->decode_context_parallel.set && tp % s->decode_context_parallel.v)
+            sw__fleet_err(c, &s->decode_context_parallel.at,
+                          "%s.shape.decode_context_parallel %llu must divide tensor_parallel %llu "
+                          "(DCP reuses the TP ranks)",
+                          where, (unsigned long long)s->decode_context_parallel.v,
+                          (unsigned long long)tp);
+    }
+    if (s->spec_tokens.set && s->spec_tokens.v > 0 && !s->spec_method.v)
+        sw__fleet_err(c, &s->spec_tokens.at, "%s.shape.spec_decode.tokens needs a method", where);
+    /* image */
+    if (ep->image.v && !ep->image_pinned) {
+        if (sw_fleet_endpoint_frozen(ep, "image"))
+            sw__fleet_warn(c, &ep->image.at,
+                           "%s.image is frozen but not pinned by digest (NAME@sha256:...): a tag "
+                           "can move under a frozen setting",
+                           where);
+        else
+            sw__fleet_warn(c, &ep->image.at,
+                           "%s.image is not pinned by digest (NAME@sha256:...): a tag can move",
+                           where);
+    }
+    /* payload */
+    const struct sw_fleet_payload *p = &ep->payload;
+    if (p->path.v && ep->image.v && p->n_mounts) {
+        bool seen = false;
+        for (size_t i = 0; i < p->n_mounts && !seen; i++)
+            seen = path_under(p->path.v, p->mounts[i].host_path);
+        if (!seen)
+            sw__fleet_err(c, &p->path.at,
+                          "%s.payload.path %s is on no mount's host side: the container would not "
+                          "see it (serve would get a host path the container does not have)",
+                          where, p->path.v);
+    }
+    if (p->n_mounts && !ep->image.v)
+        sw__fleet_err(c, &p->mounts[0].at, "%s.payload.mounts: mounts need a container image",
+                      where);
+    if (p->revision.v && !p->repo.v)
+        sw__fleet_err(c, &p->revision.at, "%s.payload.revision needs repo", where);
+    if (p->gguf.v && ep->engine != SW_FLEET_LLAMACPP)
+        sw__fleet_warn(c, &p->gguf.at, "%s.payload.gguf on %s: a GGUF is llama.cpp's format", where,
+                       sw_fleet_engine_name(ep->engine));
+    /* knobs and frozen */
+    for (size_t i = 0; i < ep->n_knobs; i++) {
+        const struct sw_fleet_knob *kb = &ep->knobs[i];
+        const struct sw_fleet_field *fld = sw_fleet_shape_field(kb->name);
+        if (!fld)
+            continue;
+        if (!(fld->engines & SW_FLEET_ENG_BIT(ep->engine))) {
+            sw__fleet_err(c, &kb->at, "%s.knobs.%s does not apply to %s", where, kb->name,
+                          sw_fleet_engine_name(ep->engine));
+            continue;
+        }
+        if (sw_fleet_endpoint_frozen(ep, kb->name))
+            sw__fleet_err(c, &kb->at, "%s.knobs.%s is also frozen (line %d): it cannot be both",
+                          where, kb->name, sw_fleet_endpoint_frozen(ep, kb->name)->at.line);
+        struct sw_fleet_value cur;
+        sw_fleet_shape_get(s, kb->name, &cur);
+        if (cur.set && !value_in_knob(kb, &cur))
+            sw__fleet_err(c, &cur.at,
+                          "%s.shape.%s is outside what its knob allows (line %d): the current "
+                          "shape must be one the knob can reach",
+                          where, kb->name, kb->at.line);
+    }
+    for (size_t i = 0; i < ep->n_frozen; i++) {
+        const struct sw_fleet_field *fld = sw_fleet_shape_field(ep->frozen[i].name);
+        if (fld && !(fld->engines & SW_FLEET_ENG_BIT(ep->engine)))
+            sw__fleet_err(c, &ep->frozen[i].at, "%s.frozen: %s does not apply to %s", where,
+                          fld->name, sw_fleet_engine_name(ep->engine));
+    }
+    (void)is_frozen_or_knob;
+    /* known-bad rules must be able to match */
+    for (size_t i = 0; i < ep->n_known_bad; i++) {
+        const struct sw_fleet_rule *r = &ep->known_bad[i];
+        for (size_t j = 0; j < r->n_conds; j++) {
+            const struct sw_fleet_field *fld = r->conds[j].field;
+            if (fld && !(fld->engines & SW_FLEET_ENG_BIT(ep->engine)))
+                sw__fleet_err(c, &r->conds[j].at,
+                              "%s.known_bad: %s does not apply to %s, so the rule could never "
+                              "match",
+                              where, fld->name, sw_fleet_engine_name(ep->engine));
+        }
+    }
+    /* measured facts and boots: device names */
+    char w2[240];
+    for (size_t i = 0; i < ep->n_facts; i++) {
+        if (!raw->fact_devices[i].v || !ep->host)
+            continue;
+        snprintf(w2, sizeof(w2), "%s.measured.%s.device", where, ep->facts[i].name);
+        ep->facts[i].device = find_device(c, ep->host, &raw->fact_devices[i], w2);
+    }
+    for (size_t i = 0; i < ep->n_boots; i++) {
+        snprintf(w2, sizeof(w2), "%s.boots (line %d).shape", where, ep->boots[i].at.line);
+        check_shape_engine(c, &ep->boots[i].shape, ep->engine, w2);
+        if (!raw->boot_devices[i].v || !ep->host)
+            continue;
+        snprintf(w2, sizeof(w2), "%s.boots (line %d).device", where, ep->boots[i].at.line);
+        ep->boots[i].device = find_device(c, ep->host, &raw->boot_devices[i], w2);
+    }
+}
+
+void sw__fleet_check_fleet(struct sw__fleet_ctx *c, struct sw__fleet_harness_raw *hr)
+{
+    struct sw_fleet *f = c->f;
+    /* listen ports per host */
+    for (size_t i = 0; i < f->n_endpoints; i++) {
+        const struct sw_fleet_endpoint *a = &f->endpoints[i];
+        if (!a->enabled || !a->host || !a->listen_port.set)
+            continue;
+        for (size_t j = i + 1; j < f->n_endpoints; j++) {
+            const struct sw_fleet_endpoint *b = &f->endpoints[j];
+            if (b->enabled && b->host == a->host && b->listen_port.set &&
+                b->listen_port.v == a->listen_port.v)
+                sw__fleet_err(c, &b->listen_port.at,
+                              "endpoints.%s.listen.port %llu is already endpoint %s's port on host "
+                              "%s",
+                              b->name, (unsigned long long)b->listen_port.v, a->name,
+                              a->host->name);
+        }
+    }
+    /* harness references */
+    const char *names[256];
+    size_t n = 0;
+    for (size_t i = 0; i < f->n_endpoints && n < SW_ARRAY_LEN(names); i++)
+        names[n++] = f->endpoints[i].name;
+    if (hr->compaction_endpoint.v) {
+        f->harness.compaction_endpoint = sw_fleet_endpoint(f, hr->compaction_endpoint.v);
+        if (!f->harness.compaction_endpoint)
+            unknown_ref(c, &hr->compaction_endpoint, "endpoint", names, n,
+                        "harness.compaction_endpoint");
+    }
+    for (size_t i = 0; i < f->harness.n_clients; i++) {
+        f->harness.clients[i].endpoint = sw_fleet_endpoint(f, hr->client_names[i].v);
+        if (!f->harness.clients[i].endpoint)
+            unknown_ref(c, &hr->client_names[i], "endpoint", names, n, "harness.endpoints");
+    }
+    if (f->harness.present && f->harness.compaction_endpoint && !f->harness.compaction_ratio.set)
+        sw__fleet_err(c, &f->harness.at,
+                      "harness names a compaction endpoint but no compaction_ratio");
+}
