@@ -106,6 +106,20 @@ static int num(const char *flag, const char *v, uint64_t *out)
     return 0;
 }
 
+/* A duration flag (seconds, or with a unit) as milliseconds, at most a day. */
+static int dur(const char *flag, const char *v, unsigned *ms)
+{
+    struct sw_err e;
+    int64_t x;
+    sw_err_clear(&e);
+    if (sw_parse_duration_ms(v, &x, &e))
+        return sw_cli_usage("probe", "%s: %s", flag, e.msg);
+    if (x > 86400000)
+        return sw_cli_usage("probe", "%s %s: more than a day (86400 s)", flag, v);
+    *ms = (unsigned)x;
+    return 0;
+}
+
 /* Read a secret reference from the fleet: an environment variable or a file (first line). */
 static char *read_secret(const struct sw_fleet_secret *s, struct sw_err *e)
 {
@@ -222,16 +236,14 @@ int sw_cmd_probe(int argc, char **argv)
         t.slots = (int)SW_MIN(v, 100000);
     }
     if (o.timeout) {
-        exit_code = num("--timeout", o.timeout, &v);
+        exit_code = dur("--timeout", o.timeout, &t.timeout_ms);
         if (exit_code)
             goto out;
-        t.timeout_ms = (unsigned)SW_MIN(v * 1000, 86400000ull);
     }
     if (o.ready) {
-        exit_code = num("--ready-wait", o.ready, &v);
+        exit_code = dur("--ready-wait", o.ready, &t.ready_ms);
         if (exit_code)
             goto out;
-        t.ready_ms = (unsigned)SW_MIN(v * 1000, 86400000ull);
     }
     if (o.vision) {
         if (!strcmp(o.vision, "yes"))
