@@ -371,9 +371,9 @@ int sw_ledger_open(struct sw_ledger *l, const char *path, const struct sw_ledger
         if (pending) {
             rc = sw_err_at(e, SW_EIO, path, 0, 0,
                            "cannot read it read-only: its write-ahead log %s-wal holds commits "
-                           "and you cannot create the shared-memory index beside it (%s); run "
-                           "any slipway ledger command once as a user who can write the "
-                           "directory, which folds the log into the file",
+                           "and you cannot create the shared-memory index beside it (%s); a "
+                           "recording command run once by a user who can write the directory "
+                           "folds the log into the file (reading commands do not)",
                            path, sqlite3_errmsg(l->db));
             goto out;
         }
