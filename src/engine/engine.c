@@ -277,11 +277,6 @@ static bool has_marks(const char *text, size_t len, int k)
     return false;
 }
 
-bool sw__bootlog_is_engines(const char *text, size_t len, const char *engine)
-{
-    return text && has_marks(text, len, marks_of(engine));
-}
-
 bool sw__bootlog_not_this_engine(const char *text, size_t len, const char *where,
                                  const char *engine, const struct sw_bootlog_hints *hints,
                                  struct sw_boot_status *st)

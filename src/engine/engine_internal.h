@@ -19,13 +19,11 @@ void sw__engine_copy_line(char *dst, size_t n, const char *p, size_t len);
 /*
  * Whose boot log is this? Each engine's parser, having found none of the facts it reads, asks
  * whether any line carries one of the engine's own marks (a logger name, a function prefix, a
- * line only that engine prints). sw__bootlog_is_engines: true when one does (engine is
- * "llama.cpp", "vllm" or "sglang"). sw__bootlog_not_this_engine: the verdict when none does and
- * the log has text: not booted, failed with SW_BOOT_NOT_THIS_ENGINE, the message naming the log,
- * the engine and, when another engine's marks are there, that engine. Returns true when it
- * applied (a blank log, or a live one, is left as it is).
+ * line only that engine prints; engine is "llama.cpp", "vllm" or "sglang"). When none does and
+ * the log has text, the verdict: not booted, failed with SW_BOOT_NOT_THIS_ENGINE, the message
+ * naming the log, the engine and, when another engine's marks are there, that engine. Returns
+ * true when it applied (a blank log, or a live one, is left as it is).
  */
-bool sw__bootlog_is_engines(const char *text, size_t len, const char *engine);
 bool sw__bootlog_not_this_engine(const char *text, size_t len, const char *where,
                                  const char *engine, const struct sw_bootlog_hints *hints,
                                  struct sw_boot_status *st);
