@@ -5,6 +5,8 @@
 #include <slipway/engine_vllm.h>
 #include <slipway/sglang.h>
 
+#include <slipway/engine.h>
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,6 +26,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct sw_vllm_bootlog r;
     sw_sglang_bootlog_parse(buf, size, &r, NULL);
     json_decref(sw_vllm_bootlog_json(&r));
+    /* and through the engine table, which also decides whether the log is sglang's at all */
+    const struct sw_engine *eng = sw_engine_find("sglang");
+    json_t *o = NULL;
+    struct sw_boot_status st;
+    if (eng && eng->bootlog(buf, size, "fuzz", NULL, &o, &st, NULL) == 0)
+        json_decref(o);
     free(buf);
     return 0;
 }

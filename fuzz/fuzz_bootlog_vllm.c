@@ -5,6 +5,8 @@
 #include <slipway/engine_vllm.h>
 #include <slipway/vllm.h>
 
+#include <slipway/engine.h>
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,6 +29,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         json_t *j = sw_vllm_bootlog_json(&r);
         json_decref(j);
     }
+    /* and through the engine table, which also decides whether the log is vllm's at all */
+    const struct sw_engine *eng = sw_engine_find("vllm");
+    json_t *o = NULL;
+    struct sw_boot_status st;
+    if (eng && eng->bootlog(buf, size, "fuzz", NULL, &o, &st, NULL) == 0)
+        json_decref(o);
     free(buf);
     return 0;
 }

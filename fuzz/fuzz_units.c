@@ -1,5 +1,5 @@
 /*
- * Fuzz the unit parsers: any string must parse or fail cleanly.
+ * Fuzz the unit parsers (bytes, counts, durations): any string must parse or fail cleanly.
  */
 #include <slipway/core.h>
 
@@ -19,6 +19,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct sw_err e;
     sw_parse_bytes(s, &v, &e);
     sw_parse_count(s, &v, &e);
+    int64_t ms;
+    sw_parse_duration_ms(s, &ms, &e);
     char out[128];
     sw_sniff(data, size, out, sizeof(out));
     free(s);

@@ -204,6 +204,10 @@ int sw_rule_parse(const char *expr, const struct sw_rule_vocab *vocab, struct sw
                   struct sw_err *e);
 bool sw_rule_eval(const struct sw_rule *r, const void *subject);
 void sw_rule_free(struct sw_rule *r);
+/* A duration as milliseconds: a number with an optional unit ms, s, m (min) or h; a bare number
+ * is seconds ("1.5" = 1500). A value that does not fit int64_t milliseconds, or is not a whole
+ * number of milliseconds, is an error naming it (never a wrap-around). */
+int sw_parse_duration_ms(const char *s, int64_t *ms, struct sw_err *e);
 /* Strict integer / float parse of the whole string (no suffix). */
 int sw_parse_i64(const char *s, int64_t *out, struct sw_err *e);
 int sw_parse_u64(const char *s, uint64_t *out, struct sw_err *e);
@@ -218,7 +222,9 @@ const char *sw_fmt_count(uint64_t v, char *out, size_t n);
 /* ---------------------------------------------------------------------------------------------
  * Files.
  */
-/* Read a whole file of at most `max` bytes. *data is NUL-terminated; free with sw_free. */
+/* Read a whole regular file of at most `max` bytes. *data is NUL-terminated; free with sw_free.
+ * Every reader of a user-named file goes through here: a FIFO, device or socket is refused
+ * (SW_EINVAL, "not a regular file") without blocking on it. */
 int sw_read_file(const char *path, size_t max, char **data, size_t *len, struct sw_err *e);
 /* Write via a temporary file in the same directory, fsync, rename: readers see the old file or the
  * whole new one, never half of it. mode as for open(2). */
@@ -261,6 +267,13 @@ int sw_json_print(FILE *f, const json_t *j, bool pretty);
 /* Parse text; the error names where and at which line:col. New reference or NULL. */
 json_t *sw_json_parse(const char *text, size_t len, const char *where, struct sw_err *e);
 json_t *sw_json_load_file(const char *path, size_t max, struct sw_err *e);
+/* The one way a JSON number becomes an integer: `v` must be a JSON integer, or a real with no
+ * fractional part (2.0, 1e3), within [min, max]. The range is checked on the double before any
+ * conversion (converting a double outside int64_t's range is undefined behaviour). Anything else
+ * (a fraction, 2e56, a string, null, a missing value) is SW_EPARSE or SW_ERANGE naming `key` at
+ * `where`; *out is untouched then. */
+int sw_json_int_range(const json_t *v, int64_t min, int64_t max, const char *where, const char *key,
+                      int64_t *out /* OUT */, struct sw_err *e);
 /* Setters that steal nothing and tolerate NULL values (store null). Return 0 or SW_ENOMEM. */
 int sw_json_set_str(json_t *obj, const char *key, const char *val);
 int sw_json_set_int(json_t *obj, const char *key, int64_t val);

@@ -48,6 +48,8 @@ enum sw_boot_class {
     SW_BOOT_BAD_PATH,           /* the model path is not one the engine can open ("Repo id must
                                    be in the form ...": a host path inside a container) */
     SW_BOOT_ENGINE_DEAD_EXIT0,  /* the engine core died and the API server exited 0 */
+    SW_BOOT_NOT_THIS_ENGINE,    /* no line of the log is one this engine prints: another
+                                   engine's log, or not a boot log at all */
     SW_BOOT__NCLASS
 };
 
@@ -109,6 +111,8 @@ struct sw_bootlog_hints {
     int exit_signal;     /* when killed by a signal, else 0 */
     const char *payload; /* the model path: sniffed to tell an HTML page from a pointer */
     bool ready;          /* the engine answered its readiness probe */
+    bool live;           /* the log is still being written (deploy): a log with none of the
+                            engine's lines yet is early, not another engine's */
 };
 
 /* The status of a boot read from its log. */

@@ -52,6 +52,7 @@ struct sw_ledger {
     char path[4096];
     int schema_version; /* the file's version after open (== SW_LEDGER_SCHEMA_VERSION) */
     bool readonly;
+    bool immutable;         /* read through immutable=1: the directory is not the reader's */
     int busy_ms;            /* how long a writer waits for the lock */
     uint64_t busy_since_ns; /* when the current wait began */
     unsigned busy_seed;     /* jitter for the waits */

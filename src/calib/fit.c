@@ -18,11 +18,10 @@
 int64_t sw__calib_shape_int(const json_t *canon, const char *key, int64_t def)
 {
     const json_t *v = json_object_get(canon, key);
-    if (json_is_integer(v))
-        return (int64_t)json_integer_value(v);
-    if (json_is_real(v) && json_real_value(v) == (double)(int64_t)json_real_value(v))
-        return (int64_t)json_real_value(v);
-    return def;
+    int64_t x;
+    if (!json_is_number(v) || sw_json_int_range(v, INT64_MIN, INT64_MAX, NULL, key, &x, NULL))
+        return def;
+    return x;
 }
 
 const char *sw__calib_shape_str(const json_t *canon, const char *key)

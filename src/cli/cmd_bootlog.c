@@ -151,6 +151,16 @@ static void print_field(const char *key, const json_t *v)
         printf("  %-22s %s\n", key, json_is_true(v) ? "true" : "false");
 }
 
+/* "line N: message", or the message alone when the log gave no line (null). */
+static void print_where(const json_t *f)
+{
+    const json_t *line = json_object_get(f, "line");
+    printf("\n  ");
+    if (json_is_integer(line))
+        printf("line %" JSON_INTEGER_FORMAT ": ", json_integer_value(line));
+    printf("%s\n", json_string_value(json_object_get(f, "message")));
+}
+
 static void print_human_other(const json_t *o)
 {
     const json_t *r = json_object_get(o, "report");
@@ -172,9 +182,7 @@ static void print_human_other(const json_t *o)
         const char *ph = json_string_value(json_object_get(f, "phase"));
         if (ph)
             printf(" (phase %s)", ph);
-        printf("\n  line %" JSON_INTEGER_FORMAT ": %s\n",
-               json_integer_value(json_object_get(f, "line")),
-               json_string_value(json_object_get(f, "message")));
+        print_where(f);
         json_object_foreach((json_t *)f, key, v)
         {
             if (strcmp(key, "class") && strcmp(key, "phase") && strcmp(key, "line") &&
@@ -249,9 +257,7 @@ static void print_human_parse(const json_t *o, const struct sw_engine *eng)
             printf(" (phase %s)", ph);
         if (pk)
             printf(" (payload %s)", pk);
-        printf("\n  line %" JSON_INTEGER_FORMAT ": %s\n",
-               json_integer_value(json_object_get(f, "line")),
-               json_string_value(json_object_get(f, "message")));
+        print_where(f);
     } else if (!json_is_true(json_object_get(o, "booted"))) {
         printf("UNFINISHED: the log ends during %s without an error\n",
                json_string_value(json_object_get(o, "phase")));

@@ -281,7 +281,7 @@ static int open_ledger(const struct opts *o, struct sw_ledger *l, bool create, b
         snprintf(path, pn, "%s", o->ledger);
     else if (sw_ledger_default_path(o->fleet, path, pn, e))
         return e->code;
-    struct sw_ledger_open_opts oo = {.create = create};
+    struct sw_ledger_open_opts oo = {.create = create, .readonly = !create};
     int rc = sw_ledger_open(l, path, &oo, e);
     if (rc == SW_ENOENT && missing) {
         *missing = true;

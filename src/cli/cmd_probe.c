@@ -119,6 +119,24 @@ static int num(const char *flag, const char *v, uint64_t *out, bool json)
     return 0;
 }
 
+/* A duration flag (seconds, or with a unit) as milliseconds, at most a day. */
+/* A duration option (a bare number is seconds; ms, s, m, h): at most a day, at least min_ms. */
+static int dur(const char *flag, const char *v, int64_t min_ms, unsigned *ms, bool json)
+{
+    struct sw_err e;
+    int64_t x;
+    sw_err_clear(&e);
+    if (sw_parse_duration_ms(v, &x, &e))
+        return sw_cli_usage_json("probe", json, "%s: %s", flag, e.msg);
+    if (x > 86400000)
+        return sw_cli_usage_json("probe", json, "%s %s: more than a day (86400 s)", flag, v);
+    if (x < min_ms)
+        return sw_cli_usage_json("probe", json, "%s %s: less than %lld ms", flag, v,
+                                 (long long)min_ms);
+    *ms = (unsigned)x;
+    return 0;
+}
+
 /* Read a secret reference from the fleet: an environment variable or a file (first line). */
 static char *read_secret(const struct sw_fleet_secret *s, struct sw_err *e)
 {
@@ -231,25 +249,19 @@ int sw_cmd_probe(int argc, char **argv)
         t.slots = (int)SW_MIN(v, 100000);
     }
     if (o.timeout) {
-        exit_code = num("--timeout", o.timeout, &v, o.json);
+        exit_code = dur("--timeout", o.timeout, 0, &t.timeout_ms, o.json);
         if (exit_code)
             goto out;
-        t.timeout_ms = (unsigned)SW_MIN(v * 1000, 86400000ull);
     }
     if (o.ready) {
-        exit_code = num("--ready-wait", o.ready, &v, o.json);
+        exit_code = dur("--ready-wait", o.ready, 0, &t.ready_ms, o.json);
         if (exit_code)
             goto out;
-        t.ready_ms = (unsigned)SW_MIN(v * 1000, 86400000ull);
     }
     if (o.deadline) {
-        exit_code = num("--deadline", o.deadline, &v, o.json);
-        if (!exit_code && (v < 1 || v > 86400))
-            exit_code = sw_cli_usage_json("probe", o.json,
-                                          "--deadline: 1 to 86400 seconds (got %s)", o.deadline);
+        exit_code = dur("--deadline", o.deadline, 1000, &t.deadline_ms, o.json);
         if (exit_code)
             goto out;
-        t.deadline_ms = (unsigned)(v * 1000);
     }
     if (o.vision) {
         if (!strcmp(o.vision, "yes"))

@@ -17,7 +17,10 @@ int sw_read_file(const char *path, size_t max, char **data, size_t *len, struct 
     int rc = 0;
     char *buf = NULL;
     struct stat st;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer forever (and a
+     * read from it, or from a terminal, could too). Only regular files are read; the flag is
+     * cleared once fstat has said so. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
     if (fd < 0)
         return sw_err_at(e, errno == ENOENT ? SW_ENOENT : SW_EIO, path, 0, 0, "cannot open: %s",
                          strerror(errno));
@@ -29,12 +32,26 @@ int sw_read_file(const char *path, size_t max, char **data, size_t *len, struct 
         rc = sw_err_at(e, SW_EINVAL, path, 0, 0, "is a directory, not a file");
         goto out;
     }
-    if (S_ISREG(st.st_mode) && (uint64_t)st.st_size > max) {
+    if (!S_ISREG(st.st_mode)) {
+        rc = sw_err_at(e, SW_EINVAL, path, 0, 0, "not a regular file (a %s); refusing to read it",
+                       S_ISFIFO(st.st_mode)   ? "FIFO"
+                       : S_ISCHR(st.st_mode)  ? "character device"
+                       : S_ISBLK(st.st_mode)  ? "block device"
+                       : S_ISSOCK(st.st_mode) ? "socket"
+                                              : "special file");
+        goto out;
+    }
+    int fl = fcntl(fd, F_GETFL);
+    if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0) {
+        rc = sw_err_at(e, SW_EIO, path, 0, 0, "fcntl: %s", strerror(errno));
+        goto out;
+    }
+    if ((uint64_t)st.st_size > max) {
         rc = sw_err_at(e, SW_ERANGE, path, 0, 0, "file is %lld bytes, more than the %zu allowed",
                        (long long)st.st_size, max);
         goto out;
     }
-    size_t cap = S_ISREG(st.st_mode) ? (size_t)st.st_size + 1 : 4096;
+    size_t cap = st.st_size > 0 ? (size_t)st.st_size + 1 : 4096;
     size_t n = 0;
     buf = sw_malloc(cap);
     if (!buf) {

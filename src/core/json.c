@@ -3,6 +3,7 @@
  */
 #include <slipway/core.h>
 
+#include <math.h>
 #include <string.h>
 
 int sw_json_print(FILE *f, const json_t *j, bool pretty)
@@ -45,6 +46,57 @@ json_t *sw_json_load_file(const char *path, size_t max, struct sw_err *e)
     json_t *j = sw_json_parse(data, len, path, e);
     sw_free(data);
     return j;
+}
+
+static const char *json_kind(const json_t *v)
+{
+    switch (json_typeof(v)) {
+    case JSON_STRING:
+        return "a string";
+    case JSON_ARRAY:
+        return "an array";
+    case JSON_OBJECT:
+        return "an object";
+    case JSON_TRUE:
+    case JSON_FALSE:
+        return "a boolean";
+    case JSON_NULL:
+        return "null";
+    default:
+        return "a number";
+    }
+}
+
+int sw_json_int_range(const json_t *v, int64_t min, int64_t max, const char *where, const char *key,
+                      int64_t *out, struct sw_err *e)
+{
+    int64_t x;
+    if (!where)
+        where = "<json>";
+    if (!v)
+        return sw_err_at(e, SW_EPARSE, where, 0, 0, "%s: missing (an integer is expected)", key);
+    if (json_is_integer(v)) {
+        x = (int64_t)json_integer_value(v);
+    } else if (json_is_real(v)) {
+        double d = json_real_value(v);
+        /* -2^63 is exact as a double and 2^63 is the first double past INT64_MAX: inside
+         * [-2^63, 2^63) the conversion is defined. NaN fails every comparison. */
+        if (!(d >= -9223372036854775808.0 && d < 9223372036854775808.0))
+            return sw_err_at(e, SW_ERANGE, where, 0, 0, "%s is %g, outside [%lld, %lld]", key, d,
+                             (long long)min, (long long)max);
+        if (d != floor(d))
+            return sw_err_at(e, SW_EPARSE, where, 0, 0, "%s must be a whole number (got %g)", key,
+                             d);
+        x = (int64_t)d;
+    } else {
+        return sw_err_at(e, SW_EPARSE, where, 0, 0, "%s must be an integer (got %s)", key,
+                         json_kind(v));
+    }
+    if (x < min || x > max)
+        return sw_err_at(e, SW_ERANGE, where, 0, 0, "%s is %lld, outside [%lld, %lld]", key,
+                         (long long)x, (long long)min, (long long)max);
+    *out = x;
+    return 0;
 }
 
 int sw_json_set_new(json_t *obj, const char *key, json_t *val)

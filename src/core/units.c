@@ -205,6 +205,40 @@ int sw_parse_count(const char *s, uint64_t *out, struct sw_err *e)
     return parse_with_suffix("count", s, sw_unit_multiplier, out, e);
 }
 
+/* Durations, in milliseconds per unit. */
+static const struct suffix duration_suffixes[] = {
+    {"ms", 1ull}, {"s", 1000ull}, {"m", 60000ull}, {"min", 60000ull}, {"h", 3600000ull},
+};
+
+static uint64_t duration_unit(const char *s, size_t n)
+{
+    return find_suffix(duration_suffixes, SW_ARRAY_LEN(duration_suffixes), s, n);
+}
+
+int sw_parse_duration_ms(const char *s, int64_t *ms, struct sw_err *e)
+{
+    char buf[128];
+    uint64_t v;
+    if (!s)
+        return sw_err_set(e, SW_EINVAL, "duration: no value");
+    size_t n = strlen(s);
+    while (n && isspace((unsigned char)s[n - 1]))
+        n--;
+    if (n >= sizeof(buf) - 2)
+        return sw_err_set(e, SW_ERANGE, "duration '%.40s...' is too long", s);
+    /* a bare number is seconds */
+    snprintf(buf, sizeof(buf), "%.*s%s", (int)n, s,
+             n && isalpha((unsigned char)s[n - 1]) ? "" : "s");
+    int rc = parse_with_suffix("duration", buf, duration_unit, &v, e);
+    if (rc)
+        return rc;
+    if (v > (uint64_t)INT64_MAX)
+        return sw_err_set(e, SW_ERANGE, "duration '%s' is too large (more than %" PRId64 " ms)", s,
+                          INT64_MAX);
+    *ms = (int64_t)v;
+    return 0;
+}
+
 int sw_parse_i64(const char *s, int64_t *out, struct sw_err *e)
 {
     char *end;

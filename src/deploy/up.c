@@ -86,6 +86,7 @@ int sw_deploy_read_log(const struct sw_up_opts *o, struct sw_up_result *r, struc
     h.exit_code = -1;
     h.payload = o->payload;
     h.ready = r->ready;
+    h.live = !(r->child.exited && r->child.status >= 0);
     if (r->child.exited && r->child.status >= 0) {
         h.exited = true;
         if (WIFEXITED(r->child.status))

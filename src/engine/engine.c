@@ -2,8 +2,9 @@
  * engine: the adapter table and what every adapter shares (names of boot classes, phases and
  * payload kinds, the failure's JSON, argv/env ownership and quoting).
  *
- * It does not know any engine: the adapters live in src/engine/<engine>*.c and are listed once in
- * engine_internal.h.
+ * It does not know how any engine works: the adapters live in src/engine/<engine>*.c and are
+ * listed once in engine_internal.h. It does hold each engine's marks (the lines only that engine
+ * prints), so that one engine's boot-log parser can say a log is another's.
  */
 #include "engine_internal.h"
 
@@ -53,6 +54,7 @@ static const char *const class_names[SW_BOOT__NCLASS] = {
     [SW_BOOT_KV_TOO_SMALL] = "kv_too_small",
     [SW_BOOT_BAD_PATH] = "bad_path",
     [SW_BOOT_ENGINE_DEAD_EXIT0] = "engine_dead_exit0",
+    [SW_BOOT_NOT_THIS_ENGINE] = "not_this_engine",
 };
 
 static const char *const phase_names[SW_PHASE__N] = {
@@ -232,4 +234,82 @@ void sw__engine_copy_line(char *dst, size_t n, const char *p, size_t len)
         i += k;
     }
     dst[o] = '\0';
+}
+
+/* Marks only one engine's log carries. llama.cpp: its function-name prefixes and server lines
+ * (common/log.cpp prefixes each line with the function); vLLM and SGLang: their names, their
+ * process tags and lines only they print. Facts a parser reads count too (the callers check). */
+static const struct {
+    const char *engine;
+    const char *label;
+    const char *marks[16];
+} engine_marks[] = {
+    {"llama.cpp",
+     "llama.cpp",
+     {"llama_", "ggml_", "gguf_init", "common_param", "common_init", "llama-server", "load_backend",
+      "print_info:", "load_tensors:", "system_info:", "srv  ", "slot ", "main: ", "build: ", NULL}},
+    {"vllm",
+     "vLLM",
+     {"vllm", "vLLM", "VLLM", "Vllm", "EngineCore", "APIServer", "GPU KV cache size",
+      "# GPU blocks", "Maximum concurrency", "Loading model weights took", "Model loading took",
+      "gpu_model_runner", "kv_cache_utils", NULL}},
+    {"sglang",
+     "SGLang",
+     {"sglang", "SGLang", "SGLANG", "ServerArgs", "KV Cache is allocated", "Load weight begin",
+      "Load weight end", "max_total_num_tokens", "fired up and ready", NULL}},
+};
+
+static int marks_of(const char *engine)
+{
+    for (size_t i = 0; i < SW_ARRAY_LEN(engine_marks); i++)
+        if (!strcmp(engine_marks[i].engine, engine))
+            return (int)i;
+    return -1;
+}
+
+static bool has_marks(const char *text, size_t len, int k)
+{
+    for (size_t j = 0; k >= 0 && engine_marks[k].marks[j]; j++) {
+        const char *m = engine_marks[k].marks[j];
+        if (memmem(text, len, m, strlen(m)))
+            return true;
+    }
+    return false;
+}
+
+bool sw__bootlog_not_this_engine(const char *text, size_t len, const char *where,
+                                 const char *engine, const struct sw_bootlog_hints *hints,
+                                 struct sw_boot_status *st)
+{
+    int self = marks_of(engine);
+    size_t i = 0;
+    if (!text || self < 0 || (hints && hints->live))
+        return false;
+    while (i < len && (text[i] == ' ' || text[i] == '\t' || text[i] == '\r' || text[i] == '\n'))
+        i++;
+    if (i == len || has_marks(text, len, self))
+        return false;
+    const char *other = NULL;
+    for (size_t k = 0; k < SW_ARRAY_LEN(engine_marks) && !other; k++)
+        if ((int)k != self && has_marks(text, len, (int)k))
+            other = engine_marks[k].engine;
+    struct sw_boot_failure *f = &st->failure;
+    memset(f, 0, sizeof(*f));
+    f->cls = SW_BOOT_NOT_THIS_ENGINE;
+    f->phase = st->phase;
+    f->payload_kind = SW_PAYLOAD_NONE;
+    if (other)
+        snprintf(f->message, sizeof(f->message),
+                 "%.200s is not a %s boot log: none of its %d lines is one %s prints; it looks "
+                 "like %s's (--engine %s)",
+                 where ? where : "the log", engine_marks[self].label, st->n_lines,
+                 engine_marks[self].label, engine_marks[marks_of(other)].label, other);
+    else
+        snprintf(f->message, sizeof(f->message),
+                 "%.200s is not a %s boot log: none of its %d lines is one %s prints",
+                 where ? where : "the log", engine_marks[self].label, st->n_lines,
+                 engine_marks[self].label);
+    st->failed = true;
+    st->booted = false;
+    return true;
 }

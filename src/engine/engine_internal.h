@@ -16,6 +16,18 @@ SW_ENGINES(SW_ENGINE_DECL)
 /* Copy the text of a log line (without its trailing newline) into dst, bounded. */
 void sw__engine_copy_line(char *dst, size_t n, const char *p, size_t len);
 
+/*
+ * Whose boot log is this? Each engine's parser, having found none of the facts it reads, asks
+ * whether any line carries one of the engine's own marks (a logger name, a function prefix, a
+ * line only that engine prints; engine is "llama.cpp", "vllm" or "sglang"). When none does and
+ * the log has text, the verdict: not booted, failed with SW_BOOT_NOT_THIS_ENGINE, the message
+ * naming the log, the engine and, when another engine's marks are there, that engine. Returns
+ * true when it applied (a blank log, or a live one, is left as it is).
+ */
+bool sw__bootlog_not_this_engine(const char *text, size_t len, const char *where,
+                                 const char *engine, const struct sw_bootlog_hints *hints,
+                                 struct sw_boot_status *st);
+
 /* llamacpp_diff.c: the table's diff for llama.cpp reports. */
 int sw__llamacpp_diff(const json_t *predicted, const json_t *printed, const json_t *precision,
                       json_t **out, struct sw_err *e);

@@ -336,6 +336,10 @@ static int llamacpp_bootlog(const char *text, size_t len, const char *where,
         sw_err_set(e, rc, "%s: cannot read the boot log", where);
         goto out;
     }
+    /* Nothing llama.cpp prints was found (no build line, no phase, no failure it names). */
+    if (!s.build[0] && !s.booted && s.phase <= SW_PHASE_ARGS &&
+        (!s.failed || s.failure.cls == SW_BOOT_UNKNOWN))
+        sw__bootlog_not_this_engine(text, len, where, "llama.cpp", hints, &s);
     o = json_object();
     rc = o ? 0 : SW_ENOMEM;
     if (!rc) {

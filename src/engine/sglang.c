@@ -297,11 +297,16 @@ static int sglang_bootlog(const char *text, size_t len, const char *where,
                           const struct sw_bootlog_hints *hints, json_t **out,
                           struct sw_boot_status *st, struct sw_err *e)
 {
-    (void)hints;
     struct sw_vllm_bootlog *r = sw_malloc(sizeof(*r));
     if (!r)
         return sw_err_set(e, SW_ENOMEM, "out of memory");
     sw_sglang_bootlog_parse(text, len, r, e);
+    /* Nothing only SGLang prints: its pool line, its limits, its version line or its marks. */
+    if (!r->has_sglang_kv && !r->max_total_num_tokens && !r->max_running_requests &&
+        !r->mamba_slots && !r->engine_version[0] &&
+        (!r->st.failed || r->st.failure.cls == SW_BOOT_UNKNOWN) &&
+        sw__bootlog_not_this_engine(text, len, where, "sglang", hints, &r->st))
+        snprintf(r->kind, sizeof(r->kind), "not_this_engine");
     *out = sw_vllm_bootlog_json(r);
     int rc = *out ? 0 : sw_err_set(e, SW_ENOMEM, "out of memory");
     if (!rc) {

@@ -131,6 +131,12 @@ static int vllm_bootlog(const char *text, size_t len, const char *where,
     if (!rc && hints && hints->exited && hints->exit_code == 0 && r->st.failed &&
         r->st.failure.cls == SW_BOOT_UNKNOWN && !strcmp(r->kind, "engine_dead"))
         r->st.failure.cls = SW_BOOT_ENGINE_DEAD_EXIT0; /* the process told us what the log can't */
+    /* Nothing only vLLM prints: its figures, its version line, a failure it names, its marks. */
+    if (!rc && !r->has_tokens && !r->has_concurrency && !r->has_available && !r->has_blocks &&
+        !r->has_block_size && !r->engine_version[0] &&
+        (!r->st.failed || r->st.failure.cls == SW_BOOT_UNKNOWN) &&
+        sw__bootlog_not_this_engine(text, len, where, "vllm", hints, &r->st))
+        snprintf(r->kind, sizeof(r->kind), "not_this_engine");
     if (!rc) {
         *out = sw_vllm_bootlog_json(r);
         if (!*out)

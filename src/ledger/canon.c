@@ -396,16 +396,12 @@ static const char *brief(const json_t *v, char *out, size_t n)
 static int whole(struct canon_ctx *c, const json_t *v, bool bytes, uint64_t *out)
 {
     char b[96];
-    if (json_is_integer(v)) {
-        json_int_t x = json_integer_value(v);
-        if (x < 0)
+    if (json_is_number(v)) {
+        /* a real is exact up to 2^53; an integer may go to int64_t's end */
+        int64_t max = json_is_integer(v) ? INT64_MAX : 9000000000000000ll, x;
+        if (json_number_value(v) < 0)
             return bad(c, "%s must not be negative", brief(v, b, sizeof(b)));
-        *out = (uint64_t)x;
-        return 0;
-    }
-    if (json_is_real(v)) {
-        double x = json_real_value(v);
-        if (x < 0 || x != floor(x) || x > 9.0e15)
+        if (sw_json_int_range(v, 0, max, NULL, "n", &x, NULL))
             return bad(c, "%s is not a whole number%s", brief(v, b, sizeof(b)),
                        bytes ? " of bytes" : "");
         *out = (uint64_t)x;

@@ -25,6 +25,15 @@
  *                      whose schema is not exactly what our migrations create: a crafted ledger
  *                      cannot bring its own triggers, views or function calls.
  *
+ *
+ * Read-only opens (SQLITE_OPEN_READONLY, URI mode=ro) never write. Reading a WAL database needs
+ * its shared-memory index (-shm); when that cannot be created (the user cannot write the
+ * directory), the open falls back to immutable=1 as SQLite documents, unless a -wal file holds
+ * commits that immutable would not see: then it says so instead of reading a stale file.
+ * Read-write opens run PRAGMA quick_check first and refuse a corrupt file rather than adding to
+ * it. A zero-byte file is an uninitialised ledger: read-write opens initialise it, read-only
+ * opens say so.
+ *
  * What it deliberately does not do: no schema (schema.c), no records or queries.
  */
 #include "ledger_internal.h"
@@ -195,6 +204,115 @@ static int set_wal(struct sw_ledger *l, int busy_ms, struct sw_err *e)
     }
 }
 
+/* "file:" URI of a path for sqlite3_open_v2 with SQLITE_OPEN_URI: every byte outside the
+ * unreserved set and '/' is percent-encoded (a '?' or '#' or '%' in a file name stays a name). */
+static int file_uri(const char *path, const char *query, char *out, size_t n)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    size_t o = 0;
+    int w = snprintf(out, n, "file:");
+    if (w < 0 || (size_t)w >= n)
+        return SW_ERANGE;
+    o = (size_t)w;
+    for (const unsigned char *p = (const unsigned char *)path; *p; p++) {
+        bool plain = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+                     (*p >= '0' && *p <= '9') || strchr("-._~/", *p);
+        if (o + 4 >= n)
+            return SW_ERANGE;
+        if (plain) {
+            out[o++] = (char)*p;
+        } else {
+            out[o++] = '%';
+            out[o++] = hex[*p >> 4];
+            out[o++] = hex[*p & 15];
+        }
+    }
+    w = snprintf(out + o, n - o, "?%s", query);
+    return w < 0 || (size_t)w >= n - o ? SW_ERANGE : 0;
+}
+
+/* Open the connection (read-only through a URI) and configure it; no I/O on the file yet. */
+static int open_conn(struct sw_ledger *l, const char *path, bool readonly, bool immutable,
+                     struct sw_err *e)
+{
+    char uri[3 * 4096 + 64];
+    const char *name = path;
+    int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+    if (readonly) {
+        if (file_uri(path, immutable ? "mode=ro&immutable=1" : "mode=ro", uri, sizeof(uri)))
+            return sw_err_set(e, SW_ERANGE, "ledger path is too long");
+        name = uri;
+        flags = SQLITE_OPEN_READONLY | SQLITE_OPEN_URI;
+    }
+    sqlite3 *db = NULL;
+    int src = sqlite3_open_v2(name, &db, flags | SQLITE_OPEN_NOMUTEX, NULL);
+    l->db = db;
+    if (src != SQLITE_OK)
+        return sw__ledger_dberr(l, e, src, "open");
+    sqlite3_extended_result_codes(db, 1);
+    sqlite3_busy_handler(db, busy_wait, l);
+    sqlite3_db_config(db, SQLITE_DBCONFIG_DEFENSIVE, 1, (int *)NULL);
+    sqlite3_db_config(db, SQLITE_DBCONFIG_ENABLE_FTS3_TOKENIZER, 0, (int *)NULL);
+    return 0;
+}
+
+static void close_conn(struct sw_ledger *l)
+{
+    if (l->db)
+        sqlite3_close_v2(l->db);
+    l->db = NULL;
+}
+
+/* A read-only reader that cannot create the WAL index: true when falling back to immutable=1
+ * loses nothing, i.e. there is no -wal file with frames in it. */
+static int wal_pending(const char *path, bool *pending, struct sw_err *e)
+{
+    char wal[4096 + 8];
+    struct stat st;
+    *pending = false;
+    snprintf(wal, sizeof(wal), "%s-wal", path);
+    if (stat(wal, &st) == 0) {
+        *pending = st.st_size > 0;
+        return 0;
+    }
+    if (errno == ENOENT)
+        return 0;
+    return sw_err_at(e, SW_EIO, wal, 0, 0, "cannot stat: %s", strerror(errno));
+}
+
+/* PRAGMA quick_check: "ok", or the first problem SQLite found. */
+static int quick_check(struct sw_ledger *l, struct sw_err *e)
+{
+    sqlite3_stmt *st = NULL;
+    char first[512] = "";
+    int rc = sqlite3_prepare_v2(l->db, "PRAGMA quick_check(1)", -1, &st, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        /* "*** in database main ***\nPage 11: btreeInitPage() returns error code 11": one line */
+        const char *t = (const char *)sqlite3_column_text(st, 0);
+        const char *pre = "*** in database main ***\n";
+        if (t && !strncmp(t, pre, strlen(pre)))
+            t += strlen(pre);
+        snprintf(first, sizeof(first), "%s", t ? t : "?");
+        for (char *c = first; *c; c++)
+            if (*c == '\n' || *c == '\r')
+                *c = ' ';
+        rc = SQLITE_OK;
+    } else if (rc != SQLITE_DONE) {
+        snprintf(first, sizeof(first), "%s", sqlite3_errmsg(l->db));
+    }
+    sqlite3_finalize(st);
+    if (rc == SQLITE_OK && !strcmp(first, "ok"))
+        return 0;
+    if ((rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_NOMEM)
+        return sw__ledger_dberr(l, e, rc, "PRAGMA quick_check");
+    return sw_err_at(e, SW_EDB, l->path, 0, 0,
+                     "the ledger is corrupt (PRAGMA quick_check: %s); nothing was written. "
+                     "Restore a copy, or read what is left with `slipway ledger export`",
+                     first[0] ? first : sqlite3_errstr(rc));
+}
+
 int sw_ledger_open(struct sw_ledger *l, const char *path, const struct sw_ledger_open_opts *opts,
                    struct sw_err *e)
 {
@@ -216,6 +334,10 @@ int sw_ledger_open(struct sw_ledger *l, const char *path, const struct sw_ledger
     if (stat(path, &stb) == 0) {
         if (S_ISDIR(stb.st_mode))
             return sw_err_at(e, SW_EINVAL, path, 0, 0, "is a directory, not a ledger file");
+        if (opts->readonly && S_ISREG(stb.st_mode) && stb.st_size == 0)
+            return sw_err_at(e, SW_EDB, path, 0, 0,
+                             "is empty (0 bytes): an uninitialised ledger, nothing recorded "
+                             "yet; left untouched (a recording command initialises it)");
     } else if (errno == ENOENT) {
         if (!opts->create || opts->readonly)
             return sw_err_at(e, SW_ENOENT, path, 0, 0, "no ledger here (nothing recorded yet)");
@@ -232,23 +354,36 @@ int sw_ledger_open(struct sw_ledger *l, const char *path, const struct sw_ledger
         return sw_err_at(e, SW_EIO, path, 0, 0, "cannot stat: %s", strerror(errno));
     }
 
-    int flags = opts->readonly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
-    sqlite3 *db = NULL;
-    int src = sqlite3_open_v2(path, &db, flags | SQLITE_OPEN_NOMUTEX, NULL);
-    l->db = db;
-    if (src != SQLITE_OK) {
-        rc = sw__ledger_dberr(l, e, src, "open");
-        goto out;
-    }
-    sqlite3_extended_result_codes(db, 1);
     l->busy_ms = busy_ms;
     l->busy_seed = (unsigned)getpid() ^ (unsigned)sw_now_ns();
-    sqlite3_busy_handler(db, busy_wait, l);
-    sqlite3_db_config(db, SQLITE_DBCONFIG_DEFENSIVE, 1, (int *)NULL);
-    sqlite3_db_config(db, SQLITE_DBCONFIG_ENABLE_FTS3_TOKENIZER, 0, (int *)NULL);
+    rc = open_conn(l, path, opts->readonly, false, e);
+    if (rc)
+        goto out;
 
     /* The first read tells a database from anything else. */
-    src = sqlite3_exec(db, "SELECT count(*) FROM sqlite_schema", NULL, NULL, NULL);
+    int src = sqlite3_exec(l->db, "SELECT count(*) FROM sqlite_schema", NULL, NULL, NULL);
+    if (opts->readonly && ((src & 0xff) == SQLITE_READONLY || (src & 0xff) == SQLITE_CANTOPEN)) {
+        /* A WAL ledger whose -shm this user cannot create (a directory they cannot write). */
+        bool pending = false;
+        rc = wal_pending(path, &pending, e);
+        if (rc)
+            goto out;
+        if (pending) {
+            rc = sw_err_at(e, SW_EIO, path, 0, 0,
+                           "cannot read it read-only: its write-ahead log %s-wal holds commits "
+                           "and you cannot create the shared-memory index beside it (%s); a "
+                           "recording command run once by a user who can write the directory "
+                           "folds the log into the file (reading commands do not)",
+                           path, sqlite3_errmsg(l->db));
+            goto out;
+        }
+        close_conn(l);
+        rc = open_conn(l, path, true, true, e);
+        if (rc)
+            goto out;
+        l->immutable = true;
+        src = sqlite3_exec(l->db, "SELECT count(*) FROM sqlite_schema", NULL, NULL, NULL);
+    }
     if ((src & 0xff) == SQLITE_NOTADB) {
         char what[160];
         describe_file(path, what, sizeof(what));
@@ -260,6 +395,9 @@ int sw_ledger_open(struct sw_ledger *l, const char *path, const struct sw_ledger
         goto out;
     }
     if (!opts->readonly) {
+        rc = quick_check(l, e);
+        if (rc)
+            goto out;
         rc = set_wal(l, busy_ms, e);
         if (rc)
             goto out;

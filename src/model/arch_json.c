@@ -88,12 +88,14 @@ static int weight_field(const json_t *w, const char *k, uint64_t *out, const cha
     const json_t *v = json_object_get(w, k);
     if (!v)
         return 0;
-    if (json_is_integer(v) && json_integer_value(v) >= 0) {
-        *out = (uint64_t)json_integer_value(v);
-        return 0;
-    }
-    if (json_is_real(v) && json_real_value(v) >= 0 && json_real_value(v) < 1.8e19) {
-        *out = (uint64_t)json_real_value(v);
+    if (json_is_number(v)) {
+        char key[64];
+        int64_t x;
+        snprintf(key, sizeof(key), "weights.%s", k);
+        int rc = sw_json_int_range(v, 0, INT64_MAX, where, key, &x, e);
+        if (rc)
+            return rc;
+        *out = (uint64_t)x;
         return 0;
     }
     if (json_is_string(v))

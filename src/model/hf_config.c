@@ -69,23 +69,7 @@ static int get_int(const struct two *c, const char *where, const char *key, int6
     json_t *v = get(c, key);
     if (!v)
         return 0;
-    if (json_is_integer(v)) {
-        *out = json_integer_value(v);
-    } else if (json_is_real(v) && json_real_value(v) == (double)(int64_t)json_real_value(v)) {
-        *out = (int64_t)json_real_value(v);
-    } else if (json_is_boolean(v) || json_is_string(v) || json_is_array(v) || json_is_object(v)) {
-        return sw_err_at(e, SW_EPARSE, where, 0, 0, "%s must be an integer (got %s)", key,
-                         json_is_string(v)   ? "a string"
-                         : json_is_array(v)  ? "an array"
-                         : json_is_object(v) ? "an object"
-                                             : "a boolean");
-    } else {
-        return sw_err_at(e, SW_EPARSE, where, 0, 0, "%s must be an integer (got %g)", key,
-                         json_real_value(v));
-    }
-    if (*out < 0 || *out > (1ll << 40))
-        return sw_err_at(e, SW_ERANGE, where, 0, 0, "%s out of range (%lld)", key, (long long)*out);
-    return 0;
+    return sw_json_int_range(v, 0, 1ll << 40, where, key, out, e);
 }
 
 static void get_str(const struct two *c, const char *key, char *out, size_t n)

@@ -404,10 +404,13 @@ int sw_st_index_load(const char *dir, struct sw_st_index *ix, struct sw_err *e)
     json_t *meta = json_object_get(root, "metadata");
     if (meta && json_is_object(meta)) {
         json_t *ts = json_object_get(meta, "total_size");
-        if (ts && json_is_integer(ts) && json_integer_value(ts) > 0)
-            ix->total_size = (uint64_t)json_integer_value(ts);
-        else if (ts && json_is_real(ts) && json_real_value(ts) > 0)
-            ix->total_size = (uint64_t)json_real_value(ts);
+        int64_t total = 0;
+        if (ts && !json_is_null(ts)) {
+            rc = sw_json_int_range(ts, 0, INT64_MAX, path, "metadata.total_size", &total, e);
+            if (rc)
+                goto out;
+        }
+        ix->total_size = (uint64_t)total;
     }
     size_t cap = json_object_size(wm);
     ix->shards = sw_calloc(cap ? cap : 1, sizeof(*ix->shards));

@@ -10,13 +10,13 @@
 
 #include <string.h>
 
+/* A server's number as an integer; anything not a whole number in int64_t's range is unknown. */
 static int64_t int_or(json_t *v, int64_t dflt)
 {
-    if (json_is_integer(v))
-        return json_integer_value(v);
-    if (json_is_real(v))
-        return (int64_t)json_real_value(v);
-    return dflt;
+    int64_t x;
+    if (!json_is_number(v) || sw_json_int_range(v, INT64_MIN, INT64_MAX, NULL, "n", &x, NULL))
+        return dflt;
+    return x;
 }
 
 static char *dup_str(json_t *v)

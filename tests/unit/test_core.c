@@ -377,6 +377,83 @@ static void test_utf8_repair(void **state)
     assert_string_equal(out, "ab");
 }
 
+/* Every JSON number that becomes an integer goes through sw_json_int_range: 2e56 is an error
+ * naming the key, never a conversion outside int64_t (undefined behaviour, UBSan). */
+static void test_json_int_range(void **state)
+{
+    struct sw_err e;
+    int64_t x = 7;
+    const char *doc = "{\"a\":2e56,\"b\":1e3,\"c\":2.5,\"d\":-4,\"e\":\"9\","
+                      "\"f\":9223372036854775807,\"g\":9223372036854775808.0,"
+                      "\"h\":-9223372036854775808.0,\"i\":null}";
+    json_t *j = sw_json_parse(doc, strlen(doc), "c.json", &e);
+    assert_non_null(j);
+    assert_int_equal(sw_json_int_range(json_object_get(j, "a"), 0, 1 << 20, "c.json", "a", &x, &e),
+                     SW_ERANGE);
+    assert_int_equal(x, 7);
+    assert_string_equal(e.where, "c.json");
+    assert_non_null(strstr(e.msg, "a is 2e+56"));
+    assert_int_equal(sw_json_int_range(json_object_get(j, "b"), 0, 1 << 20, "c.json", "b", &x, &e),
+                     0);
+    assert_int_equal(x, 1000);
+    assert_int_equal(sw_json_int_range(json_object_get(j, "c"), 0, 9, "c.json", "c", &x, &e),
+                     SW_EPARSE);
+    assert_non_null(strstr(e.msg, "whole number"));
+    assert_int_equal(sw_json_int_range(json_object_get(j, "d"), 0, 9, "c.json", "d", &x, &e),
+                     SW_ERANGE);
+    assert_non_null(strstr(e.msg, "d is -4, outside [0, 9]"));
+    assert_int_equal(sw_json_int_range(json_object_get(j, "e"), 0, 9, "c.json", "e", &x, &e),
+                     SW_EPARSE);
+    assert_non_null(strstr(e.msg, "a string"));
+    assert_int_equal(
+        sw_json_int_range(json_object_get(j, "f"), INT64_MIN, INT64_MAX, "c.json", "f", &x, &e), 0);
+    assert_int_equal(x, INT64_MAX);
+    /* 2^63 as a double is one past INT64_MAX; -2^63 is INT64_MIN exactly */
+    assert_int_equal(
+        sw_json_int_range(json_object_get(j, "g"), INT64_MIN, INT64_MAX, "c.json", "g", &x, &e),
+        SW_ERANGE);
+    assert_int_equal(
+        sw_json_int_range(json_object_get(j, "h"), INT64_MIN, INT64_MAX, "c.json", "h", &x, &e), 0);
+    assert_int_equal(x, INT64_MIN);
+    assert_int_equal(sw_json_int_range(json_object_get(j, "i"), 0, 9, "c.json", "i", &x, &e),
+                     SW_EPARSE);
+    assert_int_equal(sw_json_int_range(NULL, 0, 9, "c.json", "z", &x, &e), SW_EPARSE);
+    assert_non_null(strstr(e.msg, "z: missing"));
+    json_decref(j);
+}
+
+/* Durations: a bare number is seconds; a value past int64_t milliseconds is refused, named
+ * (18446744073709552 s used to wrap to 384 ms). */
+static void test_duration(void **state)
+{
+    struct sw_err e;
+    int64_t ms = -1;
+    assert_int_equal(sw_parse_duration_ms("30", &ms, &e), 0);
+    assert_int_equal(ms, 30000);
+    assert_int_equal(sw_parse_duration_ms("1.5", &ms, &e), 0);
+    assert_int_equal(ms, 1500);
+    assert_int_equal(sw_parse_duration_ms("250ms", &ms, &e), 0);
+    assert_int_equal(ms, 250);
+    assert_int_equal(sw_parse_duration_ms("2m", &ms, &e), 0);
+    assert_int_equal(ms, 120000);
+    assert_int_equal(sw_parse_duration_ms("1h", &ms, &e), 0);
+    assert_int_equal(ms, 3600000);
+    assert_int_equal(sw_parse_duration_ms("9223372036854775807ms", &ms, &e), 0);
+    assert_int_equal(ms, INT64_MAX);
+    ms = -1;
+    assert_int_equal(sw_parse_duration_ms("18446744073709552", &ms, &e), SW_ERANGE);
+    assert_non_null(strstr(e.msg, "18446744073709552"));
+    assert_int_equal(ms, -1);
+    assert_int_equal(sw_parse_duration_ms("9223372036854776", &ms, &e), SW_ERANGE);
+    assert_non_null(strstr(e.msg, "'9223372036854776' is too large"));
+    assert_int_equal(sw_parse_duration_ms("9223372036854775808ms", &ms, &e), SW_ERANGE);
+    assert_int_equal(sw_parse_duration_ms("1e300h", &ms, &e), SW_ERANGE);
+    assert_int_equal(sw_parse_duration_ms("-1", &ms, &e), SW_ERANGE);
+    assert_int_equal(sw_parse_duration_ms("0.0001", &ms, &e), SW_ERANGE);
+    assert_int_equal(sw_parse_duration_ms("5 fortnights", &ms, &e), SW_EPARSE);
+    assert_int_equal(ms, -1);
+}
+
 int main(void)
 {
     sw_core_init();
@@ -386,7 +463,8 @@ int main(void)
         cmocka_unit_test(test_number_scan), cmocka_unit_test(test_rule),
         cmocka_unit_test(test_files),       cmocka_unit_test(test_sniff),
         cmocka_unit_test(test_json),        cmocka_unit_test(test_redact),
-        cmocka_unit_test(test_utf8_repair),
+        cmocka_unit_test(test_utf8_repair), cmocka_unit_test(test_json_int_range),
+        cmocka_unit_test(test_duration),
     };
     return cmocka_run_group_tests_name("core", tests, NULL, NULL);
 }

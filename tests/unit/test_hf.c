@@ -145,6 +145,10 @@ static void test_config_hostile(void **state)
         "{\"num_hidden_layers\":2,\"num_attention_heads\":2,\"layer_types\":[\"x\",\"y\"]}",
         "{\"num_hidden_layers\":2,\"num_attention_heads\":2,\"num_key_value_heads\":4}",
         "{\"num_hidden_layers\":2,\"num_attention_heads\":-3}",
+        /* fuzz_hf_config's finding: a double far outside int64_t's range (UBSan) */
+        "{\"head_dim\": 2e56}",
+        "{\"num_hidden_layers\":2,\"num_attention_heads\":2,\"head_dim\":-1e300}",
+        "{\"num_hidden_layers\":2,\"num_attention_heads\":2,\"head_dim\":64.5}",
     };
     for (size_t i = 0; i < SW_ARRAY_LEN(bad); i++) {
         sw_err_clear(&e);
@@ -152,6 +156,10 @@ static void test_config_hostile(void **state)
         assert_true(e.msg[0] != '\0');
         assert_string_equal(e.where, "bad.json");
     }
+    /* the error names the key and the value, the range it had to be in */
+    const char *big = "{\"head_dim\": 2e56}";
+    assert_int_equal(sw_hf_config_parse(big, strlen(big), "config.json", &c, &e), SW_ERANGE);
+    assert_non_null(strstr(e.msg, "head_dim is 2e+56, outside [0, "));
 }
 
 static void test_safetensors_roundtrip(void **state)

@@ -15,6 +15,7 @@
 
 #include "swtest.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -143,6 +144,52 @@ static void test_open_settings(void **state)
     bool ok = false;
     assert_int_equal(sw_ledger_verify(&f->l, &ok, &e), 0);
     assert_true(ok);
+}
+
+/* A zero-byte file is an uninitialised ledger: read-only says so and leaves it at 0 bytes,
+ * read-write initialises it. A page of garbage is refused by a read-write open (quick_check),
+ * naming the file, before anything is written. */
+static void test_open_empty_and_corrupt(void **state)
+{
+    struct fx *f = *state;
+    struct sw_ledger l;
+    struct sw_err e;
+    struct stat st;
+    char p[4096];
+    struct sw_ledger_open_opts ro = {.readonly = true};
+
+    snprintf(p, sizeof(p), "%s/empty.sqlite", f->dir);
+    swt_write(p, "", 0);
+    assert_int_equal(sw_ledger_open(&l, p, &ro, &e), SW_EDB);
+    assert_string_equal(e.where, p);
+    assert_non_null(strstr(e.msg, "empty (0 bytes)"));
+    assert_non_null(strstr(e.msg, "uninitialised ledger"));
+    assert_int_equal(stat(p, &st), 0);
+    assert_int_equal(st.st_size, 0);
+    assert_int_equal(sw_ledger_open(&l, p, NULL, &e), 0);
+    sw_ledger_close(&l);
+    assert_int_equal(sw_ledger_open(&l, p, &ro, &e), 0);
+    sw_ledger_close(&l);
+
+    snprintf(p, sizeof(p), "%s/corrupt.sqlite", f->dir);
+    assert_int_equal(sw_ledger_open(&l, p, NULL, &e), 0);
+    for (int i = 0; i < 40; i++)
+        boot(&l, "ep", VLLM_SHAPE, NULL, NULL);
+    sw_ledger_close(&l);
+    assert_int_equal(stat(p, &st), 0);
+    assert_true(st.st_size >= 8 * 4096);
+    FILE *fp = fopen(p, "r+b");
+    assert_non_null(fp);
+    char junk[4096];
+    memset(junk, 0x5a, sizeof(junk));
+    assert_int_equal(fseek(fp, 4 * 4096, SEEK_SET), 0);
+    assert_int_equal(fwrite(junk, 1, sizeof(junk), fp), sizeof(junk));
+    assert_int_equal(fclose(fp), 0);
+    assert_int_equal(sw_ledger_open(&l, p, NULL, &e), SW_EDB);
+    assert_string_equal(e.where, p);
+    assert_non_null(strstr(e.msg, "corrupt (PRAGMA quick_check: "));
+    assert_null(strstr(e.msg, "\n"));
+    assert_null(l.db);
 }
 
 static void test_open_refusals(void **state)
@@ -1040,6 +1087,7 @@ int main(void)
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
     const struct CMUnitTest tests[] = {
         T(test_open_settings),
+        T(test_open_empty_and_corrupt),
         T(test_open_refusals),
         T(test_migrate_v1),
         T(test_record_and_query_boots),
