@@ -1096,9 +1096,12 @@ int sw_fetch_run(const struct sw_payload_manifest *m, const struct sw_fetch_opts
              * way) is the file's own failure, said when it starts */
             int dfd;
             const char *base;
-            struct sw_err me;
-            if (sw__nf_parent(ft.root, rel_of(&ft, dir), true, &dfd, &base, &me) == 0)
+            rc = sw__nf_parent(ft.root, rel_of(&ft, dir), true, &dfd, &base, e);
+            if (rc == 0)
                 close(dfd);
+            else if (rc == SW_ENOMEM)
+                goto out; /* out of memory is the run's failure, not one file's */
+            rc = 0;
         }
         /* the nearest existing directory up the path decides the file system */
         char *s = strrchr(dir, '/');
