@@ -440,10 +440,16 @@ static int cmd_record(const struct sw_args *a)
     char lpath[4096];
     int64_t id = 0;
     int rc = sw_read_file(path, SW_BOOTLOG_MAX, &text, &len, &e);
-    if (!rc && shape_path && !(shape = load_inner(shape_path, "shape", &e)))
-        rc = e.code;
-    if (!rc && pred_path && !(pred = load_inner(pred_path, "report", &e)))
-        rc = e.code;
+    if (!rc && shape_path) {
+        shape = load_inner(shape_path, "shape", &e);
+        if (!shape)
+            rc = e.code;
+    }
+    if (!rc && pred_path) {
+        pred = load_inner(pred_path, "report", &e);
+        if (!pred)
+            rc = e.code;
+    }
     struct sw_bootlog_hints h = {.exit_code = -1, .payload = model};
     struct sw_boot_status st;
     if (!rc)

@@ -162,11 +162,16 @@ int sw_gate_endpoint(const struct sw_fleet *f, const struct sw_fleet_endpoint *e
     rc = load_ledger(&r, e);
     if (rc)
         goto out;
-    rc = sw__gate_band(&r, e);
-    if (rc || (rc = sw__gate_pool(&r, e)) || (rc = sw__gate_arena(&r, e)) ||
-        (rc = sw__gate_window(&r, e)) || (rc = sw__gate_known_bad(&r, e)) ||
-        (rc = sw__gate_payload(&r, e)))
-        goto out;
+    /* the gates in the order they print */
+    int (*const gates[])(struct sw__gate_run *, struct sw_err *) = {
+        sw__gate_band,   sw__gate_pool,      sw__gate_arena,
+        sw__gate_window, sw__gate_known_bad, sw__gate_payload,
+    };
+    for (size_t g = 0; g < SW_ARRAY_LEN(gates); g++) {
+        rc = gates[g](&r, e);
+        if (rc)
+            goto out;
+    }
 
     bool failed = false;
     for (size_t i = 0; i < json_array_size(r.gates); i++)

@@ -340,8 +340,9 @@ int sw__ledger_boot_tx(struct sw_ledger *l, const struct sw_ledger_boot *b, int6
     int64_t endpoint_id = 0, shape_id = 0, boot_id = 0;
     int rc = 0;
 
-    if (!b->engine || !(engine = norm_engine(b->engine, engbuf, sizeof(engbuf))) ||
-        check_word("engine", engine, "._-", 64, NULL)) {
+    if (b->engine)
+        engine = norm_engine(b->engine, engbuf, sizeof(engbuf));
+    if (!engine || check_word("engine", engine, "._-", 64, NULL)) {
         rc = sw_err_set(e, SW_EINVAL, "boot: engine is required (llama.cpp, vllm, sglang, ...)");
         goto out;
     }
