@@ -162,17 +162,6 @@ struct sw_fleet_endpoint;
 int sw_engine_launch_from_fleet(const struct sw_fleet_endpoint *ep, struct sw_engine_launch *l,
                                 struct sw_err *e);
 
-/* Plan a llama.cpp fleet endpoint as `slipway plan FLEET` and the gates do: the adapter renders
- * its argv and the law reads it back into *args; the architecture comes from the GGUF when it is
- * on this machine, else from the endpoint's `arch` (llama.cpp keys with "arch", or config.json-
- * like with model_type); the devices from the fleet (sw_llamacpp_env_from_endpoint). On success
- * *arch_out is the architecture (free with sw_arch_free). */
-struct sw_llamacpp_args;
-struct sw_llamacpp_plan;
-struct sw_arch;
-int sw_llamacpp_plan_endpoint(const struct sw_fleet_endpoint *ep, struct sw_llamacpp_args *args,
-                              struct sw_llamacpp_plan *plan, struct sw_arch **arch_out,
-                              struct sw_err *e);
 void sw_engine_launch_free(struct sw_engine_launch *l);
 
 /* argv and envp (both NULL-terminated, owned). env holds only what the adapter adds; the caller
