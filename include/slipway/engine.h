@@ -299,6 +299,19 @@ json_t *sw_engine_llamacpp_precision_json(const struct sw_bootlog_report *r);
 int sw_engine_llamacpp_render(const struct sw_engine_launch *l, struct sw_engine_cmd *out,
                               struct sw_err *e);
 
+/*
+ * A llama-server command line the operator wrote, made verifiable: argv[0] replaced by exe (when
+ * not NULL), the listen address made explicit with llama-server's defaults (127.0.0.1:8080), the
+ * verbosity the boot report needs (unless one is given), and api_key (when set) passed as
+ * LLAMA_API_KEY in the environment. A secret on the command line (--api-key, --api-key-file) is
+ * refused (readable in /proc/PID/cmdline), as is a command line without -m. l receives model,
+ * alias, host, port and api_key (pointing into argv, api_key, or static defaults). Free out with
+ * sw_engine_cmd_free.
+ */
+int sw_engine_llamacpp_verbatim(int argc, const char *const *argv, const char *exe,
+                                const char *api_key, struct sw_engine_cmd *out,
+                                struct sw_engine_launch *l, struct sw_err *e);
+
 /* The verbosity at which llama-server prints its memory lines: llama's INFO messages pass
  * common_log only at LOG_LEVEL_TRACE (4); see common/log.cpp common_log_get_verbosity. */
 #define SW_ENGINE_LLAMACPP_VERBOSITY 4

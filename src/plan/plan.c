@@ -122,7 +122,7 @@ static int plan_llamacpp(const struct sw_fleet_endpoint *ep, const struct sw_pla
         rc = sw_err_set(e, SW_ENOENT, "%s: %s is not on this machine and no `arch` is declared",
                         ep->name, p->args->model);
     } else {
-        rc = sw_err_set(e, SW_ENOENT, "%s is not a regular file on this machine", p->args->model);
+        rc = sw_err_set(e, SW_ENOENT, "%s is not a regular file", p->args->model);
     }
     if (rc)
         goto out;
