@@ -1,7 +1,8 @@
 /*
  * engine: one small adapter per serving engine (llama.cpp's llama-server today; vLLM and SGLang
  * register theirs the same way), behind one table of function pointers:
- *   - render:   the engine's argv and environment for an endpoint (secrets only in the env);
+ *   - render:   the engine's argv and environment for a fleet endpoint, one builder per engine
+ *               (secrets only in the env);
  *   - bootlog:  what the engine printed at boot -> the `report` object that `slipway plan`
  *               predicts, plus a classified failure when the boot failed;
  *   - diff:     predicted report vs printed report, field by field, with a tolerance only where
@@ -201,8 +202,10 @@ struct sw_engine {
     const char *const *aliases; /* NULL-terminated other spellings */
     const char *default_binary; /* "llama-server" */
 
-    /* argv + env for a launch. SW_EINVAL names the offending field. */
-    int (*render)(const struct sw_engine_launch *l, struct sw_engine_cmd *out, struct sw_err *e);
+    /* argv + env for a fleet endpoint: the engine's one builder (llama.cpp:
+     * sw_engine_launch_from_fleet + sw_engine_llamacpp_render; vLLM: sw_vllm_render_endpoint;
+     * SGLang: sw_sglang_render_endpoint). Errors name the fleet position or the field. */
+    int (*render)(const struct sw_fleet_endpoint *ep, struct sw_engine_cmd *out, struct sw_err *e);
 
     /*
      * Read a boot log (text of len bytes; `where` names it in errors). *out receives

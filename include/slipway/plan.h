@@ -50,7 +50,9 @@ struct sw_plan_overrides {
 struct sw_plan {
     enum sw_fleet_engine engine;
     const struct sw_fleet_endpoint *ep; /* NULL for a verbatim command line */
-    struct sw_engine_cmd cmd;           /* llama.cpp: the argv the law read */
+    struct sw_engine_cmd cmd;           /* the engine's argv/env (engine table's render) */
+    char cmd_why[512]; /* why cmd is empty (vLLM: its law does not need it, e.g. a secret that
+                          cannot be read here) */
     /* llama.cpp: the law's input and breakdown (NULL for other engines) */
     struct sw_llamacpp_args *args;
     struct sw_llamacpp_plan *llamacpp;

@@ -113,7 +113,7 @@ static int fleet_cmd(const struct sw_deploy_req *q, struct sw_deploy_res *r, str
         r->launch.binary = find_llama_server(bin, sizeof(bin));
     if (!r->launch.binary)
         r->launch.binary = "llama-server"; /* spawn names what is missing */
-    rc = r->engine->render(&r->launch, &r->cmd, e);
+    rc = sw_engine_llamacpp_render(&r->launch, &r->cmd, e);
     if (rc) {
         sw_err_prefix(e, "endpoint %s", ep->name);
         return rc;

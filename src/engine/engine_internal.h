@@ -16,6 +16,11 @@ SW_ENGINES(SW_ENGINE_DECL)
 /* Copy the text of a log line (without its trailing newline) into dst, bounded. */
 void sw__engine_copy_line(char *dst, size_t n, const char *p, size_t len);
 
+/* launch_fleet.c: the table's render for llama.cpp (sw_engine_launch_from_fleet, then
+ * sw_engine_llamacpp_render). */
+int sw__llamacpp_render_endpoint(const struct sw_fleet_endpoint *ep, struct sw_engine_cmd *out,
+                                 struct sw_err *e);
+
 /* llamacpp_diff.c: the table's diff for llama.cpp reports. */
 int sw__llamacpp_diff(const json_t *predicted, const json_t *printed, const json_t *precision,
                       json_t **out, struct sw_err *e);

@@ -82,14 +82,12 @@ static bool payload_here(const char *path, bool regular_only)
 static int plan_llamacpp(const struct sw_fleet_endpoint *ep, const struct sw_plan_overrides *ov,
                          struct sw_plan *p, struct sw_err *e)
 {
-    struct sw_engine_launch l;
     struct sw_llamacpp_env env;
     struct sw_gguf *g = NULL;
     const struct sw_engine *eng = sw_engine_find("llama.cpp");
     bool regular_only = ov && ov->regular_files_only;
     int rc;
 
-    memset(&l, 0, sizeof(l));
     memset(&env, 0, sizeof(env));
     p->args = sw_calloc(1, sizeof(*p->args));
     p->llamacpp = sw_calloc(1, sizeof(*p->llamacpp));
@@ -100,9 +98,7 @@ static int plan_llamacpp(const struct sw_fleet_endpoint *ep, const struct sw_pla
     } else {
         if (!eng)
             return sw_err_set(e, SW_EUNSUPPORTED, "no llama.cpp engine adapter");
-        rc = sw_engine_launch_from_fleet(ep, &l, e);
-        if (!rc)
-            rc = eng->render(&l, &p->cmd, e);
+        rc = eng->render(ep, &p->cmd, e);
     }
     if (rc)
         goto out;
@@ -136,7 +132,6 @@ static int plan_llamacpp(const struct sw_fleet_endpoint *ep, const struct sw_pla
         rc = sw_err_set(e, SW_ENOMEM, "out of memory");
 out:
     sw_gguf_free(g);
-    sw_engine_launch_free(&l);
     return rc;
 }
 
@@ -173,6 +168,18 @@ static int plan_vllm(const struct sw_fleet_endpoint *ep, struct sw_plan *p, stru
     char src[700], warn[1024] = "";
     int rc;
 
+    /* the argv the engine would get (the law reads the fleet's shape, not this argv, so a render
+     * that cannot be made here, a secret say, is said and does not stop the plan) */
+    const struct sw_engine *eng = sw_engine_find("vllm");
+    struct sw_err re;
+    sw_err_clear(&re);
+    if (!eng || eng->render(ep, &p->cmd, &re)) {
+        char buf[600];
+        snprintf(p->cmd_why, sizeof(p->cmd_why), "%s",
+                 eng ? sw_err_format(&re, buf, sizeof(buf)) : "no vllm engine adapter");
+        if (re.code == SW_ENOMEM)
+            return sw_err_set(e, SW_ENOMEM, "out of memory");
+    }
     rc = sw_vllm_opts_from_endpoint(ep, &o, e);
     if (rc)
         return rc;

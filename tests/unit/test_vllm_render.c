@@ -110,6 +110,12 @@ static void test_plan_endpoint(void **state)
     assert_int_equal(json_integer_value(json_object_get(arena, "slots")), 6496);
     assert_string_equal(json_string_value(json_object_get(out, "endpoint")), "frank-primary");
     assert_non_null(strstr(json_string_value(json_object_get(out, "config")), "operator.yaml:"));
+    /* the engine's argv comes with the plan, from the adapter's one builder */
+    assert_true(pl.cmd.argc > 3);
+    assert_string_equal(pl.cmd.argv[1], "serve");
+    char *argv_line = joined(&pl.cmd);
+    assert_non_null(strstr(argv_line, "--max-model-len 200704"));
+    sw_free(argv_line);
     /* the shape the gates look up comes with the plan */
     assert_string_equal(json_string_value(json_object_get(pl.shape, "engine")), "vllm");
     assert_int_equal(json_integer_value(json_object_get(pl.shape, "ctx")), 200704);
