@@ -16,8 +16,12 @@
  *   - sw_deploy_up: preflight (port, payload, stale pid file), spawn, wait for readiness while
  *                   watching the child, classify a failed boot from its log, prove liveness with
  *                   a real one-token generation.
+ *   - sw_deploy_endpoint: `slipway up` in one call: the endpoint rendered by its engine adapter
+ *                   (or a verbatim llama-server argv the adapter normalizes), planned by
+ *                   sw_plan_endpoint, preflighted, booted with sw_deploy_up, recorded in the
+ *                   ledger, given its pid file, its report diffed against the prediction.
  *
- * What it deliberately does not do: render argv (engine), plan memory (memory), print anything
+ * What it deliberately does not do: build argv (engine), plan memory (plan), print anything
  * (the CLI does), or manage remote hosts and unit files (later: ssh transport, systemd).
  */
 #ifndef SLIPWAY_DEPLOY_H

@@ -12,9 +12,9 @@
  *     command's effective values (llama-server's defaults from the adapter's one table) for a
  *     boot.
  *
- * Layer: core -> model, fleet, ledger -> memory (laws) -> engine (adapters: argv/env, boot logs,
- * differs) -> plan -> calib -> gate -> deploy -> probe -> cli. plan may call engine and memory;
- * gate and deploy call plan, never engine's fleet planning directly.
+ * Layer: core -> model, fleet, ledger, net -> payload -> memory (laws) -> engine (adapters:
+ * argv/env, boot logs, differs) -> plan -> calib -> gate -> deploy -> probe -> cli. plan may call
+ * engine and memory; gate and deploy call plan, never an engine's planning directly.
  *
  * What it deliberately does not do: judge (gate), boot (deploy), fit (calib), print (cli).
  */
