@@ -22,6 +22,9 @@
 #include <unistd.h>
 
 static void note(const struct sw_deploy_req *q, const char *kind, const char *fmt, ...)
+    SW_PRINTF(3, 4);
+
+static void note(const struct sw_deploy_req *q, const char *kind, const char *fmt, ...)
 {
     char buf[8192];
     va_list ap;
