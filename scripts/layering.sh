@@ -19,8 +19,9 @@ LAYERS=(
   "model fleet net ledger"     # what the payload is; the fleet file; HTTP/SSE/OpenAI; the store
   "memory payload"             # the engines' memory laws; manifests, verify, download
   "calib"                      # the laws' free terms fitted from the ledger
-  "engine"                     # per-engine adapter: argv/env, boot logs, diff, plans
-  "gate deploy"                # checks before a boot; the local supervisor
+  "engine"                     # per-engine adapter: argv/env, boot logs, diff
+  "plan"                       # sw_plan_endpoint: the one plan of an endpoint (argv, law, shape)
+  "gate deploy"                # checks before a boot; the local supervisor and sw_deploy_endpoint
   "probe"                      # the live battery
   "cli"                        # slipway <verb>
 )

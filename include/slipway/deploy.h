@@ -19,8 +19,12 @@
  *   - sw_deploy_up: preflight (port, payload, stale pid file), spawn, wait for readiness while
  *                   watching the child, classify a failed boot from its log, prove liveness with
  *                   a real one-token generation.
+ *   - sw_deploy_endpoint: `slipway up` in one call: the endpoint rendered by its engine adapter
+ *                   (or a verbatim llama-server argv the adapter normalizes), planned by
+ *                   sw_plan_endpoint, preflighted, booted with sw_deploy_up, recorded in the
+ *                   ledger, given its pid file, its report diffed against the prediction.
  *
- * What it deliberately does not do: render argv (engine), plan memory (memory), print anything
+ * What it deliberately does not do: build argv (engine), plan memory (plan), print anything
  * (the CLI does), or manage remote hosts and unit files (later: ssh transport, systemd).
  */
 #ifndef SLIPWAY_DEPLOY_H
@@ -28,6 +32,7 @@
 
 #include <slipway/core.h>
 #include <slipway/engine.h>
+#include <slipway/plan.h>
 
 #include <signal.h>
 #include <sys/types.h>
@@ -247,6 +252,62 @@ void sw_up_result_free(struct sw_up_result *r);
 
 /* Re-read the child's log into r->bootlog/r->status (after it exited, say). */
 int sw_deploy_read_log(const struct sw_up_opts *o, struct sw_up_result *r, struct sw_err *e);
+
+/* ---------------------------------------------------------------------------------------------
+ * `slipway up` in one call: an endpoint from its fleet (or a verbatim llama-server command line),
+ * planned (sw_plan_endpoint over the very argv it is launched with), preflighted (the plan against
+ * the fleet's declared device memory, a live pid file), booted with sw_deploy_up, recorded in the
+ * ledger, given its pid file, and its printed report diffed against the prediction.
+ */
+struct sw_deploy_req {
+    const char *fleet;       /* FLEET.yaml, or NULL for the verbatim form */
+    const char *endpoint;    /* the endpoint to boot; NULL: the only enabled one */
+    const char *const *argv; /* the verbatim form: llama-server -m MODEL.gguf ... */
+    size_t argc;
+    const char *name;           /* for the pid file and log; NULL: endpoint, alias or
+                                   llama-server-PORT */
+    const char *pid_file, *log; /* NULL: RUN_DIR/NAME.pid, RUN_DIR/NAME.log */
+    const char *ledger;         /* for record; NULL: sw_ledger_default_path */
+    const char *api_key;        /* the verbatim form's LLAMA_API_KEY (environment only) */
+    bool detach, preflight, liveness, dry_run, record;
+    unsigned timeout_s, grace_ms; /* 0: 900 s, 10000 ms */
+    uint64_t limit_as;
+    volatile sig_atomic_t *stop;
+    void (*on_progress)(void *ctx, const struct sw_up_progress *p);
+    /* A line for people while it runs: "removing stale pid file ...", the command being
+     * started (kind "start"), "recorded as boot N in PATH" (kind "recorded"), "boot not
+     * recorded: ..." (kind "record_failed"). May be NULL. */
+    void (*on_note)(void *ctx, const char *kind, const char *text);
+    void (*on_fleet_error)(void *ctx, const struct sw_err *e); /* each fleet-file error */
+    void *ctx;
+};
+
+struct sw_deploy_res {
+    struct sw_fleet *fleet;
+    const struct sw_fleet_endpoint *ep; /* NULL for the verbatim form */
+    const struct sw_engine *engine;
+    struct sw_engine_cmd cmd; /* what is started */
+    struct sw_engine_launch launch;
+    struct sw_plan plan; /* over cmd; plan.predicted NULL when it could not be made */
+    char why_none[256];  /* why there is no prediction */
+    char unfit[600];     /* the plan does not fit a declared device: how ("" when it fits) */
+    char where[640];     /* fleet position of the payload, "" for the verbatim form */
+    char name[128], pid_path[4096], log_path[4096];
+    struct sw_up_opts up_opts; /* as given to sw_deploy_up (for sw_deploy_read_log) */
+    struct sw_up_result up;
+    bool attempted; /* sw_deploy_up ran: a non-zero return is the boot's failure (up.status) */
+    json_t *diff;   /* predicted vs printed, NULL when there is no prediction */
+};
+
+/*
+ * 0: dry_run planned (nothing started) or the endpoint serves (r->up.child runs, the pid file is
+ * written; the caller serves in the foreground or sw_child_release()s it). Before the boot:
+ * load/render errors, SW_EGATE (the plan does not fit a declared device, with preflight),
+ * SW_EEXIST (a live pid file). With r->attempted: sw_deploy_up's codes (SW_ECHILD ...), the boot
+ * recorded when asked. Free r with sw_deploy_res_free in every case.
+ */
+int sw_deploy_endpoint(const struct sw_deploy_req *q, struct sw_deploy_res *r, struct sw_err *e);
+void sw_deploy_res_free(struct sw_deploy_res *r);
 
 #ifdef __cplusplus
 }

@@ -1,7 +1,8 @@
 /*
  * engine: one small adapter per serving engine (llama.cpp's llama-server today; vLLM and SGLang
  * register theirs the same way), behind one table of function pointers:
- *   - render:   the engine's argv and environment for an endpoint (secrets only in the env);
+ *   - render:   the engine's argv and environment for a fleet endpoint, one builder per engine
+ *               (secrets only in the env);
  *   - bootlog:  what the engine printed at boot -> the `report` object that `slipway plan`
  *               predicts, plus a classified failure when the boot failed;
  *   - diff:     predicted report vs printed report, field by field, with a tolerance only where
@@ -171,17 +172,6 @@ struct sw_fleet_endpoint;
 int sw_engine_launch_from_fleet(const struct sw_fleet_endpoint *ep, struct sw_engine_launch *l,
                                 struct sw_err *e);
 
-/* Plan a llama.cpp fleet endpoint as `slipway plan FLEET` and the gates do: the adapter renders
- * its argv and the law reads it back into *args; the architecture comes from the GGUF when it is
- * on this machine, else from the endpoint's `arch` (llama.cpp keys with "arch", or config.json-
- * like with model_type); the devices from the fleet (sw_llamacpp_env_from_endpoint). On success
- * *arch_out is the architecture (free with sw_arch_free). */
-struct sw_llamacpp_args;
-struct sw_llamacpp_plan;
-struct sw_arch;
-int sw_llamacpp_plan_endpoint(const struct sw_fleet_endpoint *ep, struct sw_llamacpp_args *args,
-                              struct sw_llamacpp_plan *plan, struct sw_arch **arch_out,
-                              struct sw_err *e);
 void sw_engine_launch_free(struct sw_engine_launch *l);
 
 /* argv and envp (both NULL-terminated, owned). env holds only what the adapter adds; the caller
@@ -221,8 +211,10 @@ struct sw_engine {
     const char *const *aliases; /* NULL-terminated other spellings */
     const char *default_binary; /* "llama-server" */
 
-    /* argv + env for a launch. SW_EINVAL names the offending field. */
-    int (*render)(const struct sw_engine_launch *l, struct sw_engine_cmd *out, struct sw_err *e);
+    /* argv + env for a fleet endpoint: the engine's one builder (llama.cpp:
+     * sw_engine_launch_from_fleet + sw_engine_llamacpp_render; vLLM: sw_vllm_render_endpoint;
+     * SGLang: sw_sglang_render_endpoint). Errors name the fleet position or the field. */
+    int (*render)(const struct sw_fleet_endpoint *ep, struct sw_engine_cmd *out, struct sw_err *e);
 
     /*
      * Read a boot log (text of len bytes; `where` names it in errors). *out receives
@@ -318,6 +310,19 @@ json_t *sw_engine_llamacpp_precision_json(const struct sw_bootlog_report *r);
 /* Render llama-server's argv/env (also reachable as the table's render). */
 int sw_engine_llamacpp_render(const struct sw_engine_launch *l, struct sw_engine_cmd *out,
                               struct sw_err *e);
+
+/*
+ * A llama-server command line the operator wrote, made verifiable: argv[0] replaced by exe (when
+ * not NULL), the listen address made explicit with llama-server's defaults (127.0.0.1:8080), the
+ * verbosity the boot report needs (unless one is given), and api_key (when set) passed as
+ * LLAMA_API_KEY in the environment. A secret on the command line (--api-key, --api-key-file) is
+ * refused (readable in /proc/PID/cmdline), as is a command line without -m. l receives model,
+ * alias, host, port and api_key (pointing into argv, api_key, or static defaults). Free out with
+ * sw_engine_cmd_free.
+ */
+int sw_engine_llamacpp_verbatim(int argc, const char *const *argv, const char *exe,
+                                const char *api_key, struct sw_engine_cmd *out,
+                                struct sw_engine_launch *l, struct sw_err *e);
 
 /* The verbosity at which llama-server prints its memory lines: llama's INFO messages pass
  * common_log only at LOG_LEVEL_TRACE (4); see common/log.cpp common_log_get_verbosity. */

@@ -47,12 +47,6 @@ int sw_vllm_plan_argv(int argc, char **argv, const struct sw_vllm_opts *facts,
  */
 int sw_engine_plan_cli(const char *engine, int optc, char **optv, int cmdc, char **cmdv,
                        json_t **out, struct sw_err *e);
-/* `slipway plan FLEET` for a vLLM endpoint: the same object as sw_engine_plan_cli ({engine,
- * report, lines, warnings?, arena?}) plus "endpoint" and "config" (where the architecture came
- * from). When the pool is sized at boot and the weights are not here, report.pool_sized is false
- * and the pool's figures are left out (the per-request price remains), with a warning. */
-struct sw_fleet_endpoint;
-int sw_engine_plan_endpoint(const struct sw_fleet_endpoint *ep, json_t **out, struct sw_err *e);
 
 /*
  * Argv + environment for a fleet endpoint (engine vllm): paths translated through the payload's

@@ -81,14 +81,6 @@ int sw_gate_endpoint(const struct sw_fleet *f, const struct sw_fleet_endpoint *e
 int sw_gate_set(struct sw_fleet_endpoint *ep, const char *kv, struct sw_err *e);
 
 /*
- * The endpoint's shape in the ledger's vocabulary (docs/ledger.md): engine, engine_profile, model
- * {name, quant}, ctx, slots, kv dtypes, kv_bytes, kv_tokens, mnbt, tp/pp, util, flags {mmproj,
- * spec decode}. The model name is the GGUF file's stem without its quantization suffix, or the
- * checkpoint directory's name. New reference, or NULL on OOM.
- */
-json_t *sw_gate_shape(const struct sw_fleet_endpoint *ep);
-
-/*
  * Do two ledger shapes describe the same boot? Compared on the keys that change memory (engine,
  * profile, model name and quant, ctx, slots, kv dtypes, kv_bytes, kv_tokens, mnbt, tp, pp, util,
  * projector, speculative decoding); a key one side has and the other lacks differs. Keys

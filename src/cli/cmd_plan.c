@@ -21,6 +21,7 @@
 #include <slipway/gguf.h>
 #include <slipway/hf.h>
 #include <slipway/memory.h>
+#include <slipway/plan.h>
 #include <slipway/vllm.h>
 
 #include <string.h>
@@ -332,12 +333,10 @@ static int plan_fleet(const char *path, const char *only, bool json)
     struct sw_fleet *f = NULL;
     struct sw_err e;
     json_t *out = json ? json_object() : NULL, *eps = json ? json_array() : NULL;
-    struct sw_llamacpp_plan *plan = sw_calloc(1, sizeof(*plan));
-    struct sw_llamacpp_args *args = sw_calloc(1, sizeof(*args));
     int rc = SW_EXIT_OK, n = 0;
 
     sw_err_clear(&e);
-    if (!plan || !args || (json && (!out || !eps))) {
+    if (json && (!out || !eps)) {
         sw_err_set(&e, SW_ENOMEM, "out of memory");
         rc = sw_cli_fail(&e, json);
         goto done;
@@ -353,26 +352,29 @@ static int plan_fleet(const char *path, const char *only, bool json)
     }
     for (size_t i = 0; i < f->n_endpoints; i++) {
         const struct sw_fleet_endpoint *ep = &f->endpoints[i];
-        struct sw_arch *a = NULL;
+        struct sw_plan pl;
         if (only ? strcmp(ep->name, only) != 0 : !ep->enabled)
             continue;
         n++;
+        sw_err_clear(&e);
+        int prc = sw_plan_endpoint(f, ep, NULL, &pl, &e);
+        if (prc) {
+            char buf[2048];
+            if (rc == SW_EXIT_OK &&
+                (ep->engine == SW_FLEET_VLLM || ep->engine == SW_FLEET_LLAMACPP))
+                rc = sw_cli_exit_for(prc);
+            if (json)
+                json_array_append_new(eps, json_pack("{s:s,s:s,s:o}", "endpoint", ep->name,
+                                                     "engine", sw_fleet_engine_name(ep->engine),
+                                                     "error", sw_err_to_json(&e)));
+            else
+                printf("== %s (%s): cannot plan: %s\n\n", ep->name,
+                       sw_fleet_engine_name(ep->engine), sw_err_format(&e, buf, sizeof(buf)));
+            sw_plan_free(&pl);
+            continue;
+        }
         if (ep->engine != SW_FLEET_LLAMACPP) {
-            json_t *vo = NULL;
-            sw_err_clear(&e);
-            if (sw_engine_plan_endpoint(ep, &vo, &e)) {
-                char buf[2048];
-                if (rc == SW_EXIT_OK && ep->engine == SW_FLEET_VLLM)
-                    rc = sw_cli_exit_for(e.code);
-                if (json)
-                    json_array_append_new(eps, json_pack("{s:s,s:s,s:o}", "endpoint", ep->name,
-                                                         "engine", sw_fleet_engine_name(ep->engine),
-                                                         "error", sw_err_to_json(&e)));
-                else
-                    printf("== %s (%s): cannot plan: %s\n\n", ep->name,
-                           sw_fleet_engine_name(ep->engine), sw_err_format(&e, buf, sizeof(buf)));
-                continue;
-            }
+            json_t *vo = pl.engine_plan;
             if (json_is_false(json_object_get(json_object_get(vo, "report"), "fits")) &&
                 rc == SW_EXIT_OK)
                 rc = SW_EXIT_FAIL;
@@ -384,25 +386,11 @@ static int plan_fleet(const char *path, const char *only, bool json)
                 print_vllm_sglang(vo, stdout);
                 printf("\n");
             }
-            json_decref(vo);
+            sw_plan_free(&pl);
             continue;
         }
-        sw_err_clear(&e);
-        memset(plan, 0, sizeof(*plan));
-        int prc = sw_llamacpp_plan_endpoint(ep, args, plan, &a, &e);
-        if (prc) {
-            char buf[2048];
-            if (rc == SW_EXIT_OK)
-                rc = sw_cli_exit_for(prc);
-            if (json)
-                json_array_append_new(eps,
-                                      json_pack("{s:s,s:s,s:o}", "endpoint", ep->name, "engine",
-                                                "llama.cpp", "error", sw_err_to_json(&e)));
-            else
-                printf("== %s (llama.cpp): cannot plan: %s\n\n", ep->name,
-                       sw_err_format(&e, buf, sizeof(buf)));
-            continue;
-        }
+        const struct sw_llamacpp_plan *plan = pl.llamacpp;
+        const struct sw_arch *a = pl.arch;
         bool fits = true;
         for (int d = 0; d < plan->n_dev; d++)
             if (plan->dev[d].memory && plan->dev[d].total > plan->dev[d].memory)
@@ -425,7 +413,7 @@ static int plan_fleet(const char *path, const char *only, bool json)
             }
         } else {
             printf("== %s (llama.cpp)\n", ep->name);
-            print_human(a, plan, args);
+            print_human(a, plan, pl.args);
             if (mb)
                 print_measured_budget(mb);
             if (!fits)
@@ -433,7 +421,7 @@ static int plan_fleet(const char *path, const char *only, bool json)
             printf("\n");
         }
         json_decref(mb);
-        sw_arch_free(a);
+        sw_plan_free(&pl);
     }
     if (json) {
         sw_json_set_str(out, "fleet", path);
@@ -446,8 +434,6 @@ static int plan_fleet(const char *path, const char *only, bool json)
 done:
     json_decref(out);
     json_decref(eps);
-    sw_free(plan);
-    sw_free(args);
     sw_fleet_free(f);
     return rc;
 }

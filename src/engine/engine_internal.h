@@ -28,6 +28,11 @@ bool sw__bootlog_not_this_engine(const char *text, size_t len, const char *where
                                  const char *engine, const struct sw_bootlog_hints *hints,
                                  struct sw_boot_status *st);
 
+/* launch_fleet.c: the table's render for llama.cpp (sw_engine_launch_from_fleet, then
+ * sw_engine_llamacpp_render). */
+int sw__llamacpp_render_endpoint(const struct sw_fleet_endpoint *ep, struct sw_engine_cmd *out,
+                                 struct sw_err *e);
+
 /* llamacpp_diff.c: the table's diff for llama.cpp reports. */
 int sw__llamacpp_diff(const json_t *predicted, const json_t *printed, const json_t *precision,
                       json_t **out, struct sw_err *e);

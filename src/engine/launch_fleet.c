@@ -263,3 +263,16 @@ fail:
     sw_engine_launch_free(l);
     return rc;
 }
+
+int sw__llamacpp_render_endpoint(const struct sw_fleet_endpoint *ep, struct sw_engine_cmd *out,
+                                 struct sw_err *e)
+{
+    struct sw_engine_launch l;
+    memset(out, 0, sizeof(*out));
+    int rc = sw_engine_launch_from_fleet(ep, &l, e);
+    if (rc)
+        return rc;
+    rc = sw_engine_llamacpp_render(&l, out, e);
+    sw_engine_launch_free(&l);
+    return rc;
+}

@@ -215,6 +215,108 @@ out:
     return sw_err_set(e, rc, "llama.cpp: out of memory rendering argv");
 }
 
+/* llama-server's listen address when its command line names none. */
+#define LLAMACPP_DEFAULT_HOST "127.0.0.1"
+#define LLAMACPP_DEFAULT_PORT 8080
+
+static bool is_flag(const char *a, const char *const *names)
+{
+    for (; *names; names++)
+        if (!strcmp(a, *names))
+            return true;
+    return false;
+}
+
+int sw_engine_llamacpp_verbatim(int argc, const char *const *argv, const char *exe,
+                                const char *api_key, struct sw_engine_cmd *out,
+                                struct sw_engine_launch *l, struct sw_err *e)
+{
+    static const char *const f_model[] = {"-m", "--model", NULL};
+    static const char *const f_host[] = {"--host", NULL};
+    static const char *const f_port[] = {"--port", NULL};
+    static const char *const f_alias[] = {"-a", "--alias", NULL};
+    static const char *const f_verb[] = {"-lv", "--verbosity", "--log-verbosity", NULL};
+    static const char *const f_verbose[] = {"-v", "--verbose", "--log-verbose", NULL};
+    struct argv_b a = {0}, env = {0};
+    bool has_verbosity = false;
+    int rc;
+
+    memset(out, 0, sizeof(*out));
+    memset(l, 0, sizeof(*l));
+    if (argc < 1)
+        return sw_err_set(e, SW_EINVAL, "<argv>: no llama-server command line");
+    for (int i = 0; i < argc; i++) {
+        const char *x = argv[i];
+        const char *val = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(x, "--api-key") || !strncmp(x, "--api-key=", 10) ||
+            !strcmp(x, "--api-key-file"))
+            return sw_err_set(e, SW_EINVAL,
+                              "<argv>: %s: a secret on the command line is readable by every "
+                              "user (/proc/PID/cmdline); export LLAMA_API_KEY instead",
+                              x);
+        if (is_flag(x, f_model) && val) {
+            l->model = val;
+        } else if (is_flag(x, f_host) && val) {
+            l->host = val;
+        } else if (is_flag(x, f_alias) && val) {
+            l->alias = val;
+        } else if (is_flag(x, f_port) && val) {
+            uint64_t p;
+            if (sw_parse_u64(val, &p, NULL) || p == 0 || p > 65535)
+                return sw_err_set(e, SW_EINVAL, "<argv>: --port %s is not a TCP port", val);
+            l->port = (unsigned)p;
+        } else if (is_flag(x, f_verb) || is_flag(x, f_verbose)) {
+            has_verbosity = true;
+        }
+    }
+    if (!l->model)
+        return sw_err_set(e, SW_EINVAL,
+                          "<argv>: no -m MODEL.gguf (slipway up needs a local "
+                          "model file; -hf downloads are not supported)");
+    push(&a, exe ? exe : argv[0]);
+    for (int i = 1; i < argc; i++)
+        push(&a, argv[i]);
+    /* make the address explicit (llama-server's defaults) */
+    if (!l->host) {
+        l->host = LLAMACPP_DEFAULT_HOST;
+        push(&a, "--host");
+        push(&a, l->host);
+    }
+    if (!l->port) {
+        l->port = LLAMACPP_DEFAULT_PORT;
+        push_u64(&a, "--port", l->port);
+    }
+    if (!has_verbosity) /* the memory lines need verbosity >= 4 in the pinned build */
+        push_u64(&a, "-lv", SW_ENGINE_LLAMACPP_VERBOSITY);
+    l->api_key = api_key;
+    if (api_key && *api_key) {
+        struct sw_buf kb;
+        sw_buf_init(&kb, 1 << 16);
+        rc = sw_buf_printf(&kb, "LLAMA_API_KEY=%s", api_key);
+        if (!rc)
+            push(&env, sw_buf_cstr(&kb));
+        sw_buf_free(&kb);
+        if (rc)
+            env.rc = rc;
+    }
+    if (!env.v && !env.rc) {
+        env.v = sw_calloc(1, sizeof(char *)); /* an empty NULL-terminated list */
+        if (!env.v)
+            env.rc = SW_ENOMEM;
+    }
+    rc = a.rc ? a.rc : env.rc;
+    if (rc) {
+        free_b(&a);
+        free_b(&env);
+        return sw_err_set(e, rc, "llama.cpp: out of memory normalizing argv");
+    }
+    out->argv = a.v;
+    out->argc = a.n;
+    out->env = env.v;
+    out->envc = env.n;
+    return 0;
+}
+
 /* ---------------------------------------------------------------------------------------------
  * JSON views of the report.
  */
@@ -430,7 +532,7 @@ const struct sw_engine sw__engine_llamacpp = {
     .name = "llama.cpp",
     .aliases = llamacpp_aliases,
     .default_binary = "llama-server",
-    .render = sw_engine_llamacpp_render,
+    .render = sw__llamacpp_render_endpoint,
     .bootlog = llamacpp_bootlog,
     .diff = sw__llamacpp_diff,
     .error_shape = llamacpp_error_shape,

@@ -318,72 +318,6 @@ static int sglang_bootlog(const char *text, size_t len, const char *where,
     return rc;
 }
 
-static int sglang_render(const struct sw_engine_launch *l, struct sw_engine_cmd *out,
-                         struct sw_err *e)
-{
-    /* Same engine-neutral fields, SGLang's spellings. */
-    memset(out, 0, sizeof(*out));
-    if (!l->model)
-        return sw_err_set(e, SW_EINVAL, "launch.model is required");
-    if (l->api_key)
-        /* SGLang takes its key as --api-key: a secret on argv is visible to every local user. */
-        return sw_err_set(e, SW_EUNSUPPORTED,
-                          "launch.api_key: SGLang reads its key only from --api-key (argv); "
-                          "slipway does not put secrets on a command line: front it with a "
-                          "proxy or drop the key");
-    char port[16], ctx[32], par[32];
-    snprintf(port, sizeof(port), "%u", l->port ? l->port : 30000);
-    snprintf(ctx, sizeof(ctx), "%llu",
-             (unsigned long long)(l->ctx_size / (l->parallel ? l->parallel : 1)));
-    snprintf(par, sizeof(par), "%llu", (unsigned long long)l->parallel);
-    const char *v[40];
-    size_t n = 0;
-    v[n++] = l->binary ? l->binary : "python3";
-    if (!l->binary) {
-        v[n++] = "-m";
-        v[n++] = "sglang.launch_server";
-    }
-    v[n++] = "--model-path";
-    v[n++] = l->model;
-    v[n++] = "--host";
-    v[n++] = l->host ? l->host : "127.0.0.1";
-    v[n++] = "--port";
-    v[n++] = port;
-    if (l->alias) {
-        v[n++] = "--served-model-name";
-        v[n++] = l->alias;
-    }
-    if (l->ctx_size) {
-        v[n++] = "--context-length";
-        v[n++] = ctx;
-    }
-    if (l->parallel) {
-        v[n++] = "--max-running-requests";
-        v[n++] = par;
-    }
-    if (l->cache_type_k) {
-        v[n++] = "--kv-cache-dtype";
-        v[n++] = l->cache_type_k;
-    }
-    out->argv = sw_calloc(n + l->n_extra_args + 1, sizeof(char *));
-    out->env = sw_calloc(l->n_env + 2, sizeof(char *));
-    if (!out->argv || !out->env)
-        goto oom;
-    for (size_t i = 0; i < n; i++)
-        if (!(out->argv[out->argc++] = sw_strdup(v[i])))
-            goto oom;
-    for (size_t i = 0; i < l->n_extra_args; i++)
-        if (!(out->argv[out->argc++] = sw_strdup(l->extra_args[i])))
-            goto oom;
-    for (size_t i = 0; i < l->n_env; i++)
-        if (!(out->env[out->envc++] = sw_strdup(l->env[i])))
-            goto oom;
-    return 0;
-oom:
-    sw_engine_cmd_free(out);
-    return sw_err_set(e, SW_ENOMEM, "out of memory");
-}
-
 static const struct sw_engine_metric sglang_metrics[] = {
     {"sglang:num_running_reqs", "gauge", "requests running"},
     {"sglang:num_queue_reqs", "gauge", "requests waiting"},
@@ -398,7 +332,7 @@ const struct sw_engine sw__engine_sglang = {
     .name = "sglang",
     .aliases = sglang_aliases,
     .default_binary = "python3",
-    .render = sglang_render,
+    .render = sw_sglang_render_endpoint,
     .bootlog = sglang_bootlog,
     .diff = sw__vllm_diff,
     .error_shape = sw__openai_error_shape,

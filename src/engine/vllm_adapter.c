@@ -1,14 +1,8 @@
 /*
- * engine/vllm: vLLM's entry in the engine table: argv + environment for a launch (the API key
- * only in VLLM_API_KEY), the boot-log reader, predicted-vs-printed diff, its HTTP error shape,
- * health endpoints and metric names.
- *
- * Launch mapping (engine-neutral fields -> vLLM): parallel -> --max-num-seqs; ctx_size is the
- * tokens of one request window times parallel in llama.cpp's sense, so --max-model-len =
- * ctx_size / parallel; cache_type_k -> --kv-cache-dtype (cache_type_v must match or be unset);
- * draft -> --speculative-config {"model": ...}. What it does not do: container/host path mapping
- * (the fleet module owns mounts; see the README note), or flags a fleet endpoint freezes (those
- * arrive verbatim in extra_args).
+ * engine/vllm: vLLM's entry in the engine table: argv + environment for a fleet endpoint (its one
+ * builder, engine/vllm_render.c: the API key only in VLLM_API_KEY, container paths through the
+ * payload's mounts), the boot-log reader, predicted-vs-printed diff, its HTTP error shape, health
+ * endpoints and metric names.
  */
 #include <slipway/engine_vllm.h>
 
@@ -21,103 +15,6 @@
 #include <string.h>
 
 static const char *const vllm_aliases[] = {"vLLM", "vllm-openai", NULL};
-
-static int push(struct sw_engine_cmd *c, char ***arr, size_t *n, const char *s)
-{
-    char **a = sw_realloc(*arr, (*n + 2) * sizeof(char *));
-    if (!a)
-        return SW_ENOMEM;
-    *arr = a;
-    a[*n] = sw_strdup(s);
-    if (!a[*n])
-        return SW_ENOMEM;
-    (*n)++;
-    a[*n] = NULL;
-    (void)c;
-    return 0;
-}
-
-static int pushu(struct sw_engine_cmd *c, unsigned long long v)
-{
-    char b[32];
-    snprintf(b, sizeof(b), "%llu", v);
-    return push(c, &c->argv, &c->argc, b);
-}
-
-int sw__vllm_render(const struct sw_engine_launch *l, struct sw_engine_cmd *out, struct sw_err *e)
-{
-    int rc = 0;
-    memset(out, 0, sizeof(*out));
-    if (!l->model || !*l->model)
-        return sw_err_set(e, SW_EINVAL, "launch.model is required");
-    if (l->cache_type_v && l->cache_type_k && strcmp(l->cache_type_k, l->cache_type_v))
-        return sw_err_set(e, SW_EINVAL,
-                          "launch.cache_type_v (%s) differs from cache_type_k (%s): vLLM has one "
-                          "--kv-cache-dtype",
-                          l->cache_type_v, l->cache_type_k);
-    if (l->parallel && l->ctx_size && l->ctx_size % l->parallel)
-        return sw_err_set(e, SW_EINVAL, "launch.ctx_size %llu is not a multiple of parallel %llu",
-                          (unsigned long long)l->ctx_size, (unsigned long long)l->parallel);
-    rc |= push(out, &out->argv, &out->argc, l->binary ? l->binary : "vllm");
-    rc |= push(out, &out->argv, &out->argc, "serve");
-    rc |= push(out, &out->argv, &out->argc, l->model);
-    rc |= push(out, &out->argv, &out->argc, "--host");
-    rc |= push(out, &out->argv, &out->argc, l->host ? l->host : "127.0.0.1");
-    rc |= push(out, &out->argv, &out->argc, "--port");
-    rc |= pushu(out, l->port ? l->port : 8000);
-    if (l->alias) {
-        rc |= push(out, &out->argv, &out->argc, "--served-model-name");
-        rc |= push(out, &out->argv, &out->argc, l->alias);
-    }
-    if (l->ctx_size) {
-        rc |= push(out, &out->argv, &out->argc, "--max-model-len");
-        rc |= pushu(out, l->ctx_size / (l->parallel ? l->parallel : 1));
-    }
-    if (l->parallel) {
-        rc |= push(out, &out->argv, &out->argc, "--max-num-seqs");
-        rc |= pushu(out, l->parallel);
-    }
-    if (l->cache_type_k) {
-        rc |= push(out, &out->argv, &out->argc, "--kv-cache-dtype");
-        rc |= push(out, &out->argv, &out->argc, l->cache_type_k);
-    }
-    if (l->batch) {
-        rc |= push(out, &out->argv, &out->argc, "--max-num-batched-tokens");
-        rc |= pushu(out, l->batch);
-    }
-    if (l->draft) {
-        json_t *j = json_pack("{s:s}", "model", l->draft);
-        char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
-        json_decref(j);
-        if (!s)
-            return SW_ENOMEM;
-        rc |= push(out, &out->argv, &out->argc, "--speculative-config");
-        rc |= push(out, &out->argv, &out->argc, s);
-        free(s);
-    }
-    for (size_t i = 0; i < l->n_extra_args; i++)
-        rc |= push(out, &out->argv, &out->argc, l->extra_args[i]);
-    for (size_t i = 0; i < l->n_env; i++)
-        rc |= push(out, &out->env, &out->envc, l->env[i]);
-    if (l->api_key) {
-        /* The key travels in the environment only: vLLM reads VLLM_API_KEY. */
-        size_t n = strlen(l->api_key) + 16;
-        char *kv = sw_malloc(n);
-        if (!kv)
-            rc = SW_ENOMEM;
-        else {
-            snprintf(kv, n, "VLLM_API_KEY=%s", l->api_key);
-            rc |= push(out, &out->env, &out->envc, kv);
-            memset(kv, 0, n);
-            sw_free(kv);
-        }
-    }
-    if (rc) {
-        sw_engine_cmd_free(out);
-        return sw_err_set(e, SW_ENOMEM, "out of memory rendering vLLM argv");
-    }
-    return 0;
-}
 
 static int vllm_bootlog(const char *text, size_t len, const char *where,
                         const struct sw_bootlog_hints *hints, json_t **out,
@@ -267,7 +164,7 @@ const struct sw_engine sw__engine_vllm = {
     .name = "vllm",
     .aliases = vllm_aliases,
     .default_binary = "vllm",
-    .render = sw__vllm_render,
+    .render = sw_vllm_render_endpoint,
     .bootlog = vllm_bootlog,
     .diff = sw__vllm_diff,
     .error_shape = sw__openai_error_shape,

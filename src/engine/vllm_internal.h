@@ -15,6 +15,5 @@ void sw__bootlog_classify(const char *text, size_t len, struct sw_vllm_bootlog *
 int sw__vllm_diff(const json_t *predicted, const json_t *printed, const json_t *precision,
                   json_t **out, struct sw_err *e);
 int sw__openai_error_shape(int status, const char *body, size_t len, struct sw_engine_error *out);
-int sw__vllm_render(const struct sw_engine_launch *l, struct sw_engine_cmd *out, struct sw_err *e);
 
 #endif

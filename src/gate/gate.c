@@ -145,7 +145,7 @@ int sw_gate_endpoint(const struct sw_fleet *f, const struct sw_fleet_endpoint *e
     r.ep = ep;
     r.o = o;
     r.gates = json_array();
-    raw = sw_gate_shape(ep);
+    raw = sw_plan_shape(ep);
     if (!r.gates || !raw) {
         rc = sw_err_set(e, SW_ENOMEM, "out of memory");
         goto out;

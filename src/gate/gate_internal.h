@@ -10,6 +10,7 @@
 #include <slipway/gate.h>
 #include <slipway/ledger.h>
 #include <slipway/memory.h>
+#include <slipway/plan.h>
 #include <slipway/profile.h>
 #include <slipway/vllm.h>
 
@@ -31,11 +32,12 @@ struct sw__gate_plan {
     uint64_t recurrent_bytes;
     double kv_price;     /* attention KV bytes per token (per rank) */
     char price_how[256]; /* how the price was derived, for the verdict line */
+    struct sw_plan plan; /* the endpoint's plan (plan/): what `slipway plan FLEET` shows */
     /* llama.cpp */
-    struct sw_llamacpp_plan *lp;
+    const struct sw_llamacpp_plan *lp;
     uint32_t kv_layers;
     /* vLLM */
-    struct sw_vllm_report *vr;
+    const struct sw_vllm_report *vr;
     struct sw_fork_profile prof;
     bool has_prof;
     int64_t stride; /* bytes of one block across a group (page x group size) */

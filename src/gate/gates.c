@@ -843,7 +843,7 @@ static int fleet_boots(struct sw__gate_run *r, int *hits, struct sw_err *e)
         } else if (b->mmproj.set && b->mmproj.v && !tmp.payload.mmproj.v) {
             tmp.payload.mmproj.v = "mmproj";
         }
-        json_t *raw = sw_gate_shape(&tmp), *canon = NULL;
+        json_t *raw = sw_plan_shape(&tmp), *canon = NULL;
         if (!raw)
             return sw_err_set(e, SW_ENOMEM, "out of memory");
         int rc = sw_ledger_shape_canon(raw, &canon, NULL, NULL, NULL);

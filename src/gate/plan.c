@@ -1,22 +1,13 @@
 /*
- * gate/plan: run the endpoint's engine law once and keep, engine-neutral, what the gates need: the
- * pool (slots, tokens per request, tokens held, bytes per device), the price per token of THIS
- * geometry, and for vLLM the block arithmetic (whole blocks, per-request state blocks) and the fork
- * profile.
+ * gate/plan: the endpoint's plan (sw_plan_endpoint, the same plan as `slipway plan FLEET`) kept,
+ * engine-neutral, as the gates need it: the pool (slots, tokens per request, tokens held, bytes
+ * per device), the price per token of THIS geometry, and for vLLM the block arithmetic (whole
+ * blocks, per-request state blocks) and the fork profile.
  *
- * llama.cpp: sw_llamacpp_plan_endpoint, the same plan as `slipway plan FLEET` (the adapter's argv
- * read back by the law; the GGUF's architecture, else the endpoint's `arch`; the fleet's devices).
- * vLLM: memory/vllm with sw_vllm_opts_from_endpoint (shape, fork profile KV terms) and the
- * checkpoint's config.json when it is here, else the endpoint's `arch`.
- *
- * What it deliberately does not do: fit anything, or guess a figure a law does not give (weights,
- * compute on GPU builds): those come from measured boots (the band gate).
+ * What it deliberately does not do: plan (plan/ does), fit anything, or guess a figure a law does
+ * not give (weights, compute on GPU builds): those come from measured boots (the band gate).
  */
 #include "gate_internal.h"
-
-#include <slipway/arch.h>
-#include <slipway/engine.h>
-#include <slipway/hf.h>
 
 #include <string.h>
 
@@ -30,20 +21,13 @@ static void why(struct sw__gate_plan *p, const struct sw_err *e, const char *pre
 static int plan_llamacpp(const struct sw_fleet_endpoint *ep, struct sw__gate_plan *p,
                          struct sw_err *e)
 {
-    struct sw_llamacpp_args *args = sw_calloc(1, sizeof(*args));
-    struct sw_arch *a = NULL;
     struct sw_err le;
     int rc = 0;
 
     sw_err_clear(&le);
-    p->lp = sw_calloc(1, sizeof(*p->lp));
-    if (!p->lp || !args) {
-        rc = sw_err_set(e, SW_ENOMEM, "out of memory");
-        goto out;
-    }
     /* the same plan as `slipway plan FLEET`; a plan that cannot be made skips the gates that
      * need it, with its reason, unless memory ran out */
-    if (sw_llamacpp_plan_endpoint(ep, args, p->lp, &a, &le)) {
+    if (sw_plan_endpoint(NULL, ep, NULL, &p->plan, &le)) {
         if (le.code == SW_ENOMEM) {
             *e = le;
             rc = SW_ENOMEM;
@@ -51,6 +35,7 @@ static int plan_llamacpp(const struct sw_fleet_endpoint *ep, struct sw__gate_pla
         }
         goto cannot;
     }
+    p->lp = p->plan.llamacpp;
 
     const struct sw_llamacpp_report *rep = &p->lp->report;
     p->ok = true;
@@ -91,41 +76,35 @@ static int plan_llamacpp(const struct sw_fleet_endpoint *ep, struct sw__gate_pla
 cannot:
     why(p, &le, "");
 out:
-    sw_free(args);
-    sw_arch_free(a);
     return rc;
 }
 
 static int plan_vllm(const struct sw_fleet_endpoint *ep, struct sw__gate_plan *p, struct sw_err *e)
 {
-    struct sw_vllm_opts o;
-    struct sw_hf_config *hc = sw_calloc(1, sizeof(*hc));
     struct sw_err le;
     int rc = 0;
     sw_err_clear(&le);
-    p->vr = sw_calloc(1, sizeof(*p->vr));
-    if (!hc || !p->vr) {
-        rc = sw_err_set(e, SW_ENOMEM, "out of memory");
-        goto out;
-    }
-    if (sw_vllm_opts_from_endpoint(ep, &o, &le) || sw_endpoint_hf_config(ep, hc, NULL, 0, &le))
+    /* the same plan as `slipway plan FLEET` (a stand-in pool when the engine sizes it at boot:
+     * the block arithmetic per request does not depend on it) */
+    if (sw_plan_endpoint(NULL, ep, NULL, &p->plan, &le)) {
+        if (le.code == SW_ENOMEM) {
+            *e = le;
+            rc = SW_ENOMEM;
+            goto out;
+        }
         goto cannot;
+    }
     if (ep->profile) {
         if (sw_profile_from_fleet(ep->profile, &p->prof, &le))
             goto cannot;
         p->has_prof = true;
     }
-    p->pinned = o.kv_cache_memory_bytes > 0;
-    if (!p->pinned) {
-        /* The engine sizes the pool at boot from what its profiling run leaves; the block
-         * arithmetic per request does not depend on it, so plan it against a stand-in pool. */
-        o.kv_cache_memory_bytes = 1ull << 30;
-    }
-    if (sw_vllm_plan(hc, &o, p->vr, &le))
-        goto cannot;
+    p->vr = p->plan.vllm;
+    p->pinned = p->plan.pool_pinned;
     const struct sw_vllm_report *r = p->vr;
     p->ok = true;
-    p->slots = o.max_num_seqs > 0 ? (uint64_t)o.max_num_seqs : 0;
+    const struct sw_vllm_opts *o = p->plan.vllm_opts;
+    p->slots = o->max_num_seqs > 0 ? (uint64_t)o->max_num_seqs : 0;
     p->maxlen = (uint64_t)r->max_model_len;
     p->shared = true;
     p->stride = r->page_bytes * (r->group_size > 0 ? r->group_size : 1);
@@ -151,7 +130,6 @@ static int plan_vllm(const struct sw_fleet_endpoint *ep, struct sw__gate_plan *p
 cannot:
     why(p, &le, "");
 out:
-    sw_free(hc);
     return rc;
 }
 
@@ -173,8 +151,7 @@ int sw__gate_plan(const struct sw_fleet_endpoint *ep, struct sw__gate_plan *p, s
 
 void sw__gate_plan_free(struct sw__gate_plan *p)
 {
-    sw_free(p->lp);
-    sw_free(p->vr);
+    sw_plan_free(&p->plan);
     p->lp = NULL;
     p->vr = NULL;
 }

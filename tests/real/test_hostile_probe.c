@@ -97,8 +97,8 @@ static void test_invalid_utf8(void **state)
     assert_string_equal(str_of(c, "status"), "pass");
     assert_non_null(strstr(str_of(c, "evidence"), "\xef\xbf\xbd"));
     assert_non_null(strstr(str_of(c, "evidence"), "invalid UTF-8"));
-    assert_true(json_integer_value(json_object_get(json_object_get(c, "data"),
-                                                   "invalid_utf8_replaced")) >= 5);
+    assert_true(json_integer_value(
+                    json_object_get(json_object_get(c, "data"), "invalid_utf8_replaced")) >= 5);
     json_decref(doc);
     swt_run_free(&r);
 
@@ -166,8 +166,8 @@ static void test_key_echo(void **state)
     snprintf(fleet, sizeof(fleet), "%s", fleet_at(dir, swh_port(s)));
     snprintf(ledger, sizeof(ledger), "%s", swt_join(dir, "ledger.db"));
     struct swt_run r;
-    run(&r, 60, "probe", "hostile", "--fleet", fleet, "--only", "liveness,models",
-        "--api-key-env", "SW_HOSTILE_KEY", "--record", "--ledger", ledger, NULL);
+    run(&r, 60, "probe", "hostile", "--fleet", fleet, "--only", "liveness,models", "--api-key-env",
+        "SW_HOSTILE_KEY", "--record", "--ledger", ledger, NULL);
     show(&r);
     assert_null(strstr(r.out, key));
     assert_null(strstr(r.err, key));
@@ -337,10 +337,10 @@ int main(void)
 {
     sw_core_init();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_invalid_utf8),    cmocka_unit_test(test_gzip_bomb),
-        cmocka_unit_test(test_key_echo),        cmocka_unit_test(test_silent_deadline),
-        cmocka_unit_test(test_silent_default),  cmocka_unit_test(test_deadline_bounds_a_check),
-        cmocka_unit_test(test_big_header),      cmocka_unit_test(test_c1_controls),
+        cmocka_unit_test(test_invalid_utf8),   cmocka_unit_test(test_gzip_bomb),
+        cmocka_unit_test(test_key_echo),       cmocka_unit_test(test_silent_deadline),
+        cmocka_unit_test(test_silent_default), cmocka_unit_test(test_deadline_bounds_a_check),
+        cmocka_unit_test(test_big_header),     cmocka_unit_test(test_c1_controls),
     };
     return cmocka_run_group_tests_name("hostile_probe", tests, NULL, NULL);
 }

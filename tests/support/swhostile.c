@@ -82,9 +82,9 @@ void swx_gzip_bomb(struct swh *s, size_t inflated)
     static const unsigned char gz[10] = {0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3};
     memcpy(b.p, gz, sizeof(gz));
     b.n = sizeof(gz);
-    put_bits(&b, 1, 1);        /* BFINAL */
-    put_bits(&b, 1, 2);        /* BTYPE 01: fixed Huffman */
-    put_code(&b, 0x30, 8);     /* literal 0 */
+    put_bits(&b, 1, 1);    /* BFINAL */
+    put_bits(&b, 1, 2);    /* BTYPE 01: fixed Huffman */
+    put_code(&b, 0x30, 8); /* literal 0 */
     for (size_t i = 0; i < copies; i++) {
         put_code(&b, 0xc5, 8); /* length symbol 285: 258 bytes */
         put_code(&b, 0, 5);    /* distance code 0: 1 byte back */

@@ -98,7 +98,7 @@ static void test_render_full(void **state)
     };
     struct sw_engine_cmd c;
     struct sw_err e;
-    assert_int_equal(eng->render(&l, &c, &e), 0);
+    assert_int_equal(sw_engine_llamacpp_render(&l, &c, &e), 0);
     assert_string_equal(c.argv[0], "/opt/llama/bin/llama-server");
     assert_null(c.argv[c.argc]);
     assert_string_equal(argv_after(&c, "-m"), "/m/q.gguf");

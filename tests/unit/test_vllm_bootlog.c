@@ -10,10 +10,12 @@
 #include <cmocka.h>
 
 #include <slipway/engine_vllm.h>
+#include <slipway/fleet.h>
 #include <slipway/vllm.h>
 
 #include "swtest.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 static struct sw_vllm_bootlog R;
@@ -213,23 +215,39 @@ static void test_garbage(void **state)
     assert_false(R.has_tokens);
 }
 
-/* The table entry: found by name, argv without the secret, env with it. */
+/* The table entry: found by name; its render is the one fleet-endpoint builder (argv without the
+ * secret, env with it). */
 static void test_adapter_render(void **state)
 {
+    static const char fleet[] =
+        "version: 1\n"
+        "hosts:\n"
+        "  h:\n"
+        "    transport: {kind: local}\n"
+        "    devices:\n"
+        "      g0: {kind: gpu, vendor: nvidia, memory_total: 24GiB}\n"
+        "endpoints:\n"
+        "  frank-primary:\n"
+        "    host: h\n"
+        "    devices: [g0]\n"
+        "    engine: vllm\n"
+        "    listen: 127.0.0.1:7770\n"
+        "    alias: frank-primary\n"
+        "    api_key: {from_env: SWT_VLLM_TABLE_KEY}\n"
+        "    payload: {path: /models/frank}\n"
+        "    shape: {max_model_len: 262144, seqs: 3, kv_cache_dtype: fp8}\n";
     const struct sw_engine *g = sw_engine_find("vLLM");
     assert_non_null(g);
     assert_string_equal(g->name, "vllm");
-    struct sw_engine_launch l = {0};
-    l.model = "/models/frank";
-    l.alias = "frank-primary";
-    l.port = 7770;
-    l.ctx_size = 3 * 262144;
-    l.parallel = 3;
-    l.cache_type_k = "fp8";
-    l.api_key = "sk-secret";
-    struct sw_engine_cmd c;
+    struct sw_fleet_opts fo = {0};
+    fo.getenv = sw_fleet_no_environ;
+    struct sw_fleet *f = NULL;
     struct sw_err e;
-    assert_int_equal(g->render(&l, &c, &e), 0);
+    if (sw_fleet_load_mem("t.yaml", fleet, sizeof(fleet) - 1, &fo, &f, &e))
+        fail_msg("%s", e.msg);
+    setenv("SWT_VLLM_TABLE_KEY", "sk-secret", 1);
+    struct sw_engine_cmd c;
+    assert_int_equal(g->render(sw_fleet_endpoint(f, "frank-primary"), &c, &e), 0);
     struct sw_buf b;
     sw_buf_init(&b, 1 << 16);
     for (size_t i = 0; i < c.argc; i++)
@@ -237,12 +255,18 @@ static void test_adapter_render(void **state)
     assert_non_null(strstr(sw_buf_cstr(&b), "serve /models/frank"));
     assert_non_null(strstr(sw_buf_cstr(&b), "--max-model-len 262144 --max-num-seqs 3"));
     assert_null(strstr(sw_buf_cstr(&b), "sk-secret"));
-    assert_int_equal(c.envc, 1);
-    assert_string_equal(c.env[0], "VLLM_API_KEY=sk-secret");
+    bool found = false;
+    for (size_t i = 0; i < c.envc; i++)
+        found |= !strcmp(c.env[i], "VLLM_API_KEY=sk-secret");
+    assert_true(found);
     sw_buf_free(&b);
     sw_engine_cmd_free(&c);
-    l.cache_type_v = "auto";
-    assert_int_equal(g->render(&l, &c, &e), SW_EINVAL);
+    /* SGLang's entry refuses the key: it reads it only from argv */
+    assert_int_equal(
+        sw_engine_find("sglang")->render(sw_fleet_endpoint(f, "frank-primary"), &c, &e),
+        SW_EUNSUPPORTED);
+    unsetenv("SWT_VLLM_TABLE_KEY");
+    sw_fleet_free(f);
 }
 
 /* Predicted (the law's JSON) against printed (the 652 boot): every field within its print. */

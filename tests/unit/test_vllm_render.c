@@ -11,6 +11,7 @@
 #include <slipway/engine_sglang.h>
 #include <slipway/engine_vllm.h>
 #include <slipway/fleet.h>
+#include <slipway/plan.h>
 #include <slipway/profile.h>
 #include <slipway/sglang.h>
 #include <slipway/vllm.h>
@@ -97,10 +98,11 @@ static void test_plan_endpoint(void **state)
     (void)state;
     struct sw_fleet *f = load();
     struct sw_err e;
-    json_t *out = NULL;
+    struct sw_plan pl;
     sw_err_clear(&e);
-    if (sw_engine_plan_endpoint(sw_fleet_endpoint(f, "frank-primary"), &out, &e))
+    if (sw_plan_endpoint(f, sw_fleet_endpoint(f, "frank-primary"), NULL, &pl, &e))
         fail_msg("%s", e.msg);
+    json_t *out = pl.engine_plan;
     json_t *rep = json_object_get(out, "report");
     assert_int_equal(json_integer_value(json_object_get(rep, "kv_cache_tokens")), 398658);
     assert_true(json_real_value(json_object_get(rep, "max_concurrency")) == 1.99);
@@ -110,11 +112,20 @@ static void test_plan_endpoint(void **state)
     assert_int_equal(json_integer_value(json_object_get(arena, "slots")), 6496);
     assert_string_equal(json_string_value(json_object_get(out, "endpoint")), "frank-primary");
     assert_non_null(strstr(json_string_value(json_object_get(out, "config")), "operator.yaml:"));
-    json_decref(out);
+    /* the engine's argv comes with the plan, from the adapter's one builder */
+    assert_true(pl.cmd.argc > 3);
+    assert_string_equal(pl.cmd.argv[1], "serve");
+    char *argv_line = joined(&pl.cmd);
+    assert_non_null(strstr(argv_line, "--max-model-len 200704"));
+    sw_free(argv_line);
+    /* the shape the gates look up comes with the plan */
+    assert_string_equal(json_string_value(json_object_get(pl.shape, "engine")), "vllm");
+    assert_int_equal(json_integer_value(json_object_get(pl.shape, "ctx")), 200704);
+    sw_plan_free(&pl);
 
-    out = NULL;
-    if (sw_engine_plan_endpoint(sw_fleet_endpoint(f, "frank-large"), &out, &e))
+    if (sw_plan_endpoint(f, sw_fleet_endpoint(f, "frank-large"), NULL, &pl, &e))
         fail_msg("%s", e.msg);
+    out = pl.engine_plan;
     rep = json_object_get(out, "report");
     assert_true(json_is_false(json_object_get(rep, "pool_sized")));
     assert_null(json_object_get(rep, "kv_cache_tokens"));
@@ -125,13 +136,13 @@ static void test_plan_endpoint(void **state)
     json_t *lines = json_object_get(out, "lines");
     for (size_t i = 0; i < json_array_size(lines); i++)
         assert_null(strstr(json_string_value(json_array_get(lines, i)), "GPU KV cache size"));
-    json_decref(out);
+    sw_plan_free(&pl);
 
     /* an SGLang endpoint is refused with the way to plan it */
-    out = NULL;
     assert_int_not_equal(
-        sw_engine_plan_endpoint(sw_fleet_endpoint(f, "frank-primary-sglang"), &out, &e), 0);
-    assert_null(out);
+        sw_plan_endpoint(f, sw_fleet_endpoint(f, "frank-primary-sglang"), NULL, &pl, &e), 0);
+    assert_null(pl.engine_plan);
+    sw_plan_free(&pl);
     assert_non_null(strstr(e.msg, "--engine sglang"));
     sw_fleet_free(f);
 }

@@ -1,0 +1,97 @@
+/*
+ * plan: the one engine-neutral plan of an endpoint, the entry point `slipway plan FLEET`, `check`
+ * (the gates), `up` and every later verb call. For one fleet endpoint (or a verbatim engine
+ * command line) it holds, computed once:
+ *   - the engine's argv/env, rendered by the engine adapter (engine/) from the endpoint;
+ *   - the law's breakdown: llama.cpp's args as the law reads that argv, the architecture (the
+ *     GGUF when it is on this machine, else the endpoint's `arch`), the per-device budget
+ *     (memory/llamacpp); vLLM's block arithmetic and the plan object `slipway plan` prints
+ *     (memory/vllm, with the endpoint's fork profile);
+ *   - the predicted boot report (the object the engine's boot-log parser fills, for the differ);
+ *   - the ledger shape (docs/ledger.md): the fleet's vocabulary for an endpoint, the booted
+ *     command's effective values (llama-server's defaults from the adapter's one table) for a
+ *     boot.
+ *
+ * Layer: core -> model, fleet, ledger, net -> payload -> memory (laws) -> engine (adapters:
+ * argv/env, boot logs, differs) -> plan -> calib -> gate -> deploy -> probe -> cli. plan may call
+ * engine and memory; gate and deploy call plan, never an engine's planning directly.
+ *
+ * What it deliberately does not do: judge (gate), boot (deploy), fit (calib), print (cli).
+ */
+#ifndef SLIPWAY_PLAN_H
+#define SLIPWAY_PLAN_H
+
+#include <slipway/core.h>
+#include <slipway/engine.h>
+#include <slipway/fleet.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct sw_arch;
+struct sw_llamacpp_args;
+struct sw_llamacpp_plan;
+struct sw_vllm_report;
+struct sw_vllm_opts;
+
+/* What the caller changes about the endpoint's plan (all optional; a zeroed struct or NULL is
+ * "as the fleet says"). Shape overrides are made on the endpoint first (sw_gate_set). */
+struct sw_plan_overrides {
+    /* A verbatim engine command line (argv[0] the program) planned instead of the endpoint's
+     * rendered one; ep may then be NULL (no devices: a CPU build with no declared memory). */
+    const char *const *argv;
+    size_t argc;
+    /* Read the payload only when it is a regular file (never block on a FIFO or a device):
+     * `up` predicts without ever delaying the boot. */
+    bool regular_files_only;
+};
+
+struct sw_plan {
+    enum sw_fleet_engine engine;
+    const struct sw_fleet_endpoint *ep; /* NULL for a verbatim command line */
+    struct sw_engine_cmd cmd;           /* the engine's argv/env (engine table's render) */
+    char cmd_why[512]; /* why cmd is empty (vLLM: its law does not need it, e.g. a secret that
+                          cannot be read here) */
+    /* llama.cpp: the law's input and breakdown (NULL for other engines) */
+    struct sw_llamacpp_args *args;
+    struct sw_llamacpp_plan *llamacpp;
+    struct sw_arch *arch;
+    /* vLLM: the block arithmetic (a stand-in pool when the engine sizes it at boot) */
+    struct sw_vllm_report *vllm;
+    struct sw_vllm_opts *vllm_opts; /* the law's options from the endpoint (and its profile) */
+    bool pool_pinned;               /* kv_cache_bytes fixes the pool */
+    bool pool_sized;                /* the pool is known (pinned, or the weights are here) */
+    /* {"report", "lines", "warnings", "config", "arena"...}: what `slipway plan` prints for a
+     * vLLM endpoint (NULL for llama.cpp, whose breakdown is the typed plan) */
+    json_t *engine_plan;
+    json_t *predicted; /* the predicted boot report (llama.cpp: the bootlog `report` object) */
+    json_t *shape;     /* the ledger shape of the endpoint */
+};
+
+/*
+ * Plan one endpoint of a loaded fleet (f may be NULL when only ep is at hand). On success the plan
+ * is complete; on failure *out holds what was computed before the failure (the argv, the shape)
+ * and e says why the law could not run (a missing payload with no `arch`, an engine without a
+ * fleet law). Free with sw_plan_free in both cases.
+ */
+int sw_plan_endpoint(const struct sw_fleet *f, const struct sw_fleet_endpoint *ep,
+                     const struct sw_plan_overrides *ov, struct sw_plan *out, struct sw_err *e);
+void sw_plan_free(struct sw_plan *p);
+
+/* The endpoint's shape in the ledger's vocabulary (docs/ledger.md): engine, engine_profile, model
+ * {name, quant}, ctx, slots, kv dtypes, kv_bytes, kv_tokens, mnbt, tp/pp, util, flags {mmproj,
+ * spec decode}. The model name is the GGUF file's stem without its quantization suffix, or the
+ * checkpoint directory's name. New reference, or NULL on OOM. */
+json_t *sw_plan_shape(const struct sw_fleet_endpoint *ep);
+
+/* The shape of a llama.cpp boot: the argv's effective values as the law read them (llama-server's
+ * defaults made explicit: batch, ubatch, flash attention, cache types), with what the engine
+ * printed (printed: its bootlog `report`, may be NULL) where it printed it (n_ctx, slots, unified
+ * KV, cache types). New reference, or NULL on OOM or when p has no llama.cpp args. */
+json_t *sw_plan_boot_shape(const struct sw_plan *p, const json_t *printed);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,324 @@
+/*
+ * plan/plan: sw_plan_endpoint, the one plan of an endpoint that `slipway plan FLEET`, the gates
+ * and `up` share.
+ *
+ * llama.cpp: the engine adapter renders the endpoint's argv (or the caller gives one verbatim) and
+ * the law's argv reader reads it back, so planning a fleet and planning the rendered command
+ * agree; the architecture comes from the GGUF when it is on this machine, else from the
+ * endpoint's `arch` (llama.cpp keys with "arch", or a config.json-like object naming model_type);
+ * the devices from the fleet.
+ * vLLM: memory/vllm with the endpoint's shape, devices and fork profile as the options and its
+ * config.json (or inline `arch`) as the model; a pool the engine sizes at boot without the weights
+ * here is said, and only the per-request price is planned (against a stand-in pool).
+ *
+ * What it deliberately does not do: judge the plan (gate), start anything (deploy), print (cli).
+ */
+#include <slipway/arch.h>
+#include <slipway/gguf.h>
+#include <slipway/hf.h>
+#include <slipway/memory.h>
+#include <slipway/plan.h>
+#include <slipway/profile.h>
+#include <slipway/engine_sglang.h>
+#include <slipway/engine_vllm.h>
+#include <slipway/vllm.h>
+
+#include <math.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* A config.json-style declaration, normalized; llama.cpp lays out memory by model family, so the
+ * declaration must name it. */
+static int arch_from_hf_decl(const struct sw_fleet_endpoint *ep, struct sw_arch **out,
+                             struct sw_err *e)
+{
+    struct sw_hf_config *c = sw_calloc(1, sizeof(*c));
+    char where[600];
+    int rc;
+
+    if (!c)
+        return sw_err_set(e, SW_ENOMEM, "out of memory");
+    rc = sw_endpoint_hf_config(ep, c, where, sizeof(where), e);
+    if (rc)
+        goto out;
+    if (!c->model_type[0]) {
+        rc = sw_err_set(e, SW_EINVAL,
+                        "%s: a config.json-style declaration needs model_type (e.g. qwen3_5, "
+                        "qwen3_next, llama): llama.cpp lays out memory by model family",
+                        where);
+        goto out;
+    }
+    rc = sw_arch_from_hf(c, out, e);
+    if (rc)
+        sw_err_prefix(e, "%s", where);
+out:
+    sw_free(c);
+    return rc;
+}
+
+static int copy_argv(struct sw_engine_cmd *c, const char *const *argv, size_t argc,
+                     struct sw_err *e)
+{
+    c->argv = sw_calloc(argc + 1, sizeof(char *));
+    if (!c->argv)
+        return sw_err_set(e, SW_ENOMEM, "out of memory");
+    for (size_t i = 0; i < argc; i++) {
+        c->argv[i] = sw_strdup(argv[i]);
+        if (!c->argv[i])
+            return sw_err_set(e, SW_ENOMEM, "out of memory");
+        c->argc = i + 1;
+    }
+    return 0;
+}
+
+/* Is the payload there to be read? With regular_files_only, a FIFO or a device is not. */
+static bool payload_here(const char *path, bool regular_only)
+{
+    struct stat st;
+    if (regular_only)
+        return stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, R_OK) == 0;
+    return access(path, R_OK) == 0;
+}
+
+static int plan_llamacpp(const struct sw_fleet_endpoint *ep, const struct sw_plan_overrides *ov,
+                         struct sw_plan *p, struct sw_err *e)
+{
+    struct sw_llamacpp_env env;
+    struct sw_gguf *g = NULL;
+    const struct sw_engine *eng = sw_engine_find("llama.cpp");
+    bool regular_only = ov && ov->regular_files_only;
+    int rc;
+
+    memset(&env, 0, sizeof(env));
+    p->args = sw_calloc(1, sizeof(*p->args));
+    p->llamacpp = sw_calloc(1, sizeof(*p->llamacpp));
+    if (!p->args || !p->llamacpp)
+        return sw_err_set(e, SW_ENOMEM, "out of memory");
+    if (ov && ov->argv) {
+        rc = copy_argv(&p->cmd, ov->argv, ov->argc, e);
+    } else {
+        if (!eng)
+            return sw_err_set(e, SW_EUNSUPPORTED, "no llama.cpp engine adapter");
+        rc = eng->render(ep, &p->cmd, e);
+    }
+    if (rc)
+        goto out;
+    sw_llamacpp_args_init(p->args);
+    rc = sw_llamacpp_args_parse(p->args, (int)p->cmd.argc, (const char *const *)p->cmd.argv, e);
+    if (rc)
+        goto out;
+    if (payload_here(p->args->model, regular_only)) {
+        rc = sw_gguf_open(p->args->model, &g, e);
+        if (!rc)
+            rc = sw_arch_from_gguf(g, &p->arch, e);
+    } else if (ep && ep->arch && json_object_get(ep->arch, "arch")) {
+        rc = sw_arch_from_json(ep->arch, ep->arch_at.file ? ep->arch_at.file : "arch", &p->arch, e);
+    } else if (ep && ep->arch) {
+        rc = arch_from_hf_decl(ep, &p->arch, e);
+    } else if (ep) {
+        rc = sw_err_set(e, SW_ENOENT, "%s: %s is not on this machine and no `arch` is declared",
+                        ep->name, p->args->model);
+    } else {
+        rc = sw_err_set(e, SW_ENOENT, "%s is not a regular file", p->args->model);
+    }
+    if (rc)
+        goto out;
+    if (ep) /* the fleet's devices: a declared memory is a limit the plan is held to */
+        sw_llamacpp_env_from_endpoint(ep, &env);
+    rc = sw_llamacpp_plan(p->arch, p->args, &env, p->llamacpp, e);
+    if (rc)
+        goto out;
+    p->predicted = sw_llamacpp_report_to_json(&p->llamacpp->report);
+    if (!p->predicted)
+        rc = sw_err_set(e, SW_ENOMEM, "out of memory");
+out:
+    sw_gguf_free(g);
+    return rc;
+}
+
+/* out.arena = the fork's expert arena for this max_model_len and MNBT, when the profile has one. */
+static void arena_json(const struct sw_fork_profile *prof, int64_t max_model_len, int64_t mnbt,
+                       json_t *out)
+{
+    struct sw_arena a;
+    if (sw_profile_arena(prof, max_model_len, mnbt, &a, NULL))
+        return;
+    json_t *j = json_object();
+    sw_json_set_str(j, "profile", prof->name);
+    sw_json_set_int(j, "arena_bytes", a.arena_bytes);
+    sw_json_set_int(j, "slots", a.slots);
+    sw_json_set_int(j, "reserve_bytes", (int64_t)a.reserve_bytes);
+    sw_json_set_int(j, "overhead_bytes", (int64_t)a.overhead_bytes);
+    sw_json_set_new(out, "arena", j);
+}
+
+/* Lines that only a sized pool prints; dropped when the pool is sized at boot by profiling and
+ * slipway cannot know what the profile leaves. */
+static bool pool_line(const char *s)
+{
+    return strstr(s, "Available KV cache memory") || strstr(s, "GPU KV cache size") ||
+           strstr(s, "# GPU blocks") || strstr(s, "Maximum concurrency") ||
+           strstr(s, "ValueError: one request");
+}
+
+static int plan_vllm(const struct sw_fleet_endpoint *ep, struct sw_plan *p, struct sw_err *e)
+{
+    struct sw_vllm_opts o;
+    struct sw_fork_profile prof;
+    struct sw_hf_config *c = NULL;
+    char src[700], warn[1024] = "";
+    int rc;
+
+    /* the argv the engine would get (the law reads the fleet's shape, not this argv, so a render
+     * that cannot be made here, a secret say, is said and does not stop the plan) */
+    const struct sw_engine *eng = sw_engine_find("vllm");
+    struct sw_err re;
+    sw_err_clear(&re);
+    if (!eng || eng->render(ep, &p->cmd, &re)) {
+        char buf[600];
+        snprintf(p->cmd_why, sizeof(p->cmd_why), "%s",
+                 eng ? sw_err_format(&re, buf, sizeof(buf)) : "no vllm engine adapter");
+        if (re.code == SW_ENOMEM)
+            return sw_err_set(e, SW_ENOMEM, "out of memory");
+    }
+    rc = sw_vllm_opts_from_endpoint(ep, &o, e);
+    if (rc)
+        return rc;
+    c = sw_calloc(1, sizeof(*c));
+    p->vllm = sw_calloc(1, sizeof(*p->vllm));
+    if (!c || !p->vllm) {
+        rc = sw_err_set(e, SW_ENOMEM, "out of memory");
+        goto done;
+    }
+    rc = sw_endpoint_hf_config(ep, c, src, sizeof(src), e);
+    if (rc)
+        goto done;
+    p->pool_pinned = o.kv_cache_memory_bytes > 0;
+    p->pool_sized = true;
+    if (!p->pool_pinned) {
+        sw_vllm_weights_from_dir(&o, ep->payload.path.v);
+        if (!o.gpu_total_bytes || !o.weights_bytes) {
+            /* The engine sizes the pool from what its profiling run leaves; without the
+             * weights here that is unknowable offline. The per-request block arithmetic does
+             * not depend on the pool: plan it against a stand-in and report only that. */
+            p->pool_sized = false;
+            o.kv_cache_memory_bytes = 1ull << 30;
+            snprintf(warn, sizeof(warn),
+                     "the pool is sized at boot (gpu_memory_utilization x device - weights - "
+                     "activation - non-torch%s) and %s: only the per-request price is planned; "
+                     "pin kv_cache_bytes or record a boot and run `slipway calibrate`",
+                     o.version == SW_VLLM_CURRENT ? " - CUDA graphs" : "",
+                     o.gpu_total_bytes ? "the weights are not on this machine"
+                                       : "the device declares no memory");
+        }
+    }
+    rc = sw_vllm_plan(c, &o, p->vllm, e);
+    if (rc)
+        goto done;
+    p->vllm_opts = sw_malloc(sizeof(*p->vllm_opts));
+    if (!p->vllm_opts) {
+        rc = sw_err_set(e, SW_ENOMEM, "out of memory");
+        goto done;
+    }
+    *p->vllm_opts = o;
+    const struct sw_vllm_report *r = p->vllm;
+    json_t *j = sw_vllm_report_json(r);
+    if (!j) {
+        rc = sw_err_set(e, SW_ENOMEM, "out of memory");
+        goto done;
+    }
+    p->engine_plan = j;
+    json_t *rep = json_object_get(j, "report");
+    sw_json_set_str(j, "endpoint", ep->name);
+    sw_json_set_str(j, "config", src);
+    sw_json_set_bool(rep, "pool_sized", p->pool_sized);
+    if (!p->pool_sized) {
+        static const char *const drop[] = {"kv_cache_tokens",
+                                           "max_concurrency",
+                                           "max_concurrency_exact",
+                                           "num_gpu_blocks",
+                                           "available_kv_bytes",
+                                           "available_from_flag",
+                                           "fits",
+                                           "estimated_max_model_len"};
+        for (size_t k = 0; k < SW_ARRAY_LEN(drop); k++)
+            json_object_del(rep, drop[k]);
+        json_t *lines = json_object_get(j, "lines");
+        for (size_t k = json_array_size(lines); k-- > 0;)
+            if (pool_line(json_string_value(json_array_get(lines, k))))
+                json_array_remove(lines, k);
+    }
+    /* The price of THIS geometry: whole blocks per request, over max_model_len. */
+    if (r->max_model_len > 0 && r->num_gpu_blocks > 0 && r->available_kv_bytes > 0) {
+        double block = (double)(r->available_kv_bytes / (uint64_t)r->num_gpu_blocks);
+        sw_json_set_real(
+            rep, "bytes_per_token",
+            round((double)r->blocks_per_request * block / (double)r->max_model_len * 10.0) / 10.0);
+    }
+    if (ep->profile) {
+        rc = sw_profile_from_fleet(ep->profile, &prof, e);
+        if (rc)
+            goto done;
+        if (!prof.extra_attn_bytes_per_token && !prof.extra_mamba_blocks)
+            snprintf(warn + strlen(warn), sizeof(warn) - strlen(warn),
+                     "%sprofile %s declares no KV-law terms (extra bytes per token, extra state "
+                     "blocks): the stock law's figures; `slipway calibrate` fits them from "
+                     "recorded boots",
+                     warn[0] ? "; " : "", prof.name);
+        if (prof.has_arena)
+            arena_json(&prof, r->max_model_len, o.max_num_batched_tokens, j);
+    }
+    if (warn[0]) {
+        const char *w0 = json_string_value(json_object_get(j, "warnings"));
+        char all[2048];
+        snprintf(all, sizeof(all), "%s%s%s", w0 ? w0 : "", w0 ? "; " : "", warn);
+        sw_json_set_str(j, "warnings", all);
+    }
+    p->predicted = json_incref(rep);
+done:
+    sw_free(c);
+    return rc;
+}
+
+int sw_plan_endpoint(const struct sw_fleet *f, const struct sw_fleet_endpoint *ep,
+                     const struct sw_plan_overrides *ov, struct sw_plan *out, struct sw_err *e)
+{
+    (void)f; /* the endpoint carries its host, devices and profile; kept for fleet-wide inputs */
+    memset(out, 0, sizeof(*out));
+    out->ep = ep;
+    out->engine = ep ? ep->engine : SW_FLEET_LLAMACPP;
+    if (ep) {
+        out->shape = sw_plan_shape(ep);
+        if (!out->shape)
+            return sw_err_set(e, SW_ENOMEM, "out of memory");
+    }
+    if (!ep && !(ov && ov->argv))
+        return sw_err_set(e, SW_EINVAL, "nothing to plan: no endpoint and no command line");
+    switch (out->engine) {
+    case SW_FLEET_LLAMACPP:
+        return plan_llamacpp(ep, ov, out, e);
+    case SW_FLEET_VLLM:
+        return plan_vllm(ep, out, e);
+    default:
+        return sw_err_set(e, SW_EINVAL,
+                          "%s: planning a %s endpoint from a fleet is not wired; give its "
+                          "command line: slipway plan --engine %s -- ...",
+                          ep->name, sw_fleet_engine_name(ep->engine),
+                          sw_fleet_engine_name(ep->engine));
+    }
+}
+
+void sw_plan_free(struct sw_plan *p)
+{
+    sw_engine_cmd_free(&p->cmd);
+    sw_free(p->args);
+    sw_free(p->llamacpp);
+    sw_arch_free(p->arch);
+    sw_free(p->vllm);
+    sw_free(p->vllm_opts);
+    json_decref(p->engine_plan);
+    json_decref(p->predicted);
+    json_decref(p->shape);
+    memset(p, 0, sizeof(*p));
+}
