@@ -329,7 +329,8 @@ static void numbers(struct st *t, const char *ln, int line)
         t->contexts++;
         return;
     }
-    if (t->contexts == 0 && (m = strstr(ln, "model buffer size"))) {
+    m = t->contexts == 0 ? strstr(ln, "model buffer size") : NULL;
+    if (m) {
         add_buffer(m + strlen("model buffer size"), &r->model_bytes, &r->model_lines,
                    &r->model_prec);
         return;
@@ -346,7 +347,9 @@ static void numbers(struct st *t, const char *ln, int line)
         parse_ctx_value(ln, " n_seq_max ", &r->n_seq_max);
         parse_ctx_value(ln, ": n_seq_max", &r->n_seq_max);
         m = strstr(ln, "kv_unified ");
-        if (m || (m = strstr(ln, ": kv_unified"))) {
+        if (!m)
+            m = strstr(ln, ": kv_unified");
+        if (m) {
             const char *eq = strchr(m, '=');
             if (eq) {
                 struct cur c = {eq + 1};
@@ -375,7 +378,9 @@ static void numbers(struct st *t, const char *ln, int line)
         return;
     }
     m = strstr(ln, "llama_kv_cache: size");
-    if (m || (m = strstr(ln, "llama_kv_cache_unified: size"))) {
+    if (!m)
+        m = strstr(ln, "llama_kv_cache_unified: size");
+    if (m) {
         parse_kv_line(t, strchr(m, ':') + 1, line);
         return;
     }

@@ -236,7 +236,8 @@ int sw_sglang_bootlog_parse(const char *text, size_t len, struct sw_vllm_bootlog
         const char *le = nl ? nl : end;
         const char *q;
         double v;
-        if (find(p, le, "KV Cache") && (q = find(p, le, "#tokens: ")) && num(q + 9, le, &v)) {
+        q = find(p, le, "KV Cache") ? find(p, le, "#tokens: ") : NULL;
+        if (q && num(q + 9, le, &v)) {
             o->has_sglang_kv = true;
             o->sglang_tokens = (int64_t)v;
             const char *k = find(p, le, "K size: ");
@@ -259,10 +260,13 @@ int sw_sglang_bootlog_parse(const char *text, size_t len, struct sw_vllm_bootlog
         if (q && num(q + 22, le, &v))
             o->mamba_slots = (int64_t)v;
         q = find(p, le, "Load weight end");
-        if (q && (q = find(q, le, "mem usage=")) && num(q + 10, le, &v))
+        q = q ? find(q, le, "mem usage=") : NULL;
+        if (q && num(q + 10, le, &v))
             o->weights_gib = v;
         q = find(p, le, "sglang version ");
-        if (q || (q = find(p, le, "SGLang version "))) {
+        if (!q)
+            q = find(p, le, "SGLang version ");
+        if (q) {
             q += 15;
             size_t l = 0;
             while (q + l < le && !isspace((unsigned char)q[l]) && l + 1 < sizeof(o->engine_version))

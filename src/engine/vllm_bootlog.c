@@ -109,6 +109,49 @@ static const char *find(const char *p, const char *end, const char *needle)
     return NULL;
 }
 
+/* The first of a NULL-terminated list of needles found in [p, end), or NULL. */
+static const char *find_any(const char *p, const char *end, const char *const *needles)
+{
+    for (; *needles; needles++) {
+        const char *q = find(p, end, *needles);
+        if (q)
+            return q;
+    }
+    return NULL;
+}
+
+/* Which failure a line states, in the order they are tried; *q: where its mark starts. */
+enum line_failure { LF_NONE, LF_OOM, LF_CONSTRAINT, LF_KV_TOO_SMALL, LF_BAD_PATH, LF_BAD_FLAG };
+
+static enum line_failure line_failure(const char *p, const char *le, const char **q)
+{
+    static const char *const oom[] = {"out of memory", "OutOfMemoryError", "Tried to allocate",
+                                      NULL};
+    static const char *const bad_path[] = {
+        "Repo id must be in the form", "does not appear to have a file named config.json",
+        "is not a valid model identifier", "Invalid repository ID or local directory", NULL};
+    static const char *const bad_flag[] = {"error: unrecognized arguments", "error: argument ",
+                                           "error: the following arguments are required",
+                                           "error: invalid choice", NULL};
+    *q = find_any(p, le, oom);
+    if (*q)
+        return LF_OOM;
+    *q = find(p, le, "Constraints violated");
+    if (*q)
+        return LF_CONSTRAINT;
+    *q = find(p, le, "max seq len (");
+    if (*q && (find(p, le, "larger than") || find(p, le, "KV cache is needed")))
+        return LF_KV_TOO_SMALL;
+    *q = find_any(p, le, bad_path);
+    if (*q)
+        return LF_BAD_PATH;
+    *q = find_any(p, le, bad_flag);
+    if (*q)
+        return LF_BAD_FLAG;
+    *q = NULL;
+    return LF_NONE;
+}
+
 static void copy_msg(char *dst, size_t n, const char *p, const char *end)
 {
     while (p < end && (*p == ' ' || *p == '\t'))
@@ -191,8 +234,8 @@ void sw__bootlog_classify(const char *text, size_t len, struct sw_vllm_bootlog *
             served = true, advance(&phase, SW_PHASE_RUNTIME);
         enum sw_boot_class c = SW_BOOT_NONE;
         const char *q;
-        q = find(p, le, "out of memory");
-        if (q || (q = find(p, le, "OutOfMemoryError")) || (q = find(p, le, "Tried to allocate"))) {
+        enum line_failure lf = line_failure(p, le, &q);
+        if (lf == LF_OOM) {
             c = SW_BOOT_OOM;
             if (prio(c) >= prio(o->st.failure.cls)) {
                 bool first = o->st.failure.cls != SW_BOOT_OOM;
@@ -220,7 +263,7 @@ void sw__bootlog_classify(const char *text, size_t len, struct sw_vllm_bootlog *
                     }
                 }
             }
-        } else if ((q = find(p, le, "Constraints violated"))) {
+        } else if (lf == LF_CONSTRAINT) {
             c = SW_BOOT_COMPILE_CONSTRAINT;
             if (prio(c) >= prio(o->st.failure.cls)) {
                 set_fail(o, c, phase, "dynamo", q, le, line);
@@ -242,8 +285,7 @@ void sw__bootlog_classify(const char *text, size_t len, struct sw_vllm_bootlog *
                 if (k && num_at(k + 10, w, &cv, NULL))
                     o->constant = (int64_t)cv;
             }
-        } else if ((q = find(p, le, "max seq len (")) &&
-                   (find(p, le, "larger than") || find(p, le, "KV cache is needed"))) {
+        } else if (lf == LF_KV_TOO_SMALL) {
             c = SW_BOOT_KV_TOO_SMALL;
             if (prio(c) >= prio(o->st.failure.cls)) {
                 set_fail(o, c, phase, "value_error", p, le, line);
@@ -263,17 +305,11 @@ void sw__bootlog_classify(const char *text, size_t len, struct sw_vllm_bootlog *
                 if (s && num_at(s + 17, le, &v, NULL))
                     o->available_gib = v;
             }
-        } else if ((q = find(p, le, "Repo id must be in the form")) ||
-                   (q = find(p, le, "does not appear to have a file named config.json")) ||
-                   (q = find(p, le, "is not a valid model identifier")) ||
-                   (q = find(p, le, "Invalid repository ID or local directory"))) {
+        } else if (lf == LF_BAD_PATH) {
             c = SW_BOOT_BAD_PATH;
             if (prio(c) >= prio(o->st.failure.cls))
                 set_fail(o, c, SW_PHASE_LOAD, "hf_repo_id", p, le, line);
-        } else if ((q = find(p, le, "error: unrecognized arguments")) ||
-                   (q = find(p, le, "error: argument ")) ||
-                   (q = find(p, le, "error: the following arguments are required")) ||
-                   (q = find(p, le, "error: invalid choice"))) {
+        } else if (lf == LF_BAD_FLAG) {
             c = SW_BOOT_BAD_FLAG;
             if (prio(c) >= prio(o->st.failure.cls))
                 set_fail(o, c, SW_PHASE_ARGS, "argparse", q + 7, le, line);
@@ -338,7 +374,8 @@ int sw_vllm_bootlog_parse(const char *text, size_t len, struct sw_vllm_bootlog *
                 }
             }
         }
-        if (!find(p, le, "Maximum concurrency for ") && (q = find(p, le, "Maximum concurrency"))) {
+        q = find(p, le, "Maximum concurrency for ") ? NULL : find(p, le, "Maximum concurrency");
+        if (q) {
             /* An elided line ("... Maximum concurrency ... 41.14x"): the last number before x. */
             for (const char *x = le - 1; x > q; x--) {
                 if (*x == 'x' && x > q && isdigit((unsigned char)x[-1])) {
@@ -379,11 +416,18 @@ int sw_vllm_bootlog_parse(const char *text, size_t len, struct sw_vllm_bootlog *
         q = find(p, le, "Add ");
         if (q && find(q, le, "padding layers") && num_at(q + 4, le, &v, NULL))
             o->padding_layers = (int)v;
-        if (((q = find(p, le, "Model loading took ")) && num_at(q + 19, le, &v, NULL)) ||
-            ((q = find(p, le, "Loading model weights took ")) && num_at(q + 27, le, &v, NULL)))
+        q = find(p, le, "Model loading took ");
+        if (q && num_at(q + 19, le, &v, NULL)) {
             o->weights_gib = v;
+        } else {
+            q = find(p, le, "Loading model weights took ");
+            if (q && num_at(q + 27, le, &v, NULL))
+                o->weights_gib = v;
+        }
         q = find(p, le, "vLLM API server version ");
-        if (q || (q = find(p, le, "Initializing a V1 LLM engine (v"))) {
+        if (!q)
+            q = find(p, le, "Initializing a V1 LLM engine (v");
+        if (q) {
             const char *s = find(q, le, "version ");
             s = s ? s + 8 : q + 31;
             size_t l = 0;

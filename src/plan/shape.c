@@ -118,7 +118,6 @@ json_t *sw_plan_boot_shape(const struct sw_plan *p, const json_t *printed)
 {
     const struct sw_llamacpp_args *a = p->args;
     json_t *s = NULL, *m = NULL, *flags = NULL;
-    const json_t *v;
     struct stat st;
     int rc = 0;
     if (!a)
@@ -136,12 +135,14 @@ json_t *sw_plan_boot_shape(const struct sw_plan *p, const json_t *printed)
     rc |= sw_json_set_new(s, "model", m);
     m = NULL;
     /* what the engine printed wins over what it was asked (an -np auto, a -c 0) */
+    const json_t *n_ctx = json_object_get(printed, "n_ctx");
+    const json_t *n_seq = json_object_get(printed, "n_seq_max");
     if (a->n_ctx > 0)
         rc |= sw_json_set_int(s, "ctx", a->n_ctx);
-    else if (json_is_integer(v = json_object_get(printed, "n_ctx")))
-        rc |= sw_json_set_new(s, "ctx", json_deep_copy(v));
-    if (json_is_integer(v = json_object_get(printed, "n_seq_max")))
-        rc |= sw_json_set_new(s, "slots", json_deep_copy(v));
+    else if (json_is_integer(n_ctx))
+        rc |= sw_json_set_new(s, "ctx", json_deep_copy(n_ctx));
+    if (json_is_integer(n_seq))
+        rc |= sw_json_set_new(s, "slots", json_deep_copy(n_seq));
     else if (a->n_parallel > 0)
         rc |= sw_json_set_int(s, "slots", a->n_parallel);
     const json_t *kv0 = json_array_get(json_object_get(printed, "kv_caches"), 0);
@@ -155,8 +156,9 @@ json_t *sw_plan_boot_shape(const struct sw_plan *p, const json_t *printed)
         rc |= sw_json_set_int(s, "gpu_layers", a->n_gpu_layers);
     else if (a->n_gpu_layers == -2)
         rc |= sw_json_set_str(s, "gpu_layers", "all");
-    if (json_is_boolean(v = json_object_get(printed, "kv_unified")))
-        rc |= sw_json_set_new(flags, "kv_unified", json_deep_copy(v));
+    const json_t *unified = json_object_get(printed, "kv_unified");
+    if (json_is_boolean(unified))
+        rc |= sw_json_set_new(flags, "kv_unified", json_deep_copy(unified));
     rc |= sw_json_set_str(flags, "flash_attn",
                           a->flash_attn == SW_FA_ON    ? "on"
                           : a->flash_attn == SW_FA_OFF ? "off"
