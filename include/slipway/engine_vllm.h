@@ -35,18 +35,27 @@ int sw_vllm_plan_argv(int argc, char **argv, const struct sw_vllm_opts *facts,
                       struct sw_vllm_report *r, struct sw_err *e);
 
 /*
- * `slipway plan --engine vllm|sglang [OPTIONS] -- COMMAND...`, as one library call so the CLI verb
- * stays a dispatcher. OPTIONS are slipway's facts about what the engine measures at boot:
- *   --version V (vLLM: current|legacy|v0|0.24.0...), --gpu-memory BYTES (card capacity),
- *   --weights BYTES, --activation BYTES, --non-torch BYTES, --cudagraph BYTES (vLLM budget terms),
- *   --pre-load-free BYTES, --post-load-avail BYTES (SGLang), --profile FILE.json (a fork profile:
- *   its KV terms apply; its arena is reported when declared).
- * BYTES take units ("31.86GiB" is refused by sw_parse_bytes as fractional: write "32622MiB" or
- * bytes). *out receives {engine, report, lines, [arena], [warnings]}. Returns 0, or an error
- * naming the option or the engine flag.
+ * What `slipway plan --engine vllm|sglang` knows beyond the engine's command line: facts the engine
+ * measures at boot, which the CLI reads from its own options (--version, --gpu-memory, ...). A
+ * zeroed struct gives none: version SW_VLLM_CURRENT, every byte figure 0 (not given).
  */
-int sw_engine_plan_cli(const char *engine, int optc, char **optv, int cmdc, char **cmdv,
-                       json_t **out, struct sw_err *e);
+struct sw_engine_plan_facts {
+    enum sw_vllm_version version; /* vLLM's token-count rule (SGLang: unused) */
+    uint64_t gpu_memory;          /* card capacity: vLLM's gpu_total, SGLang's default fraction */
+    uint64_t weights, activation, non_torch, cudagraph; /* vLLM's budget terms */
+    uint64_t pre_load_free, post_load_avail;            /* SGLang's free memory around the load */
+    const char *profile_path; /* a fork profile (JSON): its KV terms apply, its arena is reported
+                                 when declared; NULL: none */
+};
+
+/*
+ * Plan `vllm serve ...` or `python -m sglang.launch_server ...` (cmdv, verbatim) with the facts f
+ * (may be NULL), as one library call so the CLI verb stays a dispatcher. *out receives {engine,
+ * report, lines, [arena], [warnings]} (the caller json_decref's it). Returns 0, or an error naming
+ * the engine flag or the profile's position.
+ */
+int sw_engine_plan_argv(const char *engine, const struct sw_engine_plan_facts *f, int cmdc,
+                        char **cmdv, json_t **out, struct sw_err *e);
 
 /*
  * Argv + environment for a fleet endpoint (engine vllm): paths translated through the payload's

@@ -48,10 +48,11 @@ SW_VERBS(SW_DECL)
 
 /* The verbs whose options the table-driven layer (opt.h) reads: each defines sw_spec_<verb>,
  * which `slipway help --list` and `slipway help VERB` use. A verb missing here is listed as not
- * converted (up and down, until their tables are written). */
+ * converted. */
 #define SW_SPECS(X)                                                                                \
     X(bootlog)                                                                                     \
-    X(calibrate) X(check) X(down) X(fetch) X(fleet) X(gguf) X(ledger) X(plan) X(probe) X(version)
+    X(calibrate)                                                                                   \
+    X(check) X(down) X(fetch) X(fleet) X(gguf) X(ledger) X(plan) X(probe) X(up) X(version)
 
 #define SW_SPEC_DECL(name) extern const struct sw_cmd_spec sw_spec_##name;
 SW_SPECS(SW_SPEC_DECL)

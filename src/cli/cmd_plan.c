@@ -26,7 +26,7 @@
 
 #include <string.h>
 
-/* The options of the vLLM/SGLang law, handed to sw_engine_plan_cli as "--name value" pairs. */
+/* The options of the vLLM/SGLang law, read into struct sw_engine_plan_facts (law_facts). */
 static const char *const law_opts[] = {"version",   "profile",       "gpu-memory",
                                        "weights",   "activation",    "non-torch",
                                        "cudagraph", "pre-load-free", "post-load-avail"};
@@ -123,14 +123,44 @@ static void print_vllm_sglang(const json_t *out, FILE *warn)
         fprintf(warn, "%s%s\n", warn == stderr ? "slipway plan: " : "  note: ", w);
 }
 
-/* vLLM / SGLang: the law lives in the library (engine/vllm_plan.c); this only dispatches. */
+/* The facts of the vLLM/SGLang law from their options. 0, or the usage error's exit code (the
+ * option named). */
+static int law_facts(const struct sw_args *a, bool vllm, struct sw_engine_plan_facts *f)
+{
+    memset(f, 0, sizeof(*f));
+    const struct {
+        const char *name;
+        uint64_t *dst;
+    } bytes[] = {
+        {"gpu-memory", &f->gpu_memory},
+        {"weights", &f->weights},
+        {"activation", &f->activation},
+        {"non-torch", &f->non_torch},
+        {"cudagraph", &f->cudagraph},
+        {"pre-load-free", &f->pre_load_free},
+        {"post-load-avail", &f->post_load_avail},
+    };
+    const char *v = sw_args_str(a, "version");
+    /* SGLang's law has no version rule: the option is accepted and unused */
+    if (v && vllm && sw_vllm_version_parse(v, &f->version))
+        return sw_args_usage(a, "--version: \"%s\" is not current, legacy, v0 or 0.N", v);
+    f->profile_path = sw_args_str(a, "profile");
+    for (size_t k = 0; k < SW_ARRAY_LEN(bytes); k++) {
+        v = sw_args_str(a, bytes[k].name);
+        if (v && sw_parse_bytes(v, bytes[k].dst, NULL))
+            return sw_args_usage(a, "--%s: \"%s\" is not a byte count (e.g. 32622MiB, 6.1e9)",
+                                 bytes[k].name, v);
+    }
+    return 0;
+}
+
+/* vLLM / SGLang: the law lives in the library (engine/vllm_plan.c); this reads the facts and
+ * dispatches. */
 static int plan_vllm_sglang(const struct sw_args *a)
 {
     bool json = a->json;
     const char *engine = sw_args_str(a, "engine");
-    char *optv[2 * SW_ARRAY_LEN(law_opts)];
-    char names[SW_ARRAY_LEN(law_opts)][32];
-    int optc = 0;
+    struct sw_engine_plan_facts facts;
     struct sw_err e;
     sw_err_clear(&e);
     if (a->npos)
@@ -139,21 +169,13 @@ static int plan_vllm_sglang(const struct sw_args *a)
     if (sw_args_flag(a, "arch") || sw_args_flag(a, "gpu") || sw_args_flag(a, "host-memory"))
         return sw_args_usage(a, "--arch, --gpu and --host-memory are llama.cpp's: vLLM and SGLang "
                                 "take --gpu-memory, --weights ...");
-    /* in the order given, as "--name value" pairs */
-    for (int i = 0; i < a->n; i++)
-        for (size_t k = 0; k < SW_ARRAY_LEN(law_opts); k++)
-            if (!strcmp(a->seen[i].opt->name, law_opts[k])) {
-                char *name = names[optc / 2];
-                snprintf(name, sizeof(names[0]), "--%s", law_opts[k]);
-                optv[optc++] = name;
-                optv[optc++] = (char *)a->seen[i].val;
-            }
     if (a->nrest < 1)
         return sw_args_usage(a, "give the engine's command line after --");
-    int argc = a->nrest;
-    char **argv = a->rest;
+    int code = law_facts(a, !strcmp(engine, "vllm"), &facts);
+    if (code)
+        return code;
     json_t *out = NULL;
-    if (sw_engine_plan_cli(engine, optc, optv, argc, argv, &out, &e))
+    if (sw_engine_plan_argv(engine, &facts, a->nrest, a->rest, &out, &e))
         return sw_cli_fail(&e, json);
     json_t *rep = json_object_get(out, "report");
     int rc = json_is_false(json_object_get(rep, "fits")) ? SW_EXIT_FAIL : SW_EXIT_OK;

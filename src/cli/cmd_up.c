@@ -32,33 +32,56 @@ static void on_signal(int sig)
     g_signal = sig;
 }
 
-static int usage(void)
-{
-    fprintf(stderr,
-            "usage: slipway up [options] FLEET.yaml [ENDPOINT]\n"
-            "       slipway up [options] -- llama-server -m MODEL.gguf [llama-server flags]\n"
-            "options:\n"
-            "  --detach            leave it running with a pid file (stop: slipway down)\n"
-            "  --json              {url, pid, report, diff, ...} on stdout\n"
-            "  --name NAME         endpoint name for the pid file and log (default: alias or "
-            "llama-server-PORT)\n"
-            "  --pid-file F        (default: RUN_DIR/NAME.pid)\n"
-            "  --log F             engine output (default: RUN_DIR/NAME.log)\n"
-            "  --timeout S         boot deadline in seconds (default 900)\n"
-            "  --grace S           SIGTERM -> SIGKILL delay when stopping (default 10)\n"
-            "  --limit-as BYTES    cap the engine's address space (RLIMIT_AS), e.g. 3GiB\n"
-            "  --no-preflight      do not check port, payload and the plan against the fleet's\n"
-            "                      declared device memory first: let the engine fail\n"
-            "  --no-liveness       skip the one-token generation\n"
-            "  --dry-run           print the command line (and the prediction) and stop\n"
-            "  --record            record the boot (ok or failed) in the ledger\n"
-            "  --ledger PATH       that ledger (default: beside the fleet file, $SLIPWAY_LEDGER,\n"
-            "                      or ~/.local/share/slipway/ledger.sqlite); implies --record\n"
-            "RUN_DIR: $SLIPWAY_RUN_DIR, else $XDG_RUNTIME_DIR/slipway, else /tmp/slipway-UID.\n"
-            "The engine's LLAMA_ARG_* variables are not passed on (the argv is the shape);\n"
-            "LLAMA_API_KEY, if set, is passed to the engine through its environment.\n");
-    return SW_EXIT_USAGE;
-}
+static const struct sw_opt opts[] = {
+    {"detach", 0, NULL, 0, "leave it running with a pid file (stop: slipway down)", NULL},
+    {"name", 0, "NAME", 0,
+     "endpoint name for the pid file and log (default: alias or llama-server-PORT)", NULL},
+    {"pid-file", 0, "FILE", 0, "the pid file (default: RUN_DIR/NAME.pid)", NULL},
+    {"log", 0, "FILE", 0, "engine output (default: RUN_DIR/NAME.log)", NULL},
+    {"timeout", 0, "S", 0, "boot deadline in seconds, 0..86400 (default 900)", NULL},
+    {"grace", 0, "S", 0, "SIGTERM -> SIGKILL delay when stopping, 0..86400 s (default 10)", NULL},
+    {"limit-as", 0, "BYTES", 0, "cap the engine's address space (RLIMIT_AS), e.g. 3GiB", NULL},
+    {"no-preflight", 0, NULL, 0,
+     "do not check port, payload and the plan against the fleet's\n"
+     "declared device memory first: let the engine fail",
+     NULL},
+    {"no-liveness", 0, NULL, 0, "skip the one-token generation", NULL},
+    {"dry-run", 0, NULL, 0, "print the command line (and the prediction) and stop", NULL},
+    {"record", 0, NULL, 0, "record the boot (ok or failed) in the ledger", NULL},
+    {"ledger", 0, "PATH", 0,
+     "that ledger (default: beside the fleet file, $SLIPWAY_LEDGER,\n"
+     "or ~/.local/share/slipway/ledger.sqlite); implies --record",
+     NULL},
+    {0},
+};
+
+static const char *const examples[] = {
+    "slipway up examples/local.yaml",
+    "slipway up --dry-run --json examples/local.yaml local",
+    "slipway up --detach --name tiny -- llama-server -m model.gguf -c 4096 --port 8088",
+    NULL,
+};
+
+const struct sw_cmd_spec sw_spec_up = {
+    .name = "up",
+    .summary = "boot a local endpoint supervised, prove it serves, diff predicted vs printed",
+    .synopsis = "[options] FLEET.yaml [ENDPOINT]\n"
+                "[options] -- llama-server -m MODEL.gguf [llama-server flags]",
+    .about = "Starts the engine in its own process group (log captured), waits for readiness,\n"
+             "proves liveness with a one-token generation, prints the printed boot report and\n"
+             "the predicted-vs-printed diff, then serves in the foreground (Ctrl-C stops it) or\n"
+             "--detach with a pid file for `slipway down`. --json prints {url, pid, report,\n"
+             "diff, ...} on stdout.\n"
+             "RUN_DIR: $SLIPWAY_RUN_DIR, else $XDG_RUNTIME_DIR/slipway, else /tmp/slipway-UID.\n"
+             "The engine's LLAMA_ARG_* variables are not passed on (the argv is the shape);\n"
+             "LLAMA_API_KEY, if set, is passed to the engine through its environment.\n"
+             "Exit: 0 served and stopped cleanly / detached, 1 the boot failed, the endpoint is\n"
+             "already running or the engine died while serving, 2 unusable input.",
+    .opts = opts,
+    .max_args = 2,
+    .command_line = true,
+    .examples = examples,
+};
 
 struct up_cli {
     bool json, detach, preflight, liveness, dry_run, record;
@@ -226,73 +249,60 @@ static int dry_run(const struct sw_engine_cmd *cmd, const json_t *predicted, con
 /* ---------------------------------------------------------------------------------------------
  * The verb.
  */
+/* Seconds 0..86400 from option `name`, when given. */
+static int opt_seconds(const struct sw_args *a, const char *name, unsigned *out)
+{
+    const char *v = sw_args_str(a, name);
+    uint64_t u;
+    if (!v)
+        return 0;
+    if (sw_parse_u64(v, &u, NULL) || u > 86400)
+        return sw_args_usage(a, "--%s %s: 0..86400 seconds expected", name, v);
+    *out = (unsigned)u;
+    return 0;
+}
+
+/* Read the line into c. 0, or the exit code to return now (help printed: 0 is returned as -1). */
 static int parse_args(int argc, char **argv, struct up_cli *c)
 {
+    struct sw_args a;
+    int code;
+    unsigned grace_s = 10;
     memset(c, 0, sizeof(*c));
-    c->preflight = c->liveness = true;
+    if (!sw_args_parse(&sw_spec_up, argc, argv, &a, &code))
+        return code ? code : -1;
+    c->json = a.json;
+    c->detach = sw_args_flag(&a, "detach");
+    c->preflight = !sw_args_flag(&a, "no-preflight");
+    c->liveness = !sw_args_flag(&a, "no-liveness");
+    c->dry_run = sw_args_flag(&a, "dry-run");
+    c->ledger = sw_args_str(&a, "ledger");
+    c->record = sw_args_flag(&a, "record") || c->ledger;
+    c->name = sw_args_str(&a, "name");
+    c->pid_file = sw_args_str(&a, "pid-file");
+    c->log = sw_args_str(&a, "log");
     c->timeout_s = 900;
-    c->grace_ms = 10000;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char *val = i + 1 < argc ? argv[i + 1] : NULL;
-        uint64_t u;
-        if (!strcmp(a, "--")) {
-            c->eng_argv = argv + i + 1;
-            c->eng_argc = argc - i - 1;
-            break;
-        } else if (!strcmp(a, "--json")) {
-            c->json = true;
-        } else if (!strcmp(a, "--detach")) {
-            c->detach = true;
-        } else if (!strcmp(a, "--no-preflight")) {
-            c->preflight = false;
-        } else if (!strcmp(a, "--no-liveness")) {
-            c->liveness = false;
-        } else if (!strcmp(a, "--dry-run")) {
-            c->dry_run = true;
-        } else if (!strcmp(a, "--record")) {
-            c->record = true;
-        } else if (!strcmp(a, "--ledger") && val) {
-            c->ledger = argv[++i];
-            c->record = true;
-        } else if (!strcmp(a, "--name") && val) {
-            c->name = argv[++i];
-        } else if (!strcmp(a, "--pid-file") && val) {
-            c->pid_file = argv[++i];
-        } else if (!strcmp(a, "--log") && val) {
-            c->log = argv[++i];
-        } else if ((!strcmp(a, "--timeout") || !strcmp(a, "--grace")) && val) {
-            if (sw_parse_u64(val, &u, NULL) || u > 86400)
-                return sw_cli_usage("up", "%s %s: seconds expected", a, val);
-            if (!strcmp(a, "--timeout"))
-                c->timeout_s = (unsigned)u;
-            else
-                c->grace_ms = (unsigned)u * 1000;
-            i++;
-        } else if (!strcmp(a, "--limit-as") && val) {
-            struct sw_err e;
-            if (sw_parse_bytes(val, &c->limit_as, &e))
-                return sw_cli_usage("up", "--limit-as %s: %s", val, e.msg);
-            i++;
-        } else if (sw_cli_is(a, "-h", "--help")) {
-            usage();
-            return -1;
-        } else if (a[0] == '-') {
-            return sw_cli_usage("up", "unknown option '%s'", a);
-        } else if (!c->fleet) {
-            c->fleet = a;
-        } else if (!c->endpoint) {
-            c->endpoint = a;
-        } else {
-            return sw_cli_usage("up", "unexpected argument '%s'", a);
-        }
+    code = opt_seconds(&a, "timeout", &c->timeout_s);
+    if (code)
+        return code;
+    code = opt_seconds(&a, "grace", &grace_s);
+    if (code)
+        return code;
+    c->grace_ms = grace_s * 1000;
+    const char *las = sw_args_str(&a, "limit-as");
+    if (las) {
+        struct sw_err e;
+        if (sw_parse_bytes(las, &c->limit_as, &e))
+            return sw_args_usage(&a, "--limit-as %s: %s", las, e.msg);
     }
-    if (!c->eng_argv && !c->fleet)
-        return usage();
+    c->fleet = a.npos > 0 ? a.pos[0] : NULL;
+    c->endpoint = a.npos > 1 ? a.pos[1] : NULL;
+    c->eng_argv = a.rest;
+    c->eng_argc = a.nrest;
     if (c->eng_argv && c->fleet)
-        return sw_cli_usage("up", "either a fleet file or -- llama-server ..., not both");
-    if (c->eng_argv && c->eng_argc == 0)
-        return sw_cli_usage("up", "nothing after --");
+        return sw_args_usage(&a, "either a fleet file or -- llama-server ..., not both");
+    if (!c->eng_argv && !c->fleet)
+        return sw_args_usage(&a, "give a FLEET.yaml [ENDPOINT] or -- llama-server -m MODEL.gguf");
     return 0;
 }
 

@@ -1,9 +1,11 @@
 /*
- * engine/vllm_plan: `slipway plan --engine vllm|sglang` in one library call: slipway's own fact
- * options, the engine's command line verbatim, an optional fork profile, and the JSON report.
+ * engine/vllm_plan: `slipway plan --engine vllm|sglang` in one library call: the facts the CLI
+ * read from its options, the engine's command line verbatim, an optional fork profile, and the
+ * JSON report.
  * A fleet endpoint is planned by plan/ (sw_plan_endpoint).
  *
- * What it does not do: print (the CLI verb does) or load a fleet.
+ * What it does not do: read slipway's own options (the CLI verb does, into struct
+ * sw_engine_plan_facts), print, or load a fleet.
  */
 #include <slipway/engine_sglang.h>
 #include <slipway/engine_vllm.h>
@@ -15,14 +17,6 @@
 
 #include <string.h>
 #include <strings.h>
-
-static int opt_bytes(const char *name, const char *v, uint64_t *out, struct sw_err *e)
-{
-    if (sw_parse_bytes(v, out, NULL))
-        return sw_err_at(e, SW_EINVAL, "<argv>", 0, 0,
-                         "%s: \"%s\" is not a byte count (e.g. 32622MiB, 6.1e9)", name, v);
-    return 0;
-}
 
 /* out.arena = the fork's expert arena for this max_model_len and MNBT, when the profile has one. */
 static void arena_json(const struct sw_fork_profile *prof, int64_t max_model_len, int64_t mnbt,
@@ -40,57 +34,36 @@ static void arena_json(const struct sw_fork_profile *prof, int64_t max_model_len
     sw_json_set_new(out, "arena", j);
 }
 
-int sw_engine_plan_cli(const char *engine, int optc, char **optv, int cmdc, char **cmdv,
-                       json_t **out, struct sw_err *e)
+int sw_engine_plan_argv(const char *engine, const struct sw_engine_plan_facts *f, int cmdc,
+                        char **cmdv, json_t **out, struct sw_err *e)
 {
     int rc = 0;
     bool vllm = !strcasecmp(engine, "vllm");
     bool sglang = !strcasecmp(engine, "sglang");
+    struct sw_engine_plan_facts none;
     struct sw_vllm_opts vo;
     struct sw_sglang_opts so;
     struct sw_fork_profile prof;
     bool have_prof = false;
-    const char *prof_path = NULL;
     *out = NULL;
     if (!vllm && !sglang)
         return sw_err_set(e, SW_EINVAL, "engine '%s' has no law in engine/vllm (vllm, sglang)",
                           engine);
+    if (!f) {
+        memset(&none, 0, sizeof(none));
+        f = &none;
+    }
+    const char *prof_path = f->profile_path;
     sw_vllm_opts_init(&vo);
     sw_sglang_opts_init(&so);
-    for (int i = 0; i < optc; i++) {
-        const char *o = optv[i];
-        if (i + 1 >= optc)
-            return sw_err_at(e, SW_EINVAL, "<argv>", 0, 0, "%s needs a value", o);
-        const char *v = optv[++i];
-        uint64_t b = 0;
-        if (!strcmp(o, "--version")) {
-            if (vllm && sw_vllm_version_parse(v, &vo.version))
-                return sw_err_at(e, SW_EINVAL, "<argv>", 0, 0,
-                                 "--version: \"%s\" is not current, legacy, v0 or 0.N", v);
-        } else if (!strcmp(o, "--profile")) {
-            prof_path = v;
-        } else {
-            rc = opt_bytes(o, v, &b, e);
-            if (rc)
-                return rc;
-            if (!strcmp(o, "--gpu-memory"))
-                vo.gpu_total_bytes = so.gpu_mem_bytes = b;
-            else if (!strcmp(o, "--weights"))
-                vo.weights_bytes = b;
-            else if (!strcmp(o, "--activation"))
-                vo.activation_peak_bytes = b;
-            else if (!strcmp(o, "--non-torch"))
-                vo.non_torch_bytes = b;
-            else if (!strcmp(o, "--cudagraph"))
-                vo.cudagraph_bytes = b;
-            else if (!strcmp(o, "--pre-load-free"))
-                so.pre_load_free_bytes = b;
-            else if (!strcmp(o, "--post-load-avail"))
-                so.post_load_avail_bytes = b;
-            else
-                return sw_err_at(e, SW_EINVAL, "<argv>", 0, 0, "unknown plan option %s", o);
-        }
-    }
+    vo.version = f->version;
+    vo.gpu_total_bytes = so.gpu_mem_bytes = f->gpu_memory;
+    vo.weights_bytes = f->weights;
+    vo.activation_peak_bytes = f->activation;
+    vo.non_torch_bytes = f->non_torch;
+    vo.cudagraph_bytes = f->cudagraph;
+    so.pre_load_free_bytes = f->pre_load_free;
+    so.post_load_avail_bytes = f->post_load_avail;
     if (prof_path) {
         char *text = NULL;
         size_t len = 0;

@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const pending_verbs[] = {"up", NULL};
+static const char *const pending_verbs[] = {NULL};
 
 static char *dir;
 
@@ -264,6 +264,9 @@ static void test_opt_equals(void **state)
     char fetchdir[4200], local[4200];
     snprintf(fetchdir, sizeof(fetchdir), "%s", swt_src("tests/data/calib"));
     snprintf(local, sizeof(local), "%s", swt_src("examples/local.yaml"));
+    char up_log[4200], port[16];
+    snprintf(up_log, sizeof(up_log), "%s/up-conformance.log", dir);
+    snprintf(port, sizeof(port), "%d", swt_free_port());
     const struct eq_case cases[] = {
         {"bootlog",
          {"bootlog", "parse", bootlog, "@", "--json"},
@@ -291,6 +294,12 @@ static void test_opt_equals(void **state)
          "\"kv_cache_tokens\""},
         {"probe", {"probe", "nowhere", "@", "--json"}, "--fleet", fleet_missing, fleet_missing},
         {"down", {"down", "@", "--json"}, "--pid-file", pid_missing, "nothing to stop"},
+        /* the payload is missing, so nothing starts; the JSON names the log path given */
+        {"up",
+         {"up", "--json", "@", "--", "llama-server", "-m", "/nonexistent.gguf", "--port", port},
+         "--log",
+         up_log,
+         up_log},
     };
     /* every verb that declares a valued option (itself or a sub-verb) has a case here */
     json_t *v = listing();

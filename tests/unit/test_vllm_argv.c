@@ -147,8 +147,8 @@ static void test_plan_argv(void **state)
     swt_tmpdir_free(dir);
 }
 
-/* The CLI's library entry: facts + profile + command -> JSON with the arena. */
-static void test_plan_cli(void **state)
+/* The CLI's library entry: facts (read by the CLI) + profile + command -> JSON with the arena. */
+static void test_plan_facts(void **state)
 {
     char *dir = swt_tmpdir();
     swt_write_str(swt_join(dir, "config.json"),
@@ -162,7 +162,10 @@ static void test_plan_cli(void **state)
     char prof[4096];
     snprintf(prof, sizeof(prof), "%s",
              swt_src("tests/data/vllm/frank-expert-offload-calibrated.json"));
-    char *optv[] = {"--version", "0.24.0", "--profile", prof};
+    struct sw_engine_plan_facts facts;
+    memset(&facts, 0, sizeof(facts));
+    assert_int_equal(sw_vllm_version_parse("0.24.0", &facts.version), 0);
+    facts.profile_path = prof;
     char *cmdv[] = {"vllm",       "serve",
                     dir,          "-tp",
                     "2",          "--max-model-len",
@@ -172,18 +175,25 @@ static void test_plan_cli(void **state)
                     "1024"};
     json_t *out = NULL;
     struct sw_err e;
-    if (sw_engine_plan_cli("vllm", 4, optv, (int)SW_ARRAY_LEN(cmdv), cmdv, &out, &e))
+    if (sw_engine_plan_argv("vllm", &facts, (int)SW_ARRAY_LEN(cmdv), cmdv, &out, &e))
         fail_msg("%s", e.msg);
     json_t *rep = json_object_get(out, "report");
     assert_int_equal(json_integer_value(json_object_get(rep, "kv_cache_tokens")), 398658);
     assert_int_equal(json_integer_value(json_object_get(json_object_get(out, "arena"), "slots")),
                      6496);
     json_decref(out);
-    char *bad[] = {"--weights", "lots"};
+    /* no facts: the plain law (no arena) */
+    assert_int_equal(sw_engine_plan_argv("vllm", NULL, (int)SW_ARRAY_LEN(cmdv), cmdv, &out, &e), 0);
+    assert_null(json_object_get(out, "arena"));
+    json_decref(out);
+    /* a profile that is not there is named */
+    facts.profile_path = "/nonexistent/profile.json";
     assert_int_not_equal(
-        sw_engine_plan_cli("vllm", 2, bad, (int)SW_ARRAY_LEN(cmdv), cmdv, &out, &e), 0);
-    assert_non_null(strstr(e.msg, "--weights"));
-    assert_int_not_equal(sw_engine_plan_cli("tgi", 0, NULL, 0, NULL, &out, &e), 0);
+        sw_engine_plan_argv("vllm", &facts, (int)SW_ARRAY_LEN(cmdv), cmdv, &out, &e), 0);
+    assert_int_equal(e.code, SW_ENOENT);
+    assert_string_equal(e.where, "/nonexistent/profile.json");
+    assert_null(out);
+    assert_int_not_equal(sw_engine_plan_argv("tgi", NULL, 0, NULL, &out, &e), 0);
     swt_tmpdir_free(dir);
 }
 
@@ -228,7 +238,7 @@ int main(void)
     sw_core_init();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parse_flags),  cmocka_unit_test(test_parse_errors),
-        cmocka_unit_test(test_plan_argv),    cmocka_unit_test(test_plan_cli),
+        cmocka_unit_test(test_plan_argv),    cmocka_unit_test(test_plan_facts),
         cmocka_unit_test(test_fixture_dirs),
     };
     return cmocka_run_group_tests_name("vllm_argv", tests, NULL, NULL);

@@ -51,6 +51,27 @@ static void test_plan_sglang_and_errors(void **state)
     swt_slipway(&r, "plan", "--engine", "vllm", "--", "vllm", "serve", "/nonexistent/model", NULL);
     assert_int_equal(r.status, 2);
     swt_run_free(&r);
+    /* a bad value of slipway's own fact options is a usage error naming the option (the CLI
+     * reads them; the library takes struct sw_engine_plan_facts), as JSON under --json */
+    swt_slipway(&r, "plan", "--engine", "vllm", "--weights=lots", "--", "vllm", "serve", dir, NULL);
+    assert_int_equal(r.status, 2);
+    assert_non_null(strstr(r.err, "--weights: \"lots\" is not a byte count"));
+    assert_int_equal(strcspn(r.err, "\n") + 1, strlen(r.err)); /* one line */
+    swt_run_free(&r);
+    swt_slipway(&r, "plan", "--engine", "vllm", "--version", "9.x", "--json", "--", "vllm", "serve",
+                dir, NULL);
+    assert_int_equal(r.status, 2);
+    json_t *j = swt_json_out(&r);
+    assert_non_null(
+        strstr(json_string_value(json_object_get(json_object_get(j, "error"), "message")),
+               "--version: \"9.x\""));
+    json_decref(j);
+    swt_run_free(&r);
+    swt_slipway(&r, "plan", "--engine", "sglang", "--pre-load-free", "1.5.5", "--", "python", "-m",
+                "sglang.launch_server", "--model-path", dir, NULL);
+    assert_int_equal(r.status, 2);
+    assert_non_null(strstr(r.err, "--pre-load-free"));
+    swt_run_free(&r);
 }
 
 /* `slipway bootlog parse --engine vllm|sglang LOG`: the human view shows the engine's own figures
