@@ -62,6 +62,10 @@ void sw_profile_apply_vllm(const struct sw_fork_profile *p, struct sw_vllm_opts 
 /* The arena for a shape. SW_EINVAL when the profile declares no arena. */
 int sw_profile_arena(const struct sw_fork_profile *p, int64_t max_model_len,
                      int64_t max_num_batched_tokens, struct sw_arena *out, struct sw_err *e);
+/* out.arena = {profile, arena_bytes, slots, reserve_bytes, overhead_bytes} for this shape, when
+ * the profile declares an arena (nothing is added otherwise). What `plan` prints for a fork. */
+void sw_profile_arena_json(const struct sw_fork_profile *p, int64_t max_model_len,
+                           int64_t max_num_batched_tokens, json_t *out);
 
 /* A fleet file's engine profile as a fork profile: its named constants (usable, weights,
  * non_torch, graphs, overhead, overhead_step, overhead_per, overhead_threshold,

@@ -18,22 +18,6 @@
 #include <string.h>
 #include <strings.h>
 
-/* out.arena = the fork's expert arena for this max_model_len and MNBT, when the profile has one. */
-static void arena_json(const struct sw_fork_profile *prof, int64_t max_model_len, int64_t mnbt,
-                       json_t *out)
-{
-    struct sw_arena a;
-    if (sw_profile_arena(prof, max_model_len, mnbt, &a, NULL))
-        return;
-    json_t *j = json_object();
-    sw_json_set_str(j, "profile", prof->name);
-    sw_json_set_int(j, "arena_bytes", a.arena_bytes);
-    sw_json_set_int(j, "slots", a.slots);
-    sw_json_set_int(j, "reserve_bytes", (int64_t)a.reserve_bytes);
-    sw_json_set_int(j, "overhead_bytes", (int64_t)a.overhead_bytes);
-    sw_json_set_new(out, "arena", j);
-}
-
 int sw_engine_plan_argv(const char *engine, const struct sw_engine_plan_facts *f, int cmdc,
                         char **cmdv, json_t **out, struct sw_err *e)
 {
@@ -90,7 +74,7 @@ int sw_engine_plan_argv(const char *engine, const struct sw_engine_plan_facts *f
                 struct sw_vllm_opts o2 = vo;
                 if (sw_vllm_parse_argv(cmdc, cmdv, &o2, &dir, NULL, 0, NULL) == 0)
                     mnbt = o2.max_num_batched_tokens;
-                arena_json(&prof, r->max_model_len, mnbt, *out);
+                sw_profile_arena_json(&prof, r->max_model_len, mnbt, *out);
             }
         }
         sw_free(r);

@@ -171,3 +171,18 @@ int sw_profile_arena(const struct sw_fork_profile *p, int64_t L, int64_t mnbt, s
     a->slots = arena > 0 ? (int64_t)floor(arena / (double)p->slot) : 0;
     return 0;
 }
+
+void sw_profile_arena_json(const struct sw_fork_profile *p, int64_t max_model_len, int64_t mnbt,
+                           json_t *out)
+{
+    struct sw_arena a;
+    if (sw_profile_arena(p, max_model_len, mnbt, &a, NULL))
+        return;
+    json_t *j = json_object();
+    sw_json_set_str(j, "profile", p->name);
+    sw_json_set_int(j, "arena_bytes", a.arena_bytes);
+    sw_json_set_int(j, "slots", a.slots);
+    sw_json_set_int(j, "reserve_bytes", (int64_t)a.reserve_bytes);
+    sw_json_set_int(j, "overhead_bytes", (int64_t)a.overhead_bytes);
+    sw_json_set_new(out, "arena", j);
+}

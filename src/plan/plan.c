@@ -137,22 +137,6 @@ out:
     return rc;
 }
 
-/* out.arena = the fork's expert arena for this max_model_len and MNBT, when the profile has one. */
-static void arena_json(const struct sw_fork_profile *prof, int64_t max_model_len, int64_t mnbt,
-                       json_t *out)
-{
-    struct sw_arena a;
-    if (sw_profile_arena(prof, max_model_len, mnbt, &a, NULL))
-        return;
-    json_t *j = json_object();
-    sw_json_set_str(j, "profile", prof->name);
-    sw_json_set_int(j, "arena_bytes", a.arena_bytes);
-    sw_json_set_int(j, "slots", a.slots);
-    sw_json_set_int(j, "reserve_bytes", (int64_t)a.reserve_bytes);
-    sw_json_set_int(j, "overhead_bytes", (int64_t)a.overhead_bytes);
-    sw_json_set_new(out, "arena", j);
-}
-
 /* Lines that only a sized pool prints; dropped when the pool is sized at boot by profiling and
  * slipway cannot know what the profile leaves. */
 static bool pool_line(const char *s)
@@ -267,7 +251,7 @@ static int plan_vllm(const struct sw_fleet_endpoint *ep, struct sw_plan *p, stru
                      "recorded boots",
                      warn[0] ? "; " : "", prof.name);
         if (prof.has_arena)
-            arena_json(&prof, r->max_model_len, o.max_num_batched_tokens, j);
+            sw_profile_arena_json(&prof, r->max_model_len, o.max_num_batched_tokens, j);
     }
     if (warn[0]) {
         const char *w0 = json_string_value(json_object_get(j, "warnings"));
