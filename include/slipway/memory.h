@@ -165,12 +165,6 @@ struct sw_llamacpp_env {
     uint64_t host_memory;                     /* for a CPU-only build; 0 = unknown */
 };
 
-/* A fleet endpoint's devices as the law's environment: a `vendor: cpu` device's memory (usable,
- * else total) is the host memory, every other device is a GPU with its memory (0 = undeclared).
- * Implemented in memory/profile_fleet. */
-struct sw_fleet_endpoint;
-void sw_llamacpp_env_from_endpoint(const struct sw_fleet_endpoint *ep, struct sw_llamacpp_env *env);
-
 /* Run the law. SW_EUNSUPPORTED for memory modules slipway does not model (DSA, MSA, DeepSeek-V4,
  * the qwen4exp indexer); SW_EINVAL for a command line llama-server would refuse (n_ctx_seq == 0,
  * quantized V without flash attention, -np > 256), naming why. */

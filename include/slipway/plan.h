@@ -91,6 +91,25 @@ json_t *sw_plan_shape(const struct sw_fleet_endpoint *ep);
  * KV, cache types). New reference, or NULL on OOM or when p has no llama.cpp args. */
 json_t *sw_plan_boot_shape(const struct sw_plan *p, const json_t *printed);
 
+/* ---------------------------------------------------------------------------------------------
+ * A fleet endpoint as the laws' inputs (plan/inputs.c), what sw_plan_endpoint feeds each law.
+ */
+struct sw_vllm_opts;
+struct sw_hf_config;
+struct sw_llamacpp_env;
+/* A vLLM endpoint's shape, engine_version, device and profile as the law's options. */
+int sw_vllm_opts_from_endpoint(const struct sw_fleet_endpoint *ep, struct sw_vllm_opts *o,
+                               struct sw_err *e);
+/* An endpoint's architecture as a Hugging Face config: the checkpoint's config.json when the
+ * payload directory is on this machine, else the endpoint's inline `arch` (config.json-like).
+ * `src` (may be NULL) receives where it came from (the config's path, or "FILE:LINE:COL: EP:
+ * arch"), which errors also name. SW_ENOENT when neither is there. */
+int sw_endpoint_hf_config(const struct sw_fleet_endpoint *ep, struct sw_hf_config *c, char *src,
+                          size_t srcn, struct sw_err *e);
+/* A fleet endpoint's devices as llama.cpp's environment: a `vendor: cpu` device's memory (usable,
+ * else total) is the host memory, every other device is a GPU with its memory (0 = undeclared). */
+void sw_llamacpp_env_from_endpoint(const struct sw_fleet_endpoint *ep, struct sw_llamacpp_env *env);
+
 #ifdef __cplusplus
 }
 #endif

@@ -10,9 +10,9 @@
  *   slots = floor(arena / slot)
  *
  * Calibrating the constants from measured boots is calib's job (slipway/calib.h: the arena's
- * slope and intercept from the ledger's boots); here the law and its declaration exist. The
- * fleet-file side (sw_vllm_opts_from_endpoint, sw_endpoint_hf_config) lives in
- * memory/profile_fleet. What it does not do: guess a constant the declaration omits.
+ * slope and intercept from the ledger's boots); here the law and its declaration exist. A fleet
+ * profile becomes a fork profile in memory/profile_fleet; an endpoint's other law inputs are
+ * plan/inputs.c's (slipway/plan.h). What it does not do: guess a constant the declaration omits.
  */
 #ifndef SLIPWAY_PROFILE_H
 #define SLIPWAY_PROFILE_H
@@ -76,16 +76,6 @@ struct sw_fleet_profile;
 struct sw_fleet_endpoint;
 int sw_profile_from_fleet(const struct sw_fleet_profile *fp, struct sw_fork_profile *p,
                           struct sw_err *e);
-/* A vLLM endpoint's shape, engine_version, device and profile as the law's options. */
-int sw_vllm_opts_from_endpoint(const struct sw_fleet_endpoint *ep, struct sw_vllm_opts *o,
-                               struct sw_err *e);
-/* An endpoint's architecture as a Hugging Face config: the checkpoint's config.json when the
- * payload directory is on this machine, else the endpoint's inline `arch` (config.json-like).
- * `src` (may be NULL) receives where it came from (the config's path, or "FILE:LINE:COL: EP:
- * arch"), which errors also name. SW_ENOENT when neither is there. */
-struct sw_hf_config;
-int sw_endpoint_hf_config(const struct sw_fleet_endpoint *ep, struct sw_hf_config *c, char *src,
-                          size_t srcn, struct sw_err *e);
 
 #ifdef __cplusplus
 }
