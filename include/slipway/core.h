@@ -264,6 +264,9 @@ void sw_sleep_ms(unsigned ms);
  */
 /* Print compact or indented JSON followed by a newline. */
 int sw_json_print(FILE *f, const json_t *j, bool pretty);
+/* The one way to serialize: jansson's json_dumps, whose text is allocated through sw_malloc
+ * (sw_core_init routes jansson there) and is freed with sw_free. NULL when out of memory. */
+char *sw_json_dumps(const json_t *j, size_t flags);
 /* Parse text; the error names where and at which line:col. New reference or NULL. */
 json_t *sw_json_parse(const char *text, size_t len, const char *where, struct sw_err *e);
 json_t *sw_json_load_file(const char *path, size_t max, struct sw_err *e);

@@ -50,11 +50,11 @@ int sw__calib_config_text(const struct sw_calib_opts *o, char **text, char *src,
         return 0;
     }
     if (o && o->ep && o->ep->arch) {
-        char *t = json_dumps(o->ep->arch, JSON_COMPACT | JSON_SORT_KEYS);
+        char *t = sw_json_dumps(o->ep->arch, JSON_COMPACT | JSON_SORT_KEYS);
         if (!t)
             return sw_err_set(e, SW_ENOMEM, "out of memory");
         *text = sw_strdup(t);
-        free(t);
+        sw_free(t);
         if (!*text)
             return sw_err_set(e, SW_ENOMEM, "out of memory");
         if (src)

@@ -49,12 +49,12 @@ char *sw__calib_key(const json_t *canon, const char *const *drop)
         return NULL;
     for (size_t i = 0; drop && drop[i]; i++)
         json_object_del(c, drop[i]);
-    char *t = json_dumps(c, JSON_COMPACT | JSON_SORT_KEYS);
+    char *t = sw_json_dumps(c, JSON_COMPACT | JSON_SORT_KEYS);
     json_decref(c);
     if (!t)
         return NULL;
     char *r = sw_strdup(t);
-    free(t);
+    sw_free(t);
     return r;
 }
 

@@ -286,15 +286,15 @@ int sw_cmd_calibrate(int argc, char **argv)
     const char *path = res.ledger_path;
     bool nothing = res.nothing, bad = res.inconsistent;
     if (save) {
-        char *t = json_dumps(out, JSON_INDENT(2) | JSON_SORT_KEYS);
+        char *t = sw_json_dumps(out, JSON_INDENT(2) | JSON_SORT_KEYS);
         if (!t || sw_write_file_atomic(save, t, strlen(t), 0644, &e)) {
-            free(t);
+            sw_free(t);
             if (!e.code)
                 sw_err_set(&e, SW_ENOMEM, "out of memory");
             rc = sw_cli_fail(&e, json);
             goto out;
         }
-        free(t);
+        sw_free(t);
     }
     if (svg && sw_calib_svg(out, svg, &e)) {
         sw_err_prefix(&e, "--svg %s", svg);

@@ -386,7 +386,7 @@ static void print_json_field(const char *label, json_t *v)
 {
     if (!v || json_is_null(v))
         return;
-    char *s = json_dumps(v, JSON_INDENT(2) | JSON_SORT_KEYS | JSON_REAL_PRECISION(12));
+    char *s = sw_json_dumps(v, JSON_INDENT(2) | JSON_SORT_KEYS | JSON_REAL_PRECISION(12));
     if (!s)
         return;
     printf("%s:\n", label);
@@ -497,7 +497,7 @@ static int cmd_export(const struct opts *o)
     if (rc)
         return fail(&e, o);
     if (o->output) {
-        char *s = json_dumps(doc, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
+        char *s = sw_json_dumps(doc, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
         if (!s) {
             sw_err_set(&e, SW_ENOMEM, "out of memory");
             rc = SW_ENOMEM;

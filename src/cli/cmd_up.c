@@ -193,8 +193,8 @@ static void print_diff(const json_t *diff, const char *why_none)
     json_array_foreach(json_object_get(diff, "fields"), i, f)
     {
         const char *verdict = json_string_value(json_object_get(f, "verdict"));
-        char *pa = json_dumps(json_object_get(f, "predicted"), JSON_ENCODE_ANY);
-        char *pb = json_dumps(json_object_get(f, "printed"), JSON_ENCODE_ANY);
+        char *pa = sw_json_dumps(json_object_get(f, "predicted"), JSON_ENCODE_ANY);
+        char *pb = sw_json_dumps(json_object_get(f, "printed"), JSON_ENCODE_ANY);
         const json_t *d = json_object_get(f, "delta");
         json_int_t tol = json_integer_value(json_object_get(f, "tolerance"));
         char extra[160] = "";

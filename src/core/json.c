@@ -6,15 +6,20 @@
 #include <math.h>
 #include <string.h>
 
+char *sw_json_dumps(const json_t *j, size_t flags)
+{
+    return json_dumps(j, flags);
+}
+
 int sw_json_print(FILE *f, const json_t *j, bool pretty)
 {
     size_t flags = JSON_ENCODE_ANY | (pretty ? JSON_INDENT(2) : JSON_COMPACT);
-    char *s = json_dumps(j, flags | JSON_REAL_PRECISION(12));
+    char *s = sw_json_dumps(j, flags | JSON_REAL_PRECISION(12));
     if (!s)
         return SW_ENOMEM;
     fputs(s, f);
     fputc('\n', f);
-    free(s); /* jansson's own allocation: json_set_alloc_funcs routes it to sw_free == free */
+    sw_free(s);
     return ferror(f) ? SW_EIO : 0;
 }
 

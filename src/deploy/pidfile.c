@@ -123,7 +123,7 @@ int sw_pidfile_write(const char *path, const struct sw_pidfile *p, struct sw_err
         rc |= sw_json_set_int(o, "supervisor", p->supervisor);
     }
     json_decref(args);
-    char *text = rc ? NULL : json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    char *text = rc ? NULL : sw_json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     json_decref(o);
     if (!text)
         return sw_err_set(e, SW_ENOMEM, "out of memory writing %s", path);
@@ -132,7 +132,7 @@ int sw_pidfile_write(const char *path, const struct sw_pidfile *p, struct sw_err
     rc = sw_buf_puts(&b, text);
     if (!rc)
         rc = sw_buf_putc(&b, '\n');
-    sw_free(text); /* jansson allocates through sw_malloc (sw_core_init) */
+    sw_free(text);
     if (!rc)
         rc = sw_write_file_atomic(path, b.data, b.len, 0644, e);
     else

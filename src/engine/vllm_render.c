@@ -231,7 +231,7 @@ int sw_vllm_render_endpoint(const struct sw_fleet_endpoint *ep, struct sw_engine
             }
             sw_json_set_str(j, "model", draft);
         }
-        char *txt = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
+        char *txt = sw_json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
         json_decref(j);
         if (!txt) {
             sw_engine_cmd_free(out);
@@ -239,7 +239,7 @@ int sw_vllm_render_endpoint(const struct sw_fleet_endpoint *ep, struct sw_engine
         }
         add(&b, "--speculative-config");
         add(&b, txt);
-        free(txt);
+        sw_free(txt);
     }
     for (size_t i = 0; i < ep->n_args; i++)
         if (ep->args[i].v)

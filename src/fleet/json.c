@@ -234,9 +234,9 @@ static json_t *rule_json(struct jb *b, const struct sw_fleet_rule *r)
             val[0] = '\0';
             for (size_t q = 0; q < c->n_in && k < sizeof(val); q++) {
                 json_t *vj = value_json(&c->in[q]);
-                char *txt = vj ? json_dumps(vj, JSON_ENCODE_ANY) : NULL;
+                char *txt = vj ? sw_json_dumps(vj, JSON_ENCODE_ANY) : NULL;
                 int w = snprintf(val + k, sizeof(val) - k, "%s%s", q ? ", " : "[", txt ? txt : "?");
-                free(txt);
+                sw_free(txt);
                 json_decref(vj);
                 if (w < 0 || (size_t)w >= sizeof(val) - k)
                     break;
@@ -248,9 +248,9 @@ static json_t *rule_json(struct jb *b, const struct sw_fleet_rule *r)
             }
         } else {
             json_t *vj = value_json(&c->v);
-            char *txt = vj ? json_dumps(vj, JSON_ENCODE_ANY) : NULL;
+            char *txt = vj ? sw_json_dumps(vj, JSON_ENCODE_ANY) : NULL;
             snprintf(val, sizeof(val), "%s", txt ? txt : "?");
-            free(txt);
+            sw_free(txt);
             json_decref(vj);
         }
         int w = snprintf(when + j, sizeof(when) - j, "%s%s %s %s", i ? " && " : "",

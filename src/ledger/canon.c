@@ -386,7 +386,7 @@ static int oom(struct canon_ctx *c)
 /* Render a JSON value briefly for an error message. */
 static const char *brief(const json_t *v, char *out, size_t n)
 {
-    char *s = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+    char *s = sw_json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
     snprintf(out, n, "%.60s%s", s ? s : "?", s && strlen(s) > 60 ? "..." : "");
     sw_free(s);
     return out;

@@ -22,11 +22,11 @@ int sw_profile_from_fleet(const struct sw_fleet_profile *fp, struct sw_fork_prof
     memset(p, 0, sizeof(*p));
     p->overhead_per = 1024;
     if (fp->terms) {
-        char *t = json_dumps(fp->terms, JSON_COMPACT);
+        char *t = sw_json_dumps(fp->terms, JSON_COMPACT);
         if (!t)
             return sw_err_set(e, SW_ENOMEM, "out of memory");
         int rc = sw_profile_parse(t, strlen(t), fp->at.file ? fp->at.file : "profile", p, e);
-        free(t);
+        sw_free(t);
         if (rc)
             return rc;
     }

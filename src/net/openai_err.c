@@ -232,7 +232,7 @@ void sw__openai_error_from_json(json_t *root, long http_status, struct sw_openai
         detail_message(o, json_object_get(root, "detail"));
     } else {
         o->shape = SW_OAI_SHAPE_TEXT;
-        char *s = json_dumps(root, JSON_COMPACT);
+        char *s = sw_json_dumps(root, JSON_COMPACT);
         if (s) {
             snprintf(o->message, sizeof(o->message), "%s", s);
             sw_free(s);

@@ -79,7 +79,7 @@ char *sw_openai_chat_text(const struct sw_openai_chat *c, size_t *len, struct sw
     json_t *j = sw_openai_chat_json(c, e);
     if (!j)
         return NULL;
-    char *s = json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(17));
+    char *s = sw_json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(17));
     json_decref(j);
     if (!s) {
         sw_err_set(e, SW_ENOMEM, "out of memory writing a chat request");

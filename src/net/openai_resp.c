@@ -206,7 +206,7 @@ static int apply_tool_calls(struct sw_openai_result *r, json_t *arr, bool stream
             rc = sw_buf_append(&c->args, json_string_value(args), json_string_length(args));
         } else if (json_is_object(args) || json_is_array(args)) {
             /* not the standard (it is a string), but some servers send the object itself */
-            char *s = json_dumps(args, JSON_COMPACT);
+            char *s = sw_json_dumps(args, JSON_COMPACT);
             rc = s ? sw_buf_puts(&c->args, s) : SW_ENOMEM;
             sw_free(s);
         }

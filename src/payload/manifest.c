@@ -363,7 +363,7 @@ int sw_payload_manifest_save(const char *path, const struct sw_payload_manifest 
     json_t *j = sw_payload_manifest_to_json(m);
     if (!j)
         return sw_err_set(e, SW_ENOMEM, "out of memory");
-    char *text = json_dumps(j, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
+    char *text = sw_json_dumps(j, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
     json_decref(j);
     if (!text)
         return sw_err_set(e, SW_ENOMEM, "out of memory");
@@ -379,7 +379,7 @@ int sw_payload_manifest_save(const char *path, const struct sw_payload_manifest 
         rc = sw_write_file_atomic(path, full, len + 1, 0644, e);
     }
     sw_free(full);
-    sw_free(text); /* jansson allocates through sw_malloc once sw_core_init ran; both are malloc */
+    sw_free(text);
     return rc;
 }
 

@@ -92,11 +92,11 @@ int sw_endpoint_hf_config(const struct sw_fleet_endpoint *ep, struct sw_hf_confi
         snprintf(where, sizeof(where), "%s: arch", ep->name);
     if (src && srcn)
         snprintf(src, srcn, "%s", where);
-    char *t = json_dumps(ep->arch, JSON_COMPACT);
+    char *t = sw_json_dumps(ep->arch, JSON_COMPACT);
     if (!t)
         return sw_err_set(e, SW_ENOMEM, "out of memory");
     int rc = sw_hf_config_parse(t, strlen(t), where, c, e);
-    free(t); /* json_dumps allocates with jansson's allocator (malloc) */
+    sw_free(t);
     return rc;
 }
 

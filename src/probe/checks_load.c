@@ -200,7 +200,7 @@ static bool concurrency_round(struct sw__probe *p, struct sw_probe_result *r, in
     int started = 0;
     for (int i = 0; i < total; i++) {
         json_t *b = fixed_body(p, 32, max_tokens, nonce() + (unsigned)i * 7919u, false, NULL);
-        f[i].body = b ? json_dumps(b, JSON_COMPACT) : NULL;
+        f[i].body = b ? sw_json_dumps(b, JSON_COMPACT) : NULL;
         json_decref(b);
         sw_net_xfer_init(&f[i].x);
         sw_openai_result_init(&f[i].res, 0, 0);

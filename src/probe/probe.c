@@ -225,7 +225,7 @@ int sw__probe_post(struct sw__probe *p, json_t *body, struct sw_openai_result *r
     if (!body)
         return SW_ENOMEM;
     bool stream = json_is_true(json_object_get(body, "stream"));
-    char *text = json_dumps(body, JSON_COMPACT);
+    char *text = sw_json_dumps(body, JSON_COMPACT);
     if (!text)
         return SW_ENOMEM;
     struct sw_net_req q;
