@@ -175,13 +175,22 @@ json_t *sw_gguf_value_to_json(const struct sw_gguf_value *v, uint64_t max_elems)
     if (!summarize)
         return list;
     json_t *o = json_object();
-    if (!o || sw_json_set_str(o, "type", "array") ||
-        sw_json_set_str(o, "elem", sw_gguf_type_name(v->as.arr.elem)) ||
-        sw_json_set_new(o, "count", ju64(n)) || sw_json_set_new(o, "first", list)) {
-        if (o)
-            json_decref(o);
-        else
-            json_decref(list);
+    int rc = o ? 0 : SW_ENOMEM;
+    if (!rc)
+        rc = sw_json_set_str(o, "type", "array");
+    if (!rc)
+        rc = sw_json_set_str(o, "elem", sw_gguf_type_name(v->as.arr.elem));
+    if (!rc)
+        rc = sw_json_set_new(o, "count", ju64(n));
+    if (!rc) {
+        rc = sw_json_set_new(o, "first", list); /* steals list, on failure too */
+        list = NULL;
+    }
+    if (rc) {
+        /* list was leaked here when an earlier key failed (found once jstr stopped hiding out
+         * of memory behind a retry) */
+        json_decref(list);
+        json_decref(o);
         return NULL;
     }
     return o;
