@@ -277,7 +277,14 @@ json_t *sw_json_load_file(const char *path, size_t max, struct sw_err *e);
  * `where`; *out is untouched then. */
 int sw_json_int_range(const json_t *v, int64_t min, int64_t max, const char *where, const char *key,
                       int64_t *out /* OUT */, struct sw_err *e);
-/* Setters that steal nothing and tolerate NULL values (store null). Return 0 or SW_ENOMEM. */
+/* A JSON string of s[0..len), bytes from outside (a server, a file, a ledger): kept as they are
+ * when they are well-formed UTF-8, else repaired with sw_utf8_repair (each byte that starts no
+ * well-formed sequence, a NUL included, becomes U+FFFD) - never dropped. *replaced (may be NULL)
+ * gets the count of bytes replaced. New reference; NULL only when out of memory. */
+json_t *sw_json_text(const char *s, size_t len, size_t *replaced);
+/* Setters that steal nothing and tolerate NULL values (store null). Return 0 or SW_ENOMEM.
+ * sw_json_set_str stores val through sw_json_text: a string that is not UTF-8 is repaired, not
+ * lost, and never reported as out of memory. */
 int sw_json_set_str(json_t *obj, const char *key, const char *val);
 int sw_json_set_int(json_t *obj, const char *key, int64_t val);
 int sw_json_set_real(json_t *obj, const char *key, double val);

@@ -296,9 +296,10 @@ bool sw_payload_is_mtp_tensor(const char *name, int64_t num_hidden_layers);
  */
 
 enum sw_verify_status {
-    SW_VERIFY_OK = 0,     /* size and (when the manifest has one) sha256 match */
+    SW_VERIFY_OK = 0,     /* size and (when the manifest has one) sha256 or git oid match;
+                             without either the file is also `unverified` */
     SW_VERIFY_WRONG_SIZE, /* size differs from the manifest (not hashed) */
-    SW_VERIFY_WRONG_HASH, /* size matches, sha256 differs */
+    SW_VERIFY_WRONG_HASH, /* size matches, sha256 (or git oid) differs */
     SW_VERIFY_MISSING,    /* in the manifest, not on disk */
     SW_VERIFY_UNEXPECTED, /* on disk, not in the manifest */
     SW_VERIFY_UNREADABLE, /* exists but cannot be read (permissions, I/O error, not a file) */
@@ -309,19 +310,23 @@ const char *sw_verify_status_name(enum sw_verify_status s); /* "ok", "wrong_size
 struct sw_verify_file {
     char *path; /* relative to the root */
     enum sw_verify_status status;
-    bool hashed;                            /* sha256 holds what is on disk */
-    bool hash_expected;                     /* the manifest had a sha256 for it */
-    uint64_t size;                          /* on disk (0 when missing) */
-    uint64_t want_size;                     /* from the manifest (0 when unknown or unexpected) */
-    char sha256[SW_PAYLOAD_SHA256_HEX + 1]; /* on disk, "" when not hashed */
+    bool hashed;        /* sha256 holds what is on disk */
+    bool hash_expected; /* the manifest had a sha256 for it */
+    bool unverified;    /* OK on its size alone: the manifest has no sha256 or git oid for it */
+    uint64_t size;      /* on disk (0 when missing) */
+    uint64_t want_size; /* from the manifest (0 when unknown or unexpected) */
+    char sha256[SW_PAYLOAD_SHA256_HEX + 1];      /* on disk, "" when not hashed */
     char want_sha256[SW_PAYLOAD_SHA256_HEX + 1]; /* from the manifest, "" when unknown */
-    char msg[256];                               /* the I/O error for UNREADABLE, "" otherwise */
+    char git_oid[40 + 1];      /* git blob sha1 on disk, when that is the manifest's only hash */
+    char want_git_oid[40 + 1]; /* from the manifest when it has no sha256, else "" */
+    char msg[256];             /* the I/O error for UNREADABLE, "" otherwise */
 };
 
 struct sw_verify_report {
     struct sw_verify_file *files; /* manifest files in path order, then unexpected ones */
     size_t n_files;
     size_t count[SW_VERIFY__N];
+    size_t unverified; /* files OK on their size alone (counted in count[SW_VERIFY_OK] too) */
     uint64_t bytes_hashed;
     double seconds;   /* wall time of the hashing */
     unsigned threads; /* workers used */
@@ -345,7 +350,8 @@ struct sw_verify_opts {
 
 /*
  * Verify the files under `root` against manifest m: each file of the manifest is stat'ed; one of
- * the right size with a known sha256 is hashed (in parallel, one file per worker); files under
+ * the right size with a known sha256 (or, without one, a git oid) is hashed (in parallel, one
+ * file per worker); one with neither is OK on its size alone and marked unverified; files under
  * root not in the manifest are UNEXPECTED (hidden dot-directories skipped). Returns 0 when the
  * verification ran (whatever it found: see report->count), an error when it could not run (root
  * unreadable, OOM, no thread). Free with sw_verify_report_free.
@@ -359,7 +365,9 @@ int sw_payload_verify(const char *root, const struct sw_payload_manifest *m,
 int sw_payload_hash_files(const char *root, const char *const *paths, size_t n,
                           const struct sw_verify_opts *o, char (*sha256)[SW_PAYLOAD_SHA256_HEX + 1],
                           uint64_t *sizes, struct sw_err *e);
-bool sw_verify_ok(const struct sw_verify_report *r); /* every file OK */
+/* Every file OK (an unverified one included: whether that is accepted is the caller's call,
+ * `fetch --allow-unverified`). */
+bool sw_verify_ok(const struct sw_verify_report *r);
 void sw_verify_report_free(struct sw_verify_report *r);
 json_t *sw_verify_report_to_json(const struct sw_verify_report *r); /* new reference */
 /* A manifest of the files under root as they are (sizes; sha256 of each when hash is set),

@@ -1,6 +1,7 @@
 /*
  * slipway fetch ENDPOINT|DIR --verify-only [--fleet FLEET.yaml] [--manifest FILE] [--json]
  *                                          [--threads N] [--hash-all] [--write-manifest FILE]
+ *                                          [--allow-unverified]
  * slipway fetch ENDPOINT|REPO [FLEET.yaml] [--revision R] [--include GLOB]... [--dest DIR]
  *               [--dry-run] [--jobs N] [--manifest FILE] [--write-manifest FILE]
  *               [--allow-unverified] [--json|--quiet]
@@ -82,8 +83,8 @@ static const struct sw_opt opts[] = {
     {"write-manifest", 0, "FILE", 0, "pin what is on disk / fetched (sizes + sha256) as a manifest",
      NULL},
     {"hash-all", 0, NULL, 0,
-     "(--verify-only) hash files the manifest has no sha256 for, and\n"
-     "unexpected ones",
+     "(--verify-only) hash files the manifest has no hash for (still unverified:\n"
+     "nothing to compare with; --write-manifest pins the hash), and unexpected ones",
      NULL},
     {"threads", 0, "N", 0, "(--verify-only) hashing threads, 1..256", NULL},
     {"revision", 'r', "R", 0,
@@ -102,8 +103,8 @@ static const struct sw_opt opts[] = {
     {"quiet", 'q', NULL, 0, "no progress; one line per file: STATE<TAB>PATH<TAB>SIZE<TAB>SHA256",
      NULL},
     {"allow-unverified", 0, NULL, 0,
-     "accept a file the Hub gives no sha256 or git oid for (only its size and\n"
-     "kind can be checked; reported \"unverified\")",
+     "accept a file the Hub (or, with --verify-only, the manifest) gives no sha256\n"
+     "or git oid for: only its size and kind can be checked; reported \"unverified\"",
      NULL},
     {"token", 0, "TOKEN", SW_OPT_REFUSE,
      "a token on a command line is readable by every user of the host; set HF_TOKEN or use a "
@@ -123,7 +124,7 @@ const struct sw_cmd_spec sw_spec_fetch = {
     .name = "fetch",
     .summary = "download a payload from the Hub, verified and resumable; or --verify-only one",
     .synopsis = "ENDPOINT|DIR --verify-only [--fleet FLEET.yaml] [--manifest FILE] [--json]\n"
-                "    [--threads N] [--hash-all] [--write-manifest FILE]\n"
+                "    [--threads N] [--hash-all] [--write-manifest FILE] [--allow-unverified]\n"
                 "ENDPOINT|REPO [FLEET.yaml] [--revision R] [--include GLOB]... [--dest DIR]\n"
                 "    [--dry-run] [--jobs N] [--manifest FILE] [--write-manifest FILE]\n"
                 "    [--json | --quiet]",
@@ -367,7 +368,8 @@ static json_t *bodies_json(const struct bodies *b)
 }
 
 static void print_report(const struct target *t, const struct sw_verify_report *r,
-                         const struct sw_payload_manifest *scan, const struct bodies *b)
+                         const struct sw_payload_manifest *scan, const struct bodies *b,
+                         bool allow_unverified)
 {
     char sz[32], want[32];
     if (t->endpoint)
@@ -378,14 +380,19 @@ static void print_report(const struct target *t, const struct sw_verify_report *
         printf("manifest %s\n", t->manifest);
         for (size_t i = 0; i < r->n_files; i++) {
             const struct sw_verify_file *f = &r->files[i];
-            printf("  %-10s %s", sw_verify_status_name(f->status), f->path);
+            printf("  %-10s %s", f->unverified ? "unverified" : sw_verify_status_name(f->status),
+                   f->path);
             switch (f->status) {
             case SW_VERIFY_WRONG_SIZE:
                 printf(": %s on disk, manifest says %s", sw_fmt_count(f->size, sz, sizeof(sz)),
                        sw_fmt_count(f->want_size, want, sizeof(want)));
                 break;
             case SW_VERIFY_WRONG_HASH:
-                printf(": sha256 %.16s..., manifest says %.16s...", f->sha256, f->want_sha256);
+                if (f->want_sha256[0])
+                    printf(": sha256 %.16s..., manifest says %.16s...", f->sha256, f->want_sha256);
+                else
+                    printf(": git oid %.16s..., manifest says %.16s...", f->git_oid,
+                           f->want_git_oid);
                 break;
             case SW_VERIFY_UNREADABLE:
                 printf(": %s", f->msg);
@@ -394,8 +401,9 @@ static void print_report(const struct target *t, const struct sw_verify_report *
                 printf(" (%s, not in the manifest)", sw_fmt_bytes(f->size, sz, sizeof(sz)));
                 break;
             case SW_VERIFY_OK:
-                if (!f->hashed)
-                    printf(" (size only: no sha256 in the manifest)");
+                if (f->unverified)
+                    printf(" (size only: no sha256 or git oid in the manifest%s)",
+                           f->hashed ? "; its sha256 is hashed for --write-manifest" : "");
                 break;
             default:
                 break;
@@ -403,16 +411,22 @@ static void print_report(const struct target *t, const struct sw_verify_report *
             printf("\n");
         }
         char hb[32];
-        printf("%zu ok, %zu wrong size, %zu wrong hash, %zu missing, %zu unexpected, "
-               "%zu unreadable; hashed %s in %.2f s on %u thread%s",
-               r->count[SW_VERIFY_OK], r->count[SW_VERIFY_WRONG_SIZE],
-               r->count[SW_VERIFY_WRONG_HASH], r->count[SW_VERIFY_MISSING],
-               r->count[SW_VERIFY_UNEXPECTED], r->count[SW_VERIFY_UNREADABLE],
-               sw_fmt_bytes(r->bytes_hashed, hb, sizeof(hb)), r->seconds, r->threads,
-               r->threads == 1 ? "" : "s");
+        printf("%zu ok, %zu unverified, %zu wrong size, %zu wrong hash, %zu missing, "
+               "%zu unexpected, %zu unreadable; hashed %s in %.2f s on %u thread%s",
+               r->count[SW_VERIFY_OK] - r->unverified, r->unverified,
+               r->count[SW_VERIFY_WRONG_SIZE], r->count[SW_VERIFY_WRONG_HASH],
+               r->count[SW_VERIFY_MISSING], r->count[SW_VERIFY_UNEXPECTED],
+               r->count[SW_VERIFY_UNREADABLE], sw_fmt_bytes(r->bytes_hashed, hb, sizeof(hb)),
+               r->seconds, r->threads, r->threads == 1 ? "" : "s");
         if (r->seconds > 0 && r->bytes_hashed)
             printf(" (%.0f MB/s)", (double)r->bytes_hashed / r->seconds / 1e6);
         printf("\n");
+        if (r->unverified)
+            printf("%zu unverified: no sha256 or git oid in the manifest to check %s against, only "
+                   "size and kind%s\n",
+                   r->unverified, r->unverified == 1 ? "it" : "them",
+                   allow_unverified ? " (accepted: --allow-unverified)"
+                                    : "; run with --allow-unverified to accept");
     } else {
         printf("no manifest: %zu files, sizes and hashes not checked against anything "
                "(pin them with --write-manifest)\n",
@@ -519,7 +533,7 @@ static int run_verify(const struct opts *o, const struct target *t)
             exit_code = sw_cli_fail(&e, o->json);
             goto out;
         }
-        problems |= !sw_verify_ok(&r);
+        problems |= !sw_verify_ok(&r) || (r.unverified && !o->allow_unverified);
     } else if (t->file_only) {
         rc = scan_own_files(t, o->hash_all || o->write_manifest, &vo, &scan, &e);
         if (pc.started)
@@ -564,8 +578,16 @@ static int run_verify(const struct opts *o, const struct target *t)
 
     if (o->write_manifest) {
         if (problems) {
-            sw_err_set(&e, SW_EMISMATCH, "not writing %s: the payload has problems",
-                       o->write_manifest);
+            if (have_manifest && r.unverified && !o->allow_unverified)
+                sw_err_set(&e, SW_EMISMATCH,
+                           "not writing %s: %zu file%s unverified (no sha256 or git oid in the "
+                           "manifest); run with --allow-unverified to pin %s as %s",
+                           o->write_manifest, r.unverified, r.unverified == 1 ? " is" : "s are",
+                           r.unverified == 1 ? "it" : "them",
+                           r.unverified == 1 ? "it is" : "they are");
+            else
+                sw_err_set(&e, SW_EMISMATCH, "not writing %s: the payload has problems",
+                           o->write_manifest);
             fprintf(stderr, "slipway: %s\n", e.msg);
         } else {
             struct sw_payload_manifest *src = have_manifest ? &m : &scan;
@@ -594,6 +616,8 @@ static int run_verify(const struct opts *o, const struct target *t)
             (!have_manifest && sw_json_set_new(out, "files", sw_payload_manifest_to_json(&scan))) ||
             sw_json_set_new(out, "layout", sw_payload_layout_to_json(&lay)) ||
             (have_dlay && sw_json_set_new(out, "draft", sw_payload_layout_to_json(&dlay))) ||
+            (have_manifest && sw_json_set_int(out, "unverified", (int64_t)r.unverified)) ||
+            (have_manifest && sw_json_set_bool(out, "verified", r.unverified == 0)) ||
             sw_json_set_bool(out, "ok", !problems)) {
             sw_err_set(&e, SW_ENOMEM, "out of memory");
             exit_code = sw_cli_fail(&e, false);
@@ -601,7 +625,7 @@ static int run_verify(const struct opts *o, const struct target *t)
         }
         sw_json_print(stdout, out, true);
     } else {
-        print_report(t, have_manifest ? &r : NULL, &scan, &b);
+        print_report(t, have_manifest ? &r : NULL, &scan, &b, o->allow_unverified);
         print_layout("layout", &lay);
         if (have_dlay)
             print_layout("draft", &dlay);

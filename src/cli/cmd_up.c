@@ -220,9 +220,9 @@ static int dry_run(const struct sw_engine_cmd *cmd, const json_t *predicted, con
     if (json) {
         json_t *o = json_object(), *argv = json_array(), *env = json_array();
         for (size_t i = 0; i < cmd->argc; i++)
-            json_array_append_new(argv, json_string(cmd->argv[i]));
+            json_array_append_new(argv, sw_json_text(cmd->argv[i], strlen(cmd->argv[i]), NULL));
         for (size_t i = 0; i < cmd->envc; i++)
-            json_array_append_new(env, json_stringn(cmd->env[i], strcspn(cmd->env[i], "=")));
+            json_array_append_new(env, sw_json_text(cmd->env[i], strcspn(cmd->env[i], "="), NULL));
         sw_json_set_new(o, "argv", argv);
         sw_json_set_new(o, "env", env);
         sw_json_set_new(o, "predicted", predicted ? json_deep_copy(predicted) : json_null());

@@ -4,6 +4,7 @@
 #include <slipway/core.h>
 
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 char *sw_json_dumps(const json_t *j, size_t flags)
@@ -111,9 +112,38 @@ int sw_json_set_new(json_t *obj, const char *key, json_t *val)
     return json_object_set_new(obj, key, val) ? SW_ENOMEM : 0;
 }
 
+json_t *sw_json_text(const char *s, size_t len, size_t *replaced)
+{
+    if (replaced)
+        *replaced = 0;
+    json_t *j = json_stringn(s ? s : "", s ? len : 0);
+    if (j || !s)
+        return j; /* NULL here: out of memory */
+    /* jansson refuses what is not UTF-8 and says so with the NULL it gives when out of memory:
+     * tell them apart (jansson takes a NUL), and repair only what is not UTF-8. A bad byte grows
+     * to 3 (U+FFFD); a length that cannot be tripled cannot be held. */
+    const unsigned char *u = (const unsigned char *)s;
+    size_t i = 0;
+    while (i < len) {
+        size_t k = u[i] ? sw_utf8_seq(u + i, len - i) : 1;
+        if (!k)
+            break;
+        i += k;
+    }
+    if (i == len || len > (SIZE_MAX - 1) / 3)
+        return NULL; /* well-formed: that NULL was out of memory */
+    char *fixed = sw_malloc(len * 3 + 1);
+    if (!fixed)
+        return NULL;
+    size_t n = sw_utf8_repair(s, len, fixed, len * 3 + 1, replaced);
+    j = json_stringn(fixed, n);
+    sw_free(fixed);
+    return j;
+}
+
 int sw_json_set_str(json_t *obj, const char *key, const char *val)
 {
-    return sw_json_set_new(obj, key, val ? json_string(val) : json_null());
+    return sw_json_set_new(obj, key, val ? sw_json_text(val, strlen(val), NULL) : json_null());
 }
 
 int sw_json_set_int(json_t *obj, const char *key, int64_t val)

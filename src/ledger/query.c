@@ -25,7 +25,9 @@ static void read_end(struct sw_ledger *l)
 static json_t *col_str(sqlite3_stmt *st, int i)
 {
     const unsigned char *t = sqlite3_column_text(st, i);
-    return t ? json_stringn((const char *)t, (size_t)sqlite3_column_bytes(st, i)) : json_null();
+    /* a ledger is a file anyone may have edited: what is not UTF-8 is repaired, not lost */
+    return t ? sw_json_text((const char *)t, (size_t)sqlite3_column_bytes(st, i), NULL)
+             : json_null();
 }
 
 static json_t *col_int(sqlite3_stmt *st, int i)

@@ -91,25 +91,10 @@ const char *sw_gguf_ftype_name(uint64_t ft)
 /* ------------------------------------------------------------------------------------------- */
 
 /* A JSON string from file bytes: they may hold NULs or invalid UTF-8, which jansson refuses;
- * such bytes become U+FFFD. */
+ * such bytes become U+FFFD (sw_json_text). */
 static json_t *jstr(const char *s, uint64_t len)
 {
-    json_t *j = json_stringn(s, (size_t)len);
-    if (j)
-        return j;
-    struct sw_buf b;
-    sw_buf_init(&b, (size_t)len * 3 + 16);
-    for (uint64_t i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)s[i];
-        int rc = c < 0x80 ? sw_buf_putc(&b, (char)c) : sw_buf_puts(&b, "\xEF\xBF\xBD");
-        if (rc) {
-            sw_buf_free(&b);
-            return NULL;
-        }
-    }
-    j = json_stringn(sw_buf_cstr(&b), b.len);
-    sw_buf_free(&b);
-    return j;
+    return sw_json_text(s, (size_t)len, NULL); /* the reader bounded len by the file's size */
 }
 
 static int set_bytes(json_t *o, const char *key, const char *s)
@@ -190,13 +175,22 @@ json_t *sw_gguf_value_to_json(const struct sw_gguf_value *v, uint64_t max_elems)
     if (!summarize)
         return list;
     json_t *o = json_object();
-    if (!o || sw_json_set_str(o, "type", "array") ||
-        sw_json_set_str(o, "elem", sw_gguf_type_name(v->as.arr.elem)) ||
-        sw_json_set_new(o, "count", ju64(n)) || sw_json_set_new(o, "first", list)) {
-        if (o)
-            json_decref(o);
-        else
-            json_decref(list);
+    int rc = o ? 0 : SW_ENOMEM;
+    if (!rc)
+        rc = sw_json_set_str(o, "type", "array");
+    if (!rc)
+        rc = sw_json_set_str(o, "elem", sw_gguf_type_name(v->as.arr.elem));
+    if (!rc)
+        rc = sw_json_set_new(o, "count", ju64(n));
+    if (!rc) {
+        rc = sw_json_set_new(o, "first", list); /* steals list, on failure too */
+        list = NULL;
+    }
+    if (rc) {
+        /* list was leaked here when an earlier key failed (found once jstr stopped hiding out
+         * of memory behind a retry) */
+        json_decref(list);
+        json_decref(o);
         return NULL;
     }
     return o;

@@ -4,7 +4,8 @@
  * One worker thread per online core (never more than the files to hash), each takes the next
  * file from a shared counter (largest first, so one huge shard does not start last), reads it
  * through one bounded buffer and feeds OpenSSL's EVP SHA-256. The calling thread only waits and
- * reports progress, so a progress callback never runs concurrently with itself.
+ * reports progress, so a progress callback never runs concurrently with itself. A file whose only
+ * hash in the manifest is a git oid (the Hub's non-LFS files) gets git's blob SHA-1 alongside.
  *
  * What it deliberately does not do: split one file across threads (SHA-256 is sequential within
  * a file; a payload is many shards), judge what a body looks like (sniff.c), or repair anything.
@@ -83,10 +84,11 @@ void sw_payload_sha256_free(struct sw_payload_sha256 *h)
     sw_free(h);
 }
 
-/* Hash one open file through buf; adds to *progress as bytes arrive. */
-static int hash_fd(int fd, const char *path, struct sw_payload_sha256 *h, unsigned char *buf,
-                   size_t bufn, char hex[SW_PAYLOAD_SHA256_HEX + 1], uint64_t *size,
-                   _Atomic uint64_t *progress, struct sw_err *e)
+/* Hash one open file through buf; adds to *progress as bytes arrive. sha1 (may be NULL), already
+ * fed git's "blob <size>" header, gets the same bytes: the git oid of a non-LFS file. */
+static int hash_fd(int fd, const char *path, struct sw_payload_sha256 *h, EVP_MD_CTX *sha1,
+                   unsigned char *buf, size_t bufn, char hex[SW_PAYLOAD_SHA256_HEX + 1],
+                   uint64_t *size, _Atomic uint64_t *progress, struct sw_err *e)
 {
     uint64_t total = 0;
     int rc = sw_payload_sha256_reset(h);
@@ -104,6 +106,8 @@ static int hash_fd(int fd, const char *path, struct sw_payload_sha256 *h, unsign
             break;
         if (sw_payload_sha256_update(h, buf, (size_t)r))
             return sw_err_at(e, SW_EIO, path, 0, 0, "SHA-256 update failed");
+        if (sha1 && EVP_DigestUpdate(sha1, buf, (size_t)r) != 1)
+            return sw_err_at(e, SW_EIO, path, 0, 0, "SHA-1 update failed");
         total += (uint64_t)r;
         if (progress)
             atomic_fetch_add(progress, (uint64_t)r);
@@ -148,7 +152,7 @@ int sw_payload_sha256_file(const char *path, size_t buf_size, char hex[SW_PAYLOA
         rc = fd;
         goto out;
     }
-    rc = hash_fd(fd, path, h, buf, bufn, hex, size, NULL, e);
+    rc = hash_fd(fd, path, h, NULL, buf, bufn, hex, size, NULL, e);
 out:
     if (fd >= 0)
         close(fd);
@@ -232,7 +236,9 @@ int sw__payload_walk(const char *root, sw__payload_walk_fn fn, void *ud, struct 
 struct job {
     const char *rel;
     uint64_t size_hint; /* for ordering */
+    bool git_oid;       /* also compute the git blob oid (a file whose only hash is its oid) */
     char *hex;          /* OUT, SW_PAYLOAD_SHA256_HEX + 1 */
+    char oid[40 + 1];   /* OUT when git_oid: the git blob sha1, hex */
     uint64_t got;       /* OUT: bytes hashed */
     int rc;             /* OUT */
     char msg[256];      /* OUT */
@@ -249,6 +255,42 @@ struct pool {
     pthread_cond_t cv;
     unsigned finished;
 };
+
+/* git's blob oid is the SHA-1 of "blob <size>\0" and the bytes: start one for an open file. */
+static int git_blob_start(int fd, const char *path, EVP_MD_CTX **out, struct sw_err *e)
+{
+    struct stat st;
+    char pre[48];
+    *out = NULL;
+    if (fstat(fd, &st) < 0)
+        return sw_err_at(e, SW_EIO, path, 0, 0, "cannot stat: %s", strerror(errno));
+    int n = snprintf(pre, sizeof(pre), "blob %llu", (unsigned long long)st.st_size);
+    EVP_MD_CTX *c = EVP_MD_CTX_new();
+    if (!c)
+        return sw_err_set(e, SW_ENOMEM, "out of memory for SHA-1");
+    if (EVP_DigestInit_ex(c, EVP_sha1(), NULL) != 1 ||
+        EVP_DigestUpdate(c, pre, (size_t)n + 1) != 1) { /* the header's NUL is hashed too */
+        EVP_MD_CTX_free(c);
+        return sw_err_at(e, SW_EIO, path, 0, 0, "cannot set up SHA-1");
+    }
+    *out = c;
+    return 0;
+}
+
+static int git_blob_final(EVP_MD_CTX *c, const char *path, char oid[40 + 1], struct sw_err *e)
+{
+    static const char digits[] = "0123456789abcdef";
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int len = 0;
+    if (EVP_DigestFinal_ex(c, md, &len) != 1 || len != 20)
+        return sw_err_at(e, SW_EIO, path, 0, 0, "SHA-1 final failed");
+    for (unsigned i = 0; i < 20; i++) {
+        oid[2 * i] = digits[md[i] >> 4];
+        oid[2 * i + 1] = digits[md[i] & 15];
+    }
+    oid[40] = '\0';
+    return 0;
+}
 
 static void *worker(void *arg)
 {
@@ -273,10 +315,19 @@ static void *worker(void *arg)
         int fd = j->rc ? -1 : open_ro(full, &e);
         if (!j->rc && fd < 0)
             j->rc = fd;
+        EVP_MD_CTX *sha1 = NULL;
+        if (!j->rc && j->git_oid) {
+            j->rc = git_blob_start(fd, full, &sha1, &e);
+            if (j->rc)
+                close(fd);
+        }
         if (!j->rc) {
-            j->rc = hash_fd(fd, full, h, buf, p->bufn, j->hex, &j->got, &p->done_bytes, &e);
+            j->rc = hash_fd(fd, full, h, sha1, buf, p->bufn, j->hex, &j->got, &p->done_bytes, &e);
             close(fd);
         }
+        if (!j->rc && sha1)
+            j->rc = git_blob_final(sha1, full, j->oid, &e);
+        EVP_MD_CTX_free(sha1);
         if (j->rc)
             snprintf(j->msg, sizeof(j->msg), "%.250s", e.msg);
     }
@@ -522,6 +573,8 @@ int sw_payload_verify(const char *root, const struct sw_payload_manifest *m,
         f->want_size = mf->size_known ? mf->size : 0;
         f->hash_expected = mf->sha256[0] != '\0';
         memcpy(f->want_sha256, mf->sha256, sizeof(f->want_sha256));
+        if (!f->hash_expected && mf->git_oid)
+            snprintf(f->want_git_oid, sizeof(f->want_git_oid), "%s", mf->git_oid);
         char full[4096];
         struct stat st;
         if (sw__payload_join(root, mf->path, full, sizeof(full), NULL)) {
@@ -573,11 +626,12 @@ int sw_payload_verify(const char *root, const struct sw_payload_manifest *m,
     for (size_t i = 0; i < r->n_files; i++) {
         struct sw_verify_file *f = &r->files[i];
         bool want = (i < n_manifest && f->status == SW_VERIFY_OK &&
-                     (f->hash_expected || (o && o->hash_all))) ||
+                     (f->hash_expected || f->want_git_oid[0] || (o && o->hash_all))) ||
                     (i >= n_manifest && o && o->hash_all);
         if (!want)
             continue;
         jobs[nj].rel = f->path;
+        jobs[nj].git_oid = i < n_manifest && f->want_git_oid[0];
         jobs[nj].size_hint = f->size;
         jobs[nj].hex = hex[nj];
         order[nj] = &jobs[nj];
@@ -614,7 +668,11 @@ int sw_payload_verify(const char *root, const struct sw_payload_manifest *m,
                 continue;
             }
         }
+        if (j->git_oid)
+            memcpy(f->git_oid, j->oid, sizeof(f->git_oid));
         if (f->hash_expected && strcmp(f->sha256, f->want_sha256))
+            f->status = SW_VERIFY_WRONG_HASH;
+        else if (j->git_oid && strcmp(f->git_oid, f->want_git_oid))
             f->status = SW_VERIFY_WRONG_HASH;
     }
     if (rc)
@@ -622,8 +680,14 @@ int sw_payload_verify(const char *root, const struct sw_payload_manifest *m,
     qsort(r->files, n_manifest, sizeof(*r->files), cmp_vfile);
     if (r->n_files > n_manifest)
         qsort(r->files + n_manifest, r->n_files - n_manifest, sizeof(*r->files), cmp_vfile);
-    for (size_t i = 0; i < r->n_files; i++)
-        r->count[r->files[i].status]++;
+    for (size_t i = 0; i < r->n_files; i++) {
+        struct sw_verify_file *f = &r->files[i];
+        r->count[f->status]++;
+        /* right size, but nothing to check its bytes against: said so, never plain "ok" */
+        f->unverified =
+            i < n_manifest && f->status == SW_VERIFY_OK && !f->hash_expected && !f->want_git_oid[0];
+        r->unverified += f->unverified;
+    }
 out:
     sw_free(which);
     sw_free(hex);
@@ -654,10 +718,15 @@ json_t *sw_verify_report_to_json(const struct sw_verify_report *r)
              sw_json_set_int(fj, "expected_size", (int64_t)f->want_size)) ||
             (f->hashed && sw_json_set_str(fj, "sha256", f->sha256)) ||
             (f->want_sha256[0] && sw_json_set_str(fj, "expected_sha256", f->want_sha256)) ||
+            (f->git_oid[0] && sw_json_set_str(fj, "git_oid", f->git_oid)) ||
+            (f->want_git_oid[0] && sw_json_set_str(fj, "expected_git_oid", f->want_git_oid)) ||
+            (f->unverified && sw_json_set_bool(fj, "unverified", true)) ||
             (f->msg[0] && sw_json_set_str(fj, "message", f->msg)))
             goto fail;
     }
-    if (sw_json_set_bool(j, "ok", sw_verify_ok(r)) || sw_json_set_new(j, "counts", counts))
+    if (sw_json_set_bool(j, "ok", sw_verify_ok(r)) ||
+        sw_json_set_int(j, "unverified", (int64_t)r->unverified) ||
+        sw_json_set_bool(j, "verified", r->unverified == 0) || sw_json_set_new(j, "counts", counts))
         goto fail_nocounts;
     counts = NULL;
     if (sw_json_set_int(j, "bytes_hashed", (int64_t)r->bytes_hashed) ||

@@ -12,33 +12,6 @@
 #include <math.h>
 #include <string.h>
 
-/* The first n bytes of a text as a printable one-line quote. */
-static const char *quote(const char *s, size_t len, size_t n, char *out, size_t outn)
-{
-    size_t o = 0;
-    if (outn < 8)
-        return "";
-    out[o++] = '"';
-    for (size_t i = 0; i < len && i < n && o + 6 < outn; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c == '\n') {
-            out[o++] = '\\';
-            out[o++] = 'n';
-        } else if (c < 0x20 || c == 0x7f) {
-            out[o++] = '?';
-        } else {
-            out[o++] = (char)c;
-        }
-    }
-    if (len > n && o + 4 < outn) {
-        memcpy(out + o, "...", 3);
-        o += 3;
-    }
-    out[o++] = '"';
-    out[o] = '\0';
-    return out;
-}
-
 void sw__probe_readiness(struct sw__probe *p, struct sw_probe_result *r)
 {
     unsigned wait = p->t->ready_ms ? p->t->ready_ms : 60000;
@@ -74,7 +47,7 @@ void sw__probe_readiness(struct sw__probe *p, struct sw_probe_result *r)
             return;
         }
         if (resp.status == 200) {
-            quote(resp.body.data ? resp.body.data : "", resp.body.len, 60, q, sizeof(q));
+            sw__probe_quote(resp.body.data ? resp.body.data : "", resp.body.len, 60, q, sizeof(q));
             char enc[200];
             size_t ql = strlen(q);
             snprintf(q + ql, sizeof(q) - ql, "%s",
@@ -155,7 +128,8 @@ void sw__probe_liveness(struct sw__probe *p, struct sw_probe_result *r)
                           "asked for 1 token, usage says %lld", (long long)n);
         else
             sw__probe_set(r, SW_PROBE_PASS, NULL, "1 token %s in %s (finish %s)",
-                          quote(text, tl, 40, q, sizeof(q)), sw__probe_dur(dt, d, sizeof(d)),
+                          sw__probe_quote(text, tl, 40, q, sizeof(q)),
+                          sw__probe_dur(dt, d, sizeof(d)),
                           res.finish_reason[0] ? res.finish_reason : "?");
     }
     json_decref(body);
@@ -306,12 +280,12 @@ void sw__probe_chat_check(struct sw__probe *p, struct sw_probe_result *r)
         sw_json_set_real(r->data, "seconds", (double)dt / 1e9);
         bool agree = res.timings.present && res.usage.present &&
                      res.timings.predicted_n == res.usage.completion_tokens;
-        sw__probe_set(r, problems[0] ? SW_PROBE_FAIL : SW_PROBE_PASS, problems[0] ? problems : NULL,
-                      "%lld tokens (finish %s), prompt %lld, in %s%s; %s",
-                      (long long)res.usage.completion_tokens,
-                      res.finish_reason[0] ? res.finish_reason : "?",
-                      (long long)res.usage.prompt_tokens, sw__probe_dur(dt, d, sizeof(d)),
-                      agree ? "; usage and timings agree" : "", quote(text, tl, 48, q, sizeof(q)));
+        sw__probe_set(
+            r, problems[0] ? SW_PROBE_FAIL : SW_PROBE_PASS, problems[0] ? problems : NULL,
+            "%lld tokens (finish %s), prompt %lld, in %s%s; %s",
+            (long long)res.usage.completion_tokens, res.finish_reason[0] ? res.finish_reason : "?",
+            (long long)res.usage.prompt_tokens, sw__probe_dur(dt, d, sizeof(d)),
+            agree ? "; usage and timings agree" : "", sw__probe_quote(text, tl, 48, q, sizeof(q)));
     }
     json_decref(body);
     sw_openai_result_free(&res);

@@ -13,23 +13,6 @@
 #include <string.h>
 #include <strings.h>
 
-static const char *quote(const char *s, size_t len, size_t n, char *out, size_t outn)
-{
-    size_t o = 0;
-    out[o++] = '"';
-    for (size_t i = 0; i < len && i < n && o + 6 < outn; i++) {
-        unsigned char c = (unsigned char)s[i];
-        out[o++] = c < 0x20 || c == 0x7f ? ' ' : (char)c;
-    }
-    if (len > n && o + 4 < outn) {
-        memcpy(out + o, "...", 3);
-        o += 3;
-    }
-    out[o++] = '"';
-    out[o] = '\0';
-    return out;
-}
-
 /* ---- reasoning ---- */
 
 struct think_watch {
@@ -60,19 +43,19 @@ static void verdict_reasoning(struct sw_probe_result *r, const struct sw_openai_
     if (res->reasoning_field != SW_OAI_REASONING_NONE && res->reasoning.len) {
         sw__probe_set(r, SW_PROBE_PASS, NULL,
                       "%s: reasoning arrived in \"%s\" %s, apart from the content", how, field,
-                      quote(res->reasoning.data, res->reasoning.len, 40, q, sizeof(q)));
+                      sw__probe_quote(res->reasoning.data, res->reasoning.len, 40, q, sizeof(q)));
     } else if (res->think == SW_OAI_THINK_DANGLING) {
         sw__probe_set(r, SW_PROBE_FAIL,
                       "reasoning lands in content with a dangling </think> and no reasoning field "
                       "(the server has no reasoning parser for this template)",
                       "%s: content holds %s then </think>", how,
-                      quote(res->reasoning.data, res->reasoning.len, 40, q, sizeof(q)));
+                      sw__probe_quote(res->reasoning.data, res->reasoning.len, 40, q, sizeof(q)));
     } else if (res->think == SW_OAI_THINK_INLINE || res->think == SW_OAI_THINK_UNCLOSED) {
         sw__probe_set(r, SW_PROBE_FAIL,
                       "reasoning stays inline in content as <think>...</think> (the server does "
                       "not split it: llama-server --reasoning-format none, or no reasoning parser)",
                       "%s: content starts with <think> %s", how,
-                      quote(res->reasoning.data, res->reasoning.len, 40, q, sizeof(q)));
+                      sw__probe_quote(res->reasoning.data, res->reasoning.len, 40, q, sizeof(q)));
     }
 }
 
@@ -106,9 +89,10 @@ void sw__probe_reasoning(struct sw__probe *p, struct sw_probe_result *r)
         } else {
             verdict_reasoning(r, &res, "a <think> block forced by a GBNF grammar");
             if (!r->evidence[0])
-                sw__probe_set(r, SW_PROBE_FAIL, "the forced <think> block is nowhere",
-                              "a <think> grammar gave content %s and no reasoning",
-                              quote(sw_buf_cstr(&res.content), res.content.len, 60, q, sizeof(q)));
+                sw__probe_set(
+                    r, SW_PROBE_FAIL, "the forced <think> block is nowhere",
+                    "a <think> grammar gave content %s and no reasoning",
+                    sw__probe_quote(sw_buf_cstr(&res.content), res.content.len, 60, q, sizeof(q)));
         }
         sw_openai_result_free(&res);
         sw_net_resp_free(&resp);
@@ -129,10 +113,11 @@ void sw__probe_reasoning(struct sw__probe *p, struct sw_probe_result *r)
     } else {
         verdict_reasoning(r, &res, "a question that invites thinking");
         if (!r->evidence[0])
-            sw__probe_set(r, SW_PROBE_SKIP, "the model produced no reasoning",
-                          "%llu chunks, no reasoning field and no <think> in content %s",
-                          (unsigned long long)res.chunks,
-                          quote(sw_buf_cstr(&res.content), res.content.len, 60, q, sizeof(q)));
+            sw__probe_set(
+                r, SW_PROBE_SKIP, "the model produced no reasoning",
+                "%llu chunks, no reasoning field and no <think> in content %s",
+                (unsigned long long)res.chunks,
+                sw__probe_quote(sw_buf_cstr(&res.content), res.content.len, 60, q, sizeof(q)));
     }
     sw_openai_result_free(&res);
     sw_net_resp_free(&resp);
@@ -174,18 +159,19 @@ void sw__probe_tool_calls(struct sw__probe *p, struct sw_probe_result *r)
         sw__probe_set(r, SW_PROBE_FAIL, "no tool call", "tool_choice required: %s",
                       sw__probe_describe(&resp, d, sizeof(d)));
     } else if (!res.ntool_calls) {
-        sw__probe_set(r, SW_PROBE_FAIL, "no tool call came back although tool_choice was required",
-                      "%lld tokens (finish %s), content %s",
-                      (long long)(res.usage.present ? res.usage.completion_tokens : -1),
-                      res.finish_reason[0] ? res.finish_reason : "?",
-                      quote(sw_buf_cstr(&res.content), res.content.len, 60, q, sizeof(q)));
+        sw__probe_set(
+            r, SW_PROBE_FAIL, "no tool call came back although tool_choice was required",
+            "%lld tokens (finish %s), content %s",
+            (long long)(res.usage.present ? res.usage.completion_tokens : -1),
+            res.finish_reason[0] ? res.finish_reason : "?",
+            sw__probe_quote(sw_buf_cstr(&res.content), res.content.len, 60, q, sizeof(q)));
     } else {
         const struct sw_openai_tool_call *c = &res.tool_calls[0];
         json_t *args = c->args_valid ? json_loadb(c->args.data, c->args.len, 0, NULL) : NULL;
         json_t *city = json_object_get(args, "city");
         sw_json_set_str(r->data, "name", c->name);
         sw_json_set_str(r->data, "arguments", sw_buf_cstr(&c->args));
-        quote(sw_buf_cstr(&c->args), c->args.len, 80, q, sizeof(q));
+        sw__probe_quote(sw_buf_cstr(&c->args), c->args.len, 80, q, sizeof(q));
         if (!c->name || strcmp(c->name, "get_weather"))
             sw__probe_set(r, SW_PROBE_FAIL, "the call names a tool that was not declared",
                           "a call to %s(%s)", c->name ? c->name : "(no name)", q);
@@ -264,7 +250,7 @@ void sw__probe_vision(struct sw__probe *p, struct sw_probe_result *r)
         goto out;
     }
     bool ok = names_colour(&res, colour);
-    quote(sw_buf_cstr(&res.content), res.content.len, 40, q, sizeof(q));
+    sw__probe_quote(sw_buf_cstr(&res.content), res.content.len, 40, q, sizeof(q));
     sw_openai_result_free(&res);
     sw_net_resp_free(&resp);
     /* the legacy field: same picture, no content part, a top-level "images" array */
@@ -276,7 +262,7 @@ void sw__probe_vision(struct sw__probe *p, struct sw_probe_result *r)
     rc = sw__probe_post(p, body, &res, &resp, NULL, NULL, 0);
     json_decref(body);
     bool legacy = !rc && resp.status == 200 && names_colour(&res, colour);
-    quote(sw_buf_cstr(&res.content), res.content.len, 40, q2, sizeof(q2));
+    sw__probe_quote(sw_buf_cstr(&res.content), res.content.len, 40, q2, sizeof(q2));
     sw_json_set_bool(r->data, "image_url_named", ok);
     sw_json_set_bool(r->data, "legacy_images_ignored", !legacy);
     if (ok)

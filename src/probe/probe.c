@@ -149,13 +149,8 @@ void sw__probe_data_str(struct sw_probe_result *r, const char *key, const char *
         sw_json_set_new(r->data, key, json_null());
         return;
     }
-    size_t len = strlen(s), bad = 0;
-    char *fixed = sw_malloc(len * 3 + 1);
-    if (!fixed)
-        return;
-    size_t n = sw_utf8_repair(s, len, fixed, len * 3 + 1, &bad);
-    sw_json_set_new(r->data, key, json_stringn(fixed, n));
-    sw_free(fixed);
+    size_t bad = 0;
+    sw_json_set_new(r->data, key, sw_json_text(s, strlen(s), &bad));
     add_replaced(r->data, bad);
 }
 
@@ -337,6 +332,32 @@ const char *sw__probe_dur(uint64_t ns, char *out, size_t n)
     return out;
 }
 
+const char *sw__probe_quote(const char *s, size_t len, size_t n, char *out, size_t outn)
+{
+    size_t o = 0;
+    if (outn < 8)
+        return "";
+    out[o++] = '"';
+    for (size_t i = 0; i < len && i < n && o + 6 < outn; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '\n') {
+            out[o++] = '\\';
+            out[o++] = 'n';
+        } else if (c < 0x20 || c == 0x7f) {
+            out[o++] = '?';
+        } else {
+            out[o++] = (char)c;
+        }
+    }
+    if (len > n && o + 4 < outn) {
+        memcpy(out + o, "...", 3);
+        o += 3;
+    }
+    out[o++] = '"';
+    out[o] = '\0';
+    return out;
+}
+
 bool sw__probe_alive(struct sw__probe *p, char *out, size_t n)
 {
     json_t *body = sw__probe_chat(p, "Say OK.", 1, false);
@@ -414,7 +435,7 @@ static void discover(struct sw__probe *p)
             }
             if (t->model) {
                 snprintf(p->model, sizeof(p->model), "%s", t->model);
-                found(p, "model", json_string(t->model), "given");
+                found(p, "model", sw_json_text(t->model, strlen(t->model), NULL), "given");
             } else {
                 snprintf(p->model, sizeof(p->model), "%s", x->id);
                 found(p, "model", json_string(x->id), "/v1/models (the first listed)");
@@ -748,24 +769,6 @@ void sw_probe_report_free(struct sw_probe_report *r)
     memset(r, 0, sizeof(*r));
 }
 
-/* obj[key] = s as well-formed UTF-8 (repaired when it is not: a report built by hand). */
-static int set_text(json_t *obj, const char *key, const char *s)
-{
-    if (!s)
-        return sw_json_set_new(obj, key, json_null());
-    json_t *v = json_string(s);
-    if (!v) {
-        size_t len = strlen(s);
-        char *fixed = sw_malloc(len * 3 + 1);
-        if (!fixed)
-            return SW_ENOMEM;
-        size_t n = sw_utf8_repair(s, len, fixed, len * 3 + 1, NULL);
-        v = json_stringn(fixed, n);
-        sw_free(fixed);
-    }
-    return sw_json_set_new(obj, key, v);
-}
-
 json_t *sw_probe_report_json(const struct sw_probe_report *r)
 {
     json_t *j = json_object();
@@ -776,14 +779,14 @@ json_t *sw_probe_report_json(const struct sw_probe_report *r)
         json_decref(arr);
         return NULL;
     }
-    rc |= set_text(j, "url", r->url);
-    rc |= set_text(j, "engine", r->engine[0] ? r->engine : NULL);
-    rc |= set_text(j, "model", r->model[0] ? r->model : NULL);
+    rc |= sw_json_set_str(j, "url", r->url);
+    rc |= sw_json_set_str(j, "engine", r->engine[0] ? r->engine : NULL);
+    rc |= sw_json_set_str(j, "model", r->model[0] ? r->model : NULL);
     rc |= sw_json_set_new(j, "window", r->window ? json_integer(r->window) : json_null());
     rc |= sw_json_set_new(j, "slots", r->slots ? json_integer(r->slots) : json_null());
     rc |= sw_json_set_new(j, "vision", r->vision < 0 ? json_null() : json_boolean(r->vision));
     rc |= sw_json_set_int(j, "deadline_ms", r->deadline_ms);
-    rc |= set_text(j, "gave_up", r->gave_up[0] ? r->gave_up : NULL);
+    rc |= sw_json_set_str(j, "gave_up", r->gave_up[0] ? r->gave_up : NULL);
     rc |= sw_json_set_new(j, "found", r->found ? json_incref(r->found) : json_object());
     for (size_t i = 0; i < r->n; i++) {
         const struct sw_probe_result *c = &r->v[i];
@@ -794,8 +797,8 @@ json_t *sw_probe_report_json(const struct sw_probe_report *r)
         }
         rc |= sw_json_set_str(o, "name", c->name);
         rc |= sw_json_set_str(o, "status", sw_probe_status_name(c->status));
-        rc |= set_text(o, "evidence", c->evidence);
-        rc |= set_text(o, "reason", c->reason);
+        rc |= sw_json_set_str(o, "evidence", c->evidence);
+        rc |= sw_json_set_str(o, "reason", c->reason);
         rc |= sw_json_set_real(o, "ms", round(c->ms * 10) / 10);
         rc |= sw_json_set_new(o, "data", c->data ? json_incref(c->data) : json_object());
     }

@@ -85,6 +85,9 @@ void sw__probe_error_of(const struct sw_net_resp *resp, struct sw_openai_error *
 bool sw__probe_alive(struct sw__probe *p, char *out, size_t n);
 /* Seconds as "1.23 s" / "45 ms". */
 const char *sw__probe_dur(uint64_t ns, char *out, size_t n);
+/* The first n bytes of s[0..len) as a printable one-line quote in out (outn bytes, >= 8): a
+ * newline as \n, other control bytes as '?', "..." when cut. Returns out ("" when outn < 8). */
+const char *sw__probe_quote(const char *s, size_t len, size_t n, char *out, size_t outn);
 
 /* The checks. */
 void sw__probe_readiness(struct sw__probe *p, struct sw_probe_result *r);

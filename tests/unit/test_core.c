@@ -377,6 +377,36 @@ static void test_utf8_repair(void **state)
     assert_string_equal(out, "ab");
 }
 
+/* sw_json_set_str keeps a string that is not UTF-8 (bytes from a server, a ledger, a log):
+ * repaired, one U+FFFD per bad byte, and never reported as out of memory. */
+static void test_json_set_str_not_utf8(void **state)
+{
+    (void)state;
+    json_t *o = json_object();
+    assert_non_null(o);
+    assert_int_equal(sw_json_set_str(o, "latin1", "caf\xe9 \xff\xfe end"), 0);
+    assert_string_equal(json_string_value(json_object_get(o, "latin1")),
+                        "caf\xef\xbf\xbd \xef\xbf\xbd\xef\xbf\xbd end");
+    /* well-formed text is kept as it is */
+    assert_int_equal(sw_json_set_str(o, "ok",
+                                     "\xe2\x82\xac"
+                                     "5"),
+                     0);
+    assert_string_equal(json_string_value(json_object_get(o, "ok")), "\xe2\x82\xac"
+                                                                     "5");
+    assert_int_equal(sw_json_set_str(o, "none", NULL), 0);
+    assert_true(json_is_null(json_object_get(o, "none")));
+    /* the one helper, with the count; a NUL inside the bytes is a bad byte too */
+    size_t bad = 9;
+    json_t *s = sw_json_text("a\0b\x80", 4, &bad);
+    assert_non_null(s);
+    assert_int_equal(bad, 2);
+    assert_string_equal(json_string_value(s), "a\xef\xbf\xbd"
+                                              "b\xef\xbf\xbd");
+    json_decref(s);
+    json_decref(o);
+}
+
 /* Every JSON number that becomes an integer goes through sw_json_int_range: 2e56 is an error
  * naming the key, never a conversion outside int64_t (undefined behaviour, UBSan). */
 static void test_json_int_range(void **state)
@@ -464,7 +494,7 @@ int main(void)
         cmocka_unit_test(test_files),       cmocka_unit_test(test_sniff),
         cmocka_unit_test(test_json),        cmocka_unit_test(test_redact),
         cmocka_unit_test(test_utf8_repair), cmocka_unit_test(test_json_int_range),
-        cmocka_unit_test(test_duration),
+        cmocka_unit_test(test_duration),    cmocka_unit_test(test_json_set_str_not_utf8),
     };
     return cmocka_run_group_tests_name("core", tests, NULL, NULL);
 }

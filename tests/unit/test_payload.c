@@ -284,6 +284,9 @@ static void test_verify_statuses(void **state)
     assert_int_equal(vfind(&r, "missing.bin")->status, SW_VERIFY_MISSING);
     assert_int_equal(vfind(&r, "nohash.json")->status, SW_VERIFY_OK);
     assert_false(vfind(&r, "nohash.json")->hashed);
+    assert_true(vfind(&r, "nohash.json")->unverified); /* ok on its size alone: said so */
+    assert_false(vfind(&r, "ok.bin")->unverified);
+    assert_int_equal(r.unverified, 1);
     assert_int_equal(vfind(&r, "extra.bin")->status, SW_VERIFY_UNEXPECTED);
     assert_int_equal(vfind(&r, "adir")->status, SW_VERIFY_UNREADABLE);
     assert_int_equal(vfind(&r, "dangling.bin")->status, SW_VERIFY_UNREADABLE);
@@ -601,6 +604,123 @@ static void test_cli_endpoint_draft_mmproj(void **state)
 
 /* payload.path naming one GGUF in a models directory shared with other models: only its own
  * files are pinned and verified; the neighbours are neither sniffed nor "unexpected". */
+/* Issue 20, defect 5 in --verify-only: a file the manifest has no sha256 or git oid for is
+ * "unverified" (per file, in the summary, human and --json) and fails the run unless
+ * --allow-unverified; one with only a git oid is checked against it (git's blob sha1). */
+static json_t *jfile(json_t *verify, const char *path)
+{
+    json_t *files = json_object_get(verify, "files");
+    for (size_t i = 0; i < json_array_size(files); i++)
+        if (!strcmp(json_string_value(json_object_get(json_array_get(files, i), "path")), path))
+            return json_array_get(files, i);
+    return NULL;
+}
+
+static void test_cli_verify_unverified(void **state)
+{
+    char *dir = swt_tmpdir();
+    char *pl = strdup(swt_join(dir, "payload"));
+    char *man = strdup(swt_join(dir, "m.json"));
+    char *pin = strdup(swt_join(dir, "pin.json"));
+    struct swt_run r;
+    mkdir(pl, 0755);
+    /* bytes of the right size that nothing vouches for */
+    fill(swt_join(pl, "w.bin"), 20000, 5);
+    /* `printf '{"num_hidden_layers": 2}' | git hash-object --stdin` */
+    swt_write_str(swt_join(pl, "config.json"), "{\"num_hidden_layers\": 2}");
+    /* the weights, pinned by sha256 (a payload without weights fails its layout check) */
+    pb_st1(swt_join(pl, "model.safetensors"), "lm_head.weight", 1000, 0);
+    char st_hex[65], doc[1024];
+    uint64_t st_size = 0;
+    assert_int_equal(
+        sw_payload_sha256_file(swt_join(pl, "model.safetensors"), 0, st_hex, &st_size, NULL), 0);
+    snprintf(doc, sizeof(doc),
+             "{\"format\": \"slipway-payload-manifest\", \"version\": 1, \"files\": ["
+             "{\"path\": \"config.json\", \"size\": 24,"
+             " \"git_oid\": \"a4bbdaf401a1639e3a6d90dd3706c66e61565507\"},"
+             "{\"path\": \"model.safetensors\", \"size\": %llu, \"sha256\": \"%s\"},"
+             "{\"path\": \"w.bin\", \"size\": 20000, \"lfs\": true}]}",
+             (unsigned long long)st_size, st_hex);
+    swt_write_str(man, doc);
+
+    swt_slipway(&r, "fetch", pl, "--verify-only", "--manifest", man, NULL);
+    assert_int_equal(r.status, 1);
+    assert_non_null(strstr(r.out, "unverified w.bin"));
+    assert_non_null(strstr(r.out, "ok         config.json"));
+    assert_non_null(strstr(r.out, "2 ok, 1 unverified,"));
+    assert_non_null(strstr(r.out, "run with --allow-unverified"));
+    assert_non_null(strstr(r.out, "PROBLEMS FOUND"));
+    swt_run_free(&r);
+
+    swt_slipway(&r, "fetch", pl, "--verify-only", "--manifest", man, "--json", NULL);
+    assert_int_equal(r.status, 1);
+    json_t *j = swt_json_out(&r);
+    assert_true(json_is_false(json_object_get(j, "ok")));
+    assert_true(json_is_false(json_object_get(j, "verified")));
+    assert_int_equal(json_integer_value(json_object_get(j, "unverified")), 1);
+    json_t *v = json_object_get(j, "verify");
+    assert_int_equal(json_integer_value(json_object_get(v, "unverified")), 1);
+    assert_true(json_is_true(json_object_get(jfile(v, "w.bin"), "unverified")));
+    assert_null(json_object_get(jfile(v, "config.json"), "unverified"));
+    assert_string_equal(json_string_value(json_object_get(jfile(v, "config.json"), "git_oid")),
+                        "a4bbdaf401a1639e3a6d90dd3706c66e61565507");
+    json_decref(j);
+    swt_run_free(&r);
+
+    /* accepted, and still said */
+    swt_slipway(&r, "fetch", pl, "--verify-only", "--manifest", man, "--allow-unverified", NULL);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "unverified w.bin"));
+    assert_non_null(strstr(r.out, "(accepted: --allow-unverified)"));
+    swt_run_free(&r);
+    swt_slipway(&r, "fetch", pl, "--verify-only", "--manifest", man, "--allow-unverified", "--json",
+                NULL);
+    assert_int_equal(r.status, 0);
+    j = swt_json_out(&r);
+    assert_true(json_is_true(json_object_get(j, "ok")));
+    assert_true(json_is_false(json_object_get(j, "verified")));
+    assert_true(
+        json_is_true(json_object_get(jfile(json_object_get(j, "verify"), "w.bin"), "unverified")));
+    json_decref(j);
+    swt_run_free(&r);
+
+    /* pinning unverified bytes is a choice: refused without --allow-unverified, nothing written */
+    swt_slipway(&r, "fetch", pl, "--verify-only", "--manifest", man, "--hash-all",
+                "--write-manifest", pin, NULL);
+    assert_int_equal(r.status, 1);
+    assert_non_null(strstr(r.err, "--allow-unverified"));
+    assert_int_equal(access(pin, F_OK), -1);
+    swt_run_free(&r);
+    swt_slipway(&r, "fetch", pl, "--verify-only", "--manifest", man, "--hash-all",
+                "--allow-unverified", "--write-manifest", pin, NULL);
+    assert_int_equal(r.status, 0);
+    swt_run_free(&r);
+    struct sw_payload_manifest m;
+    struct sw_err e;
+    char hex[65];
+    assert_int_equal(sw_payload_manifest_load(pin, &m, &e), 0);
+    assert_int_equal(sw_payload_sha256_file(swt_join(pl, "w.bin"), 0, hex, NULL, &e), 0);
+    assert_string_equal(sw_payload_manifest_find(&m, "w.bin")->sha256, hex);
+    sw_payload_manifest_free(&m);
+    /* against the pin everything is verified */
+    swt_slipway(&r, "fetch", pl, "--verify-only", "--manifest", pin, NULL);
+    assert_int_equal(r.status, 0);
+    assert_null(strstr(r.out, "unverified w.bin"));
+    assert_non_null(strstr(r.out, "3 ok, 0 unverified,"));
+    swt_run_free(&r);
+
+    /* a git oid that does not match is a wrong hash */
+    swt_write_str(swt_join(pl, "config.json"), "{\"num_hidden_layers\": 3}");
+    swt_slipway(&r, "fetch", pl, "--verify-only", "--manifest", man, "--allow-unverified", NULL);
+    assert_int_equal(r.status, 1);
+    assert_non_null(strstr(r.out, "wrong_hash config.json: git oid 8e0e18a4f88288b2"));
+    swt_run_free(&r);
+    free(pin);
+    free(pl);
+    free(man);
+    swt_tmpdir_free(dir);
+}
+
 static void test_cli_endpoint_shared_dir(void **state)
 {
     char *dir = swt_tmpdir();
@@ -658,6 +778,7 @@ int main(void)
         cmocka_unit_test(test_verify_hf_cache_symlinks),
         cmocka_unit_test(test_verify_alloc_failures),
         cmocka_unit_test(test_cli_verify_only),
+        cmocka_unit_test(test_cli_verify_unverified),
         cmocka_unit_test(test_cli_endpoint),
         cmocka_unit_test(test_cli_endpoint_draft_mmproj),
         cmocka_unit_test(test_cli_endpoint_shared_dir),
