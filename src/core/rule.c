@@ -11,6 +11,7 @@
  *   op    := '==' | '=' | '!=' | '<' | '<=' | '>' | '>='      ('=' is '==')
  *   path  := key ('.' name)*
  *   value := '"' chars '"' | true | false | number-with-unit | word
+ *            (a unit may follow its number after spaces: "6 GiB", "180 k")
  *
  * The words and, or, not are operators where an operator can stand (a value may still be
  * spelled so: `kv_dtype == not` compares with the word "not"). Numbers take the units of byte
@@ -195,6 +196,26 @@ static int read_literal(struct parser *p, char *buf, size_t bufn, bool *quoted)
     if (!len) {
         p->pos = start;
         return perr(p, "expected a value");
+    }
+    /* a number, a space, a unit of core's tables: one value ("6 GiB", "180 k", "644 GB/s") */
+    struct sw_number num;
+    if (len < 256) {
+        memcpy(buf, p->src + start, len);
+        buf[len] = '\0';
+    }
+    if (len < 256 && (size_t)sw_number_scan(buf, true, &num) == len) {
+        size_t q = p->pos, u = 0;
+        while (p->src[q] == ' ' || p->src[q] == '\t')
+            q++;
+        while (isalpha((unsigned char)p->src[q + u]))
+            u++;
+        if (q > p->pos && u &&
+            (sw_unit_bytes(p->src + q, u) || sw_unit_multiplier(p->src + q, u))) {
+            p->pos = q;
+            while (value_char((unsigned char)p->src[p->pos]))
+                p->pos++;
+            len = p->pos - start;
+        }
     }
     if (len >= 256) {
         p->pos = start;

@@ -300,13 +300,19 @@ static void test_rule_words(void **state)
     sw_rule_free(r);
     /* a word is an operator only as a whole word; as a value it is a word */
     assert_int_equal(sw_rule_parse("dtype == not", &v, &r, &e), 0);
-    struct toy nt = {0, "not"};
+    struct toy nt = {0, "not"}, c1k = {1024, "f16"};
     assert_true(sw_rule_eval(r, &nt));
     sw_rule_free(r);
     assert_int_equal(sw_rule_parse("slots == 2 andslots == 3", &v, &r, &e), SW_EPARSE);
     assert_int_equal(e.offset, 11);
     assert_int_equal(sw_rule_parse("slots = = 2", &v, &r, &e), SW_EPARSE);
     assert_int_equal(e.offset, 8);
+    /* a unit may stand after its number's space; a word that is no unit may not */
+    assert_int_equal(sw_rule_parse("slots == 1 Ki and dtype = f16", &v, &r, &e), 0);
+    assert_true(sw_rule_eval(r, &c1k));
+    sw_rule_free(r);
+    assert_int_equal(sw_rule_parse("slots == 2 extra", &v, &r, &e), SW_EPARSE);
+    assert_int_equal(e.offset, 11);
 }
 
 /* A vocabulary that reads each value in its key's own units: "2k" slots is 2000, a word for

@@ -593,10 +593,12 @@ static void test_rule_text(void **state)
     snprintf(yaml, sizeof(yaml), rule_text_yaml,
              "      - when: maxlen = 180k and kv_cache_dtype = fp8\n"
              "        text: t\n"
-             "      - {when: \"seqs >= 2 && seqs < 4\", note: n}\n");
+             "      - {when: \"seqs >= 2 && seqs < 4\", note: n}\n"
+             "      - {when: kv_cache_bytes >= 6 GiB, note: a unit after a space}\n");
     assert_int_equal(load_mem(yaml, NULL, NULL, &es, &f), 0);
     const struct sw_fleet_endpoint *ep = sw_fleet_endpoint(f, "x");
-    assert_int_equal(ep->n_known_bad, 2);
+    assert_int_equal(ep->n_known_bad, 3);
+    assert_int_equal(ep->known_bad[2].conds[0].v.u, 6ull << 30);
     const struct sw_fleet_rule *r = &ep->known_bad[0];
     assert_int_equal(r->n_conds, 2);
     assert_string_equal(r->conds[0].field->name, "max_model_len");
@@ -623,7 +625,7 @@ static void test_rule_text(void **state)
              "      - {when: \"seqs == 2 and sqs == 3\", text: t}\n"
              "      - when: seqs == 2 &&\n"
              "        text: t\n"
-             "      - when: max_model_len >= 10 GiB\n"
+             "      - when: max_model_len >= 10 xyz\n"
              "        text: t\n"
              "      - when: seqs == 2 || seqs == 3\n"
              "        text: t\n"
@@ -638,7 +640,7 @@ static void test_rule_text(void **state)
         !any_error(&es, "mem/fleet.yaml:13:31: endpoints.x.known_bad[1].when: 'sqs' is not a "
                         "shape field (did you mean 'seqs'?)") ||
         !any_error(&es, "mem/fleet.yaml:14:27: endpoints.x.known_bad[2].when: expected") ||
-        !any_error(&es, "mem/fleet.yaml:16:35: endpoints.x.known_bad[3].when: unexpected 'GiB'") ||
+        !any_error(&es, "mem/fleet.yaml:16:35: endpoints.x.known_bad[3].when: unexpected 'xyz'") ||
         !any_error(&es, "mem/fleet.yaml:18:15: endpoints.x.known_bad[4].when joins its "
                         "conditions with && (or and) only") ||
         /* folded over lines, the text is not the source: the scalar's own position */
