@@ -169,10 +169,12 @@ uint64_t sw_unit_bytes(const char *s, size_t n);
 uint64_t sw_unit_multiplier(const char *s, size_t n);
 /*
  * Rule expressions (rule.c): the one grammar and evaluator of known-bad rules, `slots == 2 &&
- * kv_dtype == fp8`, `!(tp >= 2) || util < 0.9` (the grammar is in rule.c). Which keys exist, how a
- * string literal is normalized and where a key's value is found are the caller's vocabulary, so
- * the ledger (canonical JSON shapes) and any other module use one parser and one evaluator.
- * A comparison with a key the subject lacks, or of two different types, is false.
+ * kv_dtype == fp8`, `!(tp >= 2) || util < 0.9`, `ctx = 180k and not tp == 2` (the words and, or,
+ * not and a lone '=' are spellings of &&, ||, ! and ==; the grammar is in rule.c). Which keys
+ * exist, how a literal is read and where a key's value is found are the caller's vocabulary, so
+ * the ledger (canonical JSON shapes), the fleet (its shape fields) and any other module use one
+ * parser and one evaluator. A comparison with a key the subject lacks, or of two different types,
+ * is false.
  */
 #define SW_RULE_KEY_MAX 320 /* a key as written is at most 255 bytes */
 enum sw_rule_type { SW_RULE_INT = 1, SW_RULE_REAL, SW_RULE_STR, SW_RULE_BOOL };
@@ -183,18 +185,33 @@ struct sw_rule_value {
     const char *s;
     bool b;
 };
+enum sw_rule_op { SW_RULE_EQ = 1, SW_RULE_NE, SW_RULE_LT, SW_RULE_LE, SW_RULE_GT, SW_RULE_GE };
+/* One comparison as the parser met it, for a vocabulary's value reader. */
+struct sw_rule_cmp {
+    const char *key; /* canonical (vocab->key's output) */
+    enum sw_rule_op op;
+    const char *text; /* the literal as written; a "quoted" one without quotes and unescaped */
+    bool quoted;
+    bool bare;                    /* a bare key ("== true"): text is "true" */
+    size_t key_at, op_at, lit_at; /* byte offsets in the expression */
+};
 struct sw_rule_vocab {
     /* The canonical spelling of the key path text[0..n) into out (outn bytes): 0, or -1 with
      * why in msg (the error then points at the key). */
     int (*key)(void *ctx, const char *text, size_t n, char *out, size_t outn, char *msg,
                size_t msgn);
+    /* Optional: read the literal of cmp in the key's own units and choices: 0 with *out filled
+     * (out->s is copied), or -1 with why in msg (the error then points at the literal). NULL:
+     * the grammar reads true/false, numbers with byte units, and words as strings. */
+    int (*value)(void *ctx, const struct sw_rule_cmp *cmp, struct sw_rule_value *out, char *msg,
+                 size_t msgn);
     /* Optional: a string literal compared with key, normalized into out; false: kept as is. */
     bool (*literal)(void *ctx, const char *key, const char *s, char *out, size_t outn);
     /* The value of key in subject: true and *out filled (out->s may point into tmp), or false
      * when the subject lacks it or holds something no literal compares with. */
     bool (*get)(void *ctx, const void *subject, const char *key, struct sw_rule_value *out,
                 char *tmp, size_t tmpn);
-    void *ctx;
+    void *ctx;             /* passed to every hook; key's text points into the parsed expression */
     const char *keys_hint; /* "a shape key (slots, ctx, ...)": said when a key is missing */
 };
 struct sw_rule;
@@ -203,6 +220,8 @@ struct sw_rule;
 int sw_rule_parse(const char *expr, const struct sw_rule_vocab *vocab, struct sw_rule **out,
                   struct sw_err *e);
 bool sw_rule_eval(const struct sw_rule *r, const void *subject);
+/* True when r is comparisons joined by && only (no ||, no !). */
+bool sw_rule_is_conjunction(const struct sw_rule *r);
 void sw_rule_free(struct sw_rule *r);
 /* A duration as milliseconds: a number with an optional unit ms, s, m (min) or h; a bare number
  * is seconds ("1.5" = 1500). A value that does not fit int64_t milliseconds, or is not a whole

@@ -4,20 +4,24 @@
  * stored as `slots == 2` and checked against any planned shape, not as prose.
  *
  *   expr  := or
- *   or    := and ('||' and)*
- *   and   := unary ('&&' unary)*
- *   unary := '!' unary | '(' expr ')' | cmp
+ *   or    := and (('||' | 'or') and)*
+ *   and   := unary (('&&' | 'and') unary)*
+ *   unary := ('!' | 'not') unary | '(' expr ')' | cmp
  *   cmp   := path [op value]          (a bare path means "== true")
- *   op    := '==' | '!=' | '<' | '<=' | '>' | '>='
+ *   op    := '==' | '=' | '!=' | '<' | '<=' | '>' | '>='      ('=' is '==')
  *   path  := key ('.' name)*
  *   value := '"' chars '"' | true | false | number-with-unit | word
+ *            (a unit may follow its number after spaces: "6 GiB", "180 k")
  *
- * Numbers take the units of byte sizes ("24GiB", "3.15e9", "200,704", "176Ki"); a word that is
- * not a number is a string (`kv_dtype == fp8`). A comparison with a key the subject lacks, or of
- * two different types, is false: a rule never fires on what it cannot see.
+ * The words and, or, not are operators where an operator can stand (a value may still be
+ * spelled so: `kv_dtype == not` compares with the word "not"). Numbers take the units of byte
+ * sizes ("24GiB", "3.15e9", "200,704", "176Ki"); a word that is not a number is a string
+ * (`kv_dtype == fp8`). A comparison with a key the subject lacks, or of two different types, is
+ * false: a rule never fires on what it cannot see.
  *
- * Which keys exist, how a string literal is normalized and where a key's value is found belong to
- * the caller (struct sw_rule_vocab): the ledger's canonical JSON shapes are one vocabulary.
+ * Which keys exist, how a literal is read (a vocabulary may read it in the key's own units and
+ * choices, and refuse it) and where a key's value is found belong to the caller (struct
+ * sw_rule_vocab): the ledger's canonical JSON shapes are one vocabulary, a fleet shape another.
  *
  * What it deliberately does not do: arithmetic, functions, regexes. A rule that needs more is a
  * gate, written in C with its numbers.
@@ -87,6 +91,19 @@ static bool eat(struct parser *p, const char *tok)
     return true;
 }
 
+static bool path_char(int c);
+
+/* An operator word (and, or, not): the word, then something that cannot continue a key. */
+static bool eat_word(struct parser *p, const char *word)
+{
+    skip_ws(p);
+    size_t n = strlen(word);
+    if (strncmp(p->src + p->pos, word, n) || path_char((unsigned char)p->src[p->pos + n]))
+        return false;
+    p->pos += n;
+    return true;
+}
+
 static int new_node(struct parser *p, enum nkind k, int *idx)
 {
     if (p->r->n >= RULE_MAX_NODES)
@@ -142,12 +159,13 @@ static int literal(struct parser *p, struct node *n, const char *text)
     return n->lit.s ? 0 : sw_err_set(p->e, SW_ENOMEM, "out of memory");
 }
 
-static int parse_value(struct parser *p, struct node *n)
+/* The literal as written into buf (a quoted one unescaped): *quoted says which. */
+static int read_literal(struct parser *p, char *buf, size_t bufn, bool *quoted)
 {
     skip_ws(p);
     size_t start = p->pos;
-    if (p->src[p->pos] == '"') {
-        char buf[1024];
+    *quoted = p->src[p->pos] == '"';
+    if (*quoted) {
         size_t o = 0;
         p->pos++;
         for (;;) {
@@ -165,12 +183,12 @@ static int parse_value(struct parser *p, struct node *n)
                     return perr(p, "only \\\" and \\\\ escapes are known");
                 p->pos++;
             }
-            if (o + 1 >= sizeof(buf))
-                return perr(p, "string is longer than %zu bytes", sizeof(buf) - 1);
+            if (o + 1 >= bufn)
+                return perr(p, "string is longer than %zu bytes", bufn - 1);
             buf[o++] = c;
         }
         buf[o] = '\0';
-        return literal(p, n, buf);
+        return 0;
     }
     while (value_char((unsigned char)p->src[p->pos]))
         p->pos++;
@@ -179,13 +197,40 @@ static int parse_value(struct parser *p, struct node *n)
         p->pos = start;
         return perr(p, "expected a value");
     }
-    char buf[256];
-    if (len >= sizeof(buf)) {
+    /* a number, a space, a unit of core's tables: one value ("6 GiB", "180 k", "644 GB/s") */
+    struct sw_number num;
+    if (len < 256) {
+        memcpy(buf, p->src + start, len);
+        buf[len] = '\0';
+    }
+    if (len < 256 && (size_t)sw_number_scan(buf, true, &num) == len) {
+        size_t q = p->pos, u = 0;
+        while (p->src[q] == ' ' || p->src[q] == '\t')
+            q++;
+        while (isalpha((unsigned char)p->src[q + u]))
+            u++;
+        if (q > p->pos && u &&
+            (sw_unit_bytes(p->src + q, u) || sw_unit_multiplier(p->src + q, u))) {
+            p->pos = q;
+            while (value_char((unsigned char)p->src[p->pos]))
+                p->pos++;
+            len = p->pos - start;
+        }
+    }
+    if (len >= 256) {
         p->pos = start;
         return perr(p, "value is too long");
     }
     memcpy(buf, p->src + start, len);
     buf[len] = '\0';
+    return 0;
+}
+
+/* The grammar's own reading: true/false, a number with a byte unit, else a string. */
+static int own_value(struct parser *p, struct node *n, const char *buf, bool quoted)
+{
+    if (quoted)
+        return literal(p, n, buf);
     if (!strcmp(buf, "true") || !strcmp(buf, "false")) {
         n->lit.type = SW_RULE_BOOL;
         n->lit.b = buf[0] == 't';
@@ -208,6 +253,29 @@ static int parse_value(struct parser *p, struct node *n)
     return literal(p, n, buf);
 }
 
+/* The comparison's value through the vocabulary's reader (vocab->value), which may refuse it. */
+static int vocab_value(struct parser *p, struct node *n, struct sw_rule_cmp *cmp)
+{
+    const struct sw_rule_vocab *v = &p->r->vocab;
+    char msg[256] = "";
+    struct sw_rule_value val;
+    memset(&val, 0, sizeof(val));
+    if (v->value(v->ctx, cmp, &val, msg, sizeof(msg))) {
+        p->pos = cmp->lit_at;
+        return perr(p, "%s", msg[0] ? msg : "not a value of this key");
+    }
+    n->lit = val;
+    n->lit.s = NULL;
+    if (val.type != SW_RULE_STR)
+        return 0;
+    n->lit.s = sw_strdup(val.s ? val.s : "");
+    return n->lit.s ? 0 : sw_err_set(p->e, SW_ENOMEM, "out of memory");
+}
+
+static const enum sw_rule_op public_op[] = {
+    [OP_EQ] = SW_RULE_EQ, [OP_NE] = SW_RULE_NE, [OP_LT] = SW_RULE_LT,
+    [OP_LE] = SW_RULE_LE, [OP_GT] = SW_RULE_GT, [OP_GE] = SW_RULE_GE};
+
 static int parse_cmp(struct parser *p, int *out)
 {
     int idx;
@@ -215,35 +283,56 @@ static int parse_cmp(struct parser *p, int *out)
     if (rc)
         return rc;
     struct node *n = &p->r->nodes[idx];
+    skip_ws(p);
+    struct sw_rule_cmp cmp = {.key = n->key, .key_at = p->pos};
     rc = parse_path(p, n);
     if (rc)
         return rc;
+    /* longest first; a lone '=' is '==' */
     static const struct {
         const char *t;
         enum op op;
-    } ops[] = {{"==", OP_EQ}, {"!=", OP_NE}, {"<=", OP_LE},
-               {">=", OP_GE}, {"<", OP_LT},  {">", OP_GT}};
+    } ops[] = {{"==", OP_EQ}, {"!=", OP_NE}, {"<=", OP_LE}, {">=", OP_GE},
+               {"<", OP_LT},  {">", OP_GT},  {"=", OP_EQ}};
     n->op = OP_TRUE;
+    skip_ws(p);
+    cmp.op_at = p->pos;
     for (size_t i = 0; i < SW_ARRAY_LEN(ops); i++) {
         if (eat(p, ops[i].t)) {
             n->op = ops[i].op;
             break;
         }
     }
-    skip_ws(p);
+    const struct sw_rule_vocab *v = &p->r->vocab;
+    char buf[1024];
     if (n->op == OP_TRUE) {
-        if (p->src[p->pos] == '=')
-            return perr(p, "'=' is not an operator; use '=='");
-        n->lit.type = SW_RULE_BOOL;
-        n->lit.b = true;
+        /* a bare key means "== true" */
         n->op = OP_EQ;
+        if (v->value) {
+            cmp.op = SW_RULE_EQ;
+            cmp.bare = true;
+            cmp.text = "true";
+            cmp.lit_at = cmp.key_at;
+            rc = vocab_value(p, n, &cmp);
+            if (rc)
+                return rc;
+        } else {
+            n->lit.type = SW_RULE_BOOL;
+            n->lit.b = true;
+        }
     } else {
-        rc = parse_value(p, n);
+        skip_ws(p);
+        cmp.op = public_op[n->op];
+        cmp.lit_at = p->pos;
+        rc = read_literal(p, buf, sizeof(buf), &cmp.quoted);
+        if (rc)
+            return rc;
+        cmp.text = buf;
+        rc = v->value ? vocab_value(p, n, &cmp) : own_value(p, n, buf, cmp.quoted);
         if (rc)
             return rc;
         /* a string literal is normalized the way the subject's values are */
         char word[1024];
-        const struct sw_rule_vocab *v = &p->r->vocab;
         if (n->lit.type == SW_RULE_STR && v->literal &&
             v->literal(v->ctx, n->key, n->lit.s, word, sizeof(word))) {
             char *s = sw_strdup(word);
@@ -253,9 +342,11 @@ static int parse_cmp(struct parser *p, int *out)
             n->lit.s = s;
         }
         if ((n->lit.type == SW_RULE_STR || n->lit.type == SW_RULE_BOOL) && n->op != OP_EQ &&
-            n->op != OP_NE)
+            n->op != OP_NE) {
+            p->pos = cmp.op_at;
             return perr(p, "only == and != compare %s",
                         n->lit.type == SW_RULE_STR ? "strings" : "true/false");
+        }
     }
     *out = idx;
     return 0;
@@ -267,8 +358,10 @@ static int parse_unary(struct parser *p, int *out)
         return perr(p, "nested deeper than %d levels", RULE_MAX_DEPTH);
     int rc;
     skip_ws(p);
-    if (p->src[p->pos] == '!' && p->src[p->pos + 1] != '=') {
+    bool bang = p->src[p->pos] == '!' && p->src[p->pos + 1] != '=';
+    if (bang)
         p->pos++;
+    if (bang || eat_word(p, "not")) {
         int idx, child;
         rc = parse_unary(p, &child);
         if (!rc)
@@ -288,13 +381,16 @@ static int parse_unary(struct parser *p, int *out)
     return rc;
 }
 
-static int parse_chain(struct parser *p, const char *tok, enum nkind k, int *out)
+/* left (tok left)*: tok is "&&" (or the word and) for N_AND, "||" (or) for N_OR. */
+static int parse_chain(struct parser *p, enum nkind k, int *out)
 {
+    const char *tok = k == N_OR ? "||" : "&&";
+    const char *word = k == N_OR ? "or" : "and";
     int left;
-    int rc = k == N_OR ? parse_chain(p, "&&", N_AND, &left) : parse_unary(p, &left);
-    while (!rc && eat(p, tok)) {
+    int rc = k == N_OR ? parse_chain(p, N_AND, &left) : parse_unary(p, &left);
+    while (!rc && (eat(p, tok) || eat_word(p, word))) {
         int right, idx;
-        rc = k == N_OR ? parse_chain(p, "&&", N_AND, &right) : parse_unary(p, &right);
+        rc = k == N_OR ? parse_chain(p, N_AND, &right) : parse_unary(p, &right);
         if (!rc)
             rc = new_node(p, k, &idx);
         if (!rc) {
@@ -310,7 +406,7 @@ static int parse_chain(struct parser *p, const char *tok, enum nkind k, int *out
 
 static int parse_or(struct parser *p, int *out)
 {
-    return parse_chain(p, "||", N_OR, out);
+    return parse_chain(p, N_OR, out);
 }
 
 void sw_rule_free(struct sw_rule *r)
@@ -351,6 +447,17 @@ int sw_rule_parse(const char *expr, const struct sw_rule_vocab *vocab, struct sw
 out:
     sw_rule_free(r);
     return rc;
+}
+
+static bool conjunction(const struct sw_rule *r, int idx)
+{
+    const struct node *n = &r->nodes[idx];
+    return n->kind == N_CMP || (n->kind == N_AND && conjunction(r, n->a) && conjunction(r, n->b));
+}
+
+bool sw_rule_is_conjunction(const struct sw_rule *r)
+{
+    return r && conjunction(r, r->root);
 }
 
 /* ---------------------------------------------------------------------------------------------

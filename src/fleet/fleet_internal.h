@@ -111,6 +111,8 @@ struct sw__fleet_ctx {
     struct sw__fleet_arena *a;
     const char *file; /* the fleet file's name (arena) */
     const char *dir;  /* its directory, for relative env files */
+    const char *src;  /* its text (len src_len), for positions inside a scalar; may be NULL */
+    size_t src_len;
     const struct sw_fleet_opts *opts;
     int max_errors;
     int nerr;

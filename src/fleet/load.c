@@ -103,6 +103,8 @@ static int load(const char *name, const char *text, size_t len, const struct sw_
         rc = sw__fleet_err(c, &at, "is larger than %u bytes: not a fleet file", SW_FLEET_MAX_FILE);
         goto out;
     }
+    c->src = text;
+    c->src_len = len;
     struct sw__fleet_node *root = NULL;
     struct sw_err ye;
     sw_err_clear(&ye);

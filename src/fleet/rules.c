@@ -1,8 +1,11 @@
 /*
  * Known-bad rules of an endpoint: `when` (the condition that fails), and why (text, note,
- * failure class, date).
+ * failure class, date). The text form of `when` is read by core's one rule grammar with the
+ * fleet's hooks (shape fields, values in their own units, errors at their token in the file); the
+ * map form is YAML structure decoded here. Both become conditions and one sw_rule.
  *
- * Not here: matching a rule against a planned shape (the gates).
+ * Not here: a grammar of its own (core/rule.c), matching a rule against a planned shape (the
+ * gates).
  */
 #include "fleet_internal.h"
 
@@ -11,7 +14,8 @@
 #include <string.h>
 
 /* ---------------------------------------------------------------------------------------------
- * Known-bad rules: `when` is "seqs == 2 && kv_cache_dtype == bf16" or {seqs: 2, ...}.
+ * Known-bad rules: `when` is "seqs == 2 && kv_cache_dtype == bf16" or {seqs: 2, ...}. The map
+ * form's values may carry an operator (">= 245760"), read by parse_op.
  */
 static int parse_op(const char **pp, enum sw_fleet_op *op)
 {
@@ -92,72 +96,178 @@ static int dec_cond(struct sw__fleet_ctx *c, const struct sw__fleet_node *at_nod
     return sw__fleet_dec_value(c, &tmp, cd->field->type, &sp, &cd->v);
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * The text form, "seqs == 2 and kv_cache_dtype = fp8", is read by the one rule grammar
+ * (core/rule.c) with the hooks below: keys are shape fields, each value is decoded in its field's
+ * own units and choices, and every error points at its token inside the text (file:line:col).
+ */
+struct when_text {
+    struct sw__fleet_ctx *c;
+    const struct sw__fleet_node *v; /* the when: scalar */
+    const char *src;                /* its text */
+    struct sw_fleet_rule *r;
+    size_t cap;    /* r->conds holds cap */
+    bool reported; /* a hook reported its error itself */
+};
+
+/* Where byte off of the rule text is in the fleet file. A scalar whose text is not its source
+ * (folded over lines, escapes) keeps the scalar's own position. */
+static struct sw_fleet_at when_at(const struct when_text *w, size_t off)
+{
+    struct sw_fleet_at at = sw__fleet_at(w->v);
+    const char *src = w->c->src;
+    size_t n = w->c->src_len, len = strlen(w->src), i = 0;
+    if (!src || at.file != w->c->file || at.line < 1 || at.col < 1 || off > len)
+        return at;
+    for (int line = 1; i < n && line < at.line; i++)
+        line += src[i] == '\n';
+    for (int col = 1; i < n && col < at.col && src[i] != '\n'; col++) {
+        i++;
+        while (i < n && ((unsigned char)src[i] & 0xC0) == 0x80)
+            i++;
+    }
+    if (n - i < len || memcmp(src + i, w->src, len) || memchr(w->src, '\n', len))
+        return at;
+    for (size_t k = 0; k < off; k++)
+        at.col += ((unsigned char)w->src[k] & 0xC0) != 0x80;
+    return at;
+}
+
+static int when_key(void *ctx, const char *text, size_t n, char *out, size_t outn, char *msg,
+                    size_t msgn)
+{
+    struct when_text *w = ctx;
+    char name[96];
+    snprintf(name, sizeof(name), "%.*s", (int)n, text);
+    const struct sw_fleet_field *f = n < sizeof(name) ? sw_fleet_shape_field(name) : NULL;
+    if (f) {
+        snprintf(out, outn, "%s", f->name);
+        return 0;
+    }
+    size_t nf;
+    const struct sw_fleet_field *fs = sw_fleet_shape_fields(&nf);
+    const char *known[64];
+    size_t nk = 0;
+    for (size_t i = 0; i < nf && nk < SW_ARRAY_LEN(known); i++)
+        known[nk++] = fs[i].name;
+    const char *sug = sw__fleet_suggest(name, known, nk);
+    struct sw_fleet_at at = when_at(w, (size_t)(text - w->src));
+    sw__fleet_err(w->c, &at, "%s: '%s' is not a shape field%s%s%s", w->c->path, name,
+                  sug ? " (did you mean '" : "", sug ? sug : "", sug ? "'?)" : "");
+    w->reported = true;
+    snprintf(msg, msgn, "'%s' is not a shape field", name);
+    return -1;
+}
+
+static int when_value(void *ctx, const struct sw_rule_cmp *cmp, struct sw_rule_value *out,
+                      char *msg, size_t msgn)
+{
+    struct when_text *w = ctx;
+    struct sw__fleet_ctx *c = w->c;
+    static const enum sw_fleet_op ops[] = {
+        [SW_RULE_EQ] = SW_FLEET_EQ, [SW_RULE_NE] = SW_FLEET_NE, [SW_RULE_LT] = SW_FLEET_LT,
+        [SW_RULE_LE] = SW_FLEET_LE, [SW_RULE_GT] = SW_FLEET_GT, [SW_RULE_GE] = SW_FLEET_GE};
+    if (w->r->n_conds >= w->cap) {
+        snprintf(msg, msgn, "more than %zu conditions", w->cap);
+        return -1;
+    }
+    struct sw_fleet_cond *cd = &w->r->conds[w->r->n_conds];
+    memset(cd, 0, sizeof(*cd));
+    cd->at = when_at(w, cmp->key_at);
+    cd->field = sw_fleet_shape_field(cmp->key);
+    cd->op = ops[cmp->op];
+    w->reported = true;
+    if (!cd->field) /* when_key gave this key */
+        return -1;
+    if (cmp->bare) {
+        struct sw_fleet_at at = when_at(w, cmp->key_at + strlen(cmp->key));
+        sw__fleet_err(c, &at, "%s: after %s comes an operator (== != < <= > >=)", c->path,
+                      cd->field->name);
+        return -1;
+    }
+    if ((cd->field->type == SW_FLEET_V_STR || cd->field->type == SW_FLEET_V_BOOL) &&
+        cd->op != SW_FLEET_EQ && cd->op != SW_FLEET_NE) {
+        struct sw_fleet_at at = when_at(w, cmp->op_at);
+        sw__fleet_err(c, &at, "%s %s only compares with == or !=", c->path, cd->field->name);
+        return -1;
+    }
+    /* the value as a scalar of its own, at its place in the text */
+    struct sw_fleet_at at = when_at(w, cmp->lit_at);
+    struct sw__fleet_node lit = *w->v;
+    lit.line = at.line;
+    lit.col = at.col;
+    lit.text = cmp->text;
+    lit.len = strlen(cmp->text);
+    lit.plain = !cmp->quoted;
+    struct sw__fleet_spec sp = sw__fleet_shape_slot(cd->field)->spec;
+    if (sw__fleet_dec_value(c, &lit, cd->field->type, &sp, &cd->v))
+        return -1;
+    if (cd->field->type == SW_FLEET_V_STR && cd->v.s) { /* cmp->text is the parser's buffer */
+        cd->v.s = sw__fleet_strdup(c->a, cd->v.s);
+        if (!cd->v.s) {
+            sw__fleet_nomem(c);
+            return -1;
+        }
+    }
+    w->reported = false;
+    const struct sw_fleet_value *v = &cd->v;
+    switch (v->type) {
+    case SW_FLEET_V_COUNT:
+    case SW_FLEET_V_BYTES:
+        out->type = v->u > (uint64_t)INT64_MAX ? SW_RULE_REAL : SW_RULE_INT;
+        out->i = (int64_t)v->u;
+        out->d = (double)v->u;
+        break;
+    case SW_FLEET_V_REAL:
+        out->type = SW_RULE_REAL;
+        out->d = v->f;
+        break;
+    case SW_FLEET_V_BOOL:
+        out->type = SW_RULE_BOOL;
+        out->b = v->b;
+        break;
+    case SW_FLEET_V_STR:
+        out->type = SW_RULE_STR;
+        out->s = v->s ? v->s : "";
+        break;
+    }
+    w->r->n_conds++;
+    return 0;
+}
+
 static int dec_when_expr(struct sw__fleet_ctx *c, const struct sw__fleet_node *v,
                          struct sw_fleet_rule *r)
 {
     const char *t = sw__fleet_scalar(c, v);
     if (!t)
         return SW_EPARSE;
-    /* count the conjuncts first to size the array */
-    size_t nconds = 1;
-    for (const char *p = t; (p = strstr(p, "&&")); p += 2)
-        nconds++;
-    for (const char *p = t; (p = strstr(p, " and ")); p += 5)
-        nconds++;
-    r->conds = sw__fleet_allocn(c->a, nconds, sizeof(*r->conds));
-    char *copy = sw__fleet_strdup(c->a, t);
-    if (!r->conds || !copy)
+    struct when_text w = {.c = c, .v = v, .src = t, .r = r, .cap = strlen(t) / 2 + 1};
+    r->conds = sw__fleet_allocn(c->a, w.cap, sizeof(*r->conds));
+    if (!r->conds)
         return sw__fleet_nomem(c);
-    char *p = copy;
-    int rc = 0;
-    while (p && *p) {
-        char *amp = strstr(p, "&&");
-        char *andw = strstr(p, " and ");
-        char *end = amp && (!andw || amp < andw) ? amp : andw;
-        char *next = NULL;
-        if (end) {
-            next = end + (end == amp ? 2 : 5);
-            *end = '\0';
-        }
-        while (isspace((unsigned char)*p))
-            p++;
-        /* field name */
-        char *q = p;
-        while (*q && (isalnum((unsigned char)*q) || *q == '_' || *q == '.'))
-            q++;
-        if (q == p) {
-            return sw__fleet_errp(
-                c, v, "'%s' is not a condition: write FIELD OP VALUE, joined with &&", t);
-        }
-        char fname[96];
-        snprintf(fname, sizeof(fname), "%.*s", (int)(q - p), p);
-        while (isspace((unsigned char)*q))
-            q++;
-        enum sw_fleet_op op;
-        const char *opp = q;
-        if (parse_op(&opp, &op))
-            return sw__fleet_errp(c, v, "'%s': after %s comes an operator (== != < <= > >=)", t,
-                                  fname);
-        struct sw__fleet_node operand = *v;
-        char *val = sw__fleet_printf(c->a, "%.*s%s", (int)(opp - q), q, opp);
-        if (!val)
-            return sw__fleet_nomem(c);
-        operand.text = val;
-        operand.len = strlen(val);
-        operand.plain = true;
-        /* trim trailing space */
-        while (operand.len && isspace((unsigned char)val[operand.len - 1]))
-            val[--operand.len] = '\0';
-        int r2 = dec_cond(c, v, fname, &operand, &r->conds[r->n_conds]);
-        if (r2)
-            rc = r2;
-        else
-            r->n_conds++;
-        p = next;
+    struct sw_rule_vocab vocab = sw_fleet_rule_vocab;
+    vocab.key = when_key;
+    vocab.value = when_value;
+    vocab.ctx = &w;
+    struct sw_rule *expr = NULL;
+    struct sw_err e;
+    sw_err_clear(&e);
+    int rc = sw_rule_parse(t, &vocab, &expr, &e);
+    if (rc == SW_ENOMEM)
+        return sw__fleet_nomem(c);
+    if (rc && w.reported)
+        return SW_EPARSE;
+    if (rc) {
+        struct sw_fleet_at at = when_at(&w, e.offset >= 0 ? (size_t)e.offset : 0);
+        return sw__fleet_err(c, &at, "%s: %s", c->path, e.msg);
     }
-    if (!rc && !r->n_conds)
-        return sw__fleet_errp(c, v, "states no condition");
-    return rc;
+    bool conj = sw_rule_is_conjunction(expr);
+    sw_rule_free(expr); /* compile_rule makes the rule's own from the conditions */
+    if (!conj)
+        return sw__fleet_errp(c, v,
+                              "joins its conditions with && (or and) only; for one of several "
+                              "values list them in the map form ({tp: [1, 2]})");
+    return 0;
 }
 
 static int dec_when_cond(struct sw__fleet_ctx *c, const struct sw__fleet_node *fk,

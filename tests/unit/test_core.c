@@ -272,6 +272,89 @@ static void test_rule(void **state)
     assert_non_null(strstr(e.msg, "expected slots or dtype"));
     assert_int_equal(sw_rule_parse("dtype < fp8", &v, &r, &e), SW_EPARSE);
     assert_non_null(strstr(e.msg, "only == and != compare strings"));
+    assert_int_equal(e.offset, 6); /* at the operator */
+}
+
+/* The words and, or, not and a lone '=' are the same operators as &&, ||, ! and ==. */
+static void test_rule_words(void **state)
+{
+    (void)state;
+    const struct sw_rule_vocab v = {.key = toy_key, .literal = toy_literal, .get = toy_get};
+    struct sw_rule *r = NULL, *sym = NULL;
+    struct sw_err e;
+    assert_int_equal(sw_rule_parse("slots = 2 and not (dtype = float8) or slots=1Ki", &v, &r, &e),
+                     0);
+    assert_int_equal(sw_rule_parse("slots == 2 && !(dtype == float8) || slots==1Ki", &v, &sym, &e),
+                     0);
+    struct toy cases[] = {{2, "f16"}, {2, "fp8"}, {1024, NULL}, {1, "f16"}, {3, "fp8"}};
+    bool want[] = {true, false, true, false, false};
+    for (size_t i = 0; i < 5; i++) {
+        assert_int_equal(sw_rule_eval(r, &cases[i]), want[i]);
+        assert_int_equal(sw_rule_eval(sym, &cases[i]), want[i]);
+    }
+    assert_false(sw_rule_is_conjunction(r));
+    sw_rule_free(r);
+    sw_rule_free(sym);
+    assert_int_equal(sw_rule_parse("slots >= 2 and dtype = fp8 && slots < 9", &v, &r, &e), 0);
+    assert_true(sw_rule_is_conjunction(r));
+    sw_rule_free(r);
+    /* a word is an operator only as a whole word; as a value it is a word */
+    assert_int_equal(sw_rule_parse("dtype == not", &v, &r, &e), 0);
+    struct toy nt = {0, "not"}, c1k = {1024, "f16"};
+    assert_true(sw_rule_eval(r, &nt));
+    sw_rule_free(r);
+    assert_int_equal(sw_rule_parse("slots == 2 andslots == 3", &v, &r, &e), SW_EPARSE);
+    assert_int_equal(e.offset, 11);
+    assert_int_equal(sw_rule_parse("slots = = 2", &v, &r, &e), SW_EPARSE);
+    assert_int_equal(e.offset, 8);
+    /* a unit may stand after its number's space; a word that is no unit may not */
+    assert_int_equal(sw_rule_parse("slots == 1 Ki and dtype = f16", &v, &r, &e), 0);
+    assert_true(sw_rule_eval(r, &c1k));
+    sw_rule_free(r);
+    assert_int_equal(sw_rule_parse("slots == 2 extra", &v, &r, &e), SW_EPARSE);
+    assert_int_equal(e.offset, 11);
+}
+
+/* A vocabulary that reads each value in its key's own units: "2k" slots is 2000, a word for
+ * slots is refused at the word's offset, and the hook sees each comparison's parts. */
+static int toy_value(void *ctx, const struct sw_rule_cmp *cmp, struct sw_rule_value *out, char *msg,
+                     size_t msgn)
+{
+    int *calls = ctx;
+    (*calls)++;
+    if (!strcmp(cmp->key, "dtype")) {
+        out->type = SW_RULE_STR;
+        out->s = cmp->text;
+        return 0;
+    }
+    uint64_t u;
+    if (cmp->quoted || sw_parse_count(cmp->text, &u, NULL)) {
+        snprintf(msg, msgn, "slots '%s' is not a count", cmp->text);
+        return -1;
+    }
+    out->type = SW_RULE_INT;
+    out->i = (int64_t)u;
+    return 0;
+}
+
+static void test_rule_value_hook(void **state)
+{
+    (void)state;
+    int calls = 0;
+    const struct sw_rule_vocab v = {
+        .key = toy_key, .value = toy_value, .get = toy_get, .ctx = &calls};
+    struct sw_rule *r = NULL;
+    struct sw_err e;
+    assert_int_equal(sw_rule_parse("slots = 2k and dtype = \"f p8\"", &v, &r, &e), 0);
+    assert_int_equal(calls, 2);
+    struct toy a = {2000, "f p8"}, b = {2048, "f p8"};
+    assert_true(sw_rule_eval(r, &a));
+    assert_false(sw_rule_eval(r, &b));
+    sw_rule_free(r);
+    assert_int_equal(sw_rule_parse("dtype == fp8 && slots >= two", &v, &r, &e), SW_EPARSE);
+    assert_null(r);
+    assert_int_equal(e.offset, 25);
+    assert_non_null(strstr(e.msg, "slots 'two' is not a count"));
 }
 
 static void test_files(void **state)
@@ -491,6 +574,7 @@ int main(void)
         cmocka_unit_test(test_err_format),  cmocka_unit_test(test_alloc_fail),
         cmocka_unit_test(test_buf),         cmocka_unit_test(test_units),
         cmocka_unit_test(test_number_scan), cmocka_unit_test(test_rule),
+        cmocka_unit_test(test_rule_words),  cmocka_unit_test(test_rule_value_hook),
         cmocka_unit_test(test_files),       cmocka_unit_test(test_sniff),
         cmocka_unit_test(test_json),        cmocka_unit_test(test_redact),
         cmocka_unit_test(test_utf8_repair), cmocka_unit_test(test_json_int_range),

@@ -569,6 +569,87 @@ static const char *rule_yaml = "hosts:\n"
                                "            MMPROJ_FILE: payload.mmproj, MAXLEN: shape.ctx_size}\n"
                                "      opt_out: [MMPROJ_FILE]\n";
 
+/* The text form of `when` is read by the one rule grammar: `and` and a lone `=` are && and ==,
+ * each value is read in its field's units and choices, and an error points at its token inside
+ * the text (line:col in the fleet file), not at the start of the rule. */
+static const char rule_text_yaml[] = "hosts:\n"
+                                     "  box:\n"
+                                     "    transport: local\n"
+                                     "    devices:\n"
+                                     "      gpu0: {kind: R9700, vendor: amd, memory_total: 32GiB}\n"
+                                     "endpoints:\n"
+                                     "  x:\n"
+                                     "    host: box\n"
+                                     "    engine: vllm\n"
+                                     "    known_bad:\n"
+                                     "%s";
+
+static void test_rule_text(void **state)
+{
+    (void)state;
+    char yaml[2048];
+    struct errs es = {0};
+    struct sw_fleet *f = NULL;
+    snprintf(yaml, sizeof(yaml), rule_text_yaml,
+             "      - when: maxlen = 180k and kv_cache_dtype = fp8\n"
+             "        text: t\n"
+             "      - {when: \"seqs >= 2 && seqs < 4\", note: n}\n"
+             "      - {when: kv_cache_bytes >= 6 GiB, note: a unit after a space}\n");
+    assert_int_equal(load_mem(yaml, NULL, NULL, &es, &f), 0);
+    const struct sw_fleet_endpoint *ep = sw_fleet_endpoint(f, "x");
+    assert_int_equal(ep->n_known_bad, 3);
+    assert_int_equal(ep->known_bad[2].conds[0].v.u, 6ull << 30);
+    const struct sw_fleet_rule *r = &ep->known_bad[0];
+    assert_int_equal(r->n_conds, 2);
+    assert_string_equal(r->conds[0].field->name, "max_model_len");
+    assert_int_equal(r->conds[0].op, SW_FLEET_EQ);
+    assert_int_equal(r->conds[0].v.u, 180000);
+    assert_string_equal(r->conds[1].v.s, "fp8");
+    assert_int_equal(r->conds[1].at.line, 11); /* each condition at its key */
+    assert_int_equal(r->conds[1].at.col, 33);
+    assert_string_equal(r->expr_text, "max_model_len == 180000 && kv_cache_dtype == \"fp8\"");
+    assert_string_equal(ep->known_bad[1].expr_text, "seqs >= 2 && seqs < 4");
+    struct sw_fleet_shape s = ep->shape;
+    struct sw_fleet_value v = {.type = SW_FLEET_V_COUNT, .set = true, .u = 180000};
+    struct sw_fleet_value fp8 = {.type = SW_FLEET_V_STR, .set = true, .s = "fp8"};
+    sw_fleet_shape_set(&s, "max_model_len", &v, NULL);
+    assert_false(sw_fleet_rule_matches(r, &s));
+    sw_fleet_shape_set(&s, "kv_cache_dtype", &fp8, NULL);
+    assert_true(sw_fleet_rule_matches(r, &s));
+    sw_fleet_free(f);
+
+    /* errors at the offending token: a bad choice, a typo, a missing condition */
+    snprintf(yaml, sizeof(yaml), rule_text_yaml,
+             "      - when: seqs = 2 and kv_cache_dtype = fp9\n"
+             "        text: t\n"
+             "      - {when: \"seqs == 2 and sqs == 3\", text: t}\n"
+             "      - when: seqs == 2 &&\n"
+             "        text: t\n"
+             "      - when: max_model_len >= 10 xyz\n"
+             "        text: t\n"
+             "      - when: seqs == 2 || seqs == 3\n"
+             "        text: t\n"
+             "      - when: >-\n"
+             "          seqs == 2 &&\n"
+             "          bogus == 1\n"
+             "        text: t\n");
+    es.n = 0;
+    assert_int_not_equal(load_mem(yaml, NULL, NULL, &es, &f), 0);
+    assert_null(f);
+    if (!any_error(&es, "mem/fleet.yaml:11:45: endpoints.x.known_bad[0].when") ||
+        !any_error(&es, "mem/fleet.yaml:13:31: endpoints.x.known_bad[1].when: 'sqs' is not a "
+                        "shape field (did you mean 'seqs'?)") ||
+        !any_error(&es, "mem/fleet.yaml:14:27: endpoints.x.known_bad[2].when: expected") ||
+        !any_error(&es, "mem/fleet.yaml:16:35: endpoints.x.known_bad[3].when: unexpected 'xyz'") ||
+        !any_error(&es, "mem/fleet.yaml:18:15: endpoints.x.known_bad[4].when joins its "
+                        "conditions with && (or and) only") ||
+        /* folded over lines, the text is not the source: the scalar's own position */
+        !any_error(&es, "mem/fleet.yaml:21:1: endpoints.x.known_bad[5].when: 'bogus'")) {
+        dump_errs(&es);
+        fail();
+    }
+}
+
 static void test_import_rule(void **state)
 {
     /* MAXLEN and CTX_SIZE both map to ctx_size: refused */
@@ -952,11 +1033,17 @@ int main(void)
 {
     sw_core_init();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_bad_cases),        cmocka_unit_test(test_good_cases),
-        cmocka_unit_test(test_operator_example), cmocka_unit_test(test_local_example),
-        cmocka_unit_test(test_features),         cmocka_unit_test(test_import_rule),
-        cmocka_unit_test(test_envfile),          cmocka_unit_test(test_qty),
-        cmocka_unit_test(test_shape_fields),     cmocka_unit_test(test_hostile),
+        cmocka_unit_test(test_bad_cases),
+        cmocka_unit_test(test_good_cases),
+        cmocka_unit_test(test_operator_example),
+        cmocka_unit_test(test_local_example),
+        cmocka_unit_test(test_features),
+        cmocka_unit_test(test_rule_text),
+        cmocka_unit_test(test_import_rule),
+        cmocka_unit_test(test_envfile),
+        cmocka_unit_test(test_qty),
+        cmocka_unit_test(test_shape_fields),
+        cmocka_unit_test(test_hostile),
         cmocka_unit_test(test_torture),
     };
     return cmocka_run_group_tests_name("fleet", tests, NULL, NULL);

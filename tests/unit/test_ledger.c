@@ -637,7 +637,7 @@ static void test_battery_bench_rung_rule_note(void **state)
                                     .source = "bisection"};
     int64_t rule, global;
     assert_int_equal(sw_ledger_record_rule(&f->l, &rr, &rule, &e), 0);
-    rr.expr = "slots = 2";
+    rr.expr = "slots =< 2";
     assert_int_equal(sw_ledger_record_rule(&f->l, &rr, NULL, &e), SW_EPARSE);
     assert_non_null(strstr(e.msg, "rule"));
     rr = (struct sw_ledger_rule_rec){.expr = "model.quant == q8_0_rocmfpx && engine != llama.cpp",

@@ -346,6 +346,10 @@ static void test_rules(void **state)
     assert_true(hit);
     assert_int_equal(sw_ledger_rule_match("kv_dtype == f16", mixed, &hit, &e), 0);
     assert_false(hit);
+    /* and, not and a lone '=' are the same operators as &&, ! and == */
+    assert_int_equal(
+        sw_ledger_rule_match("kv_dtype = f16/q8_0 and not kv_dtype = f16", mixed, &hit, &e), 0);
+    assert_true(hit);
     json_decref(mixed);
 
     static const struct {
@@ -353,7 +357,7 @@ static void test_rules(void **state)
         const char *msg;
         int64_t offset;
     } bad[] = {
-        {"slots = 2", "use '=='", 6},
+        {"slots =< 2", "expected a value", 7},
         {"slots ==", "expected a value", 8},
         {"seqz == 2", "unknown shape key 'seqz'", 0},
         {"model.colour == red", "model keys", 0},
