@@ -109,6 +109,12 @@ static const char *find(const char *p, const char *end, const char *needle)
     return NULL;
 }
 
+/* A figure in GiB that is a byte count int64_t can hold (a hostile log prints 1e14 GB). */
+static bool gib_fits(double v)
+{
+    return v >= 0 && v < (double)INT64_MAX / (double)SW_GIB;
+}
+
 /* The first of a NULL-terminated list of needles found in [p, end), or NULL. */
 static const char *find_any(const char *p, const char *end, const char *const *needles)
 {
@@ -391,12 +397,12 @@ int sw_vllm_bootlog_parse(const char *text, size_t len, struct sw_vllm_bootlog *
             }
         }
         q = find(p, le, "Available KV cache memory: ");
-        if (q && num_at(q + 27, le, &v, NULL)) {
+        if (q && num_at(q + 27, le, &v, NULL) && gib_fits(v)) {
             o->available_kv_gib = v;
             o->has_available = true;
         }
         q = find(p, le, "kv_cache_size=");
-        if (q && num_at(q + 14, le, &v, NULL) && !o->has_available) {
+        if (q && num_at(q + 14, le, &v, NULL) && gib_fits(v) && !o->has_available) {
             o->available_kv_gib = v;
             o->has_available = true;
         }
