@@ -50,31 +50,6 @@ struct ctx {
     char config[256];
 };
 
-/* A valid safetensors file of exactly `total` bytes: one U8 tensor filling the data area, its
- * bytes from a xorshift stream (so every file differs). */
-static unsigned char *make_st(size_t total, uint32_t seed, const char *tensor)
-{
-    unsigned char *b = malloc(total);
-    size_t hl = 128, n = total - 8 - hl;
-    char hdr[129];
-    int k = snprintf(hdr, sizeof(hdr),
-                     "{\"%s\":{\"dtype\":\"U8\",\"shape\":[%zu],"
-                     "\"data_offsets\":[0,%zu]}}",
-                     tensor, n, n);
-    memset(hdr + k, ' ', hl - (size_t)k);
-    for (int i = 0; i < 8; i++)
-        b[i] = (unsigned char)((uint64_t)hl >> (8 * i));
-    memcpy(b + 8, hdr, hl);
-    uint32_t x = seed;
-    for (size_t i = 8 + hl; i < total; i++) {
-        x ^= x << 13;
-        x ^= x >> 17;
-        x ^= x << 5;
-        b[i] = (unsigned char)x;
-    }
-    return b;
-}
-
 static void env_for(struct ctx *c)
 {
     setenv("HF_ENDPOINT", swhub_url(c->hub), 1);
@@ -101,8 +76,8 @@ static struct ctx *hub_new(void)
     mkdir(c->home, 0700);
     c->big_n = BIG;
     c->small_n = SMALL;
-    c->big = make_st(BIG, 2463534242u, "a");
-    c->small = make_st(SMALL, 88172645u, "b");
+    c->big = swhub_safetensors(BIG, 2463534242u, "a");
+    c->small = swhub_safetensors(SMALL, 88172645u, "b");
     snprintf(c->config, sizeof(c->config),
              "{\"model_type\": \"llama\", \"num_hidden_layers\": 2}\n");
     swhub_file(c->hub, "model-00001-of-00002.safetensors", c->big, BIG, true);

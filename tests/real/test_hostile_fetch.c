@@ -52,29 +52,6 @@ struct ctx {
     char config[128];
 };
 
-/* A valid safetensors file of `total` bytes whose data area is a xorshift stream: bytes nobody
- * can tell from a real tensor by looking. */
-static unsigned char *make_st(size_t total, uint32_t seed)
-{
-    unsigned char *b = malloc(total);
-    size_t hl = 96, n = total - 8 - hl;
-    char hdr[97];
-    int k = snprintf(hdr, sizeof(hdr),
-                     "{\"w\":{\"dtype\":\"U8\",\"shape\":[%zu],\"data_offsets\":[0,%zu]}}", n, n);
-    memset(hdr + k, ' ', hl - (size_t)k);
-    for (int i = 0; i < 8; i++)
-        b[i] = (unsigned char)((uint64_t)hl >> (8 * i));
-    memcpy(b + 8, hdr, hl);
-    uint32_t x = seed;
-    for (size_t i = 8 + hl; i < total; i++) {
-        x ^= x << 13;
-        x ^= x >> 17;
-        x ^= x << 5;
-        b[i] = (unsigned char)x;
-    }
-    return b;
-}
-
 /* A hub with a 1 MiB shard, a 256 KiB shard under sub/ (both LFS) and config.json (regular);
  * `fault` on the 1 MiB shard. */
 static struct ctx *hub_new(enum swhub_fault fault)
@@ -96,8 +73,8 @@ static struct ctx *hub_new(enum swhub_fault fault)
     mkdir(c->outside, 0755);
     c->shard_n = 1u << 20;
     c->subf_n = 256u << 10;
-    c->shard = make_st(c->shard_n, 2463534242u);
-    c->subf = make_st(c->subf_n, 88172645u);
+    c->shard = swhub_safetensors(c->shard_n, 2463534242u, "w");
+    c->subf = swhub_safetensors(c->subf_n, 88172645u, "w");
     snprintf(c->config, sizeof(c->config), "{\"model_type\": \"llama\"}\n");
     swhub_file(c->hub, SHARD, c->shard, c->shard_n, true);
     swhub_file(c->hub, SUBF, c->subf, c->subf_n, true);
@@ -453,7 +430,7 @@ static void test_opaque_etag(void **state)
     must_say(&r, "unverified");
     swt_run_free(&r);
     /* a blob whose bytes no longer hash to its name is removed and fetched again */
-    unsigned char *other = make_st(c->shard_n, 12345u);
+    unsigned char *other = swhub_safetensors(c->shard_n, 12345u, "w");
     char bp[4700];
     snprintf(bp, sizeof(bp), "%s/blobs/%s", c->repo_dir, swhub_sha256(c->hub, SHARD));
     swt_write(bp, other, c->shard_n);

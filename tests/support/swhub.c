@@ -403,3 +403,26 @@ char *swhub_log_text(const struct swhub *h)
     sw_buf_free(&b);
     return s;
 }
+
+unsigned char *swhub_safetensors(size_t total, uint32_t seed, const char *tensor)
+{
+    unsigned char *b = malloc(total);
+    size_t hl = 128, n = total - 8 - hl;
+    char hdr[129];
+    int k = snprintf(hdr, sizeof(hdr),
+                     "{\"%s\":{\"dtype\":\"U8\",\"shape\":[%zu],"
+                     "\"data_offsets\":[0,%zu]}}",
+                     tensor, n, n);
+    memset(hdr + k, ' ', hl - (size_t)k);
+    for (int i = 0; i < 8; i++)
+        b[i] = (unsigned char)((uint64_t)hl >> (8 * i));
+    memcpy(b + 8, hdr, hl);
+    uint32_t x = seed;
+    for (size_t i = 8 + hl; i < total; i++) {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        b[i] = (unsigned char)x;
+    }
+    return b;
+}

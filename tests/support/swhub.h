@@ -21,6 +21,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 enum swhub_fault {
@@ -67,5 +68,10 @@ const char *swhub_gitsha1(const struct swhub *h, const char *name);
 pid_t swhub_pid(const struct swhub *h);
 /* The access log so far (malloc'd; free it). */
 char *swhub_log_text(const struct swhub *h);
+
+/* A valid safetensors file of `total` bytes (one U8 tensor named `tensor`) whose data area is a
+ * xorshift stream from `seed`: bytes nobody can tell from a real tensor by looking. malloc'd;
+ * free with free(). */
+unsigned char *swhub_safetensors(size_t total, uint32_t seed, const char *tensor);
 
 #endif
