@@ -409,37 +409,11 @@ static void test_run_dir_choice(void **state)
  * (e) The orphan: slipway and its watchdog both SIGKILLed while a detached boot loads.
  */
 
-/* Live processes (not zombies, not us) whose argv holds mark. */
-static int survivors(const char *mark, pid_t *one)
-{
-    DIR *d = opendir("/proc");
-    assert_non_null(d);
-    int n = 0;
-    struct dirent *de;
-    while ((de = readdir(d))) {
-        char *end;
-        long pid = strtol(de->d_name, &end, 10);
-        if (*end || pid <= 0 || pid == getpid())
-            continue;
-        struct sw_proc_id id;
-        if (sw_proc_identify((pid_t)pid, &id, NULL) || id.state == 'Z' || id.state == 'X')
-            continue;
-        char cmd[8192];
-        if (sw_proc_cmdline((pid_t)pid, cmd, sizeof(cmd)) || !strstr(cmd, mark))
-            continue;
-        if (one)
-            *one = (pid_t)pid;
-        n++;
-    }
-    closedir(d);
-    return n;
-}
-
 static int settle(const char *mark)
 {
-    for (int i = 0; i < 300 && survivors(mark, NULL); i++)
+    for (int i = 0; i < 300 && swt_survivors(mark, false, NULL); i++)
         sw_sleep_ms(50);
-    return survivors(mark, NULL);
+    return swt_survivors(mark, false, NULL);
 }
 
 static pid_t parent_of(pid_t pid)
@@ -565,10 +539,10 @@ static void test_orphan_found_by_down(void **state)
     assert_int_equal(kill(s, SIGKILL), 0);
     int st;
     assert_int_equal(waitpid(s, &st, 0), s);
-    for (int i = 0; i < 200 && survivors(mark, NULL) > 1; i++)
+    for (int i = 0; i < 200 && swt_survivors(mark, false, NULL) > 1; i++)
         sw_sleep_ms(10);
     pid_t engine = 0;
-    int left = survivors(mark, &engine);
+    int left = swt_survivors(mark, false, &engine);
     if (left != 1) {
         settle(mark);
         fail_msg("%d processes carry the mark after SIGKILL; expected the orphaned engine", left);

@@ -108,41 +108,15 @@ static void tcase_init(struct tcase *t, const char *name)
     assert_true(t->port > 0);
 }
 
-/* Processes (not zombies, not us) whose argv holds `mark`. Prints them. */
-static int survivors(const char *mark, bool print)
-{
-    DIR *d = opendir("/proc");
-    assert_non_null(d);
-    int n = 0;
-    struct dirent *de;
-    while ((de = readdir(d))) {
-        char *end;
-        long pid = strtol(de->d_name, &end, 10);
-        if (*end || pid <= 0 || pid == getpid())
-            continue;
-        struct sw_proc_id id;
-        if (sw_proc_identify((pid_t)pid, &id, NULL) || id.state == 'Z' || id.state == 'X')
-            continue;
-        char cmd[8192];
-        if (sw_proc_cmdline((pid_t)pid, cmd, sizeof(cmd)) || !strstr(cmd, mark))
-            continue;
-        if (print)
-            fprintf(stderr, "  survivor: pid %ld state %c: %.200s\n", pid, id.state, cmd);
-        n++;
-    }
-    closedir(d);
-    return n;
-}
-
 /* Wait (bounded) until nothing carrying the mark is left; return how many are. */
 static int settle(const char *mark)
 {
     for (int i = 0; i < 300; i++) {
-        if (survivors(mark, false) == 0)
+        if (swt_survivors(mark, false, NULL) == 0)
             return 0;
         sw_sleep_ms(50);
     }
-    return survivors(mark, true);
+    return swt_survivors(mark, true, NULL);
 }
 
 /* slipway ARGS... in the background, stdout/stderr to files. */
@@ -279,7 +253,7 @@ static void killed_mid_boot(bool detach, int sig)
     }
     free(body);
     assert_int_equal(st, 503);
-    assert_true(survivors(t.mark, false) >= 3); /* slipway, its watchdog, llama-server */
+    assert_true(swt_survivors(t.mark, false, NULL) >= 3); /* slipway, its watchdog, llama-server */
     kill(s, sig);
     /* SIGKILL: slipway cannot act, PDEATHSIG and the watchdog must; SIGTERM: slipway stops the
      * boot itself (a failed boot: exit 1) */
@@ -395,7 +369,7 @@ again:
         fail_msg("up --detach exited %d", rc);
     }
     /* slipway and its watchdog are gone; llama-server alone carries the mark */
-    assert_int_equal(survivors(t->mark, false), 1);
+    assert_int_equal(swt_survivors(t->mark, false, NULL), 1);
     return pid_from_file(t->pid);
 }
 
@@ -652,7 +626,7 @@ static void test_fleet_up_down(void **state)
     char pidf[4500];
     snprintf(pidf, sizeof(pidf), "%s/tiny.pid", run);
     assert_int_equal(access(pidf, F_OK), 0);
-    assert_int_equal(survivors(t.mark, false), 1);
+    assert_int_equal(swt_survivors(t.mark, false, NULL), 1);
     struct swt_run r;
     assert_int_equal(swt_slipway(&r, "down", fleet, NULL), 0);
     assert_int_equal(r.status, 0);
@@ -724,7 +698,7 @@ static void test_fleet_refuses_unfit(void **state)
             snprintf(logf, sizeof(logf), "%s/tiny.log", run);
             assert_int_equal(access(pidf, F_OK), -1);
             assert_int_equal(access(logf, F_OK), -1);
-            assert_int_equal(survivors(t.mark, false), 0);
+            assert_int_equal(swt_survivors(t.mark, false, NULL), 0);
         } else {
             assert_int_equal(swt_slipway(&r, "up", "--dry-run", fleet, NULL), 0);
             assert_int_equal(r.status, 0);

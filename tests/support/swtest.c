@@ -8,7 +8,10 @@
 
 #include "swtest.h"
 
+#include <slipway/deploy.h>
+
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -315,4 +318,31 @@ json_t *swt_json_out(const struct swt_run *r)
     if (!j)
         fail_msg("stdout is not JSON (%s): %.400s\nstderr: %.400s", je.text, r->out, r->err);
     return j;
+}
+
+int swt_survivors(const char *mark, bool print, pid_t *one)
+{
+    DIR *d = opendir("/proc");
+    assert_non_null(d);
+    int n = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        char *end;
+        long pid = strtol(de->d_name, &end, 10);
+        if (*end || pid <= 0 || pid == getpid())
+            continue;
+        struct sw_proc_id id;
+        if (sw_proc_identify((pid_t)pid, &id, NULL) || id.state == 'Z' || id.state == 'X')
+            continue;
+        char cmd[8192];
+        if (sw_proc_cmdline((pid_t)pid, cmd, sizeof(cmd)) || !strstr(cmd, mark))
+            continue;
+        if (print)
+            fprintf(stderr, "  survivor: pid %ld state %c: %.200s\n", pid, id.state, cmd);
+        if (one)
+            *one = (pid_t)pid;
+        n++;
+    }
+    closedir(d);
+    return n;
 }

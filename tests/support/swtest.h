@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 /* $SW_SOURCE_DIR/rel, $SW_SHARED_DIR/rel, $SW_BUILD_DIR/rel (static buffers rotate, 8 deep). */
 const char *swt_src(const char *rel);
@@ -68,5 +69,9 @@ long swt_torture(const char *name, int (*run)(void *arg), void *arg, int want);
 
 /* Parse r->out as JSON (fails the test if it is not). */
 json_t *swt_json_out(const struct swt_run *r);
+
+/* Live processes (not zombies, not this one) whose argv holds `mark`; each printed on stderr when
+ * `print`, the last one's pid in *one (may be NULL). */
+int swt_survivors(const char *mark, bool print, pid_t *one);
 
 #endif
