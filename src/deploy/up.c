@@ -313,9 +313,10 @@ static int write_record(const struct sw_up_opts *o, struct sw_up_result *r, stru
     snprintf(pf->log, sizeof(pf->log), "%s", o->log_path ? o->log_path : "");
     pf->started_unix = sw_wall_unix();
     pf->supervisor = o->detach ? 0 : getpid();
+    /* the watchdog learns the path first: if slipway dies between the two, the watchdog still
+     * removes a record it finds (it checks the pid and start time before unlinking) */
+    sw__child_watch_record(&r->child, o->pid_file);
     rc = sw_pidfile_write(o->pid_file, pf, e);
-    if (!rc)
-        sw__child_watch_record(&r->child, o->pid_file);
 out:
     sw_buf_free(&line);
     sw_free(pf);
