@@ -30,8 +30,9 @@
 #define SGLANG_ARGV                                                                                \
     "--", "python", "-m", "sglang.launch_server", "--model-path", VLLM_MODEL, "--tp", "2",         \
         "--kv-cache-dtype", "fp8_e4m3", "--max-total-tokens", "606208"
-#define DECL       "tests/data/golden/qwen35-9b-decl.json"
-#define DECL_FLEET "tests/data/golden/local-declared.yaml"
+#define DECL        "tests/data/golden/qwen35-9b-decl.json"
+#define GOLDEN_HOME "/nonexistent/slipway-golden-home"
+#define DECL_FLEET  "tests/data/golden/local-declared.yaml"
 
 struct golden {
     const char *name;
@@ -81,6 +82,11 @@ static int setup(void **state)
     (void)state;
     dir = swt_tmpdir();
     snprintf(ledger, sizeof(ledger), "%s", swt_join(dir, "seed.sqlite"));
+    /* The examples name payloads under ~: a fixed HOME that cannot exist keeps the outputs the same
+     * for every user, whether or not scripts/setup.sh wrote the tiny model on this machine. */
+    setenv("HOME", GOLDEN_HOME, 1);
+    unsetenv("XDG_DATA_HOME");
+    unsetenv("SLIPWAY_LEDGER");
     if (chdir(swt_src(".")))
         return -1;
     struct swt_run r;
