@@ -64,8 +64,13 @@ static int plan_llamacpp(const struct sw_fleet_endpoint *ep, struct sw__gate_pla
         for (size_t k = 0; k < ep->n_devices; k++)
             if (!strcmp(ep->devices[k]->name, x->name))
                 fd = ep->devices[k];
+        /* llama.cpp calls the host "CPU"; the fleet names its `vendor: cpu` device as it likes
+         * (the law's environment took that device's memory as the host's) */
+        for (size_t k = 0; !fd && !strcmp(x->name, "CPU") && k < ep->n_devices; k++)
+            if (ep->devices[k]->vendor.v && !strcmp(ep->devices[k]->vendor.v, "cpu"))
+                fd = ep->devices[k];
         if (!fd)
-            continue; /* "CPU" when everything is offloaded */
+            continue; /* "CPU" when everything is offloaded to GPUs the fleet declares */
         p->dev[p->n_dev].dev = fd;
         p->dev[p->n_dev].capacity = sw_fleet_device_capacity(fd);
         p->dev[p->n_dev].kv = x->kv;
