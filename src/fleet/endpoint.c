@@ -58,7 +58,7 @@ static int dec_namelist(struct sw__fleet_ctx *c, const struct sw__fleet_node *v,
     }
     if (sw__fleet_node_is_null(v))
         return 0;
-    *out = sw__fleet_allocn(c->a, v->n ? v->n : 1, sizeof(**out));
+    *out = sw__fleet_alloc_each(c, v, sizeof(**out));
     if (!*out)
         return sw__fleet_nomem(c);
     struct namelist nl = {*out, n, ft};
@@ -267,7 +267,7 @@ static int dec_mounts(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, v
 {
     struct sw_fleet_payload *p = obj;
     (void)d;
-    p->mounts = sw__fleet_allocn(c->a, v->n ? v->n : 1, sizeof(*p->mounts));
+    p->mounts = sw__fleet_alloc_each(c, v, sizeof(*p->mounts));
     if (!p->mounts)
         return sw__fleet_nomem(c);
     return sw__fleet_walk_seq(c, v, dec_mount, p);
@@ -413,7 +413,7 @@ static int ep_args(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, void
 {
     struct sw_fleet_endpoint *ep = obj;
     (void)d;
-    ep->args = sw__fleet_allocn(c->a, v->n ? v->n : 1, sizeof(*ep->args));
+    ep->args = sw__fleet_alloc_each(c, v, sizeof(*ep->args));
     if (!ep->args)
         return sw__fleet_nomem(c);
     return sw__fleet_walk_seq(c, v, dec_arg, ep);
@@ -472,7 +472,7 @@ static int ep_env(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, void 
 {
     struct sw_fleet_endpoint *ep = obj;
     (void)d;
-    ep->env = sw__fleet_allocn(c->a, v->n ? v->n : 1, sizeof(*ep->env));
+    ep->env = sw__fleet_alloc_each(c, v, sizeof(*ep->env));
     if (!ep->env)
         return sw__fleet_nomem(c);
     struct sw__fleet_walk w = {.key = env_key, .fn = dec_envvar, .arg = ep};
@@ -540,7 +540,7 @@ static int dec_knob(struct sw__fleet_ctx *c, const struct sw__fleet_node *v,
     sw__fleet_record(c, v);
     int rc = 0;
     if (v->kind == SW__FLN_SEQ) {
-        kb->values = sw__fleet_allocn(c->a, v->n ? v->n : 1, sizeof(*kb->values));
+        kb->values = sw__fleet_alloc_each(c, v, sizeof(*kb->values));
         if (!kb->values)
             return sw__fleet_nomem(c);
         if (!v->n)
@@ -653,7 +653,7 @@ static int ep_knobs(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, voi
 {
     struct sw_fleet_endpoint *ep = obj;
     (void)d;
-    ep->knobs = sw__fleet_allocn(c->a, v->n ? v->n : 1, sizeof(*ep->knobs));
+    ep->knobs = sw__fleet_alloc_each(c, v, sizeof(*ep->knobs));
     if (!ep->knobs)
         return sw__fleet_nomem(c);
     struct sw__fleet_walk w = {.key = knob_key, .fn = dec_knob_pair, .arg = ep};
@@ -874,8 +874,8 @@ static int dec_endpoint(struct sw__fleet_ctx *c, const struct sw__fleet_node *k,
 int sw__fleet_dec_endpoints(struct sw__fleet_ctx *c, const struct sw__fleet_node *v)
 {
     struct sw_fleet *f = c->f;
-    f->endpoints = sw__fleet_allocn(c->a, v->n ? v->n : 1, sizeof(*f->endpoints));
-    c->raw = sw__fleet_allocn(c->a, v->n ? v->n : 1, sizeof(*c->raw));
+    f->endpoints = sw__fleet_alloc_each(c, v, sizeof(*f->endpoints));
+    c->raw = sw__fleet_alloc_each(c, v, sizeof(*c->raw));
     if (!f->endpoints || !c->raw)
         return sw__fleet_nomem(c);
     struct sw__fleet_walk w = {.what = "endpoint", .fn = dec_endpoint};

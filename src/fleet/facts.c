@@ -71,8 +71,8 @@ int sw__fleet_ep_measured(struct sw__fleet_ctx *c, const struct sw__fleet_node *
     struct sw_fleet_endpoint *ep = obj;
     (void)d;
     struct sw__fleet_ep_raw *raw = sw__fleet_raw_of(c, ep);
-    ep->facts = sw__fleet_allocn(c->a, v->n ? v->n : 1, sizeof(*ep->facts));
-    raw->fact_devices = sw__fleet_allocn(c->a, v->n ? v->n : 1, sizeof(*raw->fact_devices));
+    ep->facts = sw__fleet_alloc_each(c, v, sizeof(*ep->facts));
+    raw->fact_devices = sw__fleet_alloc_each(c, v, sizeof(*raw->fact_devices));
     if (!ep->facts || !raw->fact_devices)
         return sw__fleet_nomem(c);
     struct sw__fleet_walk w = {.what = "fact", .fn = dec_fact, .arg = ep};
@@ -186,8 +186,8 @@ int sw__fleet_ep_boots(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, 
     struct sw_fleet_endpoint *ep = obj;
     (void)d;
     struct sw__fleet_ep_raw *raw = sw__fleet_raw_of(c, ep);
-    ep->boots = sw__fleet_allocn(c->a, v->n ? v->n : 1, sizeof(*ep->boots));
-    raw->boot_devices = sw__fleet_allocn(c->a, v->n ? v->n : 1, sizeof(*raw->boot_devices));
+    ep->boots = sw__fleet_alloc_each(c, v, sizeof(*ep->boots));
+    raw->boot_devices = sw__fleet_alloc_each(c, v, sizeof(*raw->boot_devices));
     if (!ep->boots || !raw->boot_devices)
         return sw__fleet_nomem(c);
     return sw__fleet_walk_seq(c, v, dec_boot, ep);

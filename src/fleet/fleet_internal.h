@@ -279,6 +279,9 @@ int sw__fleet_walk(struct sw__fleet_ctx *c, const struct sw__fleet_node *map,
 
 /* The same for a list: records it and checks it is one; each item is decoded by fn with "[i]"
  * pushed on the path. Every item is visited (until out of memory); returns as sw__fleet_walk. */
+/* One zeroed entry of `size` bytes per item or pair of node v (at least one), from the loader's
+ * arena: what a walk over v fills. NULL on OOM or over the arena's ceiling. */
+void *sw__fleet_alloc_each(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, size_t size);
 int sw__fleet_walk_seq(struct sw__fleet_ctx *c, const struct sw__fleet_node *seq,
                        int (*fn)(struct sw__fleet_ctx *c, const struct sw__fleet_node *item,
                                  void *arg),

@@ -77,8 +77,8 @@ static int dec_clients(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, 
 {
     struct harness_dec *hd = obj;
     (void)d;
-    hd->h->clients = sw__fleet_allocn(c->a, v->n ? v->n : 1, sizeof(*hd->h->clients));
-    hd->hr->client_names = sw__fleet_allocn(c->a, v->n ? v->n : 1, sizeof(*hd->hr->client_names));
+    hd->h->clients = sw__fleet_alloc_each(c, v, sizeof(*hd->h->clients));
+    hd->hr->client_names = sw__fleet_alloc_each(c, v, sizeof(*hd->hr->client_names));
     if (!hd->h->clients || !hd->hr->client_names)
         return sw__fleet_nomem(c);
     struct sw__fleet_walk w = {.what = "endpoint", .fn = dec_client, .arg = hd};

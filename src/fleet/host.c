@@ -85,7 +85,7 @@ static int dec_devices(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, 
         sw__fleet_record(c, v);
         return 0;
     }
-    h->devices = sw__fleet_allocn(c->a, v->n ? v->n : 1, sizeof(*h->devices));
+    h->devices = sw__fleet_alloc_each(c, v, sizeof(*h->devices));
     if (!h->devices)
         return sw__fleet_nomem(c);
     struct sw__fleet_walk w = {.what = "device", .fn = dec_device, .arg = h};
@@ -215,7 +215,7 @@ static int dec_host(struct sw__fleet_ctx *c, const struct sw__fleet_node *k,
 int sw__fleet_dec_hosts(struct sw__fleet_ctx *c, const struct sw__fleet_node *v)
 {
     struct sw_fleet *f = c->f;
-    f->hosts = sw__fleet_allocn(c->a, v->n ? v->n : 1, sizeof(*f->hosts));
+    f->hosts = sw__fleet_alloc_each(c, v, sizeof(*f->hosts));
     if (!f->hosts)
         return sw__fleet_nomem(c);
     struct sw__fleet_walk w = {.what = "host", .fn = dec_host};

@@ -204,3 +204,8 @@ const struct sw__fleet_fdef *sw__fleet_find_def(const struct sw__fleet_fdef *def
             return &defs[i];
     return NULL;
 }
+
+void *sw__fleet_alloc_each(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, size_t size)
+{
+    return sw__fleet_allocn(c->a, v->n ? v->n : 1, size);
+}
