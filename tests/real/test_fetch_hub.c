@@ -127,18 +127,6 @@ static long long fsize(const char *p)
     return stat(p, &st) == 0 ? (long long)st.st_size : -1;
 }
 
-static bool file_is(const char *p, const void *data, size_t n)
-{
-    char *d = NULL;
-    size_t len = 0;
-    struct sw_err e;
-    if (sw_read_file(p, 64u << 20, &d, &len, &e))
-        return false;
-    bool ok = len == n && memcmp(d, data, n) == 0;
-    sw_free(d);
-    return ok;
-}
-
 /* No .incomplete and no blob for a file that failed, anywhere in the cache. */
 static int count_suffix(const char *dir, const char *suffix)
 {
@@ -251,10 +239,10 @@ static void test_fetch_into_hf_cache_then_present(void **state)
     snprintf(want, sizeof(want), "../../blobs/%s",
              swhub_sha256(c->hub, "model-00001-of-00002.safetensors"));
     assert_string_equal(link, want);
-    assert_true(file_is(p, c->big, BIG));
+    assert_true(swt_file_is(p, c->big, BIG));
     snprintf(p, sizeof(p), "%s/models--acme--tiny-model/snapshots/%s/config.json", c->cache,
              COMMIT);
-    assert_true(file_is(p, c->config, strlen(c->config)));
+    assert_true(swt_file_is(p, c->config, strlen(c->config)));
     snprintf(p, sizeof(p), "%s/models--acme--tiny-model/blobs/%s", c->cache,
              swhub_gitsha1(c->hub, "config.json"));
     assert_true(exists(p));
@@ -315,9 +303,9 @@ static void test_reuse_cache_into_dest_and_dry_run(void **state)
     assert_int_equal(r.status, 0);
     assert_non_null(strstr(r.out, "linked"));
     swt_run_free(&r);
-    assert_true(file_is(swt_join(dest, "model-00001-of-00002.safetensors"), c->big, BIG));
-    assert_true(file_is(swt_join(dest, "model-00002-of-00002.safetensors"), c->small, SMALL));
-    assert_true(file_is(swt_join(dest, "config.json"), c->config, strlen(c->config)));
+    assert_true(swt_file_is(swt_join(dest, "model-00001-of-00002.safetensors"), c->big, BIG));
+    assert_true(swt_file_is(swt_join(dest, "model-00002-of-00002.safetensors"), c->small, SMALL));
+    assert_true(swt_file_is(swt_join(dest, "config.json"), c->config, strlen(c->config)));
     char *log = swhub_log_text(c->hub);
     char want[200];
     snprintf(want, sizeof(want), "GET /cdn/%s",
@@ -329,7 +317,7 @@ static void test_reuse_cache_into_dest_and_dry_run(void **state)
     run_fetch(&r, "--dest", dest, NULL, NULL);
     assert_int_equal(r.status, 0);
     swt_run_free(&r);
-    assert_true(file_is(swt_join(dest, "config.json"), c->config, strlen(c->config)));
+    assert_true(swt_file_is(swt_join(dest, "config.json"), c->config, strlen(c->config)));
     hub_free(c);
 }
 
@@ -371,7 +359,7 @@ static void fault_case(enum swhub_fault f, const char *const *want_msgs)
     assert_int_equal(json_integer_value(json_object_get(cn, "present")), 2);
     json_decref(j);
     swt_run_free(&r);
-    assert_true(file_is(snap, c->big, BIG));
+    assert_true(swt_file_is(snap, c->big, BIG));
     hub_free(c);
 }
 
@@ -534,7 +522,7 @@ static void test_cut_then_resume_with_token(void **state)
     assert_int_equal(json_integer_value(json_object_get(f0, "fetched")), (long long)BIG - kept);
     json_decref(j);
     swt_run_free(&r);
-    assert_true(file_is(blob(c, "model-00001-of-00002.safetensors"), c->big, BIG));
+    assert_true(swt_file_is(blob(c, "model-00001-of-00002.safetensors"), c->big, BIG));
     assert_false(exists(inc));
     char *log = swhub_log_text(c->hub);
     char want[300];
@@ -581,7 +569,7 @@ static void test_server_ignores_range(void **state)
     assert_true(seen);
     json_decref(j);
     swt_run_free(&r);
-    assert_true(file_is(blob(c, "model-00001-of-00002.safetensors"), c->big, BIG));
+    assert_true(swt_file_is(blob(c, "model-00001-of-00002.safetensors"), c->big, BIG));
     char *log = swhub_log_text(c->hub);
     char want[300];
     snprintf(want, sizeof(want), "200 \"bytes=%u-\" %u", BIG / 2, BIG);
@@ -615,7 +603,7 @@ static void test_revision_moves(void **state)
     run_fetch(&r, "--revision", COMMIT, NULL, NULL);
     assert_int_equal(r.status, 0);
     swt_run_free(&r);
-    assert_true(file_is(blob(c, "model-00002-of-00002.safetensors"), c->small, SMALL));
+    assert_true(swt_file_is(blob(c, "model-00002-of-00002.safetensors"), c->small, SMALL));
     hub_free(c);
 }
 
@@ -647,7 +635,7 @@ static void test_disk_full_fsize(void **state)
     run_fetch(&r, "--include", "model-00001*", NULL, NULL);
     assert_int_equal(r.status, 0);
     swt_run_free(&r);
-    assert_true(file_is(blob(c, "model-00001-of-00002.safetensors"), c->big, BIG));
+    assert_true(swt_file_is(blob(c, "model-00001-of-00002.safetensors"), c->big, BIG));
     hub_free(c);
 }
 
@@ -756,8 +744,8 @@ static void test_endpoint_with_manifest_beside_fleet(void **state)
     assert_string_equal(json_string_value(json_object_get(j, "dir")), dest);
     json_decref(j);
     swt_run_free(&r);
-    assert_true(file_is(swt_join(dest, "model-00001-of-00002.safetensors"), c->big, BIG));
-    assert_true(file_is(swt_join(dest, "config.json"), c->config, strlen(c->config)));
+    assert_true(swt_file_is(swt_join(dest, "model-00001-of-00002.safetensors"), c->big, BIG));
+    assert_true(swt_file_is(swt_join(dest, "config.json"), c->config, strlen(c->config)));
     struct sw_payload_manifest m;
     assert_int_equal(sw_payload_manifest_load(man, &m, &e), 0);
     assert_string_equal(m.commit, COMMIT);
@@ -777,7 +765,7 @@ static void test_endpoint_with_manifest_beside_fleet(void **state)
     assert_null(strstr(log1 + n0, "HEAD "));
     assert_non_null(strstr(log1 + n0, "GET /acme/tiny-model/resolve/" COMMIT "/model-00002"));
     free(log1);
-    assert_true(file_is(swt_join(dest, "model-00002-of-00002.safetensors"), c->small, SMALL));
+    assert_true(swt_file_is(swt_join(dest, "model-00002-of-00002.safetensors"), c->small, SMALL));
     /* and the payload verifies with --verify-only against that manifest */
     swt_slipway(&r, "fetch", "tiny", "--fleet", fleet, "--verify-only", NULL);
     if (r.status != 0)
@@ -814,7 +802,7 @@ static void test_short_body_resumed(void **state)
     assert_int_equal(r.status, 0);
     assert_non_null(strstr(r.out, "resumed from 4.0 MiB"));
     swt_run_free(&r);
-    assert_true(file_is(blob(c, "model-00001-of-00002.safetensors"), c->big, BIG));
+    assert_true(swt_file_is(blob(c, "model-00001-of-00002.safetensors"), c->big, BIG));
     char *log = swhub_log_text(c->hub);
     snprintf(want, sizeof(want), "206 \"bytes=%u-\" %u", BIG / 2, BIG / 2);
     assert_non_null(strstr(log, want));
@@ -861,7 +849,7 @@ static void test_interrupt_then_resume(void **state)
     assert_int_equal(r.status, 0);
     assert_non_null(strstr(r.out, "resumed from"));
     swt_run_free(&r);
-    assert_true(file_is(blob(c, "model-00001-of-00002.safetensors"), c->big, BIG));
+    assert_true(swt_file_is(blob(c, "model-00001-of-00002.safetensors"), c->big, BIG));
     hub_free(c);
 }
 

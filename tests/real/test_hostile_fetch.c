@@ -125,18 +125,6 @@ static bool lexists(const char *p)
     return lstat(p, &st) == 0;
 }
 
-static bool file_is(const char *p, const void *data, size_t n)
-{
-    char *d = NULL;
-    size_t len = 0;
-    struct sw_err e;
-    if (sw_read_file(p, 64u << 20, &d, &len, &e))
-        return false;
-    bool ok = len == n && memcmp(d, data, n) == 0;
-    sw_free(d);
-    return ok;
-}
-
 static int entries(const char *dir)
 {
     DIR *d = opendir(dir);
@@ -207,10 +195,10 @@ static void test_linked_incomplete(void **state)
     must_say(&r, link);
     must_say(&r, "symbolic link");
     swt_run_free(&r);
-    assert_true(file_is(path2(c->outside, "victim"), v, vn));
+    assert_true(swt_file_is(path2(c->outside, "victim"), v, vn));
     assert_false(lexists(path2(c->dest, SHARD)));
     /* the other files are fetched all the same */
-    assert_true(file_is(path2(c->dest, "config.json"), c->config, strlen(c->config)));
+    assert_true(swt_file_is(path2(c->dest, "config.json"), c->config, strlen(c->config)));
 
     /* the HF cache: blobs/<sha256>.incomplete -> a file outside */
     char blobs[4600], blink[4800];
@@ -227,7 +215,7 @@ static void test_linked_incomplete(void **state)
                         "failed");
     json_decref(j);
     swt_run_free(&r);
-    assert_true(file_is(path2(c->outside, "victim"), v, vn));
+    assert_true(swt_file_is(path2(c->outside, "victim"), v, vn));
     free(v);
     hub_free(c);
 }
@@ -245,14 +233,14 @@ static void test_linked_target(void **state)
     assert_int_not_equal(r.status, 0);
     must_say(&r, path2(c->dest, "config.json"));
     swt_run_free(&r);
-    assert_true(file_is(path2(c->outside, "config.json"), c->config, strlen(c->config)));
+    assert_true(swt_file_is(path2(c->outside, "config.json"), c->config, strlen(c->config)));
     /* and one that holds other bytes: not hashed, not removed through, not replaced */
     swt_write_str(path2(c->outside, "config.json"), "{\"mine\": true}\n");
     fetch(&r, "--dest", c->dest, NULL, NULL);
     assert_int_not_equal(r.status, 0);
     must_say(&r, path2(c->dest, "config.json"));
     swt_run_free(&r);
-    assert_true(file_is(path2(c->outside, "config.json"), "{\"mine\": true}\n", 15));
+    assert_true(swt_file_is(path2(c->outside, "config.json"), "{\"mine\": true}\n", 15));
     hub_free(c);
 }
 
@@ -272,7 +260,7 @@ static void test_linked_subdirectory(void **state)
     must_say(&r, path2(c->dest, "sub"));
     swt_run_free(&r);
     assert_int_equal(entries(od), 0);
-    assert_true(file_is(path2(c->dest, SHARD), c->shard, c->shard_n));
+    assert_true(swt_file_is(path2(c->dest, SHARD), c->shard, c->shard_n));
 
     /* the HF cache: blobs/ -> a directory outside */
     struct sw_err e;
@@ -312,14 +300,14 @@ static void test_linked_subdirectory(void **state)
         print_error("%s\n%s\n", r.out, r.err);
     assert_int_equal(r.status, 0);
     swt_run_free(&r);
-    assert_true(file_is(path2(c->outside, "cfg"), "{\"outside\": 1}\n", 15));
+    assert_true(swt_file_is(path2(c->outside, "cfg"), "{\"outside\": 1}\n", 15));
     char l[4600], want[200];
     ssize_t n = readlink(path2(snap, "config.json"), l, sizeof(l) - 1);
     assert_true(n > 0);
     l[n] = '\0';
     snprintf(want, sizeof(want), "../../blobs/%s", swhub_gitsha1(c->hub, "config.json"));
     assert_string_equal(l, want);
-    assert_true(file_is(path2(snap, SUBF), c->subf, c->subf_n));
+    assert_true(swt_file_is(path2(snap, SUBF), c->subf, c->subf_n));
     hub_free(c);
 }
 
@@ -372,7 +360,7 @@ static void test_opaque_etag(void **state)
     assert_true(json_is_true(json_object_get(file_entry(j, SHARD), "unverified")));
     json_decref(j);
     swt_run_free(&r);
-    assert_true(file_is(path2(c->dest, SHARD), c->shard, c->shard_n));
+    assert_true(swt_file_is(path2(c->dest, SHARD), c->shard, c->shard_n));
     fetch(&r, "--dest", c->dest, "--allow-unverified", NULL);
     assert_int_equal(r.status, 0);
     must_say(&r, "unverified");
@@ -417,7 +405,7 @@ static void test_opaque_etag(void **state)
     l[n] = '\0';
     snprintf(want, sizeof(want), "../../blobs/%s", swhub_sha256(c->hub, SHARD));
     assert_string_equal(l, want);
-    assert_true(file_is(snap, c->shard, c->shard_n));
+    assert_true(swt_file_is(snap, c->shard, c->shard_n));
     assert_int_equal(entries(path2(c->repo_dir, "blobs")), 3); /* no .incomplete left */
     /* present next time (its bytes hash to its name), still unverified */
     fetch(&r, "--allow-unverified", NULL, NULL, NULL);
@@ -438,7 +426,7 @@ static void test_opaque_etag(void **state)
     fetch(&r, "--allow-unverified", NULL, NULL, NULL);
     assert_int_equal(r.status, 0);
     swt_run_free(&r);
-    assert_true(file_is(snap, c->shard, c->shard_n));
+    assert_true(swt_file_is(snap, c->shard, c->shard_n));
     hub_free(c);
 }
 
@@ -471,7 +459,7 @@ static void test_etag_with_path(void **state)
     swt_run_free(&r);
     char snap[4600];
     snprintf(snap, sizeof(snap), "%s/snapshots/%s/%s", c->repo_dir, COMMIT, SHARD);
-    assert_true(file_is(snap, c->shard, c->shard_n));
+    assert_true(swt_file_is(snap, c->shard, c->shard_n));
     /* --dest, accepted on request */
     fetch(&r, "--dest", c->dest, "--allow-unverified", "--json");
     assert_int_equal(r.status, 0);
@@ -479,7 +467,7 @@ static void test_etag_with_path(void **state)
     assert_int_equal(json_integer_value(json_object_get(j, "unverified")), 1);
     json_decref(j);
     swt_run_free(&r);
-    assert_true(file_is(path2(c->dest, SHARD), c->shard, c->shard_n));
+    assert_true(swt_file_is(path2(c->dest, SHARD), c->shard, c->shard_n));
     /* "../../escaped/x" became no file or directory anywhere: not under the cache's blobs, not
      * two levels up from them (the cache root), not in the test's directory */
     escaped_found = false;

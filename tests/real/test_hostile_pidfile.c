@@ -461,17 +461,6 @@ static pid_t find_watchdog(pid_t slipway)
     return found;
 }
 
-static bool file_has(const char *path, const char *needle)
-{
-    char *t = NULL;
-    size_t n;
-    if (sw_read_file(path, 64u << 20, &t, &n, NULL))
-        return false;
-    bool yes = strstr(t, needle) != NULL;
-    sw_free(t);
-    return yes;
-}
-
 static void test_orphan_found_by_down(void **state)
 {
     (void)state;
@@ -514,7 +503,7 @@ static void test_orphan_found_by_down(void **state)
         }
         /* llama-server runs, blocked opening the FIFO */
         for (int i = 0; i < 1200 && !loading; i++) {
-            loading = file_has(engine_log, "loading model");
+            loading = swt_file_has(engine_log, "loading model");
             if (!loading && waitpid(s, NULL, WNOHANG) == s) {
                 s = 0;
                 break; /* the boot failed (a port someone took meanwhile): again */

@@ -163,26 +163,15 @@ static int wait_exit(pid_t pid, unsigned timeout_s)
     return -1;
 }
 
-static bool file_has(const char *path, const char *needle)
-{
-    char *t = NULL;
-    size_t n;
-    if (sw_read_file(path, 64u << 20, &t, &n, NULL))
-        return false;
-    bool yes = strstr(t, needle) != NULL;
-    sw_free(t);
-    return yes;
-}
-
 /* Wait for needle in path while pid runs; false when pid exited first (it is then reaped). */
 static bool wait_file_while(const char *path, const char *needle, pid_t pid, unsigned timeout_s)
 {
     for (unsigned i = 0; i < timeout_s * 20; i++) {
-        if (file_has(path, needle))
+        if (swt_file_has(path, needle))
             return true;
         int st;
         if (waitpid(pid, &st, WNOHANG) == pid)
-            return file_has(path, needle);
+            return swt_file_has(path, needle);
         sw_sleep_ms(50);
     }
     return false;
@@ -231,12 +220,12 @@ static void killed_mid_boot(bool detach, int sig)
                           NULL};
     pid_t s = start_slipway(&t, args);
     /* llama-server is up, loading (blocked opening the FIFO), /health says 503 */
-    if (!wait_file_while(t.log, "loading model", s, 60) && file_has(t.err, "port_in_use") &&
+    if (!wait_file_while(t.log, "loading model", s, 60) && swt_file_has(t.err, "port_in_use") &&
         g_retries++ < 3) {
         killed_mid_boot(detach, sig); /* someone else took the port meanwhile */
         return;
     }
-    if (!file_has(t.log, "loading model")) {
+    if (!swt_file_has(t.log, "loading model")) {
         show(&t);
         kill(s, SIGKILL); /* a failing test must not leave slipway behind either */
         waitpid(s, NULL, 0);
@@ -307,12 +296,12 @@ static void test_ctrl_c_foreground(void **state)
                           "--alias",    t.mark,
                           NULL};
     pid_t s = start_slipway(&t, args);
-    if (!wait_file_while(t.out, "in the foreground", s, 120) && file_has(t.err, "port_in_use") &&
-        g_retries++ < 3) {
+    if (!wait_file_while(t.out, "in the foreground", s, 120) &&
+        swt_file_has(t.err, "port_in_use") && g_retries++ < 3) {
         test_ctrl_c_foreground(state); /* someone else took the port meanwhile */
         return;
     }
-    if (!file_has(t.out, "in the foreground")) {
+    if (!swt_file_has(t.out, "in the foreground")) {
         show(&t);
         kill(s, SIGINT);
         wait_exit(s, 30);
@@ -330,7 +319,7 @@ static void test_ctrl_c_foreground(void **state)
     struct sw_proc_id id;
     assert_true(sw_proc_identify(srv, &id, NULL) != 0 || id.state == 'Z');
     assert_int_equal(access(t.pid, F_OK), -1);
-    assert_true(file_has(t.err, "Interrupt: stopped"));
+    assert_true(swt_file_has(t.err, "Interrupt: stopped"));
 }
 
 static pid_t up_detached(struct tcase *t, const char *name)
@@ -362,7 +351,7 @@ again:
                           NULL};
     pid_t s = start_slipway(t, args);
     int rc = wait_exit(s, 120);
-    if (rc != 0 && file_has(t->err, "port_in_use") && g_retries++ < 3)
+    if (rc != 0 && swt_file_has(t->err, "port_in_use") && g_retries++ < 3)
         goto again; /* someone else took the port meanwhile */
     if (rc != 0) {
         show(t);

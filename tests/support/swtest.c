@@ -346,3 +346,25 @@ int swt_survivors(const char *mark, bool print, pid_t *one)
     closedir(d);
     return n;
 }
+
+bool swt_file_is(const char *path, const void *data, size_t n)
+{
+    char *d = NULL;
+    size_t len = 0;
+    if (sw_read_file(path, 64u << 20, &d, &len, NULL))
+        return false;
+    bool ok = len == n && memcmp(d, data, n) == 0;
+    sw_free(d);
+    return ok;
+}
+
+bool swt_file_has(const char *path, const char *needle)
+{
+    char *t = NULL;
+    size_t n;
+    if (sw_read_file(path, 64u << 20, &t, &n, NULL))
+        return false;
+    bool yes = strstr(t, needle) != NULL;
+    sw_free(t);
+    return yes;
+}

@@ -74,4 +74,8 @@ json_t *swt_json_out(const struct swt_run *r);
  * `print`, the last one's pid in *one (may be NULL). */
 int swt_survivors(const char *mark, bool print, pid_t *one);
 
+/* A file (up to 64 MiB) holds exactly data[0..n) / holds needle somewhere. False when unreadable. */
+bool swt_file_is(const char *path, const void *data, size_t n);
+bool swt_file_has(const char *path, const char *needle);
+
 #endif
