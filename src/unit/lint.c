@@ -1,0 +1,506 @@
+/*
+ * The unit lint's laws over a parsed unit (scan.c). Each finding names the relationship it
+ * checks and both values, with the lines they come from, so the operator sees which two settings
+ * disagree, not a rule number. A secret's value is never quoted, only its key.
+ *
+ * What it does not do: guess values systemd takes from elsewhere (system.conf defaults, drop-ins)
+ * beyond the documented defaults named in the messages.
+ */
+#include "lint_internal.h"
+
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+int sw__unit_add(struct sw_unit_report *r, const char *law, enum sw_unit_severity sev, int line,
+                 const char *fmt, ...)
+{
+    if (r->n == r->cap_) {
+        size_t nc = r->cap_ ? r->cap_ * 2 : 8;
+        struct sw_unit_finding *v = sw_realloc(r->v, nc * sizeof(*v));
+        if (!v)
+            return SW_ENOMEM;
+        r->v = v;
+        r->cap_ = nc;
+    }
+    struct sw_unit_finding *f = &r->v[r->n++];
+    f->law = law;
+    f->severity = sev;
+    f->line = line;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(f->msg, sizeof(f->msg), fmt, ap);
+    va_end(ap);
+    return 0;
+}
+
+void sw_unit_report_free(struct sw_unit_report *r)
+{
+    if (!r)
+        return;
+    sw_free(r->v);
+    r->v = NULL;
+    r->n = r->cap_ = 0;
+}
+
+bool sw_unit_exists_local(void *ctx, const char *path)
+{
+    (void)ctx;
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * stop-timeout: TimeoutStopSec (or TimeoutSec; systemd's default 90 s) > the container's grace.
+ */
+static int law_stop_timeout(const struct sw_unit *u, struct sw_unit_report *r)
+{
+    if (u->stop_grace_s < 0)
+        return 0;
+    int line = 0;
+    const char *key = "TimeoutStopSec";
+    const char *v = sw_unit_get(u, "Service", key, &line);
+    if (!v) {
+        key = "TimeoutSec";
+        v = sw_unit_get(u, "Service", key, &line);
+    }
+    int64_t ms = 90000;
+    char shown[160];
+    if (v) {
+        if (sw_unit_timespan_ms(v, &ms))
+            return sw__unit_add(r, SW_UNIT_LAW_STOP_TIMEOUT, SW_UNIT_ERROR, line,
+                                "%s=%.60s is not a time span systemd reads, so the stop timeout "
+                                "cannot be compared with the container's stop grace `%s` "
+                                "(line %d)",
+                                key, v, u->stop_grace_how, u->stop_grace_line);
+        if (ms == 0 || ms == INT64_MAX)
+            return 0; /* 0 and infinity: systemd never kills the stop */
+        snprintf(shown, sizeof(shown), "%s=%s (line %d)", key, v, line);
+    } else {
+        snprintf(shown, sizeof(shown), "TimeoutStopSec=90s (systemd's default: the unit sets "
+                                       "none)");
+    }
+    if (ms > u->stop_grace_s * 1000)
+        return 0;
+    return sw__unit_add(r, SW_UNIT_LAW_STOP_TIMEOUT, SW_UNIT_ERROR, v ? line : u->stop_grace_line,
+                        "%s is not above the container's stop grace `%s` (line %d): systemd "
+                        "kills the stop before the container may finish it, so every stop is "
+                        "logged as failed; set TimeoutStopSec above %llds",
+                        shown, u->stop_grace_how, u->stop_grace_line,
+                        (long long)u->stop_grace_s);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * start-limit: StartLimit* exactly once, in [Unit].
+ */
+static int law_start_limit(const struct sw_unit *u, struct sw_unit_report *r)
+{
+    static const char *const keys[] = {"StartLimitIntervalSec", "StartLimitBurst",
+                                       "StartLimitAction"};
+    int rc = 0;
+    for (size_t k = 0; k < SW_ARRAY_LEN(keys) && !rc; k++) {
+        int first = 0, count = 0;
+        for (size_t i = 0; i < u->n_entries && !rc; i++) {
+            const struct sw_unit_entry *en = &u->entries[i];
+            bool same = !strcmp(en->key, keys[k]) ||
+                        (k == 0 && !strcmp(en->key, "StartLimitInterval"));
+            if (!same || !en->value[0])
+                continue;
+            if (!strcmp(en->section, "Service")) {
+                if (!strcmp(en->key, "StartLimitIntervalSec"))
+                    rc = sw__unit_add(r, SW_UNIT_LAW_START_LIMIT, SW_UNIT_ERROR, en->line,
+                                      "%s=%.60s is in [Service] but is a [Unit] setting: systemd "
+                                      "ignores it (\"Unknown key '%s' in section [Service], "
+                                      "ignoring\" on every load), so the start limit is "
+                                      "systemd's default; move it to [Unit], once",
+                                      en->key, en->value, en->key);
+                else
+                    rc = sw__unit_add(r, SW_UNIT_LAW_START_LIMIT, SW_UNIT_WARNING, en->line,
+                                      "%s=%.60s is in [Service]: systemd reads it there only as "
+                                      "a legacy spelling; the start limit belongs in [Unit] "
+                                      "(StartLimitIntervalSec/StartLimitBurst), once",
+                                      en->key, en->value);
+                continue;
+            }
+            if (strcmp(en->section, "Unit"))
+                continue;
+            if (++count == 1) {
+                first = en->line;
+                continue;
+            }
+            rc = sw__unit_add(r, SW_UNIT_LAW_START_LIMIT, SW_UNIT_ERROR, en->line,
+                              "%s=%.60s sets the start limit again (first at line %d): only the "
+                              "last one counts; keep exactly one",
+                              en->key, en->value, first);
+        }
+    }
+    return rc;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * restart: an engine (or a main process) that exits 0 when the service died needs Restart=always.
+ */
+static int law_restart(const struct sw_unit *u, struct sw_unit_report *r)
+{
+    int line = 0;
+    const char *v = sw_unit_get(u, "Service", "Restart", &line);
+    if (v && !strcmp(v, "always"))
+        return 0;
+    char shown[96];
+    if (v)
+        snprintf(shown, sizeof(shown), "Restart=%.40s (line %d)", v, line);
+    else
+        snprintf(shown, sizeof(shown), "Restart=no (systemd's default: the unit sets none)");
+    int rc = 0;
+    if (u->wait_line) {
+        rc = sw__unit_add(r, SW_UNIT_LAW_RESTART, SW_UNIT_ERROR, v ? line : u->wait_line,
+                          "%s with `%s wait` as the main process (line %d): it exits 0 "
+                          "whatever the container's exit status, so the service never restarts "
+                          "when the container dies; Restart=always",
+                          shown, u->ctr.found ? u->ctr.tool : "podman", u->wait_line);
+        if (rc)
+            return rc;
+    }
+    /* vLLM's OpenAI API server shuts down cleanly (exit 0) when its engine core dies (observed by
+     * the operator: "Deactivated successfully" after an EngineCore fatal error). */
+    if (u->engine == SW_UNIT_ENGINE_VLLM && !u->wait_line)
+        rc = sw__unit_add(r, SW_UNIT_LAW_RESTART, SW_UNIT_ERROR, v ? line : u->engine_line,
+                          "%s with vLLM's API server (line %d): it exits 0 when its engine "
+                          "dies, so Restart=%.40s never restarts it and the endpoint stays "
+                          "down; Restart=always",
+                          shown, u->engine_line, v ? v : "no");
+    return rc;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * path: every path the engine receives lies inside its mount namespace.
+ */
+static bool under(const char *path, const char *dir)
+{
+    size_t n = strlen(dir);
+    while (n > 1 && dir[n - 1] == '/')
+        n--;
+    if (strncmp(path, dir, n))
+        return false;
+    return path[n] == '/' || path[n] == '\0' || (n == 1 && dir[0] == '/');
+}
+
+/* A Hub repository id ("org/name"): the engine downloads it; no path to check. */
+static bool repo_id(const char *p)
+{
+    if (p[0] == '/' || p[0] == '.' || p[0] == '~')
+        return false;
+    const char *sl = strchr(p, '/');
+    if (!sl || sl == p || strchr(sl + 1, '/') || !sl[1])
+        return false;
+    for (const char *q = p; *q; q++)
+        if (!isalnum((unsigned char)*q) && !strchr("-_./", *q))
+            return false;
+    return true;
+}
+
+static int law_paths(const struct sw_unit *u, const struct sw_unit_lint_opts *o,
+                     struct sw_unit_report *r)
+{
+    int rc = 0;
+    const char *eng = sw_unit_engine_name(u->engine);
+    for (size_t i = 0; i < u->n_paths && !rc; i++) {
+        const struct sw_unit_path *p = &u->paths[i];
+        if (u->engine != SW_UNIT_ENGINE_LLAMACPP && repo_id(p->path))
+            continue;
+        if (p->path[0] != '/') {
+            rc = sw__unit_add(r, SW_UNIT_LAW_PATH, SW_UNIT_ERROR, u->engine_line,
+                              "the %s path %s %.300s that %s receives is relative: it resolves "
+                              "against the %s's working directory, not where the file is; give "
+                              "an absolute path",
+                              p->role, p->flag, p->path, eng,
+                              u->ctr.found ? "container" : "service");
+            continue;
+        }
+        if (!u->ctr.found) {
+            if (o && o->exists && !o->exists(o->exists_ctx, p->path))
+                rc = sw__unit_add(r, SW_UNIT_LAW_PATH, SW_UNIT_ERROR, u->engine_line,
+                                  "the %s path %s %.300s that %s receives does not exist on the "
+                                  "host",
+                                  p->role, p->flag, p->path, eng);
+            continue;
+        }
+        const struct sw_unit_mount *m = NULL;
+        for (size_t k = 0; k < u->ctr.n_mounts; k++)
+            if (under(p->path, u->ctr.mounts[k].cont) &&
+                (!m || strlen(u->ctr.mounts[k].cont) > strlen(m->cont)))
+                m = &u->ctr.mounts[k];
+        if (!m) {
+            const struct sw_unit_mount *h = NULL;
+            for (size_t k = 0; k < u->ctr.n_mounts; k++)
+                if (under(p->path, u->ctr.mounts[k].host))
+                    h = &u->ctr.mounts[k];
+            if (h)
+                rc = sw__unit_add(
+                    r, SW_UNIT_LAW_PATH, SW_UNIT_ERROR, u->engine_line,
+                    "the %s path %s %.300s that %s receives inside the container is the HOST "
+                    "path: the container mounts %.200s at %.200s (line %d), so the engine must "
+                    "be given %.200s%.300s",
+                    p->role, p->flag, p->path, eng, h->host, h->cont, u->ctr.line, h->cont,
+                    p->path + strlen(h->host));
+            else
+                rc = sw__unit_add(r, SW_UNIT_LAW_PATH, SW_UNIT_ERROR, u->engine_line,
+                                  "the %s path %s %.300s that %s receives lies under none of the "
+                                  "container's %zu mount(s) (line %d): inside the container it "
+                                  "does not exist",
+                                  p->role, p->flag, p->path, eng, u->ctr.n_mounts, u->ctr.line);
+            continue;
+        }
+        if (o && o->exists && m->host[0] == '/') {
+            char host[4096];
+            const char *rest = p->path + strlen(m->cont);
+            while (strlen(m->cont) > 1 && m->cont[strlen(m->cont) - 1] == '/' && rest > p->path &&
+                   rest[-1] == '/')
+                rest--;
+            snprintf(host, sizeof(host), "%s%s", m->host, rest);
+            if (!o->exists(o->exists_ctx, host))
+                rc = sw__unit_add(r, SW_UNIT_LAW_PATH, SW_UNIT_ERROR, u->engine_line,
+                                  "the %s path %s %.300s lies under the mount %.200s:%.200s "
+                                  "(line %d) but its host side %.300s does not exist",
+                                  p->role, p->flag, p->path, m->host, m->cont, u->ctr.line, host);
+        }
+    }
+    return rc;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * image-digest: name@sha256:<64 hex>.
+ */
+static bool pinned(const char *img)
+{
+    const char *at = strstr(img, "@sha256:");
+    if (!at)
+        return false;
+    const char *h = at + 8;
+    size_t n = 0;
+    while (h[n] && ((h[n] >= '0' && h[n] <= '9') || (h[n] >= 'a' && h[n] <= 'f')))
+        n++;
+    return n == 64 && h[64] == '\0';
+}
+
+static int law_image(const struct sw_unit *u, struct sw_unit_report *r)
+{
+    if (!u->ctr.found)
+        return 0;
+    if (!u->ctr.image)
+        return sw__unit_add(r, SW_UNIT_LAW_IMAGE, SW_UNIT_ERROR, u->ctr.line,
+                            "`%s run` (line %d) names no image after its options", u->ctr.tool,
+                            u->ctr.line);
+    if (pinned(u->ctr.image))
+        return 0;
+    const char *colon = strrchr(u->ctr.image, ':');
+    const char *slash = strrchr(u->ctr.image, '/');
+    bool tag = colon && (!slash || colon > slash);
+    return sw__unit_add(r, SW_UNIT_LAW_IMAGE, SW_UNIT_ERROR, u->ctr.line,
+                        "the image %.300s (line %d) is named by %s, not by digest: what runs "
+                        "changes whenever the registry moves it; pin name@sha256:<64 hex>",
+                        u->ctr.image, u->ctr.line, tag ? "tag" : "bare name (implicitly :latest)");
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * secret: no secret on a command line, none in the unit file itself.
+ */
+static bool secret_name(const char *k, size_t n)
+{
+    char up[128];
+    if (n >= sizeof(up))
+        n = sizeof(up) - 1;
+    for (size_t i = 0; i < n; i++)
+        up[i] = (char)toupper((unsigned char)k[i]);
+    up[n] = '\0';
+    return strstr(up, "TOKEN") || strstr(up, "API_KEY") || strstr(up, "APIKEY") ||
+           strstr(up, "SECRET") || strstr(up, "PASSWORD") || strstr(up, "PASSWD");
+}
+
+static const char *const secret_flags[] = {"--api-key", "--hf-token", "--token", "--admin-api-key",
+                                           NULL};
+
+/* The words of one command as written (raw: no expansion); argv: expanded (for redaction). */
+static int secrets_in(const struct sw_unit_cmd *c, char **w, size_t n, struct sw_unit_report *r)
+{
+    int rc = 0;
+    for (size_t i = 0; i < n && !rc; i++) {
+        const char *a = w[i];
+        for (size_t k = 0; secret_flags[k] && !rc; k++) {
+            size_t fl = strlen(secret_flags[k]);
+            if (strncmp(a, secret_flags[k], fl) || (a[fl] != '\0' && a[fl] != '='))
+                continue;
+            const char *val = a[fl] == '=' ? a + fl + 1 : (i + 1 < n ? w[i + 1] : "");
+            if (!*val)
+                continue;
+            bool var = val[0] == '$';
+            rc = sw__unit_add(r, SW_UNIT_LAW_SECRET, SW_UNIT_ERROR, c->line,
+                              "%s (line %d) passes %s %s on the command line: %s is readable by "
+                              "every local user (ps, /proc/PID/cmdline) and lands in the "
+                              "journal; give it to the engine in its environment from an "
+                              "EnvironmentFile (mode 0600) or a credential",
+                              c->key, c->line, secret_flags[k],
+                              var ? "from a variable, expanded" : "with a literal value",
+                              var ? "the expanded value" : "the value");
+        }
+        /* -e NAME=VALUE / --env NAME=VALUE / --env=NAME=VALUE */
+        const char *ev = NULL;
+        if ((!strcmp(a, "-e") || !strcmp(a, "--env")) && i + 1 < n)
+            ev = w[i + 1];
+        else if (!strncmp(a, "--env=", 6))
+            ev = a + 6;
+        else if (!strncmp(a, "-e", 2) && a[2] && a[2] != '-')
+            ev = a + 2;
+        if (ev) {
+            const char *eq = strchr(ev, '=');
+            if (eq && eq[1] && secret_name(ev, (size_t)(eq - ev)))
+                rc = sw__unit_add(r, SW_UNIT_LAW_SECRET, SW_UNIT_ERROR, c->line,
+                                  "%s (line %d) sets %.*s=<value> on the container's command "
+                                  "line: readable by every local user (ps) and kept in the "
+                                  "container's config; pass `-e %.*s` (from the unit's "
+                                  "environment) or --env-file / --secret",
+                                  c->key, c->line, (int)(eq - ev), ev, (int)(eq - ev), ev);
+        }
+    }
+    return rc;
+}
+
+static int law_secret(struct sw_unit *u, struct sw_unit_report *r)
+{
+    int rc = 0;
+    for (size_t i = 0; i < u->n_entries && !rc; i++) {
+        const struct sw_unit_entry *en = &u->entries[i];
+        if (en->reset || strcmp(en->key, "Environment"))
+            continue;
+        /* the words as written: NAME=VALUE (quotes removed by the scanner's split) */
+        const char *p = en->value;
+        while (*p && !rc) {
+            while (*p == ' ' || *p == '\t' || *p == '"' || *p == '\'')
+                p++;
+            size_t wl = strcspn(p, " \t\"'");
+            const char *eq = memchr(p, '=', wl);
+            if (eq && (size_t)(eq - p) < wl - 1 && secret_name(p, (size_t)(eq - p)))
+                rc = sw__unit_add(r, SW_UNIT_LAW_SECRET, SW_UNIT_ERROR, en->line,
+                                  "Environment=%.*s=<value> (line %d) holds a secret in the unit "
+                                  "file, which is world-readable (0644) and shown by `systemctl "
+                                  "show`; put it in an EnvironmentFile (mode 0600) or "
+                                  "LoadCredential=",
+                                  (int)(eq - p), p, en->line);
+            p += wl;
+        }
+    }
+    for (size_t i = 0; i < u->n_cmds && !rc; i++) {
+        struct sw_unit_cmd *c = &u->cmds[i];
+        rc = secrets_in(c, c->raw, c->n_raw, r);
+        /* inside `sh -c '...'`: the shell string's words, split loosely */
+        if (!rc && c->n_raw >= 3 && !strcmp(c->raw[1], "-c")) {
+            char *dup = sw_strdup(c->raw[2]);
+            char *w[512];
+            size_t n = 0;
+            if (!dup)
+                return SW_ENOMEM;
+            for (char *t = strtok(dup, " \t\n'\""); t && n < SW_ARRAY_LEN(w);
+                 t = strtok(NULL, " \t\n'\""))
+                w[n++] = t;
+            rc = secrets_in(c, w, n, r);
+            sw_free(dup);
+        }
+    }
+    /* Belt and braces: no message may carry a value the unit's environment holds for a secret
+     * name (the messages above never print one). */
+    for (size_t i = 0; i < u->n_env; i++) {
+        const char *eq = strchr(u->env[i], '=');
+        if (eq && secret_name(u->env[i], (size_t)(eq - u->env[i])))
+            for (size_t k = 0; k < r->n; k++)
+                sw_redact(r->v[k].msg, eq + 1);
+    }
+    return rc;
+}
+
+static int law_syntax(const struct sw_unit *u, struct sw_unit_report *r)
+{
+    int rc = 0;
+    for (size_t i = 0; i < u->n_notes && !rc; i++)
+        rc = sw__unit_add(r, SW_UNIT_LAW_SYNTAX, SW_UNIT_ERROR, u->notes[i].line, "%s",
+                          u->notes[i].msg);
+    return rc;
+}
+
+int sw_unit_lint(const struct sw_unit *u, const struct sw_unit_lint_opts *o,
+                 struct sw_unit_report *r, struct sw_err *e)
+{
+    int rc = law_syntax(u, r);
+    if (!rc)
+        rc = law_stop_timeout(u, r);
+    if (!rc)
+        rc = law_start_limit(u, r);
+    if (!rc)
+        rc = law_restart(u, r);
+    if (!rc)
+        rc = law_paths(u, o, r);
+    if (!rc)
+        rc = law_image(u, r);
+    if (!rc)
+        rc = law_secret((struct sw_unit *)u, r);
+    if (!rc && o && o->verify)
+        rc = sw__unit_verify(u, o, r, e);
+    if (rc == SW_ENOMEM)
+        sw_err_set(e, rc, "%s: out of memory", u->where);
+    if (!rc && r->n > 1) {
+        /* a stable sort by line: qsort is not stable, so order by index within a line */
+        for (size_t i = 1; i < r->n; i++) {
+            struct sw_unit_finding f = r->v[i];
+            size_t j = i;
+            while (j > 0 && r->v[j - 1].line > f.line) {
+                r->v[j] = r->v[j - 1];
+                j--;
+            }
+            r->v[j] = f;
+        }
+    }
+    return rc;
+}
+
+int sw_unit_lint_file(const char *path, const char *env_file, const struct sw_unit_lint_opts *o,
+                      struct sw_unit_report *r, struct sw_unit **uout, struct sw_err *e)
+{
+    char *text = NULL, *env = NULL;
+    size_t len = 0, elen = 0;
+    struct sw_unit *u = NULL;
+    char what[64];
+    if (uout)
+        *uout = NULL;
+    int rc = sw_read_file(path, SW_UNIT_TEXT_MAX, &text, &len, e);
+    if (rc)
+        goto out;
+    enum sw_sniff_kind k = sw_sniff_kind(text, len);
+    if (k != SW_SNIFF_TEXT && k != SW_SNIFF_EMPTY) {
+        sw_sniff(text, len, what, sizeof(what));
+        rc = sw_err_at(e, SW_EPARSE, path, 0, 0, "not a unit file: %s", what);
+        goto out;
+    }
+    if (env_file) {
+        rc = sw_read_file(env_file, SW_UNIT_TEXT_MAX, &env, &elen, e);
+        if (rc)
+            goto out;
+        if (memchr(env, '\0', elen) || sw_sniff_kind(env, elen) == SW_SNIFF_BINARY) {
+            sw_sniff(env, elen, what, sizeof(what));
+            rc = sw_err_at(e, SW_EPARSE, env_file, 0, 0, "not an environment file: %s", what);
+            goto out;
+        }
+    }
+    rc = sw_unit_parse(text, len, path, env, &u, e);
+    if (rc)
+        goto out;
+    rc = sw_unit_lint(u, o, r, e);
+out:
+    if (uout && !rc)
+        *uout = u;
+    else
+        sw_unit_free(u);
+    sw_free(text);
+    sw_free(env);
+    return rc;
+}
