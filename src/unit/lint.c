@@ -79,8 +79,9 @@ static int law_stop_timeout(const struct sw_unit *u, struct sw_unit_report *r)
             return 0; /* 0 and infinity: systemd never kills the stop */
         snprintf(shown, sizeof(shown), "%s=%s (line %d)", key, v, line);
     } else {
-        snprintf(shown, sizeof(shown), "TimeoutStopSec=90s (systemd's default: the unit sets "
-                                       "none)");
+        snprintf(shown, sizeof(shown),
+                 "TimeoutStopSec=90s (systemd's default: the unit sets "
+                 "none)");
     }
     if (ms > u->stop_grace_s * 1000)
         return 0;
@@ -88,8 +89,7 @@ static int law_stop_timeout(const struct sw_unit *u, struct sw_unit_report *r)
                         "%s is not above the container's stop grace `%s` (line %d): systemd "
                         "kills the stop before the container may finish it, so every stop is "
                         "logged as failed; set TimeoutStopSec above %llds",
-                        shown, u->stop_grace_how, u->stop_grace_line,
-                        (long long)u->stop_grace_s);
+                        shown, u->stop_grace_how, u->stop_grace_line, (long long)u->stop_grace_s);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -104,8 +104,8 @@ static int law_start_limit(const struct sw_unit *u, struct sw_unit_report *r)
         int first = 0, count = 0;
         for (size_t i = 0; i < u->n_entries && !rc; i++) {
             const struct sw_unit_entry *en = &u->entries[i];
-            bool same = !strcmp(en->key, keys[k]) ||
-                        (k == 0 && !strcmp(en->key, "StartLimitInterval"));
+            bool same =
+                !strcmp(en->key, keys[k]) || (k == 0 && !strcmp(en->key, "StartLimitInterval"));
             if (!same || !en->value[0])
                 continue;
             if (!strcmp(en->section, "Service")) {

@@ -25,9 +25,9 @@
 
 static bool unit_suffix(const char *n)
 {
-    static const char *const sfx[] = {".service", ".socket", ".timer",  ".mount", ".target",
-                                      ".path",    ".slice",  ".scope", ".swap",  ".automount",
-                                      ".device"};
+    static const char *const sfx[] = {".service", ".socket",    ".timer", ".mount",
+                                      ".target",  ".path",      ".slice", ".scope",
+                                      ".swap",    ".automount", ".device"};
     size_t l = strlen(n);
     for (size_t i = 0; i < SW_ARRAY_LEN(sfx); i++) {
         size_t sl = strlen(sfx[i]);

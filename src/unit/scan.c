@@ -255,8 +255,7 @@ static int scan_lines(struct scan *s, const char *text, size_t len)
             continue;
         }
         if (!section) {
-            rc = note(s, first, "assignment '%.80s' outside of any section; systemd ignores it",
-                      l);
+            rc = note(s, first, "assignment '%.80s' outside of any section; systemd ignores it", l);
             if (rc)
                 goto out;
             continue;
@@ -416,8 +415,7 @@ static int split(struct scan *s, const char *p, int mode, bool expand, struct wo
                 const char *val = env_lookup(s->u, p + ns, ne - ns);
                 /* systemd splits a word that is exactly $VAR at whitespace; the shell splits any
                  * unquoted expansion. */
-                bool whole = !braced && !q && cur.len == 0 && !any &&
-                             (next >= n || is_ws(p[next]));
+                bool whole = !braced && !q && cur.len == 0 && !any && (next >= n || is_ws(p[next]));
                 if (whole && (mode == SPLIT_SYSTEMD || !q)) {
                     whole_var = true;
                     if (val) {
@@ -517,9 +515,8 @@ static int scan_env(struct scan *s, const char *env_file)
 /* ---------------------------------------------------------------------------------------------
  * Exec lines.
  */
-static const char *const exec_keys[] = {"ExecStartPre", "ExecStart",  "ExecStartPost",
-                                        "ExecStop",     "ExecStopPost", "ExecReload",
-                                        "ExecCondition", NULL};
+static const char *const exec_keys[] = {"ExecStartPre", "ExecStart",  "ExecStartPost", "ExecStop",
+                                        "ExecStopPost", "ExecReload", "ExecCondition", NULL};
 
 static bool is_exec_key(const char *k)
 {
@@ -602,11 +599,27 @@ static bool has_prefix(const char *s, const char *p)
 
 /* `podman run` boolean options (no value): everything else with two dashes and no '=' takes the
  * next word. Short clusters of these letters are flags: d i t P q. */
-static const char *const run_bools[] = {
-    "rm",          "detach",    "interactive", "tty",        "privileged", "init",
-    "replace",     "read-only", "publish-all", "quiet",      "no-hosts",   "no-healthcheck",
-    "rootfs",      "env-host",  "http-proxy",  "oom-kill-disable", "read-only-tmpfs",
-    "sig-proxy",   "tls-verify", "help",       NULL};
+static const char *const run_bools[] = {"rm",
+                                        "detach",
+                                        "interactive",
+                                        "tty",
+                                        "privileged",
+                                        "init",
+                                        "replace",
+                                        "read-only",
+                                        "publish-all",
+                                        "quiet",
+                                        "no-hosts",
+                                        "no-healthcheck",
+                                        "rootfs",
+                                        "env-host",
+                                        "http-proxy",
+                                        "oom-kill-disable",
+                                        "read-only-tmpfs",
+                                        "sig-proxy",
+                                        "tls-verify",
+                                        "help",
+                                        NULL};
 
 static bool run_bool(const char *name, size_t n)
 {
@@ -634,8 +647,7 @@ static int add_mount_volume(struct scan *s, const char *v)
     const char *c2 = strchr(c1 + 1, ':');
     struct sw_unit_mount m = {0};
     m.host = sw__ua_strndup(s->a, v, (size_t)(c1 - v));
-    m.cont = c2 ? sw__ua_strndup(s->a, c1 + 1, (size_t)(c2 - c1 - 1))
-                : sw__ua_strdup(s->a, c1 + 1);
+    m.cont = c2 ? sw__ua_strndup(s->a, c1 + 1, (size_t)(c2 - c1 - 1)) : sw__ua_strdup(s->a, c1 + 1);
     if (!m.host || !m.cont)
         return SW_ENOMEM;
     if (c2) {
@@ -782,13 +794,12 @@ struct pathopt {
     const char *flag, *alt, *role;
 };
 
-static const struct pathopt llama_opts[] = {
-    {"-m", "--model", "model"},
-    {"--mmproj", NULL, "projector"},
-    {"-md", "--model-draft", "draft model"},
-    {"--chat-template-file", NULL, "chat template"},
-    {"--lora", NULL, "LoRA adapter"},
-    {NULL, NULL, NULL}};
+static const struct pathopt llama_opts[] = {{"-m", "--model", "model"},
+                                            {"--mmproj", NULL, "projector"},
+                                            {"-md", "--model-draft", "draft model"},
+                                            {"--chat-template-file", NULL, "chat template"},
+                                            {"--lora", NULL, "LoRA adapter"},
+                                            {NULL, NULL, NULL}};
 static const struct pathopt vllm_opts[] = {
     {"--model", NULL, "model"}, {"--tokenizer", NULL, "tokenizer"}, {NULL, NULL, NULL}};
 static const struct pathopt sglang_opts[] = {
@@ -801,8 +812,14 @@ static int scan_spec_config(struct scan *s, const char *json)
 {
     long f0 = sw_alloc_failures();
     json_t *j = sw_json_parse(json, strlen(json), "--speculative-config", NULL);
+    /* jansson (2.14) may return a value after a failed allocation in its lexer, with a string
+     * cut short: any failure during the parse is out of memory, whatever it returned. */
+    if (sw_alloc_failures() != f0) {
+        json_decref(j);
+        return SW_ENOMEM;
+    }
     if (!j)
-        return sw_alloc_failures() != f0 ? SW_ENOMEM : 0;
+        return 0; /* not JSON: no draft path to read */
     int rc = 0;
     const json_t *m = json_is_object(j) ? json_object_get(j, "model") : NULL;
     if (json_is_string(m)) {
@@ -874,7 +891,8 @@ static int scan_engine(struct scan *s, char **argv, size_t argc, const char *ima
         e = SW_UNIT_ENGINE_SGLANG;
         i = 3;
     } else if (image && strstr(image, "vllm") && argc >= 1 && argv[0][0] != '-' &&
-               !strchr(argv[0], '=') && strncmp(argv[0], "/usr/", 5) && strncmp(argv[0], "/bin/", 5)) {
+               !strchr(argv[0], '=') && strncmp(argv[0], "/usr/", 5) &&
+               strncmp(argv[0], "/bin/", 5)) {
         /* vllm/vllm-openai's entrypoint is `vllm serve`: a first word that is not a program is
          * the positional model. */
         e = SW_UNIT_ENGINE_VLLM;
@@ -1018,8 +1036,7 @@ int sw_unit_parse(const char *text, size_t len, const char *where, const char *e
         return sw_err_at(e, SW_EPARSE, where, line, 0, "a NUL byte: not a unit file");
     }
     if (env_file && strlen(env_file) > SW_UNIT_TEXT_MAX)
-        return sw_err_set(e, SW_ERANGE, "environment file larger than %u bytes",
-                          SW_UNIT_TEXT_MAX);
+        return sw_err_set(e, SW_ERANGE, "environment file larger than %u bytes", SW_UNIT_TEXT_MAX);
     struct sw__uarena *a = sw_calloc(1, sizeof(*a));
     if (!a)
         return sw_err_set(e, SW_ENOMEM, "out of memory");
@@ -1117,20 +1134,34 @@ int sw_unit_timespan_ms(const char *s, int64_t *ms)
     static const struct {
         const char *u;
         int64_t us;
-    } units[] = {{"usec", 1},           {"us", 1},
-                 {"msec", 1000},        {"ms", 1000},
-                 {"seconds", 1000000},  {"second", 1000000},
-                 {"sec", 1000000},      {"s", 1000000},
-                 {"minutes", 60000000}, {"minute", 60000000},
-                 {"min", 60000000},     {"months", 2629800000000},
-                 {"month", 2629800000000}, {"M", 2629800000000},
-                 {"m", 60000000},       {"hours", 3600000000},
-                 {"hour", 3600000000},  {"hr", 3600000000},
-                 {"h", 3600000000},     {"days", 86400000000},
-                 {"day", 86400000000},  {"d", 86400000000},
-                 {"weeks", 604800000000}, {"week", 604800000000},
-                 {"w", 604800000000},   {"years", 31557600000000},
-                 {"year", 31557600000000}, {"y", 31557600000000}};
+    } units[] = {{"usec", 1},
+                 {"us", 1},
+                 {"msec", 1000},
+                 {"ms", 1000},
+                 {"seconds", 1000000},
+                 {"second", 1000000},
+                 {"sec", 1000000},
+                 {"s", 1000000},
+                 {"minutes", 60000000},
+                 {"minute", 60000000},
+                 {"min", 60000000},
+                 {"months", 2629800000000},
+                 {"month", 2629800000000},
+                 {"M", 2629800000000},
+                 {"m", 60000000},
+                 {"hours", 3600000000},
+                 {"hour", 3600000000},
+                 {"hr", 3600000000},
+                 {"h", 3600000000},
+                 {"days", 86400000000},
+                 {"day", 86400000000},
+                 {"d", 86400000000},
+                 {"weeks", 604800000000},
+                 {"week", 604800000000},
+                 {"w", 604800000000},
+                 {"years", 31557600000000},
+                 {"year", 31557600000000},
+                 {"y", 31557600000000}};
     while (*s && is_ws(*s))
         s++;
     if (!strcmp(s, "infinity")) {

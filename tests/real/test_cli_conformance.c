@@ -264,6 +264,10 @@ static void test_opt_equals(void **state)
     char fetchdir[4200], local[4200];
     snprintf(fetchdir, sizeof(fetchdir), "%s", swt_src("tests/data/calib"));
     snprintf(local, sizeof(local), "%s", swt_src("examples/local.yaml"));
+    char unit_file[4200], unit_env[4200];
+    snprintf(unit_file, sizeof(unit_file), "%s",
+             swt_src("tests/data/units/lint/vllm-podman.service"));
+    snprintf(unit_env, sizeof(unit_env), "%s", swt_src("tests/data/units/lint/frank-primary.env"));
     char up_log[4200], port[16];
     snprintf(up_log, sizeof(up_log), "%s/up-conformance.log", dir);
     snprintf(port, sizeof(port), "%d", swt_free_port());
@@ -292,6 +296,11 @@ static void test_opt_equals(void **state)
          "--engine",
          "vllm",
          "\"kv_cache_tokens\""},
+        {"lint",
+         {"lint", unit_file, "--no-verify", "@", "--json"},
+         "--env-file",
+         unit_env,
+         "\"findings\""},
         {"probe", {"probe", "nowhere", "@", "--json"}, "--fleet", fleet_missing, fleet_missing},
         {"down", {"down", "@", "--json"}, "--pid-file", pid_missing, "nothing to stop"},
         /* the payload is missing, so nothing starts; the JSON names the log path given */
