@@ -38,9 +38,9 @@ struct sw_unit_entry {
 
 /* Exec prefixes (systemd.service(5) "Command lines"). */
 enum {
-    SW_UNIT_EXEC_IGNORE = 1u << 0, /* '-': a failure exit is ignored */
-    SW_UNIT_EXEC_ARGV0 = 1u << 1,  /* '@': the second word is argv[0] (dropped from argv here) */
-    SW_UNIT_EXEC_FULLPRIV = 1u << 2, /* '+' */
+    SW_UNIT_EXEC_IGNORE = 1u << 0,    /* '-': a failure exit is ignored */
+    SW_UNIT_EXEC_ARGV0 = 1u << 1,     /* '@': the second word is argv[0] (dropped from argv here) */
+    SW_UNIT_EXEC_FULLPRIV = 1u << 2,  /* '+' */
     SW_UNIT_EXEC_NOAMBIENT = 1u << 3, /* '!' or '!!' */
     SW_UNIT_EXEC_NOENV = 1u << 4,     /* ':': no $VAR expansion */
 };
@@ -68,7 +68,7 @@ struct sw_unit_container {
     const char *tool; /* "podman" or "docker" */
     const char *key;  /* the Exec key it was found in */
     int line;
-    bool via_shell; /* inside `sh -c` */
+    bool via_shell;    /* inside `sh -c` */
     const char *name;  /* --name, or NULL */
     const char *image; /* or NULL when the line names none */
     struct sw_unit_mount *mounts;
@@ -84,8 +84,12 @@ struct sw_unit_container {
     size_t argc;
 };
 
-enum sw_unit_engine { SW_UNIT_ENGINE_NONE = 0, SW_UNIT_ENGINE_LLAMACPP, SW_UNIT_ENGINE_VLLM,
-                      SW_UNIT_ENGINE_SGLANG };
+enum sw_unit_engine {
+    SW_UNIT_ENGINE_NONE = 0,
+    SW_UNIT_ENGINE_LLAMACPP,
+    SW_UNIT_ENGINE_VLLM,
+    SW_UNIT_ENGINE_SGLANG
+};
 
 /* A path the engine receives: model, draft, projector, template, LoRA, tokenizer. */
 struct sw_unit_path {
@@ -111,7 +115,7 @@ struct sw_unit {
     struct {
         int line;
         const char *msg;
-    } *notes;
+    } * notes;
     size_t n_notes;
     /* The environment Exec lines see: Environment= then the EnvironmentFile text ("KEY=VALUE"). */
     const char **env;
@@ -126,7 +130,8 @@ struct sw_unit {
      * 10 s when stopped without one), else --stop-timeout; -1 when no container is stopped. */
     int64_t stop_grace_s;
     int stop_grace_line;
-    char stop_grace_how[96]; /* "podman stop -t 120", "podman's default 10 s", "--stop-timeout 30" */
+    char
+        stop_grace_how[96]; /* "podman stop -t 120", "podman's default 10 s", "--stop-timeout 30" */
     /* ExecStart's main process is `podman wait` / `docker wait` (it exits 0 whatever the
      * container did): its line, 0 when not. */
     int wait_line;

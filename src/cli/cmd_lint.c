@@ -115,8 +115,7 @@ int sw_cmd_lint(int argc, char **argv)
             printf("%s:%d: %s: %s%s\n", path, r.v[i].line, r.v[i].law,
                    r.v[i].severity == SW_UNIT_WARNING ? "warning: " : "", r.v[i].msg);
         if (r.n == 0)
-            printf("%s: clean (%s%s%s)\n", path,
-                   u->ctr.found ? "container, " : "",
+            printf("%s: clean (%s%s%s)\n", path, u->ctr.found ? "container, " : "",
                    u->engine ? sw_unit_engine_name(u->engine) : "no engine recognised",
                    o.verify ? ", systemd-analyze verify said nothing" : ", not verified");
         else
