@@ -111,9 +111,13 @@ int sw_cmd_lint(int argc, char **argv)
         sw_json_print(stdout, root, true);
         json_decref(root);
     } else {
-        for (size_t i = 0; i < r.n; i++)
-            printf("%s:%d: %s: %s%s\n", path, r.v[i].line, r.v[i].law,
+        for (size_t i = 0; i < r.n; i++) {
+            char at[32] = "";
+            if (r.v[i].line > 0) /* 0: about the file as a whole */
+                snprintf(at, sizeof(at), ":%d", r.v[i].line);
+            printf("%s%s: %s: %s%s\n", path, at, r.v[i].law,
                    r.v[i].severity == SW_UNIT_WARNING ? "warning: " : "", r.v[i].msg);
+        }
         if (r.n == 0)
             printf("%s: clean (%s%s%s)\n", path, u->ctr.found ? "container, " : "",
                    u->engine ? sw_unit_engine_name(u->engine) : "no engine recognised",

@@ -163,8 +163,10 @@ static int law_restart(const struct sw_unit *u, struct sw_unit_report *r)
         if (rc)
             return rc;
     }
-    /* vLLM's OpenAI API server shuts down cleanly (exit 0) when its engine core dies (observed by
-     * the operator: "Deactivated successfully" after an EngineCore fatal error). */
+    /* vLLM's OpenAI API server shuts down cleanly (exit 0) when its engine core dies: the
+     * operator's journal ("Deactivated successfully" after an EngineCore fatal error) and
+     * vllm-project/vllm#48966 ("Unexpected EngineCore death exits serving process 0, defeating
+     * Restart=on-failure"). SGLang is not held to this: no such exit is documented for it. */
     if (u->engine == SW_UNIT_ENGINE_VLLM && !u->wait_line)
         rc = sw__unit_add(r, SW_UNIT_LAW_RESTART, SW_UNIT_ERROR, v ? line : u->engine_line,
                           "%s with vLLM's API server (line %d): it exits 0 when its engine "

@@ -1000,7 +1000,7 @@ static int scan_exec(struct scan *s, const struct sw_unit_cmd *c)
     if (c->argc >= 3 && is_shell(c->argv[0]) && !strcmp(c->argv[1], "-c")) {
         struct words w = {0};
         int rc = split(s, c->argv[2], SPLIT_SHELL, true, &w);
-        if (rc)
+        if (rc || w.n == 0)
             return rc;
         size_t st = 0;
         for (size_t i = 0; i <= w.n; i++) {
