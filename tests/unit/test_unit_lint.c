@@ -109,8 +109,8 @@ static void test_good_units(void **state)
         sw_unit_free(u);
     }
     /* what the scanner read from the vLLM unit */
-    assert_int_equal(sw_unit_lint_file(fixture("vllm-podman.service"),
-                                       fixture("frank-primary.env"), &o, &r, &u, &e),
+    assert_int_equal(sw_unit_lint_file(fixture("vllm-podman.service"), fixture("frank-primary.env"),
+                                       &o, &r, &u, &e),
                      0);
     expect_none("vllm-podman.service + env", &r);
     assert_int_equal(u->engine, SW_UNIT_ENGINE_VLLM);
@@ -195,9 +195,8 @@ static void test_mistakes(void **state)
             struct sw_unit_lint_opts o = {.verify = pass == 1};
             assert_int_equal(sw_unit_lint_file(fixture(m[i].file), NULL, &o, &r, NULL, &e), 0);
             expect_one(m[i].file, &r, m[i].law, m[i].line, m[i].needles[0], m[i].needles[1],
-                       pass == 0 && !strcmp(m[i].law, SW_UNIT_LAW_START_LIMIT)
-                           ? NULL
-                           : m[i].needles[2],
+                       pass == 0 && !strcmp(m[i].law, SW_UNIT_LAW_START_LIMIT) ? NULL
+                                                                               : m[i].needles[2],
                        m[i].needles[3], NULL);
             assert_null(strstr(r.v[0].msg, "sk-frank-0123456789abcdef"));
             sw_unit_report_free(&r);
@@ -290,8 +289,7 @@ static void test_syntax(void **state)
 
     /* refusals: a NUL byte names its line; too large */
     char nul[] = "[Unit]\nA=b\n\0x";
-    assert_int_equal(sw_unit_parse(nul, sizeof(nul) - 1, "nul.service", NULL, &u, &e),
-                     SW_EPARSE);
+    assert_int_equal(sw_unit_parse(nul, sizeof(nul) - 1, "nul.service", NULL, &u, &e), SW_EPARSE);
     assert_int_equal(e.line, 3);
     assert_null(u);
     char *big = calloc(1, SW_UNIT_TEXT_MAX + 2);
@@ -349,8 +347,7 @@ static void test_stop_timeout(void **state)
                   "[Service]\nExecStart=/usr/bin/docker run --rm img" DIGEST "\n"
                   "ExecStop=/usr/bin/docker stop --time=200 x\nRestart=always\nTimeoutSec=3min\n",
                   NULL, NULL, &r);
-    expect_one("b", &r, SW_UNIT_LAW_STOP_TIMEOUT, 5, "TimeoutSec=3min", "docker stop -t 200",
-               NULL);
+    expect_one("b", &r, SW_UNIT_LAW_STOP_TIMEOUT, 5, "TimeoutSec=3min", "docker stop -t 200", NULL);
     assert_string_equal(u->ctr.tool, "docker");
     sw_unit_report_free(&r);
     sw_unit_free(u);
@@ -479,8 +476,8 @@ static void test_paths(void **state)
     sw_unit_report_free(&r);
     sw_unit_free(u);
     /* a relative path to a native engine; a Hub repo id to vLLM is not a path */
-    u = lint_text("rel.service",
-                  "[Service]\nExecStart=/opt/llama-server -m models/a.gguf\n", NULL, NULL, &r);
+    u = lint_text("rel.service", "[Service]\nExecStart=/opt/llama-server -m models/a.gguf\n", NULL,
+                  NULL, &r);
     expect_one("rel", &r, SW_UNIT_LAW_PATH, 2, "model path -m models/a.gguf", "relative", NULL);
     sw_unit_report_free(&r);
     sw_unit_free(u);
@@ -504,8 +501,8 @@ static void test_paths(void **state)
              "ExecStop=/usr/bin/podman stop -t 5 x\n",
              sub);
     u = lint_text("ex.service", text, NULL, &o, &r);
-    expect_one("ex", &r, SW_UNIT_LAW_PATH, 2, "projector path --mmproj /models/b.gguf",
-               "host side", "/models/b.gguf does not exist", NULL);
+    expect_one("ex", &r, SW_UNIT_LAW_PATH, 2, "projector path --mmproj /models/b.gguf", "host side",
+               "/models/b.gguf does not exist", NULL);
     assert_int_equal(u->engine, SW_UNIT_ENGINE_LLAMACPP);
     sw_unit_report_free(&r);
     sw_unit_free(u);
@@ -533,8 +530,8 @@ static void test_image_and_secrets(void **state)
     assert_int_equal(u->ctr.n_env_files, 1);
     sw_unit_report_free(&r);
     sw_unit_free(u);
-    u = lint_text("i2.service",
-                  "[Service]\nExecStart=/usr/bin/podman run img@sha256:0123\n", NULL, NULL, &r);
+    u = lint_text("i2.service", "[Service]\nExecStart=/usr/bin/podman run img@sha256:0123\n", NULL,
+                  NULL, &r);
     expect_one("i2", &r, SW_UNIT_LAW_IMAGE, 2, "img@sha256:0123", NULL);
     sw_unit_report_free(&r);
     sw_unit_free(u);
@@ -630,15 +627,14 @@ static void test_cli(void **state)
     snprintf(want, sizeof(want), "%s:21: stop-timeout: TimeoutStopSec=90s", f);
     assert_non_null(strstr(r.out, want));
     swt_run_free(&r);
-    assert_int_equal(swt_slipway(&r, "lint", "--no-verify", "--json",
-                                 fixture("mistake-api-key.service"), NULL),
-                     0);
+    assert_int_equal(
+        swt_slipway(&r, "lint", "--no-verify", "--json", fixture("mistake-api-key.service"), NULL),
+        0);
     assert_int_equal(r.status, 1);
     json_t *j = swt_json_out(&r);
     json_t *fs = json_object_get(j, "findings");
     assert_int_equal(json_array_size(fs), 1);
-    assert_string_equal(json_string_value(json_object_get(json_array_get(fs, 0), "law")),
-                        "secret");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(fs, 0), "law")), "secret");
     assert_null(strstr(r.out, "sk-frank-0123456789abcdef"));
     json_decref(j);
     swt_run_free(&r);
@@ -654,7 +650,10 @@ static void test_cli(void **state)
     assert_non_null(strstr(r.err, dir));
     swt_run_free(&r);
     const char *bin = swt_join(dir, "bin.service");
-    swt_write(bin, "\x7f" "ELF\x02\x01\x01\0\0\0", 10);
+    swt_write(bin,
+              "\x7f"
+              "ELF\x02\x01\x01\0\0\0",
+              10);
     char binp[4200];
     snprintf(binp, sizeof(binp), "%s", bin);
     assert_int_equal(swt_slipway(&r, "lint", binp, NULL), 0);
@@ -694,9 +693,8 @@ static void test_alloc_failures(void **state)
     (void)state;
     struct torture_arg t;
     size_t n;
-    assert_int_equal(sw_read_file(fixture("mistake-restart-on-failure.service"), 1 << 20, &t.text,
-                                  &n, NULL),
-                     0);
+    assert_int_equal(
+        sw_read_file(fixture("mistake-restart-on-failure.service"), 1 << 20, &t.text, &n, NULL), 0);
     assert_int_equal(sw_read_file(fixture("frank-primary.env"), 1 << 20, &t.env, &n, NULL), 0);
     assert_true(swt_torture("unit parse + lint", parse_lint_once, &t, SW_ENOMEM) >= 2);
     sw_free(t.text);
@@ -707,12 +705,18 @@ int main(void)
 {
     sw_core_init();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_good_units),  cmocka_unit_test(test_mistakes),
-        cmocka_unit_test(test_syntax),      cmocka_unit_test(test_timespan),
-        cmocka_unit_test(test_stop_timeout), cmocka_unit_test(test_start_limit),
-        cmocka_unit_test(test_restart),     cmocka_unit_test(test_paths),
-        cmocka_unit_test(test_image_and_secrets), cmocka_unit_test(test_verify),
-        cmocka_unit_test(test_cli),         cmocka_unit_test(test_alloc_failures),
+        cmocka_unit_test(test_good_units),
+        cmocka_unit_test(test_mistakes),
+        cmocka_unit_test(test_syntax),
+        cmocka_unit_test(test_timespan),
+        cmocka_unit_test(test_stop_timeout),
+        cmocka_unit_test(test_start_limit),
+        cmocka_unit_test(test_restart),
+        cmocka_unit_test(test_paths),
+        cmocka_unit_test(test_image_and_secrets),
+        cmocka_unit_test(test_verify),
+        cmocka_unit_test(test_cli),
+        cmocka_unit_test(test_alloc_failures),
     };
     return cmocka_run_group_tests_name("unit_lint", tests, NULL, NULL);
 }
