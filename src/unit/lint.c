@@ -317,7 +317,10 @@ static bool secret_name(const char *k, size_t n)
     for (size_t i = 0; i < n; i++)
         up[i] = (char)toupper((unsigned char)k[i]);
     up[n] = '\0';
-    return strstr(up, "TOKEN") || strstr(up, "API_KEY") || strstr(up, "APIKEY") ||
+    /* HF_TOKEN, HUGGING_FACE_HUB_TOKEN, *_API_KEY, *_SECRET*, *PASSWORD*; not MAX_TOKENS */
+    bool token = n >= 5 && !strcmp(up + n - 5, "TOKEN");
+    bool access = n >= 10 && !strcmp(up + n - 10, "ACCESS_KEY");
+    return token || access || strstr(up, "API_KEY") || strstr(up, "APIKEY") ||
            strstr(up, "SECRET") || strstr(up, "PASSWORD") || strstr(up, "PASSWD");
 }
 

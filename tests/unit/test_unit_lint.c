@@ -522,7 +522,7 @@ static void test_image_and_secrets(void **state)
     struct sw_unit_report r;
     struct sw_unit *u;
     u = lint_text("i.service",
-                  "[Service]\nExecStart=/usr/bin/podman run -e HF_TOKEN -e MODE=fast "
+                  "[Service]\nExecStart=/usr/bin/podman run -e HF_TOKEN -e MAX_TOKENS=4096 "
                   "--env-file /etc/x.env localhost/llama\n",
                   NULL, NULL, &r);
     expect_one("i", &r, SW_UNIT_LAW_IMAGE, 2, "localhost/llama", "bare name", NULL);
