@@ -135,7 +135,11 @@ static void test_good_units(void **state)
     swt_need(have_analyze(), "systemd-analyze (the verify step of the lint)");
     o.verify = true;
     assert_int_equal(sw_unit_lint_file(fixture("vllm-podman.service"), NULL, &o, &r, NULL, &e), 0);
-    expect_none("vllm-podman.service (verified)", &r);
+    if (access("/usr/bin/podman", X_OK) == 0)
+        expect_none("vllm-podman.service (verified)", &r);
+    else /* verify checks every Exec binary: where podman is missing it says so, and only that */
+        expect_one("vllm-podman.service (verified)", &r, SW_UNIT_LAW_VERIFY, -1,
+                   "/usr/bin/podman is not executable", NULL);
     sw_unit_report_free(&r);
     /* The native unit names /usr/local/bin/llama-server, where the operator installs it: clean
      * where it exists, else verify says so (and only that). */
@@ -146,6 +150,18 @@ static void test_good_units(void **state)
         expect_one("llama-native.service (verified)", &r, SW_UNIT_LAW_VERIFY, -1,
                    "/usr/local/bin/llama-server is not executable", NULL);
     sw_unit_report_free(&r);
+}
+
+/* Where podman is not installed, verify says so about the units that name /usr/bin/podman:
+ * that finding (asserted in test_good_units) is not the mistake under test. */
+static void drop_missing_podman(struct sw_unit_report *r)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < r->n; i++)
+        if (strcmp(r->v[i].law, SW_UNIT_LAW_VERIFY) ||
+            !strstr(r->v[i].msg, "/usr/bin/podman is not executable"))
+            r->v[k++] = r->v[i];
+    r->n = k;
 }
 
 struct mistake {
@@ -194,6 +210,8 @@ static void test_mistakes(void **state)
             struct sw_err e;
             struct sw_unit_lint_opts o = {.verify = pass == 1};
             assert_int_equal(sw_unit_lint_file(fixture(m[i].file), NULL, &o, &r, NULL, &e), 0);
+            if (pass == 1 && access("/usr/bin/podman", X_OK) != 0)
+                drop_missing_podman(&r);
             expect_one(m[i].file, &r, m[i].law, m[i].line, m[i].needles[0], m[i].needles[1],
                        pass == 0 && !strcmp(m[i].law, SW_UNIT_LAW_START_LIMIT) ? NULL
                                                                                : m[i].needles[2],
