@@ -20,8 +20,7 @@
 
 static const struct sw_opt opts[] = {
     {"out", 'o', "DIR", 0,
-     "write NAME.service and NAME.env (mode 0600, with the secret values) into DIR",
-     NULL},
+     "write NAME.service and NAME.env (mode 0600, with the secret values) into DIR", NULL},
     {0},
 };
 
@@ -77,8 +76,8 @@ int sw_cmd_render(int argc, char **argv)
         char names[1024] = "";
         size_t o = 0;
         for (size_t i = 0; i < f->n_endpoints && o < sizeof(names); i++) {
-            int w = snprintf(names + o, sizeof(names) - o, "%s%s", i ? ", " : "",
-                             f->endpoints[i].name);
+            int w =
+                snprintf(names + o, sizeof(names) - o, "%s%s", i ? ", " : "", f->endpoints[i].name);
             if (w > 0)
                 o += (size_t)w;
         }

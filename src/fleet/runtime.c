@@ -52,8 +52,9 @@ static int dec_duration(struct sw__fleet_ctx *c, const struct sw__fleet_node *v,
     if (sw_parse_duration_ms(t, &ms, &e) || ms < 0)
         return sw__fleet_errp(c, v, "'%s' is not a duration (like 120s, 2min, 500ms)", t);
     if (whole_seconds && ms % 1000)
-        return sw__fleet_errp(c, v, "'%s' must be whole seconds (podman/docker stop -t counts "
-                                    "seconds)",
+        return sw__fleet_errp(c, v,
+                              "'%s' must be whole seconds (podman/docker stop -t counts "
+                              "seconds)",
                               t);
     out->v = (uint64_t)ms;
     out->set = true;
@@ -316,8 +317,9 @@ void sw__fleet_check_runtime(struct sw__fleet_ctx *c, struct sw_fleet_endpoint *
         rt->kind = ep->image.v ? SW_FLEET_RUNTIME_PODMAN : SW_FLEET_RUNTIME_NATIVE;
     bool container = rt->kind != SW_FLEET_RUNTIME_NATIVE;
     if (container && !ep->image.v)
-        sw__fleet_err(c, &rt->at, "%s.runtime: %s runs a container: the endpoint needs an image:",
-                      where, sw_fleet_runtime_name(rt->kind));
+        sw__fleet_err(c, &rt->at,
+                      "%s.runtime: %s runs a container: the endpoint needs an image:", where,
+                      sw_fleet_runtime_name(rt->kind));
     if (!container && ep->image.v && rt->at.file)
         sw__fleet_err(c, &rt->at,
                       "%s.runtime: native, but the endpoint names image %s (line %d): a unit "

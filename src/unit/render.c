@@ -53,14 +53,18 @@ static const char *sd_time(uint64_t ms, char *out, size_t n)
     return out;
 }
 
+/* One Exec*= line. `spec` (may be NULL) is the one argument written as is: the env file's path,
+ * whose %h systemd must expand (every other '%' is doubled). */
 static int exec_line(struct sw_buf *b, const char *key, const char *prefix, char *const *argv,
-                     size_t argc)
+                     size_t argc, const char *spec)
 {
     int rc = sw_buf_printf(b, "%s=%s", key, prefix);
     for (size_t i = 0; i < argc && !rc; i++) {
         if (i)
             rc = sw_buf_putc(b, ' ');
-        if (!rc)
+        if (!rc && spec && !strcmp(argv[i], spec))
+            rc = sw_buf_puts(b, spec);
+        else if (!rc)
             rc = sw__unit_exec_quote(b, argv[i]);
     }
     if (!rc)
@@ -179,11 +183,12 @@ static int timing(struct sw_unit_render *r, const struct sw__unit_defaults *d, s
     uint64_t floor = container ? t->stop_grace_ms : t->drain_ms;
     t->stop_timeout_ms = sv->stop_timeout_ms.set ? sv->stop_timeout_ms.v : floor + STOP_DEFAULT_MS;
     if (container && rt->stop_grace_ms.set && rt->stop_grace_ms.v < d->drain_ms) {
-        int rc = warn(r, "runtime.stop_grace %llus is below %s's drain (%llus): `%s stop` may "
-                         "kill the engine before it finishes what it serves",
-                      (unsigned long long)(rt->stop_grace_ms.v / 1000),
-                      sw_fleet_engine_name(ep->engine), (unsigned long long)(d->drain_ms / 1000),
-                      sw_fleet_runtime_name(r->runtime));
+        int rc =
+            warn(r,
+                 "runtime.stop_grace %llus is below %s's drain (%llus): `%s stop` may "
+                 "kill the engine before it finishes what it serves",
+                 (unsigned long long)(rt->stop_grace_ms.v / 1000), sw_fleet_engine_name(ep->engine),
+                 (unsigned long long)(d->drain_ms / 1000), sw_fleet_runtime_name(r->runtime));
         if (rc)
             return rc;
     }
@@ -210,15 +215,16 @@ static int timing(struct sw_unit_render *r, const struct sw__unit_defaults *d, s
                         : gpu                  ? d->restart_gpu_ms
                                                : 5000;
     if (gpu && sv->restart_sec_ms.set && sv->restart_sec_ms.v < 5000) {
-        int rc = warn(r, "service.restart_sec %llums: a GPU engine's memory may not be released "
-                         "yet when the next boot allocates",
+        int rc = warn(r,
+                      "service.restart_sec %llums: a GPU engine's memory may not be released "
+                      "yet when the next boot allocates",
                       (unsigned long long)sv->restart_sec_ms.v);
         if (rc)
             return rc;
     }
     t->start_timeout_ms = container ? START_PULL_MS : 0;
-    t->start_limit_interval_ms = sv->start_limit_interval_ms.set ? sv->start_limit_interval_ms.v
-                                                                 : 0;
+    t->start_limit_interval_ms =
+        sv->start_limit_interval_ms.set ? sv->start_limit_interval_ms.v : 0;
     t->start_limit_burst = sv->start_limit_burst.set ? sv->start_limit_burst.v : 5;
     if (sv->oom_score_adjust.set) {
         t->oom_set = true;
@@ -251,7 +257,8 @@ static int service_text(struct sw_unit_render *r, const struct sw_fleet *f,
                             sw_fleet_engine_name(ep->engine), rt, ep->host ? ", host " : "",
                             ep->host ? ep->host->name : "");
     if (!user)
-        rc = rc ? rc : sw_buf_puts(&b, "After=network-online.target\nWants=network-online.target\n");
+        rc =
+            rc ? rc : sw_buf_puts(&b, "After=network-online.target\nWants=network-online.target\n");
     else
         rc = rc ? rc
                 : sw_buf_puts(&b, "# A user manager has no network-online.target: none is "
@@ -282,10 +289,9 @@ static int service_text(struct sw_unit_render *r, const struct sw_fleet *f,
                                 rt, d->restart_why);
     else
         rc = rc ? rc
-                : sw_buf_printf(&b, "# Restart=%s: %s.\n", t->restart_always ? "always" : "on-failure",
-                                d->restart_why);
-    rc = rc ? rc
-            : sw_buf_printf(&b, "Restart=%s\n", t->restart_always ? "always" : "on-failure");
+                : sw_buf_printf(&b, "# Restart=%s: %s.\n",
+                                t->restart_always ? "always" : "on-failure", d->restart_why);
+    rc = rc ? rc : sw_buf_printf(&b, "Restart=%s\n", t->restart_always ? "always" : "on-failure");
     rc = rc ? rc
             : sw_buf_printf(&b,
                             "# RestartSec: time for the driver to release a dead engine's device "
@@ -302,8 +308,7 @@ static int service_text(struct sw_unit_render *r, const struct sw_fleet *f,
                                 (unsigned long long)(t->drain_ms / 1000));
     else
         rc = rc ? rc
-                : sw_buf_printf(&b,
-                                "# TimeoutStopSec %s > %s's drain after SIGTERM (%llus).\n",
+                : sw_buf_printf(&b, "# TimeoutStopSec %s > %s's drain after SIGTERM (%llus).\n",
                                 sd_time(t->stop_timeout_ms, a, sizeof(a)),
                                 sw_fleet_engine_name(ep->engine),
                                 (unsigned long long)(t->drain_ms / 1000));
@@ -319,8 +324,7 @@ static int service_text(struct sw_unit_render *r, const struct sw_fleet *f,
             : sw_buf_puts(&b, "# KillMode=mixed: SIGTERM to the main process only (it drains), "
                               "SIGKILL to what is left at the timeout.\nKillMode=mixed\n");
     if (t->oom_set)
-        rc = rc ? rc
-                : sw_buf_printf(&b, "OOMScoreAdjust=%lld\n", (long long)t->oom_score_adjust);
+        rc = rc ? rc : sw_buf_printf(&b, "OOMScoreAdjust=%lld\n", (long long)t->oom_score_adjust);
     if (!container)
         rc = rc ? rc : sw_buf_puts(&b, "LimitNOFILE=65536\nLimitMEMLOCK=infinity\n");
     if (container) {
@@ -330,19 +334,21 @@ static int service_text(struct sw_unit_render *r, const struct sw_fleet *f,
         rc = rc ? rc
                 : sw_buf_puts(&b, "# A container of an earlier run would block the name: "
                                   "removed first (a failure is ignored).\n");
-        rc = rc ? rc : exec_line(&b, "ExecStartPre", "-", rm, 4);
-        rc = rc ? rc : exec_line(&b, "ExecStartPre", "", r->container_argv, r->container_argc);
+        rc = rc ? rc : exec_line(&b, "ExecStartPre", "-", rm, 4, NULL);
+        rc = rc ? rc
+                : exec_line(&b, "ExecStartPre", "", r->container_argv, r->container_argc,
+                            r->env_path);
         rc = rc ? rc
                 : sw_buf_printf(&b,
                                 "# The main process waits on the container (the operator's "
                                 "`exec %s wait`): its death ends the service and trips the "
                                 "restart.\n",
                                 rt);
-        rc = rc ? rc : exec_line(&b, "ExecStart", "", wt, 3);
-        rc = rc ? rc : exec_line(&b, "ExecStop", "", r->stop_argv, r->stop_argc);
-        rc = rc ? rc : exec_line(&b, "ExecStopPost", "-", rm, 4);
+        rc = rc ? rc : exec_line(&b, "ExecStart", "", wt, 3, NULL);
+        rc = rc ? rc : exec_line(&b, "ExecStop", "", r->stop_argv, r->stop_argc, NULL);
+        rc = rc ? rc : exec_line(&b, "ExecStopPost", "-", rm, 4, NULL);
     } else {
-        rc = rc ? rc : exec_line(&b, "ExecStart", "", r->engine_argv, r->engine_argc);
+        rc = rc ? rc : exec_line(&b, "ExecStart", "", r->engine_argv, r->engine_argc, NULL);
     }
     rc = rc ? rc
             : sw_buf_printf(&b, "\n[Install]\nWantedBy=%s\n",
@@ -393,9 +399,15 @@ int sw_unit_render_endpoint(const struct sw_fleet *f, const struct sw_fleet_endp
                                sw_fleet_runtime_name(out->runtime));
 
     /* the one plan: its argv/env is what the unit runs */
+    long failed = sw_alloc_failures();
     int prc = sw_plan_endpoint(f, ep, NULL, &plan, &pe);
-    if (!plan.cmd.argc) {
-        if (prc && !plan.cmd_why[0]) {
+    /* the plan's law may report its own out-of-memory as a parse error (jansson says "invalid
+     * JSON"), or not at all (a vLLM plan returns 0 after some failed allocations): an allocation
+     * that failed meanwhile decides */
+    if (sw_alloc_failures() != failed)
+        prc = SW_ENOMEM;
+    if (prc == SW_ENOMEM || !plan.cmd.argc) {
+        if (prc && (prc == SW_ENOMEM || !plan.cmd_why[0])) {
             rc = prc;
             if (e)
                 *e = pe;
@@ -414,15 +426,17 @@ int sw_unit_render_endpoint(const struct sw_fleet *f, const struct sw_fleet_endp
     if (rc)
         goto out;
     if (!container && eng.n && eng.v[0][0] != '/') {
-        rc = warn(out, "the engine's program '%s' is not an absolute path: systemd looks it up "
-                       "in its own search path, not the operator's $PATH",
+        rc = warn(out,
+                  "the engine's program '%s' is not an absolute path: systemd looks it up "
+                  "in its own search path, not the operator's $PATH",
                   eng.v[0]);
         if (rc)
             goto out;
     }
     if (container && !ep->image_pinned) {
-        rc = warn(out, "image %s is not pinned by digest: the unit runs whatever the tag names "
-                       "at the next pull; pin it as NAME@sha256:<digest>",
+        rc = warn(out,
+                  "image %s is not pinned by digest: the unit runs whatever the tag names "
+                  "at the next pull; pin it as NAME@sha256:<digest>",
                   ep->image.v);
         if (rc)
             goto out;

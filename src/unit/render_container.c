@@ -143,8 +143,8 @@ static void mounts_text(const struct sw_fleet_endpoint *ep, char *out, size_t n)
     out[0] = 0;
     for (size_t i = 0; i < ep->payload.n_mounts && o < n; i++) {
         const struct sw_fleet_mount *m = &ep->payload.mounts[i];
-        int w = snprintf(out + o, n - o, "%s%s -> %s", i ? ", " : "", m->host_path,
-                         m->container_path);
+        int w =
+            snprintf(out + o, n - o, "%s%s -> %s", i ? ", " : "", m->host_path, m->container_path);
         if (w > 0)
             o += (size_t)w;
     }

@@ -47,8 +47,7 @@ json_t *sw_unit_render_json(const struct sw_unit_render *r)
     rc = rc ? rc : sw_json_set_str(o, "unit", r->name);
     rc = rc ? rc : sw_json_set_str(o, "endpoint", r->ep ? r->ep->name : NULL);
     rc = rc ? rc : sw_json_set_str(o, "runtime", sw_fleet_runtime_name(r->runtime));
-    rc = rc ? rc
-            : sw_json_set_str(o, "scope", r->scope == SW_FLEET_SCOPE_USER ? "user" : "system");
+    rc = rc ? rc : sw_json_set_str(o, "scope", r->scope == SW_FLEET_SCOPE_USER ? "user" : "system");
     rc = rc ? rc : sw_json_set_str(o, "env_path", r->env_path);
     if (!rc) {
         rc = sw_json_set_new(o, "files", files);

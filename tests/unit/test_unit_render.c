@@ -154,9 +154,13 @@ static void test_frank_primary(void **state)
     assert_non_null(strstr(t, "ExecStartPre=-/usr/bin/podman rm -f slipway-frank-primary\n"));
     assert_non_null(strstr(t, "ExecStartPre=/usr/bin/podman run -d --name slipway-frank-primary "));
     /* the container's argv: AMD devices, shm, the mount, the model as /models/... */
-    const char *want[] = {"--device=/dev/kfd", "--device=/dev/dri", "--group-add=video",
-                          "--shm-size=16g", "--volume=/home/dank/models:/models:ro",
-                          "/models/Qwen3.8-Flash-Next-Uncensored-FP8", "localhost/tcclaviger-vllm"};
+    const char *want[] = {"--device=/dev/kfd",
+                          "--device=/dev/dri",
+                          "--group-add=video",
+                          "--shm-size=16g",
+                          "--volume=/home/dank/models:/models:ro",
+                          "/models/Qwen3.8-Flash-Next-Uncensored-FP8",
+                          "localhost/tcclaviger-vllm"};
     for (size_t w = 0; w < SW_ARRAY_LEN(want); w++) {
         bool hit = false;
         for (size_t i = 0; i < r.container_argc; i++)
@@ -690,9 +694,35 @@ static void test_systemd_verify(void **state)
     }
     sw_fleet_free(f);
     sw_free(y);
+    swt_need(have("/usr/bin/podman"), "podman at /usr/bin/podman (the rendered unit runs it)");
+    /* a user unit in podman: the env file under %h, kept a specifier on the podman line too; a
+     * '%' and a '$' of the engine's own arguments doubled */
+    y = fleet_with("  p:\n"
+                   "    host: h\n"
+                   "    engine: llama.cpp\n"
+                   "    binary: /app/llama-server\n"
+                   "    image: localhost/llama\n"
+                   "    service: {scope: user}\n"
+                   "    args: [--chat-template-kwargs, '{\"x\": \"50% $HOME\"}']\n"
+                   "    payload: {path: /srv/m.gguf, mounts: [\"/srv:/srv:ro\"]}\n"
+                   "    shape: {ctx_size: 4096, seqs: 1}\n");
+    f = load_text(y, &e);
+    if (!f)
+        fail_msg("%s", e.msg);
+    struct sw_unit_render pr;
+    render(f, "p", &pr);
+    assert_string_equal(key_in(pr.service.text, "[Service]", "EnvironmentFile", NULL),
+                        "%h/.config/slipway/slipway-p.env");
+    assert_non_null(strstr(pr.service.text, " --env-file %h/.config/slipway/slipway-p.env "));
+    assert_non_null(strstr(pr.service.text, " \"{\\\"x\\\": \\\"50%% $$HOME\\\"}\"\n"));
+    assert_null(key_in(pr.service.text, "[Unit]", "After", NULL));
+    assert_null(key_in(pr.service.text, "[Service]", "OOMScoreAdjust", NULL));
+    verify_quiet(&pr);
+    sw_unit_render_free(&pr);
+    sw_fleet_free(f);
+    sw_free(y);
     /* the operator's container unit runs /usr/bin/podman; frank-small's llama-server is not
      * installed here, so only its container sibling is verified */
-    swt_need(have("/usr/bin/podman"), "podman at /usr/bin/podman (the rendered unit runs it)");
     f = load_rel("examples/operator.yaml");
     struct sw_unit_render r;
     render(f, "frank-primary", &r);
@@ -751,6 +781,40 @@ static void test_cli(void **state)
     swt_run_free(&r);
 }
 
+struct torture_arg {
+    const struct sw_fleet *f;
+    const char *name;
+};
+
+static int torture_run(void *arg)
+{
+    struct torture_arg *t = arg;
+    struct sw_unit_render r;
+    struct sw_err e;
+    int rc = sw_unit_render_endpoint(t->f, sw_fleet_endpoint(t->f, t->name), &r, &e);
+    if (!rc) {
+        json_t *j = sw_unit_render_json(&r);
+        if (!j)
+            rc = SW_ENOMEM;
+        json_decref(j);
+    }
+    sw_unit_render_free(&r);
+    return rc;
+}
+
+/* Every allocation of a render (plan, argv, texts, JSON) failing in turn: SW_ENOMEM, no leak. */
+static void test_torture(void **state)
+{
+    (void)state;
+    struct sw_fleet *f = load_rel("examples/operator.yaml");
+    const char *names[] = {"frank-primary", "frank-small"};
+    for (size_t i = 0; i < SW_ARRAY_LEN(names); i++) {
+        struct torture_arg t = {f, names[i]};
+        assert_true(swt_torture(names[i], torture_run, &t, SW_ENOMEM) > 10);
+    }
+    sw_fleet_free(f);
+}
+
 int main(void)
 {
     sw_core_init();
@@ -766,6 +830,7 @@ int main(void)
         cmocka_unit_test(test_stop_timeout_relations),
         cmocka_unit_test(test_systemd_verify),
         cmocka_unit_test(test_cli),
+        cmocka_unit_test(test_torture),
     };
     return cmocka_run_group_tests_name("unit_render", tests, NULL, NULL);
 }
