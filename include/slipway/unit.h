@@ -43,23 +43,23 @@ struct sw_unit_file {
  * without parsing the text. Durations in milliseconds. */
 struct sw_unit_timing {
     uint64_t restart_sec_ms;
-    uint64_t stop_timeout_ms;       /* TimeoutStopSec */
-    uint64_t stop_grace_ms;         /* `podman stop -t`; 0 for native */
-    uint64_t drain_ms;              /* the engine's drain after SIGTERM (slipway's table) */
-    uint64_t start_timeout_ms;      /* TimeoutStartSec; 0: infinity */
+    uint64_t stop_timeout_ms;  /* TimeoutStopSec */
+    uint64_t stop_grace_ms;    /* `podman stop -t`; 0 for native */
+    uint64_t drain_ms;         /* the engine's drain after SIGTERM (slipway's table) */
+    uint64_t start_timeout_ms; /* TimeoutStartSec; 0: infinity */
     uint64_t start_limit_interval_ms;
     uint64_t start_limit_burst;
     int64_t oom_score_adjust;
-    bool oom_set;                   /* OOMScoreAdjust= rendered */
-    bool restart_always;            /* Restart=always (else on-failure) */
+    bool oom_set;        /* OOMScoreAdjust= rendered */
+    bool restart_always; /* Restart=always (else on-failure) */
 };
 
 struct sw_unit_render {
     const struct sw_fleet_endpoint *ep;
     enum sw_fleet_runtime_kind runtime;
     enum sw_fleet_scope scope;
-    char name[240];          /* unit name without ".service" (also the container's name) */
-    char env_path[512];      /* where EnvironmentFile= points on the host (may hold %h) */
+    char name[240];     /* unit name without ".service" (also the container's name) */
+    char env_path[512]; /* where EnvironmentFile= points on the host (may hold %h) */
     struct sw_unit_file service;
     struct sw_unit_file env;
     struct sw_unit_timing timing;
