@@ -781,6 +781,48 @@ static void test_cli(void **state)
     swt_run_free(&r);
 }
 
+/* SGLang, in podman and native: the adapter's argv, Restart=always, the model in the mount. */
+static void test_sglang(void **state)
+{
+    (void)state;
+    struct sw_err e;
+    char *y =
+        fleet_with("  s:\n"
+                   "    host: h\n"
+                   "    engine: sglang\n"
+                   "    image: localhost/sglang\n"
+                   "    payload: {path: /srv/models/q, mounts: [\"/srv/models:/models:ro\"]}\n"
+                   "    shape: {max_model_len: 4096, seqs: 2}\n"
+                   "  sn:\n"
+                   "    host: h\n"
+                   "    engine: sglang\n"
+                   "    binary: /bin/true\n"
+                   "    payload: {path: /srv/models/q}\n"
+                   "    shape: {max_model_len: 4096, seqs: 2}\n");
+    struct sw_fleet *f = load_text(y, &e);
+    if (!f)
+        fail_msg("%s", e.msg);
+    struct sw_unit_render r;
+    render(f, "s", &r);
+    assert_string_equal(key_in(r.service.text, "[Service]", "Restart", NULL), "always");
+    bool model = false;
+    for (size_t i = 0; i + 1 < r.container_argc; i++)
+        model = model || (!strcmp(r.container_argv[i], "--model-path") &&
+                          !strcmp(r.container_argv[i + 1], "/models/q"));
+    assert_true(model);
+    sw_unit_render_free(&r);
+    render(f, "sn", &r);
+    const char *es = key_in(r.service.text, "[Service]", "ExecStart", NULL);
+    assert_non_null(strstr(es, "/bin/true --model-path /srv/models/q "));
+    assert_string_equal(key_in(r.service.text, "[Service]", "Restart", NULL), "always");
+    assert_non_null(strstr(r.env.text, "\nCUDA_VISIBLE_DEVICES=1\n"));
+    if (access("/usr/bin/systemd-analyze", X_OK) == 0)
+        verify_quiet(&r);
+    sw_unit_render_free(&r);
+    sw_fleet_free(f);
+    sw_free(y);
+}
+
 struct torture_arg {
     const struct sw_fleet *f;
     const char *name;
@@ -831,6 +873,7 @@ int main(void)
         cmocka_unit_test(test_systemd_verify),
         cmocka_unit_test(test_cli),
         cmocka_unit_test(test_torture),
+        cmocka_unit_test(test_sglang),
     };
     return cmocka_run_group_tests_name("unit_render", tests, NULL, NULL);
 }
