@@ -326,7 +326,10 @@ static int service_text(struct sw_unit_render *r, const struct sw_fleet *f,
     if (t->oom_set)
         rc = rc ? rc : sw_buf_printf(&b, "OOMScoreAdjust=%lld\n", (long long)t->oom_score_adjust);
     if (!container)
-        rc = rc ? rc : sw_buf_puts(&b, "LimitNOFILE=65536\nLimitMEMLOCK=infinity\n");
+        rc = rc ? rc : sw_buf_puts(&b, "LimitNOFILE=65536\n");
+    /* a user manager cannot raise its hard memlock limit: the unit would fail to start */
+    if (!container && !user)
+        rc = rc ? rc : sw_buf_puts(&b, "LimitMEMLOCK=infinity\n");
     if (container) {
         const char *prog = sw__unit_runtime_path(r->runtime);
         char *rm[] = {(char *)prog, "rm", "-f", r->name};

@@ -321,7 +321,10 @@ int sw__unit_container_argv(struct sw_unit_render *r, const struct sw__unit_strv
     sw__unit_strv_push(&s, "--log-driver=journald");
     human_bytes(shm_bytes, t, sizeof(t));
     sw__unit_strv_pushf(&s, "--shm-size=%s", t);
-    sw__unit_strv_push(&s, "--ulimit=memlock=-1:-1");
+    /* pinned host memory for the engine's transfers; a rootless (user) container may not raise
+     * its hard memlock limit, so it keeps the user's */
+    if (r->scope != SW_FLEET_SCOPE_USER)
+        sw__unit_strv_push(&s, "--ulimit=memlock=-1:-1");
     sw__unit_strv_push(&s, "--ulimit=nofile=65536:65536");
     bool amd = false, intel = false;
     char nv[512];
@@ -333,7 +336,9 @@ int sw__unit_container_argv(struct sw_unit_render *r, const struct sw__unit_strv
         /* ROCm: the compute interface and the render nodes, and the group that may open them */
         sw__unit_strv_push(&s, "--device=/dev/kfd");
         sw__unit_strv_push(&s, "--device=/dev/dri");
-        sw__unit_strv_push(&s, "--group-add=video");
+        /* rootless: the user's own groups (video, render) pass through as they are */
+        sw__unit_strv_push(&s, r->scope == SW_FLEET_SCOPE_USER ? "--group-add=keep-groups"
+                                                               : "--group-add=video");
     } else if (intel) {
         sw__unit_strv_push(&s, "--device=/dev/dri");
     }

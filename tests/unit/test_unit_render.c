@@ -717,6 +717,7 @@ static void test_systemd_verify(void **state)
     assert_non_null(strstr(pr.service.text, " \"{\\\"x\\\": \\\"50%% $$HOME\\\"}\"\n"));
     assert_null(key_in(pr.service.text, "[Unit]", "After", NULL));
     assert_null(key_in(pr.service.text, "[Service]", "OOMScoreAdjust", NULL));
+    assert_null(strstr(pr.service.text, "memlock"));
     verify_quiet(&pr);
     sw_unit_render_free(&pr);
     sw_fleet_free(f);
