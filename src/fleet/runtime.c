@@ -276,8 +276,10 @@ static int dec_svc_user(struct sw__fleet_ctx *c, const struct sw__fleet_node *v,
     bool ok = (isalpha((unsigned char)t[0]) || t[0] == '_') && strlen(t) <= 32;
     for (const char *p = t; ok && *p; p++)
         ok = isalnum((unsigned char)*p) || *p == '_' || *p == '-' || *p == '.';
-    if (!ok)
+    if (!ok) {
+        sv->user.v = NULL; /* reported once, here */
         return sw__fleet_errp(c, v, "'%s' is not a user name", t);
+    }
     return 0;
 }
 
