@@ -21,7 +21,7 @@ LAYERS=(
   "calib"                      # the laws' free terms fitted from the ledger
   "engine"                     # per-engine adapter: argv/env, boot logs, diff
   "plan"                       # sw_plan_endpoint: the one plan of an endpoint (argv, law, shape)
-  "unit"                       # systemd units: the render and the lint
+  "unit"                       # systemd units: the render (from the plan) and the lint
   "gate deploy"                # checks before a boot; the local supervisor and sw_deploy_endpoint
   "probe"                      # the live battery
   "cli"                        # slipway <verb>

@@ -428,6 +428,51 @@ struct sw_fleet_envfile {
     void *priv; /* opaque */
 };
 
+/* How an endpoint's engine runs on its host (`runtime:`): the binary itself, or a container. */
+enum sw_fleet_runtime_kind {
+    SW_FLEET_RUNTIME_NATIVE = 1,
+    SW_FLEET_RUNTIME_PODMAN = 2,
+    SW_FLEET_RUNTIME_DOCKER = 3,
+};
+/* "native", "podman", "docker". */
+const char *sw_fleet_runtime_name(enum sw_fleet_runtime_kind k);
+
+/* `runtime:` as a word (`podman`) or a map. kind is always resolved after a load: the value
+ * given, else podman when the endpoint has an image, else native (at.file NULL then). The other
+ * fields are what the file gave (unset: the renderer's per-engine default). */
+struct sw_fleet_runtime {
+    enum sw_fleet_runtime_kind kind;
+    struct sw_fleet_at at;
+    struct sw_fleet_u64 shm_size;      /* container /dev/shm, bytes */
+    struct sw_fleet_u64 stop_grace_ms; /* `podman stop -t`: whole seconds, in ms */
+    struct sw_fleet_str *devices;      /* extra --device entries: a /dev path or a CDI name */
+    size_t n_devices;
+    struct sw_fleet_str *args; /* extra `podman run` arguments, verbatim, before the image */
+    size_t n_args;
+};
+
+enum sw_fleet_scope { SW_FLEET_SCOPE_SYSTEM = 1, SW_FLEET_SCOPE_USER = 2 };
+
+/* `service:`: the systemd unit that runs the endpoint. name and scope are always resolved
+ * (default slipway-ENDPOINT, system); durations are milliseconds; unset values are the
+ * renderer's per-engine defaults. */
+struct sw_fleet_service {
+    struct sw_fleet_at at;
+    struct sw_fleet_str name; /* unit name without ".service" */
+    enum sw_fleet_scope scope;
+    struct sw_fleet_at scope_at;
+    struct sw_fleet_u64 restart_sec_ms;
+    struct sw_fleet_u64 stop_timeout_ms;
+    struct sw_fleet_u64 start_limit_burst;
+    struct sw_fleet_u64 start_limit_interval_ms; /* 0: never stop restarting */
+    struct {
+        int64_t v; /* -1000..1000 */
+        bool set;
+        struct sw_fleet_at at;
+    } oom_score_adjust;
+    struct sw_fleet_str user; /* User= (system scope only) */
+};
+
 struct sw_fleet_endpoint {
     const char *name;
     struct sw_fleet_at at;
@@ -445,6 +490,8 @@ struct sw_fleet_endpoint {
     struct sw_fleet_str binary; /* engine binary path */
     struct sw_fleet_str image;  /* container image */
     bool image_pinned;          /* image is name@sha256:<64 hex> */
+    struct sw_fleet_runtime runtime;
+    struct sw_fleet_service service;
     struct sw_fleet_str listen_address;
     struct sw_fleet_u64 listen_port;
     struct sw_fleet_str alias; /* served model name */

@@ -40,6 +40,7 @@ struct sw_cmd {
     X(lint, "lint a systemd unit: stop timeout, start limits, Restart, paths, digest, secrets")    \
     X(plan, "predict an engine's boot (memory lines, budget per device) from its command line")    \
     X(probe, "run the live battery against an endpoint: readiness to worst case, with evidence")   \
+    X(render, "render an endpoint as a systemd service: the unit, its env file, the container")    \
     X(up, "boot a local endpoint supervised, prove it serves, diff predicted vs printed")          \
     X(version, "print the version")
 
@@ -53,7 +54,7 @@ SW_VERBS(SW_DECL)
 #define SW_SPECS(X)                                                                                \
     X(bootlog)                                                                                     \
     X(calibrate)                                                                                   \
-    X(check) X(down) X(fetch) X(fleet) X(gguf) X(ledger) X(lint) X(plan) X(probe) X(up) X(version)
+    X(check) X(down) X(fetch) X(fleet) X(gguf) X(ledger) X(lint) X(plan) X(probe) X(render) X(up) X(version)
 
 #define SW_SPEC_DECL(name) extern const struct sw_cmd_spec sw_spec_##name;
 SW_SPECS(SW_SPEC_DECL)

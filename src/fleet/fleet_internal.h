@@ -350,6 +350,14 @@ int sw__fleet_ep_boots(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, 
                        const struct sw__fleet_fdef *d);
 int sw__fleet_ep_known_bad(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, void *obj,
                            const struct sw__fleet_fdef *d);
+/* runtime.c: endpoint keys runtime: and service:, and their checks once the endpoint is read
+ * (the default runtime follows image:) */
+int sw__fleet_ep_runtime(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, void *obj,
+                         const struct sw__fleet_fdef *d);
+int sw__fleet_ep_service(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, void *obj,
+                         const struct sw__fleet_fdef *d);
+void sw__fleet_check_runtime(struct sw__fleet_ctx *c, struct sw_fleet_endpoint *ep,
+                             const char *where);
 /* harness.c: endpoint names kept as text until resolved */
 struct sw__fleet_harness_raw {
     struct sw_fleet_str compaction_endpoint;

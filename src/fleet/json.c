@@ -284,6 +284,58 @@ static json_t *knob_json(struct jb *b, const struct sw_fleet_knob *k)
     return o;
 }
 
+/* A duration kept in milliseconds, in the file's spelling: "120s", "500ms". */
+static void put_ms(struct jb *b, json_t *o, const char *k, const struct sw_fleet_u64 *u)
+{
+    if (!u->set)
+        return;
+    char t[40];
+    if (u->v % 1000)
+        snprintf(t, sizeof(t), "%llums", (unsigned long long)u->v);
+    else
+        snprintf(t, sizeof(t), "%llus", (unsigned long long)(u->v / 1000));
+    put(b, o, k, chk(b, json_string(t)));
+}
+
+/* runtime {kind, shm_size, stop_grace, devices, args} and service {name, scope, ...}: the
+ * resolved kind, name and scope, and what the file gave. */
+static void put_runtime(struct jb *b, json_t *o, const struct sw_fleet_endpoint *ep)
+{
+    const struct sw_fleet_runtime *rt = &ep->runtime;
+    json_t *r = chk(b, json_object());
+    put_cstr(b, r, "kind", rt->kind ? sw_fleet_runtime_name(rt->kind) : NULL);
+    put_u64(b, r, "shm_size", &rt->shm_size);
+    put_ms(b, r, "stop_grace", &rt->stop_grace_ms);
+    if (rt->n_devices) {
+        json_t *a = chk(b, json_array());
+        for (size_t i = 0; i < rt->n_devices; i++)
+            push(b, a, chk(b, json_string(rt->devices[i].v)));
+        put(b, r, "devices", a);
+    }
+    if (rt->n_args) {
+        json_t *a = chk(b, json_array());
+        for (size_t i = 0; i < rt->n_args; i++)
+            push(b, a, chk(b, json_string(rt->args[i].v)));
+        put(b, r, "args", a);
+    }
+    put(b, o, "runtime", r);
+    const struct sw_fleet_service *sv = &ep->service;
+    json_t *s = chk(b, json_object());
+    put_str(b, s, "name", &sv->name);
+    put_cstr(b, s, "scope",
+             sv->scope == SW_FLEET_SCOPE_USER     ? "user"
+             : sv->scope == SW_FLEET_SCOPE_SYSTEM ? "system"
+                                                  : NULL);
+    put_ms(b, s, "restart_sec", &sv->restart_sec_ms);
+    put_ms(b, s, "stop_timeout", &sv->stop_timeout_ms);
+    put_u64(b, s, "start_limit_burst", &sv->start_limit_burst);
+    put_ms(b, s, "start_limit_interval", &sv->start_limit_interval_ms);
+    if (sv->oom_score_adjust.set)
+        put(b, s, "oom_score_adjust", chk(b, json_integer((json_int_t)sv->oom_score_adjust.v)));
+    put_str(b, s, "user", &sv->user);
+    put(b, o, "service", s);
+}
+
 static json_t *endpoint_json(struct jb *b, const struct sw_fleet *f,
                              const struct sw_fleet_endpoint *ep)
 {
@@ -302,6 +354,7 @@ static json_t *endpoint_json(struct jb *b, const struct sw_fleet *f,
     put_str(b, o, "image", &ep->image);
     if (ep->image.v)
         put(b, o, "image_pinned", chk(b, json_boolean(ep->image_pinned)));
+    put_runtime(b, o, ep);
     if (ep->listen_address.v || ep->listen_port.set) {
         json_t *l = chk(b, json_object());
         put_str(b, l, "address", &ep->listen_address);

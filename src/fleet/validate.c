@@ -207,6 +207,7 @@ void sw__fleet_check_endpoint(struct sw__fleet_ctx *c, struct sw_fleet_endpoint 
                           sw_fleet_engine_name(ep->engine));
         }
     }
+    sw__fleet_check_runtime(c, ep, where);
     /* shape */
     char sw_[240];
     snprintf(sw_, sizeof(sw_), "%s.shape", where);

@@ -284,6 +284,23 @@ int sw_plan_endpoint(const struct sw_fleet *f, const struct sw_fleet_endpoint *e
         return plan_llamacpp(ep, ov, out, e);
     case SW_FLEET_VLLM:
         return plan_vllm(ep, out, e);
+    case SW_FLEET_SGLANG: {
+        /* no fleet law yet, but the argv is the adapter's: callers that need only the command
+         * line (a unit, unit/) have it in cmd, or why not in cmd_why */
+        const struct sw_engine *eng = sw_engine_find("sglang");
+        struct sw_err re;
+        sw_err_clear(&re);
+        if (!eng || eng->render(ep, &out->cmd, &re)) {
+            char buf[600];
+            sw_engine_cmd_free(&out->cmd);
+            memset(&out->cmd, 0, sizeof(out->cmd));
+            snprintf(out->cmd_why, sizeof(out->cmd_why), "%s",
+                     eng ? sw_err_format(&re, buf, sizeof(buf)) : "no sglang engine adapter");
+            if (re.code == SW_ENOMEM)
+                return sw_err_set(e, SW_ENOMEM, "out of memory");
+        }
+    }
+        /* fall through */
     default:
         return sw_err_set(e, SW_EINVAL,
                           "%s: planning a %s endpoint from a fleet is not wired; give its "

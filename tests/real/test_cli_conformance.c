@@ -302,6 +302,7 @@ static void test_opt_equals(void **state)
          unit_env,
          "\"findings\""},
         {"probe", {"probe", "nowhere", "@", "--json"}, "--fleet", fleet_missing, fleet_missing},
+        {"render", {"render", "local", local, "@", "--json"}, "--out", dir, "\"written\""},
         {"down", {"down", "@", "--json"}, "--pid-file", pid_missing, "nothing to stop"},
         /* the payload is missing, so nothing starts; the JSON names the log path given */
         {"up",
