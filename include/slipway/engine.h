@@ -332,6 +332,12 @@ int sw_engine_llamacpp_verbatim(int argc, const char *const *argv, const char *e
  * pins and builds it). */
 #define SW_ENGINE_LLAMACPP_PIN "80fb11ac73e66d89eae2c6a91d8a77428fa733ed"
 
+/* Where llama-server is on this machine: the first executable llama-server on $PATH, else the
+ * pinned build scripts/llama-build.sh made ($SLIPWAY_CACHE or ~/.cache/slipway,
+ * llama.cpp/<pin>/bin/llama-server). Writes the absolute path into out and returns out; *on_path
+ * (may be NULL) says it came from $PATH. NULL when neither has one. */
+const char *sw_engine_llamacpp_find_server(char *out, size_t n, bool *on_path);
+
 #ifdef __cplusplus
 }
 #endif

@@ -80,6 +80,7 @@ struct sw_unit_container {
     const char **env_files;
     size_t n_env_files;
     int64_t stop_timeout_s; /* --stop-timeout, -1 when absent */
+    const char *entrypoint; /* --entrypoint, or NULL: the engine's program when given */
     const char **argv;      /* the words after the image (the engine's command or arguments) */
     size_t argc;
 };

@@ -54,7 +54,8 @@ SW_VERBS(SW_DECL)
 #define SW_SPECS(X)                                                                                \
     X(bootlog)                                                                                     \
     X(calibrate)                                                                                   \
-    X(check) X(down) X(fetch) X(fleet) X(gguf) X(ledger) X(lint) X(plan) X(probe) X(render) X(up) X(version)
+    X(check)                                                                                       \
+    X(down) X(fetch) X(fleet) X(gguf) X(ledger) X(lint) X(plan) X(probe) X(render) X(up) X(version)
 
 #define SW_SPEC_DECL(name) extern const struct sw_cmd_spec sw_spec_##name;
 SW_SPECS(SW_SPEC_DECL)

@@ -14,6 +14,7 @@
 
 #include <slipway/fleet.h>
 #include <slipway/unit.h>
+#include <slipway/unit_lint.h>
 
 #include <stdio.h>
 #include <string.h>
@@ -21,6 +22,10 @@
 static const struct sw_opt opts[] = {
     {"out", 'o', "DIR", 0,
      "write NAME.service and NAME.env (mode 0600, with the secret values) into DIR", NULL},
+    {"lint", 0, NULL, 0,
+     "parse the rendered unit back and hold it to the unit laws (`slipway lint`); exit 1 on a\n"
+     "finding. `systemd-analyze verify` runs when the endpoint's host is local",
+     NULL},
     {0},
 };
 
@@ -28,18 +33,20 @@ static const char *const examples[] = {
     "slipway render frank-primary examples/operator.yaml",
     "slipway render frank-small examples/operator.yaml --out /tmp/units",
     "slipway render local examples/local.yaml --json",
+    "slipway render frank-primary examples/operator.yaml --lint",
     NULL,
 };
 
 const struct sw_cmd_spec sw_spec_render = {
     .name = "render",
     .summary = "render an endpoint as a systemd service: the unit, its env file, the container",
-    .synopsis = "ENDPOINT [FLEET.yaml] [--out DIR] [--json]",
+    .synopsis = "ENDPOINT [FLEET.yaml] [--out DIR] [--lint] [--json]",
     .about = "Renders from the endpoint's plan (the one argv of its engine) and the fleet's\n"
              "runtime: (native, podman, docker) and service: settings. Secrets go only to the\n"
              "env file; printed text shows them as ***. The same fleet renders byte-identical\n"
              "files. FLEET.yaml defaults to ./fleet.yaml.\n"
-             "Exit: 0 rendered, 1 the files could not be written, 2 unusable input.",
+             "Exit: 0 rendered, 1 the files could not be written or --lint found something,\n"
+             "2 unusable input.",
     .opts = opts,
     .max_args = 2,
     .examples = examples,
@@ -51,6 +58,9 @@ int sw_cmd_render(int argc, char **argv)
     struct sw_fleet *f = NULL;
     struct sw_unit_render r;
     json_t *out = NULL;
+    struct sw_unit *u = NULL;
+    struct sw_unit_report rep = {0};
+    bool linted = false, verified = false;
     int rc = SW_EXIT_OK;
 
     sw_err_clear(&e);
@@ -90,6 +100,17 @@ int sw_cmd_render(int argc, char **argv)
         rc = sw_cli_fail(&e, json);
         goto out;
     }
+    if (sw_args_flag(&a, "lint")) {
+        struct sw_unit_lint_opts lo = {0};
+        lo.verify = ep->host && ep->host->transport == SW_FLEET_LOCAL;
+        if (sw_unit_parse(r.service.text, r.service.len, r.service.name, r.env.text, &u, &e) ||
+            sw_unit_lint(u, &lo, &rep, &e)) {
+            rc = sw_cli_fail(&e, json);
+            goto out;
+        }
+        linted = true;
+        verified = lo.verify;
+    }
     if (dir && sw_unit_render_write(&r, dir, &e)) {
         e.code = SW_EIO; /* the render was fine: writing it failed */
         rc = sw_cli_fail(&e, json);
@@ -99,24 +120,52 @@ int sw_cmd_render(int argc, char **argv)
         out = sw_unit_render_json(&r);
         if (out && dir)
             sw_json_set_str(out, "written", dir);
+        if (out && linted) {
+            json_t *arr = json_array();
+            for (size_t i = 0; arr && i < rep.n; i++)
+                json_array_append_new(
+                    arr, json_pack("{s:s,s:s,s:i,s:s}", "law", rep.v[i].law, "severity",
+                                   rep.v[i].severity == SW_UNIT_ERROR ? "error" : "warning", "line",
+                                   rep.v[i].line, "message", rep.v[i].msg));
+            json_t *l = json_pack("{s:o,s:b,s:b}", "findings", arr ? arr : json_array(), "clean",
+                                  rep.n == 0, "verified", verified);
+            sw_json_set_new(out, "lint", l);
+        }
         if (!out) {
             sw_err_set(&e, SW_ENOMEM, "out of memory");
             rc = sw_cli_fail(&e, json);
             goto out;
         }
         sw_json_print(stdout, out, true);
+        if (rep.n)
+            rc = SW_EXIT_FAIL;
         goto out;
     }
     for (size_t i = 0; i < r.n_warnings; i++)
         fprintf(stderr, "slipway: warning: %s\n", r.warnings[i]);
-    if (dir) {
+    if (dir)
         printf("wrote %s/%s (0644) and %s/%s (0600)\n", dir, r.service.name, dir, r.env.name);
-        goto out;
+    else
+        printf("### %s (mode 0644)\n%s\n### %s (mode 0600, secrets shown as ***; install to "
+               "%s)\n%s",
+               r.service.name, r.service.shown, r.env.name, r.env_path, r.env.shown);
+    if (linted) {
+        for (size_t i = 0; i < rep.n; i++)
+            printf("%s:%d: %s: %s%s\n", r.service.name, rep.v[i].line, rep.v[i].law,
+                   rep.v[i].severity == SW_UNIT_WARNING ? "warning: " : "", rep.v[i].msg);
+        if (rep.n)
+            printf("lint: %zu finding%s\n", rep.n, rep.n == 1 ? "" : "s");
+        else
+            printf("lint: %s is clean (%s)\n", r.service.name,
+                   verified ? "systemd-analyze verify said nothing"
+                            : "not verified: the host is remote; install verifies it there");
+        if (rep.n)
+            rc = SW_EXIT_FAIL;
     }
-    printf("### %s (mode 0644)\n%s\n### %s (mode 0600, secrets shown as ***; install to %s)\n%s",
-           r.service.name, r.service.shown, r.env.name, r.env_path, r.env.shown);
 out:
     json_decref(out);
+    sw_unit_report_free(&rep);
+    sw_unit_free(u);
     sw_unit_render_free(&r);
     sw_fleet_free(f);
     return rc;

@@ -37,25 +37,14 @@ static void note(const struct sw_deploy_req *q, const char *kind, const char *fm
     q->on_note(q->ctx, kind, buf);
 }
 
-/* llama-server: from PATH, else the pinned build scripts/llama-build.sh made
- * ($SLIPWAY_CACHE or ~/.cache/slipway, llama.cpp/<commit>/bin). NULL when neither has it. */
+/* llama-server as `up` execs it: the bare name when $PATH has it (the pid file records what ran),
+ * else the pinned build's absolute path; NULL when neither has it. */
 static const char *find_llama_server(char *out, size_t n)
 {
-    const char *path = getenv("PATH");
-    for (const char *p = path ? path : ""; *p;) {
-        size_t len = strcspn(p, ":");
-        snprintf(out, n, "%.*s/llama-server", (int)len, p);
-        if (len && access(out, X_OK) == 0)
-            return "llama-server";
-        p += len + (p[len] == ':');
-    }
-    const char *cache = getenv("SLIPWAY_CACHE"), *home = getenv("HOME");
-    if (cache && *cache)
-        snprintf(out, n, "%s/llama.cpp/%s/bin/llama-server", cache, SW_ENGINE_LLAMACPP_PIN);
-    else
-        snprintf(out, n, "%s/.cache/slipway/llama.cpp/%s/bin/llama-server", home ? home : "",
-                 SW_ENGINE_LLAMACPP_PIN);
-    return access(out, X_OK) == 0 ? out : NULL;
+    bool on_path = false;
+    if (!sw_engine_llamacpp_find_server(out, n, &on_path))
+        return NULL;
+    return on_path ? "llama-server" : out;
 }
 
 /* The endpoint to boot: the one named, or the only enabled one. */

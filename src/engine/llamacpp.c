@@ -17,6 +17,9 @@
 #include <inttypes.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
+#include <stdlib.h>
+#include <stdio.h>
 
 /* ---------------------------------------------------------------------------------------------
  * Render.
@@ -544,3 +547,29 @@ const struct sw_engine sw__engine_llamacpp = {
     .metrics = llamacpp_metrics,
     .n_metrics = SW_ARRAY_LEN(llamacpp_metrics),
 };
+
+const char *sw_engine_llamacpp_find_server(char *out, size_t n, bool *on_path)
+{
+    const char *path = getenv("PATH");
+    if (on_path)
+        *on_path = false;
+    for (const char *p = path ? path : ""; *p;) {
+        size_t len = strcspn(p, ":");
+        if (len && p[0] == '/') {
+            snprintf(out, n, "%.*s/llama-server", (int)len, p);
+            if (access(out, X_OK) == 0) {
+                if (on_path)
+                    *on_path = true;
+                return out;
+            }
+        }
+        p += len + (p[len] == ':');
+    }
+    const char *cache = getenv("SLIPWAY_CACHE"), *home = getenv("HOME");
+    if (cache && *cache)
+        snprintf(out, n, "%s/llama.cpp/%s/bin/llama-server", cache, SW_ENGINE_LLAMACPP_PIN);
+    else
+        snprintf(out, n, "%s/.cache/slipway/llama.cpp/%s/bin/llama-server", home ? home : "",
+                 SW_ENGINE_LLAMACPP_PIN);
+    return access(out, X_OK) == 0 ? out : NULL;
+}

@@ -88,6 +88,7 @@ int sw__gate_arena(struct sw__gate_run *r, struct sw_err *e);
 int sw__gate_window(struct sw__gate_run *r, struct sw_err *e);
 int sw__gate_known_bad(struct sw__gate_run *r, struct sw_err *e);
 int sw__gate_payload(struct sw__gate_run *r, struct sw_err *e);
+int sw__gate_unit(struct sw__gate_run *r, struct sw_err *e); /* unit.c */
 
 /* "1,153 MiB", "18.4 GiB" style helpers (out returned). */
 const char *sw__gate_mib(double bytes, char *out, size_t n);

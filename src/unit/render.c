@@ -428,6 +428,20 @@ int sw_unit_render_endpoint(const struct sw_fleet *f, const struct sw_fleet_endp
     rc = sw__unit_engine_argv(ep, &plan.cmd, &eng, e);
     if (rc)
         goto out;
+    if (!container && eng.n && !strcmp(eng.v[0], "llama-server") && !ep->binary.v && ep->host &&
+        ep->host->transport == SW_FLEET_LOCAL) {
+        /* a local endpoint without `binary:` runs what `slipway up` would run here */
+        char bin[4096];
+        if (sw_engine_llamacpp_find_server(bin, sizeof(bin), NULL)) {
+            char *dup = sw_strdup(bin);
+            if (!dup) {
+                rc = sw_err_set(e, SW_ENOMEM, "out of memory");
+                goto out;
+            }
+            sw_free(eng.v[0]);
+            eng.v[0] = dup;
+        }
+    }
     if (!container && eng.n && eng.v[0][0] != '/') {
         rc = warn(out,
                   "the engine's program '%s' is not an absolute path: systemd looks it up "

@@ -757,6 +757,8 @@ static int scan_run(struct scan *s, char **argv, size_t argc, size_t i, const ch
             PUSH(c->devices, c->n_devices, s->cap_devices, val);
         else if (N("e") || N("env"))
             PUSH(c->env, c->n_env, s->cap_cenv, val);
+        else if (N("entrypoint"))
+            c->entrypoint = val;
         else if (N("env-file"))
             PUSH(c->env_files, c->n_env_files, s->cap_cenvf, val);
         else if (N("stop-timeout")) {
@@ -962,6 +964,7 @@ static int stop_grace(struct scan *s, char **argv, size_t argc, int line)
 static int scan_simple(struct scan *s, const struct sw_unit_cmd *c, char **argv, size_t argc,
                        bool via_shell, bool last)
 {
+    int rc;
     if (argc && !strcmp(argv[0], "exec")) {
         argv++;
         argc--;
@@ -974,13 +977,25 @@ static int scan_simple(struct scan *s, const struct sw_unit_cmd *c, char **argv,
         if (!strcmp(argv[1], "container") && argc >= 3)
             i = 2;
         if (!strcmp(argv[i], "run") && (start || !strcmp(c->key, "ExecStartPre"))) {
-            int rc = scan_run(s, argv, argc, i, c->key, c->line, via_shell);
+            rc = scan_run(s, argv, argc, i, c->key, c->line, via_shell);
             if (rc)
                 return rc;
-            if (s->u->ctr.line == c->line && s->u->ctr.argv)
+            if (s->u->ctr.line != c->line || !s->u->ctr.argv)
+                return 0;
+            if (!s->u->ctr.entrypoint)
                 return scan_engine(s, (char **)s->u->ctr.argv, s->u->ctr.argc, s->u->ctr.image,
                                    c->line);
-            return 0;
+            /* --entrypoint=PROGRAM IMAGE ARGS: the engine's command line is PROGRAM ARGS */
+            size_t n = s->u->ctr.argc + 1;
+            char **ev = sw_malloc(n * sizeof(*ev));
+            if (!ev)
+                return sw_err_set(s->e, SW_ENOMEM, "out of memory");
+            ev[0] = (char *)s->u->ctr.entrypoint;
+            for (size_t k = 1; k < n; k++)
+                ev[k] = (char *)s->u->ctr.argv[k - 1];
+            rc = scan_engine(s, ev, n, s->u->ctr.image, c->line);
+            sw_free(ev);
+            return rc;
         }
         if (!strcmp(argv[i], "wait") && start && last) {
             s->u->wait_line = c->line;

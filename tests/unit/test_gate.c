@@ -20,6 +20,8 @@
 #include <math.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <stdio.h>
+#include <unistd.h>
 
 struct fx {
     char *dir;
@@ -639,15 +641,61 @@ static void test_cli(void **state)
     assert_non_null(strstr(r.out, "fix: cut the pool by 49,152 tokens"));
     swt_run_free(&r);
 
-    /* --json, and an endpoint whose gates all pass or skip: exit 0 */
+    /* --json: frank-large's memory gates pass or skip; its unit fails on one law only, the
+     * image named by tag (the operator's log omits the digest the real unit pins): exit 1 */
     assert_int_equal(
         swt_slipway(&r, "check", fleet, "frank-large", "--ledger", led, "--json", NULL), 0);
-    assert_int_equal(r.status, 0);
+    assert_int_equal(r.status, 1);
     json_t *j = swt_json_out(&r);
-    assert_string_equal(json_string_value(json_object_get(j, "verdict")), "pass");
+    assert_string_equal(json_string_value(json_object_get(j, "verdict")), "fail");
     assert_int_equal(json_array_size(json_object_get(j, "endpoints")), 1);
+    json_t *gates = json_object_get(json_array_get(json_object_get(j, "endpoints"), 0), "gates");
+    size_t failed = 0;
+    for (size_t i = 0; i < json_array_size(gates); i++) {
+        json_t *g = json_array_get(gates, i);
+        if (strcmp(json_string_value(json_object_get(g, "verdict")), "fail"))
+            continue;
+        failed++;
+        assert_string_equal(json_string_value(json_object_get(g, "gate")), "unit");
+        assert_non_null(strstr(json_string_value(json_object_get(g, "line")), "image-digest"));
+    }
+    assert_int_equal(failed, 1);
     json_decref(j);
     swt_run_free(&r);
+
+    /* the same endpoint with its image pinned by digest: every gate passes or skips, exit 0 */
+    {
+        char *text = NULL;
+        size_t len = 0;
+        struct sw_err e;
+        assert_int_equal(sw_read_file(fleet, 1 << 22, &text, &len, &e), 0);
+        const char *img = "image: docker.io/kyuz0/vllm-therock-gfx1151";
+        char *at = strstr(text, img);
+        assert_non_null(at);
+        FILE *fp = fopen(swt_join(f->dir, "pinned.yaml"), "w");
+        assert_non_null(fp);
+        fwrite(text, 1, (size_t)(at - text) + strlen(img), fp);
+        fputs("@sha256:"
+              "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+              fp);
+        fputs(at + strlen(img), fp);
+        fclose(fp);
+        sw_free(text);
+        /* env files resolve against the fleet's directory */
+        assert_int_equal(
+            symlink(swt_src("examples/frank-primary.env"), swt_join(f->dir, "frank-primary.env")),
+            0);
+        assert_int_equal(
+            symlink(swt_src("examples/frank-small.env"), swt_join(f->dir, "frank-small.env")), 0);
+        assert_int_equal(swt_slipway(&r, "check", swt_join(f->dir, "pinned.yaml"), "frank-large",
+                                     "--ledger", led, "--json", NULL),
+                         0);
+        assert_int_equal(r.status, 0);
+        j = swt_json_out(&r);
+        assert_string_equal(json_string_value(json_object_get(j, "verdict")), "pass");
+        json_decref(j);
+        swt_run_free(&r);
+    }
 
     /* unusable input: exit 2 with a clear error */
     assert_int_equal(swt_slipway(&r, "check", swt_join(f->dir, "missing.yaml"), NULL), 0);
