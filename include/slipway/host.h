@@ -61,14 +61,14 @@ struct sw_host_cfg {
     const char *name; /* for messages: the fleet's host name */
     enum sw_host_kind kind;
     /* ssh only */
-    const char *address;         /* host name or address (never starting with '-') */
-    unsigned port;               /* 0: ssh's default (the user's config, else 22) */
-    const char *user;            /* NULL: ssh's default */
-    const char *identity_file;   /* NULL: ssh's default keys; else -i FILE -o IdentitiesOnly=yes */
-    const char *known_hosts;     /* NULL: the user's; else -o UserKnownHostsFile=FILE */
-    unsigned connect_timeout_s;  /* 0: 5 */
-    const char *ssh_binary;      /* NULL: /usr/bin/ssh */
-    const char *control_dir;     /* NULL: sw_run_dir()/ssh (created 0700) */
+    const char *address;        /* host name or address (never starting with '-') */
+    unsigned port;              /* 0: ssh's default (the user's config, else 22) */
+    const char *user;           /* NULL: ssh's default */
+    const char *identity_file;  /* NULL: ssh's default keys; else -i FILE -o IdentitiesOnly=yes */
+    const char *known_hosts;    /* NULL: the user's; else -o UserKnownHostsFile=FILE */
+    unsigned connect_timeout_s; /* 0: 5 */
+    const char *ssh_binary;     /* NULL: /usr/bin/ssh */
+    const char *control_dir;    /* NULL: sw_run_dir()/ssh (created 0700) */
 };
 
 struct sw_host_ops;
@@ -125,9 +125,9 @@ void sw_host_result_free(struct sw_host_result *r);
 typedef int (*sw_host_line_fn)(void *ctx, const char *line, size_t len);
 
 struct sw_host_run_opts {
-    int64_t deadline_ms;    /* 0: 30 s */
-    size_t max_out;         /* per stream; 0: SW_HOST_OUT_MAX */
-    const char *stdin_path; /* a local file fed to the command's stdin; NULL: /dev/null */
+    int64_t deadline_ms;     /* 0: 30 s */
+    size_t max_out;          /* per stream; 0: SW_HOST_OUT_MAX */
+    const char *stdin_path;  /* a local file fed to the command's stdin; NULL: /dev/null */
     sw_host_line_fn on_line; /* stdout lines (then not kept in out) */
     void *ctx;
 };
@@ -162,10 +162,10 @@ struct sw_host_unit {
     char sub_state[32];    /* running, dead, exited, auto-restart ... */
     char result[32];       /* success, exit-code, signal, timeout ... */
     uint64_t n_restarts;
-    int64_t main_pid;           /* 0: none */
-    int64_t exec_main_status;   /* exit code or signal number */
-    int64_t exec_main_code;     /* CLD_EXITED (1), CLD_KILLED (2), CLD_DUMPED (3); 0 none */
-    char active_enter[64];      /* ActiveEnterTimestamp as printed ("" when never) */
+    int64_t main_pid;         /* 0: none */
+    int64_t exec_main_status; /* exit code or signal number */
+    int64_t exec_main_code;   /* CLD_EXITED (1), CLD_KILLED (2), CLD_DUMPED (3); 0 none */
+    char active_enter[64];    /* ActiveEnterTimestamp as printed ("" when never) */
 };
 /* The properties sw_host_unit_show asks for, comma-separated. */
 #define SW_HOST_UNIT_PROPS                                                                         \
@@ -207,8 +207,7 @@ int sw_host_journal_read(struct sw_host *h, bool user, const char *unit, const c
  * returns nonzero (0 returned) or the deadline (SW_ETIMEDOUT). */
 typedef int (*sw_host_journal_fn)(void *ctx, const struct sw_host_journal_entry *en);
 int sw_host_journal_follow(struct sw_host *h, bool user, const char *unit, const char *cursor,
-                           int64_t deadline_ms, sw_host_journal_fn fn, void *ctx,
-                           struct sw_err *e);
+                           int64_t deadline_ms, sw_host_journal_fn fn, void *ctx, struct sw_err *e);
 
 /* A path's facts. For a missing path, the filesystem figures are those of its nearest existing
  * parent. A path without '/' is looked up as a command (`command -v`). */

@@ -46,8 +46,8 @@ int sw_run_dir(char *out, size_t n, struct sw_err *e)
     if (!S_ISDIR(st.st_mode))
         return sw_err_set(e, SW_EIO, "%s is not a directory (a symbolic link?); refusing it", out);
     if (st.st_uid != geteuid())
-        return sw_err_set(e, SW_EIO, "%s is owned by uid %u, not by you (uid %u); refusing it",
-                          out, (unsigned)st.st_uid, (unsigned)geteuid());
+        return sw_err_set(e, SW_EIO, "%s is owned by uid %u, not by you (uid %u); refusing it", out,
+                          (unsigned)st.st_uid, (unsigned)geteuid());
     if (st.st_mode & 022)
         return sw_err_set(e, SW_EIO, "%s has mode %04o: writable by others; refusing it", out,
                           (unsigned)(st.st_mode & 07777));

@@ -88,8 +88,7 @@ static int parse_path(struct sw_host_facts *f, const char *v, int line, struct s
     /* "I EX DIR X SIZE AVAIL TARGET" (SIZE AVAIL TARGET absent when df failed) */
     unsigned long idx;
     int ex, dir, x, used = 0;
-    if (sscanf(v, "%lu %d %d %d%n", &idx, &ex, &dir, &x, &used) != 4 || idx < 1 ||
-        idx > f->n_paths)
+    if (sscanf(v, "%lu %d %d %d%n", &idx, &ex, &dir, &x, &used) != 4 || idx < 1 || idx > f->n_paths)
         return sw_err_at(e, SW_EPARSE, "host facts", line, 0, "bad @path line '%.80s'", v);
     struct sw_host_path *p = &f->paths[idx - 1];
     p->exists = ex == 1;

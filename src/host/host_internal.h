@@ -11,8 +11,8 @@
 struct sw_host_ops {
     const char *name;
     /* The local argv (sw_malloc'd vector of sw_malloc'd strings, NULL-terminated) for argv. */
-    int (*build)(const struct sw_host *h, const char *const *argv, int64_t deadline_ms,
-                 char ***out, struct sw_err *e);
+    int (*build)(const struct sw_host *h, const char *const *argv, int64_t deadline_ms, char ***out,
+                 struct sw_err *e);
     /* Classify a run that exited with `code` (r->err holds its stderr). */
     enum sw_host_fail (*classify)(const struct sw_host *h, int code, const struct sw_host_result *r,
                                   char *why, size_t whyn);

@@ -108,8 +108,7 @@ static int journal_add(struct sw_host_journal *j, struct sw_host_journal_entry *
     return 0;
 }
 
-int sw_host_journal_parse(const char *text, size_t len, struct sw_host_journal *j,
-                          struct sw_err *e)
+int sw_host_journal_parse(const char *text, size_t len, struct sw_host_journal *j, struct sw_err *e)
 {
     size_t i = 0;
     int line = 0, rc = 0;
@@ -233,8 +232,7 @@ static int follow_line(void *ctx, const char *line, size_t len)
 }
 
 int sw_host_journal_follow(struct sw_host *h, bool user, const char *unit, const char *cursor,
-                           int64_t deadline_ms, sw_host_journal_fn fn, void *ctx,
-                           struct sw_err *e)
+                           int64_t deadline_ms, sw_host_journal_fn fn, void *ctx, struct sw_err *e)
 {
     const char *argv[16];
     struct sw_host_result r;

@@ -15,16 +15,16 @@
 /* $1 the target's directory, $2 the target, $3 the mode (octal). The temp file is named in the
  * target's directory so the rename stays on one filesystem; on any failure, or a signal, it is
  * removed. `sync FILE` fsyncs that file (coreutils >= 8.24). */
-static const char copy_script[] =
-    "t=\n"
-    "trap 'rm -f -- \"$t\"; exit 1' HUP INT TERM\n"
-    "t=$(mktemp -- \"$1/.slipway-copy.XXXXXXXX\") || exit 1\n"
-    "if cat >\"$t\" && sync -- \"$t\" && chmod -- \"$3\" \"$t\" && mv -f -T -- \"$t\" \"$2\"; then\n"
-    "  sync -- \"$1\" 2>/dev/null\n"
-    "  exit 0\n"
-    "fi\n"
-    "rm -f -- \"$t\"\n"
-    "exit 1\n";
+static const char copy_script[] = "t=\n"
+                                  "trap 'rm -f -- \"$t\"; exit 1' HUP INT TERM\n"
+                                  "t=$(mktemp -- \"$1/.slipway-copy.XXXXXXXX\") || exit 1\n"
+                                  "if cat >\"$t\" && sync -- \"$t\" && chmod -- \"$3\" \"$t\" && "
+                                  "mv -f -T -- \"$t\" \"$2\"; then\n"
+                                  "  sync -- \"$1\" 2>/dev/null\n"
+                                  "  exit 0\n"
+                                  "fi\n"
+                                  "rm -f -- \"$t\"\n"
+                                  "exit 1\n";
 
 int sw_host_copy(struct sw_host *h, const char *src, const char *dst, unsigned mode,
                  int64_t deadline_ms, struct sw_host_result *r, struct sw_err *e)
@@ -127,8 +127,8 @@ int sw_host_unit_parse(const char *text, size_t len, struct sw_host_unit *u, str
             continue;
         const char *eq = memchr(p, '=', l);
         if (!eq)
-            return sw_err_at(e, SW_EPARSE, "systemctl show", line, 0,
-                             "not KEY=VALUE: '%.*s'", (int)SW_MIN(l, 80), p);
+            return sw_err_at(e, SW_EPARSE, "systemctl show", line, 0, "not KEY=VALUE: '%.*s'",
+                             (int)SW_MIN(l, 80), p);
         size_t kl = (size_t)(eq - p);
         const char *v = eq + 1;
         size_t vl = l - kl - 1;
@@ -207,10 +207,14 @@ int sw_host_image_present(struct sw_host *h, const char *runtime, const char *im
     if (!image || !*image || image[0] == '-')
         return sw_err_set(e, SW_EINVAL, "host %s: no image", h->name);
     /* exit 0: present; exit 1 with "no such image"/"No such image": absent; 127: no runtime */
-    const char *argv[] = {"sh", "-c",
+    const char *argv[] = {"sh",
+                          "-c",
                           "command -v \"$1\" >/dev/null 2>&1 || exit 127; "
                           "exec \"$1\" image inspect --format '{{.Id}}' -- \"$2\"",
-                          "sh", runtime, image, NULL};
+                          "sh",
+                          runtime,
+                          image,
+                          NULL};
     struct sw_host_run_opts o = {.deadline_ms = deadline_ms, .max_out = 65536};
     int rc = sw_host_run(h, argv, &o, &r, e);
     if (!rc) {

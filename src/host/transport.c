@@ -114,6 +114,9 @@ static void ssh_opts(const struct sw_host *h, struct vec *a)
     if (h->known_hosts[0]) {
         vec_add(a, "-o");
         vec_addf(a, "UserKnownHostsFile", h->known_hosts);
+        /* the fleet's file is the one authority for its hosts */
+        vec_add(a, "-o");
+        vec_add(a, "GlobalKnownHostsFile=/dev/null");
     }
     if (h->identity_file[0]) {
         vec_add(a, "-i");
@@ -196,19 +199,32 @@ static enum sw_host_fail ssh_classify(const struct sw_host *h, int code,
             return SW_HOST_AUTH;
         }
         static const char *const net[] = {
-            "Connection refused",  "Connection timed out", "timed out",
-            "No route to host",    "Network is unreachable", "Could not resolve hostname",
-            "Name or service not known", "Connection closed", "Connection reset",
-            "kex_exchange_identification", "banner exchange", "ssh_exchange_identification",
-            "Broken pipe",         "Control socket connect", "ssh: connect to host",
+            "Connection refused",
+            "Connection timed out",
+            "timed out",
+            "No route to host",
+            "Network is unreachable",
+            "Could not resolve hostname",
+            "Name or service not known",
+            "Connection closed",
+            "Connection reset",
+            "kex_exchange_identification",
+            "banner exchange",
+            "ssh_exchange_identification",
+            "Broken pipe",
+            "Control socket connect",
+            "ssh: connect to host",
         };
         for (size_t i = 0; i < SW_ARRAY_LEN(net); i++) {
             if (has(r, net[i])) {
-                char first[400];
-                size_t n = strcspn(r->err, "\r\n");
-                snprintf(first, sizeof(first), "%.*s", (int)SW_MIN(n, sizeof(first) - 1),
-                         r->err);
-                snprintf(why, whyn, "%s: unreachable: %s", d, first);
+                /* the line that says it (a warning may come first) */
+                const char *ls = strstr(r->err, net[i]);
+                while (ls > r->err && ls[-1] != '\n')
+                    ls--;
+                char line[400];
+                size_t n = strcspn(ls, "\r\n");
+                snprintf(line, sizeof(line), "%.*s", (int)SW_MIN(n, sizeof(line) - 1), ls);
+                snprintf(why, whyn, "%s: unreachable: %s", d, line);
                 return SW_HOST_UNREACHABLE;
             }
         }

@@ -222,8 +222,7 @@ static void test_copy_atomic_mode(void **state)
     assert_false(dir_has_prefix(blocked, ".slipway-copy"));
 
     /* a directory nothing can be created in (procfs): refused, nothing made */
-    assert_int_not_equal(sw_host_copy(&h, src, "/proc/slipway-copy-test", 0644, 10000, &r, &e),
-                         0);
+    assert_int_not_equal(sw_host_copy(&h, src, "/proc/slipway-copy-test", 0644, 10000, &r, &e), 0);
     sw_host_result_free(&r);
     assert_int_equal(access("/proc/slipway-copy-test", F_OK), -1);
 
@@ -401,11 +400,11 @@ int main(void)
     sw_core_init();
     signal(SIGPIPE, SIG_IGN);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_run_echo_and_exit),  cmocka_unit_test(test_output_bound),
-        cmocka_unit_test(test_quote_roundtrip),    cmocka_unit_test(test_deadline_kills_group),
+        cmocka_unit_test(test_run_echo_and_exit),   cmocka_unit_test(test_output_bound),
+        cmocka_unit_test(test_quote_roundtrip),     cmocka_unit_test(test_deadline_kills_group),
         cmocka_unit_test(test_line_callback_stops), cmocka_unit_test(test_copy_atomic_mode),
-        cmocka_unit_test(test_facts_local),        cmocka_unit_test(test_facts_recorded),
-        cmocka_unit_test(test_unit_show_recorded), cmocka_unit_test(test_journal_recorded),
+        cmocka_unit_test(test_facts_local),         cmocka_unit_test(test_facts_recorded),
+        cmocka_unit_test(test_unit_show_recorded),  cmocka_unit_test(test_journal_recorded),
         cmocka_unit_test(test_open_refuses),
     };
     return cmocka_run_group_tests_name("host_local", tests, NULL, NULL);
