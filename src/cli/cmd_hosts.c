@@ -183,8 +183,7 @@ static json_t *check_host(const struct sw_fleet *f, const struct sw_fleet_host *
                 sw_json_set_str(b, "resolved", p->resolved);
             sw_json_set_new(je, "binary", b);
             if (!p->exists)
-                gap(g, "%s: endpoint %s: engine binary %s not found", fh->name, ep->name,
-                    p->path);
+                gap(g, "%s: endpoint %s: engine binary %s not found", fh->name, ep->name, p->path);
             else if (!p->is_exec)
                 gap(g, "%s: endpoint %s: engine binary %s is not an executable file", fh->name,
                     ep->name, p->path);
@@ -315,8 +314,8 @@ int sw_cmd_hosts(int argc, char **argv)
     const char *dl = sw_args_str(&a, "deadline");
     int64_t deadline_ms = 20000;
     sw_err_clear(&e);
-    if (dl && (sw_parse_duration_ms(dl, &deadline_ms, &e) || deadline_ms < 100 ||
-               deadline_ms > 3600000))
+    if (dl &&
+        (sw_parse_duration_ms(dl, &deadline_ms, &e) || deadline_ms < 100 || deadline_ms > 3600000))
         return sw_args_usage(&a, "--deadline: want a duration from 100ms to 1h, got '%s'", dl);
     if (sw_fleet_load(path, NULL, &f, &e))
         return sw_cli_fail(&e, json);

@@ -44,6 +44,7 @@ struct sshd {
 static char *dir;
 static struct sshd main_sshd, other_sshd;
 static char client_key[4200], other_key[4200], known_hosts[4200], empty_known[4200];
+static char image_tag[128]; /* removed at teardown when a case left it */
 
 static void stop_sshd(struct sshd *s)
 {
@@ -89,8 +90,8 @@ static bool keygen(const char *path)
     char pub[4300];
     snprintf(pub, sizeof(pub), "%s.pub", path);
     unlink(pub);
-    const char *argv[] = {"ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "slipway-test",
-                          "-f", path, NULL};
+    const char *argv[] = {"ssh-keygen", "-q",           "-t", "ed25519", "-N", "",
+                          "-C",         "slipway-test", "-f", path,      NULL};
     return run_ok(argv);
 }
 
@@ -197,13 +198,18 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     stop_all();
+    if (image_tag[0]) {
+        const char *rmi[] = {"podman", "rmi", "-f", image_tag, NULL};
+        struct swt_run r;
+        if (swt_run(rmi, NULL, 60, &r) == 0)
+            swt_run_free(&r);
+    }
     swt_tmpdir_free(dir);
     return 0;
 }
 
 /* A host on the main sshd, its control sockets in dir/<ctl>. */
-static void open_ssh(struct sw_host *h, const char *ctl, int port, const char *key,
-                     const char *kh)
+static void open_ssh(struct sw_host *h, const char *ctl, int port, const char *key, const char *kh)
 {
     char cdir[4300];
     snprintf(cdir, sizeof(cdir), "%s/%s", dir, ctl);
@@ -513,27 +519,59 @@ static void test_facts(void **state)
     sw_host_disconnect(&h);
 }
 
-static void write_fleet(const char *path, int port, const char *payload)
+static void write_fleet(const char *path, int port, const char *payload, const char *image)
 {
     char text[16384];
-    snprintf(text, sizeof(text),
-             "version: 1\n"
-             "hosts:\n"
-             "  testhost:\n"
-             "    transport: {kind: ssh, address: 127.0.0.1, port: %d, user: root,\n"
-             "                identity_file: %s, known_hosts: %s}\n"
-             "    devices:\n"
-             "      cpu: {kind: cpu, vendor: cpu}\n"
-             "endpoints:\n"
-             "  native:\n"
-             "    host: testhost\n"
-             "    engine: llama.cpp\n"
-             "    binary: /bin/sh\n"
-             "    listen: 127.0.0.1:18080\n"
-             "    payload:\n"
-             "      path: %s\n",
-             port, client_key, known_hosts, payload);
+    int w = snprintf(text, sizeof(text),
+                     "version: 1\n"
+                     "hosts:\n"
+                     "  testhost:\n"
+                     "    transport: {kind: ssh, address: 127.0.0.1, port: %d, user: root,\n"
+                     "                identity_file: %s, known_hosts: %s}\n"
+                     "    devices:\n"
+                     "      cpu: {kind: cpu, vendor: cpu}\n"
+                     "endpoints:\n"
+                     "  native:\n"
+                     "    host: testhost\n"
+                     "    engine: llama.cpp\n"
+                     "    binary: /bin/sh\n"
+                     "    listen: 127.0.0.1:18080\n"
+                     "    payload:\n"
+                     "      path: %s\n",
+                     port, client_key, known_hosts, payload);
+    if (image)
+        snprintf(text + w, sizeof(text) - (size_t)w,
+                 "  boxed:\n"
+                 "    host: testhost\n"
+                 "    engine: llama.cpp\n"
+                 "    image: %s\n"
+                 "    listen: 127.0.0.1:18081\n"
+                 "    payload:\n"
+                 "      path: %s\n",
+                 image, payload);
     swt_write_str(path, text);
+}
+
+/* A tiny local image (an empty filesystem) and its reference by digest, in *ref. */
+static bool make_image(const char *tag, char *ref, size_t n)
+{
+    char tar[4300];
+    struct swt_run r;
+    snprintf(tar, sizeof(tar), "%s/empty.tar", dir);
+    const char *mk[] = {"tar", "cf", tar, "--files-from", "/dev/null", NULL};
+    if (!run_ok(mk))
+        return false;
+    const char *imp[] = {"podman", "import", "-q", tar, tag, NULL};
+    if (!run_ok(imp))
+        return false;
+    const char *insp[] = {"podman", "image", "inspect", "--format", "{{.Digest}}", tag, NULL};
+    if (swt_run(insp, NULL, 60, &r) != 0)
+        return false;
+    bool ok = r.status == 0 && !strncmp(r.out, "sha256:", 7);
+    r.out[strcspn(r.out, "\n")] = '\0';
+    snprintf(ref, n, "localhost/slipway-hosts-check-test@%s", r.out);
+    swt_run_free(&r);
+    return ok;
 }
 
 static void test_hosts_check_cli(void **state)
@@ -545,7 +583,11 @@ static void test_hosts_check_cli(void **state)
     snprintf(ctl, sizeof(ctl), "%s/cli-run", dir);
     setenv("SLIPWAY_RUN_DIR", ctl, 1);
     assert_int_equal(mkdir(models, 0755), 0);
-    write_fleet(fleet, main_sshd.port, models);
+    swt_need(access("/usr/bin/podman", X_OK) == 0, "podman (an endpoint's image by digest)");
+    char image[512], *tag = image_tag;
+    snprintf(image_tag, sizeof(image_tag), "localhost/slipway-hosts-check-test:%d", (int)getpid());
+    assert_true(make_image(tag, image, sizeof(image)));
+    write_fleet(fleet, main_sshd.port, models, image);
     assert_int_equal(swt_slipway(&r, "hosts", "check", fleet, "--json", NULL), 0);
     if (r.status != 0)
         fail_msg("hosts check: %s %s", r.out, r.err);
@@ -559,8 +601,20 @@ static void test_hosts_check_cli(void **state)
     assert_true(json_is_true(json_object_get(json_object_get(ep, "payload"), "present")));
     assert_true(json_integer_value(json_object_get(json_object_get(ep, "payload"), "free")) > 0);
     assert_true(json_is_true(json_object_get(json_object_get(ep, "binary"), "present")));
+    ep = json_array_get(json_object_get(h0, "endpoints"), 1);
+    assert_true(json_is_true(json_object_get(json_object_get(ep, "image"), "present")));
     json_decref(j);
     swt_run_free(&r);
+
+    /* the image gone (same digest, removed from the store): exit 1, the gap names it */
+    const char *rmi[] = {"podman", "rmi", "-f", tag, NULL};
+    assert_true(run_ok(rmi));
+    assert_int_equal(swt_slipway(&r, "hosts", "check", fleet, NULL), 0);
+    assert_int_equal(r.status, 1);
+    assert_non_null(strstr(r.out, "GAP testhost: endpoint boxed: image localhost/"));
+    assert_non_null(strstr(r.out, "not present in podman"));
+    swt_run_free(&r);
+    write_fleet(fleet, main_sshd.port, models, NULL);
 
     /* the payload directory missing: exit 1, the gap named */
     assert_int_equal(rmdir(models), 0);
@@ -571,15 +625,15 @@ static void test_hosts_check_cli(void **state)
     swt_run_free(&r);
 
     /* the host unreachable: reported within the deadline, exit 1 */
-    write_fleet(fleet, swt_free_port(), models);
+    write_fleet(fleet, swt_free_port(), models, NULL);
     assert_int_equal(swt_slipway(&r, "hosts", "check", fleet, "--deadline", "5s", "--json", NULL),
                      0);
     assert_int_equal(r.status, 1);
     j = swt_json_out(&r);
     h0 = json_array_get(json_object_get(j, "hosts"), 0);
     assert_false(json_is_true(json_object_get(h0, "reached")));
-    assert_non_null(strstr(json_string_value(json_array_get(json_object_get(h0, "gaps"), 0)),
-                           "unreachable"));
+    assert_non_null(
+        strstr(json_string_value(json_array_get(json_object_get(h0, "gaps"), 0)), "unreachable"));
     json_decref(j);
     swt_run_free(&r);
     unsetenv("SLIPWAY_RUN_DIR");
