@@ -56,17 +56,27 @@ void sw_host_journal_entry_free(struct sw_host_journal_entry *en)
 int sw_host_journal_parse_line(const char *line, size_t len, struct sw_host_journal_entry *out,
                                struct sw_err *e)
 {
-    json_error_t je;
     int rc = 0;
     memset(out, 0, sizeof(*out));
     out->priority = -1;
     if (len > JOURNAL_LINE_MAX)
         return sw_err_set(e, SW_ERANGE, "journal entry of %zu bytes (at most %u)", len,
                           JOURNAL_LINE_MAX);
-    json_t *o = json_loadb(line, len, JSON_REJECT_DUPLICATES, &je);
-    if (!o || !json_is_object(o)) {
-        rc = sw_err_at(e, SW_EPARSE, "journalctl -o json", 0, o ? 0 : je.column,
-                       "not a JSON object: %s", o ? "another JSON value" : je.text);
+    struct sw_err le;
+    long failed = sw_alloc_failures();
+    json_t *o = sw_json_parse(line, len, "journalctl -o json", e ? e : &le);
+    if (!o) {
+        rc = e ? e->code : le.code;
+        goto out;
+    }
+    /* jansson's lexer drops a byte when growing its buffer fails and parses on: a cursor with a
+     * byte missing would be worse than no cursor */
+    if (sw_alloc_failures() != failed) {
+        rc = sw_err_set(e, SW_ENOMEM, "out of memory");
+        goto out;
+    }
+    if (!json_is_object(o)) {
+        rc = sw_err_set(e, SW_EPARSE, "journalctl -o json: an entry that is not a JSON object");
         goto out;
     }
     const json_t *c = json_object_get(o, "__CURSOR");
@@ -78,7 +88,9 @@ int sw_host_journal_parse_line(const char *line, size_t len, struct sw_host_jour
     if (!rc)
         rc = field_str(json_object_get(o, "MESSAGE"), &out->message);
     if (rc) {
-        rc = sw_err_set(e, rc, "journalctl -o json: MESSAGE is neither text, bytes nor null");
+        rc = rc == SW_ENOMEM
+                 ? sw_err_set(e, rc, "out of memory")
+                 : sw_err_set(e, rc, "journalctl -o json: MESSAGE is neither text, bytes nor null");
         goto out;
     }
     const json_t *t = json_object_get(o, "__REALTIME_TIMESTAMP");

@@ -378,6 +378,37 @@ static void test_journal_recorded(void **state)
     sw_host_journal_free(&j);
 }
 
+static char *torture_text;
+static size_t torture_len;
+
+static int run_journal(void *arg)
+{
+    struct sw_host_journal j = {0};
+    int rc = sw_host_journal_parse(torture_text, torture_len, &j, NULL);
+    sw_host_journal_free(&j);
+    return rc;
+}
+
+static int run_facts(void *arg)
+{
+    const char *paths[] = {"~/models/frank", "~/models/missing", "podman"};
+    struct sw_host_facts f;
+    int rc = sw_host_facts_parse(torture_text, torture_len, paths, 3, &f, NULL);
+    sw_host_facts_free(&f);
+    return rc;
+}
+
+/* Every allocation of the parsers may fail: ENOMEM, nothing leaked (ASan). */
+static void test_parsers_torture(void **state)
+{
+    torture_text = slurp("tests/data/host/journal.jsonl", &torture_len);
+    swt_torture("journal", run_journal, NULL, SW_ENOMEM);
+    sw_free(torture_text);
+    torture_text = slurp("tests/data/host/facts-gpu.txt", &torture_len);
+    swt_torture("facts", run_facts, NULL, SW_ENOMEM);
+    sw_free(torture_text);
+}
+
 static void test_open_refuses(void **state)
 {
     struct sw_host h;
@@ -405,7 +436,7 @@ int main(void)
         cmocka_unit_test(test_line_callback_stops), cmocka_unit_test(test_copy_atomic_mode),
         cmocka_unit_test(test_facts_local),         cmocka_unit_test(test_facts_recorded),
         cmocka_unit_test(test_unit_show_recorded),  cmocka_unit_test(test_journal_recorded),
-        cmocka_unit_test(test_open_refuses),
+        cmocka_unit_test(test_open_refuses),        cmocka_unit_test(test_parsers_torture),
     };
     return cmocka_run_group_tests_name("host_local", tests, NULL, NULL);
 }
