@@ -251,6 +251,11 @@ int sw_write_file_atomic(const char *path, const void *data, size_t len, int mod
                          struct sw_err *e);
 /* mkdir -p */
 int sw_mkdir_p(const char *path, int mode, struct sw_err *e);
+/* slipway's private run directory: $SLIPWAY_RUN_DIR, else $XDG_RUNTIME_DIR/slipway, else
+ * $HOME/.local/state/slipway/run; created 0700 when missing, then required a real directory owned
+ * by the euid without group/other write (SW_EIO naming the path otherwise). For sockets and pid
+ * files below the layers that may use deploy's sw_deploy_run_dir (the same rule). */
+int sw_run_dir(char *out, size_t n, struct sw_err *e);
 /* Describe what the first bytes of a buffer look like, for error messages about a file that is
  * not what its name says: "an HTML page", "a git-lfs pointer", "a JSON object", "empty",
  * "text starting \"...\"" or "binary starting 0x..". Writes into out; returns out. */

@@ -36,6 +36,7 @@ struct sw_cmd {
     X(fetch, "download a payload from the Hub, verified and resumable; or --verify-only one")      \
     X(fleet, "show or check a fleet file (hosts, devices, endpoints, shapes)")                     \
     X(gguf, "inspect a GGUF model file; synthesize tiny chat-capable test models")                 \
+    X(hosts, "reach the fleet's hosts: systemd, podman, engine binaries or images, payloads")      \
     X(ledger, "the record of boots, usage readings, batteries, benches and rules")                 \
     X(lint, "lint a systemd unit: stop timeout, start limits, Restart, paths, digest, secrets")    \
     X(plan, "predict an engine's boot (memory lines, budget per device) from its command line")    \
@@ -55,7 +56,18 @@ SW_VERBS(SW_DECL)
     X(bootlog)                                                                                     \
     X(calibrate)                                                                                   \
     X(check)                                                                                       \
-    X(down) X(fetch) X(fleet) X(gguf) X(ledger) X(lint) X(plan) X(probe) X(render) X(up) X(version)
+    X(down)                                                                                        \
+    X(fetch)                                                                                       \
+    X(fleet)                                                                                       \
+    X(gguf)                                                                                        \
+    X(hosts)                                                                                       \
+    X(ledger)                                                                                      \
+    X(lint)                                                                                        \
+    X(plan)                                                                                        \
+    X(probe)                                                                                       \
+    X(render)                                                                                      \
+    X(up)                                                                                          \
+    X(version)
 
 #define SW_SPEC_DECL(name) extern const struct sw_cmd_spec sw_spec_##name;
 SW_SPECS(SW_SPEC_DECL)

@@ -289,6 +289,7 @@ static void test_opt_equals(void **state)
          "2",
          "\"layout\""},
         {"gguf", {"gguf", "synth", "@"}, "--template", "bogus-template", "bogus-template"},
+        {"hosts", {"hosts", "check", local, "@", "--json"}, "--host", "nowhere", "nowhere"},
         {"ledger", {"ledger", "path", "@", "--json"}, "--ledger", empty, empty},
         {"plan",
          {"plan", "@", "--gpu-memory", "32GiB", "--json", "--", "vllm", "serve", vdir,

@@ -1,0 +1,466 @@
+/*
+ * host: opening a host and running one command on it with a deadline.
+ *
+ * The command's local process (the program itself, or the ssh client) gets its own process group
+ * so a deadline kills everything it started here; stdout and stderr are read through pipes with a
+ * bound, and the loop waits for the process to exit rather than for the pipes to close (an ssh
+ * master backgrounded by ControlPersist may hold a copy of them). What it does not do: retry,
+ * or read a terminal (stdin is a file or /dev/null).
+ */
+#include "host_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+const char *sw_host_fail_name(enum sw_host_fail f)
+{
+    switch (f) {
+    case SW_HOST_OK:
+        return "ok";
+    case SW_HOST_UNREACHABLE:
+        return "unreachable";
+    case SW_HOST_AUTH:
+        return "auth";
+    case SW_HOST_HOSTKEY:
+        return "hostkey";
+    case SW_HOST_EXIT:
+        return "exit";
+    case SW_HOST_DEADLINE:
+        return "deadline";
+    case SW_HOST_LOCAL:
+        return "local";
+    }
+    return "?";
+}
+
+static int copy_str(char *dst, size_t n, const char *src, const char *what, struct sw_err *e)
+{
+    if (!src) {
+        dst[0] = '\0';
+        return 0;
+    }
+    if (strlen(src) >= n)
+        return sw_err_set(e, SW_EINVAL, "host %s too long (%zu bytes, at most %zu)", what,
+                          strlen(src), n - 1);
+    memcpy(dst, src, strlen(src) + 1);
+    return 0;
+}
+
+/* FNV-1a over the words that make a connection distinct: a master made with one known_hosts
+ * file or key must not serve a host opened with another. */
+static uint64_t fnv(uint64_t hsh, const char *s)
+{
+    for (; s && *s; s++) {
+        hsh ^= (unsigned char)*s;
+        hsh *= 1099511628211ull;
+    }
+    hsh ^= 0xff;
+    hsh *= 1099511628211ull;
+    return hsh;
+}
+
+int sw_host_open(struct sw_host *h, const struct sw_host_cfg *cfg, struct sw_err *e)
+{
+    int rc;
+    memset(h, 0, sizeof(*h));
+    rc = copy_str(h->name, sizeof(h->name), cfg->name ? cfg->name : "?", "name", e);
+    if (rc)
+        return rc;
+    h->kind = cfg->kind;
+    if (cfg->kind == SW_HOST_KIND_LOCAL) {
+        h->ops = &sw__host_local;
+        return 0;
+    }
+    if (cfg->kind != SW_HOST_KIND_SSH)
+        return sw_err_set(e, SW_EINVAL, "host %s: unknown transport %d", h->name, cfg->kind);
+    h->ops = &sw__host_ssh;
+    if (!cfg->address || !*cfg->address)
+        return sw_err_set(e, SW_EINVAL, "host %s: ssh without an address", h->name);
+    if (cfg->address[0] == '-' || strpbrk(cfg->address, " \t\n'\"\\"))
+        return sw_err_set(e, SW_EINVAL, "host %s: address '%s' is not a host name", h->name,
+                          cfg->address);
+    if (cfg->user && (cfg->user[0] == '-' || strpbrk(cfg->user, " \t\n@")))
+        return sw_err_set(e, SW_EINVAL, "host %s: user '%s' is not a user name", h->name,
+                          cfg->user);
+    if (cfg->port > 65535)
+        return sw_err_set(e, SW_EINVAL, "host %s: port %u out of range", h->name, cfg->port);
+    rc = copy_str(h->address, sizeof(h->address), cfg->address, "address", e);
+    if (!rc)
+        rc = copy_str(h->user, sizeof(h->user), cfg->user, "user", e);
+    if (!rc)
+        rc = copy_str(h->identity_file, sizeof(h->identity_file), cfg->identity_file,
+                      "identity_file", e);
+    if (!rc)
+        rc = copy_str(h->known_hosts, sizeof(h->known_hosts), cfg->known_hosts, "known_hosts", e);
+    if (!rc)
+        rc = copy_str(h->ssh_binary, sizeof(h->ssh_binary),
+                      cfg->ssh_binary ? cfg->ssh_binary : "/usr/bin/ssh", "ssh binary", e);
+    if (rc)
+        return rc;
+    h->port = cfg->port;
+    h->connect_timeout_s = cfg->connect_timeout_s ? cfg->connect_timeout_s : 5;
+
+    char dir[4096];
+    if (cfg->control_dir) {
+        rc = copy_str(dir, sizeof(dir), cfg->control_dir, "control directory", e);
+        if (!rc)
+            rc = sw_mkdir_p(dir, 0700, e);
+    } else {
+        char run[3800];
+        rc = sw_run_dir(run, sizeof(run), e);
+        if (!rc) {
+            snprintf(dir, sizeof(dir), "%s/ssh", run);
+            rc = sw_mkdir_p(dir, 0700, e);
+        }
+    }
+    if (rc) {
+        sw_err_prefix(e, "host %s: ssh control directory", h->name);
+        return rc;
+    }
+    uint64_t k = 14695981039346656037ull;
+    k = fnv(k, h->user);
+    k = fnv(k, h->address);
+    char port[16];
+    snprintf(port, sizeof(port), "%u", h->port);
+    k = fnv(k, port);
+    k = fnv(k, h->identity_file);
+    k = fnv(k, h->known_hosts);
+    /* ssh appends a 17-byte temporary suffix while it creates the socket: leave room for it
+     * inside sun_path (108 bytes). */
+    int w = snprintf(h->control_path, sizeof(h->control_path), "%s/%016llx", dir,
+                     (unsigned long long)k);
+    if (w < 0 || (size_t)w + 18 > sizeof(h->control_path))
+        return sw_err_set(e, SW_EINVAL,
+                          "host %s: the ssh control socket under %s would be too long for a unix "
+                          "socket (set SLIPWAY_RUN_DIR to a shorter directory)",
+                          h->name, dir);
+    return 0;
+}
+
+int sw_host_open_fleet(struct sw_host *h, const struct sw_fleet_host *fh,
+                       unsigned connect_timeout_s, struct sw_err *e)
+{
+    struct sw_host_cfg c = {
+        .name = fh->name,
+        .kind = fh->transport == SW_FLEET_SSH ? SW_HOST_KIND_SSH : SW_HOST_KIND_LOCAL,
+        .address = fh->address.v,
+        .port = fh->port.set ? (unsigned)fh->port.v : 0,
+        .user = fh->user.v,
+        .identity_file = fh->identity_file.v,
+        .known_hosts = fh->known_hosts.v,
+        .connect_timeout_s = connect_timeout_s,
+    };
+    if (fh->port.set && fh->port.v > 65535)
+        return sw_fleet_err_at(e, SW_EINVAL, &fh->port.at, "host %s: port %llu out of range",
+                               fh->name, (unsigned long long)fh->port.v);
+    return sw_host_open(h, &c, e);
+}
+
+const char *sw_host_describe(const struct sw_host *h, char *out, size_t n)
+{
+    if (h->kind != SW_HOST_KIND_SSH) {
+        snprintf(out, n, "local");
+        return out;
+    }
+    char port[16] = "";
+    if (h->port)
+        snprintf(port, sizeof(port), ":%u", h->port);
+    snprintf(out, n, "ssh %s%s%s%s", h->user, h->user[0] ? "@" : "", h->address, port);
+    return out;
+}
+
+void sw_host_result_free(struct sw_host_result *r)
+{
+    if (!r)
+        return;
+    sw_free(r->out);
+    sw_free(r->err);
+    memset(r, 0, sizeof(*r));
+    r->exit_code = -1;
+}
+
+void sw__host_argv_free(char **v)
+{
+    for (size_t i = 0; v && v[i]; i++)
+        sw_free(v[i]);
+    sw_free(v);
+}
+
+int sw_host_quote_argv(const char *const *argv, struct sw_buf *b)
+{
+    int rc = 0;
+    for (size_t i = 0; argv[i] && !rc; i++) {
+        if (i)
+            rc = sw_buf_putc(b, ' ');
+        if (!rc)
+            rc = sw_buf_putc(b, '\'');
+        for (const char *c = argv[i]; *c && !rc; c++)
+            rc = *c == '\'' ? sw_buf_puts(b, "'\\''") : sw_buf_putc(b, *c);
+        if (!rc)
+            rc = sw_buf_putc(b, '\'');
+    }
+    return rc;
+}
+
+/* A growing capture with a ceiling: bytes past it are counted as truncation, not kept. */
+struct cap {
+    struct sw_buf b;
+    size_t max;
+    bool trunc;
+    /* line mode */
+    sw_host_line_fn on_line;
+    void *ctx;
+    bool stop;
+};
+
+static int cap_add(struct cap *c, const char *p, size_t n)
+{
+    if (!c->on_line) {
+        size_t room = c->max > c->b.len ? c->max - c->b.len : 0;
+        if (n > room) {
+            c->trunc = true;
+            n = room;
+        }
+        return n ? sw_buf_append(&c->b, p, n) : 0;
+    }
+    for (size_t i = 0; i < n && !c->stop; i++) {
+        if (p[i] != '\n') {
+            if (c->b.len < c->max)
+                sw_buf_putc(&c->b, p[i]);
+            else
+                c->trunc = true;
+            continue;
+        }
+        if (c->on_line(c->ctx, c->b.len ? c->b.data : "", c->b.len))
+            c->stop = true;
+        sw_buf_reset(&c->b);
+    }
+    return 0;
+}
+
+static bool drain(int *fd, struct cap *c)
+{
+    char buf[65536];
+    bool any = false;
+    while (*fd >= 0) {
+        ssize_t got = read(*fd, buf, sizeof(buf));
+        if (got > 0) {
+            any = true;
+            if (cap_add(c, buf, (size_t)got))
+                c->trunc = true;
+            if (c->stop)
+                return any;
+            continue;
+        }
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return any;
+        close(*fd);
+        *fd = -1;
+    }
+    return any;
+}
+
+static char *cap_take(struct cap *c, size_t *len)
+{
+    *len = c->b.len;
+    char *s = c->b.data ? sw_buf_steal(&c->b) : sw_strdup("");
+    return s;
+}
+
+int sw_host_run(struct sw_host *h, const char *const *argv, const struct sw_host_run_opts *o,
+                struct sw_host_result *r, struct sw_err *e)
+{
+    static const struct sw_host_run_opts none;
+    if (!o)
+        o = &none;
+    int64_t deadline_ms = o->deadline_ms > 0 ? o->deadline_ms : SW__HOST_DEADLINE_MS;
+    size_t max = o->max_out ? o->max_out : SW_HOST_OUT_MAX;
+    int rc = 0, po[2] = {-1, -1}, pe[2] = {-1, -1}, in = -1;
+    char **lv = NULL;
+    pid_t pid = -1;
+    struct cap co = {.max = max, .on_line = o->on_line, .ctx = o->ctx};
+    struct cap ce = {.max = max};
+    uint64_t t0 = sw_now_ns();
+    char what[64];
+
+    memset(r, 0, sizeof(*r));
+    r->exit_code = -1;
+    r->fail = SW_HOST_LOCAL;
+    sw_buf_init(&co.b, max + 1);
+    sw_buf_init(&ce.b, max + 1);
+    if (!argv || !argv[0] || !h->ops) {
+        rc = sw_err_set(e, SW_EINVAL, "host %s: no command", h->name);
+        goto out;
+    }
+    snprintf(what, sizeof(what), "%s", argv[0]);
+    rc = h->ops->build(h, argv, deadline_ms, &lv, e);
+    if (rc)
+        goto out;
+    in = open(o->stdin_path ? o->stdin_path : "/dev/null", O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    if (in < 0) {
+        rc = sw_err_set(e, SW_EIO, "host %s: %s: cannot open: %s", h->name,
+                        o->stdin_path ? o->stdin_path : "/dev/null", strerror(errno));
+        goto out;
+    }
+    if (pipe2(po, O_CLOEXEC) < 0 || pipe2(pe, O_CLOEXEC) < 0) {
+        rc = sw_err_set(e, SW_EIO, "host %s: pipe: %s", h->name, strerror(errno));
+        goto out;
+    }
+    pid = fork();
+    if (pid < 0) {
+        rc = sw_err_set(e, SW_EIO, "host %s: fork: %s", h->name, strerror(errno));
+        goto out;
+    }
+    if (pid == 0) {
+        setpgid(0, 0);
+        signal(SIGPIPE, SIG_DFL);
+        if (dup2(in, 0) < 0 || dup2(po[1], 1) < 0 || dup2(pe[1], 2) < 0)
+            _exit(127);
+        execvp(lv[0], lv);
+        dprintf(2, "slipway: cannot run %s: %s\n", lv[0], strerror(errno));
+        _exit(127);
+    }
+    setpgid(pid, pid);
+    close(po[1]);
+    close(pe[1]);
+    po[1] = pe[1] = -1;
+    fcntl(po[0], F_SETFL, O_NONBLOCK);
+    fcntl(pe[0], F_SETFL, O_NONBLOCK);
+
+    uint64_t end = t0 + (uint64_t)deadline_ms * 1000000ull;
+    int status = 0;
+    bool exited = false, expired = false;
+    for (;;) {
+        pid_t w = waitpid(pid, &status, WNOHANG);
+        if (w == pid) {
+            exited = true;
+            drain(&po[0], &co);
+            drain(&pe[0], &ce);
+            if (co.on_line && co.b.len && !co.stop && co.on_line(co.ctx, co.b.data, co.b.len))
+                co.stop = true;
+            break;
+        }
+        if (co.stop)
+            break;
+        uint64_t now = sw_now_ns();
+        if (now >= end) {
+            expired = true;
+            break;
+        }
+        struct pollfd pf[2];
+        nfds_t np = 0;
+        if (po[0] >= 0)
+            pf[np++] = (struct pollfd){.fd = po[0], .events = POLLIN};
+        if (pe[0] >= 0)
+            pf[np++] = (struct pollfd){.fd = pe[0], .events = POLLIN};
+        int wait_ms = (int)SW_MIN((end - now) / 1000000ull + 1, 50ull);
+        int pr = np ? poll(pf, np, wait_ms) : 0;
+        if (!np)
+            sw_sleep_ms((unsigned)wait_ms);
+        if (pr < 0 && errno != EINTR) {
+            rc = sw_err_set(e, SW_EIO, "host %s: poll: %s", h->name, strerror(errno));
+            expired = true; /* kill it: the loop cannot watch it any more */
+            break;
+        }
+        drain(&po[0], &co);
+        drain(&pe[0], &ce);
+    }
+    if (!exited) {
+        kill(-pid, SIGKILL);
+        kill(pid, SIGKILL);
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+            ;
+        pid = -1;
+    }
+    pid = -1;
+    r->out = cap_take(&co, &r->out_len);
+    r->err = cap_take(&ce, &r->err_len);
+    r->out_truncated = co.trunc;
+    r->err_truncated = ce.trunc;
+    r->seconds = (double)(sw_now_ns() - t0) / 1e9;
+    if (!r->out || !r->err) {
+        rc = sw_err_set(e, SW_ENOMEM, "out of memory");
+        goto out;
+    }
+    if (rc)
+        goto out;
+    if (expired) {
+        r->fail = SW_HOST_DEADLINE;
+        rc = sw_err_set(e, SW_ETIMEDOUT,
+                        "host %s: %s: deadline of %.1f s passed (killed after %.1f s)", h->name,
+                        what, (double)deadline_ms / 1000.0, r->seconds);
+        goto out;
+    }
+    if (co.stop) {
+        r->fail = SW_HOST_OK;
+        goto out;
+    }
+    if (WIFSIGNALED(status)) {
+        r->term_signal = WTERMSIG(status);
+        r->fail = SW_HOST_EXIT;
+        rc = sw_err_set(e, SW_ECHILD, "host %s: %s: killed by signal %d", h->name, what,
+                        r->term_signal);
+        goto out;
+    }
+    r->exit_code = WEXITSTATUS(status);
+    char why[1400] = "";
+    r->fail = h->ops->classify(h, r->exit_code, r, why, sizeof(why));
+    switch (r->fail) {
+    case SW_HOST_OK:
+        break;
+    case SW_HOST_UNREACHABLE:
+    case SW_HOST_AUTH:
+        rc = sw_err_set(e, SW_ENET, "host %s: %s", h->name, why);
+        break;
+    case SW_HOST_HOSTKEY:
+        rc = sw_err_set(e, SW_EMISMATCH, "host %s: %s", h->name, why);
+        break;
+    case SW_HOST_EXIT: {
+        /* the last line of stderr says most often why */
+        char last[300] = "";
+        size_t n = r->err_len;
+        while (n && (r->err[n - 1] == '\n' || r->err[n - 1] == '\r'))
+            n--;
+        size_t s = n;
+        while (s && r->err[s - 1] != '\n')
+            s--;
+        snprintf(last, sizeof(last), "%.*s", (int)SW_MIN(n - s, sizeof(last) - 1), r->err + s);
+        rc = sw_err_set(e, SW_ECHILD, "host %s: %s exited %d%s%s", h->name, what, r->exit_code,
+                        last[0] ? ": " : "", last);
+        break;
+    }
+    default:
+        rc = sw_err_set(e, SW_EIO, "host %s: %s: %s", h->name, what, why);
+        break;
+    }
+out:
+    if (pid > 0) {
+        kill(-pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+    }
+    if (in >= 0)
+        close(in);
+    for (int i = 0; i < 2; i++) {
+        if (po[i] >= 0)
+            close(po[i]);
+        if (pe[i] >= 0)
+            close(pe[i]);
+    }
+    sw_buf_free(&co.b);
+    sw_buf_free(&ce.b);
+    if (!r->out)
+        r->out = sw_strdup("");
+    if (!r->err)
+        r->err = sw_strdup("");
+    sw__host_argv_free(lv);
+    return rc;
+}
