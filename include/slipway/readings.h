@@ -95,8 +95,8 @@ int sw_readings_detect(const char *text, size_t len, const char *where,
  */
 int sw_readings_parse(enum sw_readings_tool tool, const char *text, size_t len, const char *where,
                       struct sw_readings *out, struct sw_err *e);
-int sw_readings_nvidia_smi(const char *text, size_t len, const char *where,
-                           struct sw_readings *out, struct sw_err *e);
+int sw_readings_nvidia_smi(const char *text, size_t len, const char *where, struct sw_readings *out,
+                           struct sw_err *e);
 int sw_readings_rocm_smi(const char *text, size_t len, const char *where, struct sw_readings *out,
                          struct sw_err *e);
 int sw_readings_amd_smi(const char *text, size_t len, const char *where, struct sw_readings *out,

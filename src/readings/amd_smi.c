@@ -47,8 +47,8 @@ static int figure(const json_t *x, const char *what, const char *where, bool *ha
         if (strcmp(unit, "MB"))
             goto bad_unit;
         if (n && s[0] == '-')
-            return sw__readings_err(e, SW_ERANGE, where, 0, TOOL, "%s: \"%.64s\" is negative",
-                                    what, s);
+            return sw__readings_err(e, SW_ERANGE, where, 0, TOOL, "%s: \"%.64s\" is negative", what,
+                                    s);
         int rc = sw__readings_u64(s, n, SW__MIB, v);
         if (rc == -2)
             return sw__readings_err(e, SW_ERANGE, where, 0, TOOL,
@@ -75,8 +75,8 @@ static int figure(const json_t *x, const char *what, const char *where, bool *ha
         *has = true;
         return 0;
     }
-    return sw__readings_err(e, SW_EPARSE, where, 0, TOOL,
-                            "%s: %s is not a whole number of MB", what,
+    return sw__readings_err(e, SW_EPARSE, where, 0, TOOL, "%s: %s is not a whole number of MB",
+                            what,
                             json_is_real(num)   ? "a fraction or exponent"
                             : json_is_null(num) ? "null"
                                                 : "this value");

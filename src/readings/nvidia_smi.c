@@ -68,8 +68,8 @@ static bool blank(const char *p, size_t n)
 }
 
 /* A memory figure: "20190 MiB", "20190" (unit from the header or MiB), "[N/A]". */
-static int memory(const struct field *f, const char *col, const char *where, int line,
-                  bool *has, uint64_t *v, struct sw_err *e)
+static int memory(const struct field *f, const char *col, const char *where, int line, bool *has,
+                  uint64_t *v, struct sw_err *e)
 {
     if (is(f, "[N/A]") || is(f, "[Not Supported]") || is(f, "N/A")) {
         *has = false;
@@ -114,9 +114,9 @@ static int header(const struct field *f, size_t nf, const char *where, int *pos,
             bool mem = name.n > 7 && !memcmp(name.p, "memory.", 7);
             if (mem && !is(&unit, "MiB"))
                 return sw__readings_err(e, SW_EPARSE, where, 1, TOOL,
-                                        "header column %zu: %.*s in [%.*s]: only MiB is read", i + 1,
-                                        (int)name.n, name.p, (int)(unit.n > 16 ? 16 : unit.n),
-                                        unit.p);
+                                        "header column %zu: %.*s in [%.*s]: only MiB is read",
+                                        i + 1, (int)name.n, name.p,
+                                        (int)(unit.n > 16 ? 16 : unit.n), unit.p);
         }
         for (int c = 0; c < C_OTHER; c++) {
             if (!is(&name, col_names[c]))
@@ -151,8 +151,8 @@ static int row(const struct field *f, size_t nf, const int *pos, const char *lin
     const struct field *idx = &f[pos[C_INDEX]];
     if (sw__readings_u64(idx->p, idx->n, 1, &r->index) || r->index > UINT32_MAX)
         return sw__readings_err(e, SW_EPARSE, where, ln, TOOL,
-                                "index: \"%.*s\" is not a device index", (int)(idx->n > 64 ? 64 : idx->n),
-                                idx->p);
+                                "index: \"%.*s\" is not a device index",
+                                (int)(idx->n > 64 ? 64 : idx->n), idx->p);
     static const struct {
         enum col c;
         size_t off, n;
@@ -180,8 +180,8 @@ static int row(const struct field *f, size_t nf, const int *pos, const char *lin
     return rc;
 }
 
-int sw_readings_nvidia_smi(const char *text, size_t len, const char *where,
-                           struct sw_readings *out, struct sw_err *e)
+int sw_readings_nvidia_smi(const char *text, size_t len, const char *where, struct sw_readings *out,
+                           struct sw_err *e)
 {
     memset(out, 0, sizeof(*out));
     out->tool = SW_READINGS_NVIDIA_SMI;

@@ -87,15 +87,13 @@ int sw__readings_finish(struct sw_readings *rs, const char *where, struct sw_err
     for (size_t i = 0; i < rs->n; i++) {
         const struct sw_reading *r = &rs->r[i];
         if (r->has_used && r->has_total && r->used_bytes > r->total_bytes)
-            return sw__readings_err(e, SW_ERANGE, where, r->line, tool,
-                                    "%s: used %llu bytes is more than total %llu", r->origin,
-                                    (unsigned long long)r->used_bytes,
-                                    (unsigned long long)r->total_bytes);
+            return sw__readings_err(
+                e, SW_ERANGE, where, r->line, tool, "%s: used %llu bytes is more than total %llu",
+                r->origin, (unsigned long long)r->used_bytes, (unsigned long long)r->total_bytes);
         if (r->has_free && r->has_total && r->free_bytes > r->total_bytes)
-            return sw__readings_err(e, SW_ERANGE, where, r->line, tool,
-                                    "%s: free %llu bytes is more than total %llu", r->origin,
-                                    (unsigned long long)r->free_bytes,
-                                    (unsigned long long)r->total_bytes);
+            return sw__readings_err(
+                e, SW_ERANGE, where, r->line, tool, "%s: free %llu bytes is more than total %llu",
+                r->origin, (unsigned long long)r->free_bytes, (unsigned long long)r->total_bytes);
     }
     qsort(rs->r, rs->n, sizeof(*rs->r), by_index);
     for (size_t i = 1; i < rs->n; i++)
@@ -246,7 +244,8 @@ json_t *sw_readings_json(const struct sw_readings *rs)
 {
     json_t *o = json_object();
     json_t *arr = json_array();
-    if (sw_json_set_new(o, "readings", arr) || sw_json_set_str(o, "tool", sw_readings_tool_name(rs->tool)))
+    if (sw_json_set_new(o, "readings", arr) ||
+        sw_json_set_str(o, "tool", sw_readings_tool_name(rs->tool)))
         goto oom;
     for (size_t i = 0; i < rs->n; i++) {
         const struct sw_reading *r = &rs->r[i];

@@ -64,8 +64,9 @@ int sw_readings_record(struct sw_ledger *l, const struct sw_fleet_endpoint *ep,
     if (recorded)
         *recorded = 0;
     if (!l || !ep || !rs || (rs->n && !out))
-        return sw_err_set(e, SW_EINVAL, "readings: record needs a ledger, an endpoint and room "
-                                        "for the outcomes");
+        return sw_err_set(e, SW_EINVAL,
+                          "readings: record needs a ledger, an endpoint and room "
+                          "for the outcomes");
     /* every reading checked before the first row is written */
     for (size_t i = 0; i < rs->n; i++) {
         const struct sw_reading *r = &rs->r[i];
@@ -75,9 +76,10 @@ int sw_readings_record(struct sw_ledger *l, const struct sw_fleet_endpoint *ep,
         memset(x, 0, sizeof(*x));
         x->device = sw_readings_match(ep, r);
         if (!x->device) {
-            snprintf(x->warning, sizeof(x->warning),
-                     "%s: %s device %llu (%.60s) is none of endpoint %.128s's devices: not recorded",
-                     r->tool, r->vendor, (unsigned long long)r->index, r->origin, ep->name);
+            snprintf(
+                x->warning, sizeof(x->warning),
+                "%s: %s device %llu (%.60s) is none of endpoint %.128s's devices: not recorded",
+                r->tool, r->vendor, (unsigned long long)r->index, r->origin, ep->name);
         } else if (sw_readings_to_usage(r, &u, &e2)) {
             snprintf(x->warning, sizeof(x->warning), "%.400s: not recorded", e2.msg);
             x->device = NULL;

@@ -30,8 +30,8 @@ static int64_t card_index(const char *k)
     return (int64_t)v;
 }
 
-static int figure(const json_t *card, const char *ck, const char *key, const char *where,
-                  bool *has, uint64_t *v, struct sw_err *e)
+static int figure(const json_t *card, const char *ck, const char *key, const char *where, bool *has,
+                  uint64_t *v, struct sw_err *e)
 {
     const json_t *x = json_object_get(card, key);
     if (!x)
@@ -64,8 +64,7 @@ static int figure(const json_t *card, const char *ck, const char *key, const cha
                                 ck, key, s);
     if (rc)
         return sw__readings_err(e, SW_EPARSE, where, 0, TOOL,
-                                "%s: \"%s\": \"%.64s\" is not a whole number of bytes", ck, key,
-                                s);
+                                "%s: \"%s\": \"%.64s\" is not a whole number of bytes", ck, key, s);
     *has = true;
     return 0;
 }
@@ -81,8 +80,8 @@ static void text(const json_t *card, const char *const *keys, char *dst, size_t 
     dst[0] = 0;
 }
 
-int sw_readings_rocm_smi(const char *text_, size_t len, const char *where,
-                         struct sw_readings *out, struct sw_err *e)
+int sw_readings_rocm_smi(const char *text_, size_t len, const char *where, struct sw_readings *out,
+                         struct sw_err *e)
 {
     static const char *const name_keys[] = {"Card series", "Card Series", "Card model",
                                             "Card Model", NULL};

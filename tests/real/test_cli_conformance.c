@@ -264,6 +264,8 @@ static void test_opt_equals(void **state)
     char fetchdir[4200], local[4200];
     snprintf(fetchdir, sizeof(fetchdir), "%s", swt_src("tests/data/calib"));
     snprintf(local, sizeof(local), "%s", swt_src("examples/local.yaml"));
+    char smi[4200];
+    snprintf(smi, sizeof(smi), "%s", swt_src("tests/data/readings/nvidia-smi/one-gpu.csv"));
     char up_log[4200], port[16];
     snprintf(up_log, sizeof(up_log), "%s/up-conformance.log", dir);
     snprintf(port, sizeof(port), "%d", swt_free_port());
@@ -294,6 +296,7 @@ static void test_opt_equals(void **state)
          "\"kv_cache_tokens\""},
         {"probe", {"probe", "nowhere", "@", "--json"}, "--fleet", fleet_missing, fleet_missing},
         {"down", {"down", "@", "--json"}, "--pid-file", pid_missing, "nothing to stop"},
+        {"readings", {"readings", smi, "@", "--json"}, "--tool", "nvidia-smi", "\"used_bytes\""},
         /* the payload is missing, so nothing starts; the JSON names the log path given */
         {"up",
          {"up", "--json", "@", "--", "llama-server", "-m", "/nonexistent.gguf", "--port", port},

@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MiB(x) ((int64_t)(x) * 1048576)
+#define MiB(x) ((int64_t)(x)*1048576)
 #define NA     (-1)
 
 struct want {
@@ -120,8 +120,8 @@ static void test_recorded_files(void **state)
         struct sw_err e;
         /* given the tool, and detected */
         for (int pass = 0; pass < 2; pass++) {
-            int rc = sw_readings_parse(pass ? SW_READINGS_AUTO : fc->tool, text, len, fc->path, &rs,
-                                       &e);
+            int rc =
+                sw_readings_parse(pass ? SW_READINGS_AUTO : fc->tool, text, len, fc->path, &rs, &e);
             if (rc)
                 fail_msg("%s: %s", fc->path, e.msg);
             assert_int_equal(rs.tool, fc->tool);
@@ -192,7 +192,8 @@ static const struct bad_case bad[] = {
     {SW_READINGS_NVIDIA_SMI, "\n\n  \n", "empty"},
     {SW_READINGS_NVIDIA_SMI, NV_HDR, "no device"},
     {SW_READINGS_NVIDIA_SMI, NV_HDR "0, GPU-1, NVIDIA X, 20190 MiB", "fields"},
-    {SW_READINGS_NVIDIA_SMI, NV_HDR "0, GPU-1, NVIDIA X, 20190 MiB, 24564 MiB, 3898 MiB, 1", "fields"},
+    {SW_READINGS_NVIDIA_SMI, NV_HDR "0, GPU-1, NVIDIA X, 20190 MiB, 24564 MiB, 3898 MiB, 1",
+     "fields"},
     {SW_READINGS_NVIDIA_SMI, "index, name, memory.used [MiB]\n0, X, 1 MiB\n", "memory.total"},
     {SW_READINGS_NVIDIA_SMI, "uuid, memory.used [MiB], memory.total [MiB]\nG, 1, 2\n", "index"},
     {SW_READINGS_NVIDIA_SMI, NV_HDR NV_ROW "abc MiB, 24564 MiB, 3898 MiB\n", "not a number"},
@@ -205,11 +206,10 @@ static const struct bad_case bad[] = {
     {SW_READINGS_NVIDIA_SMI, NV_HDR NV_ROW "1 MiB, 8796093022208 MiB, 1 MiB\n", "more bytes"},
     {SW_READINGS_NVIDIA_SMI, NV_HDR NV_ROW "30000 MiB, 24564 MiB, 3898 MiB\n", "more than total"},
     {SW_READINGS_NVIDIA_SMI, NV_HDR NV_ROW "1 MiB, 24564 MiB, 30000 MiB\n", "more than total"},
-    {SW_READINGS_NVIDIA_SMI,
-     NV_HDR NV_ROW "1 MiB, 2 MiB, 1 MiB\n" NV_ROW "1 MiB, 2 MiB, 1 MiB\n", "printed twice"},
+    {SW_READINGS_NVIDIA_SMI, NV_HDR NV_ROW "1 MiB, 2 MiB, 1 MiB\n" NV_ROW "1 MiB, 2 MiB, 1 MiB\n",
+     "printed twice"},
     {SW_READINGS_NVIDIA_SMI, "x, GPU-1, NVIDIA X, 1 MiB, 2 MiB\n", "device index"},
-    {SW_READINGS_NVIDIA_SMI, "index, memory.used [GiB], memory.total [GiB]\n0, 1, 2\n",
-     "only MiB"},
+    {SW_READINGS_NVIDIA_SMI, "index, memory.used [GiB], memory.total [GiB]\n0, 1, 2\n", "only MiB"},
     {SW_READINGS_NVIDIA_SMI, "index, memory.used [MiB, memory.total [MiB]\n0, 1, 2\n", "unclosed"},
     {SW_READINGS_NVIDIA_SMI, "index, memory.used [MiB], memory.used [MiB]\n0, 1, 2\n", "twice"},
     {SW_READINGS_NVIDIA_SMI,
@@ -377,8 +377,11 @@ static void test_torture(void **state)
 static void test_to_usage(void **state)
 {
     (void)state;
-    struct sw_reading r = {.vendor = "amd", .tool = "rocm-smi", .has_used = true,
-                           .has_total = true, .used_bytes = 296148992,
+    struct sw_reading r = {.vendor = "amd",
+                           .tool = "rocm-smi",
+                           .has_used = true,
+                           .has_total = true,
+                           .used_bytes = 296148992,
                            .total_bytes = 34342961152};
     struct sw_ledger_usage u;
     struct sw_err e;
