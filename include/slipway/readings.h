@@ -18,12 +18,17 @@
  *     "N MB" (older). amd-smi's "MB" is 2^20 bytes: the library divides byte counts by 1024*1024
  *     (amdsmi_vram_usage_t: "In MB"), so MB here means MiB. Any other unit is refused.
  *
+ *   llama.cpp's log: the "memory breakdown [MiB]" table it prints when a context is freed; a
+ *     device row "- CUDA0 (RTX 4090) | total = free + (self = ...) + unaccounted |" gives total
+ *     and free in whole MiB (floored by llama.cpp), used = total - free (within 1 MiB). CUDAn is
+ *     nvidia's device n, ROCmn amd's; other backends do not name a vendor and are refused.
+ *
  * Every refusal names the tool and where: "out.csv:3:1: nvidia-smi: memory.used: \"abc\" is not
  * a number of MiB", "rocm-smi: card1: \"VRAM Total Memory (B)\" missing".
  *
  * What it deliberately does not do: run the tools (a host layer does, and hands the text here),
- * read the engines' own memory prints (the boot-log parsers in engine/ report the engine's
- * buffers, not the device's used/total), or decide anything from a reading (the gates do).
+ * read vLLM's or SGLang's memory prints (they report the engine's own pools, not the device's
+ * used/total), or decide anything from a reading (the gates do).
  */
 #ifndef SLIPWAY_READINGS_H
 #define SLIPWAY_READINGS_H
@@ -39,6 +44,8 @@ extern "C" {
 /* Largest output read, and most devices in one output. */
 #define SW_READINGS_MAX_INPUT (1u << 20)
 #define SW_READINGS_MAX       256
+/* Largest log read by the llama.cpp table reader (the table comes at the end of a run). */
+#define SW_READINGS_MAX_LOG (64u << 20)
 /* Largest byte count accepted (what the ledger's and JSON's int64 hold). */
 #define SW_READINGS_MAX_BYTES ((uint64_t)INT64_MAX)
 
@@ -47,12 +54,13 @@ enum sw_readings_tool {
     SW_READINGS_NVIDIA_SMI = 1,
     SW_READINGS_ROCM_SMI = 2,
     SW_READINGS_AMD_SMI = 3,
+    SW_READINGS_LLAMACPP = 4, /* llama.cpp's memory breakdown table in its log */
 };
 
 /* One device's reading. Strings are NUL-terminated, "" when the tool did not print them. */
 struct sw_reading {
     const char *vendor; /* "nvidia" | "amd": the fleet's device vendor words (static) */
-    const char *tool;   /* "nvidia-smi" | "rocm-smi" | "amd-smi" (static) */
+    const char *tool;   /* "nvidia-smi" | "rocm-smi" | "amd-smi" | "llama.cpp" (static) */
     uint64_t index;     /* the tool's device index (nvidia-smi index, rocm-smi cardN, gpu N) */
     char uuid[96];      /* nvidia-smi's "GPU-..." */
     char bus_id[64];    /* PCI bus id, when printed */
@@ -72,7 +80,7 @@ struct sw_readings {
     size_t n;             /* >= 1 after a successful parse */
 };
 
-/* "nvidia-smi", "rocm-smi", "amd-smi" ("auto" for AUTO). */
+/* "nvidia-smi", "rocm-smi", "amd-smi", "llama.cpp" ("auto" for AUTO). */
 const char *sw_readings_tool_name(enum sw_readings_tool t);
 /* The reverse; SW_EINVAL naming the known tools for anything else. */
 int sw_readings_tool_from_name(const char *name, enum sw_readings_tool *t /* OUT */,
@@ -80,7 +88,8 @@ int sw_readings_tool_from_name(const char *name, enum sw_readings_tool *t /* OUT
 
 /*
  * Which tool printed `text`: JSON with cardN keys is rocm-smi's, a list of {"gpu": ...} (or
- * {"gpu_data": [...]}) amd-smi's, CSV text nvidia-smi's. Anything else, or JSON holding both
+ * {"gpu_data": [...]}) amd-smi's, text holding "memory breakdown [MiB]" llama.cpp's log, other
+ * text nvidia-smi's CSV. Anything else, or JSON holding both
  * shapes, is SW_EPARSE ("cannot tell which tool printed this: give the tool").
  */
 int sw_readings_detect(const char *text, size_t len, const char *where,
@@ -101,6 +110,9 @@ int sw_readings_rocm_smi(const char *text, size_t len, const char *where, struct
                          struct sw_err *e);
 int sw_readings_amd_smi(const char *text, size_t len, const char *where, struct sw_readings *out,
                         struct sw_err *e);
+/* (input up to SW_READINGS_MAX_LOG) */
+int sw_readings_llamacpp(const char *text, size_t len, const char *where, struct sw_readings *out,
+                         struct sw_err *e);
 /* Release the readings (accepts an empty or already freed set). */
 void sw_readings_free(struct sw_readings *rs);
 

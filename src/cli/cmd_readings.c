@@ -1,5 +1,5 @@
 /*
- * slipway readings [--tool nvidia-smi|rocm-smi|amd-smi] [FILE|-] [--json]
+ * slipway readings [--tool nvidia-smi|rocm-smi|amd-smi|llama.cpp] [FILE|-] [--json]
  *                  [--record --fleet FLEET --endpoint NAME [--ledger DB]]
  *
  * Read a device memory tool's output (a file, or stdin), print the readings in exact bytes, and
@@ -21,7 +21,10 @@
 #include <string.h>
 
 static const struct sw_opt opts[] = {
-    {"tool", 0, "TOOL", 0, "nvidia-smi, rocm-smi or amd-smi (default: told from the text)", NULL},
+    {"tool", 0, "TOOL", 0,
+     "nvidia-smi, rocm-smi, amd-smi or llama.cpp (its log's memory breakdown table)\n"
+     "(default: told from the text)",
+     NULL},
     {"record", 0, NULL, 0, "record the readings in the ledger as usage rows", NULL},
     {"fleet", 0, "FLEET.yaml", 0, "the fleet whose endpoint the readings are of (--record)", NULL},
     {"endpoint", 0, "NAME", 0, "the endpoint the readings are of (--record)", NULL},
@@ -49,6 +52,7 @@ const struct sw_cmd_spec sw_spec_readings = {
              "--format=csv\n"
              "  rocm-smi --showmeminfo vram --json\n"
              "  amd-smi metric --mem-usage --json   (or amd-smi static --vram --json)\n"
+             "  a llama-server log holding its \"memory breakdown [MiB]\" table\n"
              "Figures are exact bytes (nvidia-smi's MiB and amd-smi's MB are 2^20 bytes).\n"
              "--record matches each reading to the endpoint's device of the same vendor and\n"
              "index; one that matches none is a warning. Exit: 0 done, 1 nothing recorded or\n"
@@ -61,18 +65,18 @@ const struct sw_cmd_spec sw_spec_readings = {
 static int read_input(const char *path, char **text, size_t *len, struct sw_err *e)
 {
     if (strcmp(path, "-"))
-        return sw_read_file(path, SW_READINGS_MAX_INPUT, text, len, e);
+        return sw_read_file(path, SW_READINGS_MAX_LOG, text, len, e);
     struct sw_buf b;
     char chunk[65536];
     size_t n;
     int rc = 0;
-    sw_buf_init(&b, SW_READINGS_MAX_INPUT);
+    sw_buf_init(&b, SW_READINGS_MAX_LOG);
     while (!rc && (n = fread(chunk, 1, sizeof(chunk), stdin)) > 0)
         rc = sw_buf_append(&b, chunk, n);
     if (rc) {
         sw_buf_free(&b);
-        return sw_err_set(e, rc == SW_ENOMEM ? rc : SW_EINVAL, "<stdin>: larger than %u KiB",
-                          SW_READINGS_MAX_INPUT >> 10);
+        return sw_err_set(e, rc == SW_ENOMEM ? rc : SW_EINVAL, "<stdin>: larger than %u MiB",
+                          SW_READINGS_MAX_LOG >> 20);
     }
     *len = b.len;
     *text = sw_buf_steal(&b);
@@ -96,8 +100,8 @@ static const char *mib(bool has, uint64_t bytes, char *out, size_t n)
 
 static void print_readings(const struct sw_readings *rs, const char *src)
 {
-    printf("%s: %zu device%s (%s)\n", sw_readings_tool_name(rs->tool), rs->n,
-           rs->n == 1 ? "" : "s", src);
+    printf("%s: %zu device%s (%s)\n", sw_readings_tool_name(rs->tool), rs->n, rs->n == 1 ? "" : "s",
+           src);
     printf("%5s  %-6s  %-28s  %12s  %12s  %12s  %s\n", "INDEX", "VENDOR", "NAME", "USED MiB",
            "TOTAL MiB", "FREE MiB", "UUID / BUS");
     for (size_t i = 0; i < rs->n; i++) {
@@ -106,8 +110,9 @@ static void print_readings(const struct sw_readings *rs, const char *src)
         printf("%5llu  %-6s  %-28.28s  %12s  %12s  %12s  %s%s%s\n", (unsigned long long)r->index,
                r->vendor, r->name[0] ? r->name : "-", mib(r->has_used, r->used_bytes, u, sizeof(u)),
                mib(r->has_total, r->total_bytes, t, sizeof(t)),
-               mib(r->has_free, r->free_bytes, f, sizeof(f)), r->uuid,
-               r->uuid[0] && r->bus_id[0] ? " " : "", r->bus_id);
+               mib(r->has_free, r->free_bytes, f, sizeof(f)),
+               r->uuid[0] || r->bus_id[0] ? r->uuid : "-", r->uuid[0] && r->bus_id[0] ? " " : "",
+               r->bus_id);
     }
 }
 
@@ -161,9 +166,9 @@ static int record(const struct sw_args *a, const struct sw_readings *rs, json_t 
         sw_json_set_int(x, "usage_id", out[i].usage_id);
         json_array_append_new(rows, x);
         if (!json)
-            printf("recorded usage #%lld: %s %s (%s %s index %llu)\n",
-                   (long long)out[i].usage_id, ep->name, out[i].device->name, rs->r[i].tool,
-                   rs->r[i].vendor, (unsigned long long)rs->r[i].index);
+            printf("recorded usage #%lld: %s %s (%s %s index %llu)\n", (long long)out[i].usage_id,
+                   ep->name, out[i].device->name, rs->r[i].tool, rs->r[i].vendor,
+                   (unsigned long long)rs->r[i].index);
     }
     sw_json_set_str(doc, "ledger", path);
     sw_json_set_str(doc, "endpoint", ep->name);
@@ -208,8 +213,8 @@ int sw_cmd_readings(int argc, char **argv)
         return sw_args_usage(&a, "%s", e.msg);
     if (rec && (!sw_args_str(&a, "fleet") || !sw_args_str(&a, "endpoint")))
         return sw_args_usage(&a, "--record needs --fleet and --endpoint");
-    if (!rec && (sw_args_str(&a, "fleet") || sw_args_str(&a, "endpoint") ||
-                 sw_args_str(&a, "ledger")))
+    if (!rec &&
+        (sw_args_str(&a, "fleet") || sw_args_str(&a, "endpoint") || sw_args_str(&a, "ledger")))
         return sw_args_usage(&a, "--fleet, --endpoint and --ledger go with --record");
     const char *path = a.npos ? a.pos[0] : "-";
     const char *src = strcmp(path, "-") ? path : "<stdin>";

@@ -18,6 +18,8 @@ const char *sw_readings_tool_name(enum sw_readings_tool t)
         return "rocm-smi";
     case SW_READINGS_AMD_SMI:
         return "amd-smi";
+    case SW_READINGS_LLAMACPP:
+        return "llama.cpp";
     default:
         return "auto";
     }
@@ -26,14 +28,14 @@ const char *sw_readings_tool_name(enum sw_readings_tool t)
 int sw_readings_tool_from_name(const char *name, enum sw_readings_tool *t, struct sw_err *e)
 {
     static const enum sw_readings_tool all[] = {SW_READINGS_NVIDIA_SMI, SW_READINGS_ROCM_SMI,
-                                                SW_READINGS_AMD_SMI};
+                                                SW_READINGS_AMD_SMI, SW_READINGS_LLAMACPP};
     for (size_t i = 0; name && i < SW_ARRAY_LEN(all); i++) {
         if (!strcmp(name, sw_readings_tool_name(all[i]))) {
             *t = all[i];
             return 0;
         }
     }
-    return sw_err_set(e, SW_EINVAL, "unknown tool '%s': nvidia-smi, rocm-smi or amd-smi",
+    return sw_err_set(e, SW_EINVAL, "unknown tool '%s': nvidia-smi, rocm-smi, amd-smi or llama.cpp",
                       name ? name : "");
 }
 
@@ -177,9 +179,13 @@ int sw_readings_detect(const char *text, size_t len, const char *where, enum sw_
     const char *w = where ? where : "readings";
     if (!text && len)
         return sw_err_set(e, SW_EINVAL, "%s: no text", w);
-    if (len > SW_READINGS_MAX_INPUT)
+    if (len > SW_READINGS_MAX_LOG)
         return sw_err_set(e, SW_EINVAL, "%s: %zu bytes, more than any tool's output (%u)", w, len,
-                          SW_READINGS_MAX_INPUT);
+                          SW_READINGS_MAX_LOG);
+    if (text && memmem(text, len, "memory breakdown [MiB]", 22)) {
+        *t = SW_READINGS_LLAMACPP;
+        return 0;
+    }
     const char *p = skip_blank(text ? text : "", (text ? text : "") + len);
     if (p == (text ? text : "") + len)
         return sw_err_set(e, SW_EPARSE, "%s: empty: cannot tell which tool printed it", w);
@@ -230,6 +236,8 @@ int sw_readings_parse(enum sw_readings_tool tool, const char *text, size_t len, 
         return sw_readings_rocm_smi(text, len, where, out, e);
     case SW_READINGS_AMD_SMI:
         return sw_readings_amd_smi(text, len, where, out, e);
+    case SW_READINGS_LLAMACPP:
+        return sw_readings_llamacpp(text, len, where, out, e);
     default:
         return sw_err_set(e, SW_EINVAL, "readings: unknown tool %d", (int)tool);
     }

@@ -83,6 +83,16 @@ static const struct file_case files[] = {
      2,
      {{0, MiB(9012), MiB(16368), NA}, {1, MiB(10), MiB(16368), MiB(16358)}}},
     {"amd-smi/static-vram.json", SW_READINGS_AMD_SMI, 1, {{0, NA, MiB(32752), NA}}},
+    {"llamacpp/one-cuda.log",
+     SW_READINGS_LLAMACPP,
+     1,
+     {{0, MiB(24080 - 3890), MiB(24080), MiB(3890)}}},
+    /* two tables (a restart): the last one's figures */
+    {"llamacpp/two-rocm-restart.log",
+     SW_READINGS_LLAMACPP,
+     2,
+     {{0, MiB(32624 - 2441), MiB(32624), MiB(2441)},
+      {1, MiB(32624 - 9817), MiB(32624), MiB(9817)}}},
 };
 
 static char *load(const char *rel, size_t *len)
@@ -131,8 +141,8 @@ static void test_recorded_files(void **state)
                 const struct sw_reading *r = &rs.r[i];
                 assert_int_equal(r->index, fc->r[i].index);
                 assert_string_equal(r->tool, sw_readings_tool_name(fc->tool));
-                assert_string_equal(r->vendor,
-                                    fc->tool == SW_READINGS_NVIDIA_SMI ? "nvidia" : "amd");
+                bool green = fc->tool == SW_READINGS_NVIDIA_SMI || strstr(fc->path, "cuda");
+                assert_string_equal(r->vendor, green ? "nvidia" : "amd");
                 check_figure(fc->path, i, "used", r->has_used, r->used_bytes, fc->r[i].used);
                 check_figure(fc->path, i, "total", r->has_total, r->total_bytes, fc->r[i].total);
                 check_figure(fc->path, i, "free", r->has_free, r->free_bytes, fc->r[i].free);
@@ -282,6 +292,27 @@ static const struct bad_case bad[] = {
      "\"vram\": {\"size\": 12}}]",
      "disagree"},
     {SW_READINGS_AMD_SMI, "[{\"gpu\": 0, \"vram\": {\"type\": \"GDDR6\"}}]", "vram.size missing"},
+#define LB "x_memory_breakdown_print: | memory breakdown [MiB] | total free self |\n"
+#define LR "x_memory_breakdown_print: |   - "
+    {SW_READINGS_LLAMACPP, "", "no memory breakdown"},
+    {SW_READINGS_LLAMACPP, "main: server is listening\n", "no memory breakdown"},
+    {SW_READINGS_LLAMACPP, LB, "no device"},
+    {SW_READINGS_LLAMACPP, LB LR "Host | 5 = 4 + 0 + 1 |\n", "no device"},
+    {SW_READINGS_LLAMACPP, LB LR "Vulkan0 (Radeon 780M) | 100 = 50 + (40 = 40 + 0 + 0) + 10 |\n",
+     "whose device"},
+    {SW_READINGS_LLAMACPP, LB LR "CUDA0 (X) | 100 = 500 + (40 = 40 + 0 + 0) + 10 |\n",
+     "more than total"},
+    {SW_READINGS_LLAMACPP, LB LR "CUDA0 (X) | abc = 50 + (40 = 40 + 0 + 0) + 10 |\n",
+     "not \"total = free"},
+    {SW_READINGS_LLAMACPP, LB LR "CUDA0 (X) | 9999999999999999 = 50 + (4 = 4 + 0 + 0) + 1 |\n",
+     "more bytes"},
+    {SW_READINGS_LLAMACPP, LB LR "CUDA (X) | 100 = 50 + (40 = 40 + 0 + 0) + 10 |\n",
+     "no device number"},
+    {SW_READINGS_LLAMACPP,
+     LB LR "CUDA0 (X) | 100 = 50 + (40 = 40 + 0 + 0) + 10 |\n" LR
+           "CUDA0 (X) | 100 = 50 + (40 = 40 + 0 + 0) + 10 |\n",
+     "printed twice"},
+    {SW_READINGS_LLAMACPP, LB LR "CUDA0 (X) 100 = 50 + (40 = 40 + 0 + 0) + 10\n", "no '|'"},
 };
 
 static void test_malformed(void **state)
@@ -366,6 +397,7 @@ static void test_torture(void **state)
         {SW_READINGS_ROCM_SMI, "rocm-smi/showbus-series.json"},
         {SW_READINGS_AMD_SMI, "amd-smi/metric-units.json"},
         {SW_READINGS_AUTO, "amd-smi/metric-strings-older.json"},
+        {SW_READINGS_LLAMACPP, "llamacpp/two-rocm-restart.log"},
     };
     for (size_t i = 0; i < SW_ARRAY_LEN(t); i++) {
         t[i].text = load(t[i].file, &t[i].len);
