@@ -1,7 +1,7 @@
 /*
- * Fuzz the llama.cpp memory breakdown reader: any bytes parse or are refused with a message naming the
- * tool; what parses holds at least one device, unique sorted indexes, used and free within total,
- * byte counts within SW_READINGS_MAX_BYTES, and a JSON view.
+ * Fuzz the llama.cpp memory breakdown reader: any bytes parse or are refused with a message
+ * naming the tool; what parses holds at least one device, unique sorted indexes, used and free
+ * within total, byte counts within SW_READINGS_MAX_BYTES, and a JSON view.
  */
 #include <slipway/readings.h>
 
