@@ -126,8 +126,8 @@ static int row(const char *line, size_t n, const char *at, const char *where, in
     if (free_b > total)
         return sw__readings_err(e, SW_ERANGE, where, ln, TOOL,
                                 "memory breakdown row %.*s: free %llu MiB is more than total %llu",
-                                (int)(nn > 40 ? 40 : nn), name,
-                                (unsigned long long)(free_b >> 20), (unsigned long long)(total >> 20));
+                                (int)(nn > 40 ? 40 : nn), name, (unsigned long long)(free_b >> 20),
+                                (unsigned long long)(total >> 20));
     r->has_total = r->has_free = r->has_used = true;
     r->total_bytes = total;
     r->free_bytes = free_b;
