@@ -133,7 +133,7 @@ const struct sw_fleet_device *sw_readings_match(const struct sw_fleet_endpoint *
 /*
  * A reading as the ledger's usage row holds it (MiB). Bytes that are not whole MiB are counted
  * against the free figure: used rounds up, total and free round down, used is capped at total and
- * free at total - used. SW_EINVAL when used or total was not printed.
+ * free at total - used. SW_EINVAL when used or total was not printed, or total is under 1 MiB.
  */
 int sw_readings_to_usage(const struct sw_reading *r, struct sw_ledger_usage *u /* OUT: mib */,
                          struct sw_err *e);

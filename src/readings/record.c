@@ -36,6 +36,10 @@ int sw_readings_to_usage(const struct sw_reading *r, struct sw_ledger_usage *u, 
                           : !r->has_used                ? "used"
                                                         : "total",
                           r->origin);
+    if (r->total_bytes < SW__MIB)
+        return sw_err_set(e, SW_EINVAL, "%s: %s device %llu: total %llu bytes is under 1 MiB (%s)",
+                          r->tool, r->vendor, (unsigned long long)r->index,
+                          (unsigned long long)r->total_bytes, r->origin);
     u->total_mib = r->total_bytes / SW__MIB;
     u->used_mib = r->used_bytes / SW__MIB + (r->used_bytes % SW__MIB != 0);
     if (u->used_mib > u->total_mib)

@@ -430,6 +430,10 @@ static void test_to_usage(void **state)
     assert_int_equal(u.used_mib, 9);
     assert_int_equal(u.total_mib, 9);
     assert_int_equal(u.free_mib, 0);
+    /* the ledger holds whole MiB and a total > 0: a smaller device is refused here */
+    r.total_bytes = r.used_bytes = MiB(1) - 1;
+    assert_int_equal(sw_readings_to_usage(&r, &u, &e), SW_EINVAL);
+    assert_non_null(strstr(e.msg, "under 1 MiB"));
     r.has_used = false;
     assert_int_equal(sw_readings_to_usage(&r, &u, &e), SW_EINVAL);
     assert_non_null(strstr(e.msg, "used not printed"));

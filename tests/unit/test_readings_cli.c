@@ -20,7 +20,8 @@ static void test_print(void **state)
 {
     (void)state;
     struct swt_run r;
-    swt_slipway(&r, "readings", swt_src("tests/data/readings/nvidia-smi/two-gpus-nounits.csv"), NULL);
+    swt_slipway(&r, "readings", swt_src("tests/data/readings/nvidia-smi/two-gpus-nounits.csv"),
+                NULL);
     assert_int_equal(r.status, 0);
     assert_non_null(strstr(r.out, "nvidia-smi: 2 devices"));
     assert_non_null(strstr(r.out, "41,512"));
@@ -38,8 +39,9 @@ static void test_print(void **state)
 
     /* stdin */
     const char *argv[] = {swt_bin(), "readings", "--tool", "rocm-smi", "-", NULL};
-    swt_run(argv, "{\"card2\": {\"VRAM Total Memory (B)\": \"100\", "
-                  "\"VRAM Total Used Memory (B)\": \"7\"}}",
+    swt_run(argv,
+            "{\"card2\": {\"VRAM Total Memory (B)\": \"100\", "
+            "\"VRAM Total Used Memory (B)\": \"7\"}}",
             30, &r);
     assert_int_equal(r.status, 0);
     assert_non_null(strstr(r.out, "rocm-smi: 1 device (<stdin>)"));
