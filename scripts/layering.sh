@@ -17,7 +17,7 @@ set -euo pipefail
 LAYERS=(
   "core"                       # errors, allocation, buffers, units, JSON, charts
   "model fleet net ledger"     # what the payload is; the fleet file; HTTP/SSE/OpenAI; the store
-  "memory payload host"        # the engines' memory laws; manifests, verify, download
+  "memory payload host readings" # the engines' memory laws; manifests, verify, download; hosts; readings
   "calib"                      # the laws' free terms fitted from the ledger
   "engine"                     # per-engine adapter: argv/env, boot logs, diff
   "plan"                       # sw_plan_endpoint: the one plan of an endpoint (argv, law, shape)

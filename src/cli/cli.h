@@ -42,6 +42,7 @@ struct sw_cmd {
     X(plan, "predict an engine's boot (memory lines, budget per device) from its command line")    \
     X(probe, "run the live battery against an endpoint: readiness to worst case, with evidence")   \
     X(render, "render an endpoint as a systemd service: the unit, its env file, the container")    \
+    X(readings, "device memory used/total from nvidia-smi, rocm-smi, amd-smi output; --record it") \
     X(up, "boot a local endpoint supervised, prove it serves, diff predicted vs printed")          \
     X(version, "print the version")
 
@@ -65,6 +66,7 @@ SW_VERBS(SW_DECL)
     X(lint)                                                                                        \
     X(plan)                                                                                        \
     X(probe)                                                                                       \
+    X(readings)                                                                                    \
     X(render)                                                                                      \
     X(up)                                                                                          \
     X(version)

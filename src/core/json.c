@@ -29,6 +29,13 @@ json_t *sw_json_parse(const char *text, size_t len, const char *where, struct sw
     json_error_t je;
     long failed = sw_alloc_failures();
     json_t *j = json_loadb(text, len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &je);
+    if (j && sw_alloc_failures() != failed) {
+        /* jansson's lexer drops a byte it could not save (lex_save ignores its buffer's
+         * failure) and still returns a document: a string could be cut short. Not trusted. */
+        json_decref(j);
+        sw_err_set(e, SW_ENOMEM, "%s: out of memory parsing JSON", where);
+        return NULL;
+    }
     if (!j) {
         /* jansson reports most of its allocation failures as parse errors; say which it was */
         if (sw_alloc_failures() != failed || json_error_code(&je) == json_error_out_of_memory)

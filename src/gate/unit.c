@@ -95,8 +95,9 @@ int sw__gate_unit(struct sw__gate_run *r, struct sw_err *e)
                                        rep.v[i].severity == SW_UNIT_ERROR ? "error" : "warning",
                                        "line", rep.v[i].line, "msg", rep.v[i].msg));
     if (errors && !strcmp(first->law, SW_UNIT_LAW_IMAGE))
-        sw__gate_fix(g, "pin image: as NAME@sha256:<digest> in the fleet (`podman images --digests` "
-                        "on %s gives it)",
+        sw__gate_fix(g,
+                     "pin image: as NAME@sha256:<digest> in the fleet (`podman images --digests` "
+                     "on %s gives it)",
                      ep->host ? ep->host->name : "the host");
     else if (errors)
         sw__gate_fix(g, "see `slipway render %s --lint`", ep->name);

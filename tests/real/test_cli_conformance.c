@@ -268,6 +268,8 @@ static void test_opt_equals(void **state)
     snprintf(unit_file, sizeof(unit_file), "%s",
              swt_src("tests/data/units/lint/vllm-podman.service"));
     snprintf(unit_env, sizeof(unit_env), "%s", swt_src("tests/data/units/lint/frank-primary.env"));
+    char smi[4200];
+    snprintf(smi, sizeof(smi), "%s", swt_src("tests/data/readings/nvidia-smi/one-gpu.csv"));
     char up_log[4200], port[16];
     snprintf(up_log, sizeof(up_log), "%s/up-conformance.log", dir);
     snprintf(port, sizeof(port), "%d", swt_free_port());
@@ -305,6 +307,7 @@ static void test_opt_equals(void **state)
         {"probe", {"probe", "nowhere", "@", "--json"}, "--fleet", fleet_missing, fleet_missing},
         {"render", {"render", "local", local, "@", "--json"}, "--out", dir, "\"written\""},
         {"down", {"down", "@", "--json"}, "--pid-file", pid_missing, "nothing to stop"},
+        {"readings", {"readings", smi, "@", "--json"}, "--tool", "nvidia-smi", "\"used_bytes\""},
         /* the payload is missing, so nothing starts; the JSON names the log path given */
         {"up",
          {"up", "--json", "@", "--", "llama-server", "-m", "/nonexistent.gguf", "--port", port},
