@@ -111,49 +111,49 @@ enum sw_bench_count_src {
 const char *sw_bench_count_src_name(enum sw_bench_count_src s);
 
 struct sw_bench_sample {
-    int rc;           /* 0, or the failure (transport, HTTP status, in-stream error) */
-    long status;      /* HTTP status, 0 when none */
-    char error[240];  /* why it failed */
-    int64_t depth;    /* the depth asked (tokens), -1 for file prompts */
-    int64_t tg;       /* max_tokens asked */
-    int concurrency;  /* streams in flight by design (closed loop); 0 in open loop */
-    uint64_t index;   /* order of sending within its run */
+    int rc;          /* 0, or the failure (transport, HTTP status, in-stream error) */
+    long status;     /* HTTP status, 0 when none */
+    char error[240]; /* why it failed */
+    int64_t depth;   /* the depth asked (tokens), -1 for file prompts */
+    int64_t tg;      /* max_tokens asked */
+    int concurrency; /* streams in flight by design (closed loop); 0 in open loop */
+    uint64_t index;  /* order of sending within its run */
     /* instants */
-    uint64_t t_intended, t_issued, t_sent, t_first_byte, t_first_token, t_first_content, t_last_token,
-        t_end;
+    uint64_t t_intended, t_issued, t_sent, t_first_byte, t_first_token, t_first_content,
+        t_last_token, t_end;
     /* counts */
-    int64_t prompt_tokens;     /* usage.prompt_tokens, else timings prompt_n + cache_n; -1 */
-    int64_t completion_tokens; /* usage.completion_tokens, else timings.predicted_n; -1 */
-    int64_t reasoning_tokens;  /* tokens in reasoning-bearing chunks (per-chunk counts), or
+    int64_t prompt_tokens;      /* usage.prompt_tokens, else timings prompt_n + cache_n; -1 */
+    int64_t completion_tokens;  /* usage.completion_tokens, else timings.predicted_n; -1 */
+    int64_t reasoning_tokens;   /* tokens in reasoning-bearing chunks (per-chunk counts), or
                                 * usage.completion_tokens_details.reasoning_tokens; -1 unknown */
-    int64_t cached_tokens;     /* timings.cache_n, else usage...cached_tokens; -1 unknown */
+    int64_t cached_tokens;      /* timings.cache_n, else usage...cached_tokens; -1 unknown */
     int64_t first_chunk_tokens; /* tokens in the first token-bearing chunk (per-chunk counts) */
     enum sw_bench_count_src count_src;
-    uint64_t chunks;        /* chunk events parsed (the [DONE] sentinel is not one) */
-    uint64_t token_chunks;  /* chunks that brought tokens (text or a count increment) */
-    uint64_t multi_chunks;  /* chunks that brought more than one token */
+    uint64_t chunks;       /* chunk events parsed (the [DONE] sentinel is not one) */
+    uint64_t token_chunks; /* chunks that brought tokens (text or a count increment) */
+    uint64_t multi_chunks; /* chunks that brought more than one token */
     /* derived, seconds (NaN when undefined) */
-    double ttft_s;       /* first token - intended send */
-    double ttft_sent_s;  /* first token - actual send (the uncorrected figure) */
-    double ttfc_s;       /* first content token - intended send */
-    double e2e_s;        /* end - intended send */
-    double e2e_sent_s;   /* end - actual send */
-    double send_lag_s;   /* issued - intended: how late the client's own loop was */
-    double queue_s;      /* sent - issued: waiting for a connection (--connections) */
+    double ttft_s;        /* first token - intended send */
+    double ttft_sent_s;   /* first token - actual send (the uncorrected figure) */
+    double ttfc_s;        /* first content token - intended send */
+    double e2e_s;         /* end - intended send */
+    double e2e_sent_s;    /* end - actual send */
+    double send_lag_s;    /* issued - intended: how late the client's own loop was */
+    double queue_s;       /* sent - issued: waiting for a connection (--connections) */
     double decode_span_s; /* last token - first token */
-    double tpot_s;       /* decode_span / (completion_tokens - first_chunk_tokens) */
-    double decode_tps;   /* (completion_tokens - first_chunk_tokens) / decode_span */
-    double prefill_tps;  /* prompt_tokens processed (prompt - cached) / (first token - sent) */
+    double tpot_s;        /* decode_span / (completion_tokens - first_chunk_tokens) */
+    double decode_tps;    /* (completion_tokens - first_chunk_tokens) / decode_span */
+    double prefill_tps;   /* prompt_tokens processed (prompt - cached) / (first token - sent) */
     /* the engine's own figures (llama.cpp timings), NaN / -1 when it sent none */
     bool srv;
     int64_t srv_prompt_n, srv_cache_n, srv_predicted_n;
     double srv_prompt_ms, srv_predicted_ms, srv_prompt_tps, srv_decode_tps;
     /* reconciliation: the client's figures against the engine's, on the same definitions */
-    double span_diff_ms; /* decode_span - srv_predicted_ms (the same interval, two clocks) */
-    double decode_diff_pct; /* 100 * (decode_tps - srv_decode_tps) / srv_decode_tps */
+    double span_diff_ms;       /* decode_span - srv_predicted_ms (the same interval, two clocks) */
+    double decode_diff_pct;    /* 100 * (decode_tps - srv_decode_tps) / srv_decode_tps */
     double delivery_spread_ms; /* spread of (arrival - server's own emission time) over the
                                 * token chunks, when the engine timed every chunk; NaN else */
-    bool counts_agree;   /* completion_tokens == srv_predicted_n (when both known) */
+    bool counts_agree;         /* completion_tokens == srv_predicted_n (when both known) */
 };
 
 /* The per-request statistics of a sample's chunk records, for callers that fold a stream
@@ -187,10 +187,10 @@ struct sw_bench_opts {
     size_t ndepths;
     int conc[SW_BENCH_MAX_POINTS]; /* closed-loop concurrency levels */
     size_t nconc;
-    int64_t tg;       /* max_tokens (generated tokens asked) */
-    int64_t pp;       /* prompt tokens when no --depth is given (the depth list is {pp}) */
-    int repeat;       /* requests per stream per point (closed loop) */
-    bool ignore_eos;  /* ask for exactly tg tokens */
+    int64_t tg;        /* max_tokens (generated tokens asked) */
+    int64_t pp;        /* prompt tokens when no --depth is given (the depth list is {pp}) */
+    int repeat;        /* requests per stream per point (closed loop) */
+    bool ignore_eos;   /* ask for exactly tg tokens */
     bool cache_prompt; /* do NOT ask the engine to skip its prompt cache (llama.cpp's
                         * cache_prompt:false is sent unless this is set) */
     bool reuse_prompt; /* one prompt (one nonce) for every request of a point */
@@ -227,9 +227,9 @@ struct sw_bench_point {
     double sum_decode_tps; /* summed decode across streams: total tokens / wall span of decode */
     struct sw_bench_spread decode, prefill, ttft_s, srv_decode, decode_diff; /* over samples */
     int64_t tokens_out, tokens_in, reasoning_tokens;
-    bool cache_checked;   /* every sample said how much of its prompt was cached */
-    int64_t cached_max;   /* the most cached prompt tokens in one sample */
-    bool counts_agree;    /* every sample's token count agreed with the engine's */
+    bool cache_checked; /* every sample said how much of its prompt was cached */
+    int64_t cached_max; /* the most cached prompt tokens in one sample */
+    bool counts_agree;  /* every sample's token count agreed with the engine's */
 };
 
 struct sw_bench_report {
@@ -245,7 +245,7 @@ struct sw_bench_report {
     char arrival[32];
     uint64_t seed;
     double max_lag_ms;
-    bool invalid;        /* the send lag exceeded the bound */
+    bool invalid; /* the send lag exceeded the bound */
     char invalid_why[200];
     /* the cache check */
     bool cache_expect_hit; /* expect_hit was asked */

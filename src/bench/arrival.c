@@ -51,8 +51,7 @@ double sw_bench_rng_unit(struct sw_bench_rng *r)
     return ((double)(sw_bench_rng_next(r) >> 11) + 0.5) / 9007199254740992.0;
 }
 
-int sw_bench_arrival_parse(const char *s, enum sw_bench_arrival *kind, double *cv,
-                           struct sw_err *e)
+int sw_bench_arrival_parse(const char *s, enum sw_bench_arrival *kind, double *cv, struct sw_err *e)
 {
     *cv = 1.0;
     if (!s || !strcmp(s, "poisson")) {
@@ -121,9 +120,9 @@ double sw_bench_arrival_gap(enum sw_bench_arrival kind, double cv, double rate,
 
 /* Filler words: common English, so a real tokenizer spends about one token on each. */
 static const char *const words[] = {
-    "the",   "river",  "stone",  "light",  "green", "house", "small", "open",   "north",
-    "table", "winter", "music",  "garden", "paper", "clock", "water", "bridge", "field",
-    "quiet", "market", "silver", "window", "road",  "cloud", "apple", "school", "forest",
+    "the",   "river",  "stone",  "light",    "green", "house", "small",  "open",   "north",
+    "table", "winter", "music",  "garden",   "paper", "clock", "water",  "bridge", "field",
+    "quiet", "market", "silver", "window",   "road",  "cloud", "apple",  "school", "forest",
     "train", "letter", "summer", "mountain", "story", "river", "copper", "harbor", "lamp",
 };
 

@@ -24,7 +24,7 @@ static unsigned bin_of(uint64_t ns)
 {
     if (ns < BASE_NS)
         return (unsigned)(ns * SW_BENCH_HIST_SUB / BASE_NS); /* 0..31: the linear first octave */
-    uint64_t u = ns / BASE_NS; /* >= 1 */
+    uint64_t u = ns / BASE_NS;                               /* >= 1 */
     unsigned oct = 0;
     while (oct < 63 && (u >> (oct + 1)) != 0)
         oct++;

@@ -181,8 +181,7 @@ void sw_bench_measure(struct sw_bench_sample *s, const struct sw_openai_result *
     }
     int64_t processed =
         s->prompt_tokens >= 0 ? s->prompt_tokens - SW_MAX(s->cached_tokens, (int64_t)0) : -1;
-    s->prefill_tps = processed > 0 && s->ttft_sent_s > 0 ? (double)processed / s->ttft_sent_s
-                                                          : NAN;
+    s->prefill_tps = processed > 0 && s->ttft_sent_s > 0 ? (double)processed / s->ttft_sent_s : NAN;
 
     /* the engine's own figures and the difference */
     s->srv = r->timings.present;

@@ -206,9 +206,8 @@ void sw_bench_report_print(FILE *f, const struct sw_bench_report *rep)
         snprintf(dec, sizeof(dec), "%.2f [%.2f..%.2f]", pt->decode.median, pt->decode.min,
                  pt->decode.max);
         size_t ok = pt->nsamples - pt->failed;
-        fprintf(f, "%7s %4s %5zu %6lld %6lld  %-26s %9.2f %+8.2f %9.2f %9.1f %8.1f %8.2f\n",
-                dep, conc, pt->nsamples,
-                ok ? (long long)(pt->tokens_in / (int64_t)ok) : 0LL,
+        fprintf(f, "%7s %4s %5zu %6lld %6lld  %-26s %9.2f %+8.2f %9.2f %9.1f %8.1f %8.2f\n", dep,
+                conc, pt->nsamples, ok ? (long long)(pt->tokens_in / (int64_t)ok) : 0LL,
                 ok ? (long long)(pt->tokens_out / (int64_t)ok) : 0LL, dec, pt->srv_decode.median,
                 pt->decode_diff.median, pt->sum_decode_tps, pt->prefill.median,
                 p_ms(&pt->ttft, 0.5), p_ms(&pt->itl_tok, 0.99));

@@ -48,7 +48,7 @@ struct run {
     /* prompts */
     double tok_per_word;
     int64_t overhead; /* prompt tokens of a prompt with no filler words */
-    json_t **file; /* requests read from --prompts */
+    json_t **file;    /* requests read from --prompts */
     size_t nfile;
     uint64_t nonce;
     /* the point being run */
@@ -306,8 +306,8 @@ static void on_done(void *ud, struct sw_net_xfer *x)
     const struct sw_net_resp *resp = &x->resp;
     uint64_t now = sw_now_ns();
     s->status = resp->status;
-    s->t_sent = resp->t.connected && resp->t.connected > resp->t.start ? resp->t.connected
-                                                                        : resp->t.start;
+    s->t_sent =
+        resp->t.connected && resp->t.connected > resp->t.start ? resp->t.connected : resp->t.start;
     s->t_issued = resp->t.start;
     s->t_first_byte = resp->t.first_byte;
     s->t_end = resp->t.done ? resp->t.done : now;
@@ -357,7 +357,7 @@ static int point_init(struct sw_bench_point *pt, int64_t depth, int conc, size_t
     pt->samples = sw_calloc(cap ? cap : 1, sizeof(*pt->samples));
     if (!pt->samples)
         return SW_ENOMEM;
-    struct sw_bench_hist *h[] = {&pt->ttft, &pt->ttft_sent, &pt->ttfc,    &pt->e2e,      &pt->e2e_sent,
+    struct sw_bench_hist *h[] = {&pt->ttft, &pt->ttft_sent, &pt->ttfc,      &pt->e2e, &pt->e2e_sent,
                                  &pt->tpot, &pt->itl_tok,   &pt->itl_chunk, &pt->lag};
     for (size_t i = 0; i < SW_ARRAY_LEN(h); i++)
         sw_bench_hist_init(h[i]);
@@ -701,8 +701,8 @@ static void verdicts(const struct sw_bench_opts *o, struct sw_bench_report *rep)
         snprintf(rep->cache_why, sizeof(rep->cache_why),
                  "%s: %lld of %lld requests hit the cache (%lld expected), %lld prompt tokens "
                  "reused",
-                 rep->cache_verified ? "verified" : "FAILED", (long long)hit_reqs,
-                 (long long)reqs, (long long)expected, (long long)hits);
+                 rep->cache_verified ? "verified" : "FAILED", (long long)hit_reqs, (long long)reqs,
+                 (long long)expected, (long long)hits);
     }
     /* parity: summed decode at C > 1 against one stream's decode at the same depth */
     size_t used = 0;

@@ -44,8 +44,8 @@ static const struct sw_opt opts[] = {
     {"max-lag", 0, "MS", 0, "open loop: p99 send lag above this marks the run invalid (default 10)",
      NULL},
     {"prompts", 0, "FILE", 0, "a JSONL file of chat requests instead of synthetic prompts", NULL},
-    {"cache-prompt", 0, NULL, 0, "let the engine use its prompt cache (llama.cpp cache_prompt:true)",
-     NULL},
+    {"cache-prompt", 0, NULL, 0,
+     "let the engine use its prompt cache (llama.cpp cache_prompt:true)", NULL},
     {"reuse-prompt", 0, NULL, 0, "one prompt for every request of a point (no per-request nonce)",
      NULL},
     {"expect-hit", 0, NULL, 0, "the cache check expects hits (default: it expects none)", NULL},
@@ -53,7 +53,8 @@ static const struct sw_opt opts[] = {
      "let the model stop at its end of sequence (ignore_eos is not sent; --tg\nis then a ceiling)",
      NULL},
     {"extra", 0, "JSON", 0,
-     "an object whose keys are added to every request last, e.g.\n'{\"grammar\":\"root ::= [a-z ]+\"}'",
+     "an object whose keys are added to every request last, e.g.\n'{\"grammar\":\"root ::= [a-z "
+     "]+\"}'",
      NULL},
     {"connections", 0, "N", 0,
      "at most N connections (default: as many as needed); open-loop requests\npast them wait in "
@@ -100,8 +101,7 @@ static int count_opt(const char *flag, const char *v, uint64_t max, uint64_t *ou
     if (sw_parse_count(v, out, &e))
         return sw_cli_usage_json("bench", json, "%s: %s", flag, e.msg);
     if (*out > max) {
-        return sw_cli_usage_json("bench", json, "%s: at most %llu", flag,
-                                 (unsigned long long)max);
+        return sw_cli_usage_json("bench", json, "%s: at most %llu", flag, (unsigned long long)max);
     }
     return 0;
 }
@@ -118,7 +118,7 @@ static int list_opt(const char *flag, const char *v, uint64_t max, int64_t *out,
         uint64_t x;
         if (*n >= SW_BENCH_MAX_POINTS)
             return sw_cli_usage_json("bench", json, "%s: more than %d values", flag,
-                                         SW_BENCH_MAX_POINTS);
+                                     SW_BENCH_MAX_POINTS);
         int rc = count_opt(flag, t, max, &x, json);
         if (rc)
             return rc;
@@ -267,8 +267,8 @@ int sw_cmd_bench(int argc, char **argv)
         o.url = target;
     } else {
         const char *model = NULL, *engine = NULL;
-        rc = from_fleet(sw_args_str(&a, "fleet"), target, &fleet, url, sizeof(url), &model,
-                        &engine, &key, &e);
+        rc = from_fleet(sw_args_str(&a, "fleet"), target, &fleet, url, sizeof(url), &model, &engine,
+                        &key, &e);
         if (rc) {
             exit_code = sw_cli_fail(&e, json);
             goto out;
@@ -284,8 +284,8 @@ int sw_cmd_bench(int argc, char **argv)
     if (v) {
         if (strcmp(v, "llama.cpp") && strcmp(v, "vllm") && strcmp(v, "sglang") &&
             strcmp(v, "openai")) {
-            exit_code =
-                sw_cli_usage_json("bench", json, "--engine %s: llama.cpp, vllm, sglang or openai", v);
+            exit_code = sw_cli_usage_json("bench", json,
+                                          "--engine %s: llama.cpp, vllm, sglang or openai", v);
             goto out;
         }
         o.engine = v;
@@ -304,7 +304,8 @@ int sw_cmd_bench(int argc, char **argv)
             goto out;
         for (size_t i = 0; i < o.nconc; i++) {
             if (cl[i] < 1) {
-                exit_code = sw_cli_usage_json("bench", json, "--concurrency %s: every level must be >= 1", v);
+                exit_code = sw_cli_usage_json("bench", json,
+                                              "--concurrency %s: every level must be >= 1", v);
                 goto out;
             }
             o.conc[i] = (int)cl[i];
