@@ -135,8 +135,7 @@ static void feed(struct sw_openai_result *r, const char *chunk, uint64_t t_ms, i
 {
     struct sw_openai_delta d;
     size_t before = r->nrecs;
-    assert_int_equal(sw_openai_feed_chunk(r, chunk, strlen(chunk), t_ms * 1000000u, &d, NULL),
-                     0);
+    assert_int_equal(sw_openai_feed_chunk(r, chunk, strlen(chunk), t_ms * 1000000u, &d, NULL), 0);
     if (r->nrecs == before + 1) {
         cum[before] = d.timings ? r->timings.predicted_n : -1;
         srv_ms[before] = d.timings ? r->timings.predicted_ms : NAN;
@@ -158,16 +157,16 @@ static void test_measure(void **state)
      * reasoning x2 at 1120, content x3 in one chunk at 1150, content x1 at 1160; usage at 1170 */
     feed(&r, "{\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\"}}]}", 1050, cum, sms);
     feed(&r,
-         "{\"choices\":[{\"index\":0,\"delta\":{\"reasoning_content\":\"Hm\"}}]," TIM(1, 0.001, 0)
-         "}",
+         "{\"choices\":[{\"index\":0,\"delta\":{\"reasoning_content\":\"Hm\"}}]," TIM(1, 0.001,
+                                                                                      0) "}",
          1100, cum, sms);
     feed(&r,
-         "{\"choices\":[{\"index\":0,\"delta\":{\"reasoning_content\":\"m ok\"}}]," TIM(3, 20, 100)
-         "}",
+         "{\"choices\":[{\"index\":0,\"delta\":{\"reasoning_content\":\"m ok\"}}]," TIM(3, 20,
+                                                                                        100) "}",
          1120, cum, sms);
     feed(&r,
-         "{\"choices\":[{\"index\":0,\"delta\":{\"content\":\"one two three\"}}]," TIM(6, 50, 100)
-         "}",
+         "{\"choices\":[{\"index\":0,\"delta\":{\"content\":\"one two three\"}}]," TIM(6, 50,
+                                                                                       100) "}",
          1150, cum, sms);
     feed(&r, "{\"choices\":[{\"index\":0,\"delta\":{\"content\":\"!\"}}]," TIM(7, 60, 100) "}",
          1160, cum, sms);
@@ -281,11 +280,12 @@ static void test_multi_token_chunks(void **state)
     struct swh *s = swh_start();
     const char *ev[] = {
         "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\"}}]}\n\n",
-        "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"}}]," TIM(1, 0.001, 0) "}\n\n",
-        "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"b c d\"}}]," TIM(4, 30, 100)
-        "}\n\n",
-        "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"e f\"}}]," TIM(6, 50, 100)
-        "}\n\n",
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"}}]," TIM(1, 0.001,
+                                                                                0) "}\n\n",
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"b c d\"}}]," TIM(4, 30,
+                                                                                    100) "}\n\n",
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"e f\"}}]," TIM(6, 50,
+                                                                                  100) "}\n\n",
         "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":10,\"completion_tokens\":6,"
         "\"total_tokens\":16}," TIM(6, 50, 100) "}\n\ndata: [DONE]\n\n",
         NULL};
@@ -384,7 +384,8 @@ static void test_counts_disagree(void **state)
     struct swh *s = swh_start();
     /* per-chunk counts add up to 2, usage says 3 */
     const char *ev[] = {
-        "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"}}]," TIM(1, 0.001, 0) "}\n\n",
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"}}]," TIM(1, 0.001,
+                                                                                0) "}\n\n",
         "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"b\"}}]," TIM(2, 10, 100) "}\n\n",
         "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":3,"
         "\"total_tokens\":8}," TIM(2, 10, 100) "}\n\ndata: [DONE]\n\n",
@@ -413,7 +414,8 @@ static void test_open_loop_stall(void **state)
      * one before it, so its latency from the intended send exceeds the one from the actual send
      * by that wait, whatever the machine's speed */
     const char *ev[] = {
-        "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"}}]," TIM(1, 0.001, 0) "}\n\n",
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"}}]," TIM(1, 0.001,
+                                                                                0) "}\n\n",
         "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":1,"
         "\"total_tokens\":6}," TIM(1, 0.001, 0) "}\n\ndata: [DONE]\n\n",
         NULL};
