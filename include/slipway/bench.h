@@ -151,6 +151,8 @@ struct sw_bench_sample {
     /* reconciliation: the client's figures against the engine's, on the same definitions */
     double span_diff_ms;       /* decode_span - srv_predicted_ms (the same interval, two clocks) */
     double decode_diff_pct;    /* 100 * (decode_tps - srv_decode_tps) / srv_decode_tps */
+    double prefill_diff_pct;   /* 100 * (prefill_tps - srv_prompt_tps) / srv_prompt_tps: the
+                                * client's includes the network, queueing and the first sample */
     double delivery_spread_ms; /* spread of (arrival - server's own emission time) over the
                                 * token chunks, when the engine timed every chunk; NaN else */
     bool counts_agree;         /* completion_tokens == srv_predicted_n (when both known) */
@@ -225,7 +227,8 @@ struct sw_bench_point {
     struct sw_bench_hist ttft, ttft_sent, ttfc, e2e, e2e_sent, tpot, itl_tok, itl_chunk, lag;
     double wall_s;         /* first send to last end */
     double sum_decode_tps; /* summed decode across streams: total tokens / wall span of decode */
-    struct sw_bench_spread decode, prefill, ttft_s, srv_decode, decode_diff; /* over samples */
+    struct sw_bench_spread decode, prefill, ttft_s, srv_decode, decode_diff, srv_prefill,
+        prefill_diff; /* over samples */
     int64_t tokens_out, tokens_in, reasoning_tokens;
     bool cache_checked; /* every sample said how much of its prompt was cached */
     int64_t cached_max; /* the most cached prompt tokens in one sample */

@@ -194,6 +194,7 @@ void sw_bench_measure(struct sw_bench_sample *s, const struct sw_openai_result *
     s->srv_decode_tps = s->srv ? r->timings.predicted_per_second : NAN;
     s->span_diff_ms = NAN;
     s->decode_diff_pct = NAN;
+    s->prefill_diff_pct = NAN;
     s->counts_agree = true;
     if (s->srv) {
         if (isfinite(s->decode_span_s) && isfinite(s->srv_predicted_ms))
@@ -203,6 +204,8 @@ void sw_bench_measure(struct sw_bench_sample *s, const struct sw_openai_result *
          * "the first token is free"): the client's decode_tps on the same definition */
         if (isfinite(s->decode_tps) && s->srv_decode_tps > 0)
             s->decode_diff_pct = 100.0 * (s->decode_tps - s->srv_decode_tps) / s->srv_decode_tps;
+        if (isfinite(s->prefill_tps) && s->srv_prompt_tps > 0)
+            s->prefill_diff_pct = 100.0 * (s->prefill_tps - s->srv_prompt_tps) / s->srv_prompt_tps;
         if (s->srv_predicted_n >= 0 && s->completion_tokens != s->srv_predicted_n)
             s->counts_agree = false;
     }

@@ -91,6 +91,7 @@ static json_t *sample_json(const struct sw_bench_sample *s)
     sw_json_set_bool(d, "counts_agree", s->counts_agree);
     sw_json_set_new(d, "span_diff_ms", num(s->span_diff_ms));
     sw_json_set_new(d, "decode_diff_pct", num(s->decode_diff_pct));
+    sw_json_set_new(d, "prefill_diff_pct", num(s->prefill_diff_pct));
     sw_json_set_new(d, "delivery_spread_ms", num(s->delivery_spread_ms));
     sw_json_set_new(o, "reconcile", d);
     return o;
@@ -121,6 +122,8 @@ static json_t *point_json(const struct sw_bench_point *pt, bool samples)
     sw_json_set_new(o, "prefill_tps", spread_json(&pt->prefill));
     sw_json_set_new(o, "server_decode_tps", spread_json(&pt->srv_decode));
     sw_json_set_new(o, "decode_diff_pct", spread_json(&pt->decode_diff));
+    sw_json_set_new(o, "server_prefill_tps", spread_json(&pt->srv_prefill));
+    sw_json_set_new(o, "prefill_diff_pct", spread_json(&pt->prefill_diff));
     sw_json_set_bool(o, "counts_agree", pt->counts_agree);
     sw_json_set_int(o, "cached_tokens_max", pt->cache_checked ? pt->cached_max : -1);
     sw_json_set_new(o, "ttft", sw_bench_hist_json(&pt->ttft));
@@ -188,9 +191,9 @@ void sw_bench_report_print(FILE *f, const struct sw_bench_report *rep)
 {
     fprintf(f, "bench %s%s%s (%s)\n", rep->url, rep->model[0] ? " model " : "", rep->model,
             rep->engine);
-    fprintf(f, "%7s %4s %5s %6s %6s  %-22s %9s %8s %9s %9s %8s %8s\n", "depth", "conc", "reqs",
-            "prompt", "tokens", "decode tok/s med[min..max]", "server", "diff%", "summed",
-            "prefill", "ttft ms", "itl p99");
+    fprintf(f, "%7s %4s %5s %6s %6s  %-26s %9s %7s %9s %9s %9s %7s %8s %8s\n", "depth", "conc",
+            "reqs", "prompt", "tokens", "decode tok/s med[min..max]", "server", "diff%", "summed",
+            "prefill", "server", "diff%", "ttft ms", "itl p99");
     for (size_t i = 0; i < rep->npoints; i++) {
         const struct sw_bench_point *pt = &rep->points[i];
         char dep[32], dec[64];
@@ -206,11 +209,14 @@ void sw_bench_report_print(FILE *f, const struct sw_bench_report *rep)
         snprintf(dec, sizeof(dec), "%.2f [%.2f..%.2f]", pt->decode.median, pt->decode.min,
                  pt->decode.max);
         size_t ok = pt->nsamples - pt->failed;
-        fprintf(f, "%7s %4s %5zu %6lld %6lld  %-26s %9.2f %+8.2f %9.2f %9.1f %8.1f %8.2f\n", dep,
-                conc, pt->nsamples, ok ? (long long)(pt->tokens_in / (int64_t)ok) : 0LL,
+        fprintf(f,
+                "%7s %4s %5zu %6lld %6lld  %-26s %9.2f %+7.2f %9.2f %9.1f %9.1f %+7.1f %8.1f "
+                "%8.2f\n",
+                dep, conc, pt->nsamples, ok ? (long long)(pt->tokens_in / (int64_t)ok) : 0LL,
                 ok ? (long long)(pt->tokens_out / (int64_t)ok) : 0LL, dec, pt->srv_decode.median,
                 pt->decode_diff.median, pt->sum_decode_tps, pt->prefill.median,
-                p_ms(&pt->ttft, 0.5), p_ms(&pt->itl_tok, 0.99));
+                pt->srv_prefill.median, pt->prefill_diff.median, p_ms(&pt->ttft, 0.5),
+                p_ms(&pt->itl_tok, 0.99));
         if (pt->failed)
             fprintf(f, "        %zu of %zu requests failed\n", pt->failed, pt->nsamples);
         if (!pt->counts_agree)

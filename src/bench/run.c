@@ -379,6 +379,9 @@ static void point_close(struct sw_bench_point *pt)
     double *ttft = sw_calloc(n ? n : 1, sizeof(double));
     double *sdec = sw_calloc(n ? n : 1, sizeof(double));
     double *diff = sw_calloc(n ? n : 1, sizeof(double));
+    double *spre = sw_calloc(n ? n : 1, sizeof(double));
+    double *pdiff = sw_calloc(n ? n : 1, sizeof(double));
+    bool arrays = dec && pre && ttft && sdec && diff && spre && pdiff;
     uint64_t t_first = UINT64_MAX, t_last = 0;
     double dec_sum = 0;
     size_t dec_n = 0;
@@ -388,9 +391,8 @@ static void point_close(struct sw_bench_point *pt)
     for (size_t i = 0; i < n; i++) {
         const struct sw_bench_sample *s = &pt->samples[i];
         double nan = NAN;
-        if (dec) {
-            dec[i] = pre[i] = ttft[i] = sdec[i] = diff[i] = nan;
-        }
+        if (arrays)
+            dec[i] = pre[i] = ttft[i] = sdec[i] = diff[i] = spre[i] = pdiff[i] = nan;
         if (s->rc) {
             pt->failed++;
             continue;
@@ -402,7 +404,9 @@ static void point_close(struct sw_bench_point *pt)
         add_s(&pt->e2e_sent, s->e2e_sent_s);
         add_s(&pt->tpot, s->tpot_s);
         add_s(&pt->lag, s->send_lag_s);
-        if (dec && pre && ttft && sdec && diff) {
+        if (arrays) {
+            spre[i] = s->srv_prompt_tps;
+            pdiff[i] = s->prefill_diff_pct;
             dec[i] = s->decode_tps;
             pre[i] = s->prefill_tps;
             ttft[i] = s->ttft_s;
@@ -429,7 +433,9 @@ static void point_close(struct sw_bench_point *pt)
     /* summed decode: the mean stream's decode rate times the streams kept in flight */
     pt->sum_decode_tps =
         dec_n ? dec_sum / (double)dec_n * (double)(pt->concurrency ? pt->concurrency : 1) : NAN;
-    if (dec && pre && ttft && sdec && diff) {
+    if (arrays) {
+        sw_bench_spread(spre, n, &pt->srv_prefill);
+        sw_bench_spread(pdiff, n, &pt->prefill_diff);
         sw_bench_spread(dec, n, &pt->decode);
         sw_bench_spread(pre, n, &pt->prefill);
         sw_bench_spread(ttft, n, &pt->ttft_s);
@@ -441,6 +447,8 @@ static void point_close(struct sw_bench_point *pt)
     sw_free(ttft);
     sw_free(sdec);
     sw_free(diff);
+    sw_free(spre);
+    sw_free(pdiff);
 }
 
 static int run_closed(struct run *r, struct sw_bench_point *pt)

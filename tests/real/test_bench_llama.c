@@ -225,6 +225,57 @@ static void test_cache_check(void **state)
     sw_bench_report_free(&rep);
 }
 
+/* Open loop above what the server sustains, through as many connections as it has slots:
+ * requests pile up in the client. The latency from the intended send shows the queue; the one
+ * from the actual send does not (it starts when a connection freed). Structural, not timed: a
+ * request can only be sent once an earlier one ended. */
+static void test_open_loop_overload(void **state)
+{
+    struct fixture *f = *state;
+    swt_need(f != NULL, "%s", g_missing);
+    struct sw_bench_opts o;
+    opts(f, &o);
+    o.mode = SW_BENCH_OPEN;
+    o.depths[0] = 128;
+    o.ndepths = 1;
+    o.tg = 16;
+    o.rate = 200;
+    o.arrival = SW_BENCH_ARRIVAL_CONSTANT;
+    o.duration_s = 0.1; /* 20 requests, 5 ms apart */
+    o.connections = 2;
+    o.max_lag_ms = 1000; /* validity is not what this test reads */
+    struct sw_bench_report rep;
+    struct sw_err e;
+    sw_err_clear(&e);
+    assert_int_equal(sw_bench_run(&o, &rep, &e), 0);
+    sw_bench_report_print(stdout, &rep);
+    const struct sw_bench_point *pt = &rep.points[0];
+    assert_int_equal(pt->nsamples, 20);
+    assert_true(reconcile(pt, o.tg) >= 18);
+    /* every request after the first two waited for one of the two connections */
+    size_t queued = 0;
+    for (size_t i = 0; i < pt->nsamples; i++) {
+        const struct sw_bench_sample *s = &pt->samples[i];
+        if (s->rc)
+            continue;
+        assert_true(s->e2e_s >= s->e2e_sent_s && s->ttft_s >= s->ttft_sent_s);
+        if (i >= 2) {
+            uint64_t earliest_end = UINT64_MAX;
+            for (size_t k = 0; k < i; k++)
+                earliest_end = SW_MIN(earliest_end, pt->samples[k].t_first_token);
+            assert_true(s->t_sent >= earliest_end);
+            queued += s->queue_s > 0;
+        }
+    }
+    assert_true(queued >= 16);
+    /* the queue is in the corrected figure and not in the uncorrected one */
+    assert_true(sw_bench_hist_quantile(&pt->e2e, 0.9) > sw_bench_hist_quantile(&pt->e2e_sent, 0.9));
+    assert_true(sw_bench_hist_quantile(&pt->ttft, 0.9) >
+                sw_bench_hist_quantile(&pt->ttft_sent, 0.9));
+    assert_true(rep.rate_achieved < rep.rate_asked);
+    sw_bench_report_free(&rep);
+}
+
 static void test_cli(void **state)
 {
     struct fixture *f = *state;
@@ -243,9 +294,8 @@ static void test_cli(void **state)
     json_t *j = swt_json_out(&r);
     assert_int_equal(json_array_size(json_object_get(j, "points")), 2);
     assert_true(json_integer_value(json_object_get(j, "ledger_id")) > 0);
-    json_t *s0 = json_array_get(json_object_get(json_array_get(json_object_get(j, "points"), 0),
-                                                "samples"),
-                                0);
+    json_t *s0 = json_array_get(
+        json_object_get(json_array_get(json_object_get(j, "points"), 0), "samples"), 0);
     assert_string_equal(json_string_value(json_object_get(s0, "count_source")), "per_chunk");
     json_decref(j);
     swt_run_free(&r);
@@ -257,9 +307,8 @@ int main(void)
 {
     sw_core_init();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_depth_sweep),
-        cmocka_unit_test(test_concurrency_sweep),
-        cmocka_unit_test(test_cache_check),
+        cmocka_unit_test(test_depth_sweep), cmocka_unit_test(test_concurrency_sweep),
+        cmocka_unit_test(test_cache_check), cmocka_unit_test(test_open_loop_overload),
         cmocka_unit_test(test_cli),
     };
     return cmocka_run_group_tests_name("bench_llama", tests, setup, teardown);
