@@ -18,6 +18,7 @@
 #include <slipway/bench.h>
 #include <slipway/fleet.h>
 #include <slipway/ledger.h>
+#include <slipway/plan.h>
 
 #include <math.h>
 #include <stdlib.h>
@@ -178,7 +179,7 @@ static char *read_secret(const struct sw_fleet_secret *s, struct sw_err *e)
 /* URL, served name, engine and key of a fleet endpoint (as probe reads them). */
 static int from_fleet(const char *fleet_path, const char *name, struct sw_fleet **fp, char *url,
                       size_t url_n, const char **model, const char **engine, char **key,
-                      struct sw_err *e)
+                      const struct sw_fleet_endpoint **out_ep, struct sw_err *e)
 {
     const char *path = fleet_path ? fleet_path : "fleet.yaml";
     int rc = sw_fleet_load(path, NULL, fp, e);
@@ -188,6 +189,7 @@ static int from_fleet(const char *fleet_path, const char *name, struct sw_fleet 
     if (!ep)
         return sw_err_set(e, SW_ENOENT, "%s: no endpoint named '%s' (and it is not a URL)", path,
                           name);
+    *out_ep = ep;
     const char *addr = ep->listen_address.v;
     if (!addr || !strcmp(addr, "0.0.0.0") || !strcmp(addr, "::"))
         addr = ep->host && ep->host->transport == SW_FLEET_SSH && ep->host->address.v
@@ -206,10 +208,21 @@ static int from_fleet(const char *fleet_path, const char *name, struct sw_fleet 
     return 0;
 }
 
-static int record(const char *path, const char *endpoint, const struct sw_bench_opts *o,
-                  json_t *doc, const char *svg, int64_t started, int64_t *id, struct sw_err *e)
+static int record(const char *path, const char *endpoint, const struct sw_fleet_endpoint *ep,
+                  const struct sw_bench_opts *o, json_t *doc, const char *svg, int64_t started,
+                  int64_t *id, struct sw_err *e)
 {
     json_t *params = json_object();
+    /* the endpoint's shape and its hash (the ledger's canonical form), so a run is compared
+     * with runs of the same shape */
+    json_t *shape = ep ? sw_plan_shape(ep) : NULL;
+    json_t *canon = NULL;
+    char hash[SW_LEDGER_HASH_LEN + 1];
+    if (shape && !sw_ledger_shape_canon(shape, &canon, NULL, hash, NULL)) {
+        sw_json_set_new(params, "shape", canon);
+        sw_json_set_str(params, "shape_hash", hash);
+    }
+    json_decref(shape);
     json_t *d = json_array(), *c = json_array();
     for (size_t i = 0; i < o->ndepths; i++)
         json_array_append_new(d, json_integer(o->depths[i]));
@@ -260,6 +273,7 @@ int sw_cmd_bench(int argc, char **argv)
     char url[600];
     char *key = NULL;
     json_t *doc = NULL, *extra = NULL;
+    const struct sw_fleet_endpoint *ep = NULL;
     int exit_code = SW_EXIT_OK;
     const char *v;
     uint64_t x;
@@ -268,7 +282,7 @@ int sw_cmd_bench(int argc, char **argv)
     } else {
         const char *model = NULL, *engine = NULL;
         rc = from_fleet(sw_args_str(&a, "fleet"), target, &fleet, url, sizeof(url), &model, &engine,
-                        &key, &e);
+                        &key, &ep, &e);
         if (rc) {
             exit_code = sw_cli_fail(&e, json);
             goto out;
@@ -445,7 +459,7 @@ int sw_cmd_bench(int argc, char **argv)
     int64_t id = 0;
     if (ledger) {
         sw_err_clear(&e);
-        if (record(ledger, fleet ? target : rep.url, &o, doc, svg, started, &id, &e)) {
+        if (record(ledger, fleet ? target : rep.url, ep, &o, doc, svg, started, &id, &e)) {
             char m[1200];
             fprintf(stderr, "slipway bench: not recorded: %s\n", sw_err_format(&e, m, sizeof(m)));
             exit_code = SW_EXIT_FAIL;
