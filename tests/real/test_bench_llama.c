@@ -301,6 +301,45 @@ static void test_cli(void **state)
     swt_run_free(&r);
     assert_true(swt_file_has(svgp, "<svg"));
     assert_true(swt_file_has(svgp, "decode tok/s by context depth"));
+
+    /* a fleet endpoint: examples/local.yaml pointed at this server; the ledger record carries
+     * the endpoint's name and its shape hash */
+    char *yaml = NULL;
+    size_t len = 0;
+    assert_int_equal(sw_read_file(swt_src("examples/local.yaml"), 1u << 20, &yaml, &len, NULL), 0);
+    char *at = strstr(yaml, "127.0.0.1:18080");
+    assert_non_null(at);
+    char fleet[4200], listen[64];
+    snprintf(fleet, sizeof(fleet), "%s", swt_join(f->dir, "fleet.yaml"));
+    snprintf(listen, sizeof(listen), "127.0.0.1:%d", f->srv.port);
+    FILE *fp = fopen(fleet, "w");
+    assert_non_null(fp);
+    fprintf(fp, "%.*s%s%s", (int)(at - yaml), yaml, listen, at + strlen("127.0.0.1:18080"));
+    fclose(fp);
+    sw_free(yaml);
+    swt_slipway(&r, "bench", "local", "--fleet", fleet, "--depth", "64", "--tg", "4", "--repeat",
+                "1", "--extra", "{\"grammar\":\"root ::= [a-z ]+\"}", "--ledger", led, "--json",
+                NULL);
+    if (r.status)
+        print_message("stdout: %s\nstderr: %s\n", r.out, r.err);
+    assert_int_equal(r.status, 0);
+    j = swt_json_out(&r);
+    assert_string_equal(json_string_value(json_object_get(j, "model")), "local-tiny");
+    json_decref(j);
+    swt_run_free(&r);
+    swt_slipway(&r, "ledger", "export", "--ledger", led, NULL);
+    assert_int_equal(r.status, 0);
+    j = swt_json_out(&r);
+    json_t *runs = json_object_get(j, "bench_runs");
+    assert_int_equal(json_array_size(runs), 2);
+    json_t *run2 = json_array_get(runs, 1);
+    assert_string_equal(json_string_value(json_object_get(run2, "endpoint")), "local");
+    const char *hash =
+        json_string_value(json_object_get(json_object_get(run2, "params"), "shape_hash"));
+    assert_non_null(hash);
+    assert_int_equal(strlen(hash), 64);
+    json_decref(j);
+    swt_run_free(&r);
 }
 
 int main(void)
