@@ -745,6 +745,7 @@ int sw_bench_run(const struct sw_bench_opts *o, struct sw_bench_report *rep, str
     if (rc)
         return rc;
     struct run r;
+    struct event_base *base = NULL;
     memset(&r, 0, sizeof(r));
     r.o = o;
     r.rep = rep;
@@ -759,14 +760,27 @@ int sw_bench_run(const struct sw_bench_opts *o, struct sw_bench_report *rep, str
     snprintf(rep->engine, sizeof(rep->engine), "%s", o->engine ? o->engine : "llama.cpp");
     rep->mode = o->mode;
     rep->started_at = sw_wall_unix();
+    /* libevent times its timers on CLOCK_MONOTONIC_COARSE unless asked (a 4 ms tick at HZ=250):
+     * the open-loop schedule would run up to a tick late, every send lag with it */
+    struct event_config *cfg = event_config_new();
+    if (cfg)
+        event_config_set_flag(cfg, EVENT_BASE_FLAG_PRECISE_TIMER);
+    base = cfg ? event_base_new_with_config(cfg) : NULL;
+    if (cfg)
+        event_config_free(cfg);
+    if (!base)
+        return sw_err_set(e, SW_ENOMEM, "bench: cannot make an event base");
     struct sw_net_loop_opts lo;
     memset(&lo, 0, sizeof(lo));
+    lo.base = base;
     lo.max_total_conns = o->connections;
     lo.max_host_conns = o->connections;
     lo.max_cached_conns = o->connections > 64 ? o->connections : 0;
     rc = sw_net_loop_init(&r.loop, &lo, e);
-    if (rc)
+    if (rc) {
+        event_base_free(base);
         return rc;
+    }
     if (o->prompts_file) {
         rc = load_file(&r, o->prompts_file, e);
         if (rc)
@@ -880,6 +894,7 @@ int sw_bench_run(const struct sw_bench_opts *o, struct sw_bench_report *rep, str
     }
 out:
     sw_net_loop_close(&r.loop);
+    event_base_free(base);
     pool_free(&r);
     for (size_t i = 0; i < r.nfile; i++)
         json_decref(r.file[i]);
