@@ -147,6 +147,7 @@ struct sw_bench_sample {
     /* the engine's own figures (llama.cpp timings), NaN / -1 when it sent none */
     bool srv;
     int64_t srv_prompt_n, srv_cache_n, srv_predicted_n;
+    int64_t srv_draft_n, srv_draft_accepted; /* speculative decoding; -1 when not reported */
     double srv_prompt_ms, srv_predicted_ms, srv_prompt_tps, srv_decode_tps;
     /* reconciliation: the client's figures against the engine's, on the same definitions */
     double span_diff_ms;       /* decode_span - srv_predicted_ms (the same interval, two clocks) */
@@ -156,6 +157,7 @@ struct sw_bench_sample {
     double delivery_spread_ms; /* spread of (arrival - server's own emission time) over the
                                 * token chunks, when the engine timed every chunk; NaN else */
     bool counts_agree;         /* completion_tokens == srv_predicted_n (when both known) */
+    bool good;                 /* within every declared SLO (set by the runner) */
 };
 
 /* The per-request statistics of a sample's chunk records, for callers that fold a stream
@@ -209,6 +211,9 @@ struct sw_bench_opts {
     const char *prompts_file;
     const json_t *extra; /* an object whose keys are set in every request last (grammar,
                           * chat_template_kwargs, ...); may be NULL */
+    /* declared SLOs for goodput, seconds (0: none): a request is good when it succeeded and each
+     * declared figure, timed from the intended send, is within its bound */
+    double slo_ttft_s, slo_tpot_s, slo_e2e_s;
     unsigned timeout_ms; /* per request (0: 600 s) */
     long connections;    /* at most this many connections (0: unlimited); requests past it wait
                           * in the client, which only the intended-send latency shows */
@@ -233,6 +238,10 @@ struct sw_bench_point {
     bool cache_checked; /* every sample said how much of its prompt was cached */
     int64_t cached_max; /* the most cached prompt tokens in one sample */
     bool counts_agree;  /* every sample's token count agreed with the engine's */
+    size_t good;        /* requests within every declared SLO (all successful ones if none) */
+    double goodput_rps; /* good / wall_s */
+    /* speculative decoding (llama.cpp timings.draft_n / draft_n_accepted, summed) */
+    int64_t draft_n, draft_accepted;
 };
 
 struct sw_bench_report {
@@ -256,6 +265,7 @@ struct sw_bench_report {
     char cache_why[240];
     /* parity: summed decode at concurrency C below single-stream decode, per depth */
     char parity[1024];
+    char slo[128]; /* the declared SLOs as text ("ttft<=2000ms tpot<=50ms"), "" when none */
 };
 
 /*

@@ -188,6 +188,8 @@ void sw_bench_measure(struct sw_bench_sample *s, const struct sw_openai_result *
     s->srv_prompt_n = s->srv ? r->timings.prompt_n : -1;
     s->srv_cache_n = s->srv ? r->timings.cache_n : -1;
     s->srv_predicted_n = s->srv ? r->timings.predicted_n : -1;
+    s->srv_draft_n = s->srv ? r->timings.draft_n : -1;
+    s->srv_draft_accepted = s->srv ? r->timings.draft_n_accepted : -1;
     s->srv_prompt_ms = s->srv ? r->timings.prompt_ms : NAN;
     s->srv_predicted_ms = s->srv ? r->timings.predicted_ms : NAN;
     s->srv_prompt_tps = s->srv ? r->timings.prompt_per_second : NAN;

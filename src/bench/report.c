@@ -60,6 +60,7 @@ static json_t *sample_json(const struct sw_bench_sample *s)
     sw_json_set_int(o, "cached_tokens", s->cached_tokens);
     sw_json_set_int(o, "first_chunk_tokens", s->first_chunk_tokens);
     sw_json_set_str(o, "count_source", sw_bench_count_src_name(s->count_src));
+    sw_json_set_bool(o, "good", s->good);
     sw_json_set_int(o, "chunks", (int64_t)s->chunks);
     sw_json_set_int(o, "token_chunks", (int64_t)s->token_chunks);
     sw_json_set_int(o, "multi_token_chunks", (int64_t)s->multi_chunks);
@@ -83,6 +84,10 @@ static json_t *sample_json(const struct sw_bench_sample *s)
         sw_json_set_new(v, "predicted_ms", num(s->srv_predicted_ms));
         sw_json_set_new(v, "prompt_per_second", num(s->srv_prompt_tps));
         sw_json_set_new(v, "predicted_per_second", num(s->srv_decode_tps));
+        if (s->srv_draft_n >= 0) {
+            sw_json_set_int(v, "draft_n", s->srv_draft_n);
+            sw_json_set_int(v, "draft_n_accepted", s->srv_draft_accepted);
+        }
         sw_json_set_new(o, "server", v);
     } else {
         sw_json_set_new(o, "server", json_null());
@@ -125,6 +130,15 @@ static json_t *point_json(const struct sw_bench_point *pt, bool samples)
     sw_json_set_new(o, "server_prefill_tps", spread_json(&pt->srv_prefill));
     sw_json_set_new(o, "prefill_diff_pct", spread_json(&pt->prefill_diff));
     sw_json_set_bool(o, "counts_agree", pt->counts_agree);
+    sw_json_set_int(o, "good", (int64_t)pt->good);
+    sw_json_set_new(o, "goodput_rps", num(pt->goodput_rps));
+    if (pt->draft_n > 0) {
+        json_t *sd = json_object();
+        sw_json_set_int(sd, "drafted", pt->draft_n);
+        sw_json_set_int(sd, "accepted", pt->draft_accepted);
+        sw_json_set_real(sd, "acceptance", (double)pt->draft_accepted / (double)pt->draft_n);
+        sw_json_set_new(o, "spec_decode", sd);
+    }
     sw_json_set_int(o, "cached_tokens_max", pt->cache_checked ? pt->cached_max : -1);
     sw_json_set_new(o, "ttft", sw_bench_hist_json(&pt->ttft));
     sw_json_set_new(o, "ttft_from_sent", sw_bench_hist_json(&pt->ttft_sent));
@@ -175,6 +189,8 @@ json_t *sw_bench_report_json(const struct sw_bench_report *rep, bool samples)
     sw_json_set_new(o, "cache", c);
     if (rep->parity[0])
         sw_json_set_str(o, "parity", rep->parity);
+    if (rep->slo[0])
+        sw_json_set_str(o, "slo", rep->slo);
     json_t *a = json_array();
     for (size_t i = 0; i < rep->npoints; i++)
         json_array_append_new(a, point_json(&rep->points[i], samples));
@@ -219,6 +235,14 @@ void sw_bench_report_print(FILE *f, const struct sw_bench_report *rep)
                 p_ms(&pt->itl_tok, 0.99));
         if (pt->failed)
             fprintf(f, "        %zu of %zu requests failed\n", pt->failed, pt->nsamples);
+        if (rep->slo[0])
+            fprintf(f, "        goodput (%s): %zu of %zu requests, %.3f req/s\n", rep->slo,
+                    pt->good, pt->nsamples, pt->goodput_rps);
+        if (pt->draft_n > 0)
+            fprintf(f,
+                    "        speculative decoding: %lld of %lld drafted tokens accepted (%.1f%%)\n",
+                    (long long)pt->draft_accepted, (long long)pt->draft_n,
+                    100.0 * (double)pt->draft_accepted / (double)pt->draft_n);
         if (!pt->counts_agree)
             fprintf(f, "        token counts DISAGREE with the engine's own (see --json)\n");
     }

@@ -337,6 +337,9 @@ static void on_done(void *ud, struct sw_net_xfer *x)
             snprintf(r->first_err, sizeof(r->first_err), "%s", s->error);
         }
     }
+    s->good = !s->rc && (!(r->o->slo_ttft_s > 0) || s->ttft_s <= r->o->slo_ttft_s) &&
+              (!(r->o->slo_tpot_s > 0) || (isfinite(s->tpot_s) && s->tpot_s <= r->o->slo_tpot_s)) &&
+              (!(r->o->slo_e2e_s > 0) || s->e2e_s <= r->o->slo_e2e_s);
     flight_put(r, f);
     r->done++;
     if (r->o->progress)
@@ -426,10 +429,16 @@ static void point_close(struct sw_bench_point *pt)
             pt->cached_max = SW_MAX(pt->cached_max, s->cached_tokens);
         if (!s->counts_agree)
             pt->counts_agree = false;
+        pt->good += s->good;
+        if (s->srv_draft_n > 0) {
+            pt->draft_n += s->srv_draft_n;
+            pt->draft_accepted += SW_MAX(s->srv_draft_accepted, (int64_t)0);
+        }
         t_first = SW_MIN(t_first, s->t_sent);
         t_last = SW_MAX(t_last, s->t_end);
     }
     pt->wall_s = t_last > t_first ? (double)(t_last - t_first) / 1e9 : NAN;
+    pt->goodput_rps = pt->wall_s > 0 ? (double)pt->good / pt->wall_s : NAN;
     /* summed decode: the mean stream's decode rate times the streams kept in flight */
     pt->sum_decode_tps =
         dec_n ? dec_sum / (double)dec_n * (double)(pt->concurrency ? pt->concurrency : 1) : NAN;
@@ -885,6 +894,19 @@ int sw_bench_run(const struct sw_bench_opts *o, struct sw_bench_report *rep, str
         }
     }
     verdicts(o, rep);
+    if (o->slo_ttft_s > 0 || o->slo_tpot_s > 0 || o->slo_e2e_s > 0) {
+        char a[40] = "", b[40] = "", c[40] = "";
+        if (o->slo_ttft_s > 0)
+            snprintf(a, sizeof(a), "ttft<=%gms ", o->slo_ttft_s * 1e3);
+        if (o->slo_tpot_s > 0)
+            snprintf(b, sizeof(b), "tpot<=%gms ", o->slo_tpot_s * 1e3);
+        if (o->slo_e2e_s > 0)
+            snprintf(c, sizeof(c), "e2e<=%gms ", o->slo_e2e_s * 1e3);
+        snprintf(rep->slo, sizeof(rep->slo), "%s%s%s", a, b, c);
+        size_t l = strlen(rep->slo);
+        if (l)
+            rep->slo[l - 1] = '\0';
+    }
     size_t ok = 0;
     for (size_t i = 0; i < rep->npoints; i++)
         ok += rep->points[i].nsamples - rep->points[i].failed;

@@ -61,6 +61,8 @@ static const struct sw_opt opts[] = {
      "at most N connections (default: as many as needed); open-loop requests\npast them wait in "
      "the client",
      NULL},
+    {"slo", 0, "LIST", 0,
+     "declared SLOs for goodput, from the intended send: ttft=2s,tpot=50ms,e2e=30s", NULL},
     {"timeout", 0, "S", 0, "each request's timeout (default 600s)", NULL},
     {"svg", 0, "FILE", 0, "decode tok/s by depth and by concurrency, as SVG", NULL},
     {"ledger", 0, "PATH", 0, "record the run in this ledger", NULL},
@@ -83,7 +85,7 @@ const struct sw_cmd_spec sw_spec_bench = {
                 "    [--concurrency LIST] [--rate R [--arrival KIND] [--duration D] [--seed S]\n"
                 "    [--max-lag MS]] [--prompts FILE] [--cache-prompt] [--reuse-prompt]\n"
                 "    [--expect-hit] [--eos] [--extra JSON] [--connections N]\n"
-                "    [--svg FILE] [--ledger PATH] [--samples] [--json] [--quiet]",
+                "    [--slo LIST] [--svg FILE] [--ledger PATH] [--samples] [--json] [--quiet]",
     .about = "Tokens are counted from the engine's own counters, never from chunks; latencies\n"
              "are timed from the intended send (the uncorrected figure beside them); the\n"
              "engine's timings are shown beside the client's with the difference; the prompt\n"
@@ -151,6 +153,33 @@ static int real_opt(const char *flag, const char *v, double *out, bool json)
     if (end == v || *end || !isfinite(x) || x <= 0)
         return sw_cli_usage_json("bench", json, "%s %s: a positive number", flag, v);
     *out = x;
+    return 0;
+}
+
+/* "ttft=2s,tpot=50ms,e2e=30s" */
+static int slo_opt(const char *v, struct sw_bench_opts *o, bool json)
+{
+    char buf[256];
+    snprintf(buf, sizeof(buf), "%s", v);
+    char *save = NULL;
+    for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(t, '=');
+        double s = 0;
+        if (!eq)
+            return sw_cli_usage_json("bench", json, "--slo %s: NAME=DURATION (ttft, tpot, e2e)", t);
+        *eq = '\0';
+        int rc = dur_opt("--slo", eq + 1, &s, json);
+        if (rc)
+            return rc;
+        if (!strcmp(t, "ttft"))
+            o->slo_ttft_s = s;
+        else if (!strcmp(t, "tpot"))
+            o->slo_tpot_s = s;
+        else if (!strcmp(t, "e2e"))
+            o->slo_e2e_s = s;
+        else
+            return sw_cli_usage_json("bench", json, "--slo %s: ttft, tpot or e2e", t);
+    }
     return 0;
 }
 
@@ -385,6 +414,12 @@ int sw_cmd_bench(int argc, char **argv)
         if (exit_code)
             goto out;
         o.connections = (long)x;
+    }
+    v = sw_args_str(&a, "slo");
+    if (v) {
+        exit_code = slo_opt(v, &o, json);
+        if (exit_code)
+            goto out;
     }
     v = sw_args_str(&a, "timeout");
     if (v) {

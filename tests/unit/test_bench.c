@@ -292,11 +292,17 @@ static void test_multi_token_chunks(void **state)
     sse_script(s, ev, 20);
     struct sw_bench_opts o;
     opts_for(&o, s, &f);
+    /* a TPOT no stream with 20 ms between chunks can meet: no request is good */
+    o.slo_ttft_s = 3600;
+    o.slo_tpot_s = 1e-9;
     struct sw_bench_report rep;
     struct sw_err e;
     sw_err_clear(&e);
     assert_int_equal(sw_bench_run(&o, &rep, &e), 0);
     assert_int_equal(rep.npoints, 1);
+    assert_int_equal(rep.points[0].good, 0);
+    assert_true(rep.points[0].goodput_rps == 0);
+    assert_non_null(strstr(rep.slo, "tpot<="));
     struct sw_bench_point *pt = &rep.points[0];
     assert_int_equal(pt->nsamples, 2);
     assert_int_equal(pt->failed, 0);
@@ -350,10 +356,13 @@ static void test_reasoning_and_final_counts(void **state)
     opts_for(&o, s, &f);
     o.engine = "vllm";
     o.repeat = 1;
+    o.slo_ttft_s = 3600; /* met by any request that succeeds within the test's bounds */
     struct sw_bench_report rep;
     assert_int_equal(sw_bench_run(&o, &rep, NULL), 0);
     struct sw_bench_sample *x = &rep.points[0].samples[0];
     assert_int_equal(x->rc, 0);
+    assert_true(x->good);
+    assert_int_equal(rep.points[0].good, 1);
     assert_int_equal(x->count_src, SW_BENCH_COUNT_FINAL);
     assert_int_equal(x->completion_tokens, 3);
     assert_int_equal(x->reasoning_tokens, 2);
