@@ -281,6 +281,9 @@ void sw_bench_report_free(struct sw_bench_report *rep);
 json_t *sw_bench_report_json(const struct sw_bench_report *rep, bool samples);
 /* The human table. */
 void sw_bench_report_print(FILE *f, const struct sw_bench_report *rep);
+/* One row per request (every point), with a header line, written atomically to path. The
+ * columns are the --json sample fields (docs/bench.md). */
+int sw_bench_report_csv(const struct sw_bench_report *rep, const char *path, struct sw_err *e);
 /* decode tok/s vs depth (one series per concurrency) and vs concurrency, as SVG. */
 int sw_bench_report_svg(const struct sw_bench_report *rep, const char *path, struct sw_err *e);
 

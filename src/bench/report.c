@@ -267,6 +267,58 @@ void sw_bench_report_print(FILE *f, const struct sw_bench_report *rep)
         fprintf(f, "parity: %s\n", rep->parity);
 }
 
+static void csv_num(struct sw_buf *b, double v)
+{
+    if (isfinite(v))
+        sw_buf_printf(b, ",%.6g", v);
+    else
+        sw_buf_puts(b, ",");
+}
+
+int sw_bench_report_csv(const struct sw_bench_report *rep, const char *path, struct sw_err *e)
+{
+    struct sw_buf b;
+    sw_buf_init(&b, 1024u * 1024u * 1024u);
+    int rc = sw_buf_puts(&b, "depth,concurrency,index,ok,status,prompt_tokens,completion_tokens,"
+                             "reasoning_tokens,cached_tokens,count_source,chunks,token_chunks,"
+                             "send_lag_ms,client_queue_ms,ttft_ms,ttft_from_sent_ms,ttfc_ms,e2e_ms,"
+                             "e2e_from_sent_ms,decode_span_ms,tpot_ms,decode_tps,prefill_tps,"
+                             "server_predicted_n,server_decode_tps,server_prompt_tps,"
+                             "decode_diff_pct,span_diff_ms,delivery_spread_ms,good\n");
+    for (size_t i = 0; !rc && i < rep->npoints; i++) {
+        const struct sw_bench_point *pt = &rep->points[i];
+        for (size_t j = 0; !rc && j < pt->nsamples; j++) {
+            const struct sw_bench_sample *s = &pt->samples[j];
+            sw_buf_printf(&b, "%lld,%d,%llu,%d,%ld,%lld,%lld,%lld,%lld,%s,%llu,%llu",
+                          (long long)pt->depth, pt->concurrency, (unsigned long long)s->index,
+                          s->rc == 0, s->status, (long long)s->prompt_tokens,
+                          (long long)s->completion_tokens, (long long)s->reasoning_tokens,
+                          (long long)s->cached_tokens, sw_bench_count_src_name(s->count_src),
+                          (unsigned long long)s->chunks, (unsigned long long)s->token_chunks);
+            double ms[] = {s->send_lag_s,  s->queue_s,       s->ttft_s,
+                           s->ttft_sent_s, s->ttfc_s,        s->e2e_s,
+                           s->e2e_sent_s,  s->decode_span_s, s->tpot_s};
+            for (size_t k = 0; k < SW_ARRAY_LEN(ms); k++)
+                csv_num(&b, ms[k] * 1e3);
+            csv_num(&b, s->decode_tps);
+            csv_num(&b, s->prefill_tps);
+            sw_buf_printf(&b, ",%lld", (long long)s->srv_predicted_n);
+            csv_num(&b, s->srv_decode_tps);
+            csv_num(&b, s->srv_prompt_tps);
+            csv_num(&b, s->decode_diff_pct);
+            csv_num(&b, s->span_diff_ms);
+            csv_num(&b, s->delivery_spread_ms);
+            rc = sw_buf_printf(&b, ",%d\n", s->good);
+        }
+    }
+    if (rc)
+        rc = sw_err_set(e, rc, "%s: the CSV could not be built (%s)", path, sw_strerror(rc));
+    else
+        rc = sw_write_file_atomic(path, b.data, b.len, 0644, e);
+    sw_buf_free(&b);
+    return rc;
+}
+
 #define MAXS 8
 #define MAXX SW_BENCH_MAX_POINTS
 

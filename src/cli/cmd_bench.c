@@ -65,6 +65,7 @@ static const struct sw_opt opts[] = {
      "declared SLOs for goodput, from the intended send: ttft=2s,tpot=50ms,e2e=30s", NULL},
     {"timeout", 0, "S", 0, "each request's timeout (default 600s)", NULL},
     {"svg", 0, "FILE", 0, "decode tok/s by depth and by concurrency, as SVG", NULL},
+    {"csv", 0, "FILE", 0, "every request's figures as CSV, one row each", NULL},
     {"ledger", 0, "PATH", 0, "record the run in this ledger", NULL},
     {"samples", 0, NULL, 0, "with --json: every request's figures too", NULL},
     {"quiet", 'q', NULL, 0, "no progress on stderr", NULL},
@@ -81,11 +82,12 @@ static const char *const examples[] = {
 const struct sw_cmd_spec sw_spec_bench = {
     .name = "bench",
     .summary = "measure decode and prefill: depth sweep, concurrency, open-loop arrivals",
-    .synopsis = "URL|ENDPOINT [--fleet FLEET.yaml] [--depth LIST] [--pp N] [--tg N] [--repeat N]\n"
-                "    [--concurrency LIST] [--rate R [--arrival KIND] [--duration D] [--seed S]\n"
-                "    [--max-lag MS]] [--prompts FILE] [--cache-prompt] [--reuse-prompt]\n"
-                "    [--expect-hit] [--eos] [--extra JSON] [--connections N]\n"
-                "    [--slo LIST] [--svg FILE] [--ledger PATH] [--samples] [--json] [--quiet]",
+    .synopsis =
+        "URL|ENDPOINT [--fleet FLEET.yaml] [--depth LIST] [--pp N] [--tg N] [--repeat N]\n"
+        "    [--concurrency LIST] [--rate R [--arrival KIND] [--duration D] [--seed S]\n"
+        "    [--max-lag MS]] [--prompts FILE] [--cache-prompt] [--reuse-prompt]\n"
+        "    [--expect-hit] [--eos] [--extra JSON] [--connections N]\n"
+        "    [--slo LIST] [--svg FILE] [--csv FILE] [--ledger PATH] [--samples] [--json] [--quiet]",
     .about = "Tokens are counted from the engine's own counters, never from chunks; latencies\n"
              "are timed from the intended send (the uncorrected figure beside them); the\n"
              "engine's timings are shown beside the client's with the difference; the prompt\n"
@@ -490,6 +492,16 @@ int sw_cmd_bench(int argc, char **argv)
             svg = NULL;
         }
     }
+    const char *csv = sw_args_str(&a, "csv");
+    if (csv) {
+        sw_err_clear(&e);
+        if (sw_bench_report_csv(&rep, csv, &e)) {
+            char m[1200];
+            fprintf(stderr, "slipway bench: --csv %s: %s\n", csv, sw_err_format(&e, m, sizeof(m)));
+            exit_code = SW_EXIT_FAIL;
+            csv = NULL;
+        }
+    }
     const char *ledger = sw_args_str(&a, "ledger");
     int64_t id = 0;
     if (ledger) {
@@ -508,6 +520,8 @@ int sw_cmd_bench(int argc, char **argv)
         sw_bench_report_print(stdout, &rep);
         if (svg)
             printf("chart: %s\n", svg);
+        if (csv)
+            printf("csv: %s\n", csv);
         if (ledger && id)
             printf("recorded as bench %lld in %s\n", (long long)id, ledger);
     }

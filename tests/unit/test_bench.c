@@ -326,6 +326,11 @@ static void test_multi_token_chunks(void **state)
     assert_non_null(strstr(rq.body, "\"cache_prompt\":false"));
     assert_non_null(strstr(rq.body, "\"include_usage\":true"));
     swh_request_free(&rq);
+    char csv[4200];
+    snprintf(csv, sizeof(csv), "%s", swt_join(f.dir, "r.csv"));
+    assert_int_equal(sw_bench_report_csv(&rep, csv, &e), 0);
+    assert_true(swt_file_has(csv, "depth,concurrency,index,ok,"));
+    assert_true(swt_file_has(csv, ",6,0,0,per_chunk,"));
     json_t *j = sw_bench_report_json(&rep, true);
     json_t *p0 = json_array_get(json_object_get(j, "points"), 0);
     assert_int_equal(json_integer_value(json_object_get(p0, "completion_tokens")), 12);
