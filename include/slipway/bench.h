@@ -57,6 +57,9 @@ void sw_bench_hist_merge(struct sw_bench_hist *to, const struct sw_bench_hist *f
 /* The value at quantile q (0..1) in ns: the upper edge of its bucket, clamped to [min, max].
  * 0 when empty. */
 uint64_t sw_bench_hist_quantile(const struct sw_bench_hist *h, double q);
+/* The CDF: for every non-empty bucket, its upper edge in ms (clamped to [min, max]) and the
+ * fraction of values at or below it. Writes at most max points; returns how many. */
+size_t sw_bench_hist_cdf(const struct sw_bench_hist *h, double *x_ms, double *y, size_t max);
 /* {"n", "mean_ms", "min_ms", "p50_ms", "p90_ms", "p99_ms", "p999_ms", "max_ms"}; new reference. */
 json_t *sw_bench_hist_json(const struct sw_bench_hist *h);
 

@@ -93,6 +93,22 @@ uint64_t sw_bench_hist_quantile(const struct sw_bench_hist *h, double q)
     return h->max_ns;
 }
 
+size_t sw_bench_hist_cdf(const struct sw_bench_hist *h, double *x_ms, double *y, size_t max)
+{
+    size_t k = 0;
+    uint64_t seen = 0;
+    for (unsigned i = 0; i < SW_BENCH_HIST_NBINS && k < max && h->n; i++) {
+        if (!h->bins[i])
+            continue;
+        seen += h->bins[i];
+        uint64_t v = SW_MAX(h->min_ns, SW_MIN(bin_hi(i), h->max_ns));
+        x_ms[k] = (double)v / 1e6;
+        y[k] = (double)seen / (double)h->n;
+        k++;
+    }
+    return k;
+}
+
 json_t *sw_bench_hist_json(const struct sw_bench_hist *h)
 {
     json_t *o = json_object();

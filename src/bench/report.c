@@ -398,5 +398,48 @@ int sw_bench_report_svg(const struct sw_bench_report *rep, const char *path, str
     }
     if (!nconc)
         return sw_err_set(e, SW_EINVAL, "bench: nothing to chart");
-    return sw_chart_write_svg(charts, ncharts, path, e);
+    /* open loop: latency CDFs from the intended send and from the actual send, side by side */
+    double *buf = NULL;
+    struct sw_chart all[3];
+    memcpy(all, charts, sizeof(charts));
+    struct sw_chart_series lser[4];
+    if (rep->mode == SW_BENCH_OPEN && rep->npoints && rep->points[0].e2e.n) {
+        const struct sw_bench_point *pt = &rep->points[0];
+        const struct sw_bench_hist *h[4] = {&pt->ttft, &pt->ttft_sent, &pt->e2e, &pt->e2e_sent};
+        static const char *const ln[4] = {"TTFT from the intended send",
+                                          "TTFT from the actual send", "E2E from the intended send",
+                                          "E2E from the actual send"};
+        buf = sw_malloc(8 * SW_BENCH_HIST_NBINS * sizeof(double));
+        if (!buf)
+            return sw_err_set(e, SW_ENOMEM, "bench: out of memory");
+        for (int i = 0; i < 4; i++) {
+            double *xs = buf + (size_t)(2 * i) * SW_BENCH_HIST_NBINS;
+            double *ys = xs + SW_BENCH_HIST_NBINS;
+            size_t n = sw_bench_hist_cdf(h[i], xs, ys, SW_BENCH_HIST_NBINS);
+            lser[i] = (struct sw_chart_series){.name = ln[i], .n = n, .x = xs, .y = ys};
+        }
+        all[ncharts++] = (struct sw_chart){.kind = SW_CHART_LINES,
+                                           .title = "latency CDF (open loop)",
+                                           .note = note,
+                                           .x_label = "ms",
+                                           .y_label = "fraction of requests",
+                                           .series = lser,
+                                           .n_series = 4,
+                                           .y_from_zero = true,
+                                           .x_from_zero = true};
+    }
+    /* a panel with nothing finite (one-token streams have no decode rate) is left out */
+    size_t kept = 0;
+    for (size_t i = 0; i < ncharts; i++) {
+        bool any = false;
+        for (size_t k = 0; k < all[i].n_series; k++)
+            for (size_t m = 0; m < all[i].series[k].n; m++)
+                any = any || isfinite(all[i].series[k].y[m]);
+        if (any)
+            all[kept++] = all[i];
+    }
+    int rc = kept ? sw_chart_write_svg(all, kept, path, e)
+                  : sw_err_set(e, SW_EINVAL, "bench: no figure to chart (no request succeeded?)");
+    sw_free(buf);
+    return rc;
 }

@@ -50,6 +50,12 @@ static void test_hist(void **state)
     sw_bench_hist_add(&h, UINT64_MAX / 2);
     assert_int_equal(h.min_ns, 0);
     assert_int_equal(h.max_ns, UINT64_MAX / 2);
+    double cx[SW_BENCH_HIST_NBINS], cy[SW_BENCH_HIST_NBINS];
+    size_t nc = sw_bench_hist_cdf(&h, cx, cy, SW_BENCH_HIST_NBINS);
+    assert_true(nc > 2);
+    assert_true(cy[nc - 1] == 1.0 && cx[nc - 1] == (double)(UINT64_MAX / 2) / 1e6);
+    for (size_t i = 1; i < nc; i++)
+        assert_true(cx[i] >= cx[i - 1] && cy[i] > cy[i - 1]);
     json_t *j = sw_bench_hist_json(&h);
     assert_int_equal(json_integer_value(json_object_get(j, "n")), 1003);
     json_decref(j);
@@ -466,6 +472,14 @@ static void test_open_loop_stall(void **state)
     assert_true(rep.invalid);
     assert_non_null(strstr(rep.invalid_why, "INVALID"));
     assert_true(rep.rate_achieved < rep.rate_asked);
+    char svg[4200];
+    snprintf(svg, sizeof(svg), "%s", swt_join(f.dir, "open.svg"));
+    int svg_rc = sw_bench_report_svg(&rep, svg, &e);
+    if (svg_rc)
+        print_message("svg: %s\n", e.msg);
+    assert_int_equal(svg_rc, 0);
+    assert_true(swt_file_has(svg, "latency CDF (open loop)"));
+    assert_true(swt_file_has(svg, "E2E from the intended send"));
     json_t *j = sw_bench_report_json(&rep, false);
     assert_false(json_is_true(json_object_get(json_object_get(j, "open_loop"), "valid")));
     json_decref(j);
