@@ -114,16 +114,26 @@ json_t *sw_bench_hist_json(const struct sw_bench_hist *h)
     json_t *o = json_object();
     if (!o)
         return NULL;
-    sw_json_set_int(o, "n", (int64_t)h->n);
-    if (!h->n)
+    int bad = 0;
+    bad |= sw_json_set_int(o, "n", (int64_t)h->n);
+    if (!h->n) {
+        if (bad) {
+            json_decref(o);
+            return NULL;
+        }
         return o;
-    sw_json_set_real(o, "mean_ms", h->sum_ns / (double)h->n / 1e6);
-    sw_json_set_real(o, "min_ms", (double)h->min_ns / 1e6);
-    sw_json_set_real(o, "p50_ms", (double)sw_bench_hist_quantile(h, 0.50) / 1e6);
-    sw_json_set_real(o, "p90_ms", (double)sw_bench_hist_quantile(h, 0.90) / 1e6);
-    sw_json_set_real(o, "p99_ms", (double)sw_bench_hist_quantile(h, 0.99) / 1e6);
-    sw_json_set_real(o, "p999_ms", (double)sw_bench_hist_quantile(h, 0.999) / 1e6);
-    sw_json_set_real(o, "max_ms", (double)h->max_ns / 1e6);
+    }
+    bad |= sw_json_set_real(o, "mean_ms", h->sum_ns / (double)h->n / 1e6);
+    bad |= sw_json_set_real(o, "min_ms", (double)h->min_ns / 1e6);
+    bad |= sw_json_set_real(o, "p50_ms", (double)sw_bench_hist_quantile(h, 0.50) / 1e6);
+    bad |= sw_json_set_real(o, "p90_ms", (double)sw_bench_hist_quantile(h, 0.90) / 1e6);
+    bad |= sw_json_set_real(o, "p99_ms", (double)sw_bench_hist_quantile(h, 0.99) / 1e6);
+    bad |= sw_json_set_real(o, "p999_ms", (double)sw_bench_hist_quantile(h, 0.999) / 1e6);
+    bad |= sw_json_set_real(o, "max_ms", (double)h->max_ns / 1e6);
+    if (bad) {
+        json_decref(o);
+        return NULL;
+    }
     return o;
 }
 

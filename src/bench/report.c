@@ -20,12 +20,17 @@ static json_t *spread_json(const struct sw_bench_spread *s)
     json_t *o = json_object();
     if (!o)
         return NULL;
-    sw_json_set_int(o, "n", (int64_t)s->n);
-    sw_json_set_new(o, "median", num(s->median));
-    sw_json_set_new(o, "min", num(s->min));
-    sw_json_set_new(o, "max", num(s->max));
-    sw_json_set_new(o, "q1", num(s->q1));
-    sw_json_set_new(o, "q3", num(s->q3));
+    int bad = 0;
+    bad |= sw_json_set_int(o, "n", (int64_t)s->n);
+    bad |= sw_json_set_new(o, "median", num(s->median));
+    bad |= sw_json_set_new(o, "min", num(s->min));
+    bad |= sw_json_set_new(o, "max", num(s->max));
+    bad |= sw_json_set_new(o, "q1", num(s->q1));
+    bad |= sw_json_set_new(o, "q3", num(s->q3));
+    if (bad) {
+        json_decref(o);
+        return NULL;
+    }
     return o;
 }
 
@@ -39,66 +44,71 @@ static json_t *sample_json(const struct sw_bench_sample *s)
     json_t *o = json_object();
     if (!o)
         return NULL;
-    sw_json_set_int(o, "index", (int64_t)s->index);
-    sw_json_set_bool(o, "ok", s->rc == 0);
+    int bad = 0;
+    bad |= sw_json_set_int(o, "index", (int64_t)s->index);
+    bad |= sw_json_set_bool(o, "ok", s->rc == 0);
     if (s->rc)
-        sw_json_set_str(o, "error", s->error);
-    sw_json_set_int(o, "status", s->status);
+        bad |= sw_json_set_str(o, "error", s->error);
+    bad |= sw_json_set_int(o, "status", s->status);
     /* instants, as ms after the intended send */
     json_t *t = json_object();
-    sw_json_set_new(t, "issued_ms", num(ms_of(s->t_issued, s->t_intended)));
-    sw_json_set_new(t, "sent_ms", num(ms_of(s->t_sent, s->t_intended)));
-    sw_json_set_new(t, "first_byte_ms", num(ms_of(s->t_first_byte, s->t_intended)));
-    sw_json_set_new(t, "first_token_ms", num(ms_of(s->t_first_token, s->t_intended)));
-    sw_json_set_new(t, "first_content_ms", num(ms_of(s->t_first_content, s->t_intended)));
-    sw_json_set_new(t, "last_token_ms", num(ms_of(s->t_last_token, s->t_intended)));
-    sw_json_set_new(t, "end_ms", num(ms_of(s->t_end, s->t_intended)));
-    sw_json_set_new(o, "t", t);
-    sw_json_set_int(o, "prompt_tokens", s->prompt_tokens);
-    sw_json_set_int(o, "completion_tokens", s->completion_tokens);
-    sw_json_set_int(o, "reasoning_tokens", s->reasoning_tokens);
-    sw_json_set_int(o, "cached_tokens", s->cached_tokens);
-    sw_json_set_int(o, "first_chunk_tokens", s->first_chunk_tokens);
-    sw_json_set_str(o, "count_source", sw_bench_count_src_name(s->count_src));
-    sw_json_set_bool(o, "good", s->good);
-    sw_json_set_int(o, "chunks", (int64_t)s->chunks);
-    sw_json_set_int(o, "token_chunks", (int64_t)s->token_chunks);
-    sw_json_set_int(o, "multi_token_chunks", (int64_t)s->multi_chunks);
-    sw_json_set_new(o, "ttft_ms", num(s->ttft_s * 1e3));
-    sw_json_set_new(o, "ttft_from_sent_ms", num(s->ttft_sent_s * 1e3));
-    sw_json_set_new(o, "ttfc_ms", num(s->ttfc_s * 1e3));
-    sw_json_set_new(o, "e2e_ms", num(s->e2e_s * 1e3));
-    sw_json_set_new(o, "e2e_from_sent_ms", num(s->e2e_sent_s * 1e3));
-    sw_json_set_new(o, "send_lag_ms", num(s->send_lag_s * 1e3));
-    sw_json_set_new(o, "client_queue_ms", num(s->queue_s * 1e3));
-    sw_json_set_new(o, "decode_span_ms", num(s->decode_span_s * 1e3));
-    sw_json_set_new(o, "tpot_ms", num(s->tpot_s * 1e3));
-    sw_json_set_new(o, "decode_tps", num(s->decode_tps));
-    sw_json_set_new(o, "prefill_tps", num(s->prefill_tps));
+    bad |= sw_json_set_new(t, "issued_ms", num(ms_of(s->t_issued, s->t_intended)));
+    bad |= sw_json_set_new(t, "sent_ms", num(ms_of(s->t_sent, s->t_intended)));
+    bad |= sw_json_set_new(t, "first_byte_ms", num(ms_of(s->t_first_byte, s->t_intended)));
+    bad |= sw_json_set_new(t, "first_token_ms", num(ms_of(s->t_first_token, s->t_intended)));
+    bad |= sw_json_set_new(t, "first_content_ms", num(ms_of(s->t_first_content, s->t_intended)));
+    bad |= sw_json_set_new(t, "last_token_ms", num(ms_of(s->t_last_token, s->t_intended)));
+    bad |= sw_json_set_new(t, "end_ms", num(ms_of(s->t_end, s->t_intended)));
+    bad |= sw_json_set_new(o, "t", t);
+    bad |= sw_json_set_int(o, "prompt_tokens", s->prompt_tokens);
+    bad |= sw_json_set_int(o, "completion_tokens", s->completion_tokens);
+    bad |= sw_json_set_int(o, "reasoning_tokens", s->reasoning_tokens);
+    bad |= sw_json_set_int(o, "cached_tokens", s->cached_tokens);
+    bad |= sw_json_set_int(o, "first_chunk_tokens", s->first_chunk_tokens);
+    bad |= sw_json_set_str(o, "count_source", sw_bench_count_src_name(s->count_src));
+    bad |= sw_json_set_bool(o, "good", s->good);
+    bad |= sw_json_set_int(o, "chunks", (int64_t)s->chunks);
+    bad |= sw_json_set_int(o, "token_chunks", (int64_t)s->token_chunks);
+    bad |= sw_json_set_int(o, "multi_token_chunks", (int64_t)s->multi_chunks);
+    bad |= sw_json_set_new(o, "ttft_ms", num(s->ttft_s * 1e3));
+    bad |= sw_json_set_new(o, "ttft_from_sent_ms", num(s->ttft_sent_s * 1e3));
+    bad |= sw_json_set_new(o, "ttfc_ms", num(s->ttfc_s * 1e3));
+    bad |= sw_json_set_new(o, "e2e_ms", num(s->e2e_s * 1e3));
+    bad |= sw_json_set_new(o, "e2e_from_sent_ms", num(s->e2e_sent_s * 1e3));
+    bad |= sw_json_set_new(o, "send_lag_ms", num(s->send_lag_s * 1e3));
+    bad |= sw_json_set_new(o, "client_queue_ms", num(s->queue_s * 1e3));
+    bad |= sw_json_set_new(o, "decode_span_ms", num(s->decode_span_s * 1e3));
+    bad |= sw_json_set_new(o, "tpot_ms", num(s->tpot_s * 1e3));
+    bad |= sw_json_set_new(o, "decode_tps", num(s->decode_tps));
+    bad |= sw_json_set_new(o, "prefill_tps", num(s->prefill_tps));
     if (s->srv) {
         json_t *v = json_object();
-        sw_json_set_int(v, "prompt_n", s->srv_prompt_n);
-        sw_json_set_int(v, "cache_n", s->srv_cache_n);
-        sw_json_set_int(v, "predicted_n", s->srv_predicted_n);
-        sw_json_set_new(v, "prompt_ms", num(s->srv_prompt_ms));
-        sw_json_set_new(v, "predicted_ms", num(s->srv_predicted_ms));
-        sw_json_set_new(v, "prompt_per_second", num(s->srv_prompt_tps));
-        sw_json_set_new(v, "predicted_per_second", num(s->srv_decode_tps));
+        bad |= sw_json_set_int(v, "prompt_n", s->srv_prompt_n);
+        bad |= sw_json_set_int(v, "cache_n", s->srv_cache_n);
+        bad |= sw_json_set_int(v, "predicted_n", s->srv_predicted_n);
+        bad |= sw_json_set_new(v, "prompt_ms", num(s->srv_prompt_ms));
+        bad |= sw_json_set_new(v, "predicted_ms", num(s->srv_predicted_ms));
+        bad |= sw_json_set_new(v, "prompt_per_second", num(s->srv_prompt_tps));
+        bad |= sw_json_set_new(v, "predicted_per_second", num(s->srv_decode_tps));
         if (s->srv_draft_n >= 0) {
-            sw_json_set_int(v, "draft_n", s->srv_draft_n);
-            sw_json_set_int(v, "draft_n_accepted", s->srv_draft_accepted);
+            bad |= sw_json_set_int(v, "draft_n", s->srv_draft_n);
+            bad |= sw_json_set_int(v, "draft_n_accepted", s->srv_draft_accepted);
         }
-        sw_json_set_new(o, "server", v);
+        bad |= sw_json_set_new(o, "server", v);
     } else {
-        sw_json_set_new(o, "server", json_null());
+        bad |= sw_json_set_new(o, "server", json_null());
     }
     json_t *d = json_object();
-    sw_json_set_bool(d, "counts_agree", s->counts_agree);
-    sw_json_set_new(d, "span_diff_ms", num(s->span_diff_ms));
-    sw_json_set_new(d, "decode_diff_pct", num(s->decode_diff_pct));
-    sw_json_set_new(d, "prefill_diff_pct", num(s->prefill_diff_pct));
-    sw_json_set_new(d, "delivery_spread_ms", num(s->delivery_spread_ms));
-    sw_json_set_new(o, "reconcile", d);
+    bad |= sw_json_set_bool(d, "counts_agree", s->counts_agree);
+    bad |= sw_json_set_new(d, "span_diff_ms", num(s->span_diff_ms));
+    bad |= sw_json_set_new(d, "decode_diff_pct", num(s->decode_diff_pct));
+    bad |= sw_json_set_new(d, "prefill_diff_pct", num(s->prefill_diff_pct));
+    bad |= sw_json_set_new(d, "delivery_spread_ms", num(s->delivery_spread_ms));
+    bad |= sw_json_set_new(o, "reconcile", d);
+    if (bad) {
+        json_decref(o);
+        return NULL;
+    }
     return o;
 }
 
@@ -107,53 +117,59 @@ static json_t *point_json(const struct sw_bench_point *pt, bool samples)
     json_t *o = json_object();
     if (!o)
         return NULL;
+    int bad = 0;
     if (pt->depth >= 0)
-        sw_json_set_int(o, "depth", pt->depth);
+        bad |= sw_json_set_int(o, "depth", pt->depth);
     else
-        sw_json_set_new(o, "depth", json_null());
-    sw_json_set_int(o, "concurrency", pt->concurrency);
-    sw_json_set_int(o, "requests", (int64_t)pt->nsamples);
-    sw_json_set_int(o, "failed", (int64_t)pt->failed);
-    sw_json_set_int(o, "prompt_tokens", pt->tokens_in);
-    sw_json_set_int(o, "completion_tokens", pt->tokens_out);
-    sw_json_set_int(o, "reasoning_tokens", pt->reasoning_tokens);
-    sw_json_set_new(o, "wall_s", num(pt->wall_s));
-    sw_json_set_new(o, "request_throughput_rps",
-                    num(pt->wall_s > 0 ? (double)(pt->nsamples - pt->failed) / pt->wall_s : NAN));
-    sw_json_set_new(o, "token_throughput_tps",
-                    num(pt->wall_s > 0 ? (double)pt->tokens_out / pt->wall_s : NAN));
-    sw_json_set_new(o, "decode_tps", spread_json(&pt->decode));
-    sw_json_set_new(o, "summed_decode_tps", num(pt->sum_decode_tps));
-    sw_json_set_new(o, "prefill_tps", spread_json(&pt->prefill));
-    sw_json_set_new(o, "server_decode_tps", spread_json(&pt->srv_decode));
-    sw_json_set_new(o, "decode_diff_pct", spread_json(&pt->decode_diff));
-    sw_json_set_new(o, "server_prefill_tps", spread_json(&pt->srv_prefill));
-    sw_json_set_new(o, "prefill_diff_pct", spread_json(&pt->prefill_diff));
-    sw_json_set_bool(o, "counts_agree", pt->counts_agree);
-    sw_json_set_int(o, "good", (int64_t)pt->good);
-    sw_json_set_new(o, "goodput_rps", num(pt->goodput_rps));
+        bad |= sw_json_set_new(o, "depth", json_null());
+    bad |= sw_json_set_int(o, "concurrency", pt->concurrency);
+    bad |= sw_json_set_int(o, "requests", (int64_t)pt->nsamples);
+    bad |= sw_json_set_int(o, "failed", (int64_t)pt->failed);
+    bad |= sw_json_set_int(o, "prompt_tokens", pt->tokens_in);
+    bad |= sw_json_set_int(o, "completion_tokens", pt->tokens_out);
+    bad |= sw_json_set_int(o, "reasoning_tokens", pt->reasoning_tokens);
+    bad |= sw_json_set_new(o, "wall_s", num(pt->wall_s));
+    bad |= sw_json_set_new(
+        o, "request_throughput_rps",
+        num(pt->wall_s > 0 ? (double)(pt->nsamples - pt->failed) / pt->wall_s : NAN));
+    bad |= sw_json_set_new(o, "token_throughput_tps",
+                           num(pt->wall_s > 0 ? (double)pt->tokens_out / pt->wall_s : NAN));
+    bad |= sw_json_set_new(o, "decode_tps", spread_json(&pt->decode));
+    bad |= sw_json_set_new(o, "summed_decode_tps", num(pt->sum_decode_tps));
+    bad |= sw_json_set_new(o, "prefill_tps", spread_json(&pt->prefill));
+    bad |= sw_json_set_new(o, "server_decode_tps", spread_json(&pt->srv_decode));
+    bad |= sw_json_set_new(o, "decode_diff_pct", spread_json(&pt->decode_diff));
+    bad |= sw_json_set_new(o, "server_prefill_tps", spread_json(&pt->srv_prefill));
+    bad |= sw_json_set_new(o, "prefill_diff_pct", spread_json(&pt->prefill_diff));
+    bad |= sw_json_set_bool(o, "counts_agree", pt->counts_agree);
+    bad |= sw_json_set_int(o, "good", (int64_t)pt->good);
+    bad |= sw_json_set_new(o, "goodput_rps", num(pt->goodput_rps));
     if (pt->draft_n > 0) {
         json_t *sd = json_object();
-        sw_json_set_int(sd, "drafted", pt->draft_n);
-        sw_json_set_int(sd, "accepted", pt->draft_accepted);
-        sw_json_set_real(sd, "acceptance", (double)pt->draft_accepted / (double)pt->draft_n);
-        sw_json_set_new(o, "spec_decode", sd);
+        bad |= sw_json_set_int(sd, "drafted", pt->draft_n);
+        bad |= sw_json_set_int(sd, "accepted", pt->draft_accepted);
+        bad |= sw_json_set_real(sd, "acceptance", (double)pt->draft_accepted / (double)pt->draft_n);
+        bad |= sw_json_set_new(o, "spec_decode", sd);
     }
-    sw_json_set_int(o, "cached_tokens_max", pt->cache_checked ? pt->cached_max : -1);
-    sw_json_set_new(o, "ttft", sw_bench_hist_json(&pt->ttft));
-    sw_json_set_new(o, "ttft_from_sent", sw_bench_hist_json(&pt->ttft_sent));
-    sw_json_set_new(o, "ttfc", sw_bench_hist_json(&pt->ttfc));
-    sw_json_set_new(o, "e2e", sw_bench_hist_json(&pt->e2e));
-    sw_json_set_new(o, "e2e_from_sent", sw_bench_hist_json(&pt->e2e_sent));
-    sw_json_set_new(o, "tpot", sw_bench_hist_json(&pt->tpot));
-    sw_json_set_new(o, "itl_token", sw_bench_hist_json(&pt->itl_tok));
-    sw_json_set_new(o, "itl_chunk", sw_bench_hist_json(&pt->itl_chunk));
-    sw_json_set_new(o, "send_lag", sw_bench_hist_json(&pt->lag));
+    bad |= sw_json_set_int(o, "cached_tokens_max", pt->cache_checked ? pt->cached_max : -1);
+    bad |= sw_json_set_new(o, "ttft", sw_bench_hist_json(&pt->ttft));
+    bad |= sw_json_set_new(o, "ttft_from_sent", sw_bench_hist_json(&pt->ttft_sent));
+    bad |= sw_json_set_new(o, "ttfc", sw_bench_hist_json(&pt->ttfc));
+    bad |= sw_json_set_new(o, "e2e", sw_bench_hist_json(&pt->e2e));
+    bad |= sw_json_set_new(o, "e2e_from_sent", sw_bench_hist_json(&pt->e2e_sent));
+    bad |= sw_json_set_new(o, "tpot", sw_bench_hist_json(&pt->tpot));
+    bad |= sw_json_set_new(o, "itl_token", sw_bench_hist_json(&pt->itl_tok));
+    bad |= sw_json_set_new(o, "itl_chunk", sw_bench_hist_json(&pt->itl_chunk));
+    bad |= sw_json_set_new(o, "send_lag", sw_bench_hist_json(&pt->lag));
     if (samples) {
         json_t *a = json_array();
         for (size_t i = 0; i < pt->nsamples; i++)
-            json_array_append_new(a, sample_json(&pt->samples[i]));
-        sw_json_set_new(o, "samples", a);
+            bad |= json_array_append_new(a, sample_json(&pt->samples[i]));
+        bad |= sw_json_set_new(o, "samples", a);
+    }
+    if (bad) {
+        json_decref(o);
+        return NULL;
     }
     return o;
 }
@@ -163,38 +179,43 @@ json_t *sw_bench_report_json(const struct sw_bench_report *rep, bool samples)
     json_t *o = json_object();
     if (!o)
         return NULL;
-    sw_json_set_str(o, "url", rep->url);
+    int bad = 0;
+    bad |= sw_json_set_str(o, "url", rep->url);
     if (rep->model[0])
-        sw_json_set_str(o, "model", rep->model);
-    sw_json_set_str(o, "engine", rep->engine);
-    sw_json_set_str(o, "mode", rep->mode == SW_BENCH_OPEN ? "open" : "sweep");
-    sw_json_set_int(o, "started_at", rep->started_at);
+        bad |= sw_json_set_str(o, "model", rep->model);
+    bad |= sw_json_set_str(o, "engine", rep->engine);
+    bad |= sw_json_set_str(o, "mode", rep->mode == SW_BENCH_OPEN ? "open" : "sweep");
+    bad |= sw_json_set_int(o, "started_at", rep->started_at);
     if (rep->mode == SW_BENCH_OPEN) {
         json_t *ol = json_object();
-        sw_json_set_str(ol, "arrival", rep->arrival);
-        sw_json_set_new(ol, "rate_asked", num(rep->rate_asked));
-        sw_json_set_new(ol, "rate_achieved", num(rep->rate_achieved));
-        sw_json_set_new(ol, "duration_s", num(rep->duration_s));
-        sw_json_set_int(ol, "seed", (int64_t)rep->seed);
-        sw_json_set_new(ol, "max_lag_ms", num(rep->max_lag_ms));
-        sw_json_set_bool(ol, "valid", !rep->invalid);
+        bad |= sw_json_set_str(ol, "arrival", rep->arrival);
+        bad |= sw_json_set_new(ol, "rate_asked", num(rep->rate_asked));
+        bad |= sw_json_set_new(ol, "rate_achieved", num(rep->rate_achieved));
+        bad |= sw_json_set_new(ol, "duration_s", num(rep->duration_s));
+        bad |= sw_json_set_int(ol, "seed", (int64_t)rep->seed);
+        bad |= sw_json_set_new(ol, "max_lag_ms", num(rep->max_lag_ms));
+        bad |= sw_json_set_bool(ol, "valid", !rep->invalid);
         if (rep->invalid)
-            sw_json_set_str(ol, "invalid_why", rep->invalid_why);
-        sw_json_set_new(o, "open_loop", ol);
+            bad |= sw_json_set_str(ol, "invalid_why", rep->invalid_why);
+        bad |= sw_json_set_new(o, "open_loop", ol);
     }
     json_t *c = json_object();
-    sw_json_set_bool(c, "expect_hit", rep->cache_expect_hit);
-    sw_json_set_bool(c, "verified", rep->cache_verified);
-    sw_json_set_str(c, "why", rep->cache_why);
-    sw_json_set_new(o, "cache", c);
+    bad |= sw_json_set_bool(c, "expect_hit", rep->cache_expect_hit);
+    bad |= sw_json_set_bool(c, "verified", rep->cache_verified);
+    bad |= sw_json_set_str(c, "why", rep->cache_why);
+    bad |= sw_json_set_new(o, "cache", c);
     if (rep->parity[0])
-        sw_json_set_str(o, "parity", rep->parity);
+        bad |= sw_json_set_str(o, "parity", rep->parity);
     if (rep->slo[0])
-        sw_json_set_str(o, "slo", rep->slo);
+        bad |= sw_json_set_str(o, "slo", rep->slo);
     json_t *a = json_array();
     for (size_t i = 0; i < rep->npoints; i++)
-        json_array_append_new(a, point_json(&rep->points[i], samples));
-    sw_json_set_new(o, "points", a);
+        bad |= json_array_append_new(a, point_json(&rep->points[i], samples));
+    bad |= sw_json_set_new(o, "points", a);
+    if (bad) {
+        json_decref(o);
+        return NULL;
+    }
     return o;
 }
 
@@ -267,12 +288,9 @@ void sw_bench_report_print(FILE *f, const struct sw_bench_report *rep)
         fprintf(f, "parity: %s\n", rep->parity);
 }
 
-static void csv_num(struct sw_buf *b, double v)
+static int csv_num(struct sw_buf *b, double v)
 {
-    if (isfinite(v))
-        sw_buf_printf(b, ",%.6g", v);
-    else
-        sw_buf_puts(b, ",");
+    return isfinite(v) ? sw_buf_printf(b, ",%.6g", v) : sw_buf_puts(b, ",");
 }
 
 int sw_bench_report_csv(const struct sw_bench_report *rep, const char *path, struct sw_err *e)
@@ -289,30 +307,33 @@ int sw_bench_report_csv(const struct sw_bench_report *rep, const char *path, str
         const struct sw_bench_point *pt = &rep->points[i];
         for (size_t j = 0; !rc && j < pt->nsamples; j++) {
             const struct sw_bench_sample *s = &pt->samples[j];
-            sw_buf_printf(&b, "%lld,%d,%llu,%d,%ld,%lld,%lld,%lld,%lld,%s,%llu,%llu",
-                          (long long)pt->depth, pt->concurrency, (unsigned long long)s->index,
-                          s->rc == 0, s->status, (long long)s->prompt_tokens,
-                          (long long)s->completion_tokens, (long long)s->reasoning_tokens,
-                          (long long)s->cached_tokens, sw_bench_count_src_name(s->count_src),
-                          (unsigned long long)s->chunks, (unsigned long long)s->token_chunks);
+            int bad =
+                sw_buf_printf(&b, "%lld,%d,%llu,%d,%ld,%lld,%lld,%lld,%lld,%s,%llu,%llu",
+                              (long long)pt->depth, pt->concurrency, (unsigned long long)s->index,
+                              s->rc == 0, s->status, (long long)s->prompt_tokens,
+                              (long long)s->completion_tokens, (long long)s->reasoning_tokens,
+                              (long long)s->cached_tokens, sw_bench_count_src_name(s->count_src),
+                              (unsigned long long)s->chunks, (unsigned long long)s->token_chunks);
             double ms[] = {s->send_lag_s,  s->queue_s,       s->ttft_s,
                            s->ttft_sent_s, s->ttfc_s,        s->e2e_s,
                            s->e2e_sent_s,  s->decode_span_s, s->tpot_s};
             for (size_t k = 0; k < SW_ARRAY_LEN(ms); k++)
-                csv_num(&b, ms[k] * 1e3);
-            csv_num(&b, s->decode_tps);
-            csv_num(&b, s->prefill_tps);
-            sw_buf_printf(&b, ",%lld", (long long)s->srv_predicted_n);
-            csv_num(&b, s->srv_decode_tps);
-            csv_num(&b, s->srv_prompt_tps);
-            csv_num(&b, s->decode_diff_pct);
-            csv_num(&b, s->span_diff_ms);
-            csv_num(&b, s->delivery_spread_ms);
-            rc = sw_buf_printf(&b, ",%d\n", s->good);
+                bad |= csv_num(&b, ms[k] * 1e3);
+            bad |= csv_num(&b, s->decode_tps);
+            bad |= csv_num(&b, s->prefill_tps);
+            bad |= sw_buf_printf(&b, ",%lld", (long long)s->srv_predicted_n);
+            bad |= csv_num(&b, s->srv_decode_tps);
+            bad |= csv_num(&b, s->srv_prompt_tps);
+            bad |= csv_num(&b, s->decode_diff_pct);
+            bad |= csv_num(&b, s->span_diff_ms);
+            bad |= csv_num(&b, s->delivery_spread_ms);
+            bad |= sw_buf_printf(&b, ",%d\n", s->good);
+            rc = bad ? SW_ENOMEM : 0;
         }
     }
     if (rc)
-        rc = sw_err_set(e, rc, "%s: the CSV could not be built (%s)", path, sw_strerror(rc));
+        rc =
+            sw_err_set(e, rc, "%s: the CSV could not be built (out of memory or past 1 GiB)", path);
     else
         rc = sw_write_file_atomic(path, b.data, b.len, 0644, e);
     sw_buf_free(&b);

@@ -278,6 +278,32 @@ static void opts_for(struct sw_bench_opts *o, struct swh *s, struct fx *f)
     o->timeout_ms = 20000;
 }
 
+static int torture_json(void *arg)
+{
+    json_t *j = sw_bench_report_json(arg, true);
+    if (!j)
+        return SW_ENOMEM;
+    json_decref(j);
+    return 0;
+}
+
+static const char *g_csv;
+
+static int torture_csv(void *arg)
+{
+    return sw_bench_report_csv(arg, g_csv, NULL);
+}
+
+static int torture_prompt(void *arg)
+{
+    (void)arg;
+    char *p = sw_bench_prompt(7, 40, NULL);
+    if (!p)
+        return SW_ENOMEM;
+    sw_free(p);
+    return 0;
+}
+
 static void test_multi_token_chunks(void **state)
 {
     (void)state;
@@ -337,6 +363,11 @@ static void test_multi_token_chunks(void **state)
     assert_int_equal(sw_bench_report_csv(&rep, csv, &e), 0);
     assert_true(swt_file_has(csv, "depth,concurrency,index,ok,"));
     assert_true(swt_file_has(csv, ",6,0,0,per_chunk,"));
+    /* every allocation failure of the report's JSON, CSV and a prompt is a clean SW_ENOMEM */
+    g_csv = csv;
+    swt_torture("sw_bench_report_json", torture_json, &rep, SW_ENOMEM);
+    swt_torture("sw_bench_report_csv", torture_csv, &rep, SW_ENOMEM);
+    swt_torture("sw_bench_prompt", torture_prompt, NULL, SW_ENOMEM);
     json_t *j = sw_bench_report_json(&rep, true);
     json_t *p0 = json_array_get(json_object_get(j, "points"), 0);
     assert_int_equal(json_integer_value(json_object_get(p0, "completion_tokens")), 12);
