@@ -71,7 +71,6 @@ struct run {
     /* the first failure, for a run where nothing succeeded */
     int first_rc;
     char first_err[240];
-    int oom;
 };
 
 void sw_bench_opts_init(struct sw_bench_opts *o)
@@ -265,7 +264,6 @@ static bool start_one(struct run *r, uint64_t intended)
         if (f)
             flight_put(r, f);
         r->done++;
-        r->oom = 1;
         return true;
     }
     f->s = s;

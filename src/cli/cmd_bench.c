@@ -443,6 +443,12 @@ int sw_cmd_bench(int argc, char **argv)
         goto out;
     }
     o.prompts_file = sw_args_str(&a, "prompts");
+    if (o.prompts_file && (o.ndepths || sw_args_str(&a, "pp"))) {
+        exit_code = sw_cli_usage_json("bench", json,
+                                      "--prompts sends the file's requests: --depth and --pp do "
+                                      "not apply");
+        goto out;
+    }
     o.cache_prompt = sw_args_flag(&a, "cache-prompt");
     o.reuse_prompt = sw_args_flag(&a, "reuse-prompt");
     o.expect_hit = sw_args_flag(&a, "expect-hit");
