@@ -61,6 +61,7 @@ struct run {
     uint64_t t0;
     double next_at_s;
     bool sending_over;
+    bool truncated; /* the schedule outgrew the samples' room (10 sigma: never expected) */
     /* pool */
     struct flight *free_list;
     struct flight **all;
@@ -488,7 +489,12 @@ static void on_tick(evutil_socket_t fd, short what, void *ud)
         uint64_t due = r->t0 + (uint64_t)(r->next_at_s * 1e9);
         if (due > now)
             break;
-        if (r->next_at_s >= r->o->duration_s || !start_one(r, due)) {
+        if (r->next_at_s >= r->o->duration_s) {
+            r->sending_over = true;
+            break;
+        }
+        if (!start_one(r, due)) {
+            r->truncated = true;
             r->sending_over = true;
             break;
         }
@@ -661,9 +667,9 @@ static int check_opts(const struct sw_bench_opts *o, struct sw_err *e)
             return sw_err_set(e, SW_EINVAL, "bench: --rate must be in (0, 100000]");
         if (!(o->duration_s > 0) || o->duration_s > 86400)
             return sw_err_set(e, SW_EINVAL, "bench: --duration must be in (0, 1 day]");
-        if (o->rate * o->duration_s > 1000000)
+        if (o->rate * o->duration_s > 200000)
             return sw_err_set(e, SW_EINVAL,
-                              "bench: --rate x --duration asks for more than 1,000,000 requests");
+                              "bench: --rate x --duration asks for more than 200,000 requests");
     }
     for (size_t i = 0; i < o->ndepths; i++)
         if (o->depths[i] < 0 || o->depths[i] > 100000000)
@@ -824,8 +830,10 @@ int sw_bench_run(const struct sw_bench_opts *o, struct sw_bench_report *rep, str
     size_t caps[SW_BENCH_MAX_POINTS * 2];
     size_t open_cap = 0;
     if (o->mode == SW_BENCH_OPEN) {
-        /* the schedule's length is random: room for four times the mean, at least 64 */
-        open_cap = (size_t)(o->rate * o->duration_s * 4) + 64;
+        /* the schedule's length is random: its mean plus ten standard deviations of a renewal
+         * count (variance ~ cv^2 x mean), at least 64 more */
+        double mean = o->rate * o->duration_s;
+        open_cap = (size_t)(mean + 10.0 * SW_MAX(o->cv, 0.1) * sqrt(mean)) + 64;
         total = (uint64_t)(o->rate * o->duration_s);
     } else {
         for (size_t c = 0; c < nc; c++) {
@@ -883,7 +891,13 @@ int sw_bench_run(const struct sw_bench_opts *o, struct sw_bench_report *rep, str
             pt->nsamples > 1 && l > f ? (double)(pt->nsamples - 1) / ((double)(l - f) / 1e9) : NAN;
         rep->max_lag_ms = o->max_lag_ms > 0 ? o->max_lag_ms : 10.0;
         double p99 = (double)sw_bench_hist_quantile(&pt->lag, 0.99) / 1e6;
-        if (pt->lag.n && p99 > rep->max_lag_ms) {
+        if (r.truncated) {
+            rep->invalid = true;
+            snprintf(rep->invalid_why, sizeof(rep->invalid_why),
+                     "INVALID: the arrival schedule outgrew the room kept for it (%zu requests): "
+                     "the run was cut short",
+                     pt->nsamples);
+        } else if (pt->lag.n && p99 > rep->max_lag_ms) {
             rep->invalid = true;
             snprintf(rep->invalid_why, sizeof(rep->invalid_why),
                      "INVALID: the client's p99 send lag %.3f ms exceeds the bound %.3f ms: the "
