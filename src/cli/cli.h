@@ -29,6 +29,7 @@ struct sw_cmd {
 
 /* The verbs: add one line here and one cmd_<verb>.c defining sw_cmd_<verb>. Keep alphabetical. */
 #define SW_VERBS(X)                                                                                \
+    X(bench, "measure decode and prefill: depth sweep, concurrency, open-loop arrivals")           \
     X(bootlog, "read an engine's boot log: its report and failure; diff predicted vs printed")     \
     X(calibrate, "fit an endpoint's law terms from its recorded boots; predict with intervals")    \
     X(check, "run the gates on a fleet's endpoints before a boot: band, pool, window, known-bad")  \
@@ -54,6 +55,7 @@ SW_VERBS(SW_DECL)
  * which `slipway help --list` and `slipway help VERB` use. A verb missing here is listed as not
  * converted. */
 #define SW_SPECS(X)                                                                                \
+    X(bench)                                                                                       \
     X(bootlog)                                                                                     \
     X(calibrate)                                                                                   \
     X(check)                                                                                       \

@@ -274,6 +274,7 @@ static void test_opt_equals(void **state)
     snprintf(up_log, sizeof(up_log), "%s/up-conformance.log", dir);
     snprintf(port, sizeof(port), "%d", swt_free_port());
     const struct eq_case cases[] = {
+        {"bench", {"bench", "nowhere", "@", "--json"}, "--fleet", fleet_missing, fleet_missing},
         {"bootlog",
          {"bootlog", "parse", bootlog, "@", "--json"},
          "--engine",

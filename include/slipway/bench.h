@@ -1,0 +1,296 @@
+/*
+ * slipway bench: decode and prefill numbers that do not depend on the client.
+ *
+ * Streams chat completions at an OpenAI-compatible endpoint (net.h's event loop, sse.h, openai.h:
+ * no second HTTP or SSE stack) and measures every request on CLOCK_MONOTONIC where the bytes
+ * arrive: the INTENDED send time (the schedule), the actual send, the first response byte, the
+ * first token of any kind (reasoning or content), the first content token, every token-bearing
+ * chunk, the end. Tokens are counted as tokens, never as chunks: from the engine's per-chunk
+ * counters when it sends them (llama.cpp `timings_per_token`: timings.predicted_n in every chunk;
+ * vLLM continuous usage: usage.completion_tokens in every chunk), and from the final usage /
+ * timings otherwise; reasoning tokens count like content tokens. The engine's own figures
+ * (llama.cpp timings, cache_n, usage.prompt_tokens_details.cached_tokens) are kept beside the
+ * client's, per request, with the disagreement.
+ *
+ * Workloads: a depth sweep (prompt depth x generated tokens, repeated), a closed-loop concurrency
+ * sweep (C streams kept in flight), and open-loop arrivals (constant, Poisson or gamma
+ * inter-arrival times from a seeded generator, latency from the intended send beside the
+ * uncorrected one, the achieved rate and the client's send lag; a run whose send lag exceeds a
+ * bound is marked invalid). Prompts are synthetic with a per-request nonce at their START (a
+ * prefix cache cannot serve any of them) or read from a JSONL file of chat requests.
+ *
+ * docs/bench.md defines every metric and the clock it is read on.
+ *
+ * What it deliberately does not do: judge a speed (it reports), retry a failed request (it is
+ * counted as failed), read /metrics (the spec-decode acceptance and HTML report are left to later
+ * work), or run more than one event loop (one thread).
+ */
+#ifndef SLIPWAY_BENCH_H
+#define SLIPWAY_BENCH_H
+
+#include <slipway/core.h>
+#include <slipway/openai.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------------------------------------
+ * Fixed-bucket latency histogram (log-linear, HdrHistogram-style): values in nanoseconds from
+ * 1 us to ~275 s at 1/32 relative resolution (about 3%); exact min, max, sum and count. No
+ * allocation; merging is adding counts.
+ */
+#define SW_BENCH_HIST_SUB   32u
+#define SW_BENCH_HIST_OCT   28u /* octaves above 1 us */
+#define SW_BENCH_HIST_NBINS (SW_BENCH_HIST_SUB * SW_BENCH_HIST_OCT + 1u)
+
+struct sw_bench_hist {
+    uint64_t n;
+    uint64_t min_ns, max_ns; /* exact */
+    double sum_ns;
+    uint32_t bins[SW_BENCH_HIST_NBINS];
+};
+
+void sw_bench_hist_init(struct sw_bench_hist *h);
+void sw_bench_hist_add(struct sw_bench_hist *h, uint64_t ns);
+void sw_bench_hist_merge(struct sw_bench_hist *to, const struct sw_bench_hist *from);
+/* The value at quantile q (0..1) in ns: the upper edge of its bucket, clamped to [min, max].
+ * 0 when empty. */
+uint64_t sw_bench_hist_quantile(const struct sw_bench_hist *h, double q);
+/* The CDF: for every non-empty bucket, its upper edge in ms (clamped to [min, max]) and the
+ * fraction of values at or below it. Writes at most max points; returns how many. */
+size_t sw_bench_hist_cdf(const struct sw_bench_hist *h, double *x_ms, double *y, size_t max);
+/* {"n", "mean_ms", "min_ms", "p50_ms", "p90_ms", "p99_ms", "p999_ms", "max_ms"}; new reference. */
+json_t *sw_bench_hist_json(const struct sw_bench_hist *h);
+
+/* Spread of a small set of repeats: median, min, max, quartiles (linear interpolation). NaN
+ * values are left out; n counts the finite ones. */
+struct sw_bench_spread {
+    size_t n;
+    double median, min, max, q1, q3;
+};
+void sw_bench_spread(const double *v, size_t n, struct sw_bench_spread *out);
+
+/* ---------------------------------------------------------------------------------------------
+ * Arrivals: inter-arrival gaps for open-loop runs. A seeded generator (splitmix64 / xoshiro256**)
+ * so a run is repeatable.
+ */
+enum sw_bench_arrival {
+    SW_BENCH_ARRIVAL_CONSTANT = 0,
+    SW_BENCH_ARRIVAL_POISSON, /* exponential gaps */
+    SW_BENCH_ARRIVAL_GAMMA    /* gamma gaps with a coefficient of variation cv (shape 1/cv^2) */
+};
+
+struct sw_bench_rng {
+    uint64_t s[4];
+};
+void sw_bench_rng_seed(struct sw_bench_rng *r, uint64_t seed);
+uint64_t sw_bench_rng_next(struct sw_bench_rng *r);
+double sw_bench_rng_unit(struct sw_bench_rng *r); /* uniform in (0, 1) */
+
+/* "constant", "poisson", "gamma:CV" (CV > 0). SW_EINVAL with the reason. */
+int sw_bench_arrival_parse(const char *s, enum sw_bench_arrival *kind, double *cv,
+                           struct sw_err *e);
+/* The next gap in seconds for a mean rate of `rate` per second. */
+double sw_bench_arrival_gap(enum sw_bench_arrival kind, double cv, double rate,
+                            struct sw_bench_rng *r);
+
+/* ---------------------------------------------------------------------------------------------
+ * Synthetic prompts: `words` filler words drawn from a fixed list by a seeded generator, with
+ * "[nonce N] " at the very start so no two requests share a prefix (a prefix cache can serve at
+ * most the chat template's own tokens). sw_free the result.
+ */
+char *sw_bench_prompt(uint64_t nonce, size_t words, size_t *len);
+
+/* ---------------------------------------------------------------------------------------------
+ * One request as measured. Instants are sw_now_ns() (CLOCK_MONOTONIC); 0 when it did not happen.
+ */
+enum sw_bench_count_src {
+    SW_BENCH_COUNT_NONE = 0,
+    SW_BENCH_COUNT_PER_CHUNK, /* the engine's cumulative count in every chunk (exact per chunk) */
+    SW_BENCH_COUNT_FINAL,     /* only a final usage / timings total */
+    SW_BENCH_COUNT_CHUNKS     /* no count came at all: token-bearing chunks (a lower bound) */
+};
+const char *sw_bench_count_src_name(enum sw_bench_count_src s);
+
+struct sw_bench_sample {
+    int rc;          /* 0, or the failure (transport, HTTP status, in-stream error) */
+    long status;     /* HTTP status, 0 when none */
+    char error[240]; /* why it failed */
+    int64_t depth;   /* the depth asked (tokens), -1 for file prompts */
+    int64_t tg;      /* max_tokens asked */
+    int concurrency; /* streams in flight by design (closed loop); 0 in open loop */
+    uint64_t index;  /* order of sending within its run */
+    /* instants */
+    uint64_t t_intended, t_issued, t_sent, t_first_byte, t_first_token, t_first_content,
+        t_last_token, t_end;
+    /* counts */
+    int64_t prompt_tokens;      /* usage.prompt_tokens, else timings prompt_n + cache_n; -1 */
+    int64_t completion_tokens;  /* usage.completion_tokens, else timings.predicted_n; -1 */
+    int64_t reasoning_tokens;   /* tokens in reasoning-bearing chunks (per-chunk counts), or
+                                * usage.completion_tokens_details.reasoning_tokens; -1 unknown */
+    int64_t cached_tokens;      /* timings.cache_n, else usage...cached_tokens; -1 unknown */
+    int64_t first_chunk_tokens; /* tokens in the first token-bearing chunk (per-chunk counts) */
+    enum sw_bench_count_src count_src;
+    uint64_t chunks;       /* chunk events parsed (the [DONE] sentinel is not one) */
+    uint64_t token_chunks; /* chunks that brought tokens (text or a count increment) */
+    uint64_t multi_chunks; /* chunks that brought more than one token */
+    /* derived, seconds (NaN when undefined) */
+    double ttft_s;        /* first token - intended send */
+    double ttft_sent_s;   /* first token - actual send (the uncorrected figure) */
+    double ttfc_s;        /* first content token - intended send */
+    double e2e_s;         /* end - intended send */
+    double e2e_sent_s;    /* end - actual send */
+    double send_lag_s;    /* issued - intended: how late the client's own loop was */
+    double queue_s;       /* sent - issued: waiting for a connection (--connections) */
+    double decode_span_s; /* last token - first token */
+    double tpot_s;        /* decode_span / (completion_tokens - first_chunk_tokens) */
+    double decode_tps;    /* (completion_tokens - first_chunk_tokens) / decode_span */
+    double prefill_tps;   /* prompt_tokens processed (prompt - cached) / (first token - sent) */
+    /* the engine's own figures (llama.cpp timings), NaN / -1 when it sent none */
+    bool srv;
+    int64_t srv_prompt_n, srv_cache_n, srv_predicted_n;
+    int64_t srv_draft_n, srv_draft_accepted; /* speculative decoding; -1 when not reported */
+    double srv_prompt_ms, srv_predicted_ms, srv_prompt_tps, srv_decode_tps;
+    /* reconciliation: the client's figures against the engine's, on the same definitions */
+    double span_diff_ms;       /* decode_span - srv_predicted_ms (the same interval, two clocks) */
+    double decode_diff_pct;    /* 100 * (decode_tps - srv_decode_tps) / srv_decode_tps */
+    double prefill_diff_pct;   /* 100 * (prefill_tps - srv_prompt_tps) / srv_prompt_tps: the
+                                * client's includes the network, queueing and the first sample */
+    double delivery_spread_ms; /* spread of (arrival - server's own emission time) over the
+                                * token chunks, when the engine timed every chunk; NaN else */
+    bool counts_agree;         /* completion_tokens == srv_predicted_n (when both known) */
+    bool good;                 /* within every declared SLO (set by the runner) */
+};
+
+/* The per-request statistics of a sample's chunk records, for callers that fold a stream
+ * themselves (tests; bench's own runner). `cum` holds, per chunk record of r, the engine's
+ * cumulative completion-token count after that chunk (-1 where the chunk carried none); `srv_ms`
+ * the engine's cumulative predicted_ms after it (NaN where none); both may be NULL. ITLs go into
+ * itl_tok (one value per token after the first: 0 for the later tokens of a multi-token chunk)
+ * and itl_chunk (one per token-bearing chunk after the first); either may be NULL. */
+void sw_bench_measure(struct sw_bench_sample *s, const struct sw_openai_result *r,
+                      const int64_t *cum, const double *srv_ms, struct sw_bench_hist *itl_tok,
+                      struct sw_bench_hist *itl_chunk);
+
+/* ---------------------------------------------------------------------------------------------
+ * A run.
+ */
+enum sw_bench_mode {
+    SW_BENCH_SWEEP = 0, /* depth x concurrency x repeat, closed loop */
+    SW_BENCH_OPEN       /* open-loop arrivals */
+};
+
+#define SW_BENCH_MAX_POINTS 64
+
+struct sw_bench_opts {
+    const char *url;     /* base URL, http://host:port (the /v1/chat/completions path is added) */
+    const char *model;   /* NULL: left out of the request */
+    const char *api_key; /* bearer; never logged */
+    const char *engine;  /* "llama.cpp" (default: asks cache_prompt:false and timings_per_token),
+                          * "vllm", "sglang", or "openai" (nothing engine-specific) */
+    enum sw_bench_mode mode;
+    int64_t depths[SW_BENCH_MAX_POINTS]; /* prompt depths in tokens (0: a minimal prompt) */
+    size_t ndepths;
+    int conc[SW_BENCH_MAX_POINTS]; /* closed-loop concurrency levels */
+    size_t nconc;
+    int64_t tg;        /* max_tokens (generated tokens asked) */
+    int64_t pp;        /* prompt tokens when no --depth is given (the depth list is {pp}) */
+    int repeat;        /* requests per stream per point (closed loop) */
+    bool ignore_eos;   /* ask for exactly tg tokens */
+    bool cache_prompt; /* do NOT ask the engine to skip its prompt cache (llama.cpp's
+                        * cache_prompt:false is sent unless this is set) */
+    bool reuse_prompt; /* one prompt (one nonce) for every request of a point */
+    bool expect_hit;   /* the cache check expects hits (every request of a point after its
+                        * first); default: it expects none */
+    /* open loop */
+    double rate; /* requests per second */
+    enum sw_bench_arrival arrival;
+    double cv;
+    double duration_s;
+    uint64_t seed;
+    double max_lag_ms; /* p99 send lag above this: the run is invalid (0: 10 ms) */
+    /* prompts from a file: a JSONL of chat request objects (messages, ...); NULL: synthetic */
+    const char *prompts_file;
+    const json_t *extra; /* an object whose keys are set in every request last (grammar,
+                          * chat_template_kwargs, ...); may be NULL */
+    /* declared SLOs for goodput, seconds (0: none): a request is good when it succeeded and each
+     * declared figure, timed from the intended send, is within its bound */
+    double slo_ttft_s, slo_tpot_s, slo_e2e_s;
+    unsigned timeout_ms; /* per request (0: 600 s) */
+    long connections;    /* at most this many connections (0: unlimited); requests past it wait
+                          * in the client, which only the intended-send latency shows */
+    FILE *progress;      /* a progress bar here (NULL: none) */
+};
+
+void sw_bench_opts_init(struct sw_bench_opts *o);
+
+/* One point of a sweep (or the one point of an open-loop run): its samples and summaries. */
+struct sw_bench_point {
+    int64_t depth;
+    int concurrency;
+    struct sw_bench_sample *samples;
+    size_t nsamples;
+    size_t failed;
+    struct sw_bench_hist ttft, ttft_sent, ttfc, e2e, e2e_sent, tpot, itl_tok, itl_chunk, lag;
+    double wall_s;         /* first send to last end */
+    double sum_decode_tps; /* summed decode across streams: total tokens / wall span of decode */
+    struct sw_bench_spread decode, prefill, ttft_s, srv_decode, decode_diff, srv_prefill,
+        prefill_diff; /* over samples */
+    int64_t tokens_out, tokens_in, reasoning_tokens;
+    bool cache_checked; /* every sample said how much of its prompt was cached */
+    int64_t cached_max; /* the most cached prompt tokens in one sample */
+    bool counts_agree;  /* every sample's token count agreed with the engine's */
+    size_t good;        /* requests within every declared SLO (all successful ones if none) */
+    double goodput_rps; /* good / wall_s */
+    /* speculative decoding (llama.cpp timings.draft_n / draft_n_accepted, summed) */
+    int64_t draft_n, draft_accepted;
+};
+
+struct sw_bench_report {
+    char url[512];
+    char model[256];
+    char engine[32];
+    enum sw_bench_mode mode;
+    int64_t started_at; /* unix seconds */
+    struct sw_bench_point *points;
+    size_t npoints;
+    /* open loop */
+    double rate_asked, rate_achieved, duration_s;
+    char arrival[32];
+    uint64_t seed;
+    double max_lag_ms;
+    bool invalid; /* the send lag exceeded the bound */
+    char invalid_why[200];
+    /* the cache check */
+    bool cache_expect_hit; /* expect_hit was asked */
+    bool cache_verified;   /* the engine's counters said what was expected */
+    char cache_why[240];
+    /* parity: summed decode at concurrency C below single-stream decode, per depth */
+    char parity[1024];
+    char slo[128]; /* the declared SLOs as text ("ttft<=2000ms tpot<=50ms"), "" when none */
+};
+
+/*
+ * Run o. Fills rep (free with sw_bench_report_free). Returns 0 when the run ran (individual
+ * request failures are counted in the points, not an error), SW_EINVAL for unusable options,
+ * SW_ENOMEM, or the first transport error when NOT A SINGLE request succeeded.
+ */
+int sw_bench_run(const struct sw_bench_opts *o, struct sw_bench_report *rep, struct sw_err *e);
+void sw_bench_report_free(struct sw_bench_report *rep);
+
+/* The whole report as JSON (docs/bench.md names every field); per-request samples included when
+ * samples is set. New reference, NULL on OOM. */
+json_t *sw_bench_report_json(const struct sw_bench_report *rep, bool samples);
+/* The human table. */
+void sw_bench_report_print(FILE *f, const struct sw_bench_report *rep);
+/* One row per request (every point), with a header line, written atomically to path. The
+ * columns are the --json sample fields (docs/bench.md). */
+int sw_bench_report_csv(const struct sw_bench_report *rep, const char *path, struct sw_err *e);
+/* decode tok/s vs depth (one series per concurrency) and vs concurrency, as SVG. */
+int sw_bench_report_svg(const struct sw_bench_report *rep, const char *path, struct sw_err *e);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

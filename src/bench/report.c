@@ -1,0 +1,466 @@
+/*
+ * bench/report: a run as JSON (every field defined in docs/bench.md), as a table, and as SVG
+ * (decode tok/s by depth, one line per concurrency, with the min..max of the repeats; and
+ * per-stream and summed decode by concurrency).
+ *
+ * What it deliberately does not do: HTML or CSV (later work), or re-measure anything.
+ */
+#include <slipway/bench.h>
+
+#include <math.h>
+#include <string.h>
+
+static json_t *num(double v)
+{
+    return isfinite(v) ? json_real(v) : json_null();
+}
+
+static json_t *spread_json(const struct sw_bench_spread *s)
+{
+    json_t *o = json_object();
+    if (!o)
+        return NULL;
+    int bad = 0;
+    bad |= sw_json_set_int(o, "n", (int64_t)s->n);
+    bad |= sw_json_set_new(o, "median", num(s->median));
+    bad |= sw_json_set_new(o, "min", num(s->min));
+    bad |= sw_json_set_new(o, "max", num(s->max));
+    bad |= sw_json_set_new(o, "q1", num(s->q1));
+    bad |= sw_json_set_new(o, "q3", num(s->q3));
+    if (bad) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
+static double ms_of(uint64_t t, uint64_t base)
+{
+    return t && base && t >= base ? (double)(t - base) / 1e6 : NAN;
+}
+
+static json_t *sample_json(const struct sw_bench_sample *s)
+{
+    json_t *o = json_object();
+    if (!o)
+        return NULL;
+    int bad = 0;
+    bad |= sw_json_set_int(o, "index", (int64_t)s->index);
+    bad |= sw_json_set_bool(o, "ok", s->rc == 0);
+    if (s->rc)
+        bad |= sw_json_set_str(o, "error", s->error);
+    bad |= sw_json_set_int(o, "status", s->status);
+    /* instants, as ms after the intended send */
+    json_t *t = json_object();
+    bad |= sw_json_set_new(t, "issued_ms", num(ms_of(s->t_issued, s->t_intended)));
+    bad |= sw_json_set_new(t, "sent_ms", num(ms_of(s->t_sent, s->t_intended)));
+    bad |= sw_json_set_new(t, "first_byte_ms", num(ms_of(s->t_first_byte, s->t_intended)));
+    bad |= sw_json_set_new(t, "first_token_ms", num(ms_of(s->t_first_token, s->t_intended)));
+    bad |= sw_json_set_new(t, "first_content_ms", num(ms_of(s->t_first_content, s->t_intended)));
+    bad |= sw_json_set_new(t, "last_token_ms", num(ms_of(s->t_last_token, s->t_intended)));
+    bad |= sw_json_set_new(t, "end_ms", num(ms_of(s->t_end, s->t_intended)));
+    bad |= sw_json_set_new(o, "t", t);
+    bad |= sw_json_set_int(o, "prompt_tokens", s->prompt_tokens);
+    bad |= sw_json_set_int(o, "completion_tokens", s->completion_tokens);
+    bad |= sw_json_set_int(o, "reasoning_tokens", s->reasoning_tokens);
+    bad |= sw_json_set_int(o, "cached_tokens", s->cached_tokens);
+    bad |= sw_json_set_int(o, "first_chunk_tokens", s->first_chunk_tokens);
+    bad |= sw_json_set_str(o, "count_source", sw_bench_count_src_name(s->count_src));
+    bad |= sw_json_set_bool(o, "good", s->good);
+    bad |= sw_json_set_int(o, "chunks", (int64_t)s->chunks);
+    bad |= sw_json_set_int(o, "token_chunks", (int64_t)s->token_chunks);
+    bad |= sw_json_set_int(o, "multi_token_chunks", (int64_t)s->multi_chunks);
+    bad |= sw_json_set_new(o, "ttft_ms", num(s->ttft_s * 1e3));
+    bad |= sw_json_set_new(o, "ttft_from_sent_ms", num(s->ttft_sent_s * 1e3));
+    bad |= sw_json_set_new(o, "ttfc_ms", num(s->ttfc_s * 1e3));
+    bad |= sw_json_set_new(o, "e2e_ms", num(s->e2e_s * 1e3));
+    bad |= sw_json_set_new(o, "e2e_from_sent_ms", num(s->e2e_sent_s * 1e3));
+    bad |= sw_json_set_new(o, "send_lag_ms", num(s->send_lag_s * 1e3));
+    bad |= sw_json_set_new(o, "client_queue_ms", num(s->queue_s * 1e3));
+    bad |= sw_json_set_new(o, "decode_span_ms", num(s->decode_span_s * 1e3));
+    bad |= sw_json_set_new(o, "tpot_ms", num(s->tpot_s * 1e3));
+    bad |= sw_json_set_new(o, "decode_tps", num(s->decode_tps));
+    bad |= sw_json_set_new(o, "prefill_tps", num(s->prefill_tps));
+    if (s->srv) {
+        json_t *v = json_object();
+        bad |= sw_json_set_int(v, "prompt_n", s->srv_prompt_n);
+        bad |= sw_json_set_int(v, "cache_n", s->srv_cache_n);
+        bad |= sw_json_set_int(v, "predicted_n", s->srv_predicted_n);
+        bad |= sw_json_set_new(v, "prompt_ms", num(s->srv_prompt_ms));
+        bad |= sw_json_set_new(v, "predicted_ms", num(s->srv_predicted_ms));
+        bad |= sw_json_set_new(v, "prompt_per_second", num(s->srv_prompt_tps));
+        bad |= sw_json_set_new(v, "predicted_per_second", num(s->srv_decode_tps));
+        if (s->srv_draft_n >= 0) {
+            bad |= sw_json_set_int(v, "draft_n", s->srv_draft_n);
+            bad |= sw_json_set_int(v, "draft_n_accepted", s->srv_draft_accepted);
+        }
+        bad |= sw_json_set_new(o, "server", v);
+    } else {
+        bad |= sw_json_set_new(o, "server", json_null());
+    }
+    json_t *d = json_object();
+    bad |= sw_json_set_bool(d, "counts_agree", s->counts_agree);
+    bad |= sw_json_set_new(d, "span_diff_ms", num(s->span_diff_ms));
+    bad |= sw_json_set_new(d, "decode_diff_pct", num(s->decode_diff_pct));
+    bad |= sw_json_set_new(d, "prefill_diff_pct", num(s->prefill_diff_pct));
+    bad |= sw_json_set_new(d, "delivery_spread_ms", num(s->delivery_spread_ms));
+    bad |= sw_json_set_new(o, "reconcile", d);
+    if (bad) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
+static json_t *point_json(const struct sw_bench_point *pt, bool samples)
+{
+    json_t *o = json_object();
+    if (!o)
+        return NULL;
+    int bad = 0;
+    if (pt->depth >= 0)
+        bad |= sw_json_set_int(o, "depth", pt->depth);
+    else
+        bad |= sw_json_set_new(o, "depth", json_null());
+    bad |= sw_json_set_int(o, "concurrency", pt->concurrency);
+    bad |= sw_json_set_int(o, "requests", (int64_t)pt->nsamples);
+    bad |= sw_json_set_int(o, "failed", (int64_t)pt->failed);
+    bad |= sw_json_set_int(o, "prompt_tokens", pt->tokens_in);
+    bad |= sw_json_set_int(o, "completion_tokens", pt->tokens_out);
+    bad |= sw_json_set_int(o, "reasoning_tokens", pt->reasoning_tokens);
+    bad |= sw_json_set_new(o, "wall_s", num(pt->wall_s));
+    bad |= sw_json_set_new(
+        o, "request_throughput_rps",
+        num(pt->wall_s > 0 ? (double)(pt->nsamples - pt->failed) / pt->wall_s : NAN));
+    bad |= sw_json_set_new(o, "token_throughput_tps",
+                           num(pt->wall_s > 0 ? (double)pt->tokens_out / pt->wall_s : NAN));
+    bad |= sw_json_set_new(o, "decode_tps", spread_json(&pt->decode));
+    bad |= sw_json_set_new(o, "summed_decode_tps", num(pt->sum_decode_tps));
+    bad |= sw_json_set_new(o, "prefill_tps", spread_json(&pt->prefill));
+    bad |= sw_json_set_new(o, "server_decode_tps", spread_json(&pt->srv_decode));
+    bad |= sw_json_set_new(o, "decode_diff_pct", spread_json(&pt->decode_diff));
+    bad |= sw_json_set_new(o, "server_prefill_tps", spread_json(&pt->srv_prefill));
+    bad |= sw_json_set_new(o, "prefill_diff_pct", spread_json(&pt->prefill_diff));
+    bad |= sw_json_set_bool(o, "counts_agree", pt->counts_agree);
+    bad |= sw_json_set_int(o, "good", (int64_t)pt->good);
+    bad |= sw_json_set_new(o, "goodput_rps", num(pt->goodput_rps));
+    if (pt->draft_n > 0) {
+        json_t *sd = json_object();
+        bad |= sw_json_set_int(sd, "drafted", pt->draft_n);
+        bad |= sw_json_set_int(sd, "accepted", pt->draft_accepted);
+        bad |= sw_json_set_real(sd, "acceptance", (double)pt->draft_accepted / (double)pt->draft_n);
+        bad |= sw_json_set_new(o, "spec_decode", sd);
+    }
+    bad |= sw_json_set_int(o, "cached_tokens_max", pt->cache_checked ? pt->cached_max : -1);
+    bad |= sw_json_set_new(o, "ttft", sw_bench_hist_json(&pt->ttft));
+    bad |= sw_json_set_new(o, "ttft_from_sent", sw_bench_hist_json(&pt->ttft_sent));
+    bad |= sw_json_set_new(o, "ttfc", sw_bench_hist_json(&pt->ttfc));
+    bad |= sw_json_set_new(o, "e2e", sw_bench_hist_json(&pt->e2e));
+    bad |= sw_json_set_new(o, "e2e_from_sent", sw_bench_hist_json(&pt->e2e_sent));
+    bad |= sw_json_set_new(o, "tpot", sw_bench_hist_json(&pt->tpot));
+    bad |= sw_json_set_new(o, "itl_token", sw_bench_hist_json(&pt->itl_tok));
+    bad |= sw_json_set_new(o, "itl_chunk", sw_bench_hist_json(&pt->itl_chunk));
+    bad |= sw_json_set_new(o, "send_lag", sw_bench_hist_json(&pt->lag));
+    if (samples) {
+        json_t *a = json_array();
+        for (size_t i = 0; i < pt->nsamples; i++)
+            bad |= json_array_append_new(a, sample_json(&pt->samples[i]));
+        bad |= sw_json_set_new(o, "samples", a);
+    }
+    if (bad) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
+json_t *sw_bench_report_json(const struct sw_bench_report *rep, bool samples)
+{
+    json_t *o = json_object();
+    if (!o)
+        return NULL;
+    int bad = 0;
+    bad |= sw_json_set_str(o, "url", rep->url);
+    if (rep->model[0])
+        bad |= sw_json_set_str(o, "model", rep->model);
+    bad |= sw_json_set_str(o, "engine", rep->engine);
+    bad |= sw_json_set_str(o, "mode", rep->mode == SW_BENCH_OPEN ? "open" : "sweep");
+    bad |= sw_json_set_int(o, "started_at", rep->started_at);
+    if (rep->mode == SW_BENCH_OPEN) {
+        json_t *ol = json_object();
+        bad |= sw_json_set_str(ol, "arrival", rep->arrival);
+        bad |= sw_json_set_new(ol, "rate_asked", num(rep->rate_asked));
+        bad |= sw_json_set_new(ol, "rate_achieved", num(rep->rate_achieved));
+        bad |= sw_json_set_new(ol, "duration_s", num(rep->duration_s));
+        bad |= sw_json_set_int(ol, "seed", (int64_t)rep->seed);
+        bad |= sw_json_set_new(ol, "max_lag_ms", num(rep->max_lag_ms));
+        bad |= sw_json_set_bool(ol, "valid", !rep->invalid);
+        if (rep->invalid)
+            bad |= sw_json_set_str(ol, "invalid_why", rep->invalid_why);
+        bad |= sw_json_set_new(o, "open_loop", ol);
+    }
+    json_t *c = json_object();
+    bad |= sw_json_set_bool(c, "expect_hit", rep->cache_expect_hit);
+    bad |= sw_json_set_bool(c, "verified", rep->cache_verified);
+    bad |= sw_json_set_str(c, "why", rep->cache_why);
+    bad |= sw_json_set_new(o, "cache", c);
+    if (rep->parity[0])
+        bad |= sw_json_set_str(o, "parity", rep->parity);
+    if (rep->slo[0])
+        bad |= sw_json_set_str(o, "slo", rep->slo);
+    json_t *a = json_array();
+    for (size_t i = 0; i < rep->npoints; i++)
+        bad |= json_array_append_new(a, point_json(&rep->points[i], samples));
+    bad |= sw_json_set_new(o, "points", a);
+    if (bad) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
+static double p_ms(const struct sw_bench_hist *h, double q)
+{
+    return h->n ? (double)sw_bench_hist_quantile(h, q) / 1e6 : NAN;
+}
+
+void sw_bench_report_print(FILE *f, const struct sw_bench_report *rep)
+{
+    fprintf(f, "bench %s%s%s (%s)\n", rep->url, rep->model[0] ? " model " : "", rep->model,
+            rep->engine);
+    fprintf(f, "%7s %4s %5s %6s %6s  %-26s %9s %7s %9s %9s %9s %7s %8s %8s\n", "depth", "conc",
+            "reqs", "prompt", "tokens", "decode tok/s med[min..max]", "server", "diff%", "summed",
+            "prefill", "server", "diff%", "ttft ms", "itl p99");
+    for (size_t i = 0; i < rep->npoints; i++) {
+        const struct sw_bench_point *pt = &rep->points[i];
+        char dep[32], dec[64];
+        char conc[16];
+        if (pt->concurrency)
+            snprintf(conc, sizeof(conc), "%d", pt->concurrency);
+        else
+            snprintf(conc, sizeof(conc), "open");
+        if (pt->depth >= 0)
+            snprintf(dep, sizeof(dep), "%lld", (long long)pt->depth);
+        else
+            snprintf(dep, sizeof(dep), "file");
+        snprintf(dec, sizeof(dec), "%.2f [%.2f..%.2f]", pt->decode.median, pt->decode.min,
+                 pt->decode.max);
+        size_t ok = pt->nsamples - pt->failed;
+        fprintf(f,
+                "%7s %4s %5zu %6lld %6lld  %-26s %9.2f %+7.2f %9.2f %9.1f %9.1f %+7.1f %8.1f "
+                "%8.2f\n",
+                dep, conc, pt->nsamples, ok ? (long long)(pt->tokens_in / (int64_t)ok) : 0LL,
+                ok ? (long long)(pt->tokens_out / (int64_t)ok) : 0LL, dec, pt->srv_decode.median,
+                pt->decode_diff.median, pt->sum_decode_tps, pt->prefill.median,
+                pt->srv_prefill.median, pt->prefill_diff.median, p_ms(&pt->ttft, 0.5),
+                p_ms(&pt->itl_tok, 0.99));
+        if (pt->failed)
+            fprintf(f, "        %zu of %zu requests failed\n", pt->failed, pt->nsamples);
+        if (rep->slo[0])
+            fprintf(f, "        goodput (%s): %zu of %zu requests, %.3f req/s\n", rep->slo,
+                    pt->good, pt->nsamples, pt->goodput_rps);
+        if (pt->draft_n > 0)
+            fprintf(f,
+                    "        speculative decoding: %lld of %lld drafted tokens accepted (%.1f%%)\n",
+                    (long long)pt->draft_accepted, (long long)pt->draft_n,
+                    100.0 * (double)pt->draft_accepted / (double)pt->draft_n);
+        if (!pt->counts_agree)
+            fprintf(f, "        token counts DISAGREE with the engine's own (see --json)\n");
+    }
+    if (rep->mode == SW_BENCH_OPEN && rep->npoints) {
+        const struct sw_bench_point *pt = &rep->points[0];
+        fprintf(f,
+                "open loop %s: asked %.2f req/s, achieved %.2f req/s over %.1f s; send lag p50 "
+                "%.3f ms p99 %.3f ms max %.3f ms (bound %.3f)\n",
+                rep->arrival, rep->rate_asked, rep->rate_achieved, rep->duration_s,
+                p_ms(&pt->lag, 0.5), p_ms(&pt->lag, 0.99), p_ms(&pt->lag, 1), rep->max_lag_ms);
+        fprintf(f,
+                "latency from the intended send (from the actual send): ttft p50 %.1f (%.1f) p99 "
+                "%.1f (%.1f) ms; e2e p50 %.1f (%.1f) p99 %.1f (%.1f) ms\n",
+                p_ms(&pt->ttft, 0.5), p_ms(&pt->ttft_sent, 0.5), p_ms(&pt->ttft, 0.99),
+                p_ms(&pt->ttft_sent, 0.99), p_ms(&pt->e2e, 0.5), p_ms(&pt->e2e_sent, 0.5),
+                p_ms(&pt->e2e, 0.99), p_ms(&pt->e2e_sent, 0.99));
+        if (rep->invalid)
+            fprintf(f, "%s\n", rep->invalid_why);
+    }
+    fprintf(f, "cache: %s\n", rep->cache_why);
+    if (rep->parity[0])
+        fprintf(f, "parity: %s\n", rep->parity);
+}
+
+static int csv_num(struct sw_buf *b, double v)
+{
+    return isfinite(v) ? sw_buf_printf(b, ",%.6g", v) : sw_buf_puts(b, ",");
+}
+
+int sw_bench_report_csv(const struct sw_bench_report *rep, const char *path, struct sw_err *e)
+{
+    struct sw_buf b;
+    sw_buf_init(&b, 1024u * 1024u * 1024u);
+    int rc = sw_buf_puts(&b, "depth,concurrency,index,ok,status,prompt_tokens,completion_tokens,"
+                             "reasoning_tokens,cached_tokens,count_source,chunks,token_chunks,"
+                             "send_lag_ms,client_queue_ms,ttft_ms,ttft_from_sent_ms,ttfc_ms,e2e_ms,"
+                             "e2e_from_sent_ms,decode_span_ms,tpot_ms,decode_tps,prefill_tps,"
+                             "server_predicted_n,server_decode_tps,server_prompt_tps,"
+                             "decode_diff_pct,span_diff_ms,delivery_spread_ms,good\n");
+    for (size_t i = 0; !rc && i < rep->npoints; i++) {
+        const struct sw_bench_point *pt = &rep->points[i];
+        for (size_t j = 0; !rc && j < pt->nsamples; j++) {
+            const struct sw_bench_sample *s = &pt->samples[j];
+            int bad =
+                sw_buf_printf(&b, "%lld,%d,%llu,%d,%ld,%lld,%lld,%lld,%lld,%s,%llu,%llu",
+                              (long long)pt->depth, pt->concurrency, (unsigned long long)s->index,
+                              s->rc == 0, s->status, (long long)s->prompt_tokens,
+                              (long long)s->completion_tokens, (long long)s->reasoning_tokens,
+                              (long long)s->cached_tokens, sw_bench_count_src_name(s->count_src),
+                              (unsigned long long)s->chunks, (unsigned long long)s->token_chunks);
+            double ms[] = {s->send_lag_s,  s->queue_s,       s->ttft_s,
+                           s->ttft_sent_s, s->ttfc_s,        s->e2e_s,
+                           s->e2e_sent_s,  s->decode_span_s, s->tpot_s};
+            for (size_t k = 0; k < SW_ARRAY_LEN(ms); k++)
+                bad |= csv_num(&b, ms[k] * 1e3);
+            bad |= csv_num(&b, s->decode_tps);
+            bad |= csv_num(&b, s->prefill_tps);
+            bad |= sw_buf_printf(&b, ",%lld", (long long)s->srv_predicted_n);
+            bad |= csv_num(&b, s->srv_decode_tps);
+            bad |= csv_num(&b, s->srv_prompt_tps);
+            bad |= csv_num(&b, s->decode_diff_pct);
+            bad |= csv_num(&b, s->span_diff_ms);
+            bad |= csv_num(&b, s->delivery_spread_ms);
+            bad |= sw_buf_printf(&b, ",%d\n", s->good);
+            rc = bad ? SW_ENOMEM : 0;
+        }
+    }
+    if (rc)
+        rc =
+            sw_err_set(e, rc, "%s: the CSV could not be built (out of memory or past 1 GiB)", path);
+    else
+        rc = sw_write_file_atomic(path, b.data, b.len, 0644, e);
+    sw_buf_free(&b);
+    return rc;
+}
+
+#define MAXS 8
+#define MAXX SW_BENCH_MAX_POINTS
+
+int sw_bench_report_svg(const struct sw_bench_report *rep, const char *path, struct sw_err *e)
+{
+    /* panel 1: decode tok/s by depth, one series per concurrency (median, min..max whiskers) */
+    int concs[MAXS];
+    size_t nconc = 0;
+    for (size_t i = 0; i < rep->npoints && nconc < MAXS; i++) {
+        bool seen = false;
+        for (size_t j = 0; j < nconc; j++)
+            seen = seen || concs[j] == rep->points[i].concurrency;
+        if (!seen)
+            concs[nconc++] = rep->points[i].concurrency;
+    }
+    double x[MAXS][MAXX], y[MAXS][MAXX], lo[MAXS][MAXX], hi[MAXS][MAXX];
+    char names[MAXS][48];
+    struct sw_chart_series ser[MAXS];
+    memset(ser, 0, sizeof(ser));
+    for (size_t c = 0; c < nconc; c++) {
+        size_t n = 0;
+        for (size_t i = 0; i < rep->npoints && n < MAXX; i++) {
+            const struct sw_bench_point *pt = &rep->points[i];
+            if (pt->concurrency != concs[c])
+                continue;
+            x[c][n] = pt->depth >= 0 ? (double)pt->depth : 0;
+            y[c][n] = pt->decode.median;
+            lo[c][n] = pt->decode.min;
+            hi[c][n] = pt->decode.max;
+            n++;
+        }
+        snprintf(names[c], sizeof(names[c]), "%d stream%s (per stream)", concs[c],
+                 concs[c] == 1 ? "" : "s");
+        ser[c] = (struct sw_chart_series){
+            .name = names[c], .n = n, .x = x[c], .y = y[c], .lo = lo[c], .hi = hi[c]};
+    }
+    char note[1024];
+    snprintf(note, sizeof(note), "%s%s%s; median of the repeats, whiskers min..max", rep->url,
+             rep->model[0] ? " " : "", rep->model);
+    struct sw_chart charts[2];
+    memset(charts, 0, sizeof(charts));
+    charts[0] = (struct sw_chart){.kind = SW_CHART_LINES,
+                                  .title = "decode tok/s by context depth",
+                                  .note = note,
+                                  .x_label = "depth (prompt tokens asked)",
+                                  .y_label = "decode tok/s",
+                                  .series = ser,
+                                  .n_series = nconc,
+                                  .y_from_zero = true,
+                                  .x_from_zero = true};
+    size_t ncharts = 1;
+    /* panel 2: per-stream and summed decode by concurrency at the first depth */
+    double cx[MAXX], cy[MAXX], cs[MAXX];
+    size_t nc = 0;
+    for (size_t i = 0; i < rep->npoints && nc < MAXX; i++) {
+        const struct sw_bench_point *pt = &rep->points[i];
+        if (pt->depth != rep->points[0].depth)
+            continue;
+        cx[nc] = pt->concurrency;
+        cy[nc] = pt->decode.median;
+        cs[nc] = pt->sum_decode_tps;
+        nc++;
+    }
+    struct sw_chart_series cser[2] = {{.name = "per stream", .n = nc, .x = cx, .y = cy},
+                                      {.name = "summed", .n = nc, .x = cx, .y = cs}};
+    if (nc > 1) {
+        charts[1] = (struct sw_chart){.kind = SW_CHART_LINES,
+                                      .title = "decode tok/s by concurrency (first depth)",
+                                      .note = note,
+                                      .x_label = "streams in flight",
+                                      .y_label = "decode tok/s",
+                                      .series = cser,
+                                      .n_series = 2,
+                                      .y_from_zero = true,
+                                      .x_from_zero = true};
+        ncharts = 2;
+    }
+    if (!nconc)
+        return sw_err_set(e, SW_EINVAL, "bench: nothing to chart");
+    /* open loop: latency CDFs from the intended send and from the actual send, side by side */
+    double *buf = NULL;
+    struct sw_chart all[3];
+    memcpy(all, charts, sizeof(charts));
+    struct sw_chart_series lser[4];
+    if (rep->mode == SW_BENCH_OPEN && rep->npoints && rep->points[0].e2e.n) {
+        const struct sw_bench_point *pt = &rep->points[0];
+        const struct sw_bench_hist *h[4] = {&pt->ttft, &pt->ttft_sent, &pt->e2e, &pt->e2e_sent};
+        static const char *const ln[4] = {"TTFT from the intended send",
+                                          "TTFT from the actual send", "E2E from the intended send",
+                                          "E2E from the actual send"};
+        buf = sw_malloc(8 * SW_BENCH_HIST_NBINS * sizeof(double));
+        if (!buf)
+            return sw_err_set(e, SW_ENOMEM, "bench: out of memory");
+        for (int i = 0; i < 4; i++) {
+            double *xs = buf + (size_t)(2 * i) * SW_BENCH_HIST_NBINS;
+            double *ys = xs + SW_BENCH_HIST_NBINS;
+            size_t n = sw_bench_hist_cdf(h[i], xs, ys, SW_BENCH_HIST_NBINS);
+            lser[i] = (struct sw_chart_series){.name = ln[i], .n = n, .x = xs, .y = ys};
+        }
+        all[ncharts++] = (struct sw_chart){.kind = SW_CHART_LINES,
+                                           .title = "latency CDF (open loop)",
+                                           .note = note,
+                                           .x_label = "ms",
+                                           .y_label = "fraction of requests",
+                                           .series = lser,
+                                           .n_series = 4,
+                                           .y_from_zero = true,
+                                           .x_from_zero = true};
+    }
+    /* a panel with nothing finite (one-token streams have no decode rate) is left out */
+    size_t kept = 0;
+    for (size_t i = 0; i < ncharts; i++) {
+        bool any = false;
+        for (size_t k = 0; k < all[i].n_series; k++)
+            for (size_t m = 0; m < all[i].series[k].n; m++)
+                any = any || isfinite(all[i].series[k].y[m]);
+        if (any)
+            all[kept++] = all[i];
+    }
+    int rc = kept ? sw_chart_write_svg(all, kept, path, e)
+                  : sw_err_set(e, SW_EINVAL, "bench: no figure to chart (no request succeeded?)");
+    sw_free(buf);
+    return rc;
+}

@@ -1,0 +1,947 @@
+/*
+ * bench/run: the workloads on one net.h event loop. A sweep runs each (depth, concurrency)
+ * point as a closed loop (C streams kept in flight until C x repeat requests ran); an open-loop
+ * run sends on a seeded arrival schedule (a libevent timer on the loop's base) whatever is still
+ * in flight. Every request's intended send is the schedule's instant (closed loop: the moment a
+ * stream's previous request ended), its actual send the moment its connection was ready.
+ *
+ * llama.cpp requests ask for timings in every chunk (timings_per_token), so tokens are counted per
+ * chunk from the engine's own counter; and for cache_prompt:false unless the caller wants the
+ * cache. A calibration pair of short requests first learns the prompt's template overhead and the
+ * tokens per filler word, so a depth is met to within a few tokens (the measured prompt_tokens is
+ * what the report shows beside the asked depth).
+ *
+ * What it deliberately does not do: retry, or hold a sample array per token (ITLs go to fixed
+ * histograms).
+ */
+#include <slipway/bench.h>
+#include <slipway/net.h>
+
+#include <event2/event.h>
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CAL_WORDS 256
+
+struct run;
+
+struct flight {
+    struct sw_net_xfer x;
+    struct sw_openai_result res;
+    char *body;
+    int64_t *cum;
+    double *srv_ms;
+    size_t cap;
+    struct sw_bench_sample *s;
+    struct run *run;
+    struct flight *next_free;
+};
+
+struct run {
+    const struct sw_bench_opts *o;
+    struct sw_bench_report *rep;
+    struct sw_net_loop loop;
+    char url[700];
+    bool llama;
+    /* prompts */
+    double tok_per_word;
+    int64_t overhead; /* prompt tokens of a prompt with no filler words */
+    json_t **file;    /* requests read from --prompts */
+    size_t nfile;
+    uint64_t nonce;
+    /* the point being run */
+    struct sw_bench_point *pt;
+    size_t next, done, cap;
+    uint64_t shared_nonce;
+    /* open loop */
+    struct event *tick;
+    struct sw_bench_rng rng;
+    uint64_t t0;
+    double next_at_s;
+    bool sending_over;
+    bool truncated; /* the schedule outgrew the samples' room (10 sigma: never expected) */
+    /* pool */
+    struct flight *free_list;
+    struct flight **all;
+    size_t nall;
+    /* progress */
+    struct sw_progress prog;
+    uint64_t prog_done;
+    /* the first failure, for a run where nothing succeeded */
+    int first_rc;
+    char first_err[240];
+};
+
+void sw_bench_opts_init(struct sw_bench_opts *o)
+{
+    memset(o, 0, sizeof(*o));
+    o->tg = 128;
+    o->pp = 512;
+    o->repeat = 3;
+    o->ignore_eos = true;
+    o->arrival = SW_BENCH_ARRIVAL_POISSON;
+    o->cv = 1.0;
+    o->duration_s = 30;
+    o->seed = 1;
+}
+
+/* ---- chunks with their engine counters ---- */
+
+static int on_event(void *ud, const struct sw_sse_event *ev)
+{
+    struct flight *f = ud;
+    struct sw_openai_delta d;
+    struct sw_err e;
+    sw_err_clear(&e);
+    memset(&d, 0, sizeof(d));
+    size_t before = f->res.nrecs;
+    int rc = sw_openai_feed_chunk(&f->res, ev->data, ev->data_len, ev->t_ns, &d, &e);
+    if (rc && !f->res.err.code)
+        f->res.err = e;
+    if (f->res.nrecs == before + 1) {
+        if (before >= f->cap) {
+            size_t cap = f->cap ? f->cap * 2 : 256;
+            int64_t *c = sw_realloc(f->cum, cap * sizeof(*c));
+            if (c)
+                f->cum = c;
+            double *m = c ? sw_realloc(f->srv_ms, cap * sizeof(*m)) : NULL;
+            if (m)
+                f->srv_ms = m;
+            if (!c || !m)
+                return SW_ENOMEM;
+            f->cap = cap;
+        }
+        f->cum[before] = -1;
+        f->srv_ms[before] = NAN;
+        if (d.timings && f->res.timings.predicted_n >= 0) {
+            f->cum[before] = f->res.timings.predicted_n;
+            f->srv_ms[before] = f->res.timings.predicted_ms;
+        } else if (d.usage && f->res.usage.completion_tokens >= 0) {
+            f->cum[before] = f->res.usage.completion_tokens;
+        }
+    }
+    return rc;
+}
+
+/* ---- request bodies ---- */
+
+static int64_t words_for(const struct run *r, int64_t depth)
+{
+    if (depth <= r->overhead || r->tok_per_word <= 0)
+        return 0;
+    return (int64_t)((double)(depth - r->overhead) / r->tok_per_word + 0.5);
+}
+
+static void engine_fields(const struct run *r, json_t *b)
+{
+    if (!r->llama)
+        return;
+    if (!r->o->cache_prompt)
+        sw_json_set_bool(b, "cache_prompt", false);
+    else
+        sw_json_set_bool(b, "cache_prompt", true);
+    sw_json_set_bool(b, "timings_per_token", true);
+}
+
+/* The body of one request; sw_free it. */
+static char *make_body(struct run *r, int64_t words, int64_t max_tokens, uint64_t nonce,
+                       size_t file_i)
+{
+    json_t *b = NULL;
+    if (r->nfile) {
+        b = json_deep_copy(r->file[file_i % r->nfile]);
+    } else {
+        char *prompt = sw_bench_prompt(nonce, (size_t)words, NULL);
+        json_t *msgs = prompt ? json_array() : NULL;
+        json_t *m = msgs ? sw_openai_msg("user", prompt) : NULL;
+        sw_free(prompt);
+        if (!m) {
+            json_decref(msgs);
+            return NULL;
+        }
+        json_array_append_new(msgs, m);
+        b = json_object();
+        if (b)
+            sw_json_set_new(b, "messages", msgs);
+        else
+            json_decref(msgs);
+    }
+    if (!b)
+        return NULL;
+    if (r->o->model && !json_object_get(b, "model"))
+        sw_json_set_str(b, "model", r->o->model);
+    sw_json_set_bool(b, "stream", true);
+    json_t *so = json_object();
+    sw_json_set_bool(so, "include_usage", true);
+    if (!r->llama)
+        sw_json_set_bool(so, "continuous_usage_stats", true); /* vLLM: usage in every chunk */
+    sw_json_set_new(b, "stream_options", so);
+    if (max_tokens > 0)
+        sw_json_set_int(b, "max_tokens", max_tokens);
+    if (r->o->ignore_eos)
+        sw_json_set_bool(b, "ignore_eos", true);
+    engine_fields(r, b);
+    if (r->o->extra)
+        json_object_update(b, (json_t *)r->o->extra);
+    char *text = sw_json_dumps(b, JSON_COMPACT);
+    json_decref(b);
+    return text;
+}
+
+/* ---- the pool ---- */
+
+static struct flight *flight_get(struct run *r)
+{
+    struct flight *f = r->free_list;
+    if (f) {
+        r->free_list = f->next_free;
+    } else {
+        f = sw_calloc(1, sizeof(*f));
+        struct flight **all = f ? sw_realloc(r->all, (r->nall + 1) * sizeof(*all)) : NULL;
+        if (!all) {
+            sw_free(f);
+            return NULL;
+        }
+        r->all = all;
+        r->all[r->nall++] = f;
+    }
+    sw_net_xfer_init(&f->x);
+    sw_openai_result_init(&f->res, 0, 0);
+    f->run = r;
+    f->next_free = NULL;
+    return f;
+}
+
+static void flight_put(struct run *r, struct flight *f)
+{
+    sw_net_xfer_close(&f->x);
+    sw_openai_result_free(&f->res);
+    sw_free(f->body);
+    f->body = NULL;
+    f->s = NULL;
+    f->next_free = r->free_list;
+    r->free_list = f;
+}
+
+static void pool_free(struct run *r)
+{
+    for (size_t i = 0; i < r->nall; i++) {
+        sw_free(r->all[i]->cum);
+        sw_free(r->all[i]->srv_ms);
+        sw_free(r->all[i]);
+    }
+    sw_free(r->all);
+    r->all = NULL;
+    r->nall = 0;
+    r->free_list = NULL;
+}
+
+/* ---- one request ---- */
+
+static void on_done(void *ud, struct sw_net_xfer *x);
+
+static bool start_one(struct run *r, uint64_t intended)
+{
+    struct sw_bench_point *pt = r->pt;
+    if (r->next >= r->cap)
+        return false;
+    struct sw_bench_sample *s = &pt->samples[r->next];
+    memset(s, 0, sizeof(*s));
+    s->index = r->next;
+    s->depth = pt->depth;
+    s->tg = r->o->tg;
+    s->concurrency = pt->concurrency;
+    s->t_intended = intended;
+    r->next++;
+    struct flight *f = flight_get(r);
+    uint64_t nonce = r->o->reuse_prompt ? r->shared_nonce : ++r->nonce;
+    if (f)
+        f->body = make_body(r, words_for(r, pt->depth), r->o->tg, nonce, (size_t)s->index);
+    if (!f || !f->body) {
+        s->rc = SW_ENOMEM;
+        snprintf(s->error, sizeof(s->error), "out of memory building the request");
+        if (f)
+            flight_put(r, f);
+        r->done++;
+        return true;
+    }
+    f->s = s;
+    struct sw_net_req *q = &f->x.req;
+    q->url = r->url;
+    q->bearer = r->o->api_key;
+    q->body = f->body;
+    q->body_len = strlen(f->body);
+    q->total_ms = r->o->timeout_ms ? r->o->timeout_ms : 600000u;
+    q->idle_ms = q->total_ms;
+    q->fail_on_status = true;
+    q->on_event = on_event;
+    q->on_done = on_done;
+    q->ud = f;
+    struct sw_err e;
+    sw_err_clear(&e);
+    int rc = sw_net_start(&r->loop, &f->x, &e);
+    if (rc) {
+        s->rc = rc;
+        snprintf(s->error, sizeof(s->error), "%.230s", e.msg);
+        flight_put(r, f);
+        r->done++;
+    }
+    return true;
+}
+
+static bool closed_loop(const struct run *r)
+{
+    return r->o->mode == SW_BENCH_SWEEP;
+}
+
+static void on_done(void *ud, struct sw_net_xfer *x)
+{
+    struct flight *f = ud;
+    struct run *r = f->run;
+    struct sw_bench_point *pt = r->pt;
+    struct sw_bench_sample *s = f->s;
+    const struct sw_net_resp *resp = &x->resp;
+    uint64_t now = sw_now_ns();
+    s->status = resp->status;
+    s->t_sent =
+        resp->t.connected && resp->t.connected > resp->t.start ? resp->t.connected : resp->t.start;
+    s->t_issued = resp->t.start;
+    s->t_first_byte = resp->t.first_byte;
+    s->t_end = resp->t.done ? resp->t.done : now;
+    sw_openai_finish(&f->res, NULL);
+    sw_bench_measure(s, &f->res, f->cum, f->srv_ms, &pt->itl_tok, &pt->itl_chunk);
+    s->rc = resp->rc;
+    if (!s->rc && f->res.error.present)
+        s->rc = SW_EHTTP;
+    if (!s->rc && !s->t_first_token)
+        s->rc = SW_EPARSE;
+    if (s->rc) {
+        struct sw_openai_error oe;
+        memset(&oe, 0, sizeof(oe));
+        if (resp->status >= 400 && resp->body.len)
+            sw_openai_parse_error(resp->body.data, resp->body.len, resp->status, &oe);
+        const char *why = f->res.error.present ? f->res.error.message
+                          : oe.present         ? oe.message
+                          : resp->err.msg[0]   ? resp->err.msg
+                          : !s->t_first_token  ? "no token came"
+                                               : sw_strerror(s->rc);
+        if (resp->status && resp->status != 200)
+            snprintf(s->error, sizeof(s->error), "HTTP %ld: %.200s", resp->status, why);
+        else
+            snprintf(s->error, sizeof(s->error), "%.230s", why);
+        if (!r->first_rc) {
+            r->first_rc = s->rc;
+            snprintf(r->first_err, sizeof(r->first_err), "%s", s->error);
+        }
+    }
+    s->good = !s->rc && (!(r->o->slo_ttft_s > 0) || s->ttft_s <= r->o->slo_ttft_s) &&
+              (!(r->o->slo_tpot_s > 0) || (isfinite(s->tpot_s) && s->tpot_s <= r->o->slo_tpot_s)) &&
+              (!(r->o->slo_e2e_s > 0) || s->e2e_s <= r->o->slo_e2e_s);
+    flight_put(r, f);
+    r->done++;
+    if (r->o->progress)
+        sw_progress_update(&r->prog, ++r->prog_done);
+    if (closed_loop(r))
+        start_one(r, sw_now_ns());
+    else if (r->sending_over && sw_net_loop_active(&r->loop) == 0)
+        event_base_loopbreak(sw_net_loop_base(&r->loop));
+}
+
+/* ---- points ---- */
+
+static int point_init(struct sw_bench_point *pt, int64_t depth, int conc, size_t cap)
+{
+    memset(pt, 0, sizeof(*pt));
+    pt->depth = depth;
+    pt->concurrency = conc;
+    pt->samples = sw_calloc(cap ? cap : 1, sizeof(*pt->samples));
+    if (!pt->samples)
+        return SW_ENOMEM;
+    struct sw_bench_hist *h[] = {&pt->ttft, &pt->ttft_sent, &pt->ttfc,      &pt->e2e, &pt->e2e_sent,
+                                 &pt->tpot, &pt->itl_tok,   &pt->itl_chunk, &pt->lag};
+    for (size_t i = 0; i < SW_ARRAY_LEN(h); i++)
+        sw_bench_hist_init(h[i]);
+    return 0;
+}
+
+static void add_s(struct sw_bench_hist *h, double s)
+{
+    if (isfinite(s) && s >= 0)
+        sw_bench_hist_add(h, (uint64_t)(s * 1e9));
+}
+
+/* Summaries of a point whose samples are in. */
+static void point_close(struct sw_bench_point *pt)
+{
+    size_t n = pt->nsamples;
+    double *dec = sw_calloc(n ? n : 1, sizeof(double));
+    double *pre = sw_calloc(n ? n : 1, sizeof(double));
+    double *ttft = sw_calloc(n ? n : 1, sizeof(double));
+    double *sdec = sw_calloc(n ? n : 1, sizeof(double));
+    double *diff = sw_calloc(n ? n : 1, sizeof(double));
+    double *spre = sw_calloc(n ? n : 1, sizeof(double));
+    double *pdiff = sw_calloc(n ? n : 1, sizeof(double));
+    bool arrays = dec && pre && ttft && sdec && diff && spre && pdiff;
+    uint64_t t_first = UINT64_MAX, t_last = 0;
+    double dec_sum = 0;
+    size_t dec_n = 0;
+    pt->cache_checked = n > 0;
+    pt->counts_agree = true;
+    pt->cached_max = 0;
+    for (size_t i = 0; i < n; i++) {
+        const struct sw_bench_sample *s = &pt->samples[i];
+        double nan = NAN;
+        if (arrays)
+            dec[i] = pre[i] = ttft[i] = sdec[i] = diff[i] = spre[i] = pdiff[i] = nan;
+        if (s->rc) {
+            pt->failed++;
+            continue;
+        }
+        add_s(&pt->ttft, s->ttft_s);
+        add_s(&pt->ttft_sent, s->ttft_sent_s);
+        add_s(&pt->ttfc, s->ttfc_s);
+        add_s(&pt->e2e, s->e2e_s);
+        add_s(&pt->e2e_sent, s->e2e_sent_s);
+        add_s(&pt->tpot, s->tpot_s);
+        add_s(&pt->lag, s->send_lag_s);
+        if (arrays) {
+            spre[i] = s->srv_prompt_tps;
+            pdiff[i] = s->prefill_diff_pct;
+            dec[i] = s->decode_tps;
+            pre[i] = s->prefill_tps;
+            ttft[i] = s->ttft_s;
+            sdec[i] = s->srv_decode_tps;
+            diff[i] = s->decode_diff_pct;
+        }
+        if (isfinite(s->decode_tps)) {
+            dec_sum += s->decode_tps;
+            dec_n++;
+        }
+        pt->tokens_out += SW_MAX(s->completion_tokens, (int64_t)0);
+        pt->tokens_in += SW_MAX(s->prompt_tokens, (int64_t)0);
+        pt->reasoning_tokens += SW_MAX(s->reasoning_tokens, (int64_t)0);
+        if (s->cached_tokens < 0)
+            pt->cache_checked = false;
+        else
+            pt->cached_max = SW_MAX(pt->cached_max, s->cached_tokens);
+        if (!s->counts_agree)
+            pt->counts_agree = false;
+        pt->good += s->good;
+        if (s->srv_draft_n > 0) {
+            pt->draft_n += s->srv_draft_n;
+            pt->draft_accepted += SW_MAX(s->srv_draft_accepted, (int64_t)0);
+        }
+        t_first = SW_MIN(t_first, s->t_sent);
+        t_last = SW_MAX(t_last, s->t_end);
+    }
+    pt->wall_s = t_last > t_first ? (double)(t_last - t_first) / 1e9 : NAN;
+    pt->goodput_rps = pt->wall_s > 0 ? (double)pt->good / pt->wall_s : NAN;
+    /* summed decode: the mean stream's decode rate times the streams kept in flight */
+    pt->sum_decode_tps =
+        dec_n ? dec_sum / (double)dec_n * (double)(pt->concurrency ? pt->concurrency : 1) : NAN;
+    if (arrays) {
+        sw_bench_spread(spre, n, &pt->srv_prefill);
+        sw_bench_spread(pdiff, n, &pt->prefill_diff);
+        sw_bench_spread(dec, n, &pt->decode);
+        sw_bench_spread(pre, n, &pt->prefill);
+        sw_bench_spread(ttft, n, &pt->ttft_s);
+        sw_bench_spread(sdec, n, &pt->srv_decode);
+        sw_bench_spread(diff, n, &pt->decode_diff);
+    }
+    sw_free(dec);
+    sw_free(pre);
+    sw_free(ttft);
+    sw_free(sdec);
+    sw_free(diff);
+    sw_free(spre);
+    sw_free(pdiff);
+}
+
+static int run_closed(struct run *r, struct sw_bench_point *pt)
+{
+    r->pt = pt;
+    r->next = r->done = 0;
+    r->cap = (size_t)pt->concurrency * (size_t)r->o->repeat;
+    r->shared_nonce = ++r->nonce;
+    uint64_t now = sw_now_ns();
+    for (int i = 0; i < pt->concurrency; i++)
+        start_one(r, now);
+    int rc = sw_net_loop_run(&r->loop);
+    pt->nsamples = r->next;
+    point_close(pt);
+    return rc;
+}
+
+/* ---- open loop ---- */
+
+static void schedule(struct run *r);
+
+static void on_tick(evutil_socket_t fd, short what, void *ud)
+{
+    (void)fd;
+    (void)what;
+    struct run *r = ud;
+    uint64_t now = sw_now_ns();
+    /* every instant already due goes now, each keeping its own intended time */
+    while (!r->sending_over) {
+        uint64_t due = r->t0 + (uint64_t)(r->next_at_s * 1e9);
+        if (due > now)
+            break;
+        if (r->next_at_s >= r->o->duration_s) {
+            r->sending_over = true;
+            break;
+        }
+        if (!start_one(r, due)) {
+            r->truncated = true;
+            r->sending_over = true;
+            break;
+        }
+        r->next_at_s += sw_bench_arrival_gap(r->o->arrival, r->o->cv, r->o->rate, &r->rng);
+    }
+    if (r->sending_over) {
+        if (sw_net_loop_active(&r->loop) == 0)
+            event_base_loopbreak(sw_net_loop_base(&r->loop));
+        return;
+    }
+    schedule(r);
+}
+
+static void schedule(struct run *r)
+{
+    uint64_t due = r->t0 + (uint64_t)(r->next_at_s * 1e9), now = sw_now_ns();
+    uint64_t wait = due > now ? due - now : 0;
+    struct timeval tv = {(time_t)(wait / 1000000000u), (suseconds_t)(wait % 1000000000u / 1000u)};
+    evtimer_add(r->tick, &tv);
+}
+
+static int run_open(struct run *r, struct sw_bench_point *pt)
+{
+    r->pt = pt;
+    r->next = r->done = 0;
+    r->shared_nonce = ++r->nonce;
+    sw_bench_rng_seed(&r->rng, r->o->seed);
+    r->tick = evtimer_new(sw_net_loop_base(&r->loop), on_tick, r);
+    if (!r->tick)
+        return SW_ENOMEM;
+    r->t0 = sw_now_ns();
+    r->next_at_s = 0;
+    r->sending_over = false;
+    schedule(r);
+    int rc = event_base_loop(sw_net_loop_base(&r->loop), 0) < 0 ? SW_EIO : 0;
+    /* anything still running (a break from elsewhere) runs out */
+    if (!rc && sw_net_loop_active(&r->loop))
+        rc = sw_net_loop_run(&r->loop);
+    event_free(r->tick);
+    r->tick = NULL;
+    pt->nsamples = r->next;
+    point_close(pt);
+    return rc;
+}
+
+/* ---- calibration and files ---- */
+
+/* One short request, synchronously; *prompt_tokens from its usage. */
+static int one_prompt(struct run *r, int64_t words, int64_t *prompt_tokens, struct sw_err *e)
+{
+    char *body = make_body(r, words, 1, ++r->nonce, 0);
+    if (!body)
+        return sw_err_set(e, SW_ENOMEM, "bench: out of memory");
+    struct flight f;
+    memset(&f, 0, sizeof(f));
+    sw_openai_result_init(&f.res, 0, 0);
+    struct sw_net_req q;
+    memset(&q, 0, sizeof(q));
+    q.url = r->url;
+    q.bearer = r->o->api_key;
+    q.body = body;
+    q.body_len = strlen(body);
+    q.total_ms = r->o->timeout_ms ? r->o->timeout_ms : 600000u;
+    q.fail_on_status = true;
+    q.on_event = on_event;
+    q.ud = &f;
+    struct sw_net_resp resp;
+    int rc = sw_net_request(&r->loop, &q, &resp, e);
+    if (!rc && f.res.error.present)
+        rc = sw_err_set(e, SW_EHTTP, "%s: the calibration request failed: %s", r->o->url,
+                        f.res.error.message);
+    if (!rc) {
+        int64_t p = f.res.usage.present ? f.res.usage.prompt_tokens : -1;
+        if (p < 0 && f.res.timings.present)
+            p = f.res.timings.prompt_n + SW_MAX(f.res.timings.cache_n, 0);
+        if (p < 0)
+            rc = sw_err_set(e, SW_EHTTP,
+                            "%s: the server reports no prompt token count (no usage, no "
+                            "timings): depths cannot be met",
+                            r->o->url);
+        *prompt_tokens = p;
+    } else if (resp.status && resp.body.len) {
+        struct sw_openai_error oe;
+        sw_openai_parse_error(resp.body.data, resp.body.len, resp.status, &oe);
+        sw_err_set(e, rc, "%s: HTTP %ld: %.300s", r->o->url, resp.status, oe.message);
+    }
+    sw_net_resp_free(&resp);
+    sw_openai_result_free(&f.res);
+    sw_free(f.cum);
+    sw_free(f.srv_ms);
+    sw_free(body);
+    return rc;
+}
+
+static int calibrate(struct run *r, struct sw_err *e)
+{
+    int64_t p0 = 0, p1 = 0;
+    int rc = one_prompt(r, 0, &p0, e);
+    if (!rc)
+        rc = one_prompt(r, CAL_WORDS, &p1, e);
+    if (rc)
+        return rc;
+    r->overhead = p0;
+    r->tok_per_word = p1 > p0 ? (double)(p1 - p0) / CAL_WORDS : 1.0;
+    return 0;
+}
+
+static int load_file(struct run *r, const char *path, struct sw_err *e)
+{
+    char *data = NULL;
+    size_t len = 0;
+    int rc = sw_read_file(path, 256u * 1024u * 1024u, &data, &len, e);
+    if (rc)
+        return rc;
+    size_t line = 0;
+    char *p = data, *end = data + len;
+    while (!rc && p < end) {
+        char *nl = memchr(p, '\n', (size_t)(end - p));
+        size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
+        line++;
+        if (n && !(n == 1 && p[0] == '\r')) {
+            char where[4200];
+            snprintf(where, sizeof(where), "%s:%zu", path, line);
+            json_t *j = sw_json_parse(p, n, where, e);
+            if (!j) {
+                rc = e && e->code ? e->code : SW_EPARSE;
+                break;
+            }
+            if (!json_is_object(j) || !json_is_array(json_object_get(j, "messages"))) {
+                json_decref(j);
+                rc = sw_err_set(e, SW_EPARSE, "%s: not a chat request (an object with messages)",
+                                where);
+                break;
+            }
+            json_t **f = sw_realloc(r->file, (r->nfile + 1) * sizeof(*f));
+            if (!f) {
+                json_decref(j);
+                rc = sw_err_set(e, SW_ENOMEM, "%s: out of memory", where);
+                break;
+            }
+            r->file = f;
+            r->file[r->nfile++] = j;
+        }
+        p += n + 1;
+    }
+    sw_free(data);
+    if (!rc && !r->nfile)
+        rc = sw_err_set(e, SW_EINVAL, "%s: no request in the file", path);
+    return rc;
+}
+
+/* ---- the run ---- */
+
+static int check_opts(const struct sw_bench_opts *o, struct sw_err *e)
+{
+    if (!o->url || strncmp(o->url, "http", 4))
+        return sw_err_set(e, SW_EINVAL, "bench: a URL http(s)://HOST:PORT is needed");
+    if (o->tg < 1 || o->tg > 1000000)
+        return sw_err_set(e, SW_EINVAL, "bench: --tg must be 1..1000000 (got %lld)",
+                          (long long)o->tg);
+    if (o->mode == SW_BENCH_SWEEP) {
+        if (o->repeat < 1 || o->repeat > 100000)
+            return sw_err_set(e, SW_EINVAL, "bench: --repeat must be 1..100000");
+        for (size_t i = 0; i < o->nconc; i++)
+            if (o->conc[i] < 1 || o->conc[i] > 4096)
+                return sw_err_set(e, SW_EINVAL, "bench: --concurrency must be 1..4096 (got %d)",
+                                  o->conc[i]);
+    } else {
+        if (!(o->rate > 0) || o->rate > 100000)
+            return sw_err_set(e, SW_EINVAL, "bench: --rate must be in (0, 100000]");
+        if (!(o->duration_s > 0) || o->duration_s > 86400)
+            return sw_err_set(e, SW_EINVAL, "bench: --duration must be in (0, 1 day]");
+        if (o->rate * o->duration_s > 200000)
+            return sw_err_set(e, SW_EINVAL,
+                              "bench: --rate x --duration asks for more than 200,000 requests");
+    }
+    for (size_t i = 0; i < o->ndepths; i++)
+        if (o->depths[i] < 0 || o->depths[i] > 100000000)
+            return sw_err_set(e, SW_EINVAL, "bench: a depth must be 0..100M tokens");
+    return 0;
+}
+
+static void verdicts(const struct sw_bench_opts *o, struct sw_bench_report *rep)
+{
+    /* the cache check: the engine's own count of prompt tokens it did not compute */
+    rep->cache_expect_hit = o->expect_hit;
+    bool known = rep->npoints > 0;
+    int64_t hits = 0, hit_reqs = 0, reqs = 0, firsts_hit = 0;
+    for (size_t i = 0; i < rep->npoints; i++) {
+        const struct sw_bench_point *pt = &rep->points[i];
+        if (!pt->cache_checked)
+            known = false;
+        for (size_t j = 0; j < pt->nsamples; j++) {
+            const struct sw_bench_sample *s = &pt->samples[j];
+            if (s->rc || s->cached_tokens < 0)
+                continue;
+            reqs++;
+            if (s->cached_tokens > 0) {
+                hit_reqs++;
+                hits += s->cached_tokens;
+                if (j == 0)
+                    firsts_hit++;
+            }
+        }
+    }
+    if (!known || !reqs) {
+        rep->cache_verified = false;
+        snprintf(rep->cache_why, sizeof(rep->cache_why),
+                 "unverified: the engine did not say how much of each prompt it reused (no "
+                 "timings.cache_n, no usage.prompt_tokens_details.cached_tokens)");
+    } else if (!o->expect_hit) {
+        rep->cache_verified = hit_reqs == 0;
+        if (hit_reqs)
+            snprintf(rep->cache_why, sizeof(rep->cache_why),
+                     "FAILED: %lld of %lld requests read %lld prompt tokens from the engine's "
+                     "cache although none should have",
+                     (long long)hit_reqs, (long long)reqs, (long long)hits);
+        else
+            snprintf(rep->cache_why, sizeof(rep->cache_why),
+                     "verified: no request read a prompt token from the cache (%lld checked)",
+                     (long long)reqs);
+    } else {
+        int64_t expected = reqs - (int64_t)rep->npoints; /* every request but a point's first */
+        rep->cache_verified = hit_reqs - firsts_hit >= expected && expected > 0;
+        snprintf(rep->cache_why, sizeof(rep->cache_why),
+                 "%s: %lld of %lld requests hit the cache (%lld expected), %lld prompt tokens "
+                 "reused",
+                 rep->cache_verified ? "verified" : "FAILED", (long long)hit_reqs, (long long)reqs,
+                 (long long)expected, (long long)hits);
+    }
+    /* parity: summed decode at C > 1 against one stream's decode at the same depth */
+    size_t used = 0;
+    rep->parity[0] = '\0';
+    for (size_t i = 0; i < rep->npoints; i++) {
+        const struct sw_bench_point *pt = &rep->points[i];
+        if (pt->concurrency <= 1 || !isfinite(pt->sum_decode_tps))
+            continue;
+        const struct sw_bench_point *one = NULL;
+        for (size_t j = 0; j < rep->npoints; j++)
+            if (rep->points[j].depth == pt->depth && rep->points[j].concurrency == 1)
+                one = &rep->points[j];
+        if (!one || !isfinite(one->decode.median))
+            continue;
+        bool below = pt->sum_decode_tps < one->decode.median;
+        if (used < sizeof(rep->parity) - 1) {
+            int w = snprintf(rep->parity + used, sizeof(rep->parity) - used,
+                             "%s%d-way at depth %lld: summed %.2f tok/s %s single-stream %.2f",
+                             used ? "; " : "", pt->concurrency, (long long)pt->depth,
+                             pt->sum_decode_tps, below ? "BELOW parity with" : "above",
+                             one->decode.median);
+            if (w > 0)
+                used = SW_MIN(sizeof(rep->parity) - 1, used + (size_t)w);
+        }
+    }
+}
+
+int sw_bench_run(const struct sw_bench_opts *o, struct sw_bench_report *rep, struct sw_err *e)
+{
+    memset(rep, 0, sizeof(*rep));
+    int rc = check_opts(o, e);
+    if (rc)
+        return rc;
+    struct run r;
+    struct event_base *base = NULL;
+    memset(&r, 0, sizeof(r));
+    r.o = o;
+    r.rep = rep;
+    r.llama = !o->engine || !strcmp(o->engine, "llama.cpp") || !strcmp(o->engine, "llamacpp");
+    r.nonce = (o->seed * 1000003ull) ^ (sw_now_ns() / 1000u);
+    size_t ul = strlen(o->url);
+    while (ul && o->url[ul - 1] == '/')
+        ul--;
+    snprintf(r.url, sizeof(r.url), "%.*s/v1/chat/completions", (int)SW_MIN(ul, 600u), o->url);
+    sw_net_redact_url(o->url, rep->url, sizeof(rep->url));
+    snprintf(rep->model, sizeof(rep->model), "%s", o->model ? o->model : "");
+    snprintf(rep->engine, sizeof(rep->engine), "%s", o->engine ? o->engine : "llama.cpp");
+    rep->mode = o->mode;
+    rep->started_at = sw_wall_unix();
+    /* libevent times its timers on CLOCK_MONOTONIC_COARSE unless asked (a 4 ms tick at HZ=250):
+     * the open-loop schedule would run up to a tick late, every send lag with it */
+    struct event_config *cfg = event_config_new();
+    if (cfg)
+        event_config_set_flag(cfg, EVENT_BASE_FLAG_PRECISE_TIMER);
+    base = cfg ? event_base_new_with_config(cfg) : NULL;
+    if (cfg)
+        event_config_free(cfg);
+    if (!base)
+        return sw_err_set(e, SW_ENOMEM, "bench: cannot make an event base");
+    struct sw_net_loop_opts lo;
+    memset(&lo, 0, sizeof(lo));
+    lo.base = base;
+    lo.max_total_conns = o->connections;
+    lo.max_host_conns = o->connections;
+    lo.max_cached_conns = o->connections > 64 ? o->connections : 0;
+    rc = sw_net_loop_init(&r.loop, &lo, e);
+    if (rc) {
+        event_base_free(base);
+        return rc;
+    }
+    if (o->prompts_file) {
+        rc = load_file(&r, o->prompts_file, e);
+        if (rc)
+            goto out;
+    } else {
+        rc = calibrate(&r, e);
+        if (rc)
+            goto out;
+    }
+    int64_t depths[SW_BENCH_MAX_POINTS];
+    size_t nd = o->ndepths;
+    memcpy(depths, o->depths, nd * sizeof(*depths));
+    if (!nd)
+        depths[nd++] = o->pp;
+    if (o->prompts_file) {
+        nd = 1;
+        depths[0] = -1;
+    }
+    int conc[SW_BENCH_MAX_POINTS];
+    size_t nc = o->nconc;
+    memcpy(conc, o->conc, nc * sizeof(*conc));
+    if (!nc)
+        conc[nc++] = 1;
+    if (o->mode == SW_BENCH_OPEN) {
+        nd = nc = 1;
+        conc[0] = 0;
+    }
+    rep->points = sw_calloc(nd * nc, sizeof(*rep->points));
+    if (!rep->points) {
+        rc = sw_err_set(e, SW_ENOMEM, "bench: out of memory");
+        goto out;
+    }
+    uint64_t total = 0;
+    size_t caps[SW_BENCH_MAX_POINTS * 2];
+    size_t open_cap = 0;
+    if (o->mode == SW_BENCH_OPEN) {
+        /* the schedule's length is random: its mean plus ten standard deviations of a renewal
+         * count (variance ~ cv^2 x mean), at least 64 more */
+        double mean = o->rate * o->duration_s;
+        open_cap = (size_t)(mean + 10.0 * SW_MAX(o->cv, 0.1) * sqrt(mean)) + 64;
+        total = (uint64_t)(o->rate * o->duration_s);
+    } else {
+        for (size_t c = 0; c < nc; c++) {
+            caps[c] = (size_t)conc[c] * (size_t)o->repeat;
+            total += caps[c] * nd;
+        }
+    }
+    if (o->progress) {
+        sw_progress_init(&r.prog, "bench", "req", total);
+        r.prog.out = o->progress;
+    }
+    for (size_t d = 0; d < nd && !rc; d++) {
+        for (size_t c = 0; c < nc && !rc; c++) {
+            struct sw_bench_point *pt = &rep->points[rep->npoints];
+            rc = point_init(pt, depths[d], conc[c], o->mode == SW_BENCH_OPEN ? open_cap : caps[c]);
+            if (rc) {
+                sw_err_set(e, rc, "bench: out of memory");
+                break;
+            }
+            rep->npoints++;
+            if (o->mode == SW_BENCH_OPEN) {
+                r.cap = open_cap;
+                rc = run_open(&r, pt);
+            } else {
+                rc = run_closed(&r, pt);
+            }
+            if (rc)
+                sw_err_set(e, rc, "bench: the event loop failed");
+        }
+    }
+    if (o->progress)
+        sw_progress_finish(&r.prog);
+    if (rc)
+        goto out;
+    if (o->mode == SW_BENCH_OPEN && rep->npoints) {
+        const struct sw_bench_point *pt = &rep->points[0];
+        rep->rate_asked = o->rate;
+        rep->duration_s = o->duration_s;
+        rep->seed = o->seed;
+        snprintf(rep->arrival, sizeof(rep->arrival), "%s",
+                 o->arrival == SW_BENCH_ARRIVAL_CONSTANT  ? "constant"
+                 : o->arrival == SW_BENCH_ARRIVAL_POISSON ? "poisson"
+                                                          : "gamma");
+        if (o->arrival == SW_BENCH_ARRIVAL_GAMMA)
+            snprintf(rep->arrival, sizeof(rep->arrival), "gamma:%g", o->cv);
+        /* achieved: requests actually sent over the span from the first to the last send */
+        uint64_t f = UINT64_MAX, l = 0;
+        for (size_t i = 0; i < pt->nsamples; i++) {
+            if (!pt->samples[i].t_sent)
+                continue;
+            f = SW_MIN(f, pt->samples[i].t_sent);
+            l = SW_MAX(l, pt->samples[i].t_sent);
+        }
+        rep->rate_achieved =
+            pt->nsamples > 1 && l > f ? (double)(pt->nsamples - 1) / ((double)(l - f) / 1e9) : NAN;
+        rep->max_lag_ms = o->max_lag_ms > 0 ? o->max_lag_ms : 10.0;
+        double p99 = (double)sw_bench_hist_quantile(&pt->lag, 0.99) / 1e6;
+        if (r.truncated) {
+            rep->invalid = true;
+            snprintf(rep->invalid_why, sizeof(rep->invalid_why),
+                     "INVALID: the arrival schedule outgrew the room kept for it (%zu requests): "
+                     "the run was cut short",
+                     pt->nsamples);
+        } else if (pt->lag.n && p99 > rep->max_lag_ms) {
+            rep->invalid = true;
+            snprintf(rep->invalid_why, sizeof(rep->invalid_why),
+                     "INVALID: the client's p99 send lag %.3f ms exceeds the bound %.3f ms: the "
+                     "schedule was not kept, latencies are not the server's",
+                     p99, rep->max_lag_ms);
+        }
+    }
+    verdicts(o, rep);
+    if (o->slo_ttft_s > 0 || o->slo_tpot_s > 0 || o->slo_e2e_s > 0) {
+        char a[40] = "", b[40] = "", c[40] = "";
+        if (o->slo_ttft_s > 0)
+            snprintf(a, sizeof(a), "ttft<=%gms ", o->slo_ttft_s * 1e3);
+        if (o->slo_tpot_s > 0)
+            snprintf(b, sizeof(b), "tpot<=%gms ", o->slo_tpot_s * 1e3);
+        if (o->slo_e2e_s > 0)
+            snprintf(c, sizeof(c), "e2e<=%gms ", o->slo_e2e_s * 1e3);
+        snprintf(rep->slo, sizeof(rep->slo), "%s%s%s", a, b, c);
+        size_t l = strlen(rep->slo);
+        if (l)
+            rep->slo[l - 1] = '\0';
+    }
+    size_t ok = 0;
+    for (size_t i = 0; i < rep->npoints; i++)
+        ok += rep->points[i].nsamples - rep->points[i].failed;
+    if (!ok) {
+        rc = sw_err_set(e, r.first_rc ? r.first_rc : SW_EIO, "%s: no request succeeded: %s",
+                        rep->url, r.first_err);
+    }
+out:
+    sw_net_loop_close(&r.loop);
+    event_base_free(base);
+    pool_free(&r);
+    for (size_t i = 0; i < r.nfile; i++)
+        json_decref(r.file[i]);
+    sw_free(r.file);
+    return rc;
+}
+
+void sw_bench_report_free(struct sw_bench_report *rep)
+{
+    if (!rep)
+        return;
+    for (size_t i = 0; i < rep->npoints; i++)
+        sw_free(rep->points[i].samples);
+    sw_free(rep->points);
+    memset(rep, 0, sizeof(*rep));
+}

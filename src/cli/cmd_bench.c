@@ -1,0 +1,549 @@
+/*
+ * slipway bench URL|ENDPOINT [--fleet FLEET.yaml] [--depth LIST] [--pp N] [--tg N] [--repeat N]
+ *                           [--concurrency LIST] [--rate R --arrival A --duration D --seed S
+ *                           --max-lag MS] [--prompts FILE.jsonl] [--cache-prompt]
+ *                           [--reuse-prompt] [--expect-hit] [--svg FILE] [--ledger PATH]
+ *                           [--samples] [--json] [--quiet]
+ *
+ * Measure an endpoint's decode and prefill (include/slipway/bench.h; docs/bench.md defines
+ * every figure). ENDPOINT is a name in the fleet file: its URL, served name and API key's
+ * reference come from there. --ledger records the run (parameters and results) in that ledger.
+ *
+ * Exit: 0 the run ran and every check held, 1 a request failed, the cache check failed, the
+ * token counts disagreed with the engine's or the open-loop run was invalid (send lag), 2
+ * unusable input.
+ */
+#include "cli.h"
+
+#include <slipway/bench.h>
+#include <slipway/fleet.h>
+#include <slipway/ledger.h>
+#include <slipway/plan.h>
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const struct sw_opt opts[] = {
+    {"fleet", 0, "FLEET.yaml", 0, "the fleet ENDPOINT is in (default ./fleet.yaml)", NULL},
+    {"model", 0, "NAME", 0, "the served model name (default: the endpoint's alias)", NULL},
+    {"engine", 0, "ENGINE", 0,
+     "llama.cpp (default: cache_prompt and timings_per_token are sent), vllm,\nsglang or openai",
+     NULL},
+    {"api-key-env", 0, "VAR", 0, "the environment variable holding the API key (never argv)", NULL},
+    {"depth", 0, "LIST", 0, "prompt depths in tokens, comma-separated: 0,1k,4k (default: --pp)",
+     NULL},
+    {"pp", 0, "N", 0, "prompt tokens when no --depth is given (default 512)", NULL},
+    {"tg", 0, "N", 0, "tokens to generate per request (default 128; ignore_eos is sent)", NULL},
+    {"repeat", 0, "N", 0, "requests per stream at each point (default 3)", NULL},
+    {"concurrency", 0, "LIST", 0, "closed-loop streams in flight, comma-separated: 1,2,4", NULL},
+    {"rate", 0, "R", 0, "open loop: requests per second (the schedule is kept whatever the server)",
+     NULL},
+    {"arrival", 0, "KIND", 0, "open loop: constant, poisson (default) or gamma:CV", NULL},
+    {"duration", 0, "D", 0, "open loop: how long requests are sent (default 30s)", NULL},
+    {"seed", 0, "S", 0, "open loop: the arrival generator's seed (default 1)", NULL},
+    {"max-lag", 0, "MS", 0, "open loop: p99 send lag above this marks the run invalid (default 10)",
+     NULL},
+    {"prompts", 0, "FILE", 0, "a JSONL file of chat requests instead of synthetic prompts", NULL},
+    {"cache-prompt", 0, NULL, 0,
+     "let the engine use its prompt cache (llama.cpp cache_prompt:true)", NULL},
+    {"reuse-prompt", 0, NULL, 0, "one prompt for every request of a point (no per-request nonce)",
+     NULL},
+    {"expect-hit", 0, NULL, 0, "the cache check expects hits (default: it expects none)", NULL},
+    {"eos", 0, NULL, 0,
+     "let the model stop at its end of sequence (ignore_eos is not sent; --tg\nis then a ceiling)",
+     NULL},
+    {"extra", 0, "JSON", 0,
+     "an object whose keys are added to every request last, e.g.\n'{\"grammar\":\"root ::= [a-z "
+     "]+\"}'",
+     NULL},
+    {"connections", 0, "N", 0,
+     "at most N connections (default: as many as needed); open-loop requests\npast them wait in "
+     "the client",
+     NULL},
+    {"slo", 0, "LIST", 0,
+     "declared SLOs for goodput, from the intended send: ttft=2s,tpot=50ms,e2e=30s", NULL},
+    {"timeout", 0, "S", 0, "each request's timeout (default 600s)", NULL},
+    {"svg", 0, "FILE", 0, "decode tok/s by depth and by concurrency, as SVG", NULL},
+    {"csv", 0, "FILE", 0, "every request's figures as CSV, one row each", NULL},
+    {"ledger", 0, "PATH", 0, "record the run in this ledger", NULL},
+    {"samples", 0, NULL, 0, "with --json: every request's figures too", NULL},
+    {"quiet", 'q', NULL, 0, "no progress on stderr", NULL},
+    {0},
+};
+
+static const char *const examples[] = {
+    "slipway bench http://127.0.0.1:8080 --depth 0,1k,4k --tg 128 --repeat 5",
+    "slipway bench local --fleet examples/local.yaml --concurrency 1,2,4 --depth 4k",
+    "slipway bench http://127.0.0.1:8080 --rate 2 --arrival gamma:2 --duration 60s --seed 7",
+    NULL,
+};
+
+const struct sw_cmd_spec sw_spec_bench = {
+    .name = "bench",
+    .summary = "measure decode and prefill: depth sweep, concurrency, open-loop arrivals",
+    .synopsis =
+        "URL|ENDPOINT [--fleet FLEET.yaml] [--depth LIST] [--pp N] [--tg N] [--repeat N]\n"
+        "    [--concurrency LIST] [--rate R [--arrival KIND] [--duration D] [--seed S]\n"
+        "    [--max-lag MS]] [--prompts FILE] [--cache-prompt] [--reuse-prompt]\n"
+        "    [--expect-hit] [--eos] [--extra JSON] [--connections N]\n"
+        "    [--slo LIST] [--svg FILE] [--csv FILE] [--ledger PATH] [--samples] [--json] [--quiet]",
+    .about = "Tokens are counted from the engine's own counters, never from chunks; latencies\n"
+             "are timed from the intended send (the uncorrected figure beside them); the\n"
+             "engine's timings are shown beside the client's with the difference; the prompt\n"
+             "cache is verified from the engine's cache counters. docs/bench.md defines every\n"
+             "figure. Exit 0 all checks held, 1 a request failed or a check did not hold\n"
+             "(cache, token counts, send lag), 2 unusable input.",
+    .opts = opts,
+    .max_args = 1,
+    .examples = examples,
+};
+
+static int count_opt(const char *flag, const char *v, uint64_t max, uint64_t *out, bool json)
+{
+    struct sw_err e;
+    sw_err_clear(&e);
+    if (sw_parse_count(v, out, &e))
+        return sw_cli_usage_json("bench", json, "%s: %s", flag, e.msg);
+    if (*out > max) {
+        return sw_cli_usage_json("bench", json, "%s: at most %llu", flag, (unsigned long long)max);
+    }
+    return 0;
+}
+
+/* "0,1k,4k": the list split on commas first (sw_parse_count reads "1,000" as one number). */
+static int list_opt(const char *flag, const char *v, uint64_t max, int64_t *out, size_t *n,
+                    bool json)
+{
+    char buf[1024];
+    snprintf(buf, sizeof(buf), "%s", v);
+    *n = 0;
+    char *save = NULL;
+    for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        uint64_t x;
+        if (*n >= SW_BENCH_MAX_POINTS)
+            return sw_cli_usage_json("bench", json, "%s: more than %d values", flag,
+                                     SW_BENCH_MAX_POINTS);
+        int rc = count_opt(flag, t, max, &x, json);
+        if (rc)
+            return rc;
+        out[(*n)++] = (int64_t)x;
+    }
+    if (!*n)
+        return sw_cli_usage_json("bench", json, "%s %s: no value", flag, v);
+    return 0;
+}
+
+static int dur_opt(const char *flag, const char *v, double *s, bool json)
+{
+    struct sw_err e;
+    int64_t ms;
+    sw_err_clear(&e);
+    if (sw_parse_duration_ms(v, &ms, &e))
+        return sw_cli_usage_json("bench", json, "%s: %s", flag, e.msg);
+    if (ms <= 0 || ms > 86400000)
+        return sw_cli_usage_json("bench", json, "%s %s: must be more than 0 and at most a day",
+                                 flag, v);
+    *s = (double)ms / 1000.0;
+    return 0;
+}
+
+static int real_opt(const char *flag, const char *v, double *out, bool json)
+{
+    char *end = NULL;
+    double x = strtod(v, &end);
+    if (end == v || *end || !isfinite(x) || x <= 0)
+        return sw_cli_usage_json("bench", json, "%s %s: a positive number", flag, v);
+    *out = x;
+    return 0;
+}
+
+/* "ttft=2s,tpot=50ms,e2e=30s" */
+static int slo_opt(const char *v, struct sw_bench_opts *o, bool json)
+{
+    char buf[256];
+    snprintf(buf, sizeof(buf), "%s", v);
+    char *save = NULL;
+    for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(t, '=');
+        double s = 0;
+        if (!eq)
+            return sw_cli_usage_json("bench", json, "--slo %s: NAME=DURATION (ttft, tpot, e2e)", t);
+        *eq = '\0';
+        int rc = dur_opt("--slo", eq + 1, &s, json);
+        if (rc)
+            return rc;
+        if (!strcmp(t, "ttft"))
+            o->slo_ttft_s = s;
+        else if (!strcmp(t, "tpot"))
+            o->slo_tpot_s = s;
+        else if (!strcmp(t, "e2e"))
+            o->slo_e2e_s = s;
+        else
+            return sw_cli_usage_json("bench", json, "--slo %s: ttft, tpot or e2e", t);
+    }
+    return 0;
+}
+
+/* A secret reference of the fleet: an environment variable or a file's first line. */
+static char *read_secret(const struct sw_fleet_secret *s, struct sw_err *e)
+{
+    if (s->kind == SW_FLEET_SECRET_ENV) {
+        const char *v = getenv(s->ref);
+        if (!v || !*v) {
+            sw_fleet_err_at(e, SW_ENOENT, &s->at, "the API key's variable %s is not set", s->ref);
+            return NULL;
+        }
+        return sw_strdup(v);
+    }
+    if (s->kind == SW_FLEET_SECRET_FILE) {
+        char *data = NULL;
+        size_t len = 0;
+        if (sw_read_file(s->ref, 64 * 1024, &data, &len, e))
+            return NULL;
+        data[strcspn(data, "\r\n")] = '\0';
+        return data;
+    }
+    return NULL;
+}
+
+/* URL, served name, engine and key of a fleet endpoint (as probe reads them). */
+static int from_fleet(const char *fleet_path, const char *name, struct sw_fleet **fp, char *url,
+                      size_t url_n, const char **model, const char **engine, char **key,
+                      const struct sw_fleet_endpoint **out_ep, struct sw_err *e)
+{
+    const char *path = fleet_path ? fleet_path : "fleet.yaml";
+    int rc = sw_fleet_load(path, NULL, fp, e);
+    if (rc)
+        return rc;
+    const struct sw_fleet_endpoint *ep = sw_fleet_endpoint(*fp, name);
+    if (!ep)
+        return sw_err_set(e, SW_ENOENT, "%s: no endpoint named '%s' (and it is not a URL)", path,
+                          name);
+    *out_ep = ep;
+    const char *addr = ep->listen_address.v;
+    if (!addr || !strcmp(addr, "0.0.0.0") || !strcmp(addr, "::"))
+        addr = ep->host && ep->host->transport == SW_FLEET_SSH && ep->host->address.v
+                   ? ep->host->address.v
+                   : "127.0.0.1";
+    if (!ep->listen_port.set)
+        return sw_fleet_err_at(e, SW_EINVAL, &ep->at, "endpoint %s has no listen port", ep->name);
+    snprintf(url, url_n, "http://%s:%llu", addr, (unsigned long long)ep->listen_port.v);
+    *model = ep->alias.v;
+    *engine = ep->engine ? sw_fleet_engine_name(ep->engine) : NULL;
+    if (ep->api_key.kind != SW_FLEET_SECRET_NONE) {
+        *key = read_secret(&ep->api_key, e);
+        if (!*key)
+            return e && e->code ? e->code : SW_ENOENT;
+    }
+    return 0;
+}
+
+static int record(const char *path, const char *endpoint, const struct sw_fleet_endpoint *ep,
+                  const struct sw_bench_opts *o, json_t *doc, const char *svg, int64_t started,
+                  int64_t *id, struct sw_err *e)
+{
+    json_t *params = json_object();
+    /* the endpoint's shape and its hash (the ledger's canonical form), so a run is compared
+     * with runs of the same shape */
+    json_t *shape = ep ? sw_plan_shape(ep) : NULL;
+    json_t *canon = NULL;
+    char hash[SW_LEDGER_HASH_LEN + 1];
+    if (shape && !sw_ledger_shape_canon(shape, &canon, NULL, hash, NULL)) {
+        sw_json_set_new(params, "shape", canon);
+        sw_json_set_str(params, "shape_hash", hash);
+    }
+    json_decref(shape);
+    json_t *d = json_array(), *c = json_array();
+    for (size_t i = 0; i < o->ndepths; i++)
+        json_array_append_new(d, json_integer(o->depths[i]));
+    for (size_t i = 0; i < o->nconc; i++)
+        json_array_append_new(c, json_integer(o->conc[i]));
+    sw_json_set_new(params, "depths", d);
+    sw_json_set_new(params, "concurrency", c);
+    sw_json_set_int(params, "tg", o->tg);
+    sw_json_set_int(params, "pp", o->pp);
+    sw_json_set_int(params, "repeat", o->repeat);
+    sw_json_set_bool(params, "cache_prompt", o->cache_prompt);
+    sw_json_set_bool(params, "reuse_prompt", o->reuse_prompt);
+    sw_json_set_bool(params, "open_loop", o->mode == SW_BENCH_OPEN);
+    if (o->mode == SW_BENCH_OPEN) {
+        sw_json_set_real(params, "rate", o->rate);
+        sw_json_set_real(params, "duration_s", o->duration_s);
+        sw_json_set_int(params, "seed", (int64_t)o->seed);
+    }
+    if (o->prompts_file)
+        sw_json_set_str(params, "prompts", o->prompts_file);
+    struct sw_ledger led;
+    memset(&led, 0, sizeof(led));
+    int rc = sw_ledger_open(&led, path, NULL, e);
+    if (!rc)
+        rc = sw_ledger_record_bench(&led, endpoint, 0, started, params, doc, svg, NULL, id, e);
+    sw_ledger_close(&led);
+    json_decref(params);
+    return rc;
+}
+
+int sw_cmd_bench(int argc, char **argv)
+{
+    struct sw_args a;
+    int rc;
+    if (!sw_args_parse(&sw_spec_bench, argc, argv, &a, &rc))
+        return rc;
+    bool json = a.json;
+    const char *target = a.npos ? a.pos[0] : NULL;
+    if (!target)
+        return sw_cli_usage_json("bench", json, "which URL or endpoint?");
+    struct sw_bench_opts o;
+    sw_bench_opts_init(&o);
+    struct sw_fleet *fleet = NULL;
+    struct sw_bench_report rep;
+    memset(&rep, 0, sizeof(rep));
+    struct sw_err e;
+    sw_err_clear(&e);
+    char url[600];
+    char *key = NULL;
+    json_t *doc = NULL, *extra = NULL;
+    const struct sw_fleet_endpoint *ep = NULL;
+    int exit_code = SW_EXIT_OK;
+    const char *v;
+    uint64_t x;
+    if (strstr(target, "://")) {
+        o.url = target;
+    } else {
+        const char *model = NULL, *engine = NULL;
+        rc = from_fleet(sw_args_str(&a, "fleet"), target, &fleet, url, sizeof(url), &model, &engine,
+                        &key, &ep, &e);
+        if (rc) {
+            exit_code = sw_cli_fail(&e, json);
+            goto out;
+        }
+        o.url = url;
+        o.model = model;
+        o.engine = engine;
+    }
+    v = sw_args_str(&a, "model");
+    if (v)
+        o.model = v;
+    v = sw_args_str(&a, "engine");
+    if (v) {
+        if (strcmp(v, "llama.cpp") && strcmp(v, "vllm") && strcmp(v, "sglang") &&
+            strcmp(v, "openai")) {
+            exit_code = sw_cli_usage_json("bench", json,
+                                          "--engine %s: llama.cpp, vllm, sglang or openai", v);
+            goto out;
+        }
+        o.engine = v;
+    }
+    v = sw_args_str(&a, "depth");
+    if (v) {
+        exit_code = list_opt("--depth", v, 100000000u, o.depths, &o.ndepths, json);
+        if (exit_code)
+            goto out;
+    }
+    v = sw_args_str(&a, "concurrency");
+    if (v) {
+        int64_t cl[SW_BENCH_MAX_POINTS];
+        exit_code = list_opt("--concurrency", v, 4096, cl, &o.nconc, json);
+        if (exit_code)
+            goto out;
+        for (size_t i = 0; i < o.nconc; i++) {
+            if (cl[i] < 1) {
+                exit_code = sw_cli_usage_json("bench", json,
+                                              "--concurrency %s: every level must be >= 1", v);
+                goto out;
+            }
+            o.conc[i] = (int)cl[i];
+        }
+    }
+    v = sw_args_str(&a, "pp");
+    if (v) {
+        exit_code = count_opt("--pp", v, 100000000u, &x, json);
+        if (exit_code)
+            goto out;
+        o.pp = (int64_t)x;
+    }
+    v = sw_args_str(&a, "tg");
+    if (v) {
+        exit_code = count_opt("--tg", v, 1000000u, &x, json);
+        if (exit_code)
+            goto out;
+        o.tg = (int64_t)x;
+    }
+    v = sw_args_str(&a, "repeat");
+    if (v) {
+        exit_code = count_opt("--repeat", v, 100000u, &x, json);
+        if (exit_code)
+            goto out;
+        o.repeat = (int)x;
+    }
+    v = sw_args_str(&a, "rate");
+    if (v) {
+        exit_code = real_opt("--rate", v, &o.rate, json);
+        if (exit_code)
+            goto out;
+        o.mode = SW_BENCH_OPEN;
+    }
+    v = sw_args_str(&a, "arrival");
+    if (v) {
+        if (sw_bench_arrival_parse(v, &o.arrival, &o.cv, &e)) {
+            exit_code = sw_cli_usage_json("bench", json, "%s", e.msg);
+            goto out;
+        }
+    }
+    v = sw_args_str(&a, "duration");
+    if (v) {
+        exit_code = dur_opt("--duration", v, &o.duration_s, json);
+        if (exit_code)
+            goto out;
+    }
+    v = sw_args_str(&a, "seed");
+    if (v) {
+        exit_code = count_opt("--seed", v, UINT64_MAX, &x, json);
+        if (exit_code)
+            goto out;
+        o.seed = x;
+    }
+    v = sw_args_str(&a, "max-lag");
+    if (v) {
+        exit_code = real_opt("--max-lag", v, &o.max_lag_ms, json);
+        if (exit_code)
+            goto out;
+    }
+    v = sw_args_str(&a, "connections");
+    if (v) {
+        exit_code = count_opt("--connections", v, 100000u, &x, json);
+        if (exit_code)
+            goto out;
+        o.connections = (long)x;
+    }
+    v = sw_args_str(&a, "slo");
+    if (v) {
+        exit_code = slo_opt(v, &o, json);
+        if (exit_code)
+            goto out;
+    }
+    v = sw_args_str(&a, "timeout");
+    if (v) {
+        double s;
+        exit_code = dur_opt("--timeout", v, &s, json);
+        if (exit_code)
+            goto out;
+        o.timeout_ms = (unsigned)(s * 1000);
+    }
+    if (o.mode == SW_BENCH_OPEN && (o.nconc || sw_args_str(&a, "repeat"))) {
+        exit_code = sw_cli_usage_json("bench", json,
+                                      "--rate is open loop: --concurrency and --repeat are "
+                                      "closed-loop options");
+        goto out;
+    }
+    if (o.mode == SW_BENCH_OPEN && o.ndepths > 1) {
+        exit_code = sw_cli_usage_json("bench", json, "--rate runs one depth (got %s)",
+                                      sw_args_str(&a, "depth"));
+        goto out;
+    }
+    o.prompts_file = sw_args_str(&a, "prompts");
+    if (o.prompts_file && (o.ndepths || sw_args_str(&a, "pp"))) {
+        exit_code = sw_cli_usage_json("bench", json,
+                                      "--prompts sends the file's requests: --depth and --pp do "
+                                      "not apply");
+        goto out;
+    }
+    o.cache_prompt = sw_args_flag(&a, "cache-prompt");
+    o.reuse_prompt = sw_args_flag(&a, "reuse-prompt");
+    o.expect_hit = sw_args_flag(&a, "expect-hit");
+    o.ignore_eos = !sw_args_flag(&a, "eos");
+    v = sw_args_str(&a, "extra");
+    if (v) {
+        extra = sw_json_parse(v, strlen(v), "--extra", &e);
+        if (!extra || !json_is_object(extra)) {
+            exit_code = sw_cli_usage_json("bench", json, "--extra: %s",
+                                          extra ? "not a JSON object" : e.msg);
+            goto out;
+        }
+        o.extra = extra;
+    }
+    v = sw_args_str(&a, "api-key-env");
+    if (v) {
+        const char *k = getenv(v);
+        if (!k || !*k) {
+            sw_err_set(&e, SW_ENOENT, "--api-key-env: %s is not set", v);
+            exit_code = sw_cli_fail(&e, json);
+            goto out;
+        }
+        sw_free(key);
+        key = sw_strdup(k);
+    }
+    o.api_key = key;
+    o.progress = json || sw_args_flag(&a, "quiet") ? NULL : stderr;
+    int64_t started = sw_wall_unix();
+    rc = sw_bench_run(&o, &rep, &e);
+    if (rc) {
+        exit_code = sw_cli_fail(&e, json);
+        goto out;
+    }
+    doc = sw_bench_report_json(&rep, sw_args_flag(&a, "samples"));
+    if (!doc) {
+        sw_err_set(&e, SW_ENOMEM, "bench: the report could not be built (out of memory)");
+        exit_code = sw_cli_fail(&e, json);
+        goto out;
+    }
+    const char *svg = sw_args_str(&a, "svg");
+    if (svg) {
+        sw_err_clear(&e);
+        if (sw_bench_report_svg(&rep, svg, &e)) {
+            char m[1200];
+            fprintf(stderr, "slipway bench: --svg %s: %s\n", svg, sw_err_format(&e, m, sizeof(m)));
+            exit_code = SW_EXIT_FAIL;
+            svg = NULL;
+        }
+    }
+    const char *csv = sw_args_str(&a, "csv");
+    if (csv) {
+        sw_err_clear(&e);
+        if (sw_bench_report_csv(&rep, csv, &e)) {
+            char m[1200];
+            fprintf(stderr, "slipway bench: --csv %s: %s\n", csv, sw_err_format(&e, m, sizeof(m)));
+            exit_code = SW_EXIT_FAIL;
+            csv = NULL;
+        }
+    }
+    const char *ledger = sw_args_str(&a, "ledger");
+    int64_t id = 0;
+    if (ledger) {
+        sw_err_clear(&e);
+        if (record(ledger, fleet ? target : rep.url, ep, &o, doc, svg, started, &id, &e)) {
+            char m[1200];
+            fprintf(stderr, "slipway bench: not recorded: %s\n", sw_err_format(&e, m, sizeof(m)));
+            exit_code = SW_EXIT_FAIL;
+        } else {
+            sw_json_set_int(doc, "ledger_id", id);
+        }
+    }
+    if (json) {
+        sw_json_print(stdout, doc, true);
+    } else {
+        sw_bench_report_print(stdout, &rep);
+        if (svg)
+            printf("chart: %s\n", svg);
+        if (csv)
+            printf("csv: %s\n", csv);
+        if (ledger && id)
+            printf("recorded as bench %lld in %s\n", (long long)id, ledger);
+    }
+    bool bad = rep.invalid || !rep.cache_verified;
+    for (size_t i = 0; i < rep.npoints; i++)
+        bad = bad || rep.points[i].failed || !rep.points[i].counts_agree;
+    if (bad)
+        exit_code = SW_EXIT_FAIL;
+out:
+    json_decref(doc);
+    json_decref(extra);
+    sw_bench_report_free(&rep);
+    if (key) {
+        memset(key, 0, strlen(key));
+        sw_free(key);
+    }
+    sw_fleet_free(fleet);
+    return exit_code;
+}
