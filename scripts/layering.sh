@@ -22,7 +22,7 @@ LAYERS=(
   "engine"                     # per-engine adapter: argv/env, boot logs, diff
   "plan"                       # sw_plan_endpoint: the one plan of an endpoint (argv, law, shape)
   "gate deploy"                # checks before a boot; the local supervisor and sw_deploy_endpoint
-  "probe"                      # the live battery
+  "probe sim"                  # the live battery; the engine stand-in
   "cli"                        # slipway <verb>
 )
 

@@ -39,6 +39,7 @@ struct sw_cmd {
     X(ledger, "the record of boots, usage readings, batteries, benches and rules")                 \
     X(plan, "predict an engine's boot (memory lines, budget per device) from its command line")    \
     X(probe, "run the live battery against an endpoint: readiness to worst case, with evidence")   \
+    X(sim, "an engine stand-in driven by the plan's law: boots, serves and fails like it")         \
     X(up, "boot a local endpoint supervised, prove it serves, diff predicted vs printed")          \
     X(version, "print the version")
 
@@ -52,7 +53,7 @@ SW_VERBS(SW_DECL)
 #define SW_SPECS(X)                                                                                \
     X(bootlog)                                                                                     \
     X(calibrate)                                                                                   \
-    X(check) X(down) X(fetch) X(fleet) X(gguf) X(ledger) X(plan) X(probe) X(up) X(version)
+    X(check) X(down) X(fetch) X(fleet) X(gguf) X(ledger) X(plan) X(probe) X(sim) X(up) X(version)
 
 #define SW_SPEC_DECL(name) extern const struct sw_cmd_spec sw_spec_##name;
 SW_SPECS(SW_SPEC_DECL)
