@@ -51,18 +51,18 @@ struct sw_sim_timing {
 };
 
 struct sw_sim_config {
-    const char *listen;      /* "HOST:PORT"; NULL: 127.0.0.1:0 (the bound port is announced) */
-    const char *ready_file;  /* when set, "PORT\n" is written there (temp + rename) once bound */
-    const char *alias;       /* the served model name; NULL: the engine's default */
-    uint64_t seed;           /* the text's seed */
-    int64_t load_ms;         /* -1: payload bytes / load_rate */
-    uint64_t load_rate;      /* bytes per second; default 2 GiB/s */
-    uint64_t device_memory;  /* 0: as the plan declares; else the device's capacity in bytes */
+    const char *listen;         /* "HOST:PORT"; NULL: 127.0.0.1:0 (the bound port is announced) */
+    const char *ready_file;     /* when set, "PORT\n" is written there (temp + rename) once bound */
+    const char *alias;          /* the served model name; NULL: the engine's default */
+    uint64_t seed;              /* the text's seed */
+    int64_t load_ms;            /* -1: payload bytes / load_rate */
+    uint64_t load_rate;         /* bytes per second; default 2 GiB/s */
+    uint64_t device_memory;     /* 0: as the plan declares; else the device's capacity in bytes */
     int64_t max_tokens_default; /* a request without max_tokens: default 16 */
     bool reasoning; /* the model thinks: the first half of each chat reply is reasoning_content */
     struct sw_sim_timing timing;
-    FILE *log;  /* the engine's log (stderr when NULL) */
-    FILE *out;  /* the bound port as the first line (stdout when NULL) */
+    FILE *log;          /* the engine's log (stderr when NULL) */
+    FILE *out;          /* the bound port as the first line (stdout when NULL) */
     bool announce_json; /* that line as {"port": N, "url": "http://HOST:N"} */
 };
 

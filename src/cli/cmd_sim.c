@@ -24,8 +24,7 @@
 #include <string.h>
 
 static const struct sw_opt opts[] = {
-    {"engine", 0, "ENGINE", 0, "llama.cpp or vllm: the engine whose command line follows --",
-     NULL},
+    {"engine", 0, "ENGINE", 0, "llama.cpp or vllm: the engine whose command line follows --", NULL},
     {"listen", 0, "ADDR", 0, "HOST:PORT to serve on (default 127.0.0.1:0: a free port)", NULL},
     {"ready-file", 0, "FILE", 0, "write the bound port there once bound", NULL},
     {"alias", 0, "NAME", 0, "the served model name (default: the engine's)", NULL},

@@ -68,8 +68,9 @@ static int alloc_fail(struct sw_buf *b, const char *dev, uint64_t bytes, const c
 {
     int rc = 0;
     if (!strcmp(dev, "CPU")) {
-        rc |= sw_buf_printf(b, "E ggml_aligned_malloc: insufficient memory (attempted to allocate "
-                               "%7.2f MB)\n",
+        rc |= sw_buf_printf(b,
+                            "E ggml_aligned_malloc: insufficient memory (attempted to allocate "
+                            "%7.2f MB)\n",
                             (double)bytes / 1048576.0);
         rc |= sw_buf_printf(b,
                             "E ggml_backend_cpu_buffer_type_alloc_buffer: failed to allocate "
@@ -138,7 +139,7 @@ int sw__sim_boot_llamacpp(struct sw_sim *s, const struct sw_plan *p, struct sw_e
     uint64_t override = s->cfg.device_memory;
     /* per device, what is allocated so far; the first allocation past capacity fails */
     uint64_t used[SW_LLAMACPP_MAX_DEV] = {0};
-#define CAP(d) (override && (d) == 0 ? override : pl->dev[(d)].memory)
+#define CAP(d)       (override && (d) == 0 ? override : pl->dev[(d)].memory)
 #define FITS(d, add) (!CAP(d) || used[(d)] + (add) <= CAP(d))
 
     rc |= sw_buf_puts(M, "I load_tensors: loading model tensors, this can take a while... "
@@ -183,8 +184,9 @@ int sw__sim_boot_llamacpp(struct sw_sim *s, const struct sw_plan *p, struct sw_e
         if (!FITS(d, kv)) {
             rc |= alloc_fail(M, pl->dev[d].name, pl->dev[d].kv + pl->dev[d].recurrent,
                              "alloc_tensor_range");
-            rc |= sw_buf_printf(M, "E llama_init_from_model: failed to initialize the context: "
-                                   "failed to allocate buffer for %s cache\n",
+            rc |= sw_buf_printf(M,
+                                "E llama_init_from_model: failed to initialize the context: "
+                                "failed to allocate buffer for %s cache\n",
                                 pl->dev[d].kv ? "kv" : "rs");
             rc |= fail_tail(M, model, true);
             s->boot_fails = true;
@@ -242,13 +244,14 @@ int sw__sim_boot_llamacpp(struct sw_sim *s, const struct sw_plan *p, struct sw_e
 #undef CAP
     rc |= sw_buf_puts(M, "I cmn  common_init_: warming up the model with an empty run - please "
                          "wait ... (--no-warmup to disable)\n");
-    rc |= sw_buf_printf(T, "I srv    load_model: initializing, n_slots = %d, n_ctx_slot = %" PRId64
-                           ", kv_unified = '%s'\n",
+    rc |= sw_buf_printf(T,
+                        "I srv    load_model: initializing, n_slots = %d, n_ctx_slot = %" PRId64
+                        ", kv_unified = '%s'\n",
                         s->n_slots, s->window, r->kv_unified ? "true" : "false");
     for (int i = 0; i < s->n_slots; i++)
-        rc |= sw_buf_printf(T, "I slot   load_model: id %2d | task -1 | new slot, n_ctx = %" PRId64
-                               "\n",
-                            i, s->window);
+        rc |= sw_buf_printf(
+            T, "I slot   load_model: id %2d | task -1 | new slot, n_ctx = %" PRId64 "\n", i,
+            s->window);
     rc |= sw_buf_puts(T, "I srv  llama_server: model loaded\n");
     /* "listening on" and "all slots are idle" are printed with the port, at ready */
 out:
@@ -275,8 +278,20 @@ int sw__sim_boot_vllm(struct sw_sim *s, const json_t *plan, struct sw_err *e)
     const json_t *rep = json_object_get(plan, "report");
     const char *ver = json_string_value(json_object_get(rep, "engine_version"));
 
-    snprintf(msg, sizeof(msg), "vLLM API server version %s", ver ? ver : "0.11.0");
-    rc |= vline(E, false, "INFO", "api_server.py:1839", msg);
+    /* the law names its token-count rule ("vllm-v1-current (>= 0.24: ...)"): print the first
+     * release it names, as vLLM prints its version */
+    const char *num = ver && ver[0] >= '0' && ver[0] <= '9' ? ver : NULL;
+    if (!num && ver && strstr(ver, ">= "))
+        num = strstr(ver, ">= ") + 3;
+    size_t nl = 0;
+    int dots = 0;
+    while (num && ((num[nl] >= '0' && num[nl] <= '9') || num[nl] == '.'))
+        dots += num[nl++] == '.';
+    if (nl) { /* else the law names no release: no version line */
+        snprintf(msg, sizeof(msg), "vLLM API server version %.*s%s", (int)nl, num,
+                 dots == 1 ? ".0" : "");
+        rc |= vline(E, false, "INFO", "api_server.py:1839", msg);
+    }
     snprintf(msg, sizeof(msg), "non-default args: {'model': '%s'}", s->model_path);
     rc |= vline(E, false, "INFO", "utils.py:233", msg);
     if (s->payload_missing) {
@@ -295,7 +310,8 @@ int sw__sim_boot_vllm(struct sw_sim *s, const json_t *plan, struct sw_err *e)
         const char *l = json_string_value(json_array_get(lines, k));
         if (!l || !strncmp(l, "ValueError:", 11))
             continue; /* the law's summary of the failure: vLLM's own words follow */
-        const char *file = strstr(l, "Available KV") ? "gpu_worker.py:298" : "kv_cache_utils.py:1087";
+        const char *file =
+            strstr(l, "Available KV") ? "gpu_worker.py:298" : "kv_cache_utils.py:1087";
         rc |= vline(M, true, "INFO", file, l);
     }
     if (json_is_false(json_object_get(rep, "fits"))) {

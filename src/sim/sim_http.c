@@ -28,10 +28,10 @@
 #define BODY_MAX (64u << 20)
 
 static const char *const words[] = {
-    "the",   "river", "stone", "light", "north", "quiet", "ember", "field", "cloud", "amber",
-    "signal", "harbor", "lantern", "meadow", "copper", "winter", "orbit", "willow", "echo", "cedar",
-    "granite", "marble", "silver", "thunder", "valley", "canyon", "falcon", "garden", "island",
-    "jasmine", "kettle", "lumen",
+    "the",    "river",  "stone",  "light",  "north",   "quiet",   "ember",  "field",
+    "cloud",  "amber",  "signal", "harbor", "lantern", "meadow",  "copper", "winter",
+    "orbit",  "willow", "echo",   "cedar",  "granite", "marble",  "silver", "thunder",
+    "valley", "canyon", "falcon", "garden", "island",  "jasmine", "kettle", "lumen",
 };
 
 static uint64_t mix64(uint64_t x)
@@ -241,10 +241,10 @@ static void finish(struct sw_sim *s, struct sw__sim_req *r, const char *reason)
     detach(r);
     if (r->stream) {
         json_t *o = base_obj(s, r, r->chat ? "chat.completion.chunk" : "text_completion");
-        json_t *ch = r->chat ? json_pack("{s:s,s:i,s:{}}", "finish_reason", reason, "index", 0,
-                                         "delta")
-                             : json_pack("{s:s,s:i,s:s,s:n}", "finish_reason", reason, "index",
-                                         0, "text", "", "logprobs");
+        json_t *ch = r->chat
+                         ? json_pack("{s:s,s:i,s:{}}", "finish_reason", reason, "index", 0, "delta")
+                         : json_pack("{s:s,s:i,s:s,s:n}", "finish_reason", reason, "index", 0,
+                                     "text", "", "logprobs");
         sw_json_set_new(o, "choices", json_pack("[o]", ch));
         if (s->engine == SW__SIM_LLAMACPP)
             sw_json_set_new(o, "timings", timings_json(r));
@@ -395,8 +395,8 @@ static void schedule_step(struct sw_sim *s)
     if (!running)
         return;
     const struct sw_sim_timing *t = &s->cfg.timing;
-    double us = t->decode_base_us + t->decode_per_seq_us * running + t->decode_per_kv_us * kv / 1000.0 +
-                t->prefill_per_token_us * prefill;
+    double us = t->decode_base_us + t->decode_per_seq_us * running +
+                t->decode_per_kv_us * kv / 1000.0 + t->prefill_per_token_us * prefill;
     if (us < 0)
         us = 0;
     struct timeval tv = {(time_t)(us / 1e6), (suseconds_t)((uint64_t)us % 1000000u)};
@@ -502,9 +502,9 @@ static void on_generate(struct sw_sim *s, struct evhttp_request *req, bool chat)
     bool stream = json_is_true(json_object_get(body, "stream"));
     bool include_usage =
         json_is_true(json_object_get(json_object_get(body, "stream_options"), "include_usage"));
-    bool reasoning =
-        s->cfg.reasoning ||
-        json_is_true(json_object_get(json_object_get(body, "chat_template_kwargs"), "enable_thinking"));
+    bool reasoning = s->cfg.reasoning ||
+                     json_is_true(json_object_get(json_object_get(body, "chat_template_kwargs"),
+                                                  "enable_thinking"));
     json_decref(body);
 
     if (s->engine == SW__SIM_LLAMACPP) {
@@ -583,8 +583,8 @@ static void on_props(struct sw_sim *s, struct evhttp_request *req)
                          "default_generation_settings", "n_ctx", (json_int_t)s->window, "params",
                          "n_predict", (json_int_t)-1, "total_slots", s->n_slots, "model_path",
                          s->model_path, "chat_template", chatml, "chat_template_caps",
-                         "supports_tools", 0, "supports_tool_calls", 0, "supports_system_role",
-                         1, "modalities", "vision", 0, "audio", 0, "build_info", "b1-80fb11a"));
+                         "supports_tools", 0, "supports_tool_calls", 0, "supports_system_role", 1,
+                         "modalities", "vision", 0, "audio", 0, "build_info", "b1-80fb11a"));
 }
 
 static void on_slots(struct sw_sim *s, struct evhttp_request *req)
@@ -592,11 +592,11 @@ static void on_slots(struct sw_sim *s, struct evhttp_request *req)
     json_t *a = json_array();
     for (int i = 0; i < s->n_slots; i++) {
         const struct sw__sim_req *r = s->slots[i];
-        json_array_append_new(a, json_pack("{s:i,s:I,s:b,s:I,s:{s:I}}", "id", i, "n_ctx",
-                                           (json_int_t)s->window, "is_processing", r != NULL,
-                                           "id_task", (json_int_t)(r ? (int64_t)r->id : -1),
-                                           "next_token", "n_decoded",
-                                           (json_int_t)(r ? r->n_gen : 0)));
+        json_array_append_new(a,
+                              json_pack("{s:i,s:I,s:b,s:I,s:{s:I}}", "id", i, "n_ctx",
+                                        (json_int_t)s->window, "is_processing", r != NULL,
+                                        "id_task", (json_int_t)(r ? (int64_t)r->id : -1),
+                                        "next_token", "n_decoded", (json_int_t)(r ? r->n_gen : 0)));
     }
     reply_json(req, 200, "OK", a);
 }

@@ -21,12 +21,12 @@ struct sw__sim_req {
     struct evhttp_request *http; /* NULL once the client is gone */
     uint64_t id;
     bool chat, stream, include_usage, reasoning;
-    int slot;                 /* -1 while queued */
-    int64_t n_prompt;         /* tokens */
-    int64_t max_tokens;       /* tokens to generate */
-    int64_t n_gen;            /* generated so far */
+    int slot;           /* -1 while queued */
+    int64_t n_prompt;   /* tokens */
+    int64_t max_tokens; /* tokens to generate */
+    int64_t n_gen;      /* generated so far */
     bool prefilled;
-    uint64_t text_seed;       /* seed x prompt */
+    uint64_t text_seed; /* seed x prompt */
     uint64_t t_arrive_ns, t_start_ns, t_first_ns, t_done_ns;
     double prompt_ms, predicted_ms;
     struct sw_buf text; /* generated so far (non-streamed reply) */
@@ -40,10 +40,10 @@ struct sw_sim {
     char model_path[1024];
     bool payload_missing;
     uint64_t payload_bytes;
-    int64_t n_ctx;     /* llama.cpp n_ctx (all slots); vLLM: the KV pool in tokens */
-    int64_t window;    /* per-slot (per-request) window */
-    int n_slots;       /* llama.cpp -np; vLLM max_num_seqs */
-    int64_t kv_pool;   /* tokens of KV the running sequences may hold (0: window x slots) */
+    int64_t n_ctx;   /* llama.cpp n_ctx (all slots); vLLM: the KV pool in tokens */
+    int64_t window;  /* per-slot (per-request) window */
+    int n_slots;     /* llama.cpp -np; vLLM max_num_seqs */
+    int64_t kv_pool; /* tokens of KV the running sequences may hold (0: window x slots) */
     /* the boot script: lines printed before the load wait, after it (memory lines), and the
      * tail that says serving or the failure; fail_status is the engine's exit status */
     struct sw_buf boot_early, boot_mem, boot_tail;
