@@ -294,6 +294,13 @@ static void test_opt_equals(void **state)
          "\"kv_cache_tokens\""},
         {"probe", {"probe", "nowhere", "@", "--json"}, "--fleet", fleet_missing, fleet_missing},
         {"down", {"down", "@", "--json"}, "--pid-file", pid_missing, "nothing to stop"},
+        /* an address that is not one: refused before anything is bound or printed */
+        {"sim",
+         {"sim", "--json", "@", "--engine", "llama.cpp", "--", "llama-server", "-m",
+          "/nonexistent.gguf"},
+         "--listen",
+         "bogus:1",
+         "bogus"},
         /* the payload is missing, so nothing starts; the JSON names the log path given */
         {"up",
          {"up", "--json", "@", "--", "llama-server", "-m", "/nonexistent.gguf", "--port", port},
