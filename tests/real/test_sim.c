@@ -13,7 +13,9 @@
  *    --engine vllm` with zero differences;
  *  - shapes past the device memory fail at boot with the engine's lines and status (llama.cpp's
  *    KV allocation OOM, exit 1; vLLM's "KV cache is needed" ValueError, exit 1), and a payload
- *    that does not resolve fails as missing_payload / bad_path; `bootlog parse` classifies each.
+ *    that does not resolve fails as missing_payload / bad_path; `bootlog parse` classifies each;
+ *  - the sim's boot beside the real llama-server's for one command line: the two printed reports
+ *    do not differ.
  * Every sim is started in its own process group and killed in the teardown even when a check
  * fails. Skips (saying why; fails under CI) when llama.cpp's test-llama-archs is not built.
  */
@@ -327,8 +329,8 @@ static void test_llamacpp_fleet(void **state)
     struct swt_run r;
     swt_slipway(&r, "probe", url, "--json", "--quiet", "--deadline", "240", NULL);
     json_t *p = swt_json_out(&r);
-    static const char *const must_pass[] = {"readiness", "liveness",    "models",
-                                            "chat",      "stream",      "metrics",
+    static const char *const must_pass[] = {"readiness",   "liveness",    "models",
+                                            "chat",        "stream",      "metrics",
                                             "over_length", "concurrency", "speed"};
     for (size_t i = 0; i < SW_ARRAY_LEN(must_pass); i++) {
         if (strcmp(status_of(p, must_pass[i]), "pass"))
@@ -379,10 +381,22 @@ static void test_vllm_argv(void **state)
     char dir[4200];
     write_vllm_dir(f, dir, sizeof(dir));
     struct sim s;
-    const char *args[] = {"--engine", "vllm",           "--device-memory", "24GiB",
-                          "--weights", "16GiB",         "--load-time",     "2s",
-                          "--",        "vllm",          "serve",           dir,
-                          "--max-model-len", "32768",  "--max-num-seqs",  "4",
+    const char *args[] = {"--engine",
+                          "vllm",
+                          "--device-memory",
+                          "24GiB",
+                          "--weights",
+                          "16GiB",
+                          "--load-time",
+                          "2s",
+                          "--",
+                          "vllm",
+                          "serve",
+                          dir,
+                          "--max-model-len",
+                          "32768",
+                          "--max-num-seqs",
+                          "4",
                           NULL};
     sim_start(f, "vllm", args, &s);
     /* vLLM's API server is not up before its engine: nothing accepts while loading */
@@ -464,13 +478,25 @@ static void test_boot_failures(void **state)
     struct fx *f = *state;
     swt_need(f != NULL, "%s", g_missing);
     /* 131072 cells of the tiny model's KV (256 MiB) past a 200 MiB device */
-    const char *kv[] = {"--engine", "llama.cpp", "--load-time", "0", "--device-memory", "200MiB",
-                        "--", "llama-server", "-m", f->model, "-c", "131072", "-np", "1", NULL};
+    const char *kv[] = {"--engine", "llama.cpp", "--load-time",  "0",  "--device-memory",
+                        "200MiB",   "--",        "llama-server", "-m", f->model,
+                        "-c",       "131072",    "-np",          "1",  NULL};
     boot_fails(f, "oom-kv", "llama.cpp", kv, "failed to allocate buffer for kv cache", "oom",
                "kv_alloc");
     /* the weights themselves past the device */
-    const char *ld[] = {"--engine", "llama.cpp", "--load-time", "0", "--device-memory", "10MiB",
-                        "--", "llama-server", "-m", f->model, "-c", "4096", NULL};
+    const char *ld[] = {"--engine",
+                        "llama.cpp",
+                        "--load-time",
+                        "0",
+                        "--device-memory",
+                        "10MiB",
+                        "--",
+                        "llama-server",
+                        "-m",
+                        f->model,
+                        "-c",
+                        "4096",
+                        NULL};
     boot_fails(f, "oom-load", "llama.cpp", ld, "unable to allocate CPU buffer", "oom", "load");
     char nope[4200];
     snprintf(nope, sizeof(nope), "%s/nope.gguf", f->dir);
@@ -480,14 +506,55 @@ static void test_boot_failures(void **state)
 
     char dir[4200];
     write_vllm_dir(f, dir, sizeof(dir));
-    const char *vk[] = {"--engine", "vllm", "--load-time", "0", "--device-memory", "24GiB",
-                        "--weights", "16GiB", "--", "vllm", "serve", dir, "--max-model-len",
-                        "131072", NULL};
+    const char *vk[] = {"--engine", "vllm",      "--load-time",     "0",      "--device-memory",
+                        "24GiB",    "--weights", "16GiB",           "--",     "vllm",
+                        "serve",    dir,         "--max-model-len", "131072", NULL};
     boot_fails(f, "vllm-kv", "vllm", vk, "KV cache is needed", "kv_too_small", "kv_alloc");
     char vnope[4200];
     snprintf(vnope, sizeof(vnope), "%s/no-such-model", f->dir);
     const char *vm[] = {"--engine", "vllm", "--", "vllm", "serve", vnope, NULL};
     boot_fails(f, "vllm-missing", "vllm", vm, "Repo id must be in the form", "bad_path", "load");
+}
+
+/* The sim's boot beside the real llama-server's for one command line: `bootlog diff` of the two
+ * printed reports finds no difference (the compute buffer is the law's estimate: reported). */
+static void test_parity_with_llama_server(void **state)
+{
+    struct fx *f = *state;
+    swt_need(f != NULL, "%s", g_missing);
+    struct swl_server real;
+    const char *extra[] = {"-c", "8192", "-np", "2", "-lv", "4", NULL};
+    char real_log[4200], real_json[4200], sim_json[4200];
+    snprintf(real_log, sizeof(real_log), "%s/real.log", f->dir);
+    assert_int_equal(swl_start(f->model, extra, real_log, 120, &real), 0);
+    swl_stop(&real);
+    struct swt_run r;
+    snprintf(real_json, sizeof(real_json), "%s/real.json", f->dir);
+    snprintf(sim_json, sizeof(sim_json), "%s/parity.json", f->dir);
+    swt_slipway(&r, "bootlog", "parse", "--json", real_log, NULL);
+    assert_int_equal(r.status, 0);
+    swt_write_str(real_json, r.out);
+    swt_run_free(&r);
+
+    struct sim s;
+    const char *args[] = {"--engine",     "llama.cpp", "--load-time", "0",  "--",
+                          "llama-server", "-m",        f->model,      "-c", "8192",
+                          "-np",          "2",         NULL};
+    sim_start(f, "parity", args, &s);
+    wait_health(s.port, 200);
+    assert_int_equal(sim_stop(&s), 0);
+    swt_slipway(&r, "bootlog", "parse", "--json", s.log, NULL);
+    assert_int_equal(r.status, 0);
+    swt_write_str(sim_json, r.out);
+    swt_run_free(&r);
+    swt_slipway(&r, "bootlog", "diff", "--json", real_json, sim_json, NULL);
+    json_t *d = swt_json_out(&r);
+    if (r.status)
+        print_message("%s\n", r.out);
+    assert_int_equal(r.status, 0);
+    assert_int_equal(json_integer_value(json_object_get(d, "mismatches")), 0);
+    json_decref(d);
+    swt_run_free(&r);
 }
 
 int main(void)
@@ -497,6 +564,7 @@ int main(void)
         cmocka_unit_test_teardown(test_llamacpp_fleet, kill_sim),
         cmocka_unit_test_teardown(test_vllm_argv, kill_sim),
         cmocka_unit_test_teardown(test_boot_failures, kill_sim),
+        cmocka_unit_test_teardown(test_parity_with_llama_server, kill_sim),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
