@@ -21,7 +21,8 @@
  * Tokens are counted the sim's way (one token per 4 bytes of prompt, rounded up, plus a fixed
  * chat-template cost per message): consistent between usage, timings, metrics and the window.
  *
- * What it deliberately does not do (yet): chunked prefill and preemption, runtime OOM, faults on
+ * What it deliberately does not do (yet): chunked prefill and preemption, a runtime OOM from a
+ * fitted headroom model (only a declared threshold, runtime_oom_tokens), faults on
  * demand, calibration (`slipway sim fit`), tool-call deltas, SGLang, one loop per core.
  */
 #ifndef SLIPWAY_SIM_H
@@ -60,6 +61,11 @@ struct sw_sim_config {
     uint64_t device_memory;     /* 0: as the plan declares; else the device's capacity in bytes */
     int64_t max_tokens_default; /* a request without max_tokens: default 16 */
     bool reasoning; /* the model thinks: the first half of each chat reply is reasoning_content */
+    /* A declared runtime headroom: the first request whose prompt + max_tokens exceeds it dies
+     * the engine's way (llama-server: HTTP 500 std::bad_alloc, then its GGML_ASSERT abort, exit
+     * 134; vLLM: torch.OutOfMemoryError in the engine core, EngineDeadError, HTTP 500, and the
+     * API server exits 0). 0: none. */
+    int64_t runtime_oom_tokens;
     struct sw_sim_timing timing;
     FILE *log;          /* the engine's log (stderr when NULL) */
     FILE *out;          /* the bound port as the first line (stdout when NULL) */

@@ -38,6 +38,8 @@ static const struct sw_opt opts[] = {
     {"max-tokens", 0, "N", 0, "tokens generated when a request gives no max_tokens (16)", NULL},
     {"reasoning", 0, NULL, 0, "the model thinks: the first half of a chat reply is reasoning",
      NULL},
+    {"runtime-oom-tokens", 0, "N", 0,
+     "the first request with prompt + max_tokens past N kills the engine its way", NULL},
     {"prefill-us", 0, "US", 0, "timing: prefill cost per prompt token (default 50)", NULL},
     {"decode-base-us", 0, "US", 0, "timing: decode step base cost (default 2000)", NULL},
     {"decode-seq-us", 0, "US", 0, "timing: decode step cost per running sequence (default 200)",
@@ -110,6 +112,9 @@ static int read_config(const struct sw_args *a, struct sw_sim_config *c)
     v = sw_args_str(a, "max-tokens");
     if (v && (sw_parse_i64(v, &c->max_tokens_default, NULL) || c->max_tokens_default < 1))
         return sw_args_usage(a, "--max-tokens: \"%s\" is not a count >= 1", v);
+    v = sw_args_str(a, "runtime-oom-tokens");
+    if (v && (sw_parse_i64(v, &c->runtime_oom_tokens, NULL) || c->runtime_oom_tokens < 1))
+        return sw_args_usage(a, "--runtime-oom-tokens: \"%s\" is not a count >= 1", v);
     code = bytes_opt(a, "load-rate", &c->load_rate);
     if (!code)
         code = bytes_opt(a, "device-memory", &c->device_memory);

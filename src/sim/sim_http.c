@@ -13,7 +13,7 @@
  * is the timing model's for that batch (sim.h), and its effects land when the step's timer fires.
  *
  * What it does not do: chunked prefill, preemption when the KV pool runs out, tool calls, images,
- * runtime OOM, faults.
+ * a runtime OOM other than the declared threshold, faults.
  */
 #include "sim_internal.h"
 
@@ -452,6 +452,63 @@ static void hash_content(const json_t *c, uint64_t *h)
         hash_content(json_object_get(json_array_get(c, i), "text"), h);
 }
 
+/* The engine dies on this request: its lines, its 500, then the process ends (after the reply
+ * is flushed) with the engine's status. */
+static void runtime_oom(struct sw_sim *s, struct evhttp_request *req)
+{
+    struct sw_buf b;
+    uint64_t task = ++s->next_id;
+    sw_buf_init(&b, 8192);
+    if (s->engine == SW__SIM_LLAMACPP) {
+        /* tests/data/bootlogs/llamacpp/oom_runtime.log */
+        sw_buf_printf(
+            &b, "E slot      iterate: id  0 | task %" PRIu64 " | got exception: std::bad_alloc\n",
+            task);
+        sw_buf_printf(&b,
+                      "E srv    send_error: task id = %" PRIu64 ", error: got exception: "
+                      "std::bad_alloc\n",
+                      task);
+        reply_json(req, 500, "Internal Server Error",
+                   json_pack("{s:{s:i,s:s,s:s}}", "error", "code", 500, "message",
+                             "got exception: std::bad_alloc", "type", "server_error"));
+        sw__sim_log_lines(s, &b);
+        /* the assertion has no log prefix */
+        FILE *f = s->cfg.log ? s->cfg.log : stderr;
+        fprintf(f, "tools/server/server-context.cpp:2830: GGML_ASSERT(batch.slot_batched || "
+                   "batch.size() == 0) failed\n");
+        fflush(f);
+        s->exit_status = 134; /* abort() */
+    } else {
+        char gib[128] = "";
+        if (s->cfg.device_memory)
+            snprintf(gib, sizeof(gib),
+                     " GPU 0 has a total capacity of %.2f GiB of which 0 bytes "
+                     "is free.",
+                     (double)s->cfg.device_memory / SW_GIB);
+        sw_buf_printf(&b,
+                      "(EngineCore_DP0 pid=2) ERROR torch.OutOfMemoryError: CUDA out of memory. "
+                      "Tried to allocate 50.00 MiB.%s\n",
+                      gib);
+        sw_buf_puts(&b, "(APIServer pid=1) ERROR [async_llm.py:480] EngineCore encountered a "
+                        "fatal error.\n");
+        sw_buf_puts(&b, "(APIServer pid=1) ERROR EngineDeadError: EngineCore encountered an issue. "
+                        "See stack trace (above) for the root cause.\n");
+        sw_buf_puts(&b, "(APIServer pid=1) INFO Shutting down FastAPI HTTP server.\n");
+        reply_json(req, 500, "Internal Server Error",
+                   json_pack("{s:s,s:s,s:s,s:n,s:i}", "object", "error", "message",
+                             "EngineCore encountered an issue. See stack trace (above) for the "
+                             "root cause.",
+                             "type", "InternalServerError", "param", "code", 500));
+        sw__sim_log_lines(s, &b);
+        s->exit_status = 0; /* vLLM's API server exits 0 after its engine died */
+    }
+    sw_buf_free(&b);
+    s->state = SW__SIM_FAILED;
+    sw__sim_drop_all(s);
+    struct timeval flush = {0, 200000};
+    event_base_loopexit(s->base, &flush);
+}
+
 static void on_generate(struct sw_sim *s, struct evhttp_request *req, bool chat)
 {
     struct evbuffer *in = evhttp_request_get_input_buffer(req);
@@ -528,6 +585,10 @@ static void on_generate(struct sw_sim *s, struct evhttp_request *req, bool chat)
     }
     if (max_tokens < 1)
         max_tokens = 1;
+    if (s->cfg.runtime_oom_tokens > 0 && n_prompt + max_tokens > s->cfg.runtime_oom_tokens) {
+        runtime_oom(s, req);
+        return;
+    }
     struct sw__sim_req *r = sw_calloc(1, sizeof(*r));
     if (!r) {
         evhttp_send_error(req, 500, "out of memory");

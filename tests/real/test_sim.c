@@ -14,6 +14,8 @@
  *  - shapes past the device memory fail at boot with the engine's lines and status (llama.cpp's
  *    KV allocation OOM, exit 1; vLLM's "KV cache is needed" ValueError, exit 1), and a payload
  *    that does not resolve fails as missing_payload / bad_path; `bootlog parse` classifies each;
+ *  - a declared runtime headroom: the first request past it gets the engine's 500, the log the
+ *    engine's runtime OOM lines, and the process the engine's status (134 / 0);
  *  - the sim's boot beside the real llama-server's for one command line: the two printed reports
  *    do not differ.
  * Every sim is started in its own process group and killed in the teardown even when a check
@@ -516,6 +518,82 @@ static void test_boot_failures(void **state)
     boot_fails(f, "vllm-missing", "vllm", vm, "Repo id must be in the form", "bad_path", "load");
 }
 
+/* A declared runtime headroom: the request past it kills the engine its way; the log says oom at
+ * runtime; llama-server aborts (134), vLLM's API server exits 0 after its engine died. */
+static void runtime_oom(struct fx *f, const char *tag, const char *engine, const char *const *args,
+                        const char *type, int want_exit)
+{
+    struct sim s;
+    sim_start(f, tag, args, &s);
+    wait_health(s.port, 200);
+    int status = 0;
+    json_t *j =
+        post(s.port, "/v1/chat/completions",
+             "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"max_tokens\":8}", &status);
+    assert_int_equal(status, 200); /* under the headroom */
+    json_decref(j);
+    j = post(s.port, "/v1/chat/completions",
+             "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"max_tokens\":3000}",
+             &status);
+    assert_int_equal(status, 500);
+    char *txt = json_dumps(j, 0);
+    assert_non_null(strstr(txt, type));
+    free(txt);
+    json_decref(j);
+    int st;
+    reap(s.pid, &st);
+    g_pid = 0;
+    assert_int_equal(st, want_exit);
+    struct swt_run r;
+    swt_slipway(&r, "bootlog", "parse", "--engine", engine, "--json", s.log, NULL);
+    json_t *p = swt_json_out(&r);
+    json_t *fl = json_object_get(p, "failure");
+    assert_string_equal(json_string_value(json_object_get(fl, "class")), "oom");
+    assert_string_equal(json_string_value(json_object_get(fl, "phase")), "runtime");
+    json_decref(p);
+    swt_run_free(&r);
+}
+
+static void test_runtime_oom(void **state)
+{
+    struct fx *f = *state;
+    swt_need(f != NULL, "%s", g_missing);
+    const char *l[] = {"--engine",
+                       "llama.cpp",
+                       "--load-time",
+                       "0",
+                       "--runtime-oom-tokens",
+                       "2000",
+                       "--",
+                       "llama-server",
+                       "-m",
+                       f->model,
+                       "-c",
+                       "8192",
+                       NULL};
+    runtime_oom(f, "rt-llama", "llama.cpp", l, "std::bad_alloc", 134);
+    char dir[4200];
+    write_vllm_dir(f, dir, sizeof(dir));
+    const char *v[] = {"--engine",
+                       "vllm",
+                       "--load-time",
+                       "0",
+                       "--device-memory",
+                       "24GiB",
+                       "--weights",
+                       "16GiB",
+                       "--runtime-oom-tokens",
+                       "2000",
+                       "--",
+                       "vllm",
+                       "serve",
+                       dir,
+                       "--max-model-len",
+                       "32768",
+                       NULL};
+    runtime_oom(f, "rt-vllm", "vllm", v, "InternalServerError", 0);
+}
+
 /* The sim's boot beside the real llama-server's for one command line: `bootlog diff` of the two
  * printed reports finds no difference (the compute buffer is the law's estimate: reported). */
 static void test_parity_with_llama_server(void **state)
@@ -564,6 +642,7 @@ int main(void)
         cmocka_unit_test_teardown(test_llamacpp_fleet, kill_sim),
         cmocka_unit_test_teardown(test_vllm_argv, kill_sim),
         cmocka_unit_test_teardown(test_boot_failures, kill_sim),
+        cmocka_unit_test_teardown(test_runtime_oom, kill_sim),
         cmocka_unit_test_teardown(test_parity_with_llama_server, kill_sim),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
