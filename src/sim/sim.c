@@ -14,6 +14,7 @@
 #include <slipway/memory.h>
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <event2/util.h>
 #include <inttypes.h>
@@ -151,12 +152,19 @@ int sw_sim_new_vllm(const json_t *plan, const char *model_dir, int64_t max_num_s
         s->kv_pool = json_integer_value(json_object_get(rep, "kv_cache_tokens"));
         s->n_ctx = s->kv_pool;
     }
-    /* the weights' bytes (one model.safetensors; sharded checkpoints: declare --load-time) */
-    if (!s->payload_missing) {
-        snprintf(cfg, sizeof(cfg), "%s/model.safetensors", model_dir);
-        if (stat(cfg, &st) == 0)
-            s->payload_bytes = (uint64_t)st.st_size;
+    /* the weights' bytes (every *.safetensors in the directory), for a load time scaled from
+     * the payload */
+    DIR *d = s->payload_missing ? NULL : opendir(model_dir);
+    for (struct dirent *de = d ? readdir(d) : NULL; de; de = readdir(d)) {
+        size_t n = strlen(de->d_name);
+        if (n < 12 || strcmp(de->d_name + n - 12, ".safetensors"))
+            continue;
+        snprintf(cfg, sizeof(cfg), "%s/%s", model_dir, de->d_name);
+        if (stat(cfg, &st) == 0 && S_ISREG(st.st_mode))
+            s->payload_bytes += (uint64_t)st.st_size;
     }
+    if (d)
+        closedir(d);
     int rc = sw__sim_boot_vllm(s, plan, e);
     if (rc) {
         sw_sim_free(s);

@@ -254,7 +254,7 @@ static void test_llamacpp_fleet(void **state)
     swt_write_str(fleet, yaml);
 
     struct sim s;
-    const char *args[] = {"local", fleet, "--load-time", "3s", "--seed", "7", NULL};
+    const char *args[] = {"local", fleet, "--load-time", "5s", "--seed", "7", NULL};
     sim_start(f, "llama", args, &s);
     /* loading: llama-server's 503 body (tests/data/bootlogs/llamacpp/http_503_loading.json) */
     int status = 0;
@@ -390,7 +390,7 @@ static void test_vllm_argv(void **state)
                           "--weights",
                           "16GiB",
                           "--load-time",
-                          "2s",
+                          "4s",
                           "--",
                           "vllm",
                           "serve",
