@@ -17,6 +17,7 @@
 #include <slipway/engine.h>
 #include <slipway/engine_vllm.h>
 #include <slipway/fleet.h>
+#include <slipway/memory.h>
 #include <slipway/plan.h>
 #include <slipway/sim.h>
 #include <slipway/vllm.h>
@@ -181,12 +182,17 @@ static int sim_llamacpp(const struct sw_fleet_endpoint *ep, const struct sw_args
     struct sw_plan_overrides ov;
     struct sw_plan pl;
     struct sw_sim *s = NULL;
+    struct sw_llamacpp_env env;
     struct sw_err e;
     sw_err_clear(&e);
     memset(&ov, 0, sizeof(ov));
+    memset(&env, 0, sizeof(env));
     if (!ep) {
         ov.argv = (const char *const *)a->rest;
         ov.argc = (size_t)a->nrest;
+        /* a CPU build's host memory, as `plan --host-memory`: the law's budget and --fit */
+        env.host_memory = c->device_memory;
+        ov.llamacpp_env = &env;
     }
     int prc = sw_plan_endpoint(NULL, ep, &ov, &pl, &e);
     int rc = sw_sim_new_llamacpp(&pl, prc, c, &s, &e);
