@@ -14,14 +14,15 @@
  *     the engine is up), /v1/models, /v1/chat/completions and /v1/completions (streamed or not,
  *     usage, llama.cpp's `timings`, `reasoning_content`), the engine's 400 past the per-slot
  *     window, /metrics with the engine's names, llama.cpp's /props and /slots;
- *   - a scheduler: slots (llama.cpp -np, vLLM max_num_seqs) with an admission queue, and
- *     continuous batching in steps whose duration is the timing model's (struct sw_sim_timing).
+ *   - a scheduler: slots (llama.cpp -np, vLLM max_num_seqs) with an admission queue, vLLM's KV
+ *     pool (the law's tokens) gating admission with recompute preemption, and continuous
+ *     batching in steps whose duration is the timing model's (struct sw_sim_timing).
  *
  * Text is deterministic: a function of the seed, the request's prompt and the token index.
  * Tokens are counted the sim's way (one token per 4 bytes of prompt, rounded up, plus a fixed
  * chat-template cost per message): consistent between usage, timings, metrics and the window.
  *
- * What it deliberately does not do (yet): chunked prefill and preemption, a runtime OOM from a
+ * What it deliberately does not do (yet): chunked prefill, a pool in blocks, a runtime OOM from a
  * fitted headroom model (only a declared threshold, runtime_oom_tokens), faults on
  * demand, calibration (`slipway sim fit`), tool-call deltas, SGLang, one loop per core.
  */

@@ -12,7 +12,11 @@
  * yields its first token) and decodes one token for every other running sequence; its duration
  * is the timing model's for that batch (sim.h), and its effects land when the step's timer fires.
  *
- * What it does not do: chunked prefill, preemption when the KV pool runs out, tool calls, images,
+ * vLLM's pool (kv_pool tokens) gates admission and preempts (recompute) the latest admitted
+ * sequence when the running ones' next tokens do not fit.
+ *
+ * What it does not do: chunked prefill, a pool in blocks, llama.cpp's unified pool, tool calls,
+ * images,
  * a runtime OOM other than the declared threshold, faults.
  */
 #include "sim_internal.h"
@@ -313,22 +317,65 @@ static int n_running(const struct sw_sim *s)
 
 static void schedule_step(struct sw_sim *s);
 
-/* Queued requests into free slots, in arrival order. */
+/* Tokens of KV the running sequences hold (vLLM's pool; llama.cpp's slots have their own). */
+static int64_t kv_held(const struct sw_sim *s)
+{
+    int64_t n = 0;
+    for (int i = 0; i < s->n_slots; i++)
+        if (s->slots[i])
+            n += s->slots[i]->n_prompt + s->slots[i]->n_gen;
+    return n;
+}
+
+/* Queued requests into free slots, in arrival order. vLLM admits a request only when its
+ * prompt (and what it already generated, after a preemption) fits what the pool has left. */
 static void admit(struct sw_sim *s)
 {
     for (int i = 0; i < s->n_slots && s->queue_head; i++) {
         if (s->slots[i])
             continue;
         struct sw__sim_req *r = s->queue_head;
+        if (s->engine == SW__SIM_VLLM && s->kv_pool > 0 &&
+            kv_held(s) + r->n_prompt + r->n_gen + 1 > s->kv_pool && n_running(s) > 0)
+            break; /* FIFO: the head waits for blocks */
         s->queue_head = r->next;
         if (!s->queue_head)
             s->queue_tail = NULL;
         r->next = NULL;
         r->slot = i;
-        r->t_start_ns = sw_now_ns();
+        r->joined_mid_step = s->stepping; /* it joins the next step, not the one running */
+        if (!r->started) {
+            r->t_start_ns = sw_now_ns();
+            r->started = true;
+            if (r->stream && r->http)
+                start_stream(s, r);
+        }
         s->slots[i] = r;
-        if (r->stream && r->http)
-            start_stream(s, r);
+    }
+}
+
+/* vLLM's recompute preemption: when the next step's tokens do not fit the pool, the most recently
+ * admitted sequence gives its blocks back and waits at the head of the queue; on its return it
+ * prefills its prompt and what it had generated again. */
+static void preempt(struct sw_sim *s)
+{
+    if (s->engine != SW__SIM_VLLM || s->kv_pool <= 0)
+        return;
+    while (n_running(s) > 1 && kv_held(s) + n_running(s) > s->kv_pool) {
+        int victim = -1;
+        for (int i = 0; i < s->n_slots; i++)
+            if (s->slots[i] &&
+                (victim < 0 || s->slots[i]->t_start_ns >= s->slots[victim]->t_start_ns))
+                victim = i;
+        struct sw__sim_req *r = s->slots[victim];
+        s->slots[victim] = NULL;
+        r->prefilled = false;
+        r->slot = -1;
+        r->next = s->queue_head;
+        s->queue_head = r;
+        if (!s->queue_tail)
+            s->queue_tail = r;
+        s->m_preemptions++;
     }
 }
 
@@ -351,10 +398,16 @@ static void on_step(evutil_socket_t fd, short what, void *arg)
             req_free(r);
             continue;
         }
+        if (r->joined_mid_step) { /* not in the step that ended */
+            r->joined_mid_step = false;
+            continue;
+        }
         if (!r->prefilled) {
             r->prefilled = true;
-            r->t_first_ns = now;
-            r->prompt_ms = ms_between(r->t_start_ns, now);
+            if (!r->t_first_ns) {
+                r->t_first_ns = now;
+                r->prompt_ms = ms_between(r->t_start_ns, now);
+            }
         }
         token_text(r, r->n_gen, tok, sizeof(tok));
         /* reasoning: the first half of the tokens, in the engine's reasoning_content */
@@ -380,6 +433,7 @@ static void schedule_step(struct sw_sim *s)
 {
     if (s->stepping || s->state != SW__SIM_READY)
         return;
+    preempt(s);
     int running = 0;
     double kv = 0, prefill = 0;
     for (int i = 0; i < s->n_slots; i++) {
@@ -389,8 +443,8 @@ static void schedule_step(struct sw_sim *s)
         running++;
         if (r->prefilled)
             kv += (double)(r->n_prompt + r->n_gen);
-        else
-            prefill += (double)r->n_prompt;
+        else /* after a preemption, what it had generated is prefilled again */
+            prefill += (double)(r->n_prompt + r->n_gen);
     }
     if (!running)
         return;
@@ -400,6 +454,9 @@ static void schedule_step(struct sw_sim *s)
     if (us < 0)
         us = 0;
     struct timeval tv = {(time_t)(us / 1e6), (suseconds_t)((uint64_t)us % 1000000u)};
+    for (int i = 0; i < s->n_slots; i++)
+        if (s->slots[i])
+            s->slots[i]->joined_mid_step = false; /* they are in this step */
     s->stepping = true;
     event_add(s->step_timer, &tv);
 }
@@ -710,10 +767,7 @@ static void on_metrics(struct sw_sim *s, struct evhttp_request *req)
             sw_buf_printf(&b, "# HELP llamacpp:%s %s\n# TYPE llamacpp:%s %s\nllamacpp:%s %g\n",
                           m[i].name, m[i].help, m[i].name, m[i].kind, m[i].name, m[i].v);
     } else {
-        int64_t kv = 0;
-        for (int i = 0; i < s->n_slots; i++)
-            if (s->slots[i])
-                kv += s->slots[i]->n_prompt + s->slots[i]->n_gen;
+        int64_t kv = kv_held(s);
         const struct {
             const char *name, *kind;
             double v;
@@ -725,6 +779,7 @@ static void on_metrics(struct sw_sim *s, struct evhttp_request *req)
             {"prompt_tokens_total", "counter", (double)s->m_prompt_tokens},
             {"generation_tokens_total", "counter", (double)s->m_predicted_tokens},
             {"request_success_total", "counter", (double)s->m_requests},
+            {"num_preemptions_total", "counter", (double)s->m_preemptions},
         };
         for (size_t i = 0; i < SW_ARRAY_LEN(m); i++)
             sw_buf_printf(&b, "# TYPE vllm:%s %s\nvllm:%s{engine=\"0\",model_name=\"%s\"} %g\n",

@@ -26,7 +26,9 @@ struct sw__sim_req {
     int64_t max_tokens; /* tokens to generate */
     int64_t n_gen;      /* generated so far */
     bool prefilled;
-    uint64_t text_seed; /* seed x prompt */
+    bool started;         /* admitted once (its stream's headers are out) */
+    bool joined_mid_step; /* admitted while a step ran: it takes part from the next one */
+    uint64_t text_seed;   /* seed x prompt */
     uint64_t t_arrive_ns, t_start_ns, t_first_ns, t_done_ns;
     double prompt_ms, predicted_ms;
     struct sw_buf text; /* generated so far (non-streamed reply) */
@@ -66,7 +68,7 @@ struct sw_sim {
     bool stepping;
     uint64_t next_id;
     /* counters (/metrics) */
-    uint64_t m_prompt_tokens, m_predicted_tokens, m_requests, m_decode_calls;
+    uint64_t m_prompt_tokens, m_predicted_tokens, m_requests, m_decode_calls, m_preemptions;
     double m_prompt_seconds, m_predicted_seconds;
     int exit_status;
 };

@@ -14,6 +14,8 @@
  *  - shapes past the device memory fail at boot with the engine's lines and status (llama.cpp's
  *    KV allocation OOM, exit 1; vLLM's "KV cache is needed" ValueError, exit 1), and a payload
  *    that does not resolve fails as missing_payload / bad_path; `bootlog parse` classifies each;
+ *  - vLLM's KV pool: a request waits for blocks, a running one is preempted when they run out,
+ *    and every request still completes with its exact usage;
  *  - a declared runtime headroom: the first request past it gets the engine's 500, the log the
  *    engine's runtime OOM lines, and the process the engine's status (134 / 0);
  *  - the sim's boot beside the real llama-server's for one command line: the two printed reports
@@ -84,10 +86,11 @@ static int group_teardown(void **state)
     return 0;
 }
 
-static void reap(pid_t pid, int *status)
+/* Wait for pid at most timeout_s, then SIGKILL its group (and it). */
+static void reap_within(pid_t pid, int *status, int timeout_s)
 {
     int st = 0;
-    for (int i = 0; i < 100; i++) { /* 10 s */
+    for (int i = 0; i < timeout_s * 10; i++) {
         if (waitpid(pid, &st, WNOHANG) == pid) {
             *status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
             return;
@@ -95,8 +98,14 @@ static void reap(pid_t pid, int *status)
         usleep(100000);
     }
     kill(-pid, SIGKILL);
+    kill(pid, SIGKILL);
     waitpid(pid, &st, 0);
     *status = 128 + SIGKILL;
+}
+
+static void reap(pid_t pid, int *status)
+{
+    reap_within(pid, status, 10);
 }
 
 static int kill_sim(void **state)
@@ -518,6 +527,60 @@ static void test_boot_failures(void **state)
     boot_fails(f, "vllm-missing", "vllm", vm, "Repo id must be in the form", "bad_path", "load");
 }
 
+/* vLLM's pool (49,792 tokens here) holds two 16k-token prompts and their growth, not three: the
+ * third waits, then a running one is preempted when the pool runs out; every request still
+ * completes with its exact usage, and /metrics counts the preemption. */
+static void test_vllm_pool_preemption(void **state)
+{
+    struct fx *f = *state;
+    swt_need(f != NULL, "%s", g_missing);
+    char dir[4200];
+    write_vllm_dir(f, dir, sizeof(dir));
+    struct sim s;
+    const char *args[] = {"--engine", "vllm",      "--load-time",     "0",     "--device-memory",
+                          "24GiB",    "--weights", "16GiB",           "--",    "vllm",
+                          "serve",    dir,         "--max-model-len", "32768", NULL};
+    sim_start(f, "pool", args, &s);
+    wait_health(s.port, 200);
+    size_t n = 64000; /* 16,000 tokens by the sim's count, 16,007 with the template */
+    char *body = malloc(n + 200);
+    assert_non_null(body);
+    int k = snprintf(body, 100, "{\"messages\":[{\"role\":\"user\",\"content\":\"");
+    memset(body + k, 'a', n);
+    snprintf(body + k + n, 100, "\"}],\"max_tokens\":1000}");
+    pid_t kids[3];
+    for (int i = 0; i < 3; i++) {
+        kids[i] = fork();
+        assert_true(kids[i] >= 0);
+        if (kids[i] == 0) {
+            int st = 0;
+            char *out = NULL;
+            int rc = swl_http(s.port, "POST", "/v1/chat/completions", body, 120, &st, &out);
+            _exit(rc == 0 && st == 200 && out &&
+                          strstr(out, "\"completion_tokens\":1000,\"prompt_tokens\":16007")
+                      ? 0
+                      : 1);
+        }
+    }
+    free(body);
+    for (int i = 0; i < 3; i++) {
+        int st;
+        reap_within(kids[i], &st, 150);
+        assert_int_equal(st, 0);
+    }
+    int status = 0;
+    char *m = NULL;
+    assert_int_equal(swl_http(s.port, "GET", "/metrics", NULL, 10, &status, &m), 0);
+    assert_int_equal(status, 200);
+    assert_non_null(strstr(m, "vllm:request_success_total{engine=\"0\""));
+    const char *p = strstr(m, "vllm:num_preemptions_total{");
+    assert_non_null(p);
+    p = strchr(p, '}');
+    assert_true(p && atoi(p + 2) >= 1);
+    free(m);
+    assert_int_equal(sim_stop(&s), 0);
+}
+
 /* A declared runtime headroom: the request past it kills the engine its way; the log says oom at
  * runtime; llama-server aborts (134), vLLM's API server exits 0 after its engine died. */
 static void runtime_oom(struct fx *f, const char *tag, const char *engine, const char *const *args,
@@ -642,6 +705,7 @@ int main(void)
         cmocka_unit_test_teardown(test_llamacpp_fleet, kill_sim),
         cmocka_unit_test_teardown(test_vllm_argv, kill_sim),
         cmocka_unit_test_teardown(test_boot_failures, kill_sim),
+        cmocka_unit_test_teardown(test_vllm_pool_preemption, kill_sim),
         cmocka_unit_test_teardown(test_runtime_oom, kill_sim),
         cmocka_unit_test_teardown(test_parity_with_llama_server, kill_sim),
     };
