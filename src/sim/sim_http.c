@@ -413,11 +413,14 @@ static void on_step(evutil_socket_t fd, short what, void *arg)
         /* reasoning: the first half of the tokens, in the engine's reasoning_content */
         bool reasoning = r->reasoning && r->n_gen < r->max_tokens / 2;
         r->n_gen++;
+        /* each part (reasoning, content) starts without the separating space */
+        bool *begun = reasoning ? &r->reason_begun : &r->content_begun;
+        const char *t = !*begun && tok[0] == ' ' ? tok + 1 : tok;
+        *begun = true;
         if (r->stream)
-            stream_token(s, r, tok, reasoning);
+            stream_token(s, r, t, reasoning);
         else
-            sw_buf_puts(reasoning ? &r->reason : &r->text,
-                        reasoning && r->reason.len == 0 && tok[0] == ' ' ? tok + 1 : tok);
+            sw_buf_puts(reasoning ? &r->reason : &r->text, t);
         if (r->n_gen >= r->max_tokens) {
             finish(s, r, "length");
             s->slots[i] = NULL;
@@ -691,6 +694,11 @@ static void on_models(struct sw_sim *s, struct evhttp_request *req)
 
 static void on_props(struct sw_sim *s, struct evhttp_request *req)
 {
+    /* a thinking model's template opens the reply with a <think> block */
+    static const char chatml_think[] =
+        "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + "
+        "message['content'] + '<|im_end|>' + '\\n'}}{% endfor %}{% if add_generation_prompt "
+        "%}{{ '<|im_start|>assistant\\n<think>\\n' }}{% endif %}";
     /* ChatML, as the test models here carry; no tools, no reasoning block */
     static const char chatml[] =
         "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + "
@@ -700,9 +708,10 @@ static void on_props(struct sw_sim *s, struct evhttp_request *req)
                json_pack("{s:{s:I,s:{s:I}},s:i,s:s,s:s,s:{s:b,s:b,s:b},s:{s:b,s:b},s:s}",
                          "default_generation_settings", "n_ctx", (json_int_t)s->window, "params",
                          "n_predict", (json_int_t)-1, "total_slots", s->n_slots, "model_path",
-                         s->model_path, "chat_template", chatml, "chat_template_caps",
-                         "supports_tools", 0, "supports_tool_calls", 0, "supports_system_role", 1,
-                         "modalities", "vision", 0, "audio", 0, "build_info", "b1-80fb11a"));
+                         s->model_path, "chat_template", s->cfg.reasoning ? chatml_think : chatml,
+                         "chat_template_caps", "supports_tools", 0, "supports_tool_calls", 0,
+                         "supports_system_role", 1, "modalities", "vision", 0, "audio", 0,
+                         "build_info", "b1-80fb11a"));
 }
 
 static void on_slots(struct sw_sim *s, struct evhttp_request *req)

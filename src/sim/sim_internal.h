@@ -26,7 +26,8 @@ struct sw__sim_req {
     int64_t max_tokens; /* tokens to generate */
     int64_t n_gen;      /* generated so far */
     bool prefilled;
-    bool started;         /* admitted once (its stream's headers are out) */
+    bool reason_begun, content_begun; /* a part's first token has no leading space */
+    bool started;                     /* admitted once (its stream's headers are out) */
     bool joined_mid_step; /* admitted while a step ran: it takes part from the next one */
     uint64_t text_seed;   /* seed x prompt */
     uint64_t t_arrive_ns, t_start_ns, t_first_ns, t_done_ns;

@@ -16,6 +16,8 @@
  *    that does not resolve fails as missing_payload / bad_path; `bootlog parse` classifies each;
  *  - vLLM's KV pool: a request waits for blocks, a running one is preempted when they run out,
  *    and every request still completes with its exact usage;
+ *  - a thinking model (--reasoning): the probe's forced <think> block comes back in
+ *    reasoning_content;
  *  - a declared runtime headroom: the first request past it gets the engine's 500, the log the
  *    engine's runtime OOM lines, and the process the engine's status (134 / 0);
  *  - the sim's boot beside the real llama-server's for one command line: the two printed reports
@@ -581,6 +583,38 @@ static void test_vllm_pool_preemption(void **state)
     assert_int_equal(sim_stop(&s), 0);
 }
 
+/* A thinking model (--reasoning): its template opens a <think> block, so the probe forces one
+ * and finds the reasoning in reasoning_content, apart from the content. */
+static void test_reasoning(void **state)
+{
+    struct fx *f = *state;
+    swt_need(f != NULL, "%s", g_missing);
+    struct sim s;
+    const char *args[] = {"--reasoning", "--engine",     "llama.cpp", "--load-time", "0",
+                          "--",          "llama-server", "-m",        f->model,      "-c",
+                          "4096",        "-np",          "2",         NULL};
+    sim_start(f, "reasoning", args, &s);
+    wait_health(s.port, 200);
+    int status = 0;
+    json_t *j =
+        post(s.port, "/v1/chat/completions",
+             "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"max_tokens\":6}", &status);
+    assert_int_equal(status, 200);
+    json_t *msg = json_object_get(json_array_get(json_object_get(j, "choices"), 0), "message");
+    assert_true(json_string_length(json_object_get(msg, "reasoning_content")) > 0);
+    assert_true(json_string_length(json_object_get(msg, "content")) > 0);
+    json_decref(j);
+    char url[64];
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d", s.port);
+    struct swt_run r;
+    swt_slipway(&r, "probe", url, "--json", "--quiet", "--only", "readiness,reasoning", NULL);
+    json_t *p = swt_json_out(&r);
+    assert_string_equal(status_of(p, "reasoning"), "pass");
+    json_decref(p);
+    swt_run_free(&r);
+    assert_int_equal(sim_stop(&s), 0);
+}
+
 /* A declared runtime headroom: the request past it kills the engine its way; the log says oom at
  * runtime; llama-server aborts (134), vLLM's API server exits 0 after its engine died. */
 static void runtime_oom(struct fx *f, const char *tag, const char *engine, const char *const *args,
@@ -706,6 +740,7 @@ int main(void)
         cmocka_unit_test_teardown(test_vllm_argv, kill_sim),
         cmocka_unit_test_teardown(test_boot_failures, kill_sim),
         cmocka_unit_test_teardown(test_vllm_pool_preemption, kill_sim),
+        cmocka_unit_test_teardown(test_reasoning, kill_sim),
         cmocka_unit_test_teardown(test_runtime_oom, kill_sim),
         cmocka_unit_test_teardown(test_parity_with_llama_server, kill_sim),
     };

@@ -50,8 +50,8 @@ static void boot_point(const char *point, const struct sw_llamacpp_env *env, uin
     json_t *a = json_object_get(pt, "argv");
     for (size_t i = 0; i < json_array_size(a) && n < 38; i++) {
         const char *v = json_string_value(json_array_get(a, i));
-        argv[n++] = i > 0 && !strcmp(json_string_value(json_array_get(a, i - 1)), "-m") ? b->model
-                                                                                          : v;
+        argv[n++] =
+            i > 0 && !strcmp(json_string_value(json_array_get(a, i - 1)), "-m") ? b->model : v;
     }
     b->plan.args = calloc(1, sizeof(*b->plan.args));
     b->plan.llamacpp = calloc(1, sizeof(*b->plan.llamacpp));
