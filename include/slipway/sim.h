@@ -12,7 +12,8 @@
  *     pool too small for one request);
  *   - HTTP: /health (llama.cpp: 503 "Loading model" while loading; vLLM: nothing listens until
  *     the engine is up), /v1/models, /v1/chat/completions and /v1/completions (streamed or not,
- *     usage, llama.cpp's `timings`, `reasoning_content`), the engine's 400 past the per-slot
+ *     usage, llama.cpp's `timings`, `reasoning_content`, tool-call deltas), the engine's 400 past
+ *     the per-slot
  *     window, /metrics with the engine's names, llama.cpp's /props and /slots;
  *   - a scheduler: slots (llama.cpp -np, vLLM max_num_seqs) with an admission queue, vLLM's KV
  *     pool (the law's tokens) gating admission with recompute preemption, and continuous
@@ -24,7 +25,7 @@
  *
  * What it deliberately does not do (yet): chunked prefill, a pool in blocks, a runtime OOM from a
  * fitted headroom model (only a declared threshold, runtime_oom_tokens), faults on
- * demand, calibration (`slipway sim fit`), tool-call deltas, SGLang, one loop per core.
+ * demand, calibration (`slipway sim fit`), SGLang, one loop per core.
  */
 #ifndef SLIPWAY_SIM_H
 #define SLIPWAY_SIM_H
@@ -62,6 +63,7 @@ struct sw_sim_config {
     uint64_t device_memory;     /* 0: as the plan declares; else the device's capacity in bytes */
     int64_t max_tokens_default; /* a request without max_tokens: default 16 */
     bool reasoning; /* the model thinks: the first half of each chat reply is reasoning_content */
+    bool tools;     /* the model calls tools: a chat request declaring tools gets a call */
     /* A declared runtime headroom: the first request whose prompt + max_tokens exceeds it dies
      * the engine's way (llama-server: HTTP 500 std::bad_alloc, then its GGML_ASSERT abort, exit
      * 134; vLLM: torch.OutOfMemoryError in the engine core, EngineDeadError, HTTP 500, and the

@@ -39,6 +39,7 @@ static const struct sw_opt opts[] = {
     {"max-tokens", 0, "N", 0, "tokens generated when a request gives no max_tokens (16)", NULL},
     {"reasoning", 0, NULL, 0, "the model thinks: the first half of a chat reply is reasoning",
      NULL},
+    {"tools", 0, NULL, 0, "the model calls tools: a request declaring tools gets a call", NULL},
     {"runtime-oom-tokens", 0, "N", 0,
      "the first request with prompt + max_tokens past N kills the engine its way", NULL},
     {"prefill-us", 0, "US", 0, "timing: prefill cost per prompt token (default 50)", NULL},
@@ -104,6 +105,7 @@ static int read_config(const struct sw_args *a, struct sw_sim_config *c)
     c->alias = sw_args_str(a, "alias");
     c->reasoning = sw_args_flag(a, "reasoning");
     c->announce_json = a->json;
+    c->tools = sw_args_flag(a, "tools");
     v = sw_args_str(a, "seed");
     if (v && sw_parse_u64(v, &c->seed, NULL))
         return sw_args_usage(a, "--seed: \"%s\" is not a number", v);

@@ -150,6 +150,8 @@ static void req_free(struct sw__sim_req *r)
         return;
     sw_buf_free(&r->text);
     sw_buf_free(&r->reason);
+    sw_buf_free(&r->tool_args);
+    sw_free(r->tool_name);
     sw_free(r);
 }
 
@@ -274,6 +276,15 @@ static void finish(struct sw_sim *s, struct sw__sim_req *r, const char *reason)
         if (r->chat) {
             json_t *msg = json_pack("{s:s,s:s%}", "role", "assistant", "content",
                                     sw_buf_cstr(&r->text), r->text.len);
+            if (r->tool_name) {
+                char id[64];
+                snprintf(id, sizeof(id), "call_sim%" PRIu64, r->id);
+                json_object_set_new(msg, "content", json_null());
+                sw_json_set_new(msg, "tool_calls",
+                                json_pack("[{s:s,s:s,s:{s:s,s:s%}}]", "id", id, "type", "function",
+                                          "function", "name", r->tool_name, "arguments",
+                                          sw_buf_cstr(&r->tool_args), r->tool_off));
+            }
             if (r->reason.len)
                 sw_json_set_str(msg, "reasoning_content", sw_buf_cstr(&r->reason));
             ch = json_pack("{s:s,s:i,s:o}", "finish_reason", reason, "index", 0, "message", msg);
@@ -379,6 +390,39 @@ static void preempt(struct sw_sim *s)
     }
 }
 
+/* A tool call, one token per step: the first names the function, each next one carries up to 4
+ * bytes of its arguments (as llama-server and vLLM stream a call's deltas). True when done. */
+static bool tool_step(struct sw_sim *s, struct sw__sim_req *r)
+{
+    char piece[8] = "";
+    bool first = r->n_gen == 0;
+    if (!first) {
+        size_t n = r->tool_args.len - r->tool_off;
+        n = n > 4 ? 4 : n;
+        memcpy(piece, r->tool_args.data + r->tool_off, n);
+        piece[n] = '\0';
+        r->tool_off += n;
+    }
+    r->n_gen++;
+    if (r->stream && r->http) {
+        json_t *fn = first ? json_pack("{s:s,s:s}", "name", r->tool_name, "arguments", "")
+                           : json_pack("{s:s}", "arguments", piece);
+        json_t *call = json_pack("{s:i,s:o}", "index", 0, "function", fn);
+        if (first) {
+            char id[64];
+            snprintf(id, sizeof(id), "call_sim%" PRIu64, r->id);
+            sw_json_set_str(call, "id", id);
+            sw_json_set_str(call, "type", "function");
+        }
+        json_t *o = base_obj(s, r, "chat.completion.chunk");
+        sw_json_set_new(o, "choices",
+                        json_pack("[{s:n,s:i,s:{s:[o]}}]", "finish_reason", "index", 0, "delta",
+                                  "tool_calls", call));
+        send_chunk(r, o);
+    }
+    return (!first && r->tool_off >= r->tool_args.len) || r->n_gen >= r->max_tokens;
+}
+
 /* The step that just ended: its effects. */
 static void on_step(evutil_socket_t fd, short what, void *arg)
 {
@@ -408,6 +452,16 @@ static void on_step(evutil_socket_t fd, short what, void *arg)
                 r->t_first_ns = now;
                 r->prompt_ms = ms_between(r->t_start_ns, now);
             }
+        }
+        if (r->tool_name) {
+            if (tool_step(s, r)) {
+                finish(s, r,
+                       r->tool_off < r->tool_args.len || !r->tool_args.len ? "length"
+                                                                           : "tool_calls");
+                s->slots[i] = NULL;
+                req_free(r);
+            }
+            continue;
         }
         token_text(r, r->n_gen, tok, sizeof(tok));
         /* reasoning: the first half of the tokens, in the engine's reasoning_content */
@@ -569,6 +623,32 @@ static void runtime_oom(struct sw_sim *s, struct evhttp_request *req)
     event_base_loopexit(s->base, &flush);
 }
 
+/* The arguments of a call: every required property, a word for a string, 1 for a number or an
+ * integer, true for a boolean. Allocated (sw_free); NULL on OOM. */
+static char *tool_arguments(const json_t *params, uint64_t seed)
+{
+    json_t *args = json_object();
+    const json_t *props = json_object_get(params, "properties");
+    const json_t *req = json_object_get(params, "required");
+    for (size_t i = 0; args && i < json_array_size(req); i++) {
+        const char *k = json_string_value(json_array_get(req, i));
+        if (!k)
+            continue;
+        const char *type = json_string_value(json_object_get(json_object_get(props, k), "type"));
+        if (type && (!strcmp(type, "number") || !strcmp(type, "integer")))
+            json_object_set_new(args, k, json_integer(1));
+        else if (type && !strcmp(type, "boolean"))
+            json_object_set_new(args, k, json_true());
+        else
+            json_object_set_new(args, k, json_string(words[mix64(seed + i) % SW_ARRAY_LEN(words)]));
+    }
+    char *txt = args ? json_dumps(args, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+    json_decref(args);
+    char *out = txt ? sw_strdup(txt) : NULL;
+    free(txt);
+    return out;
+}
+
 static void on_generate(struct sw_sim *s, struct evhttp_request *req, bool chat)
 {
     struct evbuffer *in = evhttp_request_get_input_buffer(req);
@@ -619,6 +699,27 @@ static void on_generate(struct sw_sim *s, struct evhttp_request *req, bool chat)
     bool stream = json_is_true(json_object_get(body, "stream"));
     bool include_usage =
         json_is_true(json_object_get(json_object_get(body, "stream_options"), "include_usage"));
+    /* a model that calls tools (--tools) calls the one asked for, else the first declared, when
+     * the request declares any and does not say "none" */
+    json_t *tools = json_object_get(body, "tools");
+    json_t *tc = json_object_get(body, "tool_choice");
+    const char *tool = NULL;
+    json_t *tool_params = NULL;
+    if (chat && s->cfg.tools && json_array_size(tools) &&
+        !(json_is_string(tc) && !strcmp(json_string_value(tc), "none"))) {
+        const char *want =
+            json_string_value(json_object_get(json_object_get(tc, "function"), "name"));
+        for (size_t i = 0; i < json_array_size(tools) && !tool; i++) {
+            json_t *fn = json_object_get(json_array_get(tools, i), "function");
+            const char *name = json_string_value(json_object_get(fn, "name"));
+            if (name && (!want || !strcmp(want, name))) {
+                tool = name;
+                tool_params = json_object_get(fn, "parameters");
+            }
+        }
+    }
+    char *tool_name = tool ? sw_strdup(tool) : NULL;
+    char *tool_args = tool ? tool_arguments(tool_params, h) : NULL;
     bool reasoning = s->cfg.reasoning ||
                      json_is_true(json_object_get(json_object_get(body, "chat_template_kwargs"),
                                                   "enable_thinking"));
@@ -628,6 +729,8 @@ static void on_generate(struct sw_sim *s, struct evhttp_request *req, bool chat)
         /* llama-server: a prompt at or past the slot's window is refused; generation stops at
          * the window */
         if (n_prompt >= s->window) {
+            sw_free(tool_name);
+            sw_free(tool_args);
             reply_too_long(s, req, n_prompt, 0);
             return;
         }
@@ -639,6 +742,8 @@ static void on_generate(struct sw_sim *s, struct evhttp_request *req, bool chat)
         if (max_tokens < 0)
             max_tokens = s->window - n_prompt;
         if (n_prompt + max_tokens > s->window) {
+            sw_free(tool_name);
+            sw_free(tool_args);
             reply_too_long(s, req, n_prompt, max_tokens);
             return;
         }
@@ -646,13 +751,28 @@ static void on_generate(struct sw_sim *s, struct evhttp_request *req, bool chat)
     if (max_tokens < 1)
         max_tokens = 1;
     if (s->cfg.runtime_oom_tokens > 0 && n_prompt + max_tokens > s->cfg.runtime_oom_tokens) {
+        sw_free(tool_name);
+        sw_free(tool_args);
         runtime_oom(s, req);
         return;
     }
     struct sw__sim_req *r = sw_calloc(1, sizeof(*r));
-    if (!r) {
+    if (!r || (tool && (!tool_name || !tool_args))) {
+        sw_free(r);
+        sw_free(tool_name);
+        sw_free(tool_args);
         evhttp_send_error(req, 500, "out of memory");
         return;
+    }
+    sw_buf_init(&r->tool_args, 1u << 20);
+    if (tool) {
+        r->tool_name = tool_name;
+        sw_buf_puts(&r->tool_args, tool_args);
+        sw_free(tool_args);
+        /* the name, then 4 bytes a token */
+        int64_t need = 1 + (int64_t)(r->tool_args.len + 3) / 4;
+        if (max_tokens > need)
+            max_tokens = need;
     }
     r->sim = s;
     r->http = req;
@@ -709,9 +829,9 @@ static void on_props(struct sw_sim *s, struct evhttp_request *req)
                          "default_generation_settings", "n_ctx", (json_int_t)s->window, "params",
                          "n_predict", (json_int_t)-1, "total_slots", s->n_slots, "model_path",
                          s->model_path, "chat_template", s->cfg.reasoning ? chatml_think : chatml,
-                         "chat_template_caps", "supports_tools", 0, "supports_tool_calls", 0,
-                         "supports_system_role", 1, "modalities", "vision", 0, "audio", 0,
-                         "build_info", "b1-80fb11a"));
+                         "chat_template_caps", "supports_tools", s->cfg.tools,
+                         "supports_tool_calls", s->cfg.tools, "supports_system_role", 1,
+                         "modalities", "vision", 0, "audio", 0, "build_info", "b1-80fb11a"));
 }
 
 static void on_slots(struct sw_sim *s, struct evhttp_request *req)

@@ -34,6 +34,9 @@ struct sw__sim_req {
     double prompt_ms, predicted_ms;
     struct sw_buf text; /* generated so far (non-streamed reply) */
     struct sw_buf reason;
+    char *tool_name;         /* a tool call instead of text (NULL: text) */
+    struct sw_buf tool_args; /* its arguments, streamed 4 bytes a token */
+    size_t tool_off;         /* bytes of them sent */
 };
 
 struct sw_sim {

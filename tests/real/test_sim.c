@@ -16,8 +16,8 @@
  *    that does not resolve fails as missing_payload / bad_path; `bootlog parse` classifies each;
  *  - vLLM's KV pool: a request waits for blocks, a running one is preempted when they run out,
  *    and every request still completes with its exact usage;
- *  - a thinking model (--reasoning): the probe's forced <think> block comes back in
- *    reasoning_content;
+ *  - a thinking, tool-calling model (--reasoning --tools): the probe's forced <think> block comes
+ *    back in reasoning_content, a declared tool as a call assembled from streamed deltas;
  *  - a declared runtime headroom: the first request past it gets the engine's 500, the log the
  *    engine's runtime OOM lines, and the process the engine's status (134 / 0);
  *  - the sim's boot beside the real llama-server's for one command line: the two printed reports
@@ -583,16 +583,17 @@ static void test_vllm_pool_preemption(void **state)
     assert_int_equal(sim_stop(&s), 0);
 }
 
-/* A thinking model (--reasoning): its template opens a <think> block, so the probe forces one
- * and finds the reasoning in reasoning_content, apart from the content. */
-static void test_reasoning(void **state)
+/* A thinking, tool-calling model (--reasoning --tools): its template opens a <think> block, so
+ * the probe forces one and finds the reasoning in reasoning_content, apart from the content; a
+ * declared tool comes back as a call assembled from streamed deltas. */
+static void test_reasoning_and_tools(void **state)
 {
     struct fx *f = *state;
     swt_need(f != NULL, "%s", g_missing);
     struct sim s;
-    const char *args[] = {"--reasoning", "--engine",     "llama.cpp", "--load-time", "0",
-                          "--",          "llama-server", "-m",        f->model,      "-c",
-                          "4096",        "-np",          "2",         NULL};
+    const char *args[] = {"--reasoning", "--tools", "--engine",     "llama.cpp", "--load-time",
+                          "0",           "--",      "llama-server", "-m",        f->model,
+                          "-c",          "4096",    "-np",          "2",         NULL};
     sim_start(f, "reasoning", args, &s);
     wait_health(s.port, 200);
     int status = 0;
@@ -607,9 +608,13 @@ static void test_reasoning(void **state)
     char url[64];
     snprintf(url, sizeof(url), "http://127.0.0.1:%d", s.port);
     struct swt_run r;
-    swt_slipway(&r, "probe", url, "--json", "--quiet", "--only", "readiness,reasoning", NULL);
+    swt_slipway(&r, "probe", url, "--json", "--quiet", "--only", "readiness,reasoning,tool_calls",
+                NULL);
     json_t *p = swt_json_out(&r);
+    if (r.status)
+        print_message("%s\n", r.out);
     assert_string_equal(status_of(p, "reasoning"), "pass");
+    assert_string_equal(status_of(p, "tool_calls"), "pass");
     json_decref(p);
     swt_run_free(&r);
     assert_int_equal(sim_stop(&s), 0);
@@ -740,7 +745,7 @@ int main(void)
         cmocka_unit_test_teardown(test_vllm_argv, kill_sim),
         cmocka_unit_test_teardown(test_boot_failures, kill_sim),
         cmocka_unit_test_teardown(test_vllm_pool_preemption, kill_sim),
-        cmocka_unit_test_teardown(test_reasoning, kill_sim),
+        cmocka_unit_test_teardown(test_reasoning_and_tools, kill_sim),
         cmocka_unit_test_teardown(test_runtime_oom, kill_sim),
         cmocka_unit_test_teardown(test_parity_with_llama_server, kill_sim),
     };
