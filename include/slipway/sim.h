@@ -13,8 +13,7 @@
  *   - HTTP: /health (llama.cpp: 503 "Loading model" while loading; vLLM: nothing listens until
  *     the engine is up), /v1/models, /v1/chat/completions and /v1/completions (streamed or not,
  *     usage, llama.cpp's `timings`, `reasoning_content`, tool-call deltas), the engine's 400 past
- *     the per-slot
- *     window, /metrics with the engine's names, llama.cpp's /props and /slots;
+ *     the per-slot window, /metrics with the engine's names, llama.cpp's /props and /slots;
  *   - a scheduler: slots (llama.cpp -np, vLLM max_num_seqs) with an admission queue, vLLM's KV
  *     pool (the law's tokens) gating admission with recompute preemption, and continuous
  *     batching in steps whose duration is the timing model's (struct sw_sim_timing).
@@ -24,8 +23,8 @@
  * chat-template cost per message): consistent between usage, timings, metrics and the window.
  *
  * What it deliberately does not do (yet): chunked prefill, a pool in blocks, a runtime OOM from a
- * fitted headroom model (only a declared threshold, runtime_oom_tokens), faults on
- * demand, calibration (`slipway sim fit`), SGLang, one loop per core.
+ * fitted headroom model (only a declared threshold, runtime_oom_tokens), faults on demand,
+ * calibration (`slipway sim fit`), SGLang, one loop per core.
  */
 #ifndef SLIPWAY_SIM_H
 #define SLIPWAY_SIM_H
