@@ -159,6 +159,11 @@ static void on_client_gone(struct evhttp_connection *c, void *arg)
 {
     struct sw__sim_req *r = arg;
     (void)c;
+    /* libevent detaches a request whose reply is not done when its connection fails, and leaves
+     * it to its user (http.c evhttp_connection_incoming_fail): free it here. One still attached
+     * goes with its connection. */
+    if (r->http && !evhttp_request_get_connection(r->http))
+        evhttp_request_free(r->http);
     r->http = NULL; /* cancelled at the next step */
 }
 
