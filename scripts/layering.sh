@@ -23,7 +23,7 @@ LAYERS=(
   "plan"                       # sw_plan_endpoint: the one plan of an endpoint (argv, law, shape)
   "unit"                       # systemd units: the render (from the plan) and the lint
   "gate deploy"                # checks before a boot; the local supervisor and sw_deploy_endpoint
-  "probe bench"                # the live battery; the benchmark client
+  "probe bench sim"            # the live battery; the benchmark client; the engine stand-in
   "cli"                        # slipway <verb>
 )
 

@@ -42,6 +42,9 @@ struct sw_plan_overrides {
      * rendered one; ep may then be NULL (no devices: a CPU build with no declared memory). */
     const char *const *argv;
     size_t argc;
+    /* The devices of a verbatim llama.cpp command line (NULL: none declared): the law's budget
+     * and --fit's context cut, as `plan --gpu/--host-memory` give them. Ignored with an ep. */
+    const struct sw_llamacpp_env *llamacpp_env;
     /* Read the payload only when it is a regular file (never block on a FIFO or a device):
      * `up` predicts without ever delaying the boot. */
     bool regular_files_only;

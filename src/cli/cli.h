@@ -44,6 +44,7 @@ struct sw_cmd {
     X(probe, "run the live battery against an endpoint: readiness to worst case, with evidence")   \
     X(render, "render an endpoint as a systemd service: the unit, its env file, the container")    \
     X(readings, "device memory used/total from nvidia-smi, rocm-smi, amd-smi output; --record it") \
+    X(sim, "an engine stand-in driven by the plan's law: boots, serves and fails like it")         \
     X(up, "boot a local endpoint supervised, prove it serves, diff predicted vs printed")          \
     X(version, "print the version")
 
@@ -70,6 +71,7 @@ SW_VERBS(SW_DECL)
     X(probe)                                                                                       \
     X(readings)                                                                                    \
     X(render)                                                                                      \
+    X(sim)                                                                                         \
     X(up)                                                                                          \
     X(version)
 

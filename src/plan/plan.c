@@ -126,6 +126,8 @@ static int plan_llamacpp(const struct sw_fleet_endpoint *ep, const struct sw_pla
         goto out;
     if (ep) /* the fleet's devices: a declared memory is a limit the plan is held to */
         sw_llamacpp_env_from_endpoint(ep, &env);
+    else if (ov && ov->llamacpp_env)
+        env = *ov->llamacpp_env;
     rc = sw_llamacpp_plan(p->arch, p->args, &env, p->llamacpp, e);
     if (rc)
         goto out;

@@ -309,6 +309,13 @@ static void test_opt_equals(void **state)
         {"render", {"render", "local", local, "@", "--json"}, "--out", dir, "\"written\""},
         {"down", {"down", "@", "--json"}, "--pid-file", pid_missing, "nothing to stop"},
         {"readings", {"readings", smi, "@", "--json"}, "--tool", "nvidia-smi", "\"used_bytes\""},
+        /* an address that is not one: refused before anything is bound or printed */
+        {"sim",
+         {"sim", "--json", "@", "--engine", "llama.cpp", "--", "llama-server", "-m",
+          "/nonexistent.gguf"},
+         "--listen",
+         "bogus:1",
+         "bogus"},
         /* the payload is missing, so nothing starts; the JSON names the log path given */
         {"up",
          {"up", "--json", "@", "--", "llama-server", "-m", "/nonexistent.gguf", "--port", port},

@@ -1,0 +1,281 @@
+/*
+ * slipway sim ENDPOINT [FLEET.yaml] [options]
+ * slipway sim --engine llama.cpp|vllm [options] -- ENGINE ARGV...
+ *
+ *   An engine stand-in (slipway/sim.h): boots with the engine's boot-log lines carrying the law's
+ *   numbers (on stderr), serves the engine's HTTP surface on --listen, and fails like the engine
+ *   for a payload that does not resolve or a shape past the device memory. The plan is
+ *   sw_plan_endpoint's (a fleet endpoint, or llama-server's verbatim command line) or the vLLM
+ *   law's (sw_engine_plan_argv): the same laws as `slipway plan`.
+ *
+ * stdout: the bound port, first line (with --json: {"port": N, "url": "http://..."}).
+ * Exit: the engine's status (0 after SIGTERM; llama-server and vLLM exit 1 on a boot failure);
+ * 2 unusable input (a bad flag, a plan the law cannot make).
+ */
+#include "cli.h"
+
+#include <slipway/engine.h>
+#include <slipway/engine_vllm.h>
+#include <slipway/fleet.h>
+#include <slipway/memory.h>
+#include <slipway/plan.h>
+#include <slipway/sim.h>
+#include <slipway/vllm.h>
+
+#include <string.h>
+
+static const struct sw_opt opts[] = {
+    {"engine", 0, "ENGINE", 0, "llama.cpp or vllm: the engine whose command line follows --", NULL},
+    {"listen", 0, "ADDR", 0, "HOST:PORT to serve on (default 127.0.0.1:0: a free port)", NULL},
+    {"ready-file", 0, "FILE", 0, "write the bound port there once bound", NULL},
+    {"alias", 0, "NAME", 0, "the served model name (default: the engine's)", NULL},
+    {"seed", 0, "N", 0, "the generated text's seed (default 0)", NULL},
+    {"load-time", 0, "DURATION", 0,
+     "how long the model loads (default: payload bytes / --load-rate)", NULL},
+    {"load-rate", 0, "BYTES", 0, "bytes loaded per second (default 2GiB)", NULL},
+    {"device-memory", 0, "BYTES", 0,
+     "the device's memory (default: the fleet device's); a shape past it fails at boot", NULL},
+    {"weights", 0, "BYTES", 0, "(vllm) the weights' bytes as loaded", NULL},
+    {"max-tokens", 0, "N", 0, "tokens generated when a request gives no max_tokens (16)", NULL},
+    {"reasoning", 0, NULL, 0, "the model thinks: the first half of a chat reply is reasoning",
+     NULL},
+    {"tools", 0, NULL, 0, "the model calls tools: a request declaring tools gets a call", NULL},
+    {"runtime-oom-tokens", 0, "N", 0,
+     "the first request with prompt + max_tokens past N kills the engine its way", NULL},
+    {"prefill-us", 0, "US", 0, "timing: prefill cost per prompt token (default 50)", NULL},
+    {"decode-base-us", 0, "US", 0, "timing: decode step base cost (default 2000)", NULL},
+    {"decode-seq-us", 0, "US", 0, "timing: decode step cost per running sequence (default 200)",
+     NULL},
+    {"decode-kv-us", 0, "US", 0, "timing: decode step cost per 1000 KV tokens held (default 1)",
+     NULL},
+    {0},
+};
+
+static const char *const examples[] = {
+    "slipway sim local examples/local.yaml",
+    "slipway sim --engine llama.cpp --load-time 2s -- llama-server -m model.gguf -c 8192 -np 2",
+    "slipway sim --engine vllm --device-memory 24GiB --weights 16GiB -- vllm serve MODEL_DIR "
+    "--max-model-len 32768",
+    NULL,
+};
+
+const struct sw_cmd_spec sw_spec_sim = {
+    .name = "sim",
+    .summary = "an engine stand-in driven by the plan's law: boots, serves and fails like it",
+    .synopsis = "ENDPOINT [FLEET.yaml] [--listen ADDR] [--ready-file FILE] [--load-time D]\n"
+                "    [--device-memory BYTES] [--seed N] [timing options]\n"
+                "--engine llama.cpp|vllm [options] -- ENGINE ARGV...",
+    .about =
+        "Boots like the engine: its boot-log lines with the law's numbers on stderr (`slipway\n"
+        "bootlog parse` reads them, `bootlog diff` matches them to `plan`), a load time with\n"
+        "/health 503 (llama.cpp), and the engine's failure and exit status for a payload that\n"
+        "does not resolve or a shape past the device memory. Then serves /health, /v1/models,\n"
+        "/v1/chat/completions, /v1/completions (SSE or not), /metrics, and llama.cpp's /props\n"
+        "and /slots, with slots and an admission queue stepping on a timing model.\n"
+        "The bound port is stdout's first line. SIGTERM stops it (exit 0).",
+    .opts = opts,
+    .max_args = 2,
+    .command_line = true,
+    .examples = examples,
+};
+
+static int bytes_opt(const struct sw_args *a, const char *name, uint64_t *out)
+{
+    const char *v = sw_args_str(a, name);
+    if (v && sw_parse_bytes(v, out, NULL))
+        return sw_args_usage(a, "--%s: \"%s\" is not a byte count (e.g. 24GiB)", name, v);
+    return 0;
+}
+
+static int double_opt(const struct sw_args *a, const char *name, double *out)
+{
+    const char *v = sw_args_str(a, name);
+    if (v && (sw_parse_double(v, out, NULL) || *out < 0))
+        return sw_args_usage(a, "--%s: \"%s\" is not a number of microseconds", name, v);
+    return 0;
+}
+
+static int read_config(const struct sw_args *a, struct sw_sim_config *c)
+{
+    int code;
+    const char *v;
+    sw_sim_config_init(c);
+    c->listen = sw_args_str(a, "listen");
+    c->ready_file = sw_args_str(a, "ready-file");
+    c->alias = sw_args_str(a, "alias");
+    c->reasoning = sw_args_flag(a, "reasoning");
+    c->announce_json = a->json;
+    c->tools = sw_args_flag(a, "tools");
+    v = sw_args_str(a, "seed");
+    if (v && sw_parse_u64(v, &c->seed, NULL))
+        return sw_args_usage(a, "--seed: \"%s\" is not a number", v);
+    v = sw_args_str(a, "load-time");
+    if (v && sw_parse_duration_ms(v, &c->load_ms, NULL))
+        return sw_args_usage(a, "--load-time: \"%s\" is not a duration (e.g. 2s, 500ms)", v);
+    v = sw_args_str(a, "max-tokens");
+    if (v && (sw_parse_i64(v, &c->max_tokens_default, NULL) || c->max_tokens_default < 1))
+        return sw_args_usage(a, "--max-tokens: \"%s\" is not a count >= 1", v);
+    v = sw_args_str(a, "runtime-oom-tokens");
+    if (v && (sw_parse_i64(v, &c->runtime_oom_tokens, NULL) || c->runtime_oom_tokens < 1))
+        return sw_args_usage(a, "--runtime-oom-tokens: \"%s\" is not a count >= 1", v);
+    code = bytes_opt(a, "load-rate", &c->load_rate);
+    if (!code)
+        code = bytes_opt(a, "device-memory", &c->device_memory);
+    if (!code)
+        code = double_opt(a, "prefill-us", &c->timing.prefill_per_token_us);
+    if (!code)
+        code = double_opt(a, "decode-base-us", &c->timing.decode_base_us);
+    if (!code)
+        code = double_opt(a, "decode-seq-us", &c->timing.decode_per_seq_us);
+    if (!code)
+        code = double_opt(a, "decode-kv-us", &c->timing.decode_per_kv_us);
+    return code;
+}
+
+/* Run a made sim; the exit code is the engine's. */
+static int run(struct sw_sim *s, bool json)
+{
+    struct sw_err e;
+    int status = 1;
+    sw_err_clear(&e);
+    (void)json; /* the config carries it: the port line as JSON */
+    if (sw_sim_run(s, &status, &e))
+        return sw_cli_fail(&e, false);
+    return status;
+}
+
+static int sim_vllm_argv(const struct sw_args *a, struct sw_sim_config *c)
+{
+    struct sw_engine_plan_facts facts;
+    struct sw_vllm_opts o;
+    const char *dir = NULL;
+    json_t *plan = NULL;
+    struct sw_sim *s = NULL;
+    struct sw_err e;
+    int rc;
+
+    sw_err_clear(&e);
+    memset(&facts, 0, sizeof(facts));
+    facts.gpu_memory = c->device_memory;
+    rc = bytes_opt(a, "weights", &facts.weights);
+    if (rc)
+        return rc;
+    /* the adapter's parser: the model directory and max_num_seqs */
+    sw_vllm_opts_init(&o);
+    if (sw_vllm_parse_argv(a->nrest, a->rest, &o, &dir, NULL, 0, &e))
+        return sw_cli_fail(&e, a->json);
+    rc = sw_engine_plan_argv("vllm", &facts, a->nrest, a->rest, &plan, &e);
+    if (rc && !sw_sim_payload_missing(dir)) {
+        json_decref(plan);
+        return sw_cli_fail(&e, a->json);
+    }
+    rc = sw_sim_new_vllm(rc ? NULL : plan, dir, o.max_num_seqs, c, &s, &e);
+    json_decref(plan);
+    if (rc)
+        return sw_cli_fail(&e, a->json);
+    rc = run(s, a->json);
+    sw_sim_free(s);
+    return rc;
+}
+
+static int sim_llamacpp(const struct sw_fleet_endpoint *ep, const struct sw_args *a,
+                        struct sw_sim_config *c)
+{
+    struct sw_plan_overrides ov;
+    struct sw_plan pl;
+    struct sw_sim *s = NULL;
+    struct sw_llamacpp_env env;
+    struct sw_err e;
+    sw_err_clear(&e);
+    memset(&ov, 0, sizeof(ov));
+    memset(&env, 0, sizeof(env));
+    if (!ep) {
+        ov.argv = (const char *const *)a->rest;
+        ov.argc = (size_t)a->nrest;
+        /* a CPU build's host memory, as `plan --host-memory`: the law's budget and --fit */
+        env.host_memory = c->device_memory;
+        ov.llamacpp_env = &env;
+    }
+    int prc = sw_plan_endpoint(NULL, ep, &ov, &pl, &e);
+    int rc = sw_sim_new_llamacpp(&pl, prc, c, &s, &e);
+    sw_plan_free(&pl);
+    if (rc)
+        return sw_cli_fail(&e, a->json);
+    rc = run(s, a->json);
+    sw_sim_free(s);
+    return rc;
+}
+
+static int sim_fleet(const struct sw_args *a, struct sw_sim_config *c)
+{
+    const char *name = a->pos[0];
+    const char *path = a->npos > 1 ? a->pos[1] : "fleet.yaml";
+    struct sw_fleet *f = NULL;
+    struct sw_err e;
+    int rc;
+    sw_err_clear(&e);
+    if (sw_fleet_load(path, NULL, &f, &e))
+        return sw_cli_fail(&e, a->json);
+    const struct sw_fleet_endpoint *ep = sw_fleet_endpoint(f, name);
+    if (!ep) {
+        sw_err_set(&e, SW_ENOENT, "%s: no endpoint '%s'", path, name);
+        rc = sw_cli_fail(&e, a->json);
+    } else if (ep->engine == SW_FLEET_LLAMACPP) {
+        rc = sim_llamacpp(ep, a, c);
+    } else if (ep->engine == SW_FLEET_VLLM) {
+        struct sw_plan pl;
+        struct sw_sim *s = NULL;
+        if (!c->alias && ep->alias.v)
+            c->alias = ep->alias.v;
+        int prc = sw_plan_endpoint(f, ep, NULL, &pl, &e);
+        const char *dir = ep->payload.path.v;
+        if (prc && !sw_sim_payload_missing(dir)) {
+            rc = sw_cli_fail(&e, a->json);
+        } else {
+            rc = sw_sim_new_vllm(prc ? NULL : pl.engine_plan, dir,
+                                 ep->shape.seqs.set ? (int64_t)ep->shape.seqs.v : 0, c, &s, &e);
+            rc = rc ? sw_cli_fail(&e, a->json) : run(s, a->json);
+        }
+        sw_sim_free(s);
+        sw_plan_free(&pl);
+    } else {
+        sw_err_set(&e, SW_EUNSUPPORTED, "%s: the sim has no %s engine yet (llama.cpp, vllm)", name,
+                   sw_fleet_engine_name(ep->engine));
+        rc = sw_cli_fail(&e, a->json);
+    }
+    sw_fleet_free(f);
+    return rc;
+}
+
+int sw_cmd_sim(int argc, char **argv)
+{
+    struct sw_args a;
+    struct sw_sim_config c;
+    int rc = 0;
+    if (!sw_args_parse(&sw_spec_sim, argc, argv, &a, &rc))
+        return rc;
+    rc = read_config(&a, &c);
+    if (rc)
+        return rc;
+    const char *engine = sw_args_str(&a, "engine");
+    if (!engine) {
+        if (a.npos < 1)
+            return sw_args_usage(&a, "give ENDPOINT [FLEET.yaml], or --engine E -- ARGV");
+        if (a.nrest)
+            return sw_args_usage(&a, "a fleet endpoint takes no command line after --");
+        return sim_fleet(&a, &c);
+    }
+    if (a.npos)
+        return sw_args_usage(&a, "unexpected argument '%s' (the command line goes after --)",
+                             a.pos[0]);
+    if (a.nrest < 1)
+        return sw_args_usage(&a, "give the engine's command line after --");
+    if (sw_args_flag(&a, "weights") && strcmp(engine, "vllm"))
+        return sw_args_usage(&a, "--weights is for --engine vllm");
+    if (!strcmp(engine, "vllm"))
+        return sim_vllm_argv(&a, &c);
+    if (!strcmp(engine, "llama.cpp") || !strcmp(engine, "llamacpp") ||
+        !strcmp(engine, "llama-server"))
+        return sim_llamacpp(NULL, &a, &c);
+    return sw_args_usage(&a, "engine '%s' has no sim here (llama.cpp, vllm)", engine);
+}

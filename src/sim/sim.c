@@ -1,0 +1,395 @@
+/*
+ * sim: the object and its boot sequence on the loop. A sim is made from a plan (sim.h), binds
+ * its socket, announces the port, prints the engine's early boot lines, waits the load time with
+ * /health answering the engine's "loading" (llama.cpp; vLLM binds its port only when up), then
+ * prints the memory lines and either the failure (and stops with the engine's exit status) or
+ * "serving" and hands the loop to the HTTP surface (sim_http.c).
+ *
+ * What it does not do: the HTTP surface or the scheduler (sim_http.c), the boot lines' text
+ * (sim_boot.c).
+ */
+#include "sim_internal.h"
+
+#include <slipway/engine.h>
+#include <slipway/memory.h>
+
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <errno.h>
+#include <event2/util.h>
+#include <inttypes.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+void sw_sim_config_init(struct sw_sim_config *c)
+{
+    memset(c, 0, sizeof(*c));
+    c->load_ms = -1;
+    c->load_rate = 2ull << 30;
+    c->max_tokens_default = 16;
+    c->timing.decode_base_us = 2000.0;
+    c->timing.decode_per_seq_us = 200.0;
+    c->timing.decode_per_kv_us = 1.0;
+    c->timing.prefill_per_token_us = 50.0;
+}
+
+bool sw_sim_payload_missing(const char *model_dir)
+{
+    char cfg[1100];
+    struct stat st;
+    if (!model_dir)
+        return true;
+    snprintf(cfg, sizeof(cfg), "%s/config.json", model_dir);
+    return stat(cfg, &st) != 0;
+}
+
+int64_t sw_sim_count_tokens(const char *text, size_t len)
+{
+    (void)text;
+    return (int64_t)((len + 3) / 4);
+}
+
+static struct sw_sim *sim_alloc(const struct sw_sim_config *c, struct sw_err *e)
+{
+    struct sw_sim *s = sw_calloc(1, sizeof(*s));
+    if (!s) {
+        sw_err_set(e, SW_ENOMEM, "out of memory");
+        return NULL;
+    }
+    if (c)
+        s->cfg = *c;
+    else
+        sw_sim_config_init(&s->cfg);
+    sw_buf_init(&s->boot_early, 1u << 20);
+    sw_buf_init(&s->boot_mem, 1u << 20);
+    sw_buf_init(&s->boot_tail, 1u << 20);
+    s->listen_fd = -1;
+    return s;
+}
+
+int sw_sim_new_llamacpp(const struct sw_plan *p, int plan_rc, const struct sw_sim_config *c,
+                        struct sw_sim **out, struct sw_err *e)
+{
+    struct stat st;
+    *out = NULL;
+    if (!p->args || !p->args->model[0])
+        return plan_rc ? plan_rc : sw_err_set(e, SW_EINVAL, "the plan has no llama.cpp argv");
+    struct sw_sim *s = sim_alloc(c, e);
+    if (!s)
+        return SW_ENOMEM;
+    s->engine = SW__SIM_LLAMACPP;
+    snprintf(s->model_path, sizeof(s->model_path), "%s", p->args->model);
+    s->payload_missing = stat(s->model_path, &st) != 0;
+    if (plan_rc && !s->payload_missing) {
+        sw_sim_free(s);
+        return plan_rc; /* the law could not run on a payload that is there: the caller says why */
+    }
+    s->payload_bytes = s->payload_missing ? 0 : (uint64_t)st.st_size;
+    /* llama-server's id on /v1/models: the alias, else the model path */
+    if (s->cfg.alias)
+        snprintf(s->alias, sizeof(s->alias), "%s", s->cfg.alias);
+    else if (p->ep && p->ep->alias.v)
+        snprintf(s->alias, sizeof(s->alias), "%s", p->ep->alias.v);
+    else {
+        /* the adapter's reading of the command line: -a/--alias, else the model path */
+        struct sw_engine_cmd vc;
+        struct sw_engine_launch l;
+        memset(&vc, 0, sizeof(vc));
+        memset(&l, 0, sizeof(l));
+        if (sw_engine_llamacpp_verbatim((int)p->cmd.argc, (const char *const *)p->cmd.argv, NULL,
+                                        NULL, &vc, &l, NULL) == 0 &&
+            l.alias)
+            snprintf(s->alias, sizeof(s->alias), "%s", l.alias);
+        sw_engine_cmd_free(&vc);
+    }
+    if (!s->alias[0])
+        snprintf(s->alias, sizeof(s->alias), "%s", s->model_path);
+    for (size_t i = 0; i < p->cmd.argc; i++)
+        if (!strcmp(p->cmd.argv[i], "--metrics"))
+            s->metrics = true;
+    if (p->llamacpp && !plan_rc) {
+        s->n_slots = (int)p->llamacpp->n_slots;
+        s->window = p->llamacpp->n_ctx_slot;
+        s->n_ctx = p->llamacpp->report.n_ctx;
+    }
+    if (s->n_slots < 1)
+        s->n_slots = 1;
+    int rc = sw__sim_boot_llamacpp(s, p, e);
+    if (rc) {
+        sw_sim_free(s);
+        return rc;
+    }
+    *out = s;
+    return 0;
+}
+
+int sw_sim_new_vllm(const json_t *plan, const char *model_dir, int64_t max_num_seqs,
+                    const struct sw_sim_config *c, struct sw_sim **out, struct sw_err *e)
+{
+    char cfg[1100];
+    struct stat st;
+    *out = NULL;
+    if (!model_dir)
+        return sw_err_set(e, SW_EINVAL, "no model directory");
+    struct sw_sim *s = sim_alloc(c, e);
+    if (!s)
+        return SW_ENOMEM;
+    s->engine = SW__SIM_VLLM;
+    s->metrics = true;
+    snprintf(s->model_path, sizeof(s->model_path), "%s", model_dir);
+    s->payload_missing = !plan || sw_sim_payload_missing(model_dir);
+    /* the served name: --served-model-name, else the path as given */
+    snprintf(s->alias, sizeof(s->alias), "%s", s->cfg.alias ? s->cfg.alias : model_dir);
+    s->n_slots = max_num_seqs > 0 ? (int)max_num_seqs : 256;
+    if (plan) {
+        const json_t *rep = json_object_get(plan, "report");
+        s->window = json_integer_value(json_object_get(rep, "max_model_len"));
+        s->kv_pool = json_integer_value(json_object_get(rep, "kv_cache_tokens"));
+        s->n_ctx = s->kv_pool;
+    }
+    /* the weights' bytes (every *.safetensors in the directory), for a load time scaled from
+     * the payload */
+    DIR *d = s->payload_missing ? NULL : opendir(model_dir);
+    for (struct dirent *de = d ? readdir(d) : NULL; de; de = readdir(d)) {
+        size_t n = strlen(de->d_name);
+        if (n < 12 || strcmp(de->d_name + n - 12, ".safetensors"))
+            continue;
+        snprintf(cfg, sizeof(cfg), "%s/%s", model_dir, de->d_name);
+        if (stat(cfg, &st) == 0 && S_ISREG(st.st_mode))
+            s->payload_bytes += (uint64_t)st.st_size;
+    }
+    if (d)
+        closedir(d);
+    int rc = sw__sim_boot_vllm(s, plan, e);
+    if (rc) {
+        sw_sim_free(s);
+        return rc;
+    }
+    *out = s;
+    return 0;
+}
+
+void sw_sim_free(struct sw_sim *s)
+{
+    if (!s)
+        return;
+    sw__sim_drop_all(s);
+    if (s->http)
+        evhttp_free(s->http);
+    if (s->sig_term)
+        event_free(s->sig_term);
+    if (s->sig_int)
+        event_free(s->sig_int);
+    if (s->load_timer)
+        event_free(s->load_timer);
+    if (s->step_timer)
+        event_free(s->step_timer);
+    if (s->listen_fd >= 0 && !s->http_owns_fd)
+        close(s->listen_fd);
+    if (s->base)
+        event_base_free(s->base);
+    sw_free(s->slots);
+    sw_buf_free(&s->boot_early);
+    sw_buf_free(&s->boot_mem);
+    sw_buf_free(&s->boot_tail);
+    sw_free(s);
+}
+
+/* "HOST:PORT", "[V6]:PORT", ":PORT" or "PORT" into a bound (not yet listening) socket. */
+static int bind_listen(struct sw_sim *s, struct sw_err *e)
+{
+    const char *l = s->cfg.listen ? s->cfg.listen : "127.0.0.1:0";
+    char host[256] = "127.0.0.1";
+    const char *colon = strrchr(l, ':');
+    const char *portp = colon ? colon + 1 : l;
+    if (colon && colon > l) {
+        size_t n = (size_t)(colon - l);
+        if (l[0] == '[' && n >= 2 && l[n - 1] == ']') {
+            l++;
+            n -= 2;
+        }
+        if (n >= sizeof(host))
+            return sw_err_set(e, SW_EINVAL, "--listen: host too long");
+        memcpy(host, l, n);
+        host[n] = '\0';
+    }
+    uint64_t port;
+    if (sw_parse_u64(portp, &port, NULL) || port > 65535)
+        return sw_err_set(e, SW_EINVAL, "--listen '%s': want HOST:PORT", s->cfg.listen);
+    struct sockaddr_storage ss;
+    socklen_t sl;
+    memset(&ss, 0, sizeof(ss));
+    struct sockaddr_in *v4 = (struct sockaddr_in *)&ss;
+    struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)&ss;
+    if (inet_pton(AF_INET, host, &v4->sin_addr) == 1) {
+        v4->sin_family = AF_INET;
+        v4->sin_port = htons((uint16_t)port);
+        sl = sizeof(*v4);
+    } else if (inet_pton(AF_INET6, host, &v6->sin6_addr) == 1) {
+        v6->sin6_family = AF_INET6;
+        v6->sin6_port = htons((uint16_t)port);
+        sl = sizeof(*v6);
+    } else {
+        return sw_err_set(e, SW_EINVAL, "--listen '%s': '%s' is not an IP address", l, host);
+    }
+    int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return sw_err_set(e, SW_EIO, "socket: %s", strerror(errno));
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (bind(fd, (struct sockaddr *)&ss, sl) != 0) {
+        int err = errno;
+        close(fd);
+        return sw_err_set(e, SW_EIO, "bind %s:%" PRIu64 ": %s", host, port, strerror(err));
+    }
+    if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0)
+        s->port = ntohs(ss.ss_family == AF_INET ? v4->sin_port : v6->sin6_port);
+    snprintf(s->host, sizeof(s->host), "%s", host);
+    s->listen_fd = fd;
+    return 0;
+}
+
+static int start_listening(struct sw_sim *s, struct sw_err *e)
+{
+    if (listen(s->listen_fd, 1024) != 0)
+        return sw_err_set(e, SW_EIO, "listen: %s", strerror(errno));
+    evutil_make_socket_nonblocking(s->listen_fd);
+    if (!evhttp_accept_socket_with_handle(s->http, s->listen_fd))
+        return sw_err_set(e, SW_EIO, "evhttp could not accept on the socket");
+    s->http_owns_fd = true;
+    return 0;
+}
+
+static int write_ready_file(const char *path, int port)
+{
+    char tmp[4200];
+    snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid());
+    FILE *f = fopen(tmp, "w");
+    if (!f)
+        return SW_EIO;
+    fprintf(f, "%d\n", port);
+    if (fclose(f) != 0 || rename(tmp, path) != 0) {
+        unlink(tmp);
+        return SW_EIO;
+    }
+    return 0;
+}
+
+static void on_signal(evutil_socket_t sig, short what, void *arg)
+{
+    struct sw_sim *s = arg;
+    (void)what;
+    (void)sig;
+    if (s->engine == SW__SIM_LLAMACPP) {
+        struct sw_buf b;
+        sw_buf_init(&b, 4096);
+        sw_buf_puts(&b, "I srv    operator(): operator(): cleaning up before exit...\n");
+        sw__sim_log_lines(s, &b);
+        sw_buf_free(&b);
+    } else {
+        struct sw_buf b;
+        sw_buf_init(&b, 4096);
+        sw_buf_puts(&b, "(APIServer pid=1) INFO:     Shutting down\n");
+        sw__sim_log_lines(s, &b);
+        sw_buf_free(&b);
+    }
+    s->state = SW__SIM_STOPPING;
+    s->exit_status = 0;
+    sw__sim_drop_all(s);
+    event_base_loopexit(s->base, NULL);
+}
+
+static void on_loaded(evutil_socket_t fd, short what, void *arg)
+{
+    struct sw_sim *s = arg;
+    struct sw_err e;
+    (void)fd;
+    (void)what;
+    sw_err_clear(&e);
+    sw__sim_log_lines(s, &s->boot_mem);
+    sw__sim_log_lines(s, &s->boot_tail);
+    if (s->boot_fails) {
+        s->state = SW__SIM_FAILED;
+        s->exit_status = s->fail_status;
+        event_base_loopexit(s->base, NULL);
+        return;
+    }
+    struct sw_buf b;
+    sw_buf_init(&b, 4096);
+    if (s->engine == SW__SIM_LLAMACPP) {
+        sw_buf_printf(&b, "I srv  llama_server: listening on http://%s:%d\n", s->host, s->port);
+        sw_buf_puts(&b, "I srv  update_slots: all slots are idle\n");
+    } else {
+        if (start_listening(s, &e)) {
+            char m[600];
+            sw_buf_printf(&b, "ERROR: %s\n", sw_err_format(&e, m, sizeof(m)));
+            s->exit_status = 1;
+            sw__sim_log_lines(s, &b);
+            sw_buf_free(&b);
+            event_base_loopexit(s->base, NULL);
+            return;
+        }
+        sw_buf_printf(&b, "(APIServer pid=1) INFO: Starting vLLM API server 0 on http://%s:%d\n",
+                      s->host, s->port);
+        sw_buf_puts(&b, "(APIServer pid=1) INFO:     Started server process [1]\n");
+        sw_buf_puts(&b, "(APIServer pid=1) INFO:     Waiting for application startup.\n");
+        sw_buf_puts(&b, "(APIServer pid=1) INFO:     Application startup complete.\n");
+    }
+    sw__sim_log_lines(s, &b);
+    sw_buf_free(&b);
+    s->state = SW__SIM_READY;
+    sw__sim_http_ready(s);
+}
+
+int sw_sim_run(struct sw_sim *s, int *exit_status, struct sw_err *e)
+{
+    int rc;
+    *exit_status = 1;
+    s->t0_ns = sw_now_ns();
+    s->base = event_base_new();
+    if (!s->base)
+        return sw_err_set(e, SW_ENOMEM, "event_base_new failed");
+    rc = bind_listen(s, e);
+    if (rc)
+        return rc;
+    rc = sw__sim_http_init(s, e);
+    if (rc)
+        return rc;
+    /* llama-server answers (503) while it loads; vLLM's API server is not up before its engine */
+    if (s->engine == SW__SIM_LLAMACPP) {
+        rc = start_listening(s, e);
+        if (rc)
+            return rc;
+    }
+    FILE *out = s->cfg.out ? s->cfg.out : stdout;
+    if (s->cfg.announce_json)
+        fprintf(out, "{\"port\": %d, \"url\": \"http://%s:%d\"}\n", s->port, s->host, s->port);
+    else
+        fprintf(out, "%d\n", s->port);
+    fflush(out);
+    if (s->cfg.ready_file && write_ready_file(s->cfg.ready_file, s->port))
+        return sw_err_set(e, SW_EIO, "%s: cannot write the ready file", s->cfg.ready_file);
+    s->sig_term = evsignal_new(s->base, SIGTERM, on_signal, s);
+    s->sig_int = evsignal_new(s->base, SIGINT, on_signal, s);
+    s->load_timer = evtimer_new(s->base, on_loaded, s);
+    if (!s->sig_term || !s->sig_int || !s->load_timer)
+        return sw_err_set(e, SW_ENOMEM, "out of memory");
+    event_add(s->sig_term, NULL);
+    event_add(s->sig_int, NULL);
+    sw__sim_log_lines(s, &s->boot_early);
+    int64_t ms = s->cfg.load_ms;
+    if (ms < 0)
+        ms = s->cfg.load_rate ? (int64_t)(s->payload_bytes * 1000u / s->cfg.load_rate) : 0;
+    if (s->payload_missing)
+        ms = 0; /* the open fails at once */
+    struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)(ms % 1000 * 1000)};
+    event_add(s->load_timer, &tv);
+    event_base_dispatch(s->base);
+    *exit_status = s->exit_status;
+    return 0;
+}

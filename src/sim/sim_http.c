@@ -1,0 +1,984 @@
+/*
+ * sim HTTP surface and scheduler, on the sim's one libevent loop.
+ *
+ * Surface: /health, /v1/models, /v1/chat/completions, /v1/completions (SSE or not), /metrics,
+ * and llama-server's /props and /slots, with the engine's bodies: llama-server's 503
+ * {"error":{"message":"Loading model","type":"unavailable_error","code":503}} while loading and its
+ * exceed_context_size_error 400 (tests/data/bootlogs/llamacpp/http_*.json, captured from the
+ * pinned build); vLLM's BadRequestError 400 ({"object":"error",...,"code":400}).
+ *
+ * Scheduler: n_slots sequences run at once; a request past them waits in a FIFO admission queue.
+ * The running set advances in steps: one step prefills every newly admitted prompt whole (and
+ * yields its first token) and decodes one token for every other running sequence; its duration
+ * is the timing model's for that batch (sim.h), and its effects land when the step's timer fires.
+ *
+ * vLLM's pool (kv_pool tokens) gates admission and preempts (recompute) the latest admitted
+ * sequence when the running ones' next tokens do not fit.
+ *
+ * What it does not do: chunked prefill, a pool in blocks, llama.cpp's unified pool, tool calls,
+ * images,
+ * a runtime OOM other than the declared threshold, faults.
+ */
+#include "sim_internal.h"
+
+#include <slipway/engine.h>
+
+#include <event2/buffer.h>
+#include <event2/keyvalq_struct.h>
+#include <inttypes.h>
+#include <string.h>
+#include <time.h>
+
+#define BODY_MAX (64u << 20)
+
+static const char *const words[] = {
+    "the",    "river",  "stone",  "light",  "north",   "quiet",   "ember",  "field",
+    "cloud",  "amber",  "signal", "harbor", "lantern", "meadow",  "copper", "winter",
+    "orbit",  "willow", "echo",   "cedar",  "granite", "marble",  "silver", "thunder",
+    "valley", "canyon", "falcon", "garden", "island",  "jasmine", "kettle", "lumen",
+};
+
+static uint64_t mix64(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+static uint64_t hash_bytes(const char *p, size_t n)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (unsigned char)p[i]) * 1099511628211ull;
+    return h;
+}
+
+/* The token at index i of a request: a word, with a leading space after the first. */
+static void token_text(const struct sw__sim_req *r, int64_t i, char *out, size_t n)
+{
+    uint64_t w = mix64(r->text_seed + (uint64_t)i) % SW_ARRAY_LEN(words);
+    snprintf(out, n, "%s%s", i ? " " : "", words[w]);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Replies.
+ */
+static void reply_json(struct evhttp_request *req, int code, const char *reason, json_t *j)
+{
+    struct evbuffer *b = evbuffer_new();
+    char *txt = j ? json_dumps(j, JSON_COMPACT) : NULL;
+    if (b) {
+        if (txt)
+            evbuffer_add(b, txt, strlen(txt));
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
+                          "application/json; charset=utf-8");
+        evhttp_send_reply(req, code, reason, b);
+        evbuffer_free(b);
+    } else {
+        evhttp_send_error(req, 500, "out of memory");
+    }
+    free(txt);
+    json_decref(j);
+}
+
+static void reply_text(struct evhttp_request *req, int code, const char *ctype, const char *txt,
+                       size_t n)
+{
+    struct evbuffer *b = evbuffer_new();
+    if (!b) {
+        evhttp_send_error(req, 500, "out of memory");
+        return;
+    }
+    evbuffer_add(b, txt, n);
+    evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", ctype);
+    evhttp_send_reply(req, code, code == 200 ? "OK" : "Error", b);
+    evbuffer_free(b);
+}
+
+static void reply_loading(struct evhttp_request *req)
+{
+    reply_json(req, 503, "Service Unavailable",
+               json_pack("{s:{s:s,s:s,s:i}}", "error", "message", "Loading model", "type",
+                         "unavailable_error", "code", 503));
+}
+
+/* The engine's 400 for a request that does not fit the window. */
+static void reply_too_long(struct sw_sim *s, struct evhttp_request *req, int64_t n_prompt,
+                           int64_t max_tokens)
+{
+    char m[512];
+    if (s->engine == SW__SIM_LLAMACPP) {
+        snprintf(m, sizeof(m),
+                 "request (%" PRId64 " tokens) exceeds the available context size (%" PRId64
+                 " tokens), try increasing it",
+                 n_prompt, s->window);
+        reply_json(req, 400, "Bad Request",
+                   json_pack("{s:{s:i,s:s,s:s,s:I,s:I}}", "error", "code", 400, "message", m,
+                             "type", "exceed_context_size_error", "n_prompt_tokens",
+                             (json_int_t)n_prompt, "n_ctx", (json_int_t)s->window));
+    } else {
+        snprintf(m, sizeof(m),
+                 "This model's maximum context length is %" PRId64 " tokens. However, you "
+                 "requested %" PRId64 " tokens (%" PRId64 " in the messages, %" PRId64
+                 " in the completion). Please reduce the length of the messages or completion.",
+                 s->window, n_prompt + max_tokens, n_prompt, max_tokens);
+        reply_json(req, 400, "Bad Request",
+                   json_pack("{s:s,s:s,s:s,s:n,s:i}", "object", "error", "message", m, "type",
+                             "BadRequestError", "param", "code", 400));
+    }
+}
+
+static void reply_bad(struct sw_sim *s, struct evhttp_request *req, const char *msg)
+{
+    if (s->engine == SW__SIM_LLAMACPP)
+        reply_json(req, 400, "Bad Request",
+                   json_pack("{s:{s:i,s:s,s:s}}", "error", "code", 400, "message", msg, "type",
+                             "invalid_request_error"));
+    else
+        reply_json(req, 400, "Bad Request",
+                   json_pack("{s:s,s:s,s:s,s:n,s:i}", "object", "error", "message", msg, "type",
+                             "BadRequestError", "param", "code", 400));
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Requests and the scheduler.
+ */
+static void req_free(struct sw__sim_req *r)
+{
+    if (!r)
+        return;
+    sw_buf_free(&r->text);
+    sw_buf_free(&r->reason);
+    sw_buf_free(&r->tool_args);
+    sw_free(r->tool_name);
+    sw_free(r);
+}
+
+static void on_client_gone(struct evhttp_connection *c, void *arg)
+{
+    struct sw__sim_req *r = arg;
+    (void)c;
+    /* libevent detaches a request whose reply is not done when its connection fails, and leaves
+     * it to its user (http.c evhttp_connection_incoming_fail): free it here. One still attached
+     * goes with its connection. */
+    if (r->http && !evhttp_request_get_connection(r->http))
+        evhttp_request_free(r->http);
+    r->http = NULL; /* cancelled at the next step */
+}
+
+static void detach(struct sw__sim_req *r)
+{
+    if (r->http) {
+        struct evhttp_connection *c = evhttp_request_get_connection(r->http);
+        if (c)
+            evhttp_connection_set_closecb(c, NULL, NULL);
+    }
+}
+
+static double ms_between(uint64_t a, uint64_t b)
+{
+    return b > a ? (double)(b - a) / 1e6 : 0.0;
+}
+
+static json_t *timings_json(const struct sw__sim_req *r)
+{
+    double pm = r->prompt_ms, gm = r->predicted_ms;
+    return json_pack("{s:i,s:I,s:f,s:f,s:f,s:I,s:f,s:f,s:f}", "cache_n", 0, "prompt_n",
+                     (json_int_t)r->n_prompt, "prompt_ms", pm, "prompt_per_token_ms",
+                     r->n_prompt ? pm / (double)r->n_prompt : 0.0, "prompt_per_second",
+                     pm > 0 ? (double)r->n_prompt * 1000.0 / pm : 0.0, "predicted_n",
+                     (json_int_t)r->n_gen, "predicted_ms", gm, "predicted_per_token_ms",
+                     r->n_gen ? gm / (double)r->n_gen : 0.0, "predicted_per_second",
+                     gm > 0 ? (double)r->n_gen * 1000.0 / gm : 0.0);
+}
+
+static json_t *usage_json(const struct sw__sim_req *r)
+{
+    return json_pack("{s:I,s:I,s:I}", "completion_tokens", (json_int_t)r->n_gen, "prompt_tokens",
+                     (json_int_t)r->n_prompt, "total_tokens", (json_int_t)(r->n_prompt + r->n_gen));
+}
+
+static json_t *base_obj(struct sw_sim *s, const struct sw__sim_req *r, const char *object)
+{
+    char id[64];
+    snprintf(id, sizeof(id), "%s-sim%" PRIu64, r->chat ? "chatcmpl" : "cmpl", r->id);
+    json_t *o = json_pack("{s:s,s:s,s:I,s:s}", "id", id, "object", object, "created",
+                          (json_int_t)time(NULL), "model", s->alias);
+    if (o && s->engine == SW__SIM_LLAMACPP)
+        sw_json_set_str(o, "system_fingerprint", "b1-80fb11a");
+    return o;
+}
+
+static void send_chunk(struct sw__sim_req *r, json_t *j)
+{
+    char *txt = j ? json_dumps(j, JSON_COMPACT) : NULL;
+    struct evbuffer *b = evbuffer_new();
+    if (b && txt && r->http) {
+        evbuffer_add_printf(b, "data: %s\n\n", txt);
+        evhttp_send_reply_chunk(r->http, b);
+    }
+    if (b)
+        evbuffer_free(b);
+    free(txt);
+    json_decref(j);
+}
+
+/* A streamed delta: role (first), reasoning_content or content. */
+static void stream_token(struct sw_sim *s, struct sw__sim_req *r, const char *tok, bool reasoning)
+{
+    json_t *o = base_obj(s, r, r->chat ? "chat.completion.chunk" : "text_completion");
+    json_t *ch;
+    if (r->chat)
+        ch = json_pack("{s:n,s:i,s:{s:s}}", "finish_reason", "index", 0, "delta",
+                       reasoning ? "reasoning_content" : "content", tok);
+    else
+        ch = json_pack("{s:n,s:i,s:s,s:n}", "finish_reason", "index", 0, "text", tok, "logprobs");
+    sw_json_set_new(o, "choices", json_pack("[o]", ch));
+    send_chunk(r, o);
+}
+
+static void finish(struct sw_sim *s, struct sw__sim_req *r, const char *reason)
+{
+    r->t_done_ns = sw_now_ns();
+    r->predicted_ms = ms_between(r->t_first_ns, r->t_done_ns);
+    s->m_requests++;
+    s->m_prompt_tokens += (uint64_t)r->n_prompt;
+    s->m_predicted_tokens += (uint64_t)r->n_gen;
+    s->m_prompt_seconds += r->prompt_ms / 1000.0;
+    s->m_predicted_seconds += r->predicted_ms / 1000.0;
+    if (!r->http)
+        return;
+    detach(r);
+    if (r->stream) {
+        json_t *o = base_obj(s, r, r->chat ? "chat.completion.chunk" : "text_completion");
+        json_t *ch = r->chat
+                         ? json_pack("{s:s,s:i,s:{}}", "finish_reason", reason, "index", 0, "delta")
+                         : json_pack("{s:s,s:i,s:s,s:n}", "finish_reason", reason, "index", 0,
+                                     "text", "", "logprobs");
+        sw_json_set_new(o, "choices", json_pack("[o]", ch));
+        if (s->engine == SW__SIM_LLAMACPP)
+            sw_json_set_new(o, "timings", timings_json(r));
+        send_chunk(r, o);
+        if (r->include_usage) {
+            o = base_obj(s, r, r->chat ? "chat.completion.chunk" : "text_completion");
+            sw_json_set_new(o, "choices", json_array());
+            sw_json_set_new(o, "usage", usage_json(r));
+            if (s->engine == SW__SIM_LLAMACPP)
+                sw_json_set_new(o, "timings", timings_json(r));
+            send_chunk(r, o);
+        }
+        struct evbuffer *b = evbuffer_new();
+        if (b) {
+            evbuffer_add_printf(b, "data: [DONE]\n\n");
+            evhttp_send_reply_chunk(r->http, b);
+            evbuffer_free(b);
+        }
+        evhttp_send_reply_end(r->http);
+    } else {
+        json_t *o = base_obj(s, r, r->chat ? "chat.completion" : "text_completion");
+        json_t *ch;
+        if (r->chat) {
+            json_t *msg = json_pack("{s:s,s:s%}", "role", "assistant", "content",
+                                    sw_buf_cstr(&r->text), r->text.len);
+            if (r->tool_name) {
+                char id[64];
+                snprintf(id, sizeof(id), "call_sim%" PRIu64, r->id);
+                json_object_set_new(msg, "content", json_null());
+                sw_json_set_new(msg, "tool_calls",
+                                json_pack("[{s:s,s:s,s:{s:s,s:s%}}]", "id", id, "type", "function",
+                                          "function", "name", r->tool_name, "arguments",
+                                          sw_buf_cstr(&r->tool_args), r->tool_off));
+            }
+            if (r->reason.len)
+                sw_json_set_str(msg, "reasoning_content", sw_buf_cstr(&r->reason));
+            ch = json_pack("{s:s,s:i,s:o}", "finish_reason", reason, "index", 0, "message", msg);
+        } else {
+            ch = json_pack("{s:s,s:i,s:s%,s:n}", "finish_reason", reason, "index", 0, "text",
+                           sw_buf_cstr(&r->text), r->text.len, "logprobs");
+        }
+        sw_json_set_new(o, "choices", json_pack("[o]", ch));
+        sw_json_set_new(o, "usage", usage_json(r));
+        if (s->engine == SW__SIM_LLAMACPP)
+            sw_json_set_new(o, "timings", timings_json(r));
+        reply_json(r->http, 200, "OK", o);
+    }
+    r->http = NULL;
+}
+
+/* The stream's headers and the role chunk: sent when the request gets its slot, as llama-server
+ * does (a queued request sees no byte until it runs). */
+static void start_stream(struct sw_sim *s, struct sw__sim_req *r)
+{
+    struct evkeyvalq *hd = evhttp_request_get_output_headers(r->http);
+    evhttp_add_header(hd, "Content-Type", "text/event-stream");
+    evhttp_add_header(hd, "Cache-Control", "no-cache");
+    evhttp_send_reply_start(r->http, 200, "OK");
+    if (r->chat) {
+        json_t *o = base_obj(s, r, "chat.completion.chunk");
+        sw_json_set_new(o, "choices",
+                        json_pack("[{s:n,s:i,s:{s:s,s:n}}]", "finish_reason", "index", 0, "delta",
+                                  "role", "assistant", "content"));
+        send_chunk(r, o);
+    }
+}
+
+static int n_running(const struct sw_sim *s)
+{
+    int n = 0;
+    for (int i = 0; i < s->n_slots; i++)
+        n += s->slots[i] != NULL;
+    return n;
+}
+
+static void schedule_step(struct sw_sim *s);
+
+/* Tokens of KV the running sequences hold (vLLM's pool; llama.cpp's slots have their own). */
+static int64_t kv_held(const struct sw_sim *s)
+{
+    int64_t n = 0;
+    for (int i = 0; i < s->n_slots; i++)
+        if (s->slots[i])
+            n += s->slots[i]->n_prompt + s->slots[i]->n_gen;
+    return n;
+}
+
+/* Queued requests into free slots, in arrival order. vLLM admits a request only when its
+ * prompt (and what it already generated, after a preemption) fits what the pool has left. */
+static void admit(struct sw_sim *s)
+{
+    for (int i = 0; i < s->n_slots && s->queue_head; i++) {
+        if (s->slots[i])
+            continue;
+        struct sw__sim_req *r = s->queue_head;
+        if (s->engine == SW__SIM_VLLM && s->kv_pool > 0 &&
+            kv_held(s) + r->n_prompt + r->n_gen + 1 > s->kv_pool && n_running(s) > 0)
+            break; /* FIFO: the head waits for blocks */
+        s->queue_head = r->next;
+        if (!s->queue_head)
+            s->queue_tail = NULL;
+        r->next = NULL;
+        r->slot = i;
+        r->joined_mid_step = s->stepping; /* it joins the next step, not the one running */
+        if (!r->started) {
+            r->t_start_ns = sw_now_ns();
+            r->started = true;
+            if (r->stream && r->http)
+                start_stream(s, r);
+        }
+        s->slots[i] = r;
+    }
+}
+
+/* vLLM's recompute preemption: when the next step's tokens do not fit the pool, the most recently
+ * admitted sequence gives its blocks back and waits at the head of the queue; on its return it
+ * prefills its prompt and what it had generated again. */
+static void preempt(struct sw_sim *s)
+{
+    if (s->engine != SW__SIM_VLLM || s->kv_pool <= 0)
+        return;
+    while (n_running(s) > 1 && kv_held(s) + n_running(s) > s->kv_pool) {
+        int victim = -1;
+        for (int i = 0; i < s->n_slots; i++)
+            if (s->slots[i] &&
+                (victim < 0 || s->slots[i]->t_start_ns >= s->slots[victim]->t_start_ns))
+                victim = i;
+        struct sw__sim_req *r = s->slots[victim];
+        s->slots[victim] = NULL;
+        r->prefilled = false;
+        r->slot = -1;
+        r->next = s->queue_head;
+        s->queue_head = r;
+        if (!s->queue_tail)
+            s->queue_tail = r;
+        s->m_preemptions++;
+    }
+}
+
+/* A tool call, one token per step: the first names the function, each next one carries up to 4
+ * bytes of its arguments (as llama-server and vLLM stream a call's deltas). True when done. */
+static bool tool_step(struct sw_sim *s, struct sw__sim_req *r)
+{
+    char piece[8] = "";
+    bool first = r->n_gen == 0;
+    if (!first) {
+        size_t n = r->tool_args.len - r->tool_off;
+        n = n > 4 ? 4 : n;
+        memcpy(piece, r->tool_args.data + r->tool_off, n);
+        piece[n] = '\0';
+        r->tool_off += n;
+    }
+    r->n_gen++;
+    if (r->stream && r->http) {
+        json_t *fn = first ? json_pack("{s:s,s:s}", "name", r->tool_name, "arguments", "")
+                           : json_pack("{s:s}", "arguments", piece);
+        json_t *call = json_pack("{s:i,s:o}", "index", 0, "function", fn);
+        if (first) {
+            char id[64];
+            snprintf(id, sizeof(id), "call_sim%" PRIu64, r->id);
+            sw_json_set_str(call, "id", id);
+            sw_json_set_str(call, "type", "function");
+        }
+        json_t *o = base_obj(s, r, "chat.completion.chunk");
+        sw_json_set_new(o, "choices",
+                        json_pack("[{s:n,s:i,s:{s:[o]}}]", "finish_reason", "index", 0, "delta",
+                                  "tool_calls", call));
+        send_chunk(r, o);
+    }
+    return (!first && r->tool_off >= r->tool_args.len) || r->n_gen >= r->max_tokens;
+}
+
+/* The step that just ended: its effects. */
+static void on_step(evutil_socket_t fd, short what, void *arg)
+{
+    struct sw_sim *s = arg;
+    char tok[64];
+    (void)fd;
+    (void)what;
+    s->stepping = false;
+    s->m_decode_calls++;
+    uint64_t now = sw_now_ns();
+    for (int i = 0; i < s->n_slots; i++) {
+        struct sw__sim_req *r = s->slots[i];
+        if (!r)
+            continue;
+        if (!r->http) { /* the client went away */
+            s->slots[i] = NULL;
+            req_free(r);
+            continue;
+        }
+        if (r->joined_mid_step) { /* not in the step that ended */
+            r->joined_mid_step = false;
+            continue;
+        }
+        if (!r->prefilled) {
+            r->prefilled = true;
+            if (!r->t_first_ns) {
+                r->t_first_ns = now;
+                r->prompt_ms = ms_between(r->t_start_ns, now);
+            }
+        }
+        if (r->tool_name) {
+            if (tool_step(s, r)) {
+                finish(s, r,
+                       r->tool_off < r->tool_args.len || !r->tool_args.len ? "length"
+                                                                           : "tool_calls");
+                s->slots[i] = NULL;
+                req_free(r);
+            }
+            continue;
+        }
+        token_text(r, r->n_gen, tok, sizeof(tok));
+        /* reasoning: the first half of the tokens, in the engine's reasoning_content */
+        bool reasoning = r->reasoning && r->n_gen < r->max_tokens / 2;
+        r->n_gen++;
+        /* each part (reasoning, content) starts without the separating space */
+        bool *begun = reasoning ? &r->reason_begun : &r->content_begun;
+        const char *t = !*begun && tok[0] == ' ' ? tok + 1 : tok;
+        *begun = true;
+        if (r->stream)
+            stream_token(s, r, t, reasoning);
+        else
+            sw_buf_puts(reasoning ? &r->reason : &r->text, t);
+        if (r->n_gen >= r->max_tokens) {
+            finish(s, r, "length");
+            s->slots[i] = NULL;
+            req_free(r);
+        }
+    }
+    admit(s);
+    schedule_step(s);
+}
+
+/* Start the next step when anything runs: its duration from the timing model. */
+static void schedule_step(struct sw_sim *s)
+{
+    if (s->stepping || s->state != SW__SIM_READY)
+        return;
+    preempt(s);
+    int running = 0;
+    double kv = 0, prefill = 0;
+    for (int i = 0; i < s->n_slots; i++) {
+        const struct sw__sim_req *r = s->slots[i];
+        if (!r)
+            continue;
+        running++;
+        if (r->prefilled)
+            kv += (double)(r->n_prompt + r->n_gen);
+        else /* after a preemption, what it had generated is prefilled again */
+            prefill += (double)(r->n_prompt + r->n_gen);
+    }
+    if (!running)
+        return;
+    const struct sw_sim_timing *t = &s->cfg.timing;
+    double us = t->decode_base_us + t->decode_per_seq_us * running +
+                t->decode_per_kv_us * kv / 1000.0 + t->prefill_per_token_us * prefill;
+    if (us < 0)
+        us = 0;
+    struct timeval tv = {(time_t)(us / 1e6), (suseconds_t)((uint64_t)us % 1000000u)};
+    for (int i = 0; i < s->n_slots; i++)
+        if (s->slots[i])
+            s->slots[i]->joined_mid_step = false; /* they are in this step */
+    s->stepping = true;
+    event_add(s->step_timer, &tv);
+}
+
+void sw__sim_drop_all(struct sw_sim *s)
+{
+    for (int i = 0; s->slots && i < s->n_slots; i++) {
+        if (s->slots[i]) {
+            detach(s->slots[i]);
+            req_free(s->slots[i]);
+            s->slots[i] = NULL;
+        }
+    }
+    while (s->queue_head) {
+        struct sw__sim_req *r = s->queue_head;
+        s->queue_head = r->next;
+        detach(r);
+        req_free(r);
+    }
+    s->queue_tail = NULL;
+}
+
+void sw__sim_http_ready(struct sw_sim *s)
+{
+    admit(s);
+    schedule_step(s);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Endpoints.
+ */
+/* Text of a message's content: a string, or the text parts of an array. */
+static size_t content_len(const json_t *c)
+{
+    if (json_is_string(c))
+        return json_string_length(c);
+    size_t n = 0;
+    for (size_t i = 0; i < json_array_size(c); i++)
+        n += json_string_length(json_object_get(json_array_get(c, i), "text"));
+    return n;
+}
+
+static void hash_content(const json_t *c, uint64_t *h)
+{
+    if (json_is_string(c)) {
+        *h ^= hash_bytes(json_string_value(c), json_string_length(c));
+        *h = mix64(*h);
+    }
+    for (size_t i = 0; i < json_array_size(c); i++)
+        hash_content(json_object_get(json_array_get(c, i), "text"), h);
+}
+
+/* The engine dies on this request: its lines, its 500, then the process ends (after the reply
+ * is flushed) with the engine's status. */
+static void runtime_oom(struct sw_sim *s, struct evhttp_request *req)
+{
+    struct sw_buf b;
+    uint64_t task = ++s->next_id;
+    sw_buf_init(&b, 8192);
+    if (s->engine == SW__SIM_LLAMACPP) {
+        /* tests/data/bootlogs/llamacpp/oom_runtime.log */
+        sw_buf_printf(
+            &b, "E slot      iterate: id  0 | task %" PRIu64 " | got exception: std::bad_alloc\n",
+            task);
+        sw_buf_printf(&b,
+                      "E srv    send_error: task id = %" PRIu64 ", error: got exception: "
+                      "std::bad_alloc\n",
+                      task);
+        reply_json(req, 500, "Internal Server Error",
+                   json_pack("{s:{s:i,s:s,s:s}}", "error", "code", 500, "message",
+                             "got exception: std::bad_alloc", "type", "server_error"));
+        sw__sim_log_lines(s, &b);
+        /* the assertion has no log prefix */
+        FILE *f = s->cfg.log ? s->cfg.log : stderr;
+        fprintf(f, "tools/server/server-context.cpp:2830: GGML_ASSERT(batch.slot_batched || "
+                   "batch.size() == 0) failed\n");
+        fflush(f);
+        s->exit_status = 134; /* abort() */
+    } else {
+        char gib[128] = "";
+        if (s->cfg.device_memory)
+            snprintf(gib, sizeof(gib),
+                     " GPU 0 has a total capacity of %.2f GiB of which 0 bytes "
+                     "is free.",
+                     (double)s->cfg.device_memory / SW_GIB);
+        sw_buf_printf(&b,
+                      "(EngineCore_DP0 pid=2) ERROR torch.OutOfMemoryError: CUDA out of memory. "
+                      "Tried to allocate 50.00 MiB.%s\n",
+                      gib);
+        sw_buf_puts(&b, "(APIServer pid=1) ERROR [async_llm.py:480] EngineCore encountered a "
+                        "fatal error.\n");
+        sw_buf_puts(&b, "(APIServer pid=1) ERROR EngineDeadError: EngineCore encountered an issue. "
+                        "See stack trace (above) for the root cause.\n");
+        sw_buf_puts(&b, "(APIServer pid=1) INFO Shutting down FastAPI HTTP server.\n");
+        reply_json(req, 500, "Internal Server Error",
+                   json_pack("{s:s,s:s,s:s,s:n,s:i}", "object", "error", "message",
+                             "EngineCore encountered an issue. See stack trace (above) for the "
+                             "root cause.",
+                             "type", "InternalServerError", "param", "code", 500));
+        sw__sim_log_lines(s, &b);
+        s->exit_status = 0; /* vLLM's API server exits 0 after its engine died */
+    }
+    sw_buf_free(&b);
+    s->state = SW__SIM_FAILED;
+    sw__sim_drop_all(s);
+    struct timeval flush = {0, 200000};
+    event_base_loopexit(s->base, &flush);
+}
+
+/* The arguments of a call: every required property, a word for a string, 1 for a number or an
+ * integer, true for a boolean. Allocated (sw_free); NULL on OOM. */
+static char *tool_arguments(const json_t *params, uint64_t seed)
+{
+    json_t *args = json_object();
+    const json_t *props = json_object_get(params, "properties");
+    const json_t *req = json_object_get(params, "required");
+    for (size_t i = 0; args && i < json_array_size(req); i++) {
+        const char *k = json_string_value(json_array_get(req, i));
+        if (!k)
+            continue;
+        const char *type = json_string_value(json_object_get(json_object_get(props, k), "type"));
+        if (type && (!strcmp(type, "number") || !strcmp(type, "integer")))
+            json_object_set_new(args, k, json_integer(1));
+        else if (type && !strcmp(type, "boolean"))
+            json_object_set_new(args, k, json_true());
+        else
+            json_object_set_new(args, k, json_string(words[mix64(seed + i) % SW_ARRAY_LEN(words)]));
+    }
+    char *txt = args ? json_dumps(args, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+    json_decref(args);
+    char *out = txt ? sw_strdup(txt) : NULL;
+    free(txt);
+    return out;
+}
+
+static void on_generate(struct sw_sim *s, struct evhttp_request *req, bool chat)
+{
+    struct evbuffer *in = evhttp_request_get_input_buffer(req);
+    size_t n = evbuffer_get_length(in);
+    if (n > BODY_MAX) {
+        reply_bad(s, req, "request body too large");
+        return;
+    }
+    unsigned char *raw = evbuffer_pullup(in, (ev_ssize_t)n);
+    json_t *body = raw ? sw_json_parse((const char *)raw, n, "request", NULL) : NULL;
+    if (!json_is_object(body)) {
+        json_decref(body);
+        reply_bad(s, req, "the body is not a JSON object");
+        return;
+    }
+    int64_t n_prompt = 0;
+    uint64_t h = s->cfg.seed;
+    if (chat) {
+        json_t *msgs = json_object_get(body, "messages");
+        if (!json_is_array(msgs) || !json_array_size(msgs)) {
+            json_decref(body);
+            reply_bad(s, req, "'messages' must be a non-empty array");
+            return;
+        }
+        /* the chat template's cost: 4 tokens a message and 3 to open the reply */
+        for (size_t i = 0; i < json_array_size(msgs); i++) {
+            const json_t *c = json_object_get(json_array_get(msgs, i), "content");
+            n_prompt += sw_sim_count_tokens(NULL, content_len(c)) + 4;
+            hash_content(c, &h);
+        }
+        n_prompt += 3;
+    } else {
+        json_t *p = json_object_get(body, "prompt");
+        if (!json_is_string(p)) {
+            json_decref(body);
+            reply_bad(s, req, "'prompt' must be a string");
+            return;
+        }
+        n_prompt = sw_sim_count_tokens(NULL, json_string_length(p)) + 1; /* BOS */
+        hash_content(p, &h);
+    }
+    json_t *mt = json_object_get(body, "max_tokens");
+    if (!mt)
+        mt = json_object_get(body, "max_completion_tokens");
+    if (!mt)
+        mt = json_object_get(body, "n_predict");
+    int64_t max_tokens = json_is_integer(mt) ? json_integer_value(mt) : -1;
+    bool stream = json_is_true(json_object_get(body, "stream"));
+    bool include_usage =
+        json_is_true(json_object_get(json_object_get(body, "stream_options"), "include_usage"));
+    /* a model that calls tools (--tools) calls the one asked for, else the first declared, when
+     * the request declares any and does not say "none" */
+    json_t *tools = json_object_get(body, "tools");
+    json_t *tc = json_object_get(body, "tool_choice");
+    const char *tool = NULL;
+    json_t *tool_params = NULL;
+    if (chat && s->cfg.tools && json_array_size(tools) &&
+        !(json_is_string(tc) && !strcmp(json_string_value(tc), "none"))) {
+        const char *want =
+            json_string_value(json_object_get(json_object_get(tc, "function"), "name"));
+        for (size_t i = 0; i < json_array_size(tools) && !tool; i++) {
+            json_t *fn = json_object_get(json_array_get(tools, i), "function");
+            const char *name = json_string_value(json_object_get(fn, "name"));
+            if (name && (!want || !strcmp(want, name))) {
+                tool = name;
+                tool_params = json_object_get(fn, "parameters");
+            }
+        }
+    }
+    char *tool_name = tool ? sw_strdup(tool) : NULL;
+    char *tool_args = tool ? tool_arguments(tool_params, h) : NULL;
+    bool reasoning = s->cfg.reasoning ||
+                     json_is_true(json_object_get(json_object_get(body, "chat_template_kwargs"),
+                                                  "enable_thinking"));
+    json_decref(body);
+
+    if (s->engine == SW__SIM_LLAMACPP) {
+        /* llama-server: a prompt at or past the slot's window is refused; generation stops at
+         * the window */
+        if (n_prompt >= s->window) {
+            sw_free(tool_name);
+            sw_free(tool_args);
+            reply_too_long(s, req, n_prompt, 0);
+            return;
+        }
+        if (max_tokens < 0)
+            max_tokens = s->cfg.max_tokens_default;
+        if (max_tokens > s->window - n_prompt)
+            max_tokens = s->window - n_prompt;
+    } else {
+        if (max_tokens < 0)
+            max_tokens = s->window - n_prompt;
+        if (n_prompt + max_tokens > s->window) {
+            sw_free(tool_name);
+            sw_free(tool_args);
+            reply_too_long(s, req, n_prompt, max_tokens);
+            return;
+        }
+    }
+    if (max_tokens < 1)
+        max_tokens = 1;
+    if (s->cfg.runtime_oom_tokens > 0 && n_prompt + max_tokens > s->cfg.runtime_oom_tokens) {
+        sw_free(tool_name);
+        sw_free(tool_args);
+        runtime_oom(s, req);
+        return;
+    }
+    struct sw__sim_req *r = sw_calloc(1, sizeof(*r));
+    if (!r || (tool && (!tool_name || !tool_args))) {
+        sw_free(r);
+        sw_free(tool_name);
+        sw_free(tool_args);
+        evhttp_send_error(req, 500, "out of memory");
+        return;
+    }
+    sw_buf_init(&r->tool_args, 1u << 20);
+    if (tool) {
+        r->tool_name = tool_name;
+        sw_buf_puts(&r->tool_args, tool_args);
+        sw_free(tool_args);
+        /* the name, then 4 bytes a token */
+        int64_t need = 1 + (int64_t)(r->tool_args.len + 3) / 4;
+        if (max_tokens > need)
+            max_tokens = need;
+    }
+    r->sim = s;
+    r->http = req;
+    r->id = ++s->next_id;
+    r->chat = chat;
+    r->stream = stream;
+    r->include_usage = include_usage;
+    r->reasoning = reasoning && chat;
+    r->slot = -1;
+    r->n_prompt = n_prompt;
+    r->max_tokens = max_tokens;
+    r->text_seed = mix64(h);
+    r->t_arrive_ns = sw_now_ns();
+    sw_buf_init(&r->text, 16u << 20);
+    sw_buf_init(&r->reason, 16u << 20);
+    evhttp_connection_set_closecb(evhttp_request_get_connection(req), on_client_gone, r);
+    if (s->queue_tail)
+        s->queue_tail->next = r;
+    else
+        s->queue_head = r;
+    s->queue_tail = r;
+    admit(s);
+    schedule_step(s);
+}
+
+static void on_models(struct sw_sim *s, struct evhttp_request *req)
+{
+    json_t *m = json_pack("{s:s,s:s,s:I,s:s}", "id", s->alias, "object", "model", "created",
+                          (json_int_t)time(NULL), "owned_by",
+                          s->engine == SW__SIM_LLAMACPP ? "llamacpp" : "vllm");
+    if (s->engine == SW__SIM_LLAMACPP)
+        sw_json_set_new(m, "meta",
+                        json_pack("{s:I,s:I}", "n_ctx_train", (json_int_t)s->window, "size",
+                                  (json_int_t)s->payload_bytes));
+    else
+        sw_json_set_int(m, "max_model_len", s->window);
+    reply_json(req, 200, "OK", json_pack("{s:s,s:[o]}", "object", "list", "data", m));
+}
+
+static void on_props(struct sw_sim *s, struct evhttp_request *req)
+{
+    /* a thinking model's template opens the reply with a <think> block */
+    static const char chatml_think[] =
+        "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + "
+        "message['content'] + '<|im_end|>' + '\\n'}}{% endfor %}{% if add_generation_prompt "
+        "%}{{ '<|im_start|>assistant\\n<think>\\n' }}{% endif %}";
+    /* ChatML, as the test models here carry; no tools, no reasoning block */
+    static const char chatml[] =
+        "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + "
+        "message['content'] + '<|im_end|>' + '\\n'}}{% endfor %}{% if add_generation_prompt "
+        "%}{{ '<|im_start|>assistant\\n' }}{% endif %}";
+    reply_json(req, 200, "OK",
+               json_pack("{s:{s:I,s:{s:I}},s:i,s:s,s:s,s:{s:b,s:b,s:b},s:{s:b,s:b},s:s}",
+                         "default_generation_settings", "n_ctx", (json_int_t)s->window, "params",
+                         "n_predict", (json_int_t)-1, "total_slots", s->n_slots, "model_path",
+                         s->model_path, "chat_template", s->cfg.reasoning ? chatml_think : chatml,
+                         "chat_template_caps", "supports_tools", s->cfg.tools,
+                         "supports_tool_calls", s->cfg.tools, "supports_system_role", 1,
+                         "modalities", "vision", 0, "audio", 0, "build_info", "b1-80fb11a"));
+}
+
+static void on_slots(struct sw_sim *s, struct evhttp_request *req)
+{
+    json_t *a = json_array();
+    for (int i = 0; i < s->n_slots; i++) {
+        const struct sw__sim_req *r = s->slots[i];
+        json_array_append_new(a,
+                              json_pack("{s:i,s:I,s:b,s:I,s:{s:I}}", "id", i, "n_ctx",
+                                        (json_int_t)s->window, "is_processing", r != NULL,
+                                        "id_task", (json_int_t)(r ? (int64_t)r->id : -1),
+                                        "next_token", "n_decoded", (json_int_t)(r ? r->n_gen : 0)));
+    }
+    reply_json(req, 200, "OK", a);
+}
+
+static int n_queued(const struct sw_sim *s)
+{
+    int n = 0;
+    for (const struct sw__sim_req *r = s->queue_head; r; r = r->next)
+        n++;
+    return n;
+}
+
+static void on_metrics(struct sw_sim *s, struct evhttp_request *req)
+{
+    struct sw_buf b;
+    sw_buf_init(&b, 1u << 20);
+    int running = n_running(s);
+    if (s->engine == SW__SIM_LLAMACPP) {
+        if (!s->metrics) {
+            reply_json(req, 501, "Not Implemented",
+                       json_pack("{s:{s:i,s:s,s:s}}", "error", "code", 501, "message",
+                                 "This server does not support metrics endpoint. Start it with "
+                                 "`--metrics`",
+                                 "type", "not_supported_error"));
+            sw_buf_free(&b);
+            return;
+        }
+        const struct {
+            const char *name, *kind, *help;
+            double v;
+        } m[] = {
+            {"prompt_tokens_total", "counter", "Number of prompt tokens processed.",
+             (double)s->m_prompt_tokens},
+            {"prompt_seconds_total", "counter", "Prompt process time", s->m_prompt_seconds},
+            {"tokens_predicted_total", "counter", "Number of generation tokens processed.",
+             (double)s->m_predicted_tokens},
+            {"tokens_predicted_seconds_total", "counter", "Predict process time",
+             s->m_predicted_seconds},
+            {"n_decode_total", "counter", "Total number of llama_decode() calls",
+             (double)s->m_decode_calls},
+            {"prompt_tokens_seconds", "gauge", "Average prompt throughput in tokens/s.",
+             s->m_prompt_seconds > 0 ? (double)s->m_prompt_tokens / s->m_prompt_seconds : 0},
+            {"predicted_tokens_seconds", "gauge", "Average generation throughput in tokens/s.",
+             s->m_predicted_seconds > 0 ? (double)s->m_predicted_tokens / s->m_predicted_seconds
+                                        : 0},
+            {"requests_processing", "gauge", "Number of requests processing.", (double)running},
+            {"requests_deferred", "gauge", "Number of requests deferred.", (double)n_queued(s)},
+        };
+        for (size_t i = 0; i < SW_ARRAY_LEN(m); i++)
+            sw_buf_printf(&b, "# HELP llamacpp:%s %s\n# TYPE llamacpp:%s %s\nllamacpp:%s %g\n",
+                          m[i].name, m[i].help, m[i].name, m[i].kind, m[i].name, m[i].v);
+    } else {
+        int64_t kv = kv_held(s);
+        const struct {
+            const char *name, *kind;
+            double v;
+        } m[] = {
+            {"num_requests_running", "gauge", (double)running},
+            {"num_requests_waiting", "gauge", (double)n_queued(s)},
+            {"kv_cache_usage_perc", "gauge",
+             s->kv_pool > 0 ? (double)kv / (double)s->kv_pool : 0.0},
+            {"prompt_tokens_total", "counter", (double)s->m_prompt_tokens},
+            {"generation_tokens_total", "counter", (double)s->m_predicted_tokens},
+            {"request_success_total", "counter", (double)s->m_requests},
+            {"num_preemptions_total", "counter", (double)s->m_preemptions},
+        };
+        for (size_t i = 0; i < SW_ARRAY_LEN(m); i++)
+            sw_buf_printf(&b, "# TYPE vllm:%s %s\nvllm:%s{engine=\"0\",model_name=\"%s\"} %g\n",
+                          m[i].name, m[i].kind, m[i].name, s->alias, m[i].v);
+    }
+    reply_text(req, 200, "text/plain; version=0.0.4; charset=utf-8", sw_buf_cstr(&b), b.len);
+    sw_buf_free(&b);
+}
+
+static void on_request(struct evhttp_request *req, void *arg)
+{
+    struct sw_sim *s = arg;
+    const struct evhttp_uri *u = evhttp_request_get_evhttp_uri(req);
+    const char *path = u ? evhttp_uri_get_path(u) : NULL;
+    enum evhttp_cmd_type m = evhttp_request_get_command(req);
+    if (!path)
+        path = "/";
+    if (s->state == SW__SIM_STOPPING || s->state == SW__SIM_FAILED) {
+        evhttp_send_error(req, 503, "shutting down");
+        return;
+    }
+    if (!strcmp(path, "/health")) {
+        if (s->state == SW__SIM_LOADING)
+            reply_loading(req);
+        else if (s->engine == SW__SIM_LLAMACPP)
+            reply_json(req, 200, "OK", json_pack("{s:s}", "status", "ok"));
+        else
+            reply_text(req, 200, "application/json", "", 0);
+        return;
+    }
+    if (s->state == SW__SIM_LOADING) { /* llama-server answers everything 503 while loading */
+        reply_loading(req);
+        return;
+    }
+    bool get = m == EVHTTP_REQ_GET, post = m == EVHTTP_REQ_POST;
+    if (get && (!strcmp(path, "/v1/models") || !strcmp(path, "/models")))
+        on_models(s, req);
+    else if (post && (!strcmp(path, "/v1/chat/completions") || !strcmp(path, "/chat/completions")))
+        on_generate(s, req, true);
+    else if (post && (!strcmp(path, "/v1/completions") || !strcmp(path, "/completions")))
+        on_generate(s, req, false);
+    else if (get && !strcmp(path, "/metrics"))
+        on_metrics(s, req);
+    else if (get && s->engine == SW__SIM_LLAMACPP && !strcmp(path, "/props"))
+        on_props(s, req);
+    else if (get && s->engine == SW__SIM_LLAMACPP && !strcmp(path, "/slots"))
+        on_slots(s, req);
+    else if (s->engine == SW__SIM_LLAMACPP)
+        reply_json(req, 404, "Not Found",
+                   json_pack("{s:{s:i,s:s,s:s}}", "error", "code", 404, "message", "File Not Found",
+                             "type", "not_found_error"));
+    else
+        reply_json(req, 404, "Not Found", json_pack("{s:s}", "detail", "Not Found"));
+}
+
+int sw__sim_http_init(struct sw_sim *s, struct sw_err *e)
+{
+    s->slots = sw_calloc((size_t)s->n_slots, sizeof(*s->slots));
+    s->http = evhttp_new(s->base);
+    s->step_timer = evtimer_new(s->base, on_step, s);
+    if (!s->slots || !s->http || !s->step_timer)
+        return sw_err_set(e, SW_ENOMEM, "out of memory");
+    evhttp_set_allowed_methods(s->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD);
+    evhttp_set_max_body_size(s->http, BODY_MAX);
+    evhttp_set_timeout(s->http, 600);
+    evhttp_set_gencb(s->http, on_request, s);
+    return 0;
+}

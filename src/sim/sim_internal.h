@@ -1,0 +1,91 @@
+/*
+ * sim internals shared by its files: the sim object, the boot script, the scheduler.
+ */
+#ifndef SW_SIM_INTERNAL_H
+#define SW_SIM_INTERNAL_H
+
+#include <slipway/core.h>
+#include <slipway/sim.h>
+
+#include <event2/event.h>
+#include <event2/http.h>
+
+enum sw__sim_engine { SW__SIM_LLAMACPP = 1, SW__SIM_VLLM = 2 };
+
+enum sw__sim_state { SW__SIM_LOADING = 0, SW__SIM_READY, SW__SIM_FAILED, SW__SIM_STOPPING };
+
+/* A request in the scheduler. */
+struct sw__sim_req {
+    struct sw__sim_req *next;
+    struct sw_sim *sim;
+    struct evhttp_request *http; /* NULL once the client is gone */
+    uint64_t id;
+    bool chat, stream, include_usage, reasoning;
+    int slot;           /* -1 while queued */
+    int64_t n_prompt;   /* tokens */
+    int64_t max_tokens; /* tokens to generate */
+    int64_t n_gen;      /* generated so far */
+    bool prefilled;
+    bool reason_begun, content_begun; /* a part's first token has no leading space */
+    bool started;                     /* admitted once (its stream's headers are out) */
+    bool joined_mid_step; /* admitted while a step ran: it takes part from the next one */
+    uint64_t text_seed;   /* seed x prompt */
+    uint64_t t_arrive_ns, t_start_ns, t_first_ns, t_done_ns;
+    double prompt_ms, predicted_ms;
+    struct sw_buf text; /* generated so far (non-streamed reply) */
+    struct sw_buf reason;
+    char *tool_name;         /* a tool call instead of text (NULL: text) */
+    struct sw_buf tool_args; /* its arguments, streamed 4 bytes a token */
+    size_t tool_off;         /* bytes of them sent */
+};
+
+struct sw_sim {
+    enum sw__sim_engine engine;
+    struct sw_sim_config cfg;
+    char alias[1024];
+    char model_path[1024];
+    bool payload_missing;
+    uint64_t payload_bytes;
+    int64_t n_ctx;   /* llama.cpp n_ctx (all slots); vLLM: the KV pool in tokens */
+    int64_t window;  /* per-slot (per-request) window */
+    int n_slots;     /* llama.cpp -np; vLLM max_num_seqs */
+    int64_t kv_pool; /* tokens of KV the running sequences may hold (0: window x slots) */
+    /* the boot script: lines printed before the load wait, after it (memory lines), and the
+     * tail that says serving or the failure; fail_status is the engine's exit status */
+    struct sw_buf boot_early, boot_mem, boot_tail;
+    bool boot_fails;
+    int fail_status;
+    /* the loop */
+    struct event_base *base;
+    struct evhttp *http;
+    struct event *sig_term, *sig_int, *load_timer, *step_timer;
+    int listen_fd;
+    bool http_owns_fd; /* evhttp closes it */
+    int port;
+    char host[256];
+    bool metrics; /* llama-server serves /metrics only with --metrics */
+    enum sw__sim_state state;
+    uint64_t t0_ns;
+    /* the scheduler */
+    struct sw__sim_req *queue_head, *queue_tail; /* waiting for a slot */
+    struct sw__sim_req **slots;                  /* n_slots entries, NULL when idle */
+    bool stepping;
+    uint64_t next_id;
+    /* counters (/metrics) */
+    uint64_t m_prompt_tokens, m_predicted_tokens, m_requests, m_decode_calls, m_preemptions;
+    double m_prompt_seconds, m_predicted_seconds;
+    int exit_status;
+};
+
+/* The boot scripts (sim_boot.c). */
+int sw__sim_boot_llamacpp(struct sw_sim *s, const struct sw_plan *p, struct sw_err *e);
+int sw__sim_boot_vllm(struct sw_sim *s, const json_t *plan, struct sw_err *e);
+/* Print one buffered part of the boot log, each line prefixed the engine's way. */
+void sw__sim_log_lines(struct sw_sim *s, const struct sw_buf *b);
+
+/* The HTTP surface and scheduler (sim_http.c). */
+int sw__sim_http_init(struct sw_sim *s, struct sw_err *e);
+void sw__sim_http_ready(struct sw_sim *s);
+void sw__sim_drop_all(struct sw_sim *s);
+
+#endif
