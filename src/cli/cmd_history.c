@@ -128,8 +128,7 @@ static void print_measured(const json_t *m)
     printf("; bench %lld runs", (long long)json_integer_value(json_object_get(ben, "runs")));
     const json_t *lu = json_object_get(use, "last");
     if (json_is_object(lu))
-        printf("; last reading %s %lld/%lld MiB",
-               json_string_value(json_object_get(lu, "device")),
+        printf("; last reading %s %lld/%lld MiB", json_string_value(json_object_get(lu, "device")),
                (long long)json_integer_value(json_object_get(lu, "used_mib")),
                (long long)json_integer_value(json_object_get(lu, "total_mib")));
     printf("\n");

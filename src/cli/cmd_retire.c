@@ -31,7 +31,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define COPY_BUF (1u << 20)
+#define COPY_BUF  (1u << 20)
 #define MAX_DEPTH 64
 
 static const struct sw_opt opts[] = {
@@ -306,8 +306,8 @@ static int verify_tree(const char *src, const char *dst, int depth, char *buf, s
         n_dst += strcmp(de->d_name, ".") && strcmp(de->d_name, "..");
     closedir(dir);
     if (n_src != n_dst)
-        return sw_err_at(e, SW_EIO, dst, 0, 0, "the copy has %zu entries, %s has %zu", n_dst,
-                         src, n_src);
+        return sw_err_at(e, SW_EIO, dst, 0, 0, "the copy has %zu entries, %s has %zu", n_dst, src,
+                         n_src);
     return 0;
 }
 
@@ -315,9 +315,9 @@ static int remove_tree(const char *path, int depth, struct sw_err *e)
 {
     struct stat st;
     if (lstat(path, &st))
-        return errno == ENOENT ? 0
-                               : sw_err_at(e, SW_EIO, path, 0, 0, "cannot stat: %s",
-                                           strerror(errno));
+        return errno == ENOENT
+                   ? 0
+                   : sw_err_at(e, SW_EIO, path, 0, 0, "cannot stat: %s", strerror(errno));
     if (!S_ISDIR(st.st_mode)) {
         if (unlink(path))
             return sw_err_at(e, SW_EIO, path, 0, 0, "cannot remove: %s", strerror(errno));
@@ -424,6 +424,26 @@ static int absolute(const char *in, char *out, size_t n, struct sw_err *e)
     return 0;
 }
 
+/* Is path (or, while it does not exist yet, its nearest existing parent) on device dev? */
+static bool same_device(const char *path, dev_t dev)
+{
+    char p[PATH_MAX];
+    struct stat st;
+    snprintf(p, sizeof(p), "%s", path);
+    for (;;) {
+        if (stat(p, &st) == 0)
+            return st.st_dev == dev;
+        char *slash = strrchr(p, '/');
+        if (!slash)
+            return false;
+        if (slash == p) {
+            p[1] = '\0';
+            return stat(p, &st) == 0 && st.st_dev == dev;
+        }
+        *slash = '\0';
+    }
+}
+
 /* Add the tags needing `path` to `needed` (by tag name, without duplicates). */
 static int add_needing(struct sw_ledger *led, const char *path, json_t *needed, struct sw_err *e)
 {
@@ -473,7 +493,7 @@ int sw_cmd_retire(int argc, char **argv)
         rc = sw_cli_fail(&e, json);
         goto out;
     }
-    if (lstat(src, &st) || !S_ISDIR(st.st_mode)) {
+    if (stat(src, &st) || !S_ISDIR(st.st_mode)) {
         sw_err_at(&e, SW_ENOENT, src, 0, 0, "not a directory (a payload directory to retire)");
         rc = sw_cli_fail(&e, json);
         goto out;
@@ -542,10 +562,7 @@ int sw_cmd_retire(int argc, char **argv)
         rc = sw_cli_fail(&e, json);
         goto out;
     }
-    bool same_fs = trash_exists ? tst.st_dev == st.st_dev : false;
-    if (trash_exists && stat(trash_real, &tst) == 0)
-        same_fs = tst.st_dev == st.st_dev;
-    const char *method = same_fs ? "rename" : "copy";
+    const char *method = same_device(trash, st.st_dev) ? "rename" : "copy";
     sw_json_set_str(out, "payload", real);
     sw_json_set_str(out, "to", dst);
     sw_json_set_str(out, "ledger", lpath);
@@ -618,8 +635,9 @@ int sw_cmd_retire(int argc, char **argv)
             goto out;
         }
         if (remove_tree(real, 0, &e)) {
-            sw_err_prefix(&e, "copied and verified to %s, but removing the source failed (the copy "
-                              "is whole; remove what is left by hand)",
+            sw_err_prefix(&e,
+                          "copied and verified to %s, but removing the source failed (the copy "
+                          "is whole; remove what is left by hand)",
                           dst);
             rc = sw_cli_fail(&e, json);
             goto out;
@@ -638,9 +656,8 @@ int sw_cmd_retire(int argc, char **argv)
     if (json)
         sw_json_print(stdout, out, true);
     else
-        printf("moved %s -> %s (%s, %lld files, %lld bytes); recorded as move #%lld in %s\n",
-               real, dst, method, (long long)t.files, (long long)t.bytes, (long long)move_id,
-               lpath);
+        printf("moved %s -> %s (%s, %lld files, %lld bytes); recorded as move #%lld in %s\n", real,
+               dst, method, (long long)t.files, (long long)t.bytes, (long long)move_id, lpath);
 out:
     json_decref(out);
     json_decref(needed);

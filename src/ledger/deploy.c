@@ -68,8 +68,8 @@ bool sw__dep_word(const char *s, size_t max)
 }
 
 /* Serialize j (may be NULL) with every secret replaced by "***"; checked to be JSON again. */
-int sw__dep_json(const char *what, const json_t *j, bool want_object,
-                 const char *const *secrets, char **out, struct sw_err *e)
+int sw__dep_json(const char *what, const json_t *j, bool want_object, const char *const *secrets,
+                 char **out, struct sw_err *e)
 {
     *out = NULL;
     if (!j)
@@ -232,11 +232,10 @@ static const char SQL_OPEN_ATTEMPTS[] =
     "WHERE a.ended_ms IS NULL AND (?1 IS NULL OR e.name = ?1) AND a.id > ?2 ORDER BY a.id";
 
 static int mark_interrupted(struct sw_ledger *l, int64_t id, int64_t ended_ms, const char *why,
-                            const char *last_step, const struct sw__dep_owner *o,
-                            struct sw_err *e)
+                            const char *last_step, const struct sw__dep_owner *o, struct sw_err *e)
 {
-    json_t *ev = json_pack("{s:s,s:s?,s:{s:s,s:I}}", "reason", why, "last_step", last_step,
-                           "owner", "host", o->host, "pid", (json_int_t)o->pid);
+    json_t *ev = json_pack("{s:s,s:s?,s:{s:s,s:I}}", "reason", why, "last_step", last_step, "owner",
+                           "host", o->host, "pid", (json_int_t)o->pid);
     char *evt = NULL;
     sqlite3_stmt *st = NULL;
     int rc = ev ? sw__ledger_json_text("evidence", ev, true, SW_LEDGER_JSON_MAX, &evt, e)
@@ -269,8 +268,7 @@ static int mark_interrupted(struct sw_ledger *l, int64_t id, int64_t ended_ms, c
 }
 
 /* In a write transaction: mark the stale open attempts (of endpoint, or all) interrupted. */
-int sw__dep_recover_tx(struct sw_ledger *l, const char *endpoint, int64_t *marked,
-                       struct sw_err *e)
+int sw__dep_recover_tx(struct sw_ledger *l, const char *endpoint, int64_t *marked, struct sw_err *e)
 {
     enum { BATCH = 16 };
     struct {
@@ -339,8 +337,8 @@ int sw__dep_any_open(struct sw_ledger *l, bool *any, struct sw_err *e)
 {
     sqlite3_stmt *st = NULL;
     *any = false;
-    int rc = sw__dep_prepare(l, "SELECT 1 FROM deploy_attempts WHERE ended_ms IS NULL LIMIT 1",
-                             &st, e);
+    int rc =
+        sw__dep_prepare(l, "SELECT 1 FROM deploy_attempts WHERE ended_ms IS NULL LIMIT 1", &st, e);
     if (rc)
         return rc;
     int s = sqlite3_step(st);
@@ -565,17 +563,17 @@ int sw_ledger_deploy_step_end(struct sw_ledger *l, int64_t step_id, const char *
         sqlite3_finalize(st);
         st = NULL;
         if (!attempt)
-            rc = sw_err_set(e, SW_ENOENT, "no deploy step #%lld in the ledger",
-                            (long long)step_id);
+            rc = sw_err_set(e, SW_ENOENT, "no deploy step #%lld in the ledger", (long long)step_id);
         else if (ended)
-            rc = sw_err_set(e, SW_EINVAL, "deploy step #%lld has already ended",
-                            (long long)step_id);
+            rc =
+                sw_err_set(e, SW_EINVAL, "deploy step #%lld has already ended", (long long)step_id);
     }
     if (!rc)
-        rc = sw__dep_prepare(l,
-                             "UPDATE deploy_steps SET ended_ms = max(?2, started_ms), outcome = ?3, "
-                             "detail = ?4 WHERE id = ?1",
-                             &st, e);
+        rc =
+            sw__dep_prepare(l,
+                            "UPDATE deploy_steps SET ended_ms = max(?2, started_ms), outcome = ?3, "
+                            "detail = ?4 WHERE id = ?1",
+                            &st, e);
     if (!rc) {
         sqlite3_bind_int64(st, 1, step_id);
         sqlite3_bind_int64(st, 2, sw__wall_ms());
@@ -773,7 +771,8 @@ int sw_ledger_deploy_finish(struct sw_ledger *l, int64_t attempt,
             st = NULL;
         }
     }
-    bool failed_shape = !strcmp(f->outcome, "rolled_back") || !strcmp(f->outcome, "rollback_failed");
+    bool failed_shape =
+        !strcmp(f->outcome, "rolled_back") || !strcmp(f->outcome, "rollback_failed");
     if (!rc && failed_shape && !f->not_the_shape)
         rc = teach(l, attempt, shape_id, endpoint, cls, f->outcome, note, &rid, e);
     if (!rc)

@@ -122,8 +122,7 @@ static int attempt_row(struct sw_ledger *l, sqlite3_stmt *st, json_t **out, stru
     sw__dep_put(o, "rule_id", sw__dep_col_int(st, 11), &rc);
     sw__dep_put(o, "note", sw__dep_col_str(st, 12), &rc);
     sw__dep_put(o, "evidence",
-                open && !alive ? json_pack("{s:s}", "reason", why) : sw__dep_col_json(st, 13),
-                &rc);
+                open && !alive ? json_pack("{s:s}", "reason", why) : sw__dep_col_json(st, 13), &rc);
     json_t *owner = json_object();
     int orc = owner ? 0 : SW_ENOMEM;
     sw__dep_put(owner, "host", sw__dep_col_str(st, 14), &orc);
@@ -184,7 +183,7 @@ static int attempts(struct sw_ledger *l, int64_t id, const char *endpoint, int64
 /* A read snapshot around body. */
 #define IN_READ(l, e, body)                                                                        \
     do {                                                                                           \
-        int rc_ = sw__ledger_exec((l), "BEGIN", (e));                                             \
+        int rc_ = sw__ledger_exec((l), "BEGIN", (e));                                              \
         if (rc_)                                                                                   \
             return rc_;                                                                            \
         rc_ = (body);                                                                              \
@@ -304,8 +303,7 @@ static int last_row(struct sw_ledger *l, const char *sql, int64_t ep, int64_t sh
     return rc;
 }
 
-static int measured(struct sw_ledger *l, int64_t ep, int64_t shape, json_t **out,
-                    struct sw_err *e)
+static int measured(struct sw_ledger *l, int64_t ep, int64_t shape, json_t **out, struct sw_err *e)
 {
     static const char *const bat[] = {"passed", "failed", "skipped", "when", NULL};
     static const char *const ben[] = {"params", "results", "when", NULL};

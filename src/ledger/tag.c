@@ -15,9 +15,9 @@
 #include <string.h>
 #include <time.h>
 
-#define TAG_TEXT_MAX    (1024u * 1024u)
-#define MANIFEST_MAX    100000
-#define MANIFEST_PATH   4096
+#define TAG_TEXT_MAX  (1024u * 1024u)
+#define MANIFEST_MAX  100000
+#define MANIFEST_PATH 4096
 
 /* ---------------------------------------------------------------------------------------------
  * Column readers shared with deploy_read.c.
@@ -161,8 +161,7 @@ static int utc_day(int64_t t, char out[9], struct sw_err *e)
     time_t tt = (time_t)t;
     struct tm tm;
     if (!gmtime_r(&tt, &tm) || strftime(out, 9, "%Y%m%d", &tm) != 8)
-        return sw_err_set(e, SW_EINVAL, "tag: created_at %lld is not a time",
-                          (long long)t);
+        return sw_err_set(e, SW_EINVAL, "tag: created_at %lld is not a time", (long long)t);
     return 0;
 }
 
@@ -226,8 +225,8 @@ static int tag_commit_tx(struct sw_ledger *l, const struct sw_ledger_tag_new *t,
     int w = snprintf(name, sizeof(name), "%s-%s-%lld", t->endpoint, day, (long long)seq);
     if (w < 0 || (size_t)w >= sizeof(name))
         return sw_err_set(e, SW_ERANGE, "tag: name too long");
-    rc = sw__dep_prepare(l, "UPDATE tags SET last_good = 0 WHERE endpoint_id = ?1 AND last_good = 1",
-                         &st, e);
+    rc = sw__dep_prepare(
+        l, "UPDATE tags SET last_good = 0 WHERE endpoint_id = ?1 AND last_good = 1", &st, e);
     if (rc)
         return rc;
     sqlite3_bind_int64(st, 1, endpoint_id);
@@ -313,8 +312,8 @@ int sw_ledger_tag_commit(struct sw_ledger *l, const struct sw_ledger_tag_new *t,
     if (!rc)
         rc = sw__dep_text("tag: note", t->note, 64u * 1024u, t->secrets, &x.note, e);
     if (!rc)
-        rc = sw__ledger_json_text("tag: payload", t->payload, false, SW_LEDGER_JSON_MAX,
-                                  &x.payload, e);
+        rc = sw__ledger_json_text("tag: payload", t->payload, false, SW_LEDGER_JSON_MAX, &x.payload,
+                                  e);
     if (!rc)
         rc = sw__ledger_begin(l, e);
     if (rc) {
@@ -339,7 +338,7 @@ int sw_ledger_tag_commit(struct sw_ledger *l, const struct sw_ledger_tag_new *t,
  */
 
 #define TAG_COLS                                                                                   \
-    "t.id, t.name, e.name, t.day, t.seq, s.hash, s.canonical, t.attempt_id, t.image, "            \
+    "t.id, t.name, e.name, t.day, t.seq, s.hash, s.canonical, t.attempt_id, t.image, "             \
     "t.created_at, t.note, t.last_good, t.retired_at, t.retired_why, t.payload, t.unit_name, "     \
     "t.env_name, t.unit_text, t.env_text "
 #define TAG_FROM                                                                                   \
@@ -637,8 +636,7 @@ int sw_ledger_tags_needing(struct sw_ledger *l, const char *path, json_t **out, 
         json_array_foreach(payload, i, x)
         {
             const char *p = json_string_value(json_object_get(x, "path"));
-            if (p && sw__dep_path_overlap(p, path) &&
-                json_array_append_new(paths, json_string(p)))
+            if (p && sw__dep_path_overlap(p, path) && json_array_append_new(paths, json_string(p)))
                 rc = sw_err_set(e, SW_ENOMEM, "out of memory");
         }
         json_decref(payload);
@@ -670,9 +668,9 @@ int sw_ledger_tags_needing(struct sw_ledger *l, const char *path, json_t **out, 
     return 0;
 }
 
-int sw_ledger_record_move(struct sw_ledger *l, const char *from, const char *to,
-                          const char *method, int64_t bytes, int64_t files, const char *note,
-                          int64_t *id, struct sw_err *e)
+int sw_ledger_record_move(struct sw_ledger *l, const char *from, const char *to, const char *method,
+                          int64_t bytes, int64_t files, const char *note, int64_t *id,
+                          struct sw_err *e)
 {
     sqlite3_stmt *st = NULL;
     if (id)

@@ -66,11 +66,13 @@ static int teardown(void **state)
     return 0;
 }
 
-static const char SHAPE_A[] = "{\"engine\":\"llama.cpp\",\"model\":{\"name\":\"Qwen3-8B\",\"quant\":"
-                              "\"Q4_K_M\"},\"ctx\":16384,\"slots\":2,\"kv_dtype\":\"f16\"}";
-static const char SHAPE_B[] = "{\"engine\":\"llama.cpp\",\"model\":{\"name\":\"Qwen3-8B\",\"quant\":"
-                              "\"Q4_K_M\"},\"ctx\":32768,\"slots\":2,\"kv_dtype\":\"q8_0\","
-                              "\"flags\":{\"swa_full\":true}}";
+static const char SHAPE_A[] =
+    "{\"engine\":\"llama.cpp\",\"model\":{\"name\":\"Qwen3-8B\",\"quant\":"
+    "\"Q4_K_M\"},\"ctx\":16384,\"slots\":2,\"kv_dtype\":\"f16\"}";
+static const char SHAPE_B[] =
+    "{\"engine\":\"llama.cpp\",\"model\":{\"name\":\"Qwen3-8B\",\"quant\":"
+    "\"Q4_K_M\"},\"ctx\":32768,\"slots\":2,\"kv_dtype\":\"q8_0\","
+    "\"flags\":{\"swa_full\":true}}";
 
 static int64_t sql_int(sqlite3 *db, const char *q)
 {
@@ -161,15 +163,13 @@ static void test_migrate_v2(void **state)
     json_t *m = json_object_get(json_array_get(json_object_get(h, "tags"), 0), "measured");
     assert_int_equal(json_integer_value(json_object_get(m, "boots")), 1);
     assert_int_equal(json_integer_value(json_object_get(json_object_get(m, "battery"), "runs")), 1);
-    assert_int_equal(
-        json_integer_value(json_object_get(
-            json_object_get(json_object_get(m, "battery"), "last"), "passed")),
-        2);
+    assert_int_equal(json_integer_value(json_object_get(
+                         json_object_get(json_object_get(m, "battery"), "last"), "passed")),
+                     2);
     assert_int_equal(json_integer_value(json_object_get(json_object_get(m, "bench"), "runs")), 1);
-    assert_int_equal(
-        json_integer_value(json_object_get(
-            json_object_get(json_object_get(m, "usage"), "last"), "free_mib")),
-        4386);
+    assert_int_equal(json_integer_value(json_object_get(
+                         json_object_get(json_object_get(m, "usage"), "last"), "free_mib")),
+                     4386);
     json_decref(h);
     json_decref(shape);
     json_decref(pay);
@@ -259,8 +259,8 @@ static void test_attempt_steps(void **state)
     assert_string_equal(json_string_value(json_object_get(g, "from_tag")), tag);
     assert_int_equal(json_integer_value(json_object_get(g, "downtime_ms")), 4120);
     assert_int_equal(json_integer_value(json_object_get(g, "rule_id")), taught);
-    assert_int_equal(json_integer_value(json_object_get(json_object_get(g, "evidence"), "restarts")),
-                     3);
+    assert_int_equal(
+        json_integer_value(json_object_get(json_object_get(g, "evidence"), "restarts")), 3);
     json_t *steps = json_object_get(g, "steps");
     assert_int_equal(json_array_size(steps), 2);
     assert_string_equal(json_string_value(json_object_get(json_array_get(steps, 0), "name")),
@@ -512,9 +512,8 @@ static void test_tags(void **state)
 
     /* moves */
     int64_t mid = 0;
-    assert_int_equal(sw_ledger_record_move(&f->l, "/m/qwen2", "/trash/qwen2", "copy", 5, 1, NULL,
-                                           &mid, &e),
-                     0);
+    assert_int_equal(
+        sw_ledger_record_move(&f->l, "/m/qwen2", "/trash/qwen2", "copy", 5, 1, NULL, &mid, &e), 0);
     json_t *moves = NULL;
     assert_int_equal(sw_ledger_moves(&f->l, &moves, &e), 0);
     assert_int_equal(json_array_size(moves), 1);
@@ -547,8 +546,7 @@ static void test_redaction(void **state)
     const char *secrets[] = {other, NULL};
     json_t *s = J(SHAPE_A), *pay = J("[]");
     json_t *ev = json_pack("{s:s}", "journal", other);
-    struct sw_ledger_attempt at = {.endpoint = "sec", .shape = s, .secrets = secrets,
-                                   .note = note};
+    struct sw_ledger_attempt at = {.endpoint = "sec", .shape = s, .secrets = secrets, .note = note};
     int64_t a = 0, st = 0;
     assert_int_equal(sw_ledger_deploy_begin(&f->l, &at, &a, &e), 0);
     assert_int_equal(sw_ledger_deploy_step_begin(&f->l, a, "render", &st, &e), 0);
@@ -602,8 +600,8 @@ static void test_redaction(void **state)
 
 static const json_t *known_bad_gate(const json_t *out)
 {
-    const json_t *gs = json_object_get(json_array_get(json_object_get(out, "endpoints"), 0),
-                                       "gates");
+    const json_t *gs =
+        json_object_get(json_array_get(json_object_get(out, "endpoints"), 0), "gates");
     const json_t *fail = NULL, *any = NULL;
     for (size_t i = 0; i < json_array_size(gs); i++) {
         const json_t *g = json_array_get(gs, i);
@@ -629,11 +627,10 @@ static void test_check_refuses_failed_shape(void **state)
     assert_non_null(shape);
 
     struct swt_run r;
-    assert_int_equal(
-        swt_slipway(&r, "check", fleet, "local", "--ledger", f->path, "--json", NULL), 0);
+    assert_int_equal(swt_slipway(&r, "check", fleet, "local", "--ledger", f->path, "--json", NULL),
+                     0);
     json_t *out = swt_json_out(&r);
-    assert_string_equal(json_string_value(json_object_get(known_bad_gate(out), "verdict")),
-                        "pass");
+    assert_string_equal(json_string_value(json_object_get(known_bad_gate(out), "verdict")), "pass");
     json_decref(out);
     swt_run_free(&r);
 
@@ -650,8 +647,8 @@ static void test_check_refuses_failed_shape(void **state)
     assert_true(rule > 0);
     json_decref(ev);
 
-    assert_int_equal(
-        swt_slipway(&r, "check", fleet, "local", "--ledger", f->path, "--json", NULL), 0);
+    assert_int_equal(swt_slipway(&r, "check", fleet, "local", "--ledger", f->path, "--json", NULL),
+                     0);
     assert_int_equal(r.status, 1);
     out = swt_json_out(&r);
     const json_t *g = known_bad_gate(out);
@@ -666,8 +663,7 @@ static void test_check_refuses_failed_shape(void **state)
                                  "ctx_size=4096", "--json", NULL),
                      0);
     out = swt_json_out(&r);
-    assert_string_equal(json_string_value(json_object_get(known_bad_gate(out), "verdict")),
-                        "pass");
+    assert_string_equal(json_string_value(json_object_get(known_bad_gate(out), "verdict")), "pass");
     json_decref(out);
     swt_run_free(&r);
     json_decref(shape);
@@ -684,8 +680,7 @@ static void test_history_cli(void **state)
     struct sw_err e;
     char pay[4300], n[SW_LEDGER_TAG_MAX];
     /* one payload present (the fixture), one gone */
-    snprintf(pay, sizeof(pay),
-             "[{\"path\":\"%s\",\"size\":%d,\"sha256\":null}]",
+    snprintf(pay, sizeof(pay), "[{\"path\":\"%s\",\"size\":%d,\"sha256\":null}]",
              swt_src("examples/local.yaml"), 0);
     json_t *p = J(pay);
     FILE *fp = fopen(swt_src("examples/local.yaml"), "rb");
@@ -735,8 +730,8 @@ static void test_history_cli(void **state)
     /* no fleet: not checked */
     assert_int_equal(swt_slipway(&r, "history", "local", "--ledger", f->path, "--json", NULL), 0);
     out = swt_json_out(&r);
-    assert_true(json_is_null(json_object_get(json_array_get(json_object_get(out, "tags"), 0),
-                                             "restorable")));
+    assert_true(json_is_null(
+        json_object_get(json_array_get(json_object_get(out, "tags"), 0), "restorable")));
     json_decref(out);
     swt_run_free(&r);
 
