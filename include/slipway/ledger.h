@@ -349,8 +349,8 @@ struct sw_ledger_attempt_end {
  * which records the tag in the same transaction; "committed" here is SW_EINVAL). A rolled_back or
  * rollback_failed attempt teaches, unless not_the_shape: in the same transaction it adds a
  * known-bad rule for the endpoint matching its exact shape (every scalar of the canonical form
- * joined by &&, source "deploy", ext_id "deploy:ATTEMPT", failure {class, phase: "deploy",
- * message, attempt}), so `slipway check`'s known_bad gate refuses that shape next time.
+ * joined by &&, source "deploy", failure {class, phase: "deploy", message, attempt}; the
+ * attempt's rule_id points at it), so `slipway check`'s known_bad gate refuses that shape next time.
  * *rule_id (may be NULL) receives the rule's id, 0 when none was added. SW_ENOENT: no such
  * attempt; SW_EINVAL: already finished.
  */

@@ -703,14 +703,11 @@ static int teach(struct sw_ledger *l, int64_t attempt, int64_t shape_id, const c
         rc = sw_err_set(e, SW_ENOMEM, "out of memory");
         goto out;
     }
-    char ext[64];
-    snprintf(ext, sizeof(ext), "deploy:%lld", (long long)attempt);
     struct sw_ledger_rule_rec rr = {.endpoint = endpoint,
                                     .expr = expr,
                                     .reason = reason,
                                     .failure = failure,
-                                    .source = "deploy",
-                                    .ext_id = ext};
+                                    .source = "deploy"};
     rc = sw__ledger_rule_tx(l, &rr, rule_id, e);
 out:
     json_decref(canon);

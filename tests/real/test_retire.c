@@ -176,8 +176,7 @@ static void test_refused_then_moved(void **state)
 
     /* refused: the kept tag is named, nothing moves */
     struct swt_run r;
-    assert_int_equal(swt_slipway(&r, "retire", payload, "--to", trash, "--ledger", f->ledger,
-                                 NULL),
+    assert_int_equal(swt_slipway(&r, "retire", payload, "--to", trash, "--ledger", f->ledger, NULL),
                      0);
     assert_int_equal(r.status, 1);
     assert_non_null(strstr(r.out, "refused"));
@@ -187,20 +186,17 @@ static void test_refused_then_moved(void **state)
     same_payload(ref, payload);
     assert_false(exists(dst));
     /* the same through a symlink to it, and a parent of it, as JSON */
-    assert_int_equal(swt_slipway(&r, "retire", link, "--to", trash, "--ledger", f->ledger,
-                                 "--json", NULL),
-                     0);
+    assert_int_equal(
+        swt_slipway(&r, "retire", link, "--to", trash, "--ledger", f->ledger, "--json", NULL), 0);
     assert_int_equal(r.status, 1);
     json_t *j = swt_json_out(&r);
-    assert_string_equal(
-        json_string_value(json_object_get(json_array_get(json_object_get(j, "needed_by"), 0),
-                                          "tag")),
-        old);
+    assert_string_equal(json_string_value(json_object_get(
+                            json_array_get(json_object_get(j, "needed_by"), 0), "tag")),
+                        old);
     assert_false(json_is_true(json_object_get(j, "moved")));
     json_decref(j);
     swt_run_free(&r);
-    assert_int_equal(swt_slipway(&r, "retire", models, "--to", trash, "--ledger", f->ledger,
-                                 NULL),
+    assert_int_equal(swt_slipway(&r, "retire", models, "--to", trash, "--ledger", f->ledger, NULL),
                      0);
     assert_int_equal(r.status, 1);
     swt_run_free(&r);
@@ -208,9 +204,9 @@ static void test_refused_then_moved(void **state)
 
     /* retired: a dry run says what it would do and moves nothing */
     retire_tag(f, old);
-    assert_int_equal(swt_slipway(&r, "retire", payload, "--to", trash, "--ledger", f->ledger,
-                                 "--dry-run", NULL),
-                     0);
+    assert_int_equal(
+        swt_slipway(&r, "retire", payload, "--to", trash, "--ledger", f->ledger, "--dry-run", NULL),
+        0);
     assert_int_equal(r.status, 0);
     assert_non_null(strstr(r.out, "would move"));
     swt_run_free(&r);
@@ -221,9 +217,9 @@ static void test_refused_then_moved(void **state)
     json_decref(j);
 
     /* and now it moves: one rename, recorded */
-    assert_int_equal(swt_slipway(&r, "retire", payload, "--to", trash, "--ledger", f->ledger,
-                                 "--json", NULL),
-                     0);
+    assert_int_equal(
+        swt_slipway(&r, "retire", payload, "--to", trash, "--ledger", f->ledger, "--json", NULL),
+        0);
     assert_int_equal(r.status, 0);
     j = swt_json_out(&r);
     assert_string_equal(json_string_value(json_object_get(j, "method")), "rename");
@@ -239,8 +235,7 @@ static void test_refused_then_moved(void **state)
     json_decref(j);
     /* a second payload of the same name: the trash entry exists, refused as input */
     make_payload(payload);
-    assert_int_equal(swt_slipway(&r, "retire", payload, "--to", trash, "--ledger", f->ledger,
-                                 NULL),
+    assert_int_equal(swt_slipway(&r, "retire", payload, "--to", trash, "--ledger", f->ledger, NULL),
                      0);
     assert_int_equal(r.status, 2);
     swt_run_free(&r);
@@ -262,18 +257,17 @@ static void test_across_filesystems(void **state)
     make_payload(ref);
     struct swt_run r;
     /* no ledger: no answer, nothing moves */
-    assert_int_equal(swt_slipway(&r, "retire", payload, "--to", f->shm, "--ledger", f->ledger,
-                                 NULL),
-                     0);
+    assert_int_equal(
+        swt_slipway(&r, "retire", payload, "--to", f->shm, "--ledger", f->ledger, NULL), 0);
     assert_int_equal(r.status, 2);
     swt_run_free(&r);
     assert_false(exists(dst));
     char old[SW_LEDGER_TAG_MAX];
     tag_payload(f, "/elsewhere", old);
 
-    assert_int_equal(swt_slipway(&r, "retire", payload, "--to", f->shm, "--ledger", f->ledger,
-                                 "--json", NULL),
-                     0);
+    assert_int_equal(
+        swt_slipway(&r, "retire", payload, "--to", f->shm, "--ledger", f->ledger, "--json", NULL),
+        0);
     assert_int_equal(r.status, 0);
     json_t *j = swt_json_out(&r);
     assert_string_equal(json_string_value(json_object_get(j, "method")), "copy");
@@ -283,8 +277,7 @@ static void test_across_filesystems(void **state)
     assert_false(exists(payload));
     same_payload(ref, dst);
     j = moves(f);
-    assert_string_equal(json_string_value(json_object_get(json_array_get(j, 0), "method")),
-                        "copy");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(j, 0), "method")), "copy");
     json_decref(j);
 }
 
@@ -305,8 +298,7 @@ static void test_copy_fails_midway(void **state)
     char old[SW_LEDGER_TAG_MAX];
     tag_payload(f, "/elsewhere", old);
     struct swt_run r;
-    assert_int_equal(swt_slipway(&r, "retire", payload, "--to", trash, "--ledger", f->ledger,
-                                 NULL),
+    assert_int_equal(swt_slipway(&r, "retire", payload, "--to", trash, "--ledger", f->ledger, NULL),
                      0);
     assert_int_equal(r.status, 1);
     assert_non_null(strstr(r.err, "nothing was moved"));
