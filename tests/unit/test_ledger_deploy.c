@@ -735,6 +735,35 @@ static void test_history_cli(void **state)
     json_decref(out);
     swt_run_free(&r);
 
+    /* a remote host: not checked (nothing here is looked at, nothing is reached) */
+    char remote[4300];
+    snprintf(remote, sizeof(remote), "%s/remote.yaml", f->dir);
+    swt_write_str(remote, "version: 1\n"
+                          "hosts:\n"
+                          "  far:\n"
+                          "    transport: {kind: ssh, address: far.invalid, user: op}\n"
+                          "    devices:\n"
+                          "      cpu: {kind: cpu, vendor: cpu}\n"
+                          "endpoints:\n"
+                          "  local:\n"
+                          "    host: far\n"
+                          "    engine: llama.cpp\n"
+                          "    listen: 127.0.0.1:18080\n"
+                          "    payload:\n"
+                          "      path: /models/x.gguf\n"
+                          "    shape:\n"
+                          "      ctx_size: 8192\n");
+    assert_int_equal(
+        swt_slipway(&r, "history", "local", remote, "--ledger", f->path, "--json", NULL), 0);
+    assert_int_equal(r.status, 0);
+    out = swt_json_out(&r);
+    json_t *t0 = json_array_get(json_object_get(out, "tags"), 0);
+    assert_true(json_is_null(json_object_get(t0, "restorable")));
+    assert_string_equal(json_string_value(json_object_get(t0, "restorable_why")),
+                        "not checked (remote host)");
+    json_decref(out);
+    swt_run_free(&r);
+
     /* a retired tag says when and why */
     assert_int_equal(sw_ledger_tag_retire(&f->l, "local-20261203-1", "payload deleted", DAY2, &e),
                      0);
