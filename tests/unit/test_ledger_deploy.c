@@ -418,6 +418,80 @@ static void test_interrupted_by_kill(void **state)
     json_decref(s);
 }
 
+/* Several processes begin a deploy of one endpoint at once: exactly one gets it. An open
+ * attempt owned by another host is left alone by recovery. */
+static void test_one_deploy_at_a_time(void **state)
+{
+    struct fx *f = *state;
+    enum { N = 4 };
+    pid_t kids[N];
+    int pfd[2];
+    assert_int_equal(pipe(pfd), 0);
+    for (int i = 0; i < N; i++) {
+        kids[i] = fork();
+        assert_true(kids[i] >= 0);
+        if (kids[i] == 0) {
+            struct sw_ledger l;
+            struct sw_err ce;
+            close(pfd[0]);
+            json_t *sh = json_loads(SHAPE_A, 0, NULL);
+            struct sw_ledger_attempt at = {.endpoint = "race", .shape = sh};
+            int64_t a = 0;
+            int rc = sw_ledger_open(&l, f->path, NULL, &ce);
+            if (!rc)
+                rc = sw_ledger_deploy_begin(&l, &at, &a, &ce);
+            signed char c = (signed char)rc;
+            if (write(pfd[1], &c, 1) != 1)
+                _exit(4);
+            for (;;)
+                pause(); /* the winner's attempt stays open while it lives */
+        }
+    }
+    close(pfd[1]);
+    int won = 0, busy = 0;
+    for (int i = 0; i < N; i++) {
+        signed char c = 0;
+        assert_int_equal(read(pfd[0], &c, 1), 1);
+        won += c == 0;
+        busy += c == SW_EBUSY;
+    }
+    close(pfd[0]);
+    for (int i = 0; i < N; i++) {
+        kill(kids[i], SIGKILL);
+        waitpid(kids[i], NULL, 0);
+    }
+    assert_int_equal(won, 1);
+    assert_int_equal(busy, N - 1);
+    assert_int_equal(lsql(&f->l, "SELECT count(*) FROM deploy_attempts"), 1);
+
+    /* the winner is dead now; pretend it ran on another host: recovery cannot tell, leaves it */
+    assert_int_equal(
+        sqlite3_exec(f->l.db, "UPDATE deploy_attempts SET owner_host = 'elsewhere'", 0, 0, 0),
+        SQLITE_OK);
+    struct sw_err e;
+    int64_t marked = -1;
+    assert_int_equal(sw_ledger_deploy_recover(&f->l, NULL, &marked, &e), 0);
+    assert_int_equal(marked, 0);
+    json_t *g = NULL;
+    assert_int_equal(sw_ledger_deploy_get(&f->l, 1, &g, &e), 0);
+    assert_string_equal(json_string_value(json_object_get(g, "outcome")), "running");
+    json_decref(g);
+    /* back on this host, it is found dead */
+    assert_int_equal(sqlite3_exec(f->l.db, "UPDATE deploy_attempts SET owner_host = NULL", 0, 0, 0),
+                     SQLITE_OK);
+    char host[256] = "";
+    gethostname(host, sizeof(host) - 1);
+    sqlite3_stmt *st;
+    assert_int_equal(
+        sqlite3_prepare_v2(f->l.db, "UPDATE deploy_attempts SET owner_host = ?1", -1, &st, NULL),
+        SQLITE_OK);
+    sqlite3_bind_text(st, 1, host, -1, SQLITE_TRANSIENT);
+    assert_int_equal(sqlite3_step(st), SQLITE_DONE);
+    sqlite3_finalize(st);
+    assert_int_equal(sw_ledger_deploy_recover(&f->l, "race", &marked, &e), 0);
+    assert_int_equal(marked, 1);
+}
+
 /* ---------------------------------------------------------------------------------------------
  * Tags: numbering, last-good, retiring, who needs a path.
  */
@@ -848,6 +922,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_migrate_v2, setup, teardown),
         cmocka_unit_test_setup_teardown(test_attempt_steps, setup, teardown),
         cmocka_unit_test_setup_teardown(test_interrupted_by_kill, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_one_deploy_at_a_time, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tags, setup, teardown),
         cmocka_unit_test_setup_teardown(test_redaction, setup, teardown),
         cmocka_unit_test_setup_teardown(test_check_refuses_failed_shape, setup, teardown),
