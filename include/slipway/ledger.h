@@ -27,7 +27,7 @@ extern "C" {
 #endif
 
 /* The schema this code writes; sw_ledger_open migrates older files up to it. */
-#define SW_LEDGER_SCHEMA_VERSION 2
+#define SW_LEDGER_SCHEMA_VERSION 3
 /* The version of the shape canonicalization rules (stored beside every shape hash). */
 #define SW_LEDGER_CANON_VERSION 1
 /* Ceilings: a log excerpt is cut to this many bytes (head + tail kept); JSON documents larger
@@ -282,6 +282,193 @@ int sw_ledger_parse_time(const char *s, int64_t *out, struct sw_err *e);
 
 /* Row counts per table, {"boots": N, ...}. */
 int sw_ledger_counts(struct sw_ledger *l, json_t **out, struct sw_err *e);
+
+/* ---------------------------------------------------------------------------------------------
+ * Deploys and tags (docs/ledger.md, "Deploys, steps and tags"): what the rollout pipeline writes
+ * as it goes and reads back to roll back. Every call is one transaction, so what returned is on
+ * disk before the next step starts. Times here are unix MILLISECONDS (0 = now) unless named _at.
+ *
+ * Secrets: every text and JSON document below is stored with each value of the call's `secrets`
+ * list (NULL-ended, may be NULL) replaced by "***" (sw_redact). A tag's env file additionally has
+ * the value of every secret-named key (*TOKEN, *ACCESS_KEY, *API_KEY*, *APIKEY*, *SECRET*,
+ * *PASSWORD*, *PASSWD*) replaced by "***": the ledger keeps the secret-free render only.
+ */
+
+/* The longest tag name: an endpoint (128) + "-YYYYMMDD-N". */
+#define SW_LEDGER_TAG_MAX 160
+
+/* A deploy attempt as it starts. */
+struct sw_ledger_attempt {
+    const char *endpoint; /* required */
+    const json_t *shape;  /* required: the shape being deployed (canonicalized and hashed) */
+    const char *from_tag; /* the endpoint's last-good tag when the attempt began, NULL = none */
+    const char *note;     /* the operator's note, or NULL */
+    int64_t started_ms;   /* 0 = now */
+    const char *const *secrets;
+};
+
+/*
+ * Open an attempt. First marks this endpoint's stale open attempts interrupted (their process is
+ * gone: sw_ledger_deploy_recover), then refuses (SW_EBUSY, naming the attempt and its pid) while
+ * another attempt of the endpoint is open: one deploy per endpoint at a time. The attempt records
+ * its owner (host, kernel boot id, pid and the pid's start time). from_tag must be a tag of the
+ * endpoint (SW_ENOENT). *id receives the attempt id.
+ */
+int sw_ledger_deploy_begin(struct sw_ledger *l, const struct sw_ledger_attempt *a, int64_t *id,
+                           struct sw_err *e);
+
+/*
+ * A step of an open attempt, written when it starts (begin) and when it ends (end), each its own
+ * transaction: a process killed mid-step leaves that step open, and recovery closes it as
+ * `interrupted`. step: a lowercase word (plan, gate, render, stage, stop, start, follow, ready,
+ * live, battery, readings, commit, rollback, ...); steps are numbered 1.. in order.
+ * outcome: ok | failed | skipped. detail: any JSON (what the step wrote, measured, saw) or NULL.
+ */
+int sw_ledger_deploy_step_begin(struct sw_ledger *l, int64_t attempt, const char *step,
+                                int64_t *step_id, struct sw_err *e);
+int sw_ledger_deploy_step_end(struct sw_ledger *l, int64_t step_id, const char *outcome,
+                              const json_t *detail, const char *const *secrets, struct sw_err *e);
+
+/* How an attempt that did not commit ended. */
+struct sw_ledger_attempt_end {
+    const char *outcome;       /* rolled_back | rollback_failed | gate_refused | interrupted */
+    const char *failure_class; /* lowercase word: oom, crash_loop, dead_generation, worst_case,
+                                  ssh_dropped, disk_full, known_bad, ...; NULL = the outcome */
+    const json_t *evidence;    /* object or NULL: {journal (excerpt), boot_failure (the classified
+                                  failure), probe_check (the failing check), ...} */
+    int64_t downtime_ms;       /* how long the endpoint did not serve; < 0 = unknown */
+    const char *note;          /* NULL keeps the attempt's note */
+    bool not_the_shape;        /* the failure is not the shape's (ssh dropped, disk full): no
+                                  known-bad rule */
+    int64_t ended_ms;          /* 0 = now */
+    const char *const *secrets;
+};
+
+/*
+ * Finish an open attempt that did not commit (a committed one is finished by sw_ledger_tag_commit,
+ * which records the tag in the same transaction; "committed" here is SW_EINVAL). A rolled_back or
+ * rollback_failed attempt teaches, unless not_the_shape: in the same transaction it adds a
+ * known-bad rule for the endpoint matching its exact shape (every scalar of the canonical form
+ * joined by &&, source "deploy", failure {class, phase: "deploy", message, attempt}; the
+ * attempt's rule_id points at it), so `slipway check`'s known_bad gate refuses that shape next time.
+ * *rule_id (may be NULL) receives the rule's id, 0 when none was added. SW_ENOENT: no such
+ * attempt; SW_EINVAL: already finished.
+ */
+int sw_ledger_deploy_finish(struct sw_ledger *l, int64_t attempt,
+                            const struct sw_ledger_attempt_end *f, int64_t *rule_id,
+                            struct sw_err *e);
+
+/*
+ * Mark every open attempt (of endpoint, NULL = all) whose owner is provably gone as
+ * `interrupted` (failure_class "interrupted", evidence {reason, last_step, owner}), and its open
+ * steps `interrupted`; ended = the last time the dead process wrote. An owner on another host is
+ * left alone (cannot tell). *marked (may be NULL) receives the count. Every read-write
+ * sw_ledger_open runs it once; reads report a stale open attempt as "interrupted" with
+ * "recovered": false before it has run.
+ */
+int sw_ledger_deploy_recover(struct sw_ledger *l, const char *endpoint, int64_t *marked,
+                             struct sw_err *e);
+
+/*
+ * An attempt: {id, endpoint, shape_hash, shape, from_tag, tag, started, ended, started_ms,
+ * ended_ms, ms, outcome ("running" while open and its owner lives), recovered, failure_class,
+ * downtime_ms, rule_id, note, evidence, owner {host, pid}, steps: [{seq, name, started_ms,
+ * ended_ms, ms, outcome ("running" while open), detail}]}. SW_ENOENT when there is none.
+ */
+int sw_ledger_deploy_get(struct sw_ledger *l, int64_t attempt, json_t **out, struct sw_err *e);
+/* Attempts of endpoint (NULL = all), newest first, each as sw_ledger_deploy_get; limit 0 = all. */
+int sw_ledger_deploy_list(struct sw_ledger *l, const char *endpoint, int64_t limit, json_t **out,
+                          struct sw_err *e);
+
+/* A shape that proved itself, as it becomes the endpoint's last-good. */
+struct sw_ledger_tag_new {
+    const char *endpoint;  /* required */
+    int64_t attempt_id;    /* the attempt that proved it, finished `committed` in the same
+                                transaction; 0 = a tag recorded without one (by hand) */
+    const json_t *shape;   /* required */
+    const char *unit_name; /* "slipway-frank-primary.service", or NULL */
+    const char *unit_text; /* the rendered unit (its `shown` text), or NULL */
+    const char *env_name;  /* "slipway-frank-primary.env", or NULL */
+    const char *env_text;  /* the env file: pass the render's `shown` text; secrets are
+                                redacted again here whatever is passed */
+    const json_t *payload; /* required: the manifest, an array of {path (absolute), size
+                                (bytes), sha256 (64 hex, or null when not hashed)} */
+    const char *image;     /* the image digest (name@sha256:...), or NULL (native) */
+    const char *note;      /* the operator's note, or NULL */
+    int64_t created_at;    /* unix SECONDS, 0 = now; its UTC day names the tag */
+    int64_t downtime_ms;   /* for the attempt; < 0 = unknown */
+    const char *const *secrets;
+};
+
+/*
+ * Record a new tag ENDPOINT-YYYYMMDD-N (N counts the endpoint's tags of that UTC day from 1) and
+ * make it the endpoint's last-good, atomically: the previous last-good stays, kept, as a rollback
+ * tag. With attempt_id the attempt (open, same endpoint and shape) is finished `committed` with
+ * the tag. name (may be NULL, SW_LEDGER_TAG_MAX bytes) and *id receive the tag.
+ */
+int sw_ledger_tag_commit(struct sw_ledger *l, const struct sw_ledger_tag_new *t,
+                         char name[SW_LEDGER_TAG_MAX], int64_t *id, struct sw_err *e);
+
+/*
+ * A tag: {id, name, endpoint, day, n, shape_hash, shape, summary, attempt, image, created, note,
+ * last_good, kept, retired, retired_why, payload: [{path, size, sha256}], files: [{name, kind
+ * (unit|env), text}]}. SW_ENOENT when there is none.
+ */
+int sw_ledger_tag_get(struct sw_ledger *l, const char *name, json_t **out, struct sw_err *e);
+/* The tags of endpoint (NULL = all), newest first, as sw_ledger_tag_get without files (with:
+ * full). */
+int sw_ledger_tag_list(struct sw_ledger *l, const char *endpoint, bool full, json_t **out,
+                       struct sw_err *e);
+/* The endpoint's last-good tag, with files; SW_ENOENT when it has no tag. */
+int sw_ledger_tag_last_good(struct sw_ledger *l, const char *endpoint, json_t **out,
+                            struct sw_err *e);
+/* Make a kept tag the endpoint's last-good again (a rollback by hand to it). A retired tag is
+ * SW_EINVAL. */
+int sw_ledger_tag_set_last_good(struct sw_ledger *l, const char *name, struct sw_err *e);
+/* Retire a tag with why (required): it is no longer a rollback target and its payload may be
+ * moved. The last-good is refused (SW_EINVAL: make another one last-good first); a tag already
+ * retired is SW_EINVAL. at: unix seconds, 0 = now. */
+int sw_ledger_tag_retire(struct sw_ledger *l, const char *name, const char *why, int64_t at,
+                         struct sw_err *e);
+
+/*
+ * The KEPT tags (not retired, of any endpoint) that still need `path`: a manifest path equal to
+ * it, under it, or above it (compared by whole components; give absolute, normalized paths).
+ * *out: array of {tag, endpoint, last_good, paths: [...]}; empty when the path may go.
+ */
+int sw_ledger_tags_needing(struct sw_ledger *l, const char *path, json_t **out, struct sw_err *e);
+/* Record that a payload directory was moved (method "rename" or "copy"; bytes/files < 0 =
+ * unknown). */
+int sw_ledger_record_move(struct sw_ledger *l, const char *from, const char *to, const char *method,
+                          int64_t bytes, int64_t files, const char *note, int64_t *id,
+                          struct sw_err *e);
+/* The moves recorded, oldest first: [{id, from, to, method, bytes, files, moved, note}]. */
+int sw_ledger_moves(struct sw_ledger *l, json_t **out, struct sw_err *e);
+
+/*
+ * Whether a tag can be restored: is `what` there on the endpoint's host? kind is "path" (a
+ * payload manifest path) or "image" (an image digest). Return 0 with *present set, or an error
+ * (then the tag's restorability is unknown and the error is reported beside it).
+ */
+typedef int (*sw_ledger_present_fn)(void *ctx, const char *kind, const char *what, bool *present,
+                                    struct sw_err *e);
+struct sw_ledger_history_opts {
+    sw_ledger_present_fn present; /* NULL: not checked */
+    void *ctx;
+    const char *unchecked; /* why not, when present is NULL: "not checked (remote host)" */
+};
+
+/*
+ * The history of an endpoint: {endpoint, last_good (name or null), tags: [tag (as tag_list) +
+ * {measured: {boots, boots_ok, boots_failed, kv_cache_tokens, max_concurrency, battery: {runs,
+ * last: {passed, failed, skipped, when}}, bench: {runs, last: {params, results, when}}, usage:
+ * {readings, last: {device, used_mib, total_mib, free_mib}}}, restorable: true | false | null,
+ * missing: [...], restorable_why}], attempts: [the last 20 attempts, as deploy_list]}, newest
+ * first. Measured figures join the ledger's boots, batteries, benches and usage readings of the
+ * tag's shape on that endpoint. o may be NULL (not checked).
+ */
+int sw_ledger_history(struct sw_ledger *l, const char *endpoint,
+                      const struct sw_ledger_history_opts *o, json_t **out, struct sw_err *e);
 
 #ifdef __cplusplus
 }

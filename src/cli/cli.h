@@ -37,6 +37,7 @@ struct sw_cmd {
     X(fetch, "download a payload from the Hub, verified and resumable; or --verify-only one")      \
     X(fleet, "show or check a fleet file (hosts, devices, endpoints, shapes)")                     \
     X(gguf, "inspect a GGUF model file; synthesize tiny chat-capable test models")                 \
+    X(history, "an endpoint's tags: shapes, measured figures, last-good, retired, restorable")     \
     X(hosts, "reach the fleet's hosts: systemd, podman, engine binaries or images, payloads")      \
     X(ledger, "the record of boots, usage readings, batteries, benches and rules")                 \
     X(lint, "lint a systemd unit: stop timeout, start limits, Restart, paths, digest, secrets")    \
@@ -45,6 +46,7 @@ struct sw_cmd {
     X(render, "render an endpoint as a systemd service: the unit, its env file, the container")    \
     X(readings, "device memory used/total from nvidia-smi, rocm-smi, amd-smi output; --record it") \
     X(sim, "an engine stand-in driven by the plan's law: boots, serves and fails like it")         \
+    X(retire, "move a payload directory to a trash dir, refused while a kept tag needs it")        \
     X(up, "boot a local endpoint supervised, prove it serves, diff predicted vs printed")          \
     X(version, "print the version")
 
@@ -64,6 +66,7 @@ SW_VERBS(SW_DECL)
     X(fetch)                                                                                       \
     X(fleet)                                                                                       \
     X(gguf)                                                                                        \
+    X(history)                                                                                     \
     X(hosts)                                                                                       \
     X(ledger)                                                                                      \
     X(lint)                                                                                        \
@@ -71,6 +74,7 @@ SW_VERBS(SW_DECL)
     X(probe)                                                                                       \
     X(readings)                                                                                    \
     X(render)                                                                                      \
+    X(retire)                                                                                      \
     X(sim)                                                                                         \
     X(up)                                                                                          \
     X(version)
