@@ -217,6 +217,25 @@ static bool wait_health(const char *addr, int port, unsigned deadline_s)
     return false;
 }
 
+/* /health 200 within 120 s, or the test fails with what the unit and its journal say (a CI failure
+ * must say why: a port taken, the engine's own error, a slow boot). */
+static void serving_or_explain(const struct swth_host *h, const char *unit, const char *addr,
+                               int port)
+{
+    if (wait_health(addr, port, 120))
+        return;
+    char cmd[512];
+    struct swt_run r;
+    snprintf(cmd, sizeof(cmd),
+             "systemctl show -p ActiveState,SubState,NRestarts,Result %s; journalctl -u %s "
+             "--no-pager -n 40; ss -ltnp | grep ':%d ' || true",
+             unit, unit, port);
+    memset(&r, 0, sizeof(r));
+    swth_ssh(h, cmd, NULL, 30, &r);
+    fail_msg("%s: %s on %s:%d did not answer /health 200 within 120 s:\n%s%s", h->name, unit, addr,
+             port, r.out ? r.out : "", r.err ? r.err : "");
+}
+
 /* A chat completion answered 200 with a message. A random-weight model may write text the
  * server cannot parse as its chat format (500): a few other prompts and seeds are tried. */
 static void chat_ok(const char *addr, int port)
@@ -612,8 +631,8 @@ static void test_teardown_leaves_nothing(void **state)
              ADDR_B, pb);
     install_unit(&f->h2, "sw-llama-c.service", unit);
     free(must(&f->h2, "systemctl start sw-llama-c.service"));
-    assert_true(wait_health(ADDR_A, pa, 120));
-    assert_true(wait_health(ADDR_B, pb, 120));
+    serving_or_explain(&f->h, "sw-llama.service", ADDR_A, pa);
+    serving_or_explain(&f->h2, "sw-llama-c.service", ADDR_B, pb);
     snprintf(mark_a, sizeof(mark_a), "--port %d", pa);
     snprintf(mark_b, sizeof(mark_b), "--port %d", pb);
     assert_true(swt_survivors(mark_a, false, NULL) >= 1);
