@@ -8,6 +8,7 @@ PKGS=(
   libcmocka-dev sqlite3 openssl ca-certificates curl
   nodejs npm
   nginx-light openssh-server openssh-client iproute2 procps psmisc
+  systemd-container mmdebstrap podman runc
 )
 missing=()
 for p in "${PKGS[@]}"; do

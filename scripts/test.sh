@@ -11,6 +11,10 @@ scripts/format-check.sh
 scripts/layering.sh
 SW_WERROR=ON scripts/build.sh --sanitize
 scripts/llama-build.sh
+# The real tier's test hosts (tests/real/test_testhost.c): their root filesystem and the llama-server
+# container image, each built once and cached (scripts/testhost.sh).
+scripts/testhost.sh rootfs
+scripts/testhost.sh image
 jobs=${SLIPWAY_TEST_JOBS:-2}
 echo "== ctest: plain build"
 ctest --test-dir build --output-on-failure -j "$jobs"

@@ -1,0 +1,72 @@
+/*
+ * Test helpers for real test hosts: a machine with its own systemd (PID 1), journald and sshd,
+ * booted by scripts/testhost.sh (systemd-nspawn over a cached Debian rootfs) on a loopback address
+ * of its own (127.0.0.2, 127.0.0.3, ...), sharing this machine's network namespace. The pinned
+ * llama.cpp build is bound read-only at /opt/llama inside it.
+ *
+ * Every host brought up here is registered: swth_down runs for it from the test's own teardown,
+ * and again (if still up) at exit and on SIGINT/SIGTERM/SIGABRT/SIGSEGV, so a failing test does
+ * not leave a host behind. A SIGKILLed test process leaves the host; the next `up` of the same
+ * name stops it first, and `scripts/testhost.sh list` shows it.
+ *
+ * Usage:
+ *     swt_need(swth_missing()[0] == '\0', "%s", swth_missing());
+ *     struct swth_host h;
+ *     assert_int_equal(swth_up("th-a", "127.0.0.2", NULL, &h), 0);
+ *     struct swt_run r;
+ *     swth_ssh(&h, "systemctl is-system-running", NULL, 20, &r);
+ *     ...
+ *     swth_down(&h);
+ *
+ * Commands run over plain OpenSSH (BatchMode, the host's generated key, StrictHostKeyChecking=yes
+ * against the known_hosts `up` printed); this is test support, not slipway's ssh transport.
+ */
+#ifndef SWTHOST_H
+#define SWTHOST_H
+
+#include "swtest.h"
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+struct swth_host {
+    char name[32];
+    char addr[32];
+    pid_t pid;              /* systemd-nspawn on this machine */
+    pid_t leader;           /* the host's PID 1 (systemd), as this machine sees it */
+    char root[4096];        /* its root directory on this machine */
+    char key[4096];         /* ssh private key authorized for root@addr */
+    char known_hosts[4096]; /* known_hosts file holding the host's key (only) */
+    char known_hosts_line[1024];
+    long boot_ms; /* unpack + boot + sshd answering, as the script measured it */
+    bool up;
+};
+
+/* What a test host needs that this machine lacks (root, systemd-nspawn, ssh, mmdebstrap or the
+ * cached rootfs, the pinned llama.cpp), for swt_need; "" when nothing is missing. */
+const char *swth_missing(void);
+/* The same for the podman runtime (podman, runc, and `scripts/testhost.sh image` built). */
+const char *swth_podman_missing(void);
+
+/* scripts/testhost.sh up NAME ADDR [--bind-ro B]... (binds: NULL-terminated "PATH[:DEST]" list,
+ * may be NULL), bounded by 180 s. Fills h and registers the host for swth_down at exit or on a
+ * fatal signal. Returns 0, or -1 with the script's stderr printed. */
+int swth_up(const char *name, const char *addr, const char *const *binds, struct swth_host *h);
+/* scripts/testhost.sh down NAME (SIGTERM, bounded wait, SIGKILL, the directory removed), and the
+ * host unregistered. Safe to call twice and on a host that never came up. Returns the script's
+ * exit status (0 when done). */
+int swth_down(struct swth_host *h);
+/* Run `sh -c CMD` as root on the host over ssh, stdin_text on its stdin (may be NULL), killed
+ * after deadline_s. r as swt_run (free with swt_run_free); ssh's own failure is status 255. */
+int swth_ssh(const struct swth_host *h, const char *cmd, const char *stdin_text,
+             unsigned deadline_s, struct swt_run *r);
+/* Write text to PATH on the host (temp file + rename, mode 0644) over ssh. Returns 0 or -1. */
+int swth_put(const struct swth_host *h, const char *path, const char *text);
+/* Poll `sh -c CMD` over ssh until it exits 0 or deadline_s passes. Returns 0 when it did; the
+ * last run's output stays in r (may be NULL). */
+int swth_wait(const struct swth_host *h, const char *cmd, unsigned deadline_s, struct swt_run *r);
+/* Hosts (and their nspawn pids) the script still knows (`scripts/testhost.sh list`) whose name
+ * matches: the teardown check. Returns how many are left (0 when none). */
+int swth_left(const char *name);
+
+#endif
