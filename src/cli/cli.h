@@ -37,12 +37,14 @@ struct sw_cmd {
     X(fleet, "show or check a fleet file (hosts, devices, endpoints, shapes)")                     \
     X(gguf, "inspect a GGUF model file; synthesize tiny chat-capable test models")                 \
     X(hosts, "reach the fleet's hosts: systemd, podman, engine binaries or images, payloads")      \
+    X(install, "install an endpoint's rendered service on its host; --start and prove it serves")  \
     X(ledger, "the record of boots, usage readings, batteries, benches and rules")                 \
     X(lint, "lint a systemd unit: stop timeout, start limits, Restart, paths, digest, secrets")    \
     X(plan, "predict an engine's boot (memory lines, budget per device) from its command line")    \
     X(probe, "run the live battery against an endpoint: readiness to worst case, with evidence")   \
     X(render, "render an endpoint as a systemd service: the unit, its env file, the container")    \
     X(readings, "device memory used/total from nvidia-smi, rocm-smi, amd-smi output; --record it") \
+    X(status, "each endpoint on its host now: unit state, shape vs render, health, liveness")      \
     X(up, "boot a local endpoint supervised, prove it serves, diff predicted vs printed")          \
     X(version, "print the version")
 
@@ -62,12 +64,14 @@ SW_VERBS(SW_DECL)
     X(fleet)                                                                                       \
     X(gguf)                                                                                        \
     X(hosts)                                                                                       \
+    X(install)                                                                                     \
     X(ledger)                                                                                      \
     X(lint)                                                                                        \
     X(plan)                                                                                        \
     X(probe)                                                                                       \
     X(readings)                                                                                    \
     X(render)                                                                                      \
+    X(status)                                                                                      \
     X(up)                                                                                          \
     X(version)
 

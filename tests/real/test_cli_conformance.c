@@ -292,6 +292,7 @@ static void test_opt_equals(void **state)
          "\"layout\""},
         {"gguf", {"gguf", "synth", "@"}, "--template", "bogus-template", "bogus-template"},
         {"hosts", {"hosts", "check", local, "@", "--json"}, "--host", "nowhere", "nowhere"},
+        {"install", {"install", "local", local, "@", "--json"}, "--deadline", "50ms", "'50ms'"},
         {"ledger", {"ledger", "path", "@", "--json"}, "--ledger", empty, empty},
         {"plan",
          {"plan", "@", "--gpu-memory", "32GiB", "--json", "--", "vllm", "serve", vdir,
@@ -308,6 +309,7 @@ static void test_opt_equals(void **state)
         {"render", {"render", "local", local, "@", "--json"}, "--out", dir, "\"written\""},
         {"down", {"down", "@", "--json"}, "--pid-file", pid_missing, "nothing to stop"},
         {"readings", {"readings", smi, "@", "--json"}, "--tool", "nvidia-smi", "\"used_bytes\""},
+        {"status", {"status", local, "@", "--json"}, "--deadline", "50ms", "'50ms'"},
         /* the payload is missing, so nothing starts; the JSON names the log path given */
         {"up",
          {"up", "--json", "@", "--", "llama-server", "-m", "/nonexistent.gguf", "--port", port},
