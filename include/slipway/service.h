@@ -98,10 +98,10 @@ json_t *sw_install_result_json(const struct sw_install_result *r);
  * Status.
  */
 struct sw_status_opts {
-    int64_t deadline_ms;          /* per host, everything asked of it (0: 20 s) */
-    unsigned http_timeout_ms;     /* /health and the liveness generation each (0: 10 s, capped
+    int64_t deadline_ms;      /* per host, everything asked of it (0: 20 s) */
+    unsigned http_timeout_ms; /* /health and the liveness generation each (0: 10 s, capped
                                      by what is left of the host's deadline) */
-    const char *only;             /* one endpoint by name; NULL: every enabled endpoint */
+    const char *only;         /* one endpoint by name; NULL: every enabled endpoint */
 };
 
 /*

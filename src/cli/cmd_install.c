@@ -141,8 +141,8 @@ int sw_cmd_install(int argc, char **argv)
             printf("%s serving at %s: render -> serving in %.2f s\n", r.unit, r.url,
                    r.render_to_serving_s);
         else
-            printf("%s installed on %s (%s, %s); not started (--start starts it)\n", r.unit,
-                   r.host, r.unit_path, r.env_path);
+            printf("%s installed on %s (%s, %s); not started (--start starts it)\n", r.unit, r.host,
+                   r.unit_path, r.env_path);
     }
     if (!irc)
         rc = SW_EXIT_OK;

@@ -66,12 +66,11 @@ static void print_devices(const json_t *d)
     json_array_foreach(rs, i, r)
     {
         const json_t *u = json_object_get(r, "used_bytes"), *t = json_object_get(r, "total_bytes");
-        printf("    device %lld (%s, %s): %s used of %s\n",
-               (long long)json_integer_value(json_object_get(r, "index")), js(r, "name"), tool,
-               json_is_integer(u) ? sw_fmt_bytes((uint64_t)json_integer_value(u), a, sizeof(a))
-                                  : "?",
-               json_is_integer(t) ? sw_fmt_bytes((uint64_t)json_integer_value(t), b, sizeof(b))
-                                  : "?");
+        printf(
+            "    device %lld (%s, %s): %s used of %s\n",
+            (long long)json_integer_value(json_object_get(r, "index")), js(r, "name"), tool,
+            json_is_integer(u) ? sw_fmt_bytes((uint64_t)json_integer_value(u), a, sizeof(a)) : "?",
+            json_is_integer(t) ? sw_fmt_bytes((uint64_t)json_integer_value(t), b, sizeof(b)) : "?");
     }
 }
 
@@ -100,8 +99,8 @@ static void print_endpoint(const json_t *ej)
            json_real_value(json_object_get(h, "ms")),
            json_is_true(json_object_get(l, "ok")) ? "ok" : "FAIL",
            json_real_value(json_object_get(l, "ms")));
-    printf("    %s %s via %s at %s, since %s\n", js(u, "name"), js(u, "scope"),
-           js(ej, "transport"), js(ej, "url"), js(u, "since")[0] ? js(u, "since") : "-");
+    printf("    %s %s via %s at %s, since %s\n", js(u, "name"), js(u, "scope"), js(ej, "transport"),
+           js(ej, "url"), js(u, "since")[0] ? js(u, "since") : "-");
     printf("    liveness: %s\n", js(l, "detail"));
     size_t i;
     const json_t *d;

@@ -78,8 +78,13 @@ static int verify_on_host(struct ctx *c, struct sw_host *h, const struct sw_unit
                           struct sw_err *e)
 {
     struct sw_host_result hr;
-    const char *argv[] = {"sh", "-c", verify_script, "sh", ur->service.name,
-                          ur->scope == SW_FLEET_SCOPE_USER ? "--user" : "", NULL};
+    const char *argv[] = {"sh",
+                          "-c",
+                          verify_script,
+                          "sh",
+                          ur->service.name,
+                          ur->scope == SW_FLEET_SCOPE_USER ? "--user" : "",
+                          NULL};
     struct sw_host_run_opts ro = {
         .deadline_ms = deadline_ms, .max_out = 64u * 1024u, .stdin_path = local_unit};
     *n_lines = 0;
@@ -115,8 +120,8 @@ static int verify_on_host(struct ctx *c, struct sw_host *h, const struct sw_unit
 }
 
 /* Run argv on the host; 0 or the error with e set. */
-static int run(struct sw_host *h, const char *const *argv, int64_t deadline_ms, char *out,
-               size_t n, struct sw_err *e)
+static int run(struct sw_host *h, const char *const *argv, int64_t deadline_ms, char *out, size_t n,
+               struct sw_err *e)
 {
     struct sw_host_result hr;
     struct sw_host_run_opts ro = {.deadline_ms = deadline_ms, .max_out = 64u * 1024u};
@@ -160,8 +165,8 @@ static void journal_tail(struct sw_host *h, struct sw_install_result *r, int64_t
             keep[nk++] = i;
     }
     while (nk-- > 0 && o + 2 < sizeof(r->journal)) {
-        int w = snprintf(r->journal + o, sizeof(r->journal) - o, "    %.220s\n",
-                         j.v[keep[nk]].message);
+        int w =
+            snprintf(r->journal + o, sizeof(r->journal) - o, "    %.220s\n", j.v[keep[nk]].message);
         if (w > 0)
             o = SW_MIN(o + (size_t)w, sizeof(r->journal) - 1);
     }
@@ -228,8 +233,7 @@ static int start_and_prove(struct ctx *c, struct sw_host *h, const struct sw_uni
                                 "%s on %s: %s/%s (result %s, NRestarts %llu, exit status %lld) "
                                 "while waiting for it to serve",
                                 r->unit, h->name, u.active_state, u.sub_state, u.result,
-                                (unsigned long long)u.n_restarts,
-                                (long long)u.exec_main_status);
+                                (unsigned long long)u.n_restarts, (long long)u.exec_main_status);
                 step_end(c, active ? "health" : "active", false, "%s", e->msg);
                 goto wipe;
             }
@@ -244,9 +248,10 @@ static int start_and_prove(struct ctx *c, struct sw_host *h, const struct sw_uni
         sw_sleep_ms(250);
     }
     if (!active || r->health_status != 200) {
-        rc = sw_err_set(e, SW_ECHILD, "%s on %s: %s within %.0f s (ActiveState=%s, last /health %d)",
-                        r->unit, h->name, active ? "/health never answered 200" : "never active",
-                        serve_ms / 1000.0, u.active_state, r->health_status);
+        rc =
+            sw_err_set(e, SW_ECHILD, "%s on %s: %s within %.0f s (ActiveState=%s, last /health %d)",
+                       r->unit, h->name, active ? "/health never answered 200" : "never active",
+                       serve_ms / 1000.0, u.active_state, r->health_status);
         step_end(c, active ? "health" : "active", false, "%s", e->msg);
         goto wipe;
     }
@@ -259,8 +264,7 @@ static int start_and_prove(struct ctx *c, struct sw_host *h, const struct sw_uni
                                  sizeof(r->liveness), &lms);
     step_end(c, "liveness", live, "%s (%.0f ms)", r->liveness, lms);
     if (!live) {
-        rc = sw_err_set(e, SW_ECHILD, "%s on %s: no generation: %s", r->unit, h->name,
-                        r->liveness);
+        rc = sw_err_set(e, SW_ECHILD, "%s on %s: no generation: %s", r->unit, h->name, r->liveness);
         goto wipe;
     }
     r->serving = true;
@@ -332,8 +336,9 @@ int sw_deploy_install(const struct sw_fleet *f, const struct sw_fleet_endpoint *
     step_end(&c, "lint", n_err == 0, "%zu finding(s), %zu error(s)", rep.n, n_err);
     if (n_err) {
         r->refused = true;
-        rc = sw_err_set(e, SW_EGATE, "%s: the unit lint found %zu error(s): nothing installed on %s",
-                        ur.service.name, n_err, r->host);
+        rc =
+            sw_err_set(e, SW_EGATE, "%s: the unit lint found %zu error(s): nothing installed on %s",
+                       ur.service.name, n_err, r->host);
         goto out;
     }
 
@@ -382,9 +387,9 @@ int sw_deploy_install(const struct sw_fleet *f, const struct sw_fleet_endpoint *
     size_t n_ver = 0;
     rc = verify_on_host(&c, &h, &ur, local_unit, dl, &n_ver, e);
     step_end(&c, "verify", rc == 0 && n_ver == 0, "%s",
-             rc ? e->msg
-                : n_ver ? "systemd-analyze verify printed findings"
-                        : "systemd-analyze verify said nothing");
+             rc      ? e->msg
+             : n_ver ? "systemd-analyze verify printed findings"
+                     : "systemd-analyze verify said nothing");
     if (rc)
         goto out;
     if (n_ver) {
@@ -427,8 +432,8 @@ int sw_deploy_install(const struct sw_fleet *f, const struct sw_fleet_endpoint *
         rc = sw_host_systemctl(&h, r->user, "daemon-reload", NULL, dl, &hr, e);
         sw_host_result_free(&hr);
     }
-    step_end(&c, "daemon-reload", rc == 0, "systemctl%s daemon-reload%s%s", r->user ? " --user" : "",
-             rc ? ": " : "", rc ? e->msg : "");
+    step_end(&c, "daemon-reload", rc == 0, "systemctl%s daemon-reload%s%s",
+             r->user ? " --user" : "", rc ? ": " : "", rc ? e->msg : "");
     if (rc)
         goto out;
 

@@ -16,6 +16,8 @@ void sw__svc_url(const struct sw_unit_render *r, char *out, size_t n);
 /* The API key the rendered environment gives the engine (a *_API_KEY line), "" when none. Wipe
  * out after use. */
 void sw__svc_bearer(const struct sw_unit_render *r, char *out, size_t n);
+/* The same from an environment file's text (the one installed on the host). */
+void sw__svc_bearer_text(const char *text, size_t len, char *out, size_t n);
 /* The engine adapter of the endpoint (NULL when none). */
 const struct sw_engine *sw__svc_engine(const struct sw_fleet_endpoint *ep);
 

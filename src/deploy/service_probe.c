@@ -53,17 +53,18 @@ void sw__svc_url(const struct sw_unit_render *r, char *out, size_t n)
     snprintf(out, n, "http://%s%s%s:%s", v6 ? "[" : "", host, v6 ? "]" : "", port);
 }
 
-void sw__svc_bearer(const struct sw_unit_render *r, char *out, size_t n)
+void sw__svc_bearer_text(const char *text, size_t len, char *out, size_t n)
 {
+    const char *t = text, *end = text ? text + len : NULL;
     out[0] = '\0';
-    const char *t = r->env.text;
-    while (t && *t) {
-        size_t l = strcspn(t, "\n");
+    while (t && t < end) {
+        const char *nl = memchr(t, '\n', (size_t)(end - t));
+        size_t l = (size_t)((nl ? nl : end) - t);
         const char *eq = memchr(t, '=', l);
-        if (eq && eq - t >= 7 && !memcmp(eq - 7, "API_KEY", 7)) {
+        if (t[0] != '#' && eq && eq - t >= 7 && !memcmp(eq - 7, "API_KEY", 7)) {
             size_t vl = l - (size_t)(eq + 1 - t);
             const char *v = eq + 1;
-            /* the env file quotes a value systemd would otherwise split */
+            /* a value quoted for systemd */
             if (vl >= 2 && (v[0] == '"' || v[0] == '\'') && v[vl - 1] == v[0]) {
                 v++;
                 vl -= 2;
@@ -74,10 +75,13 @@ void sw__svc_bearer(const struct sw_unit_render *r, char *out, size_t n)
             }
             return;
         }
-        t += l;
-        if (*t)
-            t++;
+        t = nl ? nl + 1 : end;
     }
+}
+
+void sw__svc_bearer(const struct sw_unit_render *r, char *out, size_t n)
+{
+    sw__svc_bearer_text(r->env.text, r->env.len, out, n);
 }
 
 void sw__svc_health(const struct sw_engine *eng, const char *url, const char *bearer,

@@ -63,8 +63,8 @@ static int hrun(struct hostc *c, const char *const *argv, char **out, size_t *le
                                   .max_out = 1u << 20};
     if (out_of_time(c)) {
         *fail = SW_HOST_DEADLINE;
-        return sw_err_set(e, SW_ETIMEDOUT, "host %s: its deadline (%.1f s) has passed",
-                          c->fh->name, c->budget / 1000.0);
+        return sw_err_set(e, SW_ETIMEDOUT, "host %s: its deadline (%.1f s) has passed", c->fh->name,
+                          c->budget / 1000.0);
     }
     int rc = sw_host_run(&c->h, argv, &ro, &hr, e);
     *fail = hr.fail;
@@ -132,8 +132,10 @@ static void host_devices(struct hostc *c)
         "--format=csv", NULL};
     static const char *const rocm[] = {"rocm-smi", "--showmeminfo", "vram", "--json", NULL};
     static const char *const amd[] = {"amd-smi", "metric", "--mem-usage", "--json", NULL};
-    const char *const *argv = facts.nvidia_smi ? nv : facts.rocm_smi ? rocm : facts.amd_smi ? amd
-                                                                                           : NULL;
+    const char *const *argv = facts.nvidia_smi ? nv
+                              : facts.rocm_smi ? rocm
+                              : facts.amd_smi  ? amd
+                                               : NULL;
     enum sw_readings_tool tool = facts.nvidia_smi ? SW_READINGS_NVIDIA_SMI
                                  : facts.rocm_smi ? SW_READINGS_ROCM_SMI
                                                   : SW_READINGS_AMD_SMI;
@@ -181,6 +183,18 @@ static void shown_line(const struct sw_unit_render *ur, bool env, const char *li
 {
     const char *eq = env ? memchr(line, '=', len) : NULL;
     if (eq) {
+        /* a key named like a secret is never shown, rendered as one or not */
+        static const char *const words[] = {"KEY", "TOKEN", "SECRET", "PASS"};
+        char key[256];
+        size_t kl = SW_MIN((size_t)(eq - line), sizeof(key) - 1);
+        for (size_t i = 0; i < kl; i++)
+            key[i] = (char)(line[i] >= 'a' && line[i] <= 'z' ? line[i] - 32 : line[i]);
+        key[kl] = '\0';
+        for (size_t i = 0; i < SW_ARRAY_LEN(words); i++)
+            if (strstr(key, words[i])) {
+                snprintf(out, n, "%.*s=***", (int)kl, line);
+                return;
+            }
         char pat[300];
         snprintf(pat, sizeof(pat), "%.*s=***", (int)SW_MIN((size_t)(eq - line), (size_t)280), line);
         const char *s = ur->env.shown ? strstr(ur->env.shown, pat) : NULL;
@@ -378,11 +392,14 @@ static json_t *status_endpoint(const struct sw_fleet *f, const struct sw_fleet_e
         sw_json_set_str(sj, "unit_path", upath);
         sw_json_set_str(sj, "env_path", epath);
         if (ru == 0)
-            n_drift += diff_lines(&ur, false, upath, ut, ul, ur.service.text, ur.service.len,
-                                  drift);
-        if (re == 0)
+            n_drift +=
+                diff_lines(&ur, false, upath, ut, ul, ur.service.text, ur.service.len, drift);
+        if (re == 0) {
             n_drift += diff_lines(&ur, true, epath, et, el, ur.env.text, ur.env.len, drift);
-        else if (installed) {
+            /* the proofs speak to what runs: the key the installed file gives the engine */
+            explicit_bzero(bearer, sizeof(bearer));
+            sw__svc_bearer_text(et, el, bearer, sizeof(bearer));
+        } else if (installed) {
             json_t *d = json_object();
             sw_json_set_str(d, "file", epath);
             sw_json_set_int(d, "line", 0);
@@ -424,8 +441,8 @@ static json_t *status_endpoint(const struct sw_fleet *f, const struct sw_fleet_e
         unsigned t = (unsigned)SW_MIN((int64_t)http_ms, sw__svc_left_ms(c->t0, c->budget));
         live = sw__svc_liveness(eng, url, bearer, t, ld, sizeof(ld), &lms);
     } else {
-        snprintf(ld, sizeof(ld), "%s", hs ? "not tried: /health is not 200"
-                                          : "not tried: /health did not answer");
+        snprintf(ld, sizeof(ld), "%s",
+                 hs ? "not tried: /health is not 200" : "not tried: /health did not answer");
     }
     json_t *lj = json_object();
     sw_json_set_bool(lj, "ok", live);
@@ -446,11 +463,12 @@ static json_t *status_endpoint(const struct sw_fleet *f, const struct sw_fleet_e
 
     bool serving = active && hs == 200 && live;
     sw_json_set_bool(ej, "serving", serving);
-    sw_json_set_str(ej, "state", serving                                  ? "serving"
-                                 : !installed && strcmp(u.load_state, "loaded") ? "not installed"
-                                 : !active                                ? u.active_state
-                                 : hs != 200                              ? "not answering"
-                                                                          : "no generation");
+    sw_json_set_str(ej, "state",
+                    serving                                        ? "serving"
+                    : !installed && strcmp(u.load_state, "loaded") ? "not installed"
+                    : !active                                      ? u.active_state
+                    : hs != 200                                    ? "not answering"
+                                                                   : "no generation");
 out:
     sw_json_set_real(ej, "seconds", (double)(sw_now_ns() - t_ep) / 1e9);
     explicit_bzero(bearer, sizeof(bearer));

@@ -41,6 +41,8 @@
 #define ADDR_A "127.0.0.4"
 #define ADDR_B "127.0.0.5"
 #define IMAGE  "localhost/slipway-llama"
+#define KEY_1  "sk-status-test-key-one-0123456789"
+#define KEY_2  "sk-status-test-key-two-9876543210"
 
 static char g_dir_model[4096];
 static char g_model_dir[4096];
@@ -130,9 +132,23 @@ static int setup(void **state)
     snprintf(f->run, sizeof(f->run), "%s/run", f->dir);
     mkdir(f->run, 0700);
     setenv("SLIPWAY_RUN_DIR", f->run, 1);
+    /* native's API key: llama-server then refuses a generation without it */
+    setenv("SW_TEST_STATUS_KEY", KEY_1, 1);
     snprintf(f->fleet, sizeof(f->fleet), "%s/fleet.yaml", f->dir);
     *state = f;
     return 0;
+}
+
+/* The ssh masters slipway keeps for ControlPersist (their title names the control socket in
+ * the run directory): ended before a host goes down, whose power-off otherwise waits on their
+ * session. */
+static void end_masters(const struct fx *f)
+{
+    pid_t pid = 0;
+    for (int i = 0; i < 50 && swt_survivors(f->run, false, &pid); i++) {
+        kill(pid, SIGTERM);
+        usleep(100 * 1000);
+    }
 }
 
 static int teardown(void **state)
@@ -140,14 +156,10 @@ static int teardown(void **state)
     struct fx *f = *state;
     if (f->b_frozen)
         signal_host(&f->b, SIGCONT);
+    end_masters(f);
     swth_down(&f->a);
     swth_down(&f->b);
-    /* the ssh masters slipway left for ControlPersist: their ControlPath names the run dir */
-    pid_t pid = 0;
-    for (int i = 0; i < 50 && swt_survivors(f->run, false, &pid); i++) {
-        kill(pid, SIGTERM);
-        usleep(100 * 1000);
-    }
+    end_masters(f);
     assert_int_equal(swt_survivors(f->run, true, NULL), 0);
     swt_tmpdir_free(f->dir);
     free(f);
@@ -214,6 +226,7 @@ static void write_fleet(const struct fx *f, const char *path, int pa, int pb, co
              "    engine: llama.cpp\n"
              "    binary: /opt/llama/bin/llama-server\n"
              "    listen: %s:%d\n"
+             "    api_key: {from_env: SW_TEST_STATUS_KEY}\n"
              "    payload: {path: /models/chat.gguf}\n"
              "    shape: {ctx_size: %u, seqs: 1, n_gpu_layers: 0}\n"
              "    args: [-t, \"1\"]\n"
@@ -282,22 +295,21 @@ static void assert_serving(const json_t *ep)
                      200);
     assert_true(json_is_true(json_object_get(json_object_get(ep, "liveness"), "ok")));
     /* a CPU test host has no vendor tool: said so, not hidden */
-    assert_string_equal(
-        json_string_value(json_object_get(json_object_get(ep, "devices"), "note")),
-        "no device tool on this host");
+    assert_string_equal(json_string_value(json_object_get(json_object_get(ep, "devices"), "note")),
+                        "no device tool on this host");
 }
 
 static void install(struct fx *f, const char *name, double *secs)
 {
     struct swt_run r;
-    json_t *j = run_json(&r, 0, "install", name, f->fleet, "--start", "--timeout", "120s",
-                         "--json", NULL);
+    json_t *j =
+        run_json(&r, 0, "install", name, f->fleet, "--start", "--timeout", "120s", "--json", NULL);
     assert_true(json_is_true(json_object_get(j, "serving")));
     assert_true(json_is_true(json_object_get(j, "installed")));
     assert_int_equal(json_integer_value(json_object_get(j, "health")), 200);
     assert_int_equal(json_array_size(json_object_get(j, "findings")), 0);
     /* every step ran, in order, and passed */
-    static const char *const want[] = {"render", "lint",  "open",   "verify",  "copy",
+    static const char *const want[] = {"render",        "lint",  "open",   "verify", "copy",
                                        "daemon-reload", "start", "active", "health", "liveness"};
     const json_t *steps = json_object_get(j, "steps");
     assert_int_equal(json_array_size(steps), SW_ARRAY_LEN(want));
@@ -332,7 +344,7 @@ static void test_install_status_unreachable(void **state)
     int pa = swt_free_port(), pb = pa + 1;
     write_fleet(f, f->fleet, pa, pb, digest, 512);
 
-    struct swt_run r;
+    struct swt_run r, s;
     json_t *j = run_json(&r, 0, "render", "native", f->fleet, "--lint", "--json", NULL);
     assert_true(json_is_true(json_object_get(json_object_get(j, "lint"), "clean")));
     json_decref(j);
@@ -373,7 +385,6 @@ static void test_install_status_unreachable(void **state)
     swt_run_free(&r);
 
     /* the container really runs the image by digest on its host */
-    struct swt_run s;
     assert_int_equal(swth_ssh(&f->b, "podman ps --format '{{.Names}} {{.Image}}'", NULL, 30, &s),
                      0);
     char want[256];
@@ -382,17 +393,47 @@ static void test_install_status_unreachable(void **state)
         fail_msg("podman ps on %s: %s (wanted %s)", f->b.name, s.out, want);
     swt_run_free(&s);
 
-    /* a changed fleet is drift, line by line, while the old shape still serves */
+    /* the API key is the one the engine got: a generation without it is refused */
+    char url[128];
+    snprintf(url, sizeof(url), "http://%s:%d/v1/chat/completions", ADDR_A, pa);
+    const char *curl[] = {"curl",
+                          "-s",
+                          "-o",
+                          "/dev/null",
+                          "-w",
+                          "%{http_code}",
+                          "-H",
+                          "Content-Type: application/json",
+                          "-d",
+                          "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],"
+                          "\"max_tokens\":1}",
+                          url,
+                          NULL};
+    assert_int_equal(swt_run(curl, NULL, 30, &s), 0);
+    assert_string_equal(s.out, "401");
+    swt_run_free(&s);
+
+    /* a changed fleet (context and key) is drift, line by line, the key's value never shown,
+     * while the installed shape still serves (liveness with the installed key) */
     char drift[4300];
     snprintf(drift, sizeof(drift), "%s/drift.yaml", f->dir);
     write_fleet(f, drift, pa, pb, digest, 1024);
+    setenv("SW_TEST_STATUS_KEY", KEY_2, 1);
     j = run_json(&r, 0, "status", drift, "native", "--json", NULL);
-    const json_t *sh = json_object_get(endpoint(j, "native"), "shape");
+    setenv("SW_TEST_STATUS_KEY", KEY_1, 1);
+    const json_t *en = endpoint(j, "native");
+    assert_serving(en);
+    const json_t *sh = json_object_get(en, "shape");
     assert_false(json_is_true(json_object_get(sh, "as_rendered")));
-    assert_int_equal(json_integer_value(json_object_get(sh, "drift_lines")), 1);
+    assert_int_equal(json_integer_value(json_object_get(sh, "drift_lines")), 2);
     const json_t *d = json_array_get(json_object_get(sh, "drift"), 0);
     assert_non_null(strstr(json_string_value(json_object_get(d, "installed")), " -c 512 "));
     assert_non_null(strstr(json_string_value(json_object_get(d, "rendered")), " -c 1024 "));
+    d = json_array_get(json_object_get(sh, "drift"), 1);
+    assert_string_equal(json_string_value(json_object_get(d, "installed")), "LLAMA_API_KEY=***");
+    assert_string_equal(json_string_value(json_object_get(d, "rendered")), "LLAMA_API_KEY=***");
+    assert_null(strstr(r.out, "sk-status-test"));
+    assert_null(strstr(r.err, "sk-status-test"));
     json_decref(j);
     swt_run_free(&r);
 
@@ -423,6 +464,7 @@ static void test_install_status_unreachable(void **state)
     /* then stopped: nothing listens on its address; unreachable at once */
     signal_host(&f->b, SIGCONT);
     f->b_frozen = false;
+    end_masters(f);
     assert_int_equal(swth_down(&f->b), 0);
     t0 = now_ms();
     j = run_json(&r, 1, "status", f->fleet, "--json", "--deadline", "5s", NULL);
