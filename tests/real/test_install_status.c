@@ -194,7 +194,7 @@ static unsigned long long hard_limit(int res)
  * fleet caps them at this machine's hard limits, as an operator would for such a host.
  */
 static void write_fleet(const struct fx *f, const char *path, int pa, int pb, const char *digest,
-                        unsigned ctx)
+                        unsigned ctx, const char *native_bin)
 {
     char limits[512], memlock_arg[128] = "", text[8192];
     unsigned long long nofile = hard_limit(RLIMIT_NOFILE), memlock = hard_limit(RLIMIT_MEMLOCK);
@@ -224,7 +224,7 @@ static void write_fleet(const struct fx *f, const char *path, int pa, int pb, co
              "  native:\n"
              "    host: th-native\n"
              "    engine: llama.cpp\n"
-             "    binary: /opt/llama/bin/llama-server\n"
+             "    binary: %s\n"
              "    listen: %s:%d\n"
              "    api_key: {from_env: SW_TEST_STATUS_KEY}\n"
              "    payload: {path: /models/chat.gguf}\n"
@@ -243,7 +243,7 @@ static void write_fleet(const struct fx *f, const char *path, int pa, int pb, co
              "    shape: {ctx_size: %u, seqs: 1, n_gpu_layers: 0}\n"
              "    args: [-t, \"1\"]\n",
              f->a.addr, f->a.key, f->a.known_hosts, f->b.addr, f->b.key, f->b.known_hosts,
-             f->a.addr, pa, ctx, IMAGE, digest, limits, f->b.addr, pb, ctx);
+             native_bin, f->a.addr, pa, ctx, IMAGE, digest, limits, f->b.addr, pb, ctx);
     swt_write_str(path, text);
 }
 
@@ -342,7 +342,7 @@ static void test_install_status_unreachable(void **state)
     assert_int_equal(swth_up("sw-st-native", ADDR_A, binds, &f->a), 0);
     assert_int_equal(swth_up("sw-st-podman", ADDR_B, binds, &f->b), 0);
     int pa = swt_free_port(), pb = pa + 1;
-    write_fleet(f, f->fleet, pa, pb, digest, 512);
+    write_fleet(f, f->fleet, pa, pb, digest, 512, "/opt/llama/bin/llama-server");
 
     struct swt_run r, s;
     json_t *j = run_json(&r, 0, "render", "native", f->fleet, "--lint", "--json", NULL);
@@ -353,6 +353,28 @@ static void test_install_status_unreachable(void **state)
     assert_true(json_is_true(json_object_get(json_object_get(j, "lint"), "clean")));
     json_decref(j);
     swt_run_free(&r);
+
+    /* a binary the host lacks: the lint here cannot know, `systemd-analyze verify` on the host
+     * says so, and the install is refused with nothing written there */
+    char bad[4300];
+    snprintf(bad, sizeof(bad), "%s/bad.yaml", f->dir);
+    write_fleet(f, bad, pa, pb, digest, 512, "/opt/llama/bin/no-such-server");
+    j = run_json(&r, 1, "install", "native", bad, "--start", "--json", NULL);
+    assert_true(json_is_true(json_object_get(j, "refused")));
+    assert_false(json_is_true(json_object_get(j, "installed")));
+    const json_t *fd = json_array_get(json_object_get(j, "findings"), 0);
+    assert_string_equal(json_string_value(json_object_get(fd, "law")), "verify");
+    assert_non_null(strstr(json_string_value(json_object_get(fd, "message")), "no-such-server"));
+    json_decref(j);
+    swt_run_free(&r);
+    assert_int_equal(swth_ssh(&f->a,
+                              "ls -A /etc/systemd/system | grep slipway; "
+                              "ls -A /etc/slipway 2>/dev/null; ls -d /tmp/tmp.* 2>/dev/null",
+                              NULL, 30, &s),
+                     0);
+    if (s.out[0])
+        fail_msg("a refused install left files on %s: %s", f->a.name, s.out);
+    swt_run_free(&s);
 
     double t_native, t_boxed;
     install(f, "native", &t_native);
@@ -417,7 +439,7 @@ static void test_install_status_unreachable(void **state)
      * while the installed shape still serves (liveness with the installed key) */
     char drift[4300];
     snprintf(drift, sizeof(drift), "%s/drift.yaml", f->dir);
-    write_fleet(f, drift, pa, pb, digest, 1024);
+    write_fleet(f, drift, pa, pb, digest, 1024, "/opt/llama/bin/llama-server");
     setenv("SW_TEST_STATUS_KEY", KEY_2, 1);
     j = run_json(&r, 0, "status", drift, "native", "--json", NULL);
     setenv("SW_TEST_STATUS_KEY", KEY_1, 1);
