@@ -4,7 +4,8 @@
  * unit and environment file read back and compared line by line with what the fleet renders now,
  * GET /health and a one-token generation, and device memory from the vendor tool the host has.
  * A host that cannot be reached costs one failed operation, not one per endpoint: its endpoints
- * are all reported with that failure.
+ * are all reported with that failure. Hosts are asked at once, one thread each (renders are done
+ * before, on the calling thread), so the whole status takes about the slowest host's time.
  *
  * What it deliberately does not do: change anything on a host, record readings in the ledger
  * (readings --record does), or print (the CLI does).
@@ -13,9 +14,11 @@
 #include "service_internal.h"
 
 #include <slipway/host.h>
+#include <slipway/net.h>
 #include <slipway/readings.h>
 #include <slipway/unit.h>
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -301,15 +304,24 @@ static void not_reached(json_t *ej, const struct hostc *c)
     sw_json_set_str(ej, "state", "unreachable");
 }
 
-static json_t *status_endpoint(const struct sw_fleet *f, const struct sw_fleet_endpoint *ep,
-                               struct hostc *c, unsigned http_ms)
-{
+/* One endpoint asked about: rendered on the calling thread before any host is asked (the render
+ * reads the fleet and plans; the hosts' threads only read the result). */
+struct epc {
+    const struct sw_fleet_endpoint *ep;
     struct sw_unit_render ur;
+    bool rendered;
+    char render_err[1024];
+    json_t *out;
+};
+
+static json_t *status_endpoint(struct epc *x, struct hostc *c, unsigned http_ms)
+{
+    const struct sw_fleet_endpoint *ep = x->ep;
+    const struct sw_unit_render *urp = &x->ur;
     struct sw_err e;
     char unit[300], upath[1024] = "", epath[1024] = "", url[320] = "", bearer[512] = "";
     json_t *ej = json_object();
     uint64_t t_ep = sw_now_ns();
-    memset(&ur, 0, sizeof(ur));
     sw_err_clear(&e);
     if (!ej)
         return NULL;
@@ -317,13 +329,13 @@ static json_t *status_endpoint(const struct sw_fleet *f, const struct sw_fleet_e
     sw_json_set_str(ej, "host", c->fh->name);
     sw_json_set_bool(ej, "serving", false);
     snprintf(unit, sizeof(unit), "%s.service", ep->service.name.v ? ep->service.name.v : ep->name);
-    bool rendered = sw_unit_render_endpoint(f, ep, &ur, &e) == 0;
+    bool rendered = x->rendered;
     if (rendered) {
-        snprintf(unit, sizeof(unit), "%s", ur.service.name);
-        sw__svc_url(&ur, url, sizeof(url));
-        sw__svc_bearer(&ur, bearer, sizeof(bearer));
+        snprintf(unit, sizeof(unit), "%s", urp->service.name);
+        sw__svc_url(urp, url, sizeof(url));
+        sw__svc_bearer(urp, bearer, sizeof(bearer));
     } else {
-        sw_json_set_str(ej, "render_error", e.msg);
+        sw_json_set_str(ej, "render_error", x->render_err);
     }
     bool user = ep->service.scope == SW_FLEET_SCOPE_USER;
 
@@ -374,7 +386,7 @@ static json_t *status_endpoint(const struct sw_fleet *f, const struct sw_fleet_e
     sw_json_set_new(ej, "shape", sj);
     bool installed = false;
     size_t n_drift = 0;
-    if (rendered && !sw__svc_paths(&ur, c->home, upath, sizeof(upath), epath, sizeof(epath), &e)) {
+    if (rendered && !sw__svc_paths(urp, c->home, upath, sizeof(upath), epath, sizeof(epath), &e)) {
         char *ut = NULL, *et = NULL;
         size_t ul = 0, el = 0;
         int ru = read_remote(c, upath, &ut, &ul);
@@ -393,9 +405,9 @@ static json_t *status_endpoint(const struct sw_fleet *f, const struct sw_fleet_e
         sw_json_set_str(sj, "env_path", epath);
         if (ru == 0)
             n_drift +=
-                diff_lines(&ur, false, upath, ut, ul, ur.service.text, ur.service.len, drift);
+                diff_lines(urp, false, upath, ut, ul, urp->service.text, urp->service.len, drift);
         if (re == 0) {
-            n_drift += diff_lines(&ur, true, epath, et, el, ur.env.text, ur.env.len, drift);
+            n_drift += diff_lines(urp, true, epath, et, el, urp->env.text, urp->env.len, drift);
             /* the proofs speak to what runs: the key the installed file gives the engine */
             explicit_bzero(bearer, sizeof(bearer));
             sw__svc_bearer_text(et, el, bearer, sizeof(bearer));
@@ -472,8 +484,30 @@ static json_t *status_endpoint(const struct sw_fleet *f, const struct sw_fleet_e
 out:
     sw_json_set_real(ej, "seconds", (double)(sw_now_ns() - t_ep) / 1e9);
     explicit_bzero(bearer, sizeof(bearer));
-    sw_unit_render_free(&ur);
     return ej;
+}
+
+/* One host's work: its endpoints in fleet order, within its deadline (a thread of its own). */
+struct hostjob {
+    struct hostc c;
+    struct epc *eps;
+    size_t n_eps;
+    unsigned http_ms;
+    pthread_t th;
+    bool started;
+};
+
+static void *host_job(void *arg)
+{
+    struct hostjob *j = arg;
+    j->c.t0 = sw_now_ns();
+    for (size_t i = 0; i < j->n_eps; i++)
+        if (j->eps[i].ep->host == j->c.fh)
+            j->eps[i].out = status_endpoint(&j->eps[i], &j->c, j->http_ms);
+    json_decref(j->c.devices);
+    j->c.devices = NULL;
+    sw_readings_free(&j->c.rs);
+    return NULL;
 }
 
 int sw_deploy_status(const struct sw_fleet *f, const struct sw_status_opts *o, json_t **out,
@@ -492,26 +526,68 @@ int sw_deploy_status(const struct sw_fleet *f, const struct sw_status_opts *o, j
         json_decref(eps);
         return sw_err_set(e, SW_ENOMEM, "out of memory");
     }
-    for (size_t hi = 0; hi < f->n_hosts; hi++) {
-        struct hostc c;
-        memset(&c, 0, sizeof(c));
-        c.fh = &f->hosts[hi];
-        c.budget = budget;
-        c.t0 = sw_now_ns();
-        for (size_t i = 0; i < f->n_endpoints; i++) {
-            const struct sw_fleet_endpoint *ep = &f->endpoints[i];
-            if (ep->host != c.fh || (only ? strcmp(only, ep->name) : !ep->enabled))
-                continue;
-            json_t *ej = status_endpoint(f, ep, &c, http_ms);
-            if (!ej)
-                continue;
-            nt++;
-            ns += json_is_true(json_object_get(ej, "serving"));
-            json_array_append_new(eps, ej);
-        }
-        json_decref(c.devices);
-        sw_readings_free(&c.rs);
+    /* the renders first, here; then every host at once, each in its own thread bounded by its
+     * own deadline, so one dead host costs its deadline once, not once per host before it */
+    struct epc *eps_c = sw_calloc(f->n_endpoints ? f->n_endpoints : 1, sizeof(*eps_c));
+    struct hostjob *jobs = sw_calloc(f->n_hosts ? f->n_hosts : 1, sizeof(*jobs));
+    size_t n_ep = 0;
+    if (!eps_c || !jobs) {
+        sw_free(eps_c);
+        sw_free(jobs);
+        json_decref(res);
+        json_decref(eps);
+        return sw_err_set(e, SW_ENOMEM, "out of memory");
     }
+    for (size_t i = 0; i < f->n_endpoints; i++) {
+        const struct sw_fleet_endpoint *ep = &f->endpoints[i];
+        if (!ep->host || (only ? strcmp(only, ep->name) : !ep->enabled))
+            continue;
+        struct epc *x = &eps_c[n_ep++];
+        struct sw_err re;
+        sw_err_clear(&re);
+        x->ep = ep;
+        x->rendered = sw_unit_render_endpoint(f, ep, &x->ur, &re) == 0;
+        if (!x->rendered)
+            snprintf(x->render_err, sizeof(x->render_err), "%s", re.msg);
+    }
+    /* net's process-wide setup (curl's and libevent's globals) once here, before the threads,
+     * rather than raced for under its pthread_once by the first two hosts */
+    {
+        struct sw_net_loop l;
+        struct sw_err ne;
+        if (!sw_net_loop_init(&l, NULL, &ne))
+            sw_net_loop_close(&l);
+    }
+    for (size_t hi = 0; hi < f->n_hosts; hi++) {
+        struct hostjob *j = &jobs[hi];
+        bool any = false;
+        for (size_t i = 0; i < n_ep; i++)
+            any |= eps_c[i].ep->host == &f->hosts[hi];
+        if (!any)
+            continue;
+        j->c.fh = &f->hosts[hi];
+        j->c.budget = budget;
+        j->eps = eps_c;
+        j->n_eps = n_ep;
+        j->http_ms = http_ms;
+        j->started = pthread_create(&j->th, NULL, host_job, j) == 0;
+        if (!j->started)
+            host_job(j); /* no thread: this host in turn, still within its deadline */
+    }
+    for (size_t hi = 0; hi < f->n_hosts; hi++)
+        if (jobs[hi].started)
+            pthread_join(jobs[hi].th, NULL);
+    for (size_t i = 0; i < n_ep; i++) {
+        struct epc *x = &eps_c[i];
+        if (x->out) {
+            nt++;
+            ns += json_is_true(json_object_get(x->out, "serving"));
+            json_array_append_new(eps, x->out);
+        }
+        sw_unit_render_free(&x->ur);
+    }
+    sw_free(eps_c);
+    sw_free(jobs);
     sw_json_set_str(res, "fleet", f->path ? f->path : "");
     sw_json_set_int(res, "serving", (int64_t)ns);
     sw_json_set_int(res, "total", (int64_t)nt);

@@ -199,8 +199,8 @@ static void test_status_unreachable(void **state)
                                                "    payload: {path: /models/m.gguf}\n");
     char run[4300];
     snprintf(run, sizeof(run), "SLIPWAY_RUN_DIR=%s", dir);
-    const char *argv[] = {"env", run, swt_bin(), "status", fleet, "--deadline", "2s", "--json",
-                          NULL};
+    const char *argv[] = {"env",        run,  swt_bin(), "status", fleet,
+                          "--deadline", "2s", "--json",  NULL};
     struct swt_run r;
     assert_int_equal(swt_run(argv, NULL, 60, &r), 0);
     assert_int_equal(r.status, 1);
