@@ -7,6 +7,7 @@
 #        scripts/testhost.sh up NAME ADDR [--bind-ro PATH[:DEST]]... [--authorize PUBKEY]
 #        scripts/testhost.sh down NAME
 #        scripts/testhost.sh list
+#        scripts/testhost.sh paths
 #
 #   rootfs  Build (once) the Debian bookworm minbase root filesystem as a tar: systemd, sshd,
 #           curl, libgomp1 (llama-server's OpenMP). Cached as
@@ -29,6 +30,8 @@
 #   down    SIGTERM to the nspawn (the host powers off), wait up to 20 s, SIGKILL, remove
 #           $RUN/NAME. Quiet and exit 0 when there is nothing to stop.
 #   list    One line per host: NAME ADDR PID state (running, or dead).
+#   paths   rootfs=TAR rootfs_built=0|1 llama=DIR (empty when not built) run=DIR, building nothing
+#           (the tests' prerequisite check).
 #
 # Env: SLIPWAY_CACHE (default ~/.cache/slipway), SLIPWAY_TESTHOST_RUN (hosts' directories,
 #      default /var/tmp/slipway-testhost), SLIPWAY_TESTHOST_BOOT_S (boot deadline, default 90).
@@ -46,7 +49,7 @@ IMAGE=localhost/slipway-llama:test
 
 die() { printf 'testhost: %s\n' "$*" >&2; exit 1; }
 note() { printf 'testhost: %s\n' "$*" >&2; }
-usage() { sed -n '3,8p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '5,10p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
 rootfs_key() { printf '%s %s minbase\n' "$SUITE" "$PACKAGES" | sha256sum | cut -c1-16; }
 rootfs_tar() { printf '%s/rootfs-%s.tar' "$TH" "$(rootfs_key)"; }
@@ -386,6 +389,6 @@ paths)
     if d=$("$here/llama-build.sh" --print-dir 2>/dev/null); then echo "llama=$d"; else echo "llama="; fi
     echo "run=$RUN"
     ;;
--h | --help) sed -n '2,40p' "$0" | sed 's/^# \{0,1\}//' ;;
+-h | --help) sed -n '2,38p' "$0" | sed 's/^# \{0,1\}//' ;;
 *) usage ;;
 esac
