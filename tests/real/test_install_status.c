@@ -10,6 +10,8 @@
  *    proves it serves (render -> serving timed); `slipway status` shows both serving (active,
  *    NRestarts 0, /health 200, liveness ok, the installed files as rendered) and `slipway hosts
  *    check` is green;
+ *  - device memory from the vendor tool the host has (these hosts have no GPU: a recorded
+ *    nvidia-smi / rocm-smi output answers slipway's exact query), "no device tool" without one;
  *  - a changed fleet shows as drift, line by line, while the endpoint still serves;
  *  - one host frozen (every process of its PID namespace SIGSTOPped: sshd accepts nothing, an
  *    open ssh connection hangs): `status --deadline` reports it unreachable within the deadline,
@@ -279,6 +281,51 @@ static const json_t *endpoint(const json_t *st, const char *name)
     return NULL;
 }
 
+/* Put a device tool on a host that answers exactly slipway's query with a recorded output of the
+ * real tool (tests/data/readings): these hosts have no GPU, so this proves the plumbing (found by
+ * the host's facts, run over ssh, parsed by readings), not a driver. Any other argv: exit 2. */
+static void put_tool(const struct swth_host *h, const char *tool, const char *args,
+                     const char *recorded)
+{
+    char *text = NULL;
+    size_t len = 0;
+    struct sw_err e;
+    if (sw_read_file(swt_src(recorded), 1 << 20, &text, &len, &e))
+        fail_msg("%s", e.msg);
+    char path[256], script[8192];
+    snprintf(path, sizeof(path), "/usr/local/bin/%s", tool);
+    snprintf(script, sizeof(script),
+             "#!/bin/sh\n"
+             "# a recorded output of %s (%s), for slipway's test\n"
+             "[ \"$*\" = \"%s\" ] || { echo \"unexpected: $*\" >&2; exit 2; }\n"
+             "cat <<'EOF'\n%.*sEOF\n",
+             tool, recorded, args, (int)len, text);
+    sw_free(text);
+    assert_int_equal(swth_put(h, path, script), 0);
+    struct swt_run r;
+    char cmd[300];
+    snprintf(cmd, sizeof(cmd), "chmod 755 %s", path);
+    assert_int_equal(swth_ssh(h, cmd, NULL, 30, &r), 0);
+    assert_int_equal(r.status, 0);
+    swt_run_free(&r);
+}
+
+static void assert_device(const json_t *ep, const char *tool, unsigned long long used,
+                          unsigned long long total)
+{
+    const json_t *d = json_object_get(ep, "devices");
+    char *dump = json_dumps(d, 0);
+    if (!json_is_string(json_object_get(d, "tool")) ||
+        strcmp(json_string_value(json_object_get(d, "tool")), tool))
+        fail_msg("devices: %s (wanted %s)", dump, tool);
+    const json_t *r0 = json_array_get(json_object_get(d, "readings"), 0);
+    if (!r0)
+        fail_msg("devices: no readings: %s", dump);
+    free(dump);
+    assert_int_equal(json_integer_value(json_object_get(r0, "used_bytes")), used);
+    assert_int_equal(json_integer_value(json_object_get(r0, "total_bytes")), total);
+}
+
 static void assert_serving(const json_t *ep)
 {
     const json_t *u = json_object_get(ep, "unit");
@@ -294,9 +341,6 @@ static void assert_serving(const json_t *ep)
     assert_int_equal(json_integer_value(json_object_get(json_object_get(ep, "health"), "status")),
                      200);
     assert_true(json_is_true(json_object_get(json_object_get(ep, "liveness"), "ok")));
-    /* a CPU test host has no vendor tool: said so, not hidden */
-    assert_string_equal(json_string_value(json_object_get(json_object_get(ep, "devices"), "note")),
-                        "no device tool on this host");
 }
 
 static void install(struct fx *f, const char *name, double *secs)
@@ -380,7 +424,20 @@ static void test_install_status_unreachable(void **state)
     install(f, "native", &t_native);
     install(f, "boxed", &t_boxed);
 
-    /* both serving, the installed files as rendered */
+    /* a host without a device tool says so */
+    j = run_json(&r, 0, "status", f->fleet, "native", "--json", NULL);
+    assert_string_equal(json_string_value(json_object_get(
+                            json_object_get(endpoint(j, "native"), "devices"), "note")),
+                        "no device tool on this host");
+    json_decref(j);
+    swt_run_free(&r);
+    put_tool(&f->a, "nvidia-smi",
+             "--query-gpu=index,uuid,name,memory.used,memory.total,memory.free --format=csv",
+             "tests/data/readings/nvidia-smi/one-gpu.csv");
+    put_tool(&f->b, "rocm-smi", "--showmeminfo vram --json",
+             "tests/data/readings/rocm-smi/two-cards-system.json");
+
+    /* both serving, the installed files as rendered, device memory from each host's tool */
     j = run_json(&r, 0, "status", f->fleet, "--json", "--deadline", "30s", NULL);
     assert_int_equal(json_integer_value(json_object_get(j, "serving")), 2);
     const char *names[] = {"native", "boxed"};
@@ -391,6 +448,8 @@ static void test_install_status_unreachable(void **state)
             json_integer_value(json_object_get(json_object_get(ep, "unit"), "restarts")), 0);
         assert_true(json_is_true(json_object_get(json_object_get(ep, "shape"), "as_rendered")));
     }
+    assert_device(endpoint(j, "native"), "nvidia-smi", 20190ull << 20, 24564ull << 20);
+    assert_device(endpoint(j, "boxed"), "rocm-smi", 27745271808ull, 34342961152ull);
     json_decref(j);
     swt_run_free(&r);
     /* the same in the human table */
@@ -398,6 +457,7 @@ static void test_install_status_unreachable(void **state)
     assert_int_equal(r.status, 0);
     assert_non_null(strstr(r.out, "as rendered"));
     assert_non_null(strstr(r.out, "2 of 2 endpoint(s) serving"));
+    assert_non_null(strstr(r.out, "device 0 (NVIDIA GeForce RTX 4090, nvidia-smi)"));
     swt_run_free(&r);
 
     /* the host check is green */
