@@ -284,7 +284,6 @@ int sw_deploy_install(const struct sw_fleet *f, const struct sw_fleet_endpoint *
     struct sw_unit *u = NULL;
     struct sw_unit_report rep = {0};
     struct sw_host h;
-    bool opened = false;
     char stage[4096] = "", home[1024] = "";
     struct ctx c = {.o = o, .r = r};
     int64_t dl = o && o->deadline_ms > 0 ? o->deadline_ms : DEF_DEADLINE_MS;
@@ -298,6 +297,11 @@ int sw_deploy_install(const struct sw_fleet *f, const struct sw_fleet_endpoint *
     snprintf(r->host, sizeof(r->host), "%s", ep->host ? ep->host->name : "");
     if (!ep->host)
         return sw_err_set(e, SW_EINVAL, "endpoint %s has no host", ep->name);
+    if (!ep->enabled)
+        return sw_err_set(e, SW_EINVAL,
+                          "endpoint %s is disabled (enabled: false, kept for the record): not "
+                          "installed",
+                          ep->name);
 
     /* 1. the one render */
     step_begin(&c);
@@ -347,7 +351,6 @@ int sw_deploy_install(const struct sw_fleet *f, const struct sw_fleet_endpoint *
     unsigned ct = (unsigned)SW_MAX(1, SW_MIN(10, dl / 2000));
     rc = sw_host_open_fleet(&h, ep->host, ct, e);
     if (!rc) {
-        opened = true;
         sw_host_describe(&h, r->transport, sizeof(r->transport));
         const char *argv[] = {"sh", "-c", "printf '%s\\n' \"$HOME\"", NULL};
         rc = run(&h, argv, dl, home, sizeof(home), e);
@@ -445,7 +448,6 @@ int sw_deploy_install(const struct sw_fleet *f, const struct sw_fleet_endpoint *
 out:
     r->total_s = (double)(sw_now_ns() - t_all) / 1e9;
     rm_stage(stage, &ur);
-    (void)opened;
     sw_unit_report_free(&rep);
     sw_unit_free(u);
     sw_unit_render_free(&ur);

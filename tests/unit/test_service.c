@@ -176,6 +176,28 @@ static void test_install_refused_before_host(void **state)
     json_decref(j);
     swt_run_free(&r);
 
+    /* a disabled endpoint (kept for the record) is not installed */
+    fleet = write_fleet(dir, HOSTS "endpoints:\n"
+                                   "  old:\n"
+                                   "    host: far\n"
+                                   "    enabled: false\n"
+                                   "    engine: llama.cpp\n"
+                                   "    binary: /opt/llama/bin/llama-server\n"
+                                   "    payload: {path: /models/m.gguf}\n");
+    assert_int_equal(swt_slipway(&r, "install", "old", fleet, NULL), 0);
+    assert_int_equal(r.status, 2);
+    assert_non_null(strstr(r.err, "disabled"));
+    swt_run_free(&r);
+    fleet = write_fleet(dir, HOSTS "endpoints:\n"
+                                   "  boxed:\n"
+                                   "    host: far\n"
+                                   "    engine: llama.cpp\n"
+                                   "    image: localhost/llama:latest\n"
+                                   "    listen: 127.0.0.1:9004\n"
+                                   "    payload:\n"
+                                   "      path: /models/m.gguf\n"
+                                   "      mounts: [\"/models:/models:ro\"]\n");
+
     /* the human view says so too */
     assert_int_equal(swt_slipway(&r, "install", "boxed", fleet, NULL), 0);
     assert_int_equal(r.status, 1);
