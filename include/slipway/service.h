@@ -83,7 +83,7 @@ struct sw_install_result {
  * (r->refused; nothing written on the host); SW_ENET/SW_EMISMATCH/SW_ETIMEDOUT...: the host
  * could not be reached or an operation failed (e names host and step); SW_ECHILD: started but
  * not serving within serve_timeout_ms (the unit is left as systemd has it; the steps say which
- * proof failed). r is always filled; free with sw_install_result_free.
+ * proof failed). r is always filled; free with sw_install_result_free. e may be NULL.
  */
 int sw_deploy_install(const struct sw_fleet *f, const struct sw_fleet_endpoint *ep,
                       const struct sw_install_opts *o, struct sw_install_result *r,

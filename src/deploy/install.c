@@ -291,8 +291,12 @@ int sw_deploy_install(const struct sw_fleet *f, const struct sw_fleet_endpoint *
     struct ctx c = {.o = o, .r = r};
     int64_t dl = o && o->deadline_ms > 0 ? o->deadline_ms : DEF_DEADLINE_MS;
     unsigned serve_ms = o && o->serve_timeout_ms ? o->serve_timeout_ms : DEF_SERVE_MS;
+    struct sw_err mine;
     int rc;
 
+    if (!e)
+        e = &mine; /* the steps quote e's message */
+    sw_err_clear(e);
     memset(r, 0, sizeof(*r));
     memset(&ur, 0, sizeof(ur));
     uint64_t t_all = sw_now_ns();
