@@ -36,6 +36,7 @@ header_module() {
     fetch) echo payload ;;
     engine_*) echo engine ;;
     unit_lint) echo unit ;;
+    service) echo deploy ;;
     *) echo "$1" ;;
   esac
 }

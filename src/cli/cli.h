@@ -39,6 +39,7 @@ struct sw_cmd {
     X(gguf, "inspect a GGUF model file; synthesize tiny chat-capable test models")                 \
     X(history, "an endpoint's tags: shapes, measured figures, last-good, retired, restorable")     \
     X(hosts, "reach the fleet's hosts: systemd, podman, engine binaries or images, payloads")      \
+    X(install, "install an endpoint's rendered service on its host; --start and prove it serves")  \
     X(ledger, "the record of boots, usage readings, batteries, benches and rules")                 \
     X(lint, "lint a systemd unit: stop timeout, start limits, Restart, paths, digest, secrets")    \
     X(plan, "predict an engine's boot (memory lines, budget per device) from its command line")    \
@@ -47,6 +48,7 @@ struct sw_cmd {
     X(readings, "device memory used/total from nvidia-smi, rocm-smi, amd-smi output; --record it") \
     X(sim, "an engine stand-in driven by the plan's law: boots, serves and fails like it")         \
     X(retire, "move a payload directory to a trash dir, refused while a kept tag needs it")        \
+    X(status, "each endpoint on its host now: unit state, shape vs render, health, liveness")      \
     X(up, "boot a local endpoint supervised, prove it serves, diff predicted vs printed")          \
     X(version, "print the version")
 
@@ -68,6 +70,7 @@ SW_VERBS(SW_DECL)
     X(gguf)                                                                                        \
     X(history)                                                                                     \
     X(hosts)                                                                                       \
+    X(install)                                                                                     \
     X(ledger)                                                                                      \
     X(lint)                                                                                        \
     X(plan)                                                                                        \
@@ -76,6 +79,7 @@ SW_VERBS(SW_DECL)
     X(render)                                                                                      \
     X(retire)                                                                                      \
     X(sim)                                                                                         \
+    X(status)                                                                                      \
     X(up)                                                                                          \
     X(version)
 

@@ -293,6 +293,7 @@ static void test_opt_equals(void **state)
          "\"layout\""},
         {"gguf", {"gguf", "synth", "@"}, "--template", "bogus-template", "bogus-template"},
         {"hosts", {"hosts", "check", local, "@", "--json"}, "--host", "nowhere", "nowhere"},
+        {"install", {"install", "local", local, "@", "--json"}, "--deadline", "50ms", "'50ms'"},
         {"ledger", {"ledger", "path", "@", "--json"}, "--ledger", empty, empty},
         {"history", {"history", "frank-primary", "@", "--json"}, "--ledger", led, "\"tags\""},
         {"retire",
@@ -322,6 +323,7 @@ static void test_opt_equals(void **state)
          "--listen",
          "bogus:1",
          "bogus"},
+        {"status", {"status", local, "@", "--json"}, "--deadline", "50ms", "'50ms'"},
         /* the payload is missing, so nothing starts; the JSON names the log path given */
         {"up",
          {"up", "--json", "@", "--", "llama-server", "-m", "/nonexistent.gguf", "--port", port},

@@ -1,0 +1,126 @@
+/*
+ * service (module deploy): an endpoint as an installed systemd service on its host.
+ *
+ *   sw_deploy_install: the one render of the endpoint (unit.h), its lint (unit_lint.h; an error
+ *     refuses the install before the host is touched), the host opened (host.h), the unit staged
+ *     in a private directory ON THE HOST and `systemd-analyze verify`ed there (the binaries the
+ *     unit names exist there, not here), the unit and its environment file copied atomically to
+ *     the scope's places (system: /etc/systemd/system/NAME.service and the render's env_path;
+ *     user: ~/.config/systemd/user and the env_path with %h as the remote $HOME), daemon-reload,
+ *     and with `start` the unit started and waited on (bounded) until it is active, /health
+ *     answers 200 and a one-token generation comes back. Every step is timed.
+ *   sw_deploy_status: per endpoint, what its host says now: the unit's state, the installed unit
+ *     and environment file read back and compared line by line with what the fleet renders now,
+ *     /health and a one-token liveness, and device memory from the vendor tool the host has
+ *     (readings.h). Each host is bounded by its own deadline: an unreachable host is reported as
+ *     such, never waited on past it.
+ *
+ * What it deliberately does not do: stop a live unit before a new one is proven, keep a last-good
+ * shape or roll back (a gated deploy does that on top of these), enable units at boot, or print
+ * anything (the CLI does).
+ */
+#ifndef SLIPWAY_SERVICE_H
+#define SLIPWAY_SERVICE_H
+
+#include <slipway/core.h>
+#include <slipway/fleet.h>
+#include <slipway/host.h>
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* One timed step of an install ("render", "lint", "open", "verify", "copy", "daemon-reload",
+ * "start", "active", "health", "liveness"). */
+struct sw_install_step {
+    const char *name; /* static */
+    bool ok;
+    double seconds;
+    char detail[512]; /* what it did or why it failed (never a secret) */
+};
+
+#define SW_INSTALL_MAX_STEPS 16
+
+struct sw_install_opts {
+    bool start;                /* start the unit and wait until it serves */
+    int64_t deadline_ms;       /* each host operation (0: 60 s) */
+    unsigned serve_timeout_ms; /* start -> serving (0: 300 s) */
+    /* Called as each step ends (may be NULL). */
+    void (*on_step)(void *ctx, const struct sw_install_step *s);
+    void *ctx;
+};
+
+struct sw_install_result {
+    char endpoint[128];
+    char host[128];
+    char transport[512]; /* sw_host_describe */
+    char unit[256];      /* NAME.service */
+    bool user;           /* --user scope */
+    char unit_path[1024];
+    char env_path[1024];
+    struct sw_install_step steps[SW_INSTALL_MAX_STEPS];
+    size_t n_steps;
+    json_t *findings; /* lint and verify findings: [{law, severity, line, message}]; never NULL
+                         after a call that got past the render */
+    bool refused;     /* a lint or verify error: nothing was written on the host */
+    bool installed, started, active, serving;
+    char url[320];     /* http://ADDR:PORT the endpoint answers on */
+    int health_status; /* last /health status, 0 nothing answered */
+    char liveness[512];
+    char journal[2048]; /* the unit's last journal lines when the start or a proof failed */
+    uint64_t n_restarts;
+    double render_to_serving_s; /* 0 unless serving */
+    double total_s;
+};
+
+/*
+ * Install endpoint `ep` of fleet f on its host (and start it when o->start). 0: installed (and
+ * serving with start). SW_EGATE: the render's lint or the host's verify found an error
+ * (r->refused; nothing written on the host); SW_ENET/SW_EMISMATCH/SW_ETIMEDOUT...: the host
+ * could not be reached or an operation failed (e names host and step); SW_ECHILD: started but
+ * not serving within serve_timeout_ms (the unit is left as systemd has it; the steps say which
+ * proof failed). r is always filled; free with sw_install_result_free. e may be NULL.
+ */
+int sw_deploy_install(const struct sw_fleet *f, const struct sw_fleet_endpoint *ep,
+                      const struct sw_install_opts *o, struct sw_install_result *r,
+                      struct sw_err *e);
+void sw_install_result_free(struct sw_install_result *r);
+/* {"endpoint", "host", "transport", "unit", "scope", "unit_path", "env_path", "steps": [{name,
+ * ok, seconds, detail}], "findings", "refused", "installed", "started", "serving", "url",
+ * "health", "liveness", "journal", "restarts", "render_to_serving_s", "total_s"}. New reference. */
+json_t *sw_install_result_json(const struct sw_install_result *r);
+
+/* ---------------------------------------------------------------------------------------------
+ * Status.
+ */
+struct sw_status_opts {
+    int64_t deadline_ms;      /* per host, everything asked of it (0: 20 s) */
+    unsigned http_timeout_ms; /* /health and the liveness generation each (0: 10 s, capped
+                                     by what is left of the host's deadline) */
+    const char *only;         /* one endpoint by name; NULL: every enabled endpoint */
+};
+
+/*
+ * The status of endpoints of f: a JSON object
+ *   {"endpoints": [{"endpoint", "host", "transport", "reached", "unreachable" (the failure
+ *     class when not reached: "unreachable", "auth", "hostkey", "deadline", ...), "error",
+ *     "unit": {name, scope, load, active, sub, result, restarts, main_pid, since},
+ *     "shape": {"as_rendered": bool, "installed": bool, "drift": [{file, line, installed,
+ *     rendered}]}, "url", "health": {status, ms}, "liveness": {ok, ms, detail},
+ *     "devices": {tool, readings} | {tool: null, note}, "serving": bool, "seconds"}],
+ *    "serving": N, "total": N}
+ * into *out (new reference). Secret values of the environment file never appear (drift lines
+ * of a secret show ***). 0 when the status could be gathered (whatever it says); SW_ENOENT for
+ * an unknown `only`; SW_ENOMEM. *n_serving / *n_total (may be NULL) count the endpoints.
+ */
+int sw_deploy_status(const struct sw_fleet *f, const struct sw_status_opts *o, json_t **out,
+                     size_t *n_serving, size_t *n_total, struct sw_err *e);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,162 @@
+/*
+ * slipway status [FLEET.yaml] [ENDPOINT] [--deadline DUR] [--json]
+ *
+ *   Per endpoint, what its host says now (include/slipway/service.h): host and transport, the
+ *   unit's state (ActiveState/SubState, NRestarts, MainPID, since), the shape it runs (the
+ *   installed unit and environment file read back and compared with what the fleet renders now:
+ *   "as rendered" or the drift, line by line), /health and a one-token liveness with their
+ *   times, and device memory from the vendor tool the host has. Each host is bounded by its own
+ *   deadline: an unreachable host is reported as such within it.
+ *
+ * Exit: 0 every endpoint serving, 1 any endpoint not serving or its host unreachable, 2 usage.
+ */
+#include "cli.h"
+
+#include <slipway/fleet.h>
+#include <slipway/service.h>
+
+#include <stdio.h>
+#include <string.h>
+
+static const struct sw_opt opts[] = {
+    {"deadline", 0, "DUR", 0,
+     "per host: everything asked of it, HTTP included, within DUR (default 20s)", NULL},
+    {0},
+};
+
+static const char *const examples[] = {
+    "slipway status examples/operator.yaml",
+    "slipway status fleet.yaml frank-small --deadline 5s --json",
+    NULL,
+};
+
+const struct sw_cmd_spec sw_spec_status = {
+    .name = "status",
+    .summary = "each endpoint on its host now: unit state, shape vs render, health, liveness",
+    .synopsis = "[FLEET.yaml] [ENDPOINT] [--deadline DUR] [--json]",
+    .about = "Reads each host (its own deadline): systemctl show of the endpoint's unit, the\n"
+             "installed unit and env file compared line by line with the render (secrets shown\n"
+             "as ***), GET /health and a one-token generation, device memory from nvidia-smi,\n"
+             "rocm-smi or amd-smi when the host has one. Nothing on a host is changed.\n"
+             "FLEET.yaml defaults to ./fleet.yaml.\n"
+             "Exit: 0 all serving, 1 any not serving or unreachable, 2 usage.",
+    .opts = opts,
+    .max_args = 2,
+    .examples = examples,
+};
+
+static const char *js(const json_t *o, const char *k)
+{
+    const char *s = json_string_value(json_object_get(o, k));
+    return s ? s : "";
+}
+
+static void print_devices(const json_t *d)
+{
+    char a[32], b[32];
+    const char *tool = json_string_value(json_object_get(d, "tool"));
+    const json_t *rs = json_object_get(d, "readings");
+    if (!tool || !json_array_size(rs)) {
+        printf("    devices: %s%s%s\n", tool ? tool : "", tool ? ": " : "",
+               js(d, "note")[0] ? js(d, "note") : "no readings");
+        return;
+    }
+    size_t i;
+    const json_t *r;
+    json_array_foreach(rs, i, r)
+    {
+        const json_t *u = json_object_get(r, "used_bytes"), *t = json_object_get(r, "total_bytes");
+        printf(
+            "    device %lld (%s, %s): %s used of %s\n",
+            (long long)json_integer_value(json_object_get(r, "index")), js(r, "name"), tool,
+            json_is_integer(u) ? sw_fmt_bytes((uint64_t)json_integer_value(u), a, sizeof(a)) : "?",
+            json_is_integer(t) ? sw_fmt_bytes((uint64_t)json_integer_value(t), b, sizeof(b)) : "?");
+    }
+}
+
+static void print_endpoint(const json_t *ej)
+{
+    const json_t *u = json_object_get(ej, "unit");
+    const json_t *sh = json_object_get(ej, "shape");
+    const json_t *h = json_object_get(ej, "health");
+    const json_t *l = json_object_get(ej, "liveness");
+    printf("%-20s %-14s %-14s", js(ej, "endpoint"), js(ej, "host"), js(ej, "state"));
+    if (!json_is_true(json_object_get(ej, "reached"))) {
+        printf(" host not reached (%s) after %.2f s\n    %s: %s\n", js(ej, "unreachable"),
+               json_real_value(json_object_get(ej, "seconds")), js(ej, "transport"),
+               js(ej, "error"));
+        return;
+    }
+    char unit[80];
+    snprintf(unit, sizeof(unit), "%s/%s", js(u, "active"), js(u, "sub"));
+    printf(" %-18s restarts %-3lld pid %-7lld %-12s health %d (%.0f ms)  liveness %s (%.0f ms)\n",
+           unit, (long long)json_integer_value(json_object_get(u, "restarts")),
+           (long long)json_integer_value(json_object_get(u, "main_pid")),
+           json_is_true(json_object_get(sh, "as_rendered")) ? "as rendered"
+           : json_is_true(json_object_get(sh, "installed")) ? "DRIFT"
+                                                            : "not installed",
+           (int)json_integer_value(json_object_get(h, "status")),
+           json_real_value(json_object_get(h, "ms")),
+           json_is_true(json_object_get(l, "ok")) ? "ok" : "FAIL",
+           json_real_value(json_object_get(l, "ms")));
+    printf("    %s %s via %s at %s, since %s\n", js(u, "name"), js(u, "scope"), js(ej, "transport"),
+           js(ej, "url"), js(u, "since")[0] ? js(u, "since") : "-");
+    printf("    liveness: %s\n", js(l, "detail"));
+    size_t i;
+    const json_t *d;
+    json_array_foreach(json_object_get(sh, "drift"), i, d)
+    {
+        const char *in = json_string_value(json_object_get(d, "installed"));
+        const char *re = json_string_value(json_object_get(d, "rendered"));
+        printf("    drift %s:%lld\n      installed: %s\n      rendered:  %s\n", js(d, "file"),
+               (long long)json_integer_value(json_object_get(d, "line")), in ? in : "(none)",
+               re ? re : "(none)");
+    }
+    if (js(u, "error")[0])
+        printf("    unit: %s\n", js(u, "error"));
+    if (js(ej, "render_error")[0])
+        printf("    render: %s\n", js(ej, "render_error"));
+    print_devices(json_object_get(ej, "devices"));
+}
+
+int sw_cmd_status(int argc, char **argv)
+{
+    struct sw_err e;
+    struct sw_fleet *f = NULL;
+    json_t *out = NULL;
+    int rc;
+    struct sw_args a;
+    sw_err_clear(&e);
+    if (!sw_args_parse(&sw_spec_status, argc, argv, &a, &rc))
+        return rc;
+    bool json = a.json;
+    const char *path = a.npos ? a.pos[0] : "fleet.yaml";
+    const char *only = a.npos > 1 ? a.pos[1] : NULL;
+    const char *dl = sw_args_str(&a, "deadline");
+    int64_t deadline_ms = 20000;
+    if (dl &&
+        (sw_parse_duration_ms(dl, &deadline_ms, &e) || deadline_ms < 100 || deadline_ms > 3600000))
+        return sw_args_usage(&a, "--deadline: want a duration from 100ms to 1h, got '%s'", dl);
+    if (sw_fleet_load(path, NULL, &f, &e))
+        return sw_cli_fail(&e, json);
+    struct sw_status_opts o = {.deadline_ms = deadline_ms, .only = only};
+    size_t ns = 0, nt = 0;
+    if (sw_deploy_status(f, &o, &out, &ns, &nt, &e)) {
+        rc = sw_cli_fail(&e, json);
+        goto done;
+    }
+    sw_json_set_str(out, "verdict", ns == nt ? "pass" : "fail");
+    if (json) {
+        sw_json_print(stdout, out, true);
+    } else {
+        size_t i;
+        const json_t *ej;
+        json_array_foreach(json_object_get(out, "endpoints"), i, ej) print_endpoint(ej);
+        printf("status: %zu of %zu endpoint(s) serving\n", ns, nt);
+    }
+    rc = ns == nt ? SW_EXIT_OK : SW_EXIT_FAIL;
+done:
+    json_decref(out);
+    sw_fleet_free(f);
+    return rc;
+}

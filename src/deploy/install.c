@@ -1,0 +1,507 @@
+/*
+ * deploy/install: sw_deploy_install, an endpoint's rendered service put on its host and, when
+ * asked, started and proven to serve. The order is the point: everything that can refuse the
+ * install (the render, its lint, `systemd-analyze verify` on the host) runs before anything is
+ * written where systemd reads it; the files then land atomically (temp + sync + rename, the env
+ * file first so the unit never names a missing one), and only then daemon-reload and start.
+ *
+ * What it deliberately does not do: stop a live unit before the new one is proven or keep the
+ * previous files (a gated deploy does), enable the unit at boot, or print (the CLI does).
+ */
+#include "deploy_internal.h"
+#include "service_internal.h"
+
+#include <slipway/host.h>
+#include <slipway/unit.h>
+#include <slipway/unit_lint.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define DEF_DEADLINE_MS 60000
+#define DEF_SERVE_MS    300000u
+
+struct ctx {
+    const struct sw_install_opts *o;
+    struct sw_install_result *r;
+    uint64_t t_step;
+};
+
+static void step_begin(struct ctx *c)
+{
+    c->t_step = sw_now_ns();
+}
+
+static void step_end(struct ctx *c, const char *name, bool ok, const char *fmt, ...)
+    SW_PRINTF(4, 5);
+static void step_end(struct ctx *c, const char *name, bool ok, const char *fmt, ...)
+{
+    struct sw_install_result *r = c->r;
+    if (r->n_steps >= SW_INSTALL_MAX_STEPS)
+        return;
+    struct sw_install_step *s = &r->steps[r->n_steps++];
+    s->name = name;
+    s->ok = ok;
+    s->seconds = (double)(sw_now_ns() - c->t_step) / 1e9;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(s->detail, sizeof(s->detail), fmt, ap);
+    va_end(ap);
+    if (c->o && c->o->on_step)
+        c->o->on_step(c->o->ctx, s);
+}
+
+static void add_finding(json_t *arr, const char *law, const char *sev, int line, const char *msg)
+{
+    json_array_append_new(arr, json_pack("{s:s,s:s,s:i,s:s}", "law", law, "severity", sev, "line",
+                                         line, "message", msg));
+}
+
+/* `systemd-analyze verify` of the staged unit on the host: $1 the unit's file name, $2 "--user"
+ * or "", the unit on stdin. A private directory, removed whatever happens; every line printed
+ * is a finding (verify exits 0 on an unknown key), the directory's name taken out of them. */
+static const char verify_script[] =
+    "command -v systemd-analyze >/dev/null 2>&1 || { echo 'systemd-analyze not found on the "
+    "host'; exit 3; }\n"
+    "d=$(mktemp -d) || exit 1\n"
+    "trap 'rm -rf -- \"$d\"' EXIT HUP INT TERM\n"
+    "cat >\"$d/$1\" || exit 1\n"
+    "out=$(systemd-analyze $2 verify \"$d/$1\" 2>&1); rc=$?\n"
+    "[ -z \"$out\" ] || printf '%s\\n' \"$out\" | sed \"s|$d/||g\"\n"
+    "exit $rc\n";
+
+static int verify_on_host(struct ctx *c, struct sw_host *h, const struct sw_unit_render *ur,
+                          const char *local_unit, int64_t deadline_ms, size_t *n_lines,
+                          struct sw_err *e)
+{
+    struct sw_host_result hr;
+    const char *argv[] = {"sh",
+                          "-c",
+                          verify_script,
+                          "sh",
+                          ur->service.name,
+                          ur->scope == SW_FLEET_SCOPE_USER ? "--user" : "",
+                          NULL};
+    struct sw_host_run_opts ro = {
+        .deadline_ms = deadline_ms, .max_out = 64u * 1024u, .stdin_path = local_unit};
+    *n_lines = 0;
+    int rc = sw_host_run(h, argv, &ro, &hr, e);
+    if (rc && hr.fail != SW_HOST_EXIT) {
+        sw_host_result_free(&hr);
+        return rc;
+    }
+    /* stdout and stderr are the script's: verify's own words are in out */
+    for (const char *p = hr.out ? hr.out : ""; *p;) {
+        size_t l = strcspn(p, "\n");
+        if (l) {
+            char line[1100];
+            snprintf(line, sizeof(line), "systemd-analyze verify on %s: %.*s", h->name,
+                     (int)SW_MIN(l, (size_t)1000), p);
+            add_finding(c->r->findings, SW_UNIT_LAW_VERIFY, "error", 0, line);
+            (*n_lines)++;
+        }
+        p += l;
+        if (*p)
+            p++;
+    }
+    if (rc && !*n_lines) {
+        char line[600];
+        snprintf(line, sizeof(line), "systemd-analyze verify on %s exited %d: %.400s", h->name,
+                 hr.exit_code, hr.err ? hr.err : "");
+        add_finding(c->r->findings, SW_UNIT_LAW_VERIFY, "error", 0, line);
+        (*n_lines)++;
+    }
+    sw_host_result_free(&hr);
+    sw_err_clear(e);
+    return 0;
+}
+
+/* Run argv on the host; 0 or the error with e set. */
+static int run(struct sw_host *h, const char *const *argv, int64_t deadline_ms, char *out, size_t n,
+               struct sw_err *e)
+{
+    struct sw_host_result hr;
+    struct sw_host_run_opts ro = {.deadline_ms = deadline_ms, .max_out = 64u * 1024u};
+    int rc = sw_host_run(h, argv, &ro, &hr, e);
+    if (out && n) {
+        size_t l = hr.out ? strcspn(hr.out, "\n") : 0;
+        snprintf(out, n, "%.*s", (int)SW_MIN(l, n - 1), hr.out ? hr.out : "");
+    }
+    sw_host_result_free(&hr);
+    return rc;
+}
+
+static void rm_stage(char *dir, const struct sw_unit_render *ur)
+{
+    char p[4200];
+    if (!dir[0])
+        return;
+    snprintf(p, sizeof(p), "%s/%s", dir, ur->service.name);
+    unlink(p);
+    snprintf(p, sizeof(p), "%s/%s", dir, ur->env.name);
+    unlink(p);
+    rmdir(dir);
+    dir[0] = '\0';
+}
+
+/* The unit's newest journal lines into r->journal (evidence for a failed start): the last 8
+ * of the newest 40, without systemd's "Killing process" lines (a container's dozen helpers each
+ * get one and would crowd out the engine's or podman's own words). */
+static void journal_tail(struct sw_host *h, struct sw_install_result *r, int64_t deadline_ms)
+{
+    struct sw_host_journal j;
+    struct sw_err e;
+    size_t o = 0, keep[8], nk = 0;
+    memset(&j, 0, sizeof(j));
+    r->journal[0] = '\0';
+    if (sw_host_journal_read(h, r->user, r->unit, NULL, 40, SW_MIN(deadline_ms, 10000), &j, &e))
+        return;
+    for (size_t i = j.n; i-- > 0 && nk < SW_ARRAY_LEN(keep);) {
+        const char *m = j.v[i].message;
+        if (m && *m && !strstr(m, ": Killing process "))
+            keep[nk++] = i;
+    }
+    while (nk-- > 0 && o + 2 < sizeof(r->journal)) {
+        int w =
+            snprintf(r->journal + o, sizeof(r->journal) - o, "    %.220s\n", j.v[keep[nk]].message);
+        if (w > 0)
+            o = SW_MIN(o + (size_t)w, sizeof(r->journal) - 1);
+    }
+    sw_host_journal_free(&j);
+}
+
+/* Start (restart when it runs: the installed files are what must run) and wait until the unit
+ * is active, /health answers 200 and a one-token generation comes back. */
+static int start_and_prove(struct ctx *c, struct sw_host *h, const struct sw_unit_render *ur,
+                           int64_t deadline_ms, unsigned serve_ms, struct sw_err *e)
+{
+    struct sw_install_result *r = c->r;
+    struct sw_host_result hr;
+    struct sw_host_unit u;
+    bool user = r->user;
+    char bearer[512];
+    const struct sw_engine *eng = sw__svc_engine(ur->ep);
+    int rc;
+
+    uint64_t t0 = sw_now_ns(); /* serve_ms counts from here */
+    step_begin(c);
+    rc = sw_host_unit_show(h, user, r->unit, deadline_ms, &u, e);
+    uint64_t restarts0 = rc ? 0 : u.n_restarts;
+    /* `systemctl restart` returns once ExecStartPre (a container's `podman run`, an image pull)
+     * is done: bounded by the start -> serving budget, not one operation's deadline */
+    rc = sw_host_systemctl(h, user, "restart", r->unit, SW_MAX(deadline_ms, (int64_t)serve_ms), &hr,
+                           e);
+    sw_host_result_free(&hr);
+    step_end(c, "start", rc == 0, "systemctl%s restart %s%s%s", user ? " --user" : "", r->unit,
+             rc ? ": " : "", rc ? e->msg : "");
+    if (rc) {
+        journal_tail(h, r, deadline_ms);
+        return rc;
+    }
+    r->started = true;
+
+    sw__svc_bearer(ur, bearer, sizeof(bearer));
+    /* active, then health: the unit's state is read each second so a crash loop ends the wait
+     * at once instead of at the timeout */
+    step_begin(c);
+    uint64_t last_show = 0;
+    double hms = 0;
+    bool active = false;
+    for (;;) {
+        int64_t left = (int64_t)serve_ms - (int64_t)((sw_now_ns() - t0) / 1000000ull);
+        if (left <= 0)
+            break;
+        if (!last_show || sw_now_ns() - last_show >= 1000000000ull) {
+            last_show = sw_now_ns();
+            rc = sw_host_unit_show(h, user, r->unit, SW_MIN(deadline_ms, left + 1000), &u, e);
+            if (rc) {
+                step_end(c, active ? "health" : "active", false, "%s", e->msg);
+                goto wipe;
+            }
+            r->n_restarts = u.n_restarts;
+            bool now_active = !strcmp(u.active_state, "active");
+            if (now_active && !active) {
+                active = true;
+                r->active = true;
+                step_end(c, "active", true, "ActiveState=active SubState=%s MainPID=%lld",
+                         u.sub_state, (long long)u.main_pid);
+                step_begin(c);
+            }
+            if (!strcmp(u.active_state, "failed") || u.n_restarts > restarts0 ||
+                (active && !now_active)) {
+                rc = sw_err_set(e, SW_ECHILD,
+                                "%s on %s: %s/%s (result %s, NRestarts %llu, exit status %lld) "
+                                "while waiting for it to serve",
+                                r->unit, h->name, u.active_state, u.sub_state, u.result,
+                                (unsigned long long)u.n_restarts, (long long)u.exec_main_status);
+                step_end(c, active ? "health" : "active", false, "%s", e->msg);
+                goto wipe;
+            }
+        }
+        if (active) {
+            int st = 0;
+            sw__svc_health(eng, r->url, bearer, 2000, &st, &hms);
+            r->health_status = st;
+            if (st == 200)
+                break;
+        }
+        sw_sleep_ms(250);
+    }
+    if (!active || r->health_status != 200) {
+        rc =
+            sw_err_set(e, SW_ECHILD, "%s on %s: %s within %.0f s (ActiveState=%s, last /health %d)",
+                       r->unit, h->name, active ? "/health never answered 200" : "never active",
+                       serve_ms / 1000.0, u.active_state, r->health_status);
+        step_end(c, active ? "health" : "active", false, "%s", e->msg);
+        goto wipe;
+    }
+    step_end(c, "health", true, "GET %s/health: 200 (%.0f ms)", r->url, hms);
+
+    step_begin(c);
+    double lms = 0;
+    int64_t left = (int64_t)serve_ms - (int64_t)((sw_now_ns() - t0) / 1000000ull);
+    bool live = sw__svc_liveness(eng, r->url, bearer, (unsigned)SW_MAX(left, 5000), r->liveness,
+                                 sizeof(r->liveness), &lms);
+    step_end(c, "liveness", live, "%s (%.0f ms)", r->liveness, lms);
+    if (!live) {
+        rc = sw_err_set(e, SW_ECHILD, "%s on %s: no generation: %s", r->unit, h->name, r->liveness);
+        goto wipe;
+    }
+    r->serving = true;
+    rc = 0;
+wipe:
+    if (rc)
+        journal_tail(h, r, deadline_ms);
+    explicit_bzero(bearer, sizeof(bearer));
+    return rc;
+}
+
+int sw_deploy_install(const struct sw_fleet *f, const struct sw_fleet_endpoint *ep,
+                      const struct sw_install_opts *o, struct sw_install_result *r,
+                      struct sw_err *e)
+{
+    struct sw_unit_render ur;
+    struct sw_unit *u = NULL;
+    struct sw_unit_report rep = {0};
+    struct sw_host h;
+    char stage[4096] = "", home[1024] = "";
+    struct ctx c = {.o = o, .r = r};
+    int64_t dl = o && o->deadline_ms > 0 ? o->deadline_ms : DEF_DEADLINE_MS;
+    unsigned serve_ms = o && o->serve_timeout_ms ? o->serve_timeout_ms : DEF_SERVE_MS;
+    struct sw_err mine;
+    int rc;
+
+    if (!e)
+        e = &mine; /* the steps quote e's message */
+    sw_err_clear(e);
+    memset(r, 0, sizeof(*r));
+    memset(&ur, 0, sizeof(ur));
+    uint64_t t_all = sw_now_ns();
+    snprintf(r->endpoint, sizeof(r->endpoint), "%s", ep->name);
+    snprintf(r->host, sizeof(r->host), "%s", ep->host ? ep->host->name : "");
+    if (!ep->host)
+        return sw_err_set(e, SW_EINVAL, "endpoint %s has no host", ep->name);
+    if (!ep->enabled)
+        return sw_err_set(e, SW_EINVAL,
+                          "endpoint %s is disabled (enabled: false, kept for the record): not "
+                          "installed",
+                          ep->name);
+
+    /* 1. the one render */
+    step_begin(&c);
+    rc = sw_unit_render_endpoint(f, ep, &ur, e);
+    step_end(&c, "render", rc == 0, "%s", rc ? e->msg : ur.service.name);
+    if (rc)
+        goto out;
+    snprintf(r->unit, sizeof(r->unit), "%s", ur.service.name);
+    r->user = ur.scope == SW_FLEET_SCOPE_USER;
+    sw__svc_url(&ur, r->url, sizeof(r->url));
+    r->findings = json_array();
+    if (!r->findings) {
+        rc = sw_err_set(e, SW_ENOMEM, "out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < ur.n_warnings; i++)
+        add_finding(r->findings, "render", "warning", 0, ur.warnings[i]);
+
+    /* 2. the lint here: an error refuses the install before the host is touched */
+    step_begin(&c);
+    struct sw_unit_lint_opts lo = {0};
+    rc = sw_unit_parse(ur.service.text, ur.service.len, ur.service.name, ur.env.text, &u, e);
+    if (!rc)
+        rc = sw_unit_lint(u, &lo, &rep, e);
+    if (rc) {
+        step_end(&c, "lint", false, "%s", e->msg);
+        goto out;
+    }
+    size_t n_err = 0;
+    for (size_t i = 0; i < rep.n; i++) {
+        bool err = rep.v[i].severity == SW_UNIT_ERROR;
+        n_err += err;
+        add_finding(r->findings, rep.v[i].law, err ? "error" : "warning", rep.v[i].line,
+                    rep.v[i].msg);
+    }
+    step_end(&c, "lint", n_err == 0, "%zu finding(s), %zu error(s)", rep.n, n_err);
+    if (n_err) {
+        r->refused = true;
+        rc =
+            sw_err_set(e, SW_EGATE, "%s: the unit lint found %zu error(s): nothing installed on %s",
+                       ur.service.name, n_err, r->host);
+        goto out;
+    }
+
+    /* 3. the host, reached; its $HOME for a user unit or a %h */
+    step_begin(&c);
+    unsigned ct = (unsigned)SW_MAX(1, SW_MIN(10, dl / 2000));
+    rc = sw_host_open_fleet(&h, ep->host, ct, e);
+    if (!rc) {
+        sw_host_describe(&h, r->transport, sizeof(r->transport));
+        const char *argv[] = {"sh", "-c", "printf '%s\\n' \"$HOME\"", NULL};
+        rc = run(&h, argv, dl, home, sizeof(home), e);
+    }
+    step_end(&c, "open", rc == 0, "%s%s%s", r->transport, rc ? ": " : "", rc ? e->msg : "");
+    if (rc)
+        goto out;
+    rc = sw__svc_paths(&ur, home, r->unit_path, sizeof(r->unit_path), r->env_path,
+                       sizeof(r->env_path), e);
+    if (rc)
+        goto out;
+
+    /* the files, staged here in a private directory */
+    rc = sw_run_dir(stage, sizeof(stage), e);
+    if (rc)
+        goto out;
+    size_t sl = strlen(stage);
+    if (sl + 24 >= sizeof(stage)) {
+        rc = sw_err_set(e, SW_ERANGE, "run directory path too long");
+        goto out;
+    }
+    memcpy(stage + sl, "/install-XXXXXX", 16);
+    if (!mkdtemp(stage)) {
+        rc = sw_err_set(e, SW_EIO, "mkdtemp %s: %s", stage, strerror(errno));
+        stage[0] = '\0';
+        goto out;
+    }
+    rc = sw_unit_render_write(&ur, stage, e);
+    if (rc)
+        goto out;
+    char local_unit[4400], local_env[4400];
+    snprintf(local_unit, sizeof(local_unit), "%s/%s", stage, ur.service.name);
+    snprintf(local_env, sizeof(local_env), "%s/%s", stage, ur.env.name);
+
+    /* 4. verify on the host, on a staged copy (what it names exists there, not here) */
+    step_begin(&c);
+    size_t n_ver = 0;
+    rc = verify_on_host(&c, &h, &ur, local_unit, dl, &n_ver, e);
+    step_end(&c, "verify", rc == 0 && n_ver == 0, "%s",
+             rc      ? e->msg
+             : n_ver ? "systemd-analyze verify printed findings"
+                     : "systemd-analyze verify said nothing");
+    if (rc)
+        goto out;
+    if (n_ver) {
+        r->refused = true;
+        rc = sw_err_set(e, SW_EGATE,
+                        "%s: systemd-analyze verify on %s printed %zu line(s): nothing installed",
+                        ur.service.name, r->host, n_ver);
+        goto out;
+    }
+
+    /* 5. the files in place: env first (the unit names it), each atomic with its mode */
+    step_begin(&c);
+    {
+        char ud[1024], ed[1024];
+        snprintf(ud, sizeof(ud), "%s", r->unit_path);
+        snprintf(ed, sizeof(ed), "%s", r->env_path);
+        *strrchr(ud, '/') = '\0';
+        *strrchr(ed, '/') = '\0';
+        const char *argv[] = {"mkdir", "-p", "--", ud[0] ? ud : "/", ed[0] ? ed : "/", NULL};
+        struct sw_host_result hr;
+        rc = run(&h, argv, dl, NULL, 0, e);
+        if (!rc) {
+            rc = sw_host_copy(&h, local_env, r->env_path, 0600, dl, &hr, e);
+            sw_host_result_free(&hr);
+        }
+        if (!rc) {
+            rc = sw_host_copy(&h, local_unit, r->unit_path, 0644, dl, &hr, e);
+            sw_host_result_free(&hr);
+        }
+    }
+    step_end(&c, "copy", rc == 0, "%s%s%s (0644), %s (0600)", rc ? e->msg : "", rc ? "; " : "",
+             r->unit_path, r->env_path);
+    if (rc)
+        goto out;
+    r->installed = true;
+
+    step_begin(&c);
+    {
+        struct sw_host_result hr;
+        rc = sw_host_systemctl(&h, r->user, "daemon-reload", NULL, dl, &hr, e);
+        sw_host_result_free(&hr);
+    }
+    step_end(&c, "daemon-reload", rc == 0, "systemctl%s daemon-reload%s%s",
+             r->user ? " --user" : "", rc ? ": " : "", rc ? e->msg : "");
+    if (rc)
+        goto out;
+
+    if (o && o->start) {
+        rc = start_and_prove(&c, &h, &ur, dl, serve_ms, e);
+        if (!rc)
+            r->render_to_serving_s = (double)(sw_now_ns() - t_all) / 1e9;
+    }
+out:
+    r->total_s = (double)(sw_now_ns() - t_all) / 1e9;
+    rm_stage(stage, &ur);
+    sw_unit_report_free(&rep);
+    sw_unit_free(u);
+    sw_unit_render_free(&ur);
+    return rc;
+}
+
+void sw_install_result_free(struct sw_install_result *r)
+{
+    if (!r)
+        return;
+    json_decref(r->findings);
+    r->findings = NULL;
+}
+
+json_t *sw_install_result_json(const struct sw_install_result *r)
+{
+    json_t *o = json_object(), *steps = json_array();
+    if (!o || !steps) {
+        json_decref(o);
+        json_decref(steps);
+        return NULL;
+    }
+    for (size_t i = 0; i < r->n_steps; i++) {
+        const struct sw_install_step *s = &r->steps[i];
+        json_array_append_new(steps, json_pack("{s:s,s:b,s:f,s:s}", "name", s->name, "ok", s->ok,
+                                               "seconds", s->seconds, "detail", s->detail));
+    }
+    sw_json_set_str(o, "endpoint", r->endpoint);
+    sw_json_set_str(o, "host", r->host);
+    sw_json_set_str(o, "transport", r->transport);
+    sw_json_set_str(o, "unit", r->unit);
+    sw_json_set_str(o, "scope", r->user ? "user" : "system");
+    sw_json_set_str(o, "unit_path", r->unit_path);
+    sw_json_set_str(o, "env_path", r->env_path);
+    sw_json_set_new(o, "steps", steps);
+    sw_json_set_new(o, "findings", r->findings ? json_incref(r->findings) : json_array());
+    sw_json_set_bool(o, "refused", r->refused);
+    sw_json_set_bool(o, "installed", r->installed);
+    sw_json_set_bool(o, "started", r->started);
+    sw_json_set_bool(o, "active", r->active);
+    sw_json_set_bool(o, "serving", r->serving);
+    sw_json_set_str(o, "url", r->url);
+    sw_json_set_int(o, "health", r->health_status);
+    sw_json_set_str(o, "liveness", r->liveness);
+    sw_json_set_str(o, "journal", r->journal);
+    sw_json_set_int(o, "restarts", (int64_t)r->n_restarts);
+    sw_json_set_real(o, "render_to_serving_s", r->render_to_serving_s);
+    sw_json_set_real(o, "total_s", r->total_s);
+    return o;
+}

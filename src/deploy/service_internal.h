@@ -1,0 +1,40 @@
+/*
+ * deploy (internal): what sw_deploy_install and sw_deploy_status share: where an installed
+ * endpoint answers, its bearer, the two HTTP proofs (health, a one-token generation), the unit's
+ * paths on its host.
+ */
+#ifndef SW_SERVICE_INTERNAL_H
+#define SW_SERVICE_INTERNAL_H
+
+#include <slipway/engine.h>
+#include <slipway/service.h>
+#include <slipway/unit.h>
+
+/* http://ADDR:PORT from the engine argv the unit runs (--host/--port), an address that listens
+ * on every interface replaced by the host's own (the ssh address, else 127.0.0.1). */
+void sw__svc_url(const struct sw_unit_render *r, char *out, size_t n);
+/* The API key the rendered environment gives the engine (a *_API_KEY line), "" when none. Wipe
+ * out after use. */
+void sw__svc_bearer(const struct sw_unit_render *r, char *out, size_t n);
+/* The same from an environment file's text (the one installed on the host). */
+void sw__svc_bearer_text(const char *text, size_t len, char *out, size_t n);
+/* The engine adapter of the endpoint (NULL when none). */
+const struct sw_engine *sw__svc_engine(const struct sw_fleet_endpoint *ep);
+
+/* GET URL/health: *status 0 when nothing answered; *ms its time. */
+void sw__svc_health(const struct sw_engine *eng, const char *url, const char *bearer,
+                    unsigned timeout_ms, int *status, double *ms);
+/* POST the engine's one-token generation. true when HTTP 200 with >= 1 completion token; detail
+ * says what came back (never the bearer). */
+bool sw__svc_liveness(const struct sw_engine *eng, const char *url, const char *bearer,
+                      unsigned timeout_ms, char *detail, size_t n, double *ms);
+
+/* Where the unit and its environment file live on the host: home is the remote $HOME (needed
+ * for the user scope and a %h in env_path). */
+int sw__svc_paths(const struct sw_unit_render *r, const char *home, char *unit_path, size_t un,
+                  char *env_path, size_t en, struct sw_err *e);
+
+/* Milliseconds left of a budget that started at t0 (sw_now_ns); at least 1. */
+int64_t sw__svc_left_ms(uint64_t t0, int64_t budget_ms);
+
+#endif

@@ -1,0 +1,601 @@
+/*
+ * deploy/status: sw_deploy_status, what each endpoint's host says now. Per host, within its own
+ * deadline: reached or not (and how it failed), then per endpoint the unit's state, the installed
+ * unit and environment file read back and compared line by line with what the fleet renders now,
+ * GET /health and a one-token generation, and device memory from the vendor tool the host has.
+ * A host that cannot be reached costs one failed operation, not one per endpoint: its endpoints
+ * are all reported with that failure. Hosts are asked at once, one thread each (renders are done
+ * before, on the calling thread), so the whole status takes about the slowest host's time.
+ *
+ * What it deliberately does not do: change anything on a host, record readings in the ledger
+ * (readings --record does), or print (the CLI does).
+ */
+#include "deploy_internal.h"
+#include "service_internal.h"
+
+#include <slipway/host.h>
+#include <slipway/net.h>
+#include <slipway/readings.h>
+#include <slipway/unit.h>
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DEF_DEADLINE_MS 20000
+#define DEF_HTTP_MS     10000u
+#define MAX_DRIFT       20
+
+struct hostc {
+    const struct sw_fleet_host *fh;
+    struct sw_host h;
+    uint64_t t0;
+    int64_t budget;
+    bool opened, tried, reached;
+    enum sw_host_fail fail;
+    char err[1024];
+    char home[1024];
+    char transport[512];
+    bool devices_done;
+    json_t *devices; /* {tool, readings} or {tool: null, note} */
+    struct sw_readings rs;
+};
+
+static bool out_of_time(const struct hostc *c)
+{
+    return (int64_t)((sw_now_ns() - c->t0) / 1000000ull) >= c->budget;
+}
+
+/* A host operation's failure: unreachable/auth/hostkey/deadline mark the host not reached. */
+static void host_failed(struct hostc *c, enum sw_host_fail f, const char *msg)
+{
+    if (f == SW_HOST_EXIT || f == SW_HOST_OK)
+        return;
+    c->reached = false;
+    c->fail = f;
+    snprintf(c->err, sizeof(c->err), "%s", msg);
+}
+
+/* Run argv; 0 with the output in *out (sw_free) or the error. */
+static int hrun(struct hostc *c, const char *const *argv, char **out, size_t *len,
+                enum sw_host_fail *fail, struct sw_err *e)
+{
+    struct sw_host_result hr;
+    struct sw_host_run_opts ro = {.deadline_ms = sw__svc_left_ms(c->t0, c->budget),
+                                  .max_out = 1u << 20};
+    if (out_of_time(c)) {
+        *fail = SW_HOST_DEADLINE;
+        return sw_err_set(e, SW_ETIMEDOUT, "host %s: its deadline (%.1f s) has passed", c->fh->name,
+                          c->budget / 1000.0);
+    }
+    int rc = sw_host_run(&c->h, argv, &ro, &hr, e);
+    *fail = hr.fail;
+    if (out) {
+        *out = hr.out;
+        *len = hr.out_len;
+        hr.out = NULL;
+    }
+    if (rc)
+        host_failed(c, hr.fail, e->msg);
+    sw_host_result_free(&hr);
+    return rc;
+}
+
+static void host_reach(struct hostc *c)
+{
+    struct sw_err e;
+    sw_err_clear(&e);
+    c->tried = true;
+    unsigned ct = (unsigned)SW_MAX(1, SW_MIN(5, c->budget / 2000));
+    int rc = sw_host_open_fleet(&c->h, c->fh, ct, &e);
+    if (rc) {
+        c->fail = SW_HOST_LOCAL;
+        snprintf(c->err, sizeof(c->err), "%s", e.msg);
+        snprintf(c->transport, sizeof(c->transport), "%s",
+                 c->fh->transport == SW_FLEET_SSH ? "ssh" : "local");
+        return;
+    }
+    c->opened = true;
+    sw_host_describe(&c->h, c->transport, sizeof(c->transport));
+    const char *argv[] = {"sh", "-c", "printf '%s\\n' \"$HOME\"", NULL};
+    char *out = NULL;
+    size_t len = 0;
+    enum sw_host_fail f;
+    c->reached = true;
+    rc = hrun(c, argv, &out, &len, &f, &e);
+    if (rc) {
+        host_failed(c, f == SW_HOST_EXIT ? SW_HOST_UNREACHABLE : f, e.msg);
+    } else {
+        size_t l = out ? strcspn(out, "\n") : 0;
+        snprintf(c->home, sizeof(c->home), "%.*s", (int)SW_MIN(l, sizeof(c->home) - 1),
+                 out ? out : "");
+    }
+    sw_free(out);
+}
+
+/* The vendor tool the host has, run once per host, parsed by readings. */
+static void host_devices(struct hostc *c)
+{
+    struct sw_host_facts facts;
+    struct sw_err e;
+    c->devices_done = true;
+    c->devices = json_object();
+    memset(&facts, 0, sizeof(facts));
+    sw_err_clear(&e);
+    if (!c->devices)
+        return;
+    if (sw_host_facts(&c->h, NULL, 0, sw__svc_left_ms(c->t0, c->budget), &facts, &e)) {
+        sw_json_set_new(c->devices, "tool", json_null());
+        sw_json_set_str(c->devices, "note", e.msg);
+        return;
+    }
+    static const char *const nv[] = {
+        "nvidia-smi", "--query-gpu=index,uuid,name,memory.used,memory.total,memory.free",
+        "--format=csv", NULL};
+    static const char *const rocm[] = {"rocm-smi", "--showmeminfo", "vram", "--json", NULL};
+    static const char *const amd[] = {"amd-smi", "metric", "--mem-usage", "--json", NULL};
+    const char *const *argv = facts.nvidia_smi ? nv
+                              : facts.rocm_smi ? rocm
+                              : facts.amd_smi  ? amd
+                                               : NULL;
+    enum sw_readings_tool tool = facts.nvidia_smi ? SW_READINGS_NVIDIA_SMI
+                                 : facts.rocm_smi ? SW_READINGS_ROCM_SMI
+                                                  : SW_READINGS_AMD_SMI;
+    sw_host_facts_free(&facts);
+    if (!argv) {
+        sw_json_set_new(c->devices, "tool", json_null());
+        sw_json_set_str(c->devices, "note", "no device tool on this host");
+        return;
+    }
+    sw_json_set_str(c->devices, "tool", argv[0]);
+    char *out = NULL;
+    size_t len = 0;
+    enum sw_host_fail f;
+    if (hrun(c, argv, &out, &len, &f, &e)) {
+        sw_json_set_str(c->devices, "note", e.msg);
+    } else if (sw_readings_parse(tool, out ? out : "", len, c->fh->name, &c->rs, &e)) {
+        sw_json_set_str(c->devices, "note", e.msg);
+    }
+    sw_free(out);
+}
+
+/* The readings of ep's devices (all of them when the endpoint names none or none match). */
+static json_t *ep_devices(const struct hostc *c, const struct sw_fleet_endpoint *ep)
+{
+    json_t *d = json_deep_copy(c->devices);
+    if (!d || !c->rs.n)
+        return d;
+    json_t *all = sw_readings_json(&c->rs);
+    json_t *list = json_object_get(all, "readings");
+    json_t *mine = json_array();
+    for (size_t i = 0; mine && i < c->rs.n; i++)
+        if (!ep->n_devices || sw_readings_match(ep, &c->rs.r[i]))
+            json_array_append(mine, json_array_get(list, i));
+    sw_json_set_new(d, "readings", json_array_size(mine) ? mine : json_incref(list));
+    if (!json_array_size(mine))
+        json_decref(mine);
+    json_decref(all);
+    return d;
+}
+
+/* A line of an environment file as it may be shown: KEY=*** when the render shows that key's
+ * value as *** (a secret), the line itself otherwise. */
+static void shown_line(const struct sw_unit_render *ur, bool env, const char *line, size_t len,
+                       char *out, size_t n)
+{
+    const char *eq = env ? memchr(line, '=', len) : NULL;
+    if (eq) {
+        /* a key named like a secret is never shown, rendered as one or not */
+        static const char *const words[] = {"KEY", "TOKEN", "SECRET", "PASS"};
+        char key[256];
+        size_t kl = SW_MIN((size_t)(eq - line), sizeof(key) - 1);
+        for (size_t i = 0; i < kl; i++)
+            key[i] = (char)(line[i] >= 'a' && line[i] <= 'z' ? line[i] - 32 : line[i]);
+        key[kl] = '\0';
+        for (size_t i = 0; i < SW_ARRAY_LEN(words); i++)
+            if (strstr(key, words[i])) {
+                snprintf(out, n, "%.*s=***", (int)kl, line);
+                return;
+            }
+        char pat[300];
+        snprintf(pat, sizeof(pat), "%.*s=***", (int)SW_MIN((size_t)(eq - line), (size_t)280), line);
+        const char *s = ur->env.shown ? strstr(ur->env.shown, pat) : NULL;
+        if (s && (s == ur->env.shown || s[-1] == '\n')) {
+            snprintf(out, n, "%s", pat);
+            return;
+        }
+    }
+    snprintf(out, n, "%.*s", (int)SW_MIN(len, n - 1), line);
+}
+
+/* The next line of [*p, end) that is not blank or a comment (systemd's '#' and ';'): its start
+ * and length, *line its 1-based number; false when none is left. */
+static bool next_line(const char **p, const char *end, int *line, const char **s, size_t *len)
+{
+    while (*p < end) {
+        const char *nl = memchr(*p, '\n', (size_t)(end - *p));
+        const char *le = nl ? nl : end;
+        const char *q = *p;
+        (*line)++;
+        *p = nl ? nl + 1 : end;
+        while (q < le && (*q == ' ' || *q == '\t' || *q == '\r'))
+            q++;
+        if (q == le || *q == '#' || *q == ';')
+            continue;
+        *s = q;
+        *len = (size_t)(le - q);
+        while (*len && (q[*len - 1] == ' ' || q[*len - 1] == '\t' || q[*len - 1] == '\r'))
+            (*len)--;
+        return true;
+    }
+    return false;
+}
+
+/* Compare installed with rendered, setting by setting: blank lines and comments are not the
+ * shape (a render names its fleet file in one), every other line is compared in order. Each
+ * differing line into drift; returns how many differ. */
+static size_t diff_lines(const struct sw_unit_render *ur, bool env, const char *file,
+                         const char *inst, size_t ilen, const char *rend, size_t rlen,
+                         json_t *drift)
+{
+    size_t n = 0;
+    int iline = 0, rline = 0;
+    const char *ip = inst, *ie = inst + ilen, *rp = rend, *re = rend + rlen;
+    for (;;) {
+        const char *is = NULL, *rs = NULL;
+        size_t il = 0, rl = 0;
+        bool ihas = next_line(&ip, ie, &iline, &is, &il);
+        bool rhas = next_line(&rp, re, &rline, &rs, &rl);
+        if (!ihas && !rhas)
+            break;
+        if (ihas == rhas && il == rl && !memcmp(is, rs, il))
+            continue;
+        if (n < MAX_DRIFT) {
+            char a[1100], b[1100];
+            json_t *d = json_object();
+            sw_json_set_str(d, "file", file);
+            sw_json_set_int(d, "line", ihas ? iline : 0);
+            sw_json_set_int(d, "rendered_line", rhas ? rline : 0);
+            if (ihas) {
+                shown_line(ur, env, is, il, a, sizeof(a));
+                sw_json_set_str(d, "installed", a);
+            } else {
+                sw_json_set_new(d, "installed", json_null());
+            }
+            if (rhas) {
+                shown_line(ur, env, rs, rl, b, sizeof(b));
+                sw_json_set_str(d, "rendered", b);
+            } else {
+                sw_json_set_new(d, "rendered", json_null());
+            }
+            json_array_append_new(drift, d);
+        }
+        n++;
+    }
+    return n;
+}
+
+/* `cat -- PATH` on the host: 0 with the text, 1 when the file is not there (or unreadable), <0
+ * when the host failed. */
+static int read_remote(struct hostc *c, const char *path, char **text, size_t *len)
+{
+    struct sw_err e;
+    enum sw_host_fail f;
+    const char *argv[] = {"cat", "--", path, NULL};
+    *text = NULL;
+    *len = 0;
+    int rc = hrun(c, argv, text, len, &f, &e);
+    if (!rc)
+        return 0;
+    if (*text) {
+        explicit_bzero(*text, *len);
+        sw_free(*text);
+        *text = NULL;
+    }
+    return f == SW_HOST_EXIT ? 1 : -1;
+}
+
+static void not_reached(json_t *ej, const struct hostc *c)
+{
+    sw_json_set_bool(ej, "reached", false);
+    sw_json_set_str(ej, "unreachable", sw_host_fail_name(c->fail));
+    sw_json_set_str(ej, "error", c->err);
+    sw_json_set_str(ej, "state", "unreachable");
+}
+
+/* One endpoint asked about: rendered on the calling thread before any host is asked (the render
+ * reads the fleet and plans; the hosts' threads only read the result). */
+struct epc {
+    const struct sw_fleet_endpoint *ep;
+    struct sw_unit_render ur;
+    bool rendered;
+    char render_err[1024];
+    json_t *out;
+};
+
+static json_t *status_endpoint(struct epc *x, struct hostc *c, unsigned http_ms)
+{
+    const struct sw_fleet_endpoint *ep = x->ep;
+    const struct sw_unit_render *urp = &x->ur;
+    struct sw_err e;
+    char unit[300], upath[1024] = "", epath[1024] = "", url[320] = "", bearer[512] = "";
+    json_t *ej = json_object();
+    uint64_t t_ep = sw_now_ns();
+    sw_err_clear(&e);
+    if (!ej)
+        return NULL;
+    sw_json_set_str(ej, "endpoint", ep->name);
+    sw_json_set_str(ej, "host", c->fh->name);
+    sw_json_set_bool(ej, "serving", false);
+    snprintf(unit, sizeof(unit), "%s.service", ep->service.name.v ? ep->service.name.v : ep->name);
+    bool rendered = x->rendered;
+    if (rendered) {
+        snprintf(unit, sizeof(unit), "%s", urp->service.name);
+        sw__svc_url(urp, url, sizeof(url));
+        sw__svc_bearer(urp, bearer, sizeof(bearer));
+    } else {
+        sw_json_set_str(ej, "render_error", x->render_err);
+    }
+    bool user = ep->service.scope == SW_FLEET_SCOPE_USER;
+
+    if (!c->tried)
+        host_reach(c);
+    sw_json_set_str(ej, "transport", c->transport);
+    if (!c->reached) {
+        not_reached(ej, c);
+        goto out;
+    }
+    sw_json_set_bool(ej, "reached", true);
+
+    /* the unit's state */
+    struct sw_host_unit u;
+    json_t *uj = json_object();
+    sw_json_set_str(uj, "name", unit);
+    sw_json_set_str(uj, "scope", user ? "user" : "system");
+    sw_json_set_new(ej, "unit", uj);
+    if (out_of_time(c)) {
+        host_failed(c, SW_HOST_DEADLINE, "its deadline passed");
+        not_reached(ej, c);
+        goto out;
+    }
+    int rc = sw_host_unit_show(&c->h, user, unit, sw__svc_left_ms(c->t0, c->budget), &u, &e);
+    if (rc && rc != SW_ECHILD) {
+        host_failed(c, rc == SW_ETIMEDOUT ? SW_HOST_DEADLINE : SW_HOST_UNREACHABLE, e.msg);
+        not_reached(ej, c);
+        goto out;
+    }
+    if (rc) {
+        /* systemctl ran and failed (no systemd manager there): the host answers, the unit's
+         * state is unknown */
+        memset(&u, 0, sizeof(u));
+        snprintf(u.active_state, sizeof(u.active_state), "unknown");
+        sw_json_set_str(uj, "error", e.msg);
+    }
+    sw_json_set_str(uj, "load", u.load_state);
+    sw_json_set_str(uj, "active", u.active_state);
+    sw_json_set_str(uj, "sub", u.sub_state);
+    sw_json_set_str(uj, "result", u.result);
+    sw_json_set_int(uj, "restarts", (int64_t)u.n_restarts);
+    sw_json_set_int(uj, "main_pid", u.main_pid);
+    sw_json_set_str(uj, "since", u.active_enter);
+    bool active = !strcmp(u.active_state, "active");
+
+    /* the shape it runs: the installed files against the render */
+    json_t *sj = json_object(), *drift = json_array();
+    sw_json_set_new(ej, "shape", sj);
+    bool installed = false;
+    size_t n_drift = 0;
+    if (rendered && !sw__svc_paths(urp, c->home, upath, sizeof(upath), epath, sizeof(epath), &e)) {
+        char *ut = NULL, *et = NULL;
+        size_t ul = 0, el = 0;
+        int ru = read_remote(c, upath, &ut, &ul);
+        int re = ru < 0 ? -1 : read_remote(c, epath, &et, &el);
+        if (ru < 0 || re < 0) {
+            sw_free(ut);
+            if (et)
+                explicit_bzero(et, el);
+            sw_free(et);
+            json_decref(drift);
+            not_reached(ej, c);
+            goto out;
+        }
+        installed = ru == 0;
+        sw_json_set_str(sj, "unit_path", upath);
+        sw_json_set_str(sj, "env_path", epath);
+        if (ru == 0)
+            n_drift +=
+                diff_lines(urp, false, upath, ut, ul, urp->service.text, urp->service.len, drift);
+        if (re == 0) {
+            n_drift += diff_lines(urp, true, epath, et, el, urp->env.text, urp->env.len, drift);
+            /* the proofs speak to what runs: the key the installed file gives the engine */
+            explicit_bzero(bearer, sizeof(bearer));
+            sw__svc_bearer_text(et, el, bearer, sizeof(bearer));
+        } else if (installed) {
+            json_t *d = json_object();
+            sw_json_set_str(d, "file", epath);
+            sw_json_set_int(d, "line", 0);
+            sw_json_set_str(d, "installed", "(no such file)");
+            sw_json_set_str(d, "rendered", "(the environment file)");
+            json_array_append_new(drift, d);
+            n_drift++;
+        }
+        sw_free(ut);
+        if (et)
+            explicit_bzero(et, el);
+        sw_free(et);
+    } else if (!rendered) {
+        sw_json_set_str(sj, "error", "the fleet does not render this endpoint now");
+    } else {
+        sw_json_set_str(sj, "error", e.msg);
+    }
+    sw_json_set_bool(sj, "installed", installed);
+    sw_json_set_bool(sj, "as_rendered", installed && rendered && n_drift == 0);
+    sw_json_set_int(sj, "drift_lines", (int64_t)n_drift);
+    sw_json_set_new(sj, "drift", drift);
+
+    /* health and a one-token liveness */
+    sw_json_set_str(ej, "url", url);
+    const struct sw_engine *eng = sw__svc_engine(ep);
+    int hs = 0;
+    double hms = 0, lms = 0;
+    bool live = false;
+    char ld[512] = "";
+    if (url[0] && !out_of_time(c)) {
+        unsigned t = (unsigned)SW_MIN((int64_t)http_ms, sw__svc_left_ms(c->t0, c->budget));
+        sw__svc_health(eng, url, bearer, t, &hs, &hms);
+    }
+    json_t *hj = json_object();
+    sw_json_set_int(hj, "status", hs);
+    sw_json_set_real(hj, "ms", hms);
+    sw_json_set_new(ej, "health", hj);
+    if (hs == 200 && !out_of_time(c)) {
+        unsigned t = (unsigned)SW_MIN((int64_t)http_ms, sw__svc_left_ms(c->t0, c->budget));
+        live = sw__svc_liveness(eng, url, bearer, t, ld, sizeof(ld), &lms);
+    } else {
+        snprintf(ld, sizeof(ld), "%s",
+                 hs ? "not tried: /health is not 200" : "not tried: /health did not answer");
+    }
+    json_t *lj = json_object();
+    sw_json_set_bool(lj, "ok", live);
+    sw_json_set_real(lj, "ms", lms);
+    sw_json_set_str(lj, "detail", ld);
+    sw_json_set_new(ej, "liveness", lj);
+
+    /* device memory */
+    if (!c->devices_done && !out_of_time(c))
+        host_devices(c);
+    json_t *dj = c->devices ? ep_devices(c, ep) : NULL;
+    if (!dj) {
+        dj = json_object();
+        sw_json_set_new(dj, "tool", json_null());
+        sw_json_set_str(dj, "note", "not read: the host's deadline passed");
+    }
+    sw_json_set_new(ej, "devices", dj);
+
+    bool serving = active && hs == 200 && live;
+    sw_json_set_bool(ej, "serving", serving);
+    sw_json_set_str(ej, "state",
+                    serving                                        ? "serving"
+                    : !installed && strcmp(u.load_state, "loaded") ? "not installed"
+                    : !active                                      ? u.active_state
+                    : hs != 200                                    ? "not answering"
+                                                                   : "no generation");
+out:
+    sw_json_set_real(ej, "seconds", (double)(sw_now_ns() - t_ep) / 1e9);
+    explicit_bzero(bearer, sizeof(bearer));
+    return ej;
+}
+
+/* One host's work: its endpoints in fleet order, within its deadline (a thread of its own). */
+struct hostjob {
+    struct hostc c;
+    struct epc *eps;
+    size_t n_eps;
+    unsigned http_ms;
+    pthread_t th;
+    bool started;
+};
+
+static void *host_job(void *arg)
+{
+    struct hostjob *j = arg;
+    j->c.t0 = sw_now_ns();
+    for (size_t i = 0; i < j->n_eps; i++)
+        if (j->eps[i].ep->host == j->c.fh)
+            j->eps[i].out = status_endpoint(&j->eps[i], &j->c, j->http_ms);
+    json_decref(j->c.devices);
+    j->c.devices = NULL;
+    sw_readings_free(&j->c.rs);
+    return NULL;
+}
+
+int sw_deploy_status(const struct sw_fleet *f, const struct sw_status_opts *o, json_t **out,
+                     size_t *n_serving, size_t *n_total, struct sw_err *e)
+{
+    int64_t budget = o && o->deadline_ms > 0 ? o->deadline_ms : DEF_DEADLINE_MS;
+    unsigned http_ms = o && o->http_timeout_ms ? o->http_timeout_ms : DEF_HTTP_MS;
+    const char *only = o ? o->only : NULL;
+    size_t ns = 0, nt = 0;
+    *out = NULL;
+    if (only && !sw_fleet_endpoint(f, only))
+        return sw_err_set(e, SW_ENOENT, "%s: no endpoint '%s'", f->path ? f->path : "fleet", only);
+    json_t *res = json_object(), *eps = json_array();
+    if (!res || !eps) {
+        json_decref(res);
+        json_decref(eps);
+        return sw_err_set(e, SW_ENOMEM, "out of memory");
+    }
+    /* the renders first, here; then every host at once, each in its own thread bounded by its
+     * own deadline, so one dead host costs its deadline once, not once per host before it */
+    struct epc *eps_c = sw_calloc(f->n_endpoints ? f->n_endpoints : 1, sizeof(*eps_c));
+    struct hostjob *jobs = sw_calloc(f->n_hosts ? f->n_hosts : 1, sizeof(*jobs));
+    size_t n_ep = 0;
+    if (!eps_c || !jobs) {
+        sw_free(eps_c);
+        sw_free(jobs);
+        json_decref(res);
+        json_decref(eps);
+        return sw_err_set(e, SW_ENOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < f->n_endpoints; i++) {
+        const struct sw_fleet_endpoint *ep = &f->endpoints[i];
+        if (!ep->host || (only ? strcmp(only, ep->name) : !ep->enabled))
+            continue;
+        struct epc *x = &eps_c[n_ep++];
+        struct sw_err re;
+        sw_err_clear(&re);
+        x->ep = ep;
+        x->rendered = sw_unit_render_endpoint(f, ep, &x->ur, &re) == 0;
+        if (!x->rendered)
+            snprintf(x->render_err, sizeof(x->render_err), "%s", re.msg);
+    }
+    /* net's process-wide setup (curl's and libevent's globals) once here, before the threads,
+     * rather than raced for under its pthread_once by the first two hosts */
+    {
+        struct sw_net_loop l;
+        struct sw_err ne;
+        if (!sw_net_loop_init(&l, NULL, &ne))
+            sw_net_loop_close(&l);
+    }
+    for (size_t hi = 0; hi < f->n_hosts; hi++) {
+        struct hostjob *j = &jobs[hi];
+        bool any = false;
+        for (size_t i = 0; i < n_ep; i++)
+            any |= eps_c[i].ep->host == &f->hosts[hi];
+        if (!any)
+            continue;
+        j->c.fh = &f->hosts[hi];
+        j->c.budget = budget;
+        j->eps = eps_c;
+        j->n_eps = n_ep;
+        j->http_ms = http_ms;
+        j->started = pthread_create(&j->th, NULL, host_job, j) == 0;
+        if (!j->started)
+            host_job(j); /* no thread: this host in turn, still within its deadline */
+    }
+    for (size_t hi = 0; hi < f->n_hosts; hi++)
+        if (jobs[hi].started)
+            pthread_join(jobs[hi].th, NULL);
+    for (size_t i = 0; i < n_ep; i++) {
+        struct epc *x = &eps_c[i];
+        if (x->out) {
+            nt++;
+            ns += json_is_true(json_object_get(x->out, "serving"));
+            json_array_append_new(eps, x->out);
+        }
+        sw_unit_render_free(&x->ur);
+    }
+    sw_free(eps_c);
+    sw_free(jobs);
+    sw_json_set_str(res, "fleet", f->path ? f->path : "");
+    sw_json_set_int(res, "serving", (int64_t)ns);
+    sw_json_set_int(res, "total", (int64_t)nt);
+    sw_json_set_new(res, "endpoints", eps);
+    *out = res;
+    if (n_serving)
+        *n_serving = ns;
+    if (n_total)
+        *n_total = nt;
+    return 0;
+}
