@@ -25,6 +25,7 @@
 #include <slipway/core.h>
 #include <slipway/fleet.h>
 #include <slipway/host.h>
+#include <slipway/ledger.h>
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -49,6 +50,9 @@ struct sw_install_opts {
     bool start;                /* start the unit and wait until it serves */
     int64_t deadline_ms;       /* each host operation (0: 60 s) */
     unsigned serve_timeout_ms; /* start -> serving (0: 300 s) */
+    /* With start: the device readings taken once it serves are recorded here (NULL: read and
+     * shown, not recorded). */
+    struct sw_ledger *ledger;
     /* Called as each step ends (may be NULL). */
     void (*on_step)(void *ctx, const struct sw_install_step *s);
     void *ctx;
@@ -73,6 +77,7 @@ struct sw_install_result {
     char liveness[512];
     char journal[2048]; /* the unit's last journal lines when the start or a proof failed */
     uint64_t n_restarts;
+    json_t *readings; /* {tool|null, note?, readings?, recorded?} once it served; else NULL */
     double render_to_serving_s; /* 0 unless serving */
     double total_s;
 };

@@ -14,6 +14,7 @@
 #include "cli.h"
 
 #include <slipway/fleet.h>
+#include <slipway/ledger.h>
 #include <slipway/service.h>
 
 #include <stdio.h>
@@ -26,6 +27,11 @@ static const struct sw_opt opts[] = {
      NULL},
     {"deadline", 0, "DUR", 0, "each operation on the host (default 60s)", NULL},
     {"timeout", 0, "DUR", 0, "with --start: start -> serving (default 300s)", NULL},
+    {"ledger", 0, "PATH", 0,
+     "with --start: record the device readings taken once it serves (default: the ledger\n"
+     "beside the fleet file)",
+     NULL},
+    {"no-ledger", 0, NULL, 0, "read the devices, record nothing", NULL},
     {0},
 };
 
@@ -38,7 +44,8 @@ static const char *const examples[] = {
 const struct sw_cmd_spec sw_spec_install = {
     .name = "install",
     .summary = "install an endpoint's rendered service on its host; --start and prove it serves",
-    .synopsis = "ENDPOINT [FLEET.yaml] [--start] [--deadline DUR] [--timeout DUR] [--json]",
+    .synopsis =
+        "ENDPOINT [FLEET.yaml] [--start] [--deadline DUR] [--timeout DUR] [--ledger PATH] [--json]",
     .about = "render -> lint (an error: nothing touched on the host) -> systemd-analyze verify on\n"
              "the host (staged copy) -> copy unit (0644) and env file (0600) atomically ->\n"
              "daemon-reload -> with --start: restart, active, /health 200, one-token generation.\n"
@@ -75,6 +82,8 @@ int sw_cmd_install(int argc, char **argv)
     struct sw_fleet *f = NULL;
     struct sw_install_result r;
     json_t *out = NULL;
+    struct sw_ledger led;
+    bool led_open = false;
     int rc;
     struct sw_args a;
     memset(&r, 0, sizeof(r));
@@ -105,6 +114,23 @@ int sw_cmd_install(int argc, char **argv)
                                 .serve_timeout_ms = (unsigned)to,
                                 .on_step = on_step,
                                 .ctx = &json};
+    if (sw_args_str(&a, "ledger") && sw_args_flag(&a, "no-ledger")) {
+        rc = sw_args_usage(&a, "--ledger and --no-ledger are each other's opposite");
+        goto done;
+    }
+    if (o.start && !sw_args_flag(&a, "no-ledger")) {
+        char lpath[4096];
+        const char *lg = sw_args_str(&a, "ledger");
+        if (lg)
+            snprintf(lpath, sizeof(lpath), "%s", lg);
+        if ((!lg && sw_ledger_default_path(fleet_path, lpath, sizeof(lpath), &e)) ||
+            sw_ledger_open(&led, lpath, NULL, &e)) {
+            rc = sw_cli_fail(&e, json);
+            goto done;
+        }
+        led_open = true;
+        o.ledger = &led;
+    }
     if (!json)
         printf("install %s on %s\n", ep->name, ep->host ? ep->host->name : "?");
     int irc = sw_deploy_install(f, ep, &o, &r, &e);
@@ -151,6 +177,8 @@ int sw_cmd_install(int argc, char **argv)
     else
         rc = sw_cli_exit_for(irc);
 done:
+    if (led_open)
+        sw_ledger_close(&led);
     json_decref(out);
     sw_install_result_free(&r);
     sw_fleet_free(f);

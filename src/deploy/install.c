@@ -11,6 +11,9 @@
 #include "deploy_internal.h"
 #include "service_internal.h"
 
+#include <slipway/ledger.h>
+#include <slipway/readings.h>
+
 #include <slipway/host.h>
 #include <slipway/unit.h>
 #include <slipway/unit_lint.h>
@@ -175,6 +178,58 @@ static void journal_tail(struct sw_host *h, struct sw_install_result *r, int64_t
 
 /* Start (restart when it runs: the installed files are what must run) and wait until the unit
  * is active, /health answers 200 and a one-token generation comes back. */
+/* Once the endpoint serves: device memory as the host's vendor tool reads it, recorded in the
+ * ledger (when the caller gave one) as usage rows of the endpoint's devices. A host without a
+ * tool, or a reading that cannot be recorded, is said in the step and never fails the install:
+ * the endpoint serves. */
+static void read_devices(struct ctx *c, struct sw_host *h, const struct sw_fleet_endpoint *ep,
+                         int64_t deadline_ms)
+{
+    struct sw_install_result *r = c->r;
+    struct sw_readings rs;
+    struct sw_err le;
+    char tool[32], note[512];
+    step_begin(c);
+    sw_err_clear(&le);
+    int rc = sw__svc_devices(h, ep->host ? ep->host->name : "host", deadline_ms, &rs, tool,
+                             sizeof(tool), note, sizeof(note));
+    r->readings = json_object();
+    if (r->readings) {
+        sw_json_set_new(r->readings, "tool", tool[0] ? json_string(tool) : json_null());
+        if (note[0])
+            sw_json_set_str(r->readings, "note", note);
+    }
+    if (rc || !rs.n) {
+        step_end(c, "readings", true, "%s", note[0] ? note : "no device read");
+        sw_readings_free(&rs);
+        return;
+    }
+    json_t *rj = sw_readings_json(&rs);
+    if (r->readings && rj)
+        json_object_set(r->readings, "readings", json_object_get(rj, "readings"));
+    json_decref(rj);
+    if (!c->o->ledger) {
+        step_end(c, "readings", true, "%zu device(s) read by %s; no ledger given", rs.n, tool);
+        sw_readings_free(&rs);
+        return;
+    }
+    struct sw_readings_outcome *out = sw_calloc(rs.n, sizeof(*out));
+    size_t recorded = 0;
+    if (!out) {
+        step_end(c, "readings", false, "out of memory");
+        sw_readings_free(&rs);
+        return;
+    }
+    struct sw_readings_record_opts ro = {.note = "read by slipway install once it served"};
+    rc = sw_readings_record(c->o->ledger, ep, &rs, &ro, out, &recorded, &le);
+    if (r->readings)
+        sw_json_set_int(r->readings, "recorded", (int64_t)recorded);
+    step_end(c, "readings", rc == 0, "%zu device(s) read by %s, %zu recorded in the ledger%s%s",
+             rs.n, tool, recorded, rc ? ": " : "", rc ? le.msg : "");
+    sw_free(out);
+    sw_readings_free(&rs);
+}
+
 static int start_and_prove(struct ctx *c, struct sw_host *h, const struct sw_unit_render *ur,
                            int64_t deadline_ms, unsigned serve_ms, struct sw_err *e)
 {
@@ -451,6 +506,8 @@ int sw_deploy_install(const struct sw_fleet *f, const struct sw_fleet_endpoint *
         rc = start_and_prove(&c, &h, &ur, dl, serve_ms, e);
         if (!rc)
             r->render_to_serving_s = (double)(sw_now_ns() - t_all) / 1e9;
+        if (!rc)
+            read_devices(&c, &h, ep, dl);
     }
 out:
     r->total_s = (double)(sw_now_ns() - t_all) / 1e9;
@@ -467,6 +524,8 @@ void sw_install_result_free(struct sw_install_result *r)
         return;
     json_decref(r->findings);
     r->findings = NULL;
+    json_decref(r->readings);
+    r->readings = NULL;
 }
 
 json_t *sw_install_result_json(const struct sw_install_result *r)
@@ -502,6 +561,8 @@ json_t *sw_install_result_json(const struct sw_install_result *r)
     sw_json_set_str(o, "journal", r->journal);
     sw_json_set_int(o, "restarts", (int64_t)r->n_restarts);
     sw_json_set_real(o, "render_to_serving_s", r->render_to_serving_s);
+    if (r->readings)
+        json_object_set(o, "devices", r->readings);
     sw_json_set_real(o, "total_s", r->total_s);
     return o;
 }

@@ -34,6 +34,13 @@ bool sw__svc_liveness(const struct sw_engine *eng, const char *url, const char *
 int sw__svc_paths(const struct sw_unit_render *r, const char *home, char *unit_path, size_t un,
                   char *env_path, size_t en, struct sw_err *e);
 
+/* Device memory on the host: its vendor tool (nvidia-smi, rocm-smi, amd-smi) run and parsed into
+ * rs (sw_readings_free). tool gets the tool's name ("" when the host has none: 0 returned, note
+ * "no device tool on this host"); note says why nothing was read when it fails. devices.c */
+struct sw_readings;
+int sw__svc_devices(struct sw_host *h, const char *where, int64_t deadline_ms,
+                    struct sw_readings *rs, char *tool, size_t tn, char *note, size_t nn);
+
 /* Milliseconds left of a budget that started at t0 (sw_now_ns); at least 1. */
 int64_t sw__svc_left_ms(uint64_t t0, int64_t budget_ms);
 

@@ -117,47 +117,24 @@ static void host_reach(struct hostc *c)
 /* The vendor tool the host has, run once per host, parsed by readings. */
 static void host_devices(struct hostc *c)
 {
-    struct sw_host_facts facts;
-    struct sw_err e;
+    char tool[32], note[512];
     c->devices_done = true;
     c->devices = json_object();
-    memset(&facts, 0, sizeof(facts));
-    sw_err_clear(&e);
     if (!c->devices)
         return;
-    if (sw_host_facts(&c->h, NULL, 0, sw__svc_left_ms(c->t0, c->budget), &facts, &e)) {
+    if (out_of_time(c)) {
         sw_json_set_new(c->devices, "tool", json_null());
-        sw_json_set_str(c->devices, "note", e.msg);
+        sw_json_set_str(c->devices, "note", "the host's deadline has passed");
         return;
     }
-    static const char *const nv[] = {
-        "nvidia-smi", "--query-gpu=index,uuid,name,memory.used,memory.total,memory.free",
-        "--format=csv", NULL};
-    static const char *const rocm[] = {"rocm-smi", "--showmeminfo", "vram", "--json", NULL};
-    static const char *const amd[] = {"amd-smi", "metric", "--mem-usage", "--json", NULL};
-    const char *const *argv = facts.nvidia_smi ? nv
-                              : facts.rocm_smi ? rocm
-                              : facts.amd_smi  ? amd
-                                               : NULL;
-    enum sw_readings_tool tool = facts.nvidia_smi ? SW_READINGS_NVIDIA_SMI
-                                 : facts.rocm_smi ? SW_READINGS_ROCM_SMI
-                                                  : SW_READINGS_AMD_SMI;
-    sw_host_facts_free(&facts);
-    if (!argv) {
+    int rc = sw__svc_devices(&c->h, c->fh->name, sw__svc_left_ms(c->t0, c->budget), &c->rs, tool,
+                             sizeof(tool), note, sizeof(note));
+    if (tool[0])
+        sw_json_set_str(c->devices, "tool", tool);
+    else
         sw_json_set_new(c->devices, "tool", json_null());
-        sw_json_set_str(c->devices, "note", "no device tool on this host");
-        return;
-    }
-    sw_json_set_str(c->devices, "tool", argv[0]);
-    char *out = NULL;
-    size_t len = 0;
-    enum sw_host_fail f;
-    if (hrun(c, argv, &out, &len, &f, &e)) {
-        sw_json_set_str(c->devices, "note", e.msg);
-    } else if (sw_readings_parse(tool, out ? out : "", len, c->fh->name, &c->rs, &e)) {
-        sw_json_set_str(c->devices, "note", e.msg);
-    }
-    sw_free(out);
+    if (rc || note[0])
+        sw_json_set_str(c->devices, "note", note);
 }
 
 /* The readings of ep's devices (all of them when the endpoint names none or none match). */

@@ -217,6 +217,8 @@ static void write_fleet(const struct fx *f, const char *path, int pa, int pb, co
              "                identity_file: %s, known_hosts: %s}\n"
              "    devices:\n"
              "      cpu: {kind: cpu, vendor: cpu}\n"
+             /* what the host's (recorded) nvidia-smi reports: install records its reading */
+             "      gpu0: {kind: rtx4090, vendor: nvidia, index: 0, memory_total: 24564MiB}\n"
              "  th-podman:\n"
              "    transport: {kind: ssh, address: %s, user: root,\n"
              "                identity_file: %s, known_hosts: %s}\n"
@@ -225,6 +227,7 @@ static void write_fleet(const struct fx *f, const char *path, int pa, int pb, co
              "endpoints:\n"
              "  native:\n"
              "    host: th-native\n"
+             "    devices: [cpu, gpu0]\n"
              "    engine: llama.cpp\n"
              "    binary: %s\n"
              "    listen: %s:%d\n"
@@ -353,8 +356,9 @@ static void install(struct fx *f, const char *name, double *secs)
     assert_int_equal(json_integer_value(json_object_get(j, "health")), 200);
     assert_int_equal(json_array_size(json_object_get(j, "findings")), 0);
     /* every step ran, in order, and passed */
-    static const char *const want[] = {"render",        "lint",  "open",   "verify", "copy",
-                                       "daemon-reload", "start", "active", "health", "liveness"};
+    static const char *const want[] = {"render", "lint",          "open",    "verify",
+                                       "copy",   "daemon-reload", "start",   "active",
+                                       "health", "liveness",      "readings"};
     const json_t *steps = json_object_get(j, "steps");
     assert_int_equal(json_array_size(steps), SW_ARRAY_LEN(want));
     for (size_t i = 0; i < SW_ARRAY_LEN(want); i++) {
@@ -458,6 +462,27 @@ static void test_install_status_unreachable(void **state)
     assert_non_null(strstr(r.out, "as rendered"));
     assert_non_null(strstr(r.out, "2 of 2 endpoint(s) serving"));
     assert_non_null(strstr(r.out, "device 0 (NVIDIA GeForce RTX 4090, nvidia-smi)"));
+    swt_run_free(&r);
+
+    /* install again on the host that now has a device tool: once it serves, the reading is
+     * recorded in the ledger as the endpoint's device usage, without being asked */
+    char led[4300];
+    snprintf(led, sizeof(led), "%s/ledger.sqlite", f->dir);
+    j = run_json(&r, 0, "install", "native", f->fleet, "--start", "--timeout", "120s", "--ledger",
+                 led, "--json", NULL);
+    assert_true(json_is_true(json_object_get(j, "serving")));
+    assert_string_equal(json_string_value(json_object_get(json_object_get(j, "devices"), "tool")),
+                        "nvidia-smi");
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(j, "devices"), "recorded")),
+                     1);
+    json_decref(j);
+    swt_run_free(&r);
+    j = run_json(&r, 0, "ledger", "usage", "--ledger", led, "--json", NULL);
+    char *usage = json_dumps(j, 0);
+    assert_non_null(strstr(usage, "20190"));
+    assert_non_null(strstr(usage, "24564"));
+    free(usage);
+    json_decref(j);
     swt_run_free(&r);
 
     /* the host check is green */
