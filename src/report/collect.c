@@ -71,9 +71,8 @@ int sw__rep_window(const struct sw_fleet_endpoint *ep, const struct sw_plan *p, 
                        ? (uint64_t)p->vllm_opts->max_num_seqs
                        : 0;
         w->window = p->vllm->max_model_len > 0 ? (uint64_t)p->vllm->max_model_len : 0;
-        w->pool = p->pool_sized && p->vllm->kv_cache_tokens > 0
-                      ? (uint64_t)p->vllm->kv_cache_tokens
-                      : 0;
+        w->pool =
+            p->pool_sized && p->vllm->kv_cache_tokens > 0 ? (uint64_t)p->vllm->kv_cache_tokens : 0;
         w->shared = true;
         w->source = "the plan: max_model_len (one request window; the pool is shared)";
         return 0;
@@ -105,8 +104,7 @@ static uint64_t parts_sum(const json_t *parts)
     uint64_t s = 0;
     size_t i;
     json_t *x;
-    json_array_foreach (parts, i, x)
-        s += (uint64_t)json_integer_value(json_object_get(x, "bytes"));
+    json_array_foreach(parts, i, x) s += (uint64_t)json_integer_value(json_object_get(x, "bytes"));
     return s;
 }
 
@@ -118,7 +116,8 @@ static const json_t *reading_for(const json_t *usage, const json_t *canon,
     const json_t *best = NULL;
     size_t i;
     json_t *u;
-    json_array_foreach (usage, i, u) {
+    json_array_foreach(usage, i, u)
+    {
         const json_t *s = json_object_get(u, "shape");
         if (!s || !canon || !sw_gate_same_shape(s, canon))
             continue;
@@ -148,8 +147,8 @@ static int finish_device(json_t *d, const struct sw_fleet_endpoint *ep, uint64_t
                 &rc);
     sw__rep_put(d, "free", has_free ? jint(free_b) : json_null(), &rc);
     sw__rep_put(d, "free_how", jstr(free_how), &rc);
-    sw__rep_put(d, "in_band", has_free ? json_boolean(free_b >= bmin && free_b <= bmax) : json_null(),
-                &rc);
+    sw__rep_put(d, "in_band",
+                has_free ? json_boolean(free_b >= bmin && free_b <= bmax) : json_null(), &rc);
     return rc;
 }
 
@@ -274,7 +273,7 @@ static int budget_vllm(const struct sw_fleet_endpoint *ep, const struct sw_plan 
         sw__rep_put(d, "name", jstr(fd->name), &rc);
         sw__rep_put(d, "kind", jstr(fd->kind.v), &rc);
         uint64_t cap = sw_fleet_device_capacity(fd);
-        uint64_t usable = fork && prof.usable ? prof.usable
+        uint64_t usable = fork && prof.usable     ? prof.usable
                           : fd->memory_usable.set ? fd->memory_usable.v
                                                   : cap;
         if (!rc && fork)
@@ -343,9 +342,8 @@ static const json_t *boot_row(const json_t *boots, json_int_t id)
 {
     size_t i;
     json_t *b;
-    json_array_foreach (boots, i, b)
-        if (json_integer_value(json_object_get(b, "id")) == id)
-            return b;
+    json_array_foreach(boots, i,
+                       b) if (json_integer_value(json_object_get(b, "id")) == id) return b;
     return NULL;
 }
 
@@ -363,15 +361,16 @@ static int measured(const struct sw_fleet_endpoint *ep, const json_t *led, const
     }
     size_t i;
     json_t *r;
-    json_array_foreach (json_object_get(led, "bench_runs"), i, r) {
-        const json_t *b = boot_row(json_object_get(led, "boots"),
-                                   json_integer_value(json_object_get(r, "boot")));
+    json_array_foreach(json_object_get(led, "bench_runs"), i, r)
+    {
+        const json_t *b =
+            boot_row(json_object_get(led, "boots"), json_integer_value(json_object_get(r, "boot")));
         const json_t *bs = b ? json_object_get(b, "shape") : NULL;
         bool dep = bs && canon && sw_gate_same_shape(bs, canon);
-        json_t *x = json_pack("{s:O,s:O,s:O,s:O,s:b}", "id", json_object_get(r, "id"), "params",
-                              json_object_get(r, "params"), "results",
-                              json_object_get(r, "results"), "boot", json_object_get(r, "boot"),
-                              "deployed_shape", dep);
+        json_t *x =
+            json_pack("{s:O,s:O,s:O,s:O,s:b}", "id", json_object_get(r, "id"), "params",
+                      json_object_get(r, "params"), "results", json_object_get(r, "results"),
+                      "boot", json_object_get(r, "boot"), "deployed_shape", dep);
         if (!x || json_array_append_new(runs, x)) {
             rc = SW_ENOMEM;
             break;
@@ -394,15 +393,21 @@ static int measured(const struct sw_fleet_endpoint *ep, const json_t *led, const
     else
         snprintf(src, sizeof(src), "%s", fd || fp ? "the fleet's measured facts" : "none");
     sw__rep_put(m, "decode_tok_s",
-                dec ? json_deep_copy(dec) : fd ? json_real(fd->q.value) : json_null(), &rc);
-    sw__rep_put(m, "prefill_tok_s",
-                pre ? json_deep_copy(pre) : fp ? json_real(fp->q.value) : json_null(), &rc);
-    sw__rep_put(m, "context_tokens",
-                head && json_object_get(json_object_get(head, "params"), "context_tokens")
-                    ? json_deep_copy(
-                          json_object_get(json_object_get(head, "params"), "context_tokens"))
-                    : json_null(),
+                dec  ? json_deep_copy(dec)
+                : fd ? json_real(fd->q.value)
+                     : json_null(),
                 &rc);
+    sw__rep_put(m, "prefill_tok_s",
+                pre  ? json_deep_copy(pre)
+                : fp ? json_real(fp->q.value)
+                     : json_null(),
+                &rc);
+    sw__rep_put(
+        m, "context_tokens",
+        head && json_object_get(json_object_get(head, "params"), "context_tokens")
+            ? json_deep_copy(json_object_get(json_object_get(head, "params"), "context_tokens"))
+            : json_null(),
+        &rc);
     sw__rep_put(m, "source", jstr(src), &rc);
     sw__rep_put(m, "runs", runs, &rc);
     if (rc) {
@@ -424,7 +429,8 @@ static json_t *battery(const json_t *led)
     json_t *failing = json_array();
     size_t i;
     json_t *c;
-    json_array_foreach (json_object_get(r, "checks"), i, c) {
+    json_array_foreach(json_object_get(r, "checks"), i, c)
+    {
         const char *st = json_string_value(json_object_get(c, "status"));
         if (failing && st && !strcmp(st, "fail"))
             json_array_append(failing, json_object_get(c, "name"));
@@ -433,10 +439,9 @@ static json_t *battery(const json_t *led)
         return NULL;
     return json_pack("{s:O,s:O,s:s,s:O,s:O,s:O,s:O,s:o}", "id", json_object_get(r, "id"),
                      "started_at", json_object_get(r, "started_at"), "verdict",
-                     failed > 0 ? "fail" : "pass", "passed", json_object_get(r, "passed"),
-                     "failed", json_object_get(r, "failed"), "skipped",
-                     json_object_get(r, "skipped"), "url", json_object_get(r, "url"), "failing",
-                     failing);
+                     failed > 0 ? "fail" : "pass", "passed", json_object_get(r, "passed"), "failed",
+                     json_object_get(r, "failed"), "skipped", json_object_get(r, "skipped"), "url",
+                     json_object_get(r, "url"), "failing", failing);
 }
 
 static int add_bad(json_t *arr, const char *what, const char *why, const char *source)
@@ -468,7 +473,8 @@ static int known_bad(struct sw_ledger *l, const struct sw_fleet_endpoint *ep, js
         struct sw_fleet_shape s = ep->shape;
         sw_fleet_shape_overlay(&s, &b->shape);
         json_t *js = sw_fleet_shape_to_json(&b->shape);
-        char *t = js ? sw_json_dumps(js, JSON_COMPACT | JSON_SORT_KEYS | JSON_REAL_PRECISION(6)) : NULL;
+        char *t =
+            js ? sw_json_dumps(js, JSON_COMPACT | JSON_SORT_KEYS | JSON_REAL_PRECISION(6)) : NULL;
         snprintf(what, sizeof(what), "%s", t ? t : "?");
         sw_free(t);
         json_decref(js);
@@ -489,14 +495,15 @@ static int known_bad(struct sw_ledger *l, const struct sw_fleet_endpoint *ep, js
     }
     size_t i;
     json_t *x;
-    json_array_foreach (json_object_get(kb, "shapes"), i, x) {
+    json_array_foreach(json_object_get(kb, "shapes"), i, x)
+    {
         if (rc)
             break;
         if (json_integer_value(json_object_get(x, "failed")) <= 0)
             continue;
         sw_ledger_shape_summary(json_object_get(x, "canonical"), what, sizeof(what));
-        const json_t *f0 = json_object_get(json_array_get(json_object_get(x, "failures"), 0),
-                                           "failure");
+        const json_t *f0 =
+            json_object_get(json_array_get(json_object_get(x, "failures"), 0), "failure");
         const char *cls = json_string_value(json_object_get(f0, "class"));
         const char *ph = json_string_value(json_object_get(f0, "phase"));
         const char *msg = json_string_value(json_object_get(f0, "message"));
@@ -506,7 +513,8 @@ static int known_bad(struct sw_ledger *l, const struct sw_fleet_endpoint *ep, js
                  (long long)json_integer_value(json_object_get(x, "ok")));
         rc = add_bad(arr, what, why, "ledger boots");
     }
-    json_array_foreach (json_object_get(kb, "rules"), i, x) {
+    json_array_foreach(json_object_get(kb, "rules"), i, x)
+    {
         if (rc)
             break;
         rc = add_bad(arr, json_string_value(json_object_get(x, "expr")),
@@ -524,7 +532,7 @@ static int known_bad(struct sw_ledger *l, const struct sw_fleet_endpoint *ep, js
 /* Rows of the endpoint's ledger recorded at or after since. */
 static int changes(const json_t *led, int64_t since, json_t **out)
 {
-    static const char *const kinds[] = {"boots", "usage", "battery_runs", "bench_runs",
+    static const char *const kinds[] = {"boots",        "usage", "battery_runs", "bench_runs",
                                         "ladder_rungs", "rules", "notes"};
     static const char *const when[] = {"recorded_at", "created_at", "started_at", "taken_at"};
     json_t *arr = json_array();
@@ -533,7 +541,8 @@ static int changes(const json_t *led, int64_t since, json_t **out)
     for (size_t k = 0; k < SW_ARRAY_LEN(kinds); k++) {
         size_t i;
         json_t *r;
-        json_array_foreach (json_object_get(led, kinds[k]), i, r) {
+        json_array_foreach(json_object_get(led, kinds[k]), i, r)
+        {
             const char *t = NULL;
             for (size_t w = 0; w < SW_ARRAY_LEN(when) && !t; w++)
                 t = json_string_value(json_object_get(r, when[w]));

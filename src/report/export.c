@@ -39,7 +39,8 @@ int sw_report_boot_ms(struct sw_ledger *l, const char *endpoint, int64_t *ms, st
     }
     size_t i;
     json_t *b;
-    json_array_foreach (rows, i, b) {
+    json_array_foreach(rows, i, b)
+    {
         json_int_t d = json_integer_value(json_object_get(b, "duration_ms"));
         if (d > *ms)
             *ms = d;
@@ -150,8 +151,9 @@ int sw_export_llama_swap(const struct sw_fleet *f, const struct sw_report_opts *
         for (size_t k = 0; k < p.cmd.envc && !rc; k++) {
             if (!literal_env(ep, p.cmd.env[k])) {
                 const char *eq = strchr(p.cmd.env[k], '=');
-                rc = sw_buf_printf(&m, "    # %.*s: not written here (a secret or derived "
-                                       "value): set it in llama-swap's environment\n",
+                rc = sw_buf_printf(&m,
+                                   "    # %.*s: not written here (a secret or derived "
+                                   "value): set it in llama-swap's environment\n",
                                    (int)(eq ? eq - p.cmd.env[k] : (long)strlen(p.cmd.env[k])),
                                    p.cmd.env[k]);
                 continue;
@@ -300,11 +302,11 @@ static int fam_samples(struct sw_buf *b, enum fam fm, const json_t *ep)
     int rc = 0;
     switch (fm) {
     case F_INFO: {
-        const char *const l[] = {"endpoint",    ep_name,
-                                 "host",        js(ep, "host"),
-                                 "engine",      js(ep, "engine"),
-                                 "shape",       js(ep, "shape_summary"),
-                                 "shape_hash",  js(ep, "shape_hash"),
+        const char *const l[] = {"endpoint",   ep_name,
+                                 "host",       js(ep, "host"),
+                                 "engine",     js(ep, "engine"),
+                                 "shape",      js(ep, "shape_summary"),
+                                 "shape_hash", js(ep, "shape_hash"),
                                  NULL};
         return sample(b, name, l, 1);
     }
@@ -313,15 +315,16 @@ static int fam_samples(struct sw_buf *b, enum fam fm, const json_t *ep)
     case F_SLOTS:
     case F_WINDOW:
     case F_POOL: {
-        const char *k = fm == F_SLOTS ? "slots" : fm == F_WINDOW ? "per_conversation" : "pool_tokens";
+        const char *k = fm == F_SLOTS    ? "slots"
+                        : fm == F_WINDOW ? "per_conversation"
+                                         : "pool_tokens";
         const json_t *v = json_object_get(w, k);
         return json_is_integer(v) && json_integer_value(v) > 0
                    ? sample(b, name, l1, (double)json_integer_value(v))
                    : 0;
     }
     case F_BATTERY:
-        return json_is_object(bat) ? sample(b, name, l1, !strcmp(js(bat, "verdict"), "pass"))
-                                   : 0;
+        return json_is_object(bat) ? sample(b, name, l1, !strcmp(js(bat, "verdict"), "pass")) : 0;
     case F_CHECKS: {
         static const char *const st[] = {"passed", "failed", "skipped"};
         for (size_t i = 0; json_is_object(bat) && i < 3 && !rc; i++) {
@@ -340,7 +343,8 @@ static int fam_samples(struct sw_buf *b, enum fam fm, const json_t *ep)
     }
     size_t i;
     json_t *d;
-    json_array_foreach (json_object_get(json_object_get(ep, "budget"), "devices"), i, d) {
+    json_array_foreach(json_object_get(json_object_get(ep, "budget"), "devices"), i, d)
+    {
         const char *const l[] = {"endpoint", ep_name, "device", js(d, "name"), NULL};
         const json_t *band = json_object_get(d, "band");
         if (fm == F_CAP)
@@ -354,8 +358,9 @@ static int fam_samples(struct sw_buf *b, enum fam fm, const json_t *ep)
         else if (fm == F_PART) {
             size_t k;
             json_t *p;
-            json_array_foreach (json_object_get(d, "parts"), k, p) {
-                const char *const lp[] = {"endpoint", ep_name,          "device", js(d, "name"),
+            json_array_foreach(json_object_get(d, "parts"), k, p)
+            {
+                const char *const lp[] = {"endpoint", ep_name,       "device", js(d, "name"),
                                           "part",     js(p, "part"), NULL};
                 if (!rc)
                     rc = sample(b, name, lp,
@@ -377,7 +382,8 @@ int sw_export_prometheus(const json_t *doc, struct sw_buf *out, struct sw_err *e
         sw_buf_init(&s, 16u << 20);
         size_t i;
         json_t *ep;
-        json_array_foreach (eps, i, ep) {
+        json_array_foreach(eps, i, ep)
+        {
             rc = fam_samples(&s, (enum fam)fm, ep);
             if (rc)
                 break;

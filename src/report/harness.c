@@ -78,9 +78,9 @@ static json_t *compaction(const struct sw_fleet *f, uint64_t W, bool *all_fit)
         uint64_t req = at + sum;
         bool ok = req <= W;
         *all_fit &= ok;
-        json_t *x = json_pack("{s:I,s:I,s:I,s:b}", "context_window", (json_int_t)wins[i],
-                              "starts_at", (json_int_t)at, "request_tokens", (json_int_t)req,
-                              "fits", ok);
+        json_t *x =
+            json_pack("{s:I,s:I,s:I,s:b}", "context_window", (json_int_t)wins[i], "starts_at",
+                      (json_int_t)at, "request_tokens", (json_int_t)req, "fits", ok);
         if (!x || json_array_append_new(reqs, x)) {
             json_decref(reqs);
             return NULL;
@@ -132,7 +132,8 @@ static const char *battery_says(const json_t *led, const char *check)
         return NULL;
     size_t i;
     json_t *c;
-    json_array_foreach (json_object_get(json_array_get(runs, n - 1), "checks"), i, c) {
+    json_array_foreach(json_object_get(json_array_get(runs, n - 1), "checks"), i, c)
+    {
         const char *nm = json_string_value(json_object_get(c, "name"));
         if (nm && !strcmp(nm, check))
             return json_string_value(json_object_get(c, "status"));
@@ -185,9 +186,8 @@ int sw_export_harness(const struct sw_fleet *f, const struct sw_report_opts *o, 
             if (json_is_object(c)) {
                 size_t k;
                 json_t *q;
-                json_array_foreach (json_object_get(c, "requests"), k, q)
-                    if (json_is_false(json_object_get(q, "fits")))
-                        ok = false;
+                json_array_foreach(json_object_get(c, "requests"), k,
+                                   q) if (json_is_false(json_object_get(q, "fits"))) ok = false;
                 json_decref(comp);
                 comp = json_incref(c);
             }

@@ -62,7 +62,8 @@ static const char *rate(const json_t *v, char *out, size_t n)
         size_t o = 0, i;
         json_t *x;
         out[0] = 0;
-        json_array_foreach (v, i, x) {
+        json_array_foreach(v, i, x)
+        {
             char t[32];
             int w = snprintf(out + o, n - o, "%s%s", i ? " / " : "", rate(x, t, sizeof(t)));
             if (w < 0 || (size_t)w >= n - o)
@@ -81,8 +82,8 @@ static const char *rate(const json_t *v, char *out, size_t n)
 }
 
 static const char *const parts[] = {"weights", "kv", "state", "compute", "arena", "other"};
-static const char *const colors[] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
-                                     "#b07aa1"};
+static const char *const colors[] = {"#4e79a7", "#f28e2b", "#e15759",
+                                     "#76b7b2", "#59a14f", "#b07aa1"};
 static const char *const part_label[] = {"weights", "KV", "state", "compute", "arena", "other"};
 
 static int64_t part_bytes(const json_t *dev, const char *part)
@@ -90,7 +91,8 @@ static int64_t part_bytes(const json_t *dev, const char *part)
     size_t i;
     json_t *p;
     int64_t s = 0;
-    json_array_foreach (json_object_get(dev, "parts"), i, p) {
+    json_array_foreach(json_object_get(dev, "parts"), i, p)
+    {
         const char *n = js(p, "part");
         if (n && !strcmp(n, part))
             s += ji(p, "bytes");
@@ -130,7 +132,8 @@ int sw_report_budget_svg(const json_t *ep, struct sw_buf *b, struct sw_err *e)
                             "end)</text>");
     size_t i;
     json_t *d;
-    json_array_foreach (devs, i, d) {
+    json_array_foreach(devs, i, d)
+    {
         if (rc)
             break;
         double cap = (double)ji(d, "capacity");
@@ -178,16 +181,14 @@ int sw_report_budget_svg(const json_t *ep, struct sw_buf *b, struct sw_err *e)
                                mib((int64_t)bmax, t2, sizeof(t2)));
         const json_t *fr = json_object_get(d, "free");
         if (!rc)
-            rc = sw_buf_printf(b, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\">", L,
-                               y + BAR + 14);
+            rc = sw_buf_printf(b, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\">", L, y + BAR + 14);
         if (!rc && json_is_integer(fr))
-            rc = sw_buf_printf(b, "free %s of %s MiB%s", mib(ji(d, "free"), t1, sizeof(t1)),
-                               mib((int64_t)cap, t2, sizeof(t2)),
-                               json_is_true(json_object_get(d, "in_band"))
-                                   ? " (inside the band)"
-                                   : json_is_false(json_object_get(d, "in_band"))
-                                         ? " (OUTSIDE the band)"
-                                         : "");
+            rc =
+                sw_buf_printf(b, "free %s of %s MiB%s", mib(ji(d, "free"), t1, sizeof(t1)),
+                              mib((int64_t)cap, t2, sizeof(t2)),
+                              json_is_true(json_object_get(d, "in_band"))    ? " (inside the band)"
+                              : json_is_false(json_object_get(d, "in_band")) ? " (OUTSIDE the band)"
+                                                                             : "");
         else if (!rc)
             rc = sw_buf_printf(b, "free: unknown; capacity %s MiB",
                                mib((int64_t)cap, t3, sizeof(t3)));
@@ -204,9 +205,10 @@ int sw_report_budget_svg(const json_t *ep, struct sw_buf *b, struct sw_err *e)
         lx += 80;
     }
     if (!rc)
-        rc = sw_buf_printf(b, "<rect x=\"%.1f\" y=\"%.1f\" width=\"14\" height=\"10\" "
-                              "fill=\"none\" stroke=\"#000\" stroke-dasharray=\"4 3\"/>"
-                              "<text x=\"%.1f\" y=\"%.1f\">band</text></svg>",
+        rc = sw_buf_printf(b,
+                           "<rect x=\"%.1f\" y=\"%.1f\" width=\"14\" height=\"10\" "
+                           "fill=\"none\" stroke=\"#000\" stroke-dasharray=\"4 3\"/>"
+                           "<text x=\"%.1f\" y=\"%.1f\">band</text></svg>",
                            lx, ly - 9, lx + 17, ly);
     return rc ? sw_err_set(e, rc, "out of memory drawing the budget") : 0;
 }
@@ -323,16 +325,17 @@ static int budget_table(struct view *v, const json_t *ep)
             rc = txt(v, js(bud, "why") ? js(bud, "why") : "no device budget");
         return rc ? rc : put(v, v->html ? "</p>\n" : "\n");
     }
-    static const char *const head[] = {"device",  "capacity", "weights", "KV",
-                                       "state",   "compute",  "arena",   "other",
-                                       "free",    "band",     "in band", "free is"};
+    static const char *const head[] = {"device", "capacity", "weights", "KV",
+                                       "state",  "compute",  "arena",   "other",
+                                       "free",   "band",     "in band", "free is"};
     if (!rc)
         rc = table_open(v);
     if (!rc)
         rc = row(v, head, 12, true);
     size_t i;
     json_t *d;
-    json_array_foreach (devs, i, d) {
+    json_array_foreach(devs, i, d)
+    {
         if (rc)
             break;
         const json_t *band = json_object_get(d, "band"), *ib = json_object_get(d, "in_band");
@@ -343,8 +346,8 @@ static int budget_table(struct view *v, const json_t *ep)
             int64_t x = part_bytes(d, parts[k]);
             cells[2 + k] = x > 0 ? mib(x, c[2 + k], sizeof(c[2 + k])) : "-";
         }
-        cells[8] = json_is_integer(json_object_get(d, "free")) ? mib(ji(d, "free"), c[8], 48)
-                                                               : "unknown";
+        cells[8] =
+            json_is_integer(json_object_get(d, "free")) ? mib(ji(d, "free"), c[8], 48) : "unknown";
         snprintf(c[9], sizeof(c[9]), "%s..%s", mib(ji(band, "min"), b1, sizeof(b1)),
                  mib(ji(band, "max"), b2, sizeof(b2)));
         cells[9] = c[9];
@@ -354,7 +357,8 @@ static int budget_table(struct view *v, const json_t *ep)
     }
     if (!rc)
         rc = table_close(v);
-    json_array_foreach (devs, i, d) {
+    json_array_foreach(devs, i, d)
+    {
         const json_t *m = json_object_get(d, "measured");
         if (rc || !json_is_object(m))
             continue;
@@ -389,7 +393,8 @@ static int known_bad_table(struct view *v, const json_t *ep)
         rc = row(v, head, 3, true);
     size_t i;
     json_t *x;
-    json_array_foreach (kb, i, x) {
+    json_array_foreach(kb, i, x)
+    {
         if (rc)
             break;
         const char *cells[3] = {js(x, "what"), js(x, "why"), js(x, "source")};
@@ -405,16 +410,17 @@ static int harness_lines(struct view *v, const json_t *ep)
     int rc = h3(v, "Harness contract");
     if (!rc)
         rc = put(v, v->html ? "<ul>\n" : "");
-    const json_t *cw = json_object_get(h, "contextWindow"), *conf = json_object_get(h, "configured");
+    const json_t *cw = json_object_get(h, "contextWindow"),
+                 *conf = json_object_get(h, "configured");
     if (json_is_integer(cw))
         snprintf(line, sizeof(line), "%s tokens (%s)%s%s%s",
                  sw_fmt_count((uint64_t)json_integer_value(cw), a, sizeof(a)),
                  js(h, "window_source") ? js(h, "window_source") : "",
                  json_is_integer(conf) ? "; the harness is configured with " : "",
-                 json_is_integer(conf) ? sw_fmt_count((uint64_t)json_integer_value(conf), b,
-                                                      sizeof(b))
-                                       : "",
-                 !json_is_integer(conf)           ? "; the harness configures no window for it"
+                 json_is_integer(conf)
+                     ? sw_fmt_count((uint64_t)json_integer_value(conf), b, sizeof(b))
+                     : "",
+                 !json_is_integer(conf) ? "; the harness configures no window for it"
                  : json_is_true(json_object_get(h, "matches")) ? ": matches"
                  : json_is_true(json_object_get(h, "fits"))    ? ": fits, but is smaller"
                                                                : ": EXCEEDS the window (HTTP 400)");
@@ -437,10 +443,12 @@ static int harness_lines(struct view *v, const json_t *ep)
     const json_t *comp = json_object_get(h, "compaction");
     size_t i;
     json_t *q;
-    json_array_foreach (json_object_get(comp, "requests"), i, q) {
+    json_array_foreach(json_object_get(comp, "requests"), i, q)
+    {
         if (rc)
             break;
-        snprintf(line, sizeof(line), "%s x %.2f + %s summary budget = %s tokens %s one window of %s",
+        snprintf(line, sizeof(line),
+                 "%s x %.2f + %s summary budget = %s tokens %s one window of %s",
                  sw_fmt_count((uint64_t)ji(q, "context_window"), a, sizeof(a)),
                  json_number_value(json_object_get(comp, "ratio")),
                  sw_fmt_count((uint64_t)ji(comp, "summary_budget"), b, sizeof(b)),
@@ -466,7 +474,9 @@ static int endpoint_view(struct view *v, const json_t *ep)
     if (!rc)
         rc = put(v, v->html ? "<ul>\n" : "");
     snprintf(line, sizeof(line), "%s%s%s (quant %s; revision %s)",
-             js(pay, "path") ? js(pay, "path") : js(pay, "repo") ? js(pay, "repo") : "-",
+             js(pay, "path")   ? js(pay, "path")
+             : js(pay, "repo") ? js(pay, "repo")
+                               : "-",
              js(pay, "gguf") ? "/" : "", js(pay, "gguf") ? js(pay, "gguf") : "",
              js(pay, "quant") ? js(pay, "quant") : "-",
              js(pay, "revision") ? js(pay, "revision") : "not pinned");
@@ -534,7 +544,8 @@ static int endpoint_view(struct view *v, const json_t *ep)
             rc = put(v, v->html ? "<ul>\n" : "");
         size_t i;
         json_t *x;
-        json_array_foreach (ch, i, x) {
+        json_array_foreach(ch, i, x)
+        {
             if (rc)
                 break;
             snprintf(line, sizeof(line), "%s #%lld", js(x, "kind"), (long long)ji(x, "id"));
@@ -555,7 +566,8 @@ static int views(const json_t *doc, struct view *v)
     int rc = 0;
     size_t i;
     json_t *ep;
-    json_array_foreach (json_object_get(doc, "endpoints"), i, ep) {
+    json_array_foreach(json_object_get(doc, "endpoints"), i, ep)
+    {
         rc = endpoint_view(v, ep);
         if (rc)
             break;
@@ -589,15 +601,15 @@ int sw_report_markdown(const json_t *doc, struct sw_buf *out, struct sw_err *e)
 int sw_report_html(const json_t *doc, struct sw_buf *out, struct sw_err *e)
 {
     struct view v = {out, true};
-    int rc = sw_buf_puts(out,
-                         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-                         "<title>Fleet report</title><style>"
-                         "body{font-family:sans-serif;margin:2em;max-width:70em;color:#222}"
-                         "table{border-collapse:collapse;margin:.5em 0}"
-                         "td,th{border:1px solid #bbb;padding:2px 6px;font-size:13px;"
-                         "text-align:left;vertical-align:top}"
-                         "th{background:#f2f2f2}section{border-top:2px solid #444;margin-top:2em}"
-                         "</style></head><body>\n<h1>Fleet report: ");
+    int rc = sw_buf_puts(out, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+                              "<title>Fleet report</title><style>"
+                              "body{font-family:sans-serif;margin:2em;max-width:70em;color:#222}"
+                              "table{border-collapse:collapse;margin:.5em 0}"
+                              "td,th{border:1px solid #bbb;padding:2px 6px;font-size:13px;"
+                              "text-align:left;vertical-align:top}"
+                              "td{overflow-wrap:anywhere}th{background:#f2f2f2}section{border-top:"
+                              "2px solid #444;margin-top:2em}"
+                              "</style></head><body>\n<h1>Fleet report: ");
     if (!rc)
         rc = txt(&v, js(doc, "fleet"));
     if (!rc)
