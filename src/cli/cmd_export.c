@@ -123,8 +123,8 @@ int sw_cmd_export(int argc, char **argv)
             goto fail;
         }
         if (a.json) {
-            json_t *j = json_pack("{s:s,s:s,s:b}", "kind", kind, "written", outp, "ok",
-                                  contract_ok);
+            json_t *j =
+                json_pack("{s:s,s:s,s:b}", "kind", kind, "written", outp, "ok", contract_ok);
             sw_json_print(stdout, j, true);
             json_decref(j);
         } else {

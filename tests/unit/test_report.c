@@ -65,9 +65,8 @@ static const json_t *endpoint(const json_t *arr, const char *name)
 {
     size_t i;
     json_t *x;
-    json_array_foreach (arr, i, x)
-        if (!strcmp(json_string_value(json_object_get(x, "name")), name))
-            return x;
+    json_array_foreach(
+        arr, i, x) if (!strcmp(json_string_value(json_object_get(x, "name")), name)) return x;
     fail_msg("no endpoint %s", name);
     return NULL;
 }
@@ -76,9 +75,9 @@ static const json_t *part(const json_t *dev, const char *name)
 {
     size_t i;
     json_t *x;
-    json_array_foreach (json_object_get(dev, "parts"), i, x)
-        if (!strcmp(json_string_value(json_object_get(x, "part")), name))
-            return x;
+    json_array_foreach(
+        json_object_get(dev, "parts"), i,
+        x) if (!strcmp(json_string_value(json_object_get(x, "part")), name)) return x;
     return NULL;
 }
 
@@ -165,8 +164,8 @@ static void test_collect_facts(void **state)
     bool rule = false;
     size_t i;
     json_t *k;
-    json_array_foreach (kb, i, k)
-        rule |= !strcmp(json_string_value(json_object_get(k, "what")), "slots == 2");
+    json_array_foreach(kb, i, k) rule |=
+        !strcmp(json_string_value(json_object_get(k, "what")), "slots == 2");
     assert_true(rule);
     assert_true(json_is_null(json_object_get(p, "tags")));
 
@@ -223,13 +222,33 @@ static void test_llama_swap(void **state)
     struct fy_node *root = fy_document_root(fyd);
     assert_true(fy_node_is_mapping(root));
     /* llama-swap's documented top-level keys (README / config.example.yaml) */
-    static const char *const top[] = {"healthCheckTimeout", "logLevel", "metricsMaxInMemory",
-                                      "startPort", "macros", "models", "groups", "hooks",
-                                      "includeAliasesInList", "logRequests", NULL};
-    static const char *const model[] = {"cmd", "cmdStop", "proxy", "aliases", "env",
-                                        "checkEndpoint", "ttl", "useModelName", "filters",
-                                        "unlisted", "concurrencyLimit", "macros", "name",
-                                        "description", "metadata", NULL};
+    static const char *const top[] = {"healthCheckTimeout",
+                                      "logLevel",
+                                      "metricsMaxInMemory",
+                                      "startPort",
+                                      "macros",
+                                      "models",
+                                      "groups",
+                                      "hooks",
+                                      "includeAliasesInList",
+                                      "logRequests",
+                                      NULL};
+    static const char *const model[] = {"cmd",
+                                        "cmdStop",
+                                        "proxy",
+                                        "aliases",
+                                        "env",
+                                        "checkEndpoint",
+                                        "ttl",
+                                        "useModelName",
+                                        "filters",
+                                        "unlisted",
+                                        "concurrencyLimit",
+                                        "macros",
+                                        "name",
+                                        "description",
+                                        "metadata",
+                                        NULL};
     void *it = NULL;
     struct fy_node_pair *pr;
     while ((pr = fy_node_mapping_iterate(root, &it)))
@@ -376,12 +395,14 @@ static void test_prometheus(void **state)
     assert_int_equal(sw_export_prometheus(doc, &b, &e), 0);
     const char *t = sw_buf_cstr(&b);
     assert_true(expo_check(t, names, 64) > 20);
-    assert_non_null(strstr(t, "\nslipway_endpoint_window_tokens{endpoint=\"frank-small\"} 180224\n"));
+    assert_non_null(
+        strstr(t, "\nslipway_endpoint_window_tokens{endpoint=\"frank-small\"} 180224\n"));
     assert_non_null(strstr(t, "\nslipway_endpoint_pool_tokens{endpoint=\"frank-small\"} 540672\n"));
     assert_non_null(
         strstr(t, "\nslipway_bench_decode_tokens_per_second{endpoint=\"frank-small\"} 106.8"));
     assert_non_null(strstr(
-        t, "\nslipway_budget_free_bytes{endpoint=\"frank-small\",device=\"cuda-24g\"} 2559574016\n"));
+        t,
+        "\nslipway_budget_free_bytes{endpoint=\"frank-small\",device=\"cuda-24g\"} 2559574016\n"));
     sw_buf_free(&b);
     json_decref(doc);
 
