@@ -259,6 +259,8 @@ static int budget_vllm(const struct sw_fleet_endpoint *ep, const struct sw_plan 
         !sw_profile_arena(&prof, p->vllm->max_model_len,
                           p->vllm_opts ? p->vllm_opts->max_num_batched_tokens : 0, &ar, &le))
         fork = true;
+    if (le.code == SW_ENOMEM)
+        return SW_ENOMEM;
     if (!fork)
         *why = "vLLM sizes weights, activations and graphs at boot: only the pool is planned "
                "(record a usage reading, or declare a fork profile)";
@@ -470,17 +472,19 @@ static int known_bad(struct sw_ledger *l, const struct sw_fleet_endpoint *ep, js
         const struct sw_fleet_boot *b = &ep->boots[i];
         if (!b->outcome || (strcmp(b->outcome, "failed") && strcmp(b->outcome, "rejected")))
             continue;
-        struct sw_fleet_shape s = ep->shape;
-        sw_fleet_shape_overlay(&s, &b->shape);
+        /* the fields this boot set (the rest is the endpoint's shape) */
         json_t *js = sw_fleet_shape_to_json(&b->shape);
         char *t =
             js ? sw_json_dumps(js, JSON_COMPACT | JSON_SORT_KEYS | JSON_REAL_PRECISION(6)) : NULL;
-        snprintf(what, sizeof(what), "%s", t ? t : "?");
-        sw_free(t);
         json_decref(js);
-        snprintf(why, sizeof(why), "%s%s%s%s%s", b->outcome, b->failure ? " (" : "",
-                 b->failure ? b->failure : "", b->failure ? ")" : "",
-                 b->text ? "" : (b->note ? "" : ""));
+        if (!t) {
+            rc = SW_ENOMEM;
+            break;
+        }
+        snprintf(what, sizeof(what), "%s", t);
+        sw_free(t);
+        snprintf(why, sizeof(why), "%s%s%s%s", b->outcome, b->failure ? " (" : "",
+                 b->failure ? b->failure : "", b->failure ? ")" : "");
         if (b->text || b->note)
             snprintf(why + strlen(why), sizeof(why) - strlen(why), ": %s",
                      b->text ? b->text : b->note);
@@ -603,8 +607,19 @@ static int endpoint_doc(const struct sw_fleet *f, const struct sw_fleet_endpoint
     }
     if (!planned)
         sw_err_format(&pe, why, sizeof(why));
-    if (p.shape && !sw_ledger_shape_canon(p.shape, &canon, NULL, hash, NULL))
-        sw_ledger_shape_summary(canon, sum, sizeof(sum));
+    if (p.shape) {
+        struct sw_err ce;
+        sw_err_clear(&ce);
+        if (!sw_ledger_shape_canon(p.shape, &canon, NULL, hash, &ce))
+            sw_ledger_shape_summary(canon, sum, sizeof(sum));
+        else if (ce.code == SW_ENOMEM) {
+            rc = sw_err_set(e, SW_ENOMEM, "out of memory");
+            goto out;
+        }
+    } else if (planned) {
+        rc = sw_err_set(e, SW_ENOMEM, "out of memory"); /* a plan always has its shape */
+        goto out;
+    }
     rc = sw__rep_ledger_rows(o ? o->ledger : NULL, ep->name, &led, e);
     if (rc)
         goto out;

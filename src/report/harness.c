@@ -163,15 +163,18 @@ int sw_export_harness(const struct sw_fleet *f, const struct sw_report_opts *o, 
         if (!ep->enabled)
             continue;
         bool planned = !sw_plan_endpoint(f, ep, NULL, &p, &pe);
-        rc = sw__rep_harness_endpoint(f, ep, &p, planned, &h);
+        rc = !planned && pe.code == SW_ENOMEM ? SW_ENOMEM : 0;
+        if (!rc)
+            rc = sw__rep_harness_endpoint(f, ep, &p, planned, &h);
         if (!rc)
             rc = sw__rep_ledger_rows(o ? o->ledger : NULL, ep->name, &led, e);
         if (!rc) {
             const char *r = battery_says(led, "reasoning"), *t = battery_says(led, "tool_calls");
-            json_object_set_new(json_object_get(h, "reasoning"), "battery",
-                                r ? json_string(r) : json_null());
-            json_object_set_new(json_object_get(h, "tools"), "battery",
-                                t ? json_string(t) : json_null());
+            json_t *hr = json_object_get(h, "reasoning"), *ht = json_object_get(h, "tools");
+            if (json_is_object(hr))
+                sw__rep_put(hr, "battery", r ? json_string(r) : json_null(), &rc);
+            if (json_is_object(ht))
+                sw__rep_put(ht, "battery", t ? json_string(t) : json_null(), &rc);
             sw__rep_put(h, "name", json_string(ep->name), &rc);
             sw__rep_put(h, "engine", json_string(sw_fleet_engine_name(ep->engine)), &rc);
             if (!planned) {
