@@ -460,6 +460,62 @@ static int harness_lines(struct view *v, const json_t *ep)
     return rc ? rc : put(v, v->html ? "</ul>\n" : "");
 }
 
+/* Decode (and prefill) by context depth of the bench runs that measured several depths, as one
+ * core line chart inlined in the page (its XML declaration dropped). 0 and nothing drawn when no
+ * run has an array of depths. */
+static int speed_chart(struct view *v, const json_t *ep)
+{
+    enum { MAXS = 8, MAXP = 64 };
+    struct sw_chart_series ser[MAXS];
+    double xs[MAXS][MAXP], ys[MAXS][MAXP];
+    char names[MAXS][64];
+    size_t ns = 0;
+    size_t i;
+    json_t *run;
+    json_array_foreach(json_object_get(json_object_get(ep, "measured"), "runs"), i, run)
+    {
+        const json_t *ctx = json_object_get(json_object_get(run, "params"), "context_tokens");
+        static const char *const keys[] = {"decode_tok_s", "prefill_tok_s"};
+        for (size_t k = 0; k < 2 && ns < MAXS; k++) {
+            const json_t *y = json_object_get(json_object_get(run, "results"), keys[k]);
+            size_t n = json_array_size(y);
+            if (!json_is_array(ctx) || n < 2 || n != json_array_size(ctx) || n > MAXP)
+                continue;
+            for (size_t j = 0; j < n; j++) {
+                xs[ns][j] = json_number_value(json_array_get(ctx, j));
+                ys[ns][j] = json_number_value(json_array_get(y, j));
+            }
+            snprintf(names[ns], sizeof(names[ns]), "run #%lld %s%s", (long long)ji(run, "id"),
+                     k ? "prefill" : "decode",
+                     json_is_true(json_object_get(run, "deployed_shape")) ? ""
+                                                                          : " (another shape)");
+            ser[ns] = (struct sw_chart_series){.name = names[ns], .n = n, .x = xs[ns], .y = ys[ns]};
+            ns++;
+        }
+    }
+    if (!ns || !v->html)
+        return 0;
+    char title[192];
+    snprintf(title, sizeof(title), "%s: measured speed by context depth (ledger bench runs)",
+             js(ep, "name") ? js(ep, "name") : "?");
+    struct sw_chart c = {.kind = SW_CHART_LINES,
+                         .title = title,
+                         .x_label = "context tokens",
+                         .y_label = "tokens per second",
+                         .series = ser,
+                         .n_series = ns,
+                         .y_from_zero = true};
+    struct sw_buf svg;
+    sw_buf_init(&svg, 8u << 20);
+    int rc = sw_chart_svg(&c, 1, &svg, NULL);
+    if (!rc) {
+        const char *t = sw_buf_cstr(&svg), *start = strstr(t, "<svg");
+        rc = start ? sw_buf_puts(v->b, start) : SW_EINVAL;
+    }
+    sw_buf_free(&svg);
+    return rc == SW_EINVAL ? 0 : rc; /* nothing finite to draw: no chart */
+}
+
 static int endpoint_view(struct view *v, const json_t *ep)
 {
     char line[1024], sub[256], a[32], b[32], c[32];
@@ -531,6 +587,8 @@ static int endpoint_view(struct view *v, const json_t *ep)
         rc = item(v, "restarts", "not recorded in the ledger");
     if (!rc)
         rc = put(v, v->html ? "</ul>\n" : "");
+    if (!rc)
+        rc = speed_chart(v, ep);
     if (!rc)
         rc = budget_table(v, ep);
     if (!rc)

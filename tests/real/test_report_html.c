@@ -135,7 +135,9 @@ static void test_html_in_chromium(void **state)
         svgs++;
     for (const char *q = r.out; (q = strstr(q, "class=\"part\"")); q++)
         bars++;
-    assert_int_equal(svgs, 3);      /* frank-primary, frank-small, frank-large */
+    /* three budgets (frank-primary, frank-small, frank-large), frank-primary's speed by depth */
+    assert_int_equal(svgs, 4);
+    assert_non_null(strstr(r.out, "frank-primary: measured speed by context depth"));
     assert_true(bars >= 5 + 5 + 4); /* two ranks of 5 parts, frank-small's 4 parts */
     assert_non_null(strstr(r.out, "frank-small: budget per device"));
     swt_run_free(&r);

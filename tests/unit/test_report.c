@@ -188,7 +188,10 @@ static void test_collect_facts(void **state)
     size_t svgs = 0;
     for (const char *q = html; (q = strstr(q, "<svg ")); q++)
         svgs++;
-    assert_int_equal(svgs, 3); /* frank-primary, frank-small, frank-large */
+    /* three budgets (frank-primary, frank-small, frank-large) and frank-primary's decode by
+     * context depth */
+    assert_int_equal(svgs, 4);
+    assert_non_null(strstr(html, "frank-primary: measured speed by context depth"));
     assert_null(strstr(html, "src="));
     assert_null(strstr(html, "href="));
     assert_null(strstr(html, "<script"));
