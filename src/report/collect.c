@@ -202,7 +202,7 @@ static int budget_llamacpp(const struct sw_fleet_endpoint *ep, const struct sw_p
             if (total)
                 cap = total;
             sw__rep_put(d, "measured",
-                        json_pack("{s:I,s:I,s:O,s:O,s:O}", "used", (json_int_t)used, "total",
+                        json_pack("{s:I,s:I,s:o,s:O,s:O}", "used", (json_int_t)used, "total",
                                   (json_int_t)total, "free",
                                   json_is_integer(fr)
                                       ? json_integer(json_integer_value(fr) * (json_int_t)SW_MIB)
