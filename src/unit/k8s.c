@@ -125,7 +125,8 @@ static json_t *env_list(const struct sw_fleet_endpoint *ep, const struct sw_unit
     for (size_t i = 0; i < ep->n_env && !rc; i++) {
         const struct sw_fleet_envvar *v = &ep->env[i];
         if (v->secret.kind == SW_FLEET_SECRET_NONE)
-            rc = add(env, json_pack("{s:s,s:s}", "name", v->name, "value", v->value ? v->value : ""));
+            rc = add(env,
+                     json_pack("{s:s,s:s}", "name", v->name, "value", v->value ? v->value : ""));
         else
             rc = add(env, json_pack("{s:s,s:{s:{s:s,s:s}}}", "name", v->name, "valueFrom",
                                     "secretKeyRef", "name", secret_name, "key", v->name));
@@ -169,7 +170,8 @@ int sw_unit_render_k8s(const struct sw_fleet *f, const struct sw_fleet_endpoint 
     const char *ps = argv_after(&r, "--port");
     unsigned port = ps ? (unsigned)strtoul(ps, NULL, 10) : 0;
     if (!port || port > 65535) {
-        rc = sw_err_set(e, SW_EINVAL, "%s: the engine's argv names no --port to serve on", ep->name);
+        rc =
+            sw_err_set(e, SW_EINVAL, "%s: the engine's argv names no --port to serve on", ep->name);
         goto out;
     }
     dns_name(ep->name, NULL, name, sizeof(name));
@@ -223,14 +225,14 @@ int sw_unit_render_k8s(const struct sw_fleet *f, const struct sw_fleet_endpoint 
                             pvc, "readOnly", m->readonly));
         add(mounts, json_pack("{s:s,s:s,s:b}", "name", vol, "mountPath", m->container_path,
                               "readOnly", m->readonly));
-        add(objs, json_pack("{s:s,s:s,s:{s:s,s:{s:s},s:{s:s}},s:{s:[s],s:{s:{s:s}}}}", "apiVersion",
-                            "v1", "kind", "PersistentVolumeClaim", "metadata", "name", pvc,
-                            "labels", "app.kubernetes.io/name", name, "annotations",
-                            "slipway.dev/size",
-                            "the payload's size is not known here: " SW_K8S_DEFAULT_CACHE
-                            " is a stated default; set it to the model cache's size",
-                            "spec", "accessModes", m->readonly ? "ReadOnlyMany" : "ReadWriteOnce",
-                            "resources", "requests", "storage", SW_K8S_DEFAULT_CACHE));
+        add(objs,
+            json_pack("{s:s,s:s,s:{s:s,s:{s:s},s:{s:s}},s:{s:[s],s:{s:{s:s}}}}", "apiVersion", "v1",
+                      "kind", "PersistentVolumeClaim", "metadata", "name", pvc, "labels",
+                      "app.kubernetes.io/name", name, "annotations", "slipway.dev/size",
+                      "the payload's size is not known here: " SW_K8S_DEFAULT_CACHE
+                      " is a stated default; set it to the model cache's size",
+                      "spec", "accessModes", m->readonly ? "ReadOnlyMany" : "ReadWriteOnce",
+                      "resources", "requests", "storage", SW_K8S_DEFAULT_CACHE));
     }
     if (!ep->payload.n_mounts)
         add(warn, json_string("the payload has no mounts: no model cache volume is rendered (the "
@@ -251,15 +253,15 @@ int sw_unit_render_k8s(const struct sw_fleet *f, const struct sw_fleet_endpoint 
         "timeoutSeconds", 90, "failureThreshold", 3, "initialDelaySeconds", 0);
     json_decref(probe_http);
     int64_t grace = (int64_t)(r.timing.stop_timeout_ms / 1000);
-    json_t *dep = json_pack(
-        "{s:s,s:s,s:{s:s,s:{s:s,s:s}},s:{s:i,s:{s:s},s:{s:{s:s}},"
-        "s:{s:{s:{s:s}},s:{s:I,s:[o],s:o}}}}",
-        "apiVersion", "apps/v1", "kind", "Deployment", "metadata", "name", name, "labels",
-        "app.kubernetes.io/name", name, "app.kubernetes.io/managed-by", "slipway", "spec",
-        "replicas", 1, "strategy", "type", "Recreate", "selector", "matchLabels",
-        "app.kubernetes.io/name", name, "template", "metadata", "labels", "app.kubernetes.io/name",
-        name, "spec", "terminationGracePeriodSeconds", (json_int_t)(grace > 0 ? grace : 30),
-        "containers", container, "volumes", vols);
+    json_t *dep =
+        json_pack("{s:s,s:s,s:{s:s,s:{s:s,s:s}},s:{s:i,s:{s:s},s:{s:{s:s}},"
+                  "s:{s:{s:{s:s}},s:{s:I,s:[o],s:o}}}}",
+                  "apiVersion", "apps/v1", "kind", "Deployment", "metadata", "name", name, "labels",
+                  "app.kubernetes.io/name", name, "app.kubernetes.io/managed-by", "slipway", "spec",
+                  "replicas", 1, "strategy", "type", "Recreate", "selector", "matchLabels",
+                  "app.kubernetes.io/name", name, "template", "metadata", "labels",
+                  "app.kubernetes.io/name", name, "spec", "terminationGracePeriodSeconds",
+                  (json_int_t)(grace > 0 ? grace : 30), "containers", container, "volumes", vols);
     json_t *svc = json_pack("{s:s,s:s,s:{s:s,s:{s:s}},s:{s:s,s:{s:s},s:[{s:s,s:i,s:s,s:s}]}}",
                             "apiVersion", "v1", "kind", "Service", "metadata", "name", name,
                             "labels", "app.kubernetes.io/name", name, "spec", "type", "ClusterIP",
@@ -278,9 +280,8 @@ int sw_unit_render_k8s(const struct sw_fleet *f, const struct sw_fleet_endpoint 
                             json_string(o->namespace));
         size_t i;
         json_t *x;
-        json_array_foreach (objs, i, x)
-            json_object_set_new(json_object_get(x, "metadata"), "namespace",
-                                json_string(o->namespace));
+        json_array_foreach(objs, i, x) json_object_set_new(json_object_get(x, "metadata"),
+                                                           "namespace", json_string(o->namespace));
     }
     json_array_insert_new(objs, 0, svc);
     json_array_insert_new(objs, 0, dep);
@@ -360,7 +361,8 @@ static int ynode(struct sw_buf *b, const json_t *v, int ind)
     if (json_is_object(v)) {
         const char *k;
         json_t *x;
-        json_object_foreach ((json_t *)v, k, x) {
+        json_object_foreach((json_t *)v, k, x)
+        {
             rc = sw_buf_printf(b, "%*s", ind, "");
             /* a key of letters, digits and ._/- is a plain scalar; anything else is quoted */
             bool plain = *k && isalpha((unsigned char)*k);
@@ -384,7 +386,8 @@ static int ynode(struct sw_buf *b, const json_t *v, int ind)
     }
     size_t i;
     json_t *x;
-    json_array_foreach (v, i, x) {
+    json_array_foreach(v, i, x)
+    {
         rc = sw_buf_printf(b, "%*s-", ind, "");
         if (!rc)
             rc = yvalue(b, x, ind + 2);
@@ -399,7 +402,8 @@ int sw_unit_k8s_yaml(const json_t *objects, struct sw_buf *out)
     int rc = 0;
     size_t i;
     json_t *x;
-    json_array_foreach (objects, i, x) {
+    json_array_foreach(objects, i, x)
+    {
         rc = sw_buf_puts(out, "---\n");
         if (!rc)
             rc = ynode(out, x, 0);

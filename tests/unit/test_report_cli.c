@@ -102,9 +102,9 @@ static void test_report_files_and_since(void **state)
     size_t i;
     json_t *ep;
     size_t small = 0;
-    json_array_foreach (eps, i, ep)
-        if (!strcmp(json_string_value(json_object_get(ep, "name")), "frank-small"))
-            small = json_array_size(json_object_get(ep, "changes"));
+    json_array_foreach(
+        eps, i, ep) if (!strcmp(json_string_value(json_object_get(ep, "name")), "frank-small"))
+        small = json_array_size(json_object_get(ep, "changes"));
     assert_true(small >= 3); /* its usage readings, bench run, notes were recorded just now */
     json_decref(j);
     swt_run_free(&r);
