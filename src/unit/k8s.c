@@ -152,7 +152,7 @@ int sw_unit_render_k8s(const struct sw_fleet *f, const struct sw_fleet_endpoint 
     struct sw__unit_defaults d;
     char name[64], secret[80], q[64], lbl[256];
     json_t *objs = NULL, *warn = NULL, *doc = NULL;
-    int rc = 0;
+    int rc = 0, arc = 0; /* arc: an append that failed for want of memory */
     memset(&r, 0, sizeof(r));
     *out = NULL;
     if (!ep->image.v) {
@@ -184,11 +184,11 @@ int sw_unit_render_k8s(const struct sw_fleet *f, const struct sw_fleet_endpoint 
     }
     const char *host = argv_after(&r, "--host");
     if (host && (!strcmp(host, "127.0.0.1") || !strcmp(host, "localhost")))
-        add(warn, json_sprintf("the engine listens on %s only: the Service cannot reach it; "
-                               "set listen: 0.0.0.0:%u in the fleet",
-                               host, port));
+        arc |= add(warn, json_sprintf("the engine listens on %s only: the Service cannot reach it; "
+                                      "set listen: 0.0.0.0:%u in the fleet",
+                                      host, port));
     for (size_t i = 0; i < r.n_warnings; i++)
-        add(warn, json_string(r.warnings[i]));
+        arc |= add(warn, json_string(r.warnings[i]));
 
     /* GPUs per vendor */
     unsigned nv = 0, amd = 0;
@@ -199,9 +199,9 @@ int sw_unit_render_k8s(const struct sw_fleet *f, const struct sw_fleet_endpoint 
     }
     json_t *limits = json_object();
     if (nv)
-        json_object_set_new(limits, "nvidia.com/gpu", json_integer(nv));
+        arc |= json_object_set_new(limits, "nvidia.com/gpu", json_integer(nv)) ? SW_ENOMEM : 0;
     if (amd)
-        json_object_set_new(limits, "amd.com/gpu", json_integer(amd));
+        arc |= json_object_set_new(limits, "amd.com/gpu", json_integer(amd)) ? SW_ENOMEM : 0;
 
     /* startupProbe: the slowest measured boot, with half again as margin */
     int64_t boot = o && o->boot_ms > 0 ? o->boot_ms : (int64_t)SW_K8S_DEFAULT_BOOT_MS;
@@ -212,45 +212,49 @@ int sw_unit_render_k8s(const struct sw_fleet *f, const struct sw_fleet_endpoint 
 
     json_t *vols = json_array(), *mounts = json_array();
     quantity(shm, q, sizeof(q));
-    add(vols, json_pack("{s:s,s:{s:s,s:s}}", "name", "dshm", "emptyDir", "medium", "Memory",
-                        "sizeLimit", q));
-    add(mounts, json_pack("{s:s,s:s}", "name", "dshm", "mountPath", "/dev/shm"));
+    arc |= add(vols, json_pack("{s:s,s:{s:s,s:s}}", "name", "dshm", "emptyDir", "medium", "Memory",
+                               "sizeLimit", q));
+    arc |= add(mounts, json_pack("{s:s,s:s}", "name", "dshm", "mountPath", "/dev/shm"));
     for (size_t i = 0; i < ep->payload.n_mounts; i++) {
         const struct sw_fleet_mount *m = &ep->payload.mounts[i];
         char vol[32], pvc[96];
         snprintf(vol, sizeof(vol), "models-%zu", i);
         snprintf(lbl, sizeof(lbl), "%s-models-%zu", name, i);
         dns_name(lbl, NULL, pvc, sizeof(pvc));
-        add(vols, json_pack("{s:s,s:{s:s,s:b}}", "name", vol, "persistentVolumeClaim", "claimName",
-                            pvc, "readOnly", m->readonly));
-        add(mounts, json_pack("{s:s,s:s,s:b}", "name", vol, "mountPath", m->container_path,
-                              "readOnly", m->readonly));
-        add(objs,
-            json_pack("{s:s,s:s,s:{s:s,s:{s:s},s:{s:s}},s:{s:[s],s:{s:{s:s}}}}", "apiVersion", "v1",
-                      "kind", "PersistentVolumeClaim", "metadata", "name", pvc, "labels",
-                      "app.kubernetes.io/name", name, "annotations", "slipway.dev/size",
-                      "the payload's size is not known here: " SW_K8S_DEFAULT_CACHE
-                      " is a stated default; set it to the model cache's size",
-                      "spec", "accessModes", m->readonly ? "ReadOnlyMany" : "ReadWriteOnce",
-                      "resources", "requests", "storage", SW_K8S_DEFAULT_CACHE));
+        arc |= add(vols, json_pack("{s:s,s:{s:s,s:b}}", "name", vol, "persistentVolumeClaim",
+                                   "claimName", pvc, "readOnly", m->readonly));
+        arc |= add(mounts, json_pack("{s:s,s:s,s:b}", "name", vol, "mountPath", m->container_path,
+                                     "readOnly", m->readonly));
+        arc |=
+            add(objs,
+                json_pack("{s:s,s:s,s:{s:s,s:{s:s},s:{s:s}},s:{s:[s],s:{s:{s:s}}}}", "apiVersion",
+                          "v1", "kind", "PersistentVolumeClaim", "metadata", "name", pvc, "labels",
+                          "app.kubernetes.io/name", name, "annotations", "slipway.dev/size",
+                          "the payload's size is not known here: " SW_K8S_DEFAULT_CACHE
+                          " is a stated default; set it to the model cache's size",
+                          "spec", "accessModes", m->readonly ? "ReadOnlyMany" : "ReadWriteOnce",
+                          "resources", "requests", "storage", SW_K8S_DEFAULT_CACHE));
     }
     if (!ep->payload.n_mounts)
-        add(warn, json_string("the payload has no mounts: no model cache volume is rendered (the "
-                              "image must carry the model)"));
+        arc |= add(warn,
+                   json_string("the payload has no mounts: no model cache volume is rendered (the "
+                               "image must carry the model)"));
 
     json_t *env = env_list(ep, &r, secret);
+    if (!env)
+        arc = SW_ENOMEM; /* never an empty list in its place: the key would silently go */
     json_t *probe_http = json_pack("{s:s,s:i}", "path", "/health", "port", (int)port);
     json_t *container = json_pack(
         "{s:s,s:s,s:o,s:o,s:[{s:s,s:i,s:s}],s:o,s:{s:o},s:o,"
         "s:{s:O,s:i,s:i,s:I},s:{s:O,s:i,s:i,s:i},s:{s:{s:o},s:i,s:i,s:i,s:i}}",
         "name", "engine", "image", r.image, "command", jarr_argv(r.engine_argv, 0, 1), "args",
         jarr_argv(r.engine_argv, 1, r.engine_argc), "ports", "name", "http", "containerPort",
-        (int)port, "protocol", "TCP", "env", env ? env : json_array(), "resources", "limits",
-        limits, "volumeMounts", mounts, "startupProbe", "httpGet", probe_http, "periodSeconds",
-        period, "timeoutSeconds", 5, "failureThreshold", (json_int_t)thr, "readinessProbe",
-        "httpGet", probe_http, "periodSeconds", 10, "timeoutSeconds", 5, "failureThreshold", 3,
-        "livenessProbe", "exec", "command", liveness_cmd(ep, port), "periodSeconds", 60,
-        "timeoutSeconds", 90, "failureThreshold", 3, "initialDelaySeconds", 0);
+        (int)port, "protocol", "TCP", "env", env, "resources", "limits", limits, "volumeMounts",
+        mounts, "startupProbe", "httpGet", probe_http, "periodSeconds", period, "timeoutSeconds", 5,
+        "failureThreshold", (json_int_t)thr, "readinessProbe", "httpGet", probe_http,
+        "periodSeconds", 10, "timeoutSeconds", 5, "failureThreshold", 3, "livenessProbe", "exec",
+        "command", liveness_cmd(ep, port), "periodSeconds", 60, "timeoutSeconds", 90,
+        "failureThreshold", 3, "initialDelaySeconds", 0);
     json_decref(probe_http);
     int64_t grace = (int64_t)(r.timing.stop_timeout_ms / 1000);
     json_t *dep =
@@ -267,7 +271,7 @@ int sw_unit_render_k8s(const struct sw_fleet *f, const struct sw_fleet_endpoint 
                             "labels", "app.kubernetes.io/name", name, "spec", "type", "ClusterIP",
                             "selector", "app.kubernetes.io/name", name, "ports", "name", "http",
                             "port", (int)port, "targetPort", "http", "protocol", "TCP");
-    if (!dep || !svc) {
+    if (!dep || !svc || arc) {
         json_decref(dep);
         json_decref(svc);
         rc = SW_ENOMEM;
@@ -283,8 +287,15 @@ int sw_unit_render_k8s(const struct sw_fleet *f, const struct sw_fleet_endpoint 
         json_array_foreach(objs, i, x) json_object_set_new(json_object_get(x, "metadata"),
                                                            "namespace", json_string(o->namespace));
     }
-    json_array_insert_new(objs, 0, svc);
-    json_array_insert_new(objs, 0, dep);
+    if (json_array_insert_new(objs, 0, svc)) {
+        json_decref(dep);
+        rc = SW_ENOMEM;
+        goto out;
+    }
+    if (json_array_insert_new(objs, 0, dep)) {
+        rc = SW_ENOMEM;
+        goto out;
+    }
     doc = json_pack("{s:O,s:O,s:{s:I,s:s,s:I,s:i}}", "objects", objs, "warnings", warn, "startup",
                     "boot_ms", (json_int_t)boot, "source",
                     o && o->boot_ms > 0 ? "the slowest measured boot in the ledger"
