@@ -286,9 +286,12 @@ static int budget_vllm(const struct sw_fleet_endpoint *ep, const struct sw_plan 
                                          : "the law's pool");
         if (!rc && fork && prof.graphs)
             rc = add_part(parts, "compute", prof.graphs, "the profile's CUDA graphs");
-        if (!rc && fork && ar.arena_bytes > 0)
+        if (!rc && fork && ar.arena_bytes > 0) {
             rc = add_part(parts, "arena", (uint64_t)ar.arena_bytes,
                           "the fork's expert arena at this max_model_len and MNBT");
+            sw__rep_put(d, "arena_slots", json_integer((json_int_t)ar.slots), &rc);
+            sw__rep_put(d, "arena_slot_bytes", json_integer((json_int_t)prof.slot), &rc);
+        }
         if (!rc && fork && prof.non_torch)
             rc = add_part(parts, "other", prof.non_torch, "the profile's non-torch memory");
         uint64_t sum = parts_sum(parts);
@@ -642,10 +645,13 @@ static int endpoint_doc(const struct sw_fleet *f, const struct sw_fleet_endpoint
     sw__rep_put(d, "plan_error", jstr(planned ? NULL : why), &rc);
     if (!sw__rep_window(ep, &p, planned, &w))
         sw__rep_put(d, "window",
-                    json_pack("{s:I,s:I,s:o,s:b,s:s}", "slots", (json_int_t)w.slots,
+                    json_pack("{s:I,s:I,s:o,s:b,s:s,s:o}", "slots", (json_int_t)w.slots,
                               "per_conversation", (json_int_t)w.window, "pool_tokens",
                               w.pool ? jint(w.pool) : json_null(), "shared", w.shared, "source",
-                              w.source),
+                              w.source, "concurrency",
+                              planned && p.vllm && w.pool && p.vllm->max_concurrency > 0
+                                  ? json_real(p.vllm->max_concurrency)
+                                  : json_null()),
                     &rc);
     else
         sw__rep_put(d, "window", json_null(), &rc);

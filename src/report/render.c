@@ -359,6 +359,22 @@ static int budget_table(struct view *v, const json_t *ep)
         rc = table_close(v);
     json_array_foreach(devs, i, d)
     {
+        if (rc || !json_is_integer(json_object_get(d, "arena_slots")))
+            continue;
+        char line[256], key[96], a[32];
+        double gib = (double)part_bytes(d, "arena") / (double)SW_GIB;
+        snprintf(line, sizeof(line), "%.2f GiB / %s slots of %.3f MiB", gib,
+                 sw_fmt_count((uint64_t)ji(d, "arena_slots"), a, sizeof(a)),
+                 (double)ji(d, "arena_slot_bytes") / (double)SW_MIB);
+        snprintf(key, sizeof(key), "expert arena on %s", js(d, "name") ? js(d, "name") : "?");
+        rc = put(v, v->html ? "<ul>" : "");
+        if (!rc)
+            rc = item(v, key, line);
+        if (!rc)
+            rc = put(v, v->html ? "</ul>\n" : "");
+    }
+    json_array_foreach(devs, i, d)
+    {
         const json_t *m = json_object_get(d, "measured");
         if (rc || !json_is_object(m))
             continue;
@@ -548,11 +564,15 @@ static int endpoint_view(struct view *v, const json_t *ep)
     if (!rc && js(ep, "plan_error"))
         rc = item(v, "plan", js(ep, "plan_error"));
     if (json_is_object(w)) {
-        snprintf(line, sizeof(line), "pool %s tokens, %s per conversation x %s slots (%s)",
+        char conc[48] = "";
+        if (json_is_number(json_object_get(w, "concurrency")))
+            snprintf(conc, sizeof(conc), " (%.2fx of a full request)",
+                     json_number_value(json_object_get(w, "concurrency")));
+        snprintf(line, sizeof(line), "pool %s tokens%s, %s per conversation x %s slots (%s)",
                  json_is_integer(json_object_get(w, "pool_tokens"))
                      ? sw_fmt_count((uint64_t)ji(w, "pool_tokens"), a, sizeof(a))
                      : "unknown",
-                 sw_fmt_count((uint64_t)ji(w, "per_conversation"), b, sizeof(b)),
+                 conc, sw_fmt_count((uint64_t)ji(w, "per_conversation"), b, sizeof(b)),
                  sw_fmt_count((uint64_t)ji(w, "slots"), c, sizeof(c)), js(w, "source"));
         if (!rc)
             rc = item(v, "window", line);

@@ -179,6 +179,11 @@ static void test_collect_facts(void **state)
     assert_non_null(strstr(md, "106.8 tok/s decode, 3,814 t/s prefill"));
     assert_non_null(strstr(md, "216,269 tokens DO NOT FIT one window of 180,224"));
     assert_non_null(strstr(md, "TODO(tags)"));
+    /* frank-primary's deployed figures, as the operator's log has them */
+    assert_non_null(strstr(md, "pool 398,658 tokens (1.99x of a full request), 200,704 per "
+                               "conversation x 3 slots"));
+    assert_non_null(
+        strstr(md, "**expert arena on r9700-0**: 14.87 GiB / 6,496 slots of 2.344 MiB"));
     sw_buf_free(&b);
 
     /* the HTML: one page, an inline <svg> per endpoint with a device budget, no network */
