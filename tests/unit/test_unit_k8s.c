@@ -54,9 +54,9 @@ static void test_objects(void **state)
             json_string_value(json_object_get(json_object_get(x, "metadata"), "namespace")), "llm");
     }
     /* 95 s x 1.5 = 142.5 s: 15 periods of 10 s */
-    assert_int_equal(json_integer_value(json_object_get(json_object_get(d, "startup"),
-                                                        "failure_threshold")),
-                     15);
+    assert_int_equal(
+        json_integer_value(json_object_get(json_object_get(d, "startup"), "failure_threshold")),
+        15);
     struct sw_buf b;
     sw_buf_init(&b, 1u << 20);
     assert_int_equal(sw_unit_k8s_yaml(objs, &b), 0);
