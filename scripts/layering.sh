@@ -24,6 +24,7 @@ LAYERS=(
   "unit"                       # systemd units: the render (from the plan) and the lint
   "gate deploy"                # checks before a boot; the local supervisor and sw_deploy_endpoint
   "probe bench sim"            # the live battery; the benchmark client; the engine stand-in
+  "report"                     # the fleet as people and tools read it: report, exports
   "cli"                        # slipway <verb>
 )
 
@@ -35,7 +36,7 @@ header_module() {
     sse | openai) echo net ;;
     fetch) echo payload ;;
     engine_*) echo engine ;;
-    unit_lint) echo unit ;;
+    unit_lint | unit_k8s) echo unit ;;
     service) echo deploy ;;
     *) echo "$1" ;;
   esac

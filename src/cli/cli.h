@@ -34,6 +34,7 @@ struct sw_cmd {
     X(calibrate, "fit an endpoint's law terms from its recorded boots; predict with intervals")    \
     X(check, "run the gates on a fleet's endpoints before a boot: band, pool, window, known-bad")  \
     X(down, "stop an endpoint `up` started (checks the pid still names that process)")             \
+    X(export, "write the fleet for the tools around it: harness, llama-swap, prometheus")          \
     X(fetch, "download a payload from the Hub, verified and resumable; or --verify-only one")      \
     X(fleet, "show or check a fleet file (hosts, devices, endpoints, shapes)")                     \
     X(gguf, "inspect a GGUF model file; synthesize tiny chat-capable test models")                 \
@@ -45,6 +46,7 @@ struct sw_cmd {
     X(plan, "predict an engine's boot (memory lines, budget per device) from its command line")    \
     X(probe, "run the live battery against an endpoint: readiness to worst case, with evidence")   \
     X(render, "render an endpoint as a systemd service: the unit, its env file, the container")    \
+    X(report, "the fleet as people read it: Markdown, one HTML page, JSON; from fleet + ledger")   \
     X(readings, "device memory used/total from nvidia-smi, rocm-smi, amd-smi output; --record it") \
     X(sim, "an engine stand-in driven by the plan's law: boots, serves and fails like it")         \
     X(retire, "move a payload directory to a trash dir, refused while a kept tag needs it")        \
@@ -65,6 +67,7 @@ SW_VERBS(SW_DECL)
     X(calibrate)                                                                                   \
     X(check)                                                                                       \
     X(down)                                                                                        \
+    X(export)                                                                                      \
     X(fetch)                                                                                       \
     X(fleet)                                                                                       \
     X(gguf)                                                                                        \
@@ -77,6 +80,7 @@ SW_VERBS(SW_DECL)
     X(probe)                                                                                       \
     X(readings)                                                                                    \
     X(render)                                                                                      \
+    X(report)                                                                                      \
     X(retire)                                                                                      \
     X(sim)                                                                                         \
     X(status)                                                                                      \

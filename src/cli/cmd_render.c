@@ -13,7 +13,10 @@
 #include "cli.h"
 
 #include <slipway/fleet.h>
+#include <slipway/gate.h>
+#include <slipway/ledger.h>
 #include <slipway/unit.h>
+#include <slipway/unit_k8s.h>
 #include <slipway/unit_lint.h>
 
 #include <stdio.h>
@@ -26,6 +29,12 @@ static const struct sw_opt opts[] = {
      "parse the rendered unit back and hold it to the unit laws (`slipway lint`); exit 1 on a\n"
      "finding. `systemd-analyze verify` runs when the endpoint's host is local",
      NULL},
+    {"target", 0, "systemd|k8s", 0,
+     "what to render (default systemd). k8s: Deployment + Service + PVC for the model cache,\n"
+     "after the gates (`slipway check`) pass; --out DIR writes NAME.k8s.yaml",
+     NULL},
+    {"ledger", 0, "PATH", 0,
+     "k8s: the ledger for the gates and the measured boot time (default: beside the fleet)", NULL},
     {0},
 };
 
@@ -34,13 +43,15 @@ static const char *const examples[] = {
     "slipway render frank-small examples/operator.yaml --out /tmp/units",
     "slipway render local examples/local.yaml --json",
     "slipway render frank-primary examples/operator.yaml --lint",
+    "slipway render --target k8s frank-primary examples/operator.yaml",
     NULL,
 };
 
 const struct sw_cmd_spec sw_spec_render = {
     .name = "render",
     .summary = "render an endpoint as a systemd service: the unit, its env file, the container",
-    .synopsis = "ENDPOINT [FLEET.yaml] [--out DIR] [--lint] [--json]",
+    .synopsis = "ENDPOINT [FLEET.yaml] [--out DIR] [--lint] [--json]\n"
+                "--target k8s ENDPOINT [FLEET.yaml] [--ledger PATH] [--out DIR] [--json]",
     .about = "Renders from the endpoint's plan (the one argv of its engine) and the fleet's\n"
              "runtime: (native, podman, docker) and service: settings. Secrets go only to the\n"
              "env file; printed text shows them as ***. The same fleet renders byte-identical\n"
@@ -51,6 +62,116 @@ const struct sw_cmd_spec sw_spec_render = {
     .max_args = 2,
     .examples = examples,
 };
+
+/* --target k8s: the gates first (a shape `check` rejects is not rendered), then the objects. */
+static int render_k8s(const struct sw_args *a, struct sw_fleet *f,
+                      const struct sw_fleet_endpoint *ep, const char *fleet_path)
+{
+    struct sw_err e;
+    struct sw_ledger l;
+    bool opened = false;
+    json_t *verdict = NULL, *doc = NULL;
+    struct sw_buf b;
+    char path[4096], file[4400];
+    int rc = SW_EXIT_OK;
+    const char *ledger = sw_args_str(a, "ledger"), *dir = sw_args_str(a, "out");
+    memset(&l, 0, sizeof(l));
+    sw_err_clear(&e);
+    sw_buf_init(&b, 16u << 20);
+    if (ledger)
+        snprintf(path, sizeof(path), "%s", ledger);
+    else if (sw_ledger_default_path(fleet_path, path, sizeof(path), &e))
+        goto fail;
+    struct sw_ledger_open_opts lo = {.readonly = true};
+    int lrc = sw_ledger_open(&l, path, &lo, &e);
+    if (lrc == SW_ENOENT && !ledger)
+        sw_err_clear(&e);
+    else if (lrc)
+        goto fail;
+    else
+        opened = true;
+    struct sw_gate_opts go = {.ledger = opened ? &l : NULL};
+    if (sw_gate_endpoint(f, ep, &go, &verdict, &e))
+        goto fail;
+    const char *v = json_string_value(json_object_get(verdict, "verdict"));
+    if (!v || strcmp(v, "pass")) {
+        if (a->json) {
+            json_t *j = json_pack("{s:b,s:O}", "rendered", false, "check", verdict);
+            sw_json_print(stdout, j, true);
+            json_decref(j);
+        } else {
+            fprintf(stderr, "slipway render: %s: the gates reject this shape; not rendered:\n",
+                    ep->name);
+            size_t i;
+            json_t *g;
+            json_array_foreach(json_object_get(verdict, "gates"), i, g)
+            {
+                const char *gv = json_string_value(json_object_get(g, "verdict"));
+                if (gv && !strcmp(gv, "fail"))
+                    fprintf(stderr, "  FAIL %s: %s\n",
+                            json_string_value(json_object_get(g, "gate")),
+                            json_string_value(json_object_get(g, "line")));
+            }
+        }
+        rc = SW_EXIT_FAIL;
+        goto out;
+    }
+    /* the slowest measured boot sizes the startupProbe */
+    struct sw_k8s_opts ko = {0};
+    if (opened) {
+        json_t *boots = NULL;
+        struct sw_ledger_query q = {.endpoint = ep->name, .outcome = "ok"};
+        if (!sw_ledger_boots(&l, &q, &boots, NULL)) {
+            size_t i;
+            json_t *bt;
+            json_array_foreach(boots, i, bt)
+            {
+                json_int_t ms = json_integer_value(json_object_get(bt, "duration_ms"));
+                if (ms > ko.boot_ms)
+                    ko.boot_ms = ms;
+            }
+        }
+        json_decref(boots);
+    }
+    if (sw_unit_render_k8s(f, ep, &ko, &doc, &e))
+        goto fail;
+    if (sw_unit_k8s_yaml(json_object_get(doc, "objects"), &b)) {
+        sw_err_set(&e, SW_ENOMEM, "out of memory");
+        goto fail;
+    }
+    const char *nm = json_string_value(json_object_get(
+        json_object_get(json_array_get(json_object_get(doc, "objects"), 0), "metadata"), "name"));
+    if (dir) {
+        snprintf(file, sizeof(file), "%s/%s.k8s.yaml", dir, nm ? nm : ep->name);
+        if (sw_write_file_atomic(file, sw_buf_cstr(&b), b.len, 0644, &e)) {
+            e.code = SW_EIO;
+            goto fail;
+        }
+        sw_json_set_str(doc, "written", file);
+    }
+    if (a->json) {
+        sw_json_print(stdout, doc, true);
+    } else {
+        size_t i;
+        json_t *w;
+        json_array_foreach(json_object_get(doc, "warnings"), i, w)
+            fprintf(stderr, "slipway: warning: %s\n", json_string_value(w));
+        if (dir)
+            printf("wrote %s\n", file);
+        else
+            fwrite(sw_buf_cstr(&b), 1, b.len, stdout);
+    }
+    goto out;
+fail:
+    rc = sw_cli_fail(&e, a->json);
+out:
+    sw_buf_free(&b);
+    json_decref(doc);
+    json_decref(verdict);
+    if (opened)
+        sw_ledger_close(&l);
+    return rc;
+}
 
 int sw_cmd_render(int argc, char **argv)
 {
@@ -76,6 +197,14 @@ int sw_cmd_render(int argc, char **argv)
     const char *dir = sw_args_str(&a, "out");
     if (dir && !*dir)
         return sw_args_usage(&a, "--out: want a directory");
+    const char *target = sw_args_str(&a, "target");
+    bool k8s = target && !strcmp(target, "k8s");
+    if (target && !k8s && strcmp(target, "systemd"))
+        return sw_args_usage(&a, "--target: want systemd or k8s, got '%s'", target);
+    if (k8s && sw_args_flag(&a, "lint"))
+        return sw_args_usage(&a, "--lint is for the systemd unit (--target systemd)");
+    if (!k8s && sw_args_str(&a, "ledger"))
+        return sw_args_usage(&a, "--ledger goes with --target k8s");
 
     if (sw_fleet_load(fleet_path, NULL, &f, &e)) {
         rc = sw_cli_fail(&e, json);
@@ -94,6 +223,10 @@ int sw_cmd_render(int argc, char **argv)
         sw_err_set(&e, SW_ENOENT, "%s: no endpoint '%s' (the fleet has: %s)", fleet_path, name,
                    names);
         rc = sw_cli_fail(&e, json);
+        goto out;
+    }
+    if (k8s) {
+        rc = render_k8s(&a, f, ep, fleet_path);
         goto out;
     }
     if (sw_unit_render_endpoint(f, ep, &r, &e)) {

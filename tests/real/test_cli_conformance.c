@@ -270,6 +270,8 @@ static void test_opt_equals(void **state)
     snprintf(unit_env, sizeof(unit_env), "%s", swt_src("tests/data/units/lint/frank-primary.env"));
     char smi[4200];
     snprintf(smi, sizeof(smi), "%s", swt_src("tests/data/readings/nvidia-smi/one-gpu.csv"));
+    char opyaml[4200];
+    snprintf(opyaml, sizeof(opyaml), "%s", swt_src("examples/operator.yaml"));
     char up_log[4200], port[16];
     snprintf(up_log, sizeof(up_log), "%s/up-conformance.log", dir);
     snprintf(port, sizeof(port), "%d", swt_free_port());
@@ -316,6 +318,12 @@ static void test_opt_equals(void **state)
         {"render", {"render", "local", local, "@", "--json"}, "--out", dir, "\"written\""},
         {"down", {"down", "@", "--json"}, "--pid-file", pid_missing, "nothing to stop"},
         {"readings", {"readings", smi, "@", "--json"}, "--tool", "nvidia-smi", "\"used_bytes\""},
+        {"export",
+         {"export", "harness", opyaml, "@", "--json"},
+         "--ledger",
+         led,
+         "\"contextWindow\""},
+        {"report", {"report", opyaml, "@", "--json"}, "--ledger", led, led},
         /* an address that is not one: refused before anything is bound or printed */
         {"sim",
          {"sim", "--json", "@", "--engine", "llama.cpp", "--", "llama-server", "-m",

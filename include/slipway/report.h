@@ -1,0 +1,97 @@
+/*
+ * report: the fleet as people and the tools around it read it, written from the fleet file, the
+ * endpoints' plans and the ledger, so it is never stale.
+ *
+ *   sw_report_collect   one JSON document of the fleet: per endpoint its engine, payload, shape,
+ *                       window (pool, per conversation), budget per device (weights, KV, state,
+ *                       compute, arena, other, free, against the band), measured decode/prefill,
+ *                       last battery, known-bad shapes and why, the harness contract;
+ *   sw_report_markdown  that document as Markdown (the operator's docs);
+ *   sw_report_html      that document as one self-contained HTML page (inline SVG, no network);
+ *   sw_export_harness   each endpoint's contextWindow (its real slot/request window) and the
+ *                       compaction request checked against the compaction endpoint's window;
+ *   sw_export_llama_swap  a llama-swap config (its `models:` map) for the llama.cpp endpoints,
+ *                       from the plan's argv (never a second argv builder);
+ *   sw_export_prometheus  a node_exporter textfile-collector file (exposition format 0.0.4).
+ *
+ * Every number comes from data: the plan (the law), a fleet `measured:` fact or a ledger row;
+ * each carries where it came from. A figure nobody measured is absent (null), never made up.
+ * Deploy tags (last-good, rollback) are not in this ledger's schema: the document says so in
+ * "tags" (null) until they are.
+ *
+ * Layer: cli -> report -> probe, bench, gate, unit, plan, ledger, fleet, core.
+ * What it deliberately does not do: boot, probe or bench anything; write files (the CLI writes
+ * what these return, atomically); reach the network.
+ */
+#ifndef SLIPWAY_REPORT_H
+#define SLIPWAY_REPORT_H
+
+#include <slipway/core.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct sw_fleet;
+struct sw_ledger;
+
+struct sw_report_opts {
+    struct sw_ledger *ledger; /* NULL: ledger-backed figures are null, with that reason */
+    int64_t since;            /* unix seconds; > 0 lists the ledger rows recorded since then */
+};
+
+/*
+ * The fleet document (new reference in *out):
+ *   {"fleet", "generated_by", "ledger", "since", "harness": {...},
+ *    "endpoints": [{"name", "host", "engine", "enabled", "payload": {path, repo, revision, quant,
+ *      gguf, mmproj}, "shape": {canonical ledger shape}, "shape_summary", "shape_hash",
+ *      "window": {slots, per_conversation, pool_tokens, shared, source},
+ *      "budget": {"devices": [{name, capacity, usable, band: {min, max}, parts: [{part, bytes,
+ *        how}], free, free_how, reserved, measured: {used, total, free, source} | null,
+ *        in_band}], "why": null | text},
+ *      "measured": {decode_tok_s, prefill_tok_s, source, runs: [...]}, "battery": {...} | null,
+ *      "known_bad": [{what, why, source}], "harness": {...}, "tags": null, "tags_note",
+ *      "restarts": null, "changes": [...] (with since)}]}
+ * Bytes are integers. Returns 0, or SW_ENOMEM / a ledger error (SW_EDB...).
+ */
+int sw_report_collect(const struct sw_fleet *f, const struct sw_report_opts *o, json_t **out,
+                      struct sw_err *e);
+
+/* The document as Markdown / as one HTML page; appended to out. */
+int sw_report_markdown(const json_t *doc, struct sw_buf *out, struct sw_err *e);
+int sw_report_html(const json_t *doc, struct sw_buf *out, struct sw_err *e);
+
+/* One endpoint's budget (an element of "endpoints") as an SVG of stacked bars, one per device,
+ * the band drawn over each; appended to out. SW_EINVAL when it has no device to draw. */
+int sw_report_budget_svg(const json_t *endpoint, struct sw_buf *out, struct sw_err *e);
+
+/*
+ * The harness contract (new reference):
+ *   {"endpoints": [{name, engine, contextWindow (the real window), window_source, configured
+ *     (the harness's contextWindow or null), matches, reasoning: {...}, tools: {...}}],
+ *    "compaction": {endpoint, window, ratio, summary_budget, requests: [{context_window,
+ *     starts_at, request_tokens, fits}]} | null,
+ *    "ok": false when a configured window exceeds the real one or a request does not fit}
+ */
+int sw_export_harness(const struct sw_fleet *f, const struct sw_report_opts *o, json_t **out,
+                      struct sw_err *e);
+
+/* A llama-swap config for the fleet's enabled llama.cpp endpoints, appended to out as YAML:
+ *   healthCheckTimeout: N   (seconds, from the slowest measured boot, else 300: stated)
+ *   models: {NAME: {cmd, proxy, checkEndpoint: /health, ttl: 0, aliases: [ALIAS]}}
+ * The cmd is the plan's argv with the port set to ${PORT} (llama-swap's macro). */
+int sw_export_llama_swap(const struct sw_fleet *f, const struct sw_report_opts *o,
+                         struct sw_buf *out, struct sw_err *e);
+
+/* The fleet document (sw_report_collect) as Prometheus text exposition (HELP/TYPE, labels
+ * escaped), appended to out. */
+int sw_export_prometheus(const json_t *doc, struct sw_buf *out, struct sw_err *e);
+
+/* The slowest measured boot of an endpoint in the ledger (duration_ms of an ok boot), in ms;
+ * 0 when none is recorded (or l is NULL). */
+int sw_report_boot_ms(struct sw_ledger *l, const char *endpoint, int64_t *ms, struct sw_err *e);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

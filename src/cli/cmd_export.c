@@ -1,0 +1,156 @@
+/*
+ * slipway export harness|llama-swap|prometheus [FLEET.yaml] [--ledger PATH] [--out FILE] [--json]
+ *
+ *   harness     each endpoint's contextWindow (its real window from the plan) and the compaction
+ *               request checked against the compaction endpoint's window; JSON always
+ *   llama-swap  a llama-swap config (YAML) for the enabled llama.cpp endpoints, from the plan's
+ *               argv; healthCheckTimeout sized from the measured boot times in the ledger
+ *   prometheus  a textfile-collector file (Prometheus text exposition) of the fleet's state
+ *
+ * --out FILE writes atomically (temp + rename), mode 0644. --json wraps the text kinds as
+ * {"kind", "text"}. Exit: 0 written, 1 the harness contract does not hold (a window exceeded, a
+ * compaction request that does not fit: the export is still written) or the file could not be
+ * written, 2 unusable input.
+ */
+#include "cli.h"
+
+#include <slipway/fleet.h>
+#include <slipway/ledger.h>
+#include <slipway/report.h>
+
+#include <stdio.h>
+#include <string.h>
+
+static const struct sw_opt opts[] = {
+    {"ledger", 0, "PATH", 0, "the ledger (default: beside the fleet file)", NULL},
+    {"out", 'o', "FILE", 0, "write the export to FILE atomically (mode 0644) instead of stdout",
+     NULL},
+    {0},
+};
+
+static const char *const examples[] = {
+    "slipway export harness examples/operator.yaml",
+    "slipway export llama-swap examples/operator.yaml --out /etc/llama-swap/config.yaml",
+    "slipway export prometheus examples/operator.yaml --out "
+    "/var/lib/node_exporter/textfile/slipway.prom",
+    NULL,
+};
+
+const struct sw_cmd_spec sw_spec_export = {
+    .name = "export",
+    .summary = "write the fleet for the tools around it: harness, llama-swap, prometheus",
+    .synopsis = "harness|llama-swap|prometheus [FLEET.yaml] [--ledger PATH] [--out FILE] [--json]",
+    .about = "harness: each endpoint's contextWindow = its real window (the plan's slot or\n"
+             "request window) and the compaction request (ratio x window + summary budget)\n"
+             "against the compaction endpoint's window. llama-swap: a config for the llama.cpp\n"
+             "endpoints from their rendered argv. prometheus: a textfile-collector file.\n"
+             "FLEET.yaml defaults to ./fleet.yaml. Exit: 0 written, 1 the harness contract\n"
+             "does not hold (still written) or writing failed, 2 unusable input.",
+    .opts = opts,
+    .max_args = 2,
+    .examples = examples,
+};
+
+int sw_cmd_export(int argc, char **argv)
+{
+    struct sw_args a;
+    struct sw_err e;
+    struct sw_fleet *f = NULL;
+    struct sw_ledger l;
+    struct sw_buf b;
+    json_t *doc = NULL;
+    bool opened = false, contract_ok = true;
+    char path[4096];
+    int rc = SW_EXIT_OK;
+
+    memset(&l, 0, sizeof(l));
+    sw_err_clear(&e);
+    sw_buf_init(&b, 64u << 20);
+    if (!sw_args_parse(&sw_spec_export, argc, argv, &a, &rc))
+        return rc;
+    if (a.npos < 1)
+        return sw_args_usage(&a, "name what to export: harness, llama-swap or prometheus");
+    const char *kind = a.pos[0];
+    if (strcmp(kind, "harness") && strcmp(kind, "llama-swap") && strcmp(kind, "prometheus"))
+        return sw_args_usage(&a, "unknown export '%s' (harness, llama-swap, prometheus)", kind);
+    const char *fleet = a.npos > 1 ? a.pos[1] : "fleet.yaml";
+    const char *ledger = sw_args_str(&a, "ledger"), *outp = sw_args_str(&a, "out");
+    if (outp && !*outp)
+        return sw_args_usage(&a, "--out: want a file");
+
+    if (sw_fleet_load(fleet, NULL, &f, &e))
+        goto fail;
+    if (ledger)
+        snprintf(path, sizeof(path), "%s", ledger);
+    else if (sw_ledger_default_path(fleet, path, sizeof(path), &e))
+        goto fail;
+    struct sw_ledger_open_opts lo = {.readonly = true};
+    int lrc = sw_ledger_open(&l, path, &lo, &e);
+    if (lrc == SW_ENOENT && !ledger)
+        sw_err_clear(&e); /* no ledger beside the fleet yet: figures from the fleet alone */
+    else if (lrc)
+        goto fail;
+    else
+        opened = true;
+    struct sw_report_opts ro = {.ledger = opened ? &l : NULL};
+
+    if (!strcmp(kind, "harness")) {
+        if (sw_export_harness(f, &ro, &doc, &e))
+            goto fail;
+        contract_ok = json_is_true(json_object_get(doc, "ok"));
+        char *t = sw_json_dumps(doc, JSON_INDENT(2) | JSON_SORT_KEYS | JSON_REAL_PRECISION(10));
+        if (!t || sw_buf_puts(&b, t) || sw_buf_putc(&b, '\n')) {
+            sw_free(t);
+            sw_err_set(&e, SW_ENOMEM, "out of memory");
+            goto fail;
+        }
+        sw_free(t);
+    } else if (!strcmp(kind, "llama-swap")) {
+        if (sw_export_llama_swap(f, &ro, &b, &e))
+            goto fail;
+    } else {
+        json_t *rep = NULL;
+        if (sw_report_collect(f, &ro, &rep, &e))
+            goto fail;
+        int prc = sw_export_prometheus(rep, &b, &e);
+        json_decref(rep);
+        if (prc)
+            goto fail;
+    }
+    if (outp) {
+        if (sw_write_file_atomic(outp, sw_buf_cstr(&b), b.len, 0644, &e)) {
+            e.code = SW_EIO;
+            goto fail;
+        }
+        if (a.json) {
+            json_t *j =
+                json_pack("{s:s,s:s,s:b}", "kind", kind, "written", outp, "ok", contract_ok);
+            sw_json_print(stdout, j, true);
+            json_decref(j);
+        } else {
+            printf("wrote %s (%zu bytes)\n", outp, b.len);
+        }
+    } else if (a.json && strcmp(kind, "harness")) {
+        json_t *j = json_pack("{s:s,s:s%}", "kind", kind, "text", sw_buf_cstr(&b), b.len);
+        sw_json_print(stdout, j, true);
+        json_decref(j);
+    } else {
+        fwrite(sw_buf_cstr(&b), 1, b.len, stdout);
+    }
+    if (!contract_ok) {
+        if (!a.json)
+            fprintf(stderr, "slipway export: the harness contract does not hold (a window is "
+                            "exceeded or a compaction request does not fit)\n");
+        rc = SW_EXIT_FAIL;
+    }
+    goto out;
+fail:
+    rc = sw_cli_fail(&e, a.json);
+out:
+    json_decref(doc);
+    sw_buf_free(&b);
+    if (opened)
+        sw_ledger_close(&l);
+    sw_fleet_free(f);
+    return rc;
+}

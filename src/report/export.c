@@ -1,0 +1,398 @@
+/*
+ * report/export: the fleet for the tools around it.
+ *
+ *   llama-swap  its documented config (README, config.example.yaml): a top-level
+ *               healthCheckTimeout (seconds) and a `models:` map, each model with `cmd` (the
+ *               plan's argv, the port replaced by llama-swap's ${PORT} macro), `proxy`,
+ *               `checkEndpoint`, `ttl` and `aliases`. Only the llama.cpp endpoints that are
+ *               enabled: llama-swap starts llama-server on its own machine.
+ *   prometheus  the text exposition format (version 0.0.4) for node_exporter's textfile
+ *               collector: every family has HELP and TYPE lines, its samples together, label
+ *               values escaped (\\, \", \n).
+ *
+ * What it deliberately does not do: write files (the CLI does, atomically), put a secret value
+ * anywhere (llama-swap gets only the endpoint's literal environment; a secret is named in a
+ * comment, to be set in llama-swap's own environment).
+ */
+#include "report_internal.h"
+
+#include <slipway/engine.h>
+
+#include <string.h>
+
+int sw_report_boot_ms(struct sw_ledger *l, const char *endpoint, int64_t *ms, struct sw_err *e)
+{
+    json_t *rows = NULL;
+    *ms = 0;
+    if (!l)
+        return 0;
+    struct sw_ledger_query q = {.endpoint = endpoint, .outcome = "ok"};
+    struct sw_err le;
+    sw_err_clear(&le);
+    int rc = sw_ledger_boots(l, &q, &rows, &le);
+    if (rc == SW_ENOENT)
+        return 0;
+    if (rc) {
+        if (e)
+            *e = le;
+        return rc;
+    }
+    size_t i;
+    json_t *b;
+    json_array_foreach(rows, i, b)
+    {
+        json_int_t d = json_integer_value(json_object_get(b, "duration_ms"));
+        if (d > *ms)
+            *ms = d;
+    }
+    json_decref(rows);
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * llama-swap
+ */
+
+/* A YAML double-quoted scalar. */
+static int yq(struct sw_buf *b, const char *s)
+{
+    int rc = sw_buf_putc(b, '"');
+    for (; !rc && *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            rc = sw_buf_printf(b, "\\%c", c);
+        else if (c < 0x20)
+            rc = sw_buf_printf(b, "\\x%02x", c);
+        else
+            rc = sw_buf_putc(b, (char)c);
+    }
+    return rc ? rc : sw_buf_putc(b, '"');
+}
+
+/* One argument as a POSIX shell word (llama-swap splits cmd the way a shell would). */
+static int shword(struct sw_buf *b, const char *s)
+{
+    bool plain = *s != 0;
+    for (const char *p = s; *p && plain; p++)
+        plain = strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=,+@%",
+                       *p) != NULL ||
+                (*p == '$' && !strcmp(s, "${PORT}")) || (*p == '{' || *p == '}');
+    if (plain)
+        return sw_buf_puts(b, s);
+    int rc = sw_buf_putc(b, '\'');
+    for (; !rc && *s; s++)
+        rc = *s == '\'' ? sw_buf_puts(b, "'\\''") : sw_buf_putc(b, *s);
+    return rc ? rc : sw_buf_putc(b, '\'');
+}
+
+static bool literal_env(const struct sw_fleet_endpoint *ep, const char *kv)
+{
+    const char *eq = strchr(kv, '=');
+    size_t n = eq ? (size_t)(eq - kv) : strlen(kv);
+    for (size_t i = 0; i < ep->n_env; i++)
+        if (strlen(ep->env[i].name) == n && !strncmp(ep->env[i].name, kv, n))
+            return ep->env[i].value != NULL && ep->env[i].secret.kind == SW_FLEET_SECRET_NONE;
+    return false;
+}
+
+int sw_export_llama_swap(const struct sw_fleet *f, const struct sw_report_opts *o,
+                         struct sw_buf *out, struct sw_err *e)
+{
+    int rc = 0;
+    int64_t slowest = 0;
+    size_t n = 0;
+    struct sw_buf m;
+    sw_buf_init(&m, 16u << 20);
+    for (size_t i = 0; i < f->n_endpoints && !rc; i++) {
+        const struct sw_fleet_endpoint *ep = &f->endpoints[i];
+        struct sw_plan p;
+        struct sw_err pe;
+        memset(&p, 0, sizeof(p));
+        sw_err_clear(&pe);
+        if (!ep->enabled || ep->engine != SW_FLEET_LLAMACPP)
+            continue;
+        int prc = sw_plan_endpoint(f, ep, NULL, &p, &pe);
+        if (prc == SW_ENOMEM || !p.cmd.argc) {
+            rc = prc ? prc : SW_EINVAL;
+            sw_err_set(e, rc, "%s: the plan gave no argv: %s", ep->name, pe.msg);
+            sw_plan_free(&p);
+            break;
+        }
+        int64_t ms = 0;
+        rc = sw_report_boot_ms(o ? o->ledger : NULL, ep->name, &ms, e);
+        if (ms > slowest)
+            slowest = ms;
+        if (!rc)
+            rc = sw_buf_printf(&m, "  %s:\n    cmd: ", ep->name);
+        struct sw_buf c;
+        sw_buf_init(&c, 1u << 20);
+        for (size_t k = 0; k < p.cmd.argc && !rc; k++) {
+            const char *a = p.cmd.argv[k];
+            bool port = k > 0 && !strcmp(p.cmd.argv[k - 1], "--port");
+            if (k)
+                rc = sw_buf_putc(&c, ' ');
+            if (!rc)
+                rc = shword(&c, port ? "${PORT}" : a);
+        }
+        if (!rc)
+            rc = yq(&m, sw_buf_cstr(&c));
+        sw_buf_free(&c);
+        if (!rc)
+            rc = sw_buf_puts(&m, "\n    proxy: \"http://127.0.0.1:${PORT}\"\n"
+                                 "    checkEndpoint: /health\n    ttl: 0\n");
+        if (!rc && ep->alias.v) {
+            rc = sw_buf_puts(&m, "    aliases:\n      - ");
+            if (!rc)
+                rc = yq(&m, ep->alias.v);
+            if (!rc)
+                rc = sw_buf_putc(&m, '\n');
+        }
+        bool envs = false;
+        for (size_t k = 0; k < p.cmd.envc && !rc; k++) {
+            if (!literal_env(ep, p.cmd.env[k])) {
+                const char *eq = strchr(p.cmd.env[k], '=');
+                rc = sw_buf_printf(&m,
+                                   "    # %.*s: not written here (a secret or derived "
+                                   "value): set it in llama-swap's environment\n",
+                                   (int)(eq ? eq - p.cmd.env[k] : (long)strlen(p.cmd.env[k])),
+                                   p.cmd.env[k]);
+                continue;
+            }
+            if (!envs)
+                rc = sw_buf_puts(&m, "    env:\n");
+            envs = true;
+            if (!rc)
+                rc = sw_buf_puts(&m, "      - ");
+            if (!rc)
+                rc = yq(&m, p.cmd.env[k]);
+            if (!rc)
+                rc = sw_buf_putc(&m, '\n');
+        }
+        n++;
+        sw_plan_free(&p);
+    }
+    if (!rc) {
+        /* the slowest measured boot with half again as margin; llama-swap's own default (120 s)
+         * is shorter than a cold load of a large GGUF, hence a stated 300 without a measurement */
+        int64_t secs = slowest > 0 ? (slowest * 3 / 2 + 999) / 1000 : 300;
+        if (secs < 15)
+            secs = 15; /* llama-swap's documented minimum */
+        rc = sw_buf_printf(out,
+                           "# llama-swap config written by slipway from %s; do not edit by hand:\n"
+                           "# `slipway export llama-swap` writes it again from the fleet.\n"
+                           "# healthCheckTimeout: %s\n"
+                           "healthCheckTimeout: %lld\n"
+                           "models:%s\n",
+                           f->path ? f->path : "(fleet)",
+                           slowest > 0 ? "1.5 x the slowest measured boot in the ledger"
+                                       : "no boot time measured in the ledger: a stated 300 s",
+                           (long long)secs, n ? "" : " {}");
+        if (!rc)
+            rc = sw_buf_append(out, m.data ? m.data : "", m.len);
+    }
+    sw_buf_free(&m);
+    if (rc && e && !e->code)
+        sw_err_set(e, rc, "out of memory");
+    return rc;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Prometheus
+ */
+static int lv(struct sw_buf *b, const char *s)
+{
+    int rc = 0;
+    for (; !rc && s && *s; s++) {
+        if (*s == '\\')
+            rc = sw_buf_puts(b, "\\\\");
+        else if (*s == '"')
+            rc = sw_buf_puts(b, "\\\"");
+        else if (*s == '\n')
+            rc = sw_buf_puts(b, "\\n");
+        else
+            rc = sw_buf_putc(b, *s);
+    }
+    return rc;
+}
+
+/* One sample: NAME{k1="v1",...} VALUE; labels as NULL-ended pairs. */
+static int sample(struct sw_buf *b, const char *name, const char *const *labels, double v)
+{
+    int rc = sw_buf_puts(b, name);
+    for (size_t i = 0; labels && labels[i] && !rc; i += 2) {
+        rc = sw_buf_printf(b, "%s%s=\"", i ? "," : "{", labels[i]);
+        if (!rc)
+            rc = lv(b, labels[i + 1]);
+        if (!rc)
+            rc = sw_buf_putc(b, '"');
+    }
+    if (!rc && labels && labels[0])
+        rc = sw_buf_putc(b, '}');
+    if (!rc)
+        rc = sw_buf_printf(b, " %.17g\n", v);
+    return rc;
+}
+
+static int family(struct sw_buf *b, const char *name, const char *help)
+{
+    return sw_buf_printf(b, "# HELP %s %s\n# TYPE %s gauge\n", name, help, name);
+}
+
+static const char *js(const json_t *o, const char *k)
+{
+    const char *s = json_string_value(json_object_get(o, k));
+    return s ? s : "";
+}
+
+static double last_num(const json_t *v)
+{
+    if (json_is_array(v))
+        v = json_array_get(v, json_array_size(v) - 1);
+    return json_is_number(v) ? json_number_value(v) : -1;
+}
+
+enum fam {
+    F_INFO,
+    F_ENABLED,
+    F_SLOTS,
+    F_WINDOW,
+    F_POOL,
+    F_CAP,
+    F_PART,
+    F_FREE,
+    F_BAND_MIN,
+    F_BAND_MAX,
+    F_BATTERY,
+    F_CHECKS,
+    F_DECODE,
+    F_PREFILL,
+    F_N
+};
+
+static const struct {
+    const char *name, *help;
+} fams[F_N] = {
+    [F_INFO] = {"slipway_endpoint_info", "The endpoint's engine and deployed shape (value 1)."},
+    [F_ENABLED] = {"slipway_endpoint_enabled", "1 when the fleet deploys the endpoint."},
+    [F_SLOTS] = {"slipway_endpoint_slots", "Concurrent conversations (slots / max_num_seqs)."},
+    [F_WINDOW] = {"slipway_endpoint_window_tokens",
+                  "Tokens one conversation may hold (the plan's slot or request window)."},
+    [F_POOL] = {"slipway_endpoint_pool_tokens", "Tokens the KV pool holds, from the plan."},
+    [F_CAP] = {"slipway_device_capacity_bytes", "Device memory as a reading's total counts it."},
+    [F_PART] = {"slipway_budget_bytes",
+                "Device memory per part of the budget (weights, kv, state, compute, arena, "
+                "other)."},
+    [F_FREE] = {"slipway_budget_free_bytes", "Device memory left free after the boot."},
+    [F_BAND_MIN] = {"slipway_budget_band_min_bytes", "Lower edge of the free-memory band."},
+    [F_BAND_MAX] = {"slipway_budget_band_max_bytes", "Upper edge of the free-memory band."},
+    [F_BATTERY] = {"slipway_battery_pass", "1 when the last probe battery passed, 0 when not."},
+    [F_CHECKS] = {"slipway_battery_checks", "Checks of the last probe battery, by status."},
+    [F_DECODE] = {"slipway_bench_decode_tokens_per_second",
+                  "Decode speed of the last bench run (deepest context when several)."},
+    [F_PREFILL] = {"slipway_bench_prefill_tokens_per_second",
+                   "Prefill speed of the last bench run."},
+};
+
+static int fam_samples(struct sw_buf *b, enum fam fm, const json_t *ep)
+{
+    const char *name = fams[fm].name, *ep_name = js(ep, "name");
+    const char *const l1[] = {"endpoint", ep_name, NULL};
+    const json_t *w = json_object_get(ep, "window"), *m = json_object_get(ep, "measured");
+    const json_t *bat = json_object_get(ep, "battery");
+    int rc = 0;
+    switch (fm) {
+    case F_INFO: {
+        const char *const l[] = {"endpoint",   ep_name,
+                                 "host",       js(ep, "host"),
+                                 "engine",     js(ep, "engine"),
+                                 "shape",      js(ep, "shape_summary"),
+                                 "shape_hash", js(ep, "shape_hash"),
+                                 NULL};
+        return sample(b, name, l, 1);
+    }
+    case F_ENABLED:
+        return sample(b, name, l1, json_is_true(json_object_get(ep, "enabled")) ? 1 : 0);
+    case F_SLOTS:
+    case F_WINDOW:
+    case F_POOL: {
+        const char *k = fm == F_SLOTS    ? "slots"
+                        : fm == F_WINDOW ? "per_conversation"
+                                         : "pool_tokens";
+        const json_t *v = json_object_get(w, k);
+        return json_is_integer(v) && json_integer_value(v) > 0
+                   ? sample(b, name, l1, (double)json_integer_value(v))
+                   : 0;
+    }
+    case F_BATTERY:
+        return json_is_object(bat) ? sample(b, name, l1, !strcmp(js(bat, "verdict"), "pass")) : 0;
+    case F_CHECKS: {
+        static const char *const st[] = {"passed", "failed", "skipped"};
+        for (size_t i = 0; json_is_object(bat) && i < 3 && !rc; i++) {
+            const char *const l[] = {"endpoint", ep_name, "status", st[i], NULL};
+            rc = sample(b, name, l, (double)json_integer_value(json_object_get(bat, st[i])));
+        }
+        return rc;
+    }
+    case F_DECODE:
+    case F_PREFILL: {
+        double v = last_num(json_object_get(m, fm == F_DECODE ? "decode_tok_s" : "prefill_tok_s"));
+        return v >= 0 ? sample(b, name, l1, v) : 0;
+    }
+    default:
+        break;
+    }
+    size_t i;
+    json_t *d;
+    json_array_foreach(json_object_get(json_object_get(ep, "budget"), "devices"), i, d)
+    {
+        const char *const l[] = {"endpoint", ep_name, "device", js(d, "name"), NULL};
+        const json_t *band = json_object_get(d, "band");
+        if (fm == F_CAP)
+            rc = sample(b, name, l, (double)json_integer_value(json_object_get(d, "capacity")));
+        else if (fm == F_FREE && json_is_integer(json_object_get(d, "free")))
+            rc = sample(b, name, l, (double)json_integer_value(json_object_get(d, "free")));
+        else if (fm == F_BAND_MIN || fm == F_BAND_MAX)
+            rc = sample(b, name, l,
+                        (double)json_integer_value(
+                            json_object_get(band, fm == F_BAND_MIN ? "min" : "max")));
+        else if (fm == F_PART) {
+            size_t k;
+            json_t *p;
+            json_array_foreach(json_object_get(d, "parts"), k, p)
+            {
+                const char *const lp[] = {"endpoint", ep_name,       "device", js(d, "name"),
+                                          "part",     js(p, "part"), NULL};
+                if (!rc)
+                    rc = sample(b, name, lp,
+                                (double)json_integer_value(json_object_get(p, "bytes")));
+            }
+        }
+        if (rc)
+            break;
+    }
+    return rc;
+}
+
+int sw_export_prometheus(const json_t *doc, struct sw_buf *out, struct sw_err *e)
+{
+    int rc = 0;
+    const json_t *eps = json_object_get(doc, "endpoints");
+    for (int fm = 0; fm < F_N && !rc; fm++) {
+        struct sw_buf s;
+        sw_buf_init(&s, 16u << 20);
+        size_t i;
+        json_t *ep;
+        json_array_foreach(eps, i, ep)
+        {
+            rc = fam_samples(&s, (enum fam)fm, ep);
+            if (rc)
+                break;
+        }
+        if (!rc && s.len)
+            rc = family(out, fams[fm].name, fams[fm].help);
+        if (!rc && s.len)
+            rc = sw_buf_append(out, s.data, s.len);
+        sw_buf_free(&s);
+    }
+    return rc ? sw_err_set(e, rc, "out of memory writing the metrics") : 0;
+}

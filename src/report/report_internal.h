@@ -1,0 +1,38 @@
+/*
+ * report internals: the pieces collect.c, harness.c, export.c and render.c share.
+ */
+#ifndef SW_REPORT_INTERNAL_H
+#define SW_REPORT_INTERNAL_H
+
+#include <slipway/fleet.h>
+#include <slipway/ledger.h>
+#include <slipway/plan.h>
+#include <slipway/report.h>
+
+/* An endpoint's window as the plan gives it. */
+struct sw__rep_window {
+    uint64_t slots;
+    uint64_t window; /* tokens one conversation may hold */
+    uint64_t pool;   /* tokens the pool holds (0: unknown) */
+    bool shared;
+    const char *source; /* static */
+};
+/* SW_ENOENT when neither the plan nor the fleet gives a window. */
+int sw__rep_window(const struct sw_fleet_endpoint *ep, const struct sw_plan *p, bool planned,
+                   struct sw__rep_window *w);
+
+/* Set o[k] = v (stolen); on a NULL v or a failure *rc = SW_ENOMEM; does nothing once *rc. */
+void sw__rep_put(json_t *o, const char *k, json_t *v, int *rc);
+
+/* The endpoint's rows of the ledger (sw_ledger_export), {} without a ledger or rows. */
+int sw__rep_ledger_rows(struct sw_ledger *l, const char *name, json_t **out, struct sw_err *e);
+
+/* The harness contract of one endpoint (new reference in *out): {contextWindow, window_source,
+ * configured, matches, reasoning, tools, compaction (when it serves compaction) | null}. */
+int sw__rep_harness_endpoint(const struct sw_fleet *f, const struct sw_fleet_endpoint *ep,
+                             const struct sw_plan *p, bool planned, json_t **out);
+
+/* XML/HTML text escaping into b. */
+int sw__rep_esc(struct sw_buf *b, const char *s);
+
+#endif

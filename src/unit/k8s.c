@@ -1,0 +1,425 @@
+/*
+ * unit/k8s: an endpoint as a Deployment + Service + PVCs (include/slipway/unit_k8s.h). Built from
+ * the systemd render of the same endpoint (its engine argv in the container's view, its image,
+ * its timing) so the two never disagree about what runs; nothing here builds an argv.
+ *
+ * The liveness probe proves generation, the seed's lesson (health 200 with a dead engine):
+ *   llama.cpp  curl POST /completion {"prompt": "ok", "n_predict": 1}; the API key, when there is
+ *              one, reaches curl through `curl -K -` from printf (a shell builtin): never in an argv;
+ *   vLLM/SGLang  python3 (in their images): GET /v1/models for the served name, then POST
+ *              /v1/completions with max_tokens 1, the key read from the environment.
+ *
+ * What it deliberately does not do: a LeaderWorkerSet (multi-node), node selection, or guess a
+ * payload's size (the PVC request is a stated default, said in an annotation).
+ */
+#include "render_internal.h"
+
+#include <slipway/unit_k8s.h>
+
+#include <ctype.h>
+#include <string.h>
+
+/* A DNS-1123 label from a name: lowercase, [a-z0-9-], no leading/trailing '-', <= 63. */
+static void dns_name(const char *in, const char *suffix, char *out, size_t n)
+{
+    size_t o = 0;
+    char tmp[256];
+    snprintf(tmp, sizeof(tmp), "%s%s", in, suffix ? suffix : "");
+    for (const char *p = tmp; *p && o + 1 < n && o < 63; p++) {
+        char c = (char)tolower((unsigned char)*p);
+        if (!isalnum((unsigned char)c))
+            c = '-';
+        if (c == '-' && (o == 0 || out[o - 1] == '-'))
+            continue;
+        out[o++] = c;
+    }
+    while (o && out[o - 1] == '-')
+        o--;
+    out[o] = 0;
+    if (!o)
+        snprintf(out, n, "endpoint");
+}
+
+/* "16Gi" / "512Mi" / bytes as a Kubernetes quantity. */
+static void quantity(uint64_t v, char *out, size_t n)
+{
+    if (v && !(v % SW_GIB))
+        snprintf(out, n, "%lluGi", (unsigned long long)(v / SW_GIB));
+    else if (v && !(v % SW_MIB))
+        snprintf(out, n, "%lluMi", (unsigned long long)(v / SW_MIB));
+    else
+        snprintf(out, n, "%llu", (unsigned long long)v);
+}
+
+static const char *argv_after(const struct sw_unit_render *r, const char *flag)
+{
+    for (size_t i = 0; i + 1 < r->engine_argc; i++)
+        if (!strcmp(r->engine_argv[i], flag))
+            return r->engine_argv[i + 1];
+    return NULL;
+}
+
+static json_t *jarr_argv(char *const *v, size_t from, size_t n)
+{
+    json_t *a = json_array();
+    for (size_t i = from; a && i < n; i++)
+        if (json_array_append_new(a, json_string(v[i]))) {
+            json_decref(a);
+            return NULL;
+        }
+    return a;
+}
+
+/* The key's environment name in the container, or NULL when the endpoint has no api_key. */
+static const char *key_env(const struct sw_fleet_endpoint *ep)
+{
+    if (ep->api_key.kind == SW_FLEET_SECRET_NONE)
+        return NULL;
+    return ep->engine == SW_FLEET_LLAMACPP ? "LLAMA_API_KEY"
+           : ep->engine == SW_FLEET_VLLM   ? "VLLM_API_KEY"
+                                           : "SGLANG_API_KEY";
+}
+
+static json_t *liveness_cmd(const struct sw_fleet_endpoint *ep, unsigned port)
+{
+    char s[2048];
+    const char *k = key_env(ep);
+    if (ep->engine == SW_FLEET_LLAMACPP) {
+        /* -K -: curl reads its config (the header) from stdin; printf is a builtin */
+        char pre[256] = "";
+        if (k)
+            snprintf(pre, sizeof(pre),
+                     "printf 'header = \"Authorization: Bearer %%s\"\\n' \"$%s\" | ", k);
+        snprintf(s, sizeof(s),
+                 "%scurl -fsS -m 60 %s-H 'Content-Type: application/json' "
+                 "-d '{\"prompt\":\"ok\",\"n_predict\":1}' http://127.0.0.1:%u/completion "
+                 ">/dev/null",
+                 pre, k ? "-K - " : "", port);
+        return json_pack("[s,s,s]", "/bin/sh", "-c", s);
+    }
+    snprintf(s, sizeof(s),
+             "import json,os,urllib.request as u\n"
+             "b='http://127.0.0.1:%u'\n"
+             "h={'Content-Type':'application/json'}\n"
+             "k=os.environ.get('%s')\n"
+             "if k: h['Authorization']='Bearer '+k\n"
+             "m=json.load(u.urlopen(u.Request(b+'/v1/models',headers=h),timeout=30))"
+             "['data'][0]['id']\n"
+             "d=json.dumps({'model':m,'prompt':'ok','max_tokens':1}).encode()\n"
+             "r=json.load(u.urlopen(u.Request(b+'/v1/completions',d,h),timeout=60))\n"
+             "assert r['choices'][0]['text'] is not None\n",
+             port, k ? k : "SLIPWAY_NO_KEY");
+    return json_pack("[s,s,s]", "python3", "-c", s);
+}
+
+static int add(json_t *arr, json_t *x)
+{
+    return !x || json_array_append_new(arr, x) ? SW_ENOMEM : 0;
+}
+
+static json_t *env_list(const struct sw_fleet_endpoint *ep, const struct sw_unit_render *r,
+                        const char *secret_name)
+{
+    json_t *env = json_array();
+    int rc = env ? 0 : SW_ENOMEM;
+    for (size_t i = 0; i < ep->n_env && !rc; i++) {
+        const struct sw_fleet_envvar *v = &ep->env[i];
+        if (v->secret.kind == SW_FLEET_SECRET_NONE)
+            rc = add(env,
+                     json_pack("{s:s,s:s}", "name", v->name, "value", v->value ? v->value : ""));
+        else
+            rc = add(env, json_pack("{s:s,s:{s:{s:s,s:s}}}", "name", v->name, "valueFrom",
+                                    "secretKeyRef", "name", secret_name, "key", v->name));
+    }
+    const char *k = key_env(ep);
+    if (!rc && k)
+        rc = add(env, json_pack("{s:s,s:{s:{s:s,s:s}}}", "name", k, "valueFrom", "secretKeyRef",
+                                "name", secret_name, "key", k));
+    /* the device environment the unit sets (HIP/CUDA_VISIBLE_DEVICES) is the scheduler's job
+     * here: the pod sees only the GPUs it was given */
+    (void)r;
+    if (rc) {
+        json_decref(env);
+        return NULL;
+    }
+    return env;
+}
+
+int sw_unit_render_k8s(const struct sw_fleet *f, const struct sw_fleet_endpoint *ep,
+                       const struct sw_k8s_opts *o, json_t **out, struct sw_err *e)
+{
+    struct sw_unit_render r;
+    struct sw__unit_defaults d;
+    char name[64], secret[80], q[64], lbl[256];
+    json_t *objs = NULL, *warn = NULL, *doc = NULL;
+    int rc = 0, arc = 0; /* arc: an append that failed for want of memory */
+    memset(&r, 0, sizeof(r));
+    *out = NULL;
+    if (!ep->image.v) {
+        rc = sw_fleet_err_at(e, SW_EINVAL, &ep->at,
+                             "%s: Kubernetes runs a container image and the endpoint has none: "
+                             "set image: (pinned name@sha256:...)",
+                             ep->name);
+        goto out;
+    }
+    rc = sw_unit_render_endpoint(f, ep, &r, e);
+    if (rc)
+        goto out;
+    sw__unit_defaults(ep->engine, &d);
+    uint64_t shm = ep->runtime.shm_size.set ? ep->runtime.shm_size.v : d.shm_bytes;
+    const char *ps = argv_after(&r, "--port");
+    unsigned port = ps ? (unsigned)strtoul(ps, NULL, 10) : 0;
+    if (!port || port > 65535) {
+        rc =
+            sw_err_set(e, SW_EINVAL, "%s: the engine's argv names no --port to serve on", ep->name);
+        goto out;
+    }
+    dns_name(ep->name, NULL, name, sizeof(name));
+    snprintf(secret, sizeof(secret), "%s-secrets", name);
+    objs = json_array();
+    warn = json_array();
+    if (!objs || !warn) {
+        rc = SW_ENOMEM;
+        goto out;
+    }
+    const char *host = argv_after(&r, "--host");
+    if (host && (!strcmp(host, "127.0.0.1") || !strcmp(host, "localhost")))
+        arc |= add(warn, json_sprintf("the engine listens on %s only: the Service cannot reach it; "
+                                      "set listen: 0.0.0.0:%u in the fleet",
+                                      host, port));
+    for (size_t i = 0; i < r.n_warnings; i++)
+        arc |= add(warn, json_string(r.warnings[i]));
+
+    /* GPUs per vendor */
+    unsigned nv = 0, amd = 0;
+    for (size_t i = 0; i < ep->n_devices; i++) {
+        const char *v = ep->devices[i]->vendor.v;
+        nv += v && !strcmp(v, "nvidia");
+        amd += v && !strcmp(v, "amd");
+    }
+    json_t *limits = json_object();
+    if (nv)
+        arc |= json_object_set_new(limits, "nvidia.com/gpu", json_integer(nv)) ? SW_ENOMEM : 0;
+    if (amd)
+        arc |= json_object_set_new(limits, "amd.com/gpu", json_integer(amd)) ? SW_ENOMEM : 0;
+
+    /* startupProbe: the slowest measured boot, with half again as margin */
+    int64_t boot = o && o->boot_ms > 0 ? o->boot_ms : (int64_t)SW_K8S_DEFAULT_BOOT_MS;
+    const int period = 10;
+    int64_t thr = (boot * 3 / 2 + period * 1000 - 1) / (period * 1000);
+    if (thr < 3)
+        thr = 3;
+
+    json_t *vols = json_array(), *mounts = json_array();
+    quantity(shm, q, sizeof(q));
+    arc |= add(vols, json_pack("{s:s,s:{s:s,s:s}}", "name", "dshm", "emptyDir", "medium", "Memory",
+                               "sizeLimit", q));
+    arc |= add(mounts, json_pack("{s:s,s:s}", "name", "dshm", "mountPath", "/dev/shm"));
+    for (size_t i = 0; i < ep->payload.n_mounts; i++) {
+        const struct sw_fleet_mount *m = &ep->payload.mounts[i];
+        char vol[32], pvc[96];
+        snprintf(vol, sizeof(vol), "models-%zu", i);
+        snprintf(lbl, sizeof(lbl), "%s-models-%zu", name, i);
+        dns_name(lbl, NULL, pvc, sizeof(pvc));
+        arc |= add(vols, json_pack("{s:s,s:{s:s,s:b}}", "name", vol, "persistentVolumeClaim",
+                                   "claimName", pvc, "readOnly", m->readonly));
+        arc |= add(mounts, json_pack("{s:s,s:s,s:b}", "name", vol, "mountPath", m->container_path,
+                                     "readOnly", m->readonly));
+        arc |=
+            add(objs,
+                json_pack("{s:s,s:s,s:{s:s,s:{s:s},s:{s:s}},s:{s:[s],s:{s:{s:s}}}}", "apiVersion",
+                          "v1", "kind", "PersistentVolumeClaim", "metadata", "name", pvc, "labels",
+                          "app.kubernetes.io/name", name, "annotations", "slipway.dev/size",
+                          "the payload's size is not known here: " SW_K8S_DEFAULT_CACHE
+                          " is a stated default; set it to the model cache's size",
+                          "spec", "accessModes", m->readonly ? "ReadOnlyMany" : "ReadWriteOnce",
+                          "resources", "requests", "storage", SW_K8S_DEFAULT_CACHE));
+    }
+    if (!ep->payload.n_mounts)
+        arc |= add(warn,
+                   json_string("the payload has no mounts: no model cache volume is rendered (the "
+                               "image must carry the model)"));
+
+    json_t *env = env_list(ep, &r, secret);
+    if (!env)
+        arc = SW_ENOMEM; /* never an empty list in its place: the key would silently go */
+    json_t *probe_http = json_pack("{s:s,s:i}", "path", "/health", "port", (int)port);
+    json_t *container = json_pack(
+        "{s:s,s:s,s:o,s:o,s:[{s:s,s:i,s:s}],s:o,s:{s:o},s:o,"
+        "s:{s:O,s:i,s:i,s:I},s:{s:O,s:i,s:i,s:i},s:{s:{s:o},s:i,s:i,s:i,s:i}}",
+        "name", "engine", "image", r.image, "command", jarr_argv(r.engine_argv, 0, 1), "args",
+        jarr_argv(r.engine_argv, 1, r.engine_argc), "ports", "name", "http", "containerPort",
+        (int)port, "protocol", "TCP", "env", env, "resources", "limits", limits, "volumeMounts",
+        mounts, "startupProbe", "httpGet", probe_http, "periodSeconds", period, "timeoutSeconds", 5,
+        "failureThreshold", (json_int_t)thr, "readinessProbe", "httpGet", probe_http,
+        "periodSeconds", 10, "timeoutSeconds", 5, "failureThreshold", 3, "livenessProbe", "exec",
+        "command", liveness_cmd(ep, port), "periodSeconds", 60, "timeoutSeconds", 90,
+        "failureThreshold", 3, "initialDelaySeconds", 0);
+    json_decref(probe_http);
+    int64_t grace = (int64_t)(r.timing.stop_timeout_ms / 1000);
+    json_t *dep =
+        json_pack("{s:s,s:s,s:{s:s,s:{s:s,s:s}},s:{s:i,s:{s:s},s:{s:{s:s}},"
+                  "s:{s:{s:{s:s}},s:{s:I,s:[o],s:o}}}}",
+                  "apiVersion", "apps/v1", "kind", "Deployment", "metadata", "name", name, "labels",
+                  "app.kubernetes.io/name", name, "app.kubernetes.io/managed-by", "slipway", "spec",
+                  "replicas", 1, "strategy", "type", "Recreate", "selector", "matchLabels",
+                  "app.kubernetes.io/name", name, "template", "metadata", "labels",
+                  "app.kubernetes.io/name", name, "spec", "terminationGracePeriodSeconds",
+                  (json_int_t)(grace > 0 ? grace : 30), "containers", container, "volumes", vols);
+    json_t *svc = json_pack("{s:s,s:s,s:{s:s,s:{s:s}},s:{s:s,s:{s:s},s:[{s:s,s:i,s:s,s:s}]}}",
+                            "apiVersion", "v1", "kind", "Service", "metadata", "name", name,
+                            "labels", "app.kubernetes.io/name", name, "spec", "type", "ClusterIP",
+                            "selector", "app.kubernetes.io/name", name, "ports", "name", "http",
+                            "port", (int)port, "targetPort", "http", "protocol", "TCP");
+    if (!dep || !svc || arc) {
+        json_decref(dep);
+        json_decref(svc);
+        rc = SW_ENOMEM;
+        goto out;
+    }
+    if (o && o->namespace) {
+        json_object_set_new(json_object_get(dep, "metadata"), "namespace",
+                            json_string(o->namespace));
+        json_object_set_new(json_object_get(svc, "metadata"), "namespace",
+                            json_string(o->namespace));
+        size_t i;
+        json_t *x;
+        json_array_foreach(objs, i, x) json_object_set_new(json_object_get(x, "metadata"),
+                                                           "namespace", json_string(o->namespace));
+    }
+    if (json_array_insert_new(objs, 0, svc)) {
+        json_decref(dep);
+        rc = SW_ENOMEM;
+        goto out;
+    }
+    if (json_array_insert_new(objs, 0, dep)) {
+        rc = SW_ENOMEM;
+        goto out;
+    }
+    doc = json_pack("{s:O,s:O,s:{s:I,s:s,s:I,s:i}}", "objects", objs, "warnings", warn, "startup",
+                    "boot_ms", (json_int_t)boot, "source",
+                    o && o->boot_ms > 0 ? "the slowest measured boot in the ledger"
+                                        : "no boot measured: a stated default",
+                    "failure_threshold", (json_int_t)thr, "period_s", period);
+    if (!doc)
+        rc = SW_ENOMEM;
+out:
+    if (rc == SW_ENOMEM && e && !e->code)
+        sw_err_set(e, rc, "out of memory");
+    json_decref(objs);
+    json_decref(warn);
+    sw_unit_render_free(&r);
+    if (!rc)
+        *out = doc;
+    return rc;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * YAML
+ */
+static int yscalar(struct sw_buf *b, const json_t *v)
+{
+    if (json_is_string(v)) {
+        const char *s = json_string_value(v);
+        int rc = sw_buf_putc(b, '"');
+        for (; !rc && *s; s++) {
+            unsigned char c = (unsigned char)*s;
+            if (c == '"' || c == '\\')
+                rc = sw_buf_printf(b, "\\%c", c);
+            else if (c == '\n')
+                rc = sw_buf_puts(b, "\\n");
+            else if (c < 0x20)
+                rc = sw_buf_printf(b, "\\x%02x", c);
+            else
+                rc = sw_buf_putc(b, (char)c);
+        }
+        return rc ? rc : sw_buf_putc(b, '"');
+    }
+    if (json_is_integer(v))
+        return sw_buf_printf(b, "%lld", (long long)json_integer_value(v));
+    if (json_is_real(v))
+        return sw_buf_printf(b, "%.17g", json_real_value(v));
+    if (json_is_boolean(v))
+        return sw_buf_puts(b, json_is_true(v) ? "true" : "false");
+    return sw_buf_puts(b, "null");
+}
+
+static bool empty_coll(const json_t *v)
+{
+    return (json_is_object(v) && !json_object_size(v)) || (json_is_array(v) && !json_array_size(v));
+}
+
+static int ynode(struct sw_buf *b, const json_t *v, int ind);
+
+/* After "key:" or "- ": a scalar or empty collection on the same line, else a block below. */
+static int yvalue(struct sw_buf *b, const json_t *v, int ind)
+{
+    if (empty_coll(v))
+        return sw_buf_puts(b, json_is_object(v) ? " {}\n" : " []\n");
+    if (!json_is_object(v) && !json_is_array(v)) {
+        int rc = sw_buf_putc(b, ' ');
+        if (!rc)
+            rc = yscalar(b, v);
+        return rc ? rc : sw_buf_putc(b, '\n');
+    }
+    int rc = sw_buf_putc(b, '\n');
+    return rc ? rc : ynode(b, v, ind);
+}
+
+static int ynode(struct sw_buf *b, const json_t *v, int ind)
+{
+    int rc = 0;
+    if (json_is_object(v)) {
+        const char *k;
+        json_t *x;
+        json_object_foreach((json_t *)v, k, x)
+        {
+            rc = sw_buf_printf(b, "%*s", ind, "");
+            /* a key of letters, digits and ._/- is a plain scalar; anything else is quoted */
+            bool plain = *k && isalpha((unsigned char)*k);
+            for (const char *p = k; *p && plain; p++)
+                plain = isalnum((unsigned char)*p) || strchr("._/-", *p);
+            if (!rc && plain)
+                rc = sw_buf_puts(b, k);
+            else if (!rc) {
+                json_t *ks = json_string(k);
+                rc = ks ? yscalar(b, ks) : SW_ENOMEM;
+                json_decref(ks);
+            }
+            if (!rc)
+                rc = sw_buf_putc(b, ':');
+            if (!rc)
+                rc = yvalue(b, x, ind + 2);
+            if (rc)
+                break;
+        }
+        return rc;
+    }
+    size_t i;
+    json_t *x;
+    json_array_foreach(v, i, x)
+    {
+        rc = sw_buf_printf(b, "%*s-", ind, "");
+        if (!rc)
+            rc = yvalue(b, x, ind + 2);
+        if (rc)
+            break;
+    }
+    return rc;
+}
+
+int sw_unit_k8s_yaml(const json_t *objects, struct sw_buf *out)
+{
+    int rc = 0;
+    size_t i;
+    json_t *x;
+    json_array_foreach(objects, i, x)
+    {
+        rc = sw_buf_puts(out, "---\n");
+        if (!rc)
+            rc = ynode(out, x, 0);
+        if (rc)
+            break;
+    }
+    return rc;
+}

@@ -1,0 +1,181 @@
+/*
+ * slipway report / export, end to end with the real consumers:
+ *   - the HTML page of the operator's fleet (seed ledger imported) opened in headless Chromium:
+ *     screenshotted (a PNG comes out), no console error or uncaught exception logged, and in the
+ *     DOM Chromium built, one <svg> budget chart per endpoint with a device budget, each with its
+ *     bars. A page with a deliberate script error is run the same way first, so the console
+ *     detector is shown to catch one.
+ *   - the Prometheus textfile export checked by `promtool check metrics` (Debian's prometheus
+ *     package), with a malformed file refused by the same command as the control.
+ * Both tools are prerequisites (swt_need): skipped on a machine without them, failed under CI.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "swtest.h"
+
+#include <slipway/core.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static char *dir;
+static char ledger[4200], fleet[4200];
+
+static bool have(const char *prog, char *out, size_t n)
+{
+    const char *path = getenv("PATH");
+    char buf[8192];
+    snprintf(buf, sizeof(buf), "%s", path ? path : "/usr/bin:/bin");
+    for (char *save = NULL, *d = strtok_r(buf, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
+        snprintf(out, n, "%s/%s", d, prog);
+        if (access(out, X_OK) == 0)
+            return true;
+    }
+    return false;
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    struct swt_run r;
+    dir = swt_tmpdir();
+    snprintf(ledger, sizeof(ledger), "%s/seed.sqlite", dir);
+    snprintf(fleet, sizeof(fleet), "%s", swt_src("examples/operator.yaml"));
+    swt_slipway(&r, "ledger", "import", swt_src("tests/data/ledger/seed-boots.json"), "--ledger",
+                ledger, NULL);
+    if (r.status)
+        fail_msg("import: %s", r.err);
+    swt_run_free(&r);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    swt_tmpdir_free(dir);
+    return 0;
+}
+
+/* Run headless Chromium on a file; r receives its output. */
+static void chromium(const char *bin, const char *mode, const char *html, const char *png,
+                     struct swt_run *r)
+{
+    char url[4300], shot[4300], prof[4300];
+    snprintf(url, sizeof(url), "file://%s", html);
+    snprintf(shot, sizeof(shot), "--screenshot=%s", png);
+    snprintf(prof, sizeof(prof), "--user-data-dir=%s/chromium-profile", dir);
+    const char *argv[] = {bin,
+                          "--headless",
+                          "--no-sandbox",
+                          "--disable-gpu",
+                          "--no-first-run",
+                          "--disable-extensions",
+                          prof,
+                          "--enable-logging=stderr",
+                          "--v=0",
+                          "--virtual-time-budget=3000",
+                          "--window-size=1200,2400",
+                          !strcmp(mode, "dom") ? "--dump-dom" : shot,
+                          url,
+                          NULL};
+    swt_run(argv, NULL, 120, r);
+}
+
+/* A console message or an uncaught exception in Chromium's log. */
+static bool console_error(const char *err)
+{
+    return strstr(err, "Uncaught") || strstr(err, ":CONSOLE(") || strstr(err, "console.error");
+}
+
+static void test_html_in_chromium(void **state)
+{
+    (void)state;
+    char bin[4200], html[4300], png[4300], bad[4300];
+    struct swt_run r;
+    swt_need(have("chromium", bin, sizeof(bin)),
+             "chromium (apt-get install chromium; scripts/deps.sh) to render the report page");
+
+    /* the control: a page with a script error is caught */
+    snprintf(bad, sizeof(bad), "%s/bad.html", dir);
+    swt_write_str(bad, "<!DOCTYPE html><html><body><p>x</p><script>no_such_function();"
+                       "</script></body></html>\n");
+    snprintf(png, sizeof(png), "%s/bad.png", dir);
+    chromium(bin, "shot", bad, png, &r);
+    assert_true(console_error(r.err));
+    swt_run_free(&r);
+
+    snprintf(html, sizeof(html), "%s/fleet.html", dir);
+    swt_slipway(&r, "report", fleet, "--ledger", ledger, "--html", html, NULL);
+    assert_int_equal(r.status, 0);
+    swt_run_free(&r);
+    assert_true(swt_file_has(html, "21,684 used / 2,441 free of 24,576 MiB"));
+
+    snprintf(png, sizeof(png), "%s/fleet.png", dir);
+    chromium(bin, "shot", html, png, &r);
+    assert_int_equal(r.status, 0);
+    if (console_error(r.err))
+        fail_msg("console error rendering the report: %s", r.err);
+    swt_run_free(&r);
+    char *data = NULL;
+    size_t len = 0;
+    struct sw_err e;
+    assert_int_equal(sw_read_file(png, 64u << 20, &data, &len, &e), 0);
+    assert_true(len > 1000 && !memcmp(data, "\x89PNG\r\n\x1a\n", 8));
+    sw_free(data);
+
+    chromium(bin, "dom", html, png, &r);
+    assert_int_equal(r.status, 0);
+    size_t svgs = 0, bars = 0;
+    for (const char *q = r.out; (q = strstr(q, "<svg ")); q++)
+        svgs++;
+    for (const char *q = r.out; (q = strstr(q, "class=\"part\"")); q++)
+        bars++;
+    /* three budgets (frank-primary, frank-small, frank-large), frank-primary's speed by depth */
+    assert_int_equal(svgs, 4);
+    assert_non_null(strstr(r.out, "frank-primary: measured speed by context depth"));
+    assert_true(bars >= 5 + 5 + 4); /* two ranks of 5 parts, frank-small's 4 parts */
+    assert_non_null(strstr(r.out, "frank-small: budget per device"));
+    swt_run_free(&r);
+}
+
+static void test_promtool(void **state)
+{
+    (void)state;
+    char bin[4200], prom[4300];
+    struct swt_run r;
+    swt_need(have("promtool", bin, sizeof(bin)),
+             "promtool (apt-get install prometheus; scripts/deps.sh) to check the metrics file");
+    snprintf(prom, sizeof(prom), "%s/slipway.prom", dir);
+    swt_slipway(&r, "export", "prometheus", fleet, "--ledger", ledger, "--out", prom, NULL);
+    assert_int_equal(r.status, 0);
+    swt_run_free(&r);
+    char *text = NULL;
+    size_t len = 0;
+    struct sw_err e;
+    assert_int_equal(sw_read_file(prom, 16u << 20, &text, &len, &e), 0);
+    const char *argv[] = {bin, "check", "metrics", NULL};
+    swt_run(argv, text, 60, &r);
+    if (r.status)
+        fail_msg("promtool check metrics: %s%s", r.out, r.err);
+    swt_run_free(&r);
+    sw_free(text);
+    /* the control: a sample before its family's TYPE, with an unescaped quote, is refused */
+    swt_run(argv, "slipway_x{a=\"b\"c\"} 1\n# TYPE slipway_x gauge\n", 60, &r);
+    assert_int_not_equal(r.status, 0);
+    swt_run_free(&r);
+}
+
+int main(void)
+{
+    sw_core_init();
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_html_in_chromium),
+        cmocka_unit_test(test_promtool),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -1,0 +1,135 @@
+/*
+ * slipway report / export through the binary: exit codes (export harness exits 1 when the
+ * contract does not hold, and still writes its file; an unknown kind or a bad --since is 2),
+ * --out and --md/--html written whole, --since listing what the ledger recorded since a date,
+ * render --target refusing what it does not know.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "swtest.h"
+
+#include <slipway/core.h>
+
+#include <stdio.h>
+#include <string.h>
+
+static char *dir;
+static char led[4200], fleet[4200];
+
+static int setup(void **state)
+{
+    (void)state;
+    struct swt_run r;
+    dir = swt_tmpdir();
+    snprintf(led, sizeof(led), "%s/seed.sqlite", dir);
+    snprintf(fleet, sizeof(fleet), "%s", swt_src("examples/operator.yaml"));
+    swt_slipway(&r, "ledger", "import", swt_src("tests/data/ledger/seed-boots.json"), "--ledger",
+                led, NULL);
+    assert_int_equal(r.status, 0);
+    swt_run_free(&r);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    swt_tmpdir_free(dir);
+    return 0;
+}
+
+static void test_export_exits(void **state)
+{
+    (void)state;
+    struct swt_run r;
+    char out[4300];
+    snprintf(out, sizeof(out), "%s/harness.json", dir);
+    swt_slipway(&r, "export", "harness", fleet, "--ledger", led, "--out", out, NULL);
+    assert_int_equal(r.status, 1); /* 216,269 tokens do not fit 180,224 */
+    assert_non_null(strstr(r.err, "harness contract does not hold"));
+    swt_run_free(&r);
+    assert_true(swt_file_has(out, "\"contextWindow\": 180224"));
+    assert_true(swt_file_has(out, "\"request_tokens\": 216269"));
+
+    snprintf(out, sizeof(out), "%s/llama-swap.yaml", dir);
+    swt_slipway(&r, "export", "llama-swap", fleet, "--ledger", led, "--out", out, NULL);
+    assert_int_equal(r.status, 0);
+    swt_run_free(&r);
+    assert_true(swt_file_has(out, "\nmodels:\n  frank-small:\n    cmd: "));
+
+    swt_slipway(&r, "export", "prometheus", fleet, "--ledger", led, "--json", NULL);
+    assert_int_equal(r.status, 0);
+    json_t *j = swt_json_out(&r);
+    assert_non_null(strstr(json_string_value(json_object_get(j, "text")),
+                           "slipway_endpoint_window_tokens{endpoint=\"frank-small\"} 180224"));
+    json_decref(j);
+    swt_run_free(&r);
+
+    swt_slipway(&r, "export", "bogus", fleet, NULL);
+    assert_int_equal(r.status, 2);
+    assert_non_null(strstr(r.err, "unknown export 'bogus'"));
+    swt_run_free(&r);
+    swt_slipway(&r, "export", NULL);
+    assert_int_equal(r.status, 2);
+    swt_run_free(&r);
+    /* a ledger named but missing is an error, not an empty report */
+    swt_slipway(&r, "export", "harness", fleet, "--ledger", "/nonexistent/l.sqlite", NULL);
+    assert_int_not_equal(r.status, 0);
+    assert_int_not_equal(r.status, 1);
+    swt_run_free(&r);
+}
+
+static void test_report_files_and_since(void **state)
+{
+    (void)state;
+    struct swt_run r;
+    char md[4300], html[4300];
+    snprintf(md, sizeof(md), "%s/FLEET.md", dir);
+    snprintf(html, sizeof(html), "%s/fleet.html", dir);
+    swt_slipway(&r, "report", fleet, "--ledger", led, "--md", md, "--html", html, NULL);
+    assert_int_equal(r.status, 0);
+    swt_run_free(&r);
+    assert_true(swt_file_has(md, "## frank-small (llama.cpp on dankserver)"));
+    assert_true(swt_file_has(md, "106.8 tok/s decode, 3,814 t/s prefill"));
+    assert_true(swt_file_has(html, "</html>"));
+
+    swt_slipway(&r, "report", fleet, "--ledger", led, "--since", "2000-01-01", "--json", NULL);
+    assert_int_equal(r.status, 0);
+    json_t *j = swt_json_out(&r);
+    json_t *eps = json_object_get(j, "endpoints");
+    size_t i;
+    json_t *ep;
+    size_t small = 0;
+    json_array_foreach(
+        eps, i, ep) if (!strcmp(json_string_value(json_object_get(ep, "name")), "frank-small"))
+        small = json_array_size(json_object_get(ep, "changes"));
+    assert_true(small >= 3); /* its usage readings, bench run, notes were recorded just now */
+    json_decref(j);
+    swt_run_free(&r);
+
+    swt_slipway(&r, "report", fleet, "--ledger", led, "--since", "2999-01-01", NULL);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "no ledger row recorded since then"));
+    swt_run_free(&r);
+
+    swt_slipway(&r, "report", fleet, "--since", "yesterday-ish", NULL);
+    assert_int_equal(r.status, 2);
+    swt_run_free(&r);
+
+    swt_slipway(&r, "render", "--target", "helm", "frank-small", fleet, NULL);
+    assert_int_equal(r.status, 2);
+    assert_non_null(strstr(r.err, "--target: want systemd or k8s"));
+    swt_run_free(&r);
+}
+
+int main(void)
+{
+    sw_core_init();
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_export_exits),
+        cmocka_unit_test(test_report_files_and_since),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
