@@ -15,6 +15,8 @@ scripts/llama-build.sh
 # container image, each built once and cached (scripts/testhost.sh).
 scripts/testhost.sh rootfs
 scripts/testhost.sh image
+# The Kubernetes API schemas the k8s render is validated against (npm kubernetes-models, cached).
+scripts/k8s-schemas.sh >/dev/null
 jobs=${SLIPWAY_TEST_JOBS:-2}
 echo "== ctest: plain build"
 ctest --test-dir build --output-on-failure -j "$jobs"
