@@ -402,12 +402,12 @@ static int law_secret(struct sw_unit *u, struct sw_unit_report *r)
         /* inside `sh -c '...'`: the shell string's words, split loosely */
         if (!rc && c->n_raw >= 3 && !strcmp(c->raw[1], "-c")) {
             char *dup = sw_strdup(c->raw[2]);
-            char *w[512];
+            char *w[512], *save = NULL;
             size_t n = 0;
             if (!dup)
                 return SW_ENOMEM;
-            for (char *t = strtok(dup, " \t\n'\""); t && n < SW_ARRAY_LEN(w);
-                 t = strtok(NULL, " \t\n'\""))
+            for (char *t = strtok_r(dup, " \t\n'\"", &save); t && n < SW_ARRAY_LEN(w);
+                 t = strtok_r(NULL, " \t\n'\"", &save))
                 w[n++] = t;
             rc = secrets_in(c, w, n, r);
             sw_free(dup);

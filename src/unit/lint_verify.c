@@ -48,10 +48,8 @@ static bool findable(const char *prog)
     char buf[4096];
     while (*path) {
         size_t l = strcspn(path, ":");
-        if (l && l + strlen(prog) + 2 < sizeof(buf)) {
-            memcpy(buf, path, l);
-            buf[l] = '/';
-            strcpy(buf + l + 1, prog);
+        int w = snprintf(buf, sizeof(buf), "%.*s/%s", (int)l, path, prog);
+        if (l && w > 0 && (size_t)w < sizeof(buf)) {
             if (access(buf, X_OK) == 0)
                 return true;
         }
@@ -209,8 +207,12 @@ int sw__unit_verify(const struct sw_unit *u, const struct sw_unit_lint_opts *o,
         /* "FILE:LINE: message" names the copy: give the original's line and name. */
         int at = 0;
         size_t fl = strlen(file);
-        if (!strncmp(line, file, fl) && line[fl] == ':')
-            at = atoi(line + fl + 1);
+        if (!strncmp(line, file, fl) && line[fl] == ':') {
+            char *end = NULL;
+            long v = strtol(line + fl + 1, &end, 10);
+            if (end != line + fl + 1 && v > 0 && v < INT32_MAX)
+                at = (int)v;
+        }
         replace_all(line, sizeof(line), file, u->where);
         replace_all(line, sizeof(line), dir, "<tmp>");
         bool folded = false;
