@@ -12,6 +12,7 @@
 #include <slipway/memory.h>
 #include <slipway/plan.h>
 #include <slipway/profile.h>
+#include <slipway/sglang.h>
 #include <slipway/vllm.h>
 
 #define SW__GATE_MAX_DEV 8

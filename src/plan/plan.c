@@ -10,6 +10,8 @@
  * vLLM: memory/vllm with the endpoint's shape, devices and fork profile as the options and its
  * config.json (or inline `arch`) as the model; a pool the engine sizes at boot without the weights
  * here is said, and only the per-request price is planned (against a stand-in pool).
+ * SGLang: memory/sglang over the argv the adapter renders, read back by its argv reader; the
+ * endpoint's config.json (or inline `arch`) as the model, its first device as the card.
  *
  * What it deliberately does not do: judge the plan (gate), start anything (deploy), print (cli).
  */
@@ -21,6 +23,7 @@
 #include <slipway/profile.h>
 #include <slipway/engine_sglang.h>
 #include <slipway/engine_vllm.h>
+#include <slipway/sglang.h>
 #include <slipway/vllm.h>
 
 #include <math.h>
@@ -267,6 +270,99 @@ done:
     return rc;
 }
 
+/* SGLang: the argv the adapter renders, read back by the adapter's argv reader into the law's
+ * options (one reading of the command line, as `plan --engine sglang -- ...` does), with the
+ * fleet's device as the card and its config.json (or inline `arch`) as the model. The pool is
+ * sized from free memory the fleet does not hold: a pinned pool (max_total_tokens) is planned
+ * exactly; an unpinned one needs the facts, else the plan says so. */
+static int plan_sglang(const struct sw_fleet_endpoint *ep, struct sw_plan *p, struct sw_err *e)
+{
+    const struct sw_engine *eng = sw_engine_find("sglang");
+    struct sw_engine_cmd law;
+    struct sw_hf_config *c = NULL;
+    struct sw_err re;
+    const char *dir = NULL;
+    char src[700], ign[512] = "";
+    int rc;
+
+    memset(&law, 0, sizeof(law));
+    if (!eng)
+        return sw_err_set(e, SW_EUNSUPPORTED, "no sglang engine adapter");
+    sw_err_clear(&re);
+    if (eng->render(ep, &p->cmd, &re)) {
+        char buf[600];
+        sw_engine_cmd_free(&p->cmd);
+        memset(&p->cmd, 0, sizeof(p->cmd));
+        snprintf(p->cmd_why, sizeof(p->cmd_why), "%s", sw_err_format(&re, buf, sizeof(buf)));
+        if (re.code == SW_ENOMEM)
+            return sw_err_set(e, SW_ENOMEM, "out of memory");
+    }
+    /* the law reads the argv without its secret (SGLang's key is argv-only, refused above for
+     * the real command; the pools do not depend on it) */
+    struct sw_fleet_endpoint nokey = *ep;
+    nokey.api_key.kind = SW_FLEET_SECRET_NONE;
+    rc = eng->render(&nokey, &law, e);
+    if (rc)
+        goto out;
+    p->sglang_opts = sw_malloc(sizeof(*p->sglang_opts));
+    p->sglang = sw_calloc(1, sizeof(*p->sglang));
+    c = sw_calloc(1, sizeof(*c));
+    if (!p->sglang_opts || !p->sglang || !c) {
+        rc = sw_err_set(e, SW_ENOMEM, "out of memory");
+        goto out;
+    }
+    struct sw_sglang_opts *o = p->sglang_opts;
+    sw_sglang_opts_init(o);
+    if (ep->n_devices > 0)
+        o->gpu_mem_bytes = sw_fleet_device_capacity(ep->devices[0]);
+    /* the rendered argv starts with python3 -m sglang.launch_server, or the endpoint's binary */
+    size_t skip = 0;
+    if (law.argc > 0 && strcmp(law.argv[0], "python3") && strcmp(law.argv[0], "python") &&
+        strcmp(law.argv[0], "sglang"))
+        skip = 1;
+    rc =
+        sw_sglang_parse_argv((int)(law.argc - skip), law.argv + skip, o, &dir, ign, sizeof(ign), e);
+    if (rc) {
+        sw_err_prefix(e, "%s: the rendered command line", ep->name);
+        goto out;
+    }
+    rc = sw_endpoint_hf_config(ep, c, src, sizeof(src), e);
+    if (rc)
+        goto out;
+    p->pool_pinned = o->max_total_tokens > 0;
+    p->pool_sized = true;
+    rc = sw_sglang_plan(c, o, p->sglang, e);
+    if (rc) {
+        sw_err_prefix(e, "%s", ep->name);
+        if (!p->pool_pinned && e)
+            snprintf(e->msg + strlen(e->msg), sizeof(e->msg) - strlen(e->msg),
+                     " (pin the pool with shape.max_total_tokens)");
+        goto out;
+    }
+    if (ign[0]) {
+        size_t l = strlen(p->sglang->warnings);
+        snprintf(p->sglang->warnings + l, sizeof(p->sglang->warnings) - l,
+                 "%sflags not modelled: %.300s", l ? "; " : "", ign);
+    }
+    p->engine_plan = sw_sglang_report_json(p->sglang);
+    if (!p->engine_plan) {
+        rc = sw_err_set(e, SW_ENOMEM, "out of memory");
+        goto out;
+    }
+    json_t *rep = json_object_get(p->engine_plan, "report");
+    sw_json_set_str(p->engine_plan, "endpoint", ep->name);
+    sw_json_set_str(p->engine_plan, "config", src);
+    sw_json_set_bool(rep, "pool_pinned", p->pool_pinned);
+    sw_json_set_int(rep, "context_length", o->context_length);
+    sw_json_set_str(rep, "mamba_ssm_dtype", o->mamba_ssm_dtype);
+    sw_json_set_str(rep, "kv_cache_dtype", o->kv_cache_dtype);
+    p->predicted = json_incref(rep);
+out:
+    sw_engine_cmd_free(&law);
+    sw_free(c);
+    return rc;
+}
+
 int sw_plan_endpoint(const struct sw_fleet *f, const struct sw_fleet_endpoint *ep,
                      const struct sw_plan_overrides *ov, struct sw_plan *out, struct sw_err *e)
 {
@@ -286,23 +382,8 @@ int sw_plan_endpoint(const struct sw_fleet *f, const struct sw_fleet_endpoint *e
         return plan_llamacpp(ep, ov, out, e);
     case SW_FLEET_VLLM:
         return plan_vllm(ep, out, e);
-    case SW_FLEET_SGLANG: {
-        /* no fleet law yet, but the argv is the adapter's: callers that need only the command
-         * line (a unit, unit/) have it in cmd, or why not in cmd_why */
-        const struct sw_engine *eng = sw_engine_find("sglang");
-        struct sw_err re;
-        sw_err_clear(&re);
-        if (!eng || eng->render(ep, &out->cmd, &re)) {
-            char buf[600];
-            sw_engine_cmd_free(&out->cmd);
-            memset(&out->cmd, 0, sizeof(out->cmd));
-            snprintf(out->cmd_why, sizeof(out->cmd_why), "%s",
-                     eng ? sw_err_format(&re, buf, sizeof(buf)) : "no sglang engine adapter");
-            if (re.code == SW_ENOMEM)
-                return sw_err_set(e, SW_ENOMEM, "out of memory");
-        }
-    }
-        /* fall through */
+    case SW_FLEET_SGLANG:
+        return plan_sglang(ep, out, e);
     default:
         return sw_err_set(e, SW_EINVAL,
                           "%s: planning a %s endpoint from a fleet is not wired; give its "
@@ -320,6 +401,8 @@ void sw_plan_free(struct sw_plan *p)
     sw_arch_free(p->arch);
     sw_free(p->vllm);
     sw_free(p->vllm_opts);
+    sw_free(p->sglang);
+    sw_free(p->sglang_opts);
     json_decref(p->engine_plan);
     json_decref(p->predicted);
     json_decref(p->shape);
