@@ -156,9 +156,21 @@ struct sw_fleet_const {
  * constants are named (kv_reserve_per_token, overhead_default, slot_size, ...) and interpreted by
  * memory/; `terms` is an optional raw JSON subtree for memory/ too. slipway only stores them.
  */
+/* A tensor type a fork build reads that the pinned ggml does not (a profile's gguf_types); the
+ * GGUF reader takes it as struct sw_ggml_type (slipway/gguf.h). */
+struct sw_fleet_gguf_type {
+    uint32_t id;
+    const char *name;
+    uint32_t block_size; /* elements per block, >= 1 */
+    uint32_t type_size;  /* bytes per block, >= 1 */
+    struct sw_fleet_at at;
+};
+
 struct sw_fleet_profile {
     const char *name;
     struct sw_fleet_at at;
+    struct sw_fleet_gguf_type *gguf_types; /* gguf_types: [{id, name, block_size, type_size}] */
+    size_t n_gguf_types;
     enum sw_fleet_engine base;
     struct sw_fleet_const *consts;
     size_t n_consts;

@@ -112,7 +112,22 @@ static int plan_llamacpp(const struct sw_fleet_endpoint *ep, const struct sw_pla
     if (rc)
         goto out;
     if (payload_here(p->args->model, regular_only)) {
-        rc = sw_gguf_open(p->args->model, &g, e);
+        /* a fork profile's extra tensor types (gguf_types) are read as the fork reads them */
+        struct sw_ggml_type fork[SW_GGUF_MAX_EXTRA_TYPES];
+        struct sw_gguf_types x = {fork, 0, NULL};
+        char by[128] = "";
+        const struct sw_fleet_profile *fp = ep ? ep->profile : NULL;
+        for (size_t i = 0; fp && i < fp->n_gguf_types && i < SW_ARRAY_LEN(fork); i++) {
+            fork[i] =
+                (struct sw_ggml_type){fp->gguf_types[i].id, fp->gguf_types[i].name,
+                                      fp->gguf_types[i].block_size, fp->gguf_types[i].type_size};
+            x.n = i + 1;
+        }
+        if (fp) {
+            snprintf(by, sizeof(by), "profile %s", fp->name);
+            x.declared_by = by;
+        }
+        rc = sw_gguf_open_types(p->args->model, &x, &g, e);
         if (!rc)
             rc = sw_arch_from_gguf(g, &p->arch, e);
     } else if (ep && ep->arch && json_object_get(ep->arch, "arch")) {

@@ -220,7 +220,8 @@ static void test_autofill_from_autofit(void **state)
         assert_int_equal(r32.max_mamba_cache_size, 111);
         assert_true(fabs(r32.mamba_ssm_gb - 5.1) <= 0.11);
         /* the pool's bytes: the same within one slot of the larger state */
-        double b16 = rbf.mamba_conv_gb + rbf.mamba_ssm_gb, b32 = r32.mamba_conv_gb + r32.mamba_ssm_gb;
+        double b16 = rbf.mamba_conv_gb + rbf.mamba_ssm_gb,
+               b32 = r32.mamba_conv_gb + r32.mamba_ssm_gb;
         assert_true(fabs(b16 - b32) * (double)SW_GIB < (double)r32.mamba_cache_per_req);
     }
     /* And back: "~5.1 GB" of bf16 ssm state = 216..219 autofilled slots, a rest of
@@ -288,12 +289,9 @@ static void test_rest_refusals(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_plan_pinned),
-        cmocka_unit_test(test_pool_slack),
-        cmocka_unit_test(test_gates),
-        cmocka_unit_test(test_autofill_from_autofit),
-        cmocka_unit_test(test_autofit_leaves),
-        cmocka_unit_test(test_rest_refusals),
+        cmocka_unit_test(test_plan_pinned),    cmocka_unit_test(test_pool_slack),
+        cmocka_unit_test(test_gates),          cmocka_unit_test(test_autofill_from_autofit),
+        cmocka_unit_test(test_autofit_leaves), cmocka_unit_test(test_rest_refusals),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
