@@ -9,6 +9,7 @@ PKGS=(
   nodejs npm
   nginx-light openssh-server openssh-client iproute2 procps psmisc
   systemd-container mmdebstrap podman runc
+  patch diffutils
 )
 missing=()
 for p in "${PKGS[@]}"; do

@@ -47,7 +47,8 @@ static void test_undeclared_refused(void **state)
     assert_int_equal(sw_gguf_parse_mem(b.p, b.n, "rocmfpx.gguf", &g, &e), SW_EPARSE);
     assert_null(g);
     assert_non_null(strstr(e.msg, "type 115 is not a ggml type"));
-    assert_non_null(strstr(e.msg, "gguf_types: [{id: 115, name: NAME, block_size: N, type_size: M}]"));
+    assert_non_null(
+        strstr(e.msg, "gguf_types: [{id: 115, name: NAME, block_size: N, type_size: M}]"));
     assert_non_null(strstr(e.msg, "blk.0.attn_q.weight"));
     /* a declaration of other types names who declared them */
     static const struct sw_ggml_type other[] = {{103, "Q8_0_ROCMFPX_OLD", 32, 33}};

@@ -133,14 +133,13 @@ static void test_fork_type_through_profile(void **state)
     assert_non_null(strstr(e.msg, "nor declared by profile rocmfpx"));
     /* hostile declarations stop at the fleet, at their position */
     assert_int_not_equal(
-        plan(dir, true, "{id: 115, name: Q8_0_ROCMFPX, block_size: 0, type_size: 33}", &p, &e),
-        0);
+        plan(dir, true, "{id: 115, name: Q8_0_ROCMFPX, block_size: 0, type_size: 33}", &p, &e), 0);
     assert_non_null(strstr(e.msg, "block_size must be a whole number >= 1"));
     char eb[1024];
     assert_non_null(strstr(sw_err_format(&e, eb, sizeof(eb)), "fleet.yaml:10:"));
     assert_int_not_equal(
-        plan(dir, true, "{id: 115, name: Q8_0_ROCMFPX, block_size: 32, type_size: 99999999999}",
-             &p, &e),
+        plan(dir, true, "{id: 115, name: Q8_0_ROCMFPX, block_size: 32, type_size: 99999999999}", &p,
+             &e),
         0);
     assert_int_not_equal(
         plan(dir, true, "{id: 8, name: Q8_0_AGAIN, block_size: 32, type_size: 34}", &p, &e), 0);
