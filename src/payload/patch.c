@@ -157,9 +157,9 @@ static int run_patch(const char *dir, const char *patch, int *status, char *out,
             dup2(nul, 0);
         dup2(pfd[1], 1);
         dup2(pfd[1], 2);
-        const char *argv[] = {"patch", "-p1",        "--batch", "--forward",
-                              "-d",    dir,          "-i",      patch,
-                              "-s",    "--no-backup-if-mismatch", NULL};
+        const char *argv[] = {"patch", "-p1", "--batch", "--forward", "-d",
+                              dir,     "-i",  patch,     "-s",        "--no-backup-if-mismatch",
+                              NULL};
         execvp(argv[0], (char *const *)argv);
         _exit(127);
     }
@@ -167,8 +167,8 @@ static int run_patch(const char *dir, const char *patch, int *status, char *out,
     size_t n = 0;
     char sink[4096];
     for (;;) {
-        ssize_t k = read(pfd[0], n + 1 < outn ? out + n : sink,
-                         n + 1 < outn ? outn - 1 - n : sizeof(sink));
+        ssize_t k =
+            read(pfd[0], n + 1 < outn ? out + n : sink, n + 1 < outn ? outn - 1 - n : sizeof(sink));
         if (k < 0 && errno == EINTR)
             continue;
         if (k <= 0)

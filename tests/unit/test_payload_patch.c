@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <cmocka.h>
 
+#include <slipway/fleet.h>
+#include <slipway/gate.h>
 #include <slipway/payload.h>
 
 #include "swtest.h"
@@ -84,8 +86,9 @@ static void test_patch_verify(void **state)
     swt_write_str(base, BASE);
     swt_write_str(patched, PATCHED);
     swt_write_str(img, BASE);
-    snprintf(cmd, sizeof(cmd), "cd '%s' && diff -u a/vllm/v1/core/kv_cache_utils.py "
-                               "b/vllm/v1/core/kv_cache_utils.py > '%s'; test $? -eq 1",
+    snprintf(cmd, sizeof(cmd),
+             "cd '%s' && diff -u a/vllm/v1/core/kv_cache_utils.py "
+             "b/vllm/v1/core/kv_cache_utils.py > '%s'; test $? -eq 1",
              dir, patch);
     assert_int_equal(system(cmd), 0);
     char hb[SW_PAYLOAD_SHA256_HEX + 1], hp[SW_PAYLOAD_SHA256_HEX + 1];
@@ -154,10 +157,98 @@ static void test_patch_verify(void **state)
     swt_tmpdir_free(dir);
 }
 
+/* The fleet's record and check's gate: patches: [{file, patch, base, base_sha256,
+ * patched_sha256}] under an endpoint; relative paths from the fleet file's directory. */
+static const char *gate_verdict(const char *d, const char *base_text, const char *hb,
+                                const char *hp, char *line, size_t linen)
+{
+    static char v[16];
+    char y[4096];
+    struct sw_fleet *f = NULL;
+    struct sw_err e;
+    struct sw_fleet_opts fo = {.getenv = sw_fleet_no_environ};
+    swt_write_str(swt_join(d, "image/kv_cache_utils.py"), base_text);
+    snprintf(y, sizeof(y),
+             "version: 1\n"
+             "hosts:\n"
+             "  local:\n"
+             "    transport: {kind: local}\n"
+             "    devices:\n"
+             "      gpu0: {kind: test, vendor: nvidia, index: 0, memory_total: 8GiB}\n"
+             "endpoints:\n"
+             "  e:\n"
+             "    host: local\n"
+             "    devices: [gpu0]\n"
+             "    engine: vllm\n"
+             "    payload: {path: /nonexistent/model}\n"
+             "    patches:\n"
+             "      - file: vllm/v1/core/kv_cache_utils.py\n"
+             "        patch: 02-mla-page.patch\n"
+             "        base: image/kv_cache_utils.py\n"
+             "        base_sha256: %s\n"
+             "        patched_sha256: %s\n",
+             hb, hp);
+    swt_write_str(swt_join(d, "fleet.yaml"), y);
+    if (sw_fleet_load(swt_join(d, "fleet.yaml"), &fo, &f, &e))
+        fail_msg("%s", e.msg);
+    json_t *out = NULL;
+    struct sw_gate_opts o = {0};
+    if (sw_gate_endpoint(f, sw_fleet_endpoint(f, "e"), &o, &out, &e))
+        fail_msg("%s", e.msg);
+    v[0] = '\0';
+    const json_t *gs = json_object_get(out, "gates");
+    for (size_t i = 0; i < json_array_size(gs); i++) {
+        const json_t *g = json_array_get(gs, i);
+        if (strcmp(json_string_value(json_object_get(g, "gate")), "patches"))
+            continue;
+        snprintf(v, sizeof(v), "%s", json_string_value(json_object_get(g, "verdict")));
+        snprintf(line, linen, "%s", json_string_value(json_object_get(g, "line")));
+    }
+    json_decref(out);
+    sw_fleet_free(f);
+    return v;
+}
+
+static void test_patch_gate(void **state)
+{
+    (void)state;
+    swt_need(access("/usr/bin/patch", X_OK) == 0, "GNU patch (/usr/bin/patch)");
+    swt_need(access("/usr/bin/diff", X_OK) == 0, "diff (/usr/bin/diff)");
+    char *d = swt_tmpdir();
+    char cmd[8192], line[1024] = "";
+    snprintf(cmd, sizeof(cmd),
+             "cd '%s' && mkdir -p image a/vllm/v1/core b/vllm/v1/core && printf '%%s' '" BASE
+             "' > a/vllm/v1/core/kv_cache_utils.py && printf '%%s' '" PATCHED
+             "' > b/vllm/v1/core/kv_cache_utils.py && { diff -u a/vllm/v1/core/kv_cache_utils.py "
+             "b/vllm/v1/core/kv_cache_utils.py > 02-mla-page.patch; test $? -eq 1; }",
+             d);
+    assert_int_equal(system(cmd), 0);
+    char hb[SW_PAYLOAD_SHA256_HEX + 1], hp[SW_PAYLOAD_SHA256_HEX + 1];
+    hash(swt_join(d, "a/vllm/v1/core/kv_cache_utils.py"), hb);
+    hash(swt_join(d, "b/vllm/v1/core/kv_cache_utils.py"), hp);
+    assert_string_equal(gate_verdict(d, BASE, hb, hp, line, sizeof(line)), "pass");
+    assert_non_null(strstr(line, "reproduces"));
+    assert_string_equal(gate_verdict(d, BASE "# rebuilt\n", hb, hp, line, sizeof(line)), "fail");
+    assert_non_null(strstr(line, "not the recorded base"));
+    /* the seed prints hashes as prefixes ("008eeaa2..."): a record must hold the whole sha256 */
+    struct sw_fleet *f = NULL;
+    struct sw_err e;
+    struct sw_fleet_opts fo = {.getenv = sw_fleet_no_environ};
+    swt_write_str(swt_join(d, "short.yaml"),
+                  "version: 1\nhosts:\n  local:\n    transport: {kind: local}\nendpoints:\n"
+                  "  e:\n    host: local\n    engine: vllm\n    payload: {path: /m}\n"
+                  "    patches:\n      - {file: a.py, patch: p.patch, base_sha256: 008eeaa2, "
+                  "patched_sha256: bc9913a1}\n");
+    assert_int_not_equal(sw_fleet_load(swt_join(d, "short.yaml"), &fo, &f, &e), 0);
+    assert_non_null(strstr(e.msg, "a prefix cannot verify a file"));
+    swt_tmpdir_free(d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_patch_verify),
+        cmocka_unit_test(test_patch_gate),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
