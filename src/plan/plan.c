@@ -285,6 +285,68 @@ done:
     return rc;
 }
 
+/* A measured `autofit_tokens` fact (the pool the engine sized itself for this shape without the
+ * pin) calibrates SGLang's rest, which the fleet does not hold: the plan then says what the
+ * autofit is, what the pin leaves unallocated, and what the autofill of the same rest would give
+ * the mamba pool. Nothing is said without the fact; a fact the law cannot invert is a warning. */
+static int sglang_autofit(const struct sw_fleet_endpoint *ep, const struct sw_hf_config *c,
+                          const struct sw_sglang_opts *o, const struct sw_sglang_report *pinned,
+                          json_t *plan, struct sw_err *e)
+{
+    const struct sw_fleet_fact *f = sw_fleet_endpoint_fact(ep, "autofit_tokens");
+    struct sw_sglang_opts q = *o;
+    struct sw_sglang_report fit, fill;
+    struct sw_err le;
+    uint64_t lo = 0, hi = 0;
+    if (!f || f->q.value < 1 || f->q.value > 9e15)
+        return 0;
+    sw_err_clear(&le);
+    q.max_total_tokens = 0;
+    if (sw_sglang_rest_from_tokens(c, &q, (int64_t)f->q.value, &lo, &hi, &le) == 0) {
+        q.rest_bytes = lo;
+        if (sw_sglang_plan(c, &q, &fit, &le) == 0) {
+            struct sw_sglang_opts a = q;
+            a.max_mamba_cache_size = 0;
+            bool have_fill = sw_sglang_plan(c, &a, &fill, NULL) == 0;
+            json_t *j = json_object();
+            if (!j)
+                return sw_err_set(e, SW_ENOMEM, "out of memory");
+            sw_json_set_str(j, "from", "measured autofit_tokens");
+            sw_json_set_int(j, "rest_bytes_lo", (json_int_t)lo);
+            sw_json_set_int(j, "rest_bytes_hi", (json_int_t)hi);
+            sw_json_set_int(j, "autofit_tokens", fit.max_total_num_tokens);
+            if (o->max_total_tokens > 0) {
+                int64_t slack = fit.max_total_num_tokens - pinned->max_total_num_tokens;
+                sw_json_set_int(j, "pin_unallocated_tokens", slack);
+                sw_json_set_int(j, "pin_unallocated_bytes", slack * pinned->cell_bytes);
+            }
+            if (have_fill && fill.mamba_cache_per_req) {
+                sw_json_set_int(j, "autofill_mamba_slots", fill.max_mamba_cache_size);
+                sw_json_set_real(j, "autofill_ssm_gb", round(fill.mamba_ssm_gb * 100) / 100);
+                sw_json_set_real(j, "autofill_conv_gb", round(fill.mamba_conv_gb * 100) / 100);
+                sw_json_set_int(j, "autofill_kv_tokens", fill.max_total_num_tokens);
+            }
+            sw_json_set_new(plan, "calibrated", j);
+            char b[320];
+            snprintf(b, sizeof(b),
+                     "calibrated from the measured autofit: rest %.2f GiB; autofit %lld tokens",
+                     (double)lo / (double)SW_GIB, (long long)fit.max_total_num_tokens);
+            if (have_fill && fill.mamba_cache_per_req)
+                snprintf(b + strlen(b), sizeof(b) - strlen(b),
+                         "; the autofill would give the mamba pool %lld slots, ssm_state %.2f GB",
+                         (long long)fill.max_mamba_cache_size, fill.mamba_ssm_gb);
+            json_array_append_new(json_object_get(plan, "lines"), json_string(b));
+            return 0;
+        }
+    }
+    char b[700], w[900];
+    const char *w0 = json_string_value(json_object_get(plan, "warnings"));
+    snprintf(w, sizeof(w), "%s%sautofit_tokens not used: %s", w0 ? w0 : "", w0 ? "; " : "",
+             sw_err_format(&le, b, sizeof(b)));
+    sw_json_set_str(plan, "warnings", w);
+    return 0;
+}
+
 /* SGLang: the argv the adapter renders, read back by the adapter's argv reader into the law's
  * options (one reading of the command line, as `plan --engine sglang -- ...` does), with the
  * fleet's device as the card and its config.json (or inline `arch`) as the model. The pool is
@@ -371,6 +433,9 @@ static int plan_sglang(const struct sw_fleet_endpoint *ep, struct sw_plan *p, st
     sw_json_set_int(rep, "context_length", o->context_length);
     sw_json_set_str(rep, "mamba_ssm_dtype", o->mamba_ssm_dtype);
     sw_json_set_str(rep, "kv_cache_dtype", o->kv_cache_dtype);
+    rc = sglang_autofit(ep, c, o, p->sglang, p->engine_plan, e);
+    if (rc)
+        goto out;
     p->predicted = json_incref(rep);
 out:
     sw_engine_cmd_free(&law);

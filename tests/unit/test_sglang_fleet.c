@@ -90,6 +90,12 @@ static void test_plan_pinned(void **state)
         if (!strcmp(p.cmd.argv[i], "--max-total-tokens") && !strcmp(p.cmd.argv[i + 1], "606208"))
             pin = true;
     assert_true(pin);
+    /* the measured autofit calibrates the rest the fleet does not hold (see below) */
+    json_t *cal = json_object_get(p.engine_plan, "calibrated");
+    assert_int_equal(json_integer_value(json_object_get(cal, "autofit_tokens")), 687388);
+    assert_int_equal(json_integer_value(json_object_get(cal, "pin_unallocated_tokens")), 81180);
+    assert_int_equal(json_integer_value(json_object_get(cal, "autofill_mamba_slots")), 217);
+    assert_true(json_number_value(json_object_get(cal, "autofill_ssm_gb")) == 5.09);
     json_t *lines = json_object_get(p.engine_plan, "lines");
     assert_string_equal(json_string_value(json_array_get(lines, 0)),
                         "KV Cache is allocated. #tokens: 606208, K size: 4.63 GB, V size: 4.63 GB");
