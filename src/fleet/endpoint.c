@@ -835,7 +835,7 @@ static int ep_patches(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, v
         const char **dst[] = {&p->file, &p->patch, &p->base, &p->base_sha256, &p->patched_sha256};
         if (m->kind != SW__FLN_MAP)
             return sw__fleet_errp(c, m,
-                                  "patches[%zu] must be {file, patch, base_sha256, "
+                                  "entry %zu must be {file, patch, base_sha256, "
                                   "patched_sha256}",
                                   i);
         p->at = sw__fleet_at(m);
@@ -846,11 +846,11 @@ static int ep_patches(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, v
                 q++;
             if (q == SW_ARRAY_LEN(keys))
                 return sw__fleet_errp(c, kn,
-                                      "patches[%zu]: unknown key '%s' (file, patch, base, "
+                                      "entry %zu: unknown key '%s' (file, patch, base, "
                                       "base_sha256, patched_sha256)",
                                       i, kn->text ? kn->text : "");
             if (vn->kind != SW__FLN_SCALAR || !vn->text || !vn->text[0])
-                return sw__fleet_errp(c, vn, "patches[%zu].%s must be a string", i, keys[q]);
+                return sw__fleet_errp(c, vn, "entry %zu: %s must be a string", i, keys[q]);
             bool hash = q >= 3;
             size_t l = strlen(vn->text);
             bool hex = l == 64;
@@ -858,7 +858,7 @@ static int ep_patches(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, v
                 hex = isxdigit((unsigned char)vn->text[x]) != 0;
             if (hash && !hex)
                 return sw__fleet_errp(c, vn,
-                                      "patches[%zu].%s must be a sha256 (64 hex digits): a "
+                                      "entry %zu: %s must be a sha256 (64 hex digits): a "
                                       "prefix cannot verify a file",
                                       i, keys[q]);
             *dst[q] = sw__fleet_strdup(c->a, vn->text);
@@ -867,7 +867,7 @@ static int ep_patches(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, v
         }
         if (!p->file || !p->patch || !p->base_sha256 || !p->patched_sha256)
             return sw__fleet_errp(c, m,
-                                  "patches[%zu] needs file, patch, base_sha256 and "
+                                  "entry %zu needs file, patch, base_sha256 and "
                                   "patched_sha256",
                                   i);
     }

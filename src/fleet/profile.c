@@ -116,8 +116,7 @@ static int dec_gguf_types(struct sw__fleet_ctx *c, const struct sw__fleet_node *
         const struct sw__fleet_node *m = val->kids[i];
         struct sw_fleet_gguf_type *t = &p->gguf_types[i];
         if (m->kind != SW__FLN_MAP)
-            return sw__fleet_errp(c, m, "gguf_types[%zu] must be {id, name, block_size, type_size}",
-                                  i);
+            return sw__fleet_errp(c, m, "entry %zu must be {id, name, block_size, type_size}", i);
         for (size_t k = 0; k < m->n; k++) {
             const char *kt = m->kids[2 * k]->text;
             bool known = false;
@@ -125,7 +124,7 @@ static int dec_gguf_types(struct sw__fleet_ctx *c, const struct sw__fleet_node *
                 known |= kt && !strcmp(kt, keys[q]);
             if (!known)
                 return sw__fleet_errp(c, m->kids[2 * k],
-                                      "gguf_types[%zu]: unknown key '%s' (id, name, block_size, "
+                                      "entry %zu: unknown key '%s' (id, name, block_size, "
                                       "type_size)",
                                       i, kt ? kt : "");
         }
@@ -136,13 +135,12 @@ static int dec_gguf_types(struct sw__fleet_ctx *c, const struct sw__fleet_node *
             const struct sw__fleet_node *n = sw__fleet_map_get(m, num[q]);
             if (!n || n->kind != SW__FLN_SCALAR || !n->text ||
                 sw_parse_count(n->text, &v[q], NULL) || v[q] > UINT32_MAX || (q && v[q] == 0))
-                return sw__fleet_errp(c, n ? n : m, "gguf_types[%zu].%s must be a whole number%s",
-                                      i, num[q], q ? " >= 1" : "");
+                return sw__fleet_errp(c, n ? n : m, "entry %zu: %s must be a whole number%s", i,
+                                      num[q], q ? " >= 1" : "");
         }
         const struct sw__fleet_node *nm = sw__fleet_map_get(m, "name");
         if (!nm || nm->kind != SW__FLN_SCALAR || !nm->text || !nm->text[0])
-            return sw__fleet_errp(c, nm ? nm : m, "gguf_types[%zu].name must be the type's name",
-                                  i);
+            return sw__fleet_errp(c, nm ? nm : m, "entry %zu: name must be the type's name", i);
         t->id = (uint32_t)v[0];
         t->block_size = (uint32_t)v[1];
         t->type_size = (uint32_t)v[2];
