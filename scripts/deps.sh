@@ -10,6 +10,7 @@ PKGS=(
   nginx-light openssh-server openssh-client iproute2 procps psmisc
   systemd-container mmdebstrap podman runc
   chromium prometheus
+  patch diffutils
 )
 missing=()
 for p in "${PKGS[@]}"; do

@@ -156,9 +156,33 @@ struct sw_fleet_const {
  * constants are named (kv_reserve_per_token, overhead_default, slot_size, ...) and interpreted by
  * memory/; `terms` is an optional raw JSON subtree for memory/ too. slipway only stores them.
  */
+/* An engine patch the operator keeps against a file of the pinned image (payload/patch.c verifies
+ * it): `patch -p1` applied to the base file must reproduce patched_sha256. Paths as written; the
+ * gate reads `patch` and `base` relative to the fleet file's directory. */
+struct sw_fleet_patch {
+    const char *file;           /* the file inside the image tree -p1 strips to */
+    const char *patch;          /* the patch file */
+    const char *base;           /* the pinned image's copy of `file` on this machine, or NULL */
+    const char *base_sha256;    /* 64 hex */
+    const char *patched_sha256; /* 64 hex */
+    struct sw_fleet_at at;
+};
+
+/* A tensor type a fork build reads that the pinned ggml does not (a profile's gguf_types); the
+ * GGUF reader takes it as struct sw_ggml_type (slipway/gguf.h). */
+struct sw_fleet_gguf_type {
+    uint32_t id;
+    const char *name;
+    uint32_t block_size; /* elements per block, >= 1 */
+    uint32_t type_size;  /* bytes per block, >= 1 */
+    struct sw_fleet_at at;
+};
+
 struct sw_fleet_profile {
     const char *name;
     struct sw_fleet_at at;
+    struct sw_fleet_gguf_type *gguf_types; /* gguf_types: [{id, name, block_size, type_size}] */
+    size_t n_gguf_types;
     enum sw_fleet_engine base;
     struct sw_fleet_const *consts;
     size_t n_consts;
@@ -513,6 +537,8 @@ struct sw_fleet_endpoint {
     size_t n_boots;
     struct sw_fleet_rule *known_bad;
     size_t n_known_bad;
+    struct sw_fleet_patch *patches; /* engine patches to the pinned image's files */
+    size_t n_patches;
     json_t *arch; /* inline architecture (config.json-like object) or NULL; borrowed */
     struct sw_fleet_at arch_at;
     const struct sw_fleet_envfile *env_file; /* NULL when none */

@@ -20,7 +20,10 @@
  *              (ledger expressions, fleet `known_bad`), each with the failure that taught it;
  *   payload    consistency that needs no network: spec-decode flags only when the checkpoint ships
  *              draft/MTP tensors, a projector when the model's vision needs one (skipped, with the
- *              reason, when the files are not on this machine).
+ *              reason, when the files are not on this machine);
+ *   patches    each engine patch (fleet `patches:`) applied with patch -p1 to a copy of the pinned
+ *              image's file (`base:`, on this machine) reproduces its recorded sha256; a drifted
+ *              base or a patch that no longer applies fails (payload/patch.c).
  *
  * What it deliberately does not do: boot, probe or download anything; fit a law (calibration
  * does; the band gate uses the fitted non-KV cost when there is one); change the fleet file.

@@ -175,6 +175,36 @@ const struct sw_ggml_type *sw_ggml_type_at(size_t i);
 /* Bytes of a row of ne0 elements; SW_EPARSE if ne0 is not a multiple of the block size. */
 int sw_ggml_row_size(uint32_t type, uint64_t ne0, uint64_t *out);
 
+/*
+ * Fork tensor types: the extra ggml types a fork build reads (a fork profile's `gguf_types`,
+ * include/slipway/profile.h), consulted after the pinned ggml's table, never instead of it. A file
+ * with such a type is refused without the declaration, and the error names the type id and the
+ * declaration that would make it readable. Bounds checks are the same as for stock types: the
+ * row and tensor sizes are computed with overflow checks from the declared geometry.
+ */
+#define SW_GGUF_MAX_EXTRA_TYPES 64
+#define SW_GGML_MAX_BLCK        65536u   /* elements per block a declaration may state */
+#define SW_GGML_MAX_TYPE_SIZE   1048576u /* bytes per block a declaration may state */
+struct sw_gguf_types {
+    const struct sw_ggml_type *types; /* names are copied into a parsed header */
+    size_t n;
+    const char *declared_by; /* who declared them, for messages ("profile rocmfpx"); may be NULL */
+};
+/* A declaration is usable: 1..SW_GGUF_MAX_EXTRA_TYPES types, each with a name, an id that is not
+ * a stock ggml type and not declared twice, 1 <= blck <= SW_GGML_MAX_BLCK and 1 <= size <=
+ * SW_GGML_MAX_TYPE_SIZE. SW_EINVAL naming the type otherwise. */
+int sw_gguf_types_check(const struct sw_gguf_types *x, struct sw_err *e);
+/* sw_gguf_open / sw_gguf_open_single / sw_gguf_parse_mem that also read the declared types (x may
+ * be NULL: the stock reader). The declaration is checked first. */
+int sw_gguf_open_types(const char *path, const struct sw_gguf_types *x, struct sw_gguf **out,
+                       struct sw_err *e);
+int sw_gguf_open_single_types(const char *path, const struct sw_gguf_types *x, struct sw_gguf **out,
+                              struct sw_err *e);
+int sw_gguf_parse_mem_types(const void *buf, size_t size, const char *where,
+                            const struct sw_gguf_types *x, struct sw_gguf **out, struct sw_err *e);
+/* The type of `id` as g was read: the stock table, else a type declared to the reader; NULL. */
+const struct sw_ggml_type *sw_gguf_type(const struct sw_gguf *g, uint32_t id);
+
 /* What a tensor is for, from llama.cpp's tensor naming ("blk.N.attn_q.weight" is attention,
  * "blk.N.ffn_up_exps.weight" experts, "blk.N.ssm_in.weight" ssm/recurrent, any "*norm*" norms,
  * "v.*"/"mm.*" vision/projector). */

@@ -131,6 +131,40 @@ int sw_payload_sha256_file(const char *path, size_t buf_size, char hex[SW_PAYLOA
 #define SW_PAYLOAD_READ_BUF (1u << 20)
 
 /* =============================================================================================
+ * Engine patches (payload/patch.c): an operator's patch to a file of a pinned image, recorded
+ * with the sha256 of the file it was made against and the sha256 `patch -p1` must produce.
+ * Verification hashes the base file, applies the patch with `patch -p1` to a COPY of it in a
+ * private temporary tree (the base is never written), and hashes the result. What it does not
+ * do: fetch the image's file (the caller gives its path on this machine), or edit anything.
+ */
+struct sw_payload_patch {
+    const char *file;           /* the patched file inside the tree -p1 strips to ("vllm/x.py"):
+                                   relative, no ".." component */
+    const char *patch;          /* the patch (unified diff with a/ b/ prefixes) on this machine */
+    const char *base_sha256;    /* 64 hex: the file the patch was made against */
+    const char *patched_sha256; /* 64 hex: what patch -p1 must reproduce */
+};
+enum sw_payload_patch_verdict {
+    SW_PATCH_OK = 0,         /* the base is the recorded one and patching it reproduces the hash */
+    SW_PATCH_BASE_DRIFTED,   /* the base file is not the one the patch was recorded against */
+    SW_PATCH_DOES_NOT_APPLY, /* patch -p1 refused (a hunk failed, or it was already applied) */
+    SW_PATCH_WRONG_RESULT,   /* it applied, but the result's sha256 is not the recorded one */
+};
+struct sw_payload_patch_result {
+    enum sw_payload_patch_verdict verdict;
+    char base_sha256[SW_PAYLOAD_SHA256_HEX + 1];    /* of the base file as found */
+    char patched_sha256[SW_PAYLOAD_SHA256_HEX + 1]; /* of the patched copy, "" if not patched */
+    char detail[512]; /* patch's own words when it refused (first lines), else "" */
+};
+/* Verify `p` against the base file at `base_file` (the pinned image's copy of p->file). Returns 0
+ * when the verification ran, whatever its verdict; SW_EINVAL for a malformed record (a hash that
+ * is not 64 hex, an absolute or escaping file), SW_ENOENT for a missing base or patch, SW_EIO when
+ * `patch` cannot be run. Nothing is left behind. */
+int sw_payload_patch_verify(const char *base_file, const struct sw_payload_patch *p,
+                            struct sw_payload_patch_result *r, struct sw_err *e);
+const char *sw_payload_patch_verdict_name(enum sw_payload_patch_verdict v);
+
+/* =============================================================================================
  * Sniffing: is the body what the name says?
  */
 

@@ -34,6 +34,8 @@ struct sw_llamacpp_args;
 struct sw_llamacpp_plan;
 struct sw_vllm_report;
 struct sw_vllm_opts;
+struct sw_sglang_report;
+struct sw_sglang_opts;
 
 /* What the caller changes about the endpoint's plan (all optional; a zeroed struct or NULL is
  * "as the fleet says"). Shape overrides are made on the endpoint first (sw_gate_set). */
@@ -65,8 +67,12 @@ struct sw_plan {
     struct sw_vllm_opts *vllm_opts; /* the law's options from the endpoint (and its profile) */
     bool pool_pinned;               /* kv_cache_bytes fixes the pool */
     bool pool_sized;                /* the pool is known (pinned, or the weights are here) */
+    /* SGLang: memory/sglang's pools, its options read back from the rendered argv (the argv
+     * reader of engine/sglang, so the fleet's plan and the command line's plan agree) */
+    struct sw_sglang_report *sglang;
+    struct sw_sglang_opts *sglang_opts;
     /* {"report", "lines", "warnings", "config", "arena"...}: what `slipway plan` prints for a
-     * vLLM endpoint (NULL for llama.cpp, whose breakdown is the typed plan) */
+     * vLLM or SGLang endpoint (NULL for llama.cpp, whose breakdown is the typed plan) */
     json_t *engine_plan;
     json_t *predicted; /* the predicted boot report (llama.cpp: the bootlog `report` object) */
     json_t *shape;     /* the ledger shape of the endpoint */

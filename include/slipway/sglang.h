@@ -45,6 +45,10 @@ struct sw_sglang_opts {
     int64_t cuda_graph_max_bs;      /* 0 = bucket (approximate; see docs) */
     char speculative_algorithm[32]; /* "", "EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM" */
     int64_t spec_num_steps, spec_eagle_topk, spec_num_draft_tokens;
+    /* The room the static fraction leaves for KV + mamba state ("rest"), in bytes, when it is
+     * known from a printed pool (sw_sglang_rest_from_tokens) rather than from the free-memory
+     * facts above; 0 = from the facts. */
+    uint64_t rest_bytes;
 };
 void sw_sglang_opts_init(struct sw_sglang_opts *o);
 
@@ -60,14 +64,21 @@ struct sw_sglang_report {
     int64_t max_total_num_tokens; /* "KV Cache is allocated. #tokens: N" */
     int64_t max_num_reqs;         /* req_to_token pool size before the scheduler */
     int64_t max_running_requests;
-    double k_size_gb, v_size_gb; /* as printed: GB = 2^30 bytes */
-    double mamba_conv_gb, mamba_ssm_gb;
+    double k_size_gb, v_size_gb;                   /* as printed: GB = 2^30 bytes */
+    double mamba_conv_gb, mamba_ssm_gb;            /* the mamba pool as printed (GB = 2^30 bytes) */
+    int64_t mamba_conv_per_req, mamba_ssm_per_req; /* bytes of one request's state, per rank */
     char warnings[512];
 };
 
 int sw_sglang_plan(const struct sw_hf_config *c, const struct sw_sglang_opts *o,
                    struct sw_sglang_report *r, struct sw_err *e);
 json_t *sw_sglang_report_json(const struct sw_sglang_report *r);
+/* Calibration: the rest (bytes the static fraction left for KV + mamba state) a printed pool of
+ * `tokens` implies under the shape in o, as [*lo, *hi) (the engine floors rest / cell). Needs the
+ * mamba pool fixed (--max-mamba-cache-size, or the radix cache disabled with a request cap) in a
+ * hybrid: the autofill's slot floor is not inverted. The shape's --max-total-tokens is ignored. */
+int sw_sglang_rest_from_tokens(const struct sw_hf_config *c, const struct sw_sglang_opts *o,
+                               int64_t tokens, uint64_t *lo, uint64_t *hi, struct sw_err *e);
 /* The default mem_fraction_static (server_args _handle_gpu_memory_settings); MiB reserve out. */
 double sw_sglang_default_mem_fraction(const struct sw_sglang_opts *o, double *reserved_mib);
 

@@ -271,7 +271,7 @@ static void print_human(FILE *f, const struct sw_gguf *g, bool tensors)
     fprintf(f, "\ntensors\n");
     for (uint64_t i = 0; i < g->n_tensors; i++) {
         const struct sw_gguf_tensor *t = &g->tensors[i];
-        const struct sw_ggml_type *ty = sw_ggml_type(t->type);
+        const struct sw_ggml_type *ty = sw_gguf_type(g, t->type);
         char shape[96];
         int n = 0;
         for (uint32_t k = 0; k < t->n_dims && n < (int)sizeof(shape); k++)

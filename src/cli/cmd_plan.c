@@ -383,7 +383,8 @@ static int plan_fleet(const char *path, const char *only, bool json)
         if (prc) {
             char buf[2048];
             if (rc == SW_EXIT_OK &&
-                (ep->engine == SW_FLEET_VLLM || ep->engine == SW_FLEET_LLAMACPP))
+                (ep->engine == SW_FLEET_VLLM || ep->engine == SW_FLEET_LLAMACPP ||
+                 ep->engine == SW_FLEET_SGLANG))
                 rc = sw_cli_exit_for(prc);
             if (json)
                 json_array_append_new(eps, json_pack("{s:s,s:s,s:o}", "endpoint", ep->name,
@@ -403,7 +404,7 @@ static int plan_fleet(const char *path, const char *only, bool json)
             if (json) {
                 json_array_append(eps, vo);
             } else {
-                printf("== %s (vllm, config from %s)\n", ep->name,
+                printf("== %s (%s, config from %s)\n", ep->name, sw_fleet_engine_name(ep->engine),
                        json_string_value(json_object_get(vo, "config")));
                 print_vllm_sglang(vo, stdout);
                 printf("\n");

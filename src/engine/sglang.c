@@ -112,6 +112,9 @@ int sw_sglang_parse_argv(int argc, char **argv, struct sw_sglang_opts *o, const 
         double d = 0;
         if (!strcmp(flag, "--model-path") || !strcmp(flag, "--model"))
             *model_dir = val;
+        else if (!strcmp(flag, "--host") || !strcmp(flag, "--port") ||
+                 !strcmp(flag, "--served-model-name") || !strcmp(flag, "--api-key"))
+            ; /* the server's address and name: no memory */
         else if (!strcmp(flag, "--tp-size") || !strcmp(flag, "--tp") ||
                  !strcmp(flag, "--tensor-parallel-size")) {
             rc = geti(flag, val, &n, e);

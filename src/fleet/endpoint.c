@@ -814,6 +814,67 @@ static int dec_enabled(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, 
     return rc;
 }
 
+/* patches: [{file, patch, base_sha256, patched_sha256, base?}] */
+static int ep_patches(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, void *obj,
+                      const struct sw__fleet_fdef *d)
+{
+    struct sw_fleet_endpoint *ep = obj;
+    static const char *const keys[] = {"file", "patch", "base", "base_sha256", "patched_sha256"};
+    (void)d;
+    sw__fleet_record(c, v);
+    if (v->kind != SW__FLN_SEQ || v->n == 0 || v->n > 256)
+        return sw__fleet_errp(c, v,
+                              "patches must be a list of {file, patch, base_sha256, "
+                              "patched_sha256}");
+    ep->patches = sw__fleet_allocn(c->a, v->n, sizeof(*ep->patches));
+    if (!ep->patches)
+        return sw__fleet_nomem(c);
+    for (size_t i = 0; i < v->n; i++) {
+        const struct sw__fleet_node *m = v->kids[i];
+        struct sw_fleet_patch *p = &ep->patches[i];
+        const char **dst[] = {&p->file, &p->patch, &p->base, &p->base_sha256, &p->patched_sha256};
+        if (m->kind != SW__FLN_MAP)
+            return sw__fleet_errp(c, m,
+                                  "entry %zu must be {file, patch, base_sha256, "
+                                  "patched_sha256}",
+                                  i);
+        p->at = sw__fleet_at(m);
+        for (size_t k = 0; k < m->n; k++) {
+            const struct sw__fleet_node *kn = m->kids[2 * k], *vn = m->kids[2 * k + 1];
+            size_t q = 0;
+            while (q < SW_ARRAY_LEN(keys) && (!kn->text || strcmp(kn->text, keys[q])))
+                q++;
+            if (q == SW_ARRAY_LEN(keys))
+                return sw__fleet_errp(c, kn,
+                                      "entry %zu: unknown key '%s' (file, patch, base, "
+                                      "base_sha256, patched_sha256)",
+                                      i, kn->text ? kn->text : "");
+            if (vn->kind != SW__FLN_SCALAR || !vn->text || !vn->text[0])
+                return sw__fleet_errp(c, vn, "entry %zu: %s must be a string", i, keys[q]);
+            bool hash = q >= 3;
+            size_t l = strlen(vn->text);
+            bool hex = l == 64;
+            for (size_t x = 0; hash && hex && x < l; x++)
+                hex = isxdigit((unsigned char)vn->text[x]) != 0;
+            if (hash && !hex)
+                return sw__fleet_errp(c, vn,
+                                      "entry %zu: %s must be a sha256 (64 hex digits): a "
+                                      "prefix cannot verify a file",
+                                      i, keys[q]);
+            *dst[q] = sw__fleet_strdup(c->a, vn->text);
+            if (!*dst[q])
+                return sw__fleet_nomem(c);
+        }
+        if (!p->file || !p->patch || !p->base_sha256 || !p->patched_sha256)
+            return sw__fleet_errp(c, m,
+                                  "entry %zu needs file, patch, base_sha256 and "
+                                  "patched_sha256",
+                                  i);
+    }
+    ep->n_patches = v->n;
+    return 0;
+}
+
 static const struct sw__fleet_fdef endpoint_defs[] = {
     {"enabled", {0}, dec_enabled, SW__SPEC(SW__FT_BOOL), 0},
     {"host", {0}, ep_host, SW__SPEC(0), 0},
@@ -851,6 +912,7 @@ static const struct sw__fleet_fdef endpoint_defs[] = {
     {"measured", {"facts"}, sw__fleet_ep_measured, SW__SPEC(0), 0},
     {"boots", {0}, sw__fleet_ep_boots, SW__SPEC(0), 0},
     {"known_bad", {0}, sw__fleet_ep_known_bad, SW__SPEC(0), 0},
+    {"patches", {0}, ep_patches, SW__SPEC(0), 0},
     {"arch", {"architecture"}, ep_arch, SW__SPEC(0), 0},
     {"note",
      {0},

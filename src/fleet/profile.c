@@ -99,6 +99,59 @@ static int dec_constant(struct sw__fleet_ctx *c, const struct sw__fleet_node *ck
     return dec_const(c, cv, kc);
 }
 
+/* gguf_types: [{id: 115, name: Q8_0_ROCMFPX, block_size: 32, type_size: 33}] */
+static int dec_gguf_types(struct sw__fleet_ctx *c, const struct sw__fleet_node *val,
+                          struct sw_fleet_profile *p)
+{
+    static const char *const keys[] = {"id", "name", "block_size", "type_size"};
+    sw__fleet_record(c, val);
+    if (val->kind != SW__FLN_SEQ || val->n == 0 || val->n > 64)
+        return sw__fleet_errp(c, val,
+                              "gguf_types must be a list of 1..64 {id, name, block_size, "
+                              "type_size}");
+    p->gguf_types = sw__fleet_allocn(c->a, val->n, sizeof(*p->gguf_types));
+    if (!p->gguf_types)
+        return sw__fleet_nomem(c);
+    for (size_t i = 0; i < val->n; i++) {
+        const struct sw__fleet_node *m = val->kids[i];
+        struct sw_fleet_gguf_type *t = &p->gguf_types[i];
+        if (m->kind != SW__FLN_MAP)
+            return sw__fleet_errp(c, m, "entry %zu must be {id, name, block_size, type_size}", i);
+        for (size_t k = 0; k < m->n; k++) {
+            const char *kt = m->kids[2 * k]->text;
+            bool known = false;
+            for (size_t q = 0; q < SW_ARRAY_LEN(keys); q++)
+                known |= kt && !strcmp(kt, keys[q]);
+            if (!known)
+                return sw__fleet_errp(c, m->kids[2 * k],
+                                      "entry %zu: unknown key '%s' (id, name, block_size, "
+                                      "type_size)",
+                                      i, kt ? kt : "");
+        }
+        t->at = sw__fleet_at(m);
+        uint64_t v[3];
+        static const char *const num[] = {"id", "block_size", "type_size"};
+        for (size_t q = 0; q < 3; q++) {
+            const struct sw__fleet_node *n = sw__fleet_map_get(m, num[q]);
+            if (!n || n->kind != SW__FLN_SCALAR || !n->text ||
+                sw_parse_count(n->text, &v[q], NULL) || v[q] > UINT32_MAX || (q && v[q] == 0))
+                return sw__fleet_errp(c, n ? n : m, "entry %zu: %s must be a whole number%s", i,
+                                      num[q], q ? " >= 1" : "");
+        }
+        const struct sw__fleet_node *nm = sw__fleet_map_get(m, "name");
+        if (!nm || nm->kind != SW__FLN_SCALAR || !nm->text || !nm->text[0])
+            return sw__fleet_errp(c, nm ? nm : m, "entry %zu: name must be the type's name", i);
+        t->id = (uint32_t)v[0];
+        t->block_size = (uint32_t)v[1];
+        t->type_size = (uint32_t)v[2];
+        t->name = sw__fleet_strdup(c->a, nm->text);
+        if (!t->name)
+            return sw__fleet_nomem(c);
+    }
+    p->n_gguf_types = val->n;
+    return 0;
+}
+
 static int dec_profile_key(struct sw__fleet_ctx *c, const struct sw__fleet_node *key,
                            const struct sw__fleet_node *val, void *arg)
 {
@@ -113,6 +166,8 @@ static int dec_profile_key(struct sw__fleet_ctx *c, const struct sw__fleet_node 
     } else if (!strcmp(key->text, "note")) {
         struct sw__fleet_spec sp = SW__SPEC(SW__FT_STR);
         r = sw__fleet_dec_str(c, val, &sp, &p->note);
+    } else if (!strcmp(key->text, "gguf_types")) {
+        r = dec_gguf_types(c, val, p);
     } else if (!strcmp(key->text, "terms")) {
         sw__fleet_record(c, val);
         if (val->kind != SW__FLN_MAP && val->kind != SW__FLN_SEQ) {
@@ -146,9 +201,9 @@ static int dec_profile(struct sw__fleet_ctx *c, const struct sw__fleet_node *k,
     if (!p->name)
         return sw__fleet_nomem(c);
     p->at = sw__fleet_at(k);
-    static const char *const known[] = {"base", "constants", "terms", "note"};
+    static const char *const known[] = {"base", "constants", "terms", "note", "gguf_types"};
     struct sw__fleet_walk w = {
-        .what = "profile", .known = known, .n_known = 4, .fn = dec_profile_key, .arg = p};
+        .what = "profile", .known = known, .n_known = 5, .fn = dec_profile_key, .arg = p};
     int rc = sw__fleet_walk(c, pv, &w);
     if (pv->kind != SW__FLN_MAP)
         return rc;

@@ -12,6 +12,7 @@
 #include <slipway/memory.h>
 #include <slipway/plan.h>
 #include <slipway/profile.h>
+#include <slipway/sglang.h>
 #include <slipway/vllm.h>
 
 #define SW__GATE_MAX_DEV 8
@@ -89,6 +90,7 @@ int sw__gate_window(struct sw__gate_run *r, struct sw_err *e);
 int sw__gate_known_bad(struct sw__gate_run *r, struct sw_err *e);
 int sw__gate_payload(struct sw__gate_run *r, struct sw_err *e);
 int sw__gate_unit(struct sw__gate_run *r, struct sw_err *e); /* unit.c */
+int sw__gate_patches(struct sw__gate_run *r, struct sw_err *e);
 
 /* "1,153 MiB", "18.4 GiB" style helpers (out returned). */
 const char *sw__gate_mib(double bytes, char *out, size_t n);

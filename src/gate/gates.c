@@ -439,6 +439,56 @@ int sw__gate_pool(struct sw__gate_run *r, struct sw_err *e)
                          cnt(p->slots, b, sizeof(b)), cnt(p->maxlen, c, sizeof(c)));
         return 0;
     }
+    if (p->engine == SW_FLEET_SGLANG) {
+        const struct sw_sglang_report *sr = p->plan.sglang;
+        if (p->slots == 0 || p->maxlen == 0) {
+            sw__gate_add(r, "pool", SW_GATE_SKIP,
+                         "seqs or max_model_len is not set: no contract to hold");
+            return 0;
+        }
+        uint64_t need = (uint64_t)ceil((double)p->slots * (double)p->maxlen * (1 + margin));
+        bool ok = p->pool_tokens >= need;
+        g = sw__gate_add(r, "pool", ok ? SW_GATE_PASS : SW_GATE_FAIL,
+                         "%s tokens %s %s requests x %s tokens%s (one pool shared by the "
+                         "requests): %s of KV at %.0f B/token (%s), + %lld mamba slots %s",
+                         cnt(p->pool_tokens, a, sizeof(a)), ok ? "hold" : "do not hold",
+                         cnt(p->slots, b, sizeof(b)), cnt(p->maxlen, c, sizeof(c)),
+                         margin > 0 ? " + margin" : "",
+                         sw__gate_gib((double)p->kv_bytes, d, sizeof(d)), p->kv_price, p->price_how,
+                         (long long)sr->max_mamba_cache_size,
+                         sw__gate_mib((double)p->recurrent_bytes, x, sizeof(x)));
+        sw__gate_str(g, "source", "law");
+        sw__gate_num(g, "pool_tokens", (double)p->pool_tokens);
+        sw__gate_num(g, "need_tokens", (double)need);
+        sw__gate_num(g, "slots", (double)p->slots);
+        sw__gate_num(g, "window", (double)p->maxlen);
+        sw__gate_num(g, "kv_bytes", (double)p->kv_bytes);
+        sw__gate_num(g, "recurrent_bytes", (double)p->recurrent_bytes);
+        sw__gate_num(g, "mamba_slots", (double)sr->max_mamba_cache_size);
+        sw__gate_num(g, "price_bytes_per_token", p->kv_price);
+        sw__gate_num(g, "margin", margin);
+        if (!ok)
+            sw__gate_fix(g, "max_total_tokens %s (%s requests x %s), or cut seqs to %s",
+                         cnt(need, a, sizeof(a)), cnt(p->slots, b, sizeof(b)),
+                         cnt(p->maxlen, c, sizeof(c)),
+                         cnt(p->pool_tokens / p->maxlen, d, sizeof(d)));
+        /* a hybrid runs at most mamba slots / 3 requests (MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_
+         * RATIO): fewer than seqs and the contract is not served however large the pool */
+        if (sr->mamba_cache_per_req && (uint64_t)sr->max_running_requests < p->slots) {
+            g = sw__gate_add(r, "pool", SW_GATE_FAIL,
+                             "the engine runs %lld requests, not %s: %lld mamba slots allow "
+                             "%lld (SGLang keeps 3 slots per running request with the radix "
+                             "cache on)",
+                             (long long)sr->max_running_requests, cnt(p->slots, a, sizeof(a)),
+                             (long long)sr->max_mamba_cache_size,
+                             (long long)(sr->max_mamba_cache_size /
+                                         (p->plan.sglang_opts->disable_radix_cache ? 1 : 3)));
+            sw__gate_str(g, "source", "law");
+            sw__gate_num(g, "max_running_requests", (double)sr->max_running_requests);
+            sw__gate_fix(g, "max_mamba_cache_size %s (3 x seqs)", cnt(3 * p->slots, a, sizeof(a)));
+        }
+        return 0;
+    }
     /* vLLM: whole blocks. A request of L tokens takes blocks_per_request blocks (attention
      * blocks + the per-request state blocks); the pool holds num_gpu_blocks. */
     const struct sw_vllm_report *vr = p->vr;
@@ -1128,5 +1178,82 @@ int sw__gate_payload(struct sw__gate_run *r, struct sw_err *e)
     if (!s->spec_method.v && !ep->payload.mmproj.v)
         sw__gate_add(r, "payload", SW_GATE_PASS,
                      "no spec-decode flags and no projector: nothing to hold against the files");
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * patches: each engine patch applies to the pinned image's file and reproduces its sha256.
+ */
+int sw__gate_patches(struct sw__gate_run *r, struct sw_err *e)
+{
+    const struct sw_fleet_endpoint *ep = r->ep;
+    for (size_t i = 0; i < ep->n_patches; i++) {
+        const struct sw_fleet_patch *fp = &ep->patches[i];
+        char dir[4096] = ".", patch[8192], base[8192], eb[1200];
+        const char *ff = fp->at.file;
+        const char *slash = ff ? strrchr(ff, '/') : NULL;
+        if (slash)
+            snprintf(dir, sizeof(dir), "%.*s", (int)(slash - ff), ff);
+        snprintf(patch, sizeof(patch), "%s%s%s", fp->patch[0] == '/' ? "" : dir,
+                 fp->patch[0] == '/' ? "" : "/", fp->patch);
+        json_t *g;
+        if (!fp->base) {
+            g = sw__gate_add(r, "patches", SW_GATE_SKIP,
+                             "%s (%s:%d): no base on this machine to verify against: give base: "
+                             "PATH, the pinned image's %s",
+                             fp->patch, ff ? ff : "fleet", fp->at.line, fp->file);
+            sw__gate_str(g, "file", fp->file);
+            continue;
+        }
+        snprintf(base, sizeof(base), "%s%s%s", fp->base[0] == '/' ? "" : dir,
+                 fp->base[0] == '/' ? "" : "/", fp->base);
+        struct sw_payload_patch pp = {fp->file, patch, fp->base_sha256, fp->patched_sha256};
+        struct sw_payload_patch_result pr;
+        struct sw_err le;
+        sw_err_clear(&le);
+        if (sw_payload_patch_verify(base, &pp, &pr, &le)) {
+            if (le.code == SW_ENOMEM) {
+                *e = le;
+                return SW_ENOMEM;
+            }
+            g = sw__gate_add(r, "patches", SW_GATE_SKIP, "%s: cannot verify: %s", fp->patch,
+                             sw_err_format(&le, eb, sizeof(eb)));
+            sw__gate_str(g, "file", fp->file);
+            continue;
+        }
+        bool ok = pr.verdict == SW_PATCH_OK;
+        switch (pr.verdict) {
+        case SW_PATCH_OK:
+            g = sw__gate_add(r, "patches", SW_GATE_PASS,
+                             "%s applies to %s (base %.8s...) and reproduces %.8s...", fp->patch,
+                             fp->file, pr.base_sha256, pr.patched_sha256);
+            break;
+        case SW_PATCH_BASE_DRIFTED:
+            g = sw__gate_add(r, "patches", SW_GATE_FAIL,
+                             "%s: the image's %s is %.8s..., not the recorded base %.8s...: the "
+                             "image moved under the patch",
+                             fp->patch, fp->file, pr.base_sha256, fp->base_sha256);
+            break;
+        case SW_PATCH_DOES_NOT_APPLY:
+            g = sw__gate_add(r, "patches", SW_GATE_FAIL, "%s no longer applies to %s: %s",
+                             fp->patch, fp->file, pr.detail[0] ? pr.detail : "patch refused");
+            break;
+        default:
+            g = sw__gate_add(r, "patches", SW_GATE_FAIL,
+                             "%s applies to %s but makes %.8s..., not the recorded %.8s...",
+                             fp->patch, fp->file, pr.patched_sha256, fp->patched_sha256);
+            break;
+        }
+        sw__gate_str(g, "file", fp->file);
+        sw__gate_str(g, "verdict_detail", sw_payload_patch_verdict_name(pr.verdict));
+        sw__gate_str(g, "base_sha256", pr.base_sha256);
+        if (pr.patched_sha256[0])
+            sw__gate_str(g, "patched_sha256", pr.patched_sha256);
+        if (!ok)
+            sw__gate_fix(g,
+                         "rebase the patch on the pinned image's %s and record both sha256s "
+                         "again, or pin the image the patch was made for",
+                         fp->file);
+    }
     return 0;
 }

@@ -2,7 +2,8 @@
  * gate/plan: the endpoint's plan (sw_plan_endpoint, the same plan as `slipway plan FLEET`) kept,
  * engine-neutral, as the gates need it: the pool (slots, tokens per request, tokens held, bytes
  * per device), the price per token of THIS geometry, and for vLLM the block arithmetic (whole
- * blocks, per-request state blocks) and the fork profile.
+ * blocks, per-request state blocks) and the fork profile; for SGLang the token pool and the
+ * mamba slots.
  *
  * What it deliberately does not do: plan (plan/ does), fit anything, or guess a figure a law does
  * not give (weights, compute on GPU builds): those come from measured boots (the band gate).
@@ -138,6 +139,49 @@ out:
     return rc;
 }
 
+/* SGLang: one pool of max_total_num_tokens shared by the running requests (radix pages), and a
+ * mamba pool of fixed slots: the law's pools as planned for `slipway plan FLEET`. */
+static int plan_sglang(const struct sw_fleet_endpoint *ep, struct sw__gate_plan *p,
+                       struct sw_err *e)
+{
+    struct sw_err le;
+    int rc = 0;
+    sw_err_clear(&le);
+    if (sw_plan_endpoint(NULL, ep, NULL, &p->plan, &le)) {
+        if (le.code == SW_ENOMEM) {
+            *e = le;
+            rc = SW_ENOMEM;
+            goto out;
+        }
+        why(p, &le, "");
+        goto out;
+    }
+    const struct sw_sglang_report *r = p->plan.sglang;
+    const struct sw_sglang_opts *o = p->plan.sglang_opts;
+    p->ok = true;
+    p->pinned = p->plan.pool_pinned;
+    p->slots = o->max_running_requests > 0 ? (uint64_t)o->max_running_requests : 0;
+    p->maxlen = o->context_length > 0 ? (uint64_t)o->context_length : 0;
+    p->pool_tokens = (uint64_t)r->max_total_num_tokens;
+    p->shared = true;
+    /* the buffers hold (tokens + page) cells: K + V at cell_bytes a token */
+    int64_t page = o->page_size > 0 ? o->page_size : 1;
+    p->kv_bytes = (uint64_t)(r->max_total_num_tokens + page) * (uint64_t)r->cell_bytes;
+    p->recurrent_bytes = (uint64_t)(r->max_mamba_cache_size * r->mamba_cache_per_req);
+    p->kv_price = (double)r->cell_bytes;
+    snprintf(p->price_how, sizeof(p->price_how), "%s KV over %lld full-attention layers",
+             o->kv_cache_dtype, (long long)r->kv_layers);
+    for (size_t d = 0; d < ep->n_devices && p->n_dev < SW__GATE_MAX_DEV; d++) {
+        p->dev[p->n_dev].dev = ep->devices[d];
+        p->dev[p->n_dev].capacity = sw_fleet_device_capacity(ep->devices[d]);
+        p->dev[p->n_dev].kv = p->kv_bytes;
+        p->dev[p->n_dev].rec = p->recurrent_bytes;
+        p->n_dev++;
+    }
+out:
+    return rc;
+}
+
 int sw__gate_plan(const struct sw_fleet_endpoint *ep, struct sw__gate_plan *p, struct sw_err *e)
 {
     memset(p, 0, sizeof(*p));
@@ -147,6 +191,8 @@ int sw__gate_plan(const struct sw_fleet_endpoint *ep, struct sw__gate_plan *p, s
         return plan_llamacpp(ep, p, e);
     case SW_FLEET_VLLM:
         return plan_vllm(ep, p, e);
+    case SW_FLEET_SGLANG:
+        return plan_sglang(ep, p, e);
     default:
         snprintf(p->why, sizeof(p->why), "no %s law wired into the gates yet",
                  sw_fleet_engine_name(ep->engine));

@@ -107,13 +107,13 @@ int sw_sglang_plan(const struct sw_hf_config *c, const struct sw_sglang_opts *o,
                           "modelled");
     /* Mamba state per request: conv (model dtype) + temporal (mamba_ssm_dtype). */
     if (hybrid) {
-        int64_t per = 0;
+        int64_t per = 0, conv = 0;
         for (int64_t i = 0; i < c->num_hidden_layers; i++) {
             if (c->layer_kind[i] == SW_HF_LAYER_LINEAR) {
                 int64_t conv_dim = c->linear_num_key_heads * c->linear_key_head_dim * 2 +
                                    c->linear_num_value_heads * c->linear_value_head_dim;
                 int64_t k = c->linear_conv_kernel_dim ? c->linear_conv_kernel_dim : 4;
-                per += (conv_dim / tp) * (k - 1) * mdt;
+                conv += (conv_dim / tp) * (k - 1) * mdt;
                 per += (c->linear_num_value_heads / tp) * c->linear_value_head_dim *
                        c->linear_key_head_dim * ssm;
             } else if (c->layer_kind[i] == SW_HF_LAYER_MAMBA2) {
@@ -123,11 +123,17 @@ int sw_sglang_plan(const struct sw_hf_config *c, const struct sw_sglang_opts *o,
                 if (ng % tp)
                     ng += tp - ng % tp;
                 int64_t k = c->mamba_d_conv ? c->mamba_d_conv : 4;
-                per += ((inter + 2 * ng * c->mamba_d_state) / tp) * (k - 1) * mdt;
+                conv += ((inter + 2 * ng * c->mamba_d_state) / tp) * (k - 1) * mdt;
                 per += (heads / tp) * hd * c->mamba_d_state * ssm;
             }
         }
-        r->mamba_cache_per_req = per;
+        r->mamba_conv_per_req = conv;
+        r->mamba_ssm_per_req = per;
+        r->mamba_cache_per_req = conv + per;
+        if (r->mamba_cache_per_req <= 0)
+            return sw_err_set(e, SW_EINVAL,
+                              "a hybrid with no mamba state per request: the config declares no "
+                              "linear-attention or mamba dimensions");
     }
 
     /* mem_fraction_static */
@@ -136,7 +142,7 @@ int sw_sglang_plan(const struct sw_hf_config *c, const struct sw_sglang_opts *o,
         r->mem_fraction_static = sw_sglang_default_mem_fraction(o, &r->reserved_mem_mib);
         r->fraction_defaulted = true;
     }
-    if (!o->post_load_avail_bytes || !o->pre_load_free_bytes) {
+    if (!o->rest_bytes && (!o->post_load_avail_bytes || !o->pre_load_free_bytes)) {
         if (!o->max_total_tokens)
             return sw_err_set(e, SW_EINVAL,
                               "SGLang sizes its pool from free memory before and after loading "
@@ -145,6 +151,8 @@ int sw_sglang_plan(const struct sw_hf_config *c, const struct sw_sglang_opts *o,
     double avail = (double)o->post_load_avail_bytes / (double)SW_GIB;
     double total = (double)o->pre_load_free_bytes / (double)SW_GIB;
     double rest = avail - total * (1 - r->mem_fraction_static);
+    if (o->rest_bytes)
+        rest = (double)o->rest_bytes / (double)SW_GIB;
     if (hybrid) {
         /* handle_max_mamba_cache */
         if (o->speculative_algorithm[0] && o->max_running_requests && o->spec_num_draft_tokens)
@@ -162,6 +170,10 @@ int sw_sglang_plan(const struct sw_hf_config *c, const struct sw_sglang_opts *o,
                 mem > 0 ? (int64_t)floor(mem * (double)SW_GIB / (double)r->mamba_cache_per_req) : 0;
         }
         rest -= (double)(r->max_mamba_cache_size * r->mamba_cache_per_req) / (double)SW_GIB;
+        /* "Mamba Cache is allocated. ... conv_state size: X GB, ssm_state size: Y GB" */
+        r->mamba_conv_gb =
+            (double)(r->max_mamba_cache_size * r->mamba_conv_per_req) / (double)SW_GIB;
+        r->mamba_ssm_gb = (double)(r->max_mamba_cache_size * r->mamba_ssm_per_req) / (double)SW_GIB;
     }
     r->rest_gib = rest;
     int64_t tokens = rest > 0 ? (int64_t)floor(rest * (double)SW_GIB / (double)r->cell_bytes) : 0;
@@ -203,6 +215,40 @@ int sw_sglang_plan(const struct sw_hf_config *c, const struct sw_sglang_opts *o,
     return 0;
 }
 
+int sw_sglang_rest_from_tokens(const struct sw_hf_config *c, const struct sw_sglang_opts *o,
+                               int64_t tokens, uint64_t *lo, uint64_t *hi, struct sw_err *e)
+{
+    struct sw_sglang_opts q = *o;
+    struct sw_sglang_report r;
+    if (tokens <= 0)
+        return sw_err_set(e, SW_EINVAL, "a printed pool of %lld tokens calibrates nothing",
+                          (long long)tokens);
+    if (q.speculative_algorithm[0])
+        return sw_err_set(e, SW_EUNSUPPORTED,
+                          "a speculative pool grows by the draft's tokens: not inverted");
+    q.max_total_tokens = tokens; /* the law runs without free-memory facts */
+    q.rest_bytes = 0;
+    int rc = sw_sglang_plan(c, &q, &r, e);
+    if (rc)
+        return rc;
+    bool fixed =
+        o->max_mamba_cache_size > 0 || (o->disable_radix_cache && o->max_running_requests > 0);
+    if (r.mamba_cache_per_req && !fixed)
+        return sw_err_set(e, SW_EUNSUPPORTED,
+                          "the mamba pool is autofilled from the same rest: pin "
+                          "max_mamba_cache_size on the calibrating boot");
+    int64_t page = o->page_size > 0 ? o->page_size : 1;
+    uint64_t mamba = (uint64_t)(r.max_mamba_cache_size * r.mamba_cache_per_req);
+    /* tokens = floor(rest / cell) rounded down to the page: rest in [tokens x cell, (tokens +
+     * page) x cell), plus the mamba pool carved out first */
+    if ((uint64_t)tokens > (UINT64_MAX - mamba) / (uint64_t)r.cell_bytes - (uint64_t)page)
+        return sw_err_set(e, SW_ERANGE, "%lld tokens overflow the pool arithmetic",
+                          (long long)tokens);
+    *lo = (uint64_t)tokens * (uint64_t)r.cell_bytes + mamba;
+    *hi = ((uint64_t)tokens + (uint64_t)page) * (uint64_t)r.cell_bytes + mamba;
+    return 0;
+}
+
 json_t *sw_sglang_report_json(const struct sw_sglang_report *r)
 {
     json_t *root = json_object(), *rep = json_object(), *lines = json_array();
@@ -224,6 +270,10 @@ json_t *sw_sglang_report_json(const struct sw_sglang_report *r)
         sw_json_set_int(rep, "mamba_cache_per_req", r->mamba_cache_per_req);
         sw_json_set_int(rep, "mamba_pool_size", r->max_mamba_cache_size);
     }
+    if (r->mamba_cache_per_req && r->max_mamba_cache_size > 0) {
+        sw_json_set_real(rep, "mamba_conv_gb", round(r->mamba_conv_gb * 100) / 100);
+        sw_json_set_real(rep, "mamba_ssm_gb", round(r->mamba_ssm_gb * 100) / 100);
+    }
     sw_json_set_real(rep, "k_size_gb", round(r->k_size_gb * 100) / 100);
     sw_json_set_real(rep, "v_size_gb", round(r->v_size_gb * 100) / 100);
     char b[256];
@@ -236,6 +286,13 @@ json_t *sw_sglang_report_json(const struct sw_sglang_report *r)
         snprintf(b, sizeof(b), "KV Cache is allocated. #tokens: %lld, KV size: %.2f GB",
                  (long long)r->max_total_num_tokens, r->k_size_gb);
     json_array_append_new(lines, json_string(b));
+    if (r->mamba_cache_per_req && r->max_mamba_cache_size > 0) {
+        snprintf(b, sizeof(b),
+                 "Mamba Cache is allocated. max_mamba_cache_size: %lld, conv_state size: %.2f GB, "
+                 "ssm_state size: %.2f GB",
+                 (long long)r->max_mamba_cache_size, r->mamba_conv_gb, r->mamba_ssm_gb);
+        json_array_append_new(lines, json_string(b));
+    }
     sw_json_set_new(root, "report", rep);
     sw_json_set_new(root, "lines", lines);
     if (r->warnings[0])

@@ -266,9 +266,10 @@ struct rd {
     const char *where;
     struct sw_err *e;
     /* what is being read, for error messages */
-    const char *subj_kind; /* "key", "tensor" or NULL */
-    const char *subj;      /* its name when known */
-    int64_t subj_idx;      /* its position */
+    const char *subj_kind;             /* "key", "tensor" or NULL */
+    const char *subj;                  /* its name when known */
+    int64_t subj_idx;                  /* its position */
+    const struct sw_gguf_types *types; /* fork types declared to the reader, or NULL */
 };
 
 static int rd_fail(struct rd *r, int code, uint64_t at, const char *fmt, ...) SW_PRINTF(4, 5);
@@ -664,6 +665,9 @@ static int read_tensor_info(struct rd *r, struct sw_gguf *g, uint64_t i, uint64_
     if (rc)
         return rc;
     const struct sw_ggml_type *ty = sw_ggml_type(t->type);
+    for (size_t k = 0; !ty && r->types && k < r->types->n; k++)
+        if (r->types->types[k].id == t->type)
+            ty = &r->types->types[k];
     if (!ty) {
         const char *old = sw__ggml_removed_name(t->type);
         if (old)
@@ -672,8 +676,14 @@ static int read_tensor_info(struct rd *r, struct sw_gguf *g, uint64_t i, uint64_
                            "requantize the model",
                            t->type, old);
         return rd_fail(r, SW_EPARSE, type_at,
-                       "type %" PRIu32 " is not a ggml type (the pinned ggml knows 0..%" PRIu32 ")",
-                       t->type, sw__ggml_type_count() - 1);
+                       "type %" PRIu32 " is not a ggml type (the pinned ggml knows 0..%" PRIu32
+                       ")%s%s; if a fork build reads it, declare it in the endpoint's fork "
+                       "profile: gguf_types: [{id: %" PRIu32
+                       ", name: NAME, block_size: N, type_size: M}] (elements and bytes per "
+                       "block, from the fork's ggml type traits)",
+                       t->type, sw__ggml_type_count() - 1,
+                       r->types && r->types->declared_by ? " nor declared by " : "",
+                       r->types && r->types->declared_by ? r->types->declared_by : "", t->type);
     }
     if (t->ne[0] % ty->blck)
         return rd_fail(r, SW_EPARSE, type_at,
@@ -681,8 +691,7 @@ static int read_tensor_info(struct rd *r, struct sw_gguf *g, uint64_t i, uint64_
                        " elements is not a multiple of the %s block size %" PRIu32,
                        t->ne[0], ty->name, ty->blck);
     uint64_t row, nbytes = 0;
-    rc = sw_ggml_row_size(t->type, t->ne[0], &row);
-    if (rc || !sw_mul_ok(row, nel / t->ne[0], &nbytes))
+    if (!sw_mul_ok(t->ne[0] / ty->blck, ty->size, &row) || !sw_mul_ok(row, nel / t->ne[0], &nbytes))
         return rd_fail(r, SW_ERANGE, type_at, "size in bytes overflows 64 bits");
     t->nbytes = nbytes;
     rc = rd_u64(r, &t->offset, "tensor data offset");
@@ -953,14 +962,92 @@ static void rd_init(struct rd *r, const char *where, struct sw_err *e)
     r->e = e;
 }
 
+/* Keep the declared types with the header (names copied into its arena). */
+static int keep_types(struct sw_gguf *g, const struct sw_gguf_types *x, struct sw_err *e)
+{
+    if (!x || !x->n)
+        return 0;
+    struct sw_ggml_type *t = sw__arena_alloc(&g->priv->arena, x->n * sizeof(*t));
+    if (!t)
+        return sw_err_set(e, SW_ENOMEM, "out of memory");
+    for (size_t i = 0; i < x->n; i++) {
+        size_t l = strlen(x->types[i].name);
+        char *nm = sw__arena_alloc(&g->priv->arena, l + 1);
+        if (!nm)
+            return sw_err_set(e, SW_ENOMEM, "out of memory");
+        memcpy(nm, x->types[i].name, l + 1);
+        t[i] = x->types[i];
+        t[i].name = nm;
+    }
+    g->priv->extra = t;
+    g->priv->n_extra = x->n;
+    return 0;
+}
+
+int sw_gguf_types_check(const struct sw_gguf_types *x, struct sw_err *e)
+{
+    const char *by = x && x->declared_by ? x->declared_by : "the declaration";
+    if (!x || !x->n)
+        return 0;
+    if (!x->types || x->n > SW_GGUF_MAX_EXTRA_TYPES)
+        return sw_err_set(e, SW_EINVAL, "%s: %zu gguf_types (at most %d)", by, x->n,
+                          SW_GGUF_MAX_EXTRA_TYPES);
+    for (size_t i = 0; i < x->n; i++) {
+        const struct sw_ggml_type *t = &x->types[i];
+        if (!t->name || !t->name[0])
+            return sw_err_set(e, SW_EINVAL, "%s: gguf_types[%zu] (id %" PRIu32 ") has no name", by,
+                              i, t->id);
+        const struct sw_ggml_type *stock = sw_ggml_type(t->id);
+        if (stock)
+            return sw_err_set(e, SW_EINVAL,
+                              "%s: gguf_types %s: id %" PRIu32
+                              " is the stock ggml type %s; a fork type needs an id of its own",
+                              by, t->name, t->id, stock->name);
+        if (t->blck < 1 || t->blck > SW_GGML_MAX_BLCK)
+            return sw_err_set(e, SW_EINVAL,
+                              "%s: gguf_types %s (id %" PRIu32 "): block_size %" PRIu32
+                              " (elements per block) must be 1..%u",
+                              by, t->name, t->id, t->blck, SW_GGML_MAX_BLCK);
+        if (t->size < 1 || t->size > SW_GGML_MAX_TYPE_SIZE)
+            return sw_err_set(e, SW_EINVAL,
+                              "%s: gguf_types %s (id %" PRIu32 "): type_size %" PRIu32
+                              " (bytes per block) must be 1..%u",
+                              by, t->name, t->id, t->size, SW_GGML_MAX_TYPE_SIZE);
+        for (size_t k = 0; k < i; k++)
+            if (x->types[k].id == t->id)
+                return sw_err_set(e, SW_EINVAL, "%s: gguf_types: id %" PRIu32 " declared twice", by,
+                                  t->id);
+    }
+    return 0;
+}
+
+const struct sw_ggml_type *sw_gguf_type(const struct sw_gguf *g, uint32_t id)
+{
+    const struct sw_ggml_type *t = sw_ggml_type(id);
+    for (size_t i = 0; !t && g && g->priv && i < g->priv->n_extra; i++)
+        if (g->priv->extra[i].id == id)
+            t = &g->priv->extra[i];
+    return t;
+}
+
 int sw_gguf_parse_mem(const void *buf, size_t size, const char *where, struct sw_gguf **out,
                       struct sw_err *e)
+{
+    return sw_gguf_parse_mem_types(buf, size, where, NULL, out, e);
+}
+
+int sw_gguf_parse_mem_types(const void *buf, size_t size, const char *where,
+                            const struct sw_gguf_types *x, struct sw_gguf **out, struct sw_err *e)
 {
     struct rd r;
     int rc;
     *out = NULL;
     sw_err_clear(e);
+    rc = sw_gguf_types_check(x, e);
+    if (rc)
+        return rc;
     rd_init(&r, where ? where : "<memory>", e);
+    r.types = x;
     r.mem = buf ? buf : (const void *)"";
     r.size = buf ? size : 0;
     r.limit = SW_MIN(r.size, (uint64_t)SW_GGUF_MAX_HEADER);
@@ -968,7 +1055,7 @@ int sw_gguf_parse_mem(const void *buf, size_t size, const char *where, struct sw
     if (rc)
         return rc;
     (*out)->path = sw_strdup(r.where);
-    if (!(*out)->path) {
+    if (!(*out)->path || keep_types(*out, x, e)) {
         sw_gguf_free(*out);
         *out = NULL;
         return sw_err_set(e, SW_ENOMEM, "out of memory");
@@ -978,12 +1065,22 @@ int sw_gguf_parse_mem(const void *buf, size_t size, const char *where, struct sw
 
 int sw_gguf_open_single(const char *path, struct sw_gguf **out, struct sw_err *e)
 {
+    return sw_gguf_open_single_types(path, NULL, out, e);
+}
+
+int sw_gguf_open_single_types(const char *path, const struct sw_gguf_types *x, struct sw_gguf **out,
+                              struct sw_err *e)
+{
     struct rd r;
     struct stat st;
     int rc = 0;
     *out = NULL;
     sw_err_clear(e);
+    rc = sw_gguf_types_check(x, e);
+    if (rc)
+        return rc;
     rd_init(&r, path, e);
+    r.types = x;
     r.fd = open(path, O_RDONLY | O_CLOEXEC);
     if (r.fd < 0)
         return sw_err_at(e, errno == ENOENT ? SW_ENOENT : SW_EIO, path, 0, 0, "cannot open: %s",
@@ -1013,7 +1110,7 @@ int sw_gguf_open_single(const char *path, struct sw_gguf **out, struct sw_err *e
     if (rc)
         goto out;
     (*out)->path = sw_strdup(path);
-    if (!(*out)->path) {
+    if (!(*out)->path || keep_types(*out, x, e)) {
         sw_gguf_free(*out);
         *out = NULL;
         rc = sw_err_set(e, SW_ENOMEM, "out of memory");

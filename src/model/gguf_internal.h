@@ -32,6 +32,9 @@ struct sw_gguf_priv {
     struct sw__arena arena;
     struct sw__index kv_index;
     struct sw__index t_index;
+    /* fork types the file was read with (in the arena); NULL when none were declared */
+    struct sw_ggml_type *extra;
+    size_t n_extra;
 };
 
 /* (Re)build both indexes over g->kv / g->tensors in g's arena. *dup is set to the position of the

@@ -267,9 +267,9 @@ int sw_gguf_role_totals(const struct sw_gguf *g, uint64_t count[SW_GGUF__NROLES]
     return 0;
 }
 
-static json_t *tensor_json(const struct sw_gguf_tensor *t)
+static json_t *tensor_json(const struct sw_gguf *g, const struct sw_gguf_tensor *t)
 {
-    const struct sw_ggml_type *ty = sw_ggml_type(t->type);
+    const struct sw_ggml_type *ty = sw_gguf_type(g, t->type);
     json_t *shape = json_array();
     json_t *o = json_object();
     int rc = !shape || !o;
@@ -382,7 +382,7 @@ json_t *sw_gguf_to_json(const struct sw_gguf *g, bool all_tensors)
     }
     json_decref(types);
     for (uint64_t i = 0; !rc && all_tensors && i < g->n_tensors; i++)
-        rc = json_array_append_new(tl, tensor_json(&g->tensors[i]));
+        rc = json_array_append_new(tl, tensor_json(g, &g->tensors[i]));
     if (!rc && all_tensors) {
         rc = sw_json_set_new(o, "tensors", tl);
         tl = NULL;

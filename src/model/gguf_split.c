@@ -52,10 +52,16 @@ static int part_path(const char *path, uint64_t no, uint64_t count, uint64_t i, 
 
 int sw_gguf_open(const char *path, struct sw_gguf **out, struct sw_err *e)
 {
+    return sw_gguf_open_types(path, NULL, out, e);
+}
+
+int sw_gguf_open_types(const char *path, const struct sw_gguf_types *x, struct sw_gguf **out,
+                       struct sw_err *e)
+{
     struct sw_gguf *first = NULL, **parts = NULL;
     char *ppath = NULL;
     uint64_t count = 0, no = 0, want_tensors = 0;
-    int rc = sw_gguf_open_single(path, &first, e);
+    int rc = sw_gguf_open_single_types(path, x, &first, e);
     *out = NULL;
     if (rc)
         return rc;
@@ -90,7 +96,7 @@ int sw_gguf_open(const char *path, struct sw_gguf **out, struct sw_err *e)
         rc = part_path(path, no, count, i, &ppath, e);
         if (rc)
             goto out;
-        rc = sw_gguf_open_single(ppath, &parts[i], e);
+        rc = sw_gguf_open_single_types(ppath, x, &parts[i], e);
         if (rc == SW_ENOENT) {
             rc = sw_err_at(e, SW_ENOENT, ppath, 0, 0,
                            "split set incomplete: part %" PRIu64 " of %" PRIu64

@@ -10,6 +10,8 @@
  * vLLM: memory/vllm with the endpoint's shape, devices and fork profile as the options and its
  * config.json (or inline `arch`) as the model; a pool the engine sizes at boot without the weights
  * here is said, and only the per-request price is planned (against a stand-in pool).
+ * SGLang: memory/sglang over the argv the adapter renders, read back by its argv reader; the
+ * endpoint's config.json (or inline `arch`) as the model, its first device as the card.
  *
  * What it deliberately does not do: judge the plan (gate), start anything (deploy), print (cli).
  */
@@ -21,6 +23,7 @@
 #include <slipway/profile.h>
 #include <slipway/engine_sglang.h>
 #include <slipway/engine_vllm.h>
+#include <slipway/sglang.h>
 #include <slipway/vllm.h>
 
 #include <math.h>
@@ -109,7 +112,22 @@ static int plan_llamacpp(const struct sw_fleet_endpoint *ep, const struct sw_pla
     if (rc)
         goto out;
     if (payload_here(p->args->model, regular_only)) {
-        rc = sw_gguf_open(p->args->model, &g, e);
+        /* a fork profile's extra tensor types (gguf_types) are read as the fork reads them */
+        struct sw_ggml_type fork[SW_GGUF_MAX_EXTRA_TYPES];
+        struct sw_gguf_types x = {fork, 0, NULL};
+        char by[128] = "";
+        const struct sw_fleet_profile *fp = ep ? ep->profile : NULL;
+        for (size_t i = 0; fp && i < fp->n_gguf_types && i < SW_ARRAY_LEN(fork); i++) {
+            fork[i] =
+                (struct sw_ggml_type){fp->gguf_types[i].id, fp->gguf_types[i].name,
+                                      fp->gguf_types[i].block_size, fp->gguf_types[i].type_size};
+            x.n = i + 1;
+        }
+        if (fp) {
+            snprintf(by, sizeof(by), "profile %s", fp->name);
+            x.declared_by = by;
+        }
+        rc = sw_gguf_open_types(p->args->model, &x, &g, e);
         if (!rc)
             rc = sw_arch_from_gguf(g, &p->arch, e);
     } else if (ep && ep->arch && json_object_get(ep->arch, "arch")) {
@@ -267,6 +285,164 @@ done:
     return rc;
 }
 
+/* A measured `autofit_tokens` fact (the pool the engine sized itself for this shape without the
+ * pin) calibrates SGLang's rest, which the fleet does not hold: the plan then says what the
+ * autofit is, what the pin leaves unallocated, and what the autofill of the same rest would give
+ * the mamba pool. Nothing is said without the fact; a fact the law cannot invert is a warning. */
+static int sglang_autofit(const struct sw_fleet_endpoint *ep, const struct sw_hf_config *c,
+                          const struct sw_sglang_opts *o, const struct sw_sglang_report *pinned,
+                          json_t *plan, struct sw_err *e)
+{
+    const struct sw_fleet_fact *f = sw_fleet_endpoint_fact(ep, "autofit_tokens");
+    struct sw_sglang_opts q = *o;
+    struct sw_sglang_report fit, fill;
+    struct sw_err le;
+    uint64_t lo = 0, hi = 0;
+    if (!f || f->q.value < 1 || f->q.value > 9e15)
+        return 0;
+    sw_err_clear(&le);
+    q.max_total_tokens = 0;
+    if (sw_sglang_rest_from_tokens(c, &q, (int64_t)f->q.value, &lo, &hi, &le) == 0) {
+        q.rest_bytes = lo;
+        if (sw_sglang_plan(c, &q, &fit, &le) == 0) {
+            struct sw_sglang_opts a = q;
+            a.max_mamba_cache_size = 0;
+            bool have_fill = sw_sglang_plan(c, &a, &fill, NULL) == 0;
+            json_t *j = json_object();
+            if (!j)
+                return sw_err_set(e, SW_ENOMEM, "out of memory");
+            sw_json_set_str(j, "from", "measured autofit_tokens");
+            sw_json_set_int(j, "rest_bytes_lo", (json_int_t)lo);
+            sw_json_set_int(j, "rest_bytes_hi", (json_int_t)hi);
+            sw_json_set_int(j, "autofit_tokens", fit.max_total_num_tokens);
+            if (o->max_total_tokens > 0) {
+                int64_t slack = fit.max_total_num_tokens - pinned->max_total_num_tokens;
+                sw_json_set_int(j, "pin_unallocated_tokens", slack);
+                sw_json_set_int(j, "pin_unallocated_bytes", slack * pinned->cell_bytes);
+            }
+            if (have_fill && fill.mamba_cache_per_req) {
+                sw_json_set_int(j, "autofill_mamba_slots", fill.max_mamba_cache_size);
+                sw_json_set_real(j, "autofill_ssm_gb", round(fill.mamba_ssm_gb * 100) / 100);
+                sw_json_set_real(j, "autofill_conv_gb", round(fill.mamba_conv_gb * 100) / 100);
+                sw_json_set_int(j, "autofill_kv_tokens", fill.max_total_num_tokens);
+            }
+            sw_json_set_new(plan, "calibrated", j);
+            char b[320];
+            snprintf(b, sizeof(b),
+                     "calibrated from the measured autofit: rest %.2f GiB; autofit %lld tokens",
+                     (double)lo / (double)SW_GIB, (long long)fit.max_total_num_tokens);
+            if (have_fill && fill.mamba_cache_per_req)
+                snprintf(b + strlen(b), sizeof(b) - strlen(b),
+                         "; the autofill would give the mamba pool %lld slots, ssm_state %.2f GB",
+                         (long long)fill.max_mamba_cache_size, fill.mamba_ssm_gb);
+            json_array_append_new(json_object_get(plan, "lines"), json_string(b));
+            return 0;
+        }
+    }
+    char b[700], w[900];
+    const char *w0 = json_string_value(json_object_get(plan, "warnings"));
+    snprintf(w, sizeof(w), "%s%sautofit_tokens not used: %s", w0 ? w0 : "", w0 ? "; " : "",
+             sw_err_format(&le, b, sizeof(b)));
+    sw_json_set_str(plan, "warnings", w);
+    return 0;
+}
+
+/* SGLang: the argv the adapter renders, read back by the adapter's argv reader into the law's
+ * options (one reading of the command line, as `plan --engine sglang -- ...` does), with the
+ * fleet's device as the card and its config.json (or inline `arch`) as the model. The pool is
+ * sized from free memory the fleet does not hold: a pinned pool (max_total_tokens) is planned
+ * exactly; an unpinned one needs the facts, else the plan says so. */
+static int plan_sglang(const struct sw_fleet_endpoint *ep, struct sw_plan *p, struct sw_err *e)
+{
+    const struct sw_engine *eng = sw_engine_find("sglang");
+    struct sw_engine_cmd law;
+    struct sw_hf_config *c = NULL;
+    struct sw_err re;
+    const char *dir = NULL;
+    char src[700], ign[512] = "";
+    int rc;
+
+    memset(&law, 0, sizeof(law));
+    if (!eng)
+        return sw_err_set(e, SW_EUNSUPPORTED, "no sglang engine adapter");
+    sw_err_clear(&re);
+    if (eng->render(ep, &p->cmd, &re)) {
+        char buf[600];
+        sw_engine_cmd_free(&p->cmd);
+        memset(&p->cmd, 0, sizeof(p->cmd));
+        snprintf(p->cmd_why, sizeof(p->cmd_why), "%s", sw_err_format(&re, buf, sizeof(buf)));
+        if (re.code == SW_ENOMEM)
+            return sw_err_set(e, SW_ENOMEM, "out of memory");
+    }
+    /* the law reads the argv without its secret (SGLang's key is argv-only, refused above for
+     * the real command; the pools do not depend on it) */
+    struct sw_fleet_endpoint nokey = *ep;
+    nokey.api_key.kind = SW_FLEET_SECRET_NONE;
+    rc = eng->render(&nokey, &law, e);
+    if (rc)
+        goto out;
+    p->sglang_opts = sw_malloc(sizeof(*p->sglang_opts));
+    p->sglang = sw_calloc(1, sizeof(*p->sglang));
+    c = sw_calloc(1, sizeof(*c));
+    if (!p->sglang_opts || !p->sglang || !c) {
+        rc = sw_err_set(e, SW_ENOMEM, "out of memory");
+        goto out;
+    }
+    struct sw_sglang_opts *o = p->sglang_opts;
+    sw_sglang_opts_init(o);
+    if (ep->n_devices > 0)
+        o->gpu_mem_bytes = sw_fleet_device_capacity(ep->devices[0]);
+    /* the rendered argv starts with python3 -m sglang.launch_server, or the endpoint's binary */
+    size_t skip = 0;
+    if (law.argc > 0 && strcmp(law.argv[0], "python3") && strcmp(law.argv[0], "python") &&
+        strcmp(law.argv[0], "sglang"))
+        skip = 1;
+    rc =
+        sw_sglang_parse_argv((int)(law.argc - skip), law.argv + skip, o, &dir, ign, sizeof(ign), e);
+    if (rc) {
+        sw_err_prefix(e, "%s: the rendered command line", ep->name);
+        goto out;
+    }
+    rc = sw_endpoint_hf_config(ep, c, src, sizeof(src), e);
+    if (rc)
+        goto out;
+    p->pool_pinned = o->max_total_tokens > 0;
+    p->pool_sized = true;
+    rc = sw_sglang_plan(c, o, p->sglang, e);
+    if (rc) {
+        sw_err_prefix(e, "%s", ep->name);
+        if (!p->pool_pinned && e)
+            snprintf(e->msg + strlen(e->msg), sizeof(e->msg) - strlen(e->msg),
+                     " (pin the pool with shape.max_total_tokens)");
+        goto out;
+    }
+    if (ign[0]) {
+        size_t l = strlen(p->sglang->warnings);
+        snprintf(p->sglang->warnings + l, sizeof(p->sglang->warnings) - l,
+                 "%sflags not modelled: %.300s", l ? "; " : "", ign);
+    }
+    p->engine_plan = sw_sglang_report_json(p->sglang);
+    if (!p->engine_plan) {
+        rc = sw_err_set(e, SW_ENOMEM, "out of memory");
+        goto out;
+    }
+    json_t *rep = json_object_get(p->engine_plan, "report");
+    sw_json_set_str(p->engine_plan, "endpoint", ep->name);
+    sw_json_set_str(p->engine_plan, "config", src);
+    sw_json_set_bool(rep, "pool_pinned", p->pool_pinned);
+    sw_json_set_int(rep, "context_length", o->context_length);
+    sw_json_set_str(rep, "mamba_ssm_dtype", o->mamba_ssm_dtype);
+    sw_json_set_str(rep, "kv_cache_dtype", o->kv_cache_dtype);
+    rc = sglang_autofit(ep, c, o, p->sglang, p->engine_plan, e);
+    if (rc)
+        goto out;
+    p->predicted = json_incref(rep);
+out:
+    sw_engine_cmd_free(&law);
+    sw_free(c);
+    return rc;
+}
+
 int sw_plan_endpoint(const struct sw_fleet *f, const struct sw_fleet_endpoint *ep,
                      const struct sw_plan_overrides *ov, struct sw_plan *out, struct sw_err *e)
 {
@@ -286,23 +462,8 @@ int sw_plan_endpoint(const struct sw_fleet *f, const struct sw_fleet_endpoint *e
         return plan_llamacpp(ep, ov, out, e);
     case SW_FLEET_VLLM:
         return plan_vllm(ep, out, e);
-    case SW_FLEET_SGLANG: {
-        /* no fleet law yet, but the argv is the adapter's: callers that need only the command
-         * line (a unit, unit/) have it in cmd, or why not in cmd_why */
-        const struct sw_engine *eng = sw_engine_find("sglang");
-        struct sw_err re;
-        sw_err_clear(&re);
-        if (!eng || eng->render(ep, &out->cmd, &re)) {
-            char buf[600];
-            sw_engine_cmd_free(&out->cmd);
-            memset(&out->cmd, 0, sizeof(out->cmd));
-            snprintf(out->cmd_why, sizeof(out->cmd_why), "%s",
-                     eng ? sw_err_format(&re, buf, sizeof(buf)) : "no sglang engine adapter");
-            if (re.code == SW_ENOMEM)
-                return sw_err_set(e, SW_ENOMEM, "out of memory");
-        }
-    }
-        /* fall through */
+    case SW_FLEET_SGLANG:
+        return plan_sglang(ep, out, e);
     default:
         return sw_err_set(e, SW_EINVAL,
                           "%s: planning a %s endpoint from a fleet is not wired; give its "
@@ -320,6 +481,8 @@ void sw_plan_free(struct sw_plan *p)
     sw_arch_free(p->arch);
     sw_free(p->vllm);
     sw_free(p->vllm_opts);
+    sw_free(p->sglang);
+    sw_free(p->sglang_opts);
     json_decref(p->engine_plan);
     json_decref(p->predicted);
     json_decref(p->shape);
