@@ -24,6 +24,7 @@ LAYERS=(
   "unit"                       # systemd units: the render (from the plan) and the lint
   "gate deploy"                # checks before a boot; the local supervisor and sw_deploy_endpoint
   "probe bench sim"            # the live battery; the benchmark client; the engine stand-in
+  "rollout"                    # deploy on a host: gates, stage, swap, watch, prove, roll back
   "cli"                        # slipway <verb>
 )
 

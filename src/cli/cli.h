@@ -33,6 +33,7 @@ struct sw_cmd {
     X(bootlog, "read an engine's boot log: its report and failure; diff predicted vs printed")     \
     X(calibrate, "fit an endpoint's law terms from its recorded boots; predict with intervals")    \
     X(check, "run the gates on a fleet's endpoints before a boot: band, pool, window, known-bad")  \
+    X(deploy, "roll an endpoint's shape out on its host, proven, or roll back to the old one")     \
     X(down, "stop an endpoint `up` started (checks the pid still names that process)")             \
     X(fetch, "download a payload from the Hub, verified and resumable; or --verify-only one")      \
     X(fleet, "show or check a fleet file (hosts, devices, endpoints, shapes)")                     \
@@ -44,6 +45,7 @@ struct sw_cmd {
     X(probe, "run the live battery against an endpoint: readiness to worst case, with evidence")   \
     X(render, "render an endpoint as a systemd service: the unit, its env file, the container")    \
     X(readings, "device memory used/total from nvidia-smi, rocm-smi, amd-smi output; --record it") \
+    X(rollback, "put an endpoint's last-good files back on its host and prove it serves")          \
     X(sim, "an engine stand-in driven by the plan's law: boots, serves and fails like it")         \
     X(up, "boot a local endpoint supervised, prove it serves, diff predicted vs printed")          \
     X(version, "print the version")
@@ -60,6 +62,7 @@ SW_VERBS(SW_DECL)
     X(bootlog)                                                                                     \
     X(calibrate)                                                                                   \
     X(check)                                                                                       \
+    X(deploy)                                                                                      \
     X(down)                                                                                        \
     X(fetch)                                                                                       \
     X(fleet)                                                                                       \
@@ -71,6 +74,7 @@ SW_VERBS(SW_DECL)
     X(probe)                                                                                       \
     X(readings)                                                                                    \
     X(render)                                                                                      \
+    X(rollback)                                                                                    \
     X(sim)                                                                                         \
     X(up)                                                                                          \
     X(version)

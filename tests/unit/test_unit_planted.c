@@ -71,8 +71,8 @@ static void lint(const char *text, const char *env, struct sw_unit_report *rep)
     struct sw_err e;
     struct sw_unit_lint_opts o = {0};
     memset(rep, 0, sizeof(*rep));
-    assert_int_equal(sw_unit_parse(text, strlen(text), "slipway-frank-primary.service", env, &u, &e),
-                     0);
+    assert_int_equal(
+        sw_unit_parse(text, strlen(text), "slipway-frank-primary.service", env, &u, &e), 0);
     assert_int_equal(sw_unit_lint(u, &o, rep, &e), 0);
     sw_unit_free(u);
 }
@@ -173,7 +173,8 @@ static void test_planted_mistakes(void **state)
     free(a);
 
     /* 6. a key on the command line (the finding names the flag, never the value) */
-    a = plant(svc, "--tool-call-parser qwen3_xml", "--tool-call-parser qwen3_xml --api-key sk-live-7f3a9c");
+    a = plant(svc, "--tool-call-parser qwen3_xml",
+              "--tool-call-parser qwen3_xml --api-key sk-live-7f3a9c");
     expect_only(a, env, SW_UNIT_LAW_SECRET, "--api-key", NULL);
     struct sw_unit_report rep;
     lint(a, env, &rep);
