@@ -48,11 +48,11 @@ struct sw_ledger;
 
 enum sw_rollout_outcome {
     SW_ROLLOUT_NONE = 0,
-    SW_ROLLOUT_COMMITTED,       /* the new shape serves and is the last-good */
-    SW_ROLLOUT_DRY_RUN,         /* nothing touched; steps say what would happen */
-    SW_ROLLOUT_GATE_FAILED,     /* a gate refused it: nothing on the host touched */
-    SW_ROLLOUT_REFUSED,         /* failed before the stop (lock, stage, verify): old unit as it was */
-    SW_ROLLOUT_ROLLED_BACK,     /* failed after the stop; the rollback set serves again */
+    SW_ROLLOUT_COMMITTED,   /* the new shape serves and is the last-good */
+    SW_ROLLOUT_DRY_RUN,     /* nothing touched; steps say what would happen */
+    SW_ROLLOUT_GATE_FAILED, /* a gate refused it: nothing on the host touched */
+    SW_ROLLOUT_REFUSED,     /* failed before the stop (lock, stage, verify): old unit as it was */
+    SW_ROLLOUT_ROLLED_BACK, /* failed after the stop; the rollback set serves again */
     SW_ROLLOUT_ROLLBACK_FAILED, /* failed, and the rollback set did not serve either: stopped */
     SW_ROLLOUT_RESTORED,        /* `rollback` by hand: the saved set serves */
 };
@@ -63,13 +63,13 @@ const char *sw_rollout_outcome_name(enum sw_rollout_outcome o);
 struct sw_rollout_opts {
     struct sw_ledger *ledger; /* for the gates' evidence; NULL: ledger-backed gates skip */
     bool dry_run;
-    bool worst_case;          /* run the probe's worst_case check */
-    const char *probe_only;   /* comma-separated probe checks; NULL: the default battery */
-    int64_t deadline_ms;      /* the boot's own bound (readiness); 0: 10 min */
-    int64_t stall_ms;         /* no journal line and no readiness this long: a stall; 0: 120 s */
-    int64_t probe_ms;         /* the battery's deadline; 0: the probe's default */
-    const char *to_tag;       /* rollback: restore this tag's set instead of the last-good */
-    FILE *progress;           /* a line per step as it runs, or NULL */
+    bool worst_case;        /* run the probe's worst_case check */
+    const char *probe_only; /* comma-separated probe checks; NULL: the default battery */
+    int64_t deadline_ms;    /* the boot's own bound (readiness); 0: 10 min */
+    int64_t stall_ms;       /* no journal line and no readiness this long: a stall; 0: 120 s */
+    int64_t probe_ms;       /* the battery's deadline; 0: the probe's default */
+    const char *to_tag;     /* rollback: restore this tag's set instead of the last-good */
+    FILE *progress;         /* a line per step as it runs, or NULL */
 };
 
 /* What a deploy (or a rollback) did. Strings are "" when not applicable. */
@@ -83,18 +83,18 @@ struct sw_rollout_result {
                                "oom", "dead_generation", "probe:worst_case" ... */
     char fail_msg[1024];    /* one line: the evidence in words */
     char rollback_msg[512]; /* what the rollback did, "" when none ran */
-    char tag[160];          /* committed: the host's tag of the new last-good (ENDPOINT-YYYYMMDD-N) */
-    bool had_rollback_set;  /* the host had live files to go back to */
-    bool stopped;           /* the old unit was stopped (the live shape changed) */
-    int64_t downtime_ms;    /* -1: the endpoint never stopped serving (or was not serving) */
-    bool serving;           /* something serves at the end (new or restored) */
-    json_t *steps;          /* [{step, ok, ms, detail}] (owned) */
-    json_t *gates;          /* sw_gate_endpoint's object (owned), NULL when not run */
-    json_t *probe;          /* the battery's report (owned), NULL when not run */
-    json_t *boot;           /* {class, phase, message, line, n_restarts, active_state,
+    char tag[160]; /* committed: the host's tag of the new last-good (ENDPOINT-YYYYMMDD-N) */
+    bool had_rollback_set; /* the host had live files to go back to */
+    bool stopped;          /* the old unit was stopped (the live shape changed) */
+    int64_t downtime_ms;   /* -1: the endpoint never stopped serving (or was not serving) */
+    bool serving;          /* something serves at the end (new or restored) */
+    json_t *steps;         /* [{step, ok, ms, detail}] (owned) */
+    json_t *gates;         /* sw_gate_endpoint's object (owned), NULL when not run */
+    json_t *probe;         /* the battery's report (owned), NULL when not run */
+    json_t *boot;          /* {class, phase, message, line, n_restarts, active_state,
                                sub_state, exec_main_status} or NULL */
-    char *journal;          /* the unit's journal since the start, last lines (sw_free) */
-    json_t *diff;           /* dry run: [{file, path, live_exists, diff}] (owned) */
+    char *journal;         /* the unit's journal since the start, last lines (sw_free) */
+    json_t *diff;          /* dry run: [{file, path, live_exists, diff}] (owned) */
 };
 void sw_rollout_result_free(struct sw_rollout_result *r);
 /* {"endpoint","unit","outcome","failed_step","fail_class","fail_msg","rollback","downtime_ms",

@@ -16,8 +16,7 @@
 #include <string.h>
 
 static const struct sw_opt opts[] = {
-    {"to", 0, "TAG", 0, "the tag's saved set (ENDPOINT-YYYYMMDD-N) instead of the last-good",
-     NULL},
+    {"to", 0, "TAG", 0, "the tag's saved set (ENDPOINT-YYYYMMDD-N) instead of the last-good", NULL},
     {"deadline", 0, "DUR", 0, "the boot's bound to readiness (default 10m)", NULL},
     {0},
 };

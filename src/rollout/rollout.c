@@ -18,8 +18,8 @@
 #define STOP_MS (5 * 60 * 1000)
 
 static const char *const outcome_names[] = {
-    "none",     "committed",   "dry_run",         "gate_failed",
-    "refused",  "rolled_back", "rollback_failed", "restored",
+    "none",    "committed",   "dry_run",         "gate_failed",
+    "refused", "rolled_back", "rollback_failed", "restored",
 };
 
 const char *sw_rollout_outcome_name(enum sw_rollout_outcome o)
@@ -112,9 +112,8 @@ static int ro_init(struct sw__ro *c, const struct sw_fleet *f, const struct sw_f
                           ep->name, sw_fleet_engine_name(ep->engine));
     const char *addr = ep->listen_address.v ? ep->listen_address.v : "127.0.0.1";
     if (!strcmp(addr, "0.0.0.0") || !strcmp(addr, "::"))
-        addr = ep->host->transport == SW_FLEET_SSH && ep->host->address.v
-                   ? ep->host->address.v
-                   : "127.0.0.1";
+        addr = ep->host->transport == SW_FLEET_SSH && ep->host->address.v ? ep->host->address.v
+                                                                          : "127.0.0.1";
     unsigned port = ep->listen_port.set ? (unsigned)ep->listen_port.v : 8080;
     snprintf(c->url, sizeof(c->url), "http://%s:%u", addr, port);
     return 0;
@@ -140,8 +139,8 @@ static void ro_close(struct sw__ro *c)
     sw__ro_unlock(c);
 }
 
-static int systemctl(struct sw__ro *c, const char *verb, const char *unit, int64_t dl,
-                     char *why, size_t n)
+static int systemctl(struct sw__ro *c, const char *verb, const char *unit, int64_t dl, char *why,
+                     size_t n)
 {
     struct sw_host_result hr;
     struct sw_err e;
@@ -232,8 +231,8 @@ static int roll_back(struct sw__ro *c, struct sw_err *e)
     if (!rc)
         rc = systemctl(c, "daemon-reload", NULL, 60000, why, sizeof(why));
     if (rc) {
-        snprintf(r->rollback_msg, sizeof(r->rollback_msg), "restoring %.200s failed: %.150s%.100s", set,
-                 re.msg, why);
+        snprintf(r->rollback_msg, sizeof(r->rollback_msg), "restoring %.200s failed: %.150s%.100s",
+                 set, re.msg, why);
         rollout_record(c, "rollback", false, t, "%s", r->rollback_msg);
         systemctl(c, "stop", c->unit, STOP_MS, NULL, 0);
         r->outcome = SW_ROLLOUT_ROLLBACK_FAILED;
@@ -303,21 +302,21 @@ static int dry_run(struct sw__ro *c, const struct sw_unit_render *rd, struct sw_
     const char *argv[] = {"diff", "-u", "--label", la, "--label", lb, a, b, NULL};
     struct sw_host_result hr;
     sw_host_run(&lh, argv, NULL, &hr, NULL);
-    json_t *d = json_pack("{s:s,s:s,s:b,s:s,s:b}", "file", rd->service.name, "path",
-                          c->live_unit, "live_exists", exists, "diff", hr.out ? hr.out : "",
-                          "identical", hr.exit_code == 0);
+    json_t *d = json_pack("{s:s,s:s,s:b,s:s,s:b}", "file", rd->service.name, "path", c->live_unit,
+                          "live_exists", exists, "diff", hr.out ? hr.out : "", "identical",
+                          hr.exit_code == 0);
     json_array_append_new(r->diff, d);
     rollout_record(c, "diff", true, 0, "%s: %s", c->live_unit,
-                   !exists              ? "no live unit: the whole file is new"
+                   !exists             ? "no live unit: the whole file is new"
                    : hr.exit_code == 0 ? "identical to the live unit"
-                                        : "differs from the live unit (diff below)");
+                                       : "differs from the live unit (diff below)");
     if (c->o->progress && hr.exit_code != 0 && hr.out)
         fputs(hr.out, c->o->progress);
     sw_host_result_free(&hr);
     bool env_same = env_exists && strlen(live_env) == rd->env.len &&
                     !memcmp(live_env, rd->env.text, rd->env.len);
-    d = json_pack("{s:s,s:s,s:b,s:s,s:b}", "file", rd->env.name, "path", c->live_env,
-                  "live_exists", env_exists, "diff",
+    d = json_pack("{s:s,s:s,s:b,s:s,s:b}", "file", rd->env.name, "path", c->live_env, "live_exists",
+                  env_exists, "diff",
                   env_same ? "" : "(not shown: the env file holds secret values)", "identical",
                   env_same);
     json_array_append_new(r->diff, d);
@@ -325,13 +324,14 @@ static int dry_run(struct sw__ro *c, const struct sw_unit_render *rd, struct sw_
                    !env_exists ? "no live env file: new"
                    : env_same  ? "identical"
                                : "differs (not shown: it holds secret values)");
-    rollout_record(c, "stage", true, 0, "would write %s.new (0644) and %s.new (0600)",
-                   c->live_unit, c->live_env);
+    rollout_record(c, "stage", true, 0, "would write %s.new (0644) and %s.new (0600)", c->live_unit,
+                   c->live_env);
     rollout_record(c, "verify", true, 0, "would run systemd-analyze verify on the staged unit");
     rollout_record(c, "save", true, 0, "would save %s into %s/rollback/",
                    exists ? "the live files" : "nothing (no live unit)", c->state);
-    rollout_record(c, "swap", true, 0, "would rename the staged files over the live ones and "
-                                       "daemon-reload");
+    rollout_record(c, "swap", true, 0,
+                   "would rename the staged files over the live ones and "
+                   "daemon-reload");
     rollout_record(c, "start", true, 0, "would stop %s and start it with the new files", c->unit);
     rollout_record(c, "watch", true, 0,
                    "would follow the journal, classify the boot, watch NRestarts, wait for "
@@ -417,8 +417,8 @@ static void probe(struct sw__ro *c)
             continue;
         char cls[64];
         snprintf(cls, sizeof(cls), "probe:%s", rep.v[i].name);
-        fail_as(c, "probe", cls, "probe check %s failed: %s (%s)", rep.v[i].name,
-                rep.v[i].reason, rep.v[i].evidence);
+        fail_as(c, "probe", cls, "probe check %s failed: %s (%s)", rep.v[i].name, rep.v[i].reason,
+                rep.v[i].evidence);
         break;
     }
     rollout_record(c, "probe", rep.failed == 0, t, "%d passed, %d failed, %d skipped%s%s",
@@ -529,9 +529,9 @@ int sw_rollout_deploy(const struct sw_fleet *f, const struct sw_fleet_endpoint *
         rc = 0;
         goto out;
     }
-    rollout_record(&c, "save", true, t, "%s", r->had_rollback_set
-                                                  ? "live files saved as the rollback set"
-                                                  : "no live unit: nothing to roll back to");
+    rollout_record(&c, "save", true, t, "%s",
+                   r->had_rollback_set ? "live files saved as the rollback set"
+                                       : "no live unit: nothing to roll back to");
 
     t = sw_now_ns();
     rc = sw__ro_swap(&c, e);
@@ -553,8 +553,7 @@ int sw_rollout_deploy(const struct sw_fleet *f, const struct sw_fleet_endpoint *
         if (systemctl(&c, "stop", c.unit, STOP_MS, why, sizeof(why)))
             rollout_record(&c, "stop", false, t, "%s", why);
         else
-            rollout_record(&c, "stop", true, t, "%s stopped (was %s)", c.unit,
-                           before.active_state);
+            rollout_record(&c, "stop", true, t, "%s stopped (was %s)", c.unit, before.active_state);
     }
 
     struct sw__ro_boot b;
@@ -687,8 +686,8 @@ int sw_rollout_rollback(const struct sw_fleet *f, const struct sw_fleet_endpoint
         systemctl(&c, "stop", c.unit, STOP_MS, NULL, 0);
         systemctl(&c, "reset-failed", c.unit, 30000, NULL, 0);
         r->outcome = SW_ROLLOUT_ROLLBACK_FAILED;
-        snprintf(r->rollback_msg, sizeof(r->rollback_msg), "%.400s did not serve: the unit is stopped",
-                 set);
+        snprintf(r->rollback_msg, sizeof(r->rollback_msg),
+                 "%.400s did not serve: the unit is stopped", set);
     }
     sw__ro_boot_free(&b);
 out:

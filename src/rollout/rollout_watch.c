@@ -72,10 +72,10 @@ int sw__ro_generate(struct sw__ro *c, char *why, size_t n)
 
 static json_t *unit_json(const struct sw_host_unit *u)
 {
-    return json_pack("{s:s,s:s,s:s,s:I,s:I,s:I,s:I}", "active_state", u->active_state,
-                     "sub_state", u->sub_state, "result", u->result, "n_restarts",
-                     (json_int_t)u->n_restarts, "main_pid", (json_int_t)u->main_pid,
-                     "exec_main_status", (json_int_t)u->exec_main_status, "exec_main_code",
+    return json_pack("{s:s,s:s,s:s,s:I,s:I,s:I,s:I}", "active_state", u->active_state, "sub_state",
+                     u->sub_state, "result", u->result, "n_restarts", (json_int_t)u->n_restarts,
+                     "main_pid", (json_int_t)u->main_pid, "exec_main_status",
+                     (json_int_t)u->exec_main_status, "exec_main_code",
                      (json_int_t)u->exec_main_code);
 }
 
@@ -166,9 +166,8 @@ int sw__ro_watch(struct sw__ro *c, const char *cursor0, struct sw__ro_boot *b, s
             snprintf(msg, sizeof(msg),
                      "the engine %s (ExecMainCode=%lld ExecMainStatus=%lld); systemd will "
                      "restart it (NRestarts=%llu)",
-                     exit0 ? "exited 0 while it should serve" : "died",
-                     (long long)u.exec_main_code, (long long)u.exec_main_status,
-                     (unsigned long long)u.n_restarts);
+                     exit0 ? "exited 0 while it should serve" : "died", (long long)u.exec_main_code,
+                     (long long)u.exec_main_status, (unsigned long long)u.n_restarts);
         } else if (have_u && (!strcmp(u.active_state, "failed") ||
                               (!strcmp(u.active_state, "inactive") && now - t0 > 2000000000ull))) {
             bool exit0 = u.exec_main_code == 1 && u.exec_main_status == 0;
