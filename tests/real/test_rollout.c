@@ -1,0 +1,475 @@
+/*
+ * Real tier: `slipway deploy` and `slipway rollback` (include/slipway/rollout.h) against a real
+ * test host (scripts/testhost.sh: systemd, journald, sshd on 127.0.0.22) running the pinned
+ * llama-server natively as the endpoint's systemd service, one test per fault:
+ *   (a) a good deploy of a new shape commits (and a second tag is made);
+ *   (b) a gate failure (a fleet known_bad rule) touches nothing: the live files byte-identical,
+ *       the same main pid, NRestarts unchanged, nothing staged;
+ *   (c) crash loop: an engine binary whose libraries are not where it looks: exits at once,
+ *       systemd restarts it; detected from the unit state, rolled back, the old shape serves;
+ *   (d) the engine dies mid-boot (its model is not on the host): classified from the journal as
+ *       the engine printed it, rolled back;
+ *   (e) health 200 with a dead generation path (a default grammar llama-server cannot parse:
+ *       /health answers 200, every chat request fails): failed, rolled back;
+ *   (f) the rollback target itself broken (its payload removed from the host after it was
+ *       committed): reported, the unit left stopped, not crash-looping; then `slipway rollback`
+ *       by hand once the payload is back.
+ * Each test brings its own host up and takes it down (teardown, and swthost's exit and signal
+ * hooks); each prints its measured downtime ("DOWNTIME fault=... ms=...").
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "swllama.h"
+#include "swthost.h"
+#include "swtest.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define ADDR "127.0.0.22"
+#define HOST "sw-ro-a"
+#define UNIT "slipway-ro.service"
+
+static char g_model_dir[4096];
+static char g_model[4096];
+static char g_missing[8700];
+
+struct fx {
+    struct swth_host h;
+    char *dir;
+    char fleet[4200];
+    int port;
+};
+
+static int group_setup(void **state)
+{
+    (void)state;
+    char *dir = swt_tmpdir();
+    snprintf(g_model_dir, sizeof(g_model_dir), "%s", dir);
+    free(dir);
+    if (!swl_llama_dir()) {
+        snprintf(g_missing, sizeof(g_missing), "%s", swl_missing());
+        return 0;
+    }
+    if (swl_chat_model(g_model_dir, g_model, sizeof(g_model), g_missing, sizeof(g_missing)))
+        g_model[0] = '\0';
+    chmod(g_model_dir, 0755);
+    if (g_model[0])
+        chmod(g_model, 0644);
+    return 0;
+}
+
+static int group_teardown(void **state)
+{
+    (void)state;
+    if (g_model_dir[0])
+        swt_tmpdir_free(strdup(g_model_dir));
+    return 0;
+}
+
+static int setup(void **state)
+{
+    struct fx *f = calloc(1, sizeof(*f));
+    *state = f;
+    return f ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    struct fx *f = *state;
+    swth_down(&f->h);
+    if (f->dir)
+        swt_tmpdir_free(f->dir);
+    free(f);
+    return 0;
+}
+
+/* ssh CMD must exit 0; its stdout (free()). */
+static char *must(const struct swth_host *h, const char *cmd)
+{
+    struct swt_run r;
+    assert_int_equal(swth_ssh(h, cmd, NULL, 60, &r), 0);
+    if (r.status)
+        fail_msg("%s: `%s` exited %d: %s%s", h->name, cmd, r.status, r.out, r.err);
+    char *out = r.out;
+    r.out = NULL;
+    swt_run_free(&r);
+    return out;
+}
+
+static void show(const struct swth_host *h, const char *prop, char *buf, size_t n)
+{
+    char cmd[256];
+    snprintf(cmd, sizeof(cmd), "systemctl show -p %s --value " UNIT, prop);
+    char *out = must(h, cmd);
+    out[strcspn(out, "\n")] = '\0';
+    snprintf(buf, n, "%s", out);
+    free(out);
+}
+
+/* The host up, the model bound at /models, the fleet's paths ready. */
+static void up(struct fx *f)
+{
+    swt_need(swth_missing()[0] == '\0', "%s", swth_missing());
+    swt_need(g_model[0] != '\0', "no chat model: %s", g_missing);
+    char bind[4200];
+    snprintf(bind, sizeof(bind), "%s:/models", g_model_dir);
+    const char *binds[] = {bind, NULL};
+    assert_int_equal(swth_up(HOST, ADDR, binds, &f->h), 0);
+    print_message("host %s up at %s in %ld ms\n", HOST, ADDR, f->h.boot_ms);
+    f->dir = swt_tmpdir();
+    snprintf(f->fleet, sizeof(f->fleet), "%s", swt_join(f->dir, "fleet.yaml"));
+    f->port = swt_free_port();
+}
+
+/* The fleet: endpoint `ro` on the host, native llama-server, ctx and the rest given. extra:
+ * endpoint-level YAML lines (4-space indented) or "". */
+static void write_fleet(struct fx *f, int ctx, const char *binary, const char *payload,
+                        const char *extra)
+{
+    char text[8192];
+    snprintf(text, sizeof(text),
+             "version: 1\n"
+             "hosts:\n"
+             "  ro-a:\n"
+             "    transport: {kind: ssh, address: " ADDR ", user: root, identity_file: %s, "
+             "known_hosts: %s}\n"
+             "    devices:\n"
+             "      cpu: {kind: cpu, vendor: cpu}\n"
+             "endpoints:\n"
+             "  ro:\n"
+             "    host: ro-a\n"
+             "    engine: llama.cpp\n"
+             "    binary: %s\n"
+             "    runtime: native\n"
+             "    listen: " ADDR ":%d\n"
+             "    alias: ro-tiny\n"
+             "    payload:\n"
+             "      path: %s\n"
+             "      quantization: f32\n"
+             "    shape:\n"
+             "      ctx_size: %d\n"
+             "      seqs: 1\n"
+             "      n_gpu_layers: 0\n"
+             "    service:\n"
+             "      restart_sec: 1s\n"
+             "%s"
+             "%s",
+             f->h.key, f->h.known_hosts, binary, f->port, payload, ctx, extra,
+             strstr(extra, "args:") ? "" : "    args: [--metrics]\n");
+    swt_write_str(f->fleet, text);
+}
+
+/* slipway VERB ro FLEET ARGS... --json: the parsed result; *status its exit. */
+static json_t *run(struct fx *f, int *status, const char *verb, ...)
+{
+    const char *argv[32];
+    size_t n = 0;
+    argv[n++] = swt_bin();
+    argv[n++] = verb;
+    argv[n++] = "ro";
+    argv[n++] = f->fleet;
+    argv[n++] = "--json";
+    va_list ap;
+    va_start(ap, verb);
+    for (const char *a = va_arg(ap, const char *); a && n < 31; a = va_arg(ap, const char *))
+        argv[n++] = a;
+    va_end(ap);
+    argv[n] = NULL;
+    struct swt_run r;
+    assert_int_equal(swt_run(argv, NULL, 600, &r), 0);
+    *status = r.status;
+    json_t *j = swt_json_out(&r);
+    if (r.err && r.err[0])
+        print_message("stderr: %s\n", r.err);
+    swt_run_free(&r);
+    return j;
+}
+
+static const char *str(const json_t *j, const char *k)
+{
+    const char *s = json_string_value(json_object_get(j, k));
+    return s ? s : "";
+}
+
+static void print_result(const char *fault, const json_t *j)
+{
+    const json_t *dt = json_object_get(j, "downtime_ms");
+    print_message("%s: outcome=%s step=%s class=%s\n  %s\n  rollback: %s\n", fault,
+                  str(j, "outcome"), str(j, "failed_step"), str(j, "fail_class"),
+                  str(j, "fail_msg"), str(j, "rollback"));
+    if (json_is_integer(dt))
+        print_message("DOWNTIME fault=%s ms=%lld\n", fault, (long long)json_integer_value(dt));
+    else
+        print_message("DOWNTIME fault=%s ms=- (%s)\n", fault,
+                      json_is_true(json_object_get(j, "stopped")) ? "not serving"
+                                                                   : "never stopped");
+}
+
+/* A committed deploy of the baseline shape: ctx 512, the pinned build, /models/chat.gguf. */
+static void baseline(struct fx *f, const char *payload)
+{
+    write_fleet(f, 512, "/opt/llama/bin/llama-server", payload ? payload : "/models/chat.gguf",
+                "");
+    int st = 0;
+    json_t *j = run(f, &st, "deploy", "--no-worst-case", "--probe-only",
+                    "readiness,liveness,models,chat", NULL);
+    if (st != 0 || strcmp(str(j, "outcome"), "committed"))
+        fail_msg("baseline deploy: exit %d, %s: %s %s\njournal:\n%s", st, str(j, "outcome"),
+                 str(j, "fail_class"), str(j, "fail_msg"), str(j, "journal"));
+    json_decref(j);
+}
+
+/* The live unit serves a one-token generation (from this machine, the engine's own request). */
+static bool serves(struct fx *f)
+{
+    char url[128];
+    snprintf(url, sizeof(url), "http://%s:%d/v1/chat/completions", ADDR, f->port);
+    const char *argv[] = {"curl", "-sS", "-m", "60", "-o", "/dev/null", "-w", "%{http_code}",
+                          "-H",   "Content-Type: application/json", "--data-binary",
+                          "{\"messages\":[{\"role\":\"user\",\"content\":\"Say OK.\"}],"
+                          "\"max_tokens\":1,\"temperature\":0}",
+                          url,    NULL};
+    struct swt_run r;
+    assert_int_equal(swt_run(argv, NULL, 90, &r), 0);
+    bool ok = !strcmp(r.out, "200");
+    swt_run_free(&r);
+    return ok;
+}
+
+/* The live unit's ExecStart holds needle. */
+static bool live_has(struct fx *f, const char *needle)
+{
+    char *out = must(&f->h, "cat /etc/systemd/system/" UNIT);
+    bool has = strstr(out, needle) != NULL;
+    free(out);
+    return has;
+}
+
+static void nothing_staged(struct fx *f)
+{
+    char *out = must(&f->h, "ls /etc/systemd/system/ /etc/slipway/ | grep -c '\\.new$' || true");
+    assert_string_equal(out, "0\n");
+    free(out);
+}
+
+/* (a) a good deploy of a new shape commits. */
+static void test_good_deploy_commits(void **state)
+{
+    struct fx *f = *state;
+    up(f);
+    baseline(f, NULL);
+    assert_true(serves(f));
+    write_fleet(f, 1024, "/opt/llama/bin/llama-server", "/models/chat.gguf", "");
+    int st = 0;
+    json_t *j = run(f, &st, "deploy", NULL);
+    print_result("good", j);
+    if (st != 0)
+        fail_msg("deploy exit %d: %s %s\n%s", st, str(j, "fail_class"), str(j, "fail_msg"),
+                 str(j, "journal"));
+    assert_string_equal(str(j, "outcome"), "committed");
+    assert_true(json_is_integer(json_object_get(j, "downtime_ms")));
+    assert_non_null(strstr(str(j, "tag"), "ro-"));
+    assert_non_null(strstr(str(j, "tag"), "-2"));
+    /* the battery ran with worst_case */
+    const json_t *checks = json_object_get(json_object_get(j, "probe"), "checks");
+    bool wc = false;
+    for (size_t i = 0; i < json_array_size(checks); i++)
+        wc |= !strcmp(str(json_array_get(checks, i), "name"), "worst_case");
+    assert_true(wc);
+    json_decref(j);
+    assert_true(live_has(f, "-c 1024"));
+    assert_true(serves(f));
+    nothing_staged(f);
+    char *lg = must(&f->h, "grep -c -- '-c 1024' /var/lib/slipway/rollout/slipway-ro/last-good/" UNIT);
+    assert_string_equal(lg, "1\n");
+    free(lg);
+    /* the dry run of the same fleet: identical, nothing touched */
+    j = run(f, &st, "deploy", "--dry-run", NULL);
+    assert_int_equal(st, 0);
+    assert_string_equal(str(j, "outcome"), "dry_run");
+    assert_true(json_is_true(json_object_get(json_array_get(json_object_get(j, "diff"), 0),
+                                             "identical")));
+    json_decref(j);
+}
+
+/* (b) a gate failure touches nothing. */
+static void test_gate_failure_touches_nothing(void **state)
+{
+    struct fx *f = *state;
+    up(f);
+    baseline(f, NULL);
+    char *before = must(&f->h, "sha256sum /etc/systemd/system/" UNIT " /etc/slipway/slipway-ro.env");
+    char pid0[64], nr0[64];
+    show(&f->h, "MainPID", pid0, sizeof(pid0));
+    show(&f->h, "NRestarts", nr0, sizeof(nr0));
+    write_fleet(f, 2048, "/opt/llama/bin/llama-server", "/models/chat.gguf",
+                "    known_bad:\n"
+                "      - when: ctx_size == 2048\n"
+                "        failure: oom\n"
+                "        text: \"died at kv_alloc (planted)\"\n");
+    int st = 0;
+    json_t *j = run(f, &st, "deploy", NULL);
+    print_result("gate", j);
+    assert_int_equal(st, 1);
+    assert_string_equal(str(j, "outcome"), "gate_failed");
+    assert_string_equal(str(j, "fail_class"), "gate:known_bad");
+    assert_false(json_is_true(json_object_get(j, "stopped")));
+    json_decref(j);
+    char *after = must(&f->h, "sha256sum /etc/systemd/system/" UNIT " /etc/slipway/slipway-ro.env");
+    assert_string_equal(before, after);
+    free(before);
+    free(after);
+    char pid1[64], nr1[64];
+    show(&f->h, "MainPID", pid1, sizeof(pid1));
+    show(&f->h, "NRestarts", nr1, sizeof(nr1));
+    assert_string_equal(pid0, pid1);
+    assert_string_equal(nr0, nr1);
+    nothing_staged(f);
+    assert_true(serves(f));
+}
+
+/* A failed deploy after the stop: rolled back, the old shape serves, the cause named. */
+static void expect_rolled_back(struct fx *f, const char *fault, json_t *j, int st,
+                               const char *cls)
+{
+    print_result(fault, j);
+    if (strcmp(str(j, "outcome"), "rolled_back"))
+        fail_msg("%s: outcome %s (%s: %s)\njournal:\n%s", fault, str(j, "outcome"),
+                 str(j, "fail_class"), str(j, "fail_msg"), str(j, "journal"));
+    assert_int_equal(st, 1);
+    if (cls && strcmp(str(j, "fail_class"), cls))
+        fail_msg("%s: class %s (wanted %s): %s\njournal:\n%s", fault, str(j, "fail_class"), cls,
+                 str(j, "fail_msg"), str(j, "journal"));
+    assert_true(json_is_true(json_object_get(j, "serving")));
+    assert_true(json_is_integer(json_object_get(j, "downtime_ms")));
+    assert_true(live_has(f, "-c 512"));
+    assert_true(live_has(f, "/opt/llama/bin/llama-server -m /models/chat.gguf"));
+    assert_true(serves(f));
+    nothing_staged(f);
+}
+
+/* (c) crash loop: the binary cannot load its libraries; detected from the unit's state. */
+static void test_crash_loop_rolls_back(void **state)
+{
+    struct fx *f = *state;
+    up(f);
+    baseline(f, NULL);
+    /* the real llama-server started by the dynamic loader told to ignore its RUNPATH: the
+     * loader cannot find libllama-server-impl.so and exits 127 before the engine prints a line
+     * (the operator's missing-library crash loop) */
+    free(must(&f->h, "mkdir -p /opt/broken/bin && printf '%s\\n' '#!/bin/sh' 'exec "
+                     "/lib64/ld-linux-x86-64.so.2 --inhibit-rpath /opt/llama/bin/llama-server "
+                     "/opt/llama/bin/llama-server \"$@\"' > /opt/broken/bin/llama-server && chmod "
+                     "755 /opt/broken/bin/llama-server"));
+    struct swt_run r;
+    assert_int_equal(swth_ssh(&f->h, "/opt/broken/bin/llama-server --version", NULL, 30, &r), 0);
+    print_message("the broken binary on the host: exit %d: %.300s\n", r.status, r.err);
+    assert_int_equal(r.status, 127);
+    assert_non_null(strstr(r.err, "error while loading shared libraries"));
+    swt_run_free(&r);
+    write_fleet(f, 512, "/opt/broken/bin/llama-server", "/models/chat.gguf", "");
+    int st = 0;
+    json_t *j = run(f, &st, "deploy", "--no-worst-case", NULL);
+    expect_rolled_back(f, "crash_loop", j, st, "crash_loop");
+    json_decref(j);
+}
+
+/* (d) the engine dies mid-boot: its model is not on the host; classified from the journal. */
+static void test_engine_dies_mid_boot(void **state)
+{
+    struct fx *f = *state;
+    up(f);
+    baseline(f, NULL);
+    write_fleet(f, 1024, "/opt/llama/bin/llama-server", "/models/missing.gguf", "");
+    int st = 0;
+    json_t *j = run(f, &st, "deploy", "--no-worst-case", NULL);
+    expect_rolled_back(f, "mid_boot", j, st, "missing_payload");
+    assert_non_null(strstr(str(j, "journal"), "missing.gguf"));
+    json_decref(j);
+}
+
+/* (e) /health 200, generation dead: a chat template that passes llama-server's boot check (one
+ * user message "test") and raises on every longer user message, as a template that rejects what
+ * real requests carry does: /health answers 200, every chat request fails. */
+static const char bad_template[] =
+    "{%- for m in messages -%}\n"
+    "{%- if m['role'] == 'user' and m['content'] is string and m['content'] | length > 5 -%}"
+    "{{ raise_exception('user messages longer than 5 characters are not supported') }}"
+    "{%- endif -%}\n"
+    "<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n"
+    "{% endfor -%}{%- if add_generation_prompt -%}<|im_start|>assistant\n{% endif -%}\n";
+
+static void test_dead_generation(void **state)
+{
+    struct fx *f = *state;
+    up(f);
+    baseline(f, NULL);
+    assert_int_equal(swth_put(&f->h, "/srv/tpl.jinja", bad_template), 0);
+    write_fleet(f, 1024, "/opt/llama/bin/llama-server", "/models/chat.gguf",
+                "    args: [--metrics, --jinja, --chat-template-file, /srv/tpl.jinja]\n");
+    int st = 0;
+    json_t *j = run(f, &st, "deploy", "--no-worst-case", NULL);
+    expect_rolled_back(f, "dead_generation", j, st, "dead_generation");
+    assert_non_null(strstr(str(j, "fail_msg"), "not supported"));
+    json_decref(j);
+}
+
+/* (f) the rollback target itself broken: reported, nothing worse left behind. */
+static void test_rollback_target_broken(void **state)
+{
+    struct fx *f = *state;
+    up(f);
+    free(must(&f->h, "mkdir -p /srv/models && cp /models/chat.gguf /srv/models/a.gguf"));
+    baseline(f, "/srv/models/a.gguf");
+    free(must(&f->h, "mv /srv/models/a.gguf /srv/models/a.gguf.away"));
+    write_fleet(f, 1024, "/opt/llama/bin/llama-server", "/models/missing.gguf", "");
+    int st = 0;
+    json_t *j = run(f, &st, "deploy", "--no-worst-case", NULL);
+    print_result("rollback_target_broken", j);
+    assert_int_equal(st, 1);
+    assert_string_equal(str(j, "outcome"), "rollback_failed");
+    assert_string_equal(str(j, "fail_class"), "missing_payload");
+    assert_non_null(strstr(str(j, "rollback"), "failed too"));
+    assert_false(json_is_true(json_object_get(j, "serving")));
+    json_decref(j);
+    /* nothing worse: stopped, not restarting, nothing staged; the files are the last-good's */
+    char v[64], nr0[64], nr1[64];
+    show(&f->h, "ActiveState", v, sizeof(v));
+    assert_true(!strcmp(v, "inactive") || !strcmp(v, "failed"));
+    show(&f->h, "NRestarts", nr0, sizeof(nr0));
+    sleep(3);
+    show(&f->h, "NRestarts", nr1, sizeof(nr1));
+    assert_string_equal(nr0, nr1);
+    show(&f->h, "ActiveState", v, sizeof(v));
+    assert_true(!strcmp(v, "inactive") || !strcmp(v, "failed"));
+    assert_true(live_has(f, "/srv/models/a.gguf"));
+    nothing_staged(f);
+    /* the payload back, and `slipway rollback` by hand: the last-good serves again */
+    free(must(&f->h, "mv /srv/models/a.gguf.away /srv/models/a.gguf"));
+    j = run(f, &st, "rollback", NULL);
+    print_result("manual_rollback", j);
+    assert_int_equal(st, 0);
+    assert_string_equal(str(j, "outcome"), "restored");
+    json_decref(j);
+    assert_true(serves(f));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_good_deploy_commits, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_gate_failure_touches_nothing, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_crash_loop_rolls_back, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_engine_dies_mid_boot, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_dead_generation, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rollback_target_broken, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
