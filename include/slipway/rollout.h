@@ -21,9 +21,10 @@
  *   -> the probe battery (worst_case included unless opts say no)
  *   -> commit: the new files become the endpoint's last-good set on the host
  *      (/var/lib/slipway/rollout/NAME/last-good/).
- * Any failure after the stop restores the rollback set (or, when the host had none, stops the
- * new unit so that nothing crash-loops), reloads, starts it, and proves it serves (readiness and
- * one-token generation). The time the endpoint did not serve is measured from the stop (or the
+ * Any failure after the stop restores the last-good set (or, when no deploy committed one, the
+ * live files saved before the swap; when the host had neither, the new unit is stopped and its
+ * files moved aside so that nothing crash-loops), reloads, starts it, and proves it serves
+ * (readiness and one-token generation); a rollback target that does not serve is stopped too. The time the endpoint did not serve is measured from the stop (or the
  * start, when nothing was serving) to the first successful generation of whichever shape serves.
  *
  * What it deliberately does not do (yet): write the ledger (every step goes through one

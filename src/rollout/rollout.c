@@ -204,10 +204,16 @@ static int start_and_prove(struct sw__ro *c, const char *verb, struct sw__ro_boo
 static int roll_back(struct sw__ro *c, struct sw_err *e)
 {
     struct sw_rollout_result *r = c->r;
-    char set[600];
-    snprintf(set, sizeof(set), "%s/rollback", c->state);
+    /* the last-good set when a deploy committed one (the live files may be an interrupted
+     * deploy's unproven shape), else the live files saved before the swap */
+    char set[600], lg[700];
+    bool have_lg = false;
+    snprintf(set, sizeof(set), "%s/last-good", c->state);
+    snprintf(lg, sizeof(lg), "%.400s/%.250s", set, c->unit);
+    if (sw__ro_exists(c, lg, &have_lg, NULL) || !have_lg)
+        snprintf(set, sizeof(set), "%s/rollback", c->state);
     uint64_t t = sw_now_ns();
-    if (!r->had_rollback_set) {
+    if (!have_lg && !r->had_rollback_set) {
         char why[512] = "";
         systemctl(c, "stop", c->unit, STOP_MS, why, sizeof(why));
         systemctl(c, "reset-failed", c->unit, 30000, NULL, 0);
