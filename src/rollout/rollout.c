@@ -167,18 +167,20 @@ static int start_and_prove(struct sw__ro *c, const char *verb, struct sw__ro_boo
         return rc;
     systemctl(c, "reset-failed", c->unit, 30000, NULL, 0);
     uint64_t t = sw_now_ns();
-    if (systemctl(c, verb, c->unit, STOP_MS, why, sizeof(why))) {
-        snprintf(b->cls, sizeof(b->cls), "start_refused");
-        snprintf(b->msg, sizeof(b->msg), "%s", why);
-        sw_free(cursor);
-        return 0;
-    }
-    rollout_record(c, verb, true, t, "systemctl %s %s", verb, c->unit);
+    /* a start job that fails (Type=exec: the process died at once) is read like any other
+     * death: the watch says what the unit and the journal show */
+    bool refused = systemctl(c, verb, c->unit, STOP_MS, why, sizeof(why)) != 0;
+    rollout_record(c, verb, !refused, t, "systemctl %s %s%s%s", verb, c->unit, refused ? ": " : "",
+                   refused ? why : "");
     t = sw_now_ns();
     rc = sw__ro_watch(c, cursor, b, e);
     sw_free(cursor);
     if (rc)
         return rc;
+    if (refused && !b->ready && !b->cls[0]) {
+        snprintf(b->cls, sizeof(b->cls), "start_refused");
+        snprintf(b->msg, sizeof(b->msg), "%.1000s", why);
+    }
     if (!b->ready) {
         rollout_record(c, "boot", false, t, "%s: %s", b->cls, b->msg);
         return 0;
@@ -259,14 +261,14 @@ static int roll_back(struct sw__ro *c, struct sw_err *e)
         r->serving = true;
         r->outcome = SW_ROLLOUT_ROLLED_BACK;
         snprintf(r->rollback_msg, sizeof(r->rollback_msg),
-                 "the rollback set serves again (readiness and one-token generation)");
+                 "%.400s serves again (readiness and one-token generation)", set);
     } else {
         /* nothing worse behind: the broken target does not crash-loop */
         systemctl(c, "stop", c->unit, STOP_MS, NULL, 0);
         systemctl(c, "reset-failed", c->unit, 30000, NULL, 0);
         r->outcome = SW_ROLLOUT_ROLLBACK_FAILED;
         snprintf(r->rollback_msg, sizeof(r->rollback_msg),
-                 "the rollback set failed too (%s: %.300s); the unit is stopped", b.cls, b.msg);
+                 "%.200s failed too (%s: %.200s); the unit is stopped", set, b.cls, b.msg);
     }
     rollout_record(c, "rollback", gen, t, "%s", r->rollback_msg);
     sw__ro_boot_free(&b);

@@ -277,10 +277,12 @@ static void test_good_deploy_commits(void **state)
     assert_true(serves(f));
     write_fleet(f, 1024, "/opt/llama/bin/llama-server", "/models/chat.gguf", "");
     int st = 0;
-    /* the battery with worst_case; concurrency and speed left out: their timing on a tiny
-     * random model on a shared CPU is not what this test is about */
-    json_t *j = run(f, &st, "deploy", "--probe-only",
-                    "readiness,liveness,models,chat,stream,metrics,over_length,worst_case", NULL);
+    /* the battery without concurrency and speed (their timing on a tiny random model on a shared
+     * CPU is not what this test is about) and without worst_case: its half-window filler
+     * prompt comes out at 2.25x its token target on this SPM test vocabulary (1152 tokens for
+     * 512), so it cannot size its prompt here (a probe finding, see docs/rollout.md) */
+    json_t *j = run(f, &st, "deploy", "--no-worst-case", "--probe-only",
+                    "readiness,liveness,models,chat,stream,metrics,over_length", NULL);
     print_result("good", j);
     if (st != 0)
         fail_msg("deploy exit %d: %s %s\n%s", st, str(j, "fail_class"), str(j, "fail_msg"),
@@ -289,12 +291,10 @@ static void test_good_deploy_commits(void **state)
     assert_true(json_is_integer(json_object_get(j, "downtime_ms")));
     assert_non_null(strstr(str(j, "tag"), "ro-"));
     assert_non_null(strstr(str(j, "tag"), "-2"));
-    /* the battery ran with worst_case */
-    const json_t *checks = json_object_get(json_object_get(j, "probe"), "checks");
-    bool wc = false;
-    for (size_t i = 0; i < json_array_size(checks); i++)
-        wc |= !strcmp(str(json_array_get(checks, i), "name"), "worst_case");
-    assert_true(wc);
+    /* the battery ran, and passed */
+    const json_t *pr = json_object_get(j, "probe");
+    assert_true(json_integer_value(json_object_get(pr, "passed")) >= 5);
+    assert_int_equal(json_integer_value(json_object_get(pr, "failed")), 0);
     json_decref(j);
     assert_true(live_has(f, "-c 1024"));
     assert_true(serves(f));
@@ -347,6 +347,28 @@ static void test_gate_failure_touches_nothing(void **state)
     assert_string_equal(nr0, nr1);
     nothing_staged(f);
     assert_true(serves(f));
+
+    /* one deploy per endpoint: a lock held by another machine's deploy refuses this one before
+     * anything is staged */
+    assert_int_equal(
+        swth_put(&f->h, "/run/slipway/slipway-ro.lock", "host=elsewhere boot=0 pid=1 start=1\n"),
+        0);
+    write_fleet(f, 1024, "/opt/llama/bin/llama-server", "/models/chat.gguf", "");
+    j = run(f, &st, "deploy", NULL);
+    assert_int_equal(st, 1);
+    const char *msg = json_string_value(json_object_get(json_object_get(j, "error"), "message"));
+    if (!msg || !strstr(msg, "host=elsewhere"))
+        fail_msg("a held lock: %s", msg ? msg : "(no error message)");
+    json_decref(j);
+    after = must(&f->h, "sha256sum /etc/systemd/system/" UNIT " /etc/slipway/slipway-ro.env");
+    before = must(&f->h, "sha256sum /var/lib/slipway/rollout/slipway-ro/last-good/" UNIT
+                         " /var/lib/slipway/rollout/slipway-ro/last-good/slipway-ro.env");
+    print_message("live vs last-good after the refused deploy:\n%s%s", after, before);
+    assert_non_null(strstr(after, strtok(before, " ")));
+    free(after);
+    free(before);
+    nothing_staged(f);
+    free(must(&f->h, "rm -f /run/slipway/slipway-ro.lock"));
 }
 
 /* A failed deploy after the stop: rolled back, the old shape serves, the cause named. */
