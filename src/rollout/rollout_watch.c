@@ -70,6 +70,15 @@ int sw__ro_generate(struct sw__ro *c, char *why, size_t n)
     return why[0] ? -1 : 0;
 }
 
+/* The main process exited with status 0: ExecMainCode CLD_EXITED, or (systemd 252 after the
+ * unit deactivated) Result=success with status 0. */
+static bool exited0(const struct sw_host_unit *u)
+{
+    if (u->exec_main_status != 0)
+        return false;
+    return u->exec_main_code == 1 || !strcmp(u->result, "success");
+}
+
 static json_t *unit_json(const struct sw_host_unit *u)
 {
     return json_pack("{s:s,s:s,s:s,s:I,s:I,s:I,s:I}", "active_state", u->active_state, "sub_state",
@@ -161,7 +170,7 @@ int sw__ro_watch(struct sw__ro *c, const char *cursor0, struct sw__ro_boot *b, s
                      (unsigned long long)base.n_restarts, (unsigned long long)u.n_restarts,
                      (long long)u.exec_main_code, (long long)u.exec_main_status);
         } else if (have_u && !strcmp(u.sub_state, "auto-restart")) {
-            bool exit0 = u.exec_main_code == 1 && u.exec_main_status == 0;
+            bool exit0 = exited0(&u);
             cls = exit0 ? "exit0" : "crash_loop";
             snprintf(msg, sizeof(msg),
                      "the engine %s (ExecMainCode=%lld ExecMainStatus=%lld); systemd will "
@@ -170,7 +179,7 @@ int sw__ro_watch(struct sw__ro *c, const char *cursor0, struct sw__ro_boot *b, s
                      (long long)u.exec_main_status, (unsigned long long)u.n_restarts);
         } else if (have_u && (!strcmp(u.active_state, "failed") ||
                               (!strcmp(u.active_state, "inactive") && now - t0 > 2000000000ull))) {
-            bool exit0 = u.exec_main_code == 1 && u.exec_main_status == 0;
+            bool exit0 = exited0(&u);
             cls = exit0 ? "exit0" : "unit_failed";
             snprintf(msg, sizeof(msg), "the unit is %s/%s (Result=%s ExecMainStatus=%lld)",
                      u.active_state, u.sub_state, u.result, (long long)u.exec_main_status);

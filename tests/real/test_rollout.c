@@ -13,7 +13,8 @@
  *       /health answers 200, every chat request fails): failed, rolled back;
  *   (f) the rollback target itself broken (its payload removed from the host after it was
  *       committed): reported, the unit left stopped, not crash-looping; then `slipway rollback`
- *       by hand once the payload is back.
+ *       by hand once the payload is back;
+ *   (g) an engine that exits 0 (llama-server --version): a failure, rolled back.
  * Each test brings its own host up and takes it down (teardown, and swthost's exit and signal
  * hooks); each prints its measured downtime ("DOWNTIME fault=... ms=...").
  */
@@ -455,6 +456,21 @@ static void test_dead_generation(void **state)
     json_decref(j);
 }
 
+/* (g) an engine that exits 0 is a failure, not a clean stop: llama-server given --version
+ * prints its build and exits 0 (Restart=on-failure does not restart it). */
+static void test_exit0_is_a_failure(void **state)
+{
+    struct fx *f = *state;
+    up(f);
+    baseline(f, NULL);
+    write_fleet(f, 1024, "/opt/llama/bin/llama-server", "/models/chat.gguf",
+                "    args: [--metrics, --version]\n");
+    int st = 0;
+    json_t *j = run(f, &st, "deploy", "--no-worst-case", NULL);
+    expect_rolled_back(f, "exit0", j, st, "exit0");
+    json_decref(j);
+}
+
 /* (f) the rollback target itself broken: reported, nothing worse left behind. */
 static void test_rollback_target_broken(void **state)
 {
@@ -504,6 +520,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_engine_dies_mid_boot, setup, teardown),
         cmocka_unit_test_setup_teardown(test_dead_generation, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rollback_target_broken, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_exit0_is_a_failure, setup, teardown),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
