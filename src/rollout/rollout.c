@@ -134,9 +134,13 @@ static int ro_open(struct sw__ro *c, const struct sw_unit_render *rd, struct sw_
     return 0;
 }
 
+/* The lock released and the ssh master asked to exit: nothing of this run outlives it. */
 static void ro_close(struct sw__ro *c)
 {
     sw__ro_unlock(c);
+    if (c->host_open)
+        sw_host_disconnect(&c->h);
+    c->host_open = false;
 }
 
 static int systemctl(struct sw__ro *c, const char *verb, const char *unit, int64_t dl, char *why,
