@@ -68,6 +68,8 @@ static bool lock_stale(const char *owner)
     struct sw_proc_id id;
     if (sw_proc_identify((pid_t)pid, &id, NULL))
         return true;
+    if (id.state == 'Z' || id.state == 'X')
+        return true; /* killed, not yet reaped */
     return id.start_ticks != start;
 }
 
