@@ -100,6 +100,45 @@ static const char *tail_lines(const char *text, size_t len, int lines)
     return lines < 0 ? p + 1 : text;
 }
 
+/* New entries of the unit's journal after *cursor appended to log; true when there were. */
+static bool pull(struct sw__ro *c, char **cursor, struct sw_buf *log)
+{
+    bool got = false;
+    struct sw_host_journal j;
+    memset(&j, 0, sizeof(j));
+    if (sw_host_journal_read(&c->h, false, c->unit, *cursor, 1000, 30000, &j, NULL) == 0) {
+        for (size_t i = 0; i < j.n; i++) {
+            if (j.v[i].message) {
+                sw_buf_puts(log, j.v[i].message);
+                sw_buf_putc(log, '\n');
+            }
+        }
+        if (j.n && j.cursor) {
+            char *nc = sw_strdup(j.cursor);
+            if (nc) {
+                sw_free(*cursor);
+                *cursor = nc;
+            }
+            got = true;
+        }
+    }
+    sw_host_journal_free(&j);
+    return got;
+}
+
+/* Everything read so far through the engine's boot-log parser. */
+static void classify(struct sw__ro *c, const struct sw_buf *log, struct sw_boot_status *st)
+{
+    struct sw_bootlog_hints hints = {0};
+    hints.live = true;
+    hints.exit_code = -1;
+    memset(st, 0, sizeof(*st));
+    json_t *bl = NULL;
+    if (log->len && c->eng->bootlog)
+        c->eng->bootlog(log->data, log->len, c->unit, &hints, &bl, st, NULL);
+    json_decref(bl);
+}
+
 int sw__ro_watch(struct sw__ro *c, const char *cursor0, struct sw__ro_boot *b, struct sw_err *e)
 {
     int rc = 0;
@@ -118,36 +157,11 @@ int sw__ro_watch(struct sw__ro *c, const char *cursor0, struct sw__ro_boot *b, s
 
     for (;;) {
         uint64_t now = sw_now_ns();
-        /* 1. the journal since the cursor */
-        struct sw_host_journal j;
-        memset(&j, 0, sizeof(j));
-        struct sw_err je;
-        sw_err_clear(&je);
-        if (sw_host_journal_read(&c->h, false, c->unit, cursor, 1000, 30000, &j, &je) == 0) {
-            for (size_t i = 0; i < j.n; i++) {
-                if (j.v[i].message) {
-                    sw_buf_puts(&log, j.v[i].message);
-                    sw_buf_putc(&log, '\n');
-                }
-            }
-            if (j.n && j.cursor) {
-                sw_free(cursor);
-                cursor = sw_strdup(j.cursor);
-                progress = now;
-            }
-        }
-        sw_host_journal_free(&j);
-
-        /* 2. what the engine printed, classified */
-        struct sw_bootlog_hints hints = {0};
-        hints.live = true;
-        hints.exit_code = -1;
+        /* 1. the journal since the cursor; 2. what the engine printed, classified */
+        if (pull(c, &cursor, &log))
+            progress = now;
         struct sw_boot_status st;
-        memset(&st, 0, sizeof(st));
-        json_t *bl = NULL;
-        if (log.len && c->eng->bootlog)
-            c->eng->bootlog(log.data, log.len, c->unit, &hints, &bl, &st, NULL);
-        json_decref(bl);
+        classify(c, &log, &st);
 
         /* 3. the unit as systemd sees it */
         struct sw_host_unit u;
@@ -184,6 +198,22 @@ int sw__ro_watch(struct sw__ro *c, const char *cursor0, struct sw__ro_boot *b, s
             snprintf(msg, sizeof(msg), "the unit is %s/%s (Result=%s ExecMainStatus=%lld)",
                      u.active_state, u.sub_state, u.result, (long long)u.exec_main_status);
         }
+        if (cls && !st.failed) {
+            /* the unit says it died: what the engine printed last may reach the journal a
+             * moment after the exit; its own words name the cause better than the state */
+            for (int i = 0; i < 4 && !st.failed; i++) {
+                sw_sleep_ms(150);
+                pull(c, &cursor, &log);
+                classify(c, &log, &st);
+            }
+            if (st.failed && st.failure.cls != SW_BOOT_NOT_THIS_ENGINE) {
+                char was[1024];
+                snprintf(was, sizeof(was), "%s", msg);
+                cls = sw_boot_class_name(st.failure.cls);
+                snprintf(msg, sizeof(msg), "the engine printed (journal line %d): %.500s; %.400s",
+                         st.failure.line, st.failure.message, was);
+            }
+        }
         if (cls) {
             snprintf(b->cls, sizeof(b->cls), "%s", cls);
             snprintf(b->msg, sizeof(b->msg), "%s", msg);
@@ -219,17 +249,8 @@ int sw__ro_watch(struct sw__ro *c, const char *cursor0, struct sw__ro_boot *b, s
         sw_sleep_ms(POLL_MS);
     }
     /* one more read so the excerpt holds what the engine printed last */
-    if (!b->ready) {
-        struct sw_host_journal j;
-        memset(&j, 0, sizeof(j));
-        if (sw_host_journal_read(&c->h, false, c->unit, cursor, 1000, 30000, &j, NULL) == 0)
-            for (size_t i = 0; i < j.n; i++)
-                if (j.v[i].message) {
-                    sw_buf_puts(&log, j.v[i].message);
-                    sw_buf_putc(&log, '\n');
-                }
-        sw_host_journal_free(&j);
-    }
+    if (!b->ready)
+        pull(c, &cursor, &log);
     const char *tl = tail_lines(sw_buf_cstr(&log), log.len, 40);
     b->journal = sw_strdup(tl);
     if (!b->journal)

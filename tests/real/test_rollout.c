@@ -14,7 +14,9 @@
  *   (f) the rollback target itself broken (its payload removed from the host after it was
  *       committed): reported, the unit left stopped, not crash-looping; then `slipway rollback`
  *       by hand once the payload is back;
- *   (g) an engine that exits 0 (llama-server --version): a failure, rolled back.
+ *   (g) an engine that exits 0 (llama-server --version): a failure, rolled back;
+ *   (h) slipway SIGKILLed right after it stopped the old unit: the next deploy takes the dead
+ *       process's lock over and converges.
  * Each test brings its own host up and takes it down (teardown, and swthost's exit and signal
  * hooks); each prints its measured downtime ("DOWNTIME fault=... ms=...").
  */
@@ -30,7 +32,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define ADDR "127.0.0.22"
@@ -471,6 +475,58 @@ static void test_exit0_is_a_failure(void **state)
     json_decref(j);
 }
 
+/* (h) slipway killed (SIGKILL) right after it stopped the old unit: the host holds the new files
+ * and a lock of a dead process; the next deploy takes the lock over and converges. */
+static void test_killed_after_stop_converges(void **state)
+{
+    struct fx *f = *state;
+    up(f);
+    baseline(f, NULL);
+    write_fleet(f, 1024, "/opt/llama/bin/llama-server", "/models/chat.gguf", "");
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        dup2(fds[1], 1);
+        close(fds[0]);
+        close(fds[1]);
+        execl(swt_bin(), swt_bin(), "deploy", "ro", f->fleet, "--no-worst-case", (char *)NULL);
+        _exit(127);
+    }
+    close(fds[1]);
+    FILE *in = fdopen(fds[0], "r");
+    char line[2048];
+    bool stopped = false;
+    while (fgets(line, sizeof(line), in)) {
+        if (!strncmp(line, "stop ", 5)) {
+            stopped = true;
+            kill(pid, SIGKILL);
+            break;
+        }
+    }
+    fclose(in);
+    int ws = 0;
+    waitpid(pid, &ws, 0);
+    assert_true(stopped);
+    assert_true(WIFSIGNALED(ws));
+    char *lock = must(&f->h, "cat /run/slipway/slipway-ro.lock");
+    print_message("killed after the stop; the lock left: %s", lock);
+    free(lock);
+    int st = 0;
+    json_t *j = run(f, &st, "deploy", "--no-worst-case", "--probe-only",
+                    "readiness,liveness,models,chat,stream,metrics,over_length", NULL);
+    print_result("killed_after_stop", j);
+    if (st != 0)
+        fail_msg("the deploy after the kill: exit %d: %s %s", st, str(j, "outcome"),
+                 str(j, "fail_msg"));
+    assert_string_equal(str(j, "outcome"), "committed");
+    json_decref(j);
+    assert_true(live_has(f, "-c 1024"));
+    assert_true(serves(f));
+    nothing_staged(f);
+}
+
 /* (f) the rollback target itself broken: reported, nothing worse left behind. */
 static void test_rollback_target_broken(void **state)
 {
@@ -521,6 +577,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_dead_generation, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rollback_target_broken, setup, teardown),
         cmocka_unit_test_setup_teardown(test_exit0_is_a_failure, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_killed_after_stop_converges, setup, teardown),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
