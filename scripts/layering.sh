@@ -24,7 +24,7 @@ LAYERS=(
   "unit"                       # systemd units: the render (from the plan) and the lint
   "gate deploy"                # checks before a boot; the local supervisor and sw_deploy_endpoint
   "probe bench sim"            # the live battery; the benchmark client; the engine stand-in
-  "report"                     # the fleet as people and tools read it: report, exports
+  "rollout report"             # deploy on a host with rollback | the fleet as people and tools read it
   "cli"                        # slipway <verb>
 )
 

@@ -33,6 +33,7 @@ struct sw_cmd {
     X(bootlog, "read an engine's boot log: its report and failure; diff predicted vs printed")     \
     X(calibrate, "fit an endpoint's law terms from its recorded boots; predict with intervals")    \
     X(check, "run the gates on a fleet's endpoints before a boot: band, pool, window, known-bad")  \
+    X(deploy, "roll an endpoint's shape out on its host, proven, or roll back to the old one")     \
     X(down, "stop an endpoint `up` started (checks the pid still names that process)")             \
     X(export, "write the fleet for the tools around it: harness, llama-swap, prometheus")          \
     X(fetch, "download a payload from the Hub, verified and resumable; or --verify-only one")      \
@@ -48,6 +49,7 @@ struct sw_cmd {
     X(render, "render an endpoint as a systemd service: the unit, its env file, the container")    \
     X(report, "the fleet as people read it: Markdown, one HTML page, JSON; from fleet + ledger")   \
     X(readings, "device memory used/total from nvidia-smi, rocm-smi, amd-smi output; --record it") \
+    X(rollback, "put an endpoint's last-good files back on its host and prove it serves")          \
     X(sim, "an engine stand-in driven by the plan's law: boots, serves and fails like it")         \
     X(retire, "move a payload directory to a trash dir, refused while a kept tag needs it")        \
     X(status, "each endpoint on its host now: unit state, shape vs render, health, liveness")      \
@@ -66,6 +68,7 @@ SW_VERBS(SW_DECL)
     X(bootlog)                                                                                     \
     X(calibrate)                                                                                   \
     X(check)                                                                                       \
+    X(deploy)                                                                                      \
     X(down)                                                                                        \
     X(export)                                                                                      \
     X(fetch)                                                                                       \
@@ -82,6 +85,7 @@ SW_VERBS(SW_DECL)
     X(render)                                                                                      \
     X(report)                                                                                      \
     X(retire)                                                                                      \
+    X(rollback)                                                                                    \
     X(sim)                                                                                         \
     X(status)                                                                                      \
     X(up)                                                                                          \

@@ -288,6 +288,12 @@ static void test_opt_equals(void **state)
          led,
          "\"geometry\""},
         {"check", {"check", local, "--no-ledger", "@", "--json"}, "--margin", "0.5", "\"verdict\""},
+        /* a duration that is not one: refused before the fleet is read or a host is reached */
+        {"deploy",
+         {"deploy", "local", local, "@", "--json"},
+         "--deadline",
+         "bogus-dur",
+         "bogus-dur"},
         {"fetch",
          {"fetch", fetchdir, "--verify-only", "@", "--json"},
          "--threads",
@@ -316,6 +322,8 @@ static void test_opt_equals(void **state)
          "\"findings\""},
         {"probe", {"probe", "nowhere", "@", "--json"}, "--fleet", fleet_missing, fleet_missing},
         {"render", {"render", "local", local, "@", "--json"}, "--out", dir, "\"written\""},
+        /* a tag that is not one: refused before the fleet is read or a host is reached */
+        {"rollback", {"rollback", "local", local, "@", "--json"}, "--to", "bad/tag", "bad/tag"},
         {"down", {"down", "@", "--json"}, "--pid-file", pid_missing, "nothing to stop"},
         {"readings", {"readings", smi, "@", "--json"}, "--tool", "nvidia-smi", "\"used_bytes\""},
         {"export",

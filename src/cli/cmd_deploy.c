@@ -1,0 +1,199 @@
+/*
+ * slipway deploy ENDPOINT [FLEET.yaml] [--dry-run] [--no-worst-case] [--deadline DUR]
+ *                [--stall DUR] [--probe-only CHECKS] [--ledger PATH | --no-ledger] [--json]
+ *
+ *   The gated rollout of include/slipway/rollout.h: gates, stage beside the live files, verify,
+ *   save the rollback set, swap, stop/start, the boot watched from its journal and unit state,
+ *   readiness, one-token liveness, the probe battery, commit; any failure after the stop puts the
+ *   rollback set back and proves it serves. Also `slipway rollback` (cmd_rollback.c) shares the
+ *   printing here.
+ *
+ * Exit: 0 committed (or the dry run printed), 1 the deploy failed (a gate, the boot, the
+ * battery: rolled back or not), 2 unusable input (fleet, endpoint, a bad option).
+ */
+#include "cli.h"
+#include "cmd_rollout.h"
+
+#include <slipway/fleet.h>
+#include <slipway/ledger.h>
+#include <slipway/rollout.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const struct sw_opt opts[] = {
+    {"dry-run", 'n', NULL, 0,
+     "print every step, what it would write and the diff against the live files;\n"
+     "touch nothing",
+     NULL},
+    {"no-worst-case", 0, NULL, 0, "leave the probe's worst_case check out", NULL},
+    {"deadline", 0, "DUR", 0, "the boot's bound to readiness (default 10m)", NULL},
+    {"stall", 0, "DUR", 0, "no journal line and no readiness this long is a stall (default 2m)",
+     NULL},
+    {"probe-only", 0, "CHECKS", 0, "the battery's checks, comma-separated (default: all)", NULL},
+    {"ledger", 0, "PATH", 0, "the ledger (default: $SLIPWAY_LEDGER, else FLEET.ledger.sqlite)",
+     NULL},
+    {"no-ledger", 0, NULL, 0, "no ledger evidence for the gates", NULL},
+    {0},
+};
+
+static const char *const examples[] = {
+    "slipway deploy frank-small examples/operator.yaml --dry-run",
+    "slipway deploy local fleet.yaml --no-worst-case --deadline 5m",
+    NULL,
+};
+
+const struct sw_cmd_spec sw_spec_deploy = {
+    .name = "deploy",
+    .summary = "roll an endpoint's shape out on its host, proven, or roll back to the old one",
+    .synopsis = "ENDPOINT [FLEET.yaml] [--dry-run] [--no-worst-case] [--deadline DUR]\n"
+                "    [--stall DUR] [--probe-only CHECKS] [--ledger PATH | --no-ledger] [--json]",
+    .about = "Gates (any failure touches nothing on the host) -> render -> stage beside the live\n"
+             "files -> systemd-analyze verify -> save the live files -> swap -> stop/start ->\n"
+             "watch the boot (journal classified as it arrives, NRestarts, unit state, stall)\n"
+             "-> readiness -> one-token liveness -> probe battery -> commit (last-good + tag).\n"
+             "A failure after the stop restores the saved files and proves they serve; the\n"
+             "time the endpoint did not serve is measured. One deploy per endpoint at a time\n"
+             "(/run/slipway/NAME.lock on the host). FLEET.yaml defaults to ./fleet.yaml.\n"
+             "Exit: 0 committed or dry run, 1 the deploy failed, 2 unusable input.",
+    .opts = opts,
+    .max_args = 2,
+    .examples = examples,
+};
+
+void sw__cli_rollout_print(const struct sw_rollout_result *r)
+{
+    printf("%s (%s): %s\n", r->endpoint, r->unit[0] ? r->unit : "-",
+           sw_rollout_outcome_name(r->outcome));
+    if (r->failed_step[0])
+        printf("  failed at %s: %s: %s\n", r->failed_step, r->fail_class, r->fail_msg);
+    if (r->rollback_msg[0])
+        printf("  rollback: %s\n", r->rollback_msg);
+    if (r->tag[0])
+        printf("  tag: %s\n", r->tag);
+    if (r->downtime_ms >= 0)
+        printf("  downtime: %lld ms (stop to the first generation of the shape that serves)\n",
+               (long long)r->downtime_ms);
+    else if (r->stopped)
+        printf("  downtime: still not serving\n");
+    if (r->journal && r->journal[0] && r->failed_step[0])
+        printf("  journal (last lines):\n%s", r->journal);
+}
+
+int sw__cli_rollout_finish(const struct sw_rollout_result *r, bool json)
+{
+    if (json) {
+        json_t *j = sw_rollout_result_json(r);
+        if (!j) {
+            fprintf(stderr, "slipway: out of memory\n");
+            return SW_EXIT_FAIL;
+        }
+        sw_json_print(stdout, j, true);
+        json_decref(j);
+    } else {
+        sw__cli_rollout_print(r);
+    }
+    return r->outcome == SW_ROLLOUT_COMMITTED || r->outcome == SW_ROLLOUT_DRY_RUN ||
+                   r->outcome == SW_ROLLOUT_RESTORED
+               ? SW_EXIT_OK
+               : SW_EXIT_FAIL;
+}
+
+int sw__cli_rollout_endpoint(const struct sw_args *a, const char *verb, struct sw_fleet **f,
+                             const struct sw_fleet_endpoint **ep, int *rc)
+{
+    struct sw_err e;
+    sw_err_clear(&e);
+    const char *fleet_path = a->npos > 1 ? a->pos[1] : "fleet.yaml";
+    (void)verb;
+    if (sw_fleet_load(fleet_path, NULL, f, &e)) {
+        *rc = sw_cli_fail(&e, a->json);
+        return -1;
+    }
+    *ep = sw_fleet_endpoint(*f, a->pos[0]);
+    if (!*ep) {
+        sw_err_set(&e, SW_ENOENT, "%s: no endpoint '%s'", fleet_path, a->pos[0]);
+        *rc = sw_cli_fail(&e, a->json);
+        return -1;
+    }
+    return 0;
+}
+
+int sw_cmd_deploy(int argc, char **argv)
+{
+    struct sw_err e;
+    struct sw_fleet *f = NULL;
+    const struct sw_fleet_endpoint *ep = NULL;
+    struct sw_rollout_result res;
+    struct sw_ledger led;
+    bool have_ledger = false;
+    int rc = SW_EXIT_OK;
+
+    sw_err_clear(&e);
+    memset(&res, 0, sizeof(res));
+    memset(&led, 0, sizeof(led));
+    struct sw_args a;
+    if (!sw_args_parse(&sw_spec_deploy, argc, argv, &a, &rc))
+        return rc;
+    if (a.npos < 1)
+        return sw_args_usage(&a, "name the ENDPOINT to deploy");
+    struct sw_rollout_opts o = {0};
+    o.dry_run = sw_args_flag(&a, "dry-run");
+    o.worst_case = !sw_args_flag(&a, "no-worst-case");
+    o.probe_only = sw_args_str(&a, "probe-only");
+    const char *d = sw_args_str(&a, "deadline");
+    if (d && (sw_parse_duration_ms(d, &o.deadline_ms, &e) || o.deadline_ms <= 0))
+        return sw_args_usage(&a, "--deadline %s: want a positive duration (90s, 5m)", d);
+    d = sw_args_str(&a, "stall");
+    if (d && (sw_parse_duration_ms(d, &o.stall_ms, &e) || o.stall_ms <= 0))
+        return sw_args_usage(&a, "--stall %s: want a positive duration (30s, 2m)", d);
+    const char *ledger_path = sw_args_str(&a, "ledger");
+    bool no_ledger = sw_args_flag(&a, "no-ledger");
+    if (no_ledger && ledger_path)
+        return sw_args_usage(&a, "--ledger and --no-ledger: choose one");
+    if (!a.json && !o.dry_run)
+        o.progress = stdout;
+    if (o.dry_run && !a.json)
+        o.progress = stdout;
+
+    if (sw__cli_rollout_endpoint(&a, "deploy", &f, &ep, &rc))
+        goto out;
+    if (!no_ledger) {
+        char lpath[4096];
+        const char *fleet_path = a.npos > 1 ? a.pos[1] : "fleet.yaml";
+        bool explicit_path = ledger_path != NULL || getenv("SLIPWAY_LEDGER") != NULL;
+        if (ledger_path)
+            snprintf(lpath, sizeof(lpath), "%s", ledger_path);
+        else if (sw_ledger_default_path(fleet_path, lpath, sizeof(lpath), &e)) {
+            rc = sw_cli_fail(&e, a.json);
+            goto out;
+        }
+        struct sw_ledger_open_opts oo = {.readonly = true};
+        int lrc = sw_ledger_open(&led, lpath, &oo, &e);
+        if (lrc == SW_ENOENT && !explicit_path) {
+            sw_err_clear(&e);
+        } else if (lrc) {
+            sw_err_prefix(&e, "the ledger");
+            sw_cli_fail(&e, a.json);
+            rc = SW_EXIT_USAGE;
+            goto out;
+        } else {
+            have_ledger = true;
+            o.ledger = &led;
+        }
+    }
+    if (sw_rollout_deploy(f, ep, &o, &res, &e)) {
+        rc = sw_cli_fail(&e, a.json);
+        if (rc == SW_EXIT_USAGE && e.code != SW_EINVAL && e.code != SW_EUNSUPPORTED)
+            rc = SW_EXIT_FAIL;
+        goto out;
+    }
+    rc = sw__cli_rollout_finish(&res, a.json);
+out:
+    sw_rollout_result_free(&res);
+    if (have_ledger)
+        sw_ledger_close(&led);
+    sw_fleet_free(f);
+    return rc;
+}

@@ -1,0 +1,21 @@
+/*
+ * What `slipway deploy` and `slipway rollback` share: the endpoint lookup and the result's views.
+ */
+#ifndef SLIPWAY_CMD_ROLLOUT_H
+#define SLIPWAY_CMD_ROLLOUT_H
+
+#include "opt.h"
+
+#include <slipway/fleet.h>
+#include <slipway/rollout.h>
+
+/* Load FLEET (a->pos[1], default ./fleet.yaml) and find ENDPOINT (a->pos[0]); on failure the
+ * error is printed, *rc set and -1 returned. */
+int sw__cli_rollout_endpoint(const struct sw_args *a, const char *verb, struct sw_fleet **f,
+                             const struct sw_fleet_endpoint **ep, int *rc);
+/* The human view of a result. */
+void sw__cli_rollout_print(const struct sw_rollout_result *r);
+/* Print (human or --json) and return the exit code: 0 committed / dry run / restored, else 1. */
+int sw__cli_rollout_finish(const struct sw_rollout_result *r, bool json);
+
+#endif

@@ -1,0 +1,68 @@
+/*
+ * rollout's internals, shared by its files (rollout.c: the pipeline; rollout_host.c: the remote
+ * scripts, the lock and the file moves; rollout_watch.c: the boot watch, readiness, liveness).
+ */
+#ifndef SW_ROLLOUT_INTERNAL_H
+#define SW_ROLLOUT_INTERNAL_H
+
+#include <slipway/engine.h>
+#include <slipway/fleet.h>
+#include <slipway/host.h>
+#include <slipway/rollout.h>
+#include <slipway/unit.h>
+
+#include <stdbool.h>
+
+struct sw__ro {
+    const struct sw_fleet *f;
+    const struct sw_fleet_endpoint *ep;
+    const struct sw_rollout_opts *o;
+    struct sw_rollout_result *r;
+    const struct sw_engine *eng;
+    struct sw_host h;
+    bool host_open;
+    bool locked;
+    char lock_owner[256];
+    char name[240];      /* the unit's name without .service */
+    char unit[256];      /* NAME.service */
+    char live_unit[512]; /* /etc/systemd/system/NAME.service */
+    char live_env[512];  /* the EnvironmentFile= path */
+    char state[512];     /* /var/lib/slipway/rollout/NAME */
+    char url[512];       /* http://ADDR:PORT */
+    uint64_t t_down;     /* sw_now_ns() when the endpoint stopped serving; 0: it was not */
+};
+
+/* sh -c SCRIPT sh ARGS... on the host (args NULL-terminated, at most 11). */
+int sw__ro_sh(struct sw__ro *c, const char *script, const char *const *args, int64_t deadline_ms,
+              struct sw_host_result *hr, struct sw_err *e);
+int sw__ro_lock(struct sw__ro *c, struct sw_err *e);
+void sw__ro_unlock(struct sw__ro *c);
+/* The newest cursor of the host's whole journal (sw_free), NULL when the journal is empty. */
+int sw__ro_cursor(struct sw__ro *c, char **cursor, struct sw_err *e);
+/* A remote file's text (sw_free) and whether it exists. */
+int sw__ro_cat(struct sw__ro *c, const char *path, char **text, bool *exists, struct sw_err *e);
+int sw__ro_verify(struct sw__ro *c, char *out, size_t n, struct sw_err *e);
+int sw__ro_save(struct sw__ro *c, const char *set, bool *had, struct sw_err *e);
+int sw__ro_swap(struct sw__ro *c, struct sw_err *e);
+int sw__ro_unstage(struct sw__ro *c);
+int sw__ro_restore(struct sw__ro *c, const char *set, struct sw_err *e);
+int sw__ro_remove_live(struct sw__ro *c, struct sw_err *e);
+int sw__ro_commit(struct sw__ro *c, char *tag, size_t n, struct sw_err *e);
+int sw__ro_exists(struct sw__ro *c, const char *path, bool *yes, struct sw_err *e);
+
+/* How a watched boot ended. */
+struct sw__ro_boot {
+    bool ready;
+    char cls[64];   /* "" when ready */
+    char msg[1024]; /* the evidence in words */
+    json_t *evidence;
+    char *journal; /* the unit's journal since the cursor (sw_free) */
+    uint64_t ready_ns;
+};
+void sw__ro_boot_free(struct sw__ro_boot *b);
+/* Watch the unit from `cursor` until the health path answers 200 or the boot fails. */
+int sw__ro_watch(struct sw__ro *c, const char *cursor, struct sw__ro_boot *b, struct sw_err *e);
+/* One-token generation: 0 when it answered 2xx with a choice; else the reason in why. */
+int sw__ro_generate(struct sw__ro *c, char *why, size_t n);
+
+#endif

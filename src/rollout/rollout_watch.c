@@ -1,0 +1,261 @@
+/*
+ * rollout/watch: a boot on the host watched until it serves or fails. Each poll (250 ms apart)
+ * reads the unit's new journal entries after the cursor, feeds everything read so far to the
+ * engine's boot-log parser (the failure the engine printed is classified on the poll that reads
+ * it), reads `systemctl show` (a death systemd will restart, NRestarts rising, ActiveState
+ * failed, an engine that exited 0) and asks the health path. A stall is judged by progress: no
+ * new journal line and no readiness for stall_ms; the boot's whole bound is deadline_ms.
+ *
+ * What it does not do: follow the journal with a long-lived `journalctl -f` (a poll is one ssh
+ * round trip over the shared master connection, and it lets the same loop read the unit's state
+ * and the health path); read a container's own log stream (a podman unit's engine output reaches
+ * the journal only through the unit's stdout).
+ */
+#include "rollout_internal.h"
+
+#include <slipway/net.h>
+
+#include <stdio.h>
+#include <string.h>
+
+#define POLL_MS     250
+#define JOURNAL_MAX (8u << 20)
+
+void sw__ro_boot_free(struct sw__ro_boot *b)
+{
+    if (!b)
+        return;
+    json_decref(b->evidence);
+    sw_free(b->journal);
+    memset(b, 0, sizeof(*b));
+}
+
+static int health(struct sw__ro *c)
+{
+    char url[700];
+    snprintf(url, sizeof(url), "%s%s", c->url, c->eng->health_path);
+    struct sw_net_req req = {0};
+    req.connect_ms = 1000;
+    req.total_ms = 2000;
+    struct sw_net_resp resp;
+    memset(&resp, 0, sizeof(resp));
+    sw_net_get(NULL, url, &req, &resp, NULL);
+    int status = (int)resp.status;
+    sw_net_resp_free(&resp);
+    return status;
+}
+
+int sw__ro_generate(struct sw__ro *c, char *why, size_t n)
+{
+    char url[700];
+    snprintf(url, sizeof(url), "%s%s", c->url, c->eng->liveness_path);
+    struct sw_net_req req = {0};
+    req.connect_ms = 2000;
+    req.total_ms = 60000;
+    struct sw_net_resp resp;
+    memset(&resp, 0, sizeof(resp));
+    const char *body = c->eng->liveness_body;
+    int rc = sw_net_post_json(NULL, url, body, strlen(body), &req, &resp, NULL);
+    const char *text = sw_buf_cstr(&resp.body);
+    if (rc)
+        snprintf(why, n, "POST %s: %s", c->eng->liveness_path, resp.err.msg);
+    else if (resp.status < 200 || resp.status > 299)
+        snprintf(why, n, "POST %s: HTTP %ld: %.300s", c->eng->liveness_path, resp.status, text);
+    else if (!strstr(text, "\"choices\""))
+        snprintf(why, n, "POST %s: HTTP %ld without choices: %.300s", c->eng->liveness_path,
+                 resp.status, text);
+    else
+        why[0] = '\0';
+    sw_net_resp_free(&resp);
+    return why[0] ? -1 : 0;
+}
+
+/* The main process exited with status 0: ExecMainCode CLD_EXITED, or (systemd 252 after the
+ * unit deactivated) Result=success with status 0. */
+static bool exited0(const struct sw_host_unit *u)
+{
+    if (u->exec_main_status != 0)
+        return false;
+    return u->exec_main_code == 1 || !strcmp(u->result, "success");
+}
+
+static json_t *unit_json(const struct sw_host_unit *u)
+{
+    return json_pack("{s:s,s:s,s:s,s:I,s:I,s:I,s:I}", "active_state", u->active_state, "sub_state",
+                     u->sub_state, "result", u->result, "n_restarts", (json_int_t)u->n_restarts,
+                     "main_pid", (json_int_t)u->main_pid, "exec_main_status",
+                     (json_int_t)u->exec_main_status, "exec_main_code",
+                     (json_int_t)u->exec_main_code);
+}
+
+/* The last `lines` lines of text. */
+static const char *tail_lines(const char *text, size_t len, int lines)
+{
+    const char *p = text + len;
+    while (p > text && lines >= 0) {
+        p--;
+        if (*p == '\n' && p + 1 < text + len)
+            lines--;
+    }
+    return lines < 0 ? p + 1 : text;
+}
+
+/* New entries of the unit's journal after *cursor appended to log; true when there were. */
+static bool pull(struct sw__ro *c, char **cursor, struct sw_buf *log)
+{
+    bool got = false;
+    struct sw_host_journal j;
+    memset(&j, 0, sizeof(j));
+    if (sw_host_journal_read(&c->h, false, c->unit, *cursor, 1000, 30000, &j, NULL) == 0) {
+        for (size_t i = 0; i < j.n; i++) {
+            if (j.v[i].message) {
+                sw_buf_puts(log, j.v[i].message);
+                sw_buf_putc(log, '\n');
+            }
+        }
+        if (j.n && j.cursor) {
+            char *nc = sw_strdup(j.cursor);
+            if (nc) {
+                sw_free(*cursor);
+                *cursor = nc;
+            }
+            got = true;
+        }
+    }
+    sw_host_journal_free(&j);
+    return got;
+}
+
+/* Everything read so far through the engine's boot-log parser. */
+static void classify(struct sw__ro *c, const struct sw_buf *log, struct sw_boot_status *st)
+{
+    struct sw_bootlog_hints hints = {0};
+    hints.live = true;
+    hints.exit_code = -1;
+    memset(st, 0, sizeof(*st));
+    json_t *bl = NULL;
+    if (log->len && c->eng->bootlog)
+        c->eng->bootlog(log->data, log->len, c->unit, &hints, &bl, st, NULL);
+    json_decref(bl);
+}
+
+int sw__ro_watch(struct sw__ro *c, const char *cursor0, struct sw__ro_boot *b, struct sw_err *e)
+{
+    int rc = 0;
+    struct sw_buf log;
+    sw_buf_init(&log, JOURNAL_MAX);
+    char *cursor = cursor0 ? sw_strdup(cursor0) : NULL;
+    int64_t deadline = c->o->deadline_ms > 0 ? c->o->deadline_ms : 10 * 60 * 1000;
+    int64_t stall = c->o->stall_ms > 0 ? c->o->stall_ms : 120 * 1000;
+    uint64_t t0 = sw_now_ns(), progress = t0;
+    /* an explicit start flushes NRestarts (systemd's flush_n_restarts): any restart seen after
+     * it is this boot's */
+    struct sw_host_unit base;
+    memset(&base, 0, sizeof(base));
+    bool have_base = true;
+    memset(b, 0, sizeof(*b));
+
+    for (;;) {
+        uint64_t now = sw_now_ns();
+        /* 1. the journal since the cursor; 2. what the engine printed, classified */
+        if (pull(c, &cursor, &log))
+            progress = now;
+        struct sw_boot_status st;
+        classify(c, &log, &st);
+
+        /* 3. the unit as systemd sees it */
+        struct sw_host_unit u;
+        memset(&u, 0, sizeof(u));
+        struct sw_err ue;
+        sw_err_clear(&ue);
+        bool have_u = sw_host_unit_show(&c->h, false, c->unit, 30000, &u, &ue) == 0;
+
+        const char *cls = NULL;
+        char msg[1024] = "";
+        if (st.failed && st.failure.cls != SW_BOOT_NOT_THIS_ENGINE) {
+            cls = sw_boot_class_name(st.failure.cls);
+            snprintf(msg, sizeof(msg), "the engine printed (journal line %d): %s", st.failure.line,
+                     st.failure.message);
+        } else if (have_u && have_base && u.n_restarts > base.n_restarts) {
+            cls = "crash_loop";
+            snprintf(msg, sizeof(msg),
+                     "NRestarts %llu -> %llu: the engine died (ExecMainCode=%lld "
+                     "ExecMainStatus=%lld) and systemd started it again",
+                     (unsigned long long)base.n_restarts, (unsigned long long)u.n_restarts,
+                     (long long)u.exec_main_code, (long long)u.exec_main_status);
+        } else if (have_u && !strcmp(u.sub_state, "auto-restart")) {
+            bool exit0 = exited0(&u);
+            cls = exit0 ? "exit0" : "crash_loop";
+            snprintf(msg, sizeof(msg),
+                     "the engine %s (ExecMainCode=%lld ExecMainStatus=%lld); systemd will "
+                     "restart it (NRestarts=%llu)",
+                     exit0 ? "exited 0 while it should serve" : "died", (long long)u.exec_main_code,
+                     (long long)u.exec_main_status, (unsigned long long)u.n_restarts);
+        } else if (have_u && (!strcmp(u.active_state, "failed") ||
+                              (!strcmp(u.active_state, "inactive") && now - t0 > 2000000000ull))) {
+            bool exit0 = exited0(&u);
+            cls = exit0 ? "exit0" : "unit_failed";
+            snprintf(msg, sizeof(msg), "the unit is %s/%s (Result=%s ExecMainStatus=%lld)",
+                     u.active_state, u.sub_state, u.result, (long long)u.exec_main_status);
+        }
+        if (cls && !st.failed) {
+            /* the unit says it died: what the engine printed last may reach the journal a
+             * moment after the exit; its own words name the cause better than the state */
+            for (int i = 0; i < 4 && !st.failed; i++) {
+                sw_sleep_ms(150);
+                pull(c, &cursor, &log);
+                classify(c, &log, &st);
+            }
+            if (st.failed && st.failure.cls != SW_BOOT_NOT_THIS_ENGINE) {
+                char was[1024];
+                snprintf(was, sizeof(was), "%s", msg);
+                cls = sw_boot_class_name(st.failure.cls);
+                snprintf(msg, sizeof(msg), "the engine printed (journal line %d): %.500s; %.400s",
+                         st.failure.line, st.failure.message, was);
+            }
+        }
+        if (cls) {
+            snprintf(b->cls, sizeof(b->cls), "%s", cls);
+            snprintf(b->msg, sizeof(b->msg), "%s", msg);
+            b->evidence = have_u ? unit_json(&u) : json_object();
+            if (b->evidence && st.failed)
+                sw_json_set_new(b->evidence, "boot_failure", sw_boot_failure_to_json(&st.failure));
+            break;
+        }
+
+        /* 4. readiness */
+        if (health(c) == 200) {
+            b->ready = true;
+            b->ready_ns = sw_now_ns();
+            b->evidence = have_u ? unit_json(&u) : json_object();
+            break;
+        }
+        now = sw_now_ns();
+        if ((int64_t)((now - progress) / 1000000) > stall) {
+            snprintf(b->cls, sizeof(b->cls), "stall");
+            snprintf(b->msg, sizeof(b->msg),
+                     "no journal line and no readiness for %lld ms (%d lines so far)",
+                     (long long)stall, st.n_lines);
+            b->evidence = have_u ? unit_json(&u) : json_object();
+            break;
+        }
+        if ((int64_t)((now - t0) / 1000000) > deadline) {
+            snprintf(b->cls, sizeof(b->cls), "timeout");
+            snprintf(b->msg, sizeof(b->msg), "not ready within %lld ms (still printing)",
+                     (long long)deadline);
+            b->evidence = have_u ? unit_json(&u) : json_object();
+            break;
+        }
+        sw_sleep_ms(POLL_MS);
+    }
+    /* one more read so the excerpt holds what the engine printed last */
+    if (!b->ready)
+        pull(c, &cursor, &log);
+    const char *tl = tail_lines(sw_buf_cstr(&log), log.len, 40);
+    b->journal = sw_strdup(tl);
+    if (!b->journal)
+        rc = sw_err_set(e, SW_ENOMEM, "out of memory");
+    sw_free(cursor);
+    sw_buf_free(&log);
+    return rc;
+}

@@ -1,0 +1,121 @@
+/*
+ * rollout without a host: what happens before anything on a host is reached. A gate failure (a
+ * fleet known_bad rule) ends the deploy as gate_failed naming the gate, with one recorded step
+ * and no downtime, for an endpoint whose host could not even be reached (an ssh host on a
+ * closed port: nothing was tried); an endpoint without a host is refused; the result's JSON
+ * keeps its shape. The pipeline on a real host is tests/real/test_rollout.c.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <slipway/fleet.h>
+#include <slipway/rollout.h>
+
+#include "swtest.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const char fleet_text[] = "version: 1\n"
+                                 "hosts:\n"
+                                 "  far:\n"
+                                 "    transport: {kind: ssh, address: 127.0.0.1, port: 1, user: "
+                                 "nobody}\n"
+                                 "    devices:\n"
+                                 "      cpu: {kind: cpu, vendor: cpu}\n"
+                                 "endpoints:\n"
+                                 "  ro:\n"
+                                 "    host: far\n"
+                                 "    engine: llama.cpp\n"
+                                 "    binary: /opt/llama/bin/llama-server\n"
+                                 "    runtime: native\n"
+                                 "    listen: 127.0.0.1:1\n"
+                                 "    payload: {path: /models/chat.gguf, quantization: f32}\n"
+                                 "    shape: {ctx_size: 2048, seqs: 1, n_gpu_layers: 0}\n"
+                                 "    known_bad:\n"
+                                 "      - when: ctx_size == 2048\n"
+                                 "        failure: oom\n"
+                                 "        text: died at kv_alloc\n";
+
+static struct sw_fleet *load(void)
+{
+    struct sw_fleet_opts fo = {0};
+    fo.getenv = sw_fleet_no_environ;
+    struct sw_fleet *f = NULL;
+    struct sw_err e;
+    sw_err_clear(&e);
+    if (sw_fleet_load_mem("ro.yaml", fleet_text, strlen(fleet_text), &fo, &f, &e))
+        fail_msg("ro.yaml: %s", e.msg);
+    return f;
+}
+
+static void test_gate_failure_reaches_no_host(void **state)
+{
+    (void)state;
+    struct sw_fleet *f = load();
+    const struct sw_fleet_endpoint *ep = sw_fleet_endpoint(f, "ro");
+    assert_non_null(ep);
+    struct sw_rollout_opts o = {0};
+    struct sw_rollout_result r;
+    struct sw_err e;
+    sw_err_clear(&e);
+    assert_int_equal(sw_rollout_deploy(f, ep, &o, &r, &e), 0);
+    assert_int_equal(r.outcome, SW_ROLLOUT_GATE_FAILED);
+    assert_string_equal(sw_rollout_outcome_name(r.outcome), "gate_failed");
+    assert_string_equal(r.failed_step, "gate");
+    assert_string_equal(r.fail_class, "gate:known_bad");
+    assert_non_null(strstr(r.fail_msg, "died at kv_alloc"));
+    assert_int_equal(r.downtime_ms, -1);
+    assert_false(r.stopped);
+    assert_false(r.serving);
+    assert_int_equal(json_array_size(r.steps), 1);
+    json_t *j = sw_rollout_result_json(&r);
+    assert_non_null(j);
+    assert_string_equal(json_string_value(json_object_get(j, "outcome")), "gate_failed");
+    assert_true(json_is_null(json_object_get(j, "downtime_ms")));
+    assert_true(json_is_object(json_object_get(j, "gates")));
+    assert_true(json_is_null(json_object_get(j, "journal")));
+    json_decref(j);
+    sw_rollout_result_free(&r);
+    sw_rollout_result_free(&r); /* twice is fine: it was zeroed */
+    sw_fleet_free(f);
+}
+
+static void test_no_host_refused(void **state)
+{
+    (void)state;
+    struct sw_fleet *f = load();
+    struct sw_fleet_endpoint ep = *sw_fleet_endpoint(f, "ro");
+    ep.host = NULL;
+    struct sw_rollout_result r;
+    struct sw_err e;
+    sw_err_clear(&e);
+    assert_int_equal(sw_rollout_deploy(f, &ep, NULL, &r, &e), SW_EINVAL);
+    assert_non_null(strstr(e.msg, "no host"));
+    sw_rollout_result_free(&r);
+    assert_int_equal(sw_rollout_rollback(f, &ep, NULL, &r, &e), SW_EINVAL);
+    sw_rollout_result_free(&r);
+    sw_fleet_free(f);
+}
+
+static void test_outcome_names(void **state)
+{
+    (void)state;
+    const char *want[] = {"none",    "committed",   "dry_run",         "gate_failed",
+                          "refused", "rolled_back", "rollback_failed", "restored"};
+    for (int i = 0; i < 8; i++)
+        assert_string_equal(sw_rollout_outcome_name((enum sw_rollout_outcome)i), want[i]);
+    assert_string_equal(sw_rollout_outcome_name((enum sw_rollout_outcome)99), "?");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_gate_failure_reaches_no_host),
+        cmocka_unit_test(test_no_host_refused),
+        cmocka_unit_test(test_outcome_names),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
