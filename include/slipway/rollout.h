@@ -70,6 +70,8 @@ struct sw_rollout_opts {
     int64_t stall_ms;       /* no journal line and no readiness this long: a stall; 0: 120 s */
     int64_t probe_ms;       /* the battery's deadline; 0: the probe's default */
     const char *to_tag;     /* rollback: restore this tag's set instead of the last-good */
+    bool record;            /* write the attempt, its steps and its tag or failure to ledger */
+    const char *note;       /* the operator's note for the attempt and its tag, or NULL */
     FILE *progress;         /* a line per step as it runs, or NULL */
 };
 
@@ -84,18 +86,22 @@ struct sw_rollout_result {
                                "oom", "dead_generation", "probe:worst_case" ... */
     char fail_msg[1024];    /* one line: the evidence in words */
     char rollback_msg[512]; /* what the rollback did, "" when none ran */
-    char tag[160]; /* committed: the host's tag of the new last-good (ENDPOINT-YYYYMMDD-N) */
-    bool had_rollback_set; /* the host had live files to go back to */
-    bool stopped;          /* the old unit was stopped (the live shape changed) */
-    int64_t downtime_ms;   /* -1: the endpoint never stopped serving (or was not serving) */
-    bool serving;          /* something serves at the end (new or restored) */
-    json_t *steps;         /* [{step, ok, ms, detail}] (owned) */
-    json_t *gates;         /* sw_gate_endpoint's object (owned), NULL when not run */
-    json_t *probe;         /* the battery's report (owned), NULL when not run */
-    json_t *boot;          /* {class, phase, message, line, n_restarts, active_state,
+    char tag[160];          /* committed: the new last-good's tag (ENDPOINT-YYYYMMDD-N): the
+                             ledger's when it recorded one; the host's tags/ directory too */
+    int64_t attempt;        /* the ledger's attempt id, 0 when none was recorded */
+    int64_t rule_id;        /* the known-bad rule the failure taught, 0 none */
+    char ledger_msg[512];   /* why the ledger could not be written, "" when it was (or unused) */
+    bool had_rollback_set;  /* the host had live files to go back to */
+    bool stopped;           /* the old unit was stopped (the live shape changed) */
+    int64_t downtime_ms;    /* -1: the endpoint never stopped serving (or was not serving) */
+    bool serving;           /* something serves at the end (new or restored) */
+    json_t *steps;          /* [{step, ok, ms, detail}] (owned) */
+    json_t *gates;          /* sw_gate_endpoint's object (owned), NULL when not run */
+    json_t *probe;          /* the battery's report (owned), NULL when not run */
+    json_t *boot;           /* {class, phase, message, line, n_restarts, active_state,
                                sub_state, exec_main_status} or NULL */
-    char *journal;         /* the unit's journal since the start, last lines (sw_free) */
-    json_t *diff;          /* dry run: [{file, path, live_exists, diff}] (owned) */
+    char *journal;          /* the unit's journal since the start, last lines (sw_free) */
+    json_t *diff;           /* dry run: [{file, path, live_exists, diff}] (owned) */
 };
 void sw_rollout_result_free(struct sw_rollout_result *r);
 /* {"endpoint","unit","outcome","failed_step","fail_class","fail_msg","rollback","downtime_ms",

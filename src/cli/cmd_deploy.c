@@ -34,7 +34,8 @@ static const struct sw_opt opts[] = {
     {"probe-only", 0, "CHECKS", 0, "the battery's checks, comma-separated (default: all)", NULL},
     {"ledger", 0, "PATH", 0, "the ledger (default: $SLIPWAY_LEDGER, else FLEET.ledger.sqlite)",
      NULL},
-    {"no-ledger", 0, NULL, 0, "no ledger evidence for the gates", NULL},
+    {"no-ledger", 0, NULL, 0, "no ledger: no evidence for the gates, nothing recorded", NULL},
+    {"note", 0, "TEXT", 0, "the operator's note for the attempt and its tag", NULL},
     {0},
 };
 
@@ -48,7 +49,8 @@ const struct sw_cmd_spec sw_spec_deploy = {
     .name = "deploy",
     .summary = "roll an endpoint's shape out on its host, proven, or roll back to the old one",
     .synopsis = "ENDPOINT [FLEET.yaml] [--dry-run] [--no-worst-case] [--deadline DUR]\n"
-                "    [--stall DUR] [--probe-only CHECKS] [--ledger PATH | --no-ledger] [--json]",
+                "    [--stall DUR] [--probe-only CHECKS] [--ledger PATH | --no-ledger]\n"
+                "    [--note TEXT] [--json]",
     .about = "Gates (any failure touches nothing on the host) -> render -> stage beside the live\n"
              "files -> systemd-analyze verify -> save the live files -> swap -> stop/start ->\n"
              "watch the boot (journal classified as it arrives, NRestarts, unit state, stall)\n"
@@ -72,6 +74,13 @@ void sw__cli_rollout_print(const struct sw_rollout_result *r)
         printf("  rollback: %s\n", r->rollback_msg);
     if (r->tag[0])
         printf("  tag: %s\n", r->tag);
+    if (r->attempt)
+        printf("  ledger: attempt %lld\n", (long long)r->attempt);
+    if (r->rule_id)
+        printf("  known-bad: rule %lld now refuses this shape (slipway check)\n",
+               (long long)r->rule_id);
+    if (r->ledger_msg[0])
+        printf("  ledger: not written: %s\n", r->ledger_msg);
     if (r->downtime_ms >= 0)
         printf("  downtime: %lld ms (stop to the first generation of the shape that serves)\n",
                (long long)r->downtime_ms);
@@ -142,6 +151,7 @@ int sw_cmd_deploy(int argc, char **argv)
     o.dry_run = sw_args_flag(&a, "dry-run");
     o.worst_case = !sw_args_flag(&a, "no-worst-case");
     o.probe_only = sw_args_str(&a, "probe-only");
+    o.note = sw_args_str(&a, "note");
     const char *d = sw_args_str(&a, "deadline");
     if (d && (sw_parse_duration_ms(d, &o.deadline_ms, &e) || o.deadline_ms <= 0))
         return sw_args_usage(&a, "--deadline %s: want a positive duration (90s, 5m)", d);
@@ -169,7 +179,9 @@ int sw_cmd_deploy(int argc, char **argv)
             rc = sw_cli_fail(&e, a.json);
             goto out;
         }
-        struct sw_ledger_open_opts oo = {.readonly = true};
+        /* read-write: every attempt, its steps and its tag or failure land in it (a dry run only
+         * reads: it records nothing) */
+        struct sw_ledger_open_opts oo = {.readonly = o.dry_run, .create = !o.dry_run};
         int lrc = sw_ledger_open(&led, lpath, &oo, &e);
         if (lrc == SW_ENOENT && !explicit_path) {
             sw_err_clear(&e);
@@ -181,6 +193,7 @@ int sw_cmd_deploy(int argc, char **argv)
         } else {
             have_ledger = true;
             o.ledger = &led;
+            o.record = !o.dry_run;
         }
     }
     if (sw_rollout_deploy(f, ep, &o, &res, &e)) {

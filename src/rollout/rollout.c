@@ -59,6 +59,7 @@ static void rollout_record(struct sw__ro *c, const char *step, bool ok, uint64_t
     vsnprintf(detail, sizeof(detail), fmt, ap);
     va_end(ap);
     double ms = t_start ? ms_since(t_start) : 0;
+    sw__ro_ledger_step(c, step, ok, ms, detail);
     json_t *s = json_object();
     if (s) {
         sw_json_set_str(s, "step", step);
@@ -401,6 +402,26 @@ static int stage(struct sw__ro *c, const struct sw_unit_render *rd, struct sw_er
     return rc;
 }
 
+/* The payload manifest of a tag: the endpoint's payload path with its size on the host (sha256
+ * null: not hashed here). */
+static json_t *payload_manifest(struct sw__ro *c)
+{
+    const char *path = c->ep->payload.path.v;
+    json_t *arr = json_array();
+    if (!arr || !path)
+        return arr;
+    static const char script[] = "stat -Lc %s \"$1\"\n";
+    const char *args[] = {path, NULL};
+    struct sw_host_result hr;
+    long long size = -1;
+    if (sw__ro_sh(c, script, args, 30000, &hr, NULL) == 0)
+        size = atoll(hr.out);
+    sw_host_result_free(&hr);
+    json_array_append_new(arr, json_pack("{s:s,s:I,s:n}", "path", path, "size",
+                                         (json_int_t)(size < 0 ? 0 : size), "sha256"));
+    return arr;
+}
+
 static void probe(struct sw__ro *c)
 {
     struct sw_rollout_result *r = c->r;
@@ -461,6 +482,13 @@ int sw_rollout_deploy(const struct sw_fleet *f, const struct sw_fleet_endpoint *
     if (rc)
         goto out;
     const json_t *gs = json_object_get(r->gates, "gates");
+    const json_t *shape = json_object_get(r->gates, "shape");
+    if (!o->dry_run) {
+        rc = sw__ro_ledger_begin(&c, shape, e);
+        if (rc)
+            goto out;
+        r->attempt = c.attempt;
+    }
     for (size_t i = 0; i < json_array_size(gs); i++) {
         const json_t *g = json_array_get(gs, i);
         if (strcmp(json_string_value(json_object_get(g, "verdict")), "fail"))
@@ -597,6 +625,12 @@ int sw_rollout_deploy(const struct sw_fleet *f, const struct sw_fleet_endpoint *
     }
 
     t = sw_now_ns();
+    json_t *payload = payload_manifest(&c);
+    if (sw__ro_ledger_commit(&c, shape, &rd, payload, r->tag, sizeof(r->tag), e)) {
+        snprintf(r->ledger_msg, sizeof(r->ledger_msg), "the tag: %.480s", e->msg);
+        sw_err_clear(e);
+    }
+    json_decref(payload);
     rc = sw__ro_commit(&c, r->tag, sizeof(r->tag), e);
     if (rc) {
         rollout_record(&c, "commit", false, t, "%s", e->msg);
@@ -609,6 +643,11 @@ int sw_rollout_deploy(const struct sw_fleet *f, const struct sw_fleet_endpoint *
 out:
     if (rc && r->outcome == SW_ROLLOUT_NONE && !r->failed_step[0])
         fail_as(&c, "error", "error", "%s", e ? e->msg : "error");
+    if (c.attempt > 0 && r->outcome != SW_ROLLOUT_COMMITTED) {
+        if (r->outcome == SW_ROLLOUT_NONE) /* an error ended it: what it left is on the host */
+            r->outcome = r->stopped ? SW_ROLLOUT_ROLLBACK_FAILED : SW_ROLLOUT_REFUSED;
+        sw__ro_ledger_finish(&c);
+    }
     ro_close(&c);
     sw_unit_render_free(&rd);
     return rc;
@@ -721,6 +760,9 @@ json_t *sw_rollout_result_json(const struct sw_rollout_result *r)
     rc = rc ? rc : sw_json_set_str(o, "fail_msg", r->fail_msg);
     rc = rc ? rc : sw_json_set_str(o, "rollback", r->rollback_msg);
     rc = rc ? rc : sw_json_set_str(o, "tag", r->tag);
+    rc = rc ? rc : sw_json_set_int(o, "attempt", r->attempt);
+    rc = rc ? rc : sw_json_set_int(o, "rule_id", r->rule_id);
+    rc = rc ? rc : sw_json_set_str(o, "ledger_error", r->ledger_msg);
     rc = rc ? rc : sw_json_set_bool(o, "had_rollback_set", r->had_rollback_set);
     rc = rc ? rc : sw_json_set_bool(o, "stopped", r->stopped);
     rc = rc ? rc : sw_json_set_bool(o, "serving", r->serving);

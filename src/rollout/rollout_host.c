@@ -269,8 +269,9 @@ int sw__ro_remove_live(struct sw__ro *c, struct sw_err *e)
     return rc;
 }
 
-/* The live files become the last-good set and a tag of it (ENDPOINT-YYYYMMDD-N, N the first
- * free number on the host); the tag's name into tag. */
+/* The live files become the last-good set and a tag of it: named *tag when it is not "" (the
+ * ledger's), else ENDPOINT-YYYYMMDD-N with N the first free number on the host; the name into
+ * tag. */
 int sw__ro_commit(struct sw__ro *c, char *tag, size_t n, struct sw_err *e)
 {
     static const char script[] =
@@ -278,13 +279,16 @@ int sw__ro_commit(struct sw__ro *c, char *tag, size_t n, struct sw_err *e)
         "d=$(date -u +%Y%m%d); i=1\n"
         "while [ -e \"$1/tags/$4-$d-$i\" ]; do i=$((i+1)); done\n"
         "t=\"$4-$d-$i\"\n"
+        "if [ -n \"$5\" ]; then t=\"$5\"; rm -rf \"$1/tags/$t\"; fi\n"
         "rm -rf \"$1/last-good.tmp\"; mkdir -p \"$1/last-good.tmp\" \"$1/tags\"\n"
         "cp -p \"$2\" \"$1/last-good.tmp/\"\n"
         "if [ -f \"$3\" ]; then cp -p \"$3\" \"$1/last-good.tmp/\"; fi\n"
         "cp -pr \"$1/last-good.tmp\" \"$1/tags/$t\"\n"
         "sync; rm -rf \"$1/last-good\"; mv \"$1/last-good.tmp\" \"$1/last-good\"; sync\n"
         "echo \"$t\"\n";
-    const char *args[] = {c->state, c->live_unit, c->live_env, c->ep->name, NULL};
+    char given[200];
+    snprintf(given, sizeof(given), "%s", tag);
+    const char *args[] = {c->state, c->live_unit, c->live_env, c->ep->name, given, NULL};
     struct sw_host_result hr;
     int rc = sw__ro_sh(c, script, args, 60000, &hr, e);
     if (!rc) {

@@ -30,6 +30,8 @@ struct sw__ro {
     char state[512];     /* /var/lib/slipway/rollout/NAME */
     char url[512];       /* http://ADDR:PORT */
     uint64_t t_down;     /* sw_now_ns() when the endpoint stopped serving; 0: it was not */
+    int64_t attempt;     /* the ledger's attempt, 0 none */
+    bool same_shape_as_last_good;
 };
 
 /* sh -c SCRIPT sh ARGS... on the host (args NULL-terminated, at most 11). */
@@ -49,6 +51,13 @@ int sw__ro_restore(struct sw__ro *c, const char *set, struct sw_err *e);
 int sw__ro_remove_live(struct sw__ro *c, struct sw_err *e);
 int sw__ro_commit(struct sw__ro *c, char *tag, size_t n, struct sw_err *e);
 int sw__ro_exists(struct sw__ro *c, const char *path, bool *yes, struct sw_err *e);
+
+/* The ledger side (rollout_ledger.c); no-ops without a writable ledger. */
+int sw__ro_ledger_begin(struct sw__ro *c, const json_t *shape, struct sw_err *e);
+void sw__ro_ledger_step(struct sw__ro *c, const char *step, bool ok, double ms, const char *detail);
+int sw__ro_ledger_commit(struct sw__ro *c, const json_t *shape, const struct sw_unit_render *rd,
+                         const json_t *payload, char *name, size_t n, struct sw_err *e);
+void sw__ro_ledger_finish(struct sw__ro *c);
 
 /* How a watched boot ended. */
 struct sw__ro_boot {

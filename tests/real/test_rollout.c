@@ -296,6 +296,9 @@ static void test_good_deploy_commits(void **state)
     assert_true(json_is_integer(json_object_get(j, "downtime_ms")));
     assert_non_null(strstr(str(j, "tag"), "ro-"));
     assert_non_null(strstr(str(j, "tag"), "-2"));
+    char tag[160];
+    snprintf(tag, sizeof(tag), "%s", str(j, "tag"));
+    assert_true(json_integer_value(json_object_get(j, "attempt")) > 0);
     /* the battery ran, and passed */
     const json_t *pr = json_object_get(j, "probe");
     assert_true(json_integer_value(json_object_get(pr, "passed")) >= 5);
@@ -308,6 +311,14 @@ static void test_good_deploy_commits(void **state)
         must(&f->h, "grep -c -- '-c 1024' /var/lib/slipway/rollout/slipway-ro/last-good/" UNIT);
     assert_string_equal(lg, "1\n");
     free(lg);
+    /* the ledger beside the fleet holds that tag as the endpoint's last-good */
+    j = run(f, &st, "history", NULL);
+    assert_int_equal(st, 0);
+    char *hist = json_dumps(j, 0);
+    if (!strstr(hist, tag) || !strstr(hist, "\"last_good\": true"))
+        fail_msg("history does not show %s as last-good: %s", tag, hist);
+    free(hist);
+    json_decref(j);
     /* the dry run of the same fleet: identical, nothing touched */
     j = run(f, &st, "deploy", "--dry-run", NULL);
     assert_int_equal(st, 0);
