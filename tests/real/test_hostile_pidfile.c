@@ -521,6 +521,13 @@ static void test_orphan_found_by_down(void **state)
         settle(mark);
         fail_msg("llama-server never started loading; slipway said:\n%s", t ? t : "");
     }
+    /* the record is written once the engine has exec'd (its exe and argv are read from /proc):
+     * under ASan, "loading model" can come first; the case is about an orphan WITH its record,
+     * so wait for it (bounded) before the kills */
+    char pidf0[4400];
+    snprintf(pidf0, sizeof(pidf0), "%s/%s.pid", run, mark);
+    for (int i = 0; i < 400 && access(pidf0, F_OK) != 0; i++)
+        sw_sleep_ms(25);
     /* slipway, its watchdog, llama-server: the watchdog first, so nobody stops the engine */
     pid_t wd = find_watchdog(s);
     assert_true(wd > 0);
