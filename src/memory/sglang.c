@@ -207,9 +207,10 @@ int sw_sglang_plan(const struct sw_hf_config *c, const struct sw_sglang_opts *o,
     r->max_running_requests = SW_MIN(mr, reqs);
     /* MHATokenToKVPool: buffers of (size + page_size) x heads x dim per KV layer. */
     if (c->kv_lora_rank > 0) {
-        r->k_size_gb = (double)(tokens + page) * (double)r->cell_bytes / (double)SW_GIB;
+        r->k_size_gb = ((double)tokens + (double)page) * (double)r->cell_bytes / (double)SW_GIB;
     } else {
-        r->k_size_gb = (double)(tokens + page) * (double)(r->cell_bytes / 2) / (double)SW_GIB;
+        r->k_size_gb =
+            ((double)tokens + (double)page) * (double)(r->cell_bytes / 2) / (double)SW_GIB;
         r->v_size_gb = r->k_size_gb;
     }
     return 0;
@@ -222,6 +223,9 @@ int sw_sglang_rest_from_tokens(const struct sw_hf_config *c, const struct sw_sgl
     struct sw_sglang_report r;
     if (tokens <= 0)
         return sw_err_set(e, SW_EINVAL, "a printed pool of %lld tokens calibrates nothing",
+                          (long long)tokens);
+    if (tokens > ((int64_t)1 << 40))
+        return sw_err_set(e, SW_ERANGE, "a printed pool of %lld tokens is past any device",
                           (long long)tokens);
     if (q.speculative_algorithm[0])
         return sw_err_set(e, SW_EUNSUPPORTED,
