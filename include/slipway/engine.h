@@ -332,6 +332,14 @@ int sw_engine_llamacpp_verbatim(int argc, const char *const *argv, const char *e
  * pins and builds it). */
 #define SW_ENGINE_LLAMACPP_PIN "80fb11ac73e66d89eae2c6a91d8a77428fa733ed"
 
+struct sw_fleet_secret;
+/* A fleet secret's value, read here: an environment variable of slipway, or the first line of a
+ * file (`~/` expanded). *out is NULL for SW_FLEET_SECRET_NONE, else a new string (wipe and sw_free
+ * it). An unset or empty variable, an unreadable or empty file: an error at the fleet's line:col,
+ * prefixed with what ("api_key"). The one reader of secrets (engine env, probe, bench). */
+int sw_engine_read_secret(const struct sw_fleet_secret *s, const char *what, char **out,
+                          struct sw_err *e);
+
 /* Where llama-server is on this machine: the first executable llama-server on $PATH, else the
  * pinned build scripts/llama-build.sh made ($SLIPWAY_CACHE or ~/.cache/slipway,
  * llama.cpp/<pin>/bin/llama-server). Writes the absolute path into out and returns out; *on_path

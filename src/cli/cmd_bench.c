@@ -16,6 +16,7 @@
 #include "cli.h"
 
 #include <slipway/bench.h>
+#include <slipway/engine.h>
 #include <slipway/fleet.h>
 #include <slipway/ledger.h>
 #include <slipway/plan.h>
@@ -185,28 +186,6 @@ static int slo_opt(const char *v, struct sw_bench_opts *o, bool json)
     return 0;
 }
 
-/* A secret reference of the fleet: an environment variable or a file's first line. */
-static char *read_secret(const struct sw_fleet_secret *s, struct sw_err *e)
-{
-    if (s->kind == SW_FLEET_SECRET_ENV) {
-        const char *v = getenv(s->ref);
-        if (!v || !*v) {
-            sw_fleet_err_at(e, SW_ENOENT, &s->at, "the API key's variable %s is not set", s->ref);
-            return NULL;
-        }
-        return sw_strdup(v);
-    }
-    if (s->kind == SW_FLEET_SECRET_FILE) {
-        char *data = NULL;
-        size_t len = 0;
-        if (sw_read_file(s->ref, 64 * 1024, &data, &len, e))
-            return NULL;
-        data[strcspn(data, "\r\n")] = '\0';
-        return data;
-    }
-    return NULL;
-}
-
 /* URL, served name, engine and key of a fleet endpoint (as probe reads them). */
 static int from_fleet(const char *fleet_path, const char *name, struct sw_fleet **fp, char *url,
                       size_t url_n, const char **model, const char **engine, char **key,
@@ -232,9 +211,9 @@ static int from_fleet(const char *fleet_path, const char *name, struct sw_fleet 
     *model = ep->alias.v;
     *engine = ep->engine ? sw_fleet_engine_name(ep->engine) : NULL;
     if (ep->api_key.kind != SW_FLEET_SECRET_NONE) {
-        *key = read_secret(&ep->api_key, e);
-        if (!*key)
-            return e && e->code ? e->code : SW_ENOENT;
+        int krc = sw_engine_read_secret(&ep->api_key, "api_key", key, e);
+        if (krc)
+            return krc;
     }
     return 0;
 }

@@ -16,6 +16,7 @@
  */
 #include "cli.h"
 
+#include <slipway/engine.h>
 #include <slipway/fleet.h>
 #include <slipway/ledger.h>
 #include <slipway/probe.h>
@@ -137,28 +138,6 @@ static int dur(const char *flag, const char *v, int64_t min_ms, unsigned *ms, bo
     return 0;
 }
 
-/* Read a secret reference from the fleet: an environment variable or a file (first line). */
-static char *read_secret(const struct sw_fleet_secret *s, struct sw_err *e)
-{
-    if (s->kind == SW_FLEET_SECRET_ENV) {
-        const char *v = getenv(s->ref);
-        if (!v || !*v) {
-            sw_fleet_err_at(e, SW_ENOENT, &s->at, "the API key's variable %s is not set", s->ref);
-            return NULL;
-        }
-        return sw_strdup(v);
-    }
-    if (s->kind == SW_FLEET_SECRET_FILE) {
-        char *data = NULL;
-        size_t len = 0;
-        if (sw_read_file(s->ref, 64 * 1024, &data, &len, e))
-            return NULL;
-        data[strcspn(data, "\r\n")] = '\0';
-        return data;
-    }
-    return NULL;
-}
-
 /* Fill the target from a fleet endpoint. url_buf holds the URL. */
 static int from_fleet(const struct opts *o, struct sw_fleet **fp, struct sw_probe_target *t,
                       char *url_buf, size_t url_n, char **key, struct sw_err *e)
@@ -196,9 +175,9 @@ static int from_fleet(const struct opts *o, struct sw_fleet **fp, struct sw_prob
     else if (ep->payload.mmproj.v)
         t->vision = 1;
     if (ep->api_key.kind != SW_FLEET_SECRET_NONE && !o->key_env) {
-        *key = read_secret(&ep->api_key, e);
-        if (!*key)
-            return e && e->code ? e->code : SW_ENOENT;
+        int krc = sw_engine_read_secret(&ep->api_key, "api_key", key, e);
+        if (krc)
+            return krc;
     }
     return 0;
 }

@@ -73,9 +73,8 @@ static char *resolve(const char *p, const char *base)
     return sw_buf_steal(&b);
 }
 
-/* The secret's value: an environment variable of slipway, or the first line of a file. */
-static int read_secret(const struct sw_fleet_secret *s, const char *what, char **out,
-                       struct sw_err *e)
+int sw_engine_read_secret(const struct sw_fleet_secret *s, const char *what, char **out,
+                          struct sw_err *e)
 {
     *out = NULL;
     if (s->kind == SW_FLEET_SECRET_ENV) {
@@ -227,7 +226,7 @@ int sw_engine_launch_from_fleet(const struct sw_fleet_endpoint *ep, struct sw_en
         char what[160];
         snprintf(what, sizeof(what), "env %s", v->name);
         if (v->secret.kind != SW_FLEET_SECRET_NONE) {
-            rc = read_secret(&v->secret, what, &val, e);
+            rc = sw_engine_read_secret(&v->secret, what, &val, e);
             if (rc)
                 goto fail;
         }
@@ -249,7 +248,7 @@ int sw_engine_launch_from_fleet(const struct sw_fleet_endpoint *ep, struct sw_en
 
     if (ep->api_key.kind != SW_FLEET_SECRET_NONE) {
         char *key = NULL;
-        rc = read_secret(&ep->api_key, "api_key", &key, e);
+        rc = sw_engine_read_secret(&ep->api_key, "api_key", &key, e);
         if (rc)
             goto fail;
         if (!keep(s, key))
