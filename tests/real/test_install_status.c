@@ -61,19 +61,8 @@ struct fx {
 static int group_setup(void **state)
 {
     (void)state;
-    char *dir = swt_tmpdir();
-    snprintf(g_model_dir, sizeof(g_model_dir), "%s", dir);
-    free(dir);
-    if (!swl_llama_dir()) {
-        snprintf(g_missing, sizeof(g_missing), "%s", swl_missing());
-        return 0;
-    }
-    if (swl_chat_model(g_model_dir, g_dir_model, sizeof(g_dir_model), g_missing, sizeof(g_missing)))
-        g_dir_model[0] = '\0';
-    /* the hosts' root reads it through a bind mount */
-    chmod(g_model_dir, 0755);
-    if (g_dir_model[0])
-        chmod(g_dir_model, 0644);
+    swth_model(g_model_dir, sizeof(g_model_dir), g_dir_model, sizeof(g_dir_model), g_missing,
+               sizeof(g_missing));
     return 0;
 }
 

@@ -55,18 +55,8 @@ struct fx {
 static int group_setup(void **state)
 {
     (void)state;
-    char *dir = swt_tmpdir();
-    snprintf(g_model_dir, sizeof(g_model_dir), "%s", dir);
-    free(dir);
-    if (!swl_llama_dir()) {
-        snprintf(g_missing, sizeof(g_missing), "%s", swl_missing());
-        return 0;
-    }
-    if (swl_chat_model(g_model_dir, g_model, sizeof(g_model), g_missing, sizeof(g_missing)))
-        g_model[0] = '\0';
-    chmod(g_model_dir, 0755);
-    if (g_model[0])
-        chmod(g_model, 0644);
+    swth_model(g_model_dir, sizeof(g_model_dir), g_model, sizeof(g_model), g_missing,
+               sizeof(g_missing));
     return 0;
 }
 

@@ -9,6 +9,8 @@
 #include <cmocka.h>
 
 #include "swthost.h"
+#include "swllama.h"
+#include "swtest.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -343,4 +345,22 @@ int swth_left(const char *name)
             left++;
     swt_run_free(&r);
     return left;
+}
+
+void swth_model(char *dir, size_t dn, char *model, size_t mn, char *missing, size_t xn)
+{
+    char *d = swt_tmpdir();
+    snprintf(dir, dn, "%s", d);
+    free(d);
+    model[0] = '\0';
+    if (!swl_llama_dir()) {
+        snprintf(missing, xn, "%s", swl_missing());
+        return;
+    }
+    if (swl_chat_model(dir, model, mn, missing, xn))
+        model[0] = '\0';
+    /* the hosts' processes run as root but read it through a bind mount: make it readable */
+    chmod(dir, 0755);
+    if (model[0])
+        chmod(model, 0644);
 }

@@ -69,4 +69,9 @@ int swth_wait(const struct swth_host *h, const char *cmd, unsigned deadline_s, s
  * matches: the teardown check. Returns how many are left (0 when none). */
 int swth_left(const char *name);
 
+/* The tiny chat model for services on test hosts, in a fresh temporary directory made readable for
+ * the hosts' bind mounts (0755 dir, 0644 file): dir gets the directory (always; remove it with
+ * swt_tmpdir_free), model the GGUF path ("" when it could not be made: missing says why). */
+void swth_model(char *dir, size_t dn, char *model, size_t mn, char *missing, size_t xn);
+
 #endif
