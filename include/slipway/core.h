@@ -327,6 +327,13 @@ size_t sw_utf8_seq(const unsigned char *s, size_t n);
  * NULL) gets the count of such bytes. Returns the bytes written (without the NUL). */
 size_t sw_utf8_repair(const char *s, size_t len, char *out, size_t outn, size_t *replaced);
 
+/* Write s to f for a terminal: control characters (C0 but tab, DEL, C1 U+0080..U+009F) and
+ * bytes that are not UTF-8 become visible escapes (\\xNN, \\u00NN), so text from elsewhere (a
+ * server's reply, an engine's journal) cannot move the cursor, recolour or retitle the terminal.
+ * A newline is kept when flags has SW_TERM_LINES, else written as \\n. NULL writes nothing. */
+#define SW_TERM_LINES 1u
+void sw_fput_term(FILE *f, const char *s, unsigned flags);
+
 /* A secret shorter than this is not redacted: it would shred ordinary text. */
 #define SW_REDACT_MIN 4u
 /* Replace every occurrence of secret in the NUL-terminated s (in place) by "***", and of its

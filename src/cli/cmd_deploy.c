@@ -68,10 +68,16 @@ void sw__cli_rollout_print(const struct sw_rollout_result *r)
 {
     printf("%s (%s): %s\n", r->endpoint, r->unit[0] ? r->unit : "-",
            sw_rollout_outcome_name(r->outcome));
-    if (r->failed_step[0])
-        printf("  failed at %s: %s: %s\n", r->failed_step, r->fail_class, r->fail_msg);
-    if (r->rollback_msg[0])
-        printf("  rollback: %s\n", r->rollback_msg);
+    if (r->failed_step[0]) {
+        printf("  failed at %s: %s: ", r->failed_step, r->fail_class);
+        sw_fput_term(stdout, r->fail_msg, 0);
+        putchar('\n');
+    }
+    if (r->rollback_msg[0]) {
+        fputs("  rollback: ", stdout);
+        sw_fput_term(stdout, r->rollback_msg, 0);
+        putchar('\n');
+    }
     if (r->tag[0])
         printf("  tag: %s\n", r->tag);
     if (r->attempt)
@@ -86,8 +92,10 @@ void sw__cli_rollout_print(const struct sw_rollout_result *r)
                (long long)r->downtime_ms);
     else if (r->stopped)
         printf("  downtime: still not serving\n");
-    if (r->journal && r->journal[0] && r->failed_step[0])
-        printf("  journal (last lines):\n%s", r->journal);
+    if (r->journal && r->journal[0] && r->failed_step[0]) {
+        fputs("  journal (last lines):\n", stdout);
+        sw_fput_term(stdout, r->journal, SW_TERM_LINES);
+    }
 }
 
 int sw__cli_rollout_finish(const struct sw_rollout_result *r, bool json)

@@ -101,7 +101,9 @@ static void print_endpoint(const json_t *ej)
            json_real_value(json_object_get(l, "ms")));
     printf("    %s %s via %s at %s, since %s\n", js(u, "name"), js(u, "scope"), js(ej, "transport"),
            js(ej, "url"), js(u, "since")[0] ? js(u, "since") : "-");
-    printf("    liveness: %s\n", js(l, "detail"));
+    fputs("    liveness: ", stdout);
+    sw_fput_term(stdout, js(l, "detail"), 0);
+    putchar('\n');
     size_t i;
     const json_t *d;
     json_array_foreach(json_object_get(sh, "drift"), i, d)
@@ -112,8 +114,11 @@ static void print_endpoint(const json_t *ej)
                (long long)json_integer_value(json_object_get(d, "line")), in ? in : "(none)",
                re ? re : "(none)");
     }
-    if (js(u, "error")[0])
-        printf("    unit: %s\n", js(u, "error"));
+    if (js(u, "error")[0]) {
+        fputs("    unit: ", stdout);
+        sw_fput_term(stdout, js(u, "error"), 0);
+        putchar('\n');
+    }
     if (js(ej, "render_error")[0])
         printf("    render: %s\n", js(ej, "render_error"));
     print_devices(json_object_get(ej, "devices"));

@@ -6,7 +6,7 @@
  * U+FFFD, and the caller learns how many there were so it can say so.
  *
  * What it deliberately does not do: guess another encoding (Latin-1...), normalise, or remove
- * control characters (a JSON encoder escapes them; a terminal view escapes them itself).
+ * control characters (a JSON encoder escapes them; a terminal view writes through sw_fput_term).
  */
 #include <slipway/core.h>
 
@@ -74,4 +74,33 @@ size_t sw_utf8_repair(const char *s, size_t len, char *out, size_t outn, size_t 
     if (replaced)
         *replaced = bad;
     return o;
+}
+
+void sw_fput_term(FILE *f, const char *s, unsigned flags)
+{
+    if (!s)
+        return;
+    const unsigned char *u = (const unsigned char *)s;
+    size_t len = strlen(s);
+    for (size_t i = 0; i < len;) {
+        size_t k = sw_utf8_seq(u + i, len - i);
+        if (!k) {
+            fprintf(f, "\\x%02x", u[i]);
+            i++;
+        } else if (k == 1 && ((u[i] < 0x20 && u[i] != '\t') || u[i] == 0x7f)) {
+            if (u[i] == '\n' && (flags & SW_TERM_LINES))
+                fputc('\n', f);
+            else if (u[i] == '\n')
+                fputs("\\n", f);
+            else
+                fprintf(f, "\\x%02x", u[i]);
+            i++;
+        } else if (k == 2 && u[i] == 0xc2 && u[i + 1] < 0xa0) {
+            fprintf(f, "\\u%04x", (unsigned)u[i + 1]);
+            i += 2;
+        } else {
+            fwrite(u + i, 1, k, f);
+            i += k;
+        }
+    }
 }

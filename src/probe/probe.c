@@ -813,33 +813,6 @@ json_t *sw_probe_report_json(const struct sw_probe_report *r)
     return j;
 }
 
-/* s for a terminal: control characters (C0 but tab, DEL, C1 U+0080..U+009F) and bytes that
- * are not UTF-8 as escapes, so a server cannot move the cursor, recolour or retitle it. */
-static void put_text(FILE *f, const char *s)
-{
-    const unsigned char *u = (const unsigned char *)s;
-    size_t len = strlen(s);
-    for (size_t i = 0; i < len;) {
-        size_t k = sw_utf8_seq(u + i, len - i);
-        if (!k) {
-            fprintf(f, "\\x%02x", u[i]);
-            i++;
-        } else if (k == 1 && ((u[i] < 0x20 && u[i] != '\t') || u[i] == 0x7f)) {
-            if (u[i] == '\n')
-                fputs("\\n", f);
-            else
-                fprintf(f, "\\x%02x", u[i]);
-            i++;
-        } else if (k == 2 && u[i] == 0xc2 && u[i + 1] < 0xa0) {
-            fprintf(f, "\\u%04x", (unsigned)u[i + 1]);
-            i += 2;
-        } else {
-            fwrite(u + i, 1, k, f);
-            i += k;
-        }
-    }
-}
-
 void sw_probe_report_print(FILE *f, const struct sw_probe_report *r)
 {
     char win[32] = "?", slots[16] = "?";
@@ -848,11 +821,11 @@ void sw_probe_report_print(FILE *f, const struct sw_probe_report *r)
     if (r->slots)
         snprintf(slots, sizeof(slots), "%d", r->slots);
     fputs("probe ", f);
-    put_text(f, r->url);
+    sw_fput_term(f, r->url, 0);
     fputs("  engine ", f);
-    put_text(f, r->engine[0] ? r->engine : "?");
+    sw_fput_term(f, r->engine[0] ? r->engine : "?", 0);
     fputs(", model ", f);
-    put_text(f, r->model[0] ? r->model : "?");
+    sw_fput_term(f, r->model[0] ? r->model : "?", 0);
     fprintf(f, ", window %s, slots %s, vision %s\n", win, slots,
             r->vision < 0 ? "?"
             : r->vision   ? "yes"
@@ -861,17 +834,17 @@ void sw_probe_report_print(FILE *f, const struct sw_probe_report *r)
     for (size_t i = 0; i < r->n; i++) {
         const struct sw_probe_result *c = &r->v[i];
         fprintf(f, "  %-12s %-6s %9.0f  ", c->name, sw_probe_status_name(c->status), c->ms);
-        put_text(f, c->evidence);
+        sw_fput_term(f, c->evidence, 0);
         if (c->reason[0]) {
             fputs(" -- ", f);
-            put_text(f, c->reason);
+            sw_fput_term(f, c->reason, 0);
         }
         fputc('\n', f);
     }
     fprintf(f, "%d passed, %d failed, %d skipped\n", r->passed, r->failed, r->skipped);
     if (r->gave_up[0]) {
         fputs("gave up on the endpoint: ", f);
-        put_text(f, r->gave_up);
+        sw_fput_term(f, r->gave_up, 0);
         fputc('\n', f);
     }
 }

@@ -462,6 +462,22 @@ static void test_utf8_repair(void **state)
 
 /* sw_json_set_str keeps a string that is not UTF-8 (bytes from a server, a ledger, a log):
  * repaired, one U+FFFD per bad byte, and never reported as out of memory. */
+static void test_fput_term(void **state)
+{
+    (void)state;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    assert_non_null(f);
+    /* an ANSI recolour, a title change (OSC ... BEL), a C1 CSI, a stray byte, DEL, tab kept */
+    sw_fput_term(f, "ok\x1b[31mred\x1b]0;t\x07\xc2\x9b\xff\x7f\tcaf\xc3\xa9\nz", 0);
+    sw_fput_term(f, "|a\nb", SW_TERM_LINES);
+    sw_fput_term(f, NULL, 0);
+    fclose(f);
+    assert_string_equal(buf, "ok\\x1b[31mred\\x1b]0;t\\x07\\u009b\\xff\\x7f\tcaf\xc3\xa9\\nz|a\nb");
+    free(buf);
+}
+
 static void test_json_set_str_not_utf8(void **state)
 {
     (void)state;
@@ -579,6 +595,7 @@ int main(void)
         cmocka_unit_test(test_json),        cmocka_unit_test(test_redact),
         cmocka_unit_test(test_utf8_repair), cmocka_unit_test(test_json_int_range),
         cmocka_unit_test(test_duration),    cmocka_unit_test(test_json_set_str_not_utf8),
+        cmocka_unit_test(test_fput_term),
     };
     return cmocka_run_group_tests_name("core", tests, NULL, NULL);
 }
