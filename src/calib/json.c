@@ -189,6 +189,8 @@ json_t *sw_calib_fit_json(const struct sw_calib_fit *f)
     sw_json_set_new(o, "non_kv", nk);
     if (f->arena.have)
         sw_json_set_new(o, "arena", arena_json(&f->arena));
+    if (f->headroom.have)
+        sw_json_set_new(o, "headroom", sw_calib_headroom_json(&f->headroom));
     if (f->joint_classes)
         sw_json_set_new(o, "fork_terms",
                         json_pack("{s:i,s:b,s:o,s:o}", "classes", f->joint_classes, "agree",
