@@ -278,6 +278,7 @@ struct sw_calib_hr_pool {
     double theta_lo, theta_hi;    /* capture needs free > theta_lo (open) ... <= theta_hi */
     bool theta_lo_set, theta_hi_set;
     int n_theta_lo, n_theta_hi;
+    uint64_t tried_bytes; /* the capture deaths' printed "Tried to allocate" (0: none printed) */
 };
 
 struct sw_calib_headroom {
@@ -297,6 +298,7 @@ struct sw_calib_headroom {
     bool consistent;
     char why[512]; /* when inconsistent: which bounds cross */
     char notes[768];
+    uint64_t capture_tried_bytes; /* any capture death's printed "Tried to allocate" (0: none) */
 };
 
 struct sw_calib_fit {

@@ -150,12 +150,11 @@ static bool poly_range(const struct sw_calib_hr_poly *p, double t, double *lo, d
 static bool truthy(const json_t *v)
 {
     return json_is_true(v) || (json_is_integer(v) && json_integer_value(v) != 0) ||
-           (json_is_string(v) && (!strcmp(json_string_value(v), "true") ||
-                                  !strcmp(json_string_value(v), "on")));
+           (json_is_string(v) &&
+            (!strcmp(json_string_value(v), "true") || !strcmp(json_string_value(v), "on")));
 }
 
-int sw_calib_headroom_shape(const json_t *canon, struct sw_headroom_shape *s,
-                            const char **kv_dtype)
+int sw_calib_headroom_shape(const json_t *canon, struct sw_headroom_shape *s, const char **kv_dtype)
 {
     memset(s, 0, sizeof(*s));
     if (!json_is_object(canon))
@@ -201,8 +200,8 @@ static bool same_class(const struct sw_calib_hr_pool *c, const char *kv,
                        const struct sw_headroom_shape *s)
 {
     return !strcmp(c->kv_dtype, kv) && c->seqs == s->seqs &&
-           mnbt_steps(c->mnbt) == mnbt_steps(s->mnbt) &&
-           fabs(c->util - s->util) < 1e-9 && c->precise == s->precise;
+           mnbt_steps(c->mnbt) == mnbt_steps(s->mnbt) && fabs(c->util - s->util) < 1e-9 &&
+           c->precise == s->precise;
 }
 
 static int find_class(const struct sw_calib_headroom *h, const char *kv,
@@ -216,12 +215,31 @@ static int find_class(const struct sw_calib_headroom *h, const char *kv,
 
 /* The pool bytes [lo, hi) a printed token count means, through the KV fit of the boot's class:
  * the smallest pool that prints at least `tokens` and the smallest that prints more. */
-static bool pool_of_tokens(const struct sw_calib_fit *f, const json_t *canon, int64_t L,
-                           int64_t tokens, double *lo, double *hi)
+static bool pool_of_tokens(const struct sw_calib_fit *f, const struct sw_fork_profile *prof,
+                           const json_t *canon, int64_t L, int64_t tokens, double *lo, double *hi)
 {
     const struct sw_calib_kv_fit *k = sw_calib_kv_class(f, canon);
     if (!k || !k->consistent || !k->n_solutions)
         return false;
+    /* With the model's structure (the config explained the class) and the profile's declared
+     * extra bytes, the block is the law's own: whole blocks n with int(n / per_request x L) ==
+     * tokens, so the pool is [n x stride, (n + 1) x stride), the range memory/vllm reproduces. */
+    const struct sw_calib_kv_model *km = &k->model;
+    if (km->have && km->explained && k->chosen >= 0 && km->group_size > 0 && km->block > 0) {
+        const struct sw_calib_kv_sol *so = &k->sols[k->chosen];
+        int64_t per = (int64_t)so->a * ((L + so->b - 1) / so->b) + so->s;
+        double stride = (double)km->group_size * (double)km->block *
+                        (double)(km->page_per_token + prof->extra_attn_bytes_per_token);
+        if (per > 0 && stride > 0) {
+            int64_t n = (int64_t)((double)tokens * (double)per / (double)L);
+            for (int64_t c = SW_MAX(n - 2, 1); c <= n + 2; c++)
+                if ((int64_t)((double)c / (double)per * (double)L) == tokens) {
+                    *lo = (double)c * stride;
+                    *hi = (double)(c + 1) * stride - 1.0;
+                    return true;
+                }
+        }
+    }
     uint64_t bound[2];
     for (int w = 0; w < 2; w++) {
         uint64_t a = 1, b = UINT64_C(1) << 40;
@@ -346,6 +364,12 @@ int sw__calib_headroom_fit(struct sw_calib_fit *f, const json_t *boots,
             continue;
         }
         pt->use = capture_oom ? SW_CALIB_HR_CAPTURE_OOM : SW_CALIB_HR_CAPTURE_OK;
+        const json_t *tb = json_object_get(fail, "tried_bytes");
+        uint64_t tried = capture_oom && json_is_integer(tb) && json_integer_value(tb) > 0
+                             ? (uint64_t)json_integer_value(tb)
+                             : 0;
+        if (tried > h->capture_tried_bytes)
+            h->capture_tried_bytes = tried;
         if (!pt->auto_pool) {
             pt->pool_lo = pt->pool_hi = (double)pt->shape.pool;
             pt->free_lo = pt->free_hi = fcap - (double)pt->shape.pool;
@@ -369,13 +393,16 @@ int sw__calib_headroom_fit(struct sw_calib_fit *f, const json_t *boots,
                 pc->precise = pt->shape.precise;
             }
             pt->pool_class = c;
+            if (c >= 0 && tried > h->pools[c].tried_bytes)
+                h->pools[c].tried_bytes = tried;
             if (c < 0) {
                 pt->use = SW_CALIB_HR_UNUSED;
                 snprintf(pt->why, sizeof(pt->why), "too many engine-sized pool classes");
             } else {
-                const json_t *tok = json_object_get(json_object_get(b, "report"), "kv_cache_tokens");
+                const json_t *tok =
+                    json_object_get(json_object_get(b, "report"), "kv_cache_tokens");
                 if (json_is_integer(tok) &&
-                    !pool_of_tokens(f, canon, pt->shape.max_model_len,
+                    !pool_of_tokens(f, &h->prof, canon, pt->shape.max_model_len,
                                     (int64_t)json_integer_value(tok), &pt->pool_lo, &pt->pool_hi))
                     add_note(h, (long long)id);
                 else if (json_is_integer(tok))
@@ -407,8 +434,7 @@ int sw__calib_headroom_fit(struct sw_calib_fit *f, const json_t *boots,
         if (pt->auto_pool) {
             struct sw_calib_hr_pool *pc = &h->pools[pt->pool_class];
             if (pt->pool_hi <= 0 &&
-                !poly_range(&pc->line, (double)pt->shape.max_model_len, &pt->pool_lo,
-                            &pt->pool_hi))
+                !poly_range(&pc->line, (double)pt->shape.max_model_len, &pt->pool_lo, &pt->pool_hi))
                 continue;
             double fcap, fkv;
             budget_free(&h->prof, &pt->shape, 0, &fcap, &fkv);
@@ -577,7 +603,8 @@ int sw_calib_headroom_predict(const struct sw_calib_fit *f, const struct sw_head
                  "B per token of max_model_len, the arena gives back %.0f)",
                  gib(out->pool_lo, t[0], 32), gib(out->pool_hi, t[1], 32),
                  (long long)s->max_model_len, gib(out->free_lo, t[2], 32),
-                 gib(out->free_hi, t[3], 32), pc->theta_lo_set ? gib(pc->theta_lo, t[4], 32) : "-inf",
+                 gib(out->free_hi, t[3], 32),
+                 pc->theta_lo_set ? gib(pc->theta_lo, t[4], 32) : "-inf",
                  pc->theta_hi_set ? gib(pc->theta_hi, t[5], 32) : "unbounded", pc->n_theta_hi,
                  pc->n_theta_lo, pc->kv_dtype, (long long)pc->seqs, pc->util, ylo(&pc->line),
                  yhi(&pc->line), h->prof.reserve_per_token);
@@ -628,16 +655,17 @@ int sw_calib_headroom_predict(const struct sw_calib_fit *f, const struct sw_head
     } else {
         out->verdict = SW_CALIB_HR_CAPTURE_RISK;
     }
-    snprintf(out->why, sizeof(out->why),
-             "%s free at capture (usable %s - weights %s - non-torch %s - arena %s - pool %s - "
-             "graphs %s); capture needs more than %s and %s%s at %lld seqs (per sequence %.3f..%.3f "
-             "GiB, fitted on %d boot(s) past capture, %d death(s) at capture)",
-             gib(out->free_lo, t[0], 32), gib((double)h->prof.usable, t[1], 32),
-             gib((double)h->prof.weights, t[2], 32), gib((double)h->prof.non_torch, t[3], 32),
-             gib((double)out->budget.arena.arena_bytes, t[4], 32), gib(pool, t[5], 32),
-             gib((double)h->prof.graphs, t[6], 32), gib(out->need_lo, t[7], 32),
-             h->tau_hi_set ? "up to " : "", h->tau_hi_set ? gib(out->need_hi, t[8], 32) : "no bound",
-             (long long)s->seqs, h->tau_lo / GIB, h->tau_hi / GIB, h->n_tau_hi, h->n_tau_lo);
+    snprintf(
+        out->why, sizeof(out->why),
+        "%s free at capture (usable %s - weights %s - non-torch %s - arena %s - pool %s - "
+        "graphs %s); capture needs more than %s and %s%s at %lld seqs (per sequence %.3f..%.3f "
+        "GiB, fitted on %d boot(s) past capture, %d death(s) at capture)",
+        gib(out->free_lo, t[0], 32), gib((double)h->prof.usable, t[1], 32),
+        gib((double)h->prof.weights, t[2], 32), gib((double)h->prof.non_torch, t[3], 32),
+        gib((double)out->budget.arena.arena_bytes, t[4], 32), gib(pool, t[5], 32),
+        gib((double)h->prof.graphs, t[6], 32), gib(out->need_lo, t[7], 32),
+        h->tau_hi_set ? "up to " : "", h->tau_hi_set ? gib(out->need_hi, t[8], 32) : "no bound",
+        (long long)s->seqs, h->tau_lo / GIB, h->tau_hi / GIB, h->n_tau_hi, h->n_tau_lo);
     return 0;
 }
 
@@ -680,10 +708,10 @@ json_t *sw_calib_headroom_json(const struct sw_calib_headroom *h)
     json_t *pools = json_array();
     for (int c = 0; pools && c < h->n_pools; c++) {
         const struct sw_calib_hr_pool *p = &h->pools[c];
-        json_t *pj = json_pack("{s:s,s:I,s:I,s:f,s:b,s:i,s:o}", "kv_dtype", p->kv_dtype, "seqs",
-                               (json_int_t)p->seqs, "mnbt", (json_int_t)p->mnbt, "util", p->util,
-                               "precise", p->precise, "boots", p->n_boots, "pool_bytes",
-                               poly_json(&p->line));
+        json_t *pj =
+            json_pack("{s:s,s:I,s:I,s:f,s:b,s:i,s:o}", "kv_dtype", p->kv_dtype, "seqs",
+                      (json_int_t)p->seqs, "mnbt", (json_int_t)p->mnbt, "util", p->util, "precise",
+                      p->precise, "boots", p->n_boots, "pool_bytes", poly_json(&p->line));
         if (pj && p->theta_lo_set)
             sw_json_set_real(pj, "theta_lo_gib", p->theta_lo / GIB);
         if (pj && p->theta_hi_set)

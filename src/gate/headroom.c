@@ -70,8 +70,8 @@ int sw__gate_headroom(struct sw__gate_run *r, struct sw_err *e)
                 gb((double)pr.budget.arena.arena_bytes, c, sizeof(c)), (long long)s.seqs);
             sw__gate_num(g, "kv_ask_bytes", contract);
             sw__gate_num(g, "kv_free_bytes", pr.kv_free_hi);
-            sw__gate_fix(g, "cut seqs or max_model_len until %s x max_model_len fits %s",
-                         "seqs", gb(pr.kv_free_lo, a, sizeof(a)));
+            sw__gate_fix(g, "cut seqs or max_model_len until %s x max_model_len fits %s", "seqs",
+                         gb(pr.kv_free_lo, a, sizeof(a)));
         } else {
             sw__gate_add(r, "headroom", SW_GATE_SKIP, "%s", pr.why);
         }
@@ -94,7 +94,8 @@ int sw__gate_headroom(struct sw__gate_run *r, struct sw_err *e)
         sw__gate_num(g, "extrapolated", 1);
     switch (pr.verdict) {
     case SW_CALIB_HR_KV_FAILS:
-        sw__gate_fix(g, "cut kv_cache_bytes to %s or less (or seqs: the activations grow with them)",
+        sw__gate_fix(g,
+                     "cut kv_cache_bytes to %s or less (or seqs: the activations grow with them)",
                      gb(pr.kv_free_lo, a, sizeof(a)));
         break;
     case SW_CALIB_HR_RUNTIME_FAILS:

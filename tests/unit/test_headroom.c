@@ -162,8 +162,7 @@ static void test_fit_reproduces(void **state)
     assert_true(h->tau_hi_set);
     near(h->tau_hi * 4, 1.54, PRINT);
     /* the KV allocation failures' printed free memory, reproduced by the activation line */
-    struct sw_calib_hr_pred p =
-        predict(r, shape(262144, 3, 11047010304u, 0.98, false, 0), "auto");
+    struct sw_calib_hr_pred p = predict(r, shape(262144, 3, 11047010304u, 0.98, false, 0), "auto");
     assert_int_equal(p.verdict, SW_CALIB_HR_KV_FAILS);
     near(p.kv_free_lo, 9.46, PRINT);
     near(p.kv_free_hi, 9.46, PRINT);
@@ -289,8 +288,8 @@ static void test_gate(void **state)
     /* the deployed shape (frank-primary.env: 3 x 200704 fp8, 3.15e9, MNBT 1024) */
     check_gate(op, f->led, NULL, "pass", "5.78 GiB free at capture");
     /* the bf16 incumbent at util 0.90 */
-    const char *bf16[] = {"kv_cache_dtype=auto", "max_model_len=262144", "kv_cache_bytes=11047010304",
-                          "gpu_memory_utilization=0.90", NULL};
+    const char *bf16[] = {"kv_cache_dtype=auto", "max_model_len=262144",
+                          "kv_cache_bytes=11047010304", "gpu_memory_utilization=0.90", NULL};
     check_gate(op, f->led, bf16, "pass", "1.54 GiB free at capture");
     /* the night ladder's maximum, engine-sized */
     const char *max[] = {"kv_cache_dtype=auto", "max_model_len=241664", "kv_cache_bytes=null",
