@@ -93,12 +93,13 @@ static int setup(void **state)
     char *a = replace(op, "      path: /home/dank/models/Qwen3.8-Flash-Next-Uncensored-FP8\n", to);
     snprintf(to, sizeof(to), "        - {host: %s/models, container: /models, readonly: true}",
              f->dir);
-    char *b = replace(a, "        - {host: /home/dank/models, container: /models, readonly: true}",
-                      to);
+    char *b =
+        replace(a, "        - {host: /home/dank/models, container: /models, readonly: true}", to);
     snprintf(f->fleet, sizeof(f->fleet), "%s/operator.yaml", f->dir);
     swt_write_str(f->fleet, b);
-    char *c = replace(b, "    args: [--reasoning-parser", "    args: [--expert-precise-memory, "
-                                                          "--reasoning-parser");
+    char *c = replace(b, "    args: [--reasoning-parser",
+                      "    args: [--expert-precise-memory, "
+                      "--reasoning-parser");
     snprintf(f->precise, sizeof(f->precise), "%s/precise.yaml", f->dir);
     swt_write_str(f->precise, c);
     free(op);
@@ -171,8 +172,7 @@ static bool sets_of(const json_t *boot, char sets[][96], int *n)
         snprintf(sets[(*n)++], 96, "kv_cache_bytes=null");
     const json_t *m = json_object_get(s, "mnbt");
     if (json_is_integer(m))
-        snprintf(sets[(*n)++], 96, "max_num_batched_tokens=%lld",
-                 (long long)json_integer_value(m));
+        snprintf(sets[(*n)++], 96, "max_num_batched_tokens=%lld", (long long)json_integer_value(m));
     const json_t *u = json_object_get(s, "gpu_memory_utilization");
     if (json_is_number(u))
         snprintf(sets[(*n)++], 96, "gpu_memory_utilization=%.2f", json_number_value(u));
@@ -189,8 +189,8 @@ static void classify(const char *log, const char *cls, const char *phase)
     const char *c = json_string_value(json_object_get(fl, "class"));
     const char *p = json_string_value(json_object_get(fl, "phase"));
     if (!c || strcmp(c, cls) || (phase && (!p || strcmp(p, phase))))
-        fail_msg("%s: bootlog parse says %s/%s, recorded %s/%s", log, c ? c : "-", p ? p : "-",
-                 cls, phase ? phase : "-");
+        fail_msg("%s: bootlog parse says %s/%s, recorded %s/%s", log, c ? c : "-", p ? p : "-", cls,
+                 phase ? phase : "-");
     json_decref(j);
     swt_run_free(&r);
 }
@@ -293,8 +293,8 @@ static void replay_serves(struct fx *f, const char *ref, const char *const *argv
         memset(big + k, 'a', 3952);
         snprintf(big + k + 3952, 200, "\"}],\"max_tokens\":261149}");
         body = NULL;
-        assert_int_equal(
-            swl_http(port, "POST", "/v1/chat/completions", big, 60, &status, &body), 0);
+        assert_int_equal(swl_http(port, "POST", "/v1/chat/completions", big, 60, &status, &body),
+                         0);
         free(big);
         free(body);
         assert_int_equal(status, 500);

@@ -329,6 +329,30 @@ static void test_gate(void **state)
     check_gate(path, f->led, precise, "fail", "0.13 GiB free at capture");
 }
 
+/* `slipway calibrate` shows the headroom fit (human view and --json). */
+static void test_calibrate_cli(void **state)
+{
+    struct fx *f = *state;
+    struct swt_run r;
+    swt_slipway(&r, "calibrate", "frank-primary", swt_src("examples/operator.yaml"), "--ledger",
+                f->led, NULL);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "capture, pinned pools: 0.000..0.384 GiB per sequence"));
+    assert_non_null(strstr(r.out, "fp8-5x262144: overdrawn, -0.40..-0.40 GiB free at capture"));
+    assert_non_null(strstr(r.out, "engine-sized pool, auto x 3 at utilization 0.98"));
+    swt_run_free(&r);
+    swt_slipway(&r, "calibrate", "frank-primary", swt_src("examples/operator.yaml"), "--ledger",
+                f->led, "--json", NULL);
+    json_t *j = swt_json_out(&r);
+    json_t *h = json_object_get(j, "headroom");
+    if (!h)
+        h = json_object_get(json_object_get(j, "fit"), "headroom");
+    assert_true(json_is_true(json_object_get(h, "consistent")));
+    assert_int_equal(json_array_size(json_object_get(h, "boots")), 15);
+    json_decref(j);
+    swt_run_free(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -336,6 +360,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_fit_reproduces, setup, teardown),
         cmocka_unit_test_setup_teardown(test_held_out, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gate, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_calibrate_cli, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
