@@ -194,7 +194,7 @@ int main(int argc, char **argv)
     double curl_net = theirs - base;
     printf("stream: %ld tokens x %d requests (%ld tokens, counts %s)\n", g_tokens, reqs, tokens,
            agree ? "exact" : "WRONG");
-    printf("slipway bench: %.3f s CPU, %.0f ns per token (SSE, JSON per chunk, counters, "
+    printf("slipway bench: %.3f s CPU, %.0f ns per token (SSE, chunk scan, counters, "
            "histograms)\n",
            ours, ours / (double)tokens * 1e9);
     printf("curl -N:       %.3f s CPU (%.3f s of it start-up), %.0f ns per token\n", theirs, base,
