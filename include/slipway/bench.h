@@ -290,6 +290,16 @@ int sw_bench_report_csv(const struct sw_bench_report *rep, const char *path, str
 /* decode tok/s vs depth (one series per concurrency) and vs concurrency, as SVG. */
 int sw_bench_report_svg(const struct sw_bench_report *rep, const char *path, struct sw_err *e);
 
+/*
+ * Compare two runs' --json documents (A then B): {points: [{depth, concurrency, metrics: [{metric,
+ * better: higher|lower, a, b, diff (B - A), diff_pct, noise, exceeds_noise, verdict}]}], only_a,
+ * only_b, better, worse}. A per-request metric's a/b are its spreads and its noise is half of
+ * each run's range summed; its verdict is better / worse / within noise, or "no spread" with
+ * fewer than two requests a side (and for point-level figures, which have no repeats). New
+ * reference, or NULL with e set (a document with no points). docs/bench.md.
+ */
+json_t *sw_bench_compare(const json_t *a, const json_t *b, struct sw_err *e);
+
 #ifdef __cplusplus
 }
 #endif

@@ -9,6 +9,9 @@
  * every figure). ENDPOINT is a name in the fleet file: its URL, served name and API key's
  * reference come from there. --ledger records the run (parameters and results) in that ledger.
  *
+ * slipway bench compare RUN_A RUN_B [--ledger PATH | --fleet FLEET.yaml] [--json]
+ * (cmd_bench_compare.c).
+ *
  * Exit: 0 the run ran and every check held, 1 a request failed, the cache check failed, the
  * token counts disagreed with the engine's or the open-loop run was invalid (send lag), 2
  * unusable input.
@@ -83,12 +86,13 @@ static const char *const examples[] = {
 const struct sw_cmd_spec sw_spec_bench = {
     .name = "bench",
     .summary = "measure decode and prefill: depth sweep, concurrency, open-loop arrivals",
-    .synopsis =
-        "URL|ENDPOINT [--fleet FLEET.yaml] [--depth LIST] [--pp N] [--tg N] [--repeat N]\n"
-        "    [--concurrency LIST] [--rate R [--arrival KIND] [--duration D] [--seed S]\n"
-        "    [--max-lag MS]] [--prompts FILE] [--cache-prompt] [--reuse-prompt]\n"
-        "    [--expect-hit] [--eos] [--extra JSON] [--connections N]\n"
-        "    [--slo LIST] [--svg FILE] [--csv FILE] [--ledger PATH] [--samples] [--json] [--quiet]",
+    .synopsis = "URL|ENDPOINT [--fleet FLEET.yaml] [--depth LIST] [--pp N] [--tg N] [--repeat N]\n"
+                "    [--concurrency LIST] [--rate R [--arrival KIND] [--duration D] [--seed S]\n"
+                "    [--max-lag MS]] [--prompts FILE] [--cache-prompt] [--reuse-prompt]\n"
+                "    [--expect-hit] [--eos] [--extra JSON] [--connections N]\n"
+                "    [--slo LIST] [--svg FILE] [--csv FILE] [--ledger PATH] [--samples] [--json] "
+                "[--quiet]\n"
+                "compare RUN_A RUN_B [--ledger PATH | --fleet FLEET.yaml] [--json]",
     .about = "Tokens are counted from the engine's own counters, never from chunks; latencies\n"
              "are timed from the intended send (the uncorrected figure beside them); the\n"
              "engine's timings are shown beside the client's with the difference; the prompt\n"
@@ -267,6 +271,10 @@ int sw_cmd_bench(int argc, char **argv)
 {
     struct sw_args a;
     int rc;
+    /* `bench compare A B`: two recorded runs (a URL has "://"; name an endpoint called compare
+     * by its URL) */
+    if (argc > 1 && !strcmp(argv[1], "compare"))
+        return sw__cmd_bench_compare(argc - 1, argv + 1);
     if (!sw_args_parse(&sw_spec_bench, argc, argv, &a, &rc))
         return rc;
     bool json = a.json;

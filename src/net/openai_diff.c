@@ -110,8 +110,8 @@ int sw_openai_result_diff(const struct sw_openai_result *a, const struct sw_open
         const struct sw_openai_chunk_rec *x = &a->recs[i], *y = &b->recs[i];
         if (x->t_ns != y->t_ns || x->content_bytes != y->content_bytes ||
             x->reasoning_bytes != y->reasoning_bytes || x->flags != y->flags)
-            return differ(why, why_len, "recs[%zu]: flags %u/%u, content %u/%u, reasoning %u/%u",
-                          i, x->flags, y->flags, x->content_bytes, y->content_bytes,
+            return differ(why, why_len, "recs[%zu]: flags %u/%u, content %u/%u, reasoning %u/%u", i,
+                          x->flags, y->flags, x->content_bytes, y->content_bytes,
                           x->reasoning_bytes, y->reasoning_bytes);
     }
     INT(err.code);

@@ -114,8 +114,8 @@ static void test_corpus_both_ways(void **state)
     }
     closedir(d);
     assert_true(files >= 20);
-    print_message("%zu streams: %llu of %llu chunks scanned\n", files,
-                  (unsigned long long)scanned, (unsigned long long)chunks);
+    print_message("%zu streams: %llu of %llu chunks scanned\n", files, (unsigned long long)scanned,
+                  (unsigned long long)chunks);
     assert_true(scanned > chunks / 2);
 }
 
