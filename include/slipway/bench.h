@@ -289,6 +289,9 @@ void sw_bench_report_print(FILE *f, const struct sw_bench_report *rep);
 int sw_bench_report_csv(const struct sw_bench_report *rep, const char *path, struct sw_err *e);
 /* decode tok/s vs depth (one series per concurrency) and vs concurrency, as SVG. */
 int sw_bench_report_svg(const struct sw_bench_report *rep, const char *path, struct sw_err *e);
+/* One self-contained page (no script, nothing fetched): the table as the terminal shows it and
+ * every panel of the SVG as an inline <svg>, written atomically to path. */
+int sw_bench_report_html(const struct sw_bench_report *rep, const char *path, struct sw_err *e);
 
 /*
  * Compare two runs' --json documents (A then B): {points: [{depth, concurrency, metrics: [{metric,

@@ -32,10 +32,10 @@ static const struct metric spread_metrics[] = {
 };
 
 static const struct metric point_metrics[] = {
-    {"summed_decode_tps", "", true},   {"request_throughput_rps", "", true},
-    {"goodput_rps", "", true},         {"ttft", "p50_ms", false},
-    {"ttft", "p99_ms", false},         {"tpot", "p50_ms", false},
-    {"itl_token", "p99_ms", false},    {"e2e", "p50_ms", false},
+    {"summed_decode_tps", "", true}, {"request_throughput_rps", "", true},
+    {"goodput_rps", "", true},       {"ttft", "p50_ms", false},
+    {"ttft", "p99_ms", false},       {"tpot", "p50_ms", false},
+    {"itl_token", "p99_ms", false},  {"e2e", "p50_ms", false},
 };
 
 static double num_of(const json_t *v)

@@ -2,7 +2,8 @@
  * slipway bench URL|ENDPOINT [--fleet FLEET.yaml] [--depth LIST] [--pp N] [--tg N] [--repeat N]
  *                           [--concurrency LIST] [--rate R --arrival A --duration D --seed S
  *                           --max-lag MS] [--prompts FILE.jsonl] [--cache-prompt]
- *                           [--reuse-prompt] [--expect-hit] [--svg FILE] [--ledger PATH]
+ *                           [--reuse-prompt] [--expect-hit] [--svg FILE] [--html FILE]
+ *                           [--ledger PATH]
  *                           [--samples] [--json] [--quiet]
  *
  * Measure an endpoint's decode and prefill (include/slipway/bench.h; docs/bench.md defines
@@ -70,6 +71,7 @@ static const struct sw_opt opts[] = {
     {"timeout", 0, "S", 0, "each request's timeout (default 600s)", NULL},
     {"svg", 0, "FILE", 0, "decode tok/s by depth and by concurrency, as SVG", NULL},
     {"csv", 0, "FILE", 0, "every request's figures as CSV, one row each", NULL},
+    {"html", 0, "FILE", 0, "one self-contained page: the table and the charts (inline SVG)", NULL},
     {"ledger", 0, "PATH", 0, "record the run in this ledger", NULL},
     {"samples", 0, NULL, 0, "with --json: every request's figures too", NULL},
     {"quiet", 'q', NULL, 0, "no progress on stderr", NULL},
@@ -90,8 +92,8 @@ const struct sw_cmd_spec sw_spec_bench = {
                 "    [--concurrency LIST] [--rate R [--arrival KIND] [--duration D] [--seed S]\n"
                 "    [--max-lag MS]] [--prompts FILE] [--cache-prompt] [--reuse-prompt]\n"
                 "    [--expect-hit] [--eos] [--extra JSON] [--connections N]\n"
-                "    [--slo LIST] [--svg FILE] [--csv FILE] [--ledger PATH] [--samples] [--json] "
-                "[--quiet]\n"
+                "    [--slo LIST] [--svg FILE] [--html FILE] [--csv FILE] [--ledger PATH]\n"
+                "    [--samples] [--json] [--quiet]\n"
                 "compare RUN_A RUN_B [--ledger PATH | --fleet FLEET.yaml] [--json]",
     .about = "Tokens are counted from the engine's own counters, never from chunks; latencies\n"
              "are timed from the intended send (the uncorrected figure beside them); the\n"
@@ -485,6 +487,17 @@ int sw_cmd_bench(int argc, char **argv)
             svg = NULL;
         }
     }
+    const char *html = sw_args_str(&a, "html");
+    if (html) {
+        sw_err_clear(&e);
+        if (sw_bench_report_html(&rep, html, &e)) {
+            char m[1200];
+            fprintf(stderr, "slipway bench: --html %s: %s\n", html,
+                    sw_err_format(&e, m, sizeof(m)));
+            exit_code = SW_EXIT_FAIL;
+            html = NULL;
+        }
+    }
     const char *csv = sw_args_str(&a, "csv");
     if (csv) {
         sw_err_clear(&e);
@@ -513,6 +526,8 @@ int sw_cmd_bench(int argc, char **argv)
         sw_bench_report_print(stdout, &rep);
         if (svg)
             printf("chart: %s\n", svg);
+        if (html)
+            printf("page: %s\n", html);
         if (csv)
             printf("csv: %s\n", csv);
         if (ledger && id)

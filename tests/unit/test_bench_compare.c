@@ -136,8 +136,8 @@ static void test_compare_recorded_runs(void **state)
     const json_t *tpot = metric(cmp, "tpot.p50_ms");
     assert_string_equal(json_string_value(json_object_get(tpot, "verdict")), "no spread");
     assert_true(json_number_value(json_object_get(tpot, "diff")) > 0);
-    assert_non_null(strstr(json_string_value(json_object_get(json_object_get(cmp, "a"), "shape")),
-                           "vllm"));
+    assert_non_null(
+        strstr(json_string_value(json_object_get(json_object_get(cmp, "a"), "shape")), "vllm"));
     assert_true(json_integer_value(json_object_get(cmp, "worse")) >= 1);
     json_decref(cmp);
 
@@ -218,11 +218,11 @@ static void test_compare_rules(void **state)
     assert_true(fabs(json_number_value(json_object_get(m, "diff")) + 10) < 1e-9);
     assert_string_equal(json_string_value(json_object_get(m, "better")), "lower");
     assert_int_equal(json_array_size(json_object_get(c, "points")), 1);
-    assert_int_equal(json_integer_value(json_object_get(
-                         json_array_get(json_object_get(c, "only_a"), 0), "depth")),
+    assert_int_equal(json_integer_value(
+                         json_object_get(json_array_get(json_object_get(c, "only_a"), 0), "depth")),
                      0);
-    assert_int_equal(json_integer_value(json_object_get(
-                         json_array_get(json_object_get(c, "only_b"), 0), "depth")),
+    assert_int_equal(json_integer_value(
+                         json_object_get(json_array_get(json_object_get(c, "only_b"), 0), "depth")),
                      16384);
     assert_int_equal(json_integer_value(json_object_get(c, "worse")), 1);
     json_decref(c);
