@@ -179,6 +179,79 @@ static json_t *point_json(const struct sw_bench_point *pt, bool samples)
     return o;
 }
 
+static json_t *counters_json(const struct sw_bench_counters *c)
+{
+    json_t *o = json_object();
+    if (!o)
+        return NULL;
+    int bad = sw_json_set_bool(o, "present", c->present);
+    if (c->reset[0])
+        bad |= sw_json_set_str(o, "reset", c->reset);
+    if (!c->present) {
+        bad |= sw_json_set_str(o, "why", c->why);
+        goto out;
+    }
+    bad |= sw_json_set_str(o, "engine", c->engine);
+    bad |= sw_json_set_new(o, "prompt_tokens", num(c->prompt_tokens));
+    bad |= sw_json_set_new(o, "generation_tokens", num(c->generation_tokens));
+    bad |= sw_json_set_int(o, "client_prompt_tokens", c->client_prompt_tokens);
+    bad |= sw_json_set_int(o, "client_completion_tokens", c->client_completion_tokens);
+    bad |= sw_json_set_int(o, "client_failed", (int64_t)c->client_failed);
+    bad |= sw_json_set_bool(o, "counts_agree", c->counts_agree);
+    json_t *pc = json_object();
+    bad |= sw_json_set_new(pc, "queries", num(c->prefix_queries));
+    bad |= sw_json_set_new(pc, "hits", num(c->prefix_hits));
+    bad |= sw_json_set_new(pc, "hit_rate", num(c->prefix_hits / c->prefix_queries));
+    bad |= sw_json_set_new(o, "prefix_cache", pc);
+    if (c->spec_drafts > 0) {
+        json_t *sd = json_object(), *pos = json_array();
+        bad |= sw_json_set_new(sd, "drafts", num(c->spec_drafts));
+        bad |= sw_json_set_new(sd, "draft_tokens", num(c->spec_draft_tokens));
+        bad |= sw_json_set_new(sd, "accepted", num(c->spec_accepted));
+        bad |= sw_json_set_new(sd, "acceptance", num(c->spec_accepted / c->spec_draft_tokens));
+        for (size_t k = 0; k < c->spec_npos; k++)
+            bad |= json_array_append_new(pos, num(c->spec_accept_pos[k]));
+        bad |= sw_json_set_new(sd, "acceptance_per_pos", pos);
+        bad |= sw_json_set_new(o, "spec_decode", sd);
+    }
+out:
+    if (bad) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
+static void counters_print(FILE *f, const struct sw_bench_counters *c)
+{
+    if (c->reset[0])
+        fprintf(f, "cache reset: %s\n", c->reset);
+    if (!c->present) {
+        if (c->why[0])
+            fprintf(f, "engine counters: none (%s)\n", c->why);
+        return;
+    }
+    fprintf(f,
+            "engine counters (%s /metrics, over the points): prompt %.0f (client %lld), "
+            "generated %.0f (client %lld): %s",
+            c->engine, c->prompt_tokens, (long long)c->client_prompt_tokens, c->generation_tokens,
+            (long long)c->client_completion_tokens,
+            c->counts_agree    ? "agree"
+            : c->client_failed ? "differ (requests failed)"
+                               : "DIFFER");
+    if (isfinite(c->prefix_hits))
+        fprintf(f, "; prefix cache %.0f of %.0f prompt tokens hit", c->prefix_hits,
+                c->prefix_queries);
+    fprintf(f, "\n");
+    if (c->spec_drafts > 0) {
+        fprintf(f, "spec decode (/metrics): %.0f drafts, acceptance %.1f%%, per position:",
+                c->spec_drafts, 100.0 * c->spec_accepted / c->spec_draft_tokens);
+        for (size_t k = 0; k < c->spec_npos; k++)
+            fprintf(f, " %zu:%.1f%%", k, 100.0 * c->spec_accept_pos[k]);
+        fprintf(f, "\n");
+    }
+}
+
 json_t *sw_bench_report_json(const struct sw_bench_report *rep, bool samples)
 {
     json_t *o = json_object();
@@ -211,6 +284,7 @@ json_t *sw_bench_report_json(const struct sw_bench_report *rep, bool samples)
     bad |= sw_json_set_new(o, "cache", c);
     if (rep->parity[0])
         bad |= sw_json_set_str(o, "parity", rep->parity);
+    bad |= sw_json_set_new(o, "engine_counters", counters_json(&rep->counters));
     if (rep->slo[0])
         bad |= sw_json_set_str(o, "slo", rep->slo);
     json_t *a = json_array();
@@ -289,6 +363,7 @@ void sw_bench_report_print(FILE *f, const struct sw_bench_report *rep)
             fprintf(f, "%s\n", rep->invalid_why);
     }
     fprintf(f, "cache: %s\n", rep->cache_why);
+    counters_print(f, &rep->counters);
     if (rep->parity[0])
         fprintf(f, "parity: %s\n", rep->parity);
 }

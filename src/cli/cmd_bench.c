@@ -55,6 +55,11 @@ static const struct sw_opt opts[] = {
     {"reuse-prompt", 0, NULL, 0, "one prompt for every request of a point (no per-request nonce)",
      NULL},
     {"expect-hit", 0, NULL, 0, "the cache check expects hits (default: it expects none)", NULL},
+    {"reset-cache", 0, NULL, 0,
+     "reset the engine's prefix cache first: vLLM POST /reset_prefix_cache,\nSGLang POST "
+     "/flush_cache",
+     NULL},
+    {"no-engine-metrics", 0, NULL, 0, "do not read the engine's /metrics before and after", NULL},
     {"eos", 0, NULL, 0,
      "let the model stop at its end of sequence (ignore_eos is not sent; --tg\nis then a ceiling)",
      NULL},
@@ -91,7 +96,8 @@ const struct sw_cmd_spec sw_spec_bench = {
     .synopsis = "URL|ENDPOINT [--fleet FLEET.yaml] [--depth LIST] [--pp N] [--tg N] [--repeat N]\n"
                 "    [--concurrency LIST] [--rate R [--arrival KIND] [--duration D] [--seed S]\n"
                 "    [--max-lag MS]] [--prompts FILE] [--cache-prompt] [--reuse-prompt]\n"
-                "    [--expect-hit] [--eos] [--extra JSON] [--connections N]\n"
+                "    [--expect-hit] [--reset-cache] [--no-engine-metrics] [--eos] [--extra JSON]\n"
+                "    [--connections N]\n"
                 "    [--slo LIST] [--svg FILE] [--html FILE] [--csv FILE] [--ledger PATH]\n"
                 "    [--samples] [--json] [--quiet]\n"
                 "compare RUN_A RUN_B [--ledger PATH | --fleet FLEET.yaml] [--json]",
@@ -441,6 +447,8 @@ int sw_cmd_bench(int argc, char **argv)
     o.cache_prompt = sw_args_flag(&a, "cache-prompt");
     o.reuse_prompt = sw_args_flag(&a, "reuse-prompt");
     o.expect_hit = sw_args_flag(&a, "expect-hit");
+    o.reset_cache = sw_args_flag(&a, "reset-cache");
+    o.engine_metrics = !sw_args_flag(&a, "no-engine-metrics");
     o.ignore_eos = !sw_args_flag(&a, "eos");
     v = sw_args_str(&a, "extra");
     if (v) {
