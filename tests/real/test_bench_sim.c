@@ -59,10 +59,10 @@ static int start_sim(const char *dir)
                   "\"torch_dtype\":\"bfloat16\"}");
     snprintf(out, sizeof(out), "%s/sim.out", dir);
     snprintf(log, sizeof(log), "%s/sim.log", dir);
-    const char *argv[] = {swt_bin(), "sim",      "--engine",      "vllm", "--load-time",
-                          "0",       "--device-memory", "24GiB",  "--weights", "16GiB",
-                          "--",      "vllm",     "serve",         model,  "--max-model-len",
-                          "32768",   NULL};
+    const char *argv[] = {
+        swt_bin(),         "sim",   "--engine",        "vllm",  "--load-time", "0",
+        "--device-memory", "24GiB", "--weights",       "16GiB", "--",          "vllm",
+        "serve",           model,   "--max-model-len", "32768", NULL};
     pid_t pid = fork();
     assert_true(pid >= 0);
     if (pid == 0) {
@@ -106,8 +106,8 @@ static void test_counters_against_sim(void **state)
     char url[64];
     snprintf(url, sizeof(url), "http://127.0.0.1:%d", port);
     struct swt_run r;
-    swt_slipway(&r, "bench", url, "--engine", "vllm", "--depth", "64,256", "--tg", "16",
-                "--repeat", "2", "--concurrency", "1,2", "--reset-cache", "--json", NULL);
+    swt_slipway(&r, "bench", url, "--engine", "vllm", "--depth", "64,256", "--tg", "16", "--repeat",
+                "2", "--concurrency", "1,2", "--reset-cache", "--json", NULL);
     if (r.status)
         fail_msg("bench exited %d: %s", r.status, r.err);
     json_t *j = swt_json_out(&r);
@@ -136,8 +136,8 @@ static void test_counters_against_sim(void **state)
     json_decref(j);
 
     /* the table says the same */
-    swt_slipway(&r, "bench", url, "--engine", "vllm", "--depth", "64", "--tg", "8", "--repeat",
-                "2", "-q", NULL);
+    swt_slipway(&r, "bench", url, "--engine", "vllm", "--depth", "64", "--tg", "8", "--repeat", "2",
+                "-q", NULL);
     assert_int_equal(r.status, 0);
     assert_non_null(strstr(r.out, "engine counters (vllm /metrics, over the points)"));
     assert_non_null(strstr(r.out, ": agree; prefix cache 0 of"));
@@ -151,8 +151,8 @@ static void test_counters_against_sim(void **state)
     swt_run_free(&r);
 
     /* not read when asked not to */
-    swt_slipway(&r, "bench", url, "--engine", "vllm", "--depth", "64", "--tg", "8", "--repeat",
-                "2", "--no-engine-metrics", "--json", NULL);
+    swt_slipway(&r, "bench", url, "--engine", "vllm", "--depth", "64", "--tg", "8", "--repeat", "2",
+                "--no-engine-metrics", "--json", NULL);
     j = swt_json_out(&r);
     swt_run_free(&r);
     ec = json_object_get(j, "engine_counters");
