@@ -200,6 +200,11 @@ int sw_ledger_record_bench(struct sw_ledger *l, const char *endpoint, int64_t bo
  * none)} (new reference). SW_ENOENT when there is no such run. */
 int sw_ledger_bench_run(struct sw_ledger *l, int64_t id, json_t **out, struct sw_err *e);
 
+/* The endpoint's latest bench run whose params.shape_hash is shape_hash (a run of a tag's shape):
+ * its id in *id, or SW_ENOENT. */
+int sw_ledger_bench_of_shape(struct sw_ledger *l, const char *endpoint, const char *shape_hash,
+                             int64_t *id, struct sw_err *e);
+
 /* A ladder rung: one shape tried by a ladder run named `ladder`; outcome pass|fail|refused. */
 struct sw_ledger_rung {
     const char *endpoint;

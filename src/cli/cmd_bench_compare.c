@@ -2,7 +2,7 @@
  * slipway bench compare RUN_A RUN_B [--ledger PATH | --fleet FLEET.yaml] [--json]
  *
  * Two bench runs recorded in the ledger (`slipway bench ... --ledger PATH` prints "recorded as
- * bench N"), compared point by point: per metric A, B, the difference and whether it exceeds the
+ * bench N"; a tag names its endpoint's latest run of the tag's shape), compared point by point: per metric A, B, the difference and whether it exceeds the
  * noise of the repeats (sw_bench_compare; docs/bench.md). Reached from `slipway bench compare`
  * (cmd_bench.c hands the line over), so it is not a verb of its own.
  *
@@ -32,7 +32,9 @@ static const char *const examples[] = {
 const struct sw_cmd_spec sw_spec_bench_compare = {
     .name = "bench compare",
     .summary = "compare two recorded bench runs: differences against the noise of the repeats",
-    .synopsis = "RUN_A RUN_B [--ledger PATH | --fleet FLEET.yaml] [--json]",
+    .synopsis =
+        "RUN_A RUN_B [--ledger PATH | --fleet FLEET.yaml] [--json]   (RUN: a bench id, or a "
+        "tag)",
     .about = "Per point both runs measured (same depth and concurrency), per metric: A, B, B - A\n"
              "and whether it exceeds the noise (half of each run's range of its requests,\n"
              "summed). Exit 0 no metric is worse beyond the noise, 1 one is, 2 unusable input.",
@@ -42,14 +44,35 @@ const struct sw_cmd_spec sw_spec_bench_compare = {
     .hidden = true,
 };
 
-static int run_id(const char *s, int64_t *id)
+static bool is_id(const char *s, int64_t *id)
 {
     char *end;
     long long v = strtoll(s, &end, 10);
     if (!*s || *end || v <= 0)
-        return -1;
+        return false;
     *id = v;
-    return 0;
+    return true;
+}
+
+/* RUN: a bench id, or a tag: the latest run of the tag's endpoint and shape. */
+static int resolve(struct sw_ledger *l, const char *arg, int64_t *id, struct sw_err *e)
+{
+    if (is_id(arg, id))
+        return 0;
+    json_t *tag = NULL;
+    int rc = sw_ledger_tag_get(l, arg, &tag, e);
+    if (rc) {
+        if (rc == SW_ENOENT)
+            sw_err_set(e, SW_ENOENT, "'%s' is neither a bench run id nor a tag in %s", arg,
+                       l->path);
+        return rc;
+    }
+    rc = sw_ledger_bench_of_shape(l, json_string_value(json_object_get(tag, "endpoint")),
+                                  json_string_value(json_object_get(tag, "shape_hash")), id, e);
+    if (rc)
+        sw_err_prefix(e, "tag %s", arg);
+    json_decref(tag);
+    return rc;
 }
 
 static void print_run(const char *label, const json_t *r)
@@ -138,11 +161,7 @@ int sw__cmd_bench_compare(int argc, char **argv)
     bool json = a.json;
     int64_t ids[2];
     if (a.npos != 2)
-        return sw_cli_usage_json("bench compare", json, "which two runs? (bench ids)");
-    for (int i = 0; i < 2; i++)
-        if (run_id(a.pos[i], &ids[i]))
-            return sw_cli_usage_json("bench compare", json,
-                                     "'%s' is not a bench run id (a positive integer)", a.pos[i]);
+        return sw_cli_usage_json("bench compare", json, "which two runs? (bench ids or tags)");
     struct sw_err e;
     sw_err_clear(&e);
     char path[4096];
@@ -161,6 +180,8 @@ int sw__cmd_bench_compare(int argc, char **argv)
     rc = sw_ledger_open(&l, ledger, &ro, &e);
     if (rc)
         return sw_cli_fail(&e, json);
+    for (int i = 0; i < 2 && !rc; i++)
+        rc = resolve(&l, a.pos[i], &ids[i], &e);
     for (int i = 0; i < 2 && !rc; i++)
         rc = sw_ledger_bench_run(&l, ids[i], &run[i], &e);
     sw_ledger_close(&l);

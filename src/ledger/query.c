@@ -703,6 +703,33 @@ out:
     return rc;
 }
 
+int sw_ledger_bench_of_shape(struct sw_ledger *l, const char *endpoint, const char *shape_hash,
+                             int64_t *id, struct sw_err *e)
+{
+    *id = 0;
+    int rc = read_begin(l, e);
+    if (rc)
+        return rc;
+    sqlite3_stmt *st;
+    rc = sw__ledger_stmt(l, LST_BENCH_OF_SHAPE, &st, e);
+    if (rc)
+        goto out;
+    sw__bind_text(st, 1, endpoint);
+    sw__bind_text(st, 2, shape_hash);
+    int s = sqlite3_step(st);
+    if (s == SQLITE_ROW)
+        *id = sqlite3_column_int64(st, 0);
+    else if (s == SQLITE_DONE)
+        rc = sw_err_at(e, SW_ENOENT, l->path, 0, 0, "no bench run of shape %.12s on %s",
+                       shape_hash ? shape_hash : "(none)", endpoint ? endpoint : "(none)");
+    else
+        rc = sw__ledger_dberr(l, e, s, "reading bench runs");
+    sqlite3_reset(st);
+out:
+    read_end(l);
+    return rc;
+}
+
 static int rung_row(struct sw_ledger *l, sqlite3_stmt *st, bool x, json_t **out, struct sw_err *e)
 {
     int rc = 0;

@@ -136,6 +136,10 @@ const char *const sw__ledger_sql[LST__N] = {
         "SELECT r.id, e.name, r.boot_id, r.started_at, r.params, r.results, r.chart_path, "
         "r.source_line, r.ext_id, r.recorded_at, r.shape FROM bench_runs r "
         "JOIN endpoints e ON e.id = r.endpoint_id WHERE r.id = ?1",
+    /* ?1 endpoint name, ?2 shape hash: the endpoint's latest run of that shape */
+    [LST_BENCH_OF_SHAPE] = "SELECT r.id FROM bench_runs r WHERE r.endpoint_id = " EP_ID " "
+                           "AND json_extract(r.params, '$.shape_hash') = ?2 "
+                           "ORDER BY r.id DESC LIMIT 1",
     [LST_RUNG_LIST] =
         "SELECT r.id, e.name, r.ladder, r.rung, s.hash, s.canonical, r.boot_id, r.outcome, "
         "r.note, r.source_line, r.ext_id, r.recorded_at, r.shape_id FROM ladder_rungs r "
