@@ -9,6 +9,8 @@
  *     of the thread that runs the event loop (CLOCK_THREAD_CPUTIME_ID), per token;
  *   - `curl -N -s -o /dev/null` over the same R requests: each child's user+system time (wait4),
  *     per token, with the cost of an empty request (curl's own start-up) subtracted.
+ *   - the chunk fold alone, on this stream's chunk: sw_openai_feed_chunk with the scanner and with
+ *     json_only (jansson for every chunk, as before the scanner), CPU per chunk.
  * Usage: bench_client [tokens-per-stream, default 20000] [requests, default 5]
  */
 #include <slipway/bench.h>
@@ -120,6 +122,24 @@ static void *serve(void *arg)
     }
 }
 
+/* CPU seconds per chunk of folding n copies of one chunk payload, through jansson or not. */
+static double fold_cpu(const char *chunk, long n, bool json_only)
+{
+    struct sw_openai_result r;
+    struct sw_openai_delta d;
+    struct sw_err e;
+    sw_openai_result_init(&r, 1u << 30, 16);
+    r.json_only = json_only;
+    size_t len = strlen(chunk);
+    double c0 = cpu_now();
+    for (long i = 0; i < n; i++)
+        if (sw_openai_feed_chunk(&r, chunk, len, (uint64_t)i + 1, &d, &e))
+            break;
+    double c = cpu_now() - c0;
+    sw_openai_result_free(&r);
+    return c / (double)n;
+}
+
 /* user+system seconds of one `curl -N` run against url with body. */
 static double curl_cpu(const char *url, const char *body)
 {
@@ -194,12 +214,20 @@ int main(int argc, char **argv)
     double curl_net = theirs - base;
     printf("stream: %ld tokens x %d requests (%ld tokens, counts %s)\n", g_tokens, reqs, tokens,
            agree ? "exact" : "WRONG");
-    printf("slipway bench: %.3f s CPU, %.0f ns per token (SSE, JSON per chunk, counters, "
+    printf("slipway bench: %.3f s CPU, %.0f ns per token (SSE, chunk scan, counters, "
            "histograms)\n",
            ours, ours / (double)tokens * 1e9);
     printf("curl -N:       %.3f s CPU (%.3f s of it start-up), %.0f ns per token\n", theirs, base,
            curl_net / (double)tokens * 1e9);
     printf("ratio: %.2fx curl -N\n", curl_net > 0 ? ours / curl_net : 0.0);
+    const char *chunk = "{\"choices\":[{\"finish_reason\":null,\"index\":0,\"delta\":{\"content\":"
+                        "\" word\"}}],\"created\":1764700000,\"id\":\"chatcmpl-bench\",\"model\":"
+                        "\"m\",\"object\":\"chat.completion.chunk\",\"timings\":{\"cache_n\":0,"
+                        "\"prompt_n\":10,\"prompt_ms\":1.0,\"prompt_per_second\":10000,"
+                        "\"predicted_n\":7,\"predicted_ms\":7.0,\"predicted_per_second\":1000}}";
+    double scan = fold_cpu(chunk, 200000, false), full = fold_cpu(chunk, 200000, true);
+    printf("chunk fold alone: %.0f ns with the scanner, %.0f ns through jansson (%.1fx)\n",
+           scan * 1e9, full * 1e9, scan > 0 ? full / scan : 0.0);
     close(g_listen);
     return agree ? 0 : 1;
 }

@@ -21,9 +21,11 @@
  *
  * docs/bench.md defines every metric and the clock it is read on.
  *
+ * The engine's /metrics are read before and after the points (token counters reconciled with the
+ * client's, prefix-cache hits for the cache check, vLLM's spec-decode acceptance per position).
+ *
  * What it deliberately does not do: judge a speed (it reports), retry a failed request (it is
- * counted as failed), read /metrics (the spec-decode acceptance and HTML report are left to later
- * work), or run more than one event loop (one thread).
+ * counted as failed), or run more than one event loop (one thread).
  */
 #ifndef SLIPWAY_BENCH_H
 #define SLIPWAY_BENCH_H
@@ -221,6 +223,12 @@ struct sw_bench_opts {
     long connections;    /* at most this many connections (0: unlimited); requests past it wait
                           * in the client, which only the intended-send latency shows */
     FILE *progress;      /* a progress bar here (NULL: none) */
+    /* the engine's /metrics read before and after the points (deltas reconciled with the
+     * client's counts; sw_bench_counters). Default on; off: not read. */
+    bool engine_metrics;
+    /* reset the engine's prefix cache before the points: vLLM POST /reset_prefix_cache (served
+     * with VLLM_SERVER_DEV_MODE=1), SGLang POST /flush_cache; a failure fails the run */
+    bool reset_cache;
 };
 
 void sw_bench_opts_init(struct sw_bench_opts *o);
@@ -247,6 +255,26 @@ struct sw_bench_point {
     int64_t draft_n, draft_accepted;
 };
 
+/* The engine's /metrics counters over the run's points: after minus before (NaN: not on the
+ * page), beside the client's sums over the same requests. */
+#define SW_BENCH_SPEC_POS_MAX 16
+struct sw_bench_counters {
+    bool present;    /* both scrapes parsed */
+    char engine[16]; /* whose names the page used: llamacpp, vllm, sglang */
+    char why[200];   /* when absent: why */
+    char reset[200]; /* "" not asked; "ok: POST /reset_prefix_cache"; never a failure (the
+                         * run fails instead) */
+    double prompt_tokens, generation_tokens; /* the engine's counters' deltas */
+    double prefix_queries, prefix_hits;      /* prompt tokens looked up / found in its cache */
+    double spec_drafts, spec_draft_tokens, spec_accepted;
+    double spec_accept_pos[SW_BENCH_SPEC_POS_MAX]; /* accepted at position k / drafts */
+    size_t spec_npos;
+    int64_t client_prompt_tokens, client_completion_tokens; /* over every successful request */
+    size_t client_failed;                                   /* requests that failed (their
+                                                              * tokens the engine may count) */
+    bool counts_agree; /* both token deltas equal the client's sums (and nothing failed) */
+};
+
 struct sw_bench_report {
     char url[512];
     char model[256];
@@ -269,6 +297,7 @@ struct sw_bench_report {
     /* parity: summed decode at concurrency C below single-stream decode, per depth */
     char parity[1024];
     char slo[128]; /* the declared SLOs as text ("ttft<=2000ms tpot<=50ms"), "" when none */
+    struct sw_bench_counters counters;
 };
 
 /*
@@ -289,6 +318,19 @@ void sw_bench_report_print(FILE *f, const struct sw_bench_report *rep);
 int sw_bench_report_csv(const struct sw_bench_report *rep, const char *path, struct sw_err *e);
 /* decode tok/s vs depth (one series per concurrency) and vs concurrency, as SVG. */
 int sw_bench_report_svg(const struct sw_bench_report *rep, const char *path, struct sw_err *e);
+/* One self-contained page (no script, nothing fetched): the table as the terminal shows it and
+ * every panel of the SVG as an inline <svg>, written atomically to path. */
+int sw_bench_report_html(const struct sw_bench_report *rep, const char *path, struct sw_err *e);
+
+/*
+ * Compare two runs' --json documents (A then B): {points: [{depth, concurrency, metrics: [{metric,
+ * better: higher|lower, a, b, diff (B - A), diff_pct, noise, exceeds_noise, verdict}]}], only_a,
+ * only_b, better, worse}. A per-request metric's a/b are its spreads and its noise is half of
+ * each run's range summed; its verdict is better / worse / within noise, or "no spread" with
+ * fewer than two requests a side (and for point-level figures, which have no repeats). New
+ * reference, or NULL with e set (a document with no points). docs/bench.md.
+ */
+json_t *sw_bench_compare(const json_t *a, const json_t *b, struct sw_err *e);
 
 #ifdef __cplusplus
 }

@@ -27,7 +27,7 @@ extern "C" {
 #endif
 
 /* The schema this code writes; sw_ledger_open migrates older files up to it. */
-#define SW_LEDGER_SCHEMA_VERSION 3
+#define SW_LEDGER_SCHEMA_VERSION 4
 /* The version of the shape canonicalization rules (stored beside every shape hash). */
 #define SW_LEDGER_CANON_VERSION 1
 /* Ceilings: a log excerpt is cut to this many bytes (head + tail kept); JSON documents larger
@@ -194,6 +194,16 @@ int sw_ledger_record_bench(struct sw_ledger *l, const char *endpoint, int64_t bo
                            int64_t started_at, const json_t *params, const json_t *results,
                            const char *chart_path, const char *source_line, int64_t *id,
                            struct sw_err *e);
+
+/* One bench run by id: {id, endpoint, boot, started_at, params, results, chart_path,
+ * source_line, ext_id, recorded_at, shape (the planned shape's summary, null when the run had
+ * none)} (new reference). SW_ENOENT when there is no such run. */
+int sw_ledger_bench_run(struct sw_ledger *l, int64_t id, json_t **out, struct sw_err *e);
+
+/* The endpoint's latest bench run whose params.shape_hash is shape_hash (a run of a tag's shape):
+ * its id in *id, or SW_ENOENT. */
+int sw_ledger_bench_of_shape(struct sw_ledger *l, const char *endpoint, const char *shape_hash,
+                             int64_t *id, struct sw_err *e);
 
 /* A ladder rung: one shape tried by a ladder run named `ladder`; outcome pass|fail|refused. */
 struct sw_ledger_rung {

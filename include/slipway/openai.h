@@ -224,6 +224,8 @@ struct sw_openai_result {
     struct sw_openai_chunk_rec *recs; /* one per chunk, up to recs_max (then recs_dropped++) */
     size_t nrecs, recs_cap, recs_max;
     uint64_t recs_dropped;
+    bool json_only;   /* every chunk through jansson, none through the scanner (tests compare) */
+    uint64_t scanned; /* chunks the scanner took (the rest went through jansson) */
     size_t text_max;
     struct sw_err err; /* the first parse error, for callbacks that cannot return it */
     json_t *cur;       /* private: the latest chunk, kept alive for the delta's pointers */
@@ -239,7 +241,8 @@ int sw_openai_parse_response(struct sw_openai_result *r, const char *body, size_
                              struct sw_err *e);
 /*
  * One SSE data payload of a stream (chat.completion.chunk), arrived at t_ns. "[DONE]" sets
- * r->done. An error object sets r->error and returns SW_EHTTP; data that is not a JSON object is
+ * r->done. A chunk of the usual shape is read by an allocation-free scanner; anything else (and
+ * every chunk when r->json_only) by jansson, with the same result either way. An error object sets r->error and returns SW_EHTTP; data that is not a JSON object is
  * SW_EPARSE naming the chunk. delta may be NULL.
  */
 int sw_openai_feed_chunk(struct sw_openai_result *r, const char *data, size_t len, uint64_t t_ns,
@@ -253,6 +256,12 @@ int sw_openai_finish(struct sw_openai_result *r, struct sw_err *e);
  * r->err and returns the code, which stops the transfer.
  */
 int sw_openai_on_event(void *ud, const struct sw_sse_event *ev);
+
+/* 0 when a and b hold the same fold (text, tool calls, usage, timings, error, counters, chunk
+ * records; NaN equals NaN); otherwise 1 and the first difference named in why. The tests and
+ * the fuzz harness compare the scanner's fold with jansson's with it. */
+int sw_openai_result_diff(const struct sw_openai_result *a, const struct sw_openai_result *b,
+                          char *why, size_t why_len);
 
 const char *sw_openai_reasoning_field_name(enum sw_openai_reasoning_field f); /* "reasoning"...*/
 const char *sw_openai_think_name(enum sw_openai_think t);                     /* "inline" ... */

@@ -3,11 +3,16 @@
  * (decode tok/s by depth, one line per concurrency, with the min..max of the repeats; and
  * per-stream and summed decode by concurrency).
  *
- * What it deliberately does not do: HTML or CSV (later work), or re-measure anything.
+ * and as one self-contained HTML page (the table and the panels as inline SVG: no script, no
+ * network).
+ *
+ * What it deliberately does not do: re-measure anything.
  */
 #include <slipway/bench.h>
 
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static json_t *num(double v)
@@ -174,6 +179,79 @@ static json_t *point_json(const struct sw_bench_point *pt, bool samples)
     return o;
 }
 
+static json_t *counters_json(const struct sw_bench_counters *c)
+{
+    json_t *o = json_object();
+    if (!o)
+        return NULL;
+    int bad = sw_json_set_bool(o, "present", c->present);
+    if (c->reset[0])
+        bad |= sw_json_set_str(o, "reset", c->reset);
+    if (!c->present) {
+        bad |= sw_json_set_str(o, "why", c->why);
+        goto out;
+    }
+    bad |= sw_json_set_str(o, "engine", c->engine);
+    bad |= sw_json_set_new(o, "prompt_tokens", num(c->prompt_tokens));
+    bad |= sw_json_set_new(o, "generation_tokens", num(c->generation_tokens));
+    bad |= sw_json_set_int(o, "client_prompt_tokens", c->client_prompt_tokens);
+    bad |= sw_json_set_int(o, "client_completion_tokens", c->client_completion_tokens);
+    bad |= sw_json_set_int(o, "client_failed", (int64_t)c->client_failed);
+    bad |= sw_json_set_bool(o, "counts_agree", c->counts_agree);
+    json_t *pc = json_object();
+    bad |= sw_json_set_new(pc, "queries", num(c->prefix_queries));
+    bad |= sw_json_set_new(pc, "hits", num(c->prefix_hits));
+    bad |= sw_json_set_new(pc, "hit_rate", num(c->prefix_hits / c->prefix_queries));
+    bad |= sw_json_set_new(o, "prefix_cache", pc);
+    if (c->spec_drafts > 0) {
+        json_t *sd = json_object(), *pos = json_array();
+        bad |= sw_json_set_new(sd, "drafts", num(c->spec_drafts));
+        bad |= sw_json_set_new(sd, "draft_tokens", num(c->spec_draft_tokens));
+        bad |= sw_json_set_new(sd, "accepted", num(c->spec_accepted));
+        bad |= sw_json_set_new(sd, "acceptance", num(c->spec_accepted / c->spec_draft_tokens));
+        for (size_t k = 0; k < c->spec_npos; k++)
+            bad |= json_array_append_new(pos, num(c->spec_accept_pos[k]));
+        bad |= sw_json_set_new(sd, "acceptance_per_pos", pos);
+        bad |= sw_json_set_new(o, "spec_decode", sd);
+    }
+out:
+    if (bad) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
+static void counters_print(FILE *f, const struct sw_bench_counters *c)
+{
+    if (c->reset[0])
+        fprintf(f, "cache reset: %s\n", c->reset);
+    if (!c->present) {
+        if (c->why[0])
+            fprintf(f, "engine counters: none (%s)\n", c->why);
+        return;
+    }
+    fprintf(f,
+            "engine counters (%s /metrics, over the points): prompt %.0f (client %lld), "
+            "generated %.0f (client %lld): %s",
+            c->engine, c->prompt_tokens, (long long)c->client_prompt_tokens, c->generation_tokens,
+            (long long)c->client_completion_tokens,
+            c->counts_agree    ? "agree"
+            : c->client_failed ? "differ (requests failed)"
+                               : "DIFFER");
+    if (isfinite(c->prefix_hits))
+        fprintf(f, "; prefix cache %.0f of %.0f prompt tokens hit", c->prefix_hits,
+                c->prefix_queries);
+    fprintf(f, "\n");
+    if (c->spec_drafts > 0) {
+        fprintf(f, "spec decode (/metrics): %.0f drafts, acceptance %.1f%%, per position:",
+                c->spec_drafts, 100.0 * c->spec_accepted / c->spec_draft_tokens);
+        for (size_t k = 0; k < c->spec_npos; k++)
+            fprintf(f, " %zu:%.1f%%", k, 100.0 * c->spec_accept_pos[k]);
+        fprintf(f, "\n");
+    }
+}
+
 json_t *sw_bench_report_json(const struct sw_bench_report *rep, bool samples)
 {
     json_t *o = json_object();
@@ -206,6 +284,7 @@ json_t *sw_bench_report_json(const struct sw_bench_report *rep, bool samples)
     bad |= sw_json_set_new(o, "cache", c);
     if (rep->parity[0])
         bad |= sw_json_set_str(o, "parity", rep->parity);
+    bad |= sw_json_set_new(o, "engine_counters", counters_json(&rep->counters));
     if (rep->slo[0])
         bad |= sw_json_set_str(o, "slo", rep->slo);
     json_t *a = json_array();
@@ -284,6 +363,7 @@ void sw_bench_report_print(FILE *f, const struct sw_bench_report *rep)
             fprintf(f, "%s\n", rep->invalid_why);
     }
     fprintf(f, "cache: %s\n", rep->cache_why);
+    counters_print(f, &rep->counters);
     if (rep->parity[0])
         fprintf(f, "parity: %s\n", rep->parity);
 }
@@ -343,8 +423,27 @@ int sw_bench_report_csv(const struct sw_bench_report *rep, const char *path, str
 #define MAXS 8
 #define MAXX SW_BENCH_MAX_POINTS
 
-int sw_bench_report_svg(const struct sw_bench_report *rep, const char *path, struct sw_err *e)
+/* The panels of a run and the storage they point into (big: heap-allocated by charts_build). */
+struct charts {
+    double x[MAXS][MAXX], y[MAXS][MAXX], lo[MAXS][MAXX], hi[MAXS][MAXX];
+    char names[MAXS][48];
+    struct sw_chart_series ser[MAXS];
+    double cx[MAXX], cy[MAXX], cs[MAXX];
+    struct sw_chart_series cser[2];
+    double cdf[8 * SW_BENCH_HIST_NBINS];
+    struct sw_chart_series lser[4];
+    char note[1024];
+    struct sw_chart all[3];
+    size_t n;
+};
+
+/* The run's panels with something finite to draw; sw_free(*out). SW_EINVAL when none. */
+static int charts_build(const struct sw_bench_report *rep, struct charts **out, struct sw_err *e)
 {
+    *out = NULL;
+    struct charts *c = sw_calloc(1, sizeof(*c));
+    if (!c)
+        return sw_err_set(e, SW_ENOMEM, "bench: out of memory");
     /* panel 1: decode tok/s by depth, one series per concurrency (median, min..max whiskers) */
     int concs[MAXS];
     size_t nconc = 0;
@@ -355,112 +454,226 @@ int sw_bench_report_svg(const struct sw_bench_report *rep, const char *path, str
         if (!seen)
             concs[nconc++] = rep->points[i].concurrency;
     }
-    double x[MAXS][MAXX], y[MAXS][MAXX], lo[MAXS][MAXX], hi[MAXS][MAXX];
-    char names[MAXS][48];
-    struct sw_chart_series ser[MAXS];
-    memset(ser, 0, sizeof(ser));
-    for (size_t c = 0; c < nconc; c++) {
+    for (size_t k = 0; k < nconc; k++) {
         size_t n = 0;
         for (size_t i = 0; i < rep->npoints && n < MAXX; i++) {
             const struct sw_bench_point *pt = &rep->points[i];
-            if (pt->concurrency != concs[c])
+            if (pt->concurrency != concs[k])
                 continue;
-            x[c][n] = pt->depth >= 0 ? (double)pt->depth : 0;
-            y[c][n] = pt->decode.median;
-            lo[c][n] = pt->decode.min;
-            hi[c][n] = pt->decode.max;
+            c->x[k][n] = pt->depth >= 0 ? (double)pt->depth : 0;
+            c->y[k][n] = pt->decode.median;
+            c->lo[k][n] = pt->decode.min;
+            c->hi[k][n] = pt->decode.max;
             n++;
         }
-        snprintf(names[c], sizeof(names[c]), "%d stream%s (per stream)", concs[c],
-                 concs[c] == 1 ? "" : "s");
-        ser[c] = (struct sw_chart_series){
-            .name = names[c], .n = n, .x = x[c], .y = y[c], .lo = lo[c], .hi = hi[c]};
+        snprintf(c->names[k], sizeof(c->names[k]), "%d stream%s (per stream)", concs[k],
+                 concs[k] == 1 ? "" : "s");
+        c->ser[k] = (struct sw_chart_series){.name = c->names[k],
+                                             .n = n,
+                                             .x = c->x[k],
+                                             .y = c->y[k],
+                                             .lo = c->lo[k],
+                                             .hi = c->hi[k]};
     }
-    char note[1024];
-    snprintf(note, sizeof(note), "%s%s%s; median of the repeats, whiskers min..max", rep->url,
+    snprintf(c->note, sizeof(c->note), "%s%s%s; median of the repeats, whiskers min..max", rep->url,
              rep->model[0] ? " " : "", rep->model);
-    struct sw_chart charts[2];
-    memset(charts, 0, sizeof(charts));
-    charts[0] = (struct sw_chart){.kind = SW_CHART_LINES,
-                                  .title = "decode tok/s by context depth",
-                                  .note = note,
-                                  .x_label = "depth (prompt tokens asked)",
-                                  .y_label = "decode tok/s",
-                                  .series = ser,
-                                  .n_series = nconc,
-                                  .y_from_zero = true,
-                                  .x_from_zero = true};
-    size_t ncharts = 1;
+    size_t ncharts = 0;
+    c->all[ncharts++] = (struct sw_chart){.kind = SW_CHART_LINES,
+                                          .title = "decode tok/s by context depth",
+                                          .note = c->note,
+                                          .x_label = "depth (prompt tokens asked)",
+                                          .y_label = "decode tok/s",
+                                          .series = c->ser,
+                                          .n_series = nconc,
+                                          .y_from_zero = true,
+                                          .x_from_zero = true};
     /* panel 2: per-stream and summed decode by concurrency at the first depth */
-    double cx[MAXX], cy[MAXX], cs[MAXX];
     size_t nc = 0;
     for (size_t i = 0; i < rep->npoints && nc < MAXX; i++) {
         const struct sw_bench_point *pt = &rep->points[i];
         if (pt->depth != rep->points[0].depth)
             continue;
-        cx[nc] = pt->concurrency;
-        cy[nc] = pt->decode.median;
-        cs[nc] = pt->sum_decode_tps;
+        c->cx[nc] = pt->concurrency;
+        c->cy[nc] = pt->decode.median;
+        c->cs[nc] = pt->sum_decode_tps;
         nc++;
     }
-    struct sw_chart_series cser[2] = {{.name = "per stream", .n = nc, .x = cx, .y = cy},
-                                      {.name = "summed", .n = nc, .x = cx, .y = cs}};
-    if (nc > 1) {
-        charts[1] = (struct sw_chart){.kind = SW_CHART_LINES,
-                                      .title = "decode tok/s by concurrency (first depth)",
-                                      .note = note,
-                                      .x_label = "streams in flight",
-                                      .y_label = "decode tok/s",
-                                      .series = cser,
-                                      .n_series = 2,
-                                      .y_from_zero = true,
-                                      .x_from_zero = true};
-        ncharts = 2;
-    }
-    if (!nconc)
+    c->cser[0] = (struct sw_chart_series){.name = "per stream", .n = nc, .x = c->cx, .y = c->cy};
+    c->cser[1] = (struct sw_chart_series){.name = "summed", .n = nc, .x = c->cx, .y = c->cs};
+    if (nc > 1)
+        c->all[ncharts++] = (struct sw_chart){.kind = SW_CHART_LINES,
+                                              .title = "decode tok/s by concurrency (first depth)",
+                                              .note = c->note,
+                                              .x_label = "streams in flight",
+                                              .y_label = "decode tok/s",
+                                              .series = c->cser,
+                                              .n_series = 2,
+                                              .y_from_zero = true,
+                                              .x_from_zero = true};
+    if (!nconc) {
+        sw_free(c);
         return sw_err_set(e, SW_EINVAL, "bench: nothing to chart");
+    }
     /* open loop: latency CDFs from the intended send and from the actual send, side by side */
-    double *buf = NULL;
-    struct sw_chart all[3];
-    memcpy(all, charts, sizeof(charts));
-    struct sw_chart_series lser[4];
     if (rep->mode == SW_BENCH_OPEN && rep->npoints && rep->points[0].e2e.n) {
         const struct sw_bench_point *pt = &rep->points[0];
         const struct sw_bench_hist *h[4] = {&pt->ttft, &pt->ttft_sent, &pt->e2e, &pt->e2e_sent};
         static const char *const ln[4] = {"TTFT from the intended send",
                                           "TTFT from the actual send", "E2E from the intended send",
                                           "E2E from the actual send"};
-        buf = sw_malloc(8 * SW_BENCH_HIST_NBINS * sizeof(double));
-        if (!buf)
-            return sw_err_set(e, SW_ENOMEM, "bench: out of memory");
         for (int i = 0; i < 4; i++) {
-            double *xs = buf + (size_t)(2 * i) * SW_BENCH_HIST_NBINS;
+            double *xs = c->cdf + (size_t)(2 * i) * SW_BENCH_HIST_NBINS;
             double *ys = xs + SW_BENCH_HIST_NBINS;
             size_t n = sw_bench_hist_cdf(h[i], xs, ys, SW_BENCH_HIST_NBINS);
-            lser[i] = (struct sw_chart_series){.name = ln[i], .n = n, .x = xs, .y = ys};
+            c->lser[i] = (struct sw_chart_series){.name = ln[i], .n = n, .x = xs, .y = ys};
         }
-        all[ncharts++] = (struct sw_chart){.kind = SW_CHART_LINES,
-                                           .title = "latency CDF (open loop)",
-                                           .note = note,
-                                           .x_label = "ms",
-                                           .y_label = "fraction of requests",
-                                           .series = lser,
-                                           .n_series = 4,
-                                           .y_from_zero = true,
-                                           .x_from_zero = true};
+        c->all[ncharts++] = (struct sw_chart){.kind = SW_CHART_LINES,
+                                              .title = "latency CDF (open loop)",
+                                              .note = c->note,
+                                              .x_label = "ms",
+                                              .y_label = "fraction of requests",
+                                              .series = c->lser,
+                                              .n_series = 4,
+                                              .y_from_zero = true,
+                                              .x_from_zero = true};
     }
     /* a panel with nothing finite (one-token streams have no decode rate) is left out */
     size_t kept = 0;
     for (size_t i = 0; i < ncharts; i++) {
         bool any = false;
-        for (size_t k = 0; k < all[i].n_series; k++)
-            for (size_t m = 0; m < all[i].series[k].n; m++)
-                any = any || isfinite(all[i].series[k].y[m]);
+        for (size_t k = 0; k < c->all[i].n_series; k++)
+            for (size_t m = 0; m < c->all[i].series[k].n; m++)
+                any = any || isfinite(c->all[i].series[k].y[m]);
         if (any)
-            all[kept++] = all[i];
+            c->all[kept++] = c->all[i];
     }
-    int rc = kept ? sw_chart_write_svg(all, kept, path, e)
-                  : sw_err_set(e, SW_EINVAL, "bench: no figure to chart (no request succeeded?)");
-    sw_free(buf);
+    if (!kept) {
+        sw_free(c);
+        return sw_err_set(e, SW_EINVAL, "bench: no figure to chart (no request succeeded?)");
+    }
+    c->n = kept;
+    *out = c;
+    return 0;
+}
+
+int sw_bench_report_svg(const struct sw_bench_report *rep, const char *path, struct sw_err *e)
+{
+    struct charts *c;
+    int rc = charts_build(rep, &c, e);
+    if (rc)
+        return rc;
+    rc = sw_chart_write_svg(c->all, c->n, path, e);
+    sw_free(c);
+    return rc;
+}
+
+static int html_text(struct sw_buf *b, const char *s, size_t n)
+{
+    int rc = 0;
+    for (size_t i = 0; i < n && !rc; i++) {
+        switch (s[i]) {
+        case '<':
+            rc = sw_buf_puts(b, "&lt;");
+            break;
+        case '>':
+            rc = sw_buf_puts(b, "&gt;");
+            break;
+        case '&':
+            rc = sw_buf_puts(b, "&amp;");
+            break;
+        case '"':
+            rc = sw_buf_puts(b, "&quot;");
+            break;
+        default:
+            rc = sw_buf_putc(b, s[i]);
+        }
+    }
+    return rc;
+}
+
+/* One panel as an inline <svg> (the XML declaration dropped: it has no place in HTML). */
+static int html_panel(struct sw_buf *b, const struct sw_chart *chart, struct sw_err *e)
+{
+    struct sw_buf svg;
+    sw_buf_init(&svg, 64u << 20);
+    int rc = sw_chart_svg(chart, 1, &svg, e);
+    if (!rc) {
+        const char *p = sw_buf_cstr(&svg);
+        if (!strncmp(p, "<?xml", 5)) {
+            const char *nl = strchr(p, '\n');
+            p = nl ? nl + 1 : p + svg.len;
+        }
+        rc = sw_buf_puts(b, "<figure>\n");
+        if (!rc)
+            rc = sw_buf_puts(b, p);
+        if (!rc)
+            rc = sw_buf_puts(b, "</figure>\n");
+        if (rc)
+            sw_err_set(e, rc, "bench: out of memory building the page");
+    }
+    sw_buf_free(&svg);
+    return rc;
+}
+
+int sw_bench_report_html(const struct sw_bench_report *rep, const char *path, struct sw_err *e)
+{
+    struct charts *c = NULL;
+    struct sw_buf b;
+    sw_buf_init(&b, 256u << 20);
+    char *table = NULL;
+    size_t tlen = 0;
+    int rc = charts_build(rep, &c, e);
+    if (rc)
+        goto out;
+    /* the table exactly as the terminal shows it */
+    FILE *f = open_memstream(&table, &tlen);
+    if (!f) {
+        rc = sw_err_set(e, SW_ENOMEM, "bench: out of memory building the page");
+        goto out;
+    }
+    sw_bench_report_print(f, rep);
+    if (fclose(f)) {
+        rc = sw_err_set(e, SW_ENOMEM, "bench: out of memory building the page");
+        goto out;
+    }
+    int bad = 0;
+    bad |= sw_buf_puts(&b, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+                           "<title>slipway bench: ");
+    bad |= html_text(&b, rep->url, strlen(rep->url));
+    bad |=
+        sw_buf_puts(&b, "</title>\n<style>\nbody{font-family:sans-serif;margin:2em;color:#222}\n"
+                        "pre{background:#f6f6f6;padding:1em;overflow-x:auto;font-size:13px}\n"
+                        "figure{margin:1.5em 0}\nh1{font-size:1.4em}\n</style>\n</head>\n<body>\n"
+                        "<h1>slipway bench: ");
+    bad |= html_text(&b, rep->url, strlen(rep->url));
+    if (rep->model[0]) {
+        bad |= sw_buf_puts(&b, " (");
+        bad |= html_text(&b, rep->model, strlen(rep->model));
+        bad |= sw_buf_puts(&b, ")");
+    }
+    bad |= sw_buf_printf(&b,
+                         "</h1>\n<p id=\"run\">engine %s, %s, %zu point%s; every figure is "
+                         "defined in slipway's docs/bench.md.</p>\n<pre id=\"table\">",
+                         rep->engine, rep->mode == SW_BENCH_OPEN ? "open loop" : "sweep",
+                         rep->npoints, rep->npoints == 1 ? "" : "s");
+    bad |= html_text(&b, table, tlen);
+    bad |= sw_buf_puts(&b, "</pre>\n");
+    if (bad) {
+        rc = sw_err_set(e, SW_ENOMEM, "bench: out of memory building the page");
+        goto out;
+    }
+    for (size_t i = 0; i < c->n && !rc; i++)
+        rc = html_panel(&b, &c->all[i], e);
+    if (rc)
+        goto out;
+    if (sw_buf_puts(&b, "</body>\n</html>\n")) {
+        rc = sw_err_set(e, SW_ENOMEM, "bench: out of memory building the page");
+        goto out;
+    }
+    rc = sw_write_file_atomic(path, b.data, b.len, 0644, e);
+out:
+    free(table); /* open_memstream's buffer is libc's */
+    sw_free(c);
+    sw_buf_free(&b);
     return rc;
 }

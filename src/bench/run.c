@@ -14,14 +14,14 @@
  * What it deliberately does not do: retry, or hold a sample array per token (ITLs go to fixed
  * histograms).
  */
-#include <slipway/bench.h>
-#include <slipway/net.h>
+#include "bench_internal.h"
 
 #include <event2/event.h>
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define CAL_WORDS 256
 
@@ -83,6 +83,7 @@ void sw_bench_opts_init(struct sw_bench_opts *o)
     o->ignore_eos = true;
     o->arrival = SW_BENCH_ARRIVAL_POISSON;
     o->cv = 1.0;
+    o->engine_metrics = true;
     o->duration_s = 30;
     o->seed = 1;
 }
@@ -751,6 +752,46 @@ static void verdicts(const struct sw_bench_opts *o, struct sw_bench_report *rep)
     }
 }
 
+/* The second scrape, the deltas, and what they say about the cache. An engine's counters may
+ * trail the last response by an iteration: while the generation delta is short of the client's
+ * count the page is read again, up to a second. */
+static void engine_counters(struct run *r, const char *base, const struct sw_openai_metrics *before,
+                            struct sw_openai_metrics *after, bool *have_after)
+{
+    struct sw_bench_report *rep = r->rep;
+    struct sw_bench_counters *c = &rep->counters;
+    for (int tries = 0; tries < 11; tries++) {
+        if (*have_after)
+            sw_openai_metrics_free(after);
+        *have_after =
+            !sw__bench_scrape(&r->loop, base, r->o->api_key, after, c->why, sizeof(c->why));
+        if (!*have_after)
+            return;
+        sw__bench_counters(before, after, rep);
+        if (!(c->generation_tokens < (double)c->client_completion_tokens) || c->client_failed)
+            break;
+        struct timespec ts = {0, 100 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    c->why[0] = '\0';
+    if (!isfinite(c->prefix_hits) || r->o->expect_hit)
+        return;
+    if (c->prefix_hits > 0) {
+        rep->cache_verified = false;
+        snprintf(rep->cache_why, sizeof(rep->cache_why),
+                 "FAILED: the engine's /metrics say %.0f prompt tokens were read from its prefix "
+                 "cache during the run although none should have",
+                 c->prefix_hits);
+    } else if (!rep->cache_verified && !strncmp(rep->cache_why, "unverified", 10) &&
+               c->prefix_queries > 0) {
+        rep->cache_verified = true;
+        snprintf(rep->cache_why, sizeof(rep->cache_why),
+                 "verified by /metrics: none of the %.0f prompt tokens looked up hit the "
+                 "prefix cache",
+                 c->prefix_queries);
+    }
+}
+
 int sw_bench_run(const struct sw_bench_opts *o, struct sw_bench_report *rep, struct sw_err *e)
 {
     memset(rep, 0, sizeof(*rep));
@@ -759,6 +800,10 @@ int sw_bench_run(const struct sw_bench_opts *o, struct sw_bench_report *rep, str
         return rc;
     struct run r;
     struct event_base *base = NULL;
+    struct sw_openai_metrics before, after;
+    bool have_before = false, have_after = false;
+    memset(&before, 0, sizeof(before));
+    memset(&after, 0, sizeof(after));
     memset(&r, 0, sizeof(r));
     r.o = o;
     r.rep = rep;
@@ -803,6 +848,20 @@ int sw_bench_run(const struct sw_bench_opts *o, struct sw_bench_report *rep, str
         if (rc)
             goto out;
     }
+    /* the engine's counters from here (calibration excluded) to the last point's end */
+    char root[700];
+    snprintf(root, sizeof(root), "%.*s", (int)SW_MIN(ul, 600u), o->url);
+    if (o->reset_cache) {
+        rc = sw__bench_reset_cache(&r.loop, root, o->engine, o->api_key, rep->counters.reset,
+                                   sizeof(rep->counters.reset), e);
+        if (rc)
+            goto out;
+    }
+    if (o->engine_metrics)
+        have_before = !sw__bench_scrape(&r.loop, root, o->api_key, &before, rep->counters.why,
+                                        sizeof(rep->counters.why));
+    else
+        snprintf(rep->counters.why, sizeof(rep->counters.why), "not read (asked)");
     int64_t depths[SW_BENCH_MAX_POINTS];
     size_t nd = o->ndepths;
     memcpy(depths, o->depths, nd * sizeof(*depths));
@@ -906,6 +965,8 @@ int sw_bench_run(const struct sw_bench_opts *o, struct sw_bench_report *rep, str
         }
     }
     verdicts(o, rep);
+    if (have_before)
+        engine_counters(&r, root, &before, &after, &have_after);
     if (o->slo_ttft_s > 0 || o->slo_tpot_s > 0 || o->slo_e2e_s > 0) {
         char a[40] = "", b[40] = "", c[40] = "";
         if (o->slo_ttft_s > 0)
@@ -927,6 +988,10 @@ int sw_bench_run(const struct sw_bench_opts *o, struct sw_bench_report *rep, str
                         rep->url, r.first_err);
     }
 out:
+    if (have_before)
+        sw_openai_metrics_free(&before);
+    if (have_after)
+        sw_openai_metrics_free(&after);
     sw_net_loop_close(&r.loop);
     event_base_free(base);
     pool_free(&r);

@@ -60,6 +60,9 @@ struct sw_cmd {
 SW_VERBS(SW_DECL)
 #undef SW_DECL
 
+/* `slipway bench compare A B` (cmd_bench_compare.c), handed over by sw_cmd_bench. */
+int sw__cmd_bench_compare(int argc, char **argv);
+
 /* The verbs whose options the table-driven layer (opt.h) reads: each defines sw_spec_<verb>,
  * which `slipway help --list` and `slipway help VERB` use. A verb missing here is listed as not
  * converted. */

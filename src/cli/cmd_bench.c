@@ -2,12 +2,16 @@
  * slipway bench URL|ENDPOINT [--fleet FLEET.yaml] [--depth LIST] [--pp N] [--tg N] [--repeat N]
  *                           [--concurrency LIST] [--rate R --arrival A --duration D --seed S
  *                           --max-lag MS] [--prompts FILE.jsonl] [--cache-prompt]
- *                           [--reuse-prompt] [--expect-hit] [--svg FILE] [--ledger PATH]
+ *                           [--reuse-prompt] [--expect-hit] [--svg FILE] [--html FILE]
+ *                           [--ledger PATH]
  *                           [--samples] [--json] [--quiet]
  *
  * Measure an endpoint's decode and prefill (include/slipway/bench.h; docs/bench.md defines
  * every figure). ENDPOINT is a name in the fleet file: its URL, served name and API key's
  * reference come from there. --ledger records the run (parameters and results) in that ledger.
+ *
+ * slipway bench compare RUN_A RUN_B [--ledger PATH | --fleet FLEET.yaml] [--json]
+ * (cmd_bench_compare.c).
  *
  * Exit: 0 the run ran and every check held, 1 a request failed, the cache check failed, the
  * token counts disagreed with the engine's or the open-loop run was invalid (send lag), 2
@@ -51,6 +55,11 @@ static const struct sw_opt opts[] = {
     {"reuse-prompt", 0, NULL, 0, "one prompt for every request of a point (no per-request nonce)",
      NULL},
     {"expect-hit", 0, NULL, 0, "the cache check expects hits (default: it expects none)", NULL},
+    {"reset-cache", 0, NULL, 0,
+     "reset the engine's prefix cache first: vLLM POST /reset_prefix_cache,\nSGLang POST "
+     "/flush_cache",
+     NULL},
+    {"no-engine-metrics", 0, NULL, 0, "do not read the engine's /metrics before and after", NULL},
     {"eos", 0, NULL, 0,
      "let the model stop at its end of sequence (ignore_eos is not sent; --tg\nis then a ceiling)",
      NULL},
@@ -67,6 +76,7 @@ static const struct sw_opt opts[] = {
     {"timeout", 0, "S", 0, "each request's timeout (default 600s)", NULL},
     {"svg", 0, "FILE", 0, "decode tok/s by depth and by concurrency, as SVG", NULL},
     {"csv", 0, "FILE", 0, "every request's figures as CSV, one row each", NULL},
+    {"html", 0, "FILE", 0, "one self-contained page: the table and the charts (inline SVG)", NULL},
     {"ledger", 0, "PATH", 0, "record the run in this ledger", NULL},
     {"samples", 0, NULL, 0, "with --json: every request's figures too", NULL},
     {"quiet", 'q', NULL, 0, "no progress on stderr", NULL},
@@ -83,12 +93,14 @@ static const char *const examples[] = {
 const struct sw_cmd_spec sw_spec_bench = {
     .name = "bench",
     .summary = "measure decode and prefill: depth sweep, concurrency, open-loop arrivals",
-    .synopsis =
-        "URL|ENDPOINT [--fleet FLEET.yaml] [--depth LIST] [--pp N] [--tg N] [--repeat N]\n"
-        "    [--concurrency LIST] [--rate R [--arrival KIND] [--duration D] [--seed S]\n"
-        "    [--max-lag MS]] [--prompts FILE] [--cache-prompt] [--reuse-prompt]\n"
-        "    [--expect-hit] [--eos] [--extra JSON] [--connections N]\n"
-        "    [--slo LIST] [--svg FILE] [--csv FILE] [--ledger PATH] [--samples] [--json] [--quiet]",
+    .synopsis = "URL|ENDPOINT [--fleet FLEET.yaml] [--depth LIST] [--pp N] [--tg N] [--repeat N]\n"
+                "    [--concurrency LIST] [--rate R [--arrival KIND] [--duration D] [--seed S]\n"
+                "    [--max-lag MS]] [--prompts FILE] [--cache-prompt] [--reuse-prompt]\n"
+                "    [--expect-hit] [--reset-cache] [--no-engine-metrics] [--eos] [--extra JSON]\n"
+                "    [--connections N]\n"
+                "    [--slo LIST] [--svg FILE] [--html FILE] [--csv FILE] [--ledger PATH]\n"
+                "    [--samples] [--json] [--quiet]\n"
+                "compare RUN_A RUN_B [--ledger PATH | --fleet FLEET.yaml] [--json]",
     .about = "Tokens are counted from the engine's own counters, never from chunks; latencies\n"
              "are timed from the intended send (the uncorrected figure beside them); the\n"
              "engine's timings are shown beside the client's with the difference; the prompt\n"
@@ -267,6 +279,10 @@ int sw_cmd_bench(int argc, char **argv)
 {
     struct sw_args a;
     int rc;
+    /* `bench compare A B`: two recorded runs (a URL has "://"; name an endpoint called compare
+     * by its URL) */
+    if (argc > 1 && !strcmp(argv[1], "compare"))
+        return sw__cmd_bench_compare(argc - 1, argv + 1);
     if (!sw_args_parse(&sw_spec_bench, argc, argv, &a, &rc))
         return rc;
     bool json = a.json;
@@ -431,6 +447,8 @@ int sw_cmd_bench(int argc, char **argv)
     o.cache_prompt = sw_args_flag(&a, "cache-prompt");
     o.reuse_prompt = sw_args_flag(&a, "reuse-prompt");
     o.expect_hit = sw_args_flag(&a, "expect-hit");
+    o.reset_cache = sw_args_flag(&a, "reset-cache");
+    o.engine_metrics = !sw_args_flag(&a, "no-engine-metrics");
     o.ignore_eos = !sw_args_flag(&a, "eos");
     v = sw_args_str(&a, "extra");
     if (v) {
@@ -477,6 +495,17 @@ int sw_cmd_bench(int argc, char **argv)
             svg = NULL;
         }
     }
+    const char *html = sw_args_str(&a, "html");
+    if (html) {
+        sw_err_clear(&e);
+        if (sw_bench_report_html(&rep, html, &e)) {
+            char m[1200];
+            fprintf(stderr, "slipway bench: --html %s: %s\n", html,
+                    sw_err_format(&e, m, sizeof(m)));
+            exit_code = SW_EXIT_FAIL;
+            html = NULL;
+        }
+    }
     const char *csv = sw_args_str(&a, "csv");
     if (csv) {
         sw_err_clear(&e);
@@ -505,6 +534,8 @@ int sw_cmd_bench(int argc, char **argv)
         sw_bench_report_print(stdout, &rep);
         if (svg)
             printf("chart: %s\n", svg);
+        if (html)
+            printf("page: %s\n", html);
         if (csv)
             printf("csv: %s\n", csv);
         if (ledger && id)

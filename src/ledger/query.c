@@ -668,12 +668,66 @@ static int bench_row(struct sw_ledger *l, sqlite3_stmt *st, bool x, json_t **out
     put(o, "source_line", col_str(st, 7), &rc);
     put(o, "ext_id", col_str(st, 8), &rc);
     put(o, "recorded_at", col_time(st, 9), &rc);
+    if (sqlite3_column_count(st) > 10) /* LST_BENCH_ONE: the shape column (not exported) */
+        put(o, "shape", col_str(st, 10), &rc);
     if (rc) {
         json_decref(o);
         return rc == SW_ENOMEM ? oom(e) : rc;
     }
     *out = o;
     return 0;
+}
+
+int sw_ledger_bench_run(struct sw_ledger *l, int64_t id, json_t **out, struct sw_err *e)
+{
+    *out = NULL;
+    int rc = read_begin(l, e);
+    if (rc)
+        return rc;
+    sqlite3_stmt *st;
+    rc = sw__ledger_stmt(l, LST_BENCH_ONE, &st, e);
+    if (rc)
+        goto out;
+    sqlite3_bind_int64(st, 1, id);
+    int s = sqlite3_step(st);
+    if (s == SQLITE_ROW)
+        rc = bench_row(l, st, false, out, e);
+    else if (s == SQLITE_DONE)
+        rc = sw_err_at(e, SW_ENOENT, l->path, 0, 0, "no bench run %lld in the ledger",
+                       (long long)id);
+    else
+        rc = sw__ledger_dberr(l, e, s, "reading a bench run");
+    sqlite3_reset(st);
+out:
+    read_end(l);
+    return rc;
+}
+
+int sw_ledger_bench_of_shape(struct sw_ledger *l, const char *endpoint, const char *shape_hash,
+                             int64_t *id, struct sw_err *e)
+{
+    *id = 0;
+    int rc = read_begin(l, e);
+    if (rc)
+        return rc;
+    sqlite3_stmt *st;
+    rc = sw__ledger_stmt(l, LST_BENCH_OF_SHAPE, &st, e);
+    if (rc)
+        goto out;
+    sw__bind_text(st, 1, endpoint);
+    sw__bind_text(st, 2, shape_hash);
+    int s = sqlite3_step(st);
+    if (s == SQLITE_ROW)
+        *id = sqlite3_column_int64(st, 0);
+    else if (s == SQLITE_DONE)
+        rc = sw_err_at(e, SW_ENOENT, l->path, 0, 0, "no bench run of shape %.12s on %s",
+                       shape_hash ? shape_hash : "(none)", endpoint ? endpoint : "(none)");
+    else
+        rc = sw__ledger_dberr(l, e, s, "reading bench runs");
+    sqlite3_reset(st);
+out:
+    read_end(l);
+    return rc;
 }
 
 static int rung_row(struct sw_ledger *l, sqlite3_stmt *st, bool x, json_t **out, struct sw_err *e)

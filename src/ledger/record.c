@@ -608,12 +608,27 @@ int sw__ledger_battery_tx(struct sw_ledger *l, const char *endpoint, int64_t boo
     return rc;
 }
 
+/* The shape column: the summary of params.shape (canonicalized again: a document from elsewhere
+ * may carry a shape in any accepted spelling); "" (NULL in the column) when the run recorded
+ * none or one the canonical form refuses (the run is still worth keeping; its params say it). */
+static void bench_shape(const json_t *params, char *out, size_t n)
+{
+    const json_t *shape = json_object_get(params, "shape");
+    json_t *canon = NULL;
+    out[0] = '\0';
+    if (!json_is_object(shape) || sw_ledger_shape_canon(shape, &canon, NULL, NULL, NULL))
+        return;
+    sw_ledger_shape_summary(canon, out, n);
+    json_decref(canon);
+}
+
 int sw__ledger_bench_tx(struct sw_ledger *l, const char *endpoint, int64_t boot_id,
                         int64_t started_at, const json_t *params, const json_t *results,
                         const char *chart_path, const char *source_line, const char *ext_id,
                         int64_t *id, struct sw_err *e)
 {
     char *p = NULL, *r = NULL;
+    char shape[256] = "";
     int64_t endpoint_id = 0;
     int rc = 0;
     if (!params || !results) {
@@ -631,6 +646,8 @@ int sw__ledger_bench_tx(struct sw_ledger *l, const char *endpoint, int64_t boot_
         rc = check_text("bench: source_line", source_line, LINE_MAX_BYTES, false, e);
     if (!rc)
         rc = check_ext(ext_id, e);
+    if (!rc)
+        bench_shape(params, shape, sizeof(shape));
     if (!rc)
         rc = sw__ledger_endpoint_tx(l, endpoint, true, &endpoint_id, e);
     if (!rc && boot_id)
@@ -650,6 +667,7 @@ int sw__ledger_bench_tx(struct sw_ledger *l, const char *endpoint, int64_t boot_
     sw__bind_text(st, 7, source_line);
     sw__bind_text(st, 8, ext_id);
     sqlite3_bind_int64(st, 9, sw_wall_unix());
+    sw__bind_text(st, 10, shape[0] ? shape : NULL);
     rc = insert(l, st, "bench run", ext_id, id, e);
 out:
     sw_free(p);

@@ -268,6 +268,13 @@ static const struct migration migrations[] = {
      "  note TEXT\n"
      ");\n"
      "PRAGMA user_version = 3;\n"},
+
+    /* Version 4: a bench run's shape summary in a column of its own (the endpoint's planned
+     * shape as sw_ledger_shape_summary prints it, from params.shape when the run recorded one),
+     * so runs can be listed and compared by shape without opening their documents. */
+    {4, "bench_runs.shape",
+     "ALTER TABLE bench_runs ADD COLUMN shape TEXT;\n"
+     "PRAGMA user_version = 4;\n"},
 };
 
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == SW_LEDGER_SCHEMA_VERSION,

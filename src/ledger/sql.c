@@ -60,7 +60,7 @@ const char *const sw__ledger_sql[LST__N] = {
                       "ms) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)",
     [LST_BENCH_INS] =
         "INSERT INTO bench_runs(endpoint_id, boot_id, started_at, params, results, chart_path, "
-        "source_line, ext_id, recorded_at) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+        "source_line, ext_id, recorded_at, shape) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
     [LST_RUNG_INS] =
         "INSERT INTO ladder_rungs(endpoint_id, ladder, rung, shape_id, boot_id, outcome, note, "
         "source_line, ext_id, recorded_at) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
@@ -132,6 +132,14 @@ const char *const sw__ledger_sql[LST__N] = {
         "r.source_line, r.ext_id, r.recorded_at FROM bench_runs r "
         "JOIN endpoints e ON e.id = r.endpoint_id "
         "WHERE (?1 IS NULL OR r.endpoint_id = " EP_ID ") ORDER BY r.id",
+    [LST_BENCH_ONE] =
+        "SELECT r.id, e.name, r.boot_id, r.started_at, r.params, r.results, r.chart_path, "
+        "r.source_line, r.ext_id, r.recorded_at, r.shape FROM bench_runs r "
+        "JOIN endpoints e ON e.id = r.endpoint_id WHERE r.id = ?1",
+    /* ?1 endpoint name, ?2 shape hash: the endpoint's latest run of that shape */
+    [LST_BENCH_OF_SHAPE] = "SELECT r.id FROM bench_runs r WHERE r.endpoint_id = " EP_ID " "
+                           "AND json_extract(r.params, '$.shape_hash') = ?2 "
+                           "ORDER BY r.id DESC LIMIT 1",
     [LST_RUNG_LIST] =
         "SELECT r.id, e.name, r.ladder, r.rung, s.hash, s.canonical, r.boot_id, r.outcome, "
         "r.note, r.source_line, r.ext_id, r.recorded_at, r.shape_id FROM ladder_rungs r "

@@ -18,6 +18,9 @@
 #include <math.h>
 #include <string.h>
 
+/* id, model, system_fingerprint, role: longer ones (truncated by copy_once) are jansson's */
+#define SCAN_COPY_MAX 512
+
 void sw_openai_result_init(struct sw_openai_result *r, size_t text_max, size_t recs_max)
 {
     memset(r, 0, sizeof(*r));
@@ -335,9 +338,170 @@ static int apply_object(struct sw_openai_result *r, json_t *j, bool streamed,
     return 0;
 }
 
+/* ---- the scanned path: the same effects as apply_object on jansson's tree ---- */
+
+/* The scanned string's text appended to b; *at points to it (NUL-terminated: b keeps a NUL). */
+static int scanned_append(struct sw_openai_result *r, struct sw_buf *b, const char *what,
+                          const struct sw__scan_val *v, const char **at, struct sw_err *e)
+{
+    size_t old = b->len;
+    /* room for the decoded text, taken by appending the raw bytes (never fewer), then decoded
+     * over them in place */
+    int rc = text_append(r, b, what, v->p, v->dec, e);
+    if (rc)
+        return rc;
+    if (v->esc) {
+        sw__openai_scan_decode(v, b->data + old);
+        b->data[old + v->dec] = '\0';
+    }
+    *at = b->data + old;
+    return 0;
+}
+
+static void scanned_copy_once(char *dst, size_t n, const struct sw__scan_val *v)
+{
+    char tmp[SCAN_COPY_MAX];
+    if (dst[0] || v->k != SW__V_STR)
+        return;
+    sw__openai_scan_decode(v, tmp);
+    size_t k = SW_MIN(v->dec, n - 1);
+    memcpy(dst, tmp, k);
+    dst[k] = '\0';
+}
+
+static bool text_fits(const struct sw_buf *b, const struct sw__scan_val *v)
+{
+    return v->k != SW__V_STR || !v->dec || (v->dec <= b->max && b->len <= b->max - v->dec);
+}
+
+/* What the scan found can be applied exactly as the jansson path would: the few limits it
+ * enforces with an error or a truncation are left to that path. */
+static bool scan_applies(const struct sw_openai_result *r, const struct sw__scan *s)
+{
+    const struct sw__scan_val *strs[] = {&s->id, &s->model, &s->fp, &s->role};
+    for (size_t i = 0; i < SW_ARRAY_LEN(strs); i++)
+        if (strs[i]->k == SW__V_STR && strs[i]->dec >= SCAN_COPY_MAX)
+            return false;
+    if (s->finish.k == SW__V_STR && s->finish.dec >= sizeof(r->finish_reason))
+        return false;
+    const struct sw__scan_val *rtext =
+        s->reasoning.k == SW__V_STR ? &s->reasoning : &s->reasoning_content;
+    return text_fits(&r->content, &s->content) && text_fits(&r->reasoning, rtext);
+}
+
+static int apply_scanned(struct sw_openai_result *r, const struct sw__scan *s, uint64_t t_ns,
+                         struct sw_openai_delta *d, struct sw_err *e)
+{
+    int rc = 0;
+    uint32_t flags = 0;
+    r->chunks++;
+    r->scanned++;
+    if (!r->t_first_chunk)
+        r->t_first_chunk = t_ns;
+    r->t_last_chunk = t_ns;
+    scanned_copy_once(r->id, sizeof(r->id), &s->id);
+    scanned_copy_once(r->model, sizeof(r->model), &s->model);
+    scanned_copy_once(r->system_fingerprint, sizeof(r->system_fingerprint), &s->fp);
+    if (s->nchoices && sw__scan_int_or(&s->index, 0) == 0) {
+        if (s->delta_obj) {
+            if (s->role.k == SW__V_STR) {
+                flags |= SW_OAI_CHUNK_ROLE;
+                scanned_copy_once(r->role, sizeof(r->role), &s->role);
+            }
+            if (s->content.k == SW__V_STR && s->content.dec) {
+                rc = scanned_append(r, &r->content, "content", &s->content, &d->content, e);
+                if (rc)
+                    goto fail;
+                d->content_len = s->content.dec;
+            }
+            if (s->reasoning.k == SW__V_STR)
+                r->reasoning_field =
+                    (enum sw_openai_reasoning_field)(r->reasoning_field | SW_OAI_REASONING_FIELD);
+            if (s->reasoning_content.k == SW__V_STR)
+                r->reasoning_field =
+                    (enum sw_openai_reasoning_field)(r->reasoning_field | SW_OAI_REASONING_CONTENT);
+            const struct sw__scan_val *rt =
+                s->reasoning.k == SW__V_STR ? &s->reasoning : &s->reasoning_content;
+            if (rt->k == SW__V_STR && rt->dec) {
+                rc = scanned_append(r, &r->reasoning, "reasoning", rt, &d->reasoning, e);
+                if (rc)
+                    goto fail;
+                d->reasoning_len = rt->dec;
+            }
+        }
+        if (s->finish.k == SW__V_STR) {
+            sw__openai_scan_decode(&s->finish, r->finish_reason);
+            r->finish_reason[s->finish.dec] = '\0';
+            d->finish_reason = r->finish_reason;
+            flags |= SW_OAI_CHUNK_FINISH;
+        }
+    }
+    if (s->usage_obj) {
+        struct sw_openai_usage *u = &r->usage;
+        struct sw__scan_val none = {.k = SW__V_ABSENT};
+        u->present = true;
+        u->prompt_tokens = sw__scan_int_or(&s->prompt_tokens, -1);
+        u->completion_tokens = sw__scan_int_or(&s->completion_tokens, -1);
+        u->total_tokens = sw__scan_int_or(&s->total_tokens, -1);
+        u->cached_tokens = sw__scan_int_or(s->ptd_obj ? &s->cached_tokens : &none, -1);
+        u->reasoning_tokens = sw__scan_int_or(s->ctd_obj ? &s->reasoning_tokens : &none, -1);
+        d->usage = true;
+        flags |= SW_OAI_CHUNK_USAGE;
+    }
+    if (s->timings_obj) {
+        struct sw_openai_timings *t = &r->timings;
+        t->present = true;
+        t->cache_n = sw__scan_int_or(&s->cache_n, -1);
+        t->prompt_n = sw__scan_int_or(&s->prompt_n, -1);
+        t->predicted_n = sw__scan_int_or(&s->predicted_n, -1);
+        t->prompt_ms = sw__scan_real_or(&s->prompt_ms, NAN);
+        t->prompt_per_token_ms = sw__scan_real_or(&s->prompt_per_token_ms, NAN);
+        t->prompt_per_second = sw__scan_real_or(&s->prompt_per_second, NAN);
+        t->predicted_ms = sw__scan_real_or(&s->predicted_ms, NAN);
+        t->predicted_per_token_ms = sw__scan_real_or(&s->predicted_per_token_ms, NAN);
+        t->predicted_per_second = sw__scan_real_or(&s->predicted_per_second, NAN);
+        t->draft_n = sw__scan_int_or(&s->draft_n, -1);
+        t->draft_n_accepted = sw__scan_int_or(&s->draft_n_accepted, -1);
+        d->timings = true;
+        flags |= SW_OAI_CHUNK_TIMINGS;
+    }
+    if (d->content_len || d->reasoning_len) {
+        r->text_chunks++;
+        if (!r->t_first_text)
+            r->t_first_text = t_ns;
+    }
+    struct sw_openai_chunk_rec rec = {
+        .t_ns = t_ns,
+        .content_bytes = (uint32_t)SW_MIN(d->content_len, UINT32_MAX),
+        .reasoning_bytes = (uint32_t)SW_MIN(d->reasoning_len, UINT32_MAX),
+        .flags = flags,
+    };
+    rc = push_rec(r, &rec, e);
+    if (rc)
+        goto fail;
+    return 0;
+fail:
+    sw_err_prefix(e, "stream chunk %llu", (unsigned long long)r->chunks);
+    return rc;
+}
+
 int sw_openai_feed_chunk(struct sw_openai_result *r, const char *data, size_t len, uint64_t t_ns,
                          struct sw_openai_delta *delta, struct sw_err *e)
 {
+    struct sw__scan scan;
+    if (!r->json_only && !(len == 6 && !memcmp(data, "[DONE]", 6)) &&
+        !sw__openai_scan_chunk(data, len, &scan) && scan_applies(r, &scan)) {
+        struct sw_openai_delta d;
+        memset(&d, 0, sizeof(d));
+        r->streamed = true;
+        /* the previous chunk's tree is no longer the delta's */
+        json_decref(r->cur);
+        r->cur = NULL;
+        int rc = apply_scanned(r, &scan, t_ns, &d, e);
+        if (delta)
+            *delta = d;
+        return rc;
+    }
     struct sw_openai_delta d;
     memset(&d, 0, sizeof(d));
     if (delta)

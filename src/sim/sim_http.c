@@ -914,6 +914,10 @@ static void on_metrics(struct sw_sim *s, struct evhttp_request *req)
             {"generation_tokens_total", "counter", (double)s->m_predicted_tokens},
             {"request_success_total", "counter", (double)s->m_requests},
             {"num_preemptions_total", "counter", (double)s->m_preemptions},
+            /* V1's prefix-cache counters: the sim keeps no prefix cache, so every prompt token
+             * is looked up and none is found */
+            {"prefix_cache_queries_total", "counter", (double)s->m_prompt_tokens},
+            {"prefix_cache_hits_total", "counter", 0.0},
         };
         for (size_t i = 0; i < SW_ARRAY_LEN(m); i++)
             sw_buf_printf(&b, "# TYPE vllm:%s %s\nvllm:%s{engine=\"0\",model_name=\"%s\"} %g\n",
@@ -957,6 +961,8 @@ static void on_request(struct evhttp_request *req, void *arg)
         on_generate(s, req, false);
     else if (get && !strcmp(path, "/metrics"))
         on_metrics(s, req);
+    else if (post && s->engine == SW__SIM_VLLM && !strcmp(path, "/reset_prefix_cache"))
+        reply_text(req, 200, "application/json", "", 0); /* vLLM's dev route; nothing cached */
     else if (get && s->engine == SW__SIM_LLAMACPP && !strcmp(path, "/props"))
         on_props(s, req);
     else if (get && s->engine == SW__SIM_LLAMACPP && !strcmp(path, "/slots"))

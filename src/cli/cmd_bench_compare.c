@@ -1,0 +1,221 @@
+/*
+ * slipway bench compare RUN_A RUN_B [--ledger PATH | --fleet FLEET.yaml] [--json]
+ *
+ * Two bench runs recorded in the ledger (`slipway bench ... --ledger PATH` prints "recorded as
+ * bench N"; a tag names its endpoint's latest run of the tag's shape), compared point by point: per metric A, B, the difference and whether it exceeds the
+ * noise of the repeats (sw_bench_compare; docs/bench.md). Reached from `slipway bench compare`
+ * (cmd_bench.c hands the line over), so it is not a verb of its own.
+ *
+ * Exit: 0 no metric is worse beyond the noise, 1 one is, 2 unusable input (or no such run).
+ */
+#include "cli.h"
+
+#include <slipway/bench.h>
+#include <slipway/ledger.h>
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const struct sw_opt opts[] = {
+    {"ledger", 0, "PATH", 0, "the ledger the runs are in", NULL},
+    {"fleet", 0, "FLEET.yaml", 0, "its fleet file's ledger (default ./fleet.yaml's)", NULL},
+    {0},
+};
+
+static const char *const examples[] = {
+    "slipway bench compare 3 7 --ledger fleet.ledger.sqlite",
+    "slipway bench compare 3 7 --fleet fleet.yaml --json",
+    NULL,
+};
+
+const struct sw_cmd_spec sw_spec_bench_compare = {
+    .name = "bench compare",
+    .summary = "compare two recorded bench runs: differences against the noise of the repeats",
+    .synopsis =
+        "RUN_A RUN_B [--ledger PATH | --fleet FLEET.yaml] [--json]   (RUN: a bench id, or a "
+        "tag)",
+    .about = "Per point both runs measured (same depth and concurrency), per metric: A, B, B - A\n"
+             "and whether it exceeds the noise (half of each run's range of its requests,\n"
+             "summed). Exit 0 no metric is worse beyond the noise, 1 one is, 2 unusable input.",
+    .opts = opts,
+    .max_args = 2,
+    .examples = examples,
+    .hidden = true,
+};
+
+static bool is_id(const char *s, int64_t *id)
+{
+    char *end;
+    long long v = strtoll(s, &end, 10);
+    if (!*s || *end || v <= 0)
+        return false;
+    *id = v;
+    return true;
+}
+
+/* RUN: a bench id, or a tag: the latest run of the tag's endpoint and shape. */
+static int resolve(struct sw_ledger *l, const char *arg, int64_t *id, struct sw_err *e)
+{
+    if (is_id(arg, id))
+        return 0;
+    json_t *tag = NULL;
+    int rc = sw_ledger_tag_get(l, arg, &tag, e);
+    if (rc) {
+        if (rc == SW_ENOENT)
+            sw_err_set(e, SW_ENOENT, "'%s' is neither a bench run id nor a tag in %s", arg,
+                       l->path);
+        return rc;
+    }
+    rc = sw_ledger_bench_of_shape(l, json_string_value(json_object_get(tag, "endpoint")),
+                                  json_string_value(json_object_get(tag, "shape_hash")), id, e);
+    if (rc)
+        sw_err_prefix(e, "tag %s", arg);
+    json_decref(tag);
+    return rc;
+}
+
+static void print_run(const char *label, const json_t *r)
+{
+    const char *shape = json_string_value(json_object_get(r, "shape"));
+    printf("%s: bench %" JSON_INTEGER_FORMAT " of %s%s%s\n", label,
+           json_integer_value(json_object_get(r, "id")),
+           json_string_value(json_object_get(r, "endpoint")), shape ? ", shape " : "",
+           shape ? shape : "");
+}
+
+static void print_val(const json_t *v)
+{
+    char b[64];
+    if (json_is_object(v)) {
+        double med = json_number_value(json_object_get(v, "median"));
+        double lo = json_number_value(json_object_get(v, "min"));
+        double hi = json_number_value(json_object_get(v, "max"));
+        snprintf(b, sizeof(b), "%.2f [%.2f..%.2f]", med, lo, hi);
+    } else if (json_is_number(v)) {
+        snprintf(b, sizeof(b), "%.2f", json_number_value(v));
+    } else {
+        snprintf(b, sizeof(b), "-");
+    }
+    printf(" %-24s", b);
+}
+
+static void print_cmp(const json_t *cmp)
+{
+    size_t i, k;
+    const json_t *p, *m;
+    json_array_foreach(json_object_get(cmp, "points"), i, p)
+    {
+        const json_t *d = json_object_get(p, "depth");
+        if (json_is_integer(d))
+            printf("\ndepth %" JSON_INTEGER_FORMAT, json_integer_value(d));
+        else
+            printf("\nprompts file");
+        printf(", concurrency %" JSON_INTEGER_FORMAT "\n",
+               json_integer_value(json_object_get(p, "concurrency")));
+        printf("  %-22s %-24s %-24s %-20s %s\n", "metric", "A", "B", "B - A", "noise: verdict");
+        json_array_foreach(json_object_get(p, "metrics"), k, m)
+        {
+            printf("  %-22s", json_string_value(json_object_get(m, "metric")));
+            print_val(json_object_get(m, "a"));
+            print_val(json_object_get(m, "b"));
+            char b[64];
+            const json_t *pct = json_object_get(m, "diff_pct");
+            if (json_is_number(pct))
+                snprintf(b, sizeof(b), "%+.2f (%+.1f%%)",
+                         json_number_value(json_object_get(m, "diff")), json_number_value(pct));
+            else
+                snprintf(b, sizeof(b), "%+.2f", json_number_value(json_object_get(m, "diff")));
+            printf(" %-20s", b);
+            const json_t *noise = json_object_get(m, "noise");
+            if (json_is_number(noise))
+                printf(" +-%.2f: ", json_number_value(noise));
+            else
+                printf(" ");
+            printf("%s\n", json_string_value(json_object_get(m, "verdict")));
+        }
+    }
+    const char *sides[] = {"only_a", "only_b"};
+    for (size_t s = 0; s < 2; s++) {
+        json_array_foreach(json_object_get(cmp, sides[s]), i, p)
+        {
+            const json_t *d = json_object_get(p, "depth");
+            printf("only in %s: depth %s%" JSON_INTEGER_FORMAT ", concurrency %" JSON_INTEGER_FORMAT
+                   "\n",
+                   s ? "B" : "A", json_is_integer(d) ? "" : "(file) ",
+                   json_is_integer(d) ? json_integer_value(d) : 0,
+                   json_integer_value(json_object_get(p, "concurrency")));
+        }
+    }
+    printf("\n%" JSON_INTEGER_FORMAT " better, %" JSON_INTEGER_FORMAT " worse beyond the noise\n",
+           json_integer_value(json_object_get(cmp, "better")),
+           json_integer_value(json_object_get(cmp, "worse")));
+}
+
+int sw__cmd_bench_compare(int argc, char **argv)
+{
+    struct sw_args a;
+    int rc;
+    if (!sw_args_parse(&sw_spec_bench_compare, argc, argv, &a, &rc))
+        return rc;
+    bool json = a.json;
+    int64_t ids[2];
+    if (a.npos != 2)
+        return sw_cli_usage_json("bench compare", json, "which two runs? (bench ids or tags)");
+    struct sw_err e;
+    sw_err_clear(&e);
+    char path[4096];
+    const char *ledger = sw_args_str(&a, "ledger");
+    if (!ledger) {
+        const char *fleet = sw_args_str(&a, "fleet");
+        rc = sw_ledger_default_path(fleet ? fleet : "fleet.yaml", path, sizeof(path), &e);
+        if (rc)
+            return sw_cli_fail(&e, json);
+        ledger = path;
+    }
+    struct sw_ledger_open_opts ro = {.readonly = true};
+    struct sw_ledger l;
+    json_t *run[2] = {NULL, NULL}, *cmp = NULL;
+    int exit_code = SW_EXIT_OK;
+    rc = sw_ledger_open(&l, ledger, &ro, &e);
+    if (rc)
+        return sw_cli_fail(&e, json);
+    for (int i = 0; i < 2 && !rc; i++)
+        rc = resolve(&l, a.pos[i], &ids[i], &e);
+    for (int i = 0; i < 2 && !rc; i++)
+        rc = sw_ledger_bench_run(&l, ids[i], &run[i], &e);
+    sw_ledger_close(&l);
+    if (!rc) {
+        cmp = sw_bench_compare(json_object_get(run[0], "results"),
+                               json_object_get(run[1], "results"), &e);
+        rc = cmp ? 0 : SW_EINVAL;
+    }
+    if (rc) {
+        exit_code = sw_cli_fail(&e, json);
+        goto out;
+    }
+    const char *keys[] = {"a", "b"};
+    for (int i = 0; i < 2; i++) {
+        json_t *o = json_object();
+        sw_json_set_new(o, "id", json_integer(ids[i]));
+        sw_json_set_new(o, "endpoint", json_incref(json_object_get(run[i], "endpoint")));
+        json_t *shape = json_object_get(run[i], "shape");
+        sw_json_set_new(o, "shape", shape ? json_incref(shape) : json_null());
+        sw_json_set_new(o, "started_at", json_incref(json_object_get(run[i], "started_at")));
+        sw_json_set_new(cmp, keys[i], o);
+    }
+    if (json) {
+        sw_json_print(stdout, cmp, true);
+    } else {
+        print_run("A", json_object_get(cmp, "a"));
+        print_run("B", json_object_get(cmp, "b"));
+        print_cmp(cmp);
+    }
+    if (json_integer_value(json_object_get(cmp, "worse")) > 0)
+        exit_code = SW_EXIT_FAIL;
+out:
+    json_decref(cmp);
+    json_decref(run[0]);
+    json_decref(run[1]);
+    return exit_code;
+}

@@ -1,0 +1,158 @@
+/*
+ * slipway bench --html, opened in headless Chromium (Debian's chromium). A real bench run (the
+ * slipway binary over HTTP on 127.0.0.1 against swhttpd streaming a known schedule) with a
+ * concurrency sweep writes its page; Chromium screenshots it (a PNG comes out), logs no console
+ * error or uncaught exception, and in the DOM it built shows both panels (decode by depth,
+ * decode by concurrency) as inline <svg>, each with its drawn series (polylines and points),
+ * and the run's table. A page with a deliberate script error is run first, so the console
+ * detector is shown to catch one. Nothing on the page refers to the network (no src/href to
+ * http). Chromium is a prerequisite (swt_need): skipped without it, failed under CI.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "swhttpd.h"
+#include "swtest.h"
+
+#include <slipway/core.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define TIM(n)                                                                                     \
+    "\"timings\":{\"cache_n\":0,\"prompt_n\":10,\"prompt_ms\":5,\"prompt_per_second\":2000,"       \
+    "\"predicted_n\":" #n "}"
+
+static const char *const EVENTS[] = {
+    "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\"}}]}\n\n",
+    "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"}}]," TIM(1) "}\n\n",
+    "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"b\"}}]," TIM(2) "}\n\n",
+    "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"c\"}}]," TIM(3) "}\n\n",
+    "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":10,\"completion_tokens\":3,"
+    "\"total_tokens\":13}," TIM(3) "}\n\ndata: [DONE]\n\n",
+    NULL};
+
+static bool have(const char *prog, char *out, size_t n)
+{
+    const char *path = getenv("PATH");
+    char buf[8192];
+    snprintf(buf, sizeof(buf), "%s", path ? path : "/usr/bin:/bin");
+    for (char *save = NULL, *d = strtok_r(buf, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
+        snprintf(out, n, "%s/%s", d, prog);
+        if (access(out, X_OK) == 0)
+            return true;
+    }
+    return false;
+}
+
+static void chromium(const char *bin, const char *dir, bool dom, const char *html, const char *png,
+                     struct swt_run *r)
+{
+    char url[4300], shot[4300], prof[4300];
+    snprintf(url, sizeof(url), "file://%s", html);
+    snprintf(shot, sizeof(shot), "--screenshot=%s", png);
+    snprintf(prof, sizeof(prof), "--user-data-dir=%s/chromium-profile", dir);
+    const char *argv[] = {bin,
+                          "--headless",
+                          "--no-sandbox",
+                          "--disable-gpu",
+                          "--no-first-run",
+                          "--disable-extensions",
+                          prof,
+                          "--enable-logging=stderr",
+                          "--v=0",
+                          "--virtual-time-budget=3000",
+                          "--window-size=1200,2000",
+                          dom ? "--dump-dom" : shot,
+                          url,
+                          NULL};
+    swt_run(argv, NULL, 120, r);
+}
+
+static bool console_error(const char *err)
+{
+    return strstr(err, "Uncaught") || strstr(err, ":CONSOLE(") || strstr(err, "console.error");
+}
+
+static size_t count(const char *hay, const char *needle)
+{
+    size_t n = 0;
+    for (const char *q = hay; (q = strstr(q, needle)); q++)
+        n++;
+    return n;
+}
+
+static void test_bench_html_in_chromium(void **state)
+{
+    (void)state;
+    char bin[4200], html[4300], png[4300], bad[4300], prompts[4300];
+    struct swt_run r;
+    swt_need(have("chromium", bin, sizeof(bin)),
+             "chromium (apt-get install chromium; scripts/deps.sh) to render the bench page");
+    char *dir = swt_tmpdir();
+
+    /* the control: a page with a script error is caught */
+    snprintf(bad, sizeof(bad), "%s/bad.html", dir);
+    swt_write_str(bad, "<!DOCTYPE html><html><body><p>x</p><script>no_such_function();"
+                       "</script></body></html>\n");
+    snprintf(png, sizeof(png), "%s/bad.png", dir);
+    chromium(bin, dir, false, bad, png, &r);
+    assert_true(console_error(r.err));
+    swt_run_free(&r);
+
+    struct swh *s = swh_start();
+    swh_sse(s, "/v1/chat/completions", EVENTS, 5);
+    snprintf(prompts, sizeof(prompts), "%s/p.jsonl", dir);
+    swt_write_str(prompts, "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}\n");
+    snprintf(html, sizeof(html), "%s/bench.html", dir);
+    swt_slipway(&r, "bench", swh_url(s, ""), "--prompts", prompts, "--tg", "3", "--repeat", "2",
+                "--concurrency", "1,2", "--html", html, "-q", NULL);
+    swh_stop(s);
+    if (r.status)
+        fail_msg("bench: %s%s", r.out, r.err);
+    assert_non_null(strstr(r.out, "page: "));
+    swt_run_free(&r);
+    /* self-contained: nothing fetched */
+    assert_false(swt_file_has(html, "src=\"http"));
+    assert_false(swt_file_has(html, "href=\"http"));
+    assert_false(swt_file_has(html, "<script"));
+
+    snprintf(png, sizeof(png), "%s/bench.png", dir);
+    chromium(bin, dir, false, html, png, &r);
+    assert_int_equal(r.status, 0);
+    if (console_error(r.err))
+        fail_msg("console error rendering the bench page: %s", r.err);
+    swt_run_free(&r);
+    char *data = NULL;
+    size_t len = 0;
+    struct sw_err e;
+    assert_int_equal(sw_read_file(png, 64u << 20, &data, &len, &e), 0);
+    assert_true(len > 1000 && !memcmp(data, "\x89PNG\r\n\x1a\n", 8));
+    sw_free(data);
+
+    chromium(bin, dir, true, html, png, &r);
+    assert_int_equal(r.status, 0);
+    /* both panels, each an <svg> Chromium parsed as SVG, each with drawn series */
+    assert_int_equal(count(r.out, "<svg "), 2);
+    assert_non_null(strstr(r.out, "decode tok/s by context depth"));
+    assert_non_null(strstr(r.out, "decode tok/s by concurrency (first depth)"));
+    assert_true(count(r.out, "<polyline") >= 2 + 1); /* summed + per stream; 2 conc series */
+    assert_true(count(r.out, "<circle") >= 4);
+    assert_non_null(strstr(r.out, "<pre id=\"table\">"));
+    assert_non_null(strstr(r.out, "decode tok/s med[min..max]"));
+    swt_run_free(&r);
+    swt_tmpdir_free(dir);
+}
+
+int main(void)
+{
+    sw_core_init();
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_bench_html_in_chromium),
+    };
+    return cmocka_run_group_tests_name("bench_html", tests, NULL, NULL);
+}

@@ -1,0 +1,171 @@
+/*
+ * slipway bench against `slipway sim --engine vllm` (the real binary, HTTP on 127.0.0.1): the
+ * engine's /metrics read before and after the points, the deltas reconciled with the client's
+ * counts (prompt and generated tokens exactly equal, calibration requests excluded), the prefix
+ * cache's lookups equal to the prompt tokens and its hits 0, and that 0 verifying the cache
+ * check; --reset-cache posts vLLM's /reset_prefix_cache first (the sim answers it as vLLM's dev
+ * route does; a path it did not serve would be a 404 and fail the run). --reset-cache for an
+ * engine with no reset route fails with a usage-class error, and --no-engine-metrics reads no
+ * counters. The sim is stopped by its pid, also when an assertion fails.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "swtest.h"
+
+#include <slipway/core.h>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static pid_t g_pid;
+static char *g_dir;
+
+static int teardown(void **state)
+{
+    (void)state;
+    if (g_pid > 0) {
+        int st;
+        kill(-g_pid, SIGKILL);
+        kill(g_pid, SIGKILL);
+        waitpid(g_pid, &st, 0);
+        g_pid = 0;
+    }
+    if (g_dir)
+        swt_tmpdir_free(g_dir);
+    g_dir = NULL;
+    return 0;
+}
+
+static int start_sim(const char *dir)
+{
+    char model[4200], out[4200], log[4200];
+    snprintf(model, sizeof(model), "%s/m", dir);
+    mkdir(model, 0700);
+    swt_write_str(swt_join(model, "config.json"),
+                  "{\"architectures\":[\"LlamaForCausalLM\"],\"model_type\":\"llama\","
+                  "\"hidden_size\":4096,\"num_hidden_layers\":32,\"num_attention_heads\":32,"
+                  "\"num_key_value_heads\":8,\"head_dim\":128,\"intermediate_size\":14336,"
+                  "\"max_position_embeddings\":131072,\"vocab_size\":128256,"
+                  "\"torch_dtype\":\"bfloat16\"}");
+    snprintf(out, sizeof(out), "%s/sim.out", dir);
+    snprintf(log, sizeof(log), "%s/sim.log", dir);
+    const char *argv[] = {
+        swt_bin(),         "sim",   "--engine",        "vllm",  "--load-time", "0",
+        "--device-memory", "24GiB", "--weights",       "16GiB", "--",          "vllm",
+        "serve",           model,   "--max-model-len", "32768", NULL};
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        setpgid(0, 0);
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        int o = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        int l = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        if (o < 0 || l < 0)
+            _exit(127);
+        dup2(o, 1);
+        dup2(l, 2);
+        execv(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    setpgid(pid, pid);
+    g_pid = pid;
+    for (int i = 0; i < 300; i++) { /* 30 s */
+        FILE *fp = fopen(out, "r");
+        int port = 0;
+        bool got = fp && fscanf(fp, "%d", &port) == 1 && port > 0;
+        if (fp)
+            fclose(fp);
+        if (got && swt_port_open(port))
+            return port;
+        int st;
+        if (waitpid(pid, &st, WNOHANG) == pid) {
+            g_pid = 0;
+            fail_msg("slipway sim exited before serving (log %s)", log);
+        }
+        usleep(100000);
+    }
+    fail_msg("slipway sim never served");
+    return 0;
+}
+
+static void test_counters_against_sim(void **state)
+{
+    (void)state;
+    g_dir = swt_tmpdir();
+    int port = start_sim(g_dir);
+    char url[64];
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d", port);
+    struct swt_run r;
+    swt_slipway(&r, "bench", url, "--engine", "vllm", "--depth", "64,256", "--tg", "16", "--repeat",
+                "2", "--concurrency", "1,2", "--reset-cache", "--json", NULL);
+    if (r.status)
+        fail_msg("bench exited %d: %s", r.status, r.err);
+    json_t *j = swt_json_out(&r);
+    swt_run_free(&r);
+    json_t *ec = json_object_get(j, "engine_counters");
+    assert_true(json_is_true(json_object_get(ec, "present")));
+    assert_string_equal(json_string_value(json_object_get(ec, "engine")), "vllm");
+    assert_string_equal(json_string_value(json_object_get(ec, "reset")),
+                        "ok: POST /reset_prefix_cache (HTTP 200)");
+    double prompt = json_number_value(json_object_get(ec, "prompt_tokens"));
+    double gen = json_number_value(json_object_get(ec, "generation_tokens"));
+    json_int_t cp = json_integer_value(json_object_get(ec, "client_prompt_tokens"));
+    json_int_t cc = json_integer_value(json_object_get(ec, "client_completion_tokens"));
+    /* 4 points: 2 + 4 requests at each of 2 depths, 16 tokens each */
+    assert_int_equal(cc, 12 * 16);
+    assert_true(cp > 12 * 64);
+    assert_true(prompt == (double)cp);
+    assert_true(gen == (double)cc);
+    assert_true(json_is_true(json_object_get(ec, "counts_agree")));
+    json_t *pc = json_object_get(ec, "prefix_cache");
+    assert_true(json_number_value(json_object_get(pc, "queries")) == prompt);
+    assert_true(json_number_value(json_object_get(pc, "hits")) == 0);
+    json_t *cache = json_object_get(j, "cache");
+    assert_true(json_is_true(json_object_get(cache, "verified")));
+    assert_non_null(strstr(json_string_value(json_object_get(cache, "why")), "/metrics"));
+    json_decref(j);
+
+    /* the table says the same */
+    swt_slipway(&r, "bench", url, "--engine", "vllm", "--depth", "64", "--tg", "8", "--repeat", "2",
+                "-q", NULL);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "engine counters (vllm /metrics, over the points)"));
+    assert_non_null(strstr(r.out, ": agree; prefix cache 0 of"));
+    swt_run_free(&r);
+
+    /* llama.cpp has no reset route: asked anyway, the run is refused */
+    swt_slipway(&r, "bench", url, "--engine", "llama.cpp", "--depth", "64", "--tg", "8",
+                "--reset-cache", "-q", NULL);
+    assert_int_not_equal(r.status, 0);
+    assert_non_null(strstr(r.err, "no prefix-cache reset"));
+    swt_run_free(&r);
+
+    /* not read when asked not to */
+    swt_slipway(&r, "bench", url, "--engine", "vllm", "--depth", "64", "--tg", "8", "--repeat", "2",
+                "--no-engine-metrics", "--json", NULL);
+    j = swt_json_out(&r);
+    swt_run_free(&r);
+    ec = json_object_get(j, "engine_counters");
+    assert_true(json_is_false(json_object_get(ec, "present")));
+    assert_string_equal(json_string_value(json_object_get(ec, "why")), "not read (asked)");
+    json_decref(j);
+}
+
+int main(void)
+{
+    sw_core_init();
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_teardown(test_counters_against_sim, teardown),
+    };
+    return cmocka_run_group_tests_name("bench_sim", tests, NULL, NULL);
+}
