@@ -41,7 +41,7 @@ extern "C" {
 #endif
 
 enum sw_tune_metric {
-    SW_TUNE_DECODE_TPS = 1, /* summed decode tok/s across the streams in flight, at a depth */
+    SW_TUNE_DECODE_TPS = 1, /* generated tok/s of wall time across the streams in flight */
     SW_TUNE_GOODPUT = 2,    /* requests per second within the SLOs */
 };
 
@@ -71,6 +71,11 @@ struct sw_tune_opts {
     int budget_boots;    /* at most this many boots in the run (0: 16) */
     int repeats;         /* measurements per concurrency level (0: 3, at least 2) */
     int max_concurrency; /* the load-side sweep stops here (0: 8) */
+    /* The load the endpoint must serve: measure at these concurrency levels only (clients past
+     * the slots queue, as real ones do), the best level's figure the probe's. n_levels 0: 1, 2,
+     * 4... up to the candidate's slots and max_concurrency. */
+    int levels[8];
+    size_t n_levels;
     int64_t tokens;      /* generated tokens per request (0: 64) */
     const json_t *extra; /* keys set in every bench request (a grammar...), as bench's; NULL */
     bool dry_run;        /* plan and gate every single-variable candidate; boot nothing */

@@ -1,7 +1,7 @@
 /*
  * slipway tune ENDPOINT [FLEET] --objective decode_tps@DEPTH|goodput[@DEPTH][:SLO]
- *              [--budget-boots N] [--repeats N] [--max-concurrency N] [--tokens N] [--sim]
- *              [--extra JSON] [--ledger PATH] [--dry-run] [--json] [--html OUT]
+ *              [--budget-boots N] [--repeats N] [--concurrency LIST | --max-concurrency N]
+ *              [--tokens N] [--sim] [--extra JSON] [--ledger PATH] [--dry-run] [--json] [--html OUT]
  *
  *   Search the endpoint's declared knobs for a better objective (include/slipway/tune.h,
  *   docs/tune.md): candidates planned and gated before any boot, single-variable probes then
@@ -28,13 +28,17 @@ static void on_signal(int sig)
 
 static const struct sw_opt opts[] = {
     {"objective", 0, "OBJ", 0,
-     "decode_tps@DEPTH (summed decode tok/s at DEPTH prompt tokens) or\n"
+     "decode_tps@DEPTH (generated tok/s of wall time at DEPTH prompt tokens) or\n"
      "goodput[@DEPTH][:ttft=DUR,tpot=DUR,e2e=DUR] (requests/s within the SLOs; default\n"
      "tpot=100ms at depth 256)",
      NULL},
     {"budget-boots", 0, "N", 0, "at most N boots in the run, 1..1000 (default 16)", NULL},
     {"repeats", 0, "N", 0, "measurements per concurrency level, 2..16 (default 3)", NULL},
     {"max-concurrency", 0, "N", 0, "the load-side sweep's ceiling, 1..256 (default 8)", NULL},
+    {"concurrency", 0, "LIST", 0,
+     "the load to serve: measure at these levels only (1,4; at most 8 levels,\n"
+     "each 1..256; clients past the slots queue). Default: 1, 2, 4... up to the slots",
+     NULL},
     {"tokens", 0, "N", 0, "generated tokens per request, 1..65536 (default 64)", NULL},
     {"extra", 0, "JSON", 0,
      "an object whose keys are set in every bench request (a grammar, ...), as bench's", NULL},
@@ -56,8 +60,9 @@ const struct sw_cmd_spec sw_spec_tune = {
     .name = "tune",
     .summary = "search an endpoint's declared knobs for a better objective, in few boots",
     .synopsis = "ENDPOINT [FLEET.yaml] --objective decode_tps@DEPTH|goodput[:SLO]\n"
-                "    [--budget-boots N] [--repeats N] [--max-concurrency N] [--tokens N] [--sim]\n"
-                "    [--extra JSON] [--ledger PATH] [--dry-run] [--json] [--html OUT]",
+                "    [--budget-boots N] [--repeats N] [--concurrency LIST | --max-concurrency N]\n"
+                "    [--tokens N] [--sim] [--extra JSON] [--ledger PATH] [--dry-run] [--json]\n"
+                "    [--html OUT]",
     .about = "Moves only the knobs the fleet declares (knobs:), never a frozen one; the payload,\n"
              "its quantization and the image are frozen always. Every candidate is planned and\n"
              "gated (slipway check) before a boot is spent; a rejected one is listed with its\n"
@@ -135,6 +140,24 @@ int sw_cmd_tune(int argc, char **argv)
             return sw_args_usage(&a, "--extra: %s", extra ? "not a JSON object" : e.msg);
         }
         o.extra = extra;
+    }
+    const char *cl = sw_args_str(&a, "concurrency");
+    if (cl) {
+        char buf[256];
+        snprintf(buf, sizeof(buf), "%s", cl);
+        char *save = NULL;
+        for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+            char *end = NULL;
+            long c = strtol(t, &end, 10);
+            if (*end || c < 1 || c > 256 || o.n_levels >= SW_ARRAY_LEN(o.levels))
+                return sw_args_usage(&a,
+                                     "--concurrency '%s': a list of at most 8 levels, each "
+                                     "1..256",
+                                     cl);
+            o.levels[o.n_levels++] = (int)c;
+        }
+        if (!o.n_levels)
+            return sw_args_usage(&a, "--concurrency '%s': no level", cl);
     }
     o.boot = sw_args_flag(&a, "sim") ? SW_TUNE_BOOT_SIM : SW_TUNE_BOOT_AUTO;
     o.ledger = sw_args_str(&a, "ledger");

@@ -903,8 +903,11 @@ static json_t *space_json(const struct run *r)
                                            k->baseline[0] ? k->baseline : "(engine default)",
                                            "kind", "boot", "at", k->at.file ? k->at.file : ""));
     }
-    json_array_append_new(a, json_pack("{s:s, s:[], s:s, s:s}", "name", "concurrency", "values",
-                                       "baseline", "1", "kind", "load"));
+    json_t *lv = json_array();
+    for (size_t i = 0; lv && i < r->o->n_levels && i < SW_ARRAY_LEN(r->o->levels); i++)
+        json_array_append_new(lv, json_sprintf("%d", r->o->levels[i]));
+    json_array_append_new(a, json_pack("{s:s, s:o, s:s, s:s}", "name", "concurrency", "values",
+                                       lv ? lv : json_array(), "baseline", "1", "kind", "load"));
     return a;
 }
 
@@ -929,6 +932,10 @@ static void space_key(const struct run *r, char *out, size_t n)
     snprintf(buf, sizeof(buf), "%d/%d/%lld/%d", r->o->repeats, r->o->max_concurrency,
              (long long)r->o->tokens, (int)r->boot);
     MIX(buf);
+    for (size_t i = 0; i < r->o->n_levels && i < SW_ARRAY_LEN(r->o->levels); i++) {
+        snprintf(buf, sizeof(buf), "c%d", r->o->levels[i]);
+        MIX(buf);
+    }
 #undef MIX
     snprintf(out, n, "%zu knobs, fnv %016llx", r->nk, (unsigned long long)h);
 }
@@ -1111,7 +1118,8 @@ static int search(struct run *r, json_t *rep, struct sw_err *e)
     for (size_t i = 0; i < nc; i++) {
         if (!cpass[i])
             continue;
-        if (r->boots >= budget - 1) {
+        if (r->boots >= budget - 2) { /* two boots kept: a winner that does not hold has a
+                                       * runner-up to re-measure */
             r->budget_hit = true;
             break;
         }

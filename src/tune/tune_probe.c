@@ -81,7 +81,10 @@ static int measure(const struct sw_tune_opts *o, const struct sw_fleet_endpoint 
     if (slots < 1)
         slots = 1;
     m->nlevels = 0;
-    for (int c = 1; c <= slots && c <= ceiling && m->nlevels < SW__TUNE_MAX_LEVELS; c *= 2)
+    for (size_t i = 0; i < o->n_levels && m->nlevels < SW__TUNE_MAX_LEVELS; i++)
+        m->levels[m->nlevels++] = o->levels[i];
+    for (int c = 1; !o->n_levels && c <= slots && c <= ceiling && m->nlevels < SW__TUNE_MAX_LEVELS;
+         c *= 2)
         m->levels[m->nlevels++] = c;
     int reps = o->repeats > 0 ? o->repeats : 3;
     if (reps < 2)
@@ -120,7 +123,12 @@ static int measure(const struct sw_tune_opts *o, const struct sw_fleet_endpoint 
             double v = NAN;
             if (!rc && rep.npoints == 1 && rep.points[0].failed < rep.points[0].nsamples) {
                 const struct sw_bench_point *pt = &rep.points[0];
-                v = o->objective.metric == SW_TUNE_GOODPUT ? pt->goodput_rps : pt->sum_decode_tps;
+                /* decode: generated tokens over the point's wall time, across the streams in
+                 * flight. Not the summed per-stream decode: requests queued behind one slot
+                 * each decode fast, and a burst of chunks makes a tiny decode span. */
+                v = o->objective.metric == SW_TUNE_GOODPUT
+                        ? pt->goodput_rps
+                        : (pt->wall_s > 0 ? (double)pt->tokens_out / pt->wall_s : NAN);
             } else if (!m->why[0]) {
                 snprintf(m->why, sizeof(m->why), "bench at concurrency %d: %.1000s", m->levels[li],
                          rc ? be.msg : "every request failed");
