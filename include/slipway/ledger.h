@@ -27,7 +27,7 @@ extern "C" {
 #endif
 
 /* The schema this code writes; sw_ledger_open migrates older files up to it. */
-#define SW_LEDGER_SCHEMA_VERSION 4
+#define SW_LEDGER_SCHEMA_VERSION 5
 /* The version of the shape canonicalization rules (stored beside every shape hash). */
 #define SW_LEDGER_CANON_VERSION 1
 /* Ceilings: a log excerpt is cut to this many bytes (head + tail kept); JSON documents larger
@@ -479,6 +479,26 @@ struct sw_ledger_history_opts {
  */
 int sw_ledger_history(struct sw_ledger *l, const char *endpoint,
                       const struct sw_ledger_history_opts *o, json_t **out, struct sw_err *e);
+
+/* ---------------------------------------------------------------------------------------------
+ * The tuner's journal (slipway tune; tables tune_runs and tune_probes, docs/tune.md).
+ */
+/* Open (or resume) the run of endpoint x objective x space: the newest run of that triple that
+ * has not ended is resumed (*resumed true), else a new one begins. objective and space are
+ * labels (1..160 bytes of printable text). */
+int sw_ledger_tune_begin(struct sw_ledger *l, const char *endpoint, const char *objective,
+                         const char *space, int64_t *run, bool *resumed, struct sw_err *e);
+/* One probe as decided, in one transaction: {"seq" (>= 1), "phase" (baseline|single|combo|
+ * remeasure), "candidate" (its key, text), "outcome" (rejected|boot_failed|bench_failed|
+ * measured), "gate" (the rejecting gate: required for rejected, else absent or null), "score",
+ * "noise" (numbers or null), "evidence" (object)}. */
+int sw_ledger_tune_probe(struct sw_ledger *l, int64_t run, const json_t *probe, struct sw_err *e);
+/* The probes of a run in seq order, each as given to sw_ledger_tune_probe. New reference. */
+int sw_ledger_tune_probes(struct sw_ledger *l, int64_t run, json_t **out, struct sw_err *e);
+/* End a run: outcome crowned | no_winner | budget | interrupted, result an object (may be
+ * NULL). A run that already ended is refused (SW_EINVAL). */
+int sw_ledger_tune_finish(struct sw_ledger *l, int64_t run, const char *outcome,
+                          const json_t *result, struct sw_err *e);
 
 #ifdef __cplusplus
 }

@@ -53,6 +53,7 @@ struct sw_cmd {
     X(sim, "an engine stand-in driven by the plan's law: boots, serves and fails like it")         \
     X(retire, "move a payload directory to a trash dir, refused while a kept tag needs it")        \
     X(status, "each endpoint on its host now: unit state, shape vs render, health, liveness")      \
+    X(tune, "search an endpoint's declared knobs for a better objective, in few boots")            \
     X(up, "boot a local endpoint supervised, prove it serves, diff predicted vs printed")          \
     X(version, "print the version")
 
@@ -91,6 +92,7 @@ int sw__cmd_bench_compare(int argc, char **argv);
     X(rollback)                                                                                    \
     X(sim)                                                                                         \
     X(status)                                                                                      \
+    X(tune)                                                                                        \
     X(up)                                                                                          \
     X(version)
 

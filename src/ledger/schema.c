@@ -275,6 +275,42 @@ static const struct migration migrations[] = {
     {4, "bench_runs.shape",
      "ALTER TABLE bench_runs ADD COLUMN shape TEXT;\n"
      "PRAGMA user_version = 4;\n"},
+
+    /* Version 5: the tuner's journal (slipway tune). A run per endpoint, objective and search
+     * space (open until it ends: a later `tune` of the same space resumes it), and every probe
+     * in the order it was decided: rejected by a gate before any boot, booted and measured, or
+     * failed; each with its evidence. */
+    {5, "tune runs and probes",
+     "CREATE TABLE tune_runs(\n"
+     "  id INTEGER PRIMARY KEY,\n"
+     "  endpoint_id INTEGER NOT NULL REFERENCES endpoints(id),\n"
+     "  objective TEXT NOT NULL CHECK(length(objective) BETWEEN 1 AND 160),\n"
+     "  space TEXT NOT NULL CHECK(length(space) BETWEEN 1 AND 160),\n"
+     "  started_ms INTEGER NOT NULL,\n"
+     "  ended_ms INTEGER,\n"
+     "  outcome TEXT CHECK(outcome IS NULL OR outcome IN ('crowned', 'no_winner', 'budget',\n"
+     "                     'interrupted')),\n"
+     "  result TEXT CHECK(result IS NULL OR json_valid(result)),\n"
+     "  CHECK((outcome IS NULL) = (ended_ms IS NULL))\n"
+     ");\n"
+     "CREATE INDEX tune_runs_endpoint ON tune_runs(endpoint_id, id);\n"
+     "CREATE TABLE tune_probes(\n"
+     "  id INTEGER PRIMARY KEY,\n"
+     "  run_id INTEGER NOT NULL REFERENCES tune_runs(id),\n"
+     "  seq INTEGER NOT NULL CHECK(seq >= 1),\n"
+     "  phase TEXT NOT NULL CHECK(phase IN ('baseline', 'single', 'combo', 'remeasure')),\n"
+     "  candidate TEXT NOT NULL CHECK(length(candidate) BETWEEN 1 AND 2048),\n"
+     "  outcome TEXT NOT NULL CHECK(outcome IN ('rejected', 'boot_failed', 'bench_failed',\n"
+     "                     'measured')),\n"
+     "  gate TEXT,\n"
+     "  score REAL,\n"
+     "  noise REAL,\n"
+     "  recorded_ms INTEGER NOT NULL,\n"
+     "  evidence TEXT NOT NULL CHECK(json_valid(evidence)),\n"
+     "  CHECK((outcome = 'rejected') = (gate IS NOT NULL)),\n"
+     "  UNIQUE(run_id, seq)\n"
+     ");\n"
+     "PRAGMA user_version = 5;\n"},
 };
 
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == SW_LEDGER_SCHEMA_VERSION,

@@ -340,6 +340,12 @@ static void test_opt_equals(void **state)
          "bogus:1",
          "bogus"},
         {"status", {"status", local, "@", "--json"}, "--deadline", "50ms", "'50ms'"},
+        /* a dry run plans and gates every single-variable probe, boots nothing */
+        {"tune",
+         {"tune", "frank-primary", opyaml, "--dry-run", "@", "--json"},
+         "--objective",
+         "decode_tps@512",
+         "\"dry_run\""},
         /* the payload is missing, so nothing starts; the JSON names the log path given */
         {"up",
          {"up", "--json", "@", "--", "llama-server", "-m", "/nonexistent.gguf", "--port", port},

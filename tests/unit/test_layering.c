@@ -144,15 +144,15 @@ static void test_unplaced_module_fails(void **state)
     struct swt_run r;
     char path[4096];
     (void)state;
-    snprintf(path, sizeof(path), "%s/src/tune", dir);
+    snprintf(path, sizeof(path), "%s/src/nowhere", dir);
     const char *const mk[] = {"mkdir", path, NULL};
     assert_int_equal(swt_run(mk, NULL, 10, &r), 0);
     swt_run_free(&r);
-    snprintf(path, sizeof(path), "%s/src/tune/tune.c", dir);
+    snprintf(path, sizeof(path), "%s/src/nowhere/nowhere.c", dir);
     swt_write_str(path, "#include <slipway/core.h>\n");
     layering(dir, &r);
     assert_int_equal(r.status, 1);
-    assert_non_null(strstr(r.err, "src/tune/: module 'tune' is not in the LAYERS table"));
+    assert_non_null(strstr(r.err, "src/nowhere/: module 'nowhere' is not in the LAYERS table"));
     swt_run_free(&r);
     swt_tmpdir_free(dir);
 }

@@ -1,0 +1,192 @@
+/*
+ * slipway tune ENDPOINT [FLEET] --objective decode_tps@DEPTH|goodput[@DEPTH][:SLO]
+ *              [--budget-boots N] [--repeats N] [--concurrency LIST | --max-concurrency N]
+ *              [--tokens N] [--sim] [--extra JSON] [--ledger PATH] [--dry-run] [--json] [--html OUT]
+ *
+ *   Search the endpoint's declared knobs for a better objective (include/slipway/tune.h,
+ *   docs/tune.md): candidates planned and gated before any boot, single-variable probes then
+ *   combinations of the winners, noise from repeats, the best re-measured before it is crowned,
+ *   every probe journaled in the ledger (a later run of the same space resumes).
+ *
+ * Exit: 0 the search ran (a winner or not), 1 interrupted, 2 unusable input.
+ */
+#include "cli.h"
+
+#include <slipway/tune.h>
+
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+static volatile sig_atomic_t g_stop;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    g_stop = 1;
+}
+
+static const struct sw_opt opts[] = {
+    {"objective", 0, "OBJ", 0,
+     "decode_tps@DEPTH (generated tok/s of wall time at DEPTH prompt tokens) or\n"
+     "goodput[@DEPTH][:ttft=DUR,tpot=DUR,e2e=DUR] (requests/s within the SLOs; default\n"
+     "tpot=100ms at depth 256)",
+     NULL},
+    {"budget-boots", 0, "N", 0, "at most N boots in the run, 1..1000 (default 16)", NULL},
+    {"repeats", 0, "N", 0, "measurements per concurrency level, 2..16 (default 3)", NULL},
+    {"max-concurrency", 0, "N", 0, "the load-side sweep's ceiling, 1..256 (default 8)", NULL},
+    {"concurrency", 0, "LIST", 0,
+     "the load to serve: measure at these levels only (1,4; at most 8 levels,\n"
+     "each 1..256; clients past the slots queue). Default: 1, 2, 4... up to the slots",
+     NULL},
+    {"tokens", 0, "N", 0, "generated tokens per request, 1..65536 (default 64)", NULL},
+    {"extra", 0, "JSON", 0,
+     "an object whose keys are set in every bench request (a grammar, ...), as bench's", NULL},
+    {"sim", 0, NULL, 0, "boot the simulator (slipway sim) instead of the engine", NULL},
+    {"ledger", 0, "PATH", 0, "the journal (default: $SLIPWAY_LEDGER, else FLEET.ledger.sqlite)",
+     NULL},
+    {"dry-run", 0, NULL, 0, "plan and gate every single-variable probe; boot nothing", NULL},
+    {"html", 0, "OUT", 0, "also write the report as one self-contained HTML page", NULL},
+    {0},
+};
+
+static const char *const examples[] = {
+    "slipway tune tiny fleet.yaml --objective decode_tps@128 --budget-boots 8",
+    "slipway tune frank-primary examples/operator.yaml --objective goodput:tpot=50ms --dry-run",
+    NULL,
+};
+
+const struct sw_cmd_spec sw_spec_tune = {
+    .name = "tune",
+    .summary = "search an endpoint's declared knobs for a better objective, in few boots",
+    .synopsis = "ENDPOINT [FLEET.yaml] --objective decode_tps@DEPTH|goodput[:SLO]\n"
+                "    [--budget-boots N] [--repeats N] [--concurrency LIST | --max-concurrency N]\n"
+                "    [--tokens N] [--sim] [--extra JSON] [--ledger PATH] [--dry-run] [--json]\n"
+                "    [--html OUT]",
+    .about = "Moves only the knobs the fleet declares (knobs:), never a frozen one; the payload,\n"
+             "its quantization and the image are frozen always. Every candidate is planned and\n"
+             "gated (slipway check) before a boot is spent; a rejected one is listed with its\n"
+             "gate. Single-variable probes first, then combinations of the winners; concurrency\n"
+             "is swept inside each boot. A candidate wins only when its gain exceeds the noise\n"
+             "(the spread of the repeats), and is re-measured before it is crowned. A local\n"
+             "llama.cpp endpoint boots here; a vLLM endpoint (or --sim) boots the simulator.\n"
+             "FLEET.yaml defaults to ./fleet.yaml. Exit: 0 ran, 1 interrupted, 2 unusable input.",
+    .opts = opts,
+    .max_args = 2,
+    .examples = examples,
+};
+
+static bool int_opt(struct sw_args *a, const char *name, long lo, long hi, long *out, int *rc)
+{
+    const char *s = sw_args_str(a, name);
+    if (!s)
+        return true;
+    char *end = NULL;
+    long v = strtol(s, &end, 10);
+    if (!*s || *end || v < lo || v > hi) {
+        *rc = sw_args_usage(a, "--%s '%s' is not a whole number in %ld..%ld", name, s, lo, hi);
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
+int sw_cmd_tune(int argc, char **argv)
+{
+    struct sw_args a;
+    struct sw_tune_opts o;
+    struct sw_err e;
+    json_t *rep = NULL;
+    int rc = 0;
+    if (!sw_args_parse(&sw_spec_tune, argc, argv, &a, &rc))
+        return rc;
+    sw_err_clear(&e);
+    sw_tune_opts_init(&o);
+    if (a.npos < 1)
+        return sw_args_usage(&a, "an ENDPOINT is required");
+    o.endpoint = a.pos[0];
+    o.fleet = a.npos > 1 ? a.pos[1] : "fleet.yaml";
+    const char *obj = sw_args_str(&a, "objective");
+    if (!obj)
+        return sw_args_usage(&a, "--objective is required (decode_tps@DEPTH or goodput[:SLO])");
+    if (sw_tune_objective_parse(obj, &o.objective, &e))
+        return sw_args_usage(&a, "%s", e.msg);
+    long v = 0;
+    if (!int_opt(&a, "budget-boots", 1, 1000, &v, &rc))
+        return rc;
+    if (v)
+        o.budget_boots = (int)v;
+    v = 0;
+    if (!int_opt(&a, "repeats", 2, 16, &v, &rc))
+        return rc;
+    if (v)
+        o.repeats = (int)v;
+    v = 0;
+    if (!int_opt(&a, "max-concurrency", 1, 256, &v, &rc))
+        return rc;
+    if (v)
+        o.max_concurrency = (int)v;
+    v = 0;
+    if (!int_opt(&a, "tokens", 1, 65536, &v, &rc))
+        return rc;
+    if (v)
+        o.tokens = v;
+    json_t *extra = NULL;
+    const char *xs = sw_args_str(&a, "extra");
+    if (xs) {
+        extra = sw_json_parse(xs, strlen(xs), "--extra", &e);
+        if (!extra || !json_is_object(extra)) {
+            json_decref(extra);
+            return sw_args_usage(&a, "--extra: %s", extra ? "not a JSON object" : e.msg);
+        }
+        o.extra = extra;
+    }
+    const char *cl = sw_args_str(&a, "concurrency");
+    if (cl) {
+        char buf[256];
+        snprintf(buf, sizeof(buf), "%s", cl);
+        char *save = NULL;
+        for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+            char *end = NULL;
+            long c = strtol(t, &end, 10);
+            if (*end || c < 1 || c > 256 || o.n_levels >= SW_ARRAY_LEN(o.levels))
+                return sw_args_usage(&a,
+                                     "--concurrency '%s': a list of at most 8 levels, each "
+                                     "1..256",
+                                     cl);
+            o.levels[o.n_levels++] = (int)c;
+        }
+        if (!o.n_levels)
+            return sw_args_usage(&a, "--concurrency '%s': no level", cl);
+    }
+    o.boot = sw_args_flag(&a, "sim") ? SW_TUNE_BOOT_SIM : SW_TUNE_BOOT_AUTO;
+    o.ledger = sw_args_str(&a, "ledger");
+    o.dry_run = sw_args_flag(&a, "dry-run");
+    o.progress = stderr;
+    o.stop = &g_stop;
+    struct sigaction sa, old_int, old_term;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+    rc = sw_tune_run(&o, &rep, &e);
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+    json_decref(extra);
+    if (rc)
+        return sw_cli_fail(&e, a.json);
+    const char *html = sw_args_str(&a, "html");
+    if (html && sw_tune_html(rep, html, &e)) {
+        json_decref(rep);
+        return sw_cli_fail(&e, a.json);
+    }
+    if (a.json)
+        sw_json_print(stdout, rep, true);
+    else
+        sw_tune_print(stdout, rep);
+    const char *oc = json_string_value(json_object_get(rep, "outcome"));
+    rc = oc && !strcmp(oc, "interrupted") ? SW_EXIT_FAIL : SW_EXIT_OK;
+    json_decref(rep);
+    return rc;
+}

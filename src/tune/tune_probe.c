@@ -1,0 +1,381 @@
+/*
+ * One probe of the tuner: boot a candidate's plan, measure the objective, stop it.
+ *
+ *   local  a llama-server started from the plan's argv (plan.cmd, never an argv of our own) by
+ *          deploy's supervisor (sw_deploy_up: preflight, readiness, a one-token liveness proof,
+ *          its own process group, killed with us), stopped with sw_child_stop;
+ *   sim    the engine stand-in serving the same plan (llama.cpp: the plan; vLLM: the law's plan
+ *          object and the payload directory, as `slipway sim FLEET EP` does) in a forked child,
+ *          its port read from its ready file, /health polled until the engine is up, SIGTERM to
+ *          stop it.
+ *
+ * The measure: for each concurrency level (1, 2, 4... up to the candidate's slots and the
+ * caller's ceiling) the objective is measured `repeats` times by bench at the objective's depth
+ * (one bench run each, so each repeat is an independent figure); the best level's median is the
+ * probe's score and its relative spread the probe's noise.
+ *
+ * What it deliberately does not do: judge a candidate (tune.c does), plan or gate (done before),
+ * record anything.
+ */
+#include "tune_internal.h"
+
+#include <slipway/bench.h>
+#include <slipway/deploy.h>
+#include <slipway/engine.h>
+#include <slipway/sim.h>
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <math.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static int cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+void sw__tune_stats(const double *v, size_t n, double *median, double *noise)
+{
+    double s[SW__TUNE_MAX_REPEATS];
+    size_t k = 0;
+    for (size_t i = 0; i < n && k < SW__TUNE_MAX_REPEATS; i++)
+        if (isfinite(v[i]))
+            s[k++] = v[i];
+    if (!k) {
+        *median = NAN;
+        *noise = NAN;
+        return;
+    }
+    qsort(s, k, sizeof(s[0]), cmp_d);
+    *median = k % 2 ? s[k / 2] : (s[k / 2 - 1] + s[k / 2]) / 2;
+    /* the interquartile range (linear interpolation, as bench's spread): one outlier of a
+     * shared machine does not make the whole probe noise, and two repeats give half their
+     * range */
+    double q1 = s[0], q3 = s[k - 1];
+    if (k > 1) {
+        double a = 0.25 * (double)(k - 1), b = 0.75 * (double)(k - 1);
+        size_t ia = (size_t)a, ib = (size_t)b;
+        q1 = s[ia] + (ia + 1 < k ? (a - (double)ia) * (s[ia + 1] - s[ia]) : 0);
+        q3 = s[ib] + (ib + 1 < k ? (b - (double)ib) * (s[ib + 1] - s[ib]) : 0);
+    }
+    *noise = *median > 0 ? (q3 - q1) / *median : NAN;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * The measure.
+ */
+
+static int measure(const struct sw_tune_opts *o, const struct sw_fleet_endpoint *ep,
+                   const char *api_key, int slots, struct sw__tune_measure *m, struct sw_err *e)
+{
+    int ceiling = o->max_concurrency > 0 ? o->max_concurrency : 8;
+    if (slots < 1)
+        slots = 1;
+    m->nlevels = 0;
+    for (size_t i = 0; i < o->n_levels && m->nlevels < SW__TUNE_MAX_LEVELS; i++)
+        m->levels[m->nlevels++] = o->levels[i];
+    for (int c = 1; !o->n_levels && c <= slots && c <= ceiling && m->nlevels < SW__TUNE_MAX_LEVELS;
+         c *= 2)
+        m->levels[m->nlevels++] = c;
+    int reps = o->repeats > 0 ? o->repeats : 3;
+    if (reps < 2)
+        reps = 2;
+    if (reps > SW__TUNE_MAX_REPEATS)
+        reps = SW__TUNE_MAX_REPEATS;
+    size_t ok_levels = 0;
+    for (size_t li = 0; li < m->nlevels; li++) {
+        m->nv[li] = 0;
+        for (int r = 0; r < reps; r++) {
+            if (o->stop && *o->stop)
+                return sw_err_set(e, SW_EINTR, "interrupted");
+            struct sw_bench_opts bo;
+            struct sw_bench_report rep;
+            struct sw_err be;
+            sw_err_clear(&be);
+            sw_bench_opts_init(&bo);
+            bo.url = m->url;
+            bo.model = ep->alias.v;
+            bo.api_key = api_key;
+            bo.engine = ep->engine == SW_FLEET_VLLM ? "vllm" : "llama.cpp";
+            bo.depths[0] = o->objective.depth;
+            bo.ndepths = 1;
+            bo.conc[0] = m->levels[li];
+            bo.nconc = 1;
+            bo.tg = o->tokens > 0 ? o->tokens : 64;
+            bo.repeat = 1;
+            bo.ignore_eos = true;
+            bo.extra = o->extra;
+            bo.slo_ttft_s = o->objective.slo_ttft_s;
+            bo.slo_tpot_s = o->objective.slo_tpot_s;
+            bo.slo_e2e_s = o->objective.slo_e2e_s;
+            bo.timeout_ms = 120000;
+            memset(&rep, 0, sizeof(rep));
+            int rc = sw_bench_run(&bo, &rep, &be);
+            double v = NAN;
+            if (!rc && rep.npoints == 1 && rep.points[0].failed < rep.points[0].nsamples) {
+                const struct sw_bench_point *pt = &rep.points[0];
+                /* decode: generated tokens over the point's wall time, across the streams in
+                 * flight. Not the summed per-stream decode: requests queued behind one slot
+                 * each decode fast, and a burst of chunks makes a tiny decode span. */
+                v = o->objective.metric == SW_TUNE_GOODPUT
+                        ? pt->goodput_rps
+                        : (pt->wall_s > 0 ? (double)pt->tokens_out / pt->wall_s : NAN);
+            } else if (!m->why[0]) {
+                snprintf(m->why, sizeof(m->why), "bench at concurrency %d: %.1000s", m->levels[li],
+                         rc ? be.msg : "every request failed");
+            }
+            sw_bench_report_free(&rep);
+            if (rc == SW_ENOMEM)
+                return sw_err_set(e, SW_ENOMEM, "out of memory");
+            m->v[li][m->nv[li]++] = v;
+        }
+        double noise;
+        sw__tune_stats(m->v[li], m->nv[li], &m->median[li], &noise);
+        if (isfinite(m->median[li]))
+            ok_levels++;
+    }
+    if (!ok_levels)
+        return SW__TUNE_BENCH_FAILED;
+    m->best = 0;
+    for (size_t li = 0; li < m->nlevels; li++)
+        if (isfinite(m->median[li]) &&
+            (!isfinite(m->median[m->best]) || m->median[li] > m->median[m->best]))
+            m->best = li;
+    sw__tune_stats(m->v[m->best], m->nv[m->best], &m->score, &m->noise);
+    return SW__TUNE_MEASURED;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Local: deploy's supervisor.
+ */
+
+static int probe_local(const struct sw_tune_opts *o, const char *run_dir,
+                       const struct sw_fleet_endpoint *ep, const struct sw_plan *p,
+                       const char *api_key, int slots, int seq, struct sw__tune_measure *m,
+                       struct sw_err *e)
+{
+    struct sw_up_opts uo;
+    struct sw_up_result ur;
+    struct sw_err ue;
+    char pid[4200];
+    memset(&uo, 0, sizeof(uo));
+    memset(&ur, 0, sizeof(ur));
+    sw_err_clear(&ue);
+    if (!p->cmd.argc)
+        return sw_err_set(e, SW_EINVAL, "endpoint %s: the plan has no command line (%s)", ep->name,
+                          p->cmd_why[0] ? p->cmd_why : "no renderer");
+    snprintf(m->log, sizeof(m->log), "%s/tune-%s-%d.log", run_dir, ep->name, seq);
+    snprintf(pid, sizeof(pid), "%s/tune-%s.pid", run_dir, ep->name);
+    uo.engine = sw_engine_find("llama.cpp");
+    uo.cmd = &p->cmd;
+    uo.host = ep->listen_address.v ? ep->listen_address.v : "127.0.0.1";
+    uo.port = ep->listen_port.set ? (unsigned)ep->listen_port.v : 8080;
+    uo.log_path = m->log;
+    uo.pid_file = pid;
+    uo.endpoint = ep->name;
+    uo.api_key = api_key;
+    uo.preflight = true;
+    uo.liveness = true;
+    uo.boot_timeout_s = o->boot_timeout_s ? o->boot_timeout_s : 300;
+    uo.grace_ms = 5000;
+    uo.stop = o->stop;
+    int rc = sw_deploy_up(&uo, &ur, &ue);
+    if (rc == SW_EINTR) {
+        sw_up_result_free(&ur);
+        return sw_err_set(e, SW_EINTR, "interrupted");
+    }
+    if (rc) {
+        snprintf(m->why, sizeof(m->why), "%.1200s", ue.msg[0] ? ue.msg : sw_strerror(rc));
+        sw_up_result_free(&ur);
+        unlink(pid);
+        return SW__TUNE_BOOT_FAILED;
+    }
+    m->boot_s = ur.boot_s;
+    snprintf(m->url, sizeof(m->url), "%s", ur.url);
+    rc = measure(o, ep, api_key, slots, m, e);
+    struct sw_err se;
+    sw_child_stop(&ur.child, 5000, &se);
+    unlink(pid);
+    sw_up_result_free(&ur);
+    return rc;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Sim: the stand-in in a forked child.
+ */
+
+/* GET /health on 127.0.0.1:port: the status, 0 when nothing answered. */
+static int health(int port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return 0;
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof(a));
+    a.sin_family = AF_INET;
+    a.sin_port = htons((uint16_t)port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    int status = 0;
+    if (connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0) {
+        static const char req[] = "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                                  "Connection: close\r\n\r\n";
+        char buf[64];
+        if (write(fd, req, sizeof(req) - 1) == (ssize_t)(sizeof(req) - 1)) {
+            struct pollfd pf = {.fd = fd, .events = POLLIN};
+            if (poll(&pf, 1, 2000) == 1) {
+                ssize_t n = read(fd, buf, sizeof(buf) - 1);
+                if (n > 12) {
+                    buf[n] = '\0';
+                    status = atoi(buf + 9);
+                }
+            }
+        }
+    }
+    close(fd);
+    return status;
+}
+
+static void sim_child(const struct sw_tune_opts *o, const struct sw_fleet_endpoint *ep,
+                      const struct sw_plan *p, const char *ready)
+{
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGINT, SIG_DFL);
+    struct sw_sim_config c;
+    struct sw_sim *s = NULL;
+    struct sw_err e;
+    int status = 1;
+    (void)o;
+    sw_sim_config_init(&c);
+    c.listen = "127.0.0.1:0";
+    c.ready_file = ready;
+    c.alias = ep->alias.v;
+    c.load_ms = 0;
+    c.out = fopen("/dev/null", "we");
+    c.log = stderr;
+    int rc;
+    if (ep->engine == SW_FLEET_VLLM)
+        rc = sw_sim_new_vllm(p->engine_plan, ep->payload.path.v,
+                             ep->shape.seqs.set ? (int64_t)ep->shape.seqs.v : 0, &c, &s, &e);
+    else
+        rc = sw_sim_new_llamacpp(p, 0, &c, &s, &e);
+    if (!rc)
+        rc = sw_sim_run(s, &status, &e);
+    if (rc)
+        fprintf(stderr, "sim: %s\n", e.msg);
+    fflush(stderr);
+    _exit(rc ? 1 : status);
+}
+
+static int probe_sim(const struct sw_tune_opts *o, const char *run_dir,
+                     const struct sw_fleet_endpoint *ep, const struct sw_plan *p, int slots,
+                     int seq, struct sw__tune_measure *m, struct sw_err *e)
+{
+    char ready[4200];
+    snprintf(m->log, sizeof(m->log), "%s/tune-%s-%d.log", run_dir, ep->name, seq);
+    snprintf(ready, sizeof(ready), "%s/tune-%s-%d.port", run_dir, ep->name, seq);
+    unlink(ready);
+    if (ep->engine == SW_FLEET_VLLM && !p->engine_plan)
+        return sw_err_set(e, SW_EINVAL, "endpoint %s: no vLLM plan to simulate", ep->name);
+    fflush(NULL);
+    double t0 = sw_now_s();
+    pid_t pid = fork();
+    if (pid < 0)
+        return sw_err_set(e, SW_EIO, "fork: %s", strerror(errno));
+    if (pid == 0) {
+        FILE *lf = freopen(m->log, "we", stderr);
+        (void)lf;
+        sim_child(o, ep, p, ready);
+    }
+    int rc = 0, status = 0, port = 0;
+    bool exited = false, up = false;
+    double deadline = t0 + (o->boot_timeout_s ? o->boot_timeout_s : 300);
+    while (!up && !exited && sw_now_s() < deadline) {
+        if (o->stop && *o->stop)
+            break;
+        if (waitpid(pid, &status, WNOHANG) == pid) {
+            exited = true;
+            break;
+        }
+        if (!port) {
+            char *txt = NULL;
+            size_t n = 0;
+            if (sw_read_file(ready, 64, &txt, &n, NULL) == 0) {
+                port = atoi(txt);
+                sw_free(txt);
+            }
+        }
+        if (port > 0 && health(port) == 200)
+            up = true;
+        else
+            usleep(20000);
+    }
+    if (up) {
+        m->boot_s = sw_now_s() - t0;
+        snprintf(m->url, sizeof(m->url), "http://127.0.0.1:%d", port);
+        rc = measure(o, ep, NULL, slots, m, e);
+    } else if (o->stop && *o->stop) {
+        rc = sw_err_set(e, SW_EINTR, "interrupted");
+    } else {
+        char *tail = NULL;
+        size_t n = 0;
+        sw_read_file(m->log, 1 << 20, &tail, &n, NULL);
+        const char *last = tail ? tail : "";
+        /* the last line that says something */
+        size_t end = n;
+        while (end && (last[end - 1] == '\n' || last[end - 1] == '\r'))
+            end--;
+        size_t start = end;
+        while (start && last[start - 1] != '\n')
+            start--;
+        snprintf(m->why, sizeof(m->why), "%s: %.*s",
+                 exited ? "the engine exited while booting" : "no answer before the deadline",
+                 (int)(end - start > 400 ? 400 : end - start), last + start);
+        sw_free(tail);
+        rc = SW__TUNE_BOOT_FAILED;
+    }
+    if (!exited) {
+        kill(pid, SIGTERM);
+        double until = sw_now_s() + 10;
+        while (waitpid(pid, &status, WNOHANG) != pid) {
+            if (sw_now_s() > until) {
+                kill(pid, SIGKILL);
+                waitpid(pid, &status, 0);
+                break;
+            }
+            usleep(10000);
+        }
+    }
+    unlink(ready);
+    return rc;
+}
+
+int sw__tune_probe(const struct sw_tune_opts *o, enum sw_tune_boot boot, const char *run_dir,
+                   const struct sw_fleet_endpoint *ep, const struct sw_plan *p, int slots, int seq,
+                   struct sw__tune_measure *m, struct sw_err *e)
+{
+    memset(m, 0, sizeof(*m));
+    m->score = NAN;
+    m->noise = NAN;
+    if (boot == SW_TUNE_BOOT_SIM)
+        return probe_sim(o, run_dir, ep, p, slots, seq, m, e);
+    char *key = NULL;
+    int rc = sw_engine_read_secret(&ep->api_key, "api_key", &key, e);
+    if (rc)
+        return rc;
+    rc = probe_local(o, run_dir, ep, p, key, slots, seq, m, e);
+    if (key) {
+        memset(key, 0, strlen(key));
+        sw_free(key);
+    }
+    return rc;
+}
