@@ -56,9 +56,13 @@ enum sw_rollout_outcome {
     SW_ROLLOUT_ROLLED_BACK, /* failed after the stop; the rollback set serves again */
     SW_ROLLOUT_ROLLBACK_FAILED, /* failed, and the rollback set did not serve either: stopped */
     SW_ROLLOUT_RESTORED,        /* `rollback` by hand: the saved set serves */
+    SW_ROLLOUT_INTERRUPTED,     /* the host became unreachable after its files changed (class
+                                   ssh_dropped): neither rolled back nor committed; the steps
+                                   say how far it got, and deploy or rollback again converges
+                                   (this process's lock on the host is stale once it exits) */
 };
 /* "none", "committed", "dry_run", "gate_failed", "refused", "rolled_back", "rollback_failed",
- * "restored". */
+ * "restored", "interrupted". */
 const char *sw_rollout_outcome_name(enum sw_rollout_outcome o);
 
 struct sw_rollout_opts {

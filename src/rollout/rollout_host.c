@@ -105,6 +105,7 @@ int sw__ro_lock(struct sw__ro *c, struct sw_err *e)
         holder[strcspn(holder, "\n")] = '\0';
         sw_host_result_free(&hr);
         if (attempt == 0 && lock_stale(holder)) {
+            snprintf(c->lock_stale, sizeof(c->lock_stale), "%s", holder);
             const char *rargs[] = {path, holder, NULL};
             rc = sw__ro_sh(c, unlock_script, rargs, 30000, &hr, e);
             sw_host_result_free(&hr);

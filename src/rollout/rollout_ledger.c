@@ -106,6 +106,9 @@ void sw__ro_ledger_finish(struct sw__ro *c)
     case SW_ROLLOUT_ROLLBACK_FAILED:
         f.outcome = "rollback_failed";
         break;
+    case SW_ROLLOUT_INTERRUPTED:
+        f.outcome = "interrupted";
+        break;
     default:
         f.outcome = "gate_refused";
         break;
@@ -129,7 +132,8 @@ void sw__ro_ledger_finish(struct sw__ro *c)
      * a binary, a path, the host) */
     bool shape_step = !strcmp(r->failed_step, "boot") || !strcmp(r->failed_step, "liveness") ||
                       !strcmp(r->failed_step, "probe");
-    f.not_the_shape = !shape_step || c->same_shape_as_last_good;
+    f.not_the_shape =
+        !shape_step || c->same_shape_as_last_good || r->outcome == SW_ROLLOUT_INTERRUPTED;
     struct sw_err e;
     sw_err_clear(&e);
     int64_t rule = 0;
