@@ -185,8 +185,23 @@ static void print_history(const json_t *h, const char *lpath)
         if (note)
             printf("      note: %s\n", note);
         const char *image = json_string_value(json_object_get(t, "image"));
-        printf("      payload: %zu paths%s%s\n", json_array_size(json_object_get(t, "payload")),
-               image ? "; image " : "", image ? image : "");
+        const json_t *pl = json_object_get(t, "payload");
+        printf("      payload: %zu paths%s%s\n", json_array_size(pl), image ? "; image " : "",
+               image ? image : "");
+        size_t pi;
+        const json_t *pe;
+        json_array_foreach(pl, pi, pe)
+        {
+            if (pi == 3) {
+                printf("        ... and %zu more\n", json_array_size(pl) - 3);
+                break;
+            }
+            const char *sha = json_string_value(json_object_get(pe, "sha256"));
+            printf("        %s %lld bytes, sha256 %s\n",
+                   json_string_value(json_object_get(pe, "path")),
+                   (long long)json_integer_value(json_object_get(pe, "size")),
+                   sha ? sha : "not hashed");
+        }
         print_measured(json_object_get(t, "measured"));
         if (!kept)
             printf("      retired %s: %s\n", json_string_value(json_object_get(t, "retired")),

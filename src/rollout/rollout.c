@@ -8,6 +8,8 @@
 #include <slipway/gate.h>
 #include <slipway/plan.h>
 #include <slipway/probe.h>
+#include <slipway/readings.h>
+#include <slipway/service.h>
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -497,6 +499,82 @@ static json_t *payload_manifest(struct sw__ro *c)
     return arr;
 }
 
+/* The image a tag records: the endpoint's image as its digest (name@sha256:...): the pinned
+ * reference as the fleet gives it, else the digest the host's runtime holds for it (its first
+ * RepoDigest); the reference as given when the runtime names none. "" for a native endpoint. */
+static void image_digest(struct sw__ro *c, char *out, size_t n)
+{
+    const struct sw_fleet_endpoint *ep = c->ep;
+    out[0] = '\0';
+    if (!ep->image.v || ep->runtime.kind == SW_FLEET_RUNTIME_NATIVE)
+        return;
+    snprintf(out, n, "%s", ep->image.v);
+    if (ep->image_pinned)
+        return;
+    const char *argv[] = {
+        sw_fleet_runtime_name(ep->runtime.kind),      "image",     "inspect", "--format",
+        "{{range .RepoDigests}}{{println .}}{{end}}", ep->image.v, NULL};
+    struct sw_host_run_opts ro = {.deadline_ms = 30000};
+    struct sw_host_result hr;
+    if (sw_host_run(&c->h, argv, &ro, &hr, NULL) == 0 && hr.out) {
+        const char *d = strstr(hr.out, "@sha256:");
+        if (d) {
+            const char *s = d;
+            while (s > hr.out && s[-1] != '\n')
+                s--;
+            size_t len = strcspn(s, "\r\n");
+            snprintf(out, n, "%.*s", (int)SW_MIN(len, n - 1), s);
+        }
+    }
+    sw_host_result_free(&hr);
+}
+
+/* The device readings at commit: the host's vendor tool read once the new shape serves, each
+ * reading of one of the endpoint's devices recorded as a usage row of the shape. What was read
+ * (or why nothing was) in words into out. */
+static void commit_readings(struct sw__ro *c, const json_t *shape, char *out, size_t n)
+{
+    struct sw_readings rs;
+    char tool[32] = "", note[512] = "";
+    int rc =
+        sw_service_devices(&c->h, c->h.name, 60000, &rs, tool, sizeof(tool), note, sizeof(note));
+    if (rc || !rs.n) {
+        snprintf(out, n, "device readings: none (%.400s)", note[0] ? note : "no device read");
+        sw_readings_free(&rs);
+        return;
+    }
+    size_t off = (size_t)snprintf(out, n, "device readings (%s):", tool);
+    for (size_t i = 0; i < rs.n && off < n; i++) {
+        const struct sw_reading *rd = &rs.r[i];
+        const struct sw_fleet_device *dev = sw_readings_match(c->ep, rd);
+        struct sw_ledger_usage u;
+        memset(&u, 0, sizeof(u));
+        struct sw_err e;
+        sw_err_clear(&e);
+        if (!dev || sw_readings_to_usage(rd, &u, &e)) {
+            off += (size_t)snprintf(out + off, n - off, " #%llu not recorded (%s)",
+                                    (unsigned long long)rd->index,
+                                    dev ? e.msg : "no device of the endpoint");
+            continue;
+        }
+        u.endpoint = c->ep->name;
+        u.shape = shape;
+        u.device = dev->name;
+        u.source = tool;
+        u.source_line = rd->origin;
+        u.note = "read by slipway deploy at commit";
+        int64_t id = 0;
+        rc = sw__ro_ledger_usage(c, &u, &id, &e);
+        off +=
+            (size_t)snprintf(out + off, n - off, " %s %llu/%llu MiB%s%s", dev->name,
+                             (unsigned long long)u.used_mib, (unsigned long long)u.total_mib,
+                             rc ? " (not recorded: " : (id ? " (recorded)" : ""), rc ? e.msg : "");
+        if (rc && off < n)
+            off += (size_t)snprintf(out + off, n - off, ")");
+    }
+    sw_readings_free(&rs);
+}
+
 static void probe(struct sw__ro *c)
 {
     struct sw_rollout_result *r = c->r;
@@ -724,19 +802,39 @@ int sw_rollout_deploy(const struct sw_fleet *f, const struct sw_fleet_endpoint *
     }
 
     t = sw_now_ns();
+    char readings[1024], image[512];
+    commit_readings(&c, shape, readings, sizeof(readings));
+    image_digest(&c, image, sizeof(image));
     json_t *payload = payload_manifest(&c);
-    if (sw__ro_ledger_commit(&c, shape, &rd, payload, r->tag, sizeof(r->tag), e)) {
-        snprintf(r->ledger_msg, sizeof(r->ledger_msg), "the tag: %.480s", e->msg);
-        sw_err_clear(e);
-    }
-    json_decref(payload);
-    rc = sw__ro_commit(&c, r->tag, sizeof(r->tag), e);
+    size_t n_payload = json_array_size(payload);
+    /* the host first: its last-good is what a rollback reads, so the ledger names a tag only
+     * once the host holds it (a transport lost here leaves the attempt interrupted, never a
+     * ledger tag the host does not have); the host's tag directory then takes the ledger's name */
+    char host_tag[sizeof(r->tag)] = "";
+    rc = sw__ro_commit(&c, host_tag, sizeof(host_tag), e);
     if (rc) {
+        json_decref(payload);
         rollout_record(&c, "commit", false, t, "%s", e->msg);
         goto out;
     }
-    rollout_record(&c, "commit", true, t, "%s/last-good/ holds the new files; tag %s", c.state,
-                   r->tag);
+    snprintf(r->tag, sizeof(r->tag), "%s", host_tag);
+    if (sw__ro_ledger_commit(&c, shape, &rd, payload, image[0] ? image : NULL, r->tag,
+                             sizeof(r->tag), e)) {
+        snprintf(r->ledger_msg, sizeof(r->ledger_msg), "the tag: %.480s", e->msg);
+        sw_err_clear(e);
+        snprintf(r->tag, sizeof(r->tag), "%s", host_tag);
+    }
+    json_decref(payload);
+    if (strcmp(r->tag, host_tag) && sw__ro_rename_tag(&c, host_tag, r->tag, e)) {
+        snprintf(r->ledger_msg, sizeof(r->ledger_msg),
+                 "the host's tag directory %.100s could not take the ledger's name %.100s: %.150s",
+                 host_tag, r->tag, e->msg);
+        sw_err_clear(e);
+    }
+    rollout_record(&c, "commit", true, t,
+                   "%s/last-good/ holds the new files; tag %s; payload %zu file(s) hashed%s%s; "
+                   "%s",
+                   c.state, r->tag, n_payload, image[0] ? "; image " : "", image, readings);
     r->serving = true;
     r->outcome = SW_ROLLOUT_COMMITTED;
 out:

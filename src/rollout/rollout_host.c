@@ -300,6 +300,22 @@ int sw__ro_commit(struct sw__ro *c, char *tag, size_t n, struct sw_err *e)
     return rc;
 }
 
+/* The host's tag directory FROM renamed TO (the ledger's name for it). */
+int sw__ro_rename_tag(struct sw__ro *c, const char *from, const char *to, struct sw_err *e)
+{
+    static const char script[] = "set -e\n"
+                                 "[ -d \"$1/tags/$2\" ]\n"
+                                 "rm -rf \"$1/tags/$3\"; mv \"$1/tags/$2\" \"$1/tags/$3\"; sync\n";
+    if (strchr(from, '/') || strchr(to, '/') || !from[0] || !to[0] || from[0] == '.' ||
+        to[0] == '.')
+        return sw_err_set(e, SW_EINVAL, "tag names %s, %s: not directory names", from, to);
+    const char *args[] = {c->state, from, to, NULL};
+    struct sw_host_result hr;
+    int rc = sw__ro_sh(c, script, args, 30000, &hr, e);
+    sw_host_result_free(&hr);
+    return rc;
+}
+
 int sw__ro_exists(struct sw__ro *c, const char *path, bool *yes, struct sw_err *e)
 {
     static const char script[] = "if [ -e \"$1\" ]; then echo y; else echo n; fi\n";

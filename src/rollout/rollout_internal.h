@@ -8,6 +8,7 @@
 #include <slipway/engine.h>
 #include <slipway/fleet.h>
 #include <slipway/host.h>
+#include <slipway/ledger.h>
 #include <slipway/rollout.h>
 #include <slipway/unit.h>
 
@@ -54,13 +55,19 @@ int sw__ro_restore(struct sw__ro *c, const char *set, struct sw_err *e);
 int sw__ro_remove_live(struct sw__ro *c, struct sw_err *e);
 int sw__ro_commit(struct sw__ro *c, char *tag, size_t n, struct sw_err *e);
 int sw__ro_exists(struct sw__ro *c, const char *path, bool *yes, struct sw_err *e);
+int sw__ro_rename_tag(struct sw__ro *c, const char *from, const char *to, struct sw_err *e);
 
 /* The ledger side (rollout_ledger.c); no-ops without a writable ledger. */
 int sw__ro_ledger_begin(struct sw__ro *c, const json_t *shape, struct sw_err *e);
 void sw__ro_ledger_step(struct sw__ro *c, const char *step, bool ok, double ms, const char *detail);
 int sw__ro_ledger_commit(struct sw__ro *c, const json_t *shape, const struct sw_unit_render *rd,
-                         const json_t *payload, char *name, size_t n, struct sw_err *e);
+                         const json_t *payload, const char *image, char *name, size_t n,
+                         struct sw_err *e);
 void sw__ro_ledger_finish(struct sw__ro *c);
+/* A device reading taken at commit, as a usage row of the endpoint's shape (so `slipway
+ * history` shows it among the tag's measured figures); 0 and *id 0 when not writing. */
+int sw__ro_ledger_usage(struct sw__ro *c, const struct sw_ledger_usage *u, int64_t *id,
+                        struct sw_err *e);
 
 /* How a watched boot ended. */
 struct sw__ro_boot {

@@ -121,7 +121,8 @@ static int on_console(const struct swth_host *h, const char *cmd, char **out)
 {
     char pid[32];
     snprintf(pid, sizeof(pid), "%ld", (long)h->leader);
-    const char *argv[] = {"nsenter", "-t", pid, "-m", "-u", "-i", "-n", "-p", "sh", "-c", cmd, NULL};
+    const char *argv[] = {"nsenter", "-t", pid,  "-m", "-u", "-i",
+                          "-n",      "-p", "sh", "-c", cmd,  NULL};
     struct swt_run r;
     assert_int_equal(swt_run(argv, NULL, 60, &r), 0);
     int st = r.status;
@@ -318,8 +319,7 @@ static void nothing_staged(struct fx *f)
     char *out = must(&f->h, "ls -A /etc/systemd/system/ /etc/slipway/ | "
                             "grep -c -e '\\.new$' -e '^\\.slipway-copy' -e '\\.rb$' || true");
     if (strcmp(out, "0\n"))
-        fail_msg("left on the host: %s",
-                 must(&f->h, "ls -lA /etc/systemd/system/ /etc/slipway/"));
+        fail_msg("left on the host: %s", must(&f->h, "ls -lA /etc/systemd/system/ /etc/slipway/"));
     free(out);
 }
 
@@ -392,8 +392,7 @@ static long meter_stop(struct fx *f, const char *fault)
     double total = 0, longest = 0;
     long polls = 0, fails = 0;
     int still = 0;
-    assert_int_equal(fscanf(in, "%lf %lf %ld %ld %d", &total, &longest, &polls, &fails, &still),
-                     5);
+    assert_int_equal(fscanf(in, "%lf %lf %ld %ld %d", &total, &longest, &polls, &fails, &still), 5);
     fclose(in);
     print_message("OUTAGE fault=%s ms=%.0f (longest %.0f ms; %ld of %ld polls failed%s)\n", fault,
                   total, longest, fails, polls, still ? "; STILL DOWN" : "");
@@ -498,8 +497,9 @@ static json_int_t newest_attempt(struct fx *f)
 static void sever(const struct swth_host *h)
 {
     char *out = NULL;
-    int st = on_console(h, "systemctl stop ssh.service ssh.socket 2>/dev/null; "
-                           "pkill -KILL -x sshd; sleep 0.2; pgrep -x sshd || echo gone",
+    int st = on_console(h,
+                        "systemctl stop ssh.service ssh.socket 2>/dev/null; "
+                        "pkill -KILL -x sshd; sleep 0.2; pgrep -x sshd || echo gone",
                         &out);
     print_message("sshd on %s severed (exit %d): %s", h->name, st, out ? out : "");
     assert_non_null(strstr(out, "gone"));
@@ -509,8 +509,9 @@ static void sever(const struct swth_host *h)
 static void mend(const struct swth_host *h)
 {
     char *out = NULL;
-    int st = on_console(h, "systemctl reset-failed ssh.service ssh.socket 2>/dev/null; "
-                           "systemctl start ssh.service 2>&1 || systemctl status ssh.service 2>&1",
+    int st = on_console(h,
+                        "systemctl reset-failed ssh.service ssh.socket 2>/dev/null; "
+                        "systemctl start ssh.service 2>&1 || systemctl status ssh.service 2>&1",
                         &out);
     if (st)
         fail_msg("sshd on %s did not start again: %s", h->name, out);
@@ -521,6 +522,7 @@ static void mend(const struct swth_host *h)
 static void test_ssh_drop_converges(void **state)
 {
     struct fx *f = *state;
+    json_t *h = NULL;
     up(f, "sw-rf-a", "127.0.0.24");
     write_fleet(f, 512);
     must_commit(f, "baseline");
@@ -606,8 +608,7 @@ static void test_ssh_drop_converges(void **state)
         sever(&f->h);
     ws = child_end(&c);
     t_end = now_ms();
-    print_message("the deploy severed at the start (%.0f ms after the start line):\n",
-                  t_end - t0);
+    print_message("the deploy severed at the start (%.0f ms after the start line):\n", t_end - t0);
     fputs(c.out, stdout);
     assert_true(at_start);
     assert_int_equal(WEXITSTATUS(ws), 1);
@@ -630,6 +631,46 @@ static void test_ssh_drop_converges(void **state)
     assert_string_equal(str(x, "outcome"), "interrupted");
     assert_string_equal(str(x, "failure_class"), "ssh_dropped");
     json_decref(a);
+
+    /* 3. severed once the battery passed, in the commit: whatever the moment, the ledger's
+     * last-good and the host's last-good are the same shape afterwards (the host commits
+     * first; the ledger names a tag only once the host holds it) */
+    write_fleet(f, 512);
+    child_start(f, &c, "deploy");
+    bool at_probe = child_until(&c, "probe");
+    if (at_probe)
+        sever(&f->h);
+    ws = child_end(&c);
+    print_message("the deploy severed in the commit:\n");
+    fputs(c.out, stdout);
+    assert_true(at_probe);
+    mend(&f->h);
+    h = run(f, &st, "history", NULL);
+    const char *lg = json_string_value(json_object_get(h, "last_good"));
+    const json_t *lgt = NULL;
+    size_t k;
+    json_array_foreach(json_object_get(h, "tags"), k, x)
+    {
+        if (lg && !strcmp(str(x, "name"), lg))
+            lgt = x;
+    }
+    assert_non_null(lgt);
+    char *host_lg = must(&f->h, "grep -o -- '-c [0-9]*' /var/lib/slipway/rollout/slipway-rf/"
+                                "last-good/" UNIT);
+    print_message("ledger last-good %s (%s); host last-good: %s", lg, str(lgt, "summary"), host_lg);
+    bool ledger_512 = strstr(str(lgt, "summary"), "ctx=512") != NULL;
+    bool host_512 = strstr(host_lg, "-c 512") != NULL;
+    assert_int_equal(ledger_512, host_512);
+    free(host_lg);
+    json_decref(h);
+    if (WEXITSTATUS(ws) != 0) {
+        assert_non_null(strstr(c.out, "): interrupted"));
+        j = run(f, &st, "rollback", NULL);
+        assert_int_equal(st, 0);
+        json_decref(j);
+    }
+    assert_true(serves(f));
+    nothing_staged(f);
 }
 
 /* ---- (ii) disk full while staging ---- */
@@ -721,9 +762,8 @@ static void test_killed_at_each_step(void **state)
 {
     struct fx *f = *state;
     static const struct kill_point points[] = {
-        {"lock", "stage", false},        {"swap", "stop", false},
-        {"stop", "start", false},        {"start", "boot-follow", true},
-        {"liveness", "probe", false},    {"probe", "commit", false},
+        {"lock", "stage", false},       {"swap", "stop", false},      {"stop", "start", false},
+        {"start", "boot-follow", true}, {"liveness", "probe", false}, {"probe", "commit", false},
     };
     up(f, "sw-rf-b", "127.0.0.25");
     /* the payload on the host's own disk (the bind is read-only): the end moves it away */
@@ -775,6 +815,16 @@ static void test_killed_at_each_step(void **state)
         char fault[64];
         snprintf(fault, sizeof(fault), "killed_in_%s", p->in);
         print_downtime(fault, j);
+        if (!p->rollback) {
+            /* the commit records the payload's digest and the device readings (this host has
+             * no device tool: it says so) */
+            const json_t *steps = json_object_get(j, "steps");
+            const json_t *cm = json_array_get(steps, json_array_size(steps) - 1);
+            print_message("commit: %s\n", str(cm, "detail"));
+            assert_string_equal(str(cm, "step"), "commit");
+            assert_non_null(strstr(str(cm, "detail"), "payload 1 file(s) hashed"));
+            assert_non_null(strstr(str(cm, "detail"), "device readings: none (no device tool"));
+        }
         json_decref(j);
         meter_stop(f, fault);
         if (!p->rollback)
@@ -827,6 +877,12 @@ static void check_tags_restorable(struct fx *f)
     assert_string_equal(str(p0, "sha256"), sum);
     assert_true(json_is_true(json_object_get(t, "restorable")));
     json_decref(h);
+    /* the human view shows the digest, and the commit step said what the devices read */
+    const char *hv[] = {swt_bin(), "history", "rf", f->fleet, NULL};
+    struct swt_run hr;
+    assert_int_equal(swt_run(hv, NULL, 60, &hr), 0);
+    assert_non_null(strstr(hr.out, sum));
+    swt_run_free(&hr);
     free(sum);
     free(must(&f->h, "mv /srv/m/chat.gguf /srv/m/chat.gguf.away"));
     h = run(f, &st, "history", NULL);
