@@ -19,18 +19,22 @@
  *   -> readiness (the engine's health path answers 200)
  *   -> liveness by generation (one token; a 200 health with a failing generation is a failure)
  *   -> the probe battery (worst_case included unless opts say no)
- *   -> commit: the new files become the endpoint's last-good set on the host
+ *   -> commit: the device readings (the host's vendor tool, as usage rows of the shape), the
+ *      payload's files with their sha256 read on the host and the image digest go into the
+ *      ledger's tag; the new files become the endpoint's last-good set on the host
  *      (/var/lib/slipway/rollout/NAME/last-good/).
+ * A transport that dies once the lock is taken (ssh dropped: SW_ENET, or a command ending without
+ * a word while the host no longer answers) ends the run `interrupted` (class ssh_dropped): no
+ * rollback or commit is tried over it; the steps say how far it got, the lock left is stale once
+ * this process exits, and deploy or rollback again converges.
  * Any failure after the stop restores the last-good set (or, when no deploy committed one, the
  * live files saved before the swap; when the host had neither, the new unit is stopped and its
  * files moved aside so that nothing crash-loops), reloads, starts it, and proves it serves
  * (readiness and one-token generation); a rollback target that does not serve is stopped too. The time the endpoint did not serve is measured from the stop (or the
  * start, when nothing was serving) to the first successful generation of whichever shape serves.
  *
- * What it deliberately does not do (yet): write the ledger (every step goes through one
- * recording function, see rollout_record in src/rollout/rollout.c), resume an interrupted
- * deploy from recorded state (running deploy or rollback again converges from the host's
- * files), user-scope units, record device readings.
+ * What it deliberately does not do (yet): resume an interrupted deploy from recorded state
+ * (running deploy or rollback again converges from the host's files), user-scope units.
  */
 #ifndef SLIPWAY_ROLLOUT_H
 #define SLIPWAY_ROLLOUT_H
@@ -56,9 +60,13 @@ enum sw_rollout_outcome {
     SW_ROLLOUT_ROLLED_BACK, /* failed after the stop; the rollback set serves again */
     SW_ROLLOUT_ROLLBACK_FAILED, /* failed, and the rollback set did not serve either: stopped */
     SW_ROLLOUT_RESTORED,        /* `rollback` by hand: the saved set serves */
+    SW_ROLLOUT_INTERRUPTED,     /* the host became unreachable after its files changed (class
+                                   ssh_dropped): neither rolled back nor committed; the steps
+                                   say how far it got, and deploy or rollback again converges
+                                   (this process's lock on the host is stale once it exits) */
 };
 /* "none", "committed", "dry_run", "gate_failed", "refused", "rolled_back", "rollback_failed",
- * "restored". */
+ * "restored", "interrupted". */
 const char *sw_rollout_outcome_name(enum sw_rollout_outcome o);
 
 struct sw_rollout_opts {

@@ -94,6 +94,17 @@ int sw_deploy_install(const struct sw_fleet *f, const struct sw_fleet_endpoint *
                       const struct sw_install_opts *o, struct sw_install_result *r,
                       struct sw_err *e);
 void sw_install_result_free(struct sw_install_result *r);
+
+struct sw_readings;
+/*
+ * Device memory on host h as its vendor tool reads it (nvidia-smi, rocm-smi or amd-smi, whichever
+ * sw_host_facts finds there), parsed into rs (free with sw_readings_free; rs->n 0 when nothing
+ * was read). tool receives the tool's name ("" when the host has none), note why nothing was
+ * read ("no device tool on this host") or the error's words. where names the host in errors.
+ * Returns 0 (a host without a tool too) or the error.
+ */
+int sw_service_devices(struct sw_host *h, const char *where, int64_t deadline_ms,
+                       struct sw_readings *rs, char *tool, size_t tn, char *note, size_t nn);
 /* {"endpoint", "host", "transport", "unit", "scope", "unit_path", "env_path", "steps": [{name,
  * ok, seconds, detail}], "findings", "refused", "installed", "started", "serving", "url",
  * "health", "liveness", "journal", "restarts", "render_to_serving_s", "total_s"}. New reference. */

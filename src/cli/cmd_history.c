@@ -5,8 +5,9 @@
  *   its shape, what the ledger measured of that shape on the endpoint (boots, battery, bench,
  *   usage), when and why it was retired, which one is last-good, and whether it can be restored
  *   (its payload paths, at their recorded sizes, and its image are on the host). The check looks
- *   at this machine's filesystem (and podman's store) only when the fleet says the endpoint's
- *   host is local; otherwise it says "not checked (remote host)". Then the last deploy attempts.
+ *   at this machine's filesystem (and podman's store) when the fleet says the endpoint's host is
+ *   local, and at the host's over ssh when it is an ssh host ("not checked" when it cannot be
+ *   reached). Then the last deploy attempts.
  *
  * Exit: 0 printed, 1 the ledger could not be read, 2 unusable input (no such endpoint in the
  * ledger, a broken fleet, an unknown endpoint in the fleet).
@@ -19,6 +20,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -41,8 +43,8 @@ const struct sw_cmd_spec sw_spec_history = {
     .about = "Lists the endpoint's tags (ENDPOINT-YYYYMMDD-N, newest first) with their shapes,\n"
              "what the ledger measured of each shape on the endpoint, which one is last-good,\n"
              "when and why each was retired, and whether each can be restored: its payload\n"
-             "paths (at their recorded sizes) and image are on the host. That is checked here\n"
-             "when FLEET says the endpoint's host is local; otherwise it says \"not checked\".\n"
+             "paths (at their recorded sizes) and image are on the host. That is checked on\n"
+             "the host FLEET names (here, or over ssh); without FLEET it says \"not checked\".\n"
              "Then the endpoint's last deploy attempts. The ledger is opened read-only.\n"
              "Exit: 0 printed, 1 the ledger could not be read, 2 unusable input.",
     .opts = opts,
@@ -54,7 +56,32 @@ struct local_check {
     struct sw_host host;
     bool host_open;
     const char *runtime; /* "podman"/"docker", NULL for native */
+    bool remote;         /* an ssh host: paths are looked at there */
 };
+
+/* A path on an ssh host: 'f' a regular file (its size in *size), 'o' anything else that
+ * exists, 'n' nothing there. */
+static int remote_stat(struct local_check *c, const char *what, char *kind, long long *size,
+                       struct sw_err *e)
+{
+    static const char script[] = "if [ -f \"$1\" ]; then printf 'f '; stat -Lc %s -- \"$1\"; "
+                                 "elif [ -e \"$1\" ]; then echo o; else echo n; fi\n";
+    const char *argv[] = {"sh", "-c", script, "sh", what, NULL};
+    struct sw_host_run_opts ro = {.deadline_ms = 30000};
+    struct sw_host_result hr;
+    *kind = 'n';
+    *size = -1;
+    int rc = sw_host_run(&c->host, argv, &ro, &hr, e);
+    if (!rc && hr.out && (hr.out[0] == 'f' || hr.out[0] == 'o' || hr.out[0] == 'n')) {
+        *kind = hr.out[0];
+        if (hr.out[0] == 'f' && hr.out_len > 2)
+            *size = atoll(hr.out + 2);
+    } else if (!rc) {
+        rc = sw_err_set(e, SW_EPARSE, "host %s: stat %s: unexpected output", c->host.name, what);
+    }
+    sw_host_result_free(&hr);
+    return rc;
+}
 
 /* A payload path is present when it exists and, for a regular file, has the size recorded
  * (sizes only: hashing a 60 GiB payload is `slipway fetch --verify-only`'s job). */
@@ -158,8 +185,23 @@ static void print_history(const json_t *h, const char *lpath)
         if (note)
             printf("      note: %s\n", note);
         const char *image = json_string_value(json_object_get(t, "image"));
-        printf("      payload: %zu paths%s%s\n", json_array_size(json_object_get(t, "payload")),
-               image ? "; image " : "", image ? image : "");
+        const json_t *pl = json_object_get(t, "payload");
+        printf("      payload: %zu paths%s%s\n", json_array_size(pl), image ? "; image " : "",
+               image ? image : "");
+        size_t pi;
+        const json_t *pe;
+        json_array_foreach(pl, pi, pe)
+        {
+            if (pi == 3) {
+                printf("        ... and %zu more\n", json_array_size(pl) - 3);
+                break;
+            }
+            const char *sha = json_string_value(json_object_get(pe, "sha256"));
+            printf("        %s %lld bytes, sha256 %s\n",
+                   json_string_value(json_object_get(pe, "path")),
+                   (long long)json_integer_value(json_object_get(pe, "size")),
+                   sha ? sha : "not hashed");
+        }
         print_measured(json_object_get(t, "measured"));
         if (!kept)
             printf("      retired %s: %s\n", json_string_value(json_object_get(t, "retired")),
@@ -203,6 +245,18 @@ static int sized_present(void *ctx, const char *kind, const char *what, bool *pr
                          struct sw_err *e)
 {
     struct sized_check *s = ctx;
+    if (s->inner->remote && !strcmp(kind, "path")) {
+        char k = 'n';
+        long long sz = -1;
+        int rrc = remote_stat(s->inner, what, &k, &sz, e);
+        if (rrc)
+            return rrc;
+        const json_t *want = find_size(s->tags, what);
+        *present = k != 'n';
+        if (k == 'f' && json_is_integer(want) && (json_int_t)sz != json_integer_value(want))
+            *present = false;
+        return 0;
+    }
     int rc = local_present(s->inner, kind, what, present, e);
     if (rc || !*present || strcmp(kind, "path"))
         return rc;
@@ -255,6 +309,12 @@ int sw_cmd_history(int argc, char **argv)
                 lc.runtime = sw_fleet_runtime_name(ep->runtime.kind);
             lc.host_open = sw_host_open_fleet(&lc.host, ep->host, 0, NULL) == 0;
             ho.unchecked = NULL;
+        } else if (ep->host && ep->host->transport == SW_FLEET_SSH) {
+            if (ep->runtime.kind != SW_FLEET_RUNTIME_NATIVE)
+                lc.runtime = sw_fleet_runtime_name(ep->runtime.kind);
+            lc.remote = true;
+            lc.host_open = sw_host_open_fleet(&lc.host, ep->host, 5, NULL) == 0;
+            ho.unchecked = lc.host_open ? NULL : "not checked (the host could not be reached)";
         } else {
             ho.unchecked = "not checked (remote host)";
         }

@@ -59,3 +59,9 @@ int sw__svc_devices(struct sw_host *h, const char *where, int64_t deadline_ms,
     sw_host_result_free(&hr);
     return rc;
 }
+
+int sw_service_devices(struct sw_host *h, const char *where, int64_t deadline_ms,
+                       struct sw_readings *rs, char *tool, size_t tn, char *note, size_t nn)
+{
+    return sw__svc_devices(h, where, deadline_ms, rs, tool, tn, note, nn);
+}

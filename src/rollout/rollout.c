@@ -8,6 +8,8 @@
 #include <slipway/gate.h>
 #include <slipway/plan.h>
 #include <slipway/probe.h>
+#include <slipway/readings.h>
+#include <slipway/service.h>
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -18,8 +20,8 @@
 #define STOP_MS (5 * 60 * 1000)
 
 static const char *const outcome_names[] = {
-    "none",    "committed",   "dry_run",         "gate_failed",
-    "refused", "rolled_back", "rollback_failed", "restored",
+    "none",        "committed",       "dry_run",  "gate_failed", "refused",
+    "rolled_back", "rollback_failed", "restored", "interrupted",
 };
 
 const char *sw_rollout_outcome_name(enum sw_rollout_outcome o)
@@ -59,6 +61,7 @@ static void rollout_record(struct sw__ro *c, const char *step, bool ok, uint64_t
     vsnprintf(detail, sizeof(detail), fmt, ap);
     va_end(ap);
     double ms = t_start ? ms_since(t_start) : 0;
+    snprintf(c->last_step, sizeof(c->last_step), "%s", step);
     sw__ro_ledger_step(c, step, ok, ms, detail);
     json_t *s = json_object();
     if (s) {
@@ -85,6 +88,44 @@ static void fail_as(struct sw__ro *c, const char *step, const char *cls, const c
     va_start(ap, fmt);
     vsnprintf(r->fail_msg, sizeof(r->fail_msg), fmt, ap);
     va_end(ap);
+}
+
+/* The transport to the host died after the host's files changed (or during the steps that
+ * change them): nothing more can be done from here, neither a rollback nor a commit. The result
+ * says how far it got; the lock this process holds is stale once it exits, so deploy or rollback
+ * again converges. */
+static void lost_host(struct sw__ro *c, const char *msg)
+{
+    struct sw_rollout_result *r = c->r;
+    fail_as(c, c->last_step[0] ? c->last_step : "host", "ssh_dropped",
+            "the connection to the host was lost after the step '%s': %.400s%s%.400s", c->last_step,
+            msg, c->gone_msg[0] ? "; then: " : "", c->gone_msg);
+    snprintf(r->rollback_msg, sizeof(r->rollback_msg),
+             "not attempted: the host cannot be reached; it holds what the steps above left "
+             "(run deploy or rollback again: the lock of this process is stale once it exits)");
+    r->outcome = SW_ROLLOUT_INTERRUPTED;
+    c->locked = false; /* it cannot be released over a dead transport */
+    rollout_record(c, "interrupted", false, 0, "%s", r->fail_msg);
+}
+
+/* Did an error of a remote step come from a transport that is gone? SW_ENET says so; a remote
+ * command that ends without a word (ssh exits 255 with nothing on stderr when its master
+ * connection dies under it) is told apart by asking the host for `true`. */
+static bool host_gone(struct sw__ro *c, int rc)
+{
+    if (rc == SW_ENET)
+        return true;
+    if (!rc || !c->host_open)
+        return false;
+    struct sw_host_result hr;
+    struct sw_err pe;
+    sw_err_clear(&pe);
+    static const char script[] = "true\n";
+    int prc = sw__ro_sh(c, script, NULL, 30000, &hr, &pe);
+    sw_host_result_free(&hr);
+    if (prc == SW_ENET)
+        snprintf(c->gone_msg, sizeof(c->gone_msg), "%.500s", pe.msg);
+    return prc == SW_ENET;
 }
 
 /* Paths and the URL of the endpoint on its host. */
@@ -243,6 +284,10 @@ static int roll_back(struct sw__ro *c, struct sw_err *e)
     char why[512] = "";
     if (!rc)
         rc = systemctl(c, "daemon-reload", NULL, 60000, why, sizeof(why));
+    if (rc && host_gone(c, rc)) {
+        lost_host(c, why[0] ? why : re.msg);
+        return 0;
+    }
     if (rc) {
         snprintf(r->rollback_msg, sizeof(r->rollback_msg), "restoring %.200s failed: %.150s%.100s",
                  set, re.msg, why);
@@ -261,6 +306,11 @@ static int roll_back(struct sw__ro *c, struct sw_err *e)
     if (rc) {
         sw__ro_boot_free(&b);
         return rc;
+    }
+    if (!gen && !strcmp(b.cls, "ssh_dropped")) {
+        lost_host(c, b.msg);
+        sw__ro_boot_free(&b);
+        return 0;
     }
     if (gen) {
         r->serving = true;
@@ -402,24 +452,127 @@ static int stage(struct sw__ro *c, const struct sw_unit_render *rd, struct sw_er
     return rc;
 }
 
-/* The payload manifest of a tag: the endpoint's payload path with its size on the host (sha256
- * null: not hashed here). */
+/* The payload manifest of a tag: every regular file of the endpoint's payload path (the file
+ * itself, or the files under the directory) with its size and sha256 as read on the host, so
+ * that a tag says which bytes it served. When the host cannot hash them (the tools missing, a
+ * deadline passed) the path is kept with its size and sha256 null. */
 static json_t *payload_manifest(struct sw__ro *c)
 {
     const char *path = c->ep->payload.path.v;
     json_t *arr = json_array();
     if (!arr || !path)
         return arr;
-    static const char script[] = "stat -Lc %s \"$1\"\n";
+    static const char hash_script[] =
+        "set -e\n"
+        "find -L \"$1\" -type f | LC_ALL=C sort | while IFS= read -r f; do\n"
+        "  s=$(stat -Lc %s -- \"$f\"); h=$(sha256sum < \"$f\")\n"
+        "  printf '%s %.64s %s\\n' \"$s\" \"$h\" \"$f\"\n"
+        "done\n";
     const char *args[] = {path, NULL};
     struct sw_host_result hr;
+    /* a payload is read once per commit, while the new shape already serves */
+    if (sw__ro_sh(c, hash_script, args, 30 * 60 * 1000, &hr, NULL) == 0 && hr.out) {
+        for (const char *l = hr.out; *l;) {
+            const char *nl = strchr(l, '\n');
+            size_t n = nl ? (size_t)(nl - l) : strlen(l);
+            char line[4200], hex[65] = "";
+            long long size = -1;
+            int off = 0;
+            snprintf(line, sizeof(line), "%.*s", (int)SW_MIN(n, sizeof(line) - 1), l);
+            if (sscanf(line, "%lld %64[0-9a-f] %n", &size, hex, &off) == 2 && off > 0 &&
+                strlen(hex) == 64 && size >= 0 && line[off] == '/')
+                json_array_append_new(arr, json_pack("{s:s,s:I,s:s}", "path", line + off, "size",
+                                                     (json_int_t)size, "sha256", hex));
+            l = nl ? nl + 1 : l + n;
+        }
+    }
+    sw_host_result_free(&hr);
+    if (json_array_size(arr))
+        return arr;
+    static const char size_script[] = "stat -Lc %s \"$1\"\n";
     long long size = -1;
-    if (sw__ro_sh(c, script, args, 30000, &hr, NULL) == 0)
+    if (sw__ro_sh(c, size_script, args, 30000, &hr, NULL) == 0)
         size = atoll(hr.out);
     sw_host_result_free(&hr);
     json_array_append_new(arr, json_pack("{s:s,s:I,s:n}", "path", path, "size",
                                          (json_int_t)(size < 0 ? 0 : size), "sha256"));
     return arr;
+}
+
+/* The image a tag records: the endpoint's image as its digest (name@sha256:...): the pinned
+ * reference as the fleet gives it, else the digest the host's runtime holds for it (its first
+ * RepoDigest); the reference as given when the runtime names none. "" for a native endpoint. */
+static void image_digest(struct sw__ro *c, char *out, size_t n)
+{
+    const struct sw_fleet_endpoint *ep = c->ep;
+    out[0] = '\0';
+    if (!ep->image.v || ep->runtime.kind == SW_FLEET_RUNTIME_NATIVE)
+        return;
+    snprintf(out, n, "%s", ep->image.v);
+    if (ep->image_pinned)
+        return;
+    const char *argv[] = {
+        sw_fleet_runtime_name(ep->runtime.kind),      "image",     "inspect", "--format",
+        "{{range .RepoDigests}}{{println .}}{{end}}", ep->image.v, NULL};
+    struct sw_host_run_opts ro = {.deadline_ms = 30000};
+    struct sw_host_result hr;
+    if (sw_host_run(&c->h, argv, &ro, &hr, NULL) == 0 && hr.out) {
+        const char *d = strstr(hr.out, "@sha256:");
+        if (d) {
+            const char *s = d;
+            while (s > hr.out && s[-1] != '\n')
+                s--;
+            size_t len = strcspn(s, "\r\n");
+            snprintf(out, n, "%.*s", (int)SW_MIN(len, n - 1), s);
+        }
+    }
+    sw_host_result_free(&hr);
+}
+
+/* The device readings at commit: the host's vendor tool read once the new shape serves, each
+ * reading of one of the endpoint's devices recorded as a usage row of the shape. What was read
+ * (or why nothing was) in words into out. */
+static void commit_readings(struct sw__ro *c, const json_t *shape, char *out, size_t n)
+{
+    struct sw_readings rs;
+    char tool[32] = "", note[512] = "";
+    int rc =
+        sw_service_devices(&c->h, c->h.name, 60000, &rs, tool, sizeof(tool), note, sizeof(note));
+    if (rc || !rs.n) {
+        snprintf(out, n, "device readings: none (%.400s)", note[0] ? note : "no device read");
+        sw_readings_free(&rs);
+        return;
+    }
+    size_t off = (size_t)snprintf(out, n, "device readings (%s):", tool);
+    for (size_t i = 0; i < rs.n && off < n; i++) {
+        const struct sw_reading *rd = &rs.r[i];
+        const struct sw_fleet_device *dev = sw_readings_match(c->ep, rd);
+        struct sw_ledger_usage u;
+        memset(&u, 0, sizeof(u));
+        struct sw_err e;
+        sw_err_clear(&e);
+        if (!dev || sw_readings_to_usage(rd, &u, &e)) {
+            off += (size_t)snprintf(out + off, n - off, " #%llu not recorded (%s)",
+                                    (unsigned long long)rd->index,
+                                    dev ? e.msg : "no device of the endpoint");
+            continue;
+        }
+        u.endpoint = c->ep->name;
+        u.shape = shape;
+        u.device = dev->name;
+        u.source = tool;
+        u.source_line = rd->origin;
+        u.note = "read by slipway deploy at commit";
+        int64_t id = 0;
+        rc = sw__ro_ledger_usage(c, &u, &id, &e);
+        off +=
+            (size_t)snprintf(out + off, n - off, " %s %llu/%llu MiB%s%s", dev->name,
+                             (unsigned long long)u.used_mib, (unsigned long long)u.total_mib,
+                             rc ? " (not recorded: " : (id ? " (recorded)" : ""), rc ? e.msg : "");
+        if (rc && off < n)
+            off += (size_t)snprintf(out + off, n - off, ")");
+    }
+    sw_readings_free(&rs);
 }
 
 static void probe(struct sw__ro *c)
@@ -521,12 +674,17 @@ int sw_rollout_deploy(const struct sw_fleet *f, const struct sw_fleet_endpoint *
     rc = sw__ro_lock(&c, e);
     if (rc)
         goto out;
-    rollout_record(&c, "lock", true, t, "/run/slipway/%s.lock on %s", c.name, c.h.name);
+    rollout_record(&c, "lock", true, t, "/run/slipway/%s.lock on %s%s%s%s", c.name, c.h.name,
+                   c.lock_stale[0] ? " (taken over from a dead holder: " : "", c.lock_stale,
+                   c.lock_stale[0] ? ")" : "");
 
     t = sw_now_ns();
     rc = stage(&c, &rd, e);
+    if (rc && host_gone(&c, rc))
+        goto out;
     if (rc) {
-        fail_as(&c, "stage", "stage", "%s", e->msg);
+        /* the host's own words (ENOSPC's "No space left on device") name the class */
+        fail_as(&c, "stage", strstr(e->msg, "No space left") ? "disk_full" : "stage", "%s", e->msg);
         rollout_record(&c, "stage", false, t, "%s", e->msg);
         sw__ro_unstage(&c);
         r->outcome = SW_ROLLOUT_REFUSED;
@@ -539,6 +697,8 @@ int sw_rollout_deploy(const struct sw_fleet *f, const struct sw_fleet_endpoint *
     t = sw_now_ns();
     char vout[2048];
     rc = sw__ro_verify(&c, vout, sizeof(vout), e);
+    if (rc && host_gone(&c, rc))
+        goto out;
     if (rc) {
         fail_as(&c, "verify", "verify", "systemd-analyze verify: %.900s", vout[0] ? vout : e->msg);
         rollout_record(&c, "verify", false, t, "%s", r->fail_msg);
@@ -561,8 +721,10 @@ int sw_rollout_deploy(const struct sw_fleet *f, const struct sw_fleet_endpoint *
     char set[600];
     snprintf(set, sizeof(set), "%s/rollback", c.state);
     rc = sw__ro_save(&c, set, &r->had_rollback_set, e);
+    if (rc && host_gone(&c, rc))
+        goto out;
     if (rc) {
-        fail_as(&c, "save", "save", "%s", e->msg);
+        fail_as(&c, "save", strstr(e->msg, "No space left") ? "disk_full" : "save", "%s", e->msg);
         rollout_record(&c, "save", false, t, "%s", e->msg);
         sw__ro_unstage(&c);
         r->outcome = SW_ROLLOUT_REFUSED;
@@ -578,6 +740,11 @@ int sw_rollout_deploy(const struct sw_fleet *f, const struct sw_fleet_endpoint *
     char why[1024] = "";
     if (!rc)
         rc = systemctl(&c, "daemon-reload", NULL, 60000, why, sizeof(why));
+    if (rc && host_gone(&c, rc)) {
+        lost_host(&c, why[0] ? why : e->msg);
+        rc = 0;
+        goto out;
+    }
     if (rc) {
         fail_as(&c, "swap", "swap", "%s%s", e->msg, why);
         rollout_record(&c, "swap", false, t, "%s", r->fail_msg);
@@ -590,7 +757,12 @@ int sw_rollout_deploy(const struct sw_fleet *f, const struct sw_fleet_endpoint *
         t = sw_now_ns();
         c.t_down = t;
         r->stopped = true;
-        if (systemctl(&c, "stop", c.unit, STOP_MS, why, sizeof(why)))
+        int src = systemctl(&c, "stop", c.unit, STOP_MS, why, sizeof(why));
+        if (src && host_gone(&c, src)) {
+            lost_host(&c, why);
+            goto out;
+        }
+        if (src)
             rollout_record(&c, "stop", false, t, "%s", why);
         else
             rollout_record(&c, "stop", true, t, "%s stopped (was %s)", c.unit, before.active_state);
@@ -609,6 +781,11 @@ int sw_rollout_deploy(const struct sw_fleet *f, const struct sw_fleet_endpoint *
         sw_json_set_str(r->boot, "class", b.cls);
     r->journal = b.journal;
     b.journal = NULL;
+    if (!gen && !strcmp(b.cls, "ssh_dropped")) {
+        lost_host(&c, b.msg);
+        sw__ro_boot_free(&b);
+        goto out;
+    }
     if (!gen) {
         fail_as(&c, b.cls[0] && !strcmp(b.cls, "dead_generation") ? "liveness" : "boot", b.cls,
                 "%s", b.msg);
@@ -625,22 +802,49 @@ int sw_rollout_deploy(const struct sw_fleet *f, const struct sw_fleet_endpoint *
     }
 
     t = sw_now_ns();
+    char readings[1024], image[512];
+    commit_readings(&c, shape, readings, sizeof(readings));
+    image_digest(&c, image, sizeof(image));
     json_t *payload = payload_manifest(&c);
-    if (sw__ro_ledger_commit(&c, shape, &rd, payload, r->tag, sizeof(r->tag), e)) {
-        snprintf(r->ledger_msg, sizeof(r->ledger_msg), "the tag: %.480s", e->msg);
-        sw_err_clear(e);
-    }
-    json_decref(payload);
-    rc = sw__ro_commit(&c, r->tag, sizeof(r->tag), e);
+    size_t n_payload = json_array_size(payload);
+    /* the host first: its last-good is what a rollback reads, so the ledger names a tag only
+     * once the host holds it (a transport lost here leaves the attempt interrupted, never a
+     * ledger tag the host does not have); the host's tag directory then takes the ledger's name */
+    char host_tag[sizeof(r->tag)] = "";
+    rc = sw__ro_commit(&c, host_tag, sizeof(host_tag), e);
     if (rc) {
+        json_decref(payload);
         rollout_record(&c, "commit", false, t, "%s", e->msg);
         goto out;
     }
-    rollout_record(&c, "commit", true, t, "%s/last-good/ holds the new files; tag %s", c.state,
-                   r->tag);
+    snprintf(r->tag, sizeof(r->tag), "%s", host_tag);
+    if (sw__ro_ledger_commit(&c, shape, &rd, payload, image[0] ? image : NULL, r->tag,
+                             sizeof(r->tag), e)) {
+        snprintf(r->ledger_msg, sizeof(r->ledger_msg), "the tag: %.480s", e->msg);
+        sw_err_clear(e);
+        snprintf(r->tag, sizeof(r->tag), "%s", host_tag);
+    }
+    json_decref(payload);
+    if (strcmp(r->tag, host_tag) && sw__ro_rename_tag(&c, host_tag, r->tag, e)) {
+        snprintf(r->ledger_msg, sizeof(r->ledger_msg),
+                 "the host's tag directory %.100s could not take the ledger's name %.100s: %.150s",
+                 host_tag, r->tag, e->msg);
+        sw_err_clear(e);
+    }
+    rollout_record(&c, "commit", true, t,
+                   "%s/last-good/ holds the new files; tag %s; payload %zu file(s) hashed%s%s; "
+                   "%s",
+                   c.state, r->tag, n_payload, image[0] ? "; image " : "", image, readings);
     r->serving = true;
     r->outcome = SW_ROLLOUT_COMMITTED;
 out:
+    if (rc && c.locked && r->outcome == SW_ROLLOUT_NONE && host_gone(&c, rc)) {
+        /* the transport died once the host was ours: a verdict, not an error */
+        lost_host(&c, e->msg);
+        rc = 0;
+    }
+    if (rc == SW_ENET && !c.locked && r->outcome == SW_ROLLOUT_NONE)
+        fail_as(&c, "connect", "unreachable", "%s", e->msg); /* nothing was touched */
     if (rc && r->outcome == SW_ROLLOUT_NONE && !r->failed_step[0])
         fail_as(&c, "error", "error", "%s", e ? e->msg : "error");
     if (c.attempt > 0 && r->outcome != SW_ROLLOUT_COMMITTED) {
@@ -677,7 +881,9 @@ int sw_rollout_rollback(const struct sw_fleet *f, const struct sw_fleet_endpoint
     rc = sw__ro_lock(&c, e);
     if (rc)
         goto out;
-    rollout_record(&c, "lock", true, t, "/run/slipway/%s.lock on %s", c.name, c.h.name);
+    rollout_record(&c, "lock", true, t, "/run/slipway/%s.lock on %s%s%s%s", c.name, c.h.name,
+                   c.lock_stale[0] ? " (taken over from a dead holder: " : "", c.lock_stale,
+                   c.lock_stale[0] ? ")" : "");
 
     char set[700];
     bool yes = false;
@@ -712,6 +918,11 @@ int sw_rollout_rollback(const struct sw_fleet *f, const struct sw_fleet_endpoint
     char why[512] = "";
     if (!rc)
         rc = systemctl(&c, "daemon-reload", NULL, 60000, why, sizeof(why));
+    if (rc && host_gone(&c, rc)) {
+        lost_host(&c, why[0] ? why : e->msg);
+        rc = 0;
+        goto out;
+    }
     if (rc) {
         rollout_record(&c, "restore", false, t, "%s%s", e->msg, why);
         goto out;
@@ -728,7 +939,9 @@ int sw_rollout_rollback(const struct sw_fleet *f, const struct sw_fleet_endpoint
     b.evidence = NULL;
     r->journal = b.journal;
     b.journal = NULL;
-    if (gen) {
+    if (!gen && !strcmp(b.cls, "ssh_dropped")) {
+        lost_host(&c, b.msg);
+    } else if (gen) {
         r->serving = true;
         r->outcome = SW_ROLLOUT_RESTORED;
         snprintf(r->rollback_msg, sizeof(r->rollback_msg), "%.400s serves", set);
@@ -742,6 +955,10 @@ int sw_rollout_rollback(const struct sw_fleet *f, const struct sw_fleet_endpoint
     }
     sw__ro_boot_free(&b);
 out:
+    if (rc && c.locked && r->outcome == SW_ROLLOUT_NONE && host_gone(&c, rc)) {
+        lost_host(&c, e->msg);
+        rc = 0;
+    }
     ro_close(&c);
     sw_unit_render_free(&rd);
     return rc;

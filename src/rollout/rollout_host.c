@@ -105,6 +105,7 @@ int sw__ro_lock(struct sw__ro *c, struct sw_err *e)
         holder[strcspn(holder, "\n")] = '\0';
         sw_host_result_free(&hr);
         if (attempt == 0 && lock_stale(holder)) {
+            snprintf(c->lock_stale, sizeof(c->lock_stale), "%s", holder);
             const char *rargs[] = {path, holder, NULL};
             rc = sw__ro_sh(c, unlock_script, rargs, 30000, &hr, e);
             sw_host_result_free(&hr);
@@ -295,6 +296,22 @@ int sw__ro_commit(struct sw__ro *c, char *tag, size_t n, struct sw_err *e)
         snprintf(tag, n, "%s", hr.out);
         tag[strcspn(tag, "\n")] = '\0';
     }
+    sw_host_result_free(&hr);
+    return rc;
+}
+
+/* The host's tag directory FROM renamed TO (the ledger's name for it). */
+int sw__ro_rename_tag(struct sw__ro *c, const char *from, const char *to, struct sw_err *e)
+{
+    static const char script[] = "set -e\n"
+                                 "[ -d \"$1/tags/$2\" ]\n"
+                                 "rm -rf \"$1/tags/$3\"; mv \"$1/tags/$2\" \"$1/tags/$3\"; sync\n";
+    if (strchr(from, '/') || strchr(to, '/') || !from[0] || !to[0] || from[0] == '.' ||
+        to[0] == '.')
+        return sw_err_set(e, SW_EINVAL, "tag names %s, %s: not directory names", from, to);
+    const char *args[] = {c->state, from, to, NULL};
+    struct sw_host_result hr;
+    int rc = sw__ro_sh(c, script, args, 30000, &hr, e);
     sw_host_result_free(&hr);
     return rc;
 }

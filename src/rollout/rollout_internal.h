@@ -8,6 +8,7 @@
 #include <slipway/engine.h>
 #include <slipway/fleet.h>
 #include <slipway/host.h>
+#include <slipway/ledger.h>
 #include <slipway/rollout.h>
 #include <slipway/unit.h>
 
@@ -23,15 +24,18 @@ struct sw__ro {
     bool host_open;
     bool locked;
     char lock_owner[256];
-    char name[240];      /* the unit's name without .service */
-    char unit[256];      /* NAME.service */
-    char live_unit[512]; /* /etc/systemd/system/NAME.service */
-    char live_env[512];  /* the EnvironmentFile= path */
-    char state[512];     /* /var/lib/slipway/rollout/NAME */
-    char url[512];       /* http://ADDR:PORT */
-    uint64_t t_down;     /* sw_now_ns() when the endpoint stopped serving; 0: it was not */
-    int64_t attempt;     /* the ledger's attempt, 0 none */
+    char lock_stale[512]; /* the dead holder whose lock was taken over, "" none */
+    char name[240];       /* the unit's name without .service */
+    char unit[256];       /* NAME.service */
+    char live_unit[512];  /* /etc/systemd/system/NAME.service */
+    char live_env[512];   /* the EnvironmentFile= path */
+    char state[512];      /* /var/lib/slipway/rollout/NAME */
+    char url[512];        /* http://ADDR:PORT */
+    uint64_t t_down;      /* sw_now_ns() when the endpoint stopped serving; 0: it was not */
+    int64_t attempt;      /* the ledger's attempt, 0 none */
     bool same_shape_as_last_good;
+    char last_step[32]; /* the last step recorded (where an interruption happened) */
+    char gone_msg[512]; /* why the host was found unreachable after a failed step */
 };
 
 /* sh -c SCRIPT sh ARGS... on the host (args NULL-terminated, at most 11). */
@@ -51,13 +55,19 @@ int sw__ro_restore(struct sw__ro *c, const char *set, struct sw_err *e);
 int sw__ro_remove_live(struct sw__ro *c, struct sw_err *e);
 int sw__ro_commit(struct sw__ro *c, char *tag, size_t n, struct sw_err *e);
 int sw__ro_exists(struct sw__ro *c, const char *path, bool *yes, struct sw_err *e);
+int sw__ro_rename_tag(struct sw__ro *c, const char *from, const char *to, struct sw_err *e);
 
 /* The ledger side (rollout_ledger.c); no-ops without a writable ledger. */
 int sw__ro_ledger_begin(struct sw__ro *c, const json_t *shape, struct sw_err *e);
 void sw__ro_ledger_step(struct sw__ro *c, const char *step, bool ok, double ms, const char *detail);
 int sw__ro_ledger_commit(struct sw__ro *c, const json_t *shape, const struct sw_unit_render *rd,
-                         const json_t *payload, char *name, size_t n, struct sw_err *e);
+                         const json_t *payload, const char *image, char *name, size_t n,
+                         struct sw_err *e);
 void sw__ro_ledger_finish(struct sw__ro *c);
+/* A device reading taken at commit, as a usage row of the endpoint's shape (so `slipway
+ * history` shows it among the tag's measured figures); 0 and *id 0 when not writing. */
+int sw__ro_ledger_usage(struct sw__ro *c, const struct sw_ledger_usage *u, int64_t *id,
+                        struct sw_err *e);
 
 /* How a watched boot ended. */
 struct sw__ro_boot {

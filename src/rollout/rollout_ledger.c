@@ -62,7 +62,8 @@ void sw__ro_ledger_step(struct sw__ro *c, const char *step, bool ok, double ms, 
 
 /* The tag for a committed attempt; its name into name (the host's tag directory takes it). */
 int sw__ro_ledger_commit(struct sw__ro *c, const json_t *shape, const struct sw_unit_render *rd,
-                         const json_t *payload, char *name, size_t n, struct sw_err *e)
+                         const json_t *payload, const char *image, char *name, size_t n,
+                         struct sw_err *e)
 {
     if (!writing(c) || c->attempt <= 0)
         return 0;
@@ -75,7 +76,7 @@ int sw__ro_ledger_commit(struct sw__ro *c, const json_t *shape, const struct sw_
     t.env_name = rd->env.name;
     t.env_text = rd->env.shown;
     t.payload = payload;
-    t.image = c->ep->image.v;
+    t.image = image;
     t.note = c->o->note;
     t.downtime_ms = c->r->downtime_ms;
     char buf[SW_LEDGER_TAG_MAX];
@@ -84,6 +85,15 @@ int sw__ro_ledger_commit(struct sw__ro *c, const json_t *shape, const struct sw_
     if (!rc)
         snprintf(name, n, "%s", buf);
     return rc;
+}
+
+int sw__ro_ledger_usage(struct sw__ro *c, const struct sw_ledger_usage *u, int64_t *id,
+                        struct sw_err *e)
+{
+    *id = 0;
+    if (!writing(c))
+        return 0;
+    return sw_ledger_record_usage(c->o->ledger, u, id, e);
 }
 
 /* A failure class as the ledger's one lowercase word: "gate:known_bad" -> "known_bad". */
@@ -105,6 +115,9 @@ void sw__ro_ledger_finish(struct sw__ro *c)
         break;
     case SW_ROLLOUT_ROLLBACK_FAILED:
         f.outcome = "rollback_failed";
+        break;
+    case SW_ROLLOUT_INTERRUPTED:
+        f.outcome = "interrupted";
         break;
     default:
         f.outcome = "gate_refused";
@@ -129,7 +142,8 @@ void sw__ro_ledger_finish(struct sw__ro *c)
      * a binary, a path, the host) */
     bool shape_step = !strcmp(r->failed_step, "boot") || !strcmp(r->failed_step, "liveness") ||
                       !strcmp(r->failed_step, "probe");
-    f.not_the_shape = !shape_step || c->same_shape_as_last_good;
+    f.not_the_shape =
+        !shape_step || c->same_shape_as_last_good || r->outcome == SW_ROLLOUT_INTERRUPTED;
     struct sw_err e;
     sw_err_clear(&e);
     int64_t rule = 0;

@@ -153,6 +153,8 @@ int sw__ro_watch(struct sw__ro *c, const char *cursor0, struct sw__ro_boot *b, s
     struct sw_host_unit base;
     memset(&base, 0, sizeof(base));
     bool have_base = true;
+    int unreachable = 0; /* consecutive polls on which the host could not be reached */
+    char unreachable_msg[1024] = "";
     memset(b, 0, sizeof(*b));
 
     for (;;) {
@@ -169,6 +171,12 @@ int sw__ro_watch(struct sw__ro *c, const char *cursor0, struct sw__ro_boot *b, s
         struct sw_err ue;
         sw_err_clear(&ue);
         bool have_u = sw_host_unit_show(&c->h, false, c->unit, 30000, &u, &ue) == 0;
+        if (!have_u && ue.code == SW_ENET) {
+            unreachable++;
+            snprintf(unreachable_msg, sizeof(unreachable_msg), "%s", ue.msg);
+        } else {
+            unreachable = 0;
+        }
 
         const char *cls = NULL;
         char msg[1024] = "";
@@ -228,6 +236,16 @@ int sw__ro_watch(struct sw__ro *c, const char *cursor0, struct sw__ro_boot *b, s
             b->ready = true;
             b->ready_ns = sw_now_ns();
             b->evidence = have_u ? unit_json(&u) : json_object();
+            break;
+        }
+        /* the transport is gone (and the engine does not answer): nothing on the host can be
+         * read or changed from here; the caller does not roll back over a dead transport */
+        if (unreachable >= 3) {
+            snprintf(b->cls, sizeof(b->cls), "ssh_dropped");
+            snprintf(b->msg, sizeof(b->msg),
+                     "the host could not be reached on %d polls in a row: %.900s", unreachable,
+                     unreachable_msg);
+            b->evidence = json_object();
             break;
         }
         now = sw_now_ns();

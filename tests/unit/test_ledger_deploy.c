@@ -833,8 +833,11 @@ static void test_history_cli(void **state)
     out = swt_json_out(&r);
     json_t *t0 = json_array_get(json_object_get(out, "tags"), 0);
     assert_true(json_is_null(json_object_get(t0, "restorable")));
-    assert_string_equal(json_string_value(json_object_get(t0, "restorable_why")),
-                        "not checked (remote host)");
+    /* an ssh host is looked at over ssh: this one cannot be reached, so not checked, and why */
+    const char *why = json_string_value(json_object_get(t0, "restorable_why"));
+    assert_non_null(why);
+    assert_non_null(strstr(why, "not checked"));
+    assert_non_null(strstr(why, "far.invalid"));
     json_decref(out);
     swt_run_free(&r);
 

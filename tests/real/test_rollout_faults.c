@@ -1,0 +1,922 @@
+/*
+ * Real tier: the interruptions of a deploy (include/slipway/rollout.h), on real test hosts
+ * (scripts/testhost.sh: systemd, journald, sshd; sw-rf-a on 127.0.0.24, sw-rf-b on 127.0.0.25)
+ * running the pinned llama-server natively as the endpoint's systemd service:
+ *   (i)   ssh drops mid-deploy: the host's sshd is stopped and every sshd process of the host
+ *         killed (from the host's own PID 1 namespace) the moment slipway reports that it stopped
+ *         the old unit: the deploy ends `interrupted` (ssh_dropped) without hanging, a deploy while
+ *         sshd is down is refused before anything, and once sshd is back the next deploy takes the
+ *         dead process's lock over (naming it) and converges; the same fault after the start, then
+ *         `slipway rollback` converges to the last-good;
+ *   (ii)  disk full while staging: a 1 MiB tmpfs (holding copies of the live files) mounted over
+ *         /etc/systemd/system on the host and filled: staging fails with the host, the path and
+ *         ENOSPC's words, nothing half-written is left, the live files are byte-identical and the
+ *         live unit is never stopped (same MainPID, same NRestarts); with room again the deploy
+ *         converges;
+ *   (iii) slipway SIGKILLed in each step of the pipeline (stage, stop, start, boot-follow, probe,
+ *         commit), found from its progress lines: the next deploy (or rollback) converges, and the
+ *         ledger holds the killed attempt as `interrupted`, never `running`.
+ * The time the endpoint did not serve is measured from outside: a meter process sends the
+ * engine's one-token generation every 100 ms from before the fault until it has converged
+ * ("OUTAGE fault=... ms=..."), beside slipway's own figure of the converging run.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "swthost.h"
+#include "swtest.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define UNIT "slipway-rf.service"
+#define LIVE "/etc/systemd/system/" UNIT
+#define ENV  "/etc/slipway/slipway-rf.env"
+
+static char g_model_dir[4096];
+static char g_model[4096];
+static char g_missing[8700];
+
+struct fx {
+    struct swth_host h;
+    char *dir;
+    char fleet[4200];
+    char addr[32];
+    int port;
+    char payload[256]; /* the model's path on the host; "" /models/chat.gguf */
+    pid_t meter;
+    char meter_out[4300];
+};
+
+static int group_setup(void **state)
+{
+    (void)state;
+    swth_model(g_model_dir, sizeof(g_model_dir), g_model, sizeof(g_model), g_missing,
+               sizeof(g_missing));
+    return 0;
+}
+
+static int group_teardown(void **state)
+{
+    (void)state;
+    if (g_model_dir[0])
+        swt_tmpdir_free(strdup(g_model_dir));
+    return 0;
+}
+
+static int setup(void **state)
+{
+    struct fx *f = calloc(1, sizeof(*f));
+    *state = f;
+    return f ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    struct fx *f = *state;
+    if (f->meter > 0) {
+        kill(f->meter, SIGKILL);
+        waitpid(f->meter, NULL, 0);
+    }
+    swth_down(&f->h);
+    if (f->dir)
+        swt_tmpdir_free(f->dir);
+    free(f);
+    return 0;
+}
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* ssh CMD must exit 0; its stdout (free()). */
+static char *must(const struct swth_host *h, const char *cmd)
+{
+    struct swt_run r;
+    assert_int_equal(swth_ssh(h, cmd, NULL, 60, &r), 0);
+    if (r.status)
+        fail_msg("%s: `%s` exited %d: %s%s", h->name, cmd, r.status, r.out, r.err);
+    char *out = r.out;
+    r.out = NULL;
+    swt_run_free(&r);
+    return out;
+}
+
+/* `sh -c CMD` run inside the host's namespaces from this machine (no ssh: what a console on the
+ * host would do). Its exit status; its output into out (may be NULL, free()). */
+static int on_console(const struct swth_host *h, const char *cmd, char **out)
+{
+    char pid[32];
+    snprintf(pid, sizeof(pid), "%ld", (long)h->leader);
+    const char *argv[] = {"nsenter", "-t", pid,  "-m", "-u", "-i",
+                          "-n",      "-p", "sh", "-c", cmd,  NULL};
+    struct swt_run r;
+    assert_int_equal(swt_run(argv, NULL, 60, &r), 0);
+    int st = r.status;
+    if (out) {
+        *out = r.out;
+        r.out = NULL;
+    }
+    swt_run_free(&r);
+    return st;
+}
+
+static void show(const struct swth_host *h, const char *prop, char *buf, size_t n)
+{
+    char cmd[256];
+    snprintf(cmd, sizeof(cmd), "systemctl show -p %s --value " UNIT, prop);
+    char *out = must(h, cmd);
+    out[strcspn(out, "\n")] = '\0';
+    snprintf(buf, n, "%s", out);
+    free(out);
+}
+
+static void up(struct fx *f, const char *name, const char *addr)
+{
+    swt_need(swth_missing()[0] == '\0', "%s", swth_missing());
+    swt_need(g_model[0] != '\0', "no chat model: %s", g_missing);
+    char bind[4200];
+    snprintf(bind, sizeof(bind), "%s:/models", g_model_dir);
+    const char *binds[] = {bind, NULL};
+    assert_int_equal(swth_up(name, addr, binds, &f->h), 0);
+    print_message("host %s up at %s in %ld ms\n", name, addr, f->h.boot_ms);
+    snprintf(f->addr, sizeof(f->addr), "%s", addr);
+    f->dir = swt_tmpdir();
+    snprintf(f->fleet, sizeof(f->fleet), "%s", swt_join(f->dir, "fleet.yaml"));
+    f->port = swt_free_port();
+}
+
+/* The fleet: endpoint `rf` on the host, native llama-server with the given ctx. */
+static void write_fleet(struct fx *f, int ctx)
+{
+    char text[8192];
+    snprintf(text, sizeof(text),
+             "version: 1\n"
+             "hosts:\n"
+             "  rf-host:\n"
+             "    transport: {kind: ssh, address: %s, user: root, identity_file: %s, "
+             "known_hosts: %s}\n"
+             "    devices:\n"
+             "      cpu: {kind: cpu, vendor: cpu}\n"
+             "endpoints:\n"
+             "  rf:\n"
+             "    host: rf-host\n"
+             "    engine: llama.cpp\n"
+             "    binary: /opt/llama/bin/llama-server\n"
+             "    runtime: native\n"
+             "    listen: %s:%d\n"
+             "    alias: rf-tiny\n"
+             "    payload:\n"
+             "      path: %s\n"
+             "      quantization: f32\n"
+             "    shape:\n"
+             "      ctx_size: %d\n"
+             "      seqs: 1\n"
+             "      n_gpu_layers: 0\n"
+             "    service:\n"
+             "      restart_sec: 1s\n"
+             "    args: [--metrics]\n",
+             f->addr, f->h.key, f->h.known_hosts, f->addr, f->port,
+             f->payload[0] ? f->payload : "/models/chat.gguf", ctx);
+    swt_write_str(f->fleet, text);
+}
+
+#define PROBE "readiness,liveness,models,chat"
+
+/* slipway VERB rf FLEET --json ARGS...: the parsed result; *status its exit. */
+static json_t *run(struct fx *f, int *status, const char *verb, ...)
+{
+    const char *argv[32];
+    size_t n = 0;
+    argv[n++] = swt_bin();
+    argv[n++] = verb;
+    argv[n++] = "rf";
+    argv[n++] = f->fleet;
+    argv[n++] = "--json";
+    va_list ap;
+    va_start(ap, verb);
+    for (const char *a = va_arg(ap, const char *); a && n < 31; a = va_arg(ap, const char *))
+        argv[n++] = a;
+    va_end(ap);
+    argv[n] = NULL;
+    struct swt_run r;
+    assert_int_equal(swt_run(argv, NULL, 600, &r), 0);
+    *status = r.status;
+    json_t *j = swt_json_out(&r);
+    if (r.err && r.err[0])
+        print_message("stderr: %s\n", r.err);
+    swt_run_free(&r);
+    return j;
+}
+
+static const char *str(const json_t *j, const char *k)
+{
+    const char *s = json_string_value(json_object_get(j, k));
+    return s ? s : "";
+}
+
+/* The step details of a result, one line each. */
+static void print_steps(const json_t *j)
+{
+    size_t i;
+    const json_t *s;
+    json_array_foreach(json_object_get(j, "steps"), i, s)
+    {
+        print_message("  %-11s %-4s %7.0f ms  %.300s\n", str(s, "step"),
+                      json_is_true(json_object_get(s, "ok")) ? "ok" : "FAIL",
+                      json_number_value(json_object_get(s, "ms")), str(s, "detail"));
+    }
+}
+
+/* slipway's own figure of the converging run: null when it stopped nothing (the interrupted
+ * run had stopped the unit already; the meter's figure covers that). */
+static void print_downtime(const char *fault, const json_t *j)
+{
+    const json_t *dt = json_object_get(j, "downtime_ms");
+    if (json_is_integer(dt))
+        print_message("DOWNTIME fault=%s converging-run ms=%lld (%s)\n", fault,
+                      (long long)json_integer_value(dt), str(j, "outcome"));
+    else
+        print_message("DOWNTIME fault=%s converging-run ms=- (%s; it stopped nothing)\n", fault,
+                      str(j, "outcome"));
+}
+
+static json_t *deploy(struct fx *f, int *st)
+{
+    return run(f, st, "deploy", "--no-worst-case", "--probe-only", PROBE, NULL);
+}
+
+static void must_commit(struct fx *f, const char *what)
+{
+    int st = 0;
+    json_t *j = deploy(f, &st);
+    if (st != 0 || strcmp(str(j, "outcome"), "committed")) {
+        print_steps(j);
+        fail_msg("%s: exit %d, %s: %s %s\njournal:\n%s", what, st, str(j, "outcome"),
+                 str(j, "fail_class"), str(j, "fail_msg"), str(j, "journal"));
+    }
+    json_decref(j);
+}
+
+/* The endpoint answers a one-token generation within timeout_s (status 200). */
+static bool generates(const char *addr, int port, unsigned timeout_s)
+{
+    char url[128], tm[16];
+    snprintf(url, sizeof(url), "http://%s:%d/v1/chat/completions", addr, port);
+    snprintf(tm, sizeof(tm), "%u", timeout_s);
+    const char *argv[] = {"curl",
+                          "-sS",
+                          "-m",
+                          tm,
+                          "-o",
+                          "/dev/null",
+                          "-w",
+                          "%{http_code}",
+                          "-H",
+                          "Content-Type: application/json",
+                          "--data-binary",
+                          "{\"messages\":[{\"role\":\"user\",\"content\":\"Say OK.\"}],"
+                          "\"max_tokens\":1,\"temperature\":0}",
+                          url,
+                          NULL};
+    struct swt_run r;
+    if (swt_run(argv, NULL, timeout_s + 5, &r))
+        return false;
+    bool ok = r.out && !strcmp(r.out, "200");
+    swt_run_free(&r);
+    return ok;
+}
+
+static bool serves(struct fx *f)
+{
+    return generates(f->addr, f->port, 60);
+}
+
+static bool live_has(struct fx *f, const char *needle)
+{
+    char *out = must(&f->h, "cat " LIVE);
+    bool has = strstr(out, needle) != NULL;
+    free(out);
+    return has;
+}
+
+/* No staged file and no copy's temporary file left beside the live ones. */
+static void nothing_staged(struct fx *f)
+{
+    char *out = must(&f->h, "ls -A /etc/systemd/system/ /etc/slipway/ | "
+                            "grep -c -e '\\.new$' -e '^\\.slipway-copy' -e '\\.rb$' || true");
+    if (strcmp(out, "0\n"))
+        fail_msg("left on the host: %s", must(&f->h, "ls -lA /etc/systemd/system/ /etc/slipway/"));
+    free(out);
+}
+
+/* ---- the outage meter: a process that asks for one generated token every 100 ms ---- */
+
+static volatile sig_atomic_t g_meter_stop;
+
+static void meter_term(int sig)
+{
+    (void)sig;
+    g_meter_stop = 1;
+}
+
+static void meter_start(struct fx *f)
+{
+    snprintf(f->meter_out, sizeof(f->meter_out), "%s", swt_join(f->dir, "meter.txt"));
+    unlink(f->meter_out);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        signal(SIGTERM, meter_term);
+        double total = 0, longest = 0, down_since = 0;
+        long polls = 0, fails = 0;
+        while (!g_meter_stop) {
+            double t = now_ms();
+            bool ok = generates(f->addr, f->port, 3);
+            polls++;
+            if (!ok) {
+                fails++;
+                if (down_since == 0)
+                    down_since = t;
+            } else if (down_since != 0) {
+                double span = t - down_since;
+                total += span;
+                if (span > longest)
+                    longest = span;
+                down_since = 0;
+            }
+            usleep(100000);
+        }
+        bool still = down_since != 0;
+        if (still) {
+            double span = now_ms() - down_since;
+            total += span;
+            if (span > longest)
+                longest = span;
+        }
+        FILE *o = fopen(f->meter_out, "w");
+        if (o) {
+            fprintf(o, "%.0f %.0f %ld %ld %d\n", total, longest, polls, fails, still ? 1 : 0);
+            fclose(o);
+        }
+        _exit(0);
+    }
+    f->meter = pid;
+    /* it has seen the endpoint serve before the fault */
+    usleep(300000);
+}
+
+/* The meter stopped: the total time not serving (ms), printed as OUTAGE. */
+static long meter_stop(struct fx *f, const char *fault)
+{
+    assert_true(f->meter > 0);
+    kill(f->meter, SIGTERM);
+    int ws = 0;
+    waitpid(f->meter, &ws, 0);
+    f->meter = 0;
+    FILE *in = fopen(f->meter_out, "r");
+    assert_non_null(in);
+    double total = 0, longest = 0;
+    long polls = 0, fails = 0;
+    int still = 0;
+    assert_int_equal(fscanf(in, "%lf %lf %ld %ld %d", &total, &longest, &polls, &fails, &still), 5);
+    fclose(in);
+    print_message("OUTAGE fault=%s ms=%.0f (longest %.0f ms; %ld of %ld polls failed%s)\n", fault,
+                  total, longest, fails, polls, still ? "; STILL DOWN" : "");
+    assert_int_equal(still, 0);
+    return (long)total;
+}
+
+/* ---- a deploy run as a child, its progress lines read as they come ---- */
+
+struct child {
+    pid_t pid;
+    FILE *in;
+    char out[65536];
+    size_t len;
+};
+
+static void child_start(struct fx *f, struct child *c, const char *verb)
+{
+    int fds[2];
+    memset(c, 0, sizeof(*c));
+    assert_int_equal(pipe(fds), 0);
+    c->pid = fork();
+    assert_true(c->pid >= 0);
+    if (c->pid == 0) {
+        dup2(fds[1], 1);
+        dup2(fds[1], 2);
+        close(fds[0]);
+        close(fds[1]);
+        execl(swt_bin(), swt_bin(), verb, "rf", f->fleet, "--no-worst-case", "--probe-only", PROBE,
+              (char *)NULL);
+        _exit(127);
+    }
+    close(fds[1]);
+    c->in = fdopen(fds[0], "r");
+    assert_non_null(c->in);
+}
+
+/* Read lines until one starts with the step word `step` (a progress line: "STEP  ok ..."), or
+ * EOF. Returns whether it came. */
+static bool child_until(struct child *c, const char *step)
+{
+    char line[4096];
+    size_t sl = strlen(step);
+    while (fgets(line, sizeof(line), c->in)) {
+        size_t l = strlen(line);
+        if (c->len + l < sizeof(c->out)) {
+            memcpy(c->out + c->len, line, l);
+            c->len += l;
+            c->out[c->len] = '\0';
+        }
+        if (!strncmp(line, step, sl) && line[sl] == ' ')
+            return true;
+    }
+    return false;
+}
+
+/* The rest of its output and its wait status. */
+static int child_end(struct child *c)
+{
+    child_until(c, "\x01never");
+    fclose(c->in);
+    int ws = 0;
+    waitpid(c->pid, &ws, 0);
+    return ws;
+}
+
+/* The ledger's attempts of rf, newest first (history --json). */
+static json_t *attempts(struct fx *f)
+{
+    int st = 0;
+    json_t *j = run(f, &st, "history", NULL);
+    assert_int_equal(st, 0);
+    json_t *a = json_incref(json_object_get(j, "attempts"));
+    json_decref(j);
+    return a;
+}
+
+static const json_t *attempt_by_id(const json_t *a, json_int_t id)
+{
+    size_t i;
+    const json_t *x;
+    json_array_foreach(a, i, x)
+    {
+        if (json_integer_value(json_object_get(x, "id")) == id)
+            return x;
+    }
+    return NULL;
+}
+
+static json_int_t newest_attempt(struct fx *f)
+{
+    json_t *a = attempts(f);
+    json_int_t id = json_integer_value(json_object_get(json_array_get(a, 0), "id"));
+    json_decref(a);
+    return id;
+}
+
+/* ---- (i) ssh drops mid-deploy ---- */
+
+/* The host's sshd gone: the service stopped and every sshd process (the listener and each
+ * session, slipway's master connection among them) killed, from the host's own namespaces. */
+static void sever(const struct swth_host *h)
+{
+    char *out = NULL;
+    int st = on_console(h,
+                        "systemctl stop ssh.service ssh.socket 2>/dev/null; "
+                        "pkill -KILL -x sshd; sleep 0.2; pgrep -x sshd || echo gone",
+                        &out);
+    print_message("sshd on %s severed (exit %d): %s", h->name, st, out ? out : "");
+    assert_non_null(strstr(out, "gone"));
+    free(out);
+}
+
+static void mend(const struct swth_host *h)
+{
+    char *out = NULL;
+    int st = on_console(h,
+                        "systemctl reset-failed ssh.service ssh.socket 2>/dev/null; "
+                        "systemctl start ssh.service 2>&1 || systemctl status ssh.service 2>&1",
+                        &out);
+    if (st)
+        fail_msg("sshd on %s did not start again: %s", h->name, out);
+    free(out);
+    assert_int_equal(swth_wait(h, "true", 30, NULL), 0);
+}
+
+static void test_ssh_drop_converges(void **state)
+{
+    struct fx *f = *state;
+    json_t *h = NULL;
+    up(f, "sw-rf-a", "127.0.0.24");
+    write_fleet(f, 512);
+    must_commit(f, "baseline");
+    assert_true(serves(f));
+
+    /* 1. severed right after slipway stopped the old unit */
+    json_int_t severed = newest_attempt(f) + 1;
+    write_fleet(f, 1024);
+    meter_start(f);
+    struct child c;
+    child_start(f, &c, "deploy");
+    double t0 = now_ms();
+    bool at_stop = child_until(&c, "stop");
+    if (at_stop)
+        sever(&f->h);
+    int ws = child_end(&c);
+    double t_end = now_ms();
+    print_message("the severed deploy (%.0f ms after the stop line):\n", t_end - t0);
+    fputs(c.out, stdout);
+    assert_true(at_stop);
+    assert_true(WIFEXITED(ws));
+    assert_int_equal(WEXITSTATUS(ws), 1);
+    assert_non_null(strstr(c.out, "): interrupted"));
+    assert_non_null(strstr(c.out, "ssh_dropped"));
+    /* it did not hang on the dead transport */
+    assert_true(t_end - t0 < 60000);
+    char *lock = NULL;
+    assert_int_equal(on_console(&f->h, "cat /run/slipway/slipway-rf.lock", &lock), 0);
+    print_message("the lock left on the host: %s", lock);
+    free(lock);
+
+    /* while sshd is down: refused before anything, at once */
+    int st = 0;
+    double t1 = now_ms();
+    json_t *j = deploy(f, &st);
+    const char *msg = json_string_value(json_object_get(json_object_get(j, "error"), "message"));
+    print_message("a deploy while sshd is down: exit %d in %.0f ms: %s\n", st, now_ms() - t1,
+                  msg ? msg : "");
+    assert_int_equal(st, 1);
+    assert_non_null(msg);
+    assert_non_null(strstr(msg, "unreachable"));
+    json_decref(j);
+
+    /* sshd back: the next deploy takes the dead process's lock over and converges */
+    mend(&f->h);
+    j = deploy(f, &st);
+    print_steps(j);
+    if (st != 0 || strcmp(str(j, "outcome"), "committed"))
+        fail_msg("the deploy after the drop: exit %d %s %s: %s", st, str(j, "outcome"),
+                 str(j, "fail_class"), str(j, "fail_msg"));
+    const json_t *lk = json_array_get(json_object_get(j, "steps"), 2);
+    assert_string_equal(str(lk, "step"), "lock");
+    assert_non_null(strstr(str(lk, "detail"), "taken over from a dead holder: host="));
+    print_downtime("ssh_drop_after_stop", j);
+    json_decref(j);
+    meter_stop(f, "ssh_drop_after_stop");
+    assert_true(live_has(f, "-c 1024"));
+    assert_true(serves(f));
+    nothing_staged(f);
+    json_t *a = attempts(f);
+    const json_t *x = attempt_by_id(a, severed);
+    assert_non_null(x);
+    print_message("the severed attempt in the ledger: #%lld %s %s\n", (long long)severed,
+                  str(x, "outcome"), str(x, "failure_class"));
+    assert_string_equal(str(x, "outcome"), "interrupted");
+    assert_string_equal(str(x, "failure_class"), "ssh_dropped");
+    x = attempt_by_id(a, severed + 1);
+    assert_non_null(x);
+    print_message("the attempt while sshd was down: #%lld %s %s\n", (long long)severed + 1,
+                  str(x, "outcome"), str(x, "failure_class"));
+    assert_string_equal(str(x, "failure_class"), "unreachable");
+    assert_string_equal(str(json_array_get(a, 0), "outcome"), "committed");
+    json_decref(a);
+
+    /* 2. severed right after the start of the new shape (ctx 512 again), while slipway
+     * follows the boot; `slipway rollback` converges to the last-good (ctx 1024) */
+    write_fleet(f, 512);
+    meter_start(f);
+    child_start(f, &c, "deploy");
+    t0 = now_ms();
+    bool at_start = child_until(&c, "start");
+    if (at_start)
+        sever(&f->h);
+    ws = child_end(&c);
+    t_end = now_ms();
+    print_message("the deploy severed at the start (%.0f ms after the start line):\n", t_end - t0);
+    fputs(c.out, stdout);
+    assert_true(at_start);
+    assert_int_equal(WEXITSTATUS(ws), 1);
+    assert_non_null(strstr(c.out, "): interrupted"));
+    assert_non_null(strstr(c.out, "ssh_dropped"));
+    mend(&f->h);
+    j = run(f, &st, "rollback", NULL);
+    print_steps(j);
+    if (st != 0 || strcmp(str(j, "outcome"), "restored"))
+        fail_msg("rollback after the drop: exit %d %s %s: %s", st, str(j, "outcome"),
+                 str(j, "fail_class"), str(j, "fail_msg"));
+    print_downtime("ssh_drop_after_start", j);
+    json_decref(j);
+    meter_stop(f, "ssh_drop_after_start");
+    assert_true(live_has(f, "-c 1024"));
+    assert_true(serves(f));
+    nothing_staged(f);
+    a = attempts(f);
+    x = json_array_get(a, 0);
+    assert_string_equal(str(x, "outcome"), "interrupted");
+    assert_string_equal(str(x, "failure_class"), "ssh_dropped");
+    json_decref(a);
+
+    /* 3. severed once the battery passed, in the commit: whatever the moment, the ledger's
+     * last-good and the host's last-good are the same shape afterwards (the host commits
+     * first; the ledger names a tag only once the host holds it) */
+    write_fleet(f, 512);
+    child_start(f, &c, "deploy");
+    bool at_probe = child_until(&c, "probe");
+    if (at_probe)
+        sever(&f->h);
+    ws = child_end(&c);
+    print_message("the deploy severed in the commit:\n");
+    fputs(c.out, stdout);
+    assert_true(at_probe);
+    mend(&f->h);
+    h = run(f, &st, "history", NULL);
+    const char *lg = json_string_value(json_object_get(h, "last_good"));
+    const json_t *lgt = NULL;
+    size_t k;
+    json_array_foreach(json_object_get(h, "tags"), k, x)
+    {
+        if (lg && !strcmp(str(x, "name"), lg))
+            lgt = x;
+    }
+    assert_non_null(lgt);
+    char *host_lg = must(&f->h, "grep -o -- '-c [0-9]*' /var/lib/slipway/rollout/slipway-rf/"
+                                "last-good/" UNIT);
+    print_message("ledger last-good %s (%s); host last-good: %s", lg, str(lgt, "summary"), host_lg);
+    bool ledger_512 = strstr(str(lgt, "summary"), "ctx=512") != NULL;
+    bool host_512 = strstr(host_lg, "-c 512") != NULL;
+    assert_int_equal(ledger_512, host_512);
+    free(host_lg);
+    json_decref(h);
+    if (WEXITSTATUS(ws) != 0) {
+        assert_non_null(strstr(c.out, "): interrupted"));
+        j = run(f, &st, "rollback", NULL);
+        assert_int_equal(st, 0);
+        json_decref(j);
+    }
+    assert_true(serves(f));
+    nothing_staged(f);
+}
+
+/* ---- (ii) disk full while staging ---- */
+
+static void test_disk_full_staging(void **state)
+{
+    struct fx *f = *state;
+    up(f, "sw-rf-a", "127.0.0.24");
+    write_fleet(f, 512);
+    must_commit(f, "baseline");
+    /* a 1 MiB tmpfs over the unit directory, holding copies of what was there, then filled */
+    char *out = must(&f->h, "set -e; d=/etc/systemd/system; rm -rf /root/sys.keep; "
+                            "mkdir /root/sys.keep; cp -a $d/. /root/sys.keep/; "
+                            "mount -t tmpfs -o size=1m,mode=0755 sw-rf-full $d; "
+                            "cp -a /root/sys.keep/. $d/; "
+                            "dd if=/dev/zero of=$d/.filler bs=4k 2>/dev/null || true; "
+                            "sync; df -k $d | tail -1");
+    print_message("the unit directory on the host: %s", out);
+    free(out);
+    out = must(&f->h, "cat " LIVE " > /dev/null && echo x > /etc/systemd/system/.probe 2>&1 "
+                      "|| echo full");
+    assert_string_equal(out, "full\n");
+    free(out);
+    char *before = must(&f->h, "sha256sum " LIVE " " ENV);
+    char pid0[64], nr0[64];
+    show(&f->h, "MainPID", pid0, sizeof(pid0));
+    show(&f->h, "NRestarts", nr0, sizeof(nr0));
+
+    write_fleet(f, 1024);
+    meter_start(f);
+    int st = 0;
+    json_t *j = deploy(f, &st);
+    print_steps(j);
+    print_message("disk_full: outcome=%s step=%s class=%s\n  %s\n", str(j, "outcome"),
+                  str(j, "failed_step"), str(j, "fail_class"), str(j, "fail_msg"));
+    assert_int_equal(st, 1);
+    assert_string_equal(str(j, "outcome"), "refused");
+    assert_string_equal(str(j, "failed_step"), "stage");
+    assert_string_equal(str(j, "fail_class"), "disk_full");
+    const char *msg = str(j, "fail_msg");
+    assert_non_null(strstr(msg, "rf-host"));
+    assert_non_null(strstr(msg, LIVE ".new"));
+    assert_non_null(strstr(msg, "No space left on device"));
+    assert_false(json_is_true(json_object_get(j, "stopped")));
+    assert_true(json_is_null(json_object_get(j, "downtime_ms")));
+    json_int_t refused_attempt = json_integer_value(json_object_get(j, "attempt"));
+    json_decref(j);
+    long outage = meter_stop(f, "disk_full");
+    assert_int_equal(outage, 0);
+    /* nothing half-written, nothing changed, the unit never stopped */
+    nothing_staged(f);
+    char *after = must(&f->h, "sha256sum " LIVE " " ENV);
+    assert_string_equal(before, after);
+    free(after);
+    char pid1[64], nr1[64];
+    show(&f->h, "MainPID", pid1, sizeof(pid1));
+    show(&f->h, "NRestarts", nr1, sizeof(nr1));
+    assert_string_equal(pid0, pid1);
+    assert_string_equal(nr0, nr1);
+    assert_true(serves(f));
+    json_t *a = attempts(f);
+    const json_t *x = attempt_by_id(a, refused_attempt);
+    assert_non_null(x);
+    print_message("the refused attempt in the ledger: #%lld %s %s\n", (long long)refused_attempt,
+                  str(x, "outcome"), str(x, "failure_class"));
+    assert_string_equal(str(x, "failure_class"), "disk_full");
+    json_decref(a);
+    free(before);
+
+    /* room again: the same deploy converges */
+    free(must(&f->h, "rm -f /etc/systemd/system/.filler"));
+    must_commit(f, "the deploy with room again");
+    assert_true(live_has(f, "-c 1024"));
+    assert_true(serves(f));
+    nothing_staged(f);
+}
+
+/* ---- (iii) slipway killed in each step ---- */
+
+static void check_tags_restorable(struct fx *f);
+
+struct kill_point {
+    const char *after; /* the progress line it is killed on */
+    const char *in;    /* the step that runs then */
+    bool rollback;     /* converge with `rollback` instead of deploy */
+};
+
+static void test_killed_at_each_step(void **state)
+{
+    struct fx *f = *state;
+    static const struct kill_point points[] = {
+        {"lock", "stage", false},       {"swap", "stop", false},      {"stop", "start", false},
+        {"start", "boot-follow", true}, {"liveness", "probe", false}, {"probe", "commit", false},
+    };
+    up(f, "sw-rf-b", "127.0.0.25");
+    /* the payload on the host's own disk (the bind is read-only): the end moves it away */
+    free(must(&f->h, "mkdir -p /srv/m && cp /models/chat.gguf /srv/m/chat.gguf"));
+    snprintf(f->payload, sizeof(f->payload), "/srv/m/chat.gguf");
+    int ctx = 512;
+    write_fleet(f, ctx);
+    must_commit(f, "baseline");
+    for (size_t i = 0; i < sizeof(points) / sizeof(points[0]); i++) {
+        const struct kill_point *p = &points[i];
+        int next = ctx == 512 ? 1024 : 512;
+        json_int_t before = newest_attempt(f);
+        write_fleet(f, next);
+        meter_start(f);
+        struct child c;
+        child_start(f, &c, "deploy");
+        bool came = child_until(&c, p->after);
+        if (came)
+            kill(c.pid, SIGKILL);
+        int ws = child_end(&c);
+        if (!came || !WIFSIGNALED(ws))
+            fail_msg("kill after %s: the line %s, ws %d:\n%s", p->after,
+                     came ? "came" : "never came", ws, c.out);
+        char *lock = NULL;
+        on_console(&f->h, "cat /run/slipway/slipway-rf.lock 2>/dev/null || echo none", &lock);
+        print_message("killed in %s (after the %s line); lock left: %s", p->in, p->after, lock);
+        free(lock);
+        /* the ledger does not say `running` for it: its process is gone */
+        json_t *a = attempts(f);
+        const json_t *x = attempt_by_id(a, before + 1);
+        assert_non_null(x);
+        /* killed in commit, the ledger's tag may have landed before the host's copy: then it
+         * says committed (true of the ledger; the host converges on the next run) */
+        if (strcmp(str(x, "outcome"), "interrupted") &&
+            !(strcmp(p->in, "commit") == 0 && strcmp(str(x, "outcome"), "committed") == 0))
+            fail_msg("killed in %s: attempt #%lld is %s", p->in, (long long)(before + 1),
+                     str(x, "outcome"));
+        bool ledger_committed = strcmp(str(x, "outcome"), "committed") == 0;
+        json_decref(a);
+
+        int st = 0;
+        json_t *j = p->rollback ? run(f, &st, "rollback", NULL) : deploy(f, &st);
+        const char *want = p->rollback ? "restored" : "committed";
+        if (st != 0 || strcmp(str(j, "outcome"), want)) {
+            print_steps(j);
+            fail_msg("after a kill in %s: exit %d %s %s: %s", p->in, st, str(j, "outcome"),
+                     str(j, "fail_class"), str(j, "fail_msg"));
+        }
+        char fault[64];
+        snprintf(fault, sizeof(fault), "killed_in_%s", p->in);
+        print_downtime(fault, j);
+        if (!p->rollback) {
+            /* the commit records the payload's digest and the device readings (this host has
+             * no device tool: it says so) */
+            const json_t *steps = json_object_get(j, "steps");
+            const json_t *cm = json_array_get(steps, json_array_size(steps) - 1);
+            print_message("commit: %s\n", str(cm, "detail"));
+            assert_string_equal(str(cm, "step"), "commit");
+            assert_non_null(strstr(str(cm, "detail"), "payload 1 file(s) hashed"));
+            assert_non_null(strstr(str(cm, "detail"), "device readings: none (no device tool"));
+        }
+        json_decref(j);
+        meter_stop(f, fault);
+        if (!p->rollback)
+            ctx = next;
+        char needle[32];
+        snprintf(needle, sizeof(needle), "-c %d", ctx);
+        assert_true(live_has(f, needle));
+        assert_true(serves(f));
+        nothing_staged(f);
+        /* recorded: interrupted, with the step it last finished */
+        a = attempts(f);
+        x = attempt_by_id(a, before + 1);
+        assert_non_null(x);
+        const json_t *ev = json_object_get(x, "evidence");
+        print_message("ledger: attempt #%lld %s (recovered %s), last step %s\n",
+                      (long long)(before + 1), str(x, "outcome"),
+                      json_is_true(json_object_get(x, "recovered")) ? "yes" : "not yet",
+                      str(ev, "last_step"));
+        if (!ledger_committed)
+            assert_string_equal(str(x, "outcome"), "interrupted");
+        size_t k;
+        const json_t *y;
+        json_array_foreach(a, k, y)
+        {
+            if (!strcmp(str(y, "outcome"), "running"))
+                fail_msg("attempt #%lld is still `running`",
+                         (long long)json_integer_value(json_object_get(y, "id")));
+        }
+        json_decref(a);
+    }
+    check_tags_restorable(f);
+}
+
+/* (iv) the tags: the payload with its sha256 as read on the host, restorable while it is there;
+ * with the payload gone, `slipway history` says not restorable and names what is missing. */
+static void check_tags_restorable(struct fx *f)
+{
+    char *sum = must(&f->h, "sha256sum /srv/m/chat.gguf");
+    sum[64] = '\0';
+    int st = 0;
+    json_t *h = run(f, &st, "history", NULL);
+    assert_int_equal(st, 0);
+    const json_t *t = json_array_get(json_object_get(h, "tags"), 0);
+    const json_t *p0 = json_array_get(json_object_get(t, "payload"), 0);
+    print_message("tag %s: payload %s size %lld sha256 %s; restorable %s (%s)\n", str(t, "name"),
+                  str(p0, "path"), (long long)json_integer_value(json_object_get(p0, "size")),
+                  str(p0, "sha256"), json_is_true(json_object_get(t, "restorable")) ? "yes" : "no",
+                  str(t, "restorable_why"));
+    assert_string_equal(str(p0, "path"), "/srv/m/chat.gguf");
+    assert_string_equal(str(p0, "sha256"), sum);
+    assert_true(json_is_true(json_object_get(t, "restorable")));
+    json_decref(h);
+    /* the human view shows the digest, and the commit step said what the devices read */
+    const char *hv[] = {swt_bin(), "history", "rf", f->fleet, NULL};
+    struct swt_run hr;
+    assert_int_equal(swt_run(hv, NULL, 60, &hr), 0);
+    assert_non_null(strstr(hr.out, sum));
+    swt_run_free(&hr);
+    free(sum);
+    free(must(&f->h, "mv /srv/m/chat.gguf /srv/m/chat.gguf.away"));
+    h = run(f, &st, "history", NULL);
+    assert_int_equal(st, 0);
+    size_t i;
+    const json_t *x;
+    json_array_foreach(json_object_get(h, "tags"), i, x)
+    {
+        if (!json_is_false(json_object_get(x, "restorable")))
+            fail_msg("tag %s is restorable %s with its payload gone", str(x, "name"),
+                     json_dumps(json_object_get(x, "restorable"), JSON_ENCODE_ANY));
+        assert_string_equal(json_string_value(json_array_get(json_object_get(x, "missing"), 0)),
+                            "/srv/m/chat.gguf");
+    }
+    json_decref(h);
+    const char *argv[] = {swt_bin(), "history", "rf", f->fleet, NULL};
+    struct swt_run r;
+    assert_int_equal(swt_run(argv, NULL, 60, &r), 0);
+    print_message("slipway history with the payload gone:\n%s", r.out);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "restorable: NO"));
+    swt_run_free(&r);
+    free(must(&f->h, "mv /srv/m/chat.gguf.away /srv/m/chat.gguf"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_ssh_drop_converges, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_disk_full_staging, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_killed_at_each_step, setup, teardown),
+    };
+    /* SW_TEST_FILTER=test_disk_full_staging: one test only */
+    if (getenv("SW_TEST_FILTER"))
+        cmocka_set_test_filter(getenv("SW_TEST_FILTER"));
+    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
