@@ -36,6 +36,7 @@ void sw_sim_config_init(struct sw_sim_config *c)
     c->timing.decode_per_seq_us = 200.0;
     c->timing.decode_per_kv_us = 1.0;
     c->timing.prefill_per_token_us = 50.0;
+    c->timing.batch_window_us = 1000.0;
 }
 
 bool sw_sim_payload_missing(const char *model_dir)
@@ -189,11 +190,15 @@ void sw_sim_free(struct sw_sim *s)
         event_free(s->load_timer);
     if (s->step_timer)
         event_free(s->step_timer);
+    if (s->window_timer)
+        event_free(s->window_timer);
     if (s->listen_fd >= 0 && !s->http_owns_fd)
         close(s->listen_fd);
     if (s->base)
         event_base_free(s->base);
     sw_free(s->slots);
+    sw_free(s->pf_n);
+    sw_free(s->pf_k0);
     sw_buf_free(&s->boot_early);
     sw_buf_free(&s->boot_mem);
     sw_buf_free(&s->boot_tail);
@@ -351,7 +356,13 @@ int sw_sim_run(struct sw_sim *s, int *exit_status, struct sw_err *e)
     int rc;
     *exit_status = 1;
     s->t0_ns = sw_now_ns();
-    s->base = event_base_new();
+    /* steps are timed to the microsecond: epoll's millisecond timeout would round each one */
+    struct event_config *ec = event_config_new();
+    if (ec)
+        event_config_set_flag(ec, EVENT_BASE_FLAG_PRECISE_TIMER);
+    s->base = ec ? event_base_new_with_config(ec) : NULL;
+    if (ec)
+        event_config_free(ec);
     if (!s->base)
         return sw_err_set(e, SW_ENOMEM, "event_base_new failed");
     rc = bind_listen(s, e);

@@ -24,9 +24,13 @@
 #include <slipway/engine.h>
 
 #include <event2/buffer.h>
+#include <event2/bufferevent.h>
 #include <event2/keyvalq_struct.h>
 #include <inttypes.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 
 #define BODY_MAX (64u << 20)
@@ -212,6 +216,8 @@ static json_t *base_obj(struct sw_sim *s, const struct sw__sim_req *r, const cha
 
 static void send_chunk(struct sw__sim_req *r, json_t *j)
 {
+    if (j && r->sim->cfg.emit_stamps)
+        sw_json_set_int(j, "sim_emit_ns", (int64_t)sw_now_ns());
     char *txt = j ? json_dumps(j, JSON_COMPACT) : NULL;
     struct evbuffer *b = evbuffer_new();
     if (b && txt && r->http) {
@@ -235,6 +241,11 @@ static void stream_token(struct sw_sim *s, struct sw__sim_req *r, const char *to
     else
         ch = json_pack("{s:n,s:i,s:s,s:n}", "finish_reason", "index", 0, "text", tok, "logprobs");
     sw_json_set_new(o, "choices", json_pack("[o]", ch));
+    if (r->timings_per_token && s->engine == SW__SIM_LLAMACPP) {
+        /* llama-server's timings_per_token: the running figures in every chunk */
+        r->predicted_ms = ms_between(r->t_first_ns, sw_now_ns());
+        sw_json_set_new(o, "timings", timings_json(r));
+    }
     send_chunk(r, o);
 }
 
@@ -438,6 +449,7 @@ static void on_step(evutil_socket_t fd, short what, void *arg)
     s->stepping = false;
     s->m_decode_calls++;
     uint64_t now = sw_now_ns();
+    s->step_chained = true; /* a step started from here follows this one at once */
     for (int i = 0; i < s->n_slots; i++) {
         struct sw__sim_req *r = s->slots[i];
         if (!r)
@@ -488,39 +500,73 @@ static void on_step(evutil_socket_t fd, short what, void *arg)
     }
     admit(s);
     schedule_step(s);
+    s->step_chained = false; /* a request arriving while idle starts a step when it arrives */
 }
 
-/* Start the next step when anything runs: its duration from the timing model. */
+/* Start the next step when anything runs: its duration from the timing model. Steps run back to
+ * back on the engine's clock: a step that follows the previous one at once starts at that one's
+ * ideal end, not when the loop got to it, so the loop's own lateness does not add up. */
 static void schedule_step(struct sw_sim *s)
 {
-    if (s->stepping || s->state != SW__SIM_READY)
+    if (s->stepping || s->in_window || s->state != SW__SIM_READY)
         return;
     preempt(s);
-    int running = 0;
-    double kv = 0, prefill = 0;
+    int running = 0, decoding = 0;
+    size_t npf = 0;
+    double kv = 0;
     for (int i = 0; i < s->n_slots; i++) {
         const struct sw__sim_req *r = s->slots[i];
         if (!r)
             continue;
         running++;
-        if (r->prefilled)
+        if (r->prefilled) {
+            decoding++;
             kv += (double)(r->n_prompt + r->n_gen);
-        else /* after a preemption, what it had generated is prefilled again */
-            prefill += (double)(r->n_prompt + r->n_gen);
+        } else if (npf < s->n_pf_max) { /* after a preemption its tokens are prefilled again */
+            s->pf_n[npf] = (double)(r->n_prompt + r->n_gen);
+            s->pf_k0[npf++] = 0;
+        }
     }
     if (!running)
         return;
-    const struct sw_sim_timing *t = &s->cfg.timing;
-    double us = t->decode_base_us + t->decode_per_seq_us * running +
-                t->decode_per_kv_us * kv / 1000.0 + t->prefill_per_token_us * prefill;
-    if (us < 0)
-        us = 0;
-    struct timeval tv = {(time_t)(us / 1e6), (suseconds_t)((uint64_t)us % 1000000u)};
+    double win = s->cfg.firehose ? 0 : s->cfg.timing.batch_window_us;
+    if (!s->step_chained && !s->window_passed && win > 0) {
+        /* idle: what arrives within the window joins the first step */
+        uint64_t w = (uint64_t)(win * 1000.0);
+        struct timeval wt = {(time_t)(w / 1000000000u), (suseconds_t)(w % 1000000000u / 1000u)};
+        s->in_window = true;
+        event_add(s->window_timer, &wt);
+        return;
+    }
+    double us =
+        s->cfg.firehose ? 0 : sw_sim_step_us(&s->cfg.timing, decoding, kv, npf, s->pf_n, s->pf_k0);
+    uint64_t now = sw_now_ns();
+    /* chained to the last step's ideal end, unless the loop fell 20 ms behind (a stall is not
+     * caught up in a burst) */
+    uint64_t start = now;
+    if (s->step_chained && s->step_end_ns <= now && now - s->step_end_ns < 20000000u)
+        start = s->step_end_ns;
+    uint64_t end = start + (uint64_t)(us * 1000.0);
+    s->step_end_ns = end;
+    uint64_t wait = end > now ? end - now : 0;
+    struct timeval tv = {(time_t)(wait / 1000000000u), (suseconds_t)(wait % 1000000000u / 1000u)};
     for (int i = 0; i < s->n_slots; i++)
         if (s->slots[i])
             s->slots[i]->joined_mid_step = false; /* they are in this step */
     s->stepping = true;
     event_add(s->step_timer, &tv);
+}
+
+static void on_window(evutil_socket_t fd, short what, void *arg)
+{
+    struct sw_sim *s = arg;
+    (void)fd;
+    (void)what;
+    s->in_window = false;
+    s->window_passed = true;
+    admit(s);
+    schedule_step(s);
+    s->window_passed = false;
 }
 
 void sw__sim_drop_all(struct sw_sim *s)
@@ -702,6 +748,7 @@ static void on_generate(struct sw_sim *s, struct evhttp_request *req, bool chat)
         mt = json_object_get(body, "n_predict");
     int64_t max_tokens = json_is_integer(mt) ? json_integer_value(mt) : -1;
     bool stream = json_is_true(json_object_get(body, "stream"));
+    bool timings_per_token = json_is_true(json_object_get(body, "timings_per_token"));
     bool include_usage =
         json_is_true(json_object_get(json_object_get(body, "stream_options"), "include_usage"));
     /* a model that calls tools (--tools) calls the one asked for, else the first declared, when
@@ -785,6 +832,7 @@ static void on_generate(struct sw_sim *s, struct evhttp_request *req, bool chat)
     r->chat = chat;
     r->stream = stream;
     r->include_usage = include_usage;
+    r->timings_per_token = timings_per_token;
     r->reasoning = reasoning && chat;
     r->slot = -1;
     r->n_prompt = n_prompt;
@@ -931,6 +979,15 @@ static void on_request(struct evhttp_request *req, void *arg)
     enum evhttp_cmd_type m = evhttp_request_get_command(req);
     if (!path)
         path = "/";
+    /* a token is a small write: Nagle's algorithm would hold it for the client's delayed ACK
+     * (40 ms here), which no engine's stream shows */
+    struct evhttp_connection *conn = evhttp_request_get_connection(req);
+    struct bufferevent *bev = conn ? evhttp_connection_get_bufferevent(conn) : NULL;
+    evutil_socket_t fd = bev ? bufferevent_getfd(bev) : -1;
+    if (fd >= 0) {
+        int one = 1;
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    }
     if (s->state == SW__SIM_STOPPING || s->state == SW__SIM_FAILED) {
         evhttp_send_error(req, 503, "shutting down");
         return;
@@ -972,9 +1029,15 @@ static void on_request(struct evhttp_request *req, void *arg)
 int sw__sim_http_init(struct sw_sim *s, struct sw_err *e)
 {
     s->slots = sw_calloc((size_t)s->n_slots, sizeof(*s->slots));
+    s->n_pf_max = (size_t)s->n_slots;
+    s->pf_n = sw_calloc(s->n_pf_max, sizeof(*s->pf_n));
+    s->pf_k0 = sw_calloc(s->n_pf_max, sizeof(*s->pf_k0));
+    if (!s->pf_n || !s->pf_k0)
+        return sw_err_set(e, SW_ENOMEM, "out of memory");
     s->http = evhttp_new(s->base);
     s->step_timer = evtimer_new(s->base, on_step, s);
-    if (!s->slots || !s->http || !s->step_timer)
+    s->window_timer = evtimer_new(s->base, on_window, s);
+    if (!s->slots || !s->http || !s->step_timer || !s->window_timer)
         return sw_err_set(e, SW_ENOMEM, "out of memory");
     evhttp_set_allowed_methods(s->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD);
     evhttp_set_max_body_size(s->http, BODY_MAX);

@@ -21,10 +21,11 @@ struct sw__sim_req {
     struct evhttp_request *http; /* NULL once the client is gone */
     uint64_t id;
     bool chat, stream, include_usage, reasoning;
-    int slot;           /* -1 while queued */
-    int64_t n_prompt;   /* tokens */
-    int64_t max_tokens; /* tokens to generate */
-    int64_t n_gen;      /* generated so far */
+    bool timings_per_token; /* llama.cpp: timings in every streamed chunk */
+    int slot;               /* -1 while queued */
+    int64_t n_prompt;       /* tokens */
+    int64_t max_tokens;     /* tokens to generate */
+    int64_t n_gen;          /* generated so far */
     bool prefilled;
     bool reason_begun, content_begun; /* a part's first token has no leading space */
     bool started;                     /* admitted once (its stream's headers are out) */
@@ -70,6 +71,13 @@ struct sw_sim {
     struct sw__sim_req *queue_head, *queue_tail; /* waiting for a slot */
     struct sw__sim_req **slots;                  /* n_slots entries, NULL when idle */
     bool stepping;
+    bool step_chained;  /* the step being scheduled follows the one that just ended */
+    bool in_window;     /* an idle engine's batch window is open (timing.batch_window_us) */
+    bool window_passed; /* it just closed: the step starts now */
+    struct event *window_timer;
+    uint64_t step_end_ns; /* the ideal end of the last step scheduled */
+    double *pf_n, *pf_k0; /* scratch: the prompt chunks of a step (n_pf_max entries) */
+    size_t n_pf_max;
     uint64_t next_id;
     /* counters (/metrics) */
     uint64_t m_prompt_tokens, m_predicted_tokens, m_requests, m_decode_calls, m_preemptions;
