@@ -373,19 +373,24 @@ static void fit_print(const json_t *doc, const char *out)
             fitted |= !strcmp(json_string_value(json_array_get(f, i)), k);
         printf("  %-22s %12.3f%s\n", k, json_number_value(v), fitted ? "" : "  (kept)");
     }
-    printf("%-22s %7s %4s %9s %9s %9s %9s\n", "source", "depth", "conc", "decode", "sim", "prefill",
+    printf("%-28s %7s %4s %9s %9s %9s %9s\n", "source", "depth", "conc", "decode", "sim", "prefill",
            "sim");
     const json_t *a = json_object_get(doc, "points");
     for (size_t i = 0; i < json_array_size(a); i++) {
         const json_t *p = json_array_get(a, i);
-        printf("%-22.22s %7" PRId64 " %4d %9.2f %9.2f %9.1f %9.1f\n",
+        char f[4][32];
+        const char *keys[4] = {"decode_tps", "decode_sim_tps", "prefill_tps", "prefill_sim_tps"};
+        for (int j = 0; j < 4; j++) {
+            const json_t *x = json_object_get(p, keys[j]);
+            if (json_is_number(x))
+                snprintf(f[j], sizeof(f[j]), "%.*f", j < 2 ? 2 : 1, json_number_value(x));
+            else
+                snprintf(f[j], sizeof(f[j]), "-");
+        }
+        printf("%-28.28s %7" PRId64 " %4d %9s %9s %9s %9s\n",
                json_string_value(json_object_get(p, "source")),
                (int64_t)json_integer_value(json_object_get(p, "depth")),
-               (int)json_integer_value(json_object_get(p, "concurrency")),
-               json_number_value(json_object_get(p, "decode_tps")),
-               json_number_value(json_object_get(p, "decode_sim_tps")),
-               json_number_value(json_object_get(p, "prefill_tps")),
-               json_number_value(json_object_get(p, "prefill_sim_tps")));
+               (int)json_integer_value(json_object_get(p, "concurrency")), f[0], f[1], f[2], f[3]);
     }
     if (out)
         printf("written to %s\n", out);
