@@ -87,6 +87,10 @@ struct sw_sim_config {
      * 134; vLLM: torch.OutOfMemoryError in the engine core, EngineDeadError, HTTP 500, and the
      * API server exits 0). 0: none. */
     int64_t runtime_oom_tokens;
+    /* A step's token budget (chunked prefill: a prompt past what is left of it is prefilled
+     * in chunks over several steps, its first token with the last): vLLM's
+     * max_num_batched_tokens. 0: the engine's (llama.cpp: the plan's n_batch; vLLM: 2048). */
+    int64_t batch_tokens;
     struct sw_sim_timing timing;
     FILE *log;          /* the engine's log (stderr when NULL) */
     FILE *out;          /* the bound port as the first line (stdout when NULL) */
@@ -151,12 +155,13 @@ struct sw_sim_point {
     char source[96];      /* "bench run 3", "fact decode_bf16_ctx166" */
 };
 
-/* What a closed-loop bench of p would measure against the sim's scheduler with timing t and
- * n_slots slots: the live scheduler's rules replayed on a virtual clock (streams send their next
- * request a round trip after the previous one ended; a request that arrives during a step joins
- * the next). OUT: the medians over the point's requests, as bench computes them. */
-void sw_sim_predict(const struct sw_sim_timing *t, int n_slots, const struct sw_sim_point *p,
-                    double *decode_tps, double *prefill_tps);
+/* What a closed-loop bench of p would measure against the sim's scheduler with timing t,
+ * n_slots slots and a step budget of batch_tokens (0: none): the live scheduler's rules replayed
+ * on a virtual clock (streams send their next request a round trip after the previous one ended;
+ * a request that arrives during a step joins the next; decodes first, then prompts in chunks).
+ * OUT: the medians over the point's requests, as bench computes them. */
+void sw_sim_predict(const struct sw_sim_timing *t, int n_slots, int64_t batch_tokens,
+                    const struct sw_sim_point *p, double *decode_tps, double *prefill_tps);
 
 /* Bits of struct sw_sim_fit.fitted, in the order of struct sw_sim_timing's fields. */
 enum {
@@ -184,7 +189,7 @@ struct sw_sim_fit {
  * defaults): with single-stream points only, decode_per_seq_us; with no prefill figure, the
  * prefill terms; with one depth only, the per-KV terms. SW_EINVAL when no point has a figure.
  */
-int sw_sim_fit(const struct sw_sim_point *pts, size_t n, int n_slots,
+int sw_sim_fit(const struct sw_sim_point *pts, size_t n, int n_slots, int64_t batch_tokens,
                const struct sw_sim_timing *start, struct sw_sim_fit *out, struct sw_err *e);
 
 /* The closed-loop points of a `slipway bench --json` document, appended to *pts (grown with

@@ -52,6 +52,10 @@ static const struct sw_opt opts[] = {
      NULL},
     {"decode-kv-us", 0, "US", 0, "timing: decode step cost per 1000 KV tokens held (default 1)",
      NULL},
+    {"max-batched-tokens", 0, "N", 0,
+     "a step's token budget, prompts past it prefilled in chunks (default: the engine's:\n"
+     "llama.cpp -b, vLLM --max-num-batched-tokens or 2048)",
+     NULL},
     {"timing", 0, "FILE", 0,
      "the timing model from a fit file (`slipway sim fit --out`); a fleet endpoint's\n"
      "ENDPOINT.sim-fit.json beside the fleet file is read when present",
@@ -127,6 +131,9 @@ static int read_config(const struct sw_args *a, struct sw_sim_config *c)
     v = sw_args_str(a, "max-tokens");
     if (v && (sw_parse_i64(v, &c->max_tokens_default, NULL) || c->max_tokens_default < 1))
         return sw_args_usage(a, "--max-tokens: \"%s\" is not a count >= 1", v);
+    v = sw_args_str(a, "max-batched-tokens");
+    if (v && (sw_parse_i64(v, &c->batch_tokens, NULL) || c->batch_tokens < 1))
+        return sw_args_usage(a, "--max-batched-tokens: \"%s\" is not a count >= 1", v);
     v = sw_args_str(a, "runtime-oom-tokens");
     if (v && (sw_parse_i64(v, &c->runtime_oom_tokens, NULL) || c->runtime_oom_tokens < 1))
         return sw_args_usage(a, "--runtime-oom-tokens: \"%s\" is not a count >= 1", v);
@@ -190,6 +197,8 @@ static int sim_vllm_argv(const struct sw_args *a, struct sw_sim_config *c)
         json_decref(plan);
         return sw_cli_fail(&e, a->json);
     }
+    if (!c->batch_tokens && o.max_num_batched_tokens > 0)
+        c->batch_tokens = o.max_num_batched_tokens;
     rc = sw_sim_new_vllm(rc ? NULL : plan, dir, o.max_num_seqs, c, &s, &e);
     json_decref(plan);
     if (rc)
@@ -236,6 +245,8 @@ static const struct sw_opt fit_opts[] = {
     {"ledger", 0, "PATH", 0, "read the endpoint's `slipway bench` runs from this ledger", NULL},
     {"bench", 0, "FILE", SW_OPT_REPEAT, "a `slipway bench --json` document (repeatable)", NULL},
     {"slots", 0, "N", 0, "the engine's slots (default: the highest concurrency measured)", NULL},
+    {"max-batched-tokens", 0, "N", 0,
+     "a step's token budget (default 2048: llama.cpp's -b; vLLM's max_num_batched_tokens)", NULL},
     {"out", 0, "FILE", 0,
      "write the fit there (default with FLEET and --endpoint: ENDPOINT.sim-fit.json beside\n"
      "the fleet file, which `slipway sim ENDPOINT FLEET` reads)",
@@ -320,7 +331,7 @@ static json_t *num_or_null(double v)
 }
 
 static json_t *fit_doc(const struct sw_sim_fit *fit, const struct sw_sim_point *pts, size_t n,
-                       int slots)
+                       int slots, int64_t budget)
 {
     static const char *const names[] = {
         "decode_base_us",  "decode_per_seq_us", "decode_per_kv_us", "prefill_per_token_us",
@@ -333,7 +344,7 @@ static json_t *fit_doc(const struct sw_sim_fit *fit, const struct sw_sim_point *
             json_array_append_new(fitted, json_string(names[i]));
     for (size_t i = 0; i < n; i++) {
         double d, p;
-        sw_sim_predict(&fit->timing, slots, &pts[i], &d, &p);
+        sw_sim_predict(&fit->timing, slots, budget, &pts[i], &d, &p);
         bool hd = isfinite(pts[i].decode_tps) && pts[i].decode_tps > 0;
         bool hp = isfinite(pts[i].prefill_tps) && pts[i].prefill_tps > 0;
         json_array_append_new(
@@ -349,6 +360,7 @@ static json_t *fit_doc(const struct sw_sim_fit *fit, const struct sw_sim_point *
     sw_json_set_new(doc, "timing", sw_sim_timing_json(&fit->timing));
     sw_json_set_new(doc, "fitted", fitted);
     sw_json_set_int(doc, "slots", slots);
+    sw_json_set_int(doc, "max_batched_tokens", budget);
     sw_json_set_int(doc, "figures", (int64_t)fit->n_targets);
     sw_json_set_new(doc, "max_err_pct", num_or_null(fit->max_err_pct));
     sw_json_set_new(doc, "rms_err_pct", num_or_null(fit->rms_err_pct));
@@ -416,6 +428,10 @@ static int sim_fit(int argc, char **argv)
     const char *v = sw_args_str(&a, "slots");
     if (v && (sw_parse_i64(v, &slots, NULL) || slots < 1 || slots > 4096))
         return sw_args_usage(&a, "--slots: \"%s\" is not a count in 1..4096", v);
+    int64_t budget = 2048;
+    v = sw_args_str(&a, "max-batched-tokens");
+    if (v && (sw_parse_i64(v, &budget, NULL) || budget < 1))
+        return sw_args_usage(&a, "--max-batched-tokens: \"%s\" is not a count >= 1", v);
     if (fleet && !endpoint)
         return sw_args_usage(&a, "a fleet's figures are an endpoint's: give --endpoint");
     if (!fleet && !ledger && !sw_args_count(&a, "bench"))
@@ -449,10 +465,10 @@ static int sim_fit(int argc, char **argv)
         for (size_t i = 0; i < n; i++)
             slots = SW_MAX(slots, (int64_t)pts[i].concurrency);
     struct sw_sim_fit fit;
-    rc = sw_sim_fit(pts, n, (int)slots, NULL, &fit, &e);
+    rc = sw_sim_fit(pts, n, (int)slots, budget, NULL, &fit, &e);
     if (rc)
         goto out;
-    doc = fit_doc(&fit, pts, n, (int)slots);
+    doc = fit_doc(&fit, pts, n, (int)slots, budget);
     if (!doc) {
         rc = sw_err_set(&e, SW_ENOMEM, "out of memory");
         goto out;
@@ -528,6 +544,8 @@ static int sim_fleet(const struct sw_args *a, struct sw_sim_config *c)
             c->alias = ep->alias.v;
         int prc = sw_plan_endpoint(f, ep, NULL, &pl, &e);
         const char *dir = ep->payload.path.v;
+        if (!c->batch_tokens && ep->shape.max_num_batched_tokens.set)
+            c->batch_tokens = (int64_t)ep->shape.max_num_batched_tokens.v;
         if (prc && !sw_sim_payload_missing(dir)) {
             rc = sw_cli_fail(&e, a->json);
         } else {

@@ -120,6 +120,14 @@ int sw_sim_new_llamacpp(const struct sw_plan *p, int plan_rc, const struct sw_si
     }
     if (s->n_slots < 1)
         s->n_slots = 1;
+    /* the scheduler: cells are tokens; -b is a step's budget; with --kv-unified the slots share
+     * the n_ctx cells (each may grow to all of them), else each has its window */
+    s->block_size = 1;
+    s->batch_tokens = s->cfg.batch_tokens > 0   ? s->cfg.batch_tokens
+                      : p->llamacpp && !plan_rc ? (int64_t)p->llamacpp->report.n_batch
+                                                : 2048;
+    if (p->llamacpp && !plan_rc && p->llamacpp->report.kv_unified && s->n_slots > 1)
+        s->kv_pool = s->n_ctx;
     int rc = sw__sim_boot_llamacpp(s, p, e);
     if (rc) {
         sw_sim_free(s);
@@ -152,7 +160,11 @@ int sw_sim_new_vllm(const json_t *plan, const char *model_dir, int64_t max_num_s
         s->window = json_integer_value(json_object_get(rep, "max_model_len"));
         s->kv_pool = json_integer_value(json_object_get(rep, "kv_cache_tokens"));
         s->n_ctx = s->kv_pool;
+        s->block_size = json_integer_value(json_object_get(rep, "block_size"));
     }
+    if (s->block_size < 1)
+        s->block_size = 16; /* vLLM's default block */
+    s->batch_tokens = s->cfg.batch_tokens > 0 ? s->cfg.batch_tokens : 2048;
     /* the weights' bytes (every *.safetensors in the directory), for a load time scaled from
      * the payload */
     DIR *d = s->payload_missing ? NULL : opendir(model_dir);

@@ -46,10 +46,10 @@ double sw_sim_step_us(const struct sw_sim_timing *t, int decoding, double kv_dec
 /* ---------------------------------------------------------------------------------------------
  * The replica.
  */
-#define PRED_MAX_REQ 2048
-#define PRED_MAX_RUN 256
-#define PRED_SEND_GAP_US 30.0 /* between the sends of one burst of a closed-loop client */
-#define PRED_RTT_US 300.0     /* a stream's next request after its previous one ended */
+#define PRED_MAX_REQ     2048
+#define PRED_MAX_RUN     256
+#define PRED_SEND_GAP_US 30.0  /* between the sends of one burst of a closed-loop client */
+#define PRED_RTT_US      300.0 /* a stream's next request after its previous one ended */
 
 struct preq {
     double t_arrive, t_first, t_last;
@@ -72,8 +72,8 @@ static double median(double *v, size_t n)
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2.0;
 }
 
-void sw_sim_predict(const struct sw_sim_timing *t, int n_slots, const struct sw_sim_point *p,
-                    double *decode_tps, double *prefill_tps)
+void sw_sim_predict(const struct sw_sim_timing *t, int n_slots, int64_t batch_tokens,
+                    const struct sw_sim_point *p, double *decode_tps, double *prefill_tps)
 {
     int c = p->concurrency > 0 ? p->concurrency : 1;
     if (c > PRED_MAX_RUN)
@@ -90,7 +90,8 @@ void sw_sim_predict(const struct sw_sim_timing *t, int n_slots, const struct sw_
     static _Thread_local struct preq reqs[PRED_MAX_REQ];
     static _Thread_local double dec[PRED_MAX_REQ], pre[PRED_MAX_REQ];
     int queue[PRED_MAX_REQ];
-    int run[PRED_MAX_RUN];
+    int slot[PRED_MAX_RUN]; /* request in each slot, -1 when free (the live sim's slots[]) */
+    double chunk[PRED_MAX_RUN], done_tok[PRED_MAX_RUN];
     double pn[PRED_MAX_RUN], pk[PRED_MAX_RUN];
     int qh = 0, qt = 0, nrun = 0, nreq = 0, done = 0;
     size_t nd = 0, np = 0;
@@ -100,6 +101,8 @@ void sw_sim_predict(const struct sw_sim_timing *t, int n_slots, const struct sw_
         next_arr[i] = i * PRED_SEND_GAP_US;
         left[i] = reps;
     }
+    for (int i = 0; i < slots; i++)
+        slot[i] = -1;
     while (done < total) {
         /* arrivals up to now join the queue in time order */
         for (;;) {
@@ -116,8 +119,12 @@ void sw_sim_predict(const struct sw_sim_timing *t, int n_slots, const struct sw_
             queue[qt++] = nreq++;
             next_arr[who] = INFINITY;
         }
-        while (qh < qt && nrun < slots)
-            run[nrun++] = queue[qh++];
+        for (int i = 0; i < slots && qh < qt; i++) /* the lowest free slot first */
+            if (slot[i] < 0) {
+                slot[i] = queue[qh++];
+                done_tok[i] = 0;
+                nrun++;
+            }
         if (!nrun) { /* idle: the next arrival opens the batch window */
             double nx = INFINITY;
             for (int i = 0; i < c; i++)
@@ -127,34 +134,49 @@ void sw_sim_predict(const struct sw_sim_timing *t, int n_slots, const struct sw_
             now = nx + SW_MAX(t->batch_window_us, 0.0);
             continue;
         }
+        /* the step: decodes first, then prompts (those under way first) within the budget */
         int decoding = 0;
         size_t npf = 0;
         double kv = 0;
-        for (int i = 0; i < nrun; i++) {
-            const struct preq *r = &reqs[run[i]];
-            if (r->prefilled) {
+        double budget = batch_tokens > 0 ? (double)batch_tokens : INFINITY;
+        for (int i = 0; i < slots; i++) {
+            chunk[i] = -1; /* not in the step */
+            if (slot[i] >= 0 && reqs[slot[i]].prefilled) {
                 decoding++;
-                kv += P + (double)r->n_gen;
-            } else {
-                pn[npf] = P + (double)r->n_gen;
-                pk[npf++] = 0;
+                kv += P + (double)reqs[slot[i]].n_gen;
+                chunk[i] = 0;
+                budget -= 1;
             }
         }
+        for (int pass = 0; pass < 2; pass++)
+            for (int i = 0; i < slots && budget > 0; i++) {
+                if (slot[i] < 0 || reqs[slot[i]].prefilled || chunk[i] >= 0 ||
+                    (pass == 0 && done_tok[i] <= 0))
+                    continue;
+                double want = P - done_tok[i];
+                chunk[i] = want < budget ? want : budget;
+                budget -= chunk[i];
+                pn[npf] = chunk[i];
+                pk[npf++] = done_tok[i];
+            }
         double end = now + sw_sim_step_us(t, decoding, kv, npf, pn, pk);
         if (!(end > now))
             end = now + 1e-3; /* a zero-cost model still advances */
-        for (int i = 0; i < nrun;) {
-            struct preq *r = &reqs[run[i]];
+        for (int i = 0; i < slots; i++) {
+            if (slot[i] < 0 || chunk[i] < 0)
+                continue;
+            struct preq *r = &reqs[slot[i]];
             if (!r->prefilled) {
+                done_tok[i] += chunk[i];
+                if (done_tok[i] < P)
+                    continue;
                 r->prefilled = true;
                 r->t_first = end;
             }
             r->n_gen++;
             r->t_last = end;
-            if (r->n_gen < tg) {
-                i++;
+            if (r->n_gen < tg)
                 continue;
-            }
             if (tg >= 2 && r->t_last > r->t_first)
                 dec[nd++] = (double)(tg - 1) * 1e6 / (r->t_last - r->t_first);
             if (r->t_first > r->t_arrive)
@@ -162,7 +184,8 @@ void sw_sim_predict(const struct sw_sim_timing *t, int n_slots, const struct sw_
             done++;
             if (--left[r->stream] > 0)
                 next_arr[r->stream] = end + PRED_RTT_US;
-            run[i] = run[--nrun];
+            slot[i] = -1;
+            nrun--;
         }
         now = end;
     }
@@ -177,9 +200,8 @@ void sw_sim_predict(const struct sw_sim_timing *t, int n_slots, const struct sw_
 
 static double *par(struct sw_sim_timing *t, int i)
 {
-    double *const f[NPAR] = {&t->decode_base_us,       &t->decode_per_seq_us,
-                             &t->decode_per_kv_us,     &t->prefill_per_token_us,
-                             &t->prefill_base_us,      &t->prefill_per_kv_us,
+    double *const f[NPAR] = {&t->decode_base_us,       &t->decode_per_seq_us, &t->decode_per_kv_us,
+                             &t->prefill_per_token_us, &t->prefill_base_us,   &t->prefill_per_kv_us,
                              &t->prefill_step_us};
     return f[i];
 }
@@ -193,6 +215,7 @@ struct fitctx {
     const struct sw_sim_point *pts;
     size_t n;
     int n_slots;
+    int64_t batch_tokens;
     struct sw_sim_timing base;
     int idx[NPAR]; /* the free parameters */
     int nfree;
@@ -216,7 +239,7 @@ static double objective(const struct fitctx *f, const struct sw_sim_timing *t, d
         if (!has(p->decode_tps) && !has(p->prefill_tps))
             continue;
         double d, pf;
-        sw_sim_predict(t, f->n_slots, p, &d, &pf);
+        sw_sim_predict(t, f->n_slots, f->batch_tokens, p, &d, &pf);
         const double meas[2] = {p->decode_tps, p->prefill_tps}, pred[2] = {d, pf};
         for (int j = 0; j < 2; j++) {
             if (!has(meas[j]))
@@ -385,7 +408,7 @@ static void first_guess(const struct sw_sim_point *pts, size_t n, struct sw_sim_
     }
 }
 
-int sw_sim_fit(const struct sw_sim_point *pts, size_t n, int n_slots,
+int sw_sim_fit(const struct sw_sim_point *pts, size_t n, int n_slots, int64_t batch_tokens,
                const struct sw_sim_timing *start, struct sw_sim_fit *out, struct sw_err *e)
 {
     struct fitctx f;
@@ -401,6 +424,7 @@ int sw_sim_fit(const struct sw_sim_point *pts, size_t n, int n_slots,
     f.pts = pts;
     f.n = n;
     f.n_slots = n_slots;
+    f.batch_tokens = batch_tokens;
     int dec_depths = distinct(pts, n, true, false), dec_conc = distinct(pts, n, true, true);
     int pf_depths = distinct(pts, n, false, false), pf_conc = distinct(pts, n, false, true);
     if (!dec_depths && !pf_depths)
@@ -489,8 +513,7 @@ int sw_sim_points_from_bench(const json_t *doc, const char *source, struct sw_si
         p.prompt_tokens =
             (double)json_integer_value(json_object_get(o, "prompt_tokens")) / (double)ok;
         p.tg = (int64_t)floor(
-            (double)json_integer_value(json_object_get(o, "completion_tokens")) / (double)ok +
-            0.5);
+            (double)json_integer_value(json_object_get(o, "completion_tokens")) / (double)ok + 0.5);
         p.decode_tps = median_of(json_object_get(o, "decode_tps"));
         p.prefill_tps = median_of(json_object_get(o, "prefill_tps"));
         snprintf(p.source, sizeof(p.source), "%s", source ? source : "bench");
@@ -579,8 +602,8 @@ int sw_sim_timing_from_json(const json_t *j, const char *where, struct sw_sim_ti
         /* the decode intercept may be negative (sim.h) */
         if (!json_is_number(v) || !isfinite(json_number_value(v)) ||
             (i && json_number_value(v) < 0))
-            return sw_err_set(e, SW_EINVAL, "%s: timing.%s must be a number%s", where,
-                              par_names[i], i ? " >= 0" : "");
+            return sw_err_set(e, SW_EINVAL, "%s: timing.%s must be a number%s", where, par_names[i],
+                              i ? " >= 0" : "");
         *par(t, i) = json_number_value(v);
     }
     const json_t *w = json_object_get(j, "batch_window_us");

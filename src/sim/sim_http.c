@@ -344,14 +344,34 @@ static int n_running(const struct sw_sim *s)
 
 static void schedule_step(struct sw_sim *s);
 
-/* Tokens of KV the running sequences hold (vLLM's pool; llama.cpp's slots have their own). */
+/* KV a sequence holds: its tokens, in whole blocks for vLLM (block_size tokens each; a block is
+ * allocated whole). */
+static int64_t seq_kv(const struct sw_sim *s, int64_t tokens)
+{
+    int64_t bs = s->block_size > 0 ? s->block_size : 1;
+    return (tokens + bs - 1) / bs * bs;
+}
+
+/* KV the running sequences hold, of the shared pool (vLLM's blocks; llama.cpp's cells with
+ * --kv-unified, each admitted sequence reserving its prompt and max_tokens). */
 static int64_t kv_held(const struct sw_sim *s)
 {
     int64_t n = 0;
-    for (int i = 0; i < s->n_slots; i++)
-        if (s->slots[i])
-            n += s->slots[i]->n_prompt + s->slots[i]->n_gen;
+    for (int i = 0; i < s->n_slots; i++) {
+        const struct sw__sim_req *r = s->slots[i];
+        if (!r)
+            continue;
+        n += s->engine == SW__SIM_VLLM ? seq_kv(s, r->n_prompt + r->n_gen)
+                                       : r->n_prompt + r->max_tokens;
+    }
     return n;
+}
+
+/* The KV a queued request needs to be admitted. */
+static int64_t kv_need(const struct sw_sim *s, const struct sw__sim_req *r)
+{
+    return s->engine == SW__SIM_VLLM ? seq_kv(s, r->n_prompt + r->n_gen + 1)
+                                     : r->n_prompt + r->max_tokens;
 }
 
 /* Queued requests into free slots, in arrival order. vLLM admits a request only when its
@@ -362,15 +382,15 @@ static void admit(struct sw_sim *s)
         if (s->slots[i])
             continue;
         struct sw__sim_req *r = s->queue_head;
-        if (s->engine == SW__SIM_VLLM && s->kv_pool > 0 &&
-            kv_held(s) + r->n_prompt + r->n_gen + 1 > s->kv_pool && n_running(s) > 0)
-            break; /* FIFO: the head waits for blocks */
+        if (s->kv_pool > 0 && kv_held(s) + kv_need(s, r) > s->kv_pool && n_running(s) > 0)
+            break; /* FIFO: the head waits for blocks (cells) */
         s->queue_head = r->next;
         if (!s->queue_head)
             s->queue_tail = NULL;
         r->next = NULL;
         r->slot = i;
-        r->joined_mid_step = s->stepping; /* it joins the next step, not the one running */
+        r->in_step = false; /* it joins the next step, not the one running */
+        r->prefill_done = 0;
         if (!r->started) {
             r->t_start_ns = sw_now_ns();
             r->started = true;
@@ -388,7 +408,14 @@ static void preempt(struct sw_sim *s)
 {
     if (s->engine != SW__SIM_VLLM || s->kv_pool <= 0)
         return;
-    while (n_running(s) > 1 && kv_held(s) + n_running(s) > s->kv_pool) {
+    for (;;) {
+        /* the blocks the running sequences hold once each has its next token */
+        int64_t next = 0;
+        for (int i = 0; i < s->n_slots; i++)
+            if (s->slots[i])
+                next += seq_kv(s, s->slots[i]->n_prompt + s->slots[i]->n_gen + 1);
+        if (n_running(s) <= 1 || next <= s->kv_pool)
+            break;
         int victim = -1;
         for (int i = 0; i < s->n_slots; i++)
             if (s->slots[i] &&
@@ -397,6 +424,7 @@ static void preempt(struct sw_sim *s)
         struct sw__sim_req *r = s->slots[victim];
         s->slots[victim] = NULL;
         r->prefilled = false;
+        r->prefill_done = 0;
         r->slot = -1;
         r->next = s->queue_head;
         s->queue_head = r;
@@ -459,11 +487,15 @@ static void on_step(evutil_socket_t fd, short what, void *arg)
             req_free(r);
             continue;
         }
-        if (r->joined_mid_step) { /* not in the step that ended */
-            r->joined_mid_step = false;
+        if (!r->in_step) /* not in the step that ended */
             continue;
-        }
+        r->in_step = false;
         if (!r->prefilled) {
+            /* a chunk of its prompt; the first token comes with the last chunk */
+            r->prefill_done += r->step_chunk;
+            r->step_chunk = 0;
+            if (r->prefill_done < r->n_prompt + r->n_gen)
+                continue;
             r->prefilled = true;
             if (!r->t_first_ns) {
                 r->t_first_ns = now;
@@ -514,21 +546,41 @@ static void schedule_step(struct sw_sim *s)
     int running = 0, decoding = 0;
     size_t npf = 0;
     double kv = 0;
+    /* the step's token budget (vLLM max_num_batched_tokens, llama.cpp -b): the decoding
+     * sequences' tokens first, then the prompts in admission order, the last one cut to a chunk
+     * (chunked prefill); 0: no budget */
+    int64_t budget = s->batch_tokens > 0 ? s->batch_tokens : INT64_MAX;
     for (int i = 0; i < s->n_slots; i++) {
-        const struct sw__sim_req *r = s->slots[i];
+        struct sw__sim_req *r = s->slots[i];
         if (!r)
             continue;
         running++;
+        r->in_step = false;
         if (r->prefilled) {
             decoding++;
             kv += (double)(r->n_prompt + r->n_gen);
-        } else if (npf < s->n_pf_max) { /* after a preemption its tokens are prefilled again */
-            s->pf_n[npf] = (double)(r->n_prompt + r->n_gen);
-            s->pf_k0[npf++] = 0;
+            r->in_step = true;
+            budget--;
         }
     }
     if (!running)
         return;
+    for (int pass = 0; pass < 2; pass++) /* the longest-admitted prompt first */
+        for (int i = 0; i < s->n_slots && budget > 0; i++) {
+            struct sw__sim_req *r = s->slots[i];
+            if (!r || r->prefilled || r->in_step || npf >= s->n_pf_max)
+                continue;
+            if (pass == 0 && !r->prefill_done)
+                continue; /* first the prompts already under way */
+            /* after a preemption its tokens are prefilled again */
+            int64_t left = r->n_prompt + r->n_gen - r->prefill_done;
+            int64_t chunk = left < budget ? left : budget;
+            r->step_chunk = chunk;
+            r->in_step = true;
+            budget -= chunk;
+            s->pf_n[npf] = (double)chunk;
+            s->pf_k0[npf++] = (double)r->prefill_done;
+        }
     double win = s->cfg.firehose ? 0 : s->cfg.timing.batch_window_us;
     if (!s->step_chained && !s->window_passed && win > 0) {
         /* idle: what arrives within the window joins the first step */
@@ -550,9 +602,6 @@ static void schedule_step(struct sw_sim *s)
     s->step_end_ns = end;
     uint64_t wait = end > now ? end - now : 0;
     struct timeval tv = {(time_t)(wait / 1000000000u), (suseconds_t)(wait % 1000000000u / 1000u)};
-    for (int i = 0; i < s->n_slots; i++)
-        if (s->slots[i])
-            s->slots[i]->joined_mid_step = false; /* they are in this step */
     s->stepping = true;
     event_add(s->step_timer, &tv);
 }

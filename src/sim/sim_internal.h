@@ -29,7 +29,9 @@ struct sw__sim_req {
     bool prefilled;
     bool reason_begun, content_begun; /* a part's first token has no leading space */
     bool started;                     /* admitted once (its stream's headers are out) */
-    bool joined_mid_step; /* admitted while a step ran: it takes part from the next one */
+    bool in_step;         /* takes part in the step under way (a decode token or a chunk) */
+    int64_t prefill_done; /* tokens of its prompt prefilled so far (chunked prefill) */
+    int64_t step_chunk;   /* tokens of it the step under way prefills */
     uint64_t text_seed;   /* seed x prompt */
     uint64_t t_arrive_ns, t_start_ns, t_first_ns, t_done_ns;
     double prompt_ms, predicted_ms;
@@ -47,10 +49,12 @@ struct sw_sim {
     char model_path[1024];
     bool payload_missing;
     uint64_t payload_bytes;
-    int64_t n_ctx;   /* llama.cpp n_ctx (all slots); vLLM: the KV pool in tokens */
-    int64_t window;  /* per-slot (per-request) window */
-    int n_slots;     /* llama.cpp -np; vLLM max_num_seqs */
-    int64_t kv_pool; /* tokens of KV the running sequences may hold (0: window x slots) */
+    int64_t n_ctx;      /* llama.cpp n_ctx (all slots); vLLM: the KV pool in tokens */
+    int64_t window;     /* per-slot (per-request) window */
+    int n_slots;        /* llama.cpp -np; vLLM max_num_seqs */
+    int64_t kv_pool;    /* tokens of KV the running sequences may hold (0: each slot its window) */
+    int64_t block_size; /* vLLM's KV block (tokens); 1 for llama.cpp's cells */
+    int64_t batch_tokens; /* a step's token budget (chunked prefill); 0: none */
     /* the boot script: lines printed before the load wait, after it (memory lines), and the
      * tail that says serving or the failure; fail_status is the engine's exit status */
     struct sw_buf boot_early, boot_mem, boot_tail;

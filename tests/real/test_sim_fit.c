@@ -39,8 +39,8 @@
 #include <unistd.h>
 
 #define DEPTHS "64,384,768"
-#define CONC "1,2,3"
-#define TG "24"
+#define CONC   "1,2,3"
+#define TG     "24"
 #define REPEAT "3"
 
 struct fx {
@@ -168,10 +168,9 @@ static void test_fit_reproduces_llama(void **state)
     char out[4200], log[4200];
     snprintf(out, sizeof(out), "%s", swt_join(f->dir, "sim.out"));
     snprintf(log, sizeof(log), "%s", swt_join(f->dir, "sim.log"));
-    const char *argv[] = {swt_bin(), "sim",     "--timing", fit,      "--load-time", "0s",
-                          "--engine", "llama.cpp", "--",    "llama-server", "-m",  f->model,
-                          "-c",       "6144",   "-np",      "3",      "-t",          "1",
-                          NULL};
+    const char *argv[] = {swt_bin(),   "sim", "--timing",     fit,  "--load-time", "0s", "--engine",
+                          "llama.cpp", "--",  "llama-server", "-m", f->model,      "-c", "6144",
+                          "-np",       "3",   "-t",           "1",  NULL};
     pid_t pid = fork();
     assert_true(pid >= 0);
     if (pid == 0) {
@@ -242,15 +241,15 @@ static void test_fit_reproduces_llama(void **state)
             if (!(pct(v[k], pr) <= 10.0) || !(pct(v[k], pr2) <= 10.0)) {
                 print_message("  depth %d conc %d %s: sim %.1f, the fit predicted %.1f\n",
                               (int)json_integer_value(json_object_get(sp, "depth")),
-                              (int)json_integer_value(json_object_get(sp, "concurrency")),
-                              key[k], v[k], pr);
+                              (int)json_integer_value(json_object_get(sp, "concurrency")), key[k],
+                              v[k], pr);
                 bad_pred++;
             }
         }
         print_message("%6d %4d | %8.1f %8.1f %8.1f %6.1f | %8.0f %8.0f %8.0f %6.1f\n",
                       (int)json_integer_value(json_object_get(sp, "depth")),
-                      (int)json_integer_value(json_object_get(sp, "concurrency")), v[0], a[0],
-                      b[0], err[0], v[1], a[1], b[1], err[1]);
+                      (int)json_integer_value(json_object_get(sp, "concurrency")), v[0], a[0], b[0],
+                      err[0], v[1], a[1], b[1], err[1]);
     }
     json_decref(sim);
     json_decref(real[0]);

@@ -2,7 +2,8 @@
  * sim's timing model and its fit, without a loop or a socket:
  *  - the step cost is the documented formula (a negative intercept clamps at 0);
  *  - the scheduler's replica: one stream decodes at 1e6 / step; two streams sent together share
- *    the first (prefill) step through the batch window; without the window they do not;
+ *    the first (prefill) step through the batch window; without the window they do not; a
+ *    prompt past the step budget is prefilled in chunks;
  *  - the fit recovers the terms that generated a depth x concurrency grid (sw_sim_predict's own
  *    figures), and keeps what single-stream figures cannot tell (decode_per_seq_us);
  *  - the points of a bench --json document and of the operator's measured facts
@@ -56,26 +57,35 @@ static void test_predict(void **state)
     t.decode_per_kv_us = 0;
     struct sw_sim_point p = {.concurrency = 1, .repeat = 3, .prompt_tokens = 100, .tg = 20};
     double d, pf;
-    sw_sim_predict(&t, 1, &p, &d, &pf);
+    sw_sim_predict(&t, 1, 0, &p, &d, &pf);
     assert_float_equal(d, 1e6 / 2200.0, 1e-6);
     /* the window, then the prompt's step (no decode in it) */
     assert_float_equal(pf, 100 * 1e6 / (1000.0 + 50.0 * 100), 1e-6);
     /* two streams sent together: one batch, both prefills in one step */
     p.concurrency = 2;
-    sw_sim_predict(&t, 2, &p, &d, &pf);
+    sw_sim_predict(&t, 2, 0, &p, &d, &pf);
     assert_float_equal(pf, 100 * 1e6 / (1000.0 + 2 * 50.0 * 100), 1e-6);
     assert_float_equal(d, 1e6 / 2400.0, 1e-6);
     /* no window: the first request's step starts alone, the second waits for it */
     t.batch_window_us = 0;
     double pf0;
-    sw_sim_predict(&t, 2, &p, &d, &pf0);
+    sw_sim_predict(&t, 2, 0, &p, &d, &pf0);
     assert_true(pf0 != pf);
     /* one slot for two streams: the second waits for the first request to end */
     t.batch_window_us = 1000;
     double d1, pf1;
-    sw_sim_predict(&t, 1, &p, &d1, &pf1);
+    sw_sim_predict(&t, 1, 0, &p, &d1, &pf1);
     assert_float_equal(d1, 1e6 / 2200.0, 1e-6);
     assert_true(pf1 < pf);
+    /* chunked prefill: a 100-token prompt in a 30-token budget takes 4 steps, each paying the
+     * per-step prefill cost; decode is unchanged */
+    p.concurrency = 1;
+    t.prefill_step_us = 100;
+    sw_sim_predict(&t, 1, 0, &p, &d, &pf);
+    assert_float_equal(pf, 100 * 1e6 / (1000.0 + 100 + 50.0 * 100), 1e-6);
+    sw_sim_predict(&t, 1, 30, &p, &d1, &pf1);
+    assert_float_equal(pf1, 100 * 1e6 / (1000.0 + 4 * 100 + 50.0 * 100), 1e-6);
+    assert_float_equal(d1, d, 1e-9);
 }
 
 static void test_fit_recovers(void **state)
@@ -98,19 +108,19 @@ static void test_fit_recovers(void **state)
         pts[i].concurrency = 1 + i % 3;
         pts[i].repeat = 3;
         pts[i].tg = 32;
-        sw_sim_predict(&truth, 3, &pts[i], &pts[i].decode_tps, &pts[i].prefill_tps);
+        sw_sim_predict(&truth, 3, 2048, &pts[i], &pts[i].decode_tps, &pts[i].prefill_tps);
     }
     struct sw_sim_fit fit;
     struct sw_err e;
     sw_err_clear(&e);
-    assert_int_equal(sw_sim_fit(pts, 9, 3, NULL, &fit, &e), 0);
+    assert_int_equal(sw_sim_fit(pts, 9, 3, 2048, NULL, &fit, &e), 0);
     assert_int_equal(fit.n_targets, 18);
     assert_int_equal(fit.fitted, 0x7f);
     /* the figures are reproduced; the terms need not be unique to do so */
     assert_true(fit.max_err_pct < 3.0);
     for (int i = 0; i < 9; i++) {
         double d, pf;
-        sw_sim_predict(&fit.timing, 3, &pts[i], &d, &pf);
+        sw_sim_predict(&fit.timing, 3, 2048, &pts[i], &d, &pf);
         assert_true(fabs(d - pts[i].decode_tps) / pts[i].decode_tps < 0.03);
         assert_true(fabs(pf - pts[i].prefill_tps) / pts[i].prefill_tps < 0.03);
     }
@@ -120,7 +130,7 @@ static void test_fit_recovers(void **state)
         one[i] = pts[i * 3];
         one[i].prefill_tps = NAN;
     }
-    assert_int_equal(sw_sim_fit(one, 3, 1, NULL, &fit, &e), 0);
+    assert_int_equal(sw_sim_fit(one, 3, 1, 0, NULL, &fit, &e), 0);
     assert_int_equal(fit.fitted, SW_SIM_FIT_DECODE_BASE | SW_SIM_FIT_DECODE_KV);
     assert_float_equal(fit.timing.decode_per_seq_us, 0.0, 0.0);
     assert_float_equal(fit.timing.prefill_per_token_us, defaults().prefill_per_token_us, 0.0);
@@ -128,7 +138,7 @@ static void test_fit_recovers(void **state)
     /* nothing measured */
     for (int i = 0; i < 3; i++)
         one[i].decode_tps = NAN;
-    assert_int_equal(sw_sim_fit(one, 3, 1, NULL, &fit, &e), SW_EINVAL);
+    assert_int_equal(sw_sim_fit(one, 3, 1, 0, NULL, &fit, &e), SW_EINVAL);
 }
 
 static void test_points(void **state)
@@ -143,9 +153,8 @@ static void test_points(void **state)
         "prompt_tokens", 2550, "completion_tokens", 160, "decode_tps", "median", 88.5,
         "prefill_tps", "median", 4000.0, "depth", "concurrency", 1, "requests", 2, "failed", 2,
         "prompt_tokens", 0, "completion_tokens", 0, "decode_tps", "median", 1.0, "prefill_tps",
-        "median", 1.0, "depth", 64, "concurrency", 1, "requests", 3, "failed", 0,
-        "prompt_tokens", 192, "completion_tokens", 96, "decode_tps", "median", "prefill_tps",
-        "median");
+        "median", 1.0, "depth", 64, "concurrency", 1, "requests", 3, "failed", 0, "prompt_tokens",
+        192, "completion_tokens", 96, "decode_tps", "median", "prefill_tps", "median");
     struct sw_sim_point *pts = NULL;
     size_t n = 0;
     assert_int_equal(sw_sim_points_from_bench(doc, "run 1", &pts, &n, &e), 0);
@@ -182,7 +191,7 @@ static void test_points(void **state)
     assert_int_equal(pts[2].depth, 4064);
     assert_float_equal(pts[2].decode_tps, 36.42, 1e-9);
     struct sw_sim_fit fit;
-    assert_int_equal(sw_sim_fit(pts, n, 1, NULL, &fit, &e), 0);
+    assert_int_equal(sw_sim_fit(pts, n, 1, 0, NULL, &fit, &e), 0);
     assert_true(fit.max_err_pct < 1.0);
     assert_true(fit.timing.decode_per_kv_us > 0);
     sw_free(pts);
@@ -212,7 +221,7 @@ int main(void)
 {
     sw_core_init();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_step_cost), cmocka_unit_test(test_predict),
+        cmocka_unit_test(test_step_cost),    cmocka_unit_test(test_predict),
         cmocka_unit_test(test_fit_recovers), cmocka_unit_test(test_points),
         cmocka_unit_test(test_timing_json),
     };
