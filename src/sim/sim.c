@@ -16,12 +16,14 @@
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
+#include <event2/buffer.h>
 #include <event2/util.h>
 #include <inttypes.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -194,6 +196,9 @@ void sw_sim_free(struct sw_sim *s)
     sw__sim_drop_all(s);
     if (s->http)
         evhttp_free(s->http);
+    if (s->chunk)
+        evbuffer_free(s->chunk);
+    free(s->alias_json);
     if (s->sig_term)
         event_free(s->sig_term);
     if (s->sig_int)
@@ -377,6 +382,12 @@ int sw_sim_run(struct sw_sim *s, int *exit_status, struct sw_err *e)
         event_config_free(ec);
     if (!s->base)
         return sw_err_set(e, SW_ENOMEM, "event_base_new failed");
+    /* a stand-in for thousands of streams: as many descriptors as the hard limit allows */
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
     rc = bind_listen(s, e);
     if (rc)
         return rc;

@@ -46,6 +46,8 @@ struct sw_sim {
     enum sw__sim_engine engine;
     struct sw_sim_config cfg;
     char alias[1024];
+    char *alias_json;       /* alias as a JSON string (free()) */
+    struct evbuffer *chunk; /* reused for each streamed token */
     char model_path[1024];
     bool payload_missing;
     uint64_t payload_bytes;
