@@ -37,12 +37,12 @@
 struct conn {
     int fd;
     size_t sent, reqlen;
-    long events;   /* "data: " events seen */
-    int nl;        /* newlines at the end of the headers so far */
-    bool headers;  /* past the response headers */
-    bool done;     /* [DONE] seen */
+    long events;  /* "data: " events seen */
+    int nl;       /* newlines at the end of the headers so far */
+    bool headers; /* past the response headers */
+    bool done;    /* [DONE] seen */
     bool failed;
-    char tail[8];  /* the last 5 bytes, to find a marker across reads */
+    char tail[8]; /* the last 5 bytes, to find a marker across reads */
     size_t ntail;
 };
 
@@ -96,8 +96,8 @@ static pid_t start_sim(const char *model, int slots, int64_t window, int *port)
         dup2(nul, 2);
         if (model)
             execl(SW_BUILD_DIR "/slipway", "slipway", "sim", "--firehose", "--load-time", "0s",
-                  "--engine", "llama.cpp", "--", "llama-server", "-m", model, "-np", np, "-c",
-                  ctx, "-b", "65536", (char *)NULL);
+                  "--engine", "llama.cpp", "--", "llama-server", "-m", model, "-np", np, "-c", ctx,
+                  "-b", "65536", (char *)NULL);
         else
             execl(SW_BUILD_DIR "/slipway", "slipway", "sim", "--firehose", "--load-time", "0s",
                   "--engine", "vllm", "--device-memory", "640GiB", "--weights", "16GiB", "--",

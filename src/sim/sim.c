@@ -214,6 +214,8 @@ void sw_sim_free(struct sw_sim *s)
     if (s->base)
         event_base_free(s->base);
     sw_free(s->slots);
+    sw_free(s->hung);
+    sw_free(s->hung_conn);
     sw_free(s->pf_n);
     sw_free(s->pf_k0);
     sw_buf_free(&s->boot_early);

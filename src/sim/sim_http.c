@@ -578,7 +578,7 @@ static void on_step(evutil_socket_t fd, short what, void *arg)
  * ideal end, not when the loop got to it, so the loop's own lateness does not add up. */
 static void schedule_step(struct sw_sim *s)
 {
-    if (s->stepping || s->in_window || s->state != SW__SIM_READY)
+    if (s->stepping || s->in_window || s->state != SW__SIM_READY || s->fault_dead || s->fault_hang)
         return;
     preempt(s);
     int running = 0, decoding = 0;
@@ -787,8 +787,31 @@ static char *tool_arguments(const json_t *params, uint64_t seed)
     return out;
 }
 
+static void reply_500(struct sw_sim *s, struct evhttp_request *req)
+{
+    if (s->engine == SW__SIM_LLAMACPP)
+        reply_json(req, 500, "Internal Server Error",
+                   json_pack("{s:{s:i,s:s,s:s}}", "error", "code", 500, "message",
+                             "Internal Server Error (sim fault)", "type", "server_error"));
+    else
+        reply_json(req, 500, "Internal Server Error",
+                   json_pack("{s:s,s:s,s:s,s:n,s:i}", "object", "error", "message",
+                             "Internal Server Error (sim fault)", "type", "InternalServerError",
+                             "param", "code", 500));
+}
+
 static void on_generate(struct sw_sim *s, struct evhttp_request *req, bool chat)
 {
+    if (s->fault_500_left > 0) {
+        s->fault_500_left--;
+        reply_500(s, req);
+        return;
+    }
+    if (s->fault_oom_next) {
+        s->fault_oom_next = false;
+        runtime_oom(s, req);
+        return;
+    }
     struct evbuffer *in = evhttp_request_get_input_buffer(req);
     size_t n = evbuffer_get_length(in);
     if (n > BODY_MAX) {
@@ -1058,6 +1081,94 @@ static void on_metrics(struct sw_sim *s, struct evhttp_request *req)
     sw_buf_free(&b);
 }
 
+static void on_request(struct evhttp_request *req, void *arg);
+
+/* A held request's client went away: forget it (and free it when libevent left it to us, as
+ * on_client_gone does). */
+static void on_hung_gone(struct evhttp_connection *c, void *arg)
+{
+    struct sw_sim *s = arg;
+    for (size_t i = 0; i < s->n_hung; i++) {
+        if (s->hung_conn[i] != c)
+            continue;
+        if (!evhttp_request_get_connection(s->hung[i]))
+            evhttp_request_free(s->hung[i]);
+        s->hung[i] = s->hung[--s->n_hung];
+        s->hung_conn[i] = s->hung_conn[s->n_hung];
+        i--;
+    }
+}
+
+/* POST /sim/fault {"kind": K, "count": N}: a fault on demand (docs/sim.md, "Faults"). */
+static void on_fault(struct sw_sim *s, struct evhttp_request *req)
+{
+    struct evbuffer *in = evhttp_request_get_input_buffer(req);
+    size_t n = evbuffer_get_length(in);
+    unsigned char *raw = n < 65536 ? evbuffer_pullup(in, (ev_ssize_t)n) : NULL;
+    json_t *body = raw ? sw_json_parse((const char *)raw, n, "fault", NULL) : NULL;
+    char kind[32] = "";
+    const char *k = json_string_value(json_object_get(body, "kind"));
+    if (k && strlen(k) < sizeof(kind))
+        snprintf(kind, sizeof(kind), "%s", k);
+    json_t *cnt = json_object_get(body, "count");
+    int64_t count = json_is_integer(cnt) ? json_integer_value(cnt) : 1;
+    struct sw_buf b;
+    sw_buf_init(&b, 8192);
+    bool ok = kind[0] && count >= 1;
+    if (ok && !strcmp(kind, "none")) {
+        s->fault_dead = s->fault_hang = s->fault_oom_next = false;
+        s->fault_500_left = 0;
+    } else if (ok && !strcmp(kind, "dead_generation")) {
+        s->fault_dead = true;
+    } else if (ok && !strcmp(kind, "hang")) {
+        s->fault_hang = true;
+    } else if (ok && !strcmp(kind, "oom_next_request")) {
+        s->fault_oom_next = true;
+    } else if (ok && !strcmp(kind, "http_500")) {
+        s->fault_500_left = count;
+    } else if (ok && !strcmp(kind, "exit0")) {
+        /* vLLM's API server after its engine died: the engine's last lines, exit 0 */
+        if (s->engine == SW__SIM_VLLM)
+            sw_buf_puts(&b, "(APIServer pid=1) ERROR EngineDeadError: EngineCore encountered an "
+                            "issue. See stack trace (above) for the root cause.\n"
+                            "(APIServer pid=1) INFO Shutting down FastAPI HTTP server.\n");
+        else
+            sw_buf_puts(&b, "I srv    operator(): operator(): cleaning up before exit...\n");
+        sw__sim_log_lines(s, &b);
+    } else {
+        ok = false;
+    }
+    sw_buf_free(&b);
+    json_decref(body);
+    if (!ok) {
+        reply_json(req, 400, "Bad Request",
+                   json_pack("{s:s}", "error",
+                             "want {\"kind\": none|dead_generation|hang|oom_next_request|"
+                             "http_500|exit0, \"count\": N >= 1}"));
+        return;
+    }
+    reply_json(req, 200, "OK", json_pack("{s:s}", "fault", kind));
+    if (!strcmp(kind, "exit0")) {
+        s->state = SW__SIM_FAILED;
+        s->exit_status = 0;
+        sw__sim_drop_all(s);
+        struct timeval flush = {0, 200000};
+        event_base_loopexit(s->base, &flush);
+        return;
+    }
+    if (!s->fault_hang) { /* a hang cleared: what it held is answered; steps resume */
+        size_t n_held = s->n_hung;
+        s->n_hung = 0;
+        for (size_t i = 0; i < n_held; i++) {
+            if (s->hung_conn[i])
+                evhttp_connection_set_closecb(s->hung_conn[i], NULL, NULL);
+            on_request(s->hung[i], s);
+        }
+    }
+    admit(s);
+    schedule_step(s);
+}
+
 static void on_request(struct evhttp_request *req, void *arg)
 {
     struct sw_sim *s = arg;
@@ -1077,6 +1188,31 @@ static void on_request(struct evhttp_request *req, void *arg)
     }
     if (s->state == SW__SIM_STOPPING || s->state == SW__SIM_FAILED) {
         evhttp_send_error(req, 503, "shutting down");
+        return;
+    }
+    if (!strcmp(path, "/sim/fault") && m == EVHTTP_REQ_POST && s->state == SW__SIM_READY) {
+        on_fault(s, req); /* the control path is the sim's, not the engine's: never hangs */
+        return;
+    }
+    if (s->fault_hang) { /* held, unanswered, until the hang clears (or the client goes) */
+        if (s->n_hung == s->cap_hung) {
+            size_t cap = s->cap_hung ? s->cap_hung * 2 : 64;
+            struct evhttp_request **g = sw_realloc(s->hung, cap * sizeof(*g));
+            if (g)
+                s->hung = g;
+            struct evhttp_connection **gc = g ? sw_realloc(s->hung_conn, cap * sizeof(*gc)) : NULL;
+            if (gc)
+                s->hung_conn = gc;
+            if (!g || !gc) {
+                evhttp_send_error(req, 500, "out of memory");
+                return;
+            }
+            s->cap_hung = cap;
+        }
+        s->hung_conn[s->n_hung] = conn;
+        s->hung[s->n_hung++] = req;
+        if (conn)
+            evhttp_connection_set_closecb(conn, on_hung_gone, s);
         return;
     }
     if (!strcmp(path, "/health")) {

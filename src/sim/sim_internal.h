@@ -89,6 +89,14 @@ struct sw_sim {
     uint64_t m_prompt_tokens, m_predicted_tokens, m_requests, m_decode_calls, m_preemptions;
     double m_prompt_seconds, m_predicted_seconds;
     int exit_status;
+    /* faults on demand (POST /sim/fault) */
+    bool fault_dead;              /* generation never advances; /health stays 200 */
+    bool fault_hang;              /* nothing but /sim/fault is answered */
+    bool fault_oom_next;          /* the next generation request dies the runtime-OOM way */
+    int64_t fault_500_left;       /* generation requests answered 500 before the path recovers */
+    struct evhttp_request **hung; /* requests held by a hang (answered when it clears) */
+    struct evhttp_connection **hung_conn; /* and their connections */
+    size_t n_hung, cap_hung;
 };
 
 /* The boot scripts (sim_boot.c). */

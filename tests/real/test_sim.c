@@ -696,6 +696,90 @@ static void test_runtime_oom(void **state)
     runtime_oom(f, "rt-vllm", "vllm", v, "InternalServerError", 0);
 }
 
+static int fault(int port, const char *body)
+{
+    int status = 0;
+    char *out = NULL;
+    assert_int_equal(swl_http(port, "POST", "/sim/fault", body, 10, &status, &out), 0);
+    free(out);
+    return status;
+}
+
+static const char chat_req[] =
+    "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"max_tokens\":4}";
+
+/* Faults on demand (POST /sim/fault): a 5xx burst of N then recovery; a dead generation path
+ * behind a healthy /health, cleared by "none" (the held request is then served); a hang in
+ * which not even /health answers; the next request's runtime OOM (the engine's 500 and exit
+ * 134, classified by bootlog parse); vLLM's API server exiting 0; an unknown kind refused. */
+static void test_faults(void **state)
+{
+    struct fx *f = *state;
+    swt_need(f != NULL, "%s", g_missing);
+    const char *l[] = {"--engine", "llama.cpp", "--load-time", "0",    "--", "llama-server",
+                       "-m",       f->model,    "-c",          "4096", NULL};
+    struct sim s;
+    sim_start(f, "faults", l, &s);
+    wait_health(s.port, 200);
+    int status = 0;
+    char *out = NULL;
+    assert_int_equal(fault(s.port, "{\"kind\":\"melt\"}"), 400);
+    assert_int_equal(fault(s.port, "{\"kind\":\"http_500\",\"count\":2}"), 200);
+    for (int i = 0; i < 3; i++) {
+        json_t *j = post(s.port, "/v1/chat/completions", chat_req, &status);
+        assert_int_equal(status, i < 2 ? 500 : 200);
+        json_decref(j);
+    }
+    /* dead generation: /health 200, a request gets nothing within 2 s */
+    assert_int_equal(fault(s.port, "{\"kind\":\"dead_generation\"}"), 200);
+    wait_health(s.port, 200);
+    assert_int_equal(swl_http(s.port, "POST", "/v1/chat/completions", chat_req, 2, &status, &out),
+                     -1);
+    free(out);
+    out = NULL;
+    assert_int_equal(fault(s.port, "{\"kind\":\"none\"}"), 200);
+    json_t *j = post(s.port, "/v1/chat/completions", chat_req, &status);
+    assert_int_equal(status, 200);
+    json_decref(j);
+    /* hang: not even /health answers; cleared, it does */
+    assert_int_equal(fault(s.port, "{\"kind\":\"hang\"}"), 200);
+    assert_int_equal(swl_http(s.port, "GET", "/health", NULL, 2, &status, &out), -1);
+    free(out);
+    out = NULL;
+    assert_int_equal(fault(s.port, "{\"kind\":\"none\"}"), 200);
+    wait_health(s.port, 200);
+    /* the next request dies the engine's runtime-OOM way */
+    assert_int_equal(fault(s.port, "{\"kind\":\"oom_next_request\"}"), 200);
+    j = post(s.port, "/v1/chat/completions", chat_req, &status);
+    assert_int_equal(status, 500);
+    json_decref(j);
+    int st;
+    reap(s.pid, &st);
+    g_pid = 0;
+    assert_int_equal(st, 134);
+    struct swt_run r;
+    swt_slipway(&r, "bootlog", "parse", "--engine", "llama.cpp", "--json", s.log, NULL);
+    json_t *p = swt_json_out(&r);
+    assert_string_equal(json_string_value(json_object_get(json_object_get(p, "failure"), "phase")),
+                        "runtime");
+    json_decref(p);
+    swt_run_free(&r);
+
+    /* vLLM's API server exits 0 */
+    char dir[4200];
+    write_vllm_dir(f, dir, sizeof(dir));
+    const char *v[] = {"--engine", "vllm",      "--load-time",     "0",     "--device-memory",
+                       "24GiB",    "--weights", "16GiB",           "--",    "vllm",
+                       "serve",    dir,         "--max-model-len", "32768", NULL};
+    sim_start(f, "faults-vllm", v, &s);
+    wait_health(s.port, 200);
+    assert_int_equal(fault(s.port, "{\"kind\":\"exit0\"}"), 200);
+    reap(s.pid, &st);
+    g_pid = 0;
+    assert_int_equal(st, 0);
+    assert_true(swt_file_has(s.log, "EngineDeadError"));
+}
+
 /* The sim's boot beside the real llama-server's for one command line: `bootlog diff` of the two
  * printed reports finds no difference (the compute buffer is the law's estimate: reported). */
 static void test_parity_with_llama_server(void **state)
@@ -747,6 +831,7 @@ int main(void)
         cmocka_unit_test_teardown(test_vllm_pool_preemption, kill_sim),
         cmocka_unit_test_teardown(test_reasoning_and_tools, kill_sim),
         cmocka_unit_test_teardown(test_runtime_oom, kill_sim),
+        cmocka_unit_test_teardown(test_faults, kill_sim),
         cmocka_unit_test_teardown(test_parity_with_llama_server, kill_sim),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
