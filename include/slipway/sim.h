@@ -22,9 +22,12 @@
  * Tokens are counted the sim's way (one token per 4 bytes of prompt, rounded up, plus a fixed
  * chat-template cost per message): consistent between usage, timings, metrics and the window.
  *
- * What it deliberately does not do (yet): chunked prefill, a pool in blocks, a runtime OOM from a
- * fitted headroom model (only a declared threshold, runtime_oom_tokens), faults on demand,
- * calibration (`slipway sim fit`), SGLang, one loop per core.
+ * Also: chunked prefill in a step's token budget, vLLM's pool in blocks, llama.cpp's unified
+ * pool, the timing model fitted to measurements (sw_sim_fit, `slipway sim fit`), faults on
+ * demand (POST /sim/fault), firehose mode and emit timestamps (docs/sim.md).
+ *
+ * What it deliberately does not do (yet): a runtime OOM from a fitted headroom model (only a
+ * declared threshold, runtime_oom_tokens), SGLang, one loop per core.
  */
 #ifndef SLIPWAY_SIM_H
 #define SLIPWAY_SIM_H

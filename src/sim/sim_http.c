@@ -15,9 +15,13 @@
  * vLLM's pool (kv_pool tokens) gates admission and preempts (recompute) the latest admitted
  * sequence when the running ones' next tokens do not fit.
  *
- * What it does not do: chunked prefill, a pool in blocks, llama.cpp's unified pool, tool calls,
- * images,
- * a runtime OOM other than the declared threshold, faults.
+ * Steps have a token budget (chunked prefill: decodes first, then prompt chunks); vLLM's pool is
+ * counted in blocks; llama.cpp's --kv-unified slots share the n_ctx cells. POST /sim/fault sets
+ * a fault on demand (docs/sim.md). In firehose mode steps take no time and a turn of the loop
+ * runs several.
+ *
+ * What it does not do: images, a runtime OOM other than the declared threshold (or the
+ * oom_next_request fault), more than one loop.
  */
 #include "sim_internal.h"
 

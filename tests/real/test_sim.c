@@ -780,6 +780,74 @@ static void test_faults(void **state)
     assert_true(swt_file_has(s.log, "EngineDeadError"));
 }
 
+/* The sim's monotonic clock instants ("sim_emit_ns") of a streamed body, in order; how many. */
+static int emit_stamps(const char *body, uint64_t *out, int max)
+{
+    int n = 0;
+    for (const char *p = strstr(body, "\"sim_emit_ns\":"); p && n < max;
+         p = strstr(p + 1, "\"sim_emit_ns\":"))
+        out[n++] = strtoull(p + strlen("\"sim_emit_ns\":"), NULL, 10);
+    return n;
+}
+
+/* Chunked prefill and the emit stamps: with a step budget of 64 tokens, a ~110-token prompt is
+ * prefilled in two steps of at least 50 ms each (the timing file's per-step cost), so its first
+ * token is emitted at least 100 ms after the request was sent; every chunk carries its emit
+ * instant on CLOCK_MONOTONIC, in order, none before the send. Lower bounds only: a timer never
+ * fires early, however loaded the machine. */
+static void test_chunked_prefill_stamps(void **state)
+{
+    struct fx *f = *state;
+    swt_need(f != NULL, "%s", g_missing);
+    char timing[4200];
+    snprintf(timing, sizeof(timing), "%s", swt_join(f->dir, "timing.json"));
+    swt_write_str(timing, "{\"timing\":{\"prefill_step_us\":50000,\"prefill_per_token_us\":10,"
+                          "\"decode_base_us\":1000,\"decode_per_seq_us\":0,"
+                          "\"decode_per_kv_us\":0,\"batch_window_us\":0}}");
+    const char *l[] = {"--engine",
+                       "llama.cpp",
+                       "--load-time",
+                       "0",
+                       "--emit-stamps",
+                       "--timing",
+                       timing,
+                       "--max-batched-tokens",
+                       "64",
+                       "--",
+                       "llama-server",
+                       "-m",
+                       f->model,
+                       "-c",
+                       "4096",
+                       NULL};
+    struct sim s;
+    sim_start(f, "chunked", l, &s);
+    wait_health(s.port, 200);
+    /* 400 bytes of prompt: 100 tokens + the template's 7 */
+    char body[1024], word[401];
+    memset(word, 'a', 400);
+    word[400] = '\0';
+    snprintf(body, sizeof(body),
+             "{\"messages\":[{\"role\":\"user\",\"content\":\"%s\"}],\"max_tokens\":4,"
+             "\"stream\":true}",
+             word);
+    int status = 0;
+    char *out = NULL;
+    uint64_t t_send = sw_now_ns();
+    assert_int_equal(swl_http(s.port, "POST", "/v1/chat/completions", body, 30, &status, &out), 0);
+    assert_int_equal(status, 200);
+    uint64_t st[16];
+    int n = emit_stamps(out, st, 16);
+    /* role, 4 tokens, finish */
+    assert_int_equal(n, 6);
+    for (int i = 1; i < n; i++)
+        assert_true(st[i] >= st[i - 1]);
+    assert_true(st[0] >= t_send);
+    /* the first token (chunk 1, after the role) came out of the second prefill step */
+    assert_true(st[1] - t_send >= 100000000u);
+    free(out);
+}
+
 /* The sim's boot beside the real llama-server's for one command line: `bootlog diff` of the two
  * printed reports finds no difference (the compute buffer is the law's estimate: reported). */
 static void test_parity_with_llama_server(void **state)
@@ -832,6 +900,7 @@ int main(void)
         cmocka_unit_test_teardown(test_reasoning_and_tools, kill_sim),
         cmocka_unit_test_teardown(test_runtime_oom, kill_sim),
         cmocka_unit_test_teardown(test_faults, kill_sim),
+        cmocka_unit_test_teardown(test_chunked_prefill_stamps, kill_sim),
         cmocka_unit_test_teardown(test_parity_with_llama_server, kill_sim),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
