@@ -52,7 +52,7 @@ extern "C" {
  *       prefill_base_us + prefill_per_token_us * n + prefill_per_kv_us * (n*k0 + n*(n-1)/2) / 1000
  * (the last term is attention over what is already in the cache: quadratic in a prompt's depth).
  * Defaults (sw_sim_config_init): 2000 us base, 200 us per sequence, 1 us per 1000 KV tokens,
- * 50 us per prompt token, no per-prompt or per-depth prefill cost, a 1 ms batch window: a small
+ * 50 us per prompt token, no per-prompt or per-depth prefill cost, a 3 ms batch window: a small
  * model on a CPU, in the order of the tiny test model here. `slipway sim fit` (sw_sim_fit) fits them to measurements.
  */
 struct sw_sim_timing {
@@ -65,7 +65,7 @@ struct sw_sim_timing {
     double prefill_step_us;   /* per step that prefills anything (shared by its prompts) */
     /* A step started by a request that arrives while the engine is idle begins this long after
      * it, so requests sent together are prefilled together (llama-server's loop wakes, takes
-     * every task posted meanwhile, then decodes one batch). Not fitted; default 1000. */
+     * every task posted meanwhile, then decodes one batch). Not fitted; default 3000. */
     double batch_window_us;
 };
 

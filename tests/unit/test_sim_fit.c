@@ -60,11 +60,11 @@ static void test_predict(void **state)
     sw_sim_predict(&t, 1, 0, &p, &d, &pf);
     assert_float_equal(d, 1e6 / 2200.0, 1e-6);
     /* the window, then the prompt's step (no decode in it) */
-    assert_float_equal(pf, 100 * 1e6 / (1000.0 + 50.0 * 100), 1e-6);
+    assert_float_equal(pf, 100 * 1e6 / (3000.0 + 50.0 * 100), 1e-6);
     /* two streams sent together: one batch, both prefills in one step */
     p.concurrency = 2;
     sw_sim_predict(&t, 2, 0, &p, &d, &pf);
-    assert_float_equal(pf, 100 * 1e6 / (1000.0 + 2 * 50.0 * 100), 1e-6);
+    assert_float_equal(pf, 100 * 1e6 / (3000.0 + 2 * 50.0 * 100), 1e-6);
     assert_float_equal(d, 1e6 / 2400.0, 1e-6);
     /* no window: the first request's step starts alone, the second waits for it */
     t.batch_window_us = 0;
@@ -72,7 +72,7 @@ static void test_predict(void **state)
     sw_sim_predict(&t, 2, 0, &p, &d, &pf0);
     assert_true(pf0 != pf);
     /* one slot for two streams: the second waits for the first request to end */
-    t.batch_window_us = 1000;
+    t.batch_window_us = 3000;
     double d1, pf1;
     sw_sim_predict(&t, 1, 0, &p, &d1, &pf1);
     assert_float_equal(d1, 1e6 / 2200.0, 1e-6);
@@ -82,9 +82,9 @@ static void test_predict(void **state)
     p.concurrency = 1;
     t.prefill_step_us = 100;
     sw_sim_predict(&t, 1, 0, &p, &d, &pf);
-    assert_float_equal(pf, 100 * 1e6 / (1000.0 + 100 + 50.0 * 100), 1e-6);
+    assert_float_equal(pf, 100 * 1e6 / (3000.0 + 100 + 50.0 * 100), 1e-6);
     sw_sim_predict(&t, 1, 30, &p, &d1, &pf1);
-    assert_float_equal(pf1, 100 * 1e6 / (1000.0 + 4 * 100 + 50.0 * 100), 1e-6);
+    assert_float_equal(pf1, 100 * 1e6 / (3000.0 + 4 * 100 + 50.0 * 100), 1e-6);
     assert_float_equal(d1, d, 1e-9);
 }
 
