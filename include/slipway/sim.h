@@ -104,6 +104,11 @@ struct sw_sim_config {
     /* Every streamed chunk carries "sim_emit_ns": the CLOCK_MONOTONIC instant it was written
      * (the same clock a client on this host reads), for a client's timing-error check. */
     bool emit_stamps;
+    /* Event loops (one per core): threads - 1 more loops, each on its own thread with its own
+     * listener on the same port (SO_REUSEPORT: the kernel spreads the connections) and its own
+     * scheduler (its own slots: N loops serve like N engines behind one port). They start
+     * serving when the first one has booted; faults and /metrics are per loop. 0 or 1: one. */
+    int threads;
 };
 
 /* The defaults stated above. */

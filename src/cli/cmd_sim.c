@@ -61,6 +61,8 @@ static const struct sw_opt opts[] = {
      "ENDPOINT.sim-fit.json beside the fleet file is read when present",
      NULL},
     {"firehose", 0, NULL, 0, "no pacing: every step takes no time (for measuring clients)", NULL},
+    {"threads", 0, "N", 0,
+     "N event loops (one per core) on the port (SO_REUSEPORT), each its own scheduler", NULL},
     {"emit-stamps", 0, NULL, 0,
      "every streamed chunk carries sim_emit_ns, its CLOCK_MONOTONIC write instant", NULL},
     {0},
@@ -131,6 +133,11 @@ static int read_config(const struct sw_args *a, struct sw_sim_config *c)
     v = sw_args_str(a, "max-tokens");
     if (v && (sw_parse_i64(v, &c->max_tokens_default, NULL) || c->max_tokens_default < 1))
         return sw_args_usage(a, "--max-tokens: \"%s\" is not a count >= 1", v);
+    v = sw_args_str(a, "threads");
+    int64_t th = 1;
+    if (v && (sw_parse_i64(v, &th, NULL) || th < 1 || th > 256))
+        return sw_args_usage(a, "--threads: \"%s\" is not a count in 1..256", v);
+    c->threads = (int)th;
     v = sw_args_str(a, "max-batched-tokens");
     if (v && (sw_parse_i64(v, &c->batch_tokens, NULL) || c->batch_tokens < 1))
         return sw_args_usage(a, "--max-batched-tokens: \"%s\" is not a count >= 1", v);

@@ -89,6 +89,14 @@ struct sw_sim {
     uint64_t m_prompt_tokens, m_predicted_tokens, m_requests, m_decode_calls, m_preemptions;
     double m_prompt_seconds, m_predicted_seconds;
     int exit_status;
+    /* more loops (cfg.threads): the other sims, their threads, and a pipe whose write end the
+     * first loop closes to stop them */
+    struct sw_sim **workers;
+    void *worker_threads; /* pthread_t[n_workers] */
+    int n_workers;
+    int stop_pipe[2];
+    struct event *stop_ev;
+    char listen_buf[300];
     /* faults on demand (POST /sim/fault) */
     bool fault_dead;              /* generation never advances; /health stays 200 */
     bool fault_hang;              /* nothing but /sim/fault is answered */

@@ -35,6 +35,7 @@
 #include "swllama.h"
 #include "swtest.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -848,6 +849,39 @@ static void test_chunked_prefill_stamps(void **state)
     free(out);
 }
 
+/* --threads 2: two loops on one port (SO_REUSEPORT), each its own scheduler; every request is
+ * served with its exact usage, the process runs both threads, and SIGTERM stops both (exit 0). */
+static void test_threads(void **state)
+{
+    struct fx *f = *state;
+    swt_need(f != NULL, "%s", g_missing);
+    const char *l[] = {
+        "--engine",     "llama.cpp", "--load-time", "0",  "--threads", "2",   "--firehose", "--",
+        "llama-server", "-m",        f->model,      "-c", "4096",      "-np", "2",          NULL};
+    struct sim s;
+    sim_start(f, "threads", l, &s);
+    wait_health(s.port, 200);
+    for (int i = 0; i < 20; i++) {
+        int status = 0;
+        json_t *j = post(s.port, "/v1/chat/completions", chat_req, &status);
+        assert_int_equal(status, 200);
+        assert_int_equal(
+            json_integer_value(json_object_get(json_object_get(j, "usage"), "completion_tokens")),
+            4);
+        json_decref(j);
+    }
+    char task[64];
+    snprintf(task, sizeof(task), "/proc/%d/task", (int)s.pid);
+    int n = 0;
+    DIR *d = opendir(task);
+    for (struct dirent *de = d ? readdir(d) : NULL; de; de = readdir(d))
+        n += de->d_name[0] != '.';
+    if (d)
+        closedir(d);
+    assert_int_equal(n, 2);
+    assert_int_equal(sim_stop(&s), 0);
+}
+
 /* The sim's boot beside the real llama-server's for one command line: `bootlog diff` of the two
  * printed reports finds no difference (the compute buffer is the law's estimate: reported). */
 static void test_parity_with_llama_server(void **state)
@@ -901,6 +935,7 @@ int main(void)
         cmocka_unit_test_teardown(test_runtime_oom, kill_sim),
         cmocka_unit_test_teardown(test_faults, kill_sim),
         cmocka_unit_test_teardown(test_chunked_prefill_stamps, kill_sim),
+        cmocka_unit_test_teardown(test_threads, kill_sim),
         cmocka_unit_test_teardown(test_parity_with_llama_server, kill_sim),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
