@@ -22,9 +22,12 @@
  * Tokens are counted the sim's way (one token per 4 bytes of prompt, rounded up, plus a fixed
  * chat-template cost per message): consistent between usage, timings, metrics and the window.
  *
- * What it deliberately does not do (yet): chunked prefill, a pool in blocks, a runtime OOM from a
- * fitted headroom model (only a declared threshold, runtime_oom_tokens), faults on demand,
- * calibration (`slipway sim fit`), SGLang, one loop per core.
+ * Also: chunked prefill in a step's token budget, vLLM's pool in blocks, llama.cpp's unified
+ * pool, the timing model fitted to measurements (sw_sim_fit, `slipway sim fit`), faults on
+ * demand (POST /sim/fault), firehose mode and emit timestamps (docs/sim.md).
+ *
+ * What it deliberately does not do (yet): a runtime OOM from a fitted headroom model (only a
+ * declared threshold, runtime_oom_tokens), SGLang, one loop per core.
  */
 #ifndef SLIPWAY_SIM_H
 #define SLIPWAY_SIM_H
@@ -40,17 +43,36 @@ extern "C" {
 
 /*
  * The timing model, microseconds. A step of the batch takes
- *     decode_base_us + decode_per_seq_us * running + decode_per_kv_us * (sum of KV depths) / 1000
- *   + prefill_per_token_us * (prompt tokens admitted in this step).
+ *     max(0, decode_base_us
+ *            + decode_per_seq_us * (sequences decoding a token in this step)
+ *            + decode_per_kv_us * (KV tokens those sequences hold) / 1000)   when any decodes
+ *     (the intercept may be negative: on a CPU a batch of 2 can cost more than twice one)
+ *   + prefill_step_us when the step prefills anything
+ *   + for each prompt (or prompt chunk) of n tokens prefilled in the step, at KV position k0:
+ *       prefill_base_us + prefill_per_token_us * n + prefill_per_kv_us * (n*k0 + n*(n-1)/2) / 1000
+ * (the last term is attention over what is already in the cache: quadratic in a prompt's depth).
  * Defaults (sw_sim_config_init): 2000 us base, 200 us per sequence, 1 us per 1000 KV tokens,
- * 50 us per prompt token: a small model on a CPU, in the order of the tiny test model here.
+ * 50 us per prompt token, no per-prompt or per-depth prefill cost, a 3 ms batch window: a small
+ * model on a CPU, in the order of the tiny test model here. `slipway sim fit` (sw_sim_fit) fits them to measurements.
  */
 struct sw_sim_timing {
     double decode_base_us;
     double decode_per_seq_us;
-    double decode_per_kv_us; /* per 1000 tokens of KV held by the running sequences */
+    double decode_per_kv_us; /* per 1000 tokens of KV held by the decoding sequences */
     double prefill_per_token_us;
+    double prefill_base_us;   /* per prompt (or chunk) prefilled in a step */
+    double prefill_per_kv_us; /* per prompt token, per 1000 tokens of KV before it */
+    double prefill_step_us;   /* per step that prefills anything (shared by its prompts) */
+    /* A step started by a request that arrives while the engine is idle begins this long after
+     * it, so requests sent together are prefilled together (llama-server's loop wakes, takes
+     * every task posted meanwhile, then decodes one batch). Not fitted; default 3000. */
+    double batch_window_us;
 };
+
+/* The duration of one step of the batch (the formula above), microseconds. prefill_n[i] and
+ * prefill_k0[i] are the tokens and KV position of the i-th prompt chunk prefilled in it. */
+double sw_sim_step_us(const struct sw_sim_timing *t, int decoding, double kv_decoding,
+                      size_t n_prefill, const double *prefill_n, const double *prefill_k0);
 
 struct sw_sim_config {
     const char *listen;         /* "HOST:PORT"; NULL: 127.0.0.1:0 (the bound port is announced) */
@@ -68,10 +90,25 @@ struct sw_sim_config {
      * 134; vLLM: torch.OutOfMemoryError in the engine core, EngineDeadError, HTTP 500, and the
      * API server exits 0). 0: none. */
     int64_t runtime_oom_tokens;
+    /* A step's token budget (chunked prefill: a prompt past what is left of it is prefilled
+     * in chunks over several steps, its first token with the last): vLLM's
+     * max_num_batched_tokens. 0: the engine's (llama.cpp: the plan's n_batch; vLLM: 2048). */
+    int64_t batch_tokens;
     struct sw_sim_timing timing;
     FILE *log;          /* the engine's log (stderr when NULL) */
     FILE *out;          /* the bound port as the first line (stdout when NULL) */
     bool announce_json; /* that line as {"port": N, "url": "http://HOST:N"} */
+    /* Firehose: no pacing, every step takes no time (tokens go out as fast as the loop writes
+     * them); for measuring clients. */
+    bool firehose;
+    /* Every streamed chunk carries "sim_emit_ns": the CLOCK_MONOTONIC instant it was written
+     * (the same clock a client on this host reads), for a client's timing-error check. */
+    bool emit_stamps;
+    /* Event loops (one per core): threads - 1 more loops, each on its own thread with its own
+     * listener on the same port (SO_REUSEPORT: the kernel spreads the connections) and its own
+     * scheduler (its own slots: N loops serve like N engines behind one port). They start
+     * serving when the first one has booted; faults and /metrics are per loop. 0 or 1: one. */
+    int threads;
 };
 
 /* The defaults stated above. */
@@ -135,6 +172,78 @@ bool sw_sim_payload_missing(const char *model_dir);
 
 /* The sim's token count of a text (the same rule the window and usage use). */
 int64_t sw_sim_count_tokens(const char *text, size_t len);
+
+/* ---------------------------------------------------------------------------------------------
+ * Calibration (`slipway sim fit`, docs/sim.md): the timing model fitted to measured points, those
+ * of a closed-loop `slipway bench` sweep (depth x concurrency) or the operator's declared figures.
+ */
+struct sw_sim_point {
+    int64_t depth;        /* the depth asked (shown; prompt_tokens is what counts) */
+    int concurrency;      /* streams kept in flight (>= 1) */
+    int repeat;           /* requests per stream (>= 1) */
+    double prompt_tokens; /* per request */
+    int64_t tg;           /* tokens generated per request */
+    double decode_tps;    /* per-stream decode (median); <= 0 or NaN: not measured */
+    double prefill_tps;   /* prompt tokens / (first token - sent) (median); <= 0 or NaN: not */
+    char source[96];      /* "bench run 3", "fact decode_bf16_ctx166" */
+};
+
+/* What a closed-loop bench of p would measure against the sim's scheduler with timing t,
+ * n_slots slots and a step budget of batch_tokens (0: none): the live scheduler's rules replayed
+ * on a virtual clock (streams send their next request a round trip after the previous one ended;
+ * a request that arrives during a step joins the next; decodes first, then prompts in chunks).
+ * OUT: the medians over the point's requests, as bench computes them. */
+void sw_sim_predict(const struct sw_sim_timing *t, int n_slots, int64_t batch_tokens,
+                    const struct sw_sim_point *p, double *decode_tps, double *prefill_tps);
+
+/* Bits of struct sw_sim_fit.fitted, in the order of struct sw_sim_timing's fields. */
+enum {
+    SW_SIM_FIT_DECODE_BASE = 1u << 0,
+    SW_SIM_FIT_DECODE_SEQ = 1u << 1,
+    SW_SIM_FIT_DECODE_KV = 1u << 2,
+    SW_SIM_FIT_PREFILL_TOKEN = 1u << 3,
+    SW_SIM_FIT_PREFILL_BASE = 1u << 4,
+    SW_SIM_FIT_PREFILL_KV = 1u << 5,
+    SW_SIM_FIT_PREFILL_STEP = 1u << 6,
+};
+
+struct sw_sim_fit {
+    struct sw_sim_timing timing; /* OUT */
+    double max_err_pct;          /* OUT: the worst 100 * |predicted - measured| / measured */
+    double rms_err_pct;          /* OUT */
+    size_t n_targets;            /* OUT: figures fitted */
+    unsigned fitted;             /* OUT: SW_SIM_FIT_* of the terms fitted (the rest: start's) */
+};
+
+/*
+ * Fit the timing model to the points: the terms minimising the squared log error of
+ * sw_sim_predict against every measured figure (Nelder-Mead on the logs of the terms, from a
+ * linear first guess). A term the points cannot tell apart is kept from start (NULL: the
+ * defaults): with single-stream points only, decode_per_seq_us; with no prefill figure, the
+ * prefill terms; with one depth only, the per-KV terms. SW_EINVAL when no point has a figure.
+ */
+int sw_sim_fit(const struct sw_sim_point *pts, size_t n, int n_slots, int64_t batch_tokens,
+               const struct sw_sim_timing *start, struct sw_sim_fit *out, struct sw_err *e);
+
+/* The closed-loop points of a `slipway bench --json` document, appended to *pts (grown with
+ * sw_realloc; sw_free it). An open-loop run or a point with no successful request adds none. */
+int sw_sim_points_from_bench(const json_t *doc, const char *source, struct sw_sim_point **pts,
+                             size_t *n, struct sw_err *e);
+
+struct sw_fleet_endpoint;
+/* The operator's declared figures of an endpoint (its `measured:` facts in tok/s): a fact named
+ * decode*ctxN (decode at context N) or prefill*ctxN, with `_cM` for M concurrent streams (1
+ * when absent). Appended to *pts. */
+int sw_sim_points_from_fleet(const struct sw_fleet_endpoint *ep, struct sw_sim_point **pts,
+                             size_t *n, struct sw_err *e);
+
+/* {"decode_base_us": ..., ...}: new reference, NULL on OOM. */
+json_t *sw_sim_timing_json(const struct sw_sim_timing *t);
+/* Read those keys (each optional: a missing one keeps t's value); errors name `where`. */
+int sw_sim_timing_from_json(const json_t *j, const char *where, struct sw_sim_timing *t,
+                            struct sw_err *e);
+/* A fit file as `slipway sim fit --out` writes it ({"timing": {...}, "points": [...], ...}). */
+int sw_sim_timing_load(const char *path, struct sw_sim_timing *t, struct sw_err *e);
 
 #ifdef __cplusplus
 }

@@ -25,8 +25,10 @@
 #include <slipway/sim.h>
 #include <slipway/vllm.h>
 
+#include <inttypes.h>
 #include <math.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static const struct sw_opt opts[] = {
     {"engine", 0, "ENGINE", 0, "llama.cpp or vllm: the engine whose command line follows --", NULL},
@@ -59,6 +61,19 @@ static const struct sw_opt opts[] = {
     {"set", 0, "KEY=VALUE", SW_OPT_REPEAT,
      "a variant of ENDPOINT's shape, as `slipway check --set` (slots=3, max_model_len=241664)",
      NULL},
+    {"max-batched-tokens", 0, "N", 0,
+     "a step's token budget, prompts past it prefilled in chunks (default: the engine's:\n"
+     "llama.cpp -b, vLLM --max-num-batched-tokens or 2048)",
+     NULL},
+    {"timing", 0, "FILE", 0,
+     "the timing model from a fit file (`slipway sim fit --out`); a fleet endpoint's\n"
+     "ENDPOINT.sim-fit.json beside the fleet file is read when present",
+     NULL},
+    {"firehose", 0, NULL, 0, "no pacing: every step takes no time (for measuring clients)", NULL},
+    {"threads", 0, "N", 0,
+     "N event loops (one per core) on the port (SO_REUSEPORT), each its own scheduler", NULL},
+    {"emit-stamps", 0, NULL, 0,
+     "every streamed chunk carries sim_emit_ns, its CLOCK_MONOTONIC write instant", NULL},
     {0},
 };
 
@@ -77,7 +92,8 @@ const struct sw_cmd_spec sw_spec_sim = {
     .summary = "an engine stand-in driven by the plan's law: boots, serves and fails like it",
     .synopsis = "ENDPOINT [FLEET.yaml] [--listen ADDR] [--ready-file FILE] [--load-time D]\n"
                 "    [--device-memory BYTES] [--seed N] [timing options]\n"
-                "--engine llama.cpp|vllm [options] -- ENGINE ARGV...",
+                "--engine llama.cpp|vllm [options] -- ENGINE ARGV...\n"
+                "fit [FLEET.yaml] [--endpoint E] [--ledger DB] [--bench FILE] [--out FILE]",
     .about =
         "Boots like the engine: its boot-log lines with the law's numbers on stderr (`slipway\n"
         "bootlog parse` reads them, `bootlog diff` matches them to `plan`), a load time with\n"
@@ -128,9 +144,26 @@ static int read_config(const struct sw_args *a, struct sw_sim_config *c)
     v = sw_args_str(a, "max-tokens");
     if (v && (sw_parse_i64(v, &c->max_tokens_default, NULL) || c->max_tokens_default < 1))
         return sw_args_usage(a, "--max-tokens: \"%s\" is not a count >= 1", v);
+    v = sw_args_str(a, "threads");
+    int64_t th = 1;
+    if (v && (sw_parse_i64(v, &th, NULL) || th < 1 || th > 256))
+        return sw_args_usage(a, "--threads: \"%s\" is not a count in 1..256", v);
+    c->threads = (int)th;
+    v = sw_args_str(a, "max-batched-tokens");
+    if (v && (sw_parse_i64(v, &c->batch_tokens, NULL) || c->batch_tokens < 1))
+        return sw_args_usage(a, "--max-batched-tokens: \"%s\" is not a count >= 1", v);
     v = sw_args_str(a, "runtime-oom-tokens");
     if (v && (sw_parse_i64(v, &c->runtime_oom_tokens, NULL) || c->runtime_oom_tokens < 1))
         return sw_args_usage(a, "--runtime-oom-tokens: \"%s\" is not a count >= 1", v);
+    c->firehose = sw_args_flag(a, "firehose");
+    c->emit_stamps = sw_args_flag(a, "emit-stamps");
+    v = sw_args_str(a, "timing");
+    if (v) {
+        struct sw_err e;
+        sw_err_clear(&e);
+        if (sw_sim_timing_load(v, &c->timing, &e))
+            return sw_cli_fail(&e, a->json);
+    }
     code = bytes_opt(a, "load-rate", &c->load_rate);
     if (!code)
         code = bytes_opt(a, "device-memory", &c->device_memory);
@@ -182,6 +215,8 @@ static int sim_vllm_argv(const struct sw_args *a, struct sw_sim_config *c)
         json_decref(plan);
         return sw_cli_fail(&e, a->json);
     }
+    if (!c->batch_tokens && o.max_num_batched_tokens > 0)
+        c->batch_tokens = o.max_num_batched_tokens;
     rc = sw_sim_new_vllm(rc ? NULL : plan, dir, o.max_num_seqs, c, &s, &e);
     json_decref(plan);
     if (rc)
@@ -335,6 +370,8 @@ static int sim_vllm_fleet(struct sw_fleet *f, struct sw_fleet_endpoint *ep, cons
         c->alias = ep->alias.v;
     if (vllm_boot(ep, sw_args_str(a, "ledger"), c, &boot, &e))
         return sw_cli_fail(&e, a->json);
+    if (!c->batch_tokens && ep->shape.max_num_batched_tokens.set)
+        c->batch_tokens = (int64_t)ep->shape.max_num_batched_tokens.v;
     int prc = sw_plan_endpoint(f, ep, NULL, &pl, &e);
     const char *dir = ep->payload.path.v;
     if (prc && !sw_sim_payload_missing(dir)) {
@@ -348,6 +385,267 @@ static int sim_vllm_fleet(struct sw_fleet *f, struct sw_fleet_endpoint *ep, cons
     sw_sim_free(s);
     sw_plan_free(&pl);
     return rc;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * slipway sim fit
+ */
+static const struct sw_opt fit_opts[] = {
+    {"endpoint", 0, "NAME", 0,
+     "the endpoint: its bench runs in the ledger, its declared figures in FLEET", NULL},
+    {"ledger", 0, "PATH", 0, "read the endpoint's `slipway bench` runs from this ledger", NULL},
+    {"bench", 0, "FILE", SW_OPT_REPEAT, "a `slipway bench --json` document (repeatable)", NULL},
+    {"slots", 0, "N", 0, "the engine's slots (default: the highest concurrency measured)", NULL},
+    {"max-batched-tokens", 0, "N", 0,
+     "a step's token budget (default 2048: llama.cpp's -b; vLLM's max_num_batched_tokens)", NULL},
+    {"out", 0, "FILE", 0,
+     "write the fit there (default with FLEET and --endpoint: ENDPOINT.sim-fit.json beside\n"
+     "the fleet file, which `slipway sim ENDPOINT FLEET` reads)",
+     NULL},
+    {0},
+};
+
+static const char *const fit_examples[] = {
+    "slipway sim fit --ledger fleet.ledger.sqlite --endpoint local --out local.sim-fit.json",
+    "slipway sim fit examples/operator.yaml --endpoint frank-primary",
+    "slipway sim fit --bench run.json --json",
+    NULL,
+};
+
+static const struct sw_cmd_spec spec_fit = {
+    .name = "sim fit",
+    .summary = "fit the sim's timing model to bench runs or the operator's figures",
+    .synopsis = "[FLEET.yaml] [--endpoint E] [--ledger DB] [--bench FILE]... [--slots N]\n"
+                "    [--out FILE] [--json]",
+    .about = "Fits the timing model (decode step cost by batch and KV depth, prefill cost per\n"
+             "token and by depth; docs/sim.md) so that the sim's scheduler shows what was\n"
+             "measured: the closed-loop points of `slipway bench` runs (from the ledger or a\n"
+             "--json file), or the endpoint's declared figures (measured: decode_..._ctxN,\n"
+             "prefill_..._ctxN in tok/s). Prints each figure beside the sim's prediction.\n"
+             "Exit 0 fitted, 1 no usable figure or the ledger could not be read, 2 bad input.",
+    .opts = fit_opts,
+    .max_args = 1,
+    .examples = fit_examples,
+};
+
+/* DIR/ENDPOINT.sim-fit.json for DIR/fleet.yaml */
+static void fit_path_beside(const char *fleet, const char *endpoint, char *out, size_t n)
+{
+    const char *slash = strrchr(fleet, '/');
+    if (slash)
+        snprintf(out, n, "%.*s/%s.sim-fit.json", (int)(slash - fleet), fleet, endpoint);
+    else
+        snprintf(out, n, "%s.sim-fit.json", endpoint);
+}
+
+static int fit_from_ledger(const char *path, const char *endpoint, struct sw_sim_point **pts,
+                           size_t *n, struct sw_err *e)
+{
+    struct sw_ledger l;
+    struct sw_ledger_open_opts lo = {.readonly = true};
+    json_t *doc = NULL;
+    int rc = sw_ledger_open(&l, path, &lo, e);
+    if (!rc)
+        rc = sw_ledger_export(&l, endpoint, &doc, e);
+    const json_t *runs = json_object_get(doc, "bench_runs");
+    for (size_t i = 0; !rc && i < json_array_size(runs); i++) {
+        const json_t *r = json_array_get(runs, i);
+        char src[96];
+        snprintf(src, sizeof(src), "bench run %" PRId64,
+                 (int64_t)json_integer_value(json_object_get(r, "id")));
+        rc = sw_sim_points_from_bench(json_object_get(r, "results"), src, pts, n, e);
+    }
+    json_decref(doc);
+    sw_ledger_close(&l);
+    return rc;
+}
+
+static int fit_from_file(const char *path, struct sw_sim_point **pts, size_t *n, struct sw_err *e)
+{
+    char *txt = NULL;
+    size_t len = 0;
+    int rc = sw_read_file(path, 256u << 20, &txt, &len, e);
+    if (rc)
+        return rc;
+    json_t *doc = sw_json_parse(txt, len, path, e);
+    sw_free(txt);
+    if (!doc)
+        return SW_EPARSE;
+    rc = sw_sim_points_from_bench(doc, path, pts, n, e);
+    json_decref(doc);
+    return rc;
+}
+
+static json_t *num_or_null(double v)
+{
+    return isfinite(v) ? json_real(v) : json_null();
+}
+
+static json_t *fit_doc(const struct sw_sim_fit *fit, const struct sw_sim_point *pts, size_t n,
+                       int slots, int64_t budget)
+{
+    static const char *const names[] = {
+        "decode_base_us",  "decode_per_seq_us", "decode_per_kv_us", "prefill_per_token_us",
+        "prefill_base_us", "prefill_per_kv_us", "prefill_step_us"};
+    json_t *doc = json_object();
+    json_t *fitted = json_array();
+    json_t *a = json_array();
+    for (size_t i = 0; i < SW_ARRAY_LEN(names); i++)
+        if (fit->fitted & (1u << i))
+            json_array_append_new(fitted, json_string(names[i]));
+    for (size_t i = 0; i < n; i++) {
+        double d, p;
+        sw_sim_predict(&fit->timing, slots, budget, &pts[i], &d, &p);
+        bool hd = isfinite(pts[i].decode_tps) && pts[i].decode_tps > 0;
+        bool hp = isfinite(pts[i].prefill_tps) && pts[i].prefill_tps > 0;
+        json_array_append_new(
+            a, json_pack("{s:s,s:I,s:i,s:i,s:f,s:I,s:o,s:o,s:o,s:o}", "source", pts[i].source,
+                         "depth", (json_int_t)pts[i].depth, "concurrency", pts[i].concurrency,
+                         "repeat", pts[i].repeat, "prompt_tokens", pts[i].prompt_tokens, "tg",
+                         (json_int_t)pts[i].tg, "decode_tps",
+                         num_or_null(hd ? pts[i].decode_tps : NAN), "decode_sim_tps",
+                         num_or_null(hd ? d : NAN), "prefill_tps",
+                         num_or_null(hp ? pts[i].prefill_tps : NAN), "prefill_sim_tps",
+                         num_or_null(hp ? p : NAN)));
+    }
+    sw_json_set_new(doc, "timing", sw_sim_timing_json(&fit->timing));
+    sw_json_set_new(doc, "fitted", fitted);
+    sw_json_set_int(doc, "slots", slots);
+    sw_json_set_int(doc, "max_batched_tokens", budget);
+    sw_json_set_int(doc, "figures", (int64_t)fit->n_targets);
+    sw_json_set_new(doc, "max_err_pct", num_or_null(fit->max_err_pct));
+    sw_json_set_new(doc, "rms_err_pct", num_or_null(fit->rms_err_pct));
+    sw_json_set_new(doc, "points", a);
+    return doc;
+}
+
+static void fit_print(const json_t *doc, const char *out)
+{
+    const json_t *t = json_object_get(doc, "timing");
+    printf("timing model (%d figures, worst %.1f%%, rms %.1f%%):\n",
+           (int)json_integer_value(json_object_get(doc, "figures")),
+           json_number_value(json_object_get(doc, "max_err_pct")),
+           json_number_value(json_object_get(doc, "rms_err_pct")));
+    const char *k;
+    const json_t *v;
+    json_object_foreach((json_t *)t, k, v)
+    {
+        bool fitted = false;
+        const json_t *f = json_object_get(doc, "fitted");
+        for (size_t i = 0; i < json_array_size(f); i++)
+            fitted |= !strcmp(json_string_value(json_array_get(f, i)), k);
+        printf("  %-22s %12.3f%s\n", k, json_number_value(v), fitted ? "" : "  (kept)");
+    }
+    printf("%-28s %7s %4s %9s %9s %9s %9s\n", "source", "depth", "conc", "decode", "sim", "prefill",
+           "sim");
+    const json_t *a = json_object_get(doc, "points");
+    for (size_t i = 0; i < json_array_size(a); i++) {
+        const json_t *p = json_array_get(a, i);
+        char f[4][32];
+        const char *keys[4] = {"decode_tps", "decode_sim_tps", "prefill_tps", "prefill_sim_tps"};
+        for (int j = 0; j < 4; j++) {
+            const json_t *x = json_object_get(p, keys[j]);
+            if (json_is_number(x))
+                snprintf(f[j], sizeof(f[j]), "%.*f", j < 2 ? 2 : 1, json_number_value(x));
+            else
+                snprintf(f[j], sizeof(f[j]), "-");
+        }
+        printf("%-28.28s %7" PRId64 " %4d %9s %9s %9s %9s\n",
+               json_string_value(json_object_get(p, "source")),
+               (int64_t)json_integer_value(json_object_get(p, "depth")),
+               (int)json_integer_value(json_object_get(p, "concurrency")), f[0], f[1], f[2], f[3]);
+    }
+    if (out)
+        printf("written to %s\n", out);
+}
+
+static int sim_fit(int argc, char **argv)
+{
+    struct sw_args a;
+    struct sw_err e;
+    struct sw_sim_point *pts = NULL;
+    size_t n = 0;
+    struct sw_fleet *f = NULL;
+    json_t *doc = NULL;
+    char out[4200] = "";
+    int rc = 0;
+    sw_err_clear(&e);
+    if (!sw_args_parse(&spec_fit, argc, argv, &a, &rc))
+        return rc;
+    const char *endpoint = sw_args_str(&a, "endpoint");
+    const char *ledger = sw_args_str(&a, "ledger");
+    const char *fleet = a.npos ? a.pos[0] : NULL;
+    int64_t slots = 0;
+    const char *v = sw_args_str(&a, "slots");
+    if (v && (sw_parse_i64(v, &slots, NULL) || slots < 1 || slots > 4096))
+        return sw_args_usage(&a, "--slots: \"%s\" is not a count in 1..4096", v);
+    int64_t budget = 2048;
+    v = sw_args_str(&a, "max-batched-tokens");
+    if (v && (sw_parse_i64(v, &budget, NULL) || budget < 1))
+        return sw_args_usage(&a, "--max-batched-tokens: \"%s\" is not a count >= 1", v);
+    if (fleet && !endpoint)
+        return sw_args_usage(&a, "a fleet's figures are an endpoint's: give --endpoint");
+    if (!fleet && !ledger && !sw_args_count(&a, "bench"))
+        return sw_args_usage(&a, "nothing to fit: give FLEET, --ledger or --bench");
+    if (sw_args_str(&a, "out"))
+        snprintf(out, sizeof(out), "%s", sw_args_str(&a, "out"));
+    else if (fleet)
+        fit_path_beside(fleet, endpoint, out, sizeof(out));
+    if (fleet) {
+        rc = sw_fleet_load(fleet, NULL, &f, &e);
+        const struct sw_fleet_endpoint *ep = rc ? NULL : sw_fleet_endpoint(f, endpoint);
+        if (!rc && !ep)
+            rc = sw_err_set(&e, SW_ENOENT, "%s: no endpoint '%s'", fleet, endpoint);
+        if (!rc)
+            rc = sw_sim_points_from_fleet(ep, &pts, &n, &e);
+    }
+    if (!rc && ledger)
+        rc = fit_from_ledger(ledger, endpoint, &pts, &n, &e);
+    for (int i = 0; !rc && i < sw_args_count(&a, "bench"); i++)
+        rc = fit_from_file(sw_args_nth(&a, "bench", i), &pts, &n, &e);
+    if (rc)
+        goto out;
+    if (!n) {
+        rc = sw_err_set(&e, SW_ENOENT,
+                        "no figure to fit: no closed-loop bench point%s%s and no measured "
+                        "decode_*ctxN / prefill_*ctxN fact",
+                        endpoint ? " for " : "", endpoint ? endpoint : "");
+        goto out;
+    }
+    if (!slots)
+        for (size_t i = 0; i < n; i++)
+            slots = SW_MAX(slots, (int64_t)pts[i].concurrency);
+    struct sw_sim_fit fit;
+    rc = sw_sim_fit(pts, n, (int)slots, budget, NULL, &fit, &e);
+    if (rc)
+        goto out;
+    doc = fit_doc(&fit, pts, n, (int)slots, budget);
+    if (!doc) {
+        rc = sw_err_set(&e, SW_ENOMEM, "out of memory");
+        goto out;
+    }
+    if (out[0]) {
+        char *txt = json_dumps(doc, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
+        rc = txt ? sw_write_file_atomic(out, txt, strlen(txt), 0644, &e)
+                 : sw_err_set(&e, SW_ENOMEM, "out of memory");
+        free(txt);
+        if (rc)
+            goto out;
+        sw_json_set_str(doc, "out", out);
+    }
+    if (a.json) {
+        char *txt = json_dumps(doc, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
+        if (txt)
+            printf("%s\n", txt);
+        free(txt);
+    } else {
+        fit_print(doc, out[0] ? out : NULL);
+    }
+out:
+    json_decref(doc);
+    sw_free(pts);
+    sw_fleet_free(f);
+    return rc ? sw_cli_fail(&e, a.json) : 0;
 }
 
 static int sim_fleet(const struct sw_args *a, struct sw_sim_config *c)
@@ -367,6 +665,30 @@ static int sim_fleet(const struct sw_args *a, struct sw_sim_config *c)
             sw_fleet_free(f);
             return sw_cli_fail(&e, a->json);
         }
+    char fit[4200];
+    struct stat st;
+    fit_path_beside(path, name, fit, sizeof(fit));
+    if (ep && !sw_args_str(a, "timing") && stat(fit, &st) == 0) {
+        /* the endpoint's fit, then any timing option given on the line over it */
+        struct sw_sim_timing t = c->timing;
+        if (sw_sim_timing_load(fit, &t, &e)) {
+            rc = sw_cli_fail(&e, a->json);
+            sw_fleet_free(f);
+            return rc;
+        }
+        struct sw_sim_config d;
+        sw_sim_config_init(&d);
+        static const char *const names[] = {"decode-base-us", "decode-seq-us", "decode-kv-us",
+                                            "prefill-us"};
+        double *from_line[] = {&c->timing.decode_base_us, &c->timing.decode_per_seq_us,
+                               &c->timing.decode_per_kv_us, &c->timing.prefill_per_token_us};
+        double *fitted[] = {&t.decode_base_us, &t.decode_per_seq_us, &t.decode_per_kv_us,
+                            &t.prefill_per_token_us};
+        for (size_t i = 0; i < SW_ARRAY_LEN(names); i++)
+            if (sw_args_flag(a, names[i]))
+                *fitted[i] = *from_line[i];
+        c->timing = t;
+    }
     if (!ep) {
         sw_err_set(&e, SW_ENOENT, "%s: no endpoint '%s'", path, name);
         rc = sw_cli_fail(&e, a->json);
@@ -388,6 +710,8 @@ int sw_cmd_sim(int argc, char **argv)
     struct sw_args a;
     struct sw_sim_config c;
     int rc = 0;
+    if (argc > 1 && !strcmp(argv[1], "fit"))
+        return sim_fit(argc - 1, argv + 1);
     if (!sw_args_parse(&sw_spec_sim, argc, argv, &a, &rc))
         return rc;
     rc = read_config(&a, &c);

@@ -16,12 +16,16 @@
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <event2/buffer.h>
 #include <event2/util.h>
 #include <inttypes.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -36,6 +40,7 @@ void sw_sim_config_init(struct sw_sim_config *c)
     c->timing.decode_per_seq_us = 200.0;
     c->timing.decode_per_kv_us = 1.0;
     c->timing.prefill_per_token_us = 50.0;
+    c->timing.batch_window_us = 3000.0;
 }
 
 bool sw_sim_payload_missing(const char *model_dir)
@@ -69,6 +74,7 @@ static struct sw_sim *sim_alloc(const struct sw_sim_config *c, struct sw_err *e)
     sw_buf_init(&s->boot_mem, 1u << 20);
     sw_buf_init(&s->boot_tail, 1u << 20);
     s->listen_fd = -1;
+    s->stop_pipe[0] = s->stop_pipe[1] = -1;
     return s;
 }
 
@@ -119,6 +125,14 @@ int sw_sim_new_llamacpp(const struct sw_plan *p, int plan_rc, const struct sw_si
     }
     if (s->n_slots < 1)
         s->n_slots = 1;
+    /* the scheduler: cells are tokens; -b is a step's budget; with --kv-unified the slots share
+     * the n_ctx cells (each may grow to all of them), else each has its window */
+    s->block_size = 1;
+    s->batch_tokens = s->cfg.batch_tokens > 0   ? s->cfg.batch_tokens
+                      : p->llamacpp && !plan_rc ? (int64_t)p->llamacpp->report.n_batch
+                                                : 2048;
+    if (p->llamacpp && !plan_rc && p->llamacpp->report.kv_unified && s->n_slots > 1)
+        s->kv_pool = s->n_ctx;
     int rc = sw__sim_boot_llamacpp(s, p, e);
     if (rc) {
         sw_sim_free(s);
@@ -163,7 +177,11 @@ int sw_sim_new_vllm_boot(const json_t *plan, const char *model_dir, int64_t max_
         s->window = json_integer_value(json_object_get(rep, "max_model_len"));
         s->kv_pool = json_integer_value(json_object_get(rep, "kv_cache_tokens"));
         s->n_ctx = s->kv_pool;
+        s->block_size = json_integer_value(json_object_get(rep, "block_size"));
     }
+    if (s->block_size < 1)
+        s->block_size = 16; /* vLLM's default block */
+    s->batch_tokens = s->cfg.batch_tokens > 0 ? s->cfg.batch_tokens : 2048;
     /* the weights' bytes (every *.safetensors in the directory), for a load time scaled from
      * the payload */
     DIR *d = s->payload_missing ? NULL : opendir(model_dir);
@@ -186,13 +204,38 @@ int sw_sim_new_vllm_boot(const json_t *plan, const char *model_dir, int64_t max_
     return 0;
 }
 
+static void stop_workers(struct sw_sim *s)
+{
+    if (s->stop_pipe[1] >= 0) { /* EOF wakes every worker's loop */
+        close(s->stop_pipe[1]);
+        s->stop_pipe[1] = -1;
+    }
+    pthread_t *th = s->worker_threads;
+    for (int i = 0; i < s->n_workers; i++) {
+        if (th)
+            pthread_join(th[i], NULL);
+        sw_sim_free(s->workers[i]);
+    }
+    s->n_workers = 0;
+}
+
 void sw_sim_free(struct sw_sim *s)
 {
     if (!s)
         return;
+    stop_workers(s);
+    sw_free(s->workers);
+    sw_free(s->worker_threads);
+    if (s->stop_ev)
+        event_free(s->stop_ev);
+    if (s->stop_pipe[0] >= 0)
+        close(s->stop_pipe[0]);
     sw__sim_drop_all(s);
     if (s->http)
         evhttp_free(s->http);
+    if (s->chunk)
+        evbuffer_free(s->chunk);
+    free(s->alias_json);
     if (s->sig_term)
         event_free(s->sig_term);
     if (s->sig_int)
@@ -201,11 +244,17 @@ void sw_sim_free(struct sw_sim *s)
         event_free(s->load_timer);
     if (s->step_timer)
         event_free(s->step_timer);
+    if (s->window_timer)
+        event_free(s->window_timer);
     if (s->listen_fd >= 0 && !s->http_owns_fd)
         close(s->listen_fd);
     if (s->base)
         event_base_free(s->base);
     sw_free(s->slots);
+    sw_free(s->hung);
+    sw_free(s->hung_conn);
+    sw_free(s->pf_n);
+    sw_free(s->pf_k0);
     sw_buf_free(&s->boot_early);
     sw_buf_free(&s->boot_mem);
     sw_buf_free(&s->boot_tail);
@@ -254,6 +303,8 @@ static int bind_listen(struct sw_sim *s, struct sw_err *e)
         return sw_err_set(e, SW_EIO, "socket: %s", strerror(errno));
     int one = 1;
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (s->cfg.threads > 1) /* the other loops bind the same port */
+        setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
     if (bind(fd, (struct sockaddr *)&ss, sl) != 0) {
         int err = errno;
         close(fd);
@@ -316,6 +367,92 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
     event_base_loopexit(s->base, NULL);
 }
 
+static struct event_base *precise_base(void)
+{
+    struct event_config *ec = event_config_new();
+    if (ec)
+        event_config_set_flag(ec, EVENT_BASE_FLAG_PRECISE_TIMER);
+    struct event_base *b = ec ? event_base_new_with_config(ec) : NULL;
+    if (ec)
+        event_config_free(ec);
+    return b;
+}
+
+static void on_stop_pipe(evutil_socket_t fd, short what, void *arg)
+{
+    struct sw_sim *w = arg;
+    (void)fd;
+    (void)what;
+    w->state = SW__SIM_STOPPING;
+    sw__sim_drop_all(w);
+    event_base_loopbreak(w->base);
+}
+
+static void *worker_main(void *arg)
+{
+    struct sw_sim *w = arg;
+    event_base_dispatch(w->base);
+    return NULL;
+}
+
+/* threads - 1 more loops on the bound port, each a sim of the same plan with its own scheduler;
+ * built here, then each dispatched on its own thread (a base is only ever used by one). */
+static int spawn_workers(struct sw_sim *s, struct sw_err *e)
+{
+    int n = s->cfg.threads - 1;
+    if (pipe2(s->stop_pipe, O_CLOEXEC) != 0)
+        return sw_err_set(e, SW_EIO, "pipe: %s", strerror(errno));
+    s->workers = sw_calloc((size_t)n, sizeof(*s->workers));
+    s->worker_threads = sw_calloc((size_t)n, sizeof(pthread_t));
+    if (!s->workers || !s->worker_threads)
+        return sw_err_set(e, SW_ENOMEM, "out of memory");
+    for (int i = 0; i < n; i++) {
+        struct sw_sim *w = sim_alloc(&s->cfg, e);
+        if (!w)
+            return SW_ENOMEM;
+        w->engine = s->engine;
+        memcpy(w->alias, s->alias, sizeof(w->alias));
+        memcpy(w->model_path, s->model_path, sizeof(w->model_path));
+        w->payload_bytes = s->payload_bytes;
+        w->n_ctx = s->n_ctx;
+        w->window = s->window;
+        w->n_slots = s->n_slots;
+        w->kv_pool = s->kv_pool;
+        w->block_size = s->block_size;
+        w->batch_tokens = s->batch_tokens;
+        w->metrics = s->metrics;
+        w->t0_ns = s->t0_ns;
+        snprintf(w->listen_buf, sizeof(w->listen_buf), "%s%s%s:%d", strchr(s->host, ':') ? "[" : "",
+                 s->host, strchr(s->host, ':') ? "]" : "", s->port);
+        w->cfg.listen = w->listen_buf;
+        w->cfg.ready_file = NULL;
+        w->base = precise_base();
+        int rc = w->base ? 0 : sw_err_set(e, SW_ENOMEM, "event_base_new failed");
+        if (!rc)
+            rc = bind_listen(w, e);
+        if (!rc)
+            rc = sw__sim_http_init(w, e);
+        if (!rc)
+            rc = start_listening(w, e);
+        w->stop_ev = rc ? NULL : event_new(w->base, s->stop_pipe[0], EV_READ, on_stop_pipe, w);
+        if (!rc && (!w->stop_ev || event_add(w->stop_ev, NULL)))
+            rc = sw_err_set(e, SW_ENOMEM, "out of memory");
+        if (rc) {
+            sw_sim_free(w);
+            return rc;
+        }
+        w->state = SW__SIM_READY;
+        s->workers[s->n_workers] = w;
+        if (pthread_create(&((pthread_t *)s->worker_threads)[s->n_workers], NULL, worker_main, w) !=
+            0) {
+            sw_sim_free(w);
+            return sw_err_set(e, SW_EIO, "pthread_create failed");
+        }
+        s->n_workers++;
+    }
+    return 0;
+}
+
 static void on_loaded(evutil_socket_t fd, short what, void *arg)
 {
     struct sw_sim *s = arg;
@@ -352,6 +489,15 @@ static void on_loaded(evutil_socket_t fd, short what, void *arg)
         sw_buf_puts(&b, "(APIServer pid=1) INFO:     Waiting for application startup.\n");
         sw_buf_puts(&b, "(APIServer pid=1) INFO:     Application startup complete.\n");
     }
+    if (s->cfg.threads > 1 && spawn_workers(s, &e)) {
+        char m[600];
+        sw_buf_printf(&b, "ERROR: --threads: %s\n", sw_err_format(&e, m, sizeof(m)));
+        sw__sim_log_lines(s, &b);
+        sw_buf_free(&b);
+        s->exit_status = 1;
+        event_base_loopexit(s->base, NULL);
+        return;
+    }
     sw__sim_log_lines(s, &b);
     sw_buf_free(&b);
     s->state = SW__SIM_READY;
@@ -363,9 +509,16 @@ int sw_sim_run(struct sw_sim *s, int *exit_status, struct sw_err *e)
     int rc;
     *exit_status = 1;
     s->t0_ns = sw_now_ns();
-    s->base = event_base_new();
+    /* steps are timed to the microsecond: epoll's millisecond timeout would round each one */
+    s->base = precise_base();
     if (!s->base)
         return sw_err_set(e, SW_ENOMEM, "event_base_new failed");
+    /* a stand-in for thousands of streams: as many descriptors as the hard limit allows */
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
     rc = bind_listen(s, e);
     if (rc)
         return rc;
@@ -402,6 +555,7 @@ int sw_sim_run(struct sw_sim *s, int *exit_status, struct sw_err *e)
     struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)(ms % 1000 * 1000)};
     event_add(s->load_timer, &tv);
     event_base_dispatch(s->base);
+    stop_workers(s);
     *exit_status = s->exit_status;
     return 0;
 }

@@ -15,18 +15,26 @@
  * vLLM's pool (kv_pool tokens) gates admission and preempts (recompute) the latest admitted
  * sequence when the running ones' next tokens do not fit.
  *
- * What it does not do: chunked prefill, a pool in blocks, llama.cpp's unified pool, tool calls,
- * images,
- * a runtime OOM other than the declared threshold, faults.
+ * Steps have a token budget (chunked prefill: decodes first, then prompt chunks); vLLM's pool is
+ * counted in blocks; llama.cpp's --kv-unified slots share the n_ctx cells. POST /sim/fault sets
+ * a fault on demand (docs/sim.md). In firehose mode steps take no time and a turn of the loop
+ * runs several.
+ *
+ * What it does not do: images, a runtime OOM other than the declared threshold (or the
+ * oom_next_request fault), more than one loop.
  */
 #include "sim_internal.h"
 
 #include <slipway/engine.h>
 
 #include <event2/buffer.h>
+#include <event2/bufferevent.h>
 #include <event2/keyvalq_struct.h>
 #include <inttypes.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 
 #define BODY_MAX (64u << 20)
@@ -212,6 +220,8 @@ static json_t *base_obj(struct sw_sim *s, const struct sw__sim_req *r, const cha
 
 static void send_chunk(struct sw__sim_req *r, json_t *j)
 {
+    if (j && r->sim->cfg.emit_stamps)
+        sw_json_set_int(j, "sim_emit_ns", (int64_t)sw_now_ns());
     char *txt = j ? json_dumps(j, JSON_COMPACT) : NULL;
     struct evbuffer *b = evbuffer_new();
     if (b && txt && r->http) {
@@ -227,6 +237,30 @@ static void send_chunk(struct sw__sim_req *r, json_t *j)
 /* A streamed delta: role (first), reasoning_content or content. */
 static void stream_token(struct sw_sim *s, struct sw__sim_req *r, const char *tok, bool reasoning)
 {
+    if (!r->timings_per_token && !s->cfg.emit_stamps && s->alias_json && s->chunk && r->http) {
+        /* the common chunk formatted at once (jansson's pack and dump of each token was most
+         * of a streamed token's cost); the same bytes as the general path below. A token is a
+         * word of the sim's list: nothing to escape. */
+        const char *fp =
+            s->engine == SW__SIM_LLAMACPP ? ",\"system_fingerprint\":\"b1-80fb11a\"" : "";
+        if (r->chat)
+            evbuffer_add_printf(s->chunk,
+                                "data: {\"id\":\"chatcmpl-sim%" PRIu64
+                                "\",\"object\":\"chat.completion.chunk\",\"created\":%lld,"
+                                "\"model\":%s%s,\"choices\":[{\"finish_reason\":null,\"index\":"
+                                "0,\"delta\":{\"%s\":\"%s\"}}]}\n\n",
+                                r->id, (long long)time(NULL), s->alias_json, fp,
+                                reasoning ? "reasoning_content" : "content", tok);
+        else
+            evbuffer_add_printf(s->chunk,
+                                "data: {\"id\":\"cmpl-sim%" PRIu64
+                                "\",\"object\":\"text_completion\",\"created\":%lld,"
+                                "\"model\":%s%s,\"choices\":[{\"finish_reason\":null,\"index\":"
+                                "0,\"text\":\"%s\",\"logprobs\":null}]}\n\n",
+                                r->id, (long long)time(NULL), s->alias_json, fp, tok);
+        evhttp_send_reply_chunk(r->http, s->chunk);
+        return;
+    }
     json_t *o = base_obj(s, r, r->chat ? "chat.completion.chunk" : "text_completion");
     json_t *ch;
     if (r->chat)
@@ -235,6 +269,11 @@ static void stream_token(struct sw_sim *s, struct sw__sim_req *r, const char *to
     else
         ch = json_pack("{s:n,s:i,s:s,s:n}", "finish_reason", "index", 0, "text", tok, "logprobs");
     sw_json_set_new(o, "choices", json_pack("[o]", ch));
+    if (r->timings_per_token && s->engine == SW__SIM_LLAMACPP) {
+        /* llama-server's timings_per_token: the running figures in every chunk */
+        r->predicted_ms = ms_between(r->t_first_ns, sw_now_ns());
+        sw_json_set_new(o, "timings", timings_json(r));
+    }
     send_chunk(r, o);
 }
 
@@ -333,14 +372,34 @@ static int n_running(const struct sw_sim *s)
 
 static void schedule_step(struct sw_sim *s);
 
-/* Tokens of KV the running sequences hold (vLLM's pool; llama.cpp's slots have their own). */
+/* KV a sequence holds: its tokens, in whole blocks for vLLM (block_size tokens each; a block is
+ * allocated whole). */
+static int64_t seq_kv(const struct sw_sim *s, int64_t tokens)
+{
+    int64_t bs = s->block_size > 0 ? s->block_size : 1;
+    return (tokens + bs - 1) / bs * bs;
+}
+
+/* KV the running sequences hold, of the shared pool (vLLM's blocks; llama.cpp's cells with
+ * --kv-unified, each admitted sequence reserving its prompt and max_tokens). */
 static int64_t kv_held(const struct sw_sim *s)
 {
     int64_t n = 0;
-    for (int i = 0; i < s->n_slots; i++)
-        if (s->slots[i])
-            n += s->slots[i]->n_prompt + s->slots[i]->n_gen;
+    for (int i = 0; i < s->n_slots; i++) {
+        const struct sw__sim_req *r = s->slots[i];
+        if (!r)
+            continue;
+        n += s->engine == SW__SIM_VLLM ? seq_kv(s, r->n_prompt + r->n_gen)
+                                       : r->n_prompt + r->max_tokens;
+    }
     return n;
+}
+
+/* The KV a queued request needs to be admitted. */
+static int64_t kv_need(const struct sw_sim *s, const struct sw__sim_req *r)
+{
+    return s->engine == SW__SIM_VLLM ? seq_kv(s, r->n_prompt + r->n_gen + 1)
+                                     : r->n_prompt + r->max_tokens;
 }
 
 /* Queued requests into free slots, in arrival order. vLLM admits a request only when its
@@ -351,15 +410,15 @@ static void admit(struct sw_sim *s)
         if (s->slots[i])
             continue;
         struct sw__sim_req *r = s->queue_head;
-        if (s->engine == SW__SIM_VLLM && s->kv_pool > 0 &&
-            kv_held(s) + r->n_prompt + r->n_gen + 1 > s->kv_pool && n_running(s) > 0)
-            break; /* FIFO: the head waits for blocks */
+        if (s->kv_pool > 0 && kv_held(s) + kv_need(s, r) > s->kv_pool && n_running(s) > 0)
+            break; /* FIFO: the head waits for blocks (cells) */
         s->queue_head = r->next;
         if (!s->queue_head)
             s->queue_tail = NULL;
         r->next = NULL;
         r->slot = i;
-        r->joined_mid_step = s->stepping; /* it joins the next step, not the one running */
+        r->in_step = false; /* it joins the next step, not the one running */
+        r->prefill_done = 0;
         if (!r->started) {
             r->t_start_ns = sw_now_ns();
             r->started = true;
@@ -377,7 +436,14 @@ static void preempt(struct sw_sim *s)
 {
     if (s->engine != SW__SIM_VLLM || s->kv_pool <= 0)
         return;
-    while (n_running(s) > 1 && kv_held(s) + n_running(s) > s->kv_pool) {
+    for (;;) {
+        /* the blocks the running sequences hold once each has its next token */
+        int64_t next = 0;
+        for (int i = 0; i < s->n_slots; i++)
+            if (s->slots[i])
+                next += seq_kv(s, s->slots[i]->n_prompt + s->slots[i]->n_gen + 1);
+        if (n_running(s) <= 1 || next <= s->kv_pool)
+            break;
         int victim = -1;
         for (int i = 0; i < s->n_slots; i++)
             if (s->slots[i] &&
@@ -386,6 +452,7 @@ static void preempt(struct sw_sim *s)
         struct sw__sim_req *r = s->slots[victim];
         s->slots[victim] = NULL;
         r->prefilled = false;
+        r->prefill_done = 0;
         r->slot = -1;
         r->next = s->queue_head;
         s->queue_head = r;
@@ -429,15 +496,13 @@ static bool tool_step(struct sw_sim *s, struct sw__sim_req *r)
 }
 
 /* The step that just ended: its effects. */
-static void on_step(evutil_socket_t fd, short what, void *arg)
+static void step_end(struct sw_sim *s)
 {
-    struct sw_sim *s = arg;
     char tok[64];
-    (void)fd;
-    (void)what;
     s->stepping = false;
     s->m_decode_calls++;
     uint64_t now = sw_now_ns();
+    s->step_chained = true; /* a step started from here follows this one at once */
     for (int i = 0; i < s->n_slots; i++) {
         struct sw__sim_req *r = s->slots[i];
         if (!r)
@@ -447,11 +512,15 @@ static void on_step(evutil_socket_t fd, short what, void *arg)
             req_free(r);
             continue;
         }
-        if (r->joined_mid_step) { /* not in the step that ended */
-            r->joined_mid_step = false;
+        if (!r->in_step) /* not in the step that ended */
             continue;
-        }
+        r->in_step = false;
         if (!r->prefilled) {
+            /* a chunk of its prompt; the first token comes with the last chunk */
+            r->prefill_done += r->step_chunk;
+            r->step_chunk = 0;
+            if (r->prefill_done < r->n_prompt + r->n_gen)
+                continue;
             r->prefilled = true;
             if (!r->t_first_ns) {
                 r->t_first_ns = now;
@@ -488,39 +557,107 @@ static void on_step(evutil_socket_t fd, short what, void *arg)
     }
     admit(s);
     schedule_step(s);
+    s->step_chained = false; /* a request arriving while idle starts a step when it arrives */
 }
 
-/* Start the next step when anything runs: its duration from the timing model. */
+static void on_step(evutil_socket_t fd, short what, void *arg)
+{
+    struct sw_sim *s = arg;
+    (void)fd;
+    (void)what;
+    /* firehose: several steps per turn of the loop (each stream's chunks leave in one write),
+     * fewer the more streams there are (what one turn buffers stays bounded) */
+    int running = n_running(s);
+    int rounds = s->cfg.firehose ? SW_MAX(1, SW_MIN(64, 4096 / SW_MAX(running, 1))) : 1;
+    for (int k = 0; k < rounds; k++) {
+        step_end(s);
+        if (!s->stepping || k + 1 == rounds)
+            break;
+        event_del(s->step_timer); /* the next step runs now, in this turn */
+    }
+}
+
+/* Start the next step when anything runs: its duration from the timing model. Steps run back to
+ * back on the engine's clock: a step that follows the previous one at once starts at that one's
+ * ideal end, not when the loop got to it, so the loop's own lateness does not add up. */
 static void schedule_step(struct sw_sim *s)
 {
-    if (s->stepping || s->state != SW__SIM_READY)
+    if (s->stepping || s->in_window || s->state != SW__SIM_READY || s->fault_dead || s->fault_hang)
         return;
     preempt(s);
-    int running = 0;
-    double kv = 0, prefill = 0;
+    int running = 0, decoding = 0;
+    size_t npf = 0;
+    double kv = 0;
+    /* the step's token budget (vLLM max_num_batched_tokens, llama.cpp -b): the decoding
+     * sequences' tokens first, then the prompts in admission order, the last one cut to a chunk
+     * (chunked prefill); 0: no budget */
+    int64_t budget = s->batch_tokens > 0 ? s->batch_tokens : INT64_MAX;
     for (int i = 0; i < s->n_slots; i++) {
-        const struct sw__sim_req *r = s->slots[i];
+        struct sw__sim_req *r = s->slots[i];
         if (!r)
             continue;
         running++;
-        if (r->prefilled)
+        r->in_step = false;
+        if (r->prefilled) {
+            decoding++;
             kv += (double)(r->n_prompt + r->n_gen);
-        else /* after a preemption, what it had generated is prefilled again */
-            prefill += (double)(r->n_prompt + r->n_gen);
+            r->in_step = true;
+            budget--;
+        }
     }
     if (!running)
         return;
-    const struct sw_sim_timing *t = &s->cfg.timing;
-    double us = t->decode_base_us + t->decode_per_seq_us * running +
-                t->decode_per_kv_us * kv / 1000.0 + t->prefill_per_token_us * prefill;
-    if (us < 0)
-        us = 0;
-    struct timeval tv = {(time_t)(us / 1e6), (suseconds_t)((uint64_t)us % 1000000u)};
-    for (int i = 0; i < s->n_slots; i++)
-        if (s->slots[i])
-            s->slots[i]->joined_mid_step = false; /* they are in this step */
+    for (int pass = 0; pass < 2; pass++) /* the longest-admitted prompt first */
+        for (int i = 0; i < s->n_slots && budget > 0; i++) {
+            struct sw__sim_req *r = s->slots[i];
+            if (!r || r->prefilled || r->in_step || npf >= s->n_pf_max)
+                continue;
+            if (pass == 0 && !r->prefill_done)
+                continue; /* first the prompts already under way */
+            /* after a preemption its tokens are prefilled again */
+            int64_t left = r->n_prompt + r->n_gen - r->prefill_done;
+            int64_t chunk = left < budget ? left : budget;
+            r->step_chunk = chunk;
+            r->in_step = true;
+            budget -= chunk;
+            s->pf_n[npf] = (double)chunk;
+            s->pf_k0[npf++] = (double)r->prefill_done;
+        }
+    double win = s->cfg.firehose ? 0 : s->cfg.timing.batch_window_us;
+    if (!s->step_chained && !s->window_passed && win > 0) {
+        /* idle: what arrives within the window joins the first step */
+        uint64_t w = (uint64_t)(win * 1000.0);
+        struct timeval wt = {(time_t)(w / 1000000000u), (suseconds_t)(w % 1000000000u / 1000u)};
+        s->in_window = true;
+        event_add(s->window_timer, &wt);
+        return;
+    }
+    double us =
+        s->cfg.firehose ? 0 : sw_sim_step_us(&s->cfg.timing, decoding, kv, npf, s->pf_n, s->pf_k0);
+    uint64_t now = sw_now_ns();
+    /* chained to the last step's ideal end, unless the loop fell 20 ms behind (a stall is not
+     * caught up in a burst) */
+    uint64_t start = now;
+    if (s->step_chained && s->step_end_ns <= now && now - s->step_end_ns < 20000000u)
+        start = s->step_end_ns;
+    uint64_t end = start + (uint64_t)(us * 1000.0);
+    s->step_end_ns = end;
+    uint64_t wait = end > now ? end - now : 0;
+    struct timeval tv = {(time_t)(wait / 1000000000u), (suseconds_t)(wait % 1000000000u / 1000u)};
     s->stepping = true;
     event_add(s->step_timer, &tv);
+}
+
+static void on_window(evutil_socket_t fd, short what, void *arg)
+{
+    struct sw_sim *s = arg;
+    (void)fd;
+    (void)what;
+    s->in_window = false;
+    s->window_passed = true;
+    admit(s);
+    schedule_step(s);
+    s->window_passed = false;
 }
 
 void sw__sim_drop_all(struct sw_sim *s)
@@ -654,8 +791,31 @@ static char *tool_arguments(const json_t *params, uint64_t seed)
     return out;
 }
 
+static void reply_500(struct sw_sim *s, struct evhttp_request *req)
+{
+    if (s->engine == SW__SIM_LLAMACPP)
+        reply_json(req, 500, "Internal Server Error",
+                   json_pack("{s:{s:i,s:s,s:s}}", "error", "code", 500, "message",
+                             "Internal Server Error (sim fault)", "type", "server_error"));
+    else
+        reply_json(req, 500, "Internal Server Error",
+                   json_pack("{s:s,s:s,s:s,s:n,s:i}", "object", "error", "message",
+                             "Internal Server Error (sim fault)", "type", "InternalServerError",
+                             "param", "code", 500));
+}
+
 static void on_generate(struct sw_sim *s, struct evhttp_request *req, bool chat)
 {
+    if (s->fault_500_left > 0) {
+        s->fault_500_left--;
+        reply_500(s, req);
+        return;
+    }
+    if (s->fault_oom_next) {
+        s->fault_oom_next = false;
+        runtime_oom(s, req);
+        return;
+    }
     struct evbuffer *in = evhttp_request_get_input_buffer(req);
     size_t n = evbuffer_get_length(in);
     if (n > BODY_MAX) {
@@ -702,6 +862,7 @@ static void on_generate(struct sw_sim *s, struct evhttp_request *req, bool chat)
         mt = json_object_get(body, "n_predict");
     int64_t max_tokens = json_is_integer(mt) ? json_integer_value(mt) : -1;
     bool stream = json_is_true(json_object_get(body, "stream"));
+    bool timings_per_token = json_is_true(json_object_get(body, "timings_per_token"));
     bool include_usage =
         json_is_true(json_object_get(json_object_get(body, "stream_options"), "include_usage"));
     /* a model that calls tools (--tools) calls the one asked for, else the first declared, when
@@ -785,6 +946,7 @@ static void on_generate(struct sw_sim *s, struct evhttp_request *req, bool chat)
     r->chat = chat;
     r->stream = stream;
     r->include_usage = include_usage;
+    r->timings_per_token = timings_per_token;
     r->reasoning = reasoning && chat;
     r->slot = -1;
     r->n_prompt = n_prompt;
@@ -927,6 +1089,94 @@ static void on_metrics(struct sw_sim *s, struct evhttp_request *req)
     sw_buf_free(&b);
 }
 
+static void on_request(struct evhttp_request *req, void *arg);
+
+/* A held request's client went away: forget it (and free it when libevent left it to us, as
+ * on_client_gone does). */
+static void on_hung_gone(struct evhttp_connection *c, void *arg)
+{
+    struct sw_sim *s = arg;
+    for (size_t i = 0; i < s->n_hung; i++) {
+        if (s->hung_conn[i] != c)
+            continue;
+        if (!evhttp_request_get_connection(s->hung[i]))
+            evhttp_request_free(s->hung[i]);
+        s->hung[i] = s->hung[--s->n_hung];
+        s->hung_conn[i] = s->hung_conn[s->n_hung];
+        i--;
+    }
+}
+
+/* POST /sim/fault {"kind": K, "count": N}: a fault on demand (docs/sim.md, "Faults"). */
+static void on_fault(struct sw_sim *s, struct evhttp_request *req)
+{
+    struct evbuffer *in = evhttp_request_get_input_buffer(req);
+    size_t n = evbuffer_get_length(in);
+    unsigned char *raw = n < 65536 ? evbuffer_pullup(in, (ev_ssize_t)n) : NULL;
+    json_t *body = raw ? sw_json_parse((const char *)raw, n, "fault", NULL) : NULL;
+    char kind[32] = "";
+    const char *k = json_string_value(json_object_get(body, "kind"));
+    if (k && strlen(k) < sizeof(kind))
+        snprintf(kind, sizeof(kind), "%s", k);
+    json_t *cnt = json_object_get(body, "count");
+    int64_t count = json_is_integer(cnt) ? json_integer_value(cnt) : 1;
+    struct sw_buf b;
+    sw_buf_init(&b, 8192);
+    bool ok = kind[0] && count >= 1;
+    if (ok && !strcmp(kind, "none")) {
+        s->fault_dead = s->fault_hang = s->fault_oom_next = false;
+        s->fault_500_left = 0;
+    } else if (ok && !strcmp(kind, "dead_generation")) {
+        s->fault_dead = true;
+    } else if (ok && !strcmp(kind, "hang")) {
+        s->fault_hang = true;
+    } else if (ok && !strcmp(kind, "oom_next_request")) {
+        s->fault_oom_next = true;
+    } else if (ok && !strcmp(kind, "http_500")) {
+        s->fault_500_left = count;
+    } else if (ok && !strcmp(kind, "exit0")) {
+        /* vLLM's API server after its engine died: the engine's last lines, exit 0 */
+        if (s->engine == SW__SIM_VLLM)
+            sw_buf_puts(&b, "(APIServer pid=1) ERROR EngineDeadError: EngineCore encountered an "
+                            "issue. See stack trace (above) for the root cause.\n"
+                            "(APIServer pid=1) INFO Shutting down FastAPI HTTP server.\n");
+        else
+            sw_buf_puts(&b, "I srv    operator(): operator(): cleaning up before exit...\n");
+        sw__sim_log_lines(s, &b);
+    } else {
+        ok = false;
+    }
+    sw_buf_free(&b);
+    json_decref(body);
+    if (!ok) {
+        reply_json(req, 400, "Bad Request",
+                   json_pack("{s:s}", "error",
+                             "want {\"kind\": none|dead_generation|hang|oom_next_request|"
+                             "http_500|exit0, \"count\": N >= 1}"));
+        return;
+    }
+    reply_json(req, 200, "OK", json_pack("{s:s}", "fault", kind));
+    if (!strcmp(kind, "exit0")) {
+        s->state = SW__SIM_FAILED;
+        s->exit_status = 0;
+        sw__sim_drop_all(s);
+        struct timeval flush = {0, 200000};
+        event_base_loopexit(s->base, &flush);
+        return;
+    }
+    if (!s->fault_hang) { /* a hang cleared: what it held is answered; steps resume */
+        size_t n_held = s->n_hung;
+        s->n_hung = 0;
+        for (size_t i = 0; i < n_held; i++) {
+            if (s->hung_conn[i])
+                evhttp_connection_set_closecb(s->hung_conn[i], NULL, NULL);
+            on_request(s->hung[i], s);
+        }
+    }
+    admit(s);
+    schedule_step(s);
+}
+
 static void on_request(struct evhttp_request *req, void *arg)
 {
     struct sw_sim *s = arg;
@@ -935,8 +1185,42 @@ static void on_request(struct evhttp_request *req, void *arg)
     enum evhttp_cmd_type m = evhttp_request_get_command(req);
     if (!path)
         path = "/";
+    /* a token is a small write: Nagle's algorithm would hold it for the client's delayed ACK
+     * (40 ms here), which no engine's stream shows */
+    struct evhttp_connection *conn = evhttp_request_get_connection(req);
+    struct bufferevent *bev = conn ? evhttp_connection_get_bufferevent(conn) : NULL;
+    evutil_socket_t fd = bev ? bufferevent_getfd(bev) : -1;
+    if (fd >= 0) {
+        int one = 1;
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    }
     if (s->state == SW__SIM_STOPPING || s->state == SW__SIM_FAILED) {
         evhttp_send_error(req, 503, "shutting down");
+        return;
+    }
+    if (!strcmp(path, "/sim/fault") && m == EVHTTP_REQ_POST && s->state == SW__SIM_READY) {
+        on_fault(s, req); /* the control path is the sim's, not the engine's: never hangs */
+        return;
+    }
+    if (s->fault_hang) { /* held, unanswered, until the hang clears (or the client goes) */
+        if (s->n_hung == s->cap_hung) {
+            size_t cap = s->cap_hung ? s->cap_hung * 2 : 64;
+            struct evhttp_request **g = sw_realloc(s->hung, cap * sizeof(*g));
+            if (g)
+                s->hung = g;
+            struct evhttp_connection **gc = g ? sw_realloc(s->hung_conn, cap * sizeof(*gc)) : NULL;
+            if (gc)
+                s->hung_conn = gc;
+            if (!g || !gc) {
+                evhttp_send_error(req, 500, "out of memory");
+                return;
+            }
+            s->cap_hung = cap;
+        }
+        s->hung_conn[s->n_hung] = conn;
+        s->hung[s->n_hung++] = req;
+        if (conn)
+            evhttp_connection_set_closecb(conn, on_hung_gone, s);
         return;
     }
     if (!strcmp(path, "/health")) {
@@ -978,13 +1262,26 @@ static void on_request(struct evhttp_request *req, void *arg)
 int sw__sim_http_init(struct sw_sim *s, struct sw_err *e)
 {
     s->slots = sw_calloc((size_t)s->n_slots, sizeof(*s->slots));
+    s->n_pf_max = (size_t)s->n_slots;
+    s->pf_n = sw_calloc(s->n_pf_max, sizeof(*s->pf_n));
+    s->pf_k0 = sw_calloc(s->n_pf_max, sizeof(*s->pf_k0));
+    if (!s->pf_n || !s->pf_k0)
+        return sw_err_set(e, SW_ENOMEM, "out of memory");
     s->http = evhttp_new(s->base);
     s->step_timer = evtimer_new(s->base, on_step, s);
-    if (!s->slots || !s->http || !s->step_timer)
+    s->window_timer = evtimer_new(s->base, on_window, s);
+    if (!s->slots || !s->http || !s->step_timer || !s->window_timer)
         return sw_err_set(e, SW_ENOMEM, "out of memory");
     evhttp_set_allowed_methods(s->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD);
     evhttp_set_max_body_size(s->http, BODY_MAX);
     evhttp_set_timeout(s->http, 600);
     evhttp_set_gencb(s->http, on_request, s);
+    /* the served name as a JSON string, once (the streamed chunks' fast path) */
+    json_t *a = json_string(s->alias);
+    s->alias_json = a ? json_dumps(a, JSON_ENCODE_ANY) : NULL;
+    json_decref(a);
+    s->chunk = evbuffer_new();
+    if (!s->alias_json || !s->chunk)
+        return sw_err_set(e, SW_ENOMEM, "out of memory");
     return 0;
 }

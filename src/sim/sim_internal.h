@@ -21,14 +21,17 @@ struct sw__sim_req {
     struct evhttp_request *http; /* NULL once the client is gone */
     uint64_t id;
     bool chat, stream, include_usage, reasoning;
-    int slot;           /* -1 while queued */
-    int64_t n_prompt;   /* tokens */
-    int64_t max_tokens; /* tokens to generate */
-    int64_t n_gen;      /* generated so far */
+    bool timings_per_token; /* llama.cpp: timings in every streamed chunk */
+    int slot;               /* -1 while queued */
+    int64_t n_prompt;       /* tokens */
+    int64_t max_tokens;     /* tokens to generate */
+    int64_t n_gen;          /* generated so far */
     bool prefilled;
     bool reason_begun, content_begun; /* a part's first token has no leading space */
     bool started;                     /* admitted once (its stream's headers are out) */
-    bool joined_mid_step; /* admitted while a step ran: it takes part from the next one */
+    bool in_step;         /* takes part in the step under way (a decode token or a chunk) */
+    int64_t prefill_done; /* tokens of its prompt prefilled so far (chunked prefill) */
+    int64_t step_chunk;   /* tokens of it the step under way prefills */
     uint64_t text_seed;   /* seed x prompt */
     uint64_t t_arrive_ns, t_start_ns, t_first_ns, t_done_ns;
     double prompt_ms, predicted_ms;
@@ -43,13 +46,17 @@ struct sw_sim {
     enum sw__sim_engine engine;
     struct sw_sim_config cfg;
     char alias[1024];
+    char *alias_json;       /* alias as a JSON string (free()) */
+    struct evbuffer *chunk; /* reused for each streamed token */
     char model_path[1024];
     bool payload_missing;
     uint64_t payload_bytes;
-    int64_t n_ctx;   /* llama.cpp n_ctx (all slots); vLLM: the KV pool in tokens */
-    int64_t window;  /* per-slot (per-request) window */
-    int n_slots;     /* llama.cpp -np; vLLM max_num_seqs */
-    int64_t kv_pool; /* tokens of KV the running sequences may hold (0: window x slots) */
+    int64_t n_ctx;      /* llama.cpp n_ctx (all slots); vLLM: the KV pool in tokens */
+    int64_t window;     /* per-slot (per-request) window */
+    int n_slots;        /* llama.cpp -np; vLLM max_num_seqs */
+    int64_t kv_pool;    /* tokens of KV the running sequences may hold (0: each slot its window) */
+    int64_t block_size; /* vLLM's KV block (tokens); 1 for llama.cpp's cells */
+    int64_t batch_tokens; /* a step's token budget (chunked prefill); 0: none */
     /* the boot script: lines printed before the load wait, after it (memory lines), and the
      * tail that says serving or the failure; fail_status is the engine's exit status */
     struct sw_buf boot_early, boot_mem, boot_tail;
@@ -72,11 +79,34 @@ struct sw_sim {
     struct sw__sim_req *queue_head, *queue_tail; /* waiting for a slot */
     struct sw__sim_req **slots;                  /* n_slots entries, NULL when idle */
     bool stepping;
+    bool step_chained;  /* the step being scheduled follows the one that just ended */
+    bool in_window;     /* an idle engine's batch window is open (timing.batch_window_us) */
+    bool window_passed; /* it just closed: the step starts now */
+    struct event *window_timer;
+    uint64_t step_end_ns; /* the ideal end of the last step scheduled */
+    double *pf_n, *pf_k0; /* scratch: the prompt chunks of a step (n_pf_max entries) */
+    size_t n_pf_max;
     uint64_t next_id;
     /* counters (/metrics) */
     uint64_t m_prompt_tokens, m_predicted_tokens, m_requests, m_decode_calls, m_preemptions;
     double m_prompt_seconds, m_predicted_seconds;
     int exit_status;
+    /* more loops (cfg.threads): the other sims, their threads, and a pipe whose write end the
+     * first loop closes to stop them */
+    struct sw_sim **workers;
+    void *worker_threads; /* pthread_t[n_workers] */
+    int n_workers;
+    int stop_pipe[2];
+    struct event *stop_ev;
+    char listen_buf[300];
+    /* faults on demand (POST /sim/fault) */
+    bool fault_dead;              /* generation never advances; /health stays 200 */
+    bool fault_hang;              /* nothing but /sim/fault is answered */
+    bool fault_oom_next;          /* the next generation request dies the runtime-OOM way */
+    int64_t fault_500_left;       /* generation requests answered 500 before the path recovers */
+    struct evhttp_request **hung; /* requests held by a hang (answered when it clears) */
+    struct evhttp_connection **hung_conn; /* and their connections */
+    size_t n_hung, cap_hung;
 };
 
 /* The boot scripts (sim_boot.c). */

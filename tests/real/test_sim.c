@@ -35,6 +35,7 @@
 #include "swllama.h"
 #include "swtest.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -696,6 +697,191 @@ static void test_runtime_oom(void **state)
     runtime_oom(f, "rt-vllm", "vllm", v, "InternalServerError", 0);
 }
 
+static int fault(int port, const char *body)
+{
+    int status = 0;
+    char *out = NULL;
+    assert_int_equal(swl_http(port, "POST", "/sim/fault", body, 10, &status, &out), 0);
+    free(out);
+    return status;
+}
+
+static const char chat_req[] =
+    "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"max_tokens\":4}";
+
+/* Faults on demand (POST /sim/fault): a 5xx burst of N then recovery; a dead generation path
+ * behind a healthy /health, cleared by "none" (the held request is then served); a hang in
+ * which not even /health answers; the next request's runtime OOM (the engine's 500 and exit
+ * 134, classified by bootlog parse); vLLM's API server exiting 0; an unknown kind refused. */
+static void test_faults(void **state)
+{
+    struct fx *f = *state;
+    swt_need(f != NULL, "%s", g_missing);
+    const char *l[] = {"--engine", "llama.cpp", "--load-time", "0",    "--", "llama-server",
+                       "-m",       f->model,    "-c",          "4096", NULL};
+    struct sim s;
+    sim_start(f, "faults", l, &s);
+    wait_health(s.port, 200);
+    int status = 0;
+    char *out = NULL;
+    assert_int_equal(fault(s.port, "{\"kind\":\"melt\"}"), 400);
+    assert_int_equal(fault(s.port, "{\"kind\":\"http_500\",\"count\":2}"), 200);
+    for (int i = 0; i < 3; i++) {
+        json_t *j = post(s.port, "/v1/chat/completions", chat_req, &status);
+        assert_int_equal(status, i < 2 ? 500 : 200);
+        json_decref(j);
+    }
+    /* dead generation: /health 200, a request gets nothing within 2 s */
+    assert_int_equal(fault(s.port, "{\"kind\":\"dead_generation\"}"), 200);
+    wait_health(s.port, 200);
+    assert_int_equal(swl_http(s.port, "POST", "/v1/chat/completions", chat_req, 2, &status, &out),
+                     -1);
+    free(out);
+    out = NULL;
+    assert_int_equal(fault(s.port, "{\"kind\":\"none\"}"), 200);
+    json_t *j = post(s.port, "/v1/chat/completions", chat_req, &status);
+    assert_int_equal(status, 200);
+    json_decref(j);
+    /* hang: not even /health answers; cleared, it does */
+    assert_int_equal(fault(s.port, "{\"kind\":\"hang\"}"), 200);
+    assert_int_equal(swl_http(s.port, "GET", "/health", NULL, 2, &status, &out), -1);
+    free(out);
+    out = NULL;
+    assert_int_equal(fault(s.port, "{\"kind\":\"none\"}"), 200);
+    wait_health(s.port, 200);
+    /* the next request dies the engine's runtime-OOM way */
+    assert_int_equal(fault(s.port, "{\"kind\":\"oom_next_request\"}"), 200);
+    j = post(s.port, "/v1/chat/completions", chat_req, &status);
+    assert_int_equal(status, 500);
+    json_decref(j);
+    int st;
+    reap(s.pid, &st);
+    g_pid = 0;
+    assert_int_equal(st, 134);
+    struct swt_run r;
+    swt_slipway(&r, "bootlog", "parse", "--engine", "llama.cpp", "--json", s.log, NULL);
+    json_t *p = swt_json_out(&r);
+    assert_string_equal(json_string_value(json_object_get(json_object_get(p, "failure"), "phase")),
+                        "runtime");
+    json_decref(p);
+    swt_run_free(&r);
+
+    /* vLLM's API server exits 0 */
+    char dir[4200];
+    write_vllm_dir(f, dir, sizeof(dir));
+    const char *v[] = {"--engine", "vllm",      "--load-time",     "0",     "--device-memory",
+                       "24GiB",    "--weights", "16GiB",           "--",    "vllm",
+                       "serve",    dir,         "--max-model-len", "32768", NULL};
+    sim_start(f, "faults-vllm", v, &s);
+    wait_health(s.port, 200);
+    assert_int_equal(fault(s.port, "{\"kind\":\"exit0\"}"), 200);
+    reap(s.pid, &st);
+    g_pid = 0;
+    assert_int_equal(st, 0);
+    assert_true(swt_file_has(s.log, "EngineDeadError"));
+}
+
+/* The sim's monotonic clock instants ("sim_emit_ns") of a streamed body, in order; how many. */
+static int emit_stamps(const char *body, uint64_t *out, int max)
+{
+    int n = 0;
+    for (const char *p = strstr(body, "\"sim_emit_ns\":"); p && n < max;
+         p = strstr(p + 1, "\"sim_emit_ns\":"))
+        out[n++] = strtoull(p + strlen("\"sim_emit_ns\":"), NULL, 10);
+    return n;
+}
+
+/* Chunked prefill and the emit stamps: with a step budget of 64 tokens, a ~110-token prompt is
+ * prefilled in two steps of at least 50 ms each (the timing file's per-step cost), so its first
+ * token is emitted at least 100 ms after the request was sent; every chunk carries its emit
+ * instant on CLOCK_MONOTONIC, in order, none before the send. Lower bounds only: a timer never
+ * fires early, however loaded the machine. */
+static void test_chunked_prefill_stamps(void **state)
+{
+    struct fx *f = *state;
+    swt_need(f != NULL, "%s", g_missing);
+    char timing[4200];
+    snprintf(timing, sizeof(timing), "%s", swt_join(f->dir, "timing.json"));
+    swt_write_str(timing, "{\"timing\":{\"prefill_step_us\":50000,\"prefill_per_token_us\":10,"
+                          "\"decode_base_us\":1000,\"decode_per_seq_us\":0,"
+                          "\"decode_per_kv_us\":0,\"batch_window_us\":0}}");
+    const char *l[] = {"--engine",
+                       "llama.cpp",
+                       "--load-time",
+                       "0",
+                       "--emit-stamps",
+                       "--timing",
+                       timing,
+                       "--max-batched-tokens",
+                       "64",
+                       "--",
+                       "llama-server",
+                       "-m",
+                       f->model,
+                       "-c",
+                       "4096",
+                       NULL};
+    struct sim s;
+    sim_start(f, "chunked", l, &s);
+    wait_health(s.port, 200);
+    /* 400 bytes of prompt: 100 tokens + the template's 7 */
+    char body[1024], word[401];
+    memset(word, 'a', 400);
+    word[400] = '\0';
+    snprintf(body, sizeof(body),
+             "{\"messages\":[{\"role\":\"user\",\"content\":\"%s\"}],\"max_tokens\":4,"
+             "\"stream\":true}",
+             word);
+    int status = 0;
+    char *out = NULL;
+    uint64_t t_send = sw_now_ns();
+    assert_int_equal(swl_http(s.port, "POST", "/v1/chat/completions", body, 30, &status, &out), 0);
+    assert_int_equal(status, 200);
+    uint64_t st[16];
+    int n = emit_stamps(out, st, 16);
+    /* role, 4 tokens, finish */
+    assert_int_equal(n, 6);
+    for (int i = 1; i < n; i++)
+        assert_true(st[i] >= st[i - 1]);
+    assert_true(st[0] >= t_send);
+    /* the first token (chunk 1, after the role) came out of the second prefill step */
+    assert_true(st[1] - t_send >= 100000000u);
+    free(out);
+}
+
+/* --threads 2: two loops on one port (SO_REUSEPORT), each its own scheduler; every request is
+ * served with its exact usage, the process runs both threads, and SIGTERM stops both (exit 0). */
+static void test_threads(void **state)
+{
+    struct fx *f = *state;
+    swt_need(f != NULL, "%s", g_missing);
+    const char *l[] = {
+        "--engine",     "llama.cpp", "--load-time", "0",  "--threads", "2",   "--firehose", "--",
+        "llama-server", "-m",        f->model,      "-c", "4096",      "-np", "2",          NULL};
+    struct sim s;
+    sim_start(f, "threads", l, &s);
+    wait_health(s.port, 200);
+    for (int i = 0; i < 20; i++) {
+        int status = 0;
+        json_t *j = post(s.port, "/v1/chat/completions", chat_req, &status);
+        assert_int_equal(status, 200);
+        assert_int_equal(
+            json_integer_value(json_object_get(json_object_get(j, "usage"), "completion_tokens")),
+            4);
+        json_decref(j);
+    }
+    char task[64];
+    snprintf(task, sizeof(task), "/proc/%d/task", (int)s.pid);
+    int n = 0;
+    DIR *d = opendir(task);
+    for (struct dirent *de = d ? readdir(d) : NULL; de; de = readdir(d))
+        n += de->d_name[0] != '.';
+    if (d)
+        closedir(d);
+    assert_int_equal(n, 2);
+    assert_int_equal(sim_stop(&s), 0);
+}
+
 /* The sim's boot beside the real llama-server's for one command line: `bootlog diff` of the two
  * printed reports finds no difference (the compute buffer is the law's estimate: reported). */
 static void test_parity_with_llama_server(void **state)
@@ -747,6 +933,9 @@ int main(void)
         cmocka_unit_test_teardown(test_vllm_pool_preemption, kill_sim),
         cmocka_unit_test_teardown(test_reasoning_and_tools, kill_sim),
         cmocka_unit_test_teardown(test_runtime_oom, kill_sim),
+        cmocka_unit_test_teardown(test_faults, kill_sim),
+        cmocka_unit_test_teardown(test_chunked_prefill_stamps, kill_sim),
+        cmocka_unit_test_teardown(test_threads, kill_sim),
         cmocka_unit_test_teardown(test_parity_with_llama_server, kill_sim),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -173,26 +173,11 @@ static void test_real_llama(void **state)
     setenv("SLIPWAY_RUN_DIR", run, 1);
     write_tiny_fleet(fleet, swt_free_port(), false);
     const char *grammar = "{\"grammar\": \"root ::= [a-z ]+\"}";
-    const char *a[] = {"tiny",
-                       fleet,
-                       "--objective",
-                       "decode_tps@64",
-                       "--budget-boots",
-                       "10",
-                       "--repeats",
-                       "3",
-                       "--tokens",
-                       "8",
-                       "--concurrency",
-                       "1",
-                       "--extra",
-                       grammar,
-                       "--ledger",
-                       ledger,
-                       "--html",
-                       html,
-                       "--json",
-                       NULL};
+    const char *a[] = {"tiny",           fleet,   "--objective",   "decode_tps@64",
+                       "--budget-boots", "10",    "--repeats",     "3",
+                       "--tokens",       "8",     "--concurrency", "1",
+                       "--extra",        grammar, "--ledger",      ledger,
+                       "--html",         html,    "--json",        NULL};
     json_t *j = run_tune(a, 0);
     assert_string_equal(str(j, "boot"), "local");
     assert_string_equal(str(j, "outcome"), "crowned");
@@ -276,8 +261,8 @@ static void test_real_llama(void **state)
     json_array_foreach(json_object_get(j, "knobs"), i, kn)
         assert_string_not_equal(str(kn, "name"), "arg.--threads");
     bool listed = false;
-    json_array_foreach(json_object_get(j, "frozen"), i, kn)
-        listed |= !strcmp(json_string_value(kn), "arg.--threads");
+    json_array_foreach(json_object_get(j, "frozen"), i, kn) listed |=
+        !strcmp(json_string_value(kn), "arg.--threads");
     assert_true(listed);
     json_decref(j);
     unsetenv("SLIPWAY_RUN_DIR");
@@ -347,22 +332,10 @@ static void test_sim_frank_primary(void **state)
     setenv("SLIPWAY_RUN_DIR", run, 1);
 
     /* a budget of 2 boots: the run stops with its budget spent and stays open */
-    const char *a[] = {"frank-primary",
-                       fleet,
-                       "--objective",
-                       "decode_tps@256",
-                       "--budget-boots",
-                       "2",
-                       "--repeats",
-                       "2",
-                       "--tokens",
-                       "16",
-                       "--concurrency",
-                       "4",
-                       "--ledger",
-                       ledger,
-                       "--json",
-                       NULL};
+    const char *a[] = {"frank-primary",  fleet,  "--objective",   "decode_tps@256",
+                       "--budget-boots", "2",    "--repeats",     "2",
+                       "--tokens",       "16",   "--concurrency", "4",
+                       "--ledger",       ledger, "--json",        NULL};
     json_t *j = run_tune(a, 0);
     assert_string_equal(str(j, "boot"), "sim");
     assert_string_equal(str(j, "outcome"), "budget");
