@@ -17,10 +17,8 @@
 #include <slipway/host.h>
 #include <slipway/ledger.h>
 
-#include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
 
 static const struct sw_opt opts[] = {
     {"ledger", 0, "PATH", 0,
@@ -49,59 +47,6 @@ const struct sw_cmd_spec sw_spec_history = {
     .max_args = 2,
     .examples = examples,
 };
-
-struct local_check {
-    struct sw_host host;
-    bool host_open;
-    const char *runtime; /* "podman"/"docker", NULL for native */
-};
-
-/* A payload path is present when it exists and, for a regular file, has the size recorded
- * (sizes only: hashing a 60 GiB payload is `slipway fetch --verify-only`'s job). */
-static int local_present(void *ctx, const char *kind, const char *what, bool *present,
-                         struct sw_err *e)
-{
-    struct local_check *c = ctx;
-    *present = false;
-    if (!strcmp(kind, "image")) {
-        if (!c->runtime)
-            return sw_err_set(e, SW_EUNSUPPORTED, "the endpoint runs natively: no image store");
-        if (!c->host_open)
-            return sw_err_set(e, SW_EUNSUPPORTED, "the local host could not be opened");
-        return sw_host_image_present(&c->host, c->runtime, what, 30000, present, e);
-    }
-    struct stat st;
-    if (lstat(what, &st)) {
-        if (errno == ENOENT || errno == ENOTDIR)
-            return 0;
-        return sw_err_at(e, SW_EIO, what, 0, 0, "cannot stat: %s", strerror(errno));
-    }
-    *present = true;
-    (void)c;
-    return 0;
-}
-
-/* The manifest's recorded size of what: present only when the size still matches. */
-struct sized_check {
-    struct local_check *inner;
-    const json_t *tags;
-};
-
-static const json_t *find_size(const json_t *tags, const char *path)
-{
-    size_t i, k;
-    const json_t *t, *x;
-    json_array_foreach(tags, i, t)
-    {
-        json_array_foreach(json_object_get(t, "payload"), k, x)
-        {
-            const char *p = json_string_value(json_object_get(x, "path"));
-            if (p && !strcmp(p, path))
-                return json_object_get(x, "size");
-        }
-    }
-    return NULL;
-}
 
 static void print_measured(const json_t *m)
 {
@@ -199,34 +144,19 @@ static void print_history(const json_t *h, const char *lpath)
     }
 }
 
-static int sized_present(void *ctx, const char *kind, const char *what, bool *present,
-                         struct sw_err *e)
-{
-    struct sized_check *s = ctx;
-    int rc = local_present(s->inner, kind, what, present, e);
-    if (rc || !*present || strcmp(kind, "path"))
-        return rc;
-    struct stat st;
-    const json_t *size = find_size(s->tags, what);
-    if (!lstat(what, &st) && S_ISREG(st.st_mode) && json_is_integer(size) &&
-        (json_int_t)st.st_size != json_integer_value(size))
-        *present = false;
-    return 0;
-}
-
 int sw_cmd_history(int argc, char **argv)
 {
     struct sw_err e;
     struct sw_args a;
     struct sw_ledger led;
     struct sw_fleet *f = NULL;
-    struct local_check lc;
+    struct sw_host_restore_check rc_check;
     json_t *h = NULL, *tags = NULL;
     char lpath[4096];
     int rc = SW_EXIT_OK;
     sw_err_clear(&e);
     memset(&led, 0, sizeof(led));
-    memset(&lc, 0, sizeof(lc));
+    memset(&rc_check, 0, sizeof(rc_check));
     if (!sw_args_parse(&sw_spec_history, argc, argv, &a, &rc))
         return rc;
     bool json = a.json;
@@ -250,14 +180,8 @@ int sw_cmd_history(int argc, char **argv)
             rc = sw_cli_fail(&e, json);
             goto out;
         }
-        if (ep->host && ep->host->transport == SW_FLEET_LOCAL) {
-            if (ep->runtime.kind != SW_FLEET_RUNTIME_NATIVE)
-                lc.runtime = sw_fleet_runtime_name(ep->runtime.kind);
-            lc.host_open = sw_host_open_fleet(&lc.host, ep->host, 0, NULL) == 0;
-            ho.unchecked = NULL;
-        } else {
-            ho.unchecked = "not checked (remote host)";
-        }
+        ho.unchecked =
+            ep->host && ep->host->transport == SW_FLEET_LOCAL ? NULL : "not checked (remote host)";
     }
     if (ledger_path)
         snprintf(lpath, sizeof(lpath), "%s", ledger_path);
@@ -271,16 +195,15 @@ int sw_cmd_history(int argc, char **argv)
         rc = sw_cli_fail(&e, json);
         goto out;
     }
-    struct sized_check sc = {.inner = &lc};
     if (!ho.unchecked) {
         /* the manifest sizes come from the tags themselves */
         if (sw_ledger_tag_list(&led, endpoint, false, &tags, &e)) {
             rc = sw_cli_fail(&e, json);
             goto out;
         }
-        sc.tags = tags;
-        ho.present = sized_present;
-        ho.ctx = &sc;
+        ho.unchecked = sw_host_restore_check_open(&rc_check, ep, tags);
+        ho.present = ho.unchecked ? NULL : sw_host_restore_present;
+        ho.ctx = &rc_check;
     }
     if (sw_ledger_history(&led, endpoint, &ho, &h, &e)) {
         rc = sw_cli_fail(&e, json);
@@ -295,8 +218,7 @@ out:
     json_decref(h);
     json_decref(tags);
     sw_ledger_close(&led);
-    if (lc.host_open)
-        sw_host_disconnect(&lc.host);
+    sw_host_restore_check_close(&rc_check);
     sw_fleet_free(f);
     return rc;
 }
