@@ -24,10 +24,9 @@ static json_t *jstr(const char *s)
 /* One tag of the history, trimmed to what a reader of the report needs. */
 static json_t *tag_view(const json_t *t)
 {
-    static const char *const keys[] = {"name",       "created",  "summary",        "shape_hash",
-                                       "image",      "note",     "last_good",      "kept",
-                                       "retired",    "retired_why", "restorable",  "missing",
-                                       "restorable_why"};
+    static const char *const keys[] = {
+        "name", "created", "summary",     "shape_hash", "image",   "note",          "last_good",
+        "kept", "retired", "retired_why", "restorable", "missing", "restorable_why"};
     json_t *v = json_object();
     if (!v)
         return NULL;
@@ -38,8 +37,9 @@ static json_t *tag_view(const json_t *t)
             return NULL;
         }
     }
-    if (json_object_set_new(v, "payload_paths",
-                            json_integer((json_int_t)json_array_size(json_object_get(t, "payload"))))) {
+    if (json_object_set_new(
+            v, "payload_paths",
+            json_integer((json_int_t)json_array_size(json_object_get(t, "payload"))))) {
         json_decref(v);
         return NULL;
     }
@@ -98,8 +98,7 @@ int sw__rep_tags(struct sw_ledger *l, const struct sw_fleet_endpoint *ep, json_t
         if (json_is_true(json_object_get(t, "last_good"))) {
             json_decref(last_good);
             last_good = v;
-        } else if (json_array_append_new(json_is_true(json_object_get(t, "kept")) ? rb : ret,
-                                          v)) {
+        } else if (json_array_append_new(json_is_true(json_object_get(t, "kept")) ? rb : ret, v)) {
             rc = SW_ENOMEM;
             break;
         }
