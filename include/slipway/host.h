@@ -248,13 +248,13 @@ int sw_host_image_present(struct sw_host *h, const char *runtime, const char *im
 
 /* ---------------------------------------------------------------------------------------------
  * Whether a deploy tag can still be restored on its endpoint's host: the ONE test `slipway
- * history` and `slipway report` use (sw_host_restore_present has sw_ledger_present_fn's signature;
- * pass it and the check as sw_ledger_history_opts {present, ctx}).
+ * history` and `slipway report` use (sw_host_restore_present has sw_ledger_present_sized_fn's
+ * signature; pass it and the check as sw_ledger_history_opts {present_sized, ctx}).
  *
  * Only a LOCAL host is checked (this machine's filesystem, and podman's or docker's store for an
  * image); for another host sw_host_restore_check_open returns why not ("not checked (remote
  * host)"). A payload path is present when it exists and, for a regular file, still has the size
- * its tag's manifest recorded (sizes only: hashing a 60 GiB payload is `slipway fetch
+ * the asking tag's manifest recorded (sizes only: hashing a 60 GiB payload is `slipway fetch
  * --verify-only`'s job). An image is present when the runtime's store has that digest; a native
  * endpoint has no image store (SW_EUNSUPPORTED: restorability unknown).
  */
@@ -262,17 +262,16 @@ struct sw_host_restore_check {
     struct sw_host host; /* opaque below */
     bool host_open;
     const char *runtime; /* "podman"/"docker", NULL for native */
-    const json_t *tags;  /* borrowed: tags (sw_ledger_tag_list) whose manifests give the sizes */
 };
 
-/* Prepare the check of ep's tags (tags: borrowed for the check's life, may be NULL: no size
- * compared). Returns NULL when the host is checked here, else why not (static text); c is
- * usable either way and must be closed. */
+/* Prepare the check of ep's tags. Returns NULL when the host is checked here, else why not
+ * (static text); c is usable either way and must be closed. */
 const char *sw_host_restore_check_open(struct sw_host_restore_check *c,
-                                       const struct sw_fleet_endpoint *ep, const json_t *tags);
-/* kind "path" or "image"; ctx is a struct sw_host_restore_check. */
-int sw_host_restore_present(void *ctx, const char *kind, const char *what, bool *present,
-                            struct sw_err *e);
+                                       const struct sw_fleet_endpoint *ep);
+/* kind "path" or "image"; size: the tag's recorded size of the path, -1 = none (not compared);
+ * ctx is a struct sw_host_restore_check. */
+int sw_host_restore_present(void *ctx, const char *kind, const char *what, int64_t size,
+                            bool *present, struct sw_err *e);
 void sw_host_restore_check_close(struct sw_host_restore_check *c);
 
 #ifdef __cplusplus

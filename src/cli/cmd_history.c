@@ -151,7 +151,7 @@ int sw_cmd_history(int argc, char **argv)
     struct sw_ledger led;
     struct sw_fleet *f = NULL;
     struct sw_host_restore_check rc_check;
-    json_t *h = NULL, *tags = NULL;
+    json_t *h = NULL;
     char lpath[4096];
     int rc = SW_EXIT_OK;
     sw_err_clear(&e);
@@ -196,13 +196,8 @@ int sw_cmd_history(int argc, char **argv)
         goto out;
     }
     if (!ho.unchecked) {
-        /* the manifest sizes come from the tags themselves */
-        if (sw_ledger_tag_list(&led, endpoint, false, &tags, &e)) {
-            rc = sw_cli_fail(&e, json);
-            goto out;
-        }
-        ho.unchecked = sw_host_restore_check_open(&rc_check, ep, tags);
-        ho.present = ho.unchecked ? NULL : sw_host_restore_present;
+        ho.unchecked = sw_host_restore_check_open(&rc_check, ep);
+        ho.present_sized = ho.unchecked ? NULL : sw_host_restore_present;
         ho.ctx = &rc_check;
     }
     if (sw_ledger_history(&led, endpoint, &ho, &h, &e)) {
@@ -216,7 +211,6 @@ int sw_cmd_history(int argc, char **argv)
         print_history(h, lpath);
 out:
     json_decref(h);
-    json_decref(tags);
     sw_ledger_close(&led);
     sw_host_restore_check_close(&rc_check);
     sw_fleet_free(f);

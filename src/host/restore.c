@@ -13,10 +13,9 @@
 #include <sys/stat.h>
 
 const char *sw_host_restore_check_open(struct sw_host_restore_check *c,
-                                       const struct sw_fleet_endpoint *ep, const json_t *tags)
+                                       const struct sw_fleet_endpoint *ep)
 {
     memset(c, 0, sizeof(*c));
-    c->tags = tags;
     if (!ep || !ep->host || ep->host->transport != SW_FLEET_LOCAL)
         return "not checked (remote host)";
     if (ep->runtime.kind != SW_FLEET_RUNTIME_NATIVE)
@@ -33,25 +32,8 @@ void sw_host_restore_check_close(struct sw_host_restore_check *c)
         c->host_open = false;
 }
 
-/* The size the tags' manifests recorded for path (borrowed), or NULL. */
-static const json_t *recorded_size(const json_t *tags, const char *path)
-{
-    size_t i, k;
-    const json_t *t, *x;
-    json_array_foreach(tags, i, t)
-    {
-        json_array_foreach(json_object_get(t, "payload"), k, x)
-        {
-            const char *p = json_string_value(json_object_get(x, "path"));
-            if (p && !strcmp(p, path))
-                return json_object_get(x, "size");
-        }
-    }
-    return NULL;
-}
-
-int sw_host_restore_present(void *ctx, const char *kind, const char *what, bool *present,
-                            struct sw_err *e)
+int sw_host_restore_present(void *ctx, const char *kind, const char *what, int64_t size,
+                            bool *present, struct sw_err *e)
 {
     struct sw_host_restore_check *c = ctx;
     *present = false;
@@ -68,8 +50,6 @@ int sw_host_restore_present(void *ctx, const char *kind, const char *what, bool 
             return 0;
         return sw_err_at(e, SW_EIO, what, 0, 0, "cannot stat: %s", strerror(errno));
     }
-    const json_t *size = recorded_size(c->tags, what);
-    *present = !(S_ISREG(st.st_mode) && json_is_integer(size) &&
-                 (json_int_t)st.st_size != json_integer_value(size));
+    *present = !(S_ISREG(st.st_mode) && size >= 0 && (int64_t)st.st_size != size);
     return 0;
 }

@@ -72,8 +72,8 @@ int sw__rep_tags(struct sw_ledger *l, const struct sw_fleet_endpoint *ep, json_t
     }
     if (rc)
         goto out;
-    ho.unchecked = sw_host_restore_check_open(&chk, ep, list);
-    ho.present = ho.unchecked ? NULL : sw_host_restore_present;
+    ho.unchecked = sw_host_restore_check_open(&chk, ep);
+    ho.present_sized = ho.unchecked ? NULL : sw_host_restore_present;
     ho.ctx = &chk;
     if (json_array_size(list)) {
         rc = sw_ledger_history(l, ep->name, &ho, &h, e);

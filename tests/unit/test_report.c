@@ -513,8 +513,9 @@ static void test_torture(void **state)
 
 /* ---------------------------------------------------------------------------------------------
  * Deploy tags and restarts: a ledger holding tags of the local fleet's endpoint, whose payloads
- * are files here; one was retired from disk, one changed size, so those tags cannot be restored
- * (the check `slipway history` prints). A deploy attempt that crash-looped gives the restarts;
+ * are files here; one was retired from disk, and one path was overwritten at another size (the
+ * newer tag records the new size, the older one the old), so those tags cannot be restored (the
+ * check `slipway history` prints, against each tag's own manifest). A deploy attempt that crash-looped gives the restarts;
  * a recorded bench sweep gives decode/prefill by depth and concurrency.
  */
 static void tag_at(struct sw_ledger *l, const char *shape, const char *path, int64_t size,
@@ -553,9 +554,7 @@ static void test_tags(void **state)
     char *dir = swt_tmpdir();
     char *kept = strdup(swt_join(dir, "kept.gguf"));
     char *gone = strdup(swt_join(dir, "retired.gguf"));
-    char *changed = strdup(swt_join(dir, "changed.gguf"));
     swt_write_str(kept, "12345");
-    swt_write_str(changed, "12345");
     assert_int_equal(sw_fleet_load(swt_src("examples/local.yaml"), NULL, &f, &e), 0);
     assert_int_equal(sw_ledger_open(&l, swt_join(dir, "tags.sqlite"), NULL, &e), 0);
     int64_t day = 1790000000; /* 2026-09-21 */
@@ -570,7 +569,7 @@ static void test_tags(void **state)
     tag_at(&l,
            "{\"engine\":\"llama.cpp\",\"model\":{\"name\":\"tiny\",\"quant\":\"f32\"},\"ctx\":8192,"
            "\"slots\":4}",
-           changed, 999, day + 120, t2); /* its size changed */
+           kept, 999, day + 120, t2); /* the same path at another size: since overwritten */
     tag_at(&l,
            "{\"engine\":\"llama.cpp\",\"model\":{\"name\":\"tiny\",\"quant\":\"f32\"},\"ctx\":8192,"
            "\"slots\":2}",
@@ -707,7 +706,6 @@ static void test_tags(void **state)
     sw_fleet_free(f);
     free(kept);
     free(gone);
-    free(changed);
     swt_tmpdir_free(dir);
 }
 
