@@ -6,7 +6,8 @@
 #
 # Usage: scripts/man.sh SLIPWAY_BINARY OUTDIR
 #   OUTDIR/scd/*.scd   the generated sources
-#   OUTDIR/man1/*.1    the man pages
+#   OUTDIR/man1/*.1    the man pages of the verbs, slipway(1)
+#   OUTDIR/man5/slipway-fleet.5  the fleet file format: docs/fleet.md itself (scripts/md2scd.awk)
 #   OUTDIR/completion/slipway (bash), OUTDIR/completion/_slipway (zsh)
 # Exit 0 written; 1 a step failed (its tool's message on stderr); 2 usage.
 #
@@ -25,11 +26,19 @@ for src in "$tmp"/scd/*.scd; do
   page=$(basename "$src" .scd)
   scdoc <"$src" >"$tmp/man1/$page" || { echo "man.sh: scdoc refused $src" >&2; exit 1; }
 done
+src=$(cd "$(dirname "$0")/.." && pwd)
+mkdir -p "$tmp/man5"
+awk -v name=slipway-fleet -v section=5 \
+  -v what="the fleet file (fleet.yaml): hosts, endpoints, shapes, what is known" \
+  -v stop="For code" -f "$src/scripts/md2scd.awk" "$src/docs/fleet.md" >"$tmp/scd/slipway-fleet.5.scd"
+scdoc <"$tmp/scd/slipway-fleet.5.scd" >"$tmp/man5/slipway-fleet.5" ||
+  { echo "man.sh: scdoc refused the page made from docs/fleet.md" >&2; exit 1; }
 "$bin" completion bash --out "$tmp/slipway" >/dev/null
 "$bin" completion zsh --out "$tmp/_slipway" >/dev/null
 # replace the previous output whole: a verb that went away leaves no stale page behind
-rm -rf "$out/scd" "$out/man1"
+rm -rf "$out/scd" "$out/man1" "$out/man5"
 mv "$tmp/scd" "$out/scd"
 mv "$tmp/man1" "$out/man1"
+mv "$tmp/man5" "$out/man5"
 mv "$tmp/slipway" "$tmp/_slipway" "$out/completion/"
 touch "$out/.stamp"

@@ -7,8 +7,9 @@
  *     "--"; a sub-verb completes from its prefix; an option's value completes file names; a
  *     positional word of a verb that takes an ENDPOINT completes the fleet file's endpoints;
  *   - zsh (through bashcompinit): the function is registered and indexes like bash;
- *   - man: scripts/man.sh (the build's step) writes one page per verb and slipway(1); each
- *     renders with `man --warnings -l` and nothing on stderr, and names every option.
+ *   - man: scripts/man.sh (the build's step) writes one page per verb, slipway(1) and
+ *     slipway-fleet(5) (from docs/fleet.md); each renders with `man --warnings -l` and nothing on
+ *     stderr; a verb's page names every option, the fleet page has the format's sections.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -253,6 +254,21 @@ static void test_man(void **state)
         if (!strchr(name, ' ') && !strstr(r.out, name))
             fail_msg("slipway(1) does not list %s", name);
     }
+    swt_run_free(&r);
+    /* the fleet file format's page, made from docs/fleet.md */
+    char fleet5[4400];
+    snprintf(fleet5, sizeof(fleet5), "%s/man5/slipway-fleet.5", out);
+    const char *man5[] = {"env",        "LC_ALL=C", "MANWIDTH=100", "man",
+                          "--warnings", "-l",       fleet5,         NULL};
+    swt_run(man5, NULL, 60, &r);
+    if (r.status || r.err[0])
+        fail_msg("man -l %s: exit %d: %s", fleet5, r.status, r.err);
+    static const char *const sections[] = {"\nTOP LEVEL\n", "\nHOSTS\n",    "\nENDPOINTS\n",
+                                           "\nHARNESS\n",   "memory_total", "max_num_seqs"};
+    for (size_t k = 0; k < SW_ARRAY_LEN(sections); k++)
+        if (!strstr(r.out, sections[k]))
+            fail_msg("slipway-fleet(5) lacks %s", sections[k]);
+    assert_null(strstr(r.out, "sw_fleet_load")); /* the C API part is left out */
     swt_run_free(&r);
     char bash[4400];
     snprintf(bash, sizeof(bash), "%s/completion/slipway", out);
