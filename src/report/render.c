@@ -638,14 +638,6 @@ static int tags_table(struct view *v, const json_t *ep)
     return rc ? rc : table_close(v);
 }
 
-static const char *num_cell(const json_t *v, char *out, size_t n)
-{
-    if (!json_is_number(v))
-        return "-";
-    snprintf(out, n, "%.1f", json_number_value(v));
-    return out;
-}
-
 /* Decode and prefill by depth and concurrency, one row per measured point (docs/report.md). */
 static int speed_table(struct view *v, const json_t *ep)
 {
@@ -681,9 +673,9 @@ static int speed_table(struct view *v, const json_t *ep)
             a,
             b,
             c,
-            num_cell(json_object_get(x, "decode_tok_s"), d, sizeof(d)),
-            num_cell(json_object_get(x, "summed_decode_tok_s"), f, sizeof(f)),
-            num_cell(json_object_get(x, "prefill_tok_s"), g, sizeof(g)),
+            rate(json_object_get(x, "decode_tok_s"), d, sizeof(d)),
+            rate(json_object_get(x, "summed_decode_tok_s"), f, sizeof(f)),
+            rate(json_object_get(x, "prefill_tok_s"), g, sizeof(g)),
             json_is_true(json_object_get(x, "deployed_shape")) ? "deployed" : "another shape"};
         rc = row(v, cells, 7, false);
     }

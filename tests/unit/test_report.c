@@ -190,7 +190,7 @@ static void test_collect_facts(void **state)
     assert_non_null(strstr(md, "106.8 tok/s decode, 3,814 t/s prefill"));
     assert_non_null(strstr(md, "216,269 tokens DO NOT FIT one window of 180,224"));
     assert_non_null(strstr(md, "none: no deploy of this endpoint committed a tag"));
-    assert_non_null(strstr(md, "| #2 | 4,064 | 1 | 36.4 | - | - | another shape |"));
+    assert_non_null(strstr(md, "| #2 | 4,064 | 1 | 36.42 | - | - | another shape |"));
     /* frank-primary's deployed figures, as the operator's log has them */
     assert_non_null(strstr(md, "pool 398,658 tokens (1.99x of a full request), 200,704 per "
                                "conversation x 3 slots"));
@@ -661,7 +661,7 @@ static void test_tags(void **state)
                                "missing: "));
     assert_non_null(strstr(md, "retired "));
     assert_non_null(strstr(md, "3 seen by 1 deploy attempt (1 crash loop, 1 rolled back)"));
-    assert_non_null(strstr(md, "| #1 | 4,096 | 4 | 25.0 | 97.5 | 1500.0 |"));
+    assert_non_null(strstr(md, "| #1 | 4,096 | 4 | 25 | 97.5 | 1,500 |"));
     sw_buf_free(&b);
 
     sw_buf_init(&b, 16u << 20);
