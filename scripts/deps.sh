@@ -11,6 +11,7 @@ PKGS=(
   systemd-container mmdebstrap podman runc
   chromium prometheus
   patch diffutils
+  scdoc man-db zsh
 )
 missing=()
 for p in "${PKGS[@]}"; do

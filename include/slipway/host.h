@@ -246,6 +246,36 @@ extern const char sw_host_facts_script[];
 int sw_host_image_present(struct sw_host *h, const char *runtime, const char *image,
                           int64_t deadline_ms, bool *present, struct sw_err *e);
 
+/* ---------------------------------------------------------------------------------------------
+ * Whether a deploy tag can still be restored on its endpoint's host: the ONE test `slipway
+ * history` and `slipway report` use (sw_host_restore_present has sw_ledger_present_sized_fn's
+ * signature; pass it and the check as sw_ledger_history_opts {present_sized, ctx}).
+ *
+ * A local host is checked on this machine's filesystem, an ssh host over its transport (a stat
+ * per path, connect bounded to 5 s), and podman's or docker's store for an image; for another
+ * transport, or an ssh host that cannot be reached, sw_host_restore_check_open returns why not
+ * ("not checked (remote host)", "not checked (the host could not be reached)"). A payload path is present when it exists and, for a regular file, still has the size
+ * the asking tag's manifest recorded (sizes only: hashing a 60 GiB payload is `slipway fetch
+ * --verify-only`'s job). An image is present when the runtime's store has that digest; a native
+ * endpoint has no image store (SW_EUNSUPPORTED: restorability unknown).
+ */
+struct sw_host_restore_check {
+    struct sw_host host; /* opaque below */
+    bool host_open;
+    const char *runtime; /* "podman"/"docker", NULL for native */
+    bool remote;         /* an ssh host: paths are looked at there */
+};
+
+/* Prepare the check of ep's tags. Returns NULL when the host is checked here, else why not
+ * (static text); c is usable either way and must be closed. */
+const char *sw_host_restore_check_open(struct sw_host_restore_check *c,
+                                       const struct sw_fleet_endpoint *ep);
+/* kind "path" or "image"; size: the tag's recorded size of the path, -1 = none (not compared);
+ * ctx is a struct sw_host_restore_check. */
+int sw_host_restore_present(void *ctx, const char *kind, const char *what, int64_t size,
+                            bool *present, struct sw_err *e);
+void sw_host_restore_check_close(struct sw_host_restore_check *c);
+
 #ifdef __cplusplus
 }
 #endif

@@ -462,10 +462,16 @@ int sw_ledger_moves(struct sw_ledger *l, json_t **out, struct sw_err *e);
  */
 typedef int (*sw_ledger_present_fn)(void *ctx, const char *kind, const char *what, bool *present,
                                     struct sw_err *e);
+/* The same, told the size the TAG's own manifest recorded for a path (-1: none recorded, and for
+ * an image): two tags may record different sizes for one path, and only the asking tag's size
+ * says whether its payload is still the one it deployed. */
+typedef int (*sw_ledger_present_sized_fn)(void *ctx, const char *kind, const char *what,
+                                          int64_t size, bool *present, struct sw_err *e);
 struct sw_ledger_history_opts {
-    sw_ledger_present_fn present; /* NULL: not checked */
+    sw_ledger_present_fn present; /* NULL: not checked (unless present_sized) */
     void *ctx;
-    const char *unchecked; /* why not, when present is NULL: "not checked (remote host)" */
+    const char *unchecked; /* why not, when neither callback is set: "not checked (remote host)" */
+    sw_ledger_present_sized_fn present_sized; /* preferred over present when set */
 };
 
 /*

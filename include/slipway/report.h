@@ -5,7 +5,9 @@
  *   sw_report_collect   one JSON document of the fleet: per endpoint its engine, payload, shape,
  *                       window (pool, per conversation), budget per device (weights, KV, state,
  *                       compute, arena, other, free, against the band), measured decode/prefill,
- *                       last battery, known-bad shapes and why, the harness contract;
+ *                       last battery, known-bad shapes and why, the harness contract, the
+ *                       deploy tags (last-good, rollback, retired; restorable or not) and the
+ *                       restarts the deploy attempts saw;
  *   sw_report_markdown  that document as Markdown (the operator's docs);
  *   sw_report_html      that document as one self-contained HTML page (inline SVG, no network);
  *   sw_export_harness   each endpoint's contextWindow (its real slot/request window) and the
@@ -16,10 +18,9 @@
  *
  * Every number comes from data: the plan (the law), a fleet `measured:` fact or a ledger row;
  * each carries where it came from. A figure nobody measured is absent (null), never made up.
- * Deploy tags (last-good, rollback) are not in this ledger's schema: the document says so in
- * "tags" (null) until they are.
+ * Restorability is host.h's sw_host_restore_check, the test `slipway history` prints.
  *
- * Layer: cli -> report -> probe, bench, gate, unit, plan, ledger, fleet, core.
+ * Layer: cli -> report -> probe, bench, gate, unit, plan, host, ledger, fleet, core.
  * What it deliberately does not do: boot, probe or bench anything; write files (the CLI writes
  * what these return, atomically); reach the network.
  */
@@ -49,9 +50,17 @@ struct sw_report_opts {
  *      "budget": {"devices": [{name, capacity, usable, band: {min, max}, parts: [{part, bytes,
  *        how}], free, free_how, reserved, measured: {used, total, free, source} | null,
  *        in_band}], "why": null | text},
- *      "measured": {decode_tok_s, prefill_tok_s, source, runs: [...]}, "battery": {...} | null,
- *      "known_bad": [{what, why, source}], "harness": {...}, "tags": null, "tags_note",
- *      "restarts": null, "changes": [...] (with since)}]}
+ *      "measured": {decode_tok_s, prefill_tok_s, context_tokens, source, run (the bench run
+ *        the figures come from), runs: [...], grid: [{run, depth, concurrency, decode_tok_s,
+ *        summed_decode_tok_s, prefill_tok_s, deployed_shape}]}, "battery": {...} | null,
+ *      "known_bad": [{what, why, source}], "harness": {...},
+ *      "tags": null (no ledger) | {last_good: TAG | null, rollback: [TAG], retired: [TAG], count,
+ *        unrestorable, checked, unchecked_why, check} with TAG = {name, created, summary,
+ *        shape_hash, image, note, last_good, kept, retired, retired_why, restorable (true |
+ *        false | null: not checked), missing: [...], restorable_why, payload_paths},
+ *      "restarts": null (no ledger) | {source, attempts, committed, rolled_back, crash_loops,
+ *        restarts_seen, last: {attempt, at, class, n_restarts} | null},
+ *      "changes": [...] (with since)}]}
  * Bytes are integers. Returns 0, or SW_ENOMEM / a ledger error (SW_EDB...).
  */
 int sw_report_collect(const struct sw_fleet *f, const struct sw_report_opts *o, json_t **out,

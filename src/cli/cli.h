@@ -33,6 +33,7 @@ struct sw_cmd {
     X(bootlog, "read an engine's boot log: its report and failure; diff predicted vs printed")     \
     X(calibrate, "fit an endpoint's law terms from its recorded boots; predict with intervals")    \
     X(check, "run the gates on a fleet's endpoints before a boot: band, pool, window, known-bad")  \
+    X(completion, "bash/zsh completion and scdoc man page sources, from the CLI tables")           \
     X(deploy, "roll an endpoint's shape out on its host, proven, or roll back to the old one")     \
     X(down, "stop an endpoint `up` started (checks the pid still names that process)")             \
     X(export, "write the fleet for the tools around it: harness, llama-swap, prometheus")          \
@@ -72,6 +73,7 @@ int sw__cmd_bench_compare(int argc, char **argv);
     X(bootlog)                                                                                     \
     X(calibrate)                                                                                   \
     X(check)                                                                                       \
+    X(completion)                                                                                  \
     X(deploy)                                                                                      \
     X(down)                                                                                        \
     X(export)                                                                                      \

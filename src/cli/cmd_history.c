@@ -5,9 +5,8 @@
  *   its shape, what the ledger measured of that shape on the endpoint (boots, battery, bench,
  *   usage), when and why it was retired, which one is last-good, and whether it can be restored
  *   (its payload paths, at their recorded sizes, and its image are on the host). The check looks
- *   at this machine's filesystem (and podman's store) when the fleet says the endpoint's host is
- *   local, and at the host's over ssh when it is an ssh host ("not checked" when it cannot be
- *   reached). Then the last deploy attempts.
+ *   at this machine's filesystem (and podman's store) only when the fleet says the endpoint's
+ *   host is local; otherwise it says "not checked (remote host)". Then the last deploy attempts.
  *
  * Exit: 0 printed, 1 the ledger could not be read, 2 unusable input (no such endpoint in the
  * ledger, a broken fleet, an unknown endpoint in the fleet).
@@ -18,11 +17,8 @@
 #include <slipway/host.h>
 #include <slipway/ledger.h>
 
-#include <errno.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 static const struct sw_opt opts[] = {
     {"ledger", 0, "PATH", 0,
@@ -43,92 +39,14 @@ const struct sw_cmd_spec sw_spec_history = {
     .about = "Lists the endpoint's tags (ENDPOINT-YYYYMMDD-N, newest first) with their shapes,\n"
              "what the ledger measured of each shape on the endpoint, which one is last-good,\n"
              "when and why each was retired, and whether each can be restored: its payload\n"
-             "paths (at their recorded sizes) and image are on the host. That is checked on\n"
-             "the host FLEET names (here, or over ssh); without FLEET it says \"not checked\".\n"
+             "paths (at their recorded sizes) and image are on the host. That is checked here\n"
+             "when FLEET says the endpoint's host is local; otherwise it says \"not checked\".\n"
              "Then the endpoint's last deploy attempts. The ledger is opened read-only.\n"
              "Exit: 0 printed, 1 the ledger could not be read, 2 unusable input.",
     .opts = opts,
     .max_args = 2,
     .examples = examples,
 };
-
-struct local_check {
-    struct sw_host host;
-    bool host_open;
-    const char *runtime; /* "podman"/"docker", NULL for native */
-    bool remote;         /* an ssh host: paths are looked at there */
-};
-
-/* A path on an ssh host: 'f' a regular file (its size in *size), 'o' anything else that
- * exists, 'n' nothing there. */
-static int remote_stat(struct local_check *c, const char *what, char *kind, long long *size,
-                       struct sw_err *e)
-{
-    static const char script[] = "if [ -f \"$1\" ]; then printf 'f '; stat -Lc %s -- \"$1\"; "
-                                 "elif [ -e \"$1\" ]; then echo o; else echo n; fi\n";
-    const char *argv[] = {"sh", "-c", script, "sh", what, NULL};
-    struct sw_host_run_opts ro = {.deadline_ms = 30000};
-    struct sw_host_result hr;
-    *kind = 'n';
-    *size = -1;
-    int rc = sw_host_run(&c->host, argv, &ro, &hr, e);
-    if (!rc && hr.out && (hr.out[0] == 'f' || hr.out[0] == 'o' || hr.out[0] == 'n')) {
-        *kind = hr.out[0];
-        if (hr.out[0] == 'f' && hr.out_len > 2)
-            *size = atoll(hr.out + 2);
-    } else if (!rc) {
-        rc = sw_err_set(e, SW_EPARSE, "host %s: stat %s: unexpected output", c->host.name, what);
-    }
-    sw_host_result_free(&hr);
-    return rc;
-}
-
-/* A payload path is present when it exists and, for a regular file, has the size recorded
- * (sizes only: hashing a 60 GiB payload is `slipway fetch --verify-only`'s job). */
-static int local_present(void *ctx, const char *kind, const char *what, bool *present,
-                         struct sw_err *e)
-{
-    struct local_check *c = ctx;
-    *present = false;
-    if (!strcmp(kind, "image")) {
-        if (!c->runtime)
-            return sw_err_set(e, SW_EUNSUPPORTED, "the endpoint runs natively: no image store");
-        if (!c->host_open)
-            return sw_err_set(e, SW_EUNSUPPORTED, "the local host could not be opened");
-        return sw_host_image_present(&c->host, c->runtime, what, 30000, present, e);
-    }
-    struct stat st;
-    if (lstat(what, &st)) {
-        if (errno == ENOENT || errno == ENOTDIR)
-            return 0;
-        return sw_err_at(e, SW_EIO, what, 0, 0, "cannot stat: %s", strerror(errno));
-    }
-    *present = true;
-    (void)c;
-    return 0;
-}
-
-/* The manifest's recorded size of what: present only when the size still matches. */
-struct sized_check {
-    struct local_check *inner;
-    const json_t *tags;
-};
-
-static const json_t *find_size(const json_t *tags, const char *path)
-{
-    size_t i, k;
-    const json_t *t, *x;
-    json_array_foreach(tags, i, t)
-    {
-        json_array_foreach(json_object_get(t, "payload"), k, x)
-        {
-            const char *p = json_string_value(json_object_get(x, "path"));
-            if (p && !strcmp(p, path))
-                return json_object_get(x, "size");
-        }
-    }
-    return NULL;
-}
 
 static void print_measured(const json_t *m)
 {
@@ -185,23 +103,8 @@ static void print_history(const json_t *h, const char *lpath)
         if (note)
             printf("      note: %s\n", note);
         const char *image = json_string_value(json_object_get(t, "image"));
-        const json_t *pl = json_object_get(t, "payload");
-        printf("      payload: %zu paths%s%s\n", json_array_size(pl), image ? "; image " : "",
-               image ? image : "");
-        size_t pi;
-        const json_t *pe;
-        json_array_foreach(pl, pi, pe)
-        {
-            if (pi == 3) {
-                printf("        ... and %zu more\n", json_array_size(pl) - 3);
-                break;
-            }
-            const char *sha = json_string_value(json_object_get(pe, "sha256"));
-            printf("        %s %lld bytes, sha256 %s\n",
-                   json_string_value(json_object_get(pe, "path")),
-                   (long long)json_integer_value(json_object_get(pe, "size")),
-                   sha ? sha : "not hashed");
-        }
+        printf("      payload: %zu paths%s%s\n", json_array_size(json_object_get(t, "payload")),
+               image ? "; image " : "", image ? image : "");
         print_measured(json_object_get(t, "measured"));
         if (!kept)
             printf("      retired %s: %s\n", json_string_value(json_object_get(t, "retired")),
@@ -241,46 +144,19 @@ static void print_history(const json_t *h, const char *lpath)
     }
 }
 
-static int sized_present(void *ctx, const char *kind, const char *what, bool *present,
-                         struct sw_err *e)
-{
-    struct sized_check *s = ctx;
-    if (s->inner->remote && !strcmp(kind, "path")) {
-        char k = 'n';
-        long long sz = -1;
-        int rrc = remote_stat(s->inner, what, &k, &sz, e);
-        if (rrc)
-            return rrc;
-        const json_t *want = find_size(s->tags, what);
-        *present = k != 'n';
-        if (k == 'f' && json_is_integer(want) && (json_int_t)sz != json_integer_value(want))
-            *present = false;
-        return 0;
-    }
-    int rc = local_present(s->inner, kind, what, present, e);
-    if (rc || !*present || strcmp(kind, "path"))
-        return rc;
-    struct stat st;
-    const json_t *size = find_size(s->tags, what);
-    if (!lstat(what, &st) && S_ISREG(st.st_mode) && json_is_integer(size) &&
-        (json_int_t)st.st_size != json_integer_value(size))
-        *present = false;
-    return 0;
-}
-
 int sw_cmd_history(int argc, char **argv)
 {
     struct sw_err e;
     struct sw_args a;
     struct sw_ledger led;
     struct sw_fleet *f = NULL;
-    struct local_check lc;
-    json_t *h = NULL, *tags = NULL;
+    struct sw_host_restore_check rc_check;
+    json_t *h = NULL;
     char lpath[4096];
     int rc = SW_EXIT_OK;
     sw_err_clear(&e);
     memset(&led, 0, sizeof(led));
-    memset(&lc, 0, sizeof(lc));
+    memset(&rc_check, 0, sizeof(rc_check));
     if (!sw_args_parse(&sw_spec_history, argc, argv, &a, &rc))
         return rc;
     bool json = a.json;
@@ -304,20 +180,7 @@ int sw_cmd_history(int argc, char **argv)
             rc = sw_cli_fail(&e, json);
             goto out;
         }
-        if (ep->host && ep->host->transport == SW_FLEET_LOCAL) {
-            if (ep->runtime.kind != SW_FLEET_RUNTIME_NATIVE)
-                lc.runtime = sw_fleet_runtime_name(ep->runtime.kind);
-            lc.host_open = sw_host_open_fleet(&lc.host, ep->host, 0, NULL) == 0;
-            ho.unchecked = NULL;
-        } else if (ep->host && ep->host->transport == SW_FLEET_SSH) {
-            if (ep->runtime.kind != SW_FLEET_RUNTIME_NATIVE)
-                lc.runtime = sw_fleet_runtime_name(ep->runtime.kind);
-            lc.remote = true;
-            lc.host_open = sw_host_open_fleet(&lc.host, ep->host, 5, NULL) == 0;
-            ho.unchecked = lc.host_open ? NULL : "not checked (the host could not be reached)";
-        } else {
-            ho.unchecked = "not checked (remote host)";
-        }
+        ho.unchecked = NULL; /* sw_host_restore_check_open says why not, when it cannot */
     }
     if (ledger_path)
         snprintf(lpath, sizeof(lpath), "%s", ledger_path);
@@ -331,16 +194,10 @@ int sw_cmd_history(int argc, char **argv)
         rc = sw_cli_fail(&e, json);
         goto out;
     }
-    struct sized_check sc = {.inner = &lc};
     if (!ho.unchecked) {
-        /* the manifest sizes come from the tags themselves */
-        if (sw_ledger_tag_list(&led, endpoint, false, &tags, &e)) {
-            rc = sw_cli_fail(&e, json);
-            goto out;
-        }
-        sc.tags = tags;
-        ho.present = sized_present;
-        ho.ctx = &sc;
+        ho.unchecked = sw_host_restore_check_open(&rc_check, ep);
+        ho.present_sized = ho.unchecked ? NULL : sw_host_restore_present;
+        ho.ctx = &rc_check;
     }
     if (sw_ledger_history(&led, endpoint, &ho, &h, &e)) {
         rc = sw_cli_fail(&e, json);
@@ -353,10 +210,8 @@ int sw_cmd_history(int argc, char **argv)
         print_history(h, lpath);
 out:
     json_decref(h);
-    json_decref(tags);
     sw_ledger_close(&led);
-    if (lc.host_open)
-        sw_host_disconnect(&lc.host);
+    sw_host_restore_check_close(&rc_check);
     sw_fleet_free(f);
     return rc;
 }

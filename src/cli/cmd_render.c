@@ -35,6 +35,10 @@ static const struct sw_opt opts[] = {
      NULL},
     {"ledger", 0, "PATH", 0,
      "k8s: the ledger for the gates and the measured boot time (default: beside the fleet)", NULL},
+    {"nodes", 0, "N", 0,
+     "k8s, vLLM: serve across N nodes as a LeaderWorkerSet (the leader runs the Ray head and\n"
+     "the engine, N-1 workers join it; the plan's tensor x pipeline parallel GPUs split evenly)",
+     NULL},
     {0},
 };
 
@@ -44,14 +48,16 @@ static const char *const examples[] = {
     "slipway render local examples/local.yaml --json",
     "slipway render frank-primary examples/operator.yaml --lint",
     "slipway render --target k8s frank-primary examples/operator.yaml",
+    "slipway render --target k8s big-amd fleet.yaml --nodes 2 --out k8s/",
     NULL,
 };
 
 const struct sw_cmd_spec sw_spec_render = {
     .name = "render",
     .summary = "render an endpoint as a systemd service: the unit, its env file, the container",
-    .synopsis = "ENDPOINT [FLEET.yaml] [--out DIR] [--lint] [--json]\n"
-                "--target k8s ENDPOINT [FLEET.yaml] [--ledger PATH] [--out DIR] [--json]",
+    .synopsis =
+        "ENDPOINT [FLEET.yaml] [--out DIR] [--lint] [--json]\n"
+        "--target k8s ENDPOINT [FLEET.yaml] [--ledger PATH] [--nodes N] [--out DIR] [--json]",
     .about = "Renders from the endpoint's plan (the one argv of its engine) and the fleet's\n"
              "runtime: (native, podman, docker) and service: settings. Secrets go only to the\n"
              "env file; printed text shows them as ***. The same fleet renders byte-identical\n"
@@ -65,7 +71,7 @@ const struct sw_cmd_spec sw_spec_render = {
 
 /* --target k8s: the gates first (a shape `check` rejects is not rendered), then the objects. */
 static int render_k8s(const struct sw_args *a, struct sw_fleet *f,
-                      const struct sw_fleet_endpoint *ep, const char *fleet_path)
+                      const struct sw_fleet_endpoint *ep, const char *fleet_path, unsigned nodes)
 {
     struct sw_err e;
     struct sw_ledger l;
@@ -117,7 +123,7 @@ static int render_k8s(const struct sw_args *a, struct sw_fleet *f,
         goto out;
     }
     /* the slowest measured boot sizes the startupProbe */
-    struct sw_k8s_opts ko = {0};
+    struct sw_k8s_opts ko = {.nodes = nodes};
     if (opened) {
         json_t *boots = NULL;
         struct sw_ledger_query q = {.endpoint = ep->name, .outcome = "ok"};
@@ -205,6 +211,16 @@ int sw_cmd_render(int argc, char **argv)
         return sw_args_usage(&a, "--lint is for the systemd unit (--target systemd)");
     if (!k8s && sw_args_str(&a, "ledger"))
         return sw_args_usage(&a, "--ledger goes with --target k8s");
+    const char *ns = sw_args_str(&a, "nodes");
+    unsigned long nodes = 0;
+    if (ns) {
+        char *end = NULL;
+        nodes = strtoul(ns, &end, 10);
+        if (!k8s)
+            return sw_args_usage(&a, "--nodes goes with --target k8s");
+        if (!*ns || !end || *end || nodes < 1 || nodes > 1024)
+            return sw_args_usage(&a, "--nodes: want a count of nodes 1..1024, got '%s'", ns);
+    }
 
     if (sw_fleet_load(fleet_path, NULL, &f, &e)) {
         rc = sw_cli_fail(&e, json);
@@ -226,7 +242,7 @@ int sw_cmd_render(int argc, char **argv)
         goto out;
     }
     if (k8s) {
-        rc = render_k8s(&a, f, ep, fleet_path);
+        rc = render_k8s(&a, f, ep, fleet_path, (unsigned)nodes);
         goto out;
     }
     if (sw_unit_render_endpoint(f, ep, &r, &e)) {

@@ -374,11 +374,20 @@ static int measured(struct sw_ledger *l, int64_t ep, int64_t shape, json_t **out
     return 0;
 }
 
+/* Ask the caller's callback (the sized one when set) whether what is there. */
+static int ask(const struct sw_ledger_history_opts *o, const char *kind, const char *what,
+               int64_t size, bool *here, struct sw_err *e)
+{
+    if (o->present_sized)
+        return o->present_sized(o->ctx, kind, what, size, here, e);
+    return o->present(o->ctx, kind, what, here, e);
+}
+
 /* restorable / missing / restorable_why of one tag through the caller's callback. */
 static int restorable(const struct sw_ledger_history_opts *o, json_t *tag, struct sw_err *e)
 {
     int rc = 0;
-    if (!o || !o->present) {
+    if (!o || (!o->present && !o->present_sized)) {
         sw__dep_put(tag, "restorable", json_null(), &rc);
         sw__dep_put(tag, "missing", json_array(), &rc);
         sw__dep_put(tag, "restorable_why",
@@ -400,7 +409,9 @@ static int restorable(const struct sw_ledger_history_opts *o, json_t *tag, struc
         bool here = false;
         if (!p)
             continue;
-        if (o->present(o->ctx, "path", p, &here, &pe)) {
+        const json_t *sz = json_object_get(x, "size");
+        if (ask(o, "path", p, json_is_integer(sz) ? (int64_t)json_integer_value(sz) : -1, &here,
+                &pe)) {
             unknown = true;
             break;
         }
@@ -410,7 +421,7 @@ static int restorable(const struct sw_ledger_history_opts *o, json_t *tag, struc
     const char *image = json_string_value(json_object_get(tag, "image"));
     if (!unknown && !rc && image) {
         bool here = false;
-        if (o->present(o->ctx, "image", image, &here, &pe))
+        if (ask(o, "image", image, -1, &here, &pe))
             unknown = true;
         else if (!here && json_array_append_new(missing, json_string(image)))
             rc = SW_ENOMEM;

@@ -352,16 +352,125 @@ static const json_t *boot_row(const json_t *boots, json_int_t id)
     return NULL;
 }
 
+/* A number of a bench result: a plain number, or a spread's median ({n, median, ...}). */
+static json_t *median_of(const json_t *v)
+{
+    if (json_is_number(v))
+        return json_deep_copy(v);
+    const json_t *m = json_object_get(v, "median");
+    return json_is_number(m) ? json_deep_copy(m) : json_null();
+}
+
+static int grid_row(json_t *grid, const json_t *run, bool dep, json_t *depth, json_t *conc,
+                    json_t *decode, json_t *summed, json_t *prefill)
+{
+    json_t *x = json_pack("{s:O,s:o,s:o,s:o,s:o,s:o,s:b}", "run", json_object_get(run, "id"),
+                          "depth", depth ? depth : json_null(), "concurrency",
+                          conc ? conc : json_null(), "decode_tok_s", decode ? decode : json_null(),
+                          "summed_decode_tok_s", summed ? summed : json_null(), "prefill_tok_s",
+                          prefill ? prefill : json_null(), "deployed_shape", dep);
+    if (!x || json_array_append_new(grid, x))
+        return SW_ENOMEM;
+    return 0;
+}
+
+/* The run's points as rows of depth x concurrency: `slipway bench --record` writes results
+ * {points: [{depth, concurrency, decode_tps: {median}, summed_decode_tps, prefill_tps}]}; a
+ * run transcribed from the operator's notes has params {context_tokens: [...], streams} and
+ * results {decode_tok_s: [...] | N, prefill_tok_s: ...}. */
+static int grid_rows(json_t *grid, const json_t *run, bool dep)
+{
+    const json_t *params = json_object_get(run, "params");
+    const json_t *res = json_object_get(run, "results");
+    const json_t *points = json_object_get(res, "points");
+    int rc = 0;
+    size_t i;
+    json_t *pt;
+    if (json_is_array(points)) {
+        json_array_foreach(points, i, pt)
+        {
+            const json_t *d = json_object_get(pt, "depth"), *c = json_object_get(pt, "concurrency");
+            rc = grid_row(grid, run, dep, json_is_integer(d) ? json_deep_copy(d) : NULL,
+                          json_is_integer(c) ? json_deep_copy(c) : NULL,
+                          median_of(json_object_get(pt, "decode_tps")),
+                          median_of(json_object_get(pt, "summed_decode_tps")),
+                          median_of(json_object_get(pt, "prefill_tps")));
+            if (rc)
+                return rc;
+        }
+        return 0;
+    }
+    const json_t *ctx = json_object_get(params, "context_tokens");
+    const json_t *streams = json_object_get(params, "streams");
+    const json_t *dec = json_object_get(res, "decode_tok_s");
+    const json_t *pre = json_object_get(res, "prefill_tok_s");
+    size_t n = json_is_array(ctx) ? json_array_size(ctx) : 1;
+    for (i = 0; i < n && !rc; i++) {
+        const json_t *d = json_is_array(ctx) ? json_array_get(ctx, i) : ctx;
+        const json_t *dv = json_is_array(dec) ? json_array_get(dec, i) : dec;
+        const json_t *pv = json_is_array(pre) ? json_array_get(pre, i) : pre;
+        if (!json_is_number(dv) && !json_is_number(pv))
+            continue;
+        rc = grid_row(grid, run, dep, json_is_integer(d) ? json_deep_copy(d) : NULL,
+                      json_is_integer(streams) ? json_deep_copy(streams) : NULL,
+                      json_is_number(dv) ? json_deep_copy(dv) : NULL, NULL,
+                      json_is_number(pv) ? json_deep_copy(pv) : NULL);
+    }
+    return rc;
+}
+
+/* The head figures of a run with points: decode and prefill at its lowest concurrency, by depth
+ * (one number when one depth), and those depths. */
+static int head_points(const json_t *grid, const json_t *run, json_t **dec, json_t **pre,
+                       json_t **ctx)
+{
+    json_int_t run_id = json_integer_value(json_object_get(run, "id")), cmin = -1;
+    size_t i;
+    json_t *r;
+    json_array_foreach(grid, i, r)
+    {
+        json_int_t c = json_integer_value(json_object_get(r, "concurrency"));
+        if (json_integer_value(json_object_get(r, "run")) == run_id && (cmin < 0 || c < cmin))
+            cmin = c;
+    }
+    *dec = json_array();
+    *pre = json_array();
+    *ctx = json_array();
+    if (!*dec || !*pre || !*ctx)
+        return SW_ENOMEM;
+    json_array_foreach(grid, i, r)
+    {
+        if (json_integer_value(json_object_get(r, "run")) != run_id ||
+            json_integer_value(json_object_get(r, "concurrency")) != cmin)
+            continue;
+        if (json_array_append(*dec, json_object_get(r, "decode_tok_s")) ||
+            json_array_append(*pre, json_object_get(r, "prefill_tok_s")) ||
+            json_array_append(*ctx, json_object_get(r, "depth")))
+            return SW_ENOMEM;
+    }
+    if (json_array_size(*dec) == 1) {
+        json_t *d1 = json_incref(json_array_get(*dec, 0)),
+               *p1 = json_incref(json_array_get(*pre, 0));
+        json_decref(*dec);
+        json_decref(*pre);
+        *dec = d1;
+        *pre = p1;
+    }
+    return 0;
+}
+
 static int measured(const struct sw_fleet_endpoint *ep, const json_t *led, const json_t *canon,
                     json_t **out)
 {
     int rc = 0;
-    json_t *m = json_object(), *runs = json_array();
+    json_t *m = json_object(), *runs = json_array(), *grid = json_array();
+    json_t *hdec = NULL, *hpre = NULL, *hctx = NULL;
     const json_t *head = NULL;
     bool head_deployed = false;
-    if (!m || !runs) {
+    if (!m || !runs || !grid) {
         json_decref(m);
         json_decref(runs);
+        json_decref(grid);
         return SW_ENOMEM;
     }
     size_t i;
@@ -370,8 +479,10 @@ static int measured(const struct sw_fleet_endpoint *ep, const json_t *led, const
     {
         const json_t *b =
             boot_row(json_object_get(led, "boots"), json_integer_value(json_object_get(r, "boot")));
-        const json_t *bs = b ? json_object_get(b, "shape") : NULL;
-        bool dep = bs && canon && sw_gate_same_shape(bs, canon);
+        /* the boot's shape, else the shape `slipway bench --record` put in the params */
+        const json_t *bs = b ? json_object_get(b, "shape")
+                             : json_object_get(json_object_get(r, "params"), "shape");
+        bool dep = json_is_object(bs) && canon && sw_gate_same_shape(bs, canon);
         json_t *x =
             json_pack("{s:O,s:O,s:O,s:O,s:b}", "id", json_object_get(r, "id"), "params",
                       json_object_get(r, "params"), "results", json_object_get(r, "results"),
@@ -380,6 +491,9 @@ static int measured(const struct sw_fleet_endpoint *ep, const json_t *led, const
             rc = SW_ENOMEM;
             break;
         }
+        rc = grid_rows(grid, r, dep);
+        if (rc)
+            break;
         if (dep || !head_deployed) {
             head = r;
             head_deployed = dep;
@@ -388,6 +502,14 @@ static int measured(const struct sw_fleet_endpoint *ep, const json_t *led, const
     const json_t *res = head ? json_object_get(head, "results") : NULL;
     const json_t *dec = json_object_get(res, "decode_tok_s");
     const json_t *pre = json_object_get(res, "prefill_tok_s");
+    const json_t *ctx =
+        head ? json_object_get(json_object_get(head, "params"), "context_tokens") : NULL;
+    if (!rc && json_is_array(json_object_get(res, "points"))) {
+        rc = head_points(grid, head, &hdec, &hpre, &hctx);
+        dec = hdec;
+        pre = hpre;
+        ctx = hctx;
+    }
     const struct sw_fleet_fact *fd = sw_fleet_endpoint_fact(ep, "decode");
     const struct sw_fleet_fact *fp = sw_fleet_endpoint_fact(ep, "prefill");
     char src[160];
@@ -407,14 +529,14 @@ static int measured(const struct sw_fleet_endpoint *ep, const json_t *led, const
                 : fp ? json_real(fp->q.value)
                      : json_null(),
                 &rc);
-    sw__rep_put(
-        m, "context_tokens",
-        head && json_object_get(json_object_get(head, "params"), "context_tokens")
-            ? json_deep_copy(json_object_get(json_object_get(head, "params"), "context_tokens"))
-            : json_null(),
-        &rc);
+    sw__rep_put(m, "context_tokens", ctx ? json_deep_copy(ctx) : json_null(), &rc);
     sw__rep_put(m, "source", jstr(src), &rc);
+    sw__rep_put(m, "run", head ? json_deep_copy(json_object_get(head, "id")) : json_null(), &rc);
     sw__rep_put(m, "runs", runs, &rc);
+    sw__rep_put(m, "grid", grid, &rc);
+    json_decref(hdec);
+    json_decref(hpre);
+    json_decref(hctx);
     if (rc) {
         json_decref(m);
         return rc;
@@ -672,12 +794,14 @@ static int endpoint_doc(const struct sw_fleet *f, const struct sw_fleet_endpoint
         rc = sw__rep_harness_endpoint(f, ep, &p, planned, &x);
     sw__rep_put(d, "harness", x, &rc);
     x = NULL;
-    sw__rep_put(d, "tags", json_null(), &rc);
-    sw__rep_put(d, "tags_note",
-                jstr("deploy tags (last-good, rollback, retired payloads) are not in this "
-                     "ledger's schema yet"),
-                &rc);
-    sw__rep_put(d, "restarts", json_null(), &rc);
+    if (!rc)
+        rc = sw__rep_tags(o ? o->ledger : NULL, ep, &x, e);
+    sw__rep_put(d, "tags", x, &rc);
+    x = NULL;
+    if (!rc)
+        rc = sw__rep_restarts(o ? o->ledger : NULL, ep->name, &x, e);
+    sw__rep_put(d, "restarts", x, &rc);
+    x = NULL;
     sw__rep_put(d, "boots_recorded", jint(json_array_size(json_object_get(led, "boots"))), &rc);
     if (!rc && o && o->since > 0) {
         rc = changes(led, o->since, &x);

@@ -266,6 +266,12 @@ enum fam {
     F_CHECKS,
     F_DECODE,
     F_PREFILL,
+    F_GRID_DECODE,
+    F_GRID_PREFILL,
+    F_ATTEMPTS,
+    F_CRASH_LOOPS,
+    F_RESTARTS,
+    F_TAG_RESTORABLE,
     F_N
 };
 
@@ -291,7 +297,47 @@ static const struct {
                   "Decode speed of the last bench run (deepest context when several)."},
     [F_PREFILL] = {"slipway_bench_prefill_tokens_per_second",
                    "Prefill speed of the last bench run."},
+    [F_GRID_DECODE] = {"slipway_bench_point_decode_tokens_per_second",
+                       "Per-stream decode (median) of the reported bench run, by context depth "
+                       "and concurrency."},
+    [F_GRID_PREFILL] = {"slipway_bench_point_prefill_tokens_per_second",
+                        "Prefill (median) of the reported bench run, by context depth and "
+                        "concurrency."},
+    [F_ATTEMPTS] = {"slipway_deploy_attempts", "Deploy attempts the ledger recorded."},
+    [F_CRASH_LOOPS] = {"slipway_deploy_crash_loops",
+                       "Deploy attempts that ended in a crash loop (systemd restarted the unit)."},
+    [F_RESTARTS] = {"slipway_deploy_restarts",
+                    "systemd restarts (NRestarts) seen while deploys watched the unit; restarts "
+                    "between deploys are not recorded."},
+    [F_TAG_RESTORABLE] = {"slipway_tag_restorable",
+                          "1 when a kept deploy tag's payload and image are still on the host, 0 "
+                          "when not (unchecked tags are absent)."},
 };
+
+/* The grid rows of the run the report's figures come from, one sample each. */
+static int grid_samples(struct sw_buf *b, const char *name, const char *ep_name, const json_t *m,
+                        const char *key)
+{
+    int rc = 0;
+    size_t i;
+    json_t *r;
+    json_array_foreach(json_object_get(m, "grid"), i, r)
+    {
+        const json_t *v = json_object_get(r, key), *d = json_object_get(r, "depth"),
+                     *c = json_object_get(r, "concurrency");
+        if (rc)
+            break;
+        if (!json_is_number(v) || !json_is_integer(d) || !json_is_integer(c) ||
+            !json_equal(json_object_get(r, "run"), json_object_get(m, "run")))
+            continue;
+        char ds[32], cs[32];
+        snprintf(ds, sizeof(ds), "%lld", (long long)json_integer_value(d));
+        snprintf(cs, sizeof(cs), "%lld", (long long)json_integer_value(c));
+        const char *const l[] = {"endpoint", ep_name, "depth", ds, "concurrency", cs, NULL};
+        rc = sample(b, name, l, json_number_value(v));
+    }
+    return rc;
+}
 
 static int fam_samples(struct sw_buf *b, enum fam fm, const json_t *ep)
 {
@@ -337,6 +383,37 @@ static int fam_samples(struct sw_buf *b, enum fam fm, const json_t *ep)
     case F_PREFILL: {
         double v = last_num(json_object_get(m, fm == F_DECODE ? "decode_tok_s" : "prefill_tok_s"));
         return v >= 0 ? sample(b, name, l1, v) : 0;
+    }
+    case F_GRID_DECODE:
+    case F_GRID_PREFILL:
+        return grid_samples(b, name, ep_name, m,
+                            fm == F_GRID_DECODE ? "decode_tok_s" : "prefill_tok_s");
+    case F_ATTEMPTS:
+    case F_CRASH_LOOPS:
+    case F_RESTARTS: {
+        const json_t *rs = json_object_get(ep, "restarts");
+        const char *k = fm == F_ATTEMPTS      ? "attempts"
+                        : fm == F_CRASH_LOOPS ? "crash_loops"
+                                              : "restarts_seen";
+        return json_is_object(rs)
+                   ? sample(b, name, l1, (double)json_integer_value(json_object_get(rs, k)))
+                   : 0;
+    }
+    case F_TAG_RESTORABLE: {
+        const json_t *t = json_object_get(ep, "tags");
+        const json_t *lg = json_object_get(t, "last_good");
+        size_t n = json_array_size(json_object_get(t, "rollback"));
+        for (size_t i = 0; i <= n && !rc; i++) {
+            const json_t *x = i ? json_array_get(json_object_get(t, "rollback"), i - 1) : lg;
+            const json_t *r = json_object_get(x, "restorable");
+            if (!json_is_boolean(r))
+                continue;
+            const char *const l[] = {"endpoint",    ep_name, "tag",
+                                     js(x, "name"), "role",  i ? "rollback" : "last_good",
+                                     NULL};
+            rc = sample(b, name, l, json_is_true(r) ? 1 : 0);
+        }
+        return rc;
     }
     default:
         break;

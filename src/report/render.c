@@ -476,35 +476,49 @@ static int harness_lines(struct view *v, const json_t *ep)
     return rc ? rc : put(v, v->html ? "</ul>\n" : "");
 }
 
-/* Decode (and prefill) by context depth of the bench runs that measured several depths, as one
- * core line chart inlined in the page (its XML declaration dropped). 0 and nothing drawn when no
- * run has an array of depths. */
+/* Decode (and prefill) by context depth, one series per bench run and concurrency that measured
+ * several depths (the document's grid), as one core line chart inlined in the page (its XML
+ * declaration dropped). 0 and nothing drawn when no run and concurrency has two depths. */
 static int speed_chart(struct view *v, const json_t *ep)
 {
     enum { MAXS = 8, MAXP = 64 };
     struct sw_chart_series ser[MAXS];
     double xs[MAXS][MAXP], ys[MAXS][MAXP];
-    char names[MAXS][64];
+    char names[MAXS][80];
     size_t ns = 0;
-    size_t i;
-    json_t *run;
-    json_array_foreach(json_object_get(json_object_get(ep, "measured"), "runs"), i, run)
+    const json_t *grid = json_object_get(json_object_get(ep, "measured"), "grid");
+    static const char *const keys[] = {"decode_tok_s", "prefill_tok_s"};
+    size_t i, j;
+    json_t *r, *q;
+    json_array_foreach(grid, i, r)
     {
-        const json_t *ctx = json_object_get(json_object_get(run, "params"), "context_tokens");
-        static const char *const keys[] = {"decode_tok_s", "prefill_tok_s"};
-        for (size_t k = 0; k < 2 && ns < MAXS; k++) {
-            const json_t *y = json_object_get(json_object_get(run, "results"), keys[k]);
-            size_t n = json_array_size(y);
-            if (!json_is_array(ctx) || n < 2 || n != json_array_size(ctx) || n > MAXP)
-                continue;
-            for (size_t j = 0; j < n; j++) {
-                xs[ns][j] = json_number_value(json_array_get(ctx, j));
-                ys[ns][j] = json_number_value(json_array_get(y, j));
+        json_int_t run = ji(r, "run"), conc = ji(r, "concurrency");
+        bool first = true;
+        /* the first row of its (run, concurrency) starts the group */
+        json_array_foreach(grid, j, q)
+        {
+            if (j >= i)
+                break;
+            if (ji(q, "run") == run && ji(q, "concurrency") == conc)
+                first = false;
+        }
+        for (size_t k = 0; first && k < 2 && ns < MAXS; k++) {
+            size_t n = 0;
+            json_array_foreach(grid, j, q)
+            {
+                const json_t *y = json_object_get(q, keys[k]);
+                if (ji(q, "run") != run || ji(q, "concurrency") != conc || !json_is_number(y) ||
+                    !json_is_integer(json_object_get(q, "depth")) || n >= MAXP)
+                    continue;
+                xs[ns][n] = (double)ji(q, "depth");
+                ys[ns][n] = json_number_value(y);
+                n++;
             }
-            snprintf(names[ns], sizeof(names[ns]), "run #%lld %s%s", (long long)ji(run, "id"),
-                     k ? "prefill" : "decode",
-                     json_is_true(json_object_get(run, "deployed_shape")) ? ""
-                                                                          : " (another shape)");
+            if (n < 2)
+                continue;
+            snprintf(names[ns], sizeof(names[ns]), "run #%lld x%lld %s%s", (long long)run,
+                     (long long)conc, k ? "prefill" : "decode",
+                     json_is_true(json_object_get(r, "deployed_shape")) ? "" : " (another shape)");
             ser[ns] = (struct sw_chart_series){.name = names[ns], .n = n, .x = xs[ns], .y = ys[ns]};
             ns++;
         }
@@ -530,6 +544,142 @@ static int speed_chart(struct view *v, const json_t *ep)
     }
     sw_buf_free(&svg);
     return rc == SW_EINVAL ? 0 : rc; /* nothing finite to draw: no chart */
+}
+
+/* The tags in one line: the last-good, how many rollback tags, how many cannot be restored. */
+static const char *tags_line(const json_t *ep, char *line, size_t n)
+{
+    const json_t *t = json_object_get(ep, "tags");
+    if (!json_is_object(t)) {
+        snprintf(line, n, "unknown: no ledger");
+        return line;
+    }
+    const json_t *lg = json_object_get(t, "last_good");
+    size_t nrb = json_array_size(json_object_get(t, "rollback"));
+    if (!ji(t, "count")) {
+        snprintf(line, n, "none: no deploy of this endpoint committed a tag");
+        return line;
+    }
+    snprintf(line, n,
+             "last-good %s; %zu rollback tag%s, %lld of the kept tags CANNOT be restored%s%s",
+             js(lg, "name") ? js(lg, "name") : "none", nrb, nrb == 1 ? "" : "s",
+             (long long)ji(t, "unrestorable"), js(t, "unchecked_why") ? "; restorability " : "",
+             js(t, "unchecked_why") ? js(t, "unchecked_why") : "");
+    return line;
+}
+
+static const char *restarts_line(const json_t *ep, char *line, size_t n)
+{
+    const json_t *r = json_object_get(ep, "restarts");
+    if (!json_is_object(r)) {
+        snprintf(line, n, "unknown: no ledger");
+        return line;
+    }
+    const json_t *last = json_object_get(r, "last");
+    char tail[160] = "";
+    if (json_is_object(last))
+        snprintf(tail, sizeof(tail), "; last in attempt #%lld at %s",
+                 (long long)ji(last, "attempt"), js(last, "at") ? js(last, "at") : "?");
+    snprintf(line, n,
+             "%lld seen by %lld deploy attempt%s (%lld crash loop%s, %lld rolled back)%s; from %s",
+             (long long)ji(r, "restarts_seen"), (long long)ji(r, "attempts"),
+             ji(r, "attempts") == 1 ? "" : "s", (long long)ji(r, "crash_loops"),
+             ji(r, "crash_loops") == 1 ? "" : "s", (long long)ji(r, "rolled_back"), tail,
+             js(r, "source") ? js(r, "source") : "?");
+    return line;
+}
+
+/* One row per tag: the last-good first, then the rollback tags, then the retired ones. */
+static int tags_table(struct view *v, const json_t *ep)
+{
+    const json_t *t = json_object_get(ep, "tags");
+    if (!json_is_object(t) || !ji(t, "count"))
+        return 0;
+    int rc = h3(v, "Tags (last-good, rollback)");
+    static const char *const head[] = {"tag", "role", "created", "shape", "restorable", "why"};
+    if (!rc)
+        rc = table_open(v);
+    if (!rc)
+        rc = row(v, head, 6, true);
+    const json_t *groups[3] = {json_object_get(t, "last_good"), json_object_get(t, "rollback"),
+                               json_object_get(t, "retired")};
+    for (size_t g = 0; g < 3 && !rc; g++) {
+        size_t n = g ? json_array_size(groups[g]) : json_is_object(groups[0]) ? 1 : 0;
+        for (size_t i = 0; i < n && !rc; i++) {
+            const json_t *x = g ? json_array_get(groups[g], i) : groups[0];
+            const json_t *r = json_object_get(x, "restorable");
+            char why[1024], shape[320];
+            snprintf(shape, sizeof(shape), "%s [%.12s]", js(x, "summary") ? js(x, "summary") : "-",
+                     js(x, "shape_hash") ? js(x, "shape_hash") : "");
+            size_t o = (size_t)snprintf(why, sizeof(why), "%s",
+                                        js(x, "restorable_why") ? js(x, "restorable_why") : "");
+            size_t k;
+            const json_t *m;
+            json_array_foreach(json_object_get(x, "missing"), k, m)
+            {
+                if (o >= sizeof(why))
+                    break;
+                o += (size_t)snprintf(why + o, sizeof(why) - o, "%s%s", k ? ", " : "; missing: ",
+                                      json_string_value(m) ? json_string_value(m) : "?");
+            }
+            if (g == 2 && o < sizeof(why))
+                snprintf(why + o, sizeof(why) - o, "; retired %s: %s",
+                         js(x, "retired") ? js(x, "retired") : "?",
+                         js(x, "retired_why") ? js(x, "retired_why") : "?");
+            const char *cells[6] = {js(x, "name"),
+                                    g == 0 ? "last-good" : g == 1 ? "rollback" : "retired",
+                                    js(x, "created"),
+                                    shape,
+                                    json_is_null(r) ? "unknown" : json_is_true(r) ? "yes" : "NO",
+                                    why};
+            rc = row(v, cells, 6, false);
+        }
+    }
+    return rc ? rc : table_close(v);
+}
+
+/* Decode and prefill by depth and concurrency, one row per measured point (docs/report.md). */
+static int speed_table(struct view *v, const json_t *ep)
+{
+    const json_t *grid = json_object_get(json_object_get(ep, "measured"), "grid");
+    if (!json_array_size(grid))
+        return 0;
+    int rc = h3(v, "Measured speed by depth and concurrency (ledger bench runs)");
+    static const char *const head[] = {"run",          "depth (tokens)",      "concurrency",
+                                       "decode tok/s", "summed decode tok/s", "prefill t/s",
+                                       "shape"};
+    if (!rc)
+        rc = table_open(v);
+    if (!rc)
+        rc = row(v, head, 7, true);
+    size_t i;
+    json_t *x;
+    json_array_foreach(grid, i, x)
+    {
+        if (rc)
+            break;
+        char a[32], b[32], c[32], d[32], f[32], g[32];
+        const json_t *dp = json_object_get(x, "depth"), *cc = json_object_get(x, "concurrency");
+        snprintf(a, sizeof(a), "#%lld", (long long)ji(x, "run"));
+        if (json_is_integer(dp))
+            sw_fmt_count((uint64_t)json_integer_value(dp), b, sizeof(b));
+        else
+            snprintf(b, sizeof(b), "-");
+        if (json_is_integer(cc))
+            snprintf(c, sizeof(c), "%lld", (long long)json_integer_value(cc));
+        else
+            snprintf(c, sizeof(c), "-");
+        const char *cells[7] = {
+            a,
+            b,
+            c,
+            rate(json_object_get(x, "decode_tok_s"), d, sizeof(d)),
+            rate(json_object_get(x, "summed_decode_tok_s"), f, sizeof(f)),
+            rate(json_object_get(x, "prefill_tok_s"), g, sizeof(g)),
+            json_is_true(json_object_get(x, "deployed_shape")) ? "deployed" : "another shape"};
+        rc = row(v, cells, 7, false);
+    }
+    return rc ? rc : table_close(v);
 }
 
 static int endpoint_view(struct view *v, const json_t *ep)
@@ -597,20 +747,20 @@ static int endpoint_view(struct view *v, const json_t *ep)
         snprintf(line, sizeof(line), "none recorded in the ledger");
     if (!rc)
         rc = item(v, "last battery", line);
-    snprintf(line, sizeof(line),
-             "TODO(tags): deploy tags are not in this ledger's schema yet; the ledger holds %lld "
-             "boot%s of this endpoint",
-             (long long)ji(ep, "boots_recorded"), ji(ep, "boots_recorded") == 1 ? "" : "s");
     if (!rc)
-        rc = item(v, "tags (last-good, rollback)", line);
+        rc = item(v, "tags (last-good, rollback)", tags_line(ep, line, sizeof(line)));
     if (!rc)
-        rc = item(v, "restarts", "not recorded in the ledger");
+        rc = item(v, "restarts", restarts_line(ep, line, sizeof(line)));
     if (!rc)
         rc = put(v, v->html ? "</ul>\n" : "");
     if (!rc)
         rc = speed_chart(v, ep);
     if (!rc)
+        rc = speed_table(v, ep);
+    if (!rc)
         rc = budget_table(v, ep);
+    if (!rc)
+        rc = tags_table(v, ep);
     if (!rc)
         rc = known_bad_table(v, ep);
     if (!rc)

@@ -32,6 +32,18 @@ int sw__rep_ledger_rows(struct sw_ledger *l, const char *name, json_t **out, str
 int sw__rep_harness_endpoint(const struct sw_fleet *f, const struct sw_fleet_endpoint *ep,
                              const struct sw_plan *p, bool planned, json_t **out);
 
+/* The endpoint's deploy tags (new reference; null without a ledger): {last_good: TAG | null,
+ * rollback: [TAG] (kept, newest first), retired: [TAG], count, unrestorable (kept tags whose
+ * payload or image is gone), checked, unchecked_why, check}; TAG = {name, created, summary,
+ * shape_hash, image, note, last_good, kept, retired, retired_why, restorable (true | false |
+ * null), missing: [...], restorable_why, payload_paths}. tags.c. */
+int sw__rep_tags(struct sw_ledger *l, const struct sw_fleet_endpoint *ep, json_t **out,
+                 struct sw_err *e);
+/* The restarts the ledger's deploy attempts saw (new reference; null without a ledger):
+ * {source, attempts, committed, rolled_back, crash_loops, restarts_seen, last: {attempt, at,
+ * class, n_restarts} | null}. tags.c. */
+int sw__rep_restarts(struct sw_ledger *l, const char *endpoint, json_t **out, struct sw_err *e);
+
 /* XML/HTML text escaping into b. */
 int sw__rep_esc(struct sw_buf *b, const char *s);
 

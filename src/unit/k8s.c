@@ -9,8 +9,13 @@
  *   vLLM/SGLang  python3 (in their images): GET /v1/models for the served name, then POST
  *              /v1/completions with max_tokens 1, the key read from the environment.
  *
- * What it deliberately does not do: a LeaderWorkerSet (multi-node), node selection, or guess a
- * payload's size (the PVC request is a stated default, said in an annotation).
+ * Multi-node (opts.nodes > 1, vLLM): a LeaderWorkerSet whose leader runs the Ray head and then
+ * the plan's argv unchanged, and whose workers join the head (vLLM's documented mechanism:
+ * examples/online_serving/multi-node-serving.sh; tensor parallel within a node, pipeline
+ * parallel across nodes is the split its docs advise).
+ *
+ * What it deliberately does not do: node selection, or guess a payload's size (the PVC request
+ * is a stated default, said in an annotation).
  */
 #include "render_internal.h"
 
@@ -145,6 +150,93 @@ static json_t *env_list(const struct sw_fleet_endpoint *ep, const struct sw_unit
     return env;
 }
 
+#define K8S_STR_(x) #x
+#define K8S_STR(x)  K8S_STR_(x)
+
+/* The leader: the Ray head, then wait (bounded by the startupProbe) until the group's every node
+ * joined, then exec the engine's argv, passed as "$0" "$@" so no word of it is re-read by the
+ * shell. */
+static const char leader_sh[] = "ray start --head --port=" K8S_STR(
+    SW_K8S_RAY_PORT) " && "
+                     "until python3 -c \"import os,sys,ray; "
+                     "ray.init(address='auto',logging_level='ERROR'); "
+                     "sys.exit(sum(1 for n in ray.nodes() if n['Alive']) < "
+                     "int(os.environ['LWS_GROUP_SIZE']))\"; "
+                     "do sleep 5; done && exec \"$0\" \"$@\"";
+/* A worker: join the head (LWS injects LWS_LEADER_ADDRESS) and stay in the foreground. */
+static const char worker_sh[] =
+    "exec ray start --address=\"$LWS_LEADER_ADDRESS:" K8S_STR(SW_K8S_RAY_PORT) "\" --block";
+
+static int argv_int(const struct sw_unit_render *r, const char *flag, unsigned *v)
+{
+    const char *s = argv_after(r, flag);
+    *v = 1;
+    if (!s)
+        return 0;
+    char *end = NULL;
+    unsigned long x = strtoul(s, &end, 10);
+    if (!end || *end || !x || x > 4096)
+        return SW_EINVAL;
+    *v = (unsigned)x;
+    return 0;
+}
+
+/* The LeaderWorkerSet in place of the Deployment: leader = the Deployment's container under the
+ * Ray wrapper, worker = the same image, env, mounts and GPUs running a Ray worker. container and
+ * vols are stolen. */
+static json_t *lws_object(const char *name, json_t *container, json_t *vols, int64_t grace,
+                          unsigned nodes)
+{
+    json_t *worker = json_deep_copy(container);
+    json_t *cmd = json_pack("[s,s,s]", "/bin/sh", "-c", leader_sh);
+    json_t *args = json_array();
+    int rc = worker && cmd && args ? 0 : SW_ENOMEM;
+    /* the leader's args: the whole engine argv ($0 is its program) */
+    if (!rc)
+        rc = json_array_extend(args, json_object_get(container, "command")) ||
+                     json_array_extend(args, json_object_get(container, "args"))
+                 ? SW_ENOMEM
+                 : 0;
+    if (!rc)
+        rc = json_object_set(container, "command", cmd) || json_object_set(container, "args", args)
+                 ? SW_ENOMEM
+                 : 0;
+    if (!rc) {
+        /* a Ray worker serves no HTTP: no port, no probes */
+        json_object_del(worker, "ports");
+        json_object_del(worker, "startupProbe");
+        json_object_del(worker, "readinessProbe");
+        json_object_del(worker, "livenessProbe");
+        json_object_del(worker, "args");
+        rc = json_object_set_new(worker, "name", json_string("worker")) ||
+                     json_object_set_new(worker, "command",
+                                         json_pack("[s,s,s]", "/bin/sh", "-c", worker_sh))
+                 ? SW_ENOMEM
+                 : 0;
+    }
+    json_decref(cmd);
+    json_decref(args);
+    if (rc) {
+        json_decref(worker);
+        json_decref(container);
+        json_decref(vols);
+        return NULL;
+    }
+    return json_pack(
+        "{s:s,s:s,s:{s:s,s:{s:s,s:s}},s:{s:i,s:s,s:{s:I,s:s,"
+        "s:{s:{s:{s:s,s:s}},s:{s:I,s:[o],s:O}},"
+        "s:{s:{s:{s:s,s:s}},s:{s:I,s:[o],s:o}}}}}",
+        "apiVersion", "leaderworkerset.x-k8s.io/v1", "kind", "LeaderWorkerSet", "metadata", "name",
+        name, "labels", "app.kubernetes.io/name", name, "app.kubernetes.io/managed-by", "slipway",
+        "spec", "replicas", 1, "startupPolicy", "LeaderCreated", "leaderWorkerTemplate", "size",
+        (json_int_t)nodes, "restartPolicy", "RecreateGroupOnPodRestart", "leaderTemplate",
+        "metadata", "labels", "app.kubernetes.io/name", name, "slipway.dev/role", "leader", "spec",
+        "terminationGracePeriodSeconds", (json_int_t)grace, "containers", container, "volumes",
+        vols, "workerTemplate", "metadata", "labels", "app.kubernetes.io/name", name,
+        "slipway.dev/role", "worker", "spec", "terminationGracePeriodSeconds", (json_int_t)grace,
+        "containers", worker, "volumes", vols);
+}
+
 int sw_unit_render_k8s(const struct sw_fleet *f, const struct sw_fleet_endpoint *ep,
                        const struct sw_k8s_opts *o, json_t **out, struct sw_err *e)
 {
@@ -196,6 +288,53 @@ int sw_unit_render_k8s(const struct sw_fleet *f, const struct sw_fleet_endpoint 
         const char *v = ep->devices[i]->vendor.v;
         nv += v && !strcmp(v, "nvidia");
         amd += v && !strcmp(v, "amd");
+    }
+    unsigned nodes = o && o->nodes > 1 ? o->nodes : 1;
+    if (nodes > 1) {
+        unsigned tp = 1, pp = 1;
+        if (ep->engine != SW_FLEET_VLLM) {
+            rc = sw_err_set(e, SW_EUNSUPPORTED,
+                            "%s: serving across %u nodes is a LeaderWorkerSet of a vLLM endpoint "
+                            "(vLLM's Ray cluster); this endpoint runs %s",
+                            ep->name, nodes, sw_fleet_engine_name(ep->engine));
+            goto out;
+        }
+        if (argv_int(&r, "--tensor-parallel-size", &tp) ||
+            argv_int(&r, "--pipeline-parallel-size", &pp)) {
+            rc =
+                sw_err_set(e, SW_EINVAL, "%s: the plan's parallel sizes are not numbers", ep->name);
+            goto out;
+        }
+        unsigned world = tp * pp;
+        if (world % nodes) {
+            rc = sw_err_set(e, SW_EINVAL,
+                            "%s: %u GPUs (tensor parallel %u x pipeline parallel %u) do not split "
+                            "evenly over %u nodes",
+                            ep->name, world, tp, pp, nodes);
+            goto out;
+        }
+        /* each pod asks for its share of the world, of the endpoint's vendor */
+        if (nv)
+            nv = world / nodes;
+        if (amd)
+            amd = world / nodes;
+        if (!nv && !amd)
+            arc |= add(warn, json_string("the endpoint names no nvidia or amd device: the pods "
+                                         "ask for no GPU"));
+        if (pp < nodes)
+            arc |= add(warn, json_sprintf("tensor parallel spans nodes (pipeline parallel %u < %u "
+                                          "nodes): vLLM's docs advise tensor parallel = GPUs per "
+                                          "node and pipeline parallel = nodes",
+                                          pp, nodes));
+        if (world != ep->n_devices)
+            arc |= add(warn, json_sprintf("the plan's world is %u GPUs but the endpoint lists %zu "
+                                          "devices: each of the %u pods asks for %u",
+                                          world, ep->n_devices, nodes, world / nodes));
+        for (size_t i = 0; i < ep->payload.n_mounts; i++)
+            if (!ep->payload.mounts[i].readonly)
+                arc |= add(warn, json_sprintf("mount %s is writable: its ReadWriteOnce claim "
+                                              "cannot be shared by pods on %u nodes",
+                                              ep->payload.mounts[i].container_path, nodes));
     }
     json_t *limits = json_object();
     if (nv)
@@ -257,20 +396,32 @@ int sw_unit_render_k8s(const struct sw_fleet *f, const struct sw_fleet_endpoint 
         "failureThreshold", 3, "initialDelaySeconds", 0);
     json_decref(probe_http);
     int64_t grace = (int64_t)(r.timing.stop_timeout_ms / 1000);
-    json_t *dep =
-        json_pack("{s:s,s:s,s:{s:s,s:{s:s,s:s}},s:{s:i,s:{s:s},s:{s:{s:s}},"
-                  "s:{s:{s:{s:s}},s:{s:I,s:[o],s:o}}}}",
-                  "apiVersion", "apps/v1", "kind", "Deployment", "metadata", "name", name, "labels",
-                  "app.kubernetes.io/name", name, "app.kubernetes.io/managed-by", "slipway", "spec",
-                  "replicas", 1, "strategy", "type", "Recreate", "selector", "matchLabels",
-                  "app.kubernetes.io/name", name, "template", "metadata", "labels",
-                  "app.kubernetes.io/name", name, "spec", "terminationGracePeriodSeconds",
-                  (json_int_t)(grace > 0 ? grace : 30), "containers", container, "volumes", vols);
+    json_t *dep = NULL;
+    if (nodes > 1 && container && vols && !arc)
+        dep = lws_object(name, container, vols, grace > 0 ? grace : 30, nodes);
+    else if (nodes > 1) {
+        json_decref(container);
+        json_decref(vols);
+    } else
+        dep = json_pack("{s:s,s:s,s:{s:s,s:{s:s,s:s}},s:{s:i,s:{s:s},s:{s:{s:s}},"
+                        "s:{s:{s:{s:s}},s:{s:I,s:[o],s:o}}}}",
+                        "apiVersion", "apps/v1", "kind", "Deployment", "metadata", "name", name,
+                        "labels", "app.kubernetes.io/name", name, "app.kubernetes.io/managed-by",
+                        "slipway", "spec", "replicas", 1, "strategy", "type", "Recreate",
+                        "selector", "matchLabels", "app.kubernetes.io/name", name, "template",
+                        "metadata", "labels", "app.kubernetes.io/name", name, "spec",
+                        "terminationGracePeriodSeconds", (json_int_t)(grace > 0 ? grace : 30),
+                        "containers", container, "volumes", vols);
     json_t *svc = json_pack("{s:s,s:s,s:{s:s,s:{s:s}},s:{s:s,s:{s:s},s:[{s:s,s:i,s:s,s:s}]}}",
                             "apiVersion", "v1", "kind", "Service", "metadata", "name", name,
                             "labels", "app.kubernetes.io/name", name, "spec", "type", "ClusterIP",
                             "selector", "app.kubernetes.io/name", name, "ports", "name", "http",
                             "port", (int)port, "targetPort", "http", "protocol", "TCP");
+    /* a group's Service reaches its leader only: the workers serve no HTTP */
+    if (svc && nodes > 1 &&
+        json_object_set_new(json_object_get(json_object_get(svc, "spec"), "selector"),
+                            "slipway.dev/role", json_string("leader")))
+        arc = SW_ENOMEM;
     if (!dep || !svc || arc) {
         json_decref(dep);
         json_decref(svc);

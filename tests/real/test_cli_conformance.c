@@ -322,6 +322,7 @@ static void test_opt_equals(void **state)
          "\"findings\""},
         {"probe", {"probe", "nowhere", "@", "--json"}, "--fleet", fleet_missing, fleet_missing},
         {"render", {"render", "local", local, "@", "--json"}, "--out", dir, "\"written\""},
+        {"completion", {"completion", "scdoc", "@", "--json"}, "--out", dir, "\"written\""},
         /* a tag that is not one: refused before the fleet is read or a host is reached */
         {"rollback", {"rollback", "local", local, "@", "--json"}, "--to", "bad/tag", "bad/tag"},
         {"down", {"down", "@", "--json"}, "--pid-file", pid_missing, "nothing to stop"},

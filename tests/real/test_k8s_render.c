@@ -7,8 +7,10 @@
  * key's value appears nowhere), a liveness probe that generates one token, a startupProbe sized
  * from the ledger's measured boot (else the stated default), and a shape the gates reject
  * (the operator's frank-primary with the seed ledger) is not rendered at all.
- * kubectl is not used: no cluster here (`kubectl apply --dry-run=client` needs none, but Debian
- * 12 does not package kubectl).
+ * kubectl is not used: `kubectl apply --dry-run=client` still asks an API server for discovery
+ * and the OpenAPI schema (kubectl 1.32 without a cluster: "failed to download openapi"), and
+ * there is no cluster here. A LeaderWorkerSet (a CRD) is checked from the CRD's facts by the
+ * same helper, its pod templates by kubernetes-models.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -300,6 +302,89 @@ static void test_gates_first(void **state)
     assert_int_equal(n, 0); /* nothing written */
 }
 
+/* A vLLM endpoint split across nodes: a LeaderWorkerSet in place of the Deployment, validated
+ * (its own fields from the CRD's facts, each pod template by kubernetes-models), the YAML the
+ * same objects; the leader runs the Ray head then the plan's argv unchanged, each worker joins
+ * the head; GPUs per pod = the world / nodes; the Service reaches the leader only. Refused: a
+ * llama.cpp endpoint on 2 nodes, a world that does not split over the nodes, --nodes without
+ * --target k8s. */
+static void test_lws(void **state)
+{
+    (void)state;
+    struct swt_run r;
+    swt_slipway(&r, "render", "--target", "k8s", "big-amd", fleet, "--nodes", "2", "--json", NULL);
+    if (r.status)
+        fail_msg("render --nodes 2: %s %s", r.out, r.err);
+    json_t *j = swt_json_out(&r);
+    swt_run_free(&r);
+    json_t *objs = json_object_get(j, "objects");
+    validate(objs, 0);
+    const json_t *lws = kind(objs, "LeaderWorkerSet");
+    assert_string_equal(json_string_value(json_object_get(lws, "apiVersion")),
+                        "leaderworkerset.x-k8s.io/v1");
+    const json_t *t = json_object_get(json_object_get(lws, "spec"), "leaderWorkerTemplate");
+    assert_int_equal(json_integer_value(json_object_get(t, "size")), 2);
+    assert_string_equal(json_string_value(json_object_get(t, "restartPolicy")),
+                        "RecreateGroupOnPodRestart");
+    const json_t *lc = json_array_get(
+        json_object_get(json_object_get(json_object_get(t, "leaderTemplate"), "spec"),
+                        "containers"),
+        0);
+    const json_t *wc = json_array_get(
+        json_object_get(json_object_get(json_object_get(t, "workerTemplate"), "spec"),
+                        "containers"),
+        0);
+    const char *lsh = json_string_value(json_array_get(json_object_get(lc, "command"), 2));
+    assert_non_null(strstr(lsh, "ray start --head --port=6379"));
+    assert_non_null(strstr(lsh, "LWS_GROUP_SIZE"));
+    assert_non_null(strstr(lsh, "exec \"$0\" \"$@\""));
+    /* the plan's argv, unchanged, as the wrapper's arguments */
+    char *args = sw_json_dumps(json_object_get(lc, "args"), JSON_COMPACT);
+    assert_non_null(strstr(args, "[\"vllm\",\"serve\",\"/models/"));
+    assert_non_null(strstr(args, "\"--tensor-parallel-size\",\"2\""));
+    sw_free(args);
+    assert_non_null(strstr(json_string_value(json_array_get(json_object_get(wc, "command"), 2)),
+                           "ray start --address=\"$LWS_LEADER_ADDRESS:6379\" --block"));
+    assert_null(json_object_get(wc, "livenessProbe"));
+    assert_non_null(json_object_get(lc, "livenessProbe"));
+    assert_non_null(json_object_get(lc, "startupProbe"));
+    /* tp 2 over 2 nodes: one GPU per pod */
+    for (int k = 0; k < 2; k++)
+        assert_int_equal(json_integer_value(json_object_get(
+                             json_object_get(json_object_get(k ? wc : lc, "resources"), "limits"),
+                             "amd.com/gpu")),
+                         1);
+    const json_t *svc = kind(objs, "Service");
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(json_object_get(svc, "spec"), "selector"),
+                                          "slipway.dev/role")),
+        "leader");
+    /* tp 2 across 2 nodes works but is not what vLLM's docs advise: said */
+    char *w = sw_json_dumps(json_object_get(j, "warnings"), JSON_COMPACT);
+    assert_non_null(strstr(w, "tensor parallel spans nodes"));
+    sw_free(w);
+    json_decref(j);
+
+    /* the control: an LWS with size 0 and no worker template is refused by the same check */
+    json_t *bad = json_pack("[{s:s,s:s,s:{s:s},s:{s:{s:i}}}]", "apiVersion",
+                            "leaderworkerset.x-k8s.io/v1", "kind", "LeaderWorkerSet", "metadata",
+                            "name", "x", "spec", "leaderWorkerTemplate", "size", 0);
+    validate(bad, 1);
+    json_decref(bad);
+
+    swt_slipway(&r, "render", "--target", "k8s", "small-nv", fleet, "--nodes", "2", NULL);
+    assert_int_not_equal(r.status, 0);
+    assert_non_null(strstr(r.err, "LeaderWorkerSet of a vLLM endpoint"));
+    swt_run_free(&r);
+    swt_slipway(&r, "render", "--target", "k8s", "big-amd", fleet, "--nodes", "3", NULL);
+    assert_int_not_equal(r.status, 0);
+    assert_non_null(strstr(r.err, "do not split evenly over 3 nodes"));
+    swt_run_free(&r);
+    swt_slipway(&r, "render", "big-amd", fleet, "--nodes", "2", NULL);
+    assert_int_equal(r.status, 2);
+    swt_run_free(&r);
+}
+
 int main(void)
 {
     sw_core_init();
@@ -307,6 +392,7 @@ int main(void)
         cmocka_unit_test(test_schemas),
         cmocka_unit_test(test_contents),
         cmocka_unit_test(test_gates_first),
+        cmocka_unit_test(test_lws),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -17,6 +17,7 @@
 #include "swtest.h"
 
 #include <slipway/core.h>
+#include <slipway/ledger.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -168,6 +169,64 @@ static void test_promtool(void **state)
     swt_run(argv, "slipway_x{a=\"b\"c\"} 1\n# TYPE slipway_x gauge\n", 60, &r);
     assert_int_not_equal(r.status, 0);
     swt_run_free(&r);
+    /* the families of deploys, tags and the depth x concurrency grid too: a ledger holding two
+     * tags of the local fleet's endpoint (one payload gone), a crash-looped attempt and a
+     * recorded sweep */
+    char tled[4300], payload[4300], gone[4300];
+    snprintf(tled, sizeof(tled), "%s/tags.sqlite", dir);
+    snprintf(payload, sizeof(payload), "%s/p.gguf", dir);
+    snprintf(gone, sizeof(gone), "%s/gone.gguf", dir);
+    swt_write_str(payload, "12345");
+    struct sw_ledger l;
+    sw_err_clear(&e);
+    assert_int_equal(sw_ledger_open(&l, tled, NULL, &e), 0);
+    static const char *const shapes[] = {
+        "{\"engine\":\"llama.cpp\",\"model\":{\"name\":\"tiny\"},\"ctx\":4096,\"slots\":1}",
+        "{\"engine\":\"llama.cpp\",\"model\":{\"name\":\"tiny\"},\"ctx\":8192,\"slots\":2}"};
+    char tag[SW_LEDGER_TAG_MAX];
+    for (int i = 0; i < 2; i++) {
+        json_t *sh = json_loads(shapes[i], 0, NULL);
+        json_t *pl = json_pack("[{s:s,s:i,s:n}]", "path", i ? payload : gone, "size", 5, "sha256");
+        struct sw_ledger_tag_new t = {.endpoint = "local", .shape = sh, .payload = pl};
+        assert_int_equal(sw_ledger_tag_commit(&l, &t, tag, NULL, &e), 0);
+        json_decref(sh);
+        json_decref(pl);
+    }
+    json_t *sh = json_loads(shapes[0], 0, NULL);
+    struct sw_ledger_attempt at = {.endpoint = "local", .shape = sh};
+    int64_t aid = 0;
+    assert_int_equal(sw_ledger_deploy_begin(&l, &at, &aid, &e), 0);
+    json_t *ev = json_pack("{s:{s:i}}", "boot_failure", "n_restarts", 4);
+    struct sw_ledger_attempt_end fin = {.outcome = "rolled_back",
+                                        .failure_class = "crash_loop",
+                                        .evidence = ev,
+                                        .downtime_ms = -1,
+                                        .not_the_shape = true};
+    assert_int_equal(sw_ledger_deploy_finish(&l, aid, &fin, NULL, &e), 0);
+    json_t *res = json_pack("{s:[{s:i,s:i,s:{s:f},s:f,s:{s:f}}]}", "points", "depth", 512,
+                            "concurrency", 2, "decode_tps", "median", 20.5, "summed_decode_tps",
+                            40.0, "prefill_tps", "median", 300.0);
+    json_t *par = json_object();
+    assert_int_equal(sw_ledger_record_bench(&l, "local", 0, 0, par, res, NULL, NULL, NULL, &e), 0);
+    json_decref(sh);
+    json_decref(ev);
+    json_decref(res);
+    json_decref(par);
+    sw_ledger_close(&l);
+    swt_slipway(&r, "export", "prometheus", swt_src("examples/local.yaml"), "--ledger", tled,
+                "--out", prom, NULL);
+    assert_int_equal(r.status, 0);
+    swt_run_free(&r);
+    assert_int_equal(sw_read_file(prom, 16u << 20, &text, &len, &e), 0);
+    assert_non_null(strstr(text, "slipway_deploy_restarts{endpoint=\"local\"} 4\n"));
+    assert_non_null(strstr(text, "slipway_tag_restorable{endpoint=\"local\""));
+    assert_non_null(strstr(text, ",role=\"rollback\"} 0\n"));
+    assert_non_null(strstr(text, "depth=\"512\",concurrency=\"2\"} 20.5\n"));
+    swt_run(argv, text, 60, &r);
+    if (r.status)
+        fail_msg("promtool check metrics (tags): %s%s", r.out, r.err);
+    swt_run_free(&r);
+    sw_free(text);
 }
 
 int main(void)

@@ -763,8 +763,18 @@ static void test_history_cli(void **state)
     json_object_set_new(json_array_get(p, 0), "size", json_integer(ftell(fp)));
     fclose(fp);
     json_t *s = J(SHAPE_A), *gone = J("[{\"path\":\"/nonexistent/slipway/old.gguf\",\"size\":1}]");
+    /* the oldest: the fixture's path at another size (a file since overwritten): judged by ITS
+     * manifest, not by the newer tag's size for the same path */
+    json_t *stale = json_deep_copy(p);
+    json_object_set_new(
+        json_array_get(stale, 0), "size",
+        json_integer(json_integer_value(json_object_get(json_array_get(p, 0), "size")) + 1));
     struct sw_ledger_tag_new t = {
-        .endpoint = "local", .shape = s, .payload = gone, .created_at = DAY1, .note = "first"};
+        .endpoint = "local", .shape = s, .payload = stale, .created_at = DAY1, .note = "stale"};
+    assert_int_equal(sw_ledger_tag_commit(&f->l, &t, n, NULL, &e), 0);
+    json_decref(stale);
+    t.payload = gone;
+    t.note = "first";
     assert_int_equal(sw_ledger_tag_commit(&f->l, &t, n, NULL, &e), 0);
     t.payload = p;
     t.created_at = DAY2;
@@ -782,7 +792,8 @@ static void test_history_cli(void **state)
     json_t *out = swt_json_out(&r);
     assert_string_equal(json_string_value(json_object_get(out, "last_good")), "local-20261204-1");
     json_t *tags = json_object_get(out, "tags");
-    assert_int_equal(json_array_size(tags), 2);
+    assert_int_equal(json_array_size(tags), 3);
+    assert_true(json_is_false(json_object_get(json_array_get(tags, 2), "restorable")));
     assert_true(json_is_true(json_object_get(json_array_get(tags, 0), "restorable")));
     assert_true(json_is_false(json_object_get(json_array_get(tags, 1), "restorable")));
     assert_string_equal(

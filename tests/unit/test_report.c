@@ -167,7 +167,18 @@ static void test_collect_facts(void **state)
     json_array_foreach(kb, i, k) rule |=
         !strcmp(json_string_value(json_object_get(k, "what")), "slots == 2");
     assert_true(rule);
-    assert_true(json_is_null(json_object_get(p, "tags")));
+    /* the seed ledger has no deploy tags and no attempts: said, not made up */
+    const json_t *tg = json_object_get(p, "tags");
+    assert_int_equal(JI(tg, "count"), 0);
+    assert_true(json_is_null(json_object_get(tg, "last_good")));
+    assert_int_equal(JI(json_object_get(p, "restarts"), "attempts"), 0);
+    /* frank-primary's bf16 run: three depths at one stream, "another shape" */
+    const json_t *grid = json_object_get(json_object_get(p, "measured"), "grid");
+    assert_int_equal(json_array_size(grid), 3);
+    assert_int_equal(JI(json_array_get(grid, 2), "depth"), 4064);
+    assert_int_equal(JI(json_array_get(grid, 2), "concurrency"), 1);
+    assert_true(json_real_value(json_object_get(json_array_get(grid, 2), "decode_tok_s")) == 36.42);
+    assert_true(json_is_false(json_object_get(json_array_get(grid, 2), "deployed_shape")));
 
     /* the Markdown carries the same facts as text */
     struct sw_buf b;
@@ -178,7 +189,8 @@ static void test_collect_facts(void **state)
     assert_non_null(strstr(md, "21,684 used / 2,441 free of 24,576 MiB"));
     assert_non_null(strstr(md, "106.8 tok/s decode, 3,814 t/s prefill"));
     assert_non_null(strstr(md, "216,269 tokens DO NOT FIT one window of 180,224"));
-    assert_non_null(strstr(md, "TODO(tags)"));
+    assert_non_null(strstr(md, "none: no deploy of this endpoint committed a tag"));
+    assert_non_null(strstr(md, "| #2 | 4,064 | 1 | 36.42 | - | - | another shape |"));
     /* frank-primary's deployed figures, as the operator's log has them */
     assert_non_null(strstr(md, "pool 398,658 tokens (1.99x of a full request), 200,704 per "
                                "conversation x 3 slots"));
@@ -499,6 +511,204 @@ static void test_torture(void **state)
     sw_fleet_free(lf);
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * Deploy tags and restarts: a ledger holding tags of the local fleet's endpoint, whose payloads
+ * are files here; one was retired from disk, and one path was overwritten at another size (the
+ * newer tag records the new size, the older one the old), so those tags cannot be restored (the
+ * check `slipway history` prints, against each tag's own manifest). A deploy attempt that crash-looped gives the restarts;
+ * a recorded bench sweep gives decode/prefill by depth and concurrency.
+ */
+static void tag_at(struct sw_ledger *l, const char *shape, const char *path, int64_t size,
+                   int64_t at, char name[SW_LEDGER_TAG_MAX])
+{
+    struct sw_err e;
+    sw_err_clear(&e);
+    json_t *s = json_loads(shape, 0, NULL);
+    json_t *p = json_pack("[{s:s,s:I,s:n}]", "path", path, "size", (json_int_t)size, "sha256");
+    struct sw_ledger_tag_new t = {.endpoint = "local", .shape = s, .payload = p, .created_at = at};
+    if (sw_ledger_tag_commit(l, &t, name, NULL, &e))
+        fail_msg("tag_commit: %s", e.msg);
+    json_decref(s);
+    json_decref(p);
+}
+
+static const json_t *tag_named(const json_t *arr, const char *name)
+{
+    size_t i;
+    json_t *x;
+    json_array_foreach(
+        arr, i, x) if (!strcmp(json_string_value(json_object_get(x, "name")), name)) return x;
+    fail_msg("no tag %s", name);
+    return NULL;
+}
+
+static void test_tags(void **state)
+{
+    (void)state;
+    struct sw_err e;
+    struct sw_fleet *f = NULL;
+    struct sw_ledger l;
+    json_t *doc = NULL;
+    char t0[SW_LEDGER_TAG_MAX], t1[SW_LEDGER_TAG_MAX], t2[SW_LEDGER_TAG_MAX], t3[SW_LEDGER_TAG_MAX];
+    sw_err_clear(&e);
+    char *dir = swt_tmpdir();
+    char *kept = strdup(swt_join(dir, "kept.gguf"));
+    char *gone = strdup(swt_join(dir, "retired.gguf"));
+    swt_write_str(kept, "12345");
+    assert_int_equal(sw_fleet_load(swt_src("examples/local.yaml"), NULL, &f, &e), 0);
+    assert_int_equal(sw_ledger_open(&l, swt_join(dir, "tags.sqlite"), NULL, &e), 0);
+    int64_t day = 1790000000; /* 2026-09-21 */
+    tag_at(&l,
+           "{\"engine\":\"llama.cpp\",\"model\":{\"name\":\"tiny\",\"quant\":\"f32\"},\"ctx\":4096,"
+           "\"slots\":1}",
+           gone, 5, day, t0);
+    tag_at(&l,
+           "{\"engine\":\"llama.cpp\",\"model\":{\"name\":\"tiny\",\"quant\":\"f32\"},\"ctx\":8192,"
+           "\"slots\":2}",
+           gone, 5, day + 60, t1);
+    tag_at(&l,
+           "{\"engine\":\"llama.cpp\",\"model\":{\"name\":\"tiny\",\"quant\":\"f32\"},\"ctx\":8192,"
+           "\"slots\":4}",
+           kept, 999, day + 120, t2); /* the same path at another size: since overwritten */
+    tag_at(&l,
+           "{\"engine\":\"llama.cpp\",\"model\":{\"name\":\"tiny\",\"quant\":\"f32\"},\"ctx\":8192,"
+           "\"slots\":2}",
+           kept, 5, day + 180, t3);
+    assert_int_equal(sw_ledger_tag_retire(&l, t0, "payload moved to cold storage", day + 200, &e),
+                     0);
+
+    /* a deploy that crash-looped: systemd restarted the unit 3 times before the rollback */
+    json_t *shape = json_loads("{\"engine\":\"llama.cpp\",\"model\":{\"name\":\"tiny\",\"quant\":"
+                               "\"f32\"},\"ctx\":16384,\"slots\":2}",
+                               0, NULL);
+    struct sw_ledger_attempt at = {.endpoint = "local", .shape = shape, .from_tag = t3};
+    int64_t aid = 0;
+    assert_int_equal(sw_ledger_deploy_begin(&l, &at, &aid, &e), 0);
+    json_t *ev = json_pack("{s:{s:s,s:i}}", "boot_failure", "class", "crash_loop", "n_restarts", 3);
+    struct sw_ledger_attempt_end fin = {.outcome = "rolled_back",
+                                        .failure_class = "crash_loop",
+                                        .evidence = ev,
+                                        .downtime_ms = 4000,
+                                        .not_the_shape = true};
+    assert_int_equal(sw_ledger_deploy_finish(&l, aid, &fin, NULL, &e), 0);
+    json_decref(ev);
+    json_decref(shape);
+
+    /* a bench sweep as `slipway bench --record` writes it: 2 depths x 2 concurrencies */
+    json_t *params = json_pack("{s:[i,i],s:[i,i]}", "depths", 0, 4096, "concurrency", 1, 4);
+    json_t *res = json_pack(
+        "{s:[{s:i,s:i,s:{s:f},s:f,s:{s:f}},{s:i,s:i,s:{s:f},s:f,s:{s:f}},"
+        "{s:i,s:i,s:{s:f},s:f,s:{s:f}},{s:i,s:i,s:{s:f},s:f,s:{s:f}}]}",
+        "points", "depth", 0, "concurrency", 1, "decode_tps", "median", 50.5, "summed_decode_tps",
+        50.5, "prefill_tps", "median", 900.0, "depth", 4096, "concurrency", 1, "decode_tps",
+        "median", 44.25, "summed_decode_tps", 44.25, "prefill_tps", "median", 1800.0, "depth", 0,
+        "concurrency", 4, "decode_tps", "median", 30.0, "summed_decode_tps", 118.0, "prefill_tps",
+        "median", 700.0, "depth", 4096, "concurrency", 4, "decode_tps", "median", 25.0,
+        "summed_decode_tps", 97.5, "prefill_tps", "median", 1500.0);
+    int64_t bid = 0;
+    assert_int_equal(
+        sw_ledger_record_bench(&l, "local", 0, day + 300, params, res, NULL, NULL, &bid, &e), 0);
+    json_decref(params);
+    json_decref(res);
+
+    struct sw_report_opts o = {.ledger = &l};
+    assert_int_equal(sw_report_collect(f, &o, &doc, &e), 0);
+    const json_t *ep = endpoint(json_object_get(doc, "endpoints"), "local");
+    const json_t *tags = json_object_get(ep, "tags");
+    assert_int_equal(JI(tags, "count"), 4);
+    assert_true(json_is_true(json_object_get(tags, "checked")));
+    const json_t *lg = json_object_get(tags, "last_good");
+    assert_string_equal(json_string_value(json_object_get(lg, "name")), t3);
+    assert_true(json_is_true(json_object_get(lg, "restorable")));
+    const json_t *rb = json_object_get(tags, "rollback");
+    assert_int_equal(json_array_size(rb), 2);
+    const json_t *x1 = tag_named(rb, t1), *x2 = tag_named(rb, t2);
+    assert_true(json_is_false(json_object_get(x1, "restorable")));
+    assert_string_equal(json_string_value(json_array_get(json_object_get(x1, "missing"), 0)), gone);
+    assert_true(json_is_false(json_object_get(x2, "restorable"))); /* 5 bytes, 999 recorded */
+    assert_int_equal(JI(tags, "unrestorable"), 2);
+    const json_t *ret = json_object_get(tags, "retired");
+    assert_int_equal(json_array_size(ret), 1);
+    assert_string_equal(json_string_value(json_object_get(tag_named(ret, t0), "retired_why")),
+                        "payload moved to cold storage");
+
+    const json_t *rs = json_object_get(ep, "restarts");
+    assert_int_equal(JI(rs, "attempts"), 1);
+    assert_int_equal(JI(rs, "crash_loops"), 1);
+    assert_int_equal(JI(rs, "restarts_seen"), 3);
+    assert_int_equal(JI(json_object_get(rs, "last"), "attempt"), aid);
+
+    const json_t *m = json_object_get(ep, "measured");
+    assert_int_equal(json_array_size(json_object_get(m, "grid")), 4);
+    /* the head figures: the lowest concurrency, by depth */
+    assert_true(json_real_value(json_array_get(json_object_get(m, "decode_tok_s"), 1)) == 44.25);
+    assert_int_equal(json_integer_value(json_array_get(json_object_get(m, "context_tokens"), 1)),
+                     4096);
+
+    struct sw_buf b;
+    sw_buf_init(&b, 16u << 20);
+    assert_int_equal(sw_report_markdown(doc, &b, &e), 0);
+    const char *md = sw_buf_cstr(&b);
+    char want[512];
+    snprintf(want, sizeof(want),
+             "last-good %s; 2 rollback tags, 2 of the kept tags CANNOT be "
+             "restored",
+             t3);
+    assert_non_null(strstr(md, want));
+    snprintf(want, sizeof(want), "| %s | rollback |", t1);
+    assert_non_null(strstr(md, want));
+    assert_non_null(strstr(md, "| NO | 1 of its payload paths or its image are not on the host; "
+                               "missing: "));
+    assert_non_null(strstr(md, "retired "));
+    assert_non_null(strstr(md, "3 seen by 1 deploy attempt (1 crash loop, 1 rolled back)"));
+    assert_non_null(strstr(md, "| #1 | 4,096 | 4 | 25 | 97.5 | 1,500 |"));
+    sw_buf_free(&b);
+
+    sw_buf_init(&b, 16u << 20);
+    assert_int_equal(sw_report_html(doc, &b, &e), 0);
+    const char *html = sw_buf_cstr(&b);
+    snprintf(want, sizeof(want), "<tr><td>%s</td><td>rollback</td>", t1);
+    assert_non_null(strstr(html, want));
+    assert_non_null(strstr(html, "local: measured speed by context depth"));
+    assert_non_null(strstr(html, "run #1 x4 decode"));
+    sw_buf_free(&b);
+
+    sw_buf_init(&b, 16u << 20);
+    assert_int_equal(sw_export_prometheus(doc, &b, &e), 0);
+    const char *t = sw_buf_cstr(&b);
+    char names[64][128];
+    expo_check(t, names, 64);
+    assert_non_null(strstr(t, "\nslipway_deploy_restarts{endpoint=\"local\"} 3\n"));
+    assert_non_null(strstr(t, "\nslipway_deploy_crash_loops{endpoint=\"local\"} 1\n"));
+    snprintf(want, sizeof(want),
+             "\nslipway_tag_restorable{endpoint=\"local\",tag=\"%s\",role="
+             "\"rollback\"} 0\n",
+             t1);
+    assert_non_null(strstr(t, want));
+    snprintf(want, sizeof(want),
+             "\nslipway_tag_restorable{endpoint=\"local\",tag=\"%s\",role="
+             "\"last_good\"} 1\n",
+             t3);
+    assert_non_null(strstr(t, want));
+    assert_non_null(strstr(t, "\nslipway_bench_point_decode_tokens_per_second{endpoint=\"local\","
+                              "depth=\"4096\",concurrency=\"4\"} 25\n"));
+    sw_buf_free(&b);
+    json_decref(doc);
+
+    /* the views survive allocation failures over this document too (collect over a ledger is
+     * not tortured: jansson absorbs some allocation failures inside json_loadb of a ledger row,
+     * so a run can succeed with one injected) */
+    struct tort tt = {.f = f};
+    assert_int_equal(sw_report_collect(f, &o, &tt.doc, &e), 0);
+    swt_torture("report views (tags)", t_views, &tt, SW_ENOMEM);
+    json_decref(tt.doc);
+    sw_ledger_close(&l);
+    sw_fleet_free(f);
+    free(kept);
+    free(gone);
+    swt_tmpdir_free(dir);
+}
+
 int main(void)
 {
     sw_core_init();
@@ -508,6 +718,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_llama_swap, setup, teardown),
         cmocka_unit_test_setup_teardown(test_prometheus, setup, teardown),
         cmocka_unit_test_setup_teardown(test_torture, setup, teardown),
+        cmocka_unit_test(test_tags),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
