@@ -579,9 +579,15 @@ void sw__probe_worst_case(struct sw__probe *p, struct sw_probe_result *r)
     int64_t prompt_tokens = sz.tokens;
     if (sz.tokenizer != SW__SIZE_USAGE &&
         sw__probe_usage_tokens(p, sz.prompt, &prompt_tokens, d, sizeof(d))) {
-        sw__probe_set(r, SW_PROBE_FAIL, "could not size the prompt",
-                      "a prompt of %lld tokens (by %s): %s", (long long)sz.tokens,
-                      sw__probe_size_by(&sz), d);
+        /* the tokenizer ran no model; this is the first request that prefills the worst-case
+         * prompt, and the first that can kill an endpoint short of memory */
+        bool is_alive = sw__probe_alive(p, alive, sizeof(alive));
+        sw_json_set_bool(r->data, "alive_after", is_alive);
+        sw__probe_set(r, SW_PROBE_FAIL,
+                      is_alive ? "the worst-case prompt was refused"
+                               : "the endpoint died under the worst-case prompt",
+                      "a prompt of %lld tokens (by %s) sent for one token: %s; then %s",
+                      (long long)sz.tokens, sw__probe_size_by(&sz), d, alive);
         sw__probe_sized_free(&sz);
         return;
     }
