@@ -51,8 +51,8 @@ static json_t *user_messages(const char *prompt)
 }
 
 /* POST body to path, buffered; 0 with resp->status 200 and a JSON object in *out (new ref). */
-static int post_json(struct sw__probe *p, const char *path, json_t *body, json_t **out,
-                     char *why, size_t whyn)
+static int post_json(struct sw__probe *p, const char *path, json_t *body, json_t **out, char *why,
+                     size_t whyn)
 {
     struct sw_net_req q;
     struct sw_net_resp resp;
