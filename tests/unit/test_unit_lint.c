@@ -428,8 +428,7 @@ static void test_memory_limit(void **state)
     sw_unit_free(u);
     expect_none("m.service", &r);
     sw_unit_report_free(&r);
-    u = lint_text("m.service", "[Service]\nExecStart=/bin/true\nMemoryMax=256M\n", NULL, NULL,
-                  &r);
+    u = lint_text("m.service", "[Service]\nExecStart=/bin/true\nMemoryMax=256M\n", NULL, NULL, &r);
     expect_none("m.service", &r);
     sw_unit_report_free(&r);
     sw_unit_free(u);
@@ -438,13 +437,11 @@ static void test_memory_limit(void **state)
     expect_one("m.service", &r, SW_UNIT_LAW_MEMORY, 2, "[Unit]", "without a limit", NULL);
     sw_unit_report_free(&r);
     sw_unit_free(u);
-    u = lint_text("m.service", "[Service]\nExecStart=/bin/true\nMemoryMax=lots\n", NULL, NULL,
-                  &r);
+    u = lint_text("m.service", "[Service]\nExecStart=/bin/true\nMemoryMax=lots\n", NULL, NULL, &r);
     expect_one("m.service", &r, SW_UNIT_LAW_MEMORY, 3, "not a size", NULL);
     sw_unit_report_free(&r);
     sw_unit_free(u);
-    u = lint_text("m.service", "[Service]\nExecStart=/bin/true\nMemoryLimit=2G\n", NULL, NULL,
-                  &r);
+    u = lint_text("m.service", "[Service]\nExecStart=/bin/true\nMemoryLimit=2G\n", NULL, NULL, &r);
     expect_one("m.service", &r, SW_UNIT_LAW_MEMORY, 3, "MemoryMax=", NULL);
     assert_int_equal(r.v[0].severity, SW_UNIT_WARNING);
     sw_unit_report_free(&r);
@@ -775,18 +772,12 @@ int main(void)
 {
     sw_core_init();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_good_units),
-        cmocka_unit_test(test_mistakes),
-        cmocka_unit_test(test_syntax),
-        cmocka_unit_test(test_timespan),
-        cmocka_unit_test(test_stop_timeout),
-        cmocka_unit_test(test_start_limit),
-        cmocka_unit_test(test_restart),
-        cmocka_unit_test(test_memory_limit),
-        cmocka_unit_test(test_paths),
-        cmocka_unit_test(test_image_and_secrets),
-        cmocka_unit_test(test_verify),
-        cmocka_unit_test(test_cli),
+        cmocka_unit_test(test_good_units),     cmocka_unit_test(test_mistakes),
+        cmocka_unit_test(test_syntax),         cmocka_unit_test(test_timespan),
+        cmocka_unit_test(test_stop_timeout),   cmocka_unit_test(test_start_limit),
+        cmocka_unit_test(test_restart),        cmocka_unit_test(test_memory_limit),
+        cmocka_unit_test(test_paths),          cmocka_unit_test(test_image_and_secrets),
+        cmocka_unit_test(test_verify),         cmocka_unit_test(test_cli),
         cmocka_unit_test(test_alloc_failures),
     };
     return cmocka_run_group_tests_name("unit_lint", tests, NULL, NULL);
