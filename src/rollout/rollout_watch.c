@@ -332,9 +332,11 @@ int sw__ro_runtime_death(struct sw__ro *c, const char *cursor, const char *durin
         snprintf(d->cls, sizeof(d->cls), "runtime_oom");
         snprintf(d->msg, sizeof(d->msg),
                  "the engine was SIGKILLed during %s under MemoryMax=%s with no stop asked for "
-                 "(Result=%s; systemd read no OOM event from the unit's cgroup, the kernel's "
-                 "OOM killer sends exactly this)",
-                 during, mms, have_u ? u.result : "?");
+                 "(journal: status=9/KILL; the unit now NRestarts=%llu Result=%s: systemd read "
+                 "no OOM event from the unit's cgroup, which it reads only from cgroup v2's "
+                 "memory.events; the kernel's OOM killer sends exactly this signal)",
+                 during, mms, have_u ? (unsigned long long)u.n_restarts : 0ull,
+                 have_u ? u.result : "?");
     } else if (d->died) {
         snprintf(d->cls, sizeof(d->cls), "runtime_death");
         snprintf(d->msg, sizeof(d->msg),
