@@ -170,6 +170,7 @@ int sw_unit_timespan_ms(const char *s, int64_t *ms);
 #define SW_UNIT_LAW_SECRET       "secret"
 #define SW_UNIT_LAW_VERIFY       "verify"
 #define SW_UNIT_LAW_SYNTAX       "syntax"
+#define SW_UNIT_LAW_MEMORY       "memory-limit"
 
 enum sw_unit_severity { SW_UNIT_ERROR = 0, SW_UNIT_WARNING = 1 };
 

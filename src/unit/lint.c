@@ -424,6 +424,66 @@ static int law_secret(struct sw_unit *u, struct sw_unit_report *r)
     return rc;
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * memory-limit: MemoryMax= (or the cgroup v1 spelling MemoryLimit=) in [Service], with a value
+ * systemd reads, on a unit whose engine it reaches.
+ */
+static bool memory_value(const char *v)
+{
+    if (!strcmp(v, "infinity"))
+        return true;
+    const char *p = v;
+    while (isdigit((unsigned char)*p))
+        p++;
+    if (p == v)
+        return false;
+    if (*p == '.' && isdigit((unsigned char)p[1])) { /* systemd's parse_size takes fractions */
+        p++;
+        while (isdigit((unsigned char)*p))
+            p++;
+    }
+    return !*p || (!p[1] && strchr("KMGTPE%", *p));
+}
+
+static int law_memory(const struct sw_unit *u, struct sw_unit_report *r)
+{
+    static const char *const keys[] = {"MemoryMax", "MemoryLimit", "MemoryHigh"};
+    int rc = 0;
+    for (size_t i = 0; i < u->n_entries && !rc; i++) {
+        const struct sw_unit_entry *en = &u->entries[i];
+        bool mine = false;
+        for (size_t k = 0; k < SW_ARRAY_LEN(keys); k++)
+            mine |= !strcmp(en->key, keys[k]);
+        if (!mine || !en->value[0])
+            continue;
+        if (strcmp(en->section, "Service"))
+            rc = sw__unit_add(r, SW_UNIT_LAW_MEMORY, SW_UNIT_ERROR, en->line,
+                              "%s=%.60s is in [%s]: a memory limit is a [Service] setting; "
+                              "systemd ignores it there (\"Unknown key\") and the engine runs "
+                              "without a limit",
+                              en->key, en->value, en->section);
+        else if (!memory_value(en->value))
+            rc = sw__unit_add(r, SW_UNIT_LAW_MEMORY, SW_UNIT_ERROR, en->line,
+                              "%s=%.60s is not a size systemd reads (bytes with an optional "
+                              "K/M/G/T/P/E suffix, a percentage, or infinity): it ignores the line "
+                              "and the engine runs without a limit",
+                              en->key, en->value);
+        else if (u->ctr.found)
+            rc = sw__unit_add(r, SW_UNIT_LAW_MEMORY, SW_UNIT_WARNING, en->line,
+                              "%s=%.60s limits the unit's own processes, not the %s container "
+                              "started at line %d (its processes live in the runtime's own "
+                              "cgroup): give the container --memory",
+                              en->key, en->value, u->ctr.tool ? u->ctr.tool : "container",
+                              u->ctr.line);
+        else if (!strcmp(en->key, "MemoryLimit"))
+            rc = sw__unit_add(r, SW_UNIT_LAW_MEMORY, SW_UNIT_WARNING, en->line,
+                              "MemoryLimit=%.60s is the cgroup v1 spelling systemd deprecated; "
+                              "MemoryMax= is read on both hierarchies",
+                              en->value);
+    }
+    return rc;
+}
+
 static int law_syntax(const struct sw_unit *u, struct sw_unit_report *r)
 {
     int rc = 0;
@@ -449,6 +509,8 @@ int sw_unit_lint(const struct sw_unit *u, const struct sw_unit_lint_opts *o,
         rc = law_image(u, r);
     if (!rc)
         rc = law_secret((struct sw_unit *)u, r);
+    if (!rc)
+        rc = law_memory(u, r);
     if (!rc && o && o->verify)
         rc = sw__unit_verify(u, o, r, e);
     if (rc == SW_ENOMEM)

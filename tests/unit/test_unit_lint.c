@@ -415,6 +415,55 @@ static void test_start_limit(void **state)
     sw_unit_free(u);
 }
 
+/* memory-limit: MemoryMax= in [Service] with a size is clean; in [Unit], unreadable, on a
+ * container unit or in the v1 spelling it is named. */
+static void test_memory_limit(void **state)
+{
+    (void)state;
+    struct sw_unit_report r;
+    struct sw_unit *u = lint_text("m.service",
+                                  "[Service]\nExecStart=/bin/true\nMemoryMax=268435456\n"
+                                  "MemoryHigh=1.5G\n",
+                                  NULL, NULL, &r);
+    sw_unit_free(u);
+    expect_none("m.service", &r);
+    sw_unit_report_free(&r);
+    u = lint_text("m.service", "[Service]\nExecStart=/bin/true\nMemoryMax=256M\n", NULL, NULL, &r);
+    expect_none("m.service", &r);
+    sw_unit_report_free(&r);
+    sw_unit_free(u);
+    u = lint_text("m.service", "[Unit]\nMemoryMax=256M\n[Service]\nExecStart=/bin/true\n", NULL,
+                  NULL, &r);
+    expect_one("m.service", &r, SW_UNIT_LAW_MEMORY, 2, "[Unit]", "without a limit", NULL);
+    sw_unit_report_free(&r);
+    sw_unit_free(u);
+    u = lint_text("m.service", "[Service]\nExecStart=/bin/true\nMemoryMax=lots\n", NULL, NULL, &r);
+    expect_one("m.service", &r, SW_UNIT_LAW_MEMORY, 3, "not a size", NULL);
+    sw_unit_report_free(&r);
+    sw_unit_free(u);
+    u = lint_text("m.service", "[Service]\nExecStart=/bin/true\nMemoryLimit=2G\n", NULL, NULL, &r);
+    expect_one("m.service", &r, SW_UNIT_LAW_MEMORY, 3, "MemoryMax=", NULL);
+    assert_int_equal(r.v[0].severity, SW_UNIT_WARNING);
+    sw_unit_report_free(&r);
+    sw_unit_free(u);
+    u = lint_text("c.service",
+                  "[Service]\nMemoryMax=8G\nExecStartPre=/usr/bin/podman run -d --name c "
+                  "localhost/img@sha256:"
+                  "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\n"
+                  "ExecStart=/usr/bin/podman wait c\nRestart=always\n",
+                  NULL, NULL, &r);
+    bool named = false;
+    for (size_t i = 0; i < r.n; i++)
+        named |= !strcmp(r.v[i].law, SW_UNIT_LAW_MEMORY) && r.v[i].line == 2 &&
+                 strstr(r.v[i].msg, "--memory") != NULL;
+    if (!named) {
+        print_report("c.service", &r);
+        fail_msg("MemoryMax= on a container unit is not named");
+    }
+    sw_unit_report_free(&r);
+    sw_unit_free(u);
+}
+
 static void test_restart(void **state)
 {
     (void)state;
@@ -723,17 +772,12 @@ int main(void)
 {
     sw_core_init();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_good_units),
-        cmocka_unit_test(test_mistakes),
-        cmocka_unit_test(test_syntax),
-        cmocka_unit_test(test_timespan),
-        cmocka_unit_test(test_stop_timeout),
-        cmocka_unit_test(test_start_limit),
-        cmocka_unit_test(test_restart),
-        cmocka_unit_test(test_paths),
-        cmocka_unit_test(test_image_and_secrets),
-        cmocka_unit_test(test_verify),
-        cmocka_unit_test(test_cli),
+        cmocka_unit_test(test_good_units),     cmocka_unit_test(test_mistakes),
+        cmocka_unit_test(test_syntax),         cmocka_unit_test(test_timespan),
+        cmocka_unit_test(test_stop_timeout),   cmocka_unit_test(test_start_limit),
+        cmocka_unit_test(test_restart),        cmocka_unit_test(test_memory_limit),
+        cmocka_unit_test(test_paths),          cmocka_unit_test(test_image_and_secrets),
+        cmocka_unit_test(test_verify),         cmocka_unit_test(test_cli),
         cmocka_unit_test(test_alloc_failures),
     };
     return cmocka_run_group_tests_name("unit_lint", tests, NULL, NULL);
