@@ -268,6 +268,19 @@ static const struct migration migrations[] = {
      "  note TEXT\n"
      ");\n"
      "PRAGMA user_version = 3;\n"},
+
+    /* Version 4: what a `slipway ladder` rung needs to be resumed and read back without parsing
+     * its shape: the knob it moved, the value it tried, the failure class that moved the ladder
+     * (capture_oom, kv_refused, runtime_oom, compile, ...) and the evidence (the prediction
+     * before the rung, the bounds after it, the engine's figures). */
+    {4, "ladder rungs: knob, value, class, evidence",
+     "ALTER TABLE ladder_rungs ADD COLUMN knob TEXT;\n"
+     "ALTER TABLE ladder_rungs ADD COLUMN value INTEGER;\n"
+     "ALTER TABLE ladder_rungs ADD COLUMN class TEXT;\n"
+     "ALTER TABLE ladder_rungs ADD COLUMN evidence TEXT\n"
+     "  CHECK(evidence IS NULL OR json_valid(evidence));\n"
+     "CREATE INDEX ladder_rungs_run ON ladder_rungs(endpoint_id, ladder, rung);\n"
+     "PRAGMA user_version = 4;\n"},
 };
 
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == SW_LEDGER_SCHEMA_VERSION,

@@ -140,7 +140,7 @@ static void test_migrate_v2(void **state)
     assert_int_equal(sw_ledger_open(&l, p, &ro, &e), SW_EUNSUPPORTED);
     assert_non_null(strstr(e.msg, "needs migrating"));
     assert_int_equal(sw_ledger_open(&l, p, NULL, &e), 0);
-    assert_int_equal(l.schema_version, 3);
+    assert_int_equal(l.schema_version, SW_LEDGER_SCHEMA_VERSION);
     /* the version-2 rows are there */
     assert_int_equal(lsql(&l, "SELECT count(*) FROM boots"), 1);
     assert_int_equal(lsql(&l, "SELECT count(*) FROM battery_runs"), 1);
