@@ -95,14 +95,14 @@ int sw_ladder_runner_parse(const char *s, enum sw_ladder_runner_kind *out);
 /* What one tried rung produced (a runner fills it). */
 struct sw_ladder_outcome {
     enum sw_ladder_class cls;
-    bool booted;           /* a boot was spent (false: refused before one) */
-    int64_t boot_id;       /* the ledger's boot, 0 none */
-    uint64_t peak_bytes;   /* measured peak of the engine's memory, 0 unknown */
-    uint64_t tried_bytes;  /* the failed allocation, 0 unknown */
-    uint64_t free_bytes;   /* what was free then */
-    int64_t engine_max;    /* the engine's own estimate of the largest value, 0 none */
-    char detail[512];      /* one line: the evidence in words */
-    json_t *evidence;      /* object (owned): boot failure, probe check, figures; may be NULL */
+    bool booted;          /* a boot was spent (false: refused before one) */
+    int64_t boot_id;      /* the ledger's boot, 0 none */
+    uint64_t peak_bytes;  /* measured peak of the engine's memory, 0 unknown */
+    uint64_t tried_bytes; /* the failed allocation, 0 unknown */
+    uint64_t free_bytes;  /* what was free then */
+    int64_t engine_max;   /* the engine's own estimate of the largest value, 0 none */
+    char detail[512];     /* one line: the evidence in words */
+    json_t *evidence;     /* object (owned): boot failure, probe check, figures; may be NULL */
 };
 
 /*
@@ -110,37 +110,37 @@ struct sw_ladder_outcome {
  * ...) and return 0; an error return means the rung could not be tried at all (the ladder stops
  * with it, and nothing is recorded for the rung).
  */
-typedef int (*sw_ladder_run_fn)(void *ctx, const struct sw_fleet *f,
-                                struct sw_fleet_endpoint *ep, enum sw_ladder_knob knob,
-                                int64_t value, struct sw_ladder_outcome *out, struct sw_err *e);
+typedef int (*sw_ladder_run_fn)(void *ctx, const struct sw_fleet *f, struct sw_fleet_endpoint *ep,
+                                enum sw_ladder_knob knob, int64_t value,
+                                struct sw_ladder_outcome *out, struct sw_err *e);
 
 struct sw_ladder_opts {
     enum sw_ladder_knob knob;
-    int max_boots;          /* 0: 8 */
-    bool dry_run;           /* the prediction and the first rung only: nothing booted/written */
-    const char *label;      /* the run's name in the ledger; NULL: "ENDPOINT/KNOB" (resumed) */
-    int64_t min, max, step; /* the grid; 0: the fleet knob's range and step, else defaults */
+    int max_boots;            /* 0: 8 */
+    bool dry_run;             /* the prediction and the first rung only: nothing booted/written */
+    const char *label;        /* the run's name in the ledger; NULL: "ENDPOINT/KNOB" (resumed) */
+    int64_t min, max, step;   /* the grid; 0: the fleet knob's range and step, else defaults */
     struct sw_ledger *ledger; /* rungs are recorded and resumed here; NULL: neither */
     enum sw_ladder_runner_kind runner;
-    uint64_t memory_max;    /* LOCAL: the engine's memory cgroup limit (bytes); 0 none */
-    uint64_t capacity;      /* the law's capacity (bytes); 0: memory_max, else the devices' */
+    uint64_t memory_max;     /* LOCAL: the engine's memory cgroup limit (bytes); 0 none */
+    uint64_t capacity;       /* the law's capacity (bytes); 0: memory_max, else the devices' */
     int64_t boot_timeout_ms; /* one boot's bound; 0: 10 min */
     int64_t probe_ms;        /* the worst-case check's bound; 0: 5 min */
-    sw_ladder_run_fn run;   /* a custom runner (tests, callers); NULL: the built-in `runner` */
+    sw_ladder_run_fn run;    /* a custom runner (tests, callers); NULL: the built-in `runner` */
     void *run_ctx;
-    FILE *progress;         /* a line per rung as it runs, or NULL */
+    FILE *progress; /* a line per rung as it runs, or NULL */
 };
 
 /* One rung, as run now or read back from the ledger. */
 struct sw_ladder_rung {
-    int n;                    /* 1-based */
+    int n; /* 1-based */
     int64_t value;
     enum sw_ladder_class cls;
     bool booted;
-    bool resumed;             /* read from the ledger, not run now */
+    bool resumed; /* read from the ledger, not run now */
     int64_t boot_id;
-    int64_t rung_id;          /* ladder_rungs.id, 0 when not recorded */
-    int64_t good_before, bad_before; /* bounds before the rung (-1: none) */
+    int64_t rung_id;                      /* ladder_rungs.id, 0 when not recorded */
+    int64_t good_before, bad_before;      /* bounds before the rung (-1: none) */
     int64_t pred_lo, pred_hi, pred_point; /* the predicted answer before the rung (-1: none) */
     uint64_t peak_bytes;
     double ms;
@@ -156,22 +156,22 @@ struct sw_ladder_result {
     char engine[32];
     char runner[16];
     int64_t min, max, step;
-    int64_t answer;       /* the largest value that passed, -1 none */
-    int64_t bad;          /* the smallest value that failed by size, -1 none */
-    bool converged;       /* no grid value left between answer and bad (or the range's end) */
-    bool stopped_other;   /* a non-size failure stopped it */
-    int boots;            /* boots spent by this invocation */
-    int boots_total;      /* ... and by the resumed rungs before it */
+    int64_t answer;     /* the largest value that passed, -1 none */
+    int64_t bad;        /* the smallest value that failed by size, -1 none */
+    bool converged;     /* no grid value left between answer and bad (or the range's end) */
+    bool stopped_other; /* a non-size failure stopped it */
+    int boots;          /* boots spent by this invocation */
+    int boots_total;    /* ... and by the resumed rungs before it */
     int n;
     struct sw_ladder_rung rungs[SW_LADDER_MAX_RUNGS];
     /* the law */
-    bool law;               /* a slope and a capacity are known */
-    double law_b;           /* bytes per unit of the knob */
+    bool law;                  /* a slope and a capacity are known */
+    double law_b;              /* bytes per unit of the knob */
     double law_a_lo, law_a_hi; /* the constant's interval (bytes) */
     uint64_t capacity;
     char law_source[256];
     int64_t pred_lo, pred_hi, pred_point; /* the first prediction */
-    int64_t next;           /* dry run: the first rung it would boot, -1 none */
+    int64_t next;                         /* dry run: the first rung it would boot, -1 none */
     char why_stopped[256];
 };
 

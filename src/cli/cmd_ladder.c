@@ -126,8 +126,9 @@ int sw_cmd_ladder(int argc, char **argv)
     const char *fleet_path = a.npos > 1 ? a.pos[1] : "fleet.yaml";
     const char *ks = sw_args_str(&a, "knob");
     if (ks && sw_ladder_knob_parse(ks, &o.knob))
-        return sw_args_usage(&a, "--knob: max_model_len, ctx_size, slots or kv_cache_bytes, "
-                                 "not '%s'",
+        return sw_args_usage(&a,
+                             "--knob: max_model_len, ctx_size, slots or kv_cache_bytes, "
+                             "not '%s'",
                              ks);
     const char *rs = sw_args_str(&a, "runner");
     if (rs && sw_ladder_runner_parse(rs, &o.runner))

@@ -34,10 +34,14 @@ int sw_ladder_knob_parse(const char *s, enum sw_ladder_knob *out)
     static const struct {
         const char *name;
         enum sw_ladder_knob k;
-    } t[] = {{"max_model_len", SW_LADDER_MAX_MODEL_LEN}, {"maxlen", SW_LADDER_MAX_MODEL_LEN},
-             {"ctx_size", SW_LADDER_CTX_SIZE},           {"ctx", SW_LADDER_CTX_SIZE},
-             {"slots", SW_LADDER_SLOTS},                 {"seqs", SW_LADDER_SLOTS},
-             {"kv_cache_bytes", SW_LADDER_KV_BYTES},     {"kv_bytes", SW_LADDER_KV_BYTES}};
+    } t[] = {{"max_model_len", SW_LADDER_MAX_MODEL_LEN},
+             {"maxlen", SW_LADDER_MAX_MODEL_LEN},
+             {"ctx_size", SW_LADDER_CTX_SIZE},
+             {"ctx", SW_LADDER_CTX_SIZE},
+             {"slots", SW_LADDER_SLOTS},
+             {"seqs", SW_LADDER_SLOTS},
+             {"kv_cache_bytes", SW_LADDER_KV_BYTES},
+             {"kv_bytes", SW_LADDER_KV_BYTES}};
     for (size_t i = 0; s && i < sizeof(t) / sizeof(t[0]); i++)
         if (!strcmp(s, t[i].name)) {
             *out = t[i].k;
@@ -125,8 +129,7 @@ static struct sw_fleet_u64 *knob_field(struct sw_fleet_endpoint *ep, enum sw_lad
     return NULL;
 }
 
-int sw__ladder_set(struct sw_fleet_endpoint *ep, enum sw_ladder_knob k, int64_t v,
-                   struct sw_err *e)
+int sw__ladder_set(struct sw_fleet_endpoint *ep, enum sw_ladder_knob k, int64_t v, struct sw_err *e)
 {
     char kv[96];
     snprintf(kv, sizeof(kv), "%s=%" PRId64, knob_keys[k], v);
@@ -151,8 +154,8 @@ static int law_bytes(const struct sw_fleet *f, struct sw_fleet_endpoint *ep, enu
             t += (double)pl.llamacpp->dev[d].total;
         *bytes = t;
     } else if (!rc) {
-        rc = sw_err_set(e, SW_EUNSUPPORTED, "%s: no host-memory law for %s's %s here",
-                        ep->name, sw_fleet_engine_name(ep->engine), knob_names[k]);
+        rc = sw_err_set(e, SW_EUNSUPPORTED, "%s: no host-memory law for %s's %s here", ep->name,
+                        sw_fleet_engine_name(ep->engine), knob_names[k]);
     }
     sw_plan_free(&pl);
     return rc;
@@ -315,8 +318,9 @@ static int64_t choose(struct lad *L, bool first)
 
 /* ---------------------------------------------------------------------------------------------
  * check: the gates that predict a failure of this very value (known_bad: a shape or rule the
- * ledger or the fleet says failed; pool: the pinned pool cannot hold the contract). The band
- * gate's free-memory target is not the ladder's question.
+ * ledger or the fleet says failed; pool: a pinned pool cannot hold the contract). The band
+ * gate's free-memory target is not the ladder's question, and an engine-sized pool's estimate
+ * is a prediction the boot settles, not a refusal.
  */
 static int refused_by_check(const struct lad *L, char *why, size_t n, bool *bad, struct sw_err *e)
 {
@@ -343,7 +347,11 @@ static int refused_by_check(const struct lad *L, char *why, size_t n, bool *bad,
         const char *line = json_string_value(json_object_get(g, "line"));
         if (!name || !verdict || strcmp(verdict, "fail"))
             continue;
-        if (strcmp(name, "known_bad") && strcmp(name, "pool"))
+        /* the pool gate proves a refusal only for a pinned pool (the engine's own KV check
+         * on a declared number); an engine-sized pool is the law's estimate of what the fork
+         * leaves, which the boot is there to settle */
+        bool pinned = L->ep->shape.kv_cache_bytes.set || L->ep->shape.max_total_tokens.set;
+        if (strcmp(name, "known_bad") && (strcmp(name, "pool") || !pinned))
             continue;
         snprintf(why, n, "check: %s: %s", name, line ? line : "fail");
         /* a compile constraint is one value's; a size failure bounds every larger value */
@@ -538,11 +546,14 @@ static int setup_grid(struct lad *L, struct sw_err *e)
                           "--min and --max",
                           L->ep->name, knob_names[o->knob], knob_names[o->knob]);
     if (min > max || step <= 0)
-        return sw_err_set(e, SW_EINVAL, "%s: %s range %" PRId64 "..%" PRId64 " step %" PRId64
-                          " is empty", L->ep->name, knob_names[o->knob], min, max, step);
+        return sw_err_set(e, SW_EINVAL,
+                          "%s: %s range %" PRId64 "..%" PRId64 " step %" PRId64 " is empty",
+                          L->ep->name, knob_names[o->knob], min, max, step);
     if ((max - min) / step >= (1 << 20))
-        return sw_err_set(e, SW_EINVAL, "%s: %s grid of more than 2^20 values: give a coarser "
-                          "--step", L->ep->name, knob_names[o->knob]);
+        return sw_err_set(e, SW_EINVAL,
+                          "%s: %s grid of more than 2^20 values: give a coarser "
+                          "--step",
+                          L->ep->name, knob_names[o->knob]);
     r->min = min;
     r->max = max;
     r->step = step;
@@ -624,8 +635,8 @@ int sw_ladder_run(const struct sw_fleet *f, struct sw_fleet_endpoint *ep,
                          ? ep->engine != SW_FLEET_LLAMACPP
                          : true;
     if (!engine_ok)
-        return sw_err_set(e, SW_EINVAL, "%s: %s is not a knob of %s", ep->name,
-                          knob_names[o->knob], sw_fleet_engine_name(ep->engine));
+        return sw_err_set(e, SW_EINVAL, "%s: %s is not a knob of %s", ep->name, knob_names[o->knob],
+                          sw_fleet_engine_name(ep->engine));
     struct sw_fleet_u64 saved = *knob_field(ep, o->knob);
     int rc = setup_grid(&L, e);
     if (rc)
@@ -650,7 +661,8 @@ int sw_ladder_run(const struct sw_fleet *f, struct sw_fleet_endpoint *ep,
             r->converged = true;
             snprintf(r->why_stopped, sizeof(r->why_stopped),
                      "no %s value of the grid (step %" PRId64 ") is left untried between the "
-                     "bounds", r->knob, r->step);
+                     "bounds",
+                     r->knob, r->step);
             break;
         }
         if (o->dry_run) {
@@ -726,8 +738,7 @@ int sw_ladder_run(const struct sw_fleet *f, struct sw_fleet_endpoint *ep,
         if (g->cls == SW_LADDER_OTHER) {
             r->stopped_other = true;
             snprintf(r->why_stopped, sizeof(r->why_stopped),
-                     "rung %d failed for a reason that is not about size: %.200s", g->n,
-                     g->detail);
+                     "rung %d failed for a reason that is not about size: %.200s", g->n, g->detail);
             break;
         }
         predict(&L);

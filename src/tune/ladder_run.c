@@ -125,8 +125,8 @@ static int worst_case(const char *url, const struct sw_fleet_endpoint *ep, int64
             if (strcmp(c->name, "worst_case"))
                 continue;
             *passed = c->status == SW_PROBE_PASS;
-            snprintf(why, n, "worst_case %s: %s%s%s", sw_probe_status_name(c->status),
-                     c->evidence, c->reason[0] ? "; " : "", c->reason);
+            snprintf(why, n, "worst_case %s: %s%s%s", sw_probe_status_name(c->status), c->evidence,
+                     c->reason[0] ? "; " : "", c->reason);
             *ev = json_object();
             if (*ev) {
                 sw_json_set_str(*ev, "status", sw_probe_status_name(c->status));
@@ -321,9 +321,9 @@ int sw_ladder_run_sim(void *ctx, const struct sw_fleet *f, struct sw_fleet_endpo
                      (long long)bound, code);
         }
         out->engine_max = engine_max_of(text);
-        rc = record_boot(o ? o->ledger : NULL, ep, &pl, bl, json_is_object(failure) ? failure
-                                                                                    : NULL,
-                         text, started, ms, "slipway ladder (sim)", &out->boot_id, e);
+        rc =
+            record_boot(o ? o->ledger : NULL, ep, &pl, bl, json_is_object(failure) ? failure : NULL,
+                        text, started, ms, "slipway ladder (sim)", &out->boot_id, e);
         out->evidence = json_object();
         if (out->evidence && json_is_object(failure))
             json_object_set(out->evidence, "failure", failure);
@@ -601,8 +601,7 @@ int sw_ladder_run_local(void *ctx, const struct sw_fleet *f, struct sw_fleet_end
         } else if (ooms || died) {
             out->cls = SW_LADDER_RUNTIME_OOM;
             snprintf(out->detail, sizeof(out->detail), "%s%.450s",
-                     ooms ? "the memory cgroup's OOM killer fired on the worst case; " : "",
-                     why);
+                     ooms ? "the memory cgroup's OOM killer fired on the worst case; " : "", why);
             failure = json_object_get(bl, "failure");
             if (!json_is_object(failure)) {
                 failure = NULL;
