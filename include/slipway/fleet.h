@@ -494,7 +494,10 @@ struct sw_fleet_service {
         bool set;
         struct sw_fleet_at at;
     } oom_score_adjust;
-    struct sw_fleet_str user; /* User= (system scope only) */
+    struct sw_fleet_str user;       /* User= (system scope only) */
+    struct sw_fleet_u64 memory_max; /* MemoryMax= in bytes (>= 1 MiB); unset: no limit. Native
+                                     * units only: a container's processes live in podman's own
+                                     * cgroup, which the unit's limit does not reach */
 };
 
 struct sw_fleet_endpoint {

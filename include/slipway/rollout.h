@@ -83,7 +83,9 @@ struct sw_rollout_result {
     char failed_step[32];   /* "gate", "lock", "stage", "verify", "boot", "readiness",
                                "liveness", "probe" ... */
     char fail_class[64];    /* "gate:band", "crash_loop", "exit0", "stall", "missing_payload",
-                               "oom", "dead_generation", "probe:worst_case" ... */
+                               "oom", "dead_generation", "probe:worst_case", "runtime_oom"
+                               (the engine was OOM-killed under a battery request),
+                               "runtime_death" ... */
     char fail_msg[1024];    /* one line: the evidence in words */
     char rollback_msg[512]; /* what the rollback did, "" when none ran */
     char tag[160];          /* committed: the new last-good's tag (ENDPOINT-YYYYMMDD-N): the
@@ -118,6 +120,16 @@ json_t *sw_rollout_result_json(const struct sw_rollout_result *r);
 int sw_rollout_deploy(const struct sw_fleet *f, const struct sw_fleet_endpoint *ep,
                       const struct sw_rollout_opts *o, struct sw_rollout_result *r,
                       struct sw_err *e);
+
+/*
+ * Does the deployed shape survive the worst-case request (the longest prompt the window admits
+ * with the rest of the window as max_tokens, the probe's worst_case check)? From a deploy's
+ * result: 1 the check ran and passed; 0 it failed, or the engine died under it (fail_class
+ * "runtime_oom": the kernel's OOM killer, read from the unit's journal and state, e.g. past the
+ * unit's MemoryMax=); -1 unknown (worst_case did not run: opts.worst_case false, a --probe-only
+ * without it, or a deploy that failed before the battery). The ladder's "survives" test.
+ */
+int sw_rollout_survives_worst_case(const struct sw_rollout_result *r);
 
 /*
  * Put the endpoint's saved set back by hand: the last-good set (or o->to_tag's) over the live

@@ -52,6 +52,7 @@ struct sw_unit_timing {
     int64_t oom_score_adjust;
     bool oom_set;        /* OOMScoreAdjust= rendered */
     bool restart_always; /* Restart=always (else on-failure) */
+    uint64_t memory_max; /* MemoryMax= in bytes; 0: not rendered (no limit) */
 };
 
 struct sw_unit_render {

@@ -333,6 +333,7 @@ static void put_runtime(struct jb *b, json_t *o, const struct sw_fleet_endpoint 
     if (sv->oom_score_adjust.set)
         put(b, s, "oom_score_adjust", chk(b, json_integer((json_int_t)sv->oom_score_adjust.v)));
     put_str(b, s, "user", &sv->user);
+    put_u64(b, s, "memory_max", &sv->memory_max);
     put(b, o, "service", s);
 }
 

@@ -296,6 +296,11 @@ static const struct sw__fleet_fdef service_defs[] = {
     {"start_limit_interval", {"start_limit_interval_sec"}, dec_svc_interval, SW__SPEC(0), 0},
     {"oom_score_adjust", {0}, dec_svc_oom, SW__SPEC(0), 0},
     {"user", {0}, dec_svc_user, SW__SPEC(0), 0},
+    {"memory_max",
+     {"memory_limit"},
+     sw__fleet_dec_u64f,
+     SW__SPECN(SW__FT_BYTES_APPROX, 1u << 20, 0),
+     offsetof(struct sw_fleet_service, memory_max)},
 };
 
 int sw__fleet_ep_service(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, void *obj,
@@ -366,4 +371,12 @@ void sw__fleet_check_runtime(struct sw__fleet_ctx *c, struct sw_fleet_endpoint *
                       (unsigned long long)(rt->stop_grace_ms.v / 1000), rt->stop_grace_ms.at.line,
                       sw_fleet_runtime_name(rt->kind),
                       (unsigned long long)(rt->stop_grace_ms.v / 1000));
+    /* with podman's systemd cgroup manager the container runs in a libpod-*.scope of its own:
+     * the unit's MemoryMax= would bound only `podman wait`, not the engine */
+    if (container && sv->memory_max.set)
+        sw__fleet_err(c, &sv->memory_max.at,
+                      "%s.service.memory_max: the unit's MemoryMax= does not reach a %s "
+                      "container (its processes live in the runtime's own cgroup); give the "
+                      "container its limit in runtime.args, e.g. [--memory=%llu]",
+                      where, sw_fleet_runtime_name(rt->kind), (unsigned long long)sv->memory_max.v);
 }

@@ -556,25 +556,56 @@ void sw__probe_worst_case(struct sw__probe *p, struct sw_probe_result *r)
                       (long long)w);
         return;
     }
-    /* one prompt of about half the window: its real token count first (max_tokens 1), then the
-     * same prompt asking for exactly the rest of the window */
-    char *prompt = sw__probe_filler(p, (size_t)w / 2, nonce(), long_tail, NULL);
-    json_t *b = prompt ? sw__probe_chat(p, prompt, 1, false) : NULL;
-    struct sw_openai_result res;
-    struct sw_net_resp resp;
-    sw_openai_result_init(&res, 0, 0);
-    int rc = sw__probe_post(p, b, &res, &resp, NULL, NULL, 0);
-    json_decref(b);
-    int64_t prompt_tokens = res.usage.present ? res.usage.prompt_tokens : 0;
-    sw_openai_result_free(&res);
-    if (rc || resp.status != 200 || prompt_tokens <= 0 || prompt_tokens >= w) {
-        sw__probe_set(r, SW_PROBE_FAIL, "could not size the prompt", "a half-window prompt: %s",
-                      sw__probe_describe(&resp, d, sizeof(d)));
-        sw_net_resp_free(&resp);
-        sw_free(prompt);
+    /* a prompt of half the window, sized by the engine's own tokenizer (sizing.c), then its
+     * count by the server itself (usage of a one-token request): max_tokens is exactly the rest
+     * of the window by that count */
+    int64_t target = w / 2;
+    struct sw__probe_sized sz;
+    int rc = sw__probe_size_prompt(p, target, nonce(), long_tail, &sz);
+    sw_json_set_int(r->data, "target_prompt_tokens", target);
+    sw_json_set_int(r->data, "margin", sz.margin);
+    sw_json_set_str(r->data, "sized_by", sw__probe_size_by(&sz));
+    sw_json_set_int(r->data, "size_counts", sz.rounds);
+    if (sz.note[0])
+        sw__probe_data_str(r, "size_note", sz.note);
+    if (rc) {
+        sw__probe_set(r, SW_PROBE_FAIL, "could not size the prompt",
+                      "a prompt of %lld tokens by %s: %s", (long long)target,
+                      sw__probe_size_by(&sz), sz.why);
+        sw__probe_sized_free(&sz);
         return;
     }
-    sw_net_resp_free(&resp);
+    sw_json_set_int(r->data, "sized_tokens", sz.tokens);
+    int64_t prompt_tokens = sz.tokens;
+    if (sz.tokenizer != SW__SIZE_USAGE &&
+        sw__probe_usage_tokens(p, sz.prompt, &prompt_tokens, d, sizeof(d))) {
+        /* the tokenizer ran no model; this is the first request that prefills the worst-case
+         * prompt, and the first that can kill an endpoint short of memory */
+        bool is_alive = sw__probe_alive(p, alive, sizeof(alive));
+        sw_json_set_bool(r->data, "alive_after", is_alive);
+        sw__probe_set(r, SW_PROBE_FAIL,
+                      is_alive ? "the worst-case prompt was refused"
+                               : "the endpoint died under the worst-case prompt",
+                      "a prompt of %lld tokens (by %s) sent for one token: %s; then %s",
+                      (long long)sz.tokens, sw__probe_size_by(&sz), d, alive);
+        sw__probe_sized_free(&sz);
+        return;
+    }
+    bool within = prompt_tokens >= target - sz.margin && prompt_tokens <= target + sz.margin;
+    sw_json_set_bool(r->data, "within_margin", within);
+    if (prompt_tokens <= 0 || prompt_tokens >= w) {
+        sw__probe_set(r, SW_PROBE_FAIL, "could not size the prompt",
+                      "a prompt sized to %lld tokens by %s came out at %lld for a %lld window%s%s",
+                      (long long)target, sw__probe_size_by(&sz), (long long)prompt_tokens,
+                      (long long)w, sz.why[0] ? ": " : "", sz.why);
+        sw__probe_sized_free(&sz);
+        return;
+    }
+    char *prompt = sz.prompt;
+    sz.prompt = NULL;
+    struct sw_openai_result res;
+    struct sw_net_resp resp;
+    json_t *b;
     int64_t gen = w - prompt_tokens;
     b = sw__probe_chat(p, prompt, (int)SW_MIN(gen, (int64_t)INT32_MAX), true);
     sw_free(prompt);
@@ -611,8 +642,12 @@ void sw__probe_worst_case(struct sw__probe *p, struct sw_probe_result *r)
                       "prompt %s + %s generated%s; then %s", a, g, after, alive);
     else
         sw__probe_set(r, SW_PROBE_PASS, NULL,
-                      "prompt %s + %s generated = the %s window in %s%s; still alive (%s)", a, g,
-                      ws, sw__probe_dur(resp.t.done - resp.t.start, d, sizeof(d)), after, alive);
+                      "prompt %s (target %lld, sized by %s in %d counts%s) + %s generated = the "
+                      "%s window in %s%s; still alive (%s)",
+                      a, (long long)target, sw__probe_size_by(&sz), sz.rounds,
+                      within ? "" : ", outside the margin", g, ws,
+                      sw__probe_dur(resp.t.done - resp.t.start, d, sizeof(d)), after, alive);
+    sw__probe_sized_free(&sz);
     sw_openai_result_free(&res);
     sw_net_resp_free(&resp);
 }

@@ -252,12 +252,18 @@ int sw__probe_post(struct sw__probe *p, json_t *body, struct sw_openai_result *r
 char *sw__probe_filler(struct sw__probe *p, size_t tokens, unsigned nonce, const char *tail,
                        size_t *len)
 {
+    double bpt = p->bytes_per_token > 0 ? p->bytes_per_token : 4.0;
+    return sw__probe_filler_bytes(p, (size_t)((double)tokens * bpt), nonce, tail, len);
+}
+
+char *sw__probe_filler_bytes(struct sw__probe *p, size_t want, unsigned nonce, const char *tail,
+                             size_t *len)
+{
+    (void)p;
     static const char *const words[] = {
         "river",  "stone",  "garden", "winter", "letter", "market", "silver", "engine",
         "window", "forest", "harbor", "candle", "pepper", "ladder", "meadow", "copper",
     };
-    double bpt = p->bytes_per_token > 0 ? p->bytes_per_token : 4.0;
-    size_t want = (size_t)((double)tokens * bpt);
     size_t tl = tail ? strlen(tail) : 0;
     struct sw_buf b;
     sw_buf_init(&b, want + tl + 512);

@@ -71,8 +71,37 @@ int sw__probe_post(struct sw__probe *p, json_t *body, struct sw_openai_result *r
  * far (4 until measured). `tail` (may be NULL) is appended. sw_free it; *len gets its length. */
 char *sw__probe_filler(struct sw__probe *p, size_t tokens, unsigned nonce, const char *tail,
                        size_t *len);
+/* The same filler by its length: at least `bytes` bytes of filler (whole units), then tail. */
+char *sw__probe_filler_bytes(struct sw__probe *p, size_t bytes, unsigned nonce, const char *tail,
+                             size_t *len);
 /* A filler prompt of len bytes came back as prompt_tokens: learn the tokenizer's density. */
 void sw__probe_learn(struct sw__probe *p, size_t len, int64_t prompt_tokens);
+
+/* A prompt sized to a token count as the endpoint counts it (src/probe/sizing.c). */
+enum sw__probe_size_how { SW__SIZE_USAGE = 0, SW__SIZE_LLAMACPP, SW__SIZE_VLLM };
+struct sw__probe_sized {
+    char *prompt; /* one user message's text (sw__probe_sized_free) */
+    size_t len;
+    int64_t target, margin;
+    int64_t tokens; /* the chat request's prompt tokens, as `tokenizer` counted them */
+    int rounds;     /* counts asked for */
+    enum sw__probe_size_how tokenizer;
+    char note[400]; /* why the tokenizer endpoint was not used, "" when it was */
+    char why[700];  /* why it did not land within the margin, or failed; "" when it did */
+};
+/* The margin a sized prompt may miss its target by: max(8, target / 100) tokens. */
+int64_t sw__probe_size_margin(int64_t target);
+/* Size a filler (nonce, tail as sw__probe_filler) to `target` prompt tokens of a chat request
+ * with it as the one user message. 0 with s->prompt set (the closest found: s->why says it when
+ * it is off by more than the margin), else an error with s->why. Free s either way. */
+int sw__probe_size_prompt(struct sw__probe *p, int64_t target, unsigned nonce, const char *tail,
+                          struct sw__probe_sized *s);
+void sw__probe_sized_free(struct sw__probe_sized *s);
+/* "llama-server /apply-template + /tokenize", "vLLM /tokenize", "usage.prompt_tokens ...". */
+const char *sw__probe_size_by(const struct sw__probe_sized *s);
+/* usage.prompt_tokens of a one-token, non-streamed request with prompt as the user message. */
+int sw__probe_usage_tokens(struct sw__probe *p, const char *prompt, int64_t *n, char *why,
+                           size_t whyn);
 
 /* Record the outcome. evidence is printf-style; reason may be NULL. */
 void sw__probe_set(struct sw_probe_result *r, enum sw_probe_status st, const char *reason,

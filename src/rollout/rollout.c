@@ -437,23 +437,50 @@ static void probe(struct sw__ro *c)
     struct sw_probe_report rep;
     struct sw_err e;
     sw_err_clear(&e);
+    /* a cursor before the battery: when a check fails, the journal after it says whether the
+     * engine died under the request (the worst case past a MemoryMax=) */
+    char *cursor = NULL;
+    sw__ro_cursor(c, &cursor, NULL);
     int rc = sw_probe_run(&pt, &rep, &e);
     if (rc) {
         fail_as(c, "probe", "probe:error", "the battery could not run: %s", e.msg);
         rollout_record(c, "probe", false, t, "%s", r->fail_msg);
         sw_probe_report_free(&rep);
+        sw_free(cursor);
         return;
     }
     r->probe = sw_probe_report_json(&rep);
     for (size_t i = 0; i < rep.n; i++) {
         if (rep.v[i].status != SW_PROBE_FAIL)
             continue;
-        char cls[64];
+        char cls[64], during[96];
         snprintf(cls, sizeof(cls), "probe:%s", rep.v[i].name);
-        fail_as(c, "probe", cls, "probe check %s failed: %s (%s)", rep.v[i].name, rep.v[i].reason,
-                rep.v[i].evidence);
+        snprintf(during, sizeof(during), "the probe's %s request", rep.v[i].name);
+        struct sw__ro_death d;
+        sw__ro_runtime_death(c, cursor, during, &d);
+        if (d.died) {
+            /* the engine died under the request: that is the class, the check its evidence */
+            fail_as(c, "probe", d.cls, "%s; probe check %s: %s (%s)", d.msg, rep.v[i].name,
+                    rep.v[i].reason, rep.v[i].evidence);
+            json_decref(r->boot);
+            r->boot = d.evidence;
+            if (r->boot)
+                sw_json_set_str(r->boot, "check", rep.v[i].name);
+            d.evidence = NULL;
+            if (d.journal) {
+                sw_free(r->journal);
+                r->journal = d.journal;
+                d.journal = NULL;
+            }
+        } else {
+            fail_as(c, "probe", cls, "probe check %s failed: %s (%s)", rep.v[i].name,
+                    rep.v[i].reason, rep.v[i].evidence);
+        }
+        json_decref(d.evidence);
+        sw_free(d.journal);
         break;
     }
+    sw_free(cursor);
     rollout_record(c, "probe", rep.failed == 0, t, "%d passed, %d failed, %d skipped%s%s",
                    rep.passed, rep.failed, rep.skipped, rep.failed ? ": " : "",
                    rep.failed ? r->fail_msg : "");
@@ -745,6 +772,25 @@ out:
     ro_close(&c);
     sw_unit_render_free(&rd);
     return rc;
+}
+
+int sw_rollout_survives_worst_case(const struct sw_rollout_result *r)
+{
+    if (!strcmp(r->fail_class, "runtime_oom") || !strcmp(r->fail_class, "probe:worst_case"))
+        return 0;
+    const json_t *checks = json_object_get(r->probe, "checks");
+    for (size_t i = 0; i < json_array_size(checks); i++) {
+        const json_t *ck = json_array_get(checks, i);
+        const char *name = json_string_value(json_object_get(ck, "name"));
+        if (!name || strcmp(name, "worst_case"))
+            continue;
+        const char *st = json_string_value(json_object_get(ck, "status"));
+        if (st && !strcmp(st, "pass"))
+            return 1;
+        if (st && !strcmp(st, "fail"))
+            return 0;
+    }
+    return -1;
 }
 
 json_t *sw_rollout_result_json(const struct sw_rollout_result *r)

@@ -71,6 +71,19 @@ struct sw__ro_boot {
 void sw__ro_boot_free(struct sw__ro_boot *b);
 /* Watch the unit from `cursor` until the health path answers 200 or the boot fails. */
 int sw__ro_watch(struct sw__ro *c, const char *cursor, struct sw__ro_boot *b, struct sw_err *e);
+/* How the engine ended under a request after it served (the battery's worst case). */
+struct sw__ro_death {
+    bool died;        /* the unit's journal or state shows the engine died after `cursor` */
+    bool oom;         /* by the kernel's OOM killer (cls "runtime_oom") */
+    char cls[64];     /* "runtime_oom", "runtime_death"; "" when it lives */
+    char msg[1024];   /* the evidence in words */
+    json_t *evidence; /* the unit's state, class, phase "runtime", during, memory_max */
+    char *journal;    /* the unit's journal after the cursor, last lines (sw_free) */
+};
+/* Read the unit's journal after `cursor` and its state: did the engine die (during: what was
+ * running, for the message)? Always 0; d filled (free evidence and journal). */
+int sw__ro_runtime_death(struct sw__ro *c, const char *cursor, const char *during,
+                         struct sw__ro_death *d);
 /* One-token generation: 0 when it answered 2xx with a choice; else the reason in why. */
 int sw__ro_generate(struct sw__ro *c, char *why, size_t n);
 

@@ -259,3 +259,110 @@ int sw__ro_watch(struct sw__ro *c, const char *cursor0, struct sw__ro_boot *b, s
     sw_buf_free(&log);
     return rc;
 }
+
+/* Does the journal text say the kernel's OOM killer ended a process of the unit? systemd logs
+ * "A process of this unit has been killed by the OOM killer." and "Failed with result
+ * 'oom-kill'." when it reads the OOM event from the unit's cgroup (memory.events, cgroup v2). */
+static const char *oom_line(const char *log)
+{
+    static const char *const needles[] = {"killed by the OOM killer", "result 'oom-kill'",
+                                          "oom-kill"};
+    for (size_t i = 0; i < SW_ARRAY_LEN(needles); i++) {
+        const char *hit = strstr(log, needles[i]);
+        if (hit) {
+            while (hit > log && hit[-1] != '\n')
+                hit--;
+            return hit;
+        }
+    }
+    return NULL;
+}
+
+int sw__ro_runtime_death(struct sw__ro *c, const char *cursor, const char *during,
+                         struct sw__ro_death *d)
+{
+    struct sw_buf log;
+    sw_buf_init(&log, JOURNAL_MAX);
+    memset(d, 0, sizeof(*d));
+    char *cur = cursor ? sw_strdup(cursor) : NULL;
+    struct sw_host_unit u;
+    memset(&u, 0, sizeof(u));
+    bool have_u = false;
+    /* systemd writes its lines about the death a moment after it: read a few times */
+    for (int i = 0; i < 6; i++) {
+        pull(c, &cur, &log);
+        memset(&u, 0, sizeof(u));
+        have_u = sw_host_unit_show(&c->h, false, c->unit, 30000, &u, NULL) == 0;
+        const char *text = sw_buf_cstr(&log);
+        if (oom_line(text) || strstr(text, "status=9/KILL") || (have_u && u.n_restarts > 0) ||
+            (have_u && strcmp(u.active_state, "active")))
+            d->died = true;
+        if (oom_line(text) || (have_u && !strcmp(u.result, "oom-kill")))
+            break;
+        if (!d->died && i >= 1)
+            break;
+        sw_sleep_ms(250);
+    }
+    const char *text = sw_buf_cstr(&log);
+    const char *ol = oom_line(text);
+    bool killed9 = strstr(text, "status=9/KILL") != NULL;
+    uint64_t mm = c->ep->service.memory_max.set ? c->ep->service.memory_max.v : 0;
+    char mms[32] = "";
+    if (mm)
+        sw_fmt_bytes(mm, mms, sizeof(mms));
+    if (ol || (have_u && !strcmp(u.result, "oom-kill"))) {
+        d->died = true;
+        d->oom = true;
+        snprintf(d->cls, sizeof(d->cls), "runtime_oom");
+        snprintf(d->msg, sizeof(d->msg),
+                 "the engine was killed by the kernel's OOM killer during %s%s%s (Result=%s): "
+                 "%.300s",
+                 during, mm ? " under MemoryMax=" : "", mms, have_u ? u.result : "?",
+                 ol ? ol : "Result=oom-kill");
+    } else if (killed9 && mm) {
+        /* systemd saw a SIGKILL nobody asked for but no OOM event: on a cgroup v1 memory
+         * controller (or none it can read) it cannot; the kernel's OOM killer is what sends an
+         * unrequested SIGKILL to a process at its memory limit */
+        d->died = true;
+        d->oom = true;
+        snprintf(d->cls, sizeof(d->cls), "runtime_oom");
+        snprintf(d->msg, sizeof(d->msg),
+                 "the engine was SIGKILLed during %s under MemoryMax=%s with no stop asked for "
+                 "(Result=%s; systemd read no OOM event from the unit's cgroup, the kernel's "
+                 "OOM killer sends exactly this)",
+                 during, mms, have_u ? u.result : "?");
+    } else if (d->died) {
+        snprintf(d->cls, sizeof(d->cls), "runtime_death");
+        snprintf(d->msg, sizeof(d->msg),
+                 "the engine died during %s (ActiveState=%s Result=%s NRestarts=%llu)", during,
+                 have_u ? u.active_state : "?", have_u ? u.result : "?",
+                 have_u ? (unsigned long long)u.n_restarts : 0ull);
+    }
+    if (d->died) {
+        d->evidence = have_u ? unit_json(&u) : json_object();
+        if (d->evidence) {
+            sw_json_set_str(d->evidence, "class", d->cls);
+            sw_json_set_str(d->evidence, "phase", "runtime");
+            sw_json_set_str(d->evidence, "during", during);
+            if (mm)
+                sw_json_set_int(d->evidence, "memory_max", (int64_t)mm);
+        }
+        /* the excerpt around the death (a restart's boot lines come after it): from 20 lines
+         * before the line that names it, 40 lines at most */
+        const char *at = ol ? ol : strstr(text, "status=9/KILL");
+        const char *from = at ? tail_lines(text, (size_t)(at - text), 20) : NULL;
+        if (!from) {
+            d->journal = sw_strdup(tail_lines(text, log.len, 40));
+        } else {
+            const char *end = from;
+            for (int k = 0; k < 40 && *end; k++) {
+                const char *nl = strchr(end, '\n');
+                end = nl ? nl + 1 : end + strlen(end);
+            }
+            d->journal = sw_strndup(from, (size_t)(end - from));
+        }
+    }
+    sw_free(cur);
+    sw_buf_free(&log);
+    return 0;
+}

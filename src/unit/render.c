@@ -226,6 +226,7 @@ static int timing(struct sw_unit_render *r, const struct sw__unit_defaults *d, s
     t->start_limit_interval_ms =
         sv->start_limit_interval_ms.set ? sv->start_limit_interval_ms.v : 0;
     t->start_limit_burst = sv->start_limit_burst.set ? sv->start_limit_burst.v : 5;
+    t->memory_max = sv->memory_max.set ? sv->memory_max.v : 0;
     if (sv->oom_score_adjust.set) {
         t->oom_set = true;
         t->oom_score_adjust = sv->oom_score_adjust.v;
@@ -325,6 +326,14 @@ static int service_text(struct sw_unit_render *r, const struct sw_fleet *f,
                               "SIGKILL to what is left at the timeout.\nKillMode=mixed\n");
     if (t->oom_set)
         rc = rc ? rc : sw_buf_printf(&b, "OOMScoreAdjust=%lld\n", (long long)t->oom_score_adjust);
+    if (t->memory_max)
+        rc = rc ? rc
+                : sw_buf_printf(&b,
+                                "# MemoryMax: the kernel's OOM killer ends the engine when it "
+                                "passes %s (Result=oom-kill); a worst-case request that grows it "
+                                "past this fails the deploy, not the host.\nMemoryMax=%llu\n",
+                                sw_fmt_bytes(t->memory_max, a, sizeof(a)),
+                                (unsigned long long)t->memory_max);
     if (!container)
         rc = rc ? rc : sw_buf_puts(&b, "LimitNOFILE=65536\n");
     /* a user manager cannot raise its hard memlock limit: the unit would fail to start */

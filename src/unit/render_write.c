@@ -81,6 +81,8 @@ json_t *sw_unit_render_json(const struct sw_unit_render *r)
     if (tm->oom_set)
         rc = rc ? rc : sw_json_set_int(t, "oom_score_adjust", tm->oom_score_adjust);
     rc = rc ? rc : sw_json_set_str(t, "restart", tm->restart_always ? "always" : "on-failure");
+    if (tm->memory_max)
+        rc = rc ? rc : sw_json_set_int(t, "memory_max", (int64_t)tm->memory_max);
     if (!rc) {
         rc = sw_json_set_new(o, "timing", t);
         t = NULL;

@@ -248,6 +248,51 @@ static void test_qwen3_template(void **state)
     down(pidfile);
 }
 
+/* worst_case sizes its half-window prompt with the server's own tokenizer (/apply-template +
+ * /tokenize): the server's usage.prompt_tokens of it lands on the target within the margin
+ * (max(8, target / 100) tokens), and max_tokens is exactly the rest of the window. Before, the
+ * filler came out at 2.25x its target on this SPM vocabulary (every digit a token). */
+static void test_worst_case_sized(void **state)
+{
+    struct fx *f = *state;
+    swt_need(f != NULL, "%s", g_missing);
+    char pidfile[4300];
+    int port = boot(f, NULL, pidfile, sizeof(pidfile));
+    int st;
+    json_t *j = probe(port, "readiness,worst_case", &st);
+    json_t *wc = NULL, *c;
+    size_t i;
+    json_array_foreach(json_object_get(j, "checks"), i,
+                       c) if (!strcmp(json_string_value(json_object_get(c, "name")), "worst_case"))
+        wc = c;
+    assert_non_null(wc);
+    const json_t *d = json_object_get(wc, "data");
+    json_int_t target = json_integer_value(json_object_get(d, "target_prompt_tokens"));
+    json_int_t got = json_integer_value(json_object_get(d, "prompt_tokens"));
+    json_int_t sized = json_integer_value(json_object_get(d, "sized_tokens"));
+    json_int_t margin = json_integer_value(json_object_get(d, "margin"));
+    json_int_t gen = json_integer_value(json_object_get(d, "max_tokens"));
+    json_int_t counts = json_integer_value(json_object_get(d, "size_counts"));
+    const char *by = json_string_value(json_object_get(d, "sized_by"));
+    print_message("worst_case sizing: target %lld, usage.prompt_tokens %lld, tokenizer %lld, "
+                  "margin %lld, %lld counts by %s; max_tokens %lld\n",
+                  (long long)target, (long long)got, (long long)sized, (long long)margin,
+                  (long long)counts, by ? by : "?", (long long)gen);
+    assert_int_equal(target, 256);
+    assert_int_equal(margin, 8);
+    assert_non_null(by);
+    assert_non_null(strstr(by, "/tokenize"));
+    assert_true(got >= target - margin && got <= target + margin);
+    /* the tokenizer's count is the server's count */
+    assert_int_equal(sized, got);
+    assert_int_equal(got + gen, 512);
+    assert_true(counts >= 1 && counts <= 8);
+    assert_string_equal(status_of(j, "worst_case", NULL), "pass");
+    assert_int_equal(st, 0);
+    json_decref(j);
+    down(pidfile);
+}
+
 static void test_nothing_listening(void **state)
 {
     struct swt_run r;
@@ -266,6 +311,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_plain_template),
         cmocka_unit_test(test_qwen3_template),
+        cmocka_unit_test(test_worst_case_sized),
         cmocka_unit_test(test_nothing_listening),
     };
     return cmocka_run_group_tests_name("probe_llama", tests, setup, teardown);

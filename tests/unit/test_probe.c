@@ -52,6 +52,8 @@ struct fake {
     enum chat_mode mode;
     int vision_sees;     /* answer the colour of an image_url PNG */
     int slots, token_ms; /* CHAT_SLOTS */
+    int tokenizer;       /* answer /apply-template and /tokenize (fake_tokens); 0: 404 */
+    int tokenize_calls;
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int busy;
@@ -286,6 +288,45 @@ static int hostile_stream(struct fake *f, int fd)
     }
 }
 
+/* The fake's chat template and tokenizer: "<u>" + content + "</a>", one token per 3 bytes
+ * (rounded up), counted the same by /tokenize and by a one-token request's usage. */
+static size_t fake_tokens(size_t content_len)
+{
+    return (content_len + 7 + 2) / 3;
+}
+
+static int fake_tokenizer(struct fake *f, int fd, const char *path, const struct swh_request *rq)
+{
+    json_t *j = json_loadb(rq->body, rq->body_len, 0, NULL);
+    assert_non_null(j);
+    char *out = NULL;
+    if (!strcmp(path, "/apply-template")) {
+        const char *c = json_string_value(
+            json_object_get(json_array_get(json_object_get(j, "messages"), 0), "content"));
+        assert_non_null(c);
+        json_t *o = json_pack("{s:s++}", "prompt", "<u>", c, "</a>");
+        out = json_dumps(o, JSON_COMPACT);
+        json_decref(o);
+    } else {
+        const char *c = json_string_value(json_object_get(j, "content"));
+        assert_non_null(c);
+        assert_true(json_is_true(json_object_get(j, "add_special")));
+        pthread_mutex_lock(&f->mu);
+        f->tokenize_calls++;
+        pthread_mutex_unlock(&f->mu);
+        json_t *toks = json_array();
+        for (size_t i = 0; i < (strlen(c) + 2) / 3; i++)
+            json_array_append_new(toks, json_integer((json_int_t)i));
+        json_t *o = json_pack("{s:o}", "tokens", toks);
+        out = json_dumps(o, JSON_COMPACT);
+        json_decref(o);
+    }
+    json_decref(j);
+    int rc = reply(fd, 200, "application/json", out, strlen(out));
+    free(out);
+    return rc;
+}
+
 static int handler(void *ud, int fd, const struct swh_request *rq)
 {
     struct fake *f = ud;
@@ -315,6 +356,11 @@ static int handler(void *ud, int fd, const struct swh_request *rq)
                                 "\"type\":\"not_supported_error\"}}";
         return reply(fd, 501, "application/json", e, sizeof(e) - 1);
     }
+    if (!strcmp(path, "/apply-template") || !strcmp(path, "/tokenize")) {
+        if (!f->tokenizer)
+            return reply(fd, 404, "application/json", "{\"error\":\"Not Found\"}", 21);
+        return fake_tokenizer(f, fd, path, rq);
+    }
     if (strcmp(path, "/v1/chat/completions"))
         return reply(fd, 404, "application/json", "{}", 2);
     json_t *j = json_loadb(rq->body, rq->body_len, 0, NULL);
@@ -332,6 +378,16 @@ static int handler(void *ud, int fd, const struct swh_request *rq)
         rc = slot_stream(f, fd, max_tokens);
     } else if (stream && f->mode != CHAT_REPLAY && f->mode != CHAT_SLOTS) {
         rc = hostile_stream(f, fd);
+    } else if (f->tokenizer && !stream && max_tokens == 1 && json_is_string(content)) {
+        char body[512];
+        int n = snprintf(body, sizeof(body),
+                         "{\"choices\":[{\"finish_reason\":\"length\",\"index\":0,"
+                         "\"message\":{\"role\":\"assistant\",\"content\":\"x\"}}],"
+                         "\"usage\":{\"completion_tokens\":1,\"prompt_tokens\":%zu,"
+                         "\"total_tokens\":%zu}}",
+                         fake_tokens(json_string_length(content)),
+                         fake_tokens(json_string_length(content)) + 1);
+        rc = reply(fd, 200, "application/json", body, (size_t)n);
     } else if (json_is_string(content) && json_string_length(content) > 2000) {
         rc = reply_file(fd, 400, "application/json", f->exceed_body);
     } else if (json_is_array(content)) {
@@ -364,8 +420,9 @@ static int handler(void *ud, int fd, const struct swh_request *rq)
 static struct swh *serve(struct fake *f)
 {
     struct swh *s = swh_start();
-    static const char *const paths[] = {"/health", "/v1/models", "/props", "/metrics",
-                                        "/v1/chat/completions"};
+    static const char *const paths[] = {"/health",  "/v1/models",           "/props",
+                                        "/metrics", "/v1/chat/completions", "/apply-template",
+                                        "/tokenize"};
     for (size_t i = 0; i < SW_ARRAY_LEN(paths); i++) {
         struct swh_step st[] = {{.op = SWH_CALL, .fn = handler, .ud = f}, {.op = SWH_END}};
         swh_script(s, NULL, paths[i], st);
@@ -622,6 +679,57 @@ static void test_unreachable_and_usage(void **state)
     assert_string_equal(names[n - 1], "worst_case");
 }
 
+/* worst_case sizes its prompt with the engine's tokenizer: the fake's count lands on the target
+ * within the margin in a few counts, and max_tokens is the rest of the window by the usage
+ * count; without the endpoints (404) it falls back to the usage of one-token requests, says
+ * so, and stops after 4 counts. */
+static void test_worst_case_sizing(void **state)
+{
+    (void)state;
+    struct fake f;
+    fake_init(&f);
+    f.health_503 = 0;
+    f.tokenizer = 1;
+    struct swh *s = serve(&f);
+    struct sw_probe_target t = {.vision = -1, .only = "readiness,worst_case", .window = 4096};
+    struct sw_probe_report r;
+    run(s, &t, &r);
+    const struct sw_probe_result *w = find(&r, "worst_case");
+    json_int_t target = json_integer_value(json_object_get(w->data, "target_prompt_tokens"));
+    json_int_t got = json_integer_value(json_object_get(w->data, "prompt_tokens"));
+    json_int_t sized = json_integer_value(json_object_get(w->data, "sized_tokens"));
+    json_int_t margin = json_integer_value(json_object_get(w->data, "margin"));
+    json_int_t counts = json_integer_value(json_object_get(w->data, "size_counts"));
+    json_int_t gen = json_integer_value(json_object_get(w->data, "max_tokens"));
+    const char *by = json_string_value(json_object_get(w->data, "sized_by"));
+    print_message("target %lld: sized %lld, usage %lld in %lld counts (%s); %s\n",
+                  (long long)target, (long long)sized, (long long)got, (long long)counts, by,
+                  w->evidence);
+    assert_true(target > 100);
+    assert_true(got >= target - margin && got <= target + margin);
+    assert_int_equal(sized, got);
+    assert_true(counts >= 1 && counts <= 8);
+    assert_int_equal(f.tokenize_calls, (int)counts);
+    assert_int_equal(got + gen, target * 2);
+    assert_non_null(strstr(by, "/tokenize"));
+    assert_null(json_object_get(w->data, "size_note"));
+    sw_probe_report_free(&r);
+
+    /* no tokenizer endpoint: the fallback, said */
+    f.tokenizer = 0;
+    f.tokenize_calls = 0;
+    run(s, &t, &r);
+    w = find(&r, "worst_case");
+    const char *note = json_string_value(json_object_get(w->data, "size_note"));
+    assert_non_null(note);
+    assert_non_null(strstr(note, "/apply-template"));
+    assert_non_null(strstr(json_string_value(json_object_get(w->data, "sized_by")), "usage"));
+    assert_true(json_integer_value(json_object_get(w->data, "size_counts")) <= 5);
+    assert_int_equal(f.tokenize_calls, 0);
+    sw_probe_report_free(&r);
+    swh_stop(s);
+}
+
 static void test_cli(void **state)
 {
     struct fake f;
@@ -761,6 +869,7 @@ int main(void)
         cmocka_unit_test(test_hostile),
         cmocka_unit_test(test_slots),
         cmocka_unit_test(test_unreachable_and_usage),
+        cmocka_unit_test(test_worst_case_sizing),
         cmocka_unit_test(test_cli),
     };
     return cmocka_run_group_tests_name("probe", tests, NULL, NULL);

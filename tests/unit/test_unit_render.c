@@ -617,6 +617,70 @@ static void test_fleet_schema(void **state)
 }
 
 /* The render's stop timeout, checked against the engine's numbers with the fleet's position. */
+/* service.memory_max: MemoryMax= in bytes on a native unit, in the fleet's JSON and the render's
+ * timing; refused at its line:col below 1 MiB and on a container (the unit's limit does not
+ * reach podman's own cgroup). */
+static void test_memory_max(void **state)
+{
+    (void)state;
+    struct sw_err e;
+    char *y = fleet_with("  b:\n"
+                         "    host: h\n"
+                         "    engine: llama.cpp\n"
+                         "    payload: {path: /m/x.gguf}\n"
+                         "    service: {memory_max: 1.5GiB}\n");
+    struct sw_fleet *f = load_text(y, &e);
+    if (!f)
+        fail_msg("%s", e.msg);
+    const struct sw_fleet_endpoint *b = sw_fleet_endpoint(f, "b");
+    assert_true(b->service.memory_max.set);
+    assert_int_equal(b->service.memory_max.v, 1610612736ull);
+    json_t *j = sw_fleet_to_json(f);
+    char *s = sw_json_dumps(j, JSON_COMPACT);
+    assert_non_null(strstr(s, "\"memory_max\":1610612736"));
+    sw_free(s);
+    json_decref(j);
+    struct sw_unit_render r;
+    render(f, "b", &r);
+    const char *mm = key_in(r.service.text, "[Service]", "MemoryMax", NULL);
+    assert_non_null(mm);
+    assert_string_equal(mm, "1610612736");
+    assert_int_equal(r.timing.memory_max, 1610612736ull);
+    json_t *rj = sw_unit_render_json(&r);
+    assert_int_equal(
+        json_integer_value(json_object_get(json_object_get(rj, "timing"), "memory_max")),
+        1610612736);
+    json_decref(rj);
+    sw_unit_render_free(&r);
+    sw_fleet_free(f);
+    free(y);
+
+    y = fleet_with("  b:\n"
+                   "    host: h\n"
+                   "    engine: llama.cpp\n"
+                   "    payload: {path: /m/x.gguf}\n"
+                   "    service:\n"
+                   "      memory_max: 100KiB\n");
+    f = load_text(y, &e);
+    assert_null(f);
+    assert_non_null(strstr(e.msg, "must be >= 1048576"));
+    assert_non_null(strstr(e.msg, "service.memory_max"));
+    free(y);
+
+    y = fleet_with("  a:\n"
+                   "    host: h\n"
+                   "    engine: vllm\n"
+                   "    image: localhost/v\n"
+                   "    payload: {path: /m/x, mounts: [\"/m:/m\"]}\n"
+                   "    service:\n"
+                   "      memory_max: 8GiB\n");
+    f = load_text(y, &e);
+    assert_null(f);
+    if (!strstr(e.msg, "does not reach a podman container") || !strstr(e.msg, "--memory="))
+        fail_msg("%s", e.msg);
+    free(y);
+}
+
 static void test_stop_timeout_relations(void **state)
 {
     (void)state;
@@ -871,6 +935,7 @@ int main(void)
         cmocka_unit_test(test_write_failures),
         cmocka_unit_test(test_fleet_schema),
         cmocka_unit_test(test_stop_timeout_relations),
+        cmocka_unit_test(test_memory_max),
         cmocka_unit_test(test_systemd_verify),
         cmocka_unit_test(test_cli),
         cmocka_unit_test(test_torture),
