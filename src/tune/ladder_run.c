@@ -699,7 +699,7 @@ int sw_ladder_run_rollout(void *ctx, const struct sw_fleet *f, struct sw_fleet_e
         out->cls = SW_LADDER_REFUSED;
         snprintf(out->detail, sizeof(out->detail), "%s: %.400s", fc, rr.fail_msg);
     } else {
-        if (!strcmp(fc, "probe:worst_case"))
+        if (!strcmp(fc, "probe:worst_case") || !strcmp(fc, "runtime_oom"))
             out->cls = SW_LADDER_RUNTIME_OOM;
         else if (rr.boot)
             out->cls = sw_ladder_classify(rr.boot);
