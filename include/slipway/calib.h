@@ -26,6 +26,7 @@
 #define SLIPWAY_CALIB_H
 
 #include <slipway/core.h>
+#include <slipway/profile.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -214,6 +215,92 @@ struct sw_calib_arena {
     char why[256]; /* when inconsistent */
 };
 
+/* ---------------------------------------------------------------------------------------------
+ * Headroom (memory/profile's sw_profile_headroom): the transient needs fitted from the boots'
+ * outcomes. Each boot of a fork-profile endpoint is put through the profile's budget (its free
+ * memory at capture, with its pinned pool or the pool the engine sized, from its printed token
+ * count) and its outcome bounds a coefficient:
+ *   - pinned pools: capture needs tau x seqs x (1 + MTP n); a boot that got past capture gives
+ *     tau <= free / units, one that died at capture tau > free / units. A boot whose budget is
+ *     overdrawn (free < 0) yet booted had its arena sized from what was left: it bounds nothing
+ *     and says "0 bytes free at runtime" (the seed's five 262,144 contexts);
+ *   - engine-sized pools (no KV_BYTES, one class per kv dtype x seqs x utilization x MNBT): the
+ *     pool is linear in max_model_len, pool = p0 + p1 x L, fitted from the printed token counts;
+ *     capture needs free >= theta, theta bounded by the class's passes and capture deaths;
+ *   - the activations held when the pool is allocated, a0 + a1 x seqs x (1 + n), from the KV
+ *     allocation failures that printed the free memory (free = free_kv - activation).
+ * Every coefficient is an interval (open below for a failure, closed above for a pass) and
+ * predictions range over it. Priors stated: tau, a0, a1 >= 0; a1 <= 2 GiB; a0 <= 16 GiB.
+ */
+#define SW_CALIB_HR_MAX_POINTS 32
+#define SW_CALIB_HR_MAX_POOLS  4
+#define SW_CALIB_HR_MAX_VERT   64
+
+enum sw_calib_hr_use {
+    SW_CALIB_HR_UNUSED = 0,  /* no headroom information (compile error, bad path, no shape) */
+    SW_CALIB_HR_CAPTURE_OK,  /* got past capture: bounds tau / theta from above */
+    SW_CALIB_HR_CAPTURE_OOM, /* died at capture: bounds from below */
+    SW_CALIB_HR_OVERDRAWN,   /* booted with the budget overdrawn: arena from what was left */
+    SW_CALIB_HR_ACTIVATION,  /* a KV allocation failure that printed its free memory */
+    SW_CALIB_HR_KV_OOM,      /* a KV allocation failure without a free figure */
+};
+const char *sw_calib_hr_use_name(enum sw_calib_hr_use u);
+
+struct sw_calib_hr_point {
+    int64_t boot_id;
+    char ext_id[96];
+    enum sw_calib_hr_use use;
+    bool auto_pool; /* the engine sized the pool (no KV_BYTES) */
+    int pool_class; /* index into pools[], -1 for pinned */
+    struct sw_headroom_shape shape;
+    double pool_lo, pool_hi; /* bytes per rank (pinned: both the flag) */
+    double free_lo, free_hi; /* free at capture, bytes (signed) */
+    double free_kv;          /* usable - weights - non_torch - arena */
+    double printed_free;     /* KV allocation failures: the free bytes printed (-1: none) */
+    double units;            /* seqs x (1 + n) */
+    char why[192];           /* when unused or overdrawn: why */
+};
+
+/* One 2-D feasible polygon (x + t y within bounds), by its vertices. */
+struct sw_calib_hr_poly {
+    int n_constraints;
+    int n_vert;
+    double x[SW_CALIB_HR_MAX_VERT], y[SW_CALIB_HR_MAX_VERT];
+};
+
+struct sw_calib_hr_pool {
+    char kv_dtype[32];
+    int64_t seqs, mnbt;
+    double util;
+    bool precise;
+    int n_boots;                  /* boots that printed a pool (pool constraints) */
+    struct sw_calib_hr_poly line; /* pool = x + L y */
+    double theta_lo, theta_hi;    /* capture needs free > theta_lo (open) ... <= theta_hi */
+    bool theta_lo_set, theta_hi_set;
+    int n_theta_lo, n_theta_hi;
+    uint64_t tried_bytes; /* the capture deaths' printed "Tried to allocate" (0: none printed) */
+};
+
+struct sw_calib_headroom {
+    bool have; /* the endpoint has a fork profile with an arena and boots to read */
+    struct sw_fork_profile prof;
+    int n_points;
+    struct sw_calib_hr_point pts[SW_CALIB_HR_MAX_POINTS];
+    /* pinned pools: capture transient per unit (bytes) */
+    double tau_lo, tau_hi; /* tau > tau_lo (open unless 0, the prior), tau <= tau_hi */
+    bool tau_hi_set;
+    int n_tau_lo, n_tau_hi;
+    /* activations at KV allocation: a0 + a1 x units */
+    struct sw_calib_hr_poly act;
+    int n_act;
+    int n_pools;
+    struct sw_calib_hr_pool pools[SW_CALIB_HR_MAX_POOLS];
+    bool consistent;
+    char why[512]; /* when inconsistent: which bounds cross */
+    char notes[768];
+    uint64_t capture_tried_bytes; /* any capture death's printed "Tried to allocate" (0: none) */
+};
+
 struct sw_calib_fit {
     char endpoint[129];
     char engine[32];
@@ -229,6 +316,7 @@ struct sw_calib_fit {
     bool joint_agree; /* the ranges meet */
     int64_t joint_bytes_lo, joint_bytes_hi, joint_blocks_lo, joint_blocks_hi;
     char notes[1024]; /* what could not be used and why */
+    struct sw_calib_headroom headroom;
 };
 
 /*
@@ -289,6 +377,48 @@ int sw_calib_arena_predict(const struct sw_calib_arena *a, int64_t max_model_len
  * the feasible set? *slots_ok says whether it reproduces every printed slot count. */
 int sw_calib_arena_check(const struct sw_calib_arena *a, double c, double r, double slot,
                          bool *reproduces, struct sw_err *e);
+
+/* What the headroom model predicts for a shape of the endpoint. */
+enum sw_calib_hr_verdict {
+    SW_CALIB_HR_FITS = 0,      /* boots, and the free at capture covers the fitted need's top */
+    SW_CALIB_HR_KV_FAILS,      /* the pool does not fit what is free when it is allocated */
+    SW_CALIB_HR_CAPTURE_FAILS, /* free at capture below the fitted need's bottom */
+    SW_CALIB_HR_CAPTURE_RISK,  /* within the need's interval: not known to fit */
+    SW_CALIB_HR_RUNTIME_FAILS, /* budget overdrawn: boots, 0 bytes free, the first long request
+                                  dies */
+    SW_CALIB_HR_UNKNOWN,       /* nothing fitted for a shape like this */
+};
+const char *sw_calib_hr_verdict_name(enum sw_calib_hr_verdict v);
+
+struct sw_calib_hr_pred {
+    enum sw_calib_hr_verdict verdict;
+    struct sw_headroom_budget budget; /* at the pool's point */
+    bool auto_pool;
+    double pool_lo, pool_hi, pool_point; /* bytes per rank */
+    double free_lo, free_hi;             /* free at capture */
+    double need_lo, need_hi;             /* capture transient (pinned) or theta (engine-sized) */
+    bool need_hi_set;
+    double act_lo, act_hi;         /* activations at KV allocation */
+    double kv_free_lo, kv_free_hi; /* free for the pool when it is allocated */
+    double kv_ask;                 /* the pool asked (pinned) */
+    bool extrapolated;
+    char why[768]; /* the verdict in words, with the numbers */
+};
+
+/*
+ * Predict a shape's headroom. kv_dtype is the shape's ("auto", "fp8"); s->pool is the pinned pool
+ * (0: engine-sized, predicted from the class's pool line). SW_ENOENT when the fit has no headroom
+ * model (no fork profile, no boots); an engine-sized pool with no class like it is UNKNOWN.
+ */
+int sw_calib_headroom_predict(const struct sw_calib_fit *f, const struct sw_headroom_shape *s,
+                              const char *kv_dtype, struct sw_calib_hr_pred *out, struct sw_err *e);
+/* The headroom fit as JSON (coefficients, classes, every boot's use). New reference. */
+json_t *sw_calib_headroom_json(const struct sw_calib_headroom *h);
+/* The headroom shape of a canonical (or raw) ledger shape: ctx, slots, mnbt, kv_bytes,
+ * gpu_memory_utilization, flags.expert_precise_memory, flags.spec_tokens / num_speculative_tokens.
+ * *kv_dtype points into the shape (or "auto"). */
+int sw_calib_headroom_shape(const json_t *canon, struct sw_headroom_shape *s,
+                            const char **kv_dtype);
 
 /* A one-paragraph summary of the fit (terms, geometry, residuals), for a ledger note. Writes into
  * out (truncated to n); returns out. */

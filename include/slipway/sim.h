@@ -97,6 +97,31 @@ int sw_sim_new_vllm(const json_t *plan, const char *model_dir, int64_t max_num_s
                     const struct sw_sim_config *c, struct sw_sim **out, struct sw_err *e);
 
 /*
+ * How a vLLM fleet endpoint's boot ends when a model says it does not serve: a declared compile
+ * constraint (the fleet's known_bad with failure compile_constraint), or the headroom model's
+ * verdict (calib sw_calib_headroom_predict): the pool's allocation or CUDA-graph capture runs out
+ * of memory. The sim prints the engine's own lines for it and exits 1.
+ */
+enum sw_sim_vllm_fault {
+    SW_SIM_VLLM_BOOTS = 0,
+    SW_SIM_VLLM_COMPILE,     /* torch.compile/dynamo "Constraints violated", in profile_run */
+    SW_SIM_VLLM_KV_OOM,      /* torch OOM allocating the KV pool */
+    SW_SIM_VLLM_CAPTURE_OOM, /* torch OOM capturing CUDA graphs */
+};
+struct sw_sim_vllm_boot {
+    enum sw_sim_vllm_fault fault;
+    const char *text;     /* COMPILE: the declared error (RuntimeError: Worker failed ...) */
+    uint64_t tried_bytes; /* the allocation that fails */
+    uint64_t free_bytes;  /* what is free then */
+    uint64_t total_bytes; /* the device's capacity, as torch prints it */
+};
+
+/* sw_sim_new_vllm with a boot that ends as `boot` says (NULL: as the plan says). */
+int sw_sim_new_vllm_boot(const json_t *plan, const char *model_dir, int64_t max_num_seqs,
+                         const struct sw_sim_vllm_boot *boot, const struct sw_sim_config *c,
+                         struct sw_sim **out, struct sw_err *e);
+
+/*
  * Boot and serve until SIGTERM/SIGINT (handled on the loop) or a boot failure. *exit_status
  * receives what the engine would exit with (llama-server: 1 on a load failure; vLLM: 1 on a boot
  * failure; 0 after a clean shutdown). Returns 0, or an error the sim itself hit (cannot bind).

@@ -31,4 +31,9 @@ int sw__calib_nonkv_fit(struct sw_calib_fit *f, const json_t *usage, const struc
 int sw__calib_arena_fit(struct sw_calib_fit *f, const json_t *boots, const struct sw_calib_opts *o,
                         struct sw_err *e);
 
+/* Headroom coefficients from the boots' outcomes (headroom.c); after the KV classes are fitted
+ * (an engine-sized pool is read back from its printed tokens through them). */
+int sw__calib_headroom_fit(struct sw_calib_fit *f, const json_t *boots,
+                           const struct sw_calib_opts *o, struct sw_err *e);
+
 #endif

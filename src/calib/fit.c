@@ -251,6 +251,9 @@ int sw_calib_fit(struct sw_ledger *l, const char *endpoint, const struct sw_cali
     rc = sw__calib_arena_fit(f, boots, &o, e);
     if (rc)
         goto out;
+    rc = sw__calib_headroom_fit(f, boots, &o, e);
+    if (rc)
+        goto out;
     *out = f;
     f = NULL;
 out:

@@ -189,6 +189,8 @@ json_t *sw_calib_fit_json(const struct sw_calib_fit *f)
     sw_json_set_new(o, "non_kv", nk);
     if (f->arena.have)
         sw_json_set_new(o, "arena", arena_json(&f->arena));
+    if (f->headroom.have)
+        sw_json_set_new(o, "headroom", sw_calib_headroom_json(&f->headroom));
     if (f->joint_classes)
         sw_json_set_new(o, "fork_terms",
                         json_pack("{s:i,s:b,s:o,s:o}", "classes", f->joint_classes, "agree",
@@ -292,6 +294,10 @@ const char *sw_calib_fit_summary(const struct sw_calib_fit *f, char *out, size_t
         PUT(" arena: reserve %.1f..%.1f B/token, C %.4f..%.4f GiB over %d boots;",
             f->arena.reserve_lo, f->arena.reserve_hi, f->arena.cap_lo / 1073741824.0,
             f->arena.cap_hi / 1073741824.0, f->arena.n);
+    if (f->headroom.have && f->headroom.consistent && f->headroom.tau_hi_set)
+        PUT(" headroom: capture %.3f..%.3f GiB per sequence over %d boots;",
+            f->headroom.tau_lo / 1073741824.0, f->headroom.tau_hi / 1073741824.0,
+            f->headroom.n_tau_lo + f->headroom.n_tau_hi);
 #undef PUT
     if (k >= n && n > 4)
         memcpy(out + n - 4, "...", 4);

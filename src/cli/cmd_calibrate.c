@@ -262,6 +262,61 @@ static void print_arena(const struct sw_calib_arena *a)
     printf("  underdetermined: %s\n", a->underdetermined);
 }
 
+static void print_headroom(const struct sw_calib_headroom *h)
+{
+    const double G = 1073741824.0;
+    printf("headroom (fork profile's budget at graph capture): %d boot%s read\n", h->n_points,
+           h->n_points == 1 ? "" : "s");
+    for (int i = 0; i < h->n_points; i++) {
+        const struct sw_calib_hr_point *p = &h->pts[i];
+        printf("  boot #%lld %s: %s", (long long)p->boot_id, p->ext_id,
+               sw_calib_hr_use_name(p->use));
+        if (p->use == SW_CALIB_HR_CAPTURE_OK || p->use == SW_CALIB_HR_CAPTURE_OOM ||
+            p->use == SW_CALIB_HR_OVERDRAWN)
+            printf(", %.2f..%.2f GiB free at capture", p->free_lo / G, p->free_hi / G);
+        if (p->use == SW_CALIB_HR_ACTIVATION)
+            printf(", %.2f GiB free printed of %.2f beside the arena", p->printed_free / G,
+                   p->free_kv / G);
+        if (p->why[0])
+            printf(" (%s)", p->why);
+        printf("\n");
+    }
+    if (!h->consistent)
+        printf("  INCONSISTENT: %s\n", h->why);
+    if (h->tau_hi_set)
+        printf("  capture, pinned pools: %.3f..%.3f GiB per sequence x (1 + MTP n) (%d boot(s) "
+               "past capture, %d death(s))\n",
+               h->tau_lo / G, h->tau_hi / G, h->n_tau_hi, h->n_tau_lo);
+    else
+        printf("  capture, pinned pools: more than %.3f GiB per sequence, no upper bound\n",
+               h->tau_lo / G);
+    if (h->act.n_vert) {
+        double lo = 1e300, hi = -1e300, slo = 1e300, shi = -1e300;
+        for (int i = 0; i < h->act.n_vert; i++) {
+            lo = h->act.x[i] < lo ? h->act.x[i] : lo;
+            hi = h->act.x[i] > hi ? h->act.x[i] : hi;
+            slo = h->act.y[i] < slo ? h->act.y[i] : slo;
+            shi = h->act.y[i] > shi ? h->act.y[i] : shi;
+        }
+        printf("  activations at KV allocation: %.3f..%.3f GiB + %.4f..%.4f GiB per sequence "
+               "(%d KV allocation failure(s))\n",
+               lo / G, hi / G, slo / G, shi / G, h->n_act);
+    }
+    for (int c = 0; c < h->n_pools; c++) {
+        const struct sw_calib_hr_pool *p = &h->pools[c];
+        double ylo = 1e300, yhi = -1e300;
+        for (int i = 0; i < p->line.n_vert; i++) {
+            ylo = p->line.y[i] < ylo ? p->line.y[i] : ylo;
+            yhi = p->line.y[i] > yhi ? p->line.y[i] : yhi;
+        }
+        printf("  engine-sized pool, %s x %lld at utilization %.2f: grows %.0f..%.0f B per token "
+               "of max_model_len (%d boot(s)); capture needs free > %.3f and <= %.3f GiB\n",
+               p->kv_dtype, (long long)p->seqs, p->util, p->line.n_vert ? ylo : 0,
+               p->line.n_vert ? yhi : 0, p->n_boots, p->theta_lo_set ? p->theta_lo / G : -1e9,
+               p->theta_hi_set ? p->theta_hi / G : 1e9);
+    }
+}
+
 int sw_cmd_calibrate(int argc, char **argv)
 {
     struct sw_args args;
@@ -330,6 +385,8 @@ int sw_cmd_calibrate(int argc, char **argv)
         }
         if (fit->arena.have)
             print_arena(&fit->arena);
+        if (fit->headroom.have)
+            print_headroom(&fit->headroom);
         size_t i;
         json_t *p;
         json_array_foreach(preds, i, p)

@@ -48,6 +48,8 @@ const struct sw_cmd_spec sw_spec_check = {
              "  band       free memory per device after the boot, inside free_band (2..3 GiB)\n"
              "  pool       the KV pool holds SEQS x MAXLEN at this geometry's price\n"
              "  arena      (fork profiles) the expert arena at this MAXLEN\n"
+             "  headroom   (fork profiles) free memory at graph capture and for the pool vs the\n"
+             "             transient needs fitted from the recorded boots (slipway calibrate)\n"
              "  window     per-slot window vs the client's contextWindow, and compaction\n"
              "  known_bad  shapes that failed before, known-bad rules (ledger and fleet)\n"
              "  payload    spec-decode flags vs MTP tensors, the projector (when files are here)\n"

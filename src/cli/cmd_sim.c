@@ -14,14 +14,18 @@
  */
 #include "cli.h"
 
+#include <slipway/calib.h>
 #include <slipway/engine.h>
 #include <slipway/engine_vllm.h>
 #include <slipway/fleet.h>
+#include <slipway/gate.h>
+#include <slipway/ledger.h>
 #include <slipway/memory.h>
 #include <slipway/plan.h>
 #include <slipway/sim.h>
 #include <slipway/vllm.h>
 
+#include <math.h>
 #include <string.h>
 
 static const struct sw_opt opts[] = {
@@ -48,6 +52,13 @@ static const struct sw_opt opts[] = {
      NULL},
     {"decode-kv-us", 0, "US", 0, "timing: decode step cost per 1000 KV tokens held (default 1)",
      NULL},
+    {"ledger", 0, "PATH", 0,
+     "(vllm fleet endpoint) the recorded boots the headroom model is fitted on: the boot fails "
+     "where it predicts",
+     NULL},
+    {"set", 0, "KEY=VALUE", SW_OPT_REPEAT,
+     "a variant of ENDPOINT's shape, as `slipway check --set` (slots=3, max_model_len=241664)",
+     NULL},
     {0},
 };
 
@@ -56,6 +67,8 @@ static const char *const examples[] = {
     "slipway sim --engine llama.cpp --load-time 2s -- llama-server -m model.gguf -c 8192 -np 2",
     "slipway sim --engine vllm --device-memory 24GiB --weights 16GiB -- vllm serve MODEL_DIR "
     "--max-model-len 32768",
+    "slipway sim frank-primary examples/operator.yaml --ledger seed.sqlite --set "
+    "max_model_len=245760",
     NULL,
 };
 
@@ -206,6 +219,137 @@ static int sim_llamacpp(const struct sw_fleet_endpoint *ep, const struct sw_args
     return rc;
 }
 
+/* The capture transient's "Tried to allocate" when no capture death printed one. */
+#define CAPTURE_TRIED_DEFAULT (64ull << 20)
+/* vLLM captures CUDA graphs for batches up to 512 tokens by default: a longer step runs eager and
+ * allocates, which is what dies first when nothing is free after the boot. */
+#define RUNTIME_EAGER_TOKENS 512
+
+/* How the boot of a vLLM fleet endpoint ends: a declared compile constraint, else the headroom
+ * model fitted on the ledger's boots. An engine-sized pool the model predicts is pinned on the
+ * endpoint so the law prints its tokens. */
+static int vllm_boot(struct sw_fleet_endpoint *ep, const char *ledger_path, struct sw_sim_config *c,
+                     struct sw_sim_vllm_boot *boot, struct sw_err *e)
+{
+    struct sw_ledger led;
+    struct sw_calib_fit *fit = NULL;
+    json_t *raw = NULL, *canon = NULL;
+    int rc = 0;
+    memset(boot, 0, sizeof(*boot));
+    memset(&led, 0, sizeof(led));
+    for (size_t i = 0; i < ep->n_known_bad; i++) {
+        const struct sw_fleet_rule *r = &ep->known_bad[i];
+        if (r->failure && !strcmp(r->failure, "compile_constraint") &&
+            sw_fleet_rule_matches(r, &ep->shape)) {
+            boot->fault = SW_SIM_VLLM_COMPILE;
+            boot->text = r->text;
+            return 0;
+        }
+    }
+    if (!ledger_path || !ep->profile)
+        return 0;
+    struct sw_ledger_open_opts oo = {.readonly = true};
+    rc = sw_ledger_open(&led, ledger_path, &oo, e);
+    if (rc)
+        return rc;
+    struct sw_calib_opts co = {.ep = ep};
+    rc = sw_calib_fit(&led, ep->name, &co, &fit, e);
+    if (rc)
+        goto out;
+    if (!fit->headroom.have || !fit->headroom.consistent)
+        goto out;
+    raw = sw_plan_shape(ep);
+    if (!raw) {
+        rc = sw_err_set(e, SW_ENOMEM, "out of memory");
+        goto out;
+    }
+    rc = sw_ledger_shape_canon(raw, &canon, NULL, NULL, e);
+    if (rc)
+        goto out;
+    struct sw_headroom_shape hs;
+    const char *kv = "auto";
+    if (sw_calib_headroom_shape(canon, &hs, &kv))
+        goto out;
+    struct sw_calib_hr_pred pr;
+    rc = sw_calib_headroom_predict(fit, &hs, kv, &pr, e);
+    if (rc)
+        goto out;
+    const struct sw_calib_headroom *h = &fit->headroom;
+    boot->total_bytes = h->prof.usable;
+    enum sw_calib_hr_verdict v = pr.verdict;
+    if (v == SW_CALIB_HR_CAPTURE_RISK) {
+        /* the engine does one thing: the interval's middle decides (the gate refuses it) */
+        double need =
+            pr.need_hi_set && isfinite(pr.need_lo) ? (pr.need_lo + pr.need_hi) / 2 : pr.need_lo;
+        v = (pr.free_lo + pr.free_hi) / 2 < need ? SW_CALIB_HR_CAPTURE_FAILS : SW_CALIB_HR_FITS;
+    }
+    switch (v) {
+    case SW_CALIB_HR_KV_FAILS:
+        boot->fault = SW_SIM_VLLM_KV_OOM;
+        boot->tried_bytes = (uint64_t)pr.kv_ask;
+        boot->free_bytes = (uint64_t)((pr.kv_free_lo + pr.kv_free_hi) / 2);
+        break;
+    case SW_CALIB_HR_CAPTURE_FAILS: {
+        boot->fault = SW_SIM_VLLM_CAPTURE_OOM;
+        uint64_t t = h->capture_tried_bytes;
+        for (int i = 0; pr.auto_pool && i < h->n_pools; i++)
+            if (h->pools[i].tried_bytes && !strcmp(h->pools[i].kv_dtype, kv) &&
+                h->pools[i].seqs == hs.seqs)
+                t = h->pools[i].tried_bytes;
+        boot->tried_bytes = t ? t : CAPTURE_TRIED_DEFAULT;
+        boot->free_bytes = 0;
+        break;
+    }
+    case SW_CALIB_HR_RUNTIME_FAILS:
+        if (!c->runtime_oom_tokens)
+            c->runtime_oom_tokens = RUNTIME_EAGER_TOKENS;
+        if (!c->device_memory)
+            c->device_memory = h->prof.usable;
+        break;
+    default:
+        break;
+    }
+    if (pr.auto_pool && v != SW_CALIB_HR_UNKNOWN && pr.pool_point > 0) {
+        ep->shape.kv_cache_bytes.set = true;
+        ep->shape.kv_cache_bytes.v = (uint64_t)pr.pool_point;
+    }
+out:
+    json_decref(canon);
+    json_decref(raw);
+    sw_calib_fit_free(fit);
+    sw_ledger_close(&led);
+    return rc;
+}
+
+static int sim_vllm_fleet(struct sw_fleet *f, struct sw_fleet_endpoint *ep, const struct sw_args *a,
+                          struct sw_sim_config *c)
+{
+    struct sw_plan pl;
+    struct sw_sim *s = NULL;
+    struct sw_sim_vllm_boot boot;
+    struct sw_err e;
+    int rc;
+    sw_err_clear(&e);
+    memset(&pl, 0, sizeof(pl));
+    if (!c->alias && ep->alias.v)
+        c->alias = ep->alias.v;
+    if (vllm_boot(ep, sw_args_str(a, "ledger"), c, &boot, &e))
+        return sw_cli_fail(&e, a->json);
+    int prc = sw_plan_endpoint(f, ep, NULL, &pl, &e);
+    const char *dir = ep->payload.path.v;
+    if (prc && !sw_sim_payload_missing(dir)) {
+        rc = sw_cli_fail(&e, a->json);
+    } else {
+        rc = sw_sim_new_vllm_boot(prc ? NULL : pl.engine_plan, dir,
+                                  ep->shape.seqs.set ? (int64_t)ep->shape.seqs.v : 0, &boot, c, &s,
+                                  &e);
+        rc = rc ? sw_cli_fail(&e, a->json) : run(s, a->json);
+    }
+    sw_sim_free(s);
+    sw_plan_free(&pl);
+    return rc;
+}
+
 static int sim_fleet(const struct sw_args *a, struct sw_sim_config *c)
 {
     const char *name = a->pos[0];
@@ -217,27 +361,19 @@ static int sim_fleet(const struct sw_args *a, struct sw_sim_config *c)
     if (sw_fleet_load(path, NULL, &f, &e))
         return sw_cli_fail(&e, a->json);
     const struct sw_fleet_endpoint *ep = sw_fleet_endpoint(f, name);
+    int ns = sw_args_count(a, "set");
+    for (int i = 0; ep && i < ns; i++)
+        if (sw_gate_set((struct sw_fleet_endpoint *)ep, sw_args_nth(a, "set", i), &e)) {
+            sw_fleet_free(f);
+            return sw_cli_fail(&e, a->json);
+        }
     if (!ep) {
         sw_err_set(&e, SW_ENOENT, "%s: no endpoint '%s'", path, name);
         rc = sw_cli_fail(&e, a->json);
     } else if (ep->engine == SW_FLEET_LLAMACPP) {
         rc = sim_llamacpp(ep, a, c);
     } else if (ep->engine == SW_FLEET_VLLM) {
-        struct sw_plan pl;
-        struct sw_sim *s = NULL;
-        if (!c->alias && ep->alias.v)
-            c->alias = ep->alias.v;
-        int prc = sw_plan_endpoint(f, ep, NULL, &pl, &e);
-        const char *dir = ep->payload.path.v;
-        if (prc && !sw_sim_payload_missing(dir)) {
-            rc = sw_cli_fail(&e, a->json);
-        } else {
-            rc = sw_sim_new_vllm(prc ? NULL : pl.engine_plan, dir,
-                                 ep->shape.seqs.set ? (int64_t)ep->shape.seqs.v : 0, c, &s, &e);
-            rc = rc ? sw_cli_fail(&e, a->json) : run(s, a->json);
-        }
-        sw_sim_free(s);
-        sw_plan_free(&pl);
+        rc = sim_vllm_fleet(f, (struct sw_fleet_endpoint *)ep, a, c);
     } else {
         sw_err_set(&e, SW_EUNSUPPORTED, "%s: the sim has no %s engine yet (llama.cpp, vllm)", name,
                    sw_fleet_engine_name(ep->engine));

@@ -164,7 +164,7 @@ int sw_gate_endpoint(const struct sw_fleet *f, const struct sw_fleet_endpoint *e
         goto out;
     /* the gates in the order they print */
     int (*const gates[])(struct sw__gate_run *, struct sw_err *) = {
-        sw__gate_band,      sw__gate_pool,    sw__gate_arena, sw__gate_window,
+        sw__gate_band,      sw__gate_pool,    sw__gate_arena, sw__gate_headroom, sw__gate_window,
         sw__gate_known_bad, sw__gate_payload, sw__gate_unit,  sw__gate_patches,
     };
     for (size_t g = 0; g < SW_ARRAY_LEN(gates); g++) {

@@ -86,6 +86,7 @@ void sw__gate_evidence(json_t *g, json_t *ev);
 int sw__gate_band(struct sw__gate_run *r, struct sw_err *e);
 int sw__gate_pool(struct sw__gate_run *r, struct sw_err *e);
 int sw__gate_arena(struct sw__gate_run *r, struct sw_err *e);
+int sw__gate_headroom(struct sw__gate_run *r, struct sw_err *e); /* headroom.c */
 int sw__gate_window(struct sw__gate_run *r, struct sw_err *e);
 int sw__gate_known_bad(struct sw__gate_run *r, struct sw_err *e);
 int sw__gate_payload(struct sw__gate_run *r, struct sw_err *e);

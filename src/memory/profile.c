@@ -122,6 +122,10 @@ int sw_profile_parse(const char *text, size_t len, const char *where, struct sw_
                     p->adjust = (int64_t)llround(d);
                 else if (!strcmp(kk, "slot"))
                     p->slot = u;
+                else if (!strcmp(kk, "overhead_precise"))
+                    p->overhead_precise = u;
+                else if (!strcmp(kk, "utilization"))
+                    p->utilization = d;
                 else {
                     rc = sw_err_at(e, SW_EPARSE, where, 0, 0, "arena.%s: unknown term", kk);
                     goto out;
@@ -185,4 +189,49 @@ void sw_profile_arena_json(const struct sw_fork_profile *p, int64_t max_model_le
     sw_json_set_int(j, "reserve_bytes", (int64_t)a.reserve_bytes);
     sw_json_set_int(j, "overhead_bytes", (int64_t)a.overhead_bytes);
     sw_json_set_new(out, "arena", j);
+}
+
+double sw_headroom_seq_units(const struct sw_headroom_shape *s)
+{
+    return (double)SW_MAX(s->seqs, 1) * (1.0 + (double)SW_MAX(s->spec_tokens, 0));
+}
+
+int sw_profile_headroom(const struct sw_fork_profile *p, const struct sw_headroom_shape *s,
+                        struct sw_headroom_budget *out, struct sw_err *e)
+{
+    memset(out, 0, sizeof(*out));
+    if (!p->has_arena)
+        return sw_err_set(e, SW_EINVAL, "profile %s declares no arena", p->name);
+    if (s->precise && !p->overhead_precise)
+        return sw_err_set(e, SW_EINVAL,
+                          "profile %s: --expert-precise-memory needs the constant "
+                          "overhead_precise (the fitted overhead it selects)",
+                          p->name);
+    struct sw_fork_profile q = *p;
+    if (s->precise)
+        q.overhead = p->overhead_precise;
+    int rc = sw_profile_arena(&q, s->max_model_len, s->mnbt, &out->arena, e);
+    if (rc)
+        return rc;
+    /* the arena is sized from usable x utilization: another utilization than the profile's
+     * moves it by the difference (the seed: util 0.90 "returns ~2.5 GiB/rank of workspace") */
+    if (p->utilization > 0 && s->util > 0 && s->util != p->utilization) {
+        double shift = (s->util - p->utilization) * (double)p->usable;
+        out->util_shift = (int64_t)llround(shift);
+        double arena = (double)out->arena.arena_bytes + shift;
+        out->arena.arena_bytes = (int64_t)floor(arena);
+        out->arena.slots = arena > 0 ? (int64_t)floor(arena / (double)p->slot) : 0;
+    }
+    out->overhead = out->arena.overhead_bytes;
+    out->weights = p->weights;
+    out->non_torch = p->non_torch;
+    out->graphs = p->graphs;
+    out->pool = s->pool;
+    out->usable = p->usable;
+    out->free_kv = (double)p->usable - (double)p->weights - (double)p->non_torch -
+                   (double)out->arena.arena_bytes;
+    out->resident = (double)p->weights + (double)p->non_torch + (double)out->arena.arena_bytes +
+                    (double)s->pool + (double)p->graphs;
+    out->free_capture = (double)p->usable - out->resident;
+    return 0;
 }

@@ -65,7 +65,9 @@ int sw_profile_from_fleet(const struct sw_fleet_profile *fp, struct sw_fork_prof
         else if (!strcmp(n, "extra_mamba_blocks"))
             p->extra_mamba_blocks = (int64_t)u, arena = false;
         else if (!strcmp(n, "overhead_precise"))
-            arena = false; /* the --expert-precise-memory alternative; not the default term */
+            p->overhead_precise = u, arena = false; /* --expert-precise-memory's, not the default */
+        else if (!strcmp(n, "utilization"))
+            p->utilization = v, arena = false;
         else
             return sw_fleet_err_at(e, SW_EPARSE, &c->at,
                                    "profile %s: constant %s is not a term of the vLLM fork law "

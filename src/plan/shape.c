@@ -99,6 +99,10 @@ json_t *sw_plan_shape(const struct sw_fleet_endpoint *ep)
             sw_json_set_int(sp, "tokens", (int64_t)s->spec_tokens.v);
         rc |= sw_json_set_new(flags, "speculative", sp);
     }
+    /* a fork flag that moves memory (the arena's overhead: memory/profile headroom) */
+    for (size_t i = 0; i < ep->n_args; i++)
+        if (ep->args[i].v && !strcmp(ep->args[i].v, "--expert-precise-memory"))
+            rc |= sw_json_set_bool(flags, "expert_precise_memory", true);
     if (json_object_size(flags))
         rc |= sw_json_set_new(o, "flags", flags);
     else

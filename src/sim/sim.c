@@ -131,6 +131,13 @@ int sw_sim_new_llamacpp(const struct sw_plan *p, int plan_rc, const struct sw_si
 int sw_sim_new_vllm(const json_t *plan, const char *model_dir, int64_t max_num_seqs,
                     const struct sw_sim_config *c, struct sw_sim **out, struct sw_err *e)
 {
+    return sw_sim_new_vllm_boot(plan, model_dir, max_num_seqs, NULL, c, out, e);
+}
+
+int sw_sim_new_vllm_boot(const json_t *plan, const char *model_dir, int64_t max_num_seqs,
+                         const struct sw_sim_vllm_boot *boot, const struct sw_sim_config *c,
+                         struct sw_sim **out, struct sw_err *e)
+{
     char cfg[1100];
     struct stat st;
     *out = NULL;
@@ -146,6 +153,11 @@ int sw_sim_new_vllm(const json_t *plan, const char *model_dir, int64_t max_num_s
     /* the served name: --served-model-name, else the path as given */
     snprintf(s->alias, sizeof(s->alias), "%s", s->cfg.alias ? s->cfg.alias : model_dir);
     s->n_slots = max_num_seqs > 0 ? (int)max_num_seqs : 256;
+    if (boot) {
+        s->vboot = *boot;
+        snprintf(s->vboot_text, sizeof(s->vboot_text), "%s", boot->text ? boot->text : "");
+        s->vboot.text = s->vboot_text;
+    }
     if (plan) {
         const json_t *rep = json_object_get(plan, "report");
         s->window = json_integer_value(json_object_get(rep, "max_model_len"));

@@ -305,6 +305,24 @@ int sw__sim_boot_vllm(struct sw_sim *s, const json_t *plan, struct sw_err *e)
         s->fail_status = 1;
         return rc ? sw_err_set(e, SW_ENOMEM, "out of memory") : 0;
     }
+    if (s->vboot.fault == SW_SIM_VLLM_COMPILE) {
+        /* torch.compile specializes a dynamic dimension in profile_run -> _dummy_run, before
+         * the KV cache is sized: the fleet's declared error, as the worker raises it */
+        rc |= vline(M, true, "INFO", "gpu_worker.py:277",
+                    "Memory profiling takes place: determine_available_memory -> profile_run -> "
+                    "_dummy_run");
+        rc |= vline(M, true, "ERROR", "core.py:708", "EngineCore failed to start.");
+        rc |= sw_buf_printf(M, "%s\n",
+                            s->vboot.text[0] ? s->vboot.text
+                                             : "RuntimeError: Worker failed with "
+                                               "error 'Constraints violated'");
+        rc |= vline(M, false, "ERROR", "api_server.py:1900",
+                    "RuntimeError: Engine core initialization failed. See root cause above. "
+                    "Failed core proc(s): {}");
+        s->boot_fails = true;
+        s->fail_status = 1;
+        return rc ? sw_err_set(e, SW_ENOMEM, "out of memory") : 0;
+    }
     const json_t *lines = json_object_get(plan, "lines");
     for (size_t k = 0; k < json_array_size(lines); k++) {
         const char *l = json_string_value(json_array_get(lines, k));
@@ -328,6 +346,41 @@ int sw__sim_boot_vllm(struct sw_sim *s, const json_t *plan, struct sw_err *e)
                  (int64_t)json_integer_value(json_object_get(rep, "max_model_len")), need, avail,
                  (int64_t)json_integer_value(json_object_get(rep, "estimated_max_model_len")));
         rc |= vline(M, true, "ERROR", "core.py:708", "EngineCore failed to start.");
+        rc |= sw_buf_printf(M, "%s\n", msg);
+        rc |= vline(M, false, "ERROR", "api_server.py:1900",
+                    "RuntimeError: Engine core initialization failed. See root cause above. "
+                    "Failed core proc(s): {}");
+        s->boot_fails = true;
+        s->fail_status = 1;
+        return rc ? sw_err_set(e, SW_ENOMEM, "out of memory") : 0;
+    }
+    if (s->vboot.fault == SW_SIM_VLLM_KV_OOM || s->vboot.fault == SW_SIM_VLLM_CAPTURE_OOM) {
+        /* the headroom model's verdict: the allocation that does not fit, in torch's words */
+        bool kv = s->vboot.fault == SW_SIM_VLLM_KV_OOM;
+        char tried[64], fr[64];
+        double t = (double)s->vboot.tried_bytes;
+        if (t >= SW_GIB)
+            snprintf(tried, sizeof(tried), "%.2f GiB", t / SW_GIB);
+        else
+            snprintf(tried, sizeof(tried), "%.2f MiB", t / SW_MIB);
+        if (s->vboot.free_bytes >= SW_GIB)
+            snprintf(fr, sizeof(fr), "%.2f GiB", (double)s->vboot.free_bytes / SW_GIB);
+        else if (s->vboot.free_bytes)
+            snprintf(fr, sizeof(fr), "%.2f MiB", (double)s->vboot.free_bytes / SW_MIB);
+        else
+            snprintf(fr, sizeof(fr), "0 bytes");
+        if (kv)
+            rc |= vline(M, true, "INFO", "gpu_model_runner.py:3120",
+                        "initialize_kv_cache: allocating the KV cache tensors");
+        else
+            rc |= vline(M, true, "INFO", "gpu_model_runner.py:3436",
+                        "Capturing CUDA graphs (mixed prefill-decode, PIECEWISE): 0%|          | "
+                        "0/67 [00:00<?, ?it/s]");
+        rc |= vline(M, true, "ERROR", "core.py:708", "EngineCore failed to start.");
+        snprintf(msg, sizeof(msg),
+                 "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate %s. GPU 0 has a "
+                 "total capacity of %.2f GiB of which %s is free.",
+                 tried, (double)s->vboot.total_bytes / SW_GIB, fr);
         rc |= sw_buf_printf(M, "%s\n", msg);
         rc |= vline(M, false, "ERROR", "api_server.py:1900",
                     "RuntimeError: Engine core initialization failed. See root cause above. "

@@ -55,6 +55,8 @@ struct sw_sim {
     struct sw_buf boot_early, boot_mem, boot_tail;
     bool boot_fails;
     int fail_status;
+    struct sw_sim_vllm_boot vboot; /* how a vLLM boot ends (text copied to vboot_text) */
+    char vboot_text[1024];
     /* the loop */
     struct event_base *base;
     struct evhttp *http;
