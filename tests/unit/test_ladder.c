@@ -35,9 +35,9 @@ struct fx {
 
 /* The world the runner answers from. */
 struct world {
-    int64_t max_ok;       /* the largest value that survives */
-    int64_t compile_bad;  /* a value that never compiles (0: none) */
-    bool kv_refusal;      /* fail as vLLM's KV check does, naming its estimate */
+    int64_t max_ok;      /* the largest value that survives */
+    int64_t compile_bad; /* a value that never compiles (0: none) */
+    bool kv_refusal;     /* fail as vLLM's KV check does, naming its estimate */
     int boots;
     int64_t seen[64];
 };
