@@ -126,7 +126,16 @@ struct sw_ladder_opts {
     uint64_t capacity;       /* the law's capacity (bytes); 0: memory_max, else the devices' */
     int64_t boot_timeout_ms; /* one boot's bound; 0: 10 min */
     int64_t probe_ms;        /* the worst-case check's bound; 0: 5 min */
-    sw_ladder_run_fn run;    /* a custom runner (tests, callers); NULL: the built-in `runner` */
+    /* SIM: run `SIM_EXE sim ENDPOINT FLEET --set ...` (the slipway binary) instead of the sim
+     * library in a fork; sim_ledger is its --ledger, the boots its headroom model is fitted on
+     * (the simulated hardware). NULL: the library, no headroom model. */
+    const char *sim_exe;
+    const char *sim_ledger;
+    /* shape overrides (sw_gate_set "KEY=VALUE") applied to the endpoint before the run, and
+     * passed to an exec'd sim */
+    const char *const *sets;
+    int n_sets;
+    sw_ladder_run_fn run; /* a custom runner (tests, callers); NULL: the built-in `runner` */
     void *run_ctx;
     FILE *progress; /* a line per rung as it runs, or NULL */
 };
@@ -164,7 +173,8 @@ struct sw_ladder_result {
     int boots_total;    /* ... and by the resumed rungs before it */
     int n;
     struct sw_ladder_rung rungs[SW_LADDER_MAX_RUNGS];
-    /* the law */
+    /* the law: a linear need (law) or the calibrated headroom model's verdicts (headroom) */
+    bool headroom;             /* vLLM fork: calib's headroom verdict per grid value */
     bool law;                  /* a slope and a capacity are known */
     double law_b;              /* bytes per unit of the knob */
     double law_a_lo, law_a_hi; /* the constant's interval (bytes) */

@@ -18,6 +18,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const struct sw_opt opts[] = {
     {"knob", 0, "K", 0,
@@ -44,6 +45,14 @@ static const struct sw_opt opts[] = {
      "the grid's step (default: the fleet knob's step, else the engine's\n"
      "granularity: 4096 max_model_len, 256 ctx_size, 1 slot, 256 MiB)",
      NULL},
+    {"set", 0, "KEY=VALUE", SW_OPT_REPEAT,
+     "a variant of ENDPOINT's shape the ladder runs on (kv_cache_bytes=null,\n"
+     "gpu_memory_utilization=0.98 ...), as `check --set`",
+     NULL},
+    {"sim-ledger", 0, "PATH", 0,
+     "sim runner: the ledger the sim's headroom model is fitted on (the simulated\n"
+     "hardware; `slipway sim --ledger`)",
+     NULL},
     {"ledger", 0, "PATH", 0, "the ledger (default: $SLIPWAY_LEDGER, else FLEET.ledger.sqlite)",
      NULL},
     {"no-ledger", 0, NULL, 0, "record nothing and resume nothing", NULL},
@@ -63,7 +72,8 @@ const struct sw_cmd_spec sw_spec_ladder = {
     .name = "ladder",
     .summary = "the largest max_model_len/ctx/slots/KV that boots and survives, in few boots",
     .synopsis = "ENDPOINT [FLEET.yaml] [--knob K] [--max-boots N] [--dry-run] [--label NAME]\n"
-                "    [--runner auto|sim|local|rollout] [--memory-max BYTES]\n"
+                "    [--set KEY=VALUE ...] [--runner auto|sim|local|rollout] [--sim-ledger PATH]\n"
+                "    [--memory-max BYTES]\n"
                 "    [--min V] [--max V] [--step V] [--ledger PATH | --no-ledger]\n"
                 "    [--boot-timeout DUR] [--probe-timeout DUR] [--json]",
     .about = "Finds the largest value of one knob that boots AND survives the worst-case\n"
@@ -152,6 +162,22 @@ int sw_cmd_ladder(int argc, char **argv)
         rc = dur_opt(&a, "probe-timeout", &o.probe_ms);
     if (rc)
         return rc;
+    int n_sets = sw_args_count(&a, "set");
+    if (n_sets > 64)
+        return sw_args_usage(&a, "at most 64 --set");
+    const char *sets[64];
+    for (int i = 0; i < n_sets; i++)
+        sets[i] = sw_args_nth(&a, "set", i);
+    o.sets = sets;
+    o.n_sets = n_sets;
+    o.sim_ledger = sw_args_str(&a, "sim-ledger");
+    /* the sim runner runs this very binary's `sim` verb */
+    char exe[4096];
+    ssize_t xl = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    if (xl > 0) {
+        exe[xl] = 0;
+        o.sim_exe = exe;
+    }
     o.max_boots = (int)mb;
     o.dry_run = sw_args_flag(&a, "dry-run");
     o.label = sw_args_str(&a, "label");

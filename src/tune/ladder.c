@@ -6,6 +6,7 @@
  *
  * The runners (how one rung boots) are in ladder_run.c; this file never boots anything itself.
  */
+#include <slipway/calib.h>
 #include <slipway/fleet.h>
 #include <slipway/gate.h>
 #include <slipway/ladder.h>
@@ -195,9 +196,85 @@ static int64_t grid_index(const struct lad *L, int64_t v)
     return (v - L->r->min) / L->r->step;
 }
 
+/*
+ * The vLLM fork's prediction: calib's headroom model fitted on the ledger's boots (every rung's
+ * boot included, so this is also the recalibration) gives each grid value a verdict: fits,
+ * capture (or KV, or runtime) fails, or a risk band between. The predicted answer lies from the
+ * largest value that fits to the first that fails; its point is where the band's middle (the
+ * free memory at capture against the need's middle) still fits.
+ */
+static void predict_headroom(struct lad *L)
+{
+    struct sw_ladder_result *r = L->r;
+    struct sw_calib_fit *fit = NULL;
+    struct sw_calib_opts co;
+    struct sw_err e;
+    memset(&co, 0, sizeof(co));
+    co.ep = L->ep;
+    r->pred_lo = r->pred_hi = r->pred_point = -1;
+    r->headroom = false;
+    if (!L->o->ledger || sw_calib_fit(L->o->ledger, L->ep->name, &co, &fit, &e) ||
+        !fit->headroom.have || !fit->headroom.consistent) {
+        snprintf(r->law_source, sizeof(r->law_source), "no headroom model fitted%s%.200s",
+                 fit ? ": " : "", fit ? fit->headroom.why : "");
+        sw_calib_fit_free(fit);
+        return;
+    }
+    struct sw_fleet_u64 saved = *knob_field(L->ep, L->o->knob);
+    int64_t last_fit = -1, first_fail = -1, point = -1;
+    int n_known = 0;
+    for (int64_t i = 0; i < L->n_grid; i++) {
+        int64_t v = grid_val(L, i);
+        json_t *raw = NULL, *canon = NULL;
+        struct sw_headroom_shape hs;
+        struct sw_calib_hr_pred pr;
+        const char *kv = "auto";
+        if (sw__ladder_set(L->ep, L->o->knob, v, &e))
+            break;
+        raw = sw_plan_shape(L->ep);
+        bool ok = raw && !sw_ledger_shape_canon(raw, &canon, NULL, NULL, &e) &&
+                  !sw_calib_headroom_shape(canon, &hs, &kv) &&
+                  !sw_calib_headroom_predict(fit, &hs, kv, &pr, &e);
+        json_decref(canon);
+        json_decref(raw);
+        if (!ok || pr.verdict == SW_CALIB_HR_UNKNOWN)
+            continue;
+        n_known++;
+        enum sw_calib_hr_verdict vd = pr.verdict;
+        bool fails = vd == SW_CALIB_HR_KV_FAILS || vd == SW_CALIB_HR_CAPTURE_FAILS ||
+                     vd == SW_CALIB_HR_RUNTIME_FAILS;
+        if (vd == SW_CALIB_HR_FITS)
+            last_fit = i;
+        if (fails && first_fail < 0)
+            first_fail = i;
+        double need = pr.need_hi_set ? (pr.need_lo + pr.need_hi) / 2 : pr.need_lo;
+        if (!fails && first_fail < 0 &&
+            (vd == SW_CALIB_HR_FITS || (pr.free_lo + pr.free_hi) / 2 >= need))
+            point = i;
+    }
+    *knob_field(L->ep, L->o->knob) = saved;
+    r->headroom = n_known > 0;
+    if (r->headroom) {
+        r->pred_lo = last_fit >= 0 ? grid_val(L, last_fit) : r->min;
+        r->pred_hi = first_fail >= 0 ? grid_val(L, first_fail) : -1;
+        r->pred_point = point >= 0 ? grid_val(L, point) : r->pred_lo;
+        snprintf(r->law_source, sizeof(r->law_source),
+                 "calib's headroom model on %d boot(s) of %s: %d of %lld grid values judged",
+                 fit->n_boots, L->ep->name, n_known, (long long)L->n_grid);
+    } else {
+        snprintf(r->law_source, sizeof(r->law_source),
+                 "the headroom model (%d boots) knows no shape like these yet", fit->n_boots);
+    }
+    sw_calib_fit_free(fit);
+}
+
 static void predict(struct lad *L)
 {
     struct sw_ladder_result *r = L->r;
+    if (L->ep->engine == SW_FLEET_VLLM && L->ep->profile && L->o->knob == SW_LADDER_MAX_MODEL_LEN) {
+        predict_headroom(L);
+        return;
+    }
     if (!r->law || r->law_b <= 0) {
         r->pred_lo = r->pred_hi = r->pred_point = -1;
         return;
@@ -287,11 +364,12 @@ static int64_t choose(struct lad *L, bool first)
         return -1;
     int64_t plo = -1, phi = L->n_grid;
     const struct sw_ladder_result *r = L->r;
-    if (r->law && r->pred_lo >= 0)
+    bool pred = r->law || r->headroom;
+    if (pred && r->pred_lo >= 0)
         plo = grid_index(L, r->pred_lo);
-    if (r->law && r->pred_hi >= 0)
+    if (pred && r->pred_hi >= 0)
         phi = grid_index(L, r->pred_hi);
-    if (first && r->law && r->pred_point >= 0) {
+    if (first && pred && r->pred_point >= 0) {
         int64_t p = grid_index(L, r->pred_point);
         if (p > L->good && p < L->bad && !L->skip[p])
             return p;
@@ -637,6 +715,11 @@ int sw_ladder_run(const struct sw_fleet *f, struct sw_fleet_endpoint *ep,
     if (!engine_ok)
         return sw_err_set(e, SW_EINVAL, "%s: %s is not a knob of %s", ep->name, knob_names[o->knob],
                           sw_fleet_engine_name(ep->engine));
+    for (int i = 0; i < o->n_sets; i++) {
+        int src = sw_gate_set(ep, o->sets[i], e);
+        if (src)
+            return src;
+    }
     struct sw_fleet_u64 saved = *knob_field(ep, o->knob);
     int rc = setup_grid(&L, e);
     if (rc)
@@ -800,6 +883,7 @@ json_t *sw_ladder_result_json(const struct sw_ladder_result *r)
         sw_json_set_new(o, "law", json_null());
     }
     sw_json_set_str(o, "law_source", r->law_source);
+    sw_json_set_bool(o, "headroom", r->headroom);
     sw_json_set_new(pred, "lo", r->pred_lo >= 0 ? json_integer(r->pred_lo) : json_null());
     sw_json_set_new(pred, "hi", r->pred_hi >= 0 ? json_integer(r->pred_hi) : json_null());
     sw_json_set_new(pred, "point", r->pred_point >= 0 ? json_integer(r->pred_point) : json_null());
@@ -843,7 +927,7 @@ void sw_ladder_result_print(FILE *out, const struct sw_ladder_result *r)
 {
     fprintf(out, "ladder %s of %s (%s, runner %s): %" PRId64 "..%" PRId64 " step %" PRId64 "\n",
             r->knob, r->endpoint, r->engine, r->runner, r->min, r->max, r->step);
-    if (r->law)
+    if (r->law || r->headroom)
         fprintf(out, "law: %s\n", r->law_source);
     else
         fprintf(out, "law: none (%s)\n", r->law_source[0] ? r->law_source : "not available");

@@ -27,6 +27,7 @@
 
 #include "ladder_internal.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -34,6 +35,8 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -245,8 +248,6 @@ int sw_ladder_run_sim(void *ctx, const struct sw_fleet *f, struct sw_fleet_endpo
     json_t *bl = NULL;
     struct sw_plan pl;
     memset(&pl, 0, sizeof(pl));
-    (void)knob;
-    (void)value;
     if (ep->engine != SW_FLEET_LLAMACPP && ep->engine != SW_FLEET_VLLM)
         return sw_err_set(e, SW_EUNSUPPORTED, "%s: the sim has no %s engine (llama.cpp, vllm)",
                           ep->name, sw_fleet_engine_name(ep->engine));
@@ -263,6 +264,43 @@ int sw_ladder_run_sim(void *ctx, const struct sw_fleet *f, struct sw_fleet_endpo
     if (sw_plan_endpoint(f, ep, NULL, &pl, &pe)) {
         /* the child plans again and fails the engine's way; keep what was computed */
     }
+    /* the exec'd sim's command line: built before the fork (no allocation in the child) */
+    char *argv[8 + 2 * 64 + 16] = {0};
+    char setv[96];
+    if (o && o->sim_exe) {
+        int k = 0;
+        if (!f || !f->path) {
+            rc = sw_err_set(e, SW_EINVAL, "%s: an exec'd sim needs the fleet's path", ep->name);
+            goto out;
+        }
+        snprintf(setv, sizeof(setv), "%s=%" PRId64,
+                 knob == SW_LADDER_SLOTS ? "seqs" : sw_ladder_knob_name(knob), value);
+        argv[k++] = (char *)o->sim_exe;
+        argv[k++] = "sim";
+        argv[k++] = (char *)ep->name;
+        argv[k++] = (char *)f->path;
+        argv[k++] = "--listen";
+        argv[k++] = "127.0.0.1:0";
+        argv[k++] = "--load-time";
+        argv[k++] = "0";
+        static const char *const zero[] = {"--prefill-us", "--decode-base-us", "--decode-seq-us",
+                                           "--decode-kv-us"};
+        for (size_t z = 0; z < 4; z++) {
+            argv[k++] = (char *)zero[z];
+            argv[k++] = "0";
+        }
+        if (o->sim_ledger) {
+            argv[k++] = "--ledger";
+            argv[k++] = (char *)o->sim_ledger;
+        }
+        for (int i = 0; i < o->n_sets && i < 64; i++) {
+            argv[k++] = "--set";
+            argv[k++] = (char *)o->sets[i];
+        }
+        argv[k++] = "--set";
+        argv[k++] = setv;
+        argv[k] = NULL;
+    }
     int64_t started = sw_wall_unix();
     uint64_t t0 = sw_now_ns();
     fflush(NULL);
@@ -274,6 +312,13 @@ int sw_ladder_run_sim(void *ctx, const struct sw_fleet *f, struct sw_fleet_endpo
     if (pid == 0) {
         close(pfd[0]);
         signal(SIGTERM, SIG_DFL);
+        if (argv[0]) {
+            /* the slipway binary's own sim verb: its headroom model fitted on sim_ledger */
+            if (dup2(pfd[1], 1) < 0 || dup2(logfd, 2) < 0)
+                _exit(127);
+            execv(argv[0], argv);
+            _exit(127);
+        }
         _exit(sim_child(f, ep, pfd[1], logfd));
     }
     close(pfd[1]);
@@ -324,6 +369,50 @@ int sw_ladder_run_sim(void *ctx, const struct sw_fleet *f, struct sw_fleet_endpo
         rc =
             record_boot(o ? o->ledger : NULL, ep, &pl, bl, json_is_object(failure) ? failure : NULL,
                         text, started, ms, "slipway ladder (sim)", &out->boot_id, e);
+        out->evidence = json_object();
+        if (out->evidence && json_is_object(failure))
+            json_object_set(out->evidence, "failure", failure);
+        goto out;
+    }
+    /* vLLM's API server listens only once its engine is up: wait for a connection (or the
+     * child's exit, which is the boot failing) before the worst case */
+    bool up = false;
+    while (!up && sw_now_ns() < end) {
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        struct sockaddr_in sa;
+        memset(&sa, 0, sizeof(sa));
+        sa.sin_family = AF_INET;
+        sa.sin_port = htons((uint16_t)port);
+        sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        up = fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
+        if (fd >= 0)
+            close(fd);
+        if (!up) {
+            if (waitpid(pid, &status, WNOHANG) == pid) {
+                port = -1;
+                break;
+            }
+            struct timespec ts = {0, 50 * 1000 * 1000};
+            nanosleep(&ts, NULL);
+        }
+    }
+    if (port < 0) {
+        /* it died before it listened: the boot failed after announcing its port */
+        double fms = (double)(sw_now_ns() - t0) / 1e6;
+        int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+        bl = read_bootlog(sw_fleet_engine_name(ep->engine), lp, true, code, &text);
+        json_t *failure = json_object_get(bl, "failure");
+        if (json_is_object(failure)) {
+            take_failure(out, failure);
+        } else {
+            out->cls = SW_LADDER_OTHER;
+            snprintf(out->detail, sizeof(out->detail),
+                     "the sim exited %d before it listened and its log names no failure", code);
+        }
+        out->engine_max = engine_max_of(text);
+        rc =
+            record_boot(o ? o->ledger : NULL, ep, &pl, bl, json_is_object(failure) ? failure : NULL,
+                        text, started, fms, "slipway ladder (sim)", &out->boot_id, e);
         out->evidence = json_object();
         if (out->evidence && json_is_object(failure))
             json_object_set(out->evidence, "failure", failure);

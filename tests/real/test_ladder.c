@@ -44,10 +44,10 @@ static void test_llama_memory_limit(void **state)
     snprintf(led, sizeof(led), "%s", swt_join(dir, "ladder.sqlite"));
     snprintf(port, sizeof(port), "%d", swt_free_port());
     struct swt_run r;
-    swt_slipway(&r, "gguf", "synth", "--arch", "gemma3", "--layers", "2", "--embd", "64",
-                "--heads", "32", "--kv-heads", "32", "--head-dim", "512", "--ff", "128",
-                "--swa-pattern", "2", "--vocab", swl_model_file("ggml-vocab-llama-spm.gguf"),
-                "--out", model, "--ctx", "8192", NULL);
+    swt_slipway(&r, "gguf", "synth", "--arch", "gemma3", "--layers", "2", "--embd", "64", "--heads",
+                "32", "--kv-heads", "32", "--head-dim", "512", "--ff", "128", "--swa-pattern", "2",
+                "--vocab", swl_model_file("ggml-vocab-llama-spm.gguf"), "--out", model, "--ctx",
+                "8192", NULL);
     if (r.status)
         fail_msg("gguf synth: %s", r.err);
     swt_run_free(&r);
@@ -121,8 +121,8 @@ static void test_llama_memory_limit(void **state)
     char above[32];
     snprintf(above, sizeof(above), "%lld", (long long)(answer + 256));
     swt_slipway(&r, "ladder", "wide", fleet, "--runner", "local", "--memory-max", "240MiB",
-                "--probe-timeout", "180s", "--no-ledger", "--min", above, "--max", above,
-                "--json", NULL);
+                "--probe-timeout", "180s", "--no-ledger", "--min", above, "--max", above, "--json",
+                NULL);
     j = run_json(&r);
     assert_int_equal(r.status, 1);
     assert_true(json_is_null(json_object_get(j, "answer")));
@@ -131,8 +131,7 @@ static void test_llama_memory_limit(void **state)
     const char *cls = json_string_value(json_object_get(g, "class"));
     assert_true(json_is_true(json_object_get(g, "booted")));
     if (strcmp(cls, "boot_oom") && strcmp(cls, "runtime_oom"))
-        fail_msg("%s above the answer: %s", above,
-                 json_string_value(json_object_get(g, "detail")));
+        fail_msg("%s above the answer: %s", above, json_string_value(json_object_get(g, "detail")));
     json_decref(j);
     swt_run_free(&r);
 
@@ -143,8 +142,8 @@ static void test_llama_memory_limit(void **state)
     assert_int_equal(r.status, 0);
     assert_int_equal(json_integer_value(json_object_get(j, "boots")), 0);
     assert_int_equal(json_integer_value(json_object_get(j, "answer")), answer);
-    assert_true(json_is_true(json_object_get(
-        json_array_get(json_object_get(j, "rungs"), 0), "resumed")));
+    assert_true(
+        json_is_true(json_object_get(json_array_get(json_object_get(j, "rungs"), 0), "resumed")));
     json_decref(j);
     swt_run_free(&r);
     swt_tmpdir_free(dir);
