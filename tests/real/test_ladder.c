@@ -149,9 +149,129 @@ static void test_llama_memory_limit(void **state)
     swt_tmpdir_free(dir);
 }
 
+/* text with [from, to) cut out (malloc'd): `to` stays */
+static char *cut(const char *text, const char *from, const char *to)
+{
+    const char *a = strstr(text, from);
+    const char *b = a ? strstr(a, to) : NULL;
+    if (!a || !b)
+        fail_msg("'%s' .. '%s' is not in the fleet", from, to);
+    size_t n = strlen(text) + 1;
+    char *o = malloc(n);
+    snprintf(o, n, "%.*s%s", (int)(a - text), text, b);
+    return o;
+}
+
+static char *replace1(const char *text, const char *from, const char *to)
+{
+    const char *at = strstr(text, from);
+    if (!at)
+        fail_msg("'%s' is not in the fleet", from);
+    size_t n = strlen(text) + strlen(to) + 1;
+    char *o = malloc(n);
+    snprintf(o, n, "%.*s%s%s", (int)(at - text), text, to, at + strlen(from));
+    return o;
+}
+
+/*
+ * The simulated frank-primary night ladder. The simulated hardware is the sim's headroom model
+ * fitted on every seed boot (`--sim-ledger`: it fails 262,144 and 245,760 at graph capture and
+ * boots 237,568 and 241,664, as the operator's boots did). What the ladder knows is the seed
+ * WITHOUT the night ladder's four rungs (its own ledger, and the fleet file with those three
+ * recorded boots cut out): it must find 241,664 on the fleet's 4,096 grid, and the test counts
+ * the boots it spent.
+ */
+static void test_sim_frank_primary(void **state)
+{
+    (void)state;
+    char *dir = swt_tmpdir();
+    char path[4200], cmd[9000], world[4200], led[4200], fleet[4200];
+    struct swt_run r;
+    struct sw_err e;
+    snprintf(world, sizeof(world), "%s", swt_join(dir, "world.sqlite"));
+    snprintf(led, sizeof(led), "%s", swt_join(dir, "ladder.sqlite"));
+    swt_slipway(&r, "ledger", "import", swt_src("tests/data/ledger/seed-boots.json"), "--ledger",
+                world, NULL);
+    assert_int_equal(r.status, 0);
+    swt_run_free(&r);
+    /* the ladder's knowledge: the seed without the night ladder's boots and rungs */
+    json_t *seed = sw_json_load_file(swt_src("tests/data/ledger/seed-boots.json"), 1 << 24, &e);
+    if (!seed)
+        fail_msg("%s", e.msg);
+    static const char *const night[] = {"ladder-262144", "ladder-245760", "ladder-237568",
+                                        "bf16-3x241664"};
+    json_t *all = json_object_get(seed, "boots");
+    for (size_t i = json_array_size(all); i-- > 0;) {
+        const char *ref = json_string_value(json_object_get(json_array_get(all, i), "ref"));
+        bool drop = false;
+        for (size_t k = 0; ref && k < 4; k++)
+            drop |= !strcmp(ref, night[k]);
+        if (drop)
+            json_array_remove(all, i);
+    }
+    json_object_set_new(seed, "ladder_rungs", json_array());
+    snprintf(path, sizeof(path), "%s", swt_join(dir, "prior.json"));
+    assert_int_equal(json_dump_file(seed, path, 0), 0);
+    json_decref(seed);
+    swt_slipway(&r, "ledger", "import", path, "--ledger", led, NULL);
+    if (r.status)
+        fail_msg("import: %s", r.err);
+    swt_run_free(&r);
+    /* the payload: the inferred config, as tests/real/test_sim_headroom.c does */
+    snprintf(path, sizeof(path), "%s/models/primary", dir);
+    snprintf(cmd, sizeof(cmd), "mkdir -p '%s' && cp '%s' '%s/config.json' && cp '%s' '%s' '%s'",
+             path, swt_src("tests/data/vllm/models/frank-primary-inferred/config.json"), path,
+             swt_src("examples/frank-primary.env"), swt_src("examples/frank-small.env"), dir);
+    assert_int_equal(system(cmd), 0);
+    char *op = NULL;
+    size_t n = 0;
+    if (sw_read_file(swt_src("examples/operator.yaml"), 1 << 20, &op, &n, &e))
+        fail_msg("%s", e.msg);
+    char to[4400];
+    snprintf(to, sizeof(to), "      path: %s\n", path);
+    char *a = replace1(op, "      path: /home/dank/models/Qwen3.8-Flash-Next-Uncensored-FP8\n", to);
+    snprintf(to, sizeof(to), "        - {host: %s/models, container: /models, readonly: true}",
+             dir);
+    char *b =
+        replace1(a, "        - {host: /home/dank/models, container: /models, readonly: true}", to);
+    char *c = cut(b,
+                  "      - shape: {kv_cache_dtype: auto, seqs: 3, max_model_len: 245760, "
+                  "gpu_memory_utilization: 0.98}",
+                  "      - shape: {kv_cache_dtype: fp8, seqs: 6, max_model_len: 241664}");
+    snprintf(fleet, sizeof(fleet), "%s", swt_join(dir, "operator.yaml"));
+    swt_write_str(fleet, c);
+    sw_free(op);
+    free(a);
+    free(b);
+    free(c);
+
+    swt_slipway(&r, "ladder", "frank-primary", fleet, "--runner", "sim", "--sim-ledger", world,
+                "--ledger", led, "--set", "kv_cache_bytes=null", "--set", "kv_cache_dtype=auto",
+                "--set", "seqs=3", "--set", "gpu_memory_utilization=0.98", "--probe-timeout",
+                "120s", "--json", NULL);
+    fprintf(stderr, "%s", r.err);
+    json_t *j = run_json(&r);
+    if (r.status)
+        fail_msg("ladder exited %d: %.3000s", r.status, r.out);
+    int64_t boots = json_integer_value(json_object_get(j, "boots"));
+    fprintf(stderr, "simulated frank-primary: max_model_len %lld in %lld boots (%s)\n",
+            (long long)json_integer_value(json_object_get(j, "answer")), (long long)boots,
+            json_string_value(json_object_get(j, "law_source")));
+    assert_int_equal(json_integer_value(json_object_get(j, "answer")), 241664);
+    assert_int_equal(json_integer_value(json_object_get(j, "bad")), 245760);
+    assert_true(json_is_true(json_object_get(j, "converged")));
+    /* the 16k ladder needed 4 boots + a bonus rung; a bisection of the 33-value grid at most 6.
+     * The issue's target is 3 (docs/ladder.md says why it is not reached yet) */
+    assert_true(boots >= 1 && boots <= 6);
+    json_decref(j);
+    swt_run_free(&r);
+    swt_tmpdir_free(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_sim_frank_primary),
         cmocka_unit_test(test_llama_memory_limit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
