@@ -25,7 +25,7 @@ LAYERS=(
   "gate deploy"                # checks before a boot; the local supervisor and sw_deploy_endpoint
   "probe bench sim"            # the live battery; the benchmark client; the engine stand-in
   "rollout report"             # deploy on a host with rollback | the fleet as people and tools read it
-  "tune"                       # ladder and tune: searches that boot, measure and journal
+  "tune"                       # ladder and tune: searches that boot (rollout, up, sim), measure, journal
   "cli"                        # slipway <verb>
 )
 
@@ -39,6 +39,7 @@ header_module() {
     engine_*) echo engine ;;
     unit_lint | unit_k8s) echo unit ;;
     service) echo deploy ;;
+    ladder) echo tune ;;
     *) echo "$1" ;;
   esac
 }

@@ -77,6 +77,8 @@ struct sw_spawn_opts {
     const char *log_path;       /* stdout+stderr (created 0600, truncated); NULL = /dev/null */
     const char *cwd;            /* NULL: inherit */
     uint64_t rlimit_as;         /* RLIMIT_AS in bytes; 0 = none */
+    const char *cgroup_procs;   /* a cgroup's cgroup.procs: the child joins it before exec
+                                 * (a memory limit on the engine alone); NULL = none */
     bool die_with_parent;       /* PR_SET_PDEATHSIG(SIGKILL): only while slipway supervises */
     bool watchdog;              /* kill the group if slipway dies before sw_child_release */
     unsigned watchdog_grace_ms; /* SIGTERM -> SIGKILL delay of the watchdog (0: 3000) */
@@ -221,6 +223,7 @@ struct sw_up_opts {
     unsigned boot_timeout_s;     /* 0: 900 */
     unsigned grace_ms;           /* 0: 10000 */
     uint64_t rlimit_as;          /* 0: none */
+    const char *cgroup_procs;    /* sw_spawn_opts.cgroup_procs; NULL: none */
     volatile sig_atomic_t *stop; /* set by a signal handler: stop the child, SW_EINTR */
     void (*on_progress)(void *ctx, const struct sw_up_progress *p);
     void *ctx;

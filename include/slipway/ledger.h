@@ -27,7 +27,7 @@ extern "C" {
 #endif
 
 /* The schema this code writes; sw_ledger_open migrates older files up to it. */
-#define SW_LEDGER_SCHEMA_VERSION 5
+#define SW_LEDGER_SCHEMA_VERSION 6
 /* The version of the shape canonicalization rules (stored beside every shape hash). */
 #define SW_LEDGER_CANON_VERSION 1
 /* Ceilings: a log excerpt is cut to this many bytes (head + tail kept); JSON documents larger
@@ -216,9 +216,20 @@ struct sw_ledger_rung {
     const char *note;
     const char *source_line;
     const char *ext_id;
+    /* schema 4: what the ladder moved and why (all optional) */
+    const char *knob; /* "max_model_len", "ctx_size", "slots", "kv_cache_bytes" */
+    bool has_value;
+    int64_t value;          /* the knob's value on this rung */
+    const char *klass;      /* "pass", "capture_oom", "kv_refused", "runtime_oom", ... */
+    const json_t *evidence; /* object: prediction, bounds, the engine's figures */
 };
 int sw_ledger_record_rung(struct sw_ledger *l, const struct sw_ledger_rung *r, int64_t *id,
                           struct sw_err *e);
+/* The rungs of one ladder run of an endpoint, in rung order: [{id, endpoint, ladder, rung,
+ * shape_hash, shape, boot, outcome, note, source_line, ext_id, recorded_at, knob, value, class,
+ * evidence}] (an empty array when there are none). New reference. */
+int sw_ledger_rungs(struct sw_ledger *l, const char *endpoint, const char *ladder, json_t **out,
+                    struct sw_err *e);
 
 /* A known-bad rule: an expression (validated), why, the failure that taught it (object or
  * NULL), the boot that showed it (0 = none). endpoint NULL = any endpoint. */

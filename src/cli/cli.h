@@ -43,6 +43,7 @@ struct sw_cmd {
     X(history, "an endpoint's tags: shapes, measured figures, last-good, retired, restorable")     \
     X(hosts, "reach the fleet's hosts: systemd, podman, engine binaries or images, payloads")      \
     X(install, "install an endpoint's rendered service on its host; --start and prove it serves")  \
+    X(ladder, "the largest max_model_len/ctx/slots/KV that boots and survives, in few boots")      \
     X(ledger, "the record of boots, usage readings, batteries, benches and rules")                 \
     X(lint, "lint a systemd unit: stop timeout, start limits, Restart, paths, digest, secrets")    \
     X(plan, "predict an engine's boot (memory lines, budget per device) from its command line")    \
@@ -83,6 +84,7 @@ int sw__cmd_bench_compare(int argc, char **argv);
     X(history)                                                                                     \
     X(hosts)                                                                                       \
     X(install)                                                                                     \
+    X(ladder)                                                                                      \
     X(ledger)                                                                                      \
     X(lint)                                                                                        \
     X(plan)                                                                                        \

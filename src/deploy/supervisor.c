@@ -308,7 +308,7 @@ void sw_child_release(struct sw_child *c)
  */
 int sw_child_spawn(const struct sw_spawn_opts *o, struct sw_child *c, struct sw_err *e)
 {
-    int rc = 0, logfd = -1, nullfd = -1, sp[2] = {-1, -1};
+    int rc = 0, logfd = -1, nullfd = -1, cgfd = -1, sp[2] = {-1, -1};
     char **envp = NULL;
     memset(c, 0, sizeof(*c));
     c->wd_fd = -1;
@@ -325,6 +325,13 @@ int sw_child_spawn(const struct sw_spawn_opts *o, struct sw_child *c, struct sw_
     if (logfd < 0) {
         rc = sw_err_set(e, SW_EIO, "%s: %s", o->log_path, strerror(errno));
         goto out;
+    }
+    if (o->cgroup_procs) {
+        cgfd = open(o->cgroup_procs, O_WRONLY | O_CLOEXEC);
+        if (cgfd < 0) {
+            rc = sw_err_set(e, SW_EIO, "%s: %s", o->cgroup_procs, strerror(errno));
+            goto out;
+        }
     }
     nullfd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     if (nullfd < 0 || pipe2(sp, O_CLOEXEC) != 0) {
@@ -363,6 +370,9 @@ int sw_child_spawn(const struct sw_spawn_opts *o, struct sw_child *c, struct sw_
                 _exit(127); /* slipway died before prctl took effect */
         }
         if (o->rlimit_as && setrlimit(RLIMIT_AS, &rl) != 0)
+            goto fail;
+        /* "0" moves the writing process (cgroup v1 and v2 alike) */
+        if (cgfd >= 0 && write(cgfd, "0", 1) != 1)
             goto fail;
         if (dup2(nullfd, 0) < 0 || dup2(logfd, 1) < 0 || dup2(logfd, 2) < 0)
             goto fail;
@@ -418,6 +428,8 @@ out:
         close(logfd);
     if (nullfd >= 0)
         close(nullfd);
+    if (cgfd >= 0)
+        close(cgfd);
     if (sp[0] >= 0)
         close(sp[0]);
     if (sp[1] >= 0)

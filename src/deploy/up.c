@@ -385,6 +385,7 @@ static int boot(const struct sw_up_opts *o, struct sw_up_result *r, struct sw_er
     so.n_env_add = o->cmd->envc;
     so.log_path = o->log_path;
     so.rlimit_as = o->rlimit_as;
+    so.cgroup_procs = o->cgroup_procs;
     so.die_with_parent = !o->detach;
     so.watchdog = true;
     rc = sw_child_spawn(&so, &r->child, e);

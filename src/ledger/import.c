@@ -536,8 +536,9 @@ static int one_bench(struct imp *m, const json_t *o)
 static int one_rung(struct imp *m, const json_t *o)
 {
     static const char *const keys[] = {
-        "id",   "ref",     "endpoint", "ladder",      "rung",   "shape",       "shape_hash",
-        "boot", "outcome", "note",     "source_line", "ext_id", "recorded_at", NULL};
+        "id",          "ref",  "endpoint", "ladder", "rung",        "shape",
+        "shape_hash",  "boot", "outcome",  "note",   "source_line", "ext_id",
+        "recorded_at", "knob", "value",    "class",  "evidence",    NULL};
     struct sw_ledger_rung r = {0};
     const char *shape_hash;
     char ref[160], extbuf[512];
@@ -570,6 +571,16 @@ static int one_rung(struct imp *m, const json_t *o)
         rc = get_str(m, o, "note", &r.note);
     if (!rc)
         rc = get_str(m, o, "source_line", &r.source_line);
+    if (!rc)
+        rc = get_str(m, o, "knob", &r.knob);
+    if (!rc)
+        rc = get_str(m, o, "class", &r.klass);
+    if (!rc && json_is_integer(json_object_get(o, "value"))) {
+        r.has_value = true;
+        rc = get_i64(m, o, "value", &r.value);
+    }
+    if (!rc && json_is_object(json_object_get(o, "evidence")))
+        rc = get_obj(m, o, "evidence", &r.evidence);
     if (rc)
         return rc;
     if (!r.endpoint)

@@ -750,11 +750,52 @@ static int rung_row(struct sw_ledger *l, sqlite3_stmt *st, bool x, json_t **out,
     put(o, "source_line", col_str(st, 9), &rc);
     put(o, "ext_id", col_str(st, 10), &rc);
     put(o, "recorded_at", col_time(st, 11), &rc);
+    json_t *ev = NULL;
+    if (!rc)
+        rc = col_json(l, st, 16, &ev, e);
+    put(o, "knob", col_str(st, 13), &rc);
+    put(o, "value", col_int(st, 14), &rc);
+    put(o, "class", col_str(st, 15), &rc);
+    put(o, "evidence", ev, &rc);
     if (rc) {
         json_decref(o);
         return rc == SW_ENOMEM ? oom(e) : rc;
     }
     *out = o;
+    return 0;
+}
+
+int sw_ledger_rungs(struct sw_ledger *l, const char *endpoint, const char *ladder, json_t **out,
+                    struct sw_err *e)
+{
+    *out = NULL;
+    if (!endpoint || !ladder)
+        return sw_err_set(e, SW_EINVAL, "rungs: endpoint and ladder are required");
+    json_t *all = NULL;
+    json_t *mine = json_array();
+    if (!mine)
+        return oom(e);
+    int rc = read_begin(l, e);
+    if (rc) {
+        json_decref(mine);
+        return rc;
+    }
+    rc = list(l, LST_RUNG_LIST, endpoint, rung_row, false, &all, e);
+    read_end(l);
+    size_t i;
+    json_t *r;
+    json_array_foreach(all, i, r)
+    {
+        const char *lab = json_string_value(json_object_get(r, "ladder"));
+        if (!rc && lab && !strcmp(lab, ladder) && json_array_append(mine, r))
+            rc = oom(e);
+    }
+    json_decref(all);
+    if (rc) {
+        json_decref(mine);
+        return rc;
+    }
+    *out = mine;
     return 0;
 }
 

@@ -704,10 +704,23 @@ int sw__ledger_rung_tx(struct sw_ledger *l, const struct sw_ledger_rung *r, int6
     if (r->boot_id && boot_shape != shape_id)
         return sw_err_set(e, SW_EINVAL, "rung: boot %lld ran a different shape",
                           (long long)r->boot_id);
+    if (r->evidence && !json_is_object(r->evidence))
+        return sw_err_set(e, SW_EINVAL, "rung: evidence must be an object");
+    if (r->knob)
+        rc = sw__check_label("rung: knob", r->knob, LABEL_MAX, false, e);
+    if (!rc && r->klass)
+        rc = sw__check_label("rung: class", r->klass, LABEL_MAX, false, e);
+    char *evidence = NULL;
+    if (!rc)
+        rc = sw__ledger_json_text("rung: evidence", r->evidence, false, SW_LEDGER_JSON_MAX,
+                                  &evidence, e);
     sqlite3_stmt *st;
-    rc = sw__ledger_stmt(l, LST_RUNG_INS, &st, e);
-    if (rc)
+    if (!rc)
+        rc = sw__ledger_stmt(l, LST_RUNG_INS, &st, e);
+    if (rc) {
+        sw_free(evidence);
         return rc;
+    }
     sqlite3_bind_int64(st, 1, endpoint_id);
     sw__bind_text(st, 2, r->ladder);
     sqlite3_bind_int64(st, 3, r->rung);
@@ -718,7 +731,12 @@ int sw__ledger_rung_tx(struct sw_ledger *l, const struct sw_ledger_rung *r, int6
     sw__bind_text(st, 8, r->source_line);
     sw__bind_text(st, 9, r->ext_id);
     sqlite3_bind_int64(st, 10, sw_wall_unix());
+    sw__bind_text(st, 11, r->knob);
+    sw__bind_i64(st, 12, r->value, !r->has_value);
+    sw__bind_text(st, 13, r->klass);
+    sw__bind_text(st, 14, evidence);
     rc = insert(l, st, "ladder rung", r->ext_id, id, e);
+    sw_free(evidence);
     if (rc == SW_EEXIST)
         sw_err_set(e, rc, "rung %lld of ladder '%s' for '%s' (or ext_id %s) is already recorded",
                    (long long)r->rung, r->ladder, r->endpoint, r->ext_id ? r->ext_id : "-");

@@ -311,6 +311,19 @@ static const struct migration migrations[] = {
      "  UNIQUE(run_id, seq)\n"
      ");\n"
      "PRAGMA user_version = 5;\n"},
+
+    /* Version 6: what a `slipway ladder` rung needs to be resumed and read back without parsing
+     * its shape: the knob it moved, the value it tried, the failure class that moved the ladder
+     * (capture_oom, kv_refused, runtime_oom, compile, ...) and the evidence (the prediction
+     * before the rung, the bounds after it, the engine's figures). */
+    {6, "ladder rungs: knob, value, class, evidence",
+     "ALTER TABLE ladder_rungs ADD COLUMN knob TEXT;\n"
+     "ALTER TABLE ladder_rungs ADD COLUMN value INTEGER;\n"
+     "ALTER TABLE ladder_rungs ADD COLUMN class TEXT;\n"
+     "ALTER TABLE ladder_rungs ADD COLUMN evidence TEXT\n"
+     "  CHECK(evidence IS NULL OR json_valid(evidence));\n"
+     "CREATE INDEX ladder_rungs_run ON ladder_rungs(endpoint_id, ladder, rung);\n"
+     "PRAGMA user_version = 6;\n"},
 };
 
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == SW_LEDGER_SCHEMA_VERSION,

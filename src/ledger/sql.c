@@ -63,7 +63,8 @@ const char *const sw__ledger_sql[LST__N] = {
         "source_line, ext_id, recorded_at, shape) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
     [LST_RUNG_INS] =
         "INSERT INTO ladder_rungs(endpoint_id, ladder, rung, shape_id, boot_id, outcome, note, "
-        "source_line, ext_id, recorded_at) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+        "source_line, ext_id, recorded_at, knob, value, class, evidence) "
+        "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
     [LST_RULE_INS] = "INSERT INTO rules(endpoint_id, expr, reason, failure, boot_id, source, "
                      "source_line, ext_id, created_at) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
     [LST_NOTE_INS] = "INSERT INTO notes(kind, subject_id, text, author, ext_id, created_at) "
@@ -142,7 +143,8 @@ const char *const sw__ledger_sql[LST__N] = {
                            "ORDER BY r.id DESC LIMIT 1",
     [LST_RUNG_LIST] =
         "SELECT r.id, e.name, r.ladder, r.rung, s.hash, s.canonical, r.boot_id, r.outcome, "
-        "r.note, r.source_line, r.ext_id, r.recorded_at, r.shape_id FROM ladder_rungs r "
+        "r.note, r.source_line, r.ext_id, r.recorded_at, r.shape_id, r.knob, r.value, r.class, "
+        "r.evidence FROM ladder_rungs r "
         "JOIN endpoints e ON e.id = r.endpoint_id JOIN shapes s ON s.id = r.shape_id "
         "WHERE (?1 IS NULL OR r.endpoint_id = " EP_ID ") ORDER BY r.id",
     /* With an endpoint filter a note goes with the endpoint its subject belongs to; a shape's

@@ -303,6 +303,12 @@ static void test_opt_equals(void **state)
         {"hosts", {"hosts", "check", local, "@", "--json"}, "--host", "nowhere", "nowhere"},
         {"install", {"install", "local", local, "@", "--json"}, "--deadline", "50ms", "'50ms'"},
         {"ledger", {"ledger", "path", "@", "--json"}, "--ledger", empty, empty},
+        /* a dry run: the prediction and the first rung, nothing booted */
+        {"ladder",
+         {"ladder", "frank-primary", opyaml, "--dry-run", "--no-ledger", "@", "--json"},
+         "--knob",
+         "max_model_len",
+         "\"next\""},
         {"history", {"history", "frank-primary", "@", "--json"}, "--ledger", led, "\"tags\""},
         {"retire",
          {"retire", fetchdir, "--dry-run", "--ledger", led, "@", "--json"},
