@@ -27,6 +27,7 @@
 
 #include <slipway/core.h>
 #include <slipway/profile.h>
+#include <slipway/sglang.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -419,6 +420,74 @@ json_t *sw_calib_headroom_json(const struct sw_calib_headroom *h);
  * *kv_dtype points into the shape (or "auto"). */
 int sw_calib_headroom_shape(const json_t *canon, struct sw_headroom_shape *s,
                             const char **kv_dtype);
+
+/* ---------------------------------------------------------------------------------------------
+ * SGLang (memory/sglang, docs/sglang-law.md): what the engine's recorded boots fix.
+ *   - rest (the bytes mem_fraction_static leaves for KV + mamba state): a boot whose pool the
+ *     engine sized ("KV Cache is allocated. #tokens: N" with no --max-total-tokens, the mamba
+ *     pool fixed: "max_mamba_cache_size: N") gives rest to one cell ([lo, hi)); a pinned boot
+ *     only bounds it from below (rest >= its pool + its mamba pool).
+ *   - free after boot: free = F0 - (tokens + page) x cell - slots x mamba_per_req, F0 fitted
+ *     from every boot that read its free memory (MiB-rounded: [free, free + 1 MiB)).
+ * An unpinned shape's pool is the autofit of the calibrated rest; at another
+ * mem_fraction_static the rest moves by pre_load_free x the difference, with pre_load_free
+ * bounded by rest / fraction (rest <= pre_load_free x fraction) and the card: the prediction
+ * then says "EXTRAPOLATES across mem_fraction_static" and is a range.
+ */
+#define SW_CALIB_SG_MAX 32
+struct sw_calib_sglang_obs {
+    int64_t boot_id;
+    char ext_id[96];
+    int64_t tokens;             /* printed pool */
+    bool pinned;                /* --max-total-tokens capped it */
+    int64_t mamba_slots;        /* printed mamba pool (0: not a hybrid) */
+    double mem_fraction_static; /* 0: the engine's default for the card */
+    bool has_free;
+    double free_bytes; /* free on the card after the boot (a reading, MiB-rounded) */
+};
+
+struct sw_calib_sglang {
+    bool have;
+    int n;
+    struct sw_calib_sglang_obs obs[SW_CALIB_SG_MAX];
+    int64_t cell_bytes, page, mamba_per_req;
+    bool have_rest;
+    uint64_t rest_lo, rest_hi; /* [lo, hi) bytes */
+    double rest_mfs;           /* the fraction the rest was fitted at */
+    int n_rest;
+    uint64_t rest_floor; /* pinned boots: rest >= this */
+    bool have_free;
+    double f0_lo, f0_hi; /* [lo, hi) bytes */
+    int n_free;
+    bool consistent;
+    char why[256];
+};
+
+/* Fit from obs[0..n) under the shape o (its arch c): obs excluded by co->exclude are left out.
+ * Returns 0 also for an inconsistent set (out->consistent false, out->why names the boots). */
+int sw_calib_sglang_fit(const struct sw_hf_config *c, const struct sw_sglang_opts *o,
+                        const struct sw_calib_sglang_obs *obs, int n,
+                        const struct sw_calib_opts *co, struct sw_calib_sglang *out,
+                        struct sw_err *e);
+
+struct sw_calib_sglang_pred {
+    bool autofit;                 /* the engine sizes the pool (no --max-total-tokens) */
+    int64_t tokens_lo, tokens_hi; /* the pool it prints */
+    bool tokens_open;             /* no rest fitted: only the lower bound is known */
+    int64_t mamba_slots;
+    double rest_lo, rest_hi; /* bytes (rest at the shape's fraction) */
+    bool have_free;
+    double free_lo, free_hi; /* bytes after the boot */
+    bool would_oom;          /* free_lo < 0: the card cannot hold what the boot allocates */
+    bool extrapolated;
+    char warning[256];
+};
+
+/* The pool and the free memory a shape o (max_total_tokens 0 = autofit) would boot with. SW_ENOENT
+ * when an unpinned shape has no fitted rest and no pinned floor. */
+int sw_calib_sglang_predict(const struct sw_calib_sglang *s, const struct sw_hf_config *c,
+                            const struct sw_sglang_opts *o, struct sw_calib_sglang_pred *out,
+                            struct sw_err *e);
 
 /* A one-paragraph summary of the fit (terms, geometry, residuals), for a ledger note. Writes into
  * out (truncated to n); returns out. */

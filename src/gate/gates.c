@@ -229,12 +229,17 @@ int sw__gate_band(struct sw__gate_run *r, struct sw_err *e)
     double lo = (double)(ep->free_band.min.set ? ep->free_band.min.v : SW_GATE_BAND_MIN);
     double hi = (double)(ep->free_band.max.set ? ep->free_band.max.v : SW_GATE_BAND_MAX);
     char a[64], b[64], c[64], d[64], bs[64], t[2][48];
-    (void)e;
     snprintf(bs, sizeof(bs), "%s..%s", sw__gate_mib(lo, a, sizeof(a)),
              sw__gate_mib(hi, b, sizeof(b)));
     if (ep->n_devices == 0) {
         sw__gate_add(r, "band", SW_GATE_SKIP, "the endpoint names no device");
         return 0;
+    }
+    if (p->engine == SW_FLEET_SGLANG) {
+        bool done = false;
+        int rc = sw__gate_band_sglang(r, &done, e);
+        if (rc || done)
+            return rc;
     }
     /* The calibrated budget: the readings' non-KV cost + the law's KV for this shape. */
     struct sw_calib_budget cb;
