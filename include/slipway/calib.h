@@ -302,6 +302,48 @@ struct sw_calib_headroom {
     uint64_t capture_tried_bytes; /* any capture death's printed "Tried to allocate" (0: none) */
 };
 
+/* ---------------------------------------------------------------------------------------------
+ * SGLang (memory/sglang, docs/sglang-law.md): what the engine's recorded boots fix.
+ *   - rest (the bytes mem_fraction_static leaves for KV + mamba state): a boot whose pool the
+ *     engine sized ("KV Cache is allocated. #tokens: N" with no --max-total-tokens, the mamba
+ *     pool fixed: "max_mamba_cache_size: N") gives rest to one cell ([lo, hi)); a pinned boot
+ *     only bounds it from below (rest >= its pool + its mamba pool).
+ *   - free after boot: free = F0 - (tokens + page) x cell - slots x mamba_per_req, F0 fitted
+ *     from every boot that read its free memory (MiB-rounded: [free, free + 1 MiB)).
+ * An unpinned shape's pool is the autofit of the calibrated rest; at another
+ * mem_fraction_static the rest moves by pre_load_free x the difference, with pre_load_free
+ * bounded by rest / fraction (rest <= pre_load_free x fraction) and the card: the prediction
+ * then says "EXTRAPOLATES across mem_fraction_static" and is a range.
+ */
+#define SW_CALIB_SG_MAX 32
+struct sw_calib_sglang_obs {
+    int64_t boot_id;
+    char ext_id[96];
+    int64_t tokens;             /* printed pool */
+    bool pinned;                /* --max-total-tokens capped it */
+    int64_t mamba_slots;        /* printed mamba pool (0: not a hybrid) */
+    double mem_fraction_static; /* 0: the engine's default for the card */
+    bool has_free;
+    double free_bytes; /* free on the card after the boot (a reading, MiB-rounded) */
+};
+
+struct sw_calib_sglang {
+    bool have;
+    int n;
+    struct sw_calib_sglang_obs obs[SW_CALIB_SG_MAX];
+    int64_t cell_bytes, page, mamba_per_req;
+    bool have_rest;
+    uint64_t rest_lo, rest_hi; /* [lo, hi) bytes */
+    double rest_mfs;           /* the fraction the rest was fitted at */
+    int n_rest;
+    uint64_t rest_floor; /* pinned boots: rest >= this */
+    bool have_free;
+    double f0_lo, f0_hi; /* [lo, hi) bytes */
+    int n_free;
+    bool consistent;
+    char why[256];
+};
+
 struct sw_calib_fit {
     char endpoint[129];
     char engine[32];
@@ -318,6 +360,9 @@ struct sw_calib_fit {
     int64_t joint_bytes_lo, joint_bytes_hi, joint_blocks_lo, joint_blocks_hi;
     char notes[1024]; /* what could not be used and why */
     struct sw_calib_headroom headroom;
+    /* SGLang: the ledger's boots gathered (obs, n); fitted by the caller, which knows the law's
+     * options (sw_calib_sglang_fit) */
+    struct sw_calib_sglang sglang;
 };
 
 /*
@@ -421,47 +466,15 @@ json_t *sw_calib_headroom_json(const struct sw_calib_headroom *h);
 int sw_calib_headroom_shape(const json_t *canon, struct sw_headroom_shape *s,
                             const char **kv_dtype);
 
-/* ---------------------------------------------------------------------------------------------
- * SGLang (memory/sglang, docs/sglang-law.md): what the engine's recorded boots fix.
- *   - rest (the bytes mem_fraction_static leaves for KV + mamba state): a boot whose pool the
- *     engine sized ("KV Cache is allocated. #tokens: N" with no --max-total-tokens, the mamba
- *     pool fixed: "max_mamba_cache_size: N") gives rest to one cell ([lo, hi)); a pinned boot
- *     only bounds it from below (rest >= its pool + its mamba pool).
- *   - free after boot: free = F0 - (tokens + page) x cell - slots x mamba_per_req, F0 fitted
- *     from every boot that read its free memory (MiB-rounded: [free, free + 1 MiB)).
- * An unpinned shape's pool is the autofit of the calibrated rest; at another
- * mem_fraction_static the rest moves by pre_load_free x the difference, with pre_load_free
- * bounded by rest / fraction (rest <= pre_load_free x fraction) and the card: the prediction
- * then says "EXTRAPOLATES across mem_fraction_static" and is a range.
- */
-#define SW_CALIB_SG_MAX 32
-struct sw_calib_sglang_obs {
-    int64_t boot_id;
-    char ext_id[96];
-    int64_t tokens;             /* printed pool */
-    bool pinned;                /* --max-total-tokens capped it */
-    int64_t mamba_slots;        /* printed mamba pool (0: not a hybrid) */
-    double mem_fraction_static; /* 0: the engine's default for the card */
-    bool has_free;
-    double free_bytes; /* free on the card after the boot (a reading, MiB-rounded) */
-};
-
-struct sw_calib_sglang {
-    bool have;
-    int n;
-    struct sw_calib_sglang_obs obs[SW_CALIB_SG_MAX];
-    int64_t cell_bytes, page, mamba_per_req;
-    bool have_rest;
-    uint64_t rest_lo, rest_hi; /* [lo, hi) bytes */
-    double rest_mfs;           /* the fraction the rest was fitted at */
-    int n_rest;
-    uint64_t rest_floor; /* pinned boots: rest >= this */
-    bool have_free;
-    double f0_lo, f0_hi; /* [lo, hi) bytes */
-    int n_free;
-    bool consistent;
-    char why[256];
-};
+/* The SGLang observations of an endpoint: its measured facts (free_at_boot, autofit_tokens: of
+ * the declared shape, whose printed pool, pin, mamba slots and fraction `declared` gives) and the
+ * ledger's SGLang boots (`boots` as sw_ledger_boots full gives them: "KV Cache is allocated"'s
+ * report.max_total_num_tokens, report.mamba_pool_size, the shape's kv_tokens pin) with the free
+ * memory of their usage readings (`usage`: sw_ledger_export's "usage"). Any may be NULL. Appends
+ * to obs[*n..max). */
+void sw_calib_sglang_gather(const struct sw_fleet_endpoint *ep,
+                            const struct sw_calib_sglang_obs *declared, const json_t *boots,
+                            const json_t *usage, struct sw_calib_sglang_obs *obs, int max, int *n);
 
 /* Fit from obs[0..n) under the shape o (its arch c): obs excluded by co->exclude are left out.
  * Returns 0 also for an inconsistent set (out->consistent false, out->why names the boots). */

@@ -12,6 +12,8 @@
  */
 #include "calib_internal.h"
 
+#include <slipway/fleet.h>
+
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -92,8 +94,7 @@ int sw_calib_sglang_fit(const struct sw_hf_config *c, const struct sw_sglang_opt
                 snprintf(out->why, sizeof(out->why),
                          "boot #%lld sized its pool at mem_fraction_static %.3f, boot #%lld at "
                          "%.3f: one rest per fraction (not fitted across)",
-                         (long long)b->boot_id, mfs, (long long)out->obs[0].boot_id,
-                         out->rest_mfs);
+                         (long long)b->boot_id, mfs, (long long)out->obs[0].boot_id, out->rest_mfs);
                 continue;
             }
             out->rest_mfs = mfs;
@@ -190,10 +191,75 @@ int sw_calib_sglang_predict(const struct sw_calib_sglang *s, const struct sw_hf_
     if (s->have_free && s->consistent) {
         out->have_free = true;
         /* an open pool (no rest fitted): only the top is known */
-        out->free_lo =
-            out->tokens_open ? -INFINITY : s->f0_lo - shape_pools(o, &r, out->tokens_hi);
+        out->free_lo = out->tokens_open ? -INFINITY : s->f0_lo - shape_pools(o, &r, out->tokens_hi);
         out->free_hi = s->f0_hi - shape_pools(o, &r, out->tokens_lo);
         out->would_oom = !out->tokens_open && out->free_lo < 0;
     }
     return 0;
+}
+
+static struct sw_calib_sglang_obs *add_obs(struct sw_calib_sglang_obs *obs, int max, int *n,
+                                           int64_t id, const char *ext, int64_t tokens, bool pinned,
+                                           int64_t slots, double mfs)
+{
+    if (*n >= max || tokens <= 0)
+        return NULL;
+    struct sw_calib_sglang_obs *b = &obs[(*n)++];
+    memset(b, 0, sizeof(*b));
+    b->boot_id = id;
+    snprintf(b->ext_id, sizeof(b->ext_id), "%s", ext);
+    b->tokens = tokens;
+    b->pinned = pinned;
+    b->mamba_slots = slots;
+    b->mem_fraction_static = mfs;
+    return b;
+}
+
+void sw_calib_sglang_gather(const struct sw_fleet_endpoint *ep,
+                            const struct sw_calib_sglang_obs *declared, const json_t *boots,
+                            const json_t *usage, struct sw_calib_sglang_obs *obs, int max, int *n)
+{
+    const struct sw_fleet_fact *ff = ep ? sw_fleet_endpoint_fact(ep, "free_at_boot") : NULL;
+    const struct sw_fleet_fact *fa = ep ? sw_fleet_endpoint_fact(ep, "autofit_tokens") : NULL;
+    if (ff && declared && declared->pinned && !strcmp(ff->q.unit, "B")) {
+        struct sw_calib_sglang_obs *b =
+            add_obs(obs, max, n, 0, "fleet measured.free_at_boot", declared->tokens, true,
+                    declared->mamba_slots, declared->mem_fraction_static);
+        if (b) {
+            b->has_free = true;
+            b->free_bytes = ff->q.value;
+        }
+    }
+    if (fa && declared && fa->q.value >= 1 && fa->q.value < 9e15)
+        add_obs(obs, max, n, 0, "fleet measured.autofit_tokens", (int64_t)fa->q.value, false,
+                declared->mamba_slots, declared->mem_fraction_static);
+    size_t i;
+    json_t *b;
+    json_array_foreach(boots, i, b)
+    {
+        const json_t *canon = json_object_get(json_object_get(b, "shape"), "canonical");
+        const json_t *rep = json_object_get(b, "report");
+        const json_t *tok = json_object_get(rep, "max_total_num_tokens");
+        const char *eng = json_string_value(json_object_get(canon, "engine"));
+        if (!eng || strcmp(eng, "sglang") || !json_is_integer(tok))
+            continue;
+        const char *ext = json_string_value(json_object_get(b, "ext_id"));
+        int64_t id = (int64_t)json_integer_value(json_object_get(b, "id"));
+        struct sw_calib_sglang_obs *o =
+            add_obs(obs, max, n, id, ext ? ext : "", (int64_t)json_integer_value(tok),
+                    json_integer_value(json_object_get(canon, "kv_tokens")) > 0,
+                    (int64_t)json_integer_value(json_object_get(rep, "mamba_pool_size")),
+                    json_number_value(json_object_get(canon, "mem_fraction_static")));
+        size_t k;
+        json_t *u;
+        json_array_foreach(usage, k, u)
+        {
+            const json_t *fr = json_object_get(u, "free_mib");
+            if (!o || json_integer_value(json_object_get(u, "boot")) != id ||
+                !json_is_integer(fr) || json_integer_value(fr) < 0)
+                continue;
+            o->has_free = true;
+            o->free_bytes = (double)json_integer_value(fr) * (double)SW_MIB;
+        }
+    }
 }

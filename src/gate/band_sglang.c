@@ -48,22 +48,6 @@ static int shape_opts(const struct sw_fleet_endpoint *ep, const struct sw_fleet_
     return 0;
 }
 
-static int add_obs(struct sw_calib_sglang_obs *obs, int *n, int64_t id, const char *ext,
-                   int64_t tokens, bool pinned, int64_t slots, double mfs)
-{
-    if (*n >= SW_CALIB_SG_MAX || tokens <= 0)
-        return -1;
-    struct sw_calib_sglang_obs *b = &obs[(*n)++];
-    memset(b, 0, sizeof(*b));
-    b->boot_id = id;
-    snprintf(b->ext_id, sizeof(b->ext_id), "%s", ext);
-    b->tokens = tokens;
-    b->pinned = pinned;
-    b->mamba_slots = slots;
-    b->mem_fraction_static = mfs;
-    return *n - 1;
-}
-
 int sw__gate_band_sglang(struct sw__gate_run *r, bool *handled, struct sw_err *e)
 {
     const struct sw_fleet_endpoint *ep = r->ep;
@@ -78,7 +62,7 @@ int sw__gate_band_sglang(struct sw__gate_run *r, bool *handled, struct sw_err *e
     *handled = false;
     const struct sw_fleet_fact *ff = sw_fleet_endpoint_fact(ep, "free_at_boot");
     const struct sw_fleet_fact *fa = sw_fleet_endpoint_fact(ep, "autofit_tokens");
-    if (ep->n_devices != 1 || (!ff && !fa && !r->boots))
+    if (ep->n_devices != 1 || (!ff && !fa && !(r->fit && r->fit->sglang.n)))
         return 0;
     c = sw_calloc(1, sizeof(*c));
     s = sw_calloc(1, sizeof(*s));
@@ -93,33 +77,17 @@ int sw__gate_band_sglang(struct sw__gate_run *r, bool *handled, struct sw_err *e
         shape_opts(ep, r->o ? r->o->before : NULL, &dopt, &le) ||
         shape_opts(ep, NULL, &aopt, &le) || sw_sglang_plan(c, &dopt, &drep, &le))
         goto nolaw;
-    if (ff && !strcmp(ff->q.unit, "B") && dopt.max_total_tokens > 0) {
-        int k = add_obs(obs, &n, 0, "fleet measured.free_at_boot", drep.max_total_num_tokens, true,
-                        drep.max_mamba_cache_size, dopt.mem_fraction_static);
-        if (k >= 0) {
-            obs[k].has_free = true;
-            obs[k].free_bytes = ff->q.value;
-        }
-    }
-    if (fa && fa->q.value >= 1 && fa->q.value < 9e15)
-        add_obs(obs, &n, 0, "fleet measured.autofit_tokens", (int64_t)fa->q.value, false,
-                dopt.max_mamba_cache_size, dopt.mem_fraction_static);
-    size_t i;
-    json_t *b;
-    json_array_foreach(r->boots, i, b)
     {
-        const json_t *canon = json_object_get(json_object_get(b, "shape"), "canonical");
-        const json_t *rep = json_object_get(b, "report");
-        const json_t *tok = json_object_get(rep, "max_total_num_tokens");
-        const char *eng = json_string_value(json_object_get(canon, "engine"));
-        if (!eng || strcmp(eng, "sglang") || !json_is_integer(tok))
-            continue;
-        const char *ext = json_string_value(json_object_get(b, "ext_id"));
-        add_obs(obs, &n, (int64_t)json_integer_value(json_object_get(b, "id")), ext ? ext : "",
-                (int64_t)json_integer_value(tok),
-                json_integer_value(json_object_get(canon, "kv_tokens")) > 0,
-                (int64_t)json_integer_value(json_object_get(rep, "mamba_pool_size")),
-                json_number_value(json_object_get(canon, "mem_fraction_static")));
+        struct sw_calib_sglang_obs d = {.tokens = drep.max_total_num_tokens,
+                                        .pinned = dopt.max_total_tokens > 0,
+                                        .mamba_slots = drep.max_mamba_cache_size,
+                                        .mem_fraction_static = dopt.mem_fraction_static};
+        /* the ledger's boots when it has some, else the fleet's facts (the same figures) */
+        if (!(r->fit && r->fit->sglang.n))
+            sw_calib_sglang_gather(ep, &d, NULL, NULL, obs, SW_CALIB_SG_MAX, &n);
+        /* the ledger's SGLang boots, with their readings, as the calibration gathered them */
+        for (int k = 0; r->fit && k < r->fit->sglang.n && n < SW_CALIB_SG_MAX; k++)
+            obs[n++] = r->fit->sglang.obs[k];
     }
     if (!n)
         goto out;
@@ -130,8 +98,8 @@ int sw__gate_band_sglang(struct sw__gate_run *r, bool *handled, struct sw_err *e
     }
     rc = 0;
     if (!s->consistent || !s->have_free) {
-        json_t *g = sw__gate_add(r, "band", SW_GATE_SKIP,
-                                 "%s: the SGLang calibration %s", ep->devices[0]->name,
+        json_t *g = sw__gate_add(r, "band", SW_GATE_SKIP, "%s: the SGLang calibration %s",
+                                 ep->devices[0]->name,
                                  !s->consistent ? s->why : "has no free-memory reading");
         sw__gate_str(g, "device", ep->devices[0]->name);
         *handled = true;
@@ -149,22 +117,22 @@ int sw__gate_band_sglang(struct sw__gate_run *r, bool *handled, struct sw_err *e
         char pool[200];
         if (pr.autofit)
             snprintf(pool, sizeof(pool), "autofit %s tokens from a rest of %.2f GiB",
-                     sw_fmt_count((uint64_t)pr.tokens_lo, t[0], 64),
-                     pr.rest_lo / (double)SW_GIB);
+                     sw_fmt_count((uint64_t)pr.tokens_lo, t[0], 64), pr.rest_lo / (double)SW_GIB);
         else
             snprintf(pool, sizeof(pool), "pinned %s tokens",
                      sw_fmt_count((uint64_t)pr.tokens_lo, t[0], 64));
         json_t *g = sw__gate_add(
             r, "band", in ? SW_GATE_PASS : SW_GATE_FAIL,
             "%s: %s free after boot, calibrated (%s..%s; %s + %lld mamba slots, against %s free "
-            "at the pinned %s of the fleet's facts)%s%s the %s..%s band%s%s",
+            "at the pinned %s %s)%s%s the %s..%s band%s%s",
             dev, sw__gate_mib(fm, a, sizeof(a)), sw__gate_mib(pr.free_lo, bb, sizeof(bb)),
             sw__gate_mib(pr.free_hi, cc, sizeof(cc)), pool, (long long)pr.mamba_slots,
-            sw__gate_mib(s->f0_lo - (double)(drep.max_total_num_tokens + s->page) *
-                                        (double)s->cell_bytes -
+            sw__gate_mib(s->f0_lo -
+                             (double)(drep.max_total_num_tokens + s->page) * (double)s->cell_bytes -
                              (double)drep.max_mamba_cache_size * (double)s->mamba_per_req,
                          t[1], 64),
             sw_fmt_count((uint64_t)drep.max_total_num_tokens, t[2], 64),
+            r->fit && r->fit->sglang.n ? "by the ledger's SGLang boots" : "by the fleet's facts",
             pr.would_oom ? ": the boot would OOM (it allocates more than the card holds); " : ", ",
             in ? "inside" : "outside", sw__gate_mib(lo, t[3], 64), sw__gate_mib(hi, t[4], 64),
             pr.warning[0] ? "; " : "", pr.warning);
@@ -185,8 +153,9 @@ int sw__gate_band_sglang(struct sw__gate_run *r, bool *handled, struct sw_err *e
             double cut = (fm - (lo + hi) / 2) / (double)s->cell_bytes;
             int64_t to = pr.tokens_lo + (int64_t)floor(cut);
             if (to > 0)
-                sw__gate_fix(g, "pin the pool at max_total_tokens %s (%s %s tokens) to land "
-                                "near %s free",
+                sw__gate_fix(g,
+                             "pin the pool at max_total_tokens %s (%s %s tokens) to land "
+                             "near %s free",
                              sw_fmt_count((uint64_t)to, t[5], 64), cut < 0 ? "cut" : "grow",
                              sw_fmt_count((uint64_t)llabs(to - pr.tokens_lo), a, sizeof(a)),
                              sw__gate_mib((lo + hi) / 2, bb, sizeof(bb)));

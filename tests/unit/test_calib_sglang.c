@@ -18,6 +18,7 @@
 #include <slipway/fleet.h>
 #include <slipway/gate.h>
 #include <slipway/hf.h>
+#include <slipway/ledger.h>
 #include <slipway/plan.h>
 #include <slipway/sglang.h>
 
@@ -271,6 +272,72 @@ static void test_band_gate(void **state)
     json_decref(out);
 }
 
+/* The same figures as recorded boots (tests/data/ledger/seed-sglang.json): sw_calib_fit gathers
+ * both with the pinned boot's reading; held out in turn; the gate reads them from the ledger. */
+static void test_ledger(void **state)
+{
+    struct sw_err e = {0};
+    struct sw_ledger l;
+    struct sw_calib_fit *f = NULL;
+    struct sw_hf_config *c = calloc(1, sizeof(*c));
+    struct sw_calib_sglang *s = calloc(1, sizeof(*s));
+    struct sw_sglang_opts o;
+    struct sw_calib_sglang_pred pr;
+    (void)state;
+    char *dir = swt_tmpdir();
+    memset(&l, 0, sizeof(l));
+    if (sw_ledger_open(&l, swt_join(dir, "sg.sqlite"), NULL, &e))
+        fail_msg("%s", e.msg);
+    json_t *seed = json_load_file(swt_src("tests/data/ledger/seed-sglang.json"), 0, NULL);
+    assert_non_null(seed);
+    struct sw_ledger_import_stats st = {0};
+    if (sw_ledger_import(&l, seed, "seed-sglang.json", &st, &e))
+        fail_msg("%s", e.msg);
+    json_decref(seed);
+    assert_int_equal(sw_calib_fit(&l, EP, NULL, &f, &e), 0);
+    assert_int_equal(f->sglang.n, 2);
+    const struct sw_calib_sglang_obs *pin = &f->sglang.obs[0], *fit = &f->sglang.obs[1];
+    if (!pin->pinned) {
+        pin = &f->sglang.obs[1];
+        fit = &f->sglang.obs[0];
+    }
+    assert_true(pin->pinned && pin->has_free && pin->free_bytes == 531.0 * SW_MIB);
+    assert_int_equal(pin->tokens, 606208);
+    assert_int_equal(pin->mamba_slots, 32);
+    assert_false(fit->pinned || fit->has_free);
+    assert_int_equal(fit->tokens, 687388);
+
+    law(&o, c);
+    struct sw_sglang_opts q = o;
+    q.max_total_tokens = 0;
+    assert_int_equal(sw_calib_sglang_fit(c, &o, f->sglang.obs, f->sglang.n, NULL, s, &e), 0);
+    assert_int_equal(sw_calib_sglang_predict(s, c, &q, &pr, &e), 0);
+    assert_int_equal(pr.tokens_lo, 687388);
+    assert_true(pr.would_oom);
+    /* the autofit held out: predicted only from below, and it holds the printed figure */
+    struct sw_calib_opts co = {.exclude = &fit->boot_id, .n_exclude = 1};
+    assert_int_equal(sw_calib_sglang_fit(c, &o, f->sglang.obs, f->sglang.n, &co, s, &e), 0);
+    assert_int_equal(sw_calib_sglang_predict(s, c, &q, &pr, &e), 0);
+    assert_true(pr.tokens_open && pr.tokens_lo <= 687388);
+    /* the gate from the ledger's boots (no fleet fact needed: they say the same) */
+    json_t *out = NULL;
+    struct sw_fleet_shape before = ep()->shape;
+    struct sw_gate_opts go = {.before = &before, .ledger = &l};
+    struct sw_fleet_endpoint y = *ep();
+    assert_int_equal(sw_gate_set(&y, "max_total_tokens=null", &e), 0);
+    assert_int_equal(sw_gate_endpoint(F, &y, &go, &out, &e), 0);
+    const json_t *g = gate_of(out, "band");
+    assert_string_equal(json_string_value(json_object_get(g, "verdict")), "fail");
+    assert_true(num(g, "would_oom") == 1);
+    assert_non_null(strstr(json_string_value(json_object_get(g, "line")), "ledger"));
+    json_decref(out);
+    sw_calib_fit_free(f);
+    sw_ledger_close(&l);
+    swt_tmpdir_free(dir);
+    free(s);
+    free(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -278,6 +345,7 @@ int main(void)
         cmocka_unit_test(test_held_out),
         cmocka_unit_test(test_fraction_extrapolates),
         cmocka_unit_test(test_band_gate),
+        cmocka_unit_test(test_ledger),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
