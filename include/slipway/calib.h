@@ -344,6 +344,23 @@ struct sw_calib_sglang {
     char why[256];
 };
 
+/* ---------------------------------------------------------------------------------------------
+ * Calibration contexts: how the engine ran (host, root or rootless, runtime, the pinned-expert
+ * path), recorded on a boot's shape as flags.context (a string, or an object whose members are
+ * joined "key=value" in key order). The laws' free terms are fitted over every boot (the KV
+ * price does not depend on who ran the engine), but what is free when the pool is allocated does:
+ * the contexts are listed, a prediction for a context no fitted boot ran in warns "EXTRAPOLATES
+ * across context", and two contexts of one shape give the offset of the free memory at KV
+ * allocation between them (a KV allocation failure that printed its free memory in one, a boot
+ * that got past the allocation in the other: the other had at least the pool's ask free).
+ */
+#define SW_CALIB_MAX_CTX 8
+struct sw_calib_ctx {
+    char label[192]; /* "" when the boots recorded none ("unrecorded") */
+    int n_boots;
+    int64_t boot_ids[SW_CALIB_MAX_POINTS];
+};
+
 struct sw_calib_fit {
     char endpoint[129];
     char engine[32];
@@ -363,7 +380,22 @@ struct sw_calib_fit {
     /* SGLang: the ledger's boots gathered (obs, n); fitted by the caller, which knows the law's
      * options (sw_calib_sglang_fit) */
     struct sw_calib_sglang sglang;
+    int n_ctx; /* the contexts the fitted boots ran in */
+    struct sw_calib_ctx ctx[SW_CALIB_MAX_CTX];
 };
+
+/* The context label of a canonical (or raw) ledger shape into out ("" when none). */
+const char *sw_calib_context_label(const json_t *shape, char *out, size_t n);
+/* When `asked` (a label) is not among the contexts of the fitted boots: true, and warn says
+ * "EXTRAPOLATES across context: ... was not fitted (fitted: ...)". */
+bool sw_calib_context_warning(const struct sw_calib_fit *f, const char *asked, char *warn,
+                              size_t n);
+/* The free memory at KV allocation in context b minus that in context a, over boots of one shape
+ * (ctx and slots and the pool equal): *lo (with *lo_set) and *hi (with *hi_set) bound it.
+ * SW_ENOENT when no pair of boots of the two contexts constrains it. */
+int sw_calib_context_offset(struct sw_ledger *l, const char *endpoint, const char *a, const char *b,
+                            double *lo, bool *lo_set, double *hi, bool *hi_set, char *basis,
+                            size_t basis_n, struct sw_err *e);
 
 /*
  * Fit everything the ledger allows for `endpoint`. *out is allocated (free with

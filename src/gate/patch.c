@@ -49,8 +49,7 @@ static int fetch_base(struct sw_host *h, const char *path, int64_t deadline_ms, 
     if (rc)
         goto out;
     if (hr.out_truncated) {
-        rc = sw_err_set(e, SW_ERANGE, "%s: %s: larger than %u MiB", h->name, path,
-                        BASE_MAX >> 20);
+        rc = sw_err_set(e, SW_ERANGE, "%s: %s: larger than %u MiB", h->name, path, BASE_MAX >> 20);
         goto out;
     }
     const char *td = getenv("TMPDIR");
@@ -105,8 +104,8 @@ int sw_gate_patch(const struct sw_fleet_patch *fp, struct sw_host *h, int64_t de
     if (h) {
         if (fp->base[0] != '/') {
             snprintf(out->line, sizeof(out->line),
-                     "%s: base %s must be an absolute path to verify it on %s", fp->patch,
-                     fp->base, h->name);
+                     "%s: base %s must be an absolute path to verify it on %s", fp->patch, fp->base,
+                     h->name);
             return 0;
         }
         snprintf(base, sizeof(base), "%s", fp->base);
