@@ -568,6 +568,7 @@ struct sw_calib_request {
     int n_need;
     const char *budget_path; /* a SHAPE.json whose per-device budget is wanted, or NULL */
     bool record;             /* write the fit's summary as a note on the endpoint */
+    const char *context;     /* how the predicted boots would run (a context label), or NULL */
 };
 
 /* What sw_calib_run found. Release with sw_calib_result_free (also after a failed run). */

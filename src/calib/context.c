@@ -92,8 +92,7 @@ void sw__calib_contexts(struct sw_calib_fit *f, const json_t *boots, const struc
     }
 }
 
-bool sw_calib_context_warning(const struct sw_calib_fit *f, const char *asked, char *warn,
-                              size_t n)
+bool sw_calib_context_warning(const struct sw_calib_fit *f, const char *asked, char *warn, size_t n)
 {
     char fitted[512] = "";
     size_t o = 0;
@@ -160,9 +159,9 @@ static int at_kv_alloc(const json_t *b, double *free_b, double *ask)
     return 0;
 }
 
-int sw_calib_context_offset(struct sw_ledger *l, const char *endpoint, const char *a,
-                            const char *b, double *lo, bool *lo_set, double *hi, bool *hi_set,
-                            char *basis, size_t basis_n, struct sw_err *e)
+int sw_calib_context_offset(struct sw_ledger *l, const char *endpoint, const char *a, const char *b,
+                            double *lo, bool *lo_set, double *hi, bool *hi_set, char *basis,
+                            size_t basis_n, struct sw_err *e)
 {
     json_t *boots = NULL;
     int rc;
@@ -218,13 +217,12 @@ int sw_calib_context_offset(struct sw_ledger *l, const char *endpoint, const cha
                 *hi = h0;
                 *hi_set = true;
             }
-            int w = snprintf(basis + o, basis_n - o, "%sboot #%lld (%s) %s, boot #%lld (%s) %s",
-                             o ? "; " : "", (long long)json_integer_value(json_object_get(x, "id")),
-                             a[0] ? a : "unrecorded",
-                             kx == 2 ? "failed at KV allocation" : "got past KV allocation",
-                             (long long)json_integer_value(json_object_get(y, "id")),
-                             b[0] ? b : "unrecorded",
-                             ky == 2 ? "failed at KV allocation" : "got past KV allocation");
+            int w = snprintf(
+                basis + o, basis_n - o, "%sboot #%lld (%s) %s, boot #%lld (%s) %s", o ? "; " : "",
+                (long long)json_integer_value(json_object_get(x, "id")), a[0] ? a : "unrecorded",
+                kx == 2 ? "failed at KV allocation" : "got past KV allocation",
+                (long long)json_integer_value(json_object_get(y, "id")), b[0] ? b : "unrecorded",
+                ky == 2 ? "failed at KV allocation" : "got past KV allocation");
             if (w > 0 && (size_t)w < basis_n - o)
                 o += (size_t)w;
         }

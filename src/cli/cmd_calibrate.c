@@ -54,6 +54,10 @@ static const struct sw_opt opts[] = {
      NULL},
     {"record", 0, NULL, 0, "write the fit's summary as a note on the endpoint in the ledger", NULL},
     {"svg", 0, "FILE", 0, "printed boots beside the fit, predictions with their intervals", NULL},
+    {"context", 0, "LABEL", 0,
+     "how the predicted boots would run (the boots' flags.context): outside the fitted contexts a "
+     "prediction warns",
+     NULL},
     {0},
 };
 
@@ -70,7 +74,7 @@ const struct sw_cmd_spec sw_spec_calibrate = {
     .synopsis = "ENDPOINT [FLEET.yaml] [--ledger PATH] [--config CONFIG.json]\n"
                 "    [--predict MAXLEN:KV_BYTES]... [--budget SHAPE.json]\n"
                 "    [--need SEQSxMAXLEN]... [--exclude BOOT_ID]... [--save FIT.json]\n"
-                "    [--max-state-blocks N] [--record] [--svg FILE] [--json]",
+                "    [--max-state-blocks N] [--record] [--svg FILE] [--context LABEL] [--json]",
     .about =
         "Fits the KV block law (vLLM), the non-KV cost by subtraction (usage readings) and the\n"
         "expert arena (fork profile) from the ledger's boots of ENDPOINT; prints the fitted\n"
@@ -102,6 +106,7 @@ static int parse(const struct sw_args *a, struct sw_calib_request *rq, struct li
     rq->config_path = sw_args_str(a, "config");
     rq->budget_path = sw_args_str(a, "budget");
     rq->record = sw_args_flag(a, "record");
+    rq->context = sw_args_str(a, "context");
     if (sw_args_count(a, "need") > MAX_PRED || sw_args_count(a, "exclude") > MAX_PRED ||
         sw_args_count(a, "predict") > MAX_PRED)
         return sw_args_usage(a, "at most %d of each of --need, --exclude, --predict", MAX_PRED);
@@ -547,6 +552,40 @@ static void print_sglang(const json_t *sj)
     }
 }
 
+/* Only when the boots recorded how they ran (a context other than "unrecorded"). */
+static void print_contexts(const json_t *cs)
+{
+    size_t i;
+    const json_t *c;
+    bool any = false;
+    json_array_foreach(cs, i, c) any |= json_string_value(json_object_get(c, "label"))[0] != 0;
+    if (!any)
+        return;
+    printf("contexts (how the engine ran):\n");
+    json_array_foreach(cs, i, c)
+    {
+        const char *lab = json_string_value(json_object_get(c, "label"));
+        const json_t *o = json_object_get(c, "offset");
+        printf("  %s: %lld boot%s\n", lab[0] ? lab : "unrecorded",
+               (long long)json_integer_value(json_object_get(c, "boots")),
+               json_integer_value(json_object_get(c, "boots")) == 1 ? "" : "s");
+        if (!o)
+            continue;
+        const json_t *lo = json_object_get(o, "free_at_kv_alloc_lo_bytes"),
+                     *hi = json_object_get(o, "free_at_kv_alloc_hi_bytes");
+        const char *from = json_string_value(json_object_get(o, "from"));
+        printf("    free at KV allocation vs %s: ", from && from[0] ? from : "unrecorded");
+        if (lo && hi)
+            printf("%+.3f..%+.3f GiB/rank", json_number_value(lo) / (double)SW_GIB,
+                   json_number_value(hi) / (double)SW_GIB);
+        else if (lo)
+            printf(">= %+.3f GiB/rank", json_number_value(lo) / (double)SW_GIB);
+        else
+            printf("<= %+.3f GiB/rank", json_number_value(hi) / (double)SW_GIB);
+        printf(" (%s)\n", json_string_value(json_object_get(o, "basis")));
+    }
+}
+
 int sw_cmd_calibrate(int argc, char **argv)
 {
     struct sw_args args;
@@ -627,6 +666,7 @@ int sw_cmd_calibrate(int argc, char **argv)
         if (fit->headroom.have)
             print_headroom(&fit->headroom);
         print_sglang(json_object_get(out, "sglang"));
+        print_contexts(json_object_get(out, "contexts"));
         size_t i;
         json_t *p;
         json_array_foreach(preds, i, p)

@@ -59,15 +59,15 @@ static void test_contexts(void **state)
     assert_int_equal(sw_calib_fit(&l, "frank-primary", &co, &f, &e), 0);
     assert_int_equal(f->n_ctx, 1);
     assert_true(sw_calib_context_warning(f, ROOT, warn, sizeof(warn)));
-    assert_non_null(strstr(warn, "EXTRAPOLATES across context: " ROOT " was not fitted (fitted: "
-                                 ROOTLESS ")"));
+    assert_non_null(strstr(warn, "EXTRAPOLATES across context: " ROOT
+                                 " was not fitted (fitted: " ROOTLESS ")"));
     sw_calib_fit_free(f);
 
     /* the offset: rootless minus root free at KV allocation >= 0.815 GiB, open above */
     double lo, hi;
     bool lo_set, hi_set;
-    assert_int_equal(sw_calib_context_offset(&l, "frank-primary", ROOT, ROOTLESS, &lo, &lo_set,
-                                             &hi, &hi_set, basis, sizeof(basis), &e),
+    assert_int_equal(sw_calib_context_offset(&l, "frank-primary", ROOT, ROOTLESS, &lo, &lo_set, &hi,
+                                             &hi_set, basis, sizeof(basis), &e),
                      0);
     assert_true(lo_set);
     assert_false(hi_set);
@@ -79,14 +79,14 @@ static void test_contexts(void **state)
     assert_non_null(strstr(basis, "failed at KV allocation"));
     assert_non_null(strstr(basis, "got past KV allocation"));
     /* the other way round bounds it from above: root minus rootless <= -0.823 */
-    assert_int_equal(sw_calib_context_offset(&l, "frank-primary", ROOTLESS, ROOT, &lo, &lo_set,
-                                             &hi, &hi_set, basis, sizeof(basis), &e),
+    assert_int_equal(sw_calib_context_offset(&l, "frank-primary", ROOTLESS, ROOT, &lo, &lo_set, &hi,
+                                             &hi_set, basis, sizeof(basis), &e),
                      0);
     assert_true(hi_set && !lo_set);
     assert_true(fabs(hi / 1073741824.0 + want) < 1e-9);
     /* contexts with no pair of one shape */
-    assert_int_equal(sw_calib_context_offset(&l, "frank-primary", ROOT, "user=nobody", &lo,
-                                             &lo_set, &hi, &hi_set, basis, sizeof(basis), &e),
+    assert_int_equal(sw_calib_context_offset(&l, "frank-primary", ROOT, "user=nobody", &lo, &lo_set,
+                                             &hi, &hi_set, basis, sizeof(basis), &e),
                      SW_ENOENT);
     sw_ledger_close(&l);
     swt_tmpdir_free(dir);
