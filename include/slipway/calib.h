@@ -27,6 +27,7 @@
 
 #include <slipway/core.h>
 #include <slipway/profile.h>
+#include <slipway/sglang.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -301,6 +302,65 @@ struct sw_calib_headroom {
     uint64_t capture_tried_bytes; /* any capture death's printed "Tried to allocate" (0: none) */
 };
 
+/* ---------------------------------------------------------------------------------------------
+ * SGLang (memory/sglang, docs/sglang-law.md): what the engine's recorded boots fix.
+ *   - rest (the bytes mem_fraction_static leaves for KV + mamba state): a boot whose pool the
+ *     engine sized ("KV Cache is allocated. #tokens: N" with no --max-total-tokens, the mamba
+ *     pool fixed: "max_mamba_cache_size: N") gives rest to one cell ([lo, hi)); a pinned boot
+ *     only bounds it from below (rest >= its pool + its mamba pool).
+ *   - free after boot: free = F0 - (tokens + page) x cell - slots x mamba_per_req, F0 fitted
+ *     from every boot that read its free memory (MiB-rounded: [free, free + 1 MiB)).
+ * An unpinned shape's pool is the autofit of the calibrated rest; at another
+ * mem_fraction_static the rest moves by pre_load_free x the difference, with pre_load_free
+ * bounded by rest / fraction (rest <= pre_load_free x fraction) and the card: the prediction
+ * then says "EXTRAPOLATES across mem_fraction_static" and is a range.
+ */
+#define SW_CALIB_SG_MAX 32
+struct sw_calib_sglang_obs {
+    int64_t boot_id;
+    char ext_id[96];
+    int64_t tokens;             /* printed pool */
+    bool pinned;                /* --max-total-tokens capped it */
+    int64_t mamba_slots;        /* printed mamba pool (0: not a hybrid) */
+    double mem_fraction_static; /* 0: the engine's default for the card */
+    bool has_free;
+    double free_bytes; /* free on the card after the boot (a reading, MiB-rounded) */
+};
+
+struct sw_calib_sglang {
+    bool have;
+    int n;
+    struct sw_calib_sglang_obs obs[SW_CALIB_SG_MAX];
+    int64_t cell_bytes, page, mamba_per_req;
+    bool have_rest;
+    uint64_t rest_lo, rest_hi; /* [lo, hi) bytes */
+    double rest_mfs;           /* the fraction the rest was fitted at */
+    int n_rest;
+    uint64_t rest_floor; /* pinned boots: rest >= this */
+    bool have_free;
+    double f0_lo, f0_hi; /* [lo, hi) bytes */
+    int n_free;
+    bool consistent;
+    char why[256];
+};
+
+/* ---------------------------------------------------------------------------------------------
+ * Calibration contexts: how the engine ran (host, root or rootless, runtime, the pinned-expert
+ * path), recorded on a boot's shape as flags.context (a string, or an object whose members are
+ * joined "key=value" in key order). The laws' free terms are fitted over every boot (the KV
+ * price does not depend on who ran the engine), but what is free when the pool is allocated does:
+ * the contexts are listed, a prediction for a context no fitted boot ran in warns "EXTRAPOLATES
+ * across context", and two contexts of one shape give the offset of the free memory at KV
+ * allocation between them (a KV allocation failure that printed its free memory in one, a boot
+ * that got past the allocation in the other: the other had at least the pool's ask free).
+ */
+#define SW_CALIB_MAX_CTX 8
+struct sw_calib_ctx {
+    char label[192]; /* "" when the boots recorded none ("unrecorded") */
+    int n_boots;
+    int64_t boot_ids[SW_CALIB_MAX_POINTS];
+};
+
 struct sw_calib_fit {
     char endpoint[129];
     char engine[32];
@@ -317,7 +377,25 @@ struct sw_calib_fit {
     int64_t joint_bytes_lo, joint_bytes_hi, joint_blocks_lo, joint_blocks_hi;
     char notes[1024]; /* what could not be used and why */
     struct sw_calib_headroom headroom;
+    /* SGLang: the ledger's boots gathered (obs, n); fitted by the caller, which knows the law's
+     * options (sw_calib_sglang_fit) */
+    struct sw_calib_sglang sglang;
+    int n_ctx; /* the contexts the fitted boots ran in */
+    struct sw_calib_ctx ctx[SW_CALIB_MAX_CTX];
 };
+
+/* The context label of a canonical (or raw) ledger shape into out ("" when none). */
+const char *sw_calib_context_label(const json_t *shape, char *out, size_t n);
+/* When `asked` (a label) is not among the contexts of the fitted boots: true, and warn says
+ * "EXTRAPOLATES across context: ... was not fitted (fitted: ...)". */
+bool sw_calib_context_warning(const struct sw_calib_fit *f, const char *asked, char *warn,
+                              size_t n);
+/* The free memory at KV allocation in context b minus that in context a, over boots of one shape
+ * (ctx and slots and the pool equal): *lo (with *lo_set) and *hi (with *hi_set) bound it.
+ * SW_ENOENT when no pair of boots of the two contexts constrains it. */
+int sw_calib_context_offset(struct sw_ledger *l, const char *endpoint, const char *a, const char *b,
+                            double *lo, bool *lo_set, double *hi, bool *hi_set, char *basis,
+                            size_t basis_n, struct sw_err *e);
 
 /*
  * Fit everything the ledger allows for `endpoint`. *out is allocated (free with
@@ -420,6 +498,42 @@ json_t *sw_calib_headroom_json(const struct sw_calib_headroom *h);
 int sw_calib_headroom_shape(const json_t *canon, struct sw_headroom_shape *s,
                             const char **kv_dtype);
 
+/* The SGLang observations of an endpoint: its measured facts (free_at_boot, autofit_tokens: of
+ * the declared shape, whose printed pool, pin, mamba slots and fraction `declared` gives) and the
+ * ledger's SGLang boots (`boots` as sw_ledger_boots full gives them: "KV Cache is allocated"'s
+ * report.max_total_num_tokens, report.mamba_pool_size, the shape's kv_tokens pin) with the free
+ * memory of their usage readings (`usage`: sw_ledger_export's "usage"). Any may be NULL. Appends
+ * to obs[*n..max). */
+void sw_calib_sglang_gather(const struct sw_fleet_endpoint *ep,
+                            const struct sw_calib_sglang_obs *declared, const json_t *boots,
+                            const json_t *usage, struct sw_calib_sglang_obs *obs, int max, int *n);
+
+/* Fit from obs[0..n) under the shape o (its arch c): obs excluded by co->exclude are left out.
+ * Returns 0 also for an inconsistent set (out->consistent false, out->why names the boots). */
+int sw_calib_sglang_fit(const struct sw_hf_config *c, const struct sw_sglang_opts *o,
+                        const struct sw_calib_sglang_obs *obs, int n,
+                        const struct sw_calib_opts *co, struct sw_calib_sglang *out,
+                        struct sw_err *e);
+
+struct sw_calib_sglang_pred {
+    bool autofit;                 /* the engine sizes the pool (no --max-total-tokens) */
+    int64_t tokens_lo, tokens_hi; /* the pool it prints */
+    bool tokens_open;             /* no rest fitted: only the lower bound is known */
+    int64_t mamba_slots;
+    double rest_lo, rest_hi; /* bytes (rest at the shape's fraction) */
+    bool have_free;
+    double free_lo, free_hi; /* bytes after the boot */
+    bool would_oom;          /* free_lo < 0: the card cannot hold what the boot allocates */
+    bool extrapolated;
+    char warning[256];
+};
+
+/* The pool and the free memory a shape o (max_total_tokens 0 = autofit) would boot with. SW_ENOENT
+ * when an unpinned shape has no fitted rest and no pinned floor. */
+int sw_calib_sglang_predict(const struct sw_calib_sglang *s, const struct sw_hf_config *c,
+                            const struct sw_sglang_opts *o, struct sw_calib_sglang_pred *out,
+                            struct sw_err *e);
+
 /* A one-paragraph summary of the fit (terms, geometry, residuals), for a ledger note. Writes into
  * out (truncated to n); returns out. */
 const char *sw_calib_fit_summary(const struct sw_calib_fit *f, char *out, size_t n);
@@ -454,6 +568,7 @@ struct sw_calib_request {
     int n_need;
     const char *budget_path; /* a SHAPE.json whose per-device budget is wanted, or NULL */
     bool record;             /* write the fit's summary as a note on the endpoint */
+    const char *context;     /* how the predicted boots would run (a context label), or NULL */
 };
 
 /* What sw_calib_run found. Release with sw_calib_result_free (also after a failed run). */

@@ -92,6 +92,28 @@ int sw_gate_set(struct sw_fleet_endpoint *ep, const char *kv, struct sw_err *e);
  */
 bool sw_gate_same_shape(const json_t *a, const json_t *b);
 
+/*
+ * One engine patch (fleet `patches:`) verified, the one implementation `check`'s patches gate and
+ * `slipway hosts check` share: base_sha256 of the base file, `patch -p1` applies to a copy of it,
+ * the copy's sha256 is patched_sha256 (payload sw_payload_patch_verify). h NULL: `base` is on
+ * this machine (relative to the fleet file); else it is an absolute path on host h, read over the
+ * host's transport into a private temporary file (removed on every path). The patch file is
+ * always this machine's (relative to the fleet file). *out gets the verdict (skip when there is
+ * no base, or it cannot be read), its line and fix. Errors: SW_ENOMEM only.
+ */
+struct sw_host;
+struct sw_fleet_patch;
+struct sw_gate_patch_result {
+    enum sw_gate_verdict verdict;
+    char line[1400];
+    char fix[320];
+    char base_sha256[65];
+    char patched_sha256[65]; /* "" when not patched */
+    char detail[32];         /* sw_payload_patch_verdict_name, "" on skip */
+};
+int sw_gate_patch(const struct sw_fleet_patch *fp, struct sw_host *h, int64_t deadline_ms,
+                  struct sw_gate_patch_result *out, struct sw_err *e);
+
 #ifdef __cplusplus
 }
 #endif

@@ -19,6 +19,8 @@ char *sw__calib_key(const json_t *canon, const char *const *drop);
 
 /* Is boot `id` left out by the options? */
 bool sw__calib_excluded(const struct sw_calib_opts *o, int64_t id);
+/* context.c: the contexts of the fitted boots into f->ctx */
+void sw__calib_contexts(struct sw_calib_fit *f, const json_t *boots, const struct sw_calib_opts *o);
 /* Load the config.json text the options point at (path or directory), or the endpoint's inline
  * arch; *text NULL (and 0) when there is none. sw_free the text. *src names where from. */
 int sw__calib_config_text(const struct sw_calib_opts *o, char **text, char *src, size_t srcn,

@@ -254,6 +254,10 @@ int sw_calib_fit(struct sw_ledger *l, const char *endpoint, const struct sw_cali
     rc = sw__calib_headroom_fit(f, boots, &o, e);
     if (rc)
         goto out;
+    sw_calib_sglang_gather(NULL, NULL, boots, json_object_get(usage, "usage"), f->sglang.obs,
+                           SW_CALIB_SG_MAX, &f->sglang.n);
+    f->sglang.have = f->sglang.n > 0;
+    sw__calib_contexts(f, boots, &o);
     *out = f;
     f = NULL;
 out:

@@ -19,6 +19,45 @@ void sw_calib_result_free(struct sw_calib_result *r)
     r->doc = NULL;
 }
 
+/* A prediction for a context no fitted boot ran in warns, as one across geometry does. */
+static void context_warn(json_t *pj, const struct sw_calib_request *rq,
+                         const struct sw_calib_fit *fit)
+{
+    char w[512], all[1024];
+    if (!rq->context || !sw_calib_context_warning(fit, rq->context, w, sizeof(w)))
+        return;
+    const char *w0 = json_string_value(json_object_get(pj, "warning"));
+    snprintf(all, sizeof(all), "%s%s%s", w0 ? w0 : "", w0 ? "; " : "", w);
+    sw_json_set_str(pj, "warning", all);
+    sw_json_set_bool(pj, "extrapolated", true);
+}
+
+/* The contexts of the fitted boots, and the offset of each from the first (free memory at KV
+ * allocation), where boots of one shape bound it. */
+static json_t *contexts(struct sw_ledger *l, const struct sw_calib_fit *fit)
+{
+    json_t *a = json_array();
+    for (int k = 0; a && k < fit->n_ctx; k++) {
+        json_t *c =
+            json_pack("{s:s,s:i}", "label", fit->ctx[k].label, "boots", fit->ctx[k].n_boots);
+        double lo, hi;
+        bool ls, hs;
+        char basis[512];
+        if (c && k > 0 &&
+            !sw_calib_context_offset(l, fit->endpoint, fit->ctx[0].label, fit->ctx[k].label, &lo,
+                                     &ls, &hi, &hs, basis, sizeof(basis), NULL)) {
+            json_t *o = json_pack("{s:s,s:s}", "from", fit->ctx[0].label, "basis", basis);
+            if (o && ls)
+                sw_json_set_real(o, "free_at_kv_alloc_lo_bytes", lo);
+            if (o && hs)
+                sw_json_set_real(o, "free_at_kv_alloc_hi_bytes", hi);
+            sw_json_set_new(c, "offset", o);
+        }
+        json_array_append_new(a, c);
+    }
+    return a;
+}
+
 static json_t *predictions(const struct sw_calib_request *rq, const struct sw_calib_fit *fit)
 {
     json_t *preds = json_array();
@@ -34,6 +73,7 @@ static json_t *predictions(const struct sw_calib_request *rq, const struct sw_ca
                                                    : "the middle of the interval");
             sw_json_set_int(pj, "max_model_len", rq->predict_len[i]);
             sw_json_set_int(pj, "kv_bytes", (int64_t)rq->predict_kv[i]);
+            context_warn(pj, rq, fit);
             json_array_append_new(preds, pj);
         }
         if (fit->arena.consistent) {
@@ -122,7 +162,8 @@ int sw_calib_run(const struct sw_calib_request *rq, struct sw_calib_result *out,
                          fit->arena.slot_hi > 0;
     out->doc = sw_calib_fit_json(fit);
     if (!out->doc || sw_json_set_new(out->doc, "predictions", predictions(rq, fit)) ||
-        sw_json_set_new(out->doc, "needs", needs(rq, fit))) {
+        sw_json_set_new(out->doc, "needs", needs(rq, fit)) ||
+        sw_json_set_new(out->doc, "contexts", contexts(&l, fit))) {
         rc = sw_err_set(e, SW_ENOMEM, "out of memory");
         goto out;
     }

@@ -24,6 +24,12 @@
 #include "cli.h"
 
 #include <slipway/calib.h>
+#include <slipway/fleet.h>
+#include <slipway/hf.h>
+#include <slipway/plan.h>
+#include <slipway/sglang.h>
+
+#include <math.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,6 +54,10 @@ static const struct sw_opt opts[] = {
      NULL},
     {"record", 0, NULL, 0, "write the fit's summary as a note on the endpoint in the ledger", NULL},
     {"svg", 0, "FILE", 0, "printed boots beside the fit, predictions with their intervals", NULL},
+    {"context", 0, "LABEL", 0,
+     "how the predicted boots would run (the boots' flags.context): outside the fitted contexts a "
+     "prediction warns",
+     NULL},
     {0},
 };
 
@@ -64,7 +74,7 @@ const struct sw_cmd_spec sw_spec_calibrate = {
     .synopsis = "ENDPOINT [FLEET.yaml] [--ledger PATH] [--config CONFIG.json]\n"
                 "    [--predict MAXLEN:KV_BYTES]... [--budget SHAPE.json]\n"
                 "    [--need SEQSxMAXLEN]... [--exclude BOOT_ID]... [--save FIT.json]\n"
-                "    [--max-state-blocks N] [--record] [--svg FILE] [--json]",
+                "    [--max-state-blocks N] [--record] [--svg FILE] [--context LABEL] [--json]",
     .about =
         "Fits the KV block law (vLLM), the non-KV cost by subtraction (usage readings) and the\n"
         "expert arena (fork profile) from the ledger's boots of ENDPOINT; prints the fitted\n"
@@ -96,6 +106,7 @@ static int parse(const struct sw_args *a, struct sw_calib_request *rq, struct li
     rq->config_path = sw_args_str(a, "config");
     rq->budget_path = sw_args_str(a, "budget");
     rq->record = sw_args_flag(a, "record");
+    rq->context = sw_args_str(a, "context");
     if (sw_args_count(a, "need") > MAX_PRED || sw_args_count(a, "exclude") > MAX_PRED ||
         sw_args_count(a, "predict") > MAX_PRED)
         return sw_args_usage(a, "at most %d of each of --need, --exclude, --predict", MAX_PRED);
@@ -317,6 +328,264 @@ static void print_headroom(const struct sw_calib_headroom *h)
     }
 }
 
+/* The law's options of ep's shape; max_total_tokens 0 when the shape pins no pool (the plan
+ * needs a pin or free-memory facts to run, and the pin sets nothing else). */
+static int sglang_opts(const struct sw_fleet_endpoint *ep, struct sw_sglang_opts *o,
+                       struct sw_err *e)
+{
+    struct sw_fleet_endpoint q = *ep;
+    struct sw_plan p;
+    bool unpinned = !q.shape.max_total_tokens.set || q.shape.max_total_tokens.v == 0;
+    if (unpinned) {
+        q.shape.max_total_tokens.set = true;
+        q.shape.max_total_tokens.v = 1;
+    }
+    int rc = sw_plan_endpoint(NULL, &q, NULL, &p, e);
+    if (rc)
+        return rc;
+    *o = *p.sglang_opts;
+    sw_plan_free(&p);
+    if (unpinned)
+        o->max_total_tokens = 0;
+    return 0;
+}
+
+static json_t *sglang_pred_json(const char *what, const struct sw_calib_sglang_pred *p)
+{
+    json_t *j = json_pack("{s:s,s:b,s:I,s:I,s:b,s:I,s:f,s:f}", "shape", what, "autofit", p->autofit,
+                          "tokens_lo", (json_int_t)p->tokens_lo, "tokens_hi",
+                          (json_int_t)p->tokens_hi, "tokens_open", p->tokens_open, "mamba_slots",
+                          (json_int_t)p->mamba_slots, "rest_lo", p->rest_lo, "rest_hi", p->rest_hi);
+    if (j && p->have_free) {
+        if (isfinite(p->free_lo))
+            sw_json_set_real(j, "free_lo_bytes", p->free_lo);
+        sw_json_set_real(j, "free_hi_bytes", p->free_hi);
+        sw_json_set_bool(j, "would_oom", p->would_oom);
+    }
+    if (j && p->warning[0])
+        sw_json_set_str(j, "warning", p->warning);
+    return j;
+}
+
+/* SGLang: the ledger's SGLang boots (with their readings) and the fleet's measured facts, fitted
+ * under the endpoint's planned options (calib sw_calib_sglang_fit); the declared shape and the
+ * unpinned autofit predicted. Sets doc "sglang"; *fitted when a rest or a free constant came out.
+ * Needs the fleet (the law's options and the model); without it, a note. */
+static int sglang_section(const struct sw_calib_request *rq, const struct sw_calib_fit *fit,
+                          json_t *doc, bool *fitted, bool *bad, struct sw_err *e)
+{
+    struct sw_fleet *fleet = NULL;
+    struct sw_hf_config *c = NULL;
+    struct sw_calib_sglang *s = NULL;
+    struct sw_calib_sglang_obs *obs = NULL;
+    struct sw_sglang_opts o, q;
+    struct sw_sglang_report dr;
+    struct sw_calib_sglang_pred pr;
+    int n = 0, rc = 0;
+    json_t *j = NULL;
+    *fitted = false;
+    if (!rq->fleet_path)
+        return sw_json_set_new(doc, "sglang",
+                               json_pack("{s:s}", "why",
+                                         "no fleet named: the law's options and the model come "
+                                         "from the endpoint's fleet entry"));
+    c = sw_calloc(1, sizeof(*c));
+    s = sw_calloc(1, sizeof(*s));
+    obs = sw_calloc(SW_CALIB_SG_MAX, sizeof(*obs));
+    if (!c || !s || !obs) {
+        rc = sw_err_set(e, SW_ENOMEM, "out of memory");
+        goto out;
+    }
+    rc = sw_fleet_load(rq->fleet_path, NULL, &fleet, e);
+    if (rc)
+        goto out;
+    const struct sw_fleet_endpoint *ep = sw_fleet_endpoint(fleet, rq->endpoint);
+    if (!ep) {
+        rc = sw_err_set(e, SW_ENOENT, "%s: no endpoint '%s'", rq->fleet_path, rq->endpoint);
+        goto out;
+    }
+    rc = sw_endpoint_hf_config(ep, c, NULL, 0, e);
+    if (!rc)
+        rc = sglang_opts(ep, &o, e);
+    if (!rc && o.max_total_tokens > 0)
+        rc = sw_sglang_plan(c, &o, &dr, e);
+    if (rc)
+        goto out;
+    struct sw_calib_sglang_obs d = {.tokens = o.max_total_tokens > 0 ? dr.max_total_num_tokens : 0,
+                                    .pinned = o.max_total_tokens > 0,
+                                    .mamba_slots = o.max_mamba_cache_size,
+                                    .mem_fraction_static = o.mem_fraction_static};
+    /* the ledger's boots when it has some; the fleet's facts (the same figures, by hand) else:
+     * both at once would hold every --exclude'd figure in again */
+    if (!fit->sglang.n)
+        sw_calib_sglang_gather(ep, &d, NULL, NULL, obs, SW_CALIB_SG_MAX, &n);
+    for (int k = 0; k < fit->sglang.n && n < SW_CALIB_SG_MAX; k++)
+        obs[n++] = fit->sglang.obs[k];
+    struct sw_calib_opts co = {.ep = ep, .exclude = rq->exclude, .n_exclude = rq->n_exclude};
+    rc = sw_calib_sglang_fit(c, &o, obs, n, &co, s, e);
+    if (rc)
+        goto out;
+    j = json_pack("{s:I,s:I,s:b,s:b}", "cell_bytes", (json_int_t)s->cell_bytes,
+                  "mamba_cache_per_req", (json_int_t)s->mamba_per_req, "consistent", s->consistent,
+                  "rest_fitted", s->have_rest);
+    json_t *bs = json_array(), *ps = json_array();
+    if (!j || !bs || !ps) {
+        json_decref(bs);
+        json_decref(ps);
+        rc = sw_err_set(e, SW_ENOMEM, "out of memory");
+        goto out;
+    }
+    sw_json_set_new(j, "boots", bs);
+    sw_json_set_new(j, "predictions", ps);
+    for (int k = 0; k < s->n; k++) {
+        const struct sw_calib_sglang_obs *b = &s->obs[k];
+        json_t *x = json_pack("{s:I,s:s,s:I,s:b,s:I}", "boot", (json_int_t)b->boot_id, "source",
+                              b->ext_id, "tokens", (json_int_t)b->tokens, "pinned", b->pinned,
+                              "mamba_slots", (json_int_t)b->mamba_slots);
+        if (x && b->has_free)
+            sw_json_set_real(x, "free_bytes", b->free_bytes);
+        json_array_append_new(bs, x);
+    }
+    if (s->have_rest) {
+        sw_json_set_int(j, "rest_lo", (json_int_t)s->rest_lo);
+        sw_json_set_int(j, "rest_hi", (json_int_t)s->rest_hi);
+        sw_json_set_real(j, "rest_mem_fraction_static", s->rest_mfs);
+    } else if (s->rest_floor) {
+        sw_json_set_int(j, "rest_floor", (json_int_t)s->rest_floor);
+    }
+    if (s->have_free) {
+        sw_json_set_real(j, "free_constant_lo", s->f0_lo);
+        sw_json_set_real(j, "free_constant_hi", s->f0_hi);
+    }
+    if (!s->consistent)
+        sw_json_set_str(j, "why", s->why);
+    *fitted = s->consistent && (s->have_rest || s->have_free);
+    *bad = !s->consistent;
+    for (int k = 0; k < 2 && s->consistent; k++) {
+        q = o;
+        if (k == 1)
+            q.max_total_tokens = 0;
+        else if (o.max_total_tokens <= 0)
+            continue;
+        struct sw_err pe;
+        sw_err_clear(&pe);
+        if (sw_calib_sglang_predict(s, c, &q, &pr, &pe) == 0)
+            json_array_append_new(ps, sglang_pred_json(k ? "autofit" : "declared", &pr));
+        else
+            json_array_append_new(
+                ps, json_pack("{s:s,s:s}", "shape", k ? "autofit" : "declared", "why", pe.msg));
+    }
+    rc = sw_json_set_new(doc, "sglang", j);
+    j = NULL;
+out:
+    json_decref(j);
+    sw_fleet_free(fleet);
+    sw_free(obs);
+    sw_free(s);
+    sw_free(c);
+    return rc;
+}
+
+static void print_sglang(const json_t *sj)
+{
+    char a[32], b[32];
+    if (!sj)
+        return;
+    const char *why = json_string_value(json_object_get(sj, "why"));
+    printf("SGLang (cell %lld B/token, mamba state %lld B/request):\n",
+           (long long)json_integer_value(json_object_get(sj, "cell_bytes")),
+           (long long)json_integer_value(json_object_get(sj, "mamba_cache_per_req")));
+    size_t i;
+    json_t *x;
+    json_array_foreach(json_object_get(sj, "boots"), i, x)
+    {
+        const json_t *fb = json_object_get(x, "free_bytes");
+        printf("  boot #%lld %s: %s tokens %s, %lld mamba slots%s",
+               (long long)json_integer_value(json_object_get(x, "boot")),
+               json_string_value(json_object_get(x, "source")),
+               cnt(json_integer_value(json_object_get(x, "tokens")), a, sizeof(a)),
+               json_is_true(json_object_get(x, "pinned")) ? "pinned" : "sized by the engine",
+               (long long)json_integer_value(json_object_get(x, "mamba_slots")),
+               fb ? ", free " : "\n");
+        if (fb)
+            printf("%.0f MiB\n", json_number_value(fb) / (double)SW_MIB);
+    }
+    if (json_is_integer(json_object_get(sj, "rest_lo")))
+        printf("  rest %.2f GiB at mem_fraction_static %.3f ([%s, %s) B)\n",
+               (double)json_integer_value(json_object_get(sj, "rest_lo")) / (double)SW_GIB,
+               json_number_value(json_object_get(sj, "rest_mem_fraction_static")),
+               cnt(json_integer_value(json_object_get(sj, "rest_lo")), a, sizeof(a)),
+               cnt(json_integer_value(json_object_get(sj, "rest_hi")), b, sizeof(b)));
+    else if (json_is_integer(json_object_get(sj, "rest_floor")))
+        printf("  rest >= %.2f GiB (pinned boots only: no boot sized its own pool)\n",
+               (double)json_integer_value(json_object_get(sj, "rest_floor")) / (double)SW_GIB);
+    if (json_object_get(sj, "free_constant_lo"))
+        printf("  free after boot = %.1f MiB - the pools (KV + mamba state)\n",
+               json_number_value(json_object_get(sj, "free_constant_lo")) / (double)SW_MIB);
+    if (why)
+        printf("  INCONSISTENT: %s\n", why);
+    json_array_foreach(json_object_get(sj, "predictions"), i, x)
+    {
+        const char *pw = json_string_value(json_object_get(x, "why"));
+        if (pw) {
+            printf("  predict %s: %s\n", json_string_value(json_object_get(x, "shape")), pw);
+            continue;
+        }
+        printf("  predict %s: %s..%s%s tokens, %lld mamba slots",
+               json_string_value(json_object_get(x, "shape")),
+               cnt(json_integer_value(json_object_get(x, "tokens_lo")), a, sizeof(a)),
+               cnt(json_integer_value(json_object_get(x, "tokens_hi")), b, sizeof(b)),
+               json_is_true(json_object_get(x, "tokens_open")) ? "+" : "",
+               (long long)json_integer_value(json_object_get(x, "mamba_slots")));
+        const json_t *fh = json_object_get(x, "free_hi_bytes"),
+                     *fl = json_object_get(x, "free_lo_bytes");
+        if (fh && fl)
+            printf(", free after boot %.0f..%.0f MiB%s", json_number_value(fl) / (double)SW_MIB,
+                   json_number_value(fh) / (double)SW_MIB,
+                   json_is_true(json_object_get(x, "would_oom")) ? ": WOULD OOM" : "");
+        else if (fh)
+            printf(", free after boot <= %.0f MiB", json_number_value(fh) / (double)SW_MIB);
+        printf("\n");
+        const char *w = json_string_value(json_object_get(x, "warning"));
+        if (w)
+            printf("    WARNING: %s\n", w);
+    }
+}
+
+/* Only when the boots recorded how they ran (a context other than "unrecorded"). */
+static void print_contexts(const json_t *cs)
+{
+    size_t i;
+    const json_t *c;
+    bool any = false;
+    json_array_foreach(cs, i, c) any |= json_string_value(json_object_get(c, "label"))[0] != 0;
+    if (!any)
+        return;
+    printf("contexts (how the engine ran):\n");
+    json_array_foreach(cs, i, c)
+    {
+        const char *lab = json_string_value(json_object_get(c, "label"));
+        const json_t *o = json_object_get(c, "offset");
+        printf("  %s: %lld boot%s\n", lab[0] ? lab : "unrecorded",
+               (long long)json_integer_value(json_object_get(c, "boots")),
+               json_integer_value(json_object_get(c, "boots")) == 1 ? "" : "s");
+        if (!o)
+            continue;
+        const json_t *lo = json_object_get(o, "free_at_kv_alloc_lo_bytes"),
+                     *hi = json_object_get(o, "free_at_kv_alloc_hi_bytes");
+        const char *from = json_string_value(json_object_get(o, "from"));
+        printf("    free at KV allocation vs %s: ", from && from[0] ? from : "unrecorded");
+        if (lo && hi)
+            printf("%+.3f..%+.3f GiB/rank", json_number_value(lo) / (double)SW_GIB,
+                   json_number_value(hi) / (double)SW_GIB);
+        else if (lo)
+            printf(">= %+.3f GiB/rank", json_number_value(lo) / (double)SW_GIB);
+        else
+            printf("<= %+.3f GiB/rank", json_number_value(hi) / (double)SW_GIB);
+        printf(" (%s)\n", json_string_value(json_object_get(o, "basis")));
+    }
+}
+
 int sw_cmd_calibrate(int argc, char **argv)
 {
     struct sw_args args;
@@ -340,6 +609,15 @@ int sw_cmd_calibrate(int argc, char **argv)
     json_t *out = res.doc;
     const char *path = res.ledger_path;
     bool nothing = res.nothing, bad = res.inconsistent;
+    if (fit->sglang.have || !strcmp(fit->engine, "sglang")) {
+        bool sg_fit = false, sg_bad = false;
+        if (sglang_section(&rq, fit, out, &sg_fit, &sg_bad, &e)) {
+            rc = sw_cli_fail(&e, json);
+            goto out;
+        }
+        nothing = nothing && !sg_fit;
+        bad = bad || sg_bad;
+    }
     if (save) {
         char *t = sw_json_dumps(out, JSON_INDENT(2) | JSON_SORT_KEYS);
         if (!t || sw_write_file_atomic(save, t, strlen(t), 0644, &e)) {
@@ -387,6 +665,8 @@ int sw_cmd_calibrate(int argc, char **argv)
             print_arena(&fit->arena);
         if (fit->headroom.have)
             print_headroom(&fit->headroom);
+        print_sglang(json_object_get(out, "sglang"));
+        print_contexts(json_object_get(out, "contexts"));
         size_t i;
         json_t *p;
         json_array_foreach(preds, i, p)
@@ -468,7 +748,7 @@ int sw_cmd_calibrate(int argc, char **argv)
                    (long long)json_integer_value(json_object_get(out, "note")), rq.endpoint);
         if (nothing)
             printf("nothing to fit: no boot printed a KV pool with a pinned size, no usage "
-                   "reading could be priced, no arena was printed\n");
+                   "reading could be priced, no arena was printed, no SGLang pool\n");
     }
     rc = nothing || bad ? SW_EXIT_FAIL : SW_EXIT_OK;
 out:

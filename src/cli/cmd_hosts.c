@@ -11,6 +11,8 @@
  */
 #include "cli.h"
 
+#include <slipway/gate.h>
+
 #include <slipway/fleet.h>
 #include <slipway/host.h>
 
@@ -230,6 +232,28 @@ static json_t *check_host(const struct sw_fleet *f, const struct sw_fleet_host *
             if (!p->exists)
                 gap(g, "%s: endpoint %s: payload %s not found", fh->name, ep->name, p->path);
         }
+        /* engine patches against the host's base file: the same verification as check's
+         * patches gate (gate sw_gate_patch), over this host's transport */
+        json_t *pa = ep->n_patches ? json_array() : NULL;
+        for (size_t k = 0; k < ep->n_patches && pa; k++) {
+            struct sw_gate_patch_result pr;
+            struct sw_err pe;
+            sw_err_clear(&pe);
+            if (sw_gate_patch(&ep->patches[k], &h, left_ms(t0, deadline_ms), &pr, &pe)) {
+                gap(g, "%s: endpoint %s: %s", fh->name, ep->name, pe.msg);
+                continue;
+            }
+            json_t *pj = json_pack("{s:s,s:s,s:s,s:s}", "file", ep->patches[k].file, "patch",
+                                   ep->patches[k].patch, "verdict",
+                                   sw_gate_verdict_name(pr.verdict), "line", pr.line);
+            if (pj && pr.detail[0])
+                sw_json_set_str(pj, "detail", pr.detail);
+            json_array_append_new(pa, pj);
+            if (pr.verdict == SW_GATE_FAIL)
+                gap(g, "%s: endpoint %s: patch %s", fh->name, ep->name, pr.line);
+        }
+        if (pa)
+            sw_json_set_new(je, "patches", pa);
         json_array_append_new(eps, je);
     }
 out:
@@ -291,6 +315,11 @@ static void print_host(const json_t *o, const json_t *gaps)
                            ? json_string_value(json_object_get(pj, "filesystem"))
                            : "?");
             printf("\n");
+            size_t k;
+            const json_t *xj;
+            json_array_foreach(json_object_get(ep, "patches"), k, xj)
+                printf("     patch %s: %s\n", json_string_value(json_object_get(xj, "verdict")),
+                       json_string_value(json_object_get(xj, "line")));
         }
     }
     for (size_t i = 0; i < json_array_size(gaps); i++)

@@ -84,6 +84,9 @@ void sw__gate_evidence(json_t *g, json_t *ev);
 
 /* The gates. Each appends one or more results; returns 0 or an unusable-input error. */
 int sw__gate_band(struct sw__gate_run *r, struct sw_err *e);
+/* band_sglang.c: an SGLang endpoint's band from its calibration; *handled false: the generic
+ * band runs (no facts, no law). */
+int sw__gate_band_sglang(struct sw__gate_run *r, bool *handled, struct sw_err *e);
 int sw__gate_pool(struct sw__gate_run *r, struct sw_err *e);
 int sw__gate_arena(struct sw__gate_run *r, struct sw_err *e);
 int sw__gate_headroom(struct sw__gate_run *r, struct sw_err *e); /* headroom.c */

@@ -229,12 +229,17 @@ int sw__gate_band(struct sw__gate_run *r, struct sw_err *e)
     double lo = (double)(ep->free_band.min.set ? ep->free_band.min.v : SW_GATE_BAND_MIN);
     double hi = (double)(ep->free_band.max.set ? ep->free_band.max.v : SW_GATE_BAND_MAX);
     char a[64], b[64], c[64], d[64], bs[64], t[2][48];
-    (void)e;
     snprintf(bs, sizeof(bs), "%s..%s", sw__gate_mib(lo, a, sizeof(a)),
              sw__gate_mib(hi, b, sizeof(b)));
     if (ep->n_devices == 0) {
         sw__gate_add(r, "band", SW_GATE_SKIP, "the endpoint names no device");
         return 0;
+    }
+    if (p->engine == SW_FLEET_SGLANG) {
+        bool done = false;
+        int rc = sw__gate_band_sglang(r, &done, e);
+        if (rc || done)
+            return rc;
     }
     /* The calibrated budget: the readings' non-KV cost + the law's KV for this shape. */
     struct sw_calib_budget cb;
@@ -1189,71 +1194,20 @@ int sw__gate_patches(struct sw__gate_run *r, struct sw_err *e)
     const struct sw_fleet_endpoint *ep = r->ep;
     for (size_t i = 0; i < ep->n_patches; i++) {
         const struct sw_fleet_patch *fp = &ep->patches[i];
-        char dir[4096] = ".", patch[8192], base[8192], eb[1200];
-        const char *ff = fp->at.file;
-        const char *slash = ff ? strrchr(ff, '/') : NULL;
-        if (slash)
-            snprintf(dir, sizeof(dir), "%.*s", (int)(slash - ff), ff);
-        snprintf(patch, sizeof(patch), "%s%s%s", fp->patch[0] == '/' ? "" : dir,
-                 fp->patch[0] == '/' ? "" : "/", fp->patch);
-        json_t *g;
-        if (!fp->base) {
-            g = sw__gate_add(r, "patches", SW_GATE_SKIP,
-                             "%s (%s:%d): no base on this machine to verify against: give base: "
-                             "PATH, the pinned image's %s",
-                             fp->patch, ff ? ff : "fleet", fp->at.line, fp->file);
-            sw__gate_str(g, "file", fp->file);
-            continue;
-        }
-        snprintf(base, sizeof(base), "%s%s%s", fp->base[0] == '/' ? "" : dir,
-                 fp->base[0] == '/' ? "" : "/", fp->base);
-        struct sw_payload_patch pp = {fp->file, patch, fp->base_sha256, fp->patched_sha256};
-        struct sw_payload_patch_result pr;
-        struct sw_err le;
-        sw_err_clear(&le);
-        if (sw_payload_patch_verify(base, &pp, &pr, &le)) {
-            if (le.code == SW_ENOMEM) {
-                *e = le;
-                return SW_ENOMEM;
-            }
-            g = sw__gate_add(r, "patches", SW_GATE_SKIP, "%s: cannot verify: %s", fp->patch,
-                             sw_err_format(&le, eb, sizeof(eb)));
-            sw__gate_str(g, "file", fp->file);
-            continue;
-        }
-        bool ok = pr.verdict == SW_PATCH_OK;
-        switch (pr.verdict) {
-        case SW_PATCH_OK:
-            g = sw__gate_add(r, "patches", SW_GATE_PASS,
-                             "%s applies to %s (base %.8s...) and reproduces %.8s...", fp->patch,
-                             fp->file, pr.base_sha256, pr.patched_sha256);
-            break;
-        case SW_PATCH_BASE_DRIFTED:
-            g = sw__gate_add(r, "patches", SW_GATE_FAIL,
-                             "%s: the image's %s is %.8s..., not the recorded base %.8s...: the "
-                             "image moved under the patch",
-                             fp->patch, fp->file, pr.base_sha256, fp->base_sha256);
-            break;
-        case SW_PATCH_DOES_NOT_APPLY:
-            g = sw__gate_add(r, "patches", SW_GATE_FAIL, "%s no longer applies to %s: %s",
-                             fp->patch, fp->file, pr.detail[0] ? pr.detail : "patch refused");
-            break;
-        default:
-            g = sw__gate_add(r, "patches", SW_GATE_FAIL,
-                             "%s applies to %s but makes %.8s..., not the recorded %.8s...",
-                             fp->patch, fp->file, pr.patched_sha256, fp->patched_sha256);
-            break;
-        }
+        struct sw_gate_patch_result pr;
+        int rc = sw_gate_patch(fp, NULL, 0, &pr, e);
+        if (rc)
+            return rc;
+        json_t *g = sw__gate_add(r, "patches", pr.verdict, "%s", pr.line);
         sw__gate_str(g, "file", fp->file);
-        sw__gate_str(g, "verdict_detail", sw_payload_patch_verdict_name(pr.verdict));
+        if (!pr.detail[0])
+            continue;
+        sw__gate_str(g, "verdict_detail", pr.detail);
         sw__gate_str(g, "base_sha256", pr.base_sha256);
         if (pr.patched_sha256[0])
             sw__gate_str(g, "patched_sha256", pr.patched_sha256);
-        if (!ok)
-            sw__gate_fix(g,
-                         "rebase the patch on the pinned image's %s and record both sha256s "
-                         "again, or pin the image the patch was made for",
-                         fp->file);
+        if (pr.fix[0])
+            sw__gate_fix(g, "%s", pr.fix);
     }
     return 0;
 }

@@ -204,6 +204,65 @@ static void test_exit_codes(void **state)
     swt_run_free(&r);
 }
 
+/* SGLang: the seed's two SGLang figures as boots; the autofit held out is open above. */
+static void test_sglang(void **state)
+{
+    struct fx *f = *state;
+    struct swt_run r;
+    char led[4096];
+    snprintf(led, sizeof(led), "%s", swt_join(f->dir, "sg.sqlite"));
+    swt_slipway(&r, "ledger", "import", swt_src("tests/data/ledger/seed-sglang.json"), "--ledger",
+                led, NULL);
+    assert_int_equal(r.status, 0);
+    swt_run_free(&r);
+    swt_slipway(&r, "calibrate", "frank-primary-sglang", swt_src("examples/operator.yaml"),
+                "--ledger", led, NULL);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "rest 11.27 GiB at mem_fraction_static 0.847"));
+    assert_non_null(strstr(r.out, "predict declared: 606,208..606,208 tokens, 32 mamba slots, "
+                                  "free after boot 531..532 MiB"));
+    assert_non_null(strstr(r.out, "predict autofit: 687,388..687,388 tokens, 32 mamba slots, "
+                                  "free after boot -737..-736 MiB: WOULD OOM"));
+    swt_run_free(&r);
+    swt_slipway(&r, "calibrate", "frank-primary-sglang", swt_src("examples/operator.yaml"),
+                "--ledger", led, "--exclude", "2", "--json", NULL);
+    assert_int_equal(r.status, 0);
+    json_t *j = swt_json_out(&r);
+    json_t *sg = json_object_get(j, "sglang");
+    assert_false(json_is_true(json_object_get(sg, "rest_fitted")));
+    json_t *p = json_array_get(json_object_get(sg, "predictions"), 1);
+    assert_string_equal(json_string_value(json_object_get(p, "shape")), "autofit");
+    assert_true(json_is_true(json_object_get(p, "tokens_open")));
+    assert_true(json_integer_value(json_object_get(p, "tokens_lo")) <= 687388);
+    json_decref(j);
+    swt_run_free(&r);
+}
+
+/* Contexts: a prediction for a context no fitted boot ran in warns; the root unit vs the
+ * rootless probe of one shape. */
+static void test_contexts(void **state)
+{
+    struct fx *f = *state;
+    struct swt_run r;
+    swt_slipway(&r, "ledger", "import", swt_src("tests/data/ledger/seed-contexts.json"), "--ledger",
+                f->led, NULL);
+    assert_int_equal(r.status, 0);
+    swt_run_free(&r);
+    swt_slipway(&r, "calibrate", "frank-primary", "--ledger", f->led, "--predict",
+                "262144:6100000000", "--context", "user=root", NULL);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "EXTRAPOLATES across context: user=root was not fitted"));
+    assert_non_null(strstr(r.out, "user=rootless: 1 boot"));
+    assert_non_null(strstr(r.out, ">= +0.823 GiB/rank"));
+    swt_run_free(&r);
+    swt_slipway(&r, "calibrate", "frank-primary", "--ledger", f->led, "--predict",
+                "262144:6100000000", "--context",
+                "expert_path=pinned host=dankserver runtime=podman user=root", NULL);
+    assert_int_equal(r.status, 0);
+    assert_null(strstr(r.out, "EXTRAPOLATES across context"));
+    swt_run_free(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest t[] = {
@@ -212,6 +271,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_budget_save, setup, teardown),
         cmocka_unit_test_setup_teardown(test_svg, setup, teardown),
         cmocka_unit_test_setup_teardown(test_exit_codes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sglang, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_contexts, setup, teardown),
     };
     return cmocka_run_group_tests_name("calib_cli", t, NULL, NULL);
 }

@@ -13,6 +13,7 @@
 
 #include <slipway/fleet.h>
 #include <slipway/gate.h>
+#include <slipway/host.h>
 #include <slipway/payload.h>
 
 #include "swtest.h"
@@ -244,11 +245,102 @@ static void test_patch_gate(void **state)
     swt_tmpdir_free(d);
 }
 
+/* `slipway hosts check`'s verification: the base read from a host over its transport (the local
+ * transport runs the same `cat` an ssh host would), then the one verification. Pass; a drifted
+ * base; a patch that no longer applies (the base recorded as the drifted file, so the hash
+ * matches and patch itself refuses); nothing left in TMPDIR. */
+static int count_base_tmp(const char *tmp)
+{
+    DIR *d = opendir(tmp);
+    int n = 0;
+    struct dirent *de;
+    if (!d)
+        return 0;
+    while ((de = readdir(d)))
+        n += !strncmp(de->d_name, "slipway-", 8);
+    closedir(d);
+    return n;
+}
+
+static void test_patch_on_host(void **state)
+{
+    (void)state;
+    swt_need(access("/usr/bin/patch", X_OK) == 0, "GNU patch (/usr/bin/patch)");
+    swt_need(access("/usr/bin/diff", X_OK) == 0, "diff (/usr/bin/diff)");
+    char *d = swt_tmpdir();
+    char cmd[8192], tmp[4096];
+    snprintf(tmp, sizeof(tmp), "%s", swt_join(d, "tmp"));
+    assert_int_equal(mkdir(tmp, 0700), 0);
+    setenv("TMPDIR", tmp, 1);
+    snprintf(cmd, sizeof(cmd),
+             "cd '%s' && mkdir -p image a/vllm/v1/core b/vllm/v1/core && printf '%%s' '" BASE
+             "' > a/vllm/v1/core/kv_cache_utils.py && printf '%%s' '" PATCHED
+             "' > b/vllm/v1/core/kv_cache_utils.py && { diff -u a/vllm/v1/core/kv_cache_utils.py "
+             "b/vllm/v1/core/kv_cache_utils.py > 02-mla-page.patch; test $? -eq 1; }",
+             d);
+    assert_int_equal(system(cmd), 0);
+    char hb[SW_PAYLOAD_SHA256_HEX + 1], hp[SW_PAYLOAD_SHA256_HEX + 1];
+    hash(swt_join(d, "a/vllm/v1/core/kv_cache_utils.py"), hb);
+    hash(swt_join(d, "b/vllm/v1/core/kv_cache_utils.py"), hp);
+    char base[4096], patch[4096];
+    snprintf(base, sizeof(base), "%s", swt_join(d, "image/kv_cache_utils.py"));
+    snprintf(patch, sizeof(patch), "%s", swt_join(d, "02-mla-page.patch"));
+    struct sw_fleet_patch fp = {.file = "vllm/v1/core/kv_cache_utils.py",
+                                .patch = patch,
+                                .base = base,
+                                .base_sha256 = hb,
+                                .patched_sha256 = hp};
+    struct sw_host h;
+    struct sw_host_cfg hc = {.name = "local", .kind = SW_HOST_KIND_LOCAL};
+    struct sw_err e;
+    struct sw_gate_patch_result r;
+    assert_int_equal(sw_host_open(&h, &hc, &e), 0);
+
+    swt_write_str(base, BASE);
+    assert_int_equal(sw_gate_patch(&fp, &h, 10000, &r, &e), 0);
+    assert_int_equal(r.verdict, SW_GATE_PASS);
+    assert_string_equal(r.detail, "ok");
+    assert_string_equal(r.patched_sha256, hp);
+    assert_non_null(strstr(r.line, "on local"));
+
+    /* the image's file changed under the patch */
+    swt_write_str(base, BASE "# rebuilt\n");
+    assert_int_equal(sw_gate_patch(&fp, &h, 10000, &r, &e), 0);
+    assert_int_equal(r.verdict, SW_GATE_FAIL);
+    assert_string_equal(r.detail, "base_drifted");
+    assert_non_null(strstr(r.line, "not the recorded base"));
+    assert_non_null(strstr(r.fix, "rebase the patch"));
+
+    /* recorded against a base the hunk's context is gone from: the hash matches, patch refuses */
+    swt_write_str(base, "def kv_page_size(spec):\n    return 0\n");
+    char hd[SW_PAYLOAD_SHA256_HEX + 1];
+    hash(base, hd);
+    fp.base_sha256 = hd;
+    assert_int_equal(sw_gate_patch(&fp, &h, 10000, &r, &e), 0);
+    assert_int_equal(r.verdict, SW_GATE_FAIL);
+    assert_string_equal(r.detail, "does_not_apply");
+    assert_non_null(strstr(r.line, "no longer applies"));
+
+    /* a base the host does not have: skip, saying why; a relative base cannot be read there */
+    fp.base = "/nonexistent/slipway/kv_cache_utils.py";
+    assert_int_equal(sw_gate_patch(&fp, &h, 10000, &r, &e), 0);
+    assert_int_equal(r.verdict, SW_GATE_SKIP);
+    assert_non_null(strstr(r.line, "cannot verify on local"));
+    fp.base = "image/kv_cache_utils.py";
+    assert_int_equal(sw_gate_patch(&fp, &h, 10000, &r, &e), 0);
+    assert_int_equal(r.verdict, SW_GATE_SKIP);
+    assert_non_null(strstr(r.line, "absolute path"));
+    assert_int_equal(count_base_tmp(tmp), 0);
+    unsetenv("TMPDIR");
+    swt_tmpdir_free(d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_patch_verify),
         cmocka_unit_test(test_patch_gate),
+        cmocka_unit_test(test_patch_on_host),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
