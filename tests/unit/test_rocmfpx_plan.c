@@ -49,7 +49,7 @@ static void test_plan(void **state)
     assert_int_equal(json_integer_value(json_object_get(kv, "layers")), 16);
     int64_t kb = json_integer_value(json_object_get(kv, "k_bytes")) +
                  json_integer_value(json_object_get(kv, "v_bytes"));
-    assert_true(kb == 16ll << 30);          /* 16 GiB */
+    assert_true(kb == 16ll << 30);         /* 16 GiB */
     assert_true(kb / 262144 == 64 * 1024); /* 64 KiB a token */
     assert_true(has_arg(&p.cmd, "--mmproj", "mmproj-Qwen3.8-27B-BF16.gguf"));
     assert_true(has_arg(&p.cmd, "-md", "Qwen3.8-27B-MTP-Q4_0.gguf"));
