@@ -347,7 +347,9 @@ int sw_ladder_run_sim(void *ctx, const struct sw_fleet *f, struct sw_fleet_endpo
             got += (size_t)k;
     }
     line[got] = 0;
-    int port = atoi(line);
+    line[strcspn(line, "\r\n")] = 0;
+    int64_t pv = 0;
+    int port = sw_parse_i64(line, &pv, NULL) == 0 && pv > 0 && pv <= 65535 ? (int)pv : 0;
     out->booted = true;
     if (port <= 0) {
         kill(pid, SIGTERM);

@@ -22,18 +22,15 @@
 #include <slipway/bench.h>
 #include <slipway/deploy.h>
 #include <slipway/engine.h>
+#include <slipway/net.h>
 #include <slipway/sim.h>
 
-#include <arpa/inet.h>
 #include <errno.h>
 #include <math.h>
-#include <netinet/in.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -213,34 +210,21 @@ static int probe_local(const struct sw_tune_opts *o, const char *run_dir,
  * Sim: the stand-in in a forked child.
  */
 
-/* GET /health on 127.0.0.1:port: the status, 0 when nothing answered. */
+/* GET /health on 127.0.0.1:port: the status, 0 when nothing answered (within 2 s). */
 static int health(int port)
 {
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0)
+    struct sw_net_loop l;
+    struct sw_net_resp r;
+    char url[64];
+    if (sw_net_loop_init(&l, NULL, NULL))
         return 0;
-    struct sockaddr_in a;
-    memset(&a, 0, sizeof(a));
-    a.sin_family = AF_INET;
-    a.sin_port = htons((uint16_t)port);
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    int status = 0;
-    if (connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0) {
-        static const char req[] = "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-                                  "Connection: close\r\n\r\n";
-        char buf[64];
-        if (write(fd, req, sizeof(req) - 1) == (ssize_t)(sizeof(req) - 1)) {
-            struct pollfd pf = {.fd = fd, .events = POLLIN};
-            if (poll(&pf, 1, 2000) == 1) {
-                ssize_t n = read(fd, buf, sizeof(buf) - 1);
-                if (n > 12) {
-                    buf[n] = '\0';
-                    status = atoi(buf + 9);
-                }
-            }
-        }
-    }
-    close(fd);
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d/health", port);
+    struct sw_net_req t = {.connect_ms = 2000, .total_ms = 2000, .body_max = 4096};
+    memset(&r, 0, sizeof(r));
+    sw_net_get(&l, url, &t, &r, NULL);
+    int status = (int)r.status;
+    sw_net_resp_free(&r);
+    sw_net_loop_close(&l);
     return status;
 }
 
@@ -309,8 +293,11 @@ static int probe_sim(const struct sw_tune_opts *o, const char *run_dir,
         if (!port) {
             char *txt = NULL;
             size_t n = 0;
+            int64_t v = 0;
             if (sw_read_file(ready, 64, &txt, &n, NULL) == 0) {
-                port = atoi(txt);
+                txt[strcspn(txt, "\r\n")] = '\0';
+                if (sw_parse_i64(txt, &v, NULL) == 0 && v > 0 && v <= 65535)
+                    port = (int)v;
                 sw_free(txt);
             }
         }

@@ -86,15 +86,18 @@ static const char *str(const json_t *o, const char *k)
 }
 
 /*
- * The deliberately poor default and the good value: on a machine of two cores or fewer (this
- * one, shared by several builds) two spinning ggml workers against one (measured here: 11.5
- * against 39.8 tok/s, re-measured 39.5); on a larger machine one thread against all its cores.
+ * The deliberately poor default and the good value: on a machine of two cores or fewer, four
+ * spinning ggml workers per core against one thread. Two workers against one was the first
+ * choice (11.5 against 39.8 tok/s on an idle-ish box) but under other load on the same two cores
+ * the baseline's own spread reached 118 % (3.2, 189, 78 tok/s) and nothing could be crowned:
+ * oversubscription is slow whatever else runs. On a larger machine one thread against all its
+ * cores.
  */
 static void thread_counts(int *poor, int *good)
 {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     if (n <= 2) {
-        *poor = 2;
+        *poor = 8;
         *good = 1;
     } else {
         *poor = 1;
