@@ -605,32 +605,53 @@ void sw__probe_worst_case(struct sw__probe *p, struct sw_probe_result *r)
     sz.prompt = NULL;
     struct sw_openai_result res;
     struct sw_net_resp resp;
-    json_t *b;
-    int64_t gen = w - prompt_tokens;
-    b = sw__probe_chat(p, prompt, (int)SW_MIN(gen, (int64_t)INT32_MAX), true);
-    sw_free(prompt);
-    if (b) {
-        sw_json_set_bool(b, "ignore_eos", true);
-        if (p->eng == SW__ENG_LLAMACPP)
-            sw_json_set_bool(b, "cache_prompt", false);
-    }
+    int64_t gen = w - prompt_tokens, made = 0;
+    bool is_alive = false, ran_full = false;
+    int attempt = 0;
+    memset(&resp, 0, sizeof(resp));
     sw_openai_result_init(&res, 0, 0);
-    /* the whole window at the decode rate: allow ten request budgets */
-    rc = sw__probe_post(p, b, &res, &resp, NULL, NULL, p->timeout_ms * 10u);
-    json_decref(b);
-    int64_t made = res.usage.present ? res.usage.completion_tokens : (int64_t)res.text_chunks;
+    /* A random-weight model's text can break the server's own chat-format parser mid-stream (an
+     * error event after a lone byte token: docs/probe.md); that says nothing about memory. Such
+     * an attempt, with the engine alive, is retried (at most twice) sampled with another seed:
+     * the window must still be filled by one of them. */
+    for (;;) {
+        json_t *b = sw__probe_chat(p, prompt, (int)SW_MIN(gen, (int64_t)INT32_MAX), true);
+        if (b) {
+            sw_json_set_bool(b, "ignore_eos", true);
+            if (p->eng == SW__ENG_LLAMACPP)
+                sw_json_set_bool(b, "cache_prompt", false);
+            if (attempt) {
+                sw_json_set_real(b, "temperature", 1.0);
+                sw_json_set_int(b, "seed", 42 + attempt);
+            }
+        }
+        /* the whole window at the decode rate: allow ten request budgets */
+        rc = sw__probe_post(p, b, &res, &resp, NULL, NULL, p->timeout_ms * 10u);
+        json_decref(b);
+        made = res.usage.present ? res.usage.completion_tokens : (int64_t)res.text_chunks;
+        is_alive = sw__probe_alive(p, alive, sizeof(alive));
+        /* generating past the end-of-turn token (ignore_eos) may make the server fail to parse
+         * its own output after the last token: what is checked here is that it survived */
+        ran_full = made >= gen * 9 / 10;
+        if (ran_full || !is_alive || !res.error.present || resp.status != 200 || made <= 0 ||
+            attempt >= 2)
+            break;
+        attempt++;
+        sw_openai_result_free(&res);
+        sw_net_resp_free(&resp);
+        memset(&resp, 0, sizeof(resp));
+        sw_openai_result_init(&res, 0, 0);
+    }
+    sw_free(prompt);
+    sw_json_set_int(r->data, "attempts", attempt + 1);
     sw_json_set_int(r->data, "prompt_tokens", prompt_tokens);
     sw_json_set_int(r->data, "max_tokens", gen);
     sw_json_set_int(r->data, "completion_tokens", made);
-    bool is_alive = sw__probe_alive(p, alive, sizeof(alive));
     sw_json_set_bool(r->data, "alive_after", is_alive);
     char a[32], g[32], ws[32], after[700] = "";
     sw_fmt_count((uint64_t)prompt_tokens, a, sizeof(a));
     sw_fmt_count((uint64_t)SW_MAX(made, 0), g, sizeof(g));
     sw_fmt_count((uint64_t)w, ws, sizeof(ws));
-    /* generating past the end-of-turn token (ignore_eos) may make the server fail to parse its
-     * own output after the last token: what is checked here is that it survived the window */
-    bool ran_full = made >= gen * 9 / 10;
     if (res.error.present)
         snprintf(after, sizeof(after), "; then an error event: %.300s", res.error.message);
     if ((rc && !res.error.present) || resp.status != 200 || !ran_full)
