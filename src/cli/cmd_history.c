@@ -4,9 +4,11 @@
  *   The endpoint's tags, newest first (include/slipway/ledger.h, sw_ledger_history): each with
  *   its shape, what the ledger measured of that shape on the endpoint (boots, battery, bench,
  *   usage), when and why it was retired, which one is last-good, and whether it can be restored
- *   (its payload paths, at their recorded sizes, and its image are on the host). The check looks
- *   at this machine's filesystem (and podman's store) only when the fleet says the endpoint's
- *   host is local; otherwise it says "not checked (remote host)". Then the last deploy attempts.
+ *   (its payload paths, at their recorded sizes, and its image are on the host:
+ *   sw_host_restore_present, the one check `slipway report` uses too). The check looks at this
+ *   machine's filesystem (and podman's store) when the fleet says the endpoint's host is local,
+ *   and at the host's over ssh when it is an ssh host ("not checked" when it cannot be reached).
+ *   Then the last deploy attempts.
  *
  * Exit: 0 printed, 1 the ledger could not be read, 2 unusable input (no such endpoint in the
  * ledger, a broken fleet, an unknown endpoint in the fleet).
@@ -40,7 +42,9 @@ const struct sw_cmd_spec sw_spec_history = {
              "what the ledger measured of each shape on the endpoint, which one is last-good,\n"
              "when and why each was retired, and whether each can be restored: its payload\n"
              "paths (at their recorded sizes) and image are on the host. That is checked here\n"
-             "when FLEET says the endpoint's host is local; otherwise it says \"not checked\".\n"
+             "when FLEET says the endpoint's host is local, over ssh when it is an ssh host\n"
+             "(\"not checked\" when it cannot be reached). Each payload file's sha256 as the\n"
+             "deploy read it on the host is shown.\n"
              "Then the endpoint's last deploy attempts. The ledger is opened read-only.\n"
              "Exit: 0 printed, 1 the ledger could not be read, 2 unusable input.",
     .opts = opts,
@@ -103,8 +107,23 @@ static void print_history(const json_t *h, const char *lpath)
         if (note)
             printf("      note: %s\n", note);
         const char *image = json_string_value(json_object_get(t, "image"));
-        printf("      payload: %zu paths%s%s\n", json_array_size(json_object_get(t, "payload")),
-               image ? "; image " : "", image ? image : "");
+        const json_t *pl = json_object_get(t, "payload");
+        printf("      payload: %zu paths%s%s\n", json_array_size(pl), image ? "; image " : "",
+               image ? image : "");
+        size_t pi;
+        const json_t *pe;
+        json_array_foreach(pl, pi, pe)
+        {
+            if (pi == 3) {
+                printf("        ... and %zu more\n", json_array_size(pl) - 3);
+                break;
+            }
+            const char *sha = json_string_value(json_object_get(pe, "sha256"));
+            printf("        %s %lld bytes, sha256 %s\n",
+                   json_string_value(json_object_get(pe, "path")),
+                   (long long)json_integer_value(json_object_get(pe, "size")),
+                   sha ? sha : "not hashed");
+        }
         print_measured(json_object_get(t, "measured"));
         if (!kept)
             printf("      retired %s: %s\n", json_string_value(json_object_get(t, "retired")),
