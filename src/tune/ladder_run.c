@@ -254,7 +254,7 @@ int sw_ladder_run_sim(void *ctx, const struct sw_fleet *f, struct sw_fleet_endpo
     int rc = log_path(lp, sizeof(lp), "sim", e);
     if (rc)
         return rc;
-    logfd = open(lp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    logfd = open(lp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (logfd < 0 || pipe2(pfd, O_CLOEXEC)) {
         rc = sw_err_set(e, SW_EIO, "%s: %s", lp, strerror(errno));
         goto out;

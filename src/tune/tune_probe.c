@@ -26,6 +26,7 @@
 #include <slipway/sim.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -276,8 +277,12 @@ static int probe_sim(const struct sw_tune_opts *o, const char *run_dir,
     if (pid < 0)
         return sw_err_set(e, SW_EIO, "fork: %s", strerror(errno));
     if (pid == 0) {
-        FILE *lf = freopen(m->log, "we", stderr);
-        (void)lf;
+        /* the log in slipway's run directory, never through a link planted there */
+        int lfd = open(m->log, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0600);
+        if (lfd >= 0 && lfd != 2) {
+            dup2(lfd, 2);
+            close(lfd);
+        }
         sim_child(o, ep, p, ready);
     }
     int rc = 0, status = 0, port = 0;
