@@ -510,8 +510,14 @@ static void mend(const struct swth_host *h)
 {
     char *out = NULL;
     int st = on_console(h,
+                        /* a start right after the kill can fail (its ExecStartPre raced the
+                         * last session's teardown, seen once in CI): bounded retries, then the
+                         * unit's status and journal as the evidence */
+                        "for i in 1 2 3 4 5; do "
                         "systemctl reset-failed ssh.service ssh.socket 2>/dev/null; "
-                        "systemctl start ssh.service 2>&1 || systemctl status ssh.service 2>&1",
+                        "systemctl start ssh.service 2>&1 && exit 0; sleep 1; done; "
+                        "systemctl status ssh.service 2>&1; journalctl -u ssh.service -n 20 "
+                        "--no-pager 2>&1; exit 1",
                         &out);
     if (st)
         fail_msg("sshd on %s did not start again: %s", h->name, out);
