@@ -608,7 +608,9 @@ int sw_calib_headroom_predict(const struct sw_calib_fit *f, const struct sw_head
                  pc->theta_hi_set ? gib(pc->theta_hi, t[5], 32) : "unbounded", pc->n_theta_hi,
                  pc->n_theta_lo, pc->kv_dtype, (long long)pc->seqs, pc->util, ylo(&pc->line),
                  yhi(&pc->line), h->prof.reserve_per_token);
-        out->budget.pool = (uint64_t)out->pool_point;
+        out->budget.pool = out->pool_point > 0
+                               ? (uint64_t)out->pool_point
+                               : 0; /* a negative point is an overdrawn budget: no pool */
         out->budget.resident += out->pool_point;
         out->budget.free_capture -= out->pool_point;
         return 0;
