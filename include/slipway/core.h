@@ -122,6 +122,9 @@ void sw_buf_init(struct sw_buf *b, size_t max);
 int sw_buf_append(struct sw_buf *b, const void *p, size_t n);
 int sw_buf_puts(struct sw_buf *b, const char *s);
 int sw_buf_putc(struct sw_buf *b, char c);
+/* s[0..n) as HTML text or a quoted attribute value: & < > " escaped, a control character other
+ * than tab and newline written as a space. The one escaper of the generated pages. */
+int sw_buf_html(struct sw_buf *b, const char *s, size_t n);
 int sw_buf_printf(struct sw_buf *b, const char *fmt, ...) SW_PRINTF(2, 3);
 int sw_buf_vprintf(struct sw_buf *b, const char *fmt, va_list ap) SW_PRINTF(2, 0);
 const char *sw_buf_cstr(const struct sw_buf *b);

@@ -569,26 +569,7 @@ int sw_bench_report_svg(const struct sw_bench_report *rep, const char *path, str
 
 static int html_text(struct sw_buf *b, const char *s, size_t n)
 {
-    int rc = 0;
-    for (size_t i = 0; i < n && !rc; i++) {
-        switch (s[i]) {
-        case '<':
-            rc = sw_buf_puts(b, "&lt;");
-            break;
-        case '>':
-            rc = sw_buf_puts(b, "&gt;");
-            break;
-        case '&':
-            rc = sw_buf_puts(b, "&amp;");
-            break;
-        case '"':
-            rc = sw_buf_puts(b, "&quot;");
-            break;
-        default:
-            rc = sw_buf_putc(b, s[i]);
-        }
-    }
-    return rc;
+    return sw_buf_html(b, s, n);
 }
 
 /* One panel as an inline <svg> (the XML declaration dropped: it has no place in HTML). */

@@ -128,3 +128,22 @@ void sw_buf_free(struct sw_buf *b)
     b->len = 0;
     b->cap = 0;
 }
+
+int sw_buf_html(struct sw_buf *b, const char *s, size_t n)
+{
+    int rc = 0;
+    for (size_t i = 0; s && i < n && !rc; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '&')
+            rc = sw_buf_puts(b, "&amp;");
+        else if (c == '<')
+            rc = sw_buf_puts(b, "&lt;");
+        else if (c == '>')
+            rc = sw_buf_puts(b, "&gt;");
+        else if (c == '"')
+            rc = sw_buf_puts(b, "&quot;");
+        else
+            rc = sw_buf_putc(b, c < 0x20 && c != '\n' && c != '\t' ? ' ' : (char)c);
+    }
+    return rc;
+}

@@ -17,26 +17,7 @@
 
 int sw__rep_esc(struct sw_buf *b, const char *s)
 {
-    int rc = 0;
-    for (; s && *s && !rc; s++) {
-        switch (*s) {
-        case '&':
-            rc = sw_buf_puts(b, "&amp;");
-            break;
-        case '<':
-            rc = sw_buf_puts(b, "&lt;");
-            break;
-        case '>':
-            rc = sw_buf_puts(b, "&gt;");
-            break;
-        case '"':
-            rc = sw_buf_puts(b, "&quot;");
-            break;
-        default:
-            rc = sw_buf_putc(b, (unsigned char)*s < 0x20 ? ' ' : *s);
-        }
-    }
-    return rc;
+    return sw_buf_html(b, s, s ? strlen(s) : 0);
 }
 
 static const char *js(const json_t *o, const char *k)

@@ -141,26 +141,7 @@ void sw_tune_print(FILE *f, const json_t *rep)
 
 static int esc(struct sw_buf *b, const char *s)
 {
-    int rc = 0;
-    for (; s && *s && !rc; s++) {
-        switch (*s) {
-        case '<':
-            rc = sw_buf_puts(b, "&lt;");
-            break;
-        case '>':
-            rc = sw_buf_puts(b, "&gt;");
-            break;
-        case '&':
-            rc = sw_buf_puts(b, "&amp;");
-            break;
-        case '"':
-            rc = sw_buf_puts(b, "&quot;");
-            break;
-        default:
-            rc = sw_buf_putc(b, *s);
-        }
-    }
-    return rc;
+    return sw_buf_html(b, s, s ? strlen(s) : 0);
 }
 
 #define MAX_BARS 64
