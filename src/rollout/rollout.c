@@ -280,8 +280,18 @@ static int roll_back(struct sw__ro *c, struct sw_err *e)
     }
     struct sw_err re;
     sw_err_clear(&re);
-    int rc = sw__ro_restore(c, set, &re);
     char why[512] = "";
+    /* the failed unit first: a crash loop left running restarts the old definition while the
+     * files are put back (ASan's slower restore saw a restart of the broken binary land after
+     * the explicit start, and read its exit 127 as the rollback's own death) */
+    int rc = systemctl(c, "stop", c->unit, STOP_MS, why, sizeof(why));
+    if (rc && host_gone(c, rc)) {
+        lost_host(c, why);
+        return 0;
+    }
+    systemctl(c, "reset-failed", c->unit, 30000, NULL, 0);
+    why[0] = '\0';
+    rc = sw__ro_restore(c, set, &re);
     if (!rc)
         rc = systemctl(c, "daemon-reload", NULL, 60000, why, sizeof(why));
     if (rc && host_gone(c, rc)) {
@@ -941,8 +951,20 @@ int sw_rollout_rollback(const struct sw_fleet *f, const struct sw_fleet_endpoint
     t = sw_now_ns();
     c.t_down = t;
     r->stopped = !strcmp(before.active_state, "active");
-    rc = sw__ro_restore(&c, set, e);
     char why[512] = "";
+    if (strcmp(before.active_state, "active") && strcmp(before.active_state, "inactive")) {
+        /* a crash loop (activating, auto-restart, failed): stopped before its files change,
+         * or a restart of the old definition can land after ours */
+        rc = systemctl(&c, "stop", c.unit, STOP_MS, why, sizeof(why));
+        if (rc && host_gone(&c, rc)) {
+            lost_host(&c, why);
+            rc = 0;
+            goto out;
+        }
+        systemctl(&c, "reset-failed", c.unit, 30000, NULL, 0);
+        why[0] = '\0';
+    }
+    rc = sw__ro_restore(&c, set, e);
     if (!rc)
         rc = systemctl(&c, "daemon-reload", NULL, 60000, why, sizeof(why));
     if (rc && host_gone(&c, rc)) {
