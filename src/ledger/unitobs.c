@@ -11,19 +11,16 @@
 
 #include <string.h>
 
-static int check_text(const char *what, const char *s, size_t max, bool required,
-                      struct sw_err *e)
+static int check_text(const char *what, const char *s, size_t max, bool required, struct sw_err *e)
 {
     if (!s || !*s)
         return required ? sw_err_set(e, SW_EINVAL, "unit observation: %s is required", what) : 0;
     size_t n = strnlen(s, max + 1);
     if (n > max)
-        return sw_err_set(e, SW_EINVAL, "unit observation: %s is longer than %zu bytes", what,
-                          max);
+        return sw_err_set(e, SW_EINVAL, "unit observation: %s is longer than %zu bytes", what, max);
     for (size_t i = 0; i < n; i++)
         if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
-            return sw_err_set(e, SW_EINVAL, "unit observation: %s holds a control character",
-                              what);
+            return sw_err_set(e, SW_EINVAL, "unit observation: %s holds a control character", what);
     return 0;
 }
 
@@ -60,8 +57,8 @@ static int record_tx(struct sw_ledger *l, const struct sw_ledger_unit_obs *o, in
     return 0;
 }
 
-int sw_ledger_record_unit_obs(struct sw_ledger *l, const struct sw_ledger_unit_obs *o,
-                              int64_t *id, struct sw_err *e)
+int sw_ledger_record_unit_obs(struct sw_ledger *l, const struct sw_ledger_unit_obs *o, int64_t *id,
+                              struct sw_err *e)
 {
     if (id)
         *id = 0;
@@ -104,8 +101,8 @@ static const char SQL_LIST[] =
 
 static int obs_row(sqlite3_stmt *st, json_t **out)
 {
-    static const char *const keys[] = {"id",     "endpoint",   "host",     "unit",
-                                       "active", "sub",        "result",   "n_restarts",
+    static const char *const keys[] = {"id",       "endpoint", "host",     "unit",
+                                       "active",   "sub",      "result",   "n_restarts",
                                        "main_pid", "since",    "observed", "observed_ms"};
     int rc = 0;
     json_t *o = json_object();
@@ -158,8 +155,8 @@ static int list_tx(struct sw_ledger *l, const char *endpoint, int64_t limit, jso
     return 0;
 }
 
-int sw_ledger_unit_obs_list(struct sw_ledger *l, const char *endpoint, int64_t limit,
-                            json_t **out, struct sw_err *e)
+int sw_ledger_unit_obs_list(struct sw_ledger *l, const char *endpoint, int64_t limit, json_t **out,
+                            struct sw_err *e)
 {
     *out = NULL;
     int rc = sw__ledger_exec(l, "BEGIN", e);

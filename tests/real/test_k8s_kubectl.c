@@ -48,16 +48,16 @@ static const char api_groups[] =
 #define RES(name, single, kind)                                                                    \
     "{\"name\":\"" name "\",\"singularName\":\"" single "\",\"namespaced\":true,\"kind\":\"" kind  \
     "\",\"verbs\":[\"create\",\"get\",\"list\",\"patch\",\"update\",\"delete\"]}"
-static const char core_v1[] = "{\"kind\":\"APIResourceList\",\"groupVersion\":\"v1\",\"resources\":[" RES(
-    "services", "service", "Service") "," RES("persistentvolumeclaims", "persistentvolumeclaim",
-                                              "PersistentVolumeClaim") "]}";
+static const char core_v1[] =
+    "{\"kind\":\"APIResourceList\",\"groupVersion\":\"v1\",\"resources\":[" RES(
+        "services", "service", "Service") "," RES("persistentvolumeclaims", "persistentvolumeclaim",
+                                                  "PersistentVolumeClaim") "]}";
 static const char apps_v1[] =
     "{\"kind\":\"APIResourceList\",\"apiVersion\":\"v1\",\"groupVersion\":\"apps/v1\","
     "\"resources\":[" RES("deployments", "deployment", "Deployment") "]}";
-static const char lws_v1[] =
-    "{\"kind\":\"APIResourceList\",\"apiVersion\":\"v1\",\"groupVersion\":"
-    "\"leaderworkerset.x-k8s.io/v1\",\"resources\":[" RES("leaderworkersets", "leaderworkerset",
-                                                         "LeaderWorkerSet") "]}";
+static const char lws_v1[] = "{\"kind\":\"APIResourceList\",\"apiVersion\":\"v1\",\"groupVersion\":"
+                             "\"leaderworkerset.x-k8s.io/v1\",\"resources\":[" RES(
+                                 "leaderworkersets", "leaderworkerset", "LeaderWorkerSet") "]}";
 static const char not_found[] = "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":"
                                 "\"Failure\",\"reason\":\"NotFound\",\"code\":404}";
 
@@ -100,9 +100,19 @@ static int teardown(void **state)
 
 static void kubectl(const char *file, struct swt_run *r)
 {
-    const char *argv[] = {"kubectl",    "--kubeconfig",       kubeconfig, "--cache-dir",
-                          cache,        "apply",              "--dry-run=client",
-                          "--validate=false", "-o", "json", "-f", file, NULL};
+    const char *argv[] = {"kubectl",
+                          "--kubeconfig",
+                          kubeconfig,
+                          "--cache-dir",
+                          cache,
+                          "apply",
+                          "--dry-run=client",
+                          "--validate=false",
+                          "-o",
+                          "json",
+                          "-f",
+                          file,
+                          NULL};
     swt_run(argv, NULL, 120, r);
 }
 
@@ -163,8 +173,7 @@ static void dry_run(const char *ep, const char *nodes, const char *want_kind)
     }
     kubectl(file, &r);
     if (r.status)
-        fail_msg("kubectl apply --dry-run=client %s: exit %d: %s %s", file, r.status, r.out,
-                 r.err);
+        fail_msg("kubectl apply --dry-run=client %s: exit %d: %s %s", file, r.status, r.out, r.err);
     json_t *list = swt_json_out(&r);
     swt_run_free(&r);
     json_t *items = json_object_get(list, "items");
@@ -177,8 +186,8 @@ static void dry_run(const char *ep, const char *nodes, const char *want_kind)
             "default");
         strip_apply(o);
         if (!json_equal(o, json_array_get(objs, i))) {
-            char *a = sw_json_dumps(o, JSON_COMPACT), *b = sw_json_dumps(json_array_get(objs, i),
-                                                                          JSON_COMPACT);
+            char *a = sw_json_dumps(o, JSON_COMPACT),
+                 *b = sw_json_dumps(json_array_get(objs, i), JSON_COMPACT);
             fail_msg("kubectl read object %zu as\n%s\nrender printed\n%s", i, a, b);
         }
         saw_kind |= !strcmp(json_string_value(json_object_get(o, "kind")), want_kind);

@@ -143,9 +143,8 @@ static void test_restarts_between_deploys(void **state)
     assert_int_equal(r.status, 2);
     swt_run_free(&r);
 
-    json_t *j =
-        run_json(&r, 0, "install", "rp-small", f->fleet, "--start", "--timeout", "120s", "--json",
-                 NULL);
+    json_t *j = run_json(&r, 0, "install", "rp-small", f->fleet, "--start", "--timeout", "120s",
+                         "--json", NULL);
     assert_true(json_is_true(json_object_get(j, "serving")));
     json_decref(j);
     swt_run_free(&r);
@@ -163,8 +162,7 @@ static void test_restarts_between_deploys(void **state)
     char unit[256];
     snprintf(unit, sizeof(unit), "%s", json_string_value(json_object_get(u, "name")));
     char cmd[1024];
-    snprintf(cmd, sizeof(cmd),
-             "kill -KILL $(systemctl show -p MainPID --value %s)", unit);
+    snprintf(cmd, sizeof(cmd), "kill -KILL $(systemctl show -p MainPID --value %s)", unit);
     json_decref(j);
     swt_run_free(&r);
 
@@ -202,8 +200,8 @@ static void test_restarts_between_deploys(void **state)
     swt_run_free(&r);
 
     /* the human view says what it recorded */
-    assert_int_equal(
-        swt_slipway(&r, "status", f->fleet, "--record", "--ledger", f->ledger, NULL), 0);
+    assert_int_equal(swt_slipway(&r, "status", f->fleet, "--record", "--ledger", f->ledger, NULL),
+                     0);
     assert_int_equal(r.status, 0);
     assert_non_null(strstr(r.out, "recorded: unit observation #3"));
     assert_non_null(strstr(r.out, "recorded 1 unit observation(s) in "));
@@ -218,8 +216,8 @@ static void test_restarts_between_deploys(void **state)
     assert_int_equal(json_integer_value(json_object_get(bt, "observation")), 3);
     json_decref(j);
     swt_run_free(&r);
-    assert_int_equal(
-        swt_slipway(&r, "export", "prometheus", f->fleet, "--ledger", f->ledger, NULL), 0);
+    assert_int_equal(swt_slipway(&r, "export", "prometheus", f->fleet, "--ledger", f->ledger, NULL),
+                     0);
     if (r.status)
         fail_msg("export prometheus exited %d: %s", r.status, r.err);
     assert_non_null(strstr(r.out, "\nslipway_unit_restarts{endpoint=\"rp-small\"} 1\n"));
