@@ -253,6 +253,14 @@ int sw_cmd_render(int argc, char **argv)
         rc = render_k8s(&a, f, ep, fleet_path, (unsigned)nodes);
         goto out;
     }
+    if (sw_fleet_endpoint_nodes(ep) > 1) {
+        sw_err_set(&e, SW_EUNSUPPORTED,
+                   "%s: the endpoint spans %llu nodes (nodes:): one host's systemd unit cannot "
+                   "serve it; use --target k8s",
+                   ep->name, (unsigned long long)sw_fleet_endpoint_nodes(ep));
+        rc = sw_cli_fail(&e, json);
+        goto out;
+    }
     if (sw_unit_render_endpoint(f, ep, &r, &e)) {
         rc = sw_cli_fail(&e, json);
         goto out;

@@ -419,6 +419,11 @@ static void test_fleet_nodes(void **state)
     assert_non_null(strstr(r.err, "conflicts with the fleet's nodes: 2 ("));
     assert_non_null(strstr(r.err, "fleet.yaml:"));
     swt_run_free(&r);
+    /* one host's systemd unit cannot serve it */
+    swt_slipway(&r, "render", "big-amd-2n", fleet, NULL);
+    assert_int_not_equal(r.status, 0);
+    assert_non_null(strstr(r.err, "spans 2 nodes"));
+    swt_run_free(&r);
 }
 
 int main(void)
