@@ -12,6 +12,7 @@ PKGS=(
   chromium prometheus
   patch diffutils
   scdoc man-db zsh
+  kubernetes-client
 )
 missing=()
 for p in "${PKGS[@]}"; do
@@ -20,6 +21,11 @@ done
 # node/npm may come from elsewhere (e.g. NodeSource); accept any working npm.
 if command -v npm >/dev/null 2>&1; then
   missing=("${missing[@]/nodejs}"); missing=("${missing[@]/npm}")
+fi
+# kubectl may come from elsewhere too (a kubectl package owning /usr/bin/kubectl conflicts with
+# Debian's kubernetes-client); accept any working kubectl (tests/real/test_k8s_kubectl.c).
+if command -v kubectl >/dev/null 2>&1; then
+  missing=("${missing[@]/kubernetes-client}")
 fi
 read -ra missing <<<"${missing[*]}"
 if [ ${#missing[@]} -eq 0 ]; then

@@ -548,7 +548,13 @@ struct sw_fleet_endpoint {
     struct sw_fleet_import *imports;
     size_t n_imports;
     struct sw_fleet_str note;
+    /* nodes: the endpoint spans this many machines (vLLM over Ray; rendered for Kubernetes as a
+     * LeaderWorkerSet). `devices` are ONE node's GPUs, every node alike, so tensor x pipeline
+     * parallel = n_devices x nodes. Unset = 1. */
+    struct sw_fleet_u64 nodes;
 };
+/* The node count of an endpoint: its `nodes:` or 1. */
+uint64_t sw_fleet_endpoint_nodes(const struct sw_fleet_endpoint *ep);
 const struct sw_fleet_fact *sw_fleet_endpoint_fact(const struct sw_fleet_endpoint *ep,
                                                    const char *name);
 /* What a device holds in all, as a usage reading's "used / total" counts it: memory_total, else

@@ -27,7 +27,7 @@ extern "C" {
 #endif
 
 /* The schema this code writes; sw_ledger_open migrates older files up to it. */
-#define SW_LEDGER_SCHEMA_VERSION 6
+#define SW_LEDGER_SCHEMA_VERSION 7
 /* The version of the shape canonicalization rules (stored beside every shape hash). */
 #define SW_LEDGER_CANON_VERSION 1
 /* Ceilings: a log excerpt is cut to this many bytes (head + tail kept); JSON documents larger
@@ -245,6 +245,29 @@ struct sw_ledger_rule_rec {
 };
 int sw_ledger_record_rule(struct sw_ledger *l, const struct sw_ledger_rule_rec *r, int64_t *id,
                           struct sw_err *e);
+
+/* What `slipway status --record` saw of an endpoint's systemd unit (src/ledger/unitobs.c). The
+ * texts are systemctl's (ActiveState, SubState, Result, ActiveEnterTimestamp), bounded; a
+ * control character is refused. */
+struct sw_ledger_unit_obs {
+    const char *endpoint; /* created in the ledger when new */
+    const char *host;
+    const char *unit;
+    const char *active; /* required */
+    const char *sub;    /* may be NULL */
+    const char *result; /* may be NULL */
+    uint64_t n_restarts;
+    int64_t main_pid;    /* < 0: unknown */
+    const char *since;   /* may be NULL */
+    int64_t observed_ms; /* unix ms; 0 = now */
+};
+int sw_ledger_record_unit_obs(struct sw_ledger *l, const struct sw_ledger_unit_obs *o, int64_t *id,
+                              struct sw_err *e);
+/* Observations, newest first (limit 0 = all; endpoint NULL = all) as a new array of {id,
+ * endpoint, host, unit, active, sub, result, n_restarts, main_pid, since, observed,
+ * observed_ms}. */
+int sw_ledger_unit_obs_list(struct sw_ledger *l, const char *endpoint, int64_t limit, json_t **out,
+                            struct sw_err *e);
 
 /* A note on anything: kind is one of endpoint, shape, boot, usage, battery, bench, rung, rule,
  * ledger (subject_id 0). The subject must exist. */

@@ -44,7 +44,8 @@ extern "C" {
 struct sw_k8s_opts {
     int64_t boot_ms;       /* the slowest measured boot (ledger); <= 0: SW_K8S_DEFAULT_BOOT_MS */
     const char *namespace; /* NULL: none set (the caller's current namespace) */
-    unsigned nodes;        /* > 1: a LeaderWorkerSet of this many pods (vLLM); 0/1: Deployment */
+    unsigned nodes;        /* > 1: a LeaderWorkerSet of this many pods (vLLM); 0/1: the fleet's
+                            * `nodes:` (a LeaderWorkerSet when > 1), else a Deployment */
 };
 
 /* The Ray head's port in a LeaderWorkerSet group (Ray's and vLLM's documented default). */

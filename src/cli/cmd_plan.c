@@ -398,6 +398,12 @@ static int plan_fleet(const char *path, const char *only, bool json)
         }
         if (ep->engine != SW_FLEET_LLAMACPP) {
             json_t *vo = pl.engine_plan;
+            uint64_t nn = sw_fleet_endpoint_nodes(ep);
+            if (nn > 1)
+                sw_json_set_new(vo, "nodes",
+                                json_pack("{s:I,s:I,s:I}", "count", (json_int_t)nn, "gpus_per_node",
+                                          (json_int_t)ep->n_devices, "world",
+                                          (json_int_t)(nn * ep->n_devices)));
             if (json_is_false(json_object_get(json_object_get(vo, "report"), "fits")) &&
                 rc == SW_EXIT_OK)
                 rc = SW_EXIT_FAIL;
@@ -407,6 +413,11 @@ static int plan_fleet(const char *path, const char *only, bool json)
                 printf("== %s (%s, config from %s)\n", ep->name, sw_fleet_engine_name(ep->engine),
                        json_string_value(json_object_get(vo, "config")));
                 print_vllm_sglang(vo, stdout);
+                if (nn > 1)
+                    printf("  across %llu nodes x %zu GPUs (world %llu): the budget is per GPU, "
+                           "the same on every node\n",
+                           (unsigned long long)nn, ep->n_devices,
+                           (unsigned long long)(nn * ep->n_devices));
                 printf("\n");
             }
             sw_plan_free(&pl);

@@ -37,7 +37,8 @@ static const struct sw_opt opts[] = {
      "k8s: the ledger for the gates and the measured boot time (default: beside the fleet)", NULL},
     {"nodes", 0, "N", 0,
      "k8s, vLLM: serve across N nodes as a LeaderWorkerSet (the leader runs the Ray head and\n"
-     "the engine, N-1 workers join it; the plan's tensor x pipeline parallel GPUs split evenly)",
+     "the engine, N-1 workers join it; the plan's tensor x pipeline parallel GPUs split evenly).\n"
+     "Default: the endpoint's `nodes:` in the fleet; a different N is a usage error",
      NULL},
     {0},
 };
@@ -241,8 +242,23 @@ int sw_cmd_render(int argc, char **argv)
         rc = sw_cli_fail(&e, json);
         goto out;
     }
+    if (k8s && nodes && ep->nodes.set && nodes != ep->nodes.v) {
+        rc = sw_args_usage(&a, "--nodes %lu conflicts with the fleet's nodes: %llu (%s:%d:%d)",
+                           nodes, (unsigned long long)ep->nodes.v,
+                           ep->nodes.at.file ? ep->nodes.at.file : fleet_path, ep->nodes.at.line,
+                           ep->nodes.at.col);
+        goto out;
+    }
     if (k8s) {
         rc = render_k8s(&a, f, ep, fleet_path, (unsigned)nodes);
+        goto out;
+    }
+    if (sw_fleet_endpoint_nodes(ep) > 1) {
+        sw_err_set(&e, SW_EUNSUPPORTED,
+                   "%s: the endpoint spans %llu nodes (nodes:): one host's systemd unit cannot "
+                   "serve it; use --target k8s",
+                   ep->name, (unsigned long long)sw_fleet_endpoint_nodes(ep));
+        rc = sw_cli_fail(&e, json);
         goto out;
     }
     if (sw_unit_render_endpoint(f, ep, &r, &e)) {

@@ -13,6 +13,7 @@
 #include "cli.h"
 
 #include <slipway/fleet.h>
+#include <slipway/ledger.h>
 #include <slipway/service.h>
 
 #include <stdio.h>
@@ -21,23 +22,30 @@
 static const struct sw_opt opts[] = {
     {"deadline", 0, "DUR", 0,
      "per host: everything asked of it, HTTP included, within DUR (default 20s)", NULL},
+    {"record", 0, NULL, 0,
+     "record each reached unit's state and NRestarts in the ledger (restarts between deploys:\n"
+     "`slipway report`, `slipway export prometheus`)",
+     NULL},
+    {"ledger", 0, "PATH", 0, "--record: the ledger (default: beside the fleet)", NULL},
     {0},
 };
 
 static const char *const examples[] = {
     "slipway status examples/operator.yaml",
     "slipway status fleet.yaml frank-small --deadline 5s --json",
+    "slipway status fleet.yaml --record",
     NULL,
 };
 
 const struct sw_cmd_spec sw_spec_status = {
     .name = "status",
     .summary = "each endpoint on its host now: unit state, shape vs render, health, liveness",
-    .synopsis = "[FLEET.yaml] [ENDPOINT] [--deadline DUR] [--json]",
+    .synopsis = "[FLEET.yaml] [ENDPOINT] [--deadline DUR] [--record [--ledger PATH]] [--json]",
     .about = "Reads each host (its own deadline): systemctl show of the endpoint's unit, the\n"
              "installed unit and env file compared line by line with the render (secrets shown\n"
              "as ***), GET /health and a one-token generation, device memory from nvidia-smi,\n"
              "rocm-smi or amd-smi when the host has one. Nothing on a host is changed.\n"
+             "--record adds one row per reached unit to the ledger (state, NRestarts, PID).\n"
              "FLEET.yaml defaults to ./fleet.yaml.\n"
              "Exit: 0 all serving, 1 any not serving or unreachable, 2 usage.",
     .opts = opts,
@@ -124,6 +132,75 @@ static void print_endpoint(const json_t *ej)
     print_devices(json_object_get(ej, "devices"));
 }
 
+static void print_recorded(const json_t *ej)
+{
+    const json_t *id = json_object_get(ej, "recorded");
+    if (json_is_integer(id))
+        printf("    recorded: unit observation #%lld\n", (long long)json_integer_value(id));
+    else if (js(ej, "not_recorded")[0])
+        printf("    not recorded: %s\n", js(ej, "not_recorded"));
+}
+
+/* --record: one unit observation per endpoint whose unit systemd described. */
+static int record_units(json_t *out, const char *fleet_path, const char *ledger, size_t *n,
+                        struct sw_err *e)
+{
+    struct sw_ledger l;
+    char path[4096];
+    int rc = 0;
+    *n = 0;
+    memset(&l, 0, sizeof(l));
+    if (ledger)
+        snprintf(path, sizeof(path), "%s", ledger);
+    else if (sw_ledger_default_path(fleet_path, path, sizeof(path), e))
+        return e->code;
+    rc = sw_ledger_open(&l, path, NULL, e);
+    if (rc)
+        return rc;
+    size_t i;
+    json_t *ej;
+    json_array_foreach(json_object_get(out, "endpoints"), i, ej)
+    {
+        const json_t *u = json_object_get(ej, "unit");
+        const char *why = NULL;
+        if (!json_is_true(json_object_get(ej, "reached")))
+            why = "the host was not reached";
+        else if (!u || js(u, "error")[0] || !js(u, "active")[0] ||
+                 !strcmp(js(u, "active"), "unknown"))
+            why = "systemd did not describe the unit";
+        else if (!strcmp(js(u, "load"), "not-found"))
+            why = "the unit is not installed";
+        if (why) {
+            sw_json_set_str(ej, "not_recorded", why);
+            continue;
+        }
+        json_int_t nr = json_integer_value(json_object_get(u, "restarts"));
+        struct sw_ledger_unit_obs o = {
+            .endpoint = js(ej, "endpoint"),
+            .host = js(ej, "host"),
+            .unit = js(u, "name"),
+            .active = js(u, "active"),
+            .sub = js(u, "sub"),
+            .result = js(u, "result"),
+            .n_restarts = nr > 0 ? (uint64_t)nr : 0,
+            .main_pid = json_is_integer(json_object_get(u, "main_pid"))
+                            ? json_integer_value(json_object_get(u, "main_pid"))
+                            : -1,
+            .since = js(u, "since"),
+        };
+        int64_t id = 0;
+        rc = sw_ledger_record_unit_obs(&l, &o, &id, e);
+        if (rc)
+            break;
+        sw_json_set_int(ej, "recorded", id);
+        (*n)++;
+    }
+    if (!rc)
+        sw_json_set_str(out, "ledger", path);
+    sw_ledger_close(&l);
+    return rc;
+}
+
 int sw_cmd_status(int argc, char **argv)
 {
     struct sw_err e;
@@ -142,6 +219,10 @@ int sw_cmd_status(int argc, char **argv)
     if (dl &&
         (sw_parse_duration_ms(dl, &deadline_ms, &e) || deadline_ms < 100 || deadline_ms > 3600000))
         return sw_args_usage(&a, "--deadline: want a duration from 100ms to 1h, got '%s'", dl);
+    bool record = sw_args_flag(&a, "record");
+    const char *ledger = sw_args_str(&a, "ledger");
+    if (ledger && !record)
+        return sw_args_usage(&a, "--ledger goes with --record");
     if (sw_fleet_load(path, NULL, &f, &e))
         return sw_cli_fail(&e, json);
     struct sw_status_opts o = {.deadline_ms = deadline_ms, .only = only};
@@ -151,13 +232,24 @@ int sw_cmd_status(int argc, char **argv)
         goto done;
     }
     sw_json_set_str(out, "verdict", ns == nt ? "pass" : "fail");
+    size_t n_rec = 0;
+    if (record && record_units(out, path, ledger, &n_rec, &e)) {
+        rc = sw_cli_fail(&e, json);
+        goto done;
+    }
     if (json) {
         sw_json_print(stdout, out, true);
     } else {
         size_t i;
         const json_t *ej;
-        json_array_foreach(json_object_get(out, "endpoints"), i, ej) print_endpoint(ej);
+        json_array_foreach(json_object_get(out, "endpoints"), i, ej)
+        {
+            print_endpoint(ej);
+            print_recorded(ej);
+        }
         printf("status: %zu of %zu endpoint(s) serving\n", ns, nt);
+        if (record)
+            printf("recorded %zu unit observation(s) in %s\n", n_rec, js(out, "ledger"));
     }
     rc = ns == nt ? SW_EXIT_OK : SW_EXIT_FAIL;
 done:

@@ -364,6 +364,11 @@ int sw_deploy_install(const struct sw_fleet *f, const struct sw_fleet_endpoint *
                           "endpoint %s is disabled (enabled: false, kept for the record): not "
                           "installed",
                           ep->name);
+    if (sw_fleet_endpoint_nodes(ep) > 1)
+        return sw_err_set(e, SW_EUNSUPPORTED,
+                          "endpoint %s spans %llu nodes (nodes:): one host's systemd unit cannot "
+                          "serve it; render it for Kubernetes (slipway render --target k8s)",
+                          ep->name, (unsigned long long)sw_fleet_endpoint_nodes(ep));
 
     /* 1. the one render */
     step_begin(&c);

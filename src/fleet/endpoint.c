@@ -919,6 +919,11 @@ static const struct sw__fleet_fdef endpoint_defs[] = {
      sw__fleet_dec_strf,
      SW__SPEC(SW__FT_STR),
      offsetof(struct sw_fleet_endpoint, note)},
+    {"nodes",
+     {0},
+     sw__fleet_dec_u64f,
+     SW__SPECN(SW__FT_COUNT, 1, 1024),
+     offsetof(struct sw_fleet_endpoint, nodes)},
 };
 
 static int dec_endpoint(struct sw__fleet_ctx *c, const struct sw__fleet_node *k,
@@ -949,4 +954,9 @@ int sw__fleet_dec_endpoints(struct sw__fleet_ctx *c, const struct sw__fleet_node
 const struct sw__fleet_fdef *sw__fleet_endpoint_def(const char *name)
 {
     return sw__fleet_find_def(endpoint_defs, SW_ARRAY_LEN(endpoint_defs), name);
+}
+
+uint64_t sw_fleet_endpoint_nodes(const struct sw_fleet_endpoint *ep)
+{
+    return ep && ep->nodes.set && ep->nodes.v > 1 ? ep->nodes.v : 1;
 }

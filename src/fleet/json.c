@@ -363,6 +363,7 @@ static json_t *endpoint_json(struct jb *b, const struct sw_fleet *f,
         put(b, o, "listen", l);
     }
     put_str(b, o, "alias", &ep->alias);
+    put_u64(b, o, "nodes", &ep->nodes);
     if (ep->api_key.kind)
         put(b, o, "api_key", secret_json(b, &ep->api_key));
     const struct sw_fleet_payload *p = &ep->payload;

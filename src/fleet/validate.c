@@ -224,10 +224,28 @@ void sw__fleet_check_endpoint(struct sw__fleet_ctx *c, struct sw_fleet_endpoint 
                        "%s.shape.ubatch_size %llu is above batch_size %llu: llama.cpp uses %llu",
                        where, (unsigned long long)s->ubatch_size.v,
                        (unsigned long long)s->batch_size.v, (unsigned long long)s->batch_size.v);
+    uint64_t nodes = sw_fleet_endpoint_nodes(ep);
+    if (nodes > 1 && ep->engine != SW_FLEET_VLLM)
+        sw__fleet_err(c, &ep->nodes.at,
+                      "%s.nodes: %llu nodes is vLLM's multi-node serving (a Ray cluster); %s "
+                      "serves from one node",
+                      where, (unsigned long long)nodes, sw_fleet_engine_name(ep->engine));
     if ((ep->engine == SW_FLEET_VLLM || ep->engine == SW_FLEET_SGLANG) && ep->n_devices) {
         uint64_t tp = s->tensor_parallel.set ? s->tensor_parallel.v : 1;
         uint64_t pp = s->pipeline_parallel.set ? s->pipeline_parallel.v : 1;
-        if (tp * pp != ep->n_devices) {
+        if (nodes > 1 && tp * pp != ep->n_devices * nodes) {
+            const struct sw_fleet_at *at = s->tensor_parallel.set     ? &s->tensor_parallel.at
+                                           : s->pipeline_parallel.set ? &s->pipeline_parallel.at
+                                                                      : &ep->nodes.at;
+            sw__fleet_err(c, at,
+                          "%s: tensor_parallel %llu x pipeline_parallel %llu = %llu ranks, but "
+                          "%llu nodes x %zu device%s per node = %llu (devices: lists one node's "
+                          "GPUs; one rank per GPU)",
+                          where, (unsigned long long)tp, (unsigned long long)pp,
+                          (unsigned long long)(tp * pp), (unsigned long long)nodes, ep->n_devices,
+                          ep->n_devices == 1 ? "" : "s",
+                          (unsigned long long)(ep->n_devices * nodes));
+        } else if (nodes == 1 && tp * pp != ep->n_devices) {
             const struct sw_fleet_at *at = s->tensor_parallel.set     ? &s->tensor_parallel.at
                                            : s->pipeline_parallel.set ? &s->pipeline_parallel.at
                                                                       : &ep->devices_at[0];

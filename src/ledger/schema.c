@@ -324,6 +324,27 @@ static const struct migration migrations[] = {
      "  CHECK(evidence IS NULL OR json_valid(evidence));\n"
      "CREATE INDEX ladder_rungs_run ON ladder_rungs(endpoint_id, ladder, rung);\n"
      "PRAGMA user_version = 6;\n"},
+
+    /* Version 7: the endpoint's systemd unit as `slipway status --record` saw it between deploys
+     * (a deploy's own watch is in deploy_attempts): NRestarts counts the automatic restarts
+     * since the unit was last started on purpose (systemd flushes it on an explicit start), so a
+     * rising count with the same deploy is a crash loop nobody watched. One row per look. */
+    {7, "unit observations (status --record)",
+     "CREATE TABLE unit_observations(\n"
+     "  id INTEGER PRIMARY KEY,\n"
+     "  endpoint_id INTEGER NOT NULL REFERENCES endpoints(id),\n"
+     "  observed_ms INTEGER NOT NULL,\n"
+     "  host TEXT NOT NULL CHECK(length(host) BETWEEN 1 AND 256),\n"
+     "  unit TEXT NOT NULL CHECK(length(unit) BETWEEN 1 AND 256),\n"
+     "  active TEXT NOT NULL CHECK(length(active) BETWEEN 1 AND 32),\n"
+     "  sub TEXT CHECK(sub IS NULL OR length(sub) <= 32),\n"
+     "  result TEXT CHECK(result IS NULL OR length(result) <= 32),\n"
+     "  n_restarts INTEGER NOT NULL CHECK(n_restarts >= 0),\n"
+     "  main_pid INTEGER CHECK(main_pid IS NULL OR main_pid >= 0),\n"
+     "  since TEXT CHECK(since IS NULL OR length(since) <= 64)\n"
+     ");\n"
+     "CREATE INDEX unit_observations_endpoint ON unit_observations(endpoint_id, id);\n"
+     "PRAGMA user_version = 7;\n"},
 };
 
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == SW_LEDGER_SCHEMA_VERSION,

@@ -271,6 +271,8 @@ enum fam {
     F_ATTEMPTS,
     F_CRASH_LOOPS,
     F_RESTARTS,
+    F_UNIT_RESTARTS,
+    F_UNIT_OBSERVED,
     F_TAG_RESTORABLE,
     F_N
 };
@@ -307,8 +309,12 @@ static const struct {
     [F_CRASH_LOOPS] = {"slipway_deploy_crash_loops",
                        "Deploy attempts that ended in a crash loop (systemd restarted the unit)."},
     [F_RESTARTS] = {"slipway_deploy_restarts",
-                    "systemd restarts (NRestarts) seen while deploys watched the unit; restarts "
-                    "between deploys are not recorded."},
+                    "systemd restarts (NRestarts) seen while deploys watched the unit."},
+    [F_UNIT_RESTARTS] = {"slipway_unit_restarts",
+                         "systemd's NRestarts of the unit at the last slipway status --record "
+                         "(automatic restarts since it was last started on purpose)."},
+    [F_UNIT_OBSERVED] = {"slipway_unit_observed_timestamp_seconds",
+                         "When slipway status --record last looked at the unit (unix seconds)."},
     [F_TAG_RESTORABLE] = {"slipway_tag_restorable",
                           "1 when a kept deploy tag's payload and image are still on the host, 0 "
                           "when not (unchecked tags are absent)."},
@@ -398,6 +404,18 @@ static int fam_samples(struct sw_buf *b, enum fam fm, const json_t *ep)
         return json_is_object(rs)
                    ? sample(b, name, l1, (double)json_integer_value(json_object_get(rs, k)))
                    : 0;
+    }
+    case F_UNIT_RESTARTS:
+    case F_UNIT_OBSERVED: {
+        const json_t *bt = json_object_get(json_object_get(ep, "restarts"), "between_deploys");
+        if (!json_is_object(bt))
+            return 0;
+        if (fm == F_UNIT_RESTARTS)
+            return sample(b, name, l1,
+                          (double)json_integer_value(json_object_get(bt, "n_restarts")));
+        const json_t *ms = json_object_get(bt, "observed_ms");
+        return json_is_integer(ms) ? sample(b, name, l1, (double)(json_integer_value(ms) / 1000))
+                                   : 0;
     }
     case F_TAG_RESTORABLE: {
         const json_t *t = json_object_get(ep, "tags");

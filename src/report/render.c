@@ -561,12 +561,25 @@ static const char *restarts_line(const json_t *ep, char *line, size_t n)
     if (json_is_object(last))
         snprintf(tail, sizeof(tail), "; last in attempt #%lld at %s",
                  (long long)ji(last, "attempt"), js(last, "at") ? js(last, "at") : "?");
+    const json_t *bt = json_object_get(r, "between_deploys");
+    char between[240];
+    if (json_is_object(bt))
+        snprintf(between, sizeof(between),
+                 "; between deploys: NRestarts %lld at the last look (status #%lld at %s, %s/%s%s)",
+                 (long long)ji(bt, "n_restarts"), (long long)ji(bt, "observation"),
+                 js(bt, "observed") ? js(bt, "observed") : "?",
+                 js(bt, "active") ? js(bt, "active") : "?", js(bt, "sub") ? js(bt, "sub") : "?",
+                 json_is_false(json_object_get(bt, "after_last_deploy"))
+                     ? "; before the last deploy"
+                     : "");
+    else
+        snprintf(between, sizeof(between),
+                 "; between deploys: never looked (`slipway status --record`)");
     snprintf(line, n,
-             "%lld seen by %lld deploy attempt%s (%lld crash loop%s, %lld rolled back)%s; from %s",
+             "%lld seen by %lld deploy attempt%s (%lld crash loop%s, %lld rolled back)%s%s",
              (long long)ji(r, "restarts_seen"), (long long)ji(r, "attempts"),
              ji(r, "attempts") == 1 ? "" : "s", (long long)ji(r, "crash_loops"),
-             ji(r, "crash_loops") == 1 ? "" : "s", (long long)ji(r, "rolled_back"), tail,
-             js(r, "source") ? js(r, "source") : "?");
+             ji(r, "crash_loops") == 1 ? "" : "s", (long long)ji(r, "rolled_back"), tail, between);
     return line;
 }
 

@@ -183,16 +183,37 @@ int sw__rep_restarts(struct sw_ledger *l, const char *endpoint, json_t **out, st
             }
         }
     }
+    /* between deploys: the newest `slipway status --record` look at the unit */
+    json_t *obs = NULL, *between = NULL;
+    if (!rc)
+        rc = sw_ledger_unit_obs_list(l, endpoint, 1, &obs, e);
+    if (!rc && json_array_size(obs)) {
+        const json_t *o = json_array_get(obs, 0);
+        const json_t *newest = json_array_get(att, 0);
+        const char *ot = json_string_value(json_object_get(o, "observed"));
+        const char *dt = json_string_value(json_object_get(newest, "started"));
+        between = json_pack(
+            "{s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:b}", "observation", json_object_get(o, "id"),
+            "observed", json_object_get(o, "observed"), "observed_ms",
+            json_object_get(o, "observed_ms"), "n_restarts", json_object_get(o, "n_restarts"),
+            "active", json_object_get(o, "active"), "sub", json_object_get(o, "sub"), "since",
+            json_object_get(o, "since"), "after_last_deploy", !dt || (ot && strcmp(ot, dt) >= 0));
+        if (!between)
+            rc = SW_ENOMEM;
+    }
     if (!rc) {
-        d = json_pack("{s:s,s:I,s:I,s:I,s:I,s:I,s:O}", "source",
-                      "the ledger's deploy attempts: systemd's NRestarts seen while a rollout "
-                      "watched the new unit; restarts between deploys are not recorded (slipway "
-                      "status reads them live)",
+        d = json_pack("{s:s,s:I,s:I,s:I,s:I,s:I,s:O,s:O}", "source",
+                      "the ledger's deploy attempts (systemd's NRestarts seen while a rollout "
+                      "watched the new unit) and the last `slipway status --record` (NRestarts "
+                      "since the unit was last started on purpose)",
                       "attempts", n, "committed", committed, "rolled_back", rolled, "crash_loops",
-                      loops, "restarts_seen", seen, "last", last ? last : json_null());
+                      loops, "restarts_seen", seen, "last", last ? last : json_null(),
+                      "between_deploys", between ? between : json_null());
         if (!d)
             rc = SW_ENOMEM;
     }
+    json_decref(obs);
+    json_decref(between);
     json_decref(att);
     json_decref(last);
     if (rc) {

@@ -695,6 +695,13 @@ int sw_rollout_deploy(const struct sw_fleet *f, const struct sw_fleet_endpoint *
     rollout_record(&c, "gate", true, t, "%zu gates: none failed", json_array_size(gs));
 
     t = sw_now_ns();
+    if (sw_fleet_endpoint_nodes(ep) > 1) {
+        rc = sw_err_set(e, SW_EUNSUPPORTED,
+                        "endpoint %s spans %llu nodes (nodes:): one host's systemd unit cannot "
+                        "serve it; render it for Kubernetes (slipway render --target k8s)",
+                        ep->name, (unsigned long long)sw_fleet_endpoint_nodes(ep));
+        goto out;
+    }
     rc = sw_unit_render_endpoint(f, ep, &rd, e);
     if (rc)
         goto out;

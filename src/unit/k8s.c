@@ -289,7 +289,9 @@ int sw_unit_render_k8s(const struct sw_fleet *f, const struct sw_fleet_endpoint 
         nv += v && !strcmp(v, "nvidia");
         amd += v && !strcmp(v, "amd");
     }
-    unsigned nodes = o && o->nodes > 1 ? o->nodes : 1;
+    /* the command line's count, else the fleet's `nodes:` (whose devices are per node) */
+    unsigned nodes = o && o->nodes > 1 ? o->nodes : (unsigned)sw_fleet_endpoint_nodes(ep);
+    size_t fleet_world = ep->n_devices * (size_t)sw_fleet_endpoint_nodes(ep);
     if (nodes > 1) {
         unsigned tp = 1, pp = 1;
         if (ep->engine != SW_FLEET_VLLM) {
@@ -326,10 +328,10 @@ int sw_unit_render_k8s(const struct sw_fleet *f, const struct sw_fleet_endpoint 
                                           "nodes): vLLM's docs advise tensor parallel = GPUs per "
                                           "node and pipeline parallel = nodes",
                                           pp, nodes));
-        if (world != ep->n_devices)
-            arc |= add(warn, json_sprintf("the plan's world is %u GPUs but the endpoint lists %zu "
+        if (world != fleet_world)
+            arc |= add(warn, json_sprintf("the plan's world is %u GPUs but the fleet gives %zu "
                                           "devices: each of the %u pods asks for %u",
-                                          world, ep->n_devices, nodes, world / nodes));
+                                          world, fleet_world, nodes, world / nodes));
         for (size_t i = 0; i < ep->payload.n_mounts; i++)
             if (!ep->payload.mounts[i].readonly)
                 arc |= add(warn, json_sprintf("mount %s is writable: its ReadWriteOnce claim "

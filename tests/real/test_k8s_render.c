@@ -7,9 +7,8 @@
  * key's value appears nowhere), a liveness probe that generates one token, a startupProbe sized
  * from the ledger's measured boot (else the stated default), and a shape the gates reject
  * (the operator's frank-primary with the seed ledger) is not rendered at all.
- * kubectl is not used: `kubectl apply --dry-run=client` still asks an API server for discovery
- * and the OpenAPI schema (kubectl 1.32 without a cluster: "failed to download openapi"), and
- * there is no cluster here. A LeaderWorkerSet (a CRD) is checked from the CRD's facts by the
+ * kubectl's own client-side dry run is tests/real/test_k8s_kubectl.c (against a discovery
+ * server of the test's own; it does not validate schemas). A LeaderWorkerSet (a CRD) is checked from the CRD's facts by the
  * same helper, its pod templates by kubernetes-models.
  */
 #include <setjmp.h>
@@ -385,14 +384,55 @@ static void test_lws(void **state)
     swt_run_free(&r);
 }
 
+/* The fleet's own `nodes: 2` (devices per node: tp 2 x pp 2 = 2 GPUs x 2 nodes): a
+ * LeaderWorkerSet of 2 pods with 2 GPUs each and nothing to warn about, without --nodes; the same
+ * count on the command line is accepted, another is a usage error naming the fleet's line. */
+static void test_fleet_nodes(void **state)
+{
+    (void)state;
+    struct swt_run r;
+    json_t *j = render("big-amd-2n", NULL);
+    json_t *objs = json_object_get(j, "objects");
+    validate(objs, 0);
+    const json_t *t = json_object_get(json_object_get(kind(objs, "LeaderWorkerSet"), "spec"),
+                                      "leaderWorkerTemplate");
+    assert_int_equal(json_integer_value(json_object_get(t, "size")), 2);
+    for (int k = 0; k < 2; k++) {
+        const json_t *c =
+            json_array_get(json_object_get(json_object_get(json_object_get(t, k ? "workerTemplate"
+                                                                                : "leaderTemplate"),
+                                                           "spec"),
+                                           "containers"),
+                           0);
+        assert_int_equal(
+            json_integer_value(json_object_get(
+                json_object_get(json_object_get(c, "resources"), "limits"), "amd.com/gpu")),
+            2);
+    }
+    assert_int_equal(json_array_size(json_object_get(j, "warnings")), 0);
+    json_decref(j);
+    swt_slipway(&r, "render", "--target", "k8s", "big-amd-2n", fleet, "--nodes", "2", NULL);
+    assert_int_equal(r.status, 0);
+    swt_run_free(&r);
+    swt_slipway(&r, "render", "--target", "k8s", "big-amd-2n", fleet, "--nodes", "4", NULL);
+    assert_int_equal(r.status, 2);
+    assert_non_null(strstr(r.err, "conflicts with the fleet's nodes: 2 ("));
+    assert_non_null(strstr(r.err, "fleet.yaml:"));
+    swt_run_free(&r);
+    /* one host's systemd unit cannot serve it */
+    swt_slipway(&r, "render", "big-amd-2n", fleet, NULL);
+    assert_int_not_equal(r.status, 0);
+    assert_non_null(strstr(r.err, "spans 2 nodes"));
+    swt_run_free(&r);
+}
+
 int main(void)
 {
     sw_core_init();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_schemas),
-        cmocka_unit_test(test_contents),
-        cmocka_unit_test(test_gates_first),
-        cmocka_unit_test(test_lws),
+        cmocka_unit_test(test_schemas),     cmocka_unit_test(test_contents),
+        cmocka_unit_test(test_gates_first), cmocka_unit_test(test_lws),
+        cmocka_unit_test(test_fleet_nodes),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -241,16 +241,19 @@ static void test_open_refusals(void **state)
     boot(&l, "ep", VLLM_SHAPE, NULL, NULL);
     sw_ledger_close(&l);
     assert_int_equal(sqlite3_open(p, &db), SQLITE_OK);
-    assert_int_equal(sqlite3_exec(db, "PRAGMA user_version = 7", 0, 0, 0), SQLITE_OK);
+    char fut[64];
+    snprintf(fut, sizeof(fut), "PRAGMA user_version = %d", SW_LEDGER_SCHEMA_VERSION + 1);
+    assert_int_equal(sqlite3_exec(db, fut, 0, 0, 0), SQLITE_OK);
     sqlite3_close(db);
     assert_int_equal(sw_ledger_open(&l, p, NULL, &e), SW_EUNSUPPORTED);
-    assert_non_null(strstr(e.msg, "schema version 7 is newer"));
+    snprintf(fut, sizeof(fut), "schema version %d is newer", SW_LEDGER_SCHEMA_VERSION + 1);
+    assert_non_null(strstr(e.msg, fut));
     char cur[16];
     snprintf(cur, sizeof(cur), "(%d)", SW_LEDGER_SCHEMA_VERSION);
     assert_non_null(strstr(e.msg, cur));
     assert_non_null(strstr(e.msg, "not changed"));
     assert_int_equal(sqlite3_open(p, &db), SQLITE_OK);
-    assert_int_equal(sql_int(db, "PRAGMA user_version"), 7);
+    assert_int_equal(sql_int(db, "PRAGMA user_version"), SW_LEDGER_SCHEMA_VERSION + 1);
     assert_int_equal(sql_int(db, "SELECT count(*) FROM boots"), 1);
     sqlite3_close(db);
 

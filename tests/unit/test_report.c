@@ -24,6 +24,7 @@
 #include <libfyaml.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 struct fx {
     char *dir;
@@ -611,6 +612,38 @@ static void test_tags(void **state)
     json_decref(params);
     json_decref(res);
 
+    /* between deploys: two looks of `slipway status --record`, one before the deploy above (7
+     * restarts of the old unit) and one after it (2); the newest is the one reported */
+    struct sw_ledger_unit_obs uo = {.endpoint = "local",
+                                    .host = "localhost",
+                                    .unit = "slipway-local.service",
+                                    .active = "activating",
+                                    .sub = "auto-restart",
+                                    .result = "exit-code",
+                                    .n_restarts = 7,
+                                    .main_pid = -1,
+                                    .observed_ms = (day + 250) * 1000};
+    int64_t oid1 = 0, oid2 = 0;
+    assert_int_equal(sw_ledger_record_unit_obs(&l, &uo, &oid1, &e), 0);
+    uo.active = "active";
+    uo.sub = "running";
+    uo.result = "success";
+    uo.n_restarts = 2;
+    uo.main_pid = 4242;
+    uo.since = "Thu 2026-12-03 21:00:00 UTC";
+    uo.observed_ms = ((int64_t)time(NULL) + 5) * 1000;
+    assert_int_equal(sw_ledger_record_unit_obs(&l, &uo, &oid2, &e), 0);
+    assert_true(oid2 > oid1);
+    uo.unit = "bad\nunit"; /* a control character is refused, nothing written */
+    assert_int_equal(sw_ledger_record_unit_obs(&l, &uo, NULL, &e), SW_EINVAL);
+    json_t *obs = NULL;
+    assert_int_equal(sw_ledger_unit_obs_list(&l, "local", 0, &obs, &e), 0);
+    assert_int_equal(json_array_size(obs), 2);
+    assert_int_equal(JI(json_array_get(obs, 0), "id"), oid2); /* newest first */
+    assert_int_equal(JI(json_array_get(obs, 0), "main_pid"), 4242);
+    assert_true(json_is_null(json_object_get(json_array_get(obs, 1), "main_pid")));
+    json_decref(obs);
+
     struct sw_report_opts o = {.ledger = &l};
     assert_int_equal(sw_report_collect(f, &o, &doc, &e), 0);
     const json_t *ep = endpoint(json_object_get(doc, "endpoints"), "local");
@@ -637,6 +670,10 @@ static void test_tags(void **state)
     assert_int_equal(JI(rs, "crash_loops"), 1);
     assert_int_equal(JI(rs, "restarts_seen"), 3);
     assert_int_equal(JI(json_object_get(rs, "last"), "attempt"), aid);
+    const json_t *bt = json_object_get(rs, "between_deploys");
+    assert_int_equal(JI(bt, "observation"), oid2);
+    assert_int_equal(JI(bt, "n_restarts"), 2);
+    assert_true(json_is_true(json_object_get(bt, "after_last_deploy")));
 
     const json_t *m = json_object_get(ep, "measured");
     assert_int_equal(json_array_size(json_object_get(m, "grid")), 4);
@@ -661,6 +698,10 @@ static void test_tags(void **state)
                                "missing: "));
     assert_non_null(strstr(md, "retired "));
     assert_non_null(strstr(md, "3 seen by 1 deploy attempt (1 crash loop, 1 rolled back)"));
+    snprintf(want, sizeof(want), "between deploys: NRestarts 2 at the last look (status #%lld at ",
+             (long long)oid2);
+    assert_non_null(strstr(md, want));
+    assert_non_null(strstr(md, "active/running)"));
     assert_non_null(strstr(md, "| #1 | 4,096 | 4 | 25 | 97.5 | 1,500 |"));
     sw_buf_free(&b);
 
@@ -680,6 +721,11 @@ static void test_tags(void **state)
     expo_check(t, names, 64);
     assert_non_null(strstr(t, "\nslipway_deploy_restarts{endpoint=\"local\"} 3\n"));
     assert_non_null(strstr(t, "\nslipway_deploy_crash_loops{endpoint=\"local\"} 1\n"));
+    assert_non_null(strstr(t, "\nslipway_unit_restarts{endpoint=\"local\"} 2\n"));
+    snprintf(want, sizeof(want),
+             "\nslipway_unit_observed_timestamp_seconds{endpoint=\"local\"} %lld\n",
+             (long long)(uo.observed_ms / 1000));
+    assert_non_null(strstr(t, want));
     snprintf(want, sizeof(want),
              "\nslipway_tag_restorable{endpoint=\"local\",tag=\"%s\",role="
              "\"rollback\"} 0\n",
