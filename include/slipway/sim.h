@@ -50,9 +50,13 @@ extern "C" {
  *   + prefill_step_us when the step prefills anything
  *   + for each prompt (or prompt chunk) of n tokens prefilled in the step, at KV position k0:
  *       prefill_base_us + prefill_per_token_us * n + prefill_per_kv_us * (n*k0 + n*(n-1)/2) / 1000
- * (the last term is attention over what is already in the cache: quadratic in a prompt's depth).
+ *     (the last term is attention over what is already in the cache: quadratic in a prompt's
+ *     depth), the costliest prompt of the step in full and each other one times
+ *     prefill_batch_share (prompts batched together share the weights' pass: on this CPU two
+ *     prompts in one step cost the real llama-server ~1.6x one, not 2x; 1 when <= 0).
  * Defaults (sw_sim_config_init): 2000 us base, 200 us per sequence, 1 us per 1000 KV tokens,
- * 50 us per prompt token, no per-prompt or per-depth prefill cost, a 3 ms batch window: a small
+ * 50 us per prompt token, no per-prompt or per-depth prefill cost, batched prompts at full
+ * cost (share 1), a 3 ms batch window: a small
  * model on a CPU, in the order of the tiny test model here. `slipway sim fit` (sw_sim_fit) fits them to measurements.
  */
 struct sw_sim_timing {
@@ -60,9 +64,10 @@ struct sw_sim_timing {
     double decode_per_seq_us;
     double decode_per_kv_us; /* per 1000 tokens of KV held by the decoding sequences */
     double prefill_per_token_us;
-    double prefill_base_us;   /* per prompt (or chunk) prefilled in a step */
-    double prefill_per_kv_us; /* per prompt token, per 1000 tokens of KV before it */
-    double prefill_step_us;   /* per step that prefills anything (shared by its prompts) */
+    double prefill_base_us;     /* per prompt (or chunk) prefilled in a step */
+    double prefill_per_kv_us;   /* per prompt token, per 1000 tokens of KV before it */
+    double prefill_step_us;     /* per step that prefills anything (shared by its prompts) */
+    double prefill_batch_share; /* what a step's other prompts cost beside its costliest (1) */
     /* A step started by a request that arrives while the engine is idle begins this long after
      * it, so requests sent together are prefilled together (llama-server's loop wakes, takes
      * every task posted meanwhile, then decodes one batch). Not fitted; default 3000. */
@@ -205,6 +210,7 @@ enum {
     SW_SIM_FIT_PREFILL_BASE = 1u << 4,
     SW_SIM_FIT_PREFILL_KV = 1u << 5,
     SW_SIM_FIT_PREFILL_STEP = 1u << 6,
+    SW_SIM_FIT_PREFILL_SHARE = 1u << 7,
 };
 
 struct sw_sim_fit {
@@ -224,6 +230,12 @@ struct sw_sim_fit {
  */
 int sw_sim_fit(const struct sw_sim_point *pts, size_t n, int n_slots, int64_t batch_tokens,
                const struct sw_sim_timing *start, struct sw_sim_fit *out, struct sw_err *e);
+
+/* Merges the points of one workload measured in several runs (same depth, concurrency and tg,
+ * prompt tokens within 5%) into one whose decode and prefill figures are the medians over the
+ * runs (repeat: one run's); *n shrinks. The fit then weighs each workload once, at its typical
+ * figure. Points of distinct workloads (an operator's declared figures) are left as they are. */
+void sw_sim_points_pool(struct sw_sim_point *pts, size_t *n);
 
 /* The closed-loop points of a `slipway bench --json` document, appended to *pts (grown with
  * sw_realloc; sw_free it). An open-loop run or a point with no successful request adds none. */

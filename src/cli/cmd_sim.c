@@ -486,7 +486,7 @@ static json_t *fit_doc(const struct sw_sim_fit *fit, const struct sw_sim_point *
 {
     static const char *const names[] = {
         "decode_base_us",  "decode_per_seq_us", "decode_per_kv_us", "prefill_per_token_us",
-        "prefill_base_us", "prefill_per_kv_us", "prefill_step_us"};
+        "prefill_base_us", "prefill_per_kv_us", "prefill_step_us",  "prefill_batch_share"};
     json_t *doc = json_object();
     json_t *fitted = json_array();
     json_t *a = json_array();
@@ -612,6 +612,7 @@ static int sim_fit(int argc, char **argv)
                         endpoint ? " for " : "", endpoint ? endpoint : "");
         goto out;
     }
+    sw_sim_points_pool(pts, &n); /* a workload measured in several runs: its medians */
     if (!slots)
         for (size_t i = 0; i < n; i++)
             slots = SW_MAX(slots, (int64_t)pts[i].concurrency);

@@ -40,6 +40,7 @@ void sw_sim_config_init(struct sw_sim_config *c)
     c->timing.decode_per_seq_us = 200.0;
     c->timing.decode_per_kv_us = 1.0;
     c->timing.prefill_per_token_us = 50.0;
+    c->timing.prefill_batch_share = 1.0;
     c->timing.batch_window_us = 3000.0;
 }
 

@@ -35,11 +35,17 @@ double sw_sim_step_us(const struct sw_sim_timing *t, int decoding, double kv_dec
                     0.0);
     if (n_prefill)
         us += t->prefill_step_us;
+    double all = 0, top = 0;
     for (size_t i = 0; i < n_prefill; i++) {
         double n = prefill_n[i], k0 = prefill_k0 ? prefill_k0[i] : 0.0;
-        us += t->prefill_base_us + t->prefill_per_token_us * n +
-              t->prefill_per_kv_us * (n * k0 + n * (n - 1.0) / 2.0) / 1000.0;
+        double one = t->prefill_base_us + t->prefill_per_token_us * n +
+                     t->prefill_per_kv_us * (n * k0 + n * (n - 1.0) / 2.0) / 1000.0;
+        all += one;
+        top = SW_MAX(top, one);
     }
+    /* the costliest prompt in full, the others at the batch's share */
+    double share = t->prefill_batch_share > 0 ? t->prefill_batch_share : 1.0;
+    us += top + share * (all - top);
     return us > 0 ? us : 0;
 }
 
@@ -196,13 +202,13 @@ void sw_sim_predict(const struct sw_sim_timing *t, int n_slots, int64_t batch_to
 /* ---------------------------------------------------------------------------------------------
  * The fit.
  */
-#define NPAR 7
+#define NPAR 8
 
 static double *par(struct sw_sim_timing *t, int i)
 {
-    double *const f[NPAR] = {&t->decode_base_us,       &t->decode_per_seq_us, &t->decode_per_kv_us,
-                             &t->prefill_per_token_us, &t->prefill_base_us,   &t->prefill_per_kv_us,
-                             &t->prefill_step_us};
+    double *const f[NPAR] = {
+        &t->decode_base_us,  &t->decode_per_seq_us, &t->decode_per_kv_us, &t->prefill_per_token_us,
+        &t->prefill_base_us, &t->prefill_per_kv_us, &t->prefill_step_us,  &t->prefill_batch_share};
     return f[i];
 }
 
@@ -405,6 +411,8 @@ static void first_guess(const struct sw_sim_point *pts, size_t n, struct sw_sim_
             t->prefill_per_kv_us = SW_MAX(t->prefill_per_kv_us, pf_tok * 0.01);
         if (free & SW_SIM_FIT_PREFILL_STEP)
             t->prefill_step_us = SW_MAX(t->prefill_step_us, 100.0);
+        if ((free & SW_SIM_FIT_PREFILL_SHARE) && !(t->prefill_batch_share > 0))
+            t->prefill_batch_share = 1.0;
     }
 }
 
@@ -445,6 +453,8 @@ int sw_sim_fit(const struct sw_sim_point *pts, size_t n, int n_slots, int64_t ba
             free |= SW_SIM_FIT_PREFILL_KV;
         if (pf_conc >= 2 && pf_depths >= 2)
             free |= SW_SIM_FIT_PREFILL_STEP;
+        if (pf_conc >= 2 && pf_depths >= 2) /* a per-step cost and a per-prompt share apart */
+            free |= SW_SIM_FIT_PREFILL_SHARE;
     }
     if (!(free & SW_SIM_FIT_DECODE_SEQ) && dec_depths)
         f.base.decode_per_seq_us = 0; /* single-stream figures: a step's cost is all in base */
@@ -524,6 +534,53 @@ int sw_sim_points_from_bench(const json_t *doc, const char *source, struct sw_si
     return 0;
 }
 
+/* The points of one workload (depth, concurrency, tg, prompt tokens within 5%) measured in
+ * several runs merged into one carrying each figure's median over the runs: on a shared machine
+ * one run's figure moves 20-50% with the load, and a least-squares fit over every run's points
+ * leans towards the runs that happened to be slow; the median of the runs does not. */
+void sw_sim_points_pool(struct sw_sim_point *pts, size_t *n)
+{
+    size_t out = 0;
+    for (size_t i = 0; i < *n; i++) {
+        struct sw_sim_point p = pts[i];
+        if (p.repeat < 0) /* merged into an earlier one */
+            continue;
+        double dv[64], pv[64];
+        size_t nd = 0, np = 0, runs = 0;
+        double prompt = 0;
+        int repeat = 0;
+        for (size_t j = i; j < *n; j++) {
+            struct sw_sim_point *q = &pts[j];
+            if (q->repeat < 0 || q->depth != p.depth || q->concurrency != p.concurrency ||
+                q->tg != p.tg ||
+                fabs(q->prompt_tokens - p.prompt_tokens) > 0.05 * SW_MAX(p.prompt_tokens, 1.0))
+                continue;
+            if (runs >= SW_ARRAY_LEN(dv))
+                break; /* the rest stays a point of its own */
+            if (has(q->decode_tps))
+                dv[nd++] = q->decode_tps;
+            if (has(q->prefill_tps))
+                pv[np++] = q->prefill_tps;
+            prompt += q->prompt_tokens;
+            repeat += q->repeat > 0 ? q->repeat : 1;
+            runs++;
+            if (j != i)
+                q->repeat = -1;
+        }
+        p.prompt_tokens = prompt / (double)runs;
+        p.repeat = SW_MAX(repeat / (int)runs, 1); /* the workload of one run */
+        p.decode_tps = nd ? median(dv, nd) : NAN;
+        p.prefill_tps = np ? median(pv, np) : NAN;
+        if (runs > 1) {
+            char src[sizeof(p.source)];
+            snprintf(src, sizeof(src), "%s", p.source);
+            snprintf(p.source, sizeof(p.source), "median of %zu runs (%.40s, ...)", runs, src);
+        }
+        pts[out++] = p;
+    }
+    *n = out;
+}
+
 /* The number after `key` in name ("ctx" in "decode_bf16_ctx4064"), -1 when absent. */
 static int64_t number_after(const char *name, const char *key)
 {
@@ -572,7 +629,7 @@ int sw_sim_points_from_fleet(const struct sw_fleet_endpoint *ep, struct sw_sim_p
  */
 static const char *const par_names[NPAR] = {
     "decode_base_us",  "decode_per_seq_us", "decode_per_kv_us", "prefill_per_token_us",
-    "prefill_base_us", "prefill_per_kv_us", "prefill_step_us"};
+    "prefill_base_us", "prefill_per_kv_us", "prefill_step_us",  "prefill_batch_share"};
 
 json_t *sw_sim_timing_json(const struct sw_sim_timing *t)
 {

@@ -1,14 +1,18 @@
 /*
  * `slipway sim fit` against the real llama-server (the pinned llama.cpp, the tiny synthesized
  * chat model of swllama.h), end to end through the CLI:
- *  - `slipway bench` runs the real server at 3 depths x 3 concurrencies (closed loop), twice,
- *    into a ledger;
- *  - `slipway sim fit --ledger` fits the timing model to those runs and writes the fit file;
- *  - `slipway sim --timing FIT -- llama-server ...` (the same command line) is benched the same
- *    way, and its 9 decode and 9 prefill tok/s figures are held to the span of the real
- *    server's two runs (a shared machine's load moves the engine's own figures between two runs
- *    of the same bench; both are printed beside the sim's): at least 15 within 10% and all
- *    within 25% (the issue's goal is all 18 within 10%; see docs/sim.md for why not yet);
+ *  - a warm-up pass of `slipway bench` (discarded: the first requests of a fresh server are
+ *    slower), then REAL_FIT runs at 3 depths x 3 concurrencies (closed loop) into a ledger;
+ *  - `slipway sim fit --ledger` fits the timing model to those runs (each figure the median of
+ *    the runs) and writes the fit file;
+ *  - `slipway sim --timing FIT -- llama-server ...` (the same command line), warmed the same way,
+ *    is benched SIM_RUNS times, each sim run followed by one more run of the real server (the two
+ *    sides measured in turn, under the same load);
+ *  - each of the 9 decode and 9 prefill tok/s figures, the median over the sim's runs against the
+ *    real runs (every one printed): its error to their median (the issue's figure: all 18
+ *    within 10% is the goal, not yet reliable here) and to the band of their quartiles, held to
+ *    at most 2 past 10% and none past 20% (a shared machine's load moves one run's figure
+ *    20-50%);
  *  - and the sim shows what the fit predicted for it (sw_sim_predict, the scheduler's replica):
  *    within 10% for every figure.
  * The server, the sim and this test run at SCHED_FIFO 10 when allowed (root), else nice -10:
@@ -38,10 +42,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define DEPTHS "64,384,768"
-#define CONC   "1,2,3"
-#define TG     "24"
-#define REPEAT "3"
+#define DEPTHS   "64,384,768"
+#define CONC     "1,2,3"
+#define TG       "24"
+#define REPEAT   "3"
+#define REAL_FIT 4 /* real runs fitted */
+#define SIM_RUNS 2 /* sim runs, each followed by a real one */
+#define NREAL    (REAL_FIT + SIM_RUNS)
 
 struct fx {
     char *dir;
@@ -111,17 +118,18 @@ static int teardown(void **state)
     return 0;
 }
 
-/* `slipway bench URL` over the sweep; the --json document (json_decref). */
-static json_t *bench(const char *url, const char *ledger)
+/* `slipway bench URL` over the sweep (repeat: REPEAT, or 1 for a warm-up); the --json document
+ * (json_decref). */
+static json_t *bench(const char *url, const char *ledger, const char *repeat)
 {
     struct swt_run r;
     const char *grammar = "{\"grammar\":\"root ::= [a-z ]+\"}";
     if (ledger)
         swt_slipway(&r, "bench", url, "--depth", DEPTHS, "--concurrency", CONC, "--tg", TG,
-                    "--repeat", REPEAT, "--extra", grammar, "--ledger", ledger, "--json", NULL);
+                    "--repeat", repeat, "--extra", grammar, "--ledger", ledger, "--json", NULL);
     else
         swt_slipway(&r, "bench", url, "--depth", DEPTHS, "--concurrency", CONC, "--tg", TG,
-                    "--repeat", REPEAT, "--extra", grammar, "--json", NULL);
+                    "--repeat", repeat, "--extra", grammar, "--json", NULL);
     if (r.status)
         print_message("bench %s: exit %d\n%s\n%s\n", url, r.status, r.out, r.err);
     assert_int_equal(r.status, 0);
@@ -141,6 +149,28 @@ static double pct(double a, double b)
     return 100.0 * fabs(a - b) / b;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The median over runs of point i's figure key; lo and hi (may be NULL): the runs' quartiles,
+ * the band the middle half of them span. */
+static double med_runs(json_t *const *runs, int n, size_t i, const char *key, double *lo,
+                       double *hi)
+{
+    double v[NREAL];
+    for (int k = 0; k < n; k++)
+        v[k] = med(json_array_get(json_object_get(runs[k], "points"), i), key);
+    qsort(v, (size_t)n, sizeof(*v), cmp_double);
+    if (lo)
+        *lo = v[n / 4];
+    if (hi)
+        *hi = v[n - 1 - n / 4];
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2.0;
+}
+
 static void test_fit_reproduces_llama(void **state)
 {
     struct fx *f = *state;
@@ -149,9 +179,10 @@ static void test_fit_reproduces_llama(void **state)
     snprintf(led, sizeof(led), "%s", swt_join(f->dir, "ledger.db"));
     snprintf(fit, sizeof(fit), "%s", swt_join(f->dir, "fit.json"));
 
-    json_t *real[2];
-    real[0] = bench(f->srv.url, led);
-    real[1] = bench(f->srv.url, led);
+    json_t *real[NREAL], *sim[SIM_RUNS];
+    json_decref(bench(f->srv.url, NULL, "1")); /* warm-up */
+    for (int k = 0; k < REAL_FIT; k++)
+        real[k] = bench(f->srv.url, led, REPEAT);
 
     struct swt_run r;
     swt_slipway(&r, "sim", "fit", "--ledger", led, "--slots", "3", "--out", fit, NULL);
@@ -162,7 +193,8 @@ static void test_fit_reproduces_llama(void **state)
     assert_int_equal(r.status, 0);
     json_t *fj = swt_json_out(&r);
     swt_run_free(&r);
-    assert_int_equal(json_integer_value(json_object_get(fj, "figures")), 36);
+    /* the runs' points pooled: 9 workloads, each a median over the runs */
+    assert_int_equal(json_integer_value(json_object_get(fj, "figures")), 18);
 
     /* the sim of the same command line, with the fit */
     char out[4200], log[4200];
@@ -209,61 +241,78 @@ static void test_fit_reproduces_llama(void **state)
         free(body);
         usleep(100000);
     }
-    json_t *sim = bench(port, NULL);
+    json_decref(bench(port, NULL, "1")); /* warm-up, as the real server's */
+    for (int k = 0; k < SIM_RUNS; k++) { /* in turn: the sim, then the real server */
+        sim[k] = bench(port, NULL, REPEAT);
+        real[REAL_FIT + k] = bench(f->srv.url, NULL, REPEAT);
+    }
     stop_sim();
 
-    /* each figure: the sim against the real server's (the closer of its two runs) and against
-     * the fit's prediction */
+    /* each figure: the sim's median over its runs against the real server's over its runs, and
+     * against the fit's prediction */
     const json_t *fpts = json_object_get(fj, "points");
-    int bad_real = 0, bad_pred = 0;
-    double worst = 0;
-    print_message("%6s %4s | %8s %8s %8s %6s | %8s %8s %8s %6s\n", "depth", "conc", "decode",
-                  "real", "real2", "err%", "prefill", "real", "real2", "err%");
-    for (size_t i = 0; i < 9; i++) {
-        const json_t *sp = json_array_get(json_object_get(sim, "points"), i);
-        const json_t *r0 = json_array_get(json_object_get(real[0], "points"), i);
-        const json_t *r1 = json_array_get(json_object_get(real[1], "points"), i);
-        const char *key[2] = {"decode_tps", "prefill_tps"};
-        const char *pkey[2] = {"decode_sim_tps", "prefill_sim_tps"};
-        double v[2], a[2], b[2], err[2];
-        for (int k = 0; k < 2; k++) {
-            v[k] = med(sp, key[k]);
-            a[k] = med(r0, key[k]);
-            b[k] = med(r1, key[k]);
-            /* the distance to the interval the real server's two runs span */
-            double lo = SW_MIN(a[k], b[k]), hi = SW_MAX(a[k], b[k]);
-            err[k] = v[k] >= lo && v[k] <= hi ? 0.0 : SW_MIN(pct(v[k], lo), pct(v[k], hi));
-            bad_real += !(err[k] <= 10.0);
-            worst = SW_MAX(worst, err[k]);
-            /* the fit's points: the first run's 9, then the second's */
+    int bad_real = 0, bad_band = 0, bad_pred = 0;
+    double worst = 0, worst_band = 0;
+    const char *key[2] = {"decode_tps", "prefill_tps"};
+    const char *pkey[2] = {"decode_sim_tps", "prefill_sim_tps"};
+    for (int k = 0; k < 2; k++) {
+        print_message("%s: depth conc | sim runs | real runs (the last %d in turn with the sim) | "
+                      "sim real err%% | band err%%\n",
+                      key[k], SIM_RUNS);
+        for (size_t i = 0; i < 9; i++) {
+            const json_t *sp = json_array_get(json_object_get(sim[0], "points"), i);
+            double lo, hi;
+            double v = med_runs(sim, SIM_RUNS, i, key[k], NULL, NULL);
+            double a = med_runs(real, NREAL, i, key[k], &lo, &hi);
+            double err = pct(v, a);
+            /* the distance to the band the real server's middle runs span */
+            double band = v >= lo && v <= hi ? 0.0 : SW_MIN(pct(v, lo), pct(v, hi));
+            bad_real += !(err <= 10.0);
+            worst = SW_MAX(worst, isfinite(err) ? err : INFINITY);
+            bad_band += !(band <= 10.0);
+            worst_band = SW_MAX(worst_band, isfinite(band) ? band : INFINITY);
+            char line[1024];
+            size_t o = 0;
+            o += (size_t)snprintf(line + o, sizeof(line) - o, "  %5d %4d |",
+                                  (int)json_integer_value(json_object_get(sp, "depth")),
+                                  (int)json_integer_value(json_object_get(sp, "concurrency")));
+            for (int r = 0; r < SIM_RUNS; r++)
+                o += (size_t)snprintf(
+                    line + o, sizeof(line) - o, " %7.1f",
+                    med(json_array_get(json_object_get(sim[r], "points"), i), key[k]));
+            o += (size_t)snprintf(line + o, sizeof(line) - o, " |");
+            for (int r = 0; r < NREAL; r++)
+                o += (size_t)snprintf(
+                    line + o, sizeof(line) - o, " %7.1f",
+                    med(json_array_get(json_object_get(real[r], "points"), i), key[k]));
+            print_message("%s | %7.1f %7.1f %5.1f | %5.1f\n", line, v, a, err, band);
+            /* the fit's points: the 9 workloads, in the bench's order */
             double pr = json_number_value(json_object_get(json_array_get(fpts, i), pkey[k]));
-            double pr2 = json_number_value(json_object_get(json_array_get(fpts, i + 9), pkey[k]));
-            if (!(pct(v[k], pr) <= 10.0) || !(pct(v[k], pr2) <= 10.0)) {
+            if (!(pct(v, pr) <= 10.0)) {
                 print_message("  depth %d conc %d %s: sim %.1f, the fit predicted %.1f\n",
                               (int)json_integer_value(json_object_get(sp, "depth")),
                               (int)json_integer_value(json_object_get(sp, "concurrency")), key[k],
-                              v[k], pr);
+                              v, pr);
                 bad_pred++;
             }
         }
-        print_message("%6d %4d | %8.1f %8.1f %8.1f %6.1f | %8.0f %8.0f %8.0f %6.1f\n",
-                      (int)json_integer_value(json_object_get(sp, "depth")),
-                      (int)json_integer_value(json_object_get(sp, "concurrency")), v[0], a[0], b[0],
-                      err[0], v[1], a[1], b[1], err[1]);
     }
-    json_decref(sim);
-    json_decref(real[0]);
-    json_decref(real[1]);
+    for (int k = 0; k < SIM_RUNS; k++)
+        json_decref(sim[k]);
+    for (int k = 0; k < NREAL; k++)
+        json_decref(real[k]);
     json_decref(fj);
-    print_message("sim vs real: %d of 18 figures past 10%% of the real runs' span, worst %.1f%%\n",
-                  bad_real, worst);
+    print_message("sim vs real: %d of 18 figures past 10%% of the real median, worst %.1f%%; "
+                  "%d past 10%% of the real runs' quartiles, worst %.1f%%\n",
+                  bad_real, worst, bad_band, worst_band);
     assert_int_equal(bad_pred, 0);
-    /* issue 16 asks for all 18 within 10%: on this shared 2-core machine the fitted model
-     * reaches 15-17 of them (docs/sim.md, "Calibration": CPU decode is not linear in depth,
-     * and a 3-way prefill depends on which requests share a batch); held here at 15 within 10%
-     * and every one within 25% */
-    assert_true(bad_real <= 3);
-    assert_true(worst <= 25.0);
+    /* issue 16 asks for all 18 within 10% of the real server: on this shared 2-core machine
+     * its decode is memory-bound (the test model's 32 MiB output matrix fills the shared L3 the
+     * other core's builds thrash) and one run's figure moves 20-50%, so the median of 6 runs
+     * still moves ~10%: held here to the quartiles of the real runs (the two measured in turn
+     * with the sim among them), at most 2 figures past 10% and none past 20% (docs/sim.md) */
+    assert_true(bad_band <= 2);
+    assert_true(worst_band <= 20.0);
 }
 
 int main(void)

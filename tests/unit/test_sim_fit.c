@@ -46,6 +46,13 @@ static void test_step_cost(void **state)
     /* a chunk at position 100: n x k0 = 1000 more pairs */
     k0 = 100;
     assert_float_equal(sw_sim_step_us(&t, 0, 0, 1, &n, &k0), 612.09, 1e-9);
+    /* two prompts in one step: the costlier (20 tokens: 100 + 1000 + 2 x 190 / 1000) in full,
+     * the other at the batch's share */
+    double two[2] = {10, 20}, at[2] = {0, 0};
+    t.prefill_batch_share = 0.5;
+    assert_float_equal(sw_sim_step_us(&t, 0, 0, 2, two, at), 10 + 1100.38 + 0.5 * 600.09, 1e-9);
+    t.prefill_batch_share = 1;
+    assert_float_equal(sw_sim_step_us(&t, 0, 0, 2, two, at), 10 + 1100.38 + 600.09, 1e-9);
     t.decode_base_us = -5000;
     assert_float_equal(sw_sim_step_us(&t, 1, 0, 0, NULL, NULL), 0.0, 1e-9);
 }
@@ -99,6 +106,7 @@ static void test_fit_recovers(void **state)
     truth.prefill_base_us = 2000;
     truth.prefill_per_kv_us = 15;
     truth.prefill_step_us = 500;
+    truth.prefill_batch_share = 0.7;
     struct sw_sim_point pts[9];
     const double depths[3] = {64, 512, 2048};
     for (int i = 0; i < 9; i++) {
@@ -115,7 +123,7 @@ static void test_fit_recovers(void **state)
     sw_err_clear(&e);
     assert_int_equal(sw_sim_fit(pts, 9, 3, 2048, NULL, &fit, &e), 0);
     assert_int_equal(fit.n_targets, 18);
-    assert_int_equal(fit.fitted, 0x7f);
+    assert_int_equal(fit.fitted, 0xff);
     /* the figures are reproduced; the terms need not be unique to do so */
     assert_true(fit.max_err_pct < 3.0);
     for (int i = 0; i < 9; i++) {
@@ -198,6 +206,36 @@ static void test_points(void **state)
     sw_fleet_free(f);
 }
 
+/* The runs of one workload pooled into their medians; another workload left alone. */
+static void test_pool(void **state)
+{
+    (void)state;
+    struct sw_sim_point p[5];
+    const double dec[5] = {100, 130, 110, 50, 120}, pre[5] = {1000, 900, NAN, 400, 1100};
+    for (int i = 0; i < 5; i++) {
+        memset(&p[i], 0, sizeof(p[i]));
+        p[i].depth = i == 3 ? 768 : 64;
+        p[i].prompt_tokens = i == 3 ? 770 : 66 + i % 2;
+        p[i].concurrency = 2;
+        p[i].repeat = 3;
+        p[i].tg = 24;
+        p[i].decode_tps = dec[i];
+        p[i].prefill_tps = pre[i];
+        snprintf(p[i].source, sizeof(p[i].source), "run %d", i);
+    }
+    size_t n = 5;
+    sw_sim_points_pool(p, &n);
+    assert_int_equal(n, 2);
+    assert_float_equal(p[0].decode_tps, 115.0, 1e-9);    /* 100 110 120 130 */
+    assert_float_equal(p[0].prefill_tps, 1000.0, 1e-9);  /* 900 1000 1100 */
+    assert_float_equal(p[0].prompt_tokens, 66.25, 1e-9); /* 66 67 66 66 */
+    assert_int_equal(p[0].repeat, 3);
+    assert_non_null(strstr(p[0].source, "median of 4 runs"));
+    assert_int_equal(p[1].depth, 768);
+    assert_float_equal(p[1].decode_tps, 50.0, 0.0);
+    assert_string_equal(p[1].source, "run 3");
+}
+
 static void test_timing_json(void **state)
 {
     (void)state;
@@ -223,7 +261,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_step_cost),    cmocka_unit_test(test_predict),
         cmocka_unit_test(test_fit_recovers), cmocka_unit_test(test_points),
-        cmocka_unit_test(test_timing_json),
+        cmocka_unit_test(test_timing_json),  cmocka_unit_test(test_pool),
     };
     return cmocka_run_group_tests_name("sim_fit", tests, NULL, NULL);
 }
