@@ -5,7 +5,9 @@
  * 3 sequences, the engine sizing the pool; utilization 0.95) and a real ledger. What it checks:
  * bisection on the grid, the boots counted, every rung recorded with its knob, value and class,
  * a rerun resuming from the recorded rungs (no value booted twice), a value `check` refuses
- * costing no boot, the engine's own estimate becoming the next rung, and the classifier.
+ * costing no boot, the engine's own estimate becoming the next rung, the classifier, and (on
+ * the seed without the night ladder's boots) predict-then-confirm: the prior's point first, then
+ * a walk from it.
  *
  * The end-to-end ladders (the sim's frank-primary, a real llama-server under a memory limit) are
  * tests/real/test_ladder.c.
