@@ -8,9 +8,10 @@
  *     (the memory limit of the rung's runner), b from the engine's memory law (sw_plan_endpoint
  *     at two values), a known only as an interval until a boot measures it; plus the bounds the
  *     ledger's earlier rungs of the run already proved;
- *   - chooses each rung to halve what is left: the median of the untried grid values inside
- *     (largest known-good, smallest known-bad) and inside the predicted interval, the first rung
- *     at the law's point;
+ *   - predicts, then confirms: the first rung at the law's point, then (while only one bound
+ *     is proven) a walk from it toward the other side, 1, 1, 2, 4, ... grid steps; once both
+ *     bounds are proven, each rung halves what is left: the median of the untried grid values
+ *     inside (largest known-good, smallest known-bad) and inside the predicted interval;
  *   - moves per failure class: an allocation that failed at graph capture or at load (the value
  *     is bad; the engine's "tried X, Y free" figures turn into a jump of (X - Y) / b when the law
  *     has a slope), the engine's KV-capacity refusal (bad; vLLM's estimated maximum becomes the

@@ -13,6 +13,7 @@
 #include <slipway/ledger.h>
 #include <slipway/memory.h>
 #include <slipway/plan.h>
+#include <slipway/vllm.h>
 
 #include "ladder_internal.h"
 
@@ -173,6 +174,10 @@ struct lad {
     int64_t next_hint;   /* an engine-given next rung (index), -1 none */
     bool have_meas;
     double meas_lo, meas_hi; /* a as measured by passing boots */
+    /* predict, then confirm: while only one bound is proven, the next rung walks from it
+     * toward the other side (1, 1, 2, 4, ... grid steps) instead of halving the whole range */
+    bool walk;
+    int walk_n;
 };
 
 static int64_t grid_val(const struct lad *L, int64_t i)
@@ -197,11 +202,46 @@ static int64_t grid_index(const struct lad *L, int64_t v)
 }
 
 /*
+ * The prior of an engine-sized pool no boot of its class has shown yet (the night ladder's
+ * class, before the night ladder): the fork sizes such a pool for the contract, seqs requests
+ * of max_model_len (the seed's fp8 6 x 241,664 boot asked 10.70 GiB, the law's pool for six
+ * such requests; the night ladder's pools printed 3.03x for 3 seqs), so the pool is the law's
+ * contract (sw_plan_endpoint's KV of one request x seqs). It fits when the contract is within
+ * what the activation fit (the KV allocation failures of the pinned-pool boots) leaves free when
+ * the pool is allocated, and fails past it. *have: false when there is no such evidence (no KV
+ * allocation failure fitted, or no law for the value).
+ */
+static enum sw_calib_hr_verdict prior_auto(struct lad *L, const struct sw_calib_fit *fit,
+                                           const struct sw_calib_hr_pred *pr, double *contract,
+                                           bool *have)
+{
+    struct sw_plan pl;
+    struct sw_err e;
+    *have = false;
+    *contract = 0;
+    if (!pr->auto_pool || fit->headroom.n_act < 1 || !fit->headroom.act.n_vert)
+        return SW_CALIB_HR_UNKNOWN;
+    int rc = sw_plan_endpoint(L->f, L->ep, NULL, &pl, &e);
+    if (!rc && pl.vllm && pl.vllm->kv_needed_bytes > 0)
+        *contract = (double)pl.vllm->kv_needed_bytes * (double)L->ep->shape.seqs.v;
+    sw_plan_free(&pl);
+    if (*contract <= 0 || pr->kv_free_hi <= 0)
+        return SW_CALIB_HR_UNKNOWN;
+    *have = true;
+    if (*contract <= pr->kv_free_lo)
+        return SW_CALIB_HR_FITS;
+    if (*contract > pr->kv_free_hi)
+        return SW_CALIB_HR_KV_FAILS;
+    return SW_CALIB_HR_CAPTURE_RISK;
+}
+
+/*
  * The vLLM fork's prediction: calib's headroom model fitted on the ledger's boots (every rung's
  * boot included, so this is also the recalibration) gives each grid value a verdict: fits,
  * capture (or KV, or runtime) fails, or a risk band between. The predicted answer lies from the
  * largest value that fits to the first that fails; its point is where the band's middle (the
- * free memory at capture against the need's middle) still fits.
+ * free memory at capture against the need's middle) still fits. An engine-sized class no
+ * boot showed yet is judged by prior_auto.
  */
 static void predict_headroom(struct lad *L)
 {
@@ -222,7 +262,7 @@ static void predict_headroom(struct lad *L)
     }
     struct sw_fleet_u64 saved = *knob_field(L->ep, L->o->knob);
     int64_t last_fit = -1, first_fail = -1, point = -1;
-    int n_known = 0;
+    int n_known = 0, n_prior = 0;
     for (int64_t i = 0; i < L->n_grid; i++) {
         int64_t v = grid_val(L, i);
         json_t *raw = NULL, *canon = NULL;
@@ -237,19 +277,33 @@ static void predict_headroom(struct lad *L)
                   !sw_calib_headroom_predict(fit, &hs, kv, &pr, &e);
         json_decref(canon);
         json_decref(raw);
-        if (!ok || pr.verdict == SW_CALIB_HR_UNKNOWN)
+        if (!ok)
+            continue;
+        enum sw_calib_hr_verdict vd = pr.verdict;
+        double contract = 0;
+        bool prior = false;
+        if (vd == SW_CALIB_HR_UNKNOWN)
+            vd = prior_auto(L, fit, &pr, &contract, &prior);
+        if (vd == SW_CALIB_HR_UNKNOWN)
             continue;
         n_known++;
-        enum sw_calib_hr_verdict vd = pr.verdict;
+        n_prior += prior;
         bool fails = vd == SW_CALIB_HR_KV_FAILS || vd == SW_CALIB_HR_CAPTURE_FAILS ||
                      vd == SW_CALIB_HR_RUNTIME_FAILS;
         if (vd == SW_CALIB_HR_FITS)
             last_fit = i;
         if (fails && first_fail < 0)
             first_fail = i;
-        double need = pr.need_hi_set ? (pr.need_lo + pr.need_hi) / 2 : pr.need_lo;
-        if (!fails && first_fail < 0 &&
-            (vd == SW_CALIB_HR_FITS || (pr.free_lo + pr.free_hi) / 2 >= need))
+        /* the point: the middle of the band still fits (the prior: the contract against the
+         * middle of what is free when the pool is allocated) */
+        bool mid_fits;
+        if (prior) {
+            mid_fits = contract <= (pr.kv_free_lo + pr.kv_free_hi) / 2;
+        } else {
+            double need = pr.need_hi_set ? (pr.need_lo + pr.need_hi) / 2 : pr.need_lo;
+            mid_fits = (pr.free_lo + pr.free_hi) / 2 >= need;
+        }
+        if (!fails && first_fail < 0 && (vd == SW_CALIB_HR_FITS || mid_fits))
             point = i;
     }
     *knob_field(L->ep, L->o->knob) = saved;
@@ -258,9 +312,16 @@ static void predict_headroom(struct lad *L)
         r->pred_lo = last_fit >= 0 ? grid_val(L, last_fit) : r->min;
         r->pred_hi = first_fail >= 0 ? grid_val(L, first_fail) : -1;
         r->pred_point = point >= 0 ? grid_val(L, point) : r->pred_lo;
-        snprintf(r->law_source, sizeof(r->law_source),
-                 "calib's headroom model on %d boot(s) of %s: %d of %lld grid values judged",
-                 fit->n_boots, L->ep->name, n_known, (long long)L->n_grid);
+        if (n_prior)
+            snprintf(r->law_source, sizeof(r->law_source),
+                     "calib's headroom model on %d boot(s) of %s: %d of %lld grid values judged, "
+                     "%d by the prior of an engine-sized pool no boot of its class showed (the "
+                     "law's contract against the free the KV allocation failures leave)",
+                     fit->n_boots, L->ep->name, n_known, (long long)L->n_grid, n_prior);
+        else
+            snprintf(r->law_source, sizeof(r->law_source),
+                     "calib's headroom model on %d boot(s) of %s: %d of %lld grid values judged",
+                     fit->n_boots, L->ep->name, n_known, (long long)L->n_grid);
     } else {
         snprintf(r->law_source, sizeof(r->law_source),
                  "the headroom model (%d boots) knows no shape like these yet", fit->n_boots);
@@ -351,8 +412,9 @@ static void learn(struct lad *L, int64_t v, enum sw_ladder_class cls, int64_t en
     }
 }
 
-/* The next rung: the engine's own figure when it gave one, the law's point first, then the
- * median of what is left inside the prediction (or of all that is left). -1: converged. */
+/* The next rung: the engine's own figure when it gave one, the law's point first, then a walk
+ * from the one proven bound (when the run began from a prediction), then the median of what is
+ * left inside the prediction (or of all that is left). -1: converged. */
 static int64_t choose(struct lad *L, bool first)
 {
     if (L->next_hint > L->good && L->next_hint < L->bad && !L->skip[L->next_hint])
@@ -373,6 +435,24 @@ static int64_t choose(struct lad *L, bool first)
         int64_t p = grid_index(L, r->pred_point);
         if (p > L->good && p < L->bad && !L->skip[p])
             return p;
+    }
+    bool has_good = L->good >= 0, has_bad = L->bad < L->n_grid;
+    if (L->walk && has_good != has_bad) {
+        /* the prediction's edge is near: confirm it one step at a time, then gallop */
+        int64_t stride =
+            L->walk_n < 2 ? 1 : (int64_t)1 << (L->walk_n - 1 < 20 ? L->walk_n - 1 : 20);
+        L->walk_n++;
+        if (has_good) {
+            int64_t i = L->good + stride < L->bad ? L->good + stride : L->bad - 1;
+            for (; i > L->good; i--)
+                if (!L->skip[i])
+                    return i;
+        } else {
+            int64_t i = L->bad - stride > L->good ? L->bad - stride : L->good + 1;
+            for (; i < L->bad; i++)
+                if (!L->skip[i])
+                    return i;
+        }
     }
     int64_t lo = L->good + 1 > plo ? L->good + 1 : plo;
     int64_t hi = L->bad - 1 < phi ? L->bad - 1 : phi;
@@ -730,6 +810,7 @@ int sw_ladder_run(const struct sw_fleet *f, struct sw_fleet_endpoint *ep,
         goto out;
     predict(&L);
     int64_t p_lo = r->pred_lo, p_hi = r->pred_hi, p_pt = r->pred_point;
+    L.walk = p_pt >= 0;
     sw_ladder_run_fn run = o->run;
     void *ctx = o->run ? o->run_ctx : (void *)o;
     if (!run)

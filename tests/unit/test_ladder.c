@@ -5,7 +5,9 @@
  * 3 sequences, the engine sizing the pool; utilization 0.95) and a real ledger. What it checks:
  * bisection on the grid, the boots counted, every rung recorded with its knob, value and class,
  * a rerun resuming from the recorded rungs (no value booted twice), a value `check` refuses
- * costing no boot, the engine's own estimate becoming the next rung, and the classifier.
+ * costing no boot, the engine's own estimate becoming the next rung, the classifier, and (on
+ * the seed without the night ladder's boots) predict-then-confirm: the prior's point first, then
+ * a walk from it.
  *
  * The end-to-end ladders (the sim's frank-primary, a real llama-server under a memory limit) are
  * tests/real/test_ladder.c.
@@ -25,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 struct fx {
     char *dir;
@@ -280,6 +283,166 @@ static void test_classify(void **state)
     assert_int_equal(sw_ladder_knob_parse("bogus", &k), SW_EINVAL);
 }
 
+/* text with the first `from` replaced by `to` (malloc'd) */
+static char *replace1(const char *text, const char *from, const char *to)
+{
+    const char *at = strstr(text, from);
+    if (!at)
+        fail_msg("'%s' is not in the fleet", from);
+    size_t n = strlen(text) + strlen(to) + 1;
+    char *o = malloc(n);
+    snprintf(o, n, "%.*s%s%s", (int)(at - text), text, to, at + strlen(from));
+    return o;
+}
+
+/*
+ * Predict, then confirm. The ladder knows the seed WITHOUT the night ladder's four boots (its
+ * ledger, and the fleet file with their records cut out), and the shape is the night ladder's
+ * (bf16, 3 seqs, engine-sized pool, utilization 0.98): no boot of that class is recorded, so the
+ * prediction is the prior (the law's contract against the free the pinned-pool boots' KV
+ * allocation failures leave). Its point is the first rung, and the ladder walks from it; the
+ * runner answers as the world chosen does, so a prediction a step off, or far off, is seen too.
+ */
+static void ladder_world(const char *dir, const char *fleet_text, const json_t *prior,
+                         int64_t max_ok, struct sw_ladder_result *r, struct world *w)
+{
+    char path[4200];
+    struct sw_err e;
+    struct sw_fleet *fl = NULL;
+    struct sw_ledger led;
+    struct sw_fleet_opts fo = {.getenv = sw_fleet_no_environ};
+    snprintf(path, sizeof(path), "%s/operator.yaml", dir);
+    swt_write_str(path, fleet_text);
+    if (sw_fleet_load(path, &fo, &fl, &e))
+        fail_msg("%s", e.msg);
+    struct sw_fleet_endpoint *ep =
+        (struct sw_fleet_endpoint *)sw_fleet_endpoint(fl, "frank-primary");
+    assert_non_null(ep);
+    const char *sets[] = {"kv_cache_bytes=null", "kv_cache_dtype=auto", "seqs=3",
+                          "gpu_memory_utilization=0.98"};
+    for (size_t i = 0; i < 4; i++)
+        if (sw_gate_set(ep, sets[i], &e))
+            fail_msg("%s: %s", sets[i], e.msg);
+    snprintf(path, sizeof(path), "%s/ladder-%lld.sqlite", dir, (long long)max_ok);
+    assert_int_equal(sw_ledger_open(&led, path, NULL, &e), 0);
+    struct sw_ledger_import_stats st;
+    memset(&st, 0, sizeof(st));
+    if (sw_ledger_import(&led, prior, "prior.json", &st, &e))
+        fail_msg("import: %s", e.msg);
+    memset(w, 0, sizeof(*w));
+    w->max_ok = max_ok;
+    struct sw_ladder_opts o;
+    memset(&o, 0, sizeof(o));
+    o.knob = SW_LADDER_MAX_MODEL_LEN;
+    o.ledger = &led;
+    o.run = world_run;
+    o.run_ctx = w;
+    o.progress = stderr;
+    if (sw_ladder_run(fl, ep, &o, r, &e))
+        fail_msg("ladder: %s", e.msg);
+    sw_ledger_close(&led);
+    sw_fleet_free(fl);
+}
+
+static void test_predict_then_confirm(void **state)
+{
+    (void)state;
+    char *dir = swt_tmpdir();
+    char path[4200], to[4400];
+    struct sw_err e;
+    sw_core_init();
+    /* the payload's config.json, for the vLLM law */
+    char *cfg = NULL, *op = NULL;
+    size_t n = 0;
+    if (sw_read_file(swt_src("tests/data/vllm/models/frank-primary-inferred/config.json"), 1 << 20,
+                     &cfg, &n, &e))
+        fail_msg("%s", e.msg);
+    snprintf(path, sizeof(path), "%s/models", dir);
+    assert_int_equal(mkdir(path, 0755), 0);
+    snprintf(path, sizeof(path), "%s/models/primary", dir);
+    assert_int_equal(mkdir(path, 0755), 0);
+    snprintf(path, sizeof(path), "%s/models/primary/config.json", dir);
+    swt_write_str(path, cfg);
+    sw_free(cfg);
+    if (sw_read_file(swt_src("examples/operator.yaml"), 1 << 20, &op, &n, &e))
+        fail_msg("%s", e.msg);
+    snprintf(to, sizeof(to), "      path: %s/models/primary\n", dir);
+    char *a = replace1(op, "      path: /home/dank/models/Qwen3.8-Flash-Next-Uncensored-FP8\n", to);
+    snprintf(to, sizeof(to), "        - {host: %s/models, container: /models, readonly: true}",
+             dir);
+    char *b =
+        replace1(a, "        - {host: /home/dank/models, container: /models, readonly: true}", to);
+    /* the night ladder's records cut out of the fleet */
+    const char *from = "      - shape: {kv_cache_dtype: auto, seqs: 3, max_model_len: 245760, "
+                       "gpu_memory_utilization: 0.98}";
+    const char *until = "      - shape: {kv_cache_dtype: fp8, seqs: 6, max_model_len: 241664}";
+    char *c0 = strstr(b, from), *c1 = c0 ? strstr(c0, until) : NULL;
+    assert_non_null(c1);
+    memmove(c0, c1, strlen(c1) + 1);
+    char *envs[] = {"frank-primary.env", "frank-small.env"};
+    for (int i = 0; i < 2; i++) {
+        char src[512], *t = NULL;
+        snprintf(src, sizeof(src), "examples/%s", envs[i]);
+        if (sw_read_file(swt_src(src), 1 << 20, &t, &n, &e))
+            fail_msg("%s", e.msg);
+        snprintf(path, sizeof(path), "%s/%s", dir, envs[i]);
+        swt_write_str(path, t);
+        sw_free(t);
+    }
+    /* the seed without the night ladder's boots */
+    json_t *seed = sw_json_load_file(swt_src("tests/data/ledger/seed-boots.json"), 1 << 24, &e);
+    if (!seed)
+        fail_msg("%s", e.msg);
+    static const char *const night[] = {"ladder-262144", "ladder-245760", "ladder-237568",
+                                        "bf16-3x241664"};
+    json_t *all = json_object_get(seed, "boots");
+    for (size_t i = json_array_size(all); i-- > 0;) {
+        const char *ref = json_string_value(json_object_get(json_array_get(all, i), "ref"));
+        for (size_t k = 0; ref && k < 4; k++)
+            if (!strcmp(ref, night[k])) {
+                json_array_remove(all, i);
+                break;
+            }
+    }
+    json_object_set_new(seed, "ladder_rungs", json_array());
+
+    struct sw_ladder_result *r = calloc(1, sizeof(*r));
+    struct world w;
+    /* the seed's world: the prior's point is 237,568 (it predicts 241,664 to fail: one grid
+     * step short), the walk confirms 241,664 and 245,760's failure */
+    ladder_world(dir, b, seed, 241664, r, &w);
+    assert_true(r->headroom);
+    assert_int_equal(r->pred_point, 237568);
+    assert_int_equal(r->n, 3);
+    assert_int_equal(r->rungs[0].value, 237568);
+    assert_int_equal(r->rungs[1].value, 241664);
+    assert_int_equal(r->rungs[2].value, 245760);
+    assert_int_equal(r->boots, 3);
+    assert_int_equal(w.boots, 3);
+    assert_int_equal(r->answer, 241664);
+    assert_int_equal(r->bad, 245760);
+    assert_true(r->converged);
+    /* a world whose edge is below the point: the walk goes down from the failed point */
+    ladder_world(dir, b, seed, 229376, r, &w);
+    assert_int_equal(r->rungs[0].value, 237568);
+    assert_int_equal(r->rungs[1].value, 233472);
+    assert_int_equal(r->answer, 229376);
+    assert_true(r->converged);
+    assert_int_equal(r->boots, 3);
+    /* far above: the walk gallops (1, 1, 2, 4 steps) and then halves; every value once */
+    ladder_world(dir, b, seed, 258048, r, &w);
+    assert_int_equal(r->answer, 258048);
+    assert_int_equal(r->bad, 262144);
+    assert_true(r->converged);
+    assert_true(r->boots <= 6);
+    free(r);
+    json_decref(seed);
+    sw_free(op);
+    free(a);
+    free(b);
+    swt_tmpdir_free(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -288,6 +451,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_check_refusal_costs_no_boot, setup, teardown),
         cmocka_unit_test_setup_teardown(test_engine_estimate, setup, teardown),
         cmocka_unit_test(test_classify),
+        cmocka_unit_test(test_predict_then_confirm),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
