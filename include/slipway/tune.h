@@ -18,8 +18,9 @@
  *               with bench at the objective's depth;
  *   noise       the relative spread of a probe's repeats (interquartile range / median); a candidate wins
  *               only when its gain over the baseline exceeds the larger of its own noise and the
- *               baseline's; the best winner is booted again and measured again, and crowned only
- *               when the gain still exceeds the noise;
+ *               baseline's; the best winner is booted again right after the baseline is booted
+ *               again (interleaved, same conditions), and crowned only when its gain over that
+ *               fresh baseline still exceeds the noise;
  *   journal     every probe lands in the ledger as it is decided (tune_runs, tune_probes); a run
  *               that was interrupted is resumed by the next `tune` of the same endpoint, objective
  *               and search space, and a probe already decided is not booted again.
@@ -95,7 +96,8 @@ void sw_tune_opts_init(struct sw_tune_opts *o);
  *    values: [...], baseline, kind: boot|load}], "frozen": [names], "baseline": {probe},
  *    "probes": [{seq, phase, candidate, settings: {knob: value}, outcome, gate, gates: [...],
  *    score, noise, gain, concurrency, repeats: [...], argv, boot_s, why}], "winner": {probe
- *    + "remeasured"} | null, "runner_up": {probe} | null, "noise" (the baseline's),
+ *    + "remeasured", "rebaseline" (the fresh baseline's probe), "remeasured_gain" (over the
+ *    fresh baseline), "remeasured_noise", "remeasured_gain_first"} | null, "runner_up": {probe} | null, "noise" (the baseline's),
  *    "outcome": crowned | no_winner | budget | interrupted | dry_run, "apply": {knob: value}}
  * Returns 0 when the search ran whatever it found; an error for unusable input (the fleet, a
  * knob that would move a frozen setting, an engine with no boot path), with the fleet's

@@ -656,11 +656,15 @@ static int record(struct run *r, json_t *p, struct sw_err *e)
 {
     if (!r->have_ledger || r->o->dry_run)
         return 0;
-    json_t *rec = json_pack(
-        "{s:O, s:O, s:O, s:O, s:O?, s:O?, s:O?, s:O}", "seq", json_object_get(p, "seq"), "phase",
-        json_object_get(p, "phase"), "candidate", json_object_get(p, "candidate"), "outcome",
-        json_object_get(p, "outcome"), "gate", json_object_get(p, "gate"), "score",
-        json_object_get(p, "score"), "noise", json_object_get(p, "noise"), "evidence", p);
+    /* the journal's phases are the schema's: the baseline booted again before a winner's
+     * re-measure is a re-measure (of the candidate "baseline"); its evidence says "rebase" */
+    const char *ph = json_string_value(json_object_get(p, "phase"));
+    json_t *jph = json_string(ph && !strcmp(ph, "rebase") ? "remeasure" : ph ? ph : "");
+    json_t *rec =
+        json_pack("{s:O, s:o, s:O, s:O, s:O?, s:O?, s:O?, s:O}", "seq", json_object_get(p, "seq"),
+                  "phase", jph, "candidate", json_object_get(p, "candidate"), "outcome",
+                  json_object_get(p, "outcome"), "gate", json_object_get(p, "gate"), "score",
+                  json_object_get(p, "score"), "noise", json_object_get(p, "noise"), "evidence", p);
     if (!rec)
         return sw_err_set(e, SW_ENOMEM, "out of memory");
     int rc = sw_ledger_tune_probe(&r->ledger, r->run_id, rec, e);
@@ -697,7 +701,7 @@ static int judge(struct run *r, struct cand *c, const char *phase, bool boot, js
         if (rc)
             return rc;
     }
-    if (prev && strcmp(phase, "remeasure")) {
+    if (prev && strcmp(phase, "remeasure") && strcmp(phase, "rebase")) {
         json_t *ev = json_deep_copy(json_object_get(prev, "evidence"));
         if (!ev)
             return sw_err_set(e, SW_ENOMEM, "out of memory");
@@ -763,8 +767,10 @@ static int judge(struct run *r, struct cand *c, const char *phase, bool boot, js
             if (is_base) {
                 /* the baseline is measured whatever its gates say (it is what runs now); the
                  * gates it fails are inherited by every candidate */
-                json_decref(r->base_gates);
-                r->base_gates = json_incref(gate_json);
+                if (!strcmp(phase, "baseline")) {
+                    json_decref(r->base_gates);
+                    r->base_gates = json_incref(gate_json);
+                }
                 if (gates[0])
                     json_object_set_new(p, "baseline_fails", json_string(gates));
                 gates[0] = '\0';
@@ -888,6 +894,29 @@ static bool wins(const struct run *r, const json_t *p, double *gain)
     if (isfinite(n) && n > noise)
         noise = n;
     return *gain > noise;
+}
+
+/* The re-measure's verdict: the winner booted again against the baseline booted again just
+ * before it (same conditions, interleaved), its gain over that fresh baseline, which must
+ * exceed every noise the run measured for either (the first baseline's, the fresh one's, the
+ * winner's first and second). */
+static bool holds(const struct run *r, const json_t *fresh, const json_t *first,
+                  const json_t *again, double *gain, double *noise)
+{
+    *gain = NAN;
+    *noise = NAN;
+    if (!measured(fresh) || !measured(again) || !(num(fresh, "score") > 0))
+        return false;
+    *gain = (num(again, "score") - num(fresh, "score")) / num(fresh, "score");
+    double n = r->base_noise;
+    const json_t *ps[] = {fresh, first, again};
+    for (size_t i = 0; i < SW_ARRAY_LEN(ps); i++) {
+        double x = num(ps[i], "noise");
+        if (isfinite(x) && x > n)
+            n = x;
+    }
+    *noise = n;
+    return *gain > n;
 }
 
 static json_t *space_json(const struct run *r)
@@ -1044,9 +1073,9 @@ static int search(struct run *r, json_t *rep, struct sw_err *e)
     for (size_t i = 0; i < ns; i++) {
         if (!pass[i])
             continue;
-        if (r->boots >= budget - 1) {
+        if (r->boots >= budget - 2) {
             r->budget_hit = true;
-            break; /* one boot is kept for the re-measure */
+            break; /* two boots kept for the re-measure: the baseline's and the winner's */
         }
         rc = judge(r, &singles[i], "single", true, &p, e);
         if (rc)
@@ -1118,8 +1147,8 @@ static int search(struct run *r, json_t *rep, struct sw_err *e)
     for (size_t i = 0; i < nc; i++) {
         if (!cpass[i])
             continue;
-        if (r->boots >= budget - 2) { /* two boots kept: a winner that does not hold has a
-                                       * runner-up to re-measure */
+        if (r->boots >= budget - 4) { /* four boots kept: a winner that does not hold on
+                                       * re-measure has a runner-up (two boots each) */
             r->budget_hit = true;
             break;
         }
@@ -1149,22 +1178,39 @@ static int search(struct run *r, json_t *rep, struct sw_err *e)
         }
     const char *outcome = r->budget_hit ? "budget" : "no_winner";
     for (size_t a = 0; a < nr; a++) {
-        if (r->boots >= budget) {
+        if (r->boots + 2 > budget) {
             outcome = "budget";
             break;
         }
-        /* the candidate again, from its settings */
-        struct cand rc_c;
+        /* the baseline again, then the candidate again from its settings: two boots back to
+         * back under the same conditions, the gain crowned the one between them (the first
+         * baseline was measured minutes or hours earlier, on a machine that may have changed) */
+        struct cand base_c, rc_c;
+        memset(&base_c, 0, sizeof(base_c));
+        json_t *fresh = NULL, *again = NULL;
+        rc = judge(r, &base_c, "rebase", true, &fresh, e);
+        if (rc)
+            return rc;
+        if (!measured(fresh)) {
+            note(r, "the baseline did not measure again (%s): nothing can be crowned against it",
+                 fresh ? json_string_value(json_object_get(fresh, "outcome")) : "not booted");
+            break;
+        }
         cand_from_settings(r, json_object_get(rank[a], "settings"), &rc_c);
-        json_t *again = NULL;
         rc = judge(r, &rc_c, "remeasure", true, &again, e);
         if (rc)
             return rc;
-        double g;
-        if (again && wins(r, again, &g)) {
+        double g, gn;
+        bool held = holds(r, fresh, rank[a], again, &g, &gn);
+        if (again && measured(again))
+            json_object_set_new(again, "gain_fresh", jnum(g));
+        if (held) {
             json_t *w = json_deep_copy(rank[a]);
             json_object_set(w, "remeasured", again);
+            json_object_set(w, "rebaseline", fresh);
             json_object_set_new(w, "remeasured_gain", jnum(g));
+            json_object_set_new(w, "remeasured_noise", jnum(gn));
+            json_object_set_new(w, "remeasured_gain_first", jnum(num(again, "gain")));
             json_object_set_new(rep, "winner", w);
             json_object_set(rep, "apply", json_object_get(rank[a], "settings"));
             outcome = "crowned";
@@ -1175,8 +1221,11 @@ static int search(struct run *r, json_t *rep, struct sw_err *e)
                 }
             break;
         }
-        note(r, "%s did not hold on re-measure",
-             json_string_value(json_object_get(rank[a], "candidate")));
+        note(r,
+             "%s did not hold on re-measure: %+.1f%% over the fresh baseline (%.2f against "
+             "%.2f), noise %.1f%%",
+             json_string_value(json_object_get(rank[a], "candidate")), g * 100, num(again, "score"),
+             num(fresh, "score"), gn * 100);
     }
     if (!json_object_get(rep, "runner_up")) {
         /* without a crowned winner: the best measured candidate, for the record */

@@ -103,11 +103,21 @@ void sw_tune_print(FILE *f, const json_t *rep)
     fputc('\n', f);
     const json_t *w = json_object_get(rep, "winner");
     if (json_is_object(w)) {
+        const json_t *again = json_object_get(w, "remeasured");
+        const json_t *fresh = json_object_get(w, "rebaseline");
         fmt_pct(num(w, "gain"), a, sizeof(a));
         fmt_pct(num(w, "remeasured_gain"), b, sizeof(b));
-        fmt_pct(fmax(num(rep, "noise"), num(w, "noise")), c, sizeof(c));
-        fprintf(f, "  winner: %s  %s (re-measured %s; noise %s)\n", str(w, "candidate"), a, b,
-                c[0] == '+' ? c + 1 : c);
+        fmt_pct(isfinite(num(w, "remeasured_noise")) ? num(w, "remeasured_noise")
+                                                     : fmax(num(rep, "noise"), num(w, "noise")),
+                c, sizeof(c));
+        fprintf(f, "  winner: %s  %s against the first baseline\n", str(w, "candidate"), a);
+        char d[64], g[64];
+        fmt_num(num(again, "score"), "", d, sizeof(d));
+        fmt_num(num(fresh, "score"), "", g, sizeof(g));
+        fprintf(f,
+                "  re-measured on new boots, interleaved: winner %s against baseline %s: %s "
+                "(noise %s)\n",
+                d, g, b, c[0] == '+' ? c + 1 : c);
         fprintf(f, "  put in the fleet file:");
         const char *kn;
         const json_t *kv;
@@ -224,12 +234,20 @@ int sw_tune_html(const json_t *rep, const char *path, struct sw_err *e)
     if (!rc && json_is_object(w)) {
         fmt_pct(num(w, "gain"), a, sizeof(a));
         fmt_pct(num(w, "remeasured_gain"), c, sizeof(c));
-        fmt_pct(fmax(num(rep, "noise"), num(w, "noise")), d, sizeof(d));
+        fmt_pct(isfinite(num(w, "remeasured_noise")) ? num(w, "remeasured_noise")
+                                                     : fmax(num(rep, "noise"), num(w, "noise")),
+                d, sizeof(d));
+        char ws[64], bs[64];
+        fmt_num(num(json_object_get(w, "remeasured"), "score"), "", ws, sizeof(ws));
+        fmt_num(num(json_object_get(w, "rebaseline"), "score"), "", bs, sizeof(bs));
         rc = sw_buf_puts(&b, "<p class=\"win\">Winner: ");
         rc = rc ? rc : esc(&b, str(w, "candidate"));
         rc = rc ? rc
-                : sw_buf_printf(&b, " &mdash; gain %s, re-measured %s, noise %s</p>\n", a, c,
-                                d + (d[0] == '+'));
+                : sw_buf_printf(&b,
+                                " &mdash; gain %s against the first baseline; re-measured on new "
+                                "boots, interleaved: %s against a fresh baseline of %s, %s, "
+                                "noise %s</p>\n",
+                                a, ws, bs, c, d + (d[0] == '+'));
     } else if (!rc) {
         rc = sw_buf_printf(&b, "<p class=\"win\">No winner (%s).</p>\n", str(rep, "outcome"));
     }

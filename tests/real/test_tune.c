@@ -198,6 +198,16 @@ static void test_real_llama(void **state)
     assert_true(num(w, "score") > num(json_object_get(j, "baseline"), "score"));
     assert_string_equal(str(re, "phase"), "remeasure");
     assert_string_equal(str(re, "outcome"), "measured");
+    /* crowned against a fresh baseline booted right before the re-measure, not the first one */
+    const json_t *fresh = json_object_get(w, "rebaseline");
+    assert_string_equal(str(fresh, "phase"), "rebase");
+    assert_string_equal(str(fresh, "outcome"), "measured");
+    assert_true(json_integer_value(json_object_get(fresh, "seq")) + 1 ==
+                json_integer_value(json_object_get(re, "seq")));
+    double want = (num(re, "score") - num(fresh, "score")) / num(fresh, "score");
+    assert_true(fabs(regain - want) < 1e-9);
+    noise = fmax(noise, num(fresh, "noise"));
+    assert_true(num(w, "remeasured_noise") >= noise - 1e-12);
     /* the crowned settings are declared knobs, moved off the baseline */
     const json_t *apply = json_object_get(j, "apply");
     assert_true(json_object_size(apply) >= 1);
