@@ -2,7 +2,8 @@
  * tune: search an endpoint's declared knobs for a better objective in few boots (`slipway tune`,
  * docs/tune.md).
  *
- * The search space is the endpoint's `knobs:` (sets or ranges) and nothing else: a `frozen:`
+ * The search space is the endpoint's `knobs:` (sets; ranges: four coarse points, then refined
+ * around the best, docs/tune.md) and nothing else: a `frozen:`
  * setting never moves, and the payload, its quantization and the image are frozen always (a knob
  * that would move them, `arg.--model` say, is refused with its fleet position). The current shape
  * is the baseline.

@@ -2,7 +2,7 @@
  * tune: the search (include/slipway/tune.h says what it is for).
  *
  * The space: the endpoint's declared knobs, each as a list of values (a set as given; a range as
- * its min, max and two points between, on its step), the baseline's value read from the endpoint
+ * its min, max and two points between, on its step, then refined around its best: refine()), the baseline's value read from the endpoint
  * (a shape field, an engine flag in `args`, an env variable). A candidate is the baseline with a
  * few knobs moved; its key ("batch_size=512 arg.--threads=4") names it in the journal.
  *
@@ -153,6 +153,9 @@ struct knob {
     size_t nvalues;
     char baseline[64];        /* "" when the endpoint does not set it (the engine's default) */
     char kv[MAX_VALUES][160]; /* "name=value" for sw_gate_set (kept alive for the run) */
+    bool is_range, is_real;   /* a range: refined around its best point (refine()) */
+    double lo, hi, step;
+    size_t ncoarse; /* values[0..ncoarse) are the declared ones; the rest were refined */
 };
 
 struct cand {
@@ -307,6 +310,11 @@ static int build_space(const struct sw_fleet_endpoint *ep, struct knob *ks, size
         }
         if (kb->is_range) {
             range_values(kb, k);
+            k->is_range = true;
+            k->is_real = kb->type == SW_FLEET_V_REAL;
+            k->lo = k->is_real ? kb->min.f : (double)kb->min.u;
+            k->hi = k->is_real ? kb->max.f : (double)kb->max.u;
+            k->step = k->is_real ? 0 : kb->step.set && kb->step.u ? (double)kb->step.u : 1;
         } else {
             char buf[64];
             for (size_t j = 0; j < kb->n_values; j++) {
@@ -316,6 +324,7 @@ static int build_space(const struct sw_fleet_endpoint *ep, struct knob *ks, size
         }
         for (size_t j = 0; j < k->nvalues; j++)
             snprintf(k->kv[j], sizeof(k->kv[j]), "%s=%s", k->name, k->values[j]);
+        k->ncoarse = k->nvalues;
     }
     return 0;
 }
@@ -530,7 +539,8 @@ struct run {
     double base_score, base_noise;
     bool have_base;
     bool interrupted;
-    bool budget_hit; /* a candidate that passed its gates was left unbooted */
+    bool budget_hit;  /* a candidate that passed its gates was left unbooted */
+    int refine_round; /* the probes judged now refine a range (their "refine" round), or 0 */
 };
 
 static void note(struct run *r, const char *fmt, ...) SW_PRINTF(2, 3);
@@ -724,6 +734,8 @@ static int judge(struct run *r, struct cand *c, const char *phase, bool boot, js
         rc = sw_err_set(e, SW_ENOMEM, "out of memory");
         goto out;
     }
+    if (r->refine_round)
+        json_object_set_new(p, "refine", json_integer(r->refine_round));
     char gates[256] = "";
     json_t *glist = NULL;
     struct sw_err pe;
@@ -924,13 +936,20 @@ static json_t *space_json(const struct run *r)
     json_t *a = json_array();
     for (size_t i = 0; a && i < r->nk; i++) {
         const struct knob *k = &r->ks[i];
-        json_t *vals = json_array();
+        json_t *vals = json_array(), *ref = json_array();
         for (size_t j = 0; j < k->nvalues; j++)
-            json_array_append_new(vals, json_string(k->values[j]));
-        json_array_append_new(a, json_pack("{s:s, s:o, s:s, s:s, s:s}", "name", k->name, "values",
-                                           vals, "baseline",
-                                           k->baseline[0] ? k->baseline : "(engine default)",
-                                           "kind", "boot", "at", k->at.file ? k->at.file : ""));
+            json_array_append_new(j < k->ncoarse ? vals : ref, json_string(k->values[j]));
+        json_t *kj = json_pack("{s:s, s:o, s:s, s:s, s:s}", "name", k->name, "values", vals,
+                               "baseline", k->baseline[0] ? k->baseline : "(engine default)",
+                               "kind", "boot", "at", k->at.file ? k->at.file : "");
+        if (kj && k->is_range) {
+            json_object_set_new(
+                kj, "range",
+                json_pack("{s:f, s:f, s:f}", "min", k->lo, "max", k->hi, "step", k->step));
+            json_object_set(kj, "refined", ref);
+        }
+        json_decref(ref);
+        json_array_append_new(a, kj);
     }
     json_t *lv = json_array();
     for (size_t i = 0; lv && i < r->o->n_levels && i < SW_ARRAY_LEN(r->o->levels); i++)
@@ -1013,6 +1032,91 @@ static void cand_from_settings(const struct run *r, const json_t *st, struct can
     }
 }
 
+/* The single probe of knob k at value v (from this run or the journal), or NULL. */
+static const json_t *single_of(const struct run *r, size_t k, size_t v)
+{
+    size_t i;
+    const json_t *x;
+    json_array_foreach(r->probes, i, x)
+    {
+        const char *ph = json_string_value(json_object_get(x, "phase"));
+        const char *key = json_string_value(json_object_get(x, "candidate"));
+        if (ph && key && !strcmp(ph, "single") && !strcmp(key, r->ks[k].kv[v]))
+            return x;
+    }
+    return NULL;
+}
+
+/*
+ * Range knobs refined around their best point: after the coarse points (the single probes), up
+ * to two rounds, each probing the midpoints (on the step) between the best measured point (the
+ * baseline's value included) and its tried neighbours; a refined point is a single probe like
+ * the others (planned and gated before its boot, journaled, resumed), within the budget less
+ * the two boots kept for the re-measure.
+ */
+static int refine(struct run *r, int budget, struct sw_err *e)
+{
+    int rc = 0;
+    for (int round = 1; round <= 2; round++) {
+        for (size_t k = 0; k < r->nk; k++) {
+            struct knob *kn = &r->ks[k];
+            if (!kn->is_range)
+                continue;
+            double xs[MAX_VALUES + 1], sc[MAX_VALUES + 1];
+            size_t n = 0;
+            char *end = NULL;
+            double bx = kn->baseline[0] ? strtod(kn->baseline, &end) : NAN;
+            if (end && !*end && isfinite(bx) && r->have_base) {
+                xs[n] = bx;
+                sc[n++] = r->base_score;
+            }
+            for (size_t v = 0; v < kn->nvalues; v++) {
+                if (!strcmp(kn->values[v], kn->baseline))
+                    continue;
+                const json_t *p = single_of(r, k, v);
+                if (!p)
+                    continue; /* not tried (the budget) */
+                xs[n] = strtod(kn->values[v], NULL);
+                sc[n++] = measured(p) ? num(p, "score") : NAN;
+            }
+            double pts[2];
+            size_t np = sw__tune_refine(kn->lo, kn->hi, kn->step, kn->is_real, xs, sc, n, pts);
+            for (size_t i = 0; i < np; i++) {
+                char buf[64];
+                if (kn->is_real)
+                    snprintf(buf, sizeof(buf), "%.6g", pts[i]);
+                else
+                    snprintf(buf, sizeof(buf), "%llu", (unsigned long long)llround(pts[i]));
+                bool known = false;
+                for (size_t v = 0; v < kn->nvalues; v++)
+                    known |= !strcmp(kn->values[v], buf);
+                if (known || !strcmp(buf, kn->baseline) || kn->nvalues >= MAX_VALUES)
+                    continue;
+                if (r->boots >= budget - 2) {
+                    r->budget_hit = true;
+                    return 0;
+                }
+                size_t v = kn->nvalues;
+                add_value(kn, buf);
+                snprintf(kn->kv[v], sizeof(kn->kv[v]), "%s=%s", kn->name, buf);
+                struct cand c;
+                memset(&c, 0, sizeof(c));
+                c.knob[0] = (int)k;
+                c.value[0] = (int)v;
+                c.n = 1;
+                json_t *p = NULL;
+                note(r, "refine %s (round %d): around its best point so far", kn->kv[v], round);
+                r->refine_round = round;
+                rc = judge(r, &c, "single", true, &p, e);
+                r->refine_round = 0;
+                if (rc)
+                    return rc;
+            }
+        }
+    }
+    return rc;
+}
+
 static int search(struct run *r, json_t *rep, struct sw_err *e)
 {
     int rc;
@@ -1078,6 +1182,11 @@ static int search(struct run *r, json_t *rep, struct sw_err *e)
             break; /* two boots kept for the re-measure: the baseline's and the winner's */
         }
         rc = judge(r, &singles[i], "single", true, &p, e);
+        if (rc)
+            return rc;
+    }
+    if (!r->budget_hit) {
+        rc = refine(r, budget, e);
         if (rc)
             return rc;
     }
@@ -1367,6 +1476,7 @@ int sw_tune_run(const struct sw_tune_opts *o, json_t **out, struct sw_err *e)
                         json_integer(o->budget_boots > 0 ? o->budget_boots : 16));
 
     rc = search(r, rep, e);
+    json_object_set_new(rep, "knobs", space_json(r)); /* with the points refined */
     if (rc == SW_EINTR || r->interrupted) {
         rc = 0;
         json_object_set_new(rep, "outcome", json_string("interrupted"));

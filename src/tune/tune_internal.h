@@ -42,6 +42,16 @@ int sw__tune_probe(const struct sw_tune_opts *o, enum sw_tune_boot boot, const c
                    const struct sw_fleet_endpoint *ep, const struct sw_plan *p, int slots, int seq,
                    struct sw__tune_measure *m, struct sw_err *e);
 
+/*
+ * A range knob refined around its best point: the points tried so far (xs, any order; scores
+ * NAN for a point that was not measured: rejected by a gate, failed to boot) and the range
+ * [lo, hi] on step (0: any; is_real: a real-valued knob). Writes at most two new points to out
+ * (the midpoints, on the step, between the best measured point and its tried neighbours on each
+ * side, when one fits strictly between them) and returns how many. No measured point: none.
+ */
+size_t sw__tune_refine(double lo, double hi, double step, bool is_real, const double *xs,
+                       const double *scores, size_t n, double out[2]);
+
 /* Median and relative spread of n values (n >= 1). */
 void sw__tune_stats(const double *v, size_t n, double *median, double *noise);
 

@@ -68,6 +68,47 @@ void sw__tune_stats(const double *v, size_t n, double *median, double *noise)
     *noise = *median > 0 ? (q3 - q1) / *median : NAN;
 }
 
+size_t sw__tune_refine(double lo, double hi, double step, bool is_real, const double *xs,
+                       const double *scores, size_t n, double out[2])
+{
+    size_t best = n;
+    for (size_t i = 0; i < n; i++)
+        if (isfinite(scores[i]) && (best == n || scores[i] > scores[best]))
+            best = i;
+    if (best == n)
+        return 0;
+    double x = xs[best];
+    double left = NAN, right = NAN; /* the nearest tried points on each side */
+    for (size_t i = 0; i < n; i++) {
+        if (xs[i] < x && (!isfinite(left) || xs[i] > left))
+            left = xs[i];
+        if (xs[i] > x && (!isfinite(right) || xs[i] < right))
+            right = xs[i];
+    }
+    size_t k = 0;
+    double side[2] = {left, right};
+    for (int s = 0; s < 2; s++) {
+        double y = side[s];
+        if (!isfinite(y))
+            continue;
+        double m = (x + y) / 2;
+        if (!is_real) {
+            double st = step >= 1 ? step : 1;
+            /* on the step from lo, rounded toward the best point */
+            double q = (m - lo) / st;
+            m = lo + (y < x ? ceil(q) : floor(q)) * st;
+        }
+        if (m < lo || m > hi)
+            continue;
+        if (!(y < x ? (m > y && m < x) : (m > x && m < y)))
+            continue;
+        if (is_real && fabs(m - x) <= 1e-9 * (fabs(x) + 1))
+            continue;
+        out[k++] = m;
+    }
+    return k;
+}
+
 /* ---------------------------------------------------------------------------------------------
  * The measure.
  */

@@ -75,6 +75,11 @@ void sw_tune_print(FILE *f, const json_t *rep)
         const json_t *v;
         json_array_foreach(json_object_get(k, "values"), j, v)
             fprintf(f, " %s", json_string_value(v));
+        if (json_array_size(json_object_get(k, "refined"))) {
+            fprintf(f, ", refined");
+            json_array_foreach(json_object_get(k, "refined"), j, v)
+                fprintf(f, " %s", json_string_value(v));
+        }
         if (!strcmp(str(k, "kind"), "load") && !json_array_size(json_object_get(k, "values")))
             fprintf(f, " 1, 2, 4... up to the slots (inside each boot)");
         fputc('\n', f);

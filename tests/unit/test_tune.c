@@ -14,6 +14,7 @@
 #include <slipway/tune.h>
 
 #include "swtest.h"
+#include "tune/tune_internal.h" /* sw__tune_refine */
 
 #include <math.h>
 #include <string.h>
@@ -220,6 +221,40 @@ static void test_refusals(void **state)
     refused(yaml, "declares no knobs");
 }
 
+/* A range refined around its best point: midpoints on the step toward the best, never a point
+ * already tried, never outside the range. */
+static void test_refine(void **state)
+{
+    (void)state;
+    double out[2];
+    /* seqs 3..12 step 1: 3 (baseline), 6, 9, 12; 9 best: 8 (7.5 toward 9) and 10 (10.5 toward 9) */
+    double xs[] = {3, 6, 9, 12}, sc[] = {500, 620, 760, 730};
+    assert_int_equal(sw__tune_refine(3, 12, 1, false, xs, sc, 4, out), 2);
+    assert_true(out[0] == 8 && out[1] == 10);
+    /* round two: 8 best between 6 and 9 (10 tried): 7; 8.5 toward 8 is 8 itself: none */
+    double xs2[] = {3, 6, 9, 12, 8, 10}, sc2[] = {500, 620, 760, 730, 780, 630};
+    assert_int_equal(sw__tune_refine(3, 12, 1, false, xs2, sc2, 6, out), 1);
+    assert_true(out[0] == 7);
+    /* on the step from the minimum: 131072..262144 step 4096, best at the top end */
+    double xs3[] = {131072, 172032, 217088, 262144}, sc3[] = {1, 2, 3, 4};
+    assert_int_equal(sw__tune_refine(131072, 262144, 4096, false, xs3, sc3, 4, out), 1);
+    assert_true(out[0] == 241664); /* (217088 + 262144) / 2 = 239616, on the step toward the top */
+    assert_true(fmod(out[0] - 131072, 4096) == 0);
+    /* a neighbour that was not measured (rejected, failed) still bounds the refinement */
+    double sc4[] = {NAN, 5, NAN, NAN};
+    assert_int_equal(sw__tune_refine(131072, 262144, 4096, false, xs3, sc4, 4, out), 2);
+    assert_true(out[0] > 131072 && out[0] < 172032 && out[1] > 172032 && out[1] < 217088);
+    /* nothing measured: nothing to refine around; adjacent points: nothing between */
+    double sc5[] = {NAN, NAN, NAN, NAN};
+    assert_int_equal(sw__tune_refine(131072, 262144, 4096, false, xs3, sc5, 4, out), 0);
+    double xs6[] = {1, 2, 3}, sc6[] = {1, 3, 2};
+    assert_int_equal(sw__tune_refine(1, 3, 1, false, xs6, sc6, 3, out), 0);
+    /* a real-valued range: plain midpoints */
+    double xs7[] = {0.5, 0.7, 0.9}, sc7[] = {1, 2, 1};
+    assert_int_equal(sw__tune_refine(0.5, 0.9, 0, true, xs7, sc7, 3, out), 2);
+    assert_true(fabs(out[0] - 0.6) < 1e-12 && fabs(out[1] - 0.8) < 1e-12);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -227,6 +262,7 @@ int main(void)
         cmocka_unit_test(test_journal),
         cmocka_unit_test(test_dry_run_frank_primary),
         cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_refine),
     };
     return cmocka_run_group_tests_name("tune", tests, NULL, NULL);
 }
