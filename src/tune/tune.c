@@ -143,7 +143,7 @@ int sw_tune_objective_parse(const char *s, struct sw_tune_objective *o, struct s
  * The space.
  */
 
-enum knob_kind { K_SHAPE, K_ARG, K_ENV };
+enum knob_kind { K_SHAPE, K_ARG, K_ENV, K_LOAD };
 
 struct knob {
     const char *name; /* the fleet's (canonical) knob name */
@@ -276,9 +276,10 @@ static void range_values(const struct sw_fleet_knob *kb, struct knob *k)
 }
 
 static int build_space(const struct sw_fleet_endpoint *ep, struct knob *ks, size_t *nk,
-                       struct sw_err *e)
+                       struct sw__tune_mix *mixes, size_t *nmix, struct sw_err *e)
 {
     *nk = 0;
+    *nmix = 0;
     for (size_t i = 0; i < ep->n_knobs; i++) {
         const struct sw_fleet_knob *kb = &ep->knobs[i];
         for (size_t a = 0; always_frozen[a]; a++)
@@ -296,7 +297,31 @@ static int build_space(const struct sw_fleet_endpoint *ep, struct knob *ks, size
         memset(k, 0, sizeof(*k));
         k->name = kb->name;
         k->at = kb->at;
-        if (!strncmp(kb->name, "arg.", 4)) {
+        if (!strcmp(kb->name, "load.mix")) {
+            /* the load side: swept inside every boot, never a candidate */
+            k->kind = K_LOAD;
+            snprintf(k->baseline, sizeof(k->baseline), "(every mix, each boot)");
+            if (kb->n_values > SW__TUNE_MAX_MIXES)
+                return sw_fleet_err_at(e, SW_ERANGE, &kb->at,
+                                       "%s: load.mix lists %zu mixes; at most %d (each is "
+                                       "measured at every level in every boot)",
+                                       ep->name, kb->n_values, SW__TUNE_MAX_MIXES);
+            for (size_t j = 0; j < kb->n_values; j++) {
+                struct sw_err me;
+                sw_err_clear(&me);
+                if (sw__tune_mix_parse(kb->values[j].s, &mixes[*nmix], &me))
+                    return sw_fleet_err_at(e, SW_EINVAL,
+                                           kb->values[j].at.file ? &kb->values[j].at : &kb->at,
+                                           "%s: %s", ep->name, me.msg);
+                for (size_t q = 0; q < *nmix; q++)
+                    if (!strcmp(mixes[q].name, mixes[*nmix].name))
+                        return sw_fleet_err_at(e, SW_EINVAL, &kb->values[j].at,
+                                               "%s: load.mix lists %s twice", ep->name,
+                                               mixes[q].name);
+                add_value(k, mixes[*nmix].name);
+                (*nmix)++;
+            }
+        } else if (!strncmp(kb->name, "arg.", 4)) {
             k->kind = K_ARG;
             arg_value(ep, kb->name + 4, k->baseline, sizeof(k->baseline));
         } else if (!strncmp(kb->name, "env.", 4)) {
@@ -541,6 +566,8 @@ struct run {
     bool interrupted;
     bool budget_hit;  /* a candidate that passed its gates was left unbooted */
     int refine_round; /* the probes judged now refine a range (their "refine" round), or 0 */
+    struct sw__tune_mix mixes[SW__TUNE_MAX_MIXES]; /* load.mix: swept inside every boot */
+    size_t nmix;
 };
 
 static void note(struct run *r, const char *fmt, ...) SW_PRINTF(2, 3);
@@ -832,7 +859,8 @@ static int judge(struct run *r, struct cand *c, const char *phase, bool boot, js
         slots = 256;
     struct sw__tune_measure me;
     note(r, "%s %s: booting (%d of %d)", phase, c->key, r->boots + 1, budget);
-    int pr = sw__tune_probe(r->o, r->boot, r->run_dir, m.ep, &m.plan, slots, r->seq + 1, &me, e);
+    int pr = sw__tune_probe(r->o, r->boot, r->run_dir, m.ep, &m.plan, slots, r->mixes, r->nmix,
+                            r->seq + 1, &me, e);
     if (pr < 0) {
         if (pr == SW_EINTR)
             r->interrupted = true;
@@ -850,15 +878,28 @@ static int judge(struct run *r, struct cand *c, const char *phase, bool boot, js
         note(r, "%s %s: %s: %s", phase, c->key,
              pr == SW__TUNE_BOOT_FAILED ? "boot failed" : "bench failed", me.why);
     } else {
-        json_t *levels = json_array();
-        for (size_t li = 0; li < me.nlevels; li++) {
-            json_t *reps = json_array();
-            for (size_t k = 0; k < me.nv[li]; k++)
-                json_array_append_new(reps, jnum(me.v[li][k]));
-            json_array_append_new(levels,
-                                  json_pack("{s:i, s:o, s:o}", "concurrency", me.levels[li],
-                                            "median", jnum(me.median[li]), "repeats", reps));
+        json_t *levels = json_array(), *mixes = r->nmix ? json_array() : NULL;
+        for (size_t mi = 0; mi < me.nmix; mi++) {
+            for (size_t li = 0; li < me.nlevels; li++) {
+                json_t *reps = json_array();
+                for (size_t k = 0; k < me.nv[mi][li]; k++)
+                    json_array_append_new(reps, jnum(me.v[mi][li][k]));
+                json_t *lv = json_pack("{s:i, s:o, s:o}", "concurrency", me.levels[li], "median",
+                                       jnum(me.median[mi][li]), "repeats", reps);
+                if (lv && r->nmix)
+                    json_object_set_new(lv, "mix", json_string(r->mixes[mi].name));
+                json_array_append_new(levels, lv);
+            }
+            if (mixes)
+                json_array_append_new(
+                    mixes, json_pack("{s:s, s:I, s:I, s:o, s:o, s:i}", "mix", r->mixes[mi].name,
+                                     "depth", (json_int_t)r->mixes[mi].depth, "tokens",
+                                     (json_int_t)r->mixes[mi].tokens, "score",
+                                     jnum(me.mix_score[mi]), "noise", jnum(me.mix_noise[mi]),
+                                     "concurrency", me.levels[me.mix_best[mi]]));
         }
+        if (mixes)
+            json_object_set_new(p, "mixes", mixes);
         json_object_set_new(p, "outcome", json_string("measured"));
         json_object_set_new(p, "score", jnum(me.score));
         json_object_set_new(p, "noise", jnum(me.noise));
@@ -869,10 +910,11 @@ static int judge(struct run *r, struct cand *c, const char *phase, bool boot, js
         char reps[256];
         size_t rn = 0;
         reps[0] = '\0';
-        for (size_t li = 0; li < me.nlevels; li++)
-            for (size_t k = 0; k < me.nv[li] && rn < sizeof(reps); k++)
-                rn += (size_t)snprintf(reps + rn, sizeof(reps) - rn, "%s%.1f",
-                                       k ? " " : (li ? " | " : ""), me.v[li][k]);
+        for (size_t mi = 0; mi < me.nmix; mi++)
+            for (size_t li = 0; li < me.nlevels; li++)
+                for (size_t k = 0; k < me.nv[mi][li] && rn < sizeof(reps); k++)
+                    rn += (size_t)snprintf(reps + rn, sizeof(reps) - rn, "%s%.1f",
+                                           k ? " " : (li || mi ? " | " : ""), me.v[mi][li][k]);
         note(r, "%s %s: %.2f (noise %.1f%%, concurrency %d; repeats per level: %s)", phase, c->key,
              me.score, me.noise * 100, me.levels[me.best], reps);
     }
@@ -939,9 +981,10 @@ static json_t *space_json(const struct run *r)
         json_t *vals = json_array(), *ref = json_array();
         for (size_t j = 0; j < k->nvalues; j++)
             json_array_append_new(j < k->ncoarse ? vals : ref, json_string(k->values[j]));
-        json_t *kj = json_pack("{s:s, s:o, s:s, s:s, s:s}", "name", k->name, "values", vals,
-                               "baseline", k->baseline[0] ? k->baseline : "(engine default)",
-                               "kind", "boot", "at", k->at.file ? k->at.file : "");
+        json_t *kj =
+            json_pack("{s:s, s:o, s:s, s:s, s:s}", "name", k->name, "values", vals, "baseline",
+                      k->baseline[0] ? k->baseline : "(engine default)", "kind",
+                      k->kind == K_LOAD ? "load" : "boot", "at", k->at.file ? k->at.file : "");
         if (kj && k->is_range) {
             json_object_set_new(
                 kj, "range",
@@ -1153,7 +1196,7 @@ static int search(struct run *r, json_t *rep, struct sw_err *e)
     size_t ns = 0;
     for (size_t k = 0; k < r->nk; k++)
         for (size_t v = 0; v < r->ks[k].nvalues && ns < MAX_CANDS; v++) {
-            if (!strcmp(r->ks[k].values[v], r->ks[k].baseline))
+            if (r->ks[k].kind == K_LOAD || !strcmp(r->ks[k].values[v], r->ks[k].baseline))
                 continue;
             memset(&singles[ns], 0, sizeof(singles[ns]));
             singles[ns].knob[0] = (int)k;
@@ -1342,7 +1385,8 @@ static int search(struct run *r, json_t *rep, struct sw_err *e)
         json_array_foreach(r->probes, i, x)
         {
             const char *ph = json_string_value(json_object_get(x, "phase"));
-            if (!ph || !strcmp(ph, "baseline") || !strcmp(ph, "remeasure") || !measured(x))
+            if (!ph || !strcmp(ph, "baseline") || !strcmp(ph, "remeasure") ||
+                !strcmp(ph, "rebase") || !measured(x))
                 continue;
             const json_t *w = json_object_get(rep, "winner");
             if (w && !strcmp(json_string_value(json_object_get(w, "candidate")),
@@ -1409,10 +1453,10 @@ int sw_tune_run(const struct sw_tune_opts *o, json_t **out, struct sw_err *e)
                              "endpoint %s: only llama.cpp boots locally; use --sim", r->base->name);
         goto out;
     }
-    rc = build_space(r->base, r->ks, &r->nk, e);
+    rc = build_space(r->base, r->ks, &r->nk, r->mixes, &r->nmix, e);
     if (rc)
         goto out;
-    if (!r->nk) {
+    if (!r->nk || (r->nmix && r->nk == 1)) {
         rc = sw_fleet_err_at(e, SW_EINVAL, &r->base->at,
                              "endpoint %s declares no knobs to tune (knobs: in the fleet file)",
                              r->base->name);

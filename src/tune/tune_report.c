@@ -52,6 +52,18 @@ static void probe_note(const json_t *p, char *out, size_t n)
                 line = json_string_value(json_object_get(g, "line"));
         }
         snprintf(out, n, "gate %s: %s", str(p, "gate"), line ? line : str(p, "why"));
+    } else if (!strcmp(oc, "measured") && json_array_size(json_object_get(p, "mixes"))) {
+        /* per request mix: its figure at its best level */
+        size_t used = 0, i;
+        const json_t *mx;
+        out[0] = '\0';
+        json_array_foreach(json_object_get(p, "mixes"), i, mx)
+        {
+            if (used < n)
+                used += (size_t)snprintf(out + used, n - used, "%smix %s: %.2f at c%lld",
+                                         i ? ", " : "", str(mx, "mix"), num(mx, "score"),
+                                         (long long)num(mx, "concurrency"));
+        }
     } else if (!strcmp(oc, "measured"))
         snprintf(out, n, "concurrency %lld%s", (long long)num(p, "concurrency"),
                  json_is_true(json_object_get(p, "resumed")) ? ", from the journal" : "");
@@ -176,10 +188,11 @@ static int chart(const json_t *rep, struct sw_buf *b, struct sw_err *e)
         double mn = INFINITY, mx = -INFINITY;
         size_t li;
         const json_t *lv;
-        /* the spread of the best level's repeats */
+        /* the spread of the best level's repeats (a score over several request mixes, their
+         * geometric mean, has no whiskers) */
         json_array_foreach(json_object_get(p, "levels"), li, lv)
         {
-            if (num(lv, "concurrency") != num(p, "concurrency"))
+            if (num(lv, "concurrency") != num(p, "concurrency") || json_object_get(p, "mixes"))
                 continue;
             reps = json_object_get(lv, "repeats");
         }

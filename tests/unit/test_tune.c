@@ -219,6 +219,36 @@ static void test_refusals(void **state)
     /* nothing declared: nothing to tune */
     snprintf(yaml, sizeof(yaml), "%s", head);
     refused(yaml, "declares no knobs");
+    /* a request mix alone moves nothing that boots */
+    snprintf(yaml, sizeof(yaml), "%s    knobs:\n      load.mix: ['64/8', '1k/64']\n", head);
+    refused(yaml, "declares no knobs");
+    /* a mix that is not DEPTH/TOKENS: refused at its value's position */
+    snprintf(yaml, sizeof(yaml),
+             "%s    knobs:\n      seqs: [1, 2]\n      load.mix: ['64/8', '1k']\n", head);
+    refused(yaml, "f.yaml:13:27");
+    refused(yaml, "not DEPTH/TOKENS");
+    snprintf(yaml, sizeof(yaml),
+             "%s    knobs:\n      seqs: [1, 2]\n      load.mix: ['64/8', '64/8']\n", head);
+    refused(yaml, "lists 64/8 twice");
+}
+
+/* The request mix's grammar. */
+static void test_mix(void **state)
+{
+    (void)state;
+    struct sw__tune_mix mx;
+    struct sw_err e;
+    assert_int_equal(sw__tune_mix_parse("512/64", &mx, &e), 0);
+    assert_true(mx.depth == 512 && mx.tokens == 64);
+    assert_string_equal(mx.name, "512/64");
+    assert_int_equal(sw__tune_mix_parse("4k/256", &mx, &e), 0);
+    assert_true(mx.depth == 4000 && mx.tokens == 256); /* counts: k is x1000, Ki x1024 */
+    assert_int_equal(sw__tune_mix_parse("0/1", &mx, &e), 0);
+    static const char *const bad[] = {"512",        "/64", "512/",       "512/0",
+                                      "512/100000", "x/8", "99999999/8", "1/2/3"};
+    for (size_t i = 0; i < SW_ARRAY_LEN(bad); i++)
+        assert_int_equal(sw__tune_mix_parse(bad[i], &mx, &e), SW_EINVAL);
+    assert_int_equal(sw__tune_mix_parse(NULL, &mx, &e), SW_EINVAL);
 }
 
 /* A range refined around its best point: midpoints on the step toward the best, never a point
@@ -263,6 +293,7 @@ int main(void)
         cmocka_unit_test(test_dry_run_frank_primary),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_refine),
+        cmocka_unit_test(test_mix),
     };
     return cmocka_run_group_tests_name("tune", tests, NULL, NULL);
 }
