@@ -27,8 +27,8 @@
  *               and search space, and a probe already decided is not booted again.
  *
  * What it deliberately does not do: deploy over ssh (the rollout is the remote path; not wired
- * here yet), move a knob the fleet does not declare, or write the winner into the fleet file (it
- * prints the settings to put there).
+ * here yet), move a knob the fleet does not declare, or write the winner into the fleet file on
+ * its own (sw_tune_apply does, when asked: `tune --apply`).
  */
 #ifndef SLIPWAY_TUNE_H
 #define SLIPWAY_TUNE_H
@@ -105,6 +105,21 @@ void sw_tune_opts_init(struct sw_tune_opts *o);
  * file:line:col where there is one.
  */
 int sw_tune_run(const struct sw_tune_opts *o, json_t **out, struct sw_err *e);
+
+/*
+ * Write crowned settings ({knob: value}, the report's "apply") into the endpoint of the fleet
+ * file at path. Each value replaces the scalar the file already holds for it (a shape field's
+ * value, the value after an engine flag in args, an env variable's value), found at the position
+ * the loader recorded: a textual edit, so comments, anchors and layout stay. The edited text is
+ * loaded again and checked (every setting reads back as given; nothing else of any endpoint
+ * moved) and, unless dry_run, written atomically (temp + rename, the file's mode kept) provided
+ * the file did not change since it was read. A setting the file does not spell (a flag absent
+ * from args, a shape field not written, a value from an env file) is refused (SW_EUNSUPPORTED,
+ * naming it and what to add); nothing is written on any error. diff (NULL: none) receives each
+ * touched line, "@@ line N @@\n-old\n+new\n".
+ */
+int sw_tune_apply(const char *path, const char *endpoint, const json_t *settings, bool dry_run,
+                  struct sw_buf *diff, struct sw_err *e);
 
 /* The report as a table for people. */
 void sw_tune_print(FILE *f, const json_t *report);

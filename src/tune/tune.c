@@ -185,7 +185,7 @@ static const char *const always_frozen[] = {
     "env.HF_MODEL",       NULL,
 };
 
-static bool flag_is(const char *arg, const char *flag)
+bool sw__tune_flag_is(const char *arg, const char *flag)
 {
     if (!strcmp(arg, flag))
         return true;
@@ -196,7 +196,7 @@ static bool flag_is(const char *arg, const char *flag)
 }
 
 /* The value of flag in the endpoint's args ("" when absent; "on" for a flag given bare). */
-static void arg_value(const struct sw_fleet_endpoint *ep, const char *flag, char *out, size_t n)
+void sw__tune_arg_value(const struct sw_fleet_endpoint *ep, const char *flag, char *out, size_t n)
 {
     out[0] = '\0';
     size_t fl = strlen(flag);
@@ -206,14 +206,14 @@ static void arg_value(const struct sw_fleet_endpoint *ep, const char *flag, char
             continue;
         if (!strncmp(a, flag, fl) && a[fl] == '=') {
             snprintf(out, n, "%s", a + fl + 1);
-        } else if (flag_is(a, flag)) {
+        } else if (sw__tune_flag_is(a, flag)) {
             const char *v = i + 1 < ep->n_args ? ep->args[i + 1].v : NULL;
             snprintf(out, n, "%s", v && v[0] != '-' ? v : "on");
         }
     }
 }
 
-static void env_value(const struct sw_fleet_endpoint *ep, const char *name, char *out, size_t n)
+void sw__tune_env_value(const struct sw_fleet_endpoint *ep, const char *name, char *out, size_t n)
 {
     out[0] = '\0';
     for (size_t i = 0; i < ep->n_env; i++)
@@ -221,7 +221,7 @@ static void env_value(const struct sw_fleet_endpoint *ep, const char *name, char
             snprintf(out, n, "%s", ep->env[i].value);
 }
 
-static void fmt_value(const struct sw_fleet_value *v, char *out, size_t n)
+void sw__tune_fmt_value(const struct sw_fleet_value *v, char *out, size_t n)
 {
     switch (v->type) {
     case SW_FLEET_V_COUNT:
@@ -257,7 +257,7 @@ static void range_values(const struct sw_fleet_knob *kb, struct knob *k)
     if (kb->type == SW_FLEET_V_REAL) {
         for (int i = 0; i <= 3; i++) {
             v.f = kb->min.f + (kb->max.f - kb->min.f) * i / 3.0;
-            fmt_value(&v, buf, sizeof(buf));
+            sw__tune_fmt_value(&v, buf, sizeof(buf));
             add_value(k, buf);
         }
         return;
@@ -270,7 +270,7 @@ static void range_values(const struct sw_fleet_knob *kb, struct knob *k)
         if (i == 3)
             x = hi;
         v.u = x;
-        fmt_value(&v, buf, sizeof(buf));
+        sw__tune_fmt_value(&v, buf, sizeof(buf));
         add_value(k, buf);
     }
 }
@@ -323,15 +323,15 @@ static int build_space(const struct sw_fleet_endpoint *ep, struct knob *ks, size
             }
         } else if (!strncmp(kb->name, "arg.", 4)) {
             k->kind = K_ARG;
-            arg_value(ep, kb->name + 4, k->baseline, sizeof(k->baseline));
+            sw__tune_arg_value(ep, kb->name + 4, k->baseline, sizeof(k->baseline));
         } else if (!strncmp(kb->name, "env.", 4)) {
             k->kind = K_ENV;
-            env_value(ep, kb->name + 4, k->baseline, sizeof(k->baseline));
+            sw__tune_env_value(ep, kb->name + 4, k->baseline, sizeof(k->baseline));
         } else {
             struct sw_fleet_value v;
             k->kind = K_SHAPE;
             if (sw_fleet_shape_get(&ep->shape, kb->name, &v) == 0 && v.set)
-                fmt_value(&v, k->baseline, sizeof(k->baseline));
+                sw__tune_fmt_value(&v, k->baseline, sizeof(k->baseline));
         }
         if (kb->is_range) {
             range_values(kb, k);
@@ -343,7 +343,7 @@ static int build_space(const struct sw_fleet_endpoint *ep, struct knob *ks, size
         } else {
             char buf[64];
             for (size_t j = 0; j < kb->n_values; j++) {
-                fmt_value(&kb->values[j], buf, sizeof(buf));
+                sw__tune_fmt_value(&kb->values[j], buf, sizeof(buf));
                 add_value(k, buf);
             }
         }
@@ -425,7 +425,7 @@ static int set_arg(struct made *m, const char *flag, const char *value, struct s
         const char *s = ep->args[i].v;
         if (s && !strncmp(s, flag, fl) && s[fl] == '=')
             continue;
-        if (s && flag_is(s, flag)) {
+        if (s && sw__tune_flag_is(s, flag)) {
             const char *v = i + 1 < ep->n_args ? ep->args[i + 1].v : NULL;
             if (v && v[0] != '-')
                 i++;
@@ -507,19 +507,19 @@ static const char *frozen_moved(const struct sw_fleet_endpoint *base,
         const char *nm = base->frozen[i].name;
         a[0] = b[0] = '\0';
         if (!strncmp(nm, "arg.", 4)) {
-            arg_value(base, nm + 4, a, sizeof(a));
-            arg_value(ep, nm + 4, b, sizeof(b));
+            sw__tune_arg_value(base, nm + 4, a, sizeof(a));
+            sw__tune_arg_value(ep, nm + 4, b, sizeof(b));
         } else if (!strncmp(nm, "env.", 4)) {
-            env_value(base, nm + 4, a, sizeof(a));
-            env_value(ep, nm + 4, b, sizeof(b));
+            sw__tune_env_value(base, nm + 4, a, sizeof(a));
+            sw__tune_env_value(ep, nm + 4, b, sizeof(b));
         } else {
             struct sw_fleet_value va, vb;
             if (sw_fleet_shape_get(&base->shape, nm, &va) == 0 &&
                 sw_fleet_shape_get(&ep->shape, nm, &vb) == 0) {
                 if (va.set)
-                    fmt_value(&va, a, sizeof(a));
+                    sw__tune_fmt_value(&va, a, sizeof(a));
                 if (vb.set)
-                    fmt_value(&vb, b, sizeof(b));
+                    sw__tune_fmt_value(&vb, b, sizeof(b));
             }
         }
         if (strcmp(a, b))

@@ -72,6 +72,14 @@ int sw__tune_mix_parse(const char *s, struct sw__tune_mix *mx, struct sw_err *e)
 size_t sw__tune_refine(double lo, double hi, double step, bool is_real, const double *xs,
                        const double *scores, size_t n, double out[2]);
 
+/* What the endpoint says for an engine flag (its value in args; "on" for a flag given bare;
+ * "" when absent), an environment variable, and a shape value, as tune names knob values. */
+/* Is arg the flag, or llama-server's short spelling of it (-t for --threads...)? */
+bool sw__tune_flag_is(const char *arg, const char *flag);
+void sw__tune_arg_value(const struct sw_fleet_endpoint *ep, const char *flag, char *out, size_t n);
+void sw__tune_env_value(const struct sw_fleet_endpoint *ep, const char *name, char *out, size_t n);
+void sw__tune_fmt_value(const struct sw_fleet_value *v, char *out, size_t n);
+
 /* Median and relative spread of n values (n >= 1). */
 void sw__tune_stats(const double *v, size_t n, double *median, double *noise);
 

@@ -10,12 +10,14 @@
 #include <stddef.h>
 #include <cmocka.h>
 
+#include <slipway/fleet.h>
 #include <slipway/ledger.h>
 #include <slipway/tune.h>
 
 #include "swtest.h"
 #include "tune/tune_internal.h" /* sw__tune_refine */
 
+#include <dirent.h>
 #include <math.h>
 #include <string.h>
 
@@ -232,6 +234,136 @@ static void test_refusals(void **state)
     refused(yaml, "lists 64/8 twice");
 }
 
+/* The winner written back into the fleet file: only the crowned values move, comments stay, the
+ * file is replaced whole or not at all. */
+static void test_apply(void **state)
+{
+    (void)state;
+    char *dir = swt_tmpdir();
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/f.yaml", dir);
+    static const char yaml[] =
+        "version: 1\n"
+        "# the operator's fleet\n"
+        "hosts:\n"
+        "  localhost: {transport: local}\n"
+        "endpoints:\n"
+        "  tiny:\n"
+        "    host: localhost\n"
+        "    engine: llama.cpp\n"
+        "    payload: {path: /nonexistent, gguf: m.gguf}\n"
+        "    arch: {model_type: llama, num_hidden_layers: 2, hidden_size: 64, "
+        "num_attention_heads: 4, num_key_value_heads: 4}\n"
+        "    shape: {ctx_size: 8192, seqs: 1}   # one slot for now\n"
+        "    args: [--threads, '8', -ub, 512] # keep\n"
+        "    env:\n"
+        "      GGML_SCHED_MAX_COPIES: \"4\"  # the default\n"
+        "    knobs:\n"
+        "      seqs: [1, 4]\n"
+        "      arg.--threads: ['1', '8']\n"
+        "      arg.--ubatch-size: ['128', '512']\n"
+        "      arg.--flash-attn: ['on', 'off']\n"
+        "      env.GGML_SCHED_MAX_COPIES: ['1', '4']\n";
+    swt_write_str(path, yaml);
+    struct sw_err e;
+    struct sw_buf d;
+    sw_err_clear(&e);
+    sw_buf_init(&d, 1 << 20);
+    json_t *st = json_pack("{s:s, s:s, s:s, s:s}", "seqs", "4", "arg.--threads", "1",
+                           "arg.--ubatch-size", "128", "env.GGML_SCHED_MAX_COPIES", "1");
+    /* dry run: the patch, nothing written */
+    int rc = sw_tune_apply(path, "tiny", st, true, &d, &e);
+    if (rc)
+        fail_msg("%s", e.msg);
+    assert_non_null(strstr(sw_buf_cstr(&d), "+    shape: {ctx_size: 8192, seqs: 4}   # one slot"));
+    assert_non_null(strstr(sw_buf_cstr(&d), "-    args: [--threads, '8', -ub, 512] # keep"));
+    assert_non_null(strstr(sw_buf_cstr(&d), "+    args: [--threads, '1', -ub, 128] # keep"));
+    assert_true(swt_file_is(path, yaml, strlen(yaml)));
+    /* written: exactly those scalars moved, comments and quotes kept */
+    sw_buf_free(&d);
+    sw_buf_init(&d, 1 << 20);
+    rc = sw_tune_apply(path, "tiny", st, false, &d, &e);
+    if (rc)
+        fail_msg("%s", e.msg);
+    char want[4096];
+    snprintf(want, sizeof(want), "%s", yaml);
+    static const char *const swaps[][2] = {
+        {"{ctx_size: 8192, seqs: 1}", "{ctx_size: 8192, seqs: 4}"},
+        {"[--threads, '8', -ub, 512]", "[--threads, '1', -ub, 128]"},
+        {"GGML_SCHED_MAX_COPIES: \"4\"", "GGML_SCHED_MAX_COPIES: \"1\""},
+    };
+    for (size_t i = 0; i < SW_ARRAY_LEN(swaps); i++) {
+        char *at = strstr(want, swaps[i][0]);
+        assert_non_null(at);
+        assert_int_equal(strlen(swaps[i][0]), strlen(swaps[i][1]));
+        memcpy(at, swaps[i][1], strlen(swaps[i][1]));
+    }
+    assert_true(swt_file_is(path, want, strlen(want)));
+    /* nothing left beside it */
+    DIR *dh = opendir(dir);
+    assert_non_null(dh);
+    for (struct dirent *de = readdir(dh); de; de = readdir(dh))
+        assert_null(strstr(de->d_name, "tune-apply"));
+    closedir(dh);
+    json_decref(st);
+
+    /* a flag the file does not spell: refused, naming what to add; the file untouched */
+    st = json_pack("{s:s, s:s}", "seqs", "1", "arg.--flash-attn", "on");
+    rc = sw_tune_apply(path, "tiny", st, false, NULL, &e);
+    assert_int_equal(rc, SW_EUNSUPPORTED);
+    assert_non_null(strstr(e.msg, "add `--flash-attn, VALUE` to args"));
+    assert_true(swt_file_is(path, want, strlen(want)));
+    json_decref(st);
+
+    /* a shape shared through an anchor: the edit would move another endpoint, refused */
+    static const char shared[] = "version: 1\n"
+                                 "hosts:\n"
+                                 "  localhost: {transport: local}\n"
+                                 "x-shape: &sh {ctx_size: 4096, seqs: 1}\n"
+                                 "endpoints:\n"
+                                 "  a:\n"
+                                 "    host: localhost\n"
+                                 "    engine: llama.cpp\n"
+                                 "    listen: 127.0.0.1:18081\n"
+                                 "    payload: {path: /nonexistent, gguf: m.gguf}\n"
+                                 "    arch: {model_type: llama, num_hidden_layers: 2, "
+                                 "hidden_size: 64, num_attention_heads: 4, "
+                                 "num_key_value_heads: 4}\n"
+                                 "    shape: *sh\n"
+                                 "  b:\n"
+                                 "    host: localhost\n"
+                                 "    engine: llama.cpp\n"
+                                 "    listen: 127.0.0.1:18082\n"
+                                 "    payload: {path: /nonexistent, gguf: m.gguf}\n"
+                                 "    arch: {model_type: llama, num_hidden_layers: 2, "
+                                 "hidden_size: 64, num_attention_heads: 4, "
+                                 "num_key_value_heads: 4}\n"
+                                 "    shape: *sh\n";
+    char p2[4200];
+    snprintf(p2, sizeof(p2), "%s/shared.yaml", dir);
+    swt_write_str(p2, shared);
+    st = json_pack("{s:s}", "seqs", "2");
+    struct sw_fleet *f = NULL;
+    if (sw_fleet_load(p2, NULL, &f, &e))
+        fail_msg("the anchored fleet does not load: %s", e.msg);
+    sw_fleet_free(f);
+    rc = sw_tune_apply(p2, "a", st, false, NULL, &e);
+    assert_int_not_equal(rc, 0);
+    assert_non_null(strstr(e.msg, "more than the crowned settings"));
+    assert_true(swt_file_is(p2, shared, strlen(shared)));
+    json_decref(st);
+    /* no such endpoint, no settings */
+    st = json_pack("{s:s}", "seqs", "2");
+    assert_int_equal(sw_tune_apply(path, "nope", st, false, NULL, &e), SW_ENOENT);
+    json_decref(st);
+    st = json_object();
+    assert_int_equal(sw_tune_apply(path, "tiny", st, false, NULL, &e), SW_EINVAL);
+    json_decref(st);
+    assert_true(swt_file_is(path, want, strlen(want)));
+    sw_buf_free(&d);
+    swt_tmpdir_free(dir);
+}
+
 /* The request mix's grammar. */
 static void test_mix(void **state)
 {
@@ -294,6 +426,7 @@ int main(void)
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_refine),
         cmocka_unit_test(test_mix),
+        cmocka_unit_test(test_apply),
     };
     return cmocka_run_group_tests_name("tune", tests, NULL, NULL);
 }
