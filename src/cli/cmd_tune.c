@@ -49,8 +49,8 @@ static const struct sw_opt opts[] = {
     {"dry-run", 0, NULL, 0, "plan and gate every single-variable probe; boot nothing", NULL},
     {"html", 0, "OUT", 0, "also write the report as one self-contained HTML page", NULL},
     {"apply", 0, NULL, 0,
-     "write a crowned winner's settings into the fleet file (the values it already spells,\n"
-     "comments kept, checked by loading it again, atomically); without it the patch is shown",
+     "write a crowned winner into the fleet file (the values it spells; comments\n"
+     "kept; checked by loading it again; atomic). Without it: the patch is shown",
      NULL},
     {0},
 };

@@ -153,8 +153,8 @@ static int render(const char *v, char quote, char *out, size_t n)
 }
 
 /* Where the endpoint holds a setting's value: its position, or an explanation in why. */
-static bool locate(const struct sw_fleet_endpoint *ep, const char *knob,
-                   struct sw_fleet_at *at, char *why, size_t wn)
+static bool locate(const struct sw_fleet_endpoint *ep, const char *knob, struct sw_fleet_at *at,
+                   char *why, size_t wn)
 {
     memset(at, 0, sizeof(*at));
     if (!strncmp(knob, "arg.", 4)) {
@@ -264,8 +264,8 @@ static void diff_line(struct sw_buf *d, const char *old, size_t on, const char *
      * and this line's start precedes every later edit) */
     const char *e2 = memchr(neu + s, '\n', nn - s);
     size_t ne = e2 ? (size_t)(e2 - neu) : nn;
-    sw_buf_printf(d, "@@ line %d @@\n-%.*s\n+%.*s\n", line, (int)(oe - s), old + s,
-                  (int)(ne - s), neu + s);
+    sw_buf_printf(d, "@@ line %d @@\n-%.*s\n+%.*s\n", line, (int)(oe - s), old + s, (int)(ne - s),
+                  neu + s);
 }
 
 int sw_tune_apply(const char *path, const char *endpoint, const json_t *settings, bool dry_run,
@@ -339,8 +339,8 @@ int sw_tune_apply(const char *path, const char *endpoint, const json_t *settings
         x->line = at.line;
         rc = render(val, quote, x->text, sizeof(x->text));
         if (rc) {
-            rc = sw_err_set(e, rc, "%s: %s: '%s' cannot be written as a YAML scalar here", path,
-                            kn, val);
+            rc = sw_err_set(e, rc, "%s: %s: '%s' cannot be written as a YAML scalar here", path, kn,
+                            val);
             goto out;
         }
     }
