@@ -2,7 +2,8 @@
  * tune: search an endpoint's declared knobs for a better objective in few boots (`slipway tune`,
  * docs/tune.md).
  *
- * The search space is the endpoint's `knobs:` (sets or ranges) and nothing else: a `frozen:`
+ * The search space is the endpoint's `knobs:` (sets; ranges: four coarse points, then refined
+ * around the best, docs/tune.md) and nothing else: a `frozen:`
  * setting never moves, and the payload, its quantization and the image are frozen always (a knob
  * that would move them, `arg.--model` say, is refused with its fleet position). The current shape
  * is the baseline.
@@ -18,15 +19,16 @@
  *               with bench at the objective's depth;
  *   noise       the relative spread of a probe's repeats (interquartile range / median); a candidate wins
  *               only when its gain over the baseline exceeds the larger of its own noise and the
- *               baseline's; the best winner is booted again and measured again, and crowned only
- *               when the gain still exceeds the noise;
+ *               baseline's; the best winner is booted again right after the baseline is booted
+ *               again (interleaved, same conditions), and crowned only when its gain over that
+ *               fresh baseline still exceeds the noise;
  *   journal     every probe lands in the ledger as it is decided (tune_runs, tune_probes); a run
  *               that was interrupted is resumed by the next `tune` of the same endpoint, objective
  *               and search space, and a probe already decided is not booted again.
  *
  * What it deliberately does not do: deploy over ssh (the rollout is the remote path; not wired
- * here yet), move a knob the fleet does not declare, or write the winner into the fleet file (it
- * prints the settings to put there).
+ * here yet), move a knob the fleet does not declare, or write the winner into the fleet file on
+ * its own (sw_tune_apply does, when asked: `tune --apply`).
  */
 #ifndef SLIPWAY_TUNE_H
 #define SLIPWAY_TUNE_H
@@ -95,13 +97,29 @@ void sw_tune_opts_init(struct sw_tune_opts *o);
  *    values: [...], baseline, kind: boot|load}], "frozen": [names], "baseline": {probe},
  *    "probes": [{seq, phase, candidate, settings: {knob: value}, outcome, gate, gates: [...],
  *    score, noise, gain, concurrency, repeats: [...], argv, boot_s, why}], "winner": {probe
- *    + "remeasured"} | null, "runner_up": {probe} | null, "noise" (the baseline's),
+ *    + "remeasured", "rebaseline" (the fresh baseline's probe), "remeasured_gain" (over the
+ *    fresh baseline), "remeasured_noise", "remeasured_gain_first"} | null, "runner_up": {probe} | null, "noise" (the baseline's),
  *    "outcome": crowned | no_winner | budget | interrupted | dry_run, "apply": {knob: value}}
  * Returns 0 when the search ran whatever it found; an error for unusable input (the fleet, a
  * knob that would move a frozen setting, an engine with no boot path), with the fleet's
  * file:line:col where there is one.
  */
 int sw_tune_run(const struct sw_tune_opts *o, json_t **out, struct sw_err *e);
+
+/*
+ * Write crowned settings ({knob: value}, the report's "apply") into the endpoint of the fleet
+ * file at path. Each value replaces the scalar the file already holds for it (a shape field's
+ * value, the value after an engine flag in args, an env variable's value), found at the position
+ * the loader recorded: a textual edit, so comments, anchors and layout stay. The edited text is
+ * loaded again and checked (every setting reads back as given; nothing else of any endpoint
+ * moved) and, unless dry_run, written atomically (temp + rename, the file's mode kept) provided
+ * the file did not change since it was read. A setting the file does not spell (a flag absent
+ * from args, a shape field not written, a value from an env file) is refused (SW_EUNSUPPORTED,
+ * naming it and what to add); nothing is written on any error. diff (NULL: none) receives each
+ * touched line, "@@ line N @@\n-old\n+new\n".
+ */
+int sw_tune_apply(const char *path, const char *endpoint, const json_t *settings, bool dry_run,
+                  struct sw_buf *diff, struct sw_err *e);
 
 /* The report as a table for people. */
 void sw_tune_print(FILE *f, const json_t *report);

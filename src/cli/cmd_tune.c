@@ -2,13 +2,14 @@
  * slipway tune ENDPOINT [FLEET] --objective decode_tps@DEPTH|goodput[@DEPTH][:SLO]
  *              [--budget-boots N] [--repeats N] [--concurrency LIST | --max-concurrency N]
  *              [--tokens N] [--sim] [--extra JSON] [--ledger PATH] [--dry-run] [--json] [--html OUT]
+ *              [--apply]
  *
  *   Search the endpoint's declared knobs for a better objective (include/slipway/tune.h,
  *   docs/tune.md): candidates planned and gated before any boot, single-variable probes then
  *   combinations of the winners, noise from repeats, the best re-measured before it is crowned,
  *   every probe journaled in the ledger (a later run of the same space resumes).
  *
- * Exit: 0 the search ran (a winner or not), 1 interrupted, 2 unusable input.
+ * Exit: 0 the search ran (a winner or not), 1 interrupted or --apply failed, 2 unusable input.
  */
 #include "cli.h"
 
@@ -47,6 +48,10 @@ static const struct sw_opt opts[] = {
      NULL},
     {"dry-run", 0, NULL, 0, "plan and gate every single-variable probe; boot nothing", NULL},
     {"html", 0, "OUT", 0, "also write the report as one self-contained HTML page", NULL},
+    {"apply", 0, NULL, 0,
+     "write a crowned winner into the fleet file (the values it spells; comments\n"
+     "kept; checked by loading it again; atomic). Without it: the patch is shown",
+     NULL},
     {0},
 };
 
@@ -62,7 +67,7 @@ const struct sw_cmd_spec sw_spec_tune = {
     .synopsis = "ENDPOINT [FLEET.yaml] --objective decode_tps@DEPTH|goodput[:SLO]\n"
                 "    [--budget-boots N] [--repeats N] [--concurrency LIST | --max-concurrency N]\n"
                 "    [--tokens N] [--sim] [--extra JSON] [--ledger PATH] [--dry-run] [--json]\n"
-                "    [--html OUT]",
+                "    [--html OUT] [--apply]",
     .about = "Moves only the knobs the fleet declares (knobs:), never a frozen one; the payload,\n"
              "its quantization and the image are frozen always. Every candidate is planned and\n"
              "gated (slipway check) before a boot is spent; a rejected one is listed with its\n"
@@ -70,7 +75,8 @@ const struct sw_cmd_spec sw_spec_tune = {
              "is swept inside each boot. A candidate wins only when its gain exceeds the noise\n"
              "(the spread of the repeats), and is re-measured before it is crowned. A local\n"
              "llama.cpp endpoint boots here; a vLLM endpoint (or --sim) boots the simulator.\n"
-             "FLEET.yaml defaults to ./fleet.yaml. Exit: 0 ran, 1 interrupted, 2 unusable input.",
+             "FLEET.yaml defaults to ./fleet.yaml. --apply writes a crowned winner into it.\n"
+             "Exit: 0 ran, 1 interrupted (or --apply could not place it), 2 unusable input.",
     .opts = opts,
     .max_args = 2,
     .examples = examples,
@@ -176,6 +182,26 @@ int sw_cmd_tune(int argc, char **argv)
     json_decref(extra);
     if (rc)
         return sw_cli_fail(&e, a.json);
+    /* the winner as a patch of the fleet file; written with --apply */
+    bool apply_failed = false;
+    const json_t *apply = json_object_get(rep, "apply");
+    const char *oc0 = json_string_value(json_object_get(rep, "outcome"));
+    if (oc0 && !strcmp(oc0, "crowned") && json_object_size(apply)) {
+        struct sw_buf d;
+        struct sw_err pe;
+        sw_err_clear(&pe);
+        sw_buf_init(&d, 1 << 20);
+        bool write = sw_args_flag(&a, "apply");
+        int prc = sw_tune_apply(o.fleet, o.endpoint, apply, !write, &d, &pe);
+        json_object_set_new(rep, "fleet_patch", prc ? json_null() : json_string(sw_buf_cstr(&d)));
+        json_object_set_new(rep, "applied", json_boolean(write && !prc));
+        if (prc)
+            json_object_set_new(rep, "fleet_patch_why", json_string(pe.msg));
+        sw_buf_free(&d);
+        apply_failed = write && prc; /* the report is still shown; the exit says it */
+    } else if (sw_args_flag(&a, "apply")) {
+        json_object_set_new(rep, "applied", json_false());
+    }
     const char *html = sw_args_str(&a, "html");
     if (html && sw_tune_html(rep, html, &e)) {
         json_decref(rep);
@@ -183,10 +209,23 @@ int sw_cmd_tune(int argc, char **argv)
     }
     if (a.json)
         sw_json_print(stdout, rep, true);
-    else
+    else {
         sw_tune_print(stdout, rep);
+        const char *fp = json_string_value(json_object_get(rep, "fleet_patch"));
+        if (fp)
+            printf("  %s %s:\n%s",
+                   json_is_true(json_object_get(rep, "applied"))
+                       ? "written into"
+                       : "the patch of (--apply writes it)",
+                   o.fleet, fp);
+        else if (json_object_get(rep, "fleet_patch_why"))
+            printf("  not placed in %s: %s\n", o.fleet,
+                   json_string_value(json_object_get(rep, "fleet_patch_why")));
+        else if (json_is_false(json_object_get(rep, "applied")))
+            printf("  nothing applied: no winner was crowned\n");
+    }
     const char *oc = json_string_value(json_object_get(rep, "outcome"));
-    rc = oc && !strcmp(oc, "interrupted") ? SW_EXIT_FAIL : SW_EXIT_OK;
+    rc = (oc && !strcmp(oc, "interrupted")) || apply_failed ? SW_EXIT_FAIL : SW_EXIT_OK;
     json_decref(rep);
     return rc;
 }

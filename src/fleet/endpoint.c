@@ -488,7 +488,8 @@ static int ep_env_file(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, 
     return 0;
 }
 
-/* Knob names: a shape field (canonical name returned), env.NAME or arg.--flag. */
+/* Knob names: a shape field (canonical name returned), env.NAME, arg.--flag, or load.mix (the
+ * request mix `slipway tune` sweeps inside a boot: a set of DEPTH/TOKENS, docs/tune.md). */
 static const char *knob_name(struct sw__fleet_ctx *c, const struct sw__fleet_node *k,
                              const struct sw_fleet_field **field)
 {
@@ -496,6 +497,8 @@ static const char *knob_name(struct sw__fleet_ctx *c, const struct sw__fleet_nod
     *field = NULL;
     if (strlen(t) != k->len)
         return NULL;
+    if (!strcmp(t, "load.mix"))
+        return t;
     if (!strncmp(t, "env.", 4) && sw__fleet_is_env_name(t + 4))
         return t;
     if (!strncmp(t, "arg.--", 6) && t[6]) {

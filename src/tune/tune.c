@@ -2,7 +2,7 @@
  * tune: the search (include/slipway/tune.h says what it is for).
  *
  * The space: the endpoint's declared knobs, each as a list of values (a set as given; a range as
- * its min, max and two points between, on its step), the baseline's value read from the endpoint
+ * its min, max and two points between, on its step, then refined around its best: refine()), the baseline's value read from the endpoint
  * (a shape field, an engine flag in `args`, an env variable). A candidate is the baseline with a
  * few knobs moved; its key ("batch_size=512 arg.--threads=4") names it in the journal.
  *
@@ -143,7 +143,7 @@ int sw_tune_objective_parse(const char *s, struct sw_tune_objective *o, struct s
  * The space.
  */
 
-enum knob_kind { K_SHAPE, K_ARG, K_ENV };
+enum knob_kind { K_SHAPE, K_ARG, K_ENV, K_LOAD };
 
 struct knob {
     const char *name; /* the fleet's (canonical) knob name */
@@ -153,6 +153,9 @@ struct knob {
     size_t nvalues;
     char baseline[64];        /* "" when the endpoint does not set it (the engine's default) */
     char kv[MAX_VALUES][160]; /* "name=value" for sw_gate_set (kept alive for the run) */
+    bool is_range, is_real;   /* a range: refined around its best point (refine()) */
+    double lo, hi, step;
+    size_t ncoarse; /* values[0..ncoarse) are the declared ones; the rest were refined */
 };
 
 struct cand {
@@ -182,7 +185,7 @@ static const char *const always_frozen[] = {
     "env.HF_MODEL",       NULL,
 };
 
-static bool flag_is(const char *arg, const char *flag)
+bool sw__tune_flag_is(const char *arg, const char *flag)
 {
     if (!strcmp(arg, flag))
         return true;
@@ -193,7 +196,7 @@ static bool flag_is(const char *arg, const char *flag)
 }
 
 /* The value of flag in the endpoint's args ("" when absent; "on" for a flag given bare). */
-static void arg_value(const struct sw_fleet_endpoint *ep, const char *flag, char *out, size_t n)
+void sw__tune_arg_value(const struct sw_fleet_endpoint *ep, const char *flag, char *out, size_t n)
 {
     out[0] = '\0';
     size_t fl = strlen(flag);
@@ -203,14 +206,14 @@ static void arg_value(const struct sw_fleet_endpoint *ep, const char *flag, char
             continue;
         if (!strncmp(a, flag, fl) && a[fl] == '=') {
             snprintf(out, n, "%s", a + fl + 1);
-        } else if (flag_is(a, flag)) {
+        } else if (sw__tune_flag_is(a, flag)) {
             const char *v = i + 1 < ep->n_args ? ep->args[i + 1].v : NULL;
             snprintf(out, n, "%s", v && v[0] != '-' ? v : "on");
         }
     }
 }
 
-static void env_value(const struct sw_fleet_endpoint *ep, const char *name, char *out, size_t n)
+void sw__tune_env_value(const struct sw_fleet_endpoint *ep, const char *name, char *out, size_t n)
 {
     out[0] = '\0';
     for (size_t i = 0; i < ep->n_env; i++)
@@ -218,7 +221,7 @@ static void env_value(const struct sw_fleet_endpoint *ep, const char *name, char
             snprintf(out, n, "%s", ep->env[i].value);
 }
 
-static void fmt_value(const struct sw_fleet_value *v, char *out, size_t n)
+void sw__tune_fmt_value(const struct sw_fleet_value *v, char *out, size_t n)
 {
     switch (v->type) {
     case SW_FLEET_V_COUNT:
@@ -254,7 +257,7 @@ static void range_values(const struct sw_fleet_knob *kb, struct knob *k)
     if (kb->type == SW_FLEET_V_REAL) {
         for (int i = 0; i <= 3; i++) {
             v.f = kb->min.f + (kb->max.f - kb->min.f) * i / 3.0;
-            fmt_value(&v, buf, sizeof(buf));
+            sw__tune_fmt_value(&v, buf, sizeof(buf));
             add_value(k, buf);
         }
         return;
@@ -267,15 +270,16 @@ static void range_values(const struct sw_fleet_knob *kb, struct knob *k)
         if (i == 3)
             x = hi;
         v.u = x;
-        fmt_value(&v, buf, sizeof(buf));
+        sw__tune_fmt_value(&v, buf, sizeof(buf));
         add_value(k, buf);
     }
 }
 
 static int build_space(const struct sw_fleet_endpoint *ep, struct knob *ks, size_t *nk,
-                       struct sw_err *e)
+                       struct sw__tune_mix *mixes, size_t *nmix, struct sw_err *e)
 {
     *nk = 0;
+    *nmix = 0;
     for (size_t i = 0; i < ep->n_knobs; i++) {
         const struct sw_fleet_knob *kb = &ep->knobs[i];
         for (size_t a = 0; always_frozen[a]; a++)
@@ -293,29 +297,59 @@ static int build_space(const struct sw_fleet_endpoint *ep, struct knob *ks, size
         memset(k, 0, sizeof(*k));
         k->name = kb->name;
         k->at = kb->at;
-        if (!strncmp(kb->name, "arg.", 4)) {
+        if (!strcmp(kb->name, "load.mix")) {
+            /* the load side: swept inside every boot, never a candidate */
+            k->kind = K_LOAD;
+            snprintf(k->baseline, sizeof(k->baseline), "(every mix, each boot)");
+            if (kb->n_values > SW__TUNE_MAX_MIXES)
+                return sw_fleet_err_at(e, SW_ERANGE, &kb->at,
+                                       "%s: load.mix lists %zu mixes; at most %d (each is "
+                                       "measured at every level in every boot)",
+                                       ep->name, kb->n_values, SW__TUNE_MAX_MIXES);
+            for (size_t j = 0; j < kb->n_values; j++) {
+                struct sw_err me;
+                sw_err_clear(&me);
+                if (sw__tune_mix_parse(kb->values[j].s, &mixes[*nmix], &me))
+                    return sw_fleet_err_at(e, SW_EINVAL,
+                                           kb->values[j].at.file ? &kb->values[j].at : &kb->at,
+                                           "%s: %s", ep->name, me.msg);
+                for (size_t q = 0; q < *nmix; q++)
+                    if (!strcmp(mixes[q].name, mixes[*nmix].name))
+                        return sw_fleet_err_at(e, SW_EINVAL, &kb->values[j].at,
+                                               "%s: load.mix lists %s twice", ep->name,
+                                               mixes[q].name);
+                add_value(k, mixes[*nmix].name);
+                (*nmix)++;
+            }
+        } else if (!strncmp(kb->name, "arg.", 4)) {
             k->kind = K_ARG;
-            arg_value(ep, kb->name + 4, k->baseline, sizeof(k->baseline));
+            sw__tune_arg_value(ep, kb->name + 4, k->baseline, sizeof(k->baseline));
         } else if (!strncmp(kb->name, "env.", 4)) {
             k->kind = K_ENV;
-            env_value(ep, kb->name + 4, k->baseline, sizeof(k->baseline));
+            sw__tune_env_value(ep, kb->name + 4, k->baseline, sizeof(k->baseline));
         } else {
             struct sw_fleet_value v;
             k->kind = K_SHAPE;
             if (sw_fleet_shape_get(&ep->shape, kb->name, &v) == 0 && v.set)
-                fmt_value(&v, k->baseline, sizeof(k->baseline));
+                sw__tune_fmt_value(&v, k->baseline, sizeof(k->baseline));
         }
         if (kb->is_range) {
             range_values(kb, k);
+            k->is_range = true;
+            k->is_real = kb->type == SW_FLEET_V_REAL;
+            k->lo = k->is_real ? kb->min.f : (double)kb->min.u;
+            k->hi = k->is_real ? kb->max.f : (double)kb->max.u;
+            k->step = k->is_real ? 0 : kb->step.set && kb->step.u ? (double)kb->step.u : 1;
         } else {
             char buf[64];
             for (size_t j = 0; j < kb->n_values; j++) {
-                fmt_value(&kb->values[j], buf, sizeof(buf));
+                sw__tune_fmt_value(&kb->values[j], buf, sizeof(buf));
                 add_value(k, buf);
             }
         }
         for (size_t j = 0; j < k->nvalues; j++)
             snprintf(k->kv[j], sizeof(k->kv[j]), "%s=%s", k->name, k->values[j]);
+        k->ncoarse = k->nvalues;
     }
     return 0;
 }
@@ -391,7 +425,7 @@ static int set_arg(struct made *m, const char *flag, const char *value, struct s
         const char *s = ep->args[i].v;
         if (s && !strncmp(s, flag, fl) && s[fl] == '=')
             continue;
-        if (s && flag_is(s, flag)) {
+        if (s && sw__tune_flag_is(s, flag)) {
             const char *v = i + 1 < ep->n_args ? ep->args[i + 1].v : NULL;
             if (v && v[0] != '-')
                 i++;
@@ -473,19 +507,19 @@ static const char *frozen_moved(const struct sw_fleet_endpoint *base,
         const char *nm = base->frozen[i].name;
         a[0] = b[0] = '\0';
         if (!strncmp(nm, "arg.", 4)) {
-            arg_value(base, nm + 4, a, sizeof(a));
-            arg_value(ep, nm + 4, b, sizeof(b));
+            sw__tune_arg_value(base, nm + 4, a, sizeof(a));
+            sw__tune_arg_value(ep, nm + 4, b, sizeof(b));
         } else if (!strncmp(nm, "env.", 4)) {
-            env_value(base, nm + 4, a, sizeof(a));
-            env_value(ep, nm + 4, b, sizeof(b));
+            sw__tune_env_value(base, nm + 4, a, sizeof(a));
+            sw__tune_env_value(ep, nm + 4, b, sizeof(b));
         } else {
             struct sw_fleet_value va, vb;
             if (sw_fleet_shape_get(&base->shape, nm, &va) == 0 &&
                 sw_fleet_shape_get(&ep->shape, nm, &vb) == 0) {
                 if (va.set)
-                    fmt_value(&va, a, sizeof(a));
+                    sw__tune_fmt_value(&va, a, sizeof(a));
                 if (vb.set)
-                    fmt_value(&vb, b, sizeof(b));
+                    sw__tune_fmt_value(&vb, b, sizeof(b));
             }
         }
         if (strcmp(a, b))
@@ -530,7 +564,10 @@ struct run {
     double base_score, base_noise;
     bool have_base;
     bool interrupted;
-    bool budget_hit; /* a candidate that passed its gates was left unbooted */
+    bool budget_hit;  /* a candidate that passed its gates was left unbooted */
+    int refine_round; /* the probes judged now refine a range (their "refine" round), or 0 */
+    struct sw__tune_mix mixes[SW__TUNE_MAX_MIXES]; /* load.mix: swept inside every boot */
+    size_t nmix;
 };
 
 static void note(struct run *r, const char *fmt, ...) SW_PRINTF(2, 3);
@@ -656,11 +693,15 @@ static int record(struct run *r, json_t *p, struct sw_err *e)
 {
     if (!r->have_ledger || r->o->dry_run)
         return 0;
-    json_t *rec = json_pack(
-        "{s:O, s:O, s:O, s:O, s:O?, s:O?, s:O?, s:O}", "seq", json_object_get(p, "seq"), "phase",
-        json_object_get(p, "phase"), "candidate", json_object_get(p, "candidate"), "outcome",
-        json_object_get(p, "outcome"), "gate", json_object_get(p, "gate"), "score",
-        json_object_get(p, "score"), "noise", json_object_get(p, "noise"), "evidence", p);
+    /* the journal's phases are the schema's: the baseline booted again before a winner's
+     * re-measure is a re-measure (of the candidate "baseline"); its evidence says "rebase" */
+    const char *ph = json_string_value(json_object_get(p, "phase"));
+    json_t *jph = json_string(ph && !strcmp(ph, "rebase") ? "remeasure" : ph ? ph : "");
+    json_t *rec =
+        json_pack("{s:O, s:o, s:O, s:O, s:O?, s:O?, s:O?, s:O}", "seq", json_object_get(p, "seq"),
+                  "phase", jph, "candidate", json_object_get(p, "candidate"), "outcome",
+                  json_object_get(p, "outcome"), "gate", json_object_get(p, "gate"), "score",
+                  json_object_get(p, "score"), "noise", json_object_get(p, "noise"), "evidence", p);
     if (!rec)
         return sw_err_set(e, SW_ENOMEM, "out of memory");
     int rc = sw_ledger_tune_probe(&r->ledger, r->run_id, rec, e);
@@ -697,7 +738,7 @@ static int judge(struct run *r, struct cand *c, const char *phase, bool boot, js
         if (rc)
             return rc;
     }
-    if (prev && strcmp(phase, "remeasure")) {
+    if (prev && strcmp(phase, "remeasure") && strcmp(phase, "rebase")) {
         json_t *ev = json_deep_copy(json_object_get(prev, "evidence"));
         if (!ev)
             return sw_err_set(e, SW_ENOMEM, "out of memory");
@@ -720,6 +761,8 @@ static int judge(struct run *r, struct cand *c, const char *phase, bool boot, js
         rc = sw_err_set(e, SW_ENOMEM, "out of memory");
         goto out;
     }
+    if (r->refine_round)
+        json_object_set_new(p, "refine", json_integer(r->refine_round));
     char gates[256] = "";
     json_t *glist = NULL;
     struct sw_err pe;
@@ -763,8 +806,10 @@ static int judge(struct run *r, struct cand *c, const char *phase, bool boot, js
             if (is_base) {
                 /* the baseline is measured whatever its gates say (it is what runs now); the
                  * gates it fails are inherited by every candidate */
-                json_decref(r->base_gates);
-                r->base_gates = json_incref(gate_json);
+                if (!strcmp(phase, "baseline")) {
+                    json_decref(r->base_gates);
+                    r->base_gates = json_incref(gate_json);
+                }
                 if (gates[0])
                     json_object_set_new(p, "baseline_fails", json_string(gates));
                 gates[0] = '\0';
@@ -814,7 +859,8 @@ static int judge(struct run *r, struct cand *c, const char *phase, bool boot, js
         slots = 256;
     struct sw__tune_measure me;
     note(r, "%s %s: booting (%d of %d)", phase, c->key, r->boots + 1, budget);
-    int pr = sw__tune_probe(r->o, r->boot, r->run_dir, m.ep, &m.plan, slots, r->seq + 1, &me, e);
+    int pr = sw__tune_probe(r->o, r->boot, r->run_dir, m.ep, &m.plan, slots, r->mixes, r->nmix,
+                            r->seq + 1, &me, e);
     if (pr < 0) {
         if (pr == SW_EINTR)
             r->interrupted = true;
@@ -832,15 +878,28 @@ static int judge(struct run *r, struct cand *c, const char *phase, bool boot, js
         note(r, "%s %s: %s: %s", phase, c->key,
              pr == SW__TUNE_BOOT_FAILED ? "boot failed" : "bench failed", me.why);
     } else {
-        json_t *levels = json_array();
-        for (size_t li = 0; li < me.nlevels; li++) {
-            json_t *reps = json_array();
-            for (size_t k = 0; k < me.nv[li]; k++)
-                json_array_append_new(reps, jnum(me.v[li][k]));
-            json_array_append_new(levels,
-                                  json_pack("{s:i, s:o, s:o}", "concurrency", me.levels[li],
-                                            "median", jnum(me.median[li]), "repeats", reps));
+        json_t *levels = json_array(), *mixes = r->nmix ? json_array() : NULL;
+        for (size_t mi = 0; mi < me.nmix; mi++) {
+            for (size_t li = 0; li < me.nlevels; li++) {
+                json_t *reps = json_array();
+                for (size_t k = 0; k < me.nv[mi][li]; k++)
+                    json_array_append_new(reps, jnum(me.v[mi][li][k]));
+                json_t *lv = json_pack("{s:i, s:o, s:o}", "concurrency", me.levels[li], "median",
+                                       jnum(me.median[mi][li]), "repeats", reps);
+                if (lv && r->nmix)
+                    json_object_set_new(lv, "mix", json_string(r->mixes[mi].name));
+                json_array_append_new(levels, lv);
+            }
+            if (mixes)
+                json_array_append_new(
+                    mixes, json_pack("{s:s, s:I, s:I, s:o, s:o, s:i}", "mix", r->mixes[mi].name,
+                                     "depth", (json_int_t)r->mixes[mi].depth, "tokens",
+                                     (json_int_t)r->mixes[mi].tokens, "score",
+                                     jnum(me.mix_score[mi]), "noise", jnum(me.mix_noise[mi]),
+                                     "concurrency", me.levels[me.mix_best[mi]]));
         }
+        if (mixes)
+            json_object_set_new(p, "mixes", mixes);
         json_object_set_new(p, "outcome", json_string("measured"));
         json_object_set_new(p, "score", jnum(me.score));
         json_object_set_new(p, "noise", jnum(me.noise));
@@ -851,10 +910,11 @@ static int judge(struct run *r, struct cand *c, const char *phase, bool boot, js
         char reps[256];
         size_t rn = 0;
         reps[0] = '\0';
-        for (size_t li = 0; li < me.nlevels; li++)
-            for (size_t k = 0; k < me.nv[li] && rn < sizeof(reps); k++)
-                rn += (size_t)snprintf(reps + rn, sizeof(reps) - rn, "%s%.1f",
-                                       k ? " " : (li ? " | " : ""), me.v[li][k]);
+        for (size_t mi = 0; mi < me.nmix; mi++)
+            for (size_t li = 0; li < me.nlevels; li++)
+                for (size_t k = 0; k < me.nv[mi][li] && rn < sizeof(reps); k++)
+                    rn += (size_t)snprintf(reps + rn, sizeof(reps) - rn, "%s%.1f",
+                                           k ? " " : (li || mi ? " | " : ""), me.v[mi][li][k]);
         note(r, "%s %s: %.2f (noise %.1f%%, concurrency %d; repeats per level: %s)", phase, c->key,
              me.score, me.noise * 100, me.levels[me.best], reps);
     }
@@ -890,18 +950,49 @@ static bool wins(const struct run *r, const json_t *p, double *gain)
     return *gain > noise;
 }
 
+/* The re-measure's verdict: the winner booted again against the baseline booted again just
+ * before it (same conditions, interleaved), its gain over that fresh baseline, which must
+ * exceed every noise the run measured for either (the first baseline's, the fresh one's, the
+ * winner's first and second). */
+static bool holds(const struct run *r, const json_t *fresh, const json_t *first,
+                  const json_t *again, double *gain, double *noise)
+{
+    *gain = NAN;
+    *noise = NAN;
+    if (!measured(fresh) || !measured(again) || !(num(fresh, "score") > 0))
+        return false;
+    *gain = (num(again, "score") - num(fresh, "score")) / num(fresh, "score");
+    double n = r->base_noise;
+    const json_t *ps[] = {fresh, first, again};
+    for (size_t i = 0; i < SW_ARRAY_LEN(ps); i++) {
+        double x = num(ps[i], "noise");
+        if (isfinite(x) && x > n)
+            n = x;
+    }
+    *noise = n;
+    return *gain > n;
+}
+
 static json_t *space_json(const struct run *r)
 {
     json_t *a = json_array();
     for (size_t i = 0; a && i < r->nk; i++) {
         const struct knob *k = &r->ks[i];
-        json_t *vals = json_array();
+        json_t *vals = json_array(), *ref = json_array();
         for (size_t j = 0; j < k->nvalues; j++)
-            json_array_append_new(vals, json_string(k->values[j]));
-        json_array_append_new(a, json_pack("{s:s, s:o, s:s, s:s, s:s}", "name", k->name, "values",
-                                           vals, "baseline",
-                                           k->baseline[0] ? k->baseline : "(engine default)",
-                                           "kind", "boot", "at", k->at.file ? k->at.file : ""));
+            json_array_append_new(j < k->ncoarse ? vals : ref, json_string(k->values[j]));
+        json_t *kj =
+            json_pack("{s:s, s:o, s:s, s:s, s:s}", "name", k->name, "values", vals, "baseline",
+                      k->baseline[0] ? k->baseline : "(engine default)", "kind",
+                      k->kind == K_LOAD ? "load" : "boot", "at", k->at.file ? k->at.file : "");
+        if (kj && k->is_range) {
+            json_object_set_new(
+                kj, "range",
+                json_pack("{s:f, s:f, s:f}", "min", k->lo, "max", k->hi, "step", k->step));
+            json_object_set(kj, "refined", ref);
+        }
+        json_decref(ref);
+        json_array_append_new(a, kj);
     }
     json_t *lv = json_array();
     for (size_t i = 0; lv && i < r->o->n_levels && i < SW_ARRAY_LEN(r->o->levels); i++)
@@ -984,6 +1075,91 @@ static void cand_from_settings(const struct run *r, const json_t *st, struct can
     }
 }
 
+/* The single probe of knob k at value v (from this run or the journal), or NULL. */
+static const json_t *single_of(const struct run *r, size_t k, size_t v)
+{
+    size_t i;
+    const json_t *x;
+    json_array_foreach(r->probes, i, x)
+    {
+        const char *ph = json_string_value(json_object_get(x, "phase"));
+        const char *key = json_string_value(json_object_get(x, "candidate"));
+        if (ph && key && !strcmp(ph, "single") && !strcmp(key, r->ks[k].kv[v]))
+            return x;
+    }
+    return NULL;
+}
+
+/*
+ * Range knobs refined around their best point: after the coarse points (the single probes), up
+ * to two rounds, each probing the midpoints (on the step) between the best measured point (the
+ * baseline's value included) and its tried neighbours; a refined point is a single probe like
+ * the others (planned and gated before its boot, journaled, resumed), within the budget less
+ * the two boots kept for the re-measure.
+ */
+static int refine(struct run *r, int budget, struct sw_err *e)
+{
+    int rc = 0;
+    for (int round = 1; round <= 2; round++) {
+        for (size_t k = 0; k < r->nk; k++) {
+            struct knob *kn = &r->ks[k];
+            if (!kn->is_range)
+                continue;
+            double xs[MAX_VALUES + 1], sc[MAX_VALUES + 1];
+            size_t n = 0;
+            char *end = NULL;
+            double bx = kn->baseline[0] ? strtod(kn->baseline, &end) : NAN;
+            if (end && !*end && isfinite(bx) && r->have_base) {
+                xs[n] = bx;
+                sc[n++] = r->base_score;
+            }
+            for (size_t v = 0; v < kn->nvalues; v++) {
+                if (!strcmp(kn->values[v], kn->baseline))
+                    continue;
+                const json_t *p = single_of(r, k, v);
+                if (!p)
+                    continue; /* not tried (the budget) */
+                xs[n] = strtod(kn->values[v], NULL);
+                sc[n++] = measured(p) ? num(p, "score") : NAN;
+            }
+            double pts[2];
+            size_t np = sw__tune_refine(kn->lo, kn->hi, kn->step, kn->is_real, xs, sc, n, pts);
+            for (size_t i = 0; i < np; i++) {
+                char buf[64];
+                if (kn->is_real)
+                    snprintf(buf, sizeof(buf), "%.6g", pts[i]);
+                else
+                    snprintf(buf, sizeof(buf), "%llu", (unsigned long long)llround(pts[i]));
+                bool known = false;
+                for (size_t v = 0; v < kn->nvalues; v++)
+                    known |= !strcmp(kn->values[v], buf);
+                if (known || !strcmp(buf, kn->baseline) || kn->nvalues >= MAX_VALUES)
+                    continue;
+                if (r->boots >= budget - 2) {
+                    r->budget_hit = true;
+                    return 0;
+                }
+                size_t v = kn->nvalues;
+                add_value(kn, buf);
+                snprintf(kn->kv[v], sizeof(kn->kv[v]), "%s=%s", kn->name, buf);
+                struct cand c;
+                memset(&c, 0, sizeof(c));
+                c.knob[0] = (int)k;
+                c.value[0] = (int)v;
+                c.n = 1;
+                json_t *p = NULL;
+                note(r, "refine %s (round %d): around its best point so far", kn->kv[v], round);
+                r->refine_round = round;
+                rc = judge(r, &c, "single", true, &p, e);
+                r->refine_round = 0;
+                if (rc)
+                    return rc;
+            }
+        }
+    }
+    return rc;
+}
+
 static int search(struct run *r, json_t *rep, struct sw_err *e)
 {
     int rc;
@@ -1020,7 +1196,7 @@ static int search(struct run *r, json_t *rep, struct sw_err *e)
     size_t ns = 0;
     for (size_t k = 0; k < r->nk; k++)
         for (size_t v = 0; v < r->ks[k].nvalues && ns < MAX_CANDS; v++) {
-            if (!strcmp(r->ks[k].values[v], r->ks[k].baseline))
+            if (r->ks[k].kind == K_LOAD || !strcmp(r->ks[k].values[v], r->ks[k].baseline))
                 continue;
             memset(&singles[ns], 0, sizeof(singles[ns]));
             singles[ns].knob[0] = (int)k;
@@ -1044,11 +1220,16 @@ static int search(struct run *r, json_t *rep, struct sw_err *e)
     for (size_t i = 0; i < ns; i++) {
         if (!pass[i])
             continue;
-        if (r->boots >= budget - 1) {
+        if (r->boots >= budget - 2) {
             r->budget_hit = true;
-            break; /* one boot is kept for the re-measure */
+            break; /* two boots kept for the re-measure: the baseline's and the winner's */
         }
         rc = judge(r, &singles[i], "single", true, &p, e);
+        if (rc)
+            return rc;
+    }
+    if (!r->budget_hit) {
+        rc = refine(r, budget, e);
         if (rc)
             return rc;
     }
@@ -1118,8 +1299,8 @@ static int search(struct run *r, json_t *rep, struct sw_err *e)
     for (size_t i = 0; i < nc; i++) {
         if (!cpass[i])
             continue;
-        if (r->boots >= budget - 2) { /* two boots kept: a winner that does not hold has a
-                                       * runner-up to re-measure */
+        if (r->boots >= budget - 4) { /* four boots kept: a winner that does not hold on
+                                       * re-measure has a runner-up (two boots each) */
             r->budget_hit = true;
             break;
         }
@@ -1149,22 +1330,39 @@ static int search(struct run *r, json_t *rep, struct sw_err *e)
         }
     const char *outcome = r->budget_hit ? "budget" : "no_winner";
     for (size_t a = 0; a < nr; a++) {
-        if (r->boots >= budget) {
+        if (r->boots + 2 > budget) {
             outcome = "budget";
             break;
         }
-        /* the candidate again, from its settings */
-        struct cand rc_c;
+        /* the baseline again, then the candidate again from its settings: two boots back to
+         * back under the same conditions, the gain crowned the one between them (the first
+         * baseline was measured minutes or hours earlier, on a machine that may have changed) */
+        struct cand base_c, rc_c;
+        memset(&base_c, 0, sizeof(base_c));
+        json_t *fresh = NULL, *again = NULL;
+        rc = judge(r, &base_c, "rebase", true, &fresh, e);
+        if (rc)
+            return rc;
+        if (!measured(fresh)) {
+            note(r, "the baseline did not measure again (%s): nothing can be crowned against it",
+                 fresh ? json_string_value(json_object_get(fresh, "outcome")) : "not booted");
+            break;
+        }
         cand_from_settings(r, json_object_get(rank[a], "settings"), &rc_c);
-        json_t *again = NULL;
         rc = judge(r, &rc_c, "remeasure", true, &again, e);
         if (rc)
             return rc;
-        double g;
-        if (again && wins(r, again, &g)) {
+        double g, gn;
+        bool held = holds(r, fresh, rank[a], again, &g, &gn);
+        if (again && measured(again))
+            json_object_set_new(again, "gain_fresh", jnum(g));
+        if (held) {
             json_t *w = json_deep_copy(rank[a]);
             json_object_set(w, "remeasured", again);
+            json_object_set(w, "rebaseline", fresh);
             json_object_set_new(w, "remeasured_gain", jnum(g));
+            json_object_set_new(w, "remeasured_noise", jnum(gn));
+            json_object_set_new(w, "remeasured_gain_first", jnum(num(again, "gain")));
             json_object_set_new(rep, "winner", w);
             json_object_set(rep, "apply", json_object_get(rank[a], "settings"));
             outcome = "crowned";
@@ -1175,8 +1373,11 @@ static int search(struct run *r, json_t *rep, struct sw_err *e)
                 }
             break;
         }
-        note(r, "%s did not hold on re-measure",
-             json_string_value(json_object_get(rank[a], "candidate")));
+        note(r,
+             "%s did not hold on re-measure: %+.1f%% over the fresh baseline (%.2f against "
+             "%.2f), noise %.1f%%",
+             json_string_value(json_object_get(rank[a], "candidate")), g * 100, num(again, "score"),
+             num(fresh, "score"), gn * 100);
     }
     if (!json_object_get(rep, "runner_up")) {
         /* without a crowned winner: the best measured candidate, for the record */
@@ -1184,7 +1385,8 @@ static int search(struct run *r, json_t *rep, struct sw_err *e)
         json_array_foreach(r->probes, i, x)
         {
             const char *ph = json_string_value(json_object_get(x, "phase"));
-            if (!ph || !strcmp(ph, "baseline") || !strcmp(ph, "remeasure") || !measured(x))
+            if (!ph || !strcmp(ph, "baseline") || !strcmp(ph, "remeasure") ||
+                !strcmp(ph, "rebase") || !measured(x))
                 continue;
             const json_t *w = json_object_get(rep, "winner");
             if (w && !strcmp(json_string_value(json_object_get(w, "candidate")),
@@ -1251,10 +1453,10 @@ int sw_tune_run(const struct sw_tune_opts *o, json_t **out, struct sw_err *e)
                              "endpoint %s: only llama.cpp boots locally; use --sim", r->base->name);
         goto out;
     }
-    rc = build_space(r->base, r->ks, &r->nk, e);
+    rc = build_space(r->base, r->ks, &r->nk, r->mixes, &r->nmix, e);
     if (rc)
         goto out;
-    if (!r->nk) {
+    if (!r->nk || (r->nmix && r->nk == 1)) {
         rc = sw_fleet_err_at(e, SW_EINVAL, &r->base->at,
                              "endpoint %s declares no knobs to tune (knobs: in the fleet file)",
                              r->base->name);
@@ -1318,6 +1520,7 @@ int sw_tune_run(const struct sw_tune_opts *o, json_t **out, struct sw_err *e)
                         json_integer(o->budget_boots > 0 ? o->budget_boots : 16));
 
     rc = search(r, rep, e);
+    json_object_set_new(rep, "knobs", space_json(r)); /* with the points refined */
     if (rc == SW_EINTR || r->interrupted) {
         rc = 0;
         json_object_set_new(rep, "outcome", json_string("interrupted"));

@@ -12,16 +12,32 @@
 #define SW__TUNE_MAX_REPEATS 16
 #define SW__TUNE_MAX_LEVELS  8
 
-/* What one probe measured: per concurrency level, its repeats; the best level's median. */
+#define SW__TUNE_MAX_MIXES 4
+
+/* One request of the load-side mix (the `load.mix` knob: "DEPTH/TOKENS"): prompt depth and
+ * generated tokens. Without a declared mix, the one mix is the objective's depth and --tokens. */
+struct sw__tune_mix {
+    char name[40];
+    int64_t depth, tokens;
+};
+
+/* What one probe measured: per request mix and concurrency level, its repeats; per mix the best
+ * level's median; the probe's score over the mixes. */
 struct sw__tune_measure {
     int levels[SW__TUNE_MAX_LEVELS];
     size_t nlevels;
-    double v[SW__TUNE_MAX_LEVELS][SW__TUNE_MAX_REPEATS];
-    size_t nv[SW__TUNE_MAX_LEVELS];
-    double median[SW__TUNE_MAX_LEVELS];
-    size_t best;  /* index of the best level */
-    double score; /* the best level's median */
-    double noise; /* its relative spread: interquartile range / median */
+    size_t nmix;
+    double v[SW__TUNE_MAX_MIXES][SW__TUNE_MAX_LEVELS][SW__TUNE_MAX_REPEATS];
+    size_t nv[SW__TUNE_MAX_MIXES][SW__TUNE_MAX_LEVELS];
+    double median[SW__TUNE_MAX_MIXES][SW__TUNE_MAX_LEVELS];
+    size_t mix_best[SW__TUNE_MAX_MIXES];  /* per mix: index of its best level */
+    double mix_score[SW__TUNE_MAX_MIXES]; /* per mix: the best level's median */
+    double mix_noise[SW__TUNE_MAX_MIXES]; /* its relative spread */
+    size_t best;                          /* index of the best level (the first mix's) */
+    double score; /* one mix: its score; several: their geometric mean (a ratio of two probes'
+                   * scores is then the geometric mean of the per-mix ratios, whatever each
+                   * mix's scale) */
+    double noise; /* the largest per-mix noise */
     double boot_s;
     char url[320];
     char why[1400]; /* a boot or bench failure: what happened */
@@ -39,8 +55,30 @@ enum sw__tune_probe_rc {
  * why for a failure), or a negative SW_E* for a failure of slipway itself (SW_EINTR when
  * o->stop was set). seq names the log. */
 int sw__tune_probe(const struct sw_tune_opts *o, enum sw_tune_boot boot, const char *run_dir,
-                   const struct sw_fleet_endpoint *ep, const struct sw_plan *p, int slots, int seq,
+                   const struct sw_fleet_endpoint *ep, const struct sw_plan *p, int slots,
+                   const struct sw__tune_mix *mixes, size_t nmix, int seq,
                    struct sw__tune_measure *m, struct sw_err *e);
+
+/* "DEPTH/TOKENS" (counts as sw_parse_count reads them: 512/64, 4k/256) into mx. SW_EINVAL. */
+int sw__tune_mix_parse(const char *s, struct sw__tune_mix *mx, struct sw_err *e);
+
+/*
+ * A range knob refined around its best point: the points tried so far (xs, any order; scores
+ * NAN for a point that was not measured: rejected by a gate, failed to boot) and the range
+ * [lo, hi] on step (0: any; is_real: a real-valued knob). Writes at most two new points to out
+ * (the midpoints, on the step, between the best measured point and its tried neighbours on each
+ * side, when one fits strictly between them) and returns how many. No measured point: none.
+ */
+size_t sw__tune_refine(double lo, double hi, double step, bool is_real, const double *xs,
+                       const double *scores, size_t n, double out[2]);
+
+/* What the endpoint says for an engine flag (its value in args; "on" for a flag given bare;
+ * "" when absent), an environment variable, and a shape value, as tune names knob values. */
+/* Is arg the flag, or llama-server's short spelling of it (-t for --threads...)? */
+bool sw__tune_flag_is(const char *arg, const char *flag);
+void sw__tune_arg_value(const struct sw_fleet_endpoint *ep, const char *flag, char *out, size_t n);
+void sw__tune_env_value(const struct sw_fleet_endpoint *ep, const char *name, char *out, size_t n);
+void sw__tune_fmt_value(const struct sw_fleet_value *v, char *out, size_t n);
 
 /* Median and relative spread of n values (n >= 1). */
 void sw__tune_stats(const double *v, size_t n, double *median, double *noise);

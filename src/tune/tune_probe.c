@@ -68,12 +68,79 @@ void sw__tune_stats(const double *v, size_t n, double *median, double *noise)
     *noise = *median > 0 ? (q3 - q1) / *median : NAN;
 }
 
+size_t sw__tune_refine(double lo, double hi, double step, bool is_real, const double *xs,
+                       const double *scores, size_t n, double out[2])
+{
+    size_t best = n;
+    for (size_t i = 0; i < n; i++)
+        if (isfinite(scores[i]) && (best == n || scores[i] > scores[best]))
+            best = i;
+    if (best == n)
+        return 0;
+    double x = xs[best];
+    double left = NAN, right = NAN; /* the nearest tried points on each side */
+    for (size_t i = 0; i < n; i++) {
+        if (xs[i] < x && (!isfinite(left) || xs[i] > left))
+            left = xs[i];
+        if (xs[i] > x && (!isfinite(right) || xs[i] < right))
+            right = xs[i];
+    }
+    size_t k = 0;
+    double side[2] = {left, right};
+    for (int s = 0; s < 2; s++) {
+        double y = side[s];
+        if (!isfinite(y))
+            continue;
+        double m = (x + y) / 2;
+        if (!is_real) {
+            double st = step >= 1 ? step : 1;
+            /* on the step from lo, rounded toward the best point */
+            double q = (m - lo) / st;
+            m = lo + (y < x ? ceil(q) : floor(q)) * st;
+        }
+        if (m < lo || m > hi)
+            continue;
+        if (!(y < x ? (m > y && m < x) : (m > x && m < y)))
+            continue;
+        if (is_real && fabs(m - x) <= 1e-9 * (fabs(x) + 1))
+            continue;
+        out[k++] = m;
+    }
+    return k;
+}
+
 /* ---------------------------------------------------------------------------------------------
  * The measure.
  */
 
+int sw__tune_mix_parse(const char *s, struct sw__tune_mix *mx, struct sw_err *e)
+{
+    char buf[40];
+    uint64_t d = 0, t = 0;
+    memset(mx, 0, sizeof(*mx));
+    const char *sl = s ? strchr(s, '/') : NULL;
+    if (!sl || strlen(s) >= sizeof(buf) || sl == s)
+        return sw_err_set(e, SW_EINVAL, "load.mix '%s' is not DEPTH/TOKENS (512/64, 4Ki/256)",
+                          s ? s : "");
+    memcpy(buf, s, (size_t)(sl - s));
+    buf[sl - s] = '\0';
+    if (sw_parse_count(buf, &d, NULL) || d > (1u << 24) || sw_parse_count(sl + 1, &t, NULL) ||
+        t < 1 || t > 65536)
+        return sw_err_set(e, SW_EINVAL,
+                          "load.mix '%s' is not DEPTH/TOKENS (depth 0..16M, tokens 1..65536)", s);
+    snprintf(mx->name, sizeof(mx->name), "%s", s);
+    mx->depth = (int64_t)d;
+    mx->tokens = (int64_t)t;
+    return 0;
+}
+
+static int measure_mix(const struct sw_tune_opts *o, const struct sw_fleet_endpoint *ep,
+                       const char *api_key, const struct sw__tune_mix *mx, int reps,
+                       struct sw__tune_measure *m, size_t mi, struct sw_err *e);
+
 static int measure(const struct sw_tune_opts *o, const struct sw_fleet_endpoint *ep,
-                   const char *api_key, int slots, struct sw__tune_measure *m, struct sw_err *e)
+                   const char *api_key, int slots, const struct sw__tune_mix *mixes, size_t nmix,
+                   struct sw__tune_measure *m, struct sw_err *e)
 {
     int ceiling = o->max_concurrency > 0 ? o->max_concurrency : 8;
     if (slots < 1)
@@ -89,9 +156,52 @@ static int measure(const struct sw_tune_opts *o, const struct sw_fleet_endpoint 
         reps = 2;
     if (reps > SW__TUNE_MAX_REPEATS)
         reps = SW__TUNE_MAX_REPEATS;
+    struct sw__tune_mix one;
+    memset(&one, 0, sizeof(one));
+    one.depth = o->objective.depth;
+    one.tokens = o->tokens > 0 ? o->tokens : 64;
+    if (!nmix) {
+        mixes = &one;
+        nmix = 1;
+    }
+    if (nmix > SW__TUNE_MAX_MIXES)
+        nmix = SW__TUNE_MAX_MIXES;
+    m->nmix = nmix;
+    for (size_t mi = 0; mi < nmix; mi++) {
+        int rc = measure_mix(o, ep, api_key, &mixes[mi], reps, m, mi, e);
+        if (rc)
+            return rc;
+    }
+    double logsum = 0;
+    m->noise = 0;
+    for (size_t mi = 0; mi < nmix; mi++) {
+        if (!(m->mix_score[mi] > 0)) {
+            m->score = NAN;
+            m->noise = NAN;
+            return SW__TUNE_BENCH_FAILED;
+        }
+        logsum += log(m->mix_score[mi]);
+        if (isfinite(m->mix_noise[mi]) && m->mix_noise[mi] > m->noise)
+            m->noise = m->mix_noise[mi];
+    }
+    m->best = m->mix_best[0];
+    m->score = nmix == 1 ? m->mix_score[0] : exp(logsum / (double)nmix);
+    if (nmix == 1)
+        m->noise = m->mix_noise[0];
+    return SW__TUNE_MEASURED;
+}
+
+/* One mix at every level: m->v[mi], its best level and score. SW__TUNE_BENCH_FAILED when no
+ * level measured. */
+static int measure_mix(const struct sw_tune_opts *o, const struct sw_fleet_endpoint *ep,
+                       const char *api_key, const struct sw__tune_mix *mx, int reps,
+                       struct sw__tune_measure *m, size_t mi, struct sw_err *e)
+{
     size_t ok_levels = 0;
+    m->mix_score[mi] = NAN;
+    m->mix_noise[mi] = NAN;
     for (size_t li = 0; li < m->nlevels; li++) {
-        m->nv[li] = 0;
+        m->nv[mi][li] = 0;
         for (int r = 0; r < reps; r++) {
             if (o->stop && *o->stop)
                 return sw_err_set(e, SW_EINTR, "interrupted");
@@ -104,11 +214,11 @@ static int measure(const struct sw_tune_opts *o, const struct sw_fleet_endpoint 
             bo.model = ep->alias.v;
             bo.api_key = api_key;
             bo.engine = ep->engine == SW_FLEET_VLLM ? "vllm" : "llama.cpp";
-            bo.depths[0] = o->objective.depth;
+            bo.depths[0] = mx->depth;
             bo.ndepths = 1;
             bo.conc[0] = m->levels[li];
             bo.nconc = 1;
-            bo.tg = o->tokens > 0 ? o->tokens : 64;
+            bo.tg = mx->tokens;
             bo.repeat = 1;
             bo.ignore_eos = true;
             bo.extra = o->extra;
@@ -128,28 +238,30 @@ static int measure(const struct sw_tune_opts *o, const struct sw_fleet_endpoint 
                         ? pt->goodput_rps
                         : (pt->wall_s > 0 ? (double)pt->tokens_out / pt->wall_s : NAN);
             } else if (!m->why[0]) {
-                snprintf(m->why, sizeof(m->why), "bench at concurrency %d: %.1000s", m->levels[li],
+                snprintf(m->why, sizeof(m->why), "bench at concurrency %d%s%s: %.1000s",
+                         m->levels[li], mx->name[0] ? ", mix " : "", mx->name,
                          rc ? be.msg : "every request failed");
             }
             sw_bench_report_free(&rep);
             if (rc == SW_ENOMEM)
                 return sw_err_set(e, SW_ENOMEM, "out of memory");
-            m->v[li][m->nv[li]++] = v;
+            m->v[mi][li][m->nv[mi][li]++] = v;
         }
         double noise;
-        sw__tune_stats(m->v[li], m->nv[li], &m->median[li], &noise);
-        if (isfinite(m->median[li]))
+        sw__tune_stats(m->v[mi][li], m->nv[mi][li], &m->median[mi][li], &noise);
+        if (isfinite(m->median[mi][li]))
             ok_levels++;
     }
     if (!ok_levels)
         return SW__TUNE_BENCH_FAILED;
-    m->best = 0;
+    size_t best = 0;
     for (size_t li = 0; li < m->nlevels; li++)
-        if (isfinite(m->median[li]) &&
-            (!isfinite(m->median[m->best]) || m->median[li] > m->median[m->best]))
-            m->best = li;
-    sw__tune_stats(m->v[m->best], m->nv[m->best], &m->score, &m->noise);
-    return SW__TUNE_MEASURED;
+        if (isfinite(m->median[mi][li]) &&
+            (!isfinite(m->median[mi][best]) || m->median[mi][li] > m->median[mi][best]))
+            best = li;
+    m->mix_best[mi] = best;
+    sw__tune_stats(m->v[mi][best], m->nv[mi][best], &m->mix_score[mi], &m->mix_noise[mi]);
+    return 0;
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -158,8 +270,8 @@ static int measure(const struct sw_tune_opts *o, const struct sw_fleet_endpoint 
 
 static int probe_local(const struct sw_tune_opts *o, const char *run_dir,
                        const struct sw_fleet_endpoint *ep, const struct sw_plan *p,
-                       const char *api_key, int slots, int seq, struct sw__tune_measure *m,
-                       struct sw_err *e)
+                       const char *api_key, int slots, const struct sw__tune_mix *mixes,
+                       size_t nmix, int seq, struct sw__tune_measure *m, struct sw_err *e)
 {
     struct sw_up_opts uo;
     struct sw_up_result ur;
@@ -199,7 +311,7 @@ static int probe_local(const struct sw_tune_opts *o, const char *run_dir,
     }
     m->boot_s = ur.boot_s;
     snprintf(m->url, sizeof(m->url), "%s", ur.url);
-    rc = measure(o, ep, api_key, slots, m, e);
+    rc = measure(o, ep, api_key, slots, mixes, nmix, m, e);
     struct sw_err se;
     sw_child_stop(&ur.child, 5000, &se);
     unlink(pid);
@@ -263,7 +375,8 @@ static void sim_child(const struct sw_tune_opts *o, const struct sw_fleet_endpoi
 
 static int probe_sim(const struct sw_tune_opts *o, const char *run_dir,
                      const struct sw_fleet_endpoint *ep, const struct sw_plan *p, int slots,
-                     int seq, struct sw__tune_measure *m, struct sw_err *e)
+                     const struct sw__tune_mix *mixes, size_t nmix, int seq,
+                     struct sw__tune_measure *m, struct sw_err *e)
 {
     char ready[4200];
     snprintf(m->log, sizeof(m->log), "%s/tune-%s-%d.log", run_dir, ep->name, seq);
@@ -314,7 +427,7 @@ static int probe_sim(const struct sw_tune_opts *o, const char *run_dir,
     if (up) {
         m->boot_s = sw_now_s() - t0;
         snprintf(m->url, sizeof(m->url), "http://127.0.0.1:%d", port);
-        rc = measure(o, ep, NULL, slots, m, e);
+        rc = measure(o, ep, NULL, slots, mixes, nmix, m, e);
     } else if (o->stop && *o->stop) {
         rc = sw_err_set(e, SW_EINTR, "interrupted");
     } else {
@@ -352,19 +465,20 @@ static int probe_sim(const struct sw_tune_opts *o, const char *run_dir,
 }
 
 int sw__tune_probe(const struct sw_tune_opts *o, enum sw_tune_boot boot, const char *run_dir,
-                   const struct sw_fleet_endpoint *ep, const struct sw_plan *p, int slots, int seq,
+                   const struct sw_fleet_endpoint *ep, const struct sw_plan *p, int slots,
+                   const struct sw__tune_mix *mixes, size_t nmix, int seq,
                    struct sw__tune_measure *m, struct sw_err *e)
 {
     memset(m, 0, sizeof(*m));
     m->score = NAN;
     m->noise = NAN;
     if (boot == SW_TUNE_BOOT_SIM)
-        return probe_sim(o, run_dir, ep, p, slots, seq, m, e);
+        return probe_sim(o, run_dir, ep, p, slots, mixes, nmix, seq, m, e);
     char *key = NULL;
     int rc = sw_engine_read_secret(&ep->api_key, "api_key", &key, e);
     if (rc)
         return rc;
-    rc = probe_local(o, run_dir, ep, p, key, slots, seq, m, e);
+    rc = probe_local(o, run_dir, ep, p, key, slots, mixes, nmix, seq, m, e);
     if (key) {
         memset(key, 0, strlen(key));
         sw_free(key);

@@ -52,6 +52,18 @@ static void probe_note(const json_t *p, char *out, size_t n)
                 line = json_string_value(json_object_get(g, "line"));
         }
         snprintf(out, n, "gate %s: %s", str(p, "gate"), line ? line : str(p, "why"));
+    } else if (!strcmp(oc, "measured") && json_array_size(json_object_get(p, "mixes"))) {
+        /* per request mix: its figure at its best level */
+        size_t used = 0, i;
+        const json_t *mx;
+        out[0] = '\0';
+        json_array_foreach(json_object_get(p, "mixes"), i, mx)
+        {
+            if (used < n)
+                used += (size_t)snprintf(out + used, n - used, "%smix %s: %.2f at c%lld",
+                                         i ? ", " : "", str(mx, "mix"), num(mx, "score"),
+                                         (long long)num(mx, "concurrency"));
+        }
     } else if (!strcmp(oc, "measured"))
         snprintf(out, n, "concurrency %lld%s", (long long)num(p, "concurrency"),
                  json_is_true(json_object_get(p, "resumed")) ? ", from the journal" : "");
@@ -75,6 +87,11 @@ void sw_tune_print(FILE *f, const json_t *rep)
         const json_t *v;
         json_array_foreach(json_object_get(k, "values"), j, v)
             fprintf(f, " %s", json_string_value(v));
+        if (json_array_size(json_object_get(k, "refined"))) {
+            fprintf(f, ", refined");
+            json_array_foreach(json_object_get(k, "refined"), j, v)
+                fprintf(f, " %s", json_string_value(v));
+        }
         if (!strcmp(str(k, "kind"), "load") && !json_array_size(json_object_get(k, "values")))
             fprintf(f, " 1, 2, 4... up to the slots (inside each boot)");
         fputc('\n', f);
@@ -103,11 +120,21 @@ void sw_tune_print(FILE *f, const json_t *rep)
     fputc('\n', f);
     const json_t *w = json_object_get(rep, "winner");
     if (json_is_object(w)) {
+        const json_t *again = json_object_get(w, "remeasured");
+        const json_t *fresh = json_object_get(w, "rebaseline");
         fmt_pct(num(w, "gain"), a, sizeof(a));
         fmt_pct(num(w, "remeasured_gain"), b, sizeof(b));
-        fmt_pct(fmax(num(rep, "noise"), num(w, "noise")), c, sizeof(c));
-        fprintf(f, "  winner: %s  %s (re-measured %s; noise %s)\n", str(w, "candidate"), a, b,
-                c[0] == '+' ? c + 1 : c);
+        fmt_pct(isfinite(num(w, "remeasured_noise")) ? num(w, "remeasured_noise")
+                                                     : fmax(num(rep, "noise"), num(w, "noise")),
+                c, sizeof(c));
+        fprintf(f, "  winner: %s  %s against the first baseline\n", str(w, "candidate"), a);
+        char d[64], g[64];
+        fmt_num(num(again, "score"), "", d, sizeof(d));
+        fmt_num(num(fresh, "score"), "", g, sizeof(g));
+        fprintf(f,
+                "  re-measured on new boots, interleaved: winner %s against baseline %s: %s "
+                "(noise %s)\n",
+                d, g, b, c[0] == '+' ? c + 1 : c);
         fprintf(f, "  put in the fleet file:");
         const char *kn;
         const json_t *kv;
@@ -161,10 +188,11 @@ static int chart(const json_t *rep, struct sw_buf *b, struct sw_err *e)
         double mn = INFINITY, mx = -INFINITY;
         size_t li;
         const json_t *lv;
-        /* the spread of the best level's repeats */
+        /* the spread of the best level's repeats (a score over several request mixes, their
+         * geometric mean, has no whiskers) */
         json_array_foreach(json_object_get(p, "levels"), li, lv)
         {
-            if (num(lv, "concurrency") != num(p, "concurrency"))
+            if (num(lv, "concurrency") != num(p, "concurrency") || json_object_get(p, "mixes"))
                 continue;
             reps = json_object_get(lv, "repeats");
         }
@@ -224,12 +252,20 @@ int sw_tune_html(const json_t *rep, const char *path, struct sw_err *e)
     if (!rc && json_is_object(w)) {
         fmt_pct(num(w, "gain"), a, sizeof(a));
         fmt_pct(num(w, "remeasured_gain"), c, sizeof(c));
-        fmt_pct(fmax(num(rep, "noise"), num(w, "noise")), d, sizeof(d));
+        fmt_pct(isfinite(num(w, "remeasured_noise")) ? num(w, "remeasured_noise")
+                                                     : fmax(num(rep, "noise"), num(w, "noise")),
+                d, sizeof(d));
+        char ws[64], bs[64];
+        fmt_num(num(json_object_get(w, "remeasured"), "score"), "", ws, sizeof(ws));
+        fmt_num(num(json_object_get(w, "rebaseline"), "score"), "", bs, sizeof(bs));
         rc = sw_buf_puts(&b, "<p class=\"win\">Winner: ");
         rc = rc ? rc : esc(&b, str(w, "candidate"));
         rc = rc ? rc
-                : sw_buf_printf(&b, " &mdash; gain %s, re-measured %s, noise %s</p>\n", a, c,
-                                d + (d[0] == '+'));
+                : sw_buf_printf(&b,
+                                " &mdash; gain %s against the first baseline; re-measured on new "
+                                "boots, interleaved: %s against a fresh baseline of %s, %s, "
+                                "noise %s</p>\n",
+                                a, ws, bs, c, d + (d[0] == '+'));
     } else if (!rc) {
         rc = sw_buf_printf(&b, "<p class=\"win\">No winner (%s).</p>\n", str(rep, "outcome"));
     }

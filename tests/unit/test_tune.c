@@ -10,11 +10,14 @@
 #include <stddef.h>
 #include <cmocka.h>
 
+#include <slipway/fleet.h>
 #include <slipway/ledger.h>
 #include <slipway/tune.h>
 
 #include "swtest.h"
+#include "tune/tune_internal.h" /* sw__tune_refine */
 
+#include <dirent.h>
 #include <math.h>
 #include <string.h>
 
@@ -218,6 +221,200 @@ static void test_refusals(void **state)
     /* nothing declared: nothing to tune */
     snprintf(yaml, sizeof(yaml), "%s", head);
     refused(yaml, "declares no knobs");
+    /* a request mix alone moves nothing that boots */
+    snprintf(yaml, sizeof(yaml), "%s    knobs:\n      load.mix: ['64/8', '1k/64']\n", head);
+    refused(yaml, "declares no knobs");
+    /* a mix that is not DEPTH/TOKENS: refused at its value's position */
+    snprintf(yaml, sizeof(yaml),
+             "%s    knobs:\n      seqs: [1, 2]\n      load.mix: ['64/8', '1k']\n", head);
+    refused(yaml, "f.yaml:13:27");
+    refused(yaml, "not DEPTH/TOKENS");
+    snprintf(yaml, sizeof(yaml),
+             "%s    knobs:\n      seqs: [1, 2]\n      load.mix: ['64/8', '64/8']\n", head);
+    refused(yaml, "lists 64/8 twice");
+}
+
+/* The winner written back into the fleet file: only the crowned values move, comments stay, the
+ * file is replaced whole or not at all. */
+static void test_apply(void **state)
+{
+    (void)state;
+    char *dir = swt_tmpdir();
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/f.yaml", dir);
+    static const char yaml[] =
+        "version: 1\n"
+        "# the operator's fleet\n"
+        "hosts:\n"
+        "  localhost: {transport: local}\n"
+        "endpoints:\n"
+        "  tiny:\n"
+        "    host: localhost\n"
+        "    engine: llama.cpp\n"
+        "    payload: {path: /nonexistent, gguf: m.gguf}\n"
+        "    arch: {model_type: llama, num_hidden_layers: 2, hidden_size: 64, "
+        "num_attention_heads: 4, num_key_value_heads: 4}\n"
+        "    shape: {ctx_size: 8192, seqs: 1}   # one slot for now\n"
+        "    args: [--threads, '8', -ub, 512] # keep\n"
+        "    env:\n"
+        "      GGML_SCHED_MAX_COPIES: \"4\"  # the default\n"
+        "    knobs:\n"
+        "      seqs: [1, 4]\n"
+        "      arg.--threads: ['1', '8']\n"
+        "      arg.--ubatch-size: ['128', '512']\n"
+        "      arg.--flash-attn: ['on', 'off']\n"
+        "      env.GGML_SCHED_MAX_COPIES: ['1', '4']\n";
+    swt_write_str(path, yaml);
+    struct sw_err e;
+    struct sw_buf d;
+    sw_err_clear(&e);
+    sw_buf_init(&d, 1 << 20);
+    json_t *st = json_pack("{s:s, s:s, s:s, s:s}", "seqs", "4", "arg.--threads", "1",
+                           "arg.--ubatch-size", "128", "env.GGML_SCHED_MAX_COPIES", "1");
+    /* dry run: the patch, nothing written */
+    int rc = sw_tune_apply(path, "tiny", st, true, &d, &e);
+    if (rc)
+        fail_msg("%s", e.msg);
+    assert_non_null(strstr(sw_buf_cstr(&d), "+    shape: {ctx_size: 8192, seqs: 4}   # one slot"));
+    assert_non_null(strstr(sw_buf_cstr(&d), "-    args: [--threads, '8', -ub, 512] # keep"));
+    assert_non_null(strstr(sw_buf_cstr(&d), "+    args: [--threads, '1', -ub, 128] # keep"));
+    assert_true(swt_file_is(path, yaml, strlen(yaml)));
+    /* written: exactly those scalars moved, comments and quotes kept */
+    sw_buf_free(&d);
+    sw_buf_init(&d, 1 << 20);
+    rc = sw_tune_apply(path, "tiny", st, false, &d, &e);
+    if (rc)
+        fail_msg("%s", e.msg);
+    char want[4096];
+    snprintf(want, sizeof(want), "%s", yaml);
+    static const char *const swaps[][2] = {
+        {"{ctx_size: 8192, seqs: 1}", "{ctx_size: 8192, seqs: 4}"},
+        {"[--threads, '8', -ub, 512]", "[--threads, '1', -ub, 128]"},
+        {"GGML_SCHED_MAX_COPIES: \"4\"", "GGML_SCHED_MAX_COPIES: \"1\""},
+    };
+    for (size_t i = 0; i < SW_ARRAY_LEN(swaps); i++) {
+        char *at = strstr(want, swaps[i][0]);
+        assert_non_null(at);
+        assert_int_equal(strlen(swaps[i][0]), strlen(swaps[i][1]));
+        memcpy(at, swaps[i][1], strlen(swaps[i][1]));
+    }
+    assert_true(swt_file_is(path, want, strlen(want)));
+    /* nothing left beside it */
+    DIR *dh = opendir(dir);
+    assert_non_null(dh);
+    for (struct dirent *de = readdir(dh); de; de = readdir(dh))
+        assert_null(strstr(de->d_name, "tune-apply"));
+    closedir(dh);
+    json_decref(st);
+
+    /* a flag the file does not spell: refused, naming what to add; the file untouched */
+    st = json_pack("{s:s, s:s}", "seqs", "1", "arg.--flash-attn", "on");
+    rc = sw_tune_apply(path, "tiny", st, false, NULL, &e);
+    assert_int_equal(rc, SW_EUNSUPPORTED);
+    assert_non_null(strstr(e.msg, "add `--flash-attn, VALUE` to args"));
+    assert_true(swt_file_is(path, want, strlen(want)));
+    json_decref(st);
+
+    /* a shape shared through an anchor: the edit would move another endpoint, refused */
+    static const char shared[] = "version: 1\n"
+                                 "hosts:\n"
+                                 "  localhost: {transport: local}\n"
+                                 "x-shape: &sh {ctx_size: 4096, seqs: 1}\n"
+                                 "endpoints:\n"
+                                 "  a:\n"
+                                 "    host: localhost\n"
+                                 "    engine: llama.cpp\n"
+                                 "    listen: 127.0.0.1:18081\n"
+                                 "    payload: {path: /nonexistent, gguf: m.gguf}\n"
+                                 "    arch: {model_type: llama, num_hidden_layers: 2, "
+                                 "hidden_size: 64, num_attention_heads: 4, "
+                                 "num_key_value_heads: 4}\n"
+                                 "    shape: *sh\n"
+                                 "  b:\n"
+                                 "    host: localhost\n"
+                                 "    engine: llama.cpp\n"
+                                 "    listen: 127.0.0.1:18082\n"
+                                 "    payload: {path: /nonexistent, gguf: m.gguf}\n"
+                                 "    arch: {model_type: llama, num_hidden_layers: 2, "
+                                 "hidden_size: 64, num_attention_heads: 4, "
+                                 "num_key_value_heads: 4}\n"
+                                 "    shape: *sh\n";
+    char p2[4200];
+    snprintf(p2, sizeof(p2), "%s/shared.yaml", dir);
+    swt_write_str(p2, shared);
+    st = json_pack("{s:s}", "seqs", "2");
+    struct sw_fleet *f = NULL;
+    if (sw_fleet_load(p2, NULL, &f, &e))
+        fail_msg("the anchored fleet does not load: %s", e.msg);
+    sw_fleet_free(f);
+    rc = sw_tune_apply(p2, "a", st, false, NULL, &e);
+    assert_int_not_equal(rc, 0);
+    assert_non_null(strstr(e.msg, "more than the crowned settings"));
+    assert_true(swt_file_is(p2, shared, strlen(shared)));
+    json_decref(st);
+    /* no such endpoint, no settings */
+    st = json_pack("{s:s}", "seqs", "2");
+    assert_int_equal(sw_tune_apply(path, "nope", st, false, NULL, &e), SW_ENOENT);
+    json_decref(st);
+    st = json_object();
+    assert_int_equal(sw_tune_apply(path, "tiny", st, false, NULL, &e), SW_EINVAL);
+    json_decref(st);
+    assert_true(swt_file_is(path, want, strlen(want)));
+    sw_buf_free(&d);
+    swt_tmpdir_free(dir);
+}
+
+/* The request mix's grammar. */
+static void test_mix(void **state)
+{
+    (void)state;
+    struct sw__tune_mix mx;
+    struct sw_err e;
+    assert_int_equal(sw__tune_mix_parse("512/64", &mx, &e), 0);
+    assert_true(mx.depth == 512 && mx.tokens == 64);
+    assert_string_equal(mx.name, "512/64");
+    assert_int_equal(sw__tune_mix_parse("4k/256", &mx, &e), 0);
+    assert_true(mx.depth == 4000 && mx.tokens == 256); /* counts: k is x1000, Ki x1024 */
+    assert_int_equal(sw__tune_mix_parse("0/1", &mx, &e), 0);
+    static const char *const bad[] = {"512",        "/64", "512/",       "512/0",
+                                      "512/100000", "x/8", "99999999/8", "1/2/3"};
+    for (size_t i = 0; i < SW_ARRAY_LEN(bad); i++)
+        assert_int_equal(sw__tune_mix_parse(bad[i], &mx, &e), SW_EINVAL);
+    assert_int_equal(sw__tune_mix_parse(NULL, &mx, &e), SW_EINVAL);
+}
+
+/* A range refined around its best point: midpoints on the step toward the best, never a point
+ * already tried, never outside the range. */
+static void test_refine(void **state)
+{
+    (void)state;
+    double out[2];
+    /* seqs 3..12 step 1: 3 (baseline), 6, 9, 12; 9 best: 8 (7.5 toward 9) and 10 (10.5 toward 9) */
+    double xs[] = {3, 6, 9, 12}, sc[] = {500, 620, 760, 730};
+    assert_int_equal(sw__tune_refine(3, 12, 1, false, xs, sc, 4, out), 2);
+    assert_true(out[0] == 8 && out[1] == 10);
+    /* round two: 8 best between 6 and 9 (10 tried): 7; 8.5 toward 8 is 8 itself: none */
+    double xs2[] = {3, 6, 9, 12, 8, 10}, sc2[] = {500, 620, 760, 730, 780, 630};
+    assert_int_equal(sw__tune_refine(3, 12, 1, false, xs2, sc2, 6, out), 1);
+    assert_true(out[0] == 7);
+    /* on the step from the minimum: 131072..262144 step 4096, best at the top end */
+    double xs3[] = {131072, 172032, 217088, 262144}, sc3[] = {1, 2, 3, 4};
+    assert_int_equal(sw__tune_refine(131072, 262144, 4096, false, xs3, sc3, 4, out), 1);
+    assert_true(out[0] == 241664); /* (217088 + 262144) / 2 = 239616, on the step toward the top */
+    assert_true(fmod(out[0] - 131072, 4096) == 0);
+    /* a neighbour that was not measured (rejected, failed) still bounds the refinement */
+    double sc4[] = {NAN, 5, NAN, NAN};
+    assert_int_equal(sw__tune_refine(131072, 262144, 4096, false, xs3, sc4, 4, out), 2);
+    assert_true(out[0] > 131072 && out[0] < 172032 && out[1] > 172032 && out[1] < 217088);
+    /* nothing measured: nothing to refine around; adjacent points: nothing between */
+    double sc5[] = {NAN, NAN, NAN, NAN};
+    assert_int_equal(sw__tune_refine(131072, 262144, 4096, false, xs3, sc5, 4, out), 0);
+    double xs6[] = {1, 2, 3}, sc6[] = {1, 3, 2};
+    assert_int_equal(sw__tune_refine(1, 3, 1, false, xs6, sc6, 3, out), 0);
+    /* a real-valued range: plain midpoints */
+    double xs7[] = {0.5, 0.7, 0.9}, sc7[] = {1, 2, 1};
+    assert_int_equal(sw__tune_refine(0.5, 0.9, 0, true, xs7, sc7, 3, out), 2);
+    assert_true(fabs(out[0] - 0.6) < 1e-12 && fabs(out[1] - 0.8) < 1e-12);
 }
 
 int main(void)
@@ -227,6 +424,9 @@ int main(void)
         cmocka_unit_test(test_journal),
         cmocka_unit_test(test_dry_run_frank_primary),
         cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_refine),
+        cmocka_unit_test(test_mix),
+        cmocka_unit_test(test_apply),
     };
     return cmocka_run_group_tests_name("tune", tests, NULL, NULL);
 }
