@@ -12,8 +12,9 @@
  * What the seed does NOT give: the free memory before and after the weights load, the weights'
  * size or mem_fraction_static of that boot. So SGLang's rest cannot be computed from first
  * principles here; it is calibrated from one printed figure (the autofit) and the other (the
- * autofill) is predicted from it, and back. "Would leave 0.53 GB" needs those facts: it is not
- * reproduced (test_autofit_leaves says what can be said).
+ * autofill) is predicted from it, and back. "Would leave 0.53 GB" is not an independent figure:
+ * test_autofit_leaves says what the law gives, test_calib_sglang.c test_half_gb_readings the
+ * only reading under which it is reproduced (the 531 MiB reading itself, taken at the autofit).
  */
 #include <setjmp.h>
 #include <stdarg.h>
