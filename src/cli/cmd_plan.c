@@ -9,6 +9,9 @@
  *   payload that is not on this machine. A fleet endpoint's `arch` may use llama.cpp's keys
  *   ({"arch": ...}) or config.json's (model_type, num_hidden_layers, ...: sw_arch_from_hf).
  *
+ *   A fleet file plans every endpoint, a disabled one (enabled: false, kept for the record) too:
+ *   its section says so and its verdict does not move the exit.
+ *
  * Exit: 0 planned; 1 planned but it does not fit a declared device; 2 unusable input (bad flag or
  * value, unreadable model, an architecture or memory module slipway does not model).
  */
@@ -77,9 +80,11 @@ const struct sw_cmd_spec sw_spec_plan = {
         "llama_memory_recurrent line, model/output/compute buffers) from its own flags and\n"
         "prints the memory budget per device; --json prints {\"report\": ..., \"budget\": ...,\n"
         "\"warnings\": [...]}.\n"
-        "A fleet file plans each llama.cpp endpoint from the argv the engine adapter renders,\n"
-        "with the endpoint's devices; the architecture comes from the GGUF when it is on this\n"
-        "machine, else from the endpoint's `arch` when it is a llama.cpp declaration.\n"
+        "A fleet file plans each endpoint from the argv the engine adapter renders, with the\n"
+        "endpoint's devices; the architecture comes from the GGUF when it is on this\n"
+        "machine, else from the endpoint's `arch` when it is a llama.cpp declaration. A\n"
+        "disabled endpoint (enabled: false) is planned too, marked so; its verdict does not\n"
+        "move the exit.\n"
         "vLLM / SGLang: predicts vLLM's \"GPU KV cache size\" and \"Maximum concurrency\"\n"
         "lines (or SGLang's pool line) from MODEL_DIR/config.json (docs/vllm-law.md,\n"
         "docs/sglang-law.md).",
@@ -375,24 +380,31 @@ static int plan_fleet(const char *path, const char *only, bool json)
     for (size_t i = 0; i < f->n_endpoints; i++) {
         const struct sw_fleet_endpoint *ep = &f->endpoints[i];
         struct sw_plan pl;
-        if (only ? strcmp(ep->name, only) != 0 : !ep->enabled)
+        /* a disabled endpoint is planned for the record: marked, and its verdict does not move
+         * the exit unless it is the one asked for */
+        bool counts = only || ep->enabled;
+        const char *mark = ep->enabled ? "" : ", disabled: kept for the record";
+        if (only && strcmp(ep->name, only) != 0)
             continue;
         n++;
         sw_err_clear(&e);
         int prc = sw_plan_endpoint(f, ep, NULL, &pl, &e);
         if (prc) {
             char buf[2048];
-            if (rc == SW_EXIT_OK &&
+            if (rc == SW_EXIT_OK && counts &&
                 (ep->engine == SW_FLEET_VLLM || ep->engine == SW_FLEET_LLAMACPP ||
                  ep->engine == SW_FLEET_SGLANG))
                 rc = sw_cli_exit_for(prc);
-            if (json)
-                json_array_append_new(eps, json_pack("{s:s,s:s,s:o}", "endpoint", ep->name,
-                                                     "engine", sw_fleet_engine_name(ep->engine),
-                                                     "error", sw_err_to_json(&e)));
-            else
-                printf("== %s (%s): cannot plan: %s\n\n", ep->name,
-                       sw_fleet_engine_name(ep->engine), sw_err_format(&e, buf, sizeof(buf)));
+            if (json) {
+                json_t *x =
+                    json_pack("{s:s,s:s,s:o}", "endpoint", ep->name, "engine",
+                              sw_fleet_engine_name(ep->engine), "error", sw_err_to_json(&e));
+                if (x && !ep->enabled)
+                    sw_json_set_bool(x, "enabled", false);
+                json_array_append_new(eps, x);
+            } else
+                printf("== %s (%s%s): cannot plan: %s\n\n", ep->name,
+                       sw_fleet_engine_name(ep->engine), mark, sw_err_format(&e, buf, sizeof(buf)));
             sw_plan_free(&pl);
             continue;
         }
@@ -405,13 +417,15 @@ static int plan_fleet(const char *path, const char *only, bool json)
                                           (json_int_t)ep->n_devices, "world",
                                           (json_int_t)(nn * ep->n_devices)));
             if (json_is_false(json_object_get(json_object_get(vo, "report"), "fits")) &&
-                rc == SW_EXIT_OK)
+                rc == SW_EXIT_OK && counts)
                 rc = SW_EXIT_FAIL;
             if (json) {
+                if (!ep->enabled)
+                    sw_json_set_bool(vo, "enabled", false);
                 json_array_append(eps, vo);
             } else {
-                printf("== %s (%s, config from %s)\n", ep->name, sw_fleet_engine_name(ep->engine),
-                       json_string_value(json_object_get(vo, "config")));
+                printf("== %s (%s%s, config from %s)\n", ep->name, sw_fleet_engine_name(ep->engine),
+                       mark, json_string_value(json_object_get(vo, "config")));
                 print_vllm_sglang(vo, stdout);
                 if (nn > 1)
                     printf("  across %llu nodes x %zu GPUs (world %llu): the budget is per GPU, "
@@ -429,10 +443,10 @@ static int plan_fleet(const char *path, const char *only, bool json)
         for (int d = 0; d < plan->n_dev; d++)
             if (plan->dev[d].memory && plan->dev[d].total > plan->dev[d].memory)
                 fits = false;
-        if (!fits && rc == SW_EXIT_OK)
+        if (!fits && rc == SW_EXIT_OK && counts)
             rc = SW_EXIT_FAIL;
         json_t *mb = measured_budget(ep, plan);
-        if (mb && json_is_false(json_object_get(mb, "in_band")) && rc == SW_EXIT_OK)
+        if (mb && json_is_false(json_object_get(mb, "in_band")) && rc == SW_EXIT_OK && counts)
             rc = SW_EXIT_FAIL;
         if (json) {
             json_t *j = sw_llamacpp_plan_to_json(plan);
@@ -440,13 +454,15 @@ static int plan_fleet(const char *path, const char *only, bool json)
                 sw_json_set_str(j, "endpoint", ep->name);
                 sw_json_set_str(j, "engine", "llama.cpp");
                 sw_json_set_bool(j, "fits", fits);
+                if (!ep->enabled)
+                    sw_json_set_bool(j, "enabled", false);
                 sw_json_set_new(j, "arch", sw_arch_to_json(a));
                 if (mb)
                     sw_json_set_new(j, "measured_budget", json_incref(mb));
                 json_array_append_new(eps, j);
             }
         } else {
-            printf("== %s (llama.cpp)\n", ep->name);
+            printf("== %s (llama.cpp%s)\n", ep->name, mark);
             print_human(a, plan, pl.args);
             if (mb)
                 print_measured_budget(mb);
@@ -463,7 +479,7 @@ static int plan_fleet(const char *path, const char *only, bool json)
         eps = NULL;
         sw_json_print(stdout, out, true);
     } else if (n == 0) {
-        printf("%s: no enabled endpoint\n", path);
+        printf("%s: no endpoint\n", path);
     }
 done:
     json_decref(out);

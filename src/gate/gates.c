@@ -462,7 +462,13 @@ int sw__gate_pool(struct sw__gate_run *r, struct sw_err *e)
                          sw__gate_gib((double)p->kv_bytes, d, sizeof(d)), p->kv_price, p->price_how,
                          (long long)sr->max_mamba_cache_size,
                          sw__gate_mib((double)p->recurrent_bytes, x, sizeof(x)));
-        sw__gate_str(g, "source", "law");
+        /* unpinned, the pool is the engine's autofit (from the measured autofit_tokens): a
+         * ceiling, since SGLang caps --max-total-tokens at it; only the contract can move */
+        const char *from = json_string_value(json_object_get(p->plan.predicted, "pool_from"));
+        sw__gate_str(g, "source",
+                     from && !p->pinned ? "law, the autofit from measured autofit_tokens" : "law");
+        if (!p->pinned)
+            sw__gate_num(g, "autofit", 1);
         sw__gate_num(g, "pool_tokens", (double)p->pool_tokens);
         sw__gate_num(g, "need_tokens", (double)need);
         sw__gate_num(g, "slots", (double)p->slots);
@@ -472,11 +478,20 @@ int sw__gate_pool(struct sw__gate_run *r, struct sw_err *e)
         sw__gate_num(g, "mamba_slots", (double)sr->max_mamba_cache_size);
         sw__gate_num(g, "price_bytes_per_token", p->kv_price);
         sw__gate_num(g, "margin", margin);
-        if (!ok)
+        if (!ok && p->pinned)
             sw__gate_fix(g, "max_total_tokens %s (%s requests x %s), or cut seqs to %s",
                          cnt(need, a, sizeof(a)), cnt(p->slots, b, sizeof(b)),
                          cnt(p->maxlen, c, sizeof(c)),
                          cnt(p->pool_tokens / p->maxlen, d, sizeof(d)));
+        else if (!ok)
+            sw__gate_fix(
+                g,
+                "the engine's autofit is the largest pool this card gives (a larger "
+                "max_total_tokens is capped to it): cut seqs to %s, or max_model_len to "
+                "%s",
+                cnt(p->pool_tokens / p->maxlen, a, sizeof(a)),
+                cnt((uint64_t)floor((double)p->pool_tokens / (1 + margin) / (double)p->slots), b,
+                    sizeof(b)));
         /* a hybrid runs at most mamba slots / 3 requests (MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_
          * RATIO): fewer than seqs and the contract is not served however large the pool */
         if (sr->mamba_cache_per_req && (uint64_t)sr->max_running_requests < p->slots) {

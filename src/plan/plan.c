@@ -408,6 +408,20 @@ static int plan_sglang(const struct sw_fleet_endpoint *ep, struct sw_plan *p, st
         goto out;
     p->pool_pinned = o->max_total_tokens > 0;
     p->pool_sized = true;
+    /* An unpinned pool without the free-memory facts: the measured autofit (the pool the engine
+     * sized itself for this endpoint) gives the rest, so the pool is the autofit's and the pool
+     * and window gates can hold it (the rest is solved with this shape's mamba pool) */
+    bool from_autofit = false;
+    const struct sw_fleet_fact *af = sw_fleet_endpoint_fact(ep, "autofit_tokens");
+    if (!p->pool_pinned && !o->rest_bytes &&
+        (!o->post_load_avail_bytes || !o->pre_load_free_bytes) && af && af->q.value >= 1 &&
+        af->q.value <= 9e15) {
+        uint64_t lo = 0, hi = 0;
+        if (sw_sglang_rest_from_tokens(c, o, (int64_t)af->q.value, &lo, &hi, NULL) == 0) {
+            o->rest_bytes = lo;
+            from_autofit = true;
+        }
+    }
     rc = sw_sglang_plan(c, o, p->sglang, e);
     if (rc) {
         sw_err_prefix(e, "%s", ep->name);
@@ -430,6 +444,16 @@ static int plan_sglang(const struct sw_fleet_endpoint *ep, struct sw_plan *p, st
     sw_json_set_str(p->engine_plan, "endpoint", ep->name);
     sw_json_set_str(p->engine_plan, "config", src);
     sw_json_set_bool(rep, "pool_pinned", p->pool_pinned);
+    if (from_autofit) {
+        sw_json_set_str(rep, "pool_from", "measured autofit_tokens");
+        char b[200];
+        snprintf(b, sizeof(b),
+                 "pool unpinned: the engine's autofit, %lld tokens, from the rest the measured "
+                 "autofit_tokens gives (%.2f GiB)",
+                 (long long)p->sglang->max_total_num_tokens,
+                 (double)o->rest_bytes / (double)SW_GIB);
+        json_array_append_new(json_object_get(p->engine_plan, "lines"), json_string(b));
+    }
     sw_json_set_int(rep, "context_length", o->context_length);
     sw_json_set_str(rep, "mamba_ssm_dtype", o->mamba_ssm_dtype);
     sw_json_set_str(rep, "kv_cache_dtype", o->kv_cache_dtype);

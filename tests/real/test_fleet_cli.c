@@ -16,7 +16,7 @@ static void test_check_ok(void **state)
     struct swt_run r;
     assert_int_equal(swt_slipway(&r, "fleet", "check", swt_src("examples/operator.yaml"), NULL), 0);
     assert_int_equal(r.status, 0);
-    assert_non_null(strstr(r.out, "ok: 2 hosts, 1 profile, 4 endpoints, 2 warnings"));
+    assert_non_null(strstr(r.out, "ok: 2 hosts, 2 profiles, 5 endpoints, 2 warnings"));
     assert_non_null(
         strstr(r.err, "warning: endpoints.frank-primary.image is frozen but not pinned"));
     swt_run_free(&r);
@@ -97,7 +97,7 @@ static void test_show(void **state)
     assert_int_equal(r.status, 0);
     json_t *j = swt_json_out(&r);
     json_t *eps = json_object_get(j, "endpoints");
-    assert_int_equal(json_array_size(eps), 4);
+    assert_int_equal(json_array_size(eps), 5);
     json_t *fp = json_array_get(eps, 0);
     assert_string_equal(json_string_value(json_object_get(fp, "name")), "frank-primary");
     json_t *shape = json_object_get(fp, "shape");

@@ -136,8 +136,9 @@ static void test_html_in_chromium(void **state)
         svgs++;
     for (const char *q = r.out; (q = strstr(q, "class=\"part\"")); q++)
         bars++;
-    /* three budgets (frank-primary, frank-small, frank-large), frank-primary's speed by depth */
-    assert_int_equal(svgs, 4);
+    /* four budgets (frank-primary, frank-small, frank-large, frank-large-rocmfpx),
+     * frank-primary's speed by depth */
+    assert_int_equal(svgs, 5);
     assert_non_null(strstr(r.out, "frank-primary: measured speed by context depth"));
     assert_true(bars >= 5 + 5 + 4); /* two ranks of 5 parts, frank-small's 4 parts */
     assert_non_null(strstr(r.out, "frank-small: budget per device"));

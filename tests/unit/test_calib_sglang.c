@@ -133,6 +133,75 @@ static void test_fit_both(void **state)
     free(c);
 }
 
+/* "would have left 0.53 GB": which reading the law admits (docs/sglang-law.md "0.53 GB").
+ *
+ * Reading A (the one calibrated above): 531 MiB free at the pinned pool. The autofit allocates
+ * 81,180 tokens = 1,268.4 MiB more, so it leaves -737.4 MiB: a verdict (would OOM), but no
+ * spelling of -737.4 MiB is 0.53 G of anything.
+ *
+ * Reading B: the 531 MiB and the 0.53 GB are ONE reading, taken at the autofit, written twice
+ * (531 MiB / 1000 = 0.531: "0.53 GB"; as GiB it would print 0.52, as decimal GB 0.56). Fitted on
+ * that reading the law puts the autofit back at 531 MiB = "0.53", exactly, and the pinned pool at
+ * 531 + 1,268.4 = 1,799.4 MiB. That is the only reading in which both figures and the law agree;
+ * the seed does not say which boot the reading belongs to, so neither is asserted as the truth.
+ * What both readings agree on is the verdict: the autofit is refused (would OOM under A, 531 MiB
+ * under B, outside the 2-3 GiB band either way) and so is the pinned pool (531 or 1,799 MiB,
+ * both below 2,048). */
+static void test_half_gb_readings(void **state)
+{
+    struct sw_sglang_opts o, q;
+    struct sw_hf_config *c = calloc(1, sizeof(*c));
+    struct sw_calib_sglang *s = calloc(1, sizeof(*s));
+    struct sw_calib_sglang_obs obs[2];
+    struct sw_calib_sglang_pred pin, fit;
+    struct sw_err e;
+    char g[32];
+    (void)state;
+    law(&o, c);
+    q = o;
+    q.max_total_tokens = 0;
+
+    /* the spellings of 531 MiB: only MiB / 1000 prints the operator's "0.53" */
+    snprintf(g, sizeof(g), "%.2f", 531.0 / 1000);
+    assert_string_equal(g, "0.53");
+    snprintf(g, sizeof(g), "%.2f", 531.0 * SW_MIB / SW_GIB);
+    assert_string_equal(g, "0.52");
+    snprintf(g, sizeof(g), "%.2f", 531.0 * SW_MIB / 1e9);
+    assert_string_equal(g, "0.56");
+
+    /* A: the reading at the pin; the autofit's -737.4 MiB is none of those spellings */
+    seed_obs(obs);
+    assert_int_equal(sw_calib_sglang_fit(c, &o, obs, 2, NULL, s, &e), 0);
+    assert_int_equal(sw_calib_sglang_predict(s, c, &q, &fit, &e), 0);
+    assert_true(fit.would_oom);
+    double miss = fabs(fit.free_lo) / SW_MIB;
+    snprintf(g, sizeof(g), "%.2f|%.2f|%.2f", miss / 1000, miss / 1024, miss * SW_MIB / 1e9);
+    assert_string_equal(g, "0.74|0.72|0.77");
+
+    /* B: the same reading at the autofit */
+    seed_obs(obs);
+    obs[0].has_free = false;
+    obs[0].free_bytes = 0;
+    obs[1].has_free = true;
+    obs[1].free_bytes = 531.0 * SW_MIB;
+    assert_int_equal(sw_calib_sglang_fit(c, &o, obs, 2, NULL, s, &e), 0);
+    assert_true(s->consistent && s->have_rest && s->have_free);
+    assert_int_equal(sw_calib_sglang_predict(s, c, &q, &fit, &e), 0);
+    assert_int_equal(fit.tokens_lo, 687388);
+    assert_true(fit.free_lo == 531.0 * SW_MIB);
+    snprintf(g, sizeof(g), "%.2f", fit.free_lo / SW_MIB / 1000);
+    assert_string_equal(g, "0.53");
+    assert_false(fit.would_oom); /* a runtime OOM ("on the first long request"), not a boot one */
+    assert_int_equal(sw_calib_sglang_predict(s, c, &o, &pin, &e), 0);
+    assert_int_equal(pin.tokens_lo, 606208);
+    assert_true(fabs(pin.free_lo / SW_MIB - 1799.4) < 0.05);
+    assert_true(pin.free_lo - fit.free_lo == 81180.0 * 16384);
+    /* both below the 2 GiB floor of the band: refused under either reading */
+    assert_true(fit.free_hi < 2048.0 * SW_MIB && pin.free_hi < 2048.0 * SW_MIB);
+    free(s);
+    free(c);
+}
+
 /* One figure held out at a time, predicted from the other. */
 static void test_held_out(void **state)
 {
@@ -341,11 +410,9 @@ static void test_ledger(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_fit_both),
-        cmocka_unit_test(test_held_out),
-        cmocka_unit_test(test_fraction_extrapolates),
-        cmocka_unit_test(test_band_gate),
-        cmocka_unit_test(test_ledger),
+        cmocka_unit_test(test_fit_both),         cmocka_unit_test(test_held_out),
+        cmocka_unit_test(test_half_gb_readings), cmocka_unit_test(test_fraction_extrapolates),
+        cmocka_unit_test(test_band_gate),        cmocka_unit_test(test_ledger),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

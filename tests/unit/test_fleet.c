@@ -270,8 +270,8 @@ static void test_operator_example(void **state)
 {
     struct sw_fleet *f = load_example("examples/operator.yaml", NULL);
     assert_int_equal(f->n_hosts, 2);
-    assert_int_equal(f->n_endpoints, 4);
-    assert_int_equal(f->n_profiles, 1);
+    assert_int_equal(f->n_endpoints, 5);
+    assert_int_equal(f->n_profiles, 2);
 
     const struct sw_fleet_host *ds = sw_fleet_host(f, "dankserver");
     assert_non_null(ds);
@@ -391,6 +391,18 @@ static void test_operator_example(void **state)
     assert_string_equal(fl->shape.spec_method.v, "mtp");
     assert_true(fabs(fl->shape.gpu_memory_utilization.v - 0.45) < 1e-12);
     assert_false(sw_fleet_endpoint(f, "frank-primary-sglang")->enabled);
+    /* frank-large on the ROCmFPX fork: its profile declares the fork's tensor type */
+    const struct sw_fleet_endpoint *fx = sw_fleet_endpoint(f, "frank-large-rocmfpx");
+    assert_non_null(fx);
+    assert_int_equal(fx->engine, SW_FLEET_LLAMACPP);
+    assert_ptr_equal(fx->profile, sw_fleet_profile(f, "rocmfpx"));
+    assert_int_equal(fx->profile->n_gguf_types, 1);
+    assert_int_equal(fx->profile->gguf_types[0].id, 115);
+    assert_string_equal(fx->profile->gguf_types[0].name, "Q8_0_ROCMFPX");
+    assert_int_equal(fx->shape.ctx_size.v, 262144);
+    assert_int_equal(fx->shape.seqs.v, 1);
+    assert_int_equal(fx->shape.spec_tokens.v, 4);
+    assert_int_equal(json_integer_value(json_object_get(fx->arch, "num_key_value_heads")), 4);
 
     /* harness: contextWindow 262144, 0.70, 32768, compaction on frank-small (180224 there) */
     assert_int_equal(f->harness.context_window.v, 262144);
@@ -425,7 +437,7 @@ static void test_operator_example(void **state)
     json_t *j = sw_fleet_to_json(f);
     assert_non_null(j);
     json_t *eps = json_object_get(j, "endpoints");
-    assert_int_equal(json_array_size(eps), 4);
+    assert_int_equal(json_array_size(eps), 5);
     json_decref(j);
     sw_fleet_free(f);
 }

@@ -282,6 +282,50 @@ static void test_operator_frank_small(void **state)
     swt_run_free(&r);
 }
 
+/* `slipway plan examples/operator.yaml` covers every endpoint of the operator's fleet: frank-large
+ * on the ROCmFPX fork (its tensor type declared by the profile, one slot of 262,144 at f16 = 64 KiB
+ * a token = 16 GiB) and the retired SGLang shape (its pinned 606,208-token pool) included; none
+ * fails to plan, and the disabled one is marked and does not move the exit. */
+static void test_operator_every_endpoint(void **state)
+{
+    (void)state;
+    struct swt_run r;
+    const char *names[] = {"frank-primary", "frank-small", "frank-large", "frank-large-rocmfpx",
+                           "frank-primary-sglang"};
+    const size_t n = sizeof(names) / sizeof(names[0]);
+
+    assert_int_equal(swt_slipway(&r, "plan", swt_src("examples/operator.yaml"), NULL), 0);
+    assert_int_equal(r.status, 0);
+    assert_null(strstr(r.out, "cannot plan"));
+    size_t sections = 0;
+    for (const char *q = r.out; (q = strstr(q, "== ")); q++)
+        sections++;
+    assert_int_equal(sections, n);
+    assert_non_null(strstr(r.out, "== frank-large-rocmfpx (llama.cpp)\n"));
+    assert_non_null(strstr(r.out, "llama_kv_cache: size = 16384.00 MiB (262144 cells,  16 layers,  "
+                                  "1/1 seqs), K (f16): 8192.00 MiB, V (f16): 8192.00 MiB"));
+    assert_non_null(
+        strstr(r.out, "== frank-primary-sglang (sglang, disabled: kept for the record"));
+    assert_non_null(strstr(r.out, "KV Cache is allocated. #tokens: 606208"));
+    swt_run_free(&r);
+
+    assert_int_equal(swt_slipway(&r, "plan", swt_src("examples/operator.yaml"), "--json", NULL), 0);
+    assert_int_equal(r.status, 0);
+    json_t *j = swt_json_out(&r);
+    json_t *eps = json_object_get(j, "endpoints");
+    assert_int_equal(json_array_size(eps), n);
+    for (size_t i = 0; i < n; i++) {
+        json_t *ep = json_array_get(eps, i);
+        assert_string_equal(json_string_value(json_object_get(ep, "endpoint")), names[i]);
+        assert_null(json_object_get(ep, "error"));
+        assert_non_null(json_object_get(ep, "report"));
+        /* only the retired one says so */
+        assert_true(json_is_false(json_object_get(ep, "enabled")) == (i == n - 1));
+    }
+    json_decref(j);
+    swt_run_free(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -290,6 +334,7 @@ int main(void)
         cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_fleet),
         cmocka_unit_test(test_operator_frank_small),
+        cmocka_unit_test(test_operator_every_endpoint),
     };
     sw_core_init();
     return cmocka_run_group_tests_name("llamacpp_cli", tests, setup, teardown);

@@ -206,9 +206,9 @@ static void test_collect_facts(void **state)
     size_t svgs = 0;
     for (const char *q = html; (q = strstr(q, "<svg ")); q++)
         svgs++;
-    /* three budgets (frank-primary, frank-small, frank-large) and frank-primary's decode by
-     * context depth */
-    assert_int_equal(svgs, 4);
+    /* four budgets (frank-primary, frank-small, frank-large, frank-large-rocmfpx) and
+     * frank-primary's decode by context depth */
+    assert_int_equal(svgs, 5);
     assert_non_null(strstr(html, "frank-primary: measured speed by context depth"));
     assert_null(strstr(html, "src="));
     assert_null(strstr(html, "href="));
@@ -278,7 +278,12 @@ static void test_llama_swap(void **state)
     assert_string_equal(fy_node_get_scalar0(hct), "300"); /* no boot time in the seed ledger */
     struct fy_node *models = fy_node_by_path(root, "/models", FY_NT, FYNWF_DONT_FOLLOW);
     assert_true(fy_node_is_mapping(models));
-    assert_int_equal(fy_node_mapping_item_count(models), 1); /* frank-small: the llama.cpp one */
+    /* the llama.cpp ones: frank-small and frank-large-rocmfpx */
+    assert_int_equal(fy_node_mapping_item_count(models), 2);
+    const char *fxcmd = fy_node_get_scalar0(fy_node_mapping_lookup_by_string(
+        fy_node_mapping_lookup_by_string(models, "frank-large-rocmfpx", FY_NT), "cmd", FY_NT));
+    assert_non_null(fxcmd);
+    assert_non_null(strstr(fxcmd, "-c 262144 -np 1 -ctk f16 -ctv f16"));
     struct fy_node *m = fy_node_mapping_lookup_by_string(models, "frank-small", FY_NT);
     assert_non_null(m);
     it = NULL;

@@ -12,8 +12,9 @@
  * What the seed does NOT give: the free memory before and after the weights load, the weights'
  * size or mem_fraction_static of that boot. So SGLang's rest cannot be computed from first
  * principles here; it is calibrated from one printed figure (the autofit) and the other (the
- * autofill) is predicted from it, and back. "Would leave 0.53 GB" needs those facts: it is not
- * reproduced (test_autofit_leaves says what can be said).
+ * autofill) is predicted from it, and back. "Would leave 0.53 GB" is not an independent figure:
+ * test_autofit_leaves says what the law gives, test_calib_sglang.c test_half_gb_readings the
+ * only reading under which it is reproduced (the 531 MiB reading itself, taken at the autofit).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -174,6 +175,69 @@ static void test_gates(void **state)
     json_decref(out);
 }
 
+/* An unpinned SGLang endpoint: the engine sizes its pool, and the fleet holds no free-memory
+ * facts; the measured autofit (687,388 tokens for this shape) gives the rest, so the pool and
+ * window gates hold the autofit's pool instead of skipping. A larger pin is capped at the autofit,
+ * so a contract past it is fixed by the contract, not by max_total_tokens. Without the fact the
+ * law cannot run and the gates say so. */
+static double num_of(const json_t *g, const char *k)
+{
+    return json_number_value(json_object_get(json_object_get(g, "numbers"), k));
+}
+
+static void test_gates_unpinned(void **state)
+{
+    struct sw_err e;
+    json_t *out = NULL;
+    struct sw_gate_opts o = {0};
+    struct sw_plan p;
+    (void)state;
+    struct sw_fleet_endpoint x = *ep();
+    assert_int_equal(sw_gate_set(&x, "max_total_tokens=null", &e), 0);
+    /* the plan: the autofit's pool, said where it comes from */
+    if (sw_plan_endpoint(F, &x, NULL, &p, &e))
+        fail_msg("%s", e.msg);
+    assert_false(p.pool_pinned);
+    assert_int_equal(p.sglang->max_total_num_tokens, 687388);
+    assert_string_equal(json_string_value(json_object_get(p.predicted, "pool_from")),
+                        "measured autofit_tokens");
+    sw_plan_free(&p);
+
+    assert_int_equal(sw_gate_endpoint(F, &x, &o, &out, &e), 0);
+    const json_t *g = first(out, "pool", "pass");
+    assert_non_null(g);
+    assert_true(num_of(g, "pool_tokens") == 687388);
+    assert_true(num_of(g, "need_tokens") == 4.0 * 151552);
+    assert_true(num_of(g, "autofit") == 1);
+    assert_null(first(out, "pool", "skip"));
+    /* 262,144 > the 151,552 request window */
+    assert_non_null(first(out, "window", "fail"));
+    assert_null(first(out, "window", "skip"));
+    json_decref(out);
+
+    /* 3 x 262,144 = 786,432 > 687,388: the autofit is the ceiling */
+    struct sw_fleet_endpoint y = x;
+    assert_int_equal(sw_gate_set(&y, "seqs=3", &e), 0);
+    assert_int_equal(sw_gate_set(&y, "max_model_len=262144", &e), 0);
+    assert_int_equal(sw_gate_endpoint(F, &y, &o, &out, &e), 0);
+    g = first(out, "pool", "fail");
+    assert_non_null(g);
+    const char *fix = json_string_value(json_object_get(g, "fix"));
+    assert_non_null(strstr(fix, "cut seqs to 2, or max_model_len to 229,129"));
+    assert_null(strstr(fix, "max_total_tokens 786,432"));
+    assert_non_null(first(out, "window", "pass"));
+    json_decref(out);
+
+    /* no autofit fact: nothing sizes the pool here */
+    struct sw_fleet_endpoint z = x;
+    z.n_facts = 0;
+    assert_int_equal(sw_gate_endpoint(F, &z, &o, &out, &e), 0);
+    g = first(out, "pool", "skip");
+    assert_non_null(g);
+    assert_non_null(strstr(json_string_value(json_object_get(g, "line")), "free memory"));
+    json_decref(out);
+}
+
 /* The law's options of the endpoint (as planned) and its architecture. */
 static void law(struct sw_sglang_opts *o, struct sw_hf_config *c)
 {
@@ -295,9 +359,13 @@ static void test_rest_refusals(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_plan_pinned),    cmocka_unit_test(test_pool_slack),
-        cmocka_unit_test(test_gates),          cmocka_unit_test(test_autofill_from_autofit),
-        cmocka_unit_test(test_autofit_leaves), cmocka_unit_test(test_rest_refusals),
+        cmocka_unit_test(test_plan_pinned),
+        cmocka_unit_test(test_pool_slack),
+        cmocka_unit_test(test_gates),
+        cmocka_unit_test(test_gates_unpinned),
+        cmocka_unit_test(test_autofill_from_autofit),
+        cmocka_unit_test(test_autofit_leaves),
+        cmocka_unit_test(test_rest_refusals),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
