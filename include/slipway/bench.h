@@ -163,6 +163,10 @@ struct sw_bench_sample {
                                 * token chunks, when the engine timed every chunk; NaN else */
     bool counts_agree;         /* completion_tokens == srv_predicted_n (when both known) */
     bool good;                 /* within every declared SLO (set by the runner) */
+    /* the emitter's own send instants (opts.emit_stamps): tokens whose chunk carried
+     * "sim_emit_ns", token-bearing chunks without one, and stamps that cannot be this chunk's
+     * (later than its arrival, or earlier than the previous chunk's stamp); 0 when not asked */
+    int64_t emit_matched, emit_missing, emit_bad;
 };
 
 /* The per-request statistics of a sample's chunk records, for callers that fold a stream
@@ -229,6 +233,10 @@ struct sw_bench_opts {
     /* reset the engine's prefix cache before the points: vLLM POST /reset_prefix_cache (served
      * with VLLM_SERVER_DEV_MODE=1), SGLang POST /flush_cache; a failure fails the run */
     bool reset_cache;
+    /* read the emitter's send instant from every chunk ("sim_emit_ns", CLOCK_MONOTONIC on this
+     * host: `slipway sim --emit-stamps`, bench/bench_timing.c's emitter) and histogram arrival -
+     * emit per token: the client's own timing error (point.emit) */
+    bool emit_stamps;
 };
 
 void sw_bench_opts_init(struct sw_bench_opts *o);
@@ -253,6 +261,10 @@ struct sw_bench_point {
     double goodput_rps; /* good / wall_s */
     /* speculative decoding (llama.cpp timings.draft_n / draft_n_accepted, summed) */
     int64_t draft_n, draft_accepted;
+    /* opts.emit_stamps: arrival - the emitter's stamp, one value per token, and the sums of the
+     * samples' emit_matched / emit_missing / emit_bad */
+    struct sw_bench_hist emit;
+    int64_t emit_matched, emit_missing, emit_bad;
 };
 
 /* The engine's /metrics counters over the run's points: after minus before (NaN: not on the

@@ -110,6 +110,13 @@ static json_t *sample_json(const struct sw_bench_sample *s)
     bad |= sw_json_set_new(d, "prefill_diff_pct", num(s->prefill_diff_pct));
     bad |= sw_json_set_new(d, "delivery_spread_ms", num(s->delivery_spread_ms));
     bad |= sw_json_set_new(o, "reconcile", d);
+    if (s->emit_matched || s->emit_missing || s->emit_bad) {
+        json_t *em = json_object();
+        bad |= sw_json_set_int(em, "matched", s->emit_matched);
+        bad |= sw_json_set_int(em, "missing", s->emit_missing);
+        bad |= sw_json_set_int(em, "bad", s->emit_bad);
+        bad |= sw_json_set_new(o, "emit", em);
+    }
     if (bad) {
         json_decref(o);
         return NULL;
@@ -166,6 +173,13 @@ static json_t *point_json(const struct sw_bench_point *pt, bool samples)
     bad |= sw_json_set_new(o, "itl_token", sw_bench_hist_json(&pt->itl_tok));
     bad |= sw_json_set_new(o, "itl_chunk", sw_bench_hist_json(&pt->itl_chunk));
     bad |= sw_json_set_new(o, "send_lag", sw_bench_hist_json(&pt->lag));
+    if (pt->emit.n || pt->emit_missing || pt->emit_bad) {
+        json_t *te = sw_bench_hist_json(&pt->emit);
+        bad |= sw_json_set_int(te, "matched", pt->emit_matched);
+        bad |= sw_json_set_int(te, "missing", pt->emit_missing);
+        bad |= sw_json_set_int(te, "bad", pt->emit_bad);
+        bad |= sw_json_set_new(o, "timing_error", te);
+    }
     if (samples) {
         json_t *a = json_array();
         for (size_t i = 0; i < pt->nsamples; i++)
@@ -345,6 +359,13 @@ void sw_bench_report_print(FILE *f, const struct sw_bench_report *rep)
                     100.0 * (double)pt->draft_accepted / (double)pt->draft_n);
         if (!pt->counts_agree)
             fprintf(f, "        token counts DISAGREE with the engine's own (see --json)\n");
+        if (pt->emit.n || pt->emit_missing || pt->emit_bad)
+            fprintf(f,
+                    "        timing error (arrival - emit): p50 %.3f p99 %.3f p99.9 %.3f max %.3f "
+                    "ms over %lld tokens (%lld chunks unstamped, %lld stamps not theirs)\n",
+                    p_ms(&pt->emit, 0.5), p_ms(&pt->emit, 0.99), p_ms(&pt->emit, 0.999),
+                    p_ms(&pt->emit, 1), (long long)pt->emit_matched, (long long)pt->emit_missing,
+                    (long long)pt->emit_bad);
     }
     if (rep->mode == SW_BENCH_OPEN && rep->npoints) {
         const struct sw_bench_point *pt = &rep->points[0];

@@ -33,6 +33,7 @@ struct flight {
     char *body;
     int64_t *cum;
     double *srv_ms;
+    uint64_t *emit; /* opts.emit_stamps: the chunk's "sim_emit_ns", 0 when it carried none */
     size_t cap;
     struct sw_bench_sample *s;
     struct run *run;
@@ -90,6 +91,64 @@ void sw_bench_opts_init(struct sw_bench_opts *o)
 
 /* ---- chunks with their engine counters ---- */
 
+#define EMIT_KEY "\"sim_emit_ns\":"
+
+/* The emitter's stamp in a chunk's JSON ("sim_emit_ns":N at the top level, as the sim and
+ * bench_timing's emitter write it); 0 when absent. A plain search: the key cannot occur inside
+ * a JSON string unescaped (its quotes would be \"). */
+static uint64_t emit_stamp(const char *d, size_t n)
+{
+    const char *p = memmem(d, n, EMIT_KEY, sizeof(EMIT_KEY) - 1);
+    if (!p)
+        return 0;
+    p += sizeof(EMIT_KEY) - 1;
+    const char *end = d + n;
+    uint64_t v = 0;
+    int digits = 0;
+    while (p < end && *p >= '0' && *p <= '9' && digits < 19) {
+        v = v * 10 + (uint64_t)(*p++ - '0');
+        digits++;
+    }
+    return digits ? v : 0;
+}
+
+/* Each token to the stamp of the chunk that brought it: arrival - emit into h, one value per
+ * token. A token-bearing chunk without a stamp is missing; a stamp later than the chunk's
+ * arrival or earlier than the previous chunk's cannot be this chunk's send (bad). */
+static void emit_match(struct sw_bench_sample *s, const struct sw_openai_result *r,
+                       const int64_t *cum, const uint64_t *emit, struct sw_bench_hist *h)
+{
+    bool per_chunk = s->count_src == SW_BENCH_COUNT_PER_CHUNK && cum;
+    int64_t prev = 0;
+    uint64_t last = 0;
+    for (size_t i = 0; i < r->nrecs && emit; i++) {
+        const struct sw_openai_chunk_rec *c = &r->recs[i];
+        bool text = c->content_bytes > 0 || c->reasoning_bytes > 0;
+        int64_t k = text ? 1 : 0;
+        if (per_chunk) {
+            k = cum[i] > prev ? cum[i] - prev : 0;
+            prev = SW_MAX(prev, cum[i]);
+        }
+        if (emit[i] && emit[i] < last)
+            s->emit_bad++;
+        if (emit[i])
+            last = emit[i];
+        if (k <= 0)
+            continue;
+        if (!emit[i]) {
+            s->emit_missing++;
+            continue;
+        }
+        if (emit[i] > c->t_ns) {
+            s->emit_bad++;
+            continue;
+        }
+        s->emit_matched += k;
+        for (int64_t j = 0; j < k; j++)
+            sw_bench_hist_add(h, c->t_ns - emit[i]);
+    }
+}
+
 static int on_event(void *ud, const struct sw_sse_event *ev)
 {
     struct flight *f = ud;
@@ -110,12 +169,16 @@ static int on_event(void *ud, const struct sw_sse_event *ev)
             double *m = c ? sw_realloc(f->srv_ms, cap * sizeof(*m)) : NULL;
             if (m)
                 f->srv_ms = m;
-            if (!c || !m)
+            uint64_t *em = m ? sw_realloc(f->emit, cap * sizeof(*em)) : NULL;
+            if (em)
+                f->emit = em;
+            if (!c || !m || !em)
                 return SW_ENOMEM;
             f->cap = cap;
         }
         f->cum[before] = -1;
         f->srv_ms[before] = NAN;
+        f->emit[before] = f->run->o->emit_stamps ? emit_stamp(ev->data, ev->data_len) : 0;
         if (d.timings && f->res.timings.predicted_n >= 0) {
             f->cum[before] = f->res.timings.predicted_n;
             f->srv_ms[before] = f->res.timings.predicted_ms;
@@ -231,6 +294,7 @@ static void pool_free(struct run *r)
     for (size_t i = 0; i < r->nall; i++) {
         sw_free(r->all[i]->cum);
         sw_free(r->all[i]->srv_ms);
+        sw_free(r->all[i]->emit);
         sw_free(r->all[i]);
     }
     sw_free(r->all);
@@ -313,6 +377,8 @@ static void on_done(void *ud, struct sw_net_xfer *x)
     s->t_end = resp->t.done ? resp->t.done : now;
     sw_openai_finish(&f->res, NULL);
     sw_bench_measure(s, &f->res, f->cum, f->srv_ms, &pt->itl_tok, &pt->itl_chunk);
+    if (r->o->emit_stamps)
+        emit_match(s, &f->res, f->cum, f->emit, &pt->emit);
     s->rc = resp->rc;
     if (!s->rc && f->res.error.present)
         s->rc = SW_EHTTP;
@@ -361,7 +427,8 @@ static int point_init(struct sw_bench_point *pt, int64_t depth, int conc, size_t
     if (!pt->samples)
         return SW_ENOMEM;
     struct sw_bench_hist *h[] = {&pt->ttft, &pt->ttft_sent, &pt->ttfc,      &pt->e2e, &pt->e2e_sent,
-                                 &pt->tpot, &pt->itl_tok,   &pt->itl_chunk, &pt->lag};
+                                 &pt->tpot, &pt->itl_tok,   &pt->itl_chunk, &pt->lag,
+                                 &pt->emit};
     for (size_t i = 0; i < SW_ARRAY_LEN(h); i++)
         sw_bench_hist_init(h[i]);
     return 0;
@@ -430,6 +497,9 @@ static void point_close(struct sw_bench_point *pt)
         if (!s->counts_agree)
             pt->counts_agree = false;
         pt->good += s->good;
+        pt->emit_matched += s->emit_matched;
+        pt->emit_missing += s->emit_missing;
+        pt->emit_bad += s->emit_bad;
         if (s->srv_draft_n > 0) {
             pt->draft_n += s->srv_draft_n;
             pt->draft_accepted += SW_MAX(s->srv_draft_accepted, (int64_t)0);
@@ -552,6 +622,7 @@ static int one_prompt(struct run *r, int64_t words, int64_t *prompt_tokens, stru
     struct flight f;
     memset(&f, 0, sizeof(f));
     sw_openai_result_init(&f.res, 0, 0);
+    f.run = r;
     struct sw_net_req q;
     memset(&q, 0, sizeof(q));
     q.url = r->url;
@@ -586,6 +657,7 @@ static int one_prompt(struct run *r, int64_t words, int64_t *prompt_tokens, stru
     sw_openai_result_free(&f.res);
     sw_free(f.cum);
     sw_free(f.srv_ms);
+    sw_free(f.emit);
     sw_free(body);
     return rc;
 }

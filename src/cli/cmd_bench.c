@@ -14,8 +14,8 @@
  * (cmd_bench_compare.c).
  *
  * Exit: 0 the run ran and every check held, 1 a request failed, the cache check failed, the
- * token counts disagreed with the engine's or the open-loop run was invalid (send lag), 2
- * unusable input.
+ * token counts disagreed with the engine's, the open-loop run was invalid (send lag) or, with
+ * --emit-stamps, a token could not be matched to its emitter's stamp; 2 unusable input.
  */
 #include "cli.h"
 
@@ -60,6 +60,10 @@ static const struct sw_opt opts[] = {
      "/flush_cache",
      NULL},
     {"no-engine-metrics", 0, NULL, 0, "do not read the engine's /metrics before and after", NULL},
+    {"emit-stamps", 0, NULL, 0,
+     "read the emitter's send instant from every chunk (`slipway sim --emit-stamps`):\n"
+     "the client's timing error, arrival - emit, per token",
+     NULL},
     {"eos", 0, NULL, 0,
      "let the model stop at its end of sequence (ignore_eos is not sent; --tg\nis then a ceiling)",
      NULL},
@@ -97,7 +101,7 @@ const struct sw_cmd_spec sw_spec_bench = {
                 "    [--concurrency LIST] [--rate R [--arrival KIND] [--duration D] [--seed S]\n"
                 "    [--max-lag MS]] [--prompts FILE] [--cache-prompt] [--reuse-prompt]\n"
                 "    [--expect-hit] [--reset-cache] [--no-engine-metrics] [--eos] [--extra JSON]\n"
-                "    [--connections N]\n"
+                "    [--connections N] [--emit-stamps]\n"
                 "    [--slo LIST] [--svg FILE] [--html FILE] [--csv FILE] [--ledger PATH]\n"
                 "    [--samples] [--json] [--quiet]\n"
                 "compare RUN_A RUN_B [--ledger PATH | --fleet FLEET.yaml] [--json]",
@@ -449,6 +453,7 @@ int sw_cmd_bench(int argc, char **argv)
     o.expect_hit = sw_args_flag(&a, "expect-hit");
     o.reset_cache = sw_args_flag(&a, "reset-cache");
     o.engine_metrics = !sw_args_flag(&a, "no-engine-metrics");
+    o.emit_stamps = sw_args_flag(&a, "emit-stamps");
     o.ignore_eos = !sw_args_flag(&a, "eos");
     v = sw_args_str(&a, "extra");
     if (v) {
@@ -543,7 +548,10 @@ int sw_cmd_bench(int argc, char **argv)
     }
     bool bad = rep.invalid || !rep.cache_verified;
     for (size_t i = 0; i < rep.npoints; i++)
-        bad = bad || rep.points[i].failed || !rep.points[i].counts_agree;
+        bad = bad || rep.points[i].failed || !rep.points[i].counts_agree ||
+              (o.emit_stamps &&
+               (rep.points[i].emit_missing || rep.points[i].emit_bad ||
+                rep.points[i].emit_matched != rep.points[i].tokens_out));
     if (bad)
         exit_code = SW_EXIT_FAIL;
 out:
