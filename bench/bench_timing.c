@@ -183,7 +183,7 @@ static void send_event(struct econn *c, const char *fmt_head, long k, bool final
 }
 
 #define HEAD_COMMON                                                                                \
-    "\"created\":1764700000,\"id\":\"chatcmpl-timing\",\"model\":\"m\",\"object\":"              \
+    "\"created\":1764700000,\"id\":\"chatcmpl-timing\",\"model\":\"m\",\"object\":"                \
     "\"chat.completion.chunk\""
 
 /* A whole request in c->in: answer it; 1 when one was taken. */
@@ -291,9 +291,7 @@ static int emitter(int lfd, int ctl, long step_us, bool stagger, int report_fd)
     epoll_ctl(g_ep, EPOLL_CTL_ADD, ctl, &cev);
     while (!g_stop) {
         uint64_t now = mono_ns();
-        int wait_ms = stagger       ? -1
-                      : now >= next ? 0
-                                    : (int)((next - now + 999999) / 1000000);
+        int wait_ms = stagger ? -1 : now >= next ? 0 : (int)((next - now + 999999) / 1000000);
         int k = epoll_wait(g_ep, evs, 1024, wait_ms);
         for (int i = 0; i < k; i++) {
             struct econn *c = evs[i].data.ptr;

@@ -180,6 +180,41 @@ void sw_bench_measure(struct sw_bench_sample *s, const struct sw_openai_result *
                       struct sw_bench_hist *itl_chunk);
 
 /* ---------------------------------------------------------------------------------------------
+ * The decode roofline (src/bench/roof.c): one sequence's decode step reads its active weights
+ * once, the KV of every context token and its recurrent state, so bandwidth / bytes per token
+ * is the ceiling at a depth. docs/bench.md.
+ */
+struct sw_arch;
+struct sw_plan;
+
+struct sw_bench_roof {
+    bool known;                    /* weights and bandwidth both known */
+    double weight_bytes;           /* active weights read per token: all but the embedding table
+                                    * (unless tied to the head), routed experts at
+                                    * n_expert_used / n_expert */
+    double total_weight_bytes;     /* every weight byte (informative) */
+    double kv_bytes_per_token;     /* KV read per context token (full-attention caches) */
+    double kv_swa_bytes_per_token; /* the same for sliding-window caches, up to swa_window */
+    int64_t swa_window;
+    double state_bytes; /* recurrent state per sequence */
+    double bandwidth;   /* bytes per second (tensor parallel: the devices' sum) */
+};
+
+void sw_bench_roof_init(struct sw_bench_roof *r);
+/* Bytes read per decoded token at `depth` tokens of context. */
+double sw_bench_roof_bytes(const struct sw_bench_roof *r, int64_t depth);
+/* The ceiling in tok/s at depth (NaN when not known). */
+double sw_bench_roof_tps(const struct sw_bench_roof *r, int64_t depth);
+/* r's weight_bytes / total_weight_bytes from an architecture's weights by role; SW_ENOENT when
+ * it has none. Leaves the other fields. */
+int sw_bench_roof_weights(const struct sw_arch *a, struct sw_bench_roof *r, struct sw_err *e);
+/* The whole roof of a planned endpoint: bandwidth from its devices (fleet `bandwidth`), weights
+ * from the plan's architecture, KV per cell and recurrent state from the llama.cpp plan's caches.
+ * SW_ENOENT (a device without bandwidth, no weights) or SW_EUNSUPPORTED (not a llama.cpp plan),
+ * e saying which. */
+int sw_bench_roof_from_plan(const struct sw_plan *p, struct sw_bench_roof *r, struct sw_err *e);
+
+/* ---------------------------------------------------------------------------------------------
  * A run.
  */
 enum sw_bench_mode {
@@ -237,6 +272,10 @@ struct sw_bench_opts {
      * host: `slipway sim --emit-stamps`, bench/bench_timing.c's emitter) and histogram arrival -
      * emit per token: the client's own timing error (point.emit) */
     bool emit_stamps;
+    /* the decode roofline to judge each point against (NULL: none); roof_why says why there is
+     * none when it is NULL (printed, may be NULL) */
+    const struct sw_bench_roof *roof;
+    const char *roof_why;
 };
 
 void sw_bench_opts_init(struct sw_bench_opts *o);
@@ -265,6 +304,9 @@ struct sw_bench_point {
      * samples' emit_matched / emit_missing / emit_bad */
     struct sw_bench_hist emit;
     int64_t emit_matched, emit_missing, emit_bad;
+    /* the roofline (opts.roof): at the point's mean prompt tokens, the ceiling and the share of
+     * it the median decode reached; NaN without a roof */
+    double roof_depth, roof_bytes, roof_tps, roof_pct;
 };
 
 /* The engine's /metrics counters over the run's points: after minus before (NaN: not on the
@@ -310,6 +352,9 @@ struct sw_bench_report {
     char parity[1024];
     char slo[128]; /* the declared SLOs as text ("ttft<=2000ms tpot<=50ms"), "" when none */
     struct sw_bench_counters counters;
+    bool roof_known; /* opts.roof was given */
+    struct sw_bench_roof roof;
+    char roof_why[300]; /* no roof: why */
 };
 
 /*

@@ -173,6 +173,14 @@ static json_t *point_json(const struct sw_bench_point *pt, bool samples)
     bad |= sw_json_set_new(o, "itl_token", sw_bench_hist_json(&pt->itl_tok));
     bad |= sw_json_set_new(o, "itl_chunk", sw_bench_hist_json(&pt->itl_chunk));
     bad |= sw_json_set_new(o, "send_lag", sw_bench_hist_json(&pt->lag));
+    if (isfinite(pt->roof_tps)) {
+        json_t *rf = json_object();
+        bad |= sw_json_set_new(rf, "depth", num(pt->roof_depth));
+        bad |= sw_json_set_new(rf, "bytes_per_token", num(pt->roof_bytes));
+        bad |= sw_json_set_new(rf, "ceiling_tps", num(pt->roof_tps));
+        bad |= sw_json_set_new(rf, "pct", num(pt->roof_pct));
+        bad |= sw_json_set_new(o, "roofline", rf);
+    }
     if (pt->emit.n || pt->emit_missing || pt->emit_bad) {
         json_t *te = sw_bench_hist_json(&pt->emit);
         bad |= sw_json_set_int(te, "matched", pt->emit_matched);
@@ -298,6 +306,20 @@ json_t *sw_bench_report_json(const struct sw_bench_report *rep, bool samples)
     bad |= sw_json_set_new(o, "cache", c);
     if (rep->parity[0])
         bad |= sw_json_set_str(o, "parity", rep->parity);
+    json_t *rf = json_object();
+    bad |= sw_json_set_bool(rf, "known", rep->roof_known);
+    if (rep->roof_known) {
+        bad |= sw_json_set_new(rf, "weight_bytes", num(rep->roof.weight_bytes));
+        bad |= sw_json_set_new(rf, "total_weight_bytes", num(rep->roof.total_weight_bytes));
+        bad |= sw_json_set_new(rf, "kv_bytes_per_token", num(rep->roof.kv_bytes_per_token));
+        bad |= sw_json_set_new(rf, "kv_swa_bytes_per_token", num(rep->roof.kv_swa_bytes_per_token));
+        bad |= sw_json_set_int(rf, "swa_window", rep->roof.swa_window);
+        bad |= sw_json_set_new(rf, "state_bytes", num(rep->roof.state_bytes));
+        bad |= sw_json_set_new(rf, "bandwidth", num(rep->roof.bandwidth));
+    } else {
+        bad |= sw_json_set_str(rf, "why", rep->roof_why);
+    }
+    bad |= sw_json_set_new(o, "roofline", rf);
     bad |= sw_json_set_new(o, "engine_counters", counters_json(&rep->counters));
     if (rep->slo[0])
         bad |= sw_json_set_str(o, "slo", rep->slo);
@@ -359,6 +381,12 @@ void sw_bench_report_print(FILE *f, const struct sw_bench_report *rep)
                     100.0 * (double)pt->draft_accepted / (double)pt->draft_n);
         if (!pt->counts_agree)
             fprintf(f, "        token counts DISAGREE with the engine's own (see --json)\n");
+        if (isfinite(pt->roof_tps))
+            fprintf(f,
+                    "        roofline: %.1f MB a token at depth %.0f -> ceiling %.2f tok/s; decode "
+                    "%.2f is %.1f%% of it\n",
+                    pt->roof_bytes / 1e6, pt->roof_depth, pt->roof_tps, pt->decode.median,
+                    pt->roof_pct);
         if (pt->emit.n || pt->emit_missing || pt->emit_bad)
             fprintf(f,
                     "        timing error (arrival - emit): p50 %.3f p99 %.3f p99.9 %.3f max %.3f "
@@ -383,6 +411,15 @@ void sw_bench_report_print(FILE *f, const struct sw_bench_report *rep)
         if (rep->invalid)
             fprintf(f, "%s\n", rep->invalid_why);
     }
+    if (rep->roof_known)
+        fprintf(f,
+                "roofline: %.2f GB of weights read a token (of %.2f), KV %.0f B a context "
+                "token, state %.0f B, at %.1f GB/s\n",
+                rep->roof.weight_bytes / 1e9, rep->roof.total_weight_bytes / 1e9,
+                rep->roof.kv_bytes_per_token + rep->roof.kv_swa_bytes_per_token,
+                rep->roof.state_bytes, rep->roof.bandwidth / 1e9);
+    else if (rep->roof_why[0] && strncmp(rep->roof_why, "no roofline (a URL", 18))
+        fprintf(f, "roofline: %s\n", rep->roof_why);
     fprintf(f, "cache: %s\n", rep->cache_why);
     counters_print(f, &rep->counters);
     if (rep->parity[0])

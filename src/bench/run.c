@@ -427,8 +427,7 @@ static int point_init(struct sw_bench_point *pt, int64_t depth, int conc, size_t
     if (!pt->samples)
         return SW_ENOMEM;
     struct sw_bench_hist *h[] = {&pt->ttft, &pt->ttft_sent, &pt->ttfc,      &pt->e2e, &pt->e2e_sent,
-                                 &pt->tpot, &pt->itl_tok,   &pt->itl_chunk, &pt->lag,
-                                 &pt->emit};
+                                 &pt->tpot, &pt->itl_tok,   &pt->itl_chunk, &pt->lag, &pt->emit};
     for (size_t i = 0; i < SW_ARRAY_LEN(h); i++)
         sw_bench_hist_init(h[i]);
     return 0;
@@ -824,6 +823,28 @@ static void verdicts(const struct sw_bench_opts *o, struct sw_bench_report *rep)
     }
 }
 
+/* Each point against the decode roofline, at its measured depth (the mean prompt tokens). */
+static void roofline(const struct sw_bench_opts *o, struct sw_bench_report *rep)
+{
+    rep->roof_known = o->roof && o->roof->known;
+    if (rep->roof_known)
+        rep->roof = *o->roof;
+    else
+        snprintf(rep->roof_why, sizeof(rep->roof_why), "%.290s",
+                 o->roof_why ? o->roof_why : "no roofline (a URL, or no --fleet endpoint)");
+    for (size_t i = 0; i < rep->npoints; i++) {
+        struct sw_bench_point *pt = &rep->points[i];
+        size_t ok = pt->nsamples - pt->failed;
+        pt->roof_depth = pt->roof_bytes = pt->roof_tps = pt->roof_pct = NAN;
+        if (!rep->roof_known || !ok)
+            continue;
+        pt->roof_depth = (double)pt->tokens_in / (double)ok;
+        pt->roof_bytes = sw_bench_roof_bytes(&rep->roof, (int64_t)(pt->roof_depth + 0.5));
+        pt->roof_tps = sw_bench_roof_tps(&rep->roof, (int64_t)(pt->roof_depth + 0.5));
+        pt->roof_pct = pt->roof_tps > 0 ? 100.0 * pt->decode.median / pt->roof_tps : NAN;
+    }
+}
+
 /* The second scrape, the deltas, and what they say about the cache. An engine's counters may
  * trail the last response by an iteration: while the generation delta is short of the client's
  * count the page is read again, up to a second. */
@@ -1037,6 +1058,7 @@ int sw_bench_run(const struct sw_bench_opts *o, struct sw_bench_report *rep, str
         }
     }
     verdicts(o, rep);
+    roofline(o, rep);
     if (have_before)
         engine_counters(&r, root, &before, &after, &have_after);
     if (o->slo_ttft_s > 0 || o->slo_tpot_s > 0 || o->slo_e2e_s > 0) {

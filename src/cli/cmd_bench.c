@@ -304,6 +304,8 @@ int sw_cmd_bench(int argc, char **argv)
     char *key = NULL;
     json_t *doc = NULL, *extra = NULL;
     const struct sw_fleet_endpoint *ep = NULL;
+    struct sw_bench_roof roof;
+    char roof_why[300] = "";
     int exit_code = SW_EXIT_OK;
     const char *v;
     uint64_t x;
@@ -320,6 +322,20 @@ int sw_cmd_bench(int argc, char **argv)
         o.url = url;
         o.model = model;
         o.engine = engine;
+        /* the decode roofline from the endpoint's plan and its devices' bandwidth */
+        struct sw_plan plan;
+        struct sw_err pe;
+        sw_err_clear(&pe);
+        memset(&plan, 0, sizeof(plan));
+        int prc = sw_plan_endpoint(fleet, ep, NULL, &plan, &pe);
+        if (!prc)
+            prc = sw_bench_roof_from_plan(&plan, &roof, &pe);
+        if (prc)
+            snprintf(roof_why, sizeof(roof_why), "%.290s", pe.msg);
+        else
+            o.roof = &roof;
+        o.roof_why = roof_why;
+        sw_plan_free(&plan);
     }
     v = sw_args_str(&a, "model");
     if (v)
@@ -549,9 +565,8 @@ int sw_cmd_bench(int argc, char **argv)
     bool bad = rep.invalid || !rep.cache_verified;
     for (size_t i = 0; i < rep.npoints; i++)
         bad = bad || rep.points[i].failed || !rep.points[i].counts_agree ||
-              (o.emit_stamps &&
-               (rep.points[i].emit_missing || rep.points[i].emit_bad ||
-                rep.points[i].emit_matched != rep.points[i].tokens_out));
+              (o.emit_stamps && (rep.points[i].emit_missing || rep.points[i].emit_bad ||
+                                 rep.points[i].emit_matched != rep.points[i].tokens_out));
     if (bad)
         exit_code = SW_EXIT_FAIL;
 out:

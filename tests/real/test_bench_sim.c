@@ -60,8 +60,8 @@ static int start_sim_with(const char *dir, const char *const *extra)
                   "\"torch_dtype\":\"bfloat16\"}");
     snprintf(out, sizeof(out), "%s/sim.out", dir);
     snprintf(log, sizeof(log), "%s/sim.log", dir);
-    const char *head[] = {swt_bin(),         "sim",   "--engine",  "vllm", "--load-time",
-                          "0",               "--device-memory", "24GiB", "--weights", "16GiB"};
+    const char *head[] = {swt_bin(),         "sim",   "--engine",  "vllm", "--load-time", "0",
+                          "--device-memory", "24GiB", "--weights", "16GiB"};
     const char *tail[] = {"--", "vllm", "serve", model, "--max-model-len", "32768"};
     const char *argv[40];
     size_t n = 0;
@@ -185,14 +185,14 @@ static void test_emit_stamps_against_sim(void **state)
 {
     (void)state;
     g_dir = swt_tmpdir();
-    const char *stamps[] = {"--emit-stamps", "--decode-base-us", "2000", "--decode-seq-us", "0",
-                            NULL};
+    const char *stamps[] = {
+        "--emit-stamps", "--decode-base-us", "2000", "--decode-seq-us", "0", NULL};
     int port = start_sim_with(g_dir, stamps);
     char url[64];
     snprintf(url, sizeof(url), "http://127.0.0.1:%d", port);
     struct swt_run r;
-    swt_slipway(&r, "bench", url, "--engine", "vllm", "--depth", "0", "--tg", "40", "--repeat",
-                "1", "--concurrency", "100", "--emit-stamps", "--samples", "--json", NULL);
+    swt_slipway(&r, "bench", url, "--engine", "vllm", "--depth", "0", "--tg", "40", "--repeat", "1",
+                "--concurrency", "100", "--emit-stamps", "--samples", "--json", NULL);
     if (r.status)
         fail_msg("bench exited %d: %s", r.status, r.err);
     json_t *j = swt_json_out(&r);
