@@ -572,8 +572,8 @@ int main(int argc, char **argv)
            (double)step_us / 1e3, 1e6 / (double)step_us,
            stagger ? "each stream on its own phase" : "every stream in one burst a step", tokens,
            pinned ? "; emitter on CPU 0, client on CPU 1" : "");
-    printf("%8s %9s %9s %9s %9s %9s %9s %8s %8s %12s\n", "streams", "tokens", "p50 ms", "p99 ms",
-           "p99.9 ms", "max ms", "mean ms", "unstamp", "bad", "client ns/tok");
+    printf("%8s %9s %9s %9s %9s %9s %9s %8s %8s %12s %6s\n", "streams", "tokens", "p50 ms",
+           "p99 ms", "p99.9 ms", "max ms", "mean ms", "unstamp", "bad", "client ns/tok", "loop%");
     bool all_ok = true;
     for (size_t i = 0; i < nstreams; i++) {
         struct sw_bench_opts o;
@@ -612,12 +612,13 @@ int main(int argc, char **argv)
                   pt->emit_matched == pt->tokens_out &&
                   pt->tokens_out == (int64_t)streams[i] * tokens;
         all_ok = all_ok && ok;
-        printf("%8d %9lld %9.3f %9.3f %9.3f %9.3f %9.3f %8lld %8lld %12.0f%s\n", streams[i],
+        printf("%8d %9lld %9.3f %9.3f %9.3f %9.3f %9.3f %8lld %8lld %12.0f %6.1f%s\n", streams[i],
                (long long)pt->emit_matched, (double)sw_bench_hist_quantile(h, 0.5) / 1e6,
                (double)sw_bench_hist_quantile(h, 0.99) / 1e6,
                (double)sw_bench_hist_quantile(h, 0.999) / 1e6, (double)h->max_ns / 1e6,
                h->n ? h->sum_ns / (double)h->n / 1e6 : NAN, (long long)pt->emit_missing,
                (long long)pt->emit_bad, pt->tokens_out ? cpu / (double)pt->tokens_out * 1e9 : 0,
+               pt->client_wall_s > 0 ? 100.0 * pt->client_cpu_s / pt->client_wall_s : 0.0,
                ok ? "" : "  INCOMPLETE");
         if (pt->failed)
             printf("         %zu of %zu requests failed: %s\n", pt->failed, pt->nsamples,

@@ -307,6 +307,10 @@ struct sw_bench_point {
     /* the roofline (opts.roof): at the point's mean prompt tokens, the ceiling and the share of
      * it the median decode reached; NaN without a roof */
     double roof_depth, roof_bytes, roof_tps, roof_pct;
+    /* the client's own cost over the point: the event loop's thread CPU (user + system) and the
+     * wall time the point ran; utilisation = cpu / wall (1: the loop never waited for bytes, the
+     * figures are the client's), CPU per token = cpu / completion tokens */
+    double client_cpu_s, client_wall_s;
 };
 
 /* The engine's /metrics counters over the run's points: after minus before (NaN: not on the

@@ -173,6 +173,15 @@ static json_t *point_json(const struct sw_bench_point *pt, bool samples)
     bad |= sw_json_set_new(o, "itl_token", sw_bench_hist_json(&pt->itl_tok));
     bad |= sw_json_set_new(o, "itl_chunk", sw_bench_hist_json(&pt->itl_chunk));
     bad |= sw_json_set_new(o, "send_lag", sw_bench_hist_json(&pt->lag));
+    json_t *cl = json_object();
+    bad |= sw_json_set_new(cl, "cpu_s", num(pt->client_cpu_s));
+    bad |= sw_json_set_new(cl, "wall_s", num(pt->client_wall_s));
+    bad |= sw_json_set_new(cl, "loop_utilisation",
+                           num(pt->client_wall_s > 0 ? pt->client_cpu_s / pt->client_wall_s : NAN));
+    bad |= sw_json_set_new(
+        cl, "cpu_per_token_us",
+        num(pt->tokens_out > 0 ? pt->client_cpu_s * 1e6 / (double)pt->tokens_out : NAN));
+    bad |= sw_json_set_new(o, "client", cl);
     if (isfinite(pt->roof_tps)) {
         json_t *rf = json_object();
         bad |= sw_json_set_new(rf, "depth", num(pt->roof_depth));
@@ -381,6 +390,10 @@ void sw_bench_report_print(FILE *f, const struct sw_bench_report *rep)
                     100.0 * (double)pt->draft_accepted / (double)pt->draft_n);
         if (!pt->counts_agree)
             fprintf(f, "        token counts DISAGREE with the engine's own (see --json)\n");
+        if (pt->client_wall_s > 0)
+            fprintf(f, "        client: event loop busy %.1f%% of %.2f s, %.2f us CPU a token\n",
+                    100.0 * pt->client_cpu_s / pt->client_wall_s, pt->client_wall_s,
+                    pt->tokens_out > 0 ? pt->client_cpu_s * 1e6 / (double)pt->tokens_out : NAN);
         if (isfinite(pt->roof_tps))
             fprintf(f,
                     "        roofline: %.1f MB a token at depth %.0f -> ceiling %.2f tok/s; decode "

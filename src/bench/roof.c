@@ -55,8 +55,8 @@ int sw_bench_roof_weights(const struct sw_arch *a, struct sw_bench_roof *r, stru
         active -= (double)w->embd;
     if (w->experts > 0 && a->moe.n_expert > 0 && a->moe.n_expert_used > 0 &&
         a->moe.n_expert_used < a->moe.n_expert)
-        active -= (double)w->experts *
-                  (1.0 - (double)a->moe.n_expert_used / (double)a->moe.n_expert);
+        active -=
+            (double)w->experts * (1.0 - (double)a->moe.n_expert_used / (double)a->moe.n_expert);
     r->weight_bytes = active;
     r->total_weight_bytes = (double)w->total;
     return 0;

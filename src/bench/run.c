@@ -418,6 +418,26 @@ static void on_done(void *ud, struct sw_net_xfer *x)
 
 /* ---- points ---- */
 
+static double thread_cpu_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* The client's own cost over a point: the loop thread's CPU and the wall time it ran in. */
+static void cost_begin(struct sw_bench_point *pt)
+{
+    pt->client_cpu_s = thread_cpu_s();
+    pt->client_wall_s = (double)sw_now_ns() / 1e9;
+}
+
+static void cost_end(struct sw_bench_point *pt)
+{
+    pt->client_cpu_s = thread_cpu_s() - pt->client_cpu_s;
+    pt->client_wall_s = (double)sw_now_ns() / 1e9 - pt->client_wall_s;
+}
+
 static int point_init(struct sw_bench_point *pt, int64_t depth, int conc, size_t cap)
 {
     memset(pt, 0, sizeof(*pt));
@@ -535,10 +555,12 @@ static int run_closed(struct run *r, struct sw_bench_point *pt)
     r->next = r->done = 0;
     r->cap = (size_t)pt->concurrency * (size_t)r->o->repeat;
     r->shared_nonce = ++r->nonce;
+    cost_begin(pt);
     uint64_t now = sw_now_ns();
     for (int i = 0; i < pt->concurrency; i++)
         start_one(r, now);
     int rc = sw_net_loop_run(&r->loop);
+    cost_end(pt);
     pt->nsamples = r->next;
     point_close(pt);
     return rc;
@@ -595,6 +617,7 @@ static int run_open(struct run *r, struct sw_bench_point *pt)
     r->tick = evtimer_new(sw_net_loop_base(&r->loop), on_tick, r);
     if (!r->tick)
         return SW_ENOMEM;
+    cost_begin(pt);
     r->t0 = sw_now_ns();
     r->next_at_s = 0;
     r->sending_over = false;
@@ -603,6 +626,7 @@ static int run_open(struct run *r, struct sw_bench_point *pt)
     /* anything still running (a break from elsewhere) runs out */
     if (!rc && sw_net_loop_active(&r->loop))
         rc = sw_net_loop_run(&r->loop);
+    cost_end(pt);
     event_free(r->tick);
     r->tick = NULL;
     pt->nsamples = r->next;

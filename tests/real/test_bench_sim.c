@@ -210,6 +210,11 @@ static void test_emit_stamps_against_sim(void **state)
     double max_ms = json_number_value(json_object_get(te, "max_ms"));
     assert_true(json_number_value(json_object_get(te, "min_ms")) >= 0);
     assert_true(max_ms <= json_number_value(json_object_get(pt, "wall_s")) * 1e3);
+    /* the client's own cost: its loop's thread ran for part of the point's wall time */
+    json_t *cl = json_object_get(pt, "client");
+    double util = json_number_value(json_object_get(cl, "loop_utilisation"));
+    assert_true(util > 0 && util <= 1.001);
+    assert_true(json_number_value(json_object_get(cl, "cpu_per_token_us")) > 0);
     json_t *samples = json_object_get(pt, "samples");
     assert_int_equal(json_array_size(samples), 100);
     size_t i;
@@ -229,6 +234,7 @@ static void test_emit_stamps_against_sim(void **state)
     assert_int_equal(r.status, 0);
     assert_non_null(strstr(r.out, "timing error (arrival - emit): p50 "));
     assert_non_null(strstr(r.out, "ms over 32 tokens (0 chunks unstamped, 0 stamps not theirs)"));
+    assert_non_null(strstr(r.out, "client: event loop busy "));
     swt_run_free(&r);
     int st;
     kill(g_pid, SIGKILL);

@@ -160,11 +160,10 @@ static void test_routing_and_window(void **state)
     (void)state;
     json_t *decl = json_pack("{s:s, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:{s:I, s:I, s:I, s:I}}",
                              "arch", "qwen3moe", "context_length", 4096, "vocab_size", 1000,
-                             "embedding_length", 512,
-                             "block_count", 4, "attention.head_count", 8, "expert_count", 64,
-                             "expert_used_count", 4, "weights", "embd", (json_int_t)1000000,
-                             "output", (json_int_t)1000000, "attn", (json_int_t)2000000,
-                             "experts", (json_int_t)64000000);
+                             "embedding_length", 512, "block_count", 4, "attention.head_count", 8,
+                             "expert_count", 64, "expert_used_count", 4, "weights", "embd",
+                             (json_int_t)1000000, "output", (json_int_t)1000000, "attn",
+                             (json_int_t)2000000, "experts", (json_int_t)64000000);
     struct sw_arch *a = NULL;
     struct sw_err e;
     if (sw_arch_from_json(decl, "test", &a, &e))
