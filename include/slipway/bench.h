@@ -25,7 +25,8 @@
  * client's, prefix-cache hits for the cache check, vLLM's spec-decode acceptance per position).
  *
  * What it deliberately does not do: judge a speed (it reports), retry a failed request (it is
- * counted as failed), or run more than one event loop (one thread).
+ * counted as failed), or run an open-loop schedule on more than one event loop (a closed-loop
+ * point's streams can be split over threads, one loop each: opts.threads).
  */
 #ifndef SLIPWAY_BENCH_H
 #define SLIPWAY_BENCH_H
@@ -276,6 +277,9 @@ struct sw_bench_opts {
      * none when it is NULL (printed, may be NULL) */
     const struct sw_bench_roof *roof;
     const char *roof_why;
+    /* closed loop: a point's streams split over this many threads, one event loop each (0, 1:
+     * one loop on the caller's thread); at most the point's concurrency */
+    int threads;
 };
 
 void sw_bench_opts_init(struct sw_bench_opts *o);
@@ -311,6 +315,7 @@ struct sw_bench_point {
      * wall time the point ran; utilisation = cpu / wall (1: the loop never waited for bytes, the
      * figures are the client's), CPU per token = cpu / completion tokens */
     double client_cpu_s, client_wall_s;
+    int threads; /* event loops the point ran on (cpu is their sum, wall the longest) */
 };
 
 /* The engine's /metrics counters over the run's points: after minus before (NaN: not on the

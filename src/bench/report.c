@@ -176,8 +176,11 @@ static json_t *point_json(const struct sw_bench_point *pt, bool samples)
     json_t *cl = json_object();
     bad |= sw_json_set_new(cl, "cpu_s", num(pt->client_cpu_s));
     bad |= sw_json_set_new(cl, "wall_s", num(pt->client_wall_s));
-    bad |= sw_json_set_new(cl, "loop_utilisation",
-                           num(pt->client_wall_s > 0 ? pt->client_cpu_s / pt->client_wall_s : NAN));
+    int nth = pt->threads > 1 ? pt->threads : 1;
+    bad |= sw_json_set_int(cl, "threads", nth);
+    bad |= sw_json_set_new(
+        cl, "loop_utilisation",
+        num(pt->client_wall_s > 0 ? pt->client_cpu_s / pt->client_wall_s / nth : NAN));
     bad |= sw_json_set_new(
         cl, "cpu_per_token_us",
         num(pt->tokens_out > 0 ? pt->client_cpu_s * 1e6 / (double)pt->tokens_out : NAN));
@@ -391,8 +394,11 @@ void sw_bench_report_print(FILE *f, const struct sw_bench_report *rep)
         if (!pt->counts_agree)
             fprintf(f, "        token counts DISAGREE with the engine's own (see --json)\n");
         if (pt->client_wall_s > 0)
-            fprintf(f, "        client: event loop busy %.1f%% of %.2f s, %.2f us CPU a token\n",
-                    100.0 * pt->client_cpu_s / pt->client_wall_s, pt->client_wall_s,
+            fprintf(f, "        client: event loop%s busy %.1f%% of %.2f s, %.2f us CPU a token\n",
+                    pt->threads > 1 ? "s (mean of the threads')" : "",
+                    100.0 * pt->client_cpu_s / pt->client_wall_s /
+                        (pt->threads > 1 ? pt->threads : 1),
+                    pt->client_wall_s,
                     pt->tokens_out > 0 ? pt->client_cpu_s * 1e6 / (double)pt->tokens_out : NAN);
         if (isfinite(pt->roof_tps))
             fprintf(f,

@@ -18,6 +18,8 @@
 
 #include <event2/event.h>
 
+#include <pthread.h>
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -549,8 +551,14 @@ static void point_close(struct sw_bench_point *pt)
     sw_free(pdiff);
 }
 
+static int run_threads(struct run *r, struct sw_bench_point *pt, int T);
+
 static int run_closed(struct run *r, struct sw_bench_point *pt)
 {
+    int T = SW_MIN(r->o->threads, pt->concurrency);
+    if (T > 1)
+        return run_threads(r, pt, T);
+    pt->threads = 1;
     r->pt = pt;
     r->next = r->done = 0;
     r->cap = (size_t)pt->concurrency * (size_t)r->o->repeat;
@@ -563,6 +571,137 @@ static int run_closed(struct run *r, struct sw_bench_point *pt)
     cost_end(pt);
     pt->nsamples = r->next;
     point_close(pt);
+    return rc;
+}
+
+/* ---- closed loop on several threads (--threads N): one event loop each ---- */
+
+static int loop_open(struct run *r, struct event_base **base, struct sw_err *e)
+{
+    /* libevent times its timers on CLOCK_MONOTONIC_COARSE unless asked (a 4 ms tick at HZ=250):
+     * the open-loop schedule would run up to a tick late, every send lag with it */
+    struct event_config *cfg = event_config_new();
+    if (cfg)
+        event_config_set_flag(cfg, EVENT_BASE_FLAG_PRECISE_TIMER);
+    *base = cfg ? event_base_new_with_config(cfg) : NULL;
+    if (cfg)
+        event_config_free(cfg);
+    if (!*base)
+        return sw_err_set(e, SW_ENOMEM, "bench: cannot make an event base");
+    struct sw_net_loop_opts lo;
+    memset(&lo, 0, sizeof(lo));
+    lo.base = *base;
+    lo.max_total_conns = r->o->connections;
+    lo.max_host_conns = r->o->connections;
+    lo.max_cached_conns = r->o->connections > 64 ? r->o->connections : 0;
+    int rc = sw_net_loop_init(&r->loop, &lo, e);
+    if (rc) {
+        event_base_free(*base);
+        *base = NULL;
+    }
+    return rc;
+}
+
+struct sub {
+    struct run r;
+    struct sw_bench_opts o; /* the caller's, without the progress bar */
+    struct sw_bench_point pt;
+    struct event_base *base;
+    int streams;
+    int rc;
+    pthread_t th;
+};
+
+static void *sub_main(void *arg)
+{
+    struct sub *u = arg;
+    cost_begin(&u->pt);
+    uint64_t now = sw_now_ns();
+    for (int i = 0; i < u->streams; i++)
+        start_one(&u->r, now);
+    u->rc = sw_net_loop_run(&u->r.loop);
+    cost_end(&u->pt);
+    return NULL;
+}
+
+/* The point's C streams split over T threads, each its own loop and its own share of the
+ * samples; the per-token histograms and the cost merged after. */
+static int run_threads(struct run *r, struct sw_bench_point *pt, int T)
+{
+    struct sub *u = sw_calloc((size_t)T, sizeof(*u));
+    if (!u)
+        return SW_ENOMEM;
+    int rc = 0, started = 0;
+    size_t off = 0;
+    for (int t = 0; t < T && !rc; t++) {
+        struct sub *x = &u[t];
+        x->o = *r->o;
+        x->o.progress = NULL;
+        x->r = *r;
+        x->r.o = &x->o;
+        x->r.free_list = NULL;
+        x->r.all = NULL;
+        x->r.nall = 0;
+        x->r.first_rc = 0;
+        x->r.nonce = r->nonce + (uint64_t)(t + 1) * 1000000007ull;
+        x->streams = pt->concurrency / T + (t < pt->concurrency % T);
+        x->pt = *pt;
+        x->pt.samples = pt->samples + off;
+        struct sw_bench_hist *h[] = {&x->pt.itl_tok, &x->pt.itl_chunk, &x->pt.emit};
+        for (size_t i = 0; i < SW_ARRAY_LEN(h); i++)
+            sw_bench_hist_init(h[i]);
+        x->r.pt = &x->pt;
+        x->r.next = x->r.done = 0;
+        x->r.cap = (size_t)x->streams * (size_t)r->o->repeat;
+        off += x->r.cap;
+        struct sw_err e;
+        rc = loop_open(&x->r, &x->base, &e);
+        if (rc)
+            break;
+        started++;
+    }
+    int made = 0;
+    for (int t = 0; t < started && !rc; t++) {
+        if (pthread_create(&u[t].th, NULL, sub_main, &u[t])) {
+            rc = SW_ENOMEM;
+            break;
+        }
+        made++;
+    }
+    double cpu = 0, wall = 0;
+    size_t n = 0;
+    for (int t = 0; t < made; t++) {
+        pthread_join(u[t].th, NULL);
+        struct sub *x = &u[t];
+        if (x->rc && !rc)
+            rc = x->rc;
+        /* the samples of thread t sit right after those of t - 1 (each ran all of its cap) */
+        n += x->r.next;
+        sw_bench_hist_merge(&pt->itl_tok, &x->pt.itl_tok);
+        sw_bench_hist_merge(&pt->itl_chunk, &x->pt.itl_chunk);
+        sw_bench_hist_merge(&pt->emit, &x->pt.emit);
+        cpu += x->pt.client_cpu_s;
+        wall = SW_MAX(wall, x->pt.client_wall_s);
+        if (x->r.first_rc && !r->first_rc) {
+            r->first_rc = x->r.first_rc;
+            snprintf(r->first_err, sizeof(r->first_err), "%s", x->r.first_err);
+        }
+        r->prog_done += x->r.prog_done;
+    }
+    for (int t = 0; t < started; t++) {
+        sw_net_loop_close(&u[t].r.loop);
+        event_base_free(u[t].base);
+        pool_free(&u[t].r);
+    }
+    r->nonce += (uint64_t)(T + 1) * 1000000007ull;
+    pt->nsamples = made == T ? n : 0;
+    pt->client_cpu_s = cpu;
+    pt->client_wall_s = wall;
+    pt->threads = T;
+    sw_free(u);
+    point_close(pt);
+    if (r->o->progress)
+        sw_progress_update(&r->prog, r->prog_done);
     return rc;
 }
 
@@ -767,6 +906,9 @@ static int check_opts(const struct sw_bench_opts *o, struct sw_err *e)
             return sw_err_set(e, SW_EINVAL,
                               "bench: --rate x --duration asks for more than 200,000 requests");
     }
+    if (o->threads < 0 || o->threads > 256 || (o->threads > 1 && o->mode == SW_BENCH_OPEN))
+        return sw_err_set(e, SW_EINVAL,
+                          "bench: --threads must be 1..256, and only for closed-loop sweeps");
     for (size_t i = 0; i < o->ndepths; i++)
         if (o->depths[i] < 0 || o->depths[i] > 100000000)
             return sw_err_set(e, SW_EINVAL, "bench: a depth must be 0..100M tokens");
@@ -935,27 +1077,9 @@ int sw_bench_run(const struct sw_bench_opts *o, struct sw_bench_report *rep, str
     snprintf(rep->engine, sizeof(rep->engine), "%s", o->engine ? o->engine : "llama.cpp");
     rep->mode = o->mode;
     rep->started_at = sw_wall_unix();
-    /* libevent times its timers on CLOCK_MONOTONIC_COARSE unless asked (a 4 ms tick at HZ=250):
-     * the open-loop schedule would run up to a tick late, every send lag with it */
-    struct event_config *cfg = event_config_new();
-    if (cfg)
-        event_config_set_flag(cfg, EVENT_BASE_FLAG_PRECISE_TIMER);
-    base = cfg ? event_base_new_with_config(cfg) : NULL;
-    if (cfg)
-        event_config_free(cfg);
-    if (!base)
-        return sw_err_set(e, SW_ENOMEM, "bench: cannot make an event base");
-    struct sw_net_loop_opts lo;
-    memset(&lo, 0, sizeof(lo));
-    lo.base = base;
-    lo.max_total_conns = o->connections;
-    lo.max_host_conns = o->connections;
-    lo.max_cached_conns = o->connections > 64 ? o->connections : 0;
-    rc = sw_net_loop_init(&r.loop, &lo, e);
-    if (rc) {
-        event_base_free(base);
+    rc = loop_open(&r, &base, e);
+    if (rc)
         return rc;
-    }
     if (o->prompts_file) {
         rc = load_file(&r, o->prompts_file, e);
         if (rc)

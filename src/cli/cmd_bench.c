@@ -71,6 +71,8 @@ static const struct sw_opt opts[] = {
      "an object whose keys are added to every request last, e.g.\n'{\"grammar\":\"root ::= [a-z "
      "]+\"}'",
      NULL},
+    {"threads", 0, "N", 0,
+     "closed loop: a point's streams over N threads, one event loop each (default 1)", NULL},
     {"connections", 0, "N", 0,
      "at most N connections (default: as many as needed); open-loop requests\npast them wait in "
      "the client",
@@ -101,7 +103,7 @@ const struct sw_cmd_spec sw_spec_bench = {
                 "    [--concurrency LIST] [--rate R [--arrival KIND] [--duration D] [--seed S]\n"
                 "    [--max-lag MS]] [--prompts FILE] [--cache-prompt] [--reuse-prompt]\n"
                 "    [--expect-hit] [--reset-cache] [--no-engine-metrics] [--eos] [--extra JSON]\n"
-                "    [--connections N] [--emit-stamps]\n"
+                "    [--connections N] [--threads N] [--emit-stamps]\n"
                 "    [--slo LIST] [--svg FILE] [--html FILE] [--csv FILE] [--ledger PATH]\n"
                 "    [--samples] [--json] [--quiet]\n"
                 "compare RUN_A RUN_B [--ledger PATH | --fleet FLEET.yaml] [--json]",
@@ -431,6 +433,20 @@ int sw_cmd_bench(int argc, char **argv)
         if (exit_code)
             goto out;
         o.connections = (long)x;
+    }
+    v = sw_args_str(&a, "threads");
+    if (v) {
+        exit_code = count_opt("--threads", v, 256u, &x, json);
+        if (exit_code)
+            goto out;
+        if (x < 1 || (x > 1 && o.mode == SW_BENCH_OPEN)) {
+            exit_code = sw_cli_usage_json("bench", json,
+                                          "--threads %s: 1..256, and only for closed-loop sweeps "
+                                          "(no --rate)",
+                                          v);
+            goto out;
+        }
+        o.threads = (int)x;
     }
     v = sw_args_str(&a, "slo");
     if (v) {

@@ -228,6 +228,35 @@ static void test_emit_stamps_against_sim(void **state)
     }
     json_decref(j);
 
+    /* --threads 2: the 100 streams on two loops, every token still matched, each request once,
+     * the engine's counters equal to the client's sums over both threads' samples */
+    swt_slipway(&r, "bench", url, "--engine", "vllm", "--depth", "0", "--tg", "20", "--repeat", "2",
+                "--concurrency", "100", "--threads", "2", "--emit-stamps", "--json", NULL);
+    if (r.status)
+        fail_msg("bench --threads 2 exited %d: %s", r.status, r.err);
+    j = swt_json_out(&r);
+    swt_run_free(&r);
+    pt = json_array_get(json_object_get(j, "points"), 0);
+    assert_int_equal(json_integer_value(json_object_get(pt, "requests")), 200);
+    assert_int_equal(json_integer_value(json_object_get(pt, "failed")), 0);
+    assert_int_equal(json_integer_value(json_object_get(pt, "completion_tokens")), 200 * 20);
+    te = json_object_get(pt, "timing_error");
+    assert_int_equal(json_integer_value(json_object_get(te, "matched")), 200 * 20);
+    assert_int_equal(json_integer_value(json_object_get(te, "n")), 200 * 20);
+    assert_int_equal(json_integer_value(json_object_get(te, "missing")), 0);
+    assert_int_equal(json_integer_value(json_object_get(te, "bad")), 0);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(pt, "itl_token"), "n")),
+                     200 * 19);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(pt, "client"), "threads")),
+                     2);
+    assert_true(
+        json_is_true(json_object_get(json_object_get(j, "engine_counters"), "counts_agree")));
+    json_decref(j);
+    /* an open-loop run is one loop */
+    swt_slipway(&r, "bench", url, "--rate", "1", "--duration", "1s", "--threads", "2", NULL);
+    assert_int_equal(r.status, 2);
+    swt_run_free(&r);
+
     /* the table's line */
     swt_slipway(&r, "bench", url, "--engine", "vllm", "--depth", "0", "--tg", "8", "--repeat", "1",
                 "--concurrency", "4", "--emit-stamps", "-q", NULL);
