@@ -25,7 +25,8 @@
  * client's, prefix-cache hits for the cache check, vLLM's spec-decode acceptance per position).
  *
  * What it deliberately does not do: judge a speed (it reports), retry a failed request (it is
- * counted as failed), or run more than one event loop (one thread).
+ * counted as failed), or run an open-loop schedule on more than one event loop (a closed-loop
+ * point's streams can be split over threads, one loop each: opts.threads).
  */
 #ifndef SLIPWAY_BENCH_H
 #define SLIPWAY_BENCH_H
@@ -163,6 +164,10 @@ struct sw_bench_sample {
                                 * token chunks, when the engine timed every chunk; NaN else */
     bool counts_agree;         /* completion_tokens == srv_predicted_n (when both known) */
     bool good;                 /* within every declared SLO (set by the runner) */
+    /* the emitter's own send instants (opts.emit_stamps): tokens whose chunk carried
+     * "sim_emit_ns", token-bearing chunks without one, and stamps that cannot be this chunk's
+     * (later than its arrival, or earlier than the previous chunk's stamp); 0 when not asked */
+    int64_t emit_matched, emit_missing, emit_bad;
 };
 
 /* The per-request statistics of a sample's chunk records, for callers that fold a stream
@@ -174,6 +179,41 @@ struct sw_bench_sample {
 void sw_bench_measure(struct sw_bench_sample *s, const struct sw_openai_result *r,
                       const int64_t *cum, const double *srv_ms, struct sw_bench_hist *itl_tok,
                       struct sw_bench_hist *itl_chunk);
+
+/* ---------------------------------------------------------------------------------------------
+ * The decode roofline (src/bench/roof.c): one sequence's decode step reads its active weights
+ * once, the KV of every context token and its recurrent state, so bandwidth / bytes per token
+ * is the ceiling at a depth. docs/bench.md.
+ */
+struct sw_arch;
+struct sw_plan;
+
+struct sw_bench_roof {
+    bool known;                    /* weights and bandwidth both known */
+    double weight_bytes;           /* active weights read per token: all but the embedding table
+                                    * (unless tied to the head), routed experts at
+                                    * n_expert_used / n_expert */
+    double total_weight_bytes;     /* every weight byte (informative) */
+    double kv_bytes_per_token;     /* KV read per context token (full-attention caches) */
+    double kv_swa_bytes_per_token; /* the same for sliding-window caches, up to swa_window */
+    int64_t swa_window;
+    double state_bytes; /* recurrent state per sequence */
+    double bandwidth;   /* bytes per second (tensor parallel: the devices' sum) */
+};
+
+void sw_bench_roof_init(struct sw_bench_roof *r);
+/* Bytes read per decoded token at `depth` tokens of context. */
+double sw_bench_roof_bytes(const struct sw_bench_roof *r, int64_t depth);
+/* The ceiling in tok/s at depth (NaN when not known). */
+double sw_bench_roof_tps(const struct sw_bench_roof *r, int64_t depth);
+/* r's weight_bytes / total_weight_bytes from an architecture's weights by role; SW_ENOENT when
+ * it has none. Leaves the other fields. */
+int sw_bench_roof_weights(const struct sw_arch *a, struct sw_bench_roof *r, struct sw_err *e);
+/* The whole roof of a planned endpoint: bandwidth from its devices (fleet `bandwidth`), weights
+ * from the plan's architecture, KV per cell and recurrent state from the llama.cpp plan's caches.
+ * SW_ENOENT (a device without bandwidth, no weights) or SW_EUNSUPPORTED (not a llama.cpp plan),
+ * e saying which. */
+int sw_bench_roof_from_plan(const struct sw_plan *p, struct sw_bench_roof *r, struct sw_err *e);
 
 /* ---------------------------------------------------------------------------------------------
  * A run.
@@ -229,6 +269,17 @@ struct sw_bench_opts {
     /* reset the engine's prefix cache before the points: vLLM POST /reset_prefix_cache (served
      * with VLLM_SERVER_DEV_MODE=1), SGLang POST /flush_cache; a failure fails the run */
     bool reset_cache;
+    /* read the emitter's send instant from every chunk ("sim_emit_ns", CLOCK_MONOTONIC on this
+     * host: `slipway sim --emit-stamps`, bench/bench_timing.c's emitter) and histogram arrival -
+     * emit per token: the client's own timing error (point.emit) */
+    bool emit_stamps;
+    /* the decode roofline to judge each point against (NULL: none); roof_why says why there is
+     * none when it is NULL (printed, may be NULL) */
+    const struct sw_bench_roof *roof;
+    const char *roof_why;
+    /* closed loop: a point's streams split over this many threads, one event loop each (0, 1:
+     * one loop on the caller's thread); at most the point's concurrency */
+    int threads;
 };
 
 void sw_bench_opts_init(struct sw_bench_opts *o);
@@ -253,6 +304,18 @@ struct sw_bench_point {
     double goodput_rps; /* good / wall_s */
     /* speculative decoding (llama.cpp timings.draft_n / draft_n_accepted, summed) */
     int64_t draft_n, draft_accepted;
+    /* opts.emit_stamps: arrival - the emitter's stamp, one value per token, and the sums of the
+     * samples' emit_matched / emit_missing / emit_bad */
+    struct sw_bench_hist emit;
+    int64_t emit_matched, emit_missing, emit_bad;
+    /* the roofline (opts.roof): at the point's mean prompt tokens, the ceiling and the share of
+     * it the median decode reached; NaN without a roof */
+    double roof_depth, roof_bytes, roof_tps, roof_pct;
+    /* the client's own cost over the point: the event loop's thread CPU (user + system) and the
+     * wall time the point ran; utilisation = cpu / wall (1: the loop never waited for bytes, the
+     * figures are the client's), CPU per token = cpu / completion tokens */
+    double client_cpu_s, client_wall_s;
+    int threads; /* event loops the point ran on (cpu is their sum, wall the longest) */
 };
 
 /* The engine's /metrics counters over the run's points: after minus before (NaN: not on the
@@ -298,6 +361,9 @@ struct sw_bench_report {
     char parity[1024];
     char slo[128]; /* the declared SLOs as text ("ttft<=2000ms tpot<=50ms"), "" when none */
     struct sw_bench_counters counters;
+    bool roof_known; /* opts.roof was given */
+    struct sw_bench_roof roof;
+    char roof_why[300]; /* no roof: why */
 };
 
 /*

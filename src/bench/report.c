@@ -110,6 +110,13 @@ static json_t *sample_json(const struct sw_bench_sample *s)
     bad |= sw_json_set_new(d, "prefill_diff_pct", num(s->prefill_diff_pct));
     bad |= sw_json_set_new(d, "delivery_spread_ms", num(s->delivery_spread_ms));
     bad |= sw_json_set_new(o, "reconcile", d);
+    if (s->emit_matched || s->emit_missing || s->emit_bad) {
+        json_t *em = json_object();
+        bad |= sw_json_set_int(em, "matched", s->emit_matched);
+        bad |= sw_json_set_int(em, "missing", s->emit_missing);
+        bad |= sw_json_set_int(em, "bad", s->emit_bad);
+        bad |= sw_json_set_new(o, "emit", em);
+    }
     if (bad) {
         json_decref(o);
         return NULL;
@@ -166,6 +173,33 @@ static json_t *point_json(const struct sw_bench_point *pt, bool samples)
     bad |= sw_json_set_new(o, "itl_token", sw_bench_hist_json(&pt->itl_tok));
     bad |= sw_json_set_new(o, "itl_chunk", sw_bench_hist_json(&pt->itl_chunk));
     bad |= sw_json_set_new(o, "send_lag", sw_bench_hist_json(&pt->lag));
+    json_t *cl = json_object();
+    bad |= sw_json_set_new(cl, "cpu_s", num(pt->client_cpu_s));
+    bad |= sw_json_set_new(cl, "wall_s", num(pt->client_wall_s));
+    int nth = pt->threads > 1 ? pt->threads : 1;
+    bad |= sw_json_set_int(cl, "threads", nth);
+    bad |= sw_json_set_new(
+        cl, "loop_utilisation",
+        num(pt->client_wall_s > 0 ? pt->client_cpu_s / pt->client_wall_s / nth : NAN));
+    bad |= sw_json_set_new(
+        cl, "cpu_per_token_us",
+        num(pt->tokens_out > 0 ? pt->client_cpu_s * 1e6 / (double)pt->tokens_out : NAN));
+    bad |= sw_json_set_new(o, "client", cl);
+    if (isfinite(pt->roof_tps)) {
+        json_t *rf = json_object();
+        bad |= sw_json_set_new(rf, "depth", num(pt->roof_depth));
+        bad |= sw_json_set_new(rf, "bytes_per_token", num(pt->roof_bytes));
+        bad |= sw_json_set_new(rf, "ceiling_tps", num(pt->roof_tps));
+        bad |= sw_json_set_new(rf, "pct", num(pt->roof_pct));
+        bad |= sw_json_set_new(o, "roofline", rf);
+    }
+    if (pt->emit.n || pt->emit_missing || pt->emit_bad) {
+        json_t *te = sw_bench_hist_json(&pt->emit);
+        bad |= sw_json_set_int(te, "matched", pt->emit_matched);
+        bad |= sw_json_set_int(te, "missing", pt->emit_missing);
+        bad |= sw_json_set_int(te, "bad", pt->emit_bad);
+        bad |= sw_json_set_new(o, "timing_error", te);
+    }
     if (samples) {
         json_t *a = json_array();
         for (size_t i = 0; i < pt->nsamples; i++)
@@ -284,6 +318,20 @@ json_t *sw_bench_report_json(const struct sw_bench_report *rep, bool samples)
     bad |= sw_json_set_new(o, "cache", c);
     if (rep->parity[0])
         bad |= sw_json_set_str(o, "parity", rep->parity);
+    json_t *rf = json_object();
+    bad |= sw_json_set_bool(rf, "known", rep->roof_known);
+    if (rep->roof_known) {
+        bad |= sw_json_set_new(rf, "weight_bytes", num(rep->roof.weight_bytes));
+        bad |= sw_json_set_new(rf, "total_weight_bytes", num(rep->roof.total_weight_bytes));
+        bad |= sw_json_set_new(rf, "kv_bytes_per_token", num(rep->roof.kv_bytes_per_token));
+        bad |= sw_json_set_new(rf, "kv_swa_bytes_per_token", num(rep->roof.kv_swa_bytes_per_token));
+        bad |= sw_json_set_int(rf, "swa_window", rep->roof.swa_window);
+        bad |= sw_json_set_new(rf, "state_bytes", num(rep->roof.state_bytes));
+        bad |= sw_json_set_new(rf, "bandwidth", num(rep->roof.bandwidth));
+    } else {
+        bad |= sw_json_set_str(rf, "why", rep->roof_why);
+    }
+    bad |= sw_json_set_new(o, "roofline", rf);
     bad |= sw_json_set_new(o, "engine_counters", counters_json(&rep->counters));
     if (rep->slo[0])
         bad |= sw_json_set_str(o, "slo", rep->slo);
@@ -345,6 +393,26 @@ void sw_bench_report_print(FILE *f, const struct sw_bench_report *rep)
                     100.0 * (double)pt->draft_accepted / (double)pt->draft_n);
         if (!pt->counts_agree)
             fprintf(f, "        token counts DISAGREE with the engine's own (see --json)\n");
+        if (pt->client_wall_s > 0)
+            fprintf(f, "        client: event loop%s busy %.1f%% of %.2f s, %.2f us CPU a token\n",
+                    pt->threads > 1 ? "s (mean of the threads')" : "",
+                    100.0 * pt->client_cpu_s / pt->client_wall_s /
+                        (pt->threads > 1 ? pt->threads : 1),
+                    pt->client_wall_s,
+                    pt->tokens_out > 0 ? pt->client_cpu_s * 1e6 / (double)pt->tokens_out : NAN);
+        if (isfinite(pt->roof_tps))
+            fprintf(f,
+                    "        roofline: %.1f MB a token at depth %.0f -> ceiling %.2f tok/s; decode "
+                    "%.2f is %.1f%% of it\n",
+                    pt->roof_bytes / 1e6, pt->roof_depth, pt->roof_tps, pt->decode.median,
+                    pt->roof_pct);
+        if (pt->emit.n || pt->emit_missing || pt->emit_bad)
+            fprintf(f,
+                    "        timing error (arrival - emit): p50 %.3f p99 %.3f p99.9 %.3f max %.3f "
+                    "ms over %lld tokens (%lld chunks unstamped, %lld stamps not theirs)\n",
+                    p_ms(&pt->emit, 0.5), p_ms(&pt->emit, 0.99), p_ms(&pt->emit, 0.999),
+                    p_ms(&pt->emit, 1), (long long)pt->emit_matched, (long long)pt->emit_missing,
+                    (long long)pt->emit_bad);
     }
     if (rep->mode == SW_BENCH_OPEN && rep->npoints) {
         const struct sw_bench_point *pt = &rep->points[0];
@@ -362,6 +430,15 @@ void sw_bench_report_print(FILE *f, const struct sw_bench_report *rep)
         if (rep->invalid)
             fprintf(f, "%s\n", rep->invalid_why);
     }
+    if (rep->roof_known)
+        fprintf(f,
+                "roofline: %.2f GB of weights read a token (of %.2f), KV %.0f B a context "
+                "token, state %.0f B, at %.1f GB/s\n",
+                rep->roof.weight_bytes / 1e9, rep->roof.total_weight_bytes / 1e9,
+                rep->roof.kv_bytes_per_token + rep->roof.kv_swa_bytes_per_token,
+                rep->roof.state_bytes, rep->roof.bandwidth / 1e9);
+    else if (rep->roof_why[0] && strncmp(rep->roof_why, "no roofline (a URL", 18))
+        fprintf(f, "roofline: %s\n", rep->roof_why);
     fprintf(f, "cache: %s\n", rep->cache_why);
     counters_print(f, &rep->counters);
     if (rep->parity[0])

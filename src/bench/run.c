@@ -18,6 +18,8 @@
 
 #include <event2/event.h>
 
+#include <pthread.h>
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +35,7 @@ struct flight {
     char *body;
     int64_t *cum;
     double *srv_ms;
+    uint64_t *emit; /* opts.emit_stamps: the chunk's "sim_emit_ns", 0 when it carried none */
     size_t cap;
     struct sw_bench_sample *s;
     struct run *run;
@@ -90,6 +93,64 @@ void sw_bench_opts_init(struct sw_bench_opts *o)
 
 /* ---- chunks with their engine counters ---- */
 
+#define EMIT_KEY "\"sim_emit_ns\":"
+
+/* The emitter's stamp in a chunk's JSON ("sim_emit_ns":N at the top level, as the sim and
+ * bench_timing's emitter write it); 0 when absent. A plain search: the key cannot occur inside
+ * a JSON string unescaped (its quotes would be \"). */
+static uint64_t emit_stamp(const char *d, size_t n)
+{
+    const char *p = memmem(d, n, EMIT_KEY, sizeof(EMIT_KEY) - 1);
+    if (!p)
+        return 0;
+    p += sizeof(EMIT_KEY) - 1;
+    const char *end = d + n;
+    uint64_t v = 0;
+    int digits = 0;
+    while (p < end && *p >= '0' && *p <= '9' && digits < 19) {
+        v = v * 10 + (uint64_t)(*p++ - '0');
+        digits++;
+    }
+    return digits ? v : 0;
+}
+
+/* Each token to the stamp of the chunk that brought it: arrival - emit into h, one value per
+ * token. A token-bearing chunk without a stamp is missing; a stamp later than the chunk's
+ * arrival or earlier than the previous chunk's cannot be this chunk's send (bad). */
+static void emit_match(struct sw_bench_sample *s, const struct sw_openai_result *r,
+                       const int64_t *cum, const uint64_t *emit, struct sw_bench_hist *h)
+{
+    bool per_chunk = s->count_src == SW_BENCH_COUNT_PER_CHUNK && cum;
+    int64_t prev = 0;
+    uint64_t last = 0;
+    for (size_t i = 0; i < r->nrecs && emit; i++) {
+        const struct sw_openai_chunk_rec *c = &r->recs[i];
+        bool text = c->content_bytes > 0 || c->reasoning_bytes > 0;
+        int64_t k = text ? 1 : 0;
+        if (per_chunk) {
+            k = cum[i] > prev ? cum[i] - prev : 0;
+            prev = SW_MAX(prev, cum[i]);
+        }
+        if (emit[i] && emit[i] < last)
+            s->emit_bad++;
+        if (emit[i])
+            last = emit[i];
+        if (k <= 0)
+            continue;
+        if (!emit[i]) {
+            s->emit_missing++;
+            continue;
+        }
+        if (emit[i] > c->t_ns) {
+            s->emit_bad++;
+            continue;
+        }
+        s->emit_matched += k;
+        for (int64_t j = 0; j < k; j++)
+            sw_bench_hist_add(h, c->t_ns - emit[i]);
+    }
+}
+
 static int on_event(void *ud, const struct sw_sse_event *ev)
 {
     struct flight *f = ud;
@@ -110,12 +171,16 @@ static int on_event(void *ud, const struct sw_sse_event *ev)
             double *m = c ? sw_realloc(f->srv_ms, cap * sizeof(*m)) : NULL;
             if (m)
                 f->srv_ms = m;
-            if (!c || !m)
+            uint64_t *em = m ? sw_realloc(f->emit, cap * sizeof(*em)) : NULL;
+            if (em)
+                f->emit = em;
+            if (!c || !m || !em)
                 return SW_ENOMEM;
             f->cap = cap;
         }
         f->cum[before] = -1;
         f->srv_ms[before] = NAN;
+        f->emit[before] = f->run->o->emit_stamps ? emit_stamp(ev->data, ev->data_len) : 0;
         if (d.timings && f->res.timings.predicted_n >= 0) {
             f->cum[before] = f->res.timings.predicted_n;
             f->srv_ms[before] = f->res.timings.predicted_ms;
@@ -231,6 +296,7 @@ static void pool_free(struct run *r)
     for (size_t i = 0; i < r->nall; i++) {
         sw_free(r->all[i]->cum);
         sw_free(r->all[i]->srv_ms);
+        sw_free(r->all[i]->emit);
         sw_free(r->all[i]);
     }
     sw_free(r->all);
@@ -313,6 +379,8 @@ static void on_done(void *ud, struct sw_net_xfer *x)
     s->t_end = resp->t.done ? resp->t.done : now;
     sw_openai_finish(&f->res, NULL);
     sw_bench_measure(s, &f->res, f->cum, f->srv_ms, &pt->itl_tok, &pt->itl_chunk);
+    if (r->o->emit_stamps)
+        emit_match(s, &f->res, f->cum, f->emit, &pt->emit);
     s->rc = resp->rc;
     if (!s->rc && f->res.error.present)
         s->rc = SW_EHTTP;
@@ -352,6 +420,26 @@ static void on_done(void *ud, struct sw_net_xfer *x)
 
 /* ---- points ---- */
 
+static double thread_cpu_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* The client's own cost over a point: the loop thread's CPU and the wall time it ran in. */
+static void cost_begin(struct sw_bench_point *pt)
+{
+    pt->client_cpu_s = thread_cpu_s();
+    pt->client_wall_s = (double)sw_now_ns() / 1e9;
+}
+
+static void cost_end(struct sw_bench_point *pt)
+{
+    pt->client_cpu_s = thread_cpu_s() - pt->client_cpu_s;
+    pt->client_wall_s = (double)sw_now_ns() / 1e9 - pt->client_wall_s;
+}
+
 static int point_init(struct sw_bench_point *pt, int64_t depth, int conc, size_t cap)
 {
     memset(pt, 0, sizeof(*pt));
@@ -361,7 +449,7 @@ static int point_init(struct sw_bench_point *pt, int64_t depth, int conc, size_t
     if (!pt->samples)
         return SW_ENOMEM;
     struct sw_bench_hist *h[] = {&pt->ttft, &pt->ttft_sent, &pt->ttfc,      &pt->e2e, &pt->e2e_sent,
-                                 &pt->tpot, &pt->itl_tok,   &pt->itl_chunk, &pt->lag};
+                                 &pt->tpot, &pt->itl_tok,   &pt->itl_chunk, &pt->lag, &pt->emit};
     for (size_t i = 0; i < SW_ARRAY_LEN(h); i++)
         sw_bench_hist_init(h[i]);
     return 0;
@@ -430,6 +518,9 @@ static void point_close(struct sw_bench_point *pt)
         if (!s->counts_agree)
             pt->counts_agree = false;
         pt->good += s->good;
+        pt->emit_matched += s->emit_matched;
+        pt->emit_missing += s->emit_missing;
+        pt->emit_bad += s->emit_bad;
         if (s->srv_draft_n > 0) {
             pt->draft_n += s->srv_draft_n;
             pt->draft_accepted += SW_MAX(s->srv_draft_accepted, (int64_t)0);
@@ -460,18 +551,157 @@ static void point_close(struct sw_bench_point *pt)
     sw_free(pdiff);
 }
 
+static int run_threads(struct run *r, struct sw_bench_point *pt, int T);
+
 static int run_closed(struct run *r, struct sw_bench_point *pt)
 {
+    int T = SW_MIN(r->o->threads, pt->concurrency);
+    if (T > 1)
+        return run_threads(r, pt, T);
+    pt->threads = 1;
     r->pt = pt;
     r->next = r->done = 0;
     r->cap = (size_t)pt->concurrency * (size_t)r->o->repeat;
     r->shared_nonce = ++r->nonce;
+    cost_begin(pt);
     uint64_t now = sw_now_ns();
     for (int i = 0; i < pt->concurrency; i++)
         start_one(r, now);
     int rc = sw_net_loop_run(&r->loop);
+    cost_end(pt);
     pt->nsamples = r->next;
     point_close(pt);
+    return rc;
+}
+
+/* ---- closed loop on several threads (--threads N): one event loop each ---- */
+
+static int loop_open(struct run *r, struct event_base **base, struct sw_err *e)
+{
+    /* libevent times its timers on CLOCK_MONOTONIC_COARSE unless asked (a 4 ms tick at HZ=250):
+     * the open-loop schedule would run up to a tick late, every send lag with it */
+    struct event_config *cfg = event_config_new();
+    if (cfg)
+        event_config_set_flag(cfg, EVENT_BASE_FLAG_PRECISE_TIMER);
+    *base = cfg ? event_base_new_with_config(cfg) : NULL;
+    if (cfg)
+        event_config_free(cfg);
+    if (!*base)
+        return sw_err_set(e, SW_ENOMEM, "bench: cannot make an event base");
+    struct sw_net_loop_opts lo;
+    memset(&lo, 0, sizeof(lo));
+    lo.base = *base;
+    lo.max_total_conns = r->o->connections;
+    lo.max_host_conns = r->o->connections;
+    lo.max_cached_conns = r->o->connections > 64 ? r->o->connections : 0;
+    int rc = sw_net_loop_init(&r->loop, &lo, e);
+    if (rc) {
+        event_base_free(*base);
+        *base = NULL;
+    }
+    return rc;
+}
+
+struct sub {
+    struct run r;
+    struct sw_bench_opts o; /* the caller's, without the progress bar */
+    struct sw_bench_point pt;
+    struct event_base *base;
+    int streams;
+    int rc;
+    pthread_t th;
+};
+
+static void *sub_main(void *arg)
+{
+    struct sub *u = arg;
+    cost_begin(&u->pt);
+    uint64_t now = sw_now_ns();
+    for (int i = 0; i < u->streams; i++)
+        start_one(&u->r, now);
+    u->rc = sw_net_loop_run(&u->r.loop);
+    cost_end(&u->pt);
+    return NULL;
+}
+
+/* The point's C streams split over T threads, each its own loop and its own share of the
+ * samples; the per-token histograms and the cost merged after. */
+static int run_threads(struct run *r, struct sw_bench_point *pt, int T)
+{
+    struct sub *u = sw_calloc((size_t)T, sizeof(*u));
+    if (!u)
+        return SW_ENOMEM;
+    int rc = 0, started = 0;
+    size_t off = 0;
+    for (int t = 0; t < T && !rc; t++) {
+        struct sub *x = &u[t];
+        x->o = *r->o;
+        x->o.progress = NULL;
+        x->r = *r;
+        x->r.o = &x->o;
+        x->r.free_list = NULL;
+        x->r.all = NULL;
+        x->r.nall = 0;
+        x->r.first_rc = 0;
+        x->r.nonce = r->nonce + (uint64_t)(t + 1) * 1000000007ull;
+        x->streams = pt->concurrency / T + (t < pt->concurrency % T);
+        x->pt = *pt;
+        x->pt.samples = pt->samples + off;
+        struct sw_bench_hist *h[] = {&x->pt.itl_tok, &x->pt.itl_chunk, &x->pt.emit};
+        for (size_t i = 0; i < SW_ARRAY_LEN(h); i++)
+            sw_bench_hist_init(h[i]);
+        x->r.pt = &x->pt;
+        x->r.next = x->r.done = 0;
+        x->r.cap = (size_t)x->streams * (size_t)r->o->repeat;
+        off += x->r.cap;
+        struct sw_err e;
+        rc = loop_open(&x->r, &x->base, &e);
+        if (rc)
+            break;
+        started++;
+    }
+    int made = 0;
+    for (int t = 0; t < started && !rc; t++) {
+        if (pthread_create(&u[t].th, NULL, sub_main, &u[t])) {
+            rc = SW_ENOMEM;
+            break;
+        }
+        made++;
+    }
+    double cpu = 0, wall = 0;
+    size_t n = 0;
+    for (int t = 0; t < made; t++) {
+        pthread_join(u[t].th, NULL);
+        struct sub *x = &u[t];
+        if (x->rc && !rc)
+            rc = x->rc;
+        /* the samples of thread t sit right after those of t - 1 (each ran all of its cap) */
+        n += x->r.next;
+        sw_bench_hist_merge(&pt->itl_tok, &x->pt.itl_tok);
+        sw_bench_hist_merge(&pt->itl_chunk, &x->pt.itl_chunk);
+        sw_bench_hist_merge(&pt->emit, &x->pt.emit);
+        cpu += x->pt.client_cpu_s;
+        wall = SW_MAX(wall, x->pt.client_wall_s);
+        if (x->r.first_rc && !r->first_rc) {
+            r->first_rc = x->r.first_rc;
+            snprintf(r->first_err, sizeof(r->first_err), "%s", x->r.first_err);
+        }
+        r->prog_done += x->r.prog_done;
+    }
+    for (int t = 0; t < started; t++) {
+        sw_net_loop_close(&u[t].r.loop);
+        event_base_free(u[t].base);
+        pool_free(&u[t].r);
+    }
+    r->nonce += (uint64_t)(T + 1) * 1000000007ull;
+    pt->nsamples = made == T ? n : 0;
+    pt->client_cpu_s = cpu;
+    pt->client_wall_s = wall;
+    pt->threads = T;
+    sw_free(u);
+    point_close(pt);
+    if (r->o->progress)
+        sw_progress_update(&r->prog, r->prog_done);
     return rc;
 }
 
@@ -526,6 +756,7 @@ static int run_open(struct run *r, struct sw_bench_point *pt)
     r->tick = evtimer_new(sw_net_loop_base(&r->loop), on_tick, r);
     if (!r->tick)
         return SW_ENOMEM;
+    cost_begin(pt);
     r->t0 = sw_now_ns();
     r->next_at_s = 0;
     r->sending_over = false;
@@ -534,6 +765,7 @@ static int run_open(struct run *r, struct sw_bench_point *pt)
     /* anything still running (a break from elsewhere) runs out */
     if (!rc && sw_net_loop_active(&r->loop))
         rc = sw_net_loop_run(&r->loop);
+    cost_end(pt);
     event_free(r->tick);
     r->tick = NULL;
     pt->nsamples = r->next;
@@ -552,6 +784,7 @@ static int one_prompt(struct run *r, int64_t words, int64_t *prompt_tokens, stru
     struct flight f;
     memset(&f, 0, sizeof(f));
     sw_openai_result_init(&f.res, 0, 0);
+    f.run = r;
     struct sw_net_req q;
     memset(&q, 0, sizeof(q));
     q.url = r->url;
@@ -586,6 +819,7 @@ static int one_prompt(struct run *r, int64_t words, int64_t *prompt_tokens, stru
     sw_openai_result_free(&f.res);
     sw_free(f.cum);
     sw_free(f.srv_ms);
+    sw_free(f.emit);
     sw_free(body);
     return rc;
 }
@@ -672,6 +906,9 @@ static int check_opts(const struct sw_bench_opts *o, struct sw_err *e)
             return sw_err_set(e, SW_EINVAL,
                               "bench: --rate x --duration asks for more than 200,000 requests");
     }
+    if (o->threads < 0 || o->threads > 256 || (o->threads > 1 && o->mode == SW_BENCH_OPEN))
+        return sw_err_set(e, SW_EINVAL,
+                          "bench: --threads must be 1..256, and only for closed-loop sweeps");
     for (size_t i = 0; i < o->ndepths; i++)
         if (o->depths[i] < 0 || o->depths[i] > 100000000)
             return sw_err_set(e, SW_EINVAL, "bench: a depth must be 0..100M tokens");
@@ -752,6 +989,28 @@ static void verdicts(const struct sw_bench_opts *o, struct sw_bench_report *rep)
     }
 }
 
+/* Each point against the decode roofline, at its measured depth (the mean prompt tokens). */
+static void roofline(const struct sw_bench_opts *o, struct sw_bench_report *rep)
+{
+    rep->roof_known = o->roof && o->roof->known;
+    if (rep->roof_known)
+        rep->roof = *o->roof;
+    else
+        snprintf(rep->roof_why, sizeof(rep->roof_why), "%.290s",
+                 o->roof_why ? o->roof_why : "no roofline (a URL, or no --fleet endpoint)");
+    for (size_t i = 0; i < rep->npoints; i++) {
+        struct sw_bench_point *pt = &rep->points[i];
+        size_t ok = pt->nsamples - pt->failed;
+        pt->roof_depth = pt->roof_bytes = pt->roof_tps = pt->roof_pct = NAN;
+        if (!rep->roof_known || !ok)
+            continue;
+        pt->roof_depth = (double)pt->tokens_in / (double)ok;
+        pt->roof_bytes = sw_bench_roof_bytes(&rep->roof, (int64_t)(pt->roof_depth + 0.5));
+        pt->roof_tps = sw_bench_roof_tps(&rep->roof, (int64_t)(pt->roof_depth + 0.5));
+        pt->roof_pct = pt->roof_tps > 0 ? 100.0 * pt->decode.median / pt->roof_tps : NAN;
+    }
+}
+
 /* The second scrape, the deltas, and what they say about the cache. An engine's counters may
  * trail the last response by an iteration: while the generation delta is short of the client's
  * count the page is read again, up to a second. */
@@ -818,27 +1077,9 @@ int sw_bench_run(const struct sw_bench_opts *o, struct sw_bench_report *rep, str
     snprintf(rep->engine, sizeof(rep->engine), "%s", o->engine ? o->engine : "llama.cpp");
     rep->mode = o->mode;
     rep->started_at = sw_wall_unix();
-    /* libevent times its timers on CLOCK_MONOTONIC_COARSE unless asked (a 4 ms tick at HZ=250):
-     * the open-loop schedule would run up to a tick late, every send lag with it */
-    struct event_config *cfg = event_config_new();
-    if (cfg)
-        event_config_set_flag(cfg, EVENT_BASE_FLAG_PRECISE_TIMER);
-    base = cfg ? event_base_new_with_config(cfg) : NULL;
-    if (cfg)
-        event_config_free(cfg);
-    if (!base)
-        return sw_err_set(e, SW_ENOMEM, "bench: cannot make an event base");
-    struct sw_net_loop_opts lo;
-    memset(&lo, 0, sizeof(lo));
-    lo.base = base;
-    lo.max_total_conns = o->connections;
-    lo.max_host_conns = o->connections;
-    lo.max_cached_conns = o->connections > 64 ? o->connections : 0;
-    rc = sw_net_loop_init(&r.loop, &lo, e);
-    if (rc) {
-        event_base_free(base);
+    rc = loop_open(&r, &base, e);
+    if (rc)
         return rc;
-    }
     if (o->prompts_file) {
         rc = load_file(&r, o->prompts_file, e);
         if (rc)
@@ -965,6 +1206,7 @@ int sw_bench_run(const struct sw_bench_opts *o, struct sw_bench_report *rep, str
         }
     }
     verdicts(o, rep);
+    roofline(o, rep);
     if (have_before)
         engine_counters(&r, root, &before, &after, &have_after);
     if (o->slo_ttft_s > 0 || o->slo_tpot_s > 0 || o->slo_e2e_s > 0) {

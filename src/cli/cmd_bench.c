@@ -14,8 +14,8 @@
  * (cmd_bench_compare.c).
  *
  * Exit: 0 the run ran and every check held, 1 a request failed, the cache check failed, the
- * token counts disagreed with the engine's or the open-loop run was invalid (send lag), 2
- * unusable input.
+ * token counts disagreed with the engine's, the open-loop run was invalid (send lag) or, with
+ * --emit-stamps, a token could not be matched to its emitter's stamp; 2 unusable input.
  */
 #include "cli.h"
 
@@ -60,6 +60,10 @@ static const struct sw_opt opts[] = {
      "/flush_cache",
      NULL},
     {"no-engine-metrics", 0, NULL, 0, "do not read the engine's /metrics before and after", NULL},
+    {"emit-stamps", 0, NULL, 0,
+     "read the emitter's send instant from every chunk (`slipway sim --emit-stamps`):\n"
+     "the client's timing error, arrival - emit, per token",
+     NULL},
     {"eos", 0, NULL, 0,
      "let the model stop at its end of sequence (ignore_eos is not sent; --tg\nis then a ceiling)",
      NULL},
@@ -67,6 +71,8 @@ static const struct sw_opt opts[] = {
      "an object whose keys are added to every request last, e.g.\n'{\"grammar\":\"root ::= [a-z "
      "]+\"}'",
      NULL},
+    {"threads", 0, "N", 0,
+     "closed loop: a point's streams over N threads, one event loop each (default 1)", NULL},
     {"connections", 0, "N", 0,
      "at most N connections (default: as many as needed); open-loop requests\npast them wait in "
      "the client",
@@ -97,7 +103,7 @@ const struct sw_cmd_spec sw_spec_bench = {
                 "    [--concurrency LIST] [--rate R [--arrival KIND] [--duration D] [--seed S]\n"
                 "    [--max-lag MS]] [--prompts FILE] [--cache-prompt] [--reuse-prompt]\n"
                 "    [--expect-hit] [--reset-cache] [--no-engine-metrics] [--eos] [--extra JSON]\n"
-                "    [--connections N]\n"
+                "    [--connections N] [--threads N] [--emit-stamps]\n"
                 "    [--slo LIST] [--svg FILE] [--html FILE] [--csv FILE] [--ledger PATH]\n"
                 "    [--samples] [--json] [--quiet]\n"
                 "compare RUN_A RUN_B [--ledger PATH | --fleet FLEET.yaml] [--json]",
@@ -300,6 +306,8 @@ int sw_cmd_bench(int argc, char **argv)
     char *key = NULL;
     json_t *doc = NULL, *extra = NULL;
     const struct sw_fleet_endpoint *ep = NULL;
+    struct sw_bench_roof roof;
+    char roof_why[300] = "";
     int exit_code = SW_EXIT_OK;
     const char *v;
     uint64_t x;
@@ -316,6 +324,20 @@ int sw_cmd_bench(int argc, char **argv)
         o.url = url;
         o.model = model;
         o.engine = engine;
+        /* the decode roofline from the endpoint's plan and its devices' bandwidth */
+        struct sw_plan plan;
+        struct sw_err pe;
+        sw_err_clear(&pe);
+        memset(&plan, 0, sizeof(plan));
+        int prc = sw_plan_endpoint(fleet, ep, NULL, &plan, &pe);
+        if (!prc)
+            prc = sw_bench_roof_from_plan(&plan, &roof, &pe);
+        if (prc)
+            snprintf(roof_why, sizeof(roof_why), "%.290s", pe.msg);
+        else
+            o.roof = &roof;
+        o.roof_why = roof_why;
+        sw_plan_free(&plan);
     }
     v = sw_args_str(&a, "model");
     if (v)
@@ -412,6 +434,20 @@ int sw_cmd_bench(int argc, char **argv)
             goto out;
         o.connections = (long)x;
     }
+    v = sw_args_str(&a, "threads");
+    if (v) {
+        exit_code = count_opt("--threads", v, 256u, &x, json);
+        if (exit_code)
+            goto out;
+        if (x < 1 || (x > 1 && o.mode == SW_BENCH_OPEN)) {
+            exit_code = sw_cli_usage_json("bench", json,
+                                          "--threads %s: 1..256, and only for closed-loop sweeps "
+                                          "(no --rate)",
+                                          v);
+            goto out;
+        }
+        o.threads = (int)x;
+    }
     v = sw_args_str(&a, "slo");
     if (v) {
         exit_code = slo_opt(v, &o, json);
@@ -449,6 +485,7 @@ int sw_cmd_bench(int argc, char **argv)
     o.expect_hit = sw_args_flag(&a, "expect-hit");
     o.reset_cache = sw_args_flag(&a, "reset-cache");
     o.engine_metrics = !sw_args_flag(&a, "no-engine-metrics");
+    o.emit_stamps = sw_args_flag(&a, "emit-stamps");
     o.ignore_eos = !sw_args_flag(&a, "eos");
     v = sw_args_str(&a, "extra");
     if (v) {
@@ -543,7 +580,9 @@ int sw_cmd_bench(int argc, char **argv)
     }
     bool bad = rep.invalid || !rep.cache_verified;
     for (size_t i = 0; i < rep.npoints; i++)
-        bad = bad || rep.points[i].failed || !rep.points[i].counts_agree;
+        bad = bad || rep.points[i].failed || !rep.points[i].counts_agree ||
+              (o.emit_stamps && (rep.points[i].emit_missing || rep.points[i].emit_bad ||
+                                 rep.points[i].emit_matched != rep.points[i].tokens_out));
     if (bad)
         exit_code = SW_EXIT_FAIL;
 out:

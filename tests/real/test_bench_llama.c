@@ -316,6 +316,19 @@ static void test_cli(void **state)
     assert_non_null(fp);
     fprintf(fp, "%.*s%s%s", (int)(at - yaml), yaml, listen, at + strlen("127.0.0.1:18080"));
     fclose(fp);
+    /* the same endpoint on this server's model with a declared bandwidth: the decode roofline */
+    char fleet2[4200];
+    snprintf(fleet2, sizeof(fleet2), "%s", swt_join(f->dir, "fleet-roof.yaml"));
+    fp = fopen(fleet2, "w");
+    assert_non_null(fp);
+    const char *pay = strstr(yaml, "~/.cache/slipway/models/tiny-llama.gguf");
+    const char *ven = strstr(yaml, "        vendor: cpu\n");
+    assert_true(pay && ven && ven < at && at < pay);
+    fprintf(fp, "%.*s        vendor: cpu\n        bandwidth: 20GB/s\n%.*s%s%.*s%s%s",
+            (int)(ven - yaml), yaml, (int)(at - (ven + 20)), ven + 20, listen,
+            (int)(pay - (at + 15)), at + 15, f->model,
+            pay + strlen("~/.cache/slipway/models/tiny-llama.gguf"));
+    fclose(fp);
     sw_free(yaml);
     swt_slipway(&r, "bench", "local", "--fleet", fleet, "--depth", "64", "--tg", "4", "--repeat",
                 "1", "--extra", "{\"grammar\":\"root ::= [a-z ]+\"}", "--ledger", led, "--json",
@@ -340,6 +353,37 @@ static void test_cli(void **state)
     assert_int_equal(strlen(hash), 64);
     json_decref(j);
     swt_run_free(&r);
+
+    /* the roofline: the plan's bytes a token (this GGUF's weights by role, its f16 KV per cell)
+     * over the declared 20 GB/s; each point's ceiling and share at its measured depth */
+    swt_slipway(&r, "bench", "local", "--fleet", fleet2, "--depth", "64", "--tg", "8", "--repeat",
+                "2", "--extra", "{\"grammar\":\"root ::= [a-z ]+\"}", "--json", NULL);
+    if (r.status)
+        print_message("stdout: %s\nstderr: %s\n", r.out, r.err);
+    assert_int_equal(r.status, 0);
+    j = swt_json_out(&r);
+    swt_run_free(&r);
+    json_t *roof = json_object_get(j, "roofline");
+    if (!json_is_true(json_object_get(roof, "known")))
+        fail_msg("no roofline: %s", json_string_value(json_object_get(roof, "why")));
+    double wb = json_number_value(json_object_get(roof, "weight_bytes"));
+    double kvb = json_number_value(json_object_get(roof, "kv_bytes_per_token"));
+    assert_true(wb > 0 && wb < json_number_value(json_object_get(roof, "total_weight_bytes")));
+    assert_true(kvb > 0);
+    assert_true(json_number_value(json_object_get(roof, "bandwidth")) == 20e9);
+    json_t *pr = json_object_get(json_array_get(json_object_get(j, "points"), 0), "roofline");
+    double depth = json_number_value(json_object_get(pr, "depth"));
+    double bytes = json_number_value(json_object_get(pr, "bytes_per_token"));
+    double ceil_tps = json_number_value(json_object_get(pr, "ceiling_tps"));
+    double med = json_number_value(json_object_get(
+        json_object_get(json_array_get(json_object_get(j, "points"), 0), "decode_tps"), "median"));
+    assert_true(depth >= 64);
+    assert_true(fabs(bytes - (wb + kvb * floor(depth + 0.5) +
+                              json_number_value(json_object_get(roof, "state_bytes")))) < 1);
+    assert_true(fabs(ceil_tps - 20e9 / bytes) < 1e-6 * ceil_tps);
+    assert_true(fabs(json_number_value(json_object_get(pr, "pct")) - 100.0 * med / ceil_tps) <
+                1e-6);
+    json_decref(j);
 }
 
 int main(void)

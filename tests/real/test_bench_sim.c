@@ -46,7 +46,8 @@ static int teardown(void **state)
     return 0;
 }
 
-static int start_sim(const char *dir)
+/* The sim (vLLM, a Llama-8B-shaped config) with extra options before its `--`. */
+static int start_sim_with(const char *dir, const char *const *extra)
 {
     char model[4200], out[4200], log[4200];
     snprintf(model, sizeof(model), "%s/m", dir);
@@ -59,10 +60,18 @@ static int start_sim(const char *dir)
                   "\"torch_dtype\":\"bfloat16\"}");
     snprintf(out, sizeof(out), "%s/sim.out", dir);
     snprintf(log, sizeof(log), "%s/sim.log", dir);
-    const char *argv[] = {
-        swt_bin(),         "sim",   "--engine",        "vllm",  "--load-time", "0",
-        "--device-memory", "24GiB", "--weights",       "16GiB", "--",          "vllm",
-        "serve",           model,   "--max-model-len", "32768", NULL};
+    const char *head[] = {swt_bin(),         "sim",   "--engine",  "vllm", "--load-time", "0",
+                          "--device-memory", "24GiB", "--weights", "16GiB"};
+    const char *tail[] = {"--", "vllm", "serve", model, "--max-model-len", "32768"};
+    const char *argv[40];
+    size_t n = 0;
+    for (size_t i = 0; i < sizeof(head) / sizeof(head[0]); i++)
+        argv[n++] = head[i];
+    for (size_t i = 0; extra && extra[i] && n < 30; i++)
+        argv[n++] = extra[i];
+    for (size_t i = 0; i < sizeof(tail) / sizeof(tail[0]); i++)
+        argv[n++] = tail[i];
+    argv[n] = NULL;
     pid_t pid = fork();
     assert_true(pid >= 0);
     if (pid == 0) {
@@ -96,6 +105,11 @@ static int start_sim(const char *dir)
     }
     fail_msg("slipway sim never served");
     return 0;
+}
+
+static int start_sim(const char *dir)
+{
+    return start_sim_with(dir, NULL);
 }
 
 static void test_counters_against_sim(void **state)
@@ -161,11 +175,121 @@ static void test_counters_against_sim(void **state)
     json_decref(j);
 }
 
+/* --emit-stamps at 100 concurrent streams: every token of every stream is matched to the stamp
+ * of the chunk that brought it (the sim stamps every chunk it writes), none is missing, no stamp
+ * is later than its chunk's arrival or earlier than the one before; the timing error is a
+ * histogram over exactly those tokens. No timing threshold: the figure is bench_timing's. And
+ * the check can fail: the same client against a sim that stamps nothing finds every token
+ * chunk unstamped and exits 1. */
+static void test_emit_stamps_against_sim(void **state)
+{
+    (void)state;
+    g_dir = swt_tmpdir();
+    const char *stamps[] = {
+        "--emit-stamps", "--decode-base-us", "2000", "--decode-seq-us", "0", NULL};
+    int port = start_sim_with(g_dir, stamps);
+    char url[64];
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d", port);
+    struct swt_run r;
+    swt_slipway(&r, "bench", url, "--engine", "vllm", "--depth", "0", "--tg", "40", "--repeat", "1",
+                "--concurrency", "100", "--emit-stamps", "--samples", "--json", NULL);
+    if (r.status)
+        fail_msg("bench exited %d: %s", r.status, r.err);
+    json_t *j = swt_json_out(&r);
+    swt_run_free(&r);
+    json_t *pt = json_array_get(json_object_get(j, "points"), 0);
+    assert_int_equal(json_integer_value(json_object_get(pt, "failed")), 0);
+    assert_int_equal(json_integer_value(json_object_get(pt, "completion_tokens")), 100 * 40);
+    json_t *te = json_object_get(pt, "timing_error");
+    assert_non_null(te);
+    assert_int_equal(json_integer_value(json_object_get(te, "matched")), 100 * 40);
+    assert_int_equal(json_integer_value(json_object_get(te, "n")), 100 * 40);
+    assert_int_equal(json_integer_value(json_object_get(te, "missing")), 0);
+    assert_int_equal(json_integer_value(json_object_get(te, "bad")), 0);
+    /* a delay is never negative and never longer than the whole point */
+    double max_ms = json_number_value(json_object_get(te, "max_ms"));
+    assert_true(json_number_value(json_object_get(te, "min_ms")) >= 0);
+    assert_true(max_ms <= json_number_value(json_object_get(pt, "wall_s")) * 1e3);
+    /* the client's own cost: its loop's thread ran for part of the point's wall time */
+    json_t *cl = json_object_get(pt, "client");
+    double util = json_number_value(json_object_get(cl, "loop_utilisation"));
+    assert_true(util > 0 && util <= 1.001);
+    assert_true(json_number_value(json_object_get(cl, "cpu_per_token_us")) > 0);
+    json_t *samples = json_object_get(pt, "samples");
+    assert_int_equal(json_array_size(samples), 100);
+    size_t i;
+    json_t *s;
+    json_array_foreach(samples, i, s)
+    {
+        json_t *em = json_object_get(s, "emit");
+        assert_int_equal(json_integer_value(json_object_get(em, "matched")), 40);
+        assert_int_equal(json_integer_value(json_object_get(em, "missing")), 0);
+        assert_int_equal(json_integer_value(json_object_get(em, "bad")), 0);
+    }
+    json_decref(j);
+
+    /* --threads 2: the 100 streams on two loops, every token still matched, each request once,
+     * the engine's counters equal to the client's sums over both threads' samples */
+    swt_slipway(&r, "bench", url, "--engine", "vllm", "--depth", "0", "--tg", "20", "--repeat", "2",
+                "--concurrency", "100", "--threads", "2", "--emit-stamps", "--json", NULL);
+    if (r.status)
+        fail_msg("bench --threads 2 exited %d: %s", r.status, r.err);
+    j = swt_json_out(&r);
+    swt_run_free(&r);
+    pt = json_array_get(json_object_get(j, "points"), 0);
+    assert_int_equal(json_integer_value(json_object_get(pt, "requests")), 200);
+    assert_int_equal(json_integer_value(json_object_get(pt, "failed")), 0);
+    assert_int_equal(json_integer_value(json_object_get(pt, "completion_tokens")), 200 * 20);
+    te = json_object_get(pt, "timing_error");
+    assert_int_equal(json_integer_value(json_object_get(te, "matched")), 200 * 20);
+    assert_int_equal(json_integer_value(json_object_get(te, "n")), 200 * 20);
+    assert_int_equal(json_integer_value(json_object_get(te, "missing")), 0);
+    assert_int_equal(json_integer_value(json_object_get(te, "bad")), 0);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(pt, "itl_token"), "n")),
+                     200 * 19);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(pt, "client"), "threads")),
+                     2);
+    assert_true(
+        json_is_true(json_object_get(json_object_get(j, "engine_counters"), "counts_agree")));
+    json_decref(j);
+    /* an open-loop run is one loop */
+    swt_slipway(&r, "bench", url, "--rate", "1", "--duration", "1s", "--threads", "2", NULL);
+    assert_int_equal(r.status, 2);
+    swt_run_free(&r);
+
+    /* the table's line */
+    swt_slipway(&r, "bench", url, "--engine", "vllm", "--depth", "0", "--tg", "8", "--repeat", "1",
+                "--concurrency", "4", "--emit-stamps", "-q", NULL);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "timing error (arrival - emit): p50 "));
+    assert_non_null(strstr(r.out, "ms over 32 tokens (0 chunks unstamped, 0 stamps not theirs)"));
+    assert_non_null(strstr(r.out, "client: event loop busy "));
+    swt_run_free(&r);
+    int st;
+    kill(g_pid, SIGKILL);
+    waitpid(g_pid, &st, 0);
+    g_pid = 0;
+
+    /* a sim that stamps nothing: every token chunk is unstamped, the run fails */
+    port = start_sim(g_dir);
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d", port);
+    swt_slipway(&r, "bench", url, "--engine", "vllm", "--depth", "0", "--tg", "8", "--repeat", "1",
+                "--concurrency", "4", "--emit-stamps", "--json", NULL);
+    assert_int_equal(r.status, 1);
+    j = swt_json_out(&r);
+    swt_run_free(&r);
+    te = json_object_get(json_array_get(json_object_get(j, "points"), 0), "timing_error");
+    assert_int_equal(json_integer_value(json_object_get(te, "matched")), 0);
+    assert_int_equal(json_integer_value(json_object_get(te, "missing")), 32);
+    json_decref(j);
+}
+
 int main(void)
 {
     sw_core_init();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_counters_against_sim, teardown),
+        cmocka_unit_test_teardown(test_emit_stamps_against_sim, teardown),
     };
     return cmocka_run_group_tests_name("bench_sim", tests, NULL, NULL);
 }
