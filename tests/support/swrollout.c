@@ -109,10 +109,9 @@ void swro_write_fleet(struct swro *r, const struct swro_fleet *spec)
                      "%s"
                      "%s"
                      "%s",
-                     r->fleet_host, r->addr, r->h.key, r->h.known_hosts, r->endpoint,
-                     r->fleet_host, spec->binary ? spec->binary : "/opt/llama/bin/llama-server",
-                     r->addr, r->port, r->endpoint,
-                     spec->payload ? spec->payload : "/models/chat.gguf", spec->ctx,
+                     r->fleet_host, r->addr, r->h.key, r->h.known_hosts, r->endpoint, r->fleet_host,
+                     spec->binary ? spec->binary : "/opt/llama/bin/llama-server", r->addr, r->port,
+                     r->endpoint, spec->payload ? spec->payload : "/models/chat.gguf", spec->ctx,
                      spec->shape ? spec->shape : "", spec->service ? spec->service : "", extra,
                      strstr(extra, "args:") ? "" : "    args: [--metrics]\n");
     if (n < 0 || (size_t)n >= sizeof(text))

@@ -80,8 +80,7 @@ void swro_write_fleet(struct swro *r, const struct swro_fleet *spec);
 /* slipway VERB ENDPOINT FLEET --json ARGS... (NULL-terminated; `check` takes FLEET ENDPOINT),
  * bounded by r->deadline_s: its parsed stdout (json_decref), its exit in *status; its stderr
  * printed when it wrote any. */
-json_t *swro_run(struct swro *r, int *status, const char *verb, ...)
-    __attribute__((sentinel));
+json_t *swro_run(struct swro *r, int *status, const char *verb, ...) __attribute__((sentinel));
 /* A deploy with the short battery (no worst case; readiness, liveness, models, chat) must commit:
  * else the test fails with its steps, class, message and journal, `what` naming it. */
 void swro_must_commit(struct swro *r, const char *what);
