@@ -105,7 +105,7 @@ static void test_good_deploy_commits(void **state)
     assert_true(swro_live_has(f, "-c 1024"));
     assert_true(swro_serves(f));
     swro_nothing_staged(f);
-    char *lg = swro_must(
+    char *lg = swth_must(
         &f->h, "grep -c -- '-c 1024' /var/lib/slipway/rollout/slipway-ro/last-good/" UNIT);
     assert_string_equal(lg, "1\n");
     free(lg);
@@ -133,10 +133,10 @@ static void test_gate_failure_touches_nothing(void **state)
     swro_up(f, &site);
     baseline(f, NULL);
     char *before =
-        swro_must(&f->h, "sha256sum /etc/systemd/system/" UNIT " /etc/slipway/slipway-ro.env");
+        swth_must(&f->h, "sha256sum /etc/systemd/system/" UNIT " /etc/slipway/slipway-ro.env");
     char pid0[64], nr0[64];
-    swro_show(f, "MainPID", pid0, sizeof(pid0));
-    swro_show(f, "NRestarts", nr0, sizeof(nr0));
+    swth_show(&f->h, UNIT, "MainPID", pid0, sizeof(pid0));
+    swth_show(&f->h, UNIT, "NRestarts", nr0, sizeof(nr0));
     write_fleet(f, 2048, "/opt/llama/bin/llama-server", "/models/chat.gguf",
                 "    known_bad:\n"
                 "      - when: ctx_size == 2048\n"
@@ -151,13 +151,13 @@ static void test_gate_failure_touches_nothing(void **state)
     assert_false(json_is_true(json_object_get(j, "stopped")));
     json_decref(j);
     char *after =
-        swro_must(&f->h, "sha256sum /etc/systemd/system/" UNIT " /etc/slipway/slipway-ro.env");
+        swth_must(&f->h, "sha256sum /etc/systemd/system/" UNIT " /etc/slipway/slipway-ro.env");
     assert_string_equal(before, after);
     free(before);
     free(after);
     char pid1[64], nr1[64];
-    swro_show(f, "MainPID", pid1, sizeof(pid1));
-    swro_show(f, "NRestarts", nr1, sizeof(nr1));
+    swth_show(&f->h, UNIT, "MainPID", pid1, sizeof(pid1));
+    swth_show(&f->h, UNIT, "NRestarts", nr1, sizeof(nr1));
     assert_string_equal(pid0, pid1);
     assert_string_equal(nr0, nr1);
     swro_nothing_staged(f);
@@ -175,15 +175,15 @@ static void test_gate_failure_touches_nothing(void **state)
     if (!msg || !strstr(msg, "host=elsewhere"))
         fail_msg("a held lock: %s", msg ? msg : "(no error message)");
     json_decref(j);
-    after = swro_must(&f->h, "sha256sum /etc/systemd/system/" UNIT " /etc/slipway/slipway-ro.env");
-    before = swro_must(&f->h, "sha256sum /var/lib/slipway/rollout/slipway-ro/last-good/" UNIT
+    after = swth_must(&f->h, "sha256sum /etc/systemd/system/" UNIT " /etc/slipway/slipway-ro.env");
+    before = swth_must(&f->h, "sha256sum /var/lib/slipway/rollout/slipway-ro/last-good/" UNIT
                               " /var/lib/slipway/rollout/slipway-ro/last-good/slipway-ro.env");
     print_message("live vs last-good after the refused deploy:\n%s%s", after, before);
     assert_non_null(strstr(after, strtok(before, " ")));
     free(after);
     free(before);
     swro_nothing_staged(f);
-    free(swro_must(&f->h, "rm -f /run/slipway/slipway-ro.lock"));
+    free(swth_must(&f->h, "rm -f /run/slipway/slipway-ro.lock"));
 }
 
 /* A failed deploy after the stop: rolled back, the old shape serves, the cause named. */
@@ -215,7 +215,7 @@ static void test_crash_loop_rolls_back(void **state)
     /* the real llama-server with one NEEDED library renamed to one that is nowhere (same
      * length, so the ELF stays valid): the loader exits 127 before the engine prints a line
      * (the operator's missing-library crash loop) */
-    free(swro_must(&f->h,
+    free(swth_must(&f->h,
                    "mkdir -p /opt/broken/bin && cp /opt/llama/bin/llama-server /opt/broken/bin/ "
                    "&& perl -0777 -pi -e 's/libllama-server-impl\\.so\\0/"
                    "libllama-server-gone.so\\0/' /opt/broken/bin/llama-server"));
@@ -322,7 +322,7 @@ static void test_killed_after_stop_converges(void **state)
     waitpid(pid, &ws, 0);
     assert_true(stopped);
     assert_true(WIFSIGNALED(ws));
-    char *lock = swro_must(&f->h, "cat /run/slipway/slipway-ro.lock");
+    char *lock = swth_must(&f->h, "cat /run/slipway/slipway-ro.lock");
     print_message("killed after the stop; the lock left: %s", lock);
     free(lock);
     int st = 0;
@@ -344,9 +344,9 @@ static void test_rollback_target_broken(void **state)
 {
     struct swro *f = *state;
     swro_up(f, &site);
-    free(swro_must(&f->h, "mkdir -p /srv/models && cp /models/chat.gguf /srv/models/a.gguf"));
+    free(swth_must(&f->h, "mkdir -p /srv/models && cp /models/chat.gguf /srv/models/a.gguf"));
     baseline(f, "/srv/models/a.gguf");
-    free(swro_must(&f->h, "mv /srv/models/a.gguf /srv/models/a.gguf.away"));
+    free(swth_must(&f->h, "mv /srv/models/a.gguf /srv/models/a.gguf.away"));
     write_fleet(f, 1024, "/opt/llama/bin/llama-server", "/models/missing.gguf", "");
     int st = 0;
     json_t *j = swro_run(f, &st, "deploy", "--no-worst-case", NULL);
@@ -359,18 +359,18 @@ static void test_rollback_target_broken(void **state)
     json_decref(j);
     /* nothing worse: stopped, not restarting, nothing staged; the files are the last-good's */
     char v[64], nr0[64], nr1[64];
-    swro_show(f, "ActiveState", v, sizeof(v));
+    swth_show(&f->h, UNIT, "ActiveState", v, sizeof(v));
     assert_true(!strcmp(v, "inactive") || !strcmp(v, "failed"));
-    swro_show(f, "NRestarts", nr0, sizeof(nr0));
+    swth_show(&f->h, UNIT, "NRestarts", nr0, sizeof(nr0));
     sleep(3);
-    swro_show(f, "NRestarts", nr1, sizeof(nr1));
+    swth_show(&f->h, UNIT, "NRestarts", nr1, sizeof(nr1));
     assert_string_equal(nr0, nr1);
-    swro_show(f, "ActiveState", v, sizeof(v));
+    swth_show(&f->h, UNIT, "ActiveState", v, sizeof(v));
     assert_true(!strcmp(v, "inactive") || !strcmp(v, "failed"));
     assert_true(swro_live_has(f, "/srv/models/a.gguf"));
     swro_nothing_staged(f);
     /* the payload back, and `slipway rollback` by hand: the last-good serves again */
-    free(swro_must(&f->h, "mv /srv/models/a.gguf.away /srv/models/a.gguf"));
+    free(swth_must(&f->h, "mv /srv/models/a.gguf.away /srv/models/a.gguf"));
     j = swro_run(f, &st, "rollback", NULL);
     print_result("manual_rollback", j);
     assert_int_equal(st, 0);

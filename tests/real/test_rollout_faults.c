@@ -465,7 +465,7 @@ static void test_ssh_drop_converges(void **state)
     }
     assert_non_null(lgt);
     char *host_lg =
-        swro_must(&f->ro.h, "grep -o -- '-c [0-9]*' /var/lib/slipway/rollout/slipway-rf/"
+        swth_must(&f->ro.h, "grep -o -- '-c [0-9]*' /var/lib/slipway/rollout/slipway-rf/"
                             "last-good/" UNIT);
     print_message("ledger last-good %s (%s); host last-good: %s", lg, swro_str(lgt, "summary"),
                   host_lg);
@@ -493,7 +493,7 @@ static void test_disk_full_staging(void **state)
     write_fleet(f, 512);
     swro_must_commit(&f->ro, "baseline");
     /* a 1 MiB tmpfs over the unit directory, holding copies of what was there, then filled */
-    char *out = swro_must(&f->ro.h, "set -e; d=/etc/systemd/system; rm -rf /root/sys.keep; "
+    char *out = swth_must(&f->ro.h, "set -e; d=/etc/systemd/system; rm -rf /root/sys.keep; "
                                     "mkdir /root/sys.keep; cp -a $d/. /root/sys.keep/; "
                                     "mount -t tmpfs -o size=1m,mode=0755 sw-rf-full $d; "
                                     "cp -a /root/sys.keep/. $d/; "
@@ -502,14 +502,14 @@ static void test_disk_full_staging(void **state)
     print_message("the unit directory on the host: %s", out);
     free(out);
     out =
-        swro_must(&f->ro.h, "cat " LIVE " > /dev/null && echo x > /etc/systemd/system/.probe 2>&1 "
+        swth_must(&f->ro.h, "cat " LIVE " > /dev/null && echo x > /etc/systemd/system/.probe 2>&1 "
                             "|| echo full");
     assert_string_equal(out, "full\n");
     free(out);
-    char *before = swro_must(&f->ro.h, "sha256sum " LIVE " " ENV);
+    char *before = swth_must(&f->ro.h, "sha256sum " LIVE " " ENV);
     char pid0[64], nr0[64];
-    swro_show(&f->ro, "MainPID", pid0, sizeof(pid0));
-    swro_show(&f->ro, "NRestarts", nr0, sizeof(nr0));
+    swth_show(&f->ro.h, UNIT, "MainPID", pid0, sizeof(pid0));
+    swth_show(&f->ro.h, UNIT, "NRestarts", nr0, sizeof(nr0));
 
     write_fleet(f, 1024);
     meter_start(f);
@@ -534,12 +534,12 @@ static void test_disk_full_staging(void **state)
     assert_int_equal(outage, 0);
     /* nothing half-written, nothing changed, the unit never stopped */
     swro_nothing_staged(&f->ro);
-    char *after = swro_must(&f->ro.h, "sha256sum " LIVE " " ENV);
+    char *after = swth_must(&f->ro.h, "sha256sum " LIVE " " ENV);
     assert_string_equal(before, after);
     free(after);
     char pid1[64], nr1[64];
-    swro_show(&f->ro, "MainPID", pid1, sizeof(pid1));
-    swro_show(&f->ro, "NRestarts", nr1, sizeof(nr1));
+    swth_show(&f->ro.h, UNIT, "MainPID", pid1, sizeof(pid1));
+    swth_show(&f->ro.h, UNIT, "NRestarts", nr1, sizeof(nr1));
     assert_string_equal(pid0, pid1);
     assert_string_equal(nr0, nr1);
     assert_true(swro_serves(&f->ro));
@@ -553,7 +553,7 @@ static void test_disk_full_staging(void **state)
     free(before);
 
     /* room again: the same deploy converges */
-    free(swro_must(&f->ro.h, "rm -f /etc/systemd/system/.filler"));
+    free(swth_must(&f->ro.h, "rm -f /etc/systemd/system/.filler"));
     swro_must_commit(&f->ro, "the deploy with room again");
     assert_true(swro_live_has(&f->ro, "-c 1024"));
     assert_true(swro_serves(&f->ro));
@@ -579,7 +579,7 @@ static void test_killed_at_each_step(void **state)
     };
     swro_up(&f->ro, &site_b);
     /* the payload on the host's own disk (the bind is read-only): the end moves it away */
-    free(swro_must(&f->ro.h, "mkdir -p /srv/m && cp /models/chat.gguf /srv/m/chat.gguf"));
+    free(swth_must(&f->ro.h, "mkdir -p /srv/m && cp /models/chat.gguf /srv/m/chat.gguf"));
     snprintf(f->payload, sizeof(f->payload), "/srv/m/chat.gguf");
     int ctx = 512;
     write_fleet(f, ctx);
@@ -675,7 +675,7 @@ static void test_killed_at_each_step(void **state)
  * with the payload gone, `slipway history` says not restorable and names what is missing. */
 static void check_tags_restorable(struct fx *f)
 {
-    char *sum = swro_must(&f->ro.h, "sha256sum /srv/m/chat.gguf");
+    char *sum = swth_must(&f->ro.h, "sha256sum /srv/m/chat.gguf");
     sum[64] = '\0';
     int st = 0;
     json_t *h = swro_run(&f->ro, &st, "history", NULL);
@@ -698,7 +698,7 @@ static void check_tags_restorable(struct fx *f)
     assert_non_null(strstr(hr.out, sum));
     swt_run_free(&hr);
     free(sum);
-    free(swro_must(&f->ro.h, "mv /srv/m/chat.gguf /srv/m/chat.gguf.away"));
+    free(swth_must(&f->ro.h, "mv /srv/m/chat.gguf /srv/m/chat.gguf.away"));
     h = swro_run(&f->ro, &st, "history", NULL);
     assert_int_equal(st, 0);
     size_t i;
@@ -719,7 +719,7 @@ static void check_tags_restorable(struct fx *f)
     assert_int_equal(r.status, 0);
     assert_non_null(strstr(r.out, "restorable: NO"));
     swt_run_free(&r);
-    free(swro_must(&f->ro.h, "mv /srv/m/chat.gguf.away /srv/m/chat.gguf"));
+    free(swth_must(&f->ro.h, "mv /srv/m/chat.gguf.away /srv/m/chat.gguf"));
 }
 
 int main(void)

@@ -245,7 +245,7 @@ static void up(struct fx *f)
              "unit's MemoryMax= there)");
     swro_up(&f->ro, &site);
     f->ro.deadline_s = 900;
-    char *ctl = swro_must(&f->ro.h, "cat /sys/fs/cgroup/cgroup.controllers; echo .");
+    char *ctl = swth_must(&f->ro.h, "cat /sys/fs/cgroup/cgroup.controllers; echo .");
     print_message("the host's cgroup2 controllers: '%s'\n", ctl);
     free(ctl);
     snprintf(f->limiter_log, sizeof(f->limiter_log), "%s", swt_join(f->ro.dir, "limiter.log"));

@@ -180,28 +180,6 @@ void swro_must_commit(struct swro *r, const char *what)
     json_decref(j);
 }
 
-char *swro_must(const struct swth_host *h, const char *cmd)
-{
-    struct swt_run r;
-    assert_int_equal(swth_ssh(h, cmd, NULL, 60, &r), 0);
-    if (r.status)
-        fail_msg("%s: `%s` exited %d: %s%s", h->name, cmd, r.status, r.out, r.err);
-    char *out = r.out;
-    r.out = NULL;
-    swt_run_free(&r);
-    return out;
-}
-
-void swro_show(const struct swro *r, const char *prop, char *buf, size_t n)
-{
-    char cmd[256];
-    snprintf(cmd, sizeof(cmd), "systemctl show -p %s --value %s", prop, r->unit);
-    char *out = swro_must(&r->h, cmd);
-    out[strcspn(out, "\n")] = '\0';
-    snprintf(buf, n, "%s", out);
-    free(out);
-}
-
 bool swro_generates(const char *addr, int port, unsigned timeout_s)
 {
     char url[128], tm[16];
@@ -239,7 +217,7 @@ bool swro_live_has(const struct swro *r, const char *needle)
 {
     char cmd[256];
     snprintf(cmd, sizeof(cmd), "cat /etc/systemd/system/%s", r->unit);
-    char *out = swro_must(&r->h, cmd);
+    char *out = swth_must(&r->h, cmd);
     bool has = strstr(out, needle) != NULL;
     free(out);
     return has;
@@ -247,10 +225,10 @@ bool swro_live_has(const struct swro *r, const char *needle)
 
 void swro_nothing_staged(const struct swro *r)
 {
-    char *out = swro_must(&r->h, "ls -A /etc/systemd/system/ /etc/slipway/ | "
+    char *out = swth_must(&r->h, "ls -A /etc/systemd/system/ /etc/slipway/ | "
                                  "grep -c -e '\\.new$' -e '^\\.slipway-copy' -e '\\.rb$' || true");
     if (strcmp(out, "0\n")) {
-        char *ls = swro_must(&r->h, "ls -lA /etc/systemd/system/ /etc/slipway/");
+        char *ls = swth_must(&r->h, "ls -lA /etc/systemd/system/ /etc/slipway/");
         print_message("left on the host:\n%s", ls);
         free(ls);
         free(out);

@@ -3,7 +3,8 @@
  * (swthost.h) with the tiny chat model bound read-only at /models, a fleet file in a temporary
  * directory (the ledger lands beside it) naming one native llama-server endpoint on that host,
  * `slipway VERB ... --json` run against it, and the checks every one of those tests makes of the
- * live unit (it serves a generation, its unit file holds a flag, nothing is left staged).
+ * live unit (it serves a generation, its unit file holds a flag, nothing is left staged). Commands
+ * on the host go through swthost (swth_must, swth_show).
  *
  * What a test does with the host (its faults, meters, limiters) stays in the test. The model is
  * made once per test group (swro_group_setup / swro_group_teardown as cmocka's group fixtures);
@@ -89,10 +90,6 @@ void swro_print_steps(const json_t *j);
 /* j's string member k, "" when absent. */
 const char *swro_str(const json_t *j, const char *k);
 
-/* ssh CMD on the host must exit 0 (else the test fails with its output): its stdout (free()). */
-char *swro_must(const struct swth_host *h, const char *cmd);
-/* `systemctl show -p PROP --value UNIT` on the host, its first line into buf. */
-void swro_show(const struct swro *r, const char *prop, char *buf, size_t n);
 /* ADDR:PORT answers the engine's own one-token chat request with 200 within timeout_s. */
 bool swro_generates(const char *addr, int port, unsigned timeout_s);
 /* The endpoint serves a generation (60 s bound). */
