@@ -591,6 +591,9 @@ struct sw_fleet_harness {
 /* The contextWindow the client uses with this endpoint (override, else the default). */
 const struct sw_fleet_u64 *sw_fleet_client_window(const struct sw_fleet *f,
                                                   const struct sw_fleet_endpoint *ep);
+/* Every contextWindow the harness uses (its default, then each client override), each once, in
+ * that order: at most max into out. Returns how many. */
+size_t sw_fleet_harness_windows(const struct sw_fleet_harness *h, uint64_t *out, size_t max);
 
 /* ---------------------------------------------------------------------------------------------
  * The fleet.

@@ -193,6 +193,12 @@ json_t *sw_llamacpp_plan_to_json(const struct sw_llamacpp_plan *p);
 
 /* The lines llama-server prints for this report, in its own format, one per line. */
 int sw_llamacpp_print_lines(const struct sw_llamacpp_report *r, struct sw_buf *out);
+/* Two of those lines, each after prefix ("" or a log level such as "I "; the sim prints the
+ * whole log): a KV cache's `llama_kv_cache: size = ...` and the recurrent state's
+ * `llama_memory_recurrent: size = ...`. SW_ENOMEM when the buffer refuses. */
+int sw_llamacpp_kv_line(struct sw_buf *out, const char *prefix, const struct sw_llamacpp_kv *k);
+int sw_llamacpp_recurrent_line(struct sw_buf *out, const char *prefix,
+                               const struct sw_llamacpp_recurrent *x);
 
 /* MiB the way llama.cpp prints them: "%.2f" of a float (the `size = ` lines cast to float) or of
  * a double (the buffer lines). Returns out. */

@@ -409,6 +409,48 @@ json_t *sw_verify_report_to_json(const struct sw_verify_report *r); /* new refer
 int sw_payload_manifest_scan(const char *root, bool hash, const struct sw_verify_opts *o,
                              struct sw_payload_manifest *out, struct sw_err *e);
 
+/* =============================================================================================
+ * Walking a tree without following links (payload/nofollow.c)
+ */
+
+struct stat;
+
+/* The deepest directory a walk enters below its root; one deeper is SW_ERANGE. */
+#define SW_PAYLOAD_WALK_DEPTH 64
+
+/* One entry of a walk, as the visitor sees it (valid only during the call). */
+struct sw_payload_walk_entry {
+    const char *path;      /* root/rel (the root itself as given) */
+    const char *rel;       /* relative to the root, "" for the root */
+    const struct stat *st; /* as lstat(2) saw it: a symbolic link is itself, never followed */
+    int depth;             /* 0 for the root */
+    bool post;             /* a directory seen again after all its entries (opts.post) */
+    size_t n_entries;      /* when post: the entries it held, "." and ".." not counted */
+};
+
+/* Returns 0 to go on; anything else stops the walk and is what sw_payload_walk returns (with e
+ * set by the visitor). */
+typedef int (*sw_payload_walk_fn)(void *ud, const struct sw_payload_walk_entry *x,
+                                  struct sw_err *e);
+
+struct sw_payload_walk_opts {
+    bool post;       /* visit each directory a second time, after its entries */
+    bool missing_ok; /* an entry (the root too) gone before it was stat'ed is skipped, not an
+                        error (a removal racing with another) */
+};
+
+/*
+ * Walk root depth-first in readdir order: each entry visited before its directory's next entry,
+ * a directory before its entries (and after them too with opts.post). Symbolic links are visited
+ * as links and never descended; anything else (a socket, a device) is visited as what it is:
+ * whether to accept it is the visitor's call. The visitor may remove the entry it is given (a
+ * removal walks with post and removes each directory there, once empty). opts may be
+ * NULL. Errors name the path: SW_EIO (cannot stat / open: the system's words), SW_ERANGE (a path
+ * longer than PATH_MAX, a directory deeper than SW_PAYLOAD_WALK_DEPTH), or the visitor's.
+ */
+int sw_payload_walk(const char *root, const struct sw_payload_walk_opts *opts,
+                    sw_payload_walk_fn fn, void *ud, struct sw_err *e);
+
 #ifdef __cplusplus
 }
 #endif

@@ -87,6 +87,14 @@ struct sw_plan {
 int sw_plan_endpoint(const struct sw_fleet *f, const struct sw_fleet_endpoint *ep,
                      const struct sw_plan_overrides *ov, struct sw_plan *out, struct sw_err *e);
 void sw_plan_free(struct sw_plan *p);
+/*
+ * The law's options of an SGLang endpoint's shape (shape NULL: ep's own), for calibration and the
+ * band gate: planned with a pin when the shape pins no pool (the plan needs a pin or free-memory
+ * facts to run, and the pin sets nothing else), then max_total_tokens 0 again: the engine sizes
+ * the pool. SW_EINVAL when ep is not an SGLang endpoint; the plan's error otherwise.
+ */
+int sw_plan_sglang_opts(const struct sw_fleet_endpoint *ep, const struct sw_fleet_shape *shape,
+                        struct sw_sglang_opts *o, struct sw_err *e);
 
 /* The endpoint's shape in the ledger's vocabulary (docs/ledger.md): engine, engine_profile, model
  * {name, quant}, ctx, slots, kv dtypes, kv_bytes, kv_tokens, mnbt, tp/pp, util, flags {mmproj,

@@ -48,12 +48,12 @@ struct sw_cmd {
     X(lint, "lint a systemd unit: stop timeout, start limits, Restart, paths, digest, secrets")    \
     X(plan, "predict an engine's boot (memory lines, budget per device) from its command line")    \
     X(probe, "run the live battery against an endpoint: readiness to worst case, with evidence")   \
+    X(readings, "device memory used/total from nvidia-smi, rocm-smi, amd-smi output; --record it") \
     X(render, "render an endpoint as a systemd service: the unit, its env file, the container")    \
     X(report, "the fleet as people read it: Markdown, one HTML page, JSON; from fleet + ledger")   \
-    X(readings, "device memory used/total from nvidia-smi, rocm-smi, amd-smi output; --record it") \
+    X(retire, "move a payload directory to a trash dir, refused while a kept tag needs it")        \
     X(rollback, "put an endpoint's last-good files back on its host and prove it serves")          \
     X(sim, "an engine stand-in driven by the plan's law: boots, serves and fails like it")         \
-    X(retire, "move a payload directory to a trash dir, refused while a kept tag needs it")        \
     X(status, "each endpoint on its host now: unit state, shape vs render, health, liveness")      \
     X(tune, "search an endpoint's declared knobs for a better objective, in few boots")            \
     X(up, "boot a local endpoint supervised, prove it serves, diff predicted vs printed")          \

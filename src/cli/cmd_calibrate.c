@@ -328,28 +328,6 @@ static void print_headroom(const struct sw_calib_headroom *h)
     }
 }
 
-/* The law's options of ep's shape; max_total_tokens 0 when the shape pins no pool (the plan
- * needs a pin or free-memory facts to run, and the pin sets nothing else). */
-static int sglang_opts(const struct sw_fleet_endpoint *ep, struct sw_sglang_opts *o,
-                       struct sw_err *e)
-{
-    struct sw_fleet_endpoint q = *ep;
-    struct sw_plan p;
-    bool unpinned = !q.shape.max_total_tokens.set || q.shape.max_total_tokens.v == 0;
-    if (unpinned) {
-        q.shape.max_total_tokens.set = true;
-        q.shape.max_total_tokens.v = 1;
-    }
-    int rc = sw_plan_endpoint(NULL, &q, NULL, &p, e);
-    if (rc)
-        return rc;
-    *o = *p.sglang_opts;
-    sw_plan_free(&p);
-    if (unpinned)
-        o->max_total_tokens = 0;
-    return 0;
-}
-
 static json_t *sglang_pred_json(const char *what, const struct sw_calib_sglang_pred *p)
 {
     json_t *j = json_pack("{s:s,s:b,s:I,s:I,s:b,s:I,s:f,s:f}", "shape", what, "autofit", p->autofit,
@@ -406,7 +384,7 @@ static int sglang_section(const struct sw_calib_request *rq, const struct sw_cal
     }
     rc = sw_endpoint_hf_config(ep, c, NULL, 0, e);
     if (!rc)
-        rc = sglang_opts(ep, &o, e);
+        rc = sw_plan_sglang_opts(ep, NULL, &o, e);
     if (!rc && o.max_total_tokens > 0)
         rc = sw_sglang_plan(c, &o, &dr, e);
     if (rc)

@@ -20,6 +20,7 @@
 #include "cli.h"
 
 #include <slipway/ledger.h>
+#include <slipway/payload.h>
 
 #include <dirent.h>
 #include <errno.h>
@@ -31,8 +32,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define COPY_BUF  (1u << 20)
-#define MAX_DEPTH 64
+#define COPY_BUF (1u << 20)
 
 static const struct sw_opt opts[] = {
     {"to", 0, "TRASH_DIR", 0, "where the payload directory goes (created when missing)", NULL},
@@ -70,7 +70,8 @@ struct tally {
 };
 
 /* ---------------------------------------------------------------------------------------------
- * Walking, copying, verifying, removing a tree.
+ * Counting, copying, verifying, removing a tree: visitors of sw_payload_walk (payload/nofollow.c,
+ * which never follows a link: a link is copied as a link).
  */
 
 static int join(char *out, size_t n, const char *a, const char *b, struct sw_err *e)
@@ -81,36 +82,40 @@ static int join(char *out, size_t n, const char *a, const char *b, struct sw_err
     return 0;
 }
 
-static int count_tree(const char *path, int depth, struct tally *t, struct sw_err *e)
+/* dst_root joined with an entry's path relative to the walk's root. */
+static int dst_of(char *out, size_t n, const char *dst_root, const struct sw_payload_walk_entry *x,
+                  struct sw_err *e)
 {
-    struct stat st;
-    if (lstat(path, &st))
-        return sw_err_at(e, SW_EIO, path, 0, 0, "cannot stat: %s", strerror(errno));
-    if (!S_ISDIR(st.st_mode)) {
-        if (!S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode))
-            return sw_err_at(e, SW_EUNSUPPORTED, path, 0, 0,
-                             "neither a file, a directory nor a symlink: not moved");
-        t->files++;
-        t->bytes += S_ISREG(st.st_mode) ? (int64_t)st.st_size : 0;
+    if (!x->rel[0]) {
+        int w = snprintf(out, n, "%s", dst_root);
+        if (w < 0 || (size_t)w >= n)
+            return sw_err_set(e, SW_ERANGE, "%s: path too long", dst_root);
         return 0;
     }
-    if (depth > MAX_DEPTH)
-        return sw_err_at(e, SW_ERANGE, path, 0, 0, "nested deeper than %d", MAX_DEPTH);
-    DIR *d = opendir(path);
-    if (!d)
-        return sw_err_at(e, SW_EIO, path, 0, 0, "cannot open: %s", strerror(errno));
-    int rc = 0;
-    struct dirent *de;
-    while (!rc && (de = readdir(d))) {
-        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-            continue;
-        char sub[PATH_MAX];
-        rc = join(sub, sizeof(sub), path, de->d_name, e);
-        if (!rc)
-            rc = count_tree(sub, depth + 1, t, e);
-    }
-    closedir(d);
-    return rc;
+    return join(out, n, dst_root, x->rel, e);
+}
+
+static int unsupported(const struct sw_payload_walk_entry *x, struct sw_err *e)
+{
+    return sw_err_at(e, SW_EUNSUPPORTED, x->path, 0, 0,
+                     "neither a file, a directory nor a symlink: not moved");
+}
+
+static int count_visit(void *ud, const struct sw_payload_walk_entry *x, struct sw_err *e)
+{
+    struct tally *t = ud;
+    if (S_ISDIR(x->st->st_mode))
+        return 0;
+    if (!S_ISREG(x->st->st_mode) && !S_ISLNK(x->st->st_mode))
+        return unsupported(x, e);
+    t->files++;
+    t->bytes += S_ISREG(x->st->st_mode) ? (int64_t)x->st->st_size : 0;
+    return 0;
+}
+
+static int count_tree(const char *path, struct tally *t, struct sw_err *e)
+{
+    return sw_payload_walk(path, NULL, count_visit, t, e);
 }
 
 static int copy_file(const char *src, const char *dst, const struct stat *st, char *buf,
@@ -161,52 +166,52 @@ static int copy_file(const char *src, const char *dst, const struct stat *st, ch
     return rc;
 }
 
-static int copy_tree(const char *src, const char *dst, int depth, char *buf, struct sw_err *e)
+/* A copy or a verification: the tree under the walk's root against the one under dst. */
+struct pair {
+    const char *dst;
+    char *buf; /* COPY_BUF bytes */
+};
+
+static int copy_visit(void *ud, const struct sw_payload_walk_entry *x, struct sw_err *e)
 {
-    struct stat st;
-    if (lstat(src, &st))
-        return sw_err_at(e, SW_EIO, src, 0, 0, "cannot stat: %s", strerror(errno));
-    if (S_ISREG(st.st_mode))
-        return copy_file(src, dst, &st, buf, e);
-    if (S_ISLNK(st.st_mode)) {
+    const struct pair *p = ud;
+    const struct stat *st = x->st;
+    char dst[PATH_MAX];
+    int rc = dst_of(dst, sizeof(dst), p->dst, x, e);
+    if (rc)
+        return rc;
+    if (x->post) {
+        /* its entries are in: now its mode and times */
+        if (chmod(dst, st->st_mode & 07777))
+            return sw_err_at(e, SW_EIO, dst, 0, 0, "chmod: %s", strerror(errno));
+        struct timespec ts[2] = {st->st_atim, st->st_mtim};
+        utimensat(AT_FDCWD, dst, ts, AT_SYMLINK_NOFOLLOW);
+        return 0;
+    }
+    if (S_ISREG(st->st_mode))
+        return copy_file(x->path, dst, st, p->buf, e);
+    if (S_ISLNK(st->st_mode)) {
         char target[PATH_MAX];
-        ssize_t n = readlink(src, target, sizeof(target) - 1);
+        ssize_t n = readlink(x->path, target, sizeof(target) - 1);
         if (n < 0)
-            return sw_err_at(e, SW_EIO, src, 0, 0, "readlink: %s", strerror(errno));
+            return sw_err_at(e, SW_EIO, x->path, 0, 0, "readlink: %s", strerror(errno));
         target[n] = '\0';
         if (symlink(target, dst))
             return sw_err_at(e, SW_EIO, dst, 0, 0, "symlink: %s", strerror(errno));
         return 0;
     }
-    if (!S_ISDIR(st.st_mode))
-        return sw_err_at(e, SW_EUNSUPPORTED, src, 0, 0,
-                         "neither a file, a directory nor a symlink: not moved");
-    if (depth > MAX_DEPTH)
-        return sw_err_at(e, SW_ERANGE, src, 0, 0, "nested deeper than %d", MAX_DEPTH);
+    if (!S_ISDIR(st->st_mode))
+        return unsupported(x, e);
     if (mkdir(dst, 0700))
         return sw_err_at(e, SW_EIO, dst, 0, 0, "mkdir: %s", strerror(errno));
-    DIR *d = opendir(src);
-    if (!d)
-        return sw_err_at(e, SW_EIO, src, 0, 0, "cannot open: %s", strerror(errno));
-    int rc = 0;
-    struct dirent *de;
-    while (!rc && (de = readdir(d))) {
-        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-            continue;
-        char s[PATH_MAX], t[PATH_MAX];
-        rc = join(s, sizeof(s), src, de->d_name, e);
-        if (!rc)
-            rc = join(t, sizeof(t), dst, de->d_name, e);
-        if (!rc)
-            rc = copy_tree(s, t, depth + 1, buf, e);
-    }
-    closedir(d);
-    if (!rc && chmod(dst, st.st_mode & 07777))
-        rc = sw_err_at(e, SW_EIO, dst, 0, 0, "chmod: %s", strerror(errno));
-    struct timespec ts[2] = {st.st_atim, st.st_mtim};
-    if (!rc)
-        utimensat(AT_FDCWD, dst, ts, AT_SYMLINK_NOFOLLOW);
-    return rc;
+    return 0;
+}
+
+static int copy_tree(const char *src, const char *dst, char *buf, struct sw_err *e)
+{
+    struct pair p = {.dst = dst, .buf = buf};
+    struct sw_payload_walk_opts o = {.post = true};
+    return sw_payload_walk(src, &o, copy_visit, &p, e);
 }
 
 static int same_bytes(const char *a, const char *b, char *buf, struct sw_err *e)
@@ -255,93 +260,73 @@ out:
     return rc;
 }
 
-/* The copy holds what the source holds: every entry, its type, size, bytes and link target. */
-static int verify_tree(const char *src, const char *dst, int depth, char *buf, struct sw_err *e)
+/* The copy holds what the source holds: every entry, its type, size, bytes and link target, and
+ * nothing more. */
+static int verify_visit(void *ud, const struct sw_payload_walk_entry *x, struct sw_err *e)
 {
-    struct stat s, d;
-    if (lstat(src, &s))
-        return sw_err_at(e, SW_EIO, src, 0, 0, "cannot stat: %s", strerror(errno));
-    if (lstat(dst, &d))
-        return sw_err_at(e, SW_EIO, dst, 0, 0, "missing from the copy: %s", strerror(errno));
-    if ((s.st_mode & S_IFMT) != (d.st_mode & S_IFMT) ||
-        (S_ISREG(s.st_mode) && s.st_size != d.st_size))
-        return sw_err_at(e, SW_EIO, dst, 0, 0, "the copy differs from %s (type or size)", src);
-    if (S_ISREG(s.st_mode))
-        return same_bytes(src, dst, buf, e);
-    if (S_ISLNK(s.st_mode)) {
-        char ta[PATH_MAX], tb[PATH_MAX];
-        ssize_t na = readlink(src, ta, sizeof(ta) - 1), nb = readlink(dst, tb, sizeof(tb) - 1);
-        if (na < 0 || nb < 0 || na != nb || memcmp(ta, tb, (size_t)na))
-            return sw_err_at(e, SW_EIO, dst, 0, 0, "the copied link differs from %s", src);
-        return 0;
-    }
-    if (depth > MAX_DEPTH)
-        return sw_err_at(e, SW_ERANGE, src, 0, 0, "nested deeper than %d", MAX_DEPTH);
-    DIR *dir = opendir(src);
-    if (!dir)
-        return sw_err_at(e, SW_EIO, src, 0, 0, "cannot open: %s", strerror(errno));
-    int rc = 0;
-    size_t n_src = 0;
-    struct dirent *de;
-    while (!rc && (de = readdir(dir))) {
-        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-            continue;
-        n_src++;
-        char a[PATH_MAX], b[PATH_MAX];
-        rc = join(a, sizeof(a), src, de->d_name, e);
-        if (!rc)
-            rc = join(b, sizeof(b), dst, de->d_name, e);
-        if (!rc)
-            rc = verify_tree(a, b, depth + 1, buf, e);
-    }
-    closedir(dir);
+    const struct pair *p = ud;
+    const struct stat *s = x->st;
+    char dst[PATH_MAX];
+    int rc = dst_of(dst, sizeof(dst), p->dst, x, e);
     if (rc)
         return rc;
-    /* and nothing more */
-    size_t n_dst = 0;
-    dir = opendir(dst);
-    if (!dir)
-        return sw_err_at(e, SW_EIO, dst, 0, 0, "cannot open: %s", strerror(errno));
-    while ((de = readdir(dir)))
-        n_dst += strcmp(de->d_name, ".") && strcmp(de->d_name, "..");
-    closedir(dir);
-    if (n_src != n_dst)
-        return sw_err_at(e, SW_EIO, dst, 0, 0, "the copy has %zu entries, %s has %zu", n_dst, src,
-                         n_src);
+    if (x->post) {
+        size_t n_dst = 0;
+        DIR *dir = opendir(dst);
+        struct dirent *de;
+        if (!dir)
+            return sw_err_at(e, SW_EIO, dst, 0, 0, "cannot open: %s", strerror(errno));
+        while ((de = readdir(dir)))
+            n_dst += strcmp(de->d_name, ".") && strcmp(de->d_name, "..");
+        closedir(dir);
+        if (x->n_entries != n_dst)
+            return sw_err_at(e, SW_EIO, dst, 0, 0, "the copy has %zu entries, %s has %zu", n_dst,
+                             x->path, x->n_entries);
+        return 0;
+    }
+    struct stat d;
+    if (lstat(dst, &d))
+        return sw_err_at(e, SW_EIO, dst, 0, 0, "missing from the copy: %s", strerror(errno));
+    if ((s->st_mode & S_IFMT) != (d.st_mode & S_IFMT) ||
+        (S_ISREG(s->st_mode) && s->st_size != d.st_size))
+        return sw_err_at(e, SW_EIO, dst, 0, 0, "the copy differs from %s (type or size)", x->path);
+    if (S_ISREG(s->st_mode))
+        return same_bytes(x->path, dst, p->buf, e);
+    if (S_ISLNK(s->st_mode)) {
+        char ta[PATH_MAX], tb[PATH_MAX];
+        ssize_t na = readlink(x->path, ta, sizeof(ta) - 1), nb = readlink(dst, tb, sizeof(tb) - 1);
+        if (na < 0 || nb < 0 || na != nb || memcmp(ta, tb, (size_t)na))
+            return sw_err_at(e, SW_EIO, dst, 0, 0, "the copied link differs from %s", x->path);
+    }
     return 0;
 }
 
-static int remove_tree(const char *path, int depth, struct sw_err *e)
+static int verify_tree(const char *src, const char *dst, char *buf, struct sw_err *e)
 {
-    struct stat st;
-    if (lstat(path, &st))
-        return errno == ENOENT
-                   ? 0
-                   : sw_err_at(e, SW_EIO, path, 0, 0, "cannot stat: %s", strerror(errno));
-    if (!S_ISDIR(st.st_mode)) {
-        if (unlink(path))
-            return sw_err_at(e, SW_EIO, path, 0, 0, "cannot remove: %s", strerror(errno));
+    struct pair p = {.dst = dst, .buf = buf};
+    struct sw_payload_walk_opts o = {.post = true};
+    return sw_payload_walk(src, &o, verify_visit, &p, e);
+}
+
+/* Files and links unlinked on the way down, each directory removed on the way back up. */
+static int remove_visit(void *ud, const struct sw_payload_walk_entry *x, struct sw_err *e)
+{
+    (void)ud;
+    if (!S_ISDIR(x->st->st_mode)) {
+        if (unlink(x->path))
+            return sw_err_at(e, SW_EIO, x->path, 0, 0, "cannot remove: %s", strerror(errno));
         return 0;
     }
-    if (depth > MAX_DEPTH)
-        return sw_err_at(e, SW_ERANGE, path, 0, 0, "nested deeper than %d", MAX_DEPTH);
-    DIR *d = opendir(path);
-    if (!d)
-        return sw_err_at(e, SW_EIO, path, 0, 0, "cannot open: %s", strerror(errno));
-    int rc = 0;
-    struct dirent *de;
-    while (!rc && (de = readdir(d))) {
-        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-            continue;
-        char sub[PATH_MAX];
-        rc = join(sub, sizeof(sub), path, de->d_name, e);
-        if (!rc)
-            rc = remove_tree(sub, depth + 1, e);
-    }
-    closedir(d);
-    if (!rc && rmdir(path))
-        rc = sw_err_at(e, SW_EIO, path, 0, 0, "cannot remove: %s", strerror(errno));
-    return rc;
+    if (x->post && rmdir(x->path))
+        return sw_err_at(e, SW_EIO, x->path, 0, 0, "cannot remove: %s", strerror(errno));
+    return 0;
+}
+
+/* The tree at path removed; nothing there is not an error. */
+static int remove_tree(const char *path, struct sw_err *e)
+{
+    struct sw_payload_walk_opts o = {.post = true, .missing_ok = true};
+    return sw_payload_walk(path, &o, remove_visit, NULL, e);
 }
 
 static int fsync_dir(const char *path)
@@ -367,9 +352,9 @@ static int copy_move(const char *src, const char *trash, const char *dst, struct
     char *buf = sw_malloc(COPY_BUF);
     if (!buf)
         return sw_err_set(e, SW_ENOMEM, "out of memory");
-    int rc = copy_tree(src, partial, 0, buf, e);
+    int rc = copy_tree(src, partial, buf, e);
     if (!rc)
-        rc = verify_tree(src, partial, 0, buf, e);
+        rc = verify_tree(src, partial, buf, e);
     if (!rc && rename(partial, dst))
         rc = sw_err_at(e, SW_EIO, dst, 0, 0, "rename from %s: %s", partial, strerror(errno));
     if (!rc)
@@ -378,7 +363,7 @@ static int copy_move(const char *src, const char *trash, const char *dst, struct
     if (rc) {
         struct sw_err ce;
         sw_err_clear(&ce);
-        if (remove_tree(partial, 0, &ce))
+        if (remove_tree(partial, &ce))
             sw_err_prefix(e, "(and the partial copy could not be removed: %s)", ce.msg);
         sw_err_prefix(e, "nothing was moved");
     }
@@ -558,7 +543,7 @@ int sw_cmd_retire(int argc, char **argv)
         goto out;
     }
     struct tally t = {0};
-    if (count_tree(real, 0, &t, &e)) {
+    if (count_tree(real, &t, &e)) {
         rc = sw_cli_fail(&e, json);
         goto out;
     }
@@ -634,7 +619,7 @@ int sw_cmd_retire(int argc, char **argv)
             rc = sw_cli_fail(&e, json);
             goto out;
         }
-        if (remove_tree(real, 0, &e)) {
+        if (remove_tree(real, &e)) {
             sw_err_prefix(&e,
                           "copied and verified to %s, but removing the source failed (the copy "
                           "is whole; remove what is left by hand)",

@@ -1,8 +1,8 @@
 /*
  * slipway's private run directory, for modules below deploy (host keeps its ssh control sockets
- * there). The rule is deploy's sw_deploy_run_dir's: an environment override, the XDG runtime
- * directory, else a directory under HOME; never a predictable shared /tmp name, and a directory
- * someone else can write is refused rather than repaired.
+ * there). The rule (sw_run_dir_path, which deploy's sw_deploy_run_dir uses too): an environment
+ * override, the XDG runtime directory, else a directory under HOME; never a predictable shared
+ * /tmp name, and a directory someone else can write is refused rather than repaired.
  */
 #include <slipway/core.h>
 
@@ -14,12 +14,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-int sw_run_dir(char *out, size_t n, struct sw_err *e)
+int sw_run_dir_path(char *out, size_t n, struct sw_err *e)
 {
     const char *d = getenv("SLIPWAY_RUN_DIR");
     const char *xdg = getenv("XDG_RUNTIME_DIR");
     const char *home = getenv("HOME");
-    struct stat st;
     int w;
     if (d && *d) {
         w = snprintf(out, n, "%s", d);
@@ -38,7 +37,16 @@ int sw_run_dir(char *out, size_t n, struct sw_err *e)
     }
     if (w < 0 || (size_t)w >= n)
         return sw_err_set(e, SW_ERANGE, "run directory path too long");
-    int rc = sw_mkdir_p(out, 0700, e);
+    return 0;
+}
+
+int sw_run_dir(char *out, size_t n, struct sw_err *e)
+{
+    struct stat st;
+    int rc = sw_run_dir_path(out, n, e);
+    if (rc)
+        return rc;
+    rc = sw_mkdir_p(out, 0700, e);
     if (rc)
         return rc;
     if (lstat(out, &st) < 0)

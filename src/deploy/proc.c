@@ -12,7 +12,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <pwd.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -214,29 +213,11 @@ int sw_deploy_check_dir(const char *dir, struct sw_err *e)
 
 int sw_deploy_run_dir(char *out, size_t n, struct sw_err *e)
 {
-    const char *d = getenv("SLIPWAY_RUN_DIR");
-    const char *xdg = getenv("XDG_RUNTIME_DIR");
-    const char *home = getenv("HOME");
-    int w;
-    if (d && *d) {
-        w = snprintf(out, n, "%s", d);
-    } else if (xdg && *xdg) {
-        w = snprintf(out, n, "%s/slipway", xdg);
-    } else {
-        if (!home || !*home) {
-            struct passwd *pw = getpwuid(geteuid());
-            home = pw ? pw->pw_dir : NULL;
-        }
-        if (!home || !*home)
-            return sw_err_set(e, SW_ENOENT,
-                              "no run directory: set SLIPWAY_RUN_DIR (or XDG_RUNTIME_DIR or "
-                              "HOME) to a directory only you can write");
-        w = snprintf(out, n, "%s/.local/state/slipway/run", home);
-    }
-    if (w < 0 || (size_t)w >= n)
-        return sw_err_set(e, SW_ERANGE, "run directory path too long");
+    int rc = sw_run_dir_path(out, n, e);
+    if (rc)
+        return rc;
     /* created 0700 when missing; an existing one is judged as it is, never repaired */
-    int rc = sw_mkdir_p(out, 0700, e);
+    rc = sw_mkdir_p(out, 0700, e);
     if (rc)
         return rc;
     return sw_deploy_check_dir(out, e);

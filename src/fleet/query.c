@@ -114,6 +114,22 @@ const struct sw_fleet_u64 *sw_fleet_client_window(const struct sw_fleet *f,
     return f->harness.context_window.set ? &f->harness.context_window : NULL;
 }
 
+size_t sw_fleet_harness_windows(const struct sw_fleet_harness *h, uint64_t *out, size_t max)
+{
+    size_t n = 0;
+    if (max && h->context_window.set)
+        out[n++] = h->context_window.v;
+    for (size_t i = 0; i < h->n_clients && n < max; i++) {
+        uint64_t v = h->clients[i].context_window.v;
+        bool dup = false;
+        for (size_t k = 0; k < n; k++)
+            dup |= out[k] == v;
+        if (h->clients[i].context_window.set && !dup)
+            out[n++] = v;
+    }
+    return n;
+}
+
 int sw_fleet_pos(const struct sw_fleet *f, const char *path, struct sw_fleet_at *out)
 {
     if (!f || !f->priv || !path)

@@ -22,32 +22,6 @@
 #include <stdio.h>
 #include <string.h>
 
-/* The law's options for ep's shape (max_total_tokens 0 when the shape pins no pool). */
-static int shape_opts(const struct sw_fleet_endpoint *ep, const struct sw_fleet_shape *shape,
-                      struct sw_sglang_opts *o, struct sw_err *e)
-{
-    struct sw_fleet_endpoint q = *ep;
-    struct sw_plan p;
-    bool unpinned;
-    int rc;
-    if (shape)
-        q.shape = *shape;
-    unpinned = !q.shape.max_total_tokens.set || q.shape.max_total_tokens.v == 0;
-    if (unpinned) {
-        /* the pin only sets max_total_tokens: plan pinned, then lift it */
-        q.shape.max_total_tokens.set = true;
-        q.shape.max_total_tokens.v = 1;
-    }
-    rc = sw_plan_endpoint(NULL, &q, NULL, &p, e);
-    if (rc)
-        return rc;
-    *o = *p.sglang_opts;
-    sw_plan_free(&p);
-    if (unpinned)
-        o->max_total_tokens = 0;
-    return 0;
-}
-
 int sw__gate_band_sglang(struct sw__gate_run *r, bool *handled, struct sw_err *e)
 {
     const struct sw_fleet_endpoint *ep = r->ep;
@@ -74,8 +48,8 @@ int sw__gate_band_sglang(struct sw__gate_run *r, bool *handled, struct sw_err *e
     sw_err_clear(&le);
     /* the facts are of the declared shape; the asked one may differ (--set) */
     if (sw_endpoint_hf_config(ep, c, NULL, 0, &le) ||
-        shape_opts(ep, r->o ? r->o->before : NULL, &dopt, &le) ||
-        shape_opts(ep, NULL, &aopt, &le) || sw_sglang_plan(c, &dopt, &drep, &le))
+        sw_plan_sglang_opts(ep, r->o ? r->o->before : NULL, &dopt, &le) ||
+        sw_plan_sglang_opts(ep, NULL, &aopt, &le) || sw_sglang_plan(c, &dopt, &drep, &le))
         goto nolaw;
     {
         struct sw_calib_sglang_obs d = {.tokens = drep.max_total_num_tokens,

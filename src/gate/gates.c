@@ -822,17 +822,7 @@ int sw__gate_window(struct sw__gate_run *r, struct sw_err *e)
         return 0;
     /* The conversations compacted here: every contextWindow the harness uses. */
     uint64_t wins[64];
-    size_t nw = 0;
-    if (h->context_window.set)
-        wins[nw++] = h->context_window.v;
-    for (size_t i = 0; i < h->n_clients && nw < SW_ARRAY_LEN(wins); i++) {
-        uint64_t v = h->clients[i].context_window.v;
-        bool dup = false;
-        for (size_t k = 0; k < nw; k++)
-            dup |= wins[k] == v;
-        if (h->clients[i].context_window.set && !dup)
-            wins[nw++] = v;
-    }
+    size_t nw = sw_fleet_harness_windows(h, wins, SW_ARRAY_LEN(wins));
     if (!h->compaction_ratio.set || !h->summary_budget.set) {
         sw__gate_add(r, "window", SW_GATE_SKIP,
                      "%s serves compaction, but the harness states no compaction_ratio or "

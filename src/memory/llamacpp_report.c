@@ -154,9 +154,40 @@ fail:
     return NULL;
 }
 
-int sw_llamacpp_print_lines(const struct sw_llamacpp_report *r, struct sw_buf *out)
+int sw_llamacpp_kv_line(struct sw_buf *out, const char *prefix, const struct sw_llamacpp_kv *k)
 {
     char a[32], b[32], c[32];
+    return sw_buf_printf(
+               out,
+               "%sllama_kv_cache: size = %7s MiB (%6u cells, %3u layers, %2u/%u seqs), K (%s): %7s "
+               "MiB, V (%s): %7s MiB\n",
+               prefix, sw_llamacpp_mib_f(k->k_bytes + k->v_bytes, a, sizeof(a)), k->cells,
+               k->layers, k->seqs, k->streams, sw_kv_type_name(k->k_type),
+               sw_llamacpp_mib_f(k->k_bytes, b, sizeof(b)), sw_kv_type_name(k->v_type),
+               sw_llamacpp_mib_f(k->v_bytes, c, sizeof(c)))
+               ? SW_ENOMEM
+               : 0;
+}
+
+int sw_llamacpp_recurrent_line(struct sw_buf *out, const char *prefix,
+                               const struct sw_llamacpp_recurrent *x)
+{
+    char a[32], b[32], c[32], d[32];
+    return sw_buf_printf(out,
+                         "%sllama_memory_recurrent: size = %7s MiB (%6u cells, %3u layers, %2u "
+                         "seqs %2u rs_seq), R (f32): %7s MiB, S (f32): %7s MiB, P (f32): %7s "
+                         "MiB\n",
+                         prefix, sw_llamacpp_mib_f(x->r_bytes + x->s_bytes, a, sizeof(a)), x->cells,
+                         x->layers, x->seqs, x->rs_seq, sw_llamacpp_mib_f(x->r_bytes, b, sizeof(b)),
+                         sw_llamacpp_mib_f(x->s_bytes, c, sizeof(c)),
+                         sw_llamacpp_mib_f(0, d, sizeof(d)))
+               ? SW_ENOMEM
+               : 0;
+}
+
+int sw_llamacpp_print_lines(const struct sw_llamacpp_report *r, struct sw_buf *out)
+{
+    char a[32];
     int rc = 0;
     rc |= sw_buf_printf(out, "llama_context: n_seq_max             = %u\n", r->n_seq_max);
     rc |= sw_buf_printf(out, "llama_context: n_ctx                 = %u\n", r->n_ctx);
@@ -172,26 +203,10 @@ int sw_llamacpp_print_lines(const struct sw_llamacpp_report *r, struct sw_buf *o
         if (r->n_kv > 1)
             rc |= sw_buf_printf(out, "llama_kv_cache_iswa: creating %s KV cache, size = %u cells\n",
                                 k->swa ? "    SWA" : "non-SWA", k->cells);
-        rc |= sw_buf_printf(
-            out,
-            "llama_kv_cache: size = %7s MiB (%6u cells, %3u layers, %2u/%u seqs), K (%s): %7s "
-            "MiB, V (%s): %7s MiB\n",
-            sw_llamacpp_mib_f(k->k_bytes + k->v_bytes, a, sizeof(a)), k->cells, k->layers, k->seqs,
-            k->streams, sw_kv_type_name(k->k_type), sw_llamacpp_mib_f(k->k_bytes, b, sizeof(b)),
-            sw_kv_type_name(k->v_type), sw_llamacpp_mib_f(k->v_bytes, c, sizeof(c)));
+        rc |= sw_llamacpp_kv_line(out, "", k);
     }
-    if (r->has_recurrent) {
-        const struct sw_llamacpp_recurrent *x = &r->recurrent;
-        char d[32];
-        rc |= sw_buf_printf(
-            out,
-            "llama_memory_recurrent: size = %7s MiB (%6u cells, %3u layers, %2u "
-            "seqs %2u rs_seq), R (f32): %7s MiB, S (f32): %7s MiB, P (f32): %7s "
-            "MiB\n",
-            sw_llamacpp_mib_f(x->r_bytes + x->s_bytes, a, sizeof(a)), x->cells, x->layers, x->seqs,
-            x->rs_seq, sw_llamacpp_mib_f(x->r_bytes, b, sizeof(b)),
-            sw_llamacpp_mib_f(x->s_bytes, c, sizeof(c)), sw_llamacpp_mib_f(0, d, sizeof(d)));
-    }
+    if (r->has_recurrent)
+        rc |= sw_llamacpp_recurrent_line(out, "", &r->recurrent);
     if (r->model_known)
         rc |= sw_buf_printf(out, "load_tensors: model buffer size (sum) = %8s MiB\n",
                             sw_llamacpp_mib_d(r->model_bytes, a, sizeof(a)));

@@ -11,10 +11,14 @@
  * linked .incomplete, a linked target) is refused, naming its path and where it points, instead
  * of being read, appended to or removed through.
  *
+ * sw_payload_walk visits a tree the same way: lstat(2) for every entry, a link visited as a link
+ * and never descended (slipway retire copies, verifies and removes payload trees with it).
+ *
  * What it does not do: resolve a link and accept it when it stays inside (refusing is simpler
  * to reason about; the HF cache's own snapshot links are never followed, only replaced), or
  * protect against whoever can rename directories above the root.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -145,4 +149,61 @@ int sw__nf_stat(int dirfd, const char *name, const char *path, struct stat *st, 
     if (S_ISLNK(st->st_mode))
         return sw__nf_refuse_link(dirfd, name, path, e);
     return 0;
+}
+
+struct walk {
+    const struct sw_payload_walk_opts *o;
+    size_t root_len;
+    sw_payload_walk_fn fn;
+    void *ud;
+};
+
+static int walk_entry(const struct walk *w, const char *path, int depth, struct sw_err *e)
+{
+    struct stat st;
+    if (lstat(path, &st)) {
+        if (errno == ENOENT && w->o->missing_ok)
+            return 0;
+        return sw_err_at(e, SW_EIO, path, 0, 0, "cannot stat: %s", strerror(errno));
+    }
+    bool dir = S_ISDIR(st.st_mode);
+    if (dir && depth > SW_PAYLOAD_WALK_DEPTH)
+        return sw_err_at(e, SW_ERANGE, path, 0, 0, "nested deeper than %d", SW_PAYLOAD_WALK_DEPTH);
+    struct sw_payload_walk_entry x = {
+        .path = path,
+        .rel = depth ? path + w->root_len + 1 : "",
+        .st = &st,
+        .depth = depth,
+    };
+    int rc = w->fn(w->ud, &x, e);
+    if (rc || !dir)
+        return rc;
+    DIR *d = opendir(path);
+    if (!d)
+        return sw_err_at(e, SW_EIO, path, 0, 0, "cannot open: %s", strerror(errno));
+    struct dirent *de;
+    while (!rc && (de = readdir(d))) {
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+            continue;
+        x.n_entries++;
+        char sub[PATH_MAX];
+        int n = snprintf(sub, sizeof(sub), "%s/%s", path, de->d_name);
+        if (n < 0 || (size_t)n >= sizeof(sub))
+            rc = sw_err_set(e, SW_ERANGE, "%s/%s: path too long", path, de->d_name);
+        else
+            rc = walk_entry(w, sub, depth + 1, e);
+    }
+    closedir(d);
+    if (rc || !w->o->post)
+        return rc;
+    x.post = true;
+    return w->fn(w->ud, &x, e);
+}
+
+int sw_payload_walk(const char *root, const struct sw_payload_walk_opts *opts,
+                    sw_payload_walk_fn fn, void *ud, struct sw_err *e)
+{
+    static const struct sw_payload_walk_opts none = {0};
+    struct walk w = {.o = opts ? opts : &none, .root_len = strlen(root), .fn = fn, .ud = ud};
+    return walk_entry(&w, root, 0, e);
 }

@@ -512,3 +512,28 @@ void sw_plan_free(struct sw_plan *p)
     json_decref(p->shape);
     memset(p, 0, sizeof(*p));
 }
+
+int sw_plan_sglang_opts(const struct sw_fleet_endpoint *ep, const struct sw_fleet_shape *shape,
+                        struct sw_sglang_opts *o, struct sw_err *e)
+{
+    struct sw_fleet_endpoint q = *ep;
+    struct sw_plan p;
+    if (shape)
+        q.shape = *shape;
+    bool unpinned = !q.shape.max_total_tokens.set || q.shape.max_total_tokens.v == 0;
+    if (unpinned) {
+        q.shape.max_total_tokens.set = true;
+        q.shape.max_total_tokens.v = 1;
+    }
+    int rc = sw_plan_endpoint(NULL, &q, NULL, &p, e);
+    if (!rc && !p.sglang_opts)
+        rc = sw_err_set(e, SW_EINVAL, "%s: not an SGLang endpoint (no SGLang options to plan)",
+                        ep->name);
+    if (!rc) {
+        *o = *p.sglang_opts;
+        if (unpinned)
+            o->max_total_tokens = 0;
+    }
+    sw_plan_free(&p);
+    return rc;
+}

@@ -177,19 +177,9 @@ int sw_readings_amd_smi(const char *text, size_t len, const char *where, struct 
     memset(out, 0, sizeof(*out));
     out->tool = SW_READINGS_AMD_SMI;
     json_t *j = NULL;
-    int rc = 0;
-    if ((!text && len) || len > SW_READINGS_MAX_INPUT) {
-        rc = sw__readings_err(e, SW_EINVAL, where, 0, TOOL, "%zu bytes: no text or more than %u",
-                              len, SW_READINGS_MAX_INPUT);
+    int rc = sw__readings_json(text, len, where, TOOL, &j, e);
+    if (rc)
         goto out;
-    }
-    j = sw_json_parse(text ? text : "", len, where ? where : TOOL, e);
-    if (!j) {
-        rc = e ? e->code : SW_EPARSE;
-        if (e && rc != SW_ENOMEM)
-            sw_err_prefix(e, "%s: not JSON", TOOL);
-        goto out;
-    }
     const json_t *list = j;
     if (json_is_object(j)) {
         list = json_object_get(j, "gpu_data");

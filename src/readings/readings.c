@@ -129,6 +129,22 @@ int sw__readings_u64(const char *s, size_t n, uint64_t scale, uint64_t *v)
     return 0;
 }
 
+int sw__readings_json(const char *text, size_t len, const char *where, const char *tool, json_t **j,
+                      struct sw_err *e)
+{
+    *j = NULL;
+    if ((!text && len) || len > SW_READINGS_MAX_INPUT)
+        return sw__readings_err(e, SW_EINVAL, where, 0, tool, "%zu bytes: no text or more than %u",
+                                len, SW_READINGS_MAX_INPUT);
+    *j = sw_json_parse(text ? text : "", len, where ? where : tool, e);
+    if (*j)
+        return 0;
+    int rc = e ? e->code : SW_EPARSE;
+    if (e && rc != SW_ENOMEM)
+        sw_err_prefix(e, "%s: not JSON", tool);
+    return rc;
+}
+
 bool sw__readings_copy(char *dst, size_t dn, const char *s, size_t n)
 {
     if (n >= dn)

@@ -27,6 +27,11 @@ int sw__readings_finish(struct sw_readings *rs, const char *where, struct sw_err
  * 0, or -1 (not digits) or -2 (too large). */
 int sw__readings_u64(const char *s, size_t n, uint64_t scale, uint64_t *v);
 
+/* A JSON tool output parsed: text[0..len) at most SW_READINGS_MAX_INPUT bytes (SW_EINVAL) and
+ * JSON (the parser's error, prefixed "TOOL: not JSON"). *j: json_decref. */
+int sw__readings_json(const char *text, size_t len, const char *where, const char *tool, json_t **j,
+                      struct sw_err *e);
+
 /* Copy s[0..n) to dst (size dn) with a NUL; false when it does not fit. Control bytes refused. */
 bool sw__readings_copy(char *dst, size_t dn, const char *s, size_t n);
 

@@ -90,19 +90,9 @@ int sw_readings_rocm_smi(const char *text_, size_t len, const char *where, struc
     memset(out, 0, sizeof(*out));
     out->tool = SW_READINGS_ROCM_SMI;
     json_t *j = NULL;
-    int rc = 0;
-    if ((!text_ && len) || len > SW_READINGS_MAX_INPUT) {
-        rc = sw__readings_err(e, SW_EINVAL, where, 0, TOOL, "%zu bytes: no text or more than %u",
-                              len, SW_READINGS_MAX_INPUT);
+    int rc = sw__readings_json(text_, len, where, TOOL, &j, e);
+    if (rc)
         goto out;
-    }
-    j = sw_json_parse(text_ ? text_ : "", len, where ? where : TOOL, e);
-    if (!j) {
-        rc = e ? e->code : SW_EPARSE;
-        if (e && rc != SW_ENOMEM)
-            sw_err_prefix(e, "%s: not JSON", TOOL);
-        goto out;
-    }
     if (!json_is_object(j)) {
         rc = sw__readings_err(e, SW_EPARSE, where, 0, TOOL,
                               "not an object of cards ({\"card0\": {...}}): the wrong tool or "

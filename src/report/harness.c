@@ -56,18 +56,8 @@ static json_t *compaction(const struct sw_fleet *f, uint64_t W, bool *all_fit)
 {
     const struct sw_fleet_harness *h = &f->harness;
     uint64_t wins[64];
-    size_t nw = 0;
+    size_t nw = sw_fleet_harness_windows(h, wins, SW_ARRAY_LEN(wins));
     *all_fit = true;
-    if (h->context_window.set)
-        wins[nw++] = h->context_window.v;
-    for (size_t i = 0; i < h->n_clients && nw < SW_ARRAY_LEN(wins); i++) {
-        uint64_t v = h->clients[i].context_window.v;
-        bool dup = false;
-        for (size_t k = 0; k < nw; k++)
-            dup |= wins[k] == v;
-        if (h->clients[i].context_window.set && !dup)
-            wins[nw++] = v;
-    }
     json_t *reqs = json_array();
     if (!reqs)
         return NULL;

@@ -109,7 +109,7 @@ int sw__sim_boot_llamacpp(struct sw_sim *s, const struct sw_plan *p, struct sw_e
 {
     struct sw_buf *E = &s->boot_early, *M = &s->boot_mem, *T = &s->boot_tail;
     const char *model = s->model_path;
-    char a[32], b[32], c[32];
+    char a[32], c[32];
     int rc = 0;
 
     rc |= sw_buf_printf(E,
@@ -204,25 +204,10 @@ int sw__sim_boot_llamacpp(struct sw_sim *s, const struct sw_plan *p, struct sw_e
             if (pl->dev[d].kv)
                 rc |= sw_buf_printf(M, "I llama_kv_cache: %10s KV buffer size = %8s MiB\n",
                                     pl->dev[d].name, mib(pl->dev[d].kv, a, sizeof(a)));
-        rc |= sw_buf_printf(
-            M,
-            "I llama_kv_cache: size = %7s MiB (%6u cells, %3u layers, %2u/%u seqs), K (%s): %7s "
-            "MiB, V (%s): %7s MiB\n",
-            sw_llamacpp_mib_f(k->k_bytes + k->v_bytes, a, sizeof(a)), k->cells, k->layers, k->seqs,
-            k->streams, sw_kv_type_name(k->k_type), sw_llamacpp_mib_f(k->k_bytes, b, sizeof(b)),
-            sw_kv_type_name(k->v_type), sw_llamacpp_mib_f(k->v_bytes, c, sizeof(c)));
+        rc |= sw_llamacpp_kv_line(M, "I ", k);
     }
-    if (r->has_recurrent) {
-        const struct sw_llamacpp_recurrent *x = &r->recurrent;
-        char d4[32];
-        rc |= sw_buf_printf(M,
-                            "I llama_memory_recurrent: size = %7s MiB (%6u cells, %3u layers, %2u "
-                            "seqs %2u rs_seq), R (f32): %7s MiB, S (f32): %7s MiB, P (f32): %7s "
-                            "MiB\n",
-                            sw_llamacpp_mib_f(x->r_bytes + x->s_bytes, a, sizeof(a)), x->cells,
-                            x->layers, x->seqs, x->rs_seq, sw_llamacpp_mib_f(x->r_bytes, b, 32),
-                            sw_llamacpp_mib_f(x->s_bytes, c, 32), sw_llamacpp_mib_f(0, d4, 32));
-    }
+    if (r->has_recurrent)
+        rc |= sw_llamacpp_recurrent_line(M, "I ", &r->recurrent);
     rc |= sw_buf_puts(M, "I sched_reserve: reserving ...\n");
     for (int d = 0; d < pl->n_dev; d++) {
         if (!FITS(d, pl->dev[d].compute)) {

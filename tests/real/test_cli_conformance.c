@@ -118,6 +118,19 @@ static void test_listing(void **state)
         if (!pending(name) && !conv)
             fail_msg("%s is not read by the option layer (src/cli/opt.h)", name);
     }
+    /* `slipway --help` lists the top-level verbs alphabetically (SW_VERBS' order) */
+    char prev[64] = "";
+    for (const char *l = h.out; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+        if (strncmp(l, "  ", 2) || l[2] < 'a' || l[2] > 'z')
+            continue;
+        char verb[64];
+        snprintf(verb, sizeof(verb), "%.*s", (int)strcspn(l + 2, " \n"), l + 2);
+        if (prev[0] && strcmp(prev, verb) >= 0)
+            fail_msg("slipway --help lists %s after %s: keep SW_VERBS (src/cli/cli.h) "
+                     "alphabetical",
+                     verb, prev);
+        snprintf(prev, sizeof(prev), "%s", verb);
+    }
     json_decref(v);
     swt_run_free(&r);
     swt_run_free(&h);

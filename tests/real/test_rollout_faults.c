@@ -25,6 +25,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
+#include "swrollout.h"
 #include "swthost.h"
 #include "swtest.h"
 
@@ -43,36 +44,15 @@
 #define LIVE "/etc/systemd/system/" UNIT
 #define ENV  "/etc/slipway/slipway-rf.env"
 
-static char g_model_dir[4096];
-static char g_model[4096];
-static char g_missing[8700];
+static const struct swro_site site_a = {"sw-rf-a", "127.0.0.24", "rf-host", "rf"};
+static const struct swro_site site_b = {"sw-rf-b", "127.0.0.25", "rf-host", "rf"};
 
 struct fx {
-    struct swth_host h;
-    char *dir;
-    char fleet[4200];
-    char addr[32];
-    int port;
+    struct swro ro;    /* the host, the fleet, the endpoint */
     char payload[256]; /* the model's path on the host; "" /models/chat.gguf */
     pid_t meter;
     char meter_out[4300];
 };
-
-static int group_setup(void **state)
-{
-    (void)state;
-    swth_model(g_model_dir, sizeof(g_model_dir), g_model, sizeof(g_model), g_missing,
-               sizeof(g_missing));
-    return 0;
-}
-
-static int group_teardown(void **state)
-{
-    (void)state;
-    if (g_model_dir[0])
-        swt_tmpdir_free(strdup(g_model_dir));
-    return 0;
-}
 
 static int setup(void **state)
 {
@@ -88,9 +68,7 @@ static int teardown(void **state)
         kill(f->meter, SIGKILL);
         waitpid(f->meter, NULL, 0);
     }
-    swth_down(&f->h);
-    if (f->dir)
-        swt_tmpdir_free(f->dir);
+    swro_close(&f->ro);
     free(f);
     return 0;
 }
@@ -100,19 +78,6 @@ static double now_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-/* ssh CMD must exit 0; its stdout (free()). */
-static char *must(const struct swth_host *h, const char *cmd)
-{
-    struct swt_run r;
-    assert_int_equal(swth_ssh(h, cmd, NULL, 60, &r), 0);
-    if (r.status)
-        fail_msg("%s: `%s` exited %d: %s%s", h->name, cmd, r.status, r.out, r.err);
-    char *out = r.out;
-    r.out = NULL;
-    swt_run_free(&r);
-    return out;
 }
 
 /* `sh -c CMD` run inside the host's namespaces from this machine (no ssh: what a console on the
@@ -134,112 +99,14 @@ static int on_console(const struct swth_host *h, const char *cmd, char **out)
     return st;
 }
 
-static void show(const struct swth_host *h, const char *prop, char *buf, size_t n)
-{
-    char cmd[256];
-    snprintf(cmd, sizeof(cmd), "systemctl show -p %s --value " UNIT, prop);
-    char *out = must(h, cmd);
-    out[strcspn(out, "\n")] = '\0';
-    snprintf(buf, n, "%s", out);
-    free(out);
-}
-
-static void up(struct fx *f, const char *name, const char *addr)
-{
-    swt_need(swth_missing()[0] == '\0', "%s", swth_missing());
-    swt_need(g_model[0] != '\0', "no chat model: %s", g_missing);
-    char bind[4200];
-    snprintf(bind, sizeof(bind), "%s:/models", g_model_dir);
-    const char *binds[] = {bind, NULL};
-    assert_int_equal(swth_up(name, addr, binds, &f->h), 0);
-    print_message("host %s up at %s in %ld ms\n", name, addr, f->h.boot_ms);
-    snprintf(f->addr, sizeof(f->addr), "%s", addr);
-    f->dir = swt_tmpdir();
-    snprintf(f->fleet, sizeof(f->fleet), "%s", swt_join(f->dir, "fleet.yaml"));
-    f->port = swt_free_port();
-}
-
 /* The fleet: endpoint `rf` on the host, native llama-server with the given ctx. */
 static void write_fleet(struct fx *f, int ctx)
 {
-    char text[8192];
-    snprintf(text, sizeof(text),
-             "version: 1\n"
-             "hosts:\n"
-             "  rf-host:\n"
-             "    transport: {kind: ssh, address: %s, user: root, identity_file: %s, "
-             "known_hosts: %s}\n"
-             "    devices:\n"
-             "      cpu: {kind: cpu, vendor: cpu}\n"
-             "endpoints:\n"
-             "  rf:\n"
-             "    host: rf-host\n"
-             "    engine: llama.cpp\n"
-             "    binary: /opt/llama/bin/llama-server\n"
-             "    runtime: native\n"
-             "    listen: %s:%d\n"
-             "    alias: rf-tiny\n"
-             "    payload:\n"
-             "      path: %s\n"
-             "      quantization: f32\n"
-             "    shape:\n"
-             "      ctx_size: %d\n"
-             "      seqs: 1\n"
-             "      n_gpu_layers: 0\n"
-             "    service:\n"
-             "      restart_sec: 1s\n"
-             "    args: [--metrics]\n",
-             f->addr, f->h.key, f->h.known_hosts, f->addr, f->port,
-             f->payload[0] ? f->payload : "/models/chat.gguf", ctx);
-    swt_write_str(f->fleet, text);
+    swro_write_fleet(
+        &f->ro, &(struct swro_fleet){.ctx = ctx, .payload = f->payload[0] ? f->payload : NULL});
 }
 
 #define PROBE "readiness,liveness,models,chat"
-
-/* slipway VERB rf FLEET --json ARGS...: the parsed result; *status its exit. */
-static json_t *run(struct fx *f, int *status, const char *verb, ...)
-{
-    const char *argv[32];
-    size_t n = 0;
-    argv[n++] = swt_bin();
-    argv[n++] = verb;
-    argv[n++] = "rf";
-    argv[n++] = f->fleet;
-    argv[n++] = "--json";
-    va_list ap;
-    va_start(ap, verb);
-    for (const char *a = va_arg(ap, const char *); a && n < 31; a = va_arg(ap, const char *))
-        argv[n++] = a;
-    va_end(ap);
-    argv[n] = NULL;
-    struct swt_run r;
-    assert_int_equal(swt_run(argv, NULL, 600, &r), 0);
-    *status = r.status;
-    json_t *j = swt_json_out(&r);
-    if (r.err && r.err[0])
-        print_message("stderr: %s\n", r.err);
-    swt_run_free(&r);
-    return j;
-}
-
-static const char *str(const json_t *j, const char *k)
-{
-    const char *s = json_string_value(json_object_get(j, k));
-    return s ? s : "";
-}
-
-/* The step details of a result, one line each. */
-static void print_steps(const json_t *j)
-{
-    size_t i;
-    const json_t *s;
-    json_array_foreach(json_object_get(j, "steps"), i, s)
-    {
-        print_message("  %-11s %-4s %7.0f ms  %.300s\n", str(s, "step"),
-                      json_is_true(json_object_get(s, "ok")) ? "ok" : "FAIL",
-                      json_number_value(json_object_get(s, "ms")), str(s, "detail"));
-    }
-}
 
 /* slipway's own figure of the converging run: null when it stopped nothing (the interrupted
  * run had stopped the unit already; the meter's figure covers that). */
@@ -248,79 +115,15 @@ static void print_downtime(const char *fault, const json_t *j)
     const json_t *dt = json_object_get(j, "downtime_ms");
     if (json_is_integer(dt))
         print_message("DOWNTIME fault=%s converging-run ms=%lld (%s)\n", fault,
-                      (long long)json_integer_value(dt), str(j, "outcome"));
+                      (long long)json_integer_value(dt), swro_str(j, "outcome"));
     else
         print_message("DOWNTIME fault=%s converging-run ms=- (%s; it stopped nothing)\n", fault,
-                      str(j, "outcome"));
+                      swro_str(j, "outcome"));
 }
 
 static json_t *deploy(struct fx *f, int *st)
 {
-    return run(f, st, "deploy", "--no-worst-case", "--probe-only", PROBE, NULL);
-}
-
-static void must_commit(struct fx *f, const char *what)
-{
-    int st = 0;
-    json_t *j = deploy(f, &st);
-    if (st != 0 || strcmp(str(j, "outcome"), "committed")) {
-        print_steps(j);
-        fail_msg("%s: exit %d, %s: %s %s\njournal:\n%s", what, st, str(j, "outcome"),
-                 str(j, "fail_class"), str(j, "fail_msg"), str(j, "journal"));
-    }
-    json_decref(j);
-}
-
-/* The endpoint answers a one-token generation within timeout_s (status 200). */
-static bool generates(const char *addr, int port, unsigned timeout_s)
-{
-    char url[128], tm[16];
-    snprintf(url, sizeof(url), "http://%s:%d/v1/chat/completions", addr, port);
-    snprintf(tm, sizeof(tm), "%u", timeout_s);
-    const char *argv[] = {"curl",
-                          "-sS",
-                          "-m",
-                          tm,
-                          "-o",
-                          "/dev/null",
-                          "-w",
-                          "%{http_code}",
-                          "-H",
-                          "Content-Type: application/json",
-                          "--data-binary",
-                          "{\"messages\":[{\"role\":\"user\",\"content\":\"Say OK.\"}],"
-                          "\"max_tokens\":1,\"temperature\":0}",
-                          url,
-                          NULL};
-    struct swt_run r;
-    if (swt_run(argv, NULL, timeout_s + 5, &r))
-        return false;
-    bool ok = r.out && !strcmp(r.out, "200");
-    swt_run_free(&r);
-    return ok;
-}
-
-static bool serves(struct fx *f)
-{
-    return generates(f->addr, f->port, 60);
-}
-
-static bool live_has(struct fx *f, const char *needle)
-{
-    char *out = must(&f->h, "cat " LIVE);
-    bool has = strstr(out, needle) != NULL;
-    free(out);
-    return has;
-}
-
-/* No staged file and no copy's temporary file left beside the live ones. */
-static void nothing_staged(struct fx *f)
-{
-    char *out = must(&f->h, "ls -A /etc/systemd/system/ /etc/slipway/ | "
-                            "grep -c -e '\\.new$' -e '^\\.slipway-copy' -e '\\.rb$' || true");
-    if (strcmp(out, "0\n"))
-        fail_msg("left on the host: %s", must(&f->h, "ls -lA /etc/systemd/system/ /etc/slipway/"));
-    free(out);
+    return swro_run(&f->ro, st, "deploy", "--no-worst-case", "--probe-only", PROBE, NULL);
 }
 
 /* ---- the outage meter: a process that asks for one generated token every 100 ms ---- */
@@ -335,7 +138,7 @@ static void meter_term(int sig)
 
 static void meter_start(struct fx *f)
 {
-    snprintf(f->meter_out, sizeof(f->meter_out), "%s", swt_join(f->dir, "meter.txt"));
+    snprintf(f->meter_out, sizeof(f->meter_out), "%s", swt_join(f->ro.dir, "meter.txt"));
     unlink(f->meter_out);
     pid_t pid = fork();
     assert_true(pid >= 0);
@@ -345,7 +148,7 @@ static void meter_start(struct fx *f)
         long polls = 0, fails = 0;
         while (!g_meter_stop) {
             double t = now_ms();
-            bool ok = generates(f->addr, f->port, 3);
+            bool ok = swro_generates(f->ro.addr, f->ro.port, 3);
             polls++;
             if (!ok) {
                 fails++;
@@ -421,8 +224,8 @@ static void child_start(struct fx *f, struct child *c, const char *verb)
         dup2(fds[1], 2);
         close(fds[0]);
         close(fds[1]);
-        execl(swt_bin(), swt_bin(), verb, "rf", f->fleet, "--no-worst-case", "--probe-only", PROBE,
-              (char *)NULL);
+        execl(swt_bin(), swt_bin(), verb, "rf", f->ro.fleet, "--no-worst-case", "--probe-only",
+              PROBE, (char *)NULL);
         _exit(127);
     }
     close(fds[1]);
@@ -463,7 +266,7 @@ static int child_end(struct child *c)
 static json_t *attempts(struct fx *f)
 {
     int st = 0;
-    json_t *j = run(f, &st, "history", NULL);
+    json_t *j = swro_run(&f->ro, &st, "history", NULL);
     assert_int_equal(st, 0);
     json_t *a = json_incref(json_object_get(j, "attempts"));
     json_decref(j);
@@ -529,10 +332,10 @@ static void test_ssh_drop_converges(void **state)
 {
     struct fx *f = *state;
     json_t *h = NULL;
-    up(f, "sw-rf-a", "127.0.0.24");
+    swro_up(&f->ro, &site_a);
     write_fleet(f, 512);
-    must_commit(f, "baseline");
-    assert_true(serves(f));
+    swro_must_commit(&f->ro, "baseline");
+    assert_true(swro_serves(&f->ro));
 
     /* 1. severed right after slipway stopped the old unit */
     json_int_t severed = newest_attempt(f) + 1;
@@ -543,7 +346,7 @@ static void test_ssh_drop_converges(void **state)
     double t0 = now_ms();
     bool at_stop = child_until(&c, "stop");
     if (at_stop)
-        sever(&f->h);
+        sever(&f->ro.h);
     int ws = child_end(&c);
     double t_end = now_ms();
     print_message("the severed deploy (%.0f ms after the stop line):\n", t_end - t0);
@@ -556,7 +359,7 @@ static void test_ssh_drop_converges(void **state)
     /* it did not hang on the dead transport */
     assert_true(t_end - t0 < 60000);
     char *lock = NULL;
-    assert_int_equal(on_console(&f->h, "cat /run/slipway/slipway-rf.lock", &lock), 0);
+    assert_int_equal(on_console(&f->ro.h, "cat /run/slipway/slipway-rf.lock", &lock), 0);
     print_message("the lock left on the host: %s", lock);
     free(lock);
 
@@ -573,34 +376,34 @@ static void test_ssh_drop_converges(void **state)
     json_decref(j);
 
     /* sshd back: the next deploy takes the dead process's lock over and converges */
-    mend(&f->h);
+    mend(&f->ro.h);
     j = deploy(f, &st);
-    print_steps(j);
-    if (st != 0 || strcmp(str(j, "outcome"), "committed"))
-        fail_msg("the deploy after the drop: exit %d %s %s: %s", st, str(j, "outcome"),
-                 str(j, "fail_class"), str(j, "fail_msg"));
+    swro_print_steps(j);
+    if (st != 0 || strcmp(swro_str(j, "outcome"), "committed"))
+        fail_msg("the deploy after the drop: exit %d %s %s: %s", st, swro_str(j, "outcome"),
+                 swro_str(j, "fail_class"), swro_str(j, "fail_msg"));
     const json_t *lk = json_array_get(json_object_get(j, "steps"), 2);
-    assert_string_equal(str(lk, "step"), "lock");
-    assert_non_null(strstr(str(lk, "detail"), "taken over from a dead holder: host="));
+    assert_string_equal(swro_str(lk, "step"), "lock");
+    assert_non_null(strstr(swro_str(lk, "detail"), "taken over from a dead holder: host="));
     print_downtime("ssh_drop_after_stop", j);
     json_decref(j);
     meter_stop(f, "ssh_drop_after_stop");
-    assert_true(live_has(f, "-c 1024"));
-    assert_true(serves(f));
-    nothing_staged(f);
+    assert_true(swro_live_has(&f->ro, "-c 1024"));
+    assert_true(swro_serves(&f->ro));
+    swro_nothing_staged(&f->ro);
     json_t *a = attempts(f);
     const json_t *x = attempt_by_id(a, severed);
     assert_non_null(x);
     print_message("the severed attempt in the ledger: #%lld %s %s\n", (long long)severed,
-                  str(x, "outcome"), str(x, "failure_class"));
-    assert_string_equal(str(x, "outcome"), "interrupted");
-    assert_string_equal(str(x, "failure_class"), "ssh_dropped");
+                  swro_str(x, "outcome"), swro_str(x, "failure_class"));
+    assert_string_equal(swro_str(x, "outcome"), "interrupted");
+    assert_string_equal(swro_str(x, "failure_class"), "ssh_dropped");
     x = attempt_by_id(a, severed + 1);
     assert_non_null(x);
     print_message("the attempt while sshd was down: #%lld %s %s\n", (long long)severed + 1,
-                  str(x, "outcome"), str(x, "failure_class"));
-    assert_string_equal(str(x, "failure_class"), "unreachable");
-    assert_string_equal(str(json_array_get(a, 0), "outcome"), "committed");
+                  swro_str(x, "outcome"), swro_str(x, "failure_class"));
+    assert_string_equal(swro_str(x, "failure_class"), "unreachable");
+    assert_string_equal(swro_str(json_array_get(a, 0), "outcome"), "committed");
     json_decref(a);
 
     /* 2. severed right after the start of the new shape (ctx 512 again), while slipway
@@ -611,7 +414,7 @@ static void test_ssh_drop_converges(void **state)
     t0 = now_ms();
     bool at_start = child_until(&c, "start");
     if (at_start)
-        sever(&f->h);
+        sever(&f->ro.h);
     ws = child_end(&c);
     t_end = now_ms();
     print_message("the deploy severed at the start (%.0f ms after the start line):\n", t_end - t0);
@@ -620,22 +423,22 @@ static void test_ssh_drop_converges(void **state)
     assert_int_equal(WEXITSTATUS(ws), 1);
     assert_non_null(strstr(c.out, "): interrupted"));
     assert_non_null(strstr(c.out, "ssh_dropped"));
-    mend(&f->h);
-    j = run(f, &st, "rollback", NULL);
-    print_steps(j);
-    if (st != 0 || strcmp(str(j, "outcome"), "restored"))
-        fail_msg("rollback after the drop: exit %d %s %s: %s", st, str(j, "outcome"),
-                 str(j, "fail_class"), str(j, "fail_msg"));
+    mend(&f->ro.h);
+    j = swro_run(&f->ro, &st, "rollback", NULL);
+    swro_print_steps(j);
+    if (st != 0 || strcmp(swro_str(j, "outcome"), "restored"))
+        fail_msg("rollback after the drop: exit %d %s %s: %s", st, swro_str(j, "outcome"),
+                 swro_str(j, "fail_class"), swro_str(j, "fail_msg"));
     print_downtime("ssh_drop_after_start", j);
     json_decref(j);
     meter_stop(f, "ssh_drop_after_start");
-    assert_true(live_has(f, "-c 1024"));
-    assert_true(serves(f));
-    nothing_staged(f);
+    assert_true(swro_live_has(&f->ro, "-c 1024"));
+    assert_true(swro_serves(&f->ro));
+    swro_nothing_staged(&f->ro);
     a = attempts(f);
     x = json_array_get(a, 0);
-    assert_string_equal(str(x, "outcome"), "interrupted");
-    assert_string_equal(str(x, "failure_class"), "ssh_dropped");
+    assert_string_equal(swro_str(x, "outcome"), "interrupted");
+    assert_string_equal(swro_str(x, "failure_class"), "ssh_dropped");
     json_decref(a);
 
     /* 3. severed once the battery passed, in the commit: whatever the moment, the ledger's
@@ -645,38 +448,40 @@ static void test_ssh_drop_converges(void **state)
     child_start(f, &c, "deploy");
     bool at_probe = child_until(&c, "probe");
     if (at_probe)
-        sever(&f->h);
+        sever(&f->ro.h);
     ws = child_end(&c);
     print_message("the deploy severed in the commit:\n");
     fputs(c.out, stdout);
     assert_true(at_probe);
-    mend(&f->h);
-    h = run(f, &st, "history", NULL);
+    mend(&f->ro.h);
+    h = swro_run(&f->ro, &st, "history", NULL);
     const char *lg = json_string_value(json_object_get(h, "last_good"));
     const json_t *lgt = NULL;
     size_t k;
     json_array_foreach(json_object_get(h, "tags"), k, x)
     {
-        if (lg && !strcmp(str(x, "name"), lg))
+        if (lg && !strcmp(swro_str(x, "name"), lg))
             lgt = x;
     }
     assert_non_null(lgt);
-    char *host_lg = must(&f->h, "grep -o -- '-c [0-9]*' /var/lib/slipway/rollout/slipway-rf/"
-                                "last-good/" UNIT);
-    print_message("ledger last-good %s (%s); host last-good: %s", lg, str(lgt, "summary"), host_lg);
-    bool ledger_512 = strstr(str(lgt, "summary"), "ctx=512") != NULL;
+    char *host_lg =
+        swth_must(&f->ro.h, "grep -o -- '-c [0-9]*' /var/lib/slipway/rollout/slipway-rf/"
+                            "last-good/" UNIT);
+    print_message("ledger last-good %s (%s); host last-good: %s", lg, swro_str(lgt, "summary"),
+                  host_lg);
+    bool ledger_512 = strstr(swro_str(lgt, "summary"), "ctx=512") != NULL;
     bool host_512 = strstr(host_lg, "-c 512") != NULL;
     assert_int_equal(ledger_512, host_512);
     free(host_lg);
     json_decref(h);
     if (WEXITSTATUS(ws) != 0) {
         assert_non_null(strstr(c.out, "): interrupted"));
-        j = run(f, &st, "rollback", NULL);
+        j = swro_run(&f->ro, &st, "rollback", NULL);
         assert_int_equal(st, 0);
         json_decref(j);
     }
-    assert_true(serves(f));
-    nothing_staged(f);
+    assert_true(swro_serves(&f->ro));
+    swro_nothing_staged(&f->ro);
 }
 
 /* ---- (ii) disk full while staging ---- */
@@ -684,39 +489,40 @@ static void test_ssh_drop_converges(void **state)
 static void test_disk_full_staging(void **state)
 {
     struct fx *f = *state;
-    up(f, "sw-rf-a", "127.0.0.24");
+    swro_up(&f->ro, &site_a);
     write_fleet(f, 512);
-    must_commit(f, "baseline");
+    swro_must_commit(&f->ro, "baseline");
     /* a 1 MiB tmpfs over the unit directory, holding copies of what was there, then filled */
-    char *out = must(&f->h, "set -e; d=/etc/systemd/system; rm -rf /root/sys.keep; "
-                            "mkdir /root/sys.keep; cp -a $d/. /root/sys.keep/; "
-                            "mount -t tmpfs -o size=1m,mode=0755 sw-rf-full $d; "
-                            "cp -a /root/sys.keep/. $d/; "
-                            "dd if=/dev/zero of=$d/.filler bs=4k 2>/dev/null || true; "
-                            "sync; df -k $d | tail -1");
+    char *out = swth_must(&f->ro.h, "set -e; d=/etc/systemd/system; rm -rf /root/sys.keep; "
+                                    "mkdir /root/sys.keep; cp -a $d/. /root/sys.keep/; "
+                                    "mount -t tmpfs -o size=1m,mode=0755 sw-rf-full $d; "
+                                    "cp -a /root/sys.keep/. $d/; "
+                                    "dd if=/dev/zero of=$d/.filler bs=4k 2>/dev/null || true; "
+                                    "sync; df -k $d | tail -1");
     print_message("the unit directory on the host: %s", out);
     free(out);
-    out = must(&f->h, "cat " LIVE " > /dev/null && echo x > /etc/systemd/system/.probe 2>&1 "
-                      "|| echo full");
+    out =
+        swth_must(&f->ro.h, "cat " LIVE " > /dev/null && echo x > /etc/systemd/system/.probe 2>&1 "
+                            "|| echo full");
     assert_string_equal(out, "full\n");
     free(out);
-    char *before = must(&f->h, "sha256sum " LIVE " " ENV);
+    char *before = swth_must(&f->ro.h, "sha256sum " LIVE " " ENV);
     char pid0[64], nr0[64];
-    show(&f->h, "MainPID", pid0, sizeof(pid0));
-    show(&f->h, "NRestarts", nr0, sizeof(nr0));
+    swth_show(&f->ro.h, UNIT, "MainPID", pid0, sizeof(pid0));
+    swth_show(&f->ro.h, UNIT, "NRestarts", nr0, sizeof(nr0));
 
     write_fleet(f, 1024);
     meter_start(f);
     int st = 0;
     json_t *j = deploy(f, &st);
-    print_steps(j);
-    print_message("disk_full: outcome=%s step=%s class=%s\n  %s\n", str(j, "outcome"),
-                  str(j, "failed_step"), str(j, "fail_class"), str(j, "fail_msg"));
+    swro_print_steps(j);
+    print_message("disk_full: outcome=%s step=%s class=%s\n  %s\n", swro_str(j, "outcome"),
+                  swro_str(j, "failed_step"), swro_str(j, "fail_class"), swro_str(j, "fail_msg"));
     assert_int_equal(st, 1);
-    assert_string_equal(str(j, "outcome"), "refused");
-    assert_string_equal(str(j, "failed_step"), "stage");
-    assert_string_equal(str(j, "fail_class"), "disk_full");
-    const char *msg = str(j, "fail_msg");
+    assert_string_equal(swro_str(j, "outcome"), "refused");
+    assert_string_equal(swro_str(j, "failed_step"), "stage");
+    assert_string_equal(swro_str(j, "fail_class"), "disk_full");
+    const char *msg = swro_str(j, "fail_msg");
     assert_non_null(strstr(msg, "rf-host"));
     assert_non_null(strstr(msg, LIVE ".new"));
     assert_non_null(strstr(msg, "No space left on device"));
@@ -727,31 +533,31 @@ static void test_disk_full_staging(void **state)
     long outage = meter_stop(f, "disk_full");
     assert_int_equal(outage, 0);
     /* nothing half-written, nothing changed, the unit never stopped */
-    nothing_staged(f);
-    char *after = must(&f->h, "sha256sum " LIVE " " ENV);
+    swro_nothing_staged(&f->ro);
+    char *after = swth_must(&f->ro.h, "sha256sum " LIVE " " ENV);
     assert_string_equal(before, after);
     free(after);
     char pid1[64], nr1[64];
-    show(&f->h, "MainPID", pid1, sizeof(pid1));
-    show(&f->h, "NRestarts", nr1, sizeof(nr1));
+    swth_show(&f->ro.h, UNIT, "MainPID", pid1, sizeof(pid1));
+    swth_show(&f->ro.h, UNIT, "NRestarts", nr1, sizeof(nr1));
     assert_string_equal(pid0, pid1);
     assert_string_equal(nr0, nr1);
-    assert_true(serves(f));
+    assert_true(swro_serves(&f->ro));
     json_t *a = attempts(f);
     const json_t *x = attempt_by_id(a, refused_attempt);
     assert_non_null(x);
     print_message("the refused attempt in the ledger: #%lld %s %s\n", (long long)refused_attempt,
-                  str(x, "outcome"), str(x, "failure_class"));
-    assert_string_equal(str(x, "failure_class"), "disk_full");
+                  swro_str(x, "outcome"), swro_str(x, "failure_class"));
+    assert_string_equal(swro_str(x, "failure_class"), "disk_full");
     json_decref(a);
     free(before);
 
     /* room again: the same deploy converges */
-    free(must(&f->h, "rm -f /etc/systemd/system/.filler"));
-    must_commit(f, "the deploy with room again");
-    assert_true(live_has(f, "-c 1024"));
-    assert_true(serves(f));
-    nothing_staged(f);
+    free(swth_must(&f->ro.h, "rm -f /etc/systemd/system/.filler"));
+    swro_must_commit(&f->ro, "the deploy with room again");
+    assert_true(swro_live_has(&f->ro, "-c 1024"));
+    assert_true(swro_serves(&f->ro));
+    swro_nothing_staged(&f->ro);
 }
 
 /* ---- (iii) slipway killed in each step ---- */
@@ -771,13 +577,13 @@ static void test_killed_at_each_step(void **state)
         {"lock", "stage", false},       {"swap", "stop", false},      {"stop", "start", false},
         {"start", "boot-follow", true}, {"liveness", "probe", false}, {"probe", "commit", false},
     };
-    up(f, "sw-rf-b", "127.0.0.25");
+    swro_up(&f->ro, &site_b);
     /* the payload on the host's own disk (the bind is read-only): the end moves it away */
-    free(must(&f->h, "mkdir -p /srv/m && cp /models/chat.gguf /srv/m/chat.gguf"));
+    free(swth_must(&f->ro.h, "mkdir -p /srv/m && cp /models/chat.gguf /srv/m/chat.gguf"));
     snprintf(f->payload, sizeof(f->payload), "/srv/m/chat.gguf");
     int ctx = 512;
     write_fleet(f, ctx);
-    must_commit(f, "baseline");
+    swro_must_commit(&f->ro, "baseline");
     for (size_t i = 0; i < sizeof(points) / sizeof(points[0]); i++) {
         const struct kill_point *p = &points[i];
         int next = ctx == 512 ? 1024 : 512;
@@ -794,7 +600,7 @@ static void test_killed_at_each_step(void **state)
             fail_msg("kill after %s: the line %s, ws %d:\n%s", p->after,
                      came ? "came" : "never came", ws, c.out);
         char *lock = NULL;
-        on_console(&f->h, "cat /run/slipway/slipway-rf.lock 2>/dev/null || echo none", &lock);
+        on_console(&f->ro.h, "cat /run/slipway/slipway-rf.lock 2>/dev/null || echo none", &lock);
         print_message("killed in %s (after the %s line); lock left: %s", p->in, p->after, lock);
         free(lock);
         /* the ledger does not say `running` for it: its process is gone */
@@ -803,20 +609,20 @@ static void test_killed_at_each_step(void **state)
         assert_non_null(x);
         /* killed in commit, the ledger's tag may have landed before the host's copy: then it
          * says committed (true of the ledger; the host converges on the next run) */
-        if (strcmp(str(x, "outcome"), "interrupted") &&
-            !(strcmp(p->in, "commit") == 0 && strcmp(str(x, "outcome"), "committed") == 0))
+        if (strcmp(swro_str(x, "outcome"), "interrupted") &&
+            !(strcmp(p->in, "commit") == 0 && strcmp(swro_str(x, "outcome"), "committed") == 0))
             fail_msg("killed in %s: attempt #%lld is %s", p->in, (long long)(before + 1),
-                     str(x, "outcome"));
-        bool ledger_committed = strcmp(str(x, "outcome"), "committed") == 0;
+                     swro_str(x, "outcome"));
+        bool ledger_committed = strcmp(swro_str(x, "outcome"), "committed") == 0;
         json_decref(a);
 
         int st = 0;
-        json_t *j = p->rollback ? run(f, &st, "rollback", NULL) : deploy(f, &st);
+        json_t *j = p->rollback ? swro_run(&f->ro, &st, "rollback", NULL) : deploy(f, &st);
         const char *want = p->rollback ? "restored" : "committed";
-        if (st != 0 || strcmp(str(j, "outcome"), want)) {
-            print_steps(j);
-            fail_msg("after a kill in %s: exit %d %s %s: %s", p->in, st, str(j, "outcome"),
-                     str(j, "fail_class"), str(j, "fail_msg"));
+        if (st != 0 || strcmp(swro_str(j, "outcome"), want)) {
+            swro_print_steps(j);
+            fail_msg("after a kill in %s: exit %d %s %s: %s", p->in, st, swro_str(j, "outcome"),
+                     swro_str(j, "fail_class"), swro_str(j, "fail_msg"));
         }
         char fault[64];
         snprintf(fault, sizeof(fault), "killed_in_%s", p->in);
@@ -826,10 +632,11 @@ static void test_killed_at_each_step(void **state)
              * no device tool: it says so) */
             const json_t *steps = json_object_get(j, "steps");
             const json_t *cm = json_array_get(steps, json_array_size(steps) - 1);
-            print_message("commit: %s\n", str(cm, "detail"));
-            assert_string_equal(str(cm, "step"), "commit");
-            assert_non_null(strstr(str(cm, "detail"), "payload 1 file(s) hashed"));
-            assert_non_null(strstr(str(cm, "detail"), "device readings: none (no device tool"));
+            print_message("commit: %s\n", swro_str(cm, "detail"));
+            assert_string_equal(swro_str(cm, "step"), "commit");
+            assert_non_null(strstr(swro_str(cm, "detail"), "payload 1 file(s) hashed"));
+            assert_non_null(
+                strstr(swro_str(cm, "detail"), "device readings: none (no device tool"));
         }
         json_decref(j);
         meter_stop(f, fault);
@@ -837,25 +644,25 @@ static void test_killed_at_each_step(void **state)
             ctx = next;
         char needle[32];
         snprintf(needle, sizeof(needle), "-c %d", ctx);
-        assert_true(live_has(f, needle));
-        assert_true(serves(f));
-        nothing_staged(f);
+        assert_true(swro_live_has(&f->ro, needle));
+        assert_true(swro_serves(&f->ro));
+        swro_nothing_staged(&f->ro);
         /* recorded: interrupted, with the step it last finished */
         a = attempts(f);
         x = attempt_by_id(a, before + 1);
         assert_non_null(x);
         const json_t *ev = json_object_get(x, "evidence");
         print_message("ledger: attempt #%lld %s (recovered %s), last step %s\n",
-                      (long long)(before + 1), str(x, "outcome"),
+                      (long long)(before + 1), swro_str(x, "outcome"),
                       json_is_true(json_object_get(x, "recovered")) ? "yes" : "not yet",
-                      str(ev, "last_step"));
+                      swro_str(ev, "last_step"));
         if (!ledger_committed)
-            assert_string_equal(str(x, "outcome"), "interrupted");
+            assert_string_equal(swro_str(x, "outcome"), "interrupted");
         size_t k;
         const json_t *y;
         json_array_foreach(a, k, y)
         {
-            if (!strcmp(str(y, "outcome"), "running"))
+            if (!strcmp(swro_str(y, "outcome"), "running"))
                 fail_msg("attempt #%lld is still `running`",
                          (long long)json_integer_value(json_object_get(y, "id")));
         }
@@ -868,50 +675,51 @@ static void test_killed_at_each_step(void **state)
  * with the payload gone, `slipway history` says not restorable and names what is missing. */
 static void check_tags_restorable(struct fx *f)
 {
-    char *sum = must(&f->h, "sha256sum /srv/m/chat.gguf");
+    char *sum = swth_must(&f->ro.h, "sha256sum /srv/m/chat.gguf");
     sum[64] = '\0';
     int st = 0;
-    json_t *h = run(f, &st, "history", NULL);
+    json_t *h = swro_run(&f->ro, &st, "history", NULL);
     assert_int_equal(st, 0);
     const json_t *t = json_array_get(json_object_get(h, "tags"), 0);
     const json_t *p0 = json_array_get(json_object_get(t, "payload"), 0);
-    print_message("tag %s: payload %s size %lld sha256 %s; restorable %s (%s)\n", str(t, "name"),
-                  str(p0, "path"), (long long)json_integer_value(json_object_get(p0, "size")),
-                  str(p0, "sha256"), json_is_true(json_object_get(t, "restorable")) ? "yes" : "no",
-                  str(t, "restorable_why"));
-    assert_string_equal(str(p0, "path"), "/srv/m/chat.gguf");
-    assert_string_equal(str(p0, "sha256"), sum);
+    print_message(
+        "tag %s: payload %s size %lld sha256 %s; restorable %s (%s)\n", swro_str(t, "name"),
+        swro_str(p0, "path"), (long long)json_integer_value(json_object_get(p0, "size")),
+        swro_str(p0, "sha256"), json_is_true(json_object_get(t, "restorable")) ? "yes" : "no",
+        swro_str(t, "restorable_why"));
+    assert_string_equal(swro_str(p0, "path"), "/srv/m/chat.gguf");
+    assert_string_equal(swro_str(p0, "sha256"), sum);
     assert_true(json_is_true(json_object_get(t, "restorable")));
     json_decref(h);
     /* the human view shows the digest, and the commit step said what the devices read */
-    const char *hv[] = {swt_bin(), "history", "rf", f->fleet, NULL};
+    const char *hv[] = {swt_bin(), "history", "rf", f->ro.fleet, NULL};
     struct swt_run hr;
     assert_int_equal(swt_run(hv, NULL, 60, &hr), 0);
     assert_non_null(strstr(hr.out, sum));
     swt_run_free(&hr);
     free(sum);
-    free(must(&f->h, "mv /srv/m/chat.gguf /srv/m/chat.gguf.away"));
-    h = run(f, &st, "history", NULL);
+    free(swth_must(&f->ro.h, "mv /srv/m/chat.gguf /srv/m/chat.gguf.away"));
+    h = swro_run(&f->ro, &st, "history", NULL);
     assert_int_equal(st, 0);
     size_t i;
     const json_t *x;
     json_array_foreach(json_object_get(h, "tags"), i, x)
     {
         if (!json_is_false(json_object_get(x, "restorable")))
-            fail_msg("tag %s is restorable %s with its payload gone", str(x, "name"),
+            fail_msg("tag %s is restorable %s with its payload gone", swro_str(x, "name"),
                      json_dumps(json_object_get(x, "restorable"), JSON_ENCODE_ANY));
         assert_string_equal(json_string_value(json_array_get(json_object_get(x, "missing"), 0)),
                             "/srv/m/chat.gguf");
     }
     json_decref(h);
-    const char *argv[] = {swt_bin(), "history", "rf", f->fleet, NULL};
+    const char *argv[] = {swt_bin(), "history", "rf", f->ro.fleet, NULL};
     struct swt_run r;
     assert_int_equal(swt_run(argv, NULL, 60, &r), 0);
     print_message("slipway history with the payload gone:\n%s", r.out);
     assert_int_equal(r.status, 0);
     assert_non_null(strstr(r.out, "restorable: NO"));
     swt_run_free(&r);
-    free(must(&f->h, "mv /srv/m/chat.gguf.away /srv/m/chat.gguf"));
+    free(swth_must(&f->ro.h, "mv /srv/m/chat.gguf.away /srv/m/chat.gguf"));
 }
 
 int main(void)
@@ -924,5 +732,5 @@ int main(void)
     /* SW_TEST_FILTER=test_disk_full_staging: one test only */
     if (getenv("SW_TEST_FILTER"))
         cmocka_set_test_filter(getenv("SW_TEST_FILTER"));
-    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+    return cmocka_run_group_tests(tests, swro_group_setup, swro_group_teardown);
 }

@@ -33,6 +33,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
+#include "swrollout.h"
 #include "swthost.h"
 #include "swtest.h"
 
@@ -49,25 +50,18 @@
 #include <time.h>
 #include <unistd.h>
 
-#define ADDR      "127.0.0.26"
-#define HOST      "sw-wc-a"
-#define UNIT      "slipway-wc.service"
 #define LIMIT     "256MiB"
 #define LIMIT_B   268435456ull
 #define CG_PREFIX "sw-wc-"
 
-static char g_model_dir[4096];
-static char g_model[4096];
-static char g_missing[8700];
+static const struct swro_site site = {"sw-wc-a", "127.0.0.26", "wc-a", "wc"};
+
 static char g_memcg[4096]; /* this process's v1 memory cgroup directory, "" when none */
 
 struct fx {
-    struct swth_host h;
-    char *dir;
-    char fleet[4200];
+    struct swro ro; /* the host, the fleet, the endpoint */
     char limiter_log[4200];
     pid_t limiter;
-    int port;
 };
 
 /* This process's cgroup v1 memory directory, when it can make children there. */
@@ -94,19 +88,8 @@ static void find_memcg(void)
 
 static int group_setup(void **state)
 {
-    (void)state;
-    swth_model(g_model_dir, sizeof(g_model_dir), g_model, sizeof(g_model), g_missing,
-               sizeof(g_missing));
     find_memcg();
-    return 0;
-}
-
-static int group_teardown(void **state)
-{
-    (void)state;
-    if (g_model_dir[0])
-        swt_tmpdir_free(strdup(g_model_dir));
-    return 0;
+    return swro_group_setup(state);
 }
 
 static int setup(void **state)
@@ -160,10 +143,8 @@ static int teardown(void **state)
         kill(f->limiter, SIGKILL);
         waitpid(f->limiter, NULL, 0);
     }
-    swth_down(&f->h);
+    swro_close(&f->ro);
     limiter_cleanup();
-    if (f->dir)
-        swt_tmpdir_free(f->dir);
     free(f);
     return 0;
 }
@@ -257,151 +238,23 @@ static void limiter_main(const char *root, const char *log)
     }
 }
 
-/* ssh CMD must exit 0; its stdout (free()). */
-static char *must(const struct swth_host *h, const char *cmd)
-{
-    struct swt_run r;
-    assert_int_equal(swth_ssh(h, cmd, NULL, 60, &r), 0);
-    if (r.status)
-        fail_msg("%s: `%s` exited %d: %s%s", h->name, cmd, r.status, r.out, r.err);
-    char *out = r.out;
-    r.out = NULL;
-    swt_run_free(&r);
-    return out;
-}
-
 static void up(struct fx *f)
 {
-    swt_need(swth_missing()[0] == '\0', "%s", swth_missing());
-    swt_need(g_model[0] != '\0', "no chat model: %s", g_missing);
     swt_need(g_memcg[0] != '\0',
              "a writable cgroup v1 memory controller for this process (the limiter applies the "
              "unit's MemoryMax= there)");
-    char bind[4200];
-    snprintf(bind, sizeof(bind), "%s:/models", g_model_dir);
-    const char *binds[] = {bind, NULL};
-    assert_int_equal(swth_up(HOST, ADDR, binds, &f->h), 0);
-    print_message("host %s up at %s in %ld ms\n", HOST, ADDR, f->h.boot_ms);
-    char *ctl = must(&f->h, "cat /sys/fs/cgroup/cgroup.controllers; echo .");
+    swro_up(&f->ro, &site);
+    f->ro.deadline_s = 900;
+    char *ctl = swth_must(&f->ro.h, "cat /sys/fs/cgroup/cgroup.controllers; echo .");
     print_message("the host's cgroup2 controllers: '%s'\n", ctl);
     free(ctl);
-    f->dir = swt_tmpdir();
-    snprintf(f->fleet, sizeof(f->fleet), "%s", swt_join(f->dir, "fleet.yaml"));
-    snprintf(f->limiter_log, sizeof(f->limiter_log), "%s", swt_join(f->dir, "limiter.log"));
-    f->port = swt_free_port();
+    snprintf(f->limiter_log, sizeof(f->limiter_log), "%s", swt_join(f->ro.dir, "limiter.log"));
     char root[4200];
-    snprintf(root, sizeof(root), "%s", f->h.root);
+    snprintf(root, sizeof(root), "%s", f->ro.h.root);
     f->limiter = fork();
     assert_true(f->limiter >= 0);
     if (f->limiter == 0)
         limiter_main(root, f->limiter_log);
-}
-
-/* The fleet: endpoint `wc`, native llama-server, a shape and service lines. */
-static void write_fleet(struct fx *f, const char *shape, const char *service)
-{
-    char text[8192];
-    snprintf(text, sizeof(text),
-             "version: 1\n"
-             "hosts:\n"
-             "  wc-a:\n"
-             "    transport: {kind: ssh, address: " ADDR ", user: root, identity_file: %s, "
-             "known_hosts: %s}\n"
-             "    devices:\n"
-             "      cpu: {kind: cpu, vendor: cpu}\n"
-             "endpoints:\n"
-             "  wc:\n"
-             "    host: wc-a\n"
-             "    engine: llama.cpp\n"
-             "    binary: /opt/llama/bin/llama-server\n"
-             "    runtime: native\n"
-             "    listen: " ADDR ":%d\n"
-             "    alias: wc-tiny\n"
-             "    payload:\n"
-             "      path: /models/chat.gguf\n"
-             "      quantization: f32\n"
-             "    shape:\n"
-             "      seqs: 1\n"
-             "      n_gpu_layers: 0\n"
-             "%s"
-             "    service:\n"
-             "      restart_sec: 1s\n"
-             "%s"
-             "    args: [--metrics]\n",
-             f->h.key, f->h.known_hosts, f->port, shape, service);
-    swt_write_str(f->fleet, text);
-}
-
-/* slipway VERB wc FLEET ARGS... --json: the parsed result; *status its exit. */
-static json_t *run(struct fx *f, int *status, const char *verb, ...)
-{
-    const char *argv[32];
-    size_t n = 0;
-    argv[n++] = swt_bin();
-    argv[n++] = verb;
-    if (!strcmp(verb, "check")) {
-        argv[n++] = f->fleet;
-        argv[n++] = "wc";
-    } else {
-        argv[n++] = "wc";
-        argv[n++] = f->fleet;
-    }
-    argv[n++] = "--json";
-    va_list ap;
-    va_start(ap, verb);
-    for (const char *a = va_arg(ap, const char *); a && n < 31; a = va_arg(ap, const char *))
-        argv[n++] = a;
-    va_end(ap);
-    argv[n] = NULL;
-    struct swt_run r;
-    assert_int_equal(swt_run(argv, NULL, 900, &r), 0);
-    *status = r.status;
-    json_t *j = swt_json_out(&r);
-    if (r.err && r.err[0])
-        print_message("stderr: %.2000s\n", r.err);
-    swt_run_free(&r);
-    return j;
-}
-
-static const char *str(const json_t *j, const char *k)
-{
-    const char *s = json_string_value(json_object_get(j, k));
-    return s ? s : "";
-}
-
-/* The live unit serves a one-token generation. */
-static bool serves(struct fx *f)
-{
-    char url[128];
-    snprintf(url, sizeof(url), "http://%s:%d/v1/chat/completions", ADDR, f->port);
-    const char *argv[] = {"curl",
-                          "-sS",
-                          "-m",
-                          "60",
-                          "-o",
-                          "/dev/null",
-                          "-w",
-                          "%{http_code}",
-                          "-H",
-                          "Content-Type: application/json",
-                          "--data-binary",
-                          "{\"messages\":[{\"role\":\"user\",\"content\":\"Say OK.\"}],"
-                          "\"max_tokens\":1,\"temperature\":0}",
-                          url,
-                          NULL};
-    struct swt_run r;
-    assert_int_equal(swt_run(argv, NULL, 90, &r), 0);
-    bool ok = !strcmp(r.out, "200");
-    swt_run_free(&r);
-    return ok;
-}
-
-static bool live_has(struct fx *f, const char *needle)
-{
-    char *out = must(&f->h, "cat /etc/systemd/system/" UNIT);
-    bool has = strstr(out, needle) != NULL;
-    free(out);
-    return has;
 }
 
 /* The step named `step` in the deploy's steps, NULL when none. */
@@ -409,7 +262,7 @@ static const json_t *step_of(const json_t *j, const char *step)
 {
     const json_t *steps = json_object_get(j, "steps");
     for (size_t i = 0; i < json_array_size(steps); i++)
-        if (!strcmp(str(json_array_get(steps, i), "step"), step))
+        if (!strcmp(swro_str(json_array_get(steps, i), "step"), step))
             return json_array_get(steps, i);
     return NULL;
 }
@@ -441,30 +294,25 @@ static void test_worst_case_oom_rolls_back(void **state)
     struct fx *f = *state;
     up(f);
     /* 1. the last-good shape */
-    write_fleet(f, "      ctx_size: 512\n", "");
-    int st = 0;
-    json_t *j = run(f, &st, "deploy", "--no-worst-case", "--probe-only",
-                    "readiness,liveness,models,chat", NULL);
-    if (st != 0 || strcmp(str(j, "outcome"), "committed"))
-        fail_msg("baseline deploy: exit %d, %s: %s %s\njournal:\n%s", st, str(j, "outcome"),
-                 str(j, "fail_class"), str(j, "fail_msg"), str(j, "journal"));
-    json_decref(j);
-    assert_true(serves(f));
-    assert_false(live_has(f, "MemoryMax="));
+    swro_write_fleet(&f->ro, &(struct swro_fleet){.ctx = 512});
+    swro_must_commit(&f->ro, "baseline deploy");
+    assert_true(swro_serves(&f->ro));
+    assert_false(swro_live_has(&f->ro, "MemoryMax="));
 
     /* 2. the shape whose worst case passes the unit's MemoryMax= */
-    write_fleet(f,
-                "      ctx_size: 8192\n"
-                "      batch_size: 4096\n"
-                "      ubatch_size: 4096\n"
-                "      flash_attn: off\n",
-                "      memory_max: " LIMIT "\n");
+    swro_write_fleet(&f->ro, &(struct swro_fleet){.ctx = 8192,
+                                                  .shape = "      batch_size: 4096\n"
+                                                           "      ubatch_size: 4096\n"
+                                                           "      flash_attn: off\n",
+                                                  .service = "      memory_max: " LIMIT "\n"});
     long kills0 = oom_kills();
-    j = run(f, &st, "deploy", "--probe-only", "readiness,liveness,models,chat", NULL);
+    int st = 0;
+    json_t *j =
+        swro_run(&f->ro, &st, "deploy", "--probe-only", "readiness,liveness,models,chat", NULL);
     const json_t *dt = json_object_get(j, "downtime_ms");
     print_message("worst_case_oom: outcome=%s step=%s class=%s\n  %s\n  rollback: %s\n",
-                  str(j, "outcome"), str(j, "failed_step"), str(j, "fail_class"),
-                  str(j, "fail_msg"), str(j, "rollback"));
+                  swro_str(j, "outcome"), swro_str(j, "failed_step"), swro_str(j, "fail_class"),
+                  swro_str(j, "fail_msg"), swro_str(j, "rollback"));
     if (json_is_integer(dt))
         print_message("DOWNTIME fault=worst_case_oom ms=%lld\n", (long long)json_integer_value(dt));
     char lim[8192] = "";
@@ -472,11 +320,12 @@ static void test_worst_case_oom_rolls_back(void **state)
     print_message("limiter:\n%s", lim);
     long kills = oom_kills() - kills0;
     print_message("kernel OOM kills in the limited cgroups: %ld\n", kills);
-    if (strcmp(str(j, "outcome"), "rolled_back") || strcmp(str(j, "fail_class"), "runtime_oom"))
-        fail_msg("outcome %s class %s: %s\njournal:\n%s", str(j, "outcome"), str(j, "fail_class"),
-                 str(j, "fail_msg"), str(j, "journal"));
+    if (strcmp(swro_str(j, "outcome"), "rolled_back") ||
+        strcmp(swro_str(j, "fail_class"), "runtime_oom"))
+        fail_msg("outcome %s class %s: %s\njournal:\n%s", swro_str(j, "outcome"),
+                 swro_str(j, "fail_class"), swro_str(j, "fail_msg"), swro_str(j, "journal"));
     assert_int_equal(st, 1);
-    assert_string_equal(str(j, "failed_step"), "probe");
+    assert_string_equal(swro_str(j, "failed_step"), "probe");
     /* the boot passed: readiness and the one-token generation of the new shape answered */
     const json_t *rd = step_of(j, "readiness");
     assert_non_null(rd);
@@ -484,24 +333,24 @@ static void test_worst_case_oom_rolls_back(void **state)
     /* the kernel killed it, under the limit the unit file said */
     assert_non_null(strstr(lim, "MemoryMax=268435456 applied"));
     assert_true(kills >= 1);
-    assert_non_null(strstr(str(j, "journal"), "status=9/KILL"));
-    assert_non_null(strstr(str(j, "fail_msg"), "worst_case"));
-    assert_string_equal(str(json_object_get(j, "boot"), "phase"), "runtime");
-    assert_string_equal(str(json_object_get(j, "boot"), "check"), "worst_case");
+    assert_non_null(strstr(swro_str(j, "journal"), "status=9/KILL"));
+    assert_non_null(strstr(swro_str(j, "fail_msg"), "worst_case"));
+    assert_string_equal(swro_str(json_object_get(j, "boot"), "phase"), "runtime");
+    assert_string_equal(swro_str(json_object_get(j, "boot"), "check"), "worst_case");
     /* rolled back to the last-good, which serves by generation */
     assert_true(json_is_true(json_object_get(j, "serving")));
     assert_true(json_is_integer(dt));
-    assert_true(live_has(f, "-c 512"));
-    assert_false(live_has(f, "MemoryMax="));
-    assert_true(serves(f));
+    assert_true(swro_live_has(&f->ro, "-c 512"));
+    assert_false(swro_live_has(&f->ro, "MemoryMax="));
+    assert_true(swro_serves(&f->ro));
     /* recorded: the attempt, and the known-bad rule it taught */
     assert_true(json_integer_value(json_object_get(j, "attempt")) > 0);
     assert_true(json_integer_value(json_object_get(j, "rule_id")) > 0);
-    assert_string_equal(str(j, "ledger_error"), "");
+    assert_string_equal(swro_str(j, "ledger_error"), "");
     json_decref(j);
 
     /* 3. `check` refuses that shape now */
-    j = run(f, &st, "check", NULL);
+    j = swro_run(&f->ro, &st, "check", NULL);
     char *doc = json_dumps(j, JSON_COMPACT);
     print_message("check after the failure: exit %d\n", st);
     assert_int_equal(st, 1);
@@ -517,5 +366,5 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_worst_case_oom_rolls_back, setup, teardown),
     };
-    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+    return cmocka_run_group_tests(tests, group_setup, swro_group_teardown);
 }

@@ -117,37 +117,13 @@ static void up(struct swth_host *h, const char *name, const char *addr, bool mod
     print_message("host %s up at %s in %ld ms (unpack, boot, sshd)\n", name, addr, h->boot_ms);
 }
 
-/* ssh CMD must exit 0; returns its stdout (free with free()). */
-static char *must(const struct swth_host *h, const char *cmd)
-{
-    struct swt_run r;
-    assert_int_equal(swth_ssh(h, cmd, NULL, 60, &r), 0);
-    if (r.status)
-        fail_msg("%s: `%s` exited %d: %s%s", h->name, cmd, r.status, r.out, r.err);
-    char *out = r.out;
-    r.out = NULL;
-    swt_run_free(&r);
-    return out;
-}
-
-/* systemctl show -p PROP --value UNIT into buf (newline stripped). */
-static void show(const struct swth_host *h, const char *unit, const char *prop, char *buf, size_t n)
-{
-    char cmd[512];
-    snprintf(cmd, sizeof(cmd), "systemctl show -p %s --value %s", prop, unit);
-    char *out = must(h, cmd);
-    out[strcspn(out, "\n")] = '\0';
-    snprintf(buf, n, "%s", out);
-    free(out);
-}
-
 /* Install a unit file and `systemctl daemon-reload`. */
 static void install_unit(const struct swth_host *h, const char *unit, const char *text)
 {
     char path[512];
     snprintf(path, sizeof(path), "/etc/systemd/system/%s", unit);
     assert_int_equal(swth_put(h, path, text), 0);
-    free(must(h, "systemctl daemon-reload"));
+    free(swth_must(h, "systemctl daemon-reload"));
 }
 
 /* The journal of the whole boot holds needle (fixed string), polled up to deadline_s. */
@@ -258,7 +234,7 @@ static void test_boots_ssh(void **state)
     assert_string_equal(f->h.addr, ADDR_A);
     assert_true(f->h.leader > 0);
 
-    char *out = must(&f->h, "systemctl is-system-running; hostname; id -u; ps -o comm= -p 1");
+    char *out = swth_must(&f->h, "systemctl is-system-running; hostname; id -u; ps -o comm= -p 1");
     if (!strstr(out, "running\n") && !strstr(out, "degraded\n"))
         fail_msg("systemctl is-system-running said: %s", out);
     assert_non_null(strstr(out, "sw-th-ssh\n0\nsystemd\n"));
@@ -268,7 +244,7 @@ static void test_boots_ssh(void **state)
     assert_true(swt_file_has(f->h.known_hosts, f->h.known_hosts_line));
     char cmd[256];
     snprintf(cmd, sizeof(cmd), "cut -d' ' -f1,2 /etc/ssh/ssh_host_ed25519_key.pub");
-    out = must(&f->h, cmd);
+    out = swth_must(&f->h, cmd);
     out[strcspn(out, "\n")] = '\0';
     assert_non_null(strstr(f->h.known_hosts_line, out));
     free(out);
@@ -321,9 +297,9 @@ static void test_native_llama_service(void **state)
              ADDR_A, port);
     long t0 = now_ms();
     install_unit(&f->h, "sw-llama.service", unit);
-    free(must(&f->h, "systemctl start sw-llama.service"));
+    free(swth_must(&f->h, "systemctl start sw-llama.service"));
     if (!wait_health(ADDR_A, port, 120)) {
-        char *j = must(&f->h, "journalctl -u sw-llama --no-pager | tail -20");
+        char *j = swth_must(&f->h, "journalctl -u sw-llama --no-pager | tail -20");
         fail_msg("llama-server on %s:%d never answered /health 200:\n%s", ADDR_A, port, j);
     }
     long serving = now_ms() - t0;
@@ -331,14 +307,14 @@ static void test_native_llama_service(void **state)
     chat_ok(ADDR_A, port);
 
     char v[256];
-    show(&f->h, "sw-llama.service", "ActiveState", v, sizeof(v));
+    swth_show(&f->h, "sw-llama.service", "ActiveState", v, sizeof(v));
     assert_string_equal(v, "active");
-    show(&f->h, "sw-llama.service", "NRestarts", v, sizeof(v));
+    swth_show(&f->h, "sw-llama.service", "NRestarts", v, sizeof(v));
     assert_string_equal(v, "0");
-    show(&f->h, "sw-llama.service", "ExecMainPID", v, sizeof(v));
+    swth_show(&f->h, "sw-llama.service", "ExecMainPID", v, sizeof(v));
     assert_true(atol(v) > 1);
-    free(must(&f->h, "systemctl stop sw-llama.service"));
-    show(&f->h, "sw-llama.service", "ActiveState", v, sizeof(v));
+    free(swth_must(&f->h, "systemctl stop sw-llama.service"));
+    swth_show(&f->h, "sw-llama.service", "ActiveState", v, sizeof(v));
     assert_string_equal(v, "inactive");
     int code = 0;
     free(http(ADDR_A, port, "/health", NULL, &code));
@@ -392,25 +368,25 @@ static void test_podman_llama_service(void **state)
              IMAGE, digest, ADDR_A, port);
     long t0 = now_ms();
     install_unit(&f->h, "sw-llama-c.service", unit);
-    free(must(&f->h, "systemctl start sw-llama-c.service"));
+    free(swth_must(&f->h, "systemctl start sw-llama-c.service"));
     if (!wait_health(ADDR_A, port, 120)) {
-        char *j = must(&f->h, "journalctl -u sw-llama-c --no-pager | tail -20");
+        char *j = swth_must(&f->h, "journalctl -u sw-llama-c --no-pager | tail -20");
         fail_msg("llama-server in podman on %s:%d never answered /health 200:\n%s", ADDR_A, port,
                  j);
     }
     print_message("podman: unit install to /health 200 in %ld ms\n", now_ms() - t0);
     chat_ok(ADDR_A, port);
-    char *out = must(&f->h, "podman ps --format '{{.Names}} {{.Image}}'");
+    char *out = swth_must(&f->h, "podman ps --format '{{.Names}} {{.Image}}'");
     char want[256];
     snprintf(want, sizeof(want), "sw-llama-c %s@%s", IMAGE, digest);
     if (!strstr(out, want))
         fail_msg("podman ps on the host: %s (wanted '%s')", out, want);
     free(out);
     char v[64];
-    show(&f->h, "sw-llama-c.service", "NRestarts", v, sizeof(v));
+    swth_show(&f->h, "sw-llama-c.service", "NRestarts", v, sizeof(v));
     assert_string_equal(v, "0");
-    free(must(&f->h, "systemctl stop sw-llama-c.service"));
-    show(&f->h, "sw-llama-c.service", "Result", v, sizeof(v));
+    free(swth_must(&f->h, "systemctl stop sw-llama-c.service"));
+    swth_show(&f->h, "sw-llama-c.service", "Result", v, sizeof(v));
     assert_string_equal(v, "success");
 }
 
@@ -430,7 +406,7 @@ static void test_start_limit_in_service(void **state)
                  "StartLimitIntervalSec=60\nStartLimitBurst=3\n"
                  "[Service]\nExecStart=/bin/sleep 300\nRestart=always\n");
     /* systemd loads a unit when something asks for it */
-    free(must(&f->h, "systemctl start sw-bad.service sw-good.service"));
+    free(swth_must(&f->h, "systemctl start sw-bad.service sw-good.service"));
     struct swt_run r;
     bool seen = journal_has(&f->h,
                             "/etc/systemd/system/sw-bad.service:6: Unknown key "
@@ -439,7 +415,8 @@ static void test_start_limit_in_service(void **state)
     if (!seen)
         fail_msg("no warning in the journal; last: %s%s", r.out, r.err);
     swt_run_free(&r);
-    char *out = must(&f->h, "journalctl -b --no-pager -o cat | grep -c sw-good.service: || true");
+    char *out =
+        swth_must(&f->h, "journalctl -b --no-pager -o cat | grep -c sw-good.service: || true");
     assert_string_equal(out, "0\n");
     free(out);
     /* what slipway's lint leans on: verify prints the line but exits 0 */
@@ -452,9 +429,9 @@ static void test_start_limit_in_service(void **state)
     /* the interval in effect: systemd's default for the bad one, the unit's own for the good.
      * (StartLimitBurst= is still accepted in [Service] for compatibility: no warning for it.) */
     char v[64];
-    show(&f->h, "sw-bad.service", "StartLimitIntervalUSec", v, sizeof(v));
+    swth_show(&f->h, "sw-bad.service", "StartLimitIntervalUSec", v, sizeof(v));
     assert_string_equal(v, "10s");
-    show(&f->h, "sw-good.service", "StartLimitIntervalUSec", v, sizeof(v));
+    swth_show(&f->h, "sw-good.service", "StartLimitIntervalUSec", v, sizeof(v));
     assert_string_equal(v, "1min");
 }
 
@@ -477,7 +454,7 @@ static void test_podman_stop_outlives_timeout(void **state)
                  ":test 600\n"
                  "ExecStop=/usr/bin/podman stop -t 10 sw-stop-c\n"
                  "TimeoutStopSec=3\n");
-    free(must(&f->h, "systemctl start sw-stop.service"));
+    free(swth_must(&f->h, "systemctl start sw-stop.service"));
     assert_int_equal(
         swth_wait(&f->h, "podman ps --format '{{.Names}}' | grep -qx sw-stop-c", 60, NULL), 0);
     long t0 = now_ms();
@@ -487,7 +464,7 @@ static void test_podman_stop_outlives_timeout(void **state)
     print_message("systemctl stop returned after %ld ms (exit %d)\n", took, r.status);
     swt_run_free(&r);
     char v[64];
-    show(&f->h, "sw-stop.service", "Result", v, sizeof(v));
+    swth_show(&f->h, "sw-stop.service", "Result", v, sizeof(v));
     assert_string_equal(v, "timeout");
     bool seen = journal_has(&f->h, "sw-stop.service: Stopping timed out. Terminating.", 20, &r);
     if (!seen)
@@ -502,7 +479,7 @@ static void test_podman_stop_outlives_timeout(void **state)
     print_message("after the timed-out stop, running containers: %s\n",
                   r.out[0] ? r.out : "(none)\n");
     swt_run_free(&r);
-    free(must(&f->h, "podman rm -f -t 0 sw-stop-c >/dev/null 2>&1 || true"));
+    free(swth_must(&f->h, "podman rm -f -t 0 sw-stop-c >/dev/null 2>&1 || true"));
 }
 
 /* Runs `unit` (its ExecStart hands the engine g_dir_model, a path of this machine, while the host
@@ -524,21 +501,21 @@ static void crash_loop(struct fx *f, const char *name, const char *exec_start)
              "RestartSec=1\n",
              exec_start);
     install_unit(&f->h, "sw-crash.service", unit);
-    free(must(&f->h, "systemctl start sw-crash.service"));
+    free(swth_must(&f->h, "systemctl start sw-crash.service"));
     /* NRestarts read while it climbs, until the start limit stops it */
     long seen[32];
     int nseen = 0;
     char v[64];
     long end = now_ms() + 120 * 1000;
     for (;;) {
-        show(&f->h, "sw-crash.service", "NRestarts", v, sizeof(v));
+        swth_show(&f->h, "sw-crash.service", "NRestarts", v, sizeof(v));
         long nr = atol(v);
         if (!nseen || nr != seen[nseen - 1]) {
             if (nseen < 32)
                 seen[nseen++] = nr;
             print_message("%s: NRestarts=%ld\n", name, nr);
         }
-        show(&f->h, "sw-crash.service", "ActiveState", v, sizeof(v));
+        swth_show(&f->h, "sw-crash.service", "ActiveState", v, sizeof(v));
         if (!strcmp(v, "failed"))
             break;
         if (now_ms() > end)
@@ -548,12 +525,12 @@ static void crash_loop(struct fx *f, const char *name, const char *exec_start)
     for (int i = 1; i < nseen; i++)
         assert_true(seen[i] > seen[i - 1]);
     assert_true(nseen >= 3); /* it was read climbing, not only at the end */
-    show(&f->h, "sw-crash.service", "NRestarts", v, sizeof(v));
+    swth_show(&f->h, "sw-crash.service", "NRestarts", v, sizeof(v));
     /* StartLimitBurst=4: four starts ran; the 4th restart was counted, then refused */
     assert_int_equal(atol(v), 4);
     /* systemd 252 keeps the last run's result when the refused start is its own auto-restart
      * (measured; 'start-limit-hit' is what a refused `systemctl start` gets) */
-    show(&f->h, "sw-crash.service", "Result", v, sizeof(v));
+    swth_show(&f->h, "sw-crash.service", "Result", v, sizeof(v));
     assert_string_equal(v, "exit-code");
     assert_true(
         journal_has(&f->h, "sw-crash.service: Start request repeated too quickly.", 20, NULL));
@@ -613,13 +590,13 @@ static void test_teardown_leaves_nothing(void **state)
              "--port %d -c 512 -np 1 -t 1\n",
              ADDR_A, pa);
     install_unit(&f->h, "sw-llama.service", unit);
-    free(must(&f->h, "systemctl start sw-llama.service"));
+    free(swth_must(&f->h, "systemctl start sw-llama.service"));
     snprintf(unit, sizeof(unit),
              "[Service]\nExecStart=" PODMAN_RUN " --name sw-down-c " IMAGE ":test -m "
              "/models/chat.gguf --host %s --port %d -c 512 -np 1 -t 1\n",
              ADDR_B, pb);
     install_unit(&f->h2, "sw-llama-c.service", unit);
-    free(must(&f->h2, "systemctl start sw-llama-c.service"));
+    free(swth_must(&f->h2, "systemctl start sw-llama-c.service"));
     serving_or_explain(&f->h, "sw-llama.service", ADDR_A, pa);
     serving_or_explain(&f->h2, "sw-llama-c.service", ADDR_B, pb);
     snprintf(mark_a, sizeof(mark_a), "--port %d", pa);

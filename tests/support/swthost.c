@@ -347,6 +347,28 @@ int swth_left(const char *name)
     return left;
 }
 
+char *swth_must(const struct swth_host *h, const char *cmd)
+{
+    struct swt_run r;
+    assert_int_equal(swth_ssh(h, cmd, NULL, 60, &r), 0);
+    if (r.status)
+        fail_msg("%s: `%s` exited %d: %s%s", h->name, cmd, r.status, r.out, r.err);
+    char *out = r.out;
+    r.out = NULL;
+    swt_run_free(&r);
+    return out;
+}
+
+void swth_show(const struct swth_host *h, const char *unit, const char *prop, char *buf, size_t n)
+{
+    char cmd[512];
+    snprintf(cmd, sizeof(cmd), "systemctl show -p %s --value %s", prop, unit);
+    char *out = swth_must(h, cmd);
+    out[strcspn(out, "\n")] = '\0';
+    snprintf(buf, n, "%s", out);
+    free(out);
+}
+
 void swth_model(char *dir, size_t dn, char *model, size_t mn, char *missing, size_t xn)
 {
     char *d = swt_tmpdir();

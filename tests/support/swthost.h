@@ -60,6 +60,10 @@ int swth_down(struct swth_host *h);
  * after deadline_s. r as swt_run (free with swt_run_free); ssh's own failure is status 255. */
 int swth_ssh(const struct swth_host *h, const char *cmd, const char *stdin_text,
              unsigned deadline_s, struct swt_run *r);
+/* ssh CMD on the host must exit 0 (else the test fails with its output): its stdout (free()). */
+char *swth_must(const struct swth_host *h, const char *cmd);
+/* `systemctl show -p PROP --value UNIT` on the host, its first line into buf (swth_must). */
+void swth_show(const struct swth_host *h, const char *unit, const char *prop, char *buf, size_t n);
 /* Write text to PATH on the host (temp file + rename, mode 0644) over ssh. Returns 0 or -1. */
 int swth_put(const struct swth_host *h, const char *path, const char *text);
 /* Poll `sh -c CMD` over ssh until it exits 0 or deadline_s passes. Returns 0 when it did; the

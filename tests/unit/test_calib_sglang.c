@@ -90,18 +90,41 @@ static void seed_obs(struct sw_calib_sglang_obs obs[2])
 
 static const double KV_PIN = (606208.0 + 1) * 16384, MAMBA = 32.0 * 26345472;
 
+/* Each test's fixture: the endpoint's law (its pinned options and the model's HF config), the
+ * same options unpinned (the engine's autofit), the seed's two boots, and room for a fit. */
+struct sg {
+    struct sw_sglang_opts o, q;
+    struct sw_hf_config c;
+    struct sw_calib_sglang s;
+    struct sw_calib_sglang_obs obs[2];
+};
+
+static int sg_setup(void **state)
+{
+    struct sg *g = calloc(1, sizeof(*g));
+    *state = g;
+    if (!g)
+        return -1;
+    law(&g->o, &g->c);
+    g->q = g->o;
+    g->q.max_total_tokens = 0;
+    seed_obs(g->obs);
+    return 0;
+}
+
+static int sg_teardown(void **state)
+{
+    free(*state);
+    return 0;
+}
+
 static void test_fit_both(void **state)
 {
-    struct sw_sglang_opts o, q;
-    struct sw_hf_config *c = calloc(1, sizeof(*c));
-    struct sw_calib_sglang *s = calloc(1, sizeof(*s));
-    struct sw_calib_sglang_obs obs[2];
+    struct sg *g = *state;
+    struct sw_calib_sglang *s = &g->s;
     struct sw_calib_sglang_pred pr;
     struct sw_err e;
-    (void)state;
-    law(&o, c);
-    seed_obs(obs);
-    assert_int_equal(sw_calib_sglang_fit(c, &o, obs, 2, NULL, s, &e), 0);
+    assert_int_equal(sw_calib_sglang_fit(&g->c, &g->o, g->obs, 2, NULL, s, &e), 0);
     assert_true(s->consistent);
     assert_int_equal(s->cell_bytes, 16384);
     assert_int_equal(s->mamba_per_req, 26345472);
@@ -111,16 +134,14 @@ static void test_fit_both(void **state)
     assert_true(fabs((double)s->rest_lo / SW_GIB - 11.27) < 0.005);
     assert_true(s->f0_lo == 531.0 * SW_MIB + KV_PIN + MAMBA);
     /* the pinned shape: its own reading back */
-    assert_int_equal(sw_calib_sglang_predict(s, c, &o, &pr, &e), 0);
+    assert_int_equal(sw_calib_sglang_predict(s, &g->c, &g->o, &pr, &e), 0);
     assert_false(pr.autofit);
     assert_int_equal(pr.tokens_lo, 606208);
     assert_int_equal(pr.tokens_hi, 606208);
     assert_true(pr.free_lo == 531.0 * SW_MIB);
     assert_false(pr.would_oom);
     /* the autofit: 687,388 tokens, 81,180 more = 1,268 MiB: -737 MiB, would OOM */
-    q = o;
-    q.max_total_tokens = 0;
-    assert_int_equal(sw_calib_sglang_predict(s, c, &q, &pr, &e), 0);
+    assert_int_equal(sw_calib_sglang_predict(s, &g->c, &g->q, &pr, &e), 0);
     assert_true(pr.autofit);
     assert_int_equal(pr.tokens_lo, 687388);
     assert_int_equal(pr.tokens_hi, 687388);
@@ -129,8 +150,6 @@ static void test_fit_both(void **state)
     assert_true(fabs(pr.free_lo / SW_MIB - -737.4) < 0.05);
     assert_true(pr.would_oom);
     assert_false(pr.extrapolated);
-    free(s);
-    free(c);
 }
 
 /* "would have left 0.53 GB": which reading the law admits (docs/sglang-law.md "0.53 GB").
@@ -149,17 +168,13 @@ static void test_fit_both(void **state)
  * both below 2,048). */
 static void test_half_gb_readings(void **state)
 {
-    struct sw_sglang_opts o, q;
-    struct sw_hf_config *c = calloc(1, sizeof(*c));
-    struct sw_calib_sglang *s = calloc(1, sizeof(*s));
-    struct sw_calib_sglang_obs obs[2];
+    struct sg *x = *state;
+    struct sw_hf_config *c = &x->c;
+    struct sw_calib_sglang *s = &x->s;
+    struct sw_calib_sglang_obs *obs = x->obs;
     struct sw_calib_sglang_pred pin, fit;
     struct sw_err e;
     char g[32];
-    (void)state;
-    law(&o, c);
-    q = o;
-    q.max_total_tokens = 0;
 
     /* the spellings of 531 MiB: only MiB / 1000 prints the operator's "0.53" */
     snprintf(g, sizeof(g), "%.2f", 531.0 / 1000);
@@ -171,8 +186,8 @@ static void test_half_gb_readings(void **state)
 
     /* A: the reading at the pin; the autofit's -737.4 MiB is none of those spellings */
     seed_obs(obs);
-    assert_int_equal(sw_calib_sglang_fit(c, &o, obs, 2, NULL, s, &e), 0);
-    assert_int_equal(sw_calib_sglang_predict(s, c, &q, &fit, &e), 0);
+    assert_int_equal(sw_calib_sglang_fit(c, &x->o, obs, 2, NULL, s, &e), 0);
+    assert_int_equal(sw_calib_sglang_predict(s, c, &x->q, &fit, &e), 0);
     assert_true(fit.would_oom);
     double miss = fabs(fit.free_lo) / SW_MIB;
     snprintf(g, sizeof(g), "%.2f|%.2f|%.2f", miss / 1000, miss / 1024, miss * SW_MIB / 1e9);
@@ -184,46 +199,37 @@ static void test_half_gb_readings(void **state)
     obs[0].free_bytes = 0;
     obs[1].has_free = true;
     obs[1].free_bytes = 531.0 * SW_MIB;
-    assert_int_equal(sw_calib_sglang_fit(c, &o, obs, 2, NULL, s, &e), 0);
+    assert_int_equal(sw_calib_sglang_fit(c, &x->o, obs, 2, NULL, s, &e), 0);
     assert_true(s->consistent && s->have_rest && s->have_free);
-    assert_int_equal(sw_calib_sglang_predict(s, c, &q, &fit, &e), 0);
+    assert_int_equal(sw_calib_sglang_predict(s, c, &x->q, &fit, &e), 0);
     assert_int_equal(fit.tokens_lo, 687388);
     assert_true(fit.free_lo == 531.0 * SW_MIB);
     snprintf(g, sizeof(g), "%.2f", fit.free_lo / SW_MIB / 1000);
     assert_string_equal(g, "0.53");
     assert_false(fit.would_oom); /* a runtime OOM ("on the first long request"), not a boot one */
-    assert_int_equal(sw_calib_sglang_predict(s, c, &o, &pin, &e), 0);
+    assert_int_equal(sw_calib_sglang_predict(s, c, &x->o, &pin, &e), 0);
     assert_int_equal(pin.tokens_lo, 606208);
     assert_true(fabs(pin.free_lo / SW_MIB - 1799.4) < 0.05);
     assert_true(pin.free_lo - fit.free_lo == 81180.0 * 16384);
     /* both below the 2 GiB floor of the band: refused under either reading */
     assert_true(fit.free_hi < 2048.0 * SW_MIB && pin.free_hi < 2048.0 * SW_MIB);
-    free(s);
-    free(c);
 }
 
 /* One figure held out at a time, predicted from the other. */
 static void test_held_out(void **state)
 {
-    struct sw_sglang_opts o, q;
-    struct sw_hf_config *c = calloc(1, sizeof(*c));
-    struct sw_calib_sglang *s = calloc(1, sizeof(*s));
-    struct sw_calib_sglang_obs obs[2];
+    struct sg *g = *state;
+    struct sw_calib_sglang *s = &g->s;
     struct sw_calib_sglang_pred pr;
     struct sw_err e;
-    (void)state;
-    law(&o, c);
-    seed_obs(obs);
-    q = o;
-    q.max_total_tokens = 0;
     /* without the autofit: the pinned boot only says rest >= its pools; the autofit is open
      * above, at least 606,208, which holds the printed 687,388 */
     int64_t out_autofit = 2;
     struct sw_calib_opts co = {.exclude = &out_autofit, .n_exclude = 1};
-    assert_int_equal(sw_calib_sglang_fit(c, &o, obs, 2, &co, s, &e), 0);
+    assert_int_equal(sw_calib_sglang_fit(&g->c, &g->o, g->obs, 2, &co, s, &e), 0);
     assert_false(s->have_rest);
     assert_true(s->rest_floor == 606208ull * 16384 + 32ull * 26345472);
-    assert_int_equal(sw_calib_sglang_predict(s, c, &q, &pr, &e), 0);
+    assert_int_equal(sw_calib_sglang_predict(s, &g->c, &g->q, &pr, &e), 0);
     assert_true(pr.tokens_open);
     assert_int_equal(pr.tokens_lo, 606208);
     assert_true(pr.tokens_lo <= 687388);
@@ -233,50 +239,39 @@ static void test_held_out(void **state)
      * 81,180 tokens; nothing says what is free */
     int64_t out_pinned = 1;
     co.exclude = &out_pinned;
-    assert_int_equal(sw_calib_sglang_fit(c, &o, obs, 2, &co, s, &e), 0);
+    assert_int_equal(sw_calib_sglang_fit(&g->c, &g->o, g->obs, 2, &co, s, &e), 0);
     assert_true(s->have_rest);
     assert_false(s->have_free);
-    assert_int_equal(sw_calib_sglang_predict(s, c, &q, &pr, &e), 0);
+    assert_int_equal(sw_calib_sglang_predict(s, &g->c, &g->q, &pr, &e), 0);
     assert_int_equal(pr.tokens_lo, 687388);
     assert_false(pr.have_free);
     /* nothing at all: the autofit is refused, naming why */
-    struct sw_calib_sglang_obs none = obs[0];
+    struct sw_calib_sglang_obs none = g->obs[0];
     none.tokens = 0;
-    assert_int_equal(sw_calib_sglang_fit(c, &o, &none, 1, NULL, s, &e), 0);
-    assert_int_equal(sw_calib_sglang_predict(s, c, &q, &pr, &e), SW_ENOENT);
+    assert_int_equal(sw_calib_sglang_fit(&g->c, &g->o, &none, 1, NULL, s, &e), 0);
+    assert_int_equal(sw_calib_sglang_predict(s, &g->c, &g->q, &pr, &e), SW_ENOENT);
     assert_non_null(strstr(e.msg, "autofit cannot be predicted"));
-    free(s);
-    free(c);
 }
 
 /* Another mem_fraction_static: rest moves by the pre-load free memory x the difference, that
  * memory bounded by rest / fraction and the card: a range, marked as an extrapolation. */
 static void test_fraction_extrapolates(void **state)
 {
-    struct sw_sglang_opts o, q;
-    struct sw_hf_config *c = calloc(1, sizeof(*c));
-    struct sw_calib_sglang *s = calloc(1, sizeof(*s));
-    struct sw_calib_sglang_obs obs[2];
+    struct sg *g = *state;
+    struct sw_calib_sglang *s = &g->s;
     struct sw_calib_sglang_pred pr;
     struct sw_err e;
-    (void)state;
-    law(&o, c);
-    seed_obs(obs);
-    assert_int_equal(sw_calib_sglang_fit(c, &o, obs, 2, NULL, s, &e), 0);
+    assert_int_equal(sw_calib_sglang_fit(&g->c, &g->o, g->obs, 2, NULL, s, &e), 0);
     /* the seed's boot ran at the card's default (24 GiB: 0.847) */
     assert_true(fabs(s->rest_mfs - 0.847) < 1e-9);
-    q = o;
-    q.max_total_tokens = 0;
-    q.mem_fraction_static = 0.80;
-    assert_int_equal(sw_calib_sglang_predict(s, c, &q, &pr, &e), 0);
+    g->q.mem_fraction_static = 0.80;
+    assert_int_equal(sw_calib_sglang_predict(s, &g->c, &g->q, &pr, &e), 0);
     assert_true(pr.extrapolated);
     assert_non_null(strstr(pr.warning, "EXTRAPOLATES across mem_fraction_static"));
     assert_true(pr.tokens_lo < pr.tokens_hi);
     assert_true(pr.tokens_hi < 687388);
     /* a smaller pool leaves more free: still under the band's floor at the top */
     assert_true(pr.free_hi > -737.0 * SW_MIB);
-    free(s);
-    free(c);
 }
 
 static const json_t *gate_of(const json_t *out, const char *gate)
@@ -348,11 +343,9 @@ static void test_ledger(void **state)
     struct sw_err e = {0};
     struct sw_ledger l;
     struct sw_calib_fit *f = NULL;
-    struct sw_hf_config *c = calloc(1, sizeof(*c));
-    struct sw_calib_sglang *s = calloc(1, sizeof(*s));
-    struct sw_sglang_opts o;
+    struct sg *g = *state;
+    struct sw_calib_sglang *s = &g->s;
     struct sw_calib_sglang_pred pr;
-    (void)state;
     char *dir = swt_tmpdir();
     memset(&l, 0, sizeof(l));
     if (sw_ledger_open(&l, swt_join(dir, "sg.sqlite"), NULL, &e))
@@ -376,17 +369,14 @@ static void test_ledger(void **state)
     assert_false(fit->pinned || fit->has_free);
     assert_int_equal(fit->tokens, 687388);
 
-    law(&o, c);
-    struct sw_sglang_opts q = o;
-    q.max_total_tokens = 0;
-    assert_int_equal(sw_calib_sglang_fit(c, &o, f->sglang.obs, f->sglang.n, NULL, s, &e), 0);
-    assert_int_equal(sw_calib_sglang_predict(s, c, &q, &pr, &e), 0);
+    assert_int_equal(sw_calib_sglang_fit(&g->c, &g->o, f->sglang.obs, f->sglang.n, NULL, s, &e), 0);
+    assert_int_equal(sw_calib_sglang_predict(s, &g->c, &g->q, &pr, &e), 0);
     assert_int_equal(pr.tokens_lo, 687388);
     assert_true(pr.would_oom);
     /* the autofit held out: predicted only from below, and it holds the printed figure */
     struct sw_calib_opts co = {.exclude = &fit->boot_id, .n_exclude = 1};
-    assert_int_equal(sw_calib_sglang_fit(c, &o, f->sglang.obs, f->sglang.n, &co, s, &e), 0);
-    assert_int_equal(sw_calib_sglang_predict(s, c, &q, &pr, &e), 0);
+    assert_int_equal(sw_calib_sglang_fit(&g->c, &g->o, f->sglang.obs, f->sglang.n, &co, s, &e), 0);
+    assert_int_equal(sw_calib_sglang_predict(s, &g->c, &g->q, &pr, &e), 0);
     assert_true(pr.tokens_open && pr.tokens_lo <= 687388);
     /* the gate from the ledger's boots (no fleet fact needed: they say the same) */
     json_t *out = NULL;
@@ -395,24 +385,25 @@ static void test_ledger(void **state)
     struct sw_fleet_endpoint y = *ep();
     assert_int_equal(sw_gate_set(&y, "max_total_tokens=null", &e), 0);
     assert_int_equal(sw_gate_endpoint(F, &y, &go, &out, &e), 0);
-    const json_t *g = gate_of(out, "band");
-    assert_string_equal(json_string_value(json_object_get(g, "verdict")), "fail");
-    assert_true(num(g, "would_oom") == 1);
-    assert_non_null(strstr(json_string_value(json_object_get(g, "line")), "ledger"));
+    const json_t *band = gate_of(out, "band");
+    assert_string_equal(json_string_value(json_object_get(band, "verdict")), "fail");
+    assert_true(num(band, "would_oom") == 1);
+    assert_non_null(strstr(json_string_value(json_object_get(band, "line")), "ledger"));
     json_decref(out);
     sw_calib_fit_free(f);
     sw_ledger_close(&l);
     swt_tmpdir_free(dir);
-    free(s);
-    free(c);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_fit_both),         cmocka_unit_test(test_held_out),
-        cmocka_unit_test(test_half_gb_readings), cmocka_unit_test(test_fraction_extrapolates),
-        cmocka_unit_test(test_band_gate),        cmocka_unit_test(test_ledger),
+        cmocka_unit_test_setup_teardown(test_fit_both, sg_setup, sg_teardown),
+        cmocka_unit_test_setup_teardown(test_held_out, sg_setup, sg_teardown),
+        cmocka_unit_test_setup_teardown(test_half_gb_readings, sg_setup, sg_teardown),
+        cmocka_unit_test_setup_teardown(test_fraction_extrapolates, sg_setup, sg_teardown),
+        cmocka_unit_test(test_band_gate),
+        cmocka_unit_test_setup_teardown(test_ledger, sg_setup, sg_teardown),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,0 +1,238 @@
+/*
+ * The rollout real tests' shared fixture (see swrollout.h). Test support: it fails the running
+ * cmocka test on what it cannot do, it does not return errors.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "swrollout.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char g_model_dir[4096];
+static char g_model[4096];
+static char g_missing[8700];
+
+int swro_group_setup(void **state)
+{
+    (void)state;
+    swth_model(g_model_dir, sizeof(g_model_dir), g_model, sizeof(g_model), g_missing,
+               sizeof(g_missing));
+    return 0;
+}
+
+int swro_group_teardown(void **state)
+{
+    (void)state;
+    if (g_model_dir[0])
+        swt_tmpdir_free(strdup(g_model_dir));
+    g_model_dir[0] = '\0';
+    return 0;
+}
+
+int swro_setup(void **state)
+{
+    struct swro *r = calloc(1, sizeof(*r));
+    *state = r;
+    return r ? 0 : -1;
+}
+
+int swro_teardown(void **state)
+{
+    struct swro *r = *state;
+    swro_close(r);
+    free(r);
+    return 0;
+}
+
+void swro_up(struct swro *r, const struct swro_site *site)
+{
+    swt_need(swth_missing()[0] == '\0', "%s", swth_missing());
+    swt_need(g_model[0] != '\0', "no chat model: %s", g_missing);
+    char bind[4200];
+    snprintf(bind, sizeof(bind), "%s:/models", g_model_dir);
+    const char *binds[] = {bind, NULL};
+    assert_int_equal(swth_up(site->host, site->addr, binds, &r->h), 0);
+    print_message("host %s up at %s in %ld ms\n", site->host, site->addr, r->h.boot_ms);
+    snprintf(r->addr, sizeof(r->addr), "%s", site->addr);
+    snprintf(r->fleet_host, sizeof(r->fleet_host), "%s", site->fleet_host);
+    snprintf(r->endpoint, sizeof(r->endpoint), "%s", site->endpoint);
+    snprintf(r->unit, sizeof(r->unit), "slipway-%s.service", site->endpoint);
+    r->dir = swt_tmpdir();
+    snprintf(r->fleet, sizeof(r->fleet), "%s", swt_join(r->dir, "fleet.yaml"));
+    r->port = swt_free_port();
+    r->deadline_s = 600;
+}
+
+void swro_close(struct swro *r)
+{
+    swth_down(&r->h);
+    if (r->dir)
+        swt_tmpdir_free(r->dir);
+    r->dir = NULL;
+}
+
+void swro_write_fleet(struct swro *r, const struct swro_fleet *spec)
+{
+    const char *extra = spec->extra ? spec->extra : "";
+    char text[8192];
+    int n = snprintf(text, sizeof(text),
+                     "version: 1\n"
+                     "hosts:\n"
+                     "  %s:\n"
+                     "    transport: {kind: ssh, address: %s, user: root, identity_file: %s, "
+                     "known_hosts: %s}\n"
+                     "    devices:\n"
+                     "      cpu: {kind: cpu, vendor: cpu}\n"
+                     "endpoints:\n"
+                     "  %s:\n"
+                     "    host: %s\n"
+                     "    engine: llama.cpp\n"
+                     "    binary: %s\n"
+                     "    runtime: native\n"
+                     "    listen: %s:%d\n"
+                     "    alias: %s-tiny\n"
+                     "    payload:\n"
+                     "      path: %s\n"
+                     "      quantization: f32\n"
+                     "    shape:\n"
+                     "      ctx_size: %d\n"
+                     "      seqs: 1\n"
+                     "      n_gpu_layers: 0\n"
+                     "%s"
+                     "    service:\n"
+                     "      restart_sec: 1s\n"
+                     "%s"
+                     "%s"
+                     "%s",
+                     r->fleet_host, r->addr, r->h.key, r->h.known_hosts, r->endpoint, r->fleet_host,
+                     spec->binary ? spec->binary : "/opt/llama/bin/llama-server", r->addr, r->port,
+                     r->endpoint, spec->payload ? spec->payload : "/models/chat.gguf", spec->ctx,
+                     spec->shape ? spec->shape : "", spec->service ? spec->service : "", extra,
+                     strstr(extra, "args:") ? "" : "    args: [--metrics]\n");
+    if (n < 0 || (size_t)n >= sizeof(text))
+        fail_msg("the fleet file for %s does not fit %zu bytes", r->endpoint, sizeof(text));
+    swt_write_str(r->fleet, text);
+}
+
+json_t *swro_run(struct swro *r, int *status, const char *verb, ...)
+{
+    const char *argv[32];
+    size_t n = 0;
+    argv[n++] = swt_bin();
+    argv[n++] = verb;
+    if (!strcmp(verb, "check")) {
+        argv[n++] = r->fleet;
+        argv[n++] = r->endpoint;
+    } else {
+        argv[n++] = r->endpoint;
+        argv[n++] = r->fleet;
+    }
+    argv[n++] = "--json";
+    va_list ap;
+    va_start(ap, verb);
+    for (const char *a = va_arg(ap, const char *); a && n < 31; a = va_arg(ap, const char *))
+        argv[n++] = a;
+    va_end(ap);
+    argv[n] = NULL;
+    struct swt_run run;
+    assert_int_equal(swt_run(argv, NULL, r->deadline_s, &run), 0);
+    *status = run.status;
+    json_t *j = swt_json_out(&run);
+    if (run.err && run.err[0])
+        print_message("stderr: %s\n", run.err);
+    swt_run_free(&run);
+    return j;
+}
+
+const char *swro_str(const json_t *j, const char *k)
+{
+    const char *s = json_string_value(json_object_get(j, k));
+    return s ? s : "";
+}
+
+void swro_print_steps(const json_t *j)
+{
+    size_t i;
+    const json_t *s;
+    json_array_foreach(json_object_get(j, "steps"), i, s)
+    {
+        print_message("  %-11s %-4s %7.0f ms  %.300s\n", swro_str(s, "step"),
+                      json_is_true(json_object_get(s, "ok")) ? "ok" : "FAIL",
+                      json_number_value(json_object_get(s, "ms")), swro_str(s, "detail"));
+    }
+}
+
+void swro_must_commit(struct swro *r, const char *what)
+{
+    int st = 0;
+    json_t *j = swro_run(r, &st, "deploy", "--no-worst-case", "--probe-only",
+                         "readiness,liveness,models,chat", NULL);
+    if (st != 0 || strcmp(swro_str(j, "outcome"), "committed")) {
+        swro_print_steps(j);
+        fail_msg("%s: exit %d, %s: %s %s\njournal:\n%s", what, st, swro_str(j, "outcome"),
+                 swro_str(j, "fail_class"), swro_str(j, "fail_msg"), swro_str(j, "journal"));
+    }
+    json_decref(j);
+}
+
+bool swro_generates(const char *addr, int port, unsigned timeout_s)
+{
+    char url[128], tm[16];
+    snprintf(url, sizeof(url), "http://%s:%d/v1/chat/completions", addr, port);
+    snprintf(tm, sizeof(tm), "%u", timeout_s);
+    const char *argv[] = {"curl",
+                          "-sS",
+                          "-m",
+                          tm,
+                          "-o",
+                          "/dev/null",
+                          "-w",
+                          "%{http_code}",
+                          "-H",
+                          "Content-Type: application/json",
+                          "--data-binary",
+                          "{\"messages\":[{\"role\":\"user\",\"content\":\"Say OK.\"}],"
+                          "\"max_tokens\":1,\"temperature\":0}",
+                          url,
+                          NULL};
+    struct swt_run r;
+    if (swt_run(argv, NULL, timeout_s + 5, &r))
+        return false;
+    bool ok = r.out && !strcmp(r.out, "200");
+    swt_run_free(&r);
+    return ok;
+}
+
+bool swro_serves(const struct swro *r)
+{
+    return swro_generates(r->addr, r->port, 60);
+}
+
+bool swro_live_has(const struct swro *r, const char *needle)
+{
+    char cmd[256];
+    snprintf(cmd, sizeof(cmd), "cat /etc/systemd/system/%s", r->unit);
+    char *out = swth_must(&r->h, cmd);
+    bool has = strstr(out, needle) != NULL;
+    free(out);
+    return has;
+}
+
+void swro_nothing_staged(const struct swro *r)
+{
+    char *out = swth_must(&r->h, "ls -A /etc/systemd/system/ /etc/slipway/ | "
+                                 "grep -c -e '\\.new$' -e '^\\.slipway-copy' -e '\\.rb$' || true");
+    if (strcmp(out, "0\n")) {
+        char *ls = swth_must(&r->h, "ls -lA /etc/systemd/system/ /etc/slipway/");
+        print_message("left on the host:\n%s", ls);
+        free(ls);
+        free(out);
+        fail_msg("%s: staged or temporary files left beside the live ones", r->h.name);
+    }
+    free(out);
+}
