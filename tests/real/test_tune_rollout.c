@@ -13,6 +13,11 @@
  * candidate's figures; the host is left on the chosen shape (the crowned one, or the baseline's
  * put back when the last deploy was the losing candidate's): its unit's ExecStart has that
  * thread count, it is active, and the endpoint answers /health from here.
+ *
+ * Then, on the same host, a candidate whose engine cannot start (an environment variable naming a
+ * file the host lacks; the baseline's names one it holds): that probe's deploy is rolled back
+ * (its attempt recorded), the probe is boot_failed with the rollout's class in its why, tune goes
+ * on and ends no_winner, and the host serves the baseline.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -106,6 +111,21 @@ static bool ledger_has_tag(const struct fx *f, const char *tag)
     return found;
 }
 
+static void write_fleet(const struct fx *f, const char *tail);
+static void tune_and_check(struct fx *f, const char *failing);
+
+/* A candidate whose engine cannot start: llama-server reads LLAMA_ARG_UI_CONFIG_FILE while parsing
+ * its arguments and exits when the file is missing. The baseline names a file the host holds. */
+static void failing_deploy(struct fx *f)
+{
+    assert_int_equal(swth_put(&f->h, "/etc/tu-ui.json", "{}\n"), 0);
+    write_fleet(f, "    env:\n"
+                   "      LLAMA_ARG_UI_CONFIG_FILE: /etc/tu-ui.json\n"
+                   "    knobs:\n"
+                   "      env.LLAMA_ARG_UI_CONFIG_FILE: [/etc/tu-ui.json, /nonexistent/ui.json]\n");
+    tune_and_check(f, "env.LLAMA_ARG_UI_CONFIG_FILE=/nonexistent/ui.json");
+}
+
 static void test_tune_rollout(void **state)
 {
     struct fx *f = *state;
@@ -120,7 +140,14 @@ static void test_tune_rollout(void **state)
     snprintf(f->fleet, sizeof(f->fleet), "%s", swt_join(f->dir, "fleet.yaml"));
     snprintf(f->led, sizeof(f->led), "%s", swt_join(f->dir, "tune.sqlite"));
     f->port = swt_free_port();
-    char text[4096];
+    write_fleet(f, "    knobs:\n      arg.--threads: ['2', '1']\n");
+    tune_and_check(f, NULL);
+    failing_deploy(f);
+}
+
+static void write_fleet(const struct fx *f, const char *tail)
+{
+    char text[8192];
     snprintf(text, sizeof(text),
              "version: 1\n"
              "hosts:\n"
@@ -145,13 +172,17 @@ static void test_tune_rollout(void **state)
              "      seqs: 1\n"
              "      n_gpu_layers: 0\n"
              "    args: [--threads, '2']\n"
-             "    knobs:\n"
-             "      arg.--threads: ['2', '1']\n"
              "    service:\n"
-             "      restart_sec: 1s\n",
-             f->h.key, f->h.known_hosts, f->port, g_model);
+             "      restart_sec: 1s\n"
+             "%s",
+             f->h.key, f->h.known_hosts, f->port, g_model, tail);
     swt_write_str(f->fleet, text);
+}
 
+/* tune --runner rollout on the fleet as written; checks every probe, the outcome and the host's
+ * final shape (module comment). failing: the candidate whose deploy must fail (NULL: none) */
+static void tune_and_check(struct fx *f, const char *failing)
+{
     /* auto picks the rollout for an ssh host; the option says it here */
     struct swt_run r;
     swt_slipway(&r, "tune", "tu", f->fleet, "--runner", "rollout", "--objective", "decode_tps@16",
@@ -169,7 +200,7 @@ static void test_tune_rollout(void **state)
                   (long long)json_integer_value(json_object_get(j, "boots")));
 
     /* every booted probe: a committed deploy, recorded (attempt, tag in the ledger), measured */
-    size_t i, booted = 0;
+    size_t i, booted = 0, nfailed = 0;
     json_t *p;
     json_array_foreach(json_object_get(j, "probes"), i, p)
     {
@@ -183,6 +214,20 @@ static void test_tune_rollout(void **state)
                       str(p, "candidate"), str(d, "outcome"),
                       (long long)json_integer_value(json_object_get(d, "attempt")), str(d, "tag"),
                       num(p, "score"), num(p, "noise"));
+        if (failing && !strcmp(str(p, "candidate"), failing)) {
+            /* a deploy that failed: rolled back, the probe a boot failure with the class; the
+             * run went on */
+            nfailed++;
+            assert_string_equal(str(p, "outcome"), "boot_failed");
+            if (strcmp(str(d, "outcome"), "rolled_back") || !str(d, "fail_class")[0])
+                fail_msg("probe %s: deploy %s (%s), want rolled_back with a class: %s",
+                         str(p, "candidate"), str(d, "outcome"), str(d, "fail_class"),
+                         str(p, "why"));
+            print_message("  why: %.300s\n", str(p, "why"));
+            assert_non_null(strstr(str(p, "why"), str(d, "fail_class")));
+            assert_true(json_integer_value(json_object_get(d, "attempt")) > 0);
+            continue;
+        }
         if (strcmp(str(d, "outcome"), "committed"))
             fail_msg("probe %s: deploy %s (%s): %s", str(p, "candidate"), str(d, "outcome"),
                      str(d, "fail_class"), str(p, "why"));
@@ -194,25 +239,31 @@ static void test_tune_rollout(void **state)
     }
     assert_int_equal((long long)booted, json_integer_value(json_object_get(j, "boots")));
     assert_true(booted >= 2);
+    assert_int_equal((long long)nfailed, failing ? 1 : 0);
 
     /* a winner that held, or an honest no_winner with the figures */
     const json_t *base = json_object_get(j, "baseline");
     assert_true(num(base, "score") > 0);
-    const char *want_threads = "2";
+    char want_threads[16] = "2";
     if (!strcmp(oc, "crowned")) {
         const json_t *w = json_object_get(j, "winner");
         assert_true(num(w, "remeasured_gain") > 0);
         assert_string_equal(str(json_object_get(w, "remeasured"), "outcome"), "measured");
-        want_threads = str(json_object_get(w, "settings"), "arg.--threads");
+        snprintf(want_threads, sizeof(want_threads), "%s",
+                 str(json_object_get(w, "settings"), "arg.--threads"));
         assert_string_equal(str(json_object_get(j, "host"), "shape"), "crowned");
     } else {
         assert_string_equal(oc, "no_winner");
         assert_true(json_is_null(json_object_get(j, "winner")));
         const json_t *ru = json_object_get(j, "runner_up");
-        assert_true(num(ru, "score") > 0);
-        assert_true(isfinite(num(ru, "gain")));
-        print_message("no winner: baseline %.2f, best candidate %.2f (gain %+.1f%%)\n",
-                      num(base, "score"), num(ru, "score"), num(ru, "gain") * 100);
+        if (failing) { /* nothing else measured to compare */
+            assert_true(json_is_null(ru));
+        } else {
+            assert_true(num(ru, "score") > 0);
+            assert_true(isfinite(num(ru, "gain")));
+            print_message("no winner: baseline %.2f, best candidate %.2f (gain %+.1f%%)\n",
+                          num(base, "score"), num(ru, "score"), num(ru, "gain") * 100);
+        }
         assert_string_equal(str(json_object_get(j, "host"), "shape"), "baseline");
     }
     const json_t *h = json_object_get(j, "host");
