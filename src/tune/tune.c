@@ -1423,7 +1423,8 @@ static int search(struct run *r, json_t *rep, struct sw_err *e)
 /* The rollout runner leaves the host on a shape a probe committed: the crowned winner's (its
  * re-measure), else the baseline's (its latest committed deploy). When the last committed deploy
  * was another candidate's, that shape's saved set is put back (sw_rollout_rollback to its tag).
- * The report's "host": {tag, shape: crowned|baseline|last_committed, restored, why}. */
+ * An interrupted run puts nothing back. The report's "host": {tag, shape: crowned | baseline |
+ * last_committed, restored, why}. */
 static const char *deploy_tag(const json_t *p)
 {
     const json_t *d = json_object_get(p, "deploy");
@@ -1466,7 +1467,12 @@ static void settle_host(struct run *r, json_t *rep)
     json_object_set_new(h, "shape", json_string(shape));
     json_object_set_new(h, "tag", want ? json_string(want) : json_null());
     json_object_set_new(h, "restored", json_false());
-    if (want && last && strcmp(want, last)) {
+    if (want && last && strcmp(want, last) && oc && !strcmp(oc, "interrupted")) {
+        /* stopped by the operator: no further deploy; the host stays as the last one left it */
+        json_object_set_new(h, "shape", json_string("last_committed"));
+        json_object_set_new(h, "tag", json_string(last));
+        json_object_set_new(h, "why", json_string("interrupted: not put back"));
+    } else if (want && last && strcmp(want, last)) {
         struct sw_rollout_opts ro;
         struct sw_rollout_result rr;
         struct sw_err e;
