@@ -26,8 +26,9 @@
  *               that was interrupted is resumed by the next `tune` of the same endpoint, objective
  *               and search space, and a probe already decided is not booted again.
  *
- * What it deliberately does not do: deploy over ssh (the rollout is the remote path; not wired
- * here yet), move a knob the fleet does not declare, or write the winner into the fleet file on
+ * The rollout runner (SW_TUNE_BOOT_ROLLOUT, auto for an endpoint on an ssh host) deploys each
+ * candidate on the endpoint's host and leaves the host on the last shape a probe committed.
+ * What it deliberately does not do: move a knob the fleet does not declare, or write the winner into the fleet file on
  * its own (sw_tune_apply does, when asked: `tune --apply`).
  */
 #ifndef SLIPWAY_TUNE_H
@@ -61,10 +62,14 @@ struct sw_tune_objective {
 int sw_tune_objective_parse(const char *s, struct sw_tune_objective *o, struct sw_err *e);
 
 enum sw_tune_boot {
-    SW_TUNE_BOOT_AUTO = 0,  /* llama.cpp on a local host: local; vLLM: sim */
-    SW_TUNE_BOOT_LOCAL = 1, /* a local llama-server, supervised (deploy's up/down) */
-    SW_TUNE_BOOT_SIM = 2,   /* the engine stand-in (slipway sim) serving the candidate's plan */
+    SW_TUNE_BOOT_AUTO = 0,    /* llama.cpp on a local host: local; vLLM: sim */
+    SW_TUNE_BOOT_LOCAL = 1,   /* a local llama-server, supervised (deploy's up/down) */
+    SW_TUNE_BOOT_SIM = 2,     /* the engine stand-in (slipway sim) serving the candidate's plan */
+    SW_TUNE_BOOT_ROLLOUT = 3, /* a deploy on the endpoint's host (sw_rollout_deploy: gates,
+                               * battery, rollback), benched at the endpoint's URL there */
 };
+/* "auto", "local", "sim" or "rollout" into *b; SW_EINVAL otherwise. */
+int sw_tune_runner_parse(const char *s, enum sw_tune_boot *b);
 
 struct sw_tune_opts {
     const char *fleet;    /* the fleet file */
@@ -92,11 +97,12 @@ void sw_tune_opts_init(struct sw_tune_opts *o);
 
 /*
  * Run the search. *out (new reference) is the report:
- *   {"endpoint", "objective", "engine", "boot": local|sim, "run" (ledger id), "resumed",
+ *   {"endpoint", "objective", "engine", "boot": local|sim|rollout, "run" (ledger id), "resumed",
  *    "ledger", "dry_run", "budget_boots", "boots", "rejected" (count), "knobs": [{name,
  *    values: [...], baseline, kind: boot|load}], "frozen": [names], "baseline": {probe},
  *    "probes": [{seq, phase, candidate, settings: {knob: value}, outcome, gate, gates: [...],
- *    score, noise, gain, concurrency, repeats: [...], argv, boot_s, why}], "winner": {probe
+ *    score, noise, gain, concurrency, repeats: [...], argv, boot_s, why, deploy (rollout:
+ *    {outcome, attempt, tag, fail_class, serving})}], "winner": {probe
  *    + "remeasured", "rebaseline" (the fresh baseline's probe), "remeasured_gain" (over the
  *    fresh baseline), "remeasured_noise", "remeasured_gain_first"} | null, "runner_up": {probe} | null, "noise" (the baseline's),
  *    "outcome": crowned | no_winner | budget | interrupted | dry_run, "apply": {knob: value}}

@@ -1,7 +1,7 @@
 /*
  * slipway tune ENDPOINT [FLEET] --objective decode_tps@DEPTH|goodput[@DEPTH][:SLO]
  *              [--budget-boots N] [--repeats N] [--concurrency LIST | --max-concurrency N]
- *              [--tokens N] [--sim] [--extra JSON] [--ledger PATH] [--dry-run] [--json] [--html OUT]
+ *              [--tokens N] [--sim | --runner auto|local|sim|rollout] [--extra JSON] [--ledger PATH] [--dry-run] [--json] [--html OUT]
  *              [--apply]
  *
  *   Search the endpoint's declared knobs for a better objective (include/slipway/tune.h,
@@ -44,6 +44,11 @@ static const struct sw_opt opts[] = {
     {"extra", 0, "JSON", 0,
      "an object whose keys are set in every bench request (a grammar, ...), as bench's", NULL},
     {"sim", 0, NULL, 0, "boot the simulator (slipway sim) instead of the engine", NULL},
+    {"runner", 0, "R", 0,
+     "how a probe boots: auto (default: local for a local llama.cpp endpoint, rollout\n"
+     "for one on an ssh host, sim for vLLM), local, sim (as --sim), or rollout (a\n"
+     "deploy on the endpoint's host: gates, battery, rollback; then benched there)",
+     NULL},
     {"ledger", 0, "PATH", 0, "the journal (default: $SLIPWAY_LEDGER, else FLEET.ledger.sqlite)",
      NULL},
     {"dry-run", 0, NULL, 0, "plan and gate every single-variable probe; boot nothing", NULL},
@@ -66,15 +71,16 @@ const struct sw_cmd_spec sw_spec_tune = {
     .summary = "search an endpoint's declared knobs for a better objective, in few boots",
     .synopsis = "ENDPOINT [FLEET.yaml] --objective decode_tps@DEPTH|goodput[:SLO]\n"
                 "    [--budget-boots N] [--repeats N] [--concurrency LIST | --max-concurrency N]\n"
-                "    [--tokens N] [--sim] [--extra JSON] [--ledger PATH] [--dry-run] [--json]\n"
-                "    [--html OUT] [--apply]",
+                "    [--tokens N] [--sim | --runner R] [--extra JSON] [--ledger PATH] [--dry-run]\n"
+                "    [--json] [--html OUT] [--apply]",
     .about = "Moves only the knobs the fleet declares (knobs:), never a frozen one; the payload,\n"
              "its quantization and the image are frozen always. Every candidate is planned and\n"
              "gated (slipway check) before a boot is spent; a rejected one is listed with its\n"
              "gate. Single-variable probes first, then combinations of the winners; concurrency\n"
              "is swept inside each boot. A candidate wins only when its gain exceeds the noise\n"
              "(the spread of the repeats), and is re-measured before it is crowned. A local\n"
-             "llama.cpp endpoint boots here; a vLLM endpoint (or --sim) boots the simulator.\n"
+             "llama.cpp endpoint boots here; a vLLM endpoint (or --sim) boots the simulator; an\n"
+             "endpoint on an ssh host (or --runner rollout) is deployed there, probe by probe.\n"
              "FLEET.yaml defaults to ./fleet.yaml. --apply writes a crowned winner into it.\n"
              "Exit: 0 ran, 1 interrupted (or --apply could not place it), 2 unusable input.",
     .opts = opts,
@@ -166,6 +172,19 @@ int sw_cmd_tune(int argc, char **argv)
             return sw_args_usage(&a, "--concurrency '%s': no level", cl);
     }
     o.boot = sw_args_flag(&a, "sim") ? SW_TUNE_BOOT_SIM : SW_TUNE_BOOT_AUTO;
+    const char *rs = sw_args_str(&a, "runner");
+    if (rs) {
+        enum sw_tune_boot b = SW_TUNE_BOOT_AUTO;
+        if (sw_tune_runner_parse(rs, &b)) {
+            json_decref(extra);
+            return sw_args_usage(&a, "--runner: auto, local, sim or rollout, not '%s'", rs);
+        }
+        if (sw_args_flag(&a, "sim") && b != SW_TUNE_BOOT_SIM) {
+            json_decref(extra);
+            return sw_args_usage(&a, "--sim and --runner %s disagree", rs);
+        }
+        o.boot = b;
+    }
     o.ledger = sw_args_str(&a, "ledger");
     o.dry_run = sw_args_flag(&a, "dry-run");
     o.progress = stderr;

@@ -18,6 +18,7 @@
 #include <slipway/deploy.h>
 #include <slipway/gate.h>
 #include <slipway/ledger.h>
+#include <slipway/rollout.h>
 
 #include <ctype.h>
 #include <math.h>
@@ -30,6 +31,17 @@
 #define MAX_VALUES   12
 #define MAX_SETTINGS 8
 #define MAX_CANDS    160
+
+int sw_tune_runner_parse(const char *s, enum sw_tune_boot *b)
+{
+    static const char *const names[] = {"auto", "local", "sim", "rollout"};
+    for (size_t i = 0; s && i < SW_ARRAY_LEN(names); i++)
+        if (!strcmp(s, names[i])) {
+            *b = (enum sw_tune_boot)i;
+            return 0;
+        }
+    return SW_EINVAL;
+}
 
 void sw_tune_opts_init(struct sw_tune_opts *o)
 {
@@ -859,8 +871,8 @@ static int judge(struct run *r, struct cand *c, const char *phase, bool boot, js
         slots = 256;
     struct sw__tune_measure me;
     note(r, "%s %s: booting (%d of %d)", phase, c->key, r->boots + 1, budget);
-    int pr = sw__tune_probe(r->o, r->boot, r->run_dir, m.ep, &m.plan, slots, r->mixes, r->nmix,
-                            r->seq + 1, &me, e);
+    int pr = sw__tune_probe(r->o, r->boot, r->run_dir, m.f, r->have_ledger ? &r->ledger : NULL,
+                            m.ep, &m.plan, slots, r->mixes, r->nmix, r->seq + 1, &me, e);
     if (pr < 0) {
         if (pr == SW_EINTR)
             r->interrupted = true;
@@ -871,6 +883,12 @@ static int judge(struct run *r, struct cand *c, const char *phase, bool boot, js
     r->seq++;
     json_object_set_new(p, "log", json_string(me.log));
     json_object_set_new(p, "boot_s", jnum(me.boot_s));
+    if (me.deployed)
+        json_object_set_new(p, "deploy",
+                            json_pack("{s:s, s:I, s:s, s:s, s:b}", "outcome", me.deploy_outcome,
+                                      "attempt", (json_int_t)me.deploy_attempt, "tag",
+                                      me.deploy_tag, "fail_class", me.deploy_class, "serving",
+                                      me.deploy_serving));
     if (pr == SW__TUNE_BOOT_FAILED || pr == SW__TUNE_BENCH_FAILED) {
         json_object_set_new(
             p, "outcome", json_string(pr == SW__TUNE_BOOT_FAILED ? "boot_failed" : "bench_failed"));
@@ -1402,6 +1420,88 @@ static int search(struct run *r, json_t *rep, struct sw_err *e)
     return 0;
 }
 
+/* The rollout runner leaves the host on a shape a probe committed: the crowned winner's (its
+ * re-measure), else the baseline's (its latest committed deploy). When the last committed deploy
+ * was another candidate's, that shape's saved set is put back (sw_rollout_rollback to its tag).
+ * An interrupted run puts nothing back. The report's "host": {tag, shape: crowned | baseline |
+ * last_committed, restored, why}. */
+static const char *deploy_tag(const json_t *p)
+{
+    const json_t *d = json_object_get(p, "deploy");
+    const char *oc = json_string_value(json_object_get(d, "outcome"));
+    const char *tag = json_string_value(json_object_get(d, "tag"));
+    return oc && !strcmp(oc, "committed") && tag && tag[0] ? tag : NULL;
+}
+
+static void settle_host(struct run *r, json_t *rep)
+{
+    const char *last = NULL, *base = NULL, *want = NULL, *shape = "baseline";
+    size_t i;
+    json_t *x;
+    json_array_foreach(r->probes, i, x)
+    {
+        const char *t = deploy_tag(x);
+        if (!t)
+            continue;
+        last = t;
+        if (!strcmp(json_string_value(json_object_get(x, "candidate")), "baseline"))
+            base = t;
+    }
+    const char *oc = json_string_value(json_object_get(rep, "outcome"));
+    const json_t *w = json_object_get(rep, "winner");
+    if (oc && !strcmp(oc, "crowned") && w) {
+        want = deploy_tag(json_object_get(w, "remeasured"));
+        if (!want)
+            want = deploy_tag(w);
+        shape = "crowned";
+    } else {
+        want = base;
+    }
+    json_t *h = json_object();
+    if (!h)
+        return;
+    if (!want) {
+        want = last;
+        shape = "last_committed";
+    }
+    json_object_set_new(h, "shape", json_string(shape));
+    json_object_set_new(h, "tag", want ? json_string(want) : json_null());
+    json_object_set_new(h, "restored", json_false());
+    if (want && last && strcmp(want, last) && oc && !strcmp(oc, "interrupted")) {
+        /* stopped by the operator: no further deploy; the host stays as the last one left it */
+        json_object_set_new(h, "shape", json_string("last_committed"));
+        json_object_set_new(h, "tag", json_string(last));
+        json_object_set_new(h, "why", json_string("interrupted: not put back"));
+    } else if (want && last && strcmp(want, last)) {
+        struct sw_rollout_opts ro;
+        struct sw_rollout_result rr;
+        struct sw_err e;
+        memset(&ro, 0, sizeof(ro));
+        sw_err_clear(&e);
+        ro.ledger = r->have_ledger ? &r->ledger : NULL;
+        ro.record = r->have_ledger;
+        ro.to_tag = want;
+        ro.note = "slipway tune: back to the chosen shape";
+        note(r, "host %s: putting back %s (%s) over %s", r->base->host->name, want, shape, last);
+        int rc = sw_rollout_rollback(r->base_f, r->base, &ro, &rr, &e);
+        if (rc)
+            json_object_set_new(h, "why", json_string(e.msg));
+        else if (rr.outcome != SW_ROLLOUT_RESTORED)
+            json_object_set_new(h, "why",
+                                json_sprintf("%s (%s): %s", sw_rollout_outcome_name(rr.outcome),
+                                             rr.fail_class, rr.fail_msg));
+        else
+            json_object_set_new(h, "restored", json_true());
+        if (rc || rr.outcome != SW_ROLLOUT_RESTORED) {
+            /* still on the last committed shape (or what the rollback left) */
+            json_object_set_new(h, "shape", json_string("last_committed"));
+            json_object_set_new(h, "tag", json_string(last));
+        }
+        sw_rollout_result_free(&rr);
+    }
+    json_object_set_new(rep, "host", h);
+}
+
 int sw_tune_run(const struct sw_tune_opts *o, json_t **out, struct sw_err *e)
 {
     struct run *r = NULL;
@@ -1439,6 +1539,8 @@ int sw_tune_run(const struct sw_tune_opts *o, json_t **out, struct sw_err *e)
         else if (r->base->engine == SW_FLEET_LLAMACPP &&
                  (!r->base->host || r->base->host->transport == SW_FLEET_LOCAL))
             r->boot = SW_TUNE_BOOT_LOCAL;
+        else if (r->base->host && r->base->host->transport == SW_FLEET_SSH)
+            r->boot = SW_TUNE_BOOT_ROLLOUT;
         else {
             rc = sw_fleet_err_at(e, SW_EUNSUPPORTED, &r->base->engine_at,
                                  "endpoint %s: tune boots a local llama.cpp endpoint, or "
@@ -1447,6 +1549,13 @@ int sw_tune_run(const struct sw_tune_opts *o, json_t **out, struct sw_err *e)
                                  r->base->host ? r->base->host->name : "?");
             goto out;
         }
+    }
+    if (r->boot == SW_TUNE_BOOT_ROLLOUT && !r->base->host) {
+        rc = sw_fleet_err_at(e, SW_EINVAL, &r->base->at,
+                             "endpoint %s: the rollout runner deploys on the endpoint's host; "
+                             "it has none",
+                             r->base->name);
+        goto out;
     }
     if (r->boot == SW_TUNE_BOOT_LOCAL && r->base->engine != SW_FLEET_LLAMACPP) {
         rc = sw_fleet_err_at(e, SW_EUNSUPPORTED, &r->base->engine_at,
@@ -1508,7 +1617,10 @@ int sw_tune_run(const struct sw_tune_opts *o, json_t **out, struct sw_err *e)
     json_object_set_new(rep, "fleet", json_string(o->fleet));
     json_object_set_new(rep, "objective", json_string(o->objective.text));
     json_object_set_new(rep, "engine", json_string(sw_fleet_engine_name(r->base->engine)));
-    json_object_set_new(rep, "boot", json_string(r->boot == SW_TUNE_BOOT_SIM ? "sim" : "local"));
+    json_object_set_new(rep, "boot",
+                        json_string(r->boot == SW_TUNE_BOOT_SIM       ? "sim"
+                                    : r->boot == SW_TUNE_BOOT_ROLLOUT ? "rollout"
+                                                                      : "local"));
     json_object_set_new(rep, "dry_run", json_boolean(o->dry_run));
     json_object_set_new(rep, "ledger", lpath[0] ? json_string(lpath) : json_null());
     json_object_set_new(rep, "run", r->run_id ? json_integer(r->run_id) : json_null());
@@ -1529,6 +1641,8 @@ int sw_tune_run(const struct sw_tune_opts *o, json_t **out, struct sw_err *e)
         goto out;
     if (o->dry_run)
         json_object_set_new(rep, "outcome", json_string("dry_run"));
+    if (r->boot == SW_TUNE_BOOT_ROLLOUT && !o->dry_run)
+        settle_host(r, rep);
     json_object_set_new(rep, "boots", json_integer(r->boots));
     json_object_set_new(rep, "rejected", json_integer(r->rejected));
     json_object_set_new(rep, "noise", r->have_base ? jnum(r->base_noise) : json_null());

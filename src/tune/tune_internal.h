@@ -42,7 +42,16 @@ struct sw__tune_measure {
     char url[320];
     char why[1400]; /* a boot or bench failure: what happened */
     char log[4096];
+    /* rollout: what the deploy did (outcome name, the ledger's attempt, the committed tag) */
+    char deploy_outcome[32];
+    char deploy_class[64];
+    char deploy_tag[160];
+    int64_t deploy_attempt;
+    bool deploy_serving;
+    bool deployed; /* a deploy ran (deploy_* are set) */
 };
+
+struct sw_ledger;
 
 enum sw__tune_probe_rc {
     SW__TUNE_MEASURED = 0,
@@ -53,8 +62,10 @@ enum sw__tune_probe_rc {
 /* Boot the candidate's plan (ep as modified, p its plan), measure the objective at each
  * concurrency level o allows up to `slots`, stop it. Returns a sw__tune_probe_rc (m->why says
  * why for a failure), or a negative SW_E* for a failure of slipway itself (SW_EINTR when
- * o->stop was set). seq names the log. */
+ * o->stop was set). seq names the log. The rollout runner deploys ep of f (the candidate's
+ * fleet) on its host, recording its attempt in ledger (NULL: not recorded). */
 int sw__tune_probe(const struct sw_tune_opts *o, enum sw_tune_boot boot, const char *run_dir,
+                   const struct sw_fleet *f, struct sw_ledger *ledger,
                    const struct sw_fleet_endpoint *ep, const struct sw_plan *p, int slots,
                    const struct sw__tune_mix *mixes, size_t nmix, int seq,
                    struct sw__tune_measure *m, struct sw_err *e);

@@ -7,7 +7,13 @@
  *   sim    the engine stand-in serving the same plan (llama.cpp: the plan; vLLM: the law's plan
  *          object and the payload directory, as `slipway sim FLEET EP` does) in a forked child,
  *          its port read from its ready file, /health polled until the engine is up, SIGTERM to
- *          stop it.
+ *          stop it;
+ *   rollout  sw_rollout_deploy of the candidate on the endpoint's host (gates, stage, boot,
+ *          readiness, liveness, the battery's liveness check, rollback on any failure, the
+ *          attempt and its tag in the ledger), then the same measure at the endpoint's URL on
+ *          that host. Nothing is stopped after: the next probe's deploy replaces it, and the
+ *          host stays on the last shape a probe committed. A deploy that did not commit is a
+ *          boot failure whose why names the rollout's outcome and class.
  *
  * The measure: for each concurrency level (1, 2, 4... up to the candidate's slots and the
  * caller's ceiling) the objective is measured `repeats` times by bench at the objective's depth
@@ -23,6 +29,7 @@
 #include <slipway/deploy.h>
 #include <slipway/engine.h>
 #include <slipway/net.h>
+#include <slipway/rollout.h>
 #include <slipway/sim.h>
 
 #include <errno.h>
@@ -320,6 +327,75 @@ static int probe_local(const struct sw_tune_opts *o, const char *run_dir,
 }
 
 /* ---------------------------------------------------------------------------------------------
+ * Rollout: a deploy on the endpoint's host.
+ */
+
+/* The endpoint's URL as a client reaches it on its host: the listen address, or the host's ssh
+ * address when it listens on every address. */
+static void host_url(const struct sw_fleet_endpoint *ep, char *url, size_t n)
+{
+    const char *a = ep->listen_address.v;
+    if (!a || !a[0] || !strcmp(a, "0.0.0.0") || !strcmp(a, "::"))
+        a = ep->host && ep->host->address.v ? ep->host->address.v : "127.0.0.1";
+    unsigned port = ep->listen_port.set ? (unsigned)ep->listen_port.v : 8080;
+    if (strchr(a, ':'))
+        snprintf(url, n, "http://[%s]:%u", a, port);
+    else
+        snprintf(url, n, "http://%s:%u", a, port);
+}
+
+static int probe_rollout(const struct sw_tune_opts *o, const struct sw_fleet *f,
+                         struct sw_ledger *ledger, const struct sw_fleet_endpoint *ep,
+                         const char *api_key, int slots, const struct sw__tune_mix *mixes,
+                         size_t nmix, struct sw__tune_measure *m, struct sw_err *e)
+{
+    struct sw_rollout_opts ro;
+    struct sw_rollout_result rr;
+    struct sw_err de;
+    memset(&ro, 0, sizeof(ro));
+    sw_err_clear(&de);
+    ro.ledger = ledger;
+    ro.record = ledger != NULL;
+    ro.probe_only = "liveness";
+    ro.deadline_ms = (int64_t)(o->boot_timeout_s ? o->boot_timeout_s : 300) * 1000;
+    ro.note = "slipway tune probe";
+    double t0 = sw_now_s();
+    int rc = sw_rollout_deploy(f, ep, &ro, &rr, &de);
+    if (rc == SW_ENOMEM || rc == SW_EINTR) {
+        sw_rollout_result_free(&rr);
+        return sw_err_set(e, rc, "%s", de.msg[0] ? de.msg : sw_strerror(rc));
+    }
+    m->deployed = true;
+    if (rc) {
+        /* the deploy could not start (host unreachable, another deploy's lock): this probe
+         * failed, the run goes on */
+        snprintf(m->deploy_outcome, sizeof(m->deploy_outcome), "not_started");
+        snprintf(m->why, sizeof(m->why), "deploy on host %s did not start: %.1200s",
+                 ep->host ? ep->host->name : "?", de.msg[0] ? de.msg : sw_strerror(rc));
+        sw_rollout_result_free(&rr);
+        return SW__TUNE_BOOT_FAILED;
+    }
+    snprintf(m->deploy_outcome, sizeof(m->deploy_outcome), "%s",
+             sw_rollout_outcome_name(rr.outcome));
+    snprintf(m->deploy_class, sizeof(m->deploy_class), "%s", rr.fail_class);
+    snprintf(m->deploy_tag, sizeof(m->deploy_tag), "%s", rr.tag);
+    m->deploy_attempt = rr.attempt;
+    m->deploy_serving = rr.serving;
+    if (rr.outcome != SW_ROLLOUT_COMMITTED) {
+        snprintf(m->why, sizeof(m->why), "deploy %s (%s at %s): %.800s%s%.300s",
+                 sw_rollout_outcome_name(rr.outcome), rr.fail_class[0] ? rr.fail_class : "?",
+                 rr.failed_step[0] ? rr.failed_step : "?", rr.fail_msg,
+                 rr.rollback_msg[0] ? "; rollback: " : "", rr.rollback_msg);
+        sw_rollout_result_free(&rr);
+        return SW__TUNE_BOOT_FAILED;
+    }
+    sw_rollout_result_free(&rr);
+    m->boot_s = sw_now_s() - t0;
+    host_url(ep, m->url, sizeof(m->url));
+    return measure(o, ep, api_key, slots, mixes, nmix, m, e);
+}
+
+/* ---------------------------------------------------------------------------------------------
  * Sim: the stand-in in a forked child.
  */
 
@@ -465,6 +541,7 @@ static int probe_sim(const struct sw_tune_opts *o, const char *run_dir,
 }
 
 int sw__tune_probe(const struct sw_tune_opts *o, enum sw_tune_boot boot, const char *run_dir,
+                   const struct sw_fleet *f, struct sw_ledger *ledger,
                    const struct sw_fleet_endpoint *ep, const struct sw_plan *p, int slots,
                    const struct sw__tune_mix *mixes, size_t nmix, int seq,
                    struct sw__tune_measure *m, struct sw_err *e)
@@ -478,7 +555,10 @@ int sw__tune_probe(const struct sw_tune_opts *o, enum sw_tune_boot boot, const c
     int rc = sw_engine_read_secret(&ep->api_key, "api_key", &key, e);
     if (rc)
         return rc;
-    rc = probe_local(o, run_dir, ep, p, key, slots, mixes, nmix, seq, m, e);
+    if (boot == SW_TUNE_BOOT_ROLLOUT)
+        rc = probe_rollout(o, f, ledger, ep, key, slots, mixes, nmix, m, e);
+    else
+        rc = probe_local(o, run_dir, ep, p, key, slots, mixes, nmix, seq, m, e);
     if (key) {
         memset(key, 0, strlen(key));
         sw_free(key);

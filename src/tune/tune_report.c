@@ -160,6 +160,12 @@ void sw_tune_print(FILE *f, const json_t *rep)
         fprintf(f, "  journal: run %lld in %s%s\n",
                 (long long)json_integer_value(json_object_get(rep, "run")), str(rep, "ledger"),
                 json_is_true(json_object_get(rep, "resumed")) ? " (resumed)" : "");
+    const json_t *h = json_object_get(rep, "host"); /* the rollout runner's last word */
+    if (json_is_object(h))
+        fprintf(f, "  host left on the %s shape (tag %s)%s%s%s\n", str(h, "shape"),
+                json_is_string(json_object_get(h, "tag")) ? str(h, "tag") : "none",
+                json_is_true(json_object_get(h, "restored")) ? ", put back" : "",
+                json_object_get(h, "why") ? ": the put-back failed: " : "", str(h, "why"));
 }
 
 /* ---------------------------------------------------------------------------------------------

@@ -234,6 +234,25 @@ static void test_refusals(void **state)
     refused(yaml, "lists 64/8 twice");
 }
 
+/* --runner's names, in the enum's order; anything else refused */
+static void test_runner_parse(void **state)
+{
+    (void)state;
+    static const char *const names[] = {"auto", "local", "sim", "rollout"};
+    static const enum sw_tune_boot want[] = {SW_TUNE_BOOT_AUTO, SW_TUNE_BOOT_LOCAL,
+                                             SW_TUNE_BOOT_SIM, SW_TUNE_BOOT_ROLLOUT};
+    for (size_t i = 0; i < SW_ARRAY_LEN(names); i++) {
+        enum sw_tune_boot b = (enum sw_tune_boot)99;
+        assert_int_equal(sw_tune_runner_parse(names[i], &b), 0);
+        assert_int_equal(b, want[i]);
+    }
+    enum sw_tune_boot b = SW_TUNE_BOOT_SIM;
+    assert_int_equal(sw_tune_runner_parse("ssh", &b), SW_EINVAL);
+    assert_int_equal(sw_tune_runner_parse("", &b), SW_EINVAL);
+    assert_int_equal(sw_tune_runner_parse(NULL, &b), SW_EINVAL);
+    assert_int_equal(b, SW_TUNE_BOOT_SIM);
+}
+
 /* The winner written back into the fleet file: only the crowned values move, comments stay, the
  * file is replaced whole or not at all. */
 static void test_apply(void **state)
@@ -424,6 +443,7 @@ int main(void)
         cmocka_unit_test(test_journal),
         cmocka_unit_test(test_dry_run_frank_primary),
         cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_runner_parse),
         cmocka_unit_test(test_refine),
         cmocka_unit_test(test_mix),
         cmocka_unit_test(test_apply),
