@@ -46,10 +46,6 @@
 #define KEY_1  "sk-status-test-key-one-0123456789"
 #define KEY_2  "sk-status-test-key-two-9876543210"
 
-static char g_dir_model[4096];
-static char g_model_dir[4096];
-static char g_missing[8700];
-
 struct fx {
     struct swth_host a, b;
     bool b_frozen;
@@ -57,22 +53,6 @@ struct fx {
     char run[4200];
     char fleet[4200];
 };
-
-static int group_setup(void **state)
-{
-    (void)state;
-    swth_model(g_model_dir, sizeof(g_model_dir), g_dir_model, sizeof(g_dir_model), g_missing,
-               sizeof(g_missing));
-    return 0;
-}
-
-static int group_teardown(void **state)
-{
-    (void)state;
-    if (g_model_dir[0])
-        swt_tmpdir_free(strdup(g_model_dir));
-    return 0;
-}
 
 static long now_ms(void)
 {
@@ -368,13 +348,13 @@ static void test_install_status_unreachable(void **state)
     struct fx *f = *state;
     const char *why = swth_missing();
     swt_need(!why[0], "%s", why);
-    swt_need(g_dir_model[0] != '\0', "no chat model: %s", g_missing);
+    swt_need(swth_gm.model[0] != '\0', "no chat model: %s", swth_gm.missing);
     why = swth_podman_missing();
     swt_need(!why[0], "%s", why);
 
     char digest[128], bind[4200];
     image_digest(digest, sizeof(digest));
-    snprintf(bind, sizeof(bind), "%s:/models", g_model_dir);
+    snprintf(bind, sizeof(bind), "%s:/models", swth_gm.dir);
     const char *binds[] = {bind, NULL};
     assert_int_equal(swth_up("sw-st-native", ADDR_A, binds, &f->a), 0);
     assert_int_equal(swth_up("sw-st-podman", ADDR_B, binds, &f->b), 0);
@@ -581,5 +561,5 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_install_status_unreachable, setup, teardown),
     };
-    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+    return cmocka_run_group_tests(tests, swth_group_setup, swth_group_teardown);
 }

@@ -25,10 +25,6 @@
 #define HOST "sw-la-a"
 #define UNIT "slipway-la.service"
 
-static char g_model_dir[4096];
-static char g_model[4096];
-static char g_missing[8700];
-
 struct fx {
     struct swth_host h;
     char *dir;
@@ -36,22 +32,6 @@ struct fx {
     char led[4200];
     int port;
 };
-
-static int group_setup(void **state)
-{
-    (void)state;
-    swth_model(g_model_dir, sizeof(g_model_dir), g_model, sizeof(g_model), g_missing,
-               sizeof(g_missing));
-    return 0;
-}
-
-static int group_teardown(void **state)
-{
-    (void)state;
-    if (g_model_dir[0])
-        swt_tmpdir_free(strdup(g_model_dir));
-    return 0;
-}
 
 static int setup(void **state)
 {
@@ -91,9 +71,9 @@ static void test_rollout_rungs(void **state)
 {
     struct fx *f = *state;
     swt_need(swth_missing()[0] == '\0', "%s", swth_missing());
-    swt_need(g_model[0] != '\0', "no chat model: %s", g_missing);
+    swt_need(swth_gm.model[0] != '\0', "no chat model: %s", swth_gm.missing);
     char bind[4200];
-    snprintf(bind, sizeof(bind), "%s:/models", g_model_dir);
+    snprintf(bind, sizeof(bind), "%s:/models", swth_gm.dir);
     const char *binds[] = {bind, NULL};
     assert_int_equal(swth_up(HOST, ADDR, binds, &f->h), 0);
     print_message("host %s up at %s in %ld ms\n", HOST, ADDR, f->h.boot_ms);
@@ -176,5 +156,5 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_rollout_rungs, setup, teardown),
     };
-    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+    return cmocka_run_group_tests(tests, swth_group_setup, swth_group_teardown);
 }

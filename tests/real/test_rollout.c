@@ -393,5 +393,5 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_killed_after_stop_converges, swro_setup,
                                         swro_teardown),
     };
-    return cmocka_run_group_tests(tests, swro_group_setup, swro_group_teardown);
+    return cmocka_run_group_tests(tests, swth_group_setup, swth_group_teardown);
 }

@@ -732,5 +732,5 @@ int main(void)
     /* SW_TEST_FILTER=test_disk_full_staging: one test only */
     if (getenv("SW_TEST_FILTER"))
         cmocka_set_test_filter(getenv("SW_TEST_FILTER"));
-    return cmocka_run_group_tests(tests, swro_group_setup, swro_group_teardown);
+    return cmocka_run_group_tests(tests, swth_group_setup, swth_group_teardown);
 }

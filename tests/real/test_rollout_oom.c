@@ -89,7 +89,7 @@ static void find_memcg(void)
 static int group_setup(void **state)
 {
     find_memcg();
-    return swro_group_setup(state);
+    return swth_group_setup(state);
 }
 
 static int setup(void **state)
@@ -366,5 +366,5 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_worst_case_oom_rolls_back, setup, teardown),
     };
-    return cmocka_run_group_tests(tests, group_setup, swro_group_teardown);
+    return cmocka_run_group_tests(tests, group_setup, swth_group_teardown);
 }

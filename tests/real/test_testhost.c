@@ -44,30 +44,11 @@
 #define IMAGE  "localhost/slipway-llama"
 
 /* The group's model (made once) and why it could not be made. */
-static char g_dir_model[4096];
-static char g_model_dir[4096];
-static char g_missing[8700];
 
 struct fx {
     struct swth_host h;
     struct swth_host h2;
 };
-
-static int group_setup(void **state)
-{
-    (void)state;
-    swth_model(g_model_dir, sizeof(g_model_dir), g_dir_model, sizeof(g_dir_model), g_missing,
-               sizeof(g_missing));
-    return 0;
-}
-
-static int group_teardown(void **state)
-{
-    (void)state;
-    if (g_model_dir[0])
-        swt_tmpdir_free(strdup(g_model_dir));
-    return 0;
-}
 
 static int setup(void **state)
 {
@@ -92,7 +73,7 @@ static void need_host(void)
 
 static void need_model(void)
 {
-    swt_need(g_dir_model[0] != '\0', "no chat model: %s", g_missing);
+    swt_need(swth_gm.model[0] != '\0', "no chat model: %s", swth_gm.missing);
 }
 
 static void need_podman(void)
@@ -111,7 +92,7 @@ static long now_ms(void)
 static void up(struct swth_host *h, const char *name, const char *addr, bool models)
 {
     char bind[4200];
-    snprintf(bind, sizeof(bind), "%s:/models", g_model_dir);
+    snprintf(bind, sizeof(bind), "%s:/models", swth_gm.dir);
     const char *binds[] = {bind, NULL};
     assert_int_equal(swth_up(name, addr, models ? binds : NULL, h), 0);
     print_message("host %s up at %s in %ld ms (unpack, boot, sshd)\n", name, addr, h->boot_ms);
@@ -482,7 +463,7 @@ static void test_podman_stop_outlives_timeout(void **state)
     free(swth_must(&f->h, "podman rm -f -t 0 sw-stop-c >/dev/null 2>&1 || true"));
 }
 
-/* Runs `unit` (its ExecStart hands the engine g_dir_model, a path of this machine, while the host
+/* Runs `unit` (its ExecStart hands the engine swth_gm.model, a path of this machine, while the host
  * sees the models at /models only) and reads it crash-looping: it exits at once, Restart=always
  * starts it again, NRestarts climbs, and the start limit in [Unit] ends it with "Start request
  * repeated too quickly". */
@@ -538,11 +519,11 @@ static void crash_loop(struct fx *f, const char *name, const char *exec_start)
     char cmd[4400];
     snprintf(cmd, sizeof(cmd),
              "journalctl -u sw-crash --no-pager -o cat | grep -F -- \"failed to load model, '%s'\"",
-             g_dir_model);
+             swth_gm.model);
     struct swt_run r;
     assert_int_equal(swth_ssh(&f->h, cmd, NULL, 30, &r), 0);
     if (r.status)
-        fail_msg("the engine's complaint about %s is not in the journal", g_dir_model);
+        fail_msg("the engine's complaint about %s is not in the journal", swth_gm.model);
     swt_run_free(&r);
 }
 
@@ -556,7 +537,7 @@ static void test_host_path_crash_loop_podman(void **state)
     char exec[4400];
     snprintf(exec, sizeof(exec),
              PODMAN_RUN " --name sw-crash-c " IMAGE ":test -m %s --host %s --port %d -c 512",
-             g_dir_model, ADDR_A, swt_free_port());
+             swth_gm.model, ADDR_A, swt_free_port());
     crash_loop(f, "sw-th-crash-c", exec);
 }
 
@@ -568,7 +549,7 @@ static void test_host_path_crash_loop_native(void **state)
     need_model();
     char exec[4400];
     snprintf(exec, sizeof(exec), "/opt/llama/bin/llama-server -m %s --host %s --port %d -c 512",
-             g_dir_model, ADDR_A, swt_free_port());
+             swth_gm.model, ADDR_A, swt_free_port());
     crash_loop(f, "sw-th-crash-n", exec);
 }
 
@@ -649,5 +630,5 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_host_path_crash_loop_native, setup, teardown),
         cmocka_unit_test_setup_teardown(test_teardown_leaves_nothing, setup, teardown),
     };
-    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+    return cmocka_run_group_tests(tests, swth_group_setup, swth_group_teardown);
 }

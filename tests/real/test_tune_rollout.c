@@ -36,10 +36,6 @@
 #define HOST "sw-tu-a"
 #define UNIT "slipway-tu.service"
 
-static char g_model_dir[4096];
-static char g_model[4096];
-static char g_missing[8700];
-
 struct fx {
     struct swth_host h;
     char *dir;
@@ -47,22 +43,6 @@ struct fx {
     char led[4200];
     int port;
 };
-
-static int group_setup(void **state)
-{
-    (void)state;
-    swth_model(g_model_dir, sizeof(g_model_dir), g_model, sizeof(g_model), g_missing,
-               sizeof(g_missing));
-    return 0;
-}
-
-static int group_teardown(void **state)
-{
-    (void)state;
-    if (g_model_dir[0])
-        swt_tmpdir_free(strdup(g_model_dir));
-    return 0;
-}
 
 static int setup(void **state)
 {
@@ -130,10 +110,10 @@ static void test_tune_rollout(void **state)
 {
     struct fx *f = *state;
     swt_need(swth_missing()[0] == '\0', "%s", swth_missing());
-    swt_need(g_model[0] != '\0', "no chat model: %s", g_missing);
+    swt_need(swth_gm.model[0] != '\0', "no chat model: %s", swth_gm.missing);
     /* the model at the same path here and on the host: tune plans each candidate here (from the
      * GGUF's header) before the rollout deploys it there */
-    const char *binds[] = {g_model_dir, NULL};
+    const char *binds[] = {swth_gm.dir, NULL};
     assert_int_equal(swth_up(HOST, ADDR, binds, &f->h), 0);
     print_message("host %s up at %s in %ld ms\n", HOST, ADDR, f->h.boot_ms);
     f->dir = swt_tmpdir();
@@ -175,7 +155,7 @@ static void write_fleet(const struct fx *f, const char *tail)
              "    service:\n"
              "      restart_sec: 1s\n"
              "%s",
-             f->h.key, f->h.known_hosts, f->port, g_model, tail);
+             f->h.key, f->h.known_hosts, f->port, swth_gm.model, tail);
     swt_write_str(f->fleet, text);
 }
 
@@ -295,5 +275,5 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_tune_rollout, setup, teardown),
     };
-    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+    return cmocka_run_group_tests(tests, swth_group_setup, swth_group_teardown);
 }

@@ -13,27 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static char g_model_dir[4096];
-static char g_model[4096];
-static char g_missing[8700];
-
-int swro_group_setup(void **state)
-{
-    (void)state;
-    swth_model(g_model_dir, sizeof(g_model_dir), g_model, sizeof(g_model), g_missing,
-               sizeof(g_missing));
-    return 0;
-}
-
-int swro_group_teardown(void **state)
-{
-    (void)state;
-    if (g_model_dir[0])
-        swt_tmpdir_free(strdup(g_model_dir));
-    g_model_dir[0] = '\0';
-    return 0;
-}
-
 int swro_setup(void **state)
 {
     struct swro *r = calloc(1, sizeof(*r));
@@ -52,9 +31,9 @@ int swro_teardown(void **state)
 void swro_up(struct swro *r, const struct swro_site *site)
 {
     swt_need(swth_missing()[0] == '\0', "%s", swth_missing());
-    swt_need(g_model[0] != '\0', "no chat model: %s", g_missing);
+    swt_need(swth_gm.model[0] != '\0', "no chat model: %s", swth_gm.missing);
     char bind[4200];
-    snprintf(bind, sizeof(bind), "%s:/models", g_model_dir);
+    snprintf(bind, sizeof(bind), "%s:/models", swth_gm.dir);
     const char *binds[] = {bind, NULL};
     assert_int_equal(swth_up(site->host, site->addr, binds, &r->h), 0);
     print_message("host %s up at %s in %ld ms\n", site->host, site->addr, r->h.boot_ms);

@@ -7,7 +7,7 @@
  * on the host go through swthost (swth_must, swth_show).
  *
  * What a test does with the host (its faults, meters, limiters) stays in the test. The model is
- * made once per test group (swro_group_setup / swro_group_teardown as cmocka's group fixtures);
+ * made once per test group (swth_group_setup / swth_group_teardown as cmocka's group fixtures);
  * each test brings its own host up (swro_up) and takes it down (swro_close from its teardown;
  * swthost's exit and signal hooks take it down too when a test dies).
  *
@@ -61,9 +61,6 @@ struct swro_fleet {
                           * them replaces the default `args: [--metrics]` */
 };
 
-/* cmocka group fixtures: the chat model made (once) / removed. */
-int swro_group_setup(void **state);
-int swro_group_teardown(void **state);
 /* cmocka test fixtures for a test whose state is a bare struct swro (calloc'd / closed, freed). */
 int swro_setup(void **state);
 int swro_teardown(void **state);

@@ -386,3 +386,23 @@ void swth_model(char *dir, size_t dn, char *model, size_t mn, char *missing, siz
     if (model[0])
         chmod(model, 0644);
 }
+
+struct swth_group_model swth_gm;
+
+int swth_group_setup(void **state)
+{
+    (void)state;
+    swth_model(swth_gm.dir, sizeof(swth_gm.dir), swth_gm.model, sizeof(swth_gm.model),
+               swth_gm.missing, sizeof(swth_gm.missing));
+    return 0;
+}
+
+int swth_group_teardown(void **state)
+{
+    (void)state;
+    if (swth_gm.dir[0])
+        swt_tmpdir_free(strdup(swth_gm.dir));
+    swth_gm.dir[0] = '\0';
+    swth_gm.model[0] = '\0';
+    return 0;
+}

@@ -78,4 +78,16 @@ int swth_left(const char *name);
  * swt_tmpdir_free), model the GGUF path ("" when it could not be made: missing says why). */
 void swth_model(char *dir, size_t dn, char *model, size_t mn, char *missing, size_t xn);
 
+/* The chat model of a cmocka test group: made once by swth_group_setup (swth_model), removed by
+ * swth_group_teardown (cmocka's group fixtures). model is "" when it could not be made, and
+ * missing then says why (a test swt_need()s it). */
+struct swth_group_model {
+    char dir[4096];
+    char model[4096];
+    char missing[8700];
+};
+extern struct swth_group_model swth_gm;
+int swth_group_setup(void **state);
+int swth_group_teardown(void **state);
+
 #endif
