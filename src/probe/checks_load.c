@@ -612,8 +612,10 @@ void sw__probe_worst_case(struct sw__probe *p, struct sw_probe_result *r)
     sw_openai_result_init(&res, 0, 0);
     /* A random-weight model's text can break the server's own chat-format parser mid-stream (an
      * error event after a lone byte token: docs/probe.md); that says nothing about memory. Such
-     * an attempt, with the engine alive, is retried (at most twice) sampled with another seed:
-     * the window must still be filled by one of them. */
+     * an attempt, with the engine alive, is retried (at most twice) sampled with another seed
+     * and, on llama.cpp, held by a grammar to printable ASCII (no byte token the parser can
+     * trip on; the grammar costs sampling time, not memory): the window must still be filled by
+     * one of them. */
     for (;;) {
         json_t *b = sw__probe_chat(p, prompt, (int)SW_MIN(gen, (int64_t)INT32_MAX), true);
         if (b) {
@@ -623,6 +625,8 @@ void sw__probe_worst_case(struct sw__probe *p, struct sw_probe_result *r)
             if (attempt) {
                 sw_json_set_real(b, "temperature", 1.0);
                 sw_json_set_int(b, "seed", 42 + attempt);
+                if (p->eng == SW__ENG_LLAMACPP)
+                    sw_json_set_str(b, "grammar", "root ::= [ -~]*");
             }
         }
         /* the whole window at the decode rate: allow ten request budgets */
@@ -636,6 +640,8 @@ void sw__probe_worst_case(struct sw__probe *p, struct sw_probe_result *r)
         if (ran_full || !is_alive || !res.error.present || resp.status != 200 || made <= 0 ||
             attempt >= 2)
             break;
+        if (!attempt)
+            sw__probe_data_str(r, "first_error", res.error.message);
         attempt++;
         sw_openai_result_free(&res);
         sw_net_resp_free(&resp);
@@ -648,12 +654,18 @@ void sw__probe_worst_case(struct sw__probe *p, struct sw_probe_result *r)
     sw_json_set_int(r->data, "max_tokens", gen);
     sw_json_set_int(r->data, "completion_tokens", made);
     sw_json_set_bool(r->data, "alive_after", is_alive);
-    char a[32], g[32], ws[32], after[700] = "";
+    char a[32], g[32], ws[32], after[700] = "", tries[420] = "";
     sw_fmt_count((uint64_t)prompt_tokens, a, sizeof(a));
     sw_fmt_count((uint64_t)SW_MAX(made, 0), g, sizeof(g));
     sw_fmt_count((uint64_t)w, ws, sizeof(ws));
     if (res.error.present)
         snprintf(after, sizeof(after), "; then an error event: %.300s", res.error.message);
+    if (attempt)
+        snprintf(tries, sizeof(tries), "; attempt %d of 3 (the first cut short: %.300s)",
+                 attempt + 1,
+                 json_string_value(json_object_get(r->data, "first_error"))
+                     ? json_string_value(json_object_get(r->data, "first_error"))
+                     : "an error event");
     if ((rc && !res.error.present) || resp.status != 200 || !ran_full)
         sw__probe_set(r, SW_PROBE_FAIL, "a request filling the window did not complete",
                       "prompt %s + max_tokens %lld: %s, %s generated%s; %s", a, (long long)gen,
@@ -664,10 +676,10 @@ void sw__probe_worst_case(struct sw__probe *p, struct sw_probe_result *r)
     else
         sw__probe_set(r, SW_PROBE_PASS, NULL,
                       "prompt %s (target %lld, sized by %s in %d counts%s) + %s generated = the "
-                      "%s window in %s%s; still alive (%s)",
+                      "%s window in %s%s%s; still alive (%s)",
                       a, (long long)target, sw__probe_size_by(&sz), sz.rounds,
                       within ? "" : ", outside the margin", g, ws,
-                      sw__probe_dur(resp.t.done - resp.t.start, d, sizeof(d)), after, alive);
+                      sw__probe_dur(resp.t.done - resp.t.start, d, sizeof(d)), after, tries, alive);
     sw__probe_sized_free(&sz);
     sw_openai_result_free(&res);
     sw_net_resp_free(&resp);

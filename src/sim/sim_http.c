@@ -629,17 +629,21 @@ static void schedule_step(struct sw_sim *s)
         uint64_t w = (uint64_t)(win * 1000.0);
         struct timeval wt = {(time_t)(w / 1000000000u), (suseconds_t)(w % 1000000000u / 1000u)};
         s->in_window = true;
+        s->window_end_ns = sw_now_ns() + w;
         event_add(s->window_timer, &wt);
         return;
     }
     double us =
         s->cfg.firehose ? 0 : sw_sim_step_us(&s->cfg.timing, decoding, kv, npf, s->pf_n, s->pf_k0);
     uint64_t now = sw_now_ns();
-    /* chained to the last step's ideal end, unless the loop fell 20 ms behind (a stall is not
-     * caught up in a burst) */
+    /* chained to the last step's ideal end (or the batch window's), unless the loop fell 20 ms
+     * behind (a stall is not caught up in a burst): a late timer on a loaded machine does not
+     * add to the time the model says */
     uint64_t start = now;
     if (s->step_chained && s->step_end_ns <= now && now - s->step_end_ns < 20000000u)
         start = s->step_end_ns;
+    else if (s->window_passed && s->window_end_ns <= now && now - s->window_end_ns < 20000000u)
+        start = s->window_end_ns;
     uint64_t end = start + (uint64_t)(us * 1000.0);
     s->step_end_ns = end;
     uint64_t wait = end > now ? end - now : 0;

@@ -83,8 +83,9 @@ struct sw_sim {
     bool in_window;     /* an idle engine's batch window is open (timing.batch_window_us) */
     bool window_passed; /* it just closed: the step starts now */
     struct event *window_timer;
-    uint64_t step_end_ns; /* the ideal end of the last step scheduled */
-    double *pf_n, *pf_k0; /* scratch: the prompt chunks of a step (n_pf_max entries) */
+    uint64_t step_end_ns;   /* the ideal end of the last step scheduled */
+    uint64_t window_end_ns; /* the ideal end of the open batch window */
+    double *pf_n, *pf_k0;   /* scratch: the prompt chunks of a step (n_pf_max entries) */
     size_t n_pf_max;
     uint64_t next_id;
     /* counters (/metrics) */

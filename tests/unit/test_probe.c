@@ -54,6 +54,8 @@ struct fake {
     int slots, token_ms; /* CHAT_SLOTS */
     int tokenizer;       /* answer /apply-template and /tokenize (fake_tokens); 0: 404 */
     int tokenize_calls;
+    int parser_breaks; /* an ignore_eos stream without a grammar ends in the parser's error */
+    int grammar_seen;  /* ignore_eos streams that carried a grammar */
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int busy;
@@ -239,6 +241,38 @@ static int slot_stream(struct fake *f, int fd, int max_tokens)
     return ok ? 0 : 1;
 }
 
+/* ---- llama-server's chat parser breaking on a random model's text ---- */
+
+/* max_tokens tokens, or half of them and then the error event the pinned llama-server sends when
+ * its chat parser rejects the text (a half character): what a grammar of printable ASCII avoids */
+static int parser_stream(int fd, int max_tokens, bool broken)
+{
+    bool ok = put(fd, sse_head, sizeof(sse_head) - 1);
+    char ev[512];
+    int n_out = broken ? max_tokens / 2 : max_tokens;
+    for (int i = 0; ok && i < n_out; i++) {
+        int n = snprintf(ev, sizeof(ev),
+                         "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\" t%d\"},"
+                         "\"finish_reason\":null}]}\n\n",
+                         i);
+        ok = chunk(fd, ev, (size_t)n);
+    }
+    int n;
+    if (broken)
+        n = snprintf(ev, sizeof(ev),
+                     "data: {\"error\":{\"code\":500,\"message\":\"The model produced output "
+                     "that does not match the expected peg-native format\",\"type\":"
+                     "\"server_error\"}}\n\n");
+    else
+        n = snprintf(ev, sizeof(ev),
+                     "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":"
+                     "\"length\"}]}\n\ndata: {\"choices\":[],\"usage\":{\"prompt_tokens\":"
+                     "40,\"completion_tokens\":%d,\"total_tokens\":%d}}\n\ndata: [DONE]\n\n",
+                     max_tokens, 40 + max_tokens);
+    ok = ok && chunk(fd, ev, (size_t)n) && put(fd, "0\r\n\r\n", 5);
+    return ok ? 0 : 1;
+}
+
 /* ---- the handler ---- */
 
 static int hostile_stream(struct fake *f, int fd)
@@ -374,6 +408,12 @@ static int handler(void *ud, int fd, const struct swh_request *rq)
         static const char e[] = "{\"error\":{\"code\":500,\"message\":\"the engine is dead\","
                                 "\"type\":\"server_error\"}}";
         rc = reply(fd, 500, "application/json", e, sizeof(e) - 1);
+    } else if (f->parser_breaks && stream && json_is_true(json_object_get(j, "ignore_eos"))) {
+        bool grammar = json_is_string(json_object_get(j, "grammar"));
+        pthread_mutex_lock(&f->mu);
+        f->grammar_seen += grammar;
+        pthread_mutex_unlock(&f->mu);
+        rc = parser_stream(fd, max_tokens, !grammar);
     } else if (f->mode == CHAT_SLOTS && stream) {
         rc = slot_stream(f, fd, max_tokens);
     } else if (stream && f->mode != CHAT_REPLAY && f->mode != CHAT_SLOTS) {
@@ -730,6 +770,32 @@ static void test_worst_case_sizing(void **state)
     swh_stop(s);
 }
 
+/* worst_case's request broken by the server's chat parser (an error event half-way, the engine
+ * alive) is retried with a grammar of printable ASCII, which fills the window: a pass, with the
+ * attempts counted; a server that breaks every attempt fails the check, 3 attempts made. */
+static void test_worst_case_parser_retry(void **state)
+{
+    (void)state;
+    struct fake f;
+    fake_init(&f);
+    f.health_503 = 0;
+    f.tokenizer = 1;
+    f.parser_breaks = 1;
+    struct swh *s = serve(&f);
+    struct sw_probe_target t = {.vision = -1, .only = "readiness,worst_case", .window = 1024};
+    struct sw_probe_report r;
+    run(s, &t, &r);
+    const struct sw_probe_result *w = find(&r, "worst_case");
+    print_message("%s\n", w->evidence);
+    assert_int_equal(w->status, SW_PROBE_PASS);
+    assert_int_equal(json_integer_value(json_object_get(w->data, "attempts")), 2);
+    assert_int_equal(f.grammar_seen, 1);
+    assert_int_equal(json_integer_value(json_object_get(w->data, "completion_tokens")),
+                     json_integer_value(json_object_get(w->data, "max_tokens")));
+    sw_probe_report_free(&r);
+    swh_stop(s);
+}
+
 static void test_cli(void **state)
 {
     struct fake f;
@@ -870,6 +936,7 @@ int main(void)
         cmocka_unit_test(test_slots),
         cmocka_unit_test(test_unreachable_and_usage),
         cmocka_unit_test(test_worst_case_sizing),
+        cmocka_unit_test(test_worst_case_parser_retry),
         cmocka_unit_test(test_cli),
     };
     return cmocka_run_group_tests_name("probe", tests, NULL, NULL);
