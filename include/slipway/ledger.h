@@ -84,6 +84,24 @@ void sw_ledger_close(struct sw_ledger *l);
  */
 int sw_ledger_default_path(const char *fleet_path, char *out, size_t n, struct sw_err *e);
 
+/* Whether a missing ledger is an error for sw_ledger_open_for. */
+enum sw_ledger_absent {
+    SW_LEDGER_MUST_EXIST,            /* missing: SW_ENOENT (unless opts->create) */
+    SW_LEDGER_DEFAULT_MAY_BE_ABSENT, /* missing where nobody named it (no explicit path, no
+                                      * $SLIPWAY_LEDGER): not an error; one that was named must be */
+    SW_LEDGER_MAY_BE_ABSENT,         /* missing anywhere: not an error */
+};
+
+/*
+ * The ledger a command uses, opened: `explicit_path` when given (--ledger), else
+ * sw_ledger_default_path(fleet_path). `path` (n bytes) receives the path either way. When the file
+ * is missing and `absent` allows it, returns 0 with *opened false and `l` holding nothing; else
+ * *opened is true exactly when 0 is returned. Errors as sw_ledger_open, and path resolution's.
+ */
+int sw_ledger_open_for(struct sw_ledger *l, const char *explicit_path, const char *fleet_path,
+                       const struct sw_ledger_open_opts *opts, enum sw_ledger_absent absent,
+                       bool *opened, char *path, size_t n, struct sw_err *e);
+
 /* PRAGMA integrity_check + foreign_key_check. *ok false and the first problem in e when bad. */
 int sw_ledger_verify(struct sw_ledger *l, bool *ok, struct sw_err *e);
 

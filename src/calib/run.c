@@ -134,15 +134,10 @@ int sw_calib_run(const struct sw_calib_request *rq, struct sw_calib_result *out,
             goto out;
         }
     }
-    if (rq->ledger_path) {
-        snprintf(out->ledger_path, sizeof(out->ledger_path), "%s", rq->ledger_path);
-    } else {
-        rc = sw_ledger_default_path(rq->fleet_path, out->ledger_path, sizeof(out->ledger_path), e);
-        if (rc)
-            goto out;
-    }
     struct sw_ledger_open_opts lo = {.create = false, .readonly = !rq->record};
-    rc = sw_ledger_open(&l, out->ledger_path, &lo, e);
+    bool opened;
+    rc = sw_ledger_open_for(&l, rq->ledger_path, rq->fleet_path, &lo, SW_LEDGER_MUST_EXIST, &opened,
+                            out->ledger_path, sizeof(out->ledger_path), e);
     if (rc) {
         sw_err_prefix(e, "ledger %s", out->ledger_path);
         goto out;

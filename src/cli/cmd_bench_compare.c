@@ -165,19 +165,14 @@ int sw__cmd_bench_compare(int argc, char **argv)
     struct sw_err e;
     sw_err_clear(&e);
     char path[4096];
-    const char *ledger = sw_args_str(&a, "ledger");
-    if (!ledger) {
-        const char *fleet = sw_args_str(&a, "fleet");
-        rc = sw_ledger_default_path(fleet ? fleet : "fleet.yaml", path, sizeof(path), &e);
-        if (rc)
-            return sw_cli_fail(&e, json);
-        ledger = path;
-    }
+    const char *fleet = sw_args_str(&a, "fleet");
     struct sw_ledger_open_opts ro = {.readonly = true};
     struct sw_ledger l;
     json_t *run[2] = {NULL, NULL}, *cmp = NULL;
     int exit_code = SW_EXIT_OK;
-    rc = sw_ledger_open(&l, ledger, &ro, &e);
+    bool opened;
+    rc = sw_ledger_open_for(&l, sw_args_str(&a, "ledger"), fleet ? fleet : "fleet.yaml", &ro,
+                            SW_LEDGER_MUST_EXIST, &opened, path, sizeof(path), &e);
     if (rc)
         return sw_cli_fail(&e, json);
     for (int i = 0; i < 2 && !rc; i++)

@@ -472,12 +472,9 @@ static int cmd_record(const struct sw_args *a)
     b.log_excerpt = text;
     b.log_len = len;
     b.log_path = realpath(path, abs) ? abs : path;
-    if (ledger)
-        snprintf(lpath, sizeof(lpath), "%s", ledger);
-    else
-        rc = sw_ledger_default_path(fleet, lpath, sizeof(lpath), &e);
-    if (!rc)
-        rc = sw_ledger_open(&l, lpath, NULL, &e);
+    bool opened;
+    rc = sw_ledger_open_for(&l, ledger, fleet, NULL, SW_LEDGER_MUST_EXIST, &opened, lpath,
+                            sizeof(lpath), &e);
     if (!rc)
         rc = sw_ledger_record_boot(&l, &b, &id, &e);
     if (!rc)

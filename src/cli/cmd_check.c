@@ -173,27 +173,21 @@ int sw_cmd_check(int argc, char **argv)
 
     /* The ledger: read-only; an explicit path must be usable, the default may be absent. */
     if (!no_ledger) {
-        bool explicit_path = ledger_path != NULL || getenv("SLIPWAY_LEDGER") != NULL;
-        if (ledger_path)
-            snprintf(lpath, sizeof(lpath), "%s", ledger_path);
-        else if (sw_ledger_default_path(fleet_path, lpath, sizeof(lpath), &e)) {
-            rc = sw_cli_fail(&e, json);
-            goto out;
-        }
         struct sw_ledger_open_opts oo = {.readonly = true};
-        int lrc = sw_ledger_open(&led, lpath, &oo, &e);
-        if (lrc == SW_ENOENT && !explicit_path) {
-            if (!json)
-                printf("(no ledger at %s: ledger evidence is skipped)\n\n", lpath);
-            lpath[0] = '\0';
-        } else if (lrc) {
+        int lrc =
+            sw_ledger_open_for(&led, ledger_path, fleet_path, &oo, SW_LEDGER_DEFAULT_MAY_BE_ABSENT,
+                               &have_ledger, lpath, sizeof(lpath), &e);
+        if (lrc) {
             /* a ledger that cannot be read is unusable input, whatever the database said */
             sw_err_prefix(&e, "the ledger");
             sw_cli_fail(&e, json);
             rc = SW_EXIT_USAGE;
             goto out;
-        } else {
-            have_ledger = true;
+        }
+        if (!have_ledger) {
+            if (!json)
+                printf("(no ledger at %s: ledger evidence is skipped)\n\n", lpath);
+            lpath[0] = '\0';
         }
     }
 

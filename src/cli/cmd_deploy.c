@@ -180,26 +180,19 @@ int sw_cmd_deploy(int argc, char **argv)
     if (!no_ledger) {
         char lpath[4096];
         const char *fleet_path = a.npos > 1 ? a.pos[1] : "fleet.yaml";
-        bool explicit_path = ledger_path != NULL || getenv("SLIPWAY_LEDGER") != NULL;
-        if (ledger_path)
-            snprintf(lpath, sizeof(lpath), "%s", ledger_path);
-        else if (sw_ledger_default_path(fleet_path, lpath, sizeof(lpath), &e)) {
-            rc = sw_cli_fail(&e, a.json);
-            goto out;
-        }
         /* read-write: every attempt, its steps and its tag or failure land in it (a dry run only
          * reads: it records nothing) */
         struct sw_ledger_open_opts oo = {.readonly = o.dry_run, .create = !o.dry_run};
-        int lrc = sw_ledger_open(&led, lpath, &oo, &e);
-        if (lrc == SW_ENOENT && !explicit_path) {
-            sw_err_clear(&e);
-        } else if (lrc) {
+        int lrc =
+            sw_ledger_open_for(&led, ledger_path, fleet_path, &oo, SW_LEDGER_DEFAULT_MAY_BE_ABSENT,
+                               &have_ledger, lpath, sizeof(lpath), &e);
+        if (lrc) {
             sw_err_prefix(&e, "the ledger");
             sw_cli_fail(&e, a.json);
             rc = SW_EXIT_USAGE;
             goto out;
-        } else {
-            have_ledger = true;
+        }
+        if (have_ledger) {
             o.ledger = &led;
             o.record = !o.dry_run;
         }

@@ -80,18 +80,11 @@ int sw_cmd_export(int argc, char **argv)
 
     if (sw_fleet_load(fleet, NULL, &f, &e))
         goto fail;
-    if (ledger)
-        snprintf(path, sizeof(path), "%s", ledger);
-    else if (sw_ledger_default_path(fleet, path, sizeof(path), &e))
-        goto fail;
+    /* no ledger beside the fleet yet: figures from the fleet alone */
     struct sw_ledger_open_opts lo = {.readonly = true};
-    int lrc = sw_ledger_open(&l, path, &lo, &e);
-    if (lrc == SW_ENOENT && !ledger)
-        sw_err_clear(&e); /* no ledger beside the fleet yet: figures from the fleet alone */
-    else if (lrc)
+    if (sw_ledger_open_for(&l, ledger, fleet, &lo, SW_LEDGER_DEFAULT_MAY_BE_ABSENT, &opened, path,
+                           sizeof(path), &e))
         goto fail;
-    else
-        opened = true;
     struct sw_report_opts ro = {.ledger = opened ? &l : NULL};
 
     if (!strcmp(kind, "harness")) {

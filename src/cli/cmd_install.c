@@ -120,15 +120,11 @@ int sw_cmd_install(int argc, char **argv)
     }
     if (o.start && !sw_args_flag(&a, "no-ledger")) {
         char lpath[4096];
-        const char *lg = sw_args_str(&a, "ledger");
-        if (lg)
-            snprintf(lpath, sizeof(lpath), "%s", lg);
-        if ((!lg && sw_ledger_default_path(fleet_path, lpath, sizeof(lpath), &e)) ||
-            sw_ledger_open(&led, lpath, NULL, &e)) {
+        if (sw_ledger_open_for(&led, sw_args_str(&a, "ledger"), fleet_path, NULL,
+                               SW_LEDGER_MUST_EXIST, &led_open, lpath, sizeof(lpath), &e)) {
             rc = sw_cli_fail(&e, json);
             goto done;
         }
-        led_open = true;
         o.ledger = &led;
     }
     if (!json)

@@ -201,25 +201,20 @@ int sw_cmd_ladder(int argc, char **argv)
     if (!ks)
         o.knob = ep->engine == SW_FLEET_LLAMACPP ? SW_LADDER_CTX_SIZE : SW_LADDER_MAX_MODEL_LEN;
     if (!no_ledger) {
-        if (ledger_path)
-            snprintf(lpath, sizeof(lpath), "%s", ledger_path);
-        else if (sw_ledger_default_path(fleet_path, lpath, sizeof(lpath), &e)) {
-            rc = sw_cli_fail(&e, a.json);
-            goto out;
-        }
         /* a dry run reads what earlier rungs proved and writes nothing */
         struct sw_ledger_open_opts oo = {.create = !o.dry_run, .readonly = o.dry_run};
-        int lrc = sw_ledger_open(&led, lpath, &oo, &e);
-        if (lrc == SW_ENOENT && o.dry_run) {
-            lpath[0] = '\0';
-        } else if (lrc) {
+        int lrc = sw_ledger_open_for(&led, ledger_path, fleet_path, &oo,
+                                     o.dry_run ? SW_LEDGER_MAY_BE_ABSENT : SW_LEDGER_MUST_EXIST,
+                                     &have_ledger, lpath, sizeof(lpath), &e);
+        if (lrc) {
             sw_err_prefix(&e, "the ledger");
             rc = sw_cli_fail(&e, a.json);
             goto out;
-        } else {
-            have_ledger = true;
-            o.ledger = &led;
         }
+        if (have_ledger)
+            o.ledger = &led;
+        else
+            lpath[0] = '\0';
     }
     o.progress = stderr;
     r = sw_malloc(sizeof(*r));

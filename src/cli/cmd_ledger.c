@@ -275,18 +275,13 @@ static int fail(struct sw_err *e, const struct opts *o)
 static int open_ledger(const struct opts *o, struct sw_ledger *l, bool create, bool *missing,
                        char *path, size_t pn, struct sw_err *e)
 {
-    if (missing)
-        *missing = false;
-    if (o->ledger)
-        snprintf(path, pn, "%s", o->ledger);
-    else if (sw_ledger_default_path(o->fleet, path, pn, e))
-        return e->code;
     struct sw_ledger_open_opts oo = {.create = create, .readonly = !create};
-    int rc = sw_ledger_open(l, path, &oo, e);
-    if (rc == SW_ENOENT && missing) {
-        *missing = true;
-        return 0;
-    }
+    bool opened = false;
+    int rc = sw_ledger_open_for(l, o->ledger, o->fleet, &oo,
+                                missing ? SW_LEDGER_MAY_BE_ABSENT : SW_LEDGER_MUST_EXIST, &opened,
+                                path, pn, e);
+    if (missing)
+        *missing = !rc && !opened;
     return rc;
 }
 

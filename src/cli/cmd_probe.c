@@ -288,14 +288,10 @@ int sw_cmd_probe(int argc, char **argv)
         char path[4096];
         struct sw_ledger led;
         memset(&led, 0, sizeof(led));
-        if (o.ledger)
-            snprintf(path, sizeof(path), "%s", o.ledger);
-        rc = o.ledger
-                 ? 0
-                 : sw_ledger_default_path(fleet ? fleet->path : o.fleet, path, sizeof(path), &e);
         int64_t id = 0;
-        if (!rc)
-            rc = sw_ledger_open(&led, path, NULL, &e);
+        bool opened;
+        rc = sw_ledger_open_for(&led, o.ledger, fleet ? fleet->path : o.fleet, NULL,
+                                SW_LEDGER_MUST_EXIST, &opened, path, sizeof(path), &e);
         if (!rc)
             rc = sw_ledger_record_battery(&led, fleet ? o.target : NULL, 0, rep.url, started, doc,
                                           &id, &e);

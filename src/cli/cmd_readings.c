@@ -138,16 +138,14 @@ static int record(const struct sw_args *a, const struct sw_readings *rs, json_t 
         ex = sw_cli_fail(&e, json);
         goto out;
     }
-    if (ledger)
-        snprintf(path, sizeof(path), "%s", ledger);
-    else if (sw_ledger_default_path(fleet, path, sizeof(path), &e))
-        goto fail;
     out = sw_calloc(rs->n, sizeof(*out));
     if (!out) {
         sw_err_set(&e, SW_ENOMEM, "out of memory");
         goto fail;
     }
-    rc = sw_ledger_open(&l, path, NULL, &e);
+    bool opened;
+    rc = sw_ledger_open_for(&l, ledger, fleet, NULL, SW_LEDGER_MUST_EXIST, &opened, path,
+                            sizeof(path), &e);
     if (!rc)
         rc = sw_readings_record(&l, ep, rs, NULL, out, &n, &e);
     sw_ledger_close(&l);

@@ -85,18 +85,11 @@ static int render_k8s(const struct sw_args *a, struct sw_fleet *f,
     memset(&l, 0, sizeof(l));
     sw_err_clear(&e);
     sw_buf_init(&b, 16u << 20);
-    if (ledger)
-        snprintf(path, sizeof(path), "%s", ledger);
-    else if (sw_ledger_default_path(fleet_path, path, sizeof(path), &e))
-        goto fail;
+    /* no ledger beside the fleet yet: figures from the fleet alone */
     struct sw_ledger_open_opts lo = {.readonly = true};
-    int lrc = sw_ledger_open(&l, path, &lo, &e);
-    if (lrc == SW_ENOENT && !ledger)
-        sw_err_clear(&e);
-    else if (lrc)
+    if (sw_ledger_open_for(&l, ledger, fleet_path, &lo, SW_LEDGER_DEFAULT_MAY_BE_ABSENT, &opened,
+                           path, sizeof(path), &e))
         goto fail;
-    else
-        opened = true;
     struct sw_gate_opts go = {.ledger = opened ? &l : NULL};
     if (sw_gate_endpoint(f, ep, &go, &verdict, &e))
         goto fail;

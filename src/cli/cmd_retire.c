@@ -518,14 +518,10 @@ int sw_cmd_retire(int argc, char **argv)
     }
 
     /* who still needs it */
-    if (ledger_path)
-        snprintf(lpath, sizeof(lpath), "%s", ledger_path);
-    else if (sw_ledger_default_path(fleet_path, lpath, sizeof(lpath), &e)) {
-        rc = sw_cli_fail(&e, json);
-        goto out;
-    }
     struct sw_ledger_open_opts oo = {.readonly = dry}; /* never created: no ledger, no answer */
-    if (sw_ledger_open(&led, lpath, &oo, &e)) {
+    bool opened;
+    if (sw_ledger_open_for(&led, ledger_path, fleet_path, &oo, SW_LEDGER_MUST_EXIST, &opened, lpath,
+                           sizeof(lpath), &e)) {
         sw_err_prefix(&e, "the ledger");
         rc = sw_cli_fail(&e, json);
         goto out;

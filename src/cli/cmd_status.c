@@ -150,11 +150,9 @@ static int record_units(json_t *out, const char *fleet_path, const char *ledger,
     int rc = 0;
     *n = 0;
     memset(&l, 0, sizeof(l));
-    if (ledger)
-        snprintf(path, sizeof(path), "%s", ledger);
-    else if (sw_ledger_default_path(fleet_path, path, sizeof(path), e))
-        return e->code;
-    rc = sw_ledger_open(&l, path, NULL, e);
+    bool opened;
+    rc = sw_ledger_open_for(&l, ledger, fleet_path, NULL, SW_LEDGER_MUST_EXIST, &opened, path,
+                            sizeof(path), e);
     if (rc)
         return rc;
     size_t i;

@@ -207,10 +207,6 @@ static void record_boot(const struct sw_deploy_req *q, struct sw_deploy_res *r, 
     int rc = 0;
     memset(&led, 0, sizeof(led));
     sw_err_clear(&e);
-    if (q->ledger)
-        snprintf(path, sizeof(path), "%s", q->ledger);
-    else
-        rc = sw_ledger_default_path(q->fleet, path, sizeof(path), &e);
     const json_t *rep = json_object_get(r->up.bootlog, "report");
     json_t *shape = sw_plan_boot_shape(&r->plan, rep);
     json_t *failure = r->up.status.failed ? sw_boot_failure_to_json(&r->up.status.failure) : NULL;
@@ -235,8 +231,9 @@ static void record_boot(const struct sw_deploy_req *q, struct sw_deploy_res *r, 
     b.log_path = r->log_path;
     b.source = "slipway up";
     int64_t id = 0;
-    if (!rc)
-        rc = sw_ledger_open(&led, path, NULL, &e);
+    bool opened;
+    rc = sw_ledger_open_for(&led, q->ledger, q->fleet, NULL, SW_LEDGER_MUST_EXIST, &opened, path,
+                            sizeof(path), &e);
     if (!rc)
         rc = sw_ledger_record_boot(&led, &b, &id, &e);
     sw_ledger_close(&led);

@@ -481,6 +481,33 @@ int sw_ledger_default_path(const char *fleet_path, char *out, size_t n, struct s
     return 0;
 }
 
+int sw_ledger_open_for(struct sw_ledger *l, const char *explicit_path, const char *fleet_path,
+                       const struct sw_ledger_open_opts *opts, enum sw_ledger_absent absent,
+                       bool *opened, char *path, size_t n, struct sw_err *e)
+{
+    *opened = false;
+    if (explicit_path) {
+        int w = snprintf(path, n, "%s", explicit_path);
+        if (w < 0 || (size_t)w >= n)
+            return sw_err_set(e, SW_EINVAL, "the ledger path is too long (%zu bytes at most)",
+                              n - 1);
+    } else {
+        int rc = sw_ledger_default_path(fleet_path, path, n, e);
+        if (rc)
+            return rc;
+    }
+    const char *env = getenv("SLIPWAY_LEDGER");
+    bool named = explicit_path || (env && *env);
+    int rc = sw_ledger_open(l, path, opts, e);
+    if (rc == SW_ENOENT && (absent == SW_LEDGER_MAY_BE_ABSENT ||
+                            (absent == SW_LEDGER_DEFAULT_MAY_BE_ABSENT && !named))) {
+        sw_err_clear(e);
+        return 0;
+    }
+    *opened = rc == 0;
+    return rc;
+}
+
 int sw_ledger_verify(struct sw_ledger *l, bool *ok, struct sw_err *e)
 {
     *ok = false;

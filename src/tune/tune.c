@@ -1051,25 +1051,14 @@ static void space_key(const struct run *r, char *out, size_t n)
 
 static int open_ledger(struct run *r, char *path, size_t n, struct sw_err *e)
 {
-    int rc;
-    if (r->o->ledger)
-        snprintf(path, n, "%s", r->o->ledger);
-    else {
-        rc = sw_ledger_default_path(r->o->fleet, path, n, e);
-        if (rc)
-            return rc;
-    }
     struct sw_ledger_open_opts lo;
     memset(&lo, 0, sizeof(lo));
     lo.create = !r->o->dry_run;
     lo.readonly = r->o->dry_run;
-    if (r->o->dry_run && access(path, F_OK))
-        return 0; /* nothing recorded yet: the gates run without ledger evidence */
-    rc = sw_ledger_open(&r->ledger, path, &lo, e);
-    if (rc)
-        return rc;
-    r->have_ledger = true;
-    return 0;
+    /* a dry run with nothing recorded yet: the gates run without ledger evidence */
+    return sw_ledger_open_for(&r->ledger, r->o->ledger, r->o->fleet, &lo,
+                              r->o->dry_run ? SW_LEDGER_MAY_BE_ABSENT : SW_LEDGER_MUST_EXIST,
+                              &r->have_ledger, path, n, e);
 }
 
 /* The candidate a probe's settings ({knob: value}) name. */

@@ -983,6 +983,59 @@ static void test_default_path(void **state)
     assert_int_equal(sw_ledger_default_path("/a/fleet.yaml", out, 8, &e), SW_ERANGE);
 }
 
+/* The ledger a command opens: the explicit path, else $SLIPWAY_LEDGER, else beside the fleet; a
+ * missing one is an error, or not, as the caller allows: a default one may be absent, a named one
+ * (a path, or the environment) must exist unless anything may be absent. */
+static void test_open_for(void **state)
+{
+    struct fx *f = *state;
+    struct sw_ledger l;
+    struct sw_err e;
+    char path[4096], fleet[4200], got[4096];
+    bool opened = true;
+    struct sw_ledger_open_opts ro = {.readonly = true};
+    snprintf(fleet, sizeof(fleet), "%s/none/fleet.yaml", f->dir);
+    snprintf(path, sizeof(path), "%s/none/fleet.ledger.sqlite", f->dir);
+    unsetenv("SLIPWAY_LEDGER");
+    /* beside the fleet, missing: allowed by default-may-be-absent and may-be-absent */
+    assert_int_equal(sw_ledger_open_for(&l, NULL, fleet, &ro, SW_LEDGER_DEFAULT_MAY_BE_ABSENT,
+                                        &opened, got, sizeof(got), &e),
+                     0);
+    assert_false(opened);
+    assert_string_equal(got, path);
+    assert_int_equal(sw_ledger_open_for(&l, NULL, fleet, &ro, SW_LEDGER_MUST_EXIST, &opened, got,
+                                        sizeof(got), &e),
+                     SW_ENOENT);
+    assert_false(opened);
+    /* named, missing: only may-be-absent lets it go */
+    assert_int_equal(sw_ledger_open_for(&l, path, NULL, &ro, SW_LEDGER_DEFAULT_MAY_BE_ABSENT,
+                                        &opened, got, sizeof(got), &e),
+                     SW_ENOENT);
+    assert_int_equal(sw_ledger_open_for(&l, path, NULL, &ro, SW_LEDGER_MAY_BE_ABSENT, &opened, got,
+                                        sizeof(got), &e),
+                     0);
+    assert_false(opened);
+    setenv("SLIPWAY_LEDGER", path, 1);
+    assert_int_equal(sw_ledger_open_for(&l, NULL, fleet, &ro, SW_LEDGER_DEFAULT_MAY_BE_ABSENT,
+                                        &opened, got, sizeof(got), &e),
+                     SW_ENOENT);
+    assert_non_null(strstr(e.msg, "no ledger here"));
+    /* the environment names the fixture's ledger: it opens */
+    setenv("SLIPWAY_LEDGER", f->path, 1);
+    assert_int_equal(sw_ledger_open_for(&l, NULL, fleet, &ro, SW_LEDGER_MUST_EXIST, &opened, got,
+                                        sizeof(got), &e),
+                     0);
+    assert_true(opened);
+    assert_string_equal(got, f->path);
+    sw_ledger_close(&l);
+    unsetenv("SLIPWAY_LEDGER");
+    /* an explicit path too long for the buffer */
+    assert_int_equal(
+        sw_ledger_open_for(&l, f->path, NULL, &ro, SW_LEDGER_MUST_EXIST, &opened, got, 4, &e),
+        SW_EINVAL);
+    assert_false(opened);
+}
+
 /* A second writer that finds the lock held past its busy timeout gets SW_EBUSY with a clear
  * message, records nothing, and succeeds once the lock is free. */
 static void test_busy(void **state)
@@ -1104,6 +1157,7 @@ int main(void)
         T(test_import_atomic_and_idempotent),
         T(test_seed_fixture),
         cmocka_unit_test(test_default_path),
+        T(test_open_for),
         T(test_busy),
         T(test_alloc_failure_records_nothing),
     };
