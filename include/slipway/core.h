@@ -92,6 +92,8 @@ void *sw_realloc(void *p, size_t n);
 void sw_free(void *p);
 char *sw_strdup(const char *s);
 char *sw_strndup(const char *s, size_t n);
+/* Whether s equals one of the strings of a NULL-terminated list (false for a NULL s). */
+bool sw_str_in(const char *s, const char *const *list);
 /* Make the nth allocation from now fail (1 = the next one); 0 turns injection off. */
 void sw_alloc_fail_at(long n);
 /* Allocations made since start (successful or not); for torture loops. */

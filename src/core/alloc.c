@@ -79,6 +79,14 @@ char *sw_strdup(const char *s)
     return s ? sw_strndup(s, strlen(s)) : NULL;
 }
 
+bool sw_str_in(const char *s, const char *const *list)
+{
+    for (size_t i = 0; s && list && list[i]; i++)
+        if (!strcmp(s, list[i]))
+            return true;
+    return false;
+}
+
 char *sw_strndup(const char *s, size_t n)
 {
     if (!s)

@@ -35,14 +35,6 @@ static const char *const sg_bool[] = {
     NULL,
 };
 
-static bool sg_is_bool(const char *f)
-{
-    for (int i = 0; sg_bool[i]; i++)
-        if (!strcmp(f, sg_bool[i]))
-            return true;
-    return false;
-}
-
 static int geti(const char *flag, const char *v, int64_t *out, struct sw_err *e)
 {
     uint64_t u;
@@ -91,7 +83,7 @@ int sw_sglang_parse_argv(int argc, char **argv, struct sw_sglang_opts *o, const 
                 *p = '-';
         if (eq)
             val = eq + 1;
-        if (sg_is_bool(flag)) {
+        if (sw_str_in(flag, sg_bool)) {
             if (!strcmp(flag, "--disable-radix-cache"))
                 o->disable_radix_cache = true;
             else if (!strcmp(flag, "--enable-dp-attention"))

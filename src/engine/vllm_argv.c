@@ -88,14 +88,6 @@ static const char *const bool_flags[] = {
     NULL,
 };
 
-static bool is_bool_flag(const char *f)
-{
-    for (int i = 0; bool_flags[i]; i++)
-        if (!strcmp(f, bool_flags[i]))
-            return true;
-    return false;
-}
-
 static void note_ignored(char *ignored, size_t n, const char *flag)
 {
     if (!ignored || !n)
@@ -204,7 +196,7 @@ int sw_vllm_parse_argv(int argc, char **argv, struct sw_vllm_opts *o, const char
             snprintf(flag, sizeof(flag), "--prefill-context-parallel-size");
         else if (!strcmp(flag, "-q"))
             snprintf(flag, sizeof(flag), "--quantization");
-        if (is_bool_flag(flag)) {
+        if (sw_str_in(flag, bool_flags)) {
             if (val && strcasecmp(val, "true") && strcasecmp(val, "false"))
                 return sw_err_at(e, SW_EINVAL, "<argv>", 0, 0, "%s takes no value", flag);
             bool on = !val || !strcasecmp(val, "true");

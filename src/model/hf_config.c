@@ -339,9 +339,8 @@ int sw_hf_config_parse(const char *text, size_t len, const char *where, struct s
         /* Encoder-only families (no causal KV cache in any engine). */
         static const char *const enc[] = {"bert",       "roberta",    "xlm-roberta", "modernbert",
                                           "nomic_bert", "distilbert", "electra",     NULL};
-        for (int i = 0; enc[i]; i++)
-            if (!strcmp(o->model_type, enc[i]))
-                o->encoder_only = true;
+        if (sw_str_in(o->model_type, enc))
+            o->encoder_only = true;
     }
     if (!o->mamba_ssm_dtype[0])
         get_str(&c, "ssm_state_dtype", o->mamba_ssm_dtype, sizeof(o->mamba_ssm_dtype));

@@ -57,6 +57,16 @@ static void test_alloc_fail(void **state)
     assert_int_equal(x, 1ull << 40);
 }
 
+static void test_str_in(void **state)
+{
+    (void)state;
+    static const char *const list[] = {"--a", "--bb", NULL};
+    assert_true(sw_str_in("--bb", list));
+    assert_false(sw_str_in("--b", list));
+    assert_false(sw_str_in(NULL, list));
+    assert_false(sw_str_in("--a", NULL));
+}
+
 static void test_buf(void **state)
 {
     struct sw_buf b;
@@ -587,14 +597,23 @@ int main(void)
 {
     sw_core_init();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_err_format),  cmocka_unit_test(test_alloc_fail),
-        cmocka_unit_test(test_buf),         cmocka_unit_test(test_units),
-        cmocka_unit_test(test_number_scan), cmocka_unit_test(test_rule),
-        cmocka_unit_test(test_rule_words),  cmocka_unit_test(test_rule_value_hook),
-        cmocka_unit_test(test_files),       cmocka_unit_test(test_sniff),
-        cmocka_unit_test(test_json),        cmocka_unit_test(test_redact),
-        cmocka_unit_test(test_utf8_repair), cmocka_unit_test(test_json_int_range),
-        cmocka_unit_test(test_duration),    cmocka_unit_test(test_json_set_str_not_utf8),
+        cmocka_unit_test(test_err_format),
+        cmocka_unit_test(test_alloc_fail),
+        cmocka_unit_test(test_str_in),
+        cmocka_unit_test(test_buf),
+        cmocka_unit_test(test_units),
+        cmocka_unit_test(test_number_scan),
+        cmocka_unit_test(test_rule),
+        cmocka_unit_test(test_rule_words),
+        cmocka_unit_test(test_rule_value_hook),
+        cmocka_unit_test(test_files),
+        cmocka_unit_test(test_sniff),
+        cmocka_unit_test(test_json),
+        cmocka_unit_test(test_redact),
+        cmocka_unit_test(test_utf8_repair),
+        cmocka_unit_test(test_json_int_range),
+        cmocka_unit_test(test_duration),
+        cmocka_unit_test(test_json_set_str_not_utf8),
         cmocka_unit_test(test_fput_term),
     };
     return cmocka_run_group_tests_name("core", tests, NULL, NULL);
