@@ -328,6 +328,8 @@ json_t *sw_bench_report_json(const struct sw_bench_report *rep, bool samples)
         bad |= sw_json_set_int(rf, "swa_window", rep->roof.swa_window);
         bad |= sw_json_set_new(rf, "state_bytes", num(rep->roof.state_bytes));
         bad |= sw_json_set_new(rf, "bandwidth", num(rep->roof.bandwidth));
+        bad |= sw_json_set_int(rf, "ranks", rep->roof.ranks > 0 ? rep->roof.ranks : 1);
+        bad |= sw_json_set_str(rf, "weights_from", rep->roof.weights_from);
     } else {
         bad |= sw_json_set_str(rf, "why", rep->roof_why);
     }
@@ -433,10 +435,12 @@ void sw_bench_report_print(FILE *f, const struct sw_bench_report *rep)
     if (rep->roof_known)
         fprintf(f,
                 "roofline: %.2f GB of weights read a token (of %.2f), KV %.0f B a context "
-                "token, state %.0f B, at %.1f GB/s\n",
+                "token, state %.0f B, at %.1f GB/s%s%.0d; weights: %s\n",
                 rep->roof.weight_bytes / 1e9, rep->roof.total_weight_bytes / 1e9,
                 rep->roof.kv_bytes_per_token + rep->roof.kv_swa_bytes_per_token,
-                rep->roof.state_bytes, rep->roof.bandwidth / 1e9);
+                rep->roof.state_bytes, rep->roof.bandwidth / 1e9,
+                rep->roof.ranks > 1 ? ", per rank of tp " : "",
+                rep->roof.ranks > 1 ? rep->roof.ranks : 0, rep->roof.weights_from);
     else if (rep->roof_why[0] && strncmp(rep->roof_why, "no roofline (a URL", 18))
         fprintf(f, "roofline: %s\n", rep->roof_why);
     fprintf(f, "cache: %s\n", rep->cache_why);
