@@ -501,8 +501,9 @@ int sw_bench_report_csv(const struct sw_bench_report *rep, const char *path, str
     return rc;
 }
 
-#define MAXS 8
-#define MAXX SW_BENCH_MAX_POINTS
+#define MAXS      8
+#define MAXX      SW_BENCH_MAX_POINTS
+#define ROOF_GRID 17
 
 /* The panels of a run and the storage they point into (big: heap-allocated by charts_build). */
 struct charts {
@@ -514,7 +515,15 @@ struct charts {
     double cdf[8 * SW_BENCH_HIST_NBINS];
     struct sw_chart_series lser[4];
     char note[1024];
-    struct sw_chart all[3];
+    /* the roofline: measured decode at the first concurrency against the ceiling over depth */
+    double rx[MAXX], ry[MAXX], rlo[MAXX], rhi[MAXX];
+    char rlab[MAXX][24];
+    const char *rlabp[MAXX];
+    double gx[ROOF_GRID], gy[ROOF_GRID];
+    char rname[48];
+    struct sw_chart_series rser[2];
+    char rnote[1024];
+    struct sw_chart all[4];
     size_t n;
 };
 
@@ -594,6 +603,59 @@ static int charts_build(const struct sw_bench_report *rep, struct charts **out, 
     if (!nconc) {
         sw_free(c);
         return sw_err_set(e, SW_EINVAL, "bench: nothing to chart");
+    }
+    /* the roofline: each point's median decode (whiskers min..max, its % of the ceiling above
+     * it) at its measured depth, the ceiling drawn over 0..the deepest point */
+    if (rep->roof_known) {
+        size_t nr = 0;
+        double dmax = 0;
+        for (size_t i = 0; i < rep->npoints && nr < MAXX; i++) {
+            const struct sw_bench_point *pt = &rep->points[i];
+            if (pt->concurrency != concs[0] || !isfinite(pt->roof_tps))
+                continue;
+            c->rx[nr] = pt->roof_depth;
+            c->ry[nr] = pt->decode.median;
+            c->rlo[nr] = pt->decode.min;
+            c->rhi[nr] = pt->decode.max;
+            if (isfinite(pt->roof_pct))
+                snprintf(c->rlab[nr], sizeof(c->rlab[nr]), "%.1f%%", pt->roof_pct);
+            c->rlabp[nr] = c->rlab[nr];
+            if (pt->roof_depth > dmax)
+                dmax = pt->roof_depth;
+            nr++;
+        }
+        for (size_t g = 0; nr && g < ROOF_GRID; g++) {
+            c->gx[g] = dmax * (double)g / (double)(ROOF_GRID - 1);
+            c->gy[g] = sw_bench_roof_tps(&rep->roof, (int64_t)(c->gx[g] + 0.5));
+        }
+        snprintf(c->rname, sizeof(c->rname), "decode, %d stream%s (%% of the ceiling)", concs[0],
+                 concs[0] == 1 ? "" : "s");
+        c->rser[0] = (struct sw_chart_series){.name = c->rname,
+                                              .n = nr,
+                                              .x = c->rx,
+                                              .y = c->ry,
+                                              .lo = c->rlo,
+                                              .hi = c->rhi,
+                                              .labels = c->rlabp};
+        c->rser[1] = (struct sw_chart_series){
+            .name = "ceiling: bandwidth / bytes a token", .n = ROOF_GRID, .x = c->gx, .y = c->gy};
+        snprintf(c->rnote, sizeof(c->rnote),
+                 "%.2f GB of weights + %.0f B KV a context token + %.0f B state at %.1f GB/s%s; "
+                 "weights: %.300s",
+                 rep->roof.weight_bytes / 1e9,
+                 rep->roof.kv_bytes_per_token + rep->roof.kv_swa_bytes_per_token,
+                 rep->roof.state_bytes, rep->roof.bandwidth / 1e9,
+                 rep->roof.ranks > 1 ? " (one tensor-parallel rank)" : "", rep->roof.weights_from);
+        if (nr)
+            c->all[ncharts++] = (struct sw_chart){.kind = SW_CHART_LINES,
+                                                  .title = "decode roofline by context depth",
+                                                  .note = c->rnote,
+                                                  .x_label = "depth (mean prompt tokens)",
+                                                  .y_label = "decode tok/s",
+                                                  .series = c->rser,
+                                                  .n_series = 2,
+                                                  .y_from_zero = true,
+                                                  .x_from_zero = true};
     }
     /* open loop: latency CDFs from the intended send and from the actual send, side by side */
     if (rep->mode == SW_BENCH_OPEN && rep->npoints && rep->points[0].e2e.n) {

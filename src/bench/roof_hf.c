@@ -170,7 +170,7 @@ static int vllm_kv(const struct sw_hf_config *c, const struct sw_vllm_opts *o,
             s.block_size = 1;
             s.page_size_padded = 0;
             double b = (double)sw_vllm_page_bytes(&s);
-            int64_t win = s.kind == SW_VLLM_SLIDING ? s.sliding_window
+            int64_t win = s.kind == SW_VLLM_SLIDING   ? s.sliding_window
                           : s.kind == SW_VLLM_CHUNKED ? s.chunk_size
                                                       : 0;
             if (s.kind == SW_VLLM_MAMBA) {
@@ -226,8 +226,8 @@ int sw__bench_roof_hf(const struct sw_plan *p, struct sw_bench_roof *r, struct s
     int got = declared_weights(ep, &w, r->weights_from, sizeof(r->weights_from), e);
     if (got == 0) {
         memset(&w, 0, sizeof(w));
-        got = checkpoint_weights(ep->payload.path.v, &w, r->weights_from, sizeof(r->weights_from),
-                                 e);
+        got =
+            checkpoint_weights(ep->payload.path.v, &w, r->weights_from, sizeof(r->weights_from), e);
     }
     if (got < 0) {
         rc = got;

@@ -459,6 +459,154 @@ static void test_checkpoint_weights(void **state)
     swt_tmpdir_free(dir);
 }
 
+/* XML well-formedness, as much as an SVG of ours needs: one root, every element closed in order,
+ * attribute values quoted, no raw '<' or '&' outside a tag but the five entities and &#N;. 0 when
+ * well-formed, else the byte offset of the first fault + 1. */
+static size_t xml_fault(const char *s)
+{
+    const char *stack[64];
+    size_t lens[64], depth = 0, roots = 0;
+    const char *p = s;
+    if (!strncmp(p, "<?xml", 5)) {
+        p = strstr(p, "?>");
+        if (!p)
+            return 1;
+        p += 2;
+    }
+    while (*p) {
+        if (*p == '&') {
+            static const char *const ent[] = {"&amp;", "&lt;", "&gt;", "&quot;", "&apos;", "&#"};
+            bool ok = false;
+            for (size_t i = 0; i < 6 && !ok; i++)
+                ok = !strncmp(p, ent[i], strlen(ent[i]));
+            if (!ok || !strchr(p, ';'))
+                return (size_t)(p - s) + 1;
+            p = strchr(p, ';') + 1;
+            continue;
+        }
+        if (*p != '<') {
+            p++;
+            continue;
+        }
+        bool close = p[1] == '/';
+        const char *n = p + (close ? 2 : 1), *q = n;
+        while (*q && !strchr(" \t\n/>", *q))
+            q++;
+        if (q == n)
+            return (size_t)(p - s) + 1;
+        size_t nl = (size_t)(q - n);
+        /* attributes: name="value" pairs */
+        while (*q && *q != '>' && !(q[0] == '/' && q[1] == '>')) {
+            if (*q == '"') {
+                const char *end = strchr(q + 1, '"');
+                if (!end || memchr(q + 1, '<', (size_t)(end - q - 1)))
+                    return (size_t)(q - s) + 1;
+                q = end + 1;
+            } else if (*q == '<') {
+                return (size_t)(q - s) + 1;
+            } else {
+                q++;
+            }
+        }
+        if (!*q)
+            return (size_t)(p - s) + 1;
+        bool empty = *q == '/';
+        if (close) {
+            if (!depth || lens[depth - 1] != nl || strncmp(stack[depth - 1], n, nl))
+                return (size_t)(p - s) + 1;
+            depth--;
+        } else if (!empty) {
+            if (depth == 64)
+                return (size_t)(p - s) + 1;
+            if (!depth)
+                roots++;
+            stack[depth] = n;
+            lens[depth++] = nl;
+        } else if (!depth) {
+            roots++;
+        }
+        p = q + (empty ? 2 : 1);
+    }
+    return depth || roots != 1 ? strlen(s) + 1 : 0;
+}
+
+/* The roofline panel: each point's median decode at its measured depth with its % of the
+ * ceiling drawn above it, the ceiling over 0..the deepest point; the SVG well-formed. Three
+ * points of a 1 GB/s roof over 10 MB + 1 kB a context token: 10, 11 and 14 MB a token at
+ * 0, 1,000 and 4,000, ceilings 100, 90.909 and 71.429 tok/s; decode 75, 60, 48 -> 75.0%, 66.0%,
+ * 67.2%. */
+static void test_roof_svg(void **state)
+{
+    (void)state;
+    struct sw_bench_report rep;
+    memset(&rep, 0, sizeof(rep));
+    snprintf(rep.url, sizeof(rep.url), "http://127.0.0.1:1");
+    snprintf(rep.engine, sizeof(rep.engine), "vllm");
+    struct sw_bench_point pts[3];
+    memset(pts, 0, sizeof(pts));
+    rep.points = pts;
+    rep.npoints = 3;
+    rep.roof_known = true;
+    sw_bench_roof_init(&rep.roof);
+    rep.roof.known = true;
+    rep.roof.bandwidth = 1e9;
+    rep.roof.weight_bytes = 1e7;
+    rep.roof.kv_bytes_per_token = 1000;
+    rep.roof.ranks = 1;
+    snprintf(rep.roof.weights_from, sizeof(rep.roof.weights_from), "declared <&> here");
+    const int64_t depth[] = {0, 1000, 4000};
+    const double dec[] = {75, 60, 48};
+    for (int i = 0; i < 3; i++) {
+        struct sw_bench_point *pt = &pts[i];
+        pt->depth = depth[i];
+        pt->concurrency = 1;
+        pt->decode = (struct sw_bench_spread){
+            .n = 2, .median = dec[i], .min = dec[i] - 1, .max = dec[i] + 1};
+        pt->roof_depth = (double)depth[i];
+        pt->roof_bytes = sw_bench_roof_bytes(&rep.roof, depth[i]);
+        pt->roof_tps = sw_bench_roof_tps(&rep.roof, depth[i]);
+        pt->roof_pct = 100.0 * dec[i] / pt->roof_tps;
+    }
+    assert_true(fabs(pts[1].roof_tps - 1e9 / 1.1e7) < 1e-9);
+    char *dir = swt_tmpdir();
+    const char *path = swt_join(dir, "roof.svg");
+    struct sw_err e;
+    if (sw_bench_report_svg(&rep, path, &e))
+        fail_msg("svg: %s", e.msg);
+    char *svg = NULL;
+    size_t len = 0;
+    assert_int_equal(sw_read_file(path, 16u << 20, &svg, &len, &e), 0);
+    size_t at = xml_fault(svg);
+    if (at)
+        fail_msg("not well-formed at byte %zu: %.60s", at - 1, svg + at - 1);
+    assert_non_null(strstr(svg, "decode roofline by context depth"));
+    assert_non_null(strstr(svg, "ceiling: bandwidth / bytes a token"));
+    assert_non_null(strstr(svg, "decode, 1 stream (% of the ceiling)"));
+    assert_non_null(strstr(svg, "weights: declared &lt;&amp;&gt; here"));
+    static const char *const labels[] = {">75.0%</text>", ">66.0%</text>", ">67.2%</text>"};
+    size_t nlab = 0;
+    for (const char *q = strstr(svg, "class=\"label\""); q; q = strstr(q + 1, "class=\"label\""))
+        nlab++;
+    assert_int_equal(nlab, 3);
+    for (int i = 0; i < 3; i++)
+        assert_non_null(strstr(svg, labels[i]));
+    /* the panel's ceiling at depth 0 is the first grid point, 100 tok/s, and its measured points
+     * carry their values */
+    assert_non_null(strstr(svg, "ceiling: bandwidth / bytes a token: 100.00</title>"));
+    assert_non_null(strstr(svg, "decode, 1 stream (% of the ceiling): 75.00</title>"));
+    /* the checker itself catches a fault */
+    assert_true(xml_fault("<svg><g></svg></g>") > 0);
+    assert_true(xml_fault("<svg><text>a & b</text></svg>") > 0);
+    assert_true(xml_fault("<svg a=\"1\"><g/></svg>") == 0);
+    sw_free(svg);
+    /* no roof: no roofline panel */
+    rep.roof_known = false;
+    if (sw_bench_report_svg(&rep, path, &e))
+        fail_msg("svg: %s", e.msg);
+    assert_false(swt_file_has(path, "decode roofline"));
+    swt_tmpdir_free(dir);
+}
+
 int main(void)
 {
     sw_core_init();
@@ -466,7 +614,7 @@ int main(void)
         cmocka_unit_test(test_operator_claim),       cmocka_unit_test(test_no_bandwidth),
         cmocka_unit_test(test_routing_and_window),   cmocka_unit_test(test_vllm_frank_large),
         cmocka_unit_test(test_sglang_frank_primary), cmocka_unit_test(test_tp_moe_window),
-        cmocka_unit_test(test_checkpoint_weights),
+        cmocka_unit_test(test_checkpoint_weights),   cmocka_unit_test(test_roof_svg),
     };
     return cmocka_run_group_tests_name("bench_roof", tests, NULL, NULL);
 }
