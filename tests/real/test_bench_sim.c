@@ -263,10 +263,37 @@ static void test_emit_stamps_against_sim(void **state)
     assert_true(
         json_is_true(json_object_get(json_object_get(j, "engine_counters"), "counts_agree")));
     json_decref(j);
-    /* an open-loop run is one loop */
-    swt_slipway(&r, "bench", url, "--rate", "1", "--duration", "1s", "--threads", "2", NULL);
-    assert_int_equal(r.status, 2);
+    /* an open-loop run on two loops: the schedule's 40 arrivals (constant, 40/s over 1 s)
+     * each sent once, every one with its own send lag, stamped and matched, and the engine's
+     * counters equal to the client's sums over both threads */
+    swt_slipway(&r, "bench", url, "--engine", "vllm", "--rate", "40", "--duration", "1s",
+                "--arrival", "constant", "--tg", "8", "--threads", "2", "--emit-stamps",
+                "--samples", "--json", NULL);
+    if (r.status)
+        fail_msg("bench --rate --threads 2 exited %d: %s", r.status, r.err);
+    j = swt_json_out(&r);
     swt_run_free(&r);
+    pt = json_array_get(json_object_get(j, "points"), 0);
+    assert_int_equal(json_integer_value(json_object_get(pt, "requests")), 40);
+    assert_int_equal(json_integer_value(json_object_get(pt, "failed")), 0);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(pt, "client"), "threads")),
+                     2);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(pt, "send_lag"), "n")), 40);
+    te = json_object_get(pt, "timing_error");
+    assert_int_equal(json_integer_value(json_object_get(te, "matched")), 40 * 8);
+    assert_int_equal(json_integer_value(json_object_get(te, "missing")), 0);
+    samples = json_object_get(pt, "samples");
+    assert_int_equal(json_array_size(samples), 40);
+    json_array_foreach(samples, i, s)
+    {
+        assert_int_equal(json_integer_value(json_object_get(s, "index")), (json_int_t)i);
+        assert_true(json_number_value(json_object_get(s, "send_lag_ms")) >= 0);
+    }
+    assert_true(
+        json_is_true(json_object_get(json_object_get(j, "engine_counters"), "counts_agree")));
+    assert_true(
+        json_number_value(json_object_get(json_object_get(j, "open_loop"), "rate_achieved")) > 30);
+    json_decref(j);
 
     /* the table's line */
     swt_slipway(&r, "bench", url, "--engine", "vllm", "--depth", "0", "--tg", "8", "--repeat", "1",
