@@ -639,13 +639,16 @@ static int charts_build(const struct sw_bench_report *rep, struct charts **out, 
                                               .labels = c->rlabp};
         c->rser[1] = (struct sw_chart_series){
             .name = "ceiling: bandwidth / bytes a token", .n = ROOF_GRID, .x = c->gx, .y = c->gy};
+        /* the source's kind only ("checkpoint", "declared", "GGUF"): the panel is narrow */
+        const char *wf = rep->roof.weights_from, *paren = strstr(wf, " (");
+        int wlen = paren ? (int)(paren - wf) : (int)strlen(wf);
         snprintf(c->rnote, sizeof(c->rnote),
-                 "%.2f GB of weights + %.0f B KV a context token + %.0f B state at %.1f GB/s%s; "
-                 "weights: %.300s",
-                 rep->roof.weight_bytes / 1e9,
+                 "%.2f GB of weights (%.*s) + %.0f B KV a context token + %.0f B state at %.1f "
+                 "GB/s%s",
+                 rep->roof.weight_bytes / 1e9, wlen > 100 ? 100 : wlen, wf,
                  rep->roof.kv_bytes_per_token + rep->roof.kv_swa_bytes_per_token,
                  rep->roof.state_bytes, rep->roof.bandwidth / 1e9,
-                 rep->roof.ranks > 1 ? " (one tensor-parallel rank)" : "", rep->roof.weights_from);
+                 rep->roof.ranks > 1 ? ", one tensor-parallel rank" : "");
         if (nr)
             c->all[ncharts++] = (struct sw_chart){.kind = SW_CHART_LINES,
                                                   .title = "decode roofline by context depth",

@@ -582,7 +582,7 @@ static void test_roof_svg(void **state)
     assert_non_null(strstr(svg, "decode roofline by context depth"));
     assert_non_null(strstr(svg, "ceiling: bandwidth / bytes a token"));
     assert_non_null(strstr(svg, "decode, 1 stream (% of the ceiling)"));
-    assert_non_null(strstr(svg, "weights: declared &lt;&amp;&gt; here"));
+    assert_non_null(strstr(svg, "0.01 GB of weights (declared &lt;&amp;&gt; here) + 1000 B KV"));
     static const char *const labels[] = {">75.0%</text>", ">66.0%</text>", ">67.2%</text>"};
     size_t nlab = 0;
     for (const char *q = strstr(svg, "class=\"label\""); q; q = strstr(q + 1, "class=\"label\""))
