@@ -432,16 +432,17 @@ void sw_bench_report_print(FILE *f, const struct sw_bench_report *rep)
         if (rep->invalid)
             fprintf(f, "%s\n", rep->invalid_why);
     }
-    if (rep->roof_known)
+    if (rep->roof_known) {
+        char tp[48] = "";
+        if (rep->roof.ranks > 1)
+            snprintf(tp, sizeof(tp), ", one rank of tp %d", rep->roof.ranks);
         fprintf(f,
                 "roofline: %.2f GB of weights read a token (of %.2f), KV %.0f B a context "
-                "token, state %.0f B, at %.1f GB/s%s%.0d; weights: %s\n",
+                "token, state %.0f B, at %.1f GB/s%s; weights: %s\n",
                 rep->roof.weight_bytes / 1e9, rep->roof.total_weight_bytes / 1e9,
                 rep->roof.kv_bytes_per_token + rep->roof.kv_swa_bytes_per_token,
-                rep->roof.state_bytes, rep->roof.bandwidth / 1e9,
-                rep->roof.ranks > 1 ? ", per rank of tp " : "",
-                rep->roof.ranks > 1 ? rep->roof.ranks : 0, rep->roof.weights_from);
-    else if (rep->roof_why[0] && strncmp(rep->roof_why, "no roofline (a URL", 18))
+                rep->roof.state_bytes, rep->roof.bandwidth / 1e9, tp, rep->roof.weights_from);
+    } else if (rep->roof_why[0] && strncmp(rep->roof_why, "no roofline (a URL", 18))
         fprintf(f, "roofline: %s\n", rep->roof_why);
     fprintf(f, "cache: %s\n", rep->cache_why);
     counters_print(f, &rep->counters);

@@ -265,12 +265,13 @@ static void test_emit_stamps_against_sim(void **state)
     json_decref(j);
     /* an open-loop run on two loops: the schedule's 40 arrivals (constant, 40/s over 1 s)
      * each sent once, every one with its own send lag, stamped and matched, and the engine's
-     * counters equal to the client's sums over both threads */
+     * counters equal to the client's sums over both threads (the lag bound loose: seven other
+     * builds share these two cores, and the lag's size is not what this checks) */
     swt_slipway(&r, "bench", url, "--engine", "vllm", "--rate", "40", "--duration", "1s",
                 "--arrival", "constant", "--tg", "8", "--threads", "2", "--emit-stamps",
-                "--samples", "--json", NULL);
+                "--max-lag", "1000", "--samples", "--json", NULL);
     if (r.status)
-        fail_msg("bench --rate --threads 2 exited %d: %s", r.status, r.err);
+        fail_msg("bench --rate --threads 2 exited %d: %s%s", r.status, r.out, r.err);
     j = swt_json_out(&r);
     swt_run_free(&r);
     pt = json_array_get(json_object_get(j, "points"), 0);

@@ -599,6 +599,16 @@ static void test_roof_svg(void **state)
     assert_true(xml_fault("<svg><text>a & b</text></svg>") > 0);
     assert_true(xml_fault("<svg a=\"1\"><g/></svg>") == 0);
     sw_free(svg);
+    /* the table's roof line names a tensor-parallel rank */
+    rep.roof.ranks = 2;
+    char *tab = NULL;
+    size_t tlen = 0;
+    FILE *mf = open_memstream(&tab, &tlen);
+    assert_non_null(mf);
+    sw_bench_report_print(mf, &rep);
+    assert_int_equal(fclose(mf), 0);
+    assert_non_null(strstr(tab, "at 1.0 GB/s, one rank of tp 2; weights: declared <&> here\n"));
+    free(tab);
     /* no roof: no roofline panel */
     rep.roof_known = false;
     if (sw_bench_report_svg(&rep, path, &e))
