@@ -197,8 +197,14 @@ struct sw_bench_roof {
     double kv_bytes_per_token;     /* KV read per context token (full-attention caches) */
     double kv_swa_bytes_per_token; /* the same for sliding-window caches, up to swa_window */
     int64_t swa_window;
-    double state_bytes; /* recurrent state per sequence */
-    double bandwidth;   /* bytes per second (tensor parallel: the devices' sum) */
+    double state_bytes;     /* recurrent state per sequence */
+    double bandwidth;       /* bytes per second: llama.cpp, the devices' sum (its layers are split
+                         * over them); vLLM/SGLang, one rank's device (the slowest) */
+    int ranks;              /* vLLM/SGLang tensor parallel: the byte figures are one rank's share
+                         * (weights / tp, KV and state per rank as the engine's law has them);
+                         * 1 otherwise */
+    char weights_from[300]; /* where the weights came from: "GGUF", "declared (...)",
+                             * "checkpoint (...)" */
 };
 
 void sw_bench_roof_init(struct sw_bench_roof *r);
@@ -209,10 +215,13 @@ double sw_bench_roof_tps(const struct sw_bench_roof *r, int64_t depth);
 /* r's weight_bytes / total_weight_bytes from an architecture's weights by role; SW_ENOENT when
  * it has none. Leaves the other fields. */
 int sw_bench_roof_weights(const struct sw_arch *a, struct sw_bench_roof *r, struct sw_err *e);
-/* The whole roof of a planned endpoint: bandwidth from its devices (fleet `bandwidth`), weights
- * from the plan's architecture, KV per cell and recurrent state from the llama.cpp plan's caches.
- * SW_ENOENT (a device without bandwidth, no weights) or SW_EUNSUPPORTED (not a llama.cpp plan),
- * e saying which. */
+/* The whole roof of a planned endpoint: bandwidth from its devices (fleet `bandwidth`).
+ * llama.cpp: weights from the plan's architecture, KV per cell and recurrent state from the
+ * plan's caches. vLLM / SGLang (src/bench/roof_hf.c): weights from the endpoint's `arch.weights`
+ * or the checkpoint's safetensors headers, KV per token by the engine's law (vLLM's per-layer
+ * specs, SGLang's cell), a sliding window capped, mamba state; per tensor-parallel rank.
+ * SW_ENOENT (a device without bandwidth, no weights) or SW_EUNSUPPORTED (an engine without a
+ * law), e saying which. */
 int sw_bench_roof_from_plan(const struct sw_plan *p, struct sw_bench_roof *r, struct sw_err *e);
 
 /* ---------------------------------------------------------------------------------------------

@@ -397,9 +397,10 @@ enum sw_chart_kind {
 struct sw_chart_series {
     const char *name;
     size_t n;
-    const double *x;       /* LINES only */
-    const double *y;       /* a non-finite y is not drawn */
-    const double *lo, *hi; /* optional lo..hi whisker per value (NULL: none) */
+    const double *x;           /* LINES only */
+    const double *y;           /* a non-finite y is not drawn */
+    const double *lo, *hi;     /* optional lo..hi whisker per value (NULL: none) */
+    const char *const *labels; /* LINES: optional text drawn above each point (NULL or "": none) */
 };
 struct sw_chart {
     enum sw_chart_kind kind;

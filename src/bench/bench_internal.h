@@ -20,5 +20,7 @@ int sw__bench_reset_cache(struct sw_net_loop *l, const char *base, const char *e
 /* rep->counters from the two pages and rep's samples. */
 void sw__bench_counters(const struct sw_openai_metrics *before,
                         const struct sw_openai_metrics *after, struct sw_bench_report *rep);
+/* The roof of a vLLM or SGLang plan (roof_hf.c): r->bandwidth already set by the caller. */
+int sw__bench_roof_hf(const struct sw_plan *p, struct sw_bench_roof *r, struct sw_err *e);
 
 #endif

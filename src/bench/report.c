@@ -328,6 +328,8 @@ json_t *sw_bench_report_json(const struct sw_bench_report *rep, bool samples)
         bad |= sw_json_set_int(rf, "swa_window", rep->roof.swa_window);
         bad |= sw_json_set_new(rf, "state_bytes", num(rep->roof.state_bytes));
         bad |= sw_json_set_new(rf, "bandwidth", num(rep->roof.bandwidth));
+        bad |= sw_json_set_int(rf, "ranks", rep->roof.ranks > 0 ? rep->roof.ranks : 1);
+        bad |= sw_json_set_str(rf, "weights_from", rep->roof.weights_from);
     } else {
         bad |= sw_json_set_str(rf, "why", rep->roof_why);
     }
@@ -430,14 +432,17 @@ void sw_bench_report_print(FILE *f, const struct sw_bench_report *rep)
         if (rep->invalid)
             fprintf(f, "%s\n", rep->invalid_why);
     }
-    if (rep->roof_known)
+    if (rep->roof_known) {
+        char tp[48] = "";
+        if (rep->roof.ranks > 1)
+            snprintf(tp, sizeof(tp), ", one rank of tp %d", rep->roof.ranks);
         fprintf(f,
                 "roofline: %.2f GB of weights read a token (of %.2f), KV %.0f B a context "
-                "token, state %.0f B, at %.1f GB/s\n",
+                "token, state %.0f B, at %.1f GB/s%s; weights: %s\n",
                 rep->roof.weight_bytes / 1e9, rep->roof.total_weight_bytes / 1e9,
                 rep->roof.kv_bytes_per_token + rep->roof.kv_swa_bytes_per_token,
-                rep->roof.state_bytes, rep->roof.bandwidth / 1e9);
-    else if (rep->roof_why[0] && strncmp(rep->roof_why, "no roofline (a URL", 18))
+                rep->roof.state_bytes, rep->roof.bandwidth / 1e9, tp, rep->roof.weights_from);
+    } else if (rep->roof_why[0] && strncmp(rep->roof_why, "no roofline (a URL", 18))
         fprintf(f, "roofline: %s\n", rep->roof_why);
     fprintf(f, "cache: %s\n", rep->cache_why);
     counters_print(f, &rep->counters);
@@ -497,8 +502,9 @@ int sw_bench_report_csv(const struct sw_bench_report *rep, const char *path, str
     return rc;
 }
 
-#define MAXS 8
-#define MAXX SW_BENCH_MAX_POINTS
+#define MAXS      8
+#define MAXX      SW_BENCH_MAX_POINTS
+#define ROOF_GRID 17
 
 /* The panels of a run and the storage they point into (big: heap-allocated by charts_build). */
 struct charts {
@@ -510,7 +516,15 @@ struct charts {
     double cdf[8 * SW_BENCH_HIST_NBINS];
     struct sw_chart_series lser[4];
     char note[1024];
-    struct sw_chart all[3];
+    /* the roofline: measured decode at the first concurrency against the ceiling over depth */
+    double rx[MAXX], ry[MAXX], rlo[MAXX], rhi[MAXX];
+    char rlab[MAXX][24];
+    const char *rlabp[MAXX];
+    double gx[ROOF_GRID], gy[ROOF_GRID];
+    char rname[48];
+    struct sw_chart_series rser[2];
+    char rnote[1024];
+    struct sw_chart all[4];
     size_t n;
 };
 
@@ -590,6 +604,62 @@ static int charts_build(const struct sw_bench_report *rep, struct charts **out, 
     if (!nconc) {
         sw_free(c);
         return sw_err_set(e, SW_EINVAL, "bench: nothing to chart");
+    }
+    /* the roofline: each point's median decode (whiskers min..max, its % of the ceiling above
+     * it) at its measured depth, the ceiling drawn over 0..the deepest point */
+    if (rep->roof_known) {
+        size_t nr = 0;
+        double dmax = 0;
+        for (size_t i = 0; i < rep->npoints && nr < MAXX; i++) {
+            const struct sw_bench_point *pt = &rep->points[i];
+            if (pt->concurrency != concs[0] || !isfinite(pt->roof_tps))
+                continue;
+            c->rx[nr] = pt->roof_depth;
+            c->ry[nr] = pt->decode.median;
+            c->rlo[nr] = pt->decode.min;
+            c->rhi[nr] = pt->decode.max;
+            if (isfinite(pt->roof_pct))
+                snprintf(c->rlab[nr], sizeof(c->rlab[nr]), "%.1f%%", pt->roof_pct);
+            c->rlabp[nr] = c->rlab[nr];
+            if (pt->roof_depth > dmax)
+                dmax = pt->roof_depth;
+            nr++;
+        }
+        for (size_t g = 0; nr && g < ROOF_GRID; g++) {
+            c->gx[g] = dmax * (double)g / (double)(ROOF_GRID - 1);
+            c->gy[g] = sw_bench_roof_tps(&rep->roof, (int64_t)(c->gx[g] + 0.5));
+        }
+        snprintf(c->rname, sizeof(c->rname), "decode, %d stream%s (%% of the ceiling)", concs[0],
+                 concs[0] == 1 ? "" : "s");
+        c->rser[0] = (struct sw_chart_series){.name = c->rname,
+                                              .n = nr,
+                                              .x = c->rx,
+                                              .y = c->ry,
+                                              .lo = c->rlo,
+                                              .hi = c->rhi,
+                                              .labels = c->rlabp};
+        c->rser[1] = (struct sw_chart_series){
+            .name = "ceiling: bandwidth / bytes a token", .n = ROOF_GRID, .x = c->gx, .y = c->gy};
+        /* the source's kind only ("checkpoint", "declared", "GGUF"): the panel is narrow */
+        const char *wf = rep->roof.weights_from, *paren = strstr(wf, " (");
+        int wlen = paren ? (int)(paren - wf) : (int)strlen(wf);
+        snprintf(c->rnote, sizeof(c->rnote),
+                 "%.2f GB of weights (%.*s) + %.0f B KV a context token + %.0f B state at %.1f "
+                 "GB/s%s",
+                 rep->roof.weight_bytes / 1e9, wlen > 100 ? 100 : wlen, wf,
+                 rep->roof.kv_bytes_per_token + rep->roof.kv_swa_bytes_per_token,
+                 rep->roof.state_bytes, rep->roof.bandwidth / 1e9,
+                 rep->roof.ranks > 1 ? ", one tensor-parallel rank" : "");
+        if (nr)
+            c->all[ncharts++] = (struct sw_chart){.kind = SW_CHART_LINES,
+                                                  .title = "decode roofline by context depth",
+                                                  .note = c->rnote,
+                                                  .x_label = "depth (mean prompt tokens)",
+                                                  .y_label = "decode tok/s",
+                                                  .series = c->rser,
+                                                  .n_series = 2,
+                                                  .y_from_zero = true,
+                                                  .x_from_zero = true};
     }
     /* open loop: latency CDFs from the intended send and from the actual send, side by side */
     if (rep->mode == SW_BENCH_OPEN && rep->npoints && rep->points[0].e2e.n) {

@@ -19,6 +19,7 @@
 #include <slipway/plan.h>
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 void sw_bench_roof_init(struct sw_bench_roof *r)
@@ -66,24 +67,54 @@ int sw_bench_roof_from_plan(const struct sw_plan *p, struct sw_bench_roof *r, st
 {
     sw_bench_roof_init(r);
     const struct sw_fleet_endpoint *ep = p->ep;
-    if (!ep || !ep->n_devices)
-        return sw_err_set(e, SW_ENOENT, "roofline: the endpoint names no device");
+    if (!ep)
+        return sw_err_set(e, SW_ENOENT, "roofline: no fleet endpoint");
+    /* an endpoint that names no device runs on its host's only one */
+    const struct sw_fleet_device *only = NULL;
+    const struct sw_fleet_device *const *devs = ep->devices;
+    size_t ndev = ep->n_devices;
+    if (!ndev && ep->host && ep->host->n_devices == 1) {
+        only = &ep->host->devices[0];
+        devs = &only;
+        ndev = 1;
+    }
+    if (!ndev)
+        return sw_err_set(e, SW_ENOENT,
+                          "roofline: %s names no device (fleet: endpoints.%s.devices) and its "
+                          "host has %zu",
+                          ep->name, ep->name, ep->host ? ep->host->n_devices : 0);
+    /* llama.cpp splits a model's layers over its devices: their bandwidths add up. A vLLM or
+     * SGLang rank reads its tensor-parallel share on its own device: the slowest one bounds the
+     * step. */
+    bool hf = p->engine != SW_FLEET_LLAMACPP;
     double bw = 0;
-    for (size_t i = 0; i < ep->n_devices; i++) {
-        const struct sw_fleet_device *d = ep->devices[i];
+    for (size_t i = 0; i < ndev; i++) {
+        const struct sw_fleet_device *d = devs[i];
         if (!d->bandwidth.set)
             return sw_err_set(e, SW_ENOENT,
                               "roofline: device %s of %s declares no bandwidth (fleet: "
                               "hosts.%s.devices.%s.bandwidth)",
                               d->name, ep->name, ep->host ? ep->host->name : "?", d->name);
-        bw += (double)d->bandwidth.v; /* tensor parallel: each device reads its share */
+        double b = (double)d->bandwidth.v;
+        if (!hf)
+            bw += b;
+        else if (i == 0 || b < bw)
+            bw = b;
     }
     r->bandwidth = bw;
+    r->ranks = 1;
+    if (hf) {
+        int rc = sw__bench_roof_hf(p, r, e);
+        if (rc)
+            sw_bench_roof_init(r);
+        return rc;
+    }
     if (!p->arch || !p->llamacpp)
         return sw_err_set(e, SW_EUNSUPPORTED,
-                          "roofline: %s: only a llama.cpp plan gives the weights by role and the "
-                          "KV caches here (vLLM/SGLang: not yet)",
+                          "roofline: %s: the plan has no llama.cpp law (an engine without one)",
                           ep->name);
+    snprintf(r->weights_from, sizeof(r->weights_from), "%s",
+             p->arch->source == SW_ARCH_SRC_JSON ? "declared (arch.weights)" : "GGUF");
     int rc = sw_bench_roof_weights(p->arch, r, e);
     if (rc)
         return rc;

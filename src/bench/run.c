@@ -65,6 +65,10 @@ struct run {
     double next_at_s;
     bool sending_over;
     bool truncated; /* the schedule outgrew the samples' room (10 sigma: never expected) */
+    /* --threads N: every thread walks the one schedule and sends the arrivals i with
+     * i % stride == phase (stride 1: all of them) */
+    uint64_t sched_i;
+    int stride, phase;
     /* pool */
     struct flight *free_list;
     struct flight **all;
@@ -724,7 +728,9 @@ static void on_tick(evutil_socket_t fd, short what, void *ud)
             r->sending_over = true;
             break;
         }
-        if (!start_one(r, due)) {
+        bool mine = r->stride <= 1 || r->sched_i % (uint64_t)r->stride == (uint64_t)r->phase;
+        r->sched_i++;
+        if (mine && !start_one(r, due)) {
             r->truncated = true;
             r->sending_over = true;
             break;
@@ -747,29 +753,178 @@ static void schedule(struct run *r)
     evtimer_add(r->tick, &tv);
 }
 
-static int run_open(struct run *r, struct sw_bench_point *pt)
+/* The schedule from t0 on r's loop until its last request is done (pt's samples: r->pt). */
+static int open_loop(struct run *r, uint64_t t0)
 {
-    r->pt = pt;
     r->next = r->done = 0;
-    r->shared_nonce = ++r->nonce;
     sw_bench_rng_seed(&r->rng, r->o->seed);
     r->tick = evtimer_new(sw_net_loop_base(&r->loop), on_tick, r);
     if (!r->tick)
         return SW_ENOMEM;
-    cost_begin(pt);
-    r->t0 = sw_now_ns();
+    r->t0 = t0;
     r->next_at_s = 0;
+    r->sched_i = 0;
     r->sending_over = false;
     schedule(r);
     int rc = event_base_loop(sw_net_loop_base(&r->loop), 0) < 0 ? SW_EIO : 0;
     /* anything still running (a break from elsewhere) runs out */
     if (!rc && sw_net_loop_active(&r->loop))
         rc = sw_net_loop_run(&r->loop);
-    cost_end(pt);
     event_free(r->tick);
     r->tick = NULL;
+    return rc;
+}
+
+static int run_open_threads(struct run *r, struct sw_bench_point *pt, int T);
+
+static int run_open(struct run *r, struct sw_bench_point *pt)
+{
+    if (r->o->threads > 1)
+        return run_open_threads(r, pt, r->o->threads);
+    pt->threads = 1;
+    r->pt = pt;
+    r->shared_nonce = ++r->nonce;
+    r->stride = 1;
+    cost_begin(pt);
+    int rc = open_loop(r, sw_now_ns());
+    cost_end(pt);
     pt->nsamples = r->next;
     point_close(pt);
+    return rc;
+}
+
+/* ---- open loop on several threads: one schedule, its arrivals dealt round-robin ---- */
+
+struct osub {
+    struct run r;
+    struct sw_bench_opts o; /* the caller's, without the progress bar */
+    struct sw_bench_point pt;
+    struct event_base *base;
+    uint64_t t0;
+    int rc;
+    pthread_t th;
+};
+
+static void *osub_main(void *arg)
+{
+    struct osub *u = arg;
+    cost_begin(&u->pt);
+    u->rc = open_loop(&u->r, u->t0);
+    cost_end(&u->pt);
+    return NULL;
+}
+
+static int by_intended(const void *a, const void *b)
+{
+    const struct sw_bench_sample *x = a, *y = b;
+    return x->t_intended < y->t_intended ? -1 : x->t_intended > y->t_intended;
+}
+
+/* Thread t sends arrivals t, t + T, t + 2T... of the schedule a single loop would keep (same
+ * seed, same intended instants), each on its own loop and connections (--connections split
+ * over the threads), into its own samples. After: the samples gathered in intended order (the
+ * per-request figures, the send lag among them, stay per intended send), the per-token
+ * histograms and the cost merged. */
+static int run_open_threads(struct run *r, struct sw_bench_point *pt, int T)
+{
+    struct osub *u = sw_calloc((size_t)T, sizeof(*u));
+    if (!u)
+        return SW_ENOMEM;
+    int rc = 0, started = 0;
+    r->shared_nonce = ++r->nonce;
+    for (int t = 0; t < T && !rc; t++) {
+        struct osub *x = &u[t];
+        x->o = *r->o;
+        x->o.progress = NULL;
+        if (r->o->connections > 0)
+            x->o.connections = (r->o->connections + T - 1) / T;
+        x->r = *r;
+        x->r.o = &x->o;
+        x->r.free_list = NULL;
+        x->r.all = NULL;
+        x->r.nall = 0;
+        x->r.first_rc = 0;
+        x->r.prog_done = 0;
+        x->r.truncated = false;
+        x->r.nonce = r->nonce + (uint64_t)(t + 1) * 1000000007ull;
+        x->r.stride = T;
+        x->r.phase = t;
+        x->pt = *pt;
+        /* a thread's share of a random schedule is not known in advance: room for all of it */
+        x->pt.samples = sw_calloc(r->cap ? r->cap : 1, sizeof(*x->pt.samples));
+        if (!x->pt.samples) {
+            rc = SW_ENOMEM;
+            break;
+        }
+        struct sw_bench_hist *h[] = {&x->pt.itl_tok, &x->pt.itl_chunk, &x->pt.emit};
+        for (size_t i = 0; i < SW_ARRAY_LEN(h); i++)
+            sw_bench_hist_init(h[i]);
+        x->r.pt = &x->pt;
+        x->r.cap = r->cap;
+        struct sw_err e;
+        rc = loop_open(&x->r, &x->base, &e);
+        if (rc) {
+            sw_free(x->pt.samples);
+            x->pt.samples = NULL;
+            break;
+        }
+        started++;
+    }
+    /* one t0 for every thread: a thread that starts late shows it as send lag */
+    uint64_t t0 = sw_now_ns();
+    int made = 0;
+    for (int t = 0; t < started && !rc; t++) {
+        u[t].t0 = t0;
+        if (pthread_create(&u[t].th, NULL, osub_main, &u[t])) {
+            rc = SW_ENOMEM;
+            break;
+        }
+        made++;
+    }
+    double cpu = 0, wall = 0;
+    size_t n = 0;
+    for (int t = 0; t < made; t++) {
+        pthread_join(u[t].th, NULL);
+        struct osub *x = &u[t];
+        if (x->rc && !rc)
+            rc = x->rc;
+        for (size_t i = 0; i < x->r.next; i++) {
+            if (n >= r->cap) {
+                r->truncated = true;
+                break;
+            }
+            pt->samples[n++] = x->pt.samples[i];
+        }
+        r->truncated = r->truncated || x->r.truncated;
+        sw_bench_hist_merge(&pt->itl_tok, &x->pt.itl_tok);
+        sw_bench_hist_merge(&pt->itl_chunk, &x->pt.itl_chunk);
+        sw_bench_hist_merge(&pt->emit, &x->pt.emit);
+        cpu += x->pt.client_cpu_s;
+        wall = SW_MAX(wall, x->pt.client_wall_s);
+        if (x->r.first_rc && !r->first_rc) {
+            r->first_rc = x->r.first_rc;
+            snprintf(r->first_err, sizeof(r->first_err), "%s", x->r.first_err);
+        }
+        r->prog_done += x->r.prog_done;
+    }
+    for (int t = 0; t < started; t++) {
+        sw_net_loop_close(&u[t].r.loop);
+        event_base_free(u[t].base);
+        pool_free(&u[t].r);
+        sw_free(u[t].pt.samples);
+    }
+    r->nonce += (uint64_t)(T + 1) * 1000000007ull;
+    qsort(pt->samples, n, sizeof(*pt->samples), by_intended);
+    for (size_t i = 0; i < n; i++)
+        pt->samples[i].index = i;
+    pt->nsamples = made == T ? n : 0;
+    pt->client_cpu_s = cpu;
+    pt->client_wall_s = wall;
+    pt->threads = T;
+    sw_free(u);
+    point_close(pt);
+    if (r->o->progress)
+        sw_progress_update(&r->prog, r->prog_done);
     return rc;
 }
 
@@ -906,9 +1061,8 @@ static int check_opts(const struct sw_bench_opts *o, struct sw_err *e)
             return sw_err_set(e, SW_EINVAL,
                               "bench: --rate x --duration asks for more than 200,000 requests");
     }
-    if (o->threads < 0 || o->threads > 256 || (o->threads > 1 && o->mode == SW_BENCH_OPEN))
-        return sw_err_set(e, SW_EINVAL,
-                          "bench: --threads must be 1..256, and only for closed-loop sweeps");
+    if (o->threads < 0 || o->threads > 256)
+        return sw_err_set(e, SW_EINVAL, "bench: --threads must be 1..256");
     for (size_t i = 0; i < o->ndepths; i++)
         if (o->depths[i] < 0 || o->depths[i] > 100000000)
             return sw_err_set(e, SW_EINVAL, "bench: a depth must be 0..100M tokens");

@@ -72,7 +72,9 @@ static const struct sw_opt opts[] = {
      "]+\"}'",
      NULL},
     {"threads", 0, "N", 0,
-     "closed loop: a point's streams over N threads, one event loop each (default 1)", NULL},
+     "one event loop a thread (default 1): closed loop, a point's streams split over them;\n"
+     "open loop, the one schedule's arrivals dealt round-robin",
+     NULL},
     {"connections", 0, "N", 0,
      "at most N connections (default: as many as needed); open-loop requests\npast them wait in "
      "the client",
@@ -439,11 +441,8 @@ int sw_cmd_bench(int argc, char **argv)
         exit_code = count_opt("--threads", v, 256u, &x, json);
         if (exit_code)
             goto out;
-        if (x < 1 || (x > 1 && o.mode == SW_BENCH_OPEN)) {
-            exit_code = sw_cli_usage_json("bench", json,
-                                          "--threads %s: 1..256, and only for closed-loop sweeps "
-                                          "(no --rate)",
-                                          v);
+        if (x < 1) {
+            exit_code = sw_cli_usage_json("bench", json, "--threads %s: 1..256", v);
             goto out;
         }
         o.threads = (int)x;

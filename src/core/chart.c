@@ -333,6 +333,14 @@ static int panel(const struct sw_chart *c, double top, struct sw_buf *b)
                                     x, PY(se->y[i]), palette[s]);
                 rc |= esc(b, se->name);
                 rc |= sw_buf_printf(b, ": %s</title></circle>\n", t);
+                if (se->labels && se->labels[i] && se->labels[i][0]) {
+                    rc |= sw_buf_printf(b,
+                                        "<text class=\"label\" x=\"%.1f\" y=\"%.1f\" "
+                                        "font-size=\"11\" text-anchor=\"middle\" fill=\"%s\">",
+                                        x, PY(se->y[i]) - 8, palette[s]);
+                    rc |= esc(b, se->labels[i]);
+                    rc |= sw_buf_printf(b, "</text>\n");
+                }
             }
         }
     }

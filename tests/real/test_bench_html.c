@@ -2,9 +2,11 @@
  * slipway bench --html, opened in headless Chromium (Debian's chromium). A real bench run (the
  * slipway binary over HTTP on 127.0.0.1 against swhttpd streaming a known schedule) with a
  * concurrency sweep writes its page; Chromium screenshots it (a PNG comes out), logs no console
- * error or uncaught exception, and in the DOM it built shows both panels (decode by depth,
- * decode by concurrency) as inline <svg>, each with its drawn series (polylines and points),
- * and the run's table. A page with a deliberate script error is run first, so the console
+ * error or uncaught exception, and in the DOM it built shows the panels (decode by depth,
+ * decode by concurrency, the roofline) as inline <svg>, each with its drawn series (polylines and points),
+ * and the run's table; the same server benched as a fleet endpoint with a declared bandwidth
+ * adds the roofline panel (its measured point labelled with its % of the ceiling, the ceiling
+ * line). A page with a deliberate script error is run first, so the console
  * detector is shown to catch one. Nothing on the page refers to the network (no src/href to
  * http). Chromium is a prerequisite (swt_need): skipped without it, failed under CI.
  */
@@ -111,11 +113,49 @@ static void test_bench_html_in_chromium(void **state)
     snprintf(html, sizeof(html), "%s/bench.html", dir);
     swt_slipway(&r, "bench", swh_url(s, ""), "--prompts", prompts, "--tg", "3", "--repeat", "2",
                 "--concurrency", "1,2", "--html", html, "-q", NULL);
-    swh_stop(s);
     if (r.status)
         fail_msg("bench: %s%s", r.out, r.err);
     assert_non_null(strstr(r.out, "page: "));
     swt_run_free(&r);
+    /* the same server as a vLLM fleet endpoint whose device declares a bandwidth and whose arch
+     * declares its weights: the page gets the roofline panel */
+    int port = 0;
+    assert_int_equal(sscanf(swh_url(s, ""), "http://127.0.0.1:%d", &port), 1);
+    char fleet[4300], yaml[2048];
+    snprintf(fleet, sizeof(fleet), "%s/fleet.yaml", dir);
+    snprintf(yaml, sizeof(yaml),
+             "version: 1\n"
+             "hosts:\n"
+             "  here:\n"
+             "    transport: local\n"
+             "    devices:\n"
+             "      g0: {kind: gpu, vendor: nvidia, memory_total: 24GiB, bandwidth: 100GB/s}\n"
+             "endpoints:\n"
+             "  roofed:\n"
+             "    host: here\n"
+             "    devices: [g0]\n"
+             "    engine: vllm\n"
+             "    listen: 127.0.0.1:%d\n"
+             "    payload: {path: /nonexistent/m}\n"
+             "    shape: {max_model_len: 4096, kv_cache_bytes: 1GiB, seqs: 2}\n"
+             "    arch: {model_type: llama, hidden_size: 1024, num_hidden_layers: 8,\n"
+             "           num_attention_heads: 8, num_key_value_heads: 2, head_dim: 128,\n"
+             "           vocab_size: 32000, torch_dtype: bfloat16,\n"
+             "           max_position_embeddings: 4096,\n"
+             "           weights: {embd: 65536000, output: 65536000, total: 400000000}}\n",
+             port);
+    swt_write_str(fleet, yaml);
+    snprintf(html, sizeof(html), "%s/bench-roof.html", dir);
+    swt_slipway(&r, "bench", "roofed", "--fleet", fleet, "--prompts", prompts, "--tg", "3",
+                "--repeat", "2", "--concurrency", "1,2", "--no-engine-metrics", "--html", html,
+                "-q", NULL);
+    swh_stop(s);
+    if (r.status)
+        fail_msg("bench roofed: %s%s", r.out, r.err);
+    assert_non_null(strstr(r.out, "roofline: "));
+    swt_run_free(&r);
+    assert_false(swt_file_has(html, "src=\"http"));
+    assert_false(swt_file_has(html, "href=\"http"));
     /* self-contained: nothing fetched */
     assert_false(swt_file_has(html, "src=\"http"));
     assert_false(swt_file_has(html, "href=\"http"));
@@ -136,14 +176,19 @@ static void test_bench_html_in_chromium(void **state)
 
     chromium(bin, dir, true, html, png, &r);
     assert_int_equal(r.status, 0);
-    /* both panels, each an <svg> Chromium parsed as SVG, each with drawn series */
-    assert_int_equal(count(r.out, "<svg "), 2);
+    /* the three panels, each an <svg> Chromium parsed as SVG, each with drawn series */
+    assert_int_equal(count(r.out, "<svg "), 3);
     assert_non_null(strstr(r.out, "decode tok/s by context depth"));
     assert_non_null(strstr(r.out, "decode tok/s by concurrency (first depth)"));
     assert_true(count(r.out, "<polyline") >= 2 + 1); /* summed + per stream; 2 conc series */
     assert_true(count(r.out, "<circle") >= 4);
     assert_non_null(strstr(r.out, "<pre id=\"table\">"));
     assert_non_null(strstr(r.out, "decode tok/s med[min..max]"));
+    /* the roofline panel: the measured point with its % label, the ceiling line */
+    assert_non_null(strstr(r.out, "decode roofline by context depth"));
+    assert_non_null(strstr(r.out, "ceiling: bandwidth / bytes a token"));
+    assert_int_equal(count(r.out, "class=\"label\""), 1);
+    assert_non_null(strstr(r.out, "% of the ceiling"));
     swt_run_free(&r);
     swt_tmpdir_free(dir);
 }

@@ -18,6 +18,7 @@
 #include <slipway/core.h>
 
 #include <fcntl.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,32 +47,13 @@ static int teardown(void **state)
     return 0;
 }
 
-/* The sim (vLLM, a Llama-8B-shaped config) with extra options before its `--`. */
-static int start_sim_with(const char *dir, const char *const *extra)
+/* Start `slipway sim` with argv (argv[0] the binary) in its own process group, stdout and
+ * stderr to dir/sim.out and dir/sim.log; the port it printed once it serves. */
+static int spawn_sim(const char *dir, const char *const *argv)
 {
-    char model[4200], out[4200], log[4200];
-    snprintf(model, sizeof(model), "%s/m", dir);
-    mkdir(model, 0700);
-    swt_write_str(swt_join(model, "config.json"),
-                  "{\"architectures\":[\"LlamaForCausalLM\"],\"model_type\":\"llama\","
-                  "\"hidden_size\":4096,\"num_hidden_layers\":32,\"num_attention_heads\":32,"
-                  "\"num_key_value_heads\":8,\"head_dim\":128,\"intermediate_size\":14336,"
-                  "\"max_position_embeddings\":131072,\"vocab_size\":128256,"
-                  "\"torch_dtype\":\"bfloat16\"}");
+    char out[4200], log[4200];
     snprintf(out, sizeof(out), "%s/sim.out", dir);
     snprintf(log, sizeof(log), "%s/sim.log", dir);
-    const char *head[] = {swt_bin(),         "sim",   "--engine",  "vllm", "--load-time", "0",
-                          "--device-memory", "24GiB", "--weights", "16GiB"};
-    const char *tail[] = {"--", "vllm", "serve", model, "--max-model-len", "32768"};
-    const char *argv[40];
-    size_t n = 0;
-    for (size_t i = 0; i < sizeof(head) / sizeof(head[0]); i++)
-        argv[n++] = head[i];
-    for (size_t i = 0; extra && extra[i] && n < 30; i++)
-        argv[n++] = extra[i];
-    for (size_t i = 0; i < sizeof(tail) / sizeof(tail[0]); i++)
-        argv[n++] = tail[i];
-    argv[n] = NULL;
     pid_t pid = fork();
     assert_true(pid >= 0);
     if (pid == 0) {
@@ -105,6 +87,35 @@ static int start_sim_with(const char *dir, const char *const *extra)
     }
     fail_msg("slipway sim never served");
     return 0;
+}
+
+#define LLAMA8B_CONFIG                                                                             \
+    "{\"architectures\":[\"LlamaForCausalLM\"],\"model_type\":\"llama\","                          \
+    "\"hidden_size\":4096,\"num_hidden_layers\":32,\"num_attention_heads\":32,"                    \
+    "\"num_key_value_heads\":8,\"head_dim\":128,\"intermediate_size\":14336,"                      \
+    "\"max_position_embeddings\":131072,\"vocab_size\":128256,"                                    \
+    "\"torch_dtype\":\"bfloat16\"}"
+
+/* The sim (vLLM, a Llama-8B-shaped config) with extra options before its `--`. */
+static int start_sim_with(const char *dir, const char *const *extra)
+{
+    char model[4200];
+    snprintf(model, sizeof(model), "%s/m", dir);
+    mkdir(model, 0700);
+    swt_write_str(swt_join(model, "config.json"), LLAMA8B_CONFIG);
+    const char *head[] = {swt_bin(),         "sim",   "--engine",  "vllm", "--load-time", "0",
+                          "--device-memory", "24GiB", "--weights", "16GiB"};
+    const char *tail[] = {"--", "vllm", "serve", model, "--max-model-len", "32768"};
+    const char *argv[40];
+    size_t n = 0;
+    for (size_t i = 0; i < sizeof(head) / sizeof(head[0]); i++)
+        argv[n++] = head[i];
+    for (size_t i = 0; extra && extra[i] && n < 30; i++)
+        argv[n++] = extra[i];
+    for (size_t i = 0; i < sizeof(tail) / sizeof(tail[0]); i++)
+        argv[n++] = tail[i];
+    argv[n] = NULL;
+    return spawn_sim(dir, argv);
 }
 
 static int start_sim(const char *dir)
@@ -252,10 +263,38 @@ static void test_emit_stamps_against_sim(void **state)
     assert_true(
         json_is_true(json_object_get(json_object_get(j, "engine_counters"), "counts_agree")));
     json_decref(j);
-    /* an open-loop run is one loop */
-    swt_slipway(&r, "bench", url, "--rate", "1", "--duration", "1s", "--threads", "2", NULL);
-    assert_int_equal(r.status, 2);
+    /* an open-loop run on two loops: the schedule's 40 arrivals (constant, 40/s over 1 s)
+     * each sent once, every one with its own send lag, stamped and matched, and the engine's
+     * counters equal to the client's sums over both threads (the lag bound loose: seven other
+     * builds share these two cores, and the lag's size is not what this checks) */
+    swt_slipway(&r, "bench", url, "--engine", "vllm", "--rate", "40", "--duration", "1s",
+                "--arrival", "constant", "--tg", "8", "--threads", "2", "--emit-stamps",
+                "--max-lag", "1000", "--samples", "--json", NULL);
+    if (r.status)
+        fail_msg("bench --rate --threads 2 exited %d: %s%s", r.status, r.out, r.err);
+    j = swt_json_out(&r);
     swt_run_free(&r);
+    pt = json_array_get(json_object_get(j, "points"), 0);
+    assert_int_equal(json_integer_value(json_object_get(pt, "requests")), 40);
+    assert_int_equal(json_integer_value(json_object_get(pt, "failed")), 0);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(pt, "client"), "threads")),
+                     2);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(pt, "send_lag"), "n")), 40);
+    te = json_object_get(pt, "timing_error");
+    assert_int_equal(json_integer_value(json_object_get(te, "matched")), 40 * 8);
+    assert_int_equal(json_integer_value(json_object_get(te, "missing")), 0);
+    samples = json_object_get(pt, "samples");
+    assert_int_equal(json_array_size(samples), 40);
+    json_array_foreach(samples, i, s)
+    {
+        assert_int_equal(json_integer_value(json_object_get(s, "index")), (json_int_t)i);
+        assert_true(json_number_value(json_object_get(s, "send_lag_ms")) >= 0);
+    }
+    assert_true(
+        json_is_true(json_object_get(json_object_get(j, "engine_counters"), "counts_agree")));
+    assert_true(
+        json_number_value(json_object_get(json_object_get(j, "open_loop"), "rate_achieved")) > 30);
+    json_decref(j);
 
     /* the table's line */
     swt_slipway(&r, "bench", url, "--engine", "vllm", "--depth", "0", "--tg", "8", "--repeat", "1",
@@ -284,12 +323,145 @@ static void test_emit_stamps_against_sim(void **state)
     json_decref(j);
 }
 
+/* The decode roofline of a vLLM fleet endpoint, end to end: `slipway sim ENDPOINT FLEET` serves
+ * it, `slipway bench ENDPOINT --fleet FLEET` plans it and judges each point. The checkpoint is
+ * here: a Llama-8B config and one safetensors file whose header maps 16,060,522,496 B (sparse:
+ * nothing is written past the header) as the embedding table, the lm head and the layers. The
+ * device declares 1 TB/s. Worked:
+ *   weights a token: 16,060,522,496 - 1,050,673,152 (embed_tokens, untied) = 15,009,849,344
+ *   KV a context token (vLLM's specs, bf16): 32 layers x 8 KV heads x 128 x (K + V) x 2 B
+ *     = 131,072
+ *   ceiling at depth d: 1e12 / (15,009,849,344 + 131,072 d): 66.62 tok/s at 0
+ * The sim decodes a token every 20 ms (50 tok/s): about 75% of the roof. */
+static void test_roofline_against_sim(void **state)
+{
+    (void)state;
+    g_dir = swt_tmpdir();
+    char model[4200], fleet[4200], yaml[8192], listen[64];
+    snprintf(model, sizeof(model), "%s/m", g_dir);
+    mkdir(model, 0700);
+    swt_write_str(swt_join(model, "config.json"), LLAMA8B_CONFIG);
+    static const char hdr[] =
+        "{\"model.embed_tokens.weight\":{\"dtype\":\"BF16\",\"shape\":[128256,4096],"
+        "\"data_offsets\":[0,1050673152]},"
+        "\"lm_head.weight\":{\"dtype\":\"BF16\",\"shape\":[128256,4096],"
+        "\"data_offsets\":[1050673152,2101346304]},"
+        "\"model.layers.weight\":{\"dtype\":\"BF16\",\"shape\":[6979588096],"
+        "\"data_offsets\":[2101346304,16060522496]}}";
+    const char *st = swt_join(model, "model.safetensors");
+    int fd = open(st, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    assert_true(fd >= 0);
+    uint64_t hl = sizeof(hdr) - 1;
+    unsigned char le[8];
+    for (int i = 0; i < 8; i++)
+        le[i] = (unsigned char)(hl >> (8 * i));
+    assert_int_equal(write(fd, le, 8), 8);
+    assert_int_equal(write(fd, hdr, hl), (ssize_t)hl);
+    assert_int_equal(ftruncate(fd, (off_t)(8 + hl + 16060522496ull)), 0);
+    close(fd);
+    int port = swt_free_port();
+    snprintf(listen, sizeof(listen), "127.0.0.1:%d", port);
+    snprintf(yaml, sizeof(yaml),
+             "version: 1\n"
+             "hosts:\n"
+             "  here:\n"
+             "    transport: local\n"
+             "    devices:\n"
+             "      g0: {kind: gpu, vendor: nvidia, memory_total: 24GiB, bandwidth: 1TB/s}\n"
+             "endpoints:\n"
+             "  roofed:\n"
+             "    host: here\n"
+             "    devices: [g0]\n"
+             "    engine: vllm\n"
+             "    listen: %s\n"
+             "    payload: {path: %s}\n"
+             "    shape: {max_model_len: 32768, kv_cache_bytes: 4GiB, seqs: 4}\n",
+             listen, model);
+    snprintf(fleet, sizeof(fleet), "%s", swt_join(g_dir, "fleet.yaml"));
+    swt_write_str(fleet, yaml);
+    const char *argv[] = {
+        swt_bin(),     "sim", "roofed",           fleet,   "--listen",        listen,
+        "--load-time", "0",   "--decode-base-us", "20000", "--decode-seq-us", "0",
+        NULL};
+    assert_int_equal(spawn_sim(g_dir, argv), port);
+    struct swt_run r;
+    char svg[4300];
+    snprintf(svg, sizeof(svg), "%s", swt_join(g_dir, "roof.svg"));
+    swt_slipway(&r, "bench", "roofed", "--fleet", fleet, "--depth", "64,2048", "--tg", "16",
+                "--repeat", "2", "--svg", svg, "--json", NULL);
+    if (r.status)
+        fail_msg("bench exited %d: %s", r.status, r.err);
+    json_t *j = swt_json_out(&r);
+    swt_run_free(&r);
+    json_t *roof = json_object_get(j, "roofline");
+    if (!json_is_true(json_object_get(roof, "known")))
+        fail_msg("no roofline: %s", json_string_value(json_object_get(roof, "why")));
+    assert_true(json_number_value(json_object_get(roof, "weight_bytes")) == 15009849344.0);
+    assert_true(json_number_value(json_object_get(roof, "total_weight_bytes")) == 16060522496.0);
+    assert_true(json_number_value(json_object_get(roof, "kv_bytes_per_token")) == 131072.0);
+    assert_true(json_number_value(json_object_get(roof, "state_bytes")) == 0);
+    assert_true(json_number_value(json_object_get(roof, "bandwidth")) == 1e12);
+    assert_int_equal(json_integer_value(json_object_get(roof, "ranks")), 1);
+    assert_non_null(strstr(json_string_value(json_object_get(roof, "weights_from")),
+                           "checkpoint (1 safetensors file"));
+    json_t *pts = json_object_get(j, "points");
+    assert_int_equal(json_array_size(pts), 2);
+    double prev = INFINITY;
+    for (size_t i = 0; i < 2; i++) {
+        json_t *pt = json_array_get(pts, i);
+        json_t *pr = json_object_get(pt, "roofline");
+        assert_non_null(pr);
+        double depth = json_number_value(json_object_get(pr, "depth"));
+        double bytes = json_number_value(json_object_get(pr, "bytes_per_token"));
+        double ceil_tps = json_number_value(json_object_get(pr, "ceiling_tps"));
+        double pct = json_number_value(json_object_get(pr, "pct"));
+        double med =
+            json_number_value(json_object_get(json_object_get(pt, "decode_tps"), "median"));
+        print_message("depth %.0f: %.0f B a token, ceiling %.3f tok/s, decode %.2f = %.1f%%\n",
+                      depth, bytes, ceil_tps, med, pct);
+        /* the sim's prompt tokens are the synthetic prompt's, near what was asked */
+        assert_true(depth > (i ? 2048 : 64) * 0.9 && depth < (i ? 2048 : 64) * 1.2);
+        assert_true(bytes == 15009849344.0 + 131072.0 * floor(depth + 0.5));
+        assert_true(fabs(ceil_tps - 1e12 / bytes) < 1e-9 * ceil_tps);
+        assert_true(ceil_tps < prev && ceil_tps > 60 && ceil_tps < 66.7);
+        prev = ceil_tps;
+        assert_true(fabs(pct - 100.0 * med / ceil_tps) < 1e-6);
+        assert_true(pct > 0 && pct < 100); /* the sim's 50 tok/s is under the roof */
+    }
+    json_decref(j);
+    /* the chart: the roofline panel, each point's % of the ceiling drawn above it */
+    assert_true(swt_file_has(svg, "decode roofline by context depth"));
+    assert_true(swt_file_has(svg, "ceiling: bandwidth / bytes a token"));
+    char *text = NULL;
+    size_t tlen = 0;
+    struct sw_err e;
+    assert_int_equal(sw_read_file(svg, 16u << 20, &text, &tlen, &e), 0);
+    size_t nlab = 0;
+    for (const char *q = strstr(text, "class=\"label\""); q; q = strstr(q + 1, "class=\"label\""))
+        nlab++;
+    sw_free(text);
+    assert_int_equal(nlab, 2);
+
+    /* the table says it per point, and the roof's sources once */
+    swt_slipway(&r, "bench", "roofed", "--fleet", fleet, "--depth", "64", "--tg", "8", "--repeat",
+                "1", "-q", NULL);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "        roofline: 150"));
+    assert_non_null(strstr(r.out, " MB a token at depth "));
+    assert_non_null(strstr(r.out, " tok/s; decode "));
+    assert_non_null(strstr(r.out, "roofline: 15.01 GB of weights read a token (of 16.06), KV "
+                                  "131072 B a context token, state 0 B, at 1000.0 GB/s; "
+                                  "weights: checkpoint (1 safetensors file"));
+    swt_run_free(&r);
+}
+
 int main(void)
 {
     sw_core_init();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_counters_against_sim, teardown),
         cmocka_unit_test_teardown(test_emit_stamps_against_sim, teardown),
+        cmocka_unit_test_teardown(test_roofline_against_sim, teardown),
     };
     return cmocka_run_group_tests_name("bench_sim", tests, NULL, NULL);
 }

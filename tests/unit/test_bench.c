@@ -519,6 +519,70 @@ static void test_open_loop_stall(void **state)
     swt_tmpdir_free(f.dir);
 }
 
+/* --threads 2 in open loop: the one schedule a single loop keeps (same seed, same intended
+ * instants relative to the start), its arrivals dealt over two loops; the samples gathered in
+ * intended order, each with its own send lag, every request once. 20 constant arrivals 5 ms
+ * apart; the server answers each in a few ms. */
+static void test_open_loop_threads(void **state)
+{
+    (void)state;
+    struct fx f;
+    fx_init(&f);
+    struct swh *s = swh_start();
+    const char *ev[] = {
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"}}]," TIM(1, 0.001,
+                                                                                0) "}\n\n",
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"b\"}}]," TIM(2, 0.001,
+                                                                                0) "}\n\n",
+        "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":2,"
+        "\"total_tokens\":7}," TIM(2, 0.001, 0) "}\n\ndata: [DONE]\n\n",
+        NULL};
+    sse_script(s, ev, 1);
+    uint64_t rel[2][20];
+    for (int run = 0; run < 2; run++) {
+        struct sw_bench_opts o;
+        opts_for(&o, s, &f);
+        o.mode = SW_BENCH_OPEN;
+        o.rate = 200;
+        o.arrival = SW_BENCH_ARRIVAL_CONSTANT;
+        o.duration_s = 0.1;
+        o.max_lag_ms = 1000;
+        o.threads = run ? 2 : 1;
+        struct sw_bench_report rep;
+        struct sw_err e;
+        sw_err_clear(&e);
+        if (sw_bench_run(&o, &rep, &e))
+            fail_msg("run: %s", e.msg);
+        struct sw_bench_point *pt = &rep.points[0];
+        assert_int_equal(pt->threads, run ? 2 : 1);
+        assert_int_equal(pt->nsamples, 20);
+        assert_int_equal(pt->failed, 0);
+        assert_int_equal(pt->lag.n, 20);
+        assert_int_equal(pt->itl_tok.n, 20);
+        for (size_t i = 0; i < 20; i++) {
+            const struct sw_bench_sample *x = &pt->samples[i];
+            assert_int_equal(x->index, i);
+            assert_true(x->t_issued >= x->t_intended);
+            assert_true(isfinite(x->send_lag_s) && x->send_lag_s >= 0);
+            assert_int_equal(x->completion_tokens, 2);
+            rel[run][i] = x->t_intended - pt->samples[0].t_intended;
+            if (i)
+                assert_true(x->t_intended > pt->samples[i - 1].t_intended);
+        }
+        json_t *j = sw_bench_report_json(&rep, false);
+        json_t *cl = json_object_get(json_array_get(json_object_get(j, "points"), 0), "client");
+        assert_int_equal(json_integer_value(json_object_get(cl, "threads")), run ? 2 : 1);
+        json_decref(j);
+        sw_bench_report_free(&rep);
+    }
+    /* the same intended instants, to the nanosecond, on one loop or two */
+    for (size_t i = 0; i < 20; i++)
+        assert_true(rel[0][i] == rel[1][i]);
+    assert_true(rel[0][19] > 94000000ull && rel[0][19] < 96000000ull);
+    swh_stop(s);
+    swt_tmpdir_free(f.dir);
+}
+
 static void test_failures_and_usage(void **state)
 {
     (void)state;
@@ -583,6 +647,7 @@ int main(void)
         cmocka_unit_test(test_reasoning_and_final_counts),
         cmocka_unit_test(test_counts_disagree),
         cmocka_unit_test(test_open_loop_stall),
+        cmocka_unit_test(test_open_loop_threads),
         cmocka_unit_test(test_failures_and_usage),
     };
     return cmocka_run_group_tests_name("bench", tests, NULL, NULL);
