@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "swhttpd.h"
+#include "swchrome.h"
 #include "swtest.h"
 
 #include <slipway/core.h>
@@ -38,48 +39,6 @@ static const char *const EVENTS[] = {
     "\"total_tokens\":13}," TIM(3) "}\n\ndata: [DONE]\n\n",
     NULL};
 
-static bool have(const char *prog, char *out, size_t n)
-{
-    const char *path = getenv("PATH");
-    char buf[8192];
-    snprintf(buf, sizeof(buf), "%s", path ? path : "/usr/bin:/bin");
-    for (char *save = NULL, *d = strtok_r(buf, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
-        snprintf(out, n, "%s/%s", d, prog);
-        if (access(out, X_OK) == 0)
-            return true;
-    }
-    return false;
-}
-
-static void chromium(const char *bin, const char *dir, bool dom, const char *html, const char *png,
-                     struct swt_run *r)
-{
-    char url[4300], shot[4300], prof[4300];
-    snprintf(url, sizeof(url), "file://%s", html);
-    snprintf(shot, sizeof(shot), "--screenshot=%s", png);
-    snprintf(prof, sizeof(prof), "--user-data-dir=%s/chromium-profile", dir);
-    const char *argv[] = {bin,
-                          "--headless",
-                          "--no-sandbox",
-                          "--disable-gpu",
-                          "--no-first-run",
-                          "--disable-extensions",
-                          prof,
-                          "--enable-logging=stderr",
-                          "--v=0",
-                          "--virtual-time-budget=3000",
-                          "--window-size=1200,2000",
-                          dom ? "--dump-dom" : shot,
-                          url,
-                          NULL};
-    swt_run(argv, NULL, 120, r);
-}
-
-static bool console_error(const char *err)
-{
-    return strstr(err, "Uncaught") || strstr(err, ":CONSOLE(") || strstr(err, "console.error");
-}
-
 static size_t count(const char *hay, const char *needle)
 {
     size_t n = 0;
@@ -93,7 +52,7 @@ static void test_bench_html_in_chromium(void **state)
     (void)state;
     char bin[4200], html[4300], png[4300], bad[4300], prompts[4300];
     struct swt_run r;
-    swt_need(have("chromium", bin, sizeof(bin)),
+    swt_need(swc_which("chromium", bin, sizeof(bin)),
              "chromium (apt-get install chromium; scripts/deps.sh) to render the bench page");
     char *dir = swt_tmpdir();
 
@@ -102,8 +61,8 @@ static void test_bench_html_in_chromium(void **state)
     swt_write_str(bad, "<!DOCTYPE html><html><body><p>x</p><script>no_such_function();"
                        "</script></body></html>\n");
     snprintf(png, sizeof(png), "%s/bad.png", dir);
-    chromium(bin, dir, false, bad, png, &r);
-    assert_true(console_error(r.err));
+    swc_load(bin, dir, false, bad, png, 2000, &r);
+    assert_true(swc_console_error(r.err));
     swt_run_free(&r);
 
     struct swh *s = swh_start();
@@ -162,9 +121,9 @@ static void test_bench_html_in_chromium(void **state)
     assert_false(swt_file_has(html, "<script"));
 
     snprintf(png, sizeof(png), "%s/bench.png", dir);
-    chromium(bin, dir, false, html, png, &r);
+    swc_load(bin, dir, false, html, png, 2000, &r);
     assert_int_equal(r.status, 0);
-    if (console_error(r.err))
+    if (swc_console_error(r.err))
         fail_msg("console error rendering the bench page: %s", r.err);
     swt_run_free(&r);
     char *data = NULL;
@@ -174,7 +133,7 @@ static void test_bench_html_in_chromium(void **state)
     assert_true(len > 1000 && !memcmp(data, "\x89PNG\r\n\x1a\n", 8));
     sw_free(data);
 
-    chromium(bin, dir, true, html, png, &r);
+    swc_load(bin, dir, true, html, png, 2000, &r);
     assert_int_equal(r.status, 0);
     /* the three panels, each an <svg> Chromium parsed as SVG, each with drawn series */
     assert_int_equal(count(r.out, "<svg "), 3);

@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
+#include "swchrome.h"
 #include "swtest.h"
 
 #include <slipway/core.h>
@@ -26,19 +27,6 @@
 
 static char *dir;
 static char ledger[4200], fleet[4200];
-
-static bool have(const char *prog, char *out, size_t n)
-{
-    const char *path = getenv("PATH");
-    char buf[8192];
-    snprintf(buf, sizeof(buf), "%s", path ? path : "/usr/bin:/bin");
-    for (char *save = NULL, *d = strtok_r(buf, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
-        snprintf(out, n, "%s/%s", d, prog);
-        if (access(out, X_OK) == 0)
-            return true;
-    }
-    return false;
-}
 
 static int setup(void **state)
 {
@@ -62,43 +50,12 @@ static int teardown(void **state)
     return 0;
 }
 
-/* Run headless Chromium on a file; r receives its output. */
-static void chromium(const char *bin, const char *mode, const char *html, const char *png,
-                     struct swt_run *r)
-{
-    char url[4300], shot[4300], prof[4300];
-    snprintf(url, sizeof(url), "file://%s", html);
-    snprintf(shot, sizeof(shot), "--screenshot=%s", png);
-    snprintf(prof, sizeof(prof), "--user-data-dir=%s/chromium-profile", dir);
-    const char *argv[] = {bin,
-                          "--headless",
-                          "--no-sandbox",
-                          "--disable-gpu",
-                          "--no-first-run",
-                          "--disable-extensions",
-                          prof,
-                          "--enable-logging=stderr",
-                          "--v=0",
-                          "--virtual-time-budget=3000",
-                          "--window-size=1200,2400",
-                          !strcmp(mode, "dom") ? "--dump-dom" : shot,
-                          url,
-                          NULL};
-    swt_run(argv, NULL, 120, r);
-}
-
-/* A console message or an uncaught exception in Chromium's log. */
-static bool console_error(const char *err)
-{
-    return strstr(err, "Uncaught") || strstr(err, ":CONSOLE(") || strstr(err, "console.error");
-}
-
 static void test_html_in_chromium(void **state)
 {
     (void)state;
     char bin[4200], html[4300], png[4300], bad[4300];
     struct swt_run r;
-    swt_need(have("chromium", bin, sizeof(bin)),
+    swt_need(swc_which("chromium", bin, sizeof(bin)),
              "chromium (apt-get install chromium; scripts/deps.sh) to render the report page");
 
     /* the control: a page with a script error is caught */
@@ -106,8 +63,8 @@ static void test_html_in_chromium(void **state)
     swt_write_str(bad, "<!DOCTYPE html><html><body><p>x</p><script>no_such_function();"
                        "</script></body></html>\n");
     snprintf(png, sizeof(png), "%s/bad.png", dir);
-    chromium(bin, "shot", bad, png, &r);
-    assert_true(console_error(r.err));
+    swc_load(bin, dir, false, bad, png, 2400, &r);
+    assert_true(swc_console_error(r.err));
     swt_run_free(&r);
 
     snprintf(html, sizeof(html), "%s/fleet.html", dir);
@@ -117,9 +74,9 @@ static void test_html_in_chromium(void **state)
     assert_true(swt_file_has(html, "21,684 used / 2,441 free of 24,576 MiB"));
 
     snprintf(png, sizeof(png), "%s/fleet.png", dir);
-    chromium(bin, "shot", html, png, &r);
+    swc_load(bin, dir, false, html, png, 2400, &r);
     assert_int_equal(r.status, 0);
-    if (console_error(r.err))
+    if (swc_console_error(r.err))
         fail_msg("console error rendering the report: %s", r.err);
     swt_run_free(&r);
     char *data = NULL;
@@ -129,7 +86,7 @@ static void test_html_in_chromium(void **state)
     assert_true(len > 1000 && !memcmp(data, "\x89PNG\r\n\x1a\n", 8));
     sw_free(data);
 
-    chromium(bin, "dom", html, png, &r);
+    swc_load(bin, dir, true, html, png, 2400, &r);
     assert_int_equal(r.status, 0);
     size_t svgs = 0, bars = 0;
     for (const char *q = r.out; (q = strstr(q, "<svg ")); q++)
@@ -150,7 +107,7 @@ static void test_promtool(void **state)
     (void)state;
     char bin[4200], prom[4300];
     struct swt_run r;
-    swt_need(have("promtool", bin, sizeof(bin)),
+    swt_need(swc_which("promtool", bin, sizeof(bin)),
              "promtool (apt-get install prometheus; scripts/deps.sh) to check the metrics file");
     snprintf(prom, sizeof(prom), "%s/slipway.prom", dir);
     swt_slipway(&r, "export", "prometheus", fleet, "--ledger", ledger, "--out", prom, NULL);

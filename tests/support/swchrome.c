@@ -1,0 +1,50 @@
+#include "swchrome.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+bool swc_which(const char *prog, char *out, size_t n)
+{
+    const char *path = getenv("PATH");
+    char buf[8192];
+    snprintf(buf, sizeof(buf), "%s", path ? path : "/usr/bin:/bin");
+    for (char *save = NULL, *d = strtok_r(buf, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
+        snprintf(out, n, "%s/%s", d, prog);
+        if (access(out, X_OK) == 0)
+            return true;
+    }
+    return false;
+}
+
+void swc_load(const char *bin, const char *dir, bool dom, const char *html, const char *png,
+              int height, struct swt_run *r)
+{
+    char url[4300], shot[4300], prof[4300], win[64];
+    snprintf(url, sizeof(url), "file://%s", html);
+    snprintf(shot, sizeof(shot), "--screenshot=%s", png ? png : "");
+    snprintf(prof, sizeof(prof), "--user-data-dir=%s/chromium-profile", dir);
+    snprintf(win, sizeof(win), "--window-size=1200,%d", height);
+    const char *argv[] = {bin,
+                          "--headless",
+                          "--no-sandbox",
+                          "--disable-gpu",
+                          "--no-first-run",
+                          "--disable-extensions",
+                          prof,
+                          "--enable-logging=stderr",
+                          "--v=0",
+                          "--virtual-time-budget=3000",
+                          win,
+                          dom ? "--dump-dom" : shot,
+                          url,
+                          NULL};
+    swt_run(argv, NULL, 120, r);
+}
+
+bool swc_console_error(const char *err)
+{
+    return err && (strstr(err, "Uncaught") || strstr(err, ":CONSOLE(") ||
+                   strstr(err, "console.error"));
+}

@@ -1,0 +1,24 @@
+/*
+ * Headless Chromium for the page tests (bench --html, report --html): find it on PATH, load a
+ * page into a screenshot or its DOM, and read console errors from its log.
+ */
+#ifndef SWCHROME_H
+#define SWCHROME_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "swtest.h"
+
+/* The first executable `prog` on PATH (else /usr/bin:/bin) into out; false when none. */
+bool swc_which(const char *prog, char *out, size_t n);
+
+/* Load file `html` in headless Chromium `bin` (profile under `dir`, a window `height` px tall):
+ * the DOM on r->out when `dom`, else a screenshot written to `png`. Bounded: 120 s. */
+void swc_load(const char *bin, const char *dir, bool dom, const char *html, const char *png,
+              int height, struct swt_run *r);
+
+/* An uncaught exception or a console message in Chromium's log (r->err). */
+bool swc_console_error(const char *err);
+
+#endif
