@@ -334,6 +334,10 @@ int sw_vllm_specs(const struct sw_hf_config *c, const struct sw_vllm_opts *o, in
              * more full-attention layer in the same KV pool (the drafter's layers get specs
              * like the target's in gpu_model_runner get_kv_cache_spec) */
             nd = c->num_nextn_predict_layers;
+            /* qwen3_next_mtp.py: num_mtp_layers = getattr(config, "num_nextn_predict_layers", 1)
+             * (Qwen3-Next's config.json does not declare it) */
+            if (nd == 0 && !strcmp(c->model_type, "qwen3_next"))
+                nd = 1;
             if (o->draft && o->draft->num_nextn_predict_layers > 0) {
                 d = o->draft;
                 nd = d->num_nextn_predict_layers;

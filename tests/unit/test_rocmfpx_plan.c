@@ -12,6 +12,7 @@
 #include <slipway/engine.h>
 #include <slipway/fleet.h>
 #include <slipway/gate.h>
+#include <slipway/hf.h>
 #include <slipway/memory.h>
 #include <slipway/plan.h>
 #include <slipway/vllm.h>
@@ -201,12 +202,55 @@ static void test_vllm_mtp(void **state)
     sw_fleet_free(f);
 }
 
+/* vLLM's Qwen3-Next drafter: qwen3_next_mtp.py takes num_mtp_layers = getattr(config,
+ * "num_nextn_predict_layers", 1), and Qwen3-Next's config.json does not declare it: one MTP layer
+ * (one more full-attention layer in the pool) for method mtp, none without speculative decoding. */
+static void test_vllm_qwen3_next_mtp_default(void **state)
+{
+    static const char cfg[] =
+        "{\"model_type\": \"qwen3_next\", \"num_hidden_layers\": 8, \"full_attention_interval\": 4,"
+        " \"num_attention_heads\": 16, \"num_key_value_heads\": 2, \"head_dim\": 256,"
+        " \"hidden_size\": 2048, \"linear_num_key_heads\": 16, \"linear_num_value_heads\": 32,"
+        " \"linear_key_head_dim\": 128, \"linear_value_head_dim\": 128,"
+        " \"linear_conv_kernel_dim\": 4, \"torch_dtype\": \"bfloat16\","
+        " \"max_position_embeddings\": 262144}";
+    struct sw_hf_config c;
+    struct sw_vllm_opts o;
+    struct sw_vllm_spec sp[SW_VLLM_MAX_SPECS];
+    struct sw_err e;
+    int n = 0, nd = 0, nattn = 0;
+    (void)state;
+    if (sw_hf_config_parse(cfg, sizeof(cfg) - 1, "cfg", &c, &e))
+        fail_msg("%s", e.msg);
+    assert_int_equal(c.num_nextn_predict_layers, 0);
+    sw_vllm_opts_init(&o);
+    snprintf(o.spec_method, sizeof(o.spec_method), "mtp");
+    o.num_speculative_tokens = 4;
+    if (sw_vllm_specs(&c, &o, 0, sp, &n, &e))
+        fail_msg("%s", e.msg);
+    for (int i = 0; i < n; i++) {
+        nd += sp[i].draft;
+        nattn += sp[i].kind == SW_VLLM_FULL;
+    }
+    assert_int_equal(nd, 1);
+    assert_int_equal(nattn, 2 + 1); /* layers 3 and 7, and the MTP layer */
+    o.spec_method[0] = '\0';
+    o.num_speculative_tokens = 0;
+    n = nd = 0;
+    if (sw_vllm_specs(&c, &o, 0, sp, &n, &e))
+        fail_msg("%s", e.msg);
+    for (int i = 0; i < n; i++)
+        nd += sp[i].draft;
+    assert_int_equal(nd, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_plan),
         cmocka_unit_test(test_band_refuses_the_draft),
         cmocka_unit_test(test_vllm_mtp),
+        cmocka_unit_test(test_vllm_qwen3_next_mtp_default),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
