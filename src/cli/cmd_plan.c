@@ -592,7 +592,8 @@ int sw_cmd_plan(int argc, char **argv)
         rc = sw_cli_fail(&e, json);
         goto out;
     }
-    if (sw_llamacpp_plan(arch, &args, &env, plan, &e)) {
+    if (sw_llamacpp_plan(arch, &args, &env, plan, &e) ||
+        sw_plan_llamacpp_extras(NULL, &args, &env, false, plan, &e)) {
         rc = sw_cli_fail(&e, json);
         goto out;
     }

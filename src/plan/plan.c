@@ -136,10 +136,9 @@ static uint64_t fact_bytes(const struct sw_fleet_endpoint *ep, const char *name)
  * endpoint's draft_arch (weights from the fact draft_file when the architecture has none);
  * neither: its declared size alone, or a warning that it is not priced. */
 static int price_draft(const struct sw_fleet_endpoint *ep, const struct sw_llamacpp_env *env,
-                       bool regular_only, struct sw_plan *p, struct sw_err *e)
+                       bool regular_only, const struct sw_llamacpp_args *a,
+                       struct sw_llamacpp_plan *lp, struct sw_err *e)
 {
-    const struct sw_llamacpp_args *a = p->args;
-    struct sw_llamacpp_plan *lp = p->llamacpp;
     struct sw_arch *da = NULL;
     struct sw_gguf *g = NULL;
     char from[1200] = "";
@@ -212,9 +211,9 @@ out:
  * projector_file; the vision encoder's compute from the fact projector_compute, else from a
  * measured projector_cost less the weights (the operator's subtraction of two boots). */
 static void price_projector(const struct sw_fleet_endpoint *ep, const struct sw_llamacpp_env *env,
-                            bool regular_only, struct sw_plan *p)
+                            bool regular_only, const struct sw_llamacpp_args *a,
+                            struct sw_llamacpp_plan *lp)
 {
-    const struct sw_llamacpp_args *a = p->args;
     struct stat st;
     uint64_t w = 0, c = 0, cost = fact_bytes(ep, "projector_cost");
     char from[400];
@@ -242,19 +241,29 @@ static void price_projector(const struct sw_fleet_endpoint *ep, const struct sw_
         cf = "included in projector_cost";
     }
     if (!w) {
-        pwarn_plan(p->llamacpp,
+        pwarn_plan(lp,
                    "--mmproj %s: the projector is not priced: its file is not here and no fact "
                    "projector_file (bytes) or projector_cost is declared",
                    base_of(a->mmproj));
         return;
     }
     if (!cf)
-        pwarn_plan(p->llamacpp,
+        pwarn_plan(lp,
                    "--mmproj %s: the vision encoder's compute buffer is not derived (declare the "
                    "fact projector_compute or a measured projector_cost)",
                    base_of(a->mmproj));
     snprintf(from, sizeof(from), "weights: %s; compute: %s", wf, cf ? cf : "unknown (0)");
-    sw_llamacpp_plan_projector(p->llamacpp, w, c, env, from);
+    sw_llamacpp_plan_projector(lp, w, c, env, from);
+}
+
+int sw_plan_llamacpp_extras(const struct sw_fleet_endpoint *ep, const struct sw_llamacpp_args *a,
+                            const struct sw_llamacpp_env *env, bool regular_only,
+                            struct sw_llamacpp_plan *lp, struct sw_err *e)
+{
+    int rc = price_draft(ep, env, regular_only, a, lp, e);
+    if (!rc)
+        price_projector(ep, env, regular_only, a, lp);
+    return rc;
 }
 
 static int plan_llamacpp(const struct sw_fleet_endpoint *ep, const struct sw_plan_overrides *ov,
@@ -312,10 +321,9 @@ static int plan_llamacpp(const struct sw_fleet_endpoint *ep, const struct sw_pla
     rc = sw_llamacpp_plan(p->arch, p->args, &env, p->llamacpp, e);
     if (rc)
         goto out;
-    rc = price_draft(ep, &env, regular_only, p, e);
+    rc = sw_plan_llamacpp_extras(ep, p->args, &env, regular_only, p->llamacpp, e);
     if (rc)
         goto out;
-    price_projector(ep, &env, regular_only, p);
     p->predicted = sw_llamacpp_report_to_json(&p->llamacpp->report);
     if (!p->predicted)
         rc = sw_err_set(e, SW_ENOMEM, "out of memory");
