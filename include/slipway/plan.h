@@ -102,7 +102,8 @@ int sw_plan_sglang_opts(const struct sw_fleet_endpoint *ep, const struct sw_flee
  * draft_file) and the projector (--mmproj: its file, else the facts projector_file,
  * projector_compute, projector_cost). ep may be NULL (a verbatim command line: the files only).
  * What cannot be priced is a warning in lp, naming what would price it. sw_plan_endpoint calls
- * it; `plan --engine llama.cpp -- ...` too. SW_ENOMEM, or a draft GGUF that cannot be read.
+ * it; `plan --engine llama.cpp -- ...` too. Only SW_ENOMEM fails it: a draft the law cannot plan
+ * (an unreadable GGUF, a draft head such as eagle3, a bad draft_arch) is a warning.
  */
 int sw_plan_llamacpp_extras(const struct sw_fleet_endpoint *ep, const struct sw_llamacpp_args *a,
                             const struct sw_llamacpp_env *env, bool regular_only,

@@ -260,10 +260,20 @@ int sw_plan_llamacpp_extras(const struct sw_fleet_endpoint *ep, const struct sw_
                             const struct sw_llamacpp_env *env, bool regular_only,
                             struct sw_llamacpp_plan *lp, struct sw_err *e)
 {
-    int rc = price_draft(ep, env, regular_only, a, lp, e);
-    if (!rc)
-        price_projector(ep, env, regular_only, a, lp);
-    return rc;
+    /* a draft the law cannot plan (a draft head llama.cpp runs only attached to its target, an
+     * unreadable GGUF, a bad draft_arch) leaves the main plan standing, said */
+    struct sw_err de;
+    sw_err_clear(&de);
+    int rc = price_draft(ep, env, regular_only, a, lp, &de);
+    if (rc == SW_ENOMEM)
+        return sw_err_set(e, SW_ENOMEM, "out of memory");
+    if (rc) {
+        char b[600];
+        pwarn_plan(lp, "-md %s: the draft model is not priced: %.150s", base_of(a->draft),
+                   sw_err_format(&de, b, sizeof(b)));
+    }
+    price_projector(ep, env, regular_only, a, lp);
+    return 0;
 }
 
 static int plan_llamacpp(const struct sw_fleet_endpoint *ep, const struct sw_plan_overrides *ov,

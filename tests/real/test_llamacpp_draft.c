@@ -61,8 +61,8 @@ static void test_draft_context(void **state)
     if (swl_chat_model(dir, model, sizeof(model), why, sizeof(why)))
         fail_msg("chat model: %s", why);
 
-    const char *argv[] = {"llama-server", "-m", model, "-md", model, "-c", "4096", "-np", "2",
-                          "-ctkd", "q8_0", "-ctvd", "q8_0"};
+    const char *argv[] = {"llama-server", "-m", model,   "-md",  model,   "-c",  "4096",
+                          "-np",          "2",  "-ctkd", "q8_0", "-ctvd", "q8_0"};
     struct sw_plan_overrides ov = {.argv = argv, .argc = SW_ARRAY_LEN(argv)};
     sw_err_clear(&e);
     if (sw_plan_endpoint(NULL, NULL, &ov, &p, &e))
@@ -73,8 +73,8 @@ static void test_draft_context(void **state)
     assert_int_equal(lp->draft.n_seq_max, 2);
     assert_int_equal(lp->draft.kv[0].k_type, SW_KV_Q8_0);
 
-    const char *extra[] = {"-md", model, "-c", "4096", "-np", "2", "-ctkd", "q8_0",
-                           "-ctvd", "q8_0", "-lv", "4", NULL};
+    const char *extra[] = {"-md",  model,   "-c",   "4096", "-np", "2", "-ctkd",
+                           "q8_0", "-ctvd", "q8_0", "-lv",  "4",   NULL};
     char logp[4096];
     snprintf(logp, sizeof(logp), "%s", swt_join(dir, "server.log"));
     if (swl_start(model, extra, logp, 120, &s))

@@ -115,6 +115,26 @@ static void test_plan(void **state)
     assert_true(p.llamacpp->dev[1].draft_kv == 544ull << 20);
     assert_int_equal(p.llamacpp->draft.kv[0].k_type, SW_KV_Q8_0);
     sw_plan_free(&p);
+
+    /* a draft the law cannot read (here: a YAML file given as -md) leaves the plan standing and
+     * says why, with nothing priced for it */
+    const char *bad[] = {"llama-server",
+                         "-m",
+                         "/nonexistent/m.gguf",
+                         "-md",
+                         swt_src("tests/data/rocmfpx/fleet.yaml"),
+                         "-c",
+                         "4096"};
+    struct sw_plan_overrides ovb = {.argv = bad, .argc = SW_ARRAY_LEN(bad)};
+    if (sw_plan_endpoint(f, ep, &ovb, &p, &e))
+        fail_msg("%s", e.msg);
+    assert_false(p.llamacpp->has_draft);
+    bool said = false;
+    for (int i = 0; i < p.llamacpp->n_warn; i++)
+        said |= strstr(p.llamacpp->warn[i], "the draft model is not priced") != NULL;
+    assert_true(said);
+    assert_true(p.llamacpp->dev[1].draft_kv == 0);
+    sw_plan_free(&p);
     sw_fleet_free(f);
 }
 
