@@ -53,7 +53,6 @@ struct sw__gate_plan {
         /* llama.cpp: the draft model (-md: its weights, KV and compute) and the projector
          * (--mmproj: weights and encoder compute) the law priced on this device */
         uint64_t draft_weights, draft_kv, draft_compute, projector;
-        uint64_t law_total; /* the law's whole budget on this device (weights known or not) */
     } dev[SW__GATE_MAX_DEV];
 };
 

@@ -344,7 +344,7 @@ int sw__gate_band(struct sw__gate_run *r, struct sw_err *e)
         }
         /* Predicted: a stated non-KV cost plus the law's KV on this device. */
         const struct sw_fleet_fact *nk = sw_fleet_endpoint_non_kv(ep);
-        uint64_t kv = 0, rec = 0, cap = 0, dw = 0, dkv = 0, dc = 0, pj = 0, lt = 0;
+        uint64_t kv = 0, rec = 0, cap = 0, dw = 0, dkv = 0, dc = 0;
         for (int k = 0; k < p->n_dev; k++)
             if (p->dev[k].dev == dev) {
                 kv = p->dev[k].kv;
@@ -353,8 +353,6 @@ int sw__gate_band(struct sw__gate_run *r, struct sw_err *e)
                 dw = p->dev[k].draft_weights;
                 dkv = p->dev[k].draft_kv;
                 dc = p->dev[k].draft_compute;
-                pj = p->dev[k].projector;
-                lt = p->dev[k].law_total;
             }
         /* the draft model's lines, named: no non-KV fact holds them (a fact is the main model's
          * cost, with the projector when one is set), so they are added to it */
@@ -378,54 +376,13 @@ int sw__gate_band(struct sw__gate_run *r, struct sw_err *e)
             sw__gate_str(g, "device", dev->name);
             continue;
         }
-        if ((!nk || strcmp(nk->q.unit, "B")) && cap && p->lp && p->lp->report.model_known &&
-            p->lp->report.model_bytes > 0) {
-            /* no measured non-KV cost, but the law knows the weights (the GGUF is here): the
-             * law's whole budget on this device, draft and projector lines included */
-            double fm = (double)cap - (double)lt;
-            bool in = fm >= lo && fm <= hi;
-            char pl[96] = "";
-            if (pj)
-                snprintf(pl, sizeof(pl), " + projector %s", sw__gate_mib((double)pj, t[0], 48));
-            g = sw__gate_add(r, "band", in ? SW_GATE_PASS : SW_GATE_FAIL,
-                             "%s: %s free, predicted by the law (weights, %s of KV, state and "
-                             "compute estimate%s%s = %s of %s), %s the %s band",
-                             dev->name, sw__gate_mib(fm, a, sizeof(a)),
-                             sw__gate_gib((double)kv, b, sizeof(b)), dl, pl,
-                             sw__gate_mib((double)lt, c, sizeof(c)),
-                             sw__gate_mib((double)cap, t[1], 48), in ? "inside" : "outside", bs);
-            sw__gate_str(g, "device", dev->name);
-            sw__gate_str(g, "source", "law");
-            sw__gate_num(g, "free_bytes", fm);
-            sw__gate_num(g, "kv_bytes", (double)kv);
-            sw__gate_num(g, "recurrent_bytes", (double)rec);
-            if (dw || dkv || dc) {
-                sw__gate_num(g, "draft_weights_bytes", (double)dw);
-                sw__gate_num(g, "draft_kv_bytes", (double)dkv);
-                sw__gate_num(g, "draft_compute_bytes", (double)dc);
-            }
-            if (pj)
-                sw__gate_num(g, "projector_bytes", (double)pj);
-            sw__gate_num(g, "used_bytes", (double)lt);
-            sw__gate_num(g, "total_bytes", (double)cap);
-            sw__gate_num(g, "band_min", lo);
-            sw__gate_num(g, "band_max", hi);
-            sw__gate_evidence(g, json_pack("{s:s}", "no_calibration", cb_why));
-            if (p->lp->has_draft)
-                sw__gate_evidence(g, json_pack("{s:s}", "draft", p->lp->draft_from));
-            if (p->lp->has_projector)
-                sw__gate_evidence(g, json_pack("{s:s}", "projector", p->lp->projector_from));
-            if (!in)
-                band_fix(g, r, fm, lo, hi);
-            continue;
-        }
         if (!nk || strcmp(nk->q.unit, "B") || cap == 0) {
             g = sw__gate_add(r, "band", SW_GATE_SKIP,
                              "%s: no usage reading of this shape in the ledger and no non-KV cost "
                              "for it (a measured fact non_kv_cost%s, or a calibration): the law "
-                             "puts %s of KV here",
+                             "puts %s of KV here%s",
                              dev->name, ep->payload.mmproj.v ? "_with_projector" : "",
-                             sw__gate_gib((double)kv, a, sizeof(a)));
+                             sw__gate_gib((double)kv, a, sizeof(a)), dl);
             sw__gate_str(g, "device", dev->name);
             sw__gate_num(g, "kv_bytes", (double)kv);
             continue;

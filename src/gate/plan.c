@@ -80,7 +80,6 @@ static int plan_llamacpp(const struct sw_fleet_endpoint *ep, struct sw__gate_pla
         p->dev[p->n_dev].draft_kv = x->draft_kv;
         p->dev[p->n_dev].draft_compute = x->draft_compute;
         p->dev[p->n_dev].projector = x->projector_weights + x->projector_compute;
-        p->dev[p->n_dev].law_total = x->total;
         p->n_dev++;
     }
     goto out;
