@@ -544,6 +544,10 @@ struct sw_fleet_endpoint {
     size_t n_patches;
     json_t *arch; /* inline architecture (config.json-like object) or NULL; borrowed */
     struct sw_fleet_at arch_at;
+    /* the draft model's architecture (payload.draft: a llama.cpp -md GGUF, e.g. an MTP head)
+     * when its file is not on this machine; the same forms as `arch`; NULL when absent */
+    json_t *draft_arch;
+    struct sw_fleet_at draft_arch_at;
     const struct sw_fleet_envfile *env_file; /* NULL when none */
     struct sw_fleet_import *imports;
     size_t n_imports;

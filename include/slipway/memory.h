@@ -83,6 +83,9 @@ struct sw_llamacpp_args {
     int64_t spec_ngram_max;   /* largest n-gram draft length among the enabled n-gram types */
     int64_t spec_n_max;       /* common_speculative_n_max: largest draft length (0: none) */
     int64_t spec_draft_n_max; /* --spec-draft-n-max, default 3 */
+    /* the draft model's context (-md): -ctkd/-ctvd (default f16), -ngld (-1 auto, -2 all) */
+    int draft_type_k, draft_type_v;
+    int64_t draft_n_gpu_layers;
     char warn[SW_LLAMACPP_MAX_WARN][200];
     int n_warn;
 };
@@ -141,6 +144,11 @@ struct sw_llamacpp_report {
 struct sw_llamacpp_device {
     char name[32];
     uint64_t weights, kv, recurrent, compute, output, total;
+    /* the draft model (-md): its weights, its context's KV and recurrent state, its compute and
+     * output buffers; the projector (--mmproj): its weights and the vision encoder's compute.
+     * Zero unless priced (sw_llamacpp_plan_draft / _projector); included in total. */
+    uint64_t draft_weights, draft_kv, draft_compute;
+    uint64_t projector_weights, projector_compute;
     uint64_t memory; /* declared capacity, 0 if unknown */
 };
 
@@ -153,6 +161,11 @@ struct sw_llamacpp_plan {
     char compute_method[256];
     char warn[SW_LLAMACPP_MAX_WARN * 2][200];
     int n_warn;
+    /* the draft context's own report (its KV and recurrent lines), when has_draft */
+    bool has_draft, has_projector;
+    struct sw_llamacpp_report draft;
+    char draft_from[320];     /* where the draft's architecture and weights came from */
+    char projector_from[320]; /* where the projector's figures came from */
 };
 
 /* Where the devices are: none (CPU build: everything on "CPU"), or GPUs with declared memory.
@@ -171,6 +184,35 @@ struct sw_llamacpp_env {
 int sw_llamacpp_plan(const struct sw_arch *arch, const struct sw_llamacpp_args *args,
                      const struct sw_llamacpp_env *env, struct sw_llamacpp_plan *out,
                      struct sw_err *e);
+
+/*
+ * The draft model (-md) beside the main one, priced as llama-server loads it (common/speculative.cpp
+ * common_base_params_to_speculative and common_speculative_init_result): a second model (its
+ * weights, placed by -ngld) and a second context with the target's n_ctx and slots, the draft's
+ * own cache types (-ctkd/-ctvd, f16 by default), no recurrent rollback cells (n_rs_seq 0) and one
+ * output per sequence. `draft` is the draft's architecture (its GGUF, or declared: weights unknown
+ * then, unless declared); `weights_bytes`, when not 0, replaces the architecture's weights (a
+ * declared file size). Adds the draft_* lines to p's devices and totals, fills p->draft; `from`
+ * says where the figures came from. Call after sw_llamacpp_plan with the same args and env.
+ */
+int sw_llamacpp_plan_draft(struct sw_llamacpp_plan *p, const struct sw_arch *draft,
+                           uint64_t weights_bytes, const struct sw_llamacpp_args *args,
+                           const struct sw_llamacpp_env *env, const char *from, struct sw_err *e);
+/*
+ * The draft's weights alone, when its architecture is unknown (its KV and compute then go
+ * unpriced: the caller warns). On the first GPU unless -ngld 0 or there is none.
+ */
+void sw_llamacpp_plan_draft_weights(struct sw_llamacpp_plan *p, uint64_t weights_bytes,
+                                    const struct sw_llamacpp_args *args,
+                                    const struct sw_llamacpp_env *env, const char *from);
+/*
+ * The projector (--mmproj): its weights (the file's size, or declared) and the vision encoder's
+ * compute buffer (declared or measured; 0 when unknown), on the first GPU (mtmd's use_gpu is on
+ * by default) or the CPU when there is none.
+ */
+void sw_llamacpp_plan_projector(struct sw_llamacpp_plan *p, uint64_t weights_bytes,
+                                uint64_t compute_bytes, const struct sw_llamacpp_env *env,
+                                const char *from);
 
 /* The compute-buffer estimate alone (bytes, summed over devices) for the caches already in `r`
  * (their cells size the KQ masks), n_tokens = min(n_ctx, n_ubatch) and n_outputs rows of logits;

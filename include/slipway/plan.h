@@ -96,6 +96,19 @@ void sw_plan_free(struct sw_plan *p);
 int sw_plan_sglang_opts(const struct sw_fleet_endpoint *ep, const struct sw_fleet_shape *shape,
                         struct sw_sglang_opts *o, struct sw_err *e);
 
+/*
+ * What llama-server loads beside the main model, priced into a plan the law already made (lp,
+ * from a and env): the draft model (-md: its GGUF when here, else ep's draft_arch and the fact
+ * draft_file) and the projector (--mmproj: its file, else the facts projector_file,
+ * projector_compute, projector_cost). ep may be NULL (a verbatim command line: the files only).
+ * What cannot be priced is a warning in lp, naming what would price it. sw_plan_endpoint calls
+ * it; `plan --engine llama.cpp -- ...` too. Only SW_ENOMEM fails it: a draft the law cannot plan
+ * (an unreadable GGUF, a draft head such as eagle3, a bad draft_arch) is a warning.
+ */
+int sw_plan_llamacpp_extras(const struct sw_fleet_endpoint *ep, const struct sw_llamacpp_args *a,
+                            const struct sw_llamacpp_env *env, bool regular_only,
+                            struct sw_llamacpp_plan *lp, struct sw_err *e);
+
 /* The endpoint's shape in the ledger's vocabulary (docs/ledger.md): engine, engine_profile, model
  * {name, quant}, ctx, slots, kv dtypes, kv_bytes, kv_tokens, mnbt, tp/pp, util, flags {mmproj,
  * spec decode}. The model name is the GGUF file's stem without its quantization suffix, or the

@@ -262,6 +262,34 @@ static void print_human(const struct sw_arch *a, const struct sw_llamacpp_plan *
         printf("  %-10s %12s %12s %12s %12s %10s %12s\n", "all", mib(t[0], b[0], 32),
                mib(t[1], b[1], 32), mib(t[2], b[2], 32), mib(t[3], b[3], 32), mib(t[4], b[4], 32),
                mib(t[5], b[5], 32));
+    if (p->has_draft || p->has_projector) {
+        /* the draft model and the projector, named as lines of the budget (in total above) */
+        printf("  beside the main model (in total):\n");
+        printf("  %-10s %14s %12s %14s %12s %18s\n", "device", "draft weights", "draft KV",
+               "draft compute", "projector", "projector compute");
+        for (int d = 0; d < p->n_dev; d++) {
+            const struct sw_llamacpp_device *x = &p->dev[d];
+            if (!x->draft_weights && !x->draft_kv && !x->draft_compute && !x->projector_weights &&
+                !x->projector_compute)
+                continue;
+            printf("  %-10s %14s %12s %14s %12s %18s\n", x->name, mib(x->draft_weights, b[0], 32),
+                   mib(x->draft_kv, b[1], 32), mib(x->draft_compute, b[2], 32),
+                   mib(x->projector_weights, b[3], 32), mib(x->projector_compute, b[4], 32));
+        }
+        if (p->has_draft) {
+            const struct sw_llamacpp_report *dr = &p->draft;
+            printf("  draft (%s):", p->draft_from);
+            for (uint32_t i = 0; i < dr->n_kv && i < SW_LLAMACPP_MAX_KV; i++)
+                printf(" KV %u cells x %u layers, K %s + V %s;", dr->kv[i].cells, dr->kv[i].layers,
+                       sw_kv_type_name(dr->kv[i].k_type) ? sw_kv_type_name(dr->kv[i].k_type) : "?",
+                       sw_kv_type_name(dr->kv[i].v_type) ? sw_kv_type_name(dr->kv[i].v_type) : "?");
+            if (dr->has_recurrent)
+                printf(" recurrent %u cells;", dr->recurrent.cells);
+            printf(" compute %s MiB (estimate)\n", mib(dr->compute_bytes, b[0], 32));
+        }
+        if (p->has_projector)
+            printf("  projector (%s)\n", p->projector_from);
+    }
     printf("  * compute is an estimate: %s\n", p->compute_method);
     if (p->n_warn) {
         printf("\nwarnings:\n");
@@ -309,7 +337,9 @@ static json_t *measured_budget(const struct sw_fleet_endpoint *ep, const struct 
     uint64_t cap = sw_fleet_device_capacity(fd);
     if (!d || !cap)
         return NULL;
-    double used = (double)d->kv + (double)d->recurrent + nk->q.value;
+    /* the draft model's lines are in no non-KV fact (the main model's, with its projector) */
+    double draft = (double)(d->draft_weights + d->draft_kv + d->draft_compute);
+    double used = (double)d->kv + (double)d->recurrent + nk->q.value + draft;
     double free_b = (double)cap - used;
     json_t *j = json_object();
     sw_json_set_str(j, "device", d->name);
@@ -319,6 +349,8 @@ static json_t *measured_budget(const struct sw_fleet_endpoint *ep, const struct 
     sw_json_set_int(j, "kv_bytes", (int64_t)d->kv);
     sw_json_set_int(j, "recurrent_bytes", (int64_t)d->recurrent);
     sw_json_set_int(j, "non_kv_bytes", (int64_t)nk->q.value);
+    if (draft > 0)
+        sw_json_set_int(j, "draft_bytes", (int64_t)draft);
     sw_json_set_int(j, "used_bytes", (int64_t)used);
     sw_json_set_int(j, "memory_bytes", (int64_t)cap);
     sw_json_set_int(j, "free_bytes", (int64_t)free_b);
@@ -339,11 +371,14 @@ static void print_measured_budget(const json_t *j)
            json_string_value(json_object_get(j, "fact")));
     if (json_object_get(j, "source"))
         printf(": %s", json_string_value(json_object_get(j, "source")));
-    printf("):\n  %s: KV %.2f + recurrent %.2f + non-KV %.2f = %.2f of %.2f MiB: %.2f MiB free",
+    printf("):\n  %s: KV %.2f + recurrent %.2f + non-KV %.2f",
            json_string_value(json_object_get(j, "device")),
            (double)json_integer_value(json_object_get(j, "kv_bytes")) / M,
            (double)json_integer_value(json_object_get(j, "recurrent_bytes")) / M,
-           (double)json_integer_value(json_object_get(j, "non_kv_bytes")) / M,
+           (double)json_integer_value(json_object_get(j, "non_kv_bytes")) / M);
+    if (json_object_get(j, "draft_bytes"))
+        printf(" + draft %.2f", (double)json_integer_value(json_object_get(j, "draft_bytes")) / M);
+    printf(" = %.2f of %.2f MiB: %.2f MiB free",
            (double)json_integer_value(json_object_get(j, "used_bytes")) / M,
            (double)json_integer_value(json_object_get(j, "memory_bytes")) / M,
            (double)json_integer_value(json_object_get(j, "free_bytes")) / M);
@@ -557,7 +592,8 @@ int sw_cmd_plan(int argc, char **argv)
         rc = sw_cli_fail(&e, json);
         goto out;
     }
-    if (sw_llamacpp_plan(arch, &args, &env, plan, &e)) {
+    if (sw_llamacpp_plan(arch, &args, &env, plan, &e) ||
+        sw_plan_llamacpp_extras(NULL, &args, &env, false, plan, &e)) {
         rc = sw_cli_fail(&e, json);
         goto out;
     }

@@ -13,6 +13,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <strings.h>
 
 /* vLLM's human-readable ints: k/m/g x1000, K/M/G x1024 (vllm/engine/arg_utils human_readable_int);
@@ -333,8 +334,15 @@ int sw_vllm_plan_argv(int argc, char **argv, const struct sw_vllm_opts *facts,
     rc = sw_hf_config_load(dir, cfg, e);
     if (rc)
         goto out;
-    if (o.spec_model[0] && strcmp(o.spec_method, "mtp") && !strstr(o.spec_method, "mtp") &&
-        strcmp(o.spec_method, "ngram")) {
+    bool mtp = !strcmp(o.spec_method, "mtp") || strstr(o.spec_method, "mtp");
+    if (o.spec_model[0] && mtp) {
+        /* MTP from a separate checkpoint: its MTP layers join the pool (memory/vllm); a config
+         * that cannot be read leaves the target's own MTP layers counted */
+        char cp[1100];
+        snprintf(cp, sizeof(cp), "%s/config.json", o.spec_model);
+        if (access(cp, R_OK) == 0 && sw_hf_config_load(o.spec_model, draft, NULL) == 0)
+            o.draft = draft;
+    } else if (o.spec_model[0] && strcmp(o.spec_method, "ngram")) {
         rc = sw_hf_config_load(o.spec_model, draft, e);
         if (rc) {
             sw_err_prefix(e, "speculative draft model");

@@ -806,6 +806,27 @@ static int ep_arch(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, void
     return rc;
 }
 
+/* draft_arch: the draft model's architecture, read like `arch` */
+static int ep_draft_arch(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, void *obj,
+                         const struct sw__fleet_fdef *d)
+{
+    struct sw_fleet_endpoint *ep = obj;
+    (void)d;
+    sw__fleet_record(c, v);
+    ep->draft_arch_at = sw__fleet_at(v);
+    if (!sw__fleet_want_map(c, v))
+        return SW_EPARSE;
+    struct sw_err e;
+    sw_err_clear(&e);
+    json_t *j = sw__fleet_node_to_json(v, &e);
+    if (!j)
+        return e.code == SW_ENOMEM ? sw__fleet_nomem(c) : sw__fleet_err_from(c, v, &e);
+    int rc = sw__fleet_keep_json(c, j);
+    if (!rc)
+        ep->draft_arch = j;
+    return rc;
+}
+
 static int dec_enabled(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, void *obj,
                        const struct sw__fleet_fdef *d)
 {
@@ -917,6 +938,7 @@ static const struct sw__fleet_fdef endpoint_defs[] = {
     {"known_bad", {0}, sw__fleet_ep_known_bad, SW__SPEC(0), 0},
     {"patches", {0}, ep_patches, SW__SPEC(0), 0},
     {"arch", {"architecture"}, ep_arch, SW__SPEC(0), 0},
+    {"draft_arch", {"draft_architecture"}, ep_draft_arch, SW__SPEC(0), 0},
     {"note",
      {0},
      sw__fleet_dec_strf,

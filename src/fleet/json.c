@@ -496,6 +496,8 @@ static json_t *endpoint_json(struct jb *b, const struct sw_fleet *f,
     }
     if (ep->arch)
         put(b, o, "arch", chk(b, json_deep_copy(ep->arch)));
+    if (ep->draft_arch)
+        put(b, o, "draft_arch", chk(b, json_deep_copy(ep->draft_arch)));
     const struct sw_fleet_u64 *cw = sw_fleet_client_window(f, ep);
     if (cw)
         put(b, o, "client_context_window", chk(b, u64_json(cw->v)));

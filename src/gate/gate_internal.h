@@ -50,6 +50,9 @@ struct sw__gate_plan {
         uint64_t capacity; /* memory_total (what nvidia-smi/rocm-smi print as total) */
         uint64_t kv;       /* KV caches on this device */
         uint64_t rec;      /* recurrent state on this device */
+        /* llama.cpp: the draft model (-md: its weights, KV and compute) and the projector
+         * (--mmproj: weights and encoder compute) the law priced on this device */
+        uint64_t draft_weights, draft_kv, draft_compute, projector;
     } dev[SW__GATE_MAX_DEV];
 };
 

@@ -344,13 +344,23 @@ int sw__gate_band(struct sw__gate_run *r, struct sw_err *e)
         }
         /* Predicted: a stated non-KV cost plus the law's KV on this device. */
         const struct sw_fleet_fact *nk = sw_fleet_endpoint_non_kv(ep);
-        uint64_t kv = 0, rec = 0, cap = 0;
+        uint64_t kv = 0, rec = 0, cap = 0, dw = 0, dkv = 0, dc = 0;
         for (int k = 0; k < p->n_dev; k++)
             if (p->dev[k].dev == dev) {
                 kv = p->dev[k].kv;
                 rec = p->dev[k].rec;
                 cap = p->dev[k].capacity;
+                dw = p->dev[k].draft_weights;
+                dkv = p->dev[k].draft_kv;
+                dc = p->dev[k].draft_compute;
             }
+        /* the draft model's lines, named: no non-KV fact holds them (a fact is the main model's
+         * cost, with the projector when one is set), so they are added to it */
+        char dl[200] = "";
+        if (dw || dkv || dc)
+            snprintf(dl, sizeof(dl), " + draft weights %s + draft KV %s + draft compute %s",
+                     sw__gate_mib((double)dw, t[0], 48), sw__gate_mib((double)dkv, t[1], 48),
+                     sw__gate_mib((double)dc, d, sizeof(d)));
         if (!p->ok) {
             sw__gate_add(r, "band", SW_GATE_SKIP,
                          "%s: no reading of this shape, and the law "
@@ -370,25 +380,31 @@ int sw__gate_band(struct sw__gate_run *r, struct sw_err *e)
             g = sw__gate_add(r, "band", SW_GATE_SKIP,
                              "%s: no usage reading of this shape in the ledger and no non-KV cost "
                              "for it (a measured fact non_kv_cost%s, or a calibration): the law "
-                             "puts %s of KV here",
+                             "puts %s of KV here%s",
                              dev->name, ep->payload.mmproj.v ? "_with_projector" : "",
-                             sw__gate_gib((double)kv, a, sizeof(a)));
+                             sw__gate_gib((double)kv, a, sizeof(a)), dl);
             sw__gate_str(g, "device", dev->name);
             sw__gate_num(g, "kv_bytes", (double)kv);
             continue;
         }
-        double used = nk->q.value + (double)kv + (double)rec;
+        double used = nk->q.value + (double)kv + (double)rec + (double)(dw + dkv + dc);
         double fm = (double)cap - used;
         bool in = fm >= lo && fm <= hi;
-        g = sw__gate_add(r, "band", in ? SW_GATE_PASS : SW_GATE_FAIL,
-                         "%s: %s free, predicted (%s of KV + %s of recurrent state by the law + "
-                         "non-KV %s measured = %s of %s), %s the %s band",
-                         dev->name, sw__gate_mib(fm, a, sizeof(a)),
-                         sw__gate_gib((double)kv, b, sizeof(b)),
-                         sw__gate_mib((double)rec, t[1], 48),
-                         sw__gate_mib(nk->q.value, c, sizeof(c)), sw__gate_mib(used, d, sizeof(d)),
-                         sw__gate_mib((double)cap, t[0], 48), in ? "inside" : "outside", bs);
+        char um[48];
+        g = sw__gate_add(
+            r, "band", in ? SW_GATE_PASS : SW_GATE_FAIL,
+            "%s: %s free, predicted (%s of KV + %s of recurrent state by the law + "
+            "non-KV %s measured%s = %s of %s), %s the %s band",
+            dev->name, sw__gate_mib(fm, a, sizeof(a)), sw__gate_gib((double)kv, b, sizeof(b)),
+            sw__gate_mib((double)rec, t[1], 48), sw__gate_mib(nk->q.value, c, sizeof(c)), dl,
+            sw__gate_mib(used, um, sizeof(um)), sw__gate_mib((double)cap, t[0], 48),
+            in ? "inside" : "outside", bs);
         sw__gate_num(g, "recurrent_bytes", (double)rec);
+        if (dw || dkv || dc) {
+            sw__gate_num(g, "draft_weights_bytes", (double)dw);
+            sw__gate_num(g, "draft_kv_bytes", (double)dkv);
+            sw__gate_num(g, "draft_compute_bytes", (double)dc);
+        }
         sw__gate_str(g, "device", dev->name);
         sw__gate_str(g, "source", "predicted");
         sw__gate_num(g, "free_bytes", fm);

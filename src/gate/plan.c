@@ -76,6 +76,10 @@ static int plan_llamacpp(const struct sw_fleet_endpoint *ep, struct sw__gate_pla
         p->dev[p->n_dev].capacity = sw_fleet_device_capacity(fd);
         p->dev[p->n_dev].kv = x->kv;
         p->dev[p->n_dev].rec = x->recurrent;
+        p->dev[p->n_dev].draft_weights = x->draft_weights;
+        p->dev[p->n_dev].draft_kv = x->draft_kv;
+        p->dev[p->n_dev].draft_compute = x->draft_compute;
+        p->dev[p->n_dev].projector = x->projector_weights + x->projector_compute;
         p->n_dev++;
     }
     goto out;

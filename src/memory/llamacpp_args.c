@@ -63,16 +63,6 @@ static const struct flagdef others[] = {
     {"--lazy-mode", true, F_WARN},
     {"-cram", true, F_WARN},
     {"--cache-ram", true, F_WARN},
-    {"-ctkd", true, F_WARN},
-    {"--spec-draft-type-k", true, F_WARN},
-    {"--cache-type-k-draft", true, F_WARN},
-    {"-ctvd", true, F_WARN},
-    {"--spec-draft-type-v", true, F_WARN},
-    {"--cache-type-v-draft", true, F_WARN},
-    {"-ngld", true, F_WARN},
-    {"--spec-draft-ngl", true, F_WARN},
-    {"--gpu-layers-draft", true, F_WARN},
-    {"--n-gpu-layers-draft", true, F_WARN},
     {"-devd", true, F_WARN},
     {"--spec-draft-device", true, F_WARN},
     {"--device-draft", true, F_WARN},
@@ -359,6 +349,10 @@ void sw_llamacpp_args_init(struct sw_llamacpp_args *a)
     a->mmap = true;             /* load_mode auto = mmap */
     a->fit = true;              /* common_params::fit_params */
     a->spec_draft_n_max = 3;    /* common_params_speculative_draft::n_max */
+    /* common_params_speculative_draft: cache_type_k/v f16, n_gpu_layers -1 */
+    a->draft_type_k = SW_KV_F16;
+    a->draft_type_v = SW_KV_F16;
+    a->draft_n_gpu_layers = -1;
 }
 
 static void warn(struct sw_llamacpp_args *a, const char *fmt, ...) SW_PRINTF(2, 3);
@@ -445,8 +439,7 @@ static int spec_type(struct sw_llamacpp_args *a, const char *t, struct sw_err *e
         return 0;
     }
     if (!strcmp(t, "draft-simple")) {
-        a->spec_draft = true;
-        warn(a, "--spec-type %s: the draft context and its own KV lines are not modelled", t);
+        a->spec_draft = true; /* the draft model's context is priced with -md */
         return 0;
     }
     if (!strcmp(t, "ngram-simple") || !strcmp(t, "ngram-map-k") || !strcmp(t, "ngram-map-k4v"))
@@ -499,6 +492,12 @@ int sw_llamacpp_args_parse(struct sw_llamacpp_args *a, int argc, const char *con
     static const char *const NGL[] = {"-ngl", "--gpu-layers", "--n-gpu-layers", NULL};
     static const char *const MM[] = {"-mm", "--mmproj", NULL};
     static const char *const MD[] = {"-md", "--model-draft", "--spec-draft-model", NULL};
+    static const char *const CTKD[] = {"-ctkd", "--spec-draft-type-k", "--cache-type-k-draft",
+                                       NULL};
+    static const char *const CTVD[] = {"-ctvd", "--spec-draft-type-v", "--cache-type-v-draft",
+                                       NULL};
+    static const char *const NGLD[] = {"-ngld", "--spec-draft-ngl", "--gpu-layers-draft",
+                                       "--n-gpu-layers-draft", NULL};
     static const char *const NKVO[] = {"-nkvo", "--no-kv-offload", NULL};
     static const char *const KVO[] = {"-kvo", "--kv-offload", NULL};
     static const char *const EMB[] = {"--embedding", "--embeddings", NULL};
@@ -590,14 +589,33 @@ int sw_llamacpp_args_parse(struct sw_llamacpp_args *a, int argc, const char *con
         } else if (is(f, MM)) {
             NEXT();
             rc = copy_path(f, v, a->mmproj, sizeof(a->mmproj), e);
-            if (!rc)
-                warn(a, "%s: the projector's memory (mtmd) is not modelled", f);
+            /* priced by the plan (sw_llamacpp_plan_projector), from its file or declared */
         } else if (is(f, MD)) {
             NEXT();
             rc = copy_path(f, v, a->draft, sizeof(a->draft), e);
-            /* -md alone enables no speculative type (common_speculative_n_max stays 0) */
-            if (!rc)
-                warn(a, "%s: the draft model's context and its KV lines are not modelled", f);
+            /* -md alone enables no speculative type (common_speculative_n_max stays 0), but the
+             * server loads the draft model and its context all the same (server_context::load_model
+             * has_draft); priced by sw_llamacpp_plan_draft */
+        } else if (is(f, CTKD) || is(f, CTVD)) {
+            NEXT();
+            int t = sw_kv_type_from_name(v);
+            if (t < 0)
+                rc = sw_err_at(e, SW_EINVAL, "<argv>", 0, 0,
+                               "%s: unsupported cache type '%s' (allowed: f32, f16, bf16, q8_0, "
+                               "q4_0, q4_1, iq4_nl, q5_0, q5_1)",
+                               f, v);
+            else if (is(f, CTKD))
+                a->draft_type_k = t;
+            else
+                a->draft_type_v = t;
+        } else if (is(f, NGLD)) {
+            NEXT();
+            if (!strcmp(v, "auto"))
+                a->draft_n_gpu_layers = -1;
+            else if (!strcmp(v, "all"))
+                a->draft_n_gpu_layers = -2;
+            else
+                rc = int_value(f, v, -2147483647, &a->draft_n_gpu_layers, e);
         } else if (!strcmp(f, "--spec-type")) {
             NEXT();
             rc = spec_types(a, v, e);

@@ -93,7 +93,7 @@ json_t *sw_llamacpp_plan_to_json(const struct sw_llamacpp_plan *p)
     json_t *j = json_object(), *devs = json_array(), *warns = json_array(), *budget = json_object();
     json_t *server = json_object();
     int bad = 0; /* any failed set: jansson drops the key, so the object would be short */
-    uint64_t tot[6] = {0};
+    uint64_t tot[6] = {0}, tot_x[5] = {0};
     if (!j || !devs || !warns || !budget || !server)
         goto fail;
     bad |= sw_json_set_new(j, "report", sw_llamacpp_report_to_json(&p->report));
@@ -108,6 +108,20 @@ json_t *sw_llamacpp_plan_to_json(const struct sw_llamacpp_plan *p)
         bad |= sw_json_set_int(o, "recurrent", (int64_t)x->recurrent);
         bad |= sw_json_set_int(o, "compute", (int64_t)x->compute);
         bad |= sw_json_set_int(o, "output", (int64_t)x->output);
+        if (p->has_draft) {
+            bad |= sw_json_set_int(o, "draft_weights", (int64_t)x->draft_weights);
+            bad |= sw_json_set_int(o, "draft_kv", (int64_t)x->draft_kv);
+            bad |= sw_json_set_int(o, "draft_compute", (int64_t)x->draft_compute);
+            tot_x[0] += x->draft_weights;
+            tot_x[1] += x->draft_kv;
+            tot_x[2] += x->draft_compute;
+        }
+        if (p->has_projector) {
+            bad |= sw_json_set_int(o, "projector_weights", (int64_t)x->projector_weights);
+            bad |= sw_json_set_int(o, "projector_compute", (int64_t)x->projector_compute);
+            tot_x[3] += x->projector_weights;
+            tot_x[4] += x->projector_compute;
+        }
         bad |= sw_json_set_int(o, "total", (int64_t)x->total);
         if (x->memory) {
             bad |= sw_json_set_int(o, "memory", (int64_t)x->memory);
@@ -128,6 +142,23 @@ json_t *sw_llamacpp_plan_to_json(const struct sw_llamacpp_plan *p)
                                      "kv", (json_int_t)tot[1], "recurrent", (json_int_t)tot[2],
                                      "compute", (json_int_t)tot[3], "output", (json_int_t)tot[4],
                                      "total", (json_int_t)tot[5]));
+    json_t *bt = json_object_get(budget, "total");
+    if (p->has_draft) {
+        bad |= sw_json_set_int(bt, "draft_weights", (int64_t)tot_x[0]);
+        bad |= sw_json_set_int(bt, "draft_kv", (int64_t)tot_x[1]);
+        bad |= sw_json_set_int(bt, "draft_compute", (int64_t)tot_x[2]);
+        json_t *dr = json_object();
+        bad |= sw_json_set_new(dr, "report", sw_llamacpp_report_to_json(&p->draft));
+        bad |= sw_json_set_str(dr, "from", p->draft_from);
+        bad |= sw_json_set_new(j, "draft", dr);
+    }
+    if (p->has_projector) {
+        bad |= sw_json_set_int(bt, "projector_weights", (int64_t)tot_x[3]);
+        bad |= sw_json_set_int(bt, "projector_compute", (int64_t)tot_x[4]);
+        json_t *pr = json_object();
+        bad |= sw_json_set_str(pr, "from", p->projector_from);
+        bad |= sw_json_set_new(j, "projector", pr);
+    }
     bad |= sw_json_set_new(j, "budget", budget);
     budget = NULL;
     bad |= sw_json_set_int(server, "n_slots", p->n_slots);

@@ -326,10 +326,24 @@ int sw_vllm_specs(const struct sw_hf_config *c, const struct sw_vllm_opts *o, in
     if (stage == (o->pp > 0 ? o->pp : 1) - 1 && o->num_speculative_tokens > 0) {
         int64_t nd = 0;
         const struct sw_hf_config *d = NULL;
+        bool mtp = false; /* MTP layers are full attention, whatever the trunk's pattern */
         if (!strcmp(o->spec_method, "mtp") || strstr(o->spec_method, "mtp") ||
-            !strcmp(o->spec_method, "deepseek_mtp") || !strcmp(o->spec_method, "qwen3_next_mtp"))
+            !strcmp(o->spec_method, "deepseek_mtp") || !strcmp(o->spec_method, "qwen3_next_mtp")) {
+            /* the MTP layers of the checkpoint the drafter loads: the target's own, or a
+             * separate checkpoint's (speculative_config.model) when one is given; each is one
+             * more full-attention layer in the same KV pool (the drafter's layers get specs
+             * like the target's in gpu_model_runner get_kv_cache_spec) */
             nd = c->num_nextn_predict_layers;
-        else if (o->draft)
+            /* qwen3_next_mtp.py: num_mtp_layers = getattr(config, "num_nextn_predict_layers", 1)
+             * (Qwen3-Next's config.json does not declare it) */
+            if (nd == 0 && !strcmp(c->model_type, "qwen3_next"))
+                nd = 1;
+            if (o->draft && o->draft->num_nextn_predict_layers > 0) {
+                d = o->draft;
+                nd = d->num_nextn_predict_layers;
+            }
+            mtp = true;
+        } else if (o->draft)
             d = o->draft, nd = o->draft->num_hidden_layers;
         for (int64_t j = 0; j < nd && *n < SW_VLLM_MAX_SPECS; j++) {
             struct sw_vllm_spec *s = &specs[*n];
@@ -343,7 +357,7 @@ int sw_vllm_specs(const struct sw_hf_config *c, const struct sw_vllm_opts *o, in
                 s->head_size = src->kv_lora_rank + src->qk_rope_head_dim;
                 s->dtype_bytes = kvb;
             } else {
-                enum sw_hf_layer_kind dk = d ? d->layer_kind[j] : SW_HF_LAYER_FULL;
+                enum sw_hf_layer_kind dk = d && !mtp ? d->layer_kind[j] : SW_HF_LAYER_FULL;
                 s->kind = dk == SW_HF_LAYER_SLIDING ? SW_VLLM_SLIDING : SW_VLLM_FULL;
                 attn_spec(src, o, kvb, scales, src->num_key_value_heads, src->head_dim, s);
                 s->sliding_window = dk == SW_HF_LAYER_SLIDING ? src->sliding_window : 0;

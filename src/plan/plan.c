@@ -27,6 +27,8 @@
 #include <slipway/vllm.h>
 
 #include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -60,6 +62,24 @@ out:
     return rc;
 }
 
+static const char *base_of(const char *path)
+{
+    const char *b = strrchr(path, '/');
+    return b ? b + 1 : path;
+}
+
+static void pwarn_plan(struct sw_llamacpp_plan *lp, const char *fmt, ...) SW_PRINTF(2, 3);
+static void pwarn_plan(struct sw_llamacpp_plan *lp, const char *fmt, ...)
+{
+    va_list ap;
+    if (lp->n_warn >= (int)SW_ARRAY_LEN(lp->warn))
+        return;
+    va_start(ap, fmt);
+    vsnprintf(lp->warn[lp->n_warn], sizeof(lp->warn[0]), fmt, ap);
+    va_end(ap);
+    lp->n_warn++;
+}
+
 static int copy_argv(struct sw_engine_cmd *c, const char *const *argv, size_t argc,
                      struct sw_err *e)
 {
@@ -82,6 +102,178 @@ static bool payload_here(const char *path, bool regular_only)
     if (regular_only)
         return stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, R_OK) == 0;
     return access(path, R_OK) == 0;
+}
+
+/* A fork profile's extra tensor types, as the GGUF reader takes them (fork[] holds them). */
+static void fork_types(const struct sw_fleet_endpoint *ep, struct sw_ggml_type *fork, size_t n,
+                       struct sw_gguf_types *x, char *by, size_t byn)
+{
+    const struct sw_fleet_profile *fp = ep ? ep->profile : NULL;
+    x->types = fork;
+    x->n = 0;
+    x->declared_by = NULL;
+    for (size_t i = 0; fp && i < fp->n_gguf_types && i < n; i++) {
+        fork[i] = (struct sw_ggml_type){fp->gguf_types[i].id, fp->gguf_types[i].name,
+                                        fp->gguf_types[i].block_size, fp->gguf_types[i].type_size};
+        x->n = i + 1;
+    }
+    if (fp) {
+        snprintf(by, byn, "profile %s", fp->name);
+        x->declared_by = by;
+    }
+}
+
+/* A declared fact in bytes (measured: NAME: {value: 918166048 B}); 0 when absent or not bytes. */
+static uint64_t fact_bytes(const struct sw_fleet_endpoint *ep, const char *name)
+{
+    const struct sw_fleet_fact *f = ep ? sw_fleet_endpoint_fact(ep, name) : NULL;
+    if (!f || strcmp(f->q.unit, "B") || f->q.value < 1 || f->q.value > 9e18)
+        return 0;
+    return (uint64_t)f->q.value;
+}
+
+/* The draft model (-md) priced beside the main one: its GGUF when it is here, else the
+ * endpoint's draft_arch (weights from the fact draft_file when the architecture has none);
+ * neither: its declared size alone, or a warning that it is not priced. */
+static int price_draft(const struct sw_fleet_endpoint *ep, const struct sw_llamacpp_env *env,
+                       bool regular_only, const struct sw_llamacpp_args *a,
+                       struct sw_llamacpp_plan *lp, struct sw_err *e)
+{
+    struct sw_arch *da = NULL;
+    struct sw_gguf *g = NULL;
+    char from[1200] = "";
+    uint64_t declared = fact_bytes(ep, "draft_file");
+    int rc = 0;
+
+    if (!a->draft[0])
+        return 0;
+    if (payload_here(a->draft, regular_only)) {
+        struct sw_ggml_type fork[SW_GGUF_MAX_EXTRA_TYPES];
+        struct sw_gguf_types x;
+        char by[128] = "";
+        fork_types(ep, fork, SW_ARRAY_LEN(fork), &x, by, sizeof(by));
+        rc = sw_gguf_open_types(a->draft, &x, &g, e);
+        if (!rc)
+            rc = sw_arch_from_gguf(g, &da, e);
+        if (rc) {
+            sw_err_prefix(e, "the draft model (-md)");
+            goto out;
+        }
+        snprintf(from, sizeof(from), "the draft's GGUF %s", a->draft);
+        declared = 0;
+    } else if (ep && ep->draft_arch) {
+        struct sw_fleet_endpoint q = *ep;
+        q.arch = ep->draft_arch;
+        q.arch_at = ep->draft_arch_at;
+        q.payload.path.v = NULL; /* the main checkpoint's config.json is not the draft's */
+        if (json_object_get(ep->draft_arch, "arch"))
+            rc = sw_arch_from_json(ep->draft_arch,
+                                   ep->draft_arch_at.file ? ep->draft_arch_at.file : "draft_arch",
+                                   &da, e);
+        else
+            rc = arch_from_hf_decl(&q, &da, e);
+        if (rc) {
+            sw_err_prefix(e, "%s: draft_arch", ep->name);
+            goto out;
+        }
+        snprintf(from, sizeof(from), "%s is not here: the declared draft_arch%s", a->draft,
+                 declared ? ", weights from the fact draft_file" : "");
+    }
+    if (da) {
+        rc = sw_llamacpp_plan_draft(lp, da, declared, a, env, from, e);
+        if (rc)
+            goto out;
+        if (!da->weights.known && !declared)
+            pwarn_plan(lp,
+                       "draft weights not priced: %s is not here and no fact draft_file "
+                       "(bytes) is declared",
+                       base_of(a->draft));
+    } else if (declared) {
+        snprintf(from, sizeof(from), "%s is not here: the fact draft_file", a->draft);
+        sw_llamacpp_plan_draft_weights(lp, declared, a, env, from);
+        pwarn_plan(lp,
+                   "draft KV and compute not priced: %s is not here and no draft_arch is "
+                   "declared",
+                   base_of(a->draft));
+    } else {
+        pwarn_plan(lp,
+                   "-md %s: the draft model is not priced: its GGUF is not here and neither "
+                   "draft_arch nor the fact draft_file is declared",
+                   base_of(a->draft));
+    }
+out:
+    sw_arch_free(da);
+    sw_gguf_free(g);
+    return rc;
+}
+
+/* The projector (--mmproj): its weights from the file when it is here, else the fact
+ * projector_file; the vision encoder's compute from the fact projector_compute, else from a
+ * measured projector_cost less the weights (the operator's subtraction of two boots). */
+static void price_projector(const struct sw_fleet_endpoint *ep, const struct sw_llamacpp_env *env,
+                            bool regular_only, const struct sw_llamacpp_args *a,
+                            struct sw_llamacpp_plan *lp)
+{
+    struct stat st;
+    uint64_t w = 0, c = 0, cost = fact_bytes(ep, "projector_cost");
+    char from[400];
+    const char *wf = NULL, *cf = NULL;
+
+    if (!a->mmproj[0])
+        return;
+    uint64_t wdecl = fact_bytes(ep, "projector_file"), cdecl = fact_bytes(ep, "projector_compute");
+    if (payload_here(a->mmproj, regular_only) && stat(a->mmproj, &st) == 0 && st.st_size > 0) {
+        w = (uint64_t)st.st_size;
+        wf = "the file's size";
+    } else if (wdecl) {
+        w = wdecl;
+        wf = "the fact projector_file";
+    }
+    if (cdecl) {
+        c = cdecl;
+        cf = "the fact projector_compute";
+    } else if (cost && w && cost >= w) {
+        c = cost - w;
+        cf = "the measured projector_cost less the weights";
+    } else if (cost && !w) {
+        w = cost;
+        wf = "the measured projector_cost (weights and compute together)";
+        cf = "included in projector_cost";
+    }
+    if (!w) {
+        pwarn_plan(lp,
+                   "--mmproj %s: the projector is not priced: its file is not here and no fact "
+                   "projector_file (bytes) or projector_cost is declared",
+                   base_of(a->mmproj));
+        return;
+    }
+    if (!cf)
+        pwarn_plan(lp,
+                   "--mmproj %s: the vision encoder's compute buffer is not derived (declare the "
+                   "fact projector_compute or a measured projector_cost)",
+                   base_of(a->mmproj));
+    snprintf(from, sizeof(from), "weights: %s; compute: %s", wf, cf ? cf : "unknown (0)");
+    sw_llamacpp_plan_projector(lp, w, c, env, from);
+}
+
+int sw_plan_llamacpp_extras(const struct sw_fleet_endpoint *ep, const struct sw_llamacpp_args *a,
+                            const struct sw_llamacpp_env *env, bool regular_only,
+                            struct sw_llamacpp_plan *lp, struct sw_err *e)
+{
+    /* a draft the law cannot plan (a draft head llama.cpp runs only attached to its target, an
+     * unreadable GGUF, a bad draft_arch) leaves the main plan standing, said */
+    struct sw_err de;
+    sw_err_clear(&de);
+    int rc = price_draft(ep, env, regular_only, a, lp, &de);
+    if (rc == SW_ENOMEM)
+        return sw_err_set(e, SW_ENOMEM, "out of memory");
+    if (rc) {
+        char b[600];
+        pwarn_plan(lp, "-md %s: the draft model is not priced: %.150s", base_of(a->draft),
+                   sw_err_format(&de, b, sizeof(b)));
+    }
+    price_projector(ep, env, regular_only, a, lp);
+    return 0;
 }
 
 static int plan_llamacpp(const struct sw_fleet_endpoint *ep, const struct sw_plan_overrides *ov,
@@ -114,19 +306,9 @@ static int plan_llamacpp(const struct sw_fleet_endpoint *ep, const struct sw_pla
     if (payload_here(p->args->model, regular_only)) {
         /* a fork profile's extra tensor types (gguf_types) are read as the fork reads them */
         struct sw_ggml_type fork[SW_GGUF_MAX_EXTRA_TYPES];
-        struct sw_gguf_types x = {fork, 0, NULL};
+        struct sw_gguf_types x;
         char by[128] = "";
-        const struct sw_fleet_profile *fp = ep ? ep->profile : NULL;
-        for (size_t i = 0; fp && i < fp->n_gguf_types && i < SW_ARRAY_LEN(fork); i++) {
-            fork[i] =
-                (struct sw_ggml_type){fp->gguf_types[i].id, fp->gguf_types[i].name,
-                                      fp->gguf_types[i].block_size, fp->gguf_types[i].type_size};
-            x.n = i + 1;
-        }
-        if (fp) {
-            snprintf(by, sizeof(by), "profile %s", fp->name);
-            x.declared_by = by;
-        }
+        fork_types(ep, fork, SW_ARRAY_LEN(fork), &x, by, sizeof(by));
         rc = sw_gguf_open_types(p->args->model, &x, &g, e);
         if (!rc)
             rc = sw_arch_from_gguf(g, &p->arch, e);
@@ -149,6 +331,9 @@ static int plan_llamacpp(const struct sw_fleet_endpoint *ep, const struct sw_pla
     rc = sw_llamacpp_plan(p->arch, p->args, &env, p->llamacpp, e);
     if (rc)
         goto out;
+    rc = sw_plan_llamacpp_extras(ep, p->args, &env, regular_only, p->llamacpp, e);
+    if (rc)
+        goto out;
     p->predicted = sw_llamacpp_report_to_json(&p->llamacpp->report);
     if (!p->predicted)
         rc = sw_err_set(e, SW_ENOMEM, "out of memory");
@@ -166,12 +351,144 @@ static bool pool_line(const char *s)
            strstr(s, "ValueError: one request");
 }
 
+/* The draft's config for vLLM speculative decoding: payload.draft's config.json when it is on
+ * this machine, else the endpoint's draft_arch; 1 when loaded, 0 when neither is there. */
+static int vllm_draft_config(const struct sw_fleet_endpoint *ep, struct sw_hf_config *dc, char *src,
+                             size_t srcn, struct sw_err *e)
+{
+    const char *dir = ep->payload.draft.v;
+    char path[4096];
+    int rc;
+    if (dir && dir[0] == '/' &&
+        (size_t)snprintf(path, sizeof(path), "%s/config.json", dir) < sizeof(path) &&
+        access(path, R_OK) == 0) {
+        snprintf(src, srcn, "%.690s", path);
+        rc = sw_hf_config_load(path, dc, e);
+        return rc ? rc : 1;
+    }
+    if (!ep->draft_arch)
+        return 0;
+    struct sw_fleet_endpoint q = *ep;
+    q.arch = ep->draft_arch;
+    q.arch_at = ep->draft_arch_at;
+    q.payload.path.v = NULL;
+    rc = sw_endpoint_hf_config(&q, dc, src, srcn, e);
+    if (rc) {
+        sw_err_prefix(e, "%s: draft_arch", ep->name);
+        return rc;
+    }
+    /* "FILE:L:C: EP: arch" names the draft's declaration */
+    size_t n = strlen(src);
+    if (n >= 4 && !strcmp(src + n - 4, "arch") && n + 6 < srcn)
+        snprintf(src + n - 4, srcn - (n - 4), "draft_arch");
+    return 1;
+}
+
+/* The per-token KV price of a vLLM report over its max_model_len: whole blocks per request x
+ * the bytes of one block across the group (page x layers per group), as the pool gate counts it
+ * (the pool's leftover bytes, less than a block, are not in the price). */
+static double vllm_price(const struct sw_vllm_report *r)
+{
+    if (r->max_model_len <= 0)
+        return 0;
+    double stride = (double)r->page_bytes * (double)(r->group_size > 0 ? r->group_size : 1);
+    if (r->num_gpu_blocks > 0 && r->available_kv_bytes > 0 && stride > 0 &&
+        (int64_t)((double)r->available_kv_bytes / stride) != r->num_gpu_blocks)
+        stride = (double)(r->available_kv_bytes / (uint64_t)r->num_gpu_blocks);
+    return (double)r->blocks_per_request * stride / (double)r->max_model_len;
+}
+
+/* Speculative decoding's share of the pool, named: the same plan without the drafter gives the
+ * price and pool the draft layers (the MTP layers as extra attention layers of the same pool,
+ * the speculative state blocks of a hybrid's mamba groups) take; the drafter's weights come from
+ * the fact draft_file when declared (the law does not read safetensors sizes here). */
+static int vllm_draft_lines(const struct sw_fleet_endpoint *ep, const struct sw_hf_config *c,
+                            const struct sw_vllm_opts *o, const struct sw_vllm_report *r,
+                            const char *draft_src, json_t *plan, char *warn, size_t warnn,
+                            struct sw_err *e)
+{
+    struct sw_vllm_opts q = *o;
+    struct sw_vllm_report *r0 = sw_calloc(1, sizeof(*r0));
+    struct sw_vllm_spec *sp = sw_calloc(SW_VLLM_MAX_SPECS, sizeof(*sp));
+    int rc = 0, n = 0, nd = 0;
+    if (!r0 || !sp) {
+        rc = sw_err_set(e, SW_ENOMEM, "out of memory");
+        goto out;
+    }
+    bool hybrid = false;
+    if (sw_vllm_specs(c, o, (o->pp > 0 ? o->pp : 1) - 1, sp, &n, NULL) == 0)
+        for (int i = 0; i < n; i++) {
+            nd += sp[i].draft;
+            hybrid |= sp[i].n_states > 0;
+        }
+    q.spec_method[0] = '\0';
+    q.num_speculative_tokens = 0;
+    q.draft = NULL;
+    rc = sw_vllm_plan(c, &q, r0, e);
+    if (rc) {
+        sw_err_prefix(e, "%s: the plan without speculative decoding", ep->name);
+        goto out;
+    }
+    double with = vllm_price(r), without = vllm_price(r0);
+    uint64_t wbytes = fact_bytes(ep, "draft_file");
+    json_t *j = json_object();
+    if (!j) {
+        rc = sw_err_set(e, SW_ENOMEM, "out of memory");
+        goto out;
+    }
+    sw_json_set_str(j, "method", o->spec_method);
+    sw_json_set_int(j, "num_speculative_tokens", o->num_speculative_tokens);
+    sw_json_set_int(j, "draft_layers", nd);
+    if (draft_src && draft_src[0])
+        sw_json_set_str(j, "draft_config", draft_src);
+    sw_json_set_real(j, "draft_kv_bytes_per_token", round((with - without) * 10.0) / 10.0);
+    sw_json_set_real(j, "bytes_per_token_without", round(without * 10.0) / 10.0);
+    sw_json_set_int(j, "kv_cache_tokens_without", r0->kv_cache_tokens);
+    sw_json_set_real(j, "max_concurrency_without", r0->max_concurrency);
+    if (wbytes)
+        sw_json_set_int(j, "draft_weights_bytes", (json_int_t)wbytes);
+    else
+        sw_json_set_new(j, "draft_weights_bytes", json_null());
+    sw_json_set_new(plan, "draft", j);
+    char b[400];
+    snprintf(b, sizeof(b),
+             "draft KV (%s, %lld tokens): %d draft layer%s in the pool%s: +%.1f B/token over "
+             "%.1f without the drafter",
+             o->spec_method, (long long)o->num_speculative_tokens, nd, nd == 1 ? "" : "s",
+             hybrid ? " + speculative state blocks of the mamba groups" : "", with - without,
+             without);
+    json_array_append_new(json_object_get(plan, "lines"), json_string(b));
+    if (wbytes) {
+        snprintf(b, sizeof(b), "draft weights: %.2f GiB (fact draft_file)",
+                 (double)wbytes / (double)SW_GIB);
+        json_array_append_new(json_object_get(plan, "lines"), json_string(b));
+    }
+    bool mtp = strstr(o->spec_method, "mtp") != NULL;
+    if (mtp && nd == 0)
+        snprintf(warn + strlen(warn), warnn - strlen(warn),
+                 "%sspeculative %s: no MTP layer is priced (the config declares no "
+                 "num_nextn_predict_layers / mtp_num_hidden_layers%s)",
+                 warn[0] ? "; " : "", o->spec_method,
+                 ep->payload.draft.v ? " and the draft's config is neither here nor declared as "
+                                       "draft_arch"
+                                     : "");
+    if (!wbytes)
+        snprintf(warn + strlen(warn), warnn - strlen(warn),
+                 "%sdraft weights not priced (the drafter's weights are in the engine's "
+                 "profiled budget; declare measured.draft_file to name them)",
+                 warn[0] ? "; " : "");
+out:
+    sw_free(r0);
+    sw_free(sp);
+    return rc;
+}
+
 static int plan_vllm(const struct sw_fleet_endpoint *ep, struct sw_plan *p, struct sw_err *e)
 {
     struct sw_vllm_opts o;
     struct sw_fork_profile prof;
-    struct sw_hf_config *c = NULL;
-    char src[700], warn[1024] = "";
+    struct sw_hf_config *c = NULL, *dc = NULL;
+    char src[700], warn[2048] = "", dsrc[700] = "";
     int rc;
 
     /* the argv the engine would get (the law reads the fleet's shape, not this argv, so a render
@@ -216,6 +533,20 @@ static int plan_vllm(const struct sw_fleet_endpoint *ep, struct sw_plan *p, stru
                      o.gpu_total_bytes ? "the weights are not on this machine"
                                        : "the device declares no memory");
         }
+    }
+    bool spec = o.num_speculative_tokens > 0 && o.spec_method[0] && strcmp(o.spec_method, "ngram");
+    if (spec) {
+        dc = sw_calloc(1, sizeof(*dc));
+        if (!dc) {
+            rc = sw_err_set(e, SW_ENOMEM, "out of memory");
+            goto done;
+        }
+        rc = vllm_draft_config(ep, dc, dsrc, sizeof(dsrc), e);
+        if (rc < 0)
+            goto done;
+        if (rc == 1)
+            o.draft = dc;
+        rc = 0;
     }
     rc = sw_vllm_plan(c, &o, p->vllm, e);
     if (rc)
@@ -273,15 +604,27 @@ static int plan_vllm(const struct sw_fleet_endpoint *ep, struct sw_plan *p, stru
         if (prof.has_arena)
             sw_profile_arena_json(&prof, r->max_model_len, o.max_num_batched_tokens, j);
     }
+    if (spec) {
+        rc = vllm_draft_lines(ep, c, &o, r, dsrc, j, warn, sizeof(warn), e);
+        if (rc)
+            goto done;
+        if (!p->pool_sized) { /* the stand-in pool's tokens mean nothing */
+            json_object_del(json_object_get(j, "draft"), "kv_cache_tokens_without");
+            json_object_del(json_object_get(j, "draft"), "max_concurrency_without");
+        }
+    }
     if (warn[0]) {
         const char *w0 = json_string_value(json_object_get(j, "warnings"));
-        char all[2048];
+        char all[3072];
         snprintf(all, sizeof(all), "%s%s%s", w0 ? w0 : "", w0 ? "; " : "", warn);
         sw_json_set_str(j, "warnings", all);
     }
     p->predicted = json_incref(rep);
 done:
+    if (p->vllm_opts)
+        p->vllm_opts->draft = NULL; /* dc is freed here */
     sw_free(c);
+    sw_free(dc);
     return rc;
 }
 

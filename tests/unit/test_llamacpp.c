@@ -155,12 +155,26 @@ static void test_args_warnings(void **state)
     assert_int_equal(parse(&a, &e, "-m", "m.gguf", "-ot", "exps=CPU", "--mmproj", "p.gguf", "-md",
                            "d.gguf", NULL),
                      0);
-    assert_int_equal(a.n_warn, 3);
+    /* the projector and the draft are not the reader's to warn about: the plan prices them
+     * (sw_llamacpp_plan_draft / _projector) or says why it cannot */
+    assert_int_equal(a.n_warn, 1);
     assert_non_null(strstr(a.warn[0], "-ot"));
-    assert_non_null(strstr(a.warn[1], "--mmproj"));
-    assert_non_null(strstr(a.warn[2], "-md"));
     assert_string_equal(a.mmproj, "p.gguf");
     assert_string_equal(a.draft, "d.gguf");
+    /* the draft context's own flags (common_params_speculative_draft): f16, f16, auto */
+    assert_int_equal(a.draft_type_k, SW_KV_F16);
+    assert_int_equal(a.draft_type_v, SW_KV_F16);
+    assert_int_equal(a.draft_n_gpu_layers, -1);
+    assert_int_equal(parse(&a, &e, "-m", "m.gguf", "-md", "d.gguf", "-ctkd", "q8_0",
+                           "--cache-type-v-draft", "q4_0", "-ngld", "all", NULL),
+                     0);
+    assert_int_equal(a.n_warn, 0);
+    assert_int_equal(a.draft_type_k, SW_KV_Q8_0);
+    assert_int_equal(a.draft_type_v, SW_KV_Q4_0);
+    assert_int_equal(a.draft_n_gpu_layers, -2);
+    sw_err_clear(&e);
+    assert_int_equal(parse(&a, &e, "-m", "m.gguf", "-ctvd", "q9", NULL), SW_EINVAL);
+    assert_non_null(strstr(e.msg, "-ctvd"));
 }
 
 static void test_args_errors(void **state)
