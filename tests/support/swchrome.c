@@ -45,6 +45,6 @@ void swc_load(const char *bin, const char *dir, bool dom, const char *html, cons
 
 bool swc_console_error(const char *err)
 {
-    return err && (strstr(err, "Uncaught") || strstr(err, ":CONSOLE(") ||
-                   strstr(err, "console.error"));
+    return err &&
+           (strstr(err, "Uncaught") || strstr(err, ":CONSOLE(") || strstr(err, "console.error"));
 }
