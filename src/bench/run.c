@@ -606,6 +606,23 @@ static int loop_open(struct run *r, struct event_base **base, struct sw_err *e)
     return rc;
 }
 
+/* Fold one thread's share of a point into the point: its histograms, client CPU and wall time,
+ * the first error any thread met, its progress. */
+static void merge_thread(struct run *r, struct sw_bench_point *pt, const struct run *xr,
+                         const struct sw_bench_point *xpt, double *cpu, double *wall)
+{
+    sw_bench_hist_merge(&pt->itl_tok, &xpt->itl_tok);
+    sw_bench_hist_merge(&pt->itl_chunk, &xpt->itl_chunk);
+    sw_bench_hist_merge(&pt->emit, &xpt->emit);
+    *cpu += xpt->client_cpu_s;
+    *wall = SW_MAX(*wall, xpt->client_wall_s);
+    if (xr->first_rc && !r->first_rc) {
+        r->first_rc = xr->first_rc;
+        snprintf(r->first_err, sizeof(r->first_err), "%s", xr->first_err);
+    }
+    r->prog_done += xr->prog_done;
+}
+
 struct sub {
     struct run r;
     struct sw_bench_opts o; /* the caller's, without the progress bar */
@@ -681,16 +698,7 @@ static int run_threads(struct run *r, struct sw_bench_point *pt, int T)
             rc = x->rc;
         /* the samples of thread t sit right after those of t - 1 (each ran all of its cap) */
         n += x->r.next;
-        sw_bench_hist_merge(&pt->itl_tok, &x->pt.itl_tok);
-        sw_bench_hist_merge(&pt->itl_chunk, &x->pt.itl_chunk);
-        sw_bench_hist_merge(&pt->emit, &x->pt.emit);
-        cpu += x->pt.client_cpu_s;
-        wall = SW_MAX(wall, x->pt.client_wall_s);
-        if (x->r.first_rc && !r->first_rc) {
-            r->first_rc = x->r.first_rc;
-            snprintf(r->first_err, sizeof(r->first_err), "%s", x->r.first_err);
-        }
-        r->prog_done += x->r.prog_done;
+        merge_thread(r, pt, &x->r, &x->pt, &cpu, &wall);
     }
     for (int t = 0; t < started; t++) {
         sw_net_loop_close(&u[t].r.loop);
@@ -896,16 +904,7 @@ static int run_open_threads(struct run *r, struct sw_bench_point *pt, int T)
             pt->samples[n++] = x->pt.samples[i];
         }
         r->truncated = r->truncated || x->r.truncated;
-        sw_bench_hist_merge(&pt->itl_tok, &x->pt.itl_tok);
-        sw_bench_hist_merge(&pt->itl_chunk, &x->pt.itl_chunk);
-        sw_bench_hist_merge(&pt->emit, &x->pt.emit);
-        cpu += x->pt.client_cpu_s;
-        wall = SW_MAX(wall, x->pt.client_wall_s);
-        if (x->r.first_rc && !r->first_rc) {
-            r->first_rc = x->r.first_rc;
-            snprintf(r->first_err, sizeof(r->first_err), "%s", x->r.first_err);
-        }
-        r->prog_done += x->r.prog_done;
+        merge_thread(r, pt, &x->r, &x->pt, &cpu, &wall);
     }
     for (int t = 0; t < started; t++) {
         sw_net_loop_close(&u[t].r.loop);

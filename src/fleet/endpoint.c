@@ -786,13 +786,12 @@ static int ep_free_band(struct sw__fleet_ctx *c, const struct sw__fleet_node *v,
     return 0;
 }
 
-static int ep_arch(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, void *obj,
-                   const struct sw__fleet_fdef *d)
+/* An architecture map (arch, draft_arch), kept as JSON with where it was written. */
+static int read_arch(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, json_t **out,
+                     struct sw_fleet_at *at)
 {
-    struct sw_fleet_endpoint *ep = obj;
-    (void)d;
     sw__fleet_record(c, v);
-    ep->arch_at = sw__fleet_at(v);
+    *at = sw__fleet_at(v);
     if (!sw__fleet_want_map(c, v))
         return SW_EPARSE;
     struct sw_err e;
@@ -802,8 +801,16 @@ static int ep_arch(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, void
         return e.code == SW_ENOMEM ? sw__fleet_nomem(c) : sw__fleet_err_from(c, v, &e);
     int rc = sw__fleet_keep_json(c, j);
     if (!rc)
-        ep->arch = j;
+        *out = j;
     return rc;
+}
+
+static int ep_arch(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, void *obj,
+                   const struct sw__fleet_fdef *d)
+{
+    struct sw_fleet_endpoint *ep = obj;
+    (void)d;
+    return read_arch(c, v, &ep->arch, &ep->arch_at);
 }
 
 /* draft_arch: the draft model's architecture, read like `arch` */
@@ -812,19 +819,7 @@ static int ep_draft_arch(struct sw__fleet_ctx *c, const struct sw__fleet_node *v
 {
     struct sw_fleet_endpoint *ep = obj;
     (void)d;
-    sw__fleet_record(c, v);
-    ep->draft_arch_at = sw__fleet_at(v);
-    if (!sw__fleet_want_map(c, v))
-        return SW_EPARSE;
-    struct sw_err e;
-    sw_err_clear(&e);
-    json_t *j = sw__fleet_node_to_json(v, &e);
-    if (!j)
-        return e.code == SW_ENOMEM ? sw__fleet_nomem(c) : sw__fleet_err_from(c, v, &e);
-    int rc = sw__fleet_keep_json(c, j);
-    if (!rc)
-        ep->draft_arch = j;
-    return rc;
+    return read_arch(c, v, &ep->draft_arch, &ep->draft_arch_at);
 }
 
 static int dec_enabled(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, void *obj,

@@ -390,6 +390,33 @@ static int int_value(const char *flag, const char *v, int64_t lo, int64_t *out, 
     return 0;
 }
 
+/* -ctk/-ctv/-ctkd/-ctvd: a cache type llama-server accepts */
+static int cache_type_value(const char *flag, const char *v, int *out, struct sw_err *e)
+{
+    int t = sw_kv_type_from_name(v);
+    if (t < 0)
+        return sw_err_at(e, SW_EINVAL, "<argv>", 0, 0,
+                         "%s: unsupported cache type '%s' (allowed: f32, f16, bf16, q8_0, q4_0, "
+                         "q4_1, iq4_nl, q5_0, q5_1)",
+                         flag, v);
+    *out = t;
+    return 0;
+}
+
+/* -ngl/-ngld: auto (-1), all (-2) or a count */
+static int layers_value(const char *flag, const char *v, int64_t *out, struct sw_err *e)
+{
+    if (!strcmp(v, "auto")) {
+        *out = -1;
+        return 0;
+    }
+    if (!strcmp(v, "all")) {
+        *out = -2;
+        return 0;
+    }
+    return int_value(flag, v, -2147483647, out, e);
+}
+
 static int fa_value(const char *flag, const char *v, enum sw_llamacpp_fa *out, struct sw_err *e)
 {
     /* common_arg_utils::is_truthy / is_falsey / is_autoy */
@@ -557,16 +584,7 @@ int sw_llamacpp_args_parse(struct sw_llamacpp_args *a, int argc, const char *con
             rc = int_value(f, v, 0, &a->kv_unified_per_slot, e);
         } else if (is(f, CTK) || is(f, CTV)) {
             NEXT();
-            int t = sw_kv_type_from_name(v);
-            if (t < 0)
-                rc = sw_err_at(e, SW_EINVAL, "<argv>", 0, 0,
-                               "%s: unsupported cache type '%s' (allowed: f32, f16, bf16, q8_0, "
-                               "q4_0, q4_1, iq4_nl, q5_0, q5_1)",
-                               f, v);
-            else if (is(f, CTK))
-                a->type_k = t;
-            else
-                a->type_v = t;
+            rc = cache_type_value(f, v, is(f, CTK) ? &a->type_k : &a->type_v, e);
         } else if (is(f, FA)) {
             NEXT();
             rc = fa_value(f, v, &a->flash_attn, e);
@@ -580,12 +598,7 @@ int sw_llamacpp_args_parse(struct sw_llamacpp_args *a, int argc, const char *con
             rc = int_value(f, v, 1, &a->n_ubatch, e);
         } else if (is(f, NGL)) {
             NEXT();
-            if (!strcmp(v, "auto"))
-                a->n_gpu_layers = -1;
-            else if (!strcmp(v, "all"))
-                a->n_gpu_layers = -2;
-            else
-                rc = int_value(f, v, -2147483647, &a->n_gpu_layers, e);
+            rc = layers_value(f, v, &a->n_gpu_layers, e);
         } else if (is(f, MM)) {
             NEXT();
             rc = copy_path(f, v, a->mmproj, sizeof(a->mmproj), e);
@@ -598,24 +611,10 @@ int sw_llamacpp_args_parse(struct sw_llamacpp_args *a, int argc, const char *con
              * has_draft); priced by sw_llamacpp_plan_draft */
         } else if (is(f, CTKD) || is(f, CTVD)) {
             NEXT();
-            int t = sw_kv_type_from_name(v);
-            if (t < 0)
-                rc = sw_err_at(e, SW_EINVAL, "<argv>", 0, 0,
-                               "%s: unsupported cache type '%s' (allowed: f32, f16, bf16, q8_0, "
-                               "q4_0, q4_1, iq4_nl, q5_0, q5_1)",
-                               f, v);
-            else if (is(f, CTKD))
-                a->draft_type_k = t;
-            else
-                a->draft_type_v = t;
+            rc = cache_type_value(f, v, is(f, CTKD) ? &a->draft_type_k : &a->draft_type_v, e);
         } else if (is(f, NGLD)) {
             NEXT();
-            if (!strcmp(v, "auto"))
-                a->draft_n_gpu_layers = -1;
-            else if (!strcmp(v, "all"))
-                a->draft_n_gpu_layers = -2;
-            else
-                rc = int_value(f, v, -2147483647, &a->draft_n_gpu_layers, e);
+            rc = layers_value(f, v, &a->draft_n_gpu_layers, e);
         } else if (!strcmp(f, "--spec-type")) {
             NEXT();
             rc = spec_types(a, v, e);
