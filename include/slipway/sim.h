@@ -24,10 +24,11 @@
  *
  * Also: chunked prefill in a step's token budget, vLLM's pool in blocks, llama.cpp's unified
  * pool, the timing model fitted to measurements (sw_sim_fit, `slipway sim fit`), faults on
- * demand (POST /sim/fault), firehose mode and emit timestamps (docs/sim.md).
+ * demand (POST /sim/fault) or from the start (--fault: jitter, stalls, resets mid-stream, a
+ * crash after N requests...), firehose mode and emit timestamps, more loops (docs/sim.md).
  *
  * What it deliberately does not do (yet): a runtime OOM from a fitted headroom model (only a
- * declared threshold, runtime_oom_tokens), SGLang, one loop per core.
+ * declared threshold, runtime_oom_tokens), SGLang's HTTP surface, one scheduler across loops.
  */
 #ifndef SLIPWAY_SIM_H
 #define SLIPWAY_SIM_H
@@ -79,6 +80,41 @@ struct sw_sim_timing {
 double sw_sim_step_us(const struct sw_sim_timing *t, int decoding, double kv_decoding,
                       size_t n_prefill, const double *prefill_n, const double *prefill_k0);
 
+/*
+ * A fault (docs/sim.md, "Faults"), on demand (POST /sim/fault) or from the start (--fault).
+ */
+enum sw_sim_fault_kind {
+    SW_SIM_FAULT_NONE = 0,         /* clears every fault */
+    SW_SIM_FAULT_DEAD_GENERATION,  /* /health 200, no step runs */
+    SW_SIM_FAULT_HANG,             /* nothing is answered, not even /health */
+    SW_SIM_FAULT_OOM_NEXT_REQUEST, /* the next generation request dies the runtime-OOM way */
+    SW_SIM_FAULT_HTTP_500,         /* the next `count` generation requests get the engine's 500 */
+    SW_SIM_FAULT_EXIT0,            /* the engine's last lines, exit 0 */
+    SW_SIM_FAULT_JITTER,           /* every step lasts up to `ms` longer (seeded, uniform) */
+    SW_SIM_FAULT_STALL,            /* the next step is held `ms` longer, once */
+    SW_SIM_FAULT_RESET,            /* the next `count` requests' connections are reset (RST)
+                                    * after `after` tokens of them were generated */
+    SW_SIM_FAULT_CRASH,            /* `count` more generation requests complete, then the
+                                    * engine crashes, cutting what is in flight */
+};
+struct sw_sim_fault {
+    enum sw_sim_fault_kind kind;
+    int64_t count; /* >= 1 (1 when not given) */
+    int64_t ms;    /* jitter, stall: >= 1 */
+    int64_t after; /* reset: >= 1 */
+};
+
+/* "KIND[:ARG]" as --fault takes it: none, dead_generation, hang, oom_next_request, exit0;
+ * http_500[:COUNT], crash[:COUNT] (COUNT requests served first, default 1); jitter:DURATION,
+ * stall:DURATION (e.g. 5ms, 2s); reset:TOKENS[xCOUNT]. Errors quote the spec. */
+int sw_sim_fault_parse(const char *spec, struct sw_sim_fault *out, struct sw_err *e);
+/* The same from POST /sim/fault's {"kind": K, "count": N, "ms": N, "after": N}. */
+int sw_sim_fault_from_json(const json_t *o, struct sw_sim_fault *out, struct sw_err *e);
+/* The kind's name as both forms spell it ("http_500"). */
+const char *sw_sim_fault_name(enum sw_sim_fault_kind k);
+
+#define SW_SIM_MAX_FAULTS 8
+
 struct sw_sim_config {
     const char *listen;         /* "HOST:PORT"; NULL: 127.0.0.1:0 (the bound port is announced) */
     const char *ready_file;     /* when set, "PORT\n" is written there (temp + rename) once bound */
@@ -114,6 +150,9 @@ struct sw_sim_config {
      * scheduler (its own slots: N loops serve like N engines behind one port). They start
      * serving when the first one has booted; faults and /metrics are per loop. 0 or 1: one. */
     int threads;
+    /* Faults set when the engine is ready to serve (--fault), in order. */
+    struct sw_sim_fault faults[SW_SIM_MAX_FAULTS];
+    int n_faults;
 };
 
 /* The defaults stated above. */

@@ -74,6 +74,11 @@ static const struct sw_opt opts[] = {
      "N event loops (one per core) on the port (SO_REUSEPORT), each its own scheduler", NULL},
     {"emit-stamps", 0, NULL, 0,
      "every streamed chunk carries sim_emit_ns, its CLOCK_MONOTONIC write instant", NULL},
+    {"fault", 0, "KIND[:ARG]", SW_OPT_REPEAT,
+     "a fault set once the engine serves, as POST /sim/fault would: jitter:5ms, stall:2s,\n"
+     "reset:TOKENS[xCOUNT], crash[:COUNT], http_500[:COUNT], dead_generation, hang,\n"
+     "oom_next_request, exit0 (docs/sim.md, \"Faults\")",
+     NULL},
     {0},
 };
 
@@ -155,6 +160,17 @@ static int read_config(const struct sw_args *a, struct sw_sim_config *c)
     v = sw_args_str(a, "runtime-oom-tokens");
     if (v && (sw_parse_i64(v, &c->runtime_oom_tokens, NULL) || c->runtime_oom_tokens < 1))
         return sw_args_usage(a, "--runtime-oom-tokens: \"%s\" is not a count >= 1", v);
+    int nf = sw_args_count(a, "fault");
+    if (nf > SW_SIM_MAX_FAULTS)
+        return sw_args_usage(a, "--fault: at most %d", SW_SIM_MAX_FAULTS);
+    for (int i = 0; i < nf; i++) {
+        struct sw_err e;
+        char m[600];
+        sw_err_clear(&e);
+        if (sw_sim_fault_parse(sw_args_nth(a, "fault", i), &c->faults[i], &e))
+            return sw_args_usage(a, "--%s", sw_err_format(&e, m, sizeof(m)));
+    }
+    c->n_faults = nf;
     c->firehose = sw_args_flag(a, "firehose");
     c->emit_stamps = sw_args_flag(a, "emit-stamps");
     v = sw_args_str(a, "timing");

@@ -286,6 +286,8 @@ static void finish(struct sw_sim *s, struct sw__sim_req *r, const char *reason)
     s->m_predicted_tokens += (uint64_t)r->n_gen;
     s->m_prompt_seconds += r->prompt_ms / 1000.0;
     s->m_predicted_seconds += r->predicted_ms / 1000.0;
+    if (s->fault_crash_left > 0 && --s->fault_crash_left == 0)
+        s->crash_pending = true; /* the step that finished it is the engine's last */
     if (!r->http)
         return;
     detach(r);
@@ -495,6 +497,83 @@ static bool tool_step(struct sw_sim *s, struct sw__sim_req *r)
     return (!first && r->tool_off >= r->tool_args.len) || r->n_gen >= r->max_tokens;
 }
 
+/* A reset fault's request has generated its tokens. */
+static bool reset_due(const struct sw__sim_req *r)
+{
+    return r->reset_at > 0 && r->n_gen >= r->reset_at;
+}
+
+/* Reset the request's connection (an RST, not a FIN), after what was generated so far reached
+ * the socket: the client reads those tokens, then "connection reset by peer". */
+static void reset_conn(struct sw__sim_req *r)
+{
+    struct evhttp_connection *c = r->http ? evhttp_request_get_connection(r->http) : NULL;
+    detach(r);
+    r->http = NULL; /* freed with its connection */
+    if (!c)
+        return;
+    struct bufferevent *bev = evhttp_connection_get_bufferevent(c);
+    evutil_socket_t fd = bev ? bufferevent_getfd(bev) : -1;
+    if (fd >= 0) {
+        /* the bufferevent keeps its output's front frozen (only it drains it): thawed for
+         * this one write */
+        struct evbuffer *out = bufferevent_get_output(bev);
+        evbuffer_unfreeze(out, 1);
+        evbuffer_write(out, fd);
+        evbuffer_freeze(out, 1);
+        /* Linux aborts a connected TCP socket dissolved with AF_UNSPEC: it sends the RST that
+         * close() with a zero linger would, and leaves the descriptor to its owner */
+        struct sockaddr sa;
+        memset(&sa, 0, sizeof(sa));
+        sa.sa_family = AF_UNSPEC;
+        (void)connect(fd, &sa, sizeof(sa));
+    }
+    evhttp_connection_free(c);
+}
+
+/* vLLM's API server after its engine core died: its last lines (after the cause's). */
+static void vllm_dead_tail(struct sw_buf *b)
+{
+    sw_buf_puts(b, "(APIServer pid=1) ERROR [async_llm.py:480] EngineCore encountered a "
+                   "fatal error.\n");
+    sw_buf_puts(b, "(APIServer pid=1) ERROR EngineDeadError: EngineCore encountered an issue. "
+                   "See stack trace (above) for the root cause.\n");
+    sw_buf_puts(b, "(APIServer pid=1) INFO Shutting down FastAPI HTTP server.\n");
+}
+
+/* The engine is gone: what is in flight is cut, and the process ends with the engine's status
+ * once the replies already written are flushed. */
+static void die(struct sw_sim *s, int status)
+{
+    s->state = SW__SIM_FAILED;
+    s->exit_status = status;
+    sw__sim_drop_all(s);
+    struct timeval flush = {0, 200000};
+    event_base_loopexit(s->base, &flush);
+}
+
+/* The crash fault: llama-server aborts on a failed assertion (exit 134, what abort() gives);
+ * vLLM's engine core dies on a device error and its API server exits 0. */
+static void crash(struct sw_sim *s)
+{
+    struct sw_buf b;
+    sw_buf_init(&b, 4096);
+    s->crash_pending = false;
+    if (s->engine == SW__SIM_LLAMACPP) {
+        FILE *f = s->cfg.log ? s->cfg.log : stderr;
+        fprintf(f, "ggml/src/ggml.c:0: GGML_ABORT(sim fault: crash) failed\n");
+        fflush(f);
+        die(s, 134);
+    } else {
+        sw_buf_puts(&b, "(EngineCore_DP0 pid=2) ERROR RuntimeError: CUDA error: an illegal "
+                        "memory access was encountered (sim fault: crash)\n");
+        vllm_dead_tail(&b);
+        sw__sim_log_lines(s, &b);
+        die(s, 0);
+    }
+    sw_buf_free(&b);
+}
+
 /* The step that just ended: its effects. */
 static void step_end(struct sw_sim *s)
 {
@@ -528,7 +607,12 @@ static void step_end(struct sw_sim *s)
             }
         }
         if (r->tool_name) {
-            if (tool_step(s, r)) {
+            bool done = tool_step(s, r);
+            if (reset_due(r)) {
+                reset_conn(r);
+                s->slots[i] = NULL;
+                req_free(r);
+            } else if (done) {
                 finish(s, r,
                        r->tool_off < r->tool_args.len || !r->tool_args.len ? "length"
                                                                            : "tool_calls");
@@ -549,11 +633,19 @@ static void step_end(struct sw_sim *s)
             stream_token(s, r, t, reasoning);
         else
             sw_buf_puts(reasoning ? &r->reason : &r->text, t);
-        if (r->n_gen >= r->max_tokens) {
+        if (reset_due(r)) {
+            reset_conn(r);
+            s->slots[i] = NULL;
+            req_free(r);
+        } else if (r->n_gen >= r->max_tokens) {
             finish(s, r, "length");
             s->slots[i] = NULL;
             req_free(r);
         }
+    }
+    if (s->crash_pending) {
+        crash(s);
+        return;
     }
     admit(s);
     schedule_step(s);
@@ -635,6 +727,12 @@ static void schedule_step(struct sw_sim *s)
     }
     double us =
         s->cfg.firehose ? 0 : sw_sim_step_us(&s->cfg.timing, decoding, kv, npf, s->pf_n, s->pf_k0);
+    if (s->fault_jitter_us > 0) { /* seeded: the same seed jitters the same way */
+        s->jitter_rng = mix64(s->jitter_rng + 0x9e3779b97f4a7c15ull);
+        us += (double)(s->jitter_rng % ((uint64_t)s->fault_jitter_us + 1));
+    }
+    us += s->fault_stall_us; /* a stall holds one step */
+    s->fault_stall_us = 0;
     uint64_t now = sw_now_ns();
     /* chained to the last step's ideal end (or the batch window's), unless the loop fell 20 ms
      * behind (a stall is not caught up in a burst): a late timer on a loaded machine does not
@@ -684,6 +782,8 @@ void sw__sim_drop_all(struct sw_sim *s)
 
 void sw__sim_http_ready(struct sw_sim *s)
 {
+    for (int i = 0; i < s->cfg.n_faults && s->state == SW__SIM_READY; i++)
+        sw__sim_fault_apply(s, &s->cfg.faults[i]);
     admit(s);
     schedule_step(s);
 }
@@ -737,7 +837,6 @@ static void runtime_oom(struct sw_sim *s, struct evhttp_request *req)
         fprintf(f, "tools/server/server-context.cpp:2830: GGML_ASSERT(batch.slot_batched || "
                    "batch.size() == 0) failed\n");
         fflush(f);
-        s->exit_status = 134; /* abort() */
     } else {
         char gib[128] = "";
         if (s->cfg.device_memory)
@@ -749,24 +848,17 @@ static void runtime_oom(struct sw_sim *s, struct evhttp_request *req)
                       "(EngineCore_DP0 pid=2) ERROR torch.OutOfMemoryError: CUDA out of memory. "
                       "Tried to allocate 50.00 MiB.%s\n",
                       gib);
-        sw_buf_puts(&b, "(APIServer pid=1) ERROR [async_llm.py:480] EngineCore encountered a "
-                        "fatal error.\n");
-        sw_buf_puts(&b, "(APIServer pid=1) ERROR EngineDeadError: EngineCore encountered an issue. "
-                        "See stack trace (above) for the root cause.\n");
-        sw_buf_puts(&b, "(APIServer pid=1) INFO Shutting down FastAPI HTTP server.\n");
+        vllm_dead_tail(&b);
         reply_json(req, 500, "Internal Server Error",
                    json_pack("{s:s,s:s,s:s,s:n,s:i}", "object", "error", "message",
                              "EngineCore encountered an issue. See stack trace (above) for the "
                              "root cause.",
                              "type", "InternalServerError", "param", "code", 500));
         sw__sim_log_lines(s, &b);
-        s->exit_status = 0; /* vLLM's API server exits 0 after its engine died */
     }
     sw_buf_free(&b);
-    s->state = SW__SIM_FAILED;
-    sw__sim_drop_all(s);
-    struct timeval flush = {0, 200000};
-    event_base_loopexit(s->base, &flush);
+    /* llama-server's abort(); vLLM's API server exits 0 after its engine died */
+    die(s, s->engine == SW__SIM_LLAMACPP ? 134 : 0);
 }
 
 /* The arguments of a call: every required property, a word for a string, 1 for a number or an
@@ -957,6 +1049,10 @@ static void on_generate(struct sw_sim *s, struct evhttp_request *req, bool chat)
     r->max_tokens = max_tokens;
     r->text_seed = mix64(h);
     r->t_arrive_ns = sw_now_ns();
+    if (s->fault_reset_left > 0) {
+        s->fault_reset_left--;
+        r->reset_at = s->fault_reset_after;
+    }
     sw_buf_init(&r->text, 16u << 20);
     sw_buf_init(&r->reason, 16u << 20);
     evhttp_connection_set_closecb(evhttp_request_get_connection(req), on_client_gone, r);
@@ -1111,61 +1207,51 @@ static void on_hung_gone(struct evhttp_connection *c, void *arg)
     }
 }
 
-/* POST /sim/fault {"kind": K, "count": N}: a fault on demand (docs/sim.md, "Faults"). */
-static void on_fault(struct sw_sim *s, struct evhttp_request *req)
+void sw__sim_fault_apply(struct sw_sim *s, const struct sw_sim_fault *f)
 {
-    struct evbuffer *in = evhttp_request_get_input_buffer(req);
-    size_t n = evbuffer_get_length(in);
-    unsigned char *raw = n < 65536 ? evbuffer_pullup(in, (ev_ssize_t)n) : NULL;
-    json_t *body = raw ? sw_json_parse((const char *)raw, n, "fault", NULL) : NULL;
-    char kind[32] = "";
-    const char *k = json_string_value(json_object_get(body, "kind"));
-    if (k && strlen(k) < sizeof(kind))
-        snprintf(kind, sizeof(kind), "%s", k);
-    json_t *cnt = json_object_get(body, "count");
-    int64_t count = json_is_integer(cnt) ? json_integer_value(cnt) : 1;
     struct sw_buf b;
-    sw_buf_init(&b, 8192);
-    bool ok = kind[0] && count >= 1;
-    if (ok && !strcmp(kind, "none")) {
+    switch (f->kind) {
+    case SW_SIM_FAULT_NONE:
         s->fault_dead = s->fault_hang = s->fault_oom_next = false;
-        s->fault_500_left = 0;
-    } else if (ok && !strcmp(kind, "dead_generation")) {
+        s->fault_500_left = s->fault_reset_left = s->fault_crash_left = 0;
+        s->fault_jitter_us = s->fault_stall_us = 0;
+        break;
+    case SW_SIM_FAULT_DEAD_GENERATION:
         s->fault_dead = true;
-    } else if (ok && !strcmp(kind, "hang")) {
+        break;
+    case SW_SIM_FAULT_HANG:
         s->fault_hang = true;
-    } else if (ok && !strcmp(kind, "oom_next_request")) {
+        break;
+    case SW_SIM_FAULT_OOM_NEXT_REQUEST:
         s->fault_oom_next = true;
-    } else if (ok && !strcmp(kind, "http_500")) {
-        s->fault_500_left = count;
-    } else if (ok && !strcmp(kind, "exit0")) {
+        break;
+    case SW_SIM_FAULT_HTTP_500:
+        s->fault_500_left = f->count;
+        break;
+    case SW_SIM_FAULT_JITTER:
+        s->fault_jitter_us = (double)f->ms * 1000.0;
+        s->jitter_rng = s->cfg.seed;
+        break;
+    case SW_SIM_FAULT_STALL:
+        s->fault_stall_us += (double)f->ms * 1000.0;
+        break;
+    case SW_SIM_FAULT_RESET:
+        s->fault_reset_left = f->count;
+        s->fault_reset_after = f->after;
+        break;
+    case SW_SIM_FAULT_CRASH:
+        s->fault_crash_left = f->count;
+        break;
+    case SW_SIM_FAULT_EXIT0:
         /* vLLM's API server after its engine died: the engine's last lines, exit 0 */
+        sw_buf_init(&b, 4096);
         if (s->engine == SW__SIM_VLLM)
-            sw_buf_puts(&b, "(APIServer pid=1) ERROR EngineDeadError: EngineCore encountered an "
-                            "issue. See stack trace (above) for the root cause.\n"
-                            "(APIServer pid=1) INFO Shutting down FastAPI HTTP server.\n");
+            vllm_dead_tail(&b);
         else
             sw_buf_puts(&b, "I srv    operator(): operator(): cleaning up before exit...\n");
         sw__sim_log_lines(s, &b);
-    } else {
-        ok = false;
-    }
-    sw_buf_free(&b);
-    json_decref(body);
-    if (!ok) {
-        reply_json(req, 400, "Bad Request",
-                   json_pack("{s:s}", "error",
-                             "want {\"kind\": none|dead_generation|hang|oom_next_request|"
-                             "http_500|exit0, \"count\": N >= 1}"));
-        return;
-    }
-    reply_json(req, 200, "OK", json_pack("{s:s}", "fault", kind));
-    if (!strcmp(kind, "exit0")) {
-        s->state = SW__SIM_FAILED;
-        s->exit_status = 0;
-        sw__sim_drop_all(s);
-        struct timeval flush = {0, 200000};
-        event_base_loopexit(s->base, &flush);
+        sw_buf_free(&b);
+        die(s, 0);
         return;
     }
     if (!s->fault_hang) { /* a hang cleared: what it held is answered; steps resume */
@@ -1179,6 +1265,29 @@ static void on_fault(struct sw_sim *s, struct evhttp_request *req)
     }
     admit(s);
     schedule_step(s);
+}
+
+/* POST /sim/fault {"kind": K, "count": N, "ms": N, "after": N}: a fault on demand (docs/sim.md,
+ * "Faults"); 400 with the reason for a fault that is not one. */
+static void on_fault(struct sw_sim *s, struct evhttp_request *req)
+{
+    struct evbuffer *in = evhttp_request_get_input_buffer(req);
+    size_t n = evbuffer_get_length(in);
+    unsigned char *raw = n < 65536 ? evbuffer_pullup(in, (ev_ssize_t)n) : NULL;
+    json_t *body = raw ? sw_json_parse((const char *)raw, n, "fault", NULL) : NULL;
+    struct sw_sim_fault f;
+    struct sw_err e;
+    sw_err_clear(&e);
+    int rc = sw_sim_fault_from_json(body, &f, &e);
+    json_decref(body);
+    if (rc) {
+        char m[600];
+        reply_json(req, 400, "Bad Request",
+                   json_pack("{s:s}", "error", sw_err_format(&e, m, sizeof(m))));
+        return;
+    }
+    reply_json(req, 200, "OK", json_pack("{s:s}", "fault", sw_sim_fault_name(f.kind)));
+    sw__sim_fault_apply(s, &f);
 }
 
 static void on_request(struct evhttp_request *req, void *arg)

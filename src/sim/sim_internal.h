@@ -40,6 +40,7 @@ struct sw__sim_req {
     char *tool_name;         /* a tool call instead of text (NULL: text) */
     struct sw_buf tool_args; /* its arguments, streamed 4 bytes a token */
     size_t tool_off;         /* bytes of them sent */
+    int64_t reset_at;        /* a reset fault: its connection is reset after this many tokens */
 };
 
 struct sw_sim {
@@ -105,6 +106,13 @@ struct sw_sim {
     bool fault_hang;              /* nothing but /sim/fault is answered */
     bool fault_oom_next;          /* the next generation request dies the runtime-OOM way */
     int64_t fault_500_left;       /* generation requests answered 500 before the path recovers */
+    double fault_jitter_us;       /* every step lasts up to this much longer */
+    uint64_t jitter_rng;          /* its seeded sequence */
+    double fault_stall_us;        /* the next step lasts this much longer */
+    int64_t fault_reset_left;     /* requests still to be reset ... */
+    int64_t fault_reset_after;    /* ... after this many tokens */
+    int64_t fault_crash_left;     /* generation requests to complete before a crash (0: none) */
+    bool crash_pending;           /* the last of them completed: crash at the step's end */
     struct evhttp_request **hung; /* requests held by a hang (answered when it clears) */
     struct evhttp_connection **hung_conn; /* and their connections */
     size_t n_hung, cap_hung;
@@ -120,5 +128,7 @@ void sw__sim_log_lines(struct sw_sim *s, const struct sw_buf *b);
 int sw__sim_http_init(struct sw_sim *s, struct sw_err *e);
 void sw__sim_http_ready(struct sw_sim *s);
 void sw__sim_drop_all(struct sw_sim *s);
+/* Set a fault (POST /sim/fault, --fault): what it does, docs/sim.md "Faults". */
+void sw__sim_fault_apply(struct sw_sim *s, const struct sw_sim_fault *f);
 
 #endif

@@ -38,6 +38,9 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+#include <sys/socket.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -781,6 +784,57 @@ static void test_faults(void **state)
     assert_true(swt_file_has(s.log, "EngineDeadError"));
 }
 
+/* POST body to 127.0.0.1:port over a raw socket (Connection: close) and read what comes until
+ * the peer closes or resets: *got (malloc'd, NUL-terminated) and the errno of the read that
+ * ended it (0: an orderly close). */
+static void raw_post(int port, const char *path, const char *body, char **got, int *err)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    assert_true(fd >= 0);
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof(a));
+    a.sin_family = AF_INET;
+    a.sin_port = htons((uint16_t)port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    struct timeval tv = {30, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    char head[512];
+    int hn = snprintf(head, sizeof(head),
+                      "POST %s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                      "Content-Length: %zu\r\nConnection: close\r\n\r\n",
+                      path, strlen(body));
+    assert_int_equal(write(fd, head, (size_t)hn), hn);
+    assert_int_equal(write(fd, body, strlen(body)), (ssize_t)strlen(body));
+    size_t cap = 1 << 16, n = 0;
+    char *b = malloc(cap + 1);
+    assert_non_null(b);
+    *err = 0;
+    for (;;) {
+        ssize_t k = read(fd, b + n, cap - n);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0) {
+            *err = k < 0 ? errno : 0;
+            break;
+        }
+        n += (size_t)k;
+        if (n == cap)
+            break;
+    }
+    b[n] = '\0';
+    close(fd);
+    *got = b;
+}
+
+static int count_of(const char *hay, const char *needle)
+{
+    int n = 0;
+    for (const char *p = strstr(hay, needle); p; p = strstr(p + 1, needle))
+        n++;
+    return n;
+}
+
 /* The sim's monotonic clock instants ("sim_emit_ns") of a streamed body, in order; how many. */
 static int emit_stamps(const char *body, uint64_t *out, int max)
 {
@@ -847,6 +901,89 @@ static void test_chunked_prefill_stamps(void **state)
     /* the first token (chunk 1, after the role) came out of the second prefill step */
     assert_true(st[1] - t_send >= 100000000u);
     free(out);
+}
+
+/* Faults given as flags at start and the timed ones: a stall holds the first step (--fault
+ * stall:600ms: the first token no earlier than 600 ms after the send); a connection reset
+ * mid-stream (--fault reset:3: the client reads exactly 3 tokens, no [DONE], then ECONNRESET;
+ * the next request is served whole); jitter (POST /sim/fault {"kind":"jitter","ms":40}: 30
+ * tokens spread over at least 300 ms where the model alone takes ~60 ms; seeded, so the draws are
+ * the same every run); a crash after N requests (the third one served, then the engine's abort
+ * line and exit 134, classified a runtime crash by `bootlog parse`); a bad --fault refused.
+ * Lower bounds only: a timer never fires early, however loaded the machine. */
+static void test_fault_flags(void **state)
+{
+    struct fx *f = *state;
+    swt_need(f != NULL, "%s", g_missing);
+    struct swt_run r;
+    swt_slipway(&r, "sim", "--engine", "llama.cpp", "--fault", "reset:0", "--", "llama-server",
+                "-m", f->model, NULL);
+    assert_int_equal(r.status, 2);
+    assert_non_null(strstr(r.err, "reset:TOKENS"));
+    swt_run_free(&r);
+
+    const char *l[] = {"--engine",    "llama.cpp", "--load-time", "0",  "--emit-stamps", "--fault",
+                       "stall:600ms", "--fault",   "reset:3",     "--", "llama-server",  "-m",
+                       f->model,      "-c",        "4096",        NULL};
+    struct sim s;
+    sim_start(f, "fault-flags", l, &s);
+    wait_health(s.port, 200);
+    const char *body = "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],"
+                       "\"max_tokens\":8,\"stream\":true}";
+    uint64_t t_send = sw_now_ns();
+    char *got = NULL;
+    int err = 0;
+    raw_post(s.port, "/v1/chat/completions", body, &got, &err);
+    uint64_t st[16];
+    int n = emit_stamps(got, st, 16);
+    if (err != ECONNRESET || n != 4)
+        print_message("errno %d, %d stamps: %.2000s\n", err, n, got);
+    assert_int_equal(err, ECONNRESET);
+    assert_int_equal(n, 4); /* the role chunk and 3 tokens */
+    assert_null(strstr(got, "[DONE]"));
+    assert_true(st[1] - t_send >= 600000000u);
+    free(got);
+    /* the reset took one request: the next is served whole */
+    raw_post(s.port, "/v1/chat/completions", body, &got, &err);
+    assert_int_equal(err, 0);
+    assert_non_null(strstr(got, "[DONE]"));
+    assert_int_equal(emit_stamps(got, st, 16), 10); /* role, 8 tokens, finish */
+    free(got);
+
+    /* jitter, on demand */
+    assert_int_equal(fault(s.port, "{\"kind\":\"jitter\"}"), 400); /* no ms */
+    assert_int_equal(fault(s.port, "{\"kind\":\"jitter\",\"ms\":40}"), 200);
+    const char *body30 = "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],"
+                         "\"max_tokens\":30,\"stream\":true}";
+    raw_post(s.port, "/v1/chat/completions", body30, &got, &err);
+    uint64_t st30[40];
+    n = emit_stamps(got, st30, 40);
+    assert_int_equal(n, 32);
+    print_message("30 tokens with jitter up to 40 ms a step: %.1f ms first to last\n",
+                  (double)(st30[30] - st30[1]) / 1e6);
+    assert_true(st30[30] - st30[1] >= 300000000u);
+    free(got);
+    assert_int_equal(fault(s.port, "{\"kind\":\"none\"}"), 200);
+
+    /* a crash after 3 more requests: those 3 are served, then the engine aborts */
+    assert_int_equal(fault(s.port, "{\"kind\":\"crash\",\"count\":3}"), 200);
+    for (int i = 0; i < 3; i++) {
+        int status = 0;
+        json_t *j = post(s.port, "/v1/chat/completions", chat_req, &status);
+        assert_int_equal(status, 200);
+        json_decref(j);
+    }
+    int code;
+    reap_within(s.pid, &code, 30);
+    g_pid = 0;
+    assert_int_equal(code, 134);
+    swt_slipway(&r, "bootlog", "parse", "--engine", "llama.cpp", "--json", s.log, NULL);
+    json_t *p = swt_json_out(&r);
+    const json_t *fl = json_object_get(p, "failure");
+    assert_string_equal(json_string_value(json_object_get(fl, "class")), "crash");
+    assert_string_equal(json_string_value(json_object_get(fl, "phase")), "runtime");
+    json_decref(p);
+    swt_run_free(&r);
 }
 
 /* --threads 2: two loops on one port (SO_REUSEPORT), each its own scheduler; every request is
@@ -934,6 +1071,7 @@ int main(void)
         cmocka_unit_test_teardown(test_reasoning_and_tools, kill_sim),
         cmocka_unit_test_teardown(test_runtime_oom, kill_sim),
         cmocka_unit_test_teardown(test_faults, kill_sim),
+        cmocka_unit_test_teardown(test_fault_flags, kill_sim),
         cmocka_unit_test_teardown(test_chunked_prefill_stamps, kill_sim),
         cmocka_unit_test_teardown(test_threads, kill_sim),
         cmocka_unit_test_teardown(test_parity_with_llama_server, kill_sim),

@@ -169,12 +169,69 @@ static void test_oom_phases(void **state)
     boot_free(&b);
 }
 
+/* A fault as --fault spells it and as POST /sim/fault does: the same struct, the same checks;
+ * every refusal names the spec or the member. */
+static void test_fault_specs(void **state)
+{
+    (void)state;
+    struct sw_sim_fault f, g;
+    struct sw_err e;
+    sw_err_clear(&e);
+    assert_int_equal(sw_sim_fault_parse("jitter:5ms", &f, &e), 0);
+    assert_int_equal(f.kind, SW_SIM_FAULT_JITTER);
+    assert_int_equal(f.ms, 5);
+    assert_int_equal(sw_sim_fault_parse("stall:2s", &f, &e), 0);
+    assert_int_equal(f.ms, 2000);
+    assert_int_equal(sw_sim_fault_parse("reset:12x3", &f, &e), 0);
+    assert_int_equal(f.kind, SW_SIM_FAULT_RESET);
+    assert_int_equal(f.after, 12);
+    assert_int_equal(f.count, 3);
+    assert_int_equal(sw_sim_fault_parse("reset:7", &f, &e), 0);
+    assert_int_equal(f.count, 1);
+    assert_int_equal(sw_sim_fault_parse("crash", &f, &e), 0);
+    assert_int_equal(f.count, 1);
+    assert_int_equal(sw_sim_fault_parse("http_500:4", &f, &e), 0);
+    assert_int_equal(f.count, 4);
+    assert_int_equal(sw_sim_fault_parse("dead_generation", &f, &e), 0);
+    assert_string_equal(sw_sim_fault_name(f.kind), "dead_generation");
+
+    const char *bad[] = {"",         "melt",     "jitter",  "jitter:0ms", "jitter:fast",
+                         "stall:2h", "reset",    "reset:0", "reset:3x0",  "reset:3x",
+                         "crash:0",  "crash:-1", "hang:1",  "http_500:x", "none:now"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        sw_err_clear(&e);
+        assert_int_not_equal(sw_sim_fault_parse(bad[i], &f, &e), 0);
+        assert_true(strlen(e.msg) > 0);
+    }
+    sw_err_clear(&e);
+    sw_sim_fault_parse("melt", &f, &e);
+    assert_non_null(strstr(e.msg, "\"melt\""));
+    assert_non_null(strstr(e.msg, "reset:TOKENS"));
+
+    /* JSON: the same fault; a member of the wrong type is named */
+    json_t *o = json_pack("{s:s,s:i,s:i}", "kind", "reset", "after", 12, "count", 3);
+    assert_int_equal(sw_sim_fault_from_json(o, &g, &e), 0);
+    json_decref(o);
+    assert_int_equal(sw_sim_fault_parse("reset:12x3", &f, &e), 0);
+    assert_memory_equal(&f, &g, sizeof(f));
+    o = json_pack("{s:s,s:s}", "kind", "stall", "ms", "500");
+    sw_err_clear(&e);
+    assert_int_not_equal(sw_sim_fault_from_json(o, &g, &e), 0);
+    assert_non_null(strstr(e.msg, "\"ms\""));
+    json_decref(o);
+    o = json_pack("{s:s}", "kind", "stall");
+    assert_int_not_equal(sw_sim_fault_from_json(o, &g, &e), 0);
+    json_decref(o);
+    assert_int_not_equal(sw_sim_fault_from_json(NULL, &g, &e), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_points_cpu),
         cmocka_unit_test(test_two_gpus),
         cmocka_unit_test(test_oom_phases),
+        cmocka_unit_test(test_fault_specs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
