@@ -341,6 +341,10 @@ struct sw_bench_counters {
     double spec_drafts, spec_draft_tokens, spec_accepted;
     double spec_accept_pos[SW_BENCH_SPEC_POS_MAX]; /* accepted at position k / drafts */
     size_t spec_npos;
+    /* SGLang's gauges (the after page, mean over its ranks; NaN when absent or 0): tokens a
+     * verify step keeps, and the share of draft tokens accepted, over its last decode log
+     * interval. SGLang has no per-position counters. */
+    double spec_accept_length, spec_accept_rate;
     int64_t client_prompt_tokens, client_completion_tokens; /* over every successful request */
     size_t client_failed;                                   /* requests that failed (their
                                                               * tokens the engine may count) */

@@ -12,11 +12,13 @@
  *           vllm:spec_decode_num_accepted_tokens_per_pos_total{position="k"}
  *           (vllm/v1/metrics/loggers.py, vllm/v1/spec_decode/metrics.py)
  *   SGLang  sglang:prompt_tokens_total, sglang:generation_tokens_total,
- *           sglang:cached_tokens_total (prompt tokens served from its radix cache)
+ *           sglang:cached_tokens_total (prompt tokens served from its radix cache); the gauges
+ *           sglang:spec_accept_length and sglang:spec_accept_rate (per tp/dp rank: averaged),
+ *           SGLang's only speculative-decoding figures: no per-position counters
  *   llama.cpp (--metrics) llamacpp:prompt_tokens_total, llamacpp:tokens_predicted_total
  *
- * What it deliberately does not do: judge a speed from the counters, or read gauges (a delta of
- * a gauge means nothing).
+ * What it deliberately does not do: judge a speed from the counters, or take a delta of a gauge
+ * (it means nothing: SGLang's two spec gauges are read from the after page as they are).
  */
 #include "bench_internal.h"
 
@@ -127,6 +129,20 @@ static double pos_value(const struct sw_openai_metrics *m, size_t k)
     return sum;
 }
 
+/* A gauge's mean over its label sets (ranks); NaN when absent. */
+static double gauge_mean(const struct sw_openai_metrics *m, const char *name)
+{
+    double sum = 0;
+    size_t n = 0;
+    for (size_t i = 0; i < m->n; i++) {
+        if (!strcmp(m->v[i].name, name) && isfinite(m->v[i].value)) {
+            sum += m->v[i].value;
+            n++;
+        }
+    }
+    return n ? sum / (double)n : NAN;
+}
+
 void sw__bench_counters(const struct sw_openai_metrics *before,
                         const struct sw_openai_metrics *after, struct sw_bench_report *rep)
 {
@@ -137,6 +153,7 @@ void sw__bench_counters(const struct sw_openai_metrics *before,
     c->prompt_tokens = c->generation_tokens = c->prefix_queries = c->prefix_hits = NAN;
     c->spec_drafts = c->spec_draft_tokens = c->spec_accepted = NAN;
     c->spec_npos = 0;
+    c->spec_accept_length = c->spec_accept_rate = NAN;
     if (g == SW_OAI_ENGINE_VLLM) {
         c->prompt_tokens = delta(before, after, "vllm:prompt_tokens_total");
         c->generation_tokens = delta(before, after, "vllm:generation_tokens_total");
@@ -162,6 +179,12 @@ void sw__bench_counters(const struct sw_openai_metrics *before,
         c->generation_tokens = delta(before, after, "sglang:generation_tokens_total");
         c->prefix_hits = delta(before, after, "sglang:cached_tokens_total");
         c->prefix_queries = c->prompt_tokens;
+        /* a server without speculative decoding shows them at 0 (or not at all) */
+        double len = gauge_mean(after, "sglang:spec_accept_length");
+        if (len > 0) {
+            c->spec_accept_length = len;
+            c->spec_accept_rate = gauge_mean(after, "sglang:spec_accept_rate");
+        }
     } else if (g == SW_OAI_ENGINE_LLAMACPP) {
         c->prompt_tokens = delta(before, after, "llamacpp:prompt_tokens_total");
         c->generation_tokens = delta(before, after, "llamacpp:tokens_predicted_total");

@@ -247,6 +247,14 @@ static json_t *counters_json(const struct sw_bench_counters *c)
             bad |= json_array_append_new(pos, num(c->spec_accept_pos[k]));
         bad |= sw_json_set_new(sd, "acceptance_per_pos", pos);
         bad |= sw_json_set_new(o, "spec_decode", sd);
+    } else if (c->spec_accept_length > 0) {
+        json_t *sd = json_object();
+        bad |= sw_json_set_str(sd, "source", "sglang gauges (its last decode log interval)");
+        bad |= sw_json_set_new(sd, "accept_length", num(c->spec_accept_length));
+        bad |= sw_json_set_new(sd, "acceptance", num(c->spec_accept_rate));
+        bad |= sw_json_set_new(sd, "acceptance_per_pos", json_null());
+        bad |= sw_json_set_str(sd, "per_pos_why", "SGLang exports no per-position counters");
+        bad |= sw_json_set_new(o, "spec_decode", sd);
     }
 out:
     if (bad) {
@@ -283,6 +291,14 @@ static void counters_print(FILE *f, const struct sw_bench_counters *c)
         for (size_t k = 0; k < c->spec_npos; k++)
             fprintf(f, " %zu:%.1f%%", k, 100.0 * c->spec_accept_pos[k]);
         fprintf(f, "\n");
+    } else if (c->spec_accept_length > 0) {
+        fprintf(f,
+                "spec decode (SGLang's /metrics gauges, its last decode log interval): %.2f "
+                "tokens kept a verify step",
+                c->spec_accept_length);
+        if (isfinite(c->spec_accept_rate))
+            fprintf(f, ", acceptance %.1f%%", 100.0 * c->spec_accept_rate);
+        fprintf(f, " (SGLang exports no per-position counters)\n");
     }
 }
 

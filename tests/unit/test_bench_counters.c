@@ -124,6 +124,37 @@ static void test_sglang_and_llamacpp(void **state)
     assert_true(rep.counters.prefix_hits == 64);
     assert_true(rep.counters.prefix_queries == 1000);
     assert_true(isnan(rep.counters.spec_drafts));
+    assert_true(isnan(rep.counters.spec_accept_length)); /* no spec gauges: none claimed */
+    sw_openai_metrics_free(&before);
+    sw_openai_metrics_free(&after);
+
+    /* speculative decoding: SGLang's two gauges, one per tp rank, averaged (MTP 3 steps: 2.9
+     * tokens kept a step on one rank, 2.7 on the other; 0.63 and 0.57 of the drafts) */
+    parse("# TYPE sglang:prompt_tokens_total counter\nsglang:prompt_tokens_total 0\n", &before);
+    parse("# TYPE sglang:prompt_tokens_total counter\nsglang:prompt_tokens_total 1000\n"
+          "# TYPE sglang:spec_accept_length gauge\n"
+          "sglang:spec_accept_length{model_name=\"m\",tp_rank=\"0\"} 2.9\n"
+          "sglang:spec_accept_length{model_name=\"m\",tp_rank=\"1\"} 2.7\n"
+          "# TYPE sglang:spec_accept_rate gauge\n"
+          "sglang:spec_accept_rate{model_name=\"m\",tp_rank=\"0\"} 0.63\n"
+          "sglang:spec_accept_rate{model_name=\"m\",tp_rank=\"1\"} 0.57\n",
+          &after);
+    one_point(&rep, &pt, 1000, 0);
+    sw__bench_counters(&before, &after, &rep);
+    assert_true(fabs(rep.counters.spec_accept_length - 2.8) < 1e-12);
+    assert_true(fabs(rep.counters.spec_accept_rate - 0.60) < 1e-12);
+    json_t *j = sw_bench_report_json(&rep, false);
+    json_t *sd = json_object_get(json_object_get(j, "engine_counters"), "spec_decode");
+    assert_true(fabs(json_real_value(json_object_get(sd, "accept_length")) - 2.8) < 1e-12);
+    assert_true(json_is_null(json_object_get(sd, "acceptance_per_pos")));
+    json_decref(j);
+    char *txt = NULL;
+    size_t tlen = 0;
+    FILE *mf = open_memstream(&txt, &tlen);
+    sw_bench_report_print(mf, &rep);
+    fclose(mf);
+    assert_non_null(strstr(txt, "2.80 tokens kept a verify step, acceptance 60.0%"));
+    free(txt);
     sw_openai_metrics_free(&before);
     sw_openai_metrics_free(&after);
 
