@@ -28,7 +28,8 @@
  * crash after N requests...), firehose mode and emit timestamps, more loops (docs/sim.md).
  *
  * What it deliberately does not do (yet): a runtime OOM from a fitted headroom model (only a
- * declared threshold, runtime_oom_tokens), SGLang's HTTP surface, one scheduler across loops.
+ * declared threshold, runtime_oom_tokens), SGLang's speculative decoding or radix cache, one
+ * scheduler across loops.
  */
 #ifndef SLIPWAY_SIM_H
 #define SLIPWAY_SIM_H
@@ -196,6 +197,17 @@ struct sw_sim_vllm_boot {
     uint64_t free_bytes;  /* what is free then */
     uint64_t total_bytes; /* the device's capacity, as torch prints it */
 };
+
+/*
+ * An SGLang sim from the law's plan object ({engine, report, lines}: sw_engine_plan_argv("sglang")
+ * or a fleet plan's engine_plan) and the model directory. plan may be NULL when the payload does
+ * not resolve. context_len: the request window (--context-length, else the model's
+ * max_position_embeddings; required); max_running: --max-running-requests (0: the law's, else
+ * 256); metrics: --enable-metrics (SGLang serves /metrics only then).
+ */
+int sw_sim_new_sglang(const json_t *plan, const char *model_dir, int64_t context_len,
+                      int64_t max_running, bool metrics, const struct sw_sim_config *c,
+                      struct sw_sim **out, struct sw_err *e);
 
 /* sw_sim_new_vllm with a boot that ends as `boot` says (NULL: as the plan says). */
 int sw_sim_new_vllm_boot(const json_t *plan, const char *model_dir, int64_t max_num_seqs,

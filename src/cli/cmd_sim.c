@@ -16,7 +16,9 @@
 
 #include <slipway/calib.h>
 #include <slipway/engine.h>
+#include <slipway/engine_sglang.h>
 #include <slipway/engine_vllm.h>
+#include <slipway/hf.h>
 #include <slipway/fleet.h>
 #include <slipway/gate.h>
 #include <slipway/ledger.h>
@@ -31,7 +33,8 @@
 #include <sys/stat.h>
 
 static const struct sw_opt opts[] = {
-    {"engine", 0, "ENGINE", 0, "llama.cpp or vllm: the engine whose command line follows --", NULL},
+    {"engine", 0, "ENGINE", 0,
+     "llama.cpp, vllm or sglang: the engine whose command line follows --", NULL},
     {"listen", 0, "ADDR", 0, "HOST:PORT to serve on (default 127.0.0.1:0: a free port)", NULL},
     {"ready-file", 0, "FILE", 0, "write the bound port there once bound", NULL},
     {"alias", 0, "NAME", 0, "the served model name (default: the engine's)", NULL},
@@ -87,6 +90,8 @@ static const char *const examples[] = {
     "slipway sim --engine llama.cpp --load-time 2s -- llama-server -m model.gguf -c 8192 -np 2",
     "slipway sim --engine vllm --device-memory 24GiB --weights 16GiB -- vllm serve MODEL_DIR "
     "--max-model-len 32768",
+    "slipway sim --engine sglang -- python -m sglang.launch_server --model-path MODEL_DIR "
+    "--context-length 32768 --max-total-tokens 200000 --enable-metrics",
     "slipway sim frank-primary examples/operator.yaml --ledger seed.sqlite --set "
     "max_model_len=245760",
     NULL,
@@ -97,7 +102,7 @@ const struct sw_cmd_spec sw_spec_sim = {
     .summary = "an engine stand-in driven by the plan's law: boots, serves and fails like it",
     .synopsis = "ENDPOINT [FLEET.yaml] [--listen ADDR] [--ready-file FILE] [--load-time D]\n"
                 "    [--device-memory BYTES] [--seed N] [timing options]\n"
-                "--engine llama.cpp|vllm [options] -- ENGINE ARGV...\n"
+                "--engine llama.cpp|vllm|sglang [options] -- ENGINE ARGV...\n"
                 "fit [FLEET.yaml] [--endpoint E] [--ledger DB] [--bench FILE] [--out FILE]",
     .about =
         "Boots like the engine: its boot-log lines with the law's numbers on stderr (`slipway\n"
@@ -234,6 +239,53 @@ static int sim_vllm_argv(const struct sw_args *a, struct sw_sim_config *c)
     if (!c->batch_tokens && o.max_num_batched_tokens > 0)
         c->batch_tokens = o.max_num_batched_tokens;
     rc = sw_sim_new_vllm(rc ? NULL : plan, dir, o.max_num_seqs, c, &s, &e);
+    json_decref(plan);
+    if (rc)
+        return sw_cli_fail(&e, a->json);
+    rc = run(s, a->json);
+    sw_sim_free(s);
+    return rc;
+}
+
+/* `--engine sglang -- python -m sglang.launch_server --model-path DIR ...`: the law's plan, the
+ * window from --context-length or the model's max_position_embeddings. */
+static int sim_sglang_argv(const struct sw_args *a, struct sw_sim_config *c)
+{
+    struct sw_engine_plan_facts facts;
+    struct sw_sglang_opts o;
+    struct sw_hf_config hc;
+    const char *dir = NULL;
+    json_t *plan = NULL;
+    struct sw_sim *s = NULL;
+    struct sw_err e;
+    int rc;
+
+    sw_err_clear(&e);
+    memset(&facts, 0, sizeof(facts));
+    facts.gpu_memory = c->device_memory;
+    sw_sglang_opts_init(&o);
+    if (sw_sglang_parse_argv(a->nrest, a->rest, &o, &dir, NULL, 0, &e))
+        return sw_cli_fail(&e, a->json);
+    bool missing = sw_sim_payload_missing(dir);
+    rc = sw_engine_plan_argv("sglang", &facts, a->nrest, a->rest, &plan, &e);
+    if (rc && !missing) {
+        json_decref(plan);
+        return sw_cli_fail(&e, a->json);
+    }
+    int64_t window = o.context_length;
+    if (window < 1 && !missing) {
+        memset(&hc, 0, sizeof(hc));
+        if (sw_hf_config_load(dir, &hc, &e) == 0)
+            window = hc.max_position_embeddings;
+        sw_err_clear(&e);
+    }
+    bool metrics = false;
+    for (int i = 0; i < a->nrest; i++)
+        metrics |= !strcmp(a->rest[i], "--enable-metrics");
+    if (!c->batch_tokens && o.chunked_prefill_size > 0)
+        c->batch_tokens = o.chunked_prefill_size;
+    rc = sw_sim_new_sglang(rc ? NULL : plan, dir, window, o.max_running_requests, metrics, c, &s,
+                           &e);
     json_decref(plan);
     if (rc)
         return sw_cli_fail(&e, a->json);
@@ -399,6 +451,53 @@ static int sim_vllm_fleet(struct sw_fleet *f, struct sw_fleet_endpoint *ep, cons
         rc = rc ? sw_cli_fail(&e, a->json) : run(s, a->json);
     }
     sw_sim_free(s);
+    sw_plan_free(&pl);
+    return rc;
+}
+
+/* An SGLang fleet endpoint: the fleet plan's law, the shape's window and request cap, the
+ * rendered command line's --enable-metrics. */
+static int sim_sglang_fleet(struct sw_fleet *f, struct sw_fleet_endpoint *ep,
+                            const struct sw_args *a, struct sw_sim_config *c)
+{
+    struct sw_plan pl;
+    struct sw_engine_cmd cmd;
+    struct sw_hf_config hc;
+    struct sw_sim *s = NULL;
+    struct sw_err e;
+    int rc;
+    sw_err_clear(&e);
+    memset(&pl, 0, sizeof(pl));
+    memset(&cmd, 0, sizeof(cmd));
+    if (!c->alias && ep->alias.v)
+        c->alias = ep->alias.v;
+    if (!c->batch_tokens && ep->shape.max_num_batched_tokens.set)
+        c->batch_tokens = (int64_t)ep->shape.max_num_batched_tokens.v;
+    const char *dir = ep->payload.path.v;
+    bool missing = sw_sim_payload_missing(dir);
+    int prc = sw_plan_endpoint(f, ep, NULL, &pl, &e);
+    if (prc && !missing) {
+        rc = sw_cli_fail(&e, a->json);
+        goto out;
+    }
+    int64_t window = ep->shape.max_model_len.set ? (int64_t)ep->shape.max_model_len.v : 0;
+    if (window < 1 && !missing) {
+        memset(&hc, 0, sizeof(hc));
+        if (sw_hf_config_load(dir, &hc, &e) == 0)
+            window = hc.max_position_embeddings;
+        sw_err_clear(&e);
+    }
+    bool metrics = false;
+    if (sw_sglang_render_endpoint(ep, &cmd, &e) == 0)
+        for (size_t i = 0; i < cmd.argc; i++)
+            metrics |= !strcmp(cmd.argv[i], "--enable-metrics");
+    sw_err_clear(&e);
+    rc = sw_sim_new_sglang(prc ? NULL : pl.engine_plan, dir, window,
+                           ep->shape.seqs.set ? (int64_t)ep->shape.seqs.v : 0, metrics, c, &s, &e);
+    rc = rc ? sw_cli_fail(&e, a->json) : run(s, a->json);
+out:
+    sw_sim_free(s);
+    sw_engine_cmd_free(&cmd);
     sw_plan_free(&pl);
     return rc;
 }
@@ -713,8 +812,11 @@ static int sim_fleet(const struct sw_args *a, struct sw_sim_config *c)
         rc = sim_llamacpp(ep, a, c);
     } else if (ep->engine == SW_FLEET_VLLM) {
         rc = sim_vllm_fleet(f, (struct sw_fleet_endpoint *)ep, a, c);
+    } else if (ep->engine == SW_FLEET_SGLANG) {
+        rc = sim_sglang_fleet(f, (struct sw_fleet_endpoint *)ep, a, c);
     } else {
-        sw_err_set(&e, SW_EUNSUPPORTED, "%s: the sim has no %s engine yet (llama.cpp, vllm)", name,
+        sw_err_set(&e, SW_EUNSUPPORTED,
+                   "%s: the sim has no %s engine yet (llama.cpp, vllm, sglang)", name,
                    sw_fleet_engine_name(ep->engine));
         rc = sw_cli_fail(&e, a->json);
     }
@@ -751,8 +853,10 @@ int sw_cmd_sim(int argc, char **argv)
         return sw_args_usage(&a, "--weights is for --engine vllm");
     if (!strcmp(engine, "vllm"))
         return sim_vllm_argv(&a, &c);
+    if (!strcmp(engine, "sglang"))
+        return sim_sglang_argv(&a, &c);
     if (!strcmp(engine, "llama.cpp") || !strcmp(engine, "llamacpp") ||
         !strcmp(engine, "llama-server"))
         return sim_llamacpp(NULL, &a, &c);
-    return sw_args_usage(&a, "engine '%s' has no sim here (llama.cpp, vllm)", engine);
+    return sw_args_usage(&a, "engine '%s' has no sim here (llama.cpp, vllm, sglang)", engine);
 }

@@ -143,6 +143,27 @@ int sw_sim_new_llamacpp(const struct sw_plan *p, int plan_rc, const struct sw_si
     return 0;
 }
 
+/* The weights' bytes of a checkpoint directory (every regular *.safetensors in it), for a load
+ * time scaled from the payload. */
+static uint64_t weights_bytes(const char *dir)
+{
+    char path[1100];
+    struct stat st;
+    uint64_t total = 0;
+    DIR *d = opendir(dir);
+    for (struct dirent *de = d ? readdir(d) : NULL; de; de = readdir(d)) {
+        size_t n = strlen(de->d_name);
+        if (n < 12 || strcmp(de->d_name + n - 12, ".safetensors"))
+            continue;
+        snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+        if (stat(path, &st) == 0 && S_ISREG(st.st_mode))
+            total += (uint64_t)st.st_size;
+    }
+    if (d)
+        closedir(d);
+    return total;
+}
+
 int sw_sim_new_vllm(const json_t *plan, const char *model_dir, int64_t max_num_seqs,
                     const struct sw_sim_config *c, struct sw_sim **out, struct sw_err *e)
 {
@@ -153,8 +174,6 @@ int sw_sim_new_vllm_boot(const json_t *plan, const char *model_dir, int64_t max_
                          const struct sw_sim_vllm_boot *boot, const struct sw_sim_config *c,
                          struct sw_sim **out, struct sw_err *e)
 {
-    char cfg[1100];
-    struct stat st;
     *out = NULL;
     if (!model_dir)
         return sw_err_set(e, SW_EINVAL, "no model directory");
@@ -183,20 +202,52 @@ int sw_sim_new_vllm_boot(const json_t *plan, const char *model_dir, int64_t max_
     if (s->block_size < 1)
         s->block_size = 16; /* vLLM's default block */
     s->batch_tokens = s->cfg.batch_tokens > 0 ? s->cfg.batch_tokens : 2048;
-    /* the weights' bytes (every *.safetensors in the directory), for a load time scaled from
-     * the payload */
-    DIR *d = s->payload_missing ? NULL : opendir(model_dir);
-    for (struct dirent *de = d ? readdir(d) : NULL; de; de = readdir(d)) {
-        size_t n = strlen(de->d_name);
-        if (n < 12 || strcmp(de->d_name + n - 12, ".safetensors"))
-            continue;
-        snprintf(cfg, sizeof(cfg), "%s/%s", model_dir, de->d_name);
-        if (stat(cfg, &st) == 0 && S_ISREG(st.st_mode))
-            s->payload_bytes += (uint64_t)st.st_size;
-    }
-    if (d)
-        closedir(d);
+    s->payload_bytes = s->payload_missing ? 0 : weights_bytes(model_dir);
     int rc = sw__sim_boot_vllm(s, plan, e);
+    if (rc) {
+        sw_sim_free(s);
+        return rc;
+    }
+    *out = s;
+    return 0;
+}
+
+/* SGLang's chunked_prefill_size when the command line gives none: its bucket for the cards the
+ * operator runs (server_args: 8192 for 24-80 GB cards; smaller ones get less). */
+#define SGLANG_CHUNK_DEFAULT 8192
+
+int sw_sim_new_sglang(const json_t *plan, const char *model_dir, int64_t context_len,
+                      int64_t max_running, bool metrics, const struct sw_sim_config *c,
+                      struct sw_sim **out, struct sw_err *e)
+{
+    *out = NULL;
+    if (!model_dir)
+        return sw_err_set(e, SW_EINVAL, "no model directory");
+    if (context_len < 1 && plan)
+        return sw_err_set(e, SW_EINVAL,
+                          "the request window is not known: give --context-length (or a "
+                          "config.json with max_position_embeddings)");
+    struct sw_sim *s = sim_alloc(c, e);
+    if (!s)
+        return SW_ENOMEM;
+    s->engine = SW__SIM_SGLANG;
+    s->metrics = metrics;
+    snprintf(s->model_path, sizeof(s->model_path), "%s", model_dir);
+    s->payload_missing = !plan || sw_sim_payload_missing(model_dir);
+    /* the served name: --served-model-name, else the path as given */
+    snprintf(s->alias, sizeof(s->alias), "%s", s->cfg.alias ? s->cfg.alias : model_dir);
+    const json_t *rep = json_object_get(plan, "report");
+    if (max_running < 1)
+        max_running = json_integer_value(json_object_get(rep, "max_running_requests"));
+    s->n_slots = max_running > 0 ? (int)SW_MIN(max_running, 65536) : 256;
+    s->window = context_len > 0 ? context_len : 0;
+    /* the token pool: a page of one token (--page-size 1, SGLang's default) */
+    s->kv_pool = json_integer_value(json_object_get(rep, "max_total_num_tokens"));
+    s->n_ctx = s->kv_pool;
+    s->block_size = 1;
+    s->batch_tokens = s->cfg.batch_tokens > 0 ? s->cfg.batch_tokens : SGLANG_CHUNK_DEFAULT;
+    s->payload_bytes = s->payload_missing ? 0 : weights_bytes(model_dir);
+    int rc = sw__sim_boot_sglang(s, plan, e);
     if (rc) {
         sw_sim_free(s);
         return rc;
@@ -358,7 +409,9 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
     } else {
         struct sw_buf b;
         sw_buf_init(&b, 4096);
-        sw_buf_puts(&b, "(APIServer pid=1) INFO:     Shutting down\n");
+        sw_buf_puts(&b, s->engine == SW__SIM_SGLANG
+                            ? "INFO:     Shutting down\n"
+                            : "(APIServer pid=1) INFO:     Shutting down\n");
         sw__sim_log_lines(s, &b);
         sw_buf_free(&b);
     }
@@ -484,11 +537,24 @@ static void on_loaded(evutil_socket_t fd, short what, void *arg)
             event_base_loopexit(s->base, NULL);
             return;
         }
-        sw_buf_printf(&b, "(APIServer pid=1) INFO: Starting vLLM API server 0 on http://%s:%d\n",
-                      s->host, s->port);
-        sw_buf_puts(&b, "(APIServer pid=1) INFO:     Started server process [1]\n");
-        sw_buf_puts(&b, "(APIServer pid=1) INFO:     Waiting for application startup.\n");
-        sw_buf_puts(&b, "(APIServer pid=1) INFO:     Application startup complete.\n");
+        if (s->engine == SW__SIM_SGLANG) {
+            /* uvicorn's lines, then SGLang's own once its warm-up request has run */
+            char pre[64];
+            sw_buf_puts(&b, "INFO:     Started server process [1]\n");
+            sw_buf_puts(&b, "INFO:     Waiting for application startup.\n");
+            sw_buf_puts(&b, "INFO:     Application startup complete.\n");
+            sw_buf_printf(&b, "INFO:     Uvicorn running on http://%s:%d (Press CTRL+C to quit)\n",
+                          s->host, s->port);
+            sw__sim_sglang_prefix(pre, sizeof(pre), false);
+            sw_buf_printf(&b, "%sThe server is fired up and ready to roll!\n", pre);
+        } else {
+            sw_buf_printf(&b,
+                          "(APIServer pid=1) INFO: Starting vLLM API server 0 on http://%s:%d\n",
+                          s->host, s->port);
+            sw_buf_puts(&b, "(APIServer pid=1) INFO:     Started server process [1]\n");
+            sw_buf_puts(&b, "(APIServer pid=1) INFO:     Waiting for application startup.\n");
+            sw_buf_puts(&b, "(APIServer pid=1) INFO:     Application startup complete.\n");
+        }
     }
     if (s->cfg.threads > 1 && spawn_workers(s, &e)) {
         char m[600];

@@ -380,3 +380,86 @@ int sw__sim_boot_vllm(struct sw_sim *s, const json_t *plan, struct sw_err *e)
     rc |= vline(T, false, "INFO", "launcher.py:44", "Route: /v1/chat/completions, Methods: POST");
     return rc ? sw_err_set(e, SW_ENOMEM, "out of memory") : 0;
 }
+
+void sw__sim_sglang_prefix(char *out, size_t n, bool rank)
+{
+    char ts[32];
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    strftime(ts, sizeof(ts), "%Y-%m-%d %H:%M:%S", &tm);
+    snprintf(out, n, "[%s%s] ", ts, rank ? " TP0" : "");
+}
+
+/* One SGLang line: the scheduler's (rank TP0) or the launcher's. */
+static int sline(struct sw_buf *b, bool rank, const char *msg)
+{
+    char pre[64];
+    sw__sim_sglang_prefix(pre, sizeof(pre), rank);
+    return sw_buf_printf(b, "%s%s\n", pre, msg);
+}
+
+/* SGLang's launcher after its scheduler died: it SIGQUITs the launcher, which kills its own
+ * process tree (SIGKILL: what a shell reports as 137). */
+#define SGLANG_CHILD_DIED_STATUS 137
+
+/*
+ * SGLang (python/sglang/srt/managers/scheduler.py and model_executor/model_runner.py, v0.5.x):
+ * the server args, the weights' load, the law's pool lines ("KV Cache is allocated. #tokens: N,
+ * K size: ..., V size: ..."; a hybrid's "Mamba Cache is allocated."), "Memory pool end", the
+ * scheduler's limits line, then (once the HTTP server is up) "The server is fired up". A pool the
+ * law sizes at no token is the scheduler's "Not enough memory" RuntimeError; a payload that does
+ * not resolve fails in the launcher before any child starts (exit 1).
+ */
+int sw__sim_boot_sglang(struct sw_sim *s, const json_t *plan, struct sw_err *e)
+{
+    struct sw_buf *E = &s->boot_early, *M = &s->boot_mem, *T = &s->boot_tail;
+    char msg[4096];
+    int rc = 0;
+    snprintf(
+        msg, sizeof(msg),
+        "server_args=ServerArgs(model_path='%s', served_model_name='%s', context_length=%" PRId64
+        ", max_running_requests=%d, chunked_prefill_size=%" PRId64 ")",
+        s->model_path, s->alias, s->window, s->n_slots, s->batch_tokens);
+    rc |= sline(E, false, msg);
+    if (s->payload_missing) {
+        /* transformers' AutoConfig on a path that is neither a directory nor a Hub id */
+        snprintf(msg, sizeof(msg),
+                 "huggingface_hub.errors.HFValidationError: Repo id must be in the form "
+                 "'repo_name' or 'namespace/repo_name': '%s'. Use `repo_type` argument if needed.",
+                 s->model_path);
+        rc |= sw_buf_printf(T, "%s\n", msg);
+        s->boot_fails = true;
+        s->fail_status = 1;
+        return rc ? sw_err_set(e, SW_ENOMEM, "out of memory") : 0;
+    }
+    rc |= sline(M, true, "Load weight begin.");
+    snprintf(msg, sizeof(msg), "Load weight end. mem usage=%.2f GB.",
+             (double)s->payload_bytes / SW_GIB);
+    rc |= sline(M, true, msg);
+    if (s->kv_pool < 1) {
+        rc |= sline(M, true, "Scheduler hit an exception: Traceback (most recent call last):");
+        rc |= sw_buf_puts(M, "RuntimeError: Not enough memory. Please try to increase "
+                             "--mem-fraction-static.\n");
+        rc |= sline(M, false,
+                    "Received sigquit from a child process. It usually means the child failed.");
+        s->boot_fails = true;
+        s->fail_status = SGLANG_CHILD_DIED_STATUS;
+        return rc ? sw_err_set(e, SW_ENOMEM, "out of memory") : 0;
+    }
+    const json_t *lines = json_object_get(plan, "lines");
+    for (size_t k = 0; k < json_array_size(lines); k++) {
+        const char *l = json_string_value(json_array_get(lines, k));
+        if (l)
+            rc |= sline(M, true, l);
+    }
+    rc |= sline(M, true, "Memory pool end.");
+    rc |= sline(M, true, "Capture cuda graph begin. This can take up to several minutes.");
+    rc |= sline(M, true, "Capture cuda graph end. Time elapsed: 1.00 s.");
+    snprintf(msg, sizeof(msg),
+             "max_total_num_tokens=%" PRId64 ", chunked_prefill_size=%" PRId64
+             ", max_prefill_tokens=16384, max_running_requests=%d, context_len=%" PRId64,
+             s->kv_pool, s->batch_tokens, s->n_slots, s->window);
+    rc |= sline(M, true, msg);
+    return rc ? sw_err_set(e, SW_ENOMEM, "out of memory") : 0;
+}

@@ -126,11 +126,25 @@ static void reply_too_long(struct sw_sim *s, struct evhttp_request *req, int64_t
                              "type", "exceed_context_size_error", "n_prompt_tokens",
                              (json_int_t)n_prompt, "n_ctx", (json_int_t)s->window));
     } else {
-        snprintf(m, sizeof(m),
-                 "This model's maximum context length is %" PRId64 " tokens. However, you "
-                 "requested %" PRId64 " tokens (%" PRId64 " in the messages, %" PRId64
-                 " in the completion). Please reduce the length of the messages or completion.",
-                 s->window, n_prompt + max_tokens, n_prompt, max_tokens);
+        if (s->engine == SW__SIM_SGLANG && n_prompt >= s->window)
+            snprintf(m, sizeof(m),
+                     "The input (%" PRId64 " tokens) is longer than the model's context length "
+                     "(%" PRId64 " tokens).",
+                     n_prompt, s->window);
+        else if (s->engine == SW__SIM_SGLANG)
+            snprintf(m, sizeof(m),
+                     "Requested token count exceeds the model's maximum context length of %" PRId64
+                     " tokens. You requested a total of %" PRId64 " tokens: %" PRId64
+                     " tokens from the input messages and %" PRId64
+                     " tokens for the completion. Please reduce the number of tokens in the input "
+                     "messages or the completion to fit within the limit.",
+                     s->window, n_prompt + max_tokens, n_prompt, max_tokens);
+        else
+            snprintf(m, sizeof(m),
+                     "This model's maximum context length is %" PRId64 " tokens. However, you "
+                     "requested %" PRId64 " tokens (%" PRId64 " in the messages, %" PRId64
+                     " in the completion). Please reduce the length of the messages or completion.",
+                     s->window, n_prompt + max_tokens, n_prompt, max_tokens);
         reply_json(req, 400, "Bad Request",
                    json_pack("{s:s,s:s,s:s,s:n,s:i}", "object", "error", "message", m, "type",
                              "BadRequestError", "param", "code", 400));
@@ -391,8 +405,8 @@ static int64_t kv_held(const struct sw_sim *s)
         const struct sw__sim_req *r = s->slots[i];
         if (!r)
             continue;
-        n += s->engine == SW__SIM_VLLM ? seq_kv(s, r->n_prompt + r->n_gen)
-                                       : r->n_prompt + r->max_tokens;
+        n += s->engine != SW__SIM_LLAMACPP ? seq_kv(s, r->n_prompt + r->n_gen)
+                                           : r->n_prompt + r->max_tokens;
     }
     return n;
 }
@@ -400,8 +414,8 @@ static int64_t kv_held(const struct sw_sim *s)
 /* The KV a queued request needs to be admitted. */
 static int64_t kv_need(const struct sw_sim *s, const struct sw__sim_req *r)
 {
-    return s->engine == SW__SIM_VLLM ? seq_kv(s, r->n_prompt + r->n_gen + 1)
-                                     : r->n_prompt + r->max_tokens;
+    return s->engine != SW__SIM_LLAMACPP ? seq_kv(s, r->n_prompt + r->n_gen + 1)
+                                         : r->n_prompt + r->max_tokens;
 }
 
 /* Queued requests into free slots, in arrival order. vLLM admits a request only when its
@@ -431,12 +445,13 @@ static void admit(struct sw_sim *s)
     }
 }
 
-/* vLLM's recompute preemption: when the next step's tokens do not fit the pool, the most recently
- * admitted sequence gives its blocks back and waits at the head of the queue; on its return it
- * prefills its prompt and what it had generated again. */
+/* vLLM's recompute preemption (SGLang's retraction of a decode request is the same move): when
+ * the next step's tokens do not fit the pool, the most recently admitted sequence gives its
+ * blocks back and waits at the head of the queue; on its return it prefills its prompt and what
+ * it had generated again. */
 static void preempt(struct sw_sim *s)
 {
-    if (s->engine != SW__SIM_VLLM || s->kv_pool <= 0)
+    if (s->engine == SW__SIM_LLAMACPP || s->kv_pool <= 0)
         return;
     for (;;) {
         /* the blocks the running sequences hold once each has its next token */
@@ -552,6 +567,24 @@ static void die(struct sw_sim *s, int status)
     event_base_loopexit(s->base, &flush);
 }
 
+/* SGLang's scheduler died of `cause`: its traceback's last line, then the launcher's SIGQUIT
+ * handler kills the whole process tree: what is in flight gets no reply (status 137). */
+static void sglang_child_died(struct sw_sim *s, const char *cause)
+{
+    struct sw_buf b;
+    char pre[64];
+    sw_buf_init(&b, 4096);
+    sw__sim_sglang_prefix(pre, sizeof(pre), true);
+    sw_buf_printf(&b, "%sScheduler hit an exception: Traceback (most recent call last):\n%s\n", pre,
+                  cause);
+    sw__sim_sglang_prefix(pre, sizeof(pre), false);
+    sw_buf_printf(
+        &b, "%sReceived sigquit from a child process. It usually means the child failed.\n", pre);
+    sw__sim_log_lines(s, &b);
+    sw_buf_free(&b);
+    die(s, 137);
+}
+
 /* The crash fault: llama-server aborts on a failed assertion (exit 134, what abort() gives);
  * vLLM's engine core dies on a device error and its API server exits 0. */
 static void crash(struct sw_sim *s)
@@ -564,6 +597,9 @@ static void crash(struct sw_sim *s)
         fprintf(f, "ggml/src/ggml.c:0: GGML_ABORT(sim fault: crash) failed\n");
         fflush(f);
         die(s, 134);
+    } else if (s->engine == SW__SIM_SGLANG) {
+        sglang_child_died(s, "RuntimeError: CUDA error: an illegal memory access was encountered "
+                             "(sim fault: crash)");
     } else {
         sw_buf_puts(&b, "(EngineCore_DP0 pid=2) ERROR RuntimeError: CUDA error: an illegal "
                         "memory access was encountered (sim fault: crash)\n");
@@ -818,6 +854,18 @@ static void runtime_oom(struct sw_sim *s, struct evhttp_request *req)
 {
     struct sw_buf b;
     uint64_t task = ++s->next_id;
+    if (s->engine == SW__SIM_SGLANG) {
+        char cause[256] =
+            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 50.00 MiB.";
+        if (s->cfg.device_memory)
+            snprintf(cause, sizeof(cause),
+                     "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 50.00 MiB. GPU "
+                     "0 has a total capacity of %.2f GiB of which 0 bytes is free.",
+                     (double)s->cfg.device_memory / SW_GIB);
+        (void)req; /* the process tree is killed: no reply */
+        sglang_child_died(s, cause);
+        return;
+    }
     sw_buf_init(&b, 8192);
     if (s->engine == SW__SIM_LLAMACPP) {
         /* tests/data/bootlogs/llamacpp/oom_runtime.log */
@@ -1069,7 +1117,9 @@ static void on_models(struct sw_sim *s, struct evhttp_request *req)
 {
     json_t *m = json_pack("{s:s,s:s,s:I,s:s}", "id", s->alias, "object", "model", "created",
                           (json_int_t)time(NULL), "owned_by",
-                          s->engine == SW__SIM_LLAMACPP ? "llamacpp" : "vllm");
+                          s->engine == SW__SIM_LLAMACPP ? "llamacpp"
+                          : s->engine == SW__SIM_SGLANG ? "sglang"
+                                                        : "vllm");
     if (s->engine == SW__SIM_LLAMACPP)
         sw_json_set_new(m, "meta",
                         json_pack("{s:I,s:I}", "n_ctx_train", (json_int_t)s->window, "size",
@@ -1162,6 +1212,34 @@ static void on_metrics(struct sw_sim *s, struct evhttp_request *req)
         for (size_t i = 0; i < SW_ARRAY_LEN(m); i++)
             sw_buf_printf(&b, "# HELP llamacpp:%s %s\n# TYPE llamacpp:%s %s\nllamacpp:%s %g\n",
                           m[i].name, m[i].help, m[i].name, m[i].kind, m[i].name, m[i].v);
+    } else if (s->engine == SW__SIM_SGLANG) {
+        if (!s->metrics) { /* the route is mounted only with --enable-metrics */
+            reply_json(req, 404, "Not Found", json_pack("{s:s}", "detail", "Not Found"));
+            sw_buf_free(&b);
+            return;
+        }
+        /* python/sglang/srt/metrics/collector.py's names; no radix cache is kept, so nothing
+         * is ever served from it */
+        int64_t kv = kv_held(s);
+        const struct {
+            const char *name, *kind;
+            double v;
+        } m[] = {
+            {"num_running_reqs", "gauge", (double)running},
+            {"num_queue_reqs", "gauge", (double)n_queued(s)},
+            {"num_used_tokens", "gauge", (double)kv},
+            {"token_usage", "gauge", s->kv_pool > 0 ? (double)kv / (double)s->kv_pool : 0.0},
+            {"gen_throughput", "gauge",
+             s->m_predicted_seconds > 0 ? (double)s->m_predicted_tokens / s->m_predicted_seconds
+                                        : 0},
+            {"prompt_tokens_total", "counter", (double)s->m_prompt_tokens},
+            {"generation_tokens_total", "counter", (double)s->m_predicted_tokens},
+            {"num_requests_total", "counter", (double)s->m_requests},
+            {"cached_tokens_total", "counter", 0.0},
+        };
+        for (size_t i = 0; i < SW_ARRAY_LEN(m); i++)
+            sw_buf_printf(&b, "# TYPE sglang:%s %s\nsglang:%s{model_name=\"%s\"} %g\n", m[i].name,
+                          m[i].kind, m[i].name, s->alias, m[i].v);
     } else {
         int64_t kv = kv_held(s);
         const struct {
@@ -1247,6 +1325,8 @@ void sw__sim_fault_apply(struct sw_sim *s, const struct sw_sim_fault *f)
         sw_buf_init(&b, 4096);
         if (s->engine == SW__SIM_VLLM)
             vllm_dead_tail(&b);
+        else if (s->engine == SW__SIM_SGLANG)
+            sw_buf_puts(&b, "INFO:     Shutting down\n");
         else
             sw_buf_puts(&b, "I srv    operator(): operator(): cleaning up before exit...\n");
         sw__sim_log_lines(s, &b);
@@ -1360,7 +1440,22 @@ static void on_request(struct evhttp_request *req, void *arg)
         on_metrics(s, req);
     else if (post && s->engine == SW__SIM_VLLM && !strcmp(path, "/reset_prefix_cache"))
         reply_text(req, 200, "application/json", "", 0); /* vLLM's dev route; nothing cached */
-    else if (get && s->engine == SW__SIM_LLAMACPP && !strcmp(path, "/props"))
+    else if (s->engine == SW__SIM_SGLANG && (get || post) && !strcmp(path, "/flush_cache")) {
+        static const char flushed[] = "Cache flushed.\nPlease check backend logs for more details. "
+                                      "(When there are running or waiting requests, the "
+                                      "operation will not be performed.)\n";
+        reply_text(req, 200, "text/plain", flushed, sizeof(flushed) - 1);
+    } else if (get && s->engine == SW__SIM_SGLANG && !strcmp(path, "/get_model_info"))
+        reply_json(req, 200, "OK",
+                   json_pack("{s:s,s:s,s:b}", "model_path", s->model_path, "tokenizer_path",
+                             s->model_path, "is_generation", 1));
+    else if (get && s->engine == SW__SIM_SGLANG && !strcmp(path, "/health_generate")) {
+        /* SGLang generates one token to answer: a dead generation path fails it */
+        if (s->fault_dead)
+            reply_text(req, 503, "text/plain", "", 0);
+        else
+            reply_text(req, 200, "text/plain", "", 0);
+    } else if (get && s->engine == SW__SIM_LLAMACPP && !strcmp(path, "/props"))
         on_props(s, req);
     else if (get && s->engine == SW__SIM_LLAMACPP && !strcmp(path, "/slots"))
         on_slots(s, req);

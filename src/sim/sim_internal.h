@@ -10,7 +10,7 @@
 #include <event2/event.h>
 #include <event2/http.h>
 
-enum sw__sim_engine { SW__SIM_LLAMACPP = 1, SW__SIM_VLLM = 2 };
+enum sw__sim_engine { SW__SIM_LLAMACPP = 1, SW__SIM_VLLM = 2, SW__SIM_SGLANG = 3 };
 
 enum sw__sim_state { SW__SIM_LOADING = 0, SW__SIM_READY, SW__SIM_FAILED, SW__SIM_STOPPING };
 
@@ -121,6 +121,9 @@ struct sw_sim {
 /* The boot scripts (sim_boot.c). */
 int sw__sim_boot_llamacpp(struct sw_sim *s, const struct sw_plan *p, struct sw_err *e);
 int sw__sim_boot_vllm(struct sw_sim *s, const json_t *plan, struct sw_err *e);
+int sw__sim_boot_sglang(struct sw_sim *s, const json_t *plan, struct sw_err *e);
+/* SGLang's line prefix: "[YYYY-MM-DD HH:MM:SS TP0] " (wall clock), or without the rank. */
+void sw__sim_sglang_prefix(char *out, size_t n, bool rank);
 /* Print one buffered part of the boot log, each line prefixed the engine's way. */
 void sw__sim_log_lines(struct sw_sim *s, const struct sw_buf *b);
 

@@ -903,6 +903,136 @@ static void test_chunked_prefill_stamps(void **state)
     free(out);
 }
 
+/* `--engine sglang -- python -m sglang.launch_server ...`: nothing listens while the model loads
+ * (SGLang's HTTP server starts after its scheduler), then /health 200; SGLang's 400 past the
+ * context length; the probe's basic battery passes with sglang:* metric names; SIGTERM exits 0;
+ * the boot log, parsed as SGLang's, diffs against `plan --engine sglang` with no mismatch (the
+ * pool's tokens and the request cap); a request past the declared runtime headroom kills the
+ * scheduler and the launcher's process tree (no reply, status 137), and `bootlog parse` names it
+ * a runtime OOM. */
+static void test_sglang(void **state)
+{
+    struct fx *f = *state;
+    swt_need(f != NULL, "%s", g_missing);
+    char dir[4200];
+    write_vllm_dir(f, dir, sizeof(dir));
+    const char *cmd[] = {"python",
+                         "-m",
+                         "sglang.launch_server",
+                         "--model-path",
+                         dir,
+                         "--context-length",
+                         "8192",
+                         "--max-total-tokens",
+                         "20000",
+                         "--max-running-requests",
+                         "2",
+                         "--enable-metrics",
+                         NULL};
+    const char *args[32];
+    int k = 0;
+    const char *pre[] = {"--engine", "sglang", "--load-time", "3s", "--", NULL};
+    for (int i = 0; pre[i]; i++)
+        args[k++] = pre[i];
+    for (int i = 0; cmd[i]; i++)
+        args[k++] = cmd[i];
+    args[k] = NULL;
+    struct sim s;
+    sim_start(f, "sglang", args, &s);
+    assert_false(swt_port_open(s.port));
+    wait_health(s.port, 200);
+
+    int status = 0;
+    json_t *j = post(s.port, "/v1/chat/completions",
+                     "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"max_tokens\":9000}",
+                     &status);
+    assert_int_equal(status, 400);
+    assert_string_equal(json_string_value(json_object_get(j, "type")), "BadRequestError");
+    assert_non_null(strstr(json_string_value(json_object_get(j, "message")),
+                           "maximum context length of 8192 tokens"));
+    json_decref(j);
+
+    char url[64];
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d", s.port);
+    struct swt_run r;
+    swt_slipway(&r, "probe", url, "--json", "--quiet", "--deadline", "120", "--only",
+                "readiness,liveness,models,chat,stream,metrics", NULL);
+    json_t *p = swt_json_out(&r);
+    static const char *const must_pass[] = {"readiness", "liveness", "models",
+                                            "chat",      "stream",   "metrics"};
+    for (size_t i = 0; i < SW_ARRAY_LEN(must_pass); i++) {
+        if (strcmp(status_of(p, must_pass[i]), "pass"))
+            print_message("%s\n", r.out);
+        assert_string_equal(status_of(p, must_pass[i]), "pass");
+    }
+    json_decref(p);
+    swt_run_free(&r);
+    assert_int_equal(sim_stop(&s), 0);
+
+    /* the boot log against the law's plan of the same command line */
+    char pred[4200], printed[4200];
+    snprintf(pred, sizeof(pred), "%s/sglang.pred.json", f->dir);
+    snprintf(printed, sizeof(printed), "%s/sglang.printed.json", f->dir);
+    const char *pa[40];
+    k = 0;
+    const char *plan_pre[] = {swt_bin(), "plan", "--json", "--engine", "sglang", "--", NULL};
+    for (int i = 0; plan_pre[i]; i++)
+        pa[k++] = plan_pre[i];
+    for (int i = 0; cmd[i]; i++)
+        pa[k++] = cmd[i];
+    pa[k] = NULL;
+    swt_run(pa, NULL, 60, &r);
+    assert_int_equal(r.status, 0);
+    swt_write_str(pred, r.out);
+    swt_run_free(&r);
+    swt_slipway(&r, "bootlog", "parse", "--engine", "sglang", "--json", s.log, NULL);
+    assert_int_equal(r.status, 0);
+    swt_write_str(printed, r.out);
+    swt_run_free(&r);
+    swt_slipway(&r, "bootlog", "diff", "--engine", "sglang", "--json", pred, printed, NULL);
+    json_t *d = swt_json_out(&r);
+    if (r.status)
+        print_message("%s\n", r.out);
+    assert_int_equal(r.status, 0);
+    assert_int_equal(json_integer_value(json_object_get(d, "mismatches")), 0);
+    assert_true(json_array_size(json_object_get(d, "fields")) >= 2);
+    json_decref(d);
+    swt_run_free(&r);
+
+    /* the runtime headroom: the scheduler dies, the launcher kills its tree, nobody answers */
+    k = 0;
+    const char *oom_pre[] = {"--engine", "sglang", "--load-time", "0", "--runtime-oom-tokens",
+                             "200",      "--",     NULL};
+    for (int i = 0; oom_pre[i]; i++)
+        args[k++] = oom_pre[i];
+    for (int i = 0; cmd[i]; i++)
+        args[k++] = cmd[i];
+    args[k] = NULL;
+    sim_start(f, "sglang-oom", args, &s);
+    wait_health(s.port, 200);
+    char *out = NULL;
+    assert_int_equal(swl_http(s.port, "POST", "/v1/chat/completions",
+                              "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],"
+                              "\"max_tokens\":500}",
+                              10, &status, &out),
+                     -1);
+    free(out);
+    int code;
+    reap_within(s.pid, &code, 30);
+    g_pid = 0;
+    assert_int_equal(code, 137);
+    assert_true(swt_file_has(s.log, "Received sigquit from a child process"));
+    swt_slipway(&r, "bootlog", "parse", "--engine", "sglang", "--json", s.log, NULL);
+    p = swt_json_out(&r);
+    const json_t *fl = json_object_get(p, "failure");
+    if (!fl || json_is_null(fl))
+        print_message("%s\n", r.out);
+    assert_string_equal(json_string_value(json_object_get(fl, "phase")), "runtime");
+    assert_string_equal(json_string_value(json_object_get(fl, "class")), "oom");
+    json_decref(p);
+    swt_run_free(&r);
+}
+
 /* Faults given as flags at start and the timed ones: a stall holds the first step (--fault
  * stall:600ms: the first token no earlier than 600 ms after the send); a connection reset
  * mid-stream (--fault reset:3: the client reads exactly 3 tokens, no [DONE], then ECONNRESET;
@@ -1072,6 +1202,7 @@ int main(void)
         cmocka_unit_test_teardown(test_runtime_oom, kill_sim),
         cmocka_unit_test_teardown(test_faults, kill_sim),
         cmocka_unit_test_teardown(test_fault_flags, kill_sim),
+        cmocka_unit_test_teardown(test_sglang, kill_sim),
         cmocka_unit_test_teardown(test_chunked_prefill_stamps, kill_sim),
         cmocka_unit_test_teardown(test_threads, kill_sim),
         cmocka_unit_test_teardown(test_parity_with_llama_server, kill_sim),
