@@ -115,6 +115,7 @@ int sw_sim_fault_from_json(const json_t *o, struct sw_sim_fault *out, struct sw_
 const char *sw_sim_fault_name(enum sw_sim_fault_kind k);
 
 #define SW_SIM_MAX_FAULTS 8
+#define SW_SIM_SPEC_MAX   8
 
 struct sw_sim_config {
     const char *listen;         /* "HOST:PORT"; NULL: 127.0.0.1:0 (the bound port is announced) */
@@ -151,6 +152,13 @@ struct sw_sim_config {
      * scheduler (its own slots: N loops serve like N engines behind one port). They start
      * serving when the first one has booted; faults and /metrics are per loop. 0 or 1: one. */
     int threads;
+    /* Speculative decoding (--spec-accept R0,R1,...): each decode step of a sequence drafts
+     * n_spec tokens and keeps the first a of them, P(a > k) = spec_accept[k] (non-increasing),
+     * drawn from the seed: 1 + a tokens in that step's one chunk. The engine's counters follow
+     * (vLLM's per-position counters, SGLang's accept-length and rate gauges, llama.cpp's
+     * timings draft_n / draft_n_accepted). n_spec 0: none. */
+    double spec_accept[SW_SIM_SPEC_MAX];
+    int n_spec;
     /* Faults set when the engine is ready to serve (--fault), in order. */
     struct sw_sim_fault faults[SW_SIM_MAX_FAULTS];
     int n_faults;

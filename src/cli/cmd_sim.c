@@ -77,6 +77,10 @@ static const struct sw_opt opts[] = {
      "N event loops (one per core) on the port (SO_REUSEPORT), each its own scheduler", NULL},
     {"emit-stamps", 0, NULL, 0,
      "every streamed chunk carries sim_emit_ns, its CLOCK_MONOTONIC write instant", NULL},
+    {"spec-accept", 0, "R0,R1,...", 0,
+     "speculative decoding: a draft of as many tokens per decode step, position k kept with\n"
+     "probability Rk (non-increasing, 0..1): 1 + kept tokens a step, the engine's counters",
+     NULL},
     {"fault", 0, "KIND[:ARG]", SW_OPT_REPEAT,
      "a fault set once the engine serves, as POST /sim/fault would: jitter:5ms, stall:2s,\n"
      "reset:TOKENS[xCOUNT], crash[:COUNT], http_500[:COUNT], dead_generation, hang,\n"
@@ -165,6 +169,24 @@ static int read_config(const struct sw_args *a, struct sw_sim_config *c)
     v = sw_args_str(a, "runtime-oom-tokens");
     if (v && (sw_parse_i64(v, &c->runtime_oom_tokens, NULL) || c->runtime_oom_tokens < 1))
         return sw_args_usage(a, "--runtime-oom-tokens: \"%s\" is not a count >= 1", v);
+    v = sw_args_str(a, "spec-accept");
+    if (v) {
+        char buf[256];
+        snprintf(buf, sizeof(buf), "%s", v);
+        char *save = NULL;
+        for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+            double r = 0;
+            if (c->n_spec >= SW_SIM_SPEC_MAX || sw_parse_double(t, &r, NULL) || !(r >= 0) ||
+                r > 1 || (c->n_spec && r > c->spec_accept[c->n_spec - 1]))
+                return sw_args_usage(a,
+                                     "--spec-accept: \"%s\" is not up to %d rates in 0..1, each "
+                                     "at most the one before",
+                                     v, SW_SIM_SPEC_MAX);
+            c->spec_accept[c->n_spec++] = r;
+        }
+        if (!c->n_spec)
+            return sw_args_usage(a, "--spec-accept: no rate in \"%s\"", v);
+    }
     int nf = sw_args_count(a, "fault");
     if (nf > SW_SIM_MAX_FAULTS)
         return sw_args_usage(a, "--fault: at most %d", SW_SIM_MAX_FAULTS);

@@ -206,13 +206,18 @@ static double ms_between(uint64_t a, uint64_t b)
 static json_t *timings_json(const struct sw__sim_req *r)
 {
     double pm = r->prompt_ms, gm = r->predicted_ms;
-    return json_pack("{s:i,s:I,s:f,s:f,s:f,s:I,s:f,s:f,s:f}", "cache_n", 0, "prompt_n",
-                     (json_int_t)r->n_prompt, "prompt_ms", pm, "prompt_per_token_ms",
-                     r->n_prompt ? pm / (double)r->n_prompt : 0.0, "prompt_per_second",
-                     pm > 0 ? (double)r->n_prompt * 1000.0 / pm : 0.0, "predicted_n",
-                     (json_int_t)r->n_gen, "predicted_ms", gm, "predicted_per_token_ms",
-                     r->n_gen ? gm / (double)r->n_gen : 0.0, "predicted_per_second",
-                     gm > 0 ? (double)r->n_gen * 1000.0 / gm : 0.0);
+    json_t *t = json_pack("{s:i,s:I,s:f,s:f,s:f,s:I,s:f,s:f,s:f}", "cache_n", 0, "prompt_n",
+                          (json_int_t)r->n_prompt, "prompt_ms", pm, "prompt_per_token_ms",
+                          r->n_prompt ? pm / (double)r->n_prompt : 0.0, "prompt_per_second",
+                          pm > 0 ? (double)r->n_prompt * 1000.0 / pm : 0.0, "predicted_n",
+                          (json_int_t)r->n_gen, "predicted_ms", gm, "predicted_per_token_ms",
+                          r->n_gen ? gm / (double)r->n_gen : 0.0, "predicted_per_second",
+                          gm > 0 ? (double)r->n_gen * 1000.0 / gm : 0.0);
+    if (t && r->draft_n > 0) { /* llama-server's, with a draft model */
+        sw_json_set_int(t, "draft_n", r->draft_n);
+        sw_json_set_int(t, "draft_n_accepted", r->draft_accepted);
+    }
+    return t;
 }
 
 static json_t *usage_json(const struct sw__sim_req *r)
@@ -251,7 +256,8 @@ static void send_chunk(struct sw__sim_req *r, json_t *j)
 /* A streamed delta: role (first), reasoning_content or content. */
 static void stream_token(struct sw_sim *s, struct sw__sim_req *r, const char *tok, bool reasoning)
 {
-    if (!r->timings_per_token && !s->cfg.emit_stamps && s->alias_json && s->chunk && r->http) {
+    if (!r->timings_per_token && !r->continuous_usage && !s->cfg.emit_stamps && s->alias_json &&
+        s->chunk && r->http) {
         /* the common chunk formatted at once (jansson's pack and dump of each token was most
          * of a streamed token's cost); the same bytes as the general path below. A token is a
          * word of the sim's list: nothing to escape. */
@@ -288,6 +294,8 @@ static void stream_token(struct sw_sim *s, struct sw__sim_req *r, const char *to
         r->predicted_ms = ms_between(r->t_first_ns, sw_now_ns());
         sw_json_set_new(o, "timings", timings_json(r));
     }
+    if (r->continuous_usage) /* vLLM's continuous_usage_stats: the running usage in every chunk */
+        sw_json_set_new(o, "usage", usage_json(r));
     send_chunk(r, o);
 }
 
@@ -610,6 +618,28 @@ static void crash(struct sw_sim *s)
     sw_buf_free(&b);
 }
 
+/* Speculative decoding (cfg.spec_accept): one draft of n_spec tokens for r's decode step; how
+ * many of them are kept, drawn from the seed (P(kept > k) = spec_accept[k]). Counted as the
+ * engine counts: drafts, draft tokens, kept tokens, per position. */
+static int spec_kept(struct sw_sim *s, struct sw__sim_req *r)
+{
+    if (s->cfg.n_spec < 1)
+        return 0;
+    s->spec_rng = mix64(s->spec_rng + 0x9e3779b97f4a7c15ull);
+    double u = (double)(s->spec_rng >> 11) / 9007199254740992.0; /* [0, 1) */
+    int a = 0;
+    while (a < s->cfg.n_spec && u < s->cfg.spec_accept[a])
+        a++;
+    s->m_spec_drafts++;
+    s->m_spec_draft_tokens += (uint64_t)s->cfg.n_spec;
+    s->m_spec_accepted += (uint64_t)a;
+    for (int k = 0; k < a; k++)
+        s->m_spec_pos[k]++;
+    r->draft_n += s->cfg.n_spec;
+    r->draft_accepted += a;
+    return a;
+}
+
 /* The step that just ended: its effects. */
 static void step_end(struct sw_sim *s)
 {
@@ -657,18 +687,29 @@ static void step_end(struct sw_sim *s)
             }
             continue;
         }
-        token_text(r, r->n_gen, tok, sizeof(tok));
         /* reasoning: the first half of the tokens, in the engine's reasoning_content */
         bool reasoning = r->reasoning && r->n_gen < r->max_tokens / 2;
-        r->n_gen++;
-        /* each part (reasoning, content) starts without the separating space */
-        bool *begun = reasoning ? &r->reason_begun : &r->content_begun;
-        const char *t = !*begun && tok[0] == ' ' ? tok + 1 : tok;
-        *begun = true;
+        /* with speculative decoding a decode step keeps its accepted drafts too: one chunk */
+        int want = r->n_gen > 0 ? 1 + spec_kept(s, r) : 1;
+        char step_txt[64 * (SW_SIM_SPEC_MAX + 1)];
+        size_t used = 0;
+        for (int k = 0; k < want && r->n_gen < r->max_tokens; k++) {
+            if (k && (r->reasoning && r->n_gen < r->max_tokens / 2) != reasoning)
+                break; /* a part's end ends the chunk */
+            token_text(r, r->n_gen, tok, sizeof(tok));
+            r->n_gen++;
+            /* each part (reasoning, content) starts without the separating space */
+            bool *begun = reasoning ? &r->reason_begun : &r->content_begun;
+            const char *t = !*begun && tok[0] == ' ' ? tok + 1 : tok;
+            *begun = true;
+            int w = snprintf(step_txt + used, sizeof(step_txt) - used, "%s", t);
+            if (w > 0 && (size_t)w < sizeof(step_txt) - used)
+                used += (size_t)w;
+        }
         if (r->stream)
-            stream_token(s, r, t, reasoning);
+            stream_token(s, r, step_txt, reasoning);
         else
-            sw_buf_puts(reasoning ? &r->reason : &r->text, t);
+            sw_buf_puts(reasoning ? &r->reason : &r->text, step_txt);
         if (reset_due(r)) {
             reset_conn(r);
             s->slots[i] = NULL;
@@ -1009,6 +1050,9 @@ static void on_generate(struct sw_sim *s, struct evhttp_request *req, bool chat)
     bool timings_per_token = json_is_true(json_object_get(body, "timings_per_token"));
     bool include_usage =
         json_is_true(json_object_get(json_object_get(body, "stream_options"), "include_usage"));
+    bool continuous_usage = s->engine != SW__SIM_LLAMACPP && include_usage &&
+                            json_is_true(json_object_get(json_object_get(body, "stream_options"),
+                                                         "continuous_usage_stats"));
     /* a model that calls tools (--tools) calls the one asked for, else the first declared, when
      * the request declares any and does not say "none" */
     json_t *tools = json_object_get(body, "tools");
@@ -1090,6 +1134,7 @@ static void on_generate(struct sw_sim *s, struct evhttp_request *req, bool chat)
     r->chat = chat;
     r->stream = stream;
     r->include_usage = include_usage;
+    r->continuous_usage = continuous_usage;
     r->timings_per_token = timings_per_token;
     r->reasoning = reasoning && chat;
     r->slot = -1;
@@ -1236,6 +1281,13 @@ static void on_metrics(struct sw_sim *s, struct evhttp_request *req)
             {"generation_tokens_total", "counter", (double)s->m_predicted_tokens},
             {"num_requests_total", "counter", (double)s->m_requests},
             {"cached_tokens_total", "counter", 0.0},
+            /* speculative decoding: tokens a verify step keeps (the bonus token included) and
+             * the share of drafted tokens kept; SGLang shows 0 without it */
+            {"spec_accept_length", "gauge",
+             s->m_spec_drafts ? 1.0 + (double)s->m_spec_accepted / (double)s->m_spec_drafts : 0},
+            {"spec_accept_rate", "gauge",
+             s->m_spec_draft_tokens ? (double)s->m_spec_accepted / (double)s->m_spec_draft_tokens
+                                    : 0},
         };
         for (size_t i = 0; i < SW_ARRAY_LEN(m); i++)
             sw_buf_printf(&b, "# TYPE sglang:%s %s\nsglang:%s{model_name=\"%s\"} %g\n", m[i].name,
@@ -1262,6 +1314,25 @@ static void on_metrics(struct sw_sim *s, struct evhttp_request *req)
         for (size_t i = 0; i < SW_ARRAY_LEN(m); i++)
             sw_buf_printf(&b, "# TYPE vllm:%s %s\nvllm:%s{engine=\"0\",model_name=\"%s\"} %g\n",
                           m[i].name, m[i].kind, m[i].name, s->alias, m[i].v);
+        if (s->cfg.n_spec > 0) { /* vllm/v1/spec_decode/metrics.py's counters */
+            const struct {
+                const char *name;
+                uint64_t v;
+            } sd[] = {{"spec_decode_num_drafts_total", s->m_spec_drafts},
+                      {"spec_decode_num_draft_tokens_total", s->m_spec_draft_tokens},
+                      {"spec_decode_num_accepted_tokens_total", s->m_spec_accepted}};
+            for (size_t i = 0; i < SW_ARRAY_LEN(sd); i++)
+                sw_buf_printf(&b,
+                              "# TYPE vllm:%s counter\nvllm:%s{engine=\"0\",model_name=\"%s\"} "
+                              "%" PRIu64 "\n",
+                              sd[i].name, sd[i].name, s->alias, sd[i].v);
+            sw_buf_puts(&b, "# TYPE vllm:spec_decode_num_accepted_tokens_per_pos_total counter\n");
+            for (int k = 0; k < s->cfg.n_spec; k++)
+                sw_buf_printf(&b,
+                              "vllm:spec_decode_num_accepted_tokens_per_pos_total{engine=\"0\","
+                              "model_name=\"%s\",position=\"%d\"} %" PRIu64 "\n",
+                              s->alias, k, s->m_spec_pos[k]);
+        }
     }
     reply_text(req, 200, "text/plain; version=0.0.4; charset=utf-8", sw_buf_cstr(&b), b.len);
     sw_buf_free(&b);
@@ -1469,6 +1540,7 @@ static void on_request(struct evhttp_request *req, void *arg)
 
 int sw__sim_http_init(struct sw_sim *s, struct sw_err *e)
 {
+    s->spec_rng = s->cfg.seed ^ 0x5bd1e9955bd1e995ull; /* the drafts' own seeded sequence */
     s->slots = sw_calloc((size_t)s->n_slots, sizeof(*s->slots));
     s->n_pf_max = (size_t)s->n_slots;
     s->pf_n = sw_calloc(s->n_pf_max, sizeof(*s->pf_n));

@@ -22,6 +22,7 @@ struct sw__sim_req {
     uint64_t id;
     bool chat, stream, include_usage, reasoning;
     bool timings_per_token; /* llama.cpp: timings in every streamed chunk */
+    bool continuous_usage;  /* vLLM/SGLang continuous_usage_stats: usage in every chunk */
     int slot;               /* -1 while queued */
     int64_t n_prompt;       /* tokens */
     int64_t max_tokens;     /* tokens to generate */
@@ -41,6 +42,7 @@ struct sw__sim_req {
     struct sw_buf tool_args; /* its arguments, streamed 4 bytes a token */
     size_t tool_off;         /* bytes of them sent */
     int64_t reset_at;        /* a reset fault: its connection is reset after this many tokens */
+    int64_t draft_n, draft_accepted; /* speculative decoding: drafted / kept (llama.cpp timings) */
 };
 
 struct sw_sim {
@@ -91,6 +93,9 @@ struct sw_sim {
     uint64_t next_id;
     /* counters (/metrics) */
     uint64_t m_prompt_tokens, m_predicted_tokens, m_requests, m_decode_calls, m_preemptions;
+    uint64_t m_spec_drafts, m_spec_draft_tokens, m_spec_accepted;
+    uint64_t m_spec_pos[SW_SIM_SPEC_MAX]; /* drafts whose position k was kept */
+    uint64_t spec_rng;
     double m_prompt_seconds, m_predicted_seconds;
     int exit_status;
     /* more loops (cfg.threads): the other sims, their threads, and a pipe whose write end the

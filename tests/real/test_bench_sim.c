@@ -455,6 +455,109 @@ static void test_roofline_against_sim(void **state)
     swt_run_free(&r);
 }
 
+/* A point's completion tokens and its per-token / per-chunk gap counts. */
+static void point_counts(json_t *doc, json_int_t *tokens, json_int_t *itl_tok,
+                         json_int_t *itl_chunk)
+{
+    json_t *p = json_array_get(json_object_get(doc, "points"), 0);
+    *tokens = json_integer_value(json_object_get(p, "completion_tokens"));
+    *itl_tok = json_integer_value(json_object_get(json_object_get(p, "itl_token"), "n"));
+    *itl_chunk = json_integer_value(json_object_get(json_object_get(p, "itl_chunk"), "n"));
+}
+
+/* Speculative decoding end to end: the sim drafts 2 tokens a decode step and keeps position 0
+ * with probability 0.71 and position 1 with 0.44 (the operator's MTP-2 figures), so a chunk
+ * brings 1 to 3 tokens. vLLM: bench counts tokens from usage (5 x 64, equal to the engine's
+ * counter), not chunks (fewer gaps per chunk than per token), and reads the acceptance per
+ * position from the engine's counters: within 0.08 of the declared rates over ~150 seeded
+ * drafts. SGLang: its two gauges give the tokens kept a step (1 + 0.71 + 0.44 = 2.15) and the
+ * share of drafts kept (0.575), no per-position figure. */
+static void test_spec_decode_against_sim(void **state)
+{
+    (void)state;
+    g_dir = swt_tmpdir();
+    const char *extra[] = {"--spec-accept", "0.71,0.44", NULL};
+    int port = start_sim_with(g_dir, extra);
+    char url[64];
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d", port);
+    struct swt_run r;
+    swt_slipway(&r, "bench", url, "--engine", "vllm", "--depth", "64", "--tg", "64", "--repeat",
+                "5", "--json", NULL);
+    if (r.status)
+        fail_msg("bench exited %d: %s", r.status, r.err);
+    json_t *j = swt_json_out(&r);
+    swt_run_free(&r);
+    json_int_t tokens, itl_tok, itl_chunk;
+    point_counts(j, &tokens, &itl_tok, &itl_chunk);
+    assert_int_equal(tokens, 5 * 64);
+    assert_int_equal(itl_tok, 5 * 63);
+    assert_true(itl_chunk < itl_tok * 3 / 4); /* ~1.6 tokens a chunk */
+    json_t *ec = json_object_get(j, "engine_counters");
+    assert_true(json_is_true(json_object_get(ec, "counts_agree")));
+    json_t *sd = json_object_get(ec, "spec_decode");
+    json_t *pos = json_object_get(sd, "acceptance_per_pos");
+    assert_int_equal(json_array_size(pos), 2);
+    double a0 = json_number_value(json_array_get(pos, 0));
+    double a1 = json_number_value(json_array_get(pos, 1));
+    print_message("vLLM sim, declared 0.71 / 0.44: bench read %.3f / %.3f over %.0f drafts\n", a0,
+                  a1, json_number_value(json_object_get(sd, "drafts")));
+    assert_true(fabs(a0 - 0.71) < 0.08);
+    assert_true(fabs(a1 - 0.44) < 0.08);
+    /* the drafts are the decode steps: one per token after the first, less what they kept */
+    assert_true(json_number_value(json_object_get(sd, "accepted")) +
+                    json_number_value(json_object_get(sd, "drafts")) >=
+                5 * 63);
+    json_decref(j);
+    kill(-g_pid, SIGTERM);
+    int st;
+    waitpid(g_pid, &st, 0);
+    g_pid = 0;
+
+    /* SGLang */
+    char model[4200];
+    snprintf(model, sizeof(model), "%s/m", g_dir);
+    const char *argv[] = {swt_bin(),
+                          "sim",
+                          "--engine",
+                          "sglang",
+                          "--load-time",
+                          "0",
+                          "--spec-accept",
+                          "0.71,0.44",
+                          "--",
+                          "python",
+                          "-m",
+                          "sglang.launch_server",
+                          "--model-path",
+                          model,
+                          "--context-length",
+                          "8192",
+                          "--max-total-tokens",
+                          "50000",
+                          "--enable-metrics",
+                          NULL};
+    port = spawn_sim(g_dir, argv);
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d", port);
+    swt_slipway(&r, "bench", url, "--engine", "sglang", "--depth", "64", "--tg", "64", "--repeat",
+                "5", "--json", NULL);
+    if (r.status)
+        fail_msg("bench exited %d: %s", r.status, r.err);
+    j = swt_json_out(&r);
+    swt_run_free(&r);
+    ec = json_object_get(j, "engine_counters");
+    assert_string_equal(json_string_value(json_object_get(ec, "engine")), "sglang");
+    assert_true(json_is_true(json_object_get(ec, "counts_agree")));
+    sd = json_object_get(ec, "spec_decode");
+    double len = json_number_value(json_object_get(sd, "accept_length"));
+    double acc = json_number_value(json_object_get(sd, "acceptance"));
+    print_message("SGLang sim: accept length %.3f (declared 2.15), acceptance %.3f (0.575)\n", len,
+                  acc);
+    assert_true(fabs(len - 2.15) < 0.15);
+    assert_true(fabs(acc - 0.575) < 0.08);
+    assert_true(json_is_null(json_object_get(sd, "acceptance_per_pos")));
+    json_decref(j);
+}
+
 int main(void)
 {
     sw_core_init();
@@ -462,6 +565,7 @@ int main(void)
         cmocka_unit_test_teardown(test_counters_against_sim, teardown),
         cmocka_unit_test_teardown(test_emit_stamps_against_sim, teardown),
         cmocka_unit_test_teardown(test_roofline_against_sim, teardown),
+        cmocka_unit_test_teardown(test_spec_decode_against_sim, teardown),
     };
     return cmocka_run_group_tests_name("bench_sim", tests, NULL, NULL);
 }
