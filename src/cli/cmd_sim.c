@@ -269,13 +269,23 @@ static int sim_vllm_argv(const struct sw_args *a, struct sw_sim_config *c)
     return rc;
 }
 
+/* SGLang's request window: the one given (--context-length, a fleet shape's max_model_len), else
+ * the model's max_position_embeddings; 0 when neither is known (the sim refuses that). */
+static int64_t sglang_window(const char *dir, int64_t given)
+{
+    struct sw_hf_config hc;
+    if (given > 0 || sw_sim_payload_missing(dir))
+        return given;
+    memset(&hc, 0, sizeof(hc));
+    return sw_hf_config_load(dir, &hc, NULL) == 0 ? hc.max_position_embeddings : 0;
+}
+
 /* `--engine sglang -- python -m sglang.launch_server --model-path DIR ...`: the law's plan, the
  * window from --context-length or the model's max_position_embeddings. */
 static int sim_sglang_argv(const struct sw_args *a, struct sw_sim_config *c)
 {
     struct sw_engine_plan_facts facts;
     struct sw_sglang_opts o;
-    struct sw_hf_config hc;
     const char *dir = NULL;
     json_t *plan = NULL;
     struct sw_sim *s = NULL;
@@ -294,13 +304,7 @@ static int sim_sglang_argv(const struct sw_args *a, struct sw_sim_config *c)
         json_decref(plan);
         return sw_cli_fail(&e, a->json);
     }
-    int64_t window = o.context_length;
-    if (window < 1 && !missing) {
-        memset(&hc, 0, sizeof(hc));
-        if (sw_hf_config_load(dir, &hc, &e) == 0)
-            window = hc.max_position_embeddings;
-        sw_err_clear(&e);
-    }
+    int64_t window = sglang_window(dir, o.context_length);
     bool metrics = false;
     for (int i = 0; i < a->nrest; i++)
         metrics |= !strcmp(a->rest[i], "--enable-metrics");
@@ -484,7 +488,6 @@ static int sim_sglang_fleet(struct sw_fleet *f, struct sw_fleet_endpoint *ep,
 {
     struct sw_plan pl;
     struct sw_engine_cmd cmd;
-    struct sw_hf_config hc;
     struct sw_sim *s = NULL;
     struct sw_err e;
     int rc;
@@ -502,13 +505,8 @@ static int sim_sglang_fleet(struct sw_fleet *f, struct sw_fleet_endpoint *ep,
         rc = sw_cli_fail(&e, a->json);
         goto out;
     }
-    int64_t window = ep->shape.max_model_len.set ? (int64_t)ep->shape.max_model_len.v : 0;
-    if (window < 1 && !missing) {
-        memset(&hc, 0, sizeof(hc));
-        if (sw_hf_config_load(dir, &hc, &e) == 0)
-            window = hc.max_position_embeddings;
-        sw_err_clear(&e);
-    }
+    int64_t window =
+        sglang_window(dir, ep->shape.max_model_len.set ? (int64_t)ep->shape.max_model_len.v : 0);
     bool metrics = false;
     if (sw_sglang_render_endpoint(ep, &cmd, &e) == 0)
         for (size_t i = 0; i < cmd.argc; i++)

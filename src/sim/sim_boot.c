@@ -255,6 +255,21 @@ static int vline(struct sw_buf *b, bool core, const char *level, const char *fil
                          core ? 2 : 1, level, ts, file, msg);
 }
 
+/* vLLM and SGLang load the model's config through transformers: a path that is neither a
+ * directory nor a Hub id ends the boot in the launcher, exit 1. rc: the boot script's writes so
+ * far (nonzero: out of memory). */
+static int hf_path_fails(struct sw_sim *s, int rc, struct sw_err *e)
+{
+    rc |= sw_buf_printf(&s->boot_tail,
+                        "huggingface_hub.errors.HFValidationError: Repo id must be in the form "
+                        "'repo_name' or 'namespace/repo_name': '%s'. Use `repo_type` argument "
+                        "if needed.\n",
+                        s->model_path);
+    s->boot_fails = true;
+    s->fail_status = 1;
+    return rc ? sw_err_set(e, SW_ENOMEM, "out of memory") : 0;
+}
+
 int sw__sim_boot_vllm(struct sw_sim *s, const json_t *plan, struct sw_err *e)
 {
     struct sw_buf *E = &s->boot_early, *M = &s->boot_mem, *T = &s->boot_tail;
@@ -279,17 +294,8 @@ int sw__sim_boot_vllm(struct sw_sim *s, const json_t *plan, struct sw_err *e)
     }
     snprintf(msg, sizeof(msg), "non-default args: {'model': '%s'}", s->model_path);
     rc |= vline(E, false, "INFO", "utils.py:233", msg);
-    if (s->payload_missing) {
-        /* what transformers says of a path that is neither a directory nor a Hub id */
-        snprintf(msg, sizeof(msg),
-                 "huggingface_hub.errors.HFValidationError: Repo id must be in the form "
-                 "'repo_name' or 'namespace/repo_name': '%s'. Use `repo_type` argument if needed.",
-                 s->model_path);
-        rc |= sw_buf_printf(T, "%s\n", msg);
-        s->boot_fails = true;
-        s->fail_status = 1;
-        return rc ? sw_err_set(e, SW_ENOMEM, "out of memory") : 0;
-    }
+    if (s->payload_missing)
+        return hf_path_fails(s, rc, e);
     if (s->vboot.fault == SW_SIM_VLLM_COMPILE) {
         /* torch.compile specializes a dynamic dimension in profile_run -> _dummy_run, before
          * the KV cache is sized: the fleet's declared error, as the worker raises it */
@@ -413,7 +419,7 @@ static int sline(struct sw_buf *b, bool rank, const char *msg)
  */
 int sw__sim_boot_sglang(struct sw_sim *s, const json_t *plan, struct sw_err *e)
 {
-    struct sw_buf *E = &s->boot_early, *M = &s->boot_mem, *T = &s->boot_tail;
+    struct sw_buf *E = &s->boot_early, *M = &s->boot_mem;
     char msg[4096];
     int rc = 0;
     snprintf(
@@ -422,17 +428,8 @@ int sw__sim_boot_sglang(struct sw_sim *s, const json_t *plan, struct sw_err *e)
         ", max_running_requests=%d, chunked_prefill_size=%" PRId64 ")",
         s->model_path, s->alias, s->window, s->n_slots, s->batch_tokens);
     rc |= sline(E, false, msg);
-    if (s->payload_missing) {
-        /* transformers' AutoConfig on a path that is neither a directory nor a Hub id */
-        snprintf(msg, sizeof(msg),
-                 "huggingface_hub.errors.HFValidationError: Repo id must be in the form "
-                 "'repo_name' or 'namespace/repo_name': '%s'. Use `repo_type` argument if needed.",
-                 s->model_path);
-        rc |= sw_buf_printf(T, "%s\n", msg);
-        s->boot_fails = true;
-        s->fail_status = 1;
-        return rc ? sw_err_set(e, SW_ENOMEM, "out of memory") : 0;
-    }
+    if (s->payload_missing)
+        return hf_path_fails(s, rc, e);
     rc |= sline(M, true, "Load weight begin.");
     snprintf(msg, sizeof(msg), "Load weight end. mem usage=%.2f GB.",
              (double)s->payload_bytes / SW_GIB);
