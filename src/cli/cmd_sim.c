@@ -35,7 +35,10 @@
 static const struct sw_opt opts[] = {
     {"engine", 0, "ENGINE", 0,
      "llama.cpp, vllm or sglang: the engine whose command line follows --", NULL},
-    {"listen", 0, "ADDR", 0, "HOST:PORT to serve on (default 127.0.0.1:0: a free port)", NULL},
+    {"listen", 0, "ADDR", 0,
+     "HOST:PORT to serve on (default: the engine command line's --host/--port, else\n"
+     "127.0.0.1:0: a free port)",
+     NULL},
     {"ready-file", 0, "FILE", 0, "write the bound port there once bound", NULL},
     {"alias", 0, "NAME", 0, "the served model name (default: the engine's)", NULL},
     {"seed", 0, "N", 0, "the generated text's seed (default 0)", NULL},
@@ -233,6 +236,31 @@ static int run(struct sw_sim *s, bool json)
     return status;
 }
 
+/* The value of FLAG in the engine's command line (`FLAG V` or `FLAG=V`), or NULL. */
+static const char *argv_value(const struct sw_args *a, const char *flag)
+{
+    size_t n = strlen(flag);
+    for (int i = 0; i < a->nrest; i++) {
+        if (!strcmp(a->rest[i], flag) && i + 1 < a->nrest)
+            return a->rest[i + 1];
+        if (!strncmp(a->rest[i], flag, n) && a->rest[i][n] == '=')
+            return a->rest[i] + n + 1;
+    }
+    return NULL;
+}
+
+/* Where the engine's command line says it listens (--host, --port), when --listen is not
+ * given: the sim serves there, as the engine would. */
+static void listen_from_argv(const struct sw_args *a, struct sw_sim_config *c)
+{
+    static char addr[300];
+    const char *host = argv_value(a, "--host"), *port = argv_value(a, "--port");
+    if (c->listen || (!host && !port))
+        return;
+    snprintf(addr, sizeof(addr), "%s:%s", host ? host : "127.0.0.1", port ? port : "0");
+    c->listen = addr;
+}
+
 static int sim_vllm_argv(const struct sw_args *a, struct sw_sim_config *c)
 {
     struct sw_engine_plan_facts facts;
@@ -249,7 +277,13 @@ static int sim_vllm_argv(const struct sw_args *a, struct sw_sim_config *c)
     rc = bytes_opt(a, "weights", &facts.weights);
     if (rc)
         return rc;
-    /* the adapter's parser: the model directory and max_num_seqs */
+    /* the adapter's parser: the model directory and max_num_seqs; the served name as vLLM
+     * takes it */
+    if (!c->alias)
+        c->alias = argv_value(a, "--served-model-name");
+    listen_from_argv(a, c);
+    for (int i = 0; i < a->nrest; i++) /* vLLM's tool parser: "auto" tool choice works */
+        c->tools |= !strcmp(a->rest[i], "--enable-auto-tool-choice");
     sw_vllm_opts_init(&o);
     if (sw_vllm_parse_argv(a->nrest, a->rest, &o, &dir, NULL, 0, &e))
         return sw_cli_fail(&e, a->json);
@@ -296,6 +330,9 @@ static int sim_sglang_argv(const struct sw_args *a, struct sw_sim_config *c)
     memset(&facts, 0, sizeof(facts));
     facts.gpu_memory = c->device_memory;
     sw_sglang_opts_init(&o);
+    if (!c->alias)
+        c->alias = argv_value(a, "--served-model-name");
+    listen_from_argv(a, c);
     if (sw_sglang_parse_argv(a->nrest, a->rest, &o, &dir, NULL, 0, &e))
         return sw_cli_fail(&e, a->json);
     bool missing = sw_sim_payload_missing(dir);
@@ -876,7 +913,9 @@ int sw_cmd_sim(int argc, char **argv)
     if (!strcmp(engine, "sglang"))
         return sim_sglang_argv(&a, &c);
     if (!strcmp(engine, "llama.cpp") || !strcmp(engine, "llamacpp") ||
-        !strcmp(engine, "llama-server"))
+        !strcmp(engine, "llama-server")) {
+        listen_from_argv(&a, &c);
         return sim_llamacpp(NULL, &a, &c);
+    }
     return sw_args_usage(&a, "engine '%s' has no sim here (llama.cpp, vllm, sglang)", engine);
 }

@@ -282,7 +282,12 @@ void sw_openai_parse_error(const char *body, size_t len, long http_status,
     out->shape = SW_OAI_SHAPE_TEXT;
     out->n_prompt_tokens = -1;
     out->n_ctx = -1;
-    sw_sniff(body ? body : "", body ? len : 0, out->message, sizeof(out->message));
+    if (body && sw_sniff_kind(body, len) == SW_SNIFF_HTML)
+        /* a reply, not a file: sw_sniff's wording is for a download */
+        snprintf(out->message, sizeof(out->message),
+                 "an HTML page, not the engine's JSON (a proxy's or the server's own error page)");
+    else
+        sw_sniff(body ? body : "", body ? len : 0, out->message, sizeof(out->message));
     out->kind = kind_from_status(http_status);
     if (out->kind == SW_OAI_ERR_INVALID && body && len) {
         /* a plain-text 400 (a proxy, an old engine) may still say what happened */

@@ -300,6 +300,23 @@ static const char *oom_line(const char *log)
     return NULL;
 }
 
+/* The engine's own boot-log classifier on what it printed since the probe began: an
+ * out-of-memory failure, its line in *line (pointing into log). */
+static bool engine_oom(struct sw__ro *c, const struct sw_buf *log, const char **line)
+{
+    struct sw_boot_status st;
+    classify(c, log, &st);
+    if (!st.failed || st.failure.cls != SW_BOOT_OOM || st.failure.line < 1)
+        return false;
+    const char *p = sw_buf_cstr(log);
+    for (int n = 1; n < st.failure.line && p; n++) {
+        p = strchr(p, '\n');
+        p = p ? p + 1 : NULL;
+    }
+    *line = p ? p : st.failure.message;
+    return true;
+}
+
 int sw__ro_runtime_death(struct sw__ro *c, const char *cursor, const char *during,
                          struct sw__ro_death *d)
 {
@@ -355,6 +372,17 @@ int sw__ro_runtime_death(struct sw__ro *c, const char *cursor, const char *durin
                  "memory.events; the kernel's OOM killer sends exactly this signal)",
                  during, mms, have_u ? (unsigned long long)u.n_restarts : 0ull,
                  have_u ? u.result : "?");
+    } else if (d->died && engine_oom(c, &log, &ol)) {
+        /* no kernel OOM, but the engine's own words: a device allocation that failed (vLLM's
+         * torch.OutOfMemoryError in a worker, llama.cpp's bad_alloc), after which it died */
+        d->oom = true;
+        snprintf(d->cls, sizeof(d->cls), "runtime_oom");
+        snprintf(d->msg, sizeof(d->msg),
+                 "the engine ran out of device memory during %s and died (ActiveState=%s "
+                 "Result=%s NRestarts=%llu): %.*s",
+                 during, have_u ? u.active_state : "?", have_u ? u.result : "?",
+                 have_u ? (unsigned long long)u.n_restarts : 0ull,
+                 (int)SW_MIN(strcspn(ol, "\n"), (size_t)400), ol);
     } else if (d->died) {
         snprintf(d->cls, sizeof(d->cls), "runtime_death");
         snprintf(d->msg, sizeof(d->msg),

@@ -889,6 +889,20 @@ static void hash_content(const json_t *c, uint64_t *h)
         hash_content(json_object_get(json_array_get(c, i), "text"), h);
 }
 
+/* An image part (image_url / input_image) in any message's content. */
+static bool has_image(const json_t *msgs)
+{
+    for (size_t i = 0; i < json_array_size(msgs); i++) {
+        const json_t *c = json_object_get(json_array_get(msgs, i), "content");
+        for (size_t k = 0; k < json_array_size(c); k++) {
+            const char *t = json_string_value(json_object_get(json_array_get(c, k), "type"));
+            if (t && (!strcmp(t, "image_url") || !strcmp(t, "input_image")))
+                return true;
+        }
+    }
+    return false;
+}
+
 /* The engine dies on this request: its lines, its 500, then the process ends (after the reply
  * is flushed) with the engine's status. */
 static void runtime_oom(struct sw_sim *s, struct evhttp_request *req)
@@ -1059,7 +1073,26 @@ static void on_generate(struct sw_sim *s, struct evhttp_request *req, bool chat)
     json_t *tc = json_object_get(body, "tool_choice");
     const char *tool = NULL;
     json_t *tool_params = NULL;
-    if (chat && s->cfg.tools && json_array_size(tools) &&
+    bool vllm_like = s->engine != SW__SIM_LLAMACPP;
+    /* vLLM and SGLang force a call for tool_choice "required" or a named function (structured
+     * output), whatever the server's flags; "auto" needs the server's tool parser */
+    bool forced =
+        json_is_object(tc) || (json_is_string(tc) && !strcmp(json_string_value(tc), "required"));
+    if (chat && s->engine == SW__SIM_VLLM && json_array_size(tools) && !s->cfg.tools && !forced &&
+        !(json_is_string(tc) && !strcmp(json_string_value(tc), "none"))) {
+        json_decref(body);
+        reply_bad(s, req,
+                  "\"auto\" tool choice requires --enable-auto-tool-choice and --tool-call-parser "
+                  "to be set");
+        return;
+    }
+    if (chat && vllm_like && has_image(json_object_get(body, "messages"))) {
+        /* a text-only model (the sim has no vision tower) */
+        json_decref(body);
+        reply_bad(s, req, "the model does not support multimodal (image) inputs");
+        return;
+    }
+    if (chat && (s->cfg.tools || (vllm_like && forced)) && json_array_size(tools) &&
         !(json_is_string(tc) && !strcmp(json_string_value(tc), "none"))) {
         const char *want =
             json_string_value(json_object_get(json_object_get(tc, "function"), "name"));

@@ -30,11 +30,16 @@ int swro_teardown(void **state)
 
 void swro_up(struct swro *r, const struct swro_site *site)
 {
+    swro_up_binds(r, site, NULL);
+}
+
+void swro_up_binds(struct swro *r, const struct swro_site *site, const char *more)
+{
     swt_need(swth_missing()[0] == '\0', "%s", swth_missing());
     swt_need(swth_gm.model[0] != '\0', "no chat model: %s", swth_gm.missing);
     char bind[4200];
     snprintf(bind, sizeof(bind), "%s:/models", swth_gm.dir);
-    const char *binds[] = {bind, NULL};
+    const char *binds[] = {bind, more, NULL};
     assert_int_equal(swth_up(site->host, site->addr, binds, &r->h), 0);
     print_message("host %s up at %s in %ld ms\n", site->host, site->addr, r->h.boot_ms);
     snprintf(r->addr, sizeof(r->addr), "%s", site->addr);

@@ -68,6 +68,8 @@ int swro_teardown(void **state);
 /* The host up with the model bound at /models (swt_need first: the host's prerequisites and the
  * model), r's paths ready and a free port picked. Fails the test when the host does not boot. */
 void swro_up(struct swro *r, const struct swro_site *site);
+/* swro_up with one more read-only bind ("PATH:DEST"; NULL: none). */
+void swro_up_binds(struct swro *r, const struct swro_site *site, const char *more);
 /* The host down and the temporary directory removed. Safe on a fixture never brought up, and
  * twice. Does not free r. */
 void swro_close(struct swro *r);

@@ -1,0 +1,218 @@
+/*
+ * Real tier: `slipway deploy` of a vLLM endpoint on a real test host (scripts/testhost.sh:
+ * systemd, journald, sshd on 127.0.0.32), the engine being slipway's simulator: vLLM needs a GPU
+ * this machine does not have, so the endpoint's binary is a wrapper that runs `slipway sim
+ * --engine vllm -- vllm serve ...` with the unit's argv (the copy of this build's binary and the
+ * libraries it links bound read-only at /opt/sim). The rollout does not know: it renders vLLM's
+ * argv, follows the journal with vLLM's boot-log parser, probes vLLM's HTTP surface and reads its
+ * exit the way it reads vLLM's. One host, one test, in order:
+ *   (a) a baseline deploy commits with the full battery (worst case included);
+ *   (b) a shape whose engine serves /health but answers every generation with its 500 (the
+ *       sim's http_500 fault, set through the unit's environment) fails at liveness as a dead
+ *       generation path and rolls back;
+ *   (c) a shape whose API server exits 0 once up (vLLM after its engine died: the exit0 fault)
+ *       fails as engine_dead_exit0 (vLLM's EngineDeadError lines, read by its boot-log parser),
+ *       not as a clean stop, and rolls back;
+ *   (d) the seed's signature failure: a shape that boots and passes readiness and liveness, then
+ *       dies on the worst-case request (3,584 prompt tokens + the rest of the 7,168 window, past
+ *       the sim's declared runtime headroom of 5,000; every other check stays under it) with
+ *       torch.OutOfMemoryError in the engine: classified runtime_oom from the engine's own line
+ *       (no kernel OOM), rolled back, and the rolled-back shape serves.
+ * Every failed deploy leaves the last-good shape serving and nothing staged. The host comes down
+ * in the teardown, also when a check fails.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "swrollout.h"
+#include "swthost.h"
+#include "swtest.h"
+
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const struct swro_site site = {"sw-rs-a", "127.0.0.32", "rs-a", "rs"};
+static char *g_root; /* the bound directory, removed by the teardown */
+
+static int teardown(void **state)
+{
+    swro_teardown(state);
+    if (g_root)
+        swt_tmpdir_free(g_root);
+    g_root = NULL;
+    return 0;
+}
+
+#define LLAMA8B_CONFIG                                                                             \
+    "{\"architectures\":[\"LlamaForCausalLM\"],\"model_type\":\"llama\","                          \
+    "\"hidden_size\":4096,\"num_hidden_layers\":32,\"num_attention_heads\":32,"                    \
+    "\"num_key_value_heads\":8,\"head_dim\":128,\"intermediate_size\":14336,"                      \
+    "\"max_position_embeddings\":131072,\"vocab_size\":128256,"                                    \
+    "\"torch_dtype\":\"bfloat16\"}"
+
+/* dir/ gets the slipway binary, dir/lib/ every library it links but the C library and the
+ * loader (the host's Debian has the same ones), dir/vllm the wrapper, dir/model/config.json. */
+static void make_simroot(const char *dir)
+{
+    char lib[4200], cmd[8400];
+    snprintf(lib, sizeof(lib), "%s/lib", dir);
+    assert_int_equal(mkdir(lib, 0755), 0);
+    snprintf(cmd, sizeof(cmd), "%s/model", dir);
+    assert_int_equal(mkdir(cmd, 0755), 0);
+    swt_write_str(swt_join(cmd, "config.json"), LLAMA8B_CONFIG);
+    const char *cp[] = {"cp", swt_bin(), swt_join(dir, "slipway"), NULL};
+    struct swt_run r;
+    assert_int_equal(swt_run(cp, NULL, 60, &r), 0);
+    assert_int_equal(r.status, 0);
+    swt_run_free(&r);
+    const char *ldd[] = {"ldd", swt_bin(), NULL};
+    assert_int_equal(swt_run(ldd, NULL, 60, &r), 0);
+    assert_int_equal(r.status, 0);
+    int copied = 0;
+    for (char *line = strtok(r.out, "\n"); line; line = strtok(NULL, "\n")) {
+        char *arrow = strstr(line, "=> /");
+        if (!arrow)
+            continue;
+        char path[1024];
+        if (sscanf(arrow + 3, "%1023s", path) != 1)
+            continue;
+        char copy[1100];
+        snprintf(copy, sizeof(copy), "%s", path);
+        const char *base = basename(copy);
+        if (!strncmp(base, "libc.so", 7) || !strncmp(base, "ld-linux", 8))
+            continue;
+        const char *c[] = {"cp", "-L", path, lib, NULL};
+        struct swt_run rc;
+        assert_int_equal(swt_run(c, NULL, 60, &rc), 0);
+        assert_int_equal(rc.status, 0);
+        swt_run_free(&rc);
+        copied++;
+    }
+    swt_run_free(&r);
+    assert_true(copied > 3);
+    /* the engine vLLM would be: the unit's argv after the binary is `serve MODEL [flags]` */
+    snprintf(cmd, sizeof(cmd), "%s/vllm", dir);
+    swt_write_str(cmd,
+                  "#!/bin/sh\n"
+                  "# slipway's simulator standing in for vLLM (tests/real/test_rollout_sim.c)\n"
+                  "export LD_LIBRARY_PATH=/opt/sim/lib ASAN_OPTIONS=detect_leaks=0\n"
+                  "exec /opt/sim/slipway sim --engine vllm --device-memory 24GiB --weights "
+                  "16GiB --load-time 1s $SIM_FLAGS -- vllm \"$@\"\n");
+    assert_int_equal(chmod(cmd, 0755), 0);
+    assert_int_equal(chmod(swt_join(dir, "slipway"), 0755), 0);
+}
+
+/* The fleet: endpoint rs, vLLM natively through the wrapper, max_model_len ctx, the sim's flags
+ * in the unit's environment. */
+static void write_fleet(struct swro *f, int ctx, const char *sim_flags)
+{
+    char text[4096];
+    int n = snprintf(text, sizeof(text),
+                     "version: 1\n"
+                     "hosts:\n"
+                     "  %s:\n"
+                     "    transport: {kind: ssh, address: %s, user: root, identity_file: %s, "
+                     "known_hosts: %s}\n"
+                     "    devices:\n"
+                     "      g0: {kind: gpu, vendor: nvidia, memory_total: 24GiB}\n"
+                     "endpoints:\n"
+                     "  %s:\n"
+                     "    host: %s\n"
+                     "    devices: [g0]\n"
+                     "    engine: vllm\n"
+                     "    binary: /opt/sim/vllm\n"
+                     "    runtime: native\n"
+                     "    listen: %s:%d\n"
+                     "    alias: rs-8b\n"
+                     "    payload: {path: /opt/sim/model}\n"
+                     "    shape: {max_model_len: %d, seqs: 2}\n"
+                     "    env:\n"
+                     "      SIM_FLAGS: \"%s\"\n"
+                     "    service:\n"
+                     "      restart_sec: 1s\n",
+                     f->fleet_host, f->addr, f->h.key, f->h.known_hosts, f->endpoint, f->fleet_host,
+                     f->addr, f->port, ctx, sim_flags);
+    assert_true(n > 0 && (size_t)n < sizeof(text));
+    swt_write_str(f->fleet, text);
+}
+
+/* A deploy with the full battery: its result (json_decref), its exit in *st. */
+static json_t *deploy(struct swro *f, int *st)
+{
+    json_t *j = swro_run(f, st, "deploy", NULL);
+    swro_print_steps(j);
+    print_message("outcome=%s step=%s class=%s\n  %s\n  rollback: %s\n", swro_str(j, "outcome"),
+                  swro_str(j, "failed_step"), swro_str(j, "fail_class"), swro_str(j, "fail_msg"),
+                  swro_str(j, "rollback"));
+    return j;
+}
+
+/* A failed deploy rolled back: the class and step expected, the last-good shape (max_model_len
+ * 4096, no sim flags) live and serving, nothing staged. */
+static void rolled_back(struct swro *f, json_t *j, int st, const char *cls, const char *step)
+{
+    assert_int_not_equal(st, 0);
+    assert_string_equal(swro_str(j, "outcome"), "rolled_back");
+    assert_string_equal(swro_str(j, "fail_class"), cls);
+    if (step)
+        assert_string_equal(swro_str(j, "failed_step"), step);
+    assert_true(swro_live_has(f, "--max-model-len 4096"));
+    assert_true(swro_serves(f));
+    swro_nothing_staged(f);
+}
+
+static void test_vllm_through_sim(void **state)
+{
+    struct swro *f = *state;
+    swt_need(swth_missing()[0] == '\0', "%s", swth_missing());
+    g_root = swt_tmpdir();
+    make_simroot(g_root);
+    char bind[4200];
+    snprintf(bind, sizeof(bind), "%s:/opt/sim", g_root);
+    swro_up_binds(f, &site, bind);
+
+    /* (a) the baseline, with the worst case */
+    write_fleet(f, 4096, "");
+    int st = 0;
+    json_t *j = deploy(f, &st);
+    assert_int_equal(st, 0);
+    assert_string_equal(swro_str(j, "outcome"), "committed");
+    json_decref(j);
+    assert_true(swro_serves(f));
+    assert_true(swro_live_has(f, "/opt/sim/vllm serve /opt/sim/model"));
+
+    /* (b) /health 200, every generation answered 500 (each shape a new one: a failed shape is
+     * known-bad to the next deploy) */
+    write_fleet(f, 8192, "--fault http_500:1000000");
+    j = deploy(f, &st);
+    rolled_back(f, j, st, "dead_generation", NULL);
+    json_decref(j);
+
+    /* (c) vLLM's API server exits 0 once its engine is gone */
+    write_fleet(f, 6144, "--fault exit0");
+    j = deploy(f, &st);
+    rolled_back(f, j, st, "engine_dead_exit0", NULL); /* vLLM's own words: EngineDeadError */
+    json_decref(j);
+
+    /* (d) boots, passes readiness and liveness, dies on the worst case with the engine's
+     * torch.OutOfMemoryError: no kernel OOM, the engine's own line names it */
+    write_fleet(f, 7168, "--runtime-oom-tokens 5000");
+    j = deploy(f, &st);
+    rolled_back(f, j, st, "runtime_oom", "probe");
+    assert_non_null(strstr(swro_str(j, "fail_msg"), "OutOfMemoryError"));
+    json_decref(j);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_vllm_through_sim, swro_setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, swth_group_setup, swth_group_teardown);
+}
