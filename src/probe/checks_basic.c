@@ -370,6 +370,7 @@ void sw__probe_metrics(struct sw__probe *p, struct sw_probe_result *r)
     if (sw__probe_get(p, "/metrics", &resp) || resp.status != 200) {
         sw__probe_set(r, SW_PROBE_FAIL,
                       p->eng == SW__ENG_LLAMACPP ? "no metrics (llama-server needs --metrics)"
+                      : p->eng == SW__ENG_SGLANG ? "no metrics (SGLang needs --enable-metrics)"
                                                  : "no metrics",
                       "GET /metrics: %s", sw__probe_describe(&resp, d, sizeof(d)));
         sw_net_resp_free(&resp);

@@ -18,6 +18,8 @@
  *       the sim's declared runtime headroom of 5,000; every other check stays under it) with
  *       torch.OutOfMemoryError in the engine: classified runtime_oom from the engine's own line
  *       (no kernel OOM), rolled back, and the rolled-back shape serves.
+ * Then SGLang on a fresh host the same way: a baseline commits; the worst case's OOM (SGLang's
+ * scheduler exception, its launcher's sigquit, status 137) is runtime_oom, rolled back.
  * Every failed deploy leaves the last-good shape serving and nothing staged. The host comes down
  * in the teardown, also when a check fails.
  */
@@ -105,13 +107,26 @@ static void make_simroot(const char *dir)
                   "exec /opt/sim/slipway sim --engine vllm --device-memory 24GiB --weights "
                   "16GiB --load-time 1s $SIM_FLAGS -- vllm \"$@\"\n");
     assert_int_equal(chmod(cmd, 0755), 0);
+    /* and the engine SGLang would be: the unit's argv after the binary is its flags */
+    snprintf(cmd, sizeof(cmd), "%s/sglang", dir);
+    swt_write_str(cmd,
+                  "#!/bin/sh\n"
+                  "# slipway's simulator standing in for SGLang (tests/real/test_rollout_sim.c)\n"
+                  "export LD_LIBRARY_PATH=/opt/sim/lib ASAN_OPTIONS=detect_leaks=0\n"
+                  "exec /opt/sim/slipway sim --engine sglang --load-time 1s $SIM_FLAGS -- "
+                  "python3 -m sglang.launch_server \"$@\"\n");
+    assert_int_equal(chmod(cmd, 0755), 0);
     assert_int_equal(chmod(swt_join(dir, "slipway"), 0755), 0);
 }
 
-/* The fleet: endpoint rs, vLLM natively through the wrapper, max_model_len ctx, the sim's flags
- * in the unit's environment. */
-static void write_fleet(struct swro *f, int ctx, const char *sim_flags)
+/* The fleet: endpoint rs, vLLM (or SGLang, with a pinned pool of 4 x ctx tokens) natively
+ * through the wrapper, max_model_len ctx, the sim's flags in the unit's environment. */
+static void write_fleet_engine(struct swro *f, const char *engine, int ctx, const char *sim_flags)
 {
+    bool sglang = !strcmp(engine, "sglang");
+    char pool[64] = "";
+    if (sglang)
+        snprintf(pool, sizeof(pool), ", max_total_tokens: %d", 4 * ctx);
     char text[4096];
     int n = snprintf(text, sizeof(text),
                      "version: 1\n"
@@ -125,21 +140,28 @@ static void write_fleet(struct swro *f, int ctx, const char *sim_flags)
                      "  %s:\n"
                      "    host: %s\n"
                      "    devices: [g0]\n"
-                     "    engine: vllm\n"
-                     "    binary: /opt/sim/vllm\n"
+                     "    engine: %s\n"
+                     "    binary: /opt/sim/%s\n"
                      "    runtime: native\n"
                      "    listen: %s:%d\n"
                      "    alias: rs-8b\n"
                      "    payload: {path: /opt/sim/model}\n"
-                     "    shape: {max_model_len: %d, seqs: 2}\n"
+                     "    shape: {max_model_len: %d, seqs: 2%s}\n"
+                     "%s"
                      "    env:\n"
                      "      SIM_FLAGS: \"%s\"\n"
                      "    service:\n"
                      "      restart_sec: 1s\n",
                      f->fleet_host, f->addr, f->h.key, f->h.known_hosts, f->endpoint, f->fleet_host,
-                     f->addr, f->port, ctx, sim_flags);
+                     engine, engine, f->addr, f->port, ctx, pool,
+                     sglang ? "    args: [--enable-metrics]\n" : "", sim_flags);
     assert_true(n > 0 && (size_t)n < sizeof(text));
     swt_write_str(f->fleet, text);
+}
+
+static void write_fleet(struct swro *f, int ctx, const char *sim_flags)
+{
+    write_fleet_engine(f, "vllm", ctx, sim_flags);
 }
 
 /* A deploy with the full battery: its result (json_decref), its exit in *st. */
@@ -162,7 +184,8 @@ static void rolled_back(struct swro *f, json_t *j, int st, const char *cls, cons
     assert_string_equal(swro_str(j, "fail_class"), cls);
     if (step)
         assert_string_equal(swro_str(j, "failed_step"), step);
-    assert_true(swro_live_has(f, "--max-model-len 4096"));
+    assert_true(swro_live_has(f, "--max-model-len 4096") ||
+                swro_live_has(f, "--context-length 4096"));
     assert_true(swro_serves(f));
     swro_nothing_staged(f);
 }
@@ -209,10 +232,40 @@ static void test_vllm_through_sim(void **state)
     json_decref(j);
 }
 
+/* SGLang the same way: a baseline commits with the full battery; a shape that dies on the worst
+ * case (the scheduler's torch.OutOfMemoryError, the launcher's sigquit, its process tree killed:
+ * status 137, systemd restarts it) is runtime_oom from the engine's own line, rolled back. */
+static void test_sglang_through_sim(void **state)
+{
+    struct swro *f = *state;
+    swt_need(swth_missing()[0] == '\0', "%s", swth_missing());
+    g_root = swt_tmpdir();
+    make_simroot(g_root);
+    char bind[4200];
+    snprintf(bind, sizeof(bind), "%s:/opt/sim", g_root);
+    swro_up_binds(f, &site, bind);
+
+    write_fleet_engine(f, "sglang", 4096, "");
+    int st = 0;
+    json_t *j = deploy(f, &st);
+    assert_int_equal(st, 0);
+    assert_string_equal(swro_str(j, "outcome"), "committed");
+    json_decref(j);
+    assert_true(swro_serves(f));
+    assert_true(swro_live_has(f, "/opt/sim/sglang --model-path /opt/sim/model"));
+
+    write_fleet_engine(f, "sglang", 7168, "--runtime-oom-tokens 5000");
+    j = deploy(f, &st);
+    rolled_back(f, j, st, "runtime_oom", "probe");
+    assert_non_null(strstr(swro_str(j, "fail_msg"), "OutOfMemoryError"));
+    json_decref(j);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_vllm_through_sim, swro_setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sglang_through_sim, swro_setup, teardown),
     };
     return cmocka_run_group_tests(tests, swth_group_setup, swth_group_teardown);
 }
