@@ -496,6 +496,11 @@ static int spawn_workers(struct sw_sim *s, struct sw_err *e)
             return rc;
         }
         w->state = SW__SIM_READY;
+        /* --fault applies to every loop (each is its own engine); exit0 ends the process from
+         * the first one */
+        for (int k = 0; k < w->cfg.n_faults; k++)
+            if (w->cfg.faults[k].kind != SW_SIM_FAULT_EXIT0)
+                sw__sim_fault_apply(w, &w->cfg.faults[k]);
         s->workers[s->n_workers] = w;
         if (pthread_create(&((pthread_t *)s->worker_threads)[s->n_workers], NULL, worker_main, w) !=
             0) {
