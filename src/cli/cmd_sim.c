@@ -261,6 +261,36 @@ static void listen_from_argv(const struct sw_args *a, struct sw_sim_config *c)
     c->listen = addr;
 }
 
+/* What vLLM's and SGLang's command lines share: the served name and the listen address from the
+ * argv (when not given as the sim's own options), then the law's plan of the argv. A plan the
+ * law cannot make for a payload that is not there is NULL (the sim fails the boot as the engine
+ * does); for one that is there, the error. Returns 0, or the exit code. */
+static int hf_engine_plan(const char *engine, const struct sw_args *a, struct sw_sim_config *c,
+                          const struct sw_engine_plan_facts *facts, const char *dir, json_t **plan)
+{
+    struct sw_err e;
+    sw_err_clear(&e);
+    *plan = NULL;
+    if (!c->alias)
+        c->alias = argv_value(a, "--served-model-name");
+    listen_from_argv(a, c);
+    if (sw_engine_plan_argv(engine, facts, a->nrest, a->rest, plan, &e)) {
+        json_decref(*plan);
+        *plan = NULL;
+        if (!sw_sim_payload_missing(dir))
+            return sw_cli_fail(&e, a->json);
+    }
+    return 0;
+}
+
+/* Run the sim a maker returned rc for (its error in e), free it: the engine's exit status. */
+static int run_made(int rc, struct sw_sim *s, struct sw_err *e, bool json)
+{
+    rc = rc ? sw_cli_fail(e, json) : run(s, json);
+    sw_sim_free(s);
+    return rc;
+}
+
 static int sim_vllm_argv(const struct sw_args *a, struct sw_sim_config *c)
 {
     struct sw_engine_plan_facts facts;
@@ -277,30 +307,20 @@ static int sim_vllm_argv(const struct sw_args *a, struct sw_sim_config *c)
     rc = bytes_opt(a, "weights", &facts.weights);
     if (rc)
         return rc;
-    /* the adapter's parser: the model directory and max_num_seqs; the served name as vLLM
-     * takes it */
-    if (!c->alias)
-        c->alias = argv_value(a, "--served-model-name");
-    listen_from_argv(a, c);
+    /* the adapter's parser: the model directory and max_num_seqs */
     for (int i = 0; i < a->nrest; i++) /* vLLM's tool parser: "auto" tool choice works */
         c->tools |= !strcmp(a->rest[i], "--enable-auto-tool-choice");
     sw_vllm_opts_init(&o);
     if (sw_vllm_parse_argv(a->nrest, a->rest, &o, &dir, NULL, 0, &e))
         return sw_cli_fail(&e, a->json);
-    rc = sw_engine_plan_argv("vllm", &facts, a->nrest, a->rest, &plan, &e);
-    if (rc && !sw_sim_payload_missing(dir)) {
-        json_decref(plan);
-        return sw_cli_fail(&e, a->json);
-    }
+    rc = hf_engine_plan("vllm", a, c, &facts, dir, &plan);
+    if (rc)
+        return rc;
     if (!c->batch_tokens && o.max_num_batched_tokens > 0)
         c->batch_tokens = o.max_num_batched_tokens;
-    rc = sw_sim_new_vllm(rc ? NULL : plan, dir, o.max_num_seqs, c, &s, &e);
+    rc = sw_sim_new_vllm(plan, dir, o.max_num_seqs, c, &s, &e);
     json_decref(plan);
-    if (rc)
-        return sw_cli_fail(&e, a->json);
-    rc = run(s, a->json);
-    sw_sim_free(s);
-    return rc;
+    return run_made(rc, s, &e, a->json);
 }
 
 /* SGLang's request window: the one given (--context-length, a fleet shape's max_model_len), else
@@ -330,31 +350,20 @@ static int sim_sglang_argv(const struct sw_args *a, struct sw_sim_config *c)
     memset(&facts, 0, sizeof(facts));
     facts.gpu_memory = c->device_memory;
     sw_sglang_opts_init(&o);
-    if (!c->alias)
-        c->alias = argv_value(a, "--served-model-name");
-    listen_from_argv(a, c);
     if (sw_sglang_parse_argv(a->nrest, a->rest, &o, &dir, NULL, 0, &e))
         return sw_cli_fail(&e, a->json);
-    bool missing = sw_sim_payload_missing(dir);
-    rc = sw_engine_plan_argv("sglang", &facts, a->nrest, a->rest, &plan, &e);
-    if (rc && !missing) {
-        json_decref(plan);
-        return sw_cli_fail(&e, a->json);
-    }
+    rc = hf_engine_plan("sglang", a, c, &facts, dir, &plan);
+    if (rc)
+        return rc;
     int64_t window = sglang_window(dir, o.context_length);
     bool metrics = false;
     for (int i = 0; i < a->nrest; i++)
         metrics |= !strcmp(a->rest[i], "--enable-metrics");
     if (!c->batch_tokens && o.chunked_prefill_size > 0)
         c->batch_tokens = o.chunked_prefill_size;
-    rc = sw_sim_new_sglang(rc ? NULL : plan, dir, window, o.max_running_requests, metrics, c, &s,
-                           &e);
+    rc = sw_sim_new_sglang(plan, dir, window, o.max_running_requests, metrics, c, &s, &e);
     json_decref(plan);
-    if (rc)
-        return sw_cli_fail(&e, a->json);
-    rc = run(s, a->json);
-    sw_sim_free(s);
-    return rc;
+    return run_made(rc, s, &e, a->json);
 }
 
 static int sim_llamacpp(const struct sw_fleet_endpoint *ep, const struct sw_args *a,

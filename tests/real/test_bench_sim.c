@@ -89,20 +89,13 @@ static int spawn_sim(const char *dir, const char *const *argv)
     return 0;
 }
 
-#define LLAMA8B_CONFIG                                                                             \
-    "{\"architectures\":[\"LlamaForCausalLM\"],\"model_type\":\"llama\","                          \
-    "\"hidden_size\":4096,\"num_hidden_layers\":32,\"num_attention_heads\":32,"                    \
-    "\"num_key_value_heads\":8,\"head_dim\":128,\"intermediate_size\":14336,"                      \
-    "\"max_position_embeddings\":131072,\"vocab_size\":128256,"                                    \
-    "\"torch_dtype\":\"bfloat16\"}"
-
 /* The sim (vLLM, a Llama-8B-shaped config) with extra options before its `--`. */
 static int start_sim_with(const char *dir, const char *const *extra)
 {
     char model[4200];
     snprintf(model, sizeof(model), "%s/m", dir);
     mkdir(model, 0700);
-    swt_write_str(swt_join(model, "config.json"), LLAMA8B_CONFIG);
+    swt_write_str(swt_join(model, "config.json"), SWT_LLAMA8B_CONFIG);
     const char *head[] = {swt_bin(),         "sim",   "--engine",  "vllm", "--load-time", "0",
                           "--device-memory", "24GiB", "--weights", "16GiB"};
     const char *tail[] = {"--", "vllm", "serve", model, "--max-model-len", "32768"};
@@ -340,7 +333,7 @@ static void test_roofline_against_sim(void **state)
     char model[4200], fleet[4200], yaml[8192], listen[64];
     snprintf(model, sizeof(model), "%s/m", g_dir);
     mkdir(model, 0700);
-    swt_write_str(swt_join(model, "config.json"), LLAMA8B_CONFIG);
+    swt_write_str(swt_join(model, "config.json"), SWT_LLAMA8B_CONFIG);
     static const char hdr[] =
         "{\"model.embed_tokens.weight\":{\"dtype\":\"BF16\",\"shape\":[128256,4096],"
         "\"data_offsets\":[0,1050673152]},"

@@ -51,13 +51,6 @@ static int teardown(void **state)
     return 0;
 }
 
-#define LLAMA8B_CONFIG                                                                             \
-    "{\"architectures\":[\"LlamaForCausalLM\"],\"model_type\":\"llama\","                          \
-    "\"hidden_size\":4096,\"num_hidden_layers\":32,\"num_attention_heads\":32,"                    \
-    "\"num_key_value_heads\":8,\"head_dim\":128,\"intermediate_size\":14336,"                      \
-    "\"max_position_embeddings\":131072,\"vocab_size\":128256,"                                    \
-    "\"torch_dtype\":\"bfloat16\"}"
-
 /* dir/ gets the slipway binary, dir/lib/ every library it links but the C library and the
  * loader (the host's Debian has the same ones), dir/vllm the wrapper, dir/model/config.json. */
 static void make_simroot(const char *dir)
@@ -67,7 +60,7 @@ static void make_simroot(const char *dir)
     assert_int_equal(mkdir(lib, 0755), 0);
     snprintf(cmd, sizeof(cmd), "%s/model", dir);
     assert_int_equal(mkdir(cmd, 0755), 0);
-    swt_write_str(swt_join(cmd, "config.json"), LLAMA8B_CONFIG);
+    swt_write_str(swt_join(cmd, "config.json"), SWT_LLAMA8B_CONFIG);
     const char *cp[] = {"cp", swt_bin(), swt_join(dir, "slipway"), NULL};
     struct swt_run r;
     assert_int_equal(swt_run(cp, NULL, 60, &r), 0);
@@ -124,37 +117,30 @@ static void make_simroot(const char *dir)
 static void write_fleet_engine(struct swro *f, const char *engine, int ctx, const char *sim_flags)
 {
     bool sglang = !strcmp(engine, "sglang");
-    char pool[64] = "";
+    char pool[64] = "", text[4096];
     if (sglang)
         snprintf(pool, sizeof(pool), ", max_total_tokens: %d", 4 * ctx);
-    char text[4096];
-    int n = snprintf(text, sizeof(text),
-                     "version: 1\n"
-                     "hosts:\n"
-                     "  %s:\n"
-                     "    transport: {kind: ssh, address: %s, user: root, identity_file: %s, "
-                     "known_hosts: %s}\n"
-                     "    devices:\n"
-                     "      g0: {kind: gpu, vendor: nvidia, memory_total: 24GiB}\n"
-                     "endpoints:\n"
-                     "  %s:\n"
-                     "    host: %s\n"
-                     "    devices: [g0]\n"
-                     "    engine: %s\n"
-                     "    binary: /opt/sim/%s\n"
-                     "    runtime: native\n"
-                     "    listen: %s:%d\n"
-                     "    alias: rs-8b\n"
-                     "    payload: {path: /opt/sim/model}\n"
-                     "    shape: {max_model_len: %d, seqs: 2%s}\n"
-                     "%s"
-                     "    env:\n"
-                     "      SIM_FLAGS: \"%s\"\n"
-                     "    service:\n"
-                     "      restart_sec: 1s\n",
-                     f->fleet_host, f->addr, f->h.key, f->h.known_hosts, f->endpoint, f->fleet_host,
-                     engine, engine, f->addr, f->port, ctx, pool,
-                     sglang ? "    args: [--enable-metrics]\n" : "", sim_flags);
+    int h = swro_fleet_head(f, "g0: {kind: gpu, vendor: nvidia, memory_total: 24GiB}", text,
+                            sizeof(text));
+    assert_true(h > 0 && (size_t)h < sizeof(text));
+    int n = h + snprintf(text + h, sizeof(text) - (size_t)h,
+                         "  %s:\n"
+                         "    host: %s\n"
+                         "    devices: [g0]\n"
+                         "    engine: %s\n"
+                         "    binary: /opt/sim/%s\n"
+                         "    runtime: native\n"
+                         "    listen: %s:%d\n"
+                         "    alias: rs-8b\n"
+                         "    payload: {path: /opt/sim/model}\n"
+                         "    shape: {max_model_len: %d, seqs: 2%s}\n"
+                         "%s"
+                         "    env:\n"
+                         "      SIM_FLAGS: \"%s\"\n"
+                         "    service:\n"
+                         "      restart_sec: 1s\n",
+                         f->endpoint, f->fleet_host, engine, engine, f->addr, f->port, ctx, pool,
+                         sglang ? "    args: [--enable-metrics]\n" : "", sim_flags);
     assert_true(n > 0 && (size_t)n < sizeof(text));
     swt_write_str(f->fleet, text);
 }
@@ -162,6 +148,17 @@ static void write_fleet_engine(struct swro *f, const char *engine, int ctx, cons
 static void write_fleet(struct swro *f, int ctx, const char *sim_flags)
 {
     write_fleet_engine(f, "vllm", ctx, sim_flags);
+}
+
+/* The host up with this build's sim bound at /opt/sim (removed by the teardown). */
+static void sim_host_up(struct swro *f)
+{
+    swt_need(swth_missing()[0] == '\0', "%s", swth_missing());
+    g_root = swt_tmpdir();
+    make_simroot(g_root);
+    char bind[4200];
+    snprintf(bind, sizeof(bind), "%s:/opt/sim", g_root);
+    swro_up_binds(f, &site, bind);
 }
 
 /* A deploy with the full battery: its result (json_decref), its exit in *st. */
@@ -173,6 +170,20 @@ static json_t *deploy(struct swro *f, int *st)
                   swro_str(j, "failed_step"), swro_str(j, "fail_class"), swro_str(j, "fail_msg"),
                   swro_str(j, "rollback"));
     return j;
+}
+
+/* The baseline (max_model_len 4096, no sim flags) commits with the full battery, serves, and
+ * its unit runs what `live` says. */
+static void baseline(struct swro *f, const char *engine, const char *live)
+{
+    write_fleet_engine(f, engine, 4096, "");
+    int st = 0;
+    json_t *j = deploy(f, &st);
+    assert_int_equal(st, 0);
+    assert_string_equal(swro_str(j, "outcome"), "committed");
+    json_decref(j);
+    assert_true(swro_serves(f));
+    assert_true(swro_live_has(f, live));
 }
 
 /* A failed deploy rolled back: the class and step expected, the last-good shape (max_model_len
@@ -193,22 +204,12 @@ static void rolled_back(struct swro *f, json_t *j, int st, const char *cls, cons
 static void test_vllm_through_sim(void **state)
 {
     struct swro *f = *state;
-    swt_need(swth_missing()[0] == '\0', "%s", swth_missing());
-    g_root = swt_tmpdir();
-    make_simroot(g_root);
-    char bind[4200];
-    snprintf(bind, sizeof(bind), "%s:/opt/sim", g_root);
-    swro_up_binds(f, &site, bind);
+    sim_host_up(f);
 
     /* (a) the baseline, with the worst case */
-    write_fleet(f, 4096, "");
+    baseline(f, "vllm", "/opt/sim/vllm serve /opt/sim/model");
     int st = 0;
-    json_t *j = deploy(f, &st);
-    assert_int_equal(st, 0);
-    assert_string_equal(swro_str(j, "outcome"), "committed");
-    json_decref(j);
-    assert_true(swro_serves(f));
-    assert_true(swro_live_has(f, "/opt/sim/vllm serve /opt/sim/model"));
+    json_t *j;
 
     /* (b) /health 200, every generation answered 500 (each shape a new one: a failed shape is
      * known-bad to the next deploy) */
@@ -238,21 +239,11 @@ static void test_vllm_through_sim(void **state)
 static void test_sglang_through_sim(void **state)
 {
     struct swro *f = *state;
-    swt_need(swth_missing()[0] == '\0', "%s", swth_missing());
-    g_root = swt_tmpdir();
-    make_simroot(g_root);
-    char bind[4200];
-    snprintf(bind, sizeof(bind), "%s:/opt/sim", g_root);
-    swro_up_binds(f, &site, bind);
+    sim_host_up(f);
 
-    write_fleet_engine(f, "sglang", 4096, "");
+    baseline(f, "sglang", "/opt/sim/sglang --model-path /opt/sim/model");
     int st = 0;
-    json_t *j = deploy(f, &st);
-    assert_int_equal(st, 0);
-    assert_string_equal(swro_str(j, "outcome"), "committed");
-    json_decref(j);
-    assert_true(swro_serves(f));
-    assert_true(swro_live_has(f, "/opt/sim/sglang --model-path /opt/sim/model"));
+    json_t *j;
 
     write_fleet_engine(f, "sglang", 7168, "--runtime-oom-tokens 5000");
     j = deploy(f, &st);

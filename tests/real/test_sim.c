@@ -383,12 +383,7 @@ static void write_vllm_dir(struct fx *f, char *dir, size_t n)
     snprintf(dir, n, "%s/vllm-model", f->dir);
     mkdir(dir, 0700);
     /* a Llama-3-8B-shaped architecture: what vLLM reads from config.json */
-    swt_write_str(swt_join(dir, "config.json"),
-                  "{\"architectures\":[\"LlamaForCausalLM\"],\"model_type\":\"llama\","
-                  "\"hidden_size\":4096,\"num_hidden_layers\":32,\"num_attention_heads\":32,"
-                  "\"num_key_value_heads\":8,\"head_dim\":128,\"intermediate_size\":14336,"
-                  "\"max_position_embeddings\":131072,\"vocab_size\":128256,"
-                  "\"torch_dtype\":\"bfloat16\"}");
+    swt_write_str(swt_join(dir, "config.json"), SWT_LLAMA8B_CONFIG);
 }
 
 /* A vLLM-shaped server (vLLM, SGLang) on port: a request for max_tokens past its window gets

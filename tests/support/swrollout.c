@@ -60,19 +60,28 @@ void swro_close(struct swro *r)
     r->dir = NULL;
 }
 
+int swro_fleet_head(const struct swro *r, const char *device, char *out, size_t n)
+{
+    return snprintf(out, n,
+                    "version: 1\n"
+                    "hosts:\n"
+                    "  %s:\n"
+                    "    transport: {kind: ssh, address: %s, user: root, identity_file: %s, "
+                    "known_hosts: %s}\n"
+                    "    devices:\n"
+                    "      %s\n"
+                    "endpoints:\n",
+                    r->fleet_host, r->addr, r->h.key, r->h.known_hosts, device);
+}
+
 void swro_write_fleet(struct swro *r, const struct swro_fleet *spec)
 {
     const char *extra = spec->extra ? spec->extra : "";
     char text[8192];
-    int n = snprintf(text, sizeof(text),
-                     "version: 1\n"
-                     "hosts:\n"
-                     "  %s:\n"
-                     "    transport: {kind: ssh, address: %s, user: root, identity_file: %s, "
-                     "known_hosts: %s}\n"
-                     "    devices:\n"
-                     "      cpu: {kind: cpu, vendor: cpu}\n"
-                     "endpoints:\n"
+    int h = swro_fleet_head(r, "cpu: {kind: cpu, vendor: cpu}", text, sizeof(text));
+    assert_true(h > 0 && (size_t)h < sizeof(text));
+    int n =
+        h + snprintf(text + h, sizeof(text) - (size_t)h,
                      "  %s:\n"
                      "    host: %s\n"
                      "    engine: llama.cpp\n"
@@ -93,7 +102,7 @@ void swro_write_fleet(struct swro *r, const struct swro_fleet *spec)
                      "%s"
                      "%s"
                      "%s",
-                     r->fleet_host, r->addr, r->h.key, r->h.known_hosts, r->endpoint, r->fleet_host,
+                     r->endpoint, r->fleet_host,
                      spec->binary ? spec->binary : "/opt/llama/bin/llama-server", r->addr, r->port,
                      r->endpoint, spec->payload ? spec->payload : "/models/chat.gguf", spec->ctx,
                      spec->shape ? spec->shape : "", spec->service ? spec->service : "", extra,

@@ -74,6 +74,9 @@ void swro_up_binds(struct swro *r, const struct swro_site *site, const char *mor
  * twice. Does not free r. */
 void swro_close(struct swro *r);
 
+/* The fleet file's head: version, the one host (ssh, the test host's key and known_hosts) with
+ * one device line (`NAME: {...}`), then "endpoints:". snprintf's return. */
+int swro_fleet_head(const struct swro *r, const char *device, char *out, size_t n);
 /* Write r->fleet: one host (ssh, the test host's key and known_hosts), one endpoint as spec says. */
 void swro_write_fleet(struct swro *r, const struct swro_fleet *spec);
 

@@ -78,4 +78,13 @@ int swt_survivors(const char *mark, bool print, pid_t *one);
 bool swt_file_is(const char *path, const void *data, size_t n);
 bool swt_file_has(const char *path, const char *needle);
 
+/* A Llama-3-8B-shaped config.json: what vLLM's and SGLang's laws (and their sims) read of a
+ * checkpoint directory the tests make. */
+#define SWT_LLAMA8B_CONFIG                                                                         \
+    "{\"architectures\":[\"LlamaForCausalLM\"],\"model_type\":\"llama\","                          \
+    "\"hidden_size\":4096,\"num_hidden_layers\":32,\"num_attention_heads\":32,"                    \
+    "\"num_key_value_heads\":8,\"head_dim\":128,\"intermediate_size\":14336,"                      \
+    "\"max_position_embeddings\":131072,\"vocab_size\":128256,"                                    \
+    "\"torch_dtype\":\"bfloat16\"}"
+
 #endif
