@@ -405,9 +405,13 @@ static int sline(struct sw_buf *b, bool rank, const char *msg)
     return sw_buf_printf(b, "%s%s\n", pre, msg);
 }
 
-/* SGLang's launcher after its scheduler died: it SIGQUITs the launcher, which kills its own
- * process tree (SIGKILL: what a shell reports as 137). */
-#define SGLANG_CHILD_DIED_STATUS 137
+int sw__sim_sglang_death(struct sw_buf *b, const char *cause)
+{
+    int rc = sline(b, true, "Scheduler hit an exception: Traceback (most recent call last):");
+    rc |= sw_buf_printf(b, "%s\n", cause);
+    return rc | sline(b, false,
+                      "Received sigquit from a child process. It usually means the child failed.");
+}
 
 /*
  * SGLang (python/sglang/srt/managers/scheduler.py and model_executor/model_runner.py, v0.5.x):
@@ -435,13 +439,10 @@ int sw__sim_boot_sglang(struct sw_sim *s, const json_t *plan, struct sw_err *e)
              (double)s->payload_bytes / SW_GIB);
     rc |= sline(M, true, msg);
     if (s->kv_pool < 1) {
-        rc |= sline(M, true, "Scheduler hit an exception: Traceback (most recent call last):");
-        rc |= sw_buf_puts(M, "RuntimeError: Not enough memory. Please try to increase "
-                             "--mem-fraction-static.\n");
-        rc |= sline(M, false,
-                    "Received sigquit from a child process. It usually means the child failed.");
+        rc |= sw__sim_sglang_death(M, "RuntimeError: Not enough memory. Please try to increase "
+                                      "--mem-fraction-static.");
         s->boot_fails = true;
-        s->fail_status = SGLANG_CHILD_DIED_STATUS;
+        s->fail_status = SW__SIM_SGLANG_DIED;
         return rc ? sw_err_set(e, SW_ENOMEM, "out of memory") : 0;
     }
     const json_t *lines = json_object_get(plan, "lines");

@@ -63,6 +63,13 @@ static uint64_t hash_bytes(const char *p, size_t n)
 }
 
 /* The token at index i of a request: a word, with a leading space after the first. */
+/* The next value of a seeded sequence (the faults' jitter, the drafts' acceptance). */
+static uint64_t rng_next(uint64_t *state)
+{
+    *state = mix64(*state + 0x9e3779b97f4a7c15ull);
+    return *state;
+}
+
 static void token_text(const struct sw__sim_req *r, int64_t i, char *out, size_t n)
 {
     uint64_t w = mix64(r->text_seed + (uint64_t)i) % SW_ARRAY_LEN(words);
@@ -526,16 +533,16 @@ static bool reset_due(const struct sw__sim_req *r)
     return r->reset_at > 0 && r->n_gen >= r->reset_at;
 }
 
-/* Reset the request's connection (an RST, not a FIN), after what was generated so far reached
- * the socket: the client reads those tokens, then "connection reset by peer". */
-static void reset_conn(struct sw__sim_req *r)
+/* Reset the connection of slot i's request (an RST, not a FIN), after what was generated so far
+ * reached the socket: the client reads those tokens, then "connection reset by peer". The slot
+ * is freed. */
+static void reset_slot(struct sw_sim *s, int i)
 {
+    struct sw__sim_req *r = s->slots[i];
     struct evhttp_connection *c = r->http ? evhttp_request_get_connection(r->http) : NULL;
     detach(r);
     r->http = NULL; /* freed with its connection */
-    if (!c)
-        return;
-    struct bufferevent *bev = evhttp_connection_get_bufferevent(c);
+    struct bufferevent *bev = c ? evhttp_connection_get_bufferevent(c) : NULL;
     evutil_socket_t fd = bev ? bufferevent_getfd(bev) : -1;
     if (fd >= 0) {
         /* the bufferevent keeps its output's front frozen (only it drains it): thawed for
@@ -551,7 +558,10 @@ static void reset_conn(struct sw__sim_req *r)
         sa.sa_family = AF_UNSPEC;
         (void)connect(fd, &sa, sizeof(sa));
     }
-    evhttp_connection_free(c);
+    if (c)
+        evhttp_connection_free(c);
+    s->slots[i] = NULL;
+    req_free(r);
 }
 
 /* vLLM's API server after its engine core died: its last lines (after the cause's). */
@@ -580,17 +590,11 @@ static void die(struct sw_sim *s, int status)
 static void sglang_child_died(struct sw_sim *s, const char *cause)
 {
     struct sw_buf b;
-    char pre[64];
     sw_buf_init(&b, 4096);
-    sw__sim_sglang_prefix(pre, sizeof(pre), true);
-    sw_buf_printf(&b, "%sScheduler hit an exception: Traceback (most recent call last):\n%s\n", pre,
-                  cause);
-    sw__sim_sglang_prefix(pre, sizeof(pre), false);
-    sw_buf_printf(
-        &b, "%sReceived sigquit from a child process. It usually means the child failed.\n", pre);
+    sw__sim_sglang_death(&b, cause);
     sw__sim_log_lines(s, &b);
     sw_buf_free(&b);
-    die(s, 137);
+    die(s, SW__SIM_SGLANG_DIED);
 }
 
 /* The crash fault: llama-server aborts on a failed assertion (exit 134, what abort() gives);
@@ -625,8 +629,7 @@ static int spec_kept(struct sw_sim *s, struct sw__sim_req *r)
 {
     if (s->cfg.n_spec < 1)
         return 0;
-    s->spec_rng = mix64(s->spec_rng + 0x9e3779b97f4a7c15ull);
-    double u = (double)(s->spec_rng >> 11) / 9007199254740992.0; /* [0, 1) */
+    double u = (double)(rng_next(&s->spec_rng) >> 11) / 9007199254740992.0; /* [0, 1) */
     int a = 0;
     while (a < s->cfg.n_spec && u < s->cfg.spec_accept[a])
         a++;
@@ -675,9 +678,7 @@ static void step_end(struct sw_sim *s)
         if (r->tool_name) {
             bool done = tool_step(s, r);
             if (reset_due(r)) {
-                reset_conn(r);
-                s->slots[i] = NULL;
-                req_free(r);
+                reset_slot(s, i);
             } else if (done) {
                 finish(s, r,
                        r->tool_off < r->tool_args.len || !r->tool_args.len ? "length"
@@ -711,9 +712,7 @@ static void step_end(struct sw_sim *s)
         else
             sw_buf_puts(reasoning ? &r->reason : &r->text, step_txt);
         if (reset_due(r)) {
-            reset_conn(r);
-            s->slots[i] = NULL;
-            req_free(r);
+            reset_slot(s, i);
         } else if (r->n_gen >= r->max_tokens) {
             finish(s, r, "length");
             s->slots[i] = NULL;
@@ -805,8 +804,7 @@ static void schedule_step(struct sw_sim *s)
     double us =
         s->cfg.firehose ? 0 : sw_sim_step_us(&s->cfg.timing, decoding, kv, npf, s->pf_n, s->pf_k0);
     if (s->fault_jitter_us > 0) { /* seeded: the same seed jitters the same way */
-        s->jitter_rng = mix64(s->jitter_rng + 0x9e3779b97f4a7c15ull);
-        us += (double)(s->jitter_rng % ((uint64_t)s->fault_jitter_us + 1));
+        us += (double)(rng_next(&s->jitter_rng) % ((uint64_t)s->fault_jitter_us + 1));
     }
     us += s->fault_stall_us; /* a stall holds one step */
     s->fault_stall_us = 0;

@@ -129,6 +129,11 @@ int sw__sim_boot_vllm(struct sw_sim *s, const json_t *plan, struct sw_err *e);
 int sw__sim_boot_sglang(struct sw_sim *s, const json_t *plan, struct sw_err *e);
 /* SGLang's line prefix: "[YYYY-MM-DD HH:MM:SS TP0] " (wall clock), or without the rank. */
 void sw__sim_sglang_prefix(char *out, size_t n, bool rank);
+/* SGLang's scheduler died of `cause` (its traceback's last line): the scheduler's lines and the
+ * launcher's, appended to b; the launcher then kills its process tree (SIGKILL: what a shell
+ * reports as SW__SIM_SGLANG_DIED). Nonzero when b could not grow. */
+#define SW__SIM_SGLANG_DIED 137
+int sw__sim_sglang_death(struct sw_buf *b, const char *cause);
 /* Print one buffered part of the boot log, each line prefixed the engine's way. */
 void sw__sim_log_lines(struct sw_sim *s, const struct sw_buf *b);
 
