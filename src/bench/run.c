@@ -40,6 +40,7 @@ struct flight {
     struct sw_bench_sample *s;
     struct run *run;
     struct flight *next_free;
+    int64_t words; /* the filler words of its prompt (0: a file's request) */
 };
 
 struct run {
@@ -51,6 +52,9 @@ struct run {
     /* prompts */
     double tok_per_word;
     int64_t overhead; /* prompt tokens of a prompt with no filler words */
+    /* every answered prompt's filler words and tokens, the calibration's among them: the ratio
+     * one random prompt gives is ~4% off, so depths drift between runs unless refined */
+    double cal_words, cal_tokens;
     json_t **file;    /* requests read from --prompts */
     size_t nfile;
     uint64_t nonce;
@@ -204,6 +208,16 @@ static int64_t words_for(const struct run *r, int64_t depth)
     return (int64_t)((double)(depth - r->overhead) / r->tok_per_word + 0.5);
 }
 
+/* One more answered prompt of `words` filler words and `tokens` prompt tokens: the ratio over
+ * every prompt so far, so later requests meet their depth closer than the first did. */
+static void learn_words(struct run *r, int64_t words, int64_t tokens)
+{
+    r->cal_words += (double)words;
+    r->cal_tokens += (double)(tokens - r->overhead);
+    if (r->cal_words > 0 && r->cal_tokens > 0)
+        r->tok_per_word = r->cal_tokens / r->cal_words;
+}
+
 static void engine_fields(const struct run *r, json_t *b)
 {
     if (!r->llama)
@@ -328,8 +342,10 @@ static bool start_one(struct run *r, uint64_t intended)
     r->next++;
     struct flight *f = flight_get(r);
     uint64_t nonce = r->o->reuse_prompt ? r->shared_nonce : ++r->nonce;
-    if (f)
-        f->body = make_body(r, words_for(r, pt->depth), r->o->tg, nonce, (size_t)s->index);
+    if (f) {
+        f->words = r->nfile ? 0 : words_for(r, pt->depth);
+        f->body = make_body(r, f->words, r->o->tg, nonce, (size_t)s->index);
+    }
     if (!f || !f->body) {
         s->rc = SW_ENOMEM;
         snprintf(s->error, sizeof(s->error), "out of memory building the request");
@@ -409,6 +425,8 @@ static void on_done(void *ud, struct sw_net_xfer *x)
             snprintf(r->first_err, sizeof(r->first_err), "%s", s->error);
         }
     }
+    if (!s->rc && f->words > 0 && s->prompt_tokens > r->overhead)
+        learn_words(r, f->words, s->prompt_tokens);
     s->good = !s->rc && (!(r->o->slo_ttft_s > 0) || s->ttft_s <= r->o->slo_ttft_s) &&
               (!(r->o->slo_tpot_s > 0) || (isfinite(s->tpot_s) && s->tpot_s <= r->o->slo_tpot_s)) &&
               (!(r->o->slo_e2e_s > 0) || s->e2e_s <= r->o->slo_e2e_s);
@@ -988,6 +1006,9 @@ static int calibrate(struct run *r, struct sw_err *e)
         return rc;
     r->overhead = p0;
     r->tok_per_word = p1 > p0 ? (double)(p1 - p0) / CAL_WORDS : 1.0;
+    r->cal_words = r->cal_tokens = 0;
+    if (p1 > p0)
+        learn_words(r, CAL_WORDS, p1);
     return 0;
 }
 

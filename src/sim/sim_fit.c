@@ -534,7 +534,8 @@ int sw_sim_points_from_bench(const json_t *doc, const char *source, struct sw_si
     return 0;
 }
 
-/* The points of one workload (depth, concurrency, tg, prompt tokens within 5%) measured in
+/* The points of one workload (depth, concurrency, tg, prompt tokens within 10%: a bench run meets
+ * its depth to a few percent, and which few differs between runs) measured in
  * several runs merged into one carrying each figure's median over the runs: on a shared machine
  * one run's figure moves 20-50% with the load, and a least-squares fit over every run's points
  * leans towards the runs that happened to be slow; the median of the runs does not. */
@@ -553,7 +554,7 @@ void sw_sim_points_pool(struct sw_sim_point *pts, size_t *n)
             struct sw_sim_point *q = &pts[j];
             if (q->repeat < 0 || q->depth != p.depth || q->concurrency != p.concurrency ||
                 q->tg != p.tg ||
-                fabs(q->prompt_tokens - p.prompt_tokens) > 0.05 * SW_MAX(p.prompt_tokens, 1.0))
+                fabs(q->prompt_tokens - p.prompt_tokens) > 0.10 * SW_MAX(p.prompt_tokens, 1.0))
                 continue;
             if (runs >= SW_ARRAY_LEN(dv))
                 break; /* the rest stays a point of its own */
