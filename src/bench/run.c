@@ -55,7 +55,7 @@ struct run {
     /* every answered prompt's filler words and tokens, the calibration's among them: the ratio
      * one random prompt gives is ~4% off, so depths drift between runs unless refined */
     double cal_words, cal_tokens;
-    json_t **file;    /* requests read from --prompts */
+    json_t **file; /* requests read from --prompts */
     size_t nfile;
     uint64_t nonce;
     /* the point being run */

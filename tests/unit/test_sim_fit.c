@@ -230,9 +230,9 @@ static void test_pool(void **state)
     size_t n = 7;
     sw_sim_points_pool(p, &n);
     assert_int_equal(n, 3);
-    assert_float_equal(p[0].decode_tps, 115.0, 1e-9);    /* 100 110 120 130 */
-    assert_float_equal(p[0].prefill_tps, 1000.0, 1e-9);  /* 900 1000 1100 */
-    assert_float_equal(p[0].prompt_tokens, 66.5, 1e-9);  /* 66 67 66 67 */
+    assert_float_equal(p[0].decode_tps, 115.0, 1e-9);   /* 100 110 120 130 */
+    assert_float_equal(p[0].prefill_tps, 1000.0, 1e-9); /* 900 1000 1100 */
+    assert_float_equal(p[0].prompt_tokens, 66.5, 1e-9); /* 66 67 66 67 */
     assert_int_equal(p[0].repeat, 3);
     assert_non_null(strstr(p[0].source, "median of 4 runs"));
     assert_int_equal(p[1].depth, 768);
