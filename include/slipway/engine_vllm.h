@@ -91,6 +91,8 @@ struct sw_vllm_bootlog {
     int64_t max_total_num_tokens;
     int64_t max_running_requests;
     int64_t mamba_slots; /* "Mamba Cache is allocated. max_mamba_cache_size: N" */
+    /* "avail mem=X GB" at "Load weight begin", "Load weight end", "Memory pool end" (0: absent) */
+    double pre_load_avail_gb, post_load_avail_gb, pool_end_avail_gb;
     /* the boot: booted, failed, furthest phase, failure {class, phase, message, line} */
     struct sw_boot_status st;
     /* figures of the failure */

@@ -67,6 +67,14 @@ struct sw_sglang_report {
     double k_size_gb, v_size_gb;                   /* as printed: GB = 2^30 bytes */
     double mamba_conv_gb, mamba_ssm_gb;            /* the mamba pool as printed (GB = 2^30 bytes) */
     int64_t mamba_conv_per_req, mamba_ssm_per_req; /* bytes of one request's state, per rank */
+    /* "Memory pool end. avail mem=X GB" (GB = 2^30 bytes), known only with the free memory after
+     * the weights (has_pool_end): that, less the mamba pool, the K and V buffers and the request
+     * table (req_to_token: (requests + 1) x context x int32). What the static fraction leaves for
+     * activations and graphs; the engine's own small buffers (0.00-0.08 GB over four real boots,
+     * docs/sglang-law.md) are not modelled. */
+    bool has_pool_end;
+    double pool_end_avail_gb;
+    double req_to_token_gb;
     char warnings[512];
 };
 

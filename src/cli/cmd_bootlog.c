@@ -320,6 +320,22 @@ static int cmd_parse(const struct sw_args *a)
     return st.failed || !st.booted ? SW_EXIT_FAIL : SW_EXIT_OK;
 }
 
+/* One value of a diff row as the table shows it: integers and reals (vLLM's and SGLang's
+ * figures) as numbers, strings and booleans as they are, anything else "-". */
+static void diff_cell(const json_t *v, char *out, size_t n)
+{
+    if (json_is_integer(v))
+        snprintf(out, n, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+    else if (json_is_real(v))
+        snprintf(out, n, "%.6g", json_real_value(v));
+    else if (json_is_string(v))
+        snprintf(out, n, "%s", json_string_value(v));
+    else if (json_is_boolean(v))
+        snprintf(out, n, "%s", json_is_true(v) ? "true" : "false");
+    else
+        snprintf(out, n, "-");
+}
+
 static void print_human_diff(const json_t *d)
 {
     size_t i;
@@ -328,27 +344,21 @@ static void print_human_diff(const json_t *d)
            "tolerance");
     json_array_foreach(json_object_get(d, "fields"), i, f)
     {
-        char p[32] = "-", q[32] = "-", dl[32] = "";
-        const json_t *a = json_object_get(f, "predicted"), *b = json_object_get(f, "printed");
-        if (json_is_integer(a))
-            snprintf(p, sizeof(p), "%" JSON_INTEGER_FORMAT, json_integer_value(a));
-        else if (json_is_string(a))
-            snprintf(p, sizeof(p), "%s", json_string_value(a));
-        else if (json_is_boolean(a))
-            snprintf(p, sizeof(p), "%s", json_is_true(a) ? "true" : "false");
-        if (json_is_integer(b))
-            snprintf(q, sizeof(q), "%" JSON_INTEGER_FORMAT, json_integer_value(b));
-        else if (json_is_string(b))
-            snprintf(q, sizeof(q), "%s", json_string_value(b));
-        else if (json_is_boolean(b))
-            snprintf(q, sizeof(q), "%s", json_is_true(b) ? "true" : "false");
+        char p[32], q[32], dl[32] = "";
+        diff_cell(json_object_get(f, "predicted"), p, sizeof(p));
+        diff_cell(json_object_get(f, "printed"), q, sizeof(q));
         const json_t *dj = json_object_get(f, "delta");
         if (json_is_integer(dj))
             snprintf(dl, sizeof(dl), "%+" JSON_INTEGER_FORMAT, json_integer_value(dj));
-        json_int_t tol = json_integer_value(json_object_get(f, "tolerance"));
+        else if (json_is_real(dj))
+            snprintf(dl, sizeof(dl), "%+.4g", json_real_value(dj));
+        /* llama.cpp's tolerances are integer bytes; vLLM's and SGLang's are in the field's unit */
+        const json_t *tj = json_object_get(f, "tolerance");
         char tb[160] = "exact";
-        if (tol)
-            snprintf(tb, sizeof(tb), "+-%" JSON_INTEGER_FORMAT " B", tol);
+        if (json_is_integer(tj) && json_integer_value(tj))
+            snprintf(tb, sizeof(tb), "+-%" JSON_INTEGER_FORMAT " B", json_integer_value(tj));
+        else if (json_is_real(tj) && json_real_value(tj) > 0)
+            snprintf(tb, sizeof(tb), "+-%.4g", json_real_value(tj));
         const char *verdict = json_string_value(json_object_get(f, "verdict"));
         if (!strcmp(verdict, "estimate"))
             snprintf(tb, sizeof(tb), "%s", json_string_value(json_object_get(f, "note")));

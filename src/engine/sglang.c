@@ -255,9 +255,20 @@ int sw_sglang_bootlog_parse(const char *text, size_t len, struct sw_vllm_bootlog
         if (q && num(q + 22, le, &v))
             o->mamba_slots = (int64_t)v;
         q = find(p, le, "Load weight end");
+        const char *a = q ? find(q, le, "avail mem=") : NULL;
         q = q ? find(q, le, "mem usage=") : NULL;
         if (q && num(q + 10, le, &v))
             o->weights_gib = v;
+        if (a && num(a + 10, le, &v) && !o->post_load_avail_gb)
+            o->post_load_avail_gb = v;
+        q = find(p, le, "Load weight begin");
+        q = q ? find(q, le, "avail mem=") : NULL;
+        if (q && num(q + 10, le, &v) && !o->pre_load_avail_gb)
+            o->pre_load_avail_gb = v; /* the target's; a draft's load comes later */
+        q = find(p, le, "Memory pool end");
+        q = q ? find(q, le, "avail mem=") : NULL;
+        if (q && num(q + 10, le, &v))
+            o->pool_end_avail_gb = v;
         q = find(p, le, "sglang version ");
         if (!q)
             q = find(p, le, "SGLang version ");

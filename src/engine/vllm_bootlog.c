@@ -497,6 +497,12 @@ json_t *sw_vllm_bootlog_json(const struct sw_vllm_bootlog *r)
     }
     if (r->max_running_requests)
         sw_json_set_int(rep, "max_running_requests", r->max_running_requests);
+    if (r->pre_load_avail_gb > 0)
+        sw_json_set_real(rep, "pre_load_avail_gb", r->pre_load_avail_gb);
+    if (r->post_load_avail_gb > 0)
+        sw_json_set_real(rep, "post_load_avail_gb", r->post_load_avail_gb);
+    if (r->pool_end_avail_gb > 0)
+        sw_json_set_real(rep, "pool_end_avail_gb", r->pool_end_avail_gb);
     if (r->mamba_slots)
         sw_json_set_int(rep, "mamba_pool_size", r->mamba_slots);
     sw_json_set_new(root, "report", rep);

@@ -213,6 +213,17 @@ int sw_sglang_plan(const struct sw_hf_config *c, const struct sw_sglang_opts *o,
             ((double)tokens + (double)page) * (double)(r->cell_bytes / 2) / (double)SW_GIB;
         r->v_size_gb = r->k_size_gb;
     }
+    /* ReqToTokenPool: one row of the context per request slot, + 1 (the padding slot); the
+     * slots are the flag's when given, else the formula's */
+    int64_t slots =
+        (o->max_running_requests > 0 ? SW_MIN(o->max_running_requests, reqs) : reqs) + 1;
+    r->req_to_token_gb = (double)slots * (double)ctx * 4.0 / (double)SW_GIB;
+    if (o->post_load_avail_bytes) {
+        r->has_pool_end = true;
+        r->pool_end_avail_gb = (double)o->post_load_avail_bytes / (double)SW_GIB - r->k_size_gb -
+                               r->v_size_gb - r->mamba_conv_gb - r->mamba_ssm_gb -
+                               r->req_to_token_gb;
+    }
     return 0;
 }
 
@@ -278,6 +289,10 @@ json_t *sw_sglang_report_json(const struct sw_sglang_report *r)
         sw_json_set_real(rep, "mamba_conv_gb", round(r->mamba_conv_gb * 100) / 100);
         sw_json_set_real(rep, "mamba_ssm_gb", round(r->mamba_ssm_gb * 100) / 100);
     }
+    if (r->has_pool_end) {
+        sw_json_set_real(rep, "pool_end_avail_gb", round(r->pool_end_avail_gb * 100) / 100);
+        sw_json_set_real(rep, "req_to_token_gb", round(r->req_to_token_gb * 1000) / 1000);
+    }
     sw_json_set_real(rep, "k_size_gb", round(r->k_size_gb * 100) / 100);
     sw_json_set_real(rep, "v_size_gb", round(r->v_size_gb * 100) / 100);
     char b[256];
@@ -295,6 +310,10 @@ json_t *sw_sglang_report_json(const struct sw_sglang_report *r)
                  "Mamba Cache is allocated. max_mamba_cache_size: %lld, conv_state size: %.2f GB, "
                  "ssm_state size: %.2f GB",
                  (long long)r->max_mamba_cache_size, r->mamba_conv_gb, r->mamba_ssm_gb);
+        json_array_append_new(lines, json_string(b));
+    }
+    if (r->has_pool_end) {
+        snprintf(b, sizeof(b), "Memory pool end. avail mem=%.2f GB", r->pool_end_avail_gb);
         json_array_append_new(lines, json_string(b));
     }
     sw_json_set_new(root, "report", rep);

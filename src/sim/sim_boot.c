@@ -451,7 +451,8 @@ int sw__sim_boot_sglang(struct sw_sim *s, const json_t *plan, struct sw_err *e)
         if (l)
             rc |= sline(M, true, l);
     }
-    rc |= sline(M, true, "Memory pool end.");
+    if (!json_object_get(json_object_get(plan, "report"), "pool_end_avail_gb"))
+        rc |= sline(M, true, "Memory pool end."); /* the law's line carries the figure */
     rc |= sline(M, true, "Capture cuda graph begin. This can take up to several minutes.");
     rc |= sline(M, true, "Capture cuda graph end. Time elapsed: 1.00 s.");
     snprintf(msg, sizeof(msg),

@@ -13,7 +13,9 @@
 
 #include "swtest.h"
 
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static struct sw_hf_config C;
@@ -201,6 +203,104 @@ static void test_bootlog(void **state)
     assert_non_null(sw_engine_find("SGLang"));
 }
 
+/* Two real SGLang boots from public issue threads (their printed figures; the configs are the
+ * models' published ones). The law takes the free memory around the weights' load and predicts
+ * the pool and "Memory pool end. avail mem=": what the static fraction leaves once the K and V
+ * buffers and the request table (requests + 1 rows of the context, int32) are allocated.
+ *  A: Qwen2 7B (28 layers, 4 KV heads x 128), bf16, TP 1, Feb 2025: "Load weight begin. avail
+ *     mem=22.76 GB", "Load weight end ... avail mem=8.37 GB", "K size: 2.82 GB, V size: 2.82 GB",
+ *     "Memory pool end. avail mem=1.68 GB", max_total_num_tokens=105531, context_len=131072; the
+ *     fraction then defaulted to 0.88 at TP 1. The request table is 2,049 x 131,072 x 4 B = 1.00
+ *     GB: without it the prediction is 1.05 GB high.
+ *  B: Qwen2.5-0.5B-Instruct (24 layers, 2 KV heads x 64), bf16, Feb 2026: "Load weight end ...
+ *     avail mem=77.45 GB, mem usage=0.98 GB", "#tokens: 20480, K size: 0.12 GB, V size: 0.12 GB",
+ *     "Memory pool end. avail mem=77.12 GB", max_running_requests=128, context_len=32768.
+ * What the law leaves out (the engine's own small buffers) is 0.05 GB in A and 0.08 GB in B. */
+static void test_pool_end_real_boots(void **state)
+{
+    (void)state;
+    struct sw_sglang_opts o;
+    struct sw_sglang_report r;
+    struct sw_err e;
+    const double gib = 1073741824.0;
+
+    cfg("{\"model_type\":\"qwen2\",\"num_hidden_layers\":28,\"num_attention_heads\":28,"
+        "\"num_key_value_heads\":4,\"hidden_size\":3584,\"max_position_embeddings\":131072,"
+        "\"torch_dtype\":\"bfloat16\"}");
+    sw_sglang_opts_init(&o);
+    o.mem_fraction_static = 0.88;
+    o.pre_load_free_bytes = (uint64_t)(22.76 * gib);
+    o.post_load_avail_bytes = (uint64_t)(8.37 * gib);
+    o.context_length = 131072;
+    assert_int_equal(sw_sglang_plan(&C, &o, &r, &e), 0);
+    /* the prints' 0.005 GB on each free figure: +-0.0056 GiB of rest = +-105 tokens */
+    assert_true(llabs(r.max_total_num_tokens - 105531) <= 105);
+    char b[64];
+    snprintf(b, sizeof(b), "%.2f", r.k_size_gb);
+    assert_string_equal(b, "2.82");
+    assert_true(r.has_pool_end);
+    assert_true(fabs(r.req_to_token_gb - 1.00) < 0.005);
+    assert_true(fabs(r.pool_end_avail_gb - 1.68) <= 0.1);
+    assert_true(r.pool_end_avail_gb - 1.68 > 0); /* the unmodelled buffers only take */
+
+    /* the same boot's log read back and held against the plan by the engine's diff */
+    const char *log = "[2025-02-04 05:21:40 TP0] Load weight begin. avail mem=22.76 GB\n"
+                      "[2025-02-04 05:29:17 TP0] Load weight end. type=Qwen2ForCausalLM, "
+                      "dtype=torch.bfloat16, avail mem=8.37 GB\n"
+                      "[2025-02-04 05:29:17 TP0] KV Cache is allocated. K size: 2.82 GB, V size: "
+                      "2.82 GB.\n"
+                      "[2025-02-04 05:29:17 TP0] Memory pool end. avail mem=1.68 GB\n"
+                      "[2025-02-04 05:29:20 TP0] max_total_num_tokens=105531, "
+                      "chunked_prefill_size=2048, max_prefill_tokens=16384, "
+                      "max_running_requests=2049, context_len=131072\n";
+    struct sw_vllm_bootlog bl;
+    assert_int_equal(sw_sglang_bootlog_parse(log, strlen(log), &bl, NULL), 0);
+    assert_true(bl.pre_load_avail_gb == 22.76);
+    assert_true(bl.post_load_avail_gb == 8.37);
+    assert_true(bl.pool_end_avail_gb == 1.68);
+    json_t *printed = sw_vllm_bootlog_json(&bl), *pred = sw_sglang_report_json(&r), *d = NULL;
+    const struct sw_engine *eng = sw_engine_find("sglang");
+    assert_int_equal(eng->diff(pred, printed, NULL, &d, &e), 0);
+    json_t *f;
+    size_t i;
+    bool seen = false;
+    json_array_foreach(json_object_get(d, "fields"), i, f)
+    {
+        if (strcmp(json_string_value(json_object_get(f, "field")), "pool_end_avail_gb"))
+            continue;
+        seen = true;
+        assert_string_equal(json_string_value(json_object_get(f, "verdict")), "match");
+    }
+    assert_true(seen);
+    json_decref(d);
+    json_decref(printed);
+    /* the law's own line, as the engine prints it */
+    const json_t *lines = json_object_get(pred, "lines");
+    const char *last = json_string_value(json_array_get(lines, json_array_size(lines) - 1));
+    assert_non_null(strstr(last, "Memory pool end. avail mem=1.7"));
+    json_decref(pred);
+
+    cfg("{\"model_type\":\"qwen2\",\"num_hidden_layers\":24,\"num_attention_heads\":14,"
+        "\"num_key_value_heads\":2,\"hidden_size\":896,\"max_position_embeddings\":32768,"
+        "\"torch_dtype\":\"bfloat16\"}");
+    sw_sglang_opts_init(&o);
+    o.max_total_tokens = 20480;
+    o.max_running_requests = 128;
+    o.pre_load_free_bytes = (uint64_t)((77.45 + 0.98) * gib);
+    o.post_load_avail_bytes = (uint64_t)(77.45 * gib);
+    assert_int_equal(sw_sglang_plan(&C, &o, &r, &e), 0);
+    assert_int_equal(r.max_total_num_tokens, 20480);
+    snprintf(b, sizeof(b), "%.2f", r.k_size_gb);
+    assert_string_equal(b, "0.12");
+    assert_true(fabs(r.req_to_token_gb - 129.0 * 32768 * 4 / gib) < 1e-9);
+    assert_true(fabs(r.pool_end_avail_gb - 77.12) <= 0.1);
+    assert_true(r.pool_end_avail_gb - 77.12 > 0);
+    /* without the free-memory facts (a pinned pool): no figure at pool end */
+    o.post_load_avail_bytes = 0;
+    assert_int_equal(sw_sglang_plan(&C, &o, &r, &e), 0);
+    assert_false(r.has_pool_end);
+}
+
 int main(void)
 {
     sw_core_init();
@@ -211,6 +311,7 @@ int main(void)
         cmocka_unit_test(test_hybrid_autofit),
         cmocka_unit_test(test_argv),
         cmocka_unit_test(test_bootlog),
+        cmocka_unit_test(test_pool_end_real_boots),
     };
     return cmocka_run_group_tests_name("sglang", tests, NULL, NULL);
 }
