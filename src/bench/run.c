@@ -625,7 +625,7 @@ static int loop_open(struct run *r, struct event_base **base, struct sw_err *e)
 }
 
 /* Fold one thread's share of a point into the point: its histograms, client CPU and wall time,
- * the first error any thread met, its progress. */
+ * the first error any thread met, its finished requests (the progress). */
 static void merge_thread(struct run *r, struct sw_bench_point *pt, const struct run *xr,
                          const struct sw_bench_point *xpt, double *cpu, double *wall)
 {
@@ -638,7 +638,7 @@ static void merge_thread(struct run *r, struct sw_bench_point *pt, const struct 
         r->first_rc = xr->first_rc;
         snprintf(r->first_err, sizeof(r->first_err), "%s", xr->first_err);
     }
-    r->prog_done += xr->prog_done;
+    r->prog_done += xr->done; /* a thread draws no bar: its finished requests */
 }
 
 struct sub {
@@ -663,6 +663,30 @@ static void *sub_main(void *arg)
     return NULL;
 }
 
+/* Thread t's own copy of the run, its options (no progress bar: the caller draws it) and the
+ * point (empty histograms; the samples are the caller's to place): a pool of its own, a nonce
+ * range of its own. */
+static void thread_copy(const struct run *r, const struct sw_bench_point *pt, int t, struct run *xr,
+                        struct sw_bench_opts *xo, struct sw_bench_point *xpt)
+{
+    *xo = *r->o;
+    xo->progress = NULL;
+    *xr = *r;
+    xr->o = xo;
+    xr->free_list = NULL;
+    xr->all = NULL;
+    xr->nall = 0;
+    xr->first_rc = 0;
+    xr->truncated = false;
+    xr->nonce = r->nonce + (uint64_t)(t + 1) * 1000000007ull;
+    xr->next = xr->done = 0;
+    *xpt = *pt;
+    struct sw_bench_hist *h[] = {&xpt->itl_tok, &xpt->itl_chunk, &xpt->emit};
+    for (size_t i = 0; i < SW_ARRAY_LEN(h); i++)
+        sw_bench_hist_init(h[i]);
+    xr->pt = xpt;
+}
+
 /* The point's C streams split over T threads, each its own loop and its own share of the
  * samples; the per-token histograms and the cost merged after. */
 static int run_threads(struct run *r, struct sw_bench_point *pt, int T)
@@ -674,23 +698,9 @@ static int run_threads(struct run *r, struct sw_bench_point *pt, int T)
     size_t off = 0;
     for (int t = 0; t < T && !rc; t++) {
         struct sub *x = &u[t];
-        x->o = *r->o;
-        x->o.progress = NULL;
-        x->r = *r;
-        x->r.o = &x->o;
-        x->r.free_list = NULL;
-        x->r.all = NULL;
-        x->r.nall = 0;
-        x->r.first_rc = 0;
-        x->r.nonce = r->nonce + (uint64_t)(t + 1) * 1000000007ull;
+        thread_copy(r, pt, t, &x->r, &x->o, &x->pt);
         x->streams = pt->concurrency / T + (t < pt->concurrency % T);
-        x->pt = *pt;
         x->pt.samples = pt->samples + off;
-        struct sw_bench_hist *h[] = {&x->pt.itl_tok, &x->pt.itl_chunk, &x->pt.emit};
-        for (size_t i = 0; i < SW_ARRAY_LEN(h); i++)
-            sw_bench_hist_init(h[i]);
-        x->r.pt = &x->pt;
-        x->r.next = x->r.done = 0;
         x->r.cap = (size_t)x->streams * (size_t)r->o->repeat;
         off += x->r.cap;
         struct sw_err e;
@@ -860,32 +870,17 @@ static int run_open_threads(struct run *r, struct sw_bench_point *pt, int T)
     r->shared_nonce = ++r->nonce;
     for (int t = 0; t < T && !rc; t++) {
         struct osub *x = &u[t];
-        x->o = *r->o;
-        x->o.progress = NULL;
+        thread_copy(r, pt, t, &x->r, &x->o, &x->pt);
         if (r->o->connections > 0)
             x->o.connections = (r->o->connections + T - 1) / T;
-        x->r = *r;
-        x->r.o = &x->o;
-        x->r.free_list = NULL;
-        x->r.all = NULL;
-        x->r.nall = 0;
-        x->r.first_rc = 0;
-        x->r.prog_done = 0;
-        x->r.truncated = false;
-        x->r.nonce = r->nonce + (uint64_t)(t + 1) * 1000000007ull;
         x->r.stride = T;
         x->r.phase = t;
-        x->pt = *pt;
         /* a thread's share of a random schedule is not known in advance: room for all of it */
         x->pt.samples = sw_calloc(r->cap ? r->cap : 1, sizeof(*x->pt.samples));
         if (!x->pt.samples) {
             rc = SW_ENOMEM;
             break;
         }
-        struct sw_bench_hist *h[] = {&x->pt.itl_tok, &x->pt.itl_chunk, &x->pt.emit};
-        for (size_t i = 0; i < SW_ARRAY_LEN(h); i++)
-            sw_bench_hist_init(h[i]);
-        x->r.pt = &x->pt;
         x->r.cap = r->cap;
         struct sw_err e;
         rc = loop_open(&x->r, &x->base, &e);
