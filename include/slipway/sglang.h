@@ -73,6 +73,7 @@ struct sw_sglang_report {
      * activations and graphs; the engine's own small buffers (0.00-0.08 GB over four real boots,
      * docs/sglang-law.md) are not modelled. */
     bool has_pool_end;
+    double pre_load_gb, post_load_gb; /* the facts it came from ("Load weight begin/end") */
     double pool_end_avail_gb;
     double req_to_token_gb;
     char warnings[512];

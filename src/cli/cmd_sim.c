@@ -47,7 +47,10 @@ static const struct sw_opt opts[] = {
     {"load-rate", 0, "BYTES", 0, "bytes loaded per second (default 2GiB)", NULL},
     {"device-memory", 0, "BYTES", 0,
      "the device's memory (default: the fleet device's); a shape past it fails at boot", NULL},
-    {"weights", 0, "BYTES", 0, "(vllm) the weights' bytes as loaded", NULL},
+    {"weights", 0, "BYTES", 0,
+     "(vllm, sglang) the weights' bytes as loaded (sglang: with --device-memory, the free memory "
+     "around the load)",
+     NULL},
     {"max-tokens", 0, "N", 0, "tokens generated when a request gives no max_tokens (16)", NULL},
     {"reasoning", 0, NULL, 0, "the model thinks: the first half of a chat reply is reasoning",
      NULL},
@@ -349,6 +352,21 @@ static int sim_sglang_argv(const struct sw_args *a, struct sw_sim_config *c)
     sw_err_clear(&e);
     memset(&facts, 0, sizeof(facts));
     facts.gpu_memory = c->device_memory;
+    /* the free memory around the load, as SGLang measures it: the device's before, less the
+     * weights after (the pool is then the law's autofit unless the argv pins it) */
+    rc = bytes_opt(a, "weights", &facts.weights);
+    if (rc)
+        return rc;
+    if (facts.weights && !c->device_memory)
+        return sw_args_usage(a,
+                             "--weights needs --device-memory (SGLang sizes its pool from both)");
+    if (facts.weights && facts.weights >= c->device_memory)
+        return sw_args_usage(
+            a, "--weights is not below --device-memory: nothing is left to load into");
+    if (facts.weights) {
+        facts.pre_load_free = c->device_memory;
+        facts.post_load_avail = c->device_memory - facts.weights;
+    }
     sw_sglang_opts_init(&o);
     if (sw_sglang_parse_argv(a->nrest, a->rest, &o, &dir, NULL, 0, &e))
         return sw_cli_fail(&e, a->json);
@@ -915,8 +933,8 @@ int sw_cmd_sim(int argc, char **argv)
                              a.pos[0]);
     if (a.nrest < 1)
         return sw_args_usage(&a, "give the engine's command line after --");
-    if (sw_args_flag(&a, "weights") && strcmp(engine, "vllm"))
-        return sw_args_usage(&a, "--weights is for --engine vllm");
+    if (sw_args_flag(&a, "weights") && strcmp(engine, "vllm") && strcmp(engine, "sglang"))
+        return sw_args_usage(&a, "--weights is for --engine vllm or sglang");
     if (!strcmp(engine, "vllm"))
         return sim_vllm_argv(&a, &c);
     if (!strcmp(engine, "sglang"))

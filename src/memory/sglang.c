@@ -220,6 +220,8 @@ int sw_sglang_plan(const struct sw_hf_config *c, const struct sw_sglang_opts *o,
     r->req_to_token_gb = (double)slots * (double)ctx * 4.0 / (double)SW_GIB;
     if (o->post_load_avail_bytes) {
         r->has_pool_end = true;
+        r->pre_load_gb = (double)o->pre_load_free_bytes / (double)SW_GIB;
+        r->post_load_gb = (double)o->post_load_avail_bytes / (double)SW_GIB;
         r->pool_end_avail_gb = (double)o->post_load_avail_bytes / (double)SW_GIB - r->k_size_gb -
                                r->v_size_gb - r->mamba_conv_gb - r->mamba_ssm_gb -
                                r->req_to_token_gb;
@@ -292,6 +294,9 @@ json_t *sw_sglang_report_json(const struct sw_sglang_report *r)
     if (r->has_pool_end) {
         sw_json_set_real(rep, "pool_end_avail_gb", round(r->pool_end_avail_gb * 100) / 100);
         sw_json_set_real(rep, "req_to_token_gb", round(r->req_to_token_gb * 1000) / 1000);
+        if (r->pre_load_gb > 0)
+            sw_json_set_real(rep, "pre_load_avail_gb", round(r->pre_load_gb * 100) / 100);
+        sw_json_set_real(rep, "post_load_avail_gb", round(r->post_load_gb * 100) / 100);
     }
     sw_json_set_real(rep, "k_size_gb", round(r->k_size_gb * 100) / 100);
     sw_json_set_real(rep, "v_size_gb", round(r->v_size_gb * 100) / 100);

@@ -434,9 +434,21 @@ int sw__sim_boot_sglang(struct sw_sim *s, const json_t *plan, struct sw_err *e)
     rc |= sline(E, false, msg);
     if (s->payload_missing)
         return hf_path_fails(s, rc, e);
-    rc |= sline(M, true, "Load weight begin.");
-    snprintf(msg, sizeof(msg), "Load weight end. mem usage=%.2f GB.",
-             (double)s->payload_bytes / SW_GIB);
+    /* the free memory around the load when the plan had it (--device-memory, --weights) */
+    const json_t *rep = json_object_get(plan, "report");
+    const json_t *pre = json_object_get(rep, "pre_load_avail_gb");
+    const json_t *post = json_object_get(rep, "post_load_avail_gb");
+    if (json_is_number(pre))
+        snprintf(msg, sizeof(msg), "Load weight begin. avail mem=%.2f GB", json_number_value(pre));
+    else
+        snprintf(msg, sizeof(msg), "Load weight begin.");
+    rc |= sline(M, true, msg);
+    if (json_is_number(post) && json_is_number(pre))
+        snprintf(msg, sizeof(msg), "Load weight end. avail mem=%.2f GB, mem usage=%.2f GB.",
+                 json_number_value(post), json_number_value(pre) - json_number_value(post));
+    else
+        snprintf(msg, sizeof(msg), "Load weight end. mem usage=%.2f GB.",
+                 (double)s->payload_bytes / SW_GIB);
     rc |= sline(M, true, msg);
     if (s->kv_pool < 1) {
         rc |= sw__sim_sglang_death(M, "RuntimeError: Not enough memory. Please try to increase "
@@ -451,7 +463,7 @@ int sw__sim_boot_sglang(struct sw_sim *s, const json_t *plan, struct sw_err *e)
         if (l)
             rc |= sline(M, true, l);
     }
-    if (!json_object_get(json_object_get(plan, "report"), "pool_end_avail_gb"))
+    if (!json_object_get(rep, "pool_end_avail_gb"))
         rc |= sline(M, true, "Memory pool end."); /* the law's line carries the figure */
     rc |= sline(M, true, "Capture cuda graph begin. This can take up to several minutes.");
     rc |= sline(M, true, "Capture cuda graph end. Time elapsed: 1.00 s.");

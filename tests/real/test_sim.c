@@ -1016,6 +1016,65 @@ static void test_sglang(void **state)
     assert_string_equal(json_string_value(json_object_get(fl, "class")), "oom");
     json_decref(p);
     swt_run_free(&r);
+
+    /* the pool unpinned: SGLang's autofit from the free memory around the load (a 4 GiB device,
+     * 1 GiB of weights, the static fraction 0.8); the boot prints "avail mem=" at the load's
+     * begin and end and at pool end, and `bootlog diff` holds them against `plan` given the same
+     * free memory */
+    const char *fit_cmd[] = {
+        "python",           "-m",   "sglang.launch_server",  "--model-path", dir,
+        "--context-length", "8192", "--mem-fraction-static", "0.8",          NULL};
+    k = 0;
+    const char *fit_pre[] = {"--engine",   "sglang",    "--load-time", "0",  "--device-memory",
+                             "4294967296", "--weights", "1073741824",  "--", NULL};
+    for (int i = 0; fit_pre[i]; i++)
+        args[k++] = fit_pre[i];
+    for (int i = 0; fit_cmd[i]; i++)
+        args[k++] = fit_cmd[i];
+    args[k] = NULL;
+    sim_start(f, "sglang-fit", args, &s);
+    wait_health(s.port, 200);
+    assert_int_equal(sim_stop(&s), 0);
+    assert_true(swt_file_has(s.log, "Load weight begin. avail mem=4.00 GB"));
+    assert_true(swt_file_has(s.log, "Load weight end. avail mem=3.00 GB, mem usage=1.00 GB."));
+    assert_true(swt_file_has(s.log, "Memory pool end. avail mem="));
+    k = 0;
+    const char *fplan[] = {swt_bin(),    "plan",
+                           "--json",     "--engine",
+                           "sglang",     "--pre-load-free",
+                           "4294967296", "--post-load-avail",
+                           "3221225472", "--",
+                           NULL};
+    for (int i = 0; fplan[i]; i++)
+        pa[k++] = fplan[i];
+    for (int i = 0; fit_cmd[i]; i++)
+        pa[k++] = fit_cmd[i];
+    pa[k] = NULL;
+    swt_run(pa, NULL, 60, &r);
+    assert_int_equal(r.status, 0);
+    swt_write_str(pred, r.out);
+    swt_run_free(&r);
+    swt_slipway(&r, "bootlog", "parse", "--engine", "sglang", "--json", s.log, NULL);
+    assert_int_equal(r.status, 0);
+    swt_write_str(printed, r.out);
+    swt_run_free(&r);
+    swt_slipway(&r, "bootlog", "diff", "--engine", "sglang", "--json", pred, printed, NULL);
+    d = swt_json_out(&r);
+    if (r.status)
+        print_message("%s\n", r.out);
+    assert_int_equal(r.status, 0);
+    bool pool_end = false;
+    size_t i;
+    const json_t *fd;
+    json_array_foreach(json_object_get(d, "fields"), i, fd)
+    {
+        const char *name = json_string_value(json_object_get(fd, "field"));
+        assert_string_equal(json_string_value(json_object_get(fd, "verdict")), "match");
+        pool_end |= !strcmp(name, "pool_end_avail_gb");
+    }
+    assert_true(pool_end);
+    json_decref(d);
+    swt_run_free(&r);
 }
 
 /* Faults given as flags at start and the timed ones: a stall holds the first step (--fault
