@@ -9,6 +9,7 @@
 #include "swtest.h"
 
 #include <slipway/deploy.h>
+#include <slipway/fleet.h>
 
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -130,6 +131,16 @@ const char *swt_src(const char *rel)
     char *b = next_buf();
     snprintf(b, 4096, "%s/%s", envdir("SW_SOURCE_DIR", SW_SOURCE_DIR), rel);
     return b;
+}
+
+struct sw_fleet *swt_fleet(const char *rel)
+{
+    struct sw_fleet *f = NULL;
+    struct sw_fleet_opts fo = {.getenv = sw_fleet_no_environ};
+    struct sw_err e;
+    if (sw_fleet_load(swt_src(rel), &fo, &f, &e))
+        fail_msg("%s: %s", rel, e.msg);
+    return f;
 }
 
 const char *swt_shared(const char *rel)

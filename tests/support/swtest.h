@@ -18,6 +18,9 @@ const char *swt_shared(const char *rel);
 const char *swt_build(const char *rel);
 /* The slipway binary under test. */
 const char *swt_bin(void);
+/* The fleet file at $SW_SOURCE_DIR/rel, loaded with no environment (a ${VAR} the file needs
+ * is then an error, not the caller's shell); fails the test on error. sw_fleet_free it. */
+struct sw_fleet *swt_fleet(const char *rel);
 
 /* A TCP port on 127.0.0.1 that was free a moment ago (bind to port 0). -1 on error. */
 int swt_free_port(void);

@@ -214,10 +214,7 @@ static void test_routing_and_window(void **state)
 static struct sw_fleet *load_operator(void)
 {
     struct sw_fleet *f = NULL;
-    struct sw_err e;
-    struct sw_fleet_opts fo = {.getenv = sw_fleet_no_environ};
-    if (sw_fleet_load(swt_src("examples/operator.yaml"), &fo, &f, &e))
-        fail_msg("%s", e.msg);
+    f = swt_fleet("examples/operator.yaml");
     return f;
 }
 

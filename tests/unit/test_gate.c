@@ -33,11 +33,9 @@ struct fx {
 static int setup(void **state)
 {
     struct fx *f = calloc(1, sizeof(*f));
-    struct sw_err e;
-    struct sw_fleet_opts fo = {.getenv = sw_fleet_no_environ};
     sw_core_init();
     f->dir = swt_tmpdir();
-    assert_int_equal(sw_fleet_load(swt_src("examples/operator.yaml"), &fo, &f->fleet, &e), 0);
+    f->fleet = swt_fleet("examples/operator.yaml");
     *state = f;
     return 0;
 }

@@ -59,8 +59,7 @@ static int setup(void **state)
     if (sw_ledger_import(&f->l, seed, "seed-boots.json", &st, &e))
         fail_msg("%s", e.msg);
     json_decref(seed);
-    if (sw_fleet_load(swt_src("examples/operator.yaml"), NULL, &f->fleet, &e))
-        fail_msg("%s", e.msg);
+    f->fleet = swt_fleet("examples/operator.yaml");
     f->ep = sw_fleet_endpoint(f->fleet, "frank-primary");
     assert_non_null(f->ep);
     if (sw_profile_from_fleet(f->ep->profile, &f->prof, &e))

@@ -84,10 +84,9 @@ static int setup(void **state)
 {
     struct fx *f = calloc(1, sizeof(*f));
     struct sw_err e;
-    struct sw_fleet_opts fo = {.getenv = sw_fleet_no_environ};
     sw_core_init();
     f->dir = swt_tmpdir();
-    assert_int_equal(sw_fleet_load(swt_src("examples/operator.yaml"), &fo, &f->fleet, &e), 0);
+    f->fleet = swt_fleet("examples/operator.yaml");
     f->ep = (struct sw_fleet_endpoint *)sw_fleet_endpoint(f->fleet, "frank-primary");
     assert_non_null(f->ep);
     /* the night ladder's shape, at a utilization the fleet recorded no boot of (its own

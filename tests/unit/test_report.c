@@ -38,8 +38,7 @@ static int setup(void **state)
     struct sw_err e;
     sw_err_clear(&e);
     x->dir = swt_tmpdir();
-    if (sw_fleet_load(swt_src("examples/operator.yaml"), NULL, &x->f, &e))
-        fail_msg("fleet: %s", e.msg);
+    x->f = swt_fleet("examples/operator.yaml");
     if (sw_ledger_open(&x->l, swt_join(x->dir, "seed.sqlite"), NULL, &e))
         fail_msg("ledger: %s", e.msg);
     json_t *doc = sw_json_load_file(swt_src("tests/data/ledger/seed-boots.json"), 8u << 20, &e);
@@ -509,7 +508,7 @@ static void test_torture(void **state)
      * architecture (plan/inputs.c), which the report then shows as a plan error: not a report
      * bug, so that fleet is not tortured here */
     struct sw_fleet *lf = NULL;
-    assert_int_equal(sw_fleet_load(swt_src("examples/local.yaml"), NULL, &lf, &e), 0);
+    lf = swt_fleet("examples/local.yaml");
     t.f = lf;
     swt_torture("sw_report_collect", t_collect, &t, SW_ENOMEM);
     swt_torture("sw_export_harness", t_harness, &t, SW_ENOMEM);
@@ -561,7 +560,7 @@ static void test_tags(void **state)
     char *kept = strdup(swt_join(dir, "kept.gguf"));
     char *gone = strdup(swt_join(dir, "retired.gguf"));
     swt_write_str(kept, "12345");
-    assert_int_equal(sw_fleet_load(swt_src("examples/local.yaml"), NULL, &f, &e), 0);
+    f = swt_fleet("examples/local.yaml");
     assert_int_equal(sw_ledger_open(&l, swt_join(dir, "tags.sqlite"), NULL, &e), 0);
     int64_t day = 1790000000; /* 2026-09-21 */
     tag_at(&l,

@@ -36,12 +36,10 @@ static void test_plan(void **state)
 {
     struct sw_fleet *f = NULL;
     struct sw_err e;
-    struct sw_fleet_opts fo = {.getenv = sw_fleet_no_environ};
     struct sw_plan p;
     (void)state;
     sw_core_init();
-    if (sw_fleet_load(swt_src("tests/data/rocmfpx/fleet.yaml"), &fo, &f, &e))
-        fail_msg("%s", e.msg);
+    f = swt_fleet("tests/data/rocmfpx/fleet.yaml");
     const struct sw_fleet_endpoint *ep = sw_fleet_endpoint(f, "frank-large-rocmfpx");
     assert_non_null(ep);
     if (sw_plan_endpoint(f, ep, NULL, &p, &e))
@@ -167,12 +165,9 @@ static const json_t *band(const json_t *r)
 static void test_band_refuses_the_draft(void **state)
 {
     struct sw_fleet *f = NULL;
-    struct sw_err e;
-    struct sw_fleet_opts fo = {.getenv = sw_fleet_no_environ};
     (void)state;
     sw_core_init();
-    if (sw_fleet_load(swt_src("tests/data/rocmfpx/fleet.yaml"), &fo, &f, &e))
-        fail_msg("%s", e.msg);
+    f = swt_fleet("tests/data/rocmfpx/fleet.yaml");
     json_t *a = check(f, "tight-nodraft"), *b = check(f, "tight-draft");
     const json_t *ga = band(a), *gb = band(b);
     assert_string_equal(json_string_value(json_object_get(ga, "verdict")), "pass");
@@ -202,12 +197,10 @@ static void test_vllm_mtp(void **state)
 {
     struct sw_fleet *f = NULL;
     struct sw_err e;
-    struct sw_fleet_opts fo = {.getenv = sw_fleet_no_environ};
     struct sw_plan p;
     (void)state;
     sw_core_init();
-    if (sw_fleet_load(swt_src("tests/data/rocmfpx/fleet.yaml"), &fo, &f, &e))
-        fail_msg("%s", e.msg);
+    f = swt_fleet("tests/data/rocmfpx/fleet.yaml");
     if (sw_plan_endpoint(f, sw_fleet_endpoint(f, "dense-mtp"), NULL, &p, &e))
         fail_msg("%s", e.msg);
     assert_int_equal(p.vllm->kv_cache_tokens, 7936);

@@ -40,12 +40,9 @@ static struct sw_fleet *F;
 
 static int setup(void **state)
 {
-    struct sw_err e;
-    struct sw_fleet_opts fo = {.getenv = sw_fleet_no_environ};
     (void)state;
     sw_core_init();
-    if (sw_fleet_load(swt_src("examples/operator.yaml"), &fo, &F, &e))
-        fail_msg("%s", e.msg);
+    F = swt_fleet("examples/operator.yaml");
     return 0;
 }
 

@@ -187,7 +187,7 @@ static void test_points(void **state)
 
     /* the operator's frank-primary figures */
     struct sw_fleet *f = NULL;
-    assert_int_equal(sw_fleet_load(swt_src("examples/operator.yaml"), NULL, &f, &e), 0);
+    f = swt_fleet("examples/operator.yaml");
     const struct sw_fleet_endpoint *ep = sw_fleet_endpoint(f, "frank-primary");
     assert_non_null(ep);
     pts = NULL;

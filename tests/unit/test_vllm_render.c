@@ -23,13 +23,7 @@
 
 static struct sw_fleet *load(void)
 {
-    struct sw_fleet_opts fo = {0};
-    fo.getenv = sw_fleet_no_environ;
-    struct sw_fleet *f = NULL;
-    struct sw_err e;
-    if (sw_fleet_load(swt_src("examples/operator.yaml"), &fo, &f, &e))
-        fail_msg("%s", e.msg);
-    return f;
+    return swt_fleet("examples/operator.yaml");
 }
 
 static char *joined(const struct sw_engine_cmd *c)
