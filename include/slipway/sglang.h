@@ -70,7 +70,7 @@ struct sw_sglang_report {
     /* "Memory pool end. avail mem=X GB" (GB = 2^30 bytes), known only with the free memory after
      * the weights (has_pool_end): that, less the mamba pool, the K and V buffers and the request
      * table (req_to_token: (requests + 1) x context x int32). What the static fraction leaves for
-     * activations and graphs; the engine's own small buffers (0.00-0.08 GB over four real boots,
+     * activations and graphs; the engine's own small buffers (0.05 and 0.08 GB in two real boots,
      * docs/sglang-law.md) are not modelled. */
     bool has_pool_end;
     double pre_load_gb, post_load_gb; /* the facts it came from ("Load weight begin/end") */
