@@ -195,23 +195,9 @@ static void print_human_other(const json_t *o)
     }
 }
 
-static void print_human_parse(const json_t *o, const struct sw_engine *eng)
+/* A llama.cpp report's figures, one per line. */
+static void print_llamacpp_report(const json_t *r)
 {
-    const json_t *r = json_object_get(o, "report");
-    const json_t *f = json_object_get(o, "failure");
-    const char *build = json_string_value(json_object_get(o, "build"));
-    printf("%s boot log %s: %s", json_string_value(json_object_get(o, "engine")),
-           json_string_value(json_object_get(o, "log")),
-           json_is_true(json_object_get(o, "booted")) ? "booted" : "did not boot");
-    if (build)
-        printf(" (build %s)", build);
-    printf("\n");
-    /* vLLM and SGLang print other figures than llama-server (KV tokens, concurrency, pools):
-     * their reports are shown by their own names, not as llama.cpp's lines */
-    if (strcmp(eng->name, "llama.cpp")) {
-        print_human_other(o);
-        return;
-    }
     print_int("n_ctx", json_object_get(r, "n_ctx"));
     print_int("n_ctx_seq", json_object_get(r, "n_ctx_seq"));
     print_int("n_seq_max", json_object_get(r, "n_seq_max"));
@@ -249,6 +235,31 @@ static void print_human_parse(const json_t *o, const struct sw_engine *eng)
     printf("\n  compute  ");
     print_bytes(json_object_get(r, "compute_bytes"));
     printf("\n");
+}
+
+static void print_human_parse(const json_t *o, const struct sw_engine *eng)
+{
+    const json_t *r = json_object_get(o, "report");
+    const json_t *f = json_object_get(o, "failure");
+    const char *build = json_string_value(json_object_get(o, "build"));
+    printf("%s boot log %s: %s", json_string_value(json_object_get(o, "engine")),
+           json_string_value(json_object_get(o, "log")),
+           json_is_true(json_object_get(o, "booted")) ? "booted" : "did not boot");
+    if (build)
+        printf(" (build %s)", build);
+    printf("\n");
+    /* vLLM and SGLang print other figures than llama-server (KV tokens, concurrency, pools):
+     * their reports are shown by their own names, not as llama.cpp's lines */
+    if (strcmp(eng->name, "llama.cpp")) {
+        print_human_other(o);
+        return;
+    }
+    print_llamacpp_report(r);
+    const json_t *dr = json_object_get(json_object_get(o, "draft"), "report");
+    if (json_is_object(dr)) {
+        printf("draft model (-md), its own context:\n");
+        print_llamacpp_report(dr);
+    }
     if (json_is_object(f)) {
         const char *ph = json_string_value(json_object_get(f, "phase"));
         const char *pk = json_string_value(json_object_get(f, "payload_kind"));

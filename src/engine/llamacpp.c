@@ -425,6 +425,28 @@ json_t *sw_engine_llamacpp_precision_json(const struct sw_bootlog_report *r)
     return o;
 }
 
+/* The draft model's (-md) own load and context, printed after "loading draft model": read by
+ * the same reader from there on (the main model's lines come before it) into o's "draft"
+ * {report, precision}, when it printed a context. r is scratch. */
+static int draft_json(const char *text, size_t len, struct sw_bootlog_report *r, json_t *o)
+{
+    static const char mark[] = "loading draft model";
+    const char *p = text ? memmem(text, len, mark, sizeof(mark) - 1) : NULL;
+    if (!p)
+        return 0;
+    size_t off = (size_t)(p - text);
+    if (sw_engine_llamacpp_bootlog(p, len - off, NULL, r, NULL))
+        return SW_ENOMEM;
+    if (r->n_ctx < 0 && !r->n_kv)
+        return 0; /* it died before its context: the main report's failure says why */
+    json_t *d = json_object();
+    if (!d)
+        return SW_ENOMEM;
+    int rc = sw_json_set_new(d, "report", sw_engine_llamacpp_report_json(r));
+    rc |= sw_json_set_new(d, "precision", sw_engine_llamacpp_precision_json(r));
+    return rc | sw_json_set_new(o, "draft", d);
+}
+
 static int llamacpp_bootlog(const char *text, size_t len, const char *where,
                             const struct sw_bootlog_hints *hints, json_t **out,
                             struct sw_boot_status *st, struct sw_err *e)
@@ -458,6 +480,7 @@ static int llamacpp_bootlog(const char *text, size_t len, const char *where,
         rc |= sw_json_set_new(o, "precision", sw_engine_llamacpp_precision_json(r));
         rc |= sw_json_set_new(o, "failure",
                               s.failed ? sw_boot_failure_to_json(&s.failure) : json_null());
+        rc |= rc ? 0 : draft_json(text, len, r, o);
     }
     if (rc) {
         sw_err_set(e, SW_ENOMEM, "%s: out of memory", where);

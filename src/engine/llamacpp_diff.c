@@ -33,6 +33,7 @@ struct dx {
     json_t *fields;
     int mismatches;
     int rc;
+    const char *prefix; /* "" for the main model, "draft." for the draft's context */
 };
 
 static const json_t *report_of(const json_t *doc)
@@ -60,7 +61,9 @@ static void add(struct dx *d, const char *field, const json_t *pred, const json_
     const char *note = NULL;
     char nbuf[160];
     int64_t tol = 0;
-    int rc = sw_json_set_str(f, "field", field);
+    char name[96];
+    snprintf(name, sizeof(name), "%s%s", d->prefix, field);
+    int rc = sw_json_set_str(f, "field", name);
     rc |= sw_json_set_new(f, "predicted", present(pred) ? json_deep_copy(pred) : json_null());
     rc |= sw_json_set_new(f, "printed", present(got) ? json_deep_copy(got) : json_null());
 
@@ -156,10 +159,64 @@ static void kv_entry(struct dx *d, const json_t *a, const json_t *b, size_t i,
     }
 }
 
+/* Every field of report a (predicted) against b (printed) into d. */
+static void diff_report(struct dx *d, const json_t *a, const json_t *b, const json_t *precision)
+{
+    add(d, "n_ctx", json_object_get(a, "n_ctx"), json_object_get(b, "n_ctx"), K_INT, 0);
+    add(d, "n_ctx_seq", json_object_get(a, "n_ctx_seq"), json_object_get(b, "n_ctx_seq"), K_INT, 0);
+    add(d, "n_seq_max", json_object_get(a, "n_seq_max"), json_object_get(b, "n_seq_max"), K_INT, 0);
+    add(d, "kv_unified", json_object_get(a, "kv_unified"), json_object_get(b, "kv_unified"), K_BOOL,
+        0);
+
+    const json_t *ka = json_object_get(a, "kv_caches"), *kb = json_object_get(b, "kv_caches");
+    if (json_is_array(ka) || json_is_array(kb)) {
+        size_t na = json_array_size(ka), nb = json_array_size(kb);
+        json_t *ja = json_is_array(ka) ? json_integer((json_int_t)na) : NULL;
+        json_t *jb = json_is_array(kb) ? json_integer((json_int_t)nb) : NULL;
+        add(d, "kv_caches.count", ja, jb, K_INT, 0);
+        json_decref(ja);
+        json_decref(jb);
+        for (size_t i = 0; i < SW_MAX(na, nb); i++)
+            kv_entry(d, json_array_get(ka, i), json_array_get(kb, i), i, precision);
+    }
+
+    const json_t *ra = json_object_get(a, "recurrent"), *rb = json_object_get(b, "recurrent");
+    if (json_object_get(a, "recurrent") || json_object_get(b, "recurrent")) {
+        json_t *pa = json_boolean(json_is_object(ra)), *pb = json_boolean(json_is_object(rb));
+        /* present vs absent is itself a field: a hybrid predicted as dense is a mismatch */
+        if (json_object_get(a, "recurrent") && json_object_get(b, "recurrent"))
+            add(d, "recurrent.present", pa, pb, K_BOOL, 0);
+        json_decref(pa);
+        json_decref(pb);
+        if (json_is_object(ra) || json_is_object(rb)) {
+            add(d, "recurrent.cells", json_object_get(ra, "cells"), json_object_get(rb, "cells"),
+                K_INT, 0);
+            add(d, "recurrent.layers", json_object_get(ra, "layers"), json_object_get(rb, "layers"),
+                K_INT, 0);
+            const json_t *rp = precision ? json_object_get(precision, "recurrent") : NULL;
+            const json_t *tr = rp ? json_object_get(rp, "r_bytes") : NULL;
+            const json_t *ts = rp ? json_object_get(rp, "s_bytes") : NULL;
+            add(d, "recurrent.r_bytes", json_object_get(ra, "r_bytes"),
+                json_object_get(rb, "r_bytes"), K_BYTES_F,
+                json_is_integer(tr) ? json_integer_value(tr) : -1);
+            add(d, "recurrent.s_bytes", json_object_get(ra, "s_bytes"),
+                json_object_get(rb, "s_bytes"), K_BYTES_F,
+                json_is_integer(ts) ? json_integer_value(ts) : -1);
+        }
+    }
+
+    add(d, "model_bytes", json_object_get(a, "model_bytes"), json_object_get(b, "model_bytes"),
+        K_BYTES_D, prec_at(precision, "model_bytes", 0, NULL));
+    add(d, "output_bytes", json_object_get(a, "output_bytes"), json_object_get(b, "output_bytes"),
+        K_BYTES_D, prec_at(precision, "output_bytes", 0, NULL));
+    add(d, "compute_bytes", json_object_get(a, "compute_bytes"),
+        json_object_get(b, "compute_bytes"), K_ESTIMATE, 0);
+}
+
 int sw__llamacpp_diff(const json_t *predicted, const json_t *printed, const json_t *precision,
                       json_t **out, struct sw_err *e)
 {
-    struct dx d = {json_array(), 0, 0};
+    struct dx d = {json_array(), 0, 0, ""};
     json_t *o = NULL;
     *out = NULL;
     if (!d.fields)
@@ -171,58 +228,15 @@ int sw__llamacpp_diff(const json_t *predicted, const json_t *printed, const json
     const json_t *a = report_of(predicted), *b = report_of(printed);
     if (!precision)
         precision = json_object_get(printed, "precision");
-
-    add(&d, "n_ctx", json_object_get(a, "n_ctx"), json_object_get(b, "n_ctx"), K_INT, 0);
-    add(&d, "n_ctx_seq", json_object_get(a, "n_ctx_seq"), json_object_get(b, "n_ctx_seq"), K_INT,
-        0);
-    add(&d, "n_seq_max", json_object_get(a, "n_seq_max"), json_object_get(b, "n_seq_max"), K_INT,
-        0);
-    add(&d, "kv_unified", json_object_get(a, "kv_unified"), json_object_get(b, "kv_unified"),
-        K_BOOL, 0);
-
-    const json_t *ka = json_object_get(a, "kv_caches"), *kb = json_object_get(b, "kv_caches");
-    if (json_is_array(ka) || json_is_array(kb)) {
-        size_t na = json_array_size(ka), nb = json_array_size(kb);
-        json_t *ja = json_is_array(ka) ? json_integer((json_int_t)na) : NULL;
-        json_t *jb = json_is_array(kb) ? json_integer((json_int_t)nb) : NULL;
-        add(&d, "kv_caches.count", ja, jb, K_INT, 0);
-        json_decref(ja);
-        json_decref(jb);
-        for (size_t i = 0; i < SW_MAX(na, nb); i++)
-            kv_entry(&d, json_array_get(ka, i), json_array_get(kb, i), i, precision);
+    diff_report(&d, a, b, precision);
+    /* the draft model's own context (-md): the plan's draft report against the one bootlog
+     * parse read after "loading draft model", under "draft." */
+    const json_t *da = json_object_get(predicted, "draft"), *db = json_object_get(printed, "draft");
+    if (json_is_object(da) || json_is_object(db)) {
+        d.prefix = "draft.";
+        diff_report(&d, json_is_object(da) ? report_of(da) : NULL,
+                    json_is_object(db) ? report_of(db) : NULL, json_object_get(db, "precision"));
     }
-
-    const json_t *ra = json_object_get(a, "recurrent"), *rb = json_object_get(b, "recurrent");
-    if (json_object_get(a, "recurrent") || json_object_get(b, "recurrent")) {
-        json_t *pa = json_boolean(json_is_object(ra)), *pb = json_boolean(json_is_object(rb));
-        /* present vs absent is itself a field: a hybrid predicted as dense is a mismatch */
-        if (json_object_get(a, "recurrent") && json_object_get(b, "recurrent"))
-            add(&d, "recurrent.present", pa, pb, K_BOOL, 0);
-        json_decref(pa);
-        json_decref(pb);
-        if (json_is_object(ra) || json_is_object(rb)) {
-            add(&d, "recurrent.cells", json_object_get(ra, "cells"), json_object_get(rb, "cells"),
-                K_INT, 0);
-            add(&d, "recurrent.layers", json_object_get(ra, "layers"),
-                json_object_get(rb, "layers"), K_INT, 0);
-            const json_t *rp = precision ? json_object_get(precision, "recurrent") : NULL;
-            const json_t *tr = rp ? json_object_get(rp, "r_bytes") : NULL;
-            const json_t *ts = rp ? json_object_get(rp, "s_bytes") : NULL;
-            add(&d, "recurrent.r_bytes", json_object_get(ra, "r_bytes"),
-                json_object_get(rb, "r_bytes"), K_BYTES_F,
-                json_is_integer(tr) ? json_integer_value(tr) : -1);
-            add(&d, "recurrent.s_bytes", json_object_get(ra, "s_bytes"),
-                json_object_get(rb, "s_bytes"), K_BYTES_F,
-                json_is_integer(ts) ? json_integer_value(ts) : -1);
-        }
-    }
-
-    add(&d, "model_bytes", json_object_get(a, "model_bytes"), json_object_get(b, "model_bytes"),
-        K_BYTES_D, prec_at(precision, "model_bytes", 0, NULL));
-    add(&d, "output_bytes", json_object_get(a, "output_bytes"), json_object_get(b, "output_bytes"),
-        K_BYTES_D, prec_at(precision, "output_bytes", 0, NULL));
-    add(&d, "compute_bytes", json_object_get(a, "compute_bytes"),
-        json_object_get(b, "compute_bytes"), K_ESTIMATE, 0);
 
     if (d.rc)
         goto oom;

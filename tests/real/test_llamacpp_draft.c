@@ -110,6 +110,47 @@ static void test_draft_context(void **state)
     assert_true(c->total == c->weights + c->kv + c->recurrent + c->compute + c->output +
                                 c->draft_weights + c->draft_kv + c->draft_compute);
 
+    /* the same through the CLI: bootlog parse reads the draft's context after "loading draft
+     * model" into its own report, and bootlog diff holds every field of it against the plan's
+     * draft report (draft.*), exactly where the print is exact */
+    struct swt_run r;
+    char pred[4200], printed[4200];
+    snprintf(pred, sizeof(pred), "%s", swt_join(dir, "pred.json"));
+    snprintf(printed, sizeof(printed), "%s", swt_join(dir, "printed.json"));
+    swt_slipway(&r, "plan", "--json", "--engine", "llama.cpp", "--", "llama-server", "-m", model,
+                "-md", model, "-c", "4096", "-np", "2", "-ctkd", "q8_0", "-ctvd", "q8_0", NULL);
+    assert_int_equal(r.status, 0);
+    swt_write_str(pred, r.out);
+    swt_run_free(&r);
+    swt_slipway(&r, "bootlog", "parse", s.log, "--model", model, "--json", NULL);
+    assert_int_equal(r.status, 0);
+    swt_write_str(printed, r.out);
+    swt_run_free(&r);
+    swt_slipway(&r, "bootlog", "diff", pred, printed, "--json", NULL);
+    json_t *d = swt_json_out(&r);
+    if (r.status)
+        print_message("%s\n", r.out);
+    assert_int_equal(r.status, 0);
+    assert_int_equal(json_integer_value(json_object_get(d, "mismatches")), 0);
+    int draft_fields = 0;
+    size_t i;
+    const json_t *f;
+    json_array_foreach(json_object_get(d, "fields"), i, f)
+    {
+        const char *name = json_string_value(json_object_get(f, "field"));
+        const char *v = json_string_value(json_object_get(f, "verdict"));
+        if (strncmp(name, "draft.", 6))
+            continue;
+        draft_fields++;
+        if (strcmp(v, "match") && strcmp(v, "estimate"))
+            fail_msg("%s: %s", name, v);
+        if (!strcmp(name, "draft.kv_caches[0].k_type"))
+            assert_string_equal(json_string_value(json_object_get(f, "printed")), "q8_0");
+    }
+    assert_true(draft_fields >= 15);
+    json_decref(d);
+    swt_run_free(&r);
+
     sw_buf_free(&want);
     sw_plan_free(&p);
     swt_tmpdir_free(dir);
