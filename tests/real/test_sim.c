@@ -908,6 +908,48 @@ static void test_chunked_prefill_stamps(void **state)
     free(out);
 }
 
+/* `slipway plan --json --engine sglang [--pre-load-free B --post-load-avail B] -- cmd` held
+ * against `bootlog parse` of log by `bootlog diff`, which must exit 0: its document (json_decref).
+ * pre and post: the free memory around the load, or NULL. */
+static json_t *sglang_boot_diff(const struct fx *f, const char *const *cmd, const char *pre,
+                                const char *post, const char *log)
+{
+    struct swt_run r;
+    char pred[4200], printed[4200];
+    snprintf(pred, sizeof(pred), "%s/sglang.pred.json", f->dir);
+    snprintf(printed, sizeof(printed), "%s/sglang.printed.json", f->dir);
+    const char *pa[48];
+    int k = 0;
+    const char *head[] = {swt_bin(), "plan", "--json", "--engine", "sglang", NULL};
+    for (int i = 0; head[i]; i++)
+        pa[k++] = head[i];
+    if (pre && post) {
+        pa[k++] = "--pre-load-free";
+        pa[k++] = pre;
+        pa[k++] = "--post-load-avail";
+        pa[k++] = post;
+    }
+    pa[k++] = "--";
+    for (int i = 0; cmd[i] && k < 47; i++)
+        pa[k++] = cmd[i];
+    pa[k] = NULL;
+    swt_run(pa, NULL, 60, &r);
+    assert_int_equal(r.status, 0);
+    swt_write_str(pred, r.out);
+    swt_run_free(&r);
+    swt_slipway(&r, "bootlog", "parse", "--engine", "sglang", "--json", log, NULL);
+    assert_int_equal(r.status, 0);
+    swt_write_str(printed, r.out);
+    swt_run_free(&r);
+    swt_slipway(&r, "bootlog", "diff", "--engine", "sglang", "--json", pred, printed, NULL);
+    json_t *d = swt_json_out(&r);
+    if (r.status)
+        print_message("%s\n", r.out);
+    assert_int_equal(r.status, 0);
+    swt_run_free(&r);
+    return d;
+}
+
 /* `--engine sglang -- python -m sglang.launch_server ...`: nothing listens while the model loads
  * (SGLang's HTTP server starts after its scheduler), then /health 200; SGLang's 400 past the
  * context length; the probe's basic battery passes with sglang:* metric names; SIGTERM exits 0;
@@ -955,34 +997,10 @@ static void test_sglang(void **state)
     assert_int_equal(sim_stop(&s), 0);
 
     /* the boot log against the law's plan of the same command line */
-    char pred[4200], printed[4200];
-    snprintf(pred, sizeof(pred), "%s/sglang.pred.json", f->dir);
-    snprintf(printed, sizeof(printed), "%s/sglang.printed.json", f->dir);
-    const char *pa[40];
-    k = 0;
-    const char *plan_pre[] = {swt_bin(), "plan", "--json", "--engine", "sglang", "--", NULL};
-    for (int i = 0; plan_pre[i]; i++)
-        pa[k++] = plan_pre[i];
-    for (int i = 0; cmd[i]; i++)
-        pa[k++] = cmd[i];
-    pa[k] = NULL;
-    swt_run(pa, NULL, 60, &r);
-    assert_int_equal(r.status, 0);
-    swt_write_str(pred, r.out);
-    swt_run_free(&r);
-    swt_slipway(&r, "bootlog", "parse", "--engine", "sglang", "--json", s.log, NULL);
-    assert_int_equal(r.status, 0);
-    swt_write_str(printed, r.out);
-    swt_run_free(&r);
-    swt_slipway(&r, "bootlog", "diff", "--engine", "sglang", "--json", pred, printed, NULL);
-    json_t *d = swt_json_out(&r);
-    if (r.status)
-        print_message("%s\n", r.out);
-    assert_int_equal(r.status, 0);
+    json_t *d = sglang_boot_diff(f, cmd, NULL, NULL, s.log);
     assert_int_equal(json_integer_value(json_object_get(d, "mismatches")), 0);
     assert_true(json_array_size(json_object_get(d, "fields")) >= 2);
     json_decref(d);
-    swt_run_free(&r);
 
     /* the runtime headroom: the scheduler dies, the launcher kills its tree, nobody answers */
     k = 0;
@@ -1038,31 +1056,7 @@ static void test_sglang(void **state)
     assert_true(swt_file_has(s.log, "Load weight begin. avail mem=4.00 GB"));
     assert_true(swt_file_has(s.log, "Load weight end. avail mem=3.00 GB, mem usage=1.00 GB."));
     assert_true(swt_file_has(s.log, "Memory pool end. avail mem="));
-    k = 0;
-    const char *fplan[] = {swt_bin(),    "plan",
-                           "--json",     "--engine",
-                           "sglang",     "--pre-load-free",
-                           "4294967296", "--post-load-avail",
-                           "3221225472", "--",
-                           NULL};
-    for (int i = 0; fplan[i]; i++)
-        pa[k++] = fplan[i];
-    for (int i = 0; fit_cmd[i]; i++)
-        pa[k++] = fit_cmd[i];
-    pa[k] = NULL;
-    swt_run(pa, NULL, 60, &r);
-    assert_int_equal(r.status, 0);
-    swt_write_str(pred, r.out);
-    swt_run_free(&r);
-    swt_slipway(&r, "bootlog", "parse", "--engine", "sglang", "--json", s.log, NULL);
-    assert_int_equal(r.status, 0);
-    swt_write_str(printed, r.out);
-    swt_run_free(&r);
-    swt_slipway(&r, "bootlog", "diff", "--engine", "sglang", "--json", pred, printed, NULL);
-    d = swt_json_out(&r);
-    if (r.status)
-        print_message("%s\n", r.out);
-    assert_int_equal(r.status, 0);
+    d = sglang_boot_diff(f, fit_cmd, "4294967296", "3221225472", s.log);
     bool pool_end = false;
     size_t i;
     const json_t *fd;
@@ -1074,7 +1068,6 @@ static void test_sglang(void **state)
     }
     assert_true(pool_end);
     json_decref(d);
-    swt_run_free(&r);
 }
 
 /* Faults given as flags at start and the timed ones: a stall holds the first step (--fault
