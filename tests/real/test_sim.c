@@ -908,6 +908,21 @@ static void test_chunked_prefill_stamps(void **state)
     free(out);
 }
 
+/* a then b (each NULL-terminated) into out, NULL-terminated; fails the test past cap. */
+static void join_argv(const char **out, size_t cap, const char *const *a, const char *const *b)
+{
+    size_t k = 0;
+    for (size_t i = 0; a[i]; i++) {
+        assert_true(k + 1 < cap);
+        out[k++] = a[i];
+    }
+    for (size_t i = 0; b[i]; i++) {
+        assert_true(k + 1 < cap);
+        out[k++] = b[i];
+    }
+    out[k] = NULL;
+}
+
 /* `slipway plan --json --engine sglang [--pre-load-free B --post-load-avail B] -- cmd` held
  * against `bootlog parse` of log by `bootlog diff`, which must exit 0: its document (json_decref).
  * pre and post: the free memory around the load, or NULL. */
@@ -977,13 +992,8 @@ static void test_sglang(void **state)
                          "--enable-metrics",
                          NULL};
     const char *args[32];
-    int k = 0;
     const char *pre[] = {"--engine", "sglang", "--load-time", "3s", "--", NULL};
-    for (int i = 0; pre[i]; i++)
-        args[k++] = pre[i];
-    for (int i = 0; cmd[i]; i++)
-        args[k++] = cmd[i];
-    args[k] = NULL;
+    join_argv(args, SW_ARRAY_LEN(args), pre, cmd);
     struct sim s;
     sim_start(f, "sglang", args, &s);
     assert_false(swt_port_open(s.port));
@@ -1003,14 +1013,9 @@ static void test_sglang(void **state)
     json_decref(d);
 
     /* the runtime headroom: the scheduler dies, the launcher kills its tree, nobody answers */
-    k = 0;
     const char *oom_pre[] = {"--engine", "sglang", "--load-time", "0", "--runtime-oom-tokens",
                              "200",      "--",     NULL};
-    for (int i = 0; oom_pre[i]; i++)
-        args[k++] = oom_pre[i];
-    for (int i = 0; cmd[i]; i++)
-        args[k++] = cmd[i];
-    args[k] = NULL;
+    join_argv(args, SW_ARRAY_LEN(args), oom_pre, cmd);
     sim_start(f, "sglang-oom", args, &s);
     wait_health(s.port, 200);
     char *out = NULL;
@@ -1042,14 +1047,9 @@ static void test_sglang(void **state)
     const char *fit_cmd[] = {
         "python",           "-m",   "sglang.launch_server",  "--model-path", dir,
         "--context-length", "8192", "--mem-fraction-static", "0.8",          NULL};
-    k = 0;
     const char *fit_pre[] = {"--engine",   "sglang",    "--load-time", "0",  "--device-memory",
                              "4294967296", "--weights", "1073741824",  "--", NULL};
-    for (int i = 0; fit_pre[i]; i++)
-        args[k++] = fit_pre[i];
-    for (int i = 0; fit_cmd[i]; i++)
-        args[k++] = fit_cmd[i];
-    args[k] = NULL;
+    join_argv(args, SW_ARRAY_LEN(args), fit_pre, fit_cmd);
     sim_start(f, "sglang-fit", args, &s);
     wait_health(s.port, 200);
     assert_int_equal(sim_stop(&s), 0);
