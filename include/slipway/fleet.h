@@ -521,7 +521,8 @@ struct sw_fleet_endpoint {
     struct sw_fleet_service service;
     struct sw_fleet_str listen_address;
     struct sw_fleet_u64 listen_port;
-    struct sw_fleet_str alias; /* served model name */
+    struct sw_fleet_str listen_route; /* "direct" | "host"; NULL: by the address (sw_fleet_addr) */
+    struct sw_fleet_str alias;        /* served model name */
     struct sw_fleet_secret api_key;
     struct sw_fleet_payload payload;
     struct sw_fleet_shape shape;
@@ -557,6 +558,47 @@ struct sw_fleet_endpoint {
      * parallel = n_devices x nodes. Unset = 1. */
     struct sw_fleet_u64 nodes;
 };
+/* ---------------------------------------------------------------------------------------------
+ * Where an endpoint answers: the ONE address every verb uses (render's --host/--port, install,
+ * status, deploy's proofs, probe, bench, ladder and tune), so that defaults cannot drift apart.
+ *
+ * The route rule: a local host's endpoint is reached directly. On an ssh host, an endpoint bound
+ * to a loopback address (127.0.0.0/8, ::1, localhost) answers only on that host, so it is reached
+ * THROUGH the host (a forward over its ssh connection, host/route); one bound to every address
+ * (0.0.0.0, ::) is reached at the host's ssh address; one bound to another address is reached at
+ * that address. `listen.route: host` forces the way through the host for an address this machine
+ * cannot reach (a container bridge, a private interface); `listen.route: direct` forces the
+ * direct way (a loopback address this machine shares with the host, as on a tunnel).
+ */
+enum sw_fleet_route {
+    SW_FLEET_ROUTE_DIRECT = 1, /* this machine connects to connect:port */
+    SW_FLEET_ROUTE_HOST = 2,   /* only the host reaches connect:port: through its ssh */
+};
+/* "direct", "host". */
+const char *sw_fleet_route_name(enum sw_fleet_route r);
+
+struct sw_fleet_addr {
+    char bind[256];    /* what the engine binds: listen.address, else the engine's default
+                        * (127.0.0.1; vLLM and SGLang in a container: 0.0.0.0) */
+    unsigned port;     /* listen.port, else the engine's default (sw_fleet_engine_default_port) */
+    bool port_default; /* port is the engine's default */
+    char connect[256]; /* the address a client connects to, as seen from this machine (DIRECT)
+                        * or from the host (HOST); without brackets */
+    enum sw_fleet_route route;
+    char url[300];   /* http://connect:port (IPv6 in brackets), no trailing slash */
+    const char *why; /* the rule that chose the route, in words (static) */
+};
+/* The engine's own default port: llama.cpp 8080, vLLM 8000, SGLang 30000 (0 for none). */
+unsigned sw_fleet_engine_default_port(enum sw_fleet_engine e);
+/* ep's address. SW_EINVAL (naming the fleet position) for an ssh host without an address or an
+ * address too long; a filled *a otherwise. */
+int sw_fleet_endpoint_addr(const struct sw_fleet_endpoint *ep, struct sw_fleet_addr *a,
+                           struct sw_err *e);
+/* Is text a loopback address (127.0.0.0/8, ::1, ::ffff:127.x, "localhost"), a wildcard
+ * (0.0.0.0, ::, "", "*")? */
+bool sw_fleet_addr_is_loopback(const char *text);
+bool sw_fleet_addr_is_wildcard(const char *text);
+
 /* The node count of an endpoint: its `nodes:` or 1. */
 uint64_t sw_fleet_endpoint_nodes(const struct sw_fleet_endpoint *ep);
 const struct sw_fleet_fact *sw_fleet_endpoint_fact(const struct sw_fleet_endpoint *ep,

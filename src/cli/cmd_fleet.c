@@ -154,10 +154,12 @@ static void print_endpoint(const struct sw_fleet *f, const struct sw_fleet_endpo
     for (size_t i = 0; i < ep->n_devices; i++)
         printf("%s%s", i ? ", " : "", ep->devices[i]->name);
     printf("]\n");
-    if (ep->listen_address.v || ep->listen_port.set)
-        printf("  listen     %s:%s\n", ep->listen_address.v ? ep->listen_address.v : "*",
-               ep->listen_port.set ? (snprintf(a, sizeof(a), "%" PRIu64, ep->listen_port.v), a)
-                                   : "(engine default)");
+    struct sw_fleet_addr ad;
+    if (sw_fleet_endpoint_addr(ep, &ad, NULL) == 0)
+        printf("  listen     %s%s%s:%u%s, reached %s%s (%s)\n", strchr(ad.bind, ':') ? "[" : "",
+               ad.bind, strchr(ad.bind, ':') ? "]" : "", ad.port,
+               ad.port_default ? " (the engine's default port)" : "",
+               ad.route == SW_FLEET_ROUTE_HOST ? "through its host at " : "at ", ad.url, ad.why);
     if (ep->alias.v)
         printf("  alias      %s\n", ep->alias.v);
     if (ep->image.v)

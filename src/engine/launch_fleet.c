@@ -158,17 +158,20 @@ int sw_engine_launch_from_fleet(const struct sw_fleet_endpoint *ep, struct sw_en
     if (ep->binary.v && !l->binary)
         goto oom;
     l->alias = ep->alias.v;
-    l->host = ep->listen_address.v ? ep->listen_address.v : "127.0.0.1";
-    if (ep->listen_port.set) {
-        if (ep->listen_port.v == 0 || ep->listen_port.v > 65535) {
-            rc = sw_fleet_err_at(e, SW_EINVAL, &ep->listen_port.at, "port %llu is not a TCP port",
-                                 (unsigned long long)ep->listen_port.v);
-            goto fail;
-        }
-        l->port = (unsigned)ep->listen_port.v;
-    } else {
-        l->port = 8080; /* llama-server's default, made explicit */
+    /* the one address (fleet/addr): the engine's default port made explicit */
+    struct sw_fleet_addr fa;
+    rc = sw_fleet_endpoint_addr(ep, &fa, e);
+    if (rc)
+        goto fail;
+    if (fa.port == 0 || fa.port > 65535) {
+        rc = sw_fleet_err_at(e, SW_EINVAL, &ep->listen_port.at, "port %u is not a TCP port",
+                             fa.port);
+        goto fail;
     }
+    l->host = keep(s, sw_strdup(fa.bind));
+    if (!l->host)
+        goto oom;
+    l->port = fa.port;
 
     const struct sw_fleet_shape *sh = &ep->shape;
     if (sh->ctx_size.set)

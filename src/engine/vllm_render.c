@@ -165,7 +165,10 @@ int sw_vllm_render_endpoint(const struct sw_fleet_endpoint *ep, struct sw_engine
     memset(out, 0, sizeof(*out));
     struct argvb b = {out, 0};
     char model[4096], draft[4096];
+    struct sw_fleet_addr fa;
     int rc = model_arg(ep, model, sizeof(model), e);
+    if (!rc)
+        rc = sw_fleet_endpoint_addr(ep, &fa, e);
     if (rc)
         return rc;
     const struct sw_fleet_shape *s = &ep->shape;
@@ -177,8 +180,8 @@ int sw_vllm_render_endpoint(const struct sw_fleet_endpoint *ep, struct sw_engine
         add(&b, ep->payload.revision.v);
     }
     add(&b, "--host");
-    add(&b, ep->listen_address.v ? ep->listen_address.v : (ep->image.v ? "0.0.0.0" : "127.0.0.1"));
-    addu(&b, "--port", ep->listen_port.set ? ep->listen_port.v : 8000);
+    add(&b, fa.bind);
+    addu(&b, "--port", fa.port);
     if (ep->alias.v) {
         add(&b, "--served-model-name");
         add(&b, ep->alias.v);
@@ -276,7 +279,10 @@ int sw_sglang_render_endpoint(const struct sw_fleet_endpoint *ep, struct sw_engi
                                "not put secrets on a command line; front it with a proxy");
     struct argvb b = {out, 0};
     char model[4096];
+    struct sw_fleet_addr fa;
     int rc = model_arg(ep, model, sizeof(model), e);
+    if (!rc)
+        rc = sw_fleet_endpoint_addr(ep, &fa, e);
     if (rc)
         return rc;
     const struct sw_fleet_shape *s = &ep->shape;
@@ -290,8 +296,8 @@ int sw_sglang_render_endpoint(const struct sw_fleet_endpoint *ep, struct sw_engi
     add(&b, "--model-path");
     add(&b, model);
     add(&b, "--host");
-    add(&b, ep->listen_address.v ? ep->listen_address.v : (ep->image.v ? "0.0.0.0" : "127.0.0.1"));
-    addu(&b, "--port", ep->listen_port.set ? ep->listen_port.v : 30000);
+    add(&b, fa.bind);
+    addu(&b, "--port", fa.port);
     if (ep->alias.v) {
         add(&b, "--served-model-name");
         add(&b, ep->alias.v);

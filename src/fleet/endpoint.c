@@ -144,6 +144,11 @@ static const struct sw__fleet_fdef listen_defs[] = {
      sw__fleet_dec_u64f,
      SW__SPEC(SW__FT_PORT),
      offsetof(struct sw_fleet_endpoint, listen_port)},
+    {"route",
+     {0},
+     sw__fleet_dec_strf,
+     SW__SPECC(sw__fleet_route_words),
+     offsetof(struct sw_fleet_endpoint, listen_route)},
 };
 
 const struct sw__fleet_fdef *sw__fleet_listen_def(const char *name)

@@ -244,6 +244,9 @@ struct sw__fleet_fdef {
         .ft = SW__FT_CHOICE, .choices = (ch)                                                       \
     }
 
+/* listen.route's words: "direct", "host" (addr.c), NULL-terminated. */
+extern const char *const sw__fleet_route_words[];
+
 /* Field decoders for tables: a struct sw_fleet_str, sw_fleet_u64 or sw_fleet_bool at d->off. */
 int sw__fleet_dec_strf(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, void *obj,
                        const struct sw__fleet_fdef *d);

@@ -356,10 +356,11 @@ static json_t *endpoint_json(struct jb *b, const struct sw_fleet *f,
     if (ep->image.v)
         put(b, o, "image_pinned", chk(b, json_boolean(ep->image_pinned)));
     put_runtime(b, o, ep);
-    if (ep->listen_address.v || ep->listen_port.set) {
+    if (ep->listen_address.v || ep->listen_port.set || ep->listen_route.v) {
         json_t *l = chk(b, json_object());
         put_str(b, l, "address", &ep->listen_address);
         put_u64(b, l, "port", &ep->listen_port);
+        put_str(b, l, "route", &ep->listen_route);
         put(b, o, "listen", l);
     }
     put_str(b, o, "alias", &ep->alias);

@@ -338,6 +338,22 @@ void sw__fleet_check_endpoint(struct sw__fleet_ctx *c, struct sw_fleet_endpoint 
                               where, fld->name, sw_fleet_engine_name(ep->engine));
         }
     }
+    /* the listen address has one source, listen: (sw_fleet_endpoint_addr reads it) */
+    for (size_t i = 0; i < ep->n_args; i++) {
+        const char *t = ep->args[i].v;
+        if (!t)
+            continue;
+        size_t fl = strcspn(t, "=");
+        if ((fl == 6 && !strncmp(t, "--host", 6)) || (fl == 6 && !strncmp(t, "--port", 6)))
+            sw__fleet_err(c, &ep->args[i].at,
+                          "%s.args sets %.6s: give it as listen.%s, so that every verb reaches "
+                          "the endpoint where the engine listens",
+                          where, t, t[2] == 'h' ? "address" : "port");
+    }
+    if (ep->listen_route.v && ep->host && ep->host->transport != SW_FLEET_SSH)
+        sw__fleet_err(c, &ep->listen_route.at,
+                      "%s.listen.route applies to an endpoint on an ssh host (host %s is local)",
+                      where, ep->host->name);
     /* measured facts and boots: device names */
     char w2[240];
     for (size_t i = 0; i < ep->n_facts; i++) {
@@ -359,20 +375,37 @@ void sw__fleet_check_endpoint(struct sw__fleet_ctx *c, struct sw_fleet_endpoint 
 void sw__fleet_check_fleet(struct sw__fleet_ctx *c, struct sw__fleet_harness_raw *hr)
 {
     struct sw_fleet *f = c->f;
-    /* listen ports per host */
+    /* listen addresses per host, as the engines will bind them (an unset port is the engine's
+     * default): the same port on the same address, or on every address, collides. Two ports
+     * written in the file are an error; a collision through an engine's default port is a
+     * warning here (a fleet may describe endpoints it never runs together) and a refusal of the
+     * gates that start them. */
     for (size_t i = 0; i < f->n_endpoints; i++) {
         const struct sw_fleet_endpoint *a = &f->endpoints[i];
-        if (!a->enabled || !a->host || !a->listen_port.set)
+        struct sw_fleet_addr aa, ba;
+        if (!a->enabled || !a->host || !a->engine || sw_fleet_endpoint_addr(a, &aa, NULL))
             continue;
         for (size_t j = i + 1; j < f->n_endpoints; j++) {
             const struct sw_fleet_endpoint *b = &f->endpoints[j];
-            if (b->enabled && b->host == a->host && b->listen_port.set &&
-                b->listen_port.v == a->listen_port.v)
+            if (!b->enabled || b->host != a->host || !b->engine ||
+                sw_fleet_endpoint_addr(b, &ba, NULL) || ba.port != aa.port)
+                continue;
+            if (strcmp(aa.bind, ba.bind) && !sw_fleet_addr_is_wildcard(aa.bind) &&
+                !sw_fleet_addr_is_wildcard(ba.bind))
+                continue;
+            if (aa.port_default || ba.port_default)
+                sw__fleet_warn(c, b->listen_port.set ? &b->listen_port.at : &b->at,
+                               "endpoints.%s would listen on %s:%u%s, which endpoint %s (line %d) "
+                               "takes on host %s: they cannot run together; give one of them "
+                               "another listen.port",
+                               b->name, ba.bind, ba.port,
+                               ba.port_default ? " (the engine's default port)" : "", a->name,
+                               a->at.line, a->host->name);
+            else
                 sw__fleet_err(c, &b->listen_port.at,
-                              "endpoints.%s.listen.port %llu is already endpoint %s's port on host "
-                              "%s",
-                              b->name, (unsigned long long)b->listen_port.v, a->name,
-                              a->host->name);
+                              "endpoints.%s listens on %s:%u, which endpoint %s (line %d) already "
+                              "takes on host %s: give one of them another listen.port",
+                              b->name, ba.bind, ba.port, a->name, a->at.line, a->host->name);
         }
     }
     /* harness references */

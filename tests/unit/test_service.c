@@ -64,15 +64,16 @@ static void test_url(void **state)
                                          "    listen: 10.1.2.3:9002\n"
                                          "    payload: {path: /models/m.gguf}\n");
     struct sw_unit_render r;
-    char url[320];
+    struct sw_fleet_addr a;
     render(f, "wild", &r);
-    sw__svc_url(&r, url, sizeof(url));
+    assert_int_equal(sw_fleet_endpoint_addr(r.ep, &a, NULL), 0);
     /* every interface: the proofs go to the host's own address */
-    assert_string_equal(url, "http://192.0.2.1:9001");
+    assert_string_equal(a.url, "http://192.0.2.1:9001");
+    assert_int_equal(a.route, SW_FLEET_ROUTE_DIRECT);
     sw_unit_render_free(&r);
     render(f, "own", &r);
-    sw__svc_url(&r, url, sizeof(url));
-    assert_string_equal(url, "http://10.1.2.3:9002");
+    assert_int_equal(sw_fleet_endpoint_addr(r.ep, &a, NULL), 0);
+    assert_string_equal(a.url, "http://10.1.2.3:9002");
 
     char up[1024], envp[1024];
     struct sw_err e;
