@@ -235,10 +235,12 @@ enum sw_bench_mode {
 #define SW_BENCH_MAX_POINTS 64
 
 struct sw_bench_opts {
-    const char *url;     /* base URL, http://host:port (the /v1/chat/completions path is added) */
-    const char *model;   /* NULL: left out of the request */
-    const char *api_key; /* bearer; never logged */
-    const char *engine;  /* "llama.cpp" (default: asks cache_prompt:false and timings_per_token),
+    const char *url; /* base URL, http://host:port (the /v1/chat/completions path is added) */
+    const char *unix_socket; /* connect through it (a route through the endpoint's host,
+                              * host/route); NULL: to the URL's host and port */
+    const char *model;       /* NULL: left out of the request */
+    const char *api_key;     /* bearer; never logged */
+    const char *engine; /* "llama.cpp" (default: asks cache_prompt:false and timings_per_token),
                           * "vllm", "sglang", or "openai" (nothing engine-specific) */
     enum sw_bench_mode mode;
     int64_t depths[SW_BENCH_MAX_POINTS]; /* prompt depths in tokens (0: a minimal prompt) */

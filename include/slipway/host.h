@@ -247,6 +247,48 @@ int sw_host_image_present(struct sw_host *h, const char *runtime, const char *im
                           int64_t deadline_ms, bool *present, struct sw_err *e);
 
 /* ---------------------------------------------------------------------------------------------
+ * The way to an endpoint's HTTP server. sw_fleet_endpoint_addr (fleet) says which way it is;
+ * this opens it. DIRECT: the URL as it is. HOST (bound to the host's loopback, or `listen.route:
+ * host`): a forward over the host's ssh connection, from a unix socket in slipway's private ssh
+ * directory (0700, the socket 0600: no other user of this machine reaches the engine through it)
+ * to connect:port as the host sees it, requested from the host's ControlMaster (`ssh -O forward
+ * -L SOCKET:ADDR:PORT`) and cancelled and unlinked on close. A client passes `unix_socket` to
+ * net with `url` (struct sw_net_req.unix_socket), and the server sees the Host it would see on
+ * its own machine. Nothing on this machine's own 127.0.0.1 is ever asked for a remote endpoint.
+ *
+ * The master lives while anything uses it (ControlPersist counts open channels); a proof that
+ * starts after a quiet minute calls sw_host_route_refresh first, which brings the master and the
+ * forward back when they are gone.
+ */
+struct sw_host_route {
+    struct sw_fleet_addr addr;
+    char url[300];         /* the URL a request names: addr.url */
+    char unix_socket[108]; /* "" direct; else the forward's local end */
+    char via[300];         /* "" direct; else "ssh root@host:22" (for messages) */
+    /* private */
+    struct sw_host *h;
+    struct sw_host own;
+    bool own_open;
+    char spec[420]; /* SOCKET:ADDR:PORT as given to -L */
+    bool fwd_open;
+};
+/* Open ep's route. h: the endpoint's host already open (borrowed; it must outlive the route), or
+ * NULL to open it here. A DIRECT route touches nothing. A HOST route makes sure the master runs
+ * (a `true` on the host, bounded by deadline_ms, 0: 30 s) and asks it for the forward. Errors:
+ * the host's (unreachable, auth, host key), SW_EINVAL for a socket path ssh cannot take. r is
+ * always safe to close. */
+int sw_host_route_open(struct sw_host_route *r, const struct sw_fleet_endpoint *ep,
+                       struct sw_host *h, int64_t deadline_ms, struct sw_err *e);
+/* A HOST route again, after the master may have gone: no-op for DIRECT. */
+int sw_host_route_refresh(struct sw_host_route *r, int64_t deadline_ms, struct sw_err *e);
+/* Cancel the forward, unlink its socket, close a host opened here. Safe twice and on a route
+ * that never opened. */
+void sw_host_route_close(struct sw_host_route *r);
+/* "http://127.0.0.1:8080" or "http://127.0.0.1:8080 on host dankserver (through ssh
+ * root@dankserver)", into out. */
+const char *sw_host_route_describe(const struct sw_host_route *r, char *out, size_t n);
+
+/* ---------------------------------------------------------------------------------------------
  * Whether a deploy tag can still be restored on its endpoint's host: the ONE test `slipway
  * history` and `slipway report` use (sw_host_restore_present has sw_ledger_present_sized_fn's
  * signature; pass it and the check as sw_ledger_history_opts {present_sized, ctx}).

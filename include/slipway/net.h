@@ -123,6 +123,9 @@ typedef void (*sw_net_done_fn)(void *ud, struct sw_net_xfer *x);
 struct sw_net_req {
     const char *method; /* NULL: POST when a body is set, else GET; "HEAD" sends no body back */
     const char *url;
+    /* connect through this unix socket instead of to the URL's host and port (a route's ssh
+     * forward, host/route), the URL still naming them for the server; NULL or "": the URL's */
+    const char *unix_socket;
     const char *bearer;         /* token for "Authorization: Bearer"; must not hold CR/LF */
     const char *const *headers; /* extra "Name: value" lines, NULL-terminated; no CR/LF */
     const char *body;           /* request body (JSON usually); may hold NUL bytes */
@@ -179,6 +182,7 @@ struct sw_net_loop {
     struct event_base *base;
     bool own_base;
     bool brk;
+    char unix_socket[108]; /* every transfer's socket unless its request names one; "" none */
     void *multi;
     struct event *timer;
     struct event *reap;
@@ -191,6 +195,9 @@ struct sw_net_loop_opts {
     long max_host_conns;     /* 0: unlimited (curl queues transfers past the limit) */
     long max_total_conns;    /* 0: unlimited */
     long max_cached_conns;   /* kept-alive connections kept; 0: 64 */
+    /* every transfer of the loop connects through this unix socket unless its request names
+     * one (a client of one endpoint routed through its host); NULL or "": none */
+    const char *unix_socket;
 };
 
 /* Make a loop for this thread. opts may be NULL. Close with sw_net_loop_close. */

@@ -61,26 +61,31 @@ struct sw_probe_result {
 
 /* What to probe. Zero/NULL fields are discovered from the endpoint. */
 struct sw_probe_target {
-    const char *url;      /* base, e.g. http://127.0.0.1:8080 (a trailing /v1 is accepted) */
-    const char *api_key;  /* bearer token or NULL; never printed */
-    const char *engine;   /* "llama.cpp", "vllm", "sglang"; NULL: detect */
-    const char *model;    /* the served name clients use (the fleet's alias); NULL: the first
+    const char *url;         /* base, e.g. http://127.0.0.1:8080 (a trailing /v1 is accepted) */
+    const char *unix_socket; /* connect through this socket (a route through the endpoint's
+                              * host, host/route); NULL or "": to the URL's host and port */
+    const char *via;         /* with unix_socket: the connection it goes through, for the
+                              * report ("ssh root@dankserver"); NULL: none */
+    const char *api_key;     /* bearer token or NULL; never printed */
+    const char *engine;      /* "llama.cpp", "vllm", "sglang"; NULL: detect */
+    const char *model;       /* the served name clients use (the fleet's alias); NULL: the first
                           * one /v1/models lists */
-    int64_t window;       /* the per-request window clients rely on (tokens); 0: as reported */
-    int slots;            /* parallel sequences; 0: llama-server's /props, else unknown */
-    int vision;           /* 1 declared, 0 declared absent, -1 detect */
-    unsigned timeout_ms;  /* one request's budget; 0: 300000 */
-    unsigned ready_ms;    /* readiness waits through 503 "loading" this long; 0: 60000 */
-    unsigned deadline_ms; /* the whole battery; every request's wait is cut to what is left of
+    int64_t window;          /* the per-request window clients rely on (tokens); 0: as reported */
+    int slots;               /* parallel sequences; 0: llama-server's /props, else unknown */
+    int vision;              /* 1 declared, 0 declared absent, -1 detect */
+    unsigned timeout_ms;     /* one request's budget; 0: 300000 */
+    unsigned ready_ms;       /* readiness waits through 503 "loading" this long; 0: 60000 */
+    unsigned deadline_ms;    /* the whole battery; every request's wait is cut to what is left of
                            * it, and a check that finds none left is skipped saying so;
                            * 0: SW_PROBE_DEADLINE_MS_DEFAULT */
-    const char *only;     /* comma-separated check names; NULL: every default check */
-    bool worst_case;      /* add worst_case */
-    FILE *progress;       /* a line per check as it runs, or NULL */
+    const char *only;        /* comma-separated check names; NULL: every default check */
+    bool worst_case;         /* add worst_case */
+    FILE *progress;          /* a line per check as it runs, or NULL */
 };
 
 struct sw_probe_report {
     char url[512];   /* redacted */
+    char via[300];   /* "" direct; else the host connection the requests went through */
     char engine[32]; /* what was used: given or detected, "" unknown */
     char model[256];
     int64_t window;       /* per request, 0 unknown */

@@ -72,7 +72,10 @@ struct sw_install_result {
                          after a call that got past the render */
     bool refused;     /* a lint or verify error: nothing was written on the host */
     bool installed, started, active, serving;
-    char url[320];     /* http://ADDR:PORT the endpoint answers on */
+    char url[320];     /* http://ADDR:PORT the endpoint answers on (as its host sees it when
+                        * route is "host") */
+    char route[16];    /* "direct" or "host" (sw_fleet_endpoint_addr) */
+    char via[300];     /* route "host": the ssh connection the proofs went through */
     int health_status; /* last /health status, 0 nothing answered */
     char liveness[512];
     char journal[2048]; /* the unit's last journal lines when the start or a proof failed */
@@ -107,7 +110,7 @@ int sw_service_devices(struct sw_host *h, const char *where, int64_t deadline_ms
                        struct sw_readings *rs, char *tool, size_t tn, char *note, size_t nn);
 /* {"endpoint", "host", "transport", "unit", "scope", "unit_path", "env_path", "steps": [{name,
  * ok, seconds, detail}], "findings", "refused", "installed", "started", "serving", "url",
- * "health", "liveness", "journal", "restarts", "render_to_serving_s", "total_s"}. New reference. */
+ * "route", "via", "health", "liveness", "journal", "restarts", "render_to_serving_s", "total_s"}. New reference. */
 json_t *sw_install_result_json(const struct sw_install_result *r);
 
 /* ---------------------------------------------------------------------------------------------
@@ -126,7 +129,8 @@ struct sw_status_opts {
  *     class when not reached: "unreachable", "auth", "hostkey", "deadline", ...), "error",
  *     "unit": {name, scope, load, active, sub, result, restarts, main_pid, since},
  *     "shape": {"as_rendered": bool, "installed": bool, "drift": [{file, line, installed,
- *     rendered}]}, "url", "health": {status, ms}, "liveness": {ok, ms, detail},
+ *     rendered}]}, "url", "route" ("direct" | "host"), "via", "health": {status, ms},
+ *     "liveness": {ok, ms, detail},
  *     "devices": {tool, readings} | {tool: null, note}, "serving": bool, "seconds"}],
  *    "serving": N, "total": N}
  * into *out (new reference). Secret values of the environment file never appear (drift lines
@@ -135,6 +139,25 @@ struct sw_status_opts {
  */
 int sw_deploy_status(const struct sw_fleet *f, const struct sw_status_opts *o, json_t **out,
                      size_t *n_serving, size_t *n_total, struct sw_err *e);
+
+/* ---------------------------------------------------------------------------------------------
+ * An endpoint as a client on this machine reaches it (probe, bench, and every later client of a
+ * fleet endpoint): its route opened (host/route: direct, or through its host when it listens on
+ * the host's loopback), its served name, its engine and its API key read from where the fleet
+ * says (never from argv).
+ */
+struct sw_service_client {
+    const struct sw_fleet_endpoint *ep;
+    struct sw_host_route route; /* route.url and route.unix_socket go to net */
+    const char *model;          /* the alias clients name, NULL when none (borrowed: the fleet) */
+    const char *engine;         /* "llama.cpp", "vllm", "sglang" */
+    char *api_key;              /* NULL when none; wiped and freed by close */
+};
+/* Find endpoint `name` in f and open its route. SW_ENOENT naming the fleet file when there is
+ * no such endpoint; the route's or the secret's error otherwise. c is always safe to close. */
+int sw_service_client_open(const struct sw_fleet *f, const char *name, struct sw_service_client *c,
+                           struct sw_err *e);
+void sw_service_client_close(struct sw_service_client *c);
 
 #ifdef __cplusplus
 }

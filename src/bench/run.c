@@ -616,6 +616,7 @@ static int loop_open(struct run *r, struct event_base **base, struct sw_err *e)
     lo.max_total_conns = r->o->connections;
     lo.max_host_conns = r->o->connections;
     lo.max_cached_conns = r->o->connections > 64 ? r->o->connections : 0;
+    lo.unix_socket = r->o->unix_socket;
     int rc = sw_net_loop_init(&r->loop, &lo, e);
     if (rc) {
         event_base_free(*base);

@@ -22,6 +22,7 @@
 #include <slipway/bench.h>
 #include <slipway/engine.h>
 #include <slipway/fleet.h>
+#include <slipway/service.h>
 #include <slipway/ledger.h>
 #include <slipway/plan.h>
 
@@ -206,38 +207,6 @@ static int slo_opt(const char *v, struct sw_bench_opts *o, bool json)
     return 0;
 }
 
-/* URL, served name, engine and key of a fleet endpoint (as probe reads them). */
-static int from_fleet(const char *fleet_path, const char *name, struct sw_fleet **fp, char *url,
-                      size_t url_n, const char **model, const char **engine, char **key,
-                      const struct sw_fleet_endpoint **out_ep, struct sw_err *e)
-{
-    const char *path = fleet_path ? fleet_path : "fleet.yaml";
-    int rc = sw_fleet_load(path, NULL, fp, e);
-    if (rc)
-        return rc;
-    const struct sw_fleet_endpoint *ep = sw_fleet_endpoint(*fp, name);
-    if (!ep)
-        return sw_err_set(e, SW_ENOENT, "%s: no endpoint named '%s' (and it is not a URL)", path,
-                          name);
-    *out_ep = ep;
-    const char *addr = ep->listen_address.v;
-    if (!addr || !strcmp(addr, "0.0.0.0") || !strcmp(addr, "::"))
-        addr = ep->host && ep->host->transport == SW_FLEET_SSH && ep->host->address.v
-                   ? ep->host->address.v
-                   : "127.0.0.1";
-    if (!ep->listen_port.set)
-        return sw_fleet_err_at(e, SW_EINVAL, &ep->at, "endpoint %s has no listen port", ep->name);
-    snprintf(url, url_n, "http://%s:%llu", addr, (unsigned long long)ep->listen_port.v);
-    *model = ep->alias.v;
-    *engine = ep->engine ? sw_fleet_engine_name(ep->engine) : NULL;
-    if (ep->api_key.kind != SW_FLEET_SECRET_NONE) {
-        int krc = sw_engine_read_secret(&ep->api_key, "api_key", key, e);
-        if (krc)
-            return krc;
-    }
-    return 0;
-}
-
 static int record(const char *path, const char *endpoint, const struct sw_fleet_endpoint *ep,
                   const struct sw_bench_opts *o, json_t *doc, const char *svg, int64_t started,
                   int64_t *id, struct sw_err *e)
@@ -304,7 +273,8 @@ int sw_cmd_bench(int argc, char **argv)
     memset(&rep, 0, sizeof(rep));
     struct sw_err e;
     sw_err_clear(&e);
-    char url[600];
+    struct sw_service_client sc;
+    memset(&sc, 0, sizeof(sc));
     char *key = NULL;
     json_t *doc = NULL, *extra = NULL;
     const struct sw_fleet_endpoint *ep = NULL;
@@ -316,16 +286,23 @@ int sw_cmd_bench(int argc, char **argv)
     if (strstr(target, "://")) {
         o.url = target;
     } else {
-        const char *model = NULL, *engine = NULL;
-        rc = from_fleet(sw_args_str(&a, "fleet"), target, &fleet, url, sizeof(url), &model, &engine,
-                        &key, &ep, &e);
+        /* the endpoint as a client reaches it: through its host when it listens on the
+         * host's loopback */
+        const char *fp = sw_args_str(&a, "fleet");
+        rc = sw_fleet_load(fp ? fp : "fleet.yaml", NULL, &fleet, &e);
+        if (!rc)
+            rc = sw_service_client_open(fleet, target, &sc, &e);
         if (rc) {
             exit_code = sw_cli_fail(&e, json);
             goto out;
         }
-        o.url = url;
-        o.model = model;
-        o.engine = engine;
+        ep = sc.ep;
+        key = sc.api_key;
+        sc.api_key = NULL;
+        o.url = sc.route.url;
+        o.unix_socket = sc.route.unix_socket;
+        o.model = sc.model;
+        o.engine = sc.engine;
         /* the decode roofline from the endpoint's plan and its devices' bandwidth */
         struct sw_plan plan;
         struct sw_err pe;
@@ -592,6 +569,7 @@ out:
         memset(key, 0, strlen(key));
         sw_free(key);
     }
+    sw_service_client_close(&sc);
     sw_fleet_free(fleet);
     return exit_code;
 }

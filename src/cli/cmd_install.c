@@ -160,8 +160,8 @@ int sw_cmd_install(int argc, char **argv)
         if (irc)
             fprintf(stderr, "slipway: %s\n", e.msg);
         else if (r.serving)
-            printf("%s serving at %s: render -> serving in %.2f s\n", r.unit, r.url,
-                   r.render_to_serving_s);
+            printf("%s serving at %s%s%s: render -> serving in %.2f s\n", r.unit, r.url,
+                   r.via[0] ? " on its host, through " : "", r.via, r.render_to_serving_s);
         else
             printf("%s installed on %s (%s, %s); not started (--start starts it)\n", r.unit, r.host,
                    r.unit_path, r.env_path);

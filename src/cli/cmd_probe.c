@@ -20,6 +20,7 @@
 #include <slipway/fleet.h>
 #include <slipway/ledger.h>
 #include <slipway/probe.h>
+#include <slipway/service.h>
 
 #include <stdlib.h>
 #include <string.h>
@@ -138,31 +139,22 @@ static int dur(const char *flag, const char *v, int64_t min_ms, unsigned *ms, bo
     return 0;
 }
 
-/* Fill the target from a fleet endpoint. url_buf holds the URL. */
+/* Fill the target from a fleet endpoint: its route (through its host when it listens on the
+ * host's loopback), served name, engine, key, slots, window and vision. */
 static int from_fleet(const struct opts *o, struct sw_fleet **fp, struct sw_probe_target *t,
-                      char *url_buf, size_t url_n, char **key, struct sw_err *e)
+                      struct sw_service_client *sc, char **key, struct sw_err *e)
 {
-    const char *path = o->fleet ? o->fleet : "fleet.yaml";
-    int rc = sw_fleet_load(path, NULL, fp, e);
+    int rc = sw_fleet_load(o->fleet ? o->fleet : "fleet.yaml", NULL, fp, e);
+    if (!rc)
+        rc = sw_service_client_open(*fp, o->target, sc, e);
     if (rc)
         return rc;
-    const struct sw_fleet_endpoint *ep = sw_fleet_endpoint(*fp, o->target);
-    if (!ep)
-        return sw_err_set(e, SW_ENOENT, "%s: no endpoint named '%s' (and it is not a URL)", path,
-                          o->target);
-    const char *addr = ep->listen_address.v;
-    if (!addr || !strcmp(addr, "0.0.0.0") || !strcmp(addr, "::")) {
-        /* bound to every interface: reach it where its host is */
-        addr = ep->host && ep->host->transport == SW_FLEET_SSH && ep->host->address.v
-                   ? ep->host->address.v
-                   : "127.0.0.1";
-    }
-    if (!ep->listen_port.set)
-        return sw_fleet_err_at(e, SW_EINVAL, &ep->at, "endpoint %s has no listen port", ep->name);
-    snprintf(url_buf, url_n, "http://%s:%llu", addr, (unsigned long long)ep->listen_port.v);
-    t->url = url_buf;
-    t->model = ep->alias.v;
-    t->engine = ep->engine ? sw_fleet_engine_name(ep->engine) : NULL;
+    const struct sw_fleet_endpoint *ep = sc->ep;
+    t->url = sc->route.url;
+    t->unix_socket = sc->route.unix_socket;
+    t->via = sc->route.via;
+    t->model = sc->model;
+    t->engine = sc->engine;
     if (ep->shape.seqs.set)
         t->slots = (int)ep->shape.seqs.v;
     const struct sw_fleet_u64 *cw = sw_fleet_client_window(*fp, ep);
@@ -174,10 +166,9 @@ static int from_fleet(const struct opts *o, struct sw_fleet **fp, struct sw_prob
         t->vision = 0;
     else if (ep->payload.mmproj.v)
         t->vision = 1;
-    if (ep->api_key.kind != SW_FLEET_SECRET_NONE && !o->key_env) {
-        int krc = sw_engine_read_secret(&ep->api_key, "api_key", key, e);
-        if (krc)
-            return krc;
+    if (!o->key_env) {
+        *key = sc->api_key;
+        sc->api_key = NULL;
     }
     return 0;
 }
@@ -196,7 +187,8 @@ int sw_cmd_probe(int argc, char **argv)
     struct sw_fleet *fleet = NULL;
     struct sw_err e;
     sw_err_clear(&e);
-    char url[600];
+    struct sw_service_client sc;
+    memset(&sc, 0, sizeof(sc));
     char *key = NULL;
     struct sw_probe_report rep;
     memset(&rep, 0, sizeof(rep));
@@ -204,7 +196,7 @@ int sw_cmd_probe(int argc, char **argv)
     if (strstr(o.target, "://")) {
         t.url = o.target;
     } else {
-        rc = from_fleet(&o, &fleet, &t, url, sizeof(url), &key, &e);
+        rc = from_fleet(&o, &fleet, &t, &sc, &key, &e);
         if (rc) {
             exit_code = sw_cli_fail(&e, o.json);
             goto out;
@@ -324,6 +316,7 @@ out:
         memset(key, 0, strlen(key));
         sw_free(key);
     }
+    sw_service_client_close(&sc);
     sw_fleet_free(fleet);
     return exit_code;
 }

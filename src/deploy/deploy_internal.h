@@ -29,8 +29,8 @@ void sw__child_watch_record(struct sw_child *c, const char *path);
  * bytes (resp may be NULL). The transfer is cancelled when *stop becomes set. Returns 0 when an
  * HTTP status was received, else net's code (SW_ENET, SW_ETIMEDOUT, SW_EINTR) with e set.
  */
-int sw__http(const char *method, const char *url, const char *body, const char *bearer,
-             unsigned timeout_ms, volatile sig_atomic_t *stop, int *status, struct sw_buf *resp,
-             struct sw_err *e);
+int sw__http(const char *method, const char *url, const char *unix_socket, const char *body,
+             const char *bearer, unsigned timeout_ms, volatile sig_atomic_t *stop, int *status,
+             struct sw_buf *resp, struct sw_err *e);
 
 #endif

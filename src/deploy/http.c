@@ -28,9 +28,9 @@ static void on_tick(evutil_socket_t fd, short what, void *ud)
         sw_net_cancel(w->x);
 }
 
-int sw__http(const char *method, const char *url, const char *body, const char *bearer,
-             unsigned timeout_ms, volatile sig_atomic_t *stop, int *status, struct sw_buf *resp,
-             struct sw_err *e)
+int sw__http(const char *method, const char *url, const char *unix_socket, const char *body,
+             const char *bearer, unsigned timeout_ms, volatile sig_atomic_t *stop, int *status,
+             struct sw_buf *resp, struct sw_err *e)
 {
     struct sw_net_loop loop;
     struct sw_net_xfer x;
@@ -43,6 +43,7 @@ int sw__http(const char *method, const char *url, const char *body, const char *
     sw_net_xfer_init(&x);
     x.req.method = method;
     x.req.url = url;
+    x.req.unix_socket = unix_socket;
     x.req.bearer = bearer && *bearer ? bearer : NULL;
     x.req.body = body;
     x.req.body_len = body ? strlen(body) : 0;

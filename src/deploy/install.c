@@ -150,6 +150,25 @@ static void rm_stage(char *dir, const struct sw_unit_render *ur)
     dir[0] = '\0';
 }
 
+/* What the copy replaces, kept beside it (FILE.slipway-prev) until the manager has read the new
+ * files: put back (or the new file removed where there was none) when it could not, so a failed
+ * install leaves the host as it found it. One script for each direction; the paths are
+ * arguments, never part of the script. */
+static const char keep_script[] = "for f; do rm -f -- \"$f.slipway-prev\"; "
+                                  "if [ -e \"$f\" ]; then cp -p -- \"$f\" \"$f.slipway-prev\" "
+                                  "|| exit 1; fi; done";
+static const char put_back_script[] = "for f; do if [ -e \"$f.slipway-prev\" ]; then "
+                                      "mv -f -- \"$f.slipway-prev\" \"$f\"; "
+                                      "else rm -f -- \"$f\"; fi; done";
+static const char drop_script[] = "for f; do rm -f -- \"$f.slipway-prev\"; done";
+
+static int prev_files(struct sw_host *h, const char *script, const struct sw_install_result *r,
+                      int64_t deadline_ms, struct sw_err *e)
+{
+    const char *argv[] = {"sh", "-c", script, "sh", r->unit_path, r->env_path, NULL};
+    return run(h, argv, deadline_ms, NULL, 0, e);
+}
+
 /* The unit's newest journal lines into r->journal (evidence for a failed start): the last 8
  * of the newest 40, without systemd's "Killing process" lines (a container's dozen helpers each
  * get one and would crowd out the engine's or podman's own words). */
@@ -241,7 +260,10 @@ static int start_and_prove(struct ctx *c, struct sw_host *h, const struct sw_uni
     const struct sw_engine *eng = sw__svc_engine(ur->ep);
     int rc;
 
+    struct sw_host_route rt;
     uint64_t t0 = sw_now_ns(); /* serve_ms counts from here */
+    memset(&rt, 0, sizeof(rt));
+    bearer[0] = '\0';
     step_begin(c);
     rc = sw_host_unit_show(h, user, r->unit, deadline_ms, &u, e);
     uint64_t restarts0 = rc ? 0 : u.n_restarts;
@@ -258,6 +280,14 @@ static int start_and_prove(struct ctx *c, struct sw_host *h, const struct sw_uni
     }
     r->started = true;
 
+    /* the way to it: direct, or through the host when it listens on the host's loopback */
+    step_begin(c);
+    rc = sw_host_route_open(&rt, ur->ep, h, deadline_ms, e);
+    step_end(c, "route", rc == 0, "%s%s%s", rc ? e->msg : sw_fleet_route_name(rt.addr.route),
+             rt.via[0] ? " through " : "", rt.via);
+    if (rc)
+        goto wipe;
+    snprintf(r->via, sizeof(r->via), "%s", rt.via);
     sw__svc_bearer(ur, bearer, sizeof(bearer));
     /* active, then health: the unit's state is read each second so a crash loop ends the wait
      * at once instead of at the timeout */
@@ -298,7 +328,7 @@ static int start_and_prove(struct ctx *c, struct sw_host *h, const struct sw_uni
         }
         if (active) {
             int st = 0;
-            sw__svc_health(eng, r->url, bearer, 2000, &st, &hms);
+            sw__svc_health(eng, &rt, bearer, 2000, &st, &hms);
             r->health_status = st;
             if (st == 200)
                 break;
@@ -318,7 +348,7 @@ static int start_and_prove(struct ctx *c, struct sw_host *h, const struct sw_uni
     step_begin(c);
     double lms = 0;
     int64_t left = (int64_t)serve_ms - (int64_t)((sw_now_ns() - t0) / 1000000ull);
-    bool live = sw__svc_liveness(eng, r->url, bearer, (unsigned)SW_MAX(left, 5000), r->liveness,
+    bool live = sw__svc_liveness(eng, &rt, bearer, (unsigned)SW_MAX(left, 5000), r->liveness,
                                  sizeof(r->liveness), &lms);
     step_end(c, "liveness", live, "%s (%.0f ms)", r->liveness, lms);
     if (!live) {
@@ -328,6 +358,7 @@ static int start_and_prove(struct ctx *c, struct sw_host *h, const struct sw_uni
     r->serving = true;
     rc = 0;
 wipe:
+    sw_host_route_close(&rt);
     if (rc)
         journal_tail(h, r, deadline_ms);
     explicit_bzero(bearer, sizeof(bearer));
@@ -378,7 +409,14 @@ int sw_deploy_install(const struct sw_fleet *f, const struct sw_fleet_endpoint *
         goto out;
     snprintf(r->unit, sizeof(r->unit), "%s", ur.service.name);
     r->user = ur.scope == SW_FLEET_SCOPE_USER;
-    sw__svc_url(&ur, r->url, sizeof(r->url));
+    {
+        struct sw_fleet_addr fa;
+        rc = sw_fleet_endpoint_addr(ep, &fa, e);
+        if (rc)
+            goto out;
+        snprintf(r->url, sizeof(r->url), "%s", fa.url);
+        snprintf(r->route, sizeof(r->route), "%s", sw_fleet_route_name(fa.route));
+    }
     r->findings = json_array();
     if (!r->findings) {
         rc = sw_err_set(e, SW_ENOMEM, "out of memory");
@@ -481,6 +519,8 @@ int sw_deploy_install(const struct sw_fleet *f, const struct sw_fleet_endpoint *
         const char *argv[] = {"mkdir", "-p", "--", ud[0] ? ud : "/", ed[0] ? ed : "/", NULL};
         struct sw_host_result hr;
         rc = run(&h, argv, dl, NULL, 0, e);
+        if (!rc)
+            rc = prev_files(&h, keep_script, r, dl, e);
         if (!rc) {
             rc = sw_host_copy(&h, local_env, r->env_path, 0600, dl, &hr, e);
             sw_host_result_free(&hr);
@@ -489,6 +529,12 @@ int sw_deploy_install(const struct sw_fleet *f, const struct sw_fleet_endpoint *
             rc = sw_host_copy(&h, local_unit, r->unit_path, 0644, dl, &hr, e);
             sw_host_result_free(&hr);
         }
+    }
+    if (rc) {
+        /* a copy that failed half-way: the files it replaced put back */
+        struct sw_err pe;
+        sw_err_clear(&pe);
+        prev_files(&h, put_back_script, r, dl, &pe);
     }
     step_end(&c, "copy", rc == 0, "%s%s%s (0644), %s (0600)", rc ? e->msg : "", rc ? "; " : "",
              r->unit_path, r->env_path);
@@ -502,10 +548,25 @@ int sw_deploy_install(const struct sw_fleet *f, const struct sw_fleet_endpoint *
         rc = sw_host_systemctl(&h, r->user, "daemon-reload", NULL, dl, &hr, e);
         sw_host_result_free(&hr);
     }
-    step_end(&c, "daemon-reload", rc == 0, "systemctl%s daemon-reload%s%s",
-             r->user ? " --user" : "", rc ? ": " : "", rc ? e->msg : "");
-    if (rc)
+    if (rc) {
+        /* the manager did not take the new files: put back what was there (or remove what was
+         * not), and have it read those again, so nothing half-installed stays */
+        struct sw_err pe;
+        sw_err_clear(&pe);
+        int prc = prev_files(&h, put_back_script, r, dl, &pe);
+        if (!prc) {
+            struct sw_host_result hr;
+            sw_host_systemctl(&h, r->user, "daemon-reload", NULL, dl, &hr, NULL);
+            sw_host_result_free(&hr);
+            r->installed = false;
+        }
+        step_end(&c, "daemon-reload", false, "systemctl%s daemon-reload: %s; %s",
+                 r->user ? " --user" : "", e->msg,
+                 prc ? pe.msg : "the files that were there are back (nothing installed)");
         goto out;
+    }
+    prev_files(&h, drop_script, r, dl, NULL);
+    step_end(&c, "daemon-reload", true, "systemctl%s daemon-reload", r->user ? " --user" : "");
 
     if (o && o->start) {
         rc = start_and_prove(&c, &h, &ur, dl, serve_ms, e);
@@ -561,6 +622,9 @@ json_t *sw_install_result_json(const struct sw_install_result *r)
     sw_json_set_bool(o, "active", r->active);
     sw_json_set_bool(o, "serving", r->serving);
     sw_json_set_str(o, "url", r->url);
+    sw_json_set_str(o, "route", r->route);
+    if (r->via[0])
+        sw_json_set_str(o, "via", r->via);
     sw_json_set_int(o, "health", r->health_status);
     sw_json_set_str(o, "liveness", r->liveness);
     sw_json_set_str(o, "journal", r->journal);

@@ -10,9 +10,6 @@
 #include <slipway/service.h>
 #include <slipway/unit.h>
 
-/* http://ADDR:PORT from the engine argv the unit runs (--host/--port), an address that listens
- * on every interface replaced by the host's own (the ssh address, else 127.0.0.1). */
-void sw__svc_url(const struct sw_unit_render *r, char *out, size_t n);
 /* The API key the rendered environment gives the engine (a *_API_KEY line), "" when none. Wipe
  * out after use. */
 void sw__svc_bearer(const struct sw_unit_render *r, char *out, size_t n);
@@ -21,13 +18,15 @@ void sw__svc_bearer_text(const char *text, size_t len, char *out, size_t n);
 /* The engine adapter of the endpoint (NULL when none). */
 const struct sw_engine *sw__svc_engine(const struct sw_fleet_endpoint *ep);
 
-/* GET URL/health: *status 0 when nothing answered; *ms its time. */
-void sw__svc_health(const struct sw_engine *eng, const char *url, const char *bearer,
+/* GET URL/health through the route (host/route: direct, or the forward to the endpoint's host):
+ * *status 0 when nothing answered; *ms its time. */
+struct sw_host_route;
+void sw__svc_health(const struct sw_engine *eng, const struct sw_host_route *rt, const char *bearer,
                     unsigned timeout_ms, int *status, double *ms);
 /* POST the engine's one-token generation. true when HTTP 200 with >= 1 completion token; detail
  * says what came back (never the bearer). */
-bool sw__svc_liveness(const struct sw_engine *eng, const char *url, const char *bearer,
-                      unsigned timeout_ms, char *detail, size_t n, double *ms);
+bool sw__svc_liveness(const struct sw_engine *eng, const struct sw_host_route *rt,
+                      const char *bearer, unsigned timeout_ms, char *detail, size_t n, double *ms);
 
 /* Where the unit and its environment file live on the host: home is the remote $HOME (needed
  * for the user scope and a %h in env_path). */

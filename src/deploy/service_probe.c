@@ -1,7 +1,8 @@
 /*
- * deploy/service_probe: where an installed endpoint answers and the two proofs that it serves
- * (GET /health 200, then a one-token generation), shared by install and status. The requests go
- * through deploy/http.c (net's client), each bounded by the caller's timeout.
+ * deploy/service_probe: the two proofs that an installed endpoint serves (GET /health 200, then a
+ * one-token generation), shared by install and status, over the endpoint's route (host/route:
+ * direct, or through its host when it listens on the host's loopback). The requests go through
+ * deploy/http.c (net's client), each bounded by the caller's timeout.
  *
  * What it deliberately does not do: retry (the callers poll), or print a bearer.
  */
@@ -15,42 +16,6 @@
 const struct sw_engine *sw__svc_engine(const struct sw_fleet_endpoint *ep)
 {
     return sw_engine_find(sw_fleet_engine_name(ep->engine));
-}
-
-/* The value after `flag` (or flag=VALUE) in argv, NULL when absent. */
-static const char *argv_value(char *const *argv, size_t argc, const char *flag)
-{
-    size_t fl = strlen(flag);
-    const char *v = NULL;
-    for (size_t i = 0; i < argc && argv[i]; i++) {
-        if (!strcmp(argv[i], flag) && i + 1 < argc)
-            v = argv[i + 1];
-        else if (!strncmp(argv[i], flag, fl) && argv[i][fl] == '=')
-            v = argv[i] + fl + 1;
-    }
-    return v;
-}
-
-void sw__svc_url(const struct sw_unit_render *r, char *out, size_t n)
-{
-    const struct sw_fleet_endpoint *ep = r->ep;
-    const char *host = argv_value(r->engine_argv, r->engine_argc, "--host");
-    const char *port = argv_value(r->engine_argv, r->engine_argc, "--port");
-    char portbuf[16];
-    if (!host && ep && ep->listen_address.v)
-        host = ep->listen_address.v;
-    if (!port) {
-        snprintf(portbuf, sizeof(portbuf), "%llu",
-                 ep && ep->listen_port.set ? (unsigned long long)ep->listen_port.v : 8080ull);
-        port = portbuf;
-    }
-    if (!host || !*host || !strcmp(host, "0.0.0.0") || !strcmp(host, "::") ||
-        !strcmp(host, "[::]")) {
-        const struct sw_fleet_host *fh = ep ? ep->host : NULL;
-        host = fh && fh->transport == SW_FLEET_SSH && fh->address.v ? fh->address.v : "127.0.0.1";
-    }
-    bool v6 = strchr(host, ':') && host[0] != '[';
-    snprintf(out, n, "http://%s%s%s:%s", v6 ? "[" : "", host, v6 ? "]" : "", port);
 }
 
 void sw__svc_bearer_text(const char *text, size_t len, char *out, size_t n)
@@ -84,14 +49,14 @@ void sw__svc_bearer(const struct sw_unit_render *r, char *out, size_t n)
     sw__svc_bearer_text(r->env.text, r->env.len, out, n);
 }
 
-void sw__svc_health(const struct sw_engine *eng, const char *url, const char *bearer,
+void sw__svc_health(const struct sw_engine *eng, const struct sw_host_route *rt, const char *bearer,
                     unsigned timeout_ms, int *status, double *ms)
 {
     char u[512];
-    snprintf(u, sizeof(u), "%s%s", url, eng && eng->health_path ? eng->health_path : "/health");
+    snprintf(u, sizeof(u), "%s%s", rt->url, eng && eng->health_path ? eng->health_path : "/health");
     double t0 = sw_now_s();
     *status = 0;
-    sw__http("GET", u, NULL, bearer, timeout_ms, NULL, status, NULL, NULL);
+    sw__http("GET", u, rt->unix_socket, NULL, bearer, timeout_ms, NULL, status, NULL, NULL);
     *ms = (sw_now_s() - t0) * 1000.0;
 }
 
@@ -103,8 +68,8 @@ static void printable(char *out, size_t n, const char *s)
     out[o] = '\0';
 }
 
-bool sw__svc_liveness(const struct sw_engine *eng, const char *url, const char *bearer,
-                      unsigned timeout_ms, char *detail, size_t n, double *ms)
+bool sw__svc_liveness(const struct sw_engine *eng, const struct sw_host_route *rt,
+                      const char *bearer, unsigned timeout_ms, char *detail, size_t n, double *ms)
 {
     char u[512];
     struct sw_buf body;
@@ -118,9 +83,10 @@ bool sw__svc_liveness(const struct sw_engine *eng, const char *url, const char *
     }
     sw_err_clear(&e);
     sw_buf_init(&body, 1 << 20);
-    snprintf(u, sizeof(u), "%s%s", url, eng->liveness_path);
+    snprintf(u, sizeof(u), "%s%s", rt->url, eng->liveness_path);
     double t0 = sw_now_s();
-    int rc = sw__http("POST", u, eng->liveness_body, bearer, timeout_ms, NULL, &status, &body, &e);
+    int rc = sw__http("POST", u, rt->unix_socket, eng->liveness_body, bearer, timeout_ms, NULL,
+                      &status, &body, &e);
     *ms = (sw_now_s() - t0) * 1000.0;
     if (rc) {
         snprintf(detail, n, "POST %s: %.400s", eng->liveness_path, e.msg);

@@ -307,9 +307,15 @@ static json_t *status_endpoint(struct epc *x, struct hostc *c, unsigned http_ms)
     sw_json_set_bool(ej, "serving", false);
     snprintf(unit, sizeof(unit), "%s.service", ep->service.name.v ? ep->service.name.v : ep->name);
     bool rendered = x->rendered;
+    struct sw_fleet_addr fa;
+    struct sw_host_route rt;
+    memset(&rt, 0, sizeof(rt));
+    if (sw_fleet_endpoint_addr(ep, &fa, &e) == 0) {
+        snprintf(url, sizeof(url), "%s", fa.url);
+        sw_json_set_str(ej, "route", sw_fleet_route_name(fa.route));
+    }
     if (rendered) {
         snprintf(unit, sizeof(unit), "%s", urp->service.name);
-        sw__svc_url(urp, url, sizeof(url));
         sw__svc_bearer(urp, bearer, sizeof(bearer));
     } else {
         sw_json_set_str(ej, "render_error", x->render_err);
@@ -417,10 +423,21 @@ static json_t *status_endpoint(struct epc *x, struct hostc *c, unsigned http_ms)
     int hs = 0;
     double hms = 0, lms = 0;
     bool live = false;
+    bool routed = false;
     char ld[512] = "";
+    /* the way to it: through the host when it listens on the host's loopback */
     if (url[0] && !out_of_time(c)) {
+        struct sw_err re;
+        sw_err_clear(&re);
+        routed = sw_host_route_open(&rt, ep, &c->h, sw__svc_left_ms(c->t0, c->budget), &re) == 0;
+        if (rt.via[0])
+            sw_json_set_str(ej, "via", rt.via);
+        if (!routed)
+            snprintf(ld, sizeof(ld), "not tried: no way to it: %.440s", re.msg);
+    }
+    if (routed && !out_of_time(c)) {
         unsigned t = (unsigned)SW_MIN((int64_t)http_ms, sw__svc_left_ms(c->t0, c->budget));
-        sw__svc_health(eng, url, bearer, t, &hs, &hms);
+        sw__svc_health(eng, &rt, bearer, t, &hs, &hms);
     }
     json_t *hj = json_object();
     sw_json_set_int(hj, "status", hs);
@@ -428,8 +445,8 @@ static json_t *status_endpoint(struct epc *x, struct hostc *c, unsigned http_ms)
     sw_json_set_new(ej, "health", hj);
     if (hs == 200 && !out_of_time(c)) {
         unsigned t = (unsigned)SW_MIN((int64_t)http_ms, sw__svc_left_ms(c->t0, c->budget));
-        live = sw__svc_liveness(eng, url, bearer, t, ld, sizeof(ld), &lms);
-    } else {
+        live = sw__svc_liveness(eng, &rt, bearer, t, ld, sizeof(ld), &lms);
+    } else if (!ld[0]) {
         snprintf(ld, sizeof(ld), "%s",
                  hs ? "not tried: /health is not 200" : "not tried: /health did not answer");
     }
@@ -459,6 +476,7 @@ static json_t *status_endpoint(struct epc *x, struct hostc *c, unsigned http_ms)
                     : hs != 200                                    ? "not answering"
                                                                    : "no generation");
 out:
+    sw_host_route_close(&rt);
     sw_json_set_real(ej, "seconds", (double)(sw_now_ns() - t_ep) / 1e9);
     explicit_bzero(bearer, sizeof(bearer));
     return ej;

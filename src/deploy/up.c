@@ -237,8 +237,8 @@ static int liveness(const struct sw_up_opts *o, struct sw_up_result *r, struct s
     snprintf(url, sizeof(url), "%s%s", r->url, o->engine->liveness_path);
     progress(o, r, "liveness", 200);
     double t0 = sw_now_s();
-    int rc = sw__http("POST", url, o->engine->liveness_body, o->api_key, 600000, o->stop, &status,
-                      &body, e);
+    int rc = sw__http("POST", url, NULL, o->engine->liveness_body, o->api_key, 600000, o->stop,
+                      &status, &body, e);
     r->liveness_ms = (sw_now_s() - t0) * 1000.0;
     if (o->stop && *o->stop) {
         sw_buf_free(&body);
@@ -432,7 +432,7 @@ static int boot(const struct sw_up_opts *o, struct sw_up_result *r, struct sw_er
                               sw_boot_class_name(r->status.failure.cls), r->status.failure.message);
         }
         int status = 0;
-        sw__http("GET", url, NULL, o->api_key, 2000, o->stop, &status, NULL, NULL);
+        sw__http("GET", url, NULL, NULL, o->api_key, 2000, o->stop, &status, NULL, NULL);
         if (status == 200)
             break;
         double now = sw_now_s();

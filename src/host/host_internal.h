@@ -22,6 +22,13 @@ extern const struct sw_host_ops sw__host_local;
 extern const struct sw_host_ops sw__host_ssh;
 
 void sw__host_argv_free(char **v);
+/* ssh -O CMD [-L FORWARD] against h's master, run here with a 5 s deadline: its status, its
+ * stderr in r (always filled: free it). */
+int sw__host_ssh_control(struct sw_host *h, const char *cmd, const char *forward,
+                         struct sw_host_result *r);
+/* Can `path` be given to ssh as an option value literally (no "${", no control character)?
+ * SW_EINVAL naming `what` when not. */
+int sw__host_ssh_path_check(const char *what, const char *path, struct sw_err *e);
 /* The deadline an operation gets when the caller passed 0. */
 #define SW__HOST_DEADLINE_MS 30000
 

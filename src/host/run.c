@@ -104,6 +104,14 @@ int sw_host_open(struct sw_host *h, const struct sw_host_cfg *cfg, struct sw_err
                       cfg->ssh_binary ? cfg->ssh_binary : "/usr/bin/ssh", "ssh binary", e);
     if (rc)
         return rc;
+    if (h->identity_file[0])
+        rc = sw__host_ssh_path_check("identity_file", h->identity_file, e);
+    if (!rc && h->known_hosts[0])
+        rc = sw__host_ssh_path_check("known_hosts", h->known_hosts, e);
+    if (rc) {
+        sw_err_prefix(e, "host %s", h->name);
+        return rc;
+    }
     h->port = cfg->port;
     h->connect_timeout_s = cfg->connect_timeout_s ? cfg->connect_timeout_s : 5;
 

@@ -84,6 +84,65 @@ static enum sw_host_fail local_classify(const struct sw_host *h, int code,
 
 const struct sw_host_ops sw__host_local = {"local", local_build, local_classify};
 
+/* A path as one ssh_config value (`-o KEY=VALUE`): ssh splits the value into words and expands
+ * %-tokens (%d, %u, %h ...) and ${VAR} in it, so the path is double-quoted, a backslash or a
+ * double quote inside escaped, and % doubled; "${" has no escape in ssh, and a control character
+ * would end the option, so both are refused (sw_host_open says so before anything runs). */
+static int ssh_path_value(const char *key, const char *path, char *out, size_t n)
+{
+    size_t w = 0;
+    int k = snprintf(out, n, "%s=\"", key);
+    if (k < 0 || (size_t)k >= n)
+        return SW_ERANGE;
+    w = (size_t)k;
+    for (const char *p = path; *p; p++) {
+        char c = *p;
+        if ((unsigned char)c < 0x20 || c == 0x7f || (c == '$' && p[1] == '{'))
+            return SW_EINVAL;
+        if (w + 3 >= n)
+            return SW_ERANGE;
+        if (c == '"' || c == '\\')
+            out[w++] = '\\';
+        else if (c == '%')
+            out[w++] = '%';
+        out[w++] = c;
+    }
+    if (w + 2 > n)
+        return SW_ERANGE;
+    out[w++] = '"';
+    out[w] = '\0';
+    return 0;
+}
+
+int sw__host_ssh_path_check(const char *what, const char *path, struct sw_err *e)
+{
+    char buf[2600];
+    int rc = ssh_path_value("X", path, buf, sizeof(buf));
+    if (rc == SW_EINVAL)
+        return sw_err_set(e, SW_EINVAL,
+                          "%s '%s': ssh would expand '${' in it (no escape exists) or a control "
+                          "character would end the option; rename the file",
+                          what, path);
+    if (rc)
+        return sw_err_set(e, rc, "%s is too long for an ssh option (%zu bytes)", what,
+                          strlen(path));
+    return 0;
+}
+
+static void vec_add_path(struct vec *a, const char *key, const char *path)
+{
+    char buf[2600];
+    if (a->rc)
+        return;
+    int rc = ssh_path_value(key, path, buf, sizeof(buf));
+    if (rc) {
+        a->rc = rc;
+        return;
+    }
+    vec_add(a, "-o");
+    vec_add(a, buf);
+}
+
 /* The options every ssh invocation of this host carries (the master's and -O's too). */
 static void ssh_opts(const struct sw_host *h, struct vec *a)
 {
@@ -111,16 +170,17 @@ static void ssh_opts(const struct sw_host *h, struct vec *a)
     vec_addf(a, "ControlPath", h->control_path);
     vec_add(a, "-o");
     vec_add(a, "ControlPersist=60");
+    /* a forward's local socket (host/route) replaces one a dead master left behind */
+    vec_add(a, "-o");
+    vec_add(a, "StreamLocalBindUnlink=yes");
     if (h->known_hosts[0]) {
-        vec_add(a, "-o");
-        vec_addf(a, "UserKnownHostsFile", h->known_hosts);
+        vec_add_path(a, "UserKnownHostsFile", h->known_hosts);
         /* the fleet's file is the one authority for its hosts */
         vec_add(a, "-o");
         vec_add(a, "GlobalKnownHostsFile=/dev/null");
     }
     if (h->identity_file[0]) {
-        vec_add(a, "-i");
-        vec_add(a, h->identity_file);
+        vec_add_path(a, "IdentityFile", h->identity_file);
         vec_add(a, "-o");
         vec_add(a, "IdentitiesOnly=yes");
     }
@@ -235,18 +295,26 @@ static enum sw_host_fail ssh_classify(const struct sw_host *h, int code,
 
 const struct sw_host_ops sw__host_ssh = {"ssh", ssh_build, ssh_classify};
 
-/* ssh -O CMD against this host's master: its exit status, stderr into r. */
-static int ssh_control(struct sw_host *h, const char *cmd, struct sw_host_result *r)
+int sw__host_ssh_control(struct sw_host *h, const char *cmd, const char *forward,
+                         struct sw_host_result *r)
 {
     struct vec a = {0};
     ssh_opts(h, &a);
     vec_add(&a, "-O");
     vec_add(&a, cmd);
+    if (forward) {
+        vec_add(&a, "-L");
+        vec_add(&a, forward);
+    }
     vec_add(&a, "--");
     vec_add(&a, h->address);
     char **lv = NULL;
-    if (vec_done(&a, &lv, NULL))
+    if (vec_done(&a, &lv, NULL)) {
+        memset(r, 0, sizeof(*r));
+        r->exit_code = -1;
+        r->fail = SW_HOST_LOCAL;
         return SW_ENOMEM;
+    }
     /* run the ssh binary as a local command */
     struct sw_host local = *h;
     local.ops = &sw__host_local;
@@ -261,7 +329,7 @@ void sw_host_disconnect(struct sw_host *h)
     struct sw_host_result r;
     if (h->kind != SW_HOST_KIND_SSH)
         return;
-    ssh_control(h, "exit", &r);
+    sw__host_ssh_control(h, "exit", NULL, &r);
     sw_host_result_free(&r);
 }
 
@@ -271,7 +339,7 @@ pid_t sw_host_master_pid(struct sw_host *h)
     pid_t pid = 0;
     if (h->kind != SW_HOST_KIND_SSH)
         return 0;
-    if (ssh_control(h, "check", &r) == 0) {
+    if (sw__host_ssh_control(h, "check", NULL, &r) == 0) {
         /* "Master running (pid=1234)" */
         const char *p = strstr(r.err, "pid=");
         if (!p)

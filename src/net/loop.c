@@ -162,6 +162,10 @@ int sw_net_loop_init(struct sw_net_loop *l, const struct sw_net_loop_opts *opts,
     int rc = sw__net_global_init(e);
     if (rc)
         return rc;
+    if (opts && opts->unix_socket && strlen(opts->unix_socket) >= sizeof(l->unix_socket))
+        return sw_err_set(e, SW_EINVAL, "unix socket path too long: %s", opts->unix_socket);
+    if (opts && opts->unix_socket)
+        snprintf(l->unix_socket, sizeof(l->unix_socket), "%s", opts->unix_socket);
     if (opts && opts->base) {
         l->base = opts->base;
     } else {

@@ -715,6 +715,10 @@ int sw_net_start(struct sw_net_loop *l, struct sw_net_xfer *x, struct sw_err *e)
         goto out;
     }
     SETOPT(CURLOPT_URL, q->url);
+    if (q->unix_socket && q->unix_socket[0])
+        SETOPT(CURLOPT_UNIX_SOCKET_PATH, q->unix_socket);
+    else if (l->unix_socket[0])
+        SETOPT(CURLOPT_UNIX_SOCKET_PATH, l->unix_socket);
     SETOPT(CURLOPT_PRIVATE, (void *)x);
     SETOPT(CURLOPT_NOSIGNAL, 1L);
     SETOPT(CURLOPT_ERRORBUFFER, x->errbuf);

@@ -91,6 +91,7 @@ void sw__probe_give_up(struct sw__probe *p, const char *fmt, ...)
 void sw__probe_req(struct sw__probe *p, struct sw_net_req *q, unsigned total_ms)
 {
     memset(q, 0, sizeof(*q));
+    q->unix_socket = p->t->unix_socket;
     q->bearer = p->t->api_key && *p->t->api_key ? p->t->api_key : NULL;
     /* every wait is bounded by what is left of the battery's deadline (1 ms when nothing is:
      * 0 would be "no limit") */
@@ -693,6 +694,8 @@ int sw_probe_run(const struct sw_probe_target *t, struct sw_probe_report *out, s
     p.tmpl_think = -1;
     set_base(&p, t->url);
     sw_net_redact_url(p.base, out->url, sizeof(out->url));
+    if (t->unix_socket && t->unix_socket[0])
+        snprintf(out->via, sizeof(out->via), "%s", t->via && t->via[0] ? t->via : "a forward");
     bool discovered = false;
     for (size_t i = 0; i < SW_ARRAY_LEN(checks); i++) {
         if (!on[i] && i != 0)
@@ -786,6 +789,8 @@ json_t *sw_probe_report_json(const struct sw_probe_report *r)
         return NULL;
     }
     rc |= sw_json_set_str(j, "url", r->url);
+    if (r->via[0])
+        rc |= sw_json_set_str(j, "via", r->via);
     rc |= sw_json_set_str(j, "engine", r->engine[0] ? r->engine : NULL);
     rc |= sw_json_set_str(j, "model", r->model[0] ? r->model : NULL);
     rc |= sw_json_set_new(j, "window", r->window ? json_integer(r->window) : json_null());
@@ -828,6 +833,10 @@ void sw_probe_report_print(FILE *f, const struct sw_probe_report *r)
         snprintf(slots, sizeof(slots), "%d", r->slots);
     fputs("probe ", f);
     sw_fput_term(f, r->url, 0);
+    if (r->via[0]) {
+        fputs(" on its host, through ", f);
+        sw_fput_term(f, r->via, 0);
+    }
     fputs("  engine ", f);
     sw_fput_term(f, r->engine[0] ? r->engine : "?", 0);
     fputs(", model ", f);

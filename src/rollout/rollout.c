@@ -152,12 +152,24 @@ static int ro_init(struct sw__ro *c, const struct sw_fleet *f, const struct sw_f
     if (!c->eng || !c->eng->health_path || !c->eng->liveness_path)
         return sw_err_set(e, SW_EUNSUPPORTED, "endpoint %s: engine %s has no health/liveness",
                           ep->name, sw_fleet_engine_name(ep->engine));
-    const char *addr = ep->listen_address.v ? ep->listen_address.v : "127.0.0.1";
-    if (!strcmp(addr, "0.0.0.0") || !strcmp(addr, "::"))
-        addr = ep->host->transport == SW_FLEET_SSH && ep->host->address.v ? ep->host->address.v
-                                                                          : "127.0.0.1";
-    unsigned port = ep->listen_port.set ? (unsigned)ep->listen_port.v : 8080;
-    snprintf(c->url, sizeof(c->url), "http://%s:%u", addr, port);
+    struct sw_fleet_addr fa;
+    int rc = sw_fleet_endpoint_addr(ep, &fa, e);
+    if (rc)
+        return rc;
+    snprintf(c->url, sizeof(c->url), "%s", fa.url);
+    return 0;
+}
+
+int sw__ro_route(struct sw__ro *c, struct sw_err *e)
+{
+    if (c->route_open)
+        return sw_host_route_refresh(&c->route, 30000, e);
+    int rc = sw_host_route_open(&c->route, c->ep, &c->h, 30000, e);
+    if (rc) {
+        sw_host_route_close(&c->route);
+        return rc;
+    }
+    c->route_open = true;
     return 0;
 }
 
@@ -179,6 +191,9 @@ static int ro_open(struct sw__ro *c, const struct sw_unit_render *rd, struct sw_
 /* The lock released and the ssh master asked to exit: nothing of this run outlives it. */
 static void ro_close(struct sw__ro *c)
 {
+    if (c->route_open)
+        sw_host_route_close(&c->route);
+    c->route_open = false;
     sw__ro_unlock(c);
     if (c->host_open)
         sw_host_disconnect(&c->h);
@@ -208,7 +223,9 @@ static int start_and_prove(struct sw__ro *c, const char *verb, struct sw__ro_boo
     char why[1024];
     *generated = false;
     memset(b, 0, sizeof(*b));
-    int rc = sw__ro_cursor(c, &cursor, e);
+    int rc = sw__ro_route(c, e);
+    if (!rc)
+        rc = sw__ro_cursor(c, &cursor, e);
     if (rc)
         return rc;
     systemctl(c, "reset-failed", c->unit, 30000, NULL, 0);
@@ -591,6 +608,8 @@ static void probe(struct sw__ro *c)
     uint64_t t = sw_now_ns();
     struct sw_probe_target pt = {0};
     pt.url = c->url;
+    pt.unix_socket = c->route.unix_socket;
+    pt.via = c->route.via;
     pt.engine = c->eng->name;
     pt.model = c->ep->alias.v ? c->ep->alias.v : NULL;
     pt.vision = -1;
@@ -604,7 +623,9 @@ static void probe(struct sw__ro *c)
      * engine died under the request (the worst case past a MemoryMax=) */
     char *cursor = NULL;
     sw__ro_cursor(c, &cursor, NULL);
-    int rc = sw_probe_run(&pt, &rep, &e);
+    int rc = sw__ro_route(c, &e);
+    if (!rc)
+        rc = sw_probe_run(&pt, &rep, &e);
     if (rc) {
         fail_as(c, "probe", "probe:error", "the battery could not run: %s", e.msg);
         rollout_record(c, "probe", false, t, "%s", r->fail_msg);

@@ -24,19 +24,25 @@ struct sw__ro {
     bool host_open;
     bool locked;
     char lock_owner[256];
-    char lock_stale[512]; /* the dead holder whose lock was taken over, "" none */
-    char name[240];       /* the unit's name without .service */
-    char unit[256];       /* NAME.service */
-    char live_unit[512];  /* /etc/systemd/system/NAME.service */
-    char live_env[512];   /* the EnvironmentFile= path */
-    char state[512];      /* /var/lib/slipway/rollout/NAME */
-    char url[512];        /* http://ADDR:PORT */
-    uint64_t t_down;      /* sw_now_ns() when the endpoint stopped serving; 0: it was not */
-    int64_t attempt;      /* the ledger's attempt, 0 none */
+    char lock_stale[512];       /* the dead holder whose lock was taken over, "" none */
+    char name[240];             /* the unit's name without .service */
+    char unit[256];             /* NAME.service */
+    char live_unit[512];        /* /etc/systemd/system/NAME.service */
+    char live_env[512];         /* the EnvironmentFile= path */
+    char state[512];            /* /var/lib/slipway/rollout/NAME */
+    char url[512];              /* http://ADDR:PORT, as the endpoint's host sees it when routed */
+    struct sw_host_route route; /* the way to url (opened at the first proof) */
+    bool route_open;
+    uint64_t t_down; /* sw_now_ns() when the endpoint stopped serving; 0: it was not */
+    int64_t attempt; /* the ledger's attempt, 0 none */
     bool same_shape_as_last_good;
     char last_step[32]; /* the last step recorded (where an interruption happened) */
     char gone_msg[512]; /* why the host was found unreachable after a failed step */
 };
+
+/* The way to the endpoint opened (or made sure of again: its master may have gone quiet): before
+ * every proof. The host's error (SW_ENET when it cannot be reached) when it cannot be. */
+int sw__ro_route(struct sw__ro *c, struct sw_err *e);
 
 /* sh -c SCRIPT sh ARGS... on the host (args NULL-terminated, at most 11). */
 int sw__ro_sh(struct sw__ro *c, const char *script, const char *const *args, int64_t deadline_ms,

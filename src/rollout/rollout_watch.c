@@ -36,6 +36,7 @@ static int health(struct sw__ro *c)
     char url[700];
     snprintf(url, sizeof(url), "%s%s", c->url, c->eng->health_path);
     struct sw_net_req req = {0};
+    req.unix_socket = c->route.unix_socket;
     req.connect_ms = 1000;
     req.total_ms = 2000;
     struct sw_net_resp resp;
@@ -51,6 +52,7 @@ int sw__ro_generate(struct sw__ro *c, char *why, size_t n)
     char url[700];
     snprintf(url, sizeof(url), "%s%s", c->url, c->eng->liveness_path);
     struct sw_net_req req = {0};
+    req.unix_socket = c->route.unix_socket;
     req.connect_ms = 2000;
     req.total_ms = 60000;
     struct sw_net_resp resp;

@@ -626,8 +626,9 @@ int sw_ladder_run_local(void *ctx, const struct sw_fleet *f, struct sw_fleet_end
     int rc = sw_plan_endpoint(f, ep, NULL, &pl, e);
     if (!rc && !pl.cmd.argv)
         rc = sw_err_set(e, SW_EINVAL, "%s: no command line to run (%s)", ep->name, pl.cmd_why);
-    if (!rc && !ep->listen_port.set)
-        rc = sw_err_set(e, SW_EINVAL, "%s: the local runner needs listen.port", ep->name);
+    struct sw_fleet_addr fa;
+    if (!rc)
+        rc = sw_fleet_endpoint_addr(ep, &fa, e);
     if (!rc)
         rc = log_path(lp, sizeof(lp), "local", e);
     if (rc)
@@ -646,8 +647,8 @@ int sw_ladder_run_local(void *ctx, const struct sw_fleet *f, struct sw_fleet_end
     memset(&uo, 0, sizeof(uo));
     uo.engine = eng;
     uo.cmd = &pl.cmd;
-    uo.host = ep->listen_address.v ? ep->listen_address.v : "127.0.0.1";
-    uo.port = (unsigned)ep->listen_port.v;
+    uo.host = fa.bind;
+    uo.port = fa.port;
     uo.log_path = lp;
     uo.endpoint = ep->name;
     uo.preflight = true;

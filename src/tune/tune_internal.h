@@ -40,7 +40,8 @@ struct sw__tune_measure {
     double noise; /* the largest per-mix noise */
     double boot_s;
     char url[320];
-    char why[1400]; /* a boot or bench failure: what happened */
+    char unix_socket[108]; /* the route's forward when the endpoint is reached through its host */
+    char why[1400];        /* a boot or bench failure: what happened */
     char log[4096];
     /* rollout: what the deploy did (outcome name, the ledger's attempt, the committed tag) */
     char deploy_outcome[32];

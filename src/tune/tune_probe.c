@@ -28,6 +28,7 @@
 #include <slipway/bench.h>
 #include <slipway/deploy.h>
 #include <slipway/engine.h>
+#include <slipway/host.h>
 #include <slipway/net.h>
 #include <slipway/rollout.h>
 #include <slipway/sim.h>
@@ -220,9 +221,10 @@ static int measure_mix(const struct sw_tune_opts *o, const struct sw_fleet_endpo
             sw_err_clear(&be);
             sw_bench_opts_init(&bo);
             bo.url = m->url;
+            bo.unix_socket = m->unix_socket[0] ? m->unix_socket : NULL;
             bo.model = ep->alias.v;
             bo.api_key = api_key;
-            bo.engine = ep->engine == SW_FLEET_VLLM ? "vllm" : "llama.cpp";
+            bo.engine = sw_fleet_engine_name(ep->engine);
             bo.depths[0] = mx->depth;
             bo.ndepths = 1;
             bo.conc[0] = m->levels[li];
@@ -298,8 +300,12 @@ static int probe_local(const struct sw_tune_opts *o, const char *run_dir,
     snprintf(pid, sizeof(pid), "%s/tune-%s.pid", run_dir, ep->name);
     uo.engine = sw_engine_find("llama.cpp");
     uo.cmd = &p->cmd;
-    uo.host = ep->listen_address.v ? ep->listen_address.v : "127.0.0.1";
-    uo.port = ep->listen_port.set ? (unsigned)ep->listen_port.v : 8080;
+    struct sw_fleet_addr fa;
+    int arc = sw_fleet_endpoint_addr(ep, &fa, e);
+    if (arc)
+        return arc;
+    uo.host = fa.bind;
+    uo.port = fa.port;
     uo.log_path = m->log;
     uo.pid_file = pid;
     uo.endpoint = ep->name;
@@ -333,20 +339,6 @@ static int probe_local(const struct sw_tune_opts *o, const char *run_dir,
 /* ---------------------------------------------------------------------------------------------
  * Rollout: a deploy on the endpoint's host.
  */
-
-/* The endpoint's URL as a client reaches it on its host: the listen address, or the host's ssh
- * address when it listens on every address. */
-static void host_url(const struct sw_fleet_endpoint *ep, char *url, size_t n)
-{
-    const char *a = ep->listen_address.v;
-    if (!a || !a[0] || !strcmp(a, "0.0.0.0") || !strcmp(a, "::"))
-        a = ep->host && ep->host->address.v ? ep->host->address.v : "127.0.0.1";
-    unsigned port = ep->listen_port.set ? (unsigned)ep->listen_port.v : 8080;
-    if (strchr(a, ':'))
-        snprintf(url, n, "http://[%s]:%u", a, port);
-    else
-        snprintf(url, n, "http://%s:%u", a, port);
-}
 
 static int probe_rollout(const struct sw_tune_opts *o, const struct sw_fleet *f,
                          struct sw_ledger *ledger, const struct sw_fleet_endpoint *ep,
@@ -395,8 +387,21 @@ static int probe_rollout(const struct sw_tune_opts *o, const struct sw_fleet *f,
     }
     sw_rollout_result_free(&rr);
     m->boot_s = sw_now_s() - t0;
-    host_url(ep, m->url, sizeof(m->url));
-    return measure(o, ep, api_key, slots, mixes, nmix, m, e);
+    /* measured where the endpoint answers: through its host when it listens on the host's
+     * loopback */
+    struct sw_host_route rt;
+    rc = sw_host_route_open(&rt, ep, NULL, 30000, &de);
+    if (rc) {
+        sw_host_route_close(&rt);
+        snprintf(m->why, sizeof(m->why), "no way to the endpoint: %.1200s", de.msg);
+        return SW__TUNE_BENCH_FAILED;
+    }
+    snprintf(m->url, sizeof(m->url), "%s", rt.url);
+    snprintf(m->unix_socket, sizeof(m->unix_socket), "%s", rt.unix_socket);
+    rc = measure(o, ep, api_key, slots, mixes, nmix, m, e);
+    sw_host_route_close(&rt);
+    m->unix_socket[0] = '\0';
+    return rc;
 }
 
 /* ---------------------------------------------------------------------------------------------

@@ -16,7 +16,9 @@
 #include <cmocka.h>
 
 #include <slipway/host.h>
+#include <slipway/net.h>
 
+#include "swhttpd.h"
 #include "swtest.h"
 
 #include <arpa/inet.h>
@@ -253,6 +255,122 @@ static void test_run_and_exit(void **state)
     assert_int_equal(r.exit_code, 255);
     sw_host_result_free(&r);
     sw_host_disconnect(&h);
+}
+
+/* Paths given to ssh stay literal: a known_hosts and a key in a directory whose name has a
+ * space and %-tokens (ssh would split the option value at the space and expand %d to the home
+ * directory); a "${" (which ssh expands with no escape) is refused before anything runs. */
+static void test_paths_literal(void **state)
+{
+    (void)state;
+    char odd[4300], kh[4400], key[4400], cmd[9000];
+    snprintf(odd, sizeof(odd), "%s/odd place %%d %%u 'q\"", dir);
+    assert_int_equal(mkdir(odd, 0700), 0);
+    snprintf(kh, sizeof(kh), "%s/known hosts", odd);
+    snprintf(key, sizeof(key), "%s/client key", odd);
+    char *t = read_all(known_hosts);
+    swt_write_str(kh, t);
+    sw_free(t);
+    t = read_all(client_key);
+    swt_write_str(key, t);
+    sw_free(t);
+    assert_int_equal(chmod(key, 0600), 0);
+    (void)cmd;
+    struct sw_host h;
+    struct sw_host_result r;
+    struct sw_err e;
+    open_ssh(&h, "c-odd", main_sshd.port, key, kh);
+    const char *echo[] = {"echo", "literal", NULL};
+    int rc = sw_host_run(&h, echo, NULL, &r, &e);
+    if (rc)
+        fail_msg("a path with a space and %%-tokens: %s / %s", e.msg, r.err);
+    assert_string_equal(r.out, "literal\n");
+    sw_host_result_free(&r);
+    sw_host_disconnect(&h);
+
+    /* ${VAR} cannot be kept literal: refused at open, naming the option */
+    char bad[4400];
+    snprintf(bad, sizeof(bad), "%s/${HOME}/known_hosts", dir);
+    struct sw_host_cfg c = {.name = "dollar",
+                            .kind = SW_HOST_KIND_SSH,
+                            .address = "127.0.0.1",
+                            .port = (unsigned)main_sshd.port,
+                            .known_hosts = bad};
+    sw_err_clear(&e);
+    assert_int_equal(sw_host_open(&h, &c, &e), SW_EINVAL);
+    assert_non_null(strstr(e.msg, "known_hosts"));
+    assert_non_null(strstr(e.msg, "${"));
+}
+
+/* The route through a host: an endpoint bound to the host's loopback is reached through a forward
+ * on the host's ssh master, a unix socket in slipway's private directory (0600); the server sees
+ * the Host it would see on its own machine; closing the route cancels the forward and removes
+ * the socket. (The sshd here runs on this machine; test_route_decoy proves it across a network
+ * of the host's own.) */
+static void test_route_forward(void **state)
+{
+    (void)state;
+    struct swh *srv = swh_start();
+    swh_reply(srv, "GET", "/health", 200, NULL, "{\"status\":\"ok\"}");
+    char run[4300], text[16384];
+    snprintf(run, sizeof(run), "%s/run", dir);
+    setenv("SLIPWAY_RUN_DIR", run, 1);
+    snprintf(text, sizeof(text),
+             "version: 1\n"
+             "hosts:\n"
+             "  h:\n"
+             "    transport: {kind: ssh, address: 127.0.0.1, port: %d, user: root,\n"
+             "                identity_file: %s, known_hosts: %s}\n"
+             "    devices: {cpu: {kind: cpu, vendor: cpu}}\n"
+             "endpoints:\n"
+             "  e:\n"
+             "    host: h\n"
+             "    engine: llama.cpp\n"
+             "    payload: {path: /m.gguf}\n"
+             "    listen: 127.0.0.1:%d\n",
+             main_sshd.port, client_key, known_hosts, swh_port(srv));
+    struct sw_fleet *f = NULL;
+    struct sw_err e;
+    sw_err_clear(&e);
+    if (sw_fleet_load_mem("route.yaml", text, strlen(text), NULL, &f, &e))
+        fail_msg("fleet: %s", e.msg);
+    struct sw_host_route rt;
+    int rc = sw_host_route_open(&rt, sw_fleet_endpoint(f, "e"), NULL, 10000, &e);
+    if (rc)
+        fail_msg("route: %s", e.msg);
+    assert_int_equal(rt.addr.route, SW_FLEET_ROUTE_HOST);
+    assert_non_null(strstr(rt.via, "127.0.0.1"));
+    struct stat st;
+    assert_int_equal(lstat(rt.unix_socket, &st), 0);
+    assert_true(S_ISSOCK(st.st_mode));
+    assert_int_equal(st.st_mode & 0077, 0);
+    /* again: the same forward, no error */
+    assert_int_equal(sw_host_route_refresh(&rt, 10000, &e), 0);
+    char url[400];
+    snprintf(url, sizeof(url), "%s/health", rt.url);
+    struct sw_net_req q = {.unix_socket = rt.unix_socket, .total_ms = 10000};
+    struct sw_net_resp resp;
+    memset(&resp, 0, sizeof(resp));
+    rc = sw_net_get(NULL, url, &q, &resp, &e);
+    if (rc)
+        fail_msg("GET through the forward: %s", e.msg);
+    assert_int_equal(resp.status, 200);
+    sw_net_resp_free(&resp);
+    struct swh_request rq;
+    assert_true(swh_last_request(srv, "/health", &rq));
+    char hosth[128], want[64];
+    snprintf(want, sizeof(want), "127.0.0.1:%d", swh_port(srv));
+    assert_non_null(swh_request_header(&rq, "Host", hosth, sizeof(hosth)));
+    assert_string_equal(hosth, want);
+    swh_request_free(&rq);
+    char sock[sizeof(rt.unix_socket)];
+    snprintf(sock, sizeof(sock), "%s", rt.unix_socket);
+    sw_host_route_close(&rt);
+    assert_int_not_equal(lstat(sock, &st), 0);
+    sw_host_route_close(&rt); /* twice is safe */
+    sw_fleet_free(f);
+    swh_stop(srv);
+    unsetenv("SLIPWAY_RUN_DIR");
 }
 
 static void test_hostile_argv(void **state)
@@ -652,6 +770,8 @@ int main(void)
     signal(SIGPIPE, SIG_IGN);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_run_and_exit),
+        cmocka_unit_test(test_paths_literal),
+        cmocka_unit_test(test_route_forward),
         cmocka_unit_test(test_hostile_argv),
         cmocka_unit_test(test_deadline),
         cmocka_unit_test(test_copy),
