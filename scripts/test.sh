@@ -14,6 +14,7 @@ scripts/llama-build.sh
 # The real tier's test hosts (tests/real/test_testhost.c): their root filesystem and the llama-server
 # container image, each built once and cached (scripts/testhost.sh).
 scripts/testhost.sh rootfs
+scripts/testhost.sh base >/dev/null
 scripts/testhost.sh image
 # The Kubernetes API schemas the k8s render is validated against (npm kubernetes-models, cached).
 scripts/k8s-schemas.sh >/dev/null

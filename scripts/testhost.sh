@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # slipway's test hosts: real machines with systemd and sshd, booted with systemd-nspawn on this
-# machine, each on its own loopback address (../shared/TESTHOSTS.md says what works here and why).
+# machine, each with a network of its own (../shared/TESTHOSTS.md says what works here and why).
 #
 # Usage: scripts/testhost.sh rootfs
+#        scripts/testhost.sh base
 #        scripts/testhost.sh image
 #        scripts/testhost.sh up NAME ADDR [--bind-ro PATH[:DEST]]... [--authorize PUBKEY]
 #        scripts/testhost.sh down NAME
@@ -13,22 +14,33 @@
 #           curl, libgomp1 (llama-server's OpenMP). Cached as
 #           $CACHE/testhost/rootfs-KEY.tar, KEY a hash of the package list and suite, so a
 #           changed list builds a new one. Prints the tar's path.
+#   base    Unpack (once) the rootfs into $CACHE/testhost/base-KEY, the read-only lower layer
+#           every host's overlay shares. Prints its path.
 #   image   Build (once) the container image localhost/slipway-llama:test for the podman runtime:
 #           the rootfs imported (`podman import`) plus the pinned llama-server and its shared
 #           libraries under /opt/llama (a Containerfile written here, `podman build`). Rebuilt
 #           only when the rootfs or the llama.cpp build changes (the key is a label on the
 #           image). Prints `image=localhost/slipway-llama:test` and `digest=sha256:...`.
-#   up      Unpack the rootfs into $RUN/NAME/root, give it a fresh ssh host key and an sshd that
-#           listens on ADDR:22 only, put a generated client key (and --authorize PUBKEY files)
-#           in root's authorized_keys, bind the pinned llama.cpp build read-only at /opt/llama
-#           (and at its own path, which its RUNPATH names), and boot it with
-#           `systemd-nspawn --register=no --keep-unit --boot` (shares this machine's network
-#           namespace). Waits (bounded) until `systemctl is-system-running` says running or
-#           degraded and sshd answers with the generated key, then prints key=value lines:
-#             name= addr= port= pid= leader= root= key= known_hosts= known_hosts_line= boot_ms=
+#   up      Boot a host from the rootfs, unpacked once into $CACHE/testhost/base-KEY and shared
+#           read-only: $RUN/NAME/root is an overlay of it with the host's own writable layer
+#           ($RUN/NAME/upper; podman's store is a plain directory bound at /var/lib/containers,
+#           since its overlay driver cannot sit on an overlay). The host gets a fresh ssh host
+#           key, an sshd with keys only, a generated client key (and --authorize PUBKEY files)
+#           in root's authorized_keys, the pinned llama.cpp build read-only at /opt/llama (and at
+#           its own path, which its RUNPATH names), and a NETWORK OF ITS OWN: systemd-nspawn
+#           --network-veth-extra makes a veth pair, `swthN` here with 169.254.N.1/30 and `host0`
+#           inside with ADDR = 169.254.N.2/30 (link-local: nothing routes it off this machine).
+#           127.0.0.1 inside the host is the host's own, as on a real remote machine: an engine
+#           bound there is not reachable from here but through the host. Boots with
+#           `systemd-nspawn --register=no --keep-unit --boot`, waits (bounded) until `systemctl
+#           is-system-running` says running or degraded and sshd answers at ADDR with the
+#           generated key, then prints key=value lines:
+#             name= addr= gateway= port= pid= leader= root= key= known_hosts= known_hosts_line=
+#             boot_ms=
 #           A host already up under NAME is stopped first (up is idempotent).
-#   down    SIGTERM to the nspawn (the host powers off), wait up to 20 s, SIGKILL, remove
-#           $RUN/NAME. Quiet and exit 0 when there is nothing to stop.
+#   down    SIGTERM to the nspawn (the host powers off), wait up to 20 s, SIGKILL, unmount its
+#           overlay, remove its veth and $RUN/NAME. Quiet and exit 0 when there is nothing to
+#           stop.
 #   list    One line per host: NAME ADDR PID state (running, or dead).
 #   paths   rootfs=TAR rootfs_built=0|1 llama=DIR (empty when not built) run=DIR, building nothing
 #           (the tests' prerequisite check).
@@ -49,7 +61,7 @@ IMAGE=localhost/slipway-llama:test
 
 die() { printf 'testhost: %s\n' "$*" >&2; exit 1; }
 note() { printf 'testhost: %s\n' "$*" >&2; }
-usage() { sed -n '5,10p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '5,11p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
 rootfs_key() { printf '%s %s minbase\n' "$SUITE" "$PACKAGES" | sha256sum | cut -c1-16; }
 rootfs_tar() { printf '%s/rootfs-%s.tar' "$TH" "$(rootfs_key)"; }
@@ -83,6 +95,33 @@ cmd_rootfs() {
     rm -f "$tmp" "$tmp.log"
     note "rootfs built in $((($(date +%s%N) - start) / 1000000)) ms"
     echo "$tar"
+}
+
+# The rootfs unpacked once, shared read-only by every host (each boots on an overlay of it).
+base_dir() { printf '%s/base-%s' "$TH" "$(rootfs_key)"; }
+
+cmd_base() {
+    local tar base tmp
+    tar=$(cmd_rootfs)
+    base=$(base_dir)
+    if [ -f "$base/.complete" ]; then
+        echo "$base"
+        return 0
+    fi
+    exec 6>"$TH/.base.lock"
+    flock 6
+    if [ ! -f "$base/.complete" ]; then
+        rm -rf --one-file-system "$base"
+        tmp=$(mktemp -d "$TH/.base.XXXXXX")
+        tar -xpf "$tar" -C "$tmp" --numeric-owner || { rm -rf --one-file-system "$tmp"; die "unpacking $tar failed"; }
+        # what every host writes over with its own
+        rm -f "$tmp"/etc/ssh/ssh_host_*
+        mkdir -p "$tmp/opt/llama" "$tmp/var/lib/slipway-images" "$tmp/var/lib/containers"
+        touch "$tmp/.complete"
+        mv "$tmp" "$base"
+    fi
+    exec 6>&-
+    echo "$base"
 }
 
 llama_dir() {
@@ -212,8 +251,17 @@ cmd_down() {
             done
         fi
     fi
-    # Bind mounts live in the host's own mount namespace, gone with it; refuse to recurse into
-    # a directory that still has something mounted below it (it would delete the bound trees).
+    # The host's root is an overlay mounted here: unmount it (lazily when something still
+    # holds it). Bind mounts live in the host's own mount namespace, gone with it.
+    if grep -q " $d/root " /proc/self/mounts; then
+        umount "$d/root" 2>/dev/null || umount -l "$d/root" 2>/dev/null || true
+    fi
+    # The veth goes with the host's network namespace; one left by a killed nspawn is removed.
+    if [ -f "$d/ifname" ]; then
+        ip link del "$(cat "$d/ifname")" 2>/dev/null || true
+    fi
+    # Refuse to recurse into a directory that still has something mounted below it (it would
+    # delete the bound trees).
     if grep -q " $d/" /proc/self/mounts; then
         die "$name: something is still mounted under $d: not removing it"
     fi
@@ -248,33 +296,42 @@ cmd_up() {
         esac
     done
     [[ $name =~ ^[a-z][a-z0-9-]{0,30}$ ]] || die "bad host name '$name' (a-z, 0-9, -)"
-    [[ $addr =~ ^127\.[0-9]+\.[0-9]+\.[0-9]+$ ]] || die "bad address '$addr' (a 127.x.y.z loopback address)"
-    [ "$addr" != 127.0.0.1 ] || die "127.0.0.1 is this machine's own: give the host another loopback address"
+    # ADDR: 169.254.N.2, the host's side of a /30 of its own; this machine's side is .1.
+    [[ $addr =~ ^169\.254\.([0-9]{1,3})\.2$ ]] ||
+        die "bad address '$addr' (169.254.N.2, N 1..254: the host's side of a link-local /30)"
+    local net=${BASH_REMATCH[1]}
+    [ "$net" -ge 1 ] && [ "$net" -le 254 ] || die "bad address '$addr' (N must be 1..254)"
+    local gw=169.254.$net.1 ifname=swth$net
     command -v systemd-nspawn >/dev/null || die "systemd-nspawn not installed (scripts/deps.sh)"
+    command -v ip >/dev/null || die "ip (iproute2) not installed (scripts/deps.sh)"
     for a in "${auth[@]}"; do [ -r "$a" ] || die "cannot read $a"; done
 
-    local tar llama d root start pid leader i state key kh
-    tar=$(cmd_rootfs)
+    local base llama d root start pid leader i state key kh
+    base=$(cmd_base)
     llama=$(llama_dir)
     cmd_down "$name"
-    # Another host (or anything) on ADDR:22 would make this sshd fail to bind.
-    if ss -Hltn "src $addr:22" 2>/dev/null | grep -q .; then
-        die "$addr:22 is already taken (another test host? scripts/testhost.sh list)"
+    # Another host's link under this name (a host killed without down, or one of another name
+    # on the same N) would make the veth fail.
+    if ip link show "$ifname" >/dev/null 2>&1; then
+        local other
+        other=$(grep -lx "$ifname" "$RUN"/*/ifname 2>/dev/null | head -1 || true)
+        [ -z "$other" ] || die "$addr is taken: host $(basename "$(dirname "$other")") has $ifname (scripts/testhost.sh list)"
+        ip link del "$ifname" 2>/dev/null || die "$ifname exists and cannot be removed"
     fi
     start=$(date +%s%N)
     d=$RUN/$name
     root=$d/root
-    mkdir -p "$root"
-    tar -xpf "$tar" -C "$root" --numeric-owner || die "unpacking $tar into $root failed"
+    mkdir -p "$root" "$d/upper" "$d/work" "$d/containers"
+    mount -t overlay overlay -o "lowerdir=$base,upperdir=$d/upper,workdir=$d/work" "$root" ||
+        die "mounting the overlay of $base at $root failed"
     echo "$addr" >"$d/addr"
+    echo "$ifname" >"$d/ifname"
 
-    # A host key of its own (the tar's would be shared by every host), an sshd on ADDR only.
-    rm -f "$root"/etc/ssh/ssh_host_*
+    # A host key of its own (the base has none), an sshd on every address of its own network.
     ssh-keygen -q -t ed25519 -N '' -C "$name" -f "$root/etc/ssh/ssh_host_ed25519_key"
     mkdir -p "$root/etc/ssh/sshd_config.d"
     cat >"$root/etc/ssh/sshd_config.d/slipway-testhost.conf" <<EOF
 # written by slipway's scripts/testhost.sh
-ListenAddress $addr:22
 HostKey /etc/ssh/ssh_host_ed25519_key
 PermitRootLogin prohibit-password
 PasswordAuthentication no
@@ -289,14 +346,14 @@ EOF
     kh=$d/known_hosts
     printf '%s %s\n' "$addr" "$(cut -d' ' -f1,2 "$root/etc/ssh/ssh_host_ed25519_key.pub")" >"$kh"
     echo "$name" >"$root/etc/hostname"
-    mkdir -p "$root/opt/llama"
 
     # podman inside the host. What works here (tried): the host on the unified cgroup hierarchy
     # (SYSTEMD_NSPAWN_UNIFIED_HIERARCHY=1 below: nspawn mounts the v1 controllers read-only, and
     # runc cannot make its cgroups there), runc with the systemd cgroup manager, no pids limit
     # (the unified hierarchy has no pids controller on this machine, runc fails writing
-    # pids.max), the host's network (CNI's bridge cannot enable forwarding: /proc/sys is
-    # read-only; it would also be this machine's network namespace). This machine's image store
+    # pids.max), the host's own network namespace (CNI's bridge cannot enable forwarding:
+    # /proc/sys is read-only), a store on a plain directory (bound at /var/lib/containers: the
+    # overlay driver cannot sit on the host's overlay root). This machine's image store
     # is bound read-only as an additional store, so the image `image` built is there at once,
     # under the same digest, with nothing copied.
     mkdir -p "$root/etc/containers"
@@ -314,7 +371,6 @@ EOF
     local store=
     store=$(podman info --format '{{.Store.GraphRoot}}' 2>/dev/null || true)
     if [ -n "$store" ] && [ -d "$store" ]; then
-        mkdir -p "$root/var/lib/slipway-images"
         binds+=("--bind-ro=$store:/var/lib/slipway-images")
         cat >"$root/etc/containers/storage.conf" <<EOF
 # written by slipway's scripts/testhost.sh
@@ -329,21 +385,33 @@ EOF
 
     # setsid: the host outlives this script; its console goes to a log.
     SYSTEMD_NSPAWN_UNIFIED_HIERARCHY=1 setsid systemd-nspawn -q -D "$root" --register=no --keep-unit --boot --console=passive \
-        --system-call-filter="@keyring bpf" \
-        -M "$name" --bind-ro="$llama:/opt/llama" --bind-ro="$llama" "${binds[@]}" \
+        --system-call-filter="@keyring bpf" --network-veth-extra="$ifname:host0" \
+        -M "$name" --bind-ro="$llama:/opt/llama" --bind-ro="$llama" \
+        --bind="$d/containers:/var/lib/containers" "${binds[@]}" \
         </dev/null >"$d/nspawn.log" 2>&1 &
     pid=$!
     echo "$pid" >"$d/nspawn.pid"
 
     state=
     leader=
+    local netup=
     for ((i = 0; i < BOOT_S * 5; i++)); do
         kill -0 "$pid" 2>/dev/null || { tail -20 "$d/nspawn.log" >&2; die "$name: systemd-nspawn exited while booting (log above, $d/nspawn.log)"; }
         if [ -z "$leader" ]; then
             leader=$(host_leader "$pid" || true)
             [ -z "$leader" ] || echo "$leader $(proc_start "$leader")" >"$d/leader"
         fi
-        if [ -n "$leader" ]; then
+        # the link: this side's address, then the host's (the machine's own `ip` inside the
+        # host's network namespace)
+        if [ -n "$leader" ] && [ -z "$netup" ] && ip link show "$ifname" >/dev/null 2>&1; then
+            if ip addr replace "$gw/30" dev "$ifname" && ip link set "$ifname" up &&
+                nsenter -t "$leader" -n ip link set lo up &&
+                nsenter -t "$leader" -n ip addr replace "$addr/30" dev host0 &&
+                nsenter -t "$leader" -n ip link set host0 up; then
+                netup=1
+            fi
+        fi
+        if [ -n "$leader" ] && [ -n "$netup" ]; then
             state=$(timeout 5 nsenter -t "$leader" -m -u -i -n -p systemctl is-system-running 2>/dev/null || true)
             if [ "$state" = running ] || [ "$state" = degraded ]; then
                 if timeout 5 ssh -n -i "$key" -o BatchMode=yes -o StrictHostKeyChecking=yes \
@@ -361,6 +429,8 @@ EOF
     fi
     echo "name=$name"
     echo "addr=$addr"
+    echo "gateway=$gw"
+    echo "ifname=$ifname"
     echo "port=22"
     echo "pid=$pid"
     echo "leader=$leader"
@@ -378,6 +448,7 @@ sub=$1
 shift
 case $sub in
 rootfs) [ $# -eq 0 ] || usage; cmd_rootfs ;;
+base) [ $# -eq 0 ] || usage; cmd_base ;;
 image) [ $# -eq 0 ] || usage; cmd_image ;;
 up) cmd_up "$@" ;;
 down) cmd_down "$@" ;;
@@ -389,6 +460,6 @@ paths)
     if d=$("$here/llama-build.sh" --print-dir 2>/dev/null); then echo "llama=$d"; else echo "llama="; fi
     echo "run=$RUN"
     ;;
--h | --help) sed -n '2,38p' "$0" | sed 's/^# \{0,1\}//' ;;
+-h | --help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0" ;;
 *) usage ;;
 esac

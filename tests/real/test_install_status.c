@@ -1,11 +1,13 @@
 /*
  * `slipway install` and `slipway status` on real test hosts (scripts/testhost.sh through
  * tests/support/swthost.h: systemd-nspawn machines with their own systemd, sshd and podman, each
- * on a loopback address of its own), reached over slipway's own ssh transport with the host's
- * generated key and known_hosts:
+ * with a network of its own), reached over slipway's own ssh transport with the host's generated
+ * key and known_hosts:
  *  - a fleet names two hosts, each with a llama.cpp endpoint: `native` runs the pinned
- *    llama-server the host binds at /opt/llama, `boxed` runs it in podman from the test image
- *    pinned by digest with the models' directory mounted (payload.mounts);
+ *    llama-server the host binds at /opt/llama, listening on the host's own 127.0.0.1 (so every
+ *    proof goes through the host's ssh), `boxed` runs it in podman from the test image pinned by
+ *    digest with the models' directory mounted (payload.mounts), listening on every address of
+ *    its host (reached at the host's address);
  *  - `slipway render --lint` passes both; `slipway install --start` puts each on its host and
  *    proves it serves (render -> serving timed); `slipway status` shows both serving (active,
  *    NRestarts 0, /health 200, liveness ok, the installed files as rendered) and `slipway hosts
@@ -17,7 +19,7 @@
  *    open ssh connection hangs): `status --deadline` reports it unreachable within the deadline,
  *    exit 1, the other endpoint still serving; then the host stopped: unreachable at once.
  * The operator's unit mistakes as they show on a host are reproduced by test_testhost.c, not here.
- * Addresses 127.0.0.4/127.0.0.5 (test_testhost uses .2/.3: the two may run at once under ctest
+ * Addresses 169.254.4.2/169.254.5.2 (test_testhost uses .2/.3: the two may run at once under ctest
  * -j). Hosts are always taken down (teardown, and swthost's exit and signal hooks).
  */
 #include <setjmp.h>
@@ -40,8 +42,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#define ADDR_A "127.0.0.4"
-#define ADDR_B "127.0.0.5"
+#define ADDR_A "169.254.4.2"
+#define ADDR_B "169.254.5.2"
 #define IMAGE  "localhost/slipway-llama"
 #define KEY_1  "sk-status-test-key-one-0123456789"
 #define KEY_2  "sk-status-test-key-two-9876543210"
@@ -199,7 +201,7 @@ static void write_fleet(const struct fx *f, const char *path, int pa, int pb, co
              "    devices: [cpu, gpu0]\n"
              "    engine: llama.cpp\n"
              "    binary: %s\n"
-             "    listen: %s:%d\n"
+             "    listen: 127.0.0.1:%d\n"
              "    api_key: {from_env: SW_TEST_STATUS_KEY}\n"
              "    payload: {path: /models/chat.gguf}\n"
              "    shape: {ctx_size: %u, seqs: 1, n_gpu_layers: 0}\n"
@@ -210,14 +212,14 @@ static void write_fleet(const struct fx *f, const char *path, int pa, int pb, co
              "    binary: /opt/llama/bin/llama-server\n"
              "    image: %s@%s\n"
              "    runtime: {kind: podman, args: %s}\n"
-             "    listen: %s:%d\n"
+             "    listen: 0.0.0.0:%d\n"
              "    payload:\n"
              "      path: /models/chat.gguf\n"
              "      mounts: [{host: /models, container: /models, readonly: true}]\n"
              "    shape: {ctx_size: %u, seqs: 1, n_gpu_layers: 0}\n"
              "    args: [-t, \"1\"]\n",
              f->a.addr, f->a.key, f->a.known_hosts, f->b.addr, f->b.key, f->b.known_hosts,
-             native_bin, f->a.addr, pa, ctx, IMAGE, digest, limits, f->b.addr, pb, ctx);
+             native_bin, pa, ctx, IMAGE, digest, limits, pb, ctx);
     swt_write_str(path, text);
 }
 
@@ -325,9 +327,9 @@ static void install(struct fx *f, const char *name, double *secs)
     assert_int_equal(json_integer_value(json_object_get(j, "health")), 200);
     assert_int_equal(json_array_size(json_object_get(j, "findings")), 0);
     /* every step ran, in order, and passed */
-    static const char *const want[] = {"render", "lint",          "open",    "verify",
-                                       "copy",   "daemon-reload", "start",   "active",
-                                       "health", "liveness",      "readings"};
+    static const char *const want[] = {"render", "lint",          "open",     "verify",
+                                       "copy",   "daemon-reload", "start",    "route",
+                                       "active", "health",        "liveness", "readings"};
     const json_t *steps = json_object_get(j, "steps");
     assert_int_equal(json_array_size(steps), SW_ARRAY_LEN(want));
     for (size_t i = 0; i < SW_ARRAY_LEN(want); i++) {
@@ -335,6 +337,11 @@ static void install(struct fx *f, const char *name, double *secs)
         assert_string_equal(json_string_value(json_object_get(s, "name")), want[i]);
         assert_true(json_is_true(json_object_get(s, "ok")));
     }
+    /* native listens on its host's loopback: proved through the host; boxed on every address:
+     * proved at the host's address */
+    bool native = !strcmp(name, "native");
+    assert_string_equal(json_string_value(json_object_get(j, "route")), native ? "host" : "direct");
+    assert_true(native == (json_object_get(j, "via") != NULL));
     *secs = json_real_value(json_object_get(j, "render_to_serving_s"));
     assert_true(*secs > 0);
     print_message("%s: render -> serving in %.2f s (%s)\n", name, *secs,
@@ -469,24 +476,24 @@ static void test_install_status_unreachable(void **state)
         fail_msg("podman ps on %s: %s (wanted %s)", f->b.name, s.out, want);
     swt_run_free(&s);
 
-    /* the API key is the one the engine got: a generation without it is refused */
-    char url[128];
-    snprintf(url, sizeof(url), "http://%s:%d/v1/chat/completions", ADDR_A, pa);
-    const char *curl[] = {"curl",
-                          "-s",
-                          "-o",
-                          "/dev/null",
-                          "-w",
-                          "%{http_code}",
-                          "-H",
-                          "Content-Type: application/json",
-                          "-d",
-                          "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],"
-                          "\"max_tokens\":1}",
-                          url,
-                          NULL};
-    assert_int_equal(swt_run(curl, NULL, 30, &s), 0);
+    /* the API key is the one the engine got: a generation without it is refused (asked on the
+     * host: the engine listens on the host's own loopback, invisible from here) */
+    char cmd[512];
+    snprintf(cmd, sizeof(cmd),
+             "curl -s -o /dev/null -w '%%{http_code}' -H 'Content-Type: application/json' -d "
+             "'{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"max_tokens\":1}' "
+             "http://127.0.0.1:%d/v1/chat/completions",
+             pa);
+    assert_int_equal(swth_ssh(&f->a, cmd, NULL, 30, &s), 0);
     assert_string_equal(s.out, "401");
+    swt_run_free(&s);
+    /* and from here nothing answers at the host's address on that port: it is the host's own */
+    char url[128];
+    snprintf(url, sizeof(url), "http://%s:%d/health", ADDR_A, pa);
+    const char *curl[] = {"curl",      "-s", "-m",           "3", "-o",
+                          "/dev/null", "-w", "%{http_code}", url, NULL};
+    assert_int_equal(swt_run(curl, NULL, 30, &s), 0);
+    assert_string_equal(s.out, "000");
     swt_run_free(&s);
 
     /* a changed fleet (context and key) is drift, line by line, the key's value never shown,
@@ -510,6 +517,35 @@ static void test_install_status_unreachable(void **state)
     assert_string_equal(json_string_value(json_object_get(d, "rendered")), "LLAMA_API_KEY=***");
     assert_null(strstr(r.out, "sk-status-test"));
     assert_null(strstr(r.err, "sk-status-test"));
+    json_decref(j);
+    swt_run_free(&r);
+
+    /* an install whose daemon-reload fails leaves the host as it was: the files it copied are
+     * put back (the manager kept reading the old ones), nothing staged is left, and the endpoint
+     * still serves as installed */
+    free(swth_must(&f->a, "mv /usr/bin/systemctl /usr/bin/systemctl.real && printf '#!/bin/sh\\n"
+                          "case \"$*\" in *daemon-reload*) echo \"Failed to reload daemon: test\" "
+                          ">&2; exit 1;; esac\\nexec /usr/bin/systemctl.real \"$@\"\\n' "
+                          ">/usr/bin/systemctl && chmod 755 /usr/bin/systemctl"));
+    j = run_json(&r, 1, "install", "native", drift, "--json", NULL);
+    free(swth_must(&f->a, "mv -f /usr/bin/systemctl.real /usr/bin/systemctl"));
+    assert_false(json_is_true(json_object_get(j, "installed")));
+    const json_t *last = json_array_get(json_object_get(j, "steps"),
+                                        json_array_size(json_object_get(j, "steps")) - 1);
+    assert_string_equal(json_string_value(json_object_get(last, "name")), "daemon-reload");
+    assert_non_null(strstr(json_string_value(json_object_get(last, "detail")), "are back"));
+    json_decref(j);
+    swt_run_free(&r);
+    char *left =
+        swth_must(&f->a, "grep -c -- ' -c 512 ' /etc/systemd/system/slipway-native.service;"
+                         " ls -A /etc/systemd/system /etc/slipway | grep -c slipway-prev"
+                         " || true");
+    assert_string_equal(left, "1\n0\n");
+    free(left);
+    j = run_json(&r, 0, "status", f->fleet, "native", "--json", NULL);
+    en = endpoint(j, "native");
+    assert_serving(en);
+    assert_true(json_is_true(json_object_get(json_object_get(en, "shape"), "as_rendered")));
     json_decref(j);
     swt_run_free(&r);
 

@@ -1,6 +1,6 @@
 /*
  * Real tier: `slipway ladder --runner rollout` (src/tune/ladder_run.c sw_ladder_run_rollout): every
- * rung a real deploy on a real test host (scripts/testhost.sh sw-la-a, 127.0.0.28: systemd,
+ * rung a real deploy on a real test host (scripts/testhost.sh sw-la-a, 169.254.28.2: systemd,
  * journald, sshd) running the pinned llama-server as the endpoint's systemd unit, with the
  * worst-case request as the rung's verdict. The grid is ctx_size 256..512 (two values, no
  * memory limit: both survive), so the ladder boots 256 (the grid's median), then 512, and stops
@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define ADDR "127.0.0.28"
+#define ADDR "169.254.28.2"
 #define HOST "sw-la-a"
 #define UNIT "slipway-la.service"
 
@@ -96,7 +96,7 @@ static void test_rollout_rungs(void **state)
              "    engine: llama.cpp\n"
              "    binary: /opt/llama/bin/llama-server\n"
              "    runtime: native\n"
-             "    listen: " ADDR ":%d\n"
+             "    listen: 127.0.0.1:%d\n"
              "    alias: la-tiny\n"
              "    payload:\n"
              "      path: /models/chat.gguf\n"

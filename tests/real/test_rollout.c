@@ -1,6 +1,6 @@
 /*
  * Real tier: `slipway deploy` and `slipway rollback` (include/slipway/rollout.h) against a real
- * test host (scripts/testhost.sh: systemd, journald, sshd on 127.0.0.22) running the pinned
+ * test host (scripts/testhost.sh: systemd, journald, sshd on 169.254.22.2) running the pinned
  * llama-server natively as the endpoint's systemd service, one test per fault:
  *   (a) a good deploy of a new shape commits (and a second tag is made);
  *   (b) a gate failure (a fleet known_bad rule) touches nothing: the live files byte-identical,
@@ -39,7 +39,7 @@
 
 #define UNIT "slipway-ro.service"
 
-static const struct swro_site site = {"sw-ro-a", "127.0.0.22", "ro-a", "ro"};
+static const struct swro_site site = {"sw-ro-a", "169.254.22.2", "ro-a", "ro"};
 
 /* The fleet: endpoint `ro` on the host, native llama-server, ctx and the rest given. extra:
  * endpoint-level YAML lines (4-space indented) or "". */

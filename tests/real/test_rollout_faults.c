@@ -1,6 +1,6 @@
 /*
  * Real tier: the interruptions of a deploy (include/slipway/rollout.h), on real test hosts
- * (scripts/testhost.sh: systemd, journald, sshd; sw-rf-a on 127.0.0.24, sw-rf-b on 127.0.0.25)
+ * (scripts/testhost.sh: systemd, journald, sshd; sw-rf-a on 169.254.24.2, sw-rf-b on 169.254.25.2)
  * running the pinned llama-server natively as the endpoint's systemd service:
  *   (i)   ssh drops mid-deploy: the host's sshd is stopped and every sshd process of the host
  *         killed (from the host's own PID 1 namespace) the moment slipway reports that it stopped
@@ -44,8 +44,8 @@
 #define LIVE "/etc/systemd/system/" UNIT
 #define ENV  "/etc/slipway/slipway-rf.env"
 
-static const struct swro_site site_a = {"sw-rf-a", "127.0.0.24", "rf-host", "rf"};
-static const struct swro_site site_b = {"sw-rf-b", "127.0.0.25", "rf-host", "rf"};
+static const struct swro_site site_a = {"sw-rf-a", "169.254.24.2", "rf-host", "rf"};
+static const struct swro_site site_b = {"sw-rf-b", "169.254.25.2", "rf-host", "rf"};
 
 struct fx {
     struct swro ro;    /* the host, the fleet, the endpoint */
@@ -99,11 +99,14 @@ static int on_console(const struct swth_host *h, const char *cmd, char **out)
     return st;
 }
 
-/* The fleet: endpoint `rf` on the host, native llama-server with the given ctx. */
+/* The fleet: endpoint `rf` on the host, native llama-server with the given ctx, bound to every
+ * address of the host (so the outage meter, a process here polling every 100 ms, reaches it
+ * directly; slipway's route is then the direct one). */
 static void write_fleet(struct fx *f, int ctx)
 {
-    swro_write_fleet(
-        &f->ro, &(struct swro_fleet){.ctx = ctx, .payload = f->payload[0] ? f->payload : NULL});
+    swro_write_fleet(&f->ro, &(struct swro_fleet){.ctx = ctx,
+                                                  .payload = f->payload[0] ? f->payload : NULL,
+                                                  .listen = "0.0.0.0"});
 }
 
 #define PROBE "readiness,liveness,models,chat"

@@ -1,6 +1,6 @@
 /*
  * Real tier: the worst-case request kills the engine (issue 14's fault "a shape too large for a
- * memory limit set on the unit"). On a real test host (scripts/testhost.sh sw-wc-a, 127.0.0.26:
+ * memory limit set on the unit"). On a real test host (scripts/testhost.sh sw-wc-a, 169.254.26.2:
  * systemd, journald, sshd) running the pinned llama-server as the endpoint's unit:
  *   1. a last-good shape (ctx 512) is deployed and committed;
  *   2. a new shape is deployed whose boot fits the unit's MemoryMax= but whose worst-case
@@ -54,7 +54,7 @@
 #define LIMIT_B   268435456ull
 #define CG_PREFIX "sw-wc-"
 
-static const struct swro_site site = {"sw-wc-a", "127.0.0.26", "wc-a", "wc"};
+static const struct swro_site site = {"sw-wc-a", "169.254.26.2", "wc-a", "wc"};
 
 static char g_memcg[4096]; /* this process's v1 memory cgroup directory, "" when none */
 

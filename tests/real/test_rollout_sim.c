@@ -1,6 +1,6 @@
 /*
  * Real tier: `slipway deploy` of a vLLM endpoint on a real test host (scripts/testhost.sh:
- * systemd, journald, sshd on 127.0.0.32), the engine being slipway's simulator: vLLM needs a GPU
+ * systemd, journald, sshd on 169.254.32.2), the engine being slipway's simulator: vLLM needs a GPU
  * this machine does not have, so the endpoint's binary is a wrapper that runs `slipway sim
  * --engine vllm -- vllm serve ...` with the unit's argv (the copy of this build's binary and the
  * libraries it links bound read-only at /opt/sim). The rollout does not know: it renders vLLM's
@@ -39,7 +39,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static const struct swro_site site = {"sw-rs-a", "127.0.0.32", "rs-a", "rs"};
+static const struct swro_site site = {"sw-rs-a", "169.254.32.2", "rs-a", "rs"};
 static char *g_root; /* the bound directory, removed by the teardown */
 
 static int teardown(void **state)
@@ -118,6 +118,8 @@ static void write_fleet_engine(struct swro *f, const char *engine, int ctx, cons
 {
     bool sglang = !strcmp(engine, "sglang");
     char pool[64] = "", text[4096];
+    /* the host's own loopback, as the operator binds his engines: slipway goes through the host */
+    snprintf(f->listen, sizeof(f->listen), "127.0.0.1");
     if (sglang)
         snprintf(pool, sizeof(pool), ", max_total_tokens: %d", 4 * ctx);
     int h = swro_fleet_head(f, "g0: {kind: gpu, vendor: nvidia, memory_total: 24GiB}", text,
@@ -139,7 +141,7 @@ static void write_fleet_engine(struct swro *f, const char *engine, int ctx, cons
                          "      SIM_FLAGS: \"%s\"\n"
                          "    service:\n"
                          "      restart_sec: 1s\n",
-                         f->endpoint, f->fleet_host, engine, engine, f->addr, f->port, ctx, pool,
+                         f->endpoint, f->fleet_host, engine, engine, f->listen, f->port, ctx, pool,
                          sglang ? "    args: [--enable-metrics]\n" : "", sim_flags);
     assert_true(n > 0 && (size_t)n < sizeof(text));
     swt_write_str(f->fleet, text);

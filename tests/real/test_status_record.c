@@ -1,6 +1,6 @@
 /*
  * Restarts between deploys, on a real test host (scripts/testhost.sh through swthost.h: a
- * systemd-nspawn machine with its own systemd and sshd on 127.0.0.30, reached over slipway's ssh
+ * systemd-nspawn machine with its own systemd and sshd on 169.254.30.2, reached over slipway's ssh
  * transport):
  *  - `slipway install --start` puts a native llama.cpp endpoint on the host (the tiny chat model);
  *  - `slipway status --record --ledger L` records the unit as systemd shows it (active, NRestarts
@@ -28,7 +28,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define ADDR "127.0.0.30"
+#define ADDR "169.254.30.2"
 
 struct fx {
     struct swth_host h;
@@ -130,11 +130,11 @@ static void test_restarts_between_deploys(void **state)
              "    host: rp\n"
              "    engine: llama.cpp\n"
              "    binary: /opt/llama/bin/llama-server\n"
-             "    listen: %s:%d\n"
+             "    listen: 127.0.0.1:%d\n"
              "    payload: {path: /models%s}\n"
              "    shape: {ctx_size: 512, seqs: 1, n_gpu_layers: 0}\n"
              "    args: [-t, \"1\"]\n",
-             f->h.addr, f->h.key, f->h.known_hosts, f->h.addr, port, base ? base : "/chat.gguf");
+             f->h.addr, f->h.key, f->h.known_hosts, port, base ? base : "/chat.gguf");
     swt_write_str(f->fleet, text);
 
     struct swt_run r;

@@ -1,9 +1,12 @@
 /*
  * Real test hosts (scripts/testhost.sh through tests/support/swthost.h): machines with their own
- * systemd, journald and sshd (systemd-nspawn over a cached Debian bookworm rootfs), each on a
- * loopback address of its own, sharing this machine's network namespace; podman runs inside them.
- *  - a host boots; root@127.0.0.2 answers with the generated key under StrictHostKeyChecking=yes
- *    against the known_hosts `up` printed, and refuses a known_hosts holding another key;
+ * systemd, journald and sshd (systemd-nspawn over an overlay of a cached Debian bookworm rootfs),
+ * each with a network of its own (a veth pair, 169.254.N.1 here, 169.254.N.2 there); podman runs
+ * inside them.
+ *  - a host boots; root@169.254.2.2 answers with the generated key under StrictHostKeyChecking=yes
+ *    against the known_hosts `up` printed, and refuses a known_hosts holding another key; a
+ *    server on this machine's 127.0.0.1 is not reached from inside it, nor a listener on its
+ *    127.0.0.1 from here;
  *  - the pinned llama-server runs there as a systemd service, natively (the llama.cpp build bound
  *    at /opt/llama) and in a podman container (localhost/slipway-llama:test, run by digest),
  *    serving the tiny chat model bound read-only at /models: GET /health and a chat completion
@@ -27,6 +30,7 @@
 #include <cmocka.h>
 
 #include "swllama.h"
+#include "swhttpd.h"
 #include "swthost.h"
 #include "swtest.h"
 
@@ -39,8 +43,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#define ADDR_A "127.0.0.2"
-#define ADDR_B "127.0.0.3"
+#define ADDR_A "169.254.2.2"
+#define ADDR_B "169.254.3.2"
 #define IMAGE  "localhost/slipway-llama"
 
 /* The group's model (made once) and why it could not be made. */
@@ -253,6 +257,40 @@ static void test_boots_ssh(void **state)
     assert_non_null(strstr(r.err, "Host key verification failed"));
     swt_run_free(&r);
     swt_tmpdir_free(dir);
+
+    /* A network of its own: a server on this machine's 127.0.0.1 is not reached from inside the
+     * host, and a listener on the host's 127.0.0.1 is not reached from here (as with a real
+     * remote machine); this machine is at the link's other end. */
+    struct swh *here = swh_start();
+    swh_reply(here, "GET", "/", 200, "text/plain", "this-machine");
+    snprintf(cmd, sizeof(cmd), "curl -s -m 3 http://127.0.0.1:%d/; echo \" exit=$?\"",
+             swh_port(here));
+    out = swth_must(&f->h, cmd);
+    if (strstr(out, "this-machine"))
+        fail_msg("the host reached this machine's 127.0.0.1:%d: %s", swh_port(here), out);
+    assert_non_null(strstr(out, " exit=7"));
+    free(out);
+    assert_int_equal(swh_hits(here, NULL), 0);
+    swh_stop(here);
+    int hp = swt_free_port();
+    snprintf(cmd, sizeof(cmd),
+             "systemd-run --unit=sw-own-net -q systemd-socket-activate -l 127.0.0.1:%d --inetd "
+             "-a /bin/echo host-side && for i in $(seq 50); do timeout 3 bash -c 'exec "
+             "3<>/dev/tcp/127.0.0.1/%d; cat <&3' && break; sleep 0.1; done",
+             hp, hp);
+    out = swth_must(&f->h, cmd);
+    assert_non_null(strstr(out, "host-side"));
+    free(out);
+    char url[64];
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d/", hp);
+    const char *probe[] = {"curl", "-s", "-m", "3", url, NULL};
+    assert_int_equal(swt_run(probe, NULL, 10, &r), 0);
+    assert_int_equal(r.status, 7); /* refused: nothing of the host's listens here */
+    swt_run_free(&r);
+    /* its one address besides loopback is its side of the link */
+    out = swth_must(&f->h, "hostname -I");
+    assert_string_equal(out, ADDR_A " \n");
+    free(out);
 }
 
 /* (b) the pinned llama-server as a native systemd service, from unit install to serving. */
@@ -554,7 +592,7 @@ static void test_host_path_crash_loop_native(void **state)
 }
 
 /* (d) down leaves nothing: no nspawn, no process of the host, no container, no directory. Two
- * hosts at once (127.0.0.2 native, 127.0.0.3 podman), both serving, both taken down. */
+ * hosts at once (169.254.2.2 native, 169.254.3.2 podman), both serving, both taken down. */
 static void test_teardown_leaves_nothing(void **state)
 {
     struct fx *f = *state;

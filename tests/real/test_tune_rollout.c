@@ -2,7 +2,7 @@
  * Real tier: `slipway tune --runner rollout` (src/tune/tune_probe.c probe_rollout): every probe a
  * real deploy (sw_rollout_deploy: gates, stage, boot, readiness, liveness, the battery's liveness
  * check; rollback on failure) of the candidate on a real test host (scripts/testhost.sh sw-tu-a,
- * 127.0.0.29: systemd, journald, sshd) running the pinned llama-server as the endpoint's systemd
+ * 169.254.29.2: systemd, journald, sshd) running the pinned llama-server as the endpoint's systemd
  * unit, then benched at the endpoint's URL on that host.
  *
  * One cheap knob, the thread count {2 (the baseline), 1}, repeats 2 at concurrency 1, a budget of
@@ -32,7 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define ADDR "127.0.0.29"
+#define ADDR "169.254.29.2"
 #define HOST "sw-tu-a"
 #define UNIT "slipway-tu.service"
 
@@ -142,7 +142,7 @@ static void write_fleet(const struct fx *f, const char *tail)
              "    engine: llama.cpp\n"
              "    binary: /opt/llama/bin/llama-server\n"
              "    runtime: native\n"
-             "    listen: " ADDR ":%d\n"
+             "    listen: 127.0.0.1:%d\n"
              "    alias: tu-tiny\n"
              "    payload:\n"
              "      path: %s\n"
@@ -261,12 +261,12 @@ static void tune_and_check(struct fx *f, const char *failing)
     if (r.status || (!strstr(r.out, t1) && !strstr(r.out, t2)))
         fail_msg("%s: the unit does not run --threads %s:\n%s%s", HOST, want_threads, r.out, r.err);
     swt_run_free(&r);
-    char url[128];
-    snprintf(url, sizeof(url), "http://" ADDR ":%d/health", f->port);
-    const char *curl[] = {"curl", "-sf", "--max-time", "10", url, NULL};
-    assert_int_equal(swt_run(curl, NULL, 30, &r), 0);
+    /* on the host: the engine listens on the host's own loopback */
+    char cmd[128];
+    snprintf(cmd, sizeof(cmd), "curl -sf --max-time 10 http://127.0.0.1:%d/health", f->port);
+    assert_int_equal(swth_ssh(&f->h, cmd, NULL, 30, &r), 0);
     if (r.status)
-        fail_msg("%s does not answer: curl exited %d: %s", url, r.status, r.err);
+        fail_msg("%s: %s does not answer: curl exited %d: %s", HOST, cmd, r.status, r.err);
     swt_run_free(&r);
 }
 

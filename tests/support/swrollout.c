@@ -77,6 +77,7 @@ int swro_fleet_head(const struct swro *r, const char *device, char *out, size_t 
 void swro_write_fleet(struct swro *r, const struct swro_fleet *spec)
 {
     const char *extra = spec->extra ? spec->extra : "";
+    snprintf(r->listen, sizeof(r->listen), "%s", spec->listen ? spec->listen : "127.0.0.1");
     char text[8192];
     int h = swro_fleet_head(r, "cpu: {kind: cpu, vendor: cpu}", text, sizeof(text));
     assert_true(h > 0 && (size_t)h < sizeof(text));
@@ -103,10 +104,10 @@ void swro_write_fleet(struct swro *r, const struct swro_fleet *spec)
                      "%s"
                      "%s",
                      r->endpoint, r->fleet_host,
-                     spec->binary ? spec->binary : "/opt/llama/bin/llama-server", r->addr, r->port,
-                     r->endpoint, spec->payload ? spec->payload : "/models/chat.gguf", spec->ctx,
-                     spec->shape ? spec->shape : "", spec->service ? spec->service : "", extra,
-                     strstr(extra, "args:") ? "" : "    args: [--metrics]\n");
+                     spec->binary ? spec->binary : "/opt/llama/bin/llama-server", r->listen,
+                     r->port, r->endpoint, spec->payload ? spec->payload : "/models/chat.gguf",
+                     spec->ctx, spec->shape ? spec->shape : "", spec->service ? spec->service : "",
+                     extra, strstr(extra, "args:") ? "" : "    args: [--metrics]\n");
     if (n < 0 || (size_t)n >= sizeof(text))
         fail_msg("the fleet file for %s does not fit %zu bytes", r->endpoint, sizeof(text));
     swt_write_str(r->fleet, text);
@@ -173,6 +174,25 @@ void swro_must_commit(struct swro *r, const char *what)
     json_decref(j);
 }
 
+#define ONE_TOKEN                                                                                  \
+    "{\"messages\":[{\"role\":\"user\",\"content\":\"Say "                                         \
+    "OK.\"}],\"max_tokens\":1,\"temperature\":0}"
+
+bool swro_generates_on(const struct swth_host *h, const char *addr, int port, unsigned timeout_s)
+{
+    char cmd[512];
+    snprintf(cmd, sizeof(cmd),
+             "curl -sS -m %u -o /dev/null -w '%%{http_code}' -H 'Content-Type: application/json' "
+             "--data-binary '%s' http://%s:%d/v1/chat/completions",
+             timeout_s, ONE_TOKEN, addr, port);
+    struct swt_run r;
+    if (swth_ssh(h, cmd, NULL, timeout_s + 10, &r))
+        return false;
+    bool ok = r.status == 0 && r.out && !strcmp(r.out, "200");
+    swt_run_free(&r);
+    return ok;
+}
+
 bool swro_generates(const char *addr, int port, unsigned timeout_s)
 {
     char url[128], tm[16];
@@ -189,8 +209,7 @@ bool swro_generates(const char *addr, int port, unsigned timeout_s)
                           "-H",
                           "Content-Type: application/json",
                           "--data-binary",
-                          "{\"messages\":[{\"role\":\"user\",\"content\":\"Say OK.\"}],"
-                          "\"max_tokens\":1,\"temperature\":0}",
+                          ONE_TOKEN,
                           url,
                           NULL};
     struct swt_run r;
@@ -203,7 +222,9 @@ bool swro_generates(const char *addr, int port, unsigned timeout_s)
 
 bool swro_serves(const struct swro *r)
 {
-    return swro_generates(r->addr, r->port, 60);
+    if (!strcmp(r->listen, "0.0.0.0"))
+        return swro_generates(r->addr, r->port, 60);
+    return swro_generates_on(&r->h, r->listen[0] ? r->listen : "127.0.0.1", r->port, 60);
 }
 
 bool swro_live_has(const struct swro *r, const char *needle)

@@ -1,7 +1,9 @@
 /*
  * The fixture the rollout real tests share (tests/real/test_rollout*.c): one test host
- * (swthost.h) with the tiny chat model bound read-only at /models, a fleet file in a temporary
- * directory (the ledger lands beside it) naming one native llama-server endpoint on that host,
+ * (swthost.h: a network of its own) with the tiny chat model bound read-only at /models, a fleet
+ * file in a temporary directory (the ledger lands beside it) naming one native llama-server
+ * endpoint on that host, bound to the host's own 127.0.0.1 as the operator's are (so slipway
+ * reaches it through the host) unless the test binds it to every address,
  * `slipway VERB ... --json` run against it, and the checks every one of those tests makes of the
  * live unit (it serves a generation, its unit file holds a flag, nothing is left staged). Commands
  * on the host go through swthost (swth_must, swth_show).
@@ -12,7 +14,7 @@
  * swthost's exit and signal hooks take it down too when a test dies).
  *
  * Usage:
- *     static const struct swro_site site = {"sw-ro-a", "127.0.0.22", "ro-a", "ro"};
+ *     static const struct swro_site site = {"sw-ro-a", "169.254.22.2", "ro-a", "ro"};
  *     struct swro r = {0};
  *     swro_up(&r, &site);
  *     swro_write_fleet(&r, &(struct swro_fleet){.ctx = 512});
@@ -32,7 +34,7 @@
 /* Where a test's endpoint lives. */
 struct swro_site {
     const char *host;       /* the test host's name (scripts/testhost.sh): "sw-ro-a" */
-    const char *addr;       /* its loopback address: "127.0.0.22" */
+    const char *addr;       /* its address (a network of its own): "169.254.22.2" */
     const char *fleet_host; /* the host's name in the fleet file: "ro-a" */
     const char *endpoint;   /* the endpoint's name: "ro" (its unit: slipway-ro.service) */
 };
@@ -42,6 +44,7 @@ struct swro {
     char *dir;        /* temporary: the fleet file, the ledger beside it, the test's own files */
     char fleet[4200]; /* dir/fleet.yaml */
     char addr[32];
+    char listen[64]; /* what the engine binds on the host (swro_write_fleet): "127.0.0.1" */
     char fleet_host[32];
     char endpoint[32];
     char unit[64];       /* slipway-ENDPOINT.service */
@@ -59,6 +62,9 @@ struct swro_fleet {
     const char *service; /* more service lines (6-space indented), NULL for none */
     const char *extra;   /* endpoint lines (4-space indented), NULL for none; an `args:` among
                           * them replaces the default `args: [--metrics]` */
+    const char *listen;  /* the engine's bind address; NULL: 127.0.0.1, the host's own loopback
+                          * (slipway goes through the host); "0.0.0.0": reached at the host's
+                          * address */
 };
 
 /* cmocka test fixtures for a test whose state is a bare struct swro (calloc'd / closed, freed). */
@@ -92,9 +98,13 @@ void swro_print_steps(const json_t *j);
 /* j's string member k, "" when absent. */
 const char *swro_str(const json_t *j, const char *k);
 
-/* ADDR:PORT answers the engine's own one-token chat request with 200 within timeout_s. */
+/* ADDR:PORT answers the engine's own one-token chat request with 200 within timeout_s, asked
+ * from this machine. */
 bool swro_generates(const char *addr, int port, unsigned timeout_s);
-/* The endpoint serves a generation (60 s bound). */
+/* The same asked ON host h (curl there, over ssh): for an engine bound to the host's loopback. */
+bool swro_generates_on(const struct swth_host *h, const char *addr, int port, unsigned timeout_s);
+/* The endpoint serves a generation where it listens (60 s bound): on the host when it is bound
+ * to the host's loopback, else from here. */
 bool swro_serves(const struct swro *r);
 /* The live unit file holds needle. */
 bool swro_live_has(const struct swro *r, const char *needle);

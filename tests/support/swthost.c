@@ -141,7 +141,7 @@ const char *swth_missing(void)
         snprintf(why, sizeof(why), "test hosts need root (systemd-nspawn)");
         return why;
     }
-    const char *progs[] = {"systemd-nspawn", "nsenter", "ssh", "ssh-keygen", "mmdebstrap"};
+    const char *progs[] = {"systemd-nspawn", "nsenter", "ssh", "ssh-keygen", "mmdebstrap", "ip"};
     for (size_t i = 0; i < sizeof(progs) / sizeof(progs[0]); i++)
         if (!in_path(progs[i])) {
             snprintf(why, sizeof(why), "%s is not installed (scripts/deps.sh)", progs[i]);
@@ -227,6 +227,7 @@ int swth_up(const char *name, const char *addr, const char *const *binds, struct
     }
     char num[64];
     bool ok = field(r.out, "addr", h->addr, sizeof(h->addr)) &&
+              field(r.out, "gateway", h->gateway, sizeof(h->gateway)) &&
               field(r.out, "root", h->root, sizeof(h->root)) &&
               field(r.out, "key", h->key, sizeof(h->key)) &&
               field(r.out, "known_hosts", h->known_hosts, sizeof(h->known_hosts)) &&

@@ -1,8 +1,11 @@
 /*
  * Test helpers for real test hosts: a machine with its own systemd (PID 1), journald and sshd,
- * booted by scripts/testhost.sh (systemd-nspawn over a cached Debian rootfs) on a loopback address
- * of its own (127.0.0.2, 127.0.0.3, ...), sharing this machine's network namespace. The pinned
- * llama.cpp build is bound read-only at /opt/llama inside it.
+ * booted by scripts/testhost.sh (systemd-nspawn on an overlay of a cached Debian rootfs) with a
+ * NETWORK OF ITS OWN: a veth pair, this machine at 169.254.N.1 and the host at 169.254.N.2 (the
+ * address a test gives). The host's 127.0.0.1 is its own, as on a real remote machine: an engine
+ * bound there is reached only through the host (slipway's route, or swth_ssh), and a server on
+ * this machine's loopback is invisible from inside it. The pinned llama.cpp build is bound
+ * read-only at /opt/llama inside it.
  *
  * Every host brought up here is registered: swth_down runs for it from the test's own teardown,
  * and again (if still up) at exit and on SIGINT/SIGTERM/SIGABRT/SIGSEGV, so a failing test does
@@ -12,7 +15,7 @@
  * Usage:
  *     swt_need(swth_missing()[0] == '\0', "%s", swth_missing());
  *     struct swth_host h;
- *     assert_int_equal(swth_up("th-a", "127.0.0.2", NULL, &h), 0);
+ *     assert_int_equal(swth_up("th-a", "169.254.2.2", NULL, &h), 0);
  *     struct swt_run r;
  *     swth_ssh(&h, "systemctl is-system-running", NULL, 20, &r);
  *     ...
@@ -31,11 +34,12 @@
 
 struct swth_host {
     char name[32];
-    char addr[32];
-    pid_t pid;              /* systemd-nspawn on this machine */
-    pid_t leader;           /* the host's PID 1 (systemd), as this machine sees it */
-    char root[4096];        /* its root directory on this machine */
-    char key[4096];         /* ssh private key authorized for root@addr */
+    char addr[32];    /* the host's own address, 169.254.N.2 (ssh and a direct route go here) */
+    char gateway[32]; /* this machine's side of the link, 169.254.N.1 */
+    pid_t pid;        /* systemd-nspawn on this machine */
+    pid_t leader;     /* the host's PID 1 (systemd), as this machine sees it */
+    char root[4096];  /* its root directory on this machine */
+    char key[4096];   /* ssh private key authorized for root@addr */
     char known_hosts[4096]; /* known_hosts file holding the host's key (only) */
     char known_hosts_line[1024];
     long boot_ms; /* unpack + boot + sshd answering, as the script measured it */
@@ -48,7 +52,7 @@ const char *swth_missing(void);
 /* The same for the podman runtime (podman, runc, and `scripts/testhost.sh image` built). */
 const char *swth_podman_missing(void);
 
-/* scripts/testhost.sh up NAME ADDR [--bind-ro B]... (binds: NULL-terminated "PATH[:DEST]" list,
+/* scripts/testhost.sh up NAME ADDR (169.254.N.2, N unique per test binary) [--bind-ro B]... (binds: NULL-terminated "PATH[:DEST]" list,
  * may be NULL), bounded by 180 s. Fills h and registers the host for swth_down at exit or on a
  * fatal signal. Returns 0, or -1 with the script's stderr printed. */
 int swth_up(const char *name, const char *addr, const char *const *binds, struct swth_host *h);
