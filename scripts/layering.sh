@@ -6,7 +6,10 @@
 # no longer matches anything (so the list can only shrink). Run by scripts/test.sh before the build;
 # docs/architecture.md draws the order and says why.
 #
-# Usage: scripts/layering.sh [ROOT]   (ROOT defaults to the checkout holding this script)
+# It also holds README.md's layer block (between "<!-- layers" and "<!-- /layers -->") to the
+# table: `scripts/layering.sh --readme` writes the block, and the check fails when it differs.
+#
+# Usage: scripts/layering.sh [--readme] [ROOT]   (ROOT defaults to the checkout holding this script)
 #
 # What it does not do: look at system or third-party includes, at symbols (a declaration copied by
 # hand past the check is a reviewer's catch), or at tests/, fuzz/ and bench/ (they may use anything).
@@ -49,8 +52,39 @@ header_module() {
 ALLOW=(
 )
 
+readme=0
+if [ "${1:-}" = "--readme" ]; then
+  readme=1
+  shift
+fi
 root=${1:-"$(cd "$(dirname "$0")/.." && pwd)"}
 cd "$root"
+
+# README.md's layer block, top layer first, from the table and its comments.
+layer_block() {
+  echo "<!-- layers: written by scripts/layering.sh --readme from its LAYERS table -->"
+  echo
+  echo "    layer (top first)               what it holds"
+  local i line names what
+  line=$(grep -n '^LAYERS=(' "$0" | cut -d: -f1)
+  for ((i = ${#LAYERS[@]} - 1; i >= 0; i--)); do
+    names=${LAYERS[$i]}
+    what=$(sed -n "$((line + 1 + i))p" "$0" | sed -E 's/^[^#]*# ?//')
+    printf '    %-31s %s\n' "$names" "$what"
+  done
+  echo
+  echo "<!-- /layers -->"
+}
+if [ "$readme" = 1 ]; then
+  tmp=$(mktemp README.md.XXXXXX)
+  awk -v block="$(layer_block)" '
+    /^<!-- layers/ { print block; skip = 1; next }
+    /^<!-- \/layers -->/ { skip = 0; next }
+    !skip { print }' README.md >"$tmp"
+  mv "$tmp" README.md
+  echo "layering: README.md's layer block written"
+  exit 0
+fi
 
 declare -A rank
 for i in "${!LAYERS[@]}"; do
@@ -136,6 +170,12 @@ done < <(grep -rnE '^[[:space:]]*#[[:space:]]*include[[:space:]]*("|<slipway/)' 
 for a in "${ALLOW[@]+"${ALLOW[@]}"}"; do
   [ -n "${used_allow[$a]+x}" ] || err "allowlist entry '$a' matches no include any more: delete it"
 done
+
+if [ -f README.md ]; then
+  have=$(awk '/^<!-- layers/ { on = 1 } on { print } /^<!-- \/layers -->/ { on = 0 }' README.md)
+  [ "$have" = "$(layer_block)" ] ||
+    err "README.md's layer block differs from the LAYERS table: run scripts/layering.sh --readme"
+fi
 
 if [ "$fail" != 0 ]; then
   echo "layering: FAILED (module order: $(printf '%s | ' "${LAYERS[@]}" | sed 's/ | $//'))" >&2

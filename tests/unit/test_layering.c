@@ -157,6 +157,33 @@ static void test_unplaced_module_fails(void **state)
     swt_tmpdir_free(dir);
 }
 
+/* README.md's layer block is the table's: a stale block fails the check, --readme rewrites it. */
+static void test_readme_block(void **state)
+{
+    char *dir = copy_tree();
+    struct swt_run r;
+    char path[4096], script[4096];
+    (void)state;
+    snprintf(path, sizeof(path), "%s/README.md", dir);
+    swt_write_str(path, "# x\n\n<!-- layers -->\n    core   stale\n<!-- /layers -->\n\nafter\n");
+    layering(dir, &r);
+    assert_int_equal(r.status, 1);
+    assert_non_null(strstr(r.err, "README.md's layer block differs"));
+    swt_run_free(&r);
+    snprintf(script, sizeof(script), "%s/scripts/layering.sh", dir);
+    const char *const fix[] = {script, "--readme", dir, NULL};
+    assert_int_equal(swt_run(fix, NULL, 60, &r), 0);
+    assert_int_equal(r.status, 0);
+    swt_run_free(&r);
+    layering(dir, &r);
+    assert_int_equal(r.status, 0);
+    swt_run_free(&r);
+    assert_true(swt_file_has(path, "    core                            errors"));
+    assert_true(swt_file_has(path, "\nafter\n"));
+    assert_false(swt_file_has(path, "stale"));
+    swt_tmpdir_free(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -166,6 +193,7 @@ int main(void)
         cmocka_unit_test(test_peer_include_fails),
         cmocka_unit_test(test_foreign_internals_fail),
         cmocka_unit_test(test_unplaced_module_fails),
+        cmocka_unit_test(test_readme_block),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
