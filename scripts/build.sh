@@ -8,7 +8,9 @@ command -v ccache >/dev/null 2>&1 && launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccach
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSW_WERROR="${SW_WERROR:-OFF}" "${launcher[@]}" >/dev/null
 ninja -C build
 if [ "${1:-}" = "--sanitize" ]; then
-  cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DSW_SANITIZE=ON \
-        -DCMAKE_C_COMPILER=clang -DSW_WERROR="${SW_WERROR:-OFF}" "${launcher[@]}" >/dev/null
+  # -O1: the sanitizers' own advice (a usable speed, every report still exact)
+  cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_FLAGS_DEBUG="-g -O1" \
+        -DSW_SANITIZE=ON -DCMAKE_C_COMPILER=clang -DSW_WERROR="${SW_WERROR:-OFF}" \
+        "${launcher[@]}" >/dev/null
   ninja -C build-asan
 fi
