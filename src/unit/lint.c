@@ -83,7 +83,9 @@ static int law_stop_timeout(const struct sw_unit *u, struct sw_unit_report *r)
                  "TimeoutStopSec=90s (systemd's default: the unit sets "
                  "none)");
     }
-    if (ms > u->stop_grace_s * 1000)
+    /* The grace is seconds as the unit wrote them (podman's -t is any uint): one past what a
+     * millisecond count holds is above every finite timeout, and is never multiplied. */
+    if (u->stop_grace_s <= INT64_MAX / 1000 && ms > u->stop_grace_s * 1000)
         return 0;
     return sw__unit_add(r, SW_UNIT_LAW_STOP_TIMEOUT, SW_UNIT_ERROR, v ? line : u->stop_grace_line,
                         "%s is not above the container's stop grace `%s` (line %d): systemd "

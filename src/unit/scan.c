@@ -1226,9 +1226,12 @@ int sw_unit_timespan_ms(const char *s, int64_t *ms)
                 return SW_EPARSE;
             s += ul;
         }
-        if (v > INT64_MAX / mult)
+        /* the fraction is below one unit (frac_num < frac_den), so it cannot overflow; the
+         * whole part must leave room for it ("292271.999999y" passed v <= INT64_MAX / mult) */
+        int64_t frac = (mult / frac_den) * frac_num;
+        if (v > (INT64_MAX - frac) / mult)
             return SW_EPARSE;
-        int64_t add = v * mult + (mult / frac_den) * frac_num;
+        int64_t add = v * mult + frac;
         if (total_us > INT64_MAX - add)
             return SW_EPARSE;
         total_us += add;

@@ -339,6 +339,9 @@ static void test_timespan(void **state)
     assert_int_equal(sw_unit_timespan_ms("ten", &ms), SW_EPARSE);
     assert_int_equal(sw_unit_timespan_ms("5 fortnights", &ms), SW_EPARSE);
     assert_int_equal(sw_unit_timespan_ms("99999999999999999999", &ms), SW_EPARSE);
+    /* the whole years fit in int64 microseconds, the fraction added to them does not */
+    assert_int_equal(sw_unit_timespan_ms("292271y", &ms), 0);
+    assert_int_equal(sw_unit_timespan_ms("292271.999999y", &ms), SW_EPARSE);
 }
 
 #define DIGEST "@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
@@ -391,6 +394,25 @@ static void test_stop_timeout(void **state)
                   NULL, NULL, &r);
     expect_one("e", &r, SW_UNIT_LAW_STOP_TIMEOUT, 4, "TimeoutStopSec=soon", "not a time span",
                NULL);
+    sw_unit_report_free(&r);
+    sw_unit_free(u);
+    /* a grace past int64 milliseconds (fuzz_unit_scan): above every finite timeout, compared
+     * without multiplying it; --stop-timeout alike */
+    u = lint_text("f.service",
+                  "[Service]\nExecStart=/usr/bin/podman run --name x img" DIGEST "\n"
+                  "ExecStop=/usr/bin/podman stop -t 3262585074549260287 x\nRestart=always\n"
+                  "TimeoutStopSec=3y\n",
+                  NULL, NULL, &r);
+    expect_one("f", &r, SW_UNIT_LAW_STOP_TIMEOUT, 5, "TimeoutStopSec=3y (line 5)",
+               "podman stop -t 3262585074549260287", NULL);
+    sw_unit_report_free(&r);
+    sw_unit_free(u);
+    u = lint_text("g.service",
+                  "[Service]\nExecStart=/usr/bin/podman run --stop-timeout 9223372036854775807 "
+                  "img" DIGEST "\nRestart=always\n",
+                  NULL, NULL, &r);
+    expect_one("g", &r, SW_UNIT_LAW_STOP_TIMEOUT, 2, "TimeoutStopSec=90s (systemd's default",
+               "--stop-timeout 9223372036854775807", NULL);
     sw_unit_report_free(&r);
     sw_unit_free(u);
 }
