@@ -1,6 +1,8 @@
 /*
- * Files nothing can inject into (issue 27), against the real binary: a unit whose ExecStop names
- * a stop grace past int64 milliseconds. Each case failed before its fix.
+ * Files nothing can inject into (issue 27), against the real binary: the operator's unit as he
+ * writes it (first line `[Unit]`, which the sniffer took for a JSON array), with a byte order
+ * mark, with CR LF ends, with drop-ins beside it or given one; a unit whose ExecStop names a stop
+ * grace past int64 milliseconds. Each case failed before its fix.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -12,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define BOUND_S 60 /* a run that blocks is killed after this long (status 137) */
 
@@ -60,6 +63,188 @@ static void has_all(const char *what, const char *text, ...)
     va_end(ap);
 }
 
+/* Every needle is in the text exactly `want` times. */
+static void has_n(const char *what, const char *text, const char *needle, int want)
+{
+    int n = 0;
+    for (const char *p = strstr(text, needle); p; p = strstr(p + 1, needle))
+        n++;
+    if (n != want)
+        fail_msg("%s says '%s' %d times, not %d:\n%s", what, needle, n, want, text);
+}
+
+/* The operator's unit as he writes it: no comment, podman run with `ExecStop=podman stop -t 120`
+ * and no TimeoutStopSec, StartLimitIntervalSec= in [Service], Restart=on-failure, the host path
+ * given where the container sees /models, the image by tag, a token on the command line. */
+#define OPERATOR_UNIT                                                                              \
+    "[Unit]\n"                                                                                     \
+    "Description=frank-primary (vLLM in podman)\n"                                                 \
+    "After=network-online.target\n"                                                                \
+    "\n"                                                                                           \
+    "[Service]\n"                                                                                  \
+    "StartLimitIntervalSec=0\n"                                                                    \
+    "ExecStartPre=-/usr/bin/podman rm -f frank-primary\n"                                          \
+    "ExecStart=/usr/bin/podman run --rm --name frank-primary -v /home/dank/models:/models:ro \\\n" \
+    "    docker.io/vllm/vllm-openai:v0.11.0 --model /home/dank/models/Qwen3.5-27B \\\n"            \
+    "    --api-key sk-frank-0123456789abcdef --max-model-len 32768\n"                              \
+    "ExecStop=/usr/bin/podman stop -t 120 frank-primary\n"                                         \
+    "Restart=on-failure\n"                                                                         \
+    "\n"                                                                                           \
+    "[Install]\n"                                                                                  \
+    "WantedBy=multi-user.target\n"
+
+/* Its six findings, at the lines they have when the file starts `shift` lines later. */
+static void operator_findings(const char *what, const char *out, int shift)
+{
+    static const struct {
+        int line;
+        const char *law, *needle;
+    } want[] = {
+        {6, "start-limit", "StartLimitIntervalSec=0 is in [Service]"},
+        {8, "path",
+         "the model path --model /home/dank/models/Qwen3.5-27B that vLLM receives inside the "
+         "container "
+         "is the HOST path"},
+        {8, "image-digest", "the image docker.io/vllm/vllm-openai:v0.11.0"},
+        {8, "secret", "ExecStart"},
+        {11, "stop-timeout", "TimeoutStopSec=90s (systemd's default"},
+        {12, "restart", "Restart=on-failure"},
+    };
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+        char needle[512];
+        snprintf(needle, sizeof(needle), ":%d: %s: %s", want[i].line + shift, want[i].law,
+                 want[i].needle);
+        has_n(what, out, needle, 1);
+    }
+    has_all(what, out, "6 findings", "passes --api-key with a literal value", NULL);
+    assert_null(strstr(out, "sk-frank-0123456789abcdef"));
+}
+
+static void write_bytes(const char *path, const char *prefix, const char *text, bool crlf)
+{
+    size_t n = strlen(prefix) + 2 * strlen(text) + 1, o = 0;
+    char *b = malloc(n);
+    assert_non_null(b);
+    o = (size_t)snprintf(b, n, "%s", prefix);
+    for (const char *p = text; *p; p++) {
+        if (*p == '\n' && crlf)
+            b[o++] = '\r';
+        b[o++] = *p;
+    }
+    swt_write(path, b, o);
+    free(b);
+}
+
+/* Defect 1: every unit whose first line is [Unit] was refused as "a JSON array (an API error
+ * body?)"; a byte order mark made it "binary". Now each reads as systemd reads it and gets the
+ * same six findings, exit 1. */
+static void test_lint_operator_unit(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *name, *prefix;
+        bool crlf;
+        int shift;
+    } forms[] = {
+        {"as-written.service", "", false, 0},
+        {"commented.service", "# frank-primary, as the operator runs it\n", false, 1},
+        {"bom.service", "\xef\xbb\xbf", false, 0},
+        {"crlf.service", "", true, 0},
+    };
+    for (size_t i = 0; i < sizeof(forms) / sizeof(forms[0]); i++) {
+        const char *unit = swt_join(dir, forms[i].name);
+        char path[4200];
+        snprintf(path, sizeof(path), "%s", unit);
+        write_bytes(path, forms[i].prefix, OPERATOR_UNIT, forms[i].crlf);
+        struct swt_run r;
+        lint(path, &r);
+        if (r.status != 1)
+            fail_msg("lint %s exited %d: %s%s", forms[i].name, r.status, r.out, r.err);
+        if (!forms[i].crlf) {
+            operator_findings(forms[i].name, r.out, forms[i].shift);
+        } else {
+            /* the same six, and the CR LF ends as a warning of their own */
+            char *six = strdup(r.out);
+            char *seven = strstr(six, "7 findings");
+            assert_non_null(seven);
+            memcpy(seven, "6", 1);
+            operator_findings(forms[i].name, six, 0);
+            free(six);
+            has_all(forms[i].name, r.out,
+                    "crlf.service:1: syntax: warning: 15 lines end in CR LF, the first line 1",
+                    NULL);
+        }
+        swt_run_free(&r);
+    }
+    /* JSON text is still refused as one */
+    const char *json = swt_join(dir, "error-body.service");
+    char jp[4200];
+    snprintf(jp, sizeof(jp), "%s", json);
+    swt_write_str(jp, "[{\"error\": \"rate limited\"}]\n");
+    struct swt_run r;
+    lint(jp, &r);
+    assert_int_equal(r.status, 2);
+    has_all("lint of a JSON body", r.err, "not a unit file: a JSON array", NULL);
+    swt_run_free(&r);
+}
+
+/* Defect 1, drop-ins: systemd applies foo.service.d/NAME.conf after the unit, in lexical order
+ * (a later assignment wins, an empty one resets a list). The lint read none of them: two that
+ * set TimeoutStopSec and Restart were not seen, and a drop-in given to it was refused. */
+static void test_lint_dropins(void **state)
+{
+    (void)state;
+    char unit[4200], d[4300], a[4400], b[4400], c[4400];
+    snprintf(unit, sizeof(unit), "%s/frank-primary.service", dir);
+    snprintf(d, sizeof(d), "%s.d", unit);
+    snprintf(a, sizeof(a), "%s/10-stop.conf", d);
+    snprintf(b, sizeof(b), "%s/20-stop.conf", d);
+    snprintf(c, sizeof(c), "%s/30-restart.conf", d);
+    write_bytes(unit, "", OPERATOR_UNIT, false);
+    assert_int_equal(mkdir(d, 0755), 0);
+    /* lexical order: 20 overrides 10 (the other way round the timeout would stay too short) */
+    swt_write_str(a, "[Service]\nTimeoutStopSec=100\n");
+    swt_write_str(b, "[Service]\nTimeoutStopSec=180\n");
+    swt_write_str(c, "[Service]\nRestart=always\nStartLimitBurst=5\n");
+    swt_write_str(swt_join(d, "notes.txt"), "not a drop-in: no .conf\n");
+    struct swt_run r;
+    lint(unit, &r);
+    assert_int_equal(r.status, 1);
+    char read[16000];
+    snprintf(read, sizeof(read), "%s: read with its drop-ins, in this order: %s, %s, %s\n", unit, a,
+             b, c);
+    has_all("lint with drop-ins", r.out, read, ":6: start-limit: StartLimitIntervalSec=0",
+            ":8: path:", ":8: image-digest:", ":8: secret:", "5 findings", NULL);
+    char in_dropin[4500];
+    snprintf(in_dropin, sizeof(in_dropin),
+             "%s:3: start-limit: warning: StartLimitBurst=5 is in [Service]", c);
+    has_all("lint with drop-ins", r.out, in_dropin, NULL);
+    assert_null(strstr(r.out, "stop-timeout"));
+    assert_null(strstr(r.out, "restart:"));
+    assert_null(strstr(r.out, "notes.txt"));
+    swt_run_free(&r);
+
+    /* a drop-in given: its unit and all of the unit's drop-ins, the same findings */
+    lint(a, &r);
+    assert_int_equal(r.status, 1);
+    has_all("lint of a drop-in", r.out, read, in_dropin, "5 findings", NULL);
+    swt_run_free(&r);
+
+    /* a drop-in whose unit is not beside it: linted alone, and said so */
+    char lone_d[4200], lone[4300];
+    snprintf(lone_d, sizeof(lone_d), "%s/elsewhere.service.d", dir);
+    snprintf(lone, sizeof(lone), "%s/override.conf", lone_d);
+    assert_int_equal(mkdir(lone_d, 0755), 0);
+    swt_write_str(lone, "[Service]\nStartLimitIntervalSec=30\n");
+    const char *argv[] = {swt_bin(), "lint", lone, NULL};
+    run_argv(argv, &r);
+    assert_int_equal(r.status, 1);
+    has_all("lint of a lone drop-in", r.out,
+            "override.conf:2: start-limit: StartLimitIntervalSec=30", "is a drop-in, and its unit",
+            "elsewhere.service is not beside its directory", "linted alone", NULL);
+    swt_run_free(&r);
+}
+
 /* Defect 5: `podman stop -t 3262585074549260287` overflowed stop_grace_s * 1000 (UBSan: signed
  * integer overflow); the wrapped product was negative, so the finding was lost. */
 static void test_lint_huge_stop_grace(void **state)
@@ -89,6 +274,8 @@ int main(void)
 {
     sw_core_init();
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_lint_operator_unit),
+        cmocka_unit_test(test_lint_dropins),
         cmocka_unit_test(test_lint_huge_stop_grace),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
