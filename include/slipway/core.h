@@ -256,6 +256,20 @@ int sw_write_file_atomic(const char *path, const void *data, size_t len, int mod
                          struct sw_err *e);
 /* mkdir -p */
 int sw_mkdir_p(const char *path, int mode, struct sw_err *e);
+/* The lexical form of path into out (n bytes): `.` and empty segments dropped, `..` taking the
+ * segment before it away (at the root it stays the root; a relative path keeps leading `..`), no
+ * trailing slash; "." for an empty result. No file system access (a symlink is not followed).
+ * 0, or SW_ERANGE when it does not fit. */
+int sw_path_lexical(const char *path, char *out, size_t n);
+/* path lies at or under dir, both in lexical form: 0 when not (or either is longer than 4095
+ * bytes, or rest is too small), else the length of dir's lexical form (the longer, the closer:
+ * "/" gives 1). rest (rn bytes, may be NULL) gets what follows dir in path's lexical form: "" or
+ * "/a/b" (the whole path when dir is "/"). */
+size_t sw_path_within(const char *path, const char *dir, char *rest, size_t rn);
+/* path under `from` seen from `to` (a host path in a container's view through its mount): out (n
+ * bytes) gets to's lexical form followed by what follows from in path's. Returns as
+ * sw_path_within (0: not under from, or out too small). */
+size_t sw_path_rebase(const char *path, const char *from, const char *to, char *out, size_t n);
 /* slipway's private run directory: $SLIPWAY_RUN_DIR, else $XDG_RUNTIME_DIR/slipway, else
  * $HOME/.local/state/slipway/run; created 0700 when missing, then required a real directory owned
  * by the euid without group/other write (SW_EIO naming the path otherwise). For sockets and pid

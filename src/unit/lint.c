@@ -202,18 +202,9 @@ static int law_restart(const struct sw_unit *u, struct sw_unit_report *r)
 }
 
 /* ---------------------------------------------------------------------------------------------
- * path: every path the engine receives lies inside its mount namespace.
+ * path: every path the engine receives lies inside its mount namespace (compared in lexical form:
+ * `/models/../etc` is not under `/models`).
  */
-static bool under(const char *path, const char *dir)
-{
-    size_t n = strlen(dir);
-    while (n > 1 && dir[n - 1] == '/')
-        n--;
-    if (strncmp(path, dir, n))
-        return false;
-    return path[n] == '/' || path[n] == '\0' || (n == 1 && dir[0] == '/');
-}
-
 /* A Hub repository id ("org/name"): the engine downloads it; no path to check. */
 static bool repo_id(const char *p)
 {
@@ -255,14 +246,20 @@ static int law_paths(const struct sw_unit *u, const struct sw_unit_lint_opts *o,
             continue;
         }
         const struct sw_unit_mount *m = NULL;
-        for (size_t k = 0; k < u->ctr.n_mounts; k++)
-            if (under(p->path, u->ctr.mounts[k].cont) &&
-                (!m || strlen(u->ctr.mounts[k].cont) > strlen(m->cont)))
+        size_t ml = 0;
+        char rest[4096], hrest[4096];
+        for (size_t k = 0; k < u->ctr.n_mounts; k++) {
+            size_t l = sw_path_within(p->path, u->ctr.mounts[k].cont, hrest, sizeof(hrest));
+            if (l > ml) {
                 m = &u->ctr.mounts[k];
+                ml = l;
+                memcpy(rest, hrest, sizeof(rest));
+            }
+        }
         if (!m) {
             const struct sw_unit_mount *h = NULL;
             for (size_t k = 0; k < u->ctr.n_mounts; k++)
-                if (under(p->path, u->ctr.mounts[k].host))
+                if (sw_path_within(p->path, u->ctr.mounts[k].host, hrest, sizeof(hrest)))
                     h = &u->ctr.mounts[k];
             if (h)
                 rc = sw__unit_add(
@@ -271,7 +268,7 @@ static int law_paths(const struct sw_unit *u, const struct sw_unit_lint_opts *o,
                     "path: the container mounts %.200s at %.200s (%s), so the engine must "
                     "be given %.200s%.300s",
                     p->role, p->flag, p->path, eng, h->host, h->cont, at(u, u->ctr.line).s, h->cont,
-                    p->path + strlen(h->host));
+                    hrest);
             else
                 rc = sw__unit_add(r, SW_UNIT_LAW_PATH, SW_UNIT_ERROR, u->engine_line,
                                   "the %s path %s %.300s that %s receives lies under none of the "
@@ -282,12 +279,10 @@ static int law_paths(const struct sw_unit *u, const struct sw_unit_lint_opts *o,
             continue;
         }
         if (o && o->exists && m->host[0] == '/') {
-            char host[4096];
-            const char *rest = p->path + strlen(m->cont);
-            while (strlen(m->cont) > 1 && m->cont[strlen(m->cont) - 1] == '/' && rest > p->path &&
-                   rest[-1] == '/')
-                rest--;
-            snprintf(host, sizeof(host), "%s%s", m->host, rest);
+            char host[8192], hl[4096];
+            if (sw_path_lexical(m->host, hl, sizeof(hl)))
+                continue;
+            snprintf(host, sizeof(host), "%s%s", strcmp(hl, "/") ? hl : "", rest[0] ? rest : "/");
             if (!o->exists(o->exists_ctx, host))
                 rc = sw__unit_add(r, SW_UNIT_LAW_PATH, SW_UNIT_ERROR, u->engine_line,
                                   "the %s path %s %.300s lies under the mount %.200s:%.200s "

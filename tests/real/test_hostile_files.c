@@ -1,8 +1,9 @@
 /*
  * Files nothing can inject into (issue 27), against the real binary: the operator's unit as he
  * writes it (first line `[Unit]`, which the sniffer took for a JSON array), with a byte order
- * mark, with CR LF ends, with drop-ins beside it or given one; a unit whose ExecStop names a stop
- * grace past int64 milliseconds. Each case failed before its fix.
+ * mark, with CR LF ends, with drop-ins beside it or given one; a path with `..` climbing out of a
+ * container's mount (lint, render, fleet check); a unit whose ExecStop names a stop grace past
+ * int64 milliseconds. Each case failed before its fix.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -245,6 +246,114 @@ static void test_lint_dropins(void **state)
     swt_run_free(&r);
 }
 
+#define DIGEST "@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
+/* A one-host fleet; endpoints appended. */
+#define FLEET_HEAD                                                                                 \
+    "version: 1\n"                                                                                 \
+    "hosts:\n"                                                                                     \
+    "  h:\n"                                                                                       \
+    "    transport: local\n"                                                                       \
+    "    devices:\n"                                                                               \
+    "      g0: {kind: test, vendor: nvidia, index: 1, memory_total: 24GiB}\n"                      \
+    "endpoints:\n"
+
+/* A llama.cpp endpoint in a container that mounts /srv/models at /models, its projector at
+ * mmproj (a host path the renderer translates). */
+static void container_fleet(const char *path, const char *mmproj)
+{
+    char y[4096];
+    snprintf(y, sizeof(y),
+             FLEET_HEAD "  c:\n"
+                        "    host: h\n"
+                        "    engine: llama.cpp\n"
+                        "    binary: /app/llama-server\n"
+                        "    image: ghcr.io/x/llama" DIGEST "\n"
+                        "    payload:\n"
+                        "      path: /srv/models/m\n"
+                        "      gguf: m.gguf\n"
+                        "      mmproj: %s\n"
+                        "      mounts: [\"/srv/models:/models:ro\"]\n"
+                        "    shape: {ctx_size: 4096, seqs: 1}\n",
+             mmproj);
+    swt_write_str(path, y);
+}
+
+/* Defect 4: a path with `..` passed the inside-a-mount checks, each a text prefix compare:
+ * `/models/../etc` lay "under" /models in the lint, the render and the fleet's own check. Now
+ * every one compares lexical forms; `/models/./a//b` is still inside (and handed on as
+ * /models/a/b). */
+static void test_mount_dotdot(void **state)
+{
+    (void)state;
+    /* the lint: the engine's --model against the container's mounts */
+    static const char *const models[] = {"/models/../etc/x", "/models/./a//b"};
+    for (size_t i = 0; i < 2; i++) {
+        char unit[4200], text[2048];
+        snprintf(unit, sizeof(unit), "%s/dotdot-%zu.service", dir, i);
+        snprintf(text, sizeof(text),
+                 "# a path with .. inside a mount\n"
+                 "[Service]\n"
+                 "ExecStart=/usr/bin/podman run --rm --name m -v /srv/models:/models:ro "
+                 "docker.io/vllm/vllm-openai" DIGEST " --model %s\n"
+                 "Restart=always\n",
+                 models[i]);
+        swt_write_str(unit, text);
+        struct swt_run r;
+        lint(unit, &r);
+        if (i == 0) {
+            assert_int_equal(r.status, 1);
+            has_all("lint of /models/../etc/x", r.out,
+                    ":3: path: the model path --model /models/../etc/x that vLLM receives lies "
+                    "under none of the container's 1 mount(s)",
+                    "1 finding", NULL);
+        } else if (r.status != 0) {
+            fail_msg("lint of /models/./a//b exited %d: %s", r.status, r.out);
+        }
+        swt_run_free(&r);
+    }
+
+    /* the render: llama.cpp's host paths through the mounts */
+    char fleet[4200];
+    snprintf(fleet, sizeof(fleet), "%s/dotdot.yaml", dir);
+    container_fleet(fleet, "/srv/models/../elsewhere/proj.gguf");
+    const char *out_bad[] = {swt_bin(), "render", "c", fleet, NULL};
+    struct swt_run r;
+    run_argv(out_bad, &r);
+    if (r.status == 0)
+        fail_msg("rendered a projector outside the mount:\n%s", r.out);
+    has_all("render of /srv/models/../elsewhere", r.err,
+            "dotdot.yaml:17:17: endpoints.c: the engine receives "
+            "/srv/models/../elsewhere/proj.gguf, which is outside every mount",
+            NULL);
+    swt_run_free(&r);
+    container_fleet(fleet, "/srv/models/./m//proj.gguf");
+    run_argv(out_bad, &r);
+    if (r.status != 0)
+        fail_msg("render of /srv/models/./m//proj.gguf exited %d: %s", r.status, r.err);
+    has_all("render of /srv/models/./m//proj.gguf", r.out, " --mmproj /models/m/proj.gguf ", NULL);
+    swt_run_free(&r);
+
+    /* the fleet's check: vLLM's payload on a mount's host side */
+    char y[4096];
+    snprintf(y, sizeof(y),
+             FLEET_HEAD "  v:\n"
+                        "    host: h\n"
+                        "    engine: vllm\n"
+                        "    image: localhost/vllm" DIGEST "\n"
+                        "    payload:\n"
+                        "      path: /srv/models/../other/model\n"
+                        "      mounts: [\"/srv/models:/models:ro\"]\n"
+                        "    shape: {max_model_len: 4096, seqs: 1}\n");
+    swt_write_str(fleet, y);
+    const char *check[] = {swt_bin(), "fleet", "check", fleet, NULL};
+    run_argv(check, &r);
+    assert_int_not_equal(r.status, 0);
+    has_all("fleet check of /srv/models/../other", r.err,
+            "payload.path /srv/models/../other/model is on no mount's host side", NULL);
+    swt_run_free(&r);
+}
+
 /* Defect 5: `podman stop -t 3262585074549260287` overflowed stop_grace_s * 1000 (UBSan: signed
  * integer overflow); the wrapped product was negative, so the finding was lost. */
 static void test_lint_huge_stop_grace(void **state)
@@ -276,6 +385,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_lint_operator_unit),
         cmocka_unit_test(test_lint_dropins),
+        cmocka_unit_test(test_mount_dotdot),
         cmocka_unit_test(test_lint_huge_stop_grace),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -593,6 +593,59 @@ static void test_duration(void **state)
     assert_int_equal(ms, -1);
 }
 
+/* The lexical form of a path, and "at or under" over it: the one comparison of every mount
+ * check (issue 27: "/models/../etc" passed a text prefix compare against "/models"). */
+static void test_path_lexical(void **state)
+{
+    (void)state;
+    static const char *const cases[][2] = {
+        {"/models/../etc", "/etc"},
+        {"/models/./a//b", "/models/a/b"},
+        {"/", "/"},
+        {"//", "/"},
+        {"/..", "/"},
+        {"/a/b/../../..", "/"},
+        {"/a/", "/a"},
+        {"a/./b/", "a/b"},
+        {"a/..", "."},
+        {"", "."},
+        {"../a/../../b", "../../b"},
+        {"~/m/../n", "~/n"},
+        {"/a/.../b", "/a/.../b"},
+        {"/a/..b/c", "/a/..b/c"},
+    };
+    char out[64];
+    for (size_t i = 0; i < SW_ARRAY_LEN(cases); i++) {
+        assert_int_equal(sw_path_lexical(cases[i][0], out, sizeof(out)), 0);
+        if (strcmp(out, cases[i][1]))
+            fail_msg("'%s' -> '%s', want '%s'", cases[i][0], out, cases[i][1]);
+    }
+    assert_int_equal(sw_path_lexical("/abcdef", out, 4), SW_ERANGE);
+    char rest[64];
+    assert_int_equal(sw_path_within("/models/../etc/x", "/models", rest, sizeof(rest)), 0);
+    assert_int_equal(sw_path_within("/models/./a//b", "/models/", rest, sizeof(rest)), 7);
+    assert_string_equal(rest, "/a/b");
+    assert_int_equal(sw_path_within("/models", "/models", rest, sizeof(rest)), 7);
+    assert_string_equal(rest, "");
+    assert_int_equal(sw_path_within("/modelsx/a", "/models", NULL, 0), 0);
+    assert_int_equal(sw_path_within("/srv/m/../models/a", "/srv//models", rest, sizeof(rest)), 11);
+    assert_string_equal(rest, "/a");
+    assert_int_equal(sw_path_within("/a/b", "/", rest, sizeof(rest)), 1);
+    assert_string_equal(rest, "/a/b");
+    assert_int_equal(sw_path_within("a/b", "/", NULL, 0), 0);
+    assert_int_equal(sw_path_within("/a/b", "/a", rest, 2), 0); /* rest does not fit */
+    assert_int_equal(
+        sw_path_rebase("/srv/models/./m//x.gguf", "/srv/models/", "/models", rest, sizeof(rest)),
+        11);
+    assert_string_equal(rest, "/models/m/x.gguf");
+    assert_int_equal(
+        sw_path_rebase("/srv/models/../etc", "/srv/models", "/models", rest, sizeof(rest)), 0);
+    assert_int_equal(sw_path_rebase("/srv/m", "/srv", "/", rest, sizeof(rest)), 4);
+    assert_string_equal(rest, "/m");
+    assert_int_equal(sw_path_rebase("/srv", "/srv", "/", rest, sizeof(rest)), 4);
+    assert_string_equal(rest, "/");
+}
+
 int main(void)
 {
     sw_core_init();
@@ -615,6 +668,7 @@ int main(void)
         cmocka_unit_test(test_duration),
         cmocka_unit_test(test_json_set_str_not_utf8),
         cmocka_unit_test(test_fput_term),
+        cmocka_unit_test(test_path_lexical),
     };
     return cmocka_run_group_tests_name("core", tests, NULL, NULL);
 }
