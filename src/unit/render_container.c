@@ -64,18 +64,23 @@ int sw__unit_exec_quote(struct sw_buf *b, const char *arg)
         return sw_buf_puts(b, "\\;");
     bool quote = !*arg;
     for (const char *p = arg; *p; p++)
-        if (strchr(" \t\n\"'\\", *p))
+        if (strchr(" \"'\\", *p) || (unsigned char)*p < 0x20 || *p == 0x7f)
             quote = true;
     int rc = quote ? sw_buf_putc(b, '"') : 0;
     for (const char *p = arg; *p && !rc; p++) {
-        if (*p == '%' || *p == '$')
-            rc = sw_buf_putc(b, *p);
-        else if (quote && (*p == '"' || *p == '\\'))
-            rc = sw_buf_putc(b, '\\');
-        else if (*p == '\n') {
-            rc = sw_buf_puts(b, "\\n");
+        unsigned char c = (unsigned char)*p;
+        if (c == '\n' || c == '\r' || c == '\t') {
+            rc = sw_buf_puts(b, c == '\n' ? "\\n" : c == '\r' ? "\\r" : "\\t");
             continue;
         }
+        if (c < 0x20 || c == 0x7f) {
+            rc = sw_buf_printf(b, "\\x%02x", c);
+            continue;
+        }
+        if (c == '%' || c == '$')
+            rc = sw_buf_putc(b, *p);
+        else if (quote && (c == '"' || c == '\\'))
+            rc = sw_buf_putc(b, '\\');
         if (!rc)
             rc = sw_buf_putc(b, *p);
     }

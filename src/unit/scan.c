@@ -17,6 +17,7 @@
 
 #include <ctype.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define LINE_MAX_BYTES (64u * 1024u)
@@ -458,12 +459,18 @@ static int split(struct scan *s, const char *p, int mode, bool expand, struct wo
                 char d = p[i + 1];
                 char out = d;
                 if (mode == SPLIT_SYSTEMD) {
-                    if (d == 'n')
-                        out = '\n';
-                    else if (d == 't')
-                        out = '\t';
-                    else if (d == 's')
-                        out = ' ';
+                    /* systemd's cunescape: the one-letter escapes and \xNN (what the renderer
+                     * writes for a control character) */
+                    static const char from[] = "ntsrfvab", to[] = "\n\t \r\f\v\a\b";
+                    const char *k = strchr(from, d);
+                    if (d && k)
+                        out = to[k - from];
+                    if (d == 'x' && i + 3 < n && isxdigit((unsigned char)p[i + 2]) &&
+                        isxdigit((unsigned char)p[i + 3])) {
+                        char hex[3] = {p[i + 2], p[i + 3], '\0'};
+                        out = (char)strtol(hex, NULL, 16);
+                        i += 2;
+                    }
                 } else if (q == '"' && !strchr("$`\"\\\n", d)) {
                     rc = sw_buf_putc(&cur, '\\');
                     if (rc)

@@ -2,8 +2,9 @@
  * Files nothing can inject into (issue 27), against the real binary: the operator's unit as he
  * writes it (first line `[Unit]`, which the sniffer took for a JSON array), with a byte order
  * mark, with CR LF ends, with drop-ins beside it or given one; a path with `..` climbing out of a
- * container's mount (lint, render, fleet check); a unit whose ExecStop names a stop grace past
- * int64 milliseconds. Each case failed before its fix.
+ * container's mount (lint, render, fleet check); a CR in alias, args, listen.address and
+ * runtime.args (a command of its own in the rendered unit); a unit whose ExecStop names a stop
+ * grace past int64 milliseconds. Each case failed before its fix.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -354,6 +355,67 @@ static void test_mount_dotdot(void **state)
     swt_run_free(&r);
 }
 
+/* Defect 2: a CR in alias, args, listen.address or runtime.args ended the line for systemd:
+ * `alias: "m\rExecStartPre=/bin/true\r#"` rendered a real ExecStartPre= that `render --lint`
+ * called clean. Each is refused at load, at its key; and a unit with such a line is a finding. */
+static void test_control_chars(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *lines, *where;
+    } cases[] = {
+        {"    alias: \"m\\rExecStartPre=/bin/true\\r#\"\n", "11:13: endpoints.m.alias"},
+        {"    args: [\"--flag\", \"v\\rExecStartPre=/bin/true\"]\n", "11:23: endpoints.m.args[1]"},
+        {"    listen: {address: \"127.0.0.1\\nExecStartPre=/bin/true\", port: 8080}\n",
+         "11:24: endpoints.m.listen.address"},
+        {"    runtime: {kind: podman, args: [\"--label=a\\rExecStartPre=/bin/true\"]}\n",
+         "11:37: endpoints.m.runtime.args[0]"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char fleet[4200], y[4096];
+        snprintf(fleet, sizeof(fleet), "%s/ctl-%zu.yaml", dir, i);
+        snprintf(y, sizeof(y),
+                 FLEET_HEAD
+                 "  m:\n"
+                 "    host: h\n"
+                 "    engine: llama.cpp\n"
+                 "%s"
+                 "    binary: /app/llama-server\n"
+                 "    image: ghcr.io/x/llama" DIGEST "\n"
+                 "    payload: {path: /srv/models/m.gguf, mounts: [\"/srv/models:/models\"]}\n"
+                 "    shape: {ctx_size: 4096, seqs: 1}\n",
+                 cases[i].lines);
+        swt_write_str(fleet, y);
+        const char *argv[] = {swt_bin(), "render", "m", fleet, "--lint", NULL};
+        struct swt_run r;
+        run_argv(argv, &r);
+        if (r.status != 2 || strstr(r.out, "\nExecStartPre=/bin/true"))
+            fail_msg("render of %s exited %d:\n%s%s", cases[i].where, r.status, r.out, r.err);
+        char want[512];
+        snprintf(want, sizeof(want), "ctl-%zu.yaml:%s holds a control character", i,
+                 cases[i].where);
+        has_all("render", r.err, want, NULL);
+        swt_run_free(&r);
+    }
+    /* the unit the render wrote before: the lint says what systemd reads at the CR */
+    const char *unit = swt_join(dir, "cr-alias.service");
+    char up[4200];
+    snprintf(up, sizeof(up), "%s", unit);
+    swt_write_str(up, "# as rendered with alias \"m\\rExecStartPre=/bin/true\\r#\"\n"
+                      "[Service]\n"
+                      "ExecStart=/usr/bin/llama-server -m /srv/m.gguf --alias m\r"
+                      "ExecStartPre=/bin/true\r# --port 8080\n"
+                      "Restart=on-failure\n");
+    struct swt_run r;
+    lint(up, &r);
+    assert_int_equal(r.status, 1);
+    has_all("lint of a CR inside a line", r.out,
+            "cr-alias.service:3: syntax: a carriage return (CR) inside line 3 ends the line for "
+            "systemd, so 'ExecStartPre=/bin/true' after it is read as a line of its own",
+            NULL);
+    swt_run_free(&r);
+}
+
 /* Defect 5: `podman stop -t 3262585074549260287` overflowed stop_grace_s * 1000 (UBSan: signed
  * integer overflow); the wrapped product was negative, so the finding was lost. */
 static void test_lint_huge_stop_grace(void **state)
@@ -383,9 +445,8 @@ int main(void)
 {
     sw_core_init();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_lint_operator_unit),
-        cmocka_unit_test(test_lint_dropins),
-        cmocka_unit_test(test_mount_dotdot),
+        cmocka_unit_test(test_lint_operator_unit),   cmocka_unit_test(test_lint_dropins),
+        cmocka_unit_test(test_mount_dotdot),         cmocka_unit_test(test_control_chars),
         cmocka_unit_test(test_lint_huge_stop_grace),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
