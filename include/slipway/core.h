@@ -355,6 +355,12 @@ size_t sw_utf8_repair(const char *s, size_t len, char *out, size_t outn, size_t 
  * A newline is kept when flags has SW_TERM_LINES, else written as \\n. NULL writes nothing. */
 #define SW_TERM_LINES 1u
 void sw_fput_term(FILE *f, const char *s, unsigned flags);
+/* Append s as text within one line of a line-based file (a `#` comment of a unit, of an env file,
+ * of a YAML export): the escapes of sw_fput_term (LF as \\n, CR as \\r, other controls and bytes
+ * that are not UTF-8 as \\xNN / \\u00NN) and a backslash doubled, so the text can neither end
+ * the line nor continue it (systemd's env-file parser continues a comment at a backslash before
+ * the line end). Tab is kept. NULL appends nothing. The one escaper of such a line. */
+int sw_buf_line(struct sw_buf *b, const char *s);
 
 /* A secret shorter than this is not redacted: it would shred ordinary text. */
 #define SW_REDACT_MIN 4u

@@ -177,16 +177,20 @@ int sw_export_llama_swap(const struct sw_fleet *f, const struct sw_report_opts *
         int64_t secs = slowest > 0 ? (slowest * 3 / 2 + 999) / 1000 : 300;
         if (secs < 15)
             secs = 15; /* llama-swap's documented minimum */
-        rc = sw_buf_printf(out,
-                           "# llama-swap config written by slipway from %s; do not edit by hand:\n"
-                           "# `slipway export llama-swap` writes it again from the fleet.\n"
-                           "# healthCheckTimeout: %s\n"
-                           "healthCheckTimeout: %lld\n"
-                           "models:%s\n",
-                           f->path ? f->path : "(fleet)",
-                           slowest > 0 ? "1.5 x the slowest measured boot in the ledger"
-                                       : "no boot time measured in the ledger: a stated 300 s",
-                           (long long)secs, n ? "" : " {}");
+        /* the fleet file's path escaped: an LF in it would start a YAML line of its own */
+        rc = sw_buf_puts(out, "# llama-swap config written by slipway from ");
+        if (!rc)
+            rc = sw_buf_line(out, f->path ? f->path : "(fleet)");
+        if (!rc)
+            rc = sw_buf_printf(out,
+                               "; do not edit by hand:\n"
+                               "# `slipway export llama-swap` writes it again from the fleet.\n"
+                               "# healthCheckTimeout: %s\n"
+                               "healthCheckTimeout: %lld\n"
+                               "models:%s\n",
+                               slowest > 0 ? "1.5 x the slowest measured boot in the ledger"
+                                           : "no boot time measured in the ledger: a stated 300 s",
+                               (long long)secs, n ? "" : " {}");
         if (!rc)
             rc = sw_buf_append(out, m.data ? m.data : "", m.len);
     }

@@ -3,8 +3,9 @@
  * writes it (first line `[Unit]`, which the sniffer took for a JSON array), with a byte order
  * mark, with CR LF ends, with drop-ins beside it or given one; a path with `..` climbing out of a
  * container's mount (lint, render, fleet check); a CR in alias, args, listen.address and
- * runtime.args (a command of its own in the rendered unit); a unit whose ExecStop names a stop
- * grace past int64 milliseconds. Each case failed before its fix.
+ * runtime.args (a command of its own in the rendered unit); a fleet file whose name holds an LF
+ * (a NAME=value of its own in the env file); a unit whose ExecStop names a stop grace past int64
+ * milliseconds. Each case failed before its fix.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -416,6 +417,59 @@ static void test_control_chars(void **state)
     swt_run_free(&r);
 }
 
+/* No line of the file at path starts with prefix. */
+static void no_line_starts(const char *path, const char *prefix)
+{
+    char *text = NULL;
+    size_t len = 0;
+    struct sw_err e;
+    if (sw_read_file(path, 1 << 20, &text, &len, &e))
+        fail_msg("%s", e.msg);
+    for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
+        if (!strncmp(l, prefix, strlen(prefix)))
+            fail_msg("%s has a line '%s...':\n%s", path, prefix, text);
+    sw_free(text);
+}
+
+/* Defect 3: an LF in the fleet file's own path was written verbatim into the `#` header of the
+ * rendered unit, the env file (where it became a real NAME=value for EnvironmentFile=) and the
+ * llama-swap export. The path is now escaped in each. */
+static void test_fleet_path_newline(void **state)
+{
+    (void)state;
+    char fleet[4200], out[4200];
+    snprintf(fleet, sizeof(fleet), "%s/fleet\nLD_PRELOAD=evil.so\n.yaml", dir);
+    swt_write_str(fleet, FLEET_HEAD "  m:\n"
+                                    "    host: h\n"
+                                    "    engine: llama.cpp\n"
+                                    "    binary: /usr/bin/llama-server\n"
+                                    "    payload: {path: /srv/models/m.gguf}\n"
+                                    "    shape: {ctx_size: 4096, seqs: 1}\n");
+    snprintf(out, sizeof(out), "%s/units", dir);
+    assert_int_equal(mkdir(out, 0700), 0);
+    const char *render[] = {swt_bin(), "render", "m", fleet, "--out", out, NULL};
+    struct swt_run r;
+    run_argv(render, &r);
+    if (r.status != 0)
+        fail_msg("render exited %d: %s", r.status, r.err);
+    swt_run_free(&r);
+    const char *env = swt_join(out, "slipway-m.env"), *unit = swt_join(out, "slipway-m.service");
+    no_line_starts(env, "LD_PRELOAD");
+    no_line_starts(unit, "LD_PRELOAD");
+    assert_true(swt_file_has(env, "fleet\\nLD_PRELOAD=evil.so\\n.yaml). Mode 0600"));
+    assert_true(swt_file_has(unit, "fleet\\nLD_PRELOAD=evil.so\\n.yaml. Change the fleet"));
+
+    char swap[4300];
+    snprintf(swap, sizeof(swap), "%s/llama-swap.yaml", out);
+    const char *export[] = {swt_bin(), "export", "llama-swap", fleet, "--out", swap, NULL};
+    run_argv(export, &r);
+    if (r.status != 0)
+        fail_msg("export exited %d: %s", r.status, r.err);
+    swt_run_free(&r);
+    no_line_starts(swap, "LD_PRELOAD");
+    assert_true(swt_file_has(swap, "fleet\\nLD_PRELOAD=evil.so\\n.yaml; do not edit"));
+}
+
 /* Defect 5: `podman stop -t 3262585074549260287` overflowed stop_grace_s * 1000 (UBSan: signed
  * integer overflow); the wrapped product was negative, so the finding was lost. */
 static void test_lint_huge_stop_grace(void **state)
@@ -445,9 +499,9 @@ int main(void)
 {
     sw_core_init();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_lint_operator_unit),   cmocka_unit_test(test_lint_dropins),
-        cmocka_unit_test(test_mount_dotdot),         cmocka_unit_test(test_control_chars),
-        cmocka_unit_test(test_lint_huge_stop_grace),
+        cmocka_unit_test(test_lint_operator_unit), cmocka_unit_test(test_lint_dropins),
+        cmocka_unit_test(test_mount_dotdot),       cmocka_unit_test(test_control_chars),
+        cmocka_unit_test(test_fleet_path_newline), cmocka_unit_test(test_lint_huge_stop_grace),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -486,6 +486,17 @@ static void test_fput_term(void **state)
     fclose(f);
     assert_string_equal(buf, "ok\\x1b[31mred\\x1b]0;t\\x07\\u009b\\xff\\x7f\tcaf\xc3\xa9\\nz|a\nb");
     free(buf);
+
+    /* one line of a line-based file: the same escapes, CR named, a backslash doubled (an env
+     * file's comment would continue at one before the line end) */
+    struct sw_buf b;
+    sw_buf_init(&b, 1 << 10);
+    assert_int_equal(sw_buf_line(&b, "/tmp/f\nLD_PRELOAD=/x.so\r\\\x1b\xc2\x85\tcaf\xc3\xa9"), 0);
+    assert_int_equal(sw_buf_line(&b, NULL), 0);
+    assert_string_equal(sw_buf_cstr(&b),
+                        "/tmp/f\\nLD_PRELOAD=/x.so\\r\\\\\\x1b\\u0085\tcaf\xc3\xa9");
+    assert_null(strchr(sw_buf_cstr(&b), '\n'));
+    sw_buf_free(&b);
 }
 
 static void test_json_set_str_not_utf8(void **state)
