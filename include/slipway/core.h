@@ -256,6 +256,11 @@ int sw_write_file_atomic(const char *path, const void *data, size_t len, int mod
                          struct sw_err *e);
 /* mkdir -p */
 int sw_mkdir_p(const char *path, int mode, struct sw_err *e);
+/* An output directory a verb writes files into (--out DIR): 0 when dir is a directory. Otherwise
+ * an error naming dir and why, and what to do: not a directory (SW_EINVAL), missing (SW_ENOENT,
+ * saying whether its parent exists), cannot be reached (SW_EIO). It creates nothing: a mistyped
+ * path writes nothing anywhere. */
+int sw_out_dir(const char *dir, struct sw_err *e);
 /* The lexical form of path into out (n bytes): `.` and empty segments dropped, `..` taking the
  * segment before it away (at the root it stays the root; a relative path keeps leading `..`), no
  * trailing slash; "." for an empty result. No file system access (a symlink is not followed).

@@ -4,7 +4,8 @@
  * mark, with CR LF ends, with drop-ins beside it or given one; a path with `..` climbing out of a
  * container's mount (lint, render, fleet check); a CR in alias, args, listen.address and
  * runtime.args (a command of its own in the rendered unit); a fleet file whose name holds an LF
- * (a NAME=value of its own in the env file); a unit whose ExecStop names a stop grace past int64
+ * (a NAME=value of its own in the env file); `render --out` a directory that does not exist (said
+ * only "No such file or directory"); a unit whose ExecStop names a stop grace past int64
  * milliseconds. Each case failed before its fix.
  */
 #include <setjmp.h>
@@ -470,6 +471,50 @@ static void test_fleet_path_newline(void **state)
     assert_true(swt_file_has(swap, "fleet\\nLD_PRELOAD=evil.so\\n.yaml; do not edit"));
 }
 
+/* Defect 6: `render --out DIR` with no DIR failed with a bare "No such file or directory". It
+ * still refuses (a mistyped path writes nothing anywhere), and now says which path, why, and
+ * whether the parent exists; a file in the way names itself. */
+static void test_render_out_dir(void **state)
+{
+    (void)state;
+    char fleet[4200], fresh[4200], deep[4200], file[4200];
+    snprintf(fleet, sizeof(fleet), "%s/out.yaml", dir);
+    container_fleet(fleet, "proj.gguf");
+    snprintf(fresh, sizeof(fresh), "%s/fresh", dir);
+    snprintf(deep, sizeof(deep), "%s/no/such/dir", dir);
+    snprintf(file, sizeof(file), "%s/out.yaml", dir);
+    struct swt_run r;
+    char want[8500];
+    const char *mk[] = {swt_bin(), "render", "c", fleet, "--out", fresh, NULL};
+    run_argv(mk, &r);
+    assert_int_not_equal(r.status, 0);
+    snprintf(want, sizeof(want),
+             "%s: no such directory (its parent %s exists): the output directory must exist", fresh,
+             dir);
+    has_all("render --out a missing directory", r.err, want, NULL);
+    swt_run_free(&r);
+
+    const char *no[] = {swt_bin(), "render", "c", fleet, "--out", deep, NULL};
+    run_argv(no, &r);
+    assert_int_not_equal(r.status, 0);
+    snprintf(want, sizeof(want),
+             "%s: no such directory, and its parent %s/no/such is not one either", deep, dir);
+    has_all("render --out a deep missing directory", r.err, want, NULL);
+    swt_run_free(&r);
+
+    const char *in_file[] = {swt_bin(), "render", "c", fleet, "--out", file, NULL};
+    run_argv(in_file, &r);
+    assert_int_not_equal(r.status, 0);
+    snprintf(want, sizeof(want), "%s: exists and is not a directory", file);
+    has_all("render --out a file", r.err, want, NULL);
+    swt_run_free(&r);
+
+    /* nothing was created on the way */
+    struct stat st;
+    assert_int_not_equal(stat(fresh, &st), 0);
+    assert_int_not_equal(stat(swt_join(dir, "no"), &st), 0);
+}
+
 /* Defect 5: `podman stop -t 3262585074549260287` overflowed stop_grace_s * 1000 (UBSan: signed
  * integer overflow); the wrapped product was negative, so the finding was lost. */
 static void test_lint_huge_stop_grace(void **state)
@@ -499,9 +544,10 @@ int main(void)
 {
     sw_core_init();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_lint_operator_unit), cmocka_unit_test(test_lint_dropins),
-        cmocka_unit_test(test_mount_dotdot),       cmocka_unit_test(test_control_chars),
-        cmocka_unit_test(test_fleet_path_newline), cmocka_unit_test(test_lint_huge_stop_grace),
+        cmocka_unit_test(test_lint_operator_unit),   cmocka_unit_test(test_lint_dropins),
+        cmocka_unit_test(test_mount_dotdot),         cmocka_unit_test(test_control_chars),
+        cmocka_unit_test(test_fleet_path_newline),   cmocka_unit_test(test_render_out_dir),
+        cmocka_unit_test(test_lint_huge_stop_grace),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

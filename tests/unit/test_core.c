@@ -373,6 +373,15 @@ static void test_files(void **state)
     const char *p = swt_join(dir, "a/b/c");
     struct sw_err e;
     assert_int_equal(sw_mkdir_p(p, 0755, &e), 0);
+    /* an output directory: one that exists; a missing one says whether its parent exists, and
+     * nothing is created */
+    assert_int_equal(sw_out_dir(p, &e), 0);
+    assert_int_equal(sw_out_dir(swt_join(p, "new/"), &e), SW_ENOENT);
+    assert_non_null(strstr(e.msg, "(its parent "));
+    assert_int_equal(sw_out_dir(swt_join(p, "x/y"), &e), SW_ENOENT);
+    assert_non_null(strstr(e.msg, "is not one either"));
+    struct stat nst;
+    assert_int_not_equal(stat(swt_join(p, "new"), &nst), 0);
     const char *f = swt_join(p, "x.txt");
     assert_int_equal(sw_write_file_atomic(f, "hello", 5, 0644, &e), 0);
     char *data = NULL;
@@ -380,6 +389,7 @@ static void test_files(void **state)
     assert_int_equal(sw_read_file(f, 100, &data, &len, &e), 0);
     assert_int_equal(len, 5);
     assert_string_equal(data, "hello");
+    assert_int_equal(sw_out_dir(f, &e), SW_EINVAL);
     sw_free(data);
     assert_int_equal(sw_read_file(f, 3, &data, &len, &e), SW_ERANGE);
     assert_int_equal(sw_read_file(swt_join(dir, "nope"), 3, &data, &len, &e), SW_ENOENT);
