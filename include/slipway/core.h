@@ -127,6 +127,11 @@ int sw_buf_putc(struct sw_buf *b, char c);
 /* s[0..n) as HTML text or a quoted attribute value: & < > " escaped, a control character other
  * than tab and newline written as a space. The one escaper of the generated pages. */
 int sw_buf_html(struct sw_buf *b, const char *s, size_t n);
+/* s[0..n) as Markdown inline text or a table cell: & < > as HTML entities (no tag survives), the
+ * characters Markdown reads (backslash ` * [ ] | ~, and _ but inside a word) escaped with a
+ * backslash, a control character (LF, CR, tab...) written as a space (a cell is one line). The
+ * one escaper of the Markdown report. */
+int sw_buf_md(struct sw_buf *b, const char *s, size_t n);
 int sw_buf_printf(struct sw_buf *b, const char *fmt, ...) SW_PRINTF(2, 3);
 int sw_buf_vprintf(struct sw_buf *b, const char *fmt, va_list ap) SW_PRINTF(2, 0);
 const char *sw_buf_cstr(const struct sw_buf *b);

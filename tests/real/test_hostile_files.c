@@ -5,8 +5,9 @@
  * container's mount (lint, render, fleet check); a CR in alias, args, listen.address and
  * runtime.args (a command of its own in the rendered unit); a fleet file whose name holds an LF
  * (a NAME=value of its own in the env file); `render --out` a directory that does not exist (said
- * only "No such file or directory"); a unit whose ExecStop names a stop grace past int64
- * milliseconds. Each case failed before its fix.
+ * only "No such file or directory"); <script> and <img onerror> from the fleet and the ledger in
+ * the Markdown report; a unit whose ExecStop names a stop grace past int64 milliseconds. Each case
+ * failed before its fix.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -515,6 +516,64 @@ static void test_render_out_dir(void **state)
     assert_int_not_equal(stat(swt_join(dir, "no"), &st), 0);
 }
 
+/* Defect 7: `report --md` copied <script> and <img onerror=...> from the fleet and the ledger into
+ * the Markdown (the HTML report escaped them), and a line break in a boot's text broke its table
+ * row. Now HTML and Markdown's own characters are escaped, a cell stays one line. */
+static void test_report_md_escaped(void **state)
+{
+    (void)state;
+    char fleet[4200], led[4200], md[4200];
+    snprintf(fleet, sizeof(fleet), "%s/report.yaml", dir);
+    snprintf(led, sizeof(led), "%s/report.sqlite", dir);
+    snprintf(md, sizeof(md), "%s/FLEET.md", dir);
+    swt_write_str(fleet,
+                  FLEET_HEAD "  m:\n"
+                             "    host: h\n"
+                             "    engine: llama.cpp\n"
+                             "    binary: /usr/bin/llama-server\n"
+                             "    payload: {path: /srv/models/m.gguf}\n"
+                             "    shape: {ctx_size: 4096, seqs: 1}\n"
+                             "    boots:\n"
+                             "      - shape: {ctx_size: 8192, seqs: 1}\n"
+                             "        outcome: failed\n"
+                             "        failure: oom\n"
+                             "        text: \"<script>alert(1)</script>\\n| *new row* |\"\n");
+    const char *rule[] = {swt_bin(),
+                          "ledger",
+                          "--ledger",
+                          led,
+                          "add-rule",
+                          "--expr",
+                          "ctx_size > 65536",
+                          "--reason",
+                          "<img src=x onerror=alert(1)>",
+                          "--endpoint",
+                          "m",
+                          NULL};
+    struct swt_run r;
+    run_argv(rule, &r);
+    if (r.status != 0)
+        fail_msg("add-rule: %s", r.err);
+    swt_run_free(&r);
+    const char *report[] = {swt_bin(), "report", fleet, "--ledger", led, "--md", md, NULL};
+    run_argv(report, &r);
+    if (r.status != 0)
+        fail_msg("report exited %d: %s", r.status, r.err);
+    swt_run_free(&r);
+    char *text = NULL;
+    size_t len = 0;
+    struct sw_err e;
+    if (sw_read_file(md, 1 << 20, &text, &len, &e))
+        fail_msg("%s", e.msg);
+    if (strstr(text, "<script") || strstr(text, "<img"))
+        fail_msg("a tag reached the Markdown:\n%s", text);
+    has_all("the Markdown report", text,
+            "| failed (oom): &lt;script&gt;alert(1)&lt;/script&gt; \\| \\*new row\\* \\| | fleet "
+            "boots |",
+            "| ctx_size &gt; 65536 | &lt;img src=x onerror=alert(1)&gt; | ledger rule |", NULL);
+    sw_free(text);
+}
+
 /* Defect 5: `podman stop -t 3262585074549260287` overflowed stop_grace_s * 1000 (UBSan: signed
  * integer overflow); the wrapped product was negative, so the finding was lost. */
 static void test_lint_huge_stop_grace(void **state)
@@ -544,10 +603,10 @@ int main(void)
 {
     sw_core_init();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_lint_operator_unit),   cmocka_unit_test(test_lint_dropins),
-        cmocka_unit_test(test_mount_dotdot),         cmocka_unit_test(test_control_chars),
-        cmocka_unit_test(test_fleet_path_newline),   cmocka_unit_test(test_render_out_dir),
-        cmocka_unit_test(test_lint_huge_stop_grace),
+        cmocka_unit_test(test_lint_operator_unit), cmocka_unit_test(test_lint_dropins),
+        cmocka_unit_test(test_mount_dotdot),       cmocka_unit_test(test_control_chars),
+        cmocka_unit_test(test_fleet_path_newline), cmocka_unit_test(test_render_out_dir),
+        cmocka_unit_test(test_report_md_escaped),  cmocka_unit_test(test_lint_huge_stop_grace),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -67,6 +67,23 @@ static void test_str_in(void **state)
     assert_false(sw_str_in("--a", NULL));
 }
 
+/* The Markdown escaper: no tag survives, no Markdown construct starts inside a value, a cell
+ * stays one line; an underscore inside a word is left as written. */
+static void test_buf_md(void **state)
+{
+    (void)state;
+    struct sw_buf b;
+    sw_buf_init(&b, 1 << 12);
+    const char *in = "<script>alert(1)</script> <img src=x onerror=alert(1)> a|b\nc\r*d* "
+                     "[l](javascript:x) `c` ~~s~~ _e_ kv_cache_bytes \\ & \x01";
+    assert_int_equal(sw_buf_md(&b, in, strlen(in)), 0);
+    assert_string_equal(sw_buf_cstr(&b),
+                        "&lt;script&gt;alert(1)&lt;/script&gt; &lt;img src=x onerror=alert(1)&gt; "
+                        "a\\|b c \\*d\\* \\[l\\](javascript:x) \\`c\\` \\~\\~s\\~\\~ \\_e\\_ "
+                        "kv_cache_bytes \\\\ &amp;  ");
+    sw_buf_free(&b);
+}
+
 static void test_buf(void **state)
 {
     struct sw_buf b;
@@ -671,25 +688,16 @@ int main(void)
 {
     sw_core_init();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_err_format),
-        cmocka_unit_test(test_alloc_fail),
-        cmocka_unit_test(test_str_in),
-        cmocka_unit_test(test_buf),
-        cmocka_unit_test(test_units),
-        cmocka_unit_test(test_number_scan),
-        cmocka_unit_test(test_rule),
-        cmocka_unit_test(test_rule_words),
-        cmocka_unit_test(test_rule_value_hook),
-        cmocka_unit_test(test_files),
-        cmocka_unit_test(test_sniff),
-        cmocka_unit_test(test_json),
-        cmocka_unit_test(test_redact),
-        cmocka_unit_test(test_utf8_repair),
-        cmocka_unit_test(test_json_int_range),
-        cmocka_unit_test(test_duration),
-        cmocka_unit_test(test_json_set_str_not_utf8),
-        cmocka_unit_test(test_fput_term),
-        cmocka_unit_test(test_path_lexical),
+        cmocka_unit_test(test_err_format),  cmocka_unit_test(test_alloc_fail),
+        cmocka_unit_test(test_str_in),      cmocka_unit_test(test_buf),
+        cmocka_unit_test(test_buf_md),      cmocka_unit_test(test_units),
+        cmocka_unit_test(test_number_scan), cmocka_unit_test(test_rule),
+        cmocka_unit_test(test_rule_words),  cmocka_unit_test(test_rule_value_hook),
+        cmocka_unit_test(test_files),       cmocka_unit_test(test_sniff),
+        cmocka_unit_test(test_json),        cmocka_unit_test(test_redact),
+        cmocka_unit_test(test_utf8_repair), cmocka_unit_test(test_json_int_range),
+        cmocka_unit_test(test_duration),    cmocka_unit_test(test_json_set_str_not_utf8),
+        cmocka_unit_test(test_fput_term),   cmocka_unit_test(test_path_lexical),
     };
     return cmocka_run_group_tests_name("core", tests, NULL, NULL);
 }
