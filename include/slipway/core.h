@@ -132,6 +132,11 @@ int sw_buf_html(struct sw_buf *b, const char *s, size_t n);
  * backslash, a control character (LF, CR, tab...) written as a space (a cell is one line). The
  * one escaper of the Markdown report. */
 int sw_buf_md(struct sw_buf *b, const char *s, size_t n);
+/* s as a YAML double-quoted scalar, quotes included: `"` and backslash escaped, LF as \\n, the
+ * other C0 characters and DEL as \\xNN, C1 as \\u00NN (YAML's non-printables), so no value
+ * ends or continues a line. NULL is "". The one escaper of the YAML slipway writes (the
+ * llama-swap export, the Kubernetes objects). */
+int sw_buf_yaml_str(struct sw_buf *b, const char *s);
 int sw_buf_printf(struct sw_buf *b, const char *fmt, ...) SW_PRINTF(2, 3);
 int sw_buf_vprintf(struct sw_buf *b, const char *fmt, va_list ap) SW_PRINTF(2, 0);
 const char *sw_buf_cstr(const struct sw_buf *b);

@@ -150,6 +150,25 @@ int sw_buf_html(struct sw_buf *b, const char *s, size_t n)
     return rc;
 }
 
+int sw_buf_yaml_str(struct sw_buf *b, const char *s)
+{
+    const unsigned char *u = (const unsigned char *)(s ? s : "");
+    int rc = sw_buf_putc(b, '"');
+    for (; !rc && *u; u++) {
+        if (*u == '"' || *u == '\\')
+            rc = sw_buf_printf(b, "\\%c", *u);
+        else if (*u == '\n')
+            rc = sw_buf_puts(b, "\\n");
+        else if (*u < 0x20 || *u == 0x7f)
+            rc = sw_buf_printf(b, "\\x%02x", *u);
+        else if (*u == 0xc2 && u[1] >= 0x80 && u[1] < 0xa0)
+            rc = sw_buf_printf(b, "\\u%04x", (unsigned)*++u);
+        else
+            rc = sw_buf_putc(b, (char)*u);
+    }
+    return rc ? rc : sw_buf_putc(b, '"');
+}
+
 static bool md_word(unsigned char c)
 {
     return isalnum(c) || c >= 0x80;

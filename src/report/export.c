@@ -53,20 +53,10 @@ int sw_report_boot_ms(struct sw_ledger *l, const char *endpoint, int64_t *ms, st
  * llama-swap
  */
 
-/* A YAML double-quoted scalar. */
+/* A YAML double-quoted scalar (core's one escaper). */
 static int yq(struct sw_buf *b, const char *s)
 {
-    int rc = sw_buf_putc(b, '"');
-    for (; !rc && *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            rc = sw_buf_printf(b, "\\%c", c);
-        else if (c < 0x20)
-            rc = sw_buf_printf(b, "\\x%02x", c);
-        else
-            rc = sw_buf_putc(b, (char)c);
-    }
-    return rc ? rc : sw_buf_putc(b, '"');
+    return sw_buf_yaml_str(b, s);
 }
 
 /* One argument as a POSIX shell word (llama-swap splits cmd the way a shell would). */

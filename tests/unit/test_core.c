@@ -82,6 +82,15 @@ static void test_buf_md(void **state)
                         "a\\|b c \\*d\\* \\[l\\](javascript:x) \\`c\\` \\~\\~s\\~\\~ \\_e\\_ "
                         "kv_cache_bytes \\\\ &amp;  ");
     sw_buf_free(&b);
+
+    /* the YAML double-quoted scalar: no raw control character, quotes and backslashes escaped */
+    sw_buf_init(&b, 1 << 12);
+    assert_int_equal(sw_buf_yaml_str(&b, "a\"b\\c\nd\re\x7f\xc2\x85"
+                                         "caf\xc3\xa9"),
+                     0);
+    assert_int_equal(sw_buf_yaml_str(&b, NULL), 0);
+    assert_string_equal(sw_buf_cstr(&b), "\"a\\\"b\\\\c\\nd\\x0de\\x7f\\u0085caf\xc3\xa9\"\"\"");
+    sw_buf_free(&b);
 }
 
 static void test_buf(void **state)
