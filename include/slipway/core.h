@@ -127,6 +127,16 @@ int sw_buf_putc(struct sw_buf *b, char c);
 /* s[0..n) as HTML text or a quoted attribute value: & < > " escaped, a control character other
  * than tab and newline written as a space. The one escaper of the generated pages. */
 int sw_buf_html(struct sw_buf *b, const char *s, size_t n);
+/* s[0..n) as Markdown inline text or a table cell: & < > as HTML entities (no tag survives), the
+ * characters Markdown reads (backslash ` * [ ] | ~, and _ but inside a word) escaped with a
+ * backslash, a control character (LF, CR, tab...) written as a space (a cell is one line). The
+ * one escaper of the Markdown report. */
+int sw_buf_md(struct sw_buf *b, const char *s, size_t n);
+/* s as a YAML double-quoted scalar, quotes included: `"` and backslash escaped, LF as \\n, the
+ * other C0 characters and DEL as \\xNN, C1 as \\u00NN (YAML's non-printables), so no value
+ * ends or continues a line. NULL is "". The one escaper of the YAML slipway writes (the
+ * llama-swap export, the Kubernetes objects). */
+int sw_buf_yaml_str(struct sw_buf *b, const char *s);
 int sw_buf_printf(struct sw_buf *b, const char *fmt, ...) SW_PRINTF(2, 3);
 int sw_buf_vprintf(struct sw_buf *b, const char *fmt, va_list ap) SW_PRINTF(2, 0);
 const char *sw_buf_cstr(const struct sw_buf *b);
@@ -256,6 +266,25 @@ int sw_write_file_atomic(const char *path, const void *data, size_t len, int mod
                          struct sw_err *e);
 /* mkdir -p */
 int sw_mkdir_p(const char *path, int mode, struct sw_err *e);
+/* An output directory a verb writes files into (--out DIR): 0 when dir is a directory. Otherwise
+ * an error naming dir and why, and what to do: not a directory (SW_EINVAL), missing (SW_ENOENT,
+ * saying whether its parent exists), cannot be reached (SW_EIO). It creates nothing: a mistyped
+ * path writes nothing anywhere. */
+int sw_out_dir(const char *dir, struct sw_err *e);
+/* The lexical form of path into out (n bytes): `.` and empty segments dropped, `..` taking the
+ * segment before it away (at the root it stays the root; a relative path keeps leading `..`), no
+ * trailing slash; "." for an empty result. No file system access (a symlink is not followed).
+ * 0, or SW_ERANGE when it does not fit. */
+int sw_path_lexical(const char *path, char *out, size_t n);
+/* path lies at or under dir, both in lexical form: 0 when not (or either is longer than 4095
+ * bytes, or rest is too small), else the length of dir's lexical form (the longer, the closer:
+ * "/" gives 1). rest (rn bytes, may be NULL) gets what follows dir in path's lexical form: "" or
+ * "/a/b" (the whole path when dir is "/"). */
+size_t sw_path_within(const char *path, const char *dir, char *rest, size_t rn);
+/* path under `from` seen from `to` (a host path in a container's view through its mount): out (n
+ * bytes) gets to's lexical form followed by what follows from in path's. Returns as
+ * sw_path_within (0: not under from, or out too small). */
+size_t sw_path_rebase(const char *path, const char *from, const char *to, char *out, size_t n);
 /* slipway's private run directory: $SLIPWAY_RUN_DIR, else $XDG_RUNTIME_DIR/slipway, else
  * $HOME/.local/state/slipway/run; created 0700 when missing, then required a real directory owned
  * by the euid without group/other write (SW_EIO naming the path otherwise). For sockets and pid
@@ -341,6 +370,12 @@ size_t sw_utf8_repair(const char *s, size_t len, char *out, size_t outn, size_t 
  * A newline is kept when flags has SW_TERM_LINES, else written as \\n. NULL writes nothing. */
 #define SW_TERM_LINES 1u
 void sw_fput_term(FILE *f, const char *s, unsigned flags);
+/* Append s as text within one line of a line-based file (a `#` comment of a unit, of an env file,
+ * of a YAML export): the escapes of sw_fput_term (LF as \\n, CR as \\r, other controls and bytes
+ * that are not UTF-8 as \\xNN / \\u00NN) and a backslash doubled, so the text can neither end
+ * the line nor continue it (systemd's env-file parser continues a comment at a backslash before
+ * the line end). Tab is kept. NULL appends nothing. The one escaper of such a line. */
+int sw_buf_line(struct sw_buf *b, const char *s);
 
 /* A secret shorter than this is not redacted: it would shred ordinary text. */
 #define SW_REDACT_MIN 4u

@@ -8,8 +8,10 @@
  * command line, and what `systemd-analyze verify` says about the file.
  *
  * It works on any unit file from its text alone (plus the text of its EnvironmentFile when the
- * caller has it); it needs nothing from the render. It does not install, start or read a unit on
- * a host, and it does not model every systemd key: only those the laws read.
+ * caller has it, and of its drop-ins), and reads lines as systemd does: a UTF-8 byte order mark
+ * skipped, a line ended by LF, CR, CR LF or LF CR. It needs nothing from the render. It does not
+ * install, start or read a unit on a host, and it does not model every systemd key: only those
+ * the laws read.
  */
 #ifndef SLIPWAY_UNIT_LINT_H
 #define SLIPWAY_UNIT_LINT_H
@@ -26,13 +28,30 @@ extern "C" {
 
 #define SW_UNIT_TEXT_MAX (1u << 20) /* a unit (or environment file) larger than this is refused */
 
-/* One `Key=Value` assignment, in file order. `reset` is set on assignments a later empty
- * assignment of the same key in the same section cleared (systemd's list reset). */
+/*
+ * A unit is read from parts: the unit file (part 0), then its drop-ins in the order systemd
+ * applies them (foo.service.d/NAME.conf, lexically by file name): a later assignment overrides an
+ * earlier one, a list key appends, an empty assignment resets the list. Every line number in a
+ * parsed unit and in the lint's findings is a position: the line itself in part 0, and
+ * part * SW_UNIT_PART_LINES + line in a drop-in (sw_unit_pos splits it), so a unit without
+ * drop-ins numbers its lines as they are.
+ */
+#define SW_UNIT_PART_LINES (1 << 21) /* above the lines SW_UNIT_TEXT_MAX bytes can hold */
+#define SW_UNIT_PARTS_MAX  64        /* the unit and at most 63 drop-ins */
+
+struct sw_unit_part {
+    const char *where; /* the file's name in messages (a path) */
+    const char *text;
+    size_t len;
+};
+
+/* One `Key=Value` assignment, in file order (the parts in order). `reset` is set on assignments
+ * a later empty assignment of the same key in the same section cleared (systemd's list reset). */
 struct sw_unit_entry {
     const char *section; /* "Unit", "Service", ... */
     const char *key;
     const char *value; /* continuation lines joined with a space; trimmed */
-    int line;          /* 1-based line of the key */
+    int line;          /* the position of the key (1-based line; see SW_UNIT_PART_LINES) */
     bool reset;
 };
 
@@ -107,15 +126,19 @@ struct sw_unit {
     const char *where; /* the name given to sw_unit_parse (a path, "<stdin>") */
     const char *text;  /* a copy of the text, for `systemd-analyze verify` */
     size_t len;
+    struct sw_unit_part *parts; /* n_parts copies: parts[0] is where/text/len, then drop-ins */
+    size_t n_parts;
     struct sw_unit_entry *entries;
     size_t n_entries;
     struct sw_unit_cmd *cmds;
     size_t n_cmds;
-    /* Lines systemd would warn about and skip (no '=', no section, an unterminated [): each is
-     * reported by the lint as law "syntax". */
+    /* Lines systemd would warn about and skip (no '=', no section, an unterminated [), a CR that
+     * ends a line inside it, CR LF line ends (a warning): each is reported by the lint as law
+     * "syntax". */
     struct {
         int line;
         const char *msg;
+        bool warning;
     } * notes;
     size_t n_notes;
     /* The environment Exec lines see: Environment= then the EnvironmentFile text ("KEY=VALUE"). */
@@ -148,7 +171,14 @@ struct sw_unit {
  */
 int sw_unit_parse(const char *text, size_t len, const char *where, const char *env_file,
                   struct sw_unit **out, struct sw_err *e);
+/* The same over a unit and its drop-ins (parts[0] the unit; 1 <= n <= SW_UNIT_PARTS_MAX). An
+ * error names the part it is in. */
+int sw_unit_parse_parts(const struct sw_unit_part *parts, size_t n, const char *env_file,
+                        struct sw_unit **out, struct sw_err *e);
 void sw_unit_free(struct sw_unit *u);
+/* The file a position (an entry's, a command's, a finding's line) is in, and *line (may be NULL)
+ * its line there; 0 (the file as a whole) is part 0's. */
+const char *sw_unit_pos(const struct sw_unit *u, int pos, int *line);
 
 /* The value of the last (not reset) `key` in `section`, NULL when absent; *line (may be NULL)
  * gets its line. */
@@ -177,7 +207,7 @@ enum sw_unit_severity { SW_UNIT_ERROR = 0, SW_UNIT_WARNING = 1 };
 struct sw_unit_finding {
     const char *law; /* one of SW_UNIT_LAW_* (static) */
     enum sw_unit_severity severity;
-    int line;       /* 0 when the finding is about the file as a whole */
+    int line;       /* a position (sw_unit_pos); 0 when about the file as a whole */
     char msg[1024]; /* names the relationship and both values; never a secret's value */
 };
 
@@ -213,7 +243,11 @@ bool sw_unit_exists_local(void *ctx, const char *path);
 /*
  * Read the unit file at path (and env_file when not NULL), parse and lint it. A missing,
  * unreadable, non-regular or binary file is an error naming it (SW_ENOENT, SW_EIO, SW_EINVAL,
- * SW_EPARSE). *u (may be NULL) gets the parsed unit (sw_unit_free).
+ * SW_EPARSE); so is text that is not a unit (an HTML page, a JSON body), while a first line
+ * `[Unit]` is a unit. The drop-ins beside it (path.d/NAME.conf, at most SW_UNIT_PARTS_MAX - 1) are
+ * read after it, as systemd applies them; given a drop-in (NAME.d/X.conf), the unit NAME beside
+ * its directory is read with all of its drop-ins, or, when there is none, the drop-in alone
+ * (u->parts say which files were read). *u (may be NULL) gets the parsed unit (sw_unit_free).
  */
 int sw_unit_lint_file(const char *path, const char *env_file, const struct sw_unit_lint_opts *o,
                       struct sw_unit_report *r, struct sw_unit **u, struct sw_err *e);

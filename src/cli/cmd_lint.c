@@ -2,7 +2,9 @@
  * slipway lint FILE.service [--env-file FILE] [--no-verify] [--json]
  *
  * The relational lint of a systemd unit the operator already has (include/slipway/unit_lint.h):
- * every finding as FILE:LINE: law: message, the relationship named with both values.
+ * every finding as FILE:LINE: law: message, the relationship named with both values. The unit's
+ * drop-ins beside it are read after it (given a drop-in, its unit and all of them), and the
+ * files read are named; a finding in a drop-in names the drop-in.
  * Exit: 0 clean, 1 findings, 2 usage or a file that cannot be read as a unit.
  */
 #include "cli.h"
@@ -32,12 +34,16 @@ static const char *const examples[] = {
 const struct sw_cmd_spec sw_spec_lint = {
     .name = "lint",
     .summary = "lint a systemd unit: stop timeout, start limits, Restart, paths, digest, secrets",
-    .synopsis = "FILE.service [--env-file FILE] [--no-verify] [--check-paths] [--json]",
+    .synopsis = "FILE.service|NAME.d/FILE.conf [--env-file FILE] [--no-verify] [--check-paths] "
+                "[--json]",
     .about = "Laws: stop-timeout (TimeoutStopSec above the container's stop grace),\n"
              "start-limit (StartLimit* once, in [Unit]), restart (Restart=always where the\n"
              "main process exits 0 on a dead engine), path (every path the engine receives\n"
              "inside its mounts; absolute), image-digest, secret (none on a command line or in\n"
-             "the unit), verify (any line `systemd-analyze verify` prints), syntax.\n"
+             "the unit), verify (any line `systemd-analyze verify` prints), syntax (lines\n"
+             "systemd skips, a CR that ends a line, CR LF line ends).\n"
+             "The drop-ins FILE.service.d/*.conf are read after the unit, in lexical order, as\n"
+             "systemd applies them; given a drop-in, its unit and all of its drop-ins are read.\n"
              "Exit: 0 clean, 1 findings, 2 usage or an unreadable file.",
     .opts = opts,
     .max_args = 1,
@@ -74,6 +80,10 @@ int sw_cmd_lint(int argc, char **argv)
     if (a.json) {
         json_t *root = json_object(), *arr = json_array();
         sw_json_set_str(root, "file", path);
+        json_t *files = json_array();
+        for (size_t i = 0; i < u->n_parts; i++)
+            json_array_append_new(files, json_string(u->parts[i].where));
+        sw_json_set_new(root, "files", files);
         sw_json_set_str(root, "engine", sw_unit_engine_name(u->engine));
         sw_json_set_bool(root, "container", u->ctr.found);
         sw_json_set_bool(root, "verified", o.verify);
@@ -102,7 +112,9 @@ int sw_cmd_lint(int argc, char **argv)
             json_t *f = json_object();
             sw_json_set_str(f, "law", r.v[i].law);
             sw_json_set_str(f, "severity", sev_name(r.v[i].severity));
-            sw_json_set_int(f, "line", r.v[i].line);
+            int line = 0;
+            sw_json_set_str(f, "file", sw_unit_pos(u, r.v[i].line, &line));
+            sw_json_set_int(f, "line", line);
             sw_json_set_str(f, "message", r.v[i].msg);
             json_array_append_new(arr, f);
         }
@@ -111,11 +123,20 @@ int sw_cmd_lint(int argc, char **argv)
         sw_json_print(stdout, root, true);
         json_decref(root);
     } else {
+        if (u->n_parts > 1) {
+            printf("%s: read with its drop-in%s, in this order:", u->where,
+                   u->n_parts > 2 ? "s" : "");
+            for (size_t i = 1; i < u->n_parts; i++)
+                printf("%s %s", i > 1 ? "," : "", u->parts[i].where);
+            printf("\n");
+        }
         for (size_t i = 0; i < r.n; i++) {
             char at[32] = "";
-            if (r.v[i].line > 0) /* 0: about the file as a whole */
-                snprintf(at, sizeof(at), ":%d", r.v[i].line);
-            printf("%s%s: %s: %s%s\n", path, at, r.v[i].law,
+            int line = 0;
+            const char *file = sw_unit_pos(u, r.v[i].line, &line);
+            if (line > 0) /* 0: about the file as a whole */
+                snprintf(at, sizeof(at), ":%d", line);
+            printf("%s%s: %s: %s%s\n", file, at, r.v[i].law,
                    r.v[i].severity == SW_UNIT_WARNING ? "warning: " : "", r.v[i].msg);
         }
         if (r.n == 0)

@@ -143,7 +143,7 @@ static int render_k8s(const struct sw_args *a, struct sw_fleet *f,
         json_object_get(json_array_get(json_object_get(doc, "objects"), 0), "metadata"), "name"));
     if (dir) {
         snprintf(file, sizeof(file), "%s/%s.k8s.yaml", dir, nm ? nm : ep->name);
-        if (sw_write_file_atomic(file, sw_buf_cstr(&b), b.len, 0644, &e)) {
+        if (sw_out_dir(dir, &e) || sw_write_file_atomic(file, sw_buf_cstr(&b), b.len, 0644, &e)) {
             e.code = SW_EIO;
             goto fail;
         }

@@ -4,6 +4,8 @@
  */
 #include <slipway/core.h>
 
+#include <ctype.h>
+
 #include <string.h>
 
 void sw_buf_init(struct sw_buf *b, size_t max)
@@ -144,6 +146,53 @@ int sw_buf_html(struct sw_buf *b, const char *s, size_t n)
             rc = sw_buf_puts(b, "&quot;");
         else
             rc = sw_buf_putc(b, c < 0x20 && c != '\n' && c != '\t' ? ' ' : (char)c);
+    }
+    return rc;
+}
+
+int sw_buf_yaml_str(struct sw_buf *b, const char *s)
+{
+    const unsigned char *u = (const unsigned char *)(s ? s : "");
+    int rc = sw_buf_putc(b, '"');
+    for (; !rc && *u; u++) {
+        if (*u == '"' || *u == '\\')
+            rc = sw_buf_printf(b, "\\%c", *u);
+        else if (*u == '\n')
+            rc = sw_buf_puts(b, "\\n");
+        else if (*u < 0x20 || *u == 0x7f)
+            rc = sw_buf_printf(b, "\\x%02x", *u);
+        else if (*u == 0xc2 && u[1] >= 0x80 && u[1] < 0xa0)
+            rc = sw_buf_printf(b, "\\u%04x", (unsigned)*++u);
+        else
+            rc = sw_buf_putc(b, (char)*u);
+    }
+    return rc ? rc : sw_buf_putc(b, '"');
+}
+
+static bool md_word(unsigned char c)
+{
+    return isalnum(c) || c >= 0x80;
+}
+
+int sw_buf_md(struct sw_buf *b, const char *s, size_t n)
+{
+    int rc = 0;
+    const unsigned char *u = (const unsigned char *)s;
+    for (size_t i = 0; s && i < n && !rc; i++) {
+        unsigned char c = u[i];
+        /* an underscore inside a word is no emphasis (CommonMark's flanking rule): kept, so
+         * kv_cache_bytes reads as written */
+        bool inner_ = c == '_' && i > 0 && i + 1 < n && md_word(u[i - 1]) && md_word(u[i + 1]);
+        if (c == '&')
+            rc = sw_buf_puts(b, "&amp;");
+        else if (c == '<')
+            rc = sw_buf_puts(b, "&lt;");
+        else if (c == '>')
+            rc = sw_buf_puts(b, "&gt;");
+        else if (strchr("\\`*[]|~", c) || (c == '_' && !inner_))
+            rc = sw_buf_printf(b, "\\%c", c);
+        else
+            rc = sw_buf_putc(b, c < 0x20 || c == 0x7f ? ' ' : (char)c);
     }
     return rc;
 }

@@ -177,6 +177,44 @@ int sw_mkdir_p(const char *path, int mode, struct sw_err *e)
     return rc;
 }
 
+int sw_out_dir(const char *dir, struct sw_err *e)
+{
+    struct stat st;
+    if (!stat(dir, &st)) {
+        if (!S_ISDIR(st.st_mode))
+            return sw_err_at(e, SW_EINVAL, dir, 0, 0,
+                             "exists and is not a directory: nothing can be written into it");
+        return 0;
+    }
+    if (errno != ENOENT)
+        return sw_err_at(e, SW_EIO, dir, 0, 0, "cannot use it as the output directory: %s",
+                         strerror(errno));
+    /* the parent: everything before the last component (trailing slashes ignored) */
+    char parent[4096];
+    size_t n = strlen(dir);
+    while (n > 1 && dir[n - 1] == '/')
+        n--;
+    while (n > 0 && dir[n - 1] != '/')
+        n--;
+    while (n > 1 && dir[n - 1] == '/')
+        n--;
+    if (n >= sizeof(parent))
+        return sw_err_at(e, SW_ERANGE, dir, 0, 0, "path too long");
+    if (n == 0)
+        snprintf(parent, sizeof(parent), ".");
+    else
+        snprintf(parent, sizeof(parent), "%.*s", (int)n, dir);
+    if (stat(parent, &st) || !S_ISDIR(st.st_mode))
+        return sw_err_at(e, SW_ENOENT, dir, 0, 0,
+                         "no such directory, and its parent %s is not one either: the output "
+                         "directory must exist (mkdir -p %s)",
+                         parent, dir);
+    return sw_err_at(e, SW_ENOENT, dir, 0, 0,
+                     "no such directory (its parent %s exists): the output directory must exist, "
+                     "so a mistyped path writes nothing (mkdir %s)",
+                     parent, dir);
+}
+
 static bool starts_ci(const unsigned char *p, size_t n, const char *lit)
 {
     size_t l = strlen(lit);

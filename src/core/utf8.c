@@ -5,11 +5,16 @@
  * overlong form, a surrogate, a code point past U+10FFFF, a sequence cut short, a NUL) becomes
  * U+FFFD, and the caller learns how many there were so it can say so.
  *
+ * The same visible escapes serve a terminal (sw_fput_term) and one line of a line-based file
+ * (sw_buf_line: a comment of a unit, an env file, a YAML export), where the text must neither end
+ * the line nor continue it.
+ *
  * What it deliberately does not do: guess another encoding (Latin-1...), normalise, or remove
  * control characters (a JSON encoder escapes them; a terminal view writes through sw_fput_term).
  */
 #include <slipway/core.h>
 
+#include <stdio.h>
 #include <string.h>
 
 /* Length of the well-formed sequence at s[0..n), 0 when there is none (RFC 3629 table 3-7). */
@@ -76,6 +81,42 @@ size_t sw_utf8_repair(const char *s, size_t len, char *out, size_t outn, size_t 
     return o;
 }
 
+/* One piece of s at i as the visible writers show it: *esc (NUL-terminated, in the caller's
+ * buffer) when the piece is escaped, else *raw (k bytes as they are). Returns the bytes of s the
+ * piece covers. */
+static size_t piece(const unsigned char *u, size_t len, size_t i, unsigned flags, bool bslash,
+                    char esc[8], size_t *raw)
+{
+    size_t k = sw_utf8_seq(u + i, len - i);
+    esc[0] = '\0';
+    *raw = 0;
+    if (!k) {
+        snprintf(esc, 8, "\\x%02x", u[i]);
+        return 1;
+    }
+    if (k == 1 && ((u[i] < 0x20 && u[i] != '\t') || u[i] == 0x7f)) {
+        if (u[i] == '\n' && (flags & SW_TERM_LINES))
+            *raw = 1;
+        else if (u[i] == '\n')
+            snprintf(esc, 8, "\\n");
+        else if (u[i] == '\r' && bslash)
+            snprintf(esc, 8, "\\r");
+        else
+            snprintf(esc, 8, "\\x%02x", u[i]);
+        return 1;
+    }
+    if (k == 2 && u[i] == 0xc2 && u[i + 1] < 0xa0) {
+        snprintf(esc, 8, "\\u%04x", (unsigned)u[i + 1]);
+        return 2;
+    }
+    if (k == 1 && u[i] == '\\' && bslash) {
+        snprintf(esc, 8, "\\\\");
+        return 1;
+    }
+    *raw = k;
+    return k;
+}
+
 void sw_fput_term(FILE *f, const char *s, unsigned flags)
 {
     if (!s)
@@ -83,24 +124,30 @@ void sw_fput_term(FILE *f, const char *s, unsigned flags)
     const unsigned char *u = (const unsigned char *)s;
     size_t len = strlen(s);
     for (size_t i = 0; i < len;) {
-        size_t k = sw_utf8_seq(u + i, len - i);
-        if (!k) {
-            fprintf(f, "\\x%02x", u[i]);
-            i++;
-        } else if (k == 1 && ((u[i] < 0x20 && u[i] != '\t') || u[i] == 0x7f)) {
-            if (u[i] == '\n' && (flags & SW_TERM_LINES))
-                fputc('\n', f);
-            else if (u[i] == '\n')
-                fputs("\\n", f);
-            else
-                fprintf(f, "\\x%02x", u[i]);
-            i++;
-        } else if (k == 2 && u[i] == 0xc2 && u[i + 1] < 0xa0) {
-            fprintf(f, "\\u%04x", (unsigned)u[i + 1]);
-            i += 2;
-        } else {
-            fwrite(u + i, 1, k, f);
-            i += k;
-        }
+        char esc[8];
+        size_t raw;
+        size_t k = piece(u, len, i, flags, false, esc, &raw);
+        if (raw)
+            fwrite(u + i, 1, raw, f);
+        else
+            fputs(esc, f);
+        i += k;
     }
+}
+
+int sw_buf_line(struct sw_buf *b, const char *s)
+{
+    if (!s)
+        return 0;
+    const unsigned char *u = (const unsigned char *)s;
+    size_t len = strlen(s);
+    int rc = 0;
+    for (size_t i = 0; i < len && !rc;) {
+        char esc[8];
+        size_t raw;
+        size_t k = piece(u, len, i, 0, true, esc, &raw);
+        rc = raw ? sw_buf_append(b, u + i, raw) : sw_buf_puts(b, esc);
+        i += k;
+    }
+    return rc;
 }

@@ -3,7 +3,8 @@
  *
  * Paths: the payload is a path on the endpoint's host. When the endpoint runs in a container
  * (image set), the engine sees the container's side of a mount, so the path is translated through
- * the payload's mounts (longest prefix at a path boundary); a path no mount covers is an error at
+ * the payload's mounts (the longest one it lies under, in lexical form: `..` cannot climb out of a
+ * mount; the engine gets the lexical form); a path no mount covers is an error at
  * its fleet position, because handing the host path to the container is exactly the crash loop
  * the operator lived through (vLLM: "Repo id must be in the form namespace/repo_name").
  * Secrets: only in the environment (VLLM_API_KEY from the endpoint's api_key reference, resolved
@@ -104,11 +105,8 @@ static int engine_path(const struct sw_fleet_endpoint *ep, const char *host_path
     size_t bl = 0;
     for (size_t i = 0; i < ep->payload.n_mounts; i++) {
         const struct sw_fleet_mount *m = &ep->payload.mounts[i];
-        size_t l = strlen(m->host_path);
-        while (l > 1 && m->host_path[l - 1] == '/')
-            l--;
-        if (!strncmp(host_path, m->host_path, l) && (host_path[l] == '/' || host_path[l] == 0) &&
-            l > bl) {
+        size_t l = sw_path_within(host_path, m->host_path, NULL, 0); /* lexical: no `..` out */
+        if (l > bl) {
             best = m;
             bl = l;
         }
@@ -119,10 +117,7 @@ static int engine_path(const struct sw_fleet_endpoint *ep, const char *host_path
                                "engine would not find it (vLLM/transformers then fail with \"Repo "
                                "id must be in the form ...\"); add a payload mount",
                                host_path);
-    size_t cl = strlen(best->container_path);
-    while (cl > 1 && best->container_path[cl - 1] == '/')
-        cl--;
-    if ((size_t)snprintf(out, n, "%.*s%s", (int)cl, best->container_path, host_path + bl) >= n)
+    if (!sw_path_rebase(host_path, best->host_path, best->container_path, out, n))
         return sw_err_set(e, SW_ERANGE, "path too long");
     return 0;
 }

@@ -942,7 +942,7 @@ static const struct sw__fleet_fdef endpoint_defs[] = {
     {"note",
      {0},
      sw__fleet_dec_strf,
-     SW__SPEC(SW__FT_STR),
+     SW__SPEC(SW__FT_TEXT),
      offsetof(struct sw_fleet_endpoint, note)},
     {"nodes",
      {0},

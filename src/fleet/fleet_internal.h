@@ -156,7 +156,8 @@ int sw__fleet_keep_json(struct sw__fleet_ctx *c, json_t *j);
  * node, prefixed with the path) and return SW_EPARSE so the caller continues with the next value.
  */
 enum sw__fleet_ft {
-    SW__FT_STR = 1,      /* any non-empty text */
+    SW__FT_STR = 1,      /* any non-empty text on one line (no control character) */
+    SW__FT_TEXT,         /* free text: a note, a source; LF and tab allowed */
     SW__FT_NAME,         /* [A-Za-z0-9][A-Za-z0-9_-]* */
     SW__FT_WORD,         /* [a-z0-9_]+ */
     SW__FT_CHOICE,       /* one of spec->choices; stored pointer is the static choice */
@@ -192,7 +193,8 @@ int sw__fleet_dec_bool(struct sw__fleet_ctx *c, const struct sw__fleet_node *n,
 int sw__fleet_dec_value(struct sw__fleet_ctx *c, const struct sw__fleet_node *n,
                         enum sw_fleet_vtype t, const struct sw__fleet_spec *s,
                         struct sw_fleet_value *out);
-/* Text of a scalar node or an error "must be a single value, not a mapping". */
+/* Text of a scalar node, or an error: "must be a single value, not a mapping", a NUL, a control
+ * character (C0 including tab, DEL, C1: the value would break a line-based file). */
 const char *sw__fleet_scalar(struct sw__fleet_ctx *c, const struct sw__fleet_node *n);
 bool sw__fleet_want_map(struct sw__fleet_ctx *c, const struct sw__fleet_node *n);
 bool sw__fleet_want_seq(struct sw__fleet_ctx *c, const struct sw__fleet_node *n);

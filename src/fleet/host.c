@@ -52,7 +52,11 @@ static const struct sw__fleet_fdef device_defs[] = {
      sw__fleet_dec_boolf,
      SW__SPEC(SW__FT_BOOL),
      offsetof(struct sw_fleet_device, unified_memory)},
-    {"note", {0}, sw__fleet_dec_strf, SW__SPEC(SW__FT_STR), offsetof(struct sw_fleet_device, note)},
+    {"note",
+     {0},
+     sw__fleet_dec_strf,
+     SW__SPEC(SW__FT_TEXT),
+     offsetof(struct sw_fleet_device, note)},
 };
 
 static int dec_device(struct sw__fleet_ctx *c, const struct sw__fleet_node *k,
@@ -174,7 +178,7 @@ static int dec_transport(struct sw__fleet_ctx *c, const struct sw__fleet_node *v
 static const struct sw__fleet_fdef host_defs[] = {
     {"transport", {0}, dec_transport, SW__SPEC(0), 0},
     {"devices", {0}, dec_devices, SW__SPEC(0), 0},
-    {"note", {0}, sw__fleet_dec_strf, SW__SPEC(SW__FT_STR), offsetof(struct sw_fleet_host, note)},
+    {"note", {0}, sw__fleet_dec_strf, SW__SPEC(SW__FT_TEXT), offsetof(struct sw_fleet_host, note)},
 };
 
 static int dec_host(struct sw__fleet_ctx *c, const struct sw__fleet_node *k,

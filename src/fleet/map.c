@@ -190,7 +190,7 @@ int sw__fleet_dec_date(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, 
 int sw__fleet_dec_text(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, const char **out)
 {
     struct sw_fleet_str s = {0};
-    struct sw__fleet_spec sp = SW__SPEC(SW__FT_STR);
+    struct sw__fleet_spec sp = SW__SPEC(SW__FT_TEXT);
     int rc = sw__fleet_dec_str(c, v, &sp, &s);
     *out = s.v;
     return rc;

@@ -164,7 +164,7 @@ static int dec_profile_key(struct sw__fleet_ctx *c, const struct sw__fleet_node 
         if (!r && s.v)
             p->base = sw__fleet_engine_of(s.v);
     } else if (!strcmp(key->text, "note")) {
-        struct sw__fleet_spec sp = SW__SPEC(SW__FT_STR);
+        struct sw__fleet_spec sp = SW__SPEC(SW__FT_TEXT);
         r = sw__fleet_dec_str(c, val, &sp, &p->note);
     } else if (!strcmp(key->text, "gguf_types")) {
         r = dec_gguf_types(c, val, p);

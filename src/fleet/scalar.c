@@ -9,6 +9,12 @@
  * (31.86GiB usable, ~1.4GiB for the projector) is a measurement and is rounded to the byte.
  * It does not know which field needs which (shape.c and the nouns say). Numbers and unit names
  * come from core (sw_number_scan, sw_unit_bytes, sw_unit_multiplier): one lexer, one table.
+ *
+ * Control characters: a value of the fleet reaches line-based files (the unit, where systemd
+ * ends a line at CR as well as LF; the env file; the llama-swap and harness exports; the
+ * Prometheus textfile; the Markdown report), so every scalar is refused when it holds one (C0
+ * including tab, DEL, C1), at its position with its dotted path. Only free text (notes, sources,
+ * a boot's text: SW__FT_TEXT) may hold LF and tab; its writers escape them.
  */
 #include "fleet_internal.h"
 
@@ -18,7 +24,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *sw__fleet_scalar(struct sw__fleet_ctx *c, const struct sw__fleet_node *n)
+/* The first control character of s (C0, DEL, or a C1 code point U+0080..U+009F in UTF-8), LF
+ * and tab allowed when lines; NULL when none. */
+static const char *first_ctl(const char *s, bool lines)
+{
+    for (const unsigned char *u = (const unsigned char *)s; *u; u++) {
+        if ((*u < 0x20 || *u == 0x7f) && !(lines && (*u == '\n' || *u == '\t')))
+            return (const char *)u;
+        if (*u == 0xc2 && u[1] >= 0x80 && u[1] < 0xa0)
+            return (const char *)u;
+    }
+    return NULL;
+}
+
+static const char *scalar(struct sw__fleet_ctx *c, const struct sw__fleet_node *n, bool lines)
 {
     if (n->kind != SW__FLN_SCALAR) {
         sw__fleet_errp(c, n, "must be a single value, not a %s",
@@ -29,7 +48,35 @@ const char *sw__fleet_scalar(struct sw__fleet_ctx *c, const struct sw__fleet_nod
         sw__fleet_errp(c, n, "holds a NUL character");
         return NULL;
     }
+    const char *ctl = first_ctl(n->text, lines);
+    if (ctl) {
+        unsigned char u = (unsigned char)ctl[0];
+        char name[32];
+        if (u == '\r')
+            snprintf(name, sizeof(name), "a carriage return (CR)");
+        else if (u == '\n')
+            snprintf(name, sizeof(name), "a line feed (LF)");
+        else if (u == '\t')
+            snprintf(name, sizeof(name), "a tab");
+        else
+            snprintf(name, sizeof(name), "U+%04X", u == 0xc2 ? (unsigned char)ctl[1] : u);
+        size_t at = 1; /* in characters, as an editor counts them */
+        for (const char *q = n->text; q < ctl; q++)
+            at += ((unsigned char)*q & 0xc0) != 0x80;
+        sw__fleet_errp(c, n,
+                       "holds a control character, %s, at character %zu: slipway writes fleet "
+                       "values into line-based files (a systemd unit ends a line at CR or LF, "
+                       "and what follows becomes a line of its own)%s",
+                       name, at,
+                       lines ? "" : "; only notes and other free text may hold LF and tab");
+        return NULL;
+    }
     return n->text;
+}
+
+const char *sw__fleet_scalar(struct sw__fleet_ctx *c, const struct sw__fleet_node *n)
+{
+    return scalar(c, n, false);
 }
 
 bool sw__fleet_want_map(struct sw__fleet_ctx *c, const struct sw__fleet_node *n)
@@ -73,14 +120,6 @@ static bool is_word(const char *s)
     return true;
 }
 
-static bool has_ctl(const char *s)
-{
-    for (; *s; s++)
-        if ((unsigned char)*s < 0x20 || *s == 0x7f)
-            return true;
-    return false;
-}
-
 static int list_choices(const char *const *ch, char *out, size_t n)
 {
     size_t j = 0;
@@ -104,7 +143,7 @@ int sw__fleet_dec_str(struct sw__fleet_ctx *c, const struct sw__fleet_node *n,
         out->off = true;
         return 0;
     }
-    const char *t = sw__fleet_scalar(c, n);
+    const char *t = scalar(c, n, s->ft == SW__FT_TEXT);
     if (!t)
         return SW_EPARSE;
     if (!*t)
@@ -141,8 +180,6 @@ int sw__fleet_dec_str(struct sw__fleet_ctx *c, const struct sw__fleet_node *n,
         return sw__fleet_errp(c, n, "'%s' is not one of %s", t, list);
     }
     case SW__FT_PATH:
-        if (has_ctl(t))
-            return sw__fleet_errp(c, n, "holds a control character");
         if (t[0] != '/' && strcmp(t, "~") && strncmp(t, "~/", 2))
             return sw__fleet_errp(c, n,
                                   "'%s' must be an absolute path (or start with ~/): it is a path "
@@ -150,8 +187,6 @@ int sw__fleet_dec_str(struct sw__fleet_ctx *c, const struct sw__fleet_node *n,
                                   t);
         break;
     case SW__FT_LPATH:
-        if (has_ctl(t))
-            return sw__fleet_errp(c, n, "holds a control character");
         break;
     default:
         break;

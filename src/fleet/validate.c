@@ -98,14 +98,6 @@ static void check_shape_engine(struct sw__fleet_ctx *c, const struct sw_fleet_sh
     }
 }
 
-static bool path_under(const char *p, const char *dir)
-{
-    size_t n = strlen(dir);
-    while (n > 1 && dir[n - 1] == '/')
-        n--;
-    return !strncmp(p, dir, n) && (p[n] == '/' || p[n] == '\0');
-}
-
 static bool quantized_ggml(const char *t)
 {
     return t && t[0] != 'f' && strcmp(t, "bf16");
@@ -282,7 +274,7 @@ void sw__fleet_check_endpoint(struct sw__fleet_ctx *c, struct sw_fleet_endpoint 
     if (p->path.v && ep->image.v && p->n_mounts) {
         bool seen = false;
         for (size_t i = 0; i < p->n_mounts && !seen; i++)
-            seen = path_under(p->path.v, p->mounts[i].host_path);
+            seen = sw_path_within(p->path.v, p->mounts[i].host_path, NULL, 0) > 0;
         if (!seen)
             sw__fleet_err(c, &p->path.at,
                           "%s.payload.path %s is on no mount's host side: the container would not "

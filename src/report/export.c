@@ -53,20 +53,10 @@ int sw_report_boot_ms(struct sw_ledger *l, const char *endpoint, int64_t *ms, st
  * llama-swap
  */
 
-/* A YAML double-quoted scalar. */
+/* A YAML double-quoted scalar (core's one escaper). */
 static int yq(struct sw_buf *b, const char *s)
 {
-    int rc = sw_buf_putc(b, '"');
-    for (; !rc && *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            rc = sw_buf_printf(b, "\\%c", c);
-        else if (c < 0x20)
-            rc = sw_buf_printf(b, "\\x%02x", c);
-        else
-            rc = sw_buf_putc(b, (char)c);
-    }
-    return rc ? rc : sw_buf_putc(b, '"');
+    return sw_buf_yaml_str(b, s);
 }
 
 /* One argument as a POSIX shell word (llama-swap splits cmd the way a shell would). */
@@ -177,16 +167,20 @@ int sw_export_llama_swap(const struct sw_fleet *f, const struct sw_report_opts *
         int64_t secs = slowest > 0 ? (slowest * 3 / 2 + 999) / 1000 : 300;
         if (secs < 15)
             secs = 15; /* llama-swap's documented minimum */
-        rc = sw_buf_printf(out,
-                           "# llama-swap config written by slipway from %s; do not edit by hand:\n"
-                           "# `slipway export llama-swap` writes it again from the fleet.\n"
-                           "# healthCheckTimeout: %s\n"
-                           "healthCheckTimeout: %lld\n"
-                           "models:%s\n",
-                           f->path ? f->path : "(fleet)",
-                           slowest > 0 ? "1.5 x the slowest measured boot in the ledger"
-                                       : "no boot time measured in the ledger: a stated 300 s",
-                           (long long)secs, n ? "" : " {}");
+        /* the fleet file's path escaped: an LF in it would start a YAML line of its own */
+        rc = sw_buf_puts(out, "# llama-swap config written by slipway from ");
+        if (!rc)
+            rc = sw_buf_line(out, f->path ? f->path : "(fleet)");
+        if (!rc)
+            rc = sw_buf_printf(out,
+                               "; do not edit by hand:\n"
+                               "# `slipway export llama-swap` writes it again from the fleet.\n"
+                               "# healthCheckTimeout: %s\n"
+                               "healthCheckTimeout: %lld\n"
+                               "models:%s\n",
+                               slowest > 0 ? "1.5 x the slowest measured boot in the ledger"
+                                           : "no boot time measured in the ledger: a stated 300 s",
+                               (long long)secs, n ? "" : " {}");
         if (!rc)
             rc = sw_buf_append(out, m.data ? m.data : "", m.len);
     }

@@ -202,17 +202,16 @@ struct view {
     bool html;
 };
 
-/* A cell or inline text: HTML-escaped, or Markdown with | and newlines made safe. */
+/* A cell or inline text, from the fleet, the ledger or a server: HTML-escaped, or Markdown with
+ * HTML and Markdown's own characters escaped and line breaks made spaces (sw_buf_md: a ledger
+ * note holding <script> or <img onerror=...> stays text in a Markdown viewer too). */
 static int txt(struct view *v, const char *s)
 {
     if (!s)
         s = "-";
     if (v->html)
         return sw__rep_esc(v->b, s);
-    int rc = 0;
-    for (; *s && !rc; s++)
-        rc = *s == '|' ? sw_buf_puts(v->b, "\\|") : sw_buf_putc(v->b, *s == '\n' ? ' ' : *s);
-    return rc;
+    return sw_buf_md(v->b, s, strlen(s));
 }
 
 static int put(struct view *v, const char *s)

@@ -472,22 +472,8 @@ out:
  */
 static int yscalar(struct sw_buf *b, const json_t *v)
 {
-    if (json_is_string(v)) {
-        const char *s = json_string_value(v);
-        int rc = sw_buf_putc(b, '"');
-        for (; !rc && *s; s++) {
-            unsigned char c = (unsigned char)*s;
-            if (c == '"' || c == '\\')
-                rc = sw_buf_printf(b, "\\%c", c);
-            else if (c == '\n')
-                rc = sw_buf_puts(b, "\\n");
-            else if (c < 0x20)
-                rc = sw_buf_printf(b, "\\x%02x", c);
-            else
-                rc = sw_buf_putc(b, (char)c);
-        }
-        return rc ? rc : sw_buf_putc(b, '"');
-    }
+    if (json_is_string(v))
+        return sw_buf_yaml_str(b, json_string_value(v));
     if (json_is_integer(v))
         return sw_buf_printf(b, "%lld", (long long)json_integer_value(v));
     if (json_is_real(v))

@@ -3,8 +3,12 @@
  * checks and both values, with the lines they come from, so the operator sees which two settings
  * disagree, not a rule number. A secret's value is never quoted, only its key.
  *
- * What it does not do: guess values systemd takes from elsewhere (system.conf defaults, drop-ins)
- * beyond the documented defaults named in the messages.
+ * A position in a drop-in is named with the drop-in's file ("line 3 of foo.service.d/x.conf"),
+ * one in the unit as it always was ("line 12").
+ *
+ * What it does not do: read files (lint_file.c), or guess values systemd takes from elsewhere
+ * (system.conf defaults, drop-ins it was not given) beyond the documented defaults named in the
+ * messages.
  */
 #include "lint_internal.h"
 
@@ -45,6 +49,24 @@ void sw_unit_report_free(struct sw_unit_report *r)
     r->n = r->cap_ = 0;
 }
 
+/* How a message names a position: "line 12" in the unit, "line 3 of FILE" in a drop-in. Used as
+ * at(u, pos).s in an argument list (the temporary lives to the end of the call). */
+struct at_text {
+    char s[300];
+};
+
+static struct at_text at(const struct sw_unit *u, int pos)
+{
+    struct at_text t;
+    int line = 0;
+    const char *file = sw_unit_pos(u, pos, &line);
+    if (pos < SW_UNIT_PART_LINES)
+        snprintf(t.s, sizeof(t.s), "line %d", line);
+    else
+        snprintf(t.s, sizeof(t.s), "line %d of %.250s", line, file);
+    return t;
+}
+
 bool sw_unit_exists_local(void *ctx, const char *path)
 {
     (void)ctx;
@@ -67,29 +89,32 @@ static int law_stop_timeout(const struct sw_unit *u, struct sw_unit_report *r)
         v = sw_unit_get(u, "Service", key, &line);
     }
     int64_t ms = 90000;
-    char shown[160];
+    char shown[512];
     if (v) {
         if (sw_unit_timespan_ms(v, &ms))
             return sw__unit_add(r, SW_UNIT_LAW_STOP_TIMEOUT, SW_UNIT_ERROR, line,
                                 "%s=%.60s is not a time span systemd reads, so the stop timeout "
                                 "cannot be compared with the container's stop grace `%s` "
-                                "(line %d)",
-                                key, v, u->stop_grace_how, u->stop_grace_line);
+                                "(%s)",
+                                key, v, u->stop_grace_how, at(u, u->stop_grace_line).s);
         if (ms == 0 || ms == INT64_MAX)
             return 0; /* 0 and infinity: systemd never kills the stop */
-        snprintf(shown, sizeof(shown), "%s=%s (line %d)", key, v, line);
+        snprintf(shown, sizeof(shown), "%s=%.100s (%s)", key, v, at(u, line).s);
     } else {
         snprintf(shown, sizeof(shown),
                  "TimeoutStopSec=90s (systemd's default: the unit sets "
                  "none)");
     }
-    if (ms > u->stop_grace_s * 1000)
+    /* The grace is seconds as the unit wrote them (podman's -t is any uint): one past what a
+     * millisecond count holds is above every finite timeout, and is never multiplied. */
+    if (u->stop_grace_s <= INT64_MAX / 1000 && ms > u->stop_grace_s * 1000)
         return 0;
     return sw__unit_add(r, SW_UNIT_LAW_STOP_TIMEOUT, SW_UNIT_ERROR, v ? line : u->stop_grace_line,
-                        "%s is not above the container's stop grace `%s` (line %d): systemd "
+                        "%s is not above the container's stop grace `%s` (%s): systemd "
                         "kills the stop before the container may finish it, so every stop is "
                         "logged as failed; set TimeoutStopSec above %llds",
-                        shown, u->stop_grace_how, u->stop_grace_line, (long long)u->stop_grace_s);
+                        shown, u->stop_grace_how, at(u, u->stop_grace_line).s,
+                        (long long)u->stop_grace_s);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -131,9 +156,9 @@ static int law_start_limit(const struct sw_unit *u, struct sw_unit_report *r)
                 continue;
             }
             rc = sw__unit_add(r, SW_UNIT_LAW_START_LIMIT, SW_UNIT_ERROR, en->line,
-                              "%s=%.60s sets the start limit again (first at line %d): only the "
+                              "%s=%.60s sets the start limit again (first at %s): only the "
                               "last one counts; keep exactly one",
-                              en->key, en->value, first);
+                              en->key, en->value, at(u, first).s);
         }
     }
     return rc;
@@ -148,18 +173,18 @@ static int law_restart(const struct sw_unit *u, struct sw_unit_report *r)
     const char *v = sw_unit_get(u, "Service", "Restart", &line);
     if (v && !strcmp(v, "always"))
         return 0;
-    char shown[96];
+    char shown[400];
     if (v)
-        snprintf(shown, sizeof(shown), "Restart=%.40s (line %d)", v, line);
+        snprintf(shown, sizeof(shown), "Restart=%.40s (%s)", v, at(u, line).s);
     else
         snprintf(shown, sizeof(shown), "Restart=no (systemd's default: the unit sets none)");
     int rc = 0;
     if (u->wait_line) {
         rc = sw__unit_add(r, SW_UNIT_LAW_RESTART, SW_UNIT_ERROR, v ? line : u->wait_line,
-                          "%s with `%s wait` as the main process (line %d): it exits 0 "
+                          "%s with `%s wait` as the main process (%s): it exits 0 "
                           "whatever the container's exit status, so the service never restarts "
                           "when the container dies; Restart=always",
-                          shown, u->ctr.found ? u->ctr.tool : "podman", u->wait_line);
+                          shown, u->ctr.found ? u->ctr.tool : "podman", at(u, u->wait_line).s);
         if (rc)
             return rc;
     }
@@ -169,26 +194,17 @@ static int law_restart(const struct sw_unit *u, struct sw_unit_report *r)
      * Restart=on-failure"). SGLang is not held to this: no such exit is documented for it. */
     if (u->engine == SW_UNIT_ENGINE_VLLM && !u->wait_line)
         rc = sw__unit_add(r, SW_UNIT_LAW_RESTART, SW_UNIT_ERROR, v ? line : u->engine_line,
-                          "%s with vLLM's API server (line %d): it exits 0 when its engine "
+                          "%s with vLLM's API server (%s): it exits 0 when its engine "
                           "dies, so Restart=%.40s never restarts it and the endpoint stays "
                           "down; Restart=always",
-                          shown, u->engine_line, v ? v : "no");
+                          shown, at(u, u->engine_line).s, v ? v : "no");
     return rc;
 }
 
 /* ---------------------------------------------------------------------------------------------
- * path: every path the engine receives lies inside its mount namespace.
+ * path: every path the engine receives lies inside its mount namespace (compared in lexical form:
+ * `/models/../etc` is not under `/models`).
  */
-static bool under(const char *path, const char *dir)
-{
-    size_t n = strlen(dir);
-    while (n > 1 && dir[n - 1] == '/')
-        n--;
-    if (strncmp(path, dir, n))
-        return false;
-    return path[n] == '/' || path[n] == '\0' || (n == 1 && dir[0] == '/');
-}
-
 /* A Hub repository id ("org/name"): the engine downloads it; no path to check. */
 static bool repo_id(const char *p)
 {
@@ -230,43 +246,49 @@ static int law_paths(const struct sw_unit *u, const struct sw_unit_lint_opts *o,
             continue;
         }
         const struct sw_unit_mount *m = NULL;
-        for (size_t k = 0; k < u->ctr.n_mounts; k++)
-            if (under(p->path, u->ctr.mounts[k].cont) &&
-                (!m || strlen(u->ctr.mounts[k].cont) > strlen(m->cont)))
+        size_t ml = 0;
+        char rest[4096], hrest[4096];
+        for (size_t k = 0; k < u->ctr.n_mounts; k++) {
+            size_t l = sw_path_within(p->path, u->ctr.mounts[k].cont, hrest, sizeof(hrest));
+            if (l > ml) {
                 m = &u->ctr.mounts[k];
+                ml = l;
+                memcpy(rest, hrest, sizeof(rest));
+            }
+        }
         if (!m) {
             const struct sw_unit_mount *h = NULL;
             for (size_t k = 0; k < u->ctr.n_mounts; k++)
-                if (under(p->path, u->ctr.mounts[k].host))
+                if (sw_path_within(p->path, u->ctr.mounts[k].host, hrest, sizeof(hrest)))
                     h = &u->ctr.mounts[k];
             if (h)
                 rc = sw__unit_add(
                     r, SW_UNIT_LAW_PATH, SW_UNIT_ERROR, u->engine_line,
                     "the %s path %s %.300s that %s receives inside the container is the HOST "
-                    "path: the container mounts %.200s at %.200s (line %d), so the engine must "
+                    "path: the container mounts %.200s at %.200s (%s), so the engine must "
                     "be given %.200s%.300s",
-                    p->role, p->flag, p->path, eng, h->host, h->cont, u->ctr.line, h->cont,
-                    p->path + strlen(h->host));
+                    p->role, p->flag, p->path, eng, h->host, h->cont, at(u, u->ctr.line).s, h->cont,
+                    hrest);
             else
                 rc = sw__unit_add(r, SW_UNIT_LAW_PATH, SW_UNIT_ERROR, u->engine_line,
                                   "the %s path %s %.300s that %s receives lies under none of the "
-                                  "container's %zu mount(s) (line %d): inside the container it "
+                                  "container's %zu mount(s) (%s): inside the container it "
                                   "does not exist",
-                                  p->role, p->flag, p->path, eng, u->ctr.n_mounts, u->ctr.line);
+                                  p->role, p->flag, p->path, eng, u->ctr.n_mounts,
+                                  at(u, u->ctr.line).s);
             continue;
         }
         if (o && o->exists && m->host[0] == '/') {
-            char host[4096];
-            const char *rest = p->path + strlen(m->cont);
-            while (strlen(m->cont) > 1 && m->cont[strlen(m->cont) - 1] == '/' && rest > p->path &&
-                   rest[-1] == '/')
-                rest--;
-            snprintf(host, sizeof(host), "%s%s", m->host, rest);
+            char host[8192], hl[4096];
+            if (sw_path_lexical(m->host, hl, sizeof(hl)))
+                continue;
+            snprintf(host, sizeof(host), "%s%s", strcmp(hl, "/") ? hl : "", rest[0] ? rest : "/");
             if (!o->exists(o->exists_ctx, host))
                 rc = sw__unit_add(r, SW_UNIT_LAW_PATH, SW_UNIT_ERROR, u->engine_line,
                                   "the %s path %s %.300s lies under the mount %.200s:%.200s "
-                                  "(line %d) but its host side %.300s does not exist",
-                                  p->role, p->flag, p->path, m->host, m->cont, u->ctr.line, host);
+                                  "(%s) but its host side %.300s does not exist",
+                                  p->role, p->flag, p->path, m->host, m->cont, at(u, u->ctr.line).s,
+                                  host);
         }
     }
     return rc;
@@ -293,17 +315,18 @@ static int law_image(const struct sw_unit *u, struct sw_unit_report *r)
         return 0;
     if (!u->ctr.image)
         return sw__unit_add(r, SW_UNIT_LAW_IMAGE, SW_UNIT_ERROR, u->ctr.line,
-                            "`%s run` (line %d) names no image after its options", u->ctr.tool,
-                            u->ctr.line);
+                            "`%s run` (%s) names no image after its options", u->ctr.tool,
+                            at(u, u->ctr.line).s);
     if (pinned(u->ctr.image))
         return 0;
     const char *colon = strrchr(u->ctr.image, ':');
     const char *slash = strrchr(u->ctr.image, '/');
     bool tag = colon && (!slash || colon > slash);
     return sw__unit_add(r, SW_UNIT_LAW_IMAGE, SW_UNIT_ERROR, u->ctr.line,
-                        "the image %.300s (line %d) is named by %s, not by digest: what runs "
+                        "the image %.300s (%s) is named by %s, not by digest: what runs "
                         "changes whenever the registry moves it; pin name@sha256:<64 hex>",
-                        u->ctr.image, u->ctr.line, tag ? "tag" : "bare name (implicitly :latest)");
+                        u->ctr.image, at(u, u->ctr.line).s,
+                        tag ? "tag" : "bare name (implicitly :latest)");
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -328,7 +351,8 @@ static const char *const secret_flags[] = {"--api-key", "--hf-token", "--token",
                                            NULL};
 
 /* The words of one command as written (raw: no expansion); argv: expanded (for redaction). */
-static int secrets_in(const struct sw_unit_cmd *c, char **w, size_t n, struct sw_unit_report *r)
+static int secrets_in(const struct sw_unit *u, const struct sw_unit_cmd *c, char **w, size_t n,
+                      struct sw_unit_report *r)
 {
     int rc = 0;
     for (size_t i = 0; i < n && !rc; i++) {
@@ -342,11 +366,11 @@ static int secrets_in(const struct sw_unit_cmd *c, char **w, size_t n, struct sw
                 continue;
             bool var = val[0] == '$';
             rc = sw__unit_add(r, SW_UNIT_LAW_SECRET, SW_UNIT_ERROR, c->line,
-                              "%s (line %d) passes %s %s on the command line: %s is readable by "
+                              "%s (%s) passes %s %s on the command line: %s is readable by "
                               "every local user (ps, /proc/PID/cmdline) and lands in the "
                               "journal; give it to the engine in its environment from an "
                               "EnvironmentFile (mode 0600) or a credential",
-                              c->key, c->line, secret_flags[k],
+                              c->key, at(u, c->line).s, secret_flags[k],
                               var ? "from a variable, expanded" : "with a literal value",
                               var ? "the expanded value" : "the value");
         }
@@ -362,11 +386,11 @@ static int secrets_in(const struct sw_unit_cmd *c, char **w, size_t n, struct sw
             const char *eq = strchr(ev, '=');
             if (eq && eq[1] && secret_name(ev, (size_t)(eq - ev)))
                 rc = sw__unit_add(r, SW_UNIT_LAW_SECRET, SW_UNIT_ERROR, c->line,
-                                  "%s (line %d) sets %.*s=<value> on the container's command "
+                                  "%s (%s) sets %.*s=<value> on the container's command "
                                   "line: readable by every local user (ps) and kept in the "
                                   "container's config; pass `-e %.*s` (from the unit's "
                                   "environment) or --env-file / --secret",
-                                  c->key, c->line, (int)(eq - ev), ev, (int)(eq - ev), ev);
+                                  c->key, at(u, c->line).s, (int)(eq - ev), ev, (int)(eq - ev), ev);
         }
     }
     return rc;
@@ -388,17 +412,17 @@ static int law_secret(struct sw_unit *u, struct sw_unit_report *r)
             const char *eq = memchr(p, '=', wl);
             if (eq && (size_t)(eq - p) < wl - 1 && secret_name(p, (size_t)(eq - p)))
                 rc = sw__unit_add(r, SW_UNIT_LAW_SECRET, SW_UNIT_ERROR, en->line,
-                                  "Environment=%.*s=<value> (line %d) holds a secret in the unit "
+                                  "Environment=%.*s=<value> (%s) holds a secret in the unit "
                                   "file, which is world-readable (0644) and shown by `systemctl "
                                   "show`; put it in an EnvironmentFile (mode 0600) or "
                                   "LoadCredential=",
-                                  (int)(eq - p), p, en->line);
+                                  (int)(eq - p), p, at(u, en->line).s);
             p += wl;
         }
     }
     for (size_t i = 0; i < u->n_cmds && !rc; i++) {
         struct sw_unit_cmd *c = &u->cmds[i];
-        rc = secrets_in(c, c->raw, c->n_raw, r);
+        rc = secrets_in(u, c, c->raw, c->n_raw, r);
         /* inside `sh -c '...'`: the shell string's words, split loosely */
         if (!rc && c->n_raw >= 3 && !strcmp(c->raw[1], "-c")) {
             char *dup = sw_strdup(c->raw[2]);
@@ -409,7 +433,7 @@ static int law_secret(struct sw_unit *u, struct sw_unit_report *r)
             for (char *t = strtok_r(dup, " \t\n'\"", &save); t && n < SW_ARRAY_LEN(w);
                  t = strtok_r(NULL, " \t\n'\"", &save))
                 w[n++] = t;
-            rc = secrets_in(c, w, n, r);
+            rc = secrets_in(u, c, w, n, r);
             sw_free(dup);
         }
     }
@@ -471,10 +495,10 @@ static int law_memory(const struct sw_unit *u, struct sw_unit_report *r)
         else if (u->ctr.found)
             rc = sw__unit_add(r, SW_UNIT_LAW_MEMORY, SW_UNIT_WARNING, en->line,
                               "%s=%.60s limits the unit's own processes, not the %s container "
-                              "started at line %d (its processes live in the runtime's own "
+                              "started at %s (its processes live in the runtime's own "
                               "cgroup): give the container --memory",
                               en->key, en->value, u->ctr.tool ? u->ctr.tool : "container",
-                              u->ctr.line);
+                              at(u, u->ctr.line).s);
         else if (!strcmp(en->key, "MemoryLimit"))
             rc = sw__unit_add(r, SW_UNIT_LAW_MEMORY, SW_UNIT_WARNING, en->line,
                               "MemoryLimit=%.60s is the cgroup v1 spelling systemd deprecated; "
@@ -488,9 +512,23 @@ static int law_syntax(const struct sw_unit *u, struct sw_unit_report *r)
 {
     int rc = 0;
     for (size_t i = 0; i < u->n_notes && !rc; i++)
-        rc = sw__unit_add(r, SW_UNIT_LAW_SYNTAX, SW_UNIT_ERROR, u->notes[i].line, "%s",
-                          u->notes[i].msg);
+        rc = sw__unit_add(r, SW_UNIT_LAW_SYNTAX,
+                          u->notes[i].warning ? SW_UNIT_WARNING : SW_UNIT_ERROR, u->notes[i].line,
+                          "%s", u->notes[i].msg);
     return rc;
+}
+
+void sw__unit_sort(struct sw_unit_report *r)
+{
+    for (size_t i = 1; i < r->n; i++) {
+        struct sw_unit_finding f = r->v[i];
+        size_t j = i;
+        while (j > 0 && r->v[j - 1].line > f.line) {
+            r->v[j] = r->v[j - 1];
+            j--;
+        }
+        r->v[j] = f;
+    }
 }
 
 int sw_unit_lint(const struct sw_unit *u, const struct sw_unit_lint_opts *o,
@@ -515,59 +553,7 @@ int sw_unit_lint(const struct sw_unit *u, const struct sw_unit_lint_opts *o,
         rc = sw__unit_verify(u, o, r, e);
     if (rc == SW_ENOMEM)
         sw_err_set(e, rc, "%s: out of memory", u->where);
-    if (!rc && r->n > 1) {
-        /* a stable sort by line: qsort is not stable, so order by index within a line */
-        for (size_t i = 1; i < r->n; i++) {
-            struct sw_unit_finding f = r->v[i];
-            size_t j = i;
-            while (j > 0 && r->v[j - 1].line > f.line) {
-                r->v[j] = r->v[j - 1];
-                j--;
-            }
-            r->v[j] = f;
-        }
-    }
-    return rc;
-}
-
-int sw_unit_lint_file(const char *path, const char *env_file, const struct sw_unit_lint_opts *o,
-                      struct sw_unit_report *r, struct sw_unit **uout, struct sw_err *e)
-{
-    char *text = NULL, *env = NULL;
-    size_t len = 0, elen = 0;
-    struct sw_unit *u = NULL;
-    char what[64];
-    if (uout)
-        *uout = NULL;
-    int rc = sw_read_file(path, SW_UNIT_TEXT_MAX, &text, &len, e);
-    if (rc)
-        goto out;
-    enum sw_sniff_kind k = sw_sniff_kind(text, len);
-    if (k != SW_SNIFF_TEXT && k != SW_SNIFF_EMPTY) {
-        sw_sniff(text, len, what, sizeof(what));
-        rc = sw_err_at(e, SW_EPARSE, path, 0, 0, "not a unit file: %s", what);
-        goto out;
-    }
-    if (env_file) {
-        rc = sw_read_file(env_file, SW_UNIT_TEXT_MAX, &env, &elen, e);
-        if (rc)
-            goto out;
-        if (memchr(env, '\0', elen) || sw_sniff_kind(env, elen) == SW_SNIFF_BINARY) {
-            sw_sniff(env, elen, what, sizeof(what));
-            rc = sw_err_at(e, SW_EPARSE, env_file, 0, 0, "not an environment file: %s", what);
-            goto out;
-        }
-    }
-    rc = sw_unit_parse(text, len, path, env, &u, e);
-    if (rc)
-        goto out;
-    rc = sw_unit_lint(u, o, r, e);
-out:
-    if (uout && !rc)
-        *uout = u;
-    else
-        sw_unit_free(u);
-    sw_free(text);
-    sw_free(env);
+    if (!rc)
+        sw__unit_sort(r);
     return rc;
 }

@@ -1,6 +1,6 @@
 /*
- * Internals of the unit lint shared by scan.c, lint.c and lint_verify.c: the arena every parsed
- * unit lives in, and the report's append.
+ * Internals of the unit lint shared by scan.c, lint.c, lint_file.c and lint_verify.c: the arena
+ * every parsed unit lives in, and the report's append and sort.
  */
 #ifndef SLIPWAY_UNIT_LINT_INTERNAL_H
 #define SLIPWAY_UNIT_LINT_INTERNAL_H
@@ -21,6 +21,9 @@ void sw__ua_free(struct sw__uarena *a);
 /* Append a finding (msg formatted); 0 or SW_ENOMEM. */
 int sw__unit_add(struct sw_unit_report *r, const char *law, enum sw_unit_severity sev, int line,
                  const char *fmt, ...) SW_PRINTF(5, 6);
+
+/* Sort the findings by position, stable (the laws' order within a line). */
+void sw__unit_sort(struct sw_unit_report *r);
 
 /* The verify step (lint_verify.c). */
 int sw__unit_verify(const struct sw_unit *u, const struct sw_unit_lint_opts *o,

@@ -1,7 +1,7 @@
 /*
  * The verify step of the unit lint: `systemd-analyze verify` on a copy of the unit in a private
- * temporary directory (the file keeps its name, so systemd reads the right unit type), with a
- * deadline. systemd-analyze exits 0 on an unknown key ("Unknown key 'X' in section [Service],
+ * temporary directory (the file keeps its name, so systemd reads the right unit type; its drop-ins
+ * are copied into NAME.d/ beside it, where systemd-analyze reads them), with a deadline. systemd-analyze exits 0 on an unknown key ("Unknown key 'X' in section [Service],
  * ignoring."), so its exit status says little: every line it prints is a finding, naming the
  * original file instead of the copy. A missing systemd-analyze is a finding, never a silent pass.
  *
@@ -22,6 +22,52 @@
 
 #define OUT_MAX   (64u * 1024u)
 #define LINES_MAX 100
+
+/* The copies in the temporary directory: the unit, NAME.d and each drop-in (part k at k). */
+struct copies {
+    char dir[512];
+    char dropdir[1024];
+    char file[SW_UNIT_PARTS_MAX][1536];
+    size_t n;
+};
+
+static const char *base_name(const char *p)
+{
+    const char *b = strrchr(p, '/');
+    return b ? b + 1 : p;
+}
+
+static int write_copies(const struct sw_unit *u, const char *name, struct copies *c,
+                        struct sw_err *e)
+{
+    snprintf(c->file[0], sizeof(c->file[0]), "%s/%s", c->dir, name);
+    int rc = sw_write_file_atomic(c->file[0], u->text, u->len, 0600, e);
+    if (rc)
+        return rc;
+    c->n = 1;
+    if (u->n_parts < 2)
+        return 0;
+    snprintf(c->dropdir, sizeof(c->dropdir), "%s/%s.d", c->dir, name);
+    if (mkdir(c->dropdir, 0700))
+        return sw_err_set(e, SW_EIO, "systemd-analyze verify: %s: %s", c->dropdir, strerror(errno));
+    for (size_t k = 1; k < u->n_parts; k++) {
+        snprintf(c->file[k], sizeof(c->file[k]), "%s/%s", c->dropdir, base_name(u->parts[k].where));
+        rc = sw_write_file_atomic(c->file[k], u->parts[k].text, u->parts[k].len, 0600, e);
+        if (rc)
+            return rc;
+        c->n = k + 1;
+    }
+    return 0;
+}
+
+static void remove_copies(struct copies *c)
+{
+    for (size_t k = c->n; k-- > 0;)
+        unlink(c->file[k]);
+    if (c->dropdir[0])
+        rmdir(c->dropdir);
+    rmdir(c->dir);
+}
 
 static bool unit_suffix(const char *n)
 {
@@ -156,18 +202,22 @@ int sw__unit_verify(const struct sw_unit *u, const struct sw_unit_lint_opts *o,
         snprintf(name, sizeof(name), "unit.service");
 
     const char *tmp = getenv("TMPDIR");
-    char dir[512], file[1024];
-    snprintf(dir, sizeof(dir), "%s/slipway-unit-verify.XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (!mkdtemp(dir))
+    struct copies *c = sw_calloc(1, sizeof(*c));
+    if (!c)
+        return SW_ENOMEM;
+    snprintf(c->dir, sizeof(c->dir), "%s/slipway-unit-verify.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(c->dir)) {
+        sw_free(c);
         return sw_err_set(e, SW_EIO, "systemd-analyze verify: a temporary directory under %s: %s",
                           tmp && *tmp ? tmp : "/tmp", strerror(errno));
-    snprintf(file, sizeof(file), "%s/%s", dir, name);
+    }
+    const char *dir = c->dir;
     struct sw_buf out;
     sw_buf_init(&out, OUT_MAX + 1);
-    int rc = sw_write_file_atomic(file, u->text, u->len, 0600, e);
+    int rc = write_copies(u, name, c, e);
     if (rc)
         goto out;
-    char *argv[] = {(char *)prog, "verify", file, NULL};
+    char *argv[] = {(char *)prog, "verify", c->file[0], NULL};
     int status = 0;
     bool timed_out = false;
     unsigned tmo = o->verify_timeout_ms ? o->verify_timeout_ms : 20000;
@@ -204,16 +254,19 @@ int sw__unit_verify(const struct sw_unit *u, const struct sw_unit_lint_opts *o,
             continue;
         if (++nlines > LINES_MAX)
             break;
-        /* "FILE:LINE: message" names the copy: give the original's line and name. */
+        /* "FILE:LINE: message" names a copy: give the original's position and name. */
         int at = 0;
-        size_t fl = strlen(file);
-        if (!strncmp(line, file, fl) && line[fl] == ':') {
-            char *end = NULL;
-            long v = strtol(line + fl + 1, &end, 10);
-            if (end != line + fl + 1 && v > 0 && v < INT32_MAX)
-                at = (int)v;
+        for (size_t k = 0; k < c->n && !at; k++) {
+            size_t fl = strlen(c->file[k]);
+            if (!strncmp(line, c->file[k], fl) && line[fl] == ':') {
+                char *end = NULL;
+                long v = strtol(line + fl + 1, &end, 10);
+                if (end != line + fl + 1 && v > 0 && v < SW_UNIT_PART_LINES)
+                    at = (int)v + (int)k * SW_UNIT_PART_LINES;
+            }
         }
-        replace_all(line, sizeof(line), file, u->where);
+        for (size_t k = c->n; k-- > 0;)
+            replace_all(line, sizeof(line), c->file[k], u->parts[k].where);
         replace_all(line, sizeof(line), dir, "<tmp>");
         bool folded = false;
         for (size_t i = 0; at && i < r->n; i++) {
@@ -234,7 +287,7 @@ int sw__unit_verify(const struct sw_unit *u, const struct sw_unit_lint_opts *o,
                           WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
 out:
     sw_buf_free(&out);
-    unlink(file);
-    rmdir(dir);
+    remove_copies(c);
+    sw_free(c);
     return rc;
 }

@@ -106,10 +106,13 @@ static int env_file(struct sw_unit_render *r, const struct sw_fleet *f,
     struct sw_buf t, s;
     sw_buf_init(&t, 1 << 20);
     sw_buf_init(&s, 1 << 20);
-    int rc = sw_buf_printf(&t,
-                           "# slipway render: the environment of endpoint %s (%s). Mode 0600: "
-                           "it may hold secrets.\n",
-                           r->ep->name, f && f->path ? f->path : "(fleet)");
+    /* the fleet file's path is any bytes a file name may hold: escaped, never a line of its own
+     * (an LF in it would give EnvironmentFile= a NAME=value) */
+    int rc = sw_buf_printf(&t, "# slipway render: the environment of endpoint %s (", r->ep->name);
+    if (!rc)
+        rc = sw_buf_line(&t, f && f->path ? f->path : "(fleet)");
+    if (!rc)
+        rc = sw_buf_puts(&t, "). Mode 0600: it may hold secrets.\n");
     if (!rc)
         rc = sw_buf_puts(&s, sw_buf_cstr(&t));
     for (size_t pass = 0; pass < 2 && !rc; pass++) {
@@ -248,10 +251,11 @@ static int service_text(struct sw_unit_render *r, const struct sw_fleet *f,
     char a[32], b2[32];
     struct sw_buf b;
     sw_buf_init(&b, 1 << 20);
-    int rc = sw_buf_printf(&b,
-                           "# slipway render: endpoint %s of %s. Change the fleet file and "
-                           "render again rather than editing this.\n",
-                           ep->name, f && f->path ? f->path : "(fleet)");
+    int rc = sw_buf_printf(&b, "# slipway render: endpoint %s of ", ep->name);
+    rc = rc ? rc : sw_buf_line(&b, f && f->path ? f->path : "(fleet)");
+    rc = rc ? rc
+            : sw_buf_puts(&b, ". Change the fleet file and render again rather than editing "
+                              "this.\n");
     rc = rc ? rc : sw_buf_puts(&b, "[Unit]\n");
     rc = rc ? rc
             : sw_buf_printf(&b, "Description=slipway endpoint %s (%s, %s%s%s)\n", ep->name,

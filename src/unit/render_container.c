@@ -64,18 +64,23 @@ int sw__unit_exec_quote(struct sw_buf *b, const char *arg)
         return sw_buf_puts(b, "\\;");
     bool quote = !*arg;
     for (const char *p = arg; *p; p++)
-        if (strchr(" \t\n\"'\\", *p))
+        if (strchr(" \"'\\", *p) || (unsigned char)*p < 0x20 || *p == 0x7f)
             quote = true;
     int rc = quote ? sw_buf_putc(b, '"') : 0;
     for (const char *p = arg; *p && !rc; p++) {
-        if (*p == '%' || *p == '$')
-            rc = sw_buf_putc(b, *p);
-        else if (quote && (*p == '"' || *p == '\\'))
-            rc = sw_buf_putc(b, '\\');
-        else if (*p == '\n') {
-            rc = sw_buf_puts(b, "\\n");
+        unsigned char c = (unsigned char)*p;
+        if (c == '\n' || c == '\r' || c == '\t') {
+            rc = sw_buf_puts(b, c == '\n' ? "\\n" : c == '\r' ? "\\r" : "\\t");
             continue;
         }
+        if (c < 0x20 || c == 0x7f) {
+            rc = sw_buf_printf(b, "\\x%02x", c);
+            continue;
+        }
+        if (c == '%' || c == '$')
+            rc = sw_buf_putc(b, *p);
+        else if (quote && (c == '"' || c == '\\'))
+            rc = sw_buf_putc(b, '\\');
         if (!rc)
             rc = sw_buf_putc(b, *p);
     }
@@ -123,20 +128,6 @@ const char *sw__unit_runtime_path(enum sw_fleet_runtime_kind k)
     return k == SW_FLEET_RUNTIME_DOCKER ? "/usr/bin/docker" : "/usr/bin/podman";
 }
 
-/* p equals prefix or continues it at a '/' boundary; returns the prefix length matched (trailing
- * slashes of the prefix ignored), 0 when not covered. */
-static size_t covered(const char *p, const char *prefix)
-{
-    size_t l = strlen(prefix);
-    while (l > 1 && prefix[l - 1] == '/')
-        l--;
-    if (l == 1 && prefix[0] == '/')
-        return p[0] == '/' ? 1 : 0;
-    if (strncmp(p, prefix, l) || (p[l] != '/' && p[l] != 0))
-        return 0;
-    return l;
-}
-
 static void mounts_text(const struct sw_fleet_endpoint *ep, char *out, size_t n)
 {
     size_t o = 0;
@@ -152,9 +143,10 @@ static void mounts_text(const struct sw_fleet_endpoint *ep, char *out, size_t n)
         snprintf(out, n, "none");
 }
 
-/* A path the engine receives, in the container's view. vLLM and SGLang's adapters already
- * translate (their argv holds container paths); llama.cpp's hands host paths. Either way the
- * result must lie inside a mount. */
+/* A path the engine receives, in the container's view, in lexical form (what was checked is what
+ * the engine gets: `/models/../etc` lies under no mount of /models). vLLM and SGLang's adapters
+ * already translate (their argv holds container paths); llama.cpp's hands host paths. Either way
+ * the result must lie inside a mount. */
 static int container_path(const struct sw_fleet_endpoint *ep, const char *p, char *out, size_t n,
                           struct sw_err *e)
 {
@@ -162,12 +154,12 @@ static int container_path(const struct sw_fleet_endpoint *ep, const char *p, cha
     size_t lc = 0, lh = 0;
     for (size_t i = 0; i < ep->payload.n_mounts; i++) {
         const struct sw_fleet_mount *m = &ep->payload.mounts[i];
-        size_t l = covered(p, m->container_path);
+        size_t l = sw_path_within(p, m->container_path, NULL, 0);
         if (l > lc) {
             best_c = m;
             lc = l;
         }
-        l = covered(p, m->host_path);
+        l = sw_path_within(p, m->host_path, NULL, 0);
         if (l > lh) {
             best_h = m;
             lh = l;
@@ -175,18 +167,13 @@ static int container_path(const struct sw_fleet_endpoint *ep, const char *p, cha
     }
     bool host_first = ep->engine == SW_FLEET_LLAMACPP;
     if (best_h && (host_first || !best_c)) {
-        size_t cl = strlen(best_h->container_path);
-        while (cl > 1 && best_h->container_path[cl - 1] == '/')
-            cl--;
-        const char *rest = p + lh;
-        if (cl == 1 && *rest == '/')
-            cl = 0;
-        if ((size_t)snprintf(out, n, "%.*s%s", (int)cl, best_h->container_path, rest) >= n)
+        if (!sw_path_rebase(p, best_h->host_path, best_h->container_path, out, n))
             return sw_err_set(e, SW_ERANGE, "path too long: %s", p);
         return 0;
     }
     if (best_c) {
-        snprintf(out, n, "%s", p);
+        if (sw_path_lexical(p, out, n))
+            return sw_err_set(e, SW_ERANGE, "path too long: %s", p);
         return 0;
     }
     char ms[1024];

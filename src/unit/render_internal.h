@@ -20,8 +20,10 @@ void sw__unit_strv_pushf(struct sw__unit_strv *s, const char *fmt, ...) SW_PRINT
 void sw__unit_strv_free(char **v, size_t n);
 
 /* Append one argument to an Exec*= line as systemd reads it: '%' doubled (specifiers), '$'
- * doubled (variable expansion), quoted with "..." when it holds blanks, quotes, backslashes or
- * is empty, a lone ";" escaped. */
+ * doubled (variable expansion), quoted with "..." when it holds blanks, quotes, backslashes,
+ * control characters or is empty, a lone ";" escaped. A control character is written as the C
+ * escape systemd's unquoting reads back (\n, \r, \t, \xNN), never raw: systemd ends a unit's
+ * line at a CR as well as an LF. The one escaper of a value in a unit's command line. */
 int sw__unit_exec_quote(struct sw_buf *b, const char *arg);
 
 /* The per-engine numbers a render starts from (the fleet's service:/runtime: override them). */

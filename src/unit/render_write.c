@@ -138,10 +138,11 @@ int sw_unit_render_write(const struct sw_unit_render *r, const char *dir, struct
     int rc = 0;
     if (!r->service.text || !r->env.text)
         return sw_err_set(e, SW_EINVAL, "nothing rendered to write");
-    if (stat(dir, &st))
-        return sw_err_set(e, SW_ENOENT, "%s: %s", dir, strerror(errno));
-    if (!S_ISDIR(st.st_mode))
-        return sw_err_set(e, SW_EINVAL, "%s: not a directory", dir);
+    /* the directory must exist; the error says which path and why (it said only "No such file
+     * or directory") */
+    rc = sw_out_dir(dir, e);
+    if (rc)
+        return rc;
     /* a destination that cannot be replaced fails now, before anything is renamed */
     for (size_t i = 0; i < 2; i++) {
         if ((size_t)snprintf(dst, sizeof(dst), "%s/%s", dir, files[i]->name) >= sizeof(dst))

@@ -2,17 +2,22 @@
  * The unit scanner: systemd's unit syntax (systemd.syntax(7)) and what a service runs.
  *
  * Reads sections, `Key=Value` assignments (continuation lines, `#`/`;` comments, repeated keys in
- * order, an empty assignment resetting the list before it), splits the Exec command lines as
- * systemd does (prefixes, quotes, C escapes, `$VAR` split into words and `${VAR}` kept in one),
- * and finds in them a `podman run`/`docker run` (also inside `sh -c '...'`), the engine and the
- * paths it receives, the container's stop grace and a `podman wait` main process.
+ * order, an empty assignment resetting the list before it) of the unit and then of its drop-ins,
+ * lines ended as systemd's read_line_full ends them (LF, CR, CR LF, LF CR: a CR alone inside a
+ * line ends it, which is a note, and CR LF line ends are a warning note) after a UTF-8 byte order
+ * mark; splits the Exec command lines as systemd does (prefixes, quotes, C escapes, `$VAR` split
+ * into words and `${VAR}` kept in one), and finds in them a `podman run`/`docker run` (also
+ * inside `sh -c '...'`), the engine and the paths it receives, the container's stop grace and a
+ * `podman wait` main process.
  *
- * It does not resolve %-specifiers (kept as written), drop-ins, or keys the laws do not read.
+ * It does not resolve %-specifiers (kept as written), find drop-ins (the caller hands them in),
+ * or keys the laws do not read.
  */
 #include "lint_internal.h"
 
 #include <ctype.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define LINE_MAX_BYTES (64u * 1024u)
@@ -122,23 +127,42 @@ static int words_push(struct scan *s, struct words *w, const char *p, size_t n)
     return 0;
 }
 
-static int note(struct scan *s, int line, const char *fmt, ...) SW_PRINTF(3, 4);
-static int note(struct scan *s, int line, const char *fmt, ...)
+static int vnote(struct scan *s, int line, bool warning, const char *fmt, va_list ap)
+    SW_PRINTF(4, 0);
+static int vnote(struct scan *s, int line, bool warning, const char *fmt, va_list ap)
 {
     char msg[512];
-    va_list ap;
-    va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
     int rc = sw__ua_grow(s->a, &s->u->notes, &s->cap_notes, s->u->n_notes, sizeof(*s->u->notes));
     if (rc)
         return rc;
     s->u->notes[s->u->n_notes].line = line;
+    s->u->notes[s->u->n_notes].warning = warning;
     s->u->notes[s->u->n_notes].msg = sw__ua_strdup(s->a, msg);
     if (!s->u->notes[s->u->n_notes].msg)
         return SW_ENOMEM;
     s->u->n_notes++;
     return 0;
+}
+
+static int note(struct scan *s, int line, const char *fmt, ...) SW_PRINTF(3, 4);
+static int note(struct scan *s, int line, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = vnote(s, line, false, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+static int warn_note(struct scan *s, int line, const char *fmt, ...) SW_PRINTF(3, 4);
+static int warn_note(struct scan *s, int line, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = vnote(s, line, true, fmt, ap);
+    va_end(ap);
+    return rc;
 }
 
 static bool is_ws(char c)
@@ -175,28 +199,99 @@ static int add_entry(struct scan *s, const char *section, const char *k, size_t 
     return 0;
 }
 
-static int scan_lines(struct scan *s, const char *text, size_t len)
+/*
+ * One physical line as systemd's read_line_full (src/basic/fileio.c) ends it: at LF, CR, CR LF
+ * or LF CR (one end each), never inside the end. [*st, *en) is the line without its end, *i moves
+ * past the end. *lf says the end held an LF (the lines an editor counts), *cr that it held a CR:
+ * 1 beside an LF, 2 alone (systemd ends the line there, an editor does not).
+ */
+static void next_line(const char *text, size_t len, size_t *i, size_t *st, size_t *en, bool *lf,
+                      int *cr)
+{
+    size_t k = *i;
+    *st = k;
+    while (k < len && text[k] != '\n' && text[k] != '\r')
+        k++;
+    *en = k;
+    *lf = false;
+    *cr = 0;
+    if (k < len) {
+        char c = text[k++];
+        char d = k < len ? text[k] : '\0';
+        if ((c == '\r' && d == '\n') || (c == '\n' && d == '\r')) {
+            k++;
+            *lf = true;
+            *cr = 1;
+        } else if (c == '\n') {
+            *lf = true;
+        } else {
+            *cr = 2;
+        }
+    }
+    *i = k;
+}
+
+/* The lines of one part. `line` counts as an editor does (LF ends); `base` puts it in its part. */
+struct lines {
+    const char *text;
+    size_t len, i;
+    int base, line, next;
+    int crlf, crlf_first; /* CR LF (or LF CR) ends seen, and the line of the first */
+    int cr_noted;         /* the last line a CR alone was noted on (one note a line) */
+};
+
+/* The next physical line, trimmed; notes a CR alone (the line systemd ends there). */
+static int lines_next(struct scan *s, struct lines *l, size_t *st, size_t *en)
+{
+    bool lf;
+    int cr;
+    l->line = l->next;
+    next_line(l->text, l->len, &l->i, st, en, &lf, &cr);
+    if (lf)
+        l->next++;
+    if (cr == 1 && !l->crlf++)
+        l->crlf_first = l->line;
+    int rc = 0;
+    if (cr == 2 && l->cr_noted != l->line) {
+        l->cr_noted = l->line;
+        /* what follows the CR, up to the next end, as the line systemd reads next */
+        char shown[64];
+        size_t k = 0;
+        for (size_t j = l->i;
+             j < l->len && k + 1 < sizeof(shown) && l->text[j] != '\n' && l->text[j] != '\r'; j++)
+            shown[k++] = isprint((unsigned char)l->text[j]) ? l->text[j] : '?';
+        shown[k] = '\0';
+        rc = note(s, l->base + l->line,
+                  "a carriage return (CR) inside line %d ends the line for systemd, so '%s' after "
+                  "it is read as a line of its own (an assignment, when it holds '='); no editor "
+                  "shows that break",
+                  l->line, shown);
+    }
+    while (*st < *en && is_ws(l->text[*st]))
+        (*st)++;
+    while (*en > *st && is_ws(l->text[*en - 1]))
+        (*en)--;
+    return rc;
+}
+
+static int scan_lines(struct scan *s, size_t part, const char *text, size_t len)
 {
     const char *section = NULL;
     struct sw_buf lb;
     sw_buf_init(&lb, LINE_MAX_BYTES);
-    size_t i = 0;
-    int lineno = 0, rc = 0;
-    while (i < len) {
-        size_t st = i;
-        while (i < len && text[i] != '\n')
-            i++;
-        size_t en = i;
-        if (i < len)
-            i++;
-        lineno++;
-        while (st < en && is_ws(text[st]))
-            st++;
-        while (en > st && is_ws(text[en - 1]))
-            en--;
+    struct lines ls = {.text = text, .len = len, .base = (int)part * SW_UNIT_PART_LINES, .next = 1};
+    /* systemd skips a UTF-8 byte order mark at the start of the file */
+    if (len >= 3 && !memcmp(text, "\xef\xbb\xbf", 3))
+        ls.i = 3;
+    int rc = 0;
+    while (ls.i < len) {
+        size_t st, en;
+        rc = lines_next(s, &ls, &st, &en);
+        if (rc)
+            goto out;
         if (st == en || text[st] == '#' || text[st] == ';')
             continue;
-        int first = lineno;
+        int first = ls.base + ls.line;
         if (text[st] == '[') {
             if (text[en - 1] != ']' || en - st < 3) {
                 rc = note(s, first, "'%.*s' is not a [Section] header; systemd ignores the line",
@@ -222,23 +317,15 @@ static int scan_lines(struct scan *s, const char *text, size_t len)
             rc = sw_buf_append(&lb, text + st, en - st - (cont ? 1 : 0));
             if (rc)
                 goto out;
-            if (!cont || i >= len)
+            if (!cont || ls.i >= len)
                 break;
             rc = sw_buf_putc(&lb, ' ');
             if (rc)
                 goto out;
             for (;;) {
-                st = i;
-                while (i < len && text[i] != '\n')
-                    i++;
-                en = i;
-                if (i < len)
-                    i++;
-                lineno++;
-                while (st < en && is_ws(text[st]))
-                    st++;
-                while (en > st && is_ws(text[en - 1]))
-                    en--;
+                rc = lines_next(s, &ls, &st, &en);
+                if (rc)
+                    goto out;
                 if (st < en && (text[st] == '#' || text[st] == ';'))
                     continue;
                 break;
@@ -273,9 +360,17 @@ static int scan_lines(struct scan *s, const char *text, size_t len)
         if (rc)
             goto out;
     }
+    if (ls.crlf)
+        rc = warn_note(s, ls.base + ls.crlf_first,
+                       "%d line%s end%s in CR LF, the first line %d: systemd reads CR LF as one "
+                       "line end, so they read as written, but it also ends a line at a CR "
+                       "alone, a break no editor shows and a file kept in CR LF hides; write the "
+                       "file with LF ends (sed -i 's/\\r$//' FILE)",
+                       ls.crlf, ls.crlf == 1 ? "" : "s", ls.crlf == 1 ? "s" : "", ls.crlf_first);
 out:
     if (rc == SW_ERANGE)
-        sw_err_at(s->e, rc, s->u->where, lineno, 0, "line longer than %u bytes", LINE_MAX_BYTES);
+        sw_err_at(s->e, rc, s->u->parts[part].where, ls.line, 0, "line longer than %u bytes",
+                  LINE_MAX_BYTES);
     sw_buf_free(&lb);
     return rc;
 }
@@ -364,12 +459,18 @@ static int split(struct scan *s, const char *p, int mode, bool expand, struct wo
                 char d = p[i + 1];
                 char out = d;
                 if (mode == SPLIT_SYSTEMD) {
-                    if (d == 'n')
-                        out = '\n';
-                    else if (d == 't')
-                        out = '\t';
-                    else if (d == 's')
-                        out = ' ';
+                    /* systemd's cunescape: the one-letter escapes and \xNN (what the renderer
+                     * writes for a control character) */
+                    static const char from[] = "ntsrfvab", to[] = "\n\t \r\f\v\a\b";
+                    const char *k = strchr(from, d);
+                    if (d && k)
+                        out = to[k - from];
+                    if (d == 'x' && i + 3 < n && isxdigit((unsigned char)p[i + 2]) &&
+                        isxdigit((unsigned char)p[i + 3])) {
+                        char hex[3] = {p[i + 2], p[i + 3], '\0'};
+                        out = (char)strtol(hex, NULL, 16);
+                        i += 2;
+                    }
                 } else if (q == '"' && !strchr("$`\"\\\n", d)) {
                     rc = sw_buf_putc(&cur, '\\');
                     if (rc)
@@ -1038,17 +1139,40 @@ static int scan_exec(struct scan *s, const struct sw_unit_cmd *c)
 int sw_unit_parse(const char *text, size_t len, const char *where, const char *env_file,
                   struct sw_unit **out, struct sw_err *e)
 {
-    *out = NULL;
-    if (!where)
-        where = "<unit>";
-    if (len > SW_UNIT_TEXT_MAX)
-        return sw_err_at(e, SW_ERANGE, where, 0, 0, "larger than %u bytes", SW_UNIT_TEXT_MAX);
-    const char *nul = memchr(text, '\0', len);
+    struct sw_unit_part p = {where, text, len};
+    return sw_unit_parse_parts(&p, 1, env_file, out, e);
+}
+
+/* A part as the scanner takes it: within the size, no NUL byte (naming its line). */
+static int part_ok(const struct sw_unit_part *p, struct sw_err *e)
+{
+    if (p->len > SW_UNIT_TEXT_MAX)
+        return sw_err_at(e, SW_ERANGE, p->where, 0, 0, "larger than %u bytes", SW_UNIT_TEXT_MAX);
+    const char *nul = memchr(p->text, '\0', p->len);
     if (nul) {
         int line = 1;
-        for (const char *p = text; p < nul; p++)
-            line += *p == '\n';
-        return sw_err_at(e, SW_EPARSE, where, line, 0, "a NUL byte: not a unit file");
+        for (const char *q = p->text; q < nul; q++)
+            line += *q == '\n';
+        return sw_err_at(e, SW_EPARSE, p->where, line, 0, "a NUL byte: not a unit file");
+    }
+    return 0;
+}
+
+int sw_unit_parse_parts(const struct sw_unit_part *parts, size_t n, const char *env_file,
+                        struct sw_unit **out, struct sw_err *e)
+{
+    *out = NULL;
+    if (n < 1 || n > SW_UNIT_PARTS_MAX)
+        return sw_err_set(e, SW_EINVAL, "a unit is read from 1 to %d files, not %zu",
+                          SW_UNIT_PARTS_MAX, n);
+    const char *where = parts[0].where ? parts[0].where : "<unit>";
+    for (size_t k = 0; k < n; k++) {
+        struct sw_unit_part p = parts[k];
+        if (!p.where)
+            p.where = k ? "<drop-in>" : where;
+        int prc = part_ok(&p, e);
+        if (prc)
+            return prc;
     }
     if (env_file && strlen(env_file) > SW_UNIT_TEXT_MAX)
         return sw_err_set(e, SW_ERANGE, "environment file larger than %u bytes", SW_UNIT_TEXT_MAX);
@@ -1062,15 +1186,27 @@ int sw_unit_parse(const char *text, size_t len, const char *where, const char *e
     memset(u, 0, sizeof(*u));
     u->arena_ = a;
     u->stop_grace_s = -1;
-    u->where = sw__ua_strdup(a, where);
-    u->text = sw__ua_strndup(a, text, len);
-    u->len = len;
-    if (!u->where || !u->text)
+    u->parts = sw__ua_alloc(a, n * sizeof(*u->parts));
+    if (!u->parts)
         goto fail;
+    for (size_t k = 0; k < n; k++) {
+        const char *w = parts[k].where ? parts[k].where : k ? "<drop-in>" : where;
+        u->parts[k].where = sw__ua_strdup(a, w);
+        u->parts[k].text = sw__ua_strndup(a, parts[k].text, parts[k].len);
+        u->parts[k].len = parts[k].len;
+        if (!u->parts[k].where || !u->parts[k].text)
+            goto fail;
+    }
+    u->n_parts = n;
+    u->where = u->parts[0].where;
+    u->text = u->parts[0].text;
+    u->len = u->parts[0].len;
     struct scan s = {.u = u, .a = a, .e = e};
-    rc = scan_lines(&s, text, len);
-    if (rc)
-        goto fail;
+    for (size_t k = 0; k < n; k++) {
+        rc = scan_lines(&s, k, u->parts[k].text, u->parts[k].len);
+        if (rc)
+            goto fail;
+    }
     rc = scan_env(&s, env_file);
     if (rc)
         goto fail;
@@ -1105,6 +1241,16 @@ fail:
     sw__ua_free(a);
     sw_free(a);
     return rc;
+}
+
+const char *sw_unit_pos(const struct sw_unit *u, int pos, int *line)
+{
+    size_t part = pos > 0 ? (size_t)pos / SW_UNIT_PART_LINES : 0;
+    if (part >= u->n_parts)
+        part = 0;
+    if (line)
+        *line = pos > 0 ? pos - (int)part * SW_UNIT_PART_LINES : 0;
+    return u->n_parts ? u->parts[part].where : u->where;
 }
 
 void sw_unit_free(struct sw_unit *u)
@@ -1226,9 +1372,12 @@ int sw_unit_timespan_ms(const char *s, int64_t *ms)
                 return SW_EPARSE;
             s += ul;
         }
-        if (v > INT64_MAX / mult)
+        /* the fraction is below one unit (frac_num < frac_den), so it cannot overflow; the
+         * whole part must leave room for it ("292271.999999y" passed v <= INT64_MAX / mult) */
+        int64_t frac = (mult / frac_den) * frac_num;
+        if (v > (INT64_MAX - frac) / mult)
             return SW_EPARSE;
-        int64_t add = v * mult + (mult / frac_den) * frac_num;
+        int64_t add = v * mult + frac;
         if (total_us > INT64_MAX - add)
             return SW_EPARSE;
         total_us += add;

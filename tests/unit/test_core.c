@@ -67,6 +67,32 @@ static void test_str_in(void **state)
     assert_false(sw_str_in("--a", NULL));
 }
 
+/* The Markdown escaper: no tag survives, no Markdown construct starts inside a value, a cell
+ * stays one line; an underscore inside a word is left as written. */
+static void test_buf_md(void **state)
+{
+    (void)state;
+    struct sw_buf b;
+    sw_buf_init(&b, 1 << 12);
+    const char *in = "<script>alert(1)</script> <img src=x onerror=alert(1)> a|b\nc\r*d* "
+                     "[l](javascript:x) `c` ~~s~~ _e_ kv_cache_bytes \\ & \x01";
+    assert_int_equal(sw_buf_md(&b, in, strlen(in)), 0);
+    assert_string_equal(sw_buf_cstr(&b),
+                        "&lt;script&gt;alert(1)&lt;/script&gt; &lt;img src=x onerror=alert(1)&gt; "
+                        "a\\|b c \\*d\\* \\[l\\](javascript:x) \\`c\\` \\~\\~s\\~\\~ \\_e\\_ "
+                        "kv_cache_bytes \\\\ &amp;  ");
+    sw_buf_free(&b);
+
+    /* the YAML double-quoted scalar: no raw control character, quotes and backslashes escaped */
+    sw_buf_init(&b, 1 << 12);
+    assert_int_equal(sw_buf_yaml_str(&b, "a\"b\\c\nd\re\x7f\xc2\x85"
+                                         "caf\xc3\xa9"),
+                     0);
+    assert_int_equal(sw_buf_yaml_str(&b, NULL), 0);
+    assert_string_equal(sw_buf_cstr(&b), "\"a\\\"b\\\\c\\nd\\x0de\\x7f\\u0085caf\xc3\xa9\"\"\"");
+    sw_buf_free(&b);
+}
+
 static void test_buf(void **state)
 {
     struct sw_buf b;
@@ -373,6 +399,15 @@ static void test_files(void **state)
     const char *p = swt_join(dir, "a/b/c");
     struct sw_err e;
     assert_int_equal(sw_mkdir_p(p, 0755, &e), 0);
+    /* an output directory: one that exists; a missing one says whether its parent exists, and
+     * nothing is created */
+    assert_int_equal(sw_out_dir(p, &e), 0);
+    assert_int_equal(sw_out_dir(swt_join(p, "new/"), &e), SW_ENOENT);
+    assert_non_null(strstr(e.msg, "(its parent "));
+    assert_int_equal(sw_out_dir(swt_join(p, "x/y"), &e), SW_ENOENT);
+    assert_non_null(strstr(e.msg, "is not one either"));
+    struct stat nst;
+    assert_int_not_equal(stat(swt_join(p, "new"), &nst), 0);
     const char *f = swt_join(p, "x.txt");
     assert_int_equal(sw_write_file_atomic(f, "hello", 5, 0644, &e), 0);
     char *data = NULL;
@@ -380,6 +415,7 @@ static void test_files(void **state)
     assert_int_equal(sw_read_file(f, 100, &data, &len, &e), 0);
     assert_int_equal(len, 5);
     assert_string_equal(data, "hello");
+    assert_int_equal(sw_out_dir(f, &e), SW_EINVAL);
     sw_free(data);
     assert_int_equal(sw_read_file(f, 3, &data, &len, &e), SW_ERANGE);
     assert_int_equal(sw_read_file(swt_join(dir, "nope"), 3, &data, &len, &e), SW_ENOENT);
@@ -486,6 +522,17 @@ static void test_fput_term(void **state)
     fclose(f);
     assert_string_equal(buf, "ok\\x1b[31mred\\x1b]0;t\\x07\\u009b\\xff\\x7f\tcaf\xc3\xa9\\nz|a\nb");
     free(buf);
+
+    /* one line of a line-based file: the same escapes, CR named, a backslash doubled (an env
+     * file's comment would continue at one before the line end) */
+    struct sw_buf b;
+    sw_buf_init(&b, 1 << 10);
+    assert_int_equal(sw_buf_line(&b, "/tmp/f\nLD_PRELOAD=/x.so\r\\\x1b\xc2\x85\tcaf\xc3\xa9"), 0);
+    assert_int_equal(sw_buf_line(&b, NULL), 0);
+    assert_string_equal(sw_buf_cstr(&b),
+                        "/tmp/f\\nLD_PRELOAD=/x.so\\r\\\\\\x1b\\u0085\tcaf\xc3\xa9");
+    assert_null(strchr(sw_buf_cstr(&b), '\n'));
+    sw_buf_free(&b);
 }
 
 static void test_json_set_str_not_utf8(void **state)
@@ -593,28 +640,73 @@ static void test_duration(void **state)
     assert_int_equal(ms, -1);
 }
 
+/* The lexical form of a path, and "at or under" over it: the one comparison of every mount
+ * check (issue 27: "/models/../etc" passed a text prefix compare against "/models"). */
+static void test_path_lexical(void **state)
+{
+    (void)state;
+    static const char *const cases[][2] = {
+        {"/models/../etc", "/etc"},
+        {"/models/./a//b", "/models/a/b"},
+        {"/", "/"},
+        {"//", "/"},
+        {"/..", "/"},
+        {"/a/b/../../..", "/"},
+        {"/a/", "/a"},
+        {"a/./b/", "a/b"},
+        {"a/..", "."},
+        {"", "."},
+        {"../a/../../b", "../../b"},
+        {"~/m/../n", "~/n"},
+        {"/a/.../b", "/a/.../b"},
+        {"/a/..b/c", "/a/..b/c"},
+    };
+    char out[64];
+    for (size_t i = 0; i < SW_ARRAY_LEN(cases); i++) {
+        assert_int_equal(sw_path_lexical(cases[i][0], out, sizeof(out)), 0);
+        if (strcmp(out, cases[i][1]))
+            fail_msg("'%s' -> '%s', want '%s'", cases[i][0], out, cases[i][1]);
+    }
+    assert_int_equal(sw_path_lexical("/abcdef", out, 4), SW_ERANGE);
+    char rest[64];
+    assert_int_equal(sw_path_within("/models/../etc/x", "/models", rest, sizeof(rest)), 0);
+    assert_int_equal(sw_path_within("/models/./a//b", "/models/", rest, sizeof(rest)), 7);
+    assert_string_equal(rest, "/a/b");
+    assert_int_equal(sw_path_within("/models", "/models", rest, sizeof(rest)), 7);
+    assert_string_equal(rest, "");
+    assert_int_equal(sw_path_within("/modelsx/a", "/models", NULL, 0), 0);
+    assert_int_equal(sw_path_within("/srv/m/../models/a", "/srv//models", rest, sizeof(rest)), 11);
+    assert_string_equal(rest, "/a");
+    assert_int_equal(sw_path_within("/a/b", "/", rest, sizeof(rest)), 1);
+    assert_string_equal(rest, "/a/b");
+    assert_int_equal(sw_path_within("a/b", "/", NULL, 0), 0);
+    assert_int_equal(sw_path_within("/a/b", "/a", rest, 2), 0); /* rest does not fit */
+    assert_int_equal(
+        sw_path_rebase("/srv/models/./m//x.gguf", "/srv/models/", "/models", rest, sizeof(rest)),
+        11);
+    assert_string_equal(rest, "/models/m/x.gguf");
+    assert_int_equal(
+        sw_path_rebase("/srv/models/../etc", "/srv/models", "/models", rest, sizeof(rest)), 0);
+    assert_int_equal(sw_path_rebase("/srv/m", "/srv", "/", rest, sizeof(rest)), 4);
+    assert_string_equal(rest, "/m");
+    assert_int_equal(sw_path_rebase("/srv", "/srv", "/", rest, sizeof(rest)), 4);
+    assert_string_equal(rest, "/");
+}
+
 int main(void)
 {
     sw_core_init();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_err_format),
-        cmocka_unit_test(test_alloc_fail),
-        cmocka_unit_test(test_str_in),
-        cmocka_unit_test(test_buf),
-        cmocka_unit_test(test_units),
-        cmocka_unit_test(test_number_scan),
-        cmocka_unit_test(test_rule),
-        cmocka_unit_test(test_rule_words),
-        cmocka_unit_test(test_rule_value_hook),
-        cmocka_unit_test(test_files),
-        cmocka_unit_test(test_sniff),
-        cmocka_unit_test(test_json),
-        cmocka_unit_test(test_redact),
-        cmocka_unit_test(test_utf8_repair),
-        cmocka_unit_test(test_json_int_range),
-        cmocka_unit_test(test_duration),
-        cmocka_unit_test(test_json_set_str_not_utf8),
-        cmocka_unit_test(test_fput_term),
+        cmocka_unit_test(test_err_format),  cmocka_unit_test(test_alloc_fail),
+        cmocka_unit_test(test_str_in),      cmocka_unit_test(test_buf),
+        cmocka_unit_test(test_buf_md),      cmocka_unit_test(test_units),
+        cmocka_unit_test(test_number_scan), cmocka_unit_test(test_rule),
+        cmocka_unit_test(test_rule_words),  cmocka_unit_test(test_rule_value_hook),
+        cmocka_unit_test(test_files),       cmocka_unit_test(test_sniff),
+        cmocka_unit_test(test_json),        cmocka_unit_test(test_redact),
+        cmocka_unit_test(test_utf8_repair), cmocka_unit_test(test_json_int_range),
+        cmocka_unit_test(test_duration),    cmocka_unit_test(test_json_set_str_not_utf8),
+        cmocka_unit_test(test_fput_term),   cmocka_unit_test(test_path_lexical),
     };
     return cmocka_run_group_tests_name("core", tests, NULL, NULL);
 }

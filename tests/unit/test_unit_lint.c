@@ -225,6 +225,7 @@ static void test_mistakes(void **state)
 /* ---------------------------------------------------------------------------------------------
  * The scanner.
  */
+#define DIGEST_T "@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 static void test_syntax(void **state)
 {
     (void)state;
@@ -317,6 +318,121 @@ static void test_syntax(void **state)
     free(big);
 }
 
+/* Lines end where systemd's read_line_full ends them; a byte order mark is skipped; drop-ins
+ * follow the unit as parts, their positions naming them. */
+static void test_line_ends_and_parts(void **state)
+{
+    (void)state;
+    struct sw_unit_report r;
+    struct sw_unit *u;
+    /* a BOM, CR LF ends: read as written, the CR LF a warning at the first such line */
+    u = lint_text("crlf.service",
+                  "\xef\xbb\xbf[Unit]\r\nDescription=d\r\n[Service]\r\nExecStart=/bin/true \\\r\n"
+                  "  two\r\nRestart=always\r\n",
+                  NULL, NULL, &r);
+    expect_one("crlf", &r, SW_UNIT_LAW_SYNTAX, 1, "6 lines end in CR LF, the first line 1", NULL);
+    assert_int_equal(r.v[0].severity, SW_UNIT_WARNING);
+    assert_string_equal(sw_unit_get(u, "Unit", "Description", NULL), "d");
+    assert_string_equal(sw_unit_get(u, "Service", "Restart", NULL), "always");
+    assert_int_equal(u->n_cmds, 1);
+    assert_int_equal(u->cmds[0].argc, 2);
+    assert_string_equal(u->cmds[0].argv[1], "two");
+    sw_unit_report_free(&r);
+    sw_unit_free(u);
+    /* a CR alone ends the line for systemd: the assignment after it is one (and one finding for
+     * the line); lines keep the numbers an editor shows */
+    u = lint_text("cr.service",
+                  "[Service]\nExecStart=/bin/true\nDescription=m\rExecStartPre=/bin/x\r#\n"
+                  "Restart=always\nUser=u\n",
+                  NULL, NULL, &r);
+    expect_one("cr", &r, SW_UNIT_LAW_SYNTAX, 3, "inside line 3 ends the line for systemd",
+               "'ExecStartPre=/bin/x'", NULL);
+    int line = 0;
+    assert_string_equal(sw_unit_get(u, "Service", "ExecStartPre", &line), "/bin/x");
+    assert_int_equal(line, 3);
+    assert_string_equal(sw_unit_get(u, "Service", "User", &line), "u");
+    assert_int_equal(line, 5);
+    assert_int_equal(u->n_cmds, 2);
+    sw_unit_report_free(&r);
+    sw_unit_free(u);
+    /* LF CR is one line end too (systemd's read_line_full), counted with the CR LF ends */
+    u = lint_text("lfcr.service", "[Service]\n\rExecStart=/bin/true\nRestart=always\n", NULL, NULL,
+                  &r);
+    expect_one("lfcr", &r, SW_UNIT_LAW_SYNTAX, 1, "1 line ends in CR LF, the first line 1", NULL);
+    assert_int_equal(u->n_cmds, 1);
+    assert_string_equal(sw_unit_get(u, "Service", "Restart", &line), "always");
+    assert_int_equal(line, 3);
+    sw_unit_report_free(&r);
+    sw_unit_free(u);
+
+    /* parts: the drop-ins in order override, append and reset; positions name their file */
+    const struct sw_unit_part parts[] = {
+        {"/u/a.service",
+         "[Service]\nExecStart=/bin/one\nEnvironment=A=1\nTimeoutStopSec=5\nRestart=no\n", 0},
+        {"/u/a.service.d/10.conf", "[Service]\nTimeoutStopSec=100\nEnvironment=B=2\n", 0},
+        {"/u/a.service.d/20.conf", "[Service]\nExecStart=\nExecStart=/bin/two\nStartLimitBurst=3\n",
+         0},
+    };
+    struct sw_unit_part p3[3];
+    for (size_t i = 0; i < 3; i++) {
+        p3[i] = parts[i];
+        p3[i].len = strlen(parts[i].text);
+    }
+    struct sw_err e;
+    assert_int_equal(sw_unit_parse_parts(p3, 3, NULL, &u, &e), 0);
+    assert_int_equal(u->n_parts, 3);
+    assert_string_equal(sw_unit_get(u, "Service", "TimeoutStopSec", &line), "100");
+    const char *file = sw_unit_pos(u, line, &line);
+    assert_string_equal(file, "/u/a.service.d/10.conf");
+    assert_int_equal(line, 2);
+    assert_string_equal(sw_unit_env(u, "A"), "1");
+    assert_string_equal(sw_unit_env(u, "B"), "2");
+    assert_int_equal(u->n_cmds, 1);
+    assert_string_equal(u->cmds[0].argv[0], "/bin/two");
+    assert_string_equal(sw_unit_pos(u, u->cmds[0].line, &line), "/u/a.service.d/20.conf");
+    assert_int_equal(line, 3);
+    assert_string_equal(sw_unit_pos(u, 4, &line), "/u/a.service");
+    assert_int_equal(line, 4);
+    assert_string_equal(sw_unit_pos(u, 0, &line), "/u/a.service");
+    assert_int_equal(line, 0);
+    memset(&r, 0, sizeof(r));
+    struct sw_unit_lint_opts none = {0};
+    assert_int_equal(sw_unit_lint(u, &none, &r, &e), 0);
+    expect_one("parts", &r, SW_UNIT_LAW_START_LIMIT, 2 * SW_UNIT_PART_LINES + 4,
+               "StartLimitBurst=3 is in [Service]", NULL);
+    sw_unit_report_free(&r);
+    sw_unit_free(u);
+    /* a message naming a position in a drop-in names the drop-in */
+    const struct sw_unit_part two[] = {
+        {"/u/b.service", "[Service]\nExecStart=/usr/bin/podman run --name b img" DIGEST_T "\n", 0},
+        {"/u/b.service.d/x.conf", "[Service]\nExecStop=/usr/bin/podman stop -t 120 b\n", 0},
+    };
+    struct sw_unit_part p2[2] = {two[0], two[1]};
+    p2[0].len = strlen(two[0].text);
+    p2[1].len = strlen(two[1].text);
+    assert_int_equal(sw_unit_parse_parts(p2, 2, NULL, &u, &e), 0);
+    memset(&r, 0, sizeof(r));
+    assert_int_equal(sw_unit_lint(u, &none, &r, &e), 0);
+    bool named = false;
+    for (size_t i = 0; i < r.n; i++)
+        named |= !strcmp(r.v[i].law, SW_UNIT_LAW_STOP_TIMEOUT) &&
+                 strstr(r.v[i].msg, "`podman stop -t 120` (line 2 of /u/b.service.d/x.conf)");
+    if (!named) {
+        print_report("b", &r);
+        fail_msg("the stop-timeout finding does not name the drop-in's line");
+    }
+    sw_unit_report_free(&r);
+    sw_unit_free(u);
+    /* refusals: no part, too many, a NUL in a drop-in naming the drop-in */
+    assert_int_equal(sw_unit_parse_parts(p2, 0, NULL, &u, &e), SW_EINVAL);
+    assert_int_equal(sw_unit_parse_parts(p2, SW_UNIT_PARTS_MAX + 1, NULL, &u, &e), SW_EINVAL);
+    p2[1].text = "[Service]\n\0x";
+    p2[1].len = 12;
+    assert_int_equal(sw_unit_parse_parts(p2, 2, NULL, &u, &e), SW_EPARSE);
+    assert_string_equal(e.where, "/u/b.service.d/x.conf");
+    assert_null(u);
+}
+
 static void test_timespan(void **state)
 {
     (void)state;
@@ -339,6 +455,9 @@ static void test_timespan(void **state)
     assert_int_equal(sw_unit_timespan_ms("ten", &ms), SW_EPARSE);
     assert_int_equal(sw_unit_timespan_ms("5 fortnights", &ms), SW_EPARSE);
     assert_int_equal(sw_unit_timespan_ms("99999999999999999999", &ms), SW_EPARSE);
+    /* the whole years fit in int64 microseconds, the fraction added to them does not */
+    assert_int_equal(sw_unit_timespan_ms("292271y", &ms), 0);
+    assert_int_equal(sw_unit_timespan_ms("292271.999999y", &ms), SW_EPARSE);
 }
 
 #define DIGEST "@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
@@ -391,6 +510,25 @@ static void test_stop_timeout(void **state)
                   NULL, NULL, &r);
     expect_one("e", &r, SW_UNIT_LAW_STOP_TIMEOUT, 4, "TimeoutStopSec=soon", "not a time span",
                NULL);
+    sw_unit_report_free(&r);
+    sw_unit_free(u);
+    /* a grace past int64 milliseconds (fuzz_unit_scan): above every finite timeout, compared
+     * without multiplying it; --stop-timeout alike */
+    u = lint_text("f.service",
+                  "[Service]\nExecStart=/usr/bin/podman run --name x img" DIGEST "\n"
+                  "ExecStop=/usr/bin/podman stop -t 3262585074549260287 x\nRestart=always\n"
+                  "TimeoutStopSec=3y\n",
+                  NULL, NULL, &r);
+    expect_one("f", &r, SW_UNIT_LAW_STOP_TIMEOUT, 5, "TimeoutStopSec=3y (line 5)",
+               "podman stop -t 3262585074549260287", NULL);
+    sw_unit_report_free(&r);
+    sw_unit_free(u);
+    u = lint_text("g.service",
+                  "[Service]\nExecStart=/usr/bin/podman run --stop-timeout 9223372036854775807 "
+                  "img" DIGEST "\nRestart=always\n",
+                  NULL, NULL, &r);
+    expect_one("g", &r, SW_UNIT_LAW_STOP_TIMEOUT, 2, "TimeoutStopSec=90s (systemd's default",
+               "--stop-timeout 9223372036854775807", NULL);
     sw_unit_report_free(&r);
     sw_unit_free(u);
 }
@@ -772,12 +910,19 @@ int main(void)
 {
     sw_core_init();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_good_units),     cmocka_unit_test(test_mistakes),
-        cmocka_unit_test(test_syntax),         cmocka_unit_test(test_timespan),
-        cmocka_unit_test(test_stop_timeout),   cmocka_unit_test(test_start_limit),
-        cmocka_unit_test(test_restart),        cmocka_unit_test(test_memory_limit),
-        cmocka_unit_test(test_paths),          cmocka_unit_test(test_image_and_secrets),
-        cmocka_unit_test(test_verify),         cmocka_unit_test(test_cli),
+        cmocka_unit_test(test_good_units),
+        cmocka_unit_test(test_mistakes),
+        cmocka_unit_test(test_syntax),
+        cmocka_unit_test(test_line_ends_and_parts),
+        cmocka_unit_test(test_timespan),
+        cmocka_unit_test(test_stop_timeout),
+        cmocka_unit_test(test_start_limit),
+        cmocka_unit_test(test_restart),
+        cmocka_unit_test(test_memory_limit),
+        cmocka_unit_test(test_paths),
+        cmocka_unit_test(test_image_and_secrets),
+        cmocka_unit_test(test_verify),
+        cmocka_unit_test(test_cli),
         cmocka_unit_test(test_alloc_failures),
     };
     return cmocka_run_group_tests_name("unit_lint", tests, NULL, NULL);

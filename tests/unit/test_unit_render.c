@@ -16,6 +16,9 @@
 #include <slipway/unit.h>
 
 #include "swtest.h"
+#include "unit/render_internal.h"
+
+#include <slipway/unit_lint.h>
 
 #include <dirent.h>
 #include <stdio.h>
@@ -922,6 +925,46 @@ static void test_torture(void **state)
     sw_fleet_free(f);
 }
 
+/* The one escaper of a value in an Exec line writes a control character as the C escape systemd
+ * reads back, never raw (systemd ends a unit's line at a CR): the scanner, which splits as
+ * systemd does, reads the word back whole, and the line stays one line. */
+static void test_exec_quote_controls(void **state)
+{
+    (void)state;
+    static const char *const args[] = {"m\rExecStartPre=/bin/x\r#",
+                                       "a\nb",
+                                       "t\tab",
+                                       "bell\x07",
+                                       "plain",
+                                       "50%",
+                                       "$HOME",
+                                       "q\"uo\\te",
+                                       ""};
+    for (size_t i = 0; i < SW_ARRAY_LEN(args); i++) {
+        struct sw_buf b;
+        sw_buf_init(&b, 1 << 16);
+        assert_int_equal(sw_buf_puts(&b, "[Service]\nExecStart=/bin/echo "), 0);
+        assert_int_equal(sw__unit_exec_quote(&b, args[i]), 0);
+        assert_int_equal(sw_buf_puts(&b, "\n"), 0);
+        const char *t = sw_buf_cstr(&b);
+        for (const char *p = t; *p; p++)
+            if ((unsigned char)*p < 0x20 && *p != '\n')
+                fail_msg("'%s' wrote a raw control character: %s", args[i], t);
+        assert_int_equal(strchr(strchr(t, '\n') + 1, '\n'), t + b.len - 1);
+        struct sw_unit *u = NULL;
+        struct sw_err e;
+        assert_int_equal(sw_unit_parse(t, b.len, "q.service", NULL, &u, &e), 0);
+        assert_int_equal(u->n_notes, 0);
+        assert_int_equal(u->n_cmds, 1);
+        assert_int_equal(u->cmds[0].argc, 2);
+        /* %% is the renderer's, the scanner leaves specifiers as written */
+        if (strcmp(args[i], "50%"))
+            assert_string_equal(u->cmds[0].argv[1], args[i]);
+        sw_unit_free(u);
+        sw_buf_free(&b);
+    }
+}
+
 int main(void)
 {
     sw_core_init();
@@ -931,6 +974,7 @@ int main(void)
         cmocka_unit_test(test_local_native),
         cmocka_unit_test(test_deterministic),
         cmocka_unit_test(test_outside_mounts),
+        cmocka_unit_test(test_exec_quote_controls),
         cmocka_unit_test(test_secrets),
         cmocka_unit_test(test_write_failures),
         cmocka_unit_test(test_fleet_schema),
