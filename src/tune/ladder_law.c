@@ -79,6 +79,98 @@ static enum sw_calib_hr_verdict prior_auto(struct sw__ladder *L, const struct sw
 }
 
 /*
+ * The endpoint's headroom shape and KV dtype, read once with the knob at the grid's first value,
+ * through the ledger's canonical form (the shape calib reads); the grid is then walked in the
+ * typed shape, where only max_model_len moves. false when the shape cannot be read.
+ */
+static bool headroom_shape(struct sw__ladder *L, struct sw_headroom_shape *hs, char *kv, size_t n)
+{
+    json_t *raw = NULL, *canon = NULL;
+    const char *k = "auto";
+    struct sw_err e;
+    if (sw__ladder_set(L->ep, L->o->knob, L->r->min, &e))
+        return false;
+    raw = sw_plan_shape(L->ep);
+    bool ok = raw && !sw_ledger_shape_canon(raw, &canon, NULL, NULL, &e) &&
+              !sw_calib_headroom_shape(canon, hs, &k);
+    if (ok)
+        snprintf(kv, n, "%s", k);
+    json_decref(canon);
+    json_decref(raw);
+    return ok;
+}
+
+/* What the grid values' verdicts say so far: the largest that fits, the first that fails, the
+ * point (the last whose band's middle still fits), and how many were judged (by the prior). */
+struct hr_tally {
+    int64_t last_fit, first_fail, point;
+    int n_known, n_prior;
+};
+
+/* Grid index i's verdict (hs at its value; the endpoint set to it for the prior) into t. */
+static void hr_judge(struct sw__ladder *L, const struct sw_calib_fit *fit,
+                     const struct sw_headroom_shape *hs, const char *kv, int64_t i,
+                     struct hr_tally *t)
+{
+    struct sw_calib_hr_pred pr;
+    struct sw_err e;
+    if (sw_calib_headroom_predict(fit, hs, kv, &pr, &e))
+        return;
+    enum sw_calib_hr_verdict vd = pr.verdict;
+    double contract = 0;
+    bool prior = false;
+    if (vd == SW_CALIB_HR_UNKNOWN)
+        vd = prior_auto(L, fit, &pr, &contract, &prior);
+    if (vd == SW_CALIB_HR_UNKNOWN)
+        return;
+    t->n_known++;
+    t->n_prior += prior;
+    bool fails = vd == SW_CALIB_HR_KV_FAILS || vd == SW_CALIB_HR_CAPTURE_FAILS ||
+                 vd == SW_CALIB_HR_RUNTIME_FAILS;
+    if (vd == SW_CALIB_HR_FITS)
+        t->last_fit = i;
+    if (fails && t->first_fail < 0)
+        t->first_fail = i;
+    /* the point: the middle of the band still fits (the prior: the contract against the
+     * middle of what is free when the pool is allocated) */
+    bool mid_fits;
+    if (prior) {
+        mid_fits = contract <= (pr.kv_free_lo + pr.kv_free_hi) / 2;
+    } else {
+        double need = pr.need_hi_set ? (pr.need_lo + pr.need_hi) / 2 : pr.need_lo;
+        mid_fits = (pr.free_lo + pr.free_hi) / 2 >= need;
+    }
+    if (!fails && t->first_fail < 0 && (vd == SW_CALIB_HR_FITS || mid_fits))
+        t->point = i;
+}
+
+/* The prediction and its source from the tally. */
+static void hr_predict(struct sw__ladder *L, const struct sw_calib_fit *fit,
+                       const struct hr_tally *t)
+{
+    struct sw_ladder_result *r = L->r;
+    r->headroom = t->n_known > 0;
+    if (!r->headroom) {
+        snprintf(r->law_source, sizeof(r->law_source),
+                 "the headroom model (%d boots) knows no shape like these yet", fit->n_boots);
+        return;
+    }
+    r->pred_lo = t->last_fit >= 0 ? sw__ladder_grid_val(L, t->last_fit) : r->min;
+    r->pred_hi = t->first_fail >= 0 ? sw__ladder_grid_val(L, t->first_fail) : -1;
+    r->pred_point = t->point >= 0 ? sw__ladder_grid_val(L, t->point) : r->pred_lo;
+    if (t->n_prior)
+        snprintf(r->law_source, sizeof(r->law_source),
+                 "calib's headroom model on %d boot(s) of %s: %d of %lld grid values judged, "
+                 "%d by the prior of an engine-sized pool no boot of its class showed (the "
+                 "law's contract against the free the KV allocation failures leave)",
+                 fit->n_boots, L->ep->name, t->n_known, (long long)L->n_grid, t->n_prior);
+    else
+        snprintf(r->law_source, sizeof(r->law_source),
+                 "calib's headroom model on %d boot(s) of %s: %d of %lld grid values judged",
+                 fit->n_boots, L->ep->name, t->n_known, (long long)L->n_grid);
+}
+
+/*
  * The vLLM fork's prediction: calib's headroom model fitted on the ledger's boots (every rung's
  * boot included, so this is also the recalibration) gives each grid value a verdict: fits,
  * capture (or KV, or runtime) fails, or a risk band between. The predicted answer lies from the
@@ -91,6 +183,9 @@ static void predict_headroom(struct sw__ladder *L)
     struct sw_ladder_result *r = L->r;
     struct sw_calib_fit *fit = NULL;
     struct sw_calib_opts co;
+    struct sw_headroom_shape hs;
+    struct hr_tally t = {-1, -1, -1, 0, 0};
+    char kv[64];
     struct sw_err e;
     memset(&co, 0, sizeof(co));
     co.ep = L->ep;
@@ -104,71 +199,20 @@ static void predict_headroom(struct sw__ladder *L)
         return;
     }
     struct sw_fleet_u64 saved = *sw__ladder_knob_field(L->ep, L->o->knob);
-    int64_t last_fit = -1, first_fail = -1, point = -1;
-    int n_known = 0, n_prior = 0;
-    for (int64_t i = 0; i < L->n_grid; i++) {
+    bool read = headroom_shape(L, &hs, kv, sizeof(kv));
+    for (int64_t i = 0; read && i < L->n_grid; i++) {
         int64_t v = sw__ladder_grid_val(L, i);
-        json_t *raw = NULL, *canon = NULL;
-        struct sw_headroom_shape hs;
-        struct sw_calib_hr_pred pr;
-        const char *kv = "auto";
+        /* the endpoint at v too: the prior plans it */
         if (sw__ladder_set(L->ep, L->o->knob, v, &e))
             break;
-        raw = sw_plan_shape(L->ep);
-        bool ok = raw && !sw_ledger_shape_canon(raw, &canon, NULL, NULL, &e) &&
-                  !sw_calib_headroom_shape(canon, &hs, &kv) &&
-                  !sw_calib_headroom_predict(fit, &hs, kv, &pr, &e);
-        json_decref(canon);
-        json_decref(raw);
-        if (!ok)
+        /* calib reads a window of 1..2^31 tokens (sw_calib_headroom_shape) */
+        if (v > (INT64_C(1) << 31))
             continue;
-        enum sw_calib_hr_verdict vd = pr.verdict;
-        double contract = 0;
-        bool prior = false;
-        if (vd == SW_CALIB_HR_UNKNOWN)
-            vd = prior_auto(L, fit, &pr, &contract, &prior);
-        if (vd == SW_CALIB_HR_UNKNOWN)
-            continue;
-        n_known++;
-        n_prior += prior;
-        bool fails = vd == SW_CALIB_HR_KV_FAILS || vd == SW_CALIB_HR_CAPTURE_FAILS ||
-                     vd == SW_CALIB_HR_RUNTIME_FAILS;
-        if (vd == SW_CALIB_HR_FITS)
-            last_fit = i;
-        if (fails && first_fail < 0)
-            first_fail = i;
-        /* the point: the middle of the band still fits (the prior: the contract against the
-         * middle of what is free when the pool is allocated) */
-        bool mid_fits;
-        if (prior) {
-            mid_fits = contract <= (pr.kv_free_lo + pr.kv_free_hi) / 2;
-        } else {
-            double need = pr.need_hi_set ? (pr.need_lo + pr.need_hi) / 2 : pr.need_lo;
-            mid_fits = (pr.free_lo + pr.free_hi) / 2 >= need;
-        }
-        if (!fails && first_fail < 0 && (vd == SW_CALIB_HR_FITS || mid_fits))
-            point = i;
+        hs.max_model_len = v;
+        hr_judge(L, fit, &hs, kv, i, &t);
     }
     *sw__ladder_knob_field(L->ep, L->o->knob) = saved;
-    r->headroom = n_known > 0;
-    if (r->headroom) {
-        r->pred_lo = last_fit >= 0 ? sw__ladder_grid_val(L, last_fit) : r->min;
-        r->pred_hi = first_fail >= 0 ? sw__ladder_grid_val(L, first_fail) : -1;
-        r->pred_point = point >= 0 ? sw__ladder_grid_val(L, point) : r->pred_lo;
-        if (n_prior)
-            snprintf(r->law_source, sizeof(r->law_source),
-                     "calib's headroom model on %d boot(s) of %s: %d of %lld grid values judged, "
-                     "%d by the prior of an engine-sized pool no boot of its class showed (the "
-                     "law's contract against the free the KV allocation failures leave)",
-                     fit->n_boots, L->ep->name, n_known, (long long)L->n_grid, n_prior);
-        else
-            snprintf(r->law_source, sizeof(r->law_source),
-                     "calib's headroom model on %d boot(s) of %s: %d of %lld grid values judged",
-                     fit->n_boots, L->ep->name, n_known, (long long)L->n_grid);
-    } else {
-        snprintf(r->law_source, sizeof(r->law_source),
-                 "the headroom model (%d boots) knows no shape like these yet", fit->n_boots);
-    }
+    hr_predict(L, fit, &t);
     sw_calib_fit_free(fit);
 }
 
