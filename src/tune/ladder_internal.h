@@ -2,8 +2,8 @@
  * ladder's internals shared by its files (src/tune/ladder*.c): the run's state (struct
  * sw__ladder) and the rooms that read and move it: the names and the knob on the endpoint
  * (ladder_names.c), the grid and its two proven bounds (ladder_bounds.c), the law's prediction
- * (ladder_law.c), the ledger as the run's memory (ladder_journal.c); the runners
- * (ladder_run.c) set the knob. Never included by another module.
+ * (ladder_law.c), the ledger as the run's memory (ladder_journal.c), the runners' shared steps
+ * (ladder_run.c, ladder_cgroup.c). Never included by another module.
  */
 #ifndef SLIPWAY_TUNE_LADDER_INTERNAL_H
 #define SLIPWAY_TUNE_LADDER_INTERNAL_H
@@ -64,5 +64,21 @@ void sw__ladder_recalibrate(struct sw__ladder *L, int64_t v, enum sw_ladder_clas
 int sw__ladder_record(struct sw__ladder *L, struct sw_ladder_rung *g,
                       const struct sw_ladder_outcome *oc, struct sw_err *e);
 int sw__ladder_resume(struct sw__ladder *L, struct sw_err *e);
+
+/* ladder_run.c: a number for this process's run files (logs, cgroups), never the same twice. */
+unsigned sw__ladder_next_seq(void);
+
+/* ladder_cgroup.c: a memory cgroup of its own for one rung, under this process's cgroup
+ * (cgroup v1's memory controller or v2), with no swap to hide in. */
+struct sw__ladder_cg {
+    char dir[4200]; /* "" when none */
+    bool v2;
+};
+int sw__ladder_cg_create(uint64_t limit, struct sw__ladder_cg *g, struct sw_err *e);
+/* Its peak usage and its OOM kills (0 when unreadable). */
+uint64_t sw__ladder_cg_peak(const struct sw__ladder_cg *g);
+uint64_t sw__ladder_cg_ooms(const struct sw__ladder_cg *g);
+/* Remove it (its engine reaped). */
+void sw__ladder_cg_remove(struct sw__ladder_cg *g);
 
 #endif
