@@ -8,8 +8,8 @@
  *            parent reads the bound port from a pipe or, when the child exits first, the
  *            engine's failure from the log through the engine's own boot-log parser;
  *   local    the engine from the plan's argv through sw_deploy_up, optionally in a memory cgroup
- *            of its own (v1 memory.limit_in_bytes or v2 memory.max under this process's cgroup),
- *            whose peak and oom_kill count are the measurement;
+ *            of its own (ladder_cgroup.c: v1 memory.limit_in_bytes or v2 memory.max under this
+ *            process's cgroup), whose peak and oom_kill count are the measurement;
  *   rollout  sw_rollout_deploy on the endpoint's host.
  *
  * What they do not do: keep an engine running after the rung (the ladder asks a question; the
@@ -46,13 +46,18 @@
 
 static unsigned g_seq;
 
+unsigned sw__ladder_next_seq(void)
+{
+    return ++g_seq;
+}
+
 static int log_path(char *out, size_t n, const char *what, struct sw_err *e)
 {
     char dir[4096];
     int rc = sw_run_dir(dir, sizeof(dir), e);
     if (rc)
         return rc;
-    snprintf(out, n, "%s/ladder-%d-%u-%s.log", dir, (int)getpid(), ++g_seq, what);
+    snprintf(out, n, "%s/ladder-%d-%u-%s.log", dir, (int)getpid(), sw__ladder_next_seq(), what);
     return 0;
 }
 
@@ -145,39 +150,69 @@ static int worst_case(const char *url, const struct sw_fleet_endpoint *ep, int64
     return rc;
 }
 
-static int record_boot(struct sw_ledger *l, const struct sw_fleet_endpoint *ep,
-                       const struct sw_plan *pl, const json_t *bootlog, const json_t *failure,
-                       const char *text, int64_t started, double ms, const char *source,
+/* What every runner's rung holds: the options, the endpoint and its plan, the engine's log and
+ * what was read of it, and when the boot began. */
+struct rung {
+    const struct sw_ladder_opts *o; /* NULL: the library's defaults */
+    const struct sw_fleet *f;
+    struct sw_fleet_endpoint *ep;
+    struct sw_plan pl;
+    char lp[4200]; /* the engine's log ("" before it has one) */
+    int64_t started;
+    uint64_t t0;
+    char *text; /* the log, once read */
+    json_t *bl; /* its boot-log report */
+};
+
+static void rung_init(struct rung *g, void *ctx, const struct sw_fleet *f,
+                      struct sw_fleet_endpoint *ep)
+{
+    memset(g, 0, sizeof(*g));
+    g->o = ctx;
+    g->f = f;
+    g->ep = ep;
+}
+
+static void rung_close(struct rung *g)
+{
+    if (g->lp[0])
+        unlink(g->lp);
+    json_decref(g->bl);
+    sw_free(g->text);
+    sw_plan_free(&g->pl);
+}
+
+/* The rung's boot in the run's ledger (none without one), ms after it began: its shape, the law's
+ * prediction, the engine's report and failure (NULL: none), the log. */
+static int record_boot(const struct rung *g, const json_t *failure, double ms, const char *source,
                        int64_t *id, struct sw_err *e)
 {
+    struct sw_ledger *l = g->o ? g->o->ledger : NULL;
     *id = 0;
     if (!l)
         return 0;
-    json_t *shape = sw_plan_shape(ep);
+    json_t *shape = sw_plan_shape(g->ep);
     if (!shape)
         return sw_err_set(e, SW_ENOMEM, "out of memory (boot shape)");
     struct sw_ledger_boot b;
     memset(&b, 0, sizeof(b));
-    b.endpoint = ep->name;
+    b.endpoint = g->ep->name;
     b.shape = shape;
-    b.engine = sw_fleet_engine_name(ep->engine);
-    b.started_at = started;
+    b.engine = sw_fleet_engine_name(g->ep->engine);
+    b.started_at = g->started;
     b.ended_at = sw_wall_unix();
     b.duration_ms = (int64_t)ms;
-    b.predicted = pl && json_is_object(pl->predicted) ? pl->predicted : NULL;
-    const json_t *rep = json_object_get(bootlog, "report");
+    b.predicted = json_is_object(g->pl.predicted) ? g->pl.predicted : NULL;
+    const json_t *rep = json_object_get(g->bl, "report");
     b.report = json_is_object(rep) ? rep : NULL;
     b.failure = failure && json_is_object(failure) ? failure : NULL;
-    b.log_excerpt = text;
+    b.log_excerpt = g->text;
     b.source = source;
     int rc = sw_ledger_record_boot(l, &b, id, e);
     json_decref(shape);
     return rc;
 }
 
-/* ---------------------------------------------------------------------------------------------
- * sim
- */
 static int sim_child(const struct sw_fleet *f, const struct sw_fleet_endpoint *ep, int outfd,
                      int logfd)
 {
@@ -237,108 +272,125 @@ static int wait_child(pid_t pid, unsigned grace_ms, int *status)
     }
 }
 
-int sw_ladder_run_sim(void *ctx, const struct sw_fleet *f, struct sw_fleet_endpoint *ep,
-                      enum sw_ladder_knob knob, int64_t value, struct sw_ladder_outcome *out,
-                      struct sw_err *e)
+/* One sim rung in flight: its log, the child and the pipe its port comes on. */
+struct sim_rung {
+    struct rung r;
+    int pfd[2], logfd;
+    pid_t pid;
+    int status;
+    int64_t bound_ms;
+    uint64_t end;
+};
+
+static int exit_code(int status)
 {
-    const struct sw_ladder_opts *o = ctx;
-    char lp[4200], line[256];
-    int pfd[2] = {-1, -1}, logfd = -1, status = 0;
-    char *text = NULL;
-    json_t *bl = NULL;
-    struct sw_plan pl;
-    memset(&pl, 0, sizeof(pl));
-    if (ep->engine != SW_FLEET_LLAMACPP && ep->engine != SW_FLEET_VLLM)
-        return sw_err_set(e, SW_EUNSUPPORTED, "%s: the sim has no %s engine (llama.cpp, vllm)",
-                          ep->name, sw_fleet_engine_name(ep->engine));
-    int rc = log_path(lp, sizeof(lp), "sim", e);
-    if (rc)
-        return rc;
-    logfd = open(lp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (logfd < 0 || pipe2(pfd, O_CLOEXEC)) {
-        rc = sw_err_set(e, SW_EIO, "%s: %s", lp, strerror(errno));
-        goto out;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* The exec'd sim's command line (the slipway binary's own sim verb, no load or step time, the
+ * rung's value set), built before the fork: no allocation in the child. */
+static int sim_argv(const struct sim_rung *s, enum sw_ladder_knob knob, int64_t value, char **argv,
+                    char *setv, size_t n, struct sw_err *e)
+{
+    static const char *const zero[] = {"--prefill-us", "--decode-base-us", "--decode-seq-us",
+                                       "--decode-kv-us"};
+    const struct sw_ladder_opts *o = s->r.o;
+    int k = 0;
+    if (!s->r.f || !s->r.f->path)
+        return sw_err_set(e, SW_EINVAL, "%s: an exec'd sim needs the fleet's path", s->r.ep->name);
+    snprintf(setv, n, "%s=%" PRId64, knob == SW_LADDER_SLOTS ? "seqs" : sw_ladder_knob_name(knob),
+             value);
+    argv[k++] = (char *)o->sim_exe;
+    argv[k++] = "sim";
+    argv[k++] = (char *)s->r.ep->name;
+    argv[k++] = (char *)s->r.f->path;
+    argv[k++] = "--listen";
+    argv[k++] = "127.0.0.1:0";
+    argv[k++] = "--load-time";
+    argv[k++] = "0";
+    for (size_t z = 0; z < 4; z++) {
+        argv[k++] = (char *)zero[z];
+        argv[k++] = "0";
     }
-    struct sw_err pe;
-    sw_err_clear(&pe);
-    if (sw_plan_endpoint(f, ep, NULL, &pl, &pe)) {
-        /* the child plans again and fails the engine's way; keep what was computed */
+    if (o->sim_ledger) {
+        argv[k++] = "--ledger";
+        argv[k++] = (char *)o->sim_ledger;
     }
-    /* the exec'd sim's command line: built before the fork (no allocation in the child) */
+    for (int i = 0; i < o->n_sets && i < 64; i++) {
+        argv[k++] = "--set";
+        argv[k++] = (char *)o->sets[i];
+    }
+    argv[k++] = "--set";
+    argv[k++] = setv;
+    argv[k] = NULL;
+    return 0;
+}
+
+/* Fork the sim: the exec'd binary with o->sim_exe, else the library in the child. Its port comes
+ * on s->pfd[0], its log goes to s->r.lp. */
+static int sim_start(struct sim_rung *s, enum sw_ladder_knob knob, int64_t value, struct sw_err *e)
+{
     char *argv[8 + 2 * 64 + 16] = {0};
     char setv[96];
-    if (o && o->sim_exe) {
-        int k = 0;
-        if (!f || !f->path) {
-            rc = sw_err_set(e, SW_EINVAL, "%s: an exec'd sim needs the fleet's path", ep->name);
-            goto out;
-        }
-        snprintf(setv, sizeof(setv), "%s=%" PRId64,
-                 knob == SW_LADDER_SLOTS ? "seqs" : sw_ladder_knob_name(knob), value);
-        argv[k++] = (char *)o->sim_exe;
-        argv[k++] = "sim";
-        argv[k++] = (char *)ep->name;
-        argv[k++] = (char *)f->path;
-        argv[k++] = "--listen";
-        argv[k++] = "127.0.0.1:0";
-        argv[k++] = "--load-time";
-        argv[k++] = "0";
-        static const char *const zero[] = {"--prefill-us", "--decode-base-us", "--decode-seq-us",
-                                           "--decode-kv-us"};
-        for (size_t z = 0; z < 4; z++) {
-            argv[k++] = (char *)zero[z];
-            argv[k++] = "0";
-        }
-        if (o->sim_ledger) {
-            argv[k++] = "--ledger";
-            argv[k++] = (char *)o->sim_ledger;
-        }
-        for (int i = 0; i < o->n_sets && i < 64; i++) {
-            argv[k++] = "--set";
-            argv[k++] = (char *)o->sets[i];
-        }
-        argv[k++] = "--set";
-        argv[k++] = setv;
-        argv[k] = NULL;
+    int rc = log_path(s->r.lp, sizeof(s->r.lp), "sim", e);
+    if (rc)
+        return rc;
+    s->logfd = open(s->r.lp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (s->logfd < 0 || pipe2(s->pfd, O_CLOEXEC))
+        return sw_err_set(e, SW_EIO, "%s: %s", s->r.lp, strerror(errno));
+    struct sw_err pe;
+    sw_err_clear(&pe);
+    if (sw_plan_endpoint(s->r.f, s->r.ep, NULL, &s->r.pl, &pe)) {
+        /* the child plans again and fails the engine's way; keep what was computed */
     }
-    int64_t started = sw_wall_unix();
-    uint64_t t0 = sw_now_ns();
+    if (s->r.o && s->r.o->sim_exe) {
+        rc = sim_argv(s, knob, value, argv, setv, sizeof(setv), e);
+        if (rc)
+            return rc;
+    }
+    s->r.started = sw_wall_unix();
+    s->r.t0 = sw_now_ns();
     fflush(NULL);
-    pid_t pid = fork();
-    if (pid < 0) {
-        rc = sw_err_set(e, SW_EIO, "fork: %s", strerror(errno));
-        goto out;
-    }
-    if (pid == 0) {
-        close(pfd[0]);
+    s->pid = fork();
+    if (s->pid < 0)
+        return sw_err_set(e, SW_EIO, "fork: %s", strerror(errno));
+    if (s->pid == 0) {
+        close(s->pfd[0]);
         signal(SIGTERM, SIG_DFL);
         if (argv[0]) {
             /* the slipway binary's own sim verb: its headroom model fitted on sim_ledger */
-            if (dup2(pfd[1], 1) < 0 || dup2(logfd, 2) < 0)
+            if (dup2(s->pfd[1], 1) < 0 || dup2(s->logfd, 2) < 0)
                 _exit(127);
             execv(argv[0], argv);
             _exit(127);
         }
-        _exit(sim_child(f, ep, pfd[1], logfd));
+        _exit(sim_child(s->r.f, s->r.ep, s->pfd[1], s->logfd));
     }
-    close(pfd[1]);
-    pfd[1] = -1;
-    /* the port line, or EOF when the boot failed */
+    close(s->pfd[1]);
+    s->pfd[1] = -1;
+    s->bound_ms = s->r.o && s->r.o->boot_timeout_ms > 0 ? s->r.o->boot_timeout_ms : 10 * 60 * 1000;
+    s->end = s->r.t0 + (uint64_t)s->bound_ms * 1000000u;
+    return 0;
+}
+
+/* The port the sim announces on its pipe, 0 when it closed the pipe (the boot failed) or the
+ * boot timed out first. */
+static int sim_port(struct sim_rung *s)
+{
+    char line[256];
     size_t got = 0;
-    int64_t bound = o && o->boot_timeout_ms > 0 ? o->boot_timeout_ms : 10 * 60 * 1000;
-    uint64_t end = t0 + (uint64_t)bound * 1000000u;
     bool eof = false;
     while (!eof && got < sizeof(line) - 1 && !memchr(line, '\n', got)) {
         uint64_t now = sw_now_ns();
-        if (now >= end)
+        if (now >= s->end)
             break;
-        struct pollfd p = {pfd[0], POLLIN, 0};
-        int pr = poll(&p, 1, (int)((end - now) / 1000000u) + 1);
+        struct pollfd p = {s->pfd[0], POLLIN, 0};
+        int pr = poll(&p, 1, (int)((s->end - now) / 1000000u) + 1);
         if (pr < 0 && errno == EINTR)
             continue;
         if (pr <= 0)
             break;
-        ssize_t k = read(pfd[0], line + got, sizeof(line) - 1 - got);
+        ssize_t k = read(s->pfd[0], line + got, sizeof(line) - 1 - got);
         if (k < 0 && errno == EINTR)
             continue;
         if (k <= 0)
@@ -349,97 +401,91 @@ int sw_ladder_run_sim(void *ctx, const struct sw_fleet *f, struct sw_fleet_endpo
     line[got] = 0;
     line[strcspn(line, "\r\n")] = 0;
     int64_t pv = 0;
-    int port = sw_parse_i64(line, &pv, NULL) == 0 && pv > 0 && pv <= 65535 ? (int)pv : 0;
-    out->booted = true;
-    if (port <= 0) {
-        kill(pid, SIGTERM);
-        wait_child(pid, 5000, &status);
-        double ms = (double)(sw_now_ns() - t0) / 1e6;
-        int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-        bl = read_bootlog(sw_fleet_engine_name(ep->engine), lp, true, code, &text);
-        json_t *failure = json_object_get(bl, "failure");
-        if (json_is_object(failure)) {
-            take_failure(out, failure);
-        } else {
-            out->cls = SW_LADDER_OTHER;
-            snprintf(out->detail, sizeof(out->detail),
-                     "the sim announced no port within %lld ms and its log names no failure "
-                     "(exit %d)",
-                     (long long)bound, code);
-        }
-        out->engine_max = engine_max_of(text);
-        rc =
-            record_boot(o ? o->ledger : NULL, ep, &pl, bl, json_is_object(failure) ? failure : NULL,
-                        text, started, ms, "slipway ladder (sim)", &out->boot_id, e);
-        out->evidence = json_object();
-        if (out->evidence && json_is_object(failure))
-            json_object_set(out->evidence, "failure", failure);
-        goto out;
-    }
-    /* vLLM's API server listens only once its engine is up: wait for a connection (or the
-     * child's exit, which is the boot failing) before the worst case */
-    bool up = false;
-    while (!up && sw_now_ns() < end) {
+    return sw_parse_i64(line, &pv, NULL) == 0 && pv > 0 && pv <= 65535 ? (int)pv : 0;
+}
+
+/* Wait for the port to accept a connection (vLLM's API server listens only once its engine is
+ * up). false when the child exited first (the boot failed); a timeout is left to the worst
+ * case. */
+static bool sim_listens(struct sim_rung *s, int port)
+{
+    while (sw_now_ns() < s->end) {
         int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
         struct sockaddr_in sa;
         memset(&sa, 0, sizeof(sa));
         sa.sin_family = AF_INET;
         sa.sin_port = htons((uint16_t)port);
         sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        up = fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
+        bool up = fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
         if (fd >= 0)
             close(fd);
-        if (!up) {
-            if (waitpid(pid, &status, WNOHANG) == pid) {
-                port = -1;
-                break;
-            }
-            struct timespec ts = {0, 50 * 1000 * 1000};
-            nanosleep(&ts, NULL);
-        }
+        if (up)
+            return true;
+        if (waitpid(s->pid, &s->status, WNOHANG) == s->pid)
+            return false;
+        struct timespec ts = {0, 50 * 1000 * 1000};
+        nanosleep(&ts, NULL);
     }
-    if (port < 0) {
-        /* it died before it listened: the boot failed after announcing its port */
-        double fms = (double)(sw_now_ns() - t0) / 1e6;
-        int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-        bl = read_bootlog(sw_fleet_engine_name(ep->engine), lp, true, code, &text);
-        json_t *failure = json_object_get(bl, "failure");
-        if (json_is_object(failure)) {
-            take_failure(out, failure);
-        } else {
-            out->cls = SW_LADDER_OTHER;
+    return true;
+}
+
+/* The boot failed (no port announced, or the child died after announcing it, before it
+ * listened): the engine's failure from its log (or what happened when the log names none), the
+ * boot recorded. */
+static int sim_boot_failed(struct sim_rung *s, bool announced, struct sw_ladder_outcome *out,
+                           struct sw_err *e)
+{
+    double ms = (double)(sw_now_ns() - s->r.t0) / 1e6;
+    int code = exit_code(s->status);
+    s->r.bl = read_bootlog(sw_fleet_engine_name(s->r.ep->engine), s->r.lp, true, code, &s->r.text);
+    json_t *failure = json_object_get(s->r.bl, "failure");
+    if (!json_is_object(failure))
+        failure = NULL;
+    if (failure) {
+        take_failure(out, failure);
+    } else {
+        out->cls = SW_LADDER_OTHER;
+        if (announced)
             snprintf(out->detail, sizeof(out->detail),
                      "the sim exited %d before it listened and its log names no failure", code);
-        }
-        out->engine_max = engine_max_of(text);
-        rc =
-            record_boot(o ? o->ledger : NULL, ep, &pl, bl, json_is_object(failure) ? failure : NULL,
-                        text, started, fms, "slipway ladder (sim)", &out->boot_id, e);
-        out->evidence = json_object();
-        if (out->evidence && json_is_object(failure))
-            json_object_set(out->evidence, "failure", failure);
-        goto out;
+        else
+            snprintf(out->detail, sizeof(out->detail),
+                     "the sim announced no port within %lld ms and its log names no failure "
+                     "(exit %d)",
+                     (long long)s->bound_ms, code);
     }
-    char url[64];
-    snprintf(url, sizeof(url), "http://127.0.0.1:%d", port);
+    out->engine_max = engine_max_of(s->r.text);
+    int rc = record_boot(&s->r, failure, ms, "slipway ladder (sim)", &out->boot_id, e);
+    out->evidence = json_object();
+    if (out->evidence && failure)
+        json_object_set(out->evidence, "failure", failure);
+    return rc;
+}
+
+/* The worst case against the listening sim, then SIGTERM: passed, died of it (its failure, or
+ * a runtime OOM), or another failure; the boot recorded. */
+static int sim_worst_case(struct sim_rung *s, int port, struct sw_ladder_outcome *out,
+                          struct sw_err *e)
+{
+    char url[64], why[1600] = "";
     bool passed = false;
-    char why[1600] = "";
     json_t *wev = NULL;
-    rc = worst_case(url, ep, o ? o->probe_ms : 0, &passed, why, sizeof(why), &wev, e);
-    pid_t w = waitpid(pid, &status, WNOHANG);
-    bool died = w == pid;
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d", port);
+    int rc =
+        worst_case(url, s->r.ep, s->r.o ? s->r.o->probe_ms : 0, &passed, why, sizeof(why), &wev, e);
+    bool died = waitpid(s->pid, &s->status, WNOHANG) == s->pid;
     if (!died) {
-        kill(pid, SIGTERM);
-        wait_child(pid, 5000, &status);
+        kill(s->pid, SIGTERM);
+        wait_child(s->pid, 5000, &s->status);
     }
-    double ms = (double)(sw_now_ns() - t0) / 1e6;
+    double ms = (double)(sw_now_ns() - s->r.t0) / 1e6;
     if (rc) {
         json_decref(wev);
-        goto out;
+        return rc;
     }
-    int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    bl = read_bootlog(sw_fleet_engine_name(ep->engine), lp, true, died ? code : 0, &text);
-    json_t *failure = json_object_get(bl, "failure");
+    s->r.bl = read_bootlog(sw_fleet_engine_name(s->r.ep->engine), s->r.lp, true,
+                           died ? exit_code(s->status) : 0, &s->r.text);
+    json_t *failure = json_object_get(s->r.bl, "failure");
     out->evidence = json_object();
     if (out->evidence && wev)
         sw_json_set_new(out->evidence, "worst_case", wev);
@@ -459,306 +505,238 @@ int sw_ladder_run_sim(void *ctx, const struct sw_fleet *f, struct sw_fleet_endpo
         out->cls = SW_LADDER_OTHER;
         snprintf(out->detail, sizeof(out->detail), "%.500s", why);
     }
-    rc = record_boot(o ? o->ledger : NULL, ep, &pl, bl, json_is_object(failure) ? failure : NULL,
-                     text, started, ms, "slipway ladder (sim)", &out->boot_id, e);
+    return record_boot(&s->r, json_is_object(failure) ? failure : NULL, ms, "slipway ladder (sim)",
+                       &out->boot_id, e);
+}
+
+static void sim_close(struct sim_rung *s)
+{
+    if (s->pfd[0] >= 0)
+        close(s->pfd[0]);
+    if (s->pfd[1] >= 0)
+        close(s->pfd[1]);
+    if (s->logfd >= 0)
+        close(s->logfd);
+    rung_close(&s->r);
+}
+
+/* The sim runner: the engine stand-in forked from the endpoint's plan (or the slipway binary's
+ * own sim verb), no step time, then the worst case against it, then SIGTERM. */
+int sw_ladder_run_sim(void *ctx, const struct sw_fleet *f, struct sw_fleet_endpoint *ep,
+                      enum sw_ladder_knob knob, int64_t value, struct sw_ladder_outcome *out,
+                      struct sw_err *e)
+{
+    struct sim_rung s;
+    memset(&s, 0, sizeof(s));
+    rung_init(&s.r, ctx, f, ep);
+    s.pfd[0] = s.pfd[1] = s.logfd = -1;
+    if (ep->engine != SW_FLEET_LLAMACPP && ep->engine != SW_FLEET_VLLM)
+        return sw_err_set(e, SW_EUNSUPPORTED, "%s: the sim has no %s engine (llama.cpp, vllm)",
+                          ep->name, sw_fleet_engine_name(ep->engine));
+    int rc = sim_start(&s, knob, value, e);
+    if (rc)
+        goto out;
+    int port = sim_port(&s);
+    out->booted = true;
+    if (port <= 0) {
+        kill(s.pid, SIGTERM);
+        wait_child(s.pid, 5000, &s.status);
+        rc = sim_boot_failed(&s, false, out, e);
+    } else if (!sim_listens(&s, port)) {
+        rc = sim_boot_failed(&s, true, out, e);
+    } else {
+        rc = sim_worst_case(&s, port, out, e);
+    }
 out:
-    if (pfd[0] >= 0)
-        close(pfd[0]);
-    if (pfd[1] >= 0)
-        close(pfd[1]);
-    if (logfd >= 0)
-        close(logfd);
-    unlink(lp);
-    json_decref(bl);
-    sw_free(text);
-    sw_plan_free(&pl);
+    sim_close(&s);
     return rc;
 }
 
-/* ---------------------------------------------------------------------------------------------
- * local, in a memory cgroup
- */
-struct cg {
-    char dir[4200];
-    bool v2;
+/* One local rung in flight: the engine through deploy's supervisor, in a memory cgroup of its own
+ * when the run has a limit. */
+struct local_rung {
+    struct rung r;
+    const struct sw_engine *eng;
+    struct sw_up_result ur;
+    struct sw__ladder_cg g;
+    char procs[4300]; /* the cgroup's procs file */
 };
 
-static int read_u64(const char *path, const char *key, uint64_t *v)
+/* Plan the endpoint and start its engine: 0 with *urc the supervisor's verdict (0: serving;
+ * SW_ECHILD: the boot failed, ue says why), or an error of slipway's own. */
+static int local_start(struct local_rung *l, int *urc, struct sw_err *ue, struct sw_err *e)
 {
-    char *t = NULL;
-    size_t n = 0;
-    if (sw_read_file(path, 1 << 16, &t, &n, NULL))
-        return -1;
-    int rc = -1;
-    const char *p = t;
-    if (key) {
-        size_t kl = strlen(key);
-        for (p = t; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
-            if (!strncmp(p, key, kl) && p[kl] == ' ') {
-                p += kl + 1;
-                break;
-            }
-    }
-    if (p && *p >= '0' && *p <= '9') {
-        *v = strtoull(p, NULL, 10);
-        rc = 0;
-    }
-    sw_free(t);
-    return rc;
-}
-
-static int write_str(const char *path, const char *s)
-{
-    int fd = open(path, O_WRONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    ssize_t k = write(fd, s, strlen(s));
-    int err = errno;
-    close(fd);
-    errno = err;
-    return k == (ssize_t)strlen(s) ? 0 : -1;
-}
-
-static int cg_create(uint64_t limit, struct cg *g, struct sw_err *e)
-{
-    char *t = NULL;
-    size_t n = 0;
-    struct stat sb;
-    memset(g, 0, sizeof(*g));
-    int rc = sw_read_file("/proc/self/cgroup", 1 << 16, &t, &n, e);
-    if (rc)
-        return rc;
-    char base[4096] = "";
-    g->v2 = stat("/sys/fs/cgroup/cgroup.controllers", &sb) == 0;
-    for (char *p = t; p && *p;) {
-        char *nl = strchr(p, '\n');
-        if (nl)
-            *nl = 0;
-        char *c1 = strchr(p, ':');
-        char *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
-        if (c1 && c2) {
-            *c2 = 0;
-            const char *ctl = c1 + 1;
-            bool mem = false;
-            for (const char *q = ctl; *q;) {
-                size_t l = strcspn(q, ",");
-                mem |= l == 6 && !strncmp(q, "memory", 6);
-                q += l + (q[l] == ',');
-            }
-            if (g->v2 && !*ctl)
-                snprintf(base, sizeof(base), "/sys/fs/cgroup%s", c2 + 1);
-            else if (!g->v2 && mem)
-                snprintf(base, sizeof(base), "/sys/fs/cgroup/memory%s", c2 + 1);
-        }
-        p = nl ? nl + 1 : NULL;
-    }
-    sw_free(t);
-    if (!base[0])
-        return sw_err_set(e, SW_EUNSUPPORTED,
-                          "/proc/self/cgroup: no memory cgroup for this process (a memory limit "
-                          "needs cgroup v1's memory controller or cgroup v2)");
-    snprintf(g->dir, sizeof(g->dir), "%s/slipway-ladder-%d-%u", base, (int)getpid(), ++g_seq);
-    if (mkdir(g->dir, 0700))
-        return sw_err_set(e, SW_EIO, "%s: %s (a memory limit needs a writable cgroup)", g->dir,
-                          strerror(errno));
-    char path[4300], v[32];
-    snprintf(v, sizeof(v), "%" PRIu64, limit);
-    snprintf(path, sizeof(path), "%s/%s", g->dir, g->v2 ? "memory.max" : "memory.limit_in_bytes");
-    if (write_str(path, v)) {
-        rc = sw_err_set(e, SW_EIO, "%s: %s", path, strerror(errno));
-        rmdir(g->dir);
-        g->dir[0] = 0;
-        return rc;
-    }
-    /* no swap to hide in: the limit is the memory the engine has */
-    snprintf(path, sizeof(path), "%s/%s", g->dir,
-             g->v2 ? "memory.swap.max" : "memory.memsw.limit_in_bytes");
-    if (write_str(path, g->v2 ? "0" : v)) {
-        /* absent without swap accounting: nothing to bound */
-    }
-    return 0;
-}
-
-static uint64_t cg_peak(const struct cg *g)
-{
-    char path[4300];
-    uint64_t v = 0;
-    snprintf(path, sizeof(path), "%s/%s", g->dir,
-             g->v2 ? "memory.peak" : "memory.max_usage_in_bytes");
-    return read_u64(path, NULL, &v) ? 0 : v;
-}
-
-static uint64_t cg_ooms(const struct cg *g)
-{
-    char path[4300];
-    uint64_t v = 0;
-    snprintf(path, sizeof(path), "%s/%s", g->dir, g->v2 ? "memory.events" : "memory.oom_control");
-    return read_u64(path, "oom_kill", &v) ? 0 : v;
-}
-
-static void cg_remove(struct cg *g)
-{
-    if (!g->dir[0])
-        return;
-    /* the engine was reaped; its group empties as the kernel lets go of it */
-    for (int i = 0; i < 100 && rmdir(g->dir) && errno == EBUSY; i++) {
-        struct timespec ts = {0, 20 * 1000 * 1000};
-        nanosleep(&ts, NULL);
-    }
-    g->dir[0] = 0;
-}
-
-int sw_ladder_run_local(void *ctx, const struct sw_fleet *f, struct sw_fleet_endpoint *ep,
-                        enum sw_ladder_knob knob, int64_t value, struct sw_ladder_outcome *out,
-                        struct sw_err *e)
-{
-    const struct sw_ladder_opts *o = ctx;
-    struct sw_plan pl;
+    const struct sw_ladder_opts *o = l->r.o;
     struct sw_up_opts uo;
-    struct sw_up_result ur;
-    struct cg g;
-    char lp[4200], procs[4300], *text = NULL;
-    json_t *bl = NULL;
-    (void)knob;
-    (void)value;
-    memset(&ur, 0, sizeof(ur));
-    memset(&g, 0, sizeof(g));
-    int rc = sw_plan_endpoint(f, ep, NULL, &pl, e);
-    if (!rc && !pl.cmd.argv)
-        rc = sw_err_set(e, SW_EINVAL, "%s: no command line to run (%s)", ep->name, pl.cmd_why);
     struct sw_fleet_addr fa;
+    int rc = sw_plan_endpoint(l->r.f, l->r.ep, NULL, &l->r.pl, e);
+    if (!rc && !l->r.pl.cmd.argv)
+        rc = sw_err_set(e, SW_EINVAL, "%s: no command line to run (%s)", l->r.ep->name,
+                        l->r.pl.cmd_why);
     if (!rc)
-        rc = sw_fleet_endpoint_addr(ep, &fa, e);
+        rc = sw_fleet_endpoint_addr(l->r.ep, &fa, e);
     if (!rc)
-        rc = log_path(lp, sizeof(lp), "local", e);
+        rc = log_path(l->r.lp, sizeof(l->r.lp), "local", e);
     if (rc)
-        goto out;
-    const struct sw_engine *eng = sw_engine_find(sw_fleet_engine_name(ep->engine));
-    if (!eng) {
-        rc = sw_err_set(e, SW_EUNSUPPORTED, "%s: no engine adapter", ep->name);
-        goto out;
-    }
+        return rc;
+    l->eng = sw_engine_find(sw_fleet_engine_name(l->r.ep->engine));
+    if (!l->eng)
+        return sw_err_set(e, SW_EUNSUPPORTED, "%s: no engine adapter", l->r.ep->name);
     if (o && o->memory_max) {
-        rc = cg_create(o->memory_max, &g, e);
+        rc = sw__ladder_cg_create(o->memory_max, &l->g, e);
         if (rc)
-            goto out;
-        snprintf(procs, sizeof(procs), "%s/cgroup.procs", g.dir);
+            return rc;
+        snprintf(l->procs, sizeof(l->procs), "%s/cgroup.procs", l->g.dir);
     }
     memset(&uo, 0, sizeof(uo));
-    uo.engine = eng;
-    uo.cmd = &pl.cmd;
+    uo.engine = l->eng;
+    uo.cmd = &l->r.pl.cmd;
     uo.host = fa.bind;
     uo.port = fa.port;
-    uo.log_path = lp;
-    uo.endpoint = ep->name;
+    uo.log_path = l->r.lp;
+    uo.endpoint = l->r.ep->name;
     uo.preflight = true;
     uo.liveness = true;
     int64_t bound = o && o->boot_timeout_ms > 0 ? o->boot_timeout_ms : 10 * 60 * 1000;
     uo.boot_timeout_s = (unsigned)((bound + 999) / 1000);
     uo.grace_ms = 3000;
-    uo.cgroup_procs = g.dir[0] ? procs : NULL;
-    int64_t started = sw_wall_unix();
-    uint64_t t0 = sw_now_ns();
-    struct sw_err ue;
-    sw_err_clear(&ue);
-    int urc = sw_deploy_up(&uo, &ur, &ue);
-    if (urc && urc != SW_ECHILD) {
-        rc = sw_err_set(e, urc, "%s", ue.msg);
-        goto out;
-    }
-    out->booted = true;
-    json_t *failure = NULL;
+    uo.cgroup_procs = l->g.dir[0] ? l->procs : NULL;
+    l->r.started = sw_wall_unix();
+    l->r.t0 = sw_now_ns();
+    sw_err_clear(ue);
+    *urc = sw_deploy_up(&uo, &l->ur, ue);
+    if (*urc && *urc != SW_ECHILD)
+        return sw_err_set(e, *urc, "%s", ue->msg);
+    return 0;
+}
+
+/* The engine served: the worst case against it, then it is stopped. Passed; died of it (or the
+ * memory cgroup's OOM killer fired: a runtime OOM, *failure what to record); or another failure. */
+static int local_served(struct local_rung *l, struct sw_ladder_outcome *out, json_t **failure,
+                        struct sw_err *e)
+{
     bool passed = false;
     char why[1600] = "";
     json_t *wev = NULL;
-    if (!urc) {
-        rc = worst_case(ur.url, ep, o ? o->probe_ms : 0, &passed, why, sizeof(why), &wev, e);
-        bool died = sw_child_poll(&ur.child) == 1;
-        struct sw_err se;
-        sw_child_stop(&ur.child, 3000, &se);
-        if (rc) {
-            json_decref(wev);
-            goto out;
-        }
-        out->evidence = json_object();
-        if (out->evidence && wev)
-            sw_json_set_new(out->evidence, "worst_case", wev);
-        else
-            json_decref(wev);
-        bl = read_bootlog(eng->name, lp, died, -1, &text);
-        uint64_t ooms = g.dir[0] ? cg_ooms(&g) : 0;
-        if (passed && !ooms) {
-            out->cls = SW_LADDER_PASS;
-            snprintf(out->detail, sizeof(out->detail), "%.500s", why);
-        } else if (ooms || died) {
-            out->cls = SW_LADDER_RUNTIME_OOM;
-            snprintf(out->detail, sizeof(out->detail), "%s%.450s",
-                     ooms ? "the memory cgroup's OOM killer fired on the worst case; " : "", why);
-            failure = json_object_get(bl, "failure");
-            if (!json_is_object(failure)) {
-                failure = NULL;
-                json_t *fo = json_pack("{s:s,s:s,s:s}", "class", "oom", "phase", "runtime",
-                                       "message", out->detail);
-                if (fo)
-                    json_object_set_new(bl ? bl : (bl = json_object()), "failure", fo);
-                failure = json_object_get(bl, "failure");
-            }
-        } else {
-            out->cls = SW_LADDER_OTHER;
-            snprintf(out->detail, sizeof(out->detail), "%.500s", why);
+    int rc = worst_case(l->ur.url, l->r.ep, l->r.o ? l->r.o->probe_ms : 0, &passed, why,
+                        sizeof(why), &wev, e);
+    bool died = sw_child_poll(&l->ur.child) == 1;
+    struct sw_err se;
+    sw_child_stop(&l->ur.child, 3000, &se);
+    if (rc) {
+        json_decref(wev);
+        return rc;
+    }
+    out->evidence = json_object();
+    if (out->evidence && wev)
+        sw_json_set_new(out->evidence, "worst_case", wev);
+    else
+        json_decref(wev);
+    l->r.bl = read_bootlog(l->eng->name, l->r.lp, died, -1, &l->r.text);
+    uint64_t ooms = l->g.dir[0] ? sw__ladder_cg_ooms(&l->g) : 0;
+    if (passed && !ooms) {
+        out->cls = SW_LADDER_PASS;
+        snprintf(out->detail, sizeof(out->detail), "%.500s", why);
+    } else if (ooms || died) {
+        out->cls = SW_LADDER_RUNTIME_OOM;
+        snprintf(out->detail, sizeof(out->detail), "%s%.450s",
+                 ooms ? "the memory cgroup's OOM killer fired on the worst case; " : "", why);
+        *failure = json_object_get(l->r.bl, "failure");
+        if (!json_is_object(*failure)) {
+            json_t *fo = json_pack("{s:s,s:s,s:s}", "class", "oom", "phase", "runtime", "message",
+                                   out->detail);
+            if (fo)
+                json_object_set_new(l->r.bl ? l->r.bl : (l->r.bl = json_object()), "failure", fo);
+            *failure = json_object_get(l->r.bl, "failure");
         }
     } else {
-        bl = ur.bootlog ? json_incref(ur.bootlog) : NULL;
-        sw_read_file(lp, LOG_MAX, &text, NULL, NULL);
-        failure = json_object_get(bl, "failure");
-        uint64_t ooms = g.dir[0] ? cg_ooms(&g) : 0;
-        if (json_is_object(failure))
-            take_failure(out, failure);
-        else
-            out->cls = SW_LADDER_OTHER;
-        if (ooms && out->cls == SW_LADDER_OTHER) {
-            /* killed by the cgroup before the engine could say anything */
-            out->cls = SW_LADDER_BOOT_OOM;
-        }
-        if (ooms)
-            snprintf(out->detail + strlen(out->detail), sizeof(out->detail) - strlen(out->detail),
-                     "%sthe memory cgroup's OOM killer fired during the boot",
-                     out->detail[0] ? "; " : "");
-        else if (!out->detail[0])
-            snprintf(out->detail, sizeof(out->detail), "the boot failed: %.400s", ue.msg);
-        out->evidence = json_object();
-        if (out->evidence && json_is_object(failure))
-            json_object_set(out->evidence, "failure", failure);
+        out->cls = SW_LADDER_OTHER;
+        snprintf(out->detail, sizeof(out->detail), "%.500s", why);
     }
-    if (g.dir[0]) {
-        out->peak_bytes = cg_peak(&g);
+    return 0;
+}
+
+/* The boot failed: the engine's failure from the supervisor's boot log (*failure), or the
+ * memory cgroup's OOM killer, or what the supervisor said (ue). */
+static void local_failed(struct local_rung *l, const struct sw_err *ue,
+                         struct sw_ladder_outcome *out, json_t **failure)
+{
+    l->r.bl = l->ur.bootlog ? json_incref(l->ur.bootlog) : NULL;
+    sw_read_file(l->r.lp, LOG_MAX, &l->r.text, NULL, NULL);
+    *failure = json_object_get(l->r.bl, "failure");
+    uint64_t ooms = l->g.dir[0] ? sw__ladder_cg_ooms(&l->g) : 0;
+    if (json_is_object(*failure))
+        take_failure(out, *failure);
+    else
+        out->cls = SW_LADDER_OTHER;
+    if (ooms && out->cls == SW_LADDER_OTHER) {
+        /* killed by the cgroup before the engine could say anything */
+        out->cls = SW_LADDER_BOOT_OOM;
+    }
+    if (ooms)
+        snprintf(out->detail + strlen(out->detail), sizeof(out->detail) - strlen(out->detail),
+                 "%sthe memory cgroup's OOM killer fired during the boot",
+                 out->detail[0] ? "; " : "");
+    else if (!out->detail[0])
+        snprintf(out->detail, sizeof(out->detail), "the boot failed: %.400s", ue->msg);
+    out->evidence = json_object();
+    if (out->evidence && json_is_object(*failure))
+        json_object_set(out->evidence, "failure", *failure);
+}
+
+static void local_close(struct local_rung *l)
+{
+    if (l->ur.child.pid && !l->ur.child.exited) {
+        struct sw_err se;
+        sw_child_stop(&l->ur.child, 3000, &se);
+    }
+    sw_up_result_free(&l->ur);
+    sw__ladder_cg_remove(&l->g);
+    rung_close(&l->r);
+}
+
+/* The local runner: the engine from the plan's argv (sw_deploy_up), in its own memory cgroup
+ * when o->memory_max is set, whose peak and OOM kills are the measurement. */
+int sw_ladder_run_local(void *ctx, const struct sw_fleet *f, struct sw_fleet_endpoint *ep,
+                        enum sw_ladder_knob knob, int64_t value, struct sw_ladder_outcome *out,
+                        struct sw_err *e)
+{
+    struct local_rung l;
+    struct sw_err ue;
+    json_t *failure = NULL;
+    int urc = 0;
+    (void)knob;
+    (void)value;
+    memset(&l, 0, sizeof(l));
+    rung_init(&l.r, ctx, f, ep);
+    int rc = local_start(&l, &urc, &ue, e);
+    if (rc)
+        goto out;
+    out->booted = true;
+    if (!urc)
+        rc = local_served(&l, out, &failure, e);
+    else
+        local_failed(&l, &ue, out, &failure);
+    if (rc)
+        goto out;
+    if (l.g.dir[0]) {
+        out->peak_bytes = sw__ladder_cg_peak(&l.g);
         if (out->evidence) {
             sw_json_set_int(out->evidence, "peak_bytes", (int64_t)out->peak_bytes);
-            sw_json_set_int(out->evidence, "memory_max", (int64_t)o->memory_max);
-            sw_json_set_int(out->evidence, "oom_kills", (int64_t)cg_ooms(&g));
+            sw_json_set_int(out->evidence, "memory_max", (int64_t)l.r.o->memory_max);
+            sw_json_set_int(out->evidence, "oom_kills", (int64_t)sw__ladder_cg_ooms(&l.g));
         }
     }
-    double ms = (double)(sw_now_ns() - t0) / 1e6;
-    rc = record_boot(o ? o->ledger : NULL, ep, &pl, bl, out->cls == SW_LADDER_PASS ? NULL : failure,
-                     text, started, ms, "slipway ladder (local)", &out->boot_id, e);
+    double ms = (double)(sw_now_ns() - l.r.t0) / 1e6;
+    rc = record_boot(&l.r, out->cls == SW_LADDER_PASS ? NULL : failure, ms,
+                     "slipway ladder (local)", &out->boot_id, e);
 out:
-    if (ur.child.pid && !ur.child.exited) {
-        struct sw_err se;
-        sw_child_stop(&ur.child, 3000, &se);
-    }
-    sw_up_result_free(&ur);
-    cg_remove(&g);
-    if (lp[0])
-        unlink(lp);
-    json_decref(bl);
-    sw_free(text);
-    sw_plan_free(&pl);
+    local_close(&l);
     return rc;
 }
 
-/* ---------------------------------------------------------------------------------------------
- * rollout
- */
+/* The rollout runner: sw_rollout_deploy on the endpoint's host (gates, unit, stop/start, the
+ * worst case, commit or roll back); its class from the rollout's. */
 int sw_ladder_run_rollout(void *ctx, const struct sw_fleet *f, struct sw_fleet_endpoint *ep,
                           enum sw_ladder_knob knob, int64_t value, struct sw_ladder_outcome *out,
                           struct sw_err *e)

@@ -159,17 +159,14 @@ static bool locate(const struct sw_fleet_endpoint *ep, const char *knob, struct 
     memset(at, 0, sizeof(*at));
     if (!strncmp(knob, "arg.", 4)) {
         const char *flag = knob + 4;
-        size_t fl = strlen(flag);
-        for (size_t i = 0; i < ep->n_args; i++) {
+        bool joined = false;
+        for (size_t i = sw__tune_arg_find(ep, flag, 0, &joined); i < ep->n_args;
+             i = sw__tune_arg_find(ep, flag, i + 1, &joined)) {
             const char *a = ep->args[i].v;
-            if (!a)
-                continue;
-            if (!strncmp(a, flag, fl) && a[fl] == '=') {
+            if (joined) {
                 snprintf(why, wn, "args spells %s as one word ('%s'): change it by hand", flag, a);
                 return false;
             }
-            if (!sw__tune_flag_is(a, flag))
-                continue;
             if (i + 1 >= ep->n_args || !ep->args[i + 1].v || ep->args[i + 1].v[0] == '-') {
                 snprintf(why, wn, "args gives %s without a value: add the value after it", a);
                 return false;
@@ -268,197 +265,246 @@ static void diff_line(struct sw_buf *d, const char *old, size_t on, const char *
                   neu + s);
 }
 
-int sw_tune_apply(const char *path, const char *endpoint, const json_t *settings, bool dry_run,
-                  struct sw_buf *diff, struct sw_err *e)
-{
-    char *text = NULL, *again = NULL, *out = NULL;
-    size_t n = 0, n2 = 0;
-    struct sw_fleet *f = NULL, *g = NULL;
-    struct sw_buf d1, d2;
+/* One apply: the file as read, its edits, the edited text and where it was tried. */
+struct apply {
+    const char *path, *endpoint;
+    const json_t *settings;
+    char *text; /* the file as read */
+    size_t n;
+    struct sw_fleet *f; /* ... as loaded */
     struct edit ed[MAX_EDITS];
-    size_t ne = 0;
-    char tmp[4200] = "";
-    int rc;
-    sw_buf_init(&d1, 1 << 22);
-    sw_buf_init(&d2, 1 << 22);
-    if (!path || !endpoint || !json_is_object(settings) || !json_object_size(settings))
-        return sw_err_set(e, SW_EINVAL, "tune apply: a fleet, an endpoint and settings needed");
-    rc = sw_read_file(path, MAX_FILE, &text, &n, e);
+    size_t ne;
+    char *out; /* the edited text */
+    size_t on;
+    char tmp[4200]; /* the edited text beside the file ("" when not written) */
+};
+
+/* The edit that writes val for the setting kn into the scalar the file holds for it. */
+static int edit_of(struct apply *a, const struct sw_fleet_endpoint *ep, const char *kn,
+                   const char *val, struct sw_err *e)
+{
+    struct sw_fleet_at at;
+    char why[400];
+    if (!val || a->ne >= MAX_EDITS)
+        return sw_err_set(e, SW_EINVAL, "tune apply: setting %s is not a string value", kn);
+    if (!locate(ep, kn, &at, why, sizeof(why)))
+        return sw_err_set(e, SW_EUNSUPPORTED, "%s: endpoint %s: %s=%s: %s (nothing written)",
+                          a->path, a->endpoint, kn, val, why);
+    if (!at.file || strcmp(at.file, a->path))
+        return sw_err_set(e, SW_EUNSUPPORTED,
+                          "%s: endpoint %s: %s is written in %s:%d, not in this file: set it to "
+                          "%s there (nothing written)",
+                          a->path, a->endpoint, kn, at.file ? at.file : "?", at.line, val);
+    size_t o = offset_of(a->text, a->n, at.line, at.col), start = 0, len = 0;
+    char quote = 0;
+    if (o == (size_t)-1 || !scalar_at(a->text, a->n, o, &start, &len, &quote))
+        return sw_err_set(e, SW_EUNSUPPORTED,
+                          "%s:%d:%d: %s: the value cannot be delimited here (nothing written)",
+                          a->path, at.line, at.col, kn);
+    for (size_t i = 0; i < a->ne; i++)
+        if (a->ed[i].off == start)
+            return sw_err_set(e, SW_EUNSUPPORTED,
+                              "%s:%d:%d: %s and %s are the same scalar (nothing written)", a->path,
+                              at.line, at.col, a->ed[i].name, kn);
+    struct edit *x = &a->ed[a->ne++];
+    x->name = kn;
+    x->off = start;
+    x->len = len;
+    x->line = at.line;
+    int rc = render(val, quote, x->text, sizeof(x->text));
     if (rc)
-        goto out;
-    rc = sw_fleet_load(path, NULL, &f, e);
+        return sw_err_set(e, rc, "%s: %s: '%s' cannot be written as a YAML scalar here", a->path,
+                          kn, val);
+    return 0;
+}
+
+/* Read and load the file, and find every setting's scalar in it. */
+static int plan_edits(struct apply *a, struct sw_err *e)
+{
+    int rc = sw_read_file(a->path, MAX_FILE, &a->text, &a->n, e);
+    if (!rc)
+        rc = sw_fleet_load(a->path, NULL, &a->f, e);
     if (rc)
-        goto out;
-    const struct sw_fleet_endpoint *ep = sw_fleet_endpoint(f, endpoint);
-    if (!ep) {
-        rc = sw_err_set(e, SW_ENOENT, "%s: no endpoint '%s'", path, endpoint);
-        goto out;
-    }
+        return rc;
+    const struct sw_fleet_endpoint *ep = sw_fleet_endpoint(a->f, a->endpoint);
+    if (!ep)
+        return sw_err_set(e, SW_ENOENT, "%s: no endpoint '%s'", a->path, a->endpoint);
     const char *kn;
     const json_t *kv;
-    json_object_foreach((json_t *)settings, kn, kv)
+    json_object_foreach((json_t *)a->settings, kn, kv)
     {
-        const char *val = json_string_value(kv);
-        struct sw_fleet_at at;
-        char why[400];
-        if (!val || ne >= MAX_EDITS) {
-            rc = sw_err_set(e, SW_EINVAL, "tune apply: setting %s is not a string value", kn);
-            goto out;
-        }
-        if (!locate(ep, kn, &at, why, sizeof(why))) {
-            rc = sw_err_set(e, SW_EUNSUPPORTED, "%s: endpoint %s: %s=%s: %s (nothing written)",
-                            path, endpoint, kn, val, why);
-            goto out;
-        }
-        if (!at.file || strcmp(at.file, path)) {
-            rc = sw_err_set(e, SW_EUNSUPPORTED,
-                            "%s: endpoint %s: %s is written in %s:%d, not in this file: set it "
-                            "to %s there (nothing written)",
-                            path, endpoint, kn, at.file ? at.file : "?", at.line, val);
-            goto out;
-        }
-        size_t o = offset_of(text, n, at.line, at.col), start = 0, len = 0;
-        char quote = 0;
-        if (o == (size_t)-1 || !scalar_at(text, n, o, &start, &len, &quote)) {
-            rc = sw_err_set(e, SW_EUNSUPPORTED,
-                            "%s:%d:%d: %s: the value cannot be delimited here (nothing written)",
-                            path, at.line, at.col, kn);
-            goto out;
-        }
-        for (size_t i = 0; i < ne; i++)
-            if (ed[i].off == start) {
-                rc = sw_err_set(e, SW_EUNSUPPORTED,
-                                "%s:%d:%d: %s and %s are the same scalar (nothing written)", path,
-                                at.line, at.col, ed[i].name, kn);
-                goto out;
-            }
-        struct edit *x = &ed[ne++];
-        x->name = kn;
-        x->off = start;
-        x->len = len;
-        x->line = at.line;
-        rc = render(val, quote, x->text, sizeof(x->text));
-        if (rc) {
-            rc = sw_err_set(e, rc, "%s: %s: '%s' cannot be written as a YAML scalar here", path, kn,
-                            val);
-            goto out;
-        }
+        rc = edit_of(a, ep, kn, json_string_value(kv), e);
+        if (rc)
+            return rc;
     }
-    /* back to front, so earlier offsets stay valid */
-    for (size_t i = 1; i < ne; i++)
+    return 0;
+}
+
+/* The edits made on a copy of the text, back to front so earlier offsets stay valid; each
+ * touched line into diff (NULL: none). */
+static int splice(struct apply *a, struct sw_buf *diff, struct sw_err *e)
+{
+    struct edit *ed = a->ed;
+    for (size_t i = 1; i < a->ne; i++)
         for (size_t j = i; j > 0 && ed[j - 1].off < ed[j].off; j--) {
             struct edit t = ed[j];
             ed[j] = ed[j - 1];
             ed[j - 1] = t;
         }
-    size_t cap = n + 1;
-    for (size_t i = 0; i < ne; i++)
+    size_t cap = a->n + 1;
+    for (size_t i = 0; i < a->ne; i++)
         cap += strlen(ed[i].text);
-    out = sw_malloc(cap);
-    if (!out) {
-        rc = sw_err_set(e, SW_ENOMEM, "out of memory");
-        goto out;
-    }
-    memcpy(out, text, n + 1);
-    size_t on = n;
-    for (size_t i = 0; i < ne; i++) {
+    a->out = sw_malloc(cap);
+    if (!a->out)
+        return sw_err_set(e, SW_ENOMEM, "out of memory");
+    memcpy(a->out, a->text, a->n + 1);
+    size_t on = a->n;
+    for (size_t i = 0; i < a->ne; i++) {
         size_t tl = strlen(ed[i].text);
-        memmove(out + ed[i].off + tl, out + ed[i].off + ed[i].len, on - ed[i].off - ed[i].len + 1);
-        memcpy(out + ed[i].off, ed[i].text, tl);
+        memmove(a->out + ed[i].off + tl, a->out + ed[i].off + ed[i].len,
+                on - ed[i].off - ed[i].len + 1);
+        memcpy(a->out + ed[i].off, ed[i].text, tl);
         on = on - ed[i].len + tl;
     }
+    a->on = on;
     if (diff)
-        for (size_t i = ne; i-- > 0;)
-            diff_line(diff, text, n, out, on, ed[i].off, ed[i].line);
+        for (size_t i = a->ne; i-- > 0;)
+            diff_line(diff, a->text, a->n, a->out, on, ed[i].off, ed[i].line);
+    return 0;
+}
 
-    /* the edited text, loaded from beside the original and checked */
-    {
-        char dir[4096];
-        snprintf(dir, sizeof(dir), "%s", path);
-        char *sl = strrchr(dir, '/');
-        if (sl)
-            *sl = '\0';
-        else
-            snprintf(dir, sizeof(dir), ".");
-        snprintf(tmp, sizeof(tmp), "%s/.tune-apply-XXXXXX.yaml", dir);
-        int fd = mkstemps(tmp, 5);
-        if (fd < 0) {
-            rc = sw_err_set(e, SW_EIO, "%s: %s", tmp, strerror(errno));
-            tmp[0] = '\0';
-            goto out;
-        }
-        ssize_t w = write(fd, out, on);
-        close(fd);
-        if (w != (ssize_t)on) {
-            rc = sw_err_set(e, SW_EIO, "%s: short write", tmp);
-            goto out;
-        }
+/* The edited text into a temporary file beside the original (relative paths resolve the same). */
+static int write_beside(struct apply *a, struct sw_err *e)
+{
+    char dir[4096];
+    snprintf(dir, sizeof(dir), "%s", a->path);
+    char *sl = strrchr(dir, '/');
+    if (sl)
+        *sl = '\0';
+    else
+        snprintf(dir, sizeof(dir), ".");
+    snprintf(a->tmp, sizeof(a->tmp), "%s/.tune-apply-XXXXXX.yaml", dir);
+    int fd = mkstemps(a->tmp, 5);
+    if (fd < 0) {
+        int rc = sw_err_set(e, SW_EIO, "%s: %s", a->tmp, strerror(errno));
+        a->tmp[0] = '\0';
+        return rc;
     }
-    struct sw_err le;
-    sw_err_clear(&le);
-    if (sw_fleet_load(tmp, NULL, &g, &le)) {
-        rc = sw_err_set(e, SW_EINVAL, "%s: the edited file does not load (%s); nothing written",
-                        path, le.msg);
-        goto out;
-    }
-    const struct sw_fleet_endpoint *ep2 = sw_fleet_endpoint(g, endpoint);
-    json_object_foreach((json_t *)settings, kn, kv)
+    ssize_t w = write(fd, a->out, a->on);
+    close(fd);
+    if (w != (ssize_t)a->on)
+        return sw_err_set(e, SW_EIO, "%s: short write", a->tmp);
+    return 0;
+}
+
+/* Every setting of the endpoint in g reads back as given. */
+static int reads_back(const struct apply *a, const struct sw_fleet_endpoint *ep2, struct sw_err *e)
+{
+    const char *kn;
+    const json_t *kv;
+    json_object_foreach((json_t *)a->settings, kn, kv)
     {
         char got[256] = "";
         struct sw_fleet_value v;
-        if (!ep2)
-            break;
         if (!strncmp(kn, "arg.", 4))
             sw__tune_arg_value(ep2, kn + 4, got, sizeof(got));
         else if (!strncmp(kn, "env.", 4))
             sw__tune_env_value(ep2, kn + 4, got, sizeof(got));
         else if (sw_fleet_shape_get(&ep2->shape, kn, &v) == 0 && v.set)
             sw__tune_fmt_value(&v, got, sizeof(got));
-        if (strcmp(got, json_string_value(kv))) {
-            rc = sw_err_set(e, SW_EINVAL,
-                            "%s: %s reads back as '%s', not '%s', after the edit; nothing "
-                            "written",
-                            path, kn, got, json_string_value(kv));
-            goto out;
-        }
+        if (strcmp(got, json_string_value(kv)))
+            return sw_err_set(e, SW_EINVAL,
+                              "%s: %s reads back as '%s', not '%s', after the edit; nothing "
+                              "written",
+                              a->path, kn, got, json_string_value(kv));
     }
-    rc = fleet_digest(f, endpoint, settings, &d1);
-    if (!rc)
-        rc = fleet_digest(g, endpoint, settings, &d2);
-    if (rc) {
+    return 0;
+}
+
+/* The edited text loaded again and checked: every setting reads back as crowned and nothing
+ * else of any endpoint moved. */
+static int check_edited(const struct apply *a, struct sw_err *e)
+{
+    struct sw_fleet *g = NULL;
+    struct sw_buf d1, d2;
+    struct sw_err le;
+    int rc = 0;
+    sw_buf_init(&d1, 1 << 22);
+    sw_buf_init(&d2, 1 << 22);
+    sw_err_clear(&le);
+    if (sw_fleet_load(a->tmp, NULL, &g, &le)) {
+        rc = sw_err_set(e, SW_EINVAL, "%s: the edited file does not load (%s); nothing written",
+                        a->path, le.msg);
+        goto out;
+    }
+    const struct sw_fleet_endpoint *ep2 = sw_fleet_endpoint(g, a->endpoint);
+    if (ep2) {
+        rc = reads_back(a, ep2, e);
+        if (rc)
+            goto out;
+    }
+    if (fleet_digest(a->f, a->endpoint, a->settings, &d1) ||
+        fleet_digest(g, a->endpoint, a->settings, &d2)) {
         rc = sw_err_set(e, SW_ENOMEM, "out of memory");
         goto out;
     }
-    if (!ep2 || strcmp(sw_buf_cstr(&d1), sw_buf_cstr(&d2))) {
+    if (!ep2 || strcmp(sw_buf_cstr(&d1), sw_buf_cstr(&d2)))
         rc = sw_err_set(e, SW_EINVAL,
                         "%s: the edit would move more than the crowned settings (a value shared "
                         "through an anchor?); nothing written",
-                        path);
-        goto out;
-    }
-    if (dry_run)
-        goto out;
-    /* the file as read, still: nobody edited it meanwhile */
-    rc = sw_read_file(path, MAX_FILE, &again, &n2, e);
-    if (rc)
-        goto out;
-    if (n2 != n || memcmp(again, text, n)) {
-        rc = sw_err_set(e, SW_EBUSY, "%s changed while tune applied its winner; nothing written",
-                        path);
-        goto out;
-    }
-    struct stat st;
-    int mode = stat(path, &st) == 0 ? (int)(st.st_mode & 07777) : 0644;
-    rc = sw_write_file_atomic(path, out, on, mode, e);
+                        a->path);
 out:
-    if (tmp[0])
-        unlink(tmp);
     sw_fleet_free(g);
-    sw_fleet_free(f);
     sw_buf_free(&d1);
     sw_buf_free(&d2);
-    sw_free(out);
+    return rc;
+}
+
+/* The edited text written over the file, atomically and with its mode, if nobody changed the
+ * file meanwhile. */
+static int write_back(const struct apply *a, struct sw_err *e)
+{
+    char *again = NULL;
+    size_t n2 = 0;
+    int rc = sw_read_file(a->path, MAX_FILE, &again, &n2, e);
+    if (rc)
+        return rc;
+    if (n2 != a->n || memcmp(again, a->text, a->n)) {
+        rc = sw_err_set(e, SW_EBUSY, "%s changed while tune applied its winner; nothing written",
+                        a->path);
+    } else {
+        struct stat st;
+        int mode = stat(a->path, &st) == 0 ? (int)(st.st_mode & 07777) : 0644;
+        rc = sw_write_file_atomic(a->path, a->out, a->on, mode, e);
+    }
     sw_free(again);
-    sw_free(text);
+    return rc;
+}
+
+int sw_tune_apply(const char *path, const char *endpoint, const json_t *settings, bool dry_run,
+                  struct sw_buf *diff, struct sw_err *e)
+{
+    struct apply a;
+    int rc;
+    if (!path || !endpoint || !json_is_object(settings) || !json_object_size(settings))
+        return sw_err_set(e, SW_EINVAL, "tune apply: a fleet, an endpoint and settings needed");
+    memset(&a, 0, sizeof(a));
+    a.path = path;
+    a.endpoint = endpoint;
+    a.settings = settings;
+    rc = plan_edits(&a, e);
+    if (!rc)
+        rc = splice(&a, diff, e);
+    if (!rc)
+        rc = write_beside(&a, e);
+    if (!rc)
+        rc = check_edited(&a, e);
+    if (!rc && !dry_run)
+        rc = write_back(&a, e);
+    if (a.tmp[0])
+        unlink(a.tmp);
+    sw_fleet_free(a.f);
+    sw_free(a.out);
+    sw_free(a.text);
     return rc;
 }

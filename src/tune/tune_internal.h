@@ -1,6 +1,8 @@
 /*
  * tune's internals shared by its files: the probe (boot a candidate's plan, measure the
- * objective) and the report writers. Never included by another module.
+ * objective), the refinement's arithmetic, and how an endpoint's settings read as knob values
+ * (the space, the candidates and apply read them alike). The run's own state is
+ * tune_run_internal.h. Never included by another module.
  */
 #ifndef SLIPWAY_TUNE_INTERNAL_H
 #define SLIPWAY_TUNE_INTERNAL_H
@@ -84,10 +86,14 @@ int sw__tune_mix_parse(const char *s, struct sw__tune_mix *mx, struct sw_err *e)
 size_t sw__tune_refine(double lo, double hi, double step, bool is_real, const double *xs,
                        const double *scores, size_t n, double out[2]);
 
-/* What the endpoint says for an engine flag (its value in args; "on" for a flag given bare;
- * "" when absent), an environment variable, and a shape value, as tune names knob values. */
 /* Is arg the flag, or llama-server's short spelling of it (-t for --threads...)? */
 bool sw__tune_flag_is(const char *arg, const char *flag);
+/* The index of args[from..] that spells flag (*joined: as "--flag=value"), or ep->n_args. */
+size_t sw__tune_arg_find(const struct sw_fleet_endpoint *ep, const char *flag, size_t from,
+                         bool *joined);
+/* What the endpoint says for an engine flag (its value in args; "on" for a flag given bare;
+ * "" when absent), an environment variable, and a shape value, as tune names knob values
+ * (tune_space.c). */
 void sw__tune_arg_value(const struct sw_fleet_endpoint *ep, const char *flag, char *out, size_t n);
 void sw__tune_env_value(const struct sw_fleet_endpoint *ep, const char *name, char *out, size_t n);
 void sw__tune_fmt_value(const struct sw_fleet_value *v, char *out, size_t n);

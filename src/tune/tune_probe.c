@@ -20,8 +20,8 @@
  * (one bench run each, so each repeat is an independent figure); the best level's median is the
  * probe's score and its relative spread the probe's noise.
  *
- * What it deliberately does not do: judge a candidate (tune.c does), plan or gate (done before),
- * record anything.
+ * What it deliberately does not do: judge a candidate (tune_judge.c does), plan or gate (done
+ * before), record anything.
  */
 #include "tune_internal.h"
 
