@@ -117,9 +117,12 @@ enum sw_bench_count_src {
 const char *sw_bench_count_src_name(enum sw_bench_count_src s);
 
 struct sw_bench_sample {
-    int rc;          /* 0, or the failure (transport, HTTP status, in-stream error) */
+    int rc;          /* 0, or the failure (transport, HTTP status, in-stream error, SW_ERANGE
+                      * for figures that cannot be) */
     long status;     /* HTTP status, 0 when none */
-    char error[240]; /* why it failed */
+    char error[240]; /* why it failed: valid UTF-8, the API key never in it */
+    bool invalid;    /* the server's figures cannot be (sw_bench_check): rc is SW_ERANGE, error
+                      * says which bound, and every figure of the request is dropped */
     int64_t depth;   /* the depth asked (tokens), -1 for file prompts */
     int64_t tg;      /* max_tokens asked */
     int concurrency; /* streams in flight by design (closed loop); 0 in open loop */
@@ -179,6 +182,44 @@ struct sw_bench_sample {
 void sw_bench_measure(struct sw_bench_sample *s, const struct sw_openai_result *r,
                       const int64_t *cum, const double *srv_ms, struct sw_bench_hist *itl_tok,
                       struct sw_bench_hist *itl_chunk);
+
+/* ---------------------------------------------------------------------------------------------
+ * Figures that cannot be (src/bench/bounds.c, docs/bench.md "Figures that cannot be"). A
+ * server's counts and timings are its claims; a request whose claims break one of these bounds
+ * is invalid: it counts as failed with the bound it broke, none of its figures enters a point,
+ * and a run with one is not recorded in a ledger.
+ */
+#define SW_BENCH_DECODE_TPS_MAX  1e6  /* tok/s one stream is decoded at (the server's figure) */
+#define SW_BENCH_PREFILL_TPS_MAX 1e8  /* tok/s a prompt is prefilled at (the server's figure) */
+#define SW_BENCH_TEMPLATE_TOKENS 4096 /* prompt tokens a chat template may add to the body's */
+#define SW_BENCH_CLOCK_SLACK_MS  1.0  /* the server's time may pass the client's by this ... */
+#define SW_BENCH_CLOCK_SLACK     0.01 /* ... plus this share of it (rounding, two clocks) */
+
+/* What the client asked and saw of one request, for sw_bench_check. */
+struct sw_bench_seen {
+    int64_t max_tokens; /* the ceiling the body asked: the largest of max_tokens,
+                         * max_completion_tokens, n_predict; -1 none (or one not positive) */
+    size_t body_bytes;  /* the request body's bytes */
+    bool text_only;     /* no part but text (an image or audio part by URL has tokens its bytes
+                         * do not bound) */
+    double elapsed_ms;  /* the client's time from the request's send to its end (NaN unknown) */
+    const int64_t *cum; /* per chunk record, the engine's cumulative count (-1 none); may be
+                         * NULL */
+    size_t ncum;
+};
+
+/* The bounds a server's claims must keep, checked on the folded stream r (its raw usage and
+ * timings, negative numbers included, and the per-chunk counts): counts and times neither
+ * negative nor infinite; completion tokens (final, or in any chunk) at most the ceiling asked,
+ * or, with none asked, what SW_BENCH_DECODE_TPS_MAX allows over elapsed_ms; prompt tokens at
+ * most body_bytes + SW_BENCH_TEMPLATE_TOKENS for a text-only body (a text token covers at least
+ * one byte); cached at most the prompt, reasoning at most the completion, accepted drafts at most
+ * the drafts; the server's decode rate over two tokens or more and its prefill rate within their
+ * ceilings; its prompt_ms + predicted_ms within elapsed_ms (+ slack). Run it before
+ * sw_bench_measure: a chunk's count sizes the measure's per-token loops. 0, or SW_ERANGE with the
+ * first bound broken (the figure, its value and the bound) in e. */
+int sw_bench_check(const struct sw_openai_result *r, const struct sw_bench_seen *seen,
+                   struct sw_err *e);
 
 /* ---------------------------------------------------------------------------------------------
  * The decode roofline (src/bench/roof.c): one sequence's decode step reads its active weights
@@ -301,7 +342,16 @@ struct sw_bench_point {
     int concurrency;
     struct sw_bench_sample *samples;
     size_t nsamples;
-    size_t failed;
+    size_t failed;  /* requests that did not succeed (the invalid ones among them) */
+    size_t invalid; /* requests whose figures cannot be (sample.invalid) */
+    /* why they failed: each distinct error with its count, most frequent first, up to
+     * SW_BENCH_REASONS of them; the requests whose error is none of those in reasons_other */
+#define SW_BENCH_REASONS 4
+    struct {
+        char why[240];
+        size_t n;
+    } reasons[SW_BENCH_REASONS];
+    size_t nreasons, reasons_other;
     struct sw_bench_hist ttft, ttft_sent, ttfc, e2e, e2e_sent, tpot, itl_tok, itl_chunk, lag;
     double wall_s;         /* first send to last end */
     double sum_decode_tps; /* summed decode across streams: total tokens / wall span of decode */

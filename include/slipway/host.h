@@ -218,6 +218,16 @@ struct sw_host_path {
     uint64_t fs_size, fs_avail; /* bytes of the filesystem holding it (df -B1) */
     char *fs_target;            /* its mount point */
 };
+/* A systemd manager as `systemctl [--user] show -p Version` found it. `systemctl --version`
+ * answers without any manager; this asks the one endpoints' units are run by, so a host whose
+ * PID 1 is not systemd, or whose bus is gone, is told apart from one that can run a service. */
+struct sw_host_manager {
+    bool asked;     /* the script asked (systemctl is installed) */
+    bool reached;   /* it answered (exit 0) */
+    char said[256]; /* when not reached: what systemctl printed, lines joined by spaces, bytes
+                     * outside printable ASCII as '?' ("Failed to connect to bus: Host is down") */
+};
+
 struct sw_host_facts {
     uint64_t mem_total, mem_available; /* bytes, /proc/meminfo */
     int systemd_version;               /* 252; 0 when no systemctl */
@@ -230,6 +240,8 @@ struct sw_host_facts {
     bool nvidia_smi, rocm_smi, amd_smi;
     struct sw_host_path *paths;
     size_t n_paths;
+    /* the system and the user manager (not asked when there is no systemctl) */
+    struct sw_host_manager systemd_system, systemd_user;
 };
 /* Gather facts about the host and about `paths` (may be 0) in one command. */
 int sw_host_facts(struct sw_host *h, const char *const *paths, size_t n_paths, int64_t deadline_ms,

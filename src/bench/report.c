@@ -54,6 +54,8 @@ static json_t *sample_json(const struct sw_bench_sample *s)
     bad |= sw_json_set_bool(o, "ok", s->rc == 0);
     if (s->rc)
         bad |= sw_json_set_str(o, "error", s->error);
+    if (s->invalid)
+        bad |= sw_json_set_bool(o, "invalid", true);
     bad |= sw_json_set_int(o, "status", s->status);
     /* instants, as ms after the intended send */
     json_t *t = json_object();
@@ -137,6 +139,17 @@ static json_t *point_json(const struct sw_bench_point *pt, bool samples)
     bad |= sw_json_set_int(o, "concurrency", pt->concurrency);
     bad |= sw_json_set_int(o, "requests", (int64_t)pt->nsamples);
     bad |= sw_json_set_int(o, "failed", (int64_t)pt->failed);
+    bad |= sw_json_set_int(o, "invalid", (int64_t)pt->invalid);
+    json_t *fa = json_array();
+    for (size_t i = 0; fa && i < pt->nreasons; i++) {
+        json_t *x = json_object();
+        bad |= sw_json_set_str(x, "why", pt->reasons[i].why);
+        bad |= sw_json_set_int(x, "count", (int64_t)pt->reasons[i].n);
+        bad |= json_array_append_new(fa, x);
+    }
+    bad |= sw_json_set_new(o, "failures", fa);
+    if (pt->reasons_other)
+        bad |= sw_json_set_int(o, "failures_other", (int64_t)pt->reasons_other);
     bad |= sw_json_set_int(o, "prompt_tokens", pt->tokens_in);
     bad |= sw_json_set_int(o, "completion_tokens", pt->tokens_out);
     bad |= sw_json_set_int(o, "reasoning_tokens", pt->reasoning_tokens);
@@ -369,6 +382,35 @@ static double p_ms(const struct sw_bench_hist *h, double q)
     return h->n ? (double)sw_bench_hist_quantile(h, q) / 1e6 : NAN;
 }
 
+/* "2 of 6 requests failed (1 invalid):" and each kept reason with its count, a reason cut at a
+ * character boundary and escaped for the terminal (a server's words: sw_fput_term). */
+static void print_failures(FILE *f, const struct sw_bench_point *pt)
+{
+    char inv[48] = "";
+    if (pt->invalid)
+        snprintf(inv, sizeof(inv), " (%zu invalid)", pt->invalid);
+    fprintf(f, "        %zu of %zu requests failed%s%s\n", pt->failed, pt->nsamples, inv,
+            pt->nreasons ? ":" : "");
+    for (size_t i = 0; i < pt->nreasons; i++) {
+        char why[161];
+        size_t n = strlen(pt->reasons[i].why);
+        if (n >= sizeof(why)) {
+            n = sizeof(why) - 4;
+            while (n && ((unsigned char)pt->reasons[i].why[n] & 0xc0) == 0x80)
+                n--;
+            snprintf(why, sizeof(why), "%.*s...", (int)n, pt->reasons[i].why);
+        } else {
+            snprintf(why, sizeof(why), "%s", pt->reasons[i].why);
+        }
+        fprintf(f, "          %zux ", pt->reasons[i].n);
+        sw_fput_term(f, why, 0);
+        fputc('\n', f);
+    }
+    if (pt->reasons_other)
+        fprintf(f, "          %zux for other reasons (--json --samples has each)\n",
+                pt->reasons_other);
+}
+
 void sw_bench_report_print(FILE *f, const struct sw_bench_report *rep)
 {
     fprintf(f, "bench %s%s%s (%s)\n", rep->url, rep->model[0] ? " model " : "", rep->model,
@@ -400,7 +442,7 @@ void sw_bench_report_print(FILE *f, const struct sw_bench_report *rep)
                 pt->srv_prefill.median, pt->prefill_diff.median, p_ms(&pt->ttft, 0.5),
                 p_ms(&pt->itl_tok, 0.99));
         if (pt->failed)
-            fprintf(f, "        %zu of %zu requests failed\n", pt->failed, pt->nsamples);
+            print_failures(f, pt);
         if (rep->slo[0])
             fprintf(f, "        goodput (%s): %zu of %zu requests, %.3f req/s\n", rep->slo,
                     pt->good, pt->nsamples, pt->goodput_rps);

@@ -40,7 +40,8 @@ struct flight {
     struct sw_bench_sample *s;
     struct run *run;
     struct flight *next_free;
-    int64_t words; /* the filler words of its prompt (0: a file's request) */
+    int64_t words;              /* the filler words of its prompt (0: a file's request) */
+    struct sw_bench_seen asked; /* its ceiling, body bytes, text only (sw_bench_check) */
 };
 
 struct run {
@@ -229,9 +230,42 @@ static void engine_fields(const struct run *r, json_t *b)
     sw_json_set_bool(b, "timings_per_token", true);
 }
 
-/* The body of one request; sw_free it. */
+/* What a body asks that bounds its reply (sw_bench_check): the largest token ceiling among the
+ * keys the engines read (a key that is not a positive integer lifts the ceiling: llama.cpp's
+ * n_predict -1 is none), and whether every message part is text. */
+static void asked_of(const json_t *b, size_t len, struct sw_bench_seen *a)
+{
+    static const char *const keys[] = {"max_tokens", "max_completion_tokens", "n_predict"};
+    int64_t most = -1;
+    bool unbounded = false;
+    for (size_t i = 0; i < SW_ARRAY_LEN(keys); i++) {
+        const json_t *v = json_object_get(b, keys[i]);
+        if (!v)
+            continue;
+        if (json_is_integer(v) && json_integer_value(v) > 0)
+            most = SW_MAX(most, (int64_t)json_integer_value(v));
+        else
+            unbounded = true;
+    }
+    memset(a, 0, sizeof(*a));
+    a->max_tokens = unbounded ? -1 : most;
+    a->body_bytes = len;
+    a->elapsed_ms = NAN;
+    a->text_only = true;
+    const json_t *msgs = json_object_get(b, "messages");
+    for (size_t i = 0; i < json_array_size(msgs); i++) {
+        const json_t *c = json_object_get(json_array_get(msgs, i), "content");
+        for (size_t k = 0; k < json_array_size(c); k++) {
+            const char *t = json_string_value(json_object_get(json_array_get(c, k), "type"));
+            if (!t || strcmp(t, "text"))
+                a->text_only = false;
+        }
+    }
+}
+
+/* The body of one request; sw_free it. *asked (may be NULL) gets what it asks. */
 static char *make_body(struct run *r, int64_t words, int64_t max_tokens, uint64_t nonce,
-                       size_t file_i)
+                       size_t file_i, struct sw_bench_seen *asked)
 {
     json_t *b = NULL;
     if (r->nfile) {
@@ -270,6 +304,8 @@ static char *make_body(struct run *r, int64_t words, int64_t max_tokens, uint64_
     if (r->o->extra)
         json_object_update(b, (json_t *)r->o->extra);
     char *text = sw_json_dumps(b, JSON_COMPACT);
+    if (text && asked)
+        asked_of(b, strlen(text), asked);
     json_decref(b);
     return text;
 }
@@ -344,7 +380,7 @@ static bool start_one(struct run *r, uint64_t intended)
     uint64_t nonce = r->o->reuse_prompt ? r->shared_nonce : ++r->nonce;
     if (f) {
         f->words = r->nfile ? 0 : words_for(r, pt->depth);
-        f->body = make_body(r, f->words, r->o->tg, nonce, (size_t)s->index);
+        f->body = make_body(r, f->words, r->o->tg, nonce, (size_t)s->index, &f->asked);
     }
     if (!f || !f->body) {
         s->rc = SW_ENOMEM;
@@ -378,6 +414,41 @@ static bool start_one(struct run *r, uint64_t intended)
     return true;
 }
 
+/* A request whose figures are refused: counts unknown, times and rates undefined (its
+ * instants stay: they are the client's). */
+static void no_figures(struct sw_bench_sample *s)
+{
+    s->prompt_tokens = s->completion_tokens = s->reasoning_tokens = s->cached_tokens = -1;
+    s->first_chunk_tokens = 0;
+    s->count_src = SW_BENCH_COUNT_NONE;
+    s->chunks = s->token_chunks = s->multi_chunks = 0;
+    s->t_first_token = s->t_first_content = s->t_last_token = 0;
+    s->ttft_s = s->ttft_sent_s = s->ttfc_s = s->decode_span_s = s->tpot_s = NAN;
+    s->decode_tps = s->prefill_tps = NAN;
+    s->e2e_s = s->e2e_sent_s = s->send_lag_s = s->queue_s = NAN;
+    s->srv = false;
+    s->srv_prompt_n = s->srv_cache_n = s->srv_predicted_n = -1;
+    s->srv_draft_n = s->srv_draft_accepted = -1;
+    s->srv_prompt_ms = s->srv_predicted_ms = s->srv_prompt_tps = s->srv_decode_tps = NAN;
+    s->span_diff_ms = s->decode_diff_pct = s->prefill_diff_pct = s->delivery_spread_ms = NAN;
+    s->counts_agree = true;
+}
+
+/* s->error from why (a server's words among them): "HTTP N: " when the status says so, the API
+ * key replaced wherever it is echoed (before the text is cut, so no part of it is left), and
+ * well-formed UTF-8. */
+static void error_text(struct sw_bench_sample *s, long status, const char *why, const char *key)
+{
+    char w[1100], t[sizeof(s->error)];
+    snprintf(w, sizeof(w), "%s", why);
+    sw_redact(w, key);
+    if (status && status != 200)
+        snprintf(t, sizeof(t), "HTTP %ld: %.200s", status, w);
+    else
+        snprintf(t, sizeof(t), "%.230s", w);
+    sw_utf8_repair(t, strlen(t), s->error, sizeof(s->error), NULL);
+}
+
 static bool closed_loop(const struct run *r)
 {
     return r->o->mode == SW_BENCH_SWEEP;
@@ -398,10 +469,22 @@ static void on_done(void *ud, struct sw_net_xfer *x)
     s->t_first_byte = resp->t.first_byte;
     s->t_end = resp->t.done ? resp->t.done : now;
     sw_openai_finish(&f->res, NULL);
-    sw_bench_measure(s, &f->res, f->cum, f->srv_ms, &pt->itl_tok, &pt->itl_chunk);
-    if (r->o->emit_stamps)
-        emit_match(s, &f->res, f->cum, f->emit, &pt->emit);
-    s->rc = resp->rc;
+    /* the server's claims first: a request whose figures cannot be is measured not at all (a
+     * chunk's count sizes the per-token loops, and none of its figures may enter the point) */
+    struct sw_err ce;
+    sw_err_clear(&ce);
+    f->asked.elapsed_ms = s->t_end > s->t_sent ? (double)(s->t_end - s->t_sent) / 1e6 : NAN;
+    f->asked.cum = f->cum;
+    f->asked.ncum = f->res.nrecs;
+    s->invalid = sw_bench_check(&f->res, &f->asked, &ce) != 0;
+    if (s->invalid) {
+        no_figures(s);
+    } else {
+        sw_bench_measure(s, &f->res, f->cum, f->srv_ms, &pt->itl_tok, &pt->itl_chunk);
+        if (r->o->emit_stamps)
+            emit_match(s, &f->res, f->cum, f->emit, &pt->emit);
+    }
+    s->rc = s->invalid ? SW_ERANGE : resp->rc;
     if (!s->rc && f->res.error.present)
         s->rc = SW_EHTTP;
     if (!s->rc && !s->t_first_token)
@@ -411,15 +494,13 @@ static void on_done(void *ud, struct sw_net_xfer *x)
         memset(&oe, 0, sizeof(oe));
         if (resp->status >= 400 && resp->body.len)
             sw_openai_parse_error(resp->body.data, resp->body.len, resp->status, &oe);
-        const char *why = f->res.error.present ? f->res.error.message
-                          : oe.present         ? oe.message
-                          : resp->err.msg[0]   ? resp->err.msg
-                          : !s->t_first_token  ? "no token came"
-                                               : sw_strerror(s->rc);
-        if (resp->status && resp->status != 200)
-            snprintf(s->error, sizeof(s->error), "HTTP %ld: %.200s", resp->status, why);
-        else
-            snprintf(s->error, sizeof(s->error), "%.230s", why);
+        const char *why = s->invalid             ? ce.msg
+                          : f->res.error.present ? f->res.error.message
+                          : oe.present           ? oe.message
+                          : resp->err.msg[0]     ? resp->err.msg
+                          : !s->t_first_token    ? "no token came"
+                                                 : sw_strerror(s->rc);
+        error_text(s, resp->status, why, r->o->api_key);
         if (!r->first_rc) {
             r->first_rc = s->rc;
             snprintf(r->first_err, sizeof(r->first_err), "%s", s->error);
@@ -483,6 +564,48 @@ static void add_s(struct sw_bench_hist *h, double s)
         sw_bench_hist_add(h, (uint64_t)(s * 1e9));
 }
 
+/* Why a point's requests failed: each distinct error counted (the first 16 kinds; the rest
+ * only in the total), the most frequent SW_BENCH_REASONS kept. */
+static void point_reasons(struct sw_bench_point *pt)
+{
+    struct {
+        const char *why;
+        size_t n;
+    } seen[16];
+    size_t nseen = 0;
+    for (size_t i = 0; i < pt->nsamples; i++) {
+        const struct sw_bench_sample *s = &pt->samples[i];
+        if (!s->rc)
+            continue;
+        size_t k = 0;
+        while (k < nseen && strcmp(seen[k].why, s->error))
+            k++;
+        if (k < nseen) {
+            seen[k].n++;
+        } else if (nseen < SW_ARRAY_LEN(seen)) {
+            seen[nseen].why = s->error;
+            seen[nseen++].n = 1;
+        }
+    }
+    /* most frequent first; the first seen first among equals */
+    for (size_t i = 1; i < nseen; i++)
+        for (size_t k = i; k > 0 && seen[k].n > seen[k - 1].n; k--) {
+            const char *w = seen[k].why;
+            size_t n = seen[k].n;
+            seen[k] = seen[k - 1];
+            seen[k - 1].why = w;
+            seen[k - 1].n = n;
+        }
+    size_t kept = 0;
+    pt->nreasons = SW_MIN(nseen, (size_t)SW_BENCH_REASONS);
+    for (size_t i = 0; i < pt->nreasons; i++) {
+        snprintf(pt->reasons[i].why, sizeof(pt->reasons[i].why), "%s", seen[i].why);
+        pt->reasons[i].n = seen[i].n;
+        kept += seen[i].n;
+    }
+    pt->reasons_other = pt->failed - kept;
+}
+
 /* Summaries of a point whose samples are in. */
 static void point_close(struct sw_bench_point *pt)
 {
@@ -508,6 +631,7 @@ static void point_close(struct sw_bench_point *pt)
             dec[i] = pre[i] = ttft[i] = sdec[i] = diff[i] = spre[i] = pdiff[i] = nan;
         if (s->rc) {
             pt->failed++;
+            pt->invalid += s->invalid;
             continue;
         }
         add_s(&pt->ttft, s->ttft_s);
@@ -550,6 +674,7 @@ static void point_close(struct sw_bench_point *pt)
         t_first = SW_MIN(t_first, s->t_sent);
         t_last = SW_MAX(t_last, s->t_end);
     }
+    point_reasons(pt);
     pt->wall_s = t_last > t_first ? (double)(t_last - t_first) / 1e9 : NAN;
     pt->goodput_rps = pt->wall_s > 0 ? (double)pt->good / pt->wall_s : NAN;
     /* summed decode: the mean stream's decode rate times the streams kept in flight */
@@ -946,7 +1071,8 @@ static int run_open_threads(struct run *r, struct sw_bench_point *pt, int T)
 /* One short request, synchronously; *prompt_tokens from its usage. */
 static int one_prompt(struct run *r, int64_t words, int64_t *prompt_tokens, struct sw_err *e)
 {
-    char *body = make_body(r, words, 1, ++r->nonce, 0);
+    struct sw_bench_seen asked;
+    char *body = make_body(r, words, 1, ++r->nonce, 0, &asked);
     if (!body)
         return sw_err_set(e, SW_ENOMEM, "bench: out of memory");
     struct flight f;
@@ -965,9 +1091,21 @@ static int one_prompt(struct run *r, int64_t words, int64_t *prompt_tokens, stru
     q.ud = &f;
     struct sw_net_resp resp;
     int rc = sw_net_request(&r->loop, &q, &resp, e);
-    if (!rc && f.res.error.present)
+    if (!rc && f.res.error.present) {
+        sw_redact(f.res.error.message, r->o->api_key);
         rc = sw_err_set(e, SW_EHTTP, "%s: the calibration request failed: %s", r->o->url,
                         f.res.error.message);
+    }
+    if (!rc) {
+        /* the depths are met from this count: a claim that cannot be would set them all */
+        asked.elapsed_ms =
+            resp.t.done > resp.t.start ? (double)(resp.t.done - resp.t.start) / 1e6 : NAN;
+        asked.cum = f.cum;
+        asked.ncum = f.res.nrecs;
+        rc = sw_bench_check(&f.res, &asked, e);
+        if (rc)
+            sw_err_prefix(e, "%s: the calibration request", r->o->url);
+    }
     if (!rc) {
         int64_t p = f.res.usage.present ? f.res.usage.prompt_tokens : -1;
         if (p < 0 && f.res.timings.present)
@@ -981,6 +1119,7 @@ static int one_prompt(struct run *r, int64_t words, int64_t *prompt_tokens, stru
     } else if (resp.status && resp.body.len) {
         struct sw_openai_error oe;
         sw_openai_parse_error(resp.body.data, resp.body.len, resp.status, &oe);
+        sw_redact(oe.message, r->o->api_key);
         sw_err_set(e, rc, "%s: HTTP %ld: %.300s", r->o->url, resp.status, oe.message);
     }
     sw_net_resp_free(&resp);

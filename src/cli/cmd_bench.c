@@ -8,12 +8,14 @@
  *
  * Measure an endpoint's decode and prefill (include/slipway/bench.h; docs/bench.md defines
  * every figure). ENDPOINT is a name in the fleet file: its URL, served name and API key's
- * reference come from there. --ledger records the run (parameters and results) in that ledger.
+ * reference come from there. --ledger records the run (parameters and results) in that ledger,
+ * unless a request was invalid (the server's figures cannot be: sw_bench_check).
  *
  * slipway bench compare RUN_A RUN_B [--ledger PATH | --fleet FLEET.yaml] [--json]
  * (cmd_bench_compare.c).
  *
- * Exit: 0 the run ran and every check held, 1 a request failed, the cache check failed, the
+ * Exit: 0 the run ran and every check held, 1 a request failed (or was invalid), the cache
+ * check failed, the
  * token counts disagreed with the engine's, the open-loop run was invalid (send lag) or, with
  * --emit-stamps, a token could not be matched to its emitter's stamp; 2 unusable input.
  */
@@ -531,7 +533,19 @@ int sw_cmd_bench(int argc, char **argv)
     }
     const char *ledger = sw_args_str(&a, "ledger");
     int64_t id = 0;
-    if (ledger) {
+    size_t invalid = 0;
+    for (size_t i = 0; i < rep.npoints; i++)
+        invalid += rep.points[i].invalid;
+    if (ledger && invalid) {
+        /* a server that claims what cannot be is not believed about the rest of the run: the
+         * ledger feeds compare and the sim's fit */
+        char why[160];
+        snprintf(why, sizeof(why), "%zu request%s reported figures that cannot be (marked invalid)",
+                 invalid, invalid == 1 ? "" : "s");
+        fprintf(stderr, "slipway bench: not recorded in %s: %s\n", ledger, why);
+        sw_json_set_str(doc, "ledger_not_recorded", why);
+        exit_code = SW_EXIT_FAIL;
+    } else if (ledger) {
         sw_err_clear(&e);
         if (record(ledger, fleet ? target : rep.url, ep, &o, doc, svg, started, &id, &e)) {
             char m[1200];

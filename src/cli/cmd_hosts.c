@@ -2,7 +2,8 @@
  * slipway hosts check [FLEET.yaml] [--host NAME] [--deadline DUR] [--json]
  *
  *   Reach each host of a fleet (include/slipway/host.h: local, or ssh with strict host keys) and
- *   say what its endpoints need that it lacks: systemd, the engine binary or the image (by
+ *   say what its endpoints need that it lacks: systemd (installed, and its manager answering
+ *   for the endpoints' service scope), the engine binary or the image (by
  *   digest, in podman, else docker), the payload directory; and show the free disk of the
  *   payload's filesystem, memory, GPU device nodes and driver tools. Each host gets its own
  *   deadline: an unreachable host is reported within it, never waited on.
@@ -37,7 +38,8 @@ static const struct sw_cmd_spec spec_check = {
     .name = "hosts check",
     .summary = "reach each host; systemd, podman, engine binaries or images, payloads, free disk",
     .synopsis = "[FLEET.yaml] [--host NAME] [--deadline DUR] [--json]",
-    .about = "Per host: reached (transport, time), systemd and podman versions, and per endpoint\n"
+    .about = "Per host: reached (transport, time), systemd and podman versions, whether the\n"
+             "systemd manager answers (a manager that does not is a gap), and per endpoint\n"
              "on it: the engine binary (`binary`) or image (by digest) present, the payload\n"
              "present, free disk on the payload's filesystem. ssh hosts are reached with the\n"
              "user's ~/.ssh/config, keys only, and host keys checked strictly against the\n"
@@ -90,6 +92,57 @@ struct ask {
     const struct sw_fleet_endpoint *ep;
     int bin, pay;
 };
+
+static json_t *manager_json(const struct sw_host_manager *m)
+{
+    if (!m->asked)
+        return json_null();
+    json_t *o = json_object();
+    sw_json_set_bool(o, "reached", m->reached);
+    if (!m->reached)
+        sw_json_set_str(o, "said", m->said);
+    return o;
+}
+
+static json_t *managers_json(const struct sw_host_facts *facts)
+{
+    json_t *o = json_object();
+    sw_json_set_new(o, "system", manager_json(&facts->systemd_system));
+    sw_json_set_new(o, "user", manager_json(&facts->systemd_user));
+    return o;
+}
+
+/* The managers the host's endpoints' units need (each endpoint's service scope; the system
+ * manager for a host with none, the scope a unit has by default) must answer: `systemctl
+ * --version` alone answers where PID 1 is not systemd or the bus is gone, and no unit can start
+ * there. */
+static void manager_gaps(const struct sw_fleet *f, const struct sw_fleet_host *fh,
+                         const struct sw_host_facts *facts, struct gaps *g)
+{
+    bool need_system = true, need_user = false, any = false;
+    for (size_t i = 0; i < f->n_endpoints; i++) {
+        const struct sw_fleet_endpoint *ep = &f->endpoints[i];
+        if (ep->host != fh || !ep->enabled)
+            continue;
+        if (!any)
+            need_system = false;
+        any = true;
+        if (ep->service.scope == SW_FLEET_SCOPE_USER)
+            need_user = true;
+        else
+            need_system = true;
+    }
+    const struct {
+        bool need;
+        const struct sw_host_manager *m;
+        const char *what;
+    } ms[] = {{need_system, &facts->systemd_system, "systemd"},
+              {need_user, &facts->systemd_user, "systemd user manager (systemctl --user)"}};
+    for (size_t i = 0; i < SW_ARRAY_LEN(ms); i++)
+        if (ms[i].need && ms[i].m->asked && !ms[i].m->reached)
+            gap(g, "%s: %s not reachable: %s (endpoints run as systemd services)", fh->name,
+                ms[i].what, ms[i].m->said);
+}
 
 static json_t *check_host(const struct sw_fleet *f, const struct sw_fleet_host *fh,
                           int64_t deadline_ms, struct gaps *g)
@@ -169,8 +222,11 @@ static json_t *check_host(const struct sw_fleet *f, const struct sw_fleet_host *
         json_array_append_new(tools, json_string("amd-smi"));
     sw_json_set_new(gpu, "tools", tools);
     sw_json_set_new(o, "gpus", gpu);
+    sw_json_set_new(o, "systemd_manager", managers_json(&facts));
     if (!facts.systemd_version)
         gap(g, "%s: systemd: systemctl not found (endpoints run as systemd services)", fh->name);
+    else
+        manager_gaps(f, fh, &facts, g);
 
     for (size_t i = 0; i < na; i++) {
         const struct sw_fleet_endpoint *ep = asks[i].ep;

@@ -1,8 +1,10 @@
 /*
  * host: facts about a host gathered by one POSIX shell script in one round trip: memory
  * (/proc/meminfo), GPU device nodes and driver tools, systemd / podman / docker versions, the
- * kernel, and per path asked: exists, directory, executable, and the free space of the
- * filesystem holding it (of its nearest existing parent when it is missing). The script prints
+ * kernel, whether the system and the user systemd manager answer (`systemctl show`: the version
+ * alone comes from the binary, which answers on a host whose PID 1 is not systemd), and per path
+ * asked: exists, directory, executable, and the free space of the filesystem holding it (of its
+ * nearest existing parent when it is missing). The script prints
  * `@key value` lines; paths are passed as positional parameters and answered by index, so a path
  * never lands in the script's text. What it does not do: judge the facts (hosts check does).
  */
@@ -19,6 +21,13 @@ const char sw_host_facts_script[] =
     "-e 's/^MemAvailable: *\\([0-9]*\\) kB$/@mem_avail \\1/p' /proc/meminfo\n"
     "fi\n"
     "echo \"@systemd $(systemctl --version 2>/dev/null | head -n 1)\"\n"
+    "if command -v systemctl >/dev/null 2>&1; then\n"
+    "  for s in system user; do\n"
+    "    m=$(systemctl --$s show --property=Version --value 2>&1 </dev/null); r=$?\n"
+    "    m=$(printf '%s' \"$m\" | tr '\\r\\n\\t' '   ' | cut -c1-250)\n"
+    "    printf '@manager %s %s %s\\n' \"$s\" \"$r\" \"$m\"\n"
+    "  done\n"
+    "fi\n"
     "echo \"@podman $(podman --version 2>/dev/null | head -n 1)\"\n"
     "echo \"@docker $(docker --version 2>/dev/null | head -n 1)\"\n"
     "[ -e /dev/kfd ] && echo '@kfd 1'\n"
@@ -81,6 +90,37 @@ void sw_host_facts_free(struct sw_host_facts *f)
     }
     sw_free(f->paths);
     memset(f, 0, sizeof(*f));
+}
+
+/* "SCOPE STATUS TEXT": `systemctl --SCOPE show -p Version`'s exit status and what it printed. */
+static int parse_manager(struct sw_host_facts *f, const char *v, int line, struct sw_err *e)
+{
+    char scope[8];
+    int status, used = 0;
+    if (sscanf(v, "%7s %d%n", scope, &status, &used) != 2 || status < 0 || status > 255)
+        return sw_err_at(e, SW_EPARSE, "host facts", line, 0, "bad @manager line '%.80s'", v);
+    struct sw_host_manager *m = !strcmp(scope, "system") ? &f->systemd_system
+                                : !strcmp(scope, "user") ? &f->systemd_user
+                                                         : NULL;
+    if (!m)
+        return sw_err_at(e, SW_EPARSE, "host facts", line, 0, "@manager of scope '%s'", scope);
+    m->asked = true;
+    m->reached = status == 0;
+    m->said[0] = '\0';
+    if (m->reached)
+        return 0;
+    const char *t = v + used;
+    while (*t == ' ')
+        t++;
+    size_t n = 0;
+    for (; *t && n + 1 < sizeof(m->said); t++)
+        m->said[n++] = *t >= 0x20 && *t < 0x7f ? *t : '?';
+    while (n && m->said[n - 1] == ' ')
+        n--;
+    m->said[n] = '\0';
+    if (!n)
+        snprintf(m->said, sizeof(m->said), "systemctl exited %d and said nothing", status);
+    return 0;
 }
 
 static int parse_path(struct sw_host_facts *f, const char *v, int line, struct sw_err *e)
@@ -172,6 +212,8 @@ int sw_host_facts_parse(const char *text, size_t len, const char *const *paths, 
                 break;
             }
             f->systemd_version = (int)n;
+        } else if (!strcmp(key, "manager")) {
+            rc = parse_manager(f, v, line, e);
         } else if (!strcmp(key, "podman")) {
             /* "podman version 4.3.1" */
             if (*v)

@@ -20,6 +20,9 @@
  * a fault on demand (docs/sim.md). In firehose mode steps take no time and a turn of the loop
  * runs several.
  *
+ * A request's head is bounded before libevent parses it (sim_guard.c: 431 past 64 KiB or 100
+ * header lines).
+ *
  * What it does not do: images, a runtime OOM other than the declared threshold (or the
  * oom_next_request fault), more than one loop.
  */
@@ -545,12 +548,7 @@ static void reset_slot(struct sw_sim *s, int i)
     struct bufferevent *bev = c ? evhttp_connection_get_bufferevent(c) : NULL;
     evutil_socket_t fd = bev ? bufferevent_getfd(bev) : -1;
     if (fd >= 0) {
-        /* the bufferevent keeps its output's front frozen (only it drains it): thawed for
-         * this one write */
-        struct evbuffer *out = bufferevent_get_output(bev);
-        evbuffer_unfreeze(out, 1);
-        evbuffer_write(out, fd);
-        evbuffer_freeze(out, 1);
+        sw__sim_guard_write_now(bev, fd);
         /* Linux aborts a connected TCP socket dissolved with AF_UNSPEC: it sends the RST that
          * close() with a zero linger would, and leaves the descriptor to its owner */
         struct sockaddr sa;
@@ -1480,6 +1478,7 @@ static void on_request(struct evhttp_request *req, void *arg)
     enum evhttp_cmd_type m = evhttp_request_get_command(req);
     if (!path)
         path = "/";
+    sw__sim_guard_rearm(s, req);
     /* a token is a small write: Nagle's algorithm would hold it for the client's delayed ACK
      * (40 ms here), which no engine's stream shows */
     struct evhttp_connection *conn = evhttp_request_get_connection(req);
@@ -1585,6 +1584,7 @@ int sw__sim_http_init(struct sw_sim *s, struct sw_err *e)
         return sw_err_set(e, SW_ENOMEM, "out of memory");
     evhttp_set_allowed_methods(s->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD);
     evhttp_set_max_body_size(s->http, BODY_MAX);
+    sw__sim_guard_init(s);
     evhttp_set_timeout(s->http, 600);
     evhttp_set_gencb(s->http, on_request, s);
     /* the served name as a JSON string, once (the streamed chunks' fast path) */

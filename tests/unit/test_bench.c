@@ -8,7 +8,8 @@
  *  - a stalling server behind one connection: requests wait in the client, so the latency from
  *    the intended send is larger than from the actual send; the send lag is computed, and a bound
  *    no client can meet marks the run invalid;
- *  - the engine's count disagreeing with its usage is reported.
+ *  - the engine's count disagreeing with its usage is reported;
+ *  - the bounds a server's claims must keep (sw_bench_check), one by one.
  * No timing thresholds: only orderings that the server's sleeps guarantee.
  */
 #include <setjmp.h>
@@ -537,7 +538,9 @@ static void test_open_loop_threads(void **state)
         "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":2,"
         "\"total_tokens\":7}," TIM(2, 0.001, 0) "}\n\ndata: [DONE]\n\n",
         NULL};
-    sse_script(s, ev, 1);
+    /* 2 ms before each of the three chunks: the 5 ms of prompt the timings claim fit in the
+     * reply's time (a server's time past the client's is refused: sw_bench_check) */
+    sse_script(s, ev, 2);
     uint64_t rel[2][20];
     for (int run = 0; run < 2; run++) {
         struct sw_bench_opts o;
@@ -581,6 +584,97 @@ static void test_open_loop_threads(void **state)
     assert_true(rel[0][19] > 94000000ull && rel[0][19] < 96000000ull);
     swh_stop(s);
     swt_tmpdir_free(f.dir);
+}
+
+/* sw_bench_check's bounds one by one, on claims set by hand; the whole path through the binary
+ * is tests/real/test_hostile_bench.c. */
+static void test_bounds(void **state)
+{
+    (void)state;
+    struct sw_openai_result r;
+    struct sw_err e;
+    int64_t cum[3] = {1, 2, 3};
+    struct sw_bench_seen a = {.max_tokens = 8,
+                              .body_bytes = 200,
+                              .text_only = true,
+                              .elapsed_ms = 50,
+                              .cum = cum,
+                              .ncum = 3};
+    sw_openai_result_init(&r, 0, 0);
+    r.usage.present = r.timings.present = true;
+    r.usage.prompt_tokens = 16;
+    r.usage.completion_tokens = 3;
+    r.usage.total_tokens = 19;
+    r.timings.prompt_n = 16;
+    r.timings.cache_n = 0;
+    r.timings.predicted_n = 3;
+    r.timings.prompt_ms = 5;
+    r.timings.predicted_ms = 40;
+    r.timings.prompt_per_second = 3200;
+    r.timings.predicted_per_second = 50;
+    assert_int_equal(sw_bench_check(&r, &a, &e), 0);
+    struct sw_openai_result x;
+#define REFUSED(what, field, value)                                                                \
+    do {                                                                                           \
+        x = r;                                                                                     \
+        x.field = value;                                                                           \
+        sw_err_clear(&e);                                                                          \
+        assert_int_equal(sw_bench_check(&x, &a, &e), SW_ERANGE);                                   \
+        if (!strstr(e.msg, what))                                                                  \
+            fail_msg("%s: '%s'", #field, e.msg);                                                   \
+    } while (0)
+    REFUSED("usage.completion_tokens 9 > the 8 tokens asked", usage.completion_tokens, 9);
+    REFUSED("timings.predicted_n 1000000000000000 >", timings.predicted_n, 1000000000000000);
+    REFUSED("usage.prompt_tokens is -7", usage.prompt_tokens, -7);
+    REFUSED("timings.prompt_ms is -0.5", timings.prompt_ms, -0.5);
+    REFUSED("timings.predicted_per_second is inf", timings.predicted_per_second, INFINITY);
+    REFUSED("4297 prompt tokens from a body of 200 bytes", usage.prompt_tokens, 4297);
+    REFUSED("17 cached prompt tokens of 16", usage.cached_tokens, 17);
+    REFUSED("4 reasoning tokens of 3", usage.reasoning_tokens, 4);
+    REFUSED("timings.predicted_per_second 2e+06", timings.predicted_per_second, 2e6);
+    REFUSED("timings.prompt_per_second 1e+09", timings.prompt_per_second, 1e9);
+    REFUSED("= 52.000 ms, the request took 50.000 ms", timings.predicted_ms, 47);
+    x = r;
+    x.timings.draft_n = 4;
+    x.timings.draft_n_accepted = 5;
+    assert_int_equal(sw_bench_check(&x, &a, &e), SW_ERANGE);
+    assert_non_null(strstr(e.msg, "5 accepted of 4 drafted tokens"));
+    /* within the bounds: -1 is "not sent"; the prompt's own bytes plus the template's; the
+     * clock's slack; a rate over one token means nothing */
+    x = r;
+    x.usage.cached_tokens = x.usage.reasoning_tokens = -1;
+    x.usage.prompt_tokens = 4296;
+    x.timings.predicted_ms = 45.5;
+    assert_int_equal(sw_bench_check(&x, &a, &e), 0);
+    x = r;
+    x.timings.predicted_n = 1;
+    x.timings.predicted_per_second = 1e300;
+    x.usage.completion_tokens = 1;
+    assert_int_equal(sw_bench_check(&x, &a, &e), 0);
+    /* a chunk's running count past the ceiling */
+    int64_t wild[3] = {1, 1000000, 3};
+    struct sw_bench_seen b = a;
+    b.cum = wild;
+    assert_int_equal(sw_bench_check(&r, &b, &e), SW_ERANGE);
+    assert_non_null(strstr(e.msg, "a chunk's running count 1000000 > the 8 tokens asked"));
+    /* an image part: its prompt tokens are not bounded by the body's bytes */
+    b = a;
+    b.text_only = false;
+    x = r;
+    x.usage.prompt_tokens = 100000;
+    assert_int_equal(sw_bench_check(&x, &b, &e), 0);
+    /* no ceiling asked: the decode ceiling over the client's time (50 ms: 50,001 tokens) */
+    b = a;
+    b.max_tokens = -1;
+    b.cum = NULL;
+    x = r;
+    x.usage.completion_tokens = x.timings.predicted_n = 50001;
+    assert_int_equal(sw_bench_check(&x, &b, &e), 0);
+    x.usage.completion_tokens = 50002;
+    assert_int_equal(sw_bench_check(&x, &b, &e), SW_ERANGE);
+    assert_non_null(strstr(e.msg, "usage.completion_tokens 50002 in 50.000 ms (past 1e+06"));
+#undef REFUSED
+    sw_openai_result_free(&r);
 }
 
 static void test_failures_and_usage(void **state)
@@ -648,6 +742,7 @@ int main(void)
         cmocka_unit_test(test_counts_disagree),
         cmocka_unit_test(test_open_loop_stall),
         cmocka_unit_test(test_open_loop_threads),
+        cmocka_unit_test(test_bounds),
         cmocka_unit_test(test_failures_and_usage),
     };
     return cmocka_run_group_tests_name("bench", tests, NULL, NULL);

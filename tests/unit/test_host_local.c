@@ -3,7 +3,7 @@
  * group, the line callback, atomic copy with its mode and nothing left on failure, facts), the
  * remote quoting checked by a real /bin/sh, and the parsers of `systemctl show`, `journalctl -o
  * json` and the facts script on recorded outputs (tests/data/host, written from systemd's
- * documented formats). Bounded waits only; no timing assertions.
+ * documented formats; facts-nobus.txt recorded in a container without a systemd manager). Bounded waits only; no timing assertions.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -248,6 +248,8 @@ static void test_facts_local(void **state)
     assert_true(f.mem_total > 0);
     assert_true(f.mem_available > 0 && f.mem_available <= f.mem_total);
     assert_true(f.kernel[0]);
+    /* with systemctl installed, both managers are asked whether they answer or not */
+    assert_true(f.systemd_version == 0 || (f.systemd_system.asked && f.systemd_user.asked));
     assert_int_equal(f.n_paths, 4);
     assert_true(f.paths[0].exists && f.paths[0].is_dir && !f.paths[0].is_exec);
     assert_true(f.paths[0].fs_size > 0 && f.paths[0].fs_avail <= f.paths[0].fs_size);
@@ -306,6 +308,44 @@ static void test_facts_recorded(void **state)
     d = slurp("tests/data/host/facts-truncated.txt", &len);
     assert_int_equal(sw_host_facts_parse(d, len, NULL, 0, &f, &e), SW_ETRUNC);
     sw_free(d);
+}
+
+/* The managers: facts-nobus.txt is the script's output in a container whose PID 1 is not
+ * systemd (systemctl installed, no bus): --version answers, the managers do not. */
+static void test_facts_managers(void **state)
+{
+    (void)state;
+    size_t len;
+    char *d = slurp("tests/data/host/facts-nobus.txt", &len);
+    struct sw_host_facts f;
+    struct sw_err e;
+    assert_int_equal(sw_host_facts_parse(d, len, NULL, 0, &f, &e), 0);
+    assert_int_equal(f.systemd_version, 252);
+    assert_true(f.systemd_system.asked && !f.systemd_system.reached);
+    assert_non_null(strstr(f.systemd_system.said, "Failed to connect to bus: Host is down"));
+    assert_non_null(strstr(f.systemd_system.said, "(PID 1). Can't operate. Failed")); /* joined */
+    assert_true(f.systemd_user.asked && !f.systemd_user.reached);
+    assert_string_equal(f.systemd_user.said, "Failed to connect to bus: No medium found");
+    sw_host_facts_free(&f);
+    sw_free(d);
+    /* answered; an older recording without the lines (not asked); a control byte and a
+     * non-ASCII byte in a complaint shown as '?'; an exit status of nothing is no answer */
+    static const char ok[] = "@systemd systemd 257 (257.9)\n@manager system 0 257\n"
+                             "@manager user 1 Failed \x1b[31m\xc3\xa9\n@end\n";
+    assert_int_equal(sw_host_facts_parse(ok, sizeof(ok) - 1, NULL, 0, &f, &e), 0);
+    assert_true(f.systemd_system.asked && f.systemd_system.reached);
+    assert_string_equal(f.systemd_system.said, "");
+    assert_string_equal(f.systemd_user.said, "Failed ?[31m??");
+    sw_host_facts_free(&f);
+    static const char old[] = "@systemd systemd 252 (252.30-1~deb12u2)\n@end\n";
+    assert_int_equal(sw_host_facts_parse(old, sizeof(old) - 1, NULL, 0, &f, &e), 0);
+    assert_false(f.systemd_system.asked || f.systemd_user.asked);
+    sw_host_facts_free(&f);
+    static const char bad[] = "@manager system x\n@end\n";
+    assert_int_equal(sw_host_facts_parse(bad, sizeof(bad) - 1, NULL, 0, &f, &e), SW_EPARSE);
+    assert_non_null(strstr(e.msg, "bad @manager line"));
+    static const char scope[] = "@manager session 1 x\n@end\n";
+    assert_int_equal(sw_host_facts_parse(scope, sizeof(scope) - 1, NULL, 0, &f, &e), SW_EPARSE);
 }
 
 static void test_unit_show_recorded(void **state)
@@ -435,8 +475,9 @@ int main(void)
         cmocka_unit_test(test_quote_roundtrip),     cmocka_unit_test(test_deadline_kills_group),
         cmocka_unit_test(test_line_callback_stops), cmocka_unit_test(test_copy_atomic_mode),
         cmocka_unit_test(test_facts_local),         cmocka_unit_test(test_facts_recorded),
-        cmocka_unit_test(test_unit_show_recorded),  cmocka_unit_test(test_journal_recorded),
-        cmocka_unit_test(test_open_refuses),        cmocka_unit_test(test_parsers_torture),
+        cmocka_unit_test(test_facts_managers),      cmocka_unit_test(test_unit_show_recorded),
+        cmocka_unit_test(test_journal_recorded),    cmocka_unit_test(test_open_refuses),
+        cmocka_unit_test(test_parsers_torture),
     };
     return cmocka_run_group_tests_name("host_local", tests, NULL, NULL);
 }
