@@ -285,6 +285,7 @@ void sw_sim_free(struct sw_sim *s)
     sw__sim_drop_all(s);
     if (s->http)
         evhttp_free(s->http);
+    sw__sim_guard_free(s);
     if (s->chunk)
         evbuffer_free(s->chunk);
     free(s->alias_json);

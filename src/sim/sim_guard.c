@@ -1,65 +1,112 @@
 /*
- * sim/guard: the bound on a request's head, in front of libevent's HTTP parser.
+ * sim/guard: the bound on a request's head, watched as the bytes arrive.
  *
  * libevent 2.1 reads a request head with no limit by default and rescans the whole buffer for a
  * line end at every read: a 96 MiB header line took 355 MB and ~50 s of CPU. Its own limit
- * (evhttp_set_max_headers_size) answers 400 with an HTML page and no word of the limit. So each
- * connection's socket sits under a filter (evhttp_set_bevcb) that holds the bytes of a head
- * until its empty line: at most SW__SIM_HEAD_MAX bytes and SW__SIM_HEAD_LINES header lines
- * (docs/sim.md). Past either, the filter answers 431 Request Header Fields Too Large itself,
- * naming both limits, shuts the connection's sending side, and discards what the client still
- * sends until it closes (the connection then goes as any other; nothing of the head is kept).
- * After a head the filter passes everything (the body is libevent's, bounded by its max body
- * size) until the request is dispatched (sw__sim_guard_rearm), when the next head begins. What
- * evhttp writes goes to the socket from the guard itself (guard_out says why).
+ * (evhttp_set_max_headers_size) answers with an HTML page and no word of the limit. So every
+ * connection's socket bufferevent (evhttp_set_bevcb) carries a callback on its INPUT buffer that
+ * walks each read's new bytes while a head is under way: at most SW__SIM_HEAD_MAX bytes and
+ * SW__SIM_HEAD_LINES header lines (docs/sim.md). Past either, the guard answers 431 Request
+ * Header Fields Too Large itself, naming both limits, shuts the connection's sending side, and
+ * drops what the client still sends (evhttp, which never sees a whole head, frees the connection
+ * when the client closes, as any other). After a head the guard counts nothing (the body is
+ * libevent's, bounded by its max body size) until the request is dispatched
+ * (sw__sim_guard_rearm), when the next head begins.
+ *
+ * It watches the input side only: what evhttp writes goes out through the socket's own
+ * bufferevent, untouched (a filter bufferevent in front of evhttp carried every streamed token
+ * through two more callbacks and a write of its own, and halved the firehose's tokens per second;
+ * libevent 2.1's filters also lose a Connection: close reply).
+ *
+ * The state of a connection's head lives in a table of the sim keyed by its input buffer's
+ * address, written when evhttp makes the bufferevent (so a buffer at a reused address starts
+ * afresh) and read by the input callback. An entry outlives its connection (libevent says
+ * nothing when it frees a bufferevent), which is harmless: it is found only through a live
+ * buffer, whose own creation reset it. A full table leaves a new connection to libevent's own
+ * limit, the backstop (set above this one).
  *
  * What it deliberately does not do: parse the body's framing. Bytes pipelined behind a request
- * in the read that ended it are already libevent's: their head is bounded by libevent's own
- * limit (set to the same size: a 400).
+ * in the read that ended it are scanned at dispatch.
  */
 #include "sim_internal.h"
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 
-#include <errno.h>
+#include <stdint.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/uio.h>
 
 enum { GUARD_HEAD = 0, GUARD_BODY, GUARD_REFUSED };
 
+#define SLOTS  (1u << 14) /* connections tracked at once; a power of two */
+#define PROBES 32u
+
 struct sw__sim_guard {
-    struct sw__sim_guard *next, *prev; /* the sim's guards */
-    struct sw_sim *sim;
-    struct bufferevent *bev;   /* the filter: what evhttp holds */
-    struct bufferevent *under; /* the socket's */
-    int state;
-    size_t head_bytes;   /* bytes of the head so far */
-    size_t lines;        /* lines of it ended so far (the request line among them) */
-    size_t line_len;     /* bytes of the line under way */
-    bool cr;             /* its last byte was '\r' */
-    size_t scanned;      /* bytes held in the socket's input already scanned */
-    struct event *flush; /* writes the filter's output (below); made once the socket is set */
-    bool pending;        /* flush is active or waits for the socket: a reference held */
-    bool flushing;       /* inside flush: guard_out writes */
-    bool failed;         /* a write failed: nothing more is written */
+    const struct evbuffer *in; /* the connection's input buffer; NULL: free */
+    struct bufferevent *bev;   /* its bufferevent (valid while `in` is found live) */
+    uint32_t head_bytes;       /* bytes of the head so far */
+    uint32_t lines;            /* lines of it ended so far (the request line among them) */
+    uint32_t line_len;         /* bytes of the line under way */
+    uint8_t state;
+    uint8_t cr; /* its last byte was '\r' */
 };
 
-/* Walk b[0..n) of the head: 1 with *end (bytes up to and with the empty line) when it ends
- * there, -1 when a bound is passed, 0 when more is needed. */
-static int scan(struct sw__sim_guard *g, const unsigned char *b, size_t n, size_t *end)
+static size_t slot_of(const void *p)
+{
+    uint64_t x = (uint64_t)(uintptr_t)p;
+    x ^= x >> 29;
+    x *= 0xbf58476d1ce4e5b9ull;
+    x ^= x >> 32;
+    return (size_t)(x & (SLOTS - 1));
+}
+
+/* The entry of input buffer `in`, NULL when it has none. */
+static struct sw__sim_guard *find(struct sw_sim *s, const struct evbuffer *in)
+{
+    if (!s->guards)
+        return NULL;
+    size_t h = slot_of(in);
+    for (size_t i = 0; i < PROBES; i++) {
+        struct sw__sim_guard *g = &s->guards[(h + i) & (SLOTS - 1)];
+        if (g->in == in)
+            return g;
+    }
+    return NULL;
+}
+
+/* A fresh entry for a new connection's buffer: its own old one, else a free one, else the
+ * first probed (a connection that entry tracked goes to libevent's backstop). */
+static struct sw__sim_guard *claim(struct sw_sim *s, struct bufferevent *bev)
+{
+    const struct evbuffer *in = bufferevent_get_input(bev);
+    size_t h = slot_of(in);
+    struct sw__sim_guard *g = find(s, in);
+    for (size_t i = 0; !g && i < PROBES; i++) {
+        struct sw__sim_guard *c = &s->guards[(h + i) & (SLOTS - 1)];
+        if (!c->in)
+            g = c;
+    }
+    if (!g)
+        g = &s->guards[h];
+    memset(g, 0, sizeof(*g));
+    g->in = in;
+    g->bev = bev;
+    return g;
+}
+
+/* Walk b[0..n) of the head: 1 when it ends there, -1 when a bound is passed, 0 when more is
+ * needed. */
+static int scan(struct sw__sim_guard *g, const unsigned char *b, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         g->head_bytes++;
         if (b[i] == '\n') {
-            if (g->line_len == 0 || (g->line_len == 1 && g->cr)) {
-                *end = i + 1;
+            if (g->line_len == 0 || (g->line_len == 1 && g->cr))
                 return 1;
-            }
             g->lines++;
             g->line_len = 0;
-            g->cr = false;
+            g->cr = 0;
         } else {
             g->line_len++;
             g->cr = b[i] == '\r';
@@ -70,8 +117,8 @@ static int scan(struct sw__sim_guard *g, const unsigned char *b, size_t n, size_
     return 0;
 }
 
-/* Scan buf from byte `from` on; as scan(), *end counted from buf's start. */
-static int scan_buffer(struct sw__sim_guard *g, struct evbuffer *buf, size_t from, size_t *end)
+/* Scan buf's bytes from `from` to its end, piece by piece (no copy). */
+static int scan_from(struct sw__sim_guard *g, struct evbuffer *buf, size_t from)
 {
     size_t len = evbuffer_get_length(buf);
     while (from < len) {
@@ -80,10 +127,8 @@ static int scan_buffer(struct sw__sim_guard *g, struct evbuffer *buf, size_t fro
         if (evbuffer_ptr_set(buf, &p, from, EVBUFFER_PTR_SET) != 0 ||
             evbuffer_peek(buf, -1, &p, &v, 1) < 1 || !v.iov_len)
             return -1;
-        size_t n = SW_MIN(v.iov_len, len - from), at = 0;
-        int r = scan(g, v.iov_base, n, &at);
-        if (r == 1)
-            *end = from + at;
+        size_t n = SW_MIN(v.iov_len, len - from);
+        int r = scan(g, v.iov_base, n);
         if (r)
             return r;
         from += n;
@@ -91,14 +136,12 @@ static int scan_buffer(struct sw__sim_guard *g, struct evbuffer *buf, size_t fro
     return 0;
 }
 
-/* Past a bound: the 431 sent at once (nothing of evhttp's is waiting: it counts a reply sent
- * only once the socket took it, guard_out), the sending side shut so the client reads it and
- * then the end, and what is held dropped. send(MSG_NOSIGNAL): a client already gone is no
- * SIGPIPE. */
-static void refuse(struct sw__sim_guard *g, struct evbuffer *src)
+/* Past a bound: the 431 sent at once on the socket (nothing of evhttp's is waiting: it has not
+ * seen a whole head), the sending side shut so the client reads it and then the end, and what is
+ * held dropped. send(MSG_NOSIGNAL): a client already gone is no SIGPIPE. */
+static void refuse(struct sw__sim_guard *g, struct evbuffer *in)
 {
     g->state = GUARD_REFUSED;
-    evbuffer_drain(src, evbuffer_get_length(src));
     char body[300], msg[600];
     int nb = snprintf(body, sizeof(body),
                       "Request Header Fields Too Large: a request line and its headers are at "
@@ -108,214 +151,80 @@ static void refuse(struct sw__sim_guard *g, struct evbuffer *src)
                      "HTTP/1.1 431 Request Header Fields Too Large\r\nContent-Type: text/plain; "
                      "charset=utf-8\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s",
                      nb, body);
-    evutil_socket_t fd = bufferevent_getfd(g->under);
-    if (fd < 0)
-        return;
-    (void)send(fd, msg, (size_t)SW_MIN(n, (int)sizeof(msg) - 1), MSG_NOSIGNAL);
-    shutdown(fd, SHUT_WR);
+    evutil_socket_t fd = bufferevent_getfd(g->bev);
+    if (fd >= 0) {
+        (void)send(fd, msg, (size_t)SW_MIN(n, (int)sizeof(msg) - 1), MSG_NOSIGNAL);
+        shutdown(fd, SHUT_WR);
+    }
+    evbuffer_drain(in, evbuffer_get_length(in));
 }
 
-static enum bufferevent_filter_result guard_in(struct evbuffer *src, struct evbuffer *dst,
-                                               ev_ssize_t limit, enum bufferevent_flush_mode mode,
-                                               void *ctx)
+/* Bytes came into (or left) a connection's input: the new ones are its last n_added. */
+static void on_input(struct evbuffer *in, const struct evbuffer_cb_info *info, void *arg)
 {
-    struct sw__sim_guard *g = ctx;
-    (void)mode;
+    struct sw_sim *s = arg;
+    if (!info->n_added)
+        return; /* evhttp consumed some: nothing new to count */
+    struct sw__sim_guard *g = find(s, in);
+    if (!g || g->state == GUARD_BODY)
+        return;
     if (g->state == GUARD_REFUSED) {
-        /* read and dropped, never kept; returning no data leaves libevent's timeout running */
-        evbuffer_drain(src, evbuffer_get_length(src));
-        return BEV_NEED_MORE;
-    }
-    if (g->state == GUARD_HEAD) {
-        size_t end = 0;
-        int r = scan_buffer(g, src, g->scanned, &end);
-        if (r < 0) {
-            refuse(g, src);
-            return BEV_NEED_MORE;
-        }
-        if (r == 0) {
-            g->scanned = evbuffer_get_length(src);
-            return BEV_NEED_MORE; /* held until the head is whole */
-        }
-        g->state = GUARD_BODY;
-        g->scanned = 0;
-    }
-    size_t n = evbuffer_get_length(src);
-    if (limit >= 0)
-        n = SW_MIN(n, (size_t)limit);
-    if (!n)
-        return BEV_NEED_MORE;
-    return evbuffer_remove_buffer(src, dst, n) < 0 ? BEV_ERROR : BEV_OK;
-}
-
-/* Output. libevent 2.1's filter hands its output on when bytes are added while writing is
- * enabled, but evhttp adds a reply before it enables writing (evhttp_send: the header, then
- * evhttp_write_buffer) and enabling hands nothing on; evhttp counts a reply sent, and may close
- * the connection (Connection: close), once the filter's output is empty, although the socket's
- * bufferevent has not written it yet; and a filter's write callback (be_filter_writecb) holds no
- * reference while evhttp may free the connection inside it. So the filter's output is written by
- * the guard itself: an addition schedules `flush` (every addition of a loop's turn in one write,
- * as the socket's bufferevent did), which holds a reference on the filter while it writes, with
- * send(MSG_NOSIGNAL) (a client gone is an error, not SIGPIPE); what the socket does not take
- * waits in the filter's output and `flush` waits for the socket: the filter's output is empty
- * only once all of it was sent. */
-static int write_out(struct evbuffer *src, evutil_socket_t fd)
-{
-    while (evbuffer_get_length(src)) {
-        struct evbuffer_iovec v[16];
-        int n = evbuffer_peek(src, -1, NULL, v, 16);
-        struct msghdr m;
-        memset(&m, 0, sizeof(m));
-        m.msg_iov = (struct iovec *)v;
-        m.msg_iovlen = (size_t)SW_MIN(n, 16);
-        ssize_t w = sendmsg(fd, &m, MSG_NOSIGNAL);
-        if (w < 0)
-            return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? 0 : -1;
-        evbuffer_drain(src, (size_t)w);
-    }
-    return 0;
-}
-
-static enum bufferevent_filter_result guard_out(struct evbuffer *src, struct evbuffer *dst,
-                                                ev_ssize_t limit, enum bufferevent_flush_mode mode,
-                                                void *ctx)
-{
-    struct sw__sim_guard *g = ctx;
-    (void)dst;
-    (void)limit;
-    (void)mode;
-    evutil_socket_t fd = bufferevent_getfd(g->under);
-    size_t before = evbuffer_get_length(src);
-    if (!g->flushing || g->failed || fd < 0 || !before)
-        return BEV_NEED_MORE;
-    if (write_out(src, fd) != 0) {
-        /* what the socket's bufferevent reports: evhttp fails the connection */
-        g->failed = true;
-        bufferevent_trigger_event(g->bev, BEV_EVENT_ERROR | BEV_EVENT_WRITING,
-                                  BEV_TRIG_DEFER_CALLBACKS);
-        return BEV_ERROR;
-    }
-    return evbuffer_get_length(src) < before ? BEV_OK : BEV_NEED_MORE;
-}
-
-static void flush_cb(evutil_socket_t fd, short what, void *arg)
-{
-    struct sw__sim_guard *g = arg;
-    bufferevent_event_cb owner = NULL;
-    (void)fd;
-    (void)what;
-    bufferevent_getcb(g->bev, NULL, NULL, &owner, NULL);
-    if (owner && !g->failed) { /* evhttp still holds it (its free clears the callbacks) */
-        g->flushing = true;
-        bufferevent_flush(g->bev, EV_WRITE, BEV_NORMAL);
-        g->flushing = false;
-        bufferevent_getcb(g->bev, NULL, NULL, &owner, NULL);
-        if (owner && !g->failed && evbuffer_get_length(bufferevent_get_output(g->bev)) &&
-            (bufferevent_get_enabled(g->bev) & EV_WRITE) && event_add(g->flush, NULL) == 0)
-            return; /* waits for the socket, the reference kept */
-    }
-    g->pending = false;
-    bufferevent_decref(g->bev);
-}
-
-static void out_added(struct evbuffer *buf, const struct evbuffer_cb_info *info, void *arg)
-{
-    struct sw__sim_guard *g = arg;
-    (void)buf;
-    if (!info->n_added || g->pending)
+        evbuffer_drain(in, evbuffer_get_length(in)); /* read and dropped, never kept */
         return;
-    evutil_socket_t fd = bufferevent_getfd(g->under);
-    if (!g->flush && fd >= 0)
-        g->flush = event_new(bufferevent_get_base(g->bev), fd, EV_WRITE, flush_cb, g);
-    if (!g->flush)
-        return; /* out of memory: written by the next addition, or never */
-    g->pending = true;
-    bufferevent_incref(g->bev);
-    event_active(g->flush, EV_WRITE, 1);
+    }
+    size_t len = evbuffer_get_length(in);
+    size_t from = len >= info->n_added ? len - info->n_added : 0;
+    int r = scan_from(g, in, from);
+    if (r > 0)
+        g->state = GUARD_BODY;
+    else if (r < 0)
+        refuse(g, in);
 }
 
-static void guard_free(void *ctx)
-{
-    struct sw__sim_guard *g = ctx;
-    if (g->flush)
-        event_free(g->flush);
-    if (g->prev)
-        g->prev->next = g->next;
-    else
-        g->sim->guards = g->next;
-    if (g->next)
-        g->next->prev = g->prev;
-    sw_free(g);
-}
-
-/* evhttp's bufferevent for a new connection: the socket's under the guard. NULL (out of memory)
- * lets evhttp make a plain one, bounded by its own limit. The guard is freed with the filter
- * (guard_free, its context). */
+/* evhttp's bufferevent for a new connection: a socket bufferevent with the guard on its input.
+ * NULL (out of memory) lets evhttp make a plain one, bounded by libevent's own limit. */
 static struct bufferevent *guard_new(struct event_base *base, void *arg)
 {
     struct sw_sim *s = arg;
-    struct sw__sim_guard *g = sw_calloc(1, sizeof(*g));
-    if (!g)
+    struct bufferevent *b = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
+    if (!b)
         return NULL;
-    g->sim = s;
-    g->next = s->guards;
-    if (s->guards)
-        s->guards->prev = g;
-    s->guards = g;
-    struct bufferevent *u = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
-    struct bufferevent *f =
-        u ? bufferevent_filter_new(u, guard_in, guard_out, BEV_OPT_CLOSE_ON_FREE, guard_free, g)
-          : NULL;
-    if (!f) {
-        if (u)
-            bufferevent_free(u);
-        guard_free(g);
-        return NULL;
-    }
-    g->bev = f;
-    g->under = u;
-    if (!evbuffer_add_cb(bufferevent_get_output(f), out_added, g)) {
-        bufferevent_free(f); /* and g with it (guard_free) */
-        return NULL;
-    }
-    return f;
+    if (s->guards && evbuffer_add_cb(bufferevent_get_input(b), on_input, s))
+        claim(s, b);
+    return b;
 }
 
-void sw__sim_guard_init(struct sw_sim *s)
+int sw__sim_guard_init(struct sw_sim *s)
 {
+    s->guards = sw_calloc(SLOTS, sizeof(*s->guards));
+    if (!s->guards)
+        return SW_ENOMEM;
     evhttp_set_bevcb(s->http, guard_new, s);
-    evhttp_set_max_headers_size(s->http, SW__SIM_HEAD_MAX);
+    /* the backstop (a full table, a head pipelined behind a request): libevent's own error past
+     * twice this bound */
+    evhttp_set_max_headers_size(s->http, 2 * SW__SIM_HEAD_MAX);
+    return 0;
+}
+
+void sw__sim_guard_free(struct sw_sim *s)
+{
+    sw_free(s->guards);
+    s->guards = NULL;
 }
 
 void sw__sim_guard_rearm(struct sw_sim *s, struct evhttp_request *req)
 {
     struct evhttp_connection *c = evhttp_request_get_connection(req);
     struct bufferevent *bev = c ? evhttp_connection_get_bufferevent(c) : NULL;
-    struct sw__sim_guard *g = s->guards;
-    while (g && g->bev != bev)
-        g = g->next;
+    struct evbuffer *in = bev ? bufferevent_get_input(bev) : NULL;
+    struct sw__sim_guard *g = in ? find(s, in) : NULL;
     if (!g || g->state == GUARD_REFUSED)
         return;
     g->state = GUARD_HEAD;
-    g->head_bytes = g->lines = g->line_len = g->scanned = 0;
-    g->cr = false;
-    /* bytes of the next request that came in the read that ended this one are libevent's
-     * already: they count, and a head they hold whole (or past a bound) is left to libevent */
-    size_t end = 0;
-    if (scan_buffer(g, bufferevent_get_input(bev), 0, &end) != 0)
+    g->head_bytes = g->lines = g->line_len = 0;
+    g->cr = 0;
+    /* bytes of the next request that came in the read that ended this one: they count (a head
+     * they hold whole, or one past a bound, is libevent's to parse: its backstop decides) */
+    if (scan_from(g, in, 0) != 0)
         g->state = GUARD_BODY;
-}
-
-void sw__sim_guard_write_now(struct bufferevent *bev, evutil_socket_t fd)
-{
-    struct evbuffer *out = bufferevent_get_output(bev);
-    if (bufferevent_get_underlying(bev)) { /* a guarded connection: its filter holds it */
-        write_out(out, fd);
-        return;
-    }
-    /* a socket's bufferevent keeps its output's front frozen (only it drains it): thawed for
-     * this one write */
-    evbuffer_unfreeze(out, 1);
-    evbuffer_write(out, fd);
-    evbuffer_freeze(out, 1);
 }

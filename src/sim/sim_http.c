@@ -548,7 +548,12 @@ static void reset_slot(struct sw_sim *s, int i)
     struct bufferevent *bev = c ? evhttp_connection_get_bufferevent(c) : NULL;
     evutil_socket_t fd = bev ? bufferevent_getfd(bev) : -1;
     if (fd >= 0) {
-        sw__sim_guard_write_now(bev, fd);
+        /* the bufferevent keeps its output's front frozen (only it drains it): thawed for
+         * this one write */
+        struct evbuffer *out = bufferevent_get_output(bev);
+        evbuffer_unfreeze(out, 1);
+        evbuffer_write(out, fd);
+        evbuffer_freeze(out, 1);
         /* Linux aborts a connected TCP socket dissolved with AF_UNSPEC: it sends the RST that
          * close() with a zero linger would, and leaves the descriptor to its owner */
         struct sockaddr sa;
@@ -1584,7 +1589,8 @@ int sw__sim_http_init(struct sw_sim *s, struct sw_err *e)
         return sw_err_set(e, SW_ENOMEM, "out of memory");
     evhttp_set_allowed_methods(s->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD);
     evhttp_set_max_body_size(s->http, BODY_MAX);
-    sw__sim_guard_init(s);
+    if (sw__sim_guard_init(s))
+        return sw_err_set(e, SW_ENOMEM, "out of memory");
     evhttp_set_timeout(s->http, 600);
     evhttp_set_gencb(s->http, on_request, s);
     /* the served name as a JSON string, once (the streamed chunks' fast path) */

@@ -121,7 +121,7 @@ struct sw_sim {
     struct evhttp_request **hung; /* requests held by a hang (answered when it clears) */
     struct evhttp_connection **hung_conn; /* and their connections */
     size_t n_hung, cap_hung;
-    struct sw__sim_guard *guards; /* every connection's head guard (sim_guard.c) */
+    struct sw__sim_guard *guards; /* the connections' head guards, a table (sim_guard.c) */
 };
 
 /* The boot scripts (sim_boot.c). */
@@ -143,13 +143,11 @@ void sw__sim_log_lines(struct sw_sim *s, const struct sw_buf *b);
 #define SW__SIM_HEAD_MAX   (64u << 10)
 #define SW__SIM_HEAD_LINES 100u
 struct sw__sim_guard;
-/* Put every connection of s->http under the guard (evhttp_set_bevcb). */
-void sw__sim_guard_init(struct sw_sim *s);
+/* Put every connection of s->http under the guard (evhttp_set_bevcb); SW_ENOMEM. */
+int sw__sim_guard_init(struct sw_sim *s);
+void sw__sim_guard_free(struct sw_sim *s);
 /* req was dispatched: the next bytes on its connection begin the next head. */
 void sw__sim_guard_rearm(struct sw_sim *s, struct evhttp_request *req);
-/* What a connection's bufferevent holds unwritten, written to fd now, as far as the socket
- * takes it. */
-void sw__sim_guard_write_now(struct bufferevent *bev, evutil_socket_t fd);
 
 /* The HTTP surface and scheduler (sim_http.c). */
 int sw__sim_http_init(struct sw_sim *s, struct sw_err *e);
