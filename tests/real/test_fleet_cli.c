@@ -119,6 +119,70 @@ static void test_show(void **state)
     swt_run_free(&r);
 }
 
+/* An endpoint with no listen port is at its engine's own default port everywhere: the unit's
+ * --port, fleet show, and where probe looks (issue 27: vLLM and SGLang were rendered with 8000 and
+ * 30000 and probed at 8080, or refused by probe and bench for "no listen port"). */
+static void test_default_ports(void **state)
+{
+    (void)state;
+    char *dir = swt_tmpdir();
+    char fleet[4200];
+    snprintf(fleet, sizeof(fleet), "%s", swt_join(dir, "f.yaml"));
+    swt_write_str(fleet, "version: 1\n"
+                         "hosts:\n"
+                         "  far:\n"
+                         "    transport: {kind: ssh, address: 192.0.2.7, user: root}\n"
+                         "    devices:\n"
+                         "      cpu: {kind: cpu, vendor: cpu}\n"
+                         "endpoints:\n"
+                         "  l:\n"
+                         "    host: far\n"
+                         "    engine: llama.cpp\n"
+                         "    binary: /opt/llama/bin/llama-server\n"
+                         "    payload: {path: /models/m.gguf}\n"
+                         "  v:\n"
+                         "    host: far\n"
+                         "    engine: vllm\n"
+                         "    payload: {path: /models/v}\n"
+                         "    listen: {address: 0.0.0.0}\n"
+                         "  s:\n"
+                         "    host: far\n"
+                         "    engine: sglang\n"
+                         "    payload: {path: /models/s}\n"
+                         "    listen: {address: 0.0.0.0}\n");
+    static const struct {
+        const char *ep, *port, *reached;
+    } want[] = {
+        {"l", "--port 8080", "reached through its host at http://127.0.0.1:8080"},
+        {"v", "--port 8000", "reached at http://192.0.2.7:8000"},
+        {"s", "--port 30000", "reached at http://192.0.2.7:30000"},
+    };
+    struct swt_run r;
+    assert_int_equal(swt_slipway(&r, "fleet", "show", fleet, NULL), 0);
+    assert_int_equal(r.status, 0);
+    for (size_t i = 0; i < SW_ARRAY_LEN(want); i++)
+        if (!strstr(r.out, want[i].reached))
+            fail_msg("fleet show does not say '%s':\n%s", want[i].reached, r.out);
+    swt_run_free(&r);
+    for (size_t i = 0; i < SW_ARRAY_LEN(want); i++) {
+        assert_int_equal(swt_slipway(&r, "render", want[i].ep, fleet, NULL), 0);
+        if (!strstr(r.out, want[i].port))
+            fail_msg("render %s: no '%s' in:\n%s%s", want[i].ep, want[i].port, r.out, r.err);
+        swt_run_free(&r);
+    }
+    /* probe looks where the engine listens (192.0.2.7 is TEST-NET: nothing answers, the
+     * battery gives up within its deadline) */
+    assert_int_equal(swt_slipway(&r, "probe", "v", "--fleet", fleet, "--only", "readiness",
+                                 "--deadline", "2s", "--json", NULL),
+                     0);
+    json_t *j = swt_json_out(&r);
+    assert_non_null(j);
+    assert_string_equal(json_string_value(json_object_get(j, "url")), "http://192.0.2.7:8000");
+    json_decref(j);
+    swt_run_free(&r);
+    swt_tmpdir_free(dir);
+}
+
 int main(void)
 {
     sw_core_init();
@@ -126,6 +190,7 @@ int main(void)
         cmocka_unit_test(test_check_ok),
         cmocka_unit_test(test_check_errors),
         cmocka_unit_test(test_show),
+        cmocka_unit_test(test_default_ports),
     };
     return cmocka_run_group_tests_name("fleet_cli", tests, NULL, NULL);
 }
