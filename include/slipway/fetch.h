@@ -13,7 +13,8 @@
  *  - hfcache (payload/hfcache.c): the Hugging Face cache layout (models--org--name/blobs/<etag>,
  *    snapshots/<commit>/<path> -> ../../blobs/<etag>, refs/<revision>), so that what another
  *    tool downloaded is reused (after hashing it) and what slipway downloads is theirs too.
- *  - download (payload/download.c): several files at once on one net loop (libcurl multi),
+ *  - download (payload/download.c, the run; download_present.c, what is there already;
+ *    download_xfer.c, the transfers): several files at once on one net loop (libcurl multi),
  *    no symbolic link followed below the destination (payload/nofollow.c),
  *    each written to <target>.incomplete while its sha256 is computed from the bytes as they
  *    arrive, resumed with Range after a cut (a server that answers 200 to a Range restarts the
