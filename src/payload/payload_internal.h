@@ -11,6 +11,8 @@
 
 /* s is exactly n hex digits (either case). */
 bool sw__payload_hex_ok(const char *s, size_t n);
+/* path matches one of the NULL-terminated fnmatch globs (NULL or none: every path does). */
+bool sw__payload_included(const char *path, const char *const *globs);
 /* The n bytes of a digest as 2n lowercase hex digits and a NUL into out. */
 void sw__payload_hex(const unsigned char *d, size_t n, char *out);
 /* Start git's blob hash of `size` bytes in c: SHA-1 over "blob <size>", its NUL, then the bytes
