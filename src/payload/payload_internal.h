@@ -5,6 +5,7 @@
 #ifndef SW_PAYLOAD_INTERNAL_H
 #define SW_PAYLOAD_INTERNAL_H
 
+#include <slipway/fetch.h>
 #include <slipway/payload.h>
 
 #include <openssl/evp.h>
@@ -71,5 +72,32 @@ int sw__nf_sibling(const char *base, const char *suffix, const char *path, char 
  * "../../blobs/<blob>" (blob "" gives the prefix every blob of that file shares). SW_ERANGE
  * when it does not fit out. */
 int sw__hfcache_blob_target(const char *path, const char *blob, char *out, size_t n);
+
+/* ---------------------------------------------------------------------------------------------
+ * target (payload/target.c): where a payload is, from a directory, a repo or a fleet's endpoint.
+ */
+
+/* What a download fetches from where to where. Strings not held here are the caller's or the
+ * fleet's. */
+struct sw__fetch_target {
+    const char *repo;
+    const char *revision;       /* NULL: the manifest's, else main */
+    const char *const *include; /* NULL: every file */
+    char dest[4096];            /* "": the HF cache */
+    char manifest[4096];        /* "": ask the Hub */
+    bool manifest_default;      /* the fleet's default place: its absence means "ask the Hub" */
+    const char *endpoint;
+    const char *globs[SW_FETCH_MAX_INCLUDE + 1];
+};
+
+/* The files to check: target a directory (without a fleet), else an ENDPOINT of the fleet
+ * (NULL: ./fleet.yaml), loaded into *fleet (the caller frees it, also on error). */
+int sw__payload_target_local(const char *target, const char *fleet_path, const char *manifest,
+                             struct sw_fleet **fleet, struct sw_payload_target *t,
+                             struct sw_err *e);
+/* What to fetch: o->target a Hub repository (namespace/name), else an ENDPOINT whose payload
+ * names it; *fleet as above. */
+int sw__payload_target_hub(const struct sw_fetch_payload_opts *o, struct sw_fleet **fleet,
+                           struct sw__fetch_target *t, struct sw_err *e);
 
 #endif
