@@ -53,6 +53,27 @@ uint64_t sw_gguf_tensor_nelements(const struct sw_gguf_tensor *t)
     return t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3];
 }
 
+int sw_gguf_array_elem(const struct sw_gguf_value *v, uint64_t i, struct sw_gguf_value *out)
+{
+    memset(out, 0, sizeof(*out));
+    if (v->type != SW_GGUF_ARRAY)
+        return SW_EINVAL;
+    if (i >= v->as.arr.n)
+        return SW_ERANGE;
+    out->type = v->as.arr.elem;
+    if (out->type == SW_GGUF_STRING)
+        out->as.str = v->as.arr.v.str[i];
+    else if (out->type == SW_GGUF_BOOL)
+        out->as.b = v->as.arr.v.b[i];
+    else if (is_flt(out->type))
+        out->as.f = v->as.arr.v.f[i];
+    else if (is_uns(out->type))
+        out->as.u = v->as.arr.v.u[i];
+    else
+        out->as.i = v->as.arr.v.i[i];
+    return 0;
+}
+
 /* Element i of an array value (or the scalar when i < 0) as u64 / i64 / f64. */
 static int elem_u64(const struct sw_gguf_value *v, int64_t i, uint64_t *out)
 {
