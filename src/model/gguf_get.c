@@ -212,9 +212,10 @@ int sw_gguf_arch_f64(const struct sw_gguf *g, const char *suffix, double *out)
     return rc ? rc : sw_gguf_get_f64(g, key, out);
 }
 
-/* llama.cpp's llama_model_loader::get_key_or_arr: a scalar is broadcast to n layers, an array
- * must have exactly n elements. */
-int sw_gguf_arch_per_layer(const struct sw_gguf *g, const char *suffix, uint64_t *out, size_t n)
+/* llama.cpp's llama_model_loader::get_key_or_arr: "<arch>.<suffix>" as a scalar (broadcast to n
+ * layers) or an array of exactly n elements; *arr says which. */
+static int per_layer_value(const struct sw_gguf *g, const char *suffix, size_t n,
+                           const struct sw_gguf_value **out, bool *arr)
 {
     char key[256];
     int rc = sw_gguf_arch_key(g, suffix, key, sizeof(key));
@@ -223,53 +224,43 @@ int sw_gguf_arch_per_layer(const struct sw_gguf *g, const char *suffix, uint64_t
     const struct sw_gguf_kv *kv = sw_gguf_find(g, key);
     if (!kv)
         return SW_ENOENT;
-    const struct sw_gguf_value *v = &kv->val;
-    if (v->type != SW_GGUF_ARRAY) {
-        uint64_t x;
-        rc = elem_u64(v, -1, &x);
-        if (rc)
-            return rc;
-        for (size_t i = 0; i < n; i++)
-            out[i] = x;
-        return 0;
+    *out = &kv->val;
+    *arr = kv->val.type == SW_GGUF_ARRAY;
+    return *arr && kv->val.as.arr.n != n ? SW_EPARSE : 0;
+}
+
+int sw_gguf_arch_per_layer(const struct sw_gguf *g, const char *suffix, uint64_t *out, size_t n)
+{
+    const struct sw_gguf_value *v;
+    bool arr;
+    int rc = per_layer_value(g, suffix, n, &v, &arr);
+    if (rc || arr) {
+        for (size_t i = 0; !rc && i < n; i++)
+            rc = elem_u64(v, (int64_t)i, &out[i]);
+        return rc;
     }
-    if (v->as.arr.n != n)
-        return SW_EPARSE;
-    for (size_t i = 0; i < n; i++) {
-        rc = elem_u64(v, (int64_t)i, &out[i]);
-        if (rc)
-            return rc;
-    }
-    return 0;
+    uint64_t x;
+    rc = elem_u64(v, -1, &x);
+    for (size_t i = 0; !rc && i < n; i++)
+        out[i] = x;
+    return rc;
 }
 
 int sw_gguf_arch_per_layer_f64(const struct sw_gguf *g, const char *suffix, double *out, size_t n)
 {
-    char key[256];
-    int rc = sw_gguf_arch_key(g, suffix, key, sizeof(key));
-    if (rc)
+    const struct sw_gguf_value *v;
+    bool arr;
+    int rc = per_layer_value(g, suffix, n, &v, &arr);
+    if (rc || arr) {
+        for (size_t i = 0; !rc && i < n; i++)
+            rc = elem_f64(v, (int64_t)i, &out[i]);
         return rc;
-    const struct sw_gguf_kv *kv = sw_gguf_find(g, key);
-    if (!kv)
-        return SW_ENOENT;
-    const struct sw_gguf_value *v = &kv->val;
-    if (v->type != SW_GGUF_ARRAY) {
-        double x;
-        rc = elem_f64(v, -1, &x);
-        if (rc)
-            return rc;
-        for (size_t i = 0; i < n; i++)
-            out[i] = x;
-        return 0;
     }
-    if (v->as.arr.n != n)
-        return SW_EPARSE;
-    for (size_t i = 0; i < n; i++) {
-        rc = elem_f64(v, (int64_t)i, &out[i]);
-        if (rc)
-            return rc;
-    }
-    return 0;
+    double x;
+    rc = elem_f64(v, -1, &x);
+    for (size_t i = 0; !rc && i < n; i++)
+        out[i] = x;
+    return rc;
 }
 
 int sw_gguf_key_err(const struct sw_gguf *g, const char *key, const char *expected, int rc,
