@@ -332,16 +332,32 @@ static uint32_t n_layer_trunk(const struct hp *h)
     return h->n_layer_all - h->n_layer_nextn;
 }
 
+/* Per-layer values (get_key_or_arr) over n layers, several in order; the first error wins. */
+struct pl_key {
+    const char *key;
+    uint32_t *out;
+};
+
+static int get_per_layer_all(struct rd *r, const struct pl_key *k, size_t nk, uint32_t n)
+{
+    for (size_t i = 0; i < nk; i++) {
+        int rc = get_per_layer(r, k[i].key, k[i].out, n, false, NULL);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+/* llama_model_base::load_hparams: the keys every arch reads, in its order. */
 static int read_base(struct rd *r, struct hp *h)
 {
     int rc;
     bool f;
     uint32_t b;
 
-    rc = get_u32(r, "context_length", &h->n_ctx_train, true, NULL);
-    if (rc)
-        return rc;
-    rc = get_u32(r, "embedding_length", &h->n_embd, true, NULL);
+    const struct u32_key sizes[] = {{"context_length", &h->n_ctx_train, true},
+                                    {"embedding_length", &h->n_embd, true}};
+    rc = get_u32_all(r, sizes, SW_ARRAY_LEN(sizes));
     if (rc)
         return rc;
     b = 1;
@@ -364,13 +380,10 @@ static int read_base(struct rd *r, struct hp *h)
     rc = get_u32(r, "expert_count", &h->n_expert, false, NULL);
     if (rc)
         return rc;
-    rc = get_per_layer(r, "expert_used_count", h->n_expert_used, h->n_layer_all, false, NULL);
-    if (rc)
-        return rc;
-    rc = get_per_layer(r, "feed_forward_length", h->n_ff, h->n_layer_all, false, NULL);
-    if (rc)
-        return rc;
-    rc = get_per_layer(r, "attention.head_count", h->n_head, h->n_layer_all, false, NULL);
+    const struct pl_key layers[] = {{"expert_used_count", h->n_expert_used},
+                                    {"feed_forward_length", h->n_ff},
+                                    {"attention.head_count", h->n_head}};
+    rc = get_per_layer_all(r, layers, SW_ARRAY_LEN(layers), h->n_layer_all);
     if (rc)
         return rc;
     memcpy(h->n_head_kv, h->n_head, sizeof(h->n_head));
@@ -381,20 +394,17 @@ static int read_base(struct rd *r, struct hp *h)
     rc = get_f64(r, "rope.freq_base", &h->rope_base);
     if (rc)
         return rc;
-    {
-        double sc = 0;
-        rc = get_f64(r, "rope.scaling.factor", &sc);
-        if (rc)
-            return rc;
-        h->rope_scale = sc == 0 ? 1.0 : 1.0 / sc;
-    }
+    double sc = 0;
+    rc = get_f64(r, "rope.scaling.factor", &sc);
+    if (rc)
+        return rc;
+    h->rope_scale = sc == 0 ? 1.0 : 1.0 / sc;
     if (h->n_head[0] > 0) {
         h->hk_full = h->n_embd / h->n_head[0];
-        rc = get_u32(r, "attention.key_length", &h->hk_full, false, NULL);
-        if (rc)
-            return rc;
         h->hv_full = h->n_embd / h->n_head[0];
-        rc = get_u32(r, "attention.value_length", &h->hv_full, false, NULL);
+        const struct u32_key dims[] = {{"attention.key_length", &h->hk_full, false},
+                                       {"attention.value_length", &h->hv_full, false}};
+        rc = get_u32_all(r, dims, SW_ARRAY_LEN(dims));
         if (rc)
             return rc;
         h->n_rot = h->hk_full;
@@ -404,30 +414,20 @@ static int read_base(struct rd *r, struct hp *h)
     }
     h->hk_swa = h->hk_full;
     h->hv_swa = h->hv_full;
-    rc = get_u32(r, "attention.key_length_swa", &h->hk_swa, false, NULL);
+    /* the shared-expert and dense-lead keys are not read by load_hparams itself, but by many
+     * archs; harmless to read for the summary */
+    const struct u32_key more[] = {
+        {"attention.key_length_swa", &h->hk_swa, false},
+        {"attention.value_length_swa", &h->hv_swa, false},
+        {"expert_shared_count", &h->n_expert_shared, false},
+        {"expert_shared_feed_forward_length", &h->n_ff_shexp, false},
+        {"leading_dense_block_count", &h->n_dense_lead, false},
+    };
+    rc = get_u32_all(r, more, SW_ARRAY_LEN(more));
     if (rc)
         return rc;
-    rc = get_u32(r, "attention.value_length_swa", &h->hv_swa, false, NULL);
-    if (rc)
-        return rc;
-    /* not read by load_hparams itself, but by many archs; harmless to read for the summary */
-    rc = get_u32(r, "expert_shared_count", &h->n_expert_shared, false, NULL);
-    if (rc)
-        return rc;
-    rc = get_u32(r, "expert_shared_feed_forward_length", &h->n_ff_shexp, false, NULL);
-    if (rc)
-        return rc;
-    rc = get_u32(r, "leading_dense_block_count", &h->n_dense_lead, false, NULL);
-    if (rc)
-        return rc;
-    {
-        /* expert_feed_forward_length is per-layer in some archs, scalar in most */
-        rc = get_per_layer(r, "expert_feed_forward_length", h->n_ff_exp, h->n_layer_all, false,
-                           NULL);
-        if (rc)
-            return rc;
-    }
-    return 0;
+    /* expert_feed_forward_length is per-layer in some archs, scalar in most */
+    return get_per_layer(r, "expert_feed_forward_length", h->n_ff_exp, h->n_layer_all, false, NULL);
 }
 
 static int read_recurrent(struct rd *r, const struct arch_rule *ar, struct hp *h)
