@@ -405,21 +405,38 @@ static bool gguf_is_projector(const struct sw_gguf *g)
     return false;
 }
 
-static int check_gguf(struct sw_payload_layout *l, const char *path, const char *rel)
+/* The body of a GGUF (one part, sniffed and parsed alone) before it is read as a set: 0 with *bad
+ * false when it is a GGUF, else an issue of kind k ("<what><rel>: why") and *bad. SW_ENOMEM
+ * passes on. */
+static int gguf_body(struct sw_payload_layout *l, enum sw_payload_issue_kind k, const char *path,
+                     const char *rel, const char *what, bool *bad)
 {
-    struct sw_gguf *g = NULL;
     struct sw_err e;
     struct sw_payload_sniff sn;
     char m[700];
     sw_err_clear(&e);
-    if (!is_file(path))
-        return add_issue(l, SW_PAYLOAD_ISSUE_GGUF_BAD, rel, "%s: missing", rel);
+    *bad = true;
     int rc = sw_payload_sniff_file(path, &sn, &e);
     if (rc == SW_ENOMEM)
         return rc;
     if (rc)
-        return add_issue(l, SW_PAYLOAD_ISSUE_GGUF_BAD, rel, "%s: %s", rel,
+        return add_issue(l, k, rel, "%s%s: %s", what, rel,
                          rc == SW_EMISMATCH ? sn.msg : sw_err_format(&e, m, sizeof(m)));
+    *bad = false;
+    return 0;
+}
+
+static int check_gguf(struct sw_payload_layout *l, const char *path, const char *rel)
+{
+    struct sw_gguf *g = NULL;
+    struct sw_err e;
+    char m[700];
+    bool bad;
+    if (!is_file(path))
+        return add_issue(l, SW_PAYLOAD_ISSUE_GGUF_BAD, rel, "%s: missing", rel);
+    int rc = gguf_body(l, SW_PAYLOAD_ISSUE_GGUF_BAD, path, rel, "", &bad);
+    if (rc || bad)
+        return rc;
     /* the part parses: anything wrong from here on is about the set */
     sw_err_clear(&e);
     rc = sw_gguf_open(path, &g, &e);
@@ -453,18 +470,15 @@ static int check_projector(struct sw_payload_layout *l, const char *path, const 
 {
     struct sw_gguf *g = NULL;
     struct sw_err e;
-    struct sw_payload_sniff sn;
     char m[700];
-    sw_err_clear(&e);
+    bool bad;
     if (!is_file(path))
         return add_issue(l, SW_PAYLOAD_ISSUE_PROJECTOR, rel,
                          "vision is promised but the projector %s is missing", rel);
-    int rc = sw_payload_sniff_file(path, &sn, &e);
-    if (rc == SW_ENOMEM)
+    int rc = gguf_body(l, SW_PAYLOAD_ISSUE_PROJECTOR, path, rel, "projector ", &bad);
+    if (rc || bad)
         return rc;
-    if (rc)
-        return add_issue(l, SW_PAYLOAD_ISSUE_PROJECTOR, rel, "projector %s: %s", rel,
-                         rc == SW_EMISMATCH ? sn.msg : sw_err_format(&e, m, sizeof(m)));
+    sw_err_clear(&e);
     rc = sw_gguf_open(path, &g, &e);
     if (rc == SW_ENOMEM)
         return rc;
