@@ -288,15 +288,6 @@ static void add_note(struct sw_calib_headroom *h, long long id)
  * The fit.
  */
 
-/* A string of the boot's failure: its top-level field, else the failure object's. */
-static const char *failure_str(const json_t *b, const char *top, const char *inner)
-{
-    const char *v = json_string_value(json_object_get(b, top));
-    if (!v)
-        v = json_string_value(json_object_get(json_object_get(b, "failure"), inner));
-    return v ? v : "";
-}
-
 /* A KV allocation failure: the free memory it printed bounds the activations. */
 static void kv_alloc_point(struct sw_calib_hr_point *pt, const json_t *fail)
 {
@@ -382,8 +373,8 @@ static void add_point(struct sw_calib_fit *f, const json_t *b, int64_t id)
     }
     pt->units = sw_headroom_seq_units(&pt->shape);
     const json_t *fail = json_object_get(b, "failure");
-    const char *fc = failure_str(b, "failure_class", "class");
-    const char *ph = failure_str(b, "failure_phase", "phase");
+    const char *fc = sw__calib_failure(b, "failure_class", "class");
+    const char *ph = sw__calib_failure(b, "failure_phase", "phase");
     pt->auto_pool = pt->shape.pool == 0;
     double fcap, fkv;
     budget_free(&h->prof, &pt->shape, 0, &fcap, &fkv);
