@@ -767,35 +767,70 @@ static void test_cli_endpoint_shared_dir(void **state)
  * The check the verb runs, through the library (sw_payload_check): what the CLI tests above see
  * printed, as the struct the CLI prints from.
  */
+
+/* A scratch directory with a payload directory in it; paths owned until scratch_free. */
+struct scratch {
+    char *dir, *pl, *man, *pin;
+};
+
+static void scratch_new(struct scratch *s)
+{
+    s->dir = swt_tmpdir();
+    s->pl = strdup(swt_join(s->dir, "payload"));
+    s->man = strdup(swt_join(s->dir, "m.json"));
+    s->pin = strdup(swt_join(s->dir, "pin.json"));
+    mkdir(s->pl, 0755);
+}
+
+static void scratch_free(struct scratch *s)
+{
+    free(s->pin);
+    free(s->man);
+    free(s->pl);
+    swt_tmpdir_free(s->dir);
+}
+
+/* dir/fleet.yaml with one local endpoint e1 whose payload is `payload` (a YAML flow mapping);
+ * returns its path (free it). */
+static char *fleet_e1(const char *dir, const char *payload)
+{
+    char *fleet = strdup(swt_join(dir, "fleet.yaml"));
+    FILE *f = fopen(fleet, "w");
+    assert_non_null(f);
+    fputs("hosts:\n  here:\n    transport: local\n    devices:\n      cpu: {kind: cpu}\n", f);
+    fprintf(f, "endpoints:\n  e1:\n    host: here\n    engine: llama.cpp\n    payload: %s\n",
+            payload);
+    fputs("    shape: {ctx_size: 4096, seqs: 1}\n", f);
+    assert_int_equal(fclose(f), 0);
+    return fleet;
+}
+
 static void test_check_directory(void **state)
 {
-    char *dir = swt_tmpdir();
-    char *pl = strdup(swt_join(dir, "payload"));
-    char *man = strdup(swt_join(dir, "m.json"));
-    char *pin = strdup(swt_join(dir, "pin.json"));
-    mkdir(pl, 0755);
-    fill(swt_join(pl, "w.bin"), 20000, 1);
-    pb_st1(swt_join(pl, "model.safetensors"), "lm_head.weight", 1000, 0);
-    swt_write_str(swt_join(pl, "config.json"), "{\"num_hidden_layers\": 2}");
+    struct scratch d;
+    scratch_new(&d);
+    fill(swt_join(d.pl, "w.bin"), 20000, 1);
+    pb_st1(swt_join(d.pl, "model.safetensors"), "lm_head.weight", 1000, 0);
+    swt_write_str(swt_join(d.pl, "config.json"), "{\"num_hidden_layers\": 2}");
     struct sw_err e;
     struct sw_payload_check c;
     /* no manifest: the files listed, hashed to be pinned, and pinned */
-    struct sw_payload_check_opts o = {.target = pl, .write_manifest = man, .threads = 1};
+    struct sw_payload_check_opts o = {.target = d.pl, .write_manifest = d.man, .threads = 1};
     assert_int_equal(sw_payload_check(&o, &c, &e), 0);
     assert_false(c.have_manifest);
     assert_null(c.target.endpoint);
-    assert_string_equal(c.target.root, pl);
+    assert_string_equal(c.target.root, d.pl);
     assert_int_equal(c.files.n_files, 3);
     assert_int_equal(strlen(sw_payload_manifest_find(&c.files, "w.bin")->sha256), 64);
     assert_false(c.problems);
     assert_string_equal(c.not_written, "");
     sw_payload_check_free(&c);
-    assert_int_equal(access(man, F_OK), 0);
+    assert_int_equal(access(d.man, F_OK), 0);
 
     /* against it: a wrong hash and an HTML body are problems, each named where it belongs */
-    fill(swt_join(pl, "w.bin"), 20000, 9);
-    swt_write_str(swt_join(pl, "x.safetensors"), "<!doctype html><title>403</title>");
-    struct sw_payload_check_opts v = {.target = pl, .manifest = man, .write_manifest = pin};
+    fill(swt_join(d.pl, "w.bin"), 20000, 9);
+    swt_write_str(swt_join(d.pl, "x.safetensors"), "<!doctype html><title>403</title>");
+    struct sw_payload_check_opts v = {.target = d.pl, .manifest = d.man, .write_manifest = d.pin};
     assert_int_equal(sw_payload_check(&v, &c, &e), 0);
     assert_true(c.have_manifest);
     assert_true(c.problems);
@@ -813,52 +848,42 @@ static void test_check_directory(void **state)
         "html");
     json_decref(j);
     sw_payload_check_free(&c);
-    assert_int_equal(access(pin, F_OK), -1);
+    assert_int_equal(access(d.pin, F_OK), -1);
 
     /* unusable input is an error, not a finding */
-    v.target = swt_join(dir, "nothing-here");
+    v.target = swt_join(d.dir, "nothing-here");
     assert_int_equal(sw_payload_check(&v, &c, &e), SW_ENOENT);
     assert_non_null(strstr(e.msg, "is neither a directory nor an endpoint of ./fleet.yaml"));
     sw_payload_check_free(&c);
-    free(pin);
-    free(man);
-    free(pl);
-    swt_tmpdir_free(dir);
+    scratch_free(&d);
 }
 
 /* An endpoint whose payload.path names one GGUF in a shared directory, with a projector and a
  * draft: the target as the fleet says, only its own files listed, both layouts checked. */
 static void test_check_endpoint(void **state)
 {
-    char *dir = swt_tmpdir();
-    char *dr = strdup(swt_join(dir, "draft"));
-    char *fleet = strdup(swt_join(dir, "fleet.yaml"));
-    mkdir(dr, 0755);
-    pb_gguf(swt_join(dir, "mine.gguf"), "llama", (const char *const[]){"token_embd.weight"}, 1, 0,
-            0, 0, 0);
-    pb_gguf(swt_join(dir, "mmproj.gguf"), "clip", (const char *const[]){"v.patch_embd.weight"}, 1,
-            0, 0, 0, 0);
-    swt_write_str(swt_join(dir, "other.gguf"), "<html>not mine, not judged</html>");
-    swt_write_str(swt_join(dr, "config.json"), "{\"num_hidden_layers\": 2}");
-    pb_st1(swt_join(dr, "model.safetensors"), "lm_head.weight", 10, 0);
-    char y[4096];
-    snprintf(y, sizeof(y),
-             "hosts:\n  here:\n    transport: local\n    devices:\n      cpu: {kind: cpu}\n"
-             "endpoints:\n  e1:\n    host: here\n    engine: llama.cpp\n"
-             "    payload: {path: %s/mine.gguf, mmproj: mmproj.gguf, draft: %s}\n"
-             "    shape: {ctx_size: 4096, seqs: 1}\n",
-             dir, dr);
-    swt_write_str(fleet, y);
+    struct scratch d;
+    scratch_new(&d);
+    const char *const tok[] = {"token_embd.weight"}, *const vis[] = {"v.patch_embd.weight"};
+    pb_gguf(swt_join(d.dir, "mine.gguf"), "llama", tok, 1, 0, 0, 0, 0);
+    pb_gguf(swt_join(d.dir, "mmproj.gguf"), "clip", vis, 1, 0, 0, 0, 0);
+    swt_write_str(swt_join(d.dir, "other.gguf"), "<html>not mine, not judged</html>");
+    swt_write_str(swt_join(d.pl, "config.json"), "{\"num_hidden_layers\": 2}");
+    pb_st1(swt_join(d.pl, "model.safetensors"), "lm_head.weight", 10, 0);
+    char payload[2048];
+    snprintf(payload, sizeof(payload), "{path: %s/mine.gguf, mmproj: mmproj.gguf, draft: %s}",
+             d.dir, d.pl);
+    char *fleet = fleet_e1(d.dir, payload);
     struct sw_payload_check_opts o = {.target = "e1", .fleet = fleet, .hash_all = true};
     struct sw_payload_check c;
     struct sw_err e;
     assert_int_equal(sw_payload_check(&o, &c, &e), 0);
     assert_string_equal(c.target.endpoint, "e1");
-    assert_string_equal(c.target.root, dir);
+    assert_string_equal(c.target.root, d.dir);
     assert_string_equal(c.target.gguf, "mine.gguf");
     assert_true(c.target.file_only);
     assert_true(c.target.vision);
-    assert_string_equal(c.target.draft, dr);
+    assert_string_equal(c.target.draft, d.pl);
     assert_true(c.target.manifest_default);
     assert_false(c.have_manifest);        /* none kept beside the fleet yet: no error */
     assert_int_equal(c.files.n_files, 2); /* mine.gguf and the projector beside it */
@@ -871,8 +896,7 @@ static void test_check_endpoint(void **state)
     assert_false(c.problems);
     sw_payload_check_free(&c);
     free(fleet);
-    free(dr);
-    swt_tmpdir_free(dir);
+    scratch_free(&d);
 }
 
 /* Every allocation failing in turn (a directory of a GGUF and a blob, no JSON: jansson is not
@@ -895,12 +919,13 @@ static int check_once(void *arg)
 
 static void test_check_alloc_failures(void **state)
 {
-    char *dir = swt_tmpdir();
-    fill(swt_join(dir, "w.bin"), 1000, 1);
-    pb_gguf(swt_join(dir, "model.gguf"), "llama", (const char *const[]){"token_embd.weight"}, 1, 0,
-            0, 0, 0);
-    assert_true(swt_torture("payload check", check_once, dir, SW_ENOMEM) > 3);
-    swt_tmpdir_free(dir);
+    struct scratch d;
+    scratch_new(&d);
+    const char *const tok[] = {"token_embd.weight"};
+    fill(swt_join(d.pl, "w.bin"), 1000, 1);
+    pb_gguf(swt_join(d.pl, "model.gguf"), "llama", tok, 1, 0, 0, 0, 0);
+    assert_true(swt_torture("payload check", check_once, d.pl, SW_ENOMEM) > 3);
+    scratch_free(&d);
 }
 
 int main(void)
