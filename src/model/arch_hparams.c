@@ -430,51 +430,38 @@ static int read_base(struct rd *r, struct hp *h)
     return get_per_layer(r, "expert_feed_forward_length", h->n_ff_exp, h->n_layer_all, false, NULL);
 }
 
+/* What an arch's load_arch_hparams reads for its recurrent state, MLA and lightning attention:
+ * each key read when the arch's rule has its RD_* flag, in this order. */
 static int read_recurrent(struct rd *r, const struct arch_rule *ar, struct hp *h)
 {
-    int rc;
-    if (ar->rd & RD_SSM4) {
-        const struct u32_key k[] = {{"ssm.conv_kernel", &h->d_conv, true},
-                                    {"ssm.inner_size", &h->d_inner, true},
-                                    {"ssm.state_size", &h->d_state, true},
-                                    {"ssm.time_step_rank", &h->dt_rank, true}};
-        rc = get_u32_all(r, k, SW_ARRAY_LEN(k));
-        if (rc)
-            return rc;
-    }
-    if (ar->rd & RD_SSM_GROUP) {
-        rc = get_u32(r, "ssm.group_count", &h->n_group, true, NULL);
-        if (rc)
-            return rc;
-    }
-    if (ar->rd & RD_WKV) {
+    const struct {
+        unsigned flag;
+        struct u32_key k;
+    } keys[] = {
+        {RD_SSM4, {"ssm.conv_kernel", &h->d_conv, true}},
+        {RD_SSM4, {"ssm.inner_size", &h->d_inner, true}},
+        {RD_SSM4, {"ssm.state_size", &h->d_state, true}},
+        {RD_SSM4, {"ssm.time_step_rank", &h->dt_rank, true}},
+        {RD_SSM_GROUP, {"ssm.group_count", &h->n_group, true}},
+        {RD_WKV, {"wkv.head_size", &h->wkv, true}},
+        {RD_WKV, {"token_shift_count", &h->token_shift, false}},
+        {RD_SHORTCONV, {"shortconv.l_cache", &h->shortconv, true}},
+        {RD_KDA, {"ssm.conv_kernel", &h->d_conv, true}},
+        {RD_KDA, {"kda.head_dim", &h->kda, true}},
+        {RD_MLA, {"attention.key_length_mla", &h->hk_mla, false}},
+        {RD_MLA, {"attention.value_length_mla", &h->hv_mla, false}},
+        {RD_MLA, {"attention.kv_lora_rank", &h->n_lora_kv, false}},
+        {RD_MLA, {"attention.q_lora_rank", &h->n_lora_q, false}},
+    };
+    if (ar->rd & RD_WKV)
         h->token_shift = 2;
-        const struct u32_key k[] = {{"wkv.head_size", &h->wkv, true},
-                                    {"token_shift_count", &h->token_shift, false}};
-        rc = get_u32_all(r, k, SW_ARRAY_LEN(k));
-        if (rc)
-            return rc;
-    }
-    if (ar->rd & RD_SHORTCONV) {
-        rc = get_u32(r, "shortconv.l_cache", &h->shortconv, true, NULL);
-        if (rc)
-            return rc;
-    }
-    if (ar->rd & RD_KDA) {
-        const struct u32_key k[] = {{"ssm.conv_kernel", &h->d_conv, true},
-                                    {"kda.head_dim", &h->kda, true}};
-        rc = get_u32_all(r, k, SW_ARRAY_LEN(k));
-        if (rc)
-            return rc;
-    }
     if (ar->rd & RD_LA)
         h->la = h->hk_full; /* minimax-01: n_embd_head_la = n_embd_head_k_full */
-    if (ar->rd & RD_MLA) {
-        const struct u32_key k[] = {{"attention.key_length_mla", &h->hk_mla, false},
-                                    {"attention.value_length_mla", &h->hv_mla, false},
-                                    {"attention.kv_lora_rank", &h->n_lora_kv, false},
-                                    {"attention.q_lora_rank", &h->n_lora_q, false}};
-        rc = get_u32_all(r, k, SW_ARRAY_LEN(k));
+    for (size_t i = 0; i < SW_ARRAY_LEN(keys); i++) {
+        if (!(ar->rd & keys[i].flag))
+            continue;
+        const struct u32_key *k = &keys[i].k;
+        int rc = get_u32(r, k->key, k->out, k->required, NULL);
         if (rc)
             return rc;
     }
