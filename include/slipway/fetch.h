@@ -13,12 +13,15 @@
  *  - hfcache (payload/hfcache.c): the Hugging Face cache layout (models--org--name/blobs/<etag>,
  *    snapshots/<commit>/<path> -> ../../blobs/<etag>, refs/<revision>), so that what another
  *    tool downloaded is reused (after hashing it) and what slipway downloads is theirs too.
- *  - download (payload/download.c): several files at once on one net loop (libcurl multi),
+ *  - download (payload/download.c, the run; download_present.c, what is there already;
+ *    download_xfer.c, the transfers): several files at once on one net loop (libcurl multi),
  *    no symbolic link followed below the destination (payload/nofollow.c),
  *    each written to <target>.incomplete while its sha256 is computed from the bytes as they
  *    arrive, resumed with Range after a cut (a server that answers 200 to a Range restarts the
  *    file from byte 0, and says so), renamed into place only when size and hash match. Free disk
  *    space is checked before the first byte.
+ *  - fetch (payload/fetch.c, payload/target.c): all of it in one call, as `slipway fetch` runs
+ *    it: a REPO or an ENDPOINT resolved, the token, the manifest (kept or the Hub's), the files.
  *
  * What it does not do: xet storage, uploads, repositories other than models, retries on its own
  * (a failed fetch leaves a resumable state; running it again resumes), deciding whether a
@@ -35,6 +38,7 @@ extern "C" {
 #endif
 
 struct sw_net_loop;
+struct sw_fleet;
 
 /* =============================================================================================
  * Token
@@ -189,6 +193,57 @@ int sw_fetch_run(const struct sw_payload_manifest *m, const struct sw_fetch_opts
                  struct sw_fetch_report *out, struct sw_err *e);
 void sw_fetch_report_free(struct sw_fetch_report *r);
 json_t *sw_fetch_report_to_json(const struct sw_fetch_report *r); /* new reference */
+
+/* =============================================================================================
+ * A payload fetched as `slipway fetch` fetches it (payload/fetch.c, payload/target.c): the target
+ * resolved (a Hub repository, or an ENDPOINT of a fleet whose payload names repo, revision, files
+ * and path), the token loaded (sw_fetch_token_load), the manifest (the one kept beside the fleet
+ * or named, narrowed to the include globs; else the Hub's, sw_hub_manifest), saved when asked,
+ * then sw_fetch_run. Every message has the token redacted.
+ */
+#define SW_FETCH_MAX_INCLUDE 64 /* include globs, given or from the payload's files */
+
+struct sw_fetch_payload_opts {
+    const char *target;         /* REPO (namespace/name) or ENDPOINT */
+    const char *fleet;          /* the ENDPOINT's fleet; NULL: ./fleet.yaml */
+    const char *revision;       /* NULL: the payload's, else the manifest's, else main */
+    const char *const *include; /* NULL-terminated globs (at most SW_FETCH_MAX_INCLUDE); NULL:
+                                   the payload's files, else every file */
+    const char *dest;           /* a plain directory; NULL: the payload's path for an ENDPOINT
+                                   (on this host only), else the HF cache */
+    const char *manifest;       /* NULL: the ENDPOINT's FLEET.manifests/ENDPOINT.json when it
+                                   exists, else the Hub is asked */
+    const char *write_manifest; /* save the manifest used, pinned, here before fetching */
+    unsigned jobs;              /* sw_fetch_opts.parallel */
+    bool dry_run;
+    bool progress;
+    bool allow_unverified;
+    sw_fetch_file_fn on_file;
+    void *ud;
+};
+
+/* What a fetch found and did. The fleet is held for `endpoint`: free with sw_fetch_payload_free. */
+struct sw_fetch_payload {
+    struct sw_payload_manifest manifest; /* what was fetched (repo, revision, commit, files) */
+    struct sw_fetch_report report;       /* per file; n_files 0 when the run was not reached */
+    const char *endpoint;                /* the ENDPOINT, NULL for a REPO */
+    bool dry_run;
+    bool hub_failed;        /* the error is the Hub's answer (a refusal, a moved revision, the
+                             network) while listing: a failure found, not unusable input */
+    struct sw_fleet *fleet; /* private */
+};
+
+/*
+ * Fetch the payload o names. 0 when every file is in place and verified (or, dry, the plan was
+ * made). An error before the run (unusable input, the Hub's refusal: out->hub_failed) leaves
+ * out->report empty; an error of the run (sw_fetch_run's) comes with out->report per file.
+ */
+int sw_fetch_payload(const struct sw_fetch_payload_opts *o, struct sw_fetch_payload *out,
+                     struct sw_err *e);
+void sw_fetch_payload_free(struct sw_fetch_payload *p); /* accepts NULL */
+/* sw_fetch_report_to_json with repo, revision, commit, endpoint, dry_run and, when err is not
+ * NULL, the run's error. New reference, NULL on OOM. */
+json_t *sw_fetch_payload_to_json(const struct sw_fetch_payload *p, const struct sw_err *err);
 
 #ifdef __cplusplus
 }

@@ -156,6 +156,9 @@ int sw_gguf_arch_key(const struct sw_gguf *g, const char *suffix, char *out, siz
  * wanted, e.g. "u64" or "array of 32 integers"). Returns rc. `key` is the full key. */
 int sw_gguf_key_err(const struct sw_gguf *g, const char *key, const char *expected, int rc,
                     struct sw_err *e);
+/* Element i of an array value as a value of its element type (a string points into the
+ * array). SW_EINVAL when v is not an array, SW_ERANGE when i is past its end. */
+int sw_gguf_array_elem(const struct sw_gguf_value *v, uint64_t i, struct sw_gguf_value *out);
 /* Element count of a tensor (product of ne). */
 uint64_t sw_gguf_tensor_nelements(const struct sw_gguf_tensor *t);
 const struct sw_gguf_tensor *sw_gguf_tensor(const struct sw_gguf *g, const char *name);
@@ -225,6 +228,8 @@ const char *sw_gguf_role_name(enum sw_gguf_role r);
 /* Tensor count and bytes per role. */
 int sw_gguf_role_totals(const struct sw_gguf *g, uint64_t count[SW_GGUF__NROLES],
                         uint64_t bytes[SW_GGUF__NROLES]);
+/* Tensor count and bytes of one ggml type. */
+void sw_gguf_type_totals(const struct sw_gguf *g, uint32_t type, uint64_t *count, uint64_t *bytes);
 /* llama.h llama_ftype name of general.file_type ("Q4_K_M"), NULL if unknown. */
 const char *sw_gguf_ftype_name(uint64_t ftype);
 /* One metadata value as JSON; arrays longer than max_elems become

@@ -15,6 +15,8 @@
  *    shapes, and MTP layers a config declares but the weights do not ship.
  *  - verify (payload/verify.c): re-hash what is on disk against a manifest, in parallel across
  *    files (OpenSSL EVP SHA-256, one worker per core, bounded read buffers).
+ *  - check (payload/check.c, payload/target.c): the three above over one payload, a directory
+ *    or an endpoint's through its fleet, as `slipway fetch --verify-only` reports them.
  *
  * What it does not do: talk HTTP or know the Hub's URLs (the download code fills a manifest and
  * calls in here), interpret tensors beyond their names (model/), decide what an engine is given
@@ -28,6 +30,8 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+struct sw_fleet;
 
 /* =============================================================================================
  * Manifest
@@ -408,6 +412,71 @@ json_t *sw_verify_report_to_json(const struct sw_verify_report *r); /* new refer
  * hidden dot-directories skipped. For pinning a directory known to be good. */
 int sw_payload_manifest_scan(const char *root, bool hash, const struct sw_verify_opts *o,
                              struct sw_payload_manifest *out, struct sw_err *e);
+
+/* =============================================================================================
+ * The payload check (`slipway fetch --verify-only`; payload/check.c, payload/target.c): a payload
+ * directory, or an endpoint's payload found through its fleet, checked three ways: verified
+ * against its manifest (or, without one, listed), every body sniffed, and the layout (and a local
+ * draft's) checked. Unverified files are problems unless allowed.
+ */
+
+/* Where a payload to check is. Strings not held here point into the fleet. */
+struct sw_payload_target {
+    char root[4096];           /* the payload directory */
+    char manifest[4096];       /* the manifest, "" when none */
+    bool manifest_default;     /* the fleet's default place: its absence is not an error */
+    const char *endpoint;      /* NULL for a directory */
+    const char *gguf, *mmproj; /* the endpoint's model and projector files, when named */
+    bool vision;               /* a projector is promised (payload.mmproj, not off) */
+    bool file_only;            /* payload.path names one file in a directory it may share with other
+                         models: only the payload's own files are looked at, none "unexpected" */
+    char draft[4096];          /* a local draft model directory, "" when none */
+};
+
+struct sw_payload_check_opts {
+    const char *target;         /* a directory, or an ENDPOINT of the fleet */
+    const char *fleet;          /* NULL: a directory target is that directory, else ./fleet.yaml */
+    const char *manifest;       /* NULL: an ENDPOINT's FLEET.manifests/ENDPOINT.json */
+    const char *write_manifest; /* pin what was found there when nothing is wrong (hashes all) */
+    bool hash_all;              /* sw_verify_opts.hash_all */
+    bool allow_unverified;      /* files no hash vouches for are not problems (still reported) */
+    unsigned threads;           /* hashing threads; 0: one per core */
+    bool progress;              /* a progress bar while hashing (sw_progress: on a terminal) */
+};
+
+/* A file whose body is not what its name says. */
+struct sw_payload_bad_body {
+    char *path; /* relative to the root */
+    struct sw_payload_sniff sniff;
+};
+
+/* What a check found. Free with sw_payload_check_free. */
+struct sw_payload_check {
+    struct sw_payload_target target;
+    bool have_manifest;
+    struct sw_verify_report verify;   /* with a manifest */
+    struct sw_payload_manifest files; /* without one: the files there (hashed with hash_all) */
+    struct sw_payload_bad_body *bodies;
+    size_t n_bodies;
+    struct sw_payload_layout layout;
+    struct sw_payload_layout draft; /* when have_draft */
+    bool have_draft;
+    bool problems;          /* anything wrong, or unverified files not allowed */
+    char not_written[1024]; /* why write_manifest was not written, "" otherwise */
+    struct sw_fleet *fleet; /* private: what the target's strings point into */
+};
+
+/*
+ * Check the payload o names. 0 when the check ran, whatever it found (out->problems); an error
+ * for unusable input (no such directory or endpoint, a malformed manifest) or when it could not
+ * run (OOM, a manifest that cannot be written).
+ */
+int sw_payload_check(const struct sw_payload_check_opts *o, struct sw_payload_check *out,
+                     struct sw_err *e);
+void sw_payload_check_free(struct sw_payload_check *c); /* accepts NULL */
+/* {root, endpoint, manifest, verify, bodies, files (without a manifest), layout, draft,
+ * unverified, verified (with a manifest), ok}. New reference, NULL on OOM. */
+json_t *sw_payload_check_to_json(const struct sw_payload_check *c);
 
 /* =============================================================================================
  * Walking a tree without following links (payload/nofollow.c)

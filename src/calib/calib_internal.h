@@ -12,6 +12,9 @@
 int64_t sw__calib_shape_int(const json_t *canon, const char *key, int64_t def);
 /* A string field of a canonical shape; "" when absent. */
 const char *sw__calib_shape_str(const json_t *canon, const char *key);
+/* A boot's failure field: its top-level `top` ("failure_class"), else failure.`inner` ("class");
+ * "" when neither. */
+const char *sw__calib_failure(const json_t *boot, const char *top, const char *inner);
 /* The canonical form of a raw or canonical shape (new reference), or NULL with e set. */
 json_t *sw__calib_canon(const json_t *shape, struct sw_err *e);
 /* The shape without the keys listed (NULL-terminated), serialized sorted and compact; sw_free. */

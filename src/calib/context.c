@@ -128,24 +128,29 @@ static json_t *bare_shape(const json_t *b)
     return c;
 }
 
+/* The boot ran in the context labelled `label` (sw_calib_context_label of its shape). */
+static bool in_context(const json_t *boot, const char *label)
+{
+    char l[192];
+    sw_calib_context_label(json_object_get(json_object_get(boot, "shape"), "canonical"), l,
+                           sizeof(l));
+    return !strcmp(l, label);
+}
+
 /* A boot's state at KV allocation: 1 got past it (ask = its pool), 2 failed there with the free
  * memory printed (free), 0 neither. */
 static int at_kv_alloc(const json_t *b, double *free_b, double *ask)
 {
     const json_t *fail = json_object_get(b, "failure");
-    const char *fc = json_string_value(json_object_get(b, "failure_class"));
-    const char *ph = json_string_value(json_object_get(b, "failure_phase"));
+    const char *fc = sw__calib_failure(b, "failure_class", "class");
+    const char *ph = sw__calib_failure(b, "failure_phase", "phase");
     const json_t *canon = json_object_get(json_object_get(b, "shape"), "canonical");
-    if (!fc)
-        fc = json_string_value(json_object_get(fail, "class"));
-    if (!ph)
-        ph = json_string_value(json_object_get(fail, "phase"));
     int64_t kvb = sw__calib_shape_int(canon, "kv_bytes", 0);
     const json_t *tg = json_object_get(fail, "tried_gib");
     *ask = json_is_number(tg) ? json_number_value(tg) * GIB : (double)kvb;
-    if (!fc || !fc[0])
+    if (!fc[0])
         return *ask > 0 ? 1 : 0; /* booted: the pool was allocated */
-    if (strcmp(fc, "oom") || !ph)
+    if (strcmp(fc, "oom") || !ph[0])
         return 0;
     if (!strcmp(ph, "graph_capture") || !strcmp(ph, "runtime"))
         return *ask > 0 ? 1 : 0; /* died after the pool was allocated */
@@ -178,18 +183,12 @@ int sw_calib_context_offset(struct sw_ledger *l, const char *endpoint, const cha
     size_t o = 0;
     json_array_foreach(boots, i, x)
     {
-        char lx[192];
-        sw_calib_context_label(json_object_get(json_object_get(x, "shape"), "canonical"), lx,
-                               sizeof(lx));
-        if (strcmp(lx, a))
+        if (!in_context(x, a))
             continue;
         json_t *sx = bare_shape(x);
         json_array_foreach(boots, j, y)
         {
-            char ly[192];
-            sw_calib_context_label(json_object_get(json_object_get(y, "shape"), "canonical"), ly,
-                                   sizeof(ly));
-            if (strcmp(ly, b))
+            if (!in_context(y, b))
                 continue;
             json_t *sy = bare_shape(y);
             bool same = sx && sy && json_equal(sx, sy);

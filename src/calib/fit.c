@@ -30,6 +30,14 @@ const char *sw__calib_shape_str(const json_t *canon, const char *key)
     return s ? s : "";
 }
 
+const char *sw__calib_failure(const json_t *boot, const char *top, const char *inner)
+{
+    const char *v = json_string_value(json_object_get(boot, top));
+    if (!v)
+        v = json_string_value(json_object_get(json_object_get(boot, "failure"), inner));
+    return v ? v : "";
+}
+
 json_t *sw__calib_canon(const json_t *shape, struct sw_err *e)
 {
     json_t *c = NULL;

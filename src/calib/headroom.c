@@ -16,6 +16,7 @@
 #include <slipway/profile.h>
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -286,133 +287,131 @@ static void add_note(struct sw_calib_headroom *h, long long id)
 /* ---------------------------------------------------------------------------------------------
  * The fit.
  */
-int sw__calib_headroom_fit(struct sw_calib_fit *f, const json_t *boots,
-                           const struct sw_calib_opts *o, struct sw_err *e)
+
+/* A KV allocation failure: the free memory it printed bounds the activations. */
+static void kv_alloc_point(struct sw_calib_hr_point *pt, const json_t *fail)
+{
+    const json_t *fg = json_object_get(fail, "free_gib");
+    const json_t *fbytes = json_object_get(fail, "free_bytes");
+    if (json_is_number(fg) && json_number_value(fg) >= 0 && json_number_value(fg) < 1e6)
+        pt->printed_free = json_number_value(fg) * GIB;
+    else if (json_is_integer(fbytes) && json_integer_value(fbytes) > 0)
+        pt->printed_free = (double)json_integer_value(fbytes);
+    pt->use = pt->printed_free >= 0 ? SW_CALIB_HR_ACTIVATION : SW_CALIB_HR_KV_OOM;
+    if (pt->use == SW_CALIB_HR_KV_OOM)
+        snprintf(pt->why, sizeof(pt->why), "a KV allocation failure without a free figure");
+}
+
+/* A pinned pool (kv_bytes in the shape): the free memory at capture is known; a pass with the
+ * budget overdrawn is said, not used. */
+static void pinned_point(struct sw_calib_hr_point *pt, double fcap, bool capture_oom)
+{
+    pt->pool_lo = pt->pool_hi = (double)pt->shape.pool;
+    pt->free_lo = pt->free_hi = fcap - (double)pt->shape.pool;
+    if (!capture_oom && pt->free_hi < 0) {
+        pt->use = SW_CALIB_HR_OVERDRAWN;
+        snprintf(pt->why, sizeof(pt->why),
+                 "booted with the budget overdrawn by %.2f GiB: the arena took what was left, 0 "
+                 "bytes free at runtime",
+                 -pt->free_hi / GIB);
+    }
+}
+
+/* An engine-sized pool: the point joins its class (kv dtype, seqs, MNBT steps, util, precise),
+ * and its printed token count, inverted through the class's KV fit, gives the pool's range. */
+static void engine_point(struct sw_calib_fit *f, struct sw_calib_hr_point *pt, const json_t *b,
+                         const char *kv, uint64_t tried)
 {
     struct sw_calib_headroom *h = &f->headroom;
-    memset(h, 0, sizeof(*h));
-    (void)e;
-    if (!o || !o->ep || !o->ep->profile)
-        return 0;
-    struct sw_err pe;
-    sw_err_clear(&pe);
-    if (sw_profile_from_fleet(o->ep->profile, &h->prof, &pe) || !h->prof.has_arena)
-        return 0;
-    h->have = true;
-    size_t i;
-    json_t *b;
-    json_array_foreach(boots, i, b)
-    {
-        int64_t id = (int64_t)json_integer_value(json_object_get(b, "id"));
-        if (sw__calib_excluded(o, id) || h->n_points >= SW_CALIB_HR_MAX_POINTS)
-            continue;
-        struct sw_calib_hr_point *pt = &h->pts[h->n_points];
-        memset(pt, 0, sizeof(*pt));
-        pt->boot_id = id;
-        pt->pool_class = -1;
-        pt->printed_free = -1;
-        const char *ext = json_string_value(json_object_get(b, "ext_id"));
-        snprintf(pt->ext_id, sizeof(pt->ext_id), "%s", ext ? ext : "");
-        const json_t *canon = json_object_get(json_object_get(b, "shape"), "canonical");
-        const char *kv = "auto";
-        if (sw_calib_headroom_shape(canon, &pt->shape, &kv)) {
-            snprintf(pt->why, sizeof(pt->why), "no shape with max_model_len and seqs");
-            h->n_points++;
-            continue;
-        }
-        pt->units = sw_headroom_seq_units(&pt->shape);
-        const json_t *fail = json_object_get(b, "failure");
-        const char *fc = json_string_value(json_object_get(b, "failure_class"));
-        const char *ph = json_string_value(json_object_get(b, "failure_phase"));
-        if (!fc)
-            fc = json_string_value(json_object_get(fail, "class"));
-        if (!ph)
-            ph = json_string_value(json_object_get(fail, "phase"));
-        fc = fc ? fc : "";
-        ph = ph ? ph : "";
-        pt->auto_pool = pt->shape.pool == 0;
-        double fcap, fkv;
-        budget_free(&h->prof, &pt->shape, 0, &fcap, &fkv);
-        if (isnan(fcap)) {
-            snprintf(pt->why, sizeof(pt->why), "the profile cannot price this shape");
-            h->n_points++;
-            continue;
-        }
-        pt->free_kv = fkv;
-        if (fc[0] && strcmp(fc, "oom")) {
-            snprintf(pt->why, sizeof(pt->why), "%s: the boot never reached the pool", fc);
-            h->n_points++;
-            continue;
-        }
-        if (!strcmp(fc, "oom") && !strcmp(ph, "kv_alloc")) {
-            const json_t *fg = json_object_get(fail, "free_gib");
-            const json_t *fbytes = json_object_get(fail, "free_bytes");
-            if (json_is_number(fg) && json_number_value(fg) >= 0 && json_number_value(fg) < 1e6)
-                pt->printed_free = json_number_value(fg) * GIB;
-            else if (json_is_integer(fbytes) && json_integer_value(fbytes) > 0)
-                pt->printed_free = (double)json_integer_value(fbytes);
-            pt->use = pt->printed_free >= 0 ? SW_CALIB_HR_ACTIVATION : SW_CALIB_HR_KV_OOM;
-            if (pt->use == SW_CALIB_HR_KV_OOM)
-                snprintf(pt->why, sizeof(pt->why), "a KV allocation failure without a free figure");
-            h->n_points++;
-            continue;
-        }
-        bool capture_oom = !strcmp(fc, "oom") && !strcmp(ph, "graph_capture");
-        if (!strcmp(fc, "oom") && !capture_oom && strcmp(ph, "runtime")) {
-            snprintf(pt->why, sizeof(pt->why), "oom at %s: not a headroom phase", ph);
-            h->n_points++;
-            continue;
-        }
-        pt->use = capture_oom ? SW_CALIB_HR_CAPTURE_OOM : SW_CALIB_HR_CAPTURE_OK;
-        const json_t *tb = json_object_get(fail, "tried_bytes");
-        uint64_t tried = capture_oom && json_is_integer(tb) && json_integer_value(tb) > 0
-                             ? (uint64_t)json_integer_value(tb)
-                             : 0;
-        if (tried > h->capture_tried_bytes)
-            h->capture_tried_bytes = tried;
-        if (!pt->auto_pool) {
-            pt->pool_lo = pt->pool_hi = (double)pt->shape.pool;
-            pt->free_lo = pt->free_hi = fcap - (double)pt->shape.pool;
-            if (!capture_oom && pt->free_hi < 0) {
-                pt->use = SW_CALIB_HR_OVERDRAWN;
-                snprintf(pt->why, sizeof(pt->why),
-                         "booted with the budget overdrawn by %.2f GiB: the arena took what was "
-                         "left, 0 bytes free at runtime",
-                         -pt->free_hi / GIB);
-            }
-        } else {
-            int c = find_class(h, kv, &pt->shape);
-            if (c < 0 && h->n_pools < SW_CALIB_HR_MAX_POOLS) {
-                c = h->n_pools++;
-                struct sw_calib_hr_pool *pc = &h->pools[c];
-                memset(pc, 0, sizeof(*pc));
-                snprintf(pc->kv_dtype, sizeof(pc->kv_dtype), "%s", kv);
-                pc->seqs = pt->shape.seqs;
-                pc->mnbt = pt->shape.mnbt;
-                pc->util = pt->shape.util;
-                pc->precise = pt->shape.precise;
-            }
-            pt->pool_class = c;
-            if (c >= 0 && tried > h->pools[c].tried_bytes)
-                h->pools[c].tried_bytes = tried;
-            if (c < 0) {
-                pt->use = SW_CALIB_HR_UNUSED;
-                snprintf(pt->why, sizeof(pt->why), "too many engine-sized pool classes");
-            } else {
-                const json_t *tok =
-                    json_object_get(json_object_get(b, "report"), "kv_cache_tokens");
-                if (json_is_integer(tok) &&
-                    !pool_of_tokens(f, &h->prof, canon, pt->shape.max_model_len,
-                                    (int64_t)json_integer_value(tok), &pt->pool_lo, &pt->pool_hi))
-                    add_note(h, (long long)id);
-                else if (json_is_integer(tok))
-                    h->pools[c].n_boots++;
-            }
-        }
-        h->n_points++;
+    const json_t *canon = json_object_get(json_object_get(b, "shape"), "canonical");
+    int c = find_class(h, kv, &pt->shape);
+    if (c < 0 && h->n_pools < SW_CALIB_HR_MAX_POOLS) {
+        c = h->n_pools++;
+        struct sw_calib_hr_pool *pc = &h->pools[c];
+        memset(pc, 0, sizeof(*pc));
+        snprintf(pc->kv_dtype, sizeof(pc->kv_dtype), "%s", kv);
+        pc->seqs = pt->shape.seqs;
+        pc->mnbt = pt->shape.mnbt;
+        pc->util = pt->shape.util;
+        pc->precise = pt->shape.precise;
     }
+    pt->pool_class = c;
+    if (c >= 0 && tried > h->pools[c].tried_bytes)
+        h->pools[c].tried_bytes = tried;
+    if (c < 0) {
+        pt->use = SW_CALIB_HR_UNUSED;
+        snprintf(pt->why, sizeof(pt->why), "too many engine-sized pool classes");
+        return;
+    }
+    const json_t *tok = json_object_get(json_object_get(b, "report"), "kv_cache_tokens");
+    if (json_is_integer(tok) &&
+        !pool_of_tokens(f, &h->prof, canon, pt->shape.max_model_len,
+                        (int64_t)json_integer_value(tok), &pt->pool_lo, &pt->pool_hi))
+        add_note(h, (long long)pt->boot_id);
+    else if (json_is_integer(tok))
+        h->pools[c].n_boots++;
+}
 
-    /* engine-sized pools: pool = x + L y per class; then every point's free at capture */
+/* One recorded boot as a point (appended, used or with why not): its shape priced by the
+ * profile, and what its outcome bounds (a capture that passed or died, a KV allocation failure's
+ * printed free memory), through a pinned or an engine-sized pool. */
+static void add_point(struct sw_calib_fit *f, const json_t *b, int64_t id)
+{
+    struct sw_calib_headroom *h = &f->headroom;
+    struct sw_calib_hr_point *pt = &h->pts[h->n_points++];
+    memset(pt, 0, sizeof(*pt));
+    pt->boot_id = id;
+    pt->pool_class = -1;
+    pt->printed_free = -1;
+    const char *ext = json_string_value(json_object_get(b, "ext_id"));
+    snprintf(pt->ext_id, sizeof(pt->ext_id), "%s", ext ? ext : "");
+    const json_t *canon = json_object_get(json_object_get(b, "shape"), "canonical");
+    const char *kv = "auto";
+    if (sw_calib_headroom_shape(canon, &pt->shape, &kv)) {
+        snprintf(pt->why, sizeof(pt->why), "no shape with max_model_len and seqs");
+        return;
+    }
+    pt->units = sw_headroom_seq_units(&pt->shape);
+    const json_t *fail = json_object_get(b, "failure");
+    const char *fc = sw__calib_failure(b, "failure_class", "class");
+    const char *ph = sw__calib_failure(b, "failure_phase", "phase");
+    pt->auto_pool = pt->shape.pool == 0;
+    double fcap, fkv;
+    budget_free(&h->prof, &pt->shape, 0, &fcap, &fkv);
+    if (isnan(fcap)) {
+        snprintf(pt->why, sizeof(pt->why), "the profile cannot price this shape");
+        return;
+    }
+    pt->free_kv = fkv;
+    if (fc[0] && strcmp(fc, "oom")) {
+        snprintf(pt->why, sizeof(pt->why), "%s: the boot never reached the pool", fc);
+        return;
+    }
+    if (!strcmp(fc, "oom") && !strcmp(ph, "kv_alloc")) {
+        kv_alloc_point(pt, fail);
+        return;
+    }
+    bool capture_oom = !strcmp(fc, "oom") && !strcmp(ph, "graph_capture");
+    if (!strcmp(fc, "oom") && !capture_oom && strcmp(ph, "runtime")) {
+        snprintf(pt->why, sizeof(pt->why), "oom at %s: not a headroom phase", ph);
+        return;
+    }
+    pt->use = capture_oom ? SW_CALIB_HR_CAPTURE_OOM : SW_CALIB_HR_CAPTURE_OK;
+    const json_t *tb = json_object_get(fail, "tried_bytes");
+    uint64_t tried = capture_oom && json_is_integer(tb) && json_integer_value(tb) > 0
+                         ? (uint64_t)json_integer_value(tb)
+                         : 0;
+    if (tried > h->capture_tried_bytes)
+        h->capture_tried_bytes = tried;
+    if (!pt->auto_pool)
+        pinned_point(pt, fcap, capture_oom);
+    else
+        engine_point(f, pt, b, kv, tried);
+}
+
+/* Engine-sized pools: pool = x + L y per class, from the points' pool ranges. */
+static void fit_pool_lines(struct sw_calib_headroom *h)
+{
     for (int c = 0; c < h->n_pools; c++) {
         struct cons k[16];
         int n = 0;
@@ -426,6 +425,13 @@ int sw__calib_headroom_fit(struct sw_calib_fit *f, const json_t *boots,
         const double box[4] = {-64 * GIB, 64 * GIB, 0, 1e6};
         poly_fit(&h->pools[c].line, k, n, box);
     }
+}
+
+/* Every capture point's free memory at capture bounds the transient need: per engine-sized
+ * class its theta (a pass: theta <= its free_hi; a death: theta > its free_lo), for pinned pools
+ * tau per sequence unit. */
+static void bound_needs(struct sw_calib_headroom *h)
+{
     double tau_lo = 0, tau_hi = INFINITY;
     for (int j = 0; j < h->n_points; j++) {
         struct sw_calib_hr_point *pt = &h->pts[j];
@@ -467,8 +473,11 @@ int sw__calib_headroom_fit(struct sw_calib_fit *f, const json_t *boots,
     h->tau_lo = tau_lo;
     h->tau_hi_set = isfinite(tau_hi);
     h->tau_hi = h->tau_hi_set ? tau_hi : 0;
+}
 
-    /* activations: printed free = free_kv - (a0 + a1 units), the free printed to 0.01 GiB */
+/* Activations: printed free = free_kv - (a0 + a1 units), the free printed to 0.01 GiB. */
+static void fit_activation(struct sw_calib_headroom *h)
+{
     struct cons k[16];
     int n = 0;
     for (int j = 0; j < h->n_points && n < 16; j++) {
@@ -481,39 +490,71 @@ int sw__calib_headroom_fit(struct sw_calib_fit *f, const json_t *boots,
     const double abox[4] = {0, 16 * GIB, 0, 2 * GIB};
     poly_fit(&h->act, k, n, abox);
     h->n_act = n;
+}
 
+/* A contradiction: the fit is not consistent, and h->why says so (after "; " when it already
+ * says something). */
+static void add_why(struct sw_calib_headroom *h, const char *fmt, ...) SW_PRINTF(2, 3);
+static void add_why(struct sw_calib_headroom *h, const char *fmt, ...)
+{
+    char text[sizeof(h->why)];
+    size_t l = strlen(h->why);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof(text), fmt, ap);
+    va_end(ap);
+    snprintf(h->why + l, sizeof(h->why) - l, "%s%s", l ? "; " : "", text);
+    h->consistent = false;
+}
+
+/* Do the bounds agree? Each contradiction is said in h->why. */
+static void check_consistent(struct sw_calib_headroom *h)
+{
     h->consistent = true;
-    if (h->tau_hi_set && h->tau_hi < h->tau_lo) {
-        h->consistent = false;
-        snprintf(h->why, sizeof(h->why),
-                 "pinned pools: a capture death needs more than %.3f GiB per sequence, a pass at "
-                 "most %.3f",
-                 h->tau_lo / GIB, h->tau_hi / GIB);
-    }
+    if (h->tau_hi_set && h->tau_hi < h->tau_lo)
+        add_why(h,
+                "pinned pools: a capture death needs more than %.3f GiB per sequence, a pass at "
+                "most %.3f",
+                h->tau_lo / GIB, h->tau_hi / GIB);
     for (int c = 0; c < h->n_pools; c++) {
         const struct sw_calib_hr_pool *pc = &h->pools[c];
-        if (pc->theta_lo_set && pc->theta_hi_set && pc->theta_hi <= pc->theta_lo) {
-            h->consistent = false;
-            size_t l = strlen(h->why);
-            snprintf(h->why + l, sizeof(h->why) - l,
-                     "%sengine-sized %s x %lld: a capture death at %.3f GiB free, a pass at %.3f",
-                     l ? "; " : "", pc->kv_dtype, (long long)pc->seqs, pc->theta_lo / GIB,
-                     pc->theta_hi / GIB);
-        }
-        if (pc->n_boots && !pc->line.n_vert) {
-            h->consistent = false;
-            size_t l = strlen(h->why);
-            snprintf(h->why + l, sizeof(h->why) - l,
-                     "%sengine-sized %s x %lld: no pool line fits the printed token counts",
-                     l ? "; " : "", pc->kv_dtype, (long long)pc->seqs);
-        }
+        if (pc->theta_lo_set && pc->theta_hi_set && pc->theta_hi <= pc->theta_lo)
+            add_why(h, "engine-sized %s x %lld: a capture death at %.3f GiB free, a pass at %.3f",
+                    pc->kv_dtype, (long long)pc->seqs, pc->theta_lo / GIB, pc->theta_hi / GIB);
+        if (pc->n_boots && !pc->line.n_vert)
+            add_why(h, "engine-sized %s x %lld: no pool line fits the printed token counts",
+                    pc->kv_dtype, (long long)pc->seqs);
     }
-    if (n && !h->act.n_vert) {
-        h->consistent = false;
-        size_t l = strlen(h->why);
-        snprintf(h->why + l, sizeof(h->why) - l,
-                 "%sno activation line fits the KV allocation failures", l ? "; " : "");
+    if (h->n_act && !h->act.n_vert)
+        add_why(h, "no activation line fits the KV allocation failures");
+}
+
+int sw__calib_headroom_fit(struct sw_calib_fit *f, const json_t *boots,
+                           const struct sw_calib_opts *o, struct sw_err *e)
+{
+    struct sw_calib_headroom *h = &f->headroom;
+    memset(h, 0, sizeof(*h));
+    (void)e;
+    if (!o || !o->ep || !o->ep->profile)
+        return 0;
+    struct sw_err pe;
+    sw_err_clear(&pe);
+    if (sw_profile_from_fleet(o->ep->profile, &h->prof, &pe) || !h->prof.has_arena)
+        return 0;
+    h->have = true;
+    size_t i;
+    json_t *b;
+    json_array_foreach(boots, i, b)
+    {
+        int64_t id = (int64_t)json_integer_value(json_object_get(b, "id"));
+        if (sw__calib_excluded(o, id) || h->n_points >= SW_CALIB_HR_MAX_POINTS)
+            continue;
+        add_point(f, b, id);
     }
+    fit_pool_lines(h);
+    bound_needs(h);
+    fit_activation(h);
+    check_consistent(h);
     return 0;
 }
 

@@ -331,26 +331,15 @@ static void fmt_count(int64_t v, char *o, size_t n)
     sw_fmt_count(v < 0 ? 0 : (uint64_t)v, o, n);
 }
 
-int sw_calib_kv_fit(struct sw_calib_kv_fit *f, const char *config_json, int max_s, int max_a,
-                    struct sw_err *e)
+/* The boots to fit: each in range; the distinct max_model_lens, the largest (*max_b) and the
+ * pinned pools' range. SW_EINVAL for a boot out of range or no pinned pool at all. */
+static int check_points(struct sw_calib_kv_fit *f, int64_t *max_b, struct sw_err *e)
 {
-    int rc = 0;
-    bool *use = NULL;
-    sw_calib_kv_fit_release(f);
-    memset(&f->model, 0, sizeof(f->model));
-    f->consistent = false;
-    f->why[0] = 0;
-    f->chosen = -1;
-    if (f->n_points <= 0 || f->n_points > SW_CALIB_MAX_POINTS)
-        return sw_err_set(e, SW_EINVAL, "KV class %s: no boots to fit", f->klass);
-    f->align = ALIGN;
-    f->max_s = max_s > 0 ? SW_MIN(max_s, 4096) : 256;
-    f->max_a = max_a > 0 ? SW_MIN(max_a, 16) : 1;
+    int n_pinned = 0;
+    *max_b = 0;
     f->n_lens = 0;
     f->kv_lo = UINT64_MAX;
     f->kv_hi = 0;
-    int64_t max_b = 0;
-    int n_pinned = 0;
     for (int i = 0; i < f->n_points; i++) {
         const struct sw_calib_kv_point *p = &f->pts[i];
         if (p->max_model_len <= 0 || p->tokens < 0 || p->max_model_len > (INT64_C(1) << 31) ||
@@ -363,8 +352,8 @@ int sw_calib_kv_fit(struct sw_calib_kv_fit *f, const char *config_json, int max_
             seen |= f->lens[j] == p->max_model_len;
         if (!seen)
             f->lens[f->n_lens++] = p->max_model_len;
-        if (p->max_model_len > max_b)
-            max_b = p->max_model_len;
+        if (p->max_model_len > *max_b)
+            *max_b = p->max_model_len;
         if (!p->kv_bytes)
             continue;
         n_pinned++;
@@ -378,78 +367,123 @@ int sw_calib_kv_fit(struct sw_calib_kv_fit *f, const char *config_json, int max_
                           "KV class %s: no boot with a pinned pool (kv_bytes): the block size in "
                           "bytes is not seen",
                           f->klass);
-    max_b = cdiv(max_b, ALIGN) * ALIGN;
-    /* The config's attention group count joins the search. */
-    int extra_a = 0;
-    if (config_json) {
-        model_map(f, config_json); /* structure only: no solutions yet */
-        if (f->model.have)
-            extra_a = f->model.attn_groups;
-        memset(&f->model, 0, sizeof(f->model));
+    *max_b = cdiv(*max_b, ALIGN) * ALIGN;
+    return 0;
+}
+
+/* The ranges the solutions span: B, S, the stride and the bytes per token. */
+static void solution_ranges(struct sw_calib_kv_fit *f)
+{
+    f->b_lo = f->s_lo = INT64_MAX;
+    f->b_hi = f->s_hi = 0;
+    f->stride_lo = UINT64_MAX;
+    f->stride_hi = 0;
+    f->bytes_per_token_lo = INFINITY;
+    f->bytes_per_token_hi = 0;
+    for (int64_t i = 0; i < f->n_solutions; i++) {
+        const struct sw_calib_kv_sol *s = &f->sols[i];
+        f->b_lo = SW_MIN(f->b_lo, s->b);
+        f->b_hi = SW_MAX(f->b_hi, s->b);
+        f->s_lo = SW_MIN(f->s_lo, s->s);
+        f->s_hi = SW_MAX(f->s_hi, s->s);
+        f->stride_lo = SW_MIN(f->stride_lo, s->stride_lo);
+        f->stride_hi = SW_MAX(f->stride_hi, s->stride_hi);
+        f->bytes_per_token_lo =
+            fmin(f->bytes_per_token_lo, (double)s->a * (double)s->stride_lo / (double)s->b);
+        f->bytes_per_token_hi =
+            fmax(f->bytes_per_token_hi, (double)s->a * (double)s->stride_hi / (double)s->b);
     }
-    /* Bounded work: B steps x S values x A values triples, each checked against the boots. A
-     * ledger with a max_model_len in the millions would make this minutes; say so instead. */
-    double triples =
-        (double)(max_b / ALIGN) * (double)(f->max_s + 1) * (double)SW_MAX(f->max_a, extra_a);
-    if (triples > 6.4e7) {
-        snprintf(f->why, sizeof(f->why),
-                 "not searched: max_model_len %lld with S <= %d is %.0f candidate structures "
-                 "(limit 64M); lower --max-state-blocks",
-                 (long long)max_b, f->max_s, triples);
-        return 0;
-    }
-    struct search sr = {.pts = f->pts,
+}
+
+/* What the boots taught: the bounded search space, and the boots that a contradiction may lie
+ * on ("#12, #14"). */
+struct teach {
+    int64_t max_b;
+    int extra_a;
+    bool *use; /* the boots a leave-one-out search uses */
+    int n_bad;
+    char bad[256];
+};
+
+static void note_bad(struct teach *t, const struct sw_calib_kv_point *p)
+{
+    if (t->n_bad >= 4)
+        return;
+    size_t bl = strlen(t->bad);
+    snprintf(t->bad + bl, sizeof(t->bad) - bl, "%s#%lld", bl ? ", " : "", (long long)p->boot_id);
+    t->n_bad++;
+}
+
+/* Boot i left out: what the others alone predict for it, and how much it cut the set (in
+ * p->taught). */
+static int taught_by(struct sw_calib_kv_fit *f, int i, struct teach *t, struct sw_err *e)
+{
+    struct sw_calib_kv_point *p = &f->pts[i];
+    for (int j = 0; j < f->n_points; j++)
+        t->use[j] = j != i;
+    struct search lo = {.pts = f->pts,
                         .n = f->n_points,
-                        .max_b = max_b,
+                        .use = t->use,
+                        .max_b = t->max_b,
                         .max_s = f->max_s,
                         .max_a = f->max_a,
-                        .extra_a = extra_a,
+                        .extra_a = t->extra_a,
                         .keep = true};
-    rc = search_run(&sr);
+    int rc = search_run(&lo);
     if (rc) {
-        sw_free(sr.sols);
-        return sw_err_set(e, rc,
-                          rc == SW_ENOMEM ? "out of memory" : "KV class %s: more than %d solutions",
-                          f->klass, SW_CALIB_MAX_SOLS);
+        sw_free(lo.sols);
+        return sw_err_set(e, rc, "out of memory");
     }
-    f->sols = sr.sols;
-    f->n_solutions = sr.n_sols;
-    f->consistent = sr.n_sols > 0;
-    if (f->consistent) {
-        f->b_lo = f->s_lo = INT64_MAX;
-        f->b_hi = f->s_hi = 0;
-        f->stride_lo = UINT64_MAX;
-        f->stride_hi = 0;
-        f->bytes_per_token_lo = INFINITY;
-        f->bytes_per_token_hi = 0;
-        for (int64_t i = 0; i < f->n_solutions; i++) {
-            const struct sw_calib_kv_sol *s = &f->sols[i];
-            f->b_lo = SW_MIN(f->b_lo, s->b);
-            f->b_hi = SW_MAX(f->b_hi, s->b);
-            f->s_lo = SW_MIN(f->s_lo, s->s);
-            f->s_hi = SW_MAX(f->s_hi, s->s);
-            f->stride_lo = SW_MIN(f->stride_lo, s->stride_lo);
-            f->stride_hi = SW_MAX(f->stride_hi, s->stride_hi);
-            f->bytes_per_token_lo =
-                fmin(f->bytes_per_token_lo, (double)s->a * (double)s->stride_lo / (double)s->b);
-            f->bytes_per_token_hi =
-                fmax(f->bytes_per_token_hi, (double)s->a * (double)s->stride_hi / (double)s->b);
-        }
-        if (config_json)
-            model_map(f, config_json);
+    char a[32], b[32], c[32], d[32], tk[32];
+    fmt_count(p->tokens, tk, sizeof(tk));
+    fmt_count(lo.n_sols, c, sizeof(c));
+    fmt_count(f->n_solutions, d, sizeof(d));
+    int others_pinned = 0;
+    for (int j = 0; j < f->n_points; j++)
+        others_pinned += j != i && f->pts[j].kv_bytes > 0;
+    if (!lo.n_sols) {
+        snprintf(p->taught, sizeof(p->taught),
+                 "the others alone admit no solution (the contradiction is elsewhere)");
+    } else if (!others_pinned) {
+        snprintf(p->taught, sizeof(p->taught),
+                 "the only boot with a pinned pool: it alone gives the bytes of a block; it cut "
+                 "the solutions from %s structures to %s",
+                 c, d);
+    } else if (!p->kv_bytes) {
+        snprintf(p->taught, sizeof(p->taught),
+                 "pool not recorded: only that %s tokens is a whole number of blocks at some "
+                 "split; it cut the solutions from %s to %s",
+                 tk, c, d);
+        if (!f->consistent)
+            note_bad(t, p);
+    } else {
+        int64_t tlo, thi, rlo, rhi;
+        double clo, chi;
+        pred_over(lo.sols, lo.n_sols, p->max_model_len, p->kv_bytes, &tlo, &thi, &clo, &chi, &rlo,
+                  &rhi);
+        fmt_count(tlo, a, sizeof(a));
+        fmt_count(thi, b, sizeof(b));
+        bool inside = p->tokens >= tlo && p->tokens <= thi;
+        snprintf(p->taught, sizeof(p->taught),
+                 "the others predicted %s..%s tokens (printed %s%s); it cut the solutions from %s "
+                 "to %s",
+                 a, b, tk, inside ? "" : ": OUTSIDE", c, d);
+        if (lo.n_sols == f->n_solutions)
+            snprintf(p->taught + strlen(p->taught), sizeof(p->taught) - strlen(p->taught),
+                     " (nothing the others did not)");
+        if (!f->consistent)
+            note_bad(t, p);
     }
-    /* What each boot taught: the others' prediction for it, and how much it cut the set. */
-    use = sw_calloc((size_t)f->n_points, sizeof(*use));
-    if (!use) {
-        rc = sw_err_set(e, SW_ENOMEM, "out of memory");
-        goto out;
-    }
-    int n_bad = 0;
-    char bad[256] = "";
+    sw_free(lo.sols);
+    return 0;
+}
+
+/* What each boot taught: the whole set's prediction for it, and (up to 16 boots) what the others
+ * alone say. */
+static int teach_points(struct sw_calib_kv_fit *f, struct teach *t, struct sw_err *e)
+{
     for (int i = 0; i < f->n_points; i++) {
         struct sw_calib_kv_point *p = &f->pts[i];
-        for (int j = 0; j < f->n_points; j++)
-            use[j] = j != i;
         p->fit_tokens = -1;
         p->fit_conc[0] = 0;
         p->residual_tokens = 0;
@@ -470,90 +504,92 @@ int sw_calib_kv_fit(struct sw_calib_kv_fit *f, const char *config_json, int max_
             snprintf(p->taught, sizeof(p->taught), "(not computed beyond 16 boots)");
             continue;
         }
-        struct search lo = {.pts = f->pts,
-                            .n = f->n_points,
-                            .use = use,
-                            .max_b = max_b,
-                            .max_s = f->max_s,
-                            .max_a = f->max_a,
-                            .extra_a = extra_a,
-                            .keep = true};
-        rc = search_run(&lo);
-        if (rc) {
-            sw_free(lo.sols);
-            rc = sw_err_set(e, rc, "out of memory");
-            goto out;
-        }
-        char a[32], b[32], c[32], d[32], t[32];
-        fmt_count(p->tokens, t, sizeof(t));
-        int others_pinned = 0;
-        for (int j = 0; j < f->n_points; j++)
-            others_pinned += j != i && f->pts[j].kv_bytes > 0;
-        if (!lo.n_sols) {
-            snprintf(p->taught, sizeof(p->taught),
-                     "the others alone admit no solution (the contradiction is elsewhere)");
-        } else if (!others_pinned) {
-            fmt_count(lo.n_sols, c, sizeof(c));
-            fmt_count(f->n_solutions, d, sizeof(d));
-            snprintf(p->taught, sizeof(p->taught),
-                     "the only boot with a pinned pool: it alone gives the bytes of a block; it "
-                     "cut the solutions from %s structures to %s",
-                     c, d);
-        } else if (!p->kv_bytes) {
-            fmt_count(lo.n_sols, c, sizeof(c));
-            fmt_count(f->n_solutions, d, sizeof(d));
-            snprintf(p->taught, sizeof(p->taught),
-                     "pool not recorded: only that %s tokens is a whole number of blocks at some "
-                     "split; it cut the solutions from %s to %s",
-                     t, c, d);
-            if (!f->consistent && n_bad < 4) {
-                size_t bl = strlen(bad);
-                snprintf(bad + bl, sizeof(bad) - bl, "%s#%lld", bl ? ", " : "",
-                         (long long)p->boot_id);
-                n_bad++;
-            }
-        } else {
-            int64_t tlo, thi, rlo, rhi;
-            double clo, chi;
-            pred_over(lo.sols, lo.n_sols, p->max_model_len, p->kv_bytes, &tlo, &thi, &clo, &chi,
-                      &rlo, &rhi);
-            fmt_count(tlo, a, sizeof(a));
-            fmt_count(thi, b, sizeof(b));
-            fmt_count(lo.n_sols, c, sizeof(c));
-            fmt_count(f->n_solutions, d, sizeof(d));
-            bool inside = p->tokens >= tlo && p->tokens <= thi;
-            snprintf(p->taught, sizeof(p->taught),
-                     "the others predicted %s..%s tokens (printed %s%s); it cut the solutions "
-                     "from %s to %s",
-                     a, b, t, inside ? "" : ": OUTSIDE", c, d);
-            if (lo.n_sols == f->n_solutions)
-                snprintf(p->taught + strlen(p->taught), sizeof(p->taught) - strlen(p->taught),
-                         " (nothing the others did not)");
-            if (!f->consistent && n_bad < 4) {
-                size_t bl = strlen(bad);
-                snprintf(bad + bl, sizeof(bad) - bl, "%s#%lld", bl ? ", " : "",
-                         (long long)p->boot_id);
-                n_bad++;
-            }
-        }
-        sw_free(lo.sols);
+        int rc = taught_by(f, i, t, e);
+        if (rc)
+            return rc;
     }
-    if (!f->consistent) {
-        if (n_bad)
-            snprintf(f->why, sizeof(f->why),
-                     "no (stride, block, state blocks) reproduces every boot of %s; without boot "
-                     "%s the others agree: %s contradicts them (a transcription slip, another "
-                     "engine version, or a changed model)",
-                     f->klass, bad, n_bad == 1 ? "it" : "one of them");
-        else
-            snprintf(f->why, sizeof(f->why),
-                     "no (stride, block, state blocks) reproduces every boot of %s, and no single "
-                     "boot explains it: the law or the search space (B <= %lld, S <= %d, A <= %d) "
-                     "does not fit",
-                     f->klass, (long long)max_b, f->max_s, f->max_a);
+    return 0;
+}
+
+int sw_calib_kv_fit(struct sw_calib_kv_fit *f, const char *config_json, int max_s, int max_a,
+                    struct sw_err *e)
+{
+    int rc = 0;
+    struct teach t;
+    memset(&t, 0, sizeof(t));
+    sw_calib_kv_fit_release(f);
+    memset(&f->model, 0, sizeof(f->model));
+    f->consistent = false;
+    f->why[0] = 0;
+    f->chosen = -1;
+    if (f->n_points <= 0 || f->n_points > SW_CALIB_MAX_POINTS)
+        return sw_err_set(e, SW_EINVAL, "KV class %s: no boots to fit", f->klass);
+    f->align = ALIGN;
+    f->max_s = max_s > 0 ? SW_MIN(max_s, 4096) : 256;
+    f->max_a = max_a > 0 ? SW_MIN(max_a, 16) : 1;
+    rc = check_points(f, &t.max_b, e);
+    if (rc)
+        return rc;
+    /* The config's attention group count joins the search. */
+    if (config_json) {
+        model_map(f, config_json); /* structure only: no solutions yet */
+        if (f->model.have)
+            t.extra_a = f->model.attn_groups;
+        memset(&f->model, 0, sizeof(f->model));
     }
+    /* Bounded work: B steps x S values x A values triples, each checked against the boots. A
+     * ledger with a max_model_len in the millions would make this minutes; say so instead. */
+    double triples =
+        (double)(t.max_b / ALIGN) * (double)(f->max_s + 1) * (double)SW_MAX(f->max_a, t.extra_a);
+    if (triples > 6.4e7) {
+        snprintf(f->why, sizeof(f->why),
+                 "not searched: max_model_len %lld with S <= %d is %.0f candidate structures "
+                 "(limit 64M); lower --max-state-blocks",
+                 (long long)t.max_b, f->max_s, triples);
+        return 0;
+    }
+    struct search sr = {.pts = f->pts,
+                        .n = f->n_points,
+                        .max_b = t.max_b,
+                        .max_s = f->max_s,
+                        .max_a = f->max_a,
+                        .extra_a = t.extra_a,
+                        .keep = true};
+    rc = search_run(&sr);
+    if (rc) {
+        sw_free(sr.sols);
+        return sw_err_set(e, rc,
+                          rc == SW_ENOMEM ? "out of memory" : "KV class %s: more than %d solutions",
+                          f->klass, SW_CALIB_MAX_SOLS);
+    }
+    f->sols = sr.sols;
+    f->n_solutions = sr.n_sols;
+    f->consistent = sr.n_sols > 0;
+    if (f->consistent) {
+        solution_ranges(f);
+        if (config_json)
+            model_map(f, config_json);
+    }
+    t.use = sw_calloc((size_t)f->n_points, sizeof(*t.use));
+    if (!t.use)
+        return sw_err_set(e, SW_ENOMEM, "out of memory");
+    rc = teach_points(f, &t, e);
+    if (rc)
+        goto out;
+    if (!f->consistent && t.n_bad)
+        snprintf(f->why, sizeof(f->why),
+                 "no (stride, block, state blocks) reproduces every boot of %s; without boot %s "
+                 "the others agree: %s contradicts them (a transcription slip, another engine "
+                 "version, or a changed model)",
+                 f->klass, t.bad, t.n_bad == 1 ? "it" : "one of them");
+    else if (!f->consistent)
+        snprintf(f->why, sizeof(f->why),
+                 "no (stride, block, state blocks) reproduces every boot of %s, and no single boot "
+                 "explains it: the law or the search space (B <= %lld, S <= %d, A <= %d) does not "
+                 "fit",
+                 f->klass, (long long)t.max_b, f->max_s, f->max_a);
 out:
-    sw_free(use);
+    sw_free(t.use);
     return rc;
 }
 

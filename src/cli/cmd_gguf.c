@@ -121,28 +121,8 @@ static void put_value(FILE *f, const struct sw_gguf_value *v, int width)
                 sw_fmt_count(v->as.arr.n, buf, sizeof(buf)));
         uint64_t show = SW_MIN(v->as.arr.n, v->as.arr.elem == SW_GGUF_STRING ? 4u : 8u);
         for (uint64_t i = 0; i < show; i++) {
-            struct sw_gguf_value e = {.type = v->as.arr.elem};
-            switch (v->as.arr.elem) {
-            case SW_GGUF_STRING:
-                e.as.str = v->as.arr.v.str[i];
-                break;
-            case SW_GGUF_BOOL:
-                e.as.b = v->as.arr.v.b[i];
-                break;
-            case SW_GGUF_FLOAT32:
-            case SW_GGUF_FLOAT64:
-                e.as.f = v->as.arr.v.f[i];
-                break;
-            case SW_GGUF_UINT8:
-            case SW_GGUF_UINT16:
-            case SW_GGUF_UINT32:
-            case SW_GGUF_UINT64:
-                e.as.u = v->as.arr.v.u[i];
-                break;
-            default:
-                e.as.i = v->as.arr.v.i[i];
-                break;
-            }
+            struct sw_gguf_value e;
+            sw_gguf_array_elem(v, i, &e);
             fputs(i ? ", " : " ", f);
             put_value(f, &e, 16);
         }
@@ -248,12 +228,8 @@ static void print_human(FILE *f, const struct sw_gguf *g, bool tensors)
     fprintf(f, "\n%-24s %8s %14s\n", "tensors by type", "count", "bytes");
     for (size_t k = 0; k < sw_ggml_type_count_known(); k++) {
         const struct sw_ggml_type *ty = sw_ggml_type_at(k);
-        uint64_t n = 0, by = 0;
-        for (uint64_t i = 0; i < g->n_tensors; i++)
-            if (g->tensors[i].type == ty->id) {
-                n++;
-                by += g->tensors[i].nbytes;
-            }
+        uint64_t n, by;
+        sw_gguf_type_totals(g, ty->id, &n, &by);
         if (n)
             fprintf(f, "  %-22s %8s %14s\n", ty->name, sw_fmt_count(n, a, sizeof(a)),
                     sw_fmt_bytes(by, b, sizeof(b)));

@@ -151,165 +151,6 @@ static const struct arch_rule rules[] = {
     {"rnd1", 0, RECR_NONE, SW_RECR_NONE, 0, SWA_NONE, 0, 0, SP_NONCAUSAL},
 };
 
-/* llama-arch.cpp LLM_ARCH_NAMES that llama-model.cpp can build (gptj has a name but no model). */
-static const char *const known_archs[] = {
-    "clip",
-    "llama",
-    "llama4",
-    "deci",
-    "falcon",
-    "grok",
-    "gpt2",
-    "gptneox",
-    "mpt",
-    "baichuan",
-    "starcoder",
-    "refact",
-    "bert",
-    "modern-bert",
-    "nomic-bert",
-    "nomic-bert-moe",
-    "neo-bert",
-    "jina-bert-v2",
-    "jina-bert-v3",
-    "eurobert",
-    "bloom",
-    "stablelm",
-    "qwen",
-    "qwen2",
-    "qwen2moe",
-    "qwen2vl",
-    "qwen3",
-    "qwen3moe",
-    "qwen3next",
-    "qwen3vl",
-    "qwen3vlmoe",
-    "qwen35",
-    "qwen35moe",
-    "qwen4exp",
-    "phi2",
-    "phi3",
-    "phimoe",
-    "plamo",
-    "plamo2",
-    "plamo3",
-    "codeshell",
-    "orion",
-    "internlm2",
-    "minicpm",
-    "minicpm3",
-    "gemma",
-    "gemma2",
-    "gemma3",
-    "gemma3n",
-    "gemma4",
-    "gemma4-assistant",
-    "gemma-embedding",
-    "starcoder2",
-    "mamba",
-    "mamba2",
-    "jamba",
-    "falcon-h1",
-    "xverse",
-    "command-r",
-    "cohere2",
-    "cohere2moe",
-    "dbrx",
-    "olmo",
-    "olmo2",
-    "olmoe",
-    "muse-glimmer",
-    "openelm",
-    "arctic",
-    "deepseek",
-    "deepseek2",
-    "deepseek2-ocr",
-    "deepseek32",
-    "deepseek4",
-    "chatglm",
-    "glm4",
-    "glm4moe",
-    "glm-dsa",
-    "bitnet",
-    "t5",
-    "t5encoder",
-    "jais",
-    "jais2",
-    "nemotron",
-    "nemotron_h",
-    "nemotron_h_moe",
-    "exaone",
-    "exaone4",
-    "exaone-moe",
-    "rwkv6",
-    "rwkv6qwen2",
-    "rwkv7",
-    "arwkv7",
-    "granite",
-    "granitemoe",
-    "granitehybrid",
-    "graniteswitch",
-    "granite_swa",
-    "chameleon",
-    "wavtokenizer-dec",
-    "plm",
-    "bailingmoe",
-    "bailingmoe2",
-    "bailingmoe3",
-    "dots1",
-    "dots3note",
-    "arcee",
-    "afmoe",
-    "laguna",
-    "ernie4_5",
-    "ernie4_5-moe",
-    "hunyuan-moe",
-    "hunyuan-dense",
-    "hunyuan_vl",
-    "hy_v3",
-    "smollm3",
-    "gpt-oss",
-    "lfm2",
-    "lfm2moe",
-    "dream",
-    "smallthinker",
-    "llada",
-    "llada-moe",
-    "seed_oss",
-    "grovemoe",
-    "apertus",
-    "minimax-01",
-    "minimax-m2",
-    "minimax-m3",
-    "cogvlm",
-    "rnd1",
-    "pangu-embedded",
-    "mistral3",
-    "eagle3",
-    "dflash",
-    "mistral4",
-    "paddleocr",
-    "mimo2",
-    "step35",
-    "llama-embed",
-    "maincoder",
-    "kimi-linear",
-    "kimi-k3",
-    "talkie",
-    "mellum",
-    "nanbeige",
-    "qwen3tts",
-    "pockettts",
-};
-
-bool sw__arch_known(const char *name)
-{
-    for (size_t i = 0; i < SW_ARRAY_LEN(known_archs); i++)
-        if (!strcmp(known_archs[i], name))
-            return true;
-    return false;
-}
-
 static const struct arch_rule *find_rule(const char *name)
 {
     static const struct arch_rule generic = {NULL, 0, RECR_NONE, SW_RECR_NONE, 0, SWA_NONE,
@@ -491,16 +332,32 @@ static uint32_t n_layer_trunk(const struct hp *h)
     return h->n_layer_all - h->n_layer_nextn;
 }
 
+/* Per-layer values (get_key_or_arr) over n layers, several in order; the first error wins. */
+struct pl_key {
+    const char *key;
+    uint32_t *out;
+};
+
+static int get_per_layer_all(struct rd *r, const struct pl_key *k, size_t nk, uint32_t n)
+{
+    for (size_t i = 0; i < nk; i++) {
+        int rc = get_per_layer(r, k[i].key, k[i].out, n, false, NULL);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+/* llama_model_base::load_hparams: the keys every arch reads, in its order. */
 static int read_base(struct rd *r, struct hp *h)
 {
     int rc;
     bool f;
     uint32_t b;
 
-    rc = get_u32(r, "context_length", &h->n_ctx_train, true, NULL);
-    if (rc)
-        return rc;
-    rc = get_u32(r, "embedding_length", &h->n_embd, true, NULL);
+    const struct u32_key sizes[] = {{"context_length", &h->n_ctx_train, true},
+                                    {"embedding_length", &h->n_embd, true}};
+    rc = get_u32_all(r, sizes, SW_ARRAY_LEN(sizes));
     if (rc)
         return rc;
     b = 1;
@@ -523,13 +380,10 @@ static int read_base(struct rd *r, struct hp *h)
     rc = get_u32(r, "expert_count", &h->n_expert, false, NULL);
     if (rc)
         return rc;
-    rc = get_per_layer(r, "expert_used_count", h->n_expert_used, h->n_layer_all, false, NULL);
-    if (rc)
-        return rc;
-    rc = get_per_layer(r, "feed_forward_length", h->n_ff, h->n_layer_all, false, NULL);
-    if (rc)
-        return rc;
-    rc = get_per_layer(r, "attention.head_count", h->n_head, h->n_layer_all, false, NULL);
+    const struct pl_key layers[] = {{"expert_used_count", h->n_expert_used},
+                                    {"feed_forward_length", h->n_ff},
+                                    {"attention.head_count", h->n_head}};
+    rc = get_per_layer_all(r, layers, SW_ARRAY_LEN(layers), h->n_layer_all);
     if (rc)
         return rc;
     memcpy(h->n_head_kv, h->n_head, sizeof(h->n_head));
@@ -540,20 +394,17 @@ static int read_base(struct rd *r, struct hp *h)
     rc = get_f64(r, "rope.freq_base", &h->rope_base);
     if (rc)
         return rc;
-    {
-        double sc = 0;
-        rc = get_f64(r, "rope.scaling.factor", &sc);
-        if (rc)
-            return rc;
-        h->rope_scale = sc == 0 ? 1.0 : 1.0 / sc;
-    }
+    double sc = 0;
+    rc = get_f64(r, "rope.scaling.factor", &sc);
+    if (rc)
+        return rc;
+    h->rope_scale = sc == 0 ? 1.0 : 1.0 / sc;
     if (h->n_head[0] > 0) {
         h->hk_full = h->n_embd / h->n_head[0];
-        rc = get_u32(r, "attention.key_length", &h->hk_full, false, NULL);
-        if (rc)
-            return rc;
         h->hv_full = h->n_embd / h->n_head[0];
-        rc = get_u32(r, "attention.value_length", &h->hv_full, false, NULL);
+        const struct u32_key dims[] = {{"attention.key_length", &h->hk_full, false},
+                                       {"attention.value_length", &h->hv_full, false}};
+        rc = get_u32_all(r, dims, SW_ARRAY_LEN(dims));
         if (rc)
             return rc;
         h->n_rot = h->hk_full;
@@ -563,77 +414,54 @@ static int read_base(struct rd *r, struct hp *h)
     }
     h->hk_swa = h->hk_full;
     h->hv_swa = h->hv_full;
-    rc = get_u32(r, "attention.key_length_swa", &h->hk_swa, false, NULL);
+    /* the shared-expert and dense-lead keys are not read by load_hparams itself, but by many
+     * archs; harmless to read for the summary */
+    const struct u32_key more[] = {
+        {"attention.key_length_swa", &h->hk_swa, false},
+        {"attention.value_length_swa", &h->hv_swa, false},
+        {"expert_shared_count", &h->n_expert_shared, false},
+        {"expert_shared_feed_forward_length", &h->n_ff_shexp, false},
+        {"leading_dense_block_count", &h->n_dense_lead, false},
+    };
+    rc = get_u32_all(r, more, SW_ARRAY_LEN(more));
     if (rc)
         return rc;
-    rc = get_u32(r, "attention.value_length_swa", &h->hv_swa, false, NULL);
-    if (rc)
-        return rc;
-    /* not read by load_hparams itself, but by many archs; harmless to read for the summary */
-    rc = get_u32(r, "expert_shared_count", &h->n_expert_shared, false, NULL);
-    if (rc)
-        return rc;
-    rc = get_u32(r, "expert_shared_feed_forward_length", &h->n_ff_shexp, false, NULL);
-    if (rc)
-        return rc;
-    rc = get_u32(r, "leading_dense_block_count", &h->n_dense_lead, false, NULL);
-    if (rc)
-        return rc;
-    {
-        /* expert_feed_forward_length is per-layer in some archs, scalar in most */
-        rc = get_per_layer(r, "expert_feed_forward_length", h->n_ff_exp, h->n_layer_all, false,
-                           NULL);
-        if (rc)
-            return rc;
-    }
-    return 0;
+    /* expert_feed_forward_length is per-layer in some archs, scalar in most */
+    return get_per_layer(r, "expert_feed_forward_length", h->n_ff_exp, h->n_layer_all, false, NULL);
 }
 
+/* What an arch's load_arch_hparams reads for its recurrent state, MLA and lightning attention:
+ * each key read when the arch's rule has its RD_* flag, in this order. */
 static int read_recurrent(struct rd *r, const struct arch_rule *ar, struct hp *h)
 {
-    int rc;
-    if (ar->rd & RD_SSM4) {
-        const struct u32_key k[] = {{"ssm.conv_kernel", &h->d_conv, true},
-                                    {"ssm.inner_size", &h->d_inner, true},
-                                    {"ssm.state_size", &h->d_state, true},
-                                    {"ssm.time_step_rank", &h->dt_rank, true}};
-        rc = get_u32_all(r, k, SW_ARRAY_LEN(k));
-        if (rc)
-            return rc;
-    }
-    if (ar->rd & RD_SSM_GROUP) {
-        rc = get_u32(r, "ssm.group_count", &h->n_group, true, NULL);
-        if (rc)
-            return rc;
-    }
-    if (ar->rd & RD_WKV) {
+    const struct {
+        unsigned flag;
+        struct u32_key k;
+    } keys[] = {
+        {RD_SSM4, {"ssm.conv_kernel", &h->d_conv, true}},
+        {RD_SSM4, {"ssm.inner_size", &h->d_inner, true}},
+        {RD_SSM4, {"ssm.state_size", &h->d_state, true}},
+        {RD_SSM4, {"ssm.time_step_rank", &h->dt_rank, true}},
+        {RD_SSM_GROUP, {"ssm.group_count", &h->n_group, true}},
+        {RD_WKV, {"wkv.head_size", &h->wkv, true}},
+        {RD_WKV, {"token_shift_count", &h->token_shift, false}},
+        {RD_SHORTCONV, {"shortconv.l_cache", &h->shortconv, true}},
+        {RD_KDA, {"ssm.conv_kernel", &h->d_conv, true}},
+        {RD_KDA, {"kda.head_dim", &h->kda, true}},
+        {RD_MLA, {"attention.key_length_mla", &h->hk_mla, false}},
+        {RD_MLA, {"attention.value_length_mla", &h->hv_mla, false}},
+        {RD_MLA, {"attention.kv_lora_rank", &h->n_lora_kv, false}},
+        {RD_MLA, {"attention.q_lora_rank", &h->n_lora_q, false}},
+    };
+    if (ar->rd & RD_WKV)
         h->token_shift = 2;
-        const struct u32_key k[] = {{"wkv.head_size", &h->wkv, true},
-                                    {"token_shift_count", &h->token_shift, false}};
-        rc = get_u32_all(r, k, SW_ARRAY_LEN(k));
-        if (rc)
-            return rc;
-    }
-    if (ar->rd & RD_SHORTCONV) {
-        rc = get_u32(r, "shortconv.l_cache", &h->shortconv, true, NULL);
-        if (rc)
-            return rc;
-    }
-    if (ar->rd & RD_KDA) {
-        const struct u32_key k[] = {{"ssm.conv_kernel", &h->d_conv, true},
-                                    {"kda.head_dim", &h->kda, true}};
-        rc = get_u32_all(r, k, SW_ARRAY_LEN(k));
-        if (rc)
-            return rc;
-    }
     if (ar->rd & RD_LA)
         h->la = h->hk_full; /* minimax-01: n_embd_head_la = n_embd_head_k_full */
-    if (ar->rd & RD_MLA) {
-        const struct u32_key k[] = {{"attention.key_length_mla", &h->hk_mla, false},
-                                    {"attention.value_length_mla", &h->hv_mla, false},
-                                    {"attention.kv_lora_rank", &h->n_lora_kv, false},
-                                    {"attention.q_lora_rank", &h->n_lora_q, false}};
-        rc = get_u32_all(r, k, SW_ARRAY_LEN(k));
+    for (size_t i = 0; i < SW_ARRAY_LEN(keys); i++) {
+        if (!(ar->rd & keys[i].flag))
+            continue;
+        const struct u32_key *k = &keys[i].k;
+        int rc = get_u32(r, k->key, k->out, k->required, NULL);
         if (rc)
             return rc;
     }
@@ -903,65 +731,66 @@ static int str_copy(char *dst, size_t n, const char *src)
     return 0;
 }
 
-int sw__arch_from_meta(const struct sw__meta *m, struct sw_arch **out, struct sw_err *e)
+/* An architecture this mirror reads: named, known to the pinned llama.cpp, a language model. */
+static int check_arch(const struct sw__meta *m, struct sw_err *e)
 {
-    struct hp *h = NULL;
-    struct sw_arch *a = NULL;
-    struct rd r = {m, e};
-    int rc = 0;
+    if (!m->arch || !*m->arch)
+        return sw_err_set(e, SW_EPARSE, "%s: no architecture name (general.architecture)",
+                          m->where);
+    if (!sw__arch_known(m->arch))
+        return sw_err_set(e, SW_EUNSUPPORTED,
+                          "%s: architecture '%s' is not known to the pinned llama.cpp (80fb11a)",
+                          m->where, m->arch);
+    if (!strcmp(m->arch, "clip"))
+        return sw_err_set(e, SW_EUNSUPPORTED,
+                          "%s: this is a multimodal projector (clip), not a language model; pass "
+                          "it with --mmproj",
+                          m->where);
+    return 0;
+}
 
-    *out = NULL;
-    if (!m->arch || !*m->arch) {
-        rc = sw_err_set(e, SW_EPARSE, "%s: no architecture name (general.architecture)", m->where);
-        goto out;
-    }
-    if (!sw__arch_known(m->arch)) {
-        rc = sw_err_set(e, SW_EUNSUPPORTED,
-                        "%s: architecture '%s' is not known to the pinned llama.cpp (80fb11a)",
-                        m->where, m->arch);
-        goto out;
-    }
-    if (!strcmp(m->arch, "clip")) {
-        rc = sw_err_set(e, SW_EUNSUPPORTED,
-                        "%s: this is a multimodal projector (clip), not a language model; pass it "
-                        "with --mmproj",
-                        m->where);
-        goto out;
-    }
-    h = sw_calloc(1, sizeof(*h));
-    if (!h) {
-        rc = sw_err_set(e, SW_ENOMEM, "out of memory");
-        goto out;
-    }
-    h->kv_from_start = -1;
-    h->causal = true;
-    const struct arch_rule *ar = find_rule(m->arch);
+/* load_hparams then load_arch_hparams: the base keys, the recurrent dims, which layers are
+ * recurrent and which sliding-window, then the arch's own departures. */
+static int read_hparams(struct rd *r, const struct arch_rule *ar, struct hp *h)
+{
+    int rc = read_base(r, h);
+    if (rc)
+        return rc;
+    rc = read_recurrent(r, ar, h);
+    if (rc)
+        return rc;
+    rc = mark_recurrent(r, ar, h);
+    if (rc)
+        return rc;
+    rc = mark_swa(r, ar, h);
+    if (rc)
+        return rc;
+    return read_special(r, ar, h);
+}
 
-    rc = read_base(&r, h);
-    if (rc)
-        goto out;
-    rc = read_recurrent(&r, ar, h);
-    if (rc)
-        goto out;
-    rc = mark_recurrent(&r, ar, h);
-    if (rc)
-        goto out;
-    rc = mark_swa(&r, ar, h);
-    if (rc)
-        goto out;
-    rc = read_special(&r, ar, h);
-    if (rc)
-        goto out;
+/* llama_vocab::n_tokens(): the tokenizer's token list, except for a "no_vocab" tokenizer, which
+ * gets <arch>.vocab_size dummy tokens (llama_vocab::impl::load). A declaration says vocab_size. */
+static uint64_t vocab_of(const struct sw__meta *m)
+{
+    size_t len = 0;
+    double v = 0;
+    const char *tm = NULL;
+    m->str(m->ctx, "@tokenizer.ggml.model", &tm);
+    bool dummy = tm && (!strcmp(tm, "no_vocab") || !strcmp(tm, "none"));
+    if (!dummy && m->arr(m->ctx, "@tokenizer.ggml.tokens", NULL, 0, &len) == 0)
+        return len;
+    if (m->num(m->ctx, "vocab_size", &v) == 0 && v >= 0)
+        return (uint64_t)v;
+    return 0;
+}
 
-    rc = sw_arch_new(h->n_layer_all, &a, e);
-    if (rc)
-        goto out;
+/* The whole-model facts: names, sizes, rope, vocabulary, MLA, recurrent state, experts. */
+static void fill_model(struct sw_arch *a, const struct hp *h, const struct sw__meta *m)
+{
+    const char *nm = NULL;
     str_copy(a->name, sizeof(a->name), m->arch);
-    {
-        const char *nm = NULL;
-        m->str(m->ctx, "@general.name", &nm);
-        str_copy(a->model_name, sizeof(a->model_name), nm);
-    }
+    m->str(m->ctx, "@general.name", &nm);
+    str_copy(a->model_name, sizeof(a->model_name), nm);
     a->n_layer_nextn = h->n_layer_nextn;
     a->n_embd = h->n_embd;
     a->n_ctx_train = h->n_ctx_train;
@@ -971,21 +800,7 @@ int sw__arch_from_meta(const struct sw__meta *m, struct sw_arch **out, struct sw
     a->rope_freq_base = h->rope_base;
     a->rope_freq_scale = h->rope_scale;
     a->n_rot = h->n_rot;
-
-    /* vocabulary: llama_vocab::n_tokens() is the tokenizer's token list, except for a "no_vocab"
-     * tokenizer, which gets <arch>.vocab_size dummy tokens (llama_vocab::impl::load). A
-     * declaration says vocab_size. */
-    {
-        size_t len = 0;
-        double v = 0;
-        const char *tm = NULL;
-        m->str(m->ctx, "@tokenizer.ggml.model", &tm);
-        bool dummy = tm && (!strcmp(tm, "no_vocab") || !strcmp(tm, "none"));
-        if (!dummy && m->arr(m->ctx, "@tokenizer.ggml.tokens", NULL, 0, &len) == 0)
-            a->n_vocab = len;
-        else if (m->num(m->ctx, "vocab_size", &v) == 0 && v >= 0)
-            a->n_vocab = (uint64_t)v;
-    }
+    a->n_vocab = vocab_of(m);
 
     a->mla.on = h->hk_mla != 0 && h->hv_mla != 0;
     a->mla.head_dim_k = h->hk_mla;
@@ -1008,7 +823,12 @@ int sw__arch_from_meta(const struct sw__meta *m, struct sw_arch **out, struct sw
     a->moe.n_expert_shared = h->n_expert_shared;
     a->moe.n_ff_shexp = h->n_ff_shexp;
     a->moe.n_layer_dense_lead = h->n_dense_lead;
+}
 
+/* Each layer: heads, dims (the sliding-window ones on SWA layers), KV or a layer it reuses, its
+ * recurrent kind and its attention kind by the arch's recurrent rule; the experts used. */
+static void fill_layers(struct sw_arch *a, const struct hp *h, const struct arch_rule *ar)
+{
     for (uint32_t il = 0; il < h->n_layer_all; il++) {
         struct sw_arch_layer *L = &a->layers[il];
         bool swa = h->is_swa[il] != 0, recr = h->is_recr[il] != 0;
@@ -1047,6 +867,35 @@ int sw__arch_from_meta(const struct sw__meta *m, struct sw_arch **out, struct sw
         if (!a->moe.n_ff_exp && L->n_ff_exp && h->n_expert)
             a->moe.n_ff_exp = L->n_ff_exp;
     }
+}
+
+int sw__arch_from_meta(const struct sw__meta *m, struct sw_arch **out, struct sw_err *e)
+{
+    struct hp *h = NULL;
+    struct sw_arch *a = NULL;
+    struct rd r = {m, e};
+    int rc = 0;
+
+    *out = NULL;
+    rc = check_arch(m, e);
+    if (rc)
+        goto out;
+    h = sw_calloc(1, sizeof(*h));
+    if (!h) {
+        rc = sw_err_set(e, SW_ENOMEM, "out of memory");
+        goto out;
+    }
+    h->kv_from_start = -1;
+    h->causal = true;
+    const struct arch_rule *ar = find_rule(m->arch);
+    rc = read_hparams(&r, ar, h);
+    if (rc)
+        goto out;
+    rc = sw_arch_new(h->n_layer_all, &a, e);
+    if (rc)
+        goto out;
+    fill_model(a, h, m);
+    fill_layers(a, h, ar);
     rc = sw_arch_finalize(a, e);
     if (rc)
         goto out;

@@ -42,215 +42,6 @@
 #define READ_BUF         (256u * 1024u)
 
 /* ---------------------------------------------------------------------------------------------
- * Arena
- */
-struct sw__chunk {
-    struct sw__chunk *next;
-    size_t used;
-    size_t cap;
-    max_align_t data[];
-};
-
-#define CHUNK_MIN (64u * 1024u)
-
-void *sw__arena_alloc(struct sw__arena *a, size_t n)
-{
-    n = (n + 15u) & ~(size_t)15u;
-    if (!n)
-        n = 16;
-    struct sw__chunk *c = a->head;
-    if (!c || c->cap - c->used < n) {
-        size_t cap = n > CHUNK_MIN ? n : CHUNK_MIN;
-        if (cap > SIZE_MAX - sizeof(*c))
-            return NULL;
-        struct sw__chunk *nc = sw_malloc(sizeof(*nc) + cap);
-        if (!nc)
-            return NULL;
-        nc->used = 0;
-        nc->cap = cap;
-        /* a big block gets its own chunk behind the current one, so the current one keeps
-         * serving small strings */
-        if (c && n > CHUNK_MIN) {
-            nc->next = c->next;
-            c->next = nc;
-        } else {
-            nc->next = c;
-            a->head = nc;
-        }
-        c = nc;
-    }
-    void *p = (char *)c->data + c->used;
-    c->used += n;
-    a->bytes += n;
-    return p;
-}
-
-void sw__arena_free(struct sw__arena *a)
-{
-    if (!a)
-        return;
-    struct sw__chunk *c = a->head;
-    while (c) {
-        struct sw__chunk *n = c->next;
-        sw_free(c);
-        c = n;
-    }
-    a->head = NULL;
-    a->bytes = 0;
-}
-
-void sw__arena_merge(struct sw__arena *a, struct sw__arena *b)
-{
-    if (!b->head)
-        return;
-    struct sw__chunk *t = b->head;
-    while (t->next)
-        t = t->next;
-    /* keep a's head (the chunk with free room) first */
-    if (a->head) {
-        t->next = a->head->next;
-        a->head->next = b->head;
-    } else {
-        a->head = b->head;
-    }
-    a->bytes += b->bytes;
-    b->head = NULL;
-    b->bytes = 0;
-}
-
-/* ---------------------------------------------------------------------------------------------
- * Name index
- */
-uint64_t sw__hash(const char *s, size_t n)
-{
-    /* FNV-1a, then a final mix so the low bits (the slot) depend on every byte */
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; i++) {
-        h ^= (unsigned char)s[i];
-        h *= 1099511628211ull;
-    }
-    h ^= h >> 29;
-    h *= 0xbf58476d1ce4e5b9ull;
-    h ^= h >> 32;
-    return h;
-}
-
-static int index_init(struct sw__arena *a, struct sw__index *ix, uint64_t n)
-{
-    uint64_t cap = 16;
-    while (cap < n * 2)
-        cap <<= 1;
-    ix->slot = sw__arena_alloc(a, (size_t)cap * sizeof(uint32_t));
-    if (!ix->slot)
-        return SW_ENOMEM;
-    memset(ix->slot, 0, (size_t)cap * sizeof(uint32_t));
-    ix->cap = cap;
-    return 0;
-}
-
-/* Find `name` among strs[] through the index; returns the position or -1. If absent and `insert`
- * is given, stores `insert` (a position) in the free slot. */
-static int64_t index_probe(const struct sw__index *ix,
-                           const struct sw_gguf_str *(*at)(const void *, uint64_t),
-                           const void *base, const char *name, size_t len, int64_t insert)
-{
-    if (!ix->cap)
-        return -1;
-    uint64_t mask = ix->cap - 1;
-    for (uint64_t h = sw__hash(name, len) & mask;; h = (h + 1) & mask) {
-        uint32_t v = ix->slot[h];
-        if (!v) {
-            if (insert >= 0)
-                ix->slot[h] = (uint32_t)insert + 1;
-            return -1;
-        }
-        const struct sw_gguf_str *s = at(base, v - 1);
-        if (s->len == len && !memcmp(s->s, name, len))
-            return (int64_t)v - 1;
-    }
-}
-
-static const struct sw_gguf_str *kv_name_at(const void *base, uint64_t i)
-{
-    return &((const struct sw_gguf_kv *)base)[i].key;
-}
-
-static const struct sw_gguf_str *tensor_name_at(const void *base, uint64_t i)
-{
-    return &((const struct sw_gguf_tensor *)base)[i].name;
-}
-
-int64_t sw__gguf_kv_pos(const struct sw_gguf *g, const char *key, size_t len)
-{
-    if (!g || !g->priv)
-        return -1;
-    return index_probe(&g->priv->kv_index, kv_name_at, g->kv, key, len, -1);
-}
-
-int64_t sw__gguf_tensor_pos(const struct sw_gguf *g, const char *name, size_t len)
-{
-    if (!g || !g->priv)
-        return -1;
-    return index_probe(&g->priv->t_index, tensor_name_at, g->tensors, name, len, -1);
-}
-
-int sw__gguf_build_index(struct sw_gguf *g, int64_t *dup)
-{
-    struct sw_gguf_priv *p = g->priv;
-    *dup = -1;
-    if (index_init(&p->arena, &p->kv_index, g->n_kv) ||
-        index_init(&p->arena, &p->t_index, g->n_tensors))
-        return SW_ENOMEM;
-    for (uint64_t i = 0; i < g->n_kv; i++)
-        index_probe(&p->kv_index, kv_name_at, g->kv, g->kv[i].key.s, (size_t)g->kv[i].key.len,
-                    (int64_t)i);
-    for (uint64_t i = 0; i < g->n_tensors; i++) {
-        if (index_probe(&p->t_index, tensor_name_at, g->tensors, g->tensors[i].name.s,
-                        (size_t)g->tensors[i].name.len, (int64_t)i) >= 0 &&
-            *dup < 0)
-            *dup = (int64_t)i;
-    }
-    return 0;
-}
-
-/* ---------------------------------------------------------------------------------------------
- * Metadata types
- */
-static const char *const type_names[SW_GGUF__NTYPES] = {
-    "u8", "i8", "u16", "i16", "u32", "i32", "f32", "bool", "string", "array", "u64", "i64", "f64",
-};
-
-const char *sw_gguf_type_name(enum sw_gguf_type t)
-{
-    if ((unsigned)t >= SW_GGUF__NTYPES)
-        return "invalid";
-    return type_names[t];
-}
-
-size_t sw__gguf_type_size(uint32_t t)
-{
-    switch (t) {
-    case SW_GGUF_UINT8:
-    case SW_GGUF_INT8:
-    case SW_GGUF_BOOL:
-        return 1;
-    case SW_GGUF_UINT16:
-    case SW_GGUF_INT16:
-        return 2;
-    case SW_GGUF_UINT32:
-    case SW_GGUF_INT32:
-    case SW_GGUF_FLOAT32:
-        return 4;
-    case SW_GGUF_UINT64:
-    case SW_GGUF_INT64:
-    case SW_GGUF_FLOAT64:
-        return 8;
-    default:
-        return 0;
-    }
-}
-
-/* ---------------------------------------------------------------------------------------------
  * Bounded reader over a file descriptor (buffered) or a memory block.
  */
 struct rd {
@@ -629,8 +420,7 @@ static int read_tensor_info(struct rd *r, struct sw_gguf *g, uint64_t i, uint64_
                        t->name.len, GGML_MAX_NAME - 1);
     if (memchr(t->name.s, '\0', (size_t)t->name.len))
         return rd_fail(r, SW_EPARSE, at, "tensor name contains a NUL byte");
-    int64_t dup = index_probe(&g->priv->t_index, tensor_name_at, g->tensors, t->name.s,
-                              (size_t)t->name.len, (int64_t)i);
+    int64_t dup = sw__gguf_tensor_index(g, i);
     if (dup >= 0)
         return rd_fail(r, SW_EPARSE, at,
                        "duplicate tensor name (tensors #%" PRId64 " and #%" PRIu64 ")", dup, i);
@@ -664,10 +454,8 @@ static int read_tensor_info(struct rd *r, struct sw_gguf *g, uint64_t i, uint64_
     rc = rd_u32(r, &t->type, "tensor type");
     if (rc)
         return rc;
-    const struct sw_ggml_type *ty = sw_ggml_type(t->type);
-    for (size_t k = 0; !ty && r->types && k < r->types->n; k++)
-        if (r->types->types[k].id == t->type)
-            ty = &r->types->types[k];
+    const struct sw_ggml_type *ty =
+        sw__ggml_type_in(r->types ? r->types->types : NULL, r->types ? r->types->n : 0, t->type);
     if (!ty) {
         const char *old = sw__ggml_removed_name(t->type);
         if (old)
@@ -787,6 +575,158 @@ static int not_gguf(struct rd *r, const uint8_t *head, size_t n)
                             what);
 }
 
+/* Magic and version: anything but GGUF v2/v3 is said for what it is (a sniffed stand-in, v1, a
+ * big-endian file, an unknown version). */
+static int read_preamble(struct rd *r, struct sw_gguf *g)
+{
+    /* anything else is sniffed, so an HTML page or a git-lfs pointer saved as .gguf says what it
+     * is */
+    uint8_t head[64] = {0};
+    size_t hn = (size_t)SW_MIN(r->size, sizeof(head));
+    if (hn) {
+        int rc = rd_read(r, head, hn, "magic");
+        if (rc)
+            return rc;
+        r->off = 0;
+    }
+    if (hn < 4 || memcmp(head, "GGUF", 4))
+        return not_gguf(r, head, hn);
+    r->off = 4;
+    uint32_t version;
+    int rc = rd_u32(r, &version, "version");
+    if (rc)
+        return rc;
+    if (version == 1)
+        return sw_err_at_offset(r->e, SW_EUNSUPPORTED, r->where, 4,
+                                "GGUF version 1 is no longer supported (llama.cpp dropped it too); "
+                                "reconvert the model");
+    if (version && (version & 0xFFFFu) == 0)
+        return sw_err_at_offset(r->e, SW_EUNSUPPORTED, r->where, 4,
+                                "GGUF version field 0x%08" PRIx32
+                                " looks byte-swapped: a big-endian GGUF; only little-endian files "
+                                "are supported",
+                                version);
+    if (version != 2 && version != 3)
+        return sw_err_at_offset(r->e, SW_EUNSUPPORTED, r->where, 4,
+                                "GGUF version %" PRIu32 " is not supported (2 and 3 are)", version);
+    g->version = version;
+    return 0;
+}
+
+/* The tensor and key counts, bounded by the bytes that remain before anything is allocated, then
+ * the arrays and indexes they size (*info_off: where each tensor info starts, sw_free it). */
+static int read_counts(struct rd *r, struct sw_gguf *g, uint64_t **info_off)
+{
+    uint64_t nt_at = r->off;
+    int rc = rd_u64(r, &g->n_tensors, "tensor count");
+    if (rc)
+        return rc;
+    rc = rd_u64(r, &g->n_kv, "metadata count");
+    if (rc)
+        return rc;
+    uint64_t need_kv, need_t, need;
+    if (!sw_mul_ok(g->n_kv, MIN_KV_BYTES, &need_kv) ||
+        !sw_mul_ok(g->n_tensors, MIN_TENSOR_BYTES, &need_t) || !sw_add_ok(need_kv, need_t, &need) ||
+        need > rd_left(r)) {
+        bool absurd = !sw_mul_ok(g->n_kv, MIN_KV_BYTES, &need_kv) ||
+                      !sw_mul_ok(g->n_tensors, MIN_TENSOR_BYTES, &need_t) ||
+                      !sw_add_ok(need_kv, need_t, &need) || need > SW_GGUF_MAX_HEADER;
+        return sw_err_at_offset(
+            r->e, absurd ? SW_ERANGE : SW_ETRUNC, r->where, (int64_t)nt_at,
+            "header claims %" PRIu64 " tensors and %" PRIu64
+            " metadata keys, which cannot fit in the %" PRIu64 " bytes that remain%s",
+            g->n_tensors, g->n_kv, rd_left(r), absurd ? "" : " (truncated file?)");
+    }
+    struct sw__arena *a = &g->priv->arena;
+    g->kv = sw__arena_alloc(a, (size_t)(g->n_kv ? g->n_kv : 1) * sizeof(*g->kv));
+    g->tensors =
+        sw__arena_alloc(a, (size_t)(g->n_tensors ? g->n_tensors : 1) * sizeof(*g->tensors));
+    *info_off = sw_malloc((size_t)(g->n_tensors ? g->n_tensors : 1) * sizeof(**info_off));
+    if (!g->kv || !g->tensors || !*info_off || sw__index_init(a, &g->priv->kv_index, g->n_kv) ||
+        sw__index_init(a, &g->priv->t_index, g->n_tensors))
+        return sw_err_set(r->e, SW_ENOMEM, "out of memory reading %s", r->where);
+    memset(g->kv, 0, (size_t)g->n_kv * sizeof(*g->kv));
+    memset(g->tensors, 0, (size_t)g->n_tensors * sizeof(*g->tensors));
+    return 0;
+}
+
+/* The key/values: no empty or duplicate key, the header's memory checked after each. */
+static int read_kvs(struct rd *r, struct sw_gguf *g)
+{
+    struct sw__arena *a = &g->priv->arena;
+    /* each entry is indexed only once its key is read, so the index (which looks entries up by
+     * position) never sees a half-read entry */
+    for (uint64_t i = 0; i < g->n_kv; i++) {
+        struct sw_gguf_kv *kv = &g->kv[i];
+        kv->offset = r->off;
+        r->subj_kind = "key";
+        r->subj = NULL;
+        r->subj_idx = (int64_t)i;
+        int rc = rd_str(r, a, &kv->key, "key");
+        if (rc)
+            return rc;
+        if (!kv->key.len)
+            return rd_fail(r, SW_EPARSE, kv->offset, "empty key");
+        r->subj = kv->key.s;
+        int64_t dup = sw__gguf_kv_index(g, i);
+        if (dup >= 0)
+            return rd_fail(r, SW_EPARSE, kv->offset, "duplicate key (first at byte %" PRIu64 ")",
+                           g->kv[dup].offset);
+        rc = read_value(r, a, &kv->val);
+        if (rc)
+            return rc;
+        rc = check_arena(r, a);
+        if (rc)
+            return rc;
+    }
+    r->subj_kind = NULL;
+    return 0;
+}
+
+/* general.alignment: a u32 nonzero power of two, 32 when absent. */
+static int read_alignment(struct rd *r, struct sw_gguf *g)
+{
+    g->alignment = GGUF_DEFAULT_ALIGNMENT;
+    int64_t ai = sw__gguf_kv_pos(g, "general.alignment", strlen("general.alignment"));
+    if (ai < 0)
+        return 0;
+    const struct sw_gguf_kv *kv = &g->kv[ai];
+    if (kv->val.type != SW_GGUF_UINT32)
+        return sw_err_at_offset(r->e, SW_EPARSE, r->where, (int64_t)kv->offset,
+                                "general.alignment must be u32 (it is %s)",
+                                sw_gguf_type_name(kv->val.type));
+    uint64_t al = kv->val.as.u;
+    if (al == 0 || (al & (al - 1)))
+        return sw_err_at_offset(
+            r->e, SW_EPARSE, r->where, (int64_t)kv->offset,
+            "general.alignment is %" PRIu64 "; it must be a nonzero power of two", al);
+    g->alignment = al;
+    return 0;
+}
+
+/* The tensor infos, then where the data section starts (the next multiple of the alignment: ggml
+ * pads only when there are tensors, see gguf_init_from_reader) and the data's layout. */
+static int read_tensors(struct rd *r, struct sw_gguf *g, uint64_t *info_off)
+{
+    int rc;
+    for (uint64_t i = 0; i < g->n_tensors; i++) {
+        rc = read_tensor_info(r, g, i, &info_off[i]);
+        if (rc)
+            return rc;
+    }
+    r->subj_kind = NULL;
+    g->data_offset = r->off;
+    if (g->n_tensors) {
+        uint64_t pad = (g->alignment - r->off % g->alignment) % g->alignment;
+        g->data_offset = r->off + pad;
+    }
+    rc = check_layout(r, g, info_off);
+    if (rc)
+        return rc;
+    r->subj_kind = NULL;
+    return 0;
+}
+
 static int parse(struct rd *r, struct sw_gguf **out)
 {
     int rc = 0;
@@ -801,151 +741,21 @@ static int parse(struct rd *r, struct sw_gguf **out)
     }
     g->n_splits = 1;
     g->file_size = r->size;
-
-    /* magic: anything else is sniffed, so an HTML page or a git-lfs pointer saved as .gguf says
-     * what it is */
-    uint8_t head[64];
-    size_t hn = (size_t)SW_MIN(r->size, sizeof(head));
-    if (hn) {
-        rc = rd_read(r, head, hn, "magic");
-        if (rc)
-            goto out;
-        r->off = 0;
-    }
-    if (hn < 4 || memcmp(head, "GGUF", 4)) {
-        rc = not_gguf(r, head, hn);
-        goto out;
-    }
-    r->off = 4;
-    uint32_t version;
-    rc = rd_u32(r, &version, "version");
+    rc = read_preamble(r, g);
     if (rc)
         goto out;
-    if (version == 1) {
-        rc = sw_err_at_offset(r->e, SW_EUNSUPPORTED, r->where, 4,
-                              "GGUF version 1 is no longer supported (llama.cpp dropped it too); "
-                              "reconvert the model");
-        goto out;
-    }
-    if (version && (version & 0xFFFFu) == 0) {
-        rc = sw_err_at_offset(r->e, SW_EUNSUPPORTED, r->where, 4,
-                              "GGUF version field 0x%08" PRIx32
-                              " looks byte-swapped: a big-endian GGUF; only little-endian files "
-                              "are supported",
-                              version);
-        goto out;
-    }
-    if (version != 2 && version != 3) {
-        rc = sw_err_at_offset(r->e, SW_EUNSUPPORTED, r->where, 4,
-                              "GGUF version %" PRIu32 " is not supported (2 and 3 are)", version);
-        goto out;
-    }
-    g->version = version;
-    uint64_t nt_at = r->off;
-    rc = rd_u64(r, &g->n_tensors, "tensor count");
+    rc = read_counts(r, g, &info_off);
     if (rc)
         goto out;
-    rc = rd_u64(r, &g->n_kv, "metadata count");
+    rc = read_kvs(r, g);
     if (rc)
         goto out;
-    uint64_t need_kv, need_t, need;
-    if (!sw_mul_ok(g->n_kv, MIN_KV_BYTES, &need_kv) ||
-        !sw_mul_ok(g->n_tensors, MIN_TENSOR_BYTES, &need_t) || !sw_add_ok(need_kv, need_t, &need) ||
-        need > rd_left(r)) {
-        bool absurd = !sw_mul_ok(g->n_kv, MIN_KV_BYTES, &need_kv) ||
-                      !sw_mul_ok(g->n_tensors, MIN_TENSOR_BYTES, &need_t) ||
-                      !sw_add_ok(need_kv, need_t, &need) || need > SW_GGUF_MAX_HEADER;
-        rc = sw_err_at_offset(
-            r->e, absurd ? SW_ERANGE : SW_ETRUNC, r->where, (int64_t)nt_at,
-            "header claims %" PRIu64 " tensors and %" PRIu64
-            " metadata keys, which cannot fit in the %" PRIu64 " bytes that remain%s",
-            g->n_tensors, g->n_kv, rd_left(r), absurd ? "" : " (truncated file?)");
-        goto out;
-    }
-    struct sw__arena *a = &g->priv->arena;
-    g->kv = sw__arena_alloc(a, (size_t)(g->n_kv ? g->n_kv : 1) * sizeof(*g->kv));
-    g->tensors =
-        sw__arena_alloc(a, (size_t)(g->n_tensors ? g->n_tensors : 1) * sizeof(*g->tensors));
-    info_off = sw_malloc((size_t)(g->n_tensors ? g->n_tensors : 1) * sizeof(*info_off));
-    if (!g->kv || !g->tensors || !info_off || index_init(a, &g->priv->kv_index, g->n_kv) ||
-        index_init(a, &g->priv->t_index, g->n_tensors)) {
-        rc = sw_err_set(r->e, SW_ENOMEM, "out of memory reading %s", r->where);
-        goto out;
-    }
-    memset(g->kv, 0, (size_t)g->n_kv * sizeof(*g->kv));
-    memset(g->tensors, 0, (size_t)g->n_tensors * sizeof(*g->tensors));
-
-    /* key/values; n_kv stays the count read so far until the loop ends, so the index (which
-     * looks entries up by position) never sees a half-read entry */
-    uint64_t n_kv = g->n_kv;
-    for (uint64_t i = 0; i < n_kv; i++) {
-        struct sw_gguf_kv *kv = &g->kv[i];
-        kv->offset = r->off;
-        r->subj_kind = "key";
-        r->subj = NULL;
-        r->subj_idx = (int64_t)i;
-        rc = rd_str(r, a, &kv->key, "key");
-        if (rc)
-            goto out;
-        if (!kv->key.len) {
-            rc = rd_fail(r, SW_EPARSE, kv->offset, "empty key");
-            goto out;
-        }
-        r->subj = kv->key.s;
-        int64_t dup = index_probe(&g->priv->kv_index, kv_name_at, g->kv, kv->key.s,
-                                  (size_t)kv->key.len, (int64_t)i);
-        if (dup >= 0) {
-            rc = rd_fail(r, SW_EPARSE, kv->offset, "duplicate key (first at byte %" PRIu64 ")",
-                         g->kv[dup].offset);
-            goto out;
-        }
-        rc = read_value(r, a, &kv->val);
-        if (rc)
-            goto out;
-        rc = check_arena(r, a);
-        if (rc)
-            goto out;
-    }
-    r->subj_kind = NULL;
-
-    g->alignment = GGUF_DEFAULT_ALIGNMENT;
-    int64_t ai = sw__gguf_kv_pos(g, "general.alignment", strlen("general.alignment"));
-    if (ai >= 0) {
-        const struct sw_gguf_kv *kv = &g->kv[ai];
-        if (kv->val.type != SW_GGUF_UINT32) {
-            rc = sw_err_at_offset(r->e, SW_EPARSE, r->where, (int64_t)kv->offset,
-                                  "general.alignment must be u32 (it is %s)",
-                                  sw_gguf_type_name(kv->val.type));
-            goto out;
-        }
-        uint64_t al = kv->val.as.u;
-        if (al == 0 || (al & (al - 1))) {
-            rc = sw_err_at_offset(
-                r->e, SW_EPARSE, r->where, (int64_t)kv->offset,
-                "general.alignment is %" PRIu64 "; it must be a nonzero power of two", al);
-            goto out;
-        }
-        g->alignment = al;
-    }
-
-    for (uint64_t i = 0; i < g->n_tensors; i++) {
-        rc = read_tensor_info(r, g, i, &info_off[i]);
-        if (rc)
-            goto out;
-    }
-    r->subj_kind = NULL;
-
-    /* the data section starts at the next multiple of the alignment (ggml pads only when there
-     * are tensors; see gguf_init_from_reader) */
-    g->data_offset = r->off;
-    if (g->n_tensors) {
-        uint64_t pad = (g->alignment - r->off % g->alignment) % g->alignment;
-        g->data_offset = r->off + pad;
-    }
-    rc = check_layout(r, g, info_off);
+    rc = read_alignment(r, g);
     if (rc)
         goto out;
-    r->subj_kind = NULL;
+    rc = read_tensors(r, g, info_off);
+    if (rc)
+        goto out;
     *out = g;
     g = NULL;
 out:
@@ -954,80 +764,24 @@ out:
     return rc;
 }
 
+/* A header just parsed (*out) gets its path and the declared types; on OOM it is freed. */
+static int keep(struct sw_gguf **out, const char *path, const struct sw_gguf_types *x,
+                struct sw_err *e)
+{
+    (*out)->path = sw_strdup(path);
+    if ((*out)->path && !sw__gguf_keep_types(*out, x, e))
+        return 0;
+    sw_gguf_free(*out);
+    *out = NULL;
+    return sw_err_set(e, SW_ENOMEM, "out of memory");
+}
+
 static void rd_init(struct rd *r, const char *where, struct sw_err *e)
 {
     memset(r, 0, sizeof(*r));
     r->fd = -1;
     r->where = where;
     r->e = e;
-}
-
-/* Keep the declared types with the header (names copied into its arena). */
-static int keep_types(struct sw_gguf *g, const struct sw_gguf_types *x, struct sw_err *e)
-{
-    if (!x || !x->n)
-        return 0;
-    struct sw_ggml_type *t = sw__arena_alloc(&g->priv->arena, x->n * sizeof(*t));
-    if (!t)
-        return sw_err_set(e, SW_ENOMEM, "out of memory");
-    for (size_t i = 0; i < x->n; i++) {
-        size_t l = strlen(x->types[i].name);
-        char *nm = sw__arena_alloc(&g->priv->arena, l + 1);
-        if (!nm)
-            return sw_err_set(e, SW_ENOMEM, "out of memory");
-        memcpy(nm, x->types[i].name, l + 1);
-        t[i] = x->types[i];
-        t[i].name = nm;
-    }
-    g->priv->extra = t;
-    g->priv->n_extra = x->n;
-    return 0;
-}
-
-int sw_gguf_types_check(const struct sw_gguf_types *x, struct sw_err *e)
-{
-    const char *by = x && x->declared_by ? x->declared_by : "the declaration";
-    if (!x || !x->n)
-        return 0;
-    if (!x->types || x->n > SW_GGUF_MAX_EXTRA_TYPES)
-        return sw_err_set(e, SW_EINVAL, "%s: %zu gguf_types (at most %d)", by, x->n,
-                          SW_GGUF_MAX_EXTRA_TYPES);
-    for (size_t i = 0; i < x->n; i++) {
-        const struct sw_ggml_type *t = &x->types[i];
-        if (!t->name || !t->name[0])
-            return sw_err_set(e, SW_EINVAL, "%s: gguf_types[%zu] (id %" PRIu32 ") has no name", by,
-                              i, t->id);
-        const struct sw_ggml_type *stock = sw_ggml_type(t->id);
-        if (stock)
-            return sw_err_set(e, SW_EINVAL,
-                              "%s: gguf_types %s: id %" PRIu32
-                              " is the stock ggml type %s; a fork type needs an id of its own",
-                              by, t->name, t->id, stock->name);
-        if (t->blck < 1 || t->blck > SW_GGML_MAX_BLCK)
-            return sw_err_set(e, SW_EINVAL,
-                              "%s: gguf_types %s (id %" PRIu32 "): block_size %" PRIu32
-                              " (elements per block) must be 1..%u",
-                              by, t->name, t->id, t->blck, SW_GGML_MAX_BLCK);
-        if (t->size < 1 || t->size > SW_GGML_MAX_TYPE_SIZE)
-            return sw_err_set(e, SW_EINVAL,
-                              "%s: gguf_types %s (id %" PRIu32 "): type_size %" PRIu32
-                              " (bytes per block) must be 1..%u",
-                              by, t->name, t->id, t->size, SW_GGML_MAX_TYPE_SIZE);
-        for (size_t k = 0; k < i; k++)
-            if (x->types[k].id == t->id)
-                return sw_err_set(e, SW_EINVAL, "%s: gguf_types: id %" PRIu32 " declared twice", by,
-                                  t->id);
-    }
-    return 0;
-}
-
-const struct sw_ggml_type *sw_gguf_type(const struct sw_gguf *g, uint32_t id)
-{
-    const struct sw_ggml_type *t = sw_ggml_type(id);
-    for (size_t i = 0; !t && g && g->priv && i < g->priv->n_extra; i++)
-        if (g->priv->extra[i].id == id)
-            t = &g->priv->extra[i];
-    return t;
 }
 
 int sw_gguf_parse_mem(const void *buf, size_t size, const char *where, struct sw_gguf **out,
@@ -1054,13 +808,7 @@ int sw_gguf_parse_mem_types(const void *buf, size_t size, const char *where,
     rc = parse(&r, out);
     if (rc)
         return rc;
-    (*out)->path = sw_strdup(r.where);
-    if (!(*out)->path || keep_types(*out, x, e)) {
-        sw_gguf_free(*out);
-        *out = NULL;
-        return sw_err_set(e, SW_ENOMEM, "out of memory");
-    }
-    return 0;
+    return keep(out, r.where, x, e);
 }
 
 int sw_gguf_open_single(const char *path, struct sw_gguf **out, struct sw_err *e)
@@ -1109,12 +857,7 @@ int sw_gguf_open_single_types(const char *path, const struct sw_gguf_types *x, s
     rc = parse(&r, out);
     if (rc)
         goto out;
-    (*out)->path = sw_strdup(path);
-    if (!(*out)->path || keep_types(*out, x, e)) {
-        sw_gguf_free(*out);
-        *out = NULL;
-        rc = sw_err_set(e, SW_ENOMEM, "out of memory");
-    }
+    rc = keep(out, path, x, e);
 out:
     sw_free(r.buf);
     close(r.fd);

@@ -53,6 +53,27 @@ uint64_t sw_gguf_tensor_nelements(const struct sw_gguf_tensor *t)
     return t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3];
 }
 
+int sw_gguf_array_elem(const struct sw_gguf_value *v, uint64_t i, struct sw_gguf_value *out)
+{
+    memset(out, 0, sizeof(*out));
+    if (v->type != SW_GGUF_ARRAY)
+        return SW_EINVAL;
+    if (i >= v->as.arr.n)
+        return SW_ERANGE;
+    out->type = v->as.arr.elem;
+    if (out->type == SW_GGUF_STRING)
+        out->as.str = v->as.arr.v.str[i];
+    else if (out->type == SW_GGUF_BOOL)
+        out->as.b = v->as.arr.v.b[i];
+    else if (is_flt(out->type))
+        out->as.f = v->as.arr.v.f[i];
+    else if (is_uns(out->type))
+        out->as.u = v->as.arr.v.u[i];
+    else
+        out->as.i = v->as.arr.v.i[i];
+    return 0;
+}
+
 /* Element i of an array value (or the scalar when i < 0) as u64 / i64 / f64. */
 static int elem_u64(const struct sw_gguf_value *v, int64_t i, uint64_t *out)
 {
@@ -191,9 +212,10 @@ int sw_gguf_arch_f64(const struct sw_gguf *g, const char *suffix, double *out)
     return rc ? rc : sw_gguf_get_f64(g, key, out);
 }
 
-/* llama.cpp's llama_model_loader::get_key_or_arr: a scalar is broadcast to n layers, an array
- * must have exactly n elements. */
-int sw_gguf_arch_per_layer(const struct sw_gguf *g, const char *suffix, uint64_t *out, size_t n)
+/* llama.cpp's llama_model_loader::get_key_or_arr: "<arch>.<suffix>" as a scalar (broadcast to n
+ * layers) or an array of exactly n elements; *arr says which. */
+static int per_layer_value(const struct sw_gguf *g, const char *suffix, size_t n,
+                           const struct sw_gguf_value **out, bool *arr)
 {
     char key[256];
     int rc = sw_gguf_arch_key(g, suffix, key, sizeof(key));
@@ -202,53 +224,43 @@ int sw_gguf_arch_per_layer(const struct sw_gguf *g, const char *suffix, uint64_t
     const struct sw_gguf_kv *kv = sw_gguf_find(g, key);
     if (!kv)
         return SW_ENOENT;
-    const struct sw_gguf_value *v = &kv->val;
-    if (v->type != SW_GGUF_ARRAY) {
-        uint64_t x;
-        rc = elem_u64(v, -1, &x);
-        if (rc)
-            return rc;
-        for (size_t i = 0; i < n; i++)
-            out[i] = x;
-        return 0;
+    *out = &kv->val;
+    *arr = kv->val.type == SW_GGUF_ARRAY;
+    return *arr && kv->val.as.arr.n != n ? SW_EPARSE : 0;
+}
+
+int sw_gguf_arch_per_layer(const struct sw_gguf *g, const char *suffix, uint64_t *out, size_t n)
+{
+    const struct sw_gguf_value *v;
+    bool arr;
+    int rc = per_layer_value(g, suffix, n, &v, &arr);
+    if (rc || arr) {
+        for (size_t i = 0; !rc && i < n; i++)
+            rc = elem_u64(v, (int64_t)i, &out[i]);
+        return rc;
     }
-    if (v->as.arr.n != n)
-        return SW_EPARSE;
-    for (size_t i = 0; i < n; i++) {
-        rc = elem_u64(v, (int64_t)i, &out[i]);
-        if (rc)
-            return rc;
-    }
-    return 0;
+    uint64_t x;
+    rc = elem_u64(v, -1, &x);
+    for (size_t i = 0; !rc && i < n; i++)
+        out[i] = x;
+    return rc;
 }
 
 int sw_gguf_arch_per_layer_f64(const struct sw_gguf *g, const char *suffix, double *out, size_t n)
 {
-    char key[256];
-    int rc = sw_gguf_arch_key(g, suffix, key, sizeof(key));
-    if (rc)
+    const struct sw_gguf_value *v;
+    bool arr;
+    int rc = per_layer_value(g, suffix, n, &v, &arr);
+    if (rc || arr) {
+        for (size_t i = 0; !rc && i < n; i++)
+            rc = elem_f64(v, (int64_t)i, &out[i]);
         return rc;
-    const struct sw_gguf_kv *kv = sw_gguf_find(g, key);
-    if (!kv)
-        return SW_ENOENT;
-    const struct sw_gguf_value *v = &kv->val;
-    if (v->type != SW_GGUF_ARRAY) {
-        double x;
-        rc = elem_f64(v, -1, &x);
-        if (rc)
-            return rc;
-        for (size_t i = 0; i < n; i++)
-            out[i] = x;
-        return 0;
     }
-    if (v->as.arr.n != n)
-        return SW_EPARSE;
-    for (size_t i = 0; i < n; i++) {
-        rc = elem_f64(v, (int64_t)i, &out[i]);
-        if (rc)
-            return rc;
-    }
-    return 0;
+    double x;
+    rc = elem_f64(v, -1, &x);
+    for (size_t i = 0; !rc && i < n; i++)
+        out[i] = x;
+    return rc;
 }
 
 int sw_gguf_key_err(const struct sw_gguf *g, const char *key, const char *expected, int rc,

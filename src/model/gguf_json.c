@@ -123,22 +123,10 @@ static json_t *ju64(uint64_t u)
 
 static json_t *elem_json(const struct sw_gguf_value *v, uint64_t i)
 {
-    switch (v->as.arr.elem) {
-    case SW_GGUF_STRING:
-        return jstr(v->as.arr.v.str[i].s, v->as.arr.v.str[i].len);
-    case SW_GGUF_BOOL:
-        return json_boolean(v->as.arr.v.b[i]);
-    case SW_GGUF_FLOAT32:
-    case SW_GGUF_FLOAT64:
-        return jreal(v->as.arr.v.f[i]);
-    case SW_GGUF_UINT8:
-    case SW_GGUF_UINT16:
-    case SW_GGUF_UINT32:
-    case SW_GGUF_UINT64:
-        return ju64(v->as.arr.v.u[i]);
-    default:
-        return json_integer(v->as.arr.v.i[i]);
-    }
+    struct sw_gguf_value x;
+    if (sw_gguf_array_elem(v, i, &x))
+        return NULL;
+    return sw_gguf_value_to_json(&x, 0); /* a scalar: max_elems is not used */
 }
 
 json_t *sw_gguf_value_to_json(const struct sw_gguf_value *v, uint64_t max_elems)
@@ -267,6 +255,16 @@ int sw_gguf_role_totals(const struct sw_gguf *g, uint64_t count[SW_GGUF__NROLES]
     return 0;
 }
 
+void sw_gguf_type_totals(const struct sw_gguf *g, uint32_t type, uint64_t *count, uint64_t *bytes)
+{
+    *count = *bytes = 0;
+    for (uint64_t i = 0; i < g->n_tensors; i++)
+        if (g->tensors[i].type == type) {
+            (*count)++;
+            *bytes += g->tensors[i].nbytes;
+        }
+}
+
 static json_t *tensor_json(const struct sw_gguf *g, const struct sw_gguf_tensor *t)
 {
     const struct sw_ggml_type *ty = sw_gguf_type(g, t->type);
@@ -361,12 +359,8 @@ json_t *sw_gguf_to_json(const struct sw_gguf *g, bool all_tensors)
     rc = rc || !types;
     for (size_t k = 0; !rc && k < sw_ggml_type_count_known(); k++) {
         const struct sw_ggml_type *ty = sw_ggml_type_at(k);
-        uint64_t c = 0, b = 0;
-        for (uint64_t i = 0; i < g->n_tensors; i++)
-            if (g->tensors[i].type == ty->id) {
-                c++;
-                b += g->tensors[i].nbytes;
-            }
+        uint64_t c, b;
+        sw_gguf_type_totals(g, ty->id, &c, &b);
         if (!c)
             continue;
         json_t *x = json_object();

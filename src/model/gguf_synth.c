@@ -311,14 +311,245 @@ int sw_gguf_synth_base(const struct sw_gguf_base_opts *bo, const char *path, str
     return write_gemma3(&b, path, e);
 }
 
+/* One synthesis: its inputs, the writer and what the result says. */
+struct synth {
+    const struct sw_gguf_synth_opts *o;
+    struct sw_gguf_synth_result *r;
+    struct sw_gguf *in, *voc;
+    struct sw_gguf_writer *w;
+    uint64_t ctx;     /* the training context written */
+    uint64_t old_n;   /* the input's vocabulary */
+    uint64_t new_n;   /* the vocabulary grafted */
+    uint64_t old_ctx; /* the input's training context, 0 when it has none */
+};
+
+/* A writer call that failed (it sets no error of its own). */
+static int writer_failed(struct sw_err *e, int rc)
+{
+    return sw_err_set(e, rc, "synth: %s", rc == SW_ENOMEM ? "out of memory" : sw_strerror(rc));
+}
+
+/* The input model and the vocabulary, opened: one file each, the input with an architecture. */
+static int open_inputs(struct synth *s, struct sw_err *e)
+{
+    const struct sw_gguf_synth_opts *o = s->o;
+    s->ctx = o->ctx ? o->ctx : SW_GGUF_SYNTH_DEFAULT_CTX;
+    if (s->ctx > UINT32_MAX)
+        return sw_err_set(e, SW_ERANGE, "context length %llu does not fit llama.cpp's u32",
+                          (unsigned long long)s->ctx);
+    int rc = sw_gguf_open(o->in, &s->in, e);
+    if (rc)
+        return rc;
+    rc = sw_gguf_open(o->vocab, &s->voc, e);
+    if (rc)
+        return rc;
+    if (s->in->n_splits > 1)
+        return sw_err_at(e, SW_EUNSUPPORTED, o->in, 0, 0, "split models are not synthesized");
+    const char *arch = sw_gguf_arch(s->in);
+    if (!arch)
+        return sw_err_at(e, SW_EPARSE, o->in, 0, 0, "has no general.architecture");
+    snprintf(s->r->arch, sizeof(s->r->arch), "%s", arch);
+    return 0;
+}
+
+/* The vocabulary grafted (a real tokenizer with a token list), the input's own (its token list,
+ * else <arch>.vocab_size, else token_embd), and the training contexts. */
+static int read_sizes(struct synth *s, struct sw_err *e)
+{
+    const struct sw_gguf_synth_opts *o = s->o;
+    struct sw_gguf_synth_result *r = s->r;
+    const struct sw_gguf_kv *vt = sw_gguf_find(s->voc, "tokenizer.ggml.tokens");
+    const char *vmodel = NULL;
+    if (!vt || vt->val.type != SW_GGUF_ARRAY || vt->val.as.arr.elem != SW_GGUF_STRING ||
+        !vt->val.as.arr.n || sw_gguf_get_str(s->voc, "tokenizer.ggml.model", &vmodel))
+        return sw_err_at(e, SW_EPARSE, o->vocab, 0, 0,
+                         "is not a vocabulary: it needs tokenizer.ggml.model and a non-empty "
+                         "tokenizer.ggml.tokens string array");
+    if (!strcmp(vmodel, "no_vocab") || !strcmp(vmodel, "none"))
+        return sw_err_at(e, SW_EPARSE, o->vocab, 0, 0,
+                         "is not a vocabulary: its tokenizer.ggml.model is '%s' (a placeholder)",
+                         vmodel);
+    s->new_n = vt->val.as.arr.n;
+    if (s->new_n > UINT32_MAX)
+        return sw_err_at(e, SW_ERANGE, o->vocab, 0, 0, "vocabulary too large");
+    const struct sw_gguf_kv *it = sw_gguf_find(s->in, "tokenizer.ggml.tokens");
+    const struct sw_gguf_tensor *emb = sw_gguf_tensor(s->in, "token_embd.weight");
+    if (it && it->val.type == SW_GGUF_ARRAY)
+        s->old_n = it->val.as.arr.n;
+    else if (sw_gguf_arch_u64(s->in, "vocab_size", &s->old_n) && emb)
+        s->old_n = emb->ne[emb->n_dims ? emb->n_dims - 1 : 0];
+    if (!s->old_n)
+        return sw_err_at(e, SW_EPARSE, o->in, 0, 0, "cannot tell its vocabulary size");
+    r->n_vocab_old = s->old_n;
+    r->n_vocab_new = s->new_n;
+    snprintf(r->tokenizer, sizeof(r->tokenizer), "%s", vmodel);
+    sw_gguf_arch_u64(s->in, "context_length", &s->old_ctx);
+    r->ctx_old = s->old_ctx;
+    r->ctx_new = s->ctx;
+    return 0;
+}
+
+/* The model's own keys minus its placeholder tokenizer, then the vocabulary's tokenizer keys in
+ * their order (its chat template unless ChatML is forced or it has none). */
+static int write_tokenizer(struct synth *s)
+{
+    int rc;
+    for (uint64_t i = 0; i < s->in->n_kv; i++) {
+        const struct sw_gguf_kv *kv = &s->in->kv[i];
+        if (starts(kv->key.s, "tokenizer.") || strlen(kv->key.s) != kv->key.len)
+            continue;
+        rc = sw_gguf_writer_set(s->w, kv->key.s, &kv->val);
+        if (rc)
+            return rc;
+    }
+    bool has_template = false;
+    for (uint64_t i = 0; i < s->voc->n_kv; i++) {
+        const struct sw_gguf_kv *kv = &s->voc->kv[i];
+        if (!starts(kv->key.s, "tokenizer.") || strlen(kv->key.s) != kv->key.len)
+            continue;
+        if (!strcmp(kv->key.s, "tokenizer.chat_template")) {
+            if (s->o->force_chatml || kv->val.type != SW_GGUF_STRING)
+                continue;
+            has_template = true;
+        }
+        rc = sw_gguf_writer_set(s->w, kv->key.s, &kv->val);
+        if (rc)
+            return rc;
+    }
+    if (!has_template) {
+        rc = sw_gguf_writer_set_str(s->w, "tokenizer.chat_template", chatml);
+        if (rc)
+            return rc;
+    }
+    snprintf(s->r->template_source, sizeof(s->r->template_source), "%s",
+             has_template ? "vocab" : "chatml");
+    return 0;
+}
+
+/* The sizes: vocabulary and training context (yarn's original length follows it, so the model
+ * reads as trained at that length rather than scaled up from 256), and what was grafted. */
+static int write_sizes(struct synth *s)
+{
+    char key[256];
+    int rc = sw_gguf_arch_key(s->in, "vocab_size", key, sizeof(key));
+    if (!rc)
+        rc = sw_gguf_writer_set_u32(s->w, key, (uint32_t)s->new_n);
+    if (!rc)
+        rc = sw_gguf_arch_key(s->in, "context_length", key, sizeof(key));
+    if (!rc)
+        rc = sw_gguf_writer_set_u32(s->w, key, (uint32_t)s->ctx);
+    if (!rc)
+        rc = sw_gguf_arch_key(s->in, "rope.scaling.original_context_length", key, sizeof(key));
+    if (!rc && sw_gguf_find(s->in, key))
+        rc = sw_gguf_writer_set_u32(s->w, key, (uint32_t)s->ctx);
+    if (!rc)
+        rc = sw_gguf_writer_set_str(s->w, "slipway.synth.vocab", base_name(s->o->vocab));
+    if (!rc)
+        rc = sw_gguf_writer_set_u64(s->w, "slipway.synth.seed", s->o->seed);
+    return rc;
+}
+
+/* One tensor: vocabulary-sized tensors follow the vocabulary; learned absolute positions (gpt2,
+ * mpt, starcoder: position_embd, one row per trained position) follow the context. The resized
+ * dimension is the last one of the old size; any other tensor is streamed from the input. */
+static int write_tensor(struct synth *s, const struct sw_gguf_tensor *t, struct sw_err *e)
+{
+    struct sw_gguf_synth_result *r = s->r;
+    uint64_t from = 0, to = 0;
+    if (vocab_sized_name(t->name.s)) {
+        from = s->old_n;
+        to = s->new_n;
+    } else if (starts(t->name.s, "position_embd.") && s->old_ctx) {
+        from = s->old_ctx;
+        to = s->ctx;
+    }
+    int d = -1;
+    for (int k = (int)t->n_dims - 1; from && k >= 0 && d < 0; k--)
+        if (t->ne[k] == from)
+            d = k;
+    int rc;
+    if (d < 0 || from == to) {
+        rc = sw_gguf_writer_add_tensor_from_file(s->w, t->name.s, t->type, t->n_dims, t->ne,
+                                                 s->in->path, s->in->data_offset + t->offset);
+        return rc ? writer_failed(e, rc) : 0;
+    }
+    if (t->type != 0 && t->type != 1 && t->type != 30) {
+        const struct sw_ggml_type *ty = sw_ggml_type(t->type);
+        return sw_err_at(e, SW_EUNSUPPORTED, s->o->in, 0, 0,
+                         "tensor '%s' is %s; only f32/f16/bf16 tensors are resized", t->name.s,
+                         ty ? ty->name : "?");
+    }
+    void *data = NULL;
+    uint64_t ne[4];
+    rc = resize_tensor(s->in, t, (uint32_t)d, to, s->o->seed, &data, ne, e);
+    if (rc)
+        return rc;
+    rc = sw_gguf_writer_add_tensor(s->w, t->name.s, t->type, t->n_dims, ne, data, false);
+    sw_free(data);
+    if (rc)
+        return writer_failed(e, rc);
+    if (r->n_resized < SW_ARRAY_LEN(r->resized))
+        snprintf(r->resized[r->n_resized], sizeof(r->resized[0]), "%s", t->name.s);
+    r->n_resized++;
+    return 0;
+}
+
+/* Read back what was written: the output must be a valid GGUF with the new vocabulary; an
+ * unverified output is not left behind. */
+static int read_back(struct synth *s, struct sw_err *e)
+{
+    struct sw_gguf *chk = NULL;
+    int rc = sw_gguf_open(s->o->out, &chk, e);
+    if (rc) {
+        unlink(s->o->out);
+        sw_err_prefix(e, "synthesized file does not read back");
+        return rc;
+    }
+    s->r->out_bytes = chk->file_size;
+    s->r->weight_bytes = chk->tensor_bytes;
+    sw_gguf_free(chk);
+    return 0;
+}
+
+/* The graft itself, once the input exists: metadata, tensors, the file, read back. */
+static int graft(struct synth *s, struct sw_err *e)
+{
+    int rc = open_inputs(s, e);
+    if (rc)
+        return rc;
+    rc = read_sizes(s, e);
+    if (rc)
+        return rc;
+    rc = sw_gguf_writer_new(&s->w, 3, s->in->alignment);
+    if (!rc)
+        rc = write_tokenizer(s);
+    if (!rc)
+        rc = write_sizes(s);
+    if (rc)
+        return writer_failed(e, rc);
+    for (uint64_t i = 0; i < s->in->n_tensors; i++) {
+        rc = write_tensor(s, &s->in->tensors[i], e);
+        if (rc)
+            return rc;
+    }
+    if (!s->r->n_resized && s->old_n != s->new_n)
+        return sw_err_at(e, SW_EPARSE, s->o->in, 0, 0,
+                         "no vocabulary-sized tensor (token_embd.weight with %llu rows) to resize",
+                         (unsigned long long)s->old_n);
+    s->r->n_tensors = s->in->n_tensors;
+    rc = sw_gguf_writer_write(s->w, s->o->out, e);
+    if (rc)
+        return rc;
+    return read_back(s, e);
+}
+
 int sw_gguf_synth(const struct sw_gguf_synth_opts *o, struct sw_gguf_synth_result *r,
                   struct sw_err *e)
 {
-    struct sw_gguf *in = NULL, *voc = NULL;
-    struct sw_gguf_writer *w = NULL;
+    struct synth s;
     int rc = 0;
-    char key[256];
     memset(r, 0, sizeof(*r));
+    memset(&s, 0, sizeof(s));
     sw_err_clear(e);
     char *base_path = NULL;
     if (!o || (!o->in && !o->base) || !o->vocab || !o->out)
@@ -340,199 +571,12 @@ int sw_gguf_synth(const struct sw_gguf_synth_opts *o, struct sw_gguf_synth_resul
         }
         oo.in = base_path;
     }
-    o = &oo;
-    uint64_t ctx = o->ctx ? o->ctx : SW_GGUF_SYNTH_DEFAULT_CTX;
-    if (ctx > UINT32_MAX) {
-        rc = sw_err_set(e, SW_ERANGE, "context length %llu does not fit llama.cpp's u32",
-                        (unsigned long long)ctx);
-        goto out;
-    }
-    rc = sw_gguf_open(o->in, &in, e);
-    if (rc)
-        goto out;
-    rc = sw_gguf_open(o->vocab, &voc, e);
-    if (rc)
-        goto out;
-    if (in->n_splits > 1) {
-        rc = sw_err_at(e, SW_EUNSUPPORTED, o->in, 0, 0, "split models are not synthesized");
-        goto out;
-    }
-    const char *arch = sw_gguf_arch(in);
-    if (!arch) {
-        rc = sw_err_at(e, SW_EPARSE, o->in, 0, 0, "has no general.architecture");
-        goto out;
-    }
-    snprintf(r->arch, sizeof(r->arch), "%s", arch);
-    const struct sw_gguf_kv *vt = sw_gguf_find(voc, "tokenizer.ggml.tokens");
-    const char *vmodel = NULL;
-    if (!vt || vt->val.type != SW_GGUF_ARRAY || vt->val.as.arr.elem != SW_GGUF_STRING ||
-        !vt->val.as.arr.n || sw_gguf_get_str(voc, "tokenizer.ggml.model", &vmodel)) {
-        rc = sw_err_at(e, SW_EPARSE, o->vocab, 0, 0,
-                       "is not a vocabulary: it needs tokenizer.ggml.model and a non-empty "
-                       "tokenizer.ggml.tokens string array");
-        goto out;
-    }
-    if (!strcmp(vmodel, "no_vocab") || !strcmp(vmodel, "none")) {
-        rc = sw_err_at(e, SW_EPARSE, o->vocab, 0, 0,
-                       "is not a vocabulary: its tokenizer.ggml.model is '%s' (a placeholder)",
-                       vmodel);
-        goto out;
-    }
-    uint64_t new_n = vt->val.as.arr.n;
-    if (new_n > UINT32_MAX) {
-        rc = sw_err_at(e, SW_ERANGE, o->vocab, 0, 0, "vocabulary too large");
-        goto out;
-    }
-    /* the input's vocabulary size: its token list, else <arch>.vocab_size, else token_embd */
-    uint64_t old_n = 0;
-    const struct sw_gguf_kv *it = sw_gguf_find(in, "tokenizer.ggml.tokens");
-    const struct sw_gguf_tensor *emb = sw_gguf_tensor(in, "token_embd.weight");
-    if (it && it->val.type == SW_GGUF_ARRAY)
-        old_n = it->val.as.arr.n;
-    else if (sw_gguf_arch_u64(in, "vocab_size", &old_n) && emb)
-        old_n = emb->ne[emb->n_dims ? emb->n_dims - 1 : 0];
-    if (!old_n) {
-        rc = sw_err_at(e, SW_EPARSE, o->in, 0, 0, "cannot tell its vocabulary size");
-        goto out;
-    }
-    r->n_vocab_old = old_n;
-    r->n_vocab_new = new_n;
-    snprintf(r->tokenizer, sizeof(r->tokenizer), "%s", vmodel);
-    uint64_t old_ctx = 0;
-    sw_gguf_arch_u64(in, "context_length", &old_ctx);
-    r->ctx_old = old_ctx;
-    r->ctx_new = ctx;
-
-    rc = sw_gguf_writer_new(&w, 3, in->alignment);
-    if (rc)
-        goto oom;
-    /* metadata: the model's own keys minus its placeholder tokenizer, then the vocabulary's
-     * tokenizer keys in their order */
-    for (uint64_t i = 0; i < in->n_kv; i++) {
-        const struct sw_gguf_kv *kv = &in->kv[i];
-        if (starts(kv->key.s, "tokenizer.") || strlen(kv->key.s) != kv->key.len)
-            continue;
-        rc = sw_gguf_writer_set(w, kv->key.s, &kv->val);
-        if (rc)
-            goto oom;
-    }
-    bool has_template = false;
-    for (uint64_t i = 0; i < voc->n_kv; i++) {
-        const struct sw_gguf_kv *kv = &voc->kv[i];
-        if (!starts(kv->key.s, "tokenizer.") || strlen(kv->key.s) != kv->key.len)
-            continue;
-        if (!strcmp(kv->key.s, "tokenizer.chat_template")) {
-            if (o->force_chatml || kv->val.type != SW_GGUF_STRING)
-                continue;
-            has_template = true;
-        }
-        rc = sw_gguf_writer_set(w, kv->key.s, &kv->val);
-        if (rc)
-            goto oom;
-    }
-    if (!has_template) {
-        rc = sw_gguf_writer_set_str(w, "tokenizer.chat_template", chatml);
-        if (rc)
-            goto oom;
-    }
-    snprintf(r->template_source, sizeof(r->template_source), "%s",
-             has_template ? "vocab" : "chatml");
-    /* sizes: vocabulary and training context (yarn's original length follows it, so the model
-     * reads as trained at that length rather than scaled up from 256) */
-    rc = sw_gguf_arch_key(in, "vocab_size", key, sizeof(key));
-    if (!rc)
-        rc = sw_gguf_writer_set_u32(w, key, (uint32_t)new_n);
-    if (!rc)
-        rc = sw_gguf_arch_key(in, "context_length", key, sizeof(key));
-    if (!rc)
-        rc = sw_gguf_writer_set_u32(w, key, (uint32_t)ctx);
-    if (!rc)
-        rc = sw_gguf_arch_key(in, "rope.scaling.original_context_length", key, sizeof(key));
-    if (!rc && sw_gguf_find(in, key))
-        rc = sw_gguf_writer_set_u32(w, key, (uint32_t)ctx);
-    if (!rc)
-        rc = sw_gguf_writer_set_str(w, "slipway.synth.vocab", base_name(o->vocab));
-    if (!rc)
-        rc = sw_gguf_writer_set_u64(w, "slipway.synth.seed", o->seed);
-    if (rc)
-        goto oom;
-
-    /* tensors */
-    for (uint64_t i = 0; i < in->n_tensors; i++) {
-        const struct sw_gguf_tensor *t = &in->tensors[i];
-        /* vocabulary-sized tensors follow the vocabulary; learned absolute positions
-         * (gpt2, mpt, starcoder: position_embd, one row per trained position) follow the
-         * context. The resized dimension is the last one of the old size. */
-        uint64_t from = 0, to = 0;
-        if (vocab_sized_name(t->name.s)) {
-            from = old_n;
-            to = new_n;
-        } else if (starts(t->name.s, "position_embd.") && old_ctx) {
-            from = old_ctx;
-            to = ctx;
-        }
-        int d = -1;
-        for (int k = (int)t->n_dims - 1; from && k >= 0 && d < 0; k--)
-            if (t->ne[k] == from)
-                d = k;
-        if (d < 0 || from == to) {
-            rc = sw_gguf_writer_add_tensor_from_file(w, t->name.s, t->type, t->n_dims, t->ne,
-                                                     in->path, in->data_offset + t->offset);
-            if (rc)
-                goto oom;
-            continue;
-        }
-        if (t->type != 0 && t->type != 1 && t->type != 30) {
-            const struct sw_ggml_type *ty = sw_ggml_type(t->type);
-            rc = sw_err_at(e, SW_EUNSUPPORTED, o->in, 0, 0,
-                           "tensor '%s' is %s; only f32/f16/bf16 tensors are resized", t->name.s,
-                           ty ? ty->name : "?");
-            goto out;
-        }
-        void *data = NULL;
-        uint64_t ne[4];
-        rc = resize_tensor(in, t, (uint32_t)d, to, o->seed, &data, ne, e);
-        if (rc)
-            goto out;
-        rc = sw_gguf_writer_add_tensor(w, t->name.s, t->type, t->n_dims, ne, data, false);
-        sw_free(data);
-        if (rc)
-            goto oom;
-        if (r->n_resized < SW_ARRAY_LEN(r->resized))
-            snprintf(r->resized[r->n_resized], sizeof(r->resized[0]), "%s", t->name.s);
-        r->n_resized++;
-    }
-    if (!r->n_resized && old_n != new_n) {
-        rc = sw_err_at(e, SW_EPARSE, o->in, 0, 0,
-                       "no vocabulary-sized tensor (token_embd.weight with %llu rows) to resize",
-                       (unsigned long long)old_n);
-        goto out;
-    }
-    r->n_tensors = in->n_tensors;
-    rc = sw_gguf_writer_write(w, o->out, e);
-    if (rc)
-        goto out;
-    {
-        /* read back what was written: the output must be a valid GGUF with the new vocabulary */
-        struct sw_gguf *chk = NULL;
-        rc = sw_gguf_open(o->out, &chk, e);
-        if (rc) {
-            /* an unverified output is not left behind */
-            unlink(o->out);
-            sw_err_prefix(e, "synthesized file does not read back");
-            goto out;
-        }
-        r->out_bytes = chk->file_size;
-        r->weight_bytes = chk->tensor_bytes;
-        sw_gguf_free(chk);
-    }
-    goto out;
-oom:
-    rc = sw_err_set(e, rc, "synth: %s", rc == SW_ENOMEM ? "out of memory" : sw_strerror(rc));
-out:
-    sw_gguf_writer_free(w);
-    sw_gguf_free(in);
-    sw_gguf_free(voc);
+    s.o = &oo;
+    s.r = r;
+    rc = graft(&s, e);
+    sw_gguf_writer_free(s.w);
+    sw_gguf_free(s.in);
+    sw_gguf_free(s.voc);
     if (base_path) {
         unlink(base_path);
         sw_free(base_path);

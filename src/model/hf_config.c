@@ -222,40 +222,11 @@ static int read_layer_pattern(const struct two *c, const char *where, struct sw_
     return 0;
 }
 
-int sw_hf_config_parse(const char *text, size_t len, const char *where, struct sw_hf_config *o,
-                       struct sw_err *e)
+/* The integer fields, each under every name a family gives it (the first one present wins);
+ * mamba2 describes its SSM with num_heads and head_dim. */
+static int read_ints(const struct two *c, const char *where, struct sw_hf_config *o,
+                     struct sw_err *e)
 {
-    int rc = 0;
-    if (!where)
-        where = "config.json";
-    memset(o, 0, sizeof(*o));
-    json_t *root = sw_json_parse(text, len, where, e);
-    if (!root)
-        return e ? e->code : SW_EPARSE;
-    struct two c = {NULL, root};
-    if (!json_is_object(root)) {
-        rc = sw_err_at(e, SW_EPARSE, where, 1, 1, "config.json must be a JSON object");
-        goto out;
-    }
-    json_t *tc = json_object_get(root, "text_config");
-    if (!tc)
-        tc = json_object_get(root, "language_config");
-    if (!tc)
-        tc = json_object_get(root, "llm_config");
-    if (tc && json_is_object(tc)) {
-        c.text = tc;
-        o->is_vlm = true;
-    }
-    get_str(&c, "model_type", o->model_type, sizeof(o->model_type));
-    json_t *arch = json_object_get(root, "architectures");
-    if (arch && json_is_array(arch) && json_array_size(arch) > 0 &&
-        json_is_string(json_array_get(arch, 0)))
-        snprintf(o->architecture, sizeof(o->architecture), "%s",
-                 json_string_value(json_array_get(arch, 0)));
-    get_str(&c, "torch_dtype", o->torch_dtype, sizeof(o->torch_dtype));
-    if (!o->torch_dtype[0])
-        get_str(&c, "dtype", o->torch_dtype, sizeof(o->torch_dtype));
-
     static const struct {
         const char *key;
         size_t off;
@@ -318,90 +289,142 @@ int sw_hf_config_parse(const char *text, size_t len, const char *where, struct s
     for (size_t i = 0; i < SW_ARRAY_LEN(ints); i++) {
         int64_t *dst = (int64_t *)((char *)o + ints[i].off);
         int64_t v = -1;
-        rc = get_int(&c, where, ints[i].key, &v, e);
+        int rc = get_int(c, where, ints[i].key, &v, e);
         if (rc)
-            goto out;
+            return rc;
         if (v >= 0 && *dst == 0)
             *dst = v;
     }
     /* mamba2 / nemotron_h: num_heads + head_dim describe the SSM when the model is mamba-only. */
     if (!strcmp(o->model_type, "mamba2")) {
         int64_t v = 0;
-        rc = get_int(&c, where, "num_heads", &v, e);
+        int rc = get_int(c, where, "num_heads", &v, e);
         if (rc)
-            goto out;
+            return rc;
         o->mamba_num_heads = v;
         o->mamba_head_dim = o->head_dim;
         o->head_dim = 0;
     }
-    get_str(&c, "mamba_ssm_dtype", o->mamba_ssm_dtype, sizeof(o->mamba_ssm_dtype));
-    {
-        /* Encoder-only families (no causal KV cache in any engine). */
-        static const char *const enc[] = {"bert",       "roberta",    "xlm-roberta", "modernbert",
-                                          "nomic_bert", "distilbert", "electra",     NULL};
-        if (sw_str_in(o->model_type, enc))
-            o->encoder_only = true;
-    }
-    if (!o->mamba_ssm_dtype[0])
-        get_str(&c, "ssm_state_dtype", o->mamba_ssm_dtype, sizeof(o->mamba_ssm_dtype));
-    json_t *tie = get(&c, "tie_word_embeddings");
-    o->tie_word_embeddings = tie && json_is_true(tie);
+    return 0;
+}
 
-    if (o->num_hidden_layers <= 0) {
-        rc = sw_err_at(e, SW_EPARSE, where, 0, 0, "num_hidden_layers is missing or 0%s",
-                       o->is_vlm ? " (looked in text_config and the top level)" : "");
-        goto out;
-    }
-    if (o->num_hidden_layers > SW_HF_MAX_LAYERS) {
-        rc = sw_err_at(e, SW_ERANGE, where, 0, 0, "num_hidden_layers %lld exceeds %d",
-                       (long long)o->num_hidden_layers, SW_HF_MAX_LAYERS);
-        goto out;
-    }
+/* Layers and heads a memory law can use: layers 1..SW_HF_MAX_LAYERS, attention heads unless the
+ * model has no attention, KV heads and head dims defaulted as transformers does. */
+static int check_heads(const char *where, struct sw_hf_config *o, struct sw_err *e)
+{
+    if (o->num_hidden_layers <= 0)
+        return sw_err_at(e, SW_EPARSE, where, 0, 0, "num_hidden_layers is missing or 0%s",
+                         o->is_vlm ? " (looked in text_config and the top level)" : "");
+    if (o->num_hidden_layers > SW_HF_MAX_LAYERS)
+        return sw_err_at(e, SW_ERANGE, where, 0, 0, "num_hidden_layers %lld exceeds %d",
+                         (long long)o->num_hidden_layers, SW_HF_MAX_LAYERS);
     bool attn_free = !strcmp(o->model_type, "mamba") || !strcmp(o->model_type, "mamba2") ||
                      !strcmp(o->model_type, "falcon_mamba");
-    if (!attn_free && o->num_attention_heads <= 0 && o->kv_lora_rank <= 0) {
-        rc = sw_err_at(e, SW_EPARSE, where, 0, 0, "num_attention_heads is missing or 0");
-        goto out;
-    }
+    if (!attn_free && o->num_attention_heads <= 0 && o->kv_lora_rank <= 0)
+        return sw_err_at(e, SW_EPARSE, where, 0, 0, "num_attention_heads is missing or 0");
     if (o->num_key_value_heads == 0)
         o->num_key_value_heads = o->num_attention_heads;
     if (o->head_dim == 0 && o->num_attention_heads > 0 && o->hidden_size > 0)
         o->head_dim = o->hidden_size / o->num_attention_heads;
     o->head_dim_v = o->head_dim;
-    if (o->num_key_value_heads > o->num_attention_heads && o->num_attention_heads > 0) {
-        rc = sw_err_at(e, SW_ERANGE, where, 0, 0,
-                       "num_key_value_heads (%lld) exceeds num_attention_heads (%lld)",
-                       (long long)o->num_key_value_heads, (long long)o->num_attention_heads);
+    if (o->num_key_value_heads > o->num_attention_heads && o->num_attention_heads > 0)
+        return sw_err_at(e, SW_ERANGE, where, 0, 0,
+                         "num_key_value_heads (%lld) exceeds num_attention_heads (%lld)",
+                         (long long)o->num_key_value_heads, (long long)o->num_attention_heads);
+    return 0;
+}
+
+/* Quantization: the method and whether KV scales ship with the checkpoint. */
+static void read_quant(const json_t *root, const struct two *c, struct sw_hf_config *o)
+{
+    json_t *qc = json_object_get(root, "quantization_config");
+    if (!qc && c->text)
+        qc = json_object_get(c->text, "quantization_config");
+    if (!qc || !json_is_object(qc))
+        return;
+    json_t *m = json_object_get(qc, "quant_method");
+    if (m && json_is_string(m))
+        snprintf(o->quant_method, sizeof(o->quant_method), "%s", json_string_value(m));
+    json_t *kvs = json_object_get(qc, "kv_cache_scheme");
+    json_t *kva = json_object_get(qc, "kv_cache_quant_algo");
+    if (kvs && json_is_object(kvs)) {
+        o->has_kv_scales = true;
+        json_t *t = json_object_get(kvs, "type");
+        json_t *nb = json_object_get(kvs, "num_bits");
+        if (t && json_is_string(t) && !strcmp(json_string_value(t), "float") && nb &&
+            json_is_integer(nb) && json_integer_value(nb) == 8)
+            snprintf(o->kv_cache_quant, sizeof(o->kv_cache_quant), "fp8");
+        else if (t && json_is_string(t))
+            snprintf(o->kv_cache_quant, sizeof(o->kv_cache_quant), "%s%lld", json_string_value(t),
+                     nb && json_is_integer(nb) ? (long long)json_integer_value(nb) : 0ll);
+    } else if (kva && json_is_string(kva)) {
+        o->has_kv_scales = true;
+        snprintf(o->kv_cache_quant, sizeof(o->kv_cache_quant), "%s", json_string_value(kva));
+    }
+}
+
+/* The names: model_type, the first architecture, torch_dtype (or dtype). */
+static void read_names(const json_t *root, const struct two *c, struct sw_hf_config *o)
+{
+    get_str(c, "model_type", o->model_type, sizeof(o->model_type));
+    json_t *arch = json_object_get(root, "architectures");
+    if (arch && json_is_array(arch) && json_array_size(arch) > 0 &&
+        json_is_string(json_array_get(arch, 0)))
+        snprintf(o->architecture, sizeof(o->architecture), "%s",
+                 json_string_value(json_array_get(arch, 0)));
+    get_str(c, "torch_dtype", o->torch_dtype, sizeof(o->torch_dtype));
+    if (!o->torch_dtype[0])
+        get_str(c, "dtype", o->torch_dtype, sizeof(o->torch_dtype));
+}
+
+/* The SSM state dtype; encoder-only families (no causal KV cache in any engine); tied
+ * embeddings. */
+static void read_flags(const struct two *c, struct sw_hf_config *o)
+{
+    get_str(c, "mamba_ssm_dtype", o->mamba_ssm_dtype, sizeof(o->mamba_ssm_dtype));
+    static const char *const enc[] = {"bert",       "roberta",    "xlm-roberta", "modernbert",
+                                      "nomic_bert", "distilbert", "electra",     NULL};
+    if (sw_str_in(o->model_type, enc))
+        o->encoder_only = true;
+    if (!o->mamba_ssm_dtype[0])
+        get_str(c, "ssm_state_dtype", o->mamba_ssm_dtype, sizeof(o->mamba_ssm_dtype));
+    json_t *tie = get(c, "tie_word_embeddings");
+    o->tie_word_embeddings = tie && json_is_true(tie);
+}
+
+int sw_hf_config_parse(const char *text, size_t len, const char *where, struct sw_hf_config *o,
+                       struct sw_err *e)
+{
+    int rc = 0;
+    if (!where)
+        where = "config.json";
+    memset(o, 0, sizeof(*o));
+    json_t *root = sw_json_parse(text, len, where, e);
+    if (!root)
+        return e ? e->code : SW_EPARSE;
+    struct two c = {NULL, root};
+    if (!json_is_object(root)) {
+        rc = sw_err_at(e, SW_EPARSE, where, 1, 1, "config.json must be a JSON object");
         goto out;
     }
-
-    /* Quantization: method and whether KV scales ship with the checkpoint. */
-    json_t *qc = json_object_get(root, "quantization_config");
-    if (!qc && c.text)
-        qc = json_object_get(c.text, "quantization_config");
-    if (qc && json_is_object(qc)) {
-        json_t *m = json_object_get(qc, "quant_method");
-        if (m && json_is_string(m))
-            snprintf(o->quant_method, sizeof(o->quant_method), "%s", json_string_value(m));
-        json_t *kvs = json_object_get(qc, "kv_cache_scheme");
-        json_t *kva = json_object_get(qc, "kv_cache_quant_algo");
-        if (kvs && json_is_object(kvs)) {
-            o->has_kv_scales = true;
-            json_t *t = json_object_get(kvs, "type");
-            json_t *nb = json_object_get(kvs, "num_bits");
-            if (t && json_is_string(t) && !strcmp(json_string_value(t), "float") && nb &&
-                json_is_integer(nb) && json_integer_value(nb) == 8)
-                snprintf(o->kv_cache_quant, sizeof(o->kv_cache_quant), "fp8");
-            else if (t && json_is_string(t))
-                snprintf(o->kv_cache_quant, sizeof(o->kv_cache_quant), "%s%lld",
-                         json_string_value(t),
-                         nb && json_is_integer(nb) ? (long long)json_integer_value(nb) : 0ll);
-        } else if (kva && json_is_string(kva)) {
-            o->has_kv_scales = true;
-            snprintf(o->kv_cache_quant, sizeof(o->kv_cache_quant), "%s", json_string_value(kva));
-        }
+    json_t *tc = json_object_get(root, "text_config");
+    if (!tc)
+        tc = json_object_get(root, "language_config");
+    if (!tc)
+        tc = json_object_get(root, "llm_config");
+    if (tc && json_is_object(tc)) {
+        c.text = tc;
+        o->is_vlm = true;
     }
-
+    read_names(root, &c, o);
+    rc = read_ints(&c, where, o, e);
+    if (rc)
+        goto out;
+    read_flags(&c, o);
+    rc = check_heads(where, o, e);
+    if (rc)
+        goto out;
+    read_quant(root, &c, o);
     rc = read_layer_pattern(&c, where, o, e);
 out:
     json_decref(root);

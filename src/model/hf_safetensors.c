@@ -89,6 +89,150 @@ static int get_u64(json_t *v, uint64_t *out)
     return 0;
 }
 
+/* One header being read: its text (for the byte offsets errors name) and the data area's size
+ * when the file size is known. */
+struct hdr {
+    const char *json;
+    size_t len;
+    const char *where;
+    bool bounded;        /* the file size is known: data must fill the data area exactly */
+    uint64_t data_avail; /* bytes after the header, when bounded */
+};
+
+/* __metadata__ (optional): an object of strings. */
+static int check_metadata(const struct hdr *h, const json_t *meta, struct sw_err *e)
+{
+    if (!json_is_object(meta))
+        return sw_err_at_offset(e, SW_EPARSE, h->where, key_offset(h->json, h->len, "__metadata__"),
+                                "__metadata__ must be an object of strings");
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)meta, k, v)
+    {
+        if (!json_is_string(v))
+            return sw_err_at_offset(e, SW_EPARSE, h->where, key_offset(h->json, h->len, k),
+                                    "__metadata__.%s must be a string", k);
+    }
+    return 0;
+}
+
+/* One tensor entry into ts: a known dtype, a shape of at most SW_ST_MAX_DIMS non-negative dims
+ * whose product does not overflow, data_offsets [begin, end] spanning exactly shape x dtype bytes
+ * (*bytes), inside the data area when it is known. */
+static int read_tensor(const struct hdr *h, const char *name, const json_t *t,
+                       struct sw_st_tensor *ts, uint64_t *bytes, struct sw_err *e)
+{
+    int64_t at = key_offset(h->json, h->len, name);
+    const char *where = h->where;
+    if (!json_is_object(t))
+        return sw_err_at_offset(e, SW_EPARSE, where, at, "tensor \"%s\": not an object", name);
+    json_t *dt = json_object_get(t, "dtype");
+    json_t *sh = json_object_get(t, "shape");
+    json_t *off = json_object_get(t, "data_offsets");
+    if (!dt || !json_is_string(dt) || dtype_from(json_string_value(dt), &ts->dtype))
+        return sw_err_at_offset(e, SW_EPARSE, where, at, "tensor \"%s\": %s dtype%s%s", name,
+                                dt && json_is_string(dt) ? "unknown" : "missing or non-string",
+                                dt && json_is_string(dt) ? " " : "",
+                                dt && json_is_string(dt) ? json_string_value(dt) : "");
+    if (!sh || !json_is_array(sh) || json_array_size(sh) > SW_ST_MAX_DIMS)
+        return sw_err_at_offset(e, SW_EPARSE, where, at,
+                                "tensor \"%s\": shape must be an array of at most %d dims", name,
+                                SW_ST_MAX_DIMS);
+    uint64_t elems = 1;
+    ts->ndim = (int)json_array_size(sh);
+    for (int d = 0; d < ts->ndim; d++) {
+        if (get_u64(json_array_get(sh, (size_t)d), &ts->shape[d]))
+            return sw_err_at_offset(e, SW_EPARSE, where, at,
+                                    "tensor \"%s\": shape[%d] is not a non-negative integer", name,
+                                    d);
+        if (!sw_mul_ok(elems, ts->shape[d], &elems))
+            return sw_err_at_offset(e, SW_ERANGE, where, at,
+                                    "tensor \"%s\": shape product overflows", name);
+    }
+    if (!off || !json_is_array(off) || json_array_size(off) != 2 ||
+        get_u64(json_array_get(off, 0), &ts->begin) || get_u64(json_array_get(off, 1), &ts->end) ||
+        ts->begin > ts->end)
+        return sw_err_at_offset(
+            e, SW_EPARSE, where, at,
+            "tensor \"%s\": data_offsets must be [begin, end] with begin <= end", name);
+    uint64_t bits;
+    if (!sw_mul_ok(elems, dtypes[ts->dtype].bits, &bits))
+        return sw_err_at_offset(e, SW_ERANGE, where, at, "tensor \"%s\": size overflows", name);
+    *bytes = (bits + 7) / 8;
+    if (*bytes != ts->end - ts->begin)
+        return sw_err_at_offset(e, SW_EPARSE, where, at,
+                                "tensor \"%s\": shape x %s = %llu bytes but data_offsets span "
+                                "%llu",
+                                name, dtypes[ts->dtype].name, (unsigned long long)*bytes,
+                                (unsigned long long)(ts->end - ts->begin));
+    if (h->bounded && ts->end > h->data_avail)
+        return sw_err_at_offset(e, SW_ETRUNC, where, at,
+                                "tensor \"%s\": data ends at %llu, past the data area (%llu "
+                                "bytes; file truncated?)",
+                                name, (unsigned long long)ts->end,
+                                (unsigned long long)h->data_avail);
+    return 0;
+}
+
+/* The tensors' data, in offset order, neither overlaps nor leaves a hole, and (file size known)
+ * ends where the file does. */
+static int check_contiguous(const struct hdr *h, const struct sw_st_file *out,
+                            struct sw_st_tensor **order, struct sw_err *e)
+{
+    qsort(order, out->n_tensors, sizeof(*order), cmp_begin);
+    uint64_t pos = 0;
+    for (size_t i = 0; i < out->n_tensors; i++) {
+        struct sw_st_tensor *ts = order[i];
+        if (ts->begin < pos)
+            return sw_err_at_offset(e, SW_EPARSE, h->where, key_offset(h->json, h->len, ts->name),
+                                    "tensor \"%s\": data [%llu, %llu) overlaps the previous tensor",
+                                    ts->name, (unsigned long long)ts->begin,
+                                    (unsigned long long)ts->end);
+        if (ts->begin > pos)
+            return sw_err_at_offset(e, SW_EPARSE, h->where, key_offset(h->json, h->len, ts->name),
+                                    "tensor \"%s\": hole of %llu bytes before its data", ts->name,
+                                    (unsigned long long)(ts->begin - pos));
+        pos = ts->end;
+    }
+    if (h->bounded && out->data_len != h->data_avail)
+        return sw_err_at_offset(e, SW_EPARSE, h->where, (int64_t)(8 + h->len + out->data_len),
+                                "%llu bytes after the last tensor's data (file is %llu bytes, "
+                                "header describes %llu)",
+                                (unsigned long long)(h->data_avail - out->data_len),
+                                (unsigned long long)out->file_size,
+                                (unsigned long long)(8 + h->len + out->data_len));
+    return 0;
+}
+
+/* Every tensor of the header (n of them, __metadata__ aside) into out, in the header's order. */
+static int read_tensors(const struct hdr *h, const json_t *root, size_t n, struct sw_st_file *out,
+                        struct sw_st_tensor **order, struct sw_err *e)
+{
+    const char *name;
+    json_t *t;
+    json_object_foreach((json_t *)root, name, t)
+    {
+        if (!strcmp(name, "__metadata__"))
+            continue;
+        struct sw_st_tensor *ts = &out->tensors[out->n_tensors];
+        uint64_t bytes = 0;
+        if (out->n_tensors >= n)
+            return sw_err_at_offset(e, SW_EPARSE, h->where, 8, "more tensors than counted");
+        int rc = read_tensor(h, name, t, ts, &bytes, e);
+        if (rc)
+            return rc;
+        ts->name = sw_strdup(name);
+        if (!ts->name)
+            return sw_err_set(e, SW_ENOMEM, "out of memory");
+        order[out->n_tensors] = ts;
+        out->n_tensors++;
+        out->bytes_by_dtype[ts->dtype] += bytes;
+        if (ts->end > out->data_len)
+            out->data_len = ts->end;
+    }
+    return 0;
+}
+
 int sw_st_parse_header(const char *json, size_t len, uint64_t file_size, const char *where,
                        struct sw_st_file *out, struct sw_err *e)
 {
@@ -98,6 +242,7 @@ int sw_st_parse_header(const char *json, size_t len, uint64_t file_size, const c
     memset(out, 0, sizeof(*out));
     if (!where)
         where = "<safetensors>";
+    struct hdr h = {.json = json, .len = len, .where = where, .bounded = file_size > 0};
     out->header_len = len;
     out->file_size = file_size;
     if (len == 0 || json[0] != '{') {
@@ -117,35 +262,21 @@ int sw_st_parse_header(const char *json, size_t len, uint64_t file_size, const c
         rc = sw_err_at_offset(e, SW_EPARSE, where, 8, "safetensors header is not a JSON object");
         goto out;
     }
-    uint64_t data_avail = 0;
-    bool bounded = file_size > 0;
-    if (bounded) {
+    if (h.bounded) {
         if (file_size < 8 + (uint64_t)len) {
             rc = sw_err_at_offset(e, SW_ETRUNC, where, 0,
                                   "header length %zu exceeds the file (%llu bytes)", len,
                                   (unsigned long long)file_size);
             goto out;
         }
-        data_avail = file_size - 8 - len;
+        h.data_avail = file_size - 8 - len;
     }
     size_t n = json_object_size(root);
     json_t *meta = json_object_get(root, "__metadata__");
     if (meta) {
-        if (!json_is_object(meta)) {
-            rc = sw_err_at_offset(e, SW_EPARSE, where, key_offset(json, len, "__metadata__"),
-                                  "__metadata__ must be an object of strings");
+        rc = check_metadata(&h, meta, e);
+        if (rc)
             goto out;
-        }
-        const char *k;
-        json_t *v;
-        json_object_foreach(meta, k, v)
-        {
-            if (!json_is_string(v)) {
-                rc = sw_err_at_offset(e, SW_EPARSE, where, key_offset(json, len, k),
-                                      "__metadata__.%s must be a string", k);
-                goto out;
-            }
-        }
         n--;
     }
     /* Each tensor entry is at least ~40 bytes of JSON: a count that the header cannot hold is
@@ -160,118 +291,10 @@ int sw_st_parse_header(const char *json, size_t len, uint64_t file_size, const c
         rc = sw_err_set(e, SW_ENOMEM, "out of memory");
         goto out;
     }
-    const char *name;
-    json_t *t;
-    json_object_foreach(root, name, t)
-    {
-        if (!strcmp(name, "__metadata__"))
-            continue;
-        int64_t at = key_offset(json, len, name);
-        struct sw_st_tensor *ts = &out->tensors[out->n_tensors];
-        if (!json_is_object(t)) {
-            rc = sw_err_at_offset(e, SW_EPARSE, where, at, "tensor \"%s\": not an object", name);
-            goto out;
-        }
-        json_t *dt = json_object_get(t, "dtype");
-        json_t *sh = json_object_get(t, "shape");
-        json_t *off = json_object_get(t, "data_offsets");
-        if (!dt || !json_is_string(dt) || dtype_from(json_string_value(dt), &ts->dtype)) {
-            rc = sw_err_at_offset(e, SW_EPARSE, where, at, "tensor \"%s\": %s dtype%s%s", name,
-                                  dt && json_is_string(dt) ? "unknown" : "missing or non-string",
-                                  dt && json_is_string(dt) ? " " : "",
-                                  dt && json_is_string(dt) ? json_string_value(dt) : "");
-            goto out;
-        }
-        if (!sh || !json_is_array(sh) || json_array_size(sh) > SW_ST_MAX_DIMS) {
-            rc = sw_err_at_offset(e, SW_EPARSE, where, at,
-                                  "tensor \"%s\": shape must be an array of at most %d dims", name,
-                                  SW_ST_MAX_DIMS);
-            goto out;
-        }
-        uint64_t elems = 1;
-        ts->ndim = (int)json_array_size(sh);
-        for (int d = 0; d < ts->ndim; d++) {
-            if (get_u64(json_array_get(sh, (size_t)d), &ts->shape[d])) {
-                rc = sw_err_at_offset(e, SW_EPARSE, where, at,
-                                      "tensor \"%s\": shape[%d] is not a non-negative integer",
-                                      name, d);
-                goto out;
-            }
-            if (!sw_mul_ok(elems, ts->shape[d], &elems)) {
-                rc = sw_err_at_offset(e, SW_ERANGE, where, at,
-                                      "tensor \"%s\": shape product overflows", name);
-                goto out;
-            }
-        }
-        if (!off || !json_is_array(off) || json_array_size(off) != 2 ||
-            get_u64(json_array_get(off, 0), &ts->begin) ||
-            get_u64(json_array_get(off, 1), &ts->end) || ts->begin > ts->end) {
-            rc = sw_err_at_offset(
-                e, SW_EPARSE, where, at,
-                "tensor \"%s\": data_offsets must be [begin, end] with begin <= end", name);
-            goto out;
-        }
-        uint64_t bits;
-        if (!sw_mul_ok(elems, dtypes[ts->dtype].bits, &bits)) {
-            rc = sw_err_at_offset(e, SW_ERANGE, where, at, "tensor \"%s\": size overflows", name);
-            goto out;
-        }
-        uint64_t bytes = (bits + 7) / 8;
-        if (bytes != ts->end - ts->begin) {
-            rc = sw_err_at_offset(e, SW_EPARSE, where, at,
-                                  "tensor \"%s\": shape x %s = %llu bytes but data_offsets span "
-                                  "%llu",
-                                  name, dtypes[ts->dtype].name, (unsigned long long)bytes,
-                                  (unsigned long long)(ts->end - ts->begin));
-            goto out;
-        }
-        if (bounded && ts->end > data_avail) {
-            rc =
-                sw_err_at_offset(e, SW_ETRUNC, where, at,
-                                 "tensor \"%s\": data ends at %llu, past the data area (%llu "
-                                 "bytes; file truncated?)",
-                                 name, (unsigned long long)ts->end, (unsigned long long)data_avail);
-            goto out;
-        }
-        ts->name = sw_strdup(name);
-        if (!ts->name) {
-            rc = sw_err_set(e, SW_ENOMEM, "out of memory");
-            goto out;
-        }
-        order[out->n_tensors] = ts;
-        out->n_tensors++;
-        out->bytes_by_dtype[ts->dtype] += bytes;
-        if (ts->end > out->data_len)
-            out->data_len = ts->end;
-    }
-    qsort(order, out->n_tensors, sizeof(*order), cmp_begin);
-    uint64_t pos = 0;
-    for (size_t i = 0; i < out->n_tensors; i++) {
-        struct sw_st_tensor *ts = order[i];
-        if (ts->begin < pos) {
-            rc = sw_err_at_offset(e, SW_EPARSE, where, key_offset(json, len, ts->name),
-                                  "tensor \"%s\": data [%llu, %llu) overlaps the previous tensor",
-                                  ts->name, (unsigned long long)ts->begin,
-                                  (unsigned long long)ts->end);
-            goto out;
-        }
-        if (ts->begin > pos) {
-            rc = sw_err_at_offset(e, SW_EPARSE, where, key_offset(json, len, ts->name),
-                                  "tensor \"%s\": hole of %llu bytes before its data", ts->name,
-                                  (unsigned long long)(ts->begin - pos));
-            goto out;
-        }
-        pos = ts->end;
-    }
-    if (bounded && out->data_len != data_avail) {
-        rc = sw_err_at_offset(e, SW_EPARSE, where, (int64_t)(8 + len + out->data_len),
-                              "%llu bytes after the last tensor's data (file is %llu bytes, "
-                              "header describes %llu)",
-                              (unsigned long long)(data_avail - out->data_len),
-                              (unsigned long long)file_size,
-                              (unsigned long long)(8 + len + out->data_len));
+    rc = read_tensors(&h, root, n, out, order, e);
+    if (rc)
         goto out;
-    }
+    rc = check_contiguous(&h, out, order, e);
 out:
     sw_free(order);
     json_decref(root);

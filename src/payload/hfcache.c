@@ -74,6 +74,22 @@ const char *sw_hfcache_blob_name(const struct sw_payload_file *f)
 
 /* A blob's name: a sha256 or git sha1 in hex, nothing else ever becomes a file name here (an
  * ETag that is not one never reaches this: hub.c keeps only hex ones). */
+int sw__hfcache_blob_target(const char *path, const char *blob, char *out, size_t n)
+{
+    /* from snapshots/<commit>/<a/b/file>: ../../ gets to the repo dir, plus one per level */
+    size_t off = 0;
+    for (const char *p = path; *p; p++) {
+        if (*p != '/')
+            continue;
+        if (off + 3 >= n)
+            return SW_ERANGE;
+        memcpy(out + off, "../", 3);
+        off += 3;
+    }
+    int w = snprintf(out + off, n - off, "../../blobs/%s", blob);
+    return w < 0 || (size_t)w >= n - off ? SW_ERANGE : 0;
+}
+
 static bool blob_name_ok(const char *b)
 {
     size_t n = b ? strlen(b) : 0;
@@ -96,21 +112,16 @@ int sw_hfcache_link(const char *repo_dir, const char *commit, const char *path, 
     if (snprintf(link, sizeof(link), "%s/snapshots/%s/%s", repo_dir, commit, path) >=
         (int)sizeof(link))
         return sw_err_set(e, SW_ERANGE, "path too long: %s", path);
-    /* from snapshots/<commit>/<a/b/file>: ../../ gets to the repo dir, plus one per level */
-    size_t off = 0;
-    target[0] = '\0';
-    for (const char *p = path; *p; p++)
-        if (*p == '/')
-            off += (size_t)snprintf(target + off, sizeof(target) - off, "../");
-    snprintf(target + off, sizeof(target) - off, "../../blobs/%s", blob);
+    if (sw__hfcache_blob_target(path, blob, target, sizeof(target)))
+        return sw_err_set(e, SW_ERANGE, "path too long: %s", path);
     /* snapshots/<commit>/<dirs of path>, no link followed on the way */
     const char *slash = strrchr(path, '/');
     const char *base = slash ? slash + 1 : path;
     snprintf(dir, sizeof(dir), "snapshots/%s%s%.*s", commit, slash ? "/" : "",
              slash ? (int)(slash - path) : 0, path);
-    if (strlen(base) + sizeof(".slipway-link") > sizeof(tmp))
-        return sw_err_set(e, SW_ERANGE, "%s: file name too long", link);
-    snprintf(tmp, sizeof(tmp), "%s.slipway-link", base);
+    rc = sw__nf_sibling(base, ".slipway-link", link, tmp, e);
+    if (rc)
+        return rc;
     rc = sw__nf_root(repo_dir, true, &rfd, e);
     if (rc)
         goto out;
@@ -157,11 +168,9 @@ int sw_hfcache_write_ref(const char *repo_dir, const char *revision, const char 
     rc = sw__nf_parent(repo_dir, rel, true, &dfd, &base, e);
     if (rc)
         return rc;
-    if (strlen(base) + sizeof(".slipway-tmp") > sizeof(tmp)) {
-        rc = sw_err_set(e, SW_ERANGE, "%s: file name too long", p);
+    rc = sw__nf_sibling(base, ".slipway-tmp", p, tmp, e);
+    if (rc)
         goto out;
-    }
-    snprintf(tmp, sizeof(tmp), "%s.slipway-tmp", base);
     unlinkat(dfd, tmp, 0);
     fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
     /* huggingface_hub writes the bare commit, no newline */

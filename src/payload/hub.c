@@ -24,9 +24,10 @@
 #include <slipway/fetch.h>
 #include <slipway/net.h>
 
-#include <fnmatch.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "payload/payload_internal.h"
 
 #define API_MAX (32u << 20) /* siblings of a 100k-file repo fit */
 
@@ -99,28 +100,6 @@ static void etag_norm(const char *v, char *out, size_t n)
     snprintf(out, n, "%.*s", (int)l, v);
 }
 
-static bool is_hex(const char *s, size_t n)
-{
-    if (strlen(s) != n)
-        return false;
-    for (size_t i = 0; i < n; i++) {
-        char c = s[i];
-        if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')))
-            return false;
-    }
-    return true;
-}
-
-static bool included(const char *path, const char *const *inc)
-{
-    if (!inc || !inc[0])
-        return true;
-    for (size_t i = 0; inc[i]; i++)
-        if (fnmatch(inc[i], path, 0) == 0)
-            return true;
-    return false;
-}
-
 /* A refusal, in words the operator can act on. */
 static int status_err(struct sw_err *e, long status, const char *what, const char *xmsg, bool token)
 {
@@ -142,90 +121,69 @@ struct head {
     bool started;
 };
 
-struct heads {
+/* One sw_hub_manifest: what was asked, the HEADs in flight, and the commit pinned so far. */
+struct listing {
+    const char *repo, *rev, *ep, *tok;
+    const struct sw_hub_opts *o;
     struct sw_net_loop *loop;
     struct head *h;
     size_t n, next, running, parallel;
     int start_rc;
     struct sw_err start_err;
+    char commit[41];       /* the pin, "" until the first commit is seen */
+    char first_from[1100]; /* where the pin came from: "the file list" or a file */
 };
 
 static void head_done(void *ud, struct sw_net_xfer *x);
 
-static void start_more(struct heads *hs)
+static void start_more(struct listing *L)
 {
-    while (hs->running < hs->parallel && hs->next < hs->n && !hs->start_rc) {
-        struct head *h = &hs->h[hs->next++];
+    while (L->running < L->parallel && L->next < L->n && !L->start_rc) {
+        struct head *h = &L->h[L->next++];
         h->x.req.on_done = head_done;
-        h->x.req.ud = hs;
-        int rc = sw_net_start(hs->loop, &h->x, &hs->start_err);
+        h->x.req.ud = L;
+        int rc = sw_net_start(L->loop, &h->x, &L->start_err);
         if (rc) {
-            hs->start_rc = rc;
+            L->start_rc = rc;
             return;
         }
         h->started = true;
-        hs->running++;
+        L->running++;
     }
 }
 
 static void head_done(void *ud, struct sw_net_xfer *x)
 {
-    struct heads *hs = ud;
-    hs->running--;
-    start_more(hs);
+    struct listing *L = ud;
+    L->running--;
+    start_more(L);
 }
 
-int sw_hub_manifest(const char *repo, const char *revision, const struct sw_hub_opts *o,
-                    struct sw_payload_manifest *out, struct sw_err *e)
+/* GET /api/models/{repo}/revision/{rev}: the model info (*info, a new reference), or the Hub's
+ * refusal in words. */
+static int model_info(struct listing *L, json_t **info, struct sw_err *e)
 {
-    int rc = 0;
-    struct sw_hub_opts def = {0};
-    if (!o)
-        o = &def;
-    const char *ep = o->endpoint ? o->endpoint : sw_hub_endpoint();
-    const char *rev = revision && *revision ? revision : "main";
-    const char *tok = o->token && *o->token ? o->token : NULL;
-    struct sw_net_loop own;
-    bool own_loop = false;
-    struct sw_net_loop *loop = o->loop;
     struct sw_net_resp r = {0};
-    json_t *info = NULL;
-    struct heads hs = {0};
-    char commit[41] = "";
-    char first_from[1100] = "";
     struct sw_buf url;
     sw_buf_init(&url, 8192);
-    sw_payload_manifest_init(out);
-
-    if (!strchr(repo, '/') || strchr(strchr(repo, '/') + 1, '/')) {
-        rc = sw_err_set(e, SW_EINVAL, "repo '%s' is not of the form namespace/name", repo);
-        goto out;
-    }
-    if (!loop) {
-        rc = sw_net_loop_init(&own, NULL, e);
-        if (rc)
-            goto out;
-        own_loop = true;
-        loop = &own;
-    }
-    /* the file list */
-    rc = sw_buf_printf(&url, "%s/api/models/", ep);
+    *info = NULL;
+    int rc = sw_buf_printf(&url, "%s/api/models/", L->ep);
     if (!rc)
-        rc = enc(&url, repo, true);
+        rc = enc(&url, L->repo, true);
     if (!rc)
         rc = sw_buf_puts(&url, "/revision/");
     if (!rc)
-        rc = enc(&url, rev, false);
+        rc = enc(&url, L->rev, false);
     if (rc) {
-        rc = sw_err_set(e, SW_ERANGE, "the API URL for %s is too long", repo);
+        rc = sw_err_set(e, SW_ERANGE, "the API URL for %s is too long", L->repo);
         goto out;
     }
     struct sw_net_req q = {.url = sw_buf_cstr(&url),
-                           .bearer = tok,
+                           .bearer = L->tok,
                            .body_max = API_MAX,
                            .idle_ms = 60000,
                            .total_ms = 300000};
-    rc = sw_net_request(loop, &q, &r, e);
+    rc = sw_net_request(L->loop, &q, &r, e);
     if (rc)
         goto out;
     if (r.status != 200) {
@@ -234,189 +192,225 @@ int sw_hub_manifest(const char *repo, const char *revision, const struct sw_hub_
         if (json_is_object(ej) && json_is_string(json_object_get(ej, "error")))
             msg = json_string_value(json_object_get(ej, "error"));
         char what[600];
-        snprintf(what, sizeof(what), "the file list of %s at %s", repo, rev);
+        snprintf(what, sizeof(what), "the file list of %s at %s", L->repo, L->rev);
         rc = status_err(e, r.status, what, msg ? msg : sw_net_resp_header(&r, "x-error-message"),
-                        tok != NULL);
+                        L->tok != NULL);
         json_decref(ej);
         goto out;
     }
-    info = sw_json_parse(r.body.data ? r.body.data : "", r.body.len, "the Hub's model info", e);
-    if (!info) {
+    *info = sw_json_parse(r.body.data ? r.body.data : "", r.body.len, "the Hub's model info", e);
+    if (!*info)
         rc = e ? e->code : SW_EPARSE;
-        goto out;
-    }
+out:
+    sw_net_resp_free(&r);
+    sw_buf_free(&url);
+    return rc;
+}
+
+/* The files of the model info ("siblings") that the include globs keep, each with its HEAD
+ * request made ready; the commit it names ("sha") is the first pin. */
+static int list_files(struct listing *L, const json_t *info, struct sw_err *e)
+{
     json_t *sha = json_object_get(info, "sha");
     json_t *sib = json_object_get(info, "siblings");
-    if (!json_is_array(sib)) {
-        rc = sw_err_set(e, SW_EPARSE, "%s: the model info has no \"siblings\" list (is %s a Hub?)",
-                        repo, ep);
-        goto out;
-    }
-    if (json_is_string(sha) && is_hex(json_string_value(sha), 40)) {
-        snprintf(commit, sizeof(commit), "%s", json_string_value(sha));
-        snprintf(first_from, sizeof(first_from), "the file list");
+    if (!json_is_array(sib))
+        return sw_err_set(e, SW_EPARSE,
+                          "%s: the model info has no \"siblings\" list (is %s a Hub?)", L->repo,
+                          L->ep);
+    if (json_is_string(sha) && sw__payload_hex_ok(json_string_value(sha), 40)) {
+        snprintf(L->commit, sizeof(L->commit), "%s", json_string_value(sha));
+        snprintf(L->first_from, sizeof(L->first_from), "the file list");
     }
     size_t n = json_array_size(sib);
-    hs.h = sw_calloc(n ? n : 1, sizeof(*hs.h));
-    if (!hs.h) {
-        rc = sw_err_set(e, SW_ENOMEM, "out of memory");
-        goto out;
-    }
+    L->h = sw_calloc(n ? n : 1, sizeof(*L->h));
+    if (!L->h)
+        return sw_err_set(e, SW_ENOMEM, "out of memory");
     for (size_t i = 0; i < n; i++) {
         const char *p = json_string_value(json_object_get(json_array_get(sib, i), "rfilename"));
-        if (!p) {
-            rc = sw_err_set(e, SW_EPARSE, "siblings[%zu] has no rfilename", i);
-            goto out;
-        }
-        if (!sw_payload_path_ok(p)) {
-            rc = sw_err_set(e, SW_EPARSE, "the Hub lists an unsafe file name \"%s\"", p);
-            goto out;
-        }
-        if (!included(p, o->include))
+        if (!p)
+            return sw_err_set(e, SW_EPARSE, "siblings[%zu] has no rfilename", i);
+        if (!sw_payload_path_ok(p))
+            return sw_err_set(e, SW_EPARSE, "the Hub lists an unsafe file name \"%s\"", p);
+        if (!sw__payload_included(p, L->o->include))
             continue;
-        struct head *h = &hs.h[hs.n++];
+        struct head *h = &L->h[L->n++];
         sw_net_xfer_init(&h->x);
         h->path = sw_strdup(p);
-        if (!h->path) {
-            rc = sw_err_set(e, SW_ENOMEM, "out of memory");
-            goto out;
-        }
-        rc = sw_hub_resolve_url(ep, repo, rev, p, h->url, sizeof(h->url));
-        if (rc) {
-            rc = sw_err_set(e, rc, rc == SW_ENOMEM ? "out of memory" : "the URL of %s is too long",
-                            p);
-            goto out;
-        }
+        if (!h->path)
+            return sw_err_set(e, SW_ENOMEM, "out of memory");
+        int rc = sw_hub_resolve_url(L->ep, L->repo, L->rev, p, h->url, sizeof(h->url));
+        if (rc)
+            return sw_err_set(e, rc,
+                              rc == SW_ENOMEM ? "out of memory" : "the URL of %s is too long", p);
         h->x.req.method = "HEAD";
         h->x.req.url = h->url;
-        h->x.req.bearer = tok;
+        h->x.req.bearer = L->tok;
         h->x.req.max_redirects = 0; /* the redirect carries X-Linked-*: read it, not its target */
         h->x.req.idle_ms = 60000;
         h->x.req.total_ms = 120000;
     }
-    if (!hs.n) {
-        rc = sw_err_set(e, SW_ENOENT, "%s at %s: no file matches the --include globs (%zu files)",
-                        repo, rev, n);
-        goto out;
+    if (!L->n)
+        return sw_err_set(e, SW_ENOENT, "%s at %s: no file matches the --include globs (%zu files)",
+                          L->repo, L->rev, n);
+    return 0;
+}
+
+/* Every HEAD, o->parallel (8) at once. */
+static int run_heads(struct listing *L, struct sw_err *e)
+{
+    L->parallel = L->o->parallel ? L->o->parallel : 8;
+    start_more(L);
+    while (sw_net_loop_active(L->loop) > 0)
+        sw_net_loop_run(L->loop);
+    if (L->start_rc && e)
+        *e = L->start_err;
+    return L->start_rc;
+}
+
+/* A HEAD's X-Repo-Commit against the pin: the first one seen pins, another one means the
+ * revision moved while it was being listed. */
+static int pin_commit(struct listing *L, const struct head *h, struct sw_err *e)
+{
+    const char *xc = sw_net_resp_header(&h->x.resp, "x-repo-commit");
+    if (!xc)
+        return 0;
+    if (!sw__payload_hex_ok(xc, 40))
+        return sw_err_set(e, SW_EPARSE, "%s: X-Repo-Commit \"%.60s\" is not a commit", h->path, xc);
+    if (!L->commit[0]) {
+        snprintf(L->commit, sizeof(L->commit), "%s", xc);
+        snprintf(L->first_from, sizeof(L->first_from), "%s", h->path);
+    } else if (strcasecmp(L->commit, xc) != 0) {
+        return sw_err_set(e, SW_EMISMATCH,
+                          "revision '%s' of %s moved during the fetch: %s resolved to commit %s, "
+                          "then %s resolved to %s. Nothing was downloaded. Run again with "
+                          "--revision %s to fetch the commit first seen, or again as is to fetch "
+                          "the new one",
+                          L->rev, L->repo, L->first_from, L->commit, h->path, xc, L->commit);
     }
-    hs.loop = loop;
-    hs.parallel = o->parallel ? o->parallel : 8;
-    start_more(&hs);
-    while (sw_net_loop_active(loop) > 0)
-        sw_net_loop_run(loop);
-    if (hs.start_rc) {
-        if (e)
-            *e = hs.start_err;
-        rc = hs.start_rc;
-        goto out;
-    }
-    rc = sw_payload_manifest_set(out, repo, rev, NULL, e);
+    return 0;
+}
+
+/* The file a HEAD describes, added to out: its size (X-Linked-Size of a redirect, else
+ * Content-Length) and its hash (the LFS sha256, or the git oid of a regular file's ETag; an ETag
+ * that is neither leaves the file unverified). */
+static int add_file(struct listing *L, const struct head *h, struct sw_payload_manifest *out,
+                    struct sw_err *e)
+{
+    const struct sw_net_resp *hr = &h->x.resp;
+    char what[1200];
+    snprintf(what, sizeof(what), "%s (%s at %s)", h->path, L->repo, L->rev);
+    if (hr->rc)
+        return sw_err_set(e, hr->rc, "HEAD %s: %s", h->path, hr->err.msg);
+    if (hr->status >= 400)
+        return status_err(e, hr->status, what, sw_net_resp_header(hr, "x-error-message"),
+                          L->tok != NULL);
+    int rc = pin_commit(L, h, e);
     if (rc)
+        return rc;
+    char etag[200], linked[200];
+    etag_norm(sw_net_resp_header(hr, "etag"), etag, sizeof(etag));
+    etag_norm(sw_net_resp_header(hr, "x-linked-etag"), linked, sizeof(linked));
+    const char *lsize = sw_net_resp_header(hr, "x-linked-size");
+    uint64_t size = 0;
+    struct sw_err pe;
+    if (hr->status >= 300 && hr->status < 400 && !lsize) {
+        const char *loc = sw_net_resp_header(hr, "location");
+        return sw_err_set(e, SW_EUNSUPPORTED,
+                          "%s: the Hub redirected to %s without X-Linked-Size (a renamed "
+                          "repository? use its new name)",
+                          what, loc ? loc : "?");
+    }
+    const char *sz = lsize ? lsize : sw_net_resp_header(hr, "content-length");
+    if (!sz || sw_parse_u64(sz, &size, &pe))
+        return sw_err_set(e, SW_EPARSE, "%s: no usable size (X-Linked-Size / Content-Length)",
+                          what);
+    const char *sha256 = NULL, *oid = NULL;
+    bool lfs = false;
+    if (linked[0] && sw__payload_hex_ok(linked, 64)) {
+        sha256 = linked;
+        lfs = true;
+    } else if (!linked[0] && sw__payload_hex_ok(etag, 40)) {
+        oid = etag;
+    } else if (!linked[0] && sw__payload_hex_ok(etag, 64)) {
+        sha256 = etag;
+        lfs = true;
+    }
+    if (!sha256 && !oid) {
+        /* kept out of the manifest (and so out of every path): the file is unverified */
+        const char *raw = linked[0] ? linked : etag;
+        char qe[200];
+        sw_payload_quote(raw, strlen(raw), 80, qe, sizeof(qe));
+        sw_log(SW_LOG_WARN,
+               "%s: the Hub's %s %s is neither a sha256 nor a git oid: nothing can verify its "
+               "bytes (unverified)",
+               h->path, linked[0] ? "X-Linked-Etag" : "ETag", raw[0] ? qe : "(none)");
+    }
+    return sw_payload_manifest_add(out, h->path, (int64_t)size, sha256, lfs, oid, NULL, e);
+}
+
+int sw_hub_manifest(const char *repo, const char *revision, const struct sw_hub_opts *o,
+                    struct sw_payload_manifest *out, struct sw_err *e)
+{
+    int rc = 0;
+    struct sw_hub_opts def = {0};
+    struct sw_net_loop own;
+    bool own_loop = false;
+    json_t *info = NULL;
+    struct listing L;
+    memset(&L, 0, sizeof(L));
+    L.o = o ? o : &def;
+    L.repo = repo;
+    L.rev = revision && *revision ? revision : "main";
+    L.ep = L.o->endpoint ? L.o->endpoint : sw_hub_endpoint();
+    L.tok = L.o->token && *L.o->token ? L.o->token : NULL;
+    L.loop = L.o->loop;
+    sw_payload_manifest_init(out);
+
+    if (!strchr(repo, '/') || strchr(strchr(repo, '/') + 1, '/')) {
+        rc = sw_err_set(e, SW_EINVAL, "repo '%s' is not of the form namespace/name", repo);
         goto out;
-    for (size_t i = 0; i < hs.n; i++) {
-        struct head *h = &hs.h[i];
-        struct sw_net_resp *hr = &h->x.resp;
-        char what[1200];
-        snprintf(what, sizeof(what), "%s (%s at %s)", h->path, repo, rev);
-        if (hr->rc) {
-            rc = sw_err_set(e, hr->rc, "HEAD %s: %s", h->path, hr->err.msg);
-            goto out;
-        }
-        if (hr->status >= 400) {
-            rc = status_err(e, hr->status, what, sw_net_resp_header(hr, "x-error-message"),
-                            tok != NULL);
-            goto out;
-        }
-        const char *xc = sw_net_resp_header(hr, "x-repo-commit");
-        if (xc) {
-            if (!is_hex(xc, 40)) {
-                rc = sw_err_set(e, SW_EPARSE, "%s: X-Repo-Commit \"%.60s\" is not a commit",
-                                h->path, xc);
-                goto out;
-            }
-            if (!commit[0]) {
-                snprintf(commit, sizeof(commit), "%s", xc);
-                snprintf(first_from, sizeof(first_from), "%s", h->path);
-            } else if (strcasecmp(commit, xc) != 0) {
-                rc = sw_err_set(e, SW_EMISMATCH,
-                                "revision '%s' of %s moved during the fetch: %s resolved to "
-                                "commit %s, then %s resolved to %s. Nothing was downloaded. Run "
-                                "again with --revision %s to fetch the commit first seen, or "
-                                "again as is to fetch the new one",
-                                rev, repo, first_from, commit, h->path, xc, commit);
-                goto out;
-            }
-        }
-        char etag[200], linked[200];
-        etag_norm(sw_net_resp_header(hr, "etag"), etag, sizeof(etag));
-        etag_norm(sw_net_resp_header(hr, "x-linked-etag"), linked, sizeof(linked));
-        const char *lsize = sw_net_resp_header(hr, "x-linked-size");
-        uint64_t size = 0;
-        struct sw_err pe;
-        if (hr->status >= 300 && hr->status < 400) {
-            if (!lsize) {
-                rc = sw_err_set(
-                    e, SW_EUNSUPPORTED,
-                    "%s: the Hub redirected to %s without X-Linked-Size (a renamed "
-                    "repository? use its new name)",
-                    what,
-                    sw_net_resp_header(hr, "location") ? sw_net_resp_header(hr, "location") : "?");
-                goto out;
-            }
-        }
-        const char *sz = lsize ? lsize : sw_net_resp_header(hr, "content-length");
-        if (!sz || sw_parse_u64(sz, &size, &pe)) {
-            rc = sw_err_set(e, SW_EPARSE, "%s: no usable size (X-Linked-Size / Content-Length)",
-                            what);
-            goto out;
-        }
-        const char *sha256 = NULL, *oid = NULL;
-        bool lfs = false;
-        if (linked[0] && is_hex(linked, 64)) {
-            sha256 = linked;
-            lfs = true;
-        } else if (!linked[0] && is_hex(etag, 40)) {
-            oid = etag;
-        } else if (!linked[0] && is_hex(etag, 64)) {
-            sha256 = etag;
-            lfs = true;
-        }
-        if (!sha256 && !oid) {
-            /* kept out of the manifest (and so out of every path): the file is unverified */
-            const char *raw = linked[0] ? linked : etag;
-            char qe[200];
-            sw_payload_quote(raw, strlen(raw), 80, qe, sizeof(qe));
-            sw_log(SW_LOG_WARN,
-                   "%s: the Hub's %s %s is neither a sha256 nor a git oid: nothing can verify "
-                   "its bytes (unverified)",
-                   h->path, linked[0] ? "X-Linked-Etag" : "ETag", raw[0] ? qe : "(none)");
-        }
-        rc = sw_payload_manifest_add(out, h->path, (int64_t)size, sha256, lfs, oid, NULL, e);
+    }
+    if (!L.loop) {
+        rc = sw_net_loop_init(&own, NULL, e);
         if (rc)
             goto out;
+        own_loop = true;
+        L.loop = &own;
     }
-    if (!commit[0]) {
+    rc = model_info(&L, &info, e);
+    if (rc)
+        goto out;
+    rc = list_files(&L, info, e);
+    if (rc)
+        goto out;
+    rc = run_heads(&L, e);
+    if (rc)
+        goto out;
+    rc = sw_payload_manifest_set(out, repo, L.rev, NULL, e);
+    for (size_t i = 0; !rc && i < L.n; i++)
+        rc = add_file(&L, &L.h[i], out, e);
+    if (rc)
+        goto out;
+    if (!L.commit[0]) {
         rc = sw_err_set(e, SW_EPARSE,
                         "%s at %s: the Hub named no commit (no \"sha\", no "
                         "X-Repo-Commit): cannot pin the revision",
-                        repo, rev);
+                        repo, L.rev);
         goto out;
     }
-    rc = sw_payload_manifest_set(out, repo, rev, commit, e);
+    rc = sw_payload_manifest_set(out, repo, L.rev, L.commit, e);
 out:
-    for (size_t i = 0; i < hs.n; i++) {
-        sw_free(hs.h[i].path);
-        sw_net_xfer_close(&hs.h[i].x);
+    for (size_t i = 0; i < L.n; i++) {
+        sw_free(L.h[i].path);
+        sw_net_xfer_close(&L.h[i].x);
     }
-    sw_free(hs.h);
+    sw_free(L.h);
     json_decref(info);
-    sw_net_resp_free(&r);
-    sw_buf_free(&url);
     if (own_loop)
         sw_net_loop_close(&own);
     if (rc)
         sw_payload_manifest_free(out);
-    if (rc && e && tok)
-        sw_redact(e->msg, tok);
+    if (rc && e && L.tok)
+        sw_redact(e->msg, L.tok);
     return rc;
 }

@@ -405,29 +405,43 @@ static bool gguf_is_projector(const struct sw_gguf *g)
     return false;
 }
 
-static int check_gguf(struct sw_payload_layout *l, const char *path, const char *rel)
+/* Open the GGUF at path (rel names it) for a check: its part sniffed and parsed alone first (when
+ * that body is not a GGUF: an issue of kind k, "<what><rel>: why"), then read as a set (an issue of
+ * kind set_k, "<set_what>why"). *g NULL after an issue; SW_ENOMEM passes on. */
+static int open_gguf(struct sw_payload_layout *l, const char *path, const char *rel,
+                     enum sw_payload_issue_kind k, const char *what,
+                     enum sw_payload_issue_kind set_k, const char *set_what, struct sw_gguf **g)
 {
-    struct sw_gguf *g = NULL;
     struct sw_err e;
     struct sw_payload_sniff sn;
     char m[700];
+    *g = NULL;
     sw_err_clear(&e);
-    if (!is_file(path))
-        return add_issue(l, SW_PAYLOAD_ISSUE_GGUF_BAD, rel, "%s: missing", rel);
     int rc = sw_payload_sniff_file(path, &sn, &e);
     if (rc == SW_ENOMEM)
         return rc;
     if (rc)
-        return add_issue(l, SW_PAYLOAD_ISSUE_GGUF_BAD, rel, "%s: %s", rel,
+        return add_issue(l, k, rel, "%s%s: %s", what, rel,
                          rc == SW_EMISMATCH ? sn.msg : sw_err_format(&e, m, sizeof(m)));
     /* the part parses: anything wrong from here on is about the set */
     sw_err_clear(&e);
-    rc = sw_gguf_open(path, &g, &e);
+    rc = sw_gguf_open(path, g, &e);
     if (rc == SW_ENOMEM)
         return rc;
     if (rc)
-        return add_issue(l, SW_PAYLOAD_ISSUE_GGUF_SPLIT, rel, "%s",
-                         sw_err_format(&e, m, sizeof(m)));
+        return add_issue(l, set_k, rel, "%s%s", set_what, sw_err_format(&e, m, sizeof(m)));
+    return 0;
+}
+
+static int check_gguf(struct sw_payload_layout *l, const char *path, const char *rel)
+{
+    struct sw_gguf *g = NULL;
+    if (!is_file(path))
+        return add_issue(l, SW_PAYLOAD_ISSUE_GGUF_BAD, rel, "%s: missing", rel);
+    int rc =
+        open_gguf(l, path, rel, SW_PAYLOAD_ISSUE_GGUF_BAD, "", SW_PAYLOAD_ISSUE_GGUF_SPLIT, "", &g);
+    if (rc || !g)
+        return rc;
     l->format = g->n_splits > 1 ? SW_PAYLOAD_FMT_GGUF_SPLIT : SW_PAYLOAD_FMT_GGUF;
     l->n_weight_files += (size_t)g->n_splits;
     l->weight_bytes += g->file_size;
@@ -452,25 +466,13 @@ static int check_gguf(struct sw_payload_layout *l, const char *path, const char 
 static int check_projector(struct sw_payload_layout *l, const char *path, const char *rel)
 {
     struct sw_gguf *g = NULL;
-    struct sw_err e;
-    struct sw_payload_sniff sn;
-    char m[700];
-    sw_err_clear(&e);
     if (!is_file(path))
         return add_issue(l, SW_PAYLOAD_ISSUE_PROJECTOR, rel,
                          "vision is promised but the projector %s is missing", rel);
-    int rc = sw_payload_sniff_file(path, &sn, &e);
-    if (rc == SW_ENOMEM)
+    int rc = open_gguf(l, path, rel, SW_PAYLOAD_ISSUE_PROJECTOR, "projector ",
+                       SW_PAYLOAD_ISSUE_PROJECTOR, "projector: ", &g);
+    if (rc || !g)
         return rc;
-    if (rc)
-        return add_issue(l, SW_PAYLOAD_ISSUE_PROJECTOR, rel, "projector %s: %s", rel,
-                         rc == SW_EMISMATCH ? sn.msg : sw_err_format(&e, m, sizeof(m)));
-    rc = sw_gguf_open(path, &g, &e);
-    if (rc == SW_ENOMEM)
-        return rc;
-    if (rc)
-        return add_issue(l, SW_PAYLOAD_ISSUE_PROJECTOR, rel, "projector: %s",
-                         sw_err_format(&e, m, sizeof(m)));
     bool proj = gguf_is_projector(g);
     const char *arch = sw_gguf_arch(g);
     if (!proj)

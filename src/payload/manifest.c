@@ -8,6 +8,7 @@
 #include <slipway/payload.h>
 
 #include <ctype.h>
+#include <fnmatch.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,6 +42,16 @@ bool sw__payload_hex_ok(const char *s, size_t n)
         if (!isxdigit((unsigned char)s[i]))
             return false;
     return true;
+}
+
+bool sw__payload_included(const char *path, const char *const *globs)
+{
+    if (!globs || !globs[0])
+        return true;
+    for (size_t i = 0; globs[i]; i++)
+        if (fnmatch(globs[i], path, 0) == 0)
+            return true;
+    return false;
 }
 
 static void lower_into(char *dst, const char *src, size_t n)

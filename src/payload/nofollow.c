@@ -1,6 +1,6 @@
 /*
  * payload/nofollow: directories and files under a root, reached without following a symbolic
- * link, for everything a download writes, renames or removes (payload/download.c) and for the
+ * link, for everything a download writes, renames or removes (payload/download*.c) and for the
  * HF cache layout (payload/hfcache.c).
  *
  * The root (a --dest directory, an HF cache's models--org--name) is the caller's to name and may
@@ -148,6 +148,41 @@ int sw__nf_stat(int dirfd, const char *name, const char *path, struct stat *st, 
         return sw_err_set(e, errno == ENOENT ? SW_ENOENT : SW_EIO, "%s: %s", path, strerror(errno));
     if (S_ISLNK(st->st_mode))
         return sw__nf_refuse_link(dirfd, name, path, e);
+    return 0;
+}
+
+int sw__nf_lstat(const char *root, const char *rel, const char *path, struct stat *st,
+                 struct sw_err *e)
+{
+    int dfd;
+    const char *base;
+    int rc = sw__nf_parent(root, rel, false, &dfd, &base, e);
+    if (rc)
+        return rc;
+    rc = sw__nf_stat(dfd, base, path, st, e);
+    close(dfd);
+    return rc;
+}
+
+void sw__nf_unlink(const char *root, const char *rel)
+{
+    int dfd;
+    const char *base;
+    struct sw_err ue;
+    if (sw__nf_parent(root, rel, false, &dfd, &base, &ue))
+        return;
+    unlinkat(dfd, base, 0);
+    close(dfd);
+}
+
+int sw__nf_sibling(const char *base, const char *suffix, const char *path, char *out,
+                   struct sw_err *e)
+{
+    size_t bl = strlen(base), sl = strlen(suffix);
+    if (bl + sl + 1 > NAME_MAX + 1)
+        return sw_err_set(e, SW_ERANGE, "%s: file name too long", path);
+    memcpy(out, base, bl);
+    memcpy(out + bl, suffix, sl + 1);
     return 0;
 }
 

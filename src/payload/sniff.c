@@ -398,6 +398,22 @@ int sw_payload_sniff_mem(const char *name, const void *buf, size_t n, struct sw_
     return 0;
 }
 
+/* What a structure parser (model/hf, model/gguf) said of the whole file, rc and its error pe: a
+ * file it could not read (out of memory, I/O) is the caller's error, passed on; one it refused is
+ * a body that is not of its kind, rejected with the parser's words. */
+static int parsed(struct sw_payload_sniff *s, const char *path, int rc, const struct sw_err *pe,
+                  struct sw_err *e)
+{
+    if (rc == SW_ENOMEM || rc == SW_EIO || rc == SW_ENOENT) {
+        if (e)
+            *e = *pe;
+        return rc;
+    }
+    if (rc)
+        return reject(s, body_for_rc(rc), path, e, "%s", pe->msg);
+    return 0;
+}
+
 int sw_payload_sniff_file(const char *path, struct sw_payload_sniff *s, struct sw_err *e)
 {
     int rc = 0;
@@ -431,31 +447,20 @@ int sw_payload_sniff_file(const char *path, struct sw_payload_sniff *s, struct s
     case SW_PAYLOAD_FT_SAFETENSORS: {
         struct sw_st_file f;
         rc = sw_st_read(path, &f, &pe);
-        if (rc == SW_ENOMEM || rc == SW_EIO || rc == SW_ENOENT) {
-            if (e)
-                *e = pe;
+        if (!rc)
+            sw_st_file_free(&f);
+        rc = parsed(s, path, rc, &pe, e);
+        if (rc)
             goto out;
-        }
-        if (rc) {
-            rc = reject(s, body_for_rc(rc), path, e, "%s", pe.msg);
-            goto out;
-        }
-        sw_st_file_free(&f);
         break;
     }
     case SW_PAYLOAD_FT_GGUF: {
         struct sw_gguf *g = NULL;
         rc = sw_gguf_open_single(path, &g, &pe);
-        if (rc == SW_ENOMEM || rc == SW_EIO || rc == SW_ENOENT) {
-            if (e)
-                *e = pe;
-            goto out;
-        }
-        if (rc) {
-            rc = reject(s, body_for_rc(rc), path, e, "%s", pe.msg);
-            goto out;
-        }
         sw_gguf_free(g);
+        rc = parsed(s, path, rc, &pe, e);
+        if (rc)
+            goto out;
         break;
     }
     case SW_PAYLOAD_FT_JSON: {

@@ -23,8 +23,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <openssl/evp.h>
-
 #include "payload/payload_internal.h"
 
 /* ---------------------------------------------------------------------------------------------
@@ -58,16 +56,11 @@ int sw_payload_sha256_final(struct sw_payload_sha256 *h, char hex[SW_PAYLOAD_SHA
 {
     unsigned char md[EVP_MAX_MD_SIZE];
     unsigned int len = 0;
-    static const char digits[] = "0123456789abcdef";
     if (EVP_DigestFinal_ex(h->ctx, md, &len) != 1 || len != 32) {
         hex[0] = '\0';
         return SW_EIO;
     }
-    for (unsigned i = 0; i < 32; i++) {
-        hex[2 * i] = digits[md[i] >> 4];
-        hex[2 * i + 1] = digits[md[i] & 15];
-    }
-    hex[64] = '\0';
+    sw__payload_hex(md, 32, hex);
     return 0;
 }
 
@@ -256,20 +249,37 @@ struct pool {
     unsigned finished;
 };
 
+void sw__payload_hex(const unsigned char *d, size_t n, char *out)
+{
+    static const char digits[] = "0123456789abcdef";
+    for (size_t i = 0; i < n; i++) {
+        out[2 * i] = digits[d[i] >> 4];
+        out[2 * i + 1] = digits[d[i] & 15];
+    }
+    out[2 * n] = '\0';
+}
+
+int sw__payload_git_blob_init(EVP_MD_CTX *c, uint64_t size)
+{
+    char pre[48];
+    int n = snprintf(pre, sizeof(pre), "blob %llu", (unsigned long long)size);
+    if (EVP_DigestInit_ex(c, EVP_sha1(), NULL) != 1 ||
+        EVP_DigestUpdate(c, pre, (size_t)n + 1) != 1) /* the header's NUL is hashed too */
+        return SW_EIO;
+    return 0;
+}
+
 /* git's blob oid is the SHA-1 of "blob <size>\0" and the bytes: start one for an open file. */
 static int git_blob_start(int fd, const char *path, EVP_MD_CTX **out, struct sw_err *e)
 {
     struct stat st;
-    char pre[48];
     *out = NULL;
     if (fstat(fd, &st) < 0)
         return sw_err_at(e, SW_EIO, path, 0, 0, "cannot stat: %s", strerror(errno));
-    int n = snprintf(pre, sizeof(pre), "blob %llu", (unsigned long long)st.st_size);
     EVP_MD_CTX *c = EVP_MD_CTX_new();
     if (!c)
         return sw_err_set(e, SW_ENOMEM, "out of memory for SHA-1");
-    if (EVP_DigestInit_ex(c, EVP_sha1(), NULL) != 1 ||
-        EVP_DigestUpdate(c, pre, (size_t)n + 1) != 1) { /* the header's NUL is hashed too */
+    if (sw__payload_git_blob_init(c, (uint64_t)st.st_size)) {
         EVP_MD_CTX_free(c);
         return sw_err_at(e, SW_EIO, path, 0, 0, "cannot set up SHA-1");
     }
@@ -279,16 +289,11 @@ static int git_blob_start(int fd, const char *path, EVP_MD_CTX **out, struct sw_
 
 static int git_blob_final(EVP_MD_CTX *c, const char *path, char oid[40 + 1], struct sw_err *e)
 {
-    static const char digits[] = "0123456789abcdef";
     unsigned char md[EVP_MAX_MD_SIZE];
     unsigned int len = 0;
     if (EVP_DigestFinal_ex(c, md, &len) != 1 || len != 20)
         return sw_err_at(e, SW_EIO, path, 0, 0, "SHA-1 final failed");
-    for (unsigned i = 0; i < 20; i++) {
-        oid[2 * i] = digits[md[i] >> 4];
-        oid[2 * i + 1] = digits[md[i] & 15];
-    }
-    oid[40] = '\0';
+    sw__payload_hex(md, 20, oid);
     return 0;
 }
 

@@ -404,6 +404,107 @@ static void test_engine_alloc_failures(void **state)
     sw_payload_manifest_free(&m);
 }
 
+/* ---- the verb's one call, sw_fetch_payload: target, manifest, run (payload/fetch.c) ---- */
+
+static void write_manifest_file(const char *path, const char *repo)
+{
+    struct sw_payload_manifest m;
+    struct sw_err e;
+    one_file(&m);
+    assert_int_equal(sw_payload_manifest_set(&m, repo, "main", C40, &e), 0);
+    assert_int_equal(sw_payload_manifest_add(&m, "notes.txt", 5, NULL, false, NULL, NULL, &e), 0);
+    assert_int_equal(sw_payload_manifest_save(path, &m, &e), 0);
+    sw_payload_manifest_free(&m);
+}
+
+/* An ENDPOINT resolved through its fleet: the manifest kept beside the fleet pins the commit (the
+ * Hub is not asked), narrowed to the include globs, fetched into payload.path. */
+static void test_fetch_payload_endpoint(void **state)
+{
+    char fleet[4200], dest[4200], man[4200], y[8192];
+    snprintf(fleet, sizeof(fleet), "%s/fleet.yaml", dir);
+    snprintf(dest, sizeof(dest), "%s/pl", dir);
+    snprintf(y, sizeof(y),
+             "hosts:\n  here:\n    transport: local\n    devices:\n      cpu: {kind: cpu}\n"
+             "endpoints:\n  e1:\n    host: here\n    engine: llama.cpp\n"
+             "    payload: {repo: org/m, path: %s}\n    shape: {ctx_size: 4096, seqs: 1}\n",
+             dest);
+    swt_write_str(fleet, y);
+    struct sw_err e;
+    assert_int_equal(sw_payload_manifest_default_path(fleet, "e1", man, sizeof(man), &e), 0);
+    char mdir[4200];
+    snprintf(mdir, sizeof(mdir), "%s", man);
+    *strrchr(mdir, '/') = '\0';
+    assert_int_equal(sw_mkdir_p(mdir, 0755, &e), 0);
+    write_manifest_file(man, "org/m");
+
+    struct swh *s = swh_start();
+    char hdr[128];
+    snprintf(hdr, sizeof(hdr), "HTTP/1.1 200 OK\r\nContent-Length: 4096\r\n\r\n");
+    struct swh_step good[] = {{SWH_SEND, hdr, 0}, {SWH_SEND, body, sizeof(body)}, {SWH_END}};
+    swh_script(s, "GET", WPATH, good);
+    setenv("HF_ENDPOINT", swh_url(s, ""), 1);
+    const char *inc[] = {"w.*", NULL};
+    struct sw_fetch_payload_opts o = {.target = "e1", .fleet = fleet, .include = inc};
+    struct sw_fetch_payload p;
+    sw_err_clear(&e);
+    int rc = sw_fetch_payload(&o, &p, &e);
+    if (rc)
+        fail_msg("%s", e.msg);
+    assert_string_equal(p.endpoint, "e1");
+    assert_false(p.hub_failed);
+    assert_int_equal(p.manifest.n_files, 1); /* notes.txt left out by the glob */
+    assert_string_equal(p.manifest.commit, C40);
+    assert_int_equal(p.report.n_files, 1);
+    assert_int_equal(p.report.files[0].state, SW_FETCH_DOWNLOADED);
+    assert_string_equal(p.report.dir, dest);
+    json_t *j = sw_fetch_payload_to_json(&p, NULL);
+    assert_non_null(j);
+    assert_string_equal(json_string_value(json_object_get(j, "endpoint")), "e1");
+    assert_string_equal(json_string_value(json_object_get(j, "commit")), C40);
+    assert_true(json_is_false(json_object_get(j, "dry_run")));
+    assert_null(json_object_get(j, "error"));
+    json_decref(j);
+    sw_fetch_payload_free(&p);
+    assert_int_equal(access(swt_join(dest, "w.bin"), F_OK), 0);
+    assert_int_equal(swh_hits(s, "/api/models/org/m/revision/main"), 0);
+
+    /* no endpoint of that name; a manifest for another repository: unusable input, no run */
+    o.target = "nope";
+    assert_int_equal(sw_fetch_payload(&o, &p, &e), SW_ENOENT);
+    assert_non_null(strstr(e.msg, "no endpoint named nope"));
+    assert_int_equal(p.report.n_files, 0);
+    sw_fetch_payload_free(&p);
+    struct sw_fetch_payload_opts other = {.target = "org/other", .manifest = man};
+    assert_int_equal(sw_fetch_payload(&other, &p, &e), SW_EINVAL);
+    assert_non_null(strstr(e.msg, "the manifest is for org/m, not org/other"));
+    assert_false(p.hub_failed);
+    sw_fetch_payload_free(&p);
+    swh_stop(s);
+    unsetenv("HF_ENDPOINT");
+}
+
+/* A REPO without a manifest asks the Hub; its refusal is the Hub's (hub_failed), before any run. */
+static void test_fetch_payload_hub_refusal(void **state)
+{
+    struct swh *s = swh_start();
+    swh_reply(s, "GET", "/api/models/org/gated/revision/main", 401, "application/json",
+              "{\"error\": \"Access to model org/gated is restricted.\"}");
+    setenv("HF_ENDPOINT", swh_url(s, ""), 1);
+    struct sw_fetch_payload_opts o = {.target = "org/gated", .dry_run = true};
+    struct sw_fetch_payload p;
+    struct sw_err e;
+    sw_err_clear(&e);
+    assert_int_equal(sw_fetch_payload(&o, &p, &e), SW_EHTTP);
+    assert_true(p.hub_failed);
+    assert_int_equal(p.report.n_files, 0);
+    assert_non_null(strstr(e.msg, "HTTP 401 for the file list of org/gated at main"));
+    assert_non_null(strstr(e.msg, "Access to model org/gated is restricted."));
+    sw_fetch_payload_free(&p);
+    swh_stop(s);
+    unsetenv("HF_ENDPOINT");
+}
+
 int main(void)
 {
     sw_core_init();
@@ -415,6 +516,8 @@ int main(void)
         cmocka_unit_test(test_cli_refuses_token_flag),
         cmocka_unit_test(test_engine_scripted_faults),
         cmocka_unit_test(test_engine_alloc_failures),
+        cmocka_unit_test(test_fetch_payload_endpoint),
+        cmocka_unit_test(test_fetch_payload_hub_refusal),
     };
     return cmocka_run_group_tests_name("fetch", tests, setup, teardown);
 }

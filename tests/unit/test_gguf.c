@@ -250,6 +250,45 @@ static void test_valid_mem_and_file(void **state)
     sw_gguf_free(NULL);
 }
 
+/* Array elements as values, and the totals per ggml type, as inspect prints them. */
+static void test_array_elem_and_type_totals(void **state)
+{
+    struct gb b = {0};
+    struct sw_gguf *g = NULL;
+    struct sw_err e;
+    make_valid(&b, 3);
+    assert_int_equal(sw_gguf_parse_mem(b.p, b.n, "mem.gguf", &g, &e), 0);
+    struct sw_gguf_value x;
+    const struct sw_gguf_kv *kv = sw_gguf_find(g, "tokenizer.ggml.tokens");
+    assert_int_equal(sw_gguf_array_elem(&kv->val, 0, &x), 0);
+    assert_int_equal(x.type, SW_GGUF_STRING);
+    assert_string_equal(x.as.str.s, "<s>");
+    assert_int_equal(sw_gguf_array_elem(&kv->val, 3, &x), SW_ERANGE);
+    kv = sw_gguf_find(g, "tokenizer.ggml.scores");
+    assert_int_equal(sw_gguf_array_elem(&kv->val, 1, &x), 0);
+    assert_true(x.as.f == -1.0);
+    kv = sw_gguf_find(g, "test.bools");
+    assert_int_equal(sw_gguf_array_elem(&kv->val, 1, &x), 0);
+    assert_int_equal(x.type, SW_GGUF_BOOL);
+    assert_false(x.as.b);
+    kv = sw_gguf_find(g, "test.u64s");
+    assert_int_equal(sw_gguf_array_elem(&kv->val, 1, &x), 0);
+    assert_true(x.as.u == UINT64_MAX);
+    kv = sw_gguf_find(g, "test.empty");
+    assert_int_equal(sw_gguf_array_elem(&kv->val, 0, &x), SW_ERANGE);
+    struct sw_gguf_value scalar = {.type = SW_GGUF_UINT32, .as.u = 7};
+    assert_int_equal(sw_gguf_array_elem(&scalar, 0, &x), SW_EINVAL); /* not an array */
+    uint64_t n, by;
+    sw_gguf_type_totals(g, T_Q8_0, &n, &by);
+    assert_int_equal(n, 1);
+    assert_int_equal(by, 68);
+    sw_gguf_type_totals(g, 29, &n, &by);
+    assert_int_equal(n, 0);
+    assert_int_equal(by, 0);
+    sw_gguf_free(g);
+    gb_free(&b);
+}
+
 /* Parse and expect failure `code` whose formatted message contains `needle`. */
 static void expect_fail(const struct gb *b, int code, const char *needle, int64_t offset)
 {
@@ -763,12 +802,18 @@ int main(void)
 {
     sw_core_init();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_valid_mem_and_file), cmocka_unit_test(test_versions),
-        cmocka_unit_test(test_not_gguf),           cmocka_unit_test(test_truncated_every_byte),
-        cmocka_unit_test(test_hostile_lengths),    cmocka_unit_test(test_hostile_structure),
-        cmocka_unit_test(test_hostile_tensors),    cmocka_unit_test(test_header_ceiling),
-        cmocka_unit_test(test_alloc_torture),      cmocka_unit_test(test_split_sets),
+        cmocka_unit_test(test_valid_mem_and_file),
+        cmocka_unit_test(test_versions),
+        cmocka_unit_test(test_not_gguf),
+        cmocka_unit_test(test_truncated_every_byte),
+        cmocka_unit_test(test_hostile_lengths),
+        cmocka_unit_test(test_hostile_structure),
+        cmocka_unit_test(test_hostile_tensors),
+        cmocka_unit_test(test_header_ceiling),
+        cmocka_unit_test(test_alloc_torture),
+        cmocka_unit_test(test_split_sets),
         cmocka_unit_test(test_ggml_types),
+        cmocka_unit_test(test_array_elem_and_type_totals),
     };
     return cmocka_run_group_tests_name("gguf", tests, NULL, NULL);
 }
