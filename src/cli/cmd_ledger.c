@@ -19,8 +19,6 @@
  * Every subcommand takes --ledger PATH (wins) or --fleet FLEET.yaml (ledger beside it).
  *
  * Boots are recorded by `slipway up` and `slipway bootlog record`, through sw_ledger_record_boot.
- * `_record-loop` is a test hook (kill -9 and concurrency tests): it records boots, batteries and
- * usage readings in a loop and prints each committed id.
  */
 #include "cli.h"
 
@@ -32,7 +30,7 @@
 struct opts {
     const char *ledger, *fleet, *endpoint, *outcome, *device, *used, *total, *free, *source;
     const char *shape, *note, *at, *author, *expr, *reason, *output;
-    int64_t limit, boot, usage, rule, rung, battery, bench, count, seconds;
+    int64_t limit, boot, usage, rule, rung, battery, bench;
     bool json, help;
     const char *pos[64];
     int npos;
@@ -115,14 +113,6 @@ static const struct sw_opt add_rule_opts[] = {
     {"source", 0, "WHO", 0, "where it came from (default: operator)", NULL},
     {0},
 };
-static const struct sw_opt loop_opts[] = {
-    LEDGER_OPTS,
-    OPT_ENDPOINT("the endpoint recorded (default: loop)"),
-    {"count", 0, "N", 0, "records (default 100)", NULL},
-    {"seconds", 0, "S", 0, "record for this long", NULL},
-    {0},
-};
-
 static const char *const list_ex[] = {"slipway ledger list --fleet examples/local.yaml",
                                       "slipway ledger list --endpoint frank-primary --outcome "
                                       "failed --json",
@@ -182,17 +172,9 @@ SUB(spec_add_rule, "add-rule", "record a known-bad rule",
 SUB(spec_verify, "verify", "integrity_check + foreign_key_check", "[--json]", plain_opts, 0,
     verify_ex);
 SUB(spec_path, "path", "where the ledger is, row counts", "[--json]", plain_opts, 0, path_ex);
-static const struct sw_cmd_spec spec_loop = {.name = "ledger _record-loop",
-                                             .summary = "test hook: record in a loop",
-                                             .synopsis = "[--count N] [--seconds S]",
-                                             .opts = loop_opts,
-                                             .max_args = 0,
-                                             .hidden = true};
-
 static const struct sw_cmd_spec *const subs[] = {
-    &spec_list,      &spec_show, &spec_export, &spec_import,   &spec_usage,
-    &spec_add_usage, &spec_note, &spec_rules,  &spec_add_rule, &spec_verify,
-    &spec_path,      &spec_loop, NULL,
+    &spec_list, &spec_show,  &spec_export,   &spec_import, &spec_usage, &spec_add_usage,
+    &spec_note, &spec_rules, &spec_add_rule, &spec_verify, &spec_path,  NULL,
 };
 
 const struct sw_cmd_spec sw_spec_ledger = {
@@ -234,9 +216,8 @@ static int parse_args(int argc, char **argv, struct opts *o, const struct sw_cmd
         size_t off;
     } ids[] = {
 #define I(n, f) {n, offsetof(struct opts, f)}
-        I("limit", limit), I("boot", boot),   I("usage", usage),
-        I("rule", rule),   I("rung", rung),   I("battery", battery),
-        I("bench", bench), I("count", count), I("seconds", seconds),
+        I("limit", limit), I("boot", boot),       I("usage", usage), I("rule", rule),
+        I("rung", rung),   I("battery", battery), I("bench", bench),
 #undef I
     };
     struct sw_args a;
@@ -884,89 +865,6 @@ static int cmd_verify(const struct opts *o, bool with_counts_only)
     return with_counts_only || missing || ok ? SW_EXIT_OK : SW_EXIT_FAIL;
 }
 
-/* The test hook: record in a loop, print every committed id (flushed) so a test that kills this
- * process knows exactly what was committed before the kill. */
-static int cmd_record_loop(const struct opts *o)
-{
-    struct sw_err e;
-    struct sw_ledger l;
-    char path[4096];
-    sw_err_clear(&e);
-    const char *ep = o->endpoint ? o->endpoint : "loop";
-    int rc = open_ledger(o, &l, true, NULL, path, sizeof(path), &e);
-    if (rc)
-        return fail(&e, o);
-    double until = o->seconds ? sw_now_s() + (double)o->seconds : 0;
-    int64_t max = o->count ? o->count : (o->seconds ? INT64_MAX : 100);
-    char excerpt[4096];
-    for (size_t i = 0; i + 80 < sizeof(excerpt); i += 80)
-        snprintf(excerpt + i, sizeof(excerpt) - i, "%-79s\n",
-                 "llama_kv_cache: size = 272.00 MiB (4096 cells, 32 layers, 1/1 seqs)");
-    for (int64_t i = 0; i < max && (!until || sw_now_s() < until); i++) {
-        json_t *shape = json_pack("{s:s,s:{s:s},s:I,s:i,s:s}", "engine", "llama.cpp", "model",
-                                  "name", "loop.gguf", "ctx", (json_int_t)(4096 * (1 + i % 7)),
-                                  "slots", 1 + (int)(i % 3), "kv_dtype", "f16");
-        json_t *report =
-            json_pack("{s:I,s:f,s:[i,i,i]}", "kv_cache_tokens", (json_int_t)(4096 * (1 + i % 7)),
-                      "max_concurrency", 1.5, "layers", 1, 2, 3);
-        json_t *failure = i % 5 == 4 ? json_pack("{s:s,s:s,s:s}", "class", "oom", "phase",
-                                                 "kv_alloc", "message", "loop failure")
-                                     : NULL;
-        json_t *battery =
-            json_pack("{s:[{s:s,s:s,s:s,s:i},{s:s,s:s,s:s,s:i},{s:s,s:s,s:s,s:i},{s:s,s:s,s:s,s:i},"
-                      "{s:s,s:s,s:s,s:i}]}",
-                      "checks", "name", "readiness", "status", "pass", "evidence", "200", "ms", 1,
-                      "name", "liveness", "status", "pass", "evidence", "1 token", "ms", 2, "name",
-                      "models", "status", "pass", "evidence", "alias", "ms", 3, "name", "chat",
-                      "status", "fail", "evidence", "x", "ms", 4, "name", "vision", "status",
-                      "skip", "evidence", "none", "ms", 5);
-        struct sw_ledger_boot b = {.endpoint = ep,
-                                   .shape = shape,
-                                   .engine = "llama.cpp",
-                                   .engine_version = "b0000",
-                                   .started_at = sw_wall_unix(),
-                                   .duration_ms = i,
-                                   .report = report,
-                                   .failure = failure,
-                                   .log_excerpt = excerpt,
-                                   .source = "_record-loop",
-                                   .note = "loop note"};
-        int64_t boot = 0, run = 0, use = 0;
-        if (!shape || !report || !battery || (i % 5 == 4 && !failure))
-            rc = sw_err_set(&e, SW_ENOMEM, "out of memory");
-        if (!rc)
-            rc = sw_ledger_record_boot(&l, &b, &boot, &e);
-        if (!rc) {
-            printf("boot %lld\n", (long long)boot);
-            fflush(stdout);
-            rc = sw_ledger_record_battery(&l, ep, boot, "http://127.0.0.1:1", 0, battery, &run, &e);
-        }
-        if (!rc) {
-            printf("battery %lld\n", (long long)run);
-            fflush(stdout);
-            struct sw_ledger_usage u = {.endpoint = ep,
-                                        .boot_id = boot,
-                                        .device = "cpu0",
-                                        .used_mib = (uint64_t)i % 1000,
-                                        .total_mib = 1000,
-                                        .source = "_record-loop"};
-            rc = sw_ledger_record_usage(&l, &u, &use, &e);
-        }
-        if (!rc) {
-            printf("usage %lld\n", (long long)use);
-            fflush(stdout);
-        }
-        json_decref(shape);
-        json_decref(report);
-        json_decref(failure);
-        json_decref(battery);
-        if (rc)
-            break;
-    }
-    sw_ledger_close(&l);
-    return rc ? fail(&e, o) : SW_EXIT_OK;
-}
-
 int sw_cmd_ledger(int argc, char **argv)
 {
     struct opts o;
@@ -996,7 +894,5 @@ int sw_cmd_ledger(int argc, char **argv)
         return cmd_add_rule(&o);
     if (sub == &spec_verify)
         return cmd_verify(&o, false);
-    if (sub == &spec_path)
-        return cmd_verify(&o, true);
-    return cmd_record_loop(&o);
+    return cmd_verify(&o, true); /* spec_path */
 }
