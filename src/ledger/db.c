@@ -114,8 +114,11 @@ int sw__ledger_stmt(struct sw_ledger *l, enum sw__lst which, sqlite3_stmt **out,
         return sw_err_set(e, SW_EINVAL, "ledger: bad statement %d", (int)which);
     sqlite3_stmt *st = l->stmt[which];
     if (!st) {
-        int rc = sqlite3_prepare_v3(l->db, sw__ledger_sql[which], -1, SQLITE_PREPARE_PERSISTENT,
-                                    &st, NULL);
+        char buf[4096];
+        const char *sql = sw__ledger_sql_text(which, buf, sizeof(buf));
+        if (!sql)
+            return sw_err_set(e, SW_ERANGE, "ledger: statement %d is too long", (int)which);
+        int rc = sqlite3_prepare_v3(l->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &st, NULL);
         if (rc != SQLITE_OK)
             return sw__ledger_dberr(l, e, rc, "preparing a statement");
         l->stmt[which] = st;
