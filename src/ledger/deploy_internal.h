@@ -36,6 +36,8 @@ int sw__dep_owner_alive(const struct sw__dep_owner *o, char *why, size_t whyn);
 /* In a write transaction: mark stale open attempts (of endpoint, or all) interrupted. */
 int sw__dep_recover_tx(struct sw_ledger *l, const char *endpoint, int64_t *marked,
                        struct sw_err *e);
+/* The on-open hook of deploy_attempts (tables.c): recover stale attempts, when there are any. */
+void sw__dep_on_open(struct sw_ledger *l);
 /* Is any attempt open (no write lock taken)? */
 int sw__dep_any_open(struct sw_ledger *l, bool *any, struct sw_err *e);
 int sw__dep_attempt_row(struct sw_ledger *l, int64_t attempt, int64_t *endpoint_id,

@@ -134,8 +134,10 @@ struct sw__table {
     const char *created_as;     /* the name in its CREATE TABLE as SQLite keeps it; NULL: name */
     const struct sw__col *cols; /* in the order of the JSON keys */
     size_t ncols;
-    const char *const *checks;       /* table constraints in order, NULL-ended; NULL: none */
-    const struct sw__index *indexes; /* ended by a NULL sql; NULL: none */
+    const char *const *checks;            /* table constraints in order, NULL-ended; NULL: none */
+    const struct sw__index *indexes;      /* ended by a NULL sql; NULL: none */
+    void (*on_open)(struct sw_ledger *l); /* its owner's part of a read-write open (a failure
+                                             is logged, never fatal) */
 };
 
 extern const struct sw__table sw__t_endpoints, sw__t_shapes, sw__t_boots, sw__t_usage,
@@ -152,6 +154,8 @@ const char *sw__col_key(const struct sw__col *c);
 int sw__table_create(const struct sw__table *t, char *out, size_t n);
 /* "SELECT <the fields of view> FROM <table> t [JOIN endpoints e] [JOIN shapes s]" into out. */
 int sw__table_select(const struct sw__table *t, unsigned view, char *out, size_t n);
+/* Run every table's on-open hook (a read-write open, after the migrations). */
+void sw__ledger_tables_on_open(struct sw_ledger *l);
 
 /* A derived statement: the SELECT of a table's view, then its tail (WHERE, ORDER BY) over t. */
 struct sw__rows {

@@ -7,7 +7,9 @@
  *     a file with (sw__table_create; schema.c),
  *   - the SELECT column list of every row the queries turn into JSON (sw__table_select; sql.c),
  *     and the JSON of each row (query.c),
- *   - the keys the import accepts and where each value lands in its record (document.c).
+ *   - the keys the import accepts and where each value lands in its record (document.c),
+ *   - what a read-write open runs for the table's owner (on_open; db.c runs them knowing none:
+ *     deploy_attempts names the deploy journal's recovery of attempts whose process died).
  *
  * A field's kind says how its value moves between SQL and JSON; the SQL type follows from it.
  * Columns added by ALTER TABLE ADD COLUMN (`alter`: the version that added them) and a table
@@ -17,7 +19,7 @@
  * What it deliberately does not do: hold the migrations (schema.c keeps the frozen SQL of every
  * version), validate values (record.c), or run any SQL.
  */
-#include "ledger_internal.h"
+#include "deploy_internal.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -746,8 +748,10 @@ TABLE(rules, .version = 2, .indexes = rules_indexes);
  * quoted */
 TABLE(notes, .version = 2, .created_as = "\"notes\"", .indexes = notes_indexes);
 TABLE(tags, .version = 3, .checks = tags_checks, .indexes = tags_indexes);
+/* a deploy whose process died left its attempt open: its owner marks it on every read-write
+ * open (deploy.c) */
 TABLE(deploy_attempts, .version = 3, .checks = deploy_attempts_checks,
-      .indexes = deploy_attempts_indexes);
+      .indexes = deploy_attempts_indexes, .on_open = sw__dep_on_open);
 TABLE(deploy_steps, .version = 3, .checks = deploy_steps_checks);
 TABLE(payload_moves, .version = 3);
 TABLE(tune_runs, .version = 5, .checks = tune_runs_checks, .indexes = tune_runs_indexes);
@@ -907,4 +911,11 @@ int sw__table_select(const struct sw__table *t, unsigned view, char *out, size_t
     if (ok && shape)
         ok = add_join(out, n, &len, shape);
     return ok && k ? 0 : SW_ERANGE;
+}
+
+void sw__ledger_tables_on_open(struct sw_ledger *l)
+{
+    for (size_t i = 0; sw__ledger_tables[i]; i++)
+        if (sw__ledger_tables[i]->on_open)
+            sw__ledger_tables[i]->on_open(l);
 }

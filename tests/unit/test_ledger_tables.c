@@ -3,7 +3,7 @@
  * byte for byte and in the same order, what the frozen migrations 1..N leave; every statement
  * derived from a table's view prepares; the descriptors hold together (columns numbered 1..n
  * once each, added columns after the created ones, a key once per document, a field the SELECT
- * reads is a column or has an expression).
+ * reads is a column or has an expression); the only on-open hook is the deploy journal's.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -12,7 +12,7 @@
 
 #include <slipway/ledger.h>
 
-#include "ledger/ledger_internal.h"
+#include "ledger/deploy_internal.h"
 #include "swtest.h"
 
 #include <string.h>
@@ -121,6 +121,22 @@ static void test_every_statement_prepares(void **state)
     swt_tmpdir_free(dir);
 }
 
+/* The generic open names no table's upkeep: it runs the hooks the descriptors name, and the one
+ * there is the deploy journal's (that a read-write open recovers through it and a read-only one
+ * does not is test_ledger_deploy.c's test_interrupted_by_kill). */
+static void test_on_open_hooks(void **state)
+{
+    int hooked = 0;
+    for (size_t i = 0; sw__ledger_tables[i]; i++) {
+        if (!sw__ledger_tables[i]->on_open)
+            continue;
+        hooked++;
+        assert_string_equal(sw__ledger_tables[i]->name, "deploy_attempts");
+        assert_true(sw__ledger_tables[i]->on_open == sw__dep_on_open);
+    }
+    assert_int_equal(hooked, 1);
+}
+
 int main(void)
 {
     sw_core_init();
@@ -128,6 +144,7 @@ int main(void)
         cmocka_unit_test(test_descriptors_make_the_migrated_schema),
         cmocka_unit_test(test_descriptors_hold_together),
         cmocka_unit_test(test_every_statement_prepares),
+        cmocka_unit_test(test_on_open_hooks),
     };
     return cmocka_run_group_tests_name("ledger_tables", tests, NULL, NULL);
 }
