@@ -50,22 +50,23 @@ struct section {
     const char *kind;  /* what its refs and ext_ids call a row: "boot" */
     bool named;        /* other rows refer to its rows by ref */
     enum sw__lst ext;  /* a row by ext_id */
-    /* the whole row: endpoints and shapes; the others are read by their descriptor, then fix
-     * (may be NULL) does what it does not say, and record writes the record */
+    /* the whole row: endpoints and shapes; the others are read by their descriptor into r,
+     * then record does what the descriptor does not say and records it */
     int (*one)(struct imp *m, const json_t *o);
-    int (*fix)(struct imp *m, const json_t *o, union rec *r);
-    int (*record)(struct sw_ledger *l, const union rec *r, int64_t *id, struct sw_err *e);
+    int (*record)(struct imp *m, const json_t *o, union rec *r, int64_t *id);
 };
 
+/* The error of the row being read: "boots[3]: message". */
 static int ierr(struct imp *m, int code, const char *fmt, ...) SW_PRINTF(3, 4);
 static int ierr(struct imp *m, int code, const char *fmt, ...)
 {
-    char msg[900];
     va_list ap;
+    sw_err_clear(m->e);
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
+    sw_err_vset(m->e, code, fmt, ap);
     va_end(ap);
-    return sw_err_set(m->e, code, "%s: %s", m->row, msg);
+    sw_err_prefix(m->e, "%s", m->row);
+    return code;
 }
 
 /* A key a row of table t takes: "ref", and the keys of its export and import. */
@@ -99,16 +100,27 @@ static int check_keys(struct imp *m, const json_t *o, bool (*known)(const void *
     return 0;
 }
 
-static int get_str(struct imp *m, const json_t *o, const char *k, const char **out)
+/* o[k] when it is of the type (a string or an object); *out NULL when it is absent or null. */
+static int get_typed(struct imp *m, const json_t *o, const char *k, json_type type,
+                     const json_t **out)
 {
     json_t *v = json_object_get(o, k);
     *out = NULL;
     if (!v || json_is_null(v))
         return 0;
-    if (!json_is_string(v))
-        return ierr(m, SW_EPARSE, "%s must be a string", k);
-    *out = json_string_value(v);
+    if (json_typeof(v) != type)
+        return ierr(m, SW_EPARSE, "%s must be %s", k,
+                    type == JSON_STRING ? "a string" : "an object");
+    *out = v;
     return 0;
+}
+
+static int get_str(struct imp *m, const json_t *o, const char *k, const char **out)
+{
+    const json_t *v = NULL;
+    int rc = get_typed(m, o, k, JSON_STRING, &v);
+    *out = json_string_value(v);
+    return rc;
 }
 
 static int get_i64(struct imp *m, const json_t *o, const char *k, int64_t *out)
@@ -133,14 +145,7 @@ static int get_time(struct imp *m, const json_t *o, const char *k, int64_t *out)
 
 static int get_obj(struct imp *m, const json_t *o, const char *k, const json_t **out)
 {
-    json_t *v = json_object_get(o, k);
-    *out = NULL;
-    if (!v || json_is_null(v))
-        return 0;
-    if (!json_is_object(v))
-        return ierr(m, SW_EPARSE, "%s must be an object", k);
-    *out = v;
-    return 0;
+    return get_typed(m, o, k, JSON_OBJECT, out);
 }
 
 /* The row's own ref ("ref", else "id") as text; "" when it has none. */
@@ -293,10 +298,8 @@ static int one_row(struct imp *m, const struct section *s, const json_t *o)
         return s->named ? remember(m, s->kind, ref, existing) : 0;
     }
     rc = read_fields(m, s->t, o, &r, ext);
-    if (!rc && s->fix)
-        rc = s->fix(m, o, &r);
     if (!rc)
-        rc = s->record(m->l, &r, &id, m->e);
+        rc = s->record(m, o, &r, &id);
     if (!rc && s->named)
         rc = remember(m, s->kind, ref, id);
     if (!rc)
@@ -361,7 +364,7 @@ static int one_shape(struct imp *m, const json_t *o)
 }
 
 /* A boot's outcome follows from its failure; a shape_hash given must be the shape's. */
-static int fix_boot(struct imp *m, const json_t *o, union rec *r)
+static int record_boot(struct imp *m, const json_t *o, union rec *r, int64_t *id)
 {
     struct sw_ledger_boot *b = &r->boot;
     const char *outcome, *shape_hash;
@@ -386,7 +389,7 @@ static int fix_boot(struct imp *m, const json_t *o, union rec *r)
                         "(%.12s...)",
                         shape_hash, got);
     }
-    return 0;
+    return sw__ledger_boot_tx(m->l, b, id, m->e);
 }
 
 static int mib_of(struct imp *m, const json_t *o, const char *mib_key, const char *unit_key,
@@ -417,7 +420,7 @@ static bool given(const json_t *o, const char *k)
 }
 
 /* Usage figures in MiB or with a unit; a reading without a time is of an unknown time. */
-static int fix_usage(struct imp *m, const json_t *o, union rec *r)
+static int record_usage(struct imp *m, const json_t *o, union rec *r, int64_t *id)
 {
     struct sw_ledger_usage *u = &r->usage;
     int rc = mib_of(m, o, "used_mib", "used", &u->used_mib);
@@ -428,18 +431,18 @@ static int fix_usage(struct imp *m, const json_t *o, union rec *r)
         rc = mib_of(m, o, "free_mib", "free", &u->free_mib);
     if (!u->taken_at)
         u->taken_at = -1; /* a document carries history: no time given is an unknown time */
-    return rc;
+    return rc ? rc : sw__ledger_usage_tx(m->l, u, id, m->e);
 }
 
 /* The battery's checks are the row itself: {"checks": [...]}, tallies counted again. */
-static int fix_battery(struct imp *m, const json_t *o, union rec *r)
+static int record_battery(struct imp *m, const json_t *o, union rec *r, int64_t *id)
 {
     r->battery.doc = o;
-    return 0;
+    return sw__ledger_battery_tx(m->l, &r->battery, id, m->e);
 }
 
 /* A rung's value only when it is an integer, its evidence only when an object. */
-static int fix_rung(struct imp *m, const json_t *o, union rec *r)
+static int record_rung(struct imp *m, const json_t *o, union rec *r, int64_t *id)
 {
     struct sw_ledger_rung *g = &r->rung;
     const char *shape_hash;
@@ -450,7 +453,7 @@ static int fix_rung(struct imp *m, const json_t *o, union rec *r)
     }
     if (!rc && json_is_object(json_object_get(o, "evidence")))
         rc = get_obj(m, o, "evidence", &g->evidence);
-    return rc;
+    return rc ? rc : sw__ledger_rung_tx(m->l, g, id, m->e);
 }
 
 static bool shape_ref_missing(struct imp *m, const char *ref)
@@ -461,7 +464,7 @@ static bool shape_ref_missing(struct imp *m, const char *ref)
 }
 
 /* A note's subject by its kind: a ref, an endpoint's name, a shape's hash. */
-static int fix_note(struct imp *m, const json_t *o, union rec *r)
+static int record_note(struct imp *m, const json_t *o, union rec *r, int64_t *id)
 {
     struct sw__note_rec *n = &r->note;
     const char *kind = n->kind;
@@ -481,61 +484,33 @@ static int fix_note(struct imp *m, const json_t *o, union rec *r)
         if (!rc && !n->subject_id)
             rc = ierr(m, SW_EPARSE, "subject is required for a %s note", kind);
     }
-    return rc;
+    return rc ? rc : sw__ledger_note_tx(m->l, n, id, m->e);
 }
 
-static int record_boot(struct sw_ledger *l, const union rec *r, int64_t *id, struct sw_err *e)
+static int record_bench(struct imp *m, const json_t *o, union rec *r, int64_t *id)
 {
-    return sw__ledger_boot_tx(l, &r->boot, id, e);
+    return sw__ledger_bench_tx(m->l, &r->bench, id, m->e);
 }
 
-static int record_usage(struct sw_ledger *l, const union rec *r, int64_t *id, struct sw_err *e)
+static int record_rule(struct imp *m, const json_t *o, union rec *r, int64_t *id)
 {
-    return sw__ledger_usage_tx(l, &r->usage, id, e);
-}
-
-static int record_battery(struct sw_ledger *l, const union rec *r, int64_t *id, struct sw_err *e)
-{
-    return sw__ledger_battery_tx(l, &r->battery, id, e);
-}
-
-static int record_bench(struct sw_ledger *l, const union rec *r, int64_t *id, struct sw_err *e)
-{
-    return sw__ledger_bench_tx(l, &r->bench, id, e);
-}
-
-static int record_rung(struct sw_ledger *l, const union rec *r, int64_t *id, struct sw_err *e)
-{
-    return sw__ledger_rung_tx(l, &r->rung, id, e);
-}
-
-static int record_rule(struct sw_ledger *l, const union rec *r, int64_t *id, struct sw_err *e)
-{
-    return sw__ledger_rule_tx(l, &r->rule, id, e);
-}
-
-static int record_note(struct sw_ledger *l, const union rec *r, int64_t *id, struct sw_err *e)
-{
-    return sw__ledger_note_tx(l, &r->note, id, e);
+    return sw__ledger_rule_tx(m->l, &r->rule, id, m->e);
 }
 
 /* The sections in the order they are written and read: a row refers only to rows before it. */
 static const struct section sections[] = {
     {"endpoints", &sw__t_endpoints, LST_ENDPOINT_LIST, .one = one_endpoint},
     {"shapes", &sw__t_shapes, LST_SHAPE_LIST, .one = one_shape},
-    {"boots", &sw__t_boots, LST_BOOTS_EXPORT, "boot", true, LST_EXT_BOOT, NULL, fix_boot,
-     record_boot},
-    {"usage", &sw__t_usage, LST_USAGE_EXPORT, "usage", true, LST_EXT_USAGE, NULL, fix_usage,
-     record_usage},
+    {"boots", &sw__t_boots, LST_BOOTS_EXPORT, "boot", true, LST_EXT_BOOT, NULL, record_boot},
+    {"usage", &sw__t_usage, LST_USAGE_EXPORT, "usage", true, LST_EXT_USAGE, NULL, record_usage},
     {"battery_runs", &sw__t_battery_runs, LST_BATTERY_LIST, "battery", true, LST_EXT_BATTERY, NULL,
-     fix_battery, record_battery},
-    {"bench_runs", &sw__t_bench_runs, LST_BENCH_LIST, "bench", true, LST_EXT_BENCH, NULL, NULL,
+     record_battery},
+    {"bench_runs", &sw__t_bench_runs, LST_BENCH_LIST, "bench", true, LST_EXT_BENCH, NULL,
      record_bench},
-    {"ladder_rungs", &sw__t_ladder_rungs, LST_RUNG_LIST, "rung", true, LST_EXT_RUNG, NULL, fix_rung,
+    {"ladder_rungs", &sw__t_ladder_rungs, LST_RUNG_LIST, "rung", true, LST_EXT_RUNG, NULL,
      record_rung},
-    {"rules", &sw__t_rules, LST_RULES_EXPORT, "rule", true, LST_EXT_RULE, NULL, NULL, record_rule},
-    {"notes", &sw__t_notes, LST_NOTE_LIST, "note", false, LST_EXT_NOTE, NULL, fix_note,
-     record_note},
+    {"rules", &sw__t_rules, LST_RULES_EXPORT, "rule", true, LST_EXT_RULE, NULL, record_rule},
+    {"notes", &sw__t_notes, LST_NOTE_LIST, "note", false, LST_EXT_NOTE, NULL, record_note},
 };
 static const size_t nsections = SW_ARRAY_LEN(sections);
 

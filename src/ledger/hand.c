@@ -39,25 +39,36 @@ static int answer(const struct sw_ledger_at *at, const char *key, json_t *rows, 
     return *out ? 0 : sw_err_set(e, SW_ENOMEM, "out of memory");
 }
 
-int sw_ledger_at_list(struct sw_ledger_at *at, const struct sw_ledger_query *q, json_t **out,
-                      struct sw_err *e)
+/* A listing: {"ledger": path, key: query's rows}, empty for a missing ledger. check_endpoint: an
+ * endpoint the ledger does not know is SW_ENOENT rather than no rows. */
+static int listing(struct sw_ledger_at *at, const char *key,
+                   int (*query)(struct sw_ledger *, const struct sw_ledger_query *, json_t **,
+                                struct sw_err *),
+                   const struct sw_ledger_query *q, bool check_endpoint, json_t **out,
+                   struct sw_err *e)
 {
     struct sw_ledger l;
-    json_t *boots = NULL;
+    json_t *rows = NULL;
     *out = NULL;
     int rc = open_at(at, &l, false, true, e);
     if (rc)
         return rc;
     if (at->missing)
-        return answer(at, "boots", json_array(), out, e);
-    if (q && q->endpoint) {
+        return answer(at, key, json_array(), out, e);
+    if (check_endpoint && q && q->endpoint) {
         int64_t id;
         rc = sw_ledger_endpoint_id(&l, q->endpoint, false, &id, e);
     }
     if (!rc)
-        rc = sw_ledger_boots(&l, q, &boots, e);
+        rc = query(&l, q, &rows, e);
     sw_ledger_close(&l);
-    return rc ? rc : answer(at, "boots", boots, out, e);
+    return rc ? rc : answer(at, key, rows, out, e);
+}
+
+int sw_ledger_at_list(struct sw_ledger_at *at, const struct sw_ledger_query *q, json_t **out,
+                      struct sw_err *e)
+{
+    return listing(at, "boots", sw_ledger_boots, q, true, out, e);
 }
 
 int sw_ledger_at_show(struct sw_ledger_at *at, int64_t id, json_t **out, struct sw_err *e)
@@ -113,17 +124,7 @@ int sw_ledger_at_import(struct sw_ledger_at *at, const char *file,
 int sw_ledger_at_usage(struct sw_ledger_at *at, const struct sw_ledger_query *q, json_t **out,
                        struct sw_err *e)
 {
-    struct sw_ledger l;
-    json_t *rows = NULL;
-    *out = NULL;
-    int rc = open_at(at, &l, false, true, e);
-    if (rc)
-        return rc;
-    if (at->missing)
-        return answer(at, "usage", json_array(), out, e);
-    rc = sw_ledger_usage_list(&l, q, &rows, e);
-    sw_ledger_close(&l);
-    return rc ? rc : answer(at, "usage", rows, out, e);
+    return listing(at, "usage", sw_ledger_usage_list, q, false, out, e);
 }
 
 int sw_ledger_at_add_usage(struct sw_ledger_at *at, struct sw_ledger_usage *u,

@@ -112,7 +112,7 @@ struct sw__col {
     const char *name; /* the SQL column; NULL: a field that is no column */
     enum sw__kind kind;
     int col;           /* its place in CREATE TABLE, 1..; 0 for a field that is no column */
-    const char *cons;  /* constraints after the type as SQLite keeps them; NULL: none */
+    const char *cons;  /* constraints after the type as SQLite keeps them; "" or NULL: none */
     int alter;         /* the schema version whose ALTER TABLE ADD COLUMN added it; 0: created */
     const char *key;   /* its JSON key; NULL: the column's name */
     unsigned views;    /* the documents it is in (SW__V_*); 0: only the schema's */

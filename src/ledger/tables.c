@@ -30,131 +30,124 @@
 #define L   SW__V_LIST
 #define F   SW__V_FULL
 #define OF  SW__V_OF
-/* Where an imported value lands in its record. */
+#define LX  (L | X)
+#define FX  (F | X)
+#define LFX (L | F | X)
+#define OFX (OF | X)
+#define LI  (L | IMP)
+#define LFI (L | F | IMP)
+/* Where an imported value lands in its record (0: nowhere). */
 #define REC(type, field) (offsetof(type, field) + 1)
 
+/* The fields, one a line. A column: its name (its JSON key too), kind, place in CREATE TABLE,
+ * constraints ("": none), the documents it is in, where the import puts it. */
+#define COL(name_, kind_, col_, cons_, views_, rec_)                                               \
+    {                                                                                              \
+        .name = name_, .kind = SW__##kind_, .col = col_, .cons = cons_, .views = views_,           \
+        .rec = rec_                                                                                \
+    }
+/* A column whose JSON key is not its name. */
+#define KEYED(key_, name_, kind_, col_, cons_, views_, rec_)                                       \
+    {                                                                                              \
+        .key = key_, .name = name_, .kind = SW__##kind_, .col = col_, .cons = cons_,               \
+        .views = views_, .rec = rec_                                                               \
+    }
+/* A column that version alter_'s ALTER TABLE ADD COLUMN added. */
+#define ADDED(alter_, name_, kind_, col_, cons_, views_, rec_)                                     \
+    {                                                                                              \
+        .alter = alter_, .name = name_, .kind = SW__##kind_, .col = col_, .cons = cons_,           \
+        .views = views_, .rec = rec_                                                               \
+    }
+/* A field no column holds: computed by SQL over t (the row), e (its endpoint), s (its shape). */
+#define CALC(key_, kind_, expr_, views_)                                                           \
+    {                                                                                              \
+        .key = key_, .kind = SW__##kind_, .expr = expr_, .views = views_                           \
+    }
+/* A key only the import reads. */
+#define DOC(key_, kind_, rec_)                                                                     \
+    {                                                                                              \
+        .key = key_, .kind = SW__##kind_, .views = IMP, .rec = rec_                                \
+    }
+/* The rows of another table under this one: the statement lists them by this row's id. */
+#define ROWS(key_, stmt_, views_)                                                                  \
+    {                                                                                              \
+        .key = key_, .kind = SW__ROWS, .rows = stmt_, .views = views_                              \
+    }
+
+/* The constraints too long for a row, as SQLite keeps them (their line breaks are the
+ * migrations'). */
+#define BOOTS_DURATION_MS "CHECK(duration_ms IS NULL OR duration_ms >= 0)"
+#define BOOTS_PREDICTED   "CHECK(predicted IS NULL OR json_valid(predicted))"
+#define BOOTS_LOG_EXCERPT "CHECK(log_excerpt IS NULL OR length(CAST(log_excerpt AS BLOB)) <= 65536)"
+#define USAGE_FREE_MIB                                                                             \
+    "CHECK(free_mib IS NULL OR (free_mib >= 0 AND\n"                                               \
+    "                                              free_mib + used_mib <= total_mib))"
+#define LADDER_RUNGS_OUTCOME "NOT NULL CHECK(outcome IN ('pass', 'fail', 'refused'))"
+#define NOTES_KIND                                                                                 \
+    "NOT NULL CHECK(kind IN ('ledger', 'endpoint', 'shape', 'boot', 'usage',\n"                    \
+    "                                    'battery', 'bench', 'rung', 'rule'))"
+#define DEPLOY_ATTEMPTS_OUTCOME                                                                    \
+    "CHECK(outcome IS NULL OR outcome IN ('committed', 'rolled_back',\n"                           \
+    "                     'rollback_failed', 'gate_refused', 'interrupted'))"
+#define DEPLOY_STEPS_OUTCOME                                                                       \
+    "CHECK(outcome IS NULL OR outcome IN ('ok', 'failed', 'skipped',\n"                            \
+    "                     'interrupted'))"
+#define TUNE_RUNS_OUTCOME                                                                          \
+    "CHECK(outcome IS NULL OR outcome IN ('crowned', 'no_winner', 'budget',\n"                     \
+    "                     'interrupted'))"
+#define TUNE_PROBES_PHASE "NOT NULL CHECK(phase IN ('baseline', 'single', 'combo', 'remeasure'))"
+#define TUNE_PROBES_OUTCOME                                                                        \
+    "NOT NULL CHECK(outcome IN ('rejected', 'boot_failed', 'bench_failed',\n"                      \
+    "                     'measured'))"
 #define ENDPOINT_FK "NOT NULL REFERENCES endpoints(id)"
 
 static const struct sw__col endpoints[] = {
-    {.name = "id", .kind = SW__ID, .col = 1, .cons = "PRIMARY KEY", .views = X},
-    {.name = "name",
-     .kind = SW__TEXT,
-     .col = 2,
-     .cons = "NOT NULL UNIQUE CHECK(length(name) BETWEEN 1 AND 128)",
-     .views = X},
-    {.name = "created_at", .kind = SW__TIME, .col = 3, .cons = "NOT NULL", .views = X},
+    COL("id", ID, 1, "PRIMARY KEY", X, 0),
+    COL("name", TEXT, 2, "NOT NULL UNIQUE CHECK(length(name) BETWEEN 1 AND 128)", X, 0),
+    COL("created_at", TIME, 3, "NOT NULL", X, 0),
 };
 
 static const struct sw__col shapes[] = {
-    {.name = "id", .kind = SW__ID, .col = 1, .cons = "PRIMARY KEY", .views = X},
-    {.name = "hash",
-     .kind = SW__TEXT,
-     .col = 2,
-     .cons = "NOT NULL UNIQUE CHECK(length(hash) = 64)",
-     .views = X},
-    {.name = "canon_version", .kind = SW__INT, .col = 3, .cons = "NOT NULL", .views = X},
-    {.name = "canonical",
-     .kind = SW__JSON,
-     .col = 6,
-     .cons = "NOT NULL CHECK(json_valid(canonical))",
-     .views = X},
-    {.name = "created_at", .kind = SW__TIME, .col = 5, .cons = "NOT NULL", .views = X},
-    {.name = "engine", .kind = SW__TEXT, .col = 4, .cons = "NOT NULL"},
+    COL("id", ID, 1, "PRIMARY KEY", X, 0),
+    COL("hash", TEXT, 2, "NOT NULL UNIQUE CHECK(length(hash) = 64)", X, 0),
+    COL("canon_version", INT, 3, "NOT NULL", X, 0),
+    COL("canonical", JSON, 6, "NOT NULL CHECK(json_valid(canonical))", X, 0),
+    COL("created_at", TIME, 5, "NOT NULL", X, 0),
+    COL("engine", TEXT, 4, "NOT NULL", 0, 0),
     /* the import reads the shape from "canonical" or "shape" */
-    {.key = "shape", .kind = SW__JSON, .views = IMP},
+    DOC("shape", JSON, 0),
 };
 
 #define BOOT(f) REC(struct sw_ledger_boot, f)
 static const struct sw__col boots[] = {
-    {.name = "id", .kind = SW__ID, .col = 1, .cons = "PRIMARY KEY", .views = L | F | X},
-    {.name = "endpoint_id",
-     .kind = SW__ENDPOINT,
-     .col = 2,
-     .cons = ENDPOINT_FK,
-     .key = "endpoint",
-     .views = L | F | X,
-     .rec = BOOT(endpoint)},
-    {.name = "shape_id",
-     .kind = SW__SHAPE,
-     .col = 3,
-     .cons = "REFERENCES shapes(id)",
-     .key = "shape",
-     .views = L | F | X,
-     .rec = BOOT(shape)},
-    {.key = "shape_hash", .kind = SW__TEXT, .expr = "s.hash", .views = X},
-    {.key = "shape_summary", .kind = SW__SUMMARY, .expr = "s.canonical", .views = L | F | IMP},
-    {.name = "engine",
-     .kind = SW__TEXT,
-     .col = 4,
-     .cons = "NOT NULL",
-     .views = L | F | X,
-     .rec = BOOT(engine)},
-    {.name = "engine_version",
-     .kind = SW__TEXT,
-     .col = 5,
-     .views = L | F | X,
-     .rec = BOOT(engine_version)},
-    {.name = "started_at", .kind = SW__TIME, .col = 6, .views = L | F | X, .rec = BOOT(started_at)},
-    {.name = "ended_at", .kind = SW__TIME, .col = 7, .views = L | F | X, .rec = BOOT(ended_at)},
-    {.name = "duration_ms",
-     .kind = SW__INT,
-     .col = 8,
-     .cons = "CHECK(duration_ms IS NULL OR duration_ms >= 0)",
-     .views = L | F | X,
-     .rec = BOOT(duration_ms)},
-    {.name = "outcome",
-     .kind = SW__TEXT,
-     .col = 9,
-     .cons = "NOT NULL CHECK(outcome IN ('ok', 'failed'))",
-     .views = L | F | X},
-    {.name = "failure_class", .kind = SW__TEXT, .col = 10, .views = L | F | X},
-    {.name = "failure_phase", .kind = SW__TEXT, .col = 11, .views = L | F | X},
-    {.key = "kv_cache_tokens",
-     .kind = SW__NUM,
-     .expr = "json_extract(t.report, '$.kv_cache_tokens')",
-     .views = L},
-    {.key = "max_concurrency",
-     .kind = SW__NUM,
-     .expr = "json_extract(t.report, '$.max_concurrency')",
-     .views = L},
-    {.name = "source", .kind = SW__TEXT, .col = 13, .views = L | F | X, .rec = BOOT(source)},
-    {.name = "predicted",
-     .kind = SW__JSON,
-     .col = 16,
-     .cons = "CHECK(predicted IS NULL OR json_valid(predicted))",
-     .views = F | X,
-     .rec = BOOT(predicted)},
-    {.name = "report",
-     .kind = SW__JSON,
-     .col = 17,
-     .cons = "CHECK(report IS NULL OR json_valid(report))",
-     .views = F | X,
-     .rec = BOOT(report)},
-    {.name = "failure",
-     .kind = SW__JSON,
-     .col = 18,
-     .cons = "CHECK(failure IS NULL OR json_valid(failure))",
-     .views = F | X,
-     .rec = BOOT(failure)},
-    {.name = "log_path", .kind = SW__TEXT, .col = 12, .views = F | X, .rec = BOOT(log_path)},
-    {.name = "log_excerpt",
-     .kind = SW__TEXT,
-     .col = 19,
-     .cons = "CHECK(log_excerpt IS NULL OR length(CAST(log_excerpt AS BLOB)) <= 65536)",
-     .views = F | X,
-     .rec = BOOT(log_excerpt)},
-    {.name = "source_line", .kind = SW__TEXT, .col = 14, .views = F | X, .rec = BOOT(source_line)},
-    {.name = "recorded_at", .kind = SW__TIME, .col = 15, .cons = "NOT NULL", .views = F | X},
-    {.name = "ext_id",
-     .kind = SW__TEXT,
-     .col = 20,
-     .alter = 2,
-     .views = F | X,
-     .rec = BOOT(ext_id)},
-    {.key = "usage", .kind = SW__ROWS, .rows = LST_USAGE_OF_BOOT, .views = F},
-    {.key = "notes", .kind = SW__ROWS, .rows = LST_NOTES_OF_BOOT, .views = F},
+    COL("id", ID, 1, "PRIMARY KEY", LFX, 0),
+    KEYED("endpoint", "endpoint_id", ENDPOINT, 2, ENDPOINT_FK, LFX, BOOT(endpoint)),
+    KEYED("shape", "shape_id", SHAPE, 3, "REFERENCES shapes(id)", LFX, BOOT(shape)),
+    CALC("shape_hash", TEXT, "s.hash", X),
+    CALC("shape_summary", SUMMARY, "s.canonical", LFI),
+    COL("engine", TEXT, 4, "NOT NULL", LFX, BOOT(engine)),
+    COL("engine_version", TEXT, 5, "", LFX, BOOT(engine_version)),
+    COL("started_at", TIME, 6, "", LFX, BOOT(started_at)),
+    COL("ended_at", TIME, 7, "", LFX, BOOT(ended_at)),
+    COL("duration_ms", INT, 8, BOOTS_DURATION_MS, LFX, BOOT(duration_ms)),
+    COL("outcome", TEXT, 9, "NOT NULL CHECK(outcome IN ('ok', 'failed'))", LFX, 0),
+    COL("failure_class", TEXT, 10, "", LFX, 0),
+    COL("failure_phase", TEXT, 11, "", LFX, 0),
+    CALC("kv_cache_tokens", NUM, "json_extract(t.report, '$.kv_cache_tokens')", L),
+    CALC("max_concurrency", NUM, "json_extract(t.report, '$.max_concurrency')", L),
+    COL("source", TEXT, 13, "", LFX, BOOT(source)),
+    COL("predicted", JSON, 16, BOOTS_PREDICTED, FX, BOOT(predicted)),
+    COL("report", JSON, 17, "CHECK(report IS NULL OR json_valid(report))", FX, BOOT(report)),
+    COL("failure", JSON, 18, "CHECK(failure IS NULL OR json_valid(failure))", FX, BOOT(failure)),
+    COL("log_path", TEXT, 12, "", FX, BOOT(log_path)),
+    COL("log_excerpt", TEXT, 19, BOOTS_LOG_EXCERPT, FX, BOOT(log_excerpt)),
+    COL("source_line", TEXT, 14, "", FX, BOOT(source_line)),
+    COL("recorded_at", TIME, 15, "NOT NULL", FX, 0),
+    ADDED(2, "ext_id", TEXT, 20, "", FX, BOOT(ext_id)),
+    ROWS("usage", LST_USAGE_OF_BOOT, F),
+    ROWS("notes", LST_NOTES_OF_BOOT, F),
     /* the import attaches a note to the boot */
-    {.key = "note", .kind = SW__TEXT, .views = IMP, .rec = BOOT(note)},
+    DOC("note", TEXT, BOOT(note)),
 };
 static const char *const boots_checks[] = {
     "CHECK((outcome = 'failed') = (failure IS NOT NULL))",
@@ -171,71 +164,27 @@ static const struct sw__index boots_indexes[] = {
 
 #define USAGE(f) REC(struct sw_ledger_usage, f)
 static const struct sw__col usage[] = {
-    {.name = "id", .kind = SW__ID, .col = 1, .cons = "PRIMARY KEY", .views = L | X},
-    {.name = "endpoint_id",
-     .kind = SW__ENDPOINT,
-     .col = 2,
-     .cons = ENDPOINT_FK,
-     .key = "endpoint",
-     .views = L | X,
-     .rec = USAGE(endpoint)},
-    {.name = "boot_id",
-     .kind = SW__BOOT,
-     .col = 3,
-     .cons = "REFERENCES boots(id)",
-     .key = "boot",
-     .views = L | X,
-     .rec = USAGE(boot_id)},
-    {.name = "shape_id",
-     .kind = SW__SHAPE,
-     .col = 4,
-     .cons = "REFERENCES shapes(id)",
-     .key = "shape",
-     .views = L | X,
-     .rec = USAGE(shape)},
-    {.name = "device",
-     .kind = SW__TEXT,
-     .col = 5,
-     .cons = "NOT NULL CHECK(length(device) >= 1)",
-     .views = L | X,
-     .rec = USAGE(device)},
+    COL("id", ID, 1, "PRIMARY KEY", LX, 0),
+    KEYED("endpoint", "endpoint_id", ENDPOINT, 2, ENDPOINT_FK, LX, USAGE(endpoint)),
+    KEYED("boot", "boot_id", BOOT, 3, "REFERENCES boots(id)", LX, USAGE(boot_id)),
+    KEYED("shape", "shape_id", SHAPE, 4, "REFERENCES shapes(id)", LX, USAGE(shape)),
+    COL("device", TEXT, 5, "NOT NULL CHECK(length(device) >= 1)", LX, USAGE(device)),
     /* the import reads the figures as integers (*_mib) or with a unit (used, total, free) */
-    {.name = "used_mib",
-     .kind = SW__INT,
-     .col = 6,
-     .cons = "NOT NULL CHECK(used_mib >= 0)",
-     .views = L | X},
-    {.name = "total_mib",
-     .kind = SW__INT,
-     .col = 7,
-     .cons = "NOT NULL CHECK(total_mib > 0 AND used_mib <= total_mib)",
-     .views = L | X},
-    {.name = "free_mib",
-     .kind = SW__INT,
-     .col = 8,
-     .cons = "CHECK(free_mib IS NULL OR (free_mib >= 0 AND\n"
-             "                                              free_mib + used_mib <= total_mib))",
-     .views = X},
+    COL("used_mib", INT, 6, "NOT NULL CHECK(used_mib >= 0)", LX, 0),
+    COL("total_mib", INT, 7, "NOT NULL CHECK(total_mib > 0 AND used_mib <= total_mib)", LX, 0),
+    COL("free_mib", INT, 8, USAGE_FREE_MIB, X, 0),
     /* a listing gives the tool's free figure when it was read, else total - used */
-    {.key = "free_mib",
-     .kind = SW__INT,
-     .expr = "coalesce(t.free_mib, t.total_mib - t.used_mib)",
-     .views = L},
-    {.key = "free_read", .kind = SW__BOOL, .expr = "t.free_mib IS NOT NULL", .views = L | IMP},
-    {.name = "source",
-     .kind = SW__TEXT,
-     .col = 9,
-     .cons = "NOT NULL",
-     .views = L | X,
-     .rec = USAGE(source)},
-    {.name = "taken_at", .kind = SW__TIME, .col = 10, .views = L | X, .rec = USAGE(taken_at)},
-    {.name = "note", .kind = SW__TEXT, .col = 11, .views = L | X, .rec = USAGE(note)},
-    {.name = "source_line", .kind = SW__TEXT, .col = 12, .views = L | X, .rec = USAGE(source_line)},
-    {.name = "ext_id", .kind = SW__TEXT, .col = 14, .alter = 2, .views = X, .rec = USAGE(ext_id)},
-    {.name = "recorded_at", .kind = SW__TIME, .col = 13, .cons = "NOT NULL", .views = IMP},
-    {.key = "used", .kind = SW__TEXT, .views = IMP},
-    {.key = "total", .kind = SW__TEXT, .views = IMP},
-    {.key = "free", .kind = SW__TEXT, .views = IMP},
+    CALC("free_mib", INT, "coalesce(t.free_mib, t.total_mib - t.used_mib)", L),
+    CALC("free_read", BOOL, "t.free_mib IS NOT NULL", LI),
+    COL("source", TEXT, 9, "NOT NULL", LX, USAGE(source)),
+    COL("taken_at", TIME, 10, "", LX, USAGE(taken_at)),
+    COL("note", TEXT, 11, "", LX, USAGE(note)),
+    COL("source_line", TEXT, 12, "", LX, USAGE(source_line)),
+    ADDED(2, "ext_id", TEXT, 14, "", X, USAGE(ext_id)),
+    COL("recorded_at", TIME, 13, "NOT NULL", IMP, 0),
+    DOC("used", TEXT, 0),
+    DOC("total", TEXT, 0),
+    DOC("free", TEXT, 0),
 };
 static const struct sw__index usage_indexes[] = {
     {.sql = "CREATE INDEX usage_endpoint ON usage(endpoint_id, id)"},
@@ -248,36 +197,19 @@ static const struct sw__index usage_indexes[] = {
 
 #define RUN(f) REC(struct sw__battery_rec, f)
 static const struct sw__col battery_runs[] = {
-    {.name = "id", .kind = SW__ID, .col = 1, .cons = "PRIMARY KEY", .views = X},
-    {.name = "endpoint_id",
-     .kind = SW__ENDPOINT,
-     .col = 2,
-     .cons = ENDPOINT_FK,
-     .key = "endpoint",
-     .views = X,
-     .rec = RUN(endpoint)},
-    {.name = "boot_id",
-     .kind = SW__BOOT,
-     .col = 3,
-     .cons = "REFERENCES boots(id)",
-     .key = "boot",
-     .views = X,
-     .rec = RUN(boot_id)},
-    {.name = "url", .kind = SW__TEXT, .col = 4, .views = X, .rec = RUN(url)},
-    {.name = "started_at", .kind = SW__TIME, .col = 5, .views = X, .rec = RUN(started_at)},
+    COL("id", ID, 1, "PRIMARY KEY", X, 0),
+    KEYED("endpoint", "endpoint_id", ENDPOINT, 2, ENDPOINT_FK, X, RUN(endpoint)),
+    KEYED("boot", "boot_id", BOOT, 3, "REFERENCES boots(id)", X, RUN(boot_id)),
+    COL("url", TEXT, 4, "", X, RUN(url)),
+    COL("started_at", TIME, 5, "", X, RUN(started_at)),
     /* the import counts these again from the checks */
-    {.name = "ms", .kind = SW__INT, .col = 6, .views = X},
-    {.name = "passed", .kind = SW__INT, .col = 7, .cons = "NOT NULL", .views = X},
-    {.name = "failed", .kind = SW__INT, .col = 8, .cons = "NOT NULL", .views = X},
-    {.name = "skipped", .kind = SW__INT, .col = 9, .cons = "NOT NULL", .views = X},
-    {.name = "ext_id",
-     .kind = SW__TEXT,
-     .col = 10,
-     .cons = "UNIQUE",
-     .views = X,
-     .rec = RUN(ext_id)},
-    {.name = "recorded_at", .kind = SW__TIME, .col = 11, .cons = "NOT NULL", .views = X},
-    {.key = "checks", .kind = SW__ROWS, .rows = LST_CHECKS_OF, .views = X},
+    COL("ms", INT, 6, "", X, 0),
+    COL("passed", INT, 7, "NOT NULL", X, 0),
+    COL("failed", INT, 8, "NOT NULL", X, 0),
+    COL("skipped", INT, 9, "NOT NULL", X, 0),
+    COL("ext_id", TEXT, 10, "UNIQUE", X, RUN(ext_id)),
+    COL("recorded_at", TIME, 11, "NOT NULL", X, 0),
+    ROWS("checks", LST_CHECKS_OF, X),
 };
 static const struct sw__index battery_runs_indexes[] = {
     {.sql = "CREATE INDEX battery_runs_endpoint ON battery_runs(endpoint_id, id)"},
@@ -285,66 +217,31 @@ static const struct sw__index battery_runs_indexes[] = {
 };
 
 static const struct sw__col battery_checks[] = {
-    {.name = "name", .kind = SW__TEXT, .col = 4, .cons = "NOT NULL", .views = X},
-    {.name = "status",
-     .kind = SW__TEXT,
-     .col = 5,
-     .cons = "NOT NULL CHECK(status IN ('pass', 'fail', 'skip'))",
-     .views = X},
-    {.name = "evidence",
-     .kind = SW__JSON,
-     .col = 8,
-     .cons = "CHECK(evidence IS NULL OR json_valid(evidence))",
-     .views = X},
-    {.name = "reason", .kind = SW__TEXT, .col = 6, .views = X},
-    {.name = "ms", .kind = SW__INT, .col = 7, .views = X},
-    {.name = "id", .kind = SW__ID, .col = 1, .cons = "PRIMARY KEY"},
-    {.name = "run_id", .kind = SW__REF, .col = 2, .cons = "NOT NULL REFERENCES battery_runs(id)"},
-    {.name = "seq", .kind = SW__INT, .col = 3, .cons = "NOT NULL"},
+    COL("name", TEXT, 4, "NOT NULL", X, 0),
+    COL("status", TEXT, 5, "NOT NULL CHECK(status IN ('pass', 'fail', 'skip'))", X, 0),
+    COL("evidence", JSON, 8, "CHECK(evidence IS NULL OR json_valid(evidence))", X, 0),
+    COL("reason", TEXT, 6, "", X, 0),
+    COL("ms", INT, 7, "", X, 0),
+    COL("id", ID, 1, "PRIMARY KEY", 0, 0),
+    COL("run_id", REF, 2, "NOT NULL REFERENCES battery_runs(id)", 0, 0),
+    COL("seq", INT, 3, "NOT NULL", 0, 0),
 };
 static const char *const battery_checks_checks[] = {"UNIQUE(run_id, seq)", NULL};
 
 #define BENCH(f) REC(struct sw__bench_rec, f)
 static const struct sw__col bench_runs[] = {
-    {.name = "id", .kind = SW__ID, .col = 1, .cons = "PRIMARY KEY", .views = F | X},
-    {.name = "endpoint_id",
-     .kind = SW__ENDPOINT,
-     .col = 2,
-     .cons = ENDPOINT_FK,
-     .key = "endpoint",
-     .views = F | X,
-     .rec = BENCH(endpoint)},
-    {.name = "boot_id",
-     .kind = SW__BOOT,
-     .col = 3,
-     .cons = "REFERENCES boots(id)",
-     .key = "boot",
-     .views = F | X,
-     .rec = BENCH(boot_id)},
-    {.name = "started_at", .kind = SW__TIME, .col = 4, .views = F | X, .rec = BENCH(started_at)},
-    {.name = "params",
-     .kind = SW__JSON,
-     .col = 9,
-     .cons = "NOT NULL CHECK(json_valid(params))",
-     .views = F | X,
-     .rec = BENCH(params)},
-    {.name = "results",
-     .kind = SW__JSON,
-     .col = 10,
-     .cons = "NOT NULL CHECK(json_valid(results))",
-     .views = F | X,
-     .rec = BENCH(results)},
-    {.name = "chart_path", .kind = SW__TEXT, .col = 5, .views = F | X, .rec = BENCH(chart_path)},
-    {.name = "source_line", .kind = SW__TEXT, .col = 6, .views = F | X, .rec = BENCH(source_line)},
-    {.name = "ext_id",
-     .kind = SW__TEXT,
-     .col = 7,
-     .cons = "UNIQUE",
-     .views = F | X,
-     .rec = BENCH(ext_id)},
-    {.name = "recorded_at", .kind = SW__TIME, .col = 8, .cons = "NOT NULL", .views = F | X},
+    COL("id", ID, 1, "PRIMARY KEY", FX, 0),
+    KEYED("endpoint", "endpoint_id", ENDPOINT, 2, ENDPOINT_FK, FX, BENCH(endpoint)),
+    KEYED("boot", "boot_id", BOOT, 3, "REFERENCES boots(id)", FX, BENCH(boot_id)),
+    COL("started_at", TIME, 4, "", FX, BENCH(started_at)),
+    COL("params", JSON, 9, "NOT NULL CHECK(json_valid(params))", FX, BENCH(params)),
+    COL("results", JSON, 10, "NOT NULL CHECK(json_valid(results))", FX, BENCH(results)),
+    COL("chart_path", TEXT, 5, "", FX, BENCH(chart_path)),
+    COL("source_line", TEXT, 6, "", FX, BENCH(source_line)),
+    COL("ext_id", TEXT, 7, "UNIQUE", FX, BENCH(ext_id)),
+    COL("recorded_at", TIME, 8, "NOT NULL", FX, 0),
     /* the planned shape's summary (not exported: the import derives it from params.shape) */
-    {.name = "shape", .kind = SW__TEXT, .col = 11, .alter = 4, .views = F},
+    ADDED(4, "shape", TEXT, 11, "", F, 0),
 };
 static const struct sw__index bench_runs_indexes[] = {
     {.sql = "CREATE INDEX bench_runs_endpoint ON bench_runs(endpoint_id, id)"},
@@ -353,66 +250,23 @@ static const struct sw__index bench_runs_indexes[] = {
 
 #define RUNG(f) REC(struct sw_ledger_rung, f)
 static const struct sw__col ladder_rungs[] = {
-    {.name = "id", .kind = SW__ID, .col = 1, .cons = "PRIMARY KEY", .views = X},
-    {.name = "endpoint_id",
-     .kind = SW__ENDPOINT,
-     .col = 2,
-     .cons = ENDPOINT_FK,
-     .key = "endpoint",
-     .views = X,
-     .rec = RUNG(endpoint)},
-    {.name = "ladder",
-     .kind = SW__TEXT,
-     .col = 3,
-     .cons = "NOT NULL CHECK(length(ladder) >= 1)",
-     .views = X,
-     .rec = RUNG(ladder)},
-    {.name = "rung",
-     .kind = SW__INT,
-     .col = 4,
-     .cons = "NOT NULL CHECK(rung >= 1)",
-     .views = X,
-     .rec = RUNG(rung)},
-    {.key = "shape_hash", .kind = SW__TEXT, .expr = "s.hash", .views = X},
-    {.name = "shape_id",
-     .kind = SW__SHAPE,
-     .col = 5,
-     .cons = "NOT NULL REFERENCES shapes(id)",
-     .key = "shape",
-     .views = X,
-     .rec = RUNG(shape)},
-    {.name = "boot_id",
-     .kind = SW__BOOT,
-     .col = 6,
-     .cons = "REFERENCES boots(id)",
-     .key = "boot",
-     .views = X,
-     .rec = RUNG(boot_id)},
-    {.name = "outcome",
-     .kind = SW__TEXT,
-     .col = 7,
-     .cons = "NOT NULL CHECK(outcome IN ('pass', 'fail', 'refused'))",
-     .views = X,
-     .rec = RUNG(outcome)},
-    {.name = "note", .kind = SW__TEXT, .col = 8, .views = X, .rec = RUNG(note)},
-    {.name = "source_line", .kind = SW__TEXT, .col = 9, .views = X, .rec = RUNG(source_line)},
-    {.name = "ext_id",
-     .kind = SW__TEXT,
-     .col = 10,
-     .cons = "UNIQUE",
-     .views = X,
-     .rec = RUNG(ext_id)},
-    {.name = "recorded_at", .kind = SW__TIME, .col = 11, .cons = "NOT NULL", .views = X},
-    {.name = "knob", .kind = SW__TEXT, .col = 12, .alter = 6, .views = X, .rec = RUNG(knob)},
+    COL("id", ID, 1, "PRIMARY KEY", X, 0),
+    KEYED("endpoint", "endpoint_id", ENDPOINT, 2, ENDPOINT_FK, X, RUNG(endpoint)),
+    COL("ladder", TEXT, 3, "NOT NULL CHECK(length(ladder) >= 1)", X, RUNG(ladder)),
+    COL("rung", INT, 4, "NOT NULL CHECK(rung >= 1)", X, RUNG(rung)),
+    CALC("shape_hash", TEXT, "s.hash", X),
+    KEYED("shape", "shape_id", SHAPE, 5, "NOT NULL REFERENCES shapes(id)", X, RUNG(shape)),
+    KEYED("boot", "boot_id", BOOT, 6, "REFERENCES boots(id)", X, RUNG(boot_id)),
+    COL("outcome", TEXT, 7, LADDER_RUNGS_OUTCOME, X, RUNG(outcome)),
+    COL("note", TEXT, 8, "", X, RUNG(note)),
+    COL("source_line", TEXT, 9, "", X, RUNG(source_line)),
+    COL("ext_id", TEXT, 10, "UNIQUE", X, RUNG(ext_id)),
+    COL("recorded_at", TIME, 11, "NOT NULL", X, 0),
+    ADDED(6, "knob", TEXT, 12, "", X, RUNG(knob)),
     /* the import takes a value only when it is an integer, evidence only when an object */
-    {.name = "value", .kind = SW__INT, .col = 13, .alter = 6, .views = X},
-    {.name = "class", .kind = SW__TEXT, .col = 14, .alter = 6, .views = X, .rec = RUNG(klass)},
-    {.name = "evidence",
-     .kind = SW__JSON,
-     .col = 15,
-     .alter = 6,
-     .cons = "\n  CHECK(evidence IS NULL OR json_valid(evidence))",
-     .views = X},
+    ADDED(6, "value", INT, 13, "", X, 0),
+    ADDED(6, "class", TEXT, 14, "", X, RUNG(klass)),
+    ADDED(6, "evidence", JSON, 15, "\n  CHECK(evidence IS NULL OR json_valid(evidence))", X, 0),
 };
 static const char *const ladder_rungs_checks[] = {"UNIQUE(endpoint_id, ladder, rung)", NULL};
 static const struct sw__index ladder_rungs_indexes[] = {
@@ -422,48 +276,16 @@ static const struct sw__index ladder_rungs_indexes[] = {
 
 #define RULE(f) REC(struct sw_ledger_rule_rec, f)
 static const struct sw__col rules[] = {
-    {.name = "id", .kind = SW__ID, .col = 1, .cons = "PRIMARY KEY", .views = L | X},
-    {.name = "endpoint_id",
-     .kind = SW__ENDPOINT,
-     .col = 2,
-     .cons = "REFERENCES endpoints(id)",
-     .key = "endpoint",
-     .views = L | X,
-     .rec = RULE(endpoint)},
-    {.name = "expr",
-     .kind = SW__TEXT,
-     .col = 3,
-     .cons = "NOT NULL CHECK(length(expr) >= 1)",
-     .views = L | X,
-     .rec = RULE(expr)},
-    {.name = "reason",
-     .kind = SW__TEXT,
-     .col = 4,
-     .cons = "NOT NULL CHECK(length(reason) >= 1)",
-     .views = L | X,
-     .rec = RULE(reason)},
-    {.name = "failure",
-     .kind = SW__JSON,
-     .col = 10,
-     .cons = "CHECK(failure IS NULL OR json_valid(failure))",
-     .views = L | X,
-     .rec = RULE(failure)},
-    {.name = "boot_id",
-     .kind = SW__BOOT,
-     .col = 5,
-     .cons = "REFERENCES boots(id)",
-     .key = "boot",
-     .views = L | X,
-     .rec = RULE(boot_id)},
-    {.name = "source", .kind = SW__TEXT, .col = 6, .views = L | X, .rec = RULE(source)},
-    {.name = "source_line", .kind = SW__TEXT, .col = 7, .views = L | X, .rec = RULE(source_line)},
-    {.name = "created_at", .kind = SW__TIME, .col = 9, .cons = "NOT NULL", .views = L | X},
-    {.name = "ext_id",
-     .kind = SW__TEXT,
-     .col = 8,
-     .cons = "UNIQUE",
-     .views = X,
-     .rec = RULE(ext_id)},
+    COL("id", ID, 1, "PRIMARY KEY", LX, 0),
+    KEYED("endpoint", "endpoint_id", ENDPOINT, 2, "REFERENCES endpoints(id)", LX, RULE(endpoint)),
+    COL("expr", TEXT, 3, "NOT NULL CHECK(length(expr) >= 1)", LX, RULE(expr)),
+    COL("reason", TEXT, 4, "NOT NULL CHECK(length(reason) >= 1)", LX, RULE(reason)),
+    COL("failure", JSON, 10, "CHECK(failure IS NULL OR json_valid(failure))", LX, RULE(failure)),
+    KEYED("boot", "boot_id", BOOT, 5, "REFERENCES boots(id)", LX, RULE(boot_id)),
+    COL("source", TEXT, 6, "", LX, RULE(source)),
+    COL("source_line", TEXT, 7, "", LX, RULE(source_line)),
+    COL("created_at", TIME, 9, "NOT NULL", LX, 0),
+    COL("ext_id", TEXT, 8, "UNIQUE", X, RULE(ext_id)),
 };
 static const struct sw__index rules_indexes[] = {
     {.sql = "CREATE INDEX rules_endpoint ON rules(endpoint_id)"},
@@ -472,30 +294,14 @@ static const struct sw__index rules_indexes[] = {
 
 #define NOTE(f) REC(struct sw__note_rec, f)
 static const struct sw__col notes[] = {
-    {.name = "id", .kind = SW__ID, .col = 1, .cons = "PRIMARY KEY", .views = OF | X},
-    {.name = "kind",
-     .kind = SW__TEXT,
-     .col = 2,
-     .cons = "NOT NULL CHECK(kind IN ('ledger', 'endpoint', 'shape', 'boot', 'usage',\n"
-             "                                    'battery', 'bench', 'rung', 'rule'))",
-     .views = X,
-     .rec = NOTE(kind)},
+    COL("id", ID, 1, "PRIMARY KEY", OFX, 0),
+    COL("kind", TEXT, 2, NOTES_KIND, X, NOTE(kind)),
     /* the import resolves it by the kind (a ref, an endpoint's name, a shape's hash) */
-    {.name = "subject_id", .kind = SW__REF, .col = 3, .key = "subject", .views = X},
-    {.name = "text",
-     .kind = SW__TEXT,
-     .col = 4,
-     .cons = "NOT NULL",
-     .views = OF | X,
-     .rec = NOTE(text)},
-    {.name = "author", .kind = SW__TEXT, .col = 5, .views = OF | X, .rec = NOTE(author)},
-    {.name = "ext_id",
-     .kind = SW__TEXT,
-     .col = 7,
-     .cons = "UNIQUE",
-     .views = X,
-     .rec = NOTE(ext_id)},
-    {.name = "created_at", .kind = SW__TIME, .col = 6, .cons = "NOT NULL", .views = OF | X},
+    KEYED("subject", "subject_id", REF, 3, "", X, 0),
+    COL("text", TEXT, 4, "NOT NULL", OFX, NOTE(text)),
+    COL("author", TEXT, 5, "", OFX, NOTE(author)),
+    COL("ext_id", TEXT, 7, "UNIQUE", X, NOTE(ext_id)),
+    COL("created_at", TIME, 6, "NOT NULL", OFX, 0),
 };
 static const struct sw__index notes_indexes[] = {
     {.sql = "CREATE INDEX notes_subject ON notes(kind, subject_id)"},
@@ -508,30 +314,24 @@ static const struct sw__index notes_indexes[] = {
  */
 
 static const struct sw__col tags[] = {
-    {.name = "id", .kind = SW__ID, .col = 1, .cons = "PRIMARY KEY"},
-    {.name = "name",
-     .kind = SW__TEXT,
-     .col = 2,
-     .cons = "NOT NULL UNIQUE CHECK(length(name) BETWEEN 12 AND 160)"},
-    {.name = "endpoint_id", .kind = SW__ENDPOINT, .col = 3, .cons = ENDPOINT_FK},
-    {.name = "day", .kind = SW__TEXT, .col = 4, .cons = "NOT NULL CHECK(length(day) = 8)"},
-    {.name = "seq", .kind = SW__INT, .col = 5, .cons = "NOT NULL CHECK(seq >= 1)"},
-    {.name = "shape_id", .kind = SW__SHAPE, .col = 6, .cons = "NOT NULL REFERENCES shapes(id)"},
-    {.name = "attempt_id", .kind = SW__REF, .col = 7, .cons = "REFERENCES deploy_attempts(id)"},
-    {.name = "image", .kind = SW__TEXT, .col = 8},
-    {.name = "created_at", .kind = SW__TIME, .col = 9, .cons = "NOT NULL"},
-    {.name = "note", .kind = SW__TEXT, .col = 10},
-    {.name = "last_good",
-     .kind = SW__INT,
-     .col = 11,
-     .cons = "NOT NULL DEFAULT 0 CHECK(last_good IN (0, 1))"},
-    {.name = "retired_at", .kind = SW__TIME, .col = 12},
-    {.name = "retired_why", .kind = SW__TEXT, .col = 13},
-    {.name = "unit_name", .kind = SW__TEXT, .col = 14},
-    {.name = "env_name", .kind = SW__TEXT, .col = 15},
-    {.name = "unit_text", .kind = SW__TEXT, .col = 16},
-    {.name = "env_text", .kind = SW__TEXT, .col = 17},
-    {.name = "payload", .kind = SW__JSON, .col = 18, .cons = "NOT NULL CHECK(json_valid(payload))"},
+    COL("id", ID, 1, "PRIMARY KEY", 0, 0),
+    COL("name", TEXT, 2, "NOT NULL UNIQUE CHECK(length(name) BETWEEN 12 AND 160)", 0, 0),
+    COL("endpoint_id", ENDPOINT, 3, ENDPOINT_FK, 0, 0),
+    COL("day", TEXT, 4, "NOT NULL CHECK(length(day) = 8)", 0, 0),
+    COL("seq", INT, 5, "NOT NULL CHECK(seq >= 1)", 0, 0),
+    COL("shape_id", SHAPE, 6, "NOT NULL REFERENCES shapes(id)", 0, 0),
+    COL("attempt_id", REF, 7, "REFERENCES deploy_attempts(id)", 0, 0),
+    COL("image", TEXT, 8, "", 0, 0),
+    COL("created_at", TIME, 9, "NOT NULL", 0, 0),
+    COL("note", TEXT, 10, "", 0, 0),
+    COL("last_good", INT, 11, "NOT NULL DEFAULT 0 CHECK(last_good IN (0, 1))", 0, 0),
+    COL("retired_at", TIME, 12, "", 0, 0),
+    COL("retired_why", TEXT, 13, "", 0, 0),
+    COL("unit_name", TEXT, 14, "", 0, 0),
+    COL("env_name", TEXT, 15, "", 0, 0),
+    COL("unit_text", TEXT, 16, "", 0, 0),
+    COL("env_text", TEXT, 17, "", 0, 0),
+    COL("payload", JSON, 18, "NOT NULL CHECK(json_valid(payload))", 0, 0),
 };
 static const char *const tags_checks[] = {
     "UNIQUE(endpoint_id, day, seq)",
@@ -546,33 +346,23 @@ static const struct sw__index tags_indexes[] = {
 };
 
 static const struct sw__col deploy_attempts[] = {
-    {.name = "id", .kind = SW__ID, .col = 1, .cons = "PRIMARY KEY"},
-    {.name = "endpoint_id", .kind = SW__ENDPOINT, .col = 2, .cons = ENDPOINT_FK},
-    {.name = "shape_id", .kind = SW__SHAPE, .col = 3, .cons = "NOT NULL REFERENCES shapes(id)"},
-    {.name = "from_tag", .kind = SW__TEXT, .col = 4},
-    {.name = "started_ms", .kind = SW__MS, .col = 5, .cons = "NOT NULL"},
-    {.name = "ended_ms", .kind = SW__MS, .col = 6},
-    {.name = "outcome",
-     .kind = SW__TEXT,
-     .col = 7,
-     .cons = "CHECK(outcome IS NULL OR outcome IN ('committed', 'rolled_back',\n"
-             "                     'rollback_failed', 'gate_refused', 'interrupted'))"},
-    {.name = "failure_class", .kind = SW__TEXT, .col = 8},
-    {.name = "downtime_ms",
-     .kind = SW__INT,
-     .col = 9,
-     .cons = "CHECK(downtime_ms IS NULL OR downtime_ms >= 0)"},
-    {.name = "tag_id", .kind = SW__REF, .col = 10, .cons = "REFERENCES tags(id)"},
-    {.name = "rule_id", .kind = SW__REF, .col = 11, .cons = "REFERENCES rules(id)"},
-    {.name = "owner_host", .kind = SW__TEXT, .col = 12},
-    {.name = "owner_boot", .kind = SW__TEXT, .col = 13},
-    {.name = "owner_pid", .kind = SW__INT, .col = 14},
-    {.name = "owner_start", .kind = SW__INT, .col = 15},
-    {.name = "note", .kind = SW__TEXT, .col = 16},
-    {.name = "evidence",
-     .kind = SW__JSON,
-     .col = 17,
-     .cons = "CHECK(evidence IS NULL OR json_valid(evidence))"},
+    COL("id", ID, 1, "PRIMARY KEY", 0, 0),
+    COL("endpoint_id", ENDPOINT, 2, ENDPOINT_FK, 0, 0),
+    COL("shape_id", SHAPE, 3, "NOT NULL REFERENCES shapes(id)", 0, 0),
+    COL("from_tag", TEXT, 4, "", 0, 0),
+    COL("started_ms", MS, 5, "NOT NULL", 0, 0),
+    COL("ended_ms", MS, 6, "", 0, 0),
+    COL("outcome", TEXT, 7, DEPLOY_ATTEMPTS_OUTCOME, 0, 0),
+    COL("failure_class", TEXT, 8, "", 0, 0),
+    COL("downtime_ms", INT, 9, "CHECK(downtime_ms IS NULL OR downtime_ms >= 0)", 0, 0),
+    COL("tag_id", REF, 10, "REFERENCES tags(id)", 0, 0),
+    COL("rule_id", REF, 11, "REFERENCES rules(id)", 0, 0),
+    COL("owner_host", TEXT, 12, "", 0, 0),
+    COL("owner_boot", TEXT, 13, "", 0, 0),
+    COL("owner_pid", INT, 14, "", 0, 0),
+    COL("owner_start", INT, 15, "", 0, 0),
+    COL("note", TEXT, 16, "", 0, 0),
+    COL("evidence", JSON, 17, "CHECK(evidence IS NULL OR json_valid(evidence))", 0, 0),
 };
 static const char *const deploy_attempts_checks[] = {
     "CHECK((outcome IS NULL) = (ended_ms IS NULL))",
@@ -588,27 +378,14 @@ static const struct sw__index deploy_attempts_indexes[] = {
 };
 
 static const struct sw__col deploy_steps[] = {
-    {.name = "id", .kind = SW__ID, .col = 1, .cons = "PRIMARY KEY"},
-    {.name = "attempt_id",
-     .kind = SW__REF,
-     .col = 2,
-     .cons = "NOT NULL REFERENCES deploy_attempts(id)"},
-    {.name = "seq", .kind = SW__INT, .col = 3, .cons = "NOT NULL CHECK(seq >= 1)"},
-    {.name = "name",
-     .kind = SW__TEXT,
-     .col = 4,
-     .cons = "NOT NULL CHECK(length(name) BETWEEN 1 AND 64)"},
-    {.name = "started_ms", .kind = SW__MS, .col = 5, .cons = "NOT NULL"},
-    {.name = "ended_ms", .kind = SW__MS, .col = 6},
-    {.name = "outcome",
-     .kind = SW__TEXT,
-     .col = 7,
-     .cons = "CHECK(outcome IS NULL OR outcome IN ('ok', 'failed', 'skipped',\n"
-             "                     'interrupted'))"},
-    {.name = "detail",
-     .kind = SW__JSON,
-     .col = 8,
-     .cons = "CHECK(detail IS NULL OR json_valid(detail))"},
+    COL("id", ID, 1, "PRIMARY KEY", 0, 0),
+    COL("attempt_id", REF, 2, "NOT NULL REFERENCES deploy_attempts(id)", 0, 0),
+    COL("seq", INT, 3, "NOT NULL CHECK(seq >= 1)", 0, 0),
+    COL("name", TEXT, 4, "NOT NULL CHECK(length(name) BETWEEN 1 AND 64)", 0, 0),
+    COL("started_ms", MS, 5, "NOT NULL", 0, 0),
+    COL("ended_ms", MS, 6, "", 0, 0),
+    COL("outcome", TEXT, 7, DEPLOY_STEPS_OUTCOME, 0, 0),
+    COL("detail", JSON, 8, "CHECK(detail IS NULL OR json_valid(detail))", 0, 0),
 };
 static const char *const deploy_steps_checks[] = {
     "CHECK((outcome IS NULL) = (ended_ms IS NULL))",
@@ -617,44 +394,25 @@ static const char *const deploy_steps_checks[] = {
 };
 
 static const struct sw__col payload_moves[] = {
-    {.name = "id", .kind = SW__ID, .col = 1, .cons = "PRIMARY KEY"},
-    {.name = "from_path",
-     .kind = SW__TEXT,
-     .col = 2,
-     .cons = "NOT NULL CHECK(length(from_path) >= 1)"},
-    {.name = "to_path", .kind = SW__TEXT, .col = 3, .cons = "NOT NULL CHECK(length(to_path) >= 1)"},
-    {.name = "method",
-     .kind = SW__TEXT,
-     .col = 4,
-     .cons = "NOT NULL CHECK(method IN ('rename', 'copy'))"},
-    {.name = "bytes", .kind = SW__INT, .col = 5, .cons = "CHECK(bytes IS NULL OR bytes >= 0)"},
-    {.name = "files", .kind = SW__INT, .col = 6, .cons = "CHECK(files IS NULL OR files >= 0)"},
-    {.name = "moved_at", .kind = SW__TIME, .col = 7, .cons = "NOT NULL"},
-    {.name = "note", .kind = SW__TEXT, .col = 8},
+    COL("id", ID, 1, "PRIMARY KEY", 0, 0),
+    COL("from_path", TEXT, 2, "NOT NULL CHECK(length(from_path) >= 1)", 0, 0),
+    COL("to_path", TEXT, 3, "NOT NULL CHECK(length(to_path) >= 1)", 0, 0),
+    COL("method", TEXT, 4, "NOT NULL CHECK(method IN ('rename', 'copy'))", 0, 0),
+    COL("bytes", INT, 5, "CHECK(bytes IS NULL OR bytes >= 0)", 0, 0),
+    COL("files", INT, 6, "CHECK(files IS NULL OR files >= 0)", 0, 0),
+    COL("moved_at", TIME, 7, "NOT NULL", 0, 0),
+    COL("note", TEXT, 8, "", 0, 0),
 };
 
 static const struct sw__col tune_runs[] = {
-    {.name = "id", .kind = SW__ID, .col = 1, .cons = "PRIMARY KEY"},
-    {.name = "endpoint_id", .kind = SW__ENDPOINT, .col = 2, .cons = ENDPOINT_FK},
-    {.name = "objective",
-     .kind = SW__TEXT,
-     .col = 3,
-     .cons = "NOT NULL CHECK(length(objective) BETWEEN 1 AND 160)"},
-    {.name = "space",
-     .kind = SW__TEXT,
-     .col = 4,
-     .cons = "NOT NULL CHECK(length(space) BETWEEN 1 AND 160)"},
-    {.name = "started_ms", .kind = SW__MS, .col = 5, .cons = "NOT NULL"},
-    {.name = "ended_ms", .kind = SW__MS, .col = 6},
-    {.name = "outcome",
-     .kind = SW__TEXT,
-     .col = 7,
-     .cons = "CHECK(outcome IS NULL OR outcome IN ('crowned', 'no_winner', 'budget',\n"
-             "                     'interrupted'))"},
-    {.name = "result",
-     .kind = SW__JSON,
-     .col = 8,
-     .cons = "CHECK(result IS NULL OR json_valid(result))"},
+    COL("id", ID, 1, "PRIMARY KEY", 0, 0),
+    COL("endpoint_id", ENDPOINT, 2, ENDPOINT_FK, 0, 0),
+    COL("objective", TEXT, 3, "NOT NULL CHECK(length(objective) BETWEEN 1 AND 160)", 0, 0),
+    COL("space", TEXT, 4, "NOT NULL CHECK(length(space) BETWEEN 1 AND 160)", 0, 0),
+    COL("started_ms", MS, 5, "NOT NULL", 0, 0),
+    COL("ended_ms", MS, 6, "", 0, 0),
+    COL("outcome", TEXT, 7, TUNE_RUNS_OUTCOME, 0, 0),
+    COL("result", JSON, 8, "CHECK(result IS NULL OR json_valid(result))", 0, 0),
 };
 static const char *const tune_runs_checks[] = {"CHECK((outcome IS NULL) = (ended_ms IS NULL))",
                                                NULL};
@@ -664,30 +422,17 @@ static const struct sw__index tune_runs_indexes[] = {
 };
 
 static const struct sw__col tune_probes[] = {
-    {.name = "id", .kind = SW__ID, .col = 1, .cons = "PRIMARY KEY"},
-    {.name = "run_id", .kind = SW__REF, .col = 2, .cons = "NOT NULL REFERENCES tune_runs(id)"},
-    {.name = "seq", .kind = SW__INT, .col = 3, .cons = "NOT NULL CHECK(seq >= 1)"},
-    {.name = "phase",
-     .kind = SW__TEXT,
-     .col = 4,
-     .cons = "NOT NULL CHECK(phase IN ('baseline', 'single', 'combo', 'remeasure'))"},
-    {.name = "candidate",
-     .kind = SW__TEXT,
-     .col = 5,
-     .cons = "NOT NULL CHECK(length(candidate) BETWEEN 1 AND 2048)"},
-    {.name = "outcome",
-     .kind = SW__TEXT,
-     .col = 6,
-     .cons = "NOT NULL CHECK(outcome IN ('rejected', 'boot_failed', 'bench_failed',\n"
-             "                     'measured'))"},
-    {.name = "gate", .kind = SW__TEXT, .col = 7},
-    {.name = "score", .kind = SW__REAL, .col = 8},
-    {.name = "noise", .kind = SW__REAL, .col = 9},
-    {.name = "recorded_ms", .kind = SW__MS, .col = 10, .cons = "NOT NULL"},
-    {.name = "evidence",
-     .kind = SW__JSON,
-     .col = 11,
-     .cons = "NOT NULL CHECK(json_valid(evidence))"},
+    COL("id", ID, 1, "PRIMARY KEY", 0, 0),
+    COL("run_id", REF, 2, "NOT NULL REFERENCES tune_runs(id)", 0, 0),
+    COL("seq", INT, 3, "NOT NULL CHECK(seq >= 1)", 0, 0),
+    COL("phase", TEXT, 4, TUNE_PROBES_PHASE, 0, 0),
+    COL("candidate", TEXT, 5, "NOT NULL CHECK(length(candidate) BETWEEN 1 AND 2048)", 0, 0),
+    COL("outcome", TEXT, 6, TUNE_PROBES_OUTCOME, 0, 0),
+    COL("gate", TEXT, 7, "", 0, 0),
+    COL("score", REAL, 8, "", 0, 0),
+    COL("noise", REAL, 9, "", 0, 0),
+    COL("recorded_ms", MS, 10, "NOT NULL", 0, 0),
+    COL("evidence", JSON, 11, "NOT NULL CHECK(json_valid(evidence))", 0, 0),
 };
 static const char *const tune_probes_checks[] = {
     "CHECK((outcome = 'rejected') = (gate IS NOT NULL))",
@@ -696,35 +441,17 @@ static const char *const tune_probes_checks[] = {
 };
 
 static const struct sw__col unit_observations[] = {
-    {.name = "id", .kind = SW__ID, .col = 1, .cons = "PRIMARY KEY"},
-    {.name = "endpoint_id", .kind = SW__ENDPOINT, .col = 2, .cons = ENDPOINT_FK},
-    {.name = "observed_ms", .kind = SW__MS, .col = 3, .cons = "NOT NULL"},
-    {.name = "host",
-     .kind = SW__TEXT,
-     .col = 4,
-     .cons = "NOT NULL CHECK(length(host) BETWEEN 1 AND 256)"},
-    {.name = "unit",
-     .kind = SW__TEXT,
-     .col = 5,
-     .cons = "NOT NULL CHECK(length(unit) BETWEEN 1 AND 256)"},
-    {.name = "active",
-     .kind = SW__TEXT,
-     .col = 6,
-     .cons = "NOT NULL CHECK(length(active) BETWEEN 1 AND 32)"},
-    {.name = "sub", .kind = SW__TEXT, .col = 7, .cons = "CHECK(sub IS NULL OR length(sub) <= 32)"},
-    {.name = "result",
-     .kind = SW__TEXT,
-     .col = 8,
-     .cons = "CHECK(result IS NULL OR length(result) <= 32)"},
-    {.name = "n_restarts", .kind = SW__INT, .col = 9, .cons = "NOT NULL CHECK(n_restarts >= 0)"},
-    {.name = "main_pid",
-     .kind = SW__INT,
-     .col = 10,
-     .cons = "CHECK(main_pid IS NULL OR main_pid >= 0)"},
-    {.name = "since",
-     .kind = SW__TEXT,
-     .col = 11,
-     .cons = "CHECK(since IS NULL OR length(since) <= 64)"},
+    COL("id", ID, 1, "PRIMARY KEY", 0, 0),
+    COL("endpoint_id", ENDPOINT, 2, ENDPOINT_FK, 0, 0),
+    COL("observed_ms", MS, 3, "NOT NULL", 0, 0),
+    COL("host", TEXT, 4, "NOT NULL CHECK(length(host) BETWEEN 1 AND 256)", 0, 0),
+    COL("unit", TEXT, 5, "NOT NULL CHECK(length(unit) BETWEEN 1 AND 256)", 0, 0),
+    COL("active", TEXT, 6, "NOT NULL CHECK(length(active) BETWEEN 1 AND 32)", 0, 0),
+    COL("sub", TEXT, 7, "CHECK(sub IS NULL OR length(sub) <= 32)", 0, 0),
+    COL("result", TEXT, 8, "CHECK(result IS NULL OR length(result) <= 32)", 0, 0),
+    COL("n_restarts", INT, 9, "NOT NULL CHECK(n_restarts >= 0)", 0, 0),
+    COL("main_pid", INT, 10, "CHECK(main_pid IS NULL OR main_pid >= 0)", 0, 0),
+    COL("since", TEXT, 11, "CHECK(since IS NULL OR length(since) <= 64)", 0, 0),
 };
 static const struct sw__index unit_observations_indexes[] = {
     {.sql = "CREATE INDEX unit_observations_endpoint ON unit_observations(endpoint_id, id)"},
@@ -815,7 +542,7 @@ static bool add(char *out, size_t n, size_t *len, const char *a, const char *b)
 static bool add_column(char *out, size_t n, size_t *len, const struct sw__col *c)
 {
     bool ok = add(out, n, len, c->name, " ") && add(out, n, len, sql_type(c->kind), NULL);
-    if (ok && c->cons)
+    if (ok && c->cons && c->cons[0])
         ok = add(out, n, len, c->cons[0] == '\n' ? "" : " ", c->cons);
     return ok;
 }

@@ -43,17 +43,18 @@ static int one_round(struct sw_ledger *l, const char *ep, int64_t i, const char 
         "liveness", "status", "pass", "evidence", "1 token", "ms", 2, "name", "models", "status",
         "pass", "evidence", "alias", "ms", 3, "name", "chat", "status", "fail", "evidence", "x",
         "ms", 4, "name", "vision", "status", "skip", "evidence", "none", "ms", 5);
+    /* what a boot of llama.cpp reports, every fifth one failed */
     struct sw_ledger_boot b = {.endpoint = ep,
-                               .shape = shape,
                                .engine = "llama.cpp",
                                .engine_version = "b0000",
-                               .started_at = sw_wall_unix(),
-                               .duration_ms = i,
+                               .source = "_record-loop",
+                               .note = "loop note",
+                               .shape = shape,
                                .report = report,
                                .failure = failure,
                                .log_excerpt = excerpt,
-                               .source = "_record-loop",
-                               .note = "loop note"};
+                               .started_at = sw_wall_unix(),
+                               .duration_ms = i};
     struct sw_ledger_usage u = {.endpoint = ep,
                                 .device = "cpu0",
                                 .used_mib = (uint64_t)i % 1000,

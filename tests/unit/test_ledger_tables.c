@@ -1,9 +1,10 @@
 /*
  * The ledger's tables described once (src/ledger/tables.c): the schema the descriptors make is,
  * byte for byte and in the same order, what the frozen migrations 1..N leave; every statement
- * derived from a table's view prepares; the descriptors hold together (columns numbered 1..n
- * once each, added columns after the created ones, a key once per document, a field the SELECT
- * reads is a column or has an expression); the only on-open hook is the deploy journal's.
+ * derived from a table's view prepares, and a boots summary selects none of their documents; the
+ * descriptors hold together (columns numbered 1..n once each, added columns after the created
+ * ones, a key once per document, a field the SELECT reads is a column or has an expression);
+ * the only on-open hook is the deploy journal's.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -29,12 +30,10 @@ static char *schema_of(bool from_migrations)
                  msg ? msg : sqlite3_errstr(src));
     struct sw_buf b;
     sw_buf_init(&b, 1 << 20);
+    static const char objects[] = "SELECT type, name, tbl_name, coalesce(sql, '-') "
+                                  "FROM sqlite_schema ORDER BY rowid";
     sqlite3_stmt *st = NULL;
-    assert_int_equal(sqlite3_prepare_v2(db,
-                                        "SELECT type, name, tbl_name, coalesce(sql, '-') "
-                                        "FROM sqlite_schema ORDER BY rowid",
-                                        -1, &st, NULL),
-                     SQLITE_OK);
+    assert_int_equal(sqlite3_prepare_v2(db, objects, -1, &st, NULL), SQLITE_OK);
     while (sqlite3_step(st) == SQLITE_ROW)
         assert_int_equal(sw_buf_printf(&b, "%s %s %s %s\n", sqlite3_column_text(st, 0),
                                        sqlite3_column_text(st, 1), sqlite3_column_text(st, 2),
@@ -121,6 +120,31 @@ static void test_every_statement_prepares(void **state)
     swt_tmpdir_free(dir);
 }
 
+/* The statements derived from a view: a summary of boots reads none of their documents (SQLite
+ * computes every result column of a row, so listing them would read each excerpt's overflow
+ * pages); the joins follow the columns (NOT NULL: JOIN, else LEFT JOIN). */
+static void test_derived_statements(void **state)
+{
+    char buf[4096];
+    const char *sum = sw__ledger_sql_text(LST_BOOTS_ASC, buf, sizeof(buf));
+    assert_non_null(sum);
+    assert_non_null(strstr(sum, "json_extract(t.report, '$.kv_cache_tokens')"));
+    const char *docs[] = {", t.report,",      ", t.predicted,",      ", t.failure,",
+                          ", t.log_excerpt,", ", t.report FROM",     ", t.predicted FROM",
+                          ", t.failure FROM", ", t.log_excerpt FROM"};
+    for (size_t i = 0; i < SW_ARRAY_LEN(docs); i++)
+        if (strstr(sum, docs[i]))
+            fail_msg("the boots summary selects %s: %s", docs[i], sum);
+    const char *usage = sw__ledger_sql_text(LST_USAGE_LIST, buf, sizeof(buf));
+    assert_non_null(strstr(usage, " JOIN endpoints e ON e.id = t.endpoint_id"));
+    assert_null(strstr(usage, "LEFT JOIN endpoints"));
+    assert_non_null(strstr(usage, " LEFT JOIN shapes s ON s.id = t.shape_id"));
+    const char *rules = sw__ledger_sql_text(LST_RULES, buf, sizeof(buf));
+    assert_non_null(strstr(rules, " LEFT JOIN endpoints e ON e.id = t.endpoint_id"));
+    char tiny[32];
+    assert_null(sw__ledger_sql_text(LST_BOOTS_FULL_ASC, tiny, sizeof(tiny)));
+}
+
 /* The generic open names no table's upkeep: it runs the hooks the descriptors name, and the one
  * there is the deploy journal's (that a read-write open recovers through it and a read-only one
  * does not is test_ledger_deploy.c's test_interrupted_by_kill). */
@@ -144,6 +168,7 @@ int main(void)
         cmocka_unit_test(test_descriptors_make_the_migrated_schema),
         cmocka_unit_test(test_descriptors_hold_together),
         cmocka_unit_test(test_every_statement_prepares),
+        cmocka_unit_test(test_derived_statements),
         cmocka_unit_test(test_on_open_hooks),
     };
     return cmocka_run_group_tests_name("ledger_tables", tests, NULL, NULL);
