@@ -67,6 +67,8 @@ enum sw__lst {
     LST_SHAPE_LIST,
     LST_COUNTS,
     LST_JSON_VALID,
+    LST_MOVES,
+    LST_UNIT_OBS,
     LST__N
 };
 
@@ -179,6 +181,9 @@ json_t *sw__col_time(sqlite3_stmt *st, int i, int64_t div);
 int sw__col_json(struct sw_ledger *l, sqlite3_stmt *st, int i, json_t **out, struct sw_err *e);
 /* Set o[k] = v (consumed either way) unless *rc is set; a NULL v or a failure sets SW_ENOMEM. */
 int sw__put(json_t *o, const char *k, json_t *v, int *rc);
+/* Step a derived statement (bound) to its end: its rows as a new array, the statement reset. */
+int sw__ledger_collect(struct sw_ledger *l, enum sw__lst which, sqlite3_stmt *st, json_t **out,
+                       struct sw_err *e);
 /* The rows of a derived statement whose ?1 is an optional endpoint name, as a new array. */
 int sw__ledger_list(struct sw_ledger *l, enum sw__lst which, const char *endpoint, json_t **out,
                     struct sw_err *e);

@@ -113,9 +113,6 @@ int sw__col_json(struct sw_ledger *l, sqlite3_stmt *st, int i, json_t **out, str
  * Rows by their descriptors.
  */
 
-static int collect(struct sw_ledger *l, enum sw__lst which, sqlite3_stmt *st, json_t **out,
-                   struct sw_err *e);
-
 /* The shape of a listing: {id, hash}, in full with its canonical form; null without a shape. The
  * export's is the canonical form alone. *i: the next result column. */
 static int shape_json(struct sw_ledger *l, sqlite3_stmt *st, unsigned view, int *i, json_t **v,
@@ -168,7 +165,7 @@ static int rows_under(struct sw_ledger *l, enum sw__lst which, int64_t id, json_
     if (rc)
         return rc;
     sqlite3_bind_int64(st, 1, id);
-    return collect(l, which, st, v, e);
+    return sw__ledger_collect(l, which, st, v, e);
 }
 
 /* One field's value from the result columns at *i (advanced past them). *v NULL: out of
@@ -232,9 +229,8 @@ static int row_json(struct sw_ledger *l, sqlite3_stmt *st, const struct sw__tabl
     return 0;
 }
 
-/* Step a bound statement of sw__ledger_rows to its end: an array of its rows. */
-static int collect(struct sw_ledger *l, enum sw__lst which, sqlite3_stmt *st, json_t **out,
-                   struct sw_err *e)
+int sw__ledger_collect(struct sw_ledger *l, enum sw__lst which, sqlite3_stmt *st, json_t **out,
+                       struct sw_err *e)
 {
     const struct sw__rows *r = &sw__ledger_rows[which];
     json_t *arr = json_array();
@@ -268,7 +264,7 @@ int sw__ledger_list(struct sw_ledger *l, enum sw__lst which, const char *endpoin
     if (rc)
         return rc;
     sw__bind_text(st, 1, endpoint);
-    return collect(l, which, st, out, e);
+    return sw__ledger_collect(l, which, st, out, e);
 }
 
 /* The one row of a statement whose ?1 is an id; SW_ENOENT "no <what> ID in the ledger". */
@@ -318,7 +314,7 @@ int sw_ledger_boots(struct sw_ledger *l, const struct sw_ledger_query *q, json_t
         sw__bind_text(st, 2, q->outcome);
         sw__bind_i64(st, 3, q->shape_id, q->shape_id == 0);
         sqlite3_bind_int64(st, 4, q->limit > 0 ? q->limit : -1);
-        rc = collect(l, which, st, out, e);
+        rc = sw__ledger_collect(l, which, st, out, e);
     }
     read_end(l);
     return rc;
@@ -352,7 +348,7 @@ int sw_ledger_usage_list(struct sw_ledger *l, const struct sw_ledger_query *q, j
         sw__bind_i64(st, 2, q->shape_id, q->shape_id == 0);
         sqlite3_bind_null(st, 3);
         sqlite3_bind_int64(st, 4, q->limit > 0 ? q->limit : -1);
-        rc = collect(l, LST_USAGE_LIST, st, out, e);
+        rc = sw__ledger_collect(l, LST_USAGE_LIST, st, out, e);
     }
     read_end(l);
     return rc;

@@ -149,6 +149,10 @@ const struct sw__rows sw__ledger_rows[LST__N] = {
          "UNION SELECT endpoint_id, shape_id FROM usage UNION SELECT endpoint_id, shape_id FROM "
          "ladder_rungs) x WHERE x.shape_id = t.subject_id AND x.endpoint_id = " EP_ID ") "
          "ELSE NULL END ORDER BY t.id"},
+    [LST_MOVES] = {&sw__t_payload_moves, SW__V_LIST, "ORDER BY t.id"},
+    /* ?1 endpoint name or NULL, ?2 limit (-1 all) */
+    [LST_UNIT_OBS] = {&sw__t_unit_observations, SW__V_LIST,
+                      "WHERE ?1 IS NULL OR e.name = ?1 ORDER BY t.id DESC LIMIT ?2"},
     [LST_ENDPOINT_LIST] = {&sw__t_endpoints, SW__V_EXPORT,
                            "WHERE ?1 IS NULL OR t.name = ?1 ORDER BY t.id"},
     [LST_SHAPE_LIST] =

@@ -393,15 +393,16 @@ static const char *const deploy_steps_checks[] = {
     NULL,
 };
 
+/* sw_ledger_moves lists them (tag.c) */
 static const struct sw__col payload_moves[] = {
-    COL("id", ID, 1, "PRIMARY KEY", 0, 0),
-    COL("from_path", TEXT, 2, "NOT NULL CHECK(length(from_path) >= 1)", 0, 0),
-    COL("to_path", TEXT, 3, "NOT NULL CHECK(length(to_path) >= 1)", 0, 0),
-    COL("method", TEXT, 4, "NOT NULL CHECK(method IN ('rename', 'copy'))", 0, 0),
-    COL("bytes", INT, 5, "CHECK(bytes IS NULL OR bytes >= 0)", 0, 0),
-    COL("files", INT, 6, "CHECK(files IS NULL OR files >= 0)", 0, 0),
-    COL("moved_at", TIME, 7, "NOT NULL", 0, 0),
-    COL("note", TEXT, 8, "", 0, 0),
+    COL("id", ID, 1, "PRIMARY KEY", L, 0),
+    KEYED("from", "from_path", TEXT, 2, "NOT NULL CHECK(length(from_path) >= 1)", L, 0),
+    KEYED("to", "to_path", TEXT, 3, "NOT NULL CHECK(length(to_path) >= 1)", L, 0),
+    COL("method", TEXT, 4, "NOT NULL CHECK(method IN ('rename', 'copy'))", L, 0),
+    COL("bytes", INT, 5, "CHECK(bytes IS NULL OR bytes >= 0)", L, 0),
+    COL("files", INT, 6, "CHECK(files IS NULL OR files >= 0)", L, 0),
+    KEYED("moved", "moved_at", TIME, 7, "NOT NULL", L, 0),
+    COL("note", TEXT, 8, "", L, 0),
 };
 
 static const struct sw__col tune_runs[] = {
@@ -440,18 +441,20 @@ static const char *const tune_probes_checks[] = {
     NULL,
 };
 
+/* sw_ledger_unit_obs_list lists them, newest first (unitobs.c) */
 static const struct sw__col unit_observations[] = {
-    COL("id", ID, 1, "PRIMARY KEY", 0, 0),
-    COL("endpoint_id", ENDPOINT, 2, ENDPOINT_FK, 0, 0),
-    COL("observed_ms", MS, 3, "NOT NULL", 0, 0),
-    COL("host", TEXT, 4, "NOT NULL CHECK(length(host) BETWEEN 1 AND 256)", 0, 0),
-    COL("unit", TEXT, 5, "NOT NULL CHECK(length(unit) BETWEEN 1 AND 256)", 0, 0),
-    COL("active", TEXT, 6, "NOT NULL CHECK(length(active) BETWEEN 1 AND 32)", 0, 0),
-    COL("sub", TEXT, 7, "CHECK(sub IS NULL OR length(sub) <= 32)", 0, 0),
-    COL("result", TEXT, 8, "CHECK(result IS NULL OR length(result) <= 32)", 0, 0),
-    COL("n_restarts", INT, 9, "NOT NULL CHECK(n_restarts >= 0)", 0, 0),
-    COL("main_pid", INT, 10, "CHECK(main_pid IS NULL OR main_pid >= 0)", 0, 0),
-    COL("since", TEXT, 11, "CHECK(since IS NULL OR length(since) <= 64)", 0, 0),
+    COL("id", ID, 1, "PRIMARY KEY", L, 0),
+    KEYED("endpoint", "endpoint_id", ENDPOINT, 2, ENDPOINT_FK, L, 0),
+    COL("host", TEXT, 4, "NOT NULL CHECK(length(host) BETWEEN 1 AND 256)", L, 0),
+    COL("unit", TEXT, 5, "NOT NULL CHECK(length(unit) BETWEEN 1 AND 256)", L, 0),
+    COL("active", TEXT, 6, "NOT NULL CHECK(length(active) BETWEEN 1 AND 32)", L, 0),
+    COL("sub", TEXT, 7, "CHECK(sub IS NULL OR length(sub) <= 32)", L, 0),
+    COL("result", TEXT, 8, "CHECK(result IS NULL OR length(result) <= 32)", L, 0),
+    COL("n_restarts", INT, 9, "NOT NULL CHECK(n_restarts >= 0)", L, 0),
+    COL("main_pid", INT, 10, "CHECK(main_pid IS NULL OR main_pid >= 0)", L, 0),
+    COL("since", TEXT, 11, "CHECK(since IS NULL OR length(since) <= 64)", L, 0),
+    CALC("observed", TIME, "t.observed_ms / 1000", L),
+    COL("observed_ms", MS, 3, "NOT NULL", L, 0),
 };
 static const struct sw__index unit_observations_indexes[] = {
     {.sql = "CREATE INDEX unit_observations_endpoint ON unit_observations(endpoint_id, id)"},
