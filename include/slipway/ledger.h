@@ -349,7 +349,7 @@ int sw_ledger_counts(struct sw_ledger *l, json_t **out, struct sw_err *e);
  * By hand (`slipway ledger`, src/ledger/hand.c): each call finds and opens the ledger a command
  * names (sw_ledger_open_for), does one thing, closes it and hands back the answer. A reading call
  * opens read-only; where it answers a missing file as an empty ledger it says so in at->missing.
- * A recording call creates the file.
+ * A recording call creates the file. An answer (*out) is a new JSON reference: json_decref it.
  */
 struct sw_ledger_at {
     const char *ledger; /* IN: --ledger PATH (wins), or NULL */

@@ -12,7 +12,7 @@
 
 #include <string.h>
 
-/* Open the ledger at names: read-write (created when missing), or read-only, where a missing
+/* Open the ledger `at` names: read-write (created when missing), or read-only, where a missing
  * file is at->missing when absent_ok and SW_ENOENT otherwise. l is closeable either way. */
 static int open_at(struct sw_ledger_at *at, struct sw_ledger *l, bool write, bool absent_ok,
                    struct sw_err *e)
