@@ -346,6 +346,63 @@ int sw_ledger_parse_time(const char *s, int64_t *out, struct sw_err *e);
 int sw_ledger_counts(struct sw_ledger *l, json_t **out, struct sw_err *e);
 
 /* ---------------------------------------------------------------------------------------------
+ * By hand (`slipway ledger`, src/ledger/hand.c): each call finds and opens the ledger a command
+ * names (sw_ledger_open_for), does one thing, closes it and hands back the answer. A reading call
+ * opens read-only; where it answers a missing file as an empty ledger it says so in at->missing.
+ * A recording call creates the file. An answer (*out) is a new JSON reference: json_decref it.
+ */
+struct sw_ledger_at {
+    const char *ledger; /* IN: --ledger PATH (wins), or NULL */
+    const char *fleet;  /* IN: --fleet FLEET.yaml (the ledger beside it), or NULL */
+    char path[4096];    /* OUT: the ledger's path */
+    bool missing;       /* OUT: no file there (a reading answered as empty) */
+    int schema_version; /* OUT: the file's schema version; 0 when missing */
+};
+
+/* {"ledger": path, "boots": [...]}: sw_ledger_boots of q; an endpoint the ledger does not know
+ * is SW_ENOENT. */
+int sw_ledger_at_list(struct sw_ledger_at *at, const struct sw_ledger_query *q, json_t **out,
+                      struct sw_err *e);
+/* One boot in full (sw_ledger_boot); a missing ledger is SW_ENOENT. */
+int sw_ledger_at_show(struct sw_ledger_at *at, int64_t id, json_t **out, struct sw_err *e);
+/* The export document (sw_ledger_export) in *out; with `file`, written there (atomically, mode
+ * 0644, indented, reals at full precision) and *out NULL. A missing ledger is SW_ENOENT. */
+int sw_ledger_at_export(struct sw_ledger_at *at, const char *endpoint, const char *file,
+                        json_t **out, struct sw_err *e);
+/* Import the document in `file` (64 MiB at most; read before the ledger is opened or created). */
+int sw_ledger_at_import(struct sw_ledger_at *at, const char *file,
+                        struct sw_ledger_import_stats *st, struct sw_err *e);
+/* {"ledger": path, "usage": [...]}: sw_ledger_usage_list of q. */
+int sw_ledger_at_usage(struct sw_ledger_at *at, const struct sw_ledger_query *q, json_t **out,
+                       struct sw_err *e);
+/* Record a reading; shape_hash (may be NULL) names its shape by hash or unique prefix (into
+ * u->shape_id). *new_endpoint: the endpoint was not in the ledger (set before the record, so
+ * even when it fails). */
+int sw_ledger_at_add_usage(struct sw_ledger_at *at, struct sw_ledger_usage *u,
+                           const char *shape_hash, int64_t *id, bool *new_endpoint,
+                           struct sw_err *e);
+/* What a note is on: a kind and its row's id, or an endpoint by name, or a shape by hash or
+ * prefix; nothing: the ledger itself. kind and subject are OUT too, resolved. */
+struct sw_ledger_note_on {
+    const char *kind;     /* boot, usage, rule, rung, battery, bench; NULL: the others */
+    int64_t subject;      /* that row's id */
+    const char *endpoint; /* or a note on this endpoint */
+    const char *shape;    /* or on this shape */
+};
+int sw_ledger_at_note(struct sw_ledger_at *at, struct sw_ledger_note_on *on, const char *text,
+                      const char *author, int64_t *id, struct sw_err *e);
+/* What the gates refuse (sw_ledger_known_bad); a missing ledger: {"shapes": [], "rules": []}. */
+int sw_ledger_at_rules(struct sw_ledger_at *at, const char *endpoint, json_t **out,
+                       struct sw_err *e);
+/* Record a known-bad rule; with a boot and no failure, the boot's failure is the rule's. */
+int sw_ledger_at_add_rule(struct sw_ledger_at *at, const struct sw_ledger_rule_rec *r, int64_t *id,
+                          struct sw_err *e);
+/* {"ledger": path, "exists", "schema_version", "ok" and "problem" (check: integrity_check +
+ * foreign_key_check, the first problem when not ok), "rows" (sw_ledger_counts)}; a missing
+ * ledger has neither ok nor rows. */
+int sw_ledger_at_verify(struct sw_ledger_at *at, bool check, json_t **out, struct sw_err *e);
+
+/* ---------------------------------------------------------------------------------------------
  * Deploys and tags (docs/ledger.md, "Deploys, steps and tags"): what the rollout pipeline writes
  * as it goes and reads back to roll back. Every call is one transaction, so what returned is on
  * disk before the next step starts. Times here are unix MILLISECONDS (0 = now) unless named _at.

@@ -1,26 +1,13 @@
 /*
- * slipway ledger: read and add to the ledger by hand.
+ * slipway ledger: read and add to the ledger by hand (list, show, export, import, usage,
+ * add-usage, note, rules, add-rule, verify, path; their options and synopses are the tables
+ * below, `slipway ledger --help` prints them). Every sub-verb reads its options, makes ONE call
+ * of the ledger's by-hand API (sw_ledger_at_*, src/ledger/hand.c: it finds and opens the ledger
+ * --ledger or --fleet names, does the work and closes it) and prints the answer: text, or the
+ * JSON the call handed back with --json.
  *
- *   slipway ledger list    [--endpoint E] [--outcome ok|failed] [--limit N] [--json]
- *   slipway ledger show    ID [--json]
- *   slipway ledger export  [--endpoint E] [-o FILE]
- *   slipway ledger import  FILE.json [--json]
- *   slipway ledger usage   [--endpoint E] [--json]
- *   slipway ledger add-usage --endpoint E --device D --used 21684MiB --total 24576MiB
- *                          [--free 2441MiB]    (the tool's free figure, when it printed one)
- *                          [--source nvidia-smi] [--boot ID | --shape HASH] [--note TEXT]
- *                          [--at TIME] [--json]
- *   slipway ledger note    [--boot ID | --endpoint E | --shape HASH | --usage ID | --rule ID |
- *                           --rung ID | --battery ID | --bench ID] [--author A] TEXT...
- *   slipway ledger rules   [--endpoint E] [--json]       (what the gates refuse)
- *   slipway ledger add-rule --expr EXPR --reason TEXT [--endpoint E] [--boot ID] [--json]
- *   slipway ledger verify  [--json]                       (integrity + foreign keys)
- *   slipway ledger path    [--json]                       (where it is, row counts)
- * Every subcommand takes --ledger PATH (wins) or --fleet FLEET.yaml (ledger beside it).
- *
- * Boots are recorded by `slipway up` and `slipway bootlog record`, through sw_ledger_record_boot.
- * `_record-loop` is a test hook (kill -9 and concurrency tests): it records boots, batteries and
- * usage readings in a loop and prints each committed id.
+ * What it deliberately does not do: open the ledger or run anything of it itself. Boots are
+ * recorded by `slipway up` and `slipway bootlog record`, through sw_ledger_record_boot.
  */
 #include "cli.h"
 
@@ -31,11 +18,12 @@
 
 struct opts {
     const char *ledger, *fleet, *endpoint, *outcome, *device, *used, *total, *free, *source;
-    const char *shape, *note, *at, *author, *expr, *reason, *output;
-    int64_t limit, boot, usage, rule, rung, battery, bench, count, seconds;
-    bool json, help;
+    const char *shape, *note, *at_time, *author, *expr, *reason, *output;
+    int64_t limit, boot, usage, rule, rung, battery, bench;
+    bool json;
     const char *pos[64];
     int npos;
+    struct sw_ledger_at at; /* where the ledger is (--ledger, --fleet) and what was found there */
 };
 
 /* Every sub-verb takes these two: where the ledger is. */
@@ -52,7 +40,6 @@ struct opts {
     {                                                                                              \
         name, 0, "ID", 0, what, NULL                                                               \
     }
-
 static const struct sw_opt parent_opts[] = {LEDGER_OPTS, {0}};
 static const struct sw_opt list_opts[] = {
     LEDGER_OPTS,
@@ -115,84 +102,55 @@ static const struct sw_opt add_rule_opts[] = {
     {"source", 0, "WHO", 0, "where it came from (default: operator)", NULL},
     {0},
 };
-static const struct sw_opt loop_opts[] = {
-    LEDGER_OPTS,
-    OPT_ENDPOINT("the endpoint recorded (default: loop)"),
-    {"count", 0, "N", 0, "records (default 100)", NULL},
-    {"seconds", 0, "S", 0, "record for this long", NULL},
-    {0},
-};
 
-static const char *const list_ex[] = {"slipway ledger list --fleet examples/local.yaml",
-                                      "slipway ledger list --endpoint frank-primary --outcome "
-                                      "failed --json",
-                                      NULL};
-static const char *const show_ex[] = {"slipway ledger show 12", NULL};
-static const char *const export_ex[] = {"slipway ledger export -o ledger.json", NULL};
-static const char *const import_ex[] = {"slipway ledger import ledger.json", NULL};
-static const char *const usage_ex[] = {"slipway ledger usage --endpoint frank-primary", NULL};
-static const char *const add_usage_ex[] = {
-    "slipway ledger add-usage --endpoint frank-primary --device r9700-0 --used 21684MiB --total "
-    "24576MiB --source rocm-smi --boot 12",
-    NULL};
-static const char *const note_ex[] = {"slipway ledger note --boot 12 the fan was loud", NULL};
-static const char *const rules_ex[] = {"slipway ledger rules --endpoint frank-primary", NULL};
-static const char *const add_rule_ex[] = {
-    "slipway ledger add-rule --expr 'slots == 2' --reason 'OOM at warmup' --endpoint "
-    "frank-primary",
-    NULL};
-static const char *const verify_ex[] = {"slipway ledger verify --json", NULL};
-static const char *const path_ex[] = {"slipway ledger path", NULL};
-
-#define SUB(var, nm, sum, syn, table, maxa, ex)                                                    \
+#define SUB(var, nm, sum, syn, table, maxa, ...)                                                   \
     static const struct sw_cmd_spec var = {.name = "ledger " nm,                                   \
                                            .summary = sum,                                         \
                                            .synopsis = syn,                                        \
                                            .about = ledger_about,                                  \
                                            .opts = table,                                          \
                                            .max_args = maxa,                                       \
-                                           .examples = ex}
+                                           .examples = (const char *const[]){__VA_ARGS__, NULL}}
 
 static const char ledger_about[] =
     "The ledger: --ledger PATH (wins) | --fleet FLEET.yaml (ledger beside it); else\n"
     "$SLIPWAY_LEDGER, else $XDG_DATA_HOME/slipway/ledger.sqlite.";
 
 SUB(spec_list, "list", "boots, newest first",
-    "[--endpoint E] [--outcome ok|failed] [--limit N] [--json]", list_opts, 0, list_ex);
-SUB(spec_show, "show", "one boot in full", "ID [--json]", plain_opts, 1, show_ex);
+    "[--endpoint E] [--outcome ok|failed] [--limit N] [--json]", list_opts, 0,
+    "slipway ledger list --fleet examples/local.yaml",
+    "slipway ledger list --endpoint frank-primary --outcome failed --json");
+SUB(spec_show, "show", "one boot in full", "ID [--json]", plain_opts, 1, "slipway ledger show 12");
 SUB(spec_export, "export", "everything as JSON (import reads it)", "[--endpoint E] [-o FILE]",
-    export_opts, 0, export_ex);
+    export_opts, 0, "slipway ledger export -o ledger.json");
 SUB(spec_import, "import", "record a document (one transaction)", "FILE.json [--json]", plain_opts,
-    1, import_ex);
+    1, "slipway ledger import ledger.json");
 SUB(spec_usage, "usage", "device memory readings", "[--endpoint E] [--json]", usage_opts, 0,
-    usage_ex);
+    "slipway ledger usage --endpoint frank-primary");
 SUB(spec_add_usage, "add-usage", "record a device memory reading by hand",
     "--endpoint E --device D --used 21684MiB --total 24576MiB [--free 2441MiB]\n"
     "    [--source nvidia-smi|rocm-smi|\"by hand\"] [--boot ID | --shape HASH]\n"
     "    [--note TEXT] [--at 2026-10-01T13:27:17Z] [--json]",
-    add_usage_opts, 0, add_usage_ex);
+    add_usage_opts, 0,
+    "slipway ledger add-usage --endpoint frank-primary --device r9700-0 --used 21684MiB --total "
+    "24576MiB --source rocm-smi --boot 12");
 SUB(spec_note, "note", "a note on a row, or on the ledger",
     "[--boot ID|--endpoint E|--shape HASH|--usage ID|--rule ID|--rung ID|\n"
     "    --battery ID|--bench ID] [--author A] TEXT...",
-    note_opts, -1, note_ex);
+    note_opts, -1, "slipway ledger note --boot 12 the fan was loud");
 SUB(spec_rules, "rules", "failed shapes and known-bad rules (what the gates refuse)",
-    "[--endpoint E] [--json]", rules_opts, 0, rules_ex);
+    "[--endpoint E] [--json]", rules_opts, 0, "slipway ledger rules --endpoint frank-primary");
 SUB(spec_add_rule, "add-rule", "record a known-bad rule",
-    "--expr EXPR --reason TEXT [--endpoint E] [--boot ID] [--json]", add_rule_opts, 0, add_rule_ex);
+    "--expr EXPR --reason TEXT [--endpoint E] [--boot ID] [--json]", add_rule_opts, 0,
+    "slipway ledger add-rule --expr 'slots == 2' --reason 'OOM at warmup' --endpoint "
+    "frank-primary");
 SUB(spec_verify, "verify", "integrity_check + foreign_key_check", "[--json]", plain_opts, 0,
-    verify_ex);
-SUB(spec_path, "path", "where the ledger is, row counts", "[--json]", plain_opts, 0, path_ex);
-static const struct sw_cmd_spec spec_loop = {.name = "ledger _record-loop",
-                                             .summary = "test hook: record in a loop",
-                                             .synopsis = "[--count N] [--seconds S]",
-                                             .opts = loop_opts,
-                                             .max_args = 0,
-                                             .hidden = true};
-
+    "slipway ledger verify --json");
+SUB(spec_path, "path", "where the ledger is, row counts", "[--json]", plain_opts, 0,
+    "slipway ledger path");
 static const struct sw_cmd_spec *const subs[] = {
-    &spec_list,      &spec_show, &spec_export, &spec_import,   &spec_usage,
-    &spec_add_usage, &spec_note, &spec_rules,  &spec_add_rule, &spec_verify,
-    &spec_path,      &spec_loop, NULL,
+    &spec_list, &spec_show,  &spec_export,   &spec_import, &spec_usage, &spec_add_usage,
+    &spec_note, &spec_rules, &spec_add_rule, &spec_verify, &spec_path,  NULL,
 };
 
 const struct sw_cmd_spec sw_spec_ledger = {
@@ -206,8 +164,7 @@ const struct sw_cmd_spec sw_spec_ledger = {
 
 static int parse_id(const char *flag, const char *v, int64_t *out, bool json)
 {
-    struct sw_err e;
-    sw_err_clear(&e);
+    struct sw_err e = {0};
     if (sw_parse_i64(v, out, &e) || *out < 1)
         return sw_cli_usage_json("ledger", json, "%s wants a row id (a number >= 1), got '%s'",
                                  flag, v);
@@ -218,30 +175,26 @@ static int parse_id(const char *flag, const char *v, int64_t *out, bool json)
  * sub-verb's name, pos[1..] its arguments. */
 static int parse_args(int argc, char **argv, struct opts *o, const struct sw_cmd_spec **sub)
 {
-    static const struct {
-        const char *name;
-        size_t off;
-    } strs[] = {
-#define S(n, f) {n, offsetof(struct opts, f)}
-        S("ledger", ledger), S("fleet", fleet), S("endpoint", endpoint), S("outcome", outcome),
-        S("device", device), S("used", used),   S("total", total),       S("free", free),
-        S("source", source), S("shape", shape), S("note", note),         S("at", at),
-        S("author", author), S("expr", expr),   S("reason", reason),     S("output", output),
-#undef S
-    };
-    static const struct {
-        const char *name;
-        size_t off;
-    } ids[] = {
-#define I(n, f) {n, offsetof(struct opts, f)}
-        I("limit", limit), I("boot", boot),   I("usage", usage),
-        I("rule", rule),   I("rung", rung),   I("battery", battery),
-        I("bench", bench), I("count", count), I("seconds", seconds),
-#undef I
-    };
     struct sw_args a;
     int rc;
     memset(o, 0, sizeof(*o));
+    const struct {
+        const char *name;
+        const char **v;
+    } strs[] = {
+        {"ledger", &o->ledger},   {"fleet", &o->fleet},   {"endpoint", &o->endpoint},
+        {"outcome", &o->outcome}, {"device", &o->device}, {"used", &o->used},
+        {"total", &o->total},     {"free", &o->free},     {"source", &o->source},
+        {"shape", &o->shape},     {"note", &o->note},     {"at", &o->at_time},
+        {"author", &o->author},   {"expr", &o->expr},     {"reason", &o->reason},
+        {"output", &o->output},
+    };
+    const struct {
+        const char *name;
+        int64_t *v;
+    } ids[] = {{"limit", &o->limit}, {"boot", &o->boot}, {"usage", &o->usage},
+               {"rule", &o->rule},   {"rung", &o->rung}, {"battery", &o->battery},
+               {"bench", &o->bench}};
     if (!sw_args_parse_sub(&sw_spec_ledger, argc, argv, sub, &a, &rc))
         return rc ? rc : -1;
     o->json = a.json;
@@ -249,50 +202,23 @@ static int parse_args(int argc, char **argv, struct opts *o, const struct sw_cmd
         const char *name = a.seen[i].opt->name;
         for (size_t k = 0; k < SW_ARRAY_LEN(strs); k++)
             if (!strcmp(name, strs[k].name))
-                *(const char **)((char *)o + strs[k].off) = a.seen[i].val;
+                *strs[k].v = a.seen[i].val;
         for (size_t k = 0; k < SW_ARRAY_LEN(ids); k++) {
+            char flag[40];
             if (strcmp(name, ids[k].name))
                 continue;
-            char flag[40];
             snprintf(flag, sizeof(flag), "--%s", name);
-            rc = parse_id(flag, a.seen[i].val, (int64_t *)((char *)o + ids[k].off), o->json);
+            rc = parse_id(flag, a.seen[i].val, ids[k].v, o->json);
             if (rc)
                 return rc;
         }
     }
+    o->at.ledger = o->ledger;
+    o->at.fleet = o->fleet;
     o->pos[o->npos++] = strchr((*sub)->name, ' ') + 1;
     for (int i = 0; i < a.npos && o->npos < (int)SW_ARRAY_LEN(o->pos); i++)
         o->pos[o->npos++] = a.pos[i];
     return 0;
-}
-
-static int fail(struct sw_err *e, const struct opts *o)
-{
-    return sw_cli_fail(e, o->json);
-}
-
-/* Resolve the path and open. missing_ok: a missing file is reported through *missing. */
-static int open_ledger(const struct opts *o, struct sw_ledger *l, bool create, bool *missing,
-                       char *path, size_t pn, struct sw_err *e)
-{
-    struct sw_ledger_open_opts oo = {.create = create, .readonly = !create};
-    bool opened = false;
-    int rc = sw_ledger_open_for(l, o->ledger, o->fleet, &oo,
-                                missing ? SW_LEDGER_MAY_BE_ABSENT : SW_LEDGER_MUST_EXIST, &opened,
-                                path, pn, e);
-    if (missing)
-        *missing = !rc && !opened;
-    return rc;
-}
-
-static void print_row_count(json_t *counts)
-{
-    const char *k;
-    json_t *v;
-    json_object_foreach(counts, k, v)
-    {
-        printf("  %-15s %lld\n", k, (long long)json_integer_value(v));
-    }
 }
 
 static const char *jstr(const json_t *o, const char *k, const char *dflt)
@@ -313,45 +239,21 @@ static const char *jnum(const json_t *o, const char *k, char *buf, size_t n)
     return "-";
 }
 
-static int cmd_list(const struct opts *o)
+static int cmd_list(struct opts *o)
 {
-    struct sw_err e;
-    struct sw_ledger l;
-    char path[4096];
-    bool missing;
-    json_t *boots = NULL;
-    sw_err_clear(&e);
-    int rc = open_ledger(o, &l, false, &missing, path, sizeof(path), &e);
-    if (rc)
-        return fail(&e, o);
-    if (missing) {
-        if (o->json) {
-            json_t *j = json_pack("{s:s,s:[]}", "ledger", path, "boots");
-            sw_json_print(stdout, j, true);
-            json_decref(j);
-        } else {
-            printf("no ledger at %s yet: nothing recorded\n", path);
-        }
-        return SW_EXIT_OK;
-    }
+    struct sw_err e = {0};
+    json_t *doc = NULL;
     struct sw_ledger_query q = {
         .endpoint = o->endpoint, .outcome = o->outcome, .limit = o->limit, .newest_first = true};
-    if (o->endpoint) {
-        int64_t id;
-        rc = sw_ledger_endpoint_id(&l, o->endpoint, false, &id, &e);
-    }
-    if (!rc)
-        rc = sw_ledger_boots(&l, &q, &boots, &e);
-    if (rc) {
-        sw_ledger_close(&l);
-        return fail(&e, o);
-    }
+    if (sw_ledger_at_list(&o->at, &q, &doc, &e))
+        return sw_cli_fail(&e, o->json);
+    json_t *boots = json_object_get(doc, "boots");
     if (o->json) {
-        json_t *j = json_pack("{s:s,s:O}", "ledger", path, "boots", boots);
-        sw_json_print(stdout, j, true);
-        json_decref(j);
+        sw_json_print(stdout, doc, true);
+    } else if (o->at.missing) {
+        printf("no ledger at %s yet: nothing recorded\n", o->at.path);
     } else {
-        printf("ledger %s: %zu boot%s%s%s\n", path, json_array_size(boots),
+        printf("ledger %s: %zu boot%s%s%s\n", o->at.path, json_array_size(boots),
                json_array_size(boots) == 1 ? "" : "s", o->endpoint ? " of " : "",
                o->endpoint ? o->endpoint : "");
         if (json_array_size(boots))
@@ -372,8 +274,7 @@ static int cmd_list(const struct opts *o)
                    jnum(b, "max_concurrency", t2, sizeof(t2)), jstr(b, "shape_summary", "-"));
         }
     }
-    json_decref(boots);
-    sw_ledger_close(&l);
+    json_decref(doc);
     return SW_EXIT_OK;
 }
 
@@ -393,26 +294,18 @@ static void print_json_field(const char *label, json_t *v)
     sw_free(s);
 }
 
-static int cmd_show(const struct opts *o)
+static int cmd_show(struct opts *o)
 {
-    struct sw_err e;
-    struct sw_ledger l;
-    char path[4096];
+    struct sw_err e = {0};
     json_t *b = NULL;
     int64_t id;
-    sw_err_clear(&e);
     if (o->npos != 2)
         return sw_cli_usage_json("ledger", o->json, "show takes one boot id");
     int rc = parse_id("show", o->pos[1], &id, o->json);
     if (rc)
         return rc;
-    rc = open_ledger(o, &l, false, NULL, path, sizeof(path), &e);
-    if (!rc)
-        rc = sw_ledger_boot(&l, id, &b, &e);
-    if (rc) {
-        sw_ledger_close(&l);
-        return fail(&e, o);
-    }
+    if (sw_ledger_at_show(&o->at, id, &b, &e))
+        return sw_cli_fail(&e, o->json);
     if (o->json) {
         sw_json_print(stdout, b, true);
     } else {
@@ -438,10 +331,12 @@ static int cmd_show(const struct opts *o)
             printf("  source line  %s\n", jstr(b, "source_line", ""));
         if (jstr(b, "log_path", NULL))
             printf("  log          %s\n", jstr(b, "log_path", ""));
+        const char *docs[][2] = {{"predicted", "predicted"},
+                                 {"report", "report (printed by the engine)"},
+                                 {"failure", "failure"}};
         print_json_field("shape (canonical)", json_object_get(sh, "canonical"));
-        print_json_field("predicted", json_object_get(b, "predicted"));
-        print_json_field("report (printed by the engine)", json_object_get(b, "report"));
-        print_json_field("failure", json_object_get(b, "failure"));
+        for (size_t k = 0; k < SW_ARRAY_LEN(docs); k++)
+            print_json_field(docs[k][1], json_object_get(b, docs[k][0]));
         size_t i;
         json_t *u;
         json_array_foreach(json_object_get(b, "usage"), i, u)
@@ -474,103 +369,61 @@ static int cmd_show(const struct opts *o)
         }
     }
     json_decref(b);
-    sw_ledger_close(&l);
     return SW_EXIT_OK;
 }
 
-static int cmd_export(const struct opts *o)
+static int cmd_export(struct opts *o)
 {
-    struct sw_err e;
-    struct sw_ledger l;
-    char path[4096];
+    struct sw_err e = {0};
     json_t *doc = NULL;
-    sw_err_clear(&e);
-    int rc = open_ledger(o, &l, false, NULL, path, sizeof(path), &e);
-    if (!rc)
-        rc = sw_ledger_export(&l, o->endpoint, &doc, &e);
-    sw_ledger_close(&l);
-    if (rc)
-        return fail(&e, o);
-    if (o->output) {
-        char *s = sw_json_dumps(doc, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
-        if (!s) {
-            sw_err_set(&e, SW_ENOMEM, "out of memory");
-            rc = SW_ENOMEM;
-        } else {
-            rc = sw_write_file_atomic(o->output, s, strlen(s), 0644, &e);
-            sw_free(s);
-        }
-        if (!rc)
-            fprintf(stderr, "exported %s to %s\n", path, o->output);
-    } else {
+    if (sw_ledger_at_export(&o->at, o->endpoint, o->output, &doc, &e))
+        return sw_cli_fail(&e, o->json);
+    int rc = 0;
+    if (o->output)
+        fprintf(stderr, "exported %s to %s\n", o->at.path, o->output);
+    else
         rc = sw_json_print(stdout, doc, true);
-    }
     json_decref(doc);
-    return rc ? fail(&e, o) : SW_EXIT_OK;
+    return rc ? sw_cli_fail(&e, o->json) : SW_EXIT_OK;
 }
 
-static int cmd_import(const struct opts *o)
+static int cmd_import(struct opts *o)
 {
-    struct sw_err e;
-    struct sw_ledger l;
-    char path[4096];
+    struct sw_err e = {0};
     struct sw_progress prog;
     struct sw_ledger_import_stats st = {.progress = &prog};
-    sw_err_clear(&e);
     sw_progress_init(&prog, "import", "rows", 0);
     if (o->json)
         sw_progress_force(&prog, false, NULL);
     if (o->npos != 2)
         return sw_cli_usage_json("ledger", o->json, "import takes one FILE.json");
-    json_t *doc = sw_json_load_file(o->pos[1], 64u << 20, &e);
-    if (!doc)
-        return fail(&e, o);
-    int rc = open_ledger(o, &l, true, NULL, path, sizeof(path), &e);
-    if (!rc)
-        rc = sw_ledger_import(&l, doc, o->pos[1], &st, &e);
-    sw_ledger_close(&l);
-    json_decref(doc);
-    if (rc)
-        return fail(&e, o);
+    if (sw_ledger_at_import(&o->at, o->pos[1], &st, &e))
+        return sw_cli_fail(&e, o->json);
     if (o->json) {
-        json_t *j = json_pack("{s:s,s:s,s:I,s:I}", "ledger", path, "file", o->pos[1], "added",
+        json_t *j = json_pack("{s:s,s:s,s:I,s:I}", "ledger", o->at.path, "file", o->pos[1], "added",
                               (json_int_t)st.added, "skipped", (json_int_t)st.skipped);
         sw_json_print(stdout, j, true);
         json_decref(j);
     } else {
         printf("%s: recorded %lld rows in %s (%lld already there)\n", o->pos[1],
-               (long long)st.added, path, (long long)st.skipped);
+               (long long)st.added, o->at.path, (long long)st.skipped);
     }
     return SW_EXIT_OK;
 }
 
-static int cmd_usage(const struct opts *o)
+static int cmd_usage(struct opts *o)
 {
-    struct sw_err e;
-    struct sw_ledger l;
-    char path[4096];
-    bool missing;
-    json_t *arr = NULL;
-    sw_err_clear(&e);
-    int rc = open_ledger(o, &l, false, &missing, path, sizeof(path), &e);
-    if (rc)
-        return fail(&e, o);
-    if (missing) {
-        arr = json_array();
-    } else {
-        struct sw_ledger_query q = {.endpoint = o->endpoint, .limit = o->limit};
-        rc = sw_ledger_usage_list(&l, &q, &arr, &e);
-        sw_ledger_close(&l);
-        if (rc)
-            return fail(&e, o);
-    }
+    struct sw_err e = {0};
+    json_t *doc = NULL;
+    struct sw_ledger_query q = {.endpoint = o->endpoint, .limit = o->limit};
+    if (sw_ledger_at_usage(&o->at, &q, &doc, &e))
+        return sw_cli_fail(&e, o->json);
+    json_t *arr = json_object_get(doc, "usage");
     if (o->json) {
-        json_t *j = json_pack("{s:s,s:O}", "ledger", path, "usage", arr);
-        sw_json_print(stdout, j, true);
-        json_decref(j);
+        sw_json_print(stdout, doc, true);
     } else {
         printf("%zu usage reading%s in %s\n", json_array_size(arr),
-               json_array_size(arr) == 1 ? "" : "s", path);
+               json_array_size(arr) == 1 ? "" : "s", o->at.path);
         if (json_array_size(arr))
             printf("%5s  %-16s  %-12s  %9s  %9s  %9s  %-5s  %-14s  %-20s  %s\n", "ID", "ENDPOINT",
                    "DEVICE", "USED MiB", "TOTAL MiB", "FREE MiB", "BOOT", "SHAPE", "TAKEN (UTC)",
@@ -593,67 +446,52 @@ static int cmd_usage(const struct opts *o)
                    jstr(u, "source", ""), jstr(u, "note", NULL) ? ": " : "", jstr(u, "note", ""));
         }
     }
-    json_decref(arr);
+    json_decref(doc);
     return SW_EXIT_OK;
 }
 
-static int cmd_add_usage(const struct opts *o)
+static int cmd_add_usage(struct opts *o)
 {
-    struct sw_err e;
-    struct sw_ledger l;
-    char path[4096];
+    struct sw_err e = {0};
     struct sw_ledger_usage u = {.endpoint = o->endpoint,
                                 .device = o->device,
                                 .source = o->source ? o->source : "by hand",
                                 .boot_id = o->boot,
-                                .note = o->note};
+                                .note = o->note,
+                                .has_free = o->free != NULL};
+    const struct {
+        const char *flag, *value;
+        uint64_t *mib;
+    } figures[] = {{"--used", o->used, &u.used_mib},
+                   {"--total", o->total, &u.total_mib},
+                   {"--free", o->free, &u.free_mib}};
     int64_t id = 0;
-    sw_err_clear(&e);
+    bool new_endpoint = false;
     if (!o->endpoint || !o->device || !o->used || !o->total)
         return sw_cli_usage_json("ledger", o->json,
                                  "add-usage needs --endpoint, --device, --used and --total");
     if (o->boot && o->shape)
         return sw_cli_usage_json("ledger", o->json,
                                  "give --boot or --shape, not both (a boot has its shape)");
-    int rc = sw_ledger_parse_mib(o->used, &u.used_mib, &e);
-    if (rc) {
-        sw_err_prefix(&e, "--used");
-        return fail(&e, o);
-    }
-    rc = sw_ledger_parse_mib(o->total, &u.total_mib, &e);
-    if (rc) {
-        sw_err_prefix(&e, "--total");
-        return fail(&e, o);
-    }
-    if (o->free) {
-        u.has_free = true;
-        rc = sw_ledger_parse_mib(o->free, &u.free_mib, &e);
-        if (rc) {
-            sw_err_prefix(&e, "--free");
-            return fail(&e, o);
+    for (size_t i = 0; i < SW_ARRAY_LEN(figures); i++) {
+        if (figures[i].value && sw_ledger_parse_mib(figures[i].value, figures[i].mib, &e)) {
+            sw_err_prefix(&e, "%s", figures[i].flag);
+            return sw_cli_fail(&e, o->json);
         }
     }
-    if (o->at && sw_ledger_parse_time(o->at, &u.taken_at, &e)) {
+    if (o->at_time && sw_ledger_parse_time(o->at_time, &u.taken_at, &e)) {
         sw_err_prefix(&e, "--at");
-        return fail(&e, o);
+        return sw_cli_fail(&e, o->json);
     }
-    rc = open_ledger(o, &l, true, NULL, path, sizeof(path), &e);
-    if (!rc && o->shape)
-        rc = sw_ledger_find_shape(&l, o->shape, &u.shape_id, &e);
-    if (!rc) {
-        int64_t ep;
-        struct sw_err e2;
-        if (sw_ledger_endpoint_id(&l, o->endpoint, false, &ep, &e2) == SW_ENOENT)
-            fprintf(stderr, "slipway ledger: note: '%s' is a new endpoint in %s\n", o->endpoint,
-                    path);
-        rc = sw_ledger_record_usage(&l, &u, &id, &e);
-    }
-    sw_ledger_close(&l);
+    int rc = sw_ledger_at_add_usage(&o->at, &u, o->shape, &id, &new_endpoint, &e);
+    if (new_endpoint)
+        fprintf(stderr, "slipway ledger: note: '%s' is a new endpoint in %s\n", o->endpoint,
+                o->at.path);
     if (rc)
-        return fail(&e, o);
+        return sw_cli_fail(&e, o->json);
     if (o->json) {
         json_t *j =
-            json_pack("{s:s,s:I,s:s,s:s,s:I,s:I,s:I}", "ledger", path, "id", (json_int_t)id,
+            json_pack("{s:s,s:I,s:s,s:s,s:I,s:I,s:I}", "ledger", o->at.path, "id", (json_int_t)id,
                       "endpoint", o->endpoint, "device", o->device, "used_mib",
                       (json_int_t)u.used_mib, "total_mib", (json_int_t)u.total_mib, "free_mib",
                       (json_int_t)(u.has_free ? u.free_mib : u.total_mib - u.used_mib));
@@ -670,15 +508,11 @@ static int cmd_add_usage(const struct opts *o)
     return SW_EXIT_OK;
 }
 
-static int cmd_note(const struct opts *o)
+static int cmd_note(struct opts *o)
 {
-    struct sw_err e;
-    struct sw_ledger l;
-    char path[4096];
-    sw_err_clear(&e);
-    const char *kind = "ledger";
-    int64_t subject = 0;
-    int targets = 0;
+    struct sw_err e = {0};
+    struct sw_ledger_note_on on = {.endpoint = o->endpoint, .shape = o->shape};
+    int targets = (o->endpoint != NULL) + (o->shape != NULL);
     const struct {
         const char *kind;
         int64_t id;
@@ -686,11 +520,10 @@ static int cmd_note(const struct opts *o)
              {"rung", o->rung}, {"battery", o->battery}, {"bench", o->bench}};
     for (size_t i = 0; i < SW_ARRAY_LEN(t); i++)
         if (t[i].id) {
-            kind = t[i].kind;
-            subject = t[i].id;
+            on.kind = t[i].kind;
+            on.subject = t[i].id;
             targets++;
         }
-    targets += (o->endpoint != NULL) + (o->shape != NULL);
     if (targets > 1)
         return sw_cli_usage_json("ledger", o->json, "a note has one subject");
     if (o->npos < 2)
@@ -705,53 +538,27 @@ static int cmd_note(const struct opts *o)
         len += (size_t)w;
     }
     int64_t id = 0;
-    int rc = open_ledger(o, &l, true, NULL, path, sizeof(path), &e);
-    if (!rc && o->endpoint) {
-        kind = "endpoint";
-        rc = sw_ledger_endpoint_id(&l, o->endpoint, false, &subject, &e);
-    }
-    if (!rc && o->shape) {
-        kind = "shape";
-        rc = sw_ledger_find_shape(&l, o->shape, &subject, &e);
-    }
-    if (!rc)
-        rc = sw_ledger_record_note(&l, kind, subject, text, o->author, &id, &e);
-    sw_ledger_close(&l);
-    if (rc)
-        return fail(&e, o);
+    if (sw_ledger_at_note(&o->at, &on, text, o->author, &id, &e))
+        return sw_cli_fail(&e, o->json);
     if (o->json) {
-        json_t *j = json_pack("{s:s,s:I,s:s,s:I}", "ledger", path, "id", (json_int_t)id, "kind",
-                              kind, "subject", (json_int_t)subject);
+        json_t *j = json_pack("{s:s,s:I,s:s,s:I}", "ledger", o->at.path, "id", (json_int_t)id,
+                              "kind", on.kind, "subject", (json_int_t)on.subject);
         sw_json_print(stdout, j, true);
         json_decref(j);
+    } else if (on.subject) {
+        printf("note #%lld on %s %lld\n", (long long)id, on.kind, (long long)on.subject);
     } else {
-        if (subject)
-            printf("note #%lld on %s %lld\n", (long long)id, kind, (long long)subject);
-        else
-            printf("note #%lld on the ledger\n", (long long)id);
+        printf("note #%lld on the ledger\n", (long long)id);
     }
     return SW_EXIT_OK;
 }
 
-static int cmd_rules(const struct opts *o)
+static int cmd_rules(struct opts *o)
 {
-    struct sw_err e;
-    struct sw_ledger l;
-    char path[4096];
-    bool missing;
+    struct sw_err e = {0};
     json_t *kb = NULL;
-    sw_err_clear(&e);
-    int rc = open_ledger(o, &l, false, &missing, path, sizeof(path), &e);
-    if (rc)
-        return fail(&e, o);
-    if (missing) {
-        kb = json_pack("{s:[],s:[]}", "shapes", "rules");
-    } else {
-        rc = sw_ledger_known_bad(&l, o->endpoint, &kb, &e);
-        sw_ledger_close(&l);
-        if (rc)
-            return fail(&e, o);
-    }
+    if (sw_ledger_at_rules(&o->at, o->endpoint, &kb, &e))
+        return sw_cli_fail(&e, o->json);
     if (o->json) {
         sw_json_print(stdout, kb, true);
     } else {
@@ -761,7 +568,7 @@ static int cmd_rules(const struct opts *o)
         json_t *rules = json_object_get(kb, "rules");
         printf("%zu shape%s that failed, %zu known-bad rule%s (%s)\n", json_array_size(shapes),
                json_array_size(shapes) == 1 ? "" : "s", json_array_size(rules),
-               json_array_size(rules) == 1 ? "" : "s", path);
+               json_array_size(rules) == 1 ? "" : "s", o->at.path);
         json_array_foreach(shapes, i, s)
         {
             char sum[256];
@@ -788,13 +595,10 @@ static int cmd_rules(const struct opts *o)
     return SW_EXIT_OK;
 }
 
-static int cmd_add_rule(const struct opts *o)
+static int cmd_add_rule(struct opts *o)
 {
-    struct sw_err e;
-    struct sw_ledger l;
-    char path[4096];
+    struct sw_err e = {0};
     int64_t id = 0;
-    sw_err_clear(&e);
     if (!o->expr || !o->reason)
         return sw_cli_usage_json("ledger", o->json, "add-rule needs --expr and --reason");
     struct sw_ledger_rule_rec r = {.endpoint = o->endpoint,
@@ -802,31 +606,11 @@ static int cmd_add_rule(const struct opts *o)
                                    .reason = o->reason,
                                    .boot_id = o->boot,
                                    .source = o->source ? o->source : "operator"};
-    json_t *failure = NULL;
-    int rc = open_ledger(o, &l, true, NULL, path, sizeof(path), &e);
-    if (!rc && o->boot) {
-        /* the failure that taught the rule is the boot's own */
-        json_t *b = NULL;
-        rc = sw_ledger_boot(&l, o->boot, &b, &e);
-        if (!rc) {
-            failure = json_incref(json_object_get(b, "failure"));
-            if (json_is_null(failure)) {
-                json_decref(failure);
-                failure = NULL;
-            }
-        }
-        json_decref(b);
-        r.failure = failure;
-    }
-    if (!rc)
-        rc = sw_ledger_record_rule(&l, &r, &id, &e);
-    sw_ledger_close(&l);
-    json_decref(failure);
-    if (rc)
-        return fail(&e, o);
+    if (sw_ledger_at_add_rule(&o->at, &r, &id, &e))
+        return sw_cli_fail(&e, o->json);
     if (o->json) {
         json_t *j =
-            json_pack("{s:s,s:I,s:s}", "ledger", path, "id", (json_int_t)id, "expr", o->expr);
+            json_pack("{s:s,s:I,s:s}", "ledger", o->at.path, "id", (json_int_t)id, "expr", o->expr);
         sw_json_print(stdout, j, true);
         json_decref(j);
     } else {
@@ -836,139 +620,47 @@ static int cmd_add_rule(const struct opts *o)
     return SW_EXIT_OK;
 }
 
-static int cmd_verify(const struct opts *o, bool with_counts_only)
+/* verify and path: where the ledger is, its version and rows, and (verify) whether it passes
+ * integrity_check and foreign_key_check; exit 1 when it does not. */
+static int cmd_verify(struct opts *o)
 {
-    struct sw_err e;
-    struct sw_ledger l;
-    char path[4096];
-    bool ok = false, missing = false;
-    json_t *counts = NULL;
-    sw_err_clear(&e);
-    int rc = open_ledger(o, &l, false, &missing, path, sizeof(path), &e);
-    if (rc)
-        return fail(&e, o);
-    if (!missing) {
-        if (!with_counts_only)
-            rc = sw_ledger_verify(&l, &ok, &e);
-        if (!rc)
-            rc = sw_ledger_counts(&l, &counts, &e);
-    }
-    int version = l.schema_version;
-    sw_ledger_close(&l);
-    if (rc)
-        return fail(&e, o);
+    bool check = !strcmp(o->pos[0], "verify");
+    struct sw_err e = {0};
+    json_t *doc = NULL;
+    if (sw_ledger_at_verify(&o->at, check, &doc, &e))
+        return sw_cli_fail(&e, o->json);
+    bool ok = !json_is_false(json_object_get(doc, "ok"));
     if (o->json) {
-        json_t *j = json_pack("{s:s,s:b,s:i}", "ledger", path, "exists", !missing, "schema_version",
-                              missing ? 0 : version);
-        if (!with_counts_only && !missing) {
-            sw_json_set_bool(j, "ok", ok);
-            if (!ok)
-                sw_json_set_str(j, "problem", e.msg);
-        }
-        if (counts)
-            sw_json_set_new(j, "rows", json_incref(counts));
-        sw_json_print(stdout, j, true);
-        json_decref(j);
-    } else if (missing) {
-        printf("%s: no ledger yet (created by the first record)\n", path);
+        sw_json_print(stdout, doc, true);
+    } else if (o->at.missing) {
+        printf("%s: no ledger yet (created by the first record)\n", o->at.path);
     } else {
-        printf("%s: schema version %d%s\n", path, version,
-               with_counts_only ? ""
-               : ok             ? ", integrity ok, foreign keys ok"
-                                : "");
-        if (!with_counts_only && !ok)
-            printf("PROBLEM: %s\n", e.msg);
-        print_row_count(counts);
+        printf("%s: schema version %d%s\n", o->at.path, o->at.schema_version,
+               check && ok ? ", integrity ok, foreign keys ok" : "");
+        if (!ok)
+            printf("PROBLEM: %s\n", jstr(doc, "problem", ""));
+        const char *k;
+        json_t *v;
+        json_object_foreach(json_object_get(doc, "rows"), k, v)
+        {
+            printf("  %-15s %lld\n", k, (long long)json_integer_value(v));
+        }
     }
-    json_decref(counts);
-    return with_counts_only || missing || ok ? SW_EXIT_OK : SW_EXIT_FAIL;
-}
-
-/* The test hook: record in a loop, print every committed id (flushed) so a test that kills this
- * process knows exactly what was committed before the kill. */
-static int cmd_record_loop(const struct opts *o)
-{
-    struct sw_err e;
-    struct sw_ledger l;
-    char path[4096];
-    sw_err_clear(&e);
-    const char *ep = o->endpoint ? o->endpoint : "loop";
-    int rc = open_ledger(o, &l, true, NULL, path, sizeof(path), &e);
-    if (rc)
-        return fail(&e, o);
-    double until = o->seconds ? sw_now_s() + (double)o->seconds : 0;
-    int64_t max = o->count ? o->count : (o->seconds ? INT64_MAX : 100);
-    char excerpt[4096];
-    for (size_t i = 0; i + 80 < sizeof(excerpt); i += 80)
-        snprintf(excerpt + i, sizeof(excerpt) - i, "%-79s\n",
-                 "llama_kv_cache: size = 272.00 MiB (4096 cells, 32 layers, 1/1 seqs)");
-    for (int64_t i = 0; i < max && (!until || sw_now_s() < until); i++) {
-        json_t *shape = json_pack("{s:s,s:{s:s},s:I,s:i,s:s}", "engine", "llama.cpp", "model",
-                                  "name", "loop.gguf", "ctx", (json_int_t)(4096 * (1 + i % 7)),
-                                  "slots", 1 + (int)(i % 3), "kv_dtype", "f16");
-        json_t *report =
-            json_pack("{s:I,s:f,s:[i,i,i]}", "kv_cache_tokens", (json_int_t)(4096 * (1 + i % 7)),
-                      "max_concurrency", 1.5, "layers", 1, 2, 3);
-        json_t *failure = i % 5 == 4 ? json_pack("{s:s,s:s,s:s}", "class", "oom", "phase",
-                                                 "kv_alloc", "message", "loop failure")
-                                     : NULL;
-        json_t *battery =
-            json_pack("{s:[{s:s,s:s,s:s,s:i},{s:s,s:s,s:s,s:i},{s:s,s:s,s:s,s:i},{s:s,s:s,s:s,s:i},"
-                      "{s:s,s:s,s:s,s:i}]}",
-                      "checks", "name", "readiness", "status", "pass", "evidence", "200", "ms", 1,
-                      "name", "liveness", "status", "pass", "evidence", "1 token", "ms", 2, "name",
-                      "models", "status", "pass", "evidence", "alias", "ms", 3, "name", "chat",
-                      "status", "fail", "evidence", "x", "ms", 4, "name", "vision", "status",
-                      "skip", "evidence", "none", "ms", 5);
-        struct sw_ledger_boot b = {.endpoint = ep,
-                                   .shape = shape,
-                                   .engine = "llama.cpp",
-                                   .engine_version = "b0000",
-                                   .started_at = sw_wall_unix(),
-                                   .duration_ms = i,
-                                   .report = report,
-                                   .failure = failure,
-                                   .log_excerpt = excerpt,
-                                   .source = "_record-loop",
-                                   .note = "loop note"};
-        int64_t boot = 0, run = 0, use = 0;
-        if (!shape || !report || !battery || (i % 5 == 4 && !failure))
-            rc = sw_err_set(&e, SW_ENOMEM, "out of memory");
-        if (!rc)
-            rc = sw_ledger_record_boot(&l, &b, &boot, &e);
-        if (!rc) {
-            printf("boot %lld\n", (long long)boot);
-            fflush(stdout);
-            rc = sw_ledger_record_battery(&l, ep, boot, "http://127.0.0.1:1", 0, battery, &run, &e);
-        }
-        if (!rc) {
-            printf("battery %lld\n", (long long)run);
-            fflush(stdout);
-            struct sw_ledger_usage u = {.endpoint = ep,
-                                        .boot_id = boot,
-                                        .device = "cpu0",
-                                        .used_mib = (uint64_t)i % 1000,
-                                        .total_mib = 1000,
-                                        .source = "_record-loop"};
-            rc = sw_ledger_record_usage(&l, &u, &use, &e);
-        }
-        if (!rc) {
-            printf("usage %lld\n", (long long)use);
-            fflush(stdout);
-        }
-        json_decref(shape);
-        json_decref(report);
-        json_decref(failure);
-        json_decref(battery);
-        if (rc)
-            break;
-    }
-    sw_ledger_close(&l);
-    return rc ? fail(&e, o) : SW_EXIT_OK;
+    json_decref(doc);
+    return ok ? SW_EXIT_OK : SW_EXIT_FAIL;
 }
 
 int sw_cmd_ledger(int argc, char **argv)
 {
+    static const struct {
+        const struct sw_cmd_spec *spec;
+        int (*run)(struct opts *o);
+    } runs[] = {
+        {&spec_list, cmd_list},     {&spec_show, cmd_show},   {&spec_export, cmd_export},
+        {&spec_import, cmd_import}, {&spec_usage, cmd_usage}, {&spec_add_usage, cmd_add_usage},
+        {&spec_note, cmd_note},     {&spec_rules, cmd_rules}, {&spec_add_rule, cmd_add_rule},
+        {&spec_verify, cmd_verify}, {&spec_path, cmd_verify},
+    };
     struct opts o;
     const struct sw_cmd_spec *sub = NULL;
     int rc = parse_args(argc, argv, &o, &sub);
@@ -976,27 +668,8 @@ int sw_cmd_ledger(int argc, char **argv)
         return rc < 0 ? SW_EXIT_OK : rc;
     if (o.ledger && o.fleet)
         return sw_cli_usage_json("ledger", o.json, "give --ledger or --fleet, not both");
-    if (sub == &spec_list)
-        return cmd_list(&o);
-    if (sub == &spec_show)
-        return cmd_show(&o);
-    if (sub == &spec_export)
-        return cmd_export(&o);
-    if (sub == &spec_import)
-        return cmd_import(&o);
-    if (sub == &spec_usage)
-        return cmd_usage(&o);
-    if (sub == &spec_add_usage)
-        return cmd_add_usage(&o);
-    if (sub == &spec_note)
-        return cmd_note(&o);
-    if (sub == &spec_rules)
-        return cmd_rules(&o);
-    if (sub == &spec_add_rule)
-        return cmd_add_rule(&o);
-    if (sub == &spec_verify)
-        return cmd_verify(&o, false);
-    if (sub == &spec_path)
-        return cmd_verify(&o, true);
-    return cmd_record_loop(&o);
+    for (size_t i = 0; i < SW_ARRAY_LEN(runs); i++)
+        if (sub == runs[i].spec)
+            return runs[i].run(&o);
+    return SW_EXIT_USAGE;
 }

@@ -34,9 +34,11 @@
  * it. A zero-byte file is an uninitialised ledger: read-write opens initialise it, read-only
  * opens say so.
  *
- * What it deliberately does not do: no schema (schema.c), no records or queries.
+ * What it deliberately does not do: no schema (schema.c), no records or queries, and no part of
+ * any table's upkeep: a read-write open runs the hooks the tables' descriptors name (tables.c;
+ * the deploy journal's recovery is one), knowing none of them.
  */
-#include "deploy_internal.h"
+#include "ledger_internal.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -114,8 +116,11 @@ int sw__ledger_stmt(struct sw_ledger *l, enum sw__lst which, sqlite3_stmt **out,
         return sw_err_set(e, SW_EINVAL, "ledger: bad statement %d", (int)which);
     sqlite3_stmt *st = l->stmt[which];
     if (!st) {
-        int rc = sqlite3_prepare_v3(l->db, sw__ledger_sql[which], -1, SQLITE_PREPARE_PERSISTENT,
-                                    &st, NULL);
+        char buf[4096];
+        const char *sql = sw__ledger_sql_text(which, buf, sizeof(buf));
+        if (!sql)
+            return sw_err_set(e, SW_ERANGE, "ledger: statement %d is too long", (int)which);
+        int rc = sqlite3_prepare_v3(l->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &st, NULL);
         if (rc != SQLITE_OK)
             return sw__ledger_dberr(l, e, rc, "preparing a statement");
         l->stmt[which] = st;
@@ -313,21 +318,6 @@ static int quick_check(struct sw_ledger *l, struct sw_err *e)
                      first[0] ? first : sqlite3_errstr(rc));
 }
 
-/* A deploy whose process died left its attempt open: mark it interrupted now (deploy.c). Only
- * when an open attempt exists, so an ordinary open takes no write lock; a failure here is
- * logged, not fatal (the next open, or sw_ledger_deploy_recover, tries again). */
-static void recover_on_open(struct sw_ledger *l)
-{
-    struct sw_err re;
-    bool any = false;
-    int64_t n = 0;
-    sw_err_clear(&re);
-    if (sw__dep_any_open(l, &any, &re) || !any)
-        return;
-    if (sw_ledger_deploy_recover(l, NULL, &n, &re))
-        sw_log(SW_LOG_WARN, "ledger %s: could not mark interrupted deploys: %s", l->path, re.msg);
-}
-
 int sw_ledger_open(struct sw_ledger *l, const char *path, const struct sw_ledger_open_opts *opts,
                    struct sw_err *e)
 {
@@ -426,7 +416,7 @@ int sw_ledger_open(struct sw_ledger *l, const char *path, const struct sw_ledger
         goto out;
     rc = sw__ledger_migrate(l, SW_LEDGER_SCHEMA_VERSION, e);
     if (!rc && !opts->readonly)
-        recover_on_open(l);
+        sw__ledger_tables_on_open(l); /* each table's owner, by its descriptor (tables.c) */
 out:
     if (rc)
         sw_ledger_close(l);

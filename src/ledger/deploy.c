@@ -11,7 +11,8 @@
  *           rolled-back attempt adds a known-bad rule for its exact shape (the rules API), so the
  *           known_bad gate refuses it next time;
  *   recover marks the open attempts whose owner is provably gone as `interrupted` (their open
- *           steps too). Every read-write open runs it, and begin runs it for its endpoint.
+ *           steps too). Every read-write open runs it (the on-open hook deploy_attempts'
+ *           descriptor names, tables.c), and begin runs it for its endpoint.
  *
  * Secrets: notes, evidence and step details pass through the caller's secret list (sw_redact)
  * before they are stored.
@@ -348,6 +349,22 @@ int sw__dep_any_open(struct sw_ledger *l, bool *any, struct sw_err *e)
         rc = sw__ledger_dberr(l, e, s, "reading the open attempts");
     sqlite3_finalize(st);
     return rc;
+}
+
+/* The deploy journal's part of every read-write open (deploy_attempts' descriptor names it,
+ * tables.c): a deploy whose process died left its attempt open, so mark it interrupted now. Only
+ * when an open attempt exists, so an ordinary open takes no write lock; a failure here is
+ * logged, not fatal (the next open, or sw_ledger_deploy_recover, tries again). */
+void sw__dep_on_open(struct sw_ledger *l)
+{
+    struct sw_err re;
+    bool any = false;
+    int64_t n = 0;
+    sw_err_clear(&re);
+    if (sw__dep_any_open(l, &any, &re) || !any)
+        return;
+    if (sw_ledger_deploy_recover(l, NULL, &n, &re))
+        sw_log(SW_LOG_WARN, "ledger %s: could not mark interrupted deploys: %s", l->path, re.msg);
 }
 
 int sw_ledger_deploy_recover(struct sw_ledger *l, const char *endpoint, int64_t *marked,

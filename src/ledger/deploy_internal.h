@@ -36,6 +36,8 @@ int sw__dep_owner_alive(const struct sw__dep_owner *o, char *why, size_t whyn);
 /* In a write transaction: mark stale open attempts (of endpoint, or all) interrupted. */
 int sw__dep_recover_tx(struct sw_ledger *l, const char *endpoint, int64_t *marked,
                        struct sw_err *e);
+/* The on-open hook of deploy_attempts (tables.c): recover stale attempts, when there are any. */
+void sw__dep_on_open(struct sw_ledger *l);
 /* Is any attempt open (no write lock taken)? */
 int sw__dep_any_open(struct sw_ledger *l, bool *any, struct sw_err *e);
 int sw__dep_attempt_row(struct sw_ledger *l, int64_t attempt, int64_t *endpoint_id,
@@ -43,13 +45,9 @@ int sw__dep_attempt_row(struct sw_ledger *l, int64_t attempt, int64_t *endpoint_
 /* The known-bad rule expression of an exact canonical shape (sw_free). */
 int sw__dep_shape_expr(const json_t *canonical, char **out, struct sw_err *e);
 
-/* tag.c: column readers (NULL on OOM; NULL columns are JSON null), put (*rc set on failure, v
- * consumed either way), a tag row as JSON, whole-component path overlap. */
-json_t *sw__dep_col_str(sqlite3_stmt *st, int i);
-json_t *sw__dep_col_int(sqlite3_stmt *st, int i);
-json_t *sw__dep_col_time(sqlite3_stmt *st, int i, int64_t div);
+/* tag.c: a stored JSON column (NULL on failure), a tag row as JSON, whole-component path
+ * overlap. The other column readers and put are query.c's (ledger_internal.h). */
 json_t *sw__dep_col_json(sqlite3_stmt *st, int i);
-int sw__dep_put(json_t *o, const char *k, json_t *v, int *rc);
 int sw__dep_tag_row(sqlite3_stmt *st, bool full, json_t **out);
 bool sw__dep_path_overlap(const char *a, const char *b);
 

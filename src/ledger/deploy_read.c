@@ -49,16 +49,15 @@ static int steps_of(struct sw_ledger *l, int64_t attempt, bool open_alive, json_
         json_t *o = json_object();
         int orc = o ? 0 : SW_ENOMEM;
         bool open = sqlite3_column_type(st, 3) == SQLITE_NULL;
-        sw__dep_put(o, "seq", sw__dep_col_int(st, 0), &orc);
-        sw__dep_put(o, "name", sw__dep_col_str(st, 1), &orc);
-        sw__dep_put(o, "started_ms", sw__dep_col_int(st, 2), &orc);
-        sw__dep_put(o, "ended_ms", sw__dep_col_int(st, 3), &orc);
-        sw__dep_put(o, "ms", ms_between(st, 2, 3), &orc);
-        sw__dep_put(o, "outcome",
-                    open ? json_string(open_alive ? "running" : "interrupted")
-                         : sw__dep_col_str(st, 4),
-                    &orc);
-        sw__dep_put(o, "detail", sw__dep_col_json(st, 5), &orc);
+        sw__put(o, "seq", sw__col_int(st, 0), &orc);
+        sw__put(o, "name", sw__col_str(st, 1), &orc);
+        sw__put(o, "started_ms", sw__col_int(st, 2), &orc);
+        sw__put(o, "ended_ms", sw__col_int(st, 3), &orc);
+        sw__put(o, "ms", ms_between(st, 2, 3), &orc);
+        sw__put(o, "outcome",
+                open ? json_string(open_alive ? "running" : "interrupted") : sw__col_str(st, 4),
+                &orc);
+        sw__put(o, "detail", sw__dep_col_json(st, 5), &orc);
         if (orc) {
             json_decref(o);
             rc = SW_ENOMEM;
@@ -102,36 +101,36 @@ static int attempt_row(struct sw_ledger *l, sqlite3_stmt *st, json_t **out, stru
         alive = sw__dep_owner_alive(&ow, why, sizeof(why)) != 0;
     }
     const char *outcome = open ? (alive ? "running" : "interrupted") : NULL;
-    sw__dep_put(o, "id", json_integer(id), &rc);
-    sw__dep_put(o, "endpoint", sw__dep_col_str(st, 1), &rc);
-    sw__dep_put(o, "shape_hash", sw__dep_col_str(st, 2), &rc);
-    sw__dep_put(o, "shape", sw__dep_col_json(st, 3), &rc);
-    sw__dep_put(o, "from_tag", sw__dep_col_str(st, 4), &rc);
-    sw__dep_put(o, "tag", sw__dep_col_str(st, 5), &rc);
-    sw__dep_put(o, "started", sw__dep_col_time(st, 6, 1000), &rc);
-    sw__dep_put(o, "ended", sw__dep_col_time(st, 7, 1000), &rc);
-    sw__dep_put(o, "started_ms", sw__dep_col_int(st, 6), &rc);
-    sw__dep_put(o, "ended_ms", sw__dep_col_int(st, 7), &rc);
-    sw__dep_put(o, "ms", ms_between(st, 6, 7), &rc);
-    sw__dep_put(o, "outcome", outcome ? json_string(outcome) : sw__dep_col_str(st, 8), &rc);
+    sw__put(o, "id", json_integer(id), &rc);
+    sw__put(o, "endpoint", sw__col_str(st, 1), &rc);
+    sw__put(o, "shape_hash", sw__col_str(st, 2), &rc);
+    sw__put(o, "shape", sw__dep_col_json(st, 3), &rc);
+    sw__put(o, "from_tag", sw__col_str(st, 4), &rc);
+    sw__put(o, "tag", sw__col_str(st, 5), &rc);
+    sw__put(o, "started", sw__col_time(st, 6, 1000), &rc);
+    sw__put(o, "ended", sw__col_time(st, 7, 1000), &rc);
+    sw__put(o, "started_ms", sw__col_int(st, 6), &rc);
+    sw__put(o, "ended_ms", sw__col_int(st, 7), &rc);
+    sw__put(o, "ms", ms_between(st, 6, 7), &rc);
+    sw__put(o, "outcome", outcome ? json_string(outcome) : sw__col_str(st, 8), &rc);
     /* recovered: false for a stale open attempt not yet marked (a read-only reader) */
-    sw__dep_put(o, "recovered", json_boolean(!(open && !alive)), &rc);
-    sw__dep_put(o, "failure_class",
-                open && !alive ? json_string("interrupted") : sw__dep_col_str(st, 9), &rc);
-    sw__dep_put(o, "downtime_ms", sw__dep_col_int(st, 10), &rc);
-    sw__dep_put(o, "rule_id", sw__dep_col_int(st, 11), &rc);
-    sw__dep_put(o, "note", sw__dep_col_str(st, 12), &rc);
-    sw__dep_put(o, "evidence",
-                open && !alive ? json_pack("{s:s}", "reason", why) : sw__dep_col_json(st, 13), &rc);
+    sw__put(o, "recovered", json_boolean(!(open && !alive)), &rc);
+    sw__put(o, "failure_class", open && !alive ? json_string("interrupted") : sw__col_str(st, 9),
+            &rc);
+    sw__put(o, "downtime_ms", sw__col_int(st, 10), &rc);
+    sw__put(o, "rule_id", sw__col_int(st, 11), &rc);
+    sw__put(o, "note", sw__col_str(st, 12), &rc);
+    sw__put(o, "evidence",
+            open && !alive ? json_pack("{s:s}", "reason", why) : sw__dep_col_json(st, 13), &rc);
     json_t *owner = json_object();
     int orc = owner ? 0 : SW_ENOMEM;
-    sw__dep_put(owner, "host", sw__dep_col_str(st, 14), &orc);
-    sw__dep_put(owner, "pid", sw__dep_col_int(st, 16), &orc);
+    sw__put(owner, "host", sw__col_str(st, 14), &orc);
+    sw__put(owner, "pid", sw__col_int(st, 16), &orc);
     if (orc) {
         json_decref(owner);
         owner = NULL;
     }
-    sw__dep_put(o, "owner", owner, &rc);
+    sw__put(o, "owner", owner, &rc);
     if (rc) {
         json_decref(o);
         return sw_err_set(e, SW_ENOMEM, "out of memory");
@@ -254,18 +253,6 @@ static const char SQL_LAST_USAGE[] =
     "SELECT device, used_mib, total_mib, free_mib, taken_at FROM usage "
     "WHERE endpoint_id = ?1 AND shape_id = ?2 ORDER BY id DESC LIMIT 1";
 
-static json_t *num_col(sqlite3_stmt *st, int i)
-{
-    switch (sqlite3_column_type(st, i)) {
-    case SQLITE_INTEGER:
-        return json_integer(sqlite3_column_int64(st, i));
-    case SQLITE_FLOAT:
-        return json_real(sqlite3_column_double(st, i));
-    default:
-        return json_null();
-    }
-}
-
 /* Run a "last row" query into an object of the named columns (JSON null when no row). */
 static int last_row(struct sw_ledger *l, const char *sql, int64_t ep, int64_t shape,
                     const char *const *names, const char *kinds, json_t **out, struct sw_err *e)
@@ -283,10 +270,10 @@ static int last_row(struct sw_ledger *l, const char *sql, int64_t ep, int64_t sh
         int orc = o ? 0 : SW_ENOMEM;
         for (int i = 0; names[i]; i++) {
             json_t *v = kinds[i] == 'j'   ? sw__dep_col_json(st, i)
-                        : kinds[i] == 't' ? sw__dep_col_time(st, i, 1)
-                        : kinds[i] == 's' ? sw__dep_col_str(st, i)
-                                          : num_col(st, i);
-            sw__dep_put(o, names[i], v, &orc);
+                        : kinds[i] == 't' ? sw__col_time(st, i, 1)
+                        : kinds[i] == 's' ? sw__col_str(st, i)
+                                          : sw__col_num(st, i);
+            sw__put(o, names[i], v, &orc);
         }
         if (orc) {
             json_decref(o);
@@ -338,18 +325,18 @@ static int measured(struct sw_ledger *l, int64_t ep, int64_t shape, json_t **out
     json_t *b = json_object(), *be = json_object(), *u = json_object();
     if (!o)
         orc = SW_ENOMEM;
-    sw__dep_put(o, "boots", num_col(st, 0), &orc);
-    sw__dep_put(o, "boots_ok", num_col(st, 1), &orc);
-    sw__dep_put(o, "boots_failed", num_col(st, 2), &orc);
-    sw__dep_put(o, "kv_cache_tokens", num_col(st, 3), &orc);
-    sw__dep_put(o, "max_concurrency", num_col(st, 4), &orc);
+    sw__put(o, "boots", sw__col_num(st, 0), &orc);
+    sw__put(o, "boots_ok", sw__col_num(st, 1), &orc);
+    sw__put(o, "boots_failed", sw__col_num(st, 2), &orc);
+    sw__put(o, "kv_cache_tokens", sw__col_num(st, 3), &orc);
+    sw__put(o, "max_concurrency", sw__col_num(st, 4), &orc);
     int brc = b ? 0 : SW_ENOMEM, berc = be ? 0 : SW_ENOMEM, urc = u ? 0 : SW_ENOMEM;
-    sw__dep_put(b, "runs", num_col(st, 5), &brc);
-    sw__dep_put(b, "last", lb, &brc);
-    sw__dep_put(be, "runs", num_col(st, 6), &berc);
-    sw__dep_put(be, "last", lbe, &berc);
-    sw__dep_put(u, "readings", num_col(st, 7), &urc);
-    sw__dep_put(u, "last", lu, &urc);
+    sw__put(b, "runs", sw__col_num(st, 5), &brc);
+    sw__put(b, "last", lb, &brc);
+    sw__put(be, "runs", sw__col_num(st, 6), &berc);
+    sw__put(be, "last", lbe, &berc);
+    sw__put(u, "readings", sw__col_num(st, 7), &urc);
+    sw__put(u, "last", lu, &urc);
     sqlite3_finalize(st);
     if (brc) {
         json_decref(b);
@@ -363,9 +350,9 @@ static int measured(struct sw_ledger *l, int64_t ep, int64_t shape, json_t **out
         json_decref(u);
         u = NULL;
     }
-    sw__dep_put(o, "battery", b, &orc);
-    sw__dep_put(o, "bench", be, &orc);
-    sw__dep_put(o, "usage", u, &orc);
+    sw__put(o, "battery", b, &orc);
+    sw__put(o, "bench", be, &orc);
+    sw__put(o, "usage", u, &orc);
     if (orc) {
         json_decref(o);
         return sw_err_set(e, SW_ENOMEM, "out of memory");
@@ -388,10 +375,10 @@ static int restorable(const struct sw_ledger_history_opts *o, json_t *tag, struc
 {
     int rc = 0;
     if (!o || (!o->present && !o->present_sized)) {
-        sw__dep_put(tag, "restorable", json_null(), &rc);
-        sw__dep_put(tag, "missing", json_array(), &rc);
-        sw__dep_put(tag, "restorable_why",
-                    json_string(o && o->unchecked ? o->unchecked : "not checked"), &rc);
+        sw__put(tag, "restorable", json_null(), &rc);
+        sw__put(tag, "missing", json_array(), &rc);
+        sw__put(tag, "restorable_why",
+                json_string(o && o->unchecked ? o->unchecked : "not checked"), &rc);
         return rc ? sw_err_set(e, SW_ENOMEM, "out of memory") : 0;
     }
     json_t *missing = json_array();
@@ -434,10 +421,10 @@ static int restorable(const struct sw_ledger_history_opts *o, json_t *tag, struc
                  json_array_size(missing));
     else
         snprintf(why, sizeof(why), "its payload%s is on the host", image ? " and image" : "");
-    sw__dep_put(tag, "restorable",
-                unknown ? json_null() : json_boolean(json_array_size(missing) == 0), &rc);
-    sw__dep_put(tag, "missing", missing, &rc);
-    sw__dep_put(tag, "restorable_why", json_string(why), &rc);
+    sw__put(tag, "restorable", unknown ? json_null() : json_boolean(json_array_size(missing) == 0),
+            &rc);
+    sw__put(tag, "missing", missing, &rc);
+    sw__put(tag, "restorable_why", json_string(why), &rc);
     return rc ? sw_err_set(e, SW_ENOMEM, "out of memory") : 0;
 }
 
@@ -478,7 +465,7 @@ static int history(struct sw_ledger *l, const char *endpoint,
             break;
         }
         if (sqlite3_column_int(st, 11) && !last_good) {
-            last_good = sw__dep_col_str(st, 1);
+            last_good = sw__col_str(st, 1);
             if (!last_good) {
                 rc = sw_err_set(e, SW_ENOMEM, "out of memory");
                 break;
@@ -500,12 +487,12 @@ static int history(struct sw_ledger *l, const char *endpoint,
         res = json_object();
         if (!res)
             orc = SW_ENOMEM;
-        sw__dep_put(res, "endpoint", json_string(endpoint), &orc);
-        sw__dep_put(res, "last_good", last_good ? last_good : json_null(), &orc);
+        sw__put(res, "endpoint", json_string(endpoint), &orc);
+        sw__put(res, "last_good", last_good ? last_good : json_null(), &orc);
         last_good = NULL;
-        sw__dep_put(res, "tags", tags, &orc);
+        sw__put(res, "tags", tags, &orc);
         tags = NULL;
-        sw__dep_put(res, "attempts", att, &orc);
+        sw__put(res, "attempts", att, &orc);
         att = NULL;
         if (orc) {
             json_decref(res);

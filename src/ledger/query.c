@@ -1,9 +1,11 @@
 /*
  * Reading the ledger back as JSON: boots (summaries or in full, with their shapes, usage
  * readings and notes, which is what calibrate consumes), usage readings, what the gates refuse
- * (shapes that failed, known-bad rules), row counts, and the full export that sw_ledger_import
- * reads back. Multi-statement reads run inside one read transaction so they see one snapshot
- * even while another process records.
+ * (shapes that failed, known-bad rules), bench runs, ladder rungs, shapes by hash, row counts.
+ * A row becomes JSON by its table's descriptor (tables.c): the view's fields in order, each by
+ * its kind, from the columns the derived SELECT returns in the same order; the export document
+ * (document.c) lists its sections through the same rows. Multi-statement reads run inside one
+ * read transaction so they see one snapshot even while another process records.
  *
  * What it deliberately does not do: interpret reports (the engine adapters own their fields) or
  * decide anything.
@@ -22,7 +24,22 @@ static void read_end(struct sw_ledger *l)
     sw__ledger_rollback(l); /* nothing was written: ending the read is all it does */
 }
 
-static json_t *col_str(sqlite3_stmt *st, int i)
+static int oom(struct sw_err *e)
+{
+    return sw_err_set(e, SW_ENOMEM, "out of memory");
+}
+
+/* rc as the caller returns it: an allocation failure not yet said in e is said now. */
+static int said(int rc, struct sw_err *e)
+{
+    return rc == SW_ENOMEM && (!e || e->code != SW_ENOMEM) ? oom(e) : rc;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Columns as JSON (shared with the rollout's readers: deploy_read.c, tag.c, unitobs.c).
+ */
+
+json_t *sw__col_str(sqlite3_stmt *st, int i)
 {
     const unsigned char *t = sqlite3_column_text(st, i);
     /* a ledger is a file anyone may have edited: what is not UTF-8 is repaired, not lost */
@@ -30,13 +47,13 @@ static json_t *col_str(sqlite3_stmt *st, int i)
              : json_null();
 }
 
-static json_t *col_int(sqlite3_stmt *st, int i)
+json_t *sw__col_int(sqlite3_stmt *st, int i)
 {
     return sqlite3_column_type(st, i) == SQLITE_NULL ? json_null()
                                                      : json_integer(sqlite3_column_int64(st, i));
 }
 
-static json_t *col_num(sqlite3_stmt *st, int i)
+json_t *sw__col_num(sqlite3_stmt *st, int i)
 {
     switch (sqlite3_column_type(st, i)) {
     case SQLITE_INTEGER:
@@ -48,21 +65,29 @@ static json_t *col_num(sqlite3_stmt *st, int i)
     }
 }
 
-static json_t *col_time(sqlite3_stmt *st, int i)
+json_t *sw__col_time(sqlite3_stmt *st, int i, int64_t div)
 {
     if (sqlite3_column_type(st, i) == SQLITE_NULL)
         return json_null();
     char buf[40];
-    return json_string(sw_fmt_time(sqlite3_column_int64(st, i), buf, sizeof(buf)));
+    return json_string(sw_fmt_time(sqlite3_column_int64(st, i) / div, buf, sizeof(buf)));
 }
 
-/* Parse a stored JSON column; NULL column -> JSON null. */
-static int col_json(struct sw_ledger *l, sqlite3_stmt *st, int i, json_t **out, struct sw_err *e)
+int sw__put(json_t *o, const char *k, json_t *v, int *rc)
+{
+    if (*rc)
+        json_decref(v);
+    else if (!v || json_object_set_new(o, k, v))
+        *rc = SW_ENOMEM;
+    return *rc;
+}
+
+int sw__col_json(struct sw_ledger *l, sqlite3_stmt *st, int i, json_t **out, struct sw_err *e)
 {
     const char *t = (const char *)sqlite3_column_text(st, i);
     if (!t) {
         *out = json_null();
-        return *out ? 0 : sw_err_set(e, SW_ENOMEM, "out of memory");
+        return *out ? 0 : oom(e);
     }
     json_error_t je;
     *out = json_loadb(t, (size_t)sqlite3_column_bytes(st, i), JSON_DECODE_ANY, &je);
@@ -80,266 +105,148 @@ static int col_json(struct sw_ledger *l, sqlite3_stmt *st, int i, json_t **out, 
     sqlite3_reset(v);
     sqlite3_clear_bindings(v);
     if (valid)
-        return sw_err_set(e, SW_ENOMEM, "out of memory");
+        return oom(e);
     return sw_err_at(e, SW_EDB, l->path, 0, 0, "a stored JSON column does not parse: %s", je.text);
 }
 
-/* Build an object from (key, new reference) pairs; any NULL value means out of memory. */
-static int put(json_t *o, const char *k, json_t *v, int *rc)
-{
-    if (*rc)
-        json_decref(v);
-    else if (!v || json_object_set_new(o, k, v))
-        *rc = SW_ENOMEM;
-    return *rc;
-}
+/* ---------------------------------------------------------------------------------------------
+ * Rows by their descriptors.
+ */
 
-static int oom(struct sw_err *e)
+/* The shape of a listing: {id, hash}, in full with its canonical form; null without a shape. The
+ * export's is the canonical form alone. *i: the next result column. */
+static int shape_json(struct sw_ledger *l, sqlite3_stmt *st, unsigned view, int *i, json_t **v,
+                      struct sw_err *e)
 {
-    return sw_err_set(e, SW_ENOMEM, "out of memory");
-}
-
-static int notes_of(struct sw_ledger *l, const char *kind, int64_t id, json_t **out,
-                    struct sw_err *e)
-{
-    sqlite3_stmt *st;
-    int rc = sw__ledger_stmt(l, LST_NOTES_OF, &st, e);
-    if (rc)
-        return rc;
-    json_t *arr = json_array();
-    if (!arr)
-        return oom(e);
-    sw__bind_text(st, 1, kind);
-    sqlite3_bind_int64(st, 2, id);
-    int s;
-    while (!rc && (s = sqlite3_step(st)) == SQLITE_ROW) {
-        json_t *n = json_object();
-        if (!n) {
-            rc = oom(e);
-            break;
-        }
-        put(n, "id", col_int(st, 0), &rc);
-        put(n, "text", col_str(st, 3), &rc);
-        put(n, "author", col_str(st, 4), &rc);
-        put(n, "created_at", col_time(st, 6), &rc);
-        if (rc)
-            json_decref(n);
-        else if (json_array_append_new(arr, n)) /* takes n even when it fails */
-            rc = SW_ENOMEM;
-        if (rc)
-            oom(e);
+    int at = *i;
+    if (view == SW__V_EXPORT) {
+        *i += 1;
+        return sw__col_json(l, st, at, v, e);
     }
-    if (!rc && s != SQLITE_DONE)
-        rc = sw__ledger_dberr(l, e, s, "reading notes");
-    sqlite3_reset(st);
-    if (rc) {
-        json_decref(arr);
-        return rc;
+    *i += view == SW__V_FULL ? 3 : 2;
+    if (sqlite3_column_type(st, at) == SQLITE_NULL) {
+        *v = json_null();
+        return 0;
     }
-    *out = arr;
-    return 0;
-}
-
-/* One usage row (LST_USAGE_LIST columns) as JSON. */
-static int usage_row(struct sw_ledger *l, sqlite3_stmt *st, bool for_export, json_t **out,
-                     struct sw_err *e)
-{
     int rc = 0;
-    json_t *u = json_object();
-    if (!u)
-        return oom(e);
-    put(u, "id", col_int(st, 0), &rc);
-    put(u, "endpoint", col_str(st, 1), &rc);
-    put(u, "boot", col_int(st, 2), &rc);
-    if (for_export) {
-        json_t *canon = NULL;
-        if (!rc)
-            rc = col_json(l, st, 5, &canon, e);
-        put(u, "shape", canon, &rc);
-    } else {
-        json_t *sh = sqlite3_column_type(st, 3) == SQLITE_NULL
-                         ? json_null()
-                         : json_pack("{s:I,s:s}", "id", (json_int_t)sqlite3_column_int64(st, 3),
-                                     "hash", (const char *)sqlite3_column_text(st, 4));
-        put(u, "shape", sh, &rc);
-    }
-    put(u, "device", col_str(st, 6), &rc);
-    put(u, "used_mib", col_int(st, 7), &rc);
-    put(u, "total_mib", col_int(st, 8), &rc);
-    /* free as the tool printed it when it was read, else total - used */
-    bool read = sqlite3_column_type(st, 15) != SQLITE_NULL;
-    if (for_export)
-        put(u, "free_mib", col_int(st, 15), &rc);
-    else
-        put(u, "free_mib",
-            json_integer(read ? sqlite3_column_int64(st, 15)
-                              : sqlite3_column_int64(st, 8) - sqlite3_column_int64(st, 7)),
-            &rc);
-    if (!for_export)
-        put(u, "free_read", json_boolean(read), &rc);
-    put(u, "source", col_str(st, 9), &rc);
-    put(u, "taken_at", col_time(st, 10), &rc);
-    put(u, "note", col_str(st, 11), &rc);
-    put(u, "source_line", col_str(st, 12), &rc);
-    if (for_export)
-        put(u, "ext_id", col_str(st, 14), &rc);
-    if (rc) {
-        json_decref(u);
-        return rc == SW_ENOMEM ? oom(e) : rc;
-    }
-    *out = u;
-    return 0;
-}
-
-static int usage_query(struct sw_ledger *l, const char *endpoint, int64_t shape_id, int64_t boot_id,
-                       int64_t limit, bool for_export, json_t **out, struct sw_err *e)
-{
-    sqlite3_stmt *st;
-    bool of_boot = boot_id && !endpoint && !shape_id && limit <= 0;
-    int rc = sw__ledger_stmt(l, of_boot ? LST_USAGE_OF_BOOT : LST_USAGE_LIST, &st, e);
-    if (rc)
-        return rc;
-    json_t *arr = json_array();
-    if (!arr)
-        return oom(e);
-    if (of_boot) {
-        sqlite3_bind_int64(st, 1, boot_id);
-    } else {
-        sw__bind_text(st, 1, endpoint);
-        sw__bind_i64(st, 2, shape_id, shape_id == 0);
-        sw__bind_i64(st, 3, boot_id, boot_id == 0);
-        sqlite3_bind_int64(st, 4, limit > 0 ? limit : -1);
-    }
-    int s;
-    while (!rc && (s = sqlite3_step(st)) == SQLITE_ROW) {
-        json_t *u = NULL;
-        rc = usage_row(l, st, for_export, &u, e);
-        if (!rc && json_array_append_new(arr, u))
-            rc = oom(e);
-    }
-    if (!rc && s != SQLITE_DONE)
-        rc = sw__ledger_dberr(l, e, s, "reading usage");
-    sqlite3_reset(st);
-    if (rc) {
-        json_decref(arr);
-        return rc;
-    }
-    *out = arr;
-    return 0;
-}
-
-/* One boot row (BOOT_COLS) as JSON. */
-static int boot_row(struct sw_ledger *l, sqlite3_stmt *st, int mode, json_t **out, struct sw_err *e)
-{
-    enum { SUMMARY = 0, FULL = 1, EXPORT = 2 };
-    int rc = 0;
-    json_t *b = json_object();
     json_t *canon = NULL;
-    if (!b)
-        return oom(e);
-    int64_t id = sqlite3_column_int64(st, 0);
-    rc = col_json(l, st, 4, &canon, e);
-    if (rc)
-        goto out;
-    put(b, "id", json_integer(id), &rc);
-    put(b, "endpoint", col_str(st, 1), &rc);
-    if (mode == EXPORT) {
-        put(b, "shape", json_incref(canon), &rc);
-        put(b, "shape_hash", col_str(st, 3), &rc);
-    } else if (sqlite3_column_type(st, 2) == SQLITE_NULL) {
-        put(b, "shape", json_null(), &rc);
-    } else {
-        json_t *sh = json_pack("{s:I,s:s}", "id", (json_int_t)sqlite3_column_int64(st, 2), "hash",
-                               (const char *)sqlite3_column_text(st, 3));
-        if (sh && mode == FULL)
-            put(sh, "canonical", json_incref(canon), &rc);
-        put(b, "shape", sh, &rc);
+    json_t *sh = json_pack("{s:I,s:s}", "id", (json_int_t)sqlite3_column_int64(st, at), "hash",
+                           (const char *)sqlite3_column_text(st, at + 1));
+    if (sh && view == SW__V_FULL) {
+        rc = sw__col_json(l, st, at + 2, &canon, e);
+        sw__put(sh, "canonical", canon, &rc);
     }
-    if (mode != EXPORT) {
-        char sum[256];
-        put(b, "shape_summary", json_string(sw_ledger_shape_summary(canon, sum, sizeof(sum))), &rc);
-    }
-    put(b, "engine", col_str(st, 5), &rc);
-    put(b, "engine_version", col_str(st, 6), &rc);
-    put(b, "started_at", col_time(st, 7), &rc);
-    put(b, "ended_at", col_time(st, 8), &rc);
-    put(b, "duration_ms", col_int(st, 9), &rc);
-    put(b, "outcome", col_str(st, 10), &rc);
-    put(b, "failure_class", col_str(st, 11), &rc);
-    put(b, "failure_phase", col_str(st, 12), &rc);
-    if (mode == SUMMARY) {
-        put(b, "kv_cache_tokens", col_num(st, 18), &rc);
-        put(b, "max_concurrency", col_num(st, 19), &rc);
-    }
-    put(b, "source", col_str(st, 14), &rc);
-    if (rc)
-        goto out;
-    if (mode != SUMMARY) {
-        static const char *const docs[] = {"predicted", "report", "failure"};
-        for (int i = 0; i < 3 && !rc; i++) {
-            json_t *j = NULL;
-            rc = col_json(l, st, 20 + i, &j, e);
-            if (!rc)
-                put(b, docs[i], j, &rc);
-        }
-        put(b, "log_path", col_str(st, 13), &rc);
-        put(b, "log_excerpt", col_str(st, 23), &rc);
-        put(b, "source_line", col_str(st, 15), &rc);
-        put(b, "recorded_at", col_time(st, 16), &rc);
-        put(b, "ext_id", col_str(st, 17), &rc);
-    }
-    if (rc)
-        goto out;
-    if (mode == FULL) {
-        json_t *u = NULL, *n = NULL;
-        rc = usage_query(l, NULL, 0, id, 0, false, &u, e);
-        if (!rc)
-            put(b, "usage", u, &rc);
-        if (!rc)
-            rc = notes_of(l, "boot", id, &n, e);
-        if (!rc)
-            put(b, "notes", n, &rc);
-    }
-out:
-    json_decref(canon);
     if (rc) {
-        json_decref(b);
-        return rc == SW_ENOMEM && (!e || e->code != SW_ENOMEM) ? oom(e) : rc;
+        json_decref(sh);
+        return rc;
     }
-    *out = b;
+    *v = sh;
     return 0;
 }
 
-static int boots_query(struct sw_ledger *l, const struct sw_ledger_query *q, int mode, json_t **out,
-                       struct sw_err *e)
+static int summary_json(struct sw_ledger *l, sqlite3_stmt *st, int at, json_t **v, struct sw_err *e)
 {
-    static const struct sw_ledger_query all = {0};
-    if (!q)
-        q = &all;
-    if (q->outcome && strcmp(q->outcome, "ok") && strcmp(q->outcome, "failed"))
-        return sw_err_set(e, SW_EINVAL, "outcome filter must be ok or failed");
+    json_t *canon = NULL;
+    char sum[256];
+    int rc = sw__col_json(l, st, at, &canon, e);
+    if (rc)
+        return rc;
+    *v = json_string(sw_ledger_shape_summary(canon, sum, sizeof(sum)));
+    json_decref(canon);
+    return 0;
+}
+
+/* The rows a SW__ROWS field lists under the row whose id is `id`. */
+static int rows_under(struct sw_ledger *l, enum sw__lst which, int64_t id, json_t **v,
+                      struct sw_err *e)
+{
     sqlite3_stmt *st;
-    enum sw__lst which = mode == 0 ? (q->newest_first ? LST_BOOTS_DESC : LST_BOOTS_ASC)
-                                   : (q->newest_first ? LST_BOOTS_FULL_DESC : LST_BOOTS_FULL_ASC);
     int rc = sw__ledger_stmt(l, which, &st, e);
     if (rc)
         return rc;
-    json_t *arr = json_array();
-    if (!arr)
+    sqlite3_bind_int64(st, 1, id);
+    return sw__ledger_collect(l, which, st, v, e);
+}
+
+/* One field's value from the result columns at *i (advanced past them). *v NULL: out of
+ * memory. */
+static int field_json(struct sw_ledger *l, sqlite3_stmt *st, const struct sw__col *c, unsigned view,
+                      int *i, json_t **v, struct sw_err *e)
+{
+    int at = *i;
+    if (c->kind == SW__SHAPE)
+        return shape_json(l, st, view, i, v, e);
+    *i += 1;
+    switch (c->kind) {
+    case SW__TEXT:
+    case SW__ENDPOINT:
+        *v = sw__col_str(st, at);
+        return 0;
+    case SW__TIME:
+        *v = sw__col_time(st, at, 1);
+        return 0;
+    case SW__NUM:
+    case SW__REAL:
+        *v = sw__col_num(st, at);
+        return 0;
+    case SW__BOOL:
+        *v = json_boolean(sqlite3_column_int(st, at) != 0);
+        return 0;
+    case SW__JSON:
+        return sw__col_json(l, st, at, v, e);
+    case SW__SUMMARY:
+        return summary_json(l, st, at, v, e);
+    case SW__ROWS:
+        return rows_under(l, c->rows, sqlite3_column_int64(st, at), v, e);
+    default: /* the integers: ids, counts, milliseconds, references */
+        *v = sw__col_int(st, at);
+        return 0;
+    }
+}
+
+/* The current row of a statement derived from t's view, as JSON. */
+static int row_json(struct sw_ledger *l, sqlite3_stmt *st, const struct sw__table *t, unsigned view,
+                    json_t **out, struct sw_err *e)
+{
+    int rc = 0, i = 0;
+    json_t *o = json_object();
+    if (!o)
         return oom(e);
-    sw__bind_text(st, 1, q->endpoint);
-    sw__bind_text(st, 2, q->outcome);
-    sw__bind_i64(st, 3, q->shape_id, q->shape_id == 0);
-    sqlite3_bind_int64(st, 4, q->limit > 0 ? q->limit : -1);
-    int s;
+    for (size_t k = 0; k < t->ncols && !rc; k++) {
+        const struct sw__col *c = &t->cols[k];
+        json_t *v = NULL;
+        if (!(c->views & view))
+            continue;
+        rc = field_json(l, st, c, view, &i, &v, e);
+        if (!rc)
+            sw__put(o, sw__col_key(c), v, &rc);
+    }
+    if (rc) {
+        json_decref(o);
+        return said(rc, e);
+    }
+    *out = o;
+    return 0;
+}
+
+int sw__ledger_collect(struct sw_ledger *l, enum sw__lst which, sqlite3_stmt *st, json_t **out,
+                       struct sw_err *e)
+{
+    const struct sw__rows *r = &sw__ledger_rows[which];
+    json_t *arr = json_array();
+    int rc = arr ? 0 : oom(e);
+    int s = SQLITE_DONE;
     while (!rc && (s = sqlite3_step(st)) == SQLITE_ROW) {
-        json_t *b = NULL;
-        rc = boot_row(l, st, mode, &b, e);
-        if (!rc && json_array_append_new(arr, b))
+        json_t *o = NULL;
+        rc = row_json(l, st, r->table, r->view, &o, e);
+        if (!rc && json_array_append_new(arr, o))
             rc = oom(e);
     }
-    if (!rc && s != SQLITE_DONE)
-        rc = sw__ledger_dberr(l, e, s, "reading boots");
+    if (!rc && s != SQLITE_DONE) {
+        char what[64];
+        snprintf(what, sizeof(what), "reading %s", r->table->name);
+        rc = sw__ledger_dberr(l, e, s, what);
+    }
     sqlite3_reset(st);
     if (rc) {
         json_decref(arr);
@@ -348,15 +255,67 @@ static int boots_query(struct sw_ledger *l, const struct sw_ledger_query *q, int
     *out = arr;
     return 0;
 }
+
+int sw__ledger_list(struct sw_ledger *l, enum sw__lst which, const char *endpoint, json_t **out,
+                    struct sw_err *e)
+{
+    sqlite3_stmt *st;
+    int rc = sw__ledger_stmt(l, which, &st, e);
+    if (rc)
+        return rc;
+    sw__bind_text(st, 1, endpoint);
+    return sw__ledger_collect(l, which, st, out, e);
+}
+
+/* The one row of a statement whose ?1 is an id; SW_ENOENT "no <what> ID in the ledger". */
+static int one_row(struct sw_ledger *l, enum sw__lst which, int64_t id, const char *what,
+                   json_t **out, struct sw_err *e)
+{
+    const struct sw__rows *r = &sw__ledger_rows[which];
+    sqlite3_stmt *st;
+    int rc = sw__ledger_stmt(l, which, &st, e);
+    if (rc)
+        return rc;
+    sqlite3_bind_int64(st, 1, id);
+    int s = sqlite3_step(st);
+    if (s == SQLITE_ROW)
+        rc = row_json(l, st, r->table, r->view, out, e);
+    else if (s == SQLITE_DONE)
+        rc =
+            sw_err_at(e, SW_ENOENT, l->path, 0, 0, "no %s %lld in the ledger", what, (long long)id);
+    else
+        rc = sw__ledger_dberr(l, e, s, "reading the ledger");
+    sqlite3_reset(st);
+    return rc;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * The queries.
+ */
 
 int sw_ledger_boots(struct sw_ledger *l, const struct sw_ledger_query *q, json_t **out,
                     struct sw_err *e)
 {
+    static const struct sw_ledger_query all = {0};
     *out = NULL;
+    if (!q)
+        q = &all;
+    if (q->outcome && strcmp(q->outcome, "ok") && strcmp(q->outcome, "failed"))
+        return sw_err_set(e, SW_EINVAL, "outcome filter must be ok or failed");
+    enum sw__lst which = q->full ? (q->newest_first ? LST_BOOTS_FULL_DESC : LST_BOOTS_FULL_ASC)
+                                 : (q->newest_first ? LST_BOOTS_DESC : LST_BOOTS_ASC);
     int rc = read_begin(l, e);
     if (rc)
         return rc;
-    rc = boots_query(l, q, q && q->full ? 1 : 0, out, e);
+    sqlite3_stmt *st;
+    rc = sw__ledger_stmt(l, which, &st, e);
+    if (!rc) {
+        sw__bind_text(st, 1, q->endpoint);
+        sw__bind_text(st, 2, q->outcome);
+        sw__bind_i64(st, 3, q->shape_id, q->shape_id == 0);
+        sqlite3_bind_int64(st, 4, q->limit > 0 ? q->limit : -1);
+        rc = sw__ledger_collect(l, which, st, out, e);
+    }
     read_end(l);
     return rc;
 }
@@ -367,20 +326,7 @@ int sw_ledger_boot(struct sw_ledger *l, int64_t id, json_t **out, struct sw_err 
     int rc = read_begin(l, e);
     if (rc)
         return rc;
-    sqlite3_stmt *st;
-    rc = sw__ledger_stmt(l, LST_BOOT_ONE, &st, e);
-    if (rc)
-        goto out;
-    sqlite3_bind_int64(st, 1, id);
-    int s = sqlite3_step(st);
-    if (s == SQLITE_ROW)
-        rc = boot_row(l, st, 1, out, e);
-    else if (s == SQLITE_DONE)
-        rc = sw_err_at(e, SW_ENOENT, l->path, 0, 0, "no boot %lld in the ledger", (long long)id);
-    else
-        rc = sw__ledger_dberr(l, e, s, "reading a boot");
-    sqlite3_reset(st);
-out:
+    rc = one_row(l, LST_BOOT_ONE, id, "boot", out, e);
     read_end(l);
     return rc;
 }
@@ -395,286 +341,111 @@ int sw_ledger_usage_list(struct sw_ledger *l, const struct sw_ledger_query *q, j
     int rc = read_begin(l, e);
     if (rc)
         return rc;
-    rc = usage_query(l, q->endpoint, q->shape_id, 0, q->limit, false, out, e);
+    sqlite3_stmt *st;
+    rc = sw__ledger_stmt(l, LST_USAGE_LIST, &st, e);
+    if (!rc) {
+        sw__bind_text(st, 1, q->endpoint);
+        sw__bind_i64(st, 2, q->shape_id, q->shape_id == 0);
+        sqlite3_bind_null(st, 3);
+        sqlite3_bind_int64(st, 4, q->limit > 0 ? q->limit : -1);
+        rc = sw__ledger_collect(l, LST_USAGE_LIST, st, out, e);
+    }
     read_end(l);
     return rc;
 }
 
-static int rule_row(struct sw_ledger *l, sqlite3_stmt *st, bool for_export, json_t **out,
-                    struct sw_err *e)
+/* One failed shape of an endpoint: {shape_id, hash, canonical, endpoint, failed, ok, failures:
+ * [{boot, started_at, failure}]} (LST_BAD_SHAPES columns). */
+static int bad_shape(struct sw_ledger *l, sqlite3_stmt *st, json_t **out, struct sw_err *e)
 {
-    int rc = 0;
-    json_t *f = NULL;
-    json_t *r = json_object();
-    if (!r)
-        return oom(e);
-    rc = col_json(l, st, 4, &f, e);
-    put(r, "id", col_int(st, 0), &rc);
-    put(r, "endpoint", col_str(st, 1), &rc);
-    put(r, "expr", col_str(st, 2), &rc);
-    put(r, "reason", col_str(st, 3), &rc);
-    put(r, "failure", f, &rc);
-    put(r, "boot", col_int(st, 5), &rc);
-    put(r, "source", col_str(st, 6), &rc);
-    put(r, "source_line", col_str(st, 7), &rc);
-    put(r, "created_at", col_time(st, 8), &rc);
-    if (for_export)
-        put(r, "ext_id", col_str(st, 9), &rc);
-    if (rc) {
-        json_decref(r);
-        return rc == SW_ENOMEM ? oom(e) : rc;
+    sqlite3_stmt *fst;
+    json_t *canon = NULL, *fails = json_array(), *o = json_object();
+    int rc = fails && o ? 0 : SW_ENOMEM;
+    if (!rc)
+        rc = sw__col_json(l, st, 2, &canon, e);
+    sw__put(o, "shape_id", sw__col_int(st, 0), &rc);
+    sw__put(o, "hash", sw__col_str(st, 1), &rc);
+    sw__put(o, "canonical", canon, &rc);
+    sw__put(o, "endpoint", sw__col_str(st, 3), &rc);
+    sw__put(o, "failed", sw__col_int(st, 5), &rc);
+    sw__put(o, "ok", sw__col_int(st, 6), &rc);
+    if (!rc)
+        rc = sw__ledger_stmt(l, LST_BAD_FAILURES, &fst, e);
+    if (!rc) {
+        sqlite3_bind_int64(fst, 1, sqlite3_column_int64(st, 0));
+        sqlite3_bind_int64(fst, 2, sqlite3_column_int64(st, 4));
+        int fs;
+        while (!rc && (fs = sqlite3_step(fst)) == SQLITE_ROW) {
+            json_t *f = NULL, *fo = json_object();
+            if (!fo)
+                rc = SW_ENOMEM;
+            if (!rc)
+                rc = sw__col_json(l, fst, 1, &f, e);
+            sw__put(fo, "boot", sw__col_int(fst, 0), &rc);
+            sw__put(fo, "started_at", sw__col_time(fst, 2, 1), &rc);
+            sw__put(fo, "failure", f, &rc);
+            if (!rc && json_array_append_new(fails, fo))
+                rc = SW_ENOMEM;
+            else if (rc)
+                json_decref(fo);
+        }
+        if (!rc && fs != SQLITE_DONE)
+            rc = sw__ledger_dberr(l, e, fs, "reading failures");
+        sqlite3_reset(fst);
     }
-    *out = r;
+    sw__put(o, "failures", fails, &rc);
+    if (rc) {
+        json_decref(o);
+        return rc;
+    }
+    *out = o;
     return 0;
 }
 
-/* Run a list statement whose ?1 is an optional endpoint name; row() turns each row into JSON. */
-static int list(struct sw_ledger *l, enum sw__lst which, const char *endpoint,
-                int (*row)(struct sw_ledger *, sqlite3_stmt *, bool, json_t **, struct sw_err *),
-                bool for_export, json_t **out, struct sw_err *e)
+static int known_bad(struct sw_ledger *l, const char *endpoint, json_t *doc, struct sw_err *e)
 {
     sqlite3_stmt *st;
-    int rc = sw__ledger_stmt(l, which, &st, e);
-    if (rc)
+    json_t *shapes = json_array(), *rules = NULL;
+    int rc = shapes ? 0 : SW_ENOMEM, s = SQLITE_DONE;
+    if (!rc)
+        rc = sw__ledger_stmt(l, LST_BAD_SHAPES, &st, e);
+    if (rc) {
+        json_decref(shapes);
         return rc;
-    json_t *arr = json_array();
-    if (!arr)
-        return oom(e);
+    }
     sw__bind_text(st, 1, endpoint);
-    int s;
     while (!rc && (s = sqlite3_step(st)) == SQLITE_ROW) {
-        json_t *r = NULL;
-        rc = row(l, st, for_export, &r, e);
-        if (!rc && json_array_append_new(arr, r))
-            rc = oom(e);
+        json_t *o = NULL;
+        rc = bad_shape(l, st, &o, e);
+        if (!rc && json_array_append_new(shapes, o))
+            rc = SW_ENOMEM;
     }
     if (!rc && s != SQLITE_DONE)
-        rc = sw__ledger_dberr(l, e, s, "reading the ledger");
+        rc = sw__ledger_dberr(l, e, s, "reading failed shapes");
     sqlite3_reset(st);
-    if (rc) {
-        json_decref(arr);
-        return rc;
-    }
-    *out = arr;
-    return 0;
+    if (!rc)
+        rc = sw__ledger_list(l, LST_RULES, endpoint, &rules, e);
+    sw__put(doc, "shapes", shapes, &rc);
+    sw__put(doc, "rules", rules, &rc);
+    return rc;
 }
 
 int sw_ledger_known_bad(struct sw_ledger *l, const char *endpoint, json_t **out, struct sw_err *e)
 {
     *out = NULL;
     json_t *doc = json_object();
-    json_t *shapes = json_array();
-    json_t *rules = NULL;
-    sqlite3_stmt *st, *fst;
-    int rc = 0, s;
-    if (!doc || !shapes) {
-        rc = oom(e);
-        goto done;
-    }
-    rc = read_begin(l, e);
-    if (rc)
-        goto done;
-    rc = sw__ledger_stmt(l, LST_BAD_SHAPES, &st, e);
-    if (rc)
-        goto out;
-    sw__bind_text(st, 1, endpoint);
-    while (!rc && (s = sqlite3_step(st)) == SQLITE_ROW) {
-        json_t *canon = NULL, *fails = json_array(), *o = json_object();
-        if (!fails || !o)
-            rc = oom(e);
-        if (!rc)
-            rc = col_json(l, st, 2, &canon, e);
-        put(o, "shape_id", col_int(st, 0), &rc);
-        put(o, "hash", col_str(st, 1), &rc);
-        put(o, "canonical", canon, &rc);
-        put(o, "endpoint", col_str(st, 3), &rc);
-        put(o, "failed", col_int(st, 5), &rc);
-        put(o, "ok", col_int(st, 6), &rc);
-        if (!rc)
-            rc = sw__ledger_stmt(l, LST_BAD_FAILURES, &fst, e);
-        if (!rc) {
-            sqlite3_bind_int64(fst, 1, sqlite3_column_int64(st, 0));
-            sqlite3_bind_int64(fst, 2, sqlite3_column_int64(st, 4));
-            int fs;
-            while (!rc && (fs = sqlite3_step(fst)) == SQLITE_ROW) {
-                json_t *f = NULL, *fo = json_object();
-                if (!fo)
-                    rc = oom(e);
-                if (!rc)
-                    rc = col_json(l, fst, 1, &f, e);
-                put(fo, "boot", col_int(fst, 0), &rc);
-                put(fo, "started_at", col_time(fst, 2), &rc);
-                put(fo, "failure", f, &rc);
-                if (!rc && json_array_append_new(fails, fo))
-                    rc = SW_ENOMEM;
-                else if (rc)
-                    json_decref(fo);
-            }
-            if (!rc && fs != SQLITE_DONE)
-                rc = sw__ledger_dberr(l, e, fs, "reading failures");
-            sqlite3_reset(fst);
-        }
-        put(o, "failures", fails, &rc);
-        if (!rc && json_array_append_new(shapes, o))
-            rc = SW_ENOMEM;
-        else if (rc)
-            json_decref(o);
-    }
-    if (!rc && s != SQLITE_DONE)
-        rc = sw__ledger_dberr(l, e, s, "reading failed shapes");
-    sqlite3_reset(st);
-    if (!rc)
-        rc = list(l, LST_RULES, endpoint, rule_row, false, &rules, e);
-out:
-    read_end(l);
-done:
+    if (!doc)
+        return oom(e);
+    int rc = read_begin(l, e);
     if (!rc) {
-        /* set_new takes its value even when it fails */
-        bool bad = json_object_set_new(doc, "shapes", shapes) != 0;
-        bad = json_object_set_new(doc, "rules", rules) != 0 || bad;
-        shapes = rules = NULL;
-        if (bad)
-            rc = SW_ENOMEM;
+        rc = known_bad(l, endpoint, doc, e);
+        read_end(l);
     }
     if (rc) {
-        if (rc == SW_ENOMEM && (!e || e->code != SW_ENOMEM))
-            oom(e);
         json_decref(doc);
-        json_decref(shapes);
-        json_decref(rules);
-        return rc;
+        return said(rc, e);
     }
     *out = doc;
-    return 0;
-}
-
-/* ---------------------------------------------------------------------------------------------
- * Export.
- */
-
-static int endpoint_row(struct sw_ledger *l, sqlite3_stmt *st, bool x, json_t **out,
-                        struct sw_err *e)
-{
-    int rc = 0;
-    json_t *o = json_object();
-    if (!o)
-        return oom(e);
-    put(o, "id", col_int(st, 0), &rc);
-    put(o, "name", col_str(st, 1), &rc);
-    put(o, "created_at", col_time(st, 2), &rc);
-    if (rc) {
-        json_decref(o);
-        return oom(e);
-    }
-    *out = o;
-    return 0;
-}
-
-static int shape_row(struct sw_ledger *l, sqlite3_stmt *st, bool x, json_t **out, struct sw_err *e)
-{
-    int rc = 0;
-    json_t *canon = NULL;
-    json_t *o = json_object();
-    if (!o)
-        return oom(e);
-    rc = col_json(l, st, 3, &canon, e);
-    put(o, "id", col_int(st, 0), &rc);
-    put(o, "hash", col_str(st, 1), &rc);
-    put(o, "canon_version", col_int(st, 2), &rc);
-    put(o, "canonical", canon, &rc);
-    put(o, "created_at", col_time(st, 4), &rc);
-    if (rc) {
-        json_decref(o);
-        return rc == SW_ENOMEM ? oom(e) : rc;
-    }
-    *out = o;
-    return 0;
-}
-
-static int battery_row(struct sw_ledger *l, sqlite3_stmt *st, bool x, json_t **out,
-                       struct sw_err *e)
-{
-    int rc = 0;
-    json_t *o = json_object();
-    json_t *checks = json_array();
-    if (!o || !checks) {
-        json_decref(o);
-        json_decref(checks);
-        return oom(e);
-    }
-    put(o, "id", col_int(st, 0), &rc);
-    put(o, "endpoint", col_str(st, 1), &rc);
-    put(o, "boot", col_int(st, 2), &rc);
-    put(o, "url", col_str(st, 3), &rc);
-    put(o, "started_at", col_time(st, 4), &rc);
-    put(o, "ms", col_int(st, 5), &rc);
-    put(o, "passed", col_int(st, 6), &rc);
-    put(o, "failed", col_int(st, 7), &rc);
-    put(o, "skipped", col_int(st, 8), &rc);
-    put(o, "ext_id", col_str(st, 9), &rc);
-    put(o, "recorded_at", col_time(st, 10), &rc);
-    sqlite3_stmt *cst;
-    if (!rc)
-        rc = sw__ledger_stmt(l, LST_CHECKS_OF, &cst, e);
-    if (!rc) {
-        sqlite3_bind_int64(cst, 1, sqlite3_column_int64(st, 0));
-        int s;
-        while (!rc && (s = sqlite3_step(cst)) == SQLITE_ROW) {
-            json_t *ev = NULL, *c = json_object();
-            if (!c)
-                rc = SW_ENOMEM;
-            if (!rc)
-                rc = col_json(l, cst, 3, &ev, e);
-            put(c, "name", col_str(cst, 1), &rc);
-            put(c, "status", col_str(cst, 2), &rc);
-            put(c, "evidence", ev, &rc);
-            put(c, "reason", col_str(cst, 4), &rc);
-            put(c, "ms", col_int(cst, 5), &rc);
-            if (!rc && json_array_append_new(checks, c))
-                rc = SW_ENOMEM;
-            else if (rc)
-                json_decref(c);
-        }
-        if (!rc && s != SQLITE_DONE)
-            rc = sw__ledger_dberr(l, e, s, "reading battery checks");
-        sqlite3_reset(cst);
-    }
-    put(o, "checks", checks, &rc);
-    if (rc) {
-        json_decref(o);
-        return rc == SW_ENOMEM && (!e || e->code != SW_ENOMEM) ? oom(e) : rc;
-    }
-    *out = o;
-    return 0;
-}
-
-static int bench_row(struct sw_ledger *l, sqlite3_stmt *st, bool x, json_t **out, struct sw_err *e)
-{
-    int rc = 0;
-    json_t *p = NULL, *r = NULL;
-    json_t *o = json_object();
-    if (!o)
-        return oom(e);
-    rc = col_json(l, st, 4, &p, e);
-    if (!rc)
-        rc = col_json(l, st, 5, &r, e);
-    put(o, "id", col_int(st, 0), &rc);
-    put(o, "endpoint", col_str(st, 1), &rc);
-    put(o, "boot", col_int(st, 2), &rc);
-    put(o, "started_at", col_time(st, 3), &rc);
-    put(o, "params", p, &rc);
-    put(o, "results", r, &rc);
-    put(o, "chart_path", col_str(st, 6), &rc);
-    put(o, "source_line", col_str(st, 7), &rc);
-    put(o, "ext_id", col_str(st, 8), &rc);
-    put(o, "recorded_at", col_time(st, 9), &rc);
-    if (sqlite3_column_count(st) > 10) /* LST_BENCH_ONE: the shape column (not exported) */
-        put(o, "shape", col_str(st, 10), &rc);
-    if (rc) {
-        json_decref(o);
-        return rc == SW_ENOMEM ? oom(e) : rc;
-    }
-    *out = o;
     return 0;
 }
 
@@ -684,21 +455,7 @@ int sw_ledger_bench_run(struct sw_ledger *l, int64_t id, json_t **out, struct sw
     int rc = read_begin(l, e);
     if (rc)
         return rc;
-    sqlite3_stmt *st;
-    rc = sw__ledger_stmt(l, LST_BENCH_ONE, &st, e);
-    if (rc)
-        goto out;
-    sqlite3_bind_int64(st, 1, id);
-    int s = sqlite3_step(st);
-    if (s == SQLITE_ROW)
-        rc = bench_row(l, st, false, out, e);
-    else if (s == SQLITE_DONE)
-        rc = sw_err_at(e, SW_ENOENT, l->path, 0, 0, "no bench run %lld in the ledger",
-                       (long long)id);
-    else
-        rc = sw__ledger_dberr(l, e, s, "reading a bench run");
-    sqlite3_reset(st);
-out:
+    rc = one_row(l, LST_BENCH_ONE, id, "bench run", out, e);
     read_end(l);
     return rc;
 }
@@ -730,41 +487,6 @@ out:
     return rc;
 }
 
-static int rung_row(struct sw_ledger *l, sqlite3_stmt *st, bool x, json_t **out, struct sw_err *e)
-{
-    int rc = 0;
-    json_t *canon = NULL;
-    json_t *o = json_object();
-    if (!o)
-        return oom(e);
-    rc = col_json(l, st, 5, &canon, e);
-    put(o, "id", col_int(st, 0), &rc);
-    put(o, "endpoint", col_str(st, 1), &rc);
-    put(o, "ladder", col_str(st, 2), &rc);
-    put(o, "rung", col_int(st, 3), &rc);
-    put(o, "shape_hash", col_str(st, 4), &rc);
-    put(o, "shape", canon, &rc);
-    put(o, "boot", col_int(st, 6), &rc);
-    put(o, "outcome", col_str(st, 7), &rc);
-    put(o, "note", col_str(st, 8), &rc);
-    put(o, "source_line", col_str(st, 9), &rc);
-    put(o, "ext_id", col_str(st, 10), &rc);
-    put(o, "recorded_at", col_time(st, 11), &rc);
-    json_t *ev = NULL;
-    if (!rc)
-        rc = col_json(l, st, 16, &ev, e);
-    put(o, "knob", col_str(st, 13), &rc);
-    put(o, "value", col_int(st, 14), &rc);
-    put(o, "class", col_str(st, 15), &rc);
-    put(o, "evidence", ev, &rc);
-    if (rc) {
-        json_decref(o);
-        return rc == SW_ENOMEM ? oom(e) : rc;
-    }
-    *out = o;
-    return 0;
-}
-
 int sw_ledger_rungs(struct sw_ledger *l, const char *endpoint, const char *ladder, json_t **out,
                     struct sw_err *e)
 {
@@ -780,7 +502,7 @@ int sw_ledger_rungs(struct sw_ledger *l, const char *endpoint, const char *ladde
         json_decref(mine);
         return rc;
     }
-    rc = list(l, LST_RUNG_LIST, endpoint, rung_row, false, &all, e);
+    rc = sw__ledger_list(l, LST_RUNG_LIST, endpoint, &all, e);
     read_end(l);
     size_t i;
     json_t *r;
@@ -799,94 +521,38 @@ int sw_ledger_rungs(struct sw_ledger *l, const char *endpoint, const char *ladde
     return 0;
 }
 
-static int note_row(struct sw_ledger *l, sqlite3_stmt *st, bool x, json_t **out, struct sw_err *e)
+int sw_ledger_find_shape(struct sw_ledger *l, const char *h, int64_t *id, struct sw_err *e)
 {
-    int rc = 0;
-    json_t *o = json_object();
-    if (!o)
-        return oom(e);
-    put(o, "id", col_int(st, 0), &rc);
-    put(o, "kind", col_str(st, 1), &rc);
-    put(o, "subject", col_int(st, 2), &rc);
-    put(o, "text", col_str(st, 3), &rc);
-    put(o, "author", col_str(st, 4), &rc);
-    put(o, "ext_id", col_str(st, 5), &rc);
-    put(o, "created_at", col_time(st, 6), &rc);
-    if (rc) {
-        json_decref(o);
-        return oom(e);
-    }
-    *out = o;
-    return 0;
-}
-
-int sw_ledger_export(struct sw_ledger *l, const char *endpoint, json_t **out, struct sw_err *e)
-{
-    *out = NULL;
-    char now[40];
-    json_t *doc =
-        json_pack("{s:i,s:i,s:i,s:s,s:s?}", "slipway_ledger_export", 1, "schema_version",
-                  l->schema_version, "canon_version", SW_LEDGER_CANON_VERSION, "exported_at",
-                  sw_fmt_time(sw_wall_unix(), now, sizeof(now)), "endpoint", endpoint);
-    if (!doc)
-        return oom(e);
-    int rc = read_begin(l, e);
-    if (rc) {
-        json_decref(doc);
+    *id = 0;
+    size_t n = h ? strlen(h) : 0;
+    if (n < 6 || n > SW_LEDGER_HASH_LEN)
+        return sw_err_set(e, SW_EINVAL, "a shape hash is 6 to 64 hex digits");
+    for (size_t i = 0; i < n; i++)
+        if (!strchr("0123456789abcdef", h[i]))
+            return sw_err_set(e, SW_EINVAL, "'%s' is not a lowercase hex shape hash", h);
+    sqlite3_stmt *st;
+    int rc = sw__ledger_stmt(l, LST_SHAPE_PREFIX, &st, e);
+    if (rc)
         return rc;
+    sw__bind_text(st, 1, h);
+    int s = sqlite3_step(st);
+    if (s == SQLITE_ROW) {
+        *id = sqlite3_column_int64(st, 0);
+        s = sqlite3_step(st);
+        if (s == SQLITE_ROW)
+            rc = sw_err_set(e, SW_EINVAL, "shape hash prefix '%s' is ambiguous: give more digits",
+                            h);
+        else if (s != SQLITE_DONE)
+            rc = sw__ledger_dberr(l, e, s, "looking up a shape");
+    } else if (s == SQLITE_DONE) {
+        rc = sw_err_set(e, SW_ENOENT, "no shape %s in the ledger", h);
+    } else {
+        rc = sw__ledger_dberr(l, e, s, "looking up a shape");
     }
-    if (endpoint) {
-        int64_t id;
-        rc = sw__ledger_endpoint_tx(l, endpoint, false, &id, e);
-    }
-    json_t *part = NULL;
-    if (!rc)
-        rc = list(l, LST_ENDPOINT_LIST, endpoint, endpoint_row, true, &part, e);
-    if (!rc)
-        put(doc, "endpoints", part, &rc);
-    if (!rc)
-        rc = list(l, LST_SHAPE_LIST, endpoint, shape_row, true, &part, e);
-    if (!rc)
-        put(doc, "shapes", part, &rc);
-    if (!rc) {
-        struct sw_ledger_query q = {.endpoint = endpoint};
-        rc = boots_query(l, &q, 2, &part, e);
-    }
-    if (!rc)
-        put(doc, "boots", part, &rc);
-    if (!rc)
-        rc = usage_query(l, endpoint, 0, 0, 0, true, &part, e);
-    if (!rc)
-        put(doc, "usage", part, &rc);
-    if (!rc)
-        rc = list(l, LST_BATTERY_LIST, endpoint, battery_row, true, &part, e);
-    if (!rc)
-        put(doc, "battery_runs", part, &rc);
-    if (!rc)
-        rc = list(l, LST_BENCH_LIST, endpoint, bench_row, true, &part, e);
-    if (!rc)
-        put(doc, "bench_runs", part, &rc);
-    if (!rc)
-        rc = list(l, LST_RUNG_LIST, endpoint, rung_row, true, &part, e);
-    if (!rc)
-        put(doc, "ladder_rungs", part, &rc);
-    if (!rc)
-        rc = list(l, LST_RULES, endpoint, rule_row, true, &part, e);
-    if (!rc)
-        put(doc, "rules", part, &rc);
-    if (!rc)
-        rc = list(l, LST_NOTE_LIST, endpoint, note_row, true, &part, e);
-    if (!rc)
-        put(doc, "notes", part, &rc);
-    read_end(l);
-    if (rc) {
-        if (rc == SW_ENOMEM && (!e || e->code != SW_ENOMEM))
-            oom(e);
-        json_decref(doc);
-        return rc;
-    }
-    *out = doc;
-    return 0;
+    sqlite3_reset(st);
+    if (rc)
+        *id = 0;
+    return rc;
 }
 
 int sw_ledger_counts(struct sw_ledger *l, json_t **out, struct sw_err *e)
@@ -907,7 +573,7 @@ int sw_ledger_counts(struct sw_ledger *l, json_t **out, struct sw_err *e)
     }
     json_t *o = json_object();
     for (int i = 0; o && i < (int)SW_ARRAY_LEN(names) && !rc; i++)
-        put(o, names[i], json_integer(sqlite3_column_int64(st, i)), &rc);
+        sw__put(o, names[i], json_integer(sqlite3_column_int64(st, i)), &rc);
     sqlite3_reset(st);
     if (!o || rc) {
         json_decref(o);

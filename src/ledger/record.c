@@ -276,9 +276,11 @@ int sw__ledger_shape_tx(struct sw_ledger *l, const json_t *shape, int64_t *id,
     return shape_row(l, shape, id, hash, NULL, 0, e);
 }
 
-int sw__ledger_note_tx(struct sw_ledger *l, const char *kind, int64_t subject_id, const char *text,
-                       const char *author, const char *ext_id, int64_t *id, struct sw_err *e)
+int sw__ledger_note_tx(struct sw_ledger *l, const struct sw__note_rec *n, int64_t *id,
+                       struct sw_err *e)
 {
+    const char *kind = n->kind, *text = n->text, *author = n->author, *ext_id = n->ext_id;
+    int64_t subject_id = n->subject_id;
     static const struct {
         const char *kind;
         enum sw__lst exists;
@@ -419,7 +421,11 @@ int sw__ledger_boot_tx(struct sw_ledger *l, const struct sw_ledger_boot *b, int6
     if (rc)
         goto out;
     if (b->note && *b->note)
-        rc = sw__ledger_note_tx(l, "boot", boot_id, b->note, b->source, NULL, NULL, e);
+        rc = sw__ledger_note_tx(
+            l,
+            &(struct sw__note_rec){
+                .kind = "boot", .subject_id = boot_id, .text = b->note, .author = b->source},
+            NULL, e);
     if (!rc && id)
         *id = boot_id;
 out:
@@ -514,10 +520,12 @@ static int check_ms(const json_t *v, int64_t *ms)
     return 0;
 }
 
-int sw__ledger_battery_tx(struct sw_ledger *l, const char *endpoint, int64_t boot_id,
-                          const char *url, int64_t started_at, const json_t *doc,
-                          const char *ext_id, int64_t *id, struct sw_err *e)
+int sw__ledger_battery_tx(struct sw_ledger *l, const struct sw__battery_rec *r, int64_t *id,
+                          struct sw_err *e)
 {
+    const char *endpoint = r->endpoint, *url = r->url, *ext_id = r->ext_id;
+    int64_t boot_id = r->boot_id, started_at = r->started_at;
+    const json_t *doc = r->doc;
     int64_t endpoint_id = 0, run_id = 0;
     const json_t *checks = json_object_get(doc, "checks");
     if (!json_is_object(doc) || !json_is_array(checks))
@@ -622,11 +630,13 @@ static void bench_shape(const json_t *params, char *out, size_t n)
     json_decref(canon);
 }
 
-int sw__ledger_bench_tx(struct sw_ledger *l, const char *endpoint, int64_t boot_id,
-                        int64_t started_at, const json_t *params, const json_t *results,
-                        const char *chart_path, const char *source_line, const char *ext_id,
-                        int64_t *id, struct sw_err *e)
+int sw__ledger_bench_tx(struct sw_ledger *l, const struct sw__bench_rec *b, int64_t *id,
+                        struct sw_err *e)
 {
+    const char *endpoint = b->endpoint, *chart_path = b->chart_path;
+    const char *source_line = b->source_line, *ext_id = b->ext_id;
+    const json_t *params = b->params, *results = b->results;
+    int64_t boot_id = b->boot_id, started_at = b->started_at;
     char *p = NULL, *r = NULL;
     char shape[256] = "";
     int64_t endpoint_id = 0;
@@ -842,7 +852,9 @@ int sw_ledger_record_battery(struct sw_ledger *l, const char *endpoint, int64_t 
                              const char *url, int64_t started_at, const json_t *doc, int64_t *id,
                              struct sw_err *e)
 {
-    IN_TX(l, e, sw__ledger_battery_tx(l, endpoint, boot_id, url, started_at, doc, NULL, id, e));
+    struct sw__battery_rec r = {
+        .endpoint = endpoint, .boot_id = boot_id, .url = url, .started_at = started_at, .doc = doc};
+    IN_TX(l, e, sw__ledger_battery_tx(l, &r, id, e));
 }
 
 int sw_ledger_record_bench(struct sw_ledger *l, const char *endpoint, int64_t boot_id,
@@ -850,9 +862,14 @@ int sw_ledger_record_bench(struct sw_ledger *l, const char *endpoint, int64_t bo
                            const char *chart_path, const char *source_line, int64_t *id,
                            struct sw_err *e)
 {
-    IN_TX(l, e,
-          sw__ledger_bench_tx(l, endpoint, boot_id, started_at, params, results, chart_path,
-                              source_line, NULL, id, e));
+    struct sw__bench_rec b = {.endpoint = endpoint,
+                              .boot_id = boot_id,
+                              .started_at = started_at,
+                              .params = params,
+                              .results = results,
+                              .chart_path = chart_path,
+                              .source_line = source_line};
+    IN_TX(l, e, sw__ledger_bench_tx(l, &b, id, e));
 }
 
 int sw_ledger_record_rung(struct sw_ledger *l, const struct sw_ledger_rung *r, int64_t *id,
@@ -874,7 +891,9 @@ int sw_ledger_record_rule(struct sw_ledger *l, const struct sw_ledger_rule_rec *
 int sw_ledger_record_note(struct sw_ledger *l, const char *kind, int64_t subject_id,
                           const char *text, const char *author, int64_t *id, struct sw_err *e)
 {
-    IN_TX(l, e, sw__ledger_note_tx(l, kind, subject_id, text, author, NULL, id, e));
+    struct sw__note_rec n = {
+        .kind = kind, .subject_id = subject_id, .text = text, .author = author};
+    IN_TX(l, e, sw__ledger_note_tx(l, &n, id, e));
 }
 
 int sw__ledger_ext_find(struct sw_ledger *l, enum sw__lst which, const char *ext_id, int64_t *id,

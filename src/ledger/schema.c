@@ -1,19 +1,26 @@
 /*
- * The ledger's schema as an ordered list of migrations. The file's PRAGMA user_version says how
- * many have been applied; opening runs the missing ones, each in its own BEGIN IMMEDIATE
- * transaction that re-reads the version first (so two processes opening a fresh file at once
- * apply each migration exactly once) and sets the new version inside the same transaction
- * (user_version lives in the database header, which is transactional).
+ * The ledger's schema: the current one, made from the tables' descriptors (tables.c), and the
+ * frozen migrations that bring an older file up to it. The file's PRAGMA user_version says which
+ * version it holds. A fresh file gets the current schema in one step; an older one runs the
+ * missing migrations. Each step is its own BEGIN IMMEDIATE transaction that re-reads the version
+ * first (so two processes opening a fresh file at once apply each step exactly once) and sets
+ * the new version inside the same transaction (user_version lives in the database header, which
+ * is transactional). Every open then compares the file's schema with the current one.
  *
- * Rules for whoever adds migration N+1: never edit a migration that has shipped (real files were
- * built by it; tests/data/ledger/v1.sql freezes version 1), only append; keep the SQL free of
- * values other than the literal version number; end it with its own PRAGMA user_version.
+ * Rules for whoever adds version N+1: describe the change in tables.c (a column added by ALTER
+ * TABLE carries `alter = N+1`) and append migration N+1 here; never edit a migration that has
+ * shipped (real files were built by it; tests/data/ledger/v1.sql freezes version 1); keep the SQL
+ * free of values other than the literal version number; end it with its own PRAGMA user_version.
+ * test_ledger_tables.c proves that migrations 1..N leave the schema the descriptors make.
  *
  * Large columns (JSON documents, the log excerpt) come last in each table so SQLite reaches the
  * small ones without walking overflow pages.
+ *
+ * What it deliberately does not do: describe a column (tables.c), or touch a row.
  */
 #include "ledger_internal.h"
 
+#include <stdio.h>
 #include <string.h>
 
 /* 'SLPW': marks the file as a slipway ledger for `file(1)` and for our own open check. */
@@ -393,8 +400,60 @@ static int check_foreign(struct sw_ledger *l, struct sw_err *e)
     return 0;
 }
 
-static int apply_one(struct sw_ledger *l, const struct migration *m, struct sw_err *e)
+/* Run one statement of the current schema. */
+static int run(sqlite3 *db, const char *sql, char **msg)
 {
+    return sqlite3_exec(db, sql, NULL, NULL, msg);
+}
+
+/* The current schema from the descriptors (tables.c), as migrations 1..N leave it, in the order
+ * they made it: version by version, the indexes a version added to older tables, then the tables
+ * it created with their own indexes (sqlite3's .schema lists a file's objects in that order). */
+static int create_current(sqlite3 *db, char **msg)
+{
+    char sql[8192];
+    int src = run(db, "PRAGMA application_id = 1397510231", msg);
+    for (int v = 1; src == SQLITE_OK && v <= SW_LEDGER_SCHEMA_VERSION; v++) {
+        for (size_t i = 0; src == SQLITE_OK && sw__ledger_tables[i]; i++) {
+            const struct sw__index *x = sw__ledger_tables[i]->indexes;
+            for (; src == SQLITE_OK && x && x->sql; x++)
+                if (x->alter == v)
+                    src = run(db, x->sql, msg);
+        }
+        for (size_t i = 0; src == SQLITE_OK && sw__ledger_tables[i]; i++) {
+            const struct sw__table *t = sw__ledger_tables[i];
+            if (t->version != v)
+                continue;
+            if (sw__table_create(t, sql, sizeof(sql)))
+                return SQLITE_TOOBIG;
+            src = run(db, sql, msg);
+            for (const struct sw__index *x = t->indexes; src == SQLITE_OK && x && x->sql; x++)
+                if (!x->alter)
+                    src = run(db, x->sql, msg);
+        }
+    }
+    if (src != SQLITE_OK)
+        return src;
+    snprintf(sql, sizeof(sql), "PRAGMA user_version = %d", SW_LEDGER_SCHEMA_VERSION);
+    return run(db, sql, msg);
+}
+
+int sw__ledger_build_schema(sqlite3 *db, int version, bool from_migrations, char **msg)
+{
+    if (!from_migrations && version == SW_LEDGER_SCHEMA_VERSION)
+        return create_current(db, msg);
+    int src = SQLITE_OK;
+    for (size_t i = 0; src == SQLITE_OK && i < SW_ARRAY_LEN(migrations); i++)
+        if (migrations[i].version <= version)
+            src = sqlite3_exec(db, migrations[i].sql, NULL, NULL, msg);
+    return src;
+}
+
+/* One step from version `from` to `to`: migration m, or (m NULL) the current schema made fresh. */
+static int apply_step(struct sw_ledger *l, int from, int to, const struct migration *m,
+                      struct sw_err *e)
+{
+    const char *what = m ? m->what : "the current schema";
     int rc = sw__ledger_begin(l, e);
     if (rc)
         return rc;
@@ -402,13 +461,13 @@ static int apply_one(struct sw_ledger *l, const struct migration *m, struct sw_e
     rc = sw__ledger_user_version(l, &v, e);
     if (rc)
         goto out;
-    if (v >= m->version) /* another process got here first */
+    if (v >= to) /* another process got here first */
         goto out;
-    if (v != m->version - 1) {
+    if (v != from) {
         rc = sw_err_at(e, SW_EDB, l->path, 0, 0,
                        "schema version %d, expected %d before "
                        "migration %d",
-                       v, m->version - 1, m->version);
+                       v, from, to);
         goto out;
     }
     if (v == 0) {
@@ -417,24 +476,22 @@ static int apply_one(struct sw_ledger *l, const struct migration *m, struct sw_e
             goto out;
     }
     char *msg = NULL;
-    int src = sqlite3_exec(l->db, m->sql, NULL, NULL, &msg);
+    int src = m ? sqlite3_exec(l->db, m->sql, NULL, NULL, &msg) : create_current(l->db, &msg);
     if (src != SQLITE_OK) {
         rc = sw_err_at(e, src == SQLITE_BUSY ? SW_EBUSY : SW_EDB, l->path, 0, 0,
-                       "migration %d (%s) failed: %s; the file was left at version %d", m->version,
-                       m->what, msg ? msg : sqlite3_errstr(src), v);
+                       "migration %d (%s) failed: %s; the file was left at version %d", to, what,
+                       msg ? msg : sqlite3_errstr(src), v);
         sqlite3_free(msg);
         goto out;
     }
     rc = sw__ledger_user_version(l, &v, e);
-    if (!rc && v != m->version)
-        rc =
-            sw_err_at(e, SW_EDB, l->path, 0, 0, "migration %d did not set its version", m->version);
+    if (!rc && v != to)
+        rc = sw_err_at(e, SW_EDB, l->path, 0, 0, "migration %d did not set its version", to);
     if (rc)
         goto out;
     rc = sw__ledger_commit(l, e);
     if (!rc)
-        sw_log(SW_LOG_INFO, "ledger %s: schema migrated to version %d (%s)", l->path, m->version,
-               m->what);
+        sw_log(SW_LOG_INFO, "ledger %s: schema migrated to version %d (%s)", l->path, to, what);
     return rc;
 out:
     if (rc)
@@ -444,10 +501,11 @@ out:
     return rc;
 }
 
-/* The file's schema must be exactly what migrations 1..v create in an empty database: no extra
- * tables, indexes, triggers or views, no edited definitions. This is what lets the ledger trust
- * its schema (CHECK constraints call json_valid) even for a file someone handed us, and it also
- * proves on every open that a migrated file equals a fresh one. */
+/* The file's schema must be exactly what version v is in an empty database (the current one:
+ * what the descriptors make): no extra tables, indexes, triggers or views, no edited definitions.
+ * This is what lets the ledger trust its schema (CHECK constraints call json_valid) even for a
+ * file someone handed us, and it also proves on every open that a migrated file equals a fresh
+ * one. */
 static int check_schema(struct sw_ledger *l, int v, struct sw_err *e)
 {
     static const char q[] = "SELECT type, name, tbl_name, sql FROM sqlite_schema "
@@ -456,9 +514,8 @@ static int check_schema(struct sw_ledger *l, int v, struct sw_err *e)
     sqlite3_stmt *a = NULL, *b = NULL;
     int rc = 0;
     int src = sqlite3_open_v2(":memory:", &ref, SQLITE_OPEN_READWRITE | SQLITE_OPEN_MEMORY, NULL);
-    for (size_t i = 0; src == SQLITE_OK && i < SW_ARRAY_LEN(migrations); i++)
-        if (migrations[i].version <= v)
-            src = sqlite3_exec(ref, migrations[i].sql, NULL, NULL, NULL);
+    if (src == SQLITE_OK)
+        src = sw__ledger_build_schema(ref, v, false, NULL);
     if (src == SQLITE_OK)
         src = sqlite3_prepare_v2(ref, q, -1, &a, NULL);
     if (src != SQLITE_OK) {
@@ -533,16 +590,27 @@ int sw__ledger_migrate(struct sw_ledger *l, int target, struct sw_err *e)
                          v, SW_LEDGER_SCHEMA_VERSION);
     if (v < 0)
         return sw_err_at(e, SW_EDB, l->path, 0, 0, "ledger schema version %d is invalid", v);
+    if (v < target && l->readonly)
+        return sw_err_at(e, SW_EUNSUPPORTED, l->path, 0, 0,
+                         "ledger schema version %d needs migrating to %d; open it once "
+                         "read-write (any recording command does)",
+                         v, SW_LEDGER_SCHEMA_VERSION);
+    if (v == 0 && target == SW_LEDGER_SCHEMA_VERSION) {
+        rc = apply_step(l, 0, target, NULL, e);
+        if (rc)
+            return rc;
+    }
     for (size_t i = 0; i < SW_ARRAY_LEN(migrations); i++) {
         const struct migration *m = &migrations[i];
-        if (m->version <= v || m->version > target)
+        int now = 0;
+        if (m->version > target)
+            break;
+        rc = sw__ledger_user_version(l, &now, e);
+        if (rc)
+            return rc;
+        if (m->version <= now)
             continue;
-        if (l->readonly)
-            return sw_err_at(e, SW_EUNSUPPORTED, l->path, 0, 0,
-                             "ledger schema version %d needs migrating to %d; open it once "
-                             "read-write (any recording command does)",
-                             v, SW_LEDGER_SCHEMA_VERSION);
-        rc = apply_one(l, m, e);
+        rc = apply_step(l, m->version - 1, m->version, m, e);
         if (rc)
             return rc;
     }

@@ -20,29 +20,9 @@
 #define MANIFEST_PATH 4096
 
 /* ---------------------------------------------------------------------------------------------
- * Column readers shared with deploy_read.c.
+ * A stored JSON document as JSON (deploy_read.c too): NULL on a failure (out of memory, or text
+ * that does not parse); the other column readers are query.c's sw__col_*.
  */
-
-json_t *sw__dep_col_str(sqlite3_stmt *st, int i)
-{
-    const unsigned char *t = sqlite3_column_text(st, i);
-    return t ? sw_json_text((const char *)t, (size_t)sqlite3_column_bytes(st, i), NULL)
-             : json_null();
-}
-
-json_t *sw__dep_col_int(sqlite3_stmt *st, int i)
-{
-    return sqlite3_column_type(st, i) == SQLITE_NULL ? json_null()
-                                                     : json_integer(sqlite3_column_int64(st, i));
-}
-
-json_t *sw__dep_col_time(sqlite3_stmt *st, int i, int64_t div)
-{
-    if (sqlite3_column_type(st, i) == SQLITE_NULL)
-        return json_null();
-    char buf[40];
-    return json_string(sw_fmt_time(sqlite3_column_int64(st, i) / div, buf, sizeof(buf)));
-}
 
 json_t *sw__dep_col_json(sqlite3_stmt *st, int i)
 {
@@ -50,15 +30,6 @@ json_t *sw__dep_col_json(sqlite3_stmt *st, int i)
     if (!t)
         return json_null();
     return json_loadb(t, (size_t)sqlite3_column_bytes(st, i), JSON_DECODE_ANY, NULL);
-}
-
-int sw__dep_put(json_t *o, const char *k, json_t *v, int *rc)
-{
-    if (*rc)
-        json_decref(v);
-    else if (!v || json_object_set_new(o, k, v))
-        *rc = SW_ENOMEM;
-    return *rc;
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -356,23 +327,23 @@ int sw__dep_tag_row(sqlite3_stmt *st, bool full, json_t **out)
         sw_ledger_shape_summary(canon, sum, sizeof(sum));
     bool last_good = sqlite3_column_int(st, 11) != 0;
     bool retired = sqlite3_column_type(st, 12) != SQLITE_NULL;
-    sw__dep_put(o, "id", sw__dep_col_int(st, 0), &rc);
-    sw__dep_put(o, "name", sw__dep_col_str(st, 1), &rc);
-    sw__dep_put(o, "endpoint", sw__dep_col_str(st, 2), &rc);
-    sw__dep_put(o, "day", sw__dep_col_str(st, 3), &rc);
-    sw__dep_put(o, "n", sw__dep_col_int(st, 4), &rc);
-    sw__dep_put(o, "shape_hash", sw__dep_col_str(st, 5), &rc);
-    sw__dep_put(o, "shape", canon, &rc);
-    sw__dep_put(o, "summary", json_string(sum), &rc);
-    sw__dep_put(o, "attempt", sw__dep_col_int(st, 7), &rc);
-    sw__dep_put(o, "image", sw__dep_col_str(st, 8), &rc);
-    sw__dep_put(o, "created", sw__dep_col_time(st, 9, 1), &rc);
-    sw__dep_put(o, "note", sw__dep_col_str(st, 10), &rc);
-    sw__dep_put(o, "last_good", json_boolean(last_good), &rc);
-    sw__dep_put(o, "kept", json_boolean(!retired), &rc);
-    sw__dep_put(o, "retired", sw__dep_col_time(st, 12, 1), &rc);
-    sw__dep_put(o, "retired_why", sw__dep_col_str(st, 13), &rc);
-    sw__dep_put(o, "payload", sw__dep_col_json(st, 14), &rc);
+    sw__put(o, "id", sw__col_int(st, 0), &rc);
+    sw__put(o, "name", sw__col_str(st, 1), &rc);
+    sw__put(o, "endpoint", sw__col_str(st, 2), &rc);
+    sw__put(o, "day", sw__col_str(st, 3), &rc);
+    sw__put(o, "n", sw__col_int(st, 4), &rc);
+    sw__put(o, "shape_hash", sw__col_str(st, 5), &rc);
+    sw__put(o, "shape", canon, &rc);
+    sw__put(o, "summary", json_string(sum), &rc);
+    sw__put(o, "attempt", sw__col_int(st, 7), &rc);
+    sw__put(o, "image", sw__col_str(st, 8), &rc);
+    sw__put(o, "created", sw__col_time(st, 9, 1), &rc);
+    sw__put(o, "note", sw__col_str(st, 10), &rc);
+    sw__put(o, "last_good", json_boolean(last_good), &rc);
+    sw__put(o, "kept", json_boolean(!retired), &rc);
+    sw__put(o, "retired", sw__col_time(st, 12, 1), &rc);
+    sw__put(o, "retired_why", sw__col_str(st, 13), &rc);
+    sw__put(o, "payload", sw__dep_col_json(st, 14), &rc);
     if (full) {
         json_t *files = json_array();
         for (int k = 0; files && k < 2; k++) {
@@ -385,15 +356,15 @@ int sw__dep_tag_row(sqlite3_stmt *st, bool full, json_t **out)
                 files = NULL;
                 break;
             }
-            sw__dep_put(f, "name", sw__dep_col_str(st, 15 + k), &frc);
-            sw__dep_put(f, "kind", json_string(k ? "env" : "unit"), &frc);
-            sw__dep_put(f, "text", sw__dep_col_str(st, 17 + k), &frc);
+            sw__put(f, "name", sw__col_str(st, 15 + k), &frc);
+            sw__put(f, "kind", json_string(k ? "env" : "unit"), &frc);
+            sw__put(f, "text", sw__col_str(st, 17 + k), &frc);
             if (frc) {
                 json_decref(files);
                 files = NULL;
             }
         }
-        sw__dep_put(o, "files", files, &rc);
+        sw__put(o, "files", files, &rc);
     }
     if (rc) {
         json_decref(o);
@@ -643,10 +614,10 @@ int sw_ledger_tags_needing(struct sw_ledger *l, const char *path, json_t **out, 
         if (!rc && json_array_size(paths)) {
             json_t *row = json_object();
             int orc = row ? 0 : SW_ENOMEM;
-            sw__dep_put(row, "tag", sw__dep_col_str(st, 0), &orc);
-            sw__dep_put(row, "endpoint", sw__dep_col_str(st, 1), &orc);
-            sw__dep_put(row, "last_good", json_boolean(sqlite3_column_int(st, 2) != 0), &orc);
-            sw__dep_put(row, "paths", paths, &orc);
+            sw__put(row, "tag", sw__col_str(st, 0), &orc);
+            sw__put(row, "endpoint", sw__col_str(st, 1), &orc);
+            sw__put(row, "last_good", json_boolean(sqlite3_column_int(st, 2) != 0), &orc);
+            sw__put(row, "paths", paths, &orc);
             paths = NULL;
             if (orc) {
                 json_decref(row);
@@ -715,41 +686,7 @@ int sw_ledger_moves(struct sw_ledger *l, json_t **out, struct sw_err *e)
 {
     sqlite3_stmt *st = NULL;
     *out = NULL;
-    int rc = sw__dep_prepare(l,
-                             "SELECT id, from_path, to_path, method, bytes, files, moved_at, note "
-                             "FROM payload_moves ORDER BY id",
-                             &st, e);
-    if (rc)
-        return rc;
-    json_t *arr = json_array();
-    if (!arr)
-        rc = sw_err_set(e, SW_ENOMEM, "out of memory");
-    int s = SQLITE_DONE;
-    while (!rc && (s = sqlite3_step(st)) == SQLITE_ROW) {
-        json_t *o = json_object();
-        int orc = o ? 0 : SW_ENOMEM;
-        sw__dep_put(o, "id", sw__dep_col_int(st, 0), &orc);
-        sw__dep_put(o, "from", sw__dep_col_str(st, 1), &orc);
-        sw__dep_put(o, "to", sw__dep_col_str(st, 2), &orc);
-        sw__dep_put(o, "method", sw__dep_col_str(st, 3), &orc);
-        sw__dep_put(o, "bytes", sw__dep_col_int(st, 4), &orc);
-        sw__dep_put(o, "files", sw__dep_col_int(st, 5), &orc);
-        sw__dep_put(o, "moved", sw__dep_col_time(st, 6, 1), &orc);
-        sw__dep_put(o, "note", sw__dep_col_str(st, 7), &orc);
-        if (orc) {
-            json_decref(o);
-            rc = sw_err_set(e, SW_ENOMEM, "out of memory");
-        } else if (json_array_append_new(arr, o)) {
-            rc = sw_err_set(e, SW_ENOMEM, "out of memory");
-        }
-    }
-    if (!rc && s != SQLITE_DONE)
-        rc = sw__ledger_dberr(l, e, s, "reading moves");
-    sqlite3_finalize(st);
-    if (rc) {
-        json_decref(arr);
-        return rc;
-    }
-    *out = arr;
-    return 0;
+    /* the rows as payload_moves' descriptor lists them (tables.c) */
+    int rc = sw__ledger_stmt(l, LST_MOVES, &st, e);
+    return rc ? rc : sw__ledger_collect(l, LST_MOVES, st, out, e);
 }

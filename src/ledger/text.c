@@ -1,7 +1,7 @@
 /*
  * Small text helpers for what the ledger stores: UTF-8 checking and repair (a log excerpt may
  * hold any bytes, but what we store must read back as JSON strings), the bounded log excerpt,
- * timestamps in and out, and label checks.
+ * timestamps and memory figures in, and label checks.
  *
  * What it deliberately does not do: no locale, no normalization forms; bytes in, bytes out.
  */
@@ -239,4 +239,26 @@ int sw_ledger_parse_time(const char *s, int64_t *out, struct sw_err *e)
     int rc = sw__parse_time(j, out, e);
     json_decref(j);
     return rc;
+}
+
+int sw_ledger_parse_mib(const char *s, uint64_t *mib, struct sw_err *e)
+{
+    uint64_t bytes = 0;
+    size_t len = s ? strlen(s) : 0;
+    while (len && (s[len - 1] == ' ' || s[len - 1] == '\t'))
+        len--;
+    if (!len)
+        return sw_err_set(e, SW_EINVAL, "no memory figure given");
+    if (s[len - 1] >= '0' && s[len - 1] <= '9')
+        return sw_err_set(e, SW_EINVAL,
+                          "'%s' has no unit: write %sMiB (as nvidia-smi and "
+                          "rocm-smi print it) or give GiB/bytes with a unit",
+                          s, s);
+    int rc = sw_parse_bytes(s, &bytes, e);
+    if (rc)
+        return rc;
+    if (bytes % SW_MIB)
+        return sw_err_set(e, SW_EINVAL, "'%s' is not a whole number of MiB", s);
+    *mib = bytes / SW_MIB;
+    return 0;
 }

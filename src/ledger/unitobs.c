@@ -92,77 +92,21 @@ int sw_ledger_record_unit_obs(struct sw_ledger *l, const struct sw_ledger_unit_o
     return sw__ledger_commit(l, e);
 }
 
-/* ?1 endpoint name or NULL, ?2 limit (-1 all) */
-static const char SQL_LIST[] =
-    "SELECT o.id, e.name, o.host, o.unit, o.active, o.sub, o.result, o.n_restarts, o.main_pid, "
-    "o.since, o.observed_ms, o.observed_ms FROM unit_observations o "
-    "JOIN endpoints e ON e.id = o.endpoint_id WHERE ?1 IS NULL OR e.name = ?1 "
-    "ORDER BY o.id DESC LIMIT ?2";
-
-static int obs_row(sqlite3_stmt *st, json_t **out)
-{
-    static const char *const keys[] = {"id",       "endpoint", "host",     "unit",
-                                       "active",   "sub",      "result",   "n_restarts",
-                                       "main_pid", "since",    "observed", "observed_ms"};
-    int rc = 0;
-    json_t *o = json_object();
-    if (!o)
-        return SW_ENOMEM;
-    for (int i = 0; i < (int)SW_ARRAY_LEN(keys) && !rc; i++) {
-        json_t *v;
-        if (i == 10)
-            v = sw__dep_col_time(st, i, 1000);
-        else if (i == 0 || i == 7 || i == 8 || i == 11)
-            v = sw__dep_col_int(st, i);
-        else
-            v = sw__dep_col_str(st, i);
-        sw__dep_put(o, keys[i], v, &rc);
-    }
-    if (rc) {
-        json_decref(o);
-        return SW_ENOMEM;
-    }
-    *out = o;
-    return 0;
-}
-
-static int list_tx(struct sw_ledger *l, const char *endpoint, int64_t limit, json_t **out,
-                   struct sw_err *e)
-{
-    sqlite3_stmt *st = NULL;
-    int rc = sw__dep_prepare(l, SQL_LIST, &st, e);
-    if (rc)
-        return rc;
-    sw__bind_text(st, 1, endpoint);
-    sqlite3_bind_int64(st, 2, limit > 0 ? limit : -1);
-    json_t *arr = json_array();
-    if (!arr)
-        rc = sw_err_set(e, SW_ENOMEM, "out of memory");
-    int s = SQLITE_DONE;
-    while (!rc && (s = sqlite3_step(st)) == SQLITE_ROW) {
-        json_t *row = NULL;
-        if (obs_row(st, &row) || json_array_append_new(arr, row))
-            rc = sw_err_set(e, SW_ENOMEM, "out of memory");
-    }
-    if (!rc && s != SQLITE_DONE)
-        rc = sw__ledger_dberr(l, e, s, "reading unit observations");
-    sqlite3_finalize(st);
-    if (rc) {
-        json_decref(arr);
-        return rc;
-    }
-    *out = arr;
-    return 0;
-}
-
 int sw_ledger_unit_obs_list(struct sw_ledger *l, const char *endpoint, int64_t limit, json_t **out,
                             struct sw_err *e)
 {
+    sqlite3_stmt *st = NULL;
     *out = NULL;
     int rc = sw__ledger_exec(l, "BEGIN", e);
     if (rc)
         return rc;
-    rc = list_tx(l, endpoint, limit, out, e);
+    /* the rows as unit_observations' descriptor lists them (tables.c) */
+    rc = sw__ledger_stmt(l, LST_UNIT_OBS, &st, e);
+    if (!rc) {
+        sw__bind_text(st, 1, endpoint);
+        sqlite3_bind_int64(st, 2, limit > 0 ? limit : -1);
+        rc = sw__ledger_collect(l, LST_UNIT_OBS, st, out, e);
+    }
     sw__ledger_rollback(l);
     return rc;
 }

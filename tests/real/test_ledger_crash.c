@@ -1,6 +1,7 @@
 /*
- * The ledger under real processes: slipway itself, recording in a loop (`slipway ledger
- * _record-loop`, which prints every id right after its commit returned).
+ * The ledger under real processes: a recorder in a process of its own (tests/support/swledger.c,
+ * which records in a loop through the library and writes every id right after its commit
+ * returned; it was the hidden `slipway ledger _record-loop` verb), readers through the binary.
  *   - kill -9 at a random point, several times over one file: reopen, integrity_check ok, every
  *     printed (committed) row present, no half record anywhere;
  *   - two recorders at once for a few seconds, a reader beside them: both exit 0 (no SQLITE_BUSY
@@ -16,10 +17,10 @@
 
 #include <sqlite3.h>
 
+#include "swledger.h"
 #include "swtest.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -38,27 +39,11 @@ struct child {
     size_t nb, nr, nu, cap;
 };
 
-static void spawn(struct child *c, const char *ledger, const char *endpoint, const char *seconds)
+static void spawn(struct child *c, const char *ledger, const char *endpoint, int64_t seconds)
 {
-    int p[2];
     memset(c, 0, sizeof(*c));
-    assert_int_equal(pipe(p), 0);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        dup2(p[1], 1);
-        close(p[0]);
-        close(p[1]);
-        int devnull = open("/dev/null", O_WRONLY);
-        if (devnull >= 0)
-            dup2(devnull, 2);
-        execl(swt_bin(), swt_bin(), "ledger", "--ledger", ledger, "_record-loop", "--endpoint",
-              endpoint, "--seconds", seconds, (char *)NULL);
-        _exit(127);
-    }
-    close(p[1]);
-    c->pid = pid;
-    c->out = p[0];
+    c->pid = swl_spawn_record_loop(ledger, endpoint, seconds, &c->out);
+    assert_true(c->pid > 0);
     c->cap = 1024;
     c->boots = calloc(c->cap, sizeof(int64_t));
     c->batteries = calloc(c->cap, sizeof(int64_t));
@@ -188,7 +173,7 @@ static void test_kill9_mid_record(void **state)
     int64_t total_boots = 0;
     for (int round = 0; round < 6; round++) {
         struct child c;
-        spawn(&c, path, "kill", "120");
+        spawn(&c, path, "kill", 120);
         /* let it commit a random number of records, then kill it within a few ms, which lands
          * anywhere: inside a transaction, inside a WAL write, between two records */
         int target = 1 + rand() % 120;
@@ -235,8 +220,8 @@ static void test_two_recorders(void **state)
     snprintf(path, sizeof(path), "%s/two.sqlite", dir);
     struct child a, b;
     /* both start on a file that does not exist yet: creation and migration race too */
-    spawn(&a, path, "alpha", "3");
-    spawn(&b, path, "beta", "3");
+    spawn(&a, path, "alpha", 3);
+    spawn(&b, path, "beta", 3);
     bool a_open = true, b_open = true;
     int readers = 0;
     while (a_open || b_open) {
