@@ -32,6 +32,7 @@
 #define SLIPWAY_GATE_H
 
 #include <slipway/core.h>
+#include <slipway/plan.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -50,9 +51,10 @@ enum sw_gate_verdict {
 /* "pass", "skip", "fail". */
 const char *sw_gate_verdict_name(enum sw_gate_verdict v);
 
-/* The band used when an endpoint declares no free_band: the operator's 2-3 GiB. */
-#define SW_GATE_BAND_MIN (2ull * 1024 * 1024 * 1024)
-#define SW_GATE_BAND_MAX (3ull * 1024 * 1024 * 1024)
+/* The band used when an endpoint declares no free_band: the operator's 2-3 GiB (plan.h's
+ * SW_PLAN_BAND_MIN..MAX, which the plan view holds). */
+#define SW_GATE_BAND_MIN SW_PLAN_BAND_MIN
+#define SW_GATE_BAND_MAX SW_PLAN_BAND_MAX
 
 struct sw_gate_opts {
     struct sw_ledger *ledger; /* NULL: ledger-backed evidence is skipped, with that reason */

@@ -82,8 +82,7 @@ int sw__gate_band_sglang(struct sw__gate_run *r, bool *handled, struct sw_err *e
     if (sw_calib_sglang_predict(s, c, &aopt, &pr, &le))
         goto nolaw;
     {
-        double lo = (double)(ep->free_band.min.set ? ep->free_band.min.v : SW_GATE_BAND_MIN);
-        double hi = (double)(ep->free_band.max.set ? ep->free_band.max.v : SW_GATE_BAND_MAX);
+        double lo = (double)r->plan.band_min, hi = (double)r->plan.band_max;
         double fm = pr.tokens_open ? pr.free_hi : pr.free_lo;
         bool in = !pr.would_oom && pr.free_lo >= lo && pr.free_hi <= hi;
         char a[64], bb[64], cc[64], t[6][64];

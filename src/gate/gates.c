@@ -1,6 +1,6 @@
 /*
  * gate/gates: the gates of `slipway check` (include/slipway/gate.h says what each one holds).
- * Every number in a verdict line comes from the law (struct sw__gate_plan), a ledger row or a
+ * Every number in a verdict line comes from the law (struct sw_plan_view), a ledger row or a
  * fleet fact, and the line names which.
  *
  * What it deliberately does not do: fit non-KV costs (calibration does; the band gate reads what
@@ -125,7 +125,7 @@ static int64_t search_move(double free_now, double lo, double hi, double bytes_p
 static int64_t pool_move(const struct sw__gate_run *r, double free_now, double lo, double hi,
                          double bytes_per_token, uint64_t *step_out)
 {
-    const struct sw__gate_plan *p = &r->plan;
+    const struct sw_plan_view *p = &r->plan;
     uint64_t gran;
     const struct sw_fleet_knob *k;
     bool inside = false;
@@ -150,7 +150,7 @@ static int64_t pool_move(const struct sw__gate_run *r, double free_now, double l
 
 static void band_fix(json_t *g, const struct sw__gate_run *r, double free_now, double lo, double hi)
 {
-    const struct sw__gate_plan *p = &r->plan;
+    const struct sw_plan_view *p = &r->plan;
     char a[64], b[64];
     uint64_t step = 0;
     if (!p->ok || p->pool_tokens == 0 || p->kv_bytes == 0) {
@@ -225,9 +225,8 @@ static const struct sw_calib_device *budget_device(const struct sw__gate_run *r,
 int sw__gate_band(struct sw__gate_run *r, struct sw_err *e)
 {
     const struct sw_fleet_endpoint *ep = r->ep;
-    const struct sw__gate_plan *p = &r->plan;
-    double lo = (double)(ep->free_band.min.set ? ep->free_band.min.v : SW_GATE_BAND_MIN);
-    double hi = (double)(ep->free_band.max.set ? ep->free_band.max.v : SW_GATE_BAND_MAX);
+    const struct sw_plan_view *p = &r->plan;
+    double lo = (double)p->band_min, hi = (double)p->band_max;
     char a[64], b[64], c[64], d[64], bs[64], t[2][48];
     snprintf(bs, sizeof(bs), "%s..%s", sw__gate_mib(lo, a, sizeof(a)),
              sw__gate_mib(hi, b, sizeof(b)));
@@ -271,12 +270,8 @@ int sw__gate_band(struct sw__gate_run *r, struct sw_err *e)
                    fhi = cd->free_hi * SW_MIB;
             bool in = fm >= lo && fm <= hi;
             char kvs[160];
-            uint64_t pkv = 0, prec = 0;
-            for (int k = 0; k < p->n_dev; k++)
-                if (p->dev[k].dev == dev) {
-                    pkv = p->dev[k].kv;
-                    prec = p->dev[k].rec;
-                }
+            const struct sw_plan_view_dev *vd = sw_plan_view_device(p, dev);
+            uint64_t pkv = vd ? vd->kv : 0, prec = vd ? vd->rec : 0;
             if (pkv && fabs((double)(pkv + prec) - cd->kv_mib * SW_MIB) < SW_MIB) {
                 char k1[48], k2[48];
                 snprintf(kvs, sizeof(kvs), "%s of KV + %s of recurrent state",
@@ -343,17 +338,11 @@ int sw__gate_band(struct sw__gate_run *r, struct sw_err *e)
             continue;
         }
         /* Predicted: a stated non-KV cost plus the law's KV on this device. */
-        const struct sw_fleet_fact *nk = sw_fleet_endpoint_non_kv(ep);
-        uint64_t kv = 0, rec = 0, cap = 0, dw = 0, dkv = 0, dc = 0;
-        for (int k = 0; k < p->n_dev; k++)
-            if (p->dev[k].dev == dev) {
-                kv = p->dev[k].kv;
-                rec = p->dev[k].rec;
-                cap = p->dev[k].capacity;
-                dw = p->dev[k].draft_weights;
-                dkv = p->dev[k].draft_kv;
-                dc = p->dev[k].draft_compute;
-            }
+        const struct sw_fleet_fact *nk = p->non_kv;
+        const struct sw_plan_view_dev *vd = sw_plan_view_device(p, dev);
+        uint64_t kv = vd ? vd->kv : 0, rec = vd ? vd->rec : 0, cap = vd ? vd->capacity : 0;
+        uint64_t dw = vd ? vd->draft_weights : 0, dkv = vd ? vd->draft_kv : 0;
+        uint64_t dc = vd ? vd->draft_compute : 0;
         /* the draft model's lines, named: no non-KV fact holds them (a fact is the main model's
          * cost, with the projector when one is set), so they are added to it */
         char dl[200] = "";
@@ -376,7 +365,7 @@ int sw__gate_band(struct sw__gate_run *r, struct sw_err *e)
             sw__gate_str(g, "device", dev->name);
             continue;
         }
-        if (!nk || strcmp(nk->q.unit, "B") || cap == 0) {
+        if (!vd || !vd->by_fact) {
             g = sw__gate_add(r, "band", SW_GATE_SKIP,
                              "%s: no usage reading of this shape in the ledger and no non-KV cost "
                              "for it (a measured fact non_kv_cost%s, or a calibration): the law "
@@ -387,9 +376,8 @@ int sw__gate_band(struct sw__gate_run *r, struct sw_err *e)
             sw__gate_num(g, "kv_bytes", (double)kv);
             continue;
         }
-        double used = nk->q.value + (double)kv + (double)rec + (double)(dw + dkv + dc);
-        double fm = (double)cap - used;
-        bool in = fm >= lo && fm <= hi;
+        double used = vd->used, fm = vd->free;
+        bool in = sw_plan_view_in_band(p, fm);
         char um[48];
         g = sw__gate_add(
             r, "band", in ? SW_GATE_PASS : SW_GATE_FAIL,
@@ -427,7 +415,7 @@ int sw__gate_band(struct sw__gate_run *r, struct sw_err *e)
  */
 int sw__gate_pool(struct sw__gate_run *r, struct sw_err *e)
 {
-    const struct sw__gate_plan *p = &r->plan;
+    const struct sw_plan_view *p = &r->plan;
     double margin = r->o ? r->o->pool_margin : 0;
     char a[64], b[64], c[64], d[64], x[64], t[3][48];
     json_t *g;
@@ -563,12 +551,9 @@ int sw__gate_pool(struct sw__gate_run *r, struct sw_err *e)
     if (!p->pinned) {
         /* The engine sizes the pool at boot. A fork that declares its arena leaves the pool
          * (and graphs, activations) the room the arena does not take. */
-        if (p->has_prof && p->prof.has_arena) {
-            struct sw_arena ar;
-            int64_t mnbt = r->ep->shape.max_num_batched_tokens.set
-                               ? (int64_t)r->ep->shape.max_num_batched_tokens.v
-                               : 0;
-            if (sw_profile_arena(&p->prof, (int64_t)p->maxlen, mnbt, &ar, NULL) == 0) {
+        if (p->has_arena) {
+            const struct sw_arena ar = p->arena;
+            {
                 double room = (double)ar.overhead_bytes + (double)ar.reserve_bytes -
                               (double)p->prof.adjust - (double)p->prof.graphs;
                 bool ok = need_bytes <= room;
@@ -724,17 +709,16 @@ int sw__gate_pool(struct sw__gate_run *r, struct sw_err *e)
  */
 int sw__gate_arena(struct sw__gate_run *r, struct sw_err *e)
 {
-    const struct sw__gate_plan *p = &r->plan;
+    const struct sw_plan_view *p = &r->plan;
     const struct sw_fleet_shape *s = &r->ep->shape;
     char a[64], b[64], c[64], d[64], x[64], t[3][48];
     struct sw_arena ar, ar0, cut;
     (void)e;
-    if (!p->ok || !p->has_prof || !p->prof.has_arena)
+    if (!p->ok || !p->has_arena)
         return 0; /* only fork profiles with an expert arena have this gate */
     int64_t L = (int64_t)p->maxlen;
-    int64_t mnbt = s->max_num_batched_tokens.set ? (int64_t)s->max_num_batched_tokens.v : 0;
-    if (sw_profile_arena(&p->prof, L, mnbt, &ar, NULL))
-        return 0;
+    int64_t mnbt = p->mnbt;
+    ar = p->arena;
     bool ok = ar.slots > 0;
     json_t *g = sw__gate_add(
         r, "arena", ok ? SW_GATE_PASS : SW_GATE_FAIL,
@@ -792,7 +776,7 @@ int sw__gate_arena(struct sw__gate_run *r, struct sw_err *e)
  */
 int sw__gate_window(struct sw__gate_run *r, struct sw_err *e)
 {
-    const struct sw__gate_plan *p = &r->plan;
+    const struct sw_plan_view *p = &r->plan;
     const struct sw_fleet_harness *h = &r->f->harness;
     char a[64], b[64], c[64], d[64], x[64];
     (void)e;

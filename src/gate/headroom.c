@@ -23,7 +23,7 @@ static const char *gb(double b, char *out, size_t n)
 
 int sw__gate_headroom(struct sw__gate_run *r, struct sw_err *e)
 {
-    const struct sw__gate_plan *p = &r->plan;
+    const struct sw_plan_view *p = &r->plan;
     char a[48], b[48], c[48];
     if (!p->ok || !p->has_prof || !p->prof.has_arena)
         return 0; /* only fork profiles with an expert arena have this gate */
