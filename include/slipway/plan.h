@@ -21,6 +21,7 @@
 #ifndef SLIPWAY_PLAN_H
 #define SLIPWAY_PLAN_H
 
+#include <slipway/calib.h>
 #include <slipway/core.h>
 #include <slipway/engine.h>
 #include <slipway/fleet.h>
@@ -238,6 +239,27 @@ int sw_plan_fact_budget(const struct sw_plan_view *v, struct sw_plan_fact_budget
 /* {device, fact, source?, kv_bytes, recurrent_bytes, non_kv_bytes, draft_bytes?, used_bytes,
  * memory_bytes, free_bytes, band_min_bytes?, band_max_bytes?, in_band?}. New reference or NULL. */
 json_t *sw_plan_fact_budget_json(const struct sw_plan_view *v, const struct sw_plan_fact_budget *b);
+
+/* ---------------------------------------------------------------------------------------------
+ * The headroom verdict (plan/headroom.c): a shape's free memory at graph capture and for the pool
+ * by the fork profile's budget, against the transient needs calib fitted from the endpoint's boots
+ * (docs/calibrate.md "Headroom"). The gates, the ladder and the simulator read it.
+ */
+struct sw_calib_fit;
+struct sw_plan_headroom {
+    struct sw_headroom_shape shape; /* the shape as priced */
+    char kv_dtype[64];              /* its KV dtype ("auto", "fp8") */
+    struct sw_calib_hr_pred pred;   /* pred.verdict: the verdict; the figures behind it */
+};
+/* The verdict of a canonical ledger shape. SW_EINVAL "the shape names no max_model_len and seqs to
+ * price"; else sw_calib_headroom_predict's errors (SW_ENOENT: the fit has no headroom model). The
+ * caller checks fit->headroom.have and .consistent, in its own words. */
+int sw_plan_headroom(const struct sw_calib_fit *fit, const json_t *canon,
+                     struct sw_plan_headroom *out, struct sw_err *e);
+/* The same for an endpoint's shape as the fleet (and any --set) gives it: sw_plan_shape,
+ * canonicalized like the ledger, then sw_plan_headroom. */
+int sw_plan_headroom_endpoint(const struct sw_calib_fit *fit, const struct sw_fleet_endpoint *ep,
+                              struct sw_plan_headroom *out, struct sw_err *e);
 
 #ifdef __cplusplus
 }
