@@ -241,6 +241,28 @@ int sw_plan_fact_budget(const struct sw_plan_view *v, struct sw_plan_fact_budget
 json_t *sw_plan_fact_budget_json(const struct sw_plan_view *v, const struct sw_plan_fact_budget *b);
 
 /* ---------------------------------------------------------------------------------------------
+ * A verbatim llama-server command line (plan/cmdline.c), `slipway plan --engine llama.cpp`'s.
+ */
+struct sw_plan_cmdline {
+    struct sw_llamacpp_args *args;
+    struct sw_arch *arch;
+    struct sw_llamacpp_plan *plan;
+    bool fits; /* every device holds its total (sw_plan_llamacpp_fits) */
+};
+/*
+ * Plan argv (llama-server and its flags) over the devices env names: the architecture from the
+ * declaration at arch_path (slipway/arch.h sw_arch_from_json), else the GGUF's header; the draft
+ * and the projector priced beside it (sw_plan_llamacpp_extras). Free with sw_plan_cmdline_free,
+ * also after a failure (the parse's, the file's, the law's).
+ */
+int sw_plan_llamacpp_cmdline(int argc, const char *const *argv, const char *arch_path,
+                             const struct sw_llamacpp_env *env, struct sw_plan_cmdline *out,
+                             struct sw_err *e);
+void sw_plan_cmdline_free(struct sw_plan_cmdline *c);
+/* `--gpu NAME=BYTES` added to env (SW_ERANGE past the law's devices, SW_EINVAL malformed). */
+int sw_plan_parse_gpu(const char *v, struct sw_llamacpp_env *env, struct sw_err *e);
+
+/* ---------------------------------------------------------------------------------------------
  * The headroom verdict (plan/headroom.c): a shape's free memory at graph capture and for the pool
  * by the fork profile's budget, against the transient needs calib fitted from the endpoint's boots
  * (docs/calibrate.md "Headroom"). The gates, the ladder and the simulator read it.

@@ -21,8 +21,6 @@
 #include <slipway/engine.h>
 #include <slipway/engine_vllm.h>
 #include <slipway/fleet.h>
-#include <slipway/gguf.h>
-#include <slipway/hf.h>
 #include <slipway/memory.h>
 #include <slipway/plan.h>
 #include <slipway/vllm.h>
@@ -298,25 +296,6 @@ static void print_human(const struct sw_arch *a, const struct sw_llamacpp_plan *
     }
 }
 
-static int parse_gpu(const char *v, struct sw_llamacpp_env *env, struct sw_err *e)
-{
-    const char *eq = strchr(v, '=');
-    uint64_t bytes;
-    if (env->n_gpu >= SW_LLAMACPP_MAX_DEV - 1)
-        return sw_err_set(e, SW_ERANGE, "--gpu: at most %d GPUs", SW_LLAMACPP_MAX_DEV - 1);
-    if (!eq || eq == v || (size_t)(eq - v) >= sizeof(env->gpu_name[0]))
-        return sw_err_set(e, SW_EINVAL, "--gpu: want NAME=BYTES (e.g. CUDA0=24GiB), got '%s'", v);
-    if (sw_parse_bytes(eq + 1, &bytes, e)) {
-        sw_err_prefix(e, "--gpu %s", v);
-        return e ? e->code : SW_EINVAL;
-    }
-    memcpy(env->gpu_name[env->n_gpu], v, (size_t)(eq - v));
-    env->gpu_name[env->n_gpu][eq - v] = '\0';
-    env->gpu_memory[env->n_gpu] = bytes;
-    env->n_gpu++;
-    return 0;
-}
-
 /* The budget with the non-KV cost the operator measured (a fleet fact, sw_plan_fact_budget): the
  * law's KV and recurrent state plus that figure, against the device and the endpoint's band. */
 static void print_fact_budget(const struct sw_plan_view *v, const struct sw_plan_fact_budget *b)
@@ -487,18 +466,15 @@ done:
 int sw_cmd_plan(int argc, char **argv)
 {
     bool json = false;
-    const char *engine = NULL, *arch_path = NULL, *fleet = NULL, *only = NULL;
+    const char *engine = NULL, *fleet = NULL, *only = NULL;
     struct sw_llamacpp_env env;
-    struct sw_llamacpp_args args;
-    struct sw_llamacpp_plan *plan = NULL;
-    struct sw_arch *arch = NULL;
-    struct sw_gguf *g = NULL;
-    json_t *decl = NULL;
+    struct sw_plan_cmdline pc;
     struct sw_err e;
     int rc = SW_EXIT_OK;
 
     sw_err_clear(&e);
     memset(&env, 0, sizeof(env));
+    memset(&pc, 0, sizeof(pc));
     struct sw_args a;
     if (!sw_args_parse(&sw_spec_plan, argc, argv, &a, &rc))
         return rc;
@@ -506,14 +482,13 @@ int sw_cmd_plan(int argc, char **argv)
     engine = sw_args_str(&a, "engine");
     if (engine && (!strcmp(engine, "vllm") || !strcmp(engine, "sglang")))
         return plan_vllm_sglang(&a);
-    arch_path = sw_args_str(&a, "arch");
     fleet = a.npos > 0 ? a.pos[0] : NULL;
     only = a.npos > 1 ? a.pos[1] : NULL;
     for (size_t k = 0; k < SW_ARRAY_LEN(law_opts); k++)
         if (sw_args_flag(&a, law_opts[k]))
             return sw_args_usage(&a, "--%s is for --engine vllm or sglang", law_opts[k]);
     for (int k = 0; k < sw_args_count(&a, "gpu"); k++)
-        if (parse_gpu(sw_args_nth(&a, "gpu", k), &env, &e))
+        if (sw_plan_parse_gpu(sw_args_nth(&a, "gpu", k), &env, &e))
             return sw_cli_fail(&e, json);
     const char *hm = sw_args_str(&a, "host-memory");
     if (hm && sw_parse_bytes(hm, &env.host_memory, &e)) {
@@ -530,42 +505,17 @@ int sw_cmd_plan(int argc, char **argv)
     if (a.nrest < 1)
         return sw_args_usage(&a, "give llama-server's command line after --");
 
-    sw_llamacpp_args_init(&args);
-    if (sw_llamacpp_args_parse(&args, a.nrest, (const char *const *)a.rest, &e)) {
+    if (sw_plan_llamacpp_cmdline(a.nrest, (const char *const *)a.rest, sw_args_str(&a, "arch"),
+                                 &env, &pc, &e)) {
         rc = sw_cli_fail(&e, json);
         goto out;
     }
-    if (arch_path) {
-        decl = sw_json_load_file(arch_path, 16u << 20, &e);
-        if (!decl || sw_arch_from_json(decl, arch_path, &arch, &e)) {
-            rc = sw_cli_fail(&e, json);
-            goto out;
-        }
-    } else {
-        if (sw_gguf_open(args.model, &g, &e) || sw_arch_from_gguf(g, &arch, &e)) {
-            rc = sw_cli_fail(&e, json);
-            goto out;
-        }
-    }
-    plan = sw_calloc(1, sizeof(*plan));
-    if (!plan) {
-        sw_err_set(&e, SW_ENOMEM, "out of memory");
-        rc = sw_cli_fail(&e, json);
-        goto out;
-    }
-    if (sw_llamacpp_plan(arch, &args, &env, plan, &e) ||
-        sw_plan_llamacpp_extras(NULL, &args, &env, false, plan, &e)) {
-        rc = sw_cli_fail(&e, json);
-        goto out;
-    }
-    for (int d = 0; d < plan->n_dev; d++)
-        if (plan->dev[d].memory && plan->dev[d].total > plan->dev[d].memory)
-            rc = SW_EXIT_FAIL;
+    rc = pc.fits ? SW_EXIT_OK : SW_EXIT_FAIL;
     if (json) {
-        json_t *j = sw_llamacpp_plan_to_json(plan);
+        json_t *j = sw_llamacpp_plan_to_json(pc.plan);
         if (j) {
-            sw_json_set_new(j, "arch", sw_arch_to_json(arch));
-            sw_json_set_bool(j, "fits", rc == SW_EXIT_OK);
+            sw_json_set_new(j, "arch", sw_arch_to_json(pc.arch));
+            sw_json_set_bool(j, "fits", pc.fits);
         }
         if (!j || sw_json_print(stdout, j, true)) {
             json_decref(j);
@@ -575,14 +525,11 @@ int sw_cmd_plan(int argc, char **argv)
         }
         json_decref(j);
     } else {
-        print_human(arch, plan, &args);
-        if (rc == SW_EXIT_FAIL)
+        print_human(pc.arch, pc.plan, pc.args);
+        if (!pc.fits)
             printf("\nDOES NOT FIT: a device's total exceeds its declared memory\n");
     }
 out:
-    sw_free(plan);
-    sw_arch_free(arch);
-    sw_gguf_free(g);
-    json_decref(decl);
+    sw_plan_cmdline_free(&pc);
     return rc;
 }
