@@ -283,6 +283,43 @@ int sw_plan_headroom(const struct sw_calib_fit *fit, const json_t *canon,
 int sw_plan_headroom_endpoint(const struct sw_calib_fit *fit, const struct sw_fleet_endpoint *ep,
                               struct sw_plan_headroom *out, struct sw_err *e);
 
+/* ---------------------------------------------------------------------------------------------
+ * The SGLang calibration pipeline (plan/sglang_calib.c), `slipway calibrate`'s and the band
+ * gate's: the model, the declared shape's law options and pools, the observations (the ledger's
+ * SGLang boots, else the fleet's facts free_at_boot and autofit_tokens), the fit.
+ */
+struct sw_plan_sglang_calib_opts {
+    const struct sw_fleet_shape *declared; /* the shape the facts are of (NULL: ep's own) */
+    const struct sw_calib_fit *fit;        /* its fit->sglang: the ledger's boots (NULL: none) */
+    const int64_t *exclude;                /* boot ids held out of the fit */
+    int n_exclude;
+};
+struct sw_plan_sglang_calib {
+    struct sw_hf_config *c;          /* the endpoint's model (owned) */
+    struct sw_sglang_opts declared;  /* the law's options of the declared shape */
+    bool declared_pinned;            /* it pins max_total_tokens */
+    struct sw_sglang_report drep;    /* its pools by the law (unpinned: planned with a pin, for
+                                       the cell and the mamba pool only) */
+    bool law_ok;                     /* the model, the options and the pools were had */
+    struct sw_calib_sglang_obs *obs; /* SW_CALIB_SG_MAX (owned) */
+    int n_obs;
+    bool from_ledger;          /* the observations are the ledger's boots, not the fleet's facts */
+    struct sw_calib_sglang *s; /* the fit (owned) */
+};
+/* Run the pipeline. Errors: the law's (law_ok false: no model, no options, no pools), then the
+ * fit's (sw_calib_sglang_fit). Free with sw_plan_sglang_calib_free in every case. */
+int sw_plan_sglang_calib(const struct sw_fleet_endpoint *ep,
+                         const struct sw_plan_sglang_calib_opts *o,
+                         struct sw_plan_sglang_calib *out, struct sw_err *e);
+void sw_plan_sglang_calib_free(struct sw_plan_sglang_calib *c);
+/* `slipway calibrate`'s "sglang" section into doc: the fleet at fleet_path (NULL: a note that the
+ * law needs it), the pipeline over fit's SGLang boots with `exclude` held out, the fit and the
+ * declared and unpinned shapes predicted. *fitted when a rest or a free constant came out, *bad
+ * when the boots are inconsistent. */
+int sw_plan_sglang_calib_doc(const char *fleet_path, const char *endpoint,
+                             const struct sw_calib_fit *fit, const int64_t *exclude, int n_exclude,
+                             json_t *doc, bool *fitted, bool *bad, struct sw_err *e);
+
 #ifdef __cplusplus
 }
 #endif

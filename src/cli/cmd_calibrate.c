@@ -24,12 +24,7 @@
 #include "cli.h"
 
 #include <slipway/calib.h>
-#include <slipway/fleet.h>
-#include <slipway/hf.h>
 #include <slipway/plan.h>
-#include <slipway/sglang.h>
-
-#include <math.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -328,142 +323,6 @@ static void print_headroom(const struct sw_calib_headroom *h)
     }
 }
 
-static json_t *sglang_pred_json(const char *what, const struct sw_calib_sglang_pred *p)
-{
-    json_t *j = json_pack("{s:s,s:b,s:I,s:I,s:b,s:I,s:f,s:f}", "shape", what, "autofit", p->autofit,
-                          "tokens_lo", (json_int_t)p->tokens_lo, "tokens_hi",
-                          (json_int_t)p->tokens_hi, "tokens_open", p->tokens_open, "mamba_slots",
-                          (json_int_t)p->mamba_slots, "rest_lo", p->rest_lo, "rest_hi", p->rest_hi);
-    if (j && p->have_free) {
-        if (isfinite(p->free_lo))
-            sw_json_set_real(j, "free_lo_bytes", p->free_lo);
-        sw_json_set_real(j, "free_hi_bytes", p->free_hi);
-        sw_json_set_bool(j, "would_oom", p->would_oom);
-    }
-    if (j && p->warning[0])
-        sw_json_set_str(j, "warning", p->warning);
-    return j;
-}
-
-/* SGLang: the ledger's SGLang boots (with their readings) and the fleet's measured facts, fitted
- * under the endpoint's planned options (calib sw_calib_sglang_fit); the declared shape and the
- * unpinned autofit predicted. Sets doc "sglang"; *fitted when a rest or a free constant came out.
- * Needs the fleet (the law's options and the model); without it, a note. */
-static int sglang_section(const struct sw_calib_request *rq, const struct sw_calib_fit *fit,
-                          json_t *doc, bool *fitted, bool *bad, struct sw_err *e)
-{
-    struct sw_fleet *fleet = NULL;
-    struct sw_hf_config *c = NULL;
-    struct sw_calib_sglang *s = NULL;
-    struct sw_calib_sglang_obs *obs = NULL;
-    struct sw_sglang_opts o, q;
-    struct sw_sglang_report dr;
-    struct sw_calib_sglang_pred pr;
-    int n = 0, rc = 0;
-    json_t *j = NULL;
-    *fitted = false;
-    if (!rq->fleet_path)
-        return sw_json_set_new(doc, "sglang",
-                               json_pack("{s:s}", "why",
-                                         "no fleet named: the law's options and the model come "
-                                         "from the endpoint's fleet entry"));
-    c = sw_calloc(1, sizeof(*c));
-    s = sw_calloc(1, sizeof(*s));
-    obs = sw_calloc(SW_CALIB_SG_MAX, sizeof(*obs));
-    if (!c || !s || !obs) {
-        rc = sw_err_set(e, SW_ENOMEM, "out of memory");
-        goto out;
-    }
-    rc = sw_fleet_load(rq->fleet_path, NULL, &fleet, e);
-    if (rc)
-        goto out;
-    const struct sw_fleet_endpoint *ep = sw_fleet_endpoint(fleet, rq->endpoint);
-    if (!ep) {
-        rc = sw_err_set(e, SW_ENOENT, "%s: no endpoint '%s'", rq->fleet_path, rq->endpoint);
-        goto out;
-    }
-    rc = sw_endpoint_hf_config(ep, c, NULL, 0, e);
-    if (!rc)
-        rc = sw_plan_sglang_opts(ep, NULL, &o, e);
-    if (!rc && o.max_total_tokens > 0)
-        rc = sw_sglang_plan(c, &o, &dr, e);
-    if (rc)
-        goto out;
-    struct sw_calib_sglang_obs d = {.tokens = o.max_total_tokens > 0 ? dr.max_total_num_tokens : 0,
-                                    .pinned = o.max_total_tokens > 0,
-                                    .mamba_slots = o.max_mamba_cache_size,
-                                    .mem_fraction_static = o.mem_fraction_static};
-    /* the ledger's boots when it has some; the fleet's facts (the same figures, by hand) else:
-     * both at once would hold every --exclude'd figure in again */
-    if (!fit->sglang.n)
-        sw_calib_sglang_gather(ep, &d, NULL, NULL, obs, SW_CALIB_SG_MAX, &n);
-    for (int k = 0; k < fit->sglang.n && n < SW_CALIB_SG_MAX; k++)
-        obs[n++] = fit->sglang.obs[k];
-    struct sw_calib_opts co = {.ep = ep, .exclude = rq->exclude, .n_exclude = rq->n_exclude};
-    rc = sw_calib_sglang_fit(c, &o, obs, n, &co, s, e);
-    if (rc)
-        goto out;
-    j = json_pack("{s:I,s:I,s:b,s:b}", "cell_bytes", (json_int_t)s->cell_bytes,
-                  "mamba_cache_per_req", (json_int_t)s->mamba_per_req, "consistent", s->consistent,
-                  "rest_fitted", s->have_rest);
-    json_t *bs = json_array(), *ps = json_array();
-    if (!j || !bs || !ps) {
-        json_decref(bs);
-        json_decref(ps);
-        rc = sw_err_set(e, SW_ENOMEM, "out of memory");
-        goto out;
-    }
-    sw_json_set_new(j, "boots", bs);
-    sw_json_set_new(j, "predictions", ps);
-    for (int k = 0; k < s->n; k++) {
-        const struct sw_calib_sglang_obs *b = &s->obs[k];
-        json_t *x = json_pack("{s:I,s:s,s:I,s:b,s:I}", "boot", (json_int_t)b->boot_id, "source",
-                              b->ext_id, "tokens", (json_int_t)b->tokens, "pinned", b->pinned,
-                              "mamba_slots", (json_int_t)b->mamba_slots);
-        if (x && b->has_free)
-            sw_json_set_real(x, "free_bytes", b->free_bytes);
-        json_array_append_new(bs, x);
-    }
-    if (s->have_rest) {
-        sw_json_set_int(j, "rest_lo", (json_int_t)s->rest_lo);
-        sw_json_set_int(j, "rest_hi", (json_int_t)s->rest_hi);
-        sw_json_set_real(j, "rest_mem_fraction_static", s->rest_mfs);
-    } else if (s->rest_floor) {
-        sw_json_set_int(j, "rest_floor", (json_int_t)s->rest_floor);
-    }
-    if (s->have_free) {
-        sw_json_set_real(j, "free_constant_lo", s->f0_lo);
-        sw_json_set_real(j, "free_constant_hi", s->f0_hi);
-    }
-    if (!s->consistent)
-        sw_json_set_str(j, "why", s->why);
-    *fitted = s->consistent && (s->have_rest || s->have_free);
-    *bad = !s->consistent;
-    for (int k = 0; k < 2 && s->consistent; k++) {
-        q = o;
-        if (k == 1)
-            q.max_total_tokens = 0;
-        else if (o.max_total_tokens <= 0)
-            continue;
-        struct sw_err pe;
-        sw_err_clear(&pe);
-        if (sw_calib_sglang_predict(s, c, &q, &pr, &pe) == 0)
-            json_array_append_new(ps, sglang_pred_json(k ? "autofit" : "declared", &pr));
-        else
-            json_array_append_new(
-                ps, json_pack("{s:s,s:s}", "shape", k ? "autofit" : "declared", "why", pe.msg));
-    }
-    rc = sw_json_set_new(doc, "sglang", j);
-    j = NULL;
-out:
-    json_decref(j);
-    sw_fleet_free(fleet);
-    sw_free(obs);
-    sw_free(s);
-    sw_free(c);
-    return rc;
-}
-
 static void print_sglang(const json_t *sj)
 {
     char a[32], b[32];
@@ -589,7 +448,8 @@ int sw_cmd_calibrate(int argc, char **argv)
     bool nothing = res.nothing, bad = res.inconsistent;
     if (fit->sglang.have || !strcmp(fit->engine, "sglang")) {
         bool sg_fit = false, sg_bad = false;
-        if (sglang_section(&rq, fit, out, &sg_fit, &sg_bad, &e)) {
+        if (sw_plan_sglang_calib_doc(rq.fleet_path, rq.endpoint, fit, rq.exclude, rq.n_exclude, out,
+                                     &sg_fit, &sg_bad, &e)) {
             rc = sw_cli_fail(&e, json);
             goto out;
         }
