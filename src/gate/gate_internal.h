@@ -41,19 +41,20 @@ void sw__gate_str(json_t *g, const char *k, const char *v);
 /* Append a piece of evidence (stolen). */
 void sw__gate_evidence(json_t *g, json_t *ev);
 
-/* The gates. Each appends one or more results; returns 0 or an unusable-input error. */
-int sw__gate_band(struct sw__gate_run *r, struct sw_err *e);
+/* The gates, one file each. Each appends one or more results; returns 0 or an unusable-input
+ * error. */
+int sw__gate_band(struct sw__gate_run *r, struct sw_err *e); /* band.c */
 /* band_sglang.c: an SGLang endpoint's band from its calibration; *handled false: the generic
  * band runs (no facts, no law). */
 int sw__gate_band_sglang(struct sw__gate_run *r, bool *handled, struct sw_err *e);
-int sw__gate_pool(struct sw__gate_run *r, struct sw_err *e);
-int sw__gate_arena(struct sw__gate_run *r, struct sw_err *e);
-int sw__gate_headroom(struct sw__gate_run *r, struct sw_err *e); /* headroom.c */
-int sw__gate_window(struct sw__gate_run *r, struct sw_err *e);
-int sw__gate_known_bad(struct sw__gate_run *r, struct sw_err *e);
-int sw__gate_payload(struct sw__gate_run *r, struct sw_err *e);
-int sw__gate_unit(struct sw__gate_run *r, struct sw_err *e); /* unit.c */
-int sw__gate_patches(struct sw__gate_run *r, struct sw_err *e);
+int sw__gate_pool(struct sw__gate_run *r, struct sw_err *e);      /* pool.c */
+int sw__gate_arena(struct sw__gate_run *r, struct sw_err *e);     /* arena.c */
+int sw__gate_headroom(struct sw__gate_run *r, struct sw_err *e);  /* headroom.c */
+int sw__gate_window(struct sw__gate_run *r, struct sw_err *e);    /* window.c */
+int sw__gate_known_bad(struct sw__gate_run *r, struct sw_err *e); /* known_bad.c */
+int sw__gate_payload(struct sw__gate_run *r, struct sw_err *e);   /* payload.c */
+int sw__gate_unit(struct sw__gate_run *r, struct sw_err *e);      /* unit.c */
+int sw__gate_patches(struct sw__gate_run *r, struct sw_err *e);   /* patch.c */
 
 /* "1,153 MiB", "18.4 GiB" style helpers (out returned). */
 const char *sw__gate_mib(double bytes, char *out, size_t n);
