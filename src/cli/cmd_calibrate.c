@@ -16,7 +16,8 @@
  * and its fork profile (declared arena constants to compare); --config overrides the arch.
  *
  * This file reads the options, calls sw_calib_run (the orchestration: fleet, ledger, fit,
- * predictions, needs, budget, the note) and prints the result; it writes --save and --svg.
+ * predictions, needs, budget, the note) and, for SGLang, plan's sw_plan_sglang_calib_doc (the
+ * calibration pipeline the band gate runs too), and prints the result; it writes --save and --svg.
  *
  * Exit: 0 fitted; 1 nothing could be fitted, or a class is inconsistent; 2 unusable input (no
  * ledger, unknown endpoint, bad options).
@@ -423,6 +424,141 @@ static void print_contexts(const json_t *cs)
     }
 }
 
+/* The fork's KV terms over every class the config explained (they do not depend on the dtype). */
+static void print_joint(const struct sw_calib_fit *fit)
+{
+    if (fit->joint_classes <= 1)
+        return;
+    if (fit->joint_agree)
+        printf("fork KV terms over the %d KV classes the config explains: "
+               "extra_attn_bytes_per_token %lld..%lld, extra_mamba_blocks %lld..%lld\n",
+               fit->joint_classes, (long long)fit->joint_bytes_lo, (long long)fit->joint_bytes_hi,
+               (long long)fit->joint_blocks_lo, (long long)fit->joint_blocks_hi);
+    else
+        printf("fork KV terms: the %d KV classes DISAGREE (no common value): the fork's "
+               "terms depend on the KV dtype, or a class's boots are wrong\n",
+               fit->joint_classes);
+}
+
+/* --predict: tokens and concurrency per KV class, or the arena's slots. */
+static void print_predictions(const json_t *preds)
+{
+    size_t i;
+    json_t *p;
+    json_array_foreach(preds, i, p)
+    {
+        const json_t *t = json_object_get(p, "tokens");
+        char a[32], b[32];
+        if (t) {
+            printf("predict %s at L %lld, pool %lld B: %s..%s tokens, concurrency "
+                   "%.2f..%.2f\n",
+                   json_string_value(json_object_get(p, "class")),
+                   (long long)json_integer_value(json_object_get(p, "max_model_len")),
+                   (long long)json_integer_value(json_object_get(p, "kv_bytes")),
+                   cnt(json_integer_value(json_object_get(t, "lo")), a, sizeof(a)),
+                   cnt(json_integer_value(json_object_get(t, "hi")), b, sizeof(b)),
+                   json_real_value(json_object_get(json_object_get(p, "concurrency"), "lo")),
+                   json_real_value(json_object_get(json_object_get(p, "concurrency"), "hi")));
+            printf("  point %s (%s)\n",
+                   cnt(json_integer_value(json_object_get(t, "point")), a, sizeof(a)),
+                   json_string_value(json_object_get(p, "point_from")));
+        } else {
+            const json_t *sl = json_object_get(p, "slots");
+            printf("predict arena at L %lld: %lld..%lld slots\n",
+                   (long long)json_integer_value(json_object_get(p, "max_model_len")),
+                   (long long)json_integer_value(json_object_get(sl, "lo")),
+                   (long long)json_integer_value(json_object_get(sl, "hi")));
+        }
+        const char *w = json_string_value(json_object_get(p, "warning"));
+        if (w)
+            printf("  WARNING: %s\n", w);
+        else if (json_is_true(json_object_get(p, "extrapolated")))
+            printf("  WARNING: extrapolates across geometry (max_model_len not fitted)\n");
+    }
+}
+
+/* --need: the pool at which SEQS requests of MAXLEN fit. */
+static void print_needs(const json_t *needs)
+{
+    size_t i;
+    json_t *p;
+    json_array_foreach(needs, i, p)
+    {
+        char a[32], b[32];
+        long long seqs = (long long)json_integer_value(json_object_get(p, "seqs"));
+        long long len = (long long)json_integer_value(json_object_get(p, "max_model_len"));
+        bool extr = json_is_true(json_object_get(p, "extrapolated"));
+        printf("need %s: %lld x %lld holds at a pool of %s B per rank for every solution "
+               "(%s B for the most favourable)%s\n",
+               json_string_value(json_object_get(p, "class")), seqs, len,
+               cnt(json_integer_value(json_object_get(p, "kv_bytes_hi")), a, sizeof(a)),
+               cnt(json_integer_value(json_object_get(p, "kv_bytes_lo")), b, sizeof(b)),
+               extr ? "\n  WARNING: extrapolates across geometry (max_model_len not fitted)" : "");
+    }
+}
+
+/* --budget: used and free per device. */
+static void print_budget(const json_t *bj)
+{
+    size_t di;
+    json_t *d;
+    if (!bj)
+        return;
+    json_array_foreach(json_object_get(bj, "devices"), di, d)
+    {
+        const json_t *u = json_object_get(d, "used_mib"), *fr = json_object_get(d, "free_mib");
+        printf("budget on %s: used %.0f MiB (%.0f..%.0f), free %.0f MiB (%.0f..%.0f)%s\n  "
+               "%s\n",
+               json_string_value(json_object_get(d, "device")),
+               json_real_value(json_object_get(u, "point")),
+               json_real_value(json_object_get(u, "lo")), json_real_value(json_object_get(u, "hi")),
+               json_real_value(json_object_get(fr, "point")),
+               json_real_value(json_object_get(fr, "lo")),
+               json_real_value(json_object_get(fr, "hi")),
+               json_is_true(json_object_get(d, "measured")) ? " [measured]" : "",
+               json_string_value(json_object_get(d, "basis")));
+    }
+    const char *w = json_string_value(json_object_get(bj, "warning"));
+    if (w)
+        printf("  WARNING: %s\n", w);
+}
+
+/* The human view of the whole calibration document. */
+static void print_human(const struct sw_calib_result *res, const char *endpoint, bool nothing)
+{
+    const struct sw_calib_fit *fit = res->fit;
+    const json_t *out = res->doc;
+    printf("calibrate %s (%s, %d boot%s in %s)\n", fit->endpoint,
+           fit->engine[0] ? fit->engine : "?", fit->n_boots, fit->n_boots == 1 ? "" : "s",
+           res->ledger_path);
+    for (int i = 0; i < fit->n_kv; i++)
+        print_kv(&fit->kv[i]);
+    for (int i = 0; i < fit->n_nonkv; i++)
+        print_nonkv(&fit->nonkv[i]);
+    print_joint(fit);
+    if (fit->arena.have)
+        print_arena(&fit->arena);
+    if (fit->headroom.have)
+        print_headroom(&fit->headroom);
+    print_sglang(json_object_get(out, "sglang"));
+    print_contexts(json_object_get(out, "contexts"));
+    print_predictions(json_object_get(out, "predictions"));
+    print_needs(json_object_get(out, "needs"));
+    print_budget(json_object_get(out, "budget"));
+    if (fit->notes[0]) {
+        printf("notes:\n  ");
+        for (const char *c = fit->notes; *c; c++)
+            fputs(*c == '\n' ? "\n  " : (char[2]){*c, 0}, stdout);
+        printf("\n");
+    }
+    if (json_is_integer(json_object_get(out, "note")))
+        printf("recorded as note #%lld on endpoint %s\n",
+               (long long)json_integer_value(json_object_get(out, "note")), endpoint);
+    if (nothing)
+        printf("nothing to fit: no boot printed a KV pool with a pinned size, no usage "
+               "reading could be priced, no arena was printed, no SGLang pool\n");
+}
+
 int sw_cmd_calibrate(int argc, char **argv)
 {
     struct sw_args args;
@@ -444,7 +580,6 @@ int sw_cmd_calibrate(int argc, char **argv)
     }
     const struct sw_calib_fit *fit = res.fit;
     json_t *out = res.doc;
-    const char *path = res.ledger_path;
     bool nothing = res.nothing, bad = res.inconsistent;
     if (fit->sglang.have || !strcmp(fit->engine, "sglang")) {
         bool sg_fit = false, sg_bad = false;
@@ -474,119 +609,11 @@ int sw_cmd_calibrate(int argc, char **argv)
     }
     if (res.note_id)
         sw_json_set_int(out, "note", res.note_id);
-    json_t *preds = json_object_get(out, "predictions");
-    json_t *needs = json_object_get(out, "needs");
     if (json) {
         sw_json_set_bool(out, "ok", !nothing && !bad);
         sw_json_print(stdout, out, true);
     } else {
-        printf("calibrate %s (%s, %d boot%s in %s)\n", fit->endpoint,
-               fit->engine[0] ? fit->engine : "?", fit->n_boots, fit->n_boots == 1 ? "" : "s",
-               path);
-        for (int i = 0; i < fit->n_kv; i++)
-            print_kv(&fit->kv[i]);
-        for (int i = 0; i < fit->n_nonkv; i++)
-            print_nonkv(&fit->nonkv[i]);
-        if (fit->joint_classes > 1) {
-            if (fit->joint_agree)
-                printf("fork KV terms over the %d KV classes the config explains: "
-                       "extra_attn_bytes_per_token %lld..%lld, extra_mamba_blocks %lld..%lld\n",
-                       fit->joint_classes, (long long)fit->joint_bytes_lo,
-                       (long long)fit->joint_bytes_hi, (long long)fit->joint_blocks_lo,
-                       (long long)fit->joint_blocks_hi);
-            else
-                printf("fork KV terms: the %d KV classes DISAGREE (no common value): the fork's "
-                       "terms depend on the KV dtype, or a class's boots are wrong\n",
-                       fit->joint_classes);
-        }
-        if (fit->arena.have)
-            print_arena(&fit->arena);
-        if (fit->headroom.have)
-            print_headroom(&fit->headroom);
-        print_sglang(json_object_get(out, "sglang"));
-        print_contexts(json_object_get(out, "contexts"));
-        size_t i;
-        json_t *p;
-        json_array_foreach(preds, i, p)
-        {
-            const json_t *t = json_object_get(p, "tokens");
-            char a[32], b[32];
-            if (t) {
-                printf("predict %s at L %lld, pool %lld B: %s..%s tokens, concurrency "
-                       "%.2f..%.2f\n",
-                       json_string_value(json_object_get(p, "class")),
-                       (long long)json_integer_value(json_object_get(p, "max_model_len")),
-                       (long long)json_integer_value(json_object_get(p, "kv_bytes")),
-                       cnt(json_integer_value(json_object_get(t, "lo")), a, sizeof(a)),
-                       cnt(json_integer_value(json_object_get(t, "hi")), b, sizeof(b)),
-                       json_real_value(json_object_get(json_object_get(p, "concurrency"), "lo")),
-                       json_real_value(json_object_get(json_object_get(p, "concurrency"), "hi")));
-                printf("  point %s (%s)\n",
-                       cnt(json_integer_value(json_object_get(t, "point")), a, sizeof(a)),
-                       json_string_value(json_object_get(p, "point_from")));
-            } else {
-                const json_t *s = json_object_get(p, "slots");
-                printf("predict arena at L %lld: %lld..%lld slots\n",
-                       (long long)json_integer_value(json_object_get(p, "max_model_len")),
-                       (long long)json_integer_value(json_object_get(s, "lo")),
-                       (long long)json_integer_value(json_object_get(s, "hi")));
-            }
-            const char *w = json_string_value(json_object_get(p, "warning"));
-            if (w)
-                printf("  WARNING: %s\n", w);
-            else if (json_is_true(json_object_get(p, "extrapolated")))
-                printf("  WARNING: extrapolates across geometry (max_model_len not fitted)\n");
-        }
-        json_array_foreach(needs, i, p)
-        {
-            char a[32], b[32];
-            printf("need %s: %lld x %lld holds at a pool of %s B per rank for every solution "
-                   "(%s B for the most favourable)%s\n",
-                   json_string_value(json_object_get(p, "class")),
-                   (long long)json_integer_value(json_object_get(p, "seqs")),
-                   (long long)json_integer_value(json_object_get(p, "max_model_len")),
-                   cnt(json_integer_value(json_object_get(p, "kv_bytes_hi")), a, sizeof(a)),
-                   cnt(json_integer_value(json_object_get(p, "kv_bytes_lo")), b, sizeof(b)),
-                   json_is_true(json_object_get(p, "extrapolated"))
-                       ? "\n  WARNING: extrapolates across geometry (max_model_len not fitted)"
-                       : "");
-        }
-        const json_t *bj = json_object_get(out, "budget");
-        if (bj) {
-            size_t di;
-            json_t *d;
-            json_array_foreach(json_object_get(bj, "devices"), di, d)
-            {
-                const json_t *u = json_object_get(d, "used_mib"),
-                             *fr = json_object_get(d, "free_mib");
-                printf("budget on %s: used %.0f MiB (%.0f..%.0f), free %.0f MiB (%.0f..%.0f)%s\n  "
-                       "%s\n",
-                       json_string_value(json_object_get(d, "device")),
-                       json_real_value(json_object_get(u, "point")),
-                       json_real_value(json_object_get(u, "lo")),
-                       json_real_value(json_object_get(u, "hi")),
-                       json_real_value(json_object_get(fr, "point")),
-                       json_real_value(json_object_get(fr, "lo")),
-                       json_real_value(json_object_get(fr, "hi")),
-                       json_is_true(json_object_get(d, "measured")) ? " [measured]" : "",
-                       json_string_value(json_object_get(d, "basis")));
-            }
-            const char *w = json_string_value(json_object_get(bj, "warning"));
-            if (w)
-                printf("  WARNING: %s\n", w);
-        }
-        if (fit->notes[0]) {
-            printf("notes:\n  ");
-            for (const char *c = fit->notes; *c; c++)
-                fputs(*c == '\n' ? "\n  " : (char[2]){*c, 0}, stdout);
-            printf("\n");
-        }
-        if (json_is_integer(json_object_get(out, "note")))
-            printf("recorded as note #%lld on endpoint %s\n",
-                   (long long)json_integer_value(json_object_get(out, "note")), rq.endpoint);
-        if (nothing)
-            printf("nothing to fit: no boot printed a KV pool with a pinned size, no usage "
-                   "reading could be priced, no arena was printed, no SGLang pool\n");
+        print_human(&res, rq.endpoint, nothing);
     }
     rc = nothing || bad ? SW_EXIT_FAIL : SW_EXIT_OK;
 out:
