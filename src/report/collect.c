@@ -130,11 +130,32 @@ static const json_t *reading_for(const json_t *usage, const json_t *canon,
     return best;
 }
 
-static int finish_device(json_t *d, const struct sw_plan_view *v, uint64_t capacity,
-                         uint64_t usable, bool has_free, uint64_t free_b, const char *free_how)
+/* A device of the budget: its name and kind, and its (empty) parts. NULL *d: out of memory;
+ * else the puts' rc, which the caller carries on (every later step checks it). */
+static int device_open(const struct sw_fleet_device *fd, json_t **d, json_t **parts)
 {
     int rc = 0;
+    *d = json_object();
+    *parts = json_array();
+    if (!*d || !*parts) {
+        json_decref(*d);
+        json_decref(*parts);
+        *d = *parts = NULL;
+        return SW_ENOMEM;
+    }
+    sw__rep_put(*d, "name", jstr(fd->name), &rc);
+    sw__rep_put(*d, "kind", jstr(fd->kind.v), &rc);
+    return rc;
+}
+
+/* The device's parts, capacity, usable, band (the plan view's) and free, appended to devs; d is
+ * released when rc (the caller's so far) or this fails. */
+static int device_close(json_t *devs, json_t *d, json_t *parts, const struct sw_plan_view *v,
+                        uint64_t capacity, uint64_t usable, bool has_free, uint64_t free_b,
+                        const char *free_how, int rc)
+{
     uint64_t bmin = v->band_min, bmax = v->band_max;
+    sw__rep_put(d, "parts", parts, &rc);
     sw__rep_put(d, "capacity", jint(capacity), &rc);
     sw__rep_put(d, "usable", jint(usable), &rc);
     sw__rep_put(d, "band", json_pack("{s:I,s:I}", "min", (json_int_t)bmin, "max", (json_int_t)bmax),
@@ -143,6 +164,10 @@ static int finish_device(json_t *d, const struct sw_plan_view *v, uint64_t capac
     sw__rep_put(d, "free_how", jstr(free_how), &rc);
     sw__rep_put(d, "in_band",
                 has_free ? json_boolean(free_b >= bmin && free_b <= bmax) : json_null(), &rc);
+    if (!rc && json_array_append_new(devs, d))
+        rc = SW_ENOMEM;
+    else if (rc)
+        json_decref(d);
     return rc;
 }
 
@@ -156,14 +181,10 @@ static int budget_llamacpp(const struct sw_fleet_endpoint *ep, const struct sw_p
         const struct sw_fleet_device *fd = x->dev;
         if (strcmp(x->law_name, fd->name))
             continue; /* llama.cpp's "CPU" is shown under the fleet's name only */
-        json_t *d = json_object(), *parts = json_array();
-        if (!d || !parts) {
-            json_decref(d);
-            json_decref(parts);
-            return SW_ENOMEM;
-        }
-        sw__rep_put(d, "name", jstr(fd->name), &rc);
-        sw__rep_put(d, "kind", jstr(fd->kind.v), &rc);
+        json_t *d, *parts;
+        rc = device_open(fd, &d, &parts);
+        if (!d)
+            return rc;
         uint64_t cap = x->capacity;
         uint64_t compute = x->compute;
         const json_t *r = reading_for(usage, canon, ep, fd->name);
@@ -224,13 +245,7 @@ static int budget_llamacpp(const struct sw_fleet_endpoint *ep, const struct sw_p
         uint64_t sum = parts_sum(parts);
         sw__rep_put(d, "reserved",
                     has_free && cap > sum + free_b ? jint(cap - sum - free_b) : jint(0), &rc);
-        sw__rep_put(d, "parts", parts, &rc);
-        if (!rc)
-            rc = finish_device(d, v, cap, cap, has_free, free_b, free_how);
-        if (!rc && json_array_append_new(devs, d))
-            rc = SW_ENOMEM;
-        else if (rc)
-            json_decref(d);
+        rc = device_close(devs, d, parts, v, cap, cap, has_free, free_b, free_how, rc);
     }
     return rc;
 }
@@ -249,14 +264,10 @@ static int budget_vllm(const struct sw_fleet_endpoint *ep, const struct sw_plan_
                "(record a usage reading, or declare a fork profile)";
     for (size_t k = 0; k < ep->n_devices && !rc; k++) {
         const struct sw_fleet_device *fd = ep->devices[k];
-        json_t *d = json_object(), *parts = json_array();
-        if (!d || !parts) {
-            json_decref(d);
-            json_decref(parts);
-            return SW_ENOMEM;
-        }
-        sw__rep_put(d, "name", jstr(fd->name), &rc);
-        sw__rep_put(d, "kind", jstr(fd->kind.v), &rc);
+        json_t *d, *parts;
+        rc = device_open(fd, &d, &parts);
+        if (!d)
+            return rc;
         uint64_t cap = sw_fleet_device_capacity(fd);
         uint64_t usable = fork && prof.usable     ? prof.usable
                           : fd->memory_usable.set ? fd->memory_usable.v
@@ -281,15 +292,9 @@ static int budget_vllm(const struct sw_fleet_endpoint *ep, const struct sw_plan_
         bool has_free = fork && p->pool_sized;
         sw__rep_put(d, "measured", json_null(), &rc);
         sw__rep_put(d, "reserved", jint(cap > usable ? cap - usable : 0), &rc);
-        sw__rep_put(d, "parts", parts, &rc);
-        if (!rc)
-            rc = finish_device(d, v, cap, usable, has_free, usable > sum ? usable - sum : 0,
-                               has_free ? "usable minus the parts (activations come out of it)"
-                                        : *why);
-        if (!rc && json_array_append_new(devs, d))
-            rc = SW_ENOMEM;
-        else if (rc)
-            json_decref(d);
+        rc = device_close(devs, d, parts, v, cap, usable, has_free, usable > sum ? usable - sum : 0,
+                          has_free ? "usable minus the parts (activations come out of it)" : *why,
+                          rc);
     }
     return rc;
 }
