@@ -25,6 +25,9 @@
  *              image's file (`base:`, on this machine) reproduces its recorded sha256; a drifted
  *              base or a patch that no longer applies fails (payload/patch.c).
  *
+ * The endpoint's law comes from plan's view of it (sw_plan_view); `slipway check` over a whole
+ * fleet is sw_gate_check_open / _next / _doc (below).
+ *
  * What it deliberately does not do: boot, probe or download anything; fit a law (calibration
  * does; the band gate uses the fitted non-KV cost when there is one); change the fleet file.
  */

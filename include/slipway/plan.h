@@ -11,12 +11,17 @@
  *   - the ledger shape (docs/ledger.md): the fleet's vocabulary for an endpoint, the booted
  *     command's effective values (llama-server's defaults from the adapter's one table) for a
  *     boot.
+ * Read through it: the plan view (sw_plan_view: pool, price per token, arena, band, budget per
+ * device), the headroom verdict (sw_plan_headroom), the SGLang calibration pipeline
+ * (sw_plan_sglang_calib) and a verbatim llama-server command line (sw_plan_llamacpp_cmdline).
  *
- * Layer: core -> model, fleet, ledger, net -> payload -> memory (laws) -> engine (adapters:
- * argv/env, boot logs, differs) -> plan -> calib -> gate -> deploy -> probe -> cli. plan may call
- * engine and memory; gate and deploy call plan, never an engine's planning directly.
+ * Layer (scripts/layering.sh): core -> model, fleet, ledger, net -> memory, payload -> calib ->
+ * engine (adapters: argv/env, boot logs, differs) -> plan -> unit -> gate, deploy -> ... -> cli.
+ * plan may call engine, calib and memory; gate and deploy call plan, never an engine's planning
+ * directly.
  *
- * What it deliberately does not do: judge (gate), boot (deploy), fit (calib), print (cli).
+ * What it deliberately does not do: judge (gate), boot (deploy), fit (calib: a fit is handed in),
+ * print (cli).
  */
 #ifndef SLIPWAY_PLAN_H
 #define SLIPWAY_PLAN_H
