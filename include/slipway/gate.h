@@ -25,6 +25,9 @@
  *              image's file (`base:`, on this machine) reproduces its recorded sha256; a drifted
  *              base or a patch that no longer applies fails (payload/patch.c).
  *
+ * The endpoint's law comes from plan's view of it (sw_plan_view); `slipway check` over a whole
+ * fleet is sw_gate_check_open / _next / _doc (below).
+ *
  * What it deliberately does not do: boot, probe or download anything; fit a law (calibration
  * does; the band gate uses the fitted non-KV cost when there is one); change the fleet file.
  */
@@ -32,6 +35,8 @@
 #define SLIPWAY_GATE_H
 
 #include <slipway/core.h>
+#include <slipway/ledger.h>
+#include <slipway/plan.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -50,9 +55,10 @@ enum sw_gate_verdict {
 /* "pass", "skip", "fail". */
 const char *sw_gate_verdict_name(enum sw_gate_verdict v);
 
-/* The band used when an endpoint declares no free_band: the operator's 2-3 GiB. */
-#define SW_GATE_BAND_MIN (2ull * 1024 * 1024 * 1024)
-#define SW_GATE_BAND_MAX (3ull * 1024 * 1024 * 1024)
+/* The band used when an endpoint declares no free_band: the operator's 2-3 GiB (plan.h's
+ * SW_PLAN_BAND_MIN..MAX, which the plan view holds). */
+#define SW_GATE_BAND_MIN SW_PLAN_BAND_MIN
+#define SW_GATE_BAND_MAX SW_PLAN_BAND_MAX
 
 struct sw_gate_opts {
     struct sw_ledger *ledger; /* NULL: ledger-backed evidence is skipped, with that reason */
@@ -113,6 +119,53 @@ struct sw_gate_patch_result {
 };
 int sw_gate_patch(const struct sw_fleet_patch *fp, struct sw_host *h, int64_t deadline_ms,
                   struct sw_gate_patch_result *out, struct sw_err *e);
+
+/*
+ * `slipway check` over a fleet (gate/check.c), one endpoint at a time so the caller shows each
+ * result as it is judged:
+ *
+ *     struct sw_gate_check c;
+ *     rc = sw_gate_check_open(&c, &opts, &e);          fleet, the endpoint, --set, the ledger
+ *     while (!(rc = sw_gate_check_next(&c, &r, &e)) && r)   every gate on the next endpoint
+ *         show(r);
+ *     doc = sw_gate_check_doc(&c);                     {fleet, ledger, set?, verdict, endpoints}
+ *     sw_gate_check_close(&c);                         also after a failed open
+ *
+ * Errors are unusable input: the fleet's, an unknown endpoint (the message names the fleet's),
+ * a bad --set, a ledger that cannot be read (ledger_failed), a gate's.
+ */
+struct sw_gate_check_opts {
+    const char *fleet_path;  /* required */
+    const char *endpoint;    /* NULL: every enabled endpoint */
+    const char *const *sets; /* "KEY=VALUE" overrides of `endpoint` (sw_gate_set) */
+    size_t n_sets;
+    const char *ledger_path; /* NULL: $SLIPWAY_LEDGER, else beside the fleet (may be absent) */
+    bool no_ledger;          /* no ledger evidence */
+    double margin;           /* sw_gate_opts.pool_margin */
+};
+struct sw_gate_check {
+    struct sw_gate_check_opts opts;
+    bool have_ledger;     /* a ledger is read */
+    bool ledger_absent;   /* the default ledger does not exist: evidence is skipped */
+    bool ledger_failed;   /* open failed because of the ledger */
+    char ledger_at[4096]; /* where it is (or would be) */
+    bool failed;          /* a gate failed so far */
+    /* opaque */
+    struct sw_fleet *fleet;
+    struct sw_fleet_endpoint *target;
+    struct sw_fleet_shape before;
+    struct sw_ledger ledger;
+    size_t next;
+    json_t *results;
+};
+int sw_gate_check_open(struct sw_gate_check *c, const struct sw_gate_check_opts *o,
+                       struct sw_err *e);
+/* The next endpoint's result (borrowed: c keeps it for the document), or *result NULL when every
+ * endpoint was judged. */
+int sw_gate_check_next(struct sw_gate_check *c, const json_t **result, struct sw_err *e);
+/* The document of every result so far. New reference, or NULL on OOM. */
+json_t *sw_gate_check_doc(const struct sw_gate_check *c);
+void sw_gate_check_close(struct sw_gate_check *c);
 
 #ifdef __cplusplus
 }

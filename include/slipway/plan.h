@@ -11,19 +11,26 @@
  *   - the ledger shape (docs/ledger.md): the fleet's vocabulary for an endpoint, the booted
  *     command's effective values (llama-server's defaults from the adapter's one table) for a
  *     boot.
+ * Read through it: the plan view (sw_plan_view: pool, price per token, arena, band, budget per
+ * device), the headroom verdict (sw_plan_headroom), the SGLang calibration pipeline
+ * (sw_plan_sglang_calib) and a verbatim llama-server command line (sw_plan_llamacpp_cmdline).
  *
- * Layer: core -> model, fleet, ledger, net -> payload -> memory (laws) -> engine (adapters:
- * argv/env, boot logs, differs) -> plan -> calib -> gate -> deploy -> probe -> cli. plan may call
- * engine and memory; gate and deploy call plan, never an engine's planning directly.
+ * Layer (scripts/layering.sh): core -> model, fleet, ledger, net -> memory, payload -> calib ->
+ * engine (adapters: argv/env, boot logs, differs) -> plan -> unit -> gate, deploy -> ... -> cli.
+ * plan may call engine, calib and memory; gate and deploy call plan, never an engine's planning
+ * directly.
  *
- * What it deliberately does not do: judge (gate), boot (deploy), fit (calib), print (cli).
+ * What it deliberately does not do: judge (gate), boot (deploy), fit (calib: a fit is handed in),
+ * print (cli).
  */
 #ifndef SLIPWAY_PLAN_H
 #define SLIPWAY_PLAN_H
 
+#include <slipway/calib.h>
 #include <slipway/core.h>
 #include <slipway/engine.h>
 #include <slipway/fleet.h>
+#include <slipway/profile.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -139,6 +146,184 @@ int sw_endpoint_hf_config(const struct sw_fleet_endpoint *ep, struct sw_hf_confi
 /* A fleet endpoint's devices as llama.cpp's environment: a `vendor: cpu` device's memory (usable,
  * else total) is the host memory, every other device is a GPU with its memory (0 = undeclared). */
 void sw_llamacpp_env_from_endpoint(const struct sw_fleet_endpoint *ep, struct sw_llamacpp_env *env);
+
+/* ---------------------------------------------------------------------------------------------
+ * The plan view (plan/view.c): the one engine-neutral reading of an endpoint's plan that `plan`'s
+ * print, the gates and the report read, computed once: the pool (slots, tokens per request,
+ * tokens held, bytes), the price per token of THIS geometry, the fork profile's arena, the free
+ * band, and the budget per device (the law's parts on it, its capacity, and the free memory the
+ * fleet's measured non-KV fact leaves). A struct: JSON is made only where a verb prints --json.
+ */
+#define SW_PLAN_VIEW_MAX_DEV 8
+
+struct sw_plan_view_dev {
+    const struct sw_fleet_device *dev; /* the fleet's device */
+    char law_name[32];                 /* the law's name for it (llama.cpp "CUDA0"; its "CPU" is
+                                          the fleet's `vendor: cpu` device) */
+    uint64_t capacity;                 /* memory_total, as nvidia-smi/rocm-smi print it */
+    uint64_t kv, rec;                  /* KV caches and recurrent state on this device */
+    /* llama.cpp: the law's weights and compute (+ output) buffers, the draft model (-md: its
+     * weights, KV and compute) and the projector (--mmproj: weights and encoder compute) */
+    uint64_t weights, compute;
+    uint64_t draft_weights, draft_kv, draft_compute, projector;
+    /* By the fleet's measured non-KV fact (in bytes, on a device with a capacity): used = the
+     * fact + the law's KV, state and draft; free = capacity - used. */
+    bool by_fact;
+    double used, free;
+};
+
+struct sw_plan_view {
+    bool ok; /* the law ran; else `why` (and `err`, the plan's error) say why */
+    char why[768];
+    struct sw_err err;
+    enum sw_fleet_engine engine;
+    struct sw_plan plan; /* the endpoint's plan (owned): what `slipway plan FLEET` shows */
+    /* the pool */
+    uint64_t slots;       /* SEQS */
+    uint64_t maxlen;      /* tokens one request may hold (llama.cpp n_ctx_slot, vLLM L) */
+    uint64_t pool_tokens; /* llama.cpp: cells over all slots; vLLM: printed GPU KV tokens */
+    bool shared;          /* slots share one pool (vLLM, SGLang, llama.cpp unified) */
+    bool pinned; /* the pool size is fixed by a flag (llama.cpp -c, --kv-cache-memory-bytes) */
+    uint64_t kv_bytes; /* per device / rank, summed KV caches */
+    uint64_t recurrent_bytes;
+    /* the price per token */
+    double kv_price;     /* attention KV bytes per token (per rank) */
+    char price_how[256]; /* how the price was derived, for a verdict line */
+    uint32_t kv_layers;  /* llama.cpp: attention layers holding KV */
+    int64_t stride;      /* vLLM: bytes of one block across a group (page x group size) */
+    const struct sw_llamacpp_plan *lp; /* into plan */
+    const struct sw_vllm_report *vr;   /* into plan */
+    /* the fork profile, and its expert arena at this max_model_len and the shape's MNBT */
+    struct sw_fork_profile prof;
+    bool has_prof;
+    bool has_arena;
+    struct sw_arena arena;
+    int64_t mnbt; /* the shape's max_num_batched_tokens (0: not set) */
+    /* the free band (the endpoint's free_band, else SW_PLAN_BAND_MIN..MAX) */
+    uint64_t band_min, band_max;
+    bool band_declared;
+    const struct sw_fleet_fact *non_kv; /* measured.non_kv_cost[_with_projector], or NULL */
+    /* the devices the law put memory on, in the endpoint's order */
+    int n_dev;
+    struct sw_plan_view_dev dev[SW_PLAN_VIEW_MAX_DEV];
+};
+
+/* The band used when an endpoint declares no free_band: the operator's 2-3 GiB. */
+#define SW_PLAN_BAND_MIN (2ull * 1024 * 1024 * 1024)
+#define SW_PLAN_BAND_MAX (3ull * 1024 * 1024 * 1024)
+
+/*
+ * Fill the view of ep's plan. A plan the law cannot make is not an error: v->ok false, v->why and
+ * v->err say why (a gate that needs the law skips with that reason). Only SW_ENOMEM fails it.
+ * Free with sw_plan_view_free in every case.
+ */
+int sw_plan_view(const struct sw_fleet_endpoint *ep, struct sw_plan_view *v, struct sw_err *e);
+void sw_plan_view_free(struct sw_plan_view *v);
+/* The view of fleet device d (the last the law named for it), or NULL. */
+const struct sw_plan_view_dev *sw_plan_view_device(const struct sw_plan_view *v,
+                                                   const struct sw_fleet_device *d);
+/* Does `free_bytes` land inside the view's band? */
+bool sw_plan_view_in_band(const struct sw_plan_view *v, double free_bytes);
+/* Does every device of a llama.cpp plan hold its total (a declared memory)? */
+bool sw_plan_llamacpp_fits(const struct sw_llamacpp_plan *lp);
+
+/*
+ * The budget `slipway plan FLEET` prints beside a llama.cpp plan: the measured non-KV fact on its
+ * device (the fact's, else the endpoint's first, as the law names it) with the law's KV, state
+ * and draft; the band only when the endpoint declares one. SW_ENOENT when there is no such fact
+ * in bytes, no such device in the plan, or no capacity.
+ */
+struct sw_plan_fact_budget {
+    const struct sw_plan_view_dev *dev;
+    const struct sw_fleet_fact *fact;
+    double draft; /* the draft model's weights + KV + compute on the device */
+    bool band;    /* the endpoint declares a free_band */
+    bool in_band;
+};
+int sw_plan_fact_budget(const struct sw_plan_view *v, struct sw_plan_fact_budget *out);
+/* {device, fact, source?, kv_bytes, recurrent_bytes, non_kv_bytes, draft_bytes?, used_bytes,
+ * memory_bytes, free_bytes, band_min_bytes?, band_max_bytes?, in_band?}. New reference or NULL. */
+json_t *sw_plan_fact_budget_json(const struct sw_plan_view *v, const struct sw_plan_fact_budget *b);
+
+/* ---------------------------------------------------------------------------------------------
+ * A verbatim llama-server command line (plan/cmdline.c), `slipway plan --engine llama.cpp`'s.
+ */
+struct sw_plan_cmdline {
+    struct sw_llamacpp_args *args;
+    struct sw_arch *arch;
+    struct sw_llamacpp_plan *plan;
+    bool fits; /* every device holds its total (sw_plan_llamacpp_fits) */
+};
+/*
+ * Plan argv (llama-server and its flags) over the devices env names: the architecture from the
+ * declaration at arch_path (slipway/arch.h sw_arch_from_json), else the GGUF's header; the draft
+ * and the projector priced beside it (sw_plan_llamacpp_extras). Free with sw_plan_cmdline_free,
+ * also after a failure (the parse's, the file's, the law's).
+ */
+int sw_plan_llamacpp_cmdline(int argc, const char *const *argv, const char *arch_path,
+                             const struct sw_llamacpp_env *env, struct sw_plan_cmdline *out,
+                             struct sw_err *e);
+void sw_plan_cmdline_free(struct sw_plan_cmdline *c);
+/* `--gpu NAME=BYTES` added to env (SW_ERANGE past the law's devices, SW_EINVAL malformed). */
+int sw_plan_parse_gpu(const char *v, struct sw_llamacpp_env *env, struct sw_err *e);
+
+/* ---------------------------------------------------------------------------------------------
+ * The headroom verdict (plan/headroom.c): a shape's free memory at graph capture and for the pool
+ * by the fork profile's budget, against the transient needs calib fitted from the endpoint's boots
+ * (docs/calibrate.md "Headroom"). The gates, the ladder and the simulator read it.
+ */
+struct sw_calib_fit;
+struct sw_plan_headroom {
+    struct sw_headroom_shape shape; /* the shape as priced */
+    char kv_dtype[64];              /* its KV dtype ("auto", "fp8") */
+    struct sw_calib_hr_pred pred;   /* pred.verdict: the verdict; the figures behind it */
+};
+/* The verdict of a canonical ledger shape. SW_EINVAL "the shape names no max_model_len and seqs to
+ * price"; else sw_calib_headroom_predict's errors (SW_ENOENT: the fit has no headroom model). The
+ * caller checks fit->headroom.have and .consistent, in its own words. */
+int sw_plan_headroom(const struct sw_calib_fit *fit, const json_t *canon,
+                     struct sw_plan_headroom *out, struct sw_err *e);
+/* The same for an endpoint's shape as the fleet (and any --set) gives it: sw_plan_shape,
+ * canonicalized like the ledger, then sw_plan_headroom. */
+int sw_plan_headroom_endpoint(const struct sw_calib_fit *fit, const struct sw_fleet_endpoint *ep,
+                              struct sw_plan_headroom *out, struct sw_err *e);
+
+/* ---------------------------------------------------------------------------------------------
+ * The SGLang calibration pipeline (plan/sglang_calib.c), `slipway calibrate`'s and the band
+ * gate's: the model, the declared shape's law options and pools, the observations (the ledger's
+ * SGLang boots, else the fleet's facts free_at_boot and autofit_tokens), the fit.
+ */
+struct sw_plan_sglang_calib_opts {
+    const struct sw_fleet_shape *declared; /* the shape the facts are of (NULL: ep's own) */
+    const struct sw_calib_fit *fit;        /* its fit->sglang: the ledger's boots (NULL: none) */
+    const int64_t *exclude;                /* boot ids held out of the fit */
+    int n_exclude;
+};
+struct sw_plan_sglang_calib {
+    struct sw_hf_config *c;          /* the endpoint's model (owned) */
+    struct sw_sglang_opts declared;  /* the law's options of the declared shape */
+    bool declared_pinned;            /* it pins max_total_tokens */
+    struct sw_sglang_report drep;    /* its pools by the law (unpinned: planned with a pin, for
+                                       the cell and the mamba pool only) */
+    bool law_ok;                     /* the model, the options and the pools were had */
+    struct sw_calib_sglang_obs *obs; /* SW_CALIB_SG_MAX (owned) */
+    int n_obs;
+    bool from_ledger;          /* the observations are the ledger's boots, not the fleet's facts */
+    struct sw_calib_sglang *s; /* the fit (owned) */
+};
+/* Run the pipeline. Errors: the law's (law_ok false: no model, no options, no pools), then the
+ * fit's (sw_calib_sglang_fit). Free with sw_plan_sglang_calib_free in every case. */
+int sw_plan_sglang_calib(const struct sw_fleet_endpoint *ep,
+                         const struct sw_plan_sglang_calib_opts *o,
+                         struct sw_plan_sglang_calib *out, struct sw_err *e);
+void sw_plan_sglang_calib_free(struct sw_plan_sglang_calib *c);
+/* `slipway calibrate`'s "sglang" section into doc: the fleet at fleet_path (NULL: a note that the
+ * law needs it), the pipeline over fit's SGLang boots with `exclude` held out, the fit and the
+ * declared and unpinned shapes predicted. *fitted when a rest or a free constant came out, *bad
+ * when the boots are inconsistent. */
+int sw_plan_sglang_calib_doc(const char *fleet_path, const char *endpoint,
+                             const struct sw_calib_fit *fit, const int64_t *exclude, int n_exclude,
+                             json_t *doc, bool *fitted, bool *bad, struct sw_err *e);
 
 #ifdef __cplusplus
 }

@@ -16,7 +16,8 @@
  * and its fork profile (declared arena constants to compare); --config overrides the arch.
  *
  * This file reads the options, calls sw_calib_run (the orchestration: fleet, ledger, fit,
- * predictions, needs, budget, the note) and prints the result; it writes --save and --svg.
+ * predictions, needs, budget, the note) and, for SGLang, plan's sw_plan_sglang_calib_doc (the
+ * calibration pipeline the band gate runs too), and prints the result; it writes --save and --svg.
  *
  * Exit: 0 fitted; 1 nothing could be fitted, or a class is inconsistent; 2 unusable input (no
  * ledger, unknown endpoint, bad options).
@@ -24,12 +25,7 @@
 #include "cli.h"
 
 #include <slipway/calib.h>
-#include <slipway/fleet.h>
-#include <slipway/hf.h>
 #include <slipway/plan.h>
-#include <slipway/sglang.h>
-
-#include <math.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -328,142 +324,6 @@ static void print_headroom(const struct sw_calib_headroom *h)
     }
 }
 
-static json_t *sglang_pred_json(const char *what, const struct sw_calib_sglang_pred *p)
-{
-    json_t *j = json_pack("{s:s,s:b,s:I,s:I,s:b,s:I,s:f,s:f}", "shape", what, "autofit", p->autofit,
-                          "tokens_lo", (json_int_t)p->tokens_lo, "tokens_hi",
-                          (json_int_t)p->tokens_hi, "tokens_open", p->tokens_open, "mamba_slots",
-                          (json_int_t)p->mamba_slots, "rest_lo", p->rest_lo, "rest_hi", p->rest_hi);
-    if (j && p->have_free) {
-        if (isfinite(p->free_lo))
-            sw_json_set_real(j, "free_lo_bytes", p->free_lo);
-        sw_json_set_real(j, "free_hi_bytes", p->free_hi);
-        sw_json_set_bool(j, "would_oom", p->would_oom);
-    }
-    if (j && p->warning[0])
-        sw_json_set_str(j, "warning", p->warning);
-    return j;
-}
-
-/* SGLang: the ledger's SGLang boots (with their readings) and the fleet's measured facts, fitted
- * under the endpoint's planned options (calib sw_calib_sglang_fit); the declared shape and the
- * unpinned autofit predicted. Sets doc "sglang"; *fitted when a rest or a free constant came out.
- * Needs the fleet (the law's options and the model); without it, a note. */
-static int sglang_section(const struct sw_calib_request *rq, const struct sw_calib_fit *fit,
-                          json_t *doc, bool *fitted, bool *bad, struct sw_err *e)
-{
-    struct sw_fleet *fleet = NULL;
-    struct sw_hf_config *c = NULL;
-    struct sw_calib_sglang *s = NULL;
-    struct sw_calib_sglang_obs *obs = NULL;
-    struct sw_sglang_opts o, q;
-    struct sw_sglang_report dr;
-    struct sw_calib_sglang_pred pr;
-    int n = 0, rc = 0;
-    json_t *j = NULL;
-    *fitted = false;
-    if (!rq->fleet_path)
-        return sw_json_set_new(doc, "sglang",
-                               json_pack("{s:s}", "why",
-                                         "no fleet named: the law's options and the model come "
-                                         "from the endpoint's fleet entry"));
-    c = sw_calloc(1, sizeof(*c));
-    s = sw_calloc(1, sizeof(*s));
-    obs = sw_calloc(SW_CALIB_SG_MAX, sizeof(*obs));
-    if (!c || !s || !obs) {
-        rc = sw_err_set(e, SW_ENOMEM, "out of memory");
-        goto out;
-    }
-    rc = sw_fleet_load(rq->fleet_path, NULL, &fleet, e);
-    if (rc)
-        goto out;
-    const struct sw_fleet_endpoint *ep = sw_fleet_endpoint(fleet, rq->endpoint);
-    if (!ep) {
-        rc = sw_err_set(e, SW_ENOENT, "%s: no endpoint '%s'", rq->fleet_path, rq->endpoint);
-        goto out;
-    }
-    rc = sw_endpoint_hf_config(ep, c, NULL, 0, e);
-    if (!rc)
-        rc = sw_plan_sglang_opts(ep, NULL, &o, e);
-    if (!rc && o.max_total_tokens > 0)
-        rc = sw_sglang_plan(c, &o, &dr, e);
-    if (rc)
-        goto out;
-    struct sw_calib_sglang_obs d = {.tokens = o.max_total_tokens > 0 ? dr.max_total_num_tokens : 0,
-                                    .pinned = o.max_total_tokens > 0,
-                                    .mamba_slots = o.max_mamba_cache_size,
-                                    .mem_fraction_static = o.mem_fraction_static};
-    /* the ledger's boots when it has some; the fleet's facts (the same figures, by hand) else:
-     * both at once would hold every --exclude'd figure in again */
-    if (!fit->sglang.n)
-        sw_calib_sglang_gather(ep, &d, NULL, NULL, obs, SW_CALIB_SG_MAX, &n);
-    for (int k = 0; k < fit->sglang.n && n < SW_CALIB_SG_MAX; k++)
-        obs[n++] = fit->sglang.obs[k];
-    struct sw_calib_opts co = {.ep = ep, .exclude = rq->exclude, .n_exclude = rq->n_exclude};
-    rc = sw_calib_sglang_fit(c, &o, obs, n, &co, s, e);
-    if (rc)
-        goto out;
-    j = json_pack("{s:I,s:I,s:b,s:b}", "cell_bytes", (json_int_t)s->cell_bytes,
-                  "mamba_cache_per_req", (json_int_t)s->mamba_per_req, "consistent", s->consistent,
-                  "rest_fitted", s->have_rest);
-    json_t *bs = json_array(), *ps = json_array();
-    if (!j || !bs || !ps) {
-        json_decref(bs);
-        json_decref(ps);
-        rc = sw_err_set(e, SW_ENOMEM, "out of memory");
-        goto out;
-    }
-    sw_json_set_new(j, "boots", bs);
-    sw_json_set_new(j, "predictions", ps);
-    for (int k = 0; k < s->n; k++) {
-        const struct sw_calib_sglang_obs *b = &s->obs[k];
-        json_t *x = json_pack("{s:I,s:s,s:I,s:b,s:I}", "boot", (json_int_t)b->boot_id, "source",
-                              b->ext_id, "tokens", (json_int_t)b->tokens, "pinned", b->pinned,
-                              "mamba_slots", (json_int_t)b->mamba_slots);
-        if (x && b->has_free)
-            sw_json_set_real(x, "free_bytes", b->free_bytes);
-        json_array_append_new(bs, x);
-    }
-    if (s->have_rest) {
-        sw_json_set_int(j, "rest_lo", (json_int_t)s->rest_lo);
-        sw_json_set_int(j, "rest_hi", (json_int_t)s->rest_hi);
-        sw_json_set_real(j, "rest_mem_fraction_static", s->rest_mfs);
-    } else if (s->rest_floor) {
-        sw_json_set_int(j, "rest_floor", (json_int_t)s->rest_floor);
-    }
-    if (s->have_free) {
-        sw_json_set_real(j, "free_constant_lo", s->f0_lo);
-        sw_json_set_real(j, "free_constant_hi", s->f0_hi);
-    }
-    if (!s->consistent)
-        sw_json_set_str(j, "why", s->why);
-    *fitted = s->consistent && (s->have_rest || s->have_free);
-    *bad = !s->consistent;
-    for (int k = 0; k < 2 && s->consistent; k++) {
-        q = o;
-        if (k == 1)
-            q.max_total_tokens = 0;
-        else if (o.max_total_tokens <= 0)
-            continue;
-        struct sw_err pe;
-        sw_err_clear(&pe);
-        if (sw_calib_sglang_predict(s, c, &q, &pr, &pe) == 0)
-            json_array_append_new(ps, sglang_pred_json(k ? "autofit" : "declared", &pr));
-        else
-            json_array_append_new(
-                ps, json_pack("{s:s,s:s}", "shape", k ? "autofit" : "declared", "why", pe.msg));
-    }
-    rc = sw_json_set_new(doc, "sglang", j);
-    j = NULL;
-out:
-    json_decref(j);
-    sw_fleet_free(fleet);
-    sw_free(obs);
-    sw_free(s);
-    sw_free(c);
-    return rc;
-}
-
 static void print_sglang(const json_t *sj)
 {
     char a[32], b[32];
@@ -564,6 +424,141 @@ static void print_contexts(const json_t *cs)
     }
 }
 
+/* The fork's KV terms over every class the config explained (they do not depend on the dtype). */
+static void print_joint(const struct sw_calib_fit *fit)
+{
+    if (fit->joint_classes <= 1)
+        return;
+    if (fit->joint_agree)
+        printf("fork KV terms over the %d KV classes the config explains: "
+               "extra_attn_bytes_per_token %lld..%lld, extra_mamba_blocks %lld..%lld\n",
+               fit->joint_classes, (long long)fit->joint_bytes_lo, (long long)fit->joint_bytes_hi,
+               (long long)fit->joint_blocks_lo, (long long)fit->joint_blocks_hi);
+    else
+        printf("fork KV terms: the %d KV classes DISAGREE (no common value): the fork's "
+               "terms depend on the KV dtype, or a class's boots are wrong\n",
+               fit->joint_classes);
+}
+
+/* --predict: tokens and concurrency per KV class, or the arena's slots. */
+static void print_predictions(const json_t *preds)
+{
+    size_t i;
+    json_t *p;
+    json_array_foreach(preds, i, p)
+    {
+        const json_t *t = json_object_get(p, "tokens");
+        char a[32], b[32];
+        if (t) {
+            printf("predict %s at L %lld, pool %lld B: %s..%s tokens, concurrency "
+                   "%.2f..%.2f\n",
+                   json_string_value(json_object_get(p, "class")),
+                   (long long)json_integer_value(json_object_get(p, "max_model_len")),
+                   (long long)json_integer_value(json_object_get(p, "kv_bytes")),
+                   cnt(json_integer_value(json_object_get(t, "lo")), a, sizeof(a)),
+                   cnt(json_integer_value(json_object_get(t, "hi")), b, sizeof(b)),
+                   json_real_value(json_object_get(json_object_get(p, "concurrency"), "lo")),
+                   json_real_value(json_object_get(json_object_get(p, "concurrency"), "hi")));
+            printf("  point %s (%s)\n",
+                   cnt(json_integer_value(json_object_get(t, "point")), a, sizeof(a)),
+                   json_string_value(json_object_get(p, "point_from")));
+        } else {
+            const json_t *sl = json_object_get(p, "slots");
+            printf("predict arena at L %lld: %lld..%lld slots\n",
+                   (long long)json_integer_value(json_object_get(p, "max_model_len")),
+                   (long long)json_integer_value(json_object_get(sl, "lo")),
+                   (long long)json_integer_value(json_object_get(sl, "hi")));
+        }
+        const char *w = json_string_value(json_object_get(p, "warning"));
+        if (w)
+            printf("  WARNING: %s\n", w);
+        else if (json_is_true(json_object_get(p, "extrapolated")))
+            printf("  WARNING: extrapolates across geometry (max_model_len not fitted)\n");
+    }
+}
+
+/* --need: the pool at which SEQS requests of MAXLEN fit. */
+static void print_needs(const json_t *needs)
+{
+    size_t i;
+    json_t *p;
+    json_array_foreach(needs, i, p)
+    {
+        char a[32], b[32];
+        long long seqs = (long long)json_integer_value(json_object_get(p, "seqs"));
+        long long len = (long long)json_integer_value(json_object_get(p, "max_model_len"));
+        bool extr = json_is_true(json_object_get(p, "extrapolated"));
+        printf("need %s: %lld x %lld holds at a pool of %s B per rank for every solution "
+               "(%s B for the most favourable)%s\n",
+               json_string_value(json_object_get(p, "class")), seqs, len,
+               cnt(json_integer_value(json_object_get(p, "kv_bytes_hi")), a, sizeof(a)),
+               cnt(json_integer_value(json_object_get(p, "kv_bytes_lo")), b, sizeof(b)),
+               extr ? "\n  WARNING: extrapolates across geometry (max_model_len not fitted)" : "");
+    }
+}
+
+/* --budget: used and free per device. */
+static void print_budget(const json_t *bj)
+{
+    size_t di;
+    json_t *d;
+    if (!bj)
+        return;
+    json_array_foreach(json_object_get(bj, "devices"), di, d)
+    {
+        const json_t *u = json_object_get(d, "used_mib"), *fr = json_object_get(d, "free_mib");
+        printf("budget on %s: used %.0f MiB (%.0f..%.0f), free %.0f MiB (%.0f..%.0f)%s\n  "
+               "%s\n",
+               json_string_value(json_object_get(d, "device")),
+               json_real_value(json_object_get(u, "point")),
+               json_real_value(json_object_get(u, "lo")), json_real_value(json_object_get(u, "hi")),
+               json_real_value(json_object_get(fr, "point")),
+               json_real_value(json_object_get(fr, "lo")),
+               json_real_value(json_object_get(fr, "hi")),
+               json_is_true(json_object_get(d, "measured")) ? " [measured]" : "",
+               json_string_value(json_object_get(d, "basis")));
+    }
+    const char *w = json_string_value(json_object_get(bj, "warning"));
+    if (w)
+        printf("  WARNING: %s\n", w);
+}
+
+/* The human view of the whole calibration document. */
+static void print_human(const struct sw_calib_result *res, const char *endpoint, bool nothing)
+{
+    const struct sw_calib_fit *fit = res->fit;
+    const json_t *out = res->doc;
+    printf("calibrate %s (%s, %d boot%s in %s)\n", fit->endpoint,
+           fit->engine[0] ? fit->engine : "?", fit->n_boots, fit->n_boots == 1 ? "" : "s",
+           res->ledger_path);
+    for (int i = 0; i < fit->n_kv; i++)
+        print_kv(&fit->kv[i]);
+    for (int i = 0; i < fit->n_nonkv; i++)
+        print_nonkv(&fit->nonkv[i]);
+    print_joint(fit);
+    if (fit->arena.have)
+        print_arena(&fit->arena);
+    if (fit->headroom.have)
+        print_headroom(&fit->headroom);
+    print_sglang(json_object_get(out, "sglang"));
+    print_contexts(json_object_get(out, "contexts"));
+    print_predictions(json_object_get(out, "predictions"));
+    print_needs(json_object_get(out, "needs"));
+    print_budget(json_object_get(out, "budget"));
+    if (fit->notes[0]) {
+        printf("notes:\n  ");
+        for (const char *c = fit->notes; *c; c++)
+            fputs(*c == '\n' ? "\n  " : (char[2]){*c, 0}, stdout);
+        printf("\n");
+    }
+    if (json_is_integer(json_object_get(out, "note")))
+        printf("recorded as note #%lld on endpoint %s\n",
+               (long long)json_integer_value(json_object_get(out, "note")), endpoint);
+    if (nothing)
+        printf("nothing to fit: no boot printed a KV pool with a pinned size, no usage "
+               "reading could be priced, no arena was printed, no SGLang pool\n");
+}
+
 int sw_cmd_calibrate(int argc, char **argv)
 {
     struct sw_args args;
@@ -585,11 +580,11 @@ int sw_cmd_calibrate(int argc, char **argv)
     }
     const struct sw_calib_fit *fit = res.fit;
     json_t *out = res.doc;
-    const char *path = res.ledger_path;
     bool nothing = res.nothing, bad = res.inconsistent;
     if (fit->sglang.have || !strcmp(fit->engine, "sglang")) {
         bool sg_fit = false, sg_bad = false;
-        if (sglang_section(&rq, fit, out, &sg_fit, &sg_bad, &e)) {
+        if (sw_plan_sglang_calib_doc(rq.fleet_path, rq.endpoint, fit, rq.exclude, rq.n_exclude, out,
+                                     &sg_fit, &sg_bad, &e)) {
             rc = sw_cli_fail(&e, json);
             goto out;
         }
@@ -614,119 +609,11 @@ int sw_cmd_calibrate(int argc, char **argv)
     }
     if (res.note_id)
         sw_json_set_int(out, "note", res.note_id);
-    json_t *preds = json_object_get(out, "predictions");
-    json_t *needs = json_object_get(out, "needs");
     if (json) {
         sw_json_set_bool(out, "ok", !nothing && !bad);
         sw_json_print(stdout, out, true);
     } else {
-        printf("calibrate %s (%s, %d boot%s in %s)\n", fit->endpoint,
-               fit->engine[0] ? fit->engine : "?", fit->n_boots, fit->n_boots == 1 ? "" : "s",
-               path);
-        for (int i = 0; i < fit->n_kv; i++)
-            print_kv(&fit->kv[i]);
-        for (int i = 0; i < fit->n_nonkv; i++)
-            print_nonkv(&fit->nonkv[i]);
-        if (fit->joint_classes > 1) {
-            if (fit->joint_agree)
-                printf("fork KV terms over the %d KV classes the config explains: "
-                       "extra_attn_bytes_per_token %lld..%lld, extra_mamba_blocks %lld..%lld\n",
-                       fit->joint_classes, (long long)fit->joint_bytes_lo,
-                       (long long)fit->joint_bytes_hi, (long long)fit->joint_blocks_lo,
-                       (long long)fit->joint_blocks_hi);
-            else
-                printf("fork KV terms: the %d KV classes DISAGREE (no common value): the fork's "
-                       "terms depend on the KV dtype, or a class's boots are wrong\n",
-                       fit->joint_classes);
-        }
-        if (fit->arena.have)
-            print_arena(&fit->arena);
-        if (fit->headroom.have)
-            print_headroom(&fit->headroom);
-        print_sglang(json_object_get(out, "sglang"));
-        print_contexts(json_object_get(out, "contexts"));
-        size_t i;
-        json_t *p;
-        json_array_foreach(preds, i, p)
-        {
-            const json_t *t = json_object_get(p, "tokens");
-            char a[32], b[32];
-            if (t) {
-                printf("predict %s at L %lld, pool %lld B: %s..%s tokens, concurrency "
-                       "%.2f..%.2f\n",
-                       json_string_value(json_object_get(p, "class")),
-                       (long long)json_integer_value(json_object_get(p, "max_model_len")),
-                       (long long)json_integer_value(json_object_get(p, "kv_bytes")),
-                       cnt(json_integer_value(json_object_get(t, "lo")), a, sizeof(a)),
-                       cnt(json_integer_value(json_object_get(t, "hi")), b, sizeof(b)),
-                       json_real_value(json_object_get(json_object_get(p, "concurrency"), "lo")),
-                       json_real_value(json_object_get(json_object_get(p, "concurrency"), "hi")));
-                printf("  point %s (%s)\n",
-                       cnt(json_integer_value(json_object_get(t, "point")), a, sizeof(a)),
-                       json_string_value(json_object_get(p, "point_from")));
-            } else {
-                const json_t *s = json_object_get(p, "slots");
-                printf("predict arena at L %lld: %lld..%lld slots\n",
-                       (long long)json_integer_value(json_object_get(p, "max_model_len")),
-                       (long long)json_integer_value(json_object_get(s, "lo")),
-                       (long long)json_integer_value(json_object_get(s, "hi")));
-            }
-            const char *w = json_string_value(json_object_get(p, "warning"));
-            if (w)
-                printf("  WARNING: %s\n", w);
-            else if (json_is_true(json_object_get(p, "extrapolated")))
-                printf("  WARNING: extrapolates across geometry (max_model_len not fitted)\n");
-        }
-        json_array_foreach(needs, i, p)
-        {
-            char a[32], b[32];
-            printf("need %s: %lld x %lld holds at a pool of %s B per rank for every solution "
-                   "(%s B for the most favourable)%s\n",
-                   json_string_value(json_object_get(p, "class")),
-                   (long long)json_integer_value(json_object_get(p, "seqs")),
-                   (long long)json_integer_value(json_object_get(p, "max_model_len")),
-                   cnt(json_integer_value(json_object_get(p, "kv_bytes_hi")), a, sizeof(a)),
-                   cnt(json_integer_value(json_object_get(p, "kv_bytes_lo")), b, sizeof(b)),
-                   json_is_true(json_object_get(p, "extrapolated"))
-                       ? "\n  WARNING: extrapolates across geometry (max_model_len not fitted)"
-                       : "");
-        }
-        const json_t *bj = json_object_get(out, "budget");
-        if (bj) {
-            size_t di;
-            json_t *d;
-            json_array_foreach(json_object_get(bj, "devices"), di, d)
-            {
-                const json_t *u = json_object_get(d, "used_mib"),
-                             *fr = json_object_get(d, "free_mib");
-                printf("budget on %s: used %.0f MiB (%.0f..%.0f), free %.0f MiB (%.0f..%.0f)%s\n  "
-                       "%s\n",
-                       json_string_value(json_object_get(d, "device")),
-                       json_real_value(json_object_get(u, "point")),
-                       json_real_value(json_object_get(u, "lo")),
-                       json_real_value(json_object_get(u, "hi")),
-                       json_real_value(json_object_get(fr, "point")),
-                       json_real_value(json_object_get(fr, "lo")),
-                       json_real_value(json_object_get(fr, "hi")),
-                       json_is_true(json_object_get(d, "measured")) ? " [measured]" : "",
-                       json_string_value(json_object_get(d, "basis")));
-            }
-            const char *w = json_string_value(json_object_get(bj, "warning"));
-            if (w)
-                printf("  WARNING: %s\n", w);
-        }
-        if (fit->notes[0]) {
-            printf("notes:\n  ");
-            for (const char *c = fit->notes; *c; c++)
-                fputs(*c == '\n' ? "\n  " : (char[2]){*c, 0}, stdout);
-            printf("\n");
-        }
-        if (json_is_integer(json_object_get(out, "note")))
-            printf("recorded as note #%lld on endpoint %s\n",
-                   (long long)json_integer_value(json_object_get(out, "note")), rq.endpoint);
-        if (nothing)
-            printf("nothing to fit: no boot printed a KV pool with a pinned size, no usage "
-                   "reading could be priced, no arena was printed, no SGLang pool\n");
+        print_human(&res, rq.endpoint, nothing);
     }
     rc = nothing || bad ? SW_EXIT_FAIL : SW_EXIT_OK;
 out:

@@ -7,17 +7,18 @@
  *   per-slot window and compaction, known-bad shapes and rules, payload consistency. Loading the
  *   fleet is `fleet check`'s validation: a fleet with a mistake is unusable input.
  *
+ *   This file reads the options, runs gate/check.c's sw_gate_check_open / _next / _doc (the
+ *   fleet, the --set overrides, the ledger, every gate on each endpoint) and prints each result.
+ *
  * Exit: 0 every gate passed (or skipped, with its reason), 1 a gate failed, 2 unusable input
  * (missing or broken fleet, unknown endpoint, a ledger that cannot be read, a bad --set).
  */
 #include "cli.h"
 
-#include <slipway/fleet.h>
 #include <slipway/gate.h>
 #include <slipway/ledger.h>
 
 #include <string.h>
-#include <unistd.h>
 
 #define MAX_SETS 64
 
@@ -101,148 +102,74 @@ static void print_endpoint(const json_t *r)
 
 int sw_cmd_check(int argc, char **argv)
 {
-    const char *fleet_path = NULL, *only = NULL, *ledger_path = NULL;
+    struct sw_gate_check_opts o = {0};
     const char *sets[MAX_SETS];
-    size_t n_sets = 0;
-    bool json = false, no_ledger = false;
-    double margin = 0;
+    struct sw_gate_check c;
+    const json_t *r = NULL;
+    json_t *out = NULL;
     struct sw_err e;
-    struct sw_fleet *f = NULL;
-    struct sw_ledger led;
-    bool have_ledger = false;
-    char lpath[4096] = "";
-    json_t *out = NULL, *eps = NULL;
     int rc = SW_EXIT_OK;
 
     sw_err_clear(&e);
-    memset(&led, 0, sizeof(led));
+    memset(&c, 0, sizeof(c));
     struct sw_args a;
     if (!sw_args_parse(&sw_spec_check, argc, argv, &a, &rc))
         return rc;
-    json = a.json;
-    no_ledger = sw_args_flag(&a, "no-ledger");
-    ledger_path = sw_args_str(&a, "ledger");
-    fleet_path = a.npos > 0 ? a.pos[0] : NULL;
-    only = a.npos > 1 ? a.pos[1] : NULL;
-    n_sets = (size_t)sw_args_count(&a, "set");
-    if (n_sets > MAX_SETS)
+    bool json = a.json;
+    o.no_ledger = sw_args_flag(&a, "no-ledger");
+    o.ledger_path = sw_args_str(&a, "ledger");
+    o.fleet_path = a.npos > 0 ? a.pos[0] : "fleet.yaml";
+    o.endpoint = a.npos > 1 ? a.pos[1] : NULL;
+    o.n_sets = (size_t)sw_args_count(&a, "set");
+    if (o.n_sets > MAX_SETS)
         return sw_args_usage(&a, "at most %d --set", MAX_SETS);
-    for (size_t i = 0; i < n_sets; i++)
+    for (size_t i = 0; i < o.n_sets; i++)
         sets[i] = sw_args_nth(&a, "set", (int)i);
+    o.sets = sets;
     const char *mv = sw_args_str(&a, "margin");
-    if (mv && (sw_parse_double(mv, &margin, &e) || margin < 0 || margin > 10))
+    if (mv && (sw_parse_double(mv, &o.margin, &e) || o.margin < 0 || o.margin > 10))
         return sw_args_usage(&a, "--margin: want a fraction >= 0, got '%s'", mv);
-    if (!fleet_path)
-        fleet_path = "fleet.yaml";
-    if (n_sets && !only)
+    if (o.n_sets && !o.endpoint)
         return sw_args_usage(&a, "--set changes one endpoint's shape: name the ENDPOINT");
-    if (no_ledger && ledger_path)
+    if (o.no_ledger && o.ledger_path)
         return sw_args_usage(&a, "--ledger and --no-ledger together");
 
-    if (sw_fleet_load(fleet_path, NULL, &f, &e)) {
+    if (sw_gate_check_open(&c, &o, &e)) {
+        rc = sw_cli_fail(&e, json);
+        if (c.ledger_failed)
+            rc = SW_EXIT_USAGE;
+        goto out;
+    }
+    if (c.ledger_absent && !json)
+        printf("(no ledger at %s: ledger evidence is skipped)\n\n", c.ledger_at);
+    size_t n = 0;
+    for (;;) {
+        rc = sw_gate_check_next(&c, &r, &e);
+        if (rc || !r)
+            break;
+        n++;
+        if (!json)
+            print_endpoint(r);
+    }
+    if (rc) {
         rc = sw_cli_fail(&e, json);
         goto out;
     }
-    struct sw_fleet_endpoint *target = NULL;
-    if (only) {
-        target = (struct sw_fleet_endpoint *)sw_fleet_endpoint(f, only);
-        if (!target) {
-            char names[1024] = "";
-            size_t o = 0;
-            for (size_t i = 0; i < f->n_endpoints && o < sizeof(names); i++) {
-                int w = snprintf(names + o, sizeof(names) - o, "%s%s", i ? ", " : "",
-                                 f->endpoints[i].name);
-                if (w > 0)
-                    o += (size_t)w;
-            }
-            sw_err_set(&e, SW_ENOENT, "%s: no endpoint '%s' (the fleet has: %s)", fleet_path, only,
-                       names);
-            rc = sw_cli_fail(&e, json);
-            goto out;
-        }
-    }
-    struct sw_fleet_shape before;
-    if (target)
-        before = target->shape;
-    for (size_t i = 0; i < n_sets; i++) {
-        if (sw_gate_set(target, sets[i], &e)) {
-            rc = sw_cli_fail(&e, json);
-            goto out;
-        }
-    }
-
-    /* The ledger: read-only; an explicit path must be usable, the default may be absent. */
-    if (!no_ledger) {
-        struct sw_ledger_open_opts oo = {.readonly = true};
-        int lrc =
-            sw_ledger_open_for(&led, ledger_path, fleet_path, &oo, SW_LEDGER_DEFAULT_MAY_BE_ABSENT,
-                               &have_ledger, lpath, sizeof(lpath), &e);
-        if (lrc) {
-            /* a ledger that cannot be read is unusable input, whatever the database said */
-            sw_err_prefix(&e, "the ledger");
-            sw_cli_fail(&e, json);
-            rc = SW_EXIT_USAGE;
-            goto out;
-        }
-        if (!have_ledger) {
-            if (!json)
-                printf("(no ledger at %s: ledger evidence is skipped)\n\n", lpath);
-            lpath[0] = '\0';
-        }
-    }
-
-    struct sw_gate_opts go = {.ledger = have_ledger ? &led : NULL,
-                              .pool_margin = margin,
-                              .before = n_sets ? &before : NULL};
-    out = json_object();
-    eps = json_array();
-    if (!out || !eps) {
+    out = sw_gate_check_doc(&c);
+    if (!out) {
         sw_err_set(&e, SW_ENOMEM, "out of memory");
         rc = sw_cli_fail(&e, json);
         goto out;
     }
-    bool failed = false;
-    size_t n = 0;
-    for (size_t i = 0; i < f->n_endpoints; i++) {
-        const struct sw_fleet_endpoint *ep = &f->endpoints[i];
-        json_t *r = NULL;
-        if (target ? ep != target : !ep->enabled)
-            continue;
-        n++;
-        if (sw_gate_endpoint(f, ep, &go, &r, &e)) {
-            rc = sw_cli_fail(&e, json);
-            goto out;
-        }
-        failed |= !strcmp(json_string_value(json_object_get(r, "verdict")), "fail");
-        if (!json)
-            print_endpoint(r);
-        json_array_append_new(eps, r);
-    }
-    sw_json_set_str(out, "fleet", fleet_path);
-    if (have_ledger)
-        sw_json_set_str(out, "ledger", lpath);
-    else
-        sw_json_set_new(out, "ledger", json_null());
-    if (n_sets) {
-        json_t *sa = json_array();
-        for (size_t i = 0; sa && i < n_sets; i++)
-            json_array_append_new(sa, json_string(sets[i]));
-        sw_json_set_new(out, "set", sa);
-    }
-    sw_json_set_str(out, "verdict", failed ? "fail" : "pass");
-    sw_json_set_new(out, "endpoints", eps);
-    eps = NULL;
     if (json)
         sw_json_print(stdout, out, true);
     else if (n == 0)
-        printf("%s: no enabled endpoint\n", fleet_path);
+        printf("%s: no enabled endpoint\n", o.fleet_path);
     else
-        printf("check: %s\n", failed ? "a gate failed (exit 1)" : "every gate passed");
-    rc = failed ? SW_EXIT_FAIL : SW_EXIT_OK;
+        printf("check: %s\n", c.failed ? "a gate failed (exit 1)" : "every gate passed");
+    rc = c.failed ? SW_EXIT_FAIL : SW_EXIT_OK;
 out:
     json_decref(out);
-    json_decref(eps);
-    sw_ledger_close(&led);
-    sw_fleet_free(f);
+    sw_gate_check_close(&c);
     return rc;
 }

@@ -21,8 +21,6 @@
 #include <slipway/engine.h>
 #include <slipway/engine_vllm.h>
 #include <slipway/fleet.h>
-#include <slipway/gguf.h>
-#include <slipway/hf.h>
 #include <slipway/memory.h>
 #include <slipway/plan.h>
 #include <slipway/vllm.h>
@@ -298,96 +296,113 @@ static void print_human(const struct sw_arch *a, const struct sw_llamacpp_plan *
     }
 }
 
-static int parse_gpu(const char *v, struct sw_llamacpp_env *env, struct sw_err *e)
-{
-    const char *eq = strchr(v, '=');
-    uint64_t bytes;
-    if (env->n_gpu >= SW_LLAMACPP_MAX_DEV - 1)
-        return sw_err_set(e, SW_ERANGE, "--gpu: at most %d GPUs", SW_LLAMACPP_MAX_DEV - 1);
-    if (!eq || eq == v || (size_t)(eq - v) >= sizeof(env->gpu_name[0]))
-        return sw_err_set(e, SW_EINVAL, "--gpu: want NAME=BYTES (e.g. CUDA0=24GiB), got '%s'", v);
-    if (sw_parse_bytes(eq + 1, &bytes, e)) {
-        sw_err_prefix(e, "--gpu %s", v);
-        return e ? e->code : SW_EINVAL;
-    }
-    memcpy(env->gpu_name[env->n_gpu], v, (size_t)(eq - v));
-    env->gpu_name[env->n_gpu][eq - v] = '\0';
-    env->gpu_memory[env->n_gpu] = bytes;
-    env->n_gpu++;
-    return 0;
-}
-
-/* The budget with the non-KV cost the operator measured (a fleet fact): the law's KV and
- * recurrent state plus that figure, against the device and the endpoint's free band. The law
- * cannot know a GPU build's weights and compute from a declared architecture; the operator's
- * subtraction of two boots can. NULL when the endpoint states no such fact. */
-static json_t *measured_budget(const struct sw_fleet_endpoint *ep, const struct sw_llamacpp_plan *p)
-{
-    const struct sw_fleet_fact *nk = sw_fleet_endpoint_non_kv(ep);
-    if (!nk || strcmp(nk->q.unit, "B"))
-        return NULL;
-    /* the fact's device, else the endpoint's first; its capacity as the gates count it (a
-     * usage reading is used / total), the law's KV and state on it */
-    const struct sw_fleet_device *fd =
-        nk->device ? nk->device : (ep->n_devices ? ep->devices[0] : NULL);
-    const struct sw_llamacpp_device *d = NULL;
-    for (int i = 0; fd && i < p->n_dev; i++)
-        if (!strcmp(p->dev[i].name, fd->name))
-            d = &p->dev[i];
-    uint64_t cap = sw_fleet_device_capacity(fd);
-    if (!d || !cap)
-        return NULL;
-    /* the draft model's lines are in no non-KV fact (the main model's, with its projector) */
-    double draft = (double)(d->draft_weights + d->draft_kv + d->draft_compute);
-    double used = (double)d->kv + (double)d->recurrent + nk->q.value + draft;
-    double free_b = (double)cap - used;
-    json_t *j = json_object();
-    sw_json_set_str(j, "device", d->name);
-    sw_json_set_str(j, "fact", nk->name);
-    if (nk->source)
-        sw_json_set_str(j, "source", nk->source);
-    sw_json_set_int(j, "kv_bytes", (int64_t)d->kv);
-    sw_json_set_int(j, "recurrent_bytes", (int64_t)d->recurrent);
-    sw_json_set_int(j, "non_kv_bytes", (int64_t)nk->q.value);
-    if (draft > 0)
-        sw_json_set_int(j, "draft_bytes", (int64_t)draft);
-    sw_json_set_int(j, "used_bytes", (int64_t)used);
-    sw_json_set_int(j, "memory_bytes", (int64_t)cap);
-    sw_json_set_int(j, "free_bytes", (int64_t)free_b);
-    uint64_t lo = ep->free_band.min.set ? ep->free_band.min.v : 0;
-    uint64_t hi = ep->free_band.max.set ? ep->free_band.max.v : 0;
-    if (ep->free_band.min.set) {
-        sw_json_set_int(j, "band_min_bytes", (int64_t)lo);
-        sw_json_set_int(j, "band_max_bytes", (int64_t)hi);
-        sw_json_set_bool(j, "in_band", free_b >= (double)lo && (!hi || free_b <= (double)hi));
-    }
-    return j;
-}
-
-static void print_measured_budget(const json_t *j)
+/* The budget with the non-KV cost the operator measured (a fleet fact, sw_plan_fact_budget): the
+ * law's KV and recurrent state plus that figure, against the device and the endpoint's band. */
+static void print_fact_budget(const struct sw_plan_view *v, const struct sw_plan_fact_budget *b)
 {
     const double M = 1024.0 * 1024.0;
-    printf("\nwith the measured non-KV cost (fact %s",
-           json_string_value(json_object_get(j, "fact")));
-    if (json_object_get(j, "source"))
-        printf(": %s", json_string_value(json_object_get(j, "source")));
-    printf("):\n  %s: KV %.2f + recurrent %.2f + non-KV %.2f",
-           json_string_value(json_object_get(j, "device")),
-           (double)json_integer_value(json_object_get(j, "kv_bytes")) / M,
-           (double)json_integer_value(json_object_get(j, "recurrent_bytes")) / M,
-           (double)json_integer_value(json_object_get(j, "non_kv_bytes")) / M);
-    if (json_object_get(j, "draft_bytes"))
-        printf(" + draft %.2f", (double)json_integer_value(json_object_get(j, "draft_bytes")) / M);
-    printf(" = %.2f of %.2f MiB: %.2f MiB free",
-           (double)json_integer_value(json_object_get(j, "used_bytes")) / M,
-           (double)json_integer_value(json_object_get(j, "memory_bytes")) / M,
-           (double)json_integer_value(json_object_get(j, "free_bytes")) / M);
-    json_t *in = json_object_get(j, "in_band");
-    if (in)
-        printf(", %s the %.0f..%.0f MiB band", json_is_true(in) ? "inside" : "OUTSIDE",
-               (double)json_integer_value(json_object_get(j, "band_min_bytes")) / M,
-               (double)json_integer_value(json_object_get(j, "band_max_bytes")) / M);
+    const struct sw_plan_view_dev *d = b->dev;
+    printf("\nwith the measured non-KV cost (fact %s", b->fact->name);
+    if (b->fact->source)
+        printf(": %s", b->fact->source);
+    printf("):\n  %s: KV %.2f + recurrent %.2f + non-KV %.2f", d->law_name,
+           (double)(int64_t)d->kv / M, (double)(int64_t)d->rec / M,
+           (double)(int64_t)b->fact->q.value / M);
+    if (b->draft > 0)
+        printf(" + draft %.2f", (double)(int64_t)b->draft / M);
+    printf(" = %.2f of %.2f MiB: %.2f MiB free", (double)(int64_t)d->used / M,
+           (double)(int64_t)d->capacity / M, (double)(int64_t)d->free / M);
+    if (b->band)
+        printf(", %s the %.0f..%.0f MiB band", b->in_band ? "inside" : "OUTSIDE",
+               (double)(int64_t)v->band_min / M, (double)(int64_t)v->band_max / M);
     printf("\n  (`slipway check` holds it against recorded boots and the calibrated budget)\n");
+}
+
+/* An endpoint the law could not plan: its error, and the exit it moves (vLLM, llama.cpp, SGLang
+ * only: an engine without a fleet law is said, not failed). */
+static void show_cannot(const struct sw_fleet_endpoint *ep, const struct sw_err *e, bool counts,
+                        const char *mark, json_t *eps, int *rc)
+{
+    char buf[2048];
+    if (*rc == SW_EXIT_OK && counts &&
+        (ep->engine == SW_FLEET_VLLM || ep->engine == SW_FLEET_LLAMACPP ||
+         ep->engine == SW_FLEET_SGLANG))
+        *rc = sw_cli_exit_for(e->code);
+    if (eps) {
+        json_t *x = json_pack("{s:s,s:s,s:o}", "endpoint", ep->name, "engine",
+                              sw_fleet_engine_name(ep->engine), "error", sw_err_to_json(e));
+        if (x && !ep->enabled)
+            sw_json_set_bool(x, "enabled", false);
+        json_array_append_new(eps, x);
+    } else
+        printf("== %s (%s%s): cannot plan: %s\n\n", ep->name, sw_fleet_engine_name(ep->engine),
+               mark, sw_err_format(e, buf, sizeof(buf)));
+}
+
+/* A vLLM or SGLang endpoint: the engine's plan object, across nodes when the fleet says so. */
+static void show_engine_plan(const struct sw_fleet_endpoint *ep, const struct sw_plan *pl,
+                             bool counts, const char *mark, json_t *eps, int *rc)
+{
+    json_t *vo = pl->engine_plan;
+    uint64_t nn = sw_fleet_endpoint_nodes(ep);
+    if (nn > 1)
+        sw_json_set_new(vo, "nodes",
+                        json_pack("{s:I,s:I,s:I}", "count", (json_int_t)nn, "gpus_per_node",
+                                  (json_int_t)ep->n_devices, "world",
+                                  (json_int_t)(nn * ep->n_devices)));
+    if (json_is_false(json_object_get(json_object_get(vo, "report"), "fits")) &&
+        *rc == SW_EXIT_OK && counts)
+        *rc = SW_EXIT_FAIL;
+    if (eps) {
+        if (!ep->enabled)
+            sw_json_set_bool(vo, "enabled", false);
+        json_array_append(eps, vo);
+        return;
+    }
+    printf("== %s (%s%s, config from %s)\n", ep->name, sw_fleet_engine_name(ep->engine), mark,
+           json_string_value(json_object_get(vo, "config")));
+    print_vllm_sglang(vo, stdout);
+    if (nn > 1)
+        printf("  across %llu nodes x %zu GPUs (world %llu): the budget is per GPU, "
+               "the same on every node\n",
+               (unsigned long long)nn, ep->n_devices, (unsigned long long)(nn * ep->n_devices));
+    printf("\n");
+}
+
+/* A llama.cpp endpoint: the law's breakdown, and the budget by its measured non-KV fact. */
+static void show_llamacpp(const struct sw_fleet_endpoint *ep, const struct sw_plan_view *v,
+                          bool counts, const char *mark, json_t *eps, int *rc)
+{
+    const struct sw_plan *pl = &v->plan;
+    struct sw_plan_fact_budget fb;
+    bool fits = sw_plan_llamacpp_fits(pl->llamacpp);
+    bool have_fb = sw_plan_fact_budget(v, &fb) == 0;
+    if (!fits && *rc == SW_EXIT_OK && counts)
+        *rc = SW_EXIT_FAIL;
+    if (have_fb && fb.band && !fb.in_band && *rc == SW_EXIT_OK && counts)
+        *rc = SW_EXIT_FAIL;
+    if (eps) {
+        json_t *j = sw_llamacpp_plan_to_json(pl->llamacpp);
+        if (j) {
+            sw_json_set_str(j, "endpoint", ep->name);
+            sw_json_set_str(j, "engine", "llama.cpp");
+            sw_json_set_bool(j, "fits", fits);
+            if (!ep->enabled)
+                sw_json_set_bool(j, "enabled", false);
+            sw_json_set_new(j, "arch", sw_arch_to_json(pl->arch));
+            if (have_fb)
+                sw_json_set_new(j, "measured_budget", sw_plan_fact_budget_json(v, &fb));
+            json_array_append_new(eps, j);
+        }
+        return;
+    }
+    printf("== %s (llama.cpp%s)\n", ep->name, mark);
+    print_human(pl->arch, pl->llamacpp, pl->args);
+    if (have_fb)
+        print_fact_budget(v, &fb);
+    if (!fits)
+        printf("\nDOES NOT FIT: a device's total exceeds its declared memory\n");
+    printf("\n");
 }
 
 static int plan_fleet(const char *path, const char *only, bool json)
@@ -414,7 +429,7 @@ static int plan_fleet(const char *path, const char *only, bool json)
     }
     for (size_t i = 0; i < f->n_endpoints; i++) {
         const struct sw_fleet_endpoint *ep = &f->endpoints[i];
-        struct sw_plan pl;
+        struct sw_plan_view v;
         /* a disabled endpoint is planned for the record: marked, and its verdict does not move
          * the exit unless it is the one asked for */
         bool counts = only || ep->enabled;
@@ -423,90 +438,15 @@ static int plan_fleet(const char *path, const char *only, bool json)
             continue;
         n++;
         sw_err_clear(&e);
-        int prc = sw_plan_endpoint(f, ep, NULL, &pl, &e);
-        if (prc) {
-            char buf[2048];
-            if (rc == SW_EXIT_OK && counts &&
-                (ep->engine == SW_FLEET_VLLM || ep->engine == SW_FLEET_LLAMACPP ||
-                 ep->engine == SW_FLEET_SGLANG))
-                rc = sw_cli_exit_for(prc);
-            if (json) {
-                json_t *x =
-                    json_pack("{s:s,s:s,s:o}", "endpoint", ep->name, "engine",
-                              sw_fleet_engine_name(ep->engine), "error", sw_err_to_json(&e));
-                if (x && !ep->enabled)
-                    sw_json_set_bool(x, "enabled", false);
-                json_array_append_new(eps, x);
-            } else
-                printf("== %s (%s%s): cannot plan: %s\n\n", ep->name,
-                       sw_fleet_engine_name(ep->engine), mark, sw_err_format(&e, buf, sizeof(buf)));
-            sw_plan_free(&pl);
-            continue;
-        }
-        if (ep->engine != SW_FLEET_LLAMACPP) {
-            json_t *vo = pl.engine_plan;
-            uint64_t nn = sw_fleet_endpoint_nodes(ep);
-            if (nn > 1)
-                sw_json_set_new(vo, "nodes",
-                                json_pack("{s:I,s:I,s:I}", "count", (json_int_t)nn, "gpus_per_node",
-                                          (json_int_t)ep->n_devices, "world",
-                                          (json_int_t)(nn * ep->n_devices)));
-            if (json_is_false(json_object_get(json_object_get(vo, "report"), "fits")) &&
-                rc == SW_EXIT_OK && counts)
-                rc = SW_EXIT_FAIL;
-            if (json) {
-                if (!ep->enabled)
-                    sw_json_set_bool(vo, "enabled", false);
-                json_array_append(eps, vo);
-            } else {
-                printf("== %s (%s%s, config from %s)\n", ep->name, sw_fleet_engine_name(ep->engine),
-                       mark, json_string_value(json_object_get(vo, "config")));
-                print_vllm_sglang(vo, stdout);
-                if (nn > 1)
-                    printf("  across %llu nodes x %zu GPUs (world %llu): the budget is per GPU, "
-                           "the same on every node\n",
-                           (unsigned long long)nn, ep->n_devices,
-                           (unsigned long long)(nn * ep->n_devices));
-                printf("\n");
-            }
-            sw_plan_free(&pl);
-            continue;
-        }
-        const struct sw_llamacpp_plan *plan = pl.llamacpp;
-        const struct sw_arch *a = pl.arch;
-        bool fits = true;
-        for (int d = 0; d < plan->n_dev; d++)
-            if (plan->dev[d].memory && plan->dev[d].total > plan->dev[d].memory)
-                fits = false;
-        if (!fits && rc == SW_EXIT_OK && counts)
-            rc = SW_EXIT_FAIL;
-        json_t *mb = measured_budget(ep, plan);
-        if (mb && json_is_false(json_object_get(mb, "in_band")) && rc == SW_EXIT_OK && counts)
-            rc = SW_EXIT_FAIL;
-        if (json) {
-            json_t *j = sw_llamacpp_plan_to_json(plan);
-            if (j) {
-                sw_json_set_str(j, "endpoint", ep->name);
-                sw_json_set_str(j, "engine", "llama.cpp");
-                sw_json_set_bool(j, "fits", fits);
-                if (!ep->enabled)
-                    sw_json_set_bool(j, "enabled", false);
-                sw_json_set_new(j, "arch", sw_arch_to_json(a));
-                if (mb)
-                    sw_json_set_new(j, "measured_budget", json_incref(mb));
-                json_array_append_new(eps, j);
-            }
-        } else {
-            printf("== %s (llama.cpp%s)\n", ep->name, mark);
-            print_human(a, plan, pl.args);
-            if (mb)
-                print_measured_budget(mb);
-            if (!fits)
-                printf("\nDOES NOT FIT: a device's total exceeds its declared memory\n");
-            printf("\n");
-        }
-        json_decref(mb);
-        sw_plan_free(&pl);
+        if (sw_plan_view(ep, &v, &e))
+            show_cannot(ep, &e, counts, mark, eps, &rc);
+        else if (!v.ok)
+            show_cannot(ep, &v.err, counts, mark, eps, &rc);
+        else if (ep->engine != SW_FLEET_LLAMACPP)
+            show_engine_plan(ep, &v.plan, counts, mark, eps, &rc);
+        else
+            show_llamacpp(ep, &v, counts, mark, eps, &rc);
+        sw_plan_view_free(&v);
     }
     if (json) {
         sw_json_set_str(out, "fleet", path);
@@ -526,18 +466,15 @@ done:
 int sw_cmd_plan(int argc, char **argv)
 {
     bool json = false;
-    const char *engine = NULL, *arch_path = NULL, *fleet = NULL, *only = NULL;
+    const char *engine = NULL, *fleet = NULL, *only = NULL;
     struct sw_llamacpp_env env;
-    struct sw_llamacpp_args args;
-    struct sw_llamacpp_plan *plan = NULL;
-    struct sw_arch *arch = NULL;
-    struct sw_gguf *g = NULL;
-    json_t *decl = NULL;
+    struct sw_plan_cmdline pc;
     struct sw_err e;
     int rc = SW_EXIT_OK;
 
     sw_err_clear(&e);
     memset(&env, 0, sizeof(env));
+    memset(&pc, 0, sizeof(pc));
     struct sw_args a;
     if (!sw_args_parse(&sw_spec_plan, argc, argv, &a, &rc))
         return rc;
@@ -545,14 +482,13 @@ int sw_cmd_plan(int argc, char **argv)
     engine = sw_args_str(&a, "engine");
     if (engine && (!strcmp(engine, "vllm") || !strcmp(engine, "sglang")))
         return plan_vllm_sglang(&a);
-    arch_path = sw_args_str(&a, "arch");
     fleet = a.npos > 0 ? a.pos[0] : NULL;
     only = a.npos > 1 ? a.pos[1] : NULL;
     for (size_t k = 0; k < SW_ARRAY_LEN(law_opts); k++)
         if (sw_args_flag(&a, law_opts[k]))
             return sw_args_usage(&a, "--%s is for --engine vllm or sglang", law_opts[k]);
     for (int k = 0; k < sw_args_count(&a, "gpu"); k++)
-        if (parse_gpu(sw_args_nth(&a, "gpu", k), &env, &e))
+        if (sw_plan_parse_gpu(sw_args_nth(&a, "gpu", k), &env, &e))
             return sw_cli_fail(&e, json);
     const char *hm = sw_args_str(&a, "host-memory");
     if (hm && sw_parse_bytes(hm, &env.host_memory, &e)) {
@@ -569,42 +505,17 @@ int sw_cmd_plan(int argc, char **argv)
     if (a.nrest < 1)
         return sw_args_usage(&a, "give llama-server's command line after --");
 
-    sw_llamacpp_args_init(&args);
-    if (sw_llamacpp_args_parse(&args, a.nrest, (const char *const *)a.rest, &e)) {
+    if (sw_plan_llamacpp_cmdline(a.nrest, (const char *const *)a.rest, sw_args_str(&a, "arch"),
+                                 &env, &pc, &e)) {
         rc = sw_cli_fail(&e, json);
         goto out;
     }
-    if (arch_path) {
-        decl = sw_json_load_file(arch_path, 16u << 20, &e);
-        if (!decl || sw_arch_from_json(decl, arch_path, &arch, &e)) {
-            rc = sw_cli_fail(&e, json);
-            goto out;
-        }
-    } else {
-        if (sw_gguf_open(args.model, &g, &e) || sw_arch_from_gguf(g, &arch, &e)) {
-            rc = sw_cli_fail(&e, json);
-            goto out;
-        }
-    }
-    plan = sw_calloc(1, sizeof(*plan));
-    if (!plan) {
-        sw_err_set(&e, SW_ENOMEM, "out of memory");
-        rc = sw_cli_fail(&e, json);
-        goto out;
-    }
-    if (sw_llamacpp_plan(arch, &args, &env, plan, &e) ||
-        sw_plan_llamacpp_extras(NULL, &args, &env, false, plan, &e)) {
-        rc = sw_cli_fail(&e, json);
-        goto out;
-    }
-    for (int d = 0; d < plan->n_dev; d++)
-        if (plan->dev[d].memory && plan->dev[d].total > plan->dev[d].memory)
-            rc = SW_EXIT_FAIL;
+    rc = pc.fits ? SW_EXIT_OK : SW_EXIT_FAIL;
     if (json) {
-        json_t *j = sw_llamacpp_plan_to_json(plan);
+        json_t *j = sw_llamacpp_plan_to_json(pc.plan);
         if (j) {
-            sw_json_set_new(j, "arch", sw_arch_to_json(arch));
-            sw_json_set_bool(j, "fits", rc == SW_EXIT_OK);
+            sw_json_set_new(j, "arch", sw_arch_to_json(pc.arch));
+            sw_json_set_bool(j, "fits", pc.fits);
         }
         if (!j || sw_json_print(stdout, j, true)) {
             json_decref(j);
@@ -614,14 +525,11 @@ int sw_cmd_plan(int argc, char **argv)
         }
         json_decref(j);
     } else {
-        print_human(arch, plan, &args);
-        if (rc == SW_EXIT_FAIL)
+        print_human(pc.arch, pc.plan, pc.args);
+        if (!pc.fits)
             printf("\nDOES NOT FIT: a device's total exceeds its declared memory\n");
     }
 out:
-    sw_free(plan);
-    sw_arch_free(arch);
-    sw_gguf_free(g);
-    json_decref(decl);
+    sw_plan_cmdline_free(&pc);
     return rc;
 }

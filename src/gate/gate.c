@@ -156,7 +156,7 @@ int sw_gate_endpoint(const struct sw_fleet *f, const struct sw_fleet_endpoint *e
         goto out;
     }
     r.shape = canon;
-    rc = sw__gate_plan(ep, &r.plan, e);
+    rc = sw_plan_view(ep, &r.plan, e);
     if (rc)
         goto out;
     rc = load_ledger(&r, e);
@@ -189,7 +189,7 @@ int sw_gate_endpoint(const struct sw_fleet *f, const struct sw_fleet_endpoint *e
         sw_json_set_str(res, "law", r.plan.why);
     *out = res;
 out:
-    sw__gate_plan_free(&r.plan);
+    sw_plan_view_free(&r.plan);
     json_decref(r.gates);
     json_decref(r.boots);
     json_decref(r.known_bad);

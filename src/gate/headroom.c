@@ -1,7 +1,8 @@
 /*
  * gate/headroom: does the shape leave the engine the memory it allocates transiently, by the fork
  * profile's budget (memory/profile sw_profile_headroom) and the transient needs fitted from the
- * endpoint's recorded boots (calib sw_calib_headroom_predict)? Fails on a pool that does not fit
+ * endpoint's recorded boots (the verdict: plan/headroom sw_plan_headroom, over calib
+ * sw_calib_headroom_predict)? Fails on a pool that does not fit
  * what is free when it is allocated, on a budget overdrawn at capture (the arena takes what is left
  * and the first long request dies), and on free memory at capture below the top of the fitted
  * need (not known to fit: a boot costs minutes, the gate does not gamble on the interval).
@@ -23,7 +24,7 @@ static const char *gb(double b, char *out, size_t n)
 
 int sw__gate_headroom(struct sw__gate_run *r, struct sw_err *e)
 {
-    const struct sw__gate_plan *p = &r->plan;
+    const struct sw_plan_view *p = &r->plan;
     char a[48], b[48], c[48];
     if (!p->ok || !p->has_prof || !p->prof.has_arena)
         return 0; /* only fork profiles with an expert arena have this gate */
@@ -38,23 +39,20 @@ int sw__gate_headroom(struct sw__gate_run *r, struct sw_err *e)
                      "the recorded boots contradict the headroom model: %s", h->why);
         return 0;
     }
-    struct sw_headroom_shape s;
-    const char *kv = "auto";
-    if (sw_calib_headroom_shape(r->shape, &s, &kv)) {
-        sw__gate_add(r, "headroom", SW_GATE_SKIP,
-                     "the shape names no max_model_len and seqs to price");
-        return 0;
-    }
-    struct sw_calib_hr_pred pr;
+    /* the chain from the shape to the verdict: plan/headroom (a shape without max_model_len and
+     * seqs is one of its reasons to skip) */
+    struct sw_plan_headroom hr;
     struct sw_err pe;
     sw_err_clear(&pe);
-    if (sw_calib_headroom_predict(r->fit, &s, kv, &pr, &pe)) {
+    if (sw_plan_headroom(r->fit, r->shape, &hr, &pe)) {
         if (pe.code == SW_ENOMEM)
             return sw_err_set(e, SW_ENOMEM, "out of memory");
         char buf[512];
         sw__gate_add(r, "headroom", SW_GATE_SKIP, "%s", sw_err_format(&pe, buf, sizeof(buf)));
         return 0;
     }
+    const struct sw_headroom_shape s = hr.shape;
+    const struct sw_calib_hr_pred pr = hr.pred;
     json_t *g;
     if (pr.verdict == SW_CALIB_HR_UNKNOWN) {
         /* an engine-sized pool no boot of this class showed: the contract (seqs requests of

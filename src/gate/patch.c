@@ -3,12 +3,15 @@
  * (include/slipway/gate.h sw_gate_patch). The verification itself is payload's
  * sw_payload_patch_verify; this file resolves the fleet's paths, brings a host's base file here
  * over the host's transport (`cat` under the host's deadline, into a private temporary file that
- * is removed on every path) and says the verdict in words.
+ * is removed on every path) and says the verdict in words. The `patches` gate of `slipway
+ * check` (sw__gate_patches) runs it on each of an endpoint's patches, base on this machine.
  *
  * What it does not do: patch anything on the host, or reach into an image (the base is a file
  * the host holds: the image's file as mounted or extracted).
  */
 #define _XOPEN_SOURCE 700
+#include "gate_internal.h"
+
 #include <slipway/fleet.h>
 #include <slipway/gate.h>
 #include <slipway/host.h>
@@ -162,4 +165,28 @@ done:
     if (tmp[0])
         unlink(tmp);
     return rc;
+}
+
+/* The patches gate: each of the endpoint's patches, verified here (base on this machine). */
+int sw__gate_patches(struct sw__gate_run *r, struct sw_err *e)
+{
+    const struct sw_fleet_endpoint *ep = r->ep;
+    for (size_t i = 0; i < ep->n_patches; i++) {
+        const struct sw_fleet_patch *fp = &ep->patches[i];
+        struct sw_gate_patch_result pr;
+        int rc = sw_gate_patch(fp, NULL, 0, &pr, e);
+        if (rc)
+            return rc;
+        json_t *g = sw__gate_add(r, "patches", pr.verdict, "%s", pr.line);
+        sw__gate_str(g, "file", fp->file);
+        if (!pr.detail[0])
+            continue;
+        sw__gate_str(g, "verdict_detail", pr.detail);
+        sw__gate_str(g, "base_sha256", pr.base_sha256);
+        if (pr.patched_sha256[0])
+            sw__gate_str(g, "patched_sha256", pr.patched_sha256);
+        if (pr.fix[0])
+            sw__gate_fix(g, "%s", pr.fix);
+    }
+    return 0;
 }

@@ -497,164 +497,195 @@ static bool uniform_type(const struct sw_vllm_spec *s, int n)
     return true;
 }
 
-int sw_vllm_plan(const struct sw_hf_config *c, const struct sw_vllm_opts *o,
-                 struct sw_vllm_report *r, struct sw_err *e)
+/* The law's working state, step to step of sw_vllm_plan: every layer's spec across the PP stages
+ * (all, stage_of), its group (gid), and what each step found. */
+struct vplan {
+    const struct sw_hf_config *c;
+    const struct sw_vllm_opts *o;
+    struct sw_vllm_report *r;
+    int pp;
+    int n; /* specs over every stage */
+    int64_t L;
+    struct sw_vllm_spec *all;
+    int *stage_of;
+    int *gid;
+    bool all_eq, utype; /* one group: every spec equal, or all of one type */
+    int n_groups;
+    int64_t page, group_size, bpr_sum;
+    uint64_t avail;
+};
+
+/* Every stage's specs, in stage order. */
+static int collect_specs(struct vplan *v, struct sw_vllm_spec *tmp, struct sw_err *e)
+{
+    for (int st = 0; st < v->pp; st++) {
+        int m = 0;
+        int rc = sw_vllm_specs(v->c, v->o, st, tmp, &m, e);
+        if (rc)
+            return rc;
+        for (int i = 0; i < m && v->n < SW_VLLM_MAX_SPECS; i++) {
+            v->stage_of[v->n] = st;
+            v->all[v->n++] = tmp[i];
+        }
+    }
+    return 0;
+}
+
+/* get_kv_cache_groups: every spec equal, or all of one type: one group. */
+static void group_one(struct vplan *v)
+{
+    struct sw_vllm_report *r = v->r;
+    v->n_groups = 1;
+    for (int i = 0; i < v->n; i++)
+        v->gid[i] = 0;
+    r->groups[0].kind = v->all[0].kind;
+    r->groups[0].n_layers = v->n;
+    r->groups[0].block_size = v->all[0].block_size;
+    int64_t bpr = 0;
+    for (int i = 0; i < v->n; i++) {
+        int64_t b = blocks_per_request(&v->all[i], v->o, v->L);
+        if (b > bpr)
+            bpr = b;
+    }
+    r->groups[0].blocks_per_request = bpr;
+    v->page = sw_vllm_page_bytes(&v->all[0]);
+    r->groups[0].page_bytes = v->page;
+}
+
+/* unify_kv_cache_spec_page_size: grow small attention blocks, pad mamba pages. */
+static int unify_pages(struct vplan *v, struct sw_err *e)
+{
+    int64_t maxp = 0;
+    for (int i = 0; i < v->n; i++)
+        maxp = SW_MAX(maxp, sw_vllm_page_bytes(&v->all[i]));
+    for (int i = 0; i < v->n; i++) {
+        struct sw_vllm_spec *s = &v->all[i];
+        int64_t p = sw_vllm_page_bytes(s);
+        if (p == maxp)
+            continue;
+        if (s->kind == SW_VLLM_MAMBA)
+            s->page_size_padded = maxp;
+        else if (maxp % p == 0)
+            s->block_size *= maxp / p;
+        else
+            return sw_err_set(e, SW_EUNSUPPORTED,
+                              "layer %d: page %lld does not divide the largest page %lld "
+                              "(vLLM raises NotImplementedError here)",
+                              s->layer, (long long)p, (long long)maxp);
+    }
+    v->page = maxp;
+    return 0;
+}
+
+#define VPLAN_MAX_BUCKETS 64
+
+/* Specs bucketed by equality (bucket_of[i], each bucket's first spec and size). */
+struct buckets {
+    int rep[VPLAN_MAX_BUCKETS], n_of[VPLAN_MAX_BUCKETS], n;
+};
+
+static int bucket_specs(const struct vplan *v, int *bucket_of, struct buckets *bk, struct sw_err *e)
+{
+    bk->n = 0;
+    for (int i = 0; i < v->n; i++) {
+        int b;
+        for (b = 0; b < bk->n; b++)
+            if (spec_eq(&v->all[i], &v->all[bk->rep[b]]))
+                break;
+        if (b == bk->n) {
+            if (bk->n == VPLAN_MAX_BUCKETS)
+                return sw_err_set(e, SW_EUNSUPPORTED, "more than %d distinct layer specs",
+                                  VPLAN_MAX_BUCKETS);
+            bk->rep[b] = i;
+            bk->n_of[b] = 0;
+            bk->n++;
+        }
+        bucket_of[i] = b;
+        bk->n_of[b]++;
+    }
+    return 0;
+}
+
+/* _get_kv_cache_groups_uniform_page_size: the group size (the smallest bucket, or the largest
+ * when max < 1.5 x min), each bucket split into cdiv(len, gs) groups taking layers[i::num]. */
+static int split_groups(struct vplan *v, struct sw_err *e)
+{
+    struct sw_vllm_report *r = v->r;
+    struct buckets bk = {.n = 0};
+    int *bucket_of = v->gid; /* reused: a layer's bucket is read before its group is written */
+    int rc = bucket_specs(v, bucket_of, &bk, e);
+    if (rc)
+        return rc;
+    int mn = bk.n_of[0], mx = bk.n_of[0];
+    for (int b = 1; b < bk.n; b++) {
+        mn = SW_MIN(mn, bk.n_of[b]);
+        mx = SW_MAX(mx, bk.n_of[b]);
+    }
+    v->group_size = mn;
+    if (mx < mn * 1.5)
+        v->group_size = mx;
+    int gbase[VPLAN_MAX_BUCKETS];
+    for (int b = 0; b < bk.n; b++) {
+        int len = bk.n_of[b];
+        int num = (int)cdiv(len, v->group_size);
+        int pad = (int)(v->group_size - len % v->group_size);
+        if (pad != v->group_size)
+            r->padding_layers += pad;
+        gbase[b] = v->n_groups;
+        for (int k = 0; k < num; k++) {
+            if (v->n_groups >= SW_VLLM_MAX_GROUPS)
+                return sw_err_set(e, SW_EUNSUPPORTED, "more than %d KV cache groups",
+                                  SW_VLLM_MAX_GROUPS);
+            struct sw_vllm_group *g = &r->groups[v->n_groups++];
+            g->kind = v->all[bk.rep[b]].kind;
+            g->block_size = v->all[bk.rep[b]].block_size;
+            g->page_bytes = v->page;
+            g->blocks_per_request = blocks_per_request(&v->all[bk.rep[b]], v->o, v->L);
+            g->first_layer = -1;
+        }
+    }
+    int seen[VPLAN_MAX_BUCKETS] = {0};
+    for (int i = 0; i < v->n; i++) {
+        int b = bucket_of[i];
+        int num = (int)cdiv(bk.n_of[b], v->group_size);
+        int g = gbase[b] + seen[b] % num;
+        seen[b]++;
+        v->gid[i] = g;
+        if (r->groups[g].first_layer < 0)
+            r->groups[g].first_layer = v->all[i].layer;
+        r->groups[g].n_layers++;
+    }
+    return 0;
+}
+
+/* Grouping (kv_cache_utils.py get_kv_cache_groups). */
+static int group_specs(struct vplan *v, struct sw_err *e)
 {
     int rc = 0;
-    memset(r, 0, sizeof(*r));
-    r->version = o->version;
-    r->mamba_padding_pct = -1;
-    int pp = o->pp > 0 ? o->pp : 1;
-    if (pp > 16)
-        return sw_err_set(e, SW_EUNSUPPORTED, "pipeline parallel size %d is not modelled", pp);
-    struct sw_vllm_spec *all = sw_calloc((size_t)SW_VLLM_MAX_SPECS, sizeof(*all));
-    int *stage_of = sw_calloc((size_t)SW_VLLM_MAX_SPECS, sizeof(int));
-    int *gid = sw_calloc((size_t)SW_VLLM_MAX_SPECS, sizeof(int));
-    struct sw_vllm_spec *tmp = sw_calloc((size_t)SW_VLLM_MAX_SPECS, sizeof(*tmp));
-    if (!all || !stage_of || !gid || !tmp) {
-        rc = sw_err_set(e, SW_ENOMEM, "out of memory");
-        goto out;
-    }
-    int n = 0;
-    for (int st = 0; st < pp; st++) {
-        int m = 0;
-        rc = sw_vllm_specs(c, o, st, tmp, &m, e);
-        if (rc)
-            goto out;
-        for (int i = 0; i < m && n < SW_VLLM_MAX_SPECS; i++) {
-            stage_of[n] = st;
-            all[n++] = tmp[i];
-        }
-    }
-    r->max_model_len = o->max_model_len > 0 ? o->max_model_len : c->max_position_embeddings;
-    if (r->max_model_len <= 0) {
-        rc = sw_err_set(e, SW_EINVAL, "max_model_len unknown: pass --max-model-len");
-        goto out;
-    }
-    int64_t L = r->max_model_len;
-    if (n == 0) {
-        r->num_gpu_blocks = 1; /* attention-free: BlockPool's null block */
-        goto out;
-    }
-    hybrid_align(all, n, o, r);
-
-    /* Grouping (kv_cache_utils.py get_kv_cache_groups). */
-    bool all_eq = true;
-    for (int i = 1; i < n && all_eq; i++)
-        all_eq = spec_eq(&all[i], &all[0]);
-    bool utype = !all_eq && uniform_type(all, n);
-    int n_groups = 0;
-    int64_t page = 0;
-    int64_t group_size = 0;
-    static const int MAXB = 64;
-    int bucket_rep[64], bucket_n[64], nb_buckets = 0;
-    int *bucket_of = gid; /* reuse */
-    if (all_eq || utype) {
-        n_groups = 1;
-        for (int i = 0; i < n; i++)
-            gid[i] = 0;
-        r->groups[0].kind = all[0].kind;
-        r->groups[0].n_layers = n;
-        r->groups[0].block_size = all[0].block_size;
-        int64_t bpr = 0;
-        for (int i = 0; i < n; i++) {
-            int64_t b = blocks_per_request(&all[i], o, L);
-            if (b > bpr)
-                bpr = b;
-        }
-        r->groups[0].blocks_per_request = bpr;
-        page = sw_vllm_page_bytes(&all[0]);
-        r->groups[0].page_bytes = page;
+    v->all_eq = true;
+    for (int i = 1; i < v->n && v->all_eq; i++)
+        v->all_eq = spec_eq(&v->all[i], &v->all[0]);
+    v->utype = !v->all_eq && uniform_type(v->all, v->n);
+    if (v->all_eq || v->utype) {
+        group_one(v);
     } else {
-        /* unify_kv_cache_spec_page_size: grow small attention blocks, pad mamba pages. */
-        int64_t maxp = 0;
-        for (int i = 0; i < n; i++)
-            maxp = SW_MAX(maxp, sw_vllm_page_bytes(&all[i]));
-        for (int i = 0; i < n; i++) {
-            int64_t p = sw_vllm_page_bytes(&all[i]);
-            if (p == maxp)
-                continue;
-            if (all[i].kind == SW_VLLM_MAMBA) {
-                all[i].page_size_padded = maxp;
-            } else if (maxp % p == 0) {
-                all[i].block_size *= maxp / p;
-            } else {
-                rc = sw_err_set(e, SW_EUNSUPPORTED,
-                                "layer %d: page %lld does not divide the largest page %lld "
-                                "(vLLM raises NotImplementedError here)",
-                                all[i].layer, (long long)p, (long long)maxp);
-                goto out;
-            }
-        }
-        page = maxp;
-        for (int i = 0; i < n; i++) {
-            int b;
-            for (b = 0; b < nb_buckets; b++)
-                if (spec_eq(&all[i], &all[bucket_rep[b]]))
-                    break;
-            if (b == nb_buckets) {
-                if (nb_buckets == MAXB) {
-                    rc = sw_err_set(e, SW_EUNSUPPORTED, "more than %d distinct layer specs", MAXB);
-                    goto out;
-                }
-                bucket_rep[b] = i;
-                bucket_n[b] = 0;
-                nb_buckets++;
-            }
-            bucket_of[i] = b;
-            bucket_n[b]++;
-        }
-        int mn = bucket_n[0], mx = bucket_n[0];
-        for (int b = 1; b < nb_buckets; b++) {
-            mn = SW_MIN(mn, bucket_n[b]);
-            mx = SW_MAX(mx, bucket_n[b]);
-        }
-        group_size = mn;
-        if (mx < mn * 1.5)
-            group_size = mx;
-        /* Split each bucket into cdiv(len, gs) groups, layers[i::num] to group i. */
-        int gbase[64];
-        for (int b = 0; b < nb_buckets; b++) {
-            int len = bucket_n[b];
-            int num = (int)cdiv(len, group_size);
-            int pad = (int)(group_size - len % group_size);
-            if (pad != group_size)
-                r->padding_layers += pad;
-            gbase[b] = n_groups;
-            for (int k = 0; k < num; k++) {
-                if (n_groups >= SW_VLLM_MAX_GROUPS) {
-                    rc = sw_err_set(e, SW_EUNSUPPORTED, "more than %d KV cache groups",
-                                    SW_VLLM_MAX_GROUPS);
-                    goto out;
-                }
-                struct sw_vllm_group *g = &r->groups[n_groups++];
-                g->kind = all[bucket_rep[b]].kind;
-                g->block_size = all[bucket_rep[b]].block_size;
-                g->page_bytes = page;
-                g->blocks_per_request = blocks_per_request(&all[bucket_rep[b]], o, L);
-                g->first_layer = -1;
-            }
-        }
-        int seen[64] = {0};
-        for (int i = 0; i < n; i++) {
-            int b = bucket_of[i];
-            int num = (int)cdiv(bucket_n[b], group_size);
-            int g = gbase[b] + seen[b] % num;
-            seen[b]++;
-            gid[i] = g;
-            if (r->groups[g].first_layer < 0)
-                r->groups[g].first_layer = all[i].layer;
-            r->groups[g].n_layers++;
-        }
+        rc = unify_pages(v, e);
+        if (!rc)
+            rc = split_groups(v, e);
     }
-    r->n_groups = n_groups;
-    r->page_bytes = page;
+    v->r->n_groups = v->n_groups;
+    v->r->page_bytes = v->page;
+    return rc;
+}
 
-    /* Budget. */
+/* Budget (gpu_worker.py determine_available_memory). */
+static void budget(struct vplan *v)
+{
+    const struct sw_vllm_opts *o = v->o;
     uint64_t avail = 0;
     if (o->kv_cache_memory_bytes) {
         avail = o->kv_cache_memory_bytes;
-        r->available_from_flag = true;
+        v->r->available_from_flag = true;
     } else if (o->gpu_total_bytes) {
         /* config/cache.py: 0.92 in current vLLM, 0.9 before. */
         double util = o->gpu_memory_utilization > 0   ? o->gpu_memory_utilization
@@ -667,46 +698,50 @@ int sw_vllm_plan(const struct sw_hf_config *c, const struct sw_vllm_opts *o,
             used += (double)o->cudagraph_bytes; /* profiled before KV sizing from v0.21 */
         avail = req > used ? (uint64_t)(req - used) : 0;
     }
-    r->available_kv_bytes = avail;
+    v->r->available_kv_bytes = avail;
+    v->avail = avail;
+}
 
-    /* num_blocks per stage (projected groups), the minimum wins. */
+/* num_blocks per stage (projected groups), the minimum wins. */
+static void stage_blocks(struct vplan *v)
+{
+    struct sw_vllm_report *r = v->r;
     int64_t nbmin = -1;
-    int64_t bpr_sum = 0;
-    for (int g = 0; g < n_groups; g++)
-        bpr_sum += r->groups[g].blocks_per_request;
-    r->blocks_per_request = bpr_sum;
-    for (int st = 0; st < pp; st++) {
+    v->bpr_sum = 0;
+    for (int g = 0; g < v->n_groups; g++)
+        v->bpr_sum += r->groups[g].blocks_per_request;
+    r->blocks_per_request = v->bpr_sum;
+    for (int st = 0; st < v->pp; st++) {
         int64_t nb;
-        if (all_eq || utype) {
+        uint64_t av = v->o->stage_kv_bytes[st] ? v->o->stage_kv_bytes[st] : v->avail;
+        if (v->all_eq || v->utype) {
             int64_t sum = 0, cnt = 0;
-            for (int i = 0; i < n; i++)
-                if (stage_of[i] == st) {
-                    sum += sw_vllm_page_bytes(&all[i]);
+            for (int i = 0; i < v->n; i++)
+                if (v->stage_of[i] == st) {
+                    sum += sw_vllm_page_bytes(&v->all[i]);
                     cnt++;
                 }
             if (!cnt)
                 continue;
-            uint64_t av = o->stage_kv_bytes[st] ? o->stage_kv_bytes[st] : avail;
-            if (utype)
+            if (v->utype)
                 nb = sum ? (int64_t)(av / (uint64_t)sum) : 0;
             else
-                nb = (int64_t)(av / (uint64_t)page / (uint64_t)cnt);
+                nb = (int64_t)(av / (uint64_t)v->page / (uint64_t)cnt);
             if (st == 0 || nbmin < 0)
-                r->group_size = utype ? 1 : cnt;
-            if (utype)
+                r->group_size = v->utype ? 1 : cnt;
+            if (v->utype)
                 r->page_bytes = sum;
         } else {
             int cnt[SW_VLLM_MAX_GROUPS] = {0};
             int64_t gs = 0;
-            for (int i = 0; i < n; i++)
-                if (stage_of[i] == st)
-                    cnt[gid[i]]++;
-            for (int g = 0; g < n_groups; g++)
+            for (int i = 0; i < v->n; i++)
+                if (v->stage_of[i] == st)
+                    cnt[v->gid[i]]++;
+            for (int g = 0; g < v->n_groups; g++)
                 gs = SW_MAX(gs, cnt[g]);
             if (!gs)
                 continue;
-            uint64_t av = o->stage_kv_bytes[st] ? o->stage_kv_bytes[st] : avail;
-            nb = (int64_t)(av / (uint64_t)page / (uint64_t)gs);
+            nb = (int64_t)(av / (uint64_t)v->page / (uint64_t)gs);
             if (nbmin < 0 || nb < nbmin)
                 r->group_size = gs;
         }
@@ -717,80 +752,133 @@ int sw_vllm_plan(const struct sw_hf_config *c, const struct sw_vllm_opts *o,
     }
     if (nbmin < 0)
         nbmin = 0;
-    if (o->num_gpu_blocks_override > 0)
-        nbmin = o->num_gpu_blocks_override;
+    if (v->o->num_gpu_blocks_override > 0)
+        nbmin = v->o->num_gpu_blocks_override;
     r->num_gpu_blocks = nbmin;
-    r->n_specs = n;
+    r->n_specs = v->n;
+}
 
-    /* One request's need (max_memory_usage over the groups, padding included). */
-    if (utype || all_eq) {
-        int64_t need = 0;
-        for (int i = 0; i < n; i++)
-            if (stage_of[i] == r->pp_stage)
-                need += blocks_per_request(&all[i], o, L) * sw_vllm_page_bytes(&all[i]);
-        r->kv_needed_bytes = need;
-    } else {
-        r->kv_needed_bytes = r->group_size * page * bpr_sum;
+/* One request of max_model_len L under options o: its bytes on the limiting stage
+ * (max_memory_usage over the groups, padding included). */
+static int64_t request_bytes(const struct vplan *v, const struct sw_vllm_opts *o, int64_t L)
+{
+    int64_t s = 0;
+    if (v->utype || v->all_eq) {
+        for (int i = 0; i < v->n; i++)
+            if (v->stage_of[i] == v->r->pp_stage)
+                s += blocks_per_request(&v->all[i], o, L) * sw_vllm_page_bytes(&v->all[i]);
+        return s;
     }
-    r->fits = avail == 0 || (uint64_t)r->kv_needed_bytes <= avail;
-    if (!r->fits && r->kv_needed_bytes > 0) {
-        /* Binary search of the engine's estimate (estimate_max_model_len). */
-        int64_t lo = 1, hi = L, best = 0;
-        struct sw_vllm_opts o2 = *o;
-        while (lo <= hi) {
-            int64_t mid = lo + (hi - lo) / 2;
-            int64_t s = 0;
-            o2.max_model_len = mid;
-            if (utype || all_eq) {
-                for (int i = 0; i < n; i++)
-                    if (stage_of[i] == r->pp_stage)
-                        s += blocks_per_request(&all[i], &o2, mid) * sw_vllm_page_bytes(&all[i]);
-            } else {
-                int64_t b = 0;
-                for (int g = 0; g < n_groups; g++) {
-                    for (int i = 0; i < n; i++)
-                        if (gid[i] == g) {
-                            b += blocks_per_request(&all[i], &o2, mid);
-                            break;
-                        }
-                }
-                s = r->group_size * page * b;
+    int64_t b = 0;
+    for (int g = 0; g < v->n_groups; g++) {
+        for (int i = 0; i < v->n; i++)
+            if (v->gid[i] == g) {
+                b += blocks_per_request(&v->all[i], o, L);
+                break;
             }
-            if ((uint64_t)s <= avail) {
-                best = mid;
-                lo = mid + 1;
-            } else {
-                hi = mid - 1;
-            }
+    }
+    return v->r->group_size * v->page * b;
+}
+
+/* One request's need, and when it does not fit the engine's estimate of the longest that does
+ * (_check_enough_kv_cache_memory, estimate_max_model_len: a binary search). */
+static void request_need(struct vplan *v)
+{
+    struct sw_vllm_report *r = v->r;
+    if (v->utype || v->all_eq)
+        r->kv_needed_bytes = request_bytes(v, v->o, v->L);
+    else
+        r->kv_needed_bytes = r->group_size * v->page * v->bpr_sum;
+    r->fits = v->avail == 0 || (uint64_t)r->kv_needed_bytes <= v->avail;
+    if (r->fits || r->kv_needed_bytes <= 0)
+        return;
+    int64_t lo = 1, hi = v->L, best = 0;
+    struct sw_vllm_opts o2 = *v->o;
+    while (lo <= hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        o2.max_model_len = mid;
+        if ((uint64_t)request_bytes(v, &o2, mid) <= v->avail) {
+            best = mid;
+            lo = mid + 1;
+        } else {
+            hi = mid - 1;
         }
-        r->estimated_max_len = best;
     }
+    r->estimated_max_len = best;
+}
 
-    /* What the engine prints. */
-    if (bpr_sum > 0)
-        r->max_concurrency = (double)r->num_gpu_blocks / (double)bpr_sum;
+/* What the engine prints: the concurrency and the token count, per version. */
+static void printed(struct vplan *v)
+{
+    struct sw_vllm_report *r = v->r;
+    const struct sw_vllm_opts *o = v->o;
+    if (v->bpr_sum > 0)
+        r->max_concurrency = (double)r->num_gpu_blocks / (double)v->bpr_sum;
     int64_t min_bs = r->groups[0].block_size;
-    for (int g = 1; g < n_groups; g++)
+    for (int g = 1; g < v->n_groups; g++)
         min_bs = SW_MIN(min_bs, r->groups[g].block_size);
     int64_t cp = (int64_t)(o->dcp > 0 ? o->dcp : 1) * (o->pcp > 0 ? o->pcp : 1);
     switch (o->version) {
     case SW_VLLM_CURRENT:
         /* kv_cache_utils.py get_kv_cache_capacity: int(max_concurrency * max_model_len) */
-        r->kv_cache_tokens = (int64_t)(r->max_concurrency * (double)L);
+        r->kv_cache_tokens = (int64_t)(r->max_concurrency * (double)v->L);
         break;
     case SW_VLLM_V1_LEGACY:
         /* kv_cache_utils.py _report_kv_cache_config (older): blocks // groups * min bs * cp */
-        r->kv_cache_tokens = r->num_gpu_blocks / n_groups * min_bs * cp;
+        r->kv_cache_tokens = r->num_gpu_blocks / v->n_groups * min_bs * cp;
         break;
     case SW_VLLM_V0:
         r->kv_cache_tokens = r->num_gpu_blocks * min_bs;
-        r->max_concurrency = (double)r->kv_cache_tokens / (double)L;
+        r->max_concurrency = (double)r->kv_cache_tokens / (double)v->L;
         break;
     }
+}
+
+int sw_vllm_plan(const struct sw_hf_config *c, const struct sw_vllm_opts *o,
+                 struct sw_vllm_report *r, struct sw_err *e)
+{
+    struct vplan v = {.c = c, .o = o, .r = r};
+    struct sw_vllm_spec *tmp = NULL;
+    int rc = 0;
+    memset(r, 0, sizeof(*r));
+    r->version = o->version;
+    r->mamba_padding_pct = -1;
+    v.pp = o->pp > 0 ? o->pp : 1;
+    if (v.pp > 16)
+        return sw_err_set(e, SW_EUNSUPPORTED, "pipeline parallel size %d is not modelled", v.pp);
+    v.all = sw_calloc((size_t)SW_VLLM_MAX_SPECS, sizeof(*v.all));
+    v.stage_of = sw_calloc((size_t)SW_VLLM_MAX_SPECS, sizeof(int));
+    v.gid = sw_calloc((size_t)SW_VLLM_MAX_SPECS, sizeof(int));
+    tmp = sw_calloc((size_t)SW_VLLM_MAX_SPECS, sizeof(*tmp));
+    if (!v.all || !v.stage_of || !v.gid || !tmp) {
+        rc = sw_err_set(e, SW_ENOMEM, "out of memory");
+        goto out;
+    }
+    rc = collect_specs(&v, tmp, e);
+    if (rc)
+        goto out;
+    r->max_model_len = o->max_model_len > 0 ? o->max_model_len : c->max_position_embeddings;
+    if (r->max_model_len <= 0) {
+        rc = sw_err_set(e, SW_EINVAL, "max_model_len unknown: pass --max-model-len");
+        goto out;
+    }
+    v.L = r->max_model_len;
+    if (v.n == 0) {
+        r->num_gpu_blocks = 1; /* attention-free: BlockPool's null block */
+        goto out;
+    }
+    hybrid_align(v.all, v.n, o, r);
+    rc = group_specs(&v, e);
+    if (rc)
+        goto out;
+    budget(&v);
+    stage_blocks(&v);
+    request_need(&v);
+    printed(&v);
 out:
-    sw_free(all);
-    sw_free(stage_of);
-    sw_free(gid);
+    sw_free(v.all);
+    sw_free(v.stage_of);
+    sw_free(v.gid);
     sw_free(tmp);
     return rc;
 }

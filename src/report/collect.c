@@ -1,10 +1,11 @@
 /*
  * report/collect: the fleet document every view of the report and the Prometheus export read.
- * For each endpoint it takes the ONE plan (sw_plan_endpoint), the fleet's measured facts and the
- * ledger's rows (sw_ledger_export of that endpoint, sw_ledger_known_bad) and keeps, beside each
- * figure, where it came from.
+ * For each endpoint it takes the ONE plan as plan/ views it (sw_plan_view: the plan, its pool,
+ * price, arena, band and per-device parts), the fleet's measured facts and the ledger's rows
+ * (sw_ledger_export of that endpoint, sw_ledger_known_bad) and keeps, beside each figure, where it
+ * came from.
  *
- * The budget per device:
+ * The budget per device (the view's parts; the readings are the report's):
  *   llama.cpp  KV, recurrent state and compute from the law; the rest of what a usage reading of
  *              THIS shape measured is "weights + other" (weights, projector, runtime), and the
  *              reading's free figure is the free; without a reading the fleet's non_kv_cost fact
@@ -129,18 +130,32 @@ static const json_t *reading_for(const json_t *usage, const json_t *canon,
     return best;
 }
 
-static void band_of(const struct sw_fleet_endpoint *ep, uint64_t *min, uint64_t *max)
-{
-    *min = ep->free_band.min.set ? ep->free_band.min.v : SW_GATE_BAND_MIN;
-    *max = ep->free_band.max.set ? ep->free_band.max.v : SW_GATE_BAND_MAX;
-}
-
-static int finish_device(json_t *d, const struct sw_fleet_endpoint *ep, uint64_t capacity,
-                         uint64_t usable, bool has_free, uint64_t free_b, const char *free_how)
+/* A device of the budget: its name and kind, and its (empty) parts. NULL *d: out of memory;
+ * else the puts' rc, which the caller carries on (every later step checks it). */
+static int device_open(const struct sw_fleet_device *fd, json_t **d, json_t **parts)
 {
     int rc = 0;
-    uint64_t bmin, bmax;
-    band_of(ep, &bmin, &bmax);
+    *d = json_object();
+    *parts = json_array();
+    if (!*d || !*parts) {
+        json_decref(*d);
+        json_decref(*parts);
+        *d = *parts = NULL;
+        return SW_ENOMEM;
+    }
+    sw__rep_put(*d, "name", jstr(fd->name), &rc);
+    sw__rep_put(*d, "kind", jstr(fd->kind.v), &rc);
+    return rc;
+}
+
+/* The device's parts, capacity, usable, band (the plan view's) and free, appended to devs; d is
+ * released when rc (the caller's so far) or this fails. */
+static int device_close(json_t *devs, json_t *d, json_t *parts, const struct sw_plan_view *v,
+                        uint64_t capacity, uint64_t usable, bool has_free, uint64_t free_b,
+                        const char *free_how, int rc)
+{
+    uint64_t bmin = v->band_min, bmax = v->band_max;
+    sw__rep_put(d, "parts", parts, &rc);
     sw__rep_put(d, "capacity", jint(capacity), &rc);
     sw__rep_put(d, "usable", jint(usable), &rc);
     sw__rep_put(d, "band", json_pack("{s:I,s:I}", "min", (json_int_t)bmin, "max", (json_int_t)bmax),
@@ -149,48 +164,45 @@ static int finish_device(json_t *d, const struct sw_fleet_endpoint *ep, uint64_t
     sw__rep_put(d, "free_how", jstr(free_how), &rc);
     sw__rep_put(d, "in_band",
                 has_free ? json_boolean(free_b >= bmin && free_b <= bmax) : json_null(), &rc);
+    if (!rc && json_array_append_new(devs, d))
+        rc = SW_ENOMEM;
+    else if (rc)
+        json_decref(d);
     return rc;
 }
 
-static int budget_llamacpp(const struct sw_fleet_endpoint *ep, const struct sw_plan *p,
+static int budget_llamacpp(const struct sw_fleet_endpoint *ep, const struct sw_plan_view *v,
                            const json_t *usage, const json_t *canon, json_t *devs)
 {
-    const struct sw_llamacpp_plan *lp = p->llamacpp;
+    const struct sw_llamacpp_plan *lp = v->lp;
     int rc = 0;
-    for (int i = 0; i < lp->n_dev && !rc; i++) {
-        const struct sw_llamacpp_device *x = &lp->dev[i];
-        const struct sw_fleet_device *fd = NULL;
-        for (size_t k = 0; k < ep->n_devices; k++)
-            if (!strcmp(ep->devices[k]->name, x->name))
-                fd = ep->devices[k];
-        if (!fd)
-            continue; /* llama.cpp's "CPU" when every layer is on the declared GPUs */
-        json_t *d = json_object(), *parts = json_array();
-        if (!d || !parts) {
-            json_decref(d);
-            json_decref(parts);
-            return SW_ENOMEM;
-        }
-        sw__rep_put(d, "name", jstr(fd->name), &rc);
-        sw__rep_put(d, "kind", jstr(fd->kind.v), &rc);
-        uint64_t cap = sw_fleet_device_capacity(fd);
-        uint64_t compute = x->compute + x->output;
+    for (int i = 0; i < v->n_dev && !rc; i++) {
+        const struct sw_plan_view_dev *x = &v->dev[i];
+        const struct sw_fleet_device *fd = x->dev;
+        if (strcmp(x->law_name, fd->name))
+            continue; /* llama.cpp's "CPU" is shown under the fleet's name only */
+        json_t *d, *parts;
+        rc = device_open(fd, &d, &parts);
+        if (!d)
+            return rc;
+        uint64_t cap = x->capacity;
+        uint64_t compute = x->compute;
         const json_t *r = reading_for(usage, canon, ep, fd->name);
-        const struct sw_fleet_fact *nk = sw_fleet_endpoint_non_kv(ep);
+        const struct sw_fleet_fact *nk = v->non_kv;
         bool has_free = false;
         uint64_t free_b = 0;
         const char *free_how = NULL;
         if (!rc)
             rc = add_part(parts, "kv", x->kv, "the law (llama.cpp's KV cache lines)");
-        if (!rc && x->recurrent)
-            rc = add_part(parts, "state", x->recurrent, "the law (recurrent state)");
+        if (!rc && x->rec)
+            rc = add_part(parts, "state", x->rec, "the law (recurrent state)");
         if (!rc && compute)
             rc = add_part(parts, "compute", compute, "the law's compute-buffer estimate");
         if (!rc && r) {
             uint64_t used = (uint64_t)json_integer_value(json_object_get(r, "used_mib")) * SW_MIB;
             uint64_t total = (uint64_t)json_integer_value(json_object_get(r, "total_mib")) * SW_MIB;
             const json_t *fr = json_object_get(r, "free_mib");
-            uint64_t law = x->kv + x->recurrent + compute;
+            uint64_t law = x->kv + x->rec + compute;
             rc = add_part(parts, "weights", used > law ? used - law : 0,
                           "measured used minus the law's KV, state and compute (weights, "
                           "projector, runtime)");
@@ -211,8 +223,8 @@ static int budget_llamacpp(const struct sw_fleet_endpoint *ep, const struct sw_p
                                   json_object_get(r, "id")),
                         &rc);
         } else if (!rc && nk) {
-            uint64_t v = (uint64_t)llround(nk->q.value);
-            rc = add_part(parts, "weights", v > compute ? v - compute : v,
+            uint64_t nkv = (uint64_t)llround(nk->q.value);
+            rc = add_part(parts, "weights", nkv > compute ? nkv - compute : nkv,
                           "the fleet's measured non-KV cost minus the law's compute");
             uint64_t sum = parts_sum(parts);
             has_free = cap > 0;
@@ -233,47 +245,29 @@ static int budget_llamacpp(const struct sw_fleet_endpoint *ep, const struct sw_p
         uint64_t sum = parts_sum(parts);
         sw__rep_put(d, "reserved",
                     has_free && cap > sum + free_b ? jint(cap - sum - free_b) : jint(0), &rc);
-        sw__rep_put(d, "parts", parts, &rc);
-        if (!rc)
-            rc = finish_device(d, ep, cap, cap, has_free, free_b, free_how);
-        if (!rc && json_array_append_new(devs, d))
-            rc = SW_ENOMEM;
-        else if (rc)
-            json_decref(d);
+        rc = device_close(devs, d, parts, v, cap, cap, has_free, free_b, free_how, rc);
     }
     return rc;
 }
 
-static int budget_vllm(const struct sw_fleet_endpoint *ep, const struct sw_plan *p, json_t *devs,
-                       const char **why)
+/* The fork's arena at this max_model_len and MNBT, as the view holds it (sw_plan_view). */
+static int budget_vllm(const struct sw_fleet_endpoint *ep, const struct sw_plan_view *v,
+                       json_t *devs, const char **why)
 {
-    struct sw_fork_profile prof;
-    struct sw_arena ar;
-    struct sw_err le;
-    bool fork = false;
+    const struct sw_plan *p = &v->plan;
+    const struct sw_fork_profile prof = v->prof;
+    const struct sw_arena ar = v->arena;
+    bool fork = v->has_arena;
     int rc = 0;
-    memset(&prof, 0, sizeof(prof));
-    memset(&ar, 0, sizeof(ar));
-    sw_err_clear(&le);
-    if (ep->profile && !sw_profile_from_fleet(ep->profile, &prof, &le) && prof.has_arena &&
-        !sw_profile_arena(&prof, p->vllm->max_model_len,
-                          p->vllm_opts ? p->vllm_opts->max_num_batched_tokens : 0, &ar, &le))
-        fork = true;
-    if (le.code == SW_ENOMEM)
-        return SW_ENOMEM;
     if (!fork)
         *why = "vLLM sizes weights, activations and graphs at boot: only the pool is planned "
                "(record a usage reading, or declare a fork profile)";
     for (size_t k = 0; k < ep->n_devices && !rc; k++) {
         const struct sw_fleet_device *fd = ep->devices[k];
-        json_t *d = json_object(), *parts = json_array();
-        if (!d || !parts) {
-            json_decref(d);
-            json_decref(parts);
-            return SW_ENOMEM;
-        }
-        sw__rep_put(d, "name", jstr(fd->name), &rc);
-        sw__rep_put(d, "kind", jstr(fd->kind.v), &rc);
+        json_t *d, *parts;
+        rc = device_open(fd, &d, &parts);
+        if (!d)
+            return rc;
         uint64_t cap = sw_fleet_device_capacity(fd);
         uint64_t usable = fork && prof.usable     ? prof.usable
                           : fd->memory_usable.set ? fd->memory_usable.v
@@ -298,22 +292,18 @@ static int budget_vllm(const struct sw_fleet_endpoint *ep, const struct sw_plan 
         bool has_free = fork && p->pool_sized;
         sw__rep_put(d, "measured", json_null(), &rc);
         sw__rep_put(d, "reserved", jint(cap > usable ? cap - usable : 0), &rc);
-        sw__rep_put(d, "parts", parts, &rc);
-        if (!rc)
-            rc = finish_device(d, ep, cap, usable, has_free, usable > sum ? usable - sum : 0,
-                               has_free ? "usable minus the parts (activations come out of it)"
-                                        : *why);
-        if (!rc && json_array_append_new(devs, d))
-            rc = SW_ENOMEM;
-        else if (rc)
-            json_decref(d);
+        rc = device_close(devs, d, parts, v, cap, usable, has_free, usable > sum ? usable - sum : 0,
+                          has_free ? "usable minus the parts (activations come out of it)" : *why,
+                          rc);
     }
     return rc;
 }
 
-static int budget(const struct sw_fleet_endpoint *ep, const struct sw_plan *p, bool planned,
+static int budget(const struct sw_fleet_endpoint *ep, const struct sw_plan_view *v,
                   const char *plan_why, const json_t *usage, const json_t *canon, json_t **out)
 {
+    const struct sw_plan *p = &v->plan;
+    bool planned = v->ok;
     int rc = 0;
     const char *why = NULL;
     json_t *b = json_object(), *devs = json_array();
@@ -325,9 +315,9 @@ static int budget(const struct sw_fleet_endpoint *ep, const struct sw_plan *p, b
     if (!planned)
         why = plan_why;
     else if (p->llamacpp)
-        rc = budget_llamacpp(ep, p, usage, canon, devs);
+        rc = budget_llamacpp(ep, v, usage, canon, devs);
     else if (p->vllm)
-        rc = budget_vllm(ep, p, devs, &why);
+        rc = budget_vllm(ep, v, devs, &why);
     else
         why = "no memory law for this engine in the plan";
     sw__rep_put(b, "devices", devs, &rc);
@@ -715,27 +705,26 @@ int sw__rep_ledger_rows(struct sw_ledger *l, const char *name, json_t **out, str
 static int endpoint_doc(const struct sw_fleet *f, const struct sw_fleet_endpoint *ep,
                         const struct sw_report_opts *o, json_t **out, struct sw_err *e)
 {
-    struct sw_plan p;
-    struct sw_err pe;
+    struct sw_plan_view v;
     struct sw__rep_window w;
     json_t *d = json_object(), *led = NULL, *canon = NULL, *x = NULL;
     char hash[SW_LEDGER_HASH_LEN + 1] = "", sum[256] = "", why[640] = "";
     int rc = 0;
-    memset(&p, 0, sizeof(p));
-    sw_err_clear(&pe);
+    memset(&v, 0, sizeof(v));
     if (!d)
         return sw_err_set(e, SW_ENOMEM, "out of memory");
-    bool planned = !sw_plan_endpoint(f, ep, NULL, &p, &pe);
-    if (!planned && pe.code == SW_ENOMEM) {
+    if (sw_plan_view(ep, &v, NULL)) {
         rc = sw_err_set(e, SW_ENOMEM, "out of memory");
         goto out;
     }
+    const struct sw_plan *pl = &v.plan;
+    bool planned = v.ok;
     if (!planned)
-        sw_err_format(&pe, why, sizeof(why));
-    if (p.shape) {
+        sw_err_format(&v.err, why, sizeof(why));
+    if (pl->shape) {
         struct sw_err ce;
         sw_err_clear(&ce);
-        if (!sw_ledger_shape_canon(p.shape, &canon, NULL, hash, &ce))
+        if (!sw_ledger_shape_canon(pl->shape, &canon, NULL, hash, &ce))
             sw_ledger_shape_summary(canon, sum, sizeof(sum));
         else if (ce.code == SW_ENOMEM) {
             rc = sw_err_set(e, SW_ENOMEM, "out of memory");
@@ -765,20 +754,20 @@ static int endpoint_doc(const struct sw_fleet *f, const struct sw_fleet_endpoint
     sw__rep_put(d, "shape_summary", jstr(sum[0] ? sum : NULL), &rc);
     sw__rep_put(d, "shape_hash", jstr(hash[0] ? hash : NULL), &rc);
     sw__rep_put(d, "plan_error", jstr(planned ? NULL : why), &rc);
-    if (!sw__rep_window(ep, &p, planned, &w))
+    if (!sw__rep_window(ep, pl, planned, &w))
         sw__rep_put(d, "window",
                     json_pack("{s:I,s:I,s:o,s:b,s:s,s:o}", "slots", (json_int_t)w.slots,
                               "per_conversation", (json_int_t)w.window, "pool_tokens",
                               w.pool ? jint(w.pool) : json_null(), "shared", w.shared, "source",
                               w.source, "concurrency",
-                              planned && p.vllm && w.pool && p.vllm->max_concurrency > 0
-                                  ? json_real(p.vllm->max_concurrency)
+                              planned && pl->vllm && w.pool && pl->vllm->max_concurrency > 0
+                                  ? json_real(pl->vllm->max_concurrency)
                                   : json_null()),
                     &rc);
     else
         sw__rep_put(d, "window", json_null(), &rc);
     if (!rc)
-        rc = budget(ep, &p, planned, why, json_object_get(led, "usage"), canon, &x);
+        rc = budget(ep, &v, why, json_object_get(led, "usage"), canon, &x);
     sw__rep_put(d, "budget", x, &rc);
     x = NULL;
     if (!rc)
@@ -791,7 +780,7 @@ static int endpoint_doc(const struct sw_fleet *f, const struct sw_fleet_endpoint
     sw__rep_put(d, "known_bad", x, &rc);
     x = NULL;
     if (!rc)
-        rc = sw__rep_harness_endpoint(f, ep, &p, planned, &x);
+        rc = sw__rep_harness_endpoint(f, ep, pl, planned, &x);
     sw__rep_put(d, "harness", x, &rc);
     x = NULL;
     if (!rc)
@@ -813,7 +802,7 @@ out:
         sw_err_set(e, rc, "%s: %s", ep->name, rc == SW_ENOMEM ? "out of memory" : "report failed");
     json_decref(canon);
     json_decref(led);
-    sw_plan_free(&p);
+    sw_plan_view_free(&v);
     if (rc) {
         json_decref(d);
         return rc;

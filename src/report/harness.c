@@ -3,7 +3,7 @@
  * (the plan's tokens per conversation: a llama.cpp slot that cannot share its cache holds pool /
  * slots; a longer prompt is a hard HTTP 400), and the compaction request (ratio x contextWindow
  * + the summary budget) must fit one window of the endpoint that serves compaction. The
- * arithmetic is the window gate's (gate/gates.c): ceil(window x ratio) + budget.
+ * arithmetic is the window gate's (gate/window.c): ceil(window x ratio) + budget.
  *
  * Reasoning and tool settings are read from the plan's argv (the flags the engine runs with) and
  * held against the last battery's `reasoning` / `tool_calls` checks when the ledger has one.

@@ -8,6 +8,13 @@
  * constant F0 = 531 MiB + (606,208 + 1) x 16,384 + 32 x 26,345,472 B; the autofit then leaves
  * 531 - 81,180 x 16,384 B = -737 MiB: it would OOM (the seed: "would have left 0.53 GB and
  * OOMed"); the pinned pool's 531 MiB is outside the 2-3 GiB band.
+ *
+ * The pipeline (plan's sw_plan_sglang_calib, which calibrate and the band gate share) where the
+ * two copies it replaced had drifted apart: the declared shape's mamba pool is the law's, not the
+ * option (the radix cache off and no --max-mamba-cache-size: max_running_requests slots,
+ * docs/sglang-law.md "Pool size"; calibrate's copy recorded 0, so its fit missed the 531 MiB it
+ * was fitted on by 100 MiB); and a declared shape that pins no pool is still calibrated
+ * (docs/check.md; the band gate's copy fell back to the generic band).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -392,6 +399,97 @@ static void test_ledger(void **state)
     swt_tmpdir_free(dir);
 }
 
+/* The pipeline on the seed's shape: the facts' two observations, the law's 32 slots, the 531 MiB
+ * given back. */
+static void test_pipeline(void **state)
+{
+    struct sw_plan_sglang_calib sc;
+    struct sw_calib_sglang_pred pr;
+    struct sw_err e = {0};
+    (void)state;
+    if (sw_plan_sglang_calib(ep(), NULL, &sc, &e))
+        fail_msg("%s", e.msg);
+    assert_true(sc.law_ok && sc.declared_pinned && !sc.from_ledger);
+    assert_int_equal(sc.n_obs, 2);
+    assert_int_equal(sc.obs[0].tokens, 606208);
+    assert_int_equal(sc.obs[0].mamba_slots, 32);
+    assert_int_equal(sc.obs[1].tokens, 687388);
+    assert_true(sc.s->consistent && sc.s->have_rest && sc.s->have_free);
+    assert_int_equal(sw_calib_sglang_predict(sc.s, sc.c, &sc.declared, &pr, &e), 0);
+    assert_true(pr.free_lo <= 531.0 * SW_MIB && pr.free_hi >= 531.0 * SW_MIB);
+    sw_plan_sglang_calib_free(&sc);
+}
+
+/* Radix cache off, no --max-mamba-cache-size: the mamba pool is max_running_requests (seqs 4),
+ * in the declared observation too, and the fit gives back the reading it was fitted on. */
+static void test_pipeline_mamba_from_law(void **state)
+{
+    struct sw_plan_sglang_calib sc;
+    struct sw_calib_sglang_pred pr;
+    struct sw_err e = {0};
+    struct sw_fleet_str args[8];
+    struct sw_fleet_endpoint x = *ep();
+    (void)state;
+    assert_true(x.n_args < SW_ARRAY_LEN(args));
+    memcpy(args, x.args, x.n_args * sizeof(*args));
+    args[x.n_args++] = (struct sw_fleet_str){.v = "--disable-radix-cache"};
+    x.args = args;
+    if (sw_gate_set(&x, "max_mamba_cache_size=null", &e) || sw_plan_sglang_calib(&x, NULL, &sc, &e))
+        fail_msg("%s", e.msg);
+    assert_int_equal(sc.drep.max_mamba_cache_size, 4);
+    assert_int_equal(sc.n_obs, 2);
+    assert_int_equal(sc.obs[0].mamba_slots, 4);
+    assert_int_equal(sc.obs[1].mamba_slots, 4);
+    assert_int_equal(sw_calib_sglang_predict(sc.s, sc.c, &sc.declared, &pr, &e), 0);
+    assert_int_equal(pr.mamba_slots, 4);
+    assert_true(pr.free_lo <= 531.0 * SW_MIB && pr.free_hi >= 531.0 * SW_MIB);
+    sw_plan_sglang_calib_free(&sc);
+}
+
+/* A declared shape without the pin and the ledger's two boots (imported by the CLI): the pipeline
+ * runs, and the band gate judges the autofit from them (it would OOM). */
+static void test_pipeline_unpinned(void **state)
+{
+    struct sw_err e = {0};
+    struct sw_ledger l;
+    struct swt_run run;
+    struct sw_calib_fit *f = NULL;
+    struct sw_plan_sglang_calib sc;
+    json_t *out = NULL;
+    char *dir = swt_tmpdir();
+    const char *db = swt_join(dir, "sg.sqlite");
+    (void)state;
+    swt_slipway(&run, "ledger", "import", swt_src("tests/data/ledger/seed-sglang.json"), "--ledger",
+                db, NULL);
+    assert_int_equal(run.status, 0);
+    swt_run_free(&run);
+    memset(&l, 0, sizeof(l));
+    struct sw_fleet_endpoint y = *ep();
+    if (sw_ledger_open(&l, db, NULL, &e) || sw_gate_set(&y, "max_total_tokens=null", &e) ||
+        sw_calib_fit(&l, EP, NULL, &f, &e))
+        fail_msg("%s", e.msg);
+    struct sw_plan_sglang_calib_opts o = {.fit = f};
+    if (sw_plan_sglang_calib(&y, &o, &sc, &e))
+        fail_msg("%s", e.msg);
+    assert_true(sc.law_ok && !sc.declared_pinned && sc.from_ledger && sc.n_obs == 2);
+    assert_true(sc.s->consistent && sc.s->have_free);
+    sw_plan_sglang_calib_free(&sc);
+    sw_calib_fit_free(f);
+    /* no --set: the declared shape is the unpinned one */
+    struct sw_gate_opts go = {.ledger = &l};
+    assert_int_equal(sw_gate_endpoint(F, &y, &go, &out, &e), 0);
+    const json_t *band = gate_of(out, "band");
+    assert_string_equal(json_string_value(json_object_get(band, "verdict")), "fail");
+    const char *line = json_string_value(json_object_get(band, "line"));
+    assert_non_null(strstr(line, "calibrated"));
+    assert_non_null(strstr(line, "by the ledger's SGLang boots"));
+    assert_true(num(band, "would_oom") == 1);
+    assert_true(fabs(num(band, "free_bytes") / SW_MIB - -737.4) < 0.05);
+    json_decref(out);
+    sw_ledger_close(&l);
+    swt_tmpdir_free(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -401,6 +499,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_fraction_extrapolates, sg_setup, sg_teardown),
         cmocka_unit_test(test_band_gate),
         cmocka_unit_test_setup_teardown(test_ledger, sg_setup, sg_teardown),
+        cmocka_unit_test(test_pipeline),
+        cmocka_unit_test(test_pipeline_mamba_from_law),
+        cmocka_unit_test(test_pipeline_unpinned),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
