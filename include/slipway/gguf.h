@@ -8,6 +8,11 @@
  * A file that is not GGUF at all (an HTML 403 page, a git-lfs pointer, a JSON error body) fails
  * with SW_EPARSE and a message saying what its first bytes look like.
  *
+ * A caller that needs the header only (a plan, an inspection) may accept a file whose tensor data
+ * is absent (struct sw_gguf_read_opts.header_only), and may parse the first bytes of a file held
+ * elsewhere (sw_gguf_parse_head: read by ranges from another machine), which says how many bytes
+ * the header needs when the bytes held end inside it.
+ *
  * What it does not do: dequantize, validate tensor data, or know what an architecture means (that
  * is model/arch).
  */
@@ -100,9 +105,10 @@ struct sw_gguf {
     struct sw_gguf_tensor *tensors;
     uint64_t alignment;        /* general.alignment or 32 */
     uint64_t data_offset;      /* start of tensor data in the first file */
-    uint64_t file_size;        /* total over the split set */
+    uint64_t file_size;        /* total over the split set (what is there: see header_only) */
     uint64_t tensor_bytes;     /* sum of tensor nbytes */
     int n_splits;              /* 1 for a single file */
+    bool header_only;          /* read header-only, and the tensor data is not (all) in the file */
     struct sw_gguf_priv *priv; /* opaque: the arena holding everything above, lookup indexes */
 };
 
@@ -128,6 +134,31 @@ int sw_gguf_open_single(const char *path, struct sw_gguf **out, struct sw_err *e
 int sw_gguf_parse_mem(const void *buf, size_t size, const char *where, struct sw_gguf **out,
                       struct sw_err *e);
 void sw_gguf_free(struct sw_gguf *g);
+
+/* How a header is read. A zeroed struct (or NULL) reads as sw_gguf_open does. */
+struct sw_gguf_read_opts {
+    const struct sw_gguf_types *types; /* a fork's extra tensor types (below), or NULL */
+    /* Only the header is needed: a file shorter than data_offset + the tensors' extent (a header
+     * copied alone, a download cut inside the data) is accepted, and the result says
+     * header_only. The header itself must still be whole, and the tensors' offsets aligned,
+     * disjoint and inside 64 bits. Off by default: verify, fetch and sniff need the data. */
+    bool header_only;
+};
+/* sw_gguf_open / sw_gguf_open_single with read options (o may be NULL). */
+int sw_gguf_open_opts(const char *path, const struct sw_gguf_read_opts *o, struct sw_gguf **out,
+                      struct sw_err *e);
+int sw_gguf_open_single_opts(const char *path, const struct sw_gguf_read_opts *o,
+                             struct sw_gguf **out, struct sw_err *e);
+/*
+ * Parse the head of a file held elsewhere: buf holds its first n bytes, file_size is the whole
+ * file's size (the data's layout is checked against it). When the bytes held end inside the
+ * header, SW_ETRUNC with *need (may be NULL) set to the fewest bytes from the file's start the
+ * header needs (> n, <= min(file_size, SW_GGUF_MAX_HEADER)): read up to there at least, then
+ * parse again. Every other failure leaves *need 0. sw_gguf_parse_mem is this with n = file_size.
+ */
+int sw_gguf_parse_head(const void *buf, size_t n, uint64_t file_size, const char *where,
+                       const struct sw_gguf_read_opts *o, uint64_t *need, struct sw_gguf **out,
+                       struct sw_err *e);
 
 /* Lookups. Missing key: SW_ENOENT. Wrong type: SW_EPARSE naming the key and both types.
  * Integer getters accept any integer type (and bool) when the value fits. */

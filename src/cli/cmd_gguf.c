@@ -2,6 +2,8 @@
  * slipway gguf inspect FILE [--json] [--tensors]
  *   What a GGUF holds: file facts, architecture summary, tensors by role and type with bytes,
  *   metadata (long arrays summarized). A file that is not a usable GGUF exits 2 with the reason.
+ *   Only the header is read, so a file whose tensor data is absent (the header copied alone, a
+ *   download cut inside the data) is shown, and said to be "header only".
  * slipway gguf synth --in X.gguf --vocab VOCAB.gguf --out Y.gguf [--ctx N] [--seed N] [--json]
  *   Turn a random-weight model from llama.cpp's test-llama-archs into one llama-server can chat
  *   with (see model/gguf_synth).
@@ -56,7 +58,9 @@ static const struct sw_cmd_spec spec_inspect = {
     .name = "gguf inspect",
     .summary = "metadata, tensors grouped by role with bytes, architecture summary",
     .synopsis = "FILE [--json] [--tensors]",
-    .about = "A file that is not a usable GGUF exits 2 with the reason.",
+    .about = "A file that is not a usable GGUF exits 2 with the reason. Only the header is read:\n"
+             "a file whose tensor data is absent (the header copied alone, a download cut inside\n"
+             "the data) is shown and said to be \"header only\" (--json: \"header_only\": true).",
     .opts = inspect_opts,
     .max_args = 1,
     .examples = inspect_examples,
@@ -173,6 +177,8 @@ static void print_human(FILE *f, const struct sw_gguf *g, bool tensors)
             g->alignment, sw_fmt_count(g->data_offset, d, sizeof(d)));
     if (g->n_splits > 1)
         fprintf(f, " (split set of %d files)", g->n_splits);
+    if (g->header_only)
+        fprintf(f, ", header only (the tensor data is not in the file)");
     fputc('\n', f);
 
     const char *arch = sw_gguf_arch(g);
@@ -273,7 +279,8 @@ static int cmd_inspect(const struct sw_args *a)
     struct sw_gguf *g = NULL;
     struct sw_err e;
     sw_err_clear(&e);
-    int rc = sw_gguf_open(path, &g, &e);
+    const struct sw_gguf_read_opts ho = {.header_only = true};
+    int rc = sw_gguf_open_opts(path, &ho, &g, &e);
     if (rc)
         return sw_cli_fail(&e, json);
     int code = SW_EXIT_OK;

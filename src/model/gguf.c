@@ -13,6 +13,12 @@
  * layout its writer produces; we accept any aligned, disjoint layout), and split sets are checked
  * for completeness and consistency whichever part is opened.
  *
+ * Two relaxations a caller asks for: header_only accepts a file whose tensor data is absent (the
+ * header alone was copied, or a download was cut inside the data) and says so; and a head held in
+ * memory (sw_gguf_parse_head: the first bytes of a file read by ranges on another machine) is
+ * parsed against the whole file's size, and when the header goes on past the bytes held the
+ * reader says how far at least it goes, so the caller reads exactly that much more.
+ *
  * What it does not do: read, map or validate tensor data, or interpret metadata (model/arch).
  */
 #include <slipway/gguf.h>
@@ -51,9 +57,13 @@ struct rd {
     size_t bcap;
     size_t blen;
     uint64_t boff;
-    uint64_t off;   /* next byte to read */
-    uint64_t size;  /* the file's size */
-    uint64_t limit; /* min(size, SW_GGUF_MAX_HEADER): where the header must end */
+    uint64_t off;     /* next byte to read */
+    uint64_t size;    /* the file's size */
+    uint64_t limit;   /* min(size, SW_GGUF_MAX_HEADER): where the header must end */
+    uint64_t avail;   /* bytes held to read from: the file's, or a head's (<= size) */
+    uint64_t rest;    /* the fewest header bytes that must follow the field being read */
+    uint64_t need;    /* set when a head ends inside the header: the least it must hold */
+    bool header_only; /* tensor data may be absent */
     const char *where;
     struct sw_err *e;
     /* what is being read, for error messages */
@@ -90,8 +100,21 @@ static uint64_t rd_left(const struct rd *r)
  * the field that claimed them). `what` names the field. */
 static int rd_need_at(struct rd *r, uint64_t n, uint64_t at, const char *what)
 {
-    if (n <= rd_left(r))
-        return 0;
+    if (n <= rd_left(r)) {
+        if (r->off + n <= r->avail)
+            return 0;
+        /* a head read by ranges: the header goes on past the bytes held. Say how far at least
+         * (this field, then the fewest bytes the fields still to come take), never past where
+         * the header must end */
+        uint64_t need = r->off + n;
+        if (!sw_add_ok(need, r->rest, &need) || need > r->limit)
+            need = r->limit;
+        r->need = need;
+        return rd_fail(r, SW_ETRUNC, at,
+                       "%s: the header goes on past the %" PRIu64 " bytes held (at least %" PRIu64
+                       " of the %" PRIu64 "-byte file)",
+                       what, r->avail, need, r->size);
+    }
     uint64_t in_file = r->size - SW_MIN(r->off, r->size);
     if (n <= in_file)
         return rd_fail(r, SW_ERANGE, at,
@@ -348,11 +371,15 @@ static int read_array(struct rd *r, struct sw__arena *a, struct sw_gguf_value *v
     v->as.arr.v.u = arr; /* the union members alias the same pointer */
     if (et == SW_GGUF_STRING) {
         struct sw_gguf_str *s = arr;
+        uint64_t after = r->rest; /* what follows the array */
         for (uint64_t i = 0; i < n; i++) {
             s[i].s = NULL;
             s[i].len = 0;
         }
         for (uint64_t i = 0; i < n; i++) {
+            /* the strings still to come take their 8-byte lengths at least (n * 8 fits: it
+             * was checked against the bytes left above) */
+            r->rest = after + (n - i - 1) * 8;
             rc = rd_str(r, a, &s[i], "array string");
             if (rc)
                 return rc;
@@ -362,12 +389,15 @@ static int read_array(struct rd *r, struct sw__arena *a, struct sw_gguf_value *v
                     return rc;
             }
         }
+        r->rest = after;
         return check_arena(r, a);
     }
     uint8_t tmp[4096];
     uint64_t per = sizeof(tmp) / esz;
+    uint64_t after = r->rest;
     for (uint64_t i = 0; i < n;) {
         uint64_t k = SW_MIN(per, n - i);
+        r->rest = after + (n - i - k) * esz;
         rc = rd_read(r, tmp, (size_t)(k * esz), "array elements");
         if (rc)
             return rc;
@@ -375,6 +405,7 @@ static int read_array(struct rd *r, struct sw__arena *a, struct sw_gguf_value *v
             widen((enum sw_gguf_type)et, tmp + j * esz, v, i + j, true);
         i += k;
     }
+    r->rest = after;
     return 0;
 }
 
@@ -503,7 +534,8 @@ static int span_cmp(const void *pa, const void *pb)
     return a->idx < b->idx ? -1 : a->idx > b->idx;
 }
 
-/* Tensor data: aligned, inside the file, disjoint. */
+/* Tensor data: aligned, inside the file, disjoint. Reading the header only, data past the end of
+ * the file is allowed and marks the header header_only; the rest is checked all the same. */
 static int check_layout(struct rd *r, struct sw_gguf *g, const uint64_t *info_off)
 {
     int rc = 0;
@@ -511,29 +543,39 @@ static int check_layout(struct rd *r, struct sw_gguf *g, const uint64_t *info_of
     r->subj_kind = "tensor";
     if (g->n_tensors == 0)
         return 0;
-    if (g->data_offset > r->size) {
+    if (g->data_offset > r->size && !r->header_only) {
         r->subj_kind = NULL;
         return rd_fail(r, SW_ETRUNC, r->size,
                        "file ends at byte %" PRIu64 " before its tensor data starts (byte %" PRIu64
                        "): truncated",
                        r->size, g->data_offset);
     }
-    uint64_t room = r->size - g->data_offset;
+    uint64_t room = g->data_offset < r->size ? r->size - g->data_offset : 0;
     for (uint64_t i = 0; i < g->n_tensors; i++) {
         struct sw_gguf_tensor *t = &g->tensors[i];
+        uint64_t end;
         r->subj = t->name.s;
         if (t->offset % g->alignment)
             return rd_fail(r, SW_EPARSE, info_off[i],
                            "data offset %" PRIu64 " is not a multiple of the alignment %" PRIu64,
                            t->offset, g->alignment);
-        if (t->offset > room || t->nbytes > room - t->offset)
-            return rd_fail(
-                r, SW_ETRUNC, info_off[i],
-                "data [%" PRIu64 ", +%" PRIu64 ") at file byte %" PRIu64
-                " ends past the end of the file (%" PRIu64 " bytes): truncated or corrupt",
-                t->offset, t->nbytes,
-                t->offset <= UINT64_MAX - g->data_offset ? g->data_offset + t->offset : UINT64_MAX,
-                r->size);
+        if (t->offset > room || t->nbytes > room - t->offset) {
+            if (!r->header_only)
+                return rd_fail(r, SW_ETRUNC, info_off[i],
+                               "data [%" PRIu64 ", +%" PRIu64 ") at file byte %" PRIu64
+                               " ends past the end of the file (%" PRIu64
+                               " bytes): truncated or corrupt",
+                               t->offset, t->nbytes,
+                               t->offset <= UINT64_MAX - g->data_offset ? g->data_offset + t->offset
+                                                                        : UINT64_MAX,
+                               r->size);
+            /* absent data still has a place in 64-bit file offsets */
+            if (!sw_add_ok(t->offset, t->nbytes, &end) || !sw_add_ok(end, g->data_offset, &end))
+                return rd_fail(r, SW_ERANGE, info_off[i],
+                               "data [%" PRIu64 ", +%" PRIu64 ") ends past 2^64", t->offset,
+                               t->nbytes);
+            g->header_only = true;
+        }
         if (!sw_add_ok(g->tensor_bytes, t->nbytes, &g->tensor_bytes))
             return rd_fail(r, SW_ERANGE, info_off[i], "total tensor bytes overflow");
     }
@@ -658,6 +700,8 @@ static int read_kvs(struct rd *r, struct sw_gguf *g)
      * position) never sees a half-read entry */
     for (uint64_t i = 0; i < g->n_kv; i++) {
         struct sw_gguf_kv *kv = &g->kv[i];
+        /* the entries still to come (the counts were checked against the bytes left) */
+        r->rest = (g->n_kv - i - 1) * MIN_KV_BYTES + g->n_tensors * MIN_TENSOR_BYTES;
         kv->offset = r->off;
         r->subj_kind = "key";
         r->subj = NULL;
@@ -710,11 +754,13 @@ static int read_tensors(struct rd *r, struct sw_gguf *g, uint64_t *info_off)
 {
     int rc;
     for (uint64_t i = 0; i < g->n_tensors; i++) {
+        r->rest = (g->n_tensors - i - 1) * MIN_TENSOR_BYTES;
         rc = read_tensor_info(r, g, i, &info_off[i]);
         if (rc)
             return rc;
     }
     r->subj_kind = NULL;
+    r->rest = 0;
     g->data_offset = r->off;
     if (g->n_tensors) {
         uint64_t pad = (g->alignment - r->off % g->alignment) % g->alignment;
@@ -793,22 +839,37 @@ int sw_gguf_parse_mem(const void *buf, size_t size, const char *where, struct sw
 int sw_gguf_parse_mem_types(const void *buf, size_t size, const char *where,
                             const struct sw_gguf_types *x, struct sw_gguf **out, struct sw_err *e)
 {
+    struct sw_gguf_read_opts o = {.types = x};
+    return sw_gguf_parse_head(buf, size, size, where, &o, NULL, out, e);
+}
+
+int sw_gguf_parse_head(const void *buf, size_t n, uint64_t file_size, const char *where,
+                       const struct sw_gguf_read_opts *o, uint64_t *need, struct sw_gguf **out,
+                       struct sw_err *e)
+{
     struct rd r;
     int rc;
     *out = NULL;
+    if (need)
+        *need = 0;
     sw_err_clear(e);
-    rc = sw_gguf_types_check(x, e);
+    rc = sw_gguf_types_check(o ? o->types : NULL, e);
     if (rc)
         return rc;
     rd_init(&r, where ? where : "<memory>", e);
-    r.types = x;
+    r.types = o ? o->types : NULL;
+    r.header_only = o && o->header_only;
     r.mem = buf ? buf : (const void *)"";
-    r.size = buf ? size : 0;
+    r.size = buf ? file_size : 0;
+    r.avail = SW_MIN((uint64_t)(buf ? n : 0), r.size);
     r.limit = SW_MIN(r.size, (uint64_t)SW_GGUF_MAX_HEADER);
     rc = parse(&r, out);
-    if (rc)
+    if (rc) {
+        if (need && rc == SW_ETRUNC && r.need > r.avail)
+            *need = r.need;
         return rc;
-    return keep(out, r.where, x, e);
+    }
+    return keep(out, r.where, r.types, e);
 }
 
 int sw_gguf_open_single(const char *path, struct sw_gguf **out, struct sw_err *e)
@@ -819,16 +880,24 @@ int sw_gguf_open_single(const char *path, struct sw_gguf **out, struct sw_err *e
 int sw_gguf_open_single_types(const char *path, const struct sw_gguf_types *x, struct sw_gguf **out,
                               struct sw_err *e)
 {
+    struct sw_gguf_read_opts o = {.types = x};
+    return sw_gguf_open_single_opts(path, &o, out, e);
+}
+
+int sw_gguf_open_single_opts(const char *path, const struct sw_gguf_read_opts *o,
+                             struct sw_gguf **out, struct sw_err *e)
+{
     struct rd r;
     struct stat st;
     int rc = 0;
     *out = NULL;
     sw_err_clear(e);
-    rc = sw_gguf_types_check(x, e);
+    rc = sw_gguf_types_check(o ? o->types : NULL, e);
     if (rc)
         return rc;
     rd_init(&r, path, e);
-    r.types = x;
+    r.types = o ? o->types : NULL;
+    r.header_only = o && o->header_only;
     r.fd = open(path, O_RDONLY | O_CLOEXEC);
     if (r.fd < 0)
         return sw_err_at(e, errno == ENOENT ? SW_ENOENT : SW_EIO, path, 0, 0, "cannot open: %s",
@@ -847,6 +916,7 @@ int sw_gguf_open_single_types(const char *path, const struct sw_gguf_types *x, s
         goto out;
     }
     r.size = (uint64_t)st.st_size;
+    r.avail = r.size;
     r.limit = SW_MIN(r.size, (uint64_t)SW_GGUF_MAX_HEADER);
     r.bcap = (size_t)SW_MIN(r.size ? r.size : 1, (uint64_t)READ_BUF);
     r.buf = sw_malloc(r.bcap);
@@ -857,7 +927,7 @@ int sw_gguf_open_single_types(const char *path, const struct sw_gguf_types *x, s
     rc = parse(&r, out);
     if (rc)
         goto out;
-    rc = keep(out, path, x, e);
+    rc = keep(out, path, r.types, e);
 out:
     sw_free(r.buf);
     close(r.fd);

@@ -323,6 +323,8 @@ json_t *sw_gguf_to_json(const struct sw_gguf *g, bool all_tensors)
     if (!rc)
         rc = sw_json_set_new(o, "tensor_bytes", ju64(g->tensor_bytes));
     if (!rc)
+        rc = sw_json_set_bool(o, "header_only", g->header_only);
+    if (!rc)
         rc = sw_json_set_new(o, "arch", arch_json(g));
     for (uint64_t i = 0; !rc && i < g->n_kv; i++) {
         json_t *v = sw_gguf_value_to_json(&g->kv[i].val, 32);

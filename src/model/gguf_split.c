@@ -58,10 +58,18 @@ int sw_gguf_open(const char *path, struct sw_gguf **out, struct sw_err *e)
 int sw_gguf_open_types(const char *path, const struct sw_gguf_types *x, struct sw_gguf **out,
                        struct sw_err *e)
 {
+    struct sw_gguf_read_opts o = {.types = x};
+    return sw_gguf_open_opts(path, &o, out, e);
+}
+
+int sw_gguf_open_opts(const char *path, const struct sw_gguf_read_opts *o, struct sw_gguf **out,
+                      struct sw_err *e)
+{
     struct sw_gguf *first = NULL, **parts = NULL;
     char *ppath = NULL;
     uint64_t count = 0, no = 0, want_tensors = 0;
-    int rc = sw_gguf_open_single_types(path, x, &first, e);
+    bool header_only = false;
+    int rc = sw_gguf_open_single_opts(path, o, &first, e);
     *out = NULL;
     if (rc)
         return rc;
@@ -96,7 +104,7 @@ int sw_gguf_open_types(const char *path, const struct sw_gguf_types *x, struct s
         rc = part_path(path, no, count, i, &ppath, e);
         if (rc)
             goto out;
-        rc = sw_gguf_open_single_types(ppath, x, &parts[i], e);
+        rc = sw_gguf_open_single_opts(ppath, o, &parts[i], e);
         if (rc == SW_ENOENT) {
             rc = sw_err_at(e, SW_ENOENT, ppath, 0, 0,
                            "split set incomplete: part %" PRIu64 " of %" PRIu64
@@ -133,6 +141,7 @@ int sw_gguf_open_types(const char *path, const struct sw_gguf_types *x, struct s
         total += parts[i]->n_tensors;
         fsize += parts[i]->file_size;
         tbytes += parts[i]->tensor_bytes;
+        header_only |= parts[i]->header_only;
     }
     if (total != want_tensors) {
         rc = sw_err_at(e, SW_EPARSE, g->path, 0, 0,
@@ -162,6 +171,7 @@ int sw_gguf_open_types(const char *path, const struct sw_gguf_types *x, struct s
     g->file_size = fsize;
     g->tensor_bytes = tbytes;
     g->n_splits = (int)count;
+    g->header_only = header_only;
     int64_t dup;
     rc = sw__gguf_build_index(g, &dup);
     if (rc) {

@@ -1,6 +1,7 @@
 /*
  * `slipway gguf inspect`: the human view and --json of a small file, tensor roles, and the exit
- * codes and messages for files that are not usable GGUF.
+ * codes and messages for files that are not usable GGUF; a file cut after its header (the tensor
+ * data absent) is shown and said to be "header only", a file cut inside its header is not.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -137,6 +138,59 @@ static void test_inspect(void **state)
     swt_slipway(&r, "gguf", "frobnicate", NULL);
     assert_int_equal(r.status, 2);
     swt_run_free(&r);
+    swt_tmpdir_free(dir);
+}
+
+/* The same model with its tensor data absent: inspect reads the header only and says so. */
+static void test_inspect_header_only(void **state)
+{
+    (void)state;
+    char *dir = swt_tmpdir();
+    char path[4096];
+    snprintf(path, sizeof(path), "%s", swt_join(dir, "header.gguf"));
+    struct gb b = {0};
+    make_model(&b);
+    struct sw_gguf *g = NULL;
+    struct sw_err e;
+    assert_int_equal(sw_gguf_parse_mem(b.p, b.n, "m", &g, &e), 0);
+    size_t data_offset = (size_t)g->data_offset;
+    sw_gguf_free(g);
+    swt_write(path, b.p, data_offset);
+
+    struct swt_run r;
+    swt_slipway(&r, "gguf", "inspect", path, NULL);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "header only"));
+    assert_non_null(strstr(r.out, "qwen3moe"));
+    swt_run_free(&r);
+    swt_slipway(&r, "gguf", "inspect", "--json", path, NULL);
+    assert_int_equal(r.status, 0);
+    json_t *j = swt_json_out(&r);
+    assert_true(json_is_true(json_object_get(j, "header_only")));
+    assert_int_equal(json_integer_value(json_object_get(j, "n_tensors")), 6);
+    assert_int_equal(json_integer_value(json_object_get(j, "file_size")), data_offset);
+    json_decref(j);
+    swt_run_free(&r);
+
+    /* the whole file is not header only */
+    swt_write(path, b.p, b.n);
+    swt_slipway(&r, "gguf", "inspect", "--json", path, NULL);
+    assert_int_equal(r.status, 0);
+    j = swt_json_out(&r);
+    assert_true(json_is_false(json_object_get(j, "header_only")));
+    json_decref(j);
+    swt_run_free(&r);
+    swt_slipway(&r, "gguf", "inspect", path, NULL);
+    assert_null(strstr(r.out, "header only"));
+    swt_run_free(&r);
+
+    /* cut inside the header: truncated, exit 2 */
+    swt_write(path, b.p, data_offset / 2);
+    swt_slipway(&r, "gguf", "inspect", path, NULL);
+    assert_int_equal(r.status, 2);
+    assert_non_null(strstr(r.err, "truncated"));
+    swt_run_free(&r);
+    gb_free(&b);
     swt_tmpdir_free(dir);
 }
 
@@ -281,9 +335,8 @@ int main(void)
 {
     sw_core_init();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_inspect),
-        cmocka_unit_test(test_roles),
-        cmocka_unit_test(test_json_torture),
+        cmocka_unit_test(test_inspect),   cmocka_unit_test(test_inspect_header_only),
+        cmocka_unit_test(test_roles),     cmocka_unit_test(test_json_torture),
         cmocka_unit_test(test_synth_cli),
     };
     return cmocka_run_group_tests_name("gguf_cli", tests, NULL, NULL);
