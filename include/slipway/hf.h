@@ -117,6 +117,9 @@ struct sw_hf_config {
     bool encoder_only;            /* BERT-style models: bidirectional, no KV cache */
 };
 
+/* A config.json larger than this is refused before it is read (real ones are a few KB). */
+#define SW_HF_CONFIG_CEILING (16ull * 1024 * 1024)
+
 /* Parse config.json text. `where` names the source for errors. */
 int sw_hf_config_parse(const char *text, size_t len, const char *where, struct sw_hf_config *out,
                        struct sw_err *e);
@@ -182,6 +185,11 @@ int sw_st_parse_header(const char *json, size_t len, uint64_t file_size, const c
 /* Parse a whole in-memory file (prefix + header + data); `size` is the file size. */
 int sw_st_parse_buffer(const void *buf, size_t size, const char *where, struct sw_st_file *out,
                        struct sw_err *e);
+/* The header length N of a file from its first avail bytes (at least 8; up to 64 name what a
+ * bad file looks like), checked against the file's size and SW_ST_HEADER_CEILING before anything
+ * is allocated: SW_ETRUNC / SW_ERANGE saying which. For a header read elsewhere, by ranges. */
+int sw_st_header_len(const void *prefix, size_t avail, uint64_t file_size, const char *where,
+                     uint64_t *n, struct sw_err *e);
 /* Read a file's header from disk (reads 8 + header_len bytes, never the data). */
 int sw_st_read(const char *path, struct sw_st_file *out, struct sw_err *e);
 void sw_st_file_free(struct sw_st_file *f);
@@ -207,12 +215,20 @@ struct sw_st_index {
     size_t missing_tensors; /* mapped in the index but absent from its shard's header */
 };
 
+/* An index larger than this is refused before it is read (a 1T-parameter model's is ~10 MiB). */
+#define SW_ST_INDEX_CEILING (64ull * 1024 * 1024)
+
 /*
  * Load DIR/model.safetensors.index.json and check each shard in DIR (headers are read, data is
  * not). A missing or truncated shard is not an error: it is reported in the result (complete =
  * false, shard.problem). A malformed index is an error. Free with sw_st_index_free.
  */
 int sw_st_index_load(const char *dir, struct sw_st_index *out, struct sw_err *e);
+/* The index's text alone (read elsewhere): its shards and the tensors each is mapped, total_size;
+ * no shard is looked at (present, complete and the byte counts stay 0). `where` names it in
+ * errors. Free with sw_st_index_free. */
+int sw_st_index_parse(const char *text, size_t len, const char *where, struct sw_st_index *out,
+                      struct sw_err *e);
 void sw_st_index_free(struct sw_st_index *ix);
 
 /* The normalized architecture (slipway/arch.h) of a config: per-layer kinds, KV heads and head

@@ -442,7 +442,7 @@ int sw_hf_config_load(const char *path, struct sw_hf_config *out, struct sw_err 
     }
     char *data = NULL;
     size_t len = 0;
-    int rc = sw_read_file(p, 16u << 20, &data, &len, e);
+    int rc = sw_read_file(p, SW_HF_CONFIG_CEILING, &data, &len, e);
     if (rc)
         return rc;
     rc = sw_hf_config_parse(data, len, p, out, e);

@@ -334,6 +334,12 @@ static int check_prefix(const unsigned char *p, size_t avail, uint64_t file_size
     return 0;
 }
 
+int sw_st_header_len(const void *prefix, size_t avail, uint64_t file_size, const char *where,
+                     uint64_t *n, struct sw_err *e)
+{
+    return check_prefix(prefix, avail, file_size, where, n, e);
+}
+
 int sw_st_parse_buffer(const void *buf, size_t size, const char *where, struct sw_st_file *out,
                        struct sw_err *e)
 {
@@ -410,15 +416,11 @@ static bool safe_name(const char *s)
     return strlen(s) < 1024;
 }
 
-int sw_st_index_load(const char *dir, struct sw_st_index *ix, struct sw_err *e)
+/* The index's weight map as shards (file names, tensors mapped to each) and metadata.total_size,
+ * nothing read from the shards. */
+static int index_from_json(json_t *root, const char *path, struct sw_st_index *ix, struct sw_err *e)
 {
     int rc = 0;
-    char path[4096];
-    memset(ix, 0, sizeof(*ix));
-    snprintf(path, sizeof(path), "%s/model.safetensors.index.json", dir);
-    json_t *root = sw_json_load_file(path, 64u << 20, e);
-    if (!root)
-        return e ? e->code : SW_EPARSE;
     json_t *wm = json_object_get(root, "weight_map");
     if (!json_is_object(root) || !wm || !json_is_object(wm)) {
         rc = sw_err_at(e, SW_EPARSE, path, 1, 1, "no weight_map object");
@@ -467,6 +469,42 @@ int sw_st_index_load(const char *dir, struct sw_st_index *ix, struct sw_err *e)
         ix->shards[k].n_tensors++;
         ix->n_tensors++;
     }
+out:
+    if (rc)
+        sw_st_index_free(ix);
+    return rc;
+}
+
+int sw_st_index_parse(const char *text, size_t len, const char *where, struct sw_st_index *ix,
+                      struct sw_err *e)
+{
+    memset(ix, 0, sizeof(*ix));
+    if (len > SW_ST_INDEX_CEILING)
+        return sw_err_at(e, SW_ERANGE, where, 0, 0, "%zu bytes: an index is at most %llu", len,
+                         (unsigned long long)SW_ST_INDEX_CEILING);
+    json_t *root = sw_json_parse(text, len, where, e);
+    if (!root)
+        return e ? e->code : SW_EPARSE;
+    int rc = index_from_json(root, where, ix, e);
+    json_decref(root);
+    return rc;
+}
+
+int sw_st_index_load(const char *dir, struct sw_st_index *ix, struct sw_err *e)
+{
+    int rc = 0;
+    char path[4096];
+    const char *tname;
+    json_t *f;
+    memset(ix, 0, sizeof(*ix));
+    snprintf(path, sizeof(path), "%s/model.safetensors.index.json", dir);
+    json_t *root = sw_json_load_file(path, SW_ST_INDEX_CEILING, e);
+    if (!root)
+        return e ? e->code : SW_EPARSE;
+    rc = index_from_json(root, path, ix, e);
+    if (rc)
+        goto out;
+    json_t *wm = json_object_get(root, "weight_map");
     ix->complete = ix->n_shards > 0;
     for (size_t k = 0; k < ix->n_shards; k++) {
         struct sw_st_shard *s = &ix->shards[k];
