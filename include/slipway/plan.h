@@ -4,7 +4,8 @@
  * command line) it holds, computed once:
  *   - the engine's argv/env, rendered by the engine adapter (engine/) from the endpoint;
  *   - the law's breakdown: llama.cpp's args as the law reads that argv, the architecture (the
- *     GGUF when it is on this machine, else the endpoint's `arch`), the per-device budget
+ *     GGUF when it is on this machine, else its header read on the endpoint's ssh host, else the
+ *     endpoint's `arch`), the per-device budget
  *     (memory/llamacpp); vLLM's block arithmetic and the plan object `slipway plan` prints
  *     (memory/vllm, with the endpoint's fork profile);
  *   - the predicted boot report (the object the engine's boot-log parser fills, for the differ);
@@ -59,6 +60,35 @@ struct sw_plan_overrides {
     bool regular_files_only;
 };
 
+/*
+ * Model metadata from where the model is (plan/remote*.c, docs/hosts.md): when an endpoint's
+ * payload is not on this machine and its host is reached over ssh, what the law reads (a GGUF's
+ * header, config.json, the safetensors index and the shards' headers) is read from the host with
+ * ranged reads, never the tensor data, and cached on this machine by (host, path, size, mtime).
+ * What that cost, for a plan's --json and the tests that count it. A host that cannot be asked
+ * leaves a declared `arch` to stand in, and `why` says what happened.
+ */
+struct sw_plan_model_read {
+    bool asked;            /* the payload is not here and its (ssh) host was asked */
+    bool found;            /* the host had it: the law read the host's files (or their cache) */
+    char host[128];        /* the fleet's host name */
+    char via[300];         /* "ssh root@169.254.36.2:22" */
+    char path[1024];       /* the GGUF, or the checkpoint directory, on the host */
+    char why[768];         /* asked and not found: why (not there, unreachable, ...) */
+    bool header_only;      /* a GGUF whose tensor data is absent on the host */
+    uint64_t file_size;    /* the GGUF's size on the host (0: a checkpoint directory) */
+    uint64_t header_bytes; /* a GGUF's header (to data_offset); else the bytes of the files read */
+    uint64_t bytes;        /* every byte the host's commands printed: stat lines and ranges */
+    uint64_t range_bytes;  /* of which bytes of the files (the ranges read) */
+    unsigned commands;     /* commands run on the host (each one ssh round trip) */
+    unsigned files_read;   /* files whose bytes came from the host */
+    unsigned files_cached; /* files whose bytes came from the cache (the host only stat'ed them) */
+    char cache[600];       /* the cache directory, or "off: why" */
+};
+/* {host, via, path, found, why?, file_size?, header_bytes?, header_only, bytes, range_bytes,
+ * commands, files_read, files_cached, cache}. New reference, NULL on OOM. */
+json_t *sw_plan_model_read_json(const struct sw_plan_model_read *m);
+
 struct sw_plan {
     enum sw_fleet_engine engine;
     const struct sw_fleet_endpoint *ep; /* NULL for a verbatim command line */
@@ -83,6 +113,9 @@ struct sw_plan {
     json_t *engine_plan;
     json_t *predicted; /* the predicted boot report (llama.cpp: the bootlog `report` object) */
     json_t *shape;     /* the ledger shape of the endpoint */
+    /* what was read of the model on its host (asked false: nothing; vLLM and SGLang plans also
+     * carry it in engine_plan as "model_read") */
+    struct sw_plan_model_read model_read;
 };
 
 /*
@@ -138,11 +171,16 @@ struct sw_llamacpp_env;
 int sw_vllm_opts_from_endpoint(const struct sw_fleet_endpoint *ep, struct sw_vllm_opts *o,
                                struct sw_err *e);
 /* An endpoint's architecture as a Hugging Face config: the checkpoint's config.json when the
- * payload directory is on this machine, else the endpoint's inline `arch` (config.json-like).
+ * payload directory is on this machine, else the one on the endpoint's ssh host (read over its
+ * transport, cached: "HOST:PATH" in src), else the endpoint's inline `arch` (config.json-like).
  * `src` (may be NULL) receives where it came from (the config's path, or "FILE:LINE:COL: EP:
- * arch"), which errors also name. SW_ENOENT when neither is there. */
+ * arch"), which errors also name. SW_ENOENT when none is there. */
 int sw_endpoint_hf_config(const struct sw_fleet_endpoint *ep, struct sw_hf_config *c, char *src,
                           size_t srcn, struct sw_err *e);
+/* The same, counting what was read on the host into rd (may be NULL). */
+int sw_endpoint_hf_config_read(const struct sw_fleet_endpoint *ep, struct sw_hf_config *c,
+                               char *src, size_t srcn, struct sw_plan_model_read *rd,
+                               struct sw_err *e);
 /* A fleet endpoint's devices as llama.cpp's environment: a `vendor: cpu` device's memory (usable,
  * else total) is the host memory, every other device is a GPU with its memory (0 = undeclared). */
 void sw_llamacpp_env_from_endpoint(const struct sw_fleet_endpoint *ep, struct sw_llamacpp_env *env);
