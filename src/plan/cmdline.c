@@ -35,7 +35,8 @@ int sw_plan_parse_gpu(const char *v, struct sw_llamacpp_env *env, struct sw_err 
     return 0;
 }
 
-/* The architecture: the declaration at arch_path, else the GGUF's header. */
+/* The architecture: the declaration at arch_path, else the GGUF's header (header-only: a file
+ * whose tensor data is absent plans as well). */
 static int cmdline_arch(struct sw_plan_cmdline *c, const char *arch_path, struct sw_err *e)
 {
     json_t *decl = NULL;
@@ -45,7 +46,8 @@ static int cmdline_arch(struct sw_plan_cmdline *c, const char *arch_path, struct
         decl = sw_json_load_file(arch_path, 16u << 20, e);
         rc = decl ? sw_arch_from_json(decl, arch_path, &c->arch, e) : (e ? e->code : SW_EPARSE);
     } else {
-        rc = sw_gguf_open(c->args->model, &g, e);
+        const struct sw_gguf_read_opts ho = {.header_only = true};
+        rc = sw_gguf_open_opts(c->args->model, &ho, &g, e);
         if (!rc)
             rc = sw_arch_from_gguf(g, &c->arch, e);
     }

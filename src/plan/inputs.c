@@ -1,8 +1,9 @@
 /*
  * plan/inputs: a fleet endpoint as the laws' inputs, for sw_plan_endpoint: vLLM's options from its
  * shape, engine_version, device and profile; its architecture as a Hugging Face config (the
- * checkpoint's config.json when the payload is here, else the inline `arch`); llama.cpp's device
- * environment. One place for every engine's fleet -> law inputs.
+ * checkpoint's config.json when the payload is here, else the one on its ssh host, read over the
+ * transport and cached (remote_model.c), else the inline `arch`); llama.cpp's device environment.
+ * One place for every engine's fleet -> law inputs.
  *
  * What it does not do: load the fleet (fleet/), plan (plan.c), or turn a fleet profile into a
  * fork profile (memory/profile_fleet, which calib shares).
@@ -12,6 +13,8 @@
 #include <slipway/memory.h>
 #include <slipway/plan.h>
 #include <slipway/profile.h>
+
+#include "plan/remote_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -70,8 +73,52 @@ int sw_vllm_opts_from_endpoint(const struct sw_fleet_endpoint *ep, struct sw_vll
 int sw_endpoint_hf_config(const struct sw_fleet_endpoint *ep, struct sw_hf_config *c, char *src,
                           size_t srcn, struct sw_err *e)
 {
+    return sw_endpoint_hf_config_read(ep, c, src, srcn, NULL, e);
+}
+
+/* config.json on the endpoint's host: 0 read (src "HOST:PATH"), SW_ENOENT-like codes when the
+ * host does not give it (why in rd), a parse error for one that is there but wrong. */
+static int remote_config(const struct sw_fleet_endpoint *ep, struct sw_hf_config *c, char *src,
+                         size_t srcn, struct sw_plan_model_read *rd, struct sw_err *e)
+{
+    struct sw__remote r;
+    char path[4096], *text = NULL;
+    size_t len = 0;
+    int rc;
+    if ((size_t)snprintf(path, sizeof(path), "%s/config.json", ep->payload.path.v) >= sizeof(path))
+        return sw_err_set(e, SW_ERANGE, "%s: payload.path is too long", ep->name);
+    snprintf(rd->path, sizeof(rd->path), "%s", ep->payload.path.v);
+    rc = sw__remote_begin(&r, ep, rd, e);
+    if (!rc)
+        rc = sw__remote_file(&r, path, SW_HF_CONFIG_CEILING, &text, &len, e);
+    if (!rc) {
+        char where[1200];
+        snprintf(where, sizeof(where), "%s:%.1000s", ep->host->name, path);
+        rc = sw_hf_config_parse(text, len, where, c, e);
+        if (!rc && src && srcn)
+            snprintf(src, srcn, "%s", where);
+        rd->found = rc == 0;
+    }
+    sw__remote_end(&r);
+    sw_free(text);
+    return rc;
+}
+
+/* Is rc a failure to get the file from the host (so a declared arch may stand in), rather than a
+ * file that is there and wrong? */
+static bool host_did_not_give(int rc)
+{
+    return rc == SW_ENOENT || rc == SW_ENET || rc == SW_EMISMATCH || rc == SW_ETIMEDOUT ||
+           rc == SW_ECHILD || rc == SW_EIO || rc == SW_EINVAL;
+}
+
+int sw_endpoint_hf_config_read(const struct sw_fleet_endpoint *ep, struct sw_hf_config *c,
+                               char *src, size_t srcn, struct sw_plan_model_read *rd,
+                               struct sw_err *e)
+{
     const char *dir = ep->payload.path.v;
-    char path[4096];
+    char path[4096], host_why[800] = "";
+    struct sw_plan_model_read own;
     if (dir && dir[0] == '/' &&
         (size_t)snprintf(path, sizeof(path), "%s/config.json", dir) < sizeof(path) &&
         access(path, R_OK) == 0) {
@@ -79,11 +126,31 @@ int sw_endpoint_hf_config(const struct sw_fleet_endpoint *ep, struct sw_hf_confi
             snprintf(src, srcn, "%s", path);
         return sw_hf_config_load(path, c, e);
     }
+    /* llama.cpp's payload is a GGUF: its config.json-like `arch` is a declaration only */
+    if (ep->engine != SW_FLEET_LLAMACPP && sw__remote_applies(ep)) {
+        struct sw_err re;
+        sw_err_clear(&re);
+        if (!rd) {
+            memset(&own, 0, sizeof(own));
+            rd = &own;
+        }
+        int rc = remote_config(ep, c, src, srcn, rd, &re);
+        if (!rc)
+            return 0;
+        if (!host_did_not_give(rc)) {
+            if (e)
+                *e = re;
+            return rc;
+        }
+        sw__remote_note_why(rd, &re);
+        snprintf(host_why, sizeof(host_why), " (%s: %.700s)", ep->host->name, rd->why);
+    }
     if (!ep->arch)
         return sw_err_set(e, SW_ENOENT,
-                          "%s: the checkpoint's config.json is not on this machine and the "
+                          "%s: the checkpoint's config.json is not on this machine%s%s and the "
                           "endpoint declares no `arch`",
-                          ep->name);
+                          ep->name, host_why[0] ? " nor could it be read on its host" : "",
+                          host_why);
     char where[600];
     if (ep->arch_at.file)
         snprintf(where, sizeof(where), "%s:%u:%u: %s: arch", ep->arch_at.file,

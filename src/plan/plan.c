@@ -4,12 +4,14 @@
  *
  * llama.cpp: the engine adapter renders the endpoint's argv (or the caller gives one verbatim) and
  * the law's argv reader reads it back, so planning a fleet and planning the rendered command
- * agree; the architecture comes from the GGUF when it is on this machine, else from the
- * endpoint's `arch` (llama.cpp keys with "arch", or a config.json-like object naming model_type);
- * the devices from the fleet.
+ * agree; the architecture comes from the GGUF's header (read header-only: a file whose tensor data
+ * is absent will do) when it is on this machine, else from its header read on the endpoint's ssh
+ * host (plan/remote_model.c: ranged reads, cached), else from the endpoint's `arch` (llama.cpp
+ * keys with "arch", or a config.json-like object naming model_type); the devices from the fleet.
  * vLLM: memory/vllm with the endpoint's shape, devices and fork profile as the options and its
- * config.json (or inline `arch`) as the model; a pool the engine sizes at boot without the weights
- * here is said, and only the per-request price is planned (against a stand-in pool).
+ * config.json (here, or on its ssh host; or inline `arch`) as the model; the weights from the
+ * safetensors headers (here, or on the host); a pool the engine sizes at boot without the weights
+ * is said, and only the per-request price is planned (against a stand-in pool).
  * SGLang: memory/sglang over the argv the adapter renders, read back by its argv reader; the
  * endpoint's config.json (or inline `arch`) as the model, its first device as the card.
  *
@@ -25,6 +27,8 @@
 #include <slipway/engine_vllm.h>
 #include <slipway/sglang.h>
 #include <slipway/vllm.h>
+
+#include "plan/remote_internal.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -104,6 +108,49 @@ static bool payload_here(const char *path, bool regular_only)
     return access(path, R_OK) == 0;
 }
 
+/* Where a payload file (payload.gguf, .draft, .mmproj: `f`) is on the endpoint's host: as
+ * written when absolute or "~/", else under payload.path; "" when neither says. */
+static void host_file(const struct sw_fleet_endpoint *ep, const char *f, char *out, size_t n)
+{
+    const char *dir = ep->payload.path.v;
+    out[0] = '\0';
+    if (f && (f[0] == '/' || (f[0] == '~' && f[1] == '/')))
+        snprintf(out, n, "%s", f);
+    else if (f && dir)
+        snprintf(out, n, "%s/%s", dir, f);
+    else if (!f && dir)
+        snprintf(out, n, "%s", dir);
+}
+
+/* A GGUF's header on ep's host (header-only: the law needs nothing else), counted into rd:
+ * 0 read (*g), 1 the host did not give it (why in rd; a declaration may stand in), else the
+ * error of a file that is there but unreadable as GGUF. */
+static int host_gguf(const struct sw_fleet_endpoint *ep, const char *path,
+                     const struct sw_gguf_types *x, struct sw_gguf **g,
+                     struct sw_plan_model_read *rd, struct sw_err *e)
+{
+    struct sw__remote r;
+    struct sw_err re;
+    const struct sw_gguf_read_opts o = {.types = x, .header_only = true};
+    sw_err_clear(&re);
+    if (!rd->path[0])
+        snprintf(rd->path, sizeof(rd->path), "%s", path);
+    int rc = sw__remote_begin(&r, ep, rd, &re);
+    if (!rc)
+        rc = sw__remote_gguf(&r, path, &o, g, &re);
+    sw__remote_end(&r);
+    if (!rc)
+        return 0;
+    if (rc == SW_ENOENT || rc == SW_ENET || rc == SW_EMISMATCH || rc == SW_ETIMEDOUT ||
+        rc == SW_ECHILD || rc == SW_EIO || rc == SW_EINVAL) {
+        sw__remote_note_why(rd, &re);
+        return 1;
+    }
+    if (e)
+        *e = re;
+    return rc;
+}
+
 /* A fork profile's extra tensor types, as the GGUF reader takes them (fork[] holds them). */
 static void fork_types(const struct sw_fleet_endpoint *ep, struct sw_ggml_type *fork, size_t n,
                        struct sw_gguf_types *x, char *by, size_t byn)
@@ -137,7 +184,7 @@ static uint64_t fact_bytes(const struct sw_fleet_endpoint *ep, const char *name)
  * neither: its declared size alone, or a warning that it is not priced. */
 static int price_draft(const struct sw_fleet_endpoint *ep, const struct sw_llamacpp_env *env,
                        bool regular_only, const struct sw_llamacpp_args *a,
-                       struct sw_llamacpp_plan *lp, struct sw_err *e)
+                       struct sw_llamacpp_plan *lp, struct sw_plan_model_read *rd, struct sw_err *e)
 {
     struct sw_arch *da = NULL;
     struct sw_gguf *g = NULL;
@@ -147,19 +194,34 @@ static int price_draft(const struct sw_fleet_endpoint *ep, const struct sw_llama
 
     if (!a->draft[0])
         return 0;
-    if (payload_here(a->draft, regular_only)) {
-        struct sw_ggml_type fork[SW_GGUF_MAX_EXTRA_TYPES];
-        struct sw_gguf_types x;
-        char by[128] = "";
-        fork_types(ep, fork, SW_ARRAY_LEN(fork), &x, by, sizeof(by));
-        rc = sw_gguf_open_types(a->draft, &x, &g, e);
+    struct sw_ggml_type fork[SW_GGUF_MAX_EXTRA_TYPES];
+    struct sw_gguf_types x;
+    char by[128] = "", hp[4096] = "";
+    fork_types(ep, fork, SW_ARRAY_LEN(fork), &x, by, sizeof(by));
+    const struct sw_gguf_read_opts ho = {.types = &x, .header_only = true};
+    int hrc = 1;
+    if (!payload_here(a->draft, regular_only) && ep && rd && !ep->draft_arch &&
+        sw__remote_applies(ep) && ep->payload.draft.v) {
+        host_file(ep, ep->payload.draft.v, hp, sizeof(hp));
+        hrc = hp[0] ? host_gguf(ep, hp, &x, &g, rd, e) : 1;
+        if (hrc < 0) {
+            rc = hrc;
+            sw_err_prefix(e, "the draft model (-md)");
+            goto out;
+        }
+    }
+    if (payload_here(a->draft, regular_only) || hrc == 0) {
+        rc = hrc == 0 ? 0 : sw_gguf_open_opts(a->draft, &ho, &g, e);
         if (!rc)
             rc = sw_arch_from_gguf(g, &da, e);
         if (rc) {
             sw_err_prefix(e, "the draft model (-md)");
             goto out;
         }
-        snprintf(from, sizeof(from), "the draft's GGUF %s", a->draft);
+        if (hrc == 0)
+            snprintf(from, sizeof(from), "the draft's GGUF %s:%s", ep->host->name, hp);
+        else
+            snprintf(from, sizeof(from), "the draft's GGUF %s", a->draft);
         declared = 0;
     } else if (ep && ep->draft_arch) {
         struct sw_fleet_endpoint q = *ep;
@@ -207,24 +269,51 @@ out:
     return rc;
 }
 
-/* The projector (--mmproj): its weights from the file when it is here, else the fact
- * projector_file; the vision encoder's compute from the fact projector_compute, else from a
- * measured projector_cost less the weights (the operator's subtraction of two boots). */
+/* The size of a payload file on ep's host (one stat, counted into rd); 0 when not had. */
+static uint64_t host_file_size(const struct sw_fleet_endpoint *ep, const char *f,
+                               struct sw_plan_model_read *rd)
+{
+    struct sw__remote r;
+    struct sw_err e;
+    char hp[4096];
+    uint64_t size = 0;
+    sw_err_clear(&e);
+    host_file(ep, f, hp, sizeof(hp));
+    if (!hp[0])
+        return 0;
+    if (!sw__remote_begin(&r, ep, rd, &e))
+        sw__remote_size(&r, hp, &size, &e);
+    sw__remote_end(&r);
+    return size;
+}
+
+/* The projector (--mmproj): its weights from the file when it is here (or its size on the
+ * endpoint's ssh host), else the fact projector_file; the vision encoder's compute from the fact
+ * projector_compute, else from a measured projector_cost less the weights (the operator's
+ * subtraction of two boots). */
 static void price_projector(const struct sw_fleet_endpoint *ep, const struct sw_llamacpp_env *env,
                             bool regular_only, const struct sw_llamacpp_args *a,
-                            struct sw_llamacpp_plan *lp)
+                            struct sw_llamacpp_plan *lp, struct sw_plan_model_read *rd)
 {
     struct stat st;
-    uint64_t w = 0, c = 0, cost = fact_bytes(ep, "projector_cost");
+    uint64_t w = 0, c = 0, cost = fact_bytes(ep, "projector_cost"), hs = 0;
     char from[400];
     const char *wf = NULL, *cf = NULL;
 
     if (!a->mmproj[0])
         return;
     uint64_t wdecl = fact_bytes(ep, "projector_file"), cdecl = fact_bytes(ep, "projector_compute");
-    if (payload_here(a->mmproj, regular_only) && stat(a->mmproj, &st) == 0 && st.st_size > 0) {
+    bool here =
+        payload_here(a->mmproj, regular_only) && stat(a->mmproj, &st) == 0 && st.st_size > 0;
+    if (!here && ep && rd && sw__remote_applies(ep) && ep->payload.mmproj.v &&
+        !ep->payload.mmproj.off)
+        hs = host_file_size(ep, ep->payload.mmproj.v, rd);
+    if (here) {
         w = (uint64_t)st.st_size;
         wf = "the file's size";
+    } else if (hs) {
+        w = hs;
+        wf = "the file's size on its host";
     } else if (wdecl) {
         w = wdecl;
         wf = "the fact projector_file";
@@ -256,15 +345,18 @@ static void price_projector(const struct sw_fleet_endpoint *ep, const struct sw_
     sw_llamacpp_plan_projector(lp, w, c, env, from);
 }
 
-int sw_plan_llamacpp_extras(const struct sw_fleet_endpoint *ep, const struct sw_llamacpp_args *a,
-                            const struct sw_llamacpp_env *env, bool regular_only,
-                            struct sw_llamacpp_plan *lp, struct sw_err *e)
+/* The draft and the projector; rd (may be NULL: this machine's files only) counts what was read
+ * on the endpoint's host. */
+static int llamacpp_extras(const struct sw_fleet_endpoint *ep, const struct sw_llamacpp_args *a,
+                           const struct sw_llamacpp_env *env, bool regular_only,
+                           struct sw_llamacpp_plan *lp, struct sw_plan_model_read *rd,
+                           struct sw_err *e)
 {
     /* a draft the law cannot plan (a draft head llama.cpp runs only attached to its target, an
      * unreadable GGUF, a bad draft_arch) leaves the main plan standing, said */
     struct sw_err de;
     sw_err_clear(&de);
-    int rc = price_draft(ep, env, regular_only, a, lp, &de);
+    int rc = price_draft(ep, env, regular_only, a, lp, rd, &de);
     if (rc == SW_ENOMEM)
         return sw_err_set(e, SW_ENOMEM, "out of memory");
     if (rc) {
@@ -272,8 +364,15 @@ int sw_plan_llamacpp_extras(const struct sw_fleet_endpoint *ep, const struct sw_
         pwarn_plan(lp, "-md %s: the draft model is not priced: %.150s", base_of(a->draft),
                    sw_err_format(&de, b, sizeof(b)));
     }
-    price_projector(ep, env, regular_only, a, lp);
+    price_projector(ep, env, regular_only, a, lp, rd);
     return 0;
+}
+
+int sw_plan_llamacpp_extras(const struct sw_fleet_endpoint *ep, const struct sw_llamacpp_args *a,
+                            const struct sw_llamacpp_env *env, bool regular_only,
+                            struct sw_llamacpp_plan *lp, struct sw_err *e)
+{
+    return llamacpp_extras(ep, a, env, regular_only, lp, NULL, e);
 }
 
 static int plan_llamacpp(const struct sw_fleet_endpoint *ep, const struct sw_plan_overrides *ov,
@@ -303,19 +402,36 @@ static int plan_llamacpp(const struct sw_fleet_endpoint *ep, const struct sw_pla
     rc = sw_llamacpp_args_parse(p->args, (int)p->cmd.argc, (const char *const *)p->cmd.argv, e);
     if (rc)
         goto out;
-    if (payload_here(p->args->model, regular_only)) {
-        /* a fork profile's extra tensor types (gguf_types) are read as the fork reads them */
-        struct sw_ggml_type fork[SW_GGUF_MAX_EXTRA_TYPES];
-        struct sw_gguf_types x;
-        char by[128] = "";
-        fork_types(ep, fork, SW_ARRAY_LEN(fork), &x, by, sizeof(by));
-        rc = sw_gguf_open_types(p->args->model, &x, &g, e);
+    /* a fork profile's extra tensor types (gguf_types) are read as the fork reads them; only
+     * the header is read, so a file whose tensor data is absent plans as well */
+    struct sw_ggml_type fork[SW_GGUF_MAX_EXTRA_TYPES];
+    struct sw_gguf_types x;
+    char by[128] = "", hp[4096] = "";
+    fork_types(ep, fork, SW_ARRAY_LEN(fork), &x, by, sizeof(by));
+    const struct sw_gguf_read_opts ho = {.types = &x, .header_only = true};
+    bool here = payload_here(p->args->model, regular_only);
+    int hrc = 1;
+    if (!here && ep && sw__remote_applies(ep)) {
+        host_file(ep, ep->payload.gguf.v, hp, sizeof(hp));
+        hrc = hp[0] ? host_gguf(ep, hp, &x, &g, &p->model_read, e) : 1;
+        if (hrc < 0) {
+            rc = hrc;
+            goto out;
+        }
+    }
+    if (here || hrc == 0) {
+        rc = hrc == 0 ? 0 : sw_gguf_open_opts(p->args->model, &ho, &g, e);
         if (!rc)
             rc = sw_arch_from_gguf(g, &p->arch, e);
     } else if (ep && ep->arch && json_object_get(ep->arch, "arch")) {
         rc = sw_arch_from_json(ep->arch, ep->arch_at.file ? ep->arch_at.file : "arch", &p->arch, e);
     } else if (ep && ep->arch) {
         rc = arch_from_hf_decl(ep, &p->arch, e);
+    } else if (ep && p->model_read.asked) {
+        rc = sw_err_set(e, SW_ENOENT,
+                        "%s: %s is not on this machine nor could it be read on its host (%.600s), "
+                        "and no `arch` is declared",
+                        ep->name, p->args->model, p->model_read.why);
     } else if (ep) {
         rc = sw_err_set(e, SW_ENOENT, "%s: %s is not on this machine and no `arch` is declared",
                         ep->name, p->args->model);
@@ -331,7 +447,12 @@ static int plan_llamacpp(const struct sw_fleet_endpoint *ep, const struct sw_pla
     rc = sw_llamacpp_plan(p->arch, p->args, &env, p->llamacpp, e);
     if (rc)
         goto out;
-    rc = sw_plan_llamacpp_extras(ep, p->args, &env, regular_only, p->llamacpp, e);
+    if (g && g->header_only)
+        pwarn_plan(p->llamacpp,
+                   "%s is header only (its tensor data is not in the file%s): planned from the "
+                   "header; the engine cannot load it",
+                   base_of(hp[0] ? hp : p->args->model), hp[0] ? " on the host" : "");
+    rc = llamacpp_extras(ep, p->args, &env, regular_only, p->llamacpp, &p->model_read, e);
     if (rc)
         goto out;
     p->predicted = sw_llamacpp_report_to_json(&p->llamacpp->report);
@@ -483,6 +604,34 @@ out:
     return rc;
 }
 
+/* The weights of a checkpoint on ep's host, as sw_vllm_weights_from_dir reads them here (the
+ * shards' headers, per rank: / tp / pp). A host that does not give them leaves the pool sized
+ * at boot (said); a shard header that is there but wrong is the plan's error. */
+static int host_weights(const struct sw_fleet_endpoint *ep, struct sw_vllm_opts *o,
+                        struct sw_plan_model_read *rd, struct sw_err *e)
+{
+    struct sw__remote r;
+    struct sw_err re;
+    uint64_t wb = 0;
+    sw_err_clear(&re);
+    int rc = sw__remote_begin(&r, ep, rd, &re);
+    if (!rc)
+        rc = sw__remote_weight_bytes(&r, ep->payload.path.v, &wb, &re);
+    sw__remote_end(&r);
+    if (!rc) {
+        o->weights_bytes =
+            wb / (uint64_t)(o->tp > 0 ? o->tp : 1) / (uint64_t)(o->pp > 0 ? o->pp : 1);
+        return 0;
+    }
+    if (rc == SW_EPARSE || rc == SW_ERANGE || rc == SW_ETRUNC || rc == SW_ENOMEM) {
+        if (e)
+            *e = re;
+        return rc;
+    }
+    sw__remote_note_why(rd, &re);
+    return 0;
+}
+
 static int plan_vllm(const struct sw_fleet_endpoint *ep, struct sw_plan *p, struct sw_err *e)
 {
     struct sw_vllm_opts o;
@@ -512,13 +661,18 @@ static int plan_vllm(const struct sw_fleet_endpoint *ep, struct sw_plan *p, stru
         rc = sw_err_set(e, SW_ENOMEM, "out of memory");
         goto done;
     }
-    rc = sw_endpoint_hf_config(ep, c, src, sizeof(src), e);
+    rc = sw_endpoint_hf_config_read(ep, c, src, sizeof(src), &p->model_read, e);
     if (rc)
         goto done;
     p->pool_pinned = o.kv_cache_memory_bytes > 0;
     p->pool_sized = true;
     if (!p->pool_pinned) {
         sw_vllm_weights_from_dir(&o, ep->payload.path.v);
+        if (!o.weights_bytes && o.gpu_total_bytes && p->model_read.found) {
+            rc = host_weights(ep, &o, &p->model_read, e);
+            if (rc)
+                goto done;
+        }
         if (!o.gpu_total_bytes || !o.weights_bytes) {
             /* The engine sizes the pool from what its profiling run leaves; without the
              * weights here that is unknowable offline. The per-request block arithmetic does
@@ -530,8 +684,9 @@ static int plan_vllm(const struct sw_fleet_endpoint *ep, struct sw_plan *p, stru
                      "activation - non-torch%s) and %s: only the per-request price is planned; "
                      "pin kv_cache_bytes or record a boot and run `slipway calibrate`",
                      o.version == SW_VLLM_CURRENT ? " - CUDA graphs" : "",
-                     o.gpu_total_bytes ? "the weights are not on this machine"
-                                       : "the device declares no memory");
+                     !o.gpu_total_bytes    ? "the device declares no memory"
+                     : p->model_read.found ? "the weights' headers could not be read on the host"
+                                           : "the weights are not on this machine");
         }
     }
     bool spec = o.num_speculative_tokens > 0 && o.spec_method[0] && strcmp(o.spec_method, "ngram");
@@ -567,6 +722,8 @@ static int plan_vllm(const struct sw_fleet_endpoint *ep, struct sw_plan *p, stru
     json_t *rep = json_object_get(j, "report");
     sw_json_set_str(j, "endpoint", ep->name);
     sw_json_set_str(j, "config", src);
+    if (p->model_read.asked)
+        sw_json_set_new(j, "model_read", sw_plan_model_read_json(&p->model_read));
     sw_json_set_bool(rep, "pool_sized", p->pool_sized);
     if (!p->pool_sized) {
         static const char *const drop[] = {"kv_cache_tokens",
@@ -746,7 +903,7 @@ static int plan_sglang(const struct sw_fleet_endpoint *ep, struct sw_plan *p, st
         sw_err_prefix(e, "%s: the rendered command line", ep->name);
         goto out;
     }
-    rc = sw_endpoint_hf_config(ep, c, src, sizeof(src), e);
+    rc = sw_endpoint_hf_config_read(ep, c, src, sizeof(src), &p->model_read, e);
     if (rc)
         goto out;
     p->pool_pinned = o->max_total_tokens > 0;
@@ -786,6 +943,8 @@ static int plan_sglang(const struct sw_fleet_endpoint *ep, struct sw_plan *p, st
     json_t *rep = json_object_get(p->engine_plan, "report");
     sw_json_set_str(p->engine_plan, "endpoint", ep->name);
     sw_json_set_str(p->engine_plan, "config", src);
+    if (p->model_read.asked)
+        sw_json_set_new(p->engine_plan, "model_read", sw_plan_model_read_json(&p->model_read));
     sw_json_set_bool(rep, "pool_pinned", p->pool_pinned);
     if (from_autofit) {
         sw_json_set_str(rep, "pool_from", "measured autofit_tokens");
