@@ -28,8 +28,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char stat_script[] = "for f; do stat -L -c '%s %.9Y %f' -- \"$f\" 2>/dev/null || echo -; "
-                                  "done";
+static const char stat_script[] =
+    "for f; do stat -L -c '%s %.9Y %f' -- \"$f\" 2>/dev/null || echo -; done";
 static const char ranges_script[] =
     "while [ $# -ge 3 ]; do stat -L -c '%s %.9Y %f' -- \"$1\" || exit 3; "
     "dd if=\"$1\" iflag=skip_bytes,count_bytes skip=\"$2\" count=\"$3\" bs=1M status=none "
@@ -70,9 +70,14 @@ static void mark_down(const char *id, const char *why)
 
 bool sw__remote_applies(const struct sw_fleet_endpoint *ep)
 {
-    const char *p = ep ? ep->payload.path.v : NULL;
     /* a declared arch is the operator's word: such an endpoint plans offline, as it did */
-    if (!ep || ep->arch || !ep->host || ep->host->transport != SW_FLEET_SSH)
+    return ep && !ep->arch && sw__remote_on_host(ep);
+}
+
+bool sw__remote_on_host(const struct sw_fleet_endpoint *ep)
+{
+    const char *p = ep ? ep->payload.path.v : NULL;
+    if (!ep || !ep->host || ep->host->transport != SW_FLEET_SSH)
         return false;
     if (ep->payload.gguf.v && ep->payload.gguf.v[0] == '/')
         return true;
@@ -152,8 +157,7 @@ int sw__remote_parse_stat(const char *line, size_t len, struct sw__rfile *f, str
     snprintf(num, sizeof(num), "%.*s", (int)nsz, sz);
     int rc = sw_parse_u64(num, &f->size, NULL);
     if (rc)
-        return sw_err_set(e, SW_EPARSE, "stat printed \"%.60s\": the size does not fit 64 bits",
-                          b);
+        return sw_err_set(e, SW_EPARSE, "stat printed \"%.60s\": the size does not fit 64 bits", b);
     snprintf(f->mtime, sizeof(f->mtime), "%.*s", (int)nmt, mt + 1);
     unsigned long mode = strtoul(md + 1, NULL, 16);
     f->exists = true;
@@ -203,15 +207,14 @@ int sw__remote_parse_ranges(const char *out, size_t len, struct sw__rrange *rg, 
             return sw_err_set(e, SW_EMISMATCH,
                               "%s: %s changed while it was read (size %" PRIu64 " mtime %s, then "
                               "%" PRIu64 " mtime %s): read again",
-                              host, rg[i].path, rg[i].want.size, rg[i].want.mtime, f.size,
-                              f.mtime);
+                              host, rg[i].path, rg[i].want.size, rg[i].want.mtime, f.size, f.mtime);
         uint64_t want = 0;
         if (rg[i].off < f.size)
             want = SW_MIN(rg[i].count, f.size - rg[i].off);
         if (want > len - at)
             return sw_err_set(e, SW_EPARSE,
-                              "%s: %s: %" PRIu64 " bytes asked at byte %" PRIu64 ", %zu came",
-                              host, rg[i].path, want, rg[i].off, len - at);
+                              "%s: %s: %" PRIu64 " bytes asked at byte %" PRIu64 ", %zu came", host,
+                              rg[i].path, want, rg[i].off, len - at);
         rg[i].data = sw_malloc((size_t)want + 1);
         if (!rg[i].data)
             return sw_err_set(e, SW_ENOMEM, "out of memory");
@@ -305,9 +308,8 @@ int sw__remote_read(struct sw__remote *r, struct sw__rrange *rg, size_t n, struc
         argv[4 + 3 * i] = sw__remote_path(rg[i].path);
         argv[5 + 3 * i] = nums[i][0];
         argv[6 + 3 * i] = nums[i][1];
-        uint64_t want = rg[i].off < rg[i].want.size
-                            ? SW_MIN(rg[i].count, rg[i].want.size - rg[i].off)
-                            : 0;
+        uint64_t want =
+            rg[i].off < rg[i].want.size ? SW_MIN(rg[i].count, rg[i].want.size - rg[i].off) : 0;
         max += (size_t)want + 96;
         rg[i].data = NULL;
         rg[i].len = 0;

@@ -116,9 +116,9 @@ int sw__rcache_name(const char *host, const char *path, char out[70])
 
 static json_t *key_json(const struct sw__rkey *k, size_t len, const char *sha)
 {
-    return json_pack("{s:i,s:s,s:s,s:s,s:I,s:s,s:I,s:s}", "v", 1, "host", k->host, "path",
-                     k->path, "kind", k->kind, "size", (json_int_t)k->f->size, "mtime",
-                     k->f->mtime, "bytes", (json_int_t)len, "sha256", sha);
+    return json_pack("{s:i,s:s,s:s,s:s,s:I,s:s,s:I,s:s}", "v", 1, "host", k->host, "path", k->path,
+                     "kind", k->kind, "size", (json_int_t)k->f->size, "mtime", k->f->mtime, "bytes",
+                     (json_int_t)len, "sha256", sha);
 }
 
 static bool str_is(const json_t *o, const char *key, const char *want)
@@ -143,8 +143,8 @@ int sw__rcache_get(struct sw__rcache *c, const struct sw__rkey *k, char **data, 
     int fd = openat(c->dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0)
         return SW_ENOENT;
-    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
-        st.st_size < 2 || (uint64_t)st.st_size > ENTRY_MAX)
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() || st.st_size < 2 ||
+        (uint64_t)st.st_size > ENTRY_MAX)
         goto out;
     size_t n = (size_t)st.st_size, got_n = 0;
     buf = sw_malloc(n + 1);
@@ -235,26 +235,22 @@ int sw__rcache_put(struct sw__rcache *c, const struct sw__rkey *k, const void *d
     }
     made = fd >= 0;
     if (fd < 0) {
-        rc = sw_err_set(e, SW_EIO, "%s: cannot create a cache entry: %s", c->dir,
-                        strerror(errno));
+        rc = sw_err_set(e, SW_EIO, "%s: cannot create a cache entry: %s", c->dir, strerror(errno));
         goto out;
     }
-    if (write_all(fd, line, strlen(line)) || write_all(fd, "\n", 1) ||
-        write_all(fd, data, len) || fsync(fd) < 0) {
-        rc = sw_err_set(e, SW_EIO, "%s: writing a cache entry failed: %s", c->dir,
-                        strerror(errno));
+    if (write_all(fd, line, strlen(line)) || write_all(fd, "\n", 1) || write_all(fd, data, len) ||
+        fsync(fd) < 0) {
+        rc = sw_err_set(e, SW_EIO, "%s: writing a cache entry failed: %s", c->dir, strerror(errno));
         goto out;
     }
     if (close(fd) < 0) {
         fd = -1;
-        rc = sw_err_set(e, SW_EIO, "%s: writing a cache entry failed: %s", c->dir,
-                        strerror(errno));
+        rc = sw_err_set(e, SW_EIO, "%s: writing a cache entry failed: %s", c->dir, strerror(errno));
         goto out;
     }
     fd = -1;
     if (renameat(c->dirfd, tmp, c->dirfd, name) < 0)
-        rc = sw_err_set(e, SW_EIO, "%s: cannot rename a cache entry: %s", c->dir,
-                        strerror(errno));
+        rc = sw_err_set(e, SW_EIO, "%s: cannot rename a cache entry: %s", c->dir, strerror(errno));
 out:
     if (fd >= 0)
         close(fd);

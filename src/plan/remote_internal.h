@@ -92,6 +92,8 @@ struct sw__remote {
 /* Does ep's payload get looked for on its host: an ssh host, a path there ('/' or "~/"), and no
  * declared `arch` (a declaration is used as written, and the host is not asked)? */
 bool sw__remote_applies(const struct sw_fleet_endpoint *ep);
+/* The same without the declaration: an ssh host and a path there. */
+bool sw__remote_on_host(const struct sw_fleet_endpoint *ep);
 /* Begin a session on ep's host, counting into st (zeroed here, filled as reads go). A host that
  * failed to answer earlier in this process is not asked again (SW_ENET with why). */
 int sw__remote_begin(struct sw__remote *r, const struct sw_fleet_endpoint *ep,

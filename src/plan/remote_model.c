@@ -135,8 +135,8 @@ out:
 }
 
 /* A whole file of at most max bytes whose stat is f (just taken). */
-static int whole_file(struct sw__remote *r, const char *path, const struct sw__rfile *f,
-                      size_t max, char **text, size_t *len, struct sw_err *e)
+static int whole_file(struct sw__remote *r, const char *path, const struct sw__rfile *f, size_t max,
+                      char **text, size_t *len, struct sw_err *e)
 {
     *text = NULL;
     *len = 0;
@@ -219,8 +219,8 @@ static int shard_bytes(struct sw__remote *r, char **paths, size_t n, uint64_t *b
     }
     /* the 8-byte lengths of the shards not cached, in one command */
     for (size_t t = 0; t < nt; t++)
-        rg[t] = (struct sw__rrange){.path = paths[todo[t]], .off = 0, .count = 8,
-                                    .want = f[todo[t]]};
+        rg[t] =
+            (struct sw__rrange){.path = paths[todo[t]], .off = 0, .count = 8, .want = f[todo[t]]};
     if (nt) {
         rc = sw__remote_read(r, rg, nt, e);
         if (rc)

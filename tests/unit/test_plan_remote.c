@@ -407,8 +407,8 @@ static void write_st(const char *path, const char *name, int rows)
 {
     char hdr[256];
     int n = snprintf(hdr, sizeof(hdr),
-                     "{\"%s\":{\"dtype\":\"F32\",\"shape\":[%d,4],\"data_offsets\":[0,%d]}}",
-                     name, rows, rows * 16);
+                     "{\"%s\":{\"dtype\":\"F32\",\"shape\":[%d,4],\"data_offsets\":[0,%d]}}", name,
+                     rows, rows * 16);
     uint64_t len = (uint64_t)n;
     size_t total = 8 + (size_t)n + (size_t)rows * 16;
     unsigned char *b = calloc(1, total);
