@@ -128,6 +128,17 @@ int sw_plan_endpoint(const struct sw_fleet *f, const struct sw_fleet_endpoint *e
                      const struct sw_plan_overrides *ov, struct sw_plan *out, struct sw_err *e);
 void sw_plan_free(struct sw_plan *p);
 /*
+ * Is ep's payload where its engine runs, when it is not on this machine and the plan did not read
+ * it on the host (a declared arch)? One stat on the endpoint's ssh host of the file the engine
+ * opens first (the GGUF; DIR/config.json), recorded in p->model_read (found, or why not) and in a
+ * vLLM/SGLang plan's "model_read". For a stand-in of the engine (the sim), which fails as the
+ * engine does only when the payload does not resolve where the engine runs. Nothing is asked for
+ * a local host, a payload on this machine, or a plan that read the host already. Only SW_ENOMEM
+ * fails it.
+ */
+int sw_plan_payload_on_host(struct sw_plan *p, const struct sw_fleet_endpoint *ep,
+                            struct sw_err *e);
+/*
  * The law's options of an SGLang endpoint's shape (shape NULL: ep's own), for calibration and the
  * band gate: planned with a pin when the shape pins no pool (the plan needs a pin or free-memory
  * facts to run, and the pin sets nothing else), then max_total_tokens 0 again: the engine sizes

@@ -403,6 +403,11 @@ static int sim_llamacpp(const struct sw_fleet_endpoint *ep, const struct sw_args
         ov.llamacpp_env = &env;
     }
     int prc = sw_plan_endpoint(NULL, ep, &ov, &pl, &e);
+    /* a payload on the endpoint's host resolves where the engine runs */
+    if (ep && sw_plan_payload_on_host(&pl, ep, &e)) {
+        sw_plan_free(&pl);
+        return sw_cli_fail(&e, a->json);
+    }
     int rc = sw_sim_new_llamacpp(&pl, prc, c, &s, &e);
     sw_plan_free(&pl);
     if (rc)
@@ -532,7 +537,11 @@ static int sim_vllm_fleet(struct sw_fleet *f, struct sw_fleet_endpoint *ep, cons
         c->batch_tokens = (int64_t)ep->shape.max_num_batched_tokens.v;
     int prc = sw_plan_endpoint(f, ep, NULL, &pl, &e);
     const char *dir = ep->payload.path.v;
-    if (prc && !sw_sim_payload_missing(dir)) {
+    struct sw_err he;
+    sw_err_clear(&he);
+    if (sw_plan_payload_on_host(&pl, ep, &he)) {
+        rc = sw_cli_fail(&he, a->json);
+    } else if (prc && (!sw_sim_payload_missing(dir) || pl.model_read.found)) {
         rc = sw_cli_fail(&e, a->json);
     } else {
         rc = sw_sim_new_vllm_boot(prc ? NULL : pl.engine_plan, dir,
@@ -563,14 +572,23 @@ static int sim_sglang_fleet(struct sw_fleet *f, struct sw_fleet_endpoint *ep,
     if (!c->batch_tokens && ep->shape.max_num_batched_tokens.set)
         c->batch_tokens = (int64_t)ep->shape.max_num_batched_tokens.v;
     const char *dir = ep->payload.path.v;
-    bool missing = sw_sim_payload_missing(dir);
     int prc = sw_plan_endpoint(f, ep, NULL, &pl, &e);
+    struct sw_err he;
+    sw_err_clear(&he);
+    if (sw_plan_payload_on_host(&pl, ep, &he)) {
+        rc = sw_cli_fail(&he, a->json);
+        goto out;
+    }
+    bool missing = sw_sim_payload_missing(dir) && !pl.model_read.found;
     if (prc && !missing) {
         rc = sw_cli_fail(&e, a->json);
         goto out;
     }
     int64_t window =
         sglang_window(dir, ep->shape.max_model_len.set ? (int64_t)ep->shape.max_model_len.v : 0);
+    if (window < 1 && !prc) /* the model's window, as the plan read it on the host */
+        window = json_integer_value(
+            json_object_get(json_object_get(pl.engine_plan, "report"), "context_length"));
     bool metrics = false;
     if (sw_sglang_render_endpoint(ep, &cmd, &e) == 0)
         for (size_t i = 0; i < cmd.argc; i++)

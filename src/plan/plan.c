@@ -999,6 +999,45 @@ int sw_plan_endpoint(const struct sw_fleet *f, const struct sw_fleet_endpoint *e
     }
 }
 
+int sw_plan_payload_on_host(struct sw_plan *p, const struct sw_fleet_endpoint *ep, struct sw_err *e)
+{
+    struct sw_plan_model_read *rd = &p->model_read;
+    char hp[4096], cfg[4200];
+    const char *what = hp;
+    if (!ep || rd->asked || !sw__remote_on_host(ep))
+        return 0;
+    host_file(ep, ep->engine == SW_FLEET_LLAMACPP ? ep->payload.gguf.v : NULL, hp, sizeof(hp));
+    if (!hp[0])
+        return 0;
+    if (ep->engine != SW_FLEET_LLAMACPP) {
+        snprintf(cfg, sizeof(cfg), "%s/config.json", hp);
+        what = cfg;
+    }
+    /* here after all (a path both machines have): nothing to ask */
+    if (what[0] == '/' && access(what, R_OK) == 0)
+        return 0;
+    struct sw__remote r;
+    struct sw_err re;
+    uint64_t size = 0;
+    sw_err_clear(&re);
+    snprintf(rd->path, sizeof(rd->path), "%.1000s", hp);
+    int rc = sw__remote_begin(&r, ep, rd, &re);
+    if (!rc)
+        rc = sw__remote_size(&r, what, &size, &re);
+    sw__remote_end(&r);
+    if (rc == SW_ENOMEM)
+        return sw_err_set(e, SW_ENOMEM, "out of memory");
+    if (rc)
+        sw__remote_note_why(rd, &re);
+    rd->found = rc == 0;
+    if (!rc && ep->engine == SW_FLEET_LLAMACPP)
+        rd->file_size = size;
+    if (p->engine_plan &&
+        sw_json_set_new(p->engine_plan, "model_read", sw_plan_model_read_json(rd)))
+        return sw_err_set(e, SW_ENOMEM, "out of memory");
+    return 0;
+}
+
 void sw_plan_free(struct sw_plan *p)
 {
     sw_engine_cmd_free(&p->cmd);

@@ -44,6 +44,13 @@ void sw_sim_config_init(struct sw_sim_config *c)
     c->timing.batch_window_us = 3000.0;
 }
 
+/* The plan read (or found) the payload on the endpoint's host, where the engine runs: it
+ * resolves there though it is not on this machine (plan.h struct sw_plan_model_read). */
+static bool read_on_host(const json_t *plan)
+{
+    return json_is_true(json_object_get(json_object_get(plan, "model_read"), "found"));
+}
+
 bool sw_sim_payload_missing(const char *model_dir)
 {
     char cfg[1100];
@@ -91,12 +98,13 @@ int sw_sim_new_llamacpp(const struct sw_plan *p, int plan_rc, const struct sw_si
         return SW_ENOMEM;
     s->engine = SW__SIM_LLAMACPP;
     snprintf(s->model_path, sizeof(s->model_path), "%s", p->args->model);
-    s->payload_missing = stat(s->model_path, &st) != 0;
+    bool here = stat(s->model_path, &st) == 0;
+    s->payload_missing = !here && !p->model_read.found;
     if (plan_rc && !s->payload_missing) {
         sw_sim_free(s);
         return plan_rc; /* the law could not run on a payload that is there: the caller says why */
     }
-    s->payload_bytes = s->payload_missing ? 0 : (uint64_t)st.st_size;
+    s->payload_bytes = here ? (uint64_t)st.st_size : p->model_read.file_size;
     /* llama-server's id on /v1/models: the alias, else the model path */
     if (s->cfg.alias)
         snprintf(s->alias, sizeof(s->alias), "%s", s->cfg.alias);
@@ -183,7 +191,7 @@ int sw_sim_new_vllm_boot(const json_t *plan, const char *model_dir, int64_t max_
     s->engine = SW__SIM_VLLM;
     s->metrics = true;
     snprintf(s->model_path, sizeof(s->model_path), "%s", model_dir);
-    s->payload_missing = !plan || sw_sim_payload_missing(model_dir);
+    s->payload_missing = !plan || (sw_sim_payload_missing(model_dir) && !read_on_host(plan));
     /* the served name: --served-model-name, else the path as given */
     snprintf(s->alias, sizeof(s->alias), "%s", s->cfg.alias ? s->cfg.alias : model_dir);
     s->n_slots = max_num_seqs > 0 ? (int)max_num_seqs : 256;
@@ -233,7 +241,7 @@ int sw_sim_new_sglang(const json_t *plan, const char *model_dir, int64_t context
     s->engine = SW__SIM_SGLANG;
     s->metrics = metrics;
     snprintf(s->model_path, sizeof(s->model_path), "%s", model_dir);
-    s->payload_missing = !plan || sw_sim_payload_missing(model_dir);
+    s->payload_missing = !plan || (sw_sim_payload_missing(model_dir) && !read_on_host(plan));
     /* the served name: --served-model-name, else the path as given */
     snprintf(s->alias, sizeof(s->alias), "%s", s->cfg.alias ? s->cfg.alias : model_dir);
     const json_t *rep = json_object_get(plan, "report");
