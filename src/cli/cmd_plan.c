@@ -339,6 +339,24 @@ static void show_cannot(const struct sw_fleet_endpoint *ep, const struct sw_err 
                mark, sw_err_format(e, buf, sizeof(buf)));
 }
 
+/* What was read of the model on its host (plan.h struct sw_plan_model_read), one line. */
+static void print_model_read(const struct sw_plan_model_read *m)
+{
+    char a[64], b[64];
+    if (!m->asked)
+        return;
+    if (!m->found) {
+        printf("  model not read on %s: %s\n", m->host, m->why);
+        return;
+    }
+    printf("  model read on %s (%s): %s%s, header %s; %s transferred over %u command%s, %u "
+           "file%s from the cache\n",
+           m->host, m->via, m->path, m->header_only ? " (header only)" : "",
+           sw_fmt_bytes(m->header_bytes, b, sizeof(b)), sw_fmt_bytes(m->bytes, a, sizeof(a)),
+           m->commands, m->commands == 1 ? "" : "s", m->files_cached,
+           m->files_cached == 1 ? "" : "s");
+}
+
 /* A vLLM or SGLang endpoint: the engine's plan object, across nodes when the fleet says so. */
 static void show_engine_plan(const struct sw_fleet_endpoint *ep, const struct sw_plan *pl,
                              bool counts, const char *mark, json_t *eps, int *rc)
@@ -362,6 +380,7 @@ static void show_engine_plan(const struct sw_fleet_endpoint *ep, const struct sw
     printf("== %s (%s%s, config from %s)\n", ep->name, sw_fleet_engine_name(ep->engine), mark,
            json_string_value(json_object_get(vo, "config")));
     print_vllm_sglang(vo, stdout);
+    print_model_read(&pl->model_read);
     if (nn > 1)
         printf("  across %llu nodes x %zu GPUs (world %llu): the budget is per GPU, "
                "the same on every node\n",
@@ -392,11 +411,14 @@ static void show_llamacpp(const struct sw_fleet_endpoint *ep, const struct sw_pl
             sw_json_set_new(j, "arch", sw_arch_to_json(pl->arch));
             if (have_fb)
                 sw_json_set_new(j, "measured_budget", sw_plan_fact_budget_json(v, &fb));
+            if (pl->model_read.asked)
+                sw_json_set_new(j, "model_read", sw_plan_model_read_json(&pl->model_read));
             json_array_append_new(eps, j);
         }
         return;
     }
     printf("== %s (llama.cpp%s)\n", ep->name, mark);
+    print_model_read(&pl->model_read);
     print_human(pl->arch, pl->llamacpp, pl->args);
     if (have_fb)
         print_fact_budget(v, &fb);
