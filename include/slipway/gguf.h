@@ -149,6 +149,14 @@ int sw_gguf_open_opts(const char *path, const struct sw_gguf_read_opts *o, struc
                       struct sw_err *e);
 int sw_gguf_open_single_opts(const char *path, const struct sw_gguf_read_opts *o,
                              struct sw_gguf **out, struct sw_err *e);
+/* One part of a split set, read by a caller's reader (a file here; a head read on another
+ * machine): *out on success, SW_ENOENT when the part is not there. */
+typedef int (*sw_gguf_part_fn)(void *ctx, const char *path, struct sw_gguf **out, struct sw_err *e);
+/* sw_gguf_open's split-set logic over any reader of single parts: the part at path, and when it
+ * belongs to a set, the other parts by llama.cpp's naming beside it, checked and merged
+ * (header_only when any part is). sw_gguf_open_opts is this over files here. */
+int sw_gguf_open_set(const char *path, sw_gguf_part_fn part, void *ctx, struct sw_gguf **out,
+                     struct sw_err *e);
 /*
  * Parse the head of a file held elsewhere: buf holds its first n bytes, file_size is the whole
  * file's size (the data's layout is checked against it). When the bytes held end inside the

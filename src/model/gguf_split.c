@@ -62,14 +62,26 @@ int sw_gguf_open_types(const char *path, const struct sw_gguf_types *x, struct s
     return sw_gguf_open_opts(path, &o, out, e);
 }
 
+/* A part of a set as a file on this machine. */
+static int local_part(void *ctx, const char *path, struct sw_gguf **out, struct sw_err *e)
+{
+    return sw_gguf_open_single_opts(path, ctx, out, e);
+}
+
 int sw_gguf_open_opts(const char *path, const struct sw_gguf_read_opts *o, struct sw_gguf **out,
                       struct sw_err *e)
+{
+    return sw_gguf_open_set(path, local_part, (void *)o, out, e);
+}
+
+int sw_gguf_open_set(const char *path, sw_gguf_part_fn part, void *ctx, struct sw_gguf **out,
+                     struct sw_err *e)
 {
     struct sw_gguf *first = NULL, **parts = NULL;
     char *ppath = NULL;
     uint64_t count = 0, no = 0, want_tensors = 0;
     bool header_only = false;
-    int rc = sw_gguf_open_single_opts(path, o, &first, e);
+    int rc = part(ctx, path, &first, e);
     *out = NULL;
     if (rc)
         return rc;
@@ -104,7 +116,7 @@ int sw_gguf_open_opts(const char *path, const struct sw_gguf_read_opts *o, struc
         rc = part_path(path, no, count, i, &ppath, e);
         if (rc)
             goto out;
-        rc = sw_gguf_open_single_opts(ppath, o, &parts[i], e);
+        rc = part(ctx, ppath, &parts[i], e);
         if (rc == SW_ENOENT) {
             rc = sw_err_at(e, SW_ENOENT, ppath, 0, 0,
                            "split set incomplete: part %" PRIu64 " of %" PRIu64

@@ -62,9 +62,16 @@ int sw__remote_size(struct sw__remote *r, const char *path, uint64_t *size, stru
     return rc;
 }
 
-int sw__remote_gguf(struct sw__remote *r, const char *path, const struct sw_gguf_read_opts *o,
-                    struct sw_gguf **out, struct sw_err *e)
+struct gguf_part {
+    struct sw__remote *r;
+    const struct sw_gguf_read_opts *o;
+};
+
+/* One GGUF file on the host (a whole model, or one part of a split set). */
+static int gguf_part(void *ctx, const char *path, struct sw_gguf **out, struct sw_err *e)
 {
+    struct sw__remote *r = ((struct gguf_part *)ctx)->r;
+    const struct sw_gguf_read_opts *o = ((struct gguf_part *)ctx)->o;
     struct sw__rfile f;
     char where[1300], *buf = NULL;
     size_t have = 0;
@@ -125,12 +132,23 @@ int sw__remote_gguf(struct sw__remote *r, const char *path, const struct sw_gguf
     keep(r, &k, buf, (size_t)SW_MIN((uint64_t)have, (*out)->data_offset));
 out:
     if (!rc) {
-        r->st->found = true;
-        r->st->file_size = f.size;
-        r->st->header_bytes = (*out)->data_offset;
-        r->st->header_only = (*out)->header_only;
+        r->st->file_size += f.size;
+        r->st->header_bytes += (*out)->data_offset;
     }
     sw_free(buf);
+    return rc;
+}
+
+int sw__remote_gguf(struct sw__remote *r, const char *path, const struct sw_gguf_read_opts *o,
+                    struct sw_gguf **out, struct sw_err *e)
+{
+    struct gguf_part ctx = {r, o};
+    /* a split set's other parts are read the same way, found beside it by their names */
+    int rc = sw_gguf_open_set(path, gguf_part, &ctx, out, e);
+    if (!rc) {
+        r->st->found = true;
+        r->st->header_only |= (*out)->header_only;
+    }
     return rc;
 }
 

@@ -10,7 +10,8 @@
  *    a sparse multi-GB GGUF whose header is longer than one read (a 40,000-token vocabulary) is
  *    read to its header plus at most one read ahead, counted; a second read asks the host only
  *    for the stat; a changed mtime reads again; a header-only GGUF is accepted and said; a
- *    checkpoint's index and shard headers give the weights sw_hf_weight_bytes counts here.
+ *    checkpoint's index and shard headers give the weights sw_hf_weight_bytes counts here; a split
+ *    GGUF's parts are each read and merged as sw_gguf_open merges them here.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -402,6 +403,60 @@ static void test_gguf_header_only(void **state)
     assert_non_null(strstr(e.msg, "HTML"));
 }
 
+/* A split set on the host: each part read (its header), the set checked and merged as here. */
+static void test_gguf_split_by_ranges(void **state)
+{
+    struct fx *f = *state;
+    char first[4200];
+    for (int no = 0; no < 3; no++) {
+        struct gb b = {0};
+        char p[4200];
+        snprintf(p, sizeof(p), "%s/m-%05d-of-00003.gguf", f->dir, no + 1);
+        if (!no)
+            snprintf(first, sizeof(first), "%s", p);
+        gb_header(&b, 3, 1, no == 0 ? 4 : 2);
+        if (no == 0) {
+            gb_kv_str(&b, "general.architecture", "llama");
+            gb_kv_u32(&b, "split.tensors.count", 3);
+        }
+        gb_kv_u16(&b, "split.no", (uint16_t)no);
+        gb_kv_u16(&b, "split.count", 3);
+        char name[32];
+        snprintf(name, sizeof(name), "blk.%d.ffn_up.weight", no);
+        gb_tensor(&b, name, 2, (uint64_t[]){8, 2}, 0, 0);
+        gb_pad(&b, 32);
+        swt_write(p, b.p, b.n);
+        gb_free(&b);
+        assert_int_equal(truncate(p, 1ll << 30), 0); /* the data: a hole */
+    }
+    struct sw_plan_model_read st;
+    struct sw_gguf *g = NULL;
+    struct sw_err e;
+    int rc = read_gguf(f, first, &st, &g, &e);
+    if (rc)
+        fail_msg("%s", e.msg);
+    assert_int_equal(g->n_splits, 3);
+    assert_int_equal(g->n_tensors, 3);
+    assert_int_equal(g->file_size, 3ull << 30);
+    assert_int_equal(st.files_read, 3);
+    assert_int_equal(st.file_size, 3ull << 30);
+    assert_true(st.range_bytes >= st.header_bytes);
+    assert_true(st.range_bytes <= st.header_bytes + 3 * SW__REMOTE_CHUNK); /* each part: one read */
+    sw_gguf_free(g);
+    /* again: three stats */
+    assert_int_equal(read_gguf(f, first, &st, &g, &e), 0);
+    assert_int_equal(st.files_cached, 3);
+    assert_int_equal(st.range_bytes, 0);
+    sw_gguf_free(g);
+    /* a part missing on the host */
+    char p[4200];
+    snprintf(p, sizeof(p), "%s/m-00003-of-00003.gguf", f->dir);
+    assert_int_equal(unlink(p), 0);
+    assert_int_equal(read_gguf(f, first, &st, &g, &e), SW_ENOENT);
+    assert_non_null(strstr(e.msg, "split set incomplete"));
+    assert_null(g);
+}
+
 /* A safetensors file: one F32 tensor of rows x 4. */
 static void write_st(const char *path, const char *name, int rows)
 {
@@ -520,6 +575,7 @@ int main(void)
         cmocka_unit_test(test_index_parse),
         cmocka_unit_test_setup_teardown(test_gguf_by_ranges, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gguf_header_only, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_gguf_split_by_ranges, setup, teardown),
         cmocka_unit_test_setup_teardown(test_weights_by_headers, setup, teardown),
     };
     return cmocka_run_group_tests_name("plan_remote", tests, NULL, NULL);
