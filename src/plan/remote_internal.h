@@ -94,8 +94,9 @@ struct sw__remote {
 bool sw__remote_applies(const struct sw_fleet_endpoint *ep);
 /* The same without the declaration: an ssh host and a path there. */
 bool sw__remote_on_host(const struct sw_fleet_endpoint *ep);
-/* Begin a session on ep's host, counting into st (zeroed here, filled as reads go). A host that
- * failed to answer earlier in this process is not asked again (SW_ENET with why). */
+/* Begin a session on ep's host, counting into st (added to: a plan's sessions, the model's, the
+ * draft's, the projector's, count into one). A host that failed to answer earlier in this
+ * process is not asked again (SW_ENET with why). End it in every case. */
 int sw__remote_begin(struct sw__remote *r, const struct sw_fleet_endpoint *ep,
                      struct sw_plan_model_read *st, struct sw_err *e);
 void sw__remote_end(struct sw__remote *r);
