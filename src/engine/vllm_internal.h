@@ -16,4 +16,20 @@ int sw__vllm_diff(const json_t *predicted, const json_t *printed, const json_t *
                   json_t **out, struct sw_err *e);
 int sw__openai_error_shape(int status, const char *body, size_t len, struct sw_engine_error *out);
 
+/* What vLLM's and SGLang's rows are rendered from beyond the endpoint's own fields (their
+ * writers' context, vllm_render.c): the endpoint, its one address, the payload as the engine
+ * sees it. */
+struct sw_fleet_endpoint;
+struct sw_fleet_at;
+struct sw__hf_render {
+    const struct sw_fleet_endpoint *ep;
+    char bind[256];
+    unsigned port;
+    char model[4096];
+};
+/* vllm_render.c: a host path as the engine sees it (through the payload's container mounts when
+ * the endpoint has an image); a path no mount covers is an error at `at`. */
+int sw__engine_path(const struct sw_fleet_endpoint *ep, const char *host_path,
+                    const struct sw_fleet_at *at, char *out, size_t n, struct sw_err *e);
+
 #endif
