@@ -29,6 +29,10 @@ extern const struct sw_flag_table sw_sglang_flags;
 int sw_sglang_read_argv(int argc, char **argv, struct sw_sglang_opts *o,
                         struct sw_engine_argv *line, char *ignored, size_t ignored_n,
                         struct sw_err *e);
+/* A command line the adapter rendered (sw_sglang_render_endpoint: its program first, python3 -m
+ * sglang.launch_server or the endpoint's binary), read as sw_sglang_read_argv reads one. */
+int sw_sglang_read_cmd(const struct sw_engine_cmd *c, struct sw_sglang_opts *o,
+                       struct sw_engine_argv *line, struct sw_err *e);
 /* The same, for the model directory alone (OUT: points into argv). */
 int sw_sglang_parse_argv(int argc, char **argv, struct sw_sglang_opts *o, const char **model_dir,
                          char *ignored, size_t ignored_n, struct sw_err *e);

@@ -206,6 +206,15 @@ int sw_sglang_read_argv(int argc, char **argv, struct sw_sglang_opts *o,
     return rc;
 }
 
+int sw_sglang_read_cmd(const struct sw_engine_cmd *c, struct sw_sglang_opts *o,
+                       struct sw_engine_argv *line, struct sw_err *e)
+{
+    /* the endpoint's own binary is a program the launcher's words do not name */
+    size_t skip = c->argc > 0 && strcmp(c->argv[0], "python3") && strcmp(c->argv[0], "python") &&
+                  strcmp(c->argv[0], "sglang");
+    return sw_sglang_read_argv((int)(c->argc - skip), c->argv + skip, o, line, NULL, 0, e);
+}
+
 int sw_sglang_parse_argv(int argc, char **argv, struct sw_sglang_opts *o, const char **model_dir,
                          char *ignored, size_t ignored_n, struct sw_err *e)
 {

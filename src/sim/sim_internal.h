@@ -149,6 +149,18 @@ void sw__sim_guard_free(struct sw_sim *s);
 /* req was dispatched: the next bytes on its connection begin the next head. */
 void sw__sim_guard_rearm(struct sw_sim *s, struct evhttp_request *req);
 
+/* Where the engine's command line says the sim serves (--host, --port), when the sim was given
+ * no address: host (else 127.0.0.1) and port (else 0, a free one); nothing when neither is. */
+void sw__sim_listen(struct sw_sim *s, const char *host, const char *port);
+/* SGLang's request window: the one given (--context-length, a fleet shape's max_model_len), else
+ * the model's max_position_embeddings; 0 when neither is known (the sim refuses that). */
+int64_t sw__sim_sglang_window(const char *dir, int64_t given);
+/* How a vLLM fleet endpoint's boot ends (sim_headroom.c): c and ep as sim.h's
+ * sw_sim_new_endpoint says. */
+struct sw_fleet_endpoint;
+int sw__sim_vllm_boot(struct sw_fleet_endpoint *ep, const char *ledger, struct sw_sim_config *c,
+                      struct sw_sim_vllm_boot *boot, struct sw_err *e);
+
 /* The HTTP surface and scheduler (sim_http.c). */
 int sw__sim_http_init(struct sw_sim *s, struct sw_err *e);
 void sw__sim_http_ready(struct sw_sim *s);
