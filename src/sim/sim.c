@@ -3,10 +3,10 @@
  * its socket, announces the port, prints the engine's early boot lines, waits the load time with
  * /health answering the engine's "loading" (llama.cpp; vLLM binds its port only when up), then
  * prints the memory lines and either the failure (and stops with the engine's exit status) or
- * "serving" and hands the loop to the HTTP surface (sim_http.c).
+ * "serving" and hands the loop to the HTTP surface (sim_http.c) and its scheduler (sim_sched.c).
  *
- * What it does not do: the HTTP surface or the scheduler (sim_http.c), the boot lines' text
- * (sim_boot.c).
+ * What it does not do: the HTTP surface (sim_http.c and the files it names), the scheduler
+ * (sim_sched.c), or the boot lines' text (sim_boot.c).
  */
 #include "sim_internal.h"
 

@@ -5,7 +5,7 @@
  * measures against the sim depends on the scheduler (a request that arrives during a step waits
  * for the next one; a stream's prefill stalls the others' decode), so the model is fitted through
  * a replica of the scheduler on a virtual clock (sw_sim_predict): the terms that make the replica
- * show what the bench showed. The replica follows sim_http.c's rules (admission at step ends,
+ * show what the bench showed. The replica follows sim_sched.c's rules (admission at step ends,
  * one token per sequence per step, the first token out of the prefill step, the step cost of
  * sw_sim_step_us); tests/real/test_sim_fit.c checks the live sim against the real engine.
  *
