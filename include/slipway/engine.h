@@ -297,10 +297,6 @@ struct sw_bootlog_report {
  * matters, so callers may pass a prefix). */
 #define SW_BOOTLOG_MAX (64u << 20)
 
-/* A boot log read whole, as `slipway bootlog` reads it: path "-" is stdin (*where "<stdin>", else
- * path), at most SW_BOOTLOG_MAX bytes. *text is NUL-terminated; sw_free it. */
-int sw_engine_bootlog_read(const char *path, char **text, size_t *len, const char **where,
-                           struct sw_err *e);
 /* The failure of a boot log's parse (a bootlog's *out and status), new reference: its classified
  * one; "unknown" at the phase it reached for a log that ends without the engine serving and
  * without an error (no success); NULL for a boot that served. */

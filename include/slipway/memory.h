@@ -184,6 +184,8 @@ int sw_flag_clip(const struct sw_flag *f, void *t, const char *flag, const char 
                  struct sw_err *e);
 /* The row's field in the target (or line) of a parse. */
 void *sw_flag_field(const struct sw_flag *f, void *target, void *line);
+/* n into the row's integer field of t, as its type holds it (SW_FLAG_INT, _I64, _U64). */
+void sw_flag_put(const struct sw_flag *f, void *t, int64_t n);
 
 /* ---------------------------------------------------------------------------------------------
  * llama-server's command line.

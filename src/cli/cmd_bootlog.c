@@ -292,9 +292,28 @@ static int cmd_parse(const struct sw_args *a)
 
     char *text = NULL;
     size_t len = 0;
-    int rc = sw_engine_bootlog_read(path, &text, &len, &path, &e);
-    if (rc)
-        return sw_cli_fail(&e, json);
+    int rc;
+    if (!strcmp(path, "-")) {
+        struct sw_buf b;
+        char chunk[65536];
+        size_t n;
+        sw_buf_init(&b, SW_BOOTLOG_MAX);
+        rc = 0;
+        while (!rc && (n = fread(chunk, 1, sizeof(chunk), stdin)) > 0)
+            rc = sw_buf_append(&b, chunk, n);
+        if (rc) {
+            sw_buf_free(&b);
+            sw_err_set(&e, rc, "<stdin>: larger than %u MiB", SW_BOOTLOG_MAX >> 20);
+            return sw_cli_fail(&e, json);
+        }
+        len = b.len;
+        text = sw_buf_steal(&b);
+        path = "<stdin>";
+    } else {
+        rc = sw_read_file(path, SW_BOOTLOG_MAX, &text, &len, &e);
+        if (rc)
+            return sw_cli_fail(&e, json);
+    }
     struct sw_bootlog_hints h = {0};
     h.exit_code = -1;
     h.payload = model;

@@ -16,26 +16,30 @@
 #include <stdio.h>
 #include <string.h>
 
-void sw__list_push(struct sw__list *l, const char *s)
+/* Room for one more entry and the NULL after it (doubling). */
+static bool room(struct sw__list *l)
 {
-    if (l->rc)
-        return;
-    if (l->n + 2 > l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 32;
-        char **v = sw_realloc(l->v, cap * sizeof(*v));
-        if (!v) {
-            l->rc = SW_ENOMEM;
-            return;
-        }
+    if (l->n + 2 <= l->cap)
+        return true;
+    size_t cap = l->cap ? l->cap * 2 : 32;
+    char **v = sw_realloc(l->v, cap * sizeof(*v));
+    if (v) {
         l->v = v;
         l->cap = cap;
     }
-    l->v[l->n] = sw_strdup(s);
-    if (!l->v[l->n]) {
+    return v != NULL;
+}
+
+void sw__list_push(struct sw__list *l, const char *s)
+{
+    if (l->rc)
+        return; /* the first failure stands */
+    char *copy = room(l) ? sw_strdup(s) : NULL;
+    if (!copy) {
         l->rc = SW_ENOMEM;
         return;
     }
-    l->n++;
+    l->v[l->n++] = copy;
     l->v[l->n] = NULL;
 }
 

@@ -13,6 +13,14 @@
 SW_ENGINES(SW_ENGINE_DECL)
 #undef SW_ENGINE_DECL
 
+/* Every engine's liveness request (the OpenAI chat route all three serve): a real generation of
+ * exactly one token. */
+#define SW__LIVENESS_PATH "/v1/chat/completions"
+#define SW__LIVENESS_BODY                                                                          \
+    "{\"messages\":[{\"role\":\"user\",\"content\":\"Say "                                         \
+    "OK.\"}],\"max_tokens\":1,\"temperature\":0,"                                                  \
+    "\"stream\":false}"
+
 /* Copy the text of a log line (without its trailing newline) into dst, bounded. */
 void sw__engine_copy_line(char *dst, size_t n, const char *p, size_t len);
 

@@ -217,11 +217,45 @@ static int set_i64_or_null(json_t *o, const char *k, int64_t v)
     return v < 0 ? sw_json_set_new(o, k, json_null()) : sw_json_set_int(o, k, v);
 }
 
-json_t *sw_engine_llamacpp_report_json(const struct sw_bootlog_report *r)
+/* One KV line's figures, or (prec) the rounding their print allows. */
+static int kv_json(const struct sw_bootlog_kv *kv, bool prec, json_t *k)
+{
+    if (prec)
+        return sw_json_set_int(k, "k_bytes", kv->k_prec) |
+               sw_json_set_int(k, "v_bytes", kv->v_prec);
+    int rc = set_i64_or_null(k, "cells", kv->cells);
+    rc |= set_i64_or_null(k, "layers", kv->layers);
+    rc |= set_i64_or_null(k, "seqs", kv->seqs);
+    rc |= set_i64_or_null(k, "streams", kv->streams);
+    rc |= sw_json_set_str(k, "k_type", kv->k_type);
+    rc |= sw_json_set_str(k, "v_type", kv->v_type);
+    rc |= set_i64_or_null(k, "k_bytes", kv->k_bytes);
+    rc |= set_i64_or_null(k, "v_bytes", kv->v_bytes);
+    return rc | sw_json_set_bool(k, "swa", kv->swa);
+}
+
+/* The recurrent state's figures, or (prec) their rounding; null when the boot printed none. */
+static int recurrent_json(const struct sw_bootlog_report *r, bool prec, json_t *o)
+{
+    json_t *rs = r->has_recurrent ? json_object() : json_null();
+    int rc = sw_json_set_new(o, "recurrent", rs);
+    if (rc || !r->has_recurrent)
+        return rc;
+    if (prec)
+        return sw_json_set_int(rs, "r_bytes", r->recurrent.r_prec) |
+               sw_json_set_int(rs, "s_bytes", r->recurrent.s_prec);
+    rc |= set_i64_or_null(rs, "cells", r->recurrent.cells);
+    rc |= set_i64_or_null(rs, "layers", r->recurrent.layers);
+    rc |= set_i64_or_null(rs, "r_bytes", r->recurrent.r_bytes);
+    return rc | set_i64_or_null(rs, "s_bytes", r->recurrent.s_bytes);
+}
+
+/* The report as plan prints it, or (prec) per byte field the rounding the print allows. */
+static json_t *report_json(const struct sw_bootlog_report *r, bool prec)
 {
     json_t *o = json_object(), *kvs = json_array();
     int rc = (!o || !kvs) ? SW_ENOMEM : 0;
-    if (!rc) {
+    if (!rc && !prec) {
         rc |= set_i64_or_null(o, "n_ctx", r->n_ctx);
         rc |= set_i64_or_null(o, "n_ctx_seq", r->n_ctx_seq);
         rc |= set_i64_or_null(o, "n_seq_max", r->n_seq_max);
@@ -229,42 +263,26 @@ json_t *sw_engine_llamacpp_report_json(const struct sw_bootlog_report *r)
                               r->kv_unified < 0 ? json_null() : json_boolean(r->kv_unified));
     }
     for (size_t i = 0; !rc && i < r->n_kv; i++) {
-        const struct sw_bootlog_kv *kv = &r->kv[i];
         json_t *k = json_object();
         if (!k || json_array_append_new(kvs, k)) {
             rc = SW_ENOMEM;
             break;
         }
-        rc |= set_i64_or_null(k, "cells", kv->cells);
-        rc |= set_i64_or_null(k, "layers", kv->layers);
-        rc |= set_i64_or_null(k, "seqs", kv->seqs);
-        rc |= set_i64_or_null(k, "streams", kv->streams);
-        rc |= sw_json_set_str(k, "k_type", kv->k_type);
-        rc |= sw_json_set_str(k, "v_type", kv->v_type);
-        rc |= set_i64_or_null(k, "k_bytes", kv->k_bytes);
-        rc |= set_i64_or_null(k, "v_bytes", kv->v_bytes);
-        rc |= sw_json_set_bool(k, "swa", kv->swa);
+        rc |= kv_json(&r->kv[i], prec, k);
     }
     if (!rc) {
         rc = sw_json_set_new(o, "kv_caches", kvs);
         kvs = NULL;
     }
-    if (!rc && r->has_recurrent) {
-        json_t *rs = json_object();
-        rc = sw_json_set_new(o, "recurrent", rs);
-        if (!rc) {
-            rc |= set_i64_or_null(rs, "cells", r->recurrent.cells);
-            rc |= set_i64_or_null(rs, "layers", r->recurrent.layers);
-            rc |= set_i64_or_null(rs, "r_bytes", r->recurrent.r_bytes);
-            rc |= set_i64_or_null(rs, "s_bytes", r->recurrent.s_bytes);
-        }
-    } else if (!rc) {
-        rc = sw_json_set_new(o, "recurrent", json_null());
-    }
+    if (!rc)
+        rc = recurrent_json(r, prec, o);
     if (!rc) {
-        rc |= set_i64_or_null(o, "model_bytes", r->model_bytes);
-        rc |= set_i64_or_null(o, "output_bytes", r->output_bytes);
-        rc |= set_i64_or_null(o, "compute_bytes", r->compute_bytes);
+        rc |= set_i64_or_null(o, "model_bytes",
+                              prec && r->model_bytes >= 0 ? r->model_prec : r->model_bytes);
+        rc |= set_i64_or_null(o, "output_bytes",
+                              prec && r->output_bytes >= 0 ? r->output_prec : r->output_bytes);
+        rc |= set_i64_or_null(o, "compute_bytes",
+                              prec && r->compute_bytes >= 0 ? r->compute_prec : r->compute_bytes);
     }
     json_decref(kvs);
     if (rc) {
@@ -274,44 +292,14 @@ json_t *sw_engine_llamacpp_report_json(const struct sw_bootlog_report *r)
     return o;
 }
 
+json_t *sw_engine_llamacpp_report_json(const struct sw_bootlog_report *r)
+{
+    return report_json(r, false);
+}
+
 json_t *sw_engine_llamacpp_precision_json(const struct sw_bootlog_report *r)
 {
-    json_t *o = json_object(), *kvs = json_array();
-    int rc = (!o || !kvs) ? SW_ENOMEM : 0;
-    for (size_t i = 0; !rc && i < r->n_kv; i++) {
-        json_t *k = json_object();
-        if (!k || json_array_append_new(kvs, k)) {
-            rc = SW_ENOMEM;
-            break;
-        }
-        rc |= sw_json_set_int(k, "k_bytes", r->kv[i].k_prec);
-        rc |= sw_json_set_int(k, "v_bytes", r->kv[i].v_prec);
-    }
-    if (!rc) {
-        rc = sw_json_set_new(o, "kv_caches", kvs);
-        kvs = NULL;
-    }
-    if (!rc && r->has_recurrent) {
-        json_t *rs = json_object();
-        rc = sw_json_set_new(o, "recurrent", rs);
-        if (!rc) {
-            rc |= sw_json_set_int(rs, "r_bytes", r->recurrent.r_prec);
-            rc |= sw_json_set_int(rs, "s_bytes", r->recurrent.s_prec);
-        }
-    } else if (!rc) {
-        rc = sw_json_set_new(o, "recurrent", json_null());
-    }
-    if (!rc) {
-        rc |= set_i64_or_null(o, "model_bytes", r->model_bytes < 0 ? -1 : r->model_prec);
-        rc |= set_i64_or_null(o, "output_bytes", r->output_bytes < 0 ? -1 : r->output_prec);
-        rc |= set_i64_or_null(o, "compute_bytes", r->compute_bytes < 0 ? -1 : r->compute_prec);
-    }
-    json_decref(kvs);
-    if (rc) {
-        json_decref(o);
-        return NULL;
-    }
-    return o;
+    return report_json(r, true);
 }
 
 /* The draft model's (-md) own load and context, printed after "loading draft model": read by
@@ -453,9 +441,8 @@ const struct sw_engine sw__engine_llamacpp = {
     .error_shape = llamacpp_error_shape,
     .health_path = "/health",
     .health_loading_status = 503,
-    .liveness_path = "/v1/chat/completions",
-    .liveness_body = "{\"messages\":[{\"role\":\"user\",\"content\":\"Say OK.\"}],"
-                     "\"max_tokens\":1,\"temperature\":0,\"stream\":false}",
+    .liveness_path = SW__LIVENESS_PATH,
+    .liveness_body = SW__LIVENESS_BODY,
     .metrics = llamacpp_metrics,
     .n_metrics = SW_ARRAY_LEN(llamacpp_metrics),
 };

@@ -45,15 +45,6 @@ int sw_sglang_plan_argv(int argc, char **argv, const struct sw_sglang_opts *fact
     return rc;
 }
 
-static const char *find(const char *p, const char *end, const char *needle)
-{
-    size_t n = strlen(needle);
-    for (const char *q = p; q + n <= end; q++)
-        if (*q == *needle && !memcmp(q, needle, n))
-            return q;
-    return NULL;
-}
-
 static bool num(const char *p, const char *end, double *out)
 {
     char b[40];
@@ -69,73 +60,71 @@ static bool num(const char *p, const char *end, double *out)
     return *x == 0 && *out < 9e18; /* callers cast to int64 */
 }
 
+/* One line of an SGLang boot log, [p, le): the figures it prints. */
+static void sglang_line(struct sw_vllm_bootlog *o, const char *p, const char *le)
+{
+    const char *q;
+    double v;
+    q = sw__bootlog_find(p, le, "KV Cache") ? sw__bootlog_find(p, le, "#tokens: ") : NULL;
+    if (q && num(q + 9, le, &v)) {
+        o->has_sglang_kv = true;
+        o->sglang_tokens = (int64_t)v;
+        const char *k = sw__bootlog_find(p, le, "K size: ");
+        if (k && num(k + 8, le, &v))
+            o->sglang_k_gb = v;
+        k = sw__bootlog_find(p, le, "V size: ");
+        if (k && num(k + 8, le, &v))
+            o->sglang_v_gb = v;
+        k = sw__bootlog_find(p, le, "KV size: ");
+        if (k && num(k + 9, le, &v))
+            o->sglang_k_gb = v;
+    }
+    q = sw__bootlog_find(p, le, "max_total_num_tokens=");
+    if (q && num(q + 21, le, &v))
+        o->max_total_num_tokens = (int64_t)v;
+    q = sw__bootlog_find(p, le, "max_running_requests=");
+    if (q && num(q + 21, le, &v))
+        o->max_running_requests = (int64_t)v;
+    q = sw__bootlog_find(p, le, "max_mamba_cache_size: ");
+    if (q && num(q + 22, le, &v))
+        o->mamba_slots = (int64_t)v;
+    q = sw__bootlog_find(p, le, "Load weight end");
+    const char *a = q ? sw__bootlog_find(q, le, "avail mem=") : NULL;
+    q = q ? sw__bootlog_find(q, le, "mem usage=") : NULL;
+    if (q && num(q + 10, le, &v))
+        o->weights_gib = v;
+    if (a && num(a + 10, le, &v) && !o->post_load_avail_gb)
+        o->post_load_avail_gb = v;
+    q = sw__bootlog_find(p, le, "Load weight begin");
+    q = q ? sw__bootlog_find(q, le, "avail mem=") : NULL;
+    if (q && num(q + 10, le, &v) && !o->pre_load_avail_gb)
+        o->pre_load_avail_gb = v; /* the target's; a draft's load comes later */
+    q = sw__bootlog_find(p, le, "Memory pool end");
+    q = q ? sw__bootlog_find(q, le, "avail mem=") : NULL;
+    if (q && num(q + 10, le, &v))
+        o->pool_end_avail_gb = v;
+    q = sw__bootlog_find(p, le, "sglang version ");
+    if (!q)
+        q = sw__bootlog_find(p, le, "SGLang version ");
+    if (q) {
+        q += 15;
+        size_t l = 0;
+        while (q + l < le && !isspace((unsigned char)q[l]) && l + 1 < sizeof(o->engine_version))
+            l++;
+        memcpy(o->engine_version, q, l);
+        o->engine_version[l] = 0;
+    }
+}
+
 int sw_sglang_bootlog_parse(const char *text, size_t len, struct sw_vllm_bootlog *o,
                             struct sw_err *e)
 {
-    memset(o, 0, sizeof(*o));
-    snprintf(o->engine, sizeof(o->engine), "sglang");
-    o->mamba_padding_pct = -1;
-    const char *p = text, *end = text + len;
-    while (p < end) {
-        const char *nl = memchr(p, '\n', (size_t)(end - p));
-        const char *le = nl ? nl : end;
-        const char *q;
-        double v;
-        q = find(p, le, "KV Cache") ? find(p, le, "#tokens: ") : NULL;
-        if (q && num(q + 9, le, &v)) {
-            o->has_sglang_kv = true;
-            o->sglang_tokens = (int64_t)v;
-            const char *k = find(p, le, "K size: ");
-            if (k && num(k + 8, le, &v))
-                o->sglang_k_gb = v;
-            k = find(p, le, "V size: ");
-            if (k && num(k + 8, le, &v))
-                o->sglang_v_gb = v;
-            k = find(p, le, "KV size: ");
-            if (k && num(k + 9, le, &v))
-                o->sglang_k_gb = v;
-        }
-        q = find(p, le, "max_total_num_tokens=");
-        if (q && num(q + 21, le, &v))
-            o->max_total_num_tokens = (int64_t)v;
-        q = find(p, le, "max_running_requests=");
-        if (q && num(q + 21, le, &v))
-            o->max_running_requests = (int64_t)v;
-        q = find(p, le, "max_mamba_cache_size: ");
-        if (q && num(q + 22, le, &v))
-            o->mamba_slots = (int64_t)v;
-        q = find(p, le, "Load weight end");
-        const char *a = q ? find(q, le, "avail mem=") : NULL;
-        q = q ? find(q, le, "mem usage=") : NULL;
-        if (q && num(q + 10, le, &v))
-            o->weights_gib = v;
-        if (a && num(a + 10, le, &v) && !o->post_load_avail_gb)
-            o->post_load_avail_gb = v;
-        q = find(p, le, "Load weight begin");
-        q = q ? find(q, le, "avail mem=") : NULL;
-        if (q && num(q + 10, le, &v) && !o->pre_load_avail_gb)
-            o->pre_load_avail_gb = v; /* the target's; a draft's load comes later */
-        q = find(p, le, "Memory pool end");
-        q = q ? find(q, le, "avail mem=") : NULL;
-        if (q && num(q + 10, le, &v))
-            o->pool_end_avail_gb = v;
-        q = find(p, le, "sglang version ");
-        if (!q)
-            q = find(p, le, "SGLang version ");
-        if (q) {
-            q += 15;
-            size_t l = 0;
-            while (q + l < le && !isspace((unsigned char)q[l]) && l + 1 < sizeof(o->engine_version))
-                l++;
-            memcpy(o->engine_version, q, l);
-            o->engine_version[l] = 0;
-        }
-        p = nl ? nl + 1 : end;
-    }
-    sw__bootlog_classify(text, len, o);
+    const char *end = text + len;
+    sw__bootlog_read(text, len, "sglang", o, sglang_line);
     /* "Not enough memory. Please try to increase --mem-fraction-static." is SGLang's
      * pool-too-small refusal. */
-    const char *nm = find(text, end, "Not enough memory. Please try to increase --mem-fraction");
+    const char *nm =
+        sw__bootlog_find(text, end, "Not enough memory. Please try to increase --mem-fraction");
     if (nm && (!o->st.failed || o->st.failure.cls == SW_BOOT_UNKNOWN)) {
         int line = 1;
         for (const char *x = text; x < nm; x++)
@@ -198,9 +187,8 @@ const struct sw_engine sw__engine_sglang = {
     .error_shape = sw__openai_error_shape,
     .health_path = "/health",
     .health_loading_status = 0,
-    .liveness_path = "/v1/chat/completions",
-    .liveness_body = "{\"messages\":[{\"role\":\"user\",\"content\":\"Say OK.\"}],"
-                     "\"max_tokens\":1,\"temperature\":0,\"stream\":false}",
+    .liveness_path = SW__LIVENESS_PATH,
+    .liveness_body = SW__LIVENESS_BODY,
     .metrics = sglang_metrics,
     .n_metrics = SW_ARRAY_LEN(sglang_metrics),
 };

@@ -24,59 +24,29 @@ static int read_count(const struct sw_flag *f, void *t, const char *flag, const 
                       struct sw_err *e)
 {
     uint64_t u;
-    if (sw_parse_count(v, &u, NULL) || u > (uint64_t)INT64_MAX) {
-        if (f->type == SW_FLAG_INT)
-            *(int *)((char *)t + f->at) = 0;
+    if (sw_parse_count(v, &u, NULL) || u > (uint64_t)INT64_MAX)
         return sw_err_at(e, SW_EINVAL, "<argv>", 0, 0, "%s: \"%s\" is not a whole number", flag, v);
-    }
-    if (f->type == SW_FLAG_INT)
-        *(int *)((char *)t + f->at) = (int)(int64_t)u;
-    else
-        *(int64_t *)((char *)t + f->at) = (int64_t)u;
+    sw_flag_put(f, t, (int64_t)u);
     return 0;
 }
 
-static int number(const char *flag, const char *v, double *out, struct sw_err *e)
-{
-    if (sw_parse_double(v, out, NULL) || *out < 0)
-        return sw_err_at(e, SW_EINVAL, "<argv>", 0, 0, "%s: \"%s\" is not a number", flag, v);
-    return 0;
-}
-
+/* A number >= 0; with the row's arg, a fraction in (0, 1) (--mem-fraction-static). */
 static int read_number(const struct sw_flag *f, void *t, const char *flag, const char *v,
                        struct sw_err *e)
 {
-    return number(flag, v, (double *)((char *)t + f->at), e);
-}
-
-static int read_fraction(const struct sw_flag *f, void *t, const char *flag, const char *v,
-                         struct sw_err *e)
-{
-    double d = 0;
-    int rc = number(flag, v, &d, e);
-    if (!rc && (d <= 0 || d >= 1))
-        rc = sw_err_at(e, SW_ERANGE, "<argv>", 0, 0,
-                       "--mem-fraction-static must be in (0, 1) (got %s)", v);
-    ((struct sw_sglang_opts *)t)->mem_fraction_static = d;
-    return rc;
+    double *d = (double *)((char *)t + f->at);
+    if (sw_parse_double(v, d, NULL) || *d < 0)
+        return sw_err_at(e, SW_EINVAL, "<argv>", 0, 0, "%s: \"%s\" is not a number", flag, v);
+    if (f->arg && (*d <= 0 || *d >= 1))
+        return sw_err_at(e, SW_ERANGE, "<argv>", 0, 0,
+                         "--mem-fraction-static must be in (0, 1) (got %s)", v);
+    return 0;
 }
 
 static int write_model(const struct sw_flag *f, const void *ctx, struct sw_buf *out,
                        struct sw_err *e)
 {
     return sw_buf_puts(out, ((const struct sw__hf_render *)ctx)->model) ? SW_ENOMEM : 1;
-}
-
-static int write_host(const struct sw_flag *f, const void *ctx, struct sw_buf *out,
-                      struct sw_err *e)
-{
-    return sw_buf_puts(out, ((const struct sw__hf_render *)ctx)->bind) ? SW_ENOMEM : 1;
-}
-
-static int write_port(const struct sw_flag *f, const void *ctx, struct sw_buf *out,
-                      struct sw_err *e)
-{
-    return sw_buf_printf(out, "%u", ((const struct sw__hf_render *)ctx)->port) ? SW_ENOMEM : 1;
 }
 
 /* spec_decode.method as SGLang's algorithm: mtp is NEXTN, a draft model STANDALONE */
@@ -121,8 +91,8 @@ static int write_draft_tokens(const struct sw_flag *f, const void *ctx, struct s
 static const struct sw_flag rows[] = {
     /* rendered, in this order, after the program */
     {"--model-path|--model", TEXT, LINE(model_dir), FN(write_model)},
-    {"--host", TEXT, LINE(host), FN(write_host)},
-    {"--port", TEXT, LINE(port), FN(write_port)},
+    {"--host", TEXT, LINE(host), FN(sw__hf_write_host)},
+    {"--port", TEXT, LINE(port), FN(sw__hf_write_port)},
     {"--served-model-name", TEXT, LINE(served_name), .write = SW_FLAG_W_FLEET_STR, FROM(alias)},
     {"--tp-size|--tp|--tensor-parallel-size", RANKS, OPT(tp), U64(tensor_parallel)},
     {"--pp-size|--pipeline-parallel-size", RANKS, OPT(pp), U64(pipeline_parallel)},
@@ -131,7 +101,7 @@ static const struct sw_flag rows[] = {
     {"--kv-cache-dtype", DTYPE, OPT(kv_cache_dtype), .write = SW_FLAG_W_FLEET_STR,
      FROM(shape.kv_cache_dtype)},
     {"--max-total-tokens", COUNT, OPT(max_total_tokens), U64(max_total_tokens)},
-    {"--mem-fraction-static", .value = true, .read = read_fraction, .type = SW_FLAG_F64,
+    {"--mem-fraction-static", .value = true, .read = read_number, .type = SW_FLAG_F64, .arg = 1,
      OPT(mem_fraction_static), .write = SW_FLAG_W_FLEET_F64, FROM(shape.mem_fraction_static)},
     {"--max-mamba-cache-size", COUNT, OPT(max_mamba_cache_size), U64(max_mamba_cache_size)},
     {"--speculative-algorithm", DTYPE, OPT(speculative_algorithm), FN(write_algorithm)},
@@ -173,17 +143,9 @@ static const struct sw_flag rows[] = {
 /* "python[3] -m sglang.launch_server" or "sglang [serve]": before the flags */
 static int skip_launcher(int argc, const char *const *argv)
 {
-    int i = 0;
-    if (i < argc && (!strcmp(argv[i], "python") || !strncmp(argv[i], "python3", 7))) {
-        i++;
-        if (i + 1 < argc && !strcmp(argv[i], "-m"))
-            i += 2;
-    } else if (i < argc && !strcmp(argv[i], "sglang")) {
-        i++;
-        if (i < argc && !strcmp(argv[i], "serve"))
-            i++;
-    }
-    return i;
+    if (argc < 1 || strcmp(argv[0], "sglang"))
+        return sw__hf_skip_python(argc, argv, 0);
+    return argc > 1 && !strcmp(argv[1], "serve") ? 2 : 1;
 }
 
 const struct sw_flag_table sw_sglang_flags = {
@@ -193,17 +155,13 @@ const struct sw_flag_table sw_sglang_flags = {
     .skip = skip_launcher,
 };
 
+#define USAGE "python -m sglang.launch_server --model-path DIR"
+
 int sw_sglang_read_argv(int argc, char **argv, struct sw_sglang_opts *o,
                         struct sw_engine_argv *line, char *ignored, size_t ignored_n,
                         struct sw_err *e)
 {
-    memset(line, 0, sizeof(*line));
-    int rc = sw_flags_parse(&sw_sglang_flags, o, line, argc, (const char *const *)argv, ignored,
-                            ignored_n, e);
-    if (!rc && !line->model_dir)
-        rc = sw_err_at(e, SW_EINVAL, "<argv>", 0, 0,
-                       "no model: expected python -m sglang.launch_server --model-path DIR");
-    return rc;
+    return sw__hf_read(&sw_sglang_flags, argc, argv, o, line, ignored, ignored_n, USAGE, e);
 }
 
 int sw_sglang_read_cmd(const struct sw_engine_cmd *c, struct sw_sglang_opts *o,
@@ -218,8 +176,6 @@ int sw_sglang_read_cmd(const struct sw_engine_cmd *c, struct sw_sglang_opts *o,
 int sw_sglang_parse_argv(int argc, char **argv, struct sw_sglang_opts *o, const char **model_dir,
                          char *ignored, size_t ignored_n, struct sw_err *e)
 {
-    struct sw_engine_argv line;
-    int rc = sw_sglang_read_argv(argc, argv, o, &line, ignored, ignored_n, e);
-    *model_dir = line.model_dir;
-    return rc;
+    return sw__hf_model_dir(&sw_sglang_flags, argc, argv, o, model_dir, ignored, ignored_n, USAGE,
+                            e);
 }

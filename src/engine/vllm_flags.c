@@ -65,22 +65,18 @@ static struct sw_vllm_opts *opts(void *t)
     return t;
 }
 
+/* A whole number as vLLM reads one, bounded by the row's arg: 1, > 0; 1024, 1..1024 ranks. */
 static int read_int(const struct sw_flag *f, void *t, const char *flag, const char *v,
                     struct sw_err *e)
 {
-    return parse_int(flag, v, (int64_t *)((char *)t + f->at), e);
-}
-
-/* -tp/-pp/-dcp/-pcp: 1..1024 ranks */
-static int read_ranks(const struct sw_flag *f, void *t, const char *flag, const char *v,
-                      struct sw_err *e)
-{
     int64_t n = 0;
     int rc = parse_int(flag, v, &n, e);
-    if (!rc && (n < 1 || n > 1024))
+    if (!rc && f->arg == 1024 && (n < 1 || n > 1024))
         rc = sw_err_at(e, SW_ERANGE, "<argv>", 0, 0, "%s must be 1..1024 (got %s)", flag, v);
+    else if (!rc && f->arg == 1 && n <= 0)
+        rc = sw_err_at(e, SW_ERANGE, "<argv>", 0, 0, "%s must be > 0", flag);
     if (!rc)
-        *(int *)((char *)t + f->at) = (int)n;
+        sw_flag_put(f, t, n);
     return rc;
 }
 
@@ -95,22 +91,6 @@ static int read_max_model_len(const struct sw_flag *f, void *t, const char *flag
     else if (!rc && n <= 0)
         rc = sw_err_at(e, SW_ERANGE, "<argv>", 0, 0, "--max-model-len must be > 0");
     opts(t)->max_model_len = n;
-    return rc;
-}
-
-/* --block-size, --kv-cache-memory-bytes: > 0 (into an int64 or a uint64 field) */
-static int read_positive(const struct sw_flag *f, void *t, const char *flag, const char *v,
-                         struct sw_err *e)
-{
-    int64_t n = 0;
-    int parsed = parse_int(flag, v, &n, e);
-    int rc = parsed;
-    if (!rc && n <= 0)
-        rc = sw_err_at(e, SW_ERANGE, "<argv>", 0, 0, "%s must be > 0", flag);
-    if (f->type == SW_FLAG_U64)
-        *(uint64_t *)((char *)t + f->at) = (uint64_t)n;
-    else if (!parsed)
-        *(int64_t *)((char *)t + f->at) = n;
     return rc;
 }
 
@@ -200,18 +180,6 @@ static int write_revision(const struct sw_flag *f, const void *ctx, struct sw_bu
     return sw_buf_puts(out, ep->payload.revision.v) ? SW_ENOMEM : 1;
 }
 
-static int write_host(const struct sw_flag *f, const void *ctx, struct sw_buf *out,
-                      struct sw_err *e)
-{
-    return sw_buf_puts(out, ((const struct sw__hf_render *)ctx)->bind) ? SW_ENOMEM : 1;
-}
-
-static int write_port(const struct sw_flag *f, const void *ctx, struct sw_buf *out,
-                      struct sw_err *e)
-{
-    return sw_buf_printf(out, "%u", ((const struct sw__hf_render *)ctx)->port) ? SW_ENOMEM : 1;
-}
-
 /* spec_decode as vLLM's JSON: the method ("draft" is draft_model), the tokens, the draft's
  * directory as the engine sees it. */
 static int write_spec_config(const struct sw_flag *f, const void *ctx, struct sw_buf *out,
@@ -253,7 +221,7 @@ static int write_spec_config(const struct sw_flag *f, const void *ctx, struct sw
 #define LINE(field) .at = offsetof(struct sw_engine_argv, field)
 #define FROM(field) .from = offsetof(struct sw_fleet_endpoint, field)
 #define INT64       .value = true, .read = read_int, .type = SW_FLAG_I64
-#define RANKS       .value = true, .read = read_ranks, .type = SW_FLAG_INT
+#define RANKS       .value = true, .read = read_int, .type = SW_FLAG_INT, .arg = 1024
 #define DTYPE       .value = true, .read = sw_flag_copy, .type = SW_FLAG_CHARS
 #define TEXT        .value = true, .read = sw_flag_text, .type = SW_FLAG_TEXT
 #define U64(field)  .write = SW_FLAG_W_FLEET_U64, FROM(shape.field)
@@ -265,9 +233,9 @@ static const struct sw_flag rows[] = {
     {"--revision", .value = true, .bits = SW_FLAG_NOTE, .write = SW_FLAG_W_FN,
      .wfn = write_revision},
     {"--host", TEXT, LINE(host), .bits = SW_FLAG_LINE | SW_FLAG_NOTE, .write = SW_FLAG_W_FN,
-     .wfn = write_host},
+     .wfn = sw__hf_write_host},
     {"--port", TEXT, LINE(port), .bits = SW_FLAG_LINE | SW_FLAG_NOTE, .write = SW_FLAG_W_FN,
-     .wfn = write_port},
+     .wfn = sw__hf_write_port},
     {"--served-model-name", TEXT, LINE(served_name), .bits = SW_FLAG_LINE | SW_FLAG_NOTE,
      .write = SW_FLAG_W_FLEET_STR, FROM(alias)},
     {"--tensor-parallel-size|-tp", RANKS, OPT(tp), U64(tensor_parallel)},
@@ -279,12 +247,11 @@ static const struct sw_flag rows[] = {
     {"--max-num-batched-tokens", INT64, OPT(max_num_batched_tokens), U64(max_num_batched_tokens)},
     {"--kv-cache-dtype", DTYPE, OPT(kv_cache_dtype), .write = SW_FLAG_W_FLEET_STR,
      FROM(shape.kv_cache_dtype)},
-    {"--kv-cache-memory-bytes|--kv-cache-memory", .value = true, .read = read_positive,
-     .type = SW_FLAG_U64, OPT(kv_cache_memory_bytes), U64(kv_cache_bytes)},
+    {"--kv-cache-memory-bytes|--kv-cache-memory", .value = true, .read = read_int,
+     .type = SW_FLAG_U64, .arg = 1, OPT(kv_cache_memory_bytes), U64(kv_cache_bytes)},
     {"--gpu-memory-utilization", .value = true, .read = read_utilization, .type = SW_FLAG_F64,
      OPT(gpu_memory_utilization), .write = SW_FLAG_W_FLEET_F64, FROM(shape.gpu_memory_utilization)},
-    {"--block-size", .value = true, .read = read_positive, .type = SW_FLAG_I64, OPT(block_size),
-     U64(block_size)},
+    {"--block-size", INT64, .arg = 1, OPT(block_size), U64(block_size)},
     {"--enable-prefix-caching", .read = sw_flag_set, .type = SW_FLAG_INT, .arg = 1,
      OPT(enable_prefix_caching), .write = SW_FLAG_W_FLEET_IS, FROM(shape.prefix_caching)},
     {"--no-enable-prefix-caching", .read = sw_flag_set, .type = SW_FLAG_INT, .arg = 0,
@@ -338,6 +305,16 @@ static const struct sw_flag rows[] = {
     {"--enable-mfu-metrics", NOTED},
 };
 
+int sw__hf_skip_python(int argc, const char *const *argv, int i)
+{
+    if (i < argc && (!strcmp(argv[i], "python") || !strncmp(argv[i], "python3", 7))) {
+        i++;
+        if (i + 1 < argc && !strcmp(argv[i], "-m"))
+            i += 2;
+    }
+    return i;
+}
+
 /* "vllm serve", ".../vllm", "python[3] -m vllm.entrypoints.openai.api_server": before the flags */
 static int skip_launcher(int argc, const char *const *argv)
 {
@@ -346,12 +323,7 @@ static int skip_launcher(int argc, const char *const *argv)
         i++;
     if (i < argc && !strcmp(argv[i], "serve"))
         i++;
-    if (i < argc && (!strcmp(argv[i], "python") || !strncmp(argv[i], "python3", 7))) {
-        i++;
-        if (i + 1 < argc && !strcmp(argv[i], "-m"))
-            i += 2;
-    }
-    return i;
+    return sw__hf_skip_python(argc, argv, i);
 }
 
 /* `vllm serve DIR`: the first word that is not a flag is the model directory */
@@ -372,23 +344,37 @@ const struct sw_flag_table sw_vllm_flags = {
     .positional = model_word,
 };
 
+int sw__hf_read(const struct sw_flag_table *t, int argc, char **argv, void *o,
+                struct sw_engine_argv *line, char *ignored, size_t ignored_n, const char *usage,
+                struct sw_err *e)
+{
+    memset(line, 0, sizeof(*line));
+    int rc = sw_flags_parse(t, o, line, argc, (const char *const *)argv, ignored, ignored_n, e);
+    if (!rc && !line->model_dir)
+        rc = sw_err_at(e, SW_EINVAL, "<argv>", 0, 0, "no model: expected %s", usage);
+    return rc;
+}
+
+int sw__hf_model_dir(const struct sw_flag_table *t, int argc, char **argv, void *o,
+                     const char **model_dir, char *ignored, size_t ignored_n, const char *usage,
+                     struct sw_err *e)
+{
+    struct sw_engine_argv line;
+    int rc = sw__hf_read(t, argc, argv, o, &line, ignored, ignored_n, usage, e);
+    *model_dir = line.model_dir;
+    return rc;
+}
+
+#define USAGE "`vllm serve MODEL_DIR [flags]` or --model DIR"
+
 int sw_vllm_read_argv(int argc, char **argv, struct sw_vllm_opts *o, struct sw_engine_argv *line,
                       char *ignored, size_t ignored_n, struct sw_err *e)
 {
-    memset(line, 0, sizeof(*line));
-    int rc = sw_flags_parse(&sw_vllm_flags, o, line, argc, (const char *const *)argv, ignored,
-                            ignored_n, e);
-    if (!rc && !line->model_dir)
-        rc = sw_err_at(e, SW_EINVAL, "<argv>", 0, 0,
-                       "no model: expected `vllm serve MODEL_DIR [flags]` or --model DIR");
-    return rc;
+    return sw__hf_read(&sw_vllm_flags, argc, argv, o, line, ignored, ignored_n, USAGE, e);
 }
 
 int sw_vllm_parse_argv(int argc, char **argv, struct sw_vllm_opts *o, const char **model_dir,
                        char *ignored, size_t ignored_n, struct sw_err *e)
 {
-    struct sw_engine_argv line;
-    int rc = sw_vllm_read_argv(argc, argv, o, &line, ignored, ignored_n, e);
-    *model_dir = line.model_dir;
-    return rc;
+    return sw__hf_model_dir(&sw_vllm_flags, argc, argv, o, model_dir, ignored, ignored_n, USAGE, e);
 }

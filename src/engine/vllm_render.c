@@ -145,6 +145,18 @@ static int render(const struct sw_fleet_endpoint *ep, const struct sw_flag_table
     return rc;
 }
 
+int sw__hf_write_host(const struct sw_flag *f, const void *ctx, struct sw_buf *out,
+                      struct sw_err *e)
+{
+    return sw_buf_puts(out, ((const struct sw__hf_render *)ctx)->bind) ? SW_ENOMEM : 1;
+}
+
+int sw__hf_write_port(const struct sw_flag *f, const void *ctx, struct sw_buf *out,
+                      struct sw_err *e)
+{
+    return sw_buf_printf(out, "%u", ((const struct sw__hf_render *)ctx)->port) ? SW_ENOMEM : 1;
+}
+
 /* The render's context: the model as the engine sees it, the one address. */
 static int context(const struct sw_fleet_endpoint *ep, struct sw__hf_render *ctx, struct sw_err *e)
 {

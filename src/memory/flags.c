@@ -50,6 +50,17 @@ void *sw_flag_field(const struct sw_flag *f, void *target, void *line)
     return (char *)(f->bits & SW_FLAG_LINE ? line : target) + f->at;
 }
 
+void sw_flag_put(const struct sw_flag *f, void *t, int64_t n)
+{
+    void *p = (char *)t + f->at;
+    if (f->type == SW_FLAG_INT)
+        *(int *)p = (int)n;
+    else if (f->type == SW_FLAG_U64)
+        *(uint64_t *)p = (uint64_t)n;
+    else
+        *(int64_t *)p = n;
+}
+
 void sw_flags_defaults(const struct sw_flag_table *t, void *target)
 {
     for (size_t i = 0; i < t->n_rows; i++) {

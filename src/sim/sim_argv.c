@@ -53,63 +53,42 @@ static int hf_plan(const char *engine, const struct sw_engine_plan_facts *facts,
     return sw_sim_payload_missing(dir) ? 0 : rc;
 }
 
-static int vllm(int argc, char **argv, uint64_t weights, struct sw_sim_config *c,
-                struct sw_sim **out, struct sw_err *e)
+/* vLLM's or SGLang's line: read through the engine's table, planned by its law (with the free
+ * memory around the load, for SGLang, as it measures it: the device's before, less the weights
+ * after; the pool is then the law's autofit unless the line pins it). */
+static int hf(bool sglang, int argc, char **argv, uint64_t weights, struct sw_sim_config *c,
+              struct sw_sim **out, struct sw_err *e)
 {
-    struct sw_engine_plan_facts facts;
+    struct sw_engine_plan_facts facts = {.gpu_memory = c->device_memory, .weights = weights};
     struct sw_engine_argv line;
-    struct sw_vllm_opts o;
+    struct sw_vllm_opts vo;
+    struct sw_sglang_opts so;
     json_t *plan = NULL;
-    memset(&facts, 0, sizeof(facts));
-    facts.gpu_memory = c->device_memory;
-    facts.weights = weights;
-    sw_vllm_opts_init(&o);
-    int rc = sw_vllm_read_argv(argc, argv, &o, &line, NULL, 0, e);
-    if (!rc)
-        rc = hf_plan("vllm", &facts, argc, argv, line.model_dir, &plan, e);
-    if (rc)
-        return rc;
-    c->tools |= line.auto_tool_choice; /* vLLM's tool parser: "auto" tool choice works */
-    if (!c->alias)
-        c->alias = line.served_name;
-    if (!c->batch_tokens && o.max_num_batched_tokens > 0)
-        c->batch_tokens = o.max_num_batched_tokens;
-    rc = sw_sim_new_vllm(plan, line.model_dir, o.max_num_seqs, c, out, e);
-    if (!rc)
-        sw__sim_listen(*out, line.host, line.port);
-    json_decref(plan);
-    return rc;
-}
-
-static int sglang(int argc, char **argv, uint64_t weights, struct sw_sim_config *c,
-                  struct sw_sim **out, struct sw_err *e)
-{
-    struct sw_engine_plan_facts facts;
-    struct sw_engine_argv line;
-    struct sw_sglang_opts o;
-    json_t *plan = NULL;
-    memset(&facts, 0, sizeof(facts));
-    facts.gpu_memory = c->device_memory;
-    /* the free memory around the load, as SGLang measures it: the device's before, less the
-     * weights after (the pool is then the law's autofit unless the argv pins it) */
-    facts.weights = weights;
-    if (weights && weights < c->device_memory) {
+    int64_t budget, seqs;
+    int rc;
+    if (sglang && weights && weights < c->device_memory) {
         facts.pre_load_free = c->device_memory;
         facts.post_load_avail = c->device_memory - weights;
     }
-    sw_sglang_opts_init(&o);
-    int rc = sw_sglang_read_argv(argc, argv, &o, &line, NULL, 0, e);
+    sw_vllm_opts_init(&vo);
+    sw_sglang_opts_init(&so);
+    rc = sglang ? sw_sglang_read_argv(argc, argv, &so, &line, NULL, 0, e)
+                : sw_vllm_read_argv(argc, argv, &vo, &line, NULL, 0, e);
     if (!rc)
-        rc = hf_plan("sglang", &facts, argc, argv, line.model_dir, &plan, e);
+        rc = hf_plan(sglang ? "sglang" : "vllm", &facts, argc, argv, line.model_dir, &plan, e);
     if (rc)
         return rc;
+    budget = sglang ? so.chunked_prefill_size : vo.max_num_batched_tokens;
+    seqs = sglang ? so.max_running_requests : vo.max_num_seqs;
+    c->tools |= line.auto_tool_choice; /* vLLM's tool parser: "auto" tool choice works */
     if (!c->alias)
         c->alias = line.served_name;
-    if (!c->batch_tokens && o.chunked_prefill_size > 0)
-        c->batch_tokens = o.chunked_prefill_size;
-    rc = sw_sim_new_sglang(plan, line.model_dir,
-                           sw__sim_sglang_window(line.model_dir, o.context_length),
-                           o.max_running_requests, line.metrics, c, out, e);
+    if (!c->batch_tokens && budget > 0)
+        c->batch_tokens = budget;
+    rc = sglang ? sw_sim_new_sglang(plan, line.model_dir,
+                                    sw__sim_sglang_window(line.model_dir, so.context_length), seqs,
+                                    line.metrics, c, out, e)
+                : sw_sim_new_vllm(plan, line.model_dir, seqs, c, out, e);
     if (!rc)
         sw__sim_listen(*out, line.host, line.port);
     json_decref(plan);
@@ -121,10 +100,8 @@ int sw_sim_new_argv(const char *engine, int argc, char **argv, uint64_t weights,
 {
     struct sw_sim_config cc = *c;
     *out = NULL;
-    if (!strcmp(engine, "vllm"))
-        return vllm(argc, argv, weights, &cc, out, e);
-    if (!strcmp(engine, "sglang"))
-        return sglang(argc, argv, weights, &cc, out, e);
+    if (!strcmp(engine, "vllm") || !strcmp(engine, "sglang"))
+        return hf(!strcmp(engine, "sglang"), argc, argv, weights, &cc, out, e);
     if (!strcmp(engine, "llama.cpp") || !strcmp(engine, "llamacpp") ||
         !strcmp(engine, "llama-server"))
         return llamacpp(argc, argv, &cc, out, e);

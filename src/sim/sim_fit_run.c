@@ -76,16 +76,10 @@ static int points_from_ledger(const char *path, const char *endpoint, struct sw_
 static int points_from_file(const char *path, struct sw_sim_point **pts, size_t *n,
                             struct sw_err *e)
 {
-    char *txt = NULL;
-    size_t len = 0;
-    int rc = sw_read_file(path, 256u << 20, &txt, &len, e);
-    if (rc)
-        return rc;
-    json_t *doc = sw_json_parse(txt, len, path, e);
-    sw_free(txt);
+    json_t *doc = sw_json_load_file(path, 256u << 20, e);
     if (!doc)
-        return SW_EPARSE;
-    rc = sw_sim_points_from_bench(doc, path, pts, n, e);
+        return e && e->code ? e->code : SW_EPARSE;
+    int rc = sw_sim_points_from_bench(doc, path, pts, n, e);
     json_decref(doc);
     return rc;
 }

@@ -99,12 +99,10 @@ int sw__sim_vllm_boot(struct sw_fleet_endpoint *ep, const char *ledger_path,
         goto out;
     if (!fit->headroom.have || !fit->headroom.consistent)
         goto out;
+    /* the shape as the ledger keys it, which the model's pools are read by */
     raw = sw_plan_shape(ep);
-    if (!raw) {
-        rc = sw_err_set(e, SW_ENOMEM, "out of memory");
-        goto out;
-    }
-    rc = sw_ledger_shape_canon(raw, &canon, NULL, NULL, e);
+    rc = raw ? sw_ledger_shape_canon(raw, &canon, NULL, NULL, e)
+             : sw_err_set(e, SW_ENOMEM, "out of memory");
     if (rc)
         goto out;
     struct sw_headroom_shape hs;

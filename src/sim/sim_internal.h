@@ -182,7 +182,6 @@ void sw__sim_admit(struct sw_sim *s);
 void sw__sim_schedule_step(struct sw_sim *s);
 /* Every request, running or queued, dropped without a reply. */
 void sw__sim_drop_all(struct sw_sim *s);
-void sw__sim_req_free(struct sw__sim_req *r);
 /* r's connection no longer tells r that its client went away. */
 void sw__sim_detach(struct sw__sim_req *r);
 int sw__sim_n_running(const struct sw_sim *s);

@@ -20,7 +20,7 @@
 /* ---------------------------------------------------------------------------------------------
  * Requests and the scheduler.
  */
-void sw__sim_req_free(struct sw__sim_req *r)
+static void req_free(struct sw__sim_req *r)
 {
     if (!r)
         return;
@@ -213,7 +213,7 @@ static void reset_slot(struct sw_sim *s, int i)
     if (c)
         evhttp_connection_free(c);
     s->slots[i] = NULL;
-    sw__sim_req_free(r);
+    req_free(r);
 }
 
 /* Speculative decoding (cfg.spec_accept): one draft of n_spec tokens for r's decode step; how
@@ -251,7 +251,7 @@ static void step_end(struct sw_sim *s)
             continue;
         if (!r->http) { /* the client went away */
             s->slots[i] = NULL;
-            sw__sim_req_free(r);
+            req_free(r);
             continue;
         }
         if (!r->in_step) /* not in the step that ended */
@@ -278,7 +278,7 @@ static void step_end(struct sw_sim *s)
                                r->tool_off < r->tool_args.len || !r->tool_args.len ? "length"
                                                                                    : "tool_calls");
                 s->slots[i] = NULL;
-                sw__sim_req_free(r);
+                req_free(r);
             }
             continue;
         }
@@ -310,7 +310,7 @@ static void step_end(struct sw_sim *s)
         } else if (r->n_gen >= r->max_tokens) {
             sw__sim_finish(s, r, "length");
             s->slots[i] = NULL;
-            sw__sim_req_free(r);
+            req_free(r);
         }
     }
     if (s->crash_pending) {
@@ -436,7 +436,7 @@ void sw__sim_drop_all(struct sw_sim *s)
     for (int i = 0; s->slots && i < s->n_slots; i++) {
         if (s->slots[i]) {
             sw__sim_detach(s->slots[i]);
-            sw__sim_req_free(s->slots[i]);
+            req_free(s->slots[i]);
             s->slots[i] = NULL;
         }
     }
@@ -444,7 +444,7 @@ void sw__sim_drop_all(struct sw_sim *s)
         struct sw__sim_req *r = s->queue_head;
         s->queue_head = r->next;
         sw__sim_detach(r);
-        sw__sim_req_free(r);
+        req_free(r);
     }
     s->queue_tail = NULL;
 }
