@@ -2,7 +2,9 @@
  * memory: the engines' memory laws. Given a normalized architecture (slipway/arch.h) and the
  * engine's own launch flags, each law predicts what the engine allocates and what it PRINTS at boot.
  *
- * This header holds the llama.cpp (llama-server) law. It mirrors the pinned llama.cpp (80fb11a):
+ * This header holds the llama.cpp (llama-server) law, and the flag tables every engine's command
+ * line is read through (memory/flags.c: the llama-server reader here is the lowest that needs
+ * them; engine/ reads vLLM's and SGLang's through them and renders all three). It mirrors the pinned llama.cpp (80fb11a):
  * the server's flag defaults (common/arg.cpp, common/common.h, tools/server/server.cpp), context
  * setup (src/llama-context.cpp), the memory module each architecture gets
  * (src/llama-model.cpp llama_model::create_memory) and the caches' own sizes

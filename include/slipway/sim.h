@@ -1,8 +1,9 @@
 /*
  * sim: an engine stand-in that boots, schedules, streams and fails like the real ones, driven by
  * the same laws as `slipway plan`. A sim is made from a plan (sw_plan_endpoint for a fleet
- * endpoint or a verbatim llama-server command line; the vLLM law's plan object for `vllm serve`)
- * and then run on one libevent loop:
+ * endpoint or a verbatim llama-server command line; the vLLM law's plan object for `vllm serve`:
+ * sw_sim_new_argv makes one from an engine's own command line, sw_sim_new_endpoint from a fleet
+ * endpoint) and then run on one libevent loop:
  *   - boot: the engine's own boot-log lines carrying the law's numbers (llama-server's
  *     llama_context / llama_kv_cache / buffer lines; vLLM's "GPU KV cache size" and "Maximum
  *     concurrency" lines), so `slipway bootlog parse` reads them and `bootlog diff` matches them
