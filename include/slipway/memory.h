@@ -96,8 +96,8 @@ enum sw_flag_write {
     SW_FLAG_W_FN,        /* the row's wfn says */
 };
 
-/* Reads v (NULL for a switch) into the row's field in t, the target the row's `line` picks. flag
- * is the spelling errors name. */
+/* Reads v (NULL for a switch) into the row's field in t, the target its SW_FLAG_LINE bit picks.
+ * flag is the spelling errors name. */
 typedef int (*sw_flag_read_fn)(const struct sw_flag *f, void *t, const char *flag, const char *v,
                                struct sw_err *e);
 /* A row's own renderer (SW_FLAG_W_FN): the value's text appended to out, from the adapter's
@@ -121,7 +121,8 @@ struct sw_flag {
     enum sw_flag_type type;
     unsigned bits;   /* SW_FLAG_LINE, SW_FLAG_NOTE */
     size_t at, size; /* the field: its offset in the target, its bytes */
-    /* the value a switch stands for (read and written), or the least an integer reader takes */
+    /* the row's parameter: the value a switch stands for (read and written), the bound a number
+     * reader checks (its table says which) */
     int64_t arg;
     int64_t dflt; /* the field's default, when has_dflt (sw_flags_defaults) */
     bool has_dflt;
