@@ -297,6 +297,14 @@ struct sw_bootlog_report {
  * matters, so callers may pass a prefix). */
 #define SW_BOOTLOG_MAX (64u << 20)
 
+/* The failure of a boot log's parse (a bootlog's *out and status), new reference: its classified
+ * one; "unknown" at the phase it reached for a log that ends without the engine serving and
+ * without an error (no success); NULL for a boot that served. */
+json_t *sw_engine_boot_failure(const json_t *parsed, const struct sw_boot_status *st);
+/* A JSON file holding the object itself or {"<key>": object} (a report as plan --json prints it,
+ * a shape): new reference, or NULL with e set. */
+json_t *sw_engine_json_inner(const char *path, const char *key, struct sw_err *e);
+
 /* Parse a llama-server log. Never fails on content (unknown lines are skipped); SW_EINVAL only
  * for NULL text with len > 0. */
 int sw_engine_llamacpp_bootlog(const char *text, size_t len, const struct sw_bootlog_hints *hints,

@@ -20,7 +20,20 @@ extern "C" {
 
 struct sw_fleet_endpoint;
 
-/* `python -m sglang.launch_server --model-path DIR [flags]` (or `sglang serve`), verbatim. */
+/* SGLang's flags, one row each (engine/sglang_flags.c): read into struct sw_sglang_opts and
+ * struct sw_engine_argv (engine_vllm.h), rendered from a fleet endpoint in the rows' order. */
+extern const struct sw_flag_table sw_sglang_flags;
+
+/* `python -m sglang.launch_server --model-path DIR [flags]` (or `sglang serve`), verbatim, read
+ * through sw_sglang_flags into o and line (OUT); flags the law does not model in `ignored`. */
+int sw_sglang_read_argv(int argc, char **argv, struct sw_sglang_opts *o,
+                        struct sw_engine_argv *line, char *ignored, size_t ignored_n,
+                        struct sw_err *e);
+/* A command line the adapter rendered (sw_sglang_render_endpoint: its program first, python3 -m
+ * sglang.launch_server or the endpoint's binary), read as sw_sglang_read_argv reads one. */
+int sw_sglang_read_cmd(const struct sw_engine_cmd *c, struct sw_sglang_opts *o,
+                       struct sw_engine_argv *line, struct sw_err *e);
+/* The same, for the model directory alone (OUT: points into argv). */
 int sw_sglang_parse_argv(int argc, char **argv, struct sw_sglang_opts *o, const char **model_dir,
                          char *ignored, size_t ignored_n, struct sw_err *e);
 int sw_sglang_plan_argv(int argc, char **argv, const struct sw_sglang_opts *facts,

@@ -12,6 +12,7 @@
 
 #include <slipway/core.h>
 #include <slipway/engine.h>
+#include <slipway/memory.h>
 #include <slipway/vllm.h>
 
 #ifdef __cplusplus
@@ -19,11 +20,31 @@ extern "C" {
 #endif
 
 /*
- * Command line: `vllm serve MODEL_DIR [flags]` or `python -m vllm.entrypoints.openai.api_server
- * --model DIR [flags]`, flags verbatim. model_dir (OUT) points into argv. Flags slipway does not
- * model are listed in `ignored` (comma-separated) rather than refused; a malformed value of a
- * modelled flag is an error naming the flag.
+ * What a vLLM or SGLang command line says beyond the law's options, as its flag table reads it
+ * (pointing into argv; NULL when not given): the model directory, where the server listens and
+ * the name it serves; whether "auto" tool choice works (vLLM's --enable-auto-tool-choice) and
+ * whether it serves /metrics (SGLang's --enable-metrics). The sim serves by them.
  */
+struct sw_engine_argv {
+    const char *model_dir;
+    const char *host, *port, *served_name;
+    bool auto_tool_choice;
+    bool metrics;
+};
+
+/* vLLM's flags, one row each (engine/vllm_flags.c): read into struct sw_vllm_opts and struct
+ * sw_engine_argv, rendered from a fleet endpoint in the rows' order. */
+extern const struct sw_flag_table sw_vllm_flags;
+
+/*
+ * Command line: `vllm serve MODEL_DIR [flags]` or `python -m vllm.entrypoints.openai.api_server
+ * --model DIR [flags]`, flags verbatim, read through sw_vllm_flags into o and line (OUT). Flags
+ * slipway does not model are listed in `ignored` (comma-separated) rather than refused; a
+ * malformed value of a modelled flag is an error naming the flag.
+ */
+int sw_vllm_read_argv(int argc, char **argv, struct sw_vllm_opts *o, struct sw_engine_argv *line,
+                      char *ignored, size_t ignored_n, struct sw_err *e);
+/* The same, for the model directory alone (OUT: points into argv). */
 int sw_vllm_parse_argv(int argc, char **argv, struct sw_vllm_opts *o, const char **model_dir,
                        char *ignored, size_t ignored_n, struct sw_err *e);
 /* When the pool is not pinned and no weights were given: the checkpoint's safetensors bytes in

@@ -1,8 +1,9 @@
 /*
  * sim: an engine stand-in that boots, schedules, streams and fails like the real ones, driven by
  * the same laws as `slipway plan`. A sim is made from a plan (sw_plan_endpoint for a fleet
- * endpoint or a verbatim llama-server command line; the vLLM law's plan object for `vllm serve`)
- * and then run on one libevent loop:
+ * endpoint or a verbatim llama-server command line; the vLLM law's plan object for `vllm serve`:
+ * sw_sim_new_argv makes one from an engine's own command line, sw_sim_new_endpoint from a fleet
+ * endpoint) and then run on one libevent loop:
  *   - boot: the engine's own boot-log lines carrying the law's numbers (llama-server's
  *     llama_context / llama_kv_cache / buffer lines; vLLM's "GPU KV cache size" and "Maximum
  *     concurrency" lines), so `slipway bootlog parse` reads them and `bootlog diff` matches them
@@ -223,6 +224,37 @@ int sw_sim_new_vllm_boot(const json_t *plan, const char *model_dir, int64_t max_
                          struct sw_sim **out, struct sw_err *e);
 
 /*
+ * A sim from an engine's own command line, verbatim (`slipway sim --engine E -- ARGV`), read through
+ * the engine's flag table: llama.cpp's planned by sw_plan_endpoint (c->device_memory as a CPU
+ * build's host memory), vLLM's and SGLang's by their law (sw_engine_plan_argv, with
+ * c->device_memory and `weights`, the weights' bytes as loaded or 0: vLLM's budget term; SGLang's
+ * free memory around the load, with c->device_memory). The sim serves where the line says
+ * (--host, --port) unless c->listen is given, under the line's name (llama.cpp -a, vLLM and SGLang
+ * --served-model-name) unless c->alias is; vLLM's --enable-auto-tool-choice makes "auto" tool
+ * choice work, SGLang's --enable-metrics serves /metrics, SGLang's window is --context-length (else
+ * the model's max_position_embeddings), and a step's budget is the line's (vLLM
+ * --max-num-batched-tokens, SGLang --chunked-prefill-size) unless c->batch_tokens is set. A plan
+ * the law cannot make for a payload that is there is an error; for one that is not, the sim boots
+ * and fails as the engine does. engine: "llama.cpp" ("llamacpp", "llama-server"), "vllm" or
+ * "sglang"; another is SW_EUNSUPPORTED. Free with sw_sim_free.
+ */
+int sw_sim_new_argv(const char *engine, int argc, char **argv, uint64_t weights,
+                    const struct sw_sim_config *c, struct sw_sim **out, struct sw_err *e);
+
+/*
+ * A sim of a fleet endpoint, planned by sw_plan_endpoint (f may be NULL for llama.cpp): it serves
+ * under the endpoint's alias unless c->alias is given, a step's budget is the shape's
+ * max_num_batched_tokens unless c->batch_tokens is set. A vLLM endpoint's boot ends as its
+ * declared compile constraint says, or, with `ledger` (a path; NULL: none) and a fork profile, as
+ * the headroom model fitted on the endpoint's recorded boots says (docs/sim.md): an engine-sized
+ * pool the model predicts is then pinned on ep (shape.kv_cache_bytes) so the law prints its
+ * tokens. An SGLang endpoint's window is its max_model_len, else the model's. Free with
+ * sw_sim_free.
+ */
+int sw_sim_new_endpoint(const struct sw_fleet *f, struct sw_fleet_endpoint *ep, const char *ledger,
+                        const struct sw_sim_config *c, struct sw_sim **out, struct sw_err *e);
+
+/*
  * Boot and serve until SIGTERM/SIGINT (handled on the loop) or a boot failure. *exit_status
  * receives what the engine would exit with (llama-server: 1 on a load failure; vLLM: 1 on a boot
  * failure; 0 after a clean shutdown). Returns 0, or an error the sim itself hit (cannot bind).
@@ -307,6 +339,34 @@ struct sw_fleet_endpoint;
  * when absent). Appended to *pts. */
 int sw_sim_points_from_fleet(const struct sw_fleet_endpoint *ep, struct sw_sim_point **pts,
                              size_t *n, struct sw_err *e);
+
+/* Where `slipway sim fit FLEET --endpoint E` writes its fit: E.sim-fit.json beside FLEET. */
+void sw_sim_fit_path(const char *fleet, const char *endpoint, char *out, size_t n);
+/* The timing of E.sim-fit.json beside FLEET over *t when the file is there (0 and *t as it was
+ * when it is not), then *t's own terms that `keep` names (SW_SIM_FIT_* bits: the ones given on
+ * the command line) over the fit's. */
+int sw_sim_timing_beside(const char *fleet, const char *endpoint, unsigned keep,
+                         struct sw_sim_timing *t, struct sw_err *e);
+
+/* `slipway sim fit`: what to fit on. */
+struct sw_sim_fit_req {
+    const char *fleet;        /* a fleet file: the endpoint's declared figures (NULL: none) */
+    const char *endpoint;     /* the endpoint (required with fleet; with ledger: its runs only) */
+    const char *ledger;       /* a ledger's `slipway bench` runs (NULL: none) */
+    const char *const *bench; /* `slipway bench --json` files */
+    size_t n_bench;
+    int64_t slots;        /* the engine's slots; 0: the highest concurrency measured */
+    int64_t batch_tokens; /* a step's token budget */
+    const char *out;      /* where the fit is written; NULL: beside the fleet (with fleet), else
+                             nowhere */
+};
+/*
+ * Gather the points (the fleet's declared figures, the ledger's closed-loop bench runs, the bench
+ * files), pool each workload's runs, fit the timing model, and write the fit file. *doc: {timing,
+ * fitted, slots, max_batched_tokens, figures, max_err_pct, rms_err_pct, points[...], out} (docs/sim.md
+ * "Calibration"), "out" only when written. SW_ENOENT when no figure is there to fit.
+ */
+int sw_sim_fit_run(const struct sw_sim_fit_req *q, json_t **doc, struct sw_err *e);
 
 /* {"decode_base_us": ..., ...}: new reference, NULL on OOM. */
 json_t *sw_sim_timing_json(const struct sw_sim_timing *t);

@@ -331,20 +331,20 @@ static int cmd_parse(const struct sw_args *a)
     return st.failed || !st.booted ? SW_EXIT_FAIL : SW_EXIT_OK;
 }
 
-/* One value of a diff row as the table shows it: integers and reals (vLLM's and SGLang's
- * figures) as numbers, strings and booleans as they are, anything else "-". */
-static void diff_cell(const json_t *v, char *out, size_t n)
+/* One value of a diff row as the table shows it, right-aligned in width: integers and reals
+ * (vLLM's and SGLang's figures) as numbers, strings and booleans as they are, anything else "-". */
+static void print_cell(const json_t *v, int width)
 {
     if (json_is_integer(v))
-        snprintf(out, n, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+        printf(" %*" JSON_INTEGER_FORMAT, width, json_integer_value(v));
     else if (json_is_real(v))
-        snprintf(out, n, "%.6g", json_real_value(v));
+        printf(" %*.6g", width, json_real_value(v));
     else if (json_is_string(v))
-        snprintf(out, n, "%s", json_string_value(v));
+        printf(" %*.31s", width, json_string_value(v));
     else if (json_is_boolean(v))
-        snprintf(out, n, "%s", json_is_true(v) ? "true" : "false");
+        printf(" %*s", width, json_is_true(v) ? "true" : "false");
     else
-        snprintf(out, n, "-");
+        printf(" %*s", width, "-");
 }
 
 static void print_human_diff(const json_t *d)
@@ -355,9 +355,7 @@ static void print_human_diff(const json_t *d)
            "tolerance");
     json_array_foreach(json_object_get(d, "fields"), i, f)
     {
-        char p[32], q[32], dl[32] = "";
-        diff_cell(json_object_get(f, "predicted"), p, sizeof(p));
-        diff_cell(json_object_get(f, "printed"), q, sizeof(q));
+        char dl[32] = "";
         const json_t *dj = json_object_get(f, "delta");
         if (json_is_integer(dj))
             snprintf(dl, sizeof(dl), "%+" JSON_INTEGER_FORMAT, json_integer_value(dj));
@@ -373,8 +371,10 @@ static void print_human_diff(const json_t *d)
         const char *verdict = json_string_value(json_object_get(f, "verdict"));
         if (!strcmp(verdict, "estimate"))
             snprintf(tb, sizeof(tb), "%s", json_string_value(json_object_get(f, "note")));
-        printf("%-28s %16s %16s %10s  %-13s %s\n", json_string_value(json_object_get(f, "field")),
-               p, q, dl, verdict, tb);
+        printf("%-28s", json_string_value(json_object_get(f, "field")));
+        print_cell(json_object_get(f, "predicted"), 16);
+        print_cell(json_object_get(f, "printed"), 16);
+        printf(" %10s  %-13s %s\n", dl, verdict, tb);
     }
     printf("%s: %" JSON_INTEGER_FORMAT " mismatch(es)\n",
            json_is_true(json_object_get(d, "match")) ? "MATCH" : "MISMATCH",
@@ -418,19 +418,6 @@ static int cmd_diff(const struct sw_args *args)
     return code;
 }
 
-/* A JSON file holding either the object itself or {"<key>": object} (as plan --json prints). */
-static json_t *load_inner(const char *path, const char *key, struct sw_err *e)
-{
-    json_t *j = sw_json_load_file(path, 16u << 20, e);
-    json_t *in = json_object_get(j, key);
-    if (json_is_object(in)) {
-        json_incref(in);
-        json_decref(j);
-        return in;
-    }
-    return j;
-}
-
 static int cmd_record(const struct sw_args *a)
 {
     const char *engine = sw_args_str(a, "engine"), *model = sw_args_str(a, "model");
@@ -462,12 +449,12 @@ static int cmd_record(const struct sw_args *a)
     int64_t id = 0;
     int rc = sw_read_file(path, SW_BOOTLOG_MAX, &text, &len, &e);
     if (!rc && shape_path) {
-        shape = load_inner(shape_path, "shape", &e);
+        shape = sw_engine_json_inner(shape_path, "shape", &e);
         if (!shape)
             rc = e.code;
     }
     if (!rc && pred_path) {
-        pred = load_inner(pred_path, "report", &e);
+        pred = sw_engine_json_inner(pred_path, "report", &e);
         if (!pred)
             rc = e.code;
     }
@@ -477,14 +464,7 @@ static int cmd_record(const struct sw_args *a)
         rc = eng->bootlog(text, len, path, model ? &h : NULL, &o, &st, &e);
     if (rc)
         goto out;
-    failure = json_incref(json_object_get(o, "failure"));
-    if (!json_is_object(failure) && !st.booted) {
-        /* a log that ends without the engine serving and without an error is no success */
-        json_decref(failure);
-        failure =
-            json_pack("{s:s,s:O,s:s}", "class", "unknown", "phase", json_object_get(o, "phase"),
-                      "message", "the log ends before the engine served, without an error");
-    }
+    failure = sw_engine_boot_failure(o, &st);
     b.failure = json_is_object(failure) ? failure : NULL;
     b.report = json_is_object(json_object_get(o, "report")) ? json_object_get(o, "report") : NULL;
     b.predicted = pred;

@@ -134,6 +134,18 @@ json_t *sw_boot_failure_to_json(const struct sw_boot_failure *f)
     return j;
 }
 
+json_t *sw_engine_boot_failure(const json_t *parsed, const struct sw_boot_status *st)
+{
+    json_t *failure = json_object_get(parsed, "failure");
+    if (json_is_object(failure))
+        return json_incref(failure);
+    if (st->booted)
+        return NULL;
+    /* a log that ends without the engine serving and without an error is no success */
+    return json_pack("{s:s,s:O,s:s}", "class", "unknown", "phase", json_object_get(parsed, "phase"),
+                     "message", "the log ends before the engine served, without an error");
+}
+
 void sw_engine_cmd_free(struct sw_engine_cmd *c)
 {
     if (!c)

@@ -13,6 +13,14 @@
 SW_ENGINES(SW_ENGINE_DECL)
 #undef SW_ENGINE_DECL
 
+/* Every engine's liveness request (the OpenAI chat route all three serve): a real generation of
+ * exactly one token. */
+#define SW__LIVENESS_PATH "/v1/chat/completions"
+#define SW__LIVENESS_BODY                                                                          \
+    "{\"messages\":[{\"role\":\"user\",\"content\":\"Say "                                         \
+    "OK.\"}],\"max_tokens\":1,\"temperature\":0,"                                                  \
+    "\"stream\":false}"
+
 /* Copy the text of a log line (without its trailing newline) into dst, bounded. */
 void sw__engine_copy_line(char *dst, size_t n, const char *p, size_t len);
 
@@ -27,6 +35,26 @@ void sw__engine_copy_line(char *dst, size_t n, const char *p, size_t len);
 bool sw__bootlog_not_this_engine(const char *text, size_t len, const char *where,
                                  const char *engine, const struct sw_bootlog_hints *hints,
                                  struct sw_boot_status *st);
+
+/* argv.c: a list being built (an argv, an environment): NULL-terminated at every step; rc keeps
+ * the first failure and every later push does nothing, so a list is checked once, at the end. */
+struct sw__list {
+    char **v;
+    size_t n, cap;
+    int rc;
+};
+void sw__list_push(struct sw__list *l, const char *s);
+/* "NAME=VALUE" (the copy it was built in is wiped: a value may be a secret). */
+void sw__list_push_env(struct sw__list *l, const char *name, const char *value);
+void sw__list_free(struct sw__list *l);
+/* Both lists into c, which owns them then; the first failure of either is returned, and both
+ * are freed. */
+int sw__cmd_take(struct sw_engine_cmd *c, struct sw__list *argv, struct sw__list *env);
+/* Every row of t that its source says to write, in the table's order: the rows' `from` offsets
+ * into src, their own writers (SW_FLAG_W_FN) given ctx. The flag is the row's first spelling. */
+struct sw_flag_table;
+int sw__argv_render(const struct sw_flag_table *t, const void *src, const void *ctx,
+                    struct sw__list *out, struct sw_err *e);
 
 /* launch_fleet.c: the table's render for llama.cpp (sw_engine_launch_from_fleet, then
  * sw_engine_llamacpp_render). */

@@ -2,9 +2,10 @@
  * engine/llamacpp: the llama.cpp (llama-server) adapter: its table entry, argv/env rendering,
  * the JSON views of its boot report, its HTTP error shape and its /metrics names.
  *
- * Render writes every knob it is given explicitly (so the boot does not depend on llama-server's
- * defaults or on LLAMA_ARG_* variables, which deploy also strips from the child's environment)
- * and adds `-lv 4`: the pinned llama-server prints llama's INFO messages (the memory lines) only
+ * Render writes every knob it is given explicitly, through llama-server's flag table (the rows of
+ * memory.h's SW_LLAMACPP_RENDERED, the same the law's reader reads: so the boot does not depend on
+ * llama-server's defaults or on LLAMA_ARG_* variables, which deploy also strips from the child's
+ * environment) and adds `-lv 4`: the pinned llama-server prints llama's INFO messages (the memory lines) only
  * at verbosity >= LOG_LEVEL_TRACE (common/log.cpp common_log_get_verbosity; default is 3).
  * The API key goes to LLAMA_API_KEY (common/arg.cpp: --api-key .set_env("LLAMA_API_KEY")):
  * a secret in argv is readable by every user through /proc/PID/cmdline.
@@ -14,7 +15,10 @@
  */
 #include "engine_internal.h"
 
+#include <slipway/memory.h>
+
 #include <inttypes.h>
+#include <stddef.h>
 #include <string.h>
 #include <strings.h>
 #include <unistd.h>
@@ -22,63 +26,31 @@
 #include <stdio.h>
 
 /* ---------------------------------------------------------------------------------------------
- * Render.
+ * Render: memory.h's rendered rows of llama-server's table (SW_LLAMACPP_RENDERED), each from its
+ * field of the launch.
  */
-struct argv_b {
-    char **v;
-    size_t n, cap;
-    int rc;
+/* llama-server's listen address when its command line names none. */
+#define LLAMACPP_DEFAULT_HOST "127.0.0.1"
+#define LLAMACPP_DEFAULT_PORT 8080
+
+/* How the rows are written, as they name it (memory.h "Engine command lines as flag tables"). */
+#define WR_STR       .write = SW_FLAG_W_STR
+#define WR_HOST      .write = SW_FLAG_W_STR_OR, .wtext = LLAMACPP_DEFAULT_HOST
+#define WR_UINT      .write = SW_FLAG_W_UINT
+#define WR_U64       .write = SW_FLAG_W_U64
+#define WR_IS1       .write = SW_FLAG_W_IS, .arg = 1
+#define WR_IS0       .write = SW_FLAG_W_IS, .arg = 0
+#define WR_LAYERS    .write = SW_FLAG_W_LAYERS
+#define WR_THREADS   .write = SW_FLAG_W_INT_POS
+#define WR_VERBOSITY .write = SW_FLAG_W_INT_OR, .wnum = SW_ENGINE_LLAMACPP_VERBOSITY
+#define ROW(n, rd, field, d, wr, src)                                                              \
+    {.names = (n), WR_##wr, .from = offsetof(struct sw_engine_launch, src)},
+
+static const struct sw_flag rendered[] = {SW_LLAMACPP_RENDERED(ROW)};
+static const struct sw_flag_table rendered_table = {
+    .rows = rendered,
+    .n_rows = SW_ARRAY_LEN(rendered),
 };
-
-static void push(struct argv_b *b, const char *s)
-{
-    if (b->rc)
-        return;
-    if (b->n + 2 > b->cap) {
-        size_t cap = b->cap ? b->cap * 2 : 32;
-        char **v = sw_realloc(b->v, cap * sizeof(*v));
-        if (!v) {
-            b->rc = SW_ENOMEM;
-            return;
-        }
-        b->v = v;
-        b->cap = cap;
-    }
-    b->v[b->n] = sw_strdup(s);
-    if (!b->v[b->n]) {
-        b->rc = SW_ENOMEM;
-        return;
-    }
-    b->n++;
-    b->v[b->n] = NULL;
-}
-
-static void push_u64(struct argv_b *b, const char *flag, uint64_t v)
-{
-    char num[32];
-    snprintf(num, sizeof(num), "%" PRIu64, v);
-    push(b, flag);
-    push(b, num);
-}
-
-static void free_b(struct argv_b *b)
-{
-    for (size_t i = 0; i < b->n; i++)
-        sw_free(b->v[i]);
-    sw_free(b->v);
-    memset(b, 0, sizeof(*b));
-}
-
-static bool is_cache_type(const char *t)
-{
-    /* what common/arg.cpp kv_cache_types accepts */
-    static const char *const ok[] = {"f32",  "f16",    "bf16", "q8_0", "q4_0",
-                                     "q4_1", "iq4_nl", "q5_0", "q5_1"};
-    for (size_t i = 0; i < SW_ARRAY_LEN(ok); i++)
-        if (!strcmp(ok[i], t))
-            return true;
-    return false;
-}
 
 /* Flags that carry a secret or that slipway must own (they would contradict the rendered ones). */
 static const char *forbidden_extra(const char *a)
@@ -93,20 +65,39 @@ static const char *forbidden_extra(const char *a)
     return NULL;
 }
 
-int sw_engine_llamacpp_render(const struct sw_engine_launch *l, struct sw_engine_cmd *out,
-                              struct sw_err *e)
+/* LLAMA_API_KEY=key (common/arg.cpp: --api-key .set_env("LLAMA_API_KEY")), when there is one. */
+static void api_key_env(struct sw__list *env, const char *key)
 {
-    struct argv_b a = {0}, env = {0};
-    int rc = 0;
-    memset(out, 0, sizeof(*out));
+    struct sw_buf kb;
+    if (!key || !*key || env->rc)
+        return;
+    sw_buf_init(&kb, 1 << 16);
+    env->rc = sw_buf_printf(&kb, "LLAMA_API_KEY=%s", key);
+    sw__list_push(env, sw_buf_cstr(&kb));
+    sw_buf_free(&kb);
+}
+
+/* argv and env into out; an empty environment is an empty list, not NULL. */
+static int take(struct sw_engine_cmd *out, struct sw__list *a, struct sw__list *env)
+{
+    if (!env->v && !env->rc) {
+        env->v = sw_calloc(1, sizeof(char *)); /* an empty NULL-terminated list */
+        if (!env->v)
+            env->rc = SW_ENOMEM;
+    }
+    return sw__cmd_take(out, a, env);
+}
+
+static int check_launch(const struct sw_engine_launch *l, struct sw_err *e)
+{
     if (!l || !l->model || !*l->model)
         return sw_err_set(e, SW_EINVAL, "llama.cpp: the endpoint names no model file");
-    if (l->cache_type_k && !is_cache_type(l->cache_type_k))
+    if (l->cache_type_k && sw_kv_type_from_name(l->cache_type_k) < 0)
         return sw_err_set(e, SW_EINVAL,
                           "llama.cpp: cache_type_k '%s' is not one llama-server "
                           "accepts (f32 f16 bf16 q8_0 q4_0 q4_1 iq4_nl q5_0 q5_1)",
                           l->cache_type_k);
-    if (l->cache_type_v && !is_cache_type(l->cache_type_v))
+    if (l->cache_type_v && sw_kv_type_from_name(l->cache_type_v) < 0)
         return sw_err_set(e, SW_EINVAL,
                           "llama.cpp: cache_type_v '%s' is not one llama-server "
                           "accepts (f32 f16 bf16 q8_0 q4_0 q4_1 iq4_nl q5_0 q5_1)",
@@ -126,121 +117,38 @@ int sw_engine_llamacpp_render(const struct sw_engine_launch *l, struct sw_engine
             return sw_err_set(e, SW_EINVAL, "llama.cpp: environment entry '%s' is not NAME=VALUE",
                               l->env[i] ? l->env[i] : "(null)");
     }
-
-    push(&a, l->binary && *l->binary ? l->binary : "llama-server");
-    push(&a, "-m");
-    push(&a, l->model);
-    if (l->alias) {
-        push(&a, "--alias");
-        push(&a, l->alias);
-    }
-    push(&a, "--host");
-    push(&a, l->host && *l->host ? l->host : "127.0.0.1");
-    if (l->port)
-        push_u64(&a, "--port", l->port);
-    if (l->ctx_size)
-        push_u64(&a, "-c", l->ctx_size);
-    if (l->parallel)
-        push_u64(&a, "-np", l->parallel);
-    if (l->kv_unified == 1)
-        push(&a, "-kvu");
-    else if (l->kv_unified == 0)
-        push(&a, "--no-kv-unified");
-    if (l->cache_type_k) {
-        push(&a, "-ctk");
-        push(&a, l->cache_type_k);
-    }
-    if (l->cache_type_v) {
-        push(&a, "-ctv");
-        push(&a, l->cache_type_v);
-    }
-    if (l->flash_attn) {
-        push(&a, "-fa");
-        push(&a, l->flash_attn);
-    }
-    if (l->batch)
-        push_u64(&a, "-b", l->batch);
-    if (l->ubatch)
-        push_u64(&a, "-ub", l->ubatch);
-    if (l->swa_full == 1)
-        push(&a, "--swa-full");
-    if (l->n_gpu_layers == INT64_MAX) {
-        push(&a, "-ngl");
-        push(&a, "all");
-    } else if (l->n_gpu_layers >= 0) {
-        push_u64(&a, "-ngl", (uint64_t)l->n_gpu_layers);
-    }
-    if (l->mmproj) {
-        push(&a, "--mmproj");
-        push(&a, l->mmproj);
-    }
-    if (l->draft) {
-        push(&a, "-md");
-        push(&a, l->draft);
-    }
-    if (l->threads > 0)
-        push_u64(&a, "-t", (uint64_t)l->threads);
-    push_u64(&a, "-lv",
-             (uint64_t)(l->verbosity >= 0 ? l->verbosity : SW_ENGINE_LLAMACPP_VERBOSITY));
-    for (size_t i = 0; i < l->n_extra_args; i++)
-        push(&a, l->extra_args[i]);
-
-    for (size_t i = 0; i < l->n_env; i++)
-        push(&env, l->env[i]);
-    if (l->api_key && *l->api_key) {
-        struct sw_buf kb;
-        sw_buf_init(&kb, 1 << 16);
-        rc = sw_buf_printf(&kb, "LLAMA_API_KEY=%s", l->api_key);
-        if (!rc)
-            push(&env, sw_buf_cstr(&kb));
-        sw_buf_free(&kb);
-        if (rc)
-            goto out;
-    }
-    rc = a.rc ? a.rc : env.rc;
-    if (rc)
-        goto out;
-    if (!env.v) {
-        env.v = sw_calloc(1, sizeof(char *)); /* an empty NULL-terminated list */
-        if (!env.v) {
-            rc = SW_ENOMEM;
-            goto out;
-        }
-    }
-    out->argv = a.v;
-    out->argc = a.n;
-    out->env = env.v;
-    out->envc = env.n;
     return 0;
-out:
-    free_b(&a);
-    free_b(&env);
-    return sw_err_set(e, rc, "llama.cpp: out of memory rendering argv");
 }
 
-/* llama-server's listen address when its command line names none. */
-#define LLAMACPP_DEFAULT_HOST "127.0.0.1"
-#define LLAMACPP_DEFAULT_PORT 8080
-
-static bool is_flag(const char *a, const char *const *names)
+int sw_engine_llamacpp_render(const struct sw_engine_launch *l, struct sw_engine_cmd *out,
+                              struct sw_err *e)
 {
-    for (; *names; names++)
-        if (!strcmp(a, *names))
-            return true;
-    return false;
+    struct sw__list a = {0}, env = {0};
+    memset(out, 0, sizeof(*out));
+    int rc = check_launch(l, e);
+    if (rc)
+        return rc;
+    sw__list_push(&a, l->binary && *l->binary ? l->binary : "llama-server");
+    sw__argv_render(&rendered_table, l, NULL, &a, e); /* no row of its writes fails */
+    for (size_t i = 0; i < l->n_extra_args; i++)
+        sw__list_push(&a, l->extra_args[i]);
+    for (size_t i = 0; i < l->n_env; i++)
+        sw__list_push(&env, l->env[i]);
+    api_key_env(&env, l->api_key);
+    rc = take(out, &a, &env);
+    return rc ? sw_err_set(e, rc, "llama.cpp: out of memory rendering argv") : 0;
 }
 
 int sw_engine_llamacpp_verbatim(int argc, const char *const *argv, const char *exe,
                                 const char *api_key, struct sw_engine_cmd *out,
                                 struct sw_engine_launch *l, struct sw_err *e)
 {
-    static const char *const f_model[] = {"-m", "--model", NULL};
-    static const char *const f_host[] = {"--host", NULL};
-    static const char *const f_port[] = {"--port", NULL};
-    static const char *const f_alias[] = {"-a", "--alias", NULL};
-    static const char *const f_verb[] = {"-lv", "--verbosity", "--log-verbosity", NULL};
-    static const char *const f_verbose[] = {"-v", "--verbose", "--log-verbose", NULL};
-    struct argv_b a = {0}, env = {0};
+    /* the table's rows, by their rendered spelling: a word that is any of their spellings */
+    const struct sw_flag_table *t = &sw_llamacpp_flags;
+    const struct sw_flag *f_model = sw_flags_find(t, "-m"), *f_host = sw_flags_find(t, "--host");
+    const struct sw_flag *f_port = sw_flags_find(t, "--port"), *f_alias = sw_flags_find(t, "-a");
+    const struct sw_flag *f_verb = sw_flags_find(t, "-lv"), *f_verbose = sw_flags_find(t, "-v");
+    struct sw__list a = {0}, env = {0};
     bool has_verbosity = false;
     int rc;
 
@@ -251,24 +159,25 @@ int sw_engine_llamacpp_verbatim(int argc, const char *const *argv, const char *e
     for (int i = 0; i < argc; i++) {
         const char *x = argv[i];
         const char *val = i + 1 < argc ? argv[i + 1] : NULL;
+        const struct sw_flag *f = sw_flags_find(t, x);
         if (!strcmp(x, "--api-key") || !strncmp(x, "--api-key=", 10) ||
             !strcmp(x, "--api-key-file"))
             return sw_err_set(e, SW_EINVAL,
                               "<argv>: %s: a secret on the command line is readable by every "
                               "user (/proc/PID/cmdline); export LLAMA_API_KEY instead",
                               x);
-        if (is_flag(x, f_model) && val) {
+        if (f == f_model && val) {
             l->model = val;
-        } else if (is_flag(x, f_host) && val) {
+        } else if (f == f_host && val) {
             l->host = val;
-        } else if (is_flag(x, f_alias) && val) {
+        } else if (f == f_alias && val) {
             l->alias = val;
-        } else if (is_flag(x, f_port) && val) {
+        } else if (f == f_port && val) {
             uint64_t p;
             if (sw_parse_u64(val, &p, NULL) || p == 0 || p > 65535)
                 return sw_err_set(e, SW_EINVAL, "<argv>: --port %s is not a TCP port", val);
             l->port = (unsigned)p;
-        } else if (is_flag(x, f_verb) || is_flag(x, f_verbose)) {
+        } else if (f && (f == f_verb || f == f_verbose)) {
             has_verbosity = true;
         }
     }
@@ -276,48 +185,28 @@ int sw_engine_llamacpp_verbatim(int argc, const char *const *argv, const char *e
         return sw_err_set(e, SW_EINVAL,
                           "<argv>: no -m MODEL.gguf (slipway up needs a local "
                           "model file; -hf downloads are not supported)");
-    push(&a, exe ? exe : argv[0]);
+    sw__list_push(&a, exe ? exe : argv[0]);
     for (int i = 1; i < argc; i++)
-        push(&a, argv[i]);
+        sw__list_push(&a, argv[i]);
     /* make the address explicit (llama-server's defaults) */
     if (!l->host) {
         l->host = LLAMACPP_DEFAULT_HOST;
-        push(&a, "--host");
-        push(&a, l->host);
+        sw__list_push(&a, "--host");
+        sw__list_push(&a, l->host);
     }
     if (!l->port) {
         l->port = LLAMACPP_DEFAULT_PORT;
-        push_u64(&a, "--port", l->port);
+        sw__list_push(&a, "--port");
+        sw__list_push(&a, "8080");
     }
-    if (!has_verbosity) /* the memory lines need verbosity >= 4 in the pinned build */
-        push_u64(&a, "-lv", SW_ENGINE_LLAMACPP_VERBOSITY);
+    if (!has_verbosity) { /* the memory lines need verbosity >= 4 in the pinned build */
+        sw__list_push(&a, "-lv");
+        sw__list_push(&a, "4");
+    }
     l->api_key = api_key;
-    if (api_key && *api_key) {
-        struct sw_buf kb;
-        sw_buf_init(&kb, 1 << 16);
-        rc = sw_buf_printf(&kb, "LLAMA_API_KEY=%s", api_key);
-        if (!rc)
-            push(&env, sw_buf_cstr(&kb));
-        sw_buf_free(&kb);
-        if (rc)
-            env.rc = rc;
-    }
-    if (!env.v && !env.rc) {
-        env.v = sw_calloc(1, sizeof(char *)); /* an empty NULL-terminated list */
-        if (!env.v)
-            env.rc = SW_ENOMEM;
-    }
-    rc = a.rc ? a.rc : env.rc;
-    if (rc) {
-        free_b(&a);
-        free_b(&env);
-        return sw_err_set(e, rc, "llama.cpp: out of memory normalizing argv");
-    }
-    out->argv = a.v;
-    out->argc = a.n;
-    out->env = env.v;
-    out->envc = env.n;
-    return 0;
+    api_key_env(&env, api_key);
+    rc = take(out, &a, &env);
+    return rc ? sw_err_set(e, rc, "llama.cpp: out of memory normalizing argv") : 0;
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -328,11 +217,45 @@ static int set_i64_or_null(json_t *o, const char *k, int64_t v)
     return v < 0 ? sw_json_set_new(o, k, json_null()) : sw_json_set_int(o, k, v);
 }
 
-json_t *sw_engine_llamacpp_report_json(const struct sw_bootlog_report *r)
+/* One KV line's figures, or (prec) the rounding their print allows. */
+static int kv_json(const struct sw_bootlog_kv *kv, bool prec, json_t *k)
+{
+    if (prec)
+        return sw_json_set_int(k, "k_bytes", kv->k_prec) |
+               sw_json_set_int(k, "v_bytes", kv->v_prec);
+    int rc = set_i64_or_null(k, "cells", kv->cells);
+    rc |= set_i64_or_null(k, "layers", kv->layers);
+    rc |= set_i64_or_null(k, "seqs", kv->seqs);
+    rc |= set_i64_or_null(k, "streams", kv->streams);
+    rc |= sw_json_set_str(k, "k_type", kv->k_type);
+    rc |= sw_json_set_str(k, "v_type", kv->v_type);
+    rc |= set_i64_or_null(k, "k_bytes", kv->k_bytes);
+    rc |= set_i64_or_null(k, "v_bytes", kv->v_bytes);
+    return rc | sw_json_set_bool(k, "swa", kv->swa);
+}
+
+/* The recurrent state's figures, or (prec) their rounding; null when the boot printed none. */
+static int recurrent_json(const struct sw_bootlog_report *r, bool prec, json_t *o)
+{
+    json_t *rs = r->has_recurrent ? json_object() : json_null();
+    int rc = sw_json_set_new(o, "recurrent", rs);
+    if (rc || !r->has_recurrent)
+        return rc;
+    if (prec)
+        return sw_json_set_int(rs, "r_bytes", r->recurrent.r_prec) |
+               sw_json_set_int(rs, "s_bytes", r->recurrent.s_prec);
+    rc |= set_i64_or_null(rs, "cells", r->recurrent.cells);
+    rc |= set_i64_or_null(rs, "layers", r->recurrent.layers);
+    rc |= set_i64_or_null(rs, "r_bytes", r->recurrent.r_bytes);
+    return rc | set_i64_or_null(rs, "s_bytes", r->recurrent.s_bytes);
+}
+
+/* The report as plan prints it, or (prec) per byte field the rounding the print allows. */
+static json_t *report_json(const struct sw_bootlog_report *r, bool prec)
 {
     json_t *o = json_object(), *kvs = json_array();
     int rc = (!o || !kvs) ? SW_ENOMEM : 0;
-    if (!rc) {
+    if (!rc && !prec) {
         rc |= set_i64_or_null(o, "n_ctx", r->n_ctx);
         rc |= set_i64_or_null(o, "n_ctx_seq", r->n_ctx_seq);
         rc |= set_i64_or_null(o, "n_seq_max", r->n_seq_max);
@@ -340,42 +263,26 @@ json_t *sw_engine_llamacpp_report_json(const struct sw_bootlog_report *r)
                               r->kv_unified < 0 ? json_null() : json_boolean(r->kv_unified));
     }
     for (size_t i = 0; !rc && i < r->n_kv; i++) {
-        const struct sw_bootlog_kv *kv = &r->kv[i];
         json_t *k = json_object();
         if (!k || json_array_append_new(kvs, k)) {
             rc = SW_ENOMEM;
             break;
         }
-        rc |= set_i64_or_null(k, "cells", kv->cells);
-        rc |= set_i64_or_null(k, "layers", kv->layers);
-        rc |= set_i64_or_null(k, "seqs", kv->seqs);
-        rc |= set_i64_or_null(k, "streams", kv->streams);
-        rc |= sw_json_set_str(k, "k_type", kv->k_type);
-        rc |= sw_json_set_str(k, "v_type", kv->v_type);
-        rc |= set_i64_or_null(k, "k_bytes", kv->k_bytes);
-        rc |= set_i64_or_null(k, "v_bytes", kv->v_bytes);
-        rc |= sw_json_set_bool(k, "swa", kv->swa);
+        rc |= kv_json(&r->kv[i], prec, k);
     }
     if (!rc) {
         rc = sw_json_set_new(o, "kv_caches", kvs);
         kvs = NULL;
     }
-    if (!rc && r->has_recurrent) {
-        json_t *rs = json_object();
-        rc = sw_json_set_new(o, "recurrent", rs);
-        if (!rc) {
-            rc |= set_i64_or_null(rs, "cells", r->recurrent.cells);
-            rc |= set_i64_or_null(rs, "layers", r->recurrent.layers);
-            rc |= set_i64_or_null(rs, "r_bytes", r->recurrent.r_bytes);
-            rc |= set_i64_or_null(rs, "s_bytes", r->recurrent.s_bytes);
-        }
-    } else if (!rc) {
-        rc = sw_json_set_new(o, "recurrent", json_null());
-    }
+    if (!rc)
+        rc = recurrent_json(r, prec, o);
     if (!rc) {
-        rc |= set_i64_or_null(o, "model_bytes", r->model_bytes);
-        rc |= set_i64_or_null(o, "output_bytes", r->output_bytes);
-        rc |= set_i64_or_null(o, "compute_bytes", r->compute_bytes);
+        rc |= set_i64_or_null(o, "model_bytes",
+                              prec && r->model_bytes >= 0 ? r->model_prec : r->model_bytes);
+        rc |= set_i64_or_null(o, "output_bytes",
+                              prec && r->output_bytes >= 0 ? r->output_prec : r->output_bytes);
+        rc |= set_i64_or_null(o, "compute_bytes",
+                              prec && r->compute_bytes >= 0 ? r->compute_prec : r->compute_bytes);
     }
     json_decref(kvs);
     if (rc) {
@@ -385,44 +292,14 @@ json_t *sw_engine_llamacpp_report_json(const struct sw_bootlog_report *r)
     return o;
 }
 
+json_t *sw_engine_llamacpp_report_json(const struct sw_bootlog_report *r)
+{
+    return report_json(r, false);
+}
+
 json_t *sw_engine_llamacpp_precision_json(const struct sw_bootlog_report *r)
 {
-    json_t *o = json_object(), *kvs = json_array();
-    int rc = (!o || !kvs) ? SW_ENOMEM : 0;
-    for (size_t i = 0; !rc && i < r->n_kv; i++) {
-        json_t *k = json_object();
-        if (!k || json_array_append_new(kvs, k)) {
-            rc = SW_ENOMEM;
-            break;
-        }
-        rc |= sw_json_set_int(k, "k_bytes", r->kv[i].k_prec);
-        rc |= sw_json_set_int(k, "v_bytes", r->kv[i].v_prec);
-    }
-    if (!rc) {
-        rc = sw_json_set_new(o, "kv_caches", kvs);
-        kvs = NULL;
-    }
-    if (!rc && r->has_recurrent) {
-        json_t *rs = json_object();
-        rc = sw_json_set_new(o, "recurrent", rs);
-        if (!rc) {
-            rc |= sw_json_set_int(rs, "r_bytes", r->recurrent.r_prec);
-            rc |= sw_json_set_int(rs, "s_bytes", r->recurrent.s_prec);
-        }
-    } else if (!rc) {
-        rc = sw_json_set_new(o, "recurrent", json_null());
-    }
-    if (!rc) {
-        rc |= set_i64_or_null(o, "model_bytes", r->model_bytes < 0 ? -1 : r->model_prec);
-        rc |= set_i64_or_null(o, "output_bytes", r->output_bytes < 0 ? -1 : r->output_prec);
-        rc |= set_i64_or_null(o, "compute_bytes", r->compute_bytes < 0 ? -1 : r->compute_prec);
-    }
-    json_decref(kvs);
-    if (rc) {
-        json_decref(o);
-        return NULL;
-    }
-    return o;
+    return report_json(r, true);
 }
 
 /* The draft model's (-md) own load and context, printed after "loading draft model": read by
@@ -564,9 +441,8 @@ const struct sw_engine sw__engine_llamacpp = {
     .error_shape = llamacpp_error_shape,
     .health_path = "/health",
     .health_loading_status = 503,
-    .liveness_path = "/v1/chat/completions",
-    .liveness_body = "{\"messages\":[{\"role\":\"user\",\"content\":\"Say OK.\"}],"
-                     "\"max_tokens\":1,\"temperature\":0,\"stream\":false}",
+    .liveness_path = SW__LIVENESS_PATH,
+    .liveness_body = SW__LIVENESS_BODY,
     .metrics = llamacpp_metrics,
     .n_metrics = SW_ARRAY_LEN(llamacpp_metrics),
 };

@@ -174,9 +174,8 @@ const struct sw_engine sw__engine_vllm = {
     .error_shape = sw__openai_error_shape,
     .health_path = "/health",
     .health_loading_status = 0, /* the API server does not listen until the engine is up */
-    .liveness_path = "/v1/chat/completions",
-    .liveness_body = "{\"messages\":[{\"role\":\"user\",\"content\":\"Say OK.\"}],"
-                     "\"max_tokens\":1,\"temperature\":0,\"stream\":false}",
+    .liveness_path = SW__LIVENESS_PATH,
+    .liveness_body = SW__LIVENESS_BODY,
     .metrics = vllm_metrics,
     .n_metrics = SW_ARRAY_LEN(vllm_metrics),
 };

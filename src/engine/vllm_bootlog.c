@@ -109,6 +109,11 @@ static const char *find(const char *p, const char *end, const char *needle)
     return NULL;
 }
 
+const char *sw__bootlog_find(const char *p, const char *end, const char *needle)
+{
+    return find(p, end, needle);
+}
+
 /* A figure in GiB that is a byte count int64_t can hold (a hostile log prints 1e14 GB). */
 static bool gib_fits(double v)
 {
@@ -352,101 +357,111 @@ void sw__bootlog_classify(const char *text, size_t len, struct sw_vllm_bootlog *
         set_fail(o, SW_BOOT_UNKNOWN, phase, "exception", err_p, err_e, err_line);
 }
 
-int sw_vllm_bootlog_parse(const char *text, size_t len, struct sw_vllm_bootlog *o, struct sw_err *e)
+void sw__bootlog_read(const char *text, size_t len, const char *engine, struct sw_vllm_bootlog *o,
+                      void (*line)(struct sw_vllm_bootlog *o, const char *p, const char *le))
 {
     memset(o, 0, sizeof(*o));
-    snprintf(o->engine, sizeof(o->engine), "vllm");
+    snprintf(o->engine, sizeof(o->engine), "%s", engine);
     o->mamba_padding_pct = -1;
-    const char *p = text, *end = text + len;
-    while (p < end) {
+    for (const char *p = text, *end = text + len; p < end;) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
-        const char *le = nl ? nl : end;
-        const char *q;
-        double v;
-        q = find(p, le, "GPU KV cache size: ");
-        if (q && num_at(q + 19, le, &v, NULL)) {
-            o->kv_cache_tokens = (int64_t)v;
-            o->has_tokens = true;
-        }
-        q = find(p, le, "Maximum concurrency for ");
-        if (q) {
-            const char *a;
-            if (num_at(q + 24, le, &v, &a)) {
-                o->concurrency_len = (int64_t)v;
-                const char *c = find(a, le, "request: ");
-                if (c && num_at(c + 9, le, &v, NULL)) {
-                    o->max_concurrency = v;
-                    o->has_concurrency = true;
-                }
-            }
-        }
-        q = find(p, le, "Maximum concurrency for ") ? NULL : find(p, le, "Maximum concurrency");
-        if (q) {
-            /* An elided line ("... Maximum concurrency ... 41.14x"): the last number before x. */
-            for (const char *x = le - 1; x > q; x--) {
-                if (*x == 'x' && x > q && isdigit((unsigned char)x[-1])) {
-                    const char *b = x - 1;
-                    while (b > q && (isdigit((unsigned char)b[-1]) || b[-1] == '.'))
-                        b--;
-                    if (num_at(b, x, &v, NULL)) {
-                        o->max_concurrency = v;
-                        o->has_concurrency = true;
-                    }
-                    break;
-                }
-            }
-        }
-        q = find(p, le, "Available KV cache memory: ");
-        if (q && num_at(q + 27, le, &v, NULL) && gib_fits(v)) {
-            o->available_kv_gib = v;
-            o->has_available = true;
-        }
-        q = find(p, le, "kv_cache_size=");
-        if (q && num_at(q + 14, le, &v, NULL) && gib_fits(v) && !o->has_available) {
-            o->available_kv_gib = v;
-            o->has_available = true;
-        }
-        q = find(p, le, "GPU blocks: ");
-        if (q && num_at(q + 12, le, &v, NULL)) {
-            o->num_gpu_blocks = (int64_t)v;
-            o->has_blocks = true;
-        }
-        q = find(p, le, "Setting attention block size to ");
-        if (q && num_at(q + 32, le, &v, NULL)) {
-            o->block_size = (int64_t)v;
-            o->has_block_size = true;
-        }
-        q = find(p, le, "Padding mamba page size by ");
-        if (q && num_at(q + 27, le, &v, NULL))
-            o->mamba_padding_pct = v;
-        q = find(p, le, "Add ");
-        if (q && find(q, le, "padding layers") && num_at(q + 4, le, &v, NULL))
-            o->padding_layers = (int)v;
-        q = find(p, le, "Model loading took ");
-        if (q && num_at(q + 19, le, &v, NULL)) {
-            o->weights_gib = v;
-        } else {
-            q = find(p, le, "Loading model weights took ");
-            if (q && num_at(q + 27, le, &v, NULL))
-                o->weights_gib = v;
-        }
-        q = find(p, le, "vLLM API server version ");
-        if (!q)
-            q = find(p, le, "Initializing a V1 LLM engine (v");
-        if (q) {
-            const char *s = find(q, le, "version ");
-            s = s ? s + 8 : q + 31;
-            size_t l = 0;
-            while (s + l < le && !isspace((unsigned char)s[l]) && s[l] != ')' &&
-                   l + 1 < sizeof(o->engine_version))
-                l++;
-            memcpy(o->engine_version, s, l);
-            o->engine_version[l] = 0;
-            snprintf(o->st.build, sizeof(o->st.build), "%s", o->engine_version);
-        }
+        line(o, p, nl ? nl : end);
         p = nl ? nl + 1 : end;
     }
     sw__bootlog_classify(text, len, o);
+}
+
+/* One line of a vLLM boot log, [p, le): the figures it prints. */
+static void vllm_line(struct sw_vllm_bootlog *o, const char *p, const char *le)
+{
+    const char *q;
+    double v;
+    q = find(p, le, "GPU KV cache size: ");
+    if (q && num_at(q + 19, le, &v, NULL)) {
+        o->kv_cache_tokens = (int64_t)v;
+        o->has_tokens = true;
+    }
+    q = find(p, le, "Maximum concurrency for ");
+    if (q) {
+        const char *a;
+        if (num_at(q + 24, le, &v, &a)) {
+            o->concurrency_len = (int64_t)v;
+            const char *c = find(a, le, "request: ");
+            if (c && num_at(c + 9, le, &v, NULL)) {
+                o->max_concurrency = v;
+                o->has_concurrency = true;
+            }
+        }
+    }
+    q = find(p, le, "Maximum concurrency for ") ? NULL : find(p, le, "Maximum concurrency");
+    if (q) {
+        /* An elided line ("... Maximum concurrency ... 41.14x"): the last number before x. */
+        for (const char *x = le - 1; x > q; x--) {
+            if (*x == 'x' && x > q && isdigit((unsigned char)x[-1])) {
+                const char *b = x - 1;
+                while (b > q && (isdigit((unsigned char)b[-1]) || b[-1] == '.'))
+                    b--;
+                if (num_at(b, x, &v, NULL)) {
+                    o->max_concurrency = v;
+                    o->has_concurrency = true;
+                }
+                break;
+            }
+        }
+    }
+    q = find(p, le, "Available KV cache memory: ");
+    if (q && num_at(q + 27, le, &v, NULL) && gib_fits(v)) {
+        o->available_kv_gib = v;
+        o->has_available = true;
+    }
+    q = find(p, le, "kv_cache_size=");
+    if (q && num_at(q + 14, le, &v, NULL) && gib_fits(v) && !o->has_available) {
+        o->available_kv_gib = v;
+        o->has_available = true;
+    }
+    q = find(p, le, "GPU blocks: ");
+    if (q && num_at(q + 12, le, &v, NULL)) {
+        o->num_gpu_blocks = (int64_t)v;
+        o->has_blocks = true;
+    }
+    q = find(p, le, "Setting attention block size to ");
+    if (q && num_at(q + 32, le, &v, NULL)) {
+        o->block_size = (int64_t)v;
+        o->has_block_size = true;
+    }
+    q = find(p, le, "Padding mamba page size by ");
+    if (q && num_at(q + 27, le, &v, NULL))
+        o->mamba_padding_pct = v;
+    q = find(p, le, "Add ");
+    if (q && find(q, le, "padding layers") && num_at(q + 4, le, &v, NULL))
+        o->padding_layers = (int)v;
+    q = find(p, le, "Model loading took ");
+    if (q && num_at(q + 19, le, &v, NULL)) {
+        o->weights_gib = v;
+    } else {
+        q = find(p, le, "Loading model weights took ");
+        if (q && num_at(q + 27, le, &v, NULL))
+            o->weights_gib = v;
+    }
+    q = find(p, le, "vLLM API server version ");
+    if (!q)
+        q = find(p, le, "Initializing a V1 LLM engine (v");
+    if (q) {
+        const char *s = find(q, le, "version ");
+        s = s ? s + 8 : q + 31;
+        size_t l = 0;
+        while (s + l < le && !isspace((unsigned char)s[l]) && s[l] != ')' &&
+               l + 1 < sizeof(o->engine_version))
+            l++;
+        memcpy(o->engine_version, s, l);
+        o->engine_version[l] = 0;
+        snprintf(o->st.build, sizeof(o->st.build), "%s", o->engine_version);
+    }
+}
+
+int sw_vllm_bootlog_parse(const char *text, size_t len, struct sw_vllm_bootlog *o, struct sw_err *e)
+{
+    sw__bootlog_read(text, len, "vllm", o, vllm_line);
     (void)e;
     return 0;
 }

@@ -3,14 +3,15 @@
  * its socket, announces the port, prints the engine's early boot lines, waits the load time with
  * /health answering the engine's "loading" (llama.cpp; vLLM binds its port only when up), then
  * prints the memory lines and either the failure (and stops with the engine's exit status) or
- * "serving" and hands the loop to the HTTP surface (sim_http.c).
+ * "serving" and hands the loop to the HTTP surface (sim_http.c) and its scheduler (sim_sched.c).
  *
- * What it does not do: the HTTP surface or the scheduler (sim_http.c), the boot lines' text
- * (sim_boot.c).
+ * What it does not do: the HTTP surface (sim_http.c and the files it names), the scheduler
+ * (sim_sched.c), or the boot lines' text (sim_boot.c).
  */
 #include "sim_internal.h"
 
 #include <slipway/engine.h>
+#include <slipway/hf.h>
 #include <slipway/memory.h>
 
 #include <arpa/inet.h>
@@ -61,6 +62,24 @@ bool sw_sim_payload_missing(const char *model_dir)
     return stat(cfg, &st) != 0;
 }
 
+void sw__sim_listen(struct sw_sim *s, const char *host, const char *port)
+{
+    if (s->cfg.listen || (!host && !port))
+        return;
+    snprintf(s->listen_buf, sizeof(s->listen_buf), "%s:%s", host ? host : "127.0.0.1",
+             port ? port : "0");
+    s->cfg.listen = s->listen_buf;
+}
+
+int64_t sw__sim_sglang_window(const char *dir, int64_t given)
+{
+    struct sw_hf_config hc;
+    if (given > 0 || sw_sim_payload_missing(dir))
+        return given;
+    memset(&hc, 0, sizeof(hc));
+    return sw_hf_config_load(dir, &hc, NULL) == 0 ? hc.max_position_embeddings : 0;
+}
+
 int64_t sw_sim_count_tokens(const char *text, size_t len)
 {
     (void)text;
@@ -105,28 +124,14 @@ int sw_sim_new_llamacpp(const struct sw_plan *p, int plan_rc, const struct sw_si
         return plan_rc; /* the law could not run on a payload that is there: the caller says why */
     }
     s->payload_bytes = here ? (uint64_t)st.st_size : p->model_read.file_size;
-    /* llama-server's id on /v1/models: the alias, else the model path */
-    if (s->cfg.alias)
-        snprintf(s->alias, sizeof(s->alias), "%s", s->cfg.alias);
-    else if (p->ep && p->ep->alias.v)
-        snprintf(s->alias, sizeof(s->alias), "%s", p->ep->alias.v);
-    else {
-        /* the adapter's reading of the command line: -a/--alias, else the model path */
-        struct sw_engine_cmd vc;
-        struct sw_engine_launch l;
-        memset(&vc, 0, sizeof(vc));
-        memset(&l, 0, sizeof(l));
-        if (sw_engine_llamacpp_verbatim((int)p->cmd.argc, (const char *const *)p->cmd.argv, NULL,
-                                        NULL, &vc, &l, NULL) == 0 &&
-            l.alias)
-            snprintf(s->alias, sizeof(s->alias), "%s", l.alias);
-        sw_engine_cmd_free(&vc);
-    }
-    if (!s->alias[0])
-        snprintf(s->alias, sizeof(s->alias), "%s", s->model_path);
-    for (size_t i = 0; i < p->cmd.argc; i++)
-        if (!strcmp(p->cmd.argv[i], "--metrics"))
-            s->metrics = true;
+    /* llama-server's id on /v1/models: the alias (-a, as the command line's table read it), else
+     * the model path */
+    const char *alias = s->cfg.alias              ? s->cfg.alias
+                        : p->ep && p->ep->alias.v ? p->ep->alias.v
+                        : p->args->alias          ? p->args->alias
+                                                  : s->model_path;
+    snprintf(s->alias, sizeof(s->alias), "%s", alias[0] ? alias : s->model_path);
+    s->metrics = p->args->metrics; /* llama-server serves /metrics only with --metrics */
     if (p->llamacpp && !plan_rc) {
         s->n_slots = (int)p->llamacpp->n_slots;
         s->window = p->llamacpp->n_ctx_slot;

@@ -255,6 +255,22 @@ static int vline(struct sw_buf *b, bool core, const char *level, const char *fil
                          core ? 2 : 1, level, ts, file, msg);
 }
 
+/* vLLM's engine core failed to start of `cause` (its exception's last line): the core's error, the
+ * cause, the API server's RuntimeError; the boot ends, exit 1. rc: the boot script's writes so
+ * far (nonzero: out of memory). */
+static int core_failed(struct sw_sim *s, int rc, const char *cause, struct sw_err *e)
+{
+    struct sw_buf *M = &s->boot_mem;
+    rc |= vline(M, true, "ERROR", "core.py:708", "EngineCore failed to start.");
+    rc |= sw_buf_printf(M, "%s\n", cause);
+    rc |= vline(M, false, "ERROR", "api_server.py:1900",
+                "RuntimeError: Engine core initialization failed. See root cause above. "
+                "Failed core proc(s): {}");
+    s->boot_fails = true;
+    s->fail_status = 1;
+    return rc ? sw_err_set(e, SW_ENOMEM, "out of memory") : 0;
+}
+
 /* vLLM and SGLang load the model's config through transformers: a path that is neither a
  * directory nor a Hub id ends the boot in the launcher, exit 1. rc: the boot script's writes so
  * far (nonzero: out of memory). */
@@ -302,17 +318,11 @@ int sw__sim_boot_vllm(struct sw_sim *s, const json_t *plan, struct sw_err *e)
         rc |= vline(M, true, "INFO", "gpu_worker.py:277",
                     "Memory profiling takes place: determine_available_memory -> profile_run -> "
                     "_dummy_run");
-        rc |= vline(M, true, "ERROR", "core.py:708", "EngineCore failed to start.");
-        rc |= sw_buf_printf(M, "%s\n",
-                            s->vboot.text[0] ? s->vboot.text
-                                             : "RuntimeError: Worker failed with "
-                                               "error 'Constraints violated'");
-        rc |= vline(M, false, "ERROR", "api_server.py:1900",
-                    "RuntimeError: Engine core initialization failed. See root cause above. "
-                    "Failed core proc(s): {}");
-        s->boot_fails = true;
-        s->fail_status = 1;
-        return rc ? sw_err_set(e, SW_ENOMEM, "out of memory") : 0;
+        return core_failed(s, rc,
+                           s->vboot.text[0] ? s->vboot.text
+                                            : "RuntimeError: Worker failed with error "
+                                              "'Constraints violated'",
+                           e);
     }
     const json_t *lines = json_object_get(plan, "lines");
     for (size_t k = 0; k < json_array_size(lines); k++) {
@@ -336,14 +346,7 @@ int sw__sim_boot_vllm(struct sw_sim *s, const json_t *plan, struct sw_err *e)
                  "decreasing `max_model_len` when initializing the engine.",
                  (int64_t)json_integer_value(json_object_get(rep, "max_model_len")), need, avail,
                  (int64_t)json_integer_value(json_object_get(rep, "estimated_max_model_len")));
-        rc |= vline(M, true, "ERROR", "core.py:708", "EngineCore failed to start.");
-        rc |= sw_buf_printf(M, "%s\n", msg);
-        rc |= vline(M, false, "ERROR", "api_server.py:1900",
-                    "RuntimeError: Engine core initialization failed. See root cause above. "
-                    "Failed core proc(s): {}");
-        s->boot_fails = true;
-        s->fail_status = 1;
-        return rc ? sw_err_set(e, SW_ENOMEM, "out of memory") : 0;
+        return core_failed(s, rc, msg, e);
     }
     if (s->vboot.fault == SW_SIM_VLLM_KV_OOM || s->vboot.fault == SW_SIM_VLLM_CAPTURE_OOM) {
         /* the headroom model's verdict: the allocation that does not fit, in torch's words */
@@ -367,18 +370,11 @@ int sw__sim_boot_vllm(struct sw_sim *s, const json_t *plan, struct sw_err *e)
             rc |= vline(M, true, "INFO", "gpu_model_runner.py:3436",
                         "Capturing CUDA graphs (mixed prefill-decode, PIECEWISE): 0%|          | "
                         "0/67 [00:00<?, ?it/s]");
-        rc |= vline(M, true, "ERROR", "core.py:708", "EngineCore failed to start.");
         snprintf(msg, sizeof(msg),
                  "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate %s. GPU 0 has a "
                  "total capacity of %.2f GiB of which %s is free.",
                  tried, (double)s->vboot.total_bytes / SW_GIB, fr);
-        rc |= sw_buf_printf(M, "%s\n", msg);
-        rc |= vline(M, false, "ERROR", "api_server.py:1900",
-                    "RuntimeError: Engine core initialization failed. See root cause above. "
-                    "Failed core proc(s): {}");
-        s->boot_fails = true;
-        s->fail_status = 1;
-        return rc ? sw_err_set(e, SW_ENOMEM, "out of memory") : 0;
+        return core_failed(s, rc, msg, e);
     }
     rc |= vline(M, true, "INFO", "gpu_model_runner.py:3480",
                 "Graph capturing finished in 1 secs, took 0.10 GiB");

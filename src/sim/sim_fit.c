@@ -5,7 +5,7 @@
  * measures against the sim depends on the scheduler (a request that arrives during a step waits
  * for the next one; a stream's prefill stalls the others' decode), so the model is fitted through
  * a replica of the scheduler on a virtual clock (sw_sim_predict): the terms that make the replica
- * show what the bench showed. The replica follows sim_http.c's rules (admission at step ends,
+ * show what the bench showed. The replica follows sim_sched.c's rules (admission at step ends,
  * one token per sequence per step, the first token out of the prefill step, the step cost of
  * sw_sim_step_us); tests/real/test_sim_fit.c checks the live sim against the real engine.
  *
@@ -674,17 +674,11 @@ int sw_sim_timing_from_json(const json_t *j, const char *where, struct sw_sim_ti
 
 int sw_sim_timing_load(const char *path, struct sw_sim_timing *t, struct sw_err *e)
 {
-    char *txt = NULL;
-    size_t len = 0;
-    int rc = sw_read_file(path, 1u << 20, &txt, &len, e);
-    if (rc)
-        return rc;
-    json_t *j = sw_json_parse(txt, len, path, e);
-    sw_free(txt);
+    json_t *j = sw_json_load_file(path, 1u << 20, e);
     if (!j)
         return e ? e->code : SW_EINVAL;
     const json_t *tj = json_object_get(j, "timing");
-    rc = sw_sim_timing_from_json(tj ? tj : j, path, t, e);
+    int rc = sw_sim_timing_from_json(tj ? tj : j, path, t, e);
     json_decref(j);
     return rc;
 }

@@ -149,11 +149,94 @@ void sw__sim_guard_free(struct sw_sim *s);
 /* req was dispatched: the next bytes on its connection begin the next head. */
 void sw__sim_guard_rearm(struct sw_sim *s, struct evhttp_request *req);
 
-/* The HTTP surface and scheduler (sim_http.c). */
+/* Where the engine's command line says the sim serves (--host, --port), when the sim was given
+ * no address: host (else 127.0.0.1) and port (else 0, a free one); nothing when neither is. */
+void sw__sim_listen(struct sw_sim *s, const char *host, const char *port);
+/* SGLang's request window: the one given (--context-length, a fleet shape's max_model_len), else
+ * the model's max_position_embeddings; 0 when neither is known (the sim refuses that). */
+int64_t sw__sim_sglang_window(const char *dir, int64_t given);
+/* How a vLLM fleet endpoint's boot ends (sim_headroom.c): c and ep as sim.h's
+ * sw_sim_new_endpoint says. */
+struct sw_fleet_endpoint;
+int sw__sim_vllm_boot(struct sw_fleet_endpoint *ep, const char *ledger, struct sw_sim_config *c,
+                      struct sw_sim_vllm_boot *boot, struct sw_err *e);
+
+/* The HTTP surface (sim_http.c): the loop's server and its routes. */
 int sw__sim_http_init(struct sw_sim *s, struct sw_err *e);
+void sw__sim_on_request(struct evhttp_request *req, void *arg);
+/* A request body is at most this (libevent answers 413 past it). */
+#define SW__SIM_BODY_MAX (64u << 20)
+
+/* A generation request (sim_request.c): read, refused, or queued. */
+void sw__sim_on_generate(struct sw_sim *s, struct evhttp_request *req, bool chat);
+/* /metrics in the engine's names (sim_metrics.c). */
+void sw__sim_on_metrics(struct sw_sim *s, struct evhttp_request *req);
+
+/* The scheduler (sim_sched.c). */
+int sw__sim_sched_init(struct sw_sim *s, struct sw_err *e);
+/* The engine serves: the faults set from the start, then the queue's first step. */
 void sw__sim_http_ready(struct sw_sim *s);
+/* r (of req) joins the queue; its client's going away cancels it. */
+void sw__sim_enqueue(struct sw_sim *s, struct sw__sim_req *r);
+void sw__sim_admit(struct sw_sim *s);
+void sw__sim_schedule_step(struct sw_sim *s);
+/* Every request, running or queued, dropped without a reply. */
 void sw__sim_drop_all(struct sw_sim *s);
-/* Set a fault (POST /sim/fault, --fault): what it does, docs/sim.md "Faults". */
+/* r's connection no longer tells r that its client went away. */
+void sw__sim_detach(struct sw__sim_req *r);
+int sw__sim_n_running(const struct sw_sim *s);
+int sw__sim_n_queued(const struct sw_sim *s);
+/* KV the running sequences hold of the shared pool. */
+int64_t sw__sim_kv_held(const struct sw_sim *s);
+
+/* The replies in the engine's shapes (sim_reply.c). reply_json takes j. */
+void sw__sim_reply_json(struct evhttp_request *req, int code, const char *reason, json_t *j);
+void sw__sim_reply_text(struct evhttp_request *req, int code, const char *ctype, const char *txt,
+                        size_t n);
+void sw__sim_reply_loading(struct evhttp_request *req);
+void sw__sim_reply_too_long(struct sw_sim *s, struct evhttp_request *req, int64_t n_prompt,
+                            int64_t max_tokens);
+void sw__sim_reply_bad(struct sw_sim *s, struct evhttp_request *req, const char *msg);
+void sw__sim_reply_500(struct sw_sim *s, struct evhttp_request *req);
+/* A streamed request's headers and role chunk; a token's (or a draft's) chunk; a tool call's
+ * delta (its name first, then a piece of its arguments); the end, streamed or whole. */
+void sw__sim_start_stream(struct sw_sim *s, struct sw__sim_req *r);
+void sw__sim_stream_token(struct sw_sim *s, struct sw__sim_req *r, const char *tok, bool reasoning);
+void sw__sim_stream_tool_call(struct sw_sim *s, struct sw__sim_req *r, bool first,
+                              const char *piece);
+void sw__sim_finish(struct sw_sim *s, struct sw__sim_req *r, const char *reason);
+
+static inline double sw__sim_ms_between(uint64_t a, uint64_t b)
+{
+    return b > a ? (double)(b - a) / 1e6 : 0.0;
+}
+
+/* What the sim says (sim_text.c). */
+uint64_t sw__sim_mix64(uint64_t x);
+/* The next value of a seeded sequence (the faults' jitter, the drafts' acceptance). */
+uint64_t sw__sim_rng_next(uint64_t *state);
+/* The token at index i of a request: a word, with a leading space after the first. */
+void sw__sim_token_text(const struct sw__sim_req *r, int64_t i, char *out, size_t n);
+/* A message's content (a string, or the text parts of an array) into the hash h. */
+void sw__sim_hash_content(const json_t *c, uint64_t *h);
+/* A call's arguments: every required property, a word for a string, 1 for a number or an
+ * integer, true for a boolean. Allocated (sw_free); NULL on OOM. */
+char *sw__sim_tool_arguments(const json_t *params, uint64_t seed);
+
+/* The engine's deaths (sim_death.c). */
+/* The engine is gone: what is in flight is cut, and the process ends with the engine's status
+ * once the replies already written are flushed. */
+void sw__sim_die(struct sw_sim *s, int status);
+/* vLLM's API server after its engine core died: its last lines. */
+void sw__sim_vllm_dead_tail(struct sw_buf *b);
+/* The crash fault, at a step's end. */
+void sw__sim_crash(struct sw_sim *s);
+/* The engine dies on this request the runtime-OOM way. */
+void sw__sim_runtime_oom(struct sw_sim *s, struct evhttp_request *req);
+
+/* Faults (sim_fault.c): set one (POST /sim/fault, --fault; docs/sim.md "Faults"); hold a request
+ * while the engine hangs (answered when the hang clears, forgotten when its client goes). */
 void sw__sim_fault_apply(struct sw_sim *s, const struct sw_sim_fault *f);
+void sw__sim_hold(struct sw_sim *s, struct evhttp_request *req);
 
 #endif
