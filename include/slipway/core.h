@@ -1,9 +1,11 @@
 /*
- * slipway core: errors, allocation, bounded buffers, units, files, time, JSON helpers, progress
- * and logging. Every other module depends on this one; this one depends on nothing in slipway.
+ * slipway core: errors, allocation, bounded buffers, regions (arenas), the lines of a text,
+ * units, files, time, JSON helpers, progress and logging. Every other module depends on this one;
+ * this one depends on nothing in slipway.
  *
  * What it deliberately does not do: no global state beyond the allocation counters (the
- * failure injector, and per thread the failures seen) and the log level, no exit()/abort() on bad input or out of memory (the CLI decides what to do).
+ * failure injector, and per thread the failures seen) and the log level, no exit()/abort() on
+ * bad input or out of memory (the CLI decides what to do).
  */
 #ifndef SLIPWAY_CORE_H
 #define SLIPWAY_CORE_H
@@ -146,6 +148,72 @@ void sw_buf_reset(struct sw_buf *b);
 /* Hand the data to the caller (free with sw_free); the buffer is reset. Never NULL unless OOM. */
 char *sw_buf_steal(struct sw_buf *b);
 void sw_buf_free(struct sw_buf *b);
+
+/* ---------------------------------------------------------------------------------------------
+ * Region (core/region): an arena, many small allocations owned together and freed in one call
+ * (a parsed fleet and its YAML tree, a scanned unit). Every allocation is zeroed and 16-byte
+ * aligned. `max` is a ceiling on the bytes the region takes from sw_malloc (its chunks of at
+ * least 16 KiB), set at init: an allocation past it fails (NULL) as an out-of-memory does, so a
+ * hostile input cannot grow a region without limit.
+ * Fields: head is opaque; total (chunk bytes held, <= max) and used (bytes handed out, each
+ * rounded up to 16) may be read.
+ */
+struct sw__region_chunk;
+struct sw_region {
+    struct sw__region_chunk *head;
+    size_t total;
+    size_t used;
+    size_t max;
+};
+void sw_region_init(struct sw_region *a, size_t max);
+/* n zeroed bytes (a distinct address even for 0); NULL when out of memory or over the ceiling.
+ * Freed with the region. */
+void *sw_region_alloc(struct sw_region *a, size_t n);
+/* count * size bytes, NULL on overflow too. */
+void *sw_region_allocn(struct sw_region *a, size_t count, size_t size);
+/* Copies in the region; NULL for a NULL s. */
+char *sw_region_strndup(struct sw_region *a, const char *s, size_t n);
+char *sw_region_strdup(struct sw_region *a, const char *s);
+char *sw_region_printf(struct sw_region *a, const char *fmt, ...) SW_PRINTF(2, 3);
+/* The array *p (of *cap elements of `size` bytes, in the region) made to hold index n: doubled
+ * from 8 elements up to max_n, the old elements copied (the old block stays in the region). 0,
+ * SW_ERANGE when n >= max_n, or SW_ENOMEM. */
+int sw_region_grow(struct sw_region *a, void *p, size_t *cap, size_t n, size_t size, size_t max_n);
+/* Move b's chunks into a (b is left empty): what b handed out now lives as long as a. The
+ * ceiling is not checked (the bytes are already taken). */
+void sw_region_merge(struct sw_region *a, struct sw_region *b);
+/* Free every chunk; the region may be used again (same ceiling). NULL is allowed. */
+void sw_region_free(struct sw_region *a);
+
+/* ---------------------------------------------------------------------------------------------
+ * Lines of a text (core/lines): the one walk over text[0..len) line by line. A line ends at LF,
+ * the last one at the end of the text (a final LF makes no empty line after it); NUL bytes are
+ * ordinary bytes. With SW_LINES_CRLF a CR that ends a line (before its LF, or at the end of the
+ * text) is not part of it; any other CR is. Every walk has a bound: a line longer than `max`
+ * bytes (its CR dropped first) ends the walk with `over` set and `no` that line's number, so the
+ * caller can name it (SIZE_MAX: the text's own size is the bound).
+ *   struct sw_lines it; struct sw_line ln;
+ *   sw_lines_init(&it, text, len, 8192, SW_LINES_CRLF);
+ *   while (sw_lines_next(&it, &ln)) ... ln.s[0..ln.len), line it.no ...
+ *   if (it.over) ... "line %d is longer than 8192 bytes", it.no ...
+ * Fields: p (where the walk is: past the last line returned), no and over may be read.
+ */
+#define SW_LINES_CRLF 1u
+struct sw_lines {
+    const char *p, *end;
+    size_t max;
+    unsigned flags;
+    int no;    /* 1-based number of the line last returned (or of the one over max) */
+    bool over; /* the walk stopped at a line longer than max */
+};
+struct sw_line {
+    const char *s; /* into the text, not NUL-terminated */
+    size_t len;
+    bool lf; /* it ended at an LF (false: at the end of the text) */
+};
+void sw_lines_init(struct sw_lines *it, const char *text, size_t len, size_t max, unsigned flags);
+/* The next line into *out: true, or false at the end or at a line over the bound. */
+bool sw_lines_next(struct sw_lines *it, struct sw_line *out);
 
 /* ---------------------------------------------------------------------------------------------
  * Units. Binary suffixes are powers of 1024 (KiB MiB GiB TiB, also Ki Mi Gi Ti); SI suffixes are
