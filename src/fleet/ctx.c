@@ -140,7 +140,7 @@ void sw__fleet_warn(struct sw__fleet_ctx *c, const struct sw_fleet_at *at, const
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    char *m = sw__fleet_strdup(c->a, msg);
+    char *m = sw_region_strdup(c->a, msg);
     if (!m) {
         sw__fleet_nomem(c);
         return;
@@ -165,7 +165,7 @@ void sw__fleet_record_at(struct sw__fleet_ctx *c, const char *path, const struct
         p->pos = np;
         p->cap_pos = cap;
     }
-    char *copy = sw__fleet_strdup(c->a, path);
+    char *copy = sw_region_strdup(c->a, path);
     if (!copy) {
         sw__fleet_nomem(c);
         return;

@@ -62,7 +62,7 @@ static int key_list(struct sw__fleet_ctx *c, const struct sw__fleet_node *n, con
         rc = sw__fleet_errp(c, n, "must be a list of keys");
         goto out;
     }
-    *out = sw__fleet_allocn(c->a, n->n ? n->n : 1, sizeof(**out));
+    *out = sw_region_allocn(c->a, n->n ? n->n : 1, sizeof(**out));
     if (!*out) {
         rc = sw__fleet_nomem(c);
         goto out;
@@ -187,9 +187,9 @@ int sw__fleet_import_env(struct sw__fleet_ctx *c, struct sw_fleet_endpoint *ep,
     const char *full = ps.v;
     if (ps.v[0] == '~' && (ps.v[1] == '/' || !ps.v[1])) {
         const char *home = getenv("HOME");
-        full = sw__fleet_printf(c->a, "%s%s", home ? home : "", ps.v + 1);
+        full = sw_region_printf(c->a, "%s%s", home ? home : "", ps.v + 1);
     } else if (ps.v[0] != '/' && c->dir[0]) {
-        full = sw__fleet_printf(c->a, "%s%s", c->dir, ps.v);
+        full = sw_region_printf(c->a, "%s%s", c->dir, ps.v);
     }
     if (!full) {
         rc = sw__fleet_nomem(c);
@@ -205,7 +205,7 @@ int sw__fleet_import_env(struct sw__fleet_ctx *c, struct sw_fleet_endpoint *ep,
     if (mapn) {
         s2 = sw__fleet_path_push(c, "map");
         struct imports im = {.n = 0};
-        im.entries = sw__fleet_allocn(c->a, mapn->n ? mapn->n : 1, sizeof(*im.entries));
+        im.entries = sw_region_allocn(c->a, mapn->n ? mapn->n : 1, sizeof(*im.entries));
         if (!im.entries) {
             sw__fleet_path_pop(c, s2);
             rc = sw__fleet_nomem(c);
@@ -254,7 +254,7 @@ int sw__fleet_import_env(struct sw__fleet_ctx *c, struct sw_fleet_endpoint *ep,
         if (r == SW_ENOMEM) {
             rc = sw__fleet_nomem(c);
         } else {
-            char *where = sw__fleet_strdup(c->a, e.where);
+            char *where = sw_region_strdup(c->a, e.where);
             struct sw_fleet_at at = {.file = where ? where : c->file, .line = e.line, .col = e.col};
             rc = sw__fleet_err(c, &at, "%s", e.msg);
         }
@@ -266,7 +266,7 @@ int sw__fleet_import_env(struct sw__fleet_ctx *c, struct sw_fleet_endpoint *ep,
     ep->env_file = ef;
 
     /* apply the rule to every mapped key */
-    ep->imports = sw__fleet_allocn(c->a, n_entries ? n_entries : 1, sizeof(*ep->imports));
+    ep->imports = sw_region_allocn(c->a, n_entries ? n_entries : 1, sizeof(*ep->imports));
     if (!ep->imports) {
         rc = sw__fleet_nomem(c);
         goto out;
@@ -289,7 +289,7 @@ int sw__fleet_import_env(struct sw__fleet_ctx *c, struct sw_fleet_endpoint *ep,
         const char *val;
         if (cv) {
             /* "environment variable SEQS: endpoints.x.shape.seqs must be >= 1 (got 0)" */
-            syn.file = sw__fleet_printf(c->a, "environment variable %s", key);
+            syn.file = sw_region_printf(c->a, "environment variable %s", key);
             if (!syn.file) {
                 rc = sw__fleet_nomem(c);
                 goto out;
@@ -328,7 +328,7 @@ int sw__fleet_import_env(struct sw__fleet_ctx *c, struct sw_fleet_endpoint *ep,
                            sug ? " (did you mean " : "", sug ? sug : "", sug ? "?)" : "");
             continue;
         }
-        syn.text = sw__fleet_strdup(c->a, val);
+        syn.text = sw_region_strdup(c->a, val);
         if (!syn.text) {
             rc = sw__fleet_nomem(c);
             goto out;

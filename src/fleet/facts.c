@@ -44,7 +44,7 @@ static int dec_fact(struct sw__fleet_ctx *c, const struct sw__fleet_node *k,
     struct sw_fleet_fact *fa = &ep->facts[ep->n_facts];
     memset(fa, 0, sizeof(*fa));
     memset(&raw->fact_devices[ep->n_facts], 0, sizeof(raw->fact_devices[0]));
-    fa->name = sw__fleet_strdup(c->a, k->text);
+    fa->name = sw_region_strdup(c->a, k->text);
     if (!fa->name)
         return sw__fleet_nomem(c);
     fa->at = sw__fleet_at(fv);

@@ -1,7 +1,9 @@
 /*
- * fleet internals shared by the files of src/fleet: the storage arena, the YAML tree with
- * positions, the decoding context (path, error collection, position index) and the scalar decoders.
- * Nothing here is visible outside src/fleet/.
+ * fleet internals shared by the files of src/fleet: the YAML tree with positions, the decoding
+ * context (path, error collection, position index) and the scalar decoders. Every string, array
+ * and struct of a fleet (and of its YAML tree) lives in one core region (`arena` of the private
+ * part, its ceiling set by load.c): freeing the fleet frees it whole, which is what makes the
+ * load all-or-nothing without per-object cleanup. Nothing here is visible outside src/fleet/.
  */
 #ifndef SW_FLEET_INTERNAL_H
 #define SW_FLEET_INTERNAL_H
@@ -9,26 +11,6 @@
 #include <slipway/fleet.h>
 
 #include <stdarg.h>
-
-/* ---------------------------------------------------------------------------------------------
- * Arena: every string, array and struct of a fleet (and of its YAML tree) lives in one; freeing the
- * fleet frees it whole, which is what makes the load all-or-nothing without per-object cleanup.
- * `max` bounds the total (a hostile file cannot make it grow without limit).
- */
-struct sw__fleet_chunk;
-struct sw__fleet_arena {
-    struct sw__fleet_chunk *head;
-    size_t total;
-    size_t max;
-};
-void sw__fleet_arena_init(struct sw__fleet_arena *a, size_t max);
-/* Zeroed, 16-byte aligned; NULL on OOM or over the ceiling. */
-void *sw__fleet_alloc(struct sw__fleet_arena *a, size_t n);
-void *sw__fleet_allocn(struct sw__fleet_arena *a, size_t count, size_t size);
-char *sw__fleet_strndup(struct sw__fleet_arena *a, const char *s, size_t n);
-char *sw__fleet_strdup(struct sw__fleet_arena *a, const char *s);
-char *sw__fleet_printf(struct sw__fleet_arena *a, const char *fmt, ...) SW_PRINTF(2, 3);
-void sw__fleet_arena_free(struct sw__fleet_arena *a);
 
 /* ---------------------------------------------------------------------------------------------
  * The YAML tree: built from libfyaml's events so that every node (mappings and sequences too)
@@ -61,7 +43,7 @@ bool sw__fleet_utf8_check(const char *s, size_t n, int *line, int *col, bool *nu
 
 /* Parse one YAML document. Errors (syntax, duplicate key, unsupported tag, alias bomb, second
  * document) carry name:line:col. An empty document yields *root == NULL. */
-int sw__fleet_yaml_parse(struct sw__fleet_arena *a, const char *name, const char *text, size_t len,
+int sw__fleet_yaml_parse(struct sw_region *a, const char *name, const char *text, size_t len,
                          struct sw__fleet_node **root, struct sw_err *e);
 /* A plain scalar spelling null: "", "~", "null", "Null", "NULL". */
 bool sw__fleet_node_is_null(const struct sw__fleet_node *n);
@@ -89,7 +71,7 @@ struct sw__fleet_ep_raw;
 
 /* Private part of a fleet. */
 struct sw__fleet_priv {
-    struct sw__fleet_arena arena;
+    struct sw_region arena;
     struct sw__fleet_posent *pos; /* sorted by path once loaded */
     size_t n_pos, cap_pos;
     json_t **json; /* json_t references owned by the fleet */
@@ -108,7 +90,7 @@ struct sw__fleet_priv {
 struct sw__fleet_ctx {
     struct sw_fleet *f;
     struct sw__fleet_priv *p;
-    struct sw__fleet_arena *a;
+    struct sw_region *a;
     const char *file; /* the fleet file's name (arena) */
     const char *dir;  /* its directory, for relative env files */
     const char *src;  /* its text (len src_len), for positions inside a scalar; may be NULL */
@@ -378,7 +360,7 @@ void sw__fleet_check_fleet(struct sw__fleet_ctx *c, struct sw__fleet_harness_raw
 /* ---------------------------------------------------------------------------------------------
  * Env-file import targets (envtarget.c): "shape.seqs", "payload.mmproj", "listen.port", "binary",
  * "image", "alias", "engine_version", "env.NAME". canon: canonical spelling or NULL. */
-const char *sw__fleet_target_canon(const char *t, struct sw__fleet_arena *a);
+const char *sw__fleet_target_canon(const char *t, struct sw_region *a);
 size_t sw__fleet_target_names(const char **out, size_t max);
 int sw__fleet_dec_target(struct sw__fleet_ctx *c, struct sw_fleet_endpoint *ep, const char *target,
                          const struct sw__fleet_node *n);

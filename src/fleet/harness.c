@@ -54,7 +54,7 @@ static int dec_client(struct sw__fleet_ctx *c, const struct sw__fleet_node *ek,
     struct sw_fleet_str *nm = &hd->hr->client_names[h->n_clients];
     memset(cl, 0, sizeof(*cl));
     memset(nm, 0, sizeof(*nm));
-    nm->v = sw__fleet_strdup(c->a, ek->text);
+    nm->v = sw_region_strdup(c->a, ek->text);
     if (!nm->v)
         return sw__fleet_nomem(c);
     nm->at = sw__fleet_at(ek);

@@ -64,7 +64,7 @@ static int dec_device(struct sw__fleet_ctx *c, const struct sw__fleet_node *k,
 {
     struct sw_fleet_host *h = arg;
     struct sw_fleet_device *dev = &h->devices[h->n_devices++];
-    dev->name = sw__fleet_strdup(c->a, k->text);
+    dev->name = sw_region_strdup(c->a, k->text);
     if (!dev->name)
         return sw__fleet_nomem(c);
     dev->at = sw__fleet_at(k);
@@ -187,7 +187,7 @@ static int dec_host(struct sw__fleet_ctx *c, const struct sw__fleet_node *k,
     struct sw_fleet *f = c->f;
     (void)arg;
     struct sw_fleet_host *h = &f->hosts[f->n_hosts++];
-    h->name = sw__fleet_strdup(c->a, k->text);
+    h->name = sw_region_strdup(c->a, k->text);
     if (!h->name)
         return sw__fleet_nomem(c);
     h->at = sw__fleet_at(k);

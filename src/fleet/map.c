@@ -207,5 +207,5 @@ const struct sw__fleet_fdef *sw__fleet_find_def(const struct sw__fleet_fdef *def
 
 void *sw__fleet_alloc_each(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, size_t size)
 {
-    return sw__fleet_allocn(c->a, v->n ? v->n : 1, size);
+    return sw_region_allocn(c->a, v->n ? v->n : 1, size);
 }

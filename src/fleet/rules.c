@@ -57,7 +57,7 @@ static int dec_cond(struct sw__fleet_ctx *c, const struct sw__fleet_node *at_nod
     struct sw__fleet_spec sp = sw__fleet_shape_slot(cd->field)->spec;
     if (operand->kind == SW__FLN_SEQ) {
         cd->op = SW_FLEET_IN;
-        cd->in = sw__fleet_allocn(c->a, operand->n ? operand->n : 1, sizeof(*cd->in));
+        cd->in = sw_region_allocn(c->a, operand->n ? operand->n : 1, sizeof(*cd->in));
         if (!cd->in)
             return sw__fleet_nomem(c);
         int rc = 0;
@@ -203,7 +203,7 @@ static int when_value(void *ctx, const struct sw_rule_cmp *cmp, struct sw_rule_v
     if (sw__fleet_dec_value(c, &lit, cd->field->type, &sp, &cd->v))
         return -1;
     if (cd->field->type == SW_FLEET_V_STR && cd->v.s) { /* cmp->text is the parser's buffer */
-        cd->v.s = sw__fleet_strdup(c->a, cd->v.s);
+        cd->v.s = sw_region_strdup(c->a, cd->v.s);
         if (!cd->v.s) {
             sw__fleet_nomem(c);
             return -1;
@@ -242,7 +242,7 @@ static int dec_when_expr(struct sw__fleet_ctx *c, const struct sw__fleet_node *v
     if (!t)
         return SW_EPARSE;
     struct when_text w = {.c = c, .v = v, .src = t, .r = r, .cap = strlen(t) / 2 + 1};
-    r->conds = sw__fleet_allocn(c->a, w.cap, sizeof(*r->conds));
+    r->conds = sw_region_allocn(c->a, w.cap, sizeof(*r->conds));
     if (!r->conds)
         return sw__fleet_nomem(c);
     struct sw_rule_vocab vocab = sw_fleet_rule_vocab;
@@ -289,7 +289,7 @@ static int dec_rule_key(struct sw__fleet_ctx *c, const struct sw__fleet_node *k,
             sw__fleet_record(c, val);
             return dec_when_expr(c, val, r);
         }
-        r->conds = sw__fleet_allocn(c->a, val->n ? val->n : 1, sizeof(*r->conds));
+        r->conds = sw_region_allocn(c->a, val->n ? val->n : 1, sizeof(*r->conds));
         if (!r->conds)
             return sw__fleet_nomem(c);
         struct sw__fleet_walk w = {.fn = dec_when_cond, .arg = r};
@@ -378,7 +378,7 @@ static int compile_rule(struct sw__fleet_ctx *c, const struct sw__fleet_node *rv
         p->rules = nr;
         p->cap_rules = cap;
     }
-    r->expr_text = sw__fleet_strdup(c->a, sw_buf_cstr(&b));
+    r->expr_text = sw_region_strdup(c->a, sw_buf_cstr(&b));
     if (!r->expr_text) {
         rc = sw__fleet_nomem(c);
         goto out;

@@ -130,7 +130,7 @@ static int dec_rt_arg(struct sw__fleet_ctx *c, const struct sw__fleet_node *item
     if (!t)
         return SW_EPARSE;
     sw__fleet_record(c, item);
-    s->v = sw__fleet_strdup(c->a, t);
+    s->v = sw_region_strdup(c->a, t);
     s->at = sw__fleet_at(item);
     if (!s->v)
         return sw__fleet_nomem(c);
@@ -347,7 +347,7 @@ void sw__fleet_check_runtime(struct sw__fleet_ctx *c, struct sw_fleet_endpoint *
     if (!sv->scope)
         sv->scope = SW_FLEET_SCOPE_SYSTEM;
     if (!sv->name.v) {
-        sv->name.v = sw__fleet_printf(c->a, "slipway-%s", ep->name);
+        sv->name.v = sw_region_printf(c->a, "slipway-%s", ep->name);
         if (!sv->name.v)
             sw__fleet_nomem(c);
     }

@@ -191,7 +191,7 @@ int sw__fleet_dec_str(struct sw__fleet_ctx *c, const struct sw__fleet_node *n,
     default:
         break;
     }
-    out->v = sw__fleet_strdup(c->a, t);
+    out->v = sw_region_strdup(c->a, t);
     if (!out->v)
         return sw__fleet_nomem(c);
     out->off = false;

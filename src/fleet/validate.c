@@ -139,8 +139,8 @@ void sw__fleet_check_endpoint(struct sw__fleet_ctx *c, struct sw_fleet_endpoint 
     if (ep->host) {
         const struct sw_fleet_host *h = ep->host;
         size_t cap = raw->n_devices ? raw->n_devices : 1;
-        ep->devices = sw__fleet_allocn(c->a, cap, sizeof(*ep->devices));
-        ep->devices_at = sw__fleet_allocn(c->a, cap, sizeof(*ep->devices_at));
+        ep->devices = sw_region_allocn(c->a, cap, sizeof(*ep->devices));
+        ep->devices_at = sw_region_allocn(c->a, cap, sizeof(*ep->devices_at));
         if (!ep->devices || !ep->devices_at) {
             sw__fleet_nomem(c);
             return;

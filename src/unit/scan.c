@@ -24,85 +24,11 @@
 #define COUNT_MAX      65536u
 
 /* ---------------------------------------------------------------------------------------------
- * Arena.
- */
-struct sw__ublk {
-    struct sw__ublk *next;
-    size_t used, cap;
-    _Alignas(16) unsigned char data[];
-};
-
-void *sw__ua_alloc(struct sw__uarena *a, size_t n)
-{
-    n = (n + 15u) & ~(size_t)15u;
-    if (n == 0)
-        n = 16;
-    struct sw__ublk *b = a->head;
-    if (!b || b->cap - b->used < n) {
-        size_t cap = n > 16384 ? n : 16384;
-        b = sw_malloc(sizeof(*b) + cap);
-        if (!b)
-            return NULL;
-        b->used = 0;
-        b->cap = cap;
-        b->next = a->head;
-        a->head = b;
-    }
-    void *p = b->data + b->used;
-    b->used += n;
-    return p;
-}
-
-char *sw__ua_strndup(struct sw__uarena *a, const char *s, size_t n)
-{
-    char *p = sw__ua_alloc(a, n + 1);
-    if (!p)
-        return NULL;
-    memcpy(p, s, n);
-    p[n] = '\0';
-    return p;
-}
-
-char *sw__ua_strdup(struct sw__uarena *a, const char *s)
-{
-    return sw__ua_strndup(a, s, strlen(s));
-}
-
-int sw__ua_grow(struct sw__uarena *a, void *p, size_t *cap, size_t n, size_t sz)
-{
-    void **pp = p;
-    if (n < *cap)
-        return 0;
-    if (n >= COUNT_MAX)
-        return SW_ERANGE;
-    size_t nc = *cap ? *cap * 2 : 8;
-    void *q = sw__ua_alloc(a, nc * sz);
-    if (!q)
-        return SW_ENOMEM;
-    if (*pp)
-        memcpy(q, *pp, *cap * sz);
-    *pp = q;
-    *cap = nc;
-    return 0;
-}
-
-void sw__ua_free(struct sw__uarena *a)
-{
-    struct sw__ublk *b = a->head;
-    while (b) {
-        struct sw__ublk *n = b->next;
-        sw_free(b);
-        b = n;
-    }
-    a->head = NULL;
-}
-
-/* ---------------------------------------------------------------------------------------------
  * Parse state.
  */
 struct scan {
     struct sw_unit *u;
-    struct sw__uarena *a;
+    struct sw_region *a;
     struct sw_err *e;
     size_t cap_entries, cap_cmds, cap_notes, cap_env, cap_paths;
     size_t cap_mounts, cap_devices, cap_cenv, cap_cenvf;
@@ -116,10 +42,10 @@ struct words {
 
 static int words_push(struct scan *s, struct words *w, const char *p, size_t n)
 {
-    int rc = sw__ua_grow(s->a, &w->v, &w->cap, w->n + 1, sizeof(char *));
+    int rc = sw_region_grow(s->a, &w->v, &w->cap, w->n + 1, sizeof(char *), COUNT_MAX);
     if (rc)
         return rc;
-    w->v[w->n] = sw__ua_strndup(s->a, p, n);
+    w->v[w->n] = sw_region_strndup(s->a, p, n);
     if (!w->v[w->n])
         return SW_ENOMEM;
     w->n++;
@@ -133,12 +59,13 @@ static int vnote(struct scan *s, int line, bool warning, const char *fmt, va_lis
 {
     char msg[512];
     vsnprintf(msg, sizeof(msg), fmt, ap);
-    int rc = sw__ua_grow(s->a, &s->u->notes, &s->cap_notes, s->u->n_notes, sizeof(*s->u->notes));
+    int rc = sw_region_grow(s->a, &s->u->notes, &s->cap_notes, s->u->n_notes, sizeof(*s->u->notes),
+                            COUNT_MAX);
     if (rc)
         return rc;
     s->u->notes[s->u->n_notes].line = line;
     s->u->notes[s->u->n_notes].warning = warning;
-    s->u->notes[s->u->n_notes].msg = sw__ua_strdup(s->a, msg);
+    s->u->notes[s->u->n_notes].msg = sw_region_strdup(s->a, msg);
     if (!s->u->notes[s->u->n_notes].msg)
         return SW_ENOMEM;
     s->u->n_notes++;
@@ -177,13 +104,14 @@ static int add_entry(struct scan *s, const char *section, const char *k, size_t 
                      size_t vn, int line)
 {
     struct sw_unit *u = s->u;
-    int rc = sw__ua_grow(s->a, &u->entries, &s->cap_entries, u->n_entries, sizeof(*u->entries));
+    int rc = sw_region_grow(s->a, &u->entries, &s->cap_entries, u->n_entries, sizeof(*u->entries),
+                            COUNT_MAX);
     if (rc)
         return rc;
     struct sw_unit_entry *en = &u->entries[u->n_entries];
     en->section = section;
-    en->key = sw__ua_strndup(s->a, k, kn);
-    en->value = sw__ua_strndup(s->a, v, vn);
+    en->key = sw_region_strndup(s->a, k, kn);
+    en->value = sw_region_strndup(s->a, v, vn);
     en->line = line;
     en->reset = false;
     if (!en->key || !en->value)
@@ -301,7 +229,7 @@ static int scan_lines(struct scan *s, size_t part, const char *text, size_t len)
                 section = NULL;
                 continue;
             }
-            char *sec = sw__ua_strndup(s->a, text + st + 1, en - st - 2);
+            char *sec = sw_region_strndup(s->a, text + st + 1, en - st - 2);
             if (!sec) {
                 rc = SW_ENOMEM;
                 goto out;
@@ -394,10 +322,10 @@ const char *sw_unit_env(const struct sw_unit *u, const char *var)
 
 static int env_push(struct scan *s, const char *p, size_t n)
 {
-    int rc = sw__ua_grow(s->a, &s->u->env, &s->cap_env, s->u->n_env, sizeof(char *));
+    int rc = sw_region_grow(s->a, &s->u->env, &s->cap_env, s->u->n_env, sizeof(char *), COUNT_MAX);
     if (rc)
         return rc;
-    s->u->env[s->u->n_env] = sw__ua_strndup(s->a, p, n);
+    s->u->env[s->u->n_env] = sw_region_strndup(s->a, p, n);
     if (!s->u->env[s->u->n_env])
         return SW_ENOMEM;
     s->u->n_env++;
@@ -658,7 +586,7 @@ static int scan_cmd(struct scan *s, const struct sw_unit_entry *en)
     }
     if (w.n == 0)
         return 0;
-    rc = sw__ua_grow(s->a, &u->cmds, &s->cap_cmds, u->n_cmds, sizeof(*u->cmds));
+    rc = sw_region_grow(s->a, &u->cmds, &s->cap_cmds, u->n_cmds, sizeof(*u->cmds), COUNT_MAX);
     if (rc)
         return rc;
     struct sw_unit_cmd *c = &u->cmds[u->n_cmds++];
@@ -732,7 +660,7 @@ static bool run_bool(const char *name, size_t n)
 
 #define PUSH(arr, n, cap, val)                                                                     \
     do {                                                                                           \
-        rc = sw__ua_grow(s->a, &(arr), &(cap), (n), sizeof(*(arr)));                               \
+        rc = sw_region_grow(s->a, &(arr), &(cap), (n), sizeof(*(arr)), COUNT_MAX);                 \
         if (rc)                                                                                    \
             return rc;                                                                             \
         (arr)[(n)++] = (val);                                                                      \
@@ -747,8 +675,9 @@ static int add_mount_volume(struct scan *s, const char *v)
         return 0; /* an anonymous volume: no host side */
     const char *c2 = strchr(c1 + 1, ':');
     struct sw_unit_mount m = {0};
-    m.host = sw__ua_strndup(s->a, v, (size_t)(c1 - v));
-    m.cont = c2 ? sw__ua_strndup(s->a, c1 + 1, (size_t)(c2 - c1 - 1)) : sw__ua_strdup(s->a, c1 + 1);
+    m.host = sw_region_strndup(s->a, v, (size_t)(c1 - v));
+    m.cont = c2 ? sw_region_strndup(s->a, c1 + 1, (size_t)(c2 - c1 - 1))
+                : sw_region_strdup(s->a, c1 + 1);
     if (!m.host || !m.cont)
         return SW_ENOMEM;
     if (c2) {
@@ -783,9 +712,9 @@ static int add_mount_spec(struct scan *s, const char *v)
         if (K("type"))
             bind = vl == 4 && !strncmp(val, "bind", 4);
         else if (K("source") || K("src"))
-            m.host = sw__ua_strndup(s->a, val, vl);
+            m.host = sw_region_strndup(s->a, val, vl);
         else if (K("target") || K("destination") || K("dst"))
-            m.cont = sw__ua_strndup(s->a, val, vl);
+            m.cont = sw_region_strndup(s->a, val, vl);
         else if (K("ro") || K("readonly"))
             m.ro = !eq || (vl == 4 && !strncmp(val, "true", 4)) || (vl == 1 && *val == '1');
 #undef K
@@ -926,7 +855,7 @@ static int scan_spec_config(struct scan *s, const char *json)
     int rc = 0;
     const json_t *m = json_is_object(j) ? json_object_get(j, "model") : NULL;
     if (json_is_string(m)) {
-        const char *p = sw__ua_strdup(s->a, json_string_value(m));
+        const char *p = sw_region_strdup(s->a, json_string_value(m));
         rc = p ? add_path(s, "draft model", "--speculative-config model", p) : SW_ENOMEM;
     }
     json_decref(j);
@@ -1176,23 +1105,24 @@ int sw_unit_parse_parts(const struct sw_unit_part *parts, size_t n, const char *
     }
     if (env_file && strlen(env_file) > SW_UNIT_TEXT_MAX)
         return sw_err_set(e, SW_ERANGE, "environment file larger than %u bytes", SW_UNIT_TEXT_MAX);
-    struct sw__uarena *a = sw_calloc(1, sizeof(*a));
+    struct sw_region *a = sw_malloc(sizeof(*a));
     if (!a)
         return sw_err_set(e, SW_ENOMEM, "out of memory");
-    struct sw_unit *u = sw__ua_alloc(a, sizeof(*u));
+    sw_region_init(a, SW__UNIT_REGION_MAX);
+    struct sw_unit *u = sw_region_alloc(a, sizeof(*u));
     int rc = SW_ENOMEM;
     if (!u)
         goto fail;
     memset(u, 0, sizeof(*u));
     u->arena_ = a;
     u->stop_grace_s = -1;
-    u->parts = sw__ua_alloc(a, n * sizeof(*u->parts));
+    u->parts = sw_region_alloc(a, n * sizeof(*u->parts));
     if (!u->parts)
         goto fail;
     for (size_t k = 0; k < n; k++) {
         const char *w = parts[k].where ? parts[k].where : k ? "<drop-in>" : where;
-        u->parts[k].where = sw__ua_strdup(a, w);
-        u->parts[k].text = sw__ua_strndup(a, parts[k].text, parts[k].len);
+        u->parts[k].where = sw_region_strdup(a, w);
+        u->parts[k].text = sw_region_strndup(a, parts[k].text, parts[k].len);
         u->parts[k].len = parts[k].len;
         if (!u->parts[k].where || !u->parts[k].text)
             goto fail;
@@ -1238,7 +1168,7 @@ fail:
         sw_err_set(e, rc, "%s: out of memory", where);
     else if (rc == SW_ERANGE && (!e || !e->msg[0] || e->code != rc))
         sw_err_at(e, rc, where, 0, 0, "more than %u assignments, words or paths", COUNT_MAX);
-    sw__ua_free(a);
+    sw_region_free(a);
     sw_free(a);
     return rc;
 }
@@ -1257,8 +1187,8 @@ void sw_unit_free(struct sw_unit *u)
 {
     if (!u)
         return;
-    struct sw__uarena *a = u->arena_;
-    sw__ua_free(a);
+    struct sw_region *a = u->arena_;
+    sw_region_free(a);
     sw_free(a);
 }
 
