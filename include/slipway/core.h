@@ -190,12 +190,13 @@ void sw_region_free(struct sw_region *a);
  * the last one at the end of the text (a final LF makes no empty line after it); NUL bytes are
  * ordinary bytes. With SW_LINES_CRLF a CR that ends a line (before its LF, or at the end of the
  * text) is not part of it; any other CR is. Every walk has a bound: a line longer than `max`
- * bytes (its CR dropped first) ends the walk with `over` set and `no` that line's number, so the
- * caller can name it (SIZE_MAX: the text's own size is the bound).
+ * bytes (its CR dropped first) ends the walk with `over` set, `no` that line's number and the
+ * line in the last sw_line, so the caller can name it (SIZE_MAX: the text's own size is the
+ * bound).
  *   struct sw_lines it; struct sw_line ln;
- *   sw_lines_init(&it, text, len, 8192, SW_LINES_CRLF);
+ *   sw_lines_init(&it, text, len, 8191, SW_LINES_CRLF);
  *   while (sw_lines_next(&it, &ln)) ... ln.s[0..ln.len), line it.no ...
- *   if (it.over) ... "line %d is longer than 8192 bytes", it.no ...
+ *   if (it.over) ... "line %d: %zu bytes", it.no, ln.len ...
  * Fields: p (where the walk is: past the last line returned), no and over may be read.
  */
 #define SW_LINES_CRLF 1u
@@ -212,7 +213,8 @@ struct sw_line {
     bool lf; /* it ended at an LF (false: at the end of the text) */
 };
 void sw_lines_init(struct sw_lines *it, const char *text, size_t len, size_t max, unsigned flags);
-/* The next line into *out: true, or false at the end or at a line over the bound. */
+/* The next line into *out: true; false at the end, or at a line over the bound (then *out is
+ * that line and every later call is false too). */
 bool sw_lines_next(struct sw_lines *it, struct sw_line *out);
 
 /* ---------------------------------------------------------------------------------------------

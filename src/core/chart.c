@@ -274,17 +274,19 @@ static int panel(const struct sw_chart *c, double top, struct sw_buf *b)
             /* a label's lines (split at '\n') stack under its bars */
             rc |= sw_buf_printf(b, "<text font-size=\"11\" text-anchor=\"middle\">");
             const char *lab = c->categories[k] ? c->categories[k] : "";
+            struct sw_lines it;
+            sw_lines_init(&it, lab, strlen(lab), SIZE_MAX, 0);
             for (int line = 0; line < 3; line++) {
-                const char *nl = strchr(lab, '\n');
-                size_t len = nl ? (size_t)(nl - lab) : strlen(lab);
+                /* an empty label, or one ending in LF, still draws its (empty) last line */
+                struct sw_line ln = {"", 0, false};
+                (void)sw_lines_next(&it, &ln);
                 char part[256];
-                snprintf(part, sizeof(part), "%.*s", (int)(len < 255 ? len : 255), lab);
+                snprintf(part, sizeof(part), "%.*s", (int)(ln.len < 255 ? ln.len : 255), ln.s);
                 rc |= sw_buf_printf(b, "<tspan x=\"%.1f\" y=\"%.1f\">", cx, pb + 16 + 12 * line);
                 rc |= esc(b, part);
                 rc |= sw_buf_printf(b, "</tspan>");
-                if (!nl)
+                if (!ln.lf)
                     break;
-                lab = nl + 1;
             }
             rc |= sw_buf_printf(b, "</text>\n");
             for (size_t s = 0; s < ns; s++) {

@@ -30,13 +30,13 @@ bool sw_lines_next(struct sw_lines *it, struct sw_line *out)
     it->no++;
     if ((it->flags & SW_LINES_CRLF) && le > s && le[-1] == '\r')
         le--;
-    if ((size_t)(le - s) > it->max) {
+    out->s = s;
+    out->len = (size_t)(le - s);
+    out->lf = nl != NULL;
+    if (out->len > it->max) {
         it->over = true;
         return false;
     }
     it->p = nl ? nl + 1 : it->end;
-    out->s = s;
-    out->len = (size_t)(le - s);
-    out->lf = nl != NULL;
     return true;
 }

@@ -97,18 +97,17 @@ static int verify_on_host(struct ctx *c, struct sw_host *h, const struct sw_unit
         return rc;
     }
     /* stdout and stderr are the script's: verify's own words are in out */
-    for (const char *p = hr.out ? hr.out : ""; *p;) {
-        size_t l = strcspn(p, "\n");
-        if (l) {
-            char line[1100];
-            snprintf(line, sizeof(line), "systemd-analyze verify on %s: %.*s", h->name,
-                     (int)SW_MIN(l, (size_t)1000), p);
-            add_finding(c->r->findings, SW_UNIT_LAW_VERIFY, "error", 0, line);
-            (*n_lines)++;
-        }
-        p += l;
-        if (*p)
-            p++;
+    struct sw_lines it;
+    struct sw_line ln;
+    sw_lines_init(&it, hr.out, hr.out ? strlen(hr.out) : 0, SIZE_MAX, 0);
+    while (sw_lines_next(&it, &ln)) {
+        if (!ln.len)
+            continue;
+        char line[1100];
+        snprintf(line, sizeof(line), "systemd-analyze verify on %s: %.*s", h->name,
+                 (int)SW_MIN(ln.len, (size_t)1000), ln.s);
+        add_finding(c->r->findings, SW_UNIT_LAW_VERIFY, "error", 0, line);
+        (*n_lines)++;
     }
     if (rc && !*n_lines) {
         char line[600];

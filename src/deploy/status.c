@@ -186,16 +186,13 @@ static void shown_line(const struct sw_unit_render *ur, bool env, const char *li
     snprintf(out, n, "%.*s", (int)SW_MIN(len, n - 1), line);
 }
 
-/* The next line of [*p, end) that is not blank or a comment (systemd's '#' and ';'): its start
- * and length, *line its 1-based number; false when none is left. */
-static bool next_line(const char **p, const char *end, int *line, const char **s, size_t *len)
+/* The next line of a unit or env file that is a setting (not blank, not a comment: systemd's '#'
+ * and ';'), blanks and CRs trimmed off both ends; false when none is left (its number: it->no). */
+static bool next_setting(struct sw_lines *it, const char **s, size_t *len)
 {
-    while (*p < end) {
-        const char *nl = memchr(*p, '\n', (size_t)(end - *p));
-        const char *le = nl ? nl : end;
-        const char *q = *p;
-        (*line)++;
-        *p = nl ? nl + 1 : end;
+    struct sw_line ln;
+    while (sw_lines_next(it, &ln)) {
+        const char *q = ln.s, *le = ln.s + ln.len;
         while (q < le && (*q == ' ' || *q == '\t' || *q == '\r'))
             q++;
         if (q == le || *q == '#' || *q == ';')
@@ -217,13 +214,14 @@ static size_t diff_lines(const struct sw_unit_render *ur, bool env, const char *
                          json_t *drift)
 {
     size_t n = 0;
-    int iline = 0, rline = 0;
-    const char *ip = inst, *ie = inst + ilen, *rp = rend, *re = rend + rlen;
+    struct sw_lines ii, ri;
+    sw_lines_init(&ii, inst, ilen, SIZE_MAX, 0);
+    sw_lines_init(&ri, rend, rlen, SIZE_MAX, 0);
     for (;;) {
         const char *is = NULL, *rs = NULL;
         size_t il = 0, rl = 0;
-        bool ihas = next_line(&ip, ie, &iline, &is, &il);
-        bool rhas = next_line(&rp, re, &rline, &rs, &rl);
+        bool ihas = next_setting(&ii, &is, &il);
+        bool rhas = next_setting(&ri, &rs, &rl);
         if (!ihas && !rhas)
             break;
         if (ihas == rhas && il == rl && !memcmp(is, rs, il))
@@ -232,8 +230,8 @@ static size_t diff_lines(const struct sw_unit_render *ur, bool env, const char *
             char a[1100], b[1100];
             json_t *d = json_object();
             sw_json_set_str(d, "file", file);
-            sw_json_set_int(d, "line", ihas ? iline : 0);
-            sw_json_set_int(d, "rendered_line", rhas ? rline : 0);
+            sw_json_set_int(d, "line", ihas ? ii.no : 0);
+            sw_json_set_int(d, "rendered_line", rhas ? ri.no : 0);
             if (ihas) {
                 shown_line(ur, env, is, il, a, sizeof(a));
                 sw_json_set_str(d, "installed", a);

@@ -381,19 +381,15 @@ int sw__fleet_envfile_parse(const char *name, const char *text, size_t len,
                            : "invalid UTF-8 here: an env file must be UTF-8 text");
         goto out;
     }
-    p.line = 0;
-    while (s < end) {
-        const char *nl = memchr(s, '\n', (size_t)(end - s));
-        const char *le = nl ? nl : end;
-        p.line++;
-        p.lstart = s;
-        const char *ce = le;
-        if (ce > s && ce[-1] == '\r')
-            ce--;
-        rc = parse_line(&p, s, ce, &val);
+    struct sw_lines it;
+    struct sw_line ln;
+    sw_lines_init(&it, s, (size_t)(end - s), SIZE_MAX, SW_LINES_CRLF);
+    while (sw_lines_next(&it, &ln)) {
+        p.line = it.no;
+        p.lstart = ln.s;
+        rc = parse_line(&p, ln.s, ln.s + ln.len, &val);
         if (rc)
             goto out;
-        s = nl ? nl + 1 : end;
     }
     *out = p.ef;
     p.ef = NULL;

@@ -111,18 +111,13 @@ static int parse_int(const char *v, size_t vl, int64_t *out, int line, struct sw
 int sw_host_unit_parse(const char *text, size_t len, struct sw_host_unit *u, struct sw_err *e)
 {
     memset(u, 0, sizeof(*u));
-    size_t i = 0;
-    int line = 0;
-    while (i < len) {
-        size_t s = i;
-        while (i < len && text[i] != '\n')
-            i++;
-        size_t l = i - s;
-        i++;
-        line++;
-        const char *p = text + s;
-        if (l && p[l - 1] == '\r')
-            l--;
+    struct sw_lines it;
+    struct sw_line ln;
+    sw_lines_init(&it, text, len, SIZE_MAX, SW_LINES_CRLF);
+    while (sw_lines_next(&it, &ln)) {
+        const char *p = ln.s;
+        size_t l = ln.len;
+        int line = it.no;
         if (!l)
             continue;
         const char *eq = memchr(p, '=', l);

@@ -143,17 +143,14 @@ int sw_readings_llamacpp(const char *text, size_t len, const char *where, struct
     if ((!text && len) || len > SW_READINGS_MAX_LOG)
         return sw__readings_err(e, SW_EINVAL, where, 0, TOOL, "%zu bytes: no text or more than %u",
                                 len, SW_READINGS_MAX_LOG);
-    int rc = 0, ln = 0;
+    int rc = 0;
     bool table = false, seen = false;
-    const char *p = text ? text : "", *end = p + len;
-    while (p < end) {
-        const char *nl = memchr(p, '\n', (size_t)(end - p));
-        const char *line = p;
-        size_t n = (size_t)((nl ? nl : end) - p);
-        p = nl ? nl + 1 : end;
-        ln++;
-        if (n && line[n - 1] == '\r')
-            n--;
+    struct sw_lines it;
+    struct sw_line l;
+    sw_lines_init(&it, text, len, SIZE_MAX, SW_LINES_CRLF);
+    while (sw_lines_next(&it, &l)) {
+        const char *line = l.s;
+        size_t n = l.len;
         if (find(line, n, HEADER)) {
             sw_readings_free(out); /* a later table wins */
             table = seen = true;
@@ -164,7 +161,7 @@ int sw_readings_llamacpp(const char *text, size_t len, const char *where, struct
             table = false; /* the table's rows are consecutive */
             continue;
         }
-        rc = row(line, n, at, where, ln, out, e);
+        rc = row(line, n, at, where, it.no, out, e);
         if (rc)
             goto out;
     }

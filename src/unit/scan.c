@@ -500,12 +500,11 @@ static int scan_env(struct scan *s, const char *env_file)
         }
     }
     /* An environment file: KEY=VALUE lines, # and ; comments, a value optionally quoted. */
-    const char *p = env_file;
-    while (p && *p) {
-        const char *nl = strchr(p, '\n');
-        size_t ln = nl ? (size_t)(nl - p) : strlen(p);
-        const char *st = p, *en = p + ln;
-        p = nl ? nl + 1 : p + ln;
+    struct sw_lines it;
+    struct sw_line ln;
+    sw_lines_init(&it, env_file, env_file ? strlen(env_file) : 0, SIZE_MAX, 0);
+    while (sw_lines_next(&it, &ln)) {
+        const char *st = ln.s, *en = ln.s + ln.len;
         while (st < en && is_ws(*st))
             st++;
         while (en > st && is_ws(en[-1]))

@@ -734,6 +734,8 @@ static void test_lines(void **state)
     assert_false(sw_lines_next(&it, &ln));
     assert_true(it.over);
     assert_int_equal(it.no, 2);
+    assert_int_equal(ln.len, 3);
+    assert_memory_equal(ln.s, "abc", 3);
     assert_false(sw_lines_next(&it, &ln));
 }
 
