@@ -238,14 +238,18 @@ static int cap_add(struct cap *c, const char *p, size_t n)
         }
         return n ? sw_buf_append(&c->b, p, n) : 0;
     }
-    for (size_t i = 0; i < n && !c->stop; i++) {
-        if (p[i] != '\n') {
-            if (c->b.len < c->max)
-                sw_buf_putc(&c->b, p[i]);
-            else
-                c->trunc = true;
-            continue;
-        }
+    /* the line so far grows by each piece; an LF hands it to on_line */
+    struct sw_lines it;
+    struct sw_line ln;
+    sw_lines_init(&it, p, n, SIZE_MAX, 0);
+    while (!c->stop && sw_lines_next(&it, &ln)) {
+        size_t room = c->max > c->b.len ? c->max - c->b.len : 0;
+        if (ln.len > room)
+            c->trunc = true;
+        if (SW_MIN(ln.len, room))
+            sw_buf_append(&c->b, ln.s, SW_MIN(ln.len, room));
+        if (!ln.lf)
+            break;
         if (c->on_line(c->ctx, c->b.len ? c->b.data : "", c->b.len))
             c->stop = true;
         sw_buf_reset(&c->b);
