@@ -452,23 +452,6 @@ static int law_secret(struct sw_unit *u, struct sw_unit_report *r)
  * memory-limit: MemoryMax= (or the cgroup v1 spelling MemoryLimit=) in [Service], with a value
  * systemd reads, on a unit whose engine it reaches.
  */
-static bool memory_value(const char *v)
-{
-    if (!strcmp(v, "infinity"))
-        return true;
-    const char *p = v;
-    while (isdigit((unsigned char)*p))
-        p++;
-    if (p == v)
-        return false;
-    if (*p == '.' && isdigit((unsigned char)p[1])) { /* systemd's parse_size takes fractions */
-        p++;
-        while (isdigit((unsigned char)*p))
-            p++;
-    }
-    return !*p || (!p[1] && strchr("KMGTPE%", *p));
-}
-
 static int law_memory(const struct sw_unit *u, struct sw_unit_report *r)
 {
     static const char *const keys[] = {"MemoryMax", "MemoryLimit", "MemoryHigh"};
@@ -486,7 +469,7 @@ static int law_memory(const struct sw_unit *u, struct sw_unit_report *r)
                               "systemd ignores it there (\"Unknown key\") and the engine runs "
                               "without a limit",
                               en->key, en->value, en->section);
-        else if (!memory_value(en->value))
+        else if (!sw__unit_size_ok(en->value))
             rc = sw__unit_add(r, SW_UNIT_LAW_MEMORY, SW_UNIT_ERROR, en->line,
                               "%s=%.60s is not a size systemd reads (bytes with an optional "
                               "K/M/G/T/P/E suffix, a percentage, or infinity): it ignores the line "

@@ -19,6 +19,10 @@ int sw__unit_add(struct sw_unit_report *r, const char *law, enum sw_unit_severit
 /* Sort the findings by position, stable (the laws' order within a line). */
 void sw__unit_sort(struct sw_unit_report *r);
 
+/* A size systemd's parse_size reads (MemoryMax= and the like): digits with an optional fraction
+ * and one K/M/G/T/P/E suffix, a percentage, or infinity (systemd_value.c). */
+bool sw__unit_size_ok(const char *v);
+
 /* The verify step (lint_verify.c). */
 int sw__unit_verify(const struct sw_unit *u, const struct sw_unit_lint_opts *o,
                     struct sw_unit_report *r, struct sw_err *e);
