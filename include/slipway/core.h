@@ -179,9 +179,6 @@ char *sw_region_printf(struct sw_region *a, const char *fmt, ...) SW_PRINTF(2, 3
  * from 8 elements up to max_n, the old elements copied (the old block stays in the region). 0,
  * SW_ERANGE when n >= max_n, or SW_ENOMEM. */
 int sw_region_grow(struct sw_region *a, void *p, size_t *cap, size_t n, size_t size, size_t max_n);
-/* Move b's chunks into a (b is left empty): what b handed out now lives as long as a. The
- * ceiling is not checked (the bytes are already taken). */
-void sw_region_merge(struct sw_region *a, struct sw_region *b);
 /* Free every chunk; the region may be used again (same ceiling). NULL is allowed. */
 void sw_region_free(struct sw_region *a);
 

@@ -97,15 +97,14 @@ char *sw_region_strdup(struct sw_region *a, const char *s)
 
 char *sw_region_printf(struct sw_region *a, const char *fmt, ...)
 {
+    char tmp[256]; /* most texts fit: formatted once */
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(NULL, 0, fmt, ap);
+    int n = vsnprintf(tmp, sizeof(tmp), fmt, ap);
     va_end(ap);
-    if (n < 0)
-        return NULL;
-    char *d = sw_region_alloc(a, (size_t)n + 1);
-    if (!d)
-        return NULL;
+    char *d = n < 0 ? NULL : sw_region_alloc(a, (size_t)n + 1);
+    if (!d || (size_t)n < sizeof(tmp))
+        return d ? memcpy(d, tmp, (size_t)n + 1) : NULL;
     va_start(ap, fmt);
     vsnprintf(d, (size_t)n + 1, fmt, ap);
     va_end(ap);
@@ -132,38 +131,14 @@ int sw_region_grow(struct sw_region *a, void *p, size_t *cap, size_t n, size_t s
     return 0;
 }
 
-void sw_region_merge(struct sw_region *a, struct sw_region *b)
-{
-    if (!b->head)
-        return;
-    struct sw__region_chunk *t = b->head;
-    while (t->next)
-        t = t->next;
-    /* a's head (the chunk with room) stays in front */
-    if (a->head) {
-        t->next = a->head->next;
-        a->head->next = b->head;
-    } else {
-        a->head = b->head;
-    }
-    a->total += b->total;
-    a->used += b->used;
-    b->head = NULL;
-    b->total = 0;
-    b->used = 0;
-}
-
 void sw_region_free(struct sw_region *a)
 {
     if (!a)
         return;
-    struct sw__region_chunk *c = a->head;
-    while (c) {
-        struct sw__region_chunk *next = c->next;
+    while (a->head) {
+        struct sw__region_chunk *c = a->head;
+        a->head = c->next;
         sw_free(c);
-        c = next;
     }
-    a->head = NULL;
-    a->total = 0;
-    a->used = 0;
+    a->total = a->used = 0;
 }
