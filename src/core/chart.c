@@ -239,20 +239,35 @@ static int draw_title(const struct frame *f, struct sw_buf *b)
     return rc;
 }
 
+/* The ticks of one axis with their labels: the y grid across the plot, or the x marks below it. */
+static int draw_ticks(const struct frame *f, bool x, struct sw_buf *b)
+{
+    double lo = x ? f->x0 : f->y0, hi = x ? f->x1 : f->y1, step = x ? f->xs : f->ys;
+    int rc = 0;
+    char t[64];
+    for (long i = 0, n = lround((hi - lo) / step); i <= n; i++) {
+        double v = tick(lo, step, i);
+        tick_label(v, step, t, sizeof(t));
+        if (x)
+            rc |= sw_buf_printf(b,
+                                "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
+                                "stroke=\"#333\"/>\n<text x=\"%.1f\" y=\"%.1f\" "
+                                "font-size=\"11\" text-anchor=\"middle\">%s</text>\n",
+                                px(f, v), f->pb, px(f, v), f->pb + 4, px(f, v), f->pb + 18, t);
+        else
+            rc |= sw_buf_printf(b,
+                                "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
+                                "stroke=\"#ddd\"/>\n<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" "
+                                "text-anchor=\"end\">%s</text>\n",
+                                f->pl, py(f, v), f->pr, py(f, v), f->pl - 6, py(f, v) + 4, t);
+    }
+    return rc;
+}
+
 /* The y grid with its labels, the two axis lines and the axis labels. */
 static int draw_axes(const struct frame *f, struct sw_buf *b)
 {
-    int rc = 0;
-    char t[64];
-    for (long i = 0, n = lround((f->y1 - f->y0) / f->ys); i <= n; i++) {
-        double v = tick(f->y0, f->ys, i);
-        tick_label(v, f->ys, t, sizeof(t));
-        rc |= sw_buf_printf(b,
-                            "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
-                            "stroke=\"#ddd\"/>\n<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" "
-                            "text-anchor=\"end\">%s</text>\n",
-                            f->pl, py(f, v), f->pr, py(f, v), f->pl - 6, py(f, v) + 4, t);
-    }
+    int rc = draw_ticks(f, false, b);
     rc |= sw_buf_printf(b,
                         "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#333\"/>\n"
                         "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#333\"/>\n",
@@ -276,17 +291,7 @@ static int draw_axes(const struct frame *f, struct sw_buf *b)
 static int draw_lines(const struct frame *f, struct sw_buf *b)
 {
     const struct sw_chart *c = f->c;
-    int rc = 0;
-    char t[64];
-    for (long i = 0, n = lround((f->x1 - f->x0) / f->xs); i <= n; i++) {
-        double v = tick(f->x0, f->xs, i);
-        tick_label(v, f->xs, t, sizeof(t));
-        rc |= sw_buf_printf(b,
-                            "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
-                            "stroke=\"#333\"/>\n<text x=\"%.1f\" y=\"%.1f\" "
-                            "font-size=\"11\" text-anchor=\"middle\">%s</text>\n",
-                            px(f, v), f->pb, px(f, v), f->pb + 4, px(f, v), f->pb + 18, t);
-    }
+    int rc = draw_ticks(f, true, b);
     for (size_t s = 0; s < c->n_series && !rc; s++) {
         const struct sw_chart_series *se = &c->series[s];
         bool open = false;
