@@ -33,8 +33,12 @@ struct ctx {
     const struct sw_install_opts *o;
     struct sw_install_result *r;
     uint64_t t_step;
+    const struct sw_fleet *f;
+    const struct sw_fleet_endpoint *ep;
     int64_t dl; /* one host operation's deadline */
     struct sw_unit_render ur;
+    struct sw_unit *u; /* the render parsed back, and its lint */
+    struct sw_unit_report rep;
     struct sw_host h;
     char stage[4096]; /* the private directory here ("" when none) */
     char local_unit[4400], local_env[4400];
@@ -145,7 +149,7 @@ static int run(struct sw_host *h, const char *const *argv, int64_t deadline_ms, 
 
 static void rm_stage(char *dir, const struct sw_unit_render *ur)
 {
-    char p[4200];
+    char p[4400];
     if (!dir[0])
         return;
     snprintf(p, sizeof(p), "%s/%s", dir, ur->service.name);
@@ -390,19 +394,18 @@ static int install_refusal(const struct sw_fleet_endpoint *ep, struct sw_err *e)
 }
 
 /* 1. the one render: the unit, where the endpoint answers, the render's warnings as findings */
-static int install_render(struct ctx *c, const struct sw_fleet *f,
-                          const struct sw_fleet_endpoint *ep, struct sw_err *e)
+static int install_render(struct ctx *c, struct sw_err *e)
 {
     struct sw_install_result *r = c->r;
     step_begin(c);
-    int rc = sw_unit_render_endpoint(f, ep, &c->ur, e);
+    int rc = sw_unit_render_endpoint(c->f, c->ep, &c->ur, e);
     step_end(c, "render", rc == 0, "%s", rc ? e->msg : c->ur.service.name);
     if (rc)
         return rc;
     snprintf(r->unit, sizeof(r->unit), "%s", c->ur.service.name);
     r->user = c->ur.scope == SW_FLEET_SCOPE_USER;
     struct sw_fleet_addr fa;
-    rc = sw_fleet_endpoint_addr(ep, &fa, e);
+    rc = sw_fleet_endpoint_addr(c->ep, &fa, e);
     if (rc)
         return rc;
     snprintf(r->url, sizeof(r->url), "%s", fa.url);
@@ -415,17 +418,17 @@ static int install_render(struct ctx *c, const struct sw_fleet *f,
     return 0;
 }
 
-/* 2. the lint here: an error refuses the install before the host is touched. *u and *rep are
- * the caller's to free. */
-static int install_lint(struct ctx *c, struct sw_unit **u, struct sw_unit_report *rep,
-                        struct sw_err *e)
+/* 2. the lint here: an error refuses the install before the host is touched */
+static int install_lint(struct ctx *c, struct sw_err *e)
 {
     const struct sw_unit_render *ur = &c->ur;
+    const struct sw_unit_report *rep = &c->rep;
     struct sw_unit_lint_opts lo = {0};
     step_begin(c);
-    int rc = sw_unit_parse(ur->service.text, ur->service.len, ur->service.name, ur->env.text, u, e);
+    int rc =
+        sw_unit_parse(ur->service.text, ur->service.len, ur->service.name, ur->env.text, &c->u, e);
     if (!rc)
-        rc = sw_unit_lint(*u, &lo, rep, e);
+        rc = sw_unit_lint(c->u, &lo, &c->rep, e);
     if (rc) {
         step_end(c, "lint", false, "%s", e->msg);
         return rc;
@@ -446,8 +449,9 @@ static int install_lint(struct ctx *c, struct sw_unit **u, struct sw_unit_report
 }
 
 /* 3. the host, reached; its $HOME (for a user unit or a %h) says where the files go */
-static int install_open(struct ctx *c, const struct sw_fleet_endpoint *ep, struct sw_err *e)
+static int install_open(struct ctx *c, struct sw_err *e)
 {
+    const struct sw_fleet_endpoint *ep = c->ep;
     struct sw_install_result *r = c->r;
     char home[1024] = "";
     step_begin(c);
@@ -571,13 +575,22 @@ static int install_reload(struct ctx *c, struct sw_err *e)
     return rc;
 }
 
+/* The install's steps, in their order: each refuses or fails the install, or leaves what the
+ * next needs in ctx. */
+static int (*const install_steps[])(struct ctx *c, struct sw_err *e) = {
+    install_render, install_lint, install_open,   install_stage,
+    install_verify, install_copy, install_reload,
+};
+
 int sw_deploy_install(const struct sw_fleet *f, const struct sw_fleet_endpoint *ep,
                       const struct sw_install_opts *o, struct sw_install_result *r,
                       struct sw_err *e)
 {
-    struct sw_unit *u = NULL;
-    struct sw_unit_report rep = {0};
-    struct ctx c;
+    struct ctx c = {.o = o,
+                    .r = r,
+                    .f = f,
+                    .ep = ep,
+                    .dl = o && o->deadline_ms > 0 ? o->deadline_ms : DEF_DEADLINE_MS};
     unsigned serve_ms = o && o->serve_timeout_ms ? o->serve_timeout_ms : DEF_SERVE_MS;
     struct sw_err mine;
     int rc;
@@ -586,29 +599,14 @@ int sw_deploy_install(const struct sw_fleet *f, const struct sw_fleet_endpoint *
         e = &mine; /* the steps quote e's message */
     sw_err_clear(e);
     memset(r, 0, sizeof(*r));
-    memset(&c, 0, sizeof(c));
-    c.o = o;
-    c.r = r;
-    c.dl = o && o->deadline_ms > 0 ? o->deadline_ms : DEF_DEADLINE_MS;
     uint64_t t_all = sw_now_ns();
     snprintf(r->endpoint, sizeof(r->endpoint), "%s", ep->name);
     snprintf(r->host, sizeof(r->host), "%s", ep->host ? ep->host->name : "");
     rc = install_refusal(ep, e);
     if (rc)
         return rc;
-    rc = install_render(&c, f, ep, e);
-    if (!rc)
-        rc = install_lint(&c, &u, &rep, e);
-    if (!rc)
-        rc = install_open(&c, ep, e);
-    if (!rc)
-        rc = install_stage(&c, e);
-    if (!rc)
-        rc = install_verify(&c, e);
-    if (!rc)
-        rc = install_copy(&c, e);
-    if (!rc)
-        rc = install_reload(&c, e);
+    for (size_t i = 0; i < SW_ARRAY_LEN(install_steps) && !rc; i++)
+        rc = install_steps[i](&c, e);
     if (!rc && o && o->start) {
         rc = start_and_prove(&c, &c.h, &c.ur, c.dl, serve_ms, e);
         if (!rc)
@@ -618,8 +616,8 @@ int sw_deploy_install(const struct sw_fleet *f, const struct sw_fleet_endpoint *
     }
     r->total_s = (double)(sw_now_ns() - t_all) / 1e9;
     rm_stage(c.stage, &c.ur);
-    sw_unit_report_free(&rep);
-    sw_unit_free(u);
+    sw_unit_report_free(&c.rep);
+    sw_unit_free(c.u);
     sw_unit_render_free(&c.ur);
     return rc;
 }
