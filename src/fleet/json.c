@@ -48,20 +48,6 @@ static void push(struct jb *b, json_t *a, json_t *v)
         b->oom = true;
 }
 
-static void put_str(struct jb *b, json_t *o, const char *k, const struct sw_fleet_str *s)
-{
-    if (s->v)
-        put(b, o, k, chk(b, json_string(s->v)));
-    else if (s->off)
-        put(b, o, k, chk(b, json_null()));
-}
-
-static void put_cstr(struct jb *b, json_t *o, const char *k, const char *s)
-{
-    if (s)
-        put(b, o, k, chk(b, json_string(s)));
-}
-
 static json_t *u64_json(uint64_t v)
 {
     if (v == SW_FLEET_ALL)
@@ -69,30 +55,6 @@ static json_t *u64_json(uint64_t v)
     if (v > (uint64_t)INT64_MAX)
         return json_real((double)v);
     return json_integer((json_int_t)v);
-}
-
-static void put_u64(struct jb *b, json_t *o, const char *k, const struct sw_fleet_u64 *u)
-{
-    if (u->set)
-        put(b, o, k, chk(b, u64_json(u->v)));
-    else if (u->off)
-        put(b, o, k, chk(b, json_null()));
-}
-
-static void put_f64(struct jb *b, json_t *o, const char *k, const struct sw_fleet_f64 *d)
-{
-    if (d->set)
-        put(b, o, k, chk(b, json_real(d->v)));
-    else if (d->off)
-        put(b, o, k, chk(b, json_null()));
-}
-
-static void put_bool(struct jb *b, json_t *o, const char *k, const struct sw_fleet_bool *x)
-{
-    if (x->set)
-        put(b, o, k, chk(b, json_boolean(x->v)));
-    else if (x->off)
-        put(b, o, k, chk(b, json_null()));
 }
 
 static json_t *at_json(const struct sw_fleet_at *at)
@@ -125,14 +87,93 @@ static json_t *value_json(const struct sw_fleet_value *v)
     return json_null();
 }
 
+/* What a field may need beyond its own struct: the fleet, and the struct's position in its
+ * list. */
+struct view {
+    const struct sw_fleet *f;
+    size_t i;
+};
+
+enum fk {
+    FK_STR,    /* struct sw_fleet_str: its text; null when turned off; left out when unset */
+    FK_CSTR,   /* const char *: left out when NULL */
+    FK_U64,    /* struct sw_fleet_u64 (SW_FLEET_ALL as "all") */
+    FK_F64,    /* struct sw_fleet_f64 */
+    FK_BOOL,   /* struct sw_fleet_bool */
+    FK_MS,     /* struct sw_fleet_u64 of milliseconds, in the file's spelling: "120s", "500ms" */
+    FK_FLAG,   /* bool: always written */
+    FK_REAL,   /* double: always written */
+    FK_AT,     /* struct sw_fleet_at: "file:line:col", null when none */
+    FK_JSON,   /* json_t * (borrowed): a copy, left out when NULL */
+    FK_REF,    /* a pointer to a struct whose first member is its name: the name, left out when
+                * NULL */
+    FK_ENUM,   /* an enum: name(value), else names[value]; left out when that is NULL */
+    FK_SECRET, /* struct sw_fleet_secret: {from_env|from_file: ref}, left out when none */
+    FK_SHAPE,  /* struct sw_fleet_shape: the shape's own field table */
+    FK_STRS,   /* struct sw_fleet_str * and its count: a list of the texts */
+    FK_NAMES,  /* structs whose first member is a name, and their count: a list of the names */
+    FK_OBJ,    /* a struct (off 0: this one): an object of sub */
+    FK_LIST,   /* structs and their count: a list of sub's objects (or fn's values) */
+    FK_MAP,    /* structs whose first member is a name (or points to a named struct), and their
+                * count: an object of them by name, each sub's object (or fn's value) */
+    FK_FN,     /* fn(b, the struct, view): the value, or NULL to leave the key out */
+};
+
+#define FD_OMIT_EMPTY 1u /* FK_STRS, FK_NAMES, FK_LIST, FK_MAP: left out without elements */
+#define FD_KEY_REF    2u /* FK_MAP: an element's first member points to the struct named */
+
+struct fd {
+    const char *key;
+    enum fk kind;
+    size_t off;           /* the member */
+    size_t n_off;         /* FK_STRS, FK_NAMES, FK_LIST, FK_MAP: the member counting it */
+    size_t size;          /* FK_NAMES, FK_LIST, FK_MAP: an element's size */
+    const struct fd *sub; /* FK_OBJ, FK_LIST, FK_MAP: the element's table, n_sub keys */
+    size_t n_sub;
+    const char *(*name)(int value); /* FK_ENUM... */
+    const char *const *names;       /* ...or n_names names by value */
+    size_t n_names;
+    unsigned flags;
+    /* FK_FN; FK_LIST and FK_MAP without sub: an element's value */
+    json_t *(*fn)(struct jb *b, const void *obj, const struct view *v);
+};
+
+/* A table's rows. T is the struct the table reads (#define T around the table); a row's key is
+ * its member's name (ROW) unless it is given (KEY, and the other kinds). */
+/* clang-format off */
+#define KEY(k, kd, m)      {.key = k, .kind = kd, .off = offsetof(T, m)}
+#define ROW(kd, m)         KEY(#m, kd, m)
+#define FN(k, f)           {.key = k, .kind = FK_FN, .fn = f}
+#define ENUM(k, m, tab)    {.key = k, .kind = FK_ENUM, .off = offsetof(T, m), .names = tab, \
+                            .n_names = SW_ARRAY_LEN(tab)}
+#define ENUMF(k, m, f)     {.key = k, .kind = FK_ENUM, .off = offsetof(T, m), .name = f}
+#define OBJ(k, m, t)       {.key = k, .kind = FK_OBJ, .off = offsetof(T, m), .sub = t, \
+                            .n_sub = SW_ARRAY_LEN(t)}
+#define ELEMS(kd, m, n)    .kind = kd, .off = offsetof(T, m), .n_off = offsetof(T, n), \
+                           .size = sizeof(*((T *)0)->m)
+#define TEXTS(k, kd, m, n, fl)   {.key = k, ELEMS(kd, m, n), .flags = fl}
+#define TABLES(k, kd, m, n, t, fl) {.key = k, ELEMS(kd, m, n), .sub = t, .n_sub = SW_ARRAY_LEN(t), \
+                                    .flags = fl}
+/* clang-format on */
+
+static json_t *fields_json(struct jb *b, const struct fd *t, size_t n, const void *obj,
+                           const struct view *v);
+static json_t *field_json(struct jb *b, const struct fd *d, const void *obj, const struct view *v);
+#define FIELDS_JSON(b, t, obj, v) fields_json(b, t, SW_ARRAY_LEN(t), obj, v)
+
+/* The shape from its own field table (sw_fleet_shape_fields); spec_decode.* nested. */
 static json_t *shape_json(struct jb *b, const struct sw_fleet_shape *s)
 {
+    static const enum fk kinds[] = {[SW_FLEET_V_COUNT] = FK_U64,
+                                    [SW_FLEET_V_BYTES] = FK_U64,
+                                    [SW_FLEET_V_REAL] = FK_F64,
+                                    [SW_FLEET_V_BOOL] = FK_BOOL,
+                                    [SW_FLEET_V_STR] = FK_STR};
     json_t *o = chk(b, json_object());
     json_t *spec = NULL;
     size_t nf;
     const struct sw_fleet_field *fs = sw_fleet_shape_fields(&nf);
     for (size_t i = 0; o && i < nf; i++) {
-        const void *p = sw__fleet_shape_cptr(s, &fs[i]);
         json_t *dst = o;
         const char *key = fs[i].name;
         if (!strncmp(key, "spec_decode.", 12)) {
@@ -141,21 +182,10 @@ static json_t *shape_json(struct jb *b, const struct sw_fleet_shape *s)
             dst = spec;
             key += 12;
         }
-        switch (fs[i].type) {
-        case SW_FLEET_V_COUNT:
-        case SW_FLEET_V_BYTES:
-            put_u64(b, dst, key, p);
-            break;
-        case SW_FLEET_V_REAL:
-            put_f64(b, dst, key, p);
-            break;
-        case SW_FLEET_V_BOOL:
-            put_bool(b, dst, key, p);
-            break;
-        case SW_FLEET_V_STR:
-            put_str(b, dst, key, p);
-            break;
-        }
+        struct fd d = {.key = key, .kind = kinds[fs[i].type]};
+        json_t *j = field_json(b, &d, sw__fleet_shape_cptr(s, &fs[i]), NULL);
+        if (j)
+            put(b, dst, key, j);
     }
     if (spec && json_object_size(spec))
         put(b, o, "spec_decode", spec);
@@ -178,13 +208,15 @@ json_t *sw_fleet_shape_to_json(const struct sw_fleet_shape *s)
 static json_t *secret_json(struct jb *b, const struct sw_fleet_secret *s)
 {
     json_t *o = chk(b, json_object());
-    put_cstr(b, o, s->kind == SW_FLEET_SECRET_ENV ? "from_env" : "from_file", s->ref);
+    if (s->ref)
+        put(b, o, s->kind == SW_FLEET_SECRET_ENV ? "from_env" : "from_file",
+            chk(b, json_string(s->ref)));
     return o;
 }
 
-static json_t *rule_json(struct jb *b, const struct sw_fleet_rule *r)
+/* A rule's conditions as one line: "seqs == 2 && cache_type_k in [\"f16\", \"q8_0\"]". */
+static json_t *rule_when(struct jb *b, const struct sw_fleet_rule *r)
 {
-    json_t *o = chk(b, json_object());
     char when[600];
     size_t j = 0;
     when[0] = '\0';
@@ -221,15 +253,10 @@ static json_t *rule_json(struct jb *b, const struct sw_fleet_rule *r)
             break;
         j += (size_t)w;
     }
-    put(b, o, "when", chk(b, json_string(when)));
-    put_cstr(b, o, "failure", r->failure);
-    put_cstr(b, o, "text", r->text);
-    put_cstr(b, o, "date", r->date);
-    put_cstr(b, o, "note", r->note);
-    put(b, o, "at", chk(b, at_json(&r->at)));
-    return o;
+    return chk(b, json_string(when));
 }
 
+/* A knob's domain: its set as a list, or its range as {min, max[, step]}. */
 static json_t *knob_json(struct jb *b, const struct sw_fleet_knob *k)
 {
     if (!k->is_range) {
@@ -246,51 +273,6 @@ static json_t *knob_json(struct jb *b, const struct sw_fleet_knob *k)
     return o;
 }
 
-/* What a field may need beyond its own struct: the fleet, and the struct's position in its
- * list. */
-struct view {
-    const struct sw_fleet *f;
-    size_t i;
-};
-
-enum fk {
-    FK_STR,  /* struct sw_fleet_str: its text; null when turned off; left out when unset */
-    FK_CSTR, /* const char *: left out when NULL */
-    FK_U64,  /* struct sw_fleet_u64 (SW_FLEET_ALL as "all") */
-    FK_F64,  /* struct sw_fleet_f64 */
-    FK_BOOL, /* struct sw_fleet_bool */
-    FK_MS,   /* struct sw_fleet_u64 of milliseconds, in the file's spelling: "120s", "500ms" */
-    FK_FLAG, /* bool: always written */
-    FK_REAL, /* double: always written */
-    FK_AT,   /* struct sw_fleet_at: "file:line:col", null when none */
-    FK_JSON, /* json_t * (borrowed): a copy, left out when NULL */
-    FK_DEV,  /* const struct sw_fleet_device *: its name, left out when NULL */
-    FK_STRS, /* struct sw_fleet_str * with its count at n_off: a list, left out when empty */
-    FK_FN,   /* fn(b, the struct, view): the value, or NULL to leave the key out */
-};
-
-struct fd {
-    const char *key;
-    enum fk kind;
-    size_t off;   /* the member */
-    size_t n_off; /* FK_STRS: the member counting it */
-    json_t *(*fn)(struct jb *b, const void *obj, const struct view *v);
-};
-
-#define F(k, kind, T, m)                                                                           \
-    {                                                                                              \
-        k, kind, offsetof(T, m), 0, NULL                                                           \
-    }
-#define FSTRS(k, T, m, n)                                                                          \
-    {                                                                                              \
-        k, FK_STRS, offsetof(T, m), offsetof(T, n), NULL                                           \
-    }
-#define FFN(k, f)                                                                                  \
-    {                                                                                              \
-        k, FK_FN, 0, 0, f                                                                          \
-    }
-#define PUT_FIELDS(b, o, t, obj, v) put_fields(b, o, t, SW_ARRAY_LEN(t), obj, v)
-
 static json_t *ms_json(uint64_t ms)
 {
     char t[40];
@@ -301,333 +283,299 @@ static json_t *ms_json(uint64_t ms)
     return json_string(t);
 }
 
-static json_t *strs_json(struct jb *b, const struct sw_fleet_str *s, size_t n)
+/* The name of a struct whose first member is it. */
+static const char *name_of(const void *x)
 {
-    json_t *a = chk(b, json_array());
-    for (size_t i = 0; i < n; i++)
-        push(b, a, chk(b, json_string(s[i].v)));
-    return a;
+    return *(const char *const *)x;
 }
 
-static void put_fields(struct jb *b, json_t *o, const struct fd *t, size_t n, const void *obj,
-                       const struct view *v)
+/* FK_STRS, FK_NAMES, FK_LIST, FK_MAP: the count elements at p (NULL when omitted empty). */
+static json_t *many_json(struct jb *b, const struct fd *d, const void *obj, const struct view *v)
 {
-    for (size_t i = 0; i < n; i++) {
-        const char *k = t[i].key;
-        const void *p = (const char *)obj + t[i].off;
-        switch (t[i].kind) {
-        case FK_STR:
-            put_str(b, o, k, p);
-            break;
-        case FK_CSTR:
-            put_cstr(b, o, k, *(const char *const *)p);
-            break;
-        case FK_U64:
-            put_u64(b, o, k, p);
-            break;
-        case FK_F64:
-            put_f64(b, o, k, p);
-            break;
-        case FK_BOOL:
-            put_bool(b, o, k, p);
-            break;
-        case FK_MS:
-            if (((const struct sw_fleet_u64 *)p)->set)
-                put(b, o, k, chk(b, ms_json(((const struct sw_fleet_u64 *)p)->v)));
-            break;
-        case FK_FLAG:
-            put(b, o, k, chk(b, json_boolean(*(const bool *)p)));
-            break;
-        case FK_REAL:
-            put(b, o, k, chk(b, json_real(*(const double *)p)));
-            break;
-        case FK_AT:
-            put(b, o, k, chk(b, at_json(p)));
-            break;
-        case FK_JSON:
-            if (*(json_t *const *)p)
-                put(b, o, k, chk(b, json_deep_copy(*(json_t *const *)p)));
-            break;
-        case FK_DEV: {
-            const struct sw_fleet_device *d = *(const struct sw_fleet_device *const *)p;
-            put_cstr(b, o, k, d ? d->name : NULL);
-            break;
-        }
-        case FK_STRS: {
-            size_t cnt = *(const size_t *)((const char *)obj + t[i].n_off);
-            if (cnt)
-                put(b, o, k, strs_json(b, *(const struct sw_fleet_str *const *)p, cnt));
-            break;
-        }
-        case FK_FN: {
-            json_t *j = t[i].fn(b, obj, v);
-            if (j)
-                put(b, o, k, j);
-            break;
-        }
-        }
+    size_t cnt = *(const size_t *)((const char *)obj + d->n_off);
+    const char *first = *(const char *const *)((const char *)obj + d->off);
+    if (!cnt && (d->flags & FD_OMIT_EMPTY))
+        return NULL;
+    json_t *c = chk(b, d->kind == FK_MAP ? json_object() : json_array());
+    for (size_t i = 0; i < cnt; i++) {
+        const char *x = first + i * d->size;
+        struct view ev = {v->f, i};
+        json_t *one;
+        if (d->kind == FK_STRS)
+            one = chk(b, json_string(((const struct sw_fleet_str *)x)->v));
+        else if (d->kind == FK_NAMES)
+            one = chk(b, json_string(name_of(x)));
+        else if (d->sub)
+            one = fields_json(b, d->sub, d->n_sub, x, &ev);
+        else
+            one = d->fn(b, x, &ev);
+        if (d->kind == FK_MAP)
+            put(b, c, name_of((d->flags & FD_KEY_REF) ? *(const void *const *)x : x), one);
+        else
+            push(b, c, one);
     }
+    return c;
 }
 
-/* A struct as an object of its table's keys. */
+/* One field's value: NULL when it is left out (or out of memory, which b then says). */
+static json_t *field_json(struct jb *b, const struct fd *d, const void *obj, const struct view *v)
+{
+    const void *p = (const char *)obj + d->off;
+    switch (d->kind) {
+    case FK_STR: {
+        const struct sw_fleet_str *x = p;
+        return x->v ? chk(b, json_string(x->v)) : x->off ? chk(b, json_null()) : NULL;
+    }
+    case FK_CSTR:
+        return *(const char *const *)p ? chk(b, json_string(*(const char *const *)p)) : NULL;
+    case FK_U64:
+    case FK_MS: {
+        const struct sw_fleet_u64 *x = p;
+        if (x->set)
+            return chk(b, d->kind == FK_MS ? ms_json(x->v) : u64_json(x->v));
+        return x->off && d->kind == FK_U64 ? chk(b, json_null()) : NULL;
+    }
+    case FK_F64: {
+        const struct sw_fleet_f64 *x = p;
+        return x->set ? chk(b, json_real(x->v)) : x->off ? chk(b, json_null()) : NULL;
+    }
+    case FK_BOOL: {
+        const struct sw_fleet_bool *x = p;
+        return x->set ? chk(b, json_boolean(x->v)) : x->off ? chk(b, json_null()) : NULL;
+    }
+    case FK_FLAG:
+        return chk(b, json_boolean(*(const bool *)p));
+    case FK_REAL:
+        return chk(b, json_real(*(const double *)p));
+    case FK_AT:
+        return chk(b, at_json(p));
+    case FK_JSON:
+        return *(json_t *const *)p ? chk(b, json_deep_copy(*(json_t *const *)p)) : NULL;
+    case FK_REF:
+        return *(const void *const *)p ? chk(b, json_string(name_of(*(const void *const *)p)))
+                                       : NULL;
+    case FK_ENUM: {
+        int x = *(const int *)p;
+        const char *s = d->name                            ? d->name(x)
+                        : x >= 0 && (size_t)x < d->n_names ? d->names[x]
+                                                           : NULL;
+        return s ? chk(b, json_string(s)) : NULL;
+    }
+    case FK_SECRET:
+        return ((const struct sw_fleet_secret *)p)->kind ? secret_json(b, p) : NULL;
+    case FK_SHAPE:
+        return shape_json(b, p);
+    case FK_OBJ:
+        return fields_json(b, d->sub, d->n_sub, p, v);
+    case FK_STRS:
+    case FK_NAMES:
+    case FK_LIST:
+    case FK_MAP:
+        return many_json(b, d, obj, v);
+    case FK_FN:
+        return d->fn(b, obj, v);
+    }
+    return NULL;
+}
+
+/* A struct as an object of its table's keys, in the table's order. */
 static json_t *fields_json(struct jb *b, const struct fd *t, size_t n, const void *obj,
                            const struct view *v)
 {
     json_t *o = chk(b, json_object());
-    put_fields(b, o, t, n, obj, v);
+    for (size_t i = 0; i < n; i++) {
+        json_t *j = field_json(b, &t[i], obj, v);
+        if (j)
+            put(b, o, t[i].key, j);
+    }
     return o;
 }
-#define FIELDS_JSON(b, t, obj, v) fields_json(b, t, SW_ARRAY_LEN(t), obj, v)
 
-/* A name, or the key left out. */
-static json_t *name_json(struct jb *b, const char *s)
-{
-    return s ? chk(b, json_string(s)) : NULL;
-}
+_Static_assert(offsetof(struct sw_fleet_host, name) == 0, "FK_REF, FK_MAP read names first");
+_Static_assert(offsetof(struct sw_fleet_device, name) == 0, "FK_REF, FK_MAP read names first");
+_Static_assert(offsetof(struct sw_fleet_profile, name) == 0, "FK_REF, FK_MAP read names first");
+_Static_assert(offsetof(struct sw_fleet_endpoint, name) == 0, "FK_REF, FK_MAP read names first");
+_Static_assert(offsetof(struct sw_fleet_const, name) == 0, "FK_REF, FK_MAP read names first");
+_Static_assert(offsetof(struct sw_fleet_fact, name) == 0, "FK_REF, FK_MAP read names first");
+_Static_assert(offsetof(struct sw_fleet_knob, name) == 0, "FK_REF, FK_MAP read names first");
+_Static_assert(offsetof(struct sw_fleet_frozen, name) == 0, "FK_REF, FK_MAP read names first");
+_Static_assert(offsetof(struct sw_fleet_envvar, name) == 0, "FK_REF, FK_MAP read names first");
+_Static_assert(offsetof(struct sw_fleet_client, endpoint) == 0, "FD_KEY_REF reads it first");
 
 /* ---------------------------------------------------------------------------------------------
- * hosts
+ * hosts and profiles
  */
-static json_t *transport_kind(struct jb *b, const void *obj, const struct view *v)
-{
-    return name_json(b, ((const struct sw_fleet_host *)obj)->transport == SW_FLEET_SSH ? "ssh"
-                                                                                       : "local");
-}
+static const char *const transports[] = {[SW_FLEET_LOCAL] = "local", [SW_FLEET_SSH] = "ssh"};
 
-static const struct fd transport_fields[] = {
-    FFN("kind", transport_kind),
-    F("address", FK_STR, struct sw_fleet_host, address),
-    F("port", FK_U64, struct sw_fleet_host, port),
-    F("user", FK_STR, struct sw_fleet_host, user),
-    F("identity_file", FK_STR, struct sw_fleet_host, identity_file),
-    F("known_hosts", FK_STR, struct sw_fleet_host, known_hosts),
-};
+#define T struct sw_fleet_host
+static const struct fd transport_fields[] = {ENUM("kind", transport, transports),
+                                             ROW(FK_STR, address),
+                                             ROW(FK_U64, port),
+                                             ROW(FK_STR, user),
+                                             ROW(FK_STR, identity_file),
+                                             ROW(FK_STR, known_hosts)};
+#undef T
 
 /* index: as written, else the device's position in its host */
 static json_t *device_index(struct jb *b, const void *obj, const struct view *v)
 {
     const struct sw_fleet_device *d = obj;
-    if (d->index.set)
-        return chk(b, u64_json(d->index.v));
-    return chk(b, json_integer((json_int_t)v->i));
+    return chk(b, d->index.set ? u64_json(d->index.v) : json_integer((json_int_t)v->i));
 }
 
-static const struct fd device_fields[] = {
-    F("name", FK_CSTR, struct sw_fleet_device, name),
-    F("kind", FK_STR, struct sw_fleet_device, kind),
-    F("vendor", FK_STR, struct sw_fleet_device, vendor),
-    FFN("index", device_index),
-    F("memory_total", FK_U64, struct sw_fleet_device, memory_total),
-    F("memory_usable", FK_U64, struct sw_fleet_device, memory_usable),
-    F("bandwidth", FK_U64, struct sw_fleet_device, bandwidth),
-    F("unified_memory", FK_BOOL, struct sw_fleet_device, unified_memory),
-    F("note", FK_STR, struct sw_fleet_device, note),
-};
+#define T struct sw_fleet_device
+static const struct fd device_fields[] = {ROW(FK_CSTR, name),        ROW(FK_STR, kind),
+                                          ROW(FK_STR, vendor),       FN("index", device_index),
+                                          ROW(FK_U64, memory_total), ROW(FK_U64, memory_usable),
+                                          ROW(FK_U64, bandwidth),    ROW(FK_BOOL, unified_memory),
+                                          ROW(FK_STR, note)};
+#undef T
 
-static json_t *host_transport(struct jb *b, const void *obj, const struct view *v)
-{
-    return FIELDS_JSON(b, transport_fields, obj, v);
-}
-
-static json_t *host_devices(struct jb *b, const void *obj, const struct view *v)
-{
-    const struct sw_fleet_host *h = obj;
-    json_t *a = chk(b, json_array());
-    for (size_t i = 0; i < h->n_devices; i++) {
-        struct view dv = {v->f, i};
-        push(b, a, FIELDS_JSON(b, device_fields, &h->devices[i], &dv));
-    }
-    return a;
-}
-
+#define T struct sw_fleet_host
 static const struct fd host_fields[] = {
-    F("name", FK_CSTR, struct sw_fleet_host, name),
-    FFN("transport", host_transport),
-    FFN("devices", host_devices),
-    F("note", FK_STR, struct sw_fleet_host, note),
-};
+    ROW(FK_CSTR, name),
+    {.key = "transport",
+     .kind = FK_OBJ,
+     .off = 0,
+     .sub = transport_fields,
+     .n_sub = SW_ARRAY_LEN(transport_fields)},
+    TABLES("devices", FK_LIST, devices, n_devices, device_fields, 0),
+    ROW(FK_STR, note)};
+#undef T
 
-/* ---------------------------------------------------------------------------------------------
- * profiles
- */
-static const struct fd const_fields[] = {
-    F("value", FK_REAL, struct sw_fleet_const, q.value),
-    F("unit", FK_CSTR, struct sw_fleet_const, q.unit),
-    F("text", FK_CSTR, struct sw_fleet_const, q.text),
-    F("note", FK_CSTR, struct sw_fleet_const, note),
-};
-
-static json_t *profile_base(struct jb *b, const void *obj, const struct view *v)
+static const char *engine_name(int e)
 {
-    return name_json(b, sw_fleet_engine_name(((const struct sw_fleet_profile *)obj)->base));
+    return sw_fleet_engine_name((enum sw_fleet_engine)e);
 }
 
-static json_t *profile_consts(struct jb *b, const void *obj, const struct view *v)
-{
-    const struct sw_fleet_profile *p = obj;
-    json_t *cs = chk(b, json_object());
-    for (size_t k = 0; k < p->n_consts; k++)
-        put(b, cs, p->consts[k].name, FIELDS_JSON(b, const_fields, &p->consts[k], v));
-    return cs;
-}
+#define T struct sw_fleet_const
+static const struct fd const_fields[] = {KEY("value", FK_REAL, q.value),
+                                         KEY("unit", FK_CSTR, q.unit), KEY("text", FK_CSTR, q.text),
+                                         ROW(FK_CSTR, note)};
+#undef T
 
+#define T struct sw_fleet_profile
 static const struct fd profile_fields[] = {
-    F("name", FK_CSTR, struct sw_fleet_profile, name),
-    FFN("base", profile_base),
-    FFN("constants", profile_consts),
-    F("terms", FK_JSON, struct sw_fleet_profile, terms),
-    F("note", FK_STR, struct sw_fleet_profile, note),
-};
+    ROW(FK_CSTR, name), ENUMF("base", base, engine_name),
+    TABLES("constants", FK_MAP, consts, n_consts, const_fields, 0), ROW(FK_JSON, terms),
+    ROW(FK_STR, note)};
+#undef T
 
 /* ---------------------------------------------------------------------------------------------
- * an endpoint's runtime and service: the resolved kind, name and scope, and what the file gave
+ * an endpoint's runtime, service and payload: the resolved kind, name and scope, and what the
+ * file gave
  */
-static json_t *runtime_kind(struct jb *b, const void *obj, const struct view *v)
+static const char *runtime_name(int k)
 {
-    const struct sw_fleet_runtime *rt = obj;
-    return name_json(b, rt->kind ? sw_fleet_runtime_name(rt->kind) : NULL);
+    return k ? sw_fleet_runtime_name((enum sw_fleet_runtime_kind)k) : NULL;
 }
 
+static const char *const scopes[] = {
+    [SW_FLEET_SCOPE_SYSTEM] = "system", [SW_FLEET_SCOPE_USER] = "user"};
+static const char *const sources[] = {
+    [SW_FLEET_PAYLOAD_LOCAL] = "local", [SW_FLEET_PAYLOAD_HF] = "hf"};
+
+#define T struct sw_fleet_runtime
 static const struct fd runtime_fields[] = {
-    FFN("kind", runtime_kind),
-    F("shm_size", FK_U64, struct sw_fleet_runtime, shm_size),
-    F("stop_grace", FK_MS, struct sw_fleet_runtime, stop_grace_ms),
-    FSTRS("devices", struct sw_fleet_runtime, devices, n_devices),
-    FSTRS("args", struct sw_fleet_runtime, args, n_args),
-};
-
-static json_t *service_scope(struct jb *b, const void *obj, const struct view *v)
-{
-    enum sw_fleet_scope sc = ((const struct sw_fleet_service *)obj)->scope;
-    return name_json(b, sc == SW_FLEET_SCOPE_USER     ? "user"
-                        : sc == SW_FLEET_SCOPE_SYSTEM ? "system"
-                                                      : NULL);
-}
+    ENUMF("kind", kind, runtime_name), ROW(FK_U64, shm_size),
+    KEY("stop_grace", FK_MS, stop_grace_ms),
+    TEXTS("devices", FK_STRS, devices, n_devices, FD_OMIT_EMPTY),
+    TEXTS("args", FK_STRS, args, n_args, FD_OMIT_EMPTY)};
+#undef T
 
 static json_t *service_oom_score(struct jb *b, const void *obj, const struct view *v)
 {
     const struct sw_fleet_service *sv = obj;
-    if (!sv->oom_score_adjust.set)
-        return NULL;
-    return chk(b, json_integer((json_int_t)sv->oom_score_adjust.v));
+    return sv->oom_score_adjust.set ? chk(b, json_integer((json_int_t)sv->oom_score_adjust.v))
+                                    : NULL;
 }
 
+#define T struct sw_fleet_service
 static const struct fd service_fields[] = {
-    F("name", FK_STR, struct sw_fleet_service, name),
-    FFN("scope", service_scope),
-    F("restart_sec", FK_MS, struct sw_fleet_service, restart_sec_ms),
-    F("stop_timeout", FK_MS, struct sw_fleet_service, stop_timeout_ms),
-    F("start_limit_burst", FK_U64, struct sw_fleet_service, start_limit_burst),
-    F("start_limit_interval", FK_MS, struct sw_fleet_service, start_limit_interval_ms),
-    FFN("oom_score_adjust", service_oom_score),
-    F("user", FK_STR, struct sw_fleet_service, user),
-    F("memory_max", FK_U64, struct sw_fleet_service, memory_max),
-};
+    ROW(FK_STR, name),
+    ENUM("scope", scope, scopes),
+    KEY("restart_sec", FK_MS, restart_sec_ms),
+    KEY("stop_timeout", FK_MS, stop_timeout_ms),
+    ROW(FK_U64, start_limit_burst),
+    KEY("start_limit_interval", FK_MS, start_limit_interval_ms),
+    FN("oom_score_adjust", service_oom_score),
+    ROW(FK_STR, user),
+    ROW(FK_U64, memory_max)};
+#undef T
 
-/* ---------------------------------------------------------------------------------------------
- * an endpoint's payload
- */
-static json_t *payload_source(struct jb *b, const void *obj, const struct view *v)
-{
-    enum sw_fleet_payload_source s = ((const struct sw_fleet_payload *)obj)->source;
-    return name_json(b, s == SW_FLEET_PAYLOAD_LOCAL ? "local"
-                        : s == SW_FLEET_PAYLOAD_HF  ? "hf"
-                                                    : NULL);
-}
+#define T struct sw_fleet_mount
+static const struct fd mount_fields[] = {KEY("host", FK_CSTR, host_path),
+                                         KEY("container", FK_CSTR, container_path),
+                                         ROW(FK_FLAG, readonly)};
+#undef T
 
-static const struct fd mount_fields[] = {
-    F("host", FK_CSTR, struct sw_fleet_mount, host_path),
-    F("container", FK_CSTR, struct sw_fleet_mount, container_path),
-    F("readonly", FK_FLAG, struct sw_fleet_mount, readonly),
-};
-
-static json_t *payload_mounts(struct jb *b, const void *obj, const struct view *v)
-{
-    const struct sw_fleet_payload *p = obj;
-    if (!p->n_mounts)
-        return NULL;
-    json_t *a = chk(b, json_array());
-    for (size_t i = 0; i < p->n_mounts; i++)
-        push(b, a, FIELDS_JSON(b, mount_fields, &p->mounts[i], v));
-    return a;
-}
-
+#define T struct sw_fleet_payload
 static const struct fd payload_fields[] = {
-    FFN("source", payload_source),
-    F("path", FK_STR, struct sw_fleet_payload, path),
-    F("repo", FK_STR, struct sw_fleet_payload, repo),
-    F("revision", FK_STR, struct sw_fleet_payload, revision),
-    FSTRS("files", struct sw_fleet_payload, files, n_files),
-    F("shards", FK_U64, struct sw_fleet_payload, shards),
-    F("gguf", FK_STR, struct sw_fleet_payload, gguf),
-    F("mmproj", FK_STR, struct sw_fleet_payload, mmproj),
-    F("draft", FK_STR, struct sw_fleet_payload, draft),
-    F("quantization", FK_STR, struct sw_fleet_payload, quantization),
-    FFN("mounts", payload_mounts),
-};
+    ENUM("source", source, sources),
+    ROW(FK_STR, path),
+    ROW(FK_STR, repo),
+    ROW(FK_STR, revision),
+    TEXTS("files", FK_STRS, files, n_files, FD_OMIT_EMPTY),
+    ROW(FK_U64, shards),
+    ROW(FK_STR, gguf),
+    ROW(FK_STR, mmproj),
+    ROW(FK_STR, draft),
+    ROW(FK_STR, quantization),
+    TABLES("mounts", FK_LIST, mounts, n_mounts, mount_fields, FD_OMIT_EMPTY)};
+#undef T
 
 /* ---------------------------------------------------------------------------------------------
- * what an endpoint records: imports, measured facts, boots
+ * what an endpoint records: imports, measured facts, boots, known-bad rules
  */
-static json_t *import_from(struct jb *b, const void *obj, const struct view *v)
-{
-    const struct sw_fleet_import *im = obj;
-    return name_json(b, im->from == SW_FLEET_FROM_ENVIRON ? "environment"
-                        : im->from == SW_FLEET_FROM_FILE  ? "env_file"
-                                                          : "fleet_file");
-}
+static const char *const froms[] = {[SW_FLEET_FROM_ENVIRON] = "environment",
+                                    [SW_FLEET_FROM_FILE] = "env_file",
+                                    [SW_FLEET_FROM_DEFAULT] = "fleet_file"};
 
-static const struct fd import_fields[] = {
-    F("key", FK_CSTR, struct sw_fleet_import, key),
-    F("field", FK_CSTR, struct sw_fleet_import, field),
-    F("value", FK_CSTR, struct sw_fleet_import, value),
-    FFN("from", import_from),
-    F("at", FK_AT, struct sw_fleet_import, at),
-};
+#define T struct sw_fleet_import
+static const struct fd import_fields[] = {ROW(FK_CSTR, key), ROW(FK_CSTR, field),
+                                          ROW(FK_CSTR, value), ENUM("from", from, froms),
+                                          ROW(FK_AT, at)};
+#undef T
 
+#define T struct sw_fleet_fact
 static const struct fd fact_fields[] = {
-    F("value", FK_REAL, struct sw_fleet_fact, q.value),
-    F("unit", FK_CSTR, struct sw_fleet_fact, q.unit),
-    F("text", FK_CSTR, struct sw_fleet_fact, q.text),
-    F("date", FK_CSTR, struct sw_fleet_fact, date),
-    F("source", FK_CSTR, struct sw_fleet_fact, source),
-    F("device", FK_DEV, struct sw_fleet_fact, device),
-};
+    KEY("value", FK_REAL, q.value), KEY("unit", FK_CSTR, q.unit),
+    KEY("text", FK_CSTR, q.text),   ROW(FK_CSTR, date),
+    ROW(FK_CSTR, source),           ROW(FK_REF, device)};
+#undef T
 
-static json_t *boot_shape(struct jb *b, const void *obj, const struct view *v)
+#define T struct sw_fleet_boot
+static const struct fd boot_fields[] = {
+    ROW(FK_SHAPE, shape), ROW(FK_BOOL, mmproj),  ROW(FK_REF, device),   ROW(FK_U64, used),
+    ROW(FK_U64, total),   ROW(FK_U64, free),     ROW(FK_CSTR, outcome), ROW(FK_CSTR, failure),
+    ROW(FK_CSTR, text),   ROW(FK_JSON, printed), ROW(FK_CSTR, date),    ROW(FK_CSTR, note)};
+#undef T
+
+static json_t *rule_when_fn(struct jb *b, const void *obj, const struct view *v)
 {
-    return shape_json(b, &((const struct sw_fleet_boot *)obj)->shape);
+    return rule_when(b, obj);
 }
 
-static const struct fd boot_fields[] = {
-    FFN("shape", boot_shape),
-    F("mmproj", FK_BOOL, struct sw_fleet_boot, mmproj),
-    F("device", FK_DEV, struct sw_fleet_boot, device),
-    F("used", FK_U64, struct sw_fleet_boot, used),
-    F("total", FK_U64, struct sw_fleet_boot, total),
-    F("free", FK_U64, struct sw_fleet_boot, free),
-    F("outcome", FK_CSTR, struct sw_fleet_boot, outcome),
-    F("failure", FK_CSTR, struct sw_fleet_boot, failure),
-    F("text", FK_CSTR, struct sw_fleet_boot, text),
-    F("printed", FK_JSON, struct sw_fleet_boot, printed),
-    F("date", FK_CSTR, struct sw_fleet_boot, date),
-    F("note", FK_CSTR, struct sw_fleet_boot, note),
-};
+#define T struct sw_fleet_rule
+static const struct fd rule_fields[] = {FN("when", rule_when_fn), ROW(FK_CSTR, failure),
+                                        ROW(FK_CSTR, text),       ROW(FK_CSTR, date),
+                                        ROW(FK_CSTR, note),       ROW(FK_AT, at)};
+#undef T
 
-static const struct fd band_fields[] = {
-    F("min", FK_U64, struct sw_fleet_band, min),
-    F("max", FK_U64, struct sw_fleet_band, max),
-};
+#define T struct sw_fleet_band
+static const struct fd band_fields[] = {ROW(FK_U64, min), ROW(FK_U64, max)};
+#undef T
+
+#define T struct sw_fleet_endpoint
+static const struct fd listen_fields[] = {KEY("address", FK_STR, listen_address),
+                                          KEY("port", FK_U64, listen_port),
+                                          KEY("route", FK_STR, listen_route)};
+#undef T
 
 /* ---------------------------------------------------------------------------------------------
- * an endpoint
+ * an endpoint: what is not one member of it
  */
 #define EP(obj) ((const struct sw_fleet_endpoint *)(obj))
-
-static json_t *ep_host(struct jb *b, const void *obj, const struct view *v)
-{
-    return name_json(b, EP(obj)->host ? EP(obj)->host->name : NULL);
-}
 
 static json_t *ep_devices(struct jb *b, const void *obj, const struct view *v)
 {
@@ -637,37 +585,12 @@ static json_t *ep_devices(struct jb *b, const void *obj, const struct view *v)
     return a;
 }
 
-static json_t *ep_engine(struct jb *b, const void *obj, const struct view *v)
-{
-    return name_json(b, sw_fleet_engine_name(EP(obj)->engine));
-}
-
-static json_t *ep_profile(struct jb *b, const void *obj, const struct view *v)
-{
-    return name_json(b, EP(obj)->profile ? EP(obj)->profile->name : NULL);
-}
-
 static json_t *ep_image_pinned(struct jb *b, const void *obj, const struct view *v)
 {
     return EP(obj)->image.v ? chk(b, json_boolean(EP(obj)->image_pinned)) : NULL;
 }
 
-static json_t *ep_runtime(struct jb *b, const void *obj, const struct view *v)
-{
-    return FIELDS_JSON(b, runtime_fields, &EP(obj)->runtime, v);
-}
-
-static json_t *ep_service(struct jb *b, const void *obj, const struct view *v)
-{
-    return FIELDS_JSON(b, service_fields, &EP(obj)->service, v);
-}
-
-static const struct fd listen_fields[] = {
-    F("address", FK_STR, struct sw_fleet_endpoint, listen_address),
-    F("port", FK_U64, struct sw_fleet_endpoint, listen_port),
-    F("route", FK_STR, struct sw_fleet_endpoint, listen_route),
-};
-
+/* listen: only when the file gave one of its keys */
 static json_t *ep_listen(struct jb *b, const void *obj, const struct view *v)
 {
     const struct sw_fleet_endpoint *ep = obj;
@@ -676,70 +599,34 @@ static json_t *ep_listen(struct jb *b, const void *obj, const struct view *v)
     return FIELDS_JSON(b, listen_fields, ep, v);
 }
 
-static json_t *ep_api_key(struct jb *b, const void *obj, const struct view *v)
+/* an env value: a literal, or a secret by reference */
+static json_t *env_value(struct jb *b, const void *obj, const struct view *v)
 {
-    return EP(obj)->api_key.kind ? secret_json(b, &EP(obj)->api_key) : NULL;
+    const struct sw_fleet_envvar *ev = obj;
+    return ev->secret.kind ? secret_json(b, &ev->secret) : chk(b, json_string(ev->value));
 }
 
-static json_t *ep_payload(struct jb *b, const void *obj, const struct view *v)
-{
-    return FIELDS_JSON(b, payload_fields, &EP(obj)->payload, v);
-}
+#define T struct sw_fleet_endpoint
+static const struct fd imports_field =
+    TABLES("imports", FK_LIST, imports, n_imports, import_fields, 0);
+#undef T
 
-static json_t *ep_shape(struct jb *b, const void *obj, const struct view *v)
-{
-    return shape_json(b, &EP(obj)->shape);
-}
-
-static json_t *ep_env(struct jb *b, const void *obj, const struct view *v)
-{
-    const struct sw_fleet_endpoint *ep = obj;
-    if (!ep->n_env)
-        return NULL;
-    json_t *e = chk(b, json_object());
-    for (size_t i = 0; i < ep->n_env; i++) {
-        if (ep->env[i].secret.kind)
-            put(b, e, ep->env[i].name, secret_json(b, &ep->env[i].secret));
-        else
-            put(b, e, ep->env[i].name, chk(b, json_string(ep->env[i].value)));
-    }
-    return e;
-}
-
+/* env_file: the file imported from, and every mapped key with where its value came from */
 static json_t *ep_env_file(struct jb *b, const void *obj, const struct view *v)
 {
     const struct sw_fleet_endpoint *ep = obj;
     if (!ep->env_file)
         return NULL;
     json_t *ef = chk(b, json_object());
-    put_cstr(b, ef, "path", ep->env_file->path);
-    json_t *a = chk(b, json_array());
-    for (size_t i = 0; i < ep->n_imports; i++)
-        push(b, a, FIELDS_JSON(b, import_fields, &ep->imports[i], v));
-    put(b, ef, "imports", a);
+    if (ep->env_file->path)
+        put(b, ef, "path", chk(b, json_string(ep->env_file->path)));
+    put(b, ef, "imports", many_json(b, &imports_field, ep, v));
     return ef;
 }
 
-static json_t *ep_knobs(struct jb *b, const void *obj, const struct view *v)
+static json_t *knob_fn(struct jb *b, const void *obj, const struct view *v)
 {
-    const struct sw_fleet_endpoint *ep = obj;
-    if (!ep->n_knobs)
-        return NULL;
-    json_t *k = chk(b, json_object());
-    for (size_t i = 0; i < ep->n_knobs; i++)
-        put(b, k, ep->knobs[i].name, knob_json(b, &ep->knobs[i]));
-    return k;
-}
-
-static json_t *ep_frozen(struct jb *b, const void *obj, const struct view *v)
-{
-    const struct sw_fleet_endpoint *ep = obj;
-    if (!ep->n_frozen)
-        return NULL;
-    json_t *a = chk(b, json_array());
-    for (size_t i = 0; i < ep->n_frozen; i++)
-        push(b, a, chk(b, json_string(ep->frozen[i].name)));
-    return a;
+    return knob_json(b, obj);
 }
 
 static json_t *ep_free_band(struct jb *b, const void *obj, const struct view *v)
@@ -748,146 +635,65 @@ static json_t *ep_free_band(struct jb *b, const void *obj, const struct view *v)
     return fb->min.set ? FIELDS_JSON(b, band_fields, fb, v) : NULL;
 }
 
-static json_t *ep_measured(struct jb *b, const void *obj, const struct view *v)
-{
-    const struct sw_fleet_endpoint *ep = obj;
-    if (!ep->n_facts)
-        return NULL;
-    json_t *m = chk(b, json_object());
-    for (size_t i = 0; i < ep->n_facts; i++)
-        put(b, m, ep->facts[i].name, FIELDS_JSON(b, fact_fields, &ep->facts[i], v));
-    return m;
-}
-
-static json_t *ep_boots(struct jb *b, const void *obj, const struct view *v)
-{
-    const struct sw_fleet_endpoint *ep = obj;
-    if (!ep->n_boots)
-        return NULL;
-    json_t *a = chk(b, json_array());
-    for (size_t i = 0; i < ep->n_boots; i++)
-        push(b, a, FIELDS_JSON(b, boot_fields, &ep->boots[i], v));
-    return a;
-}
-
-static json_t *ep_known_bad(struct jb *b, const void *obj, const struct view *v)
-{
-    const struct sw_fleet_endpoint *ep = obj;
-    if (!ep->n_known_bad)
-        return NULL;
-    json_t *a = chk(b, json_array());
-    for (size_t i = 0; i < ep->n_known_bad; i++)
-        push(b, a, rule_json(b, &ep->known_bad[i]));
-    return a;
-}
-
 static json_t *ep_client_window(struct jb *b, const void *obj, const struct view *v)
 {
     const struct sw_fleet_u64 *cw = sw_fleet_client_window(v->f, obj);
     return cw ? chk(b, u64_json(cw->v)) : NULL;
 }
 
+#define T struct sw_fleet_endpoint
 static const struct fd endpoint_fields[] = {
-    F("name", FK_CSTR, struct sw_fleet_endpoint, name),
-    F("enabled", FK_FLAG, struct sw_fleet_endpoint, enabled),
-    FFN("host", ep_host),
-    FFN("devices", ep_devices),
-    FFN("engine", ep_engine),
-    F("engine_version", FK_STR, struct sw_fleet_endpoint, engine_version),
-    FFN("profile", ep_profile),
-    F("binary", FK_STR, struct sw_fleet_endpoint, binary),
-    F("image", FK_STR, struct sw_fleet_endpoint, image),
-    FFN("image_pinned", ep_image_pinned),
-    FFN("runtime", ep_runtime),
-    FFN("service", ep_service),
-    FFN("listen", ep_listen),
-    F("alias", FK_STR, struct sw_fleet_endpoint, alias),
-    F("nodes", FK_U64, struct sw_fleet_endpoint, nodes),
-    FFN("api_key", ep_api_key),
-    FFN("payload", ep_payload),
-    FFN("shape", ep_shape),
-    FSTRS("args", struct sw_fleet_endpoint, args, n_args),
-    FFN("env", ep_env),
-    FFN("env_file", ep_env_file),
-    FFN("knobs", ep_knobs),
-    FFN("frozen", ep_frozen),
-    FFN("free_band", ep_free_band),
-    FFN("measured", ep_measured),
-    FFN("boots", ep_boots),
-    FFN("known_bad", ep_known_bad),
-    F("arch", FK_JSON, struct sw_fleet_endpoint, arch),
-    F("draft_arch", FK_JSON, struct sw_fleet_endpoint, draft_arch),
-    FFN("client_context_window", ep_client_window),
-    F("note", FK_STR, struct sw_fleet_endpoint, note),
-};
+    ROW(FK_CSTR, name),
+    ROW(FK_FLAG, enabled),
+    ROW(FK_REF, host),
+    FN("devices", ep_devices),
+    ENUMF("engine", engine, engine_name),
+    ROW(FK_STR, engine_version),
+    ROW(FK_REF, profile),
+    ROW(FK_STR, binary),
+    ROW(FK_STR, image),
+    FN("image_pinned", ep_image_pinned),
+    OBJ("runtime", runtime, runtime_fields),
+    OBJ("service", service, service_fields),
+    FN("listen", ep_listen),
+    ROW(FK_STR, alias),
+    ROW(FK_U64, nodes),
+    ROW(FK_SECRET, api_key),
+    OBJ("payload", payload, payload_fields),
+    ROW(FK_SHAPE, shape),
+    TEXTS("args", FK_STRS, args, n_args, FD_OMIT_EMPTY),
+    {.key = "env", ELEMS(FK_MAP, env, n_env), .flags = FD_OMIT_EMPTY, .fn = env_value},
+    FN("env_file", ep_env_file),
+    {.key = "knobs", ELEMS(FK_MAP, knobs, n_knobs), .flags = FD_OMIT_EMPTY, .fn = knob_fn},
+    TEXTS("frozen", FK_NAMES, frozen, n_frozen, FD_OMIT_EMPTY),
+    FN("free_band", ep_free_band),
+    TABLES("measured", FK_MAP, facts, n_facts, fact_fields, FD_OMIT_EMPTY),
+    TABLES("boots", FK_LIST, boots, n_boots, boot_fields, FD_OMIT_EMPTY),
+    TABLES("known_bad", FK_LIST, known_bad, n_known_bad, rule_fields, FD_OMIT_EMPTY),
+    ROW(FK_JSON, arch),
+    ROW(FK_JSON, draft_arch),
+    FN("client_context_window", ep_client_window),
+    ROW(FK_STR, note)};
+#undef T
 
 /* ---------------------------------------------------------------------------------------------
  * the harness, and the fleet
  */
-static json_t *harness_compaction(struct jb *b, const void *obj, const struct view *v)
-{
-    const struct sw_fleet_harness *h = obj;
-    return name_json(b, h->compaction_endpoint ? h->compaction_endpoint->name : NULL);
-}
+#define T struct sw_fleet_client
+static const struct fd client_fields[] = {ROW(FK_U64, context_window)};
+#undef T
 
-static const struct fd client_fields[] = {
-    F("context_window", FK_U64, struct sw_fleet_client, context_window),
-};
-
-static json_t *harness_clients(struct jb *b, const void *obj, const struct view *v)
-{
-    const struct sw_fleet_harness *h = obj;
-    if (!h->n_clients)
-        return NULL;
-    json_t *cj = chk(b, json_object());
-    for (size_t i = 0; i < h->n_clients; i++)
-        put(b, cj, h->clients[i].endpoint->name, FIELDS_JSON(b, client_fields, &h->clients[i], v));
-    return cj;
-}
-
+#define T struct sw_fleet_harness
 static const struct fd harness_fields[] = {
-    F("context_window", FK_U64, struct sw_fleet_harness, context_window),
-    F("compaction_ratio", FK_F64, struct sw_fleet_harness, compaction_ratio),
-    F("summary_budget", FK_U64, struct sw_fleet_harness, summary_budget),
-    FFN("compaction_endpoint", harness_compaction),
-    FFN("endpoints", harness_clients),
-};
+    ROW(FK_U64, context_window), ROW(FK_F64, compaction_ratio), ROW(FK_U64, summary_budget),
+    ROW(FK_REF, compaction_endpoint),
+    TABLES("endpoints", FK_MAP, clients, n_clients, client_fields, FD_OMIT_EMPTY | FD_KEY_REF)};
+#undef T
 
 static json_t *fleet_version(struct jb *b, const void *obj, const struct view *v)
 {
     const struct sw_fleet *f = obj;
     return chk(b, json_integer(f->version.set ? (json_int_t)f->version.v : 1));
-}
-
-/* A list of n structs of size bytes, each an object of its table. */
-static json_t *list_json(struct jb *b, const struct fd *t, size_t nt, const void *first, size_t n,
-                         size_t size, const struct view *v)
-{
-    json_t *a = chk(b, json_array());
-    for (size_t i = 0; i < n; i++)
-        push(b, a, fields_json(b, t, nt, (const char *)first + i * size, v));
-    return a;
-}
-
-static json_t *fleet_hosts(struct jb *b, const void *obj, const struct view *v)
-{
-    const struct sw_fleet *f = obj;
-    return list_json(b, host_fields, SW_ARRAY_LEN(host_fields), f->hosts, f->n_hosts,
-                     sizeof(*f->hosts), v);
-}
-
-static json_t *fleet_profiles(struct jb *b, const void *obj, const struct view *v)
-{
-    const struct sw_fleet *f = obj;
-    return list_json(b, profile_fields, SW_ARRAY_LEN(profile_fields), f->profiles, f->n_profiles,
-                     sizeof(*f->profiles), v);
-}
-
-static json_t *fleet_endpoints(struct jb *b, const void *obj, const struct view *v)
-{
-    const struct sw_fleet *f = obj;
-    return list_json(b, endpoint_fields, SW_ARRAY_LEN(endpoint_fields), f->endpoints,
-                     f->n_endpoints, sizeof(*f->endpoints), v);
 }
 
 static json_t *fleet_harness(struct jb *b, const void *obj, const struct view *v)
@@ -896,6 +702,7 @@ static json_t *fleet_harness(struct jb *b, const void *obj, const struct view *v
     return f->harness.present ? FIELDS_JSON(b, harness_fields, &f->harness, v) : NULL;
 }
 
+/* warnings: "file:line:col: message" */
 static json_t *fleet_warnings(struct jb *b, const void *obj, const struct view *v)
 {
     const struct sw_fleet *f = obj;
@@ -913,15 +720,16 @@ static json_t *fleet_warnings(struct jb *b, const void *obj, const struct view *
     return ws;
 }
 
+#define T struct sw_fleet
 static const struct fd fleet_fields[] = {
-    F("path", FK_CSTR, struct sw_fleet, path),
-    FFN("version", fleet_version),
-    FFN("hosts", fleet_hosts),
-    FFN("profiles", fleet_profiles),
-    FFN("endpoints", fleet_endpoints),
-    FFN("harness", fleet_harness),
-    FFN("warnings", fleet_warnings),
-};
+    ROW(FK_CSTR, path),
+    FN("version", fleet_version),
+    TABLES("hosts", FK_LIST, hosts, n_hosts, host_fields, 0),
+    TABLES("profiles", FK_LIST, profiles, n_profiles, profile_fields, 0),
+    TABLES("endpoints", FK_LIST, endpoints, n_endpoints, endpoint_fields, 0),
+    FN("harness", fleet_harness),
+    FN("warnings", fleet_warnings)};
+#undef T
 
 json_t *sw_fleet_to_json(const struct sw_fleet *f)
 {
