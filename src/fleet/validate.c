@@ -9,6 +9,7 @@
 #include "fleet_internal.h"
 
 #include <ctype.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,23 +23,6 @@ static int unknown_ref(struct sw__fleet_ctx *c, const struct sw_fleet_str *s, co
     const char *sug = sw__fleet_suggest(s->v, names, n);
     return sw__fleet_err(c, &s->at, "%s: no %s named '%s'%s%s%s", where, kind, s->v,
                          sug ? " (did you mean '" : "", sug ? sug : "", sug ? "'?)" : "");
-}
-
-static const struct sw_fleet_device *find_device(struct sw__fleet_ctx *c,
-                                                 const struct sw_fleet_host *h,
-                                                 const struct sw_fleet_str *s, const char *where)
-{
-    for (size_t i = 0; i < h->n_devices; i++)
-        if (!strcmp(h->devices[i].name, s->v))
-            return &h->devices[i];
-    const char *names[128];
-    size_t n = 0;
-    for (size_t i = 0; i < h->n_devices && n < SW_ARRAY_LEN(names); i++)
-        names[n++] = h->devices[i].name;
-    char kind[200];
-    snprintf(kind, sizeof(kind), "device of host %s", h->name);
-    unknown_ref(c, s, kind, names, n, where);
-    return NULL;
 }
 
 static int value_in_knob(const struct sw_fleet_knob *kb, const struct sw_fleet_value *v)
@@ -98,13 +82,39 @@ static bool quantized_ggml(const char *t)
     return t && t[0] != 'f' && strcmp(t, "bf16");
 }
 
-/* A name under `where.key` that names nothing (names: the ones it could have been). */
-static void unknown_in(struct sw__fleet_ctx *c, const struct sw_fleet_str *s, const char *kind,
-                       const char *const *names, size_t n, const char *where, const char *key)
+/* The entry of first[0..n) (size bytes each, its name the first member) that ref names; NULL,
+ * with the error at ref under `where` (and a suggestion), when none does. */
+static const void *resolve_named(struct sw__fleet_ctx *c, const struct sw_fleet_str *ref,
+                                 const void *first, size_t n, size_t size, const char *kind,
+                                 const char *where)
 {
-    char w[240];
-    snprintf(w, sizeof(w), "%s.%s", where, key);
-    unknown_ref(c, s, kind, names, n, w);
+    const char *names[128];
+    size_t nn = 0;
+    const void *found = NULL;
+    for (size_t i = 0; i < n; i++) {
+        const void *one = (const char *)first + i * size;
+        const char *name = *(const char *const *)one;
+        if (!strcmp(name, ref->v))
+            found = one;
+        if (nn < SW_ARRAY_LEN(names))
+            names[nn++] = name;
+    }
+    if (!found)
+        unknown_ref(c, ref, kind, names, nn, where);
+    return found;
+}
+
+_Static_assert(offsetof(struct sw_fleet_host, name) == 0, "a host's name comes first");
+_Static_assert(offsetof(struct sw_fleet_profile, name) == 0, "a profile's name comes first");
+_Static_assert(offsetof(struct sw_fleet_device, name) == 0, "a device's name comes first");
+
+static const struct sw_fleet_device *find_device(struct sw__fleet_ctx *c,
+                                                 const struct sw_fleet_host *h,
+                                                 const struct sw_fleet_str *s, const char *where)
+{
+    char kind[200];
+    snprintf(kind, sizeof(kind), "device of host %s", h->name);
+    return resolve_named(c, s, h->devices, h->n_devices, sizeof(*h->devices), kind, where);
 }
 
 static void resolve_host(struct sw__fleet_ctx *c, struct sw_fleet_endpoint *ep,
@@ -115,17 +125,10 @@ static void resolve_host(struct sw__fleet_ctx *c, struct sw_fleet_endpoint *ep,
         sw__fleet_err(c, &ep->at, "%s needs a host: one of the names under hosts:", where);
         return;
     }
-    const char *names[128];
-    size_t n = 0;
-    for (size_t i = 0; i < f->n_hosts; i++) {
-        if (!strcmp(f->hosts[i].name, raw->host.v))
-            ep->host = &f->hosts[i];
-        if (n < SW_ARRAY_LEN(names))
-            names[n++] = f->hosts[i].name;
-    }
+    char w[240];
+    snprintf(w, sizeof(w), "%s.host", where);
     ep->host_at = raw->host.at;
-    if (!ep->host)
-        unknown_in(c, &raw->host, "host", names, n, where, "host");
+    ep->host = resolve_named(c, &raw->host, f->hosts, f->n_hosts, sizeof(*f->hosts), "host", w);
 }
 
 /* The devices the endpoint names on its host (or the host's only one); false when out of
@@ -181,18 +184,12 @@ static void resolve_profile(struct sw__fleet_ctx *c, struct sw_fleet_endpoint *e
     const struct sw_fleet *f = c->f;
     if (!raw->profile.v)
         return;
-    const char *names[128];
-    size_t n = 0;
-    for (size_t i = 0; i < f->n_profiles; i++) {
-        if (!strcmp(f->profiles[i].name, raw->profile.v))
-            ep->profile = &f->profiles[i];
-        if (n < SW_ARRAY_LEN(names))
-            names[n++] = f->profiles[i].name;
-    }
+    char w[240];
+    snprintf(w, sizeof(w), "%s.profile", where);
     ep->profile_at = raw->profile.at;
-    if (!ep->profile)
-        unknown_in(c, &raw->profile, "profile", names, n, where, "profile");
-    else if (ep->profile->base != ep->engine)
+    ep->profile = resolve_named(c, &raw->profile, f->profiles, f->n_profiles, sizeof(*f->profiles),
+                                "profile", w);
+    if (ep->profile && ep->profile->base != ep->engine)
         sw__fleet_err(c, &raw->profile.at,
                       "%s.profile: %s extends the %s law but the endpoint runs %s", where,
                       ep->profile->name, sw_fleet_engine_name(ep->profile->base),
