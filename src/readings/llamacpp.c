@@ -149,19 +149,17 @@ int sw_readings_llamacpp(const char *text, size_t len, const char *where, struct
     struct sw_line l;
     sw_lines_init(&it, text, len, SIZE_MAX, SW_LINES_CRLF);
     while (sw_lines_next(&it, &l)) {
-        const char *line = l.s;
-        size_t n = l.len;
-        if (find(line, n, HEADER)) {
+        if (find(l.s, l.len, HEADER)) {
             sw_readings_free(out); /* a later table wins */
             table = seen = true;
             continue;
         }
-        const char *at = table ? find(line, n, ROW) : NULL;
+        const char *at = table ? find(l.s, l.len, ROW) : NULL;
         if (!at) {
             table = false; /* the table's rows are consecutive */
             continue;
         }
-        rc = row(line, n, at, where, it.no, out, e);
+        rc = row(l.s, l.len, at, where, it.no, out, e);
         if (rc)
             goto out;
     }
