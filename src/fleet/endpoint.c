@@ -272,10 +272,7 @@ static int dec_mounts(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, v
 {
     struct sw_fleet_payload *p = obj;
     (void)d;
-    p->mounts = sw__fleet_alloc_each(c, v, sizeof(*p->mounts));
-    if (!p->mounts)
-        return sw__fleet_nomem(c);
-    return sw__fleet_walk_seq(c, v, dec_mount, p);
+    return sw__fleet_seq_into(c, v, &p->mounts, sizeof(*p->mounts), dec_mount, p);
 }
 
 static int dec_files(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, void *obj,
@@ -418,10 +415,7 @@ static int ep_args(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, void
 {
     struct sw_fleet_endpoint *ep = obj;
     (void)d;
-    ep->args = sw__fleet_alloc_each(c, v, sizeof(*ep->args));
-    if (!ep->args)
-        return sw__fleet_nomem(c);
-    return sw__fleet_walk_seq(c, v, dec_arg, ep);
+    return sw__fleet_seq_into(c, v, &ep->args, sizeof(*ep->args), dec_arg, ep);
 }
 
 static const char *env_key(struct sw__fleet_ctx *c, const struct sw__fleet_node *k, void *arg)
@@ -477,11 +471,8 @@ static int ep_env(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, void 
 {
     struct sw_fleet_endpoint *ep = obj;
     (void)d;
-    ep->env = sw__fleet_alloc_each(c, v, sizeof(*ep->env));
-    if (!ep->env)
-        return sw__fleet_nomem(c);
     struct sw__fleet_walk w = {.key = env_key, .fn = dec_envvar, .arg = ep};
-    return sw__fleet_walk(c, v, &w);
+    return sw__fleet_map_into(c, v, &ep->env, sizeof(*ep->env), &w);
 }
 
 static int ep_env_file(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, void *obj,
@@ -661,11 +652,8 @@ static int ep_knobs(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, voi
 {
     struct sw_fleet_endpoint *ep = obj;
     (void)d;
-    ep->knobs = sw__fleet_alloc_each(c, v, sizeof(*ep->knobs));
-    if (!ep->knobs)
-        return sw__fleet_nomem(c);
     struct sw__fleet_walk w = {.key = knob_key, .fn = dec_knob_pair, .arg = ep};
-    return sw__fleet_walk(c, v, &w);
+    return sw__fleet_map_into(c, v, &ep->knobs, sizeof(*ep->knobs), &w);
 }
 
 static const char *const frozen_words[] = {"image",          "binary",  "engine",

@@ -175,6 +175,10 @@ int sw__fleet_dec_bool(struct sw__fleet_ctx *c, const struct sw__fleet_node *n,
 int sw__fleet_dec_value(struct sw__fleet_ctx *c, const struct sw__fleet_node *n,
                         enum sw_fleet_vtype t, const struct sw__fleet_spec *s,
                         struct sw_fleet_value *out);
+/* A typed scalar's start: *at its position, recorded; 0 for a null (turned off: *set false, *off
+ * true), SW_EPARSE when it is not a single value (reported), else 1 with *t its text. */
+int sw__fleet_typed_start(struct sw__fleet_ctx *c, const struct sw__fleet_node *n,
+                          struct sw_fleet_at *at, bool *set, bool *off, const char **t);
 /* Text of a scalar node, or an error: "must be a single value, not a mapping", a NUL, a control
  * character (C0 including tab, DEL, C1: the value would break a line-based file). */
 const char *sw__fleet_scalar(struct sw__fleet_ctx *c, const struct sw__fleet_node *n);
@@ -264,15 +268,24 @@ struct sw__fleet_walk {
 int sw__fleet_walk(struct sw__fleet_ctx *c, const struct sw__fleet_node *map,
                    const struct sw__fleet_walk *w);
 
-/* The same for a list: records it and checks it is one; each item is decoded by fn with "[i]"
- * pushed on the path. Every item is visited (until out of memory); returns as sw__fleet_walk. */
 /* One zeroed entry of `size` bytes per item or pair of node v (at least one), from the loader's
  * arena: what a walk over v fills. NULL on OOM or over the arena's ceiling. */
 void *sw__fleet_alloc_each(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, size_t size);
+/* The same as sw__fleet_walk for a list: records it and checks it is one; each item is decoded
+ * by fn with "[i]" pushed on the path. Every item is visited (until out of memory); returns as
+ * sw__fleet_walk. */
 int sw__fleet_walk_seq(struct sw__fleet_ctx *c, const struct sw__fleet_node *seq,
                        int (*fn)(struct sw__fleet_ctx *c, const struct sw__fleet_node *item,
                                  void *arg),
                        void *arg);
+/* The two together: *arr (the address of the array's pointer) made sw__fleet_alloc_each's array
+ * for v, then v walked as a list (fn per item) or as a mapping (w per pair); SW_ENOMEM
+ * (reported) when the array cannot be had. */
+int sw__fleet_seq_into(
+    struct sw__fleet_ctx *c, const struct sw__fleet_node *v, void *arr, size_t size,
+    int (*fn)(struct sw__fleet_ctx *c, const struct sw__fleet_node *item, void *arg), void *arg);
+int sw__fleet_map_into(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, void *arr,
+                       size_t size, const struct sw__fleet_walk *w);
 
 /* The entry of a table named `name` (aliases not searched), or NULL. */
 const struct sw__fleet_fdef *sw__fleet_find_def(const struct sw__fleet_fdef *defs, size_t n,

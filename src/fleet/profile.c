@@ -220,9 +220,6 @@ static int dec_profile(struct sw__fleet_ctx *c, const struct sw__fleet_node *k,
 int sw__fleet_dec_profiles(struct sw__fleet_ctx *c, const struct sw__fleet_node *v)
 {
     struct sw_fleet *f = c->f;
-    f->profiles = sw__fleet_alloc_each(c, v, sizeof(*f->profiles));
-    if (!f->profiles)
-        return sw__fleet_nomem(c);
     struct sw__fleet_walk w = {.what = "profile", .fn = dec_profile};
-    return sw__fleet_walk(c, v, &w);
+    return sw__fleet_map_into(c, v, &f->profiles, sizeof(*f->profiles), &w);
 }

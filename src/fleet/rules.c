@@ -420,8 +420,5 @@ int sw__fleet_ep_known_bad(struct sw__fleet_ctx *c, const struct sw__fleet_node 
 {
     struct sw_fleet_endpoint *ep = obj;
     (void)d;
-    ep->known_bad = sw__fleet_alloc_each(c, v, sizeof(*ep->known_bad));
-    if (!ep->known_bad)
-        return sw__fleet_nomem(c);
-    return sw__fleet_walk_seq(c, v, dec_rule, ep);
+    return sw__fleet_seq_into(c, v, &ep->known_bad, sizeof(*ep->known_bad), dec_rule, ep);
 }
