@@ -104,6 +104,10 @@ long sw_alloc_count(void);
  * caller of a library that reports its own out-of-memory as something else (jansson's parser says
  * "invalid JSON") tell the two apart. */
 long sw_alloc_failures(void);
+/* The heap array *arr (the address of its pointer; *cap elements of `size` bytes) made to hold
+ * index n: doubled (from 8) with sw_realloc, at most max_n elements. 0; SW_ERANGE when n >=
+ * max_n; SW_ENOMEM (overflow too), the array then as it was. The one grower of such arrays. */
+int sw_grow(void *arr, size_t *cap, size_t n, size_t size, size_t max_n);
 /* Multiply with overflow check: returns false on overflow. */
 bool sw_mul_ok(uint64_t a, uint64_t b, uint64_t *out);
 bool sw_add_ok(uint64_t a, uint64_t b, uint64_t *out);

@@ -52,6 +52,26 @@ static void test_alloc_fail(void **state)
     sw_free(a);
     sw_free(c);
     sw_alloc_fail_at(0);
+    /* a heap array grown to hold an index, doubling, up to its most; a failure keeps it */
+    int *v = NULL;
+    size_t cap = 0;
+    for (size_t i = 0; i < 20; i++) {
+        assert_int_equal(sw_grow(&v, &cap, i, sizeof(*v), 20), 0);
+        v[i] = (int)i;
+    }
+    assert_int_equal(cap, 20);
+    assert_int_equal(sw_grow(&v, &cap, 20, sizeof(*v), 20), SW_ERANGE);
+    sw_alloc_fail_at(1);
+    assert_int_equal(sw_grow(&v, &cap, 20, sizeof(*v), SIZE_MAX), SW_ENOMEM);
+    sw_alloc_fail_at(0);
+    assert_int_equal(cap, 20);
+    assert_int_equal(v[19], 19);
+    assert_int_equal(sw_grow(&v, &cap, 3, SIZE_MAX, SIZE_MAX), 0); /* room already */
+    sw_free(v);
+    v = NULL;
+    cap = 0;
+    assert_int_equal(sw_grow(&v, &cap, 0, SIZE_MAX / 2, SIZE_MAX), SW_ENOMEM);
+    assert_null(v);
     uint64_t x;
     assert_false(sw_mul_ok(UINT64_MAX / 2, 3, &x));
     assert_true(sw_mul_ok(1u << 20, 1u << 20, &x));
