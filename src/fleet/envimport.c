@@ -29,15 +29,9 @@ static const char *real_getenv(void *ctx, const char *name)
 static int keep_envfile(struct sw__fleet_ctx *c, struct sw_fleet_envfile *ef)
 {
     struct sw__fleet_priv *p = c->p;
-    if (p->n_envfiles == p->cap_envfiles) {
-        size_t cap = p->cap_envfiles ? p->cap_envfiles * 2 : 4;
-        struct sw_fleet_envfile **n = sw_realloc(p->envfiles, cap * sizeof(*n));
-        if (!n) {
-            sw_fleet_envfile_free(ef);
-            return sw__fleet_nomem(c);
-        }
-        p->envfiles = n;
-        p->cap_envfiles = cap;
+    if (sw_grow(&p->envfiles, &p->cap_envfiles, p->n_envfiles, sizeof(*p->envfiles), SIZE_MAX)) {
+        sw_fleet_envfile_free(ef);
+        return sw__fleet_nomem(c);
     }
     p->envfiles[p->n_envfiles++] = ef;
     return 0;

@@ -37,6 +37,18 @@ static int parse_op(const char **pp, enum sw_fleet_op *op)
 }
 
 /* One condition from a field name and an operand node ("2", ">= 245760", [1, 2]). */
+/* The shape field a name not one is closest to (for "did you mean"), or NULL. */
+static const char *near_field(const char *name)
+{
+    size_t nf;
+    const struct sw_fleet_field *fs = sw_fleet_shape_fields(&nf);
+    const char *known[64];
+    size_t nk = 0;
+    for (size_t i = 0; i < nf && nk < SW_ARRAY_LEN(known); i++)
+        known[nk++] = fs[i].name;
+    return sw__fleet_suggest(name, known, nk);
+}
+
 static int dec_cond(struct sw__fleet_ctx *c, const struct sw__fleet_node *at_node,
                     const char *fname, const struct sw__fleet_node *operand,
                     struct sw_fleet_cond *cd)
@@ -44,13 +56,7 @@ static int dec_cond(struct sw__fleet_ctx *c, const struct sw__fleet_node *at_nod
     cd->at = sw__fleet_at(at_node);
     cd->field = sw_fleet_shape_field(fname);
     if (!cd->field) {
-        size_t nf;
-        const struct sw_fleet_field *fs = sw_fleet_shape_fields(&nf);
-        const char *known[64];
-        size_t nk = 0;
-        for (size_t i = 0; i < nf && nk < SW_ARRAY_LEN(known); i++)
-            known[nk++] = fs[i].name;
-        const char *sug = sw__fleet_suggest(fname, known, nk);
+        const char *sug = near_field(fname);
         return sw__fleet_err(c, &cd->at, "%s: '%s' is not a shape field%s%s%s", c->path, fname,
                              sug ? " (did you mean '" : "", sug ? sug : "", sug ? "'?)" : "");
     }
@@ -144,13 +150,7 @@ static int when_key(void *ctx, const char *text, size_t n, char *out, size_t out
         snprintf(out, outn, "%s", f->name);
         return 0;
     }
-    size_t nf;
-    const struct sw_fleet_field *fs = sw_fleet_shape_fields(&nf);
-    const char *known[64];
-    size_t nk = 0;
-    for (size_t i = 0; i < nf && nk < SW_ARRAY_LEN(known); i++)
-        known[nk++] = fs[i].name;
-    const char *sug = sw__fleet_suggest(name, known, nk);
+    const char *sug = near_field(name);
     struct sw_fleet_at at = when_at(w, (size_t)(text - w->src));
     sw__fleet_err(w->c, &at, "%s: '%s' is not a shape field%s%s%s", w->c->path, name,
                   sug ? " (did you mean '" : "", sug ? sug : "", sug ? "'?)" : "");
@@ -368,15 +368,9 @@ static int compile_rule(struct sw__fleet_ctx *c, const struct sw__fleet_node *rv
         goto out;
     }
     struct sw__fleet_priv *p = c->p;
-    if (p->n_rules == p->cap_rules) {
-        size_t cap = p->cap_rules ? p->cap_rules * 2 : 8;
-        struct sw_rule **nr = sw_realloc(p->rules, cap * sizeof(*nr));
-        if (!nr) {
-            rc = sw__fleet_nomem(c);
-            goto out;
-        }
-        p->rules = nr;
-        p->cap_rules = cap;
+    if (sw_grow(&p->rules, &p->cap_rules, p->n_rules, sizeof(*p->rules), SIZE_MAX)) {
+        rc = sw__fleet_nomem(c);
+        goto out;
     }
     r->expr_text = sw_region_strdup(c->a, sw_buf_cstr(&b));
     if (!r->expr_text) {

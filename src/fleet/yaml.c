@@ -25,14 +25,8 @@ struct vec {
 
 static int vec_push(struct vec *x, struct sw__fleet_node *n)
 {
-    if (x->n == x->cap) {
-        size_t cap = x->cap ? x->cap * 2 : 8;
-        struct sw__fleet_node **nv = sw_realloc(x->v, cap * sizeof(*nv));
-        if (!nv)
-            return SW_ENOMEM;
-        x->v = nv;
-        x->cap = cap;
-    }
+    if (sw_grow(&x->v, &x->cap, x->n, sizeof(*x->v), SIZE_MAX))
+        return SW_ENOMEM;
     x->v[x->n++] = n;
     return 0;
 }
@@ -85,14 +79,8 @@ static int set_anchor(struct builder *b, const char *name, size_t len, struct sw
             return 0;
         }
     }
-    if (b->n_anchors == b->cap_anchors) {
-        size_t cap = b->cap_anchors ? b->cap_anchors * 2 : 8;
-        struct anchor *na = sw_realloc(b->anchors, cap * sizeof(*na));
-        if (!na)
-            return SW_ENOMEM;
-        b->anchors = na;
-        b->cap_anchors = cap;
-    }
+    if (sw_grow(&b->anchors, &b->cap_anchors, b->n_anchors, sizeof(*b->anchors), SIZE_MAX))
+        return SW_ENOMEM;
     char *copy = sw_region_strndup(b->a, name, len);
     if (!copy)
         return SW_ENOMEM;

@@ -295,15 +295,9 @@ static int parse_sample(struct sw_openai_metrics *m, struct cur *c, size_t *cap)
         rc = sw_err_set(c->e, SW_ERANGE, "more than %u samples", SW_OAI_SAMPLES_MAX);
         goto fail;
     }
-    if (m->n == *cap) {
-        size_t nc = *cap ? *cap * 2 : 64;
-        struct sw_openai_sample *nv = sw_realloc(m->v, nc * sizeof(*nv));
-        if (!nv) {
-            rc = sw_err_set(c->e, SW_ENOMEM, "out of memory");
-            goto fail;
-        }
-        m->v = nv;
-        *cap = nc;
+    if (sw_grow(&m->v, cap, m->n, sizeof(*m->v), SIZE_MAX)) {
+        rc = sw_err_set(c->e, SW_ENOMEM, "out of memory");
+        goto fail;
     }
     m->v[m->n++] = s;
     return 0;

@@ -268,16 +268,8 @@ static int push_rec(struct sw_openai_result *r, const struct sw_openai_chunk_rec
         r->recs_dropped++;
         return 0;
     }
-    if (r->nrecs == r->recs_cap) {
-        size_t cap = r->recs_cap ? r->recs_cap * 2 : 256;
-        if (cap > r->recs_max)
-            cap = r->recs_max;
-        struct sw_openai_chunk_rec *n = sw_realloc(r->recs, cap * sizeof(*n));
-        if (!n)
-            return sw_err_set(e, SW_ENOMEM, "out of memory recording chunks");
-        r->recs = n;
-        r->recs_cap = cap;
-    }
+    if (sw_grow(&r->recs, &r->recs_cap, r->nrecs, sizeof(*r->recs), r->recs_max))
+        return sw_err_set(e, SW_ENOMEM, "out of memory recording chunks");
     r->recs[r->nrecs++] = *rec;
     return 0;
 }

@@ -21,14 +21,8 @@
 int sw__unit_add(struct sw_unit_report *r, const char *law, enum sw_unit_severity sev, int line,
                  const char *fmt, ...)
 {
-    if (r->n == r->cap_) {
-        size_t nc = r->cap_ ? r->cap_ * 2 : 8;
-        struct sw_unit_finding *v = sw_realloc(r->v, nc * sizeof(*v));
-        if (!v)
-            return SW_ENOMEM;
-        r->v = v;
-        r->cap_ = nc;
-    }
+    if (sw_grow(&r->v, &r->cap_, r->n, sizeof(*r->v), SIZE_MAX))
+        return SW_ENOMEM;
     struct sw_unit_finding *f = &r->v[r->n++];
     f->law = law;
     f->severity = sev;
