@@ -423,6 +423,43 @@ int sw_json_set_real(json_t *obj, const char *key, double val);
 int sw_json_set_bool(json_t *obj, const char *key, bool val);
 /* Steals `val` (decrefs it on failure too). */
 int sw_json_set_new(json_t *obj, const char *key, json_t *val);
+/* A struct written as a JSON object from a table of its members, in the table's order: the one
+ * way a struct of plain members becomes JSON (typed inside, JSON at the edges). A row: the key,
+ * the member's kind and offset, flags, and for SW_JF_HAS the offset of the bool member that says
+ * whether the value is there. A value is empty when that bool is false, else when it is "", NULL
+ * or 0; an empty value is left out with SW_JF_OMIT, null with SW_JF_NULL, written otherwise.
+ * Strings go through sw_json_set_str (repaired when not UTF-8). */
+enum sw_json_kind {
+    SW_JK_CHARS,  /* char[] */
+    SW_JK_STR,    /* const char * (NULL: null) */
+    SW_JK_BOOL,   /* bool */
+    SW_JK_INT,    /* int (pid_t too) */
+    SW_JK_I64,    /* int64_t */
+    SW_JK_U64,    /* uint64_t, as an integer */
+    SW_JK_DOUBLE, /* double */
+    SW_JK_JSON,   /* json_t *: a new reference (NULL: null) */
+    SW_JK_FN,     /* fn(o, key, the struct) sets the key (or leaves it out): 0 or SW_ENOMEM */
+};
+#define SW_JF_OMIT 1u
+#define SW_JF_NULL 2u
+#define SW_JF_HAS  4u
+struct sw_json_field {
+    const char *key;
+    enum sw_json_kind kind;
+    size_t off;
+    unsigned flags;
+    size_t has_off;
+    int (*fn)(json_t *o, const char *key, const void *obj);
+};
+/* A table's rows: member m of struct T; with its presence flag `has`; a function. */
+/* clang-format off */
+#define SW_JSON_ROW(key, kind, T, m, fl)         {key, kind, offsetof(T, m), fl, 0, NULL}
+#define SW_JSON_ROW_IF(key, kind, T, m, fl, has) {key, kind, offsetof(T, m), (fl) | SW_JF_HAS, \
+                                                  offsetof(T, has), NULL}
+#define SW_JSON_ROW_FN(key, f)                   {key, SW_JK_FN, 0, 0, 0, f}
+/* clang-format on */
+/* obj's members into o (an object); 0, or SW_ENOMEM (o then holds what was written). */
+int sw_json_put_fields(json_t *o, const struct sw_json_field *t, size_t n, const void *obj);
 
 /* ---------------------------------------------------------------------------------------------
  * Text from elsewhere (core/utf8, core/redact).
