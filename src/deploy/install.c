@@ -19,6 +19,7 @@
 #include <slipway/unit_lint.h>
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -632,44 +633,64 @@ void sw_install_result_free(struct sw_install_result *r)
     r->readings = NULL;
 }
 
-json_t *sw_install_result_json(const struct sw_install_result *r)
+static int scope_json(json_t *o, const char *key, const void *obj)
 {
-    json_t *o = json_object(), *steps = json_array();
-    if (!o || !steps) {
-        json_decref(o);
-        json_decref(steps);
-        return NULL;
-    }
-    for (size_t i = 0; i < r->n_steps; i++) {
+    return sw_json_set_str(o, key,
+                           ((const struct sw_install_result *)obj)->user ? "user" : "system");
+}
+
+/* steps: each with its name, verdict, time and detail */
+static int steps_json(json_t *o, const char *key, const void *obj)
+{
+    const struct sw_install_result *r = obj;
+    json_t *steps = json_array();
+    for (size_t i = 0; steps && i < r->n_steps; i++) {
         const struct sw_install_step *s = &r->steps[i];
         json_array_append_new(steps, json_pack("{s:s,s:b,s:f,s:s}", "name", s->name, "ok", s->ok,
                                                "seconds", s->seconds, "detail", s->detail));
     }
-    sw_json_set_str(o, "endpoint", r->endpoint);
-    sw_json_set_str(o, "host", r->host);
-    sw_json_set_str(o, "transport", r->transport);
-    sw_json_set_str(o, "unit", r->unit);
-    sw_json_set_str(o, "scope", r->user ? "user" : "system");
-    sw_json_set_str(o, "unit_path", r->unit_path);
-    sw_json_set_str(o, "env_path", r->env_path);
-    sw_json_set_new(o, "steps", steps);
-    sw_json_set_new(o, "findings", r->findings ? json_incref(r->findings) : json_array());
-    sw_json_set_bool(o, "refused", r->refused);
-    sw_json_set_bool(o, "installed", r->installed);
-    sw_json_set_bool(o, "started", r->started);
-    sw_json_set_bool(o, "active", r->active);
-    sw_json_set_bool(o, "serving", r->serving);
-    sw_json_set_str(o, "url", r->url);
-    sw_json_set_str(o, "route", r->route);
-    if (r->via[0])
-        sw_json_set_str(o, "via", r->via);
-    sw_json_set_int(o, "health", r->health_status);
-    sw_json_set_str(o, "liveness", r->liveness);
-    sw_json_set_str(o, "journal", r->journal);
-    sw_json_set_int(o, "restarts", (int64_t)r->n_restarts);
-    sw_json_set_real(o, "render_to_serving_s", r->render_to_serving_s);
-    if (r->readings)
-        json_object_set(o, "devices", r->readings);
-    sw_json_set_real(o, "total_s", r->total_s);
+    return sw_json_set_new(o, key, steps);
+}
+
+static int findings_json(json_t *o, const char *key, const void *obj)
+{
+    const struct sw_install_result *r = obj;
+    return sw_json_set_new(o, key, r->findings ? json_incref(r->findings) : json_array());
+}
+
+#define R(k, kind, m, fl) SW_JSON_ROW(k, kind, struct sw_install_result, m, fl)
+#define RFN(k, f)         SW_JSON_ROW_FN(k, f)
+static const struct sw_json_field result_fields[] = {
+    R("endpoint", SW_JK_CHARS, endpoint, 0),
+    R("host", SW_JK_CHARS, host, 0),
+    R("transport", SW_JK_CHARS, transport, 0),
+    R("unit", SW_JK_CHARS, unit, 0),
+    RFN("scope", scope_json),
+    R("unit_path", SW_JK_CHARS, unit_path, 0),
+    R("env_path", SW_JK_CHARS, env_path, 0),
+    RFN("steps", steps_json),
+    RFN("findings", findings_json),
+    R("refused", SW_JK_BOOL, refused, 0),
+    R("installed", SW_JK_BOOL, installed, 0),
+    R("started", SW_JK_BOOL, started, 0),
+    R("active", SW_JK_BOOL, active, 0),
+    R("serving", SW_JK_BOOL, serving, 0),
+    R("url", SW_JK_CHARS, url, 0),
+    R("route", SW_JK_CHARS, route, 0),
+    R("via", SW_JK_CHARS, via, SW_JF_OMIT),
+    R("health", SW_JK_INT, health_status, 0),
+    R("liveness", SW_JK_CHARS, liveness, 0),
+    R("journal", SW_JK_CHARS, journal, 0),
+    R("restarts", SW_JK_U64, n_restarts, 0),
+    R("render_to_serving_s", SW_JK_DOUBLE, render_to_serving_s, 0),
+    R("devices", SW_JK_JSON, readings, SW_JF_OMIT),
+    R("total_s", SW_JK_DOUBLE, total_s, 0),
+};
+
+json_t *sw_install_result_json(const struct sw_install_result *r)
+{
+    json_t *o = json_object();
+    if (o)
+        sw_json_put_fields(o, result_fields, SW_ARRAY_LEN(result_fields), r);
     return o;
 }
