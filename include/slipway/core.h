@@ -451,9 +451,11 @@ struct sw_json_field {
     size_t has_off;
     int (*fn)(json_t *o, const char *key, const void *obj);
 };
-/* A table's rows: member m of struct T; with its presence flag `has`; a function. */
+/* A table's rows: member m of struct T (SW_JSON_M: keyed by its name); with its presence flag
+ * `has`; a function. */
 /* clang-format off */
 #define SW_JSON_ROW(key, kind, T, m, fl)         {key, kind, offsetof(T, m), fl, 0, NULL}
+#define SW_JSON_M(kind, T, m, fl)                SW_JSON_ROW(#m, kind, T, m, fl)
 #define SW_JSON_ROW_IF(key, kind, T, m, fl, has) {key, kind, offsetof(T, m), (fl) | SW_JF_HAS, \
                                                   offsetof(T, has), NULL}
 #define SW_JSON_ROW_FN(key, f)                   {key, SW_JK_FN, 0, 0, 0, f}

@@ -658,34 +658,21 @@ static int findings_json(json_t *o, const char *key, const void *obj)
     return sw_json_set_new(o, key, r->findings ? json_incref(r->findings) : json_array());
 }
 
-#define R(k, kind, m, fl) SW_JSON_ROW(k, kind, struct sw_install_result, m, fl)
-#define RFN(k, f)         SW_JSON_ROW_FN(k, f)
+#define R(kind, m)        SW_JSON_M(kind, struct sw_install_result, m, 0)
+#define K(k, kind, m, fl) SW_JSON_ROW(k, kind, struct sw_install_result, m, fl)
+/* clang-format off */
 static const struct sw_json_field result_fields[] = {
-    R("endpoint", SW_JK_CHARS, endpoint, 0),
-    R("host", SW_JK_CHARS, host, 0),
-    R("transport", SW_JK_CHARS, transport, 0),
-    R("unit", SW_JK_CHARS, unit, 0),
-    RFN("scope", scope_json),
-    R("unit_path", SW_JK_CHARS, unit_path, 0),
-    R("env_path", SW_JK_CHARS, env_path, 0),
-    RFN("steps", steps_json),
-    RFN("findings", findings_json),
-    R("refused", SW_JK_BOOL, refused, 0),
-    R("installed", SW_JK_BOOL, installed, 0),
-    R("started", SW_JK_BOOL, started, 0),
-    R("active", SW_JK_BOOL, active, 0),
-    R("serving", SW_JK_BOOL, serving, 0),
-    R("url", SW_JK_CHARS, url, 0),
-    R("route", SW_JK_CHARS, route, 0),
-    R("via", SW_JK_CHARS, via, SW_JF_OMIT),
-    R("health", SW_JK_INT, health_status, 0),
-    R("liveness", SW_JK_CHARS, liveness, 0),
-    R("journal", SW_JK_CHARS, journal, 0),
-    R("restarts", SW_JK_U64, n_restarts, 0),
-    R("render_to_serving_s", SW_JK_DOUBLE, render_to_serving_s, 0),
-    R("devices", SW_JK_JSON, readings, SW_JF_OMIT),
-    R("total_s", SW_JK_DOUBLE, total_s, 0),
+    R(SW_JK_CHARS, endpoint), R(SW_JK_CHARS, host), R(SW_JK_CHARS, transport), R(SW_JK_CHARS, unit),
+    SW_JSON_ROW_FN("scope", scope_json), R(SW_JK_CHARS, unit_path), R(SW_JK_CHARS, env_path),
+    SW_JSON_ROW_FN("steps", steps_json), SW_JSON_ROW_FN("findings", findings_json),
+    R(SW_JK_BOOL, refused), R(SW_JK_BOOL, installed), R(SW_JK_BOOL, started), R(SW_JK_BOOL, active),
+    R(SW_JK_BOOL, serving), R(SW_JK_CHARS, url), R(SW_JK_CHARS, route),
+    K("via", SW_JK_CHARS, via, SW_JF_OMIT), K("health", SW_JK_INT, health_status, 0),
+    R(SW_JK_CHARS, liveness), R(SW_JK_CHARS, journal), K("restarts", SW_JK_U64, n_restarts, 0),
+    R(SW_JK_DOUBLE, render_to_serving_s), K("devices", SW_JK_JSON, readings, SW_JF_OMIT),
+    R(SW_JK_DOUBLE, total_s),
 };
+/* clang-format on */
 
 json_t *sw_install_result_json(const struct sw_install_result *r)
 {

@@ -107,26 +107,16 @@ static int started_json(json_t *o, const char *key, const void *obj)
 }
 
 /* The record as its file holds it. */
-#define P(k, kind, m) SW_JSON_ROW(k, kind, struct sw_pidfile, m, 0)
+#define P(kind, m) SW_JSON_M(kind, struct sw_pidfile, m, 0)
+/* clang-format off */
 static const struct sw_json_field record_fields[] = {
-    SW_JSON_ROW_FN("version", version_json),
-    P("endpoint", SW_JK_CHARS, endpoint),
-    P("engine", SW_JK_CHARS, engine),
-    P("pid", SW_JK_INT, pid),
-    P("pgid", SW_JK_INT, pgid),
-    P("start_ticks", SW_JK_U64, start_ticks),
-    P("boot_id", SW_JK_CHARS, boot_id),
-    P("exe", SW_JK_CHARS, exe),
-    P("cmdline", SW_JK_CHARS, cmdline),
-    SW_JSON_ROW_FN("argv", argv_json),
-    P("host", SW_JK_CHARS, host),
-    P("port", SW_JK_INT, port),
-    P("url", SW_JK_CHARS, url),
-    P("log", SW_JK_CHARS, log),
-    P("started_unix", SW_JK_I64, started_unix),
-    SW_JSON_ROW_FN("started", started_json),
-    P("supervisor", SW_JK_INT, supervisor),
+    SW_JSON_ROW_FN("version", version_json), P(SW_JK_CHARS, endpoint), P(SW_JK_CHARS, engine),
+    P(SW_JK_INT, pid), P(SW_JK_INT, pgid), P(SW_JK_U64, start_ticks), P(SW_JK_CHARS, boot_id),
+    P(SW_JK_CHARS, exe), P(SW_JK_CHARS, cmdline), SW_JSON_ROW_FN("argv", argv_json),
+    P(SW_JK_CHARS, host), P(SW_JK_INT, port), P(SW_JK_CHARS, url), P(SW_JK_CHARS, log),
+    P(SW_JK_I64, started_unix), SW_JSON_ROW_FN("started", started_json), P(SW_JK_INT, supervisor),
 };
+/* clang-format on */
 
 int sw_pidfile_write(const char *path, const struct sw_pidfile *p, struct sw_err *e)
 {

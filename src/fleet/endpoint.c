@@ -509,13 +509,7 @@ static const char *knob_name(struct sw__fleet_ctx *c, const struct sw__fleet_nod
 
 static int unknown_knob(struct sw__fleet_ctx *c, const struct sw__fleet_node *k)
 {
-    size_t nf;
-    const struct sw_fleet_field *fs = sw_fleet_shape_fields(&nf);
-    const char *known[64];
-    size_t nk = 0;
-    for (size_t i = 0; i < nf && nk < SW_ARRAY_LEN(known); i++)
-        known[nk++] = fs[i].name;
-    const char *sug = sw__fleet_suggest(k->text, known, nk);
+    const char *sug = sw__fleet_near_field(k->text);
     struct sw_fleet_at at = sw__fleet_at(k);
     return sw__fleet_err(c, &at, "%s: '%s' is not a shape field, env.NAME or arg.--flag%s%s%s",
                          c->path, k->text, sug ? " (did you mean '" : "", sug ? sug : "",

@@ -37,18 +37,6 @@ static int parse_op(const char **pp, enum sw_fleet_op *op)
 }
 
 /* One condition from a field name and an operand node ("2", ">= 245760", [1, 2]). */
-/* The shape field a name not one is closest to (for "did you mean"), or NULL. */
-static const char *near_field(const char *name)
-{
-    size_t nf;
-    const struct sw_fleet_field *fs = sw_fleet_shape_fields(&nf);
-    const char *known[64];
-    size_t nk = 0;
-    for (size_t i = 0; i < nf && nk < SW_ARRAY_LEN(known); i++)
-        known[nk++] = fs[i].name;
-    return sw__fleet_suggest(name, known, nk);
-}
-
 static int dec_cond(struct sw__fleet_ctx *c, const struct sw__fleet_node *at_node,
                     const char *fname, const struct sw__fleet_node *operand,
                     struct sw_fleet_cond *cd)
@@ -56,7 +44,7 @@ static int dec_cond(struct sw__fleet_ctx *c, const struct sw__fleet_node *at_nod
     cd->at = sw__fleet_at(at_node);
     cd->field = sw_fleet_shape_field(fname);
     if (!cd->field) {
-        const char *sug = near_field(fname);
+        const char *sug = sw__fleet_near_field(fname);
         return sw__fleet_err(c, &cd->at, "%s: '%s' is not a shape field%s%s%s", c->path, fname,
                              sug ? " (did you mean '" : "", sug ? sug : "", sug ? "'?)" : "");
     }
@@ -150,7 +138,7 @@ static int when_key(void *ctx, const char *text, size_t n, char *out, size_t out
         snprintf(out, outn, "%s", f->name);
         return 0;
     }
-    const char *sug = near_field(name);
+    const char *sug = sw__fleet_near_field(name);
     struct sw_fleet_at at = when_at(w, (size_t)(text - w->src));
     sw__fleet_err(w->c, &at, "%s: '%s' is not a shape field%s%s%s", w->c->path, name,
                   sug ? " (did you mean '" : "", sug ? sug : "", sug ? "'?)" : "");

@@ -261,20 +261,16 @@ int sw_readings_parse(enum sw_readings_tool tool, const char *text, size_t len, 
 }
 
 /* A reading as JSON: a name it lacks is null, and a figure the tool did not print. */
-#define F(k, kind, m, fl) SW_JSON_ROW(k, kind, struct sw_reading, m, fl)
-#define FIGURE(k, m, has) SW_JSON_ROW_IF(k, SW_JK_U64, struct sw_reading, m, SW_JF_NULL, has)
+#define F(kind, m, fl) SW_JSON_M(kind, struct sw_reading, m, fl)
+#define FIGURE(m, has) SW_JSON_ROW_IF(#m, SW_JK_U64, struct sw_reading, m, SW_JF_NULL, has)
+/* clang-format off */
 static const struct sw_json_field reading_fields[] = {
-    F("vendor", SW_JK_STR, vendor, 0),
-    F("tool", SW_JK_STR, tool, 0),
-    F("index", SW_JK_U64, index, 0),
-    F("uuid", SW_JK_CHARS, uuid, SW_JF_NULL),
-    F("bus_id", SW_JK_CHARS, bus_id, SW_JF_NULL),
-    F("name", SW_JK_CHARS, name, SW_JF_NULL),
-    FIGURE("used_bytes", used_bytes, has_used),
-    FIGURE("total_bytes", total_bytes, has_total),
-    FIGURE("free_bytes", free_bytes, has_free),
-    F("origin", SW_JK_CHARS, origin, 0),
+    F(SW_JK_STR, vendor, 0), F(SW_JK_STR, tool, 0), F(SW_JK_U64, index, 0),
+    F(SW_JK_CHARS, uuid, SW_JF_NULL), F(SW_JK_CHARS, bus_id, SW_JF_NULL),
+    F(SW_JK_CHARS, name, SW_JF_NULL), FIGURE(used_bytes, has_used), FIGURE(total_bytes, has_total),
+    FIGURE(free_bytes, has_free), F(SW_JK_CHARS, origin, 0),
 };
+/* clang-format on */
 
 json_t *sw_readings_json(const struct sw_readings *rs)
 {

@@ -44,20 +44,17 @@ static int restart_json(json_t *o, const char *key, const void *obj)
 }
 
 /* The timing the unit renders, as its JSON says it. */
-#define T(k, kind, m, fl) SW_JSON_ROW(k, kind, struct sw_unit_timing, m, fl)
+#define T(kind, m, fl) SW_JSON_M(kind, struct sw_unit_timing, m, fl)
+/* clang-format off */
 static const struct sw_json_field timing_fields[] = {
-    T("restart_sec_ms", SW_JK_U64, restart_sec_ms, 0),
-    T("stop_timeout_ms", SW_JK_U64, stop_timeout_ms, 0),
-    T("stop_grace_ms", SW_JK_U64, stop_grace_ms, 0),
-    T("drain_ms", SW_JK_U64, drain_ms, 0),
-    T("start_timeout_ms", SW_JK_U64, start_timeout_ms, 0),
-    T("start_limit_interval_ms", SW_JK_U64, start_limit_interval_ms, 0),
-    T("start_limit_burst", SW_JK_U64, start_limit_burst, 0),
+    T(SW_JK_U64, restart_sec_ms, 0), T(SW_JK_U64, stop_timeout_ms, 0),
+    T(SW_JK_U64, stop_grace_ms, 0), T(SW_JK_U64, drain_ms, 0), T(SW_JK_U64, start_timeout_ms, 0),
+    T(SW_JK_U64, start_limit_interval_ms, 0), T(SW_JK_U64, start_limit_burst, 0),
     SW_JSON_ROW_IF("oom_score_adjust", SW_JK_I64, struct sw_unit_timing, oom_score_adjust,
                    SW_JF_OMIT, oom_set),
-    SW_JSON_ROW_FN("restart", restart_json),
-    T("memory_max", SW_JK_U64, memory_max, SW_JF_OMIT),
+    SW_JSON_ROW_FN("restart", restart_json), T(SW_JK_U64, memory_max, SW_JF_OMIT),
 };
+/* clang-format on */
 
 json_t *sw_unit_render_json(const struct sw_unit_render *r)
 {
