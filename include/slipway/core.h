@@ -364,6 +364,9 @@ int sw_run_dir(char *out, size_t n, struct sw_err *e);
 /* Where that directory is (the rule above), without creating or judging it. SW_ENOENT when
  * neither variable nor a home directory names one, SW_ERANGE when it does not fit. */
 int sw_run_dir_path(char *out, size_t n, struct sw_err *e);
+/* The same, created 0700 (with its parents) when missing, not judged: for a caller that judges
+ * it by its own rule (deploy's pid files). */
+int sw_run_dir_create(char *out, size_t n, struct sw_err *e);
 /* Describe what the first bytes of a buffer look like, for error messages about a file that is
  * not what its name says: "an HTML page", "a git-lfs pointer", "a JSON object", "empty",
  * "text starting \"...\"" or "binary starting 0x..". Writes into out; returns out. */

@@ -116,6 +116,17 @@ static int text_append(struct sw_openai_result *r, struct sw_buf *b, const char 
     return 0;
 }
 
+/* A string member's text, when it has any: kept in *p and *len (the delta) and appended to b. */
+static int take_text(struct sw_openai_result *r, struct sw_buf *b, const char *what,
+                     const json_t *s, const char **p, size_t *len, struct sw_err *e)
+{
+    if (!json_is_string(s) || !json_string_length(s))
+        return 0;
+    *p = json_string_value(s);
+    *len = json_string_length(s);
+    return text_append(r, b, what, *p, *len, e);
+}
+
 static struct sw_openai_tool_call *call_at(struct sw_openai_result *r, int index, struct sw_err *e,
                                            int *rc)
 {
@@ -228,14 +239,10 @@ static int apply_message(struct sw_openai_result *r, json_t *m, bool streamed,
     json_t *role = json_object_get(m, "role");
     if (json_is_string(role))
         copy_once(r->role, sizeof(r->role), role);
-    json_t *content = json_object_get(m, "content");
-    if (json_is_string(content) && json_string_length(content)) {
-        d->content = json_string_value(content);
-        d->content_len = json_string_length(content);
-        rc = text_append(r, &r->content, "content", d->content, d->content_len, e);
-        if (rc)
-            return rc;
-    }
+    rc = take_text(r, &r->content, "content", json_object_get(m, "content"), &d->content,
+                   &d->content_len, e);
+    if (rc)
+        return rc;
     json_t *rs = json_object_get(m, "reasoning");
     json_t *rc_ = json_object_get(m, "reasoning_content");
     if (json_is_string(rs))
@@ -245,14 +252,10 @@ static int apply_message(struct sw_openai_result *r, json_t *m, bool streamed,
         r->reasoning_field =
             (enum sw_openai_reasoning_field)(r->reasoning_field | SW_OAI_REASONING_CONTENT);
     /* when a server sends both (a transition release), they carry the same text: take one */
-    json_t *rtext = json_is_string(rs) ? rs : rc_;
-    if (json_is_string(rtext) && json_string_length(rtext)) {
-        d->reasoning = json_string_value(rtext);
-        d->reasoning_len = json_string_length(rtext);
-        rc = text_append(r, &r->reasoning, "reasoning", d->reasoning, d->reasoning_len, e);
-        if (rc)
-            return rc;
-    }
+    rc = take_text(r, &r->reasoning, "reasoning", json_is_string(rs) ? rs : rc_, &d->reasoning,
+                   &d->reasoning_len, e);
+    if (rc)
+        return rc;
     json_t *tcs = json_object_get(m, "tool_calls");
     if (json_is_array(tcs) && json_array_size(tcs)) {
         d->tool_deltas += (int)json_array_size(tcs);

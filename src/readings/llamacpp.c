@@ -163,15 +163,10 @@ int sw_readings_llamacpp(const char *text, size_t len, const char *where, struct
         if (rc)
             goto out;
     }
-    if (!seen) {
-        rc = sw__readings_err(e, SW_EPARSE, where, 0, TOOL,
-                              "no memory breakdown table (\"memory breakdown [MiB]\"): llama.cpp "
-                              "prints it when the server stops");
-        goto out;
-    }
-    rc = sw__readings_finish(out, where, e);
 out:
-    if (rc)
-        sw_readings_free(out);
-    return rc;
+    return sw__readings_close(out, rc,
+                              seen ? NULL
+                                   : "no memory breakdown table (\"memory breakdown [MiB]\"): "
+                                     "llama.cpp prints it when the server stops",
+                              where, TOOL, e);
 }

@@ -252,13 +252,7 @@ int sw_readings_nvidia_smi(const char *text, size_t len, const char *where, stru
         if (rc)
             goto out;
     }
-    if (!ncols) {
-        rc = sw__readings_err(e, SW_EPARSE, where, 0, TOOL, "empty output: no header, no GPU");
-        goto out;
-    }
-    rc = sw__readings_finish(out, where, e);
 out:
-    if (rc)
-        sw_readings_free(out);
-    return rc;
+    return sw__readings_close(out, rc, ncols ? NULL : "empty output: no header, no GPU", where,
+                              TOOL, e);
 }

@@ -130,9 +130,11 @@ int sw__readings_u64(const char *s, size_t n, uint64_t scale, uint64_t *v)
     return 0;
 }
 
-int sw__readings_json(const char *text, size_t len, const char *where, const char *tool, json_t **j,
-                      struct sw_err *e)
+int sw__readings_json(struct sw_readings *out, enum sw_readings_tool kind, const char *text,
+                      size_t len, const char *where, const char *tool, json_t **j, struct sw_err *e)
 {
+    memset(out, 0, sizeof(*out));
+    out->tool = kind;
     *j = NULL;
     if ((!text && len) || len > SW_READINGS_MAX_INPUT)
         return sw__readings_err(e, SW_EINVAL, where, 0, tool, "%zu bytes: no text or more than %u",
@@ -143,6 +145,18 @@ int sw__readings_json(const char *text, size_t len, const char *where, const cha
     int rc = e ? e->code : SW_EPARSE;
     if (e && rc != SW_ENOMEM)
         sw_err_prefix(e, "%s: not JSON", tool);
+    return rc;
+}
+
+int sw__readings_close(struct sw_readings *out, int rc, const char *none, const char *where,
+                       const char *tool, struct sw_err *e)
+{
+    if (!rc && none)
+        rc = sw__readings_err(e, SW_EPARSE, where, 0, tool, "%s", none);
+    if (!rc)
+        rc = sw__readings_finish(out, where, e);
+    if (rc)
+        sw_readings_free(out);
     return rc;
 }
 
