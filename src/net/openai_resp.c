@@ -16,6 +16,7 @@
 #include "openai_internal.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <string.h>
 
 /* id, model, system_fingerprint, role: longer ones (truncated by copy_once) are jansson's */
@@ -75,34 +76,42 @@ static double real_or(json_t *v, double dflt)
     return json_is_number(v) ? json_number_value(v) : dflt;
 }
 
-static void read_usage(struct sw_openai_result *r, json_t *u)
-{
-    struct sw_openai_usage *s = &r->usage;
-    s->present = true;
-    s->prompt_tokens = int_or(json_object_get(u, "prompt_tokens"), -1);
-    s->completion_tokens = int_or(json_object_get(u, "completion_tokens"), -1);
-    s->total_tokens = int_or(json_object_get(u, "total_tokens"), -1);
-    s->cached_tokens =
-        int_or(json_object_get(json_object_get(u, "prompt_tokens_details"), "cached_tokens"), -1);
-    s->reasoning_tokens = int_or(
-        json_object_get(json_object_get(u, "completion_tokens_details"), "reasoning_tokens"), -1);
-}
+/* A figure of a server's object read into a struct: at key (in the object under `in` when
+ * given), an integer (-1 unknown) or a real (NaN unknown). */
+struct figure {
+    const char *in, *key;
+    bool real;
+    size_t off;
+};
 
-static void read_timings(struct sw_openai_result *r, json_t *t)
+/* clang-format off */
+#define U(in, k)   {in, #k, false, offsetof(struct sw_openai_usage, k)}
+#define T(k, real) {NULL, #k, real, offsetof(struct sw_openai_timings, k)}
+static const struct figure usage_figures[] = {
+    U(NULL, prompt_tokens), U(NULL, completion_tokens), U(NULL, total_tokens),
+    U("prompt_tokens_details", cached_tokens), U("completion_tokens_details", reasoning_tokens),
+};
+static const struct figure timings_figures[] = {
+    T(cache_n, false), T(prompt_n, false), T(predicted_n, false),
+    T(prompt_ms, true), T(prompt_per_token_ms, true), T(prompt_per_second, true),
+    T(predicted_ms, true), T(predicted_per_token_ms, true), T(predicted_per_second, true),
+    T(draft_n, false), T(draft_n_accepted, false),
+};
+/* clang-format on */
+
+/* o's figures into dst, the struct's `present` set. */
+static void read_figures(const json_t *o, const struct figure *t, size_t n, void *dst,
+                         bool *present)
 {
-    struct sw_openai_timings *s = &r->timings;
-    s->present = true;
-    s->cache_n = int_or(json_object_get(t, "cache_n"), -1);
-    s->prompt_n = int_or(json_object_get(t, "prompt_n"), -1);
-    s->predicted_n = int_or(json_object_get(t, "predicted_n"), -1);
-    s->prompt_ms = real_or(json_object_get(t, "prompt_ms"), NAN);
-    s->prompt_per_token_ms = real_or(json_object_get(t, "prompt_per_token_ms"), NAN);
-    s->prompt_per_second = real_or(json_object_get(t, "prompt_per_second"), NAN);
-    s->predicted_ms = real_or(json_object_get(t, "predicted_ms"), NAN);
-    s->predicted_per_token_ms = real_or(json_object_get(t, "predicted_per_token_ms"), NAN);
-    s->predicted_per_second = real_or(json_object_get(t, "predicted_per_second"), NAN);
-    s->draft_n = int_or(json_object_get(t, "draft_n"), -1);
-    s->draft_n_accepted = int_or(json_object_get(t, "draft_n_accepted"), -1);
+    *present = true;
+    for (size_t i = 0; i < n; i++) {
+        json_t *v = json_object_get(t[i].in ? json_object_get(o, t[i].in) : o, t[i].key);
+        char *p = (char *)dst + t[i].off;
+        if (t[i].real)
+            *(double *)p = real_or(v, NAN);
+        else
+            *(int64_t *)p = int_or(v, -1);
+    }
 }
 
 static int text_append(struct sw_openai_result *r, struct sw_buf *b, const char *what,
@@ -318,13 +327,14 @@ static int apply_object(struct sw_openai_result *r, json_t *j, bool streamed,
     }
     json_t *u = json_object_get(j, "usage");
     if (json_is_object(u)) {
-        read_usage(r, u);
+        read_figures(u, usage_figures, SW_ARRAY_LEN(usage_figures), &r->usage, &r->usage.present);
         d->usage = true;
         *flags |= SW_OAI_CHUNK_USAGE;
     }
     json_t *t = json_object_get(j, "timings");
     if (json_is_object(t)) {
-        read_timings(r, t);
+        read_figures(t, timings_figures, SW_ARRAY_LEN(timings_figures), &r->timings,
+                     &r->timings.present);
         d->timings = true;
         *flags |= SW_OAI_CHUNK_TIMINGS;
     }
