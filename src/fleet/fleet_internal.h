@@ -55,6 +55,8 @@ const struct sw__fleet_node *sw__fleet_map_get(const struct sw__fleet_node *map,
  * Suggestions for near misses ("did you mean 'max_model_len'?"): NULL when nothing is close.
  */
 const char *sw__fleet_suggest(const char *word, const char *const *cands, size_t n);
+/* The entry of first[0..n) (size bytes each, its name the first member) named name, or NULL. */
+const void *sw__fleet_named(const void *first, size_t n, size_t size, const char *name);
 /* The shape field closest to a name that is none (for "did you mean"), or NULL. */
 const char *sw__fleet_near_field(const char *name);
 /* Levenshtein distance over normalized spellings (case, '-' vs '_', leading dashes). */

@@ -88,20 +88,15 @@ static const void *resolve_named(struct sw__fleet_ctx *c, const struct sw_fleet_
                                  const void *first, size_t n, size_t size, const char *kind,
                                  const char *where)
 {
+    const void *found = sw__fleet_named(first, n, size, ref->v);
+    if (found)
+        return found;
     const char *names[128];
     size_t nn = 0;
-    const void *found = NULL;
-    for (size_t i = 0; i < n; i++) {
-        const void *one = (const char *)first + i * size;
-        const char *name = *(const char *const *)one;
-        if (!strcmp(name, ref->v))
-            found = one;
-        if (nn < SW_ARRAY_LEN(names))
-            names[nn++] = name;
-    }
-    if (!found)
-        unknown_ref(c, ref, kind, names, nn, where);
-    return found;
+    for (size_t i = 0; i < n && nn < SW_ARRAY_LEN(names); i++)
+        names[nn++] = *(const char *const *)((const char *)first + i * size);
+    unknown_ref(c, ref, kind, names, nn, where);
+    return NULL;
 }
 
 _Static_assert(offsetof(struct sw_fleet_host, name) == 0, "a host's name comes first");
