@@ -11,6 +11,7 @@
 #include <slipway/fleet.h>
 
 #include <stdarg.h>
+#include <stddef.h>
 
 /* ---------------------------------------------------------------------------------------------
  * The YAML tree: built from libfyaml's events so that every node (mappings and sequences too)
@@ -57,6 +58,19 @@ const struct sw__fleet_node *sw__fleet_map_get(const struct sw__fleet_node *map,
 const char *sw__fleet_suggest(const char *word, const char *const *cands, size_t n);
 /* The entry of first[0..n) (size bytes each, its name the first member) named name, or NULL. */
 const void *sw__fleet_named(const void *first, size_t n, size_t size, const char *name);
+/* What reads a struct's name at its start (sw__fleet_named, the resolver, the JSON view's
+ * references and maps) may: these come first. A client's first member points to its endpoint. */
+#define SW__FLEET_NAMED_FIRST(T) _Static_assert(offsetof(T, name) == 0, #T "'s name comes first")
+SW__FLEET_NAMED_FIRST(struct sw_fleet_host);
+SW__FLEET_NAMED_FIRST(struct sw_fleet_device);
+SW__FLEET_NAMED_FIRST(struct sw_fleet_profile);
+SW__FLEET_NAMED_FIRST(struct sw_fleet_endpoint);
+SW__FLEET_NAMED_FIRST(struct sw_fleet_const);
+SW__FLEET_NAMED_FIRST(struct sw_fleet_fact);
+SW__FLEET_NAMED_FIRST(struct sw_fleet_knob);
+SW__FLEET_NAMED_FIRST(struct sw_fleet_frozen);
+SW__FLEET_NAMED_FIRST(struct sw_fleet_envvar);
+_Static_assert(offsetof(struct sw_fleet_client, endpoint) == 0, "a client's endpoint comes first");
 /* The shape field closest to a name that is none (for "did you mean"), or NULL. */
 const char *sw__fleet_near_field(const char *name);
 /* Levenshtein distance over normalized spellings (case, '-' vs '_', leading dashes). */

@@ -391,17 +391,6 @@ static json_t *fields_json(struct jb *b, const struct fd *t, size_t n, const voi
     return o;
 }
 
-_Static_assert(offsetof(struct sw_fleet_host, name) == 0, "FK_REF, FK_MAP read names first");
-_Static_assert(offsetof(struct sw_fleet_device, name) == 0, "FK_REF, FK_MAP read names first");
-_Static_assert(offsetof(struct sw_fleet_profile, name) == 0, "FK_REF, FK_MAP read names first");
-_Static_assert(offsetof(struct sw_fleet_endpoint, name) == 0, "FK_REF, FK_MAP read names first");
-_Static_assert(offsetof(struct sw_fleet_const, name) == 0, "FK_REF, FK_MAP read names first");
-_Static_assert(offsetof(struct sw_fleet_fact, name) == 0, "FK_REF, FK_MAP read names first");
-_Static_assert(offsetof(struct sw_fleet_knob, name) == 0, "FK_REF, FK_MAP read names first");
-_Static_assert(offsetof(struct sw_fleet_frozen, name) == 0, "FK_REF, FK_MAP read names first");
-_Static_assert(offsetof(struct sw_fleet_envvar, name) == 0, "FK_REF, FK_MAP read names first");
-_Static_assert(offsetof(struct sw_fleet_client, endpoint) == 0, "FD_KEY_REF reads it first");
-
 /* ---------------------------------------------------------------------------------------------
  * hosts and profiles
  */

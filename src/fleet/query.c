@@ -18,14 +18,9 @@ const void *sw__fleet_named(const void *first, size_t n, size_t size, const char
     return NULL;
 }
 
-/* Each of these lists is an array of structs whose first member is the name. */
+/* Each of these lists is an array of structs whose first member is the name (fleet_internal.h
+ * checks). */
 #define NAMED(list, n, name) sw__fleet_named(list, n, sizeof(*(list)), name)
-_Static_assert(offsetof(struct sw_fleet_host, name) == 0, "named first");
-_Static_assert(offsetof(struct sw_fleet_endpoint, name) == 0, "named first");
-_Static_assert(offsetof(struct sw_fleet_profile, name) == 0, "named first");
-_Static_assert(offsetof(struct sw_fleet_device, name) == 0, "named first");
-_Static_assert(offsetof(struct sw_fleet_const, name) == 0, "named first");
-_Static_assert(offsetof(struct sw_fleet_fact, name) == 0, "named first");
 
 const struct sw_fleet_host *sw_fleet_host(const struct sw_fleet *f, const char *name)
 {

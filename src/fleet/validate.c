@@ -99,10 +99,6 @@ static const void *resolve_named(struct sw__fleet_ctx *c, const struct sw_fleet_
     return NULL;
 }
 
-_Static_assert(offsetof(struct sw_fleet_host, name) == 0, "a host's name comes first");
-_Static_assert(offsetof(struct sw_fleet_profile, name) == 0, "a profile's name comes first");
-_Static_assert(offsetof(struct sw_fleet_device, name) == 0, "a device's name comes first");
-
 static const struct sw_fleet_device *find_device(struct sw__fleet_ctx *c,
                                                  const struct sw_fleet_host *h,
                                                  const struct sw_fleet_str *s, const char *where)
