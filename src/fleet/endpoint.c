@@ -950,10 +950,10 @@ static int dec_endpoint(struct sw__fleet_ctx *c, const struct sw__fleet_node *k,
 int sw__fleet_dec_endpoints(struct sw__fleet_ctx *c, const struct sw__fleet_node *v)
 {
     struct sw_fleet *f = c->f;
-    f->endpoints = sw__fleet_alloc_each(c, v, sizeof(*f->endpoints));
-    c->raw = sw__fleet_alloc_each(c, v, sizeof(*c->raw));
-    if (!f->endpoints || !c->raw)
-        return sw__fleet_nomem(c);
+    int rc =
+        sw__fleet_alloc_pair(c, v, &f->endpoints, sizeof(*f->endpoints), &c->raw, sizeof(*c->raw));
+    if (rc)
+        return rc;
     struct sw__fleet_walk w = {.what = "endpoint", .fn = dec_endpoint};
     return sw__fleet_walk(c, v, &w);
 }

@@ -289,6 +289,10 @@ int sw__fleet_walk(struct sw__fleet_ctx *c, const struct sw__fleet_node *map,
 /* One zeroed entry of `size` bytes per item or pair of node v (at least one), from the loader's
  * arena: what a walk over v fills. NULL on OOM or over the arena's ceiling. */
 void *sw__fleet_alloc_each(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, size_t size);
+/* Two such arrays in step (a struct's list and its raw names beside it): *a and *b (addresses of
+ * the arrays' pointers); 0, or SW_ENOMEM (reported) when either cannot be had. */
+int sw__fleet_alloc_pair(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, void *a,
+                         size_t size_a, void *b, size_t size_b);
 /* The same as sw__fleet_walk for a list: records it and checks it is one; each item is decoded
  * by fn with "[i]" pushed on the path. Every item is visited (until out of memory); returns as
  * sw__fleet_walk. */

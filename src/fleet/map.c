@@ -210,6 +210,15 @@ void *sw__fleet_alloc_each(struct sw__fleet_ctx *c, const struct sw__fleet_node 
     return sw_region_allocn(c->a, v->n ? v->n : 1, size);
 }
 
+int sw__fleet_alloc_pair(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, void *a,
+                         size_t size_a, void *b, size_t size_b)
+{
+    void **pa = a, **pb = b;
+    *pa = sw__fleet_alloc_each(c, v, size_a);
+    *pb = sw__fleet_alloc_each(c, v, size_b);
+    return *pa && *pb ? 0 : sw__fleet_nomem(c);
+}
+
 /* *arr (a pointer to the array's pointer): sw__fleet_alloc_each's array for v, or SW_ENOMEM. */
 static int alloc_into(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, void *arr,
                       size_t size)
