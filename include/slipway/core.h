@@ -1,9 +1,11 @@
 /*
- * slipway core: errors, allocation, bounded buffers, units, files, time, JSON helpers, progress
- * and logging. Every other module depends on this one; this one depends on nothing in slipway.
+ * slipway core: errors, allocation, bounded buffers, regions (arenas), the lines of a text,
+ * units, files, time, JSON helpers, progress and logging. Every other module depends on this one;
+ * this one depends on nothing in slipway.
  *
  * What it deliberately does not do: no global state beyond the allocation counters (the
- * failure injector, and per thread the failures seen) and the log level, no exit()/abort() on bad input or out of memory (the CLI decides what to do).
+ * failure injector, and per thread the failures seen) and the log level, no exit()/abort() on
+ * bad input or out of memory (the CLI decides what to do).
  */
 #ifndef SLIPWAY_CORE_H
 #define SLIPWAY_CORE_H
@@ -102,6 +104,10 @@ long sw_alloc_count(void);
  * caller of a library that reports its own out-of-memory as something else (jansson's parser says
  * "invalid JSON") tell the two apart. */
 long sw_alloc_failures(void);
+/* The heap array *arr (the address of its pointer; *cap elements of `size` bytes) made to hold
+ * index n: doubled (from 8) with sw_realloc, at most max_n elements. 0; SW_ERANGE when n >=
+ * max_n; SW_ENOMEM (overflow too), the array then as it was. The one grower of such arrays. */
+int sw_grow(void *arr, size_t *cap, size_t n, size_t size, size_t max_n);
 /* Multiply with overflow check: returns false on overflow. */
 bool sw_mul_ok(uint64_t a, uint64_t b, uint64_t *out);
 bool sw_add_ok(uint64_t a, uint64_t b, uint64_t *out);
@@ -146,6 +152,71 @@ void sw_buf_reset(struct sw_buf *b);
 /* Hand the data to the caller (free with sw_free); the buffer is reset. Never NULL unless OOM. */
 char *sw_buf_steal(struct sw_buf *b);
 void sw_buf_free(struct sw_buf *b);
+
+/* ---------------------------------------------------------------------------------------------
+ * Region (core/region): an arena, many small allocations owned together and freed in one call
+ * (a parsed fleet and its YAML tree, a scanned unit). Every allocation is zeroed and 16-byte
+ * aligned. `max` is a ceiling on the bytes the region takes from sw_malloc (its chunks of at
+ * least 16 KiB), set at init: an allocation past it fails (NULL) as an out-of-memory does, so a
+ * hostile input cannot grow a region without limit.
+ * Fields: head is opaque; total (chunk bytes held, <= max) and used (bytes handed out, each
+ * rounded up to 16) may be read.
+ */
+struct sw__region_chunk;
+struct sw_region {
+    struct sw__region_chunk *head;
+    size_t total;
+    size_t used;
+    size_t max;
+};
+void sw_region_init(struct sw_region *a, size_t max);
+/* n zeroed bytes (a distinct address even for 0); NULL when out of memory or over the ceiling.
+ * Freed with the region. */
+void *sw_region_alloc(struct sw_region *a, size_t n);
+/* count * size bytes, NULL on overflow too. */
+void *sw_region_allocn(struct sw_region *a, size_t count, size_t size);
+/* Copies in the region; NULL for a NULL s. */
+char *sw_region_strndup(struct sw_region *a, const char *s, size_t n);
+char *sw_region_strdup(struct sw_region *a, const char *s);
+char *sw_region_printf(struct sw_region *a, const char *fmt, ...) SW_PRINTF(2, 3);
+/* The array *p (of *cap elements of `size` bytes, in the region) made to hold index n: doubled
+ * from 8 elements up to max_n, the old elements copied (the old block stays in the region). 0,
+ * SW_ERANGE when n >= max_n, or SW_ENOMEM. */
+int sw_region_grow(struct sw_region *a, void *p, size_t *cap, size_t n, size_t size, size_t max_n);
+/* Free every chunk; the region may be used again (same ceiling). NULL is allowed. */
+void sw_region_free(struct sw_region *a);
+
+/* ---------------------------------------------------------------------------------------------
+ * Lines of a text (core/lines): the one walk over text[0..len) line by line. A line ends at LF,
+ * the last one at the end of the text (a final LF makes no empty line after it); NUL bytes are
+ * ordinary bytes. With SW_LINES_CRLF a CR that ends a line (before its LF, or at the end of the
+ * text) is not part of it; any other CR is. Every walk has a bound: a line longer than `max`
+ * bytes (its CR dropped first) ends the walk with `over` set, `no` that line's number and the
+ * line in the last sw_line, so the caller can name it (SIZE_MAX: the text's own size is the
+ * bound).
+ *   struct sw_lines it; struct sw_line ln;
+ *   sw_lines_init(&it, text, len, 8191, SW_LINES_CRLF);
+ *   while (sw_lines_next(&it, &ln)) ... ln.s[0..ln.len), line it.no ...
+ *   if (it.over) ... "line %d: %zu bytes", it.no, ln.len ...
+ * Fields: p (where the walk is: past the last line returned), no and over may be read.
+ */
+#define SW_LINES_CRLF 1u
+struct sw_lines {
+    const char *p, *end;
+    size_t max;
+    unsigned flags;
+    int no;    /* 1-based number of the line last returned (or of the one over max) */
+    bool over; /* the walk stopped at a line longer than max */
+};
+struct sw_line {
+    const char *s; /* into the text, not NUL-terminated */
+    size_t len;
+    bool lf; /* it ended at an LF (false: at the end of the text) */
+};
+void sw_lines_init(struct sw_lines *it, const char *text, size_t len, size_t max, unsigned flags);
+/* The next line into *out: true; false at the end, or at a line over the bound (then *out is
+ * that line and every later call is false too). */
+bool sw_lines_next(struct sw_lines *it, struct sw_line *out);
 
 /* ---------------------------------------------------------------------------------------------
  * Units. Binary suffixes are powers of 1024 (KiB MiB GiB TiB, also Ki Mi Gi Ti); SI suffixes are
@@ -293,6 +364,9 @@ int sw_run_dir(char *out, size_t n, struct sw_err *e);
 /* Where that directory is (the rule above), without creating or judging it. SW_ENOENT when
  * neither variable nor a home directory names one, SW_ERANGE when it does not fit. */
 int sw_run_dir_path(char *out, size_t n, struct sw_err *e);
+/* The same, created 0700 (with its parents) when missing, not judged: for a caller that judges
+ * it by its own rule (deploy's pid files). */
+int sw_run_dir_create(char *out, size_t n, struct sw_err *e);
 /* Describe what the first bytes of a buffer look like, for error messages about a file that is
  * not what its name says: "an HTML page", "a git-lfs pointer", "a JSON object", "empty",
  * "text starting \"...\"" or "binary starting 0x..". Writes into out; returns out. */
@@ -352,6 +426,45 @@ int sw_json_set_real(json_t *obj, const char *key, double val);
 int sw_json_set_bool(json_t *obj, const char *key, bool val);
 /* Steals `val` (decrefs it on failure too). */
 int sw_json_set_new(json_t *obj, const char *key, json_t *val);
+/* A struct written as a JSON object from a table of its members, in the table's order: the one
+ * way a struct of plain members becomes JSON (typed inside, JSON at the edges). A row: the key,
+ * the member's kind and offset, flags, and for SW_JF_HAS the offset of the bool member that says
+ * whether the value is there. A value is empty when that bool is false, else when it is "", NULL
+ * or 0; an empty value is left out with SW_JF_OMIT, null with SW_JF_NULL, written otherwise.
+ * Strings go through sw_json_set_str (repaired when not UTF-8). */
+enum sw_json_kind {
+    SW_JK_CHARS,  /* char[] */
+    SW_JK_STR,    /* const char * (NULL: null) */
+    SW_JK_BOOL,   /* bool */
+    SW_JK_INT,    /* int (pid_t too) */
+    SW_JK_I64,    /* int64_t */
+    SW_JK_U64,    /* uint64_t, as an integer */
+    SW_JK_DOUBLE, /* double */
+    SW_JK_JSON,   /* json_t *: a new reference (NULL: null) */
+    SW_JK_FN,     /* fn(o, key, the struct) sets the key (or leaves it out): 0 or SW_ENOMEM */
+};
+#define SW_JF_OMIT 1u
+#define SW_JF_NULL 2u
+#define SW_JF_HAS  4u
+struct sw_json_field {
+    const char *key;
+    enum sw_json_kind kind;
+    size_t off;
+    unsigned flags;
+    size_t has_off;
+    int (*fn)(json_t *o, const char *key, const void *obj);
+};
+/* A table's rows: member m of struct T (SW_JSON_M: keyed by its name); with its presence flag
+ * `has`; a function. */
+/* clang-format off */
+#define SW_JSON_ROW(key, kind, T, m, fl)         {key, kind, offsetof(T, m), fl, 0, NULL}
+#define SW_JSON_M(kind, T, m, fl)                SW_JSON_ROW(#m, kind, T, m, fl)
+#define SW_JSON_ROW_IF(key, kind, T, m, fl, has) {key, kind, offsetof(T, m), (fl) | SW_JF_HAS, \
+                                                  offsetof(T, has), NULL}
+#define SW_JSON_ROW_FN(key, f)                   {key, SW_JK_FN, 0, 0, 0, f}
+/* clang-format on */
+/* obj's members into o (an object); 0, or SW_ENOMEM (o then holds what was written). */
+int sw_json_put_fields(json_t *o, const struct sw_json_field *t, size_t n, const void *obj);
 
 /* ---------------------------------------------------------------------------------------------
  * Text from elsewhere (core/utf8, core/redact).

@@ -100,6 +100,29 @@ char *sw_strndup(const char *s, size_t n)
     return d;
 }
 
+int sw_grow(void *arr, size_t *cap, size_t n, size_t size, size_t max_n)
+{
+    void **pp = arr;
+    if (n < *cap)
+        return 0;
+    if (n >= max_n)
+        return SW_ERANGE;
+    size_t nc = *cap ? *cap : 8;
+    while (nc <= n)
+        nc = nc > SIZE_MAX / 2 ? SIZE_MAX : nc * 2;
+    if (nc > max_n)
+        nc = max_n;
+    uint64_t bytes;
+    if (!sw_mul_ok(nc, size, &bytes) || bytes > SIZE_MAX)
+        return SW_ENOMEM;
+    void *q = sw_realloc(*pp, (size_t)bytes);
+    if (!q)
+        return SW_ENOMEM;
+    *pp = q;
+    *cap = nc;
+    return 0;
+}
+
 bool sw_mul_ok(uint64_t a, uint64_t b, uint64_t *out)
 {
     return !__builtin_mul_overflow(a, b, out);

@@ -131,19 +131,25 @@ void sw_buf_free(struct sw_buf *b)
     b->cap = 0;
 }
 
+/* The HTML entity of &, < and > (and of " when quot), else NULL: the one table of both escapers
+ * below. */
+static const char *entity(unsigned char c, bool quot)
+{
+    return c == '&'           ? "&amp;"
+           : c == '<'         ? "&lt;"
+           : c == '>'         ? "&gt;"
+           : c == '"' && quot ? "&quot;"
+                              : NULL;
+}
+
 int sw_buf_html(struct sw_buf *b, const char *s, size_t n)
 {
     int rc = 0;
     for (size_t i = 0; s && i < n && !rc; i++) {
         unsigned char c = (unsigned char)s[i];
-        if (c == '&')
-            rc = sw_buf_puts(b, "&amp;");
-        else if (c == '<')
-            rc = sw_buf_puts(b, "&lt;");
-        else if (c == '>')
-            rc = sw_buf_puts(b, "&gt;");
-        else if (c == '"')
-            rc = sw_buf_puts(b, "&quot;");
+        const char *ent = entity(c, true);
+        if (ent)
+            rc = sw_buf_puts(b, ent);
         else
             rc = sw_buf_putc(b, c < 0x20 && c != '\n' && c != '\t' ? ' ' : (char)c);
     }
@@ -183,12 +189,9 @@ int sw_buf_md(struct sw_buf *b, const char *s, size_t n)
         /* an underscore inside a word is no emphasis (CommonMark's flanking rule): kept, so
          * kv_cache_bytes reads as written */
         bool inner_ = c == '_' && i > 0 && i + 1 < n && md_word(u[i - 1]) && md_word(u[i + 1]);
-        if (c == '&')
-            rc = sw_buf_puts(b, "&amp;");
-        else if (c == '<')
-            rc = sw_buf_puts(b, "&lt;");
-        else if (c == '>')
-            rc = sw_buf_puts(b, "&gt;");
+        const char *ent = entity(c, false);
+        if (ent)
+            rc = sw_buf_puts(b, ent);
         else if (strchr("\\`*[]|~", c) || (c == '_' && !inner_))
             rc = sw_buf_printf(b, "\\%c", c);
         else

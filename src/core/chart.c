@@ -168,10 +168,28 @@ static int check(const struct sw_chart *c, struct sw_err *e)
     return 0;
 }
 
-static int panel(const struct sw_chart *c, double top, struct sw_buf *b)
+/* A panel's frame: the plot area in pixels and the axes over it. */
+struct frame {
+    const struct sw_chart *c;
+    double top;
+    double pl, pr, pt, pb; /* plot area: left, right, top, bottom */
+    double x0, x1, xs, y0, y1, ys;
+};
+
+static double px(const struct frame *f, double v)
+{
+    return f->pl + (v - f->x0) / (f->x1 - f->x0) * (f->pr - f->pl);
+}
+
+static double py(const struct frame *f, double v)
+{
+    return f->pb - (v - f->y0) / (f->y1 - f->y0) * (f->pb - f->pt);
+}
+
+/* The axes over every finite value (whiskers too) of the panel at top. */
+static void frame_of(const struct sw_chart *c, double top, struct frame *f)
 {
     struct range xr = {0}, yr = {0};
-    int rc = 0;
     for (size_t s = 0; s < c->n_series; s++) {
         const struct sw_chart_series *se = &c->series[s];
         for (size_t i = 0; i < se->n; i++) {
@@ -189,121 +207,196 @@ static int panel(const struct sw_chart *c, double top, struct sw_buf *b)
                 widen(&yr, se->hi[i]);
         }
     }
-    double y0, y1, ys, x0 = 0, x1 = 1, xs = 1;
-    axis(yr, c->y_from_zero || c->kind == SW_CHART_BARS, &y0, &y1, &ys);
+    f->c = c;
+    f->top = top;
+    f->x0 = 0;
+    f->x1 = 1;
+    f->xs = 1;
+    axis(yr, c->y_from_zero || c->kind == SW_CHART_BARS, &f->y0, &f->y1, &f->ys);
     if (c->kind == SW_CHART_LINES)
-        axis(xr, c->x_from_zero, &x0, &x1, &xs);
-    const double pl = ML, pr = W - MR, pt = top + MT, pb = top + PANEL_H - MB;
-#define PX(v) (pl + ((v)-x0) / (x1 - x0) * (pr - pl))
-#define PY(v) (pb - ((v)-y0) / (y1 - y0) * (pb - pt))
+        axis(xr, c->x_from_zero, &f->x0, &f->x1, &f->xs);
+    f->pl = ML;
+    f->pr = W - MR;
+    f->pt = top + MT;
+    f->pb = top + PANEL_H - MB;
+}
 
-    rc |= sw_buf_printf(b, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"15\" font-weight=\"bold\">", pl,
-                        top + 24);
+/* The title and the note above the plot. */
+static int draw_title(const struct frame *f, struct sw_buf *b)
+{
+    const struct sw_chart *c = f->c;
+    int rc = 0;
+    rc |= sw_buf_printf(b, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"15\" font-weight=\"bold\">",
+                        f->pl, f->top + 24);
     rc |= esc(b, c->title);
     rc |= sw_buf_printf(b, "</text>\n");
     if (c->note) {
-        rc |= sw_buf_printf(b, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" fill=\"#555\">", pl,
-                            top + 38);
+        rc |= sw_buf_printf(b, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" fill=\"#555\">", f->pl,
+                            f->top + 38);
         rc |= esc(b, c->note);
         rc |= sw_buf_printf(b, "</text>\n");
     }
-    /* y grid and labels */
-    char t[64];
-    for (long i = 0, n = lround((y1 - y0) / ys); i <= n; i++) {
-        double v = tick(y0, ys, i);
-        tick_label(v, ys, t, sizeof(t));
-        rc |= sw_buf_printf(b,
-                            "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
-                            "stroke=\"#ddd\"/>\n<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" "
-                            "text-anchor=\"end\">%s</text>\n",
-                            pl, PY(v), pr, PY(v), pl - 6, PY(v) + 4, t);
-    }
-    rc |= sw_buf_printf(b,
-                        "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#333\"/>\n"
-                        "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#333\"/>\n",
-                        pl, pb, pr, pb, pl, pt, pl, pb);
-    rc |= sw_buf_printf(b,
-                        "<text transform=\"translate(%.1f,%.1f) rotate(-90)\" font-size=\"12\" "
-                        "text-anchor=\"middle\">",
-                        16.0, (pt + pb) / 2);
-    rc |= esc(b, c->y_label);
-    rc |= sw_buf_printf(b,
-                        "</text>\n<text x=\"%.1f\" y=\"%.1f\" font-size=\"12\" "
-                        "text-anchor=\"middle\">",
-                        (pl + pr) / 2, pb + 48);
-    rc |= esc(b, c->x_label);
-    rc |= sw_buf_printf(b, "</text>\n");
+    return rc;
+}
 
-    if (c->kind == SW_CHART_LINES) {
-        for (long i = 0, n = lround((x1 - x0) / xs); i <= n; i++) {
-            double v = tick(x0, xs, i);
-            tick_label(v, xs, t, sizeof(t));
+/* The ticks of one axis with their labels: the y grid across the plot, or the x marks below it. */
+static int draw_ticks(const struct frame *f, bool x, struct sw_buf *b)
+{
+    double lo = x ? f->x0 : f->y0, hi = x ? f->x1 : f->y1, step = x ? f->xs : f->ys;
+    int rc = 0;
+    char t[64];
+    for (long i = 0, n = lround((hi - lo) / step); i <= n; i++) {
+        double v = tick(lo, step, i);
+        tick_label(v, step, t, sizeof(t));
+        if (x)
             rc |= sw_buf_printf(b,
                                 "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
                                 "stroke=\"#333\"/>\n<text x=\"%.1f\" y=\"%.1f\" "
                                 "font-size=\"11\" text-anchor=\"middle\">%s</text>\n",
-                                PX(v), pb, PX(v), pb + 4, PX(v), pb + 18, t);
-        }
-        for (size_t s = 0; s < c->n_series && !rc; s++) {
-            const struct sw_chart_series *se = &c->series[s];
-            bool open = false; /* a polyline per run of finite points: a gap breaks the line */
-            for (size_t i = 0; i < se->n; i++) {
-                if (!isfinite(se->x[i]) || !isfinite(se->y[i])) {
-                    if (open)
-                        rc |= sw_buf_printf(b, "\"/>\n");
-                    open = false;
-                    continue;
-                }
-                if (!open)
-                    /* every other series dashed: lines that coincide stay both visible */
-                    rc |= sw_buf_printf(b,
-                                        "<polyline fill=\"none\" stroke-width=\"2\" "
-                                        "stroke=\"%s\"%s points=\"",
-                                        palette[s], s % 2 ? " stroke-dasharray=\"7 4\"" : "");
-                rc |= sw_buf_printf(b, "%s%.1f,%.1f", open ? " " : "", PX(se->x[i]), PY(se->y[i]));
-                open = true;
+                                px(f, v), f->pb, px(f, v), f->pb + 4, px(f, v), f->pb + 18, t);
+        else
+            rc |= sw_buf_printf(b,
+                                "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
+                                "stroke=\"#ddd\"/>\n<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" "
+                                "text-anchor=\"end\">%s</text>\n",
+                                f->pl, py(f, v), f->pr, py(f, v), f->pl - 6, py(f, v) + 4, t);
+    }
+    return rc;
+}
+
+/* The y grid with its labels, the two axis lines and the axis labels. */
+static int draw_axes(const struct frame *f, struct sw_buf *b)
+{
+    int rc = draw_ticks(f, false, b);
+    rc |= sw_buf_printf(b,
+                        "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#333\"/>\n"
+                        "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#333\"/>\n",
+                        f->pl, f->pb, f->pr, f->pb, f->pl, f->pt, f->pl, f->pb);
+    rc |= sw_buf_printf(b,
+                        "<text transform=\"translate(%.1f,%.1f) rotate(-90)\" font-size=\"12\" "
+                        "text-anchor=\"middle\">",
+                        16.0, (f->pt + f->pb) / 2);
+    rc |= esc(b, f->c->y_label);
+    rc |= sw_buf_printf(b,
+                        "</text>\n<text x=\"%.1f\" y=\"%.1f\" font-size=\"12\" "
+                        "text-anchor=\"middle\">",
+                        (f->pl + f->pr) / 2, f->pb + 48);
+    rc |= esc(b, f->c->x_label);
+    rc |= sw_buf_printf(b, "</text>\n");
+    return rc;
+}
+
+/* LINES: the x ticks, and a polyline per run of finite points of each series (a gap breaks the
+ * line; every other series dashed, so lines that coincide stay both visible). */
+static int draw_lines(const struct frame *f, struct sw_buf *b)
+{
+    const struct sw_chart *c = f->c;
+    int rc = draw_ticks(f, true, b);
+    for (size_t s = 0; s < c->n_series && !rc; s++) {
+        const struct sw_chart_series *se = &c->series[s];
+        bool open = false;
+        for (size_t i = 0; i < se->n; i++) {
+            if (!isfinite(se->x[i]) || !isfinite(se->y[i])) {
+                if (open)
+                    rc |= sw_buf_printf(b, "\"/>\n");
+                open = false;
+                continue;
             }
-            if (open)
-                rc |= sw_buf_printf(b, "\"/>\n");
-        }
-    } else {
-        size_t nc = c->n_categories, ns = c->n_series;
-        double slot = (pr - pl) / (double)nc, bw = slot * 0.8 / (double)ns;
-        for (size_t k = 0; k < nc; k++) {
-            double cx = pl + slot * ((double)k + 0.5);
-            /* a label's lines (split at '\n') stack under its bars */
-            rc |= sw_buf_printf(b, "<text font-size=\"11\" text-anchor=\"middle\">");
-            const char *lab = c->categories[k] ? c->categories[k] : "";
-            for (int line = 0; line < 3; line++) {
-                const char *nl = strchr(lab, '\n');
-                size_t len = nl ? (size_t)(nl - lab) : strlen(lab);
-                char part[256];
-                snprintf(part, sizeof(part), "%.*s", (int)(len < 255 ? len : 255), lab);
-                rc |= sw_buf_printf(b, "<tspan x=\"%.1f\" y=\"%.1f\">", cx, pb + 16 + 12 * line);
-                rc |= esc(b, part);
-                rc |= sw_buf_printf(b, "</tspan>");
-                if (!nl)
-                    break;
-                lab = nl + 1;
-            }
-            rc |= sw_buf_printf(b, "</text>\n");
-            for (size_t s = 0; s < ns; s++) {
-                const struct sw_chart_series *se = &c->series[s];
-                if (k >= se->n || !isfinite(se->y[k]))
-                    continue;
-                double x = pl + slot * (double)k + slot * 0.1 + bw * (double)s;
-                double yv = PY(se->y[k]), yz = PY(y0 > 0 ? y0 : (y1 < 0 ? y1 : 0));
+            if (!open)
                 rc |= sw_buf_printf(b,
-                                    "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
-                                    "fill=\"%s\"><title>",
-                                    x, yv < yz ? yv : yz, bw * 0.92, fabs(yz - yv), palette[s]);
-                rc |= esc(b, se->name);
-                tick_label(se->y[k], 0.01, t, sizeof(t));
-                rc |= sw_buf_printf(b, ": %s</title></rect>\n", t);
-            }
+                                    "<polyline fill=\"none\" stroke-width=\"2\" "
+                                    "stroke=\"%s\"%s points=\"",
+                                    palette[s], s % 2 ? " stroke-dasharray=\"7 4\"" : "");
+            rc |=
+                sw_buf_printf(b, "%s%.1f,%.1f", open ? " " : "", px(f, se->x[i]), py(f, se->y[i]));
+            open = true;
+        }
+        if (open)
+            rc |= sw_buf_printf(b, "\"/>\n");
+    }
+    return rc;
+}
+
+/* A category's label under its bars: its lines (split at '\n', at most 3) stacked. */
+static int draw_category(const struct frame *f, const char *lab, double cx, struct sw_buf *b)
+{
+    int rc = sw_buf_printf(b, "<text font-size=\"11\" text-anchor=\"middle\">");
+    struct sw_lines it;
+    sw_lines_init(&it, lab, strlen(lab), SIZE_MAX, 0);
+    for (int line = 0; line < 3; line++) {
+        /* an empty label, or one ending in LF, still draws its (empty) last line */
+        struct sw_line ln = {"", 0, false};
+        (void)sw_lines_next(&it, &ln);
+        char part[256];
+        snprintf(part, sizeof(part), "%.*s", (int)(ln.len < 255 ? ln.len : 255), ln.s);
+        rc |= sw_buf_printf(b, "<tspan x=\"%.1f\" y=\"%.1f\">", cx, f->pb + 16 + 12 * line);
+        rc |= esc(b, part);
+        rc |= sw_buf_printf(b, "</tspan>");
+        if (!ln.lf)
+            break;
+    }
+    rc |= sw_buf_printf(b, "</text>\n");
+    return rc;
+}
+
+/* BARS: per category its label and a bar per series, from zero (or the axis end nearest it). */
+static int draw_bars(const struct frame *f, struct sw_buf *b)
+{
+    const struct sw_chart *c = f->c;
+    size_t nc = c->n_categories, ns = c->n_series;
+    double slot = (f->pr - f->pl) / (double)nc, bw = slot * 0.8 / (double)ns;
+    int rc = 0;
+    char t[64];
+    for (size_t k = 0; k < nc; k++) {
+        double cx = f->pl + slot * ((double)k + 0.5);
+        rc |= draw_category(f, c->categories[k] ? c->categories[k] : "", cx, b);
+        for (size_t s = 0; s < ns; s++) {
+            const struct sw_chart_series *se = &c->series[s];
+            if (k >= se->n || !isfinite(se->y[k]))
+                continue;
+            double x = f->pl + slot * (double)k + slot * 0.1 + bw * (double)s;
+            double yv = py(f, se->y[k]), yz = py(f, f->y0 > 0 ? f->y0 : (f->y1 < 0 ? f->y1 : 0));
+            rc |= sw_buf_printf(b,
+                                "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
+                                "fill=\"%s\"><title>",
+                                x, yv < yz ? yv : yz, bw * 0.92, fabs(yz - yv), palette[s]);
+            rc |= esc(b, se->name);
+            tick_label(se->y[k], 0.01, t, sizeof(t));
+            rc |= sw_buf_printf(b, ": %s</title></rect>\n", t);
         }
     }
-    /* whiskers (both kinds) and points (lines) */
+    return rc;
+}
+
+/* One point of a LINES series: its circle with the value as a tooltip, and its label above. */
+static int draw_point(const struct frame *f, size_t s, size_t i, double x, struct sw_buf *b)
+{
+    const struct sw_chart_series *se = &f->c->series[s];
+    char t[64];
+    int rc = 0;
+    tick_label(se->y[i], 0.01, t, sizeof(t));
+    rc |= sw_buf_printf(b,
+                        "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3.5\" fill=\"%s\">"
+                        "<title>",
+                        x, py(f, se->y[i]), palette[s]);
+    rc |= esc(b, se->name);
+    rc |= sw_buf_printf(b, ": %s</title></circle>\n", t);
+    if (se->labels && se->labels[i] && se->labels[i][0]) {
+        rc |= sw_buf_printf(b,
+                            "<text class=\"label\" x=\"%.1f\" y=\"%.1f\" "
+                            "font-size=\"11\" text-anchor=\"middle\" fill=\"%s\">",
+                            x, py(f, se->y[i]) - 8, palette[s]);
+        rc |= esc(b, se->labels[i]);
+        rc |= sw_buf_printf(b, "</text>\n");
+    }
+    return rc;
+}
+
+/* Whiskers (both kinds) and points (lines). */
+static int draw_marks(const struct frame *f, struct sw_buf *b)
+{
+    const struct sw_chart *c = f->c;
+    int rc = 0;
     for (size_t s = 0; s < c->n_series && !rc; s++) {
         const struct sw_chart_series *se = &c->series[s];
         for (size_t i = 0; i < se->n; i++) {
@@ -313,50 +406,53 @@ static int panel(const struct sw_chart *c, double top, struct sw_buf *b)
             if (c->kind == SW_CHART_LINES) {
                 if (!isfinite(se->x[i]))
                     continue;
-                x = PX(se->x[i]);
+                x = px(f, se->x[i]);
             } else {
-                double slot = (pr - pl) / (double)c->n_categories;
+                double slot = (f->pr - f->pl) / (double)c->n_categories;
                 double bw = slot * 0.8 / (double)c->n_series;
-                x = pl + slot * (double)i + slot * 0.1 + bw * ((double)s + 0.46);
+                x = f->pl + slot * (double)i + slot * 0.1 + bw * ((double)s + 0.46);
             }
             if (se->lo && se->hi && isfinite(se->lo[i]) && isfinite(se->hi[i]))
                 rc |= sw_buf_printf(b,
                                     "<path d=\"M%.1f %.1fV%.1fM%.1f %.1fh10M%.1f %.1fh10\" "
                                     "stroke=\"%s\" stroke-width=\"1.5\" fill=\"none\"/>\n",
-                                    x, PY(se->lo[i]), PY(se->hi[i]), x - 5, PY(se->lo[i]), x - 5,
-                                    PY(se->hi[i]), c->kind == SW_CHART_BARS ? "#000" : palette[s]);
-            if (c->kind == SW_CHART_LINES) {
-                tick_label(se->y[i], 0.01, t, sizeof(t));
-                rc |= sw_buf_printf(b,
-                                    "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3.5\" fill=\"%s\">"
-                                    "<title>",
-                                    x, PY(se->y[i]), palette[s]);
-                rc |= esc(b, se->name);
-                rc |= sw_buf_printf(b, ": %s</title></circle>\n", t);
-                if (se->labels && se->labels[i] && se->labels[i][0]) {
-                    rc |= sw_buf_printf(b,
-                                        "<text class=\"label\" x=\"%.1f\" y=\"%.1f\" "
-                                        "font-size=\"11\" text-anchor=\"middle\" fill=\"%s\">",
-                                        x, PY(se->y[i]) - 8, palette[s]);
-                    rc |= esc(b, se->labels[i]);
-                    rc |= sw_buf_printf(b, "</text>\n");
-                }
-            }
+                                    x, py(f, se->lo[i]), py(f, se->hi[i]), x - 5, py(f, se->lo[i]),
+                                    x - 5, py(f, se->hi[i]),
+                                    c->kind == SW_CHART_BARS ? "#000" : palette[s]);
+            if (c->kind == SW_CHART_LINES)
+                rc |= draw_point(f, s, i, x, b);
         }
     }
-    /* legend */
-    double lx = pl;
+    return rc;
+}
+
+static int draw_legend(const struct frame *f, struct sw_buf *b)
+{
+    const struct sw_chart *c = f->c;
+    int rc = 0;
+    double lx = f->pl;
     for (size_t s = 0; s < c->n_series; s++) {
         rc |= sw_buf_printf(b,
                             "<rect x=\"%.1f\" y=\"%.1f\" width=\"12\" height=\"12\" "
                             "fill=\"%s\"/>\n<text x=\"%.1f\" y=\"%.1f\" font-size=\"12\">",
-                            lx, pb + 55, palette[s], lx + 16, pb + 65);
+                            lx, f->pb + 55, palette[s], lx + 16, f->pb + 65);
         rc |= esc(b, c->series[s].name);
         rc |= sw_buf_printf(b, "</text>\n");
         lx += 30 + 7.0 * (double)strlen(c->series[s].name ? c->series[s].name : "");
     }
-#undef PX
-#undef PY
+    return rc;
+}
+
+static int panel(const struct sw_chart *c, double top, struct sw_buf *b)
+{
+    struct frame f;
+    frame_of(c, top, &f);
+    int rc = draw_title(&f, b);
+    rc |= draw_axes(&f, b);
+    rc |= c->kind == SW_CHART_LINES ? draw_lines(&f, b) : draw_bars(&f, b);
+    if (!rc)
+        rc |= draw_marks(&f, b);
+    rc |= draw_legend(&f, b);
     return rc ? SW_ENOMEM : 0;
 }
 

@@ -70,18 +70,28 @@ int sw_err_set(struct sw_err *e, int code, const char *fmt, ...)
     return code;
 }
 
-int sw_err_at(struct sw_err *e, int code, const char *where, int line, int col, const char *fmt,
-              ...)
+/* e cleared, then its place and message set. */
+static int vset_at(struct sw_err *e, int code, const char *where, int line, int col, int64_t offset,
+                   const char *fmt, va_list ap) SW_PRINTF(7, 0);
+static int vset_at(struct sw_err *e, int code, const char *where, int line, int col, int64_t offset,
+                   const char *fmt, va_list ap)
 {
-    va_list ap;
     if (!e)
         return code;
     sw_err_clear(e);
     snprintf(e->where, sizeof(e->where), "%s", where ? where : "");
     e->line = line;
     e->col = col;
+    e->offset = offset;
+    return sw_err_vset(e, code, fmt, ap);
+}
+
+int sw_err_at(struct sw_err *e, int code, const char *where, int line, int col, const char *fmt,
+              ...)
+{
+    va_list ap;
     va_start(ap, fmt);
-    sw_err_vset(e, code, fmt, ap);
+    vset_at(e, code, where, line, col, -1, fmt, ap);
     va_end(ap);
     return code;
 }
@@ -90,13 +100,8 @@ int sw_err_at_offset(struct sw_err *e, int code, const char *where, int64_t offs
                      ...)
 {
     va_list ap;
-    if (!e)
-        return code;
-    sw_err_clear(e);
-    snprintf(e->where, sizeof(e->where), "%s", where ? where : "");
-    e->offset = offset;
     va_start(ap, fmt);
-    sw_err_vset(e, code, fmt, ap);
+    vset_at(e, code, where, 0, 0, offset, fmt, ap);
     va_end(ap);
     return code;
 }

@@ -1,5 +1,6 @@
 /*
- * Thin helpers over jansson: printing, parsing with positions, and setters that check for OOM.
+ * Thin helpers over jansson: printing, parsing with positions, setters that check for OOM, and
+ * a struct written from a table of its members (sw_json_put_fields).
  */
 #include <slipway/core.h>
 
@@ -166,4 +167,75 @@ int sw_json_set_real(json_t *obj, const char *key, double val)
 int sw_json_set_bool(json_t *obj, const char *key, bool val)
 {
     return sw_json_set_new(obj, key, json_boolean(val));
+}
+
+static bool field_empty(const struct sw_json_field *f, const void *obj)
+{
+    const char *p = (const char *)obj + f->off;
+    if (f->flags & SW_JF_HAS)
+        return !*(const bool *)((const char *)obj + f->has_off);
+    switch (f->kind) {
+    case SW_JK_CHARS:
+        return !p[0];
+    case SW_JK_STR:
+        return !*(const char *const *)p;
+    case SW_JK_BOOL:
+        return !*(const bool *)p;
+    case SW_JK_INT:
+        return !*(const int *)p;
+    case SW_JK_I64:
+        return !*(const int64_t *)p;
+    case SW_JK_U64:
+        return !*(const uint64_t *)p;
+    case SW_JK_DOUBLE:
+        return *(const double *)p == 0;
+    case SW_JK_JSON:
+        return !*(json_t *const *)p;
+    case SW_JK_FN:
+        return false;
+    }
+    return false;
+}
+
+static int put_field(json_t *o, const struct sw_json_field *f, const void *obj)
+{
+    const char *p = (const char *)obj + f->off;
+    switch (f->kind) {
+    case SW_JK_CHARS:
+        return sw_json_set_str(o, f->key, p);
+    case SW_JK_STR:
+        return sw_json_set_str(o, f->key, *(const char *const *)p);
+    case SW_JK_BOOL:
+        return sw_json_set_bool(o, f->key, *(const bool *)p);
+    case SW_JK_INT:
+        return sw_json_set_int(o, f->key, *(const int *)p);
+    case SW_JK_I64:
+        return sw_json_set_int(o, f->key, *(const int64_t *)p);
+    case SW_JK_U64:
+        return sw_json_set_int(o, f->key, (int64_t) * (const uint64_t *)p);
+    case SW_JK_DOUBLE:
+        return sw_json_set_real(o, f->key, *(const double *)p);
+    case SW_JK_JSON: {
+        json_t *j = *(json_t *const *)p;
+        return sw_json_set_new(o, f->key, j ? json_incref(j) : json_null());
+    }
+    case SW_JK_FN:
+        return f->fn(o, f->key, obj);
+    }
+    return 0;
+}
+
+int sw_json_put_fields(json_t *o, const struct sw_json_field *t, size_t n, const void *obj)
+{
+    int rc = 0;
+    for (size_t i = 0; i < n; i++) {
+        const struct sw_json_field *f = &t[i];
+        if ((f->flags & (SW_JF_OMIT | SW_JF_NULL)) && field_empty(f, obj)) {
+            if (f->flags & SW_JF_NULL)
+                rc |= sw_json_set_new(o, f->key, json_null());
+            continue;
+        }
+        rc |= put_field(o, f, obj);
+    }
+    return rc ? SW_ENOMEM : 0;
 }

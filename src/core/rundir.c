@@ -40,13 +40,16 @@ int sw_run_dir_path(char *out, size_t n, struct sw_err *e)
     return 0;
 }
 
+int sw_run_dir_create(char *out, size_t n, struct sw_err *e)
+{
+    int rc = sw_run_dir_path(out, n, e);
+    return rc ? rc : sw_mkdir_p(out, 0700, e);
+}
+
 int sw_run_dir(char *out, size_t n, struct sw_err *e)
 {
     struct stat st;
-    int rc = sw_run_dir_path(out, n, e);
-    if (rc)
-        return rc;
-    rc = sw_mkdir_p(out, 0700, e);
+    int rc = sw_run_dir_create(out, n, e);
     if (rc)
         return rc;
     if (lstat(out, &st) < 0)

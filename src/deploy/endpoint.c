@@ -286,25 +286,25 @@ int sw_deploy_endpoint(const struct sw_deploy_req *q, struct sw_deploy_res *r, s
         unlink(r->pid_path);
     }
 
-    struct sw_up_opts *o = &r->up_opts;
-    o->engine = r->engine;
-    o->cmd = &r->cmd;
-    o->host = r->launch.host;
-    o->port = r->launch.port;
-    o->payload = r->launch.model;
-    o->log_path = r->log_path;
-    o->pid_file = r->pid_path; /* written by sw_deploy_up as soon as the engine runs */
-    o->endpoint = r->name;
-    o->api_key = r->launch.api_key;
-    o->detach = q->detach;
-    o->preflight = q->preflight;
-    o->liveness = q->liveness;
-    o->boot_timeout_s = q->timeout_s;
-    o->grace_ms = q->grace_ms;
-    o->rlimit_as = q->limit_as;
-    o->stop = q->stop;
-    o->on_progress = q->on_progress;
-    o->ctx = q->ctx;
+    /* the pid file is written by sw_deploy_up as soon as the engine runs */
+    r->up_opts = (struct sw_up_opts){.engine = r->engine,
+                                     .cmd = &r->cmd,
+                                     .host = r->launch.host,
+                                     .port = r->launch.port,
+                                     .payload = r->launch.model,
+                                     .log_path = r->log_path,
+                                     .pid_file = r->pid_path,
+                                     .endpoint = r->name,
+                                     .api_key = r->launch.api_key,
+                                     .detach = q->detach,
+                                     .preflight = q->preflight,
+                                     .liveness = q->liveness,
+                                     .boot_timeout_s = q->timeout_s,
+                                     .grace_ms = q->grace_ms,
+                                     .rlimit_as = q->limit_as,
+                                     .stop = q->stop,
+                                     .on_progress = q->on_progress,
+                                     .ctx = q->ctx};
     struct sw_buf line;
     sw_buf_init(&line, 1 << 16);
     sw_engine_cmd_format(&r->cmd, &line);
@@ -313,7 +313,7 @@ int sw_deploy_endpoint(const struct sw_deploy_req *q, struct sw_deploy_res *r, s
 
     int64_t started = sw_wall_unix();
     r->attempted = true;
-    rc = sw_deploy_up(o, &r->up, e);
+    rc = sw_deploy_up(&r->up_opts, &r->up, e);
     if (q->record && r->up.started)
         record_boot(q, r, started, r->up.ready ? r->up.boot_s : sw_now_s() - r->up.child.t_start);
     if (rc)

@@ -19,6 +19,7 @@
 #include <slipway/unit_lint.h>
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,10 +28,21 @@
 #define DEF_DEADLINE_MS 60000
 #define DEF_SERVE_MS    300000u
 
+/* An install on its way: the caller's options and result, the step being timed, and what one
+ * step leaves for the next (the render, the host, the staged files). */
 struct ctx {
     const struct sw_install_opts *o;
     struct sw_install_result *r;
     uint64_t t_step;
+    const struct sw_fleet *f;
+    const struct sw_fleet_endpoint *ep;
+    int64_t dl; /* one host operation's deadline */
+    struct sw_unit_render ur;
+    struct sw_unit *u; /* the render parsed back, and its lint */
+    struct sw_unit_report rep;
+    struct sw_host h;
+    char stage[4096]; /* the private directory here ("" when none) */
+    char local_unit[4400], local_env[4400];
 };
 
 static void step_begin(struct ctx *c)
@@ -97,18 +109,17 @@ static int verify_on_host(struct ctx *c, struct sw_host *h, const struct sw_unit
         return rc;
     }
     /* stdout and stderr are the script's: verify's own words are in out */
-    for (const char *p = hr.out ? hr.out : ""; *p;) {
-        size_t l = strcspn(p, "\n");
-        if (l) {
-            char line[1100];
-            snprintf(line, sizeof(line), "systemd-analyze verify on %s: %.*s", h->name,
-                     (int)SW_MIN(l, (size_t)1000), p);
-            add_finding(c->r->findings, SW_UNIT_LAW_VERIFY, "error", 0, line);
-            (*n_lines)++;
-        }
-        p += l;
-        if (*p)
-            p++;
+    struct sw_lines it;
+    struct sw_line ln;
+    sw_lines_init(&it, hr.out, hr.out ? strlen(hr.out) : 0, SIZE_MAX, 0);
+    while (sw_lines_next(&it, &ln)) {
+        if (!ln.len)
+            continue;
+        char line[1100];
+        snprintf(line, sizeof(line), "systemd-analyze verify on %s: %.*s", h->name,
+                 (int)SW_MIN(ln.len, (size_t)1000), ln.s);
+        add_finding(c->r->findings, SW_UNIT_LAW_VERIFY, "error", 0, line);
+        (*n_lines)++;
     }
     if (rc && !*n_lines) {
         char line[600];
@@ -139,7 +150,7 @@ static int run(struct sw_host *h, const char *const *argv, int64_t deadline_ms, 
 
 static void rm_stage(char *dir, const struct sw_unit_render *ur)
 {
-    char p[4200];
+    char p[4400];
     if (!dir[0])
         return;
     snprintf(p, sizeof(p), "%s/%s", dir, ur->service.name);
@@ -365,29 +376,9 @@ wipe:
     return rc;
 }
 
-int sw_deploy_install(const struct sw_fleet *f, const struct sw_fleet_endpoint *ep,
-                      const struct sw_install_opts *o, struct sw_install_result *r,
-                      struct sw_err *e)
+/* What no install can do: an endpoint without a host, a disabled one, one across nodes. */
+static int install_refusal(const struct sw_fleet_endpoint *ep, struct sw_err *e)
 {
-    struct sw_unit_render ur;
-    struct sw_unit *u = NULL;
-    struct sw_unit_report rep = {0};
-    struct sw_host h;
-    char stage[4096] = "", home[1024] = "";
-    struct ctx c = {.o = o, .r = r};
-    int64_t dl = o && o->deadline_ms > 0 ? o->deadline_ms : DEF_DEADLINE_MS;
-    unsigned serve_ms = o && o->serve_timeout_ms ? o->serve_timeout_ms : DEF_SERVE_MS;
-    struct sw_err mine;
-    int rc;
-
-    if (!e)
-        e = &mine; /* the steps quote e's message */
-    sw_err_clear(e);
-    memset(r, 0, sizeof(*r));
-    memset(&ur, 0, sizeof(ur));
-    uint64_t t_all = sw_now_ns();
-    snprintf(r->endpoint, sizeof(r->endpoint), "%s", ep->name);
-    snprintf(r->host, sizeof(r->host), "%s", ep->host ? ep->host->name : "");
     if (!ep->host)
         return sw_err_set(e, SW_EINVAL, "endpoint %s has no host", ep->name);
     if (!ep->enabled)
@@ -400,187 +391,235 @@ int sw_deploy_install(const struct sw_fleet *f, const struct sw_fleet_endpoint *
                           "endpoint %s spans %llu nodes (nodes:): one host's systemd unit cannot "
                           "serve it; render it for Kubernetes (slipway render --target k8s)",
                           ep->name, (unsigned long long)sw_fleet_endpoint_nodes(ep));
+    return 0;
+}
 
-    /* 1. the one render */
-    step_begin(&c);
-    rc = sw_unit_render_endpoint(f, ep, &ur, e);
-    step_end(&c, "render", rc == 0, "%s", rc ? e->msg : ur.service.name);
+/* 1. the one render: the unit, where the endpoint answers, the render's warnings as findings */
+static int install_render(struct ctx *c, struct sw_err *e)
+{
+    struct sw_install_result *r = c->r;
+    step_begin(c);
+    int rc = sw_unit_render_endpoint(c->f, c->ep, &c->ur, e);
+    step_end(c, "render", rc == 0, "%s", rc ? e->msg : c->ur.service.name);
     if (rc)
-        goto out;
-    snprintf(r->unit, sizeof(r->unit), "%s", ur.service.name);
-    r->user = ur.scope == SW_FLEET_SCOPE_USER;
-    {
-        struct sw_fleet_addr fa;
-        rc = sw_fleet_endpoint_addr(ep, &fa, e);
-        if (rc)
-            goto out;
-        snprintf(r->url, sizeof(r->url), "%s", fa.url);
-        snprintf(r->route, sizeof(r->route), "%s", sw_fleet_route_name(fa.route));
-    }
+        return rc;
+    snprintf(r->unit, sizeof(r->unit), "%s", c->ur.service.name);
+    r->user = c->ur.scope == SW_FLEET_SCOPE_USER;
+    struct sw_fleet_addr fa;
+    rc = sw_fleet_endpoint_addr(c->ep, &fa, e);
+    if (rc)
+        return rc;
+    snprintf(r->url, sizeof(r->url), "%s", fa.url);
+    snprintf(r->route, sizeof(r->route), "%s", sw_fleet_route_name(fa.route));
     r->findings = json_array();
-    if (!r->findings) {
-        rc = sw_err_set(e, SW_ENOMEM, "out of memory");
-        goto out;
-    }
-    for (size_t i = 0; i < ur.n_warnings; i++)
-        add_finding(r->findings, "render", "warning", 0, ur.warnings[i]);
+    if (!r->findings)
+        return sw_err_set(e, SW_ENOMEM, "out of memory");
+    for (size_t i = 0; i < c->ur.n_warnings; i++)
+        add_finding(r->findings, "render", "warning", 0, c->ur.warnings[i]);
+    return 0;
+}
 
-    /* 2. the lint here: an error refuses the install before the host is touched */
-    step_begin(&c);
+/* 2. the lint here: an error refuses the install before the host is touched */
+static int install_lint(struct ctx *c, struct sw_err *e)
+{
+    const struct sw_unit_render *ur = &c->ur;
+    const struct sw_unit_report *rep = &c->rep;
     struct sw_unit_lint_opts lo = {0};
-    rc = sw_unit_parse(ur.service.text, ur.service.len, ur.service.name, ur.env.text, &u, e);
+    step_begin(c);
+    int rc =
+        sw_unit_parse(ur->service.text, ur->service.len, ur->service.name, ur->env.text, &c->u, e);
     if (!rc)
-        rc = sw_unit_lint(u, &lo, &rep, e);
+        rc = sw_unit_lint(c->u, &lo, &c->rep, e);
     if (rc) {
-        step_end(&c, "lint", false, "%s", e->msg);
-        goto out;
+        step_end(c, "lint", false, "%s", e->msg);
+        return rc;
     }
     size_t n_err = 0;
-    for (size_t i = 0; i < rep.n; i++) {
-        bool err = rep.v[i].severity == SW_UNIT_ERROR;
+    for (size_t i = 0; i < rep->n; i++) {
+        bool err = rep->v[i].severity == SW_UNIT_ERROR;
         n_err += err;
-        add_finding(r->findings, rep.v[i].law, err ? "error" : "warning", rep.v[i].line,
-                    rep.v[i].msg);
+        add_finding(c->r->findings, rep->v[i].law, err ? "error" : "warning", rep->v[i].line,
+                    rep->v[i].msg);
     }
-    step_end(&c, "lint", n_err == 0, "%zu finding(s), %zu error(s)", rep.n, n_err);
-    if (n_err) {
-        r->refused = true;
-        rc =
-            sw_err_set(e, SW_EGATE, "%s: the unit lint found %zu error(s): nothing installed on %s",
-                       ur.service.name, n_err, r->host);
-        goto out;
-    }
+    step_end(c, "lint", n_err == 0, "%zu finding(s), %zu error(s)", rep->n, n_err);
+    if (!n_err)
+        return 0;
+    c->r->refused = true;
+    return sw_err_set(e, SW_EGATE, "%s: the unit lint found %zu error(s): nothing installed on %s",
+                      ur->service.name, n_err, c->r->host);
+}
 
-    /* 3. the host, reached; its $HOME for a user unit or a %h */
-    step_begin(&c);
-    unsigned ct = (unsigned)SW_MAX(1, SW_MIN(10, dl / 2000));
-    rc = sw_host_open_fleet(&h, ep->host, ct, e);
+/* 3. the host, reached; its $HOME (for a user unit or a %h) says where the files go */
+static int install_open(struct ctx *c, struct sw_err *e)
+{
+    const struct sw_fleet_endpoint *ep = c->ep;
+    struct sw_install_result *r = c->r;
+    char home[1024] = "";
+    step_begin(c);
+    unsigned ct = (unsigned)SW_MAX(1, SW_MIN(10, c->dl / 2000));
+    int rc = sw_host_open_fleet(&c->h, ep->host, ct, e);
     if (!rc) {
-        sw_host_describe(&h, r->transport, sizeof(r->transport));
+        sw_host_describe(&c->h, r->transport, sizeof(r->transport));
         const char *argv[] = {"sh", "-c", "printf '%s\\n' \"$HOME\"", NULL};
-        rc = run(&h, argv, dl, home, sizeof(home), e);
+        rc = run(&c->h, argv, c->dl, home, sizeof(home), e);
     }
-    step_end(&c, "open", rc == 0, "%s%s%s", r->transport, rc ? ": " : "", rc ? e->msg : "");
+    step_end(c, "open", rc == 0, "%s%s%s", r->transport, rc ? ": " : "", rc ? e->msg : "");
     if (rc)
-        goto out;
-    rc = sw__svc_paths(&ur, home, r->unit_path, sizeof(r->unit_path), r->env_path,
-                       sizeof(r->env_path), e);
-    if (rc)
-        goto out;
+        return rc;
+    return sw__svc_paths(&c->ur, home, r->unit_path, sizeof(r->unit_path), r->env_path,
+                         sizeof(r->env_path), e);
+}
 
-    /* the files, staged here in a private directory */
-    rc = sw_run_dir(stage, sizeof(stage), e);
+/* The files, staged here in a private directory of the run directory. */
+static int install_stage(struct ctx *c, struct sw_err *e)
+{
+    int rc = sw_run_dir(c->stage, sizeof(c->stage), e);
     if (rc)
-        goto out;
-    size_t sl = strlen(stage);
-    if (sl + 24 >= sizeof(stage)) {
-        rc = sw_err_set(e, SW_ERANGE, "run directory path too long");
-        goto out;
+        return rc;
+    size_t sl = strlen(c->stage);
+    if (sl + 24 >= sizeof(c->stage))
+        return sw_err_set(e, SW_ERANGE, "run directory path too long");
+    memcpy(c->stage + sl, "/install-XXXXXX", 16);
+    if (!mkdtemp(c->stage)) {
+        rc = sw_err_set(e, SW_EIO, "mkdtemp %s: %s", c->stage, strerror(errno));
+        c->stage[0] = '\0';
+        return rc;
     }
-    memcpy(stage + sl, "/install-XXXXXX", 16);
-    if (!mkdtemp(stage)) {
-        rc = sw_err_set(e, SW_EIO, "mkdtemp %s: %s", stage, strerror(errno));
-        stage[0] = '\0';
-        goto out;
-    }
-    rc = sw_unit_render_write(&ur, stage, e);
+    rc = sw_unit_render_write(&c->ur, c->stage, e);
     if (rc)
-        goto out;
-    char local_unit[4400], local_env[4400];
-    snprintf(local_unit, sizeof(local_unit), "%s/%s", stage, ur.service.name);
-    snprintf(local_env, sizeof(local_env), "%s/%s", stage, ur.env.name);
+        return rc;
+    snprintf(c->local_unit, sizeof(c->local_unit), "%s/%s", c->stage, c->ur.service.name);
+    snprintf(c->local_env, sizeof(c->local_env), "%s/%s", c->stage, c->ur.env.name);
+    return 0;
+}
 
-    /* 4. verify on the host, on a staged copy (what it names exists there, not here) */
-    step_begin(&c);
+/* 4. verify on the host, on a staged copy (what it names exists there, not here): a line it
+ * prints refuses the install */
+static int install_verify(struct ctx *c, struct sw_err *e)
+{
     size_t n_ver = 0;
-    rc = verify_on_host(&c, &h, &ur, local_unit, dl, &n_ver, e);
-    step_end(&c, "verify", rc == 0 && n_ver == 0, "%s",
+    step_begin(c);
+    int rc = verify_on_host(c, &c->h, &c->ur, c->local_unit, c->dl, &n_ver, e);
+    step_end(c, "verify", rc == 0 && n_ver == 0, "%s",
              rc      ? e->msg
              : n_ver ? "systemd-analyze verify printed findings"
                      : "systemd-analyze verify said nothing");
-    if (rc)
-        goto out;
-    if (n_ver) {
-        r->refused = true;
-        rc = sw_err_set(e, SW_EGATE,
-                        "%s: systemd-analyze verify on %s printed %zu line(s): nothing installed",
-                        ur.service.name, r->host, n_ver);
-        goto out;
-    }
+    if (rc || !n_ver)
+        return rc;
+    c->r->refused = true;
+    return sw_err_set(e, SW_EGATE,
+                      "%s: systemd-analyze verify on %s printed %zu line(s): nothing installed",
+                      c->ur.service.name, c->r->host, n_ver);
+}
 
-    /* 5. the files in place: env first (the unit names it), each atomic with its mode */
-    step_begin(&c);
-    {
-        char ud[1024], ed[1024];
-        snprintf(ud, sizeof(ud), "%s", r->unit_path);
-        snprintf(ed, sizeof(ed), "%s", r->env_path);
-        *strrchr(ud, '/') = '\0';
-        *strrchr(ed, '/') = '\0';
-        const char *argv[] = {"mkdir", "-p", "--", ud[0] ? ud : "/", ed[0] ? ed : "/", NULL};
-        struct sw_host_result hr;
-        rc = run(&h, argv, dl, NULL, 0, e);
-        if (!rc)
-            rc = prev_files(&h, keep_script, r, dl, e);
-        if (!rc) {
-            rc = sw_host_copy(&h, local_env, r->env_path, 0600, dl, &hr, e);
-            sw_host_result_free(&hr);
-        }
-        if (!rc) {
-            rc = sw_host_copy(&h, local_unit, r->unit_path, 0644, dl, &hr, e);
-            sw_host_result_free(&hr);
-        }
+/* 5. the files in place: env first (the unit names it), each atomic with its mode; a copy that
+ * failed half-way puts back the files it replaced */
+static int install_copy(struct ctx *c, struct sw_err *e)
+{
+    struct sw_install_result *r = c->r;
+    char ud[1024], ed[1024];
+    struct sw_host_result hr;
+    step_begin(c);
+    snprintf(ud, sizeof(ud), "%s", r->unit_path);
+    snprintf(ed, sizeof(ed), "%s", r->env_path);
+    *strrchr(ud, '/') = '\0';
+    *strrchr(ed, '/') = '\0';
+    const char *argv[] = {"mkdir", "-p", "--", ud[0] ? ud : "/", ed[0] ? ed : "/", NULL};
+    int rc = run(&c->h, argv, c->dl, NULL, 0, e);
+    if (!rc)
+        rc = prev_files(&c->h, keep_script, r, c->dl, e);
+    if (!rc) {
+        rc = sw_host_copy(&c->h, c->local_env, r->env_path, 0600, c->dl, &hr, e);
+        sw_host_result_free(&hr);
     }
-    if (rc) {
-        /* a copy that failed half-way: the files it replaced put back */
-        struct sw_err pe;
-        sw_err_clear(&pe);
-        prev_files(&h, put_back_script, r, dl, &pe);
-    }
-    step_end(&c, "copy", rc == 0, "%s%s%s (0644), %s (0600)", rc ? e->msg : "", rc ? "; " : "",
-             r->unit_path, r->env_path);
-    if (rc)
-        goto out;
-    r->installed = true;
-
-    step_begin(&c);
-    {
-        struct sw_host_result hr;
-        rc = sw_host_systemctl(&h, r->user, "daemon-reload", NULL, dl, &hr, e);
+    if (!rc) {
+        rc = sw_host_copy(&c->h, c->local_unit, r->unit_path, 0644, c->dl, &hr, e);
         sw_host_result_free(&hr);
     }
     if (rc) {
-        /* the manager did not take the new files: put back what was there (or remove what was
-         * not), and have it read those again, so nothing half-installed stays */
         struct sw_err pe;
         sw_err_clear(&pe);
-        int prc = prev_files(&h, put_back_script, r, dl, &pe);
-        if (!prc) {
-            struct sw_host_result hr;
-            sw_host_systemctl(&h, r->user, "daemon-reload", NULL, dl, &hr, NULL);
-            sw_host_result_free(&hr);
-            r->installed = false;
-        }
-        step_end(&c, "daemon-reload", false, "systemctl%s daemon-reload: %s; %s",
-                 r->user ? " --user" : "", e->msg,
-                 prc ? pe.msg : "the files that were there are back (nothing installed)");
-        goto out;
+        prev_files(&c->h, put_back_script, r, c->dl, &pe);
     }
-    prev_files(&h, drop_script, r, dl, NULL);
-    step_end(&c, "daemon-reload", true, "systemctl%s daemon-reload", r->user ? " --user" : "");
+    step_end(c, "copy", rc == 0, "%s%s%s (0644), %s (0600)", rc ? e->msg : "", rc ? "; " : "",
+             r->unit_path, r->env_path);
+    if (!rc)
+        r->installed = true;
+    return rc;
+}
 
-    if (o && o->start) {
-        rc = start_and_prove(&c, &h, &ur, dl, serve_ms, e);
+/* 6. daemon-reload. When the manager did not take the new files: put back what was there (or
+ * remove what was not), and have it read those again, so nothing half-installed stays. */
+static int install_reload(struct ctx *c, struct sw_err *e)
+{
+    struct sw_install_result *r = c->r;
+    struct sw_host_result hr;
+    step_begin(c);
+    int rc = sw_host_systemctl(&c->h, r->user, "daemon-reload", NULL, c->dl, &hr, e);
+    sw_host_result_free(&hr);
+    if (!rc) {
+        prev_files(&c->h, drop_script, r, c->dl, NULL);
+        step_end(c, "daemon-reload", true, "systemctl%s daemon-reload", r->user ? " --user" : "");
+        return 0;
+    }
+    struct sw_err pe;
+    sw_err_clear(&pe);
+    int prc = prev_files(&c->h, put_back_script, r, c->dl, &pe);
+    if (!prc) {
+        sw_host_systemctl(&c->h, r->user, "daemon-reload", NULL, c->dl, &hr, NULL);
+        sw_host_result_free(&hr);
+        r->installed = false;
+    }
+    step_end(c, "daemon-reload", false, "systemctl%s daemon-reload: %s; %s",
+             r->user ? " --user" : "", e->msg,
+             prc ? pe.msg : "the files that were there are back (nothing installed)");
+    return rc;
+}
+
+/* The install's steps, in their order: each refuses or fails the install, or leaves what the
+ * next needs in ctx. */
+static int (*const install_steps[])(struct ctx *c, struct sw_err *e) = {
+    install_render, install_lint, install_open,   install_stage,
+    install_verify, install_copy, install_reload,
+};
+
+int sw_deploy_install(const struct sw_fleet *f, const struct sw_fleet_endpoint *ep,
+                      const struct sw_install_opts *o, struct sw_install_result *r,
+                      struct sw_err *e)
+{
+    struct ctx c = {.o = o,
+                    .r = r,
+                    .f = f,
+                    .ep = ep,
+                    .dl = o && o->deadline_ms > 0 ? o->deadline_ms : DEF_DEADLINE_MS};
+    unsigned serve_ms = o && o->serve_timeout_ms ? o->serve_timeout_ms : DEF_SERVE_MS;
+    struct sw_err mine;
+    int rc;
+
+    if (!e)
+        e = &mine; /* the steps quote e's message */
+    sw_err_clear(e);
+    memset(r, 0, sizeof(*r));
+    uint64_t t_all = sw_now_ns();
+    snprintf(r->endpoint, sizeof(r->endpoint), "%s", ep->name);
+    snprintf(r->host, sizeof(r->host), "%s", ep->host ? ep->host->name : "");
+    rc = install_refusal(ep, e);
+    if (rc)
+        return rc;
+    for (size_t i = 0; i < SW_ARRAY_LEN(install_steps) && !rc; i++)
+        rc = install_steps[i](&c, e);
+    if (!rc && o && o->start) {
+        rc = start_and_prove(&c, &c.h, &c.ur, c.dl, serve_ms, e);
         if (!rc)
             r->render_to_serving_s = (double)(sw_now_ns() - t_all) / 1e9;
         if (!rc)
-            read_devices(&c, &h, ep, dl);
+            read_devices(&c, &c.h, ep, c.dl);
     }
-out:
     r->total_s = (double)(sw_now_ns() - t_all) / 1e9;
-    rm_stage(stage, &ur);
-    sw_unit_report_free(&rep);
-    sw_unit_free(u);
-    sw_unit_render_free(&ur);
+    rm_stage(c.stage, &c.ur);
+    sw_unit_report_free(&c.rep);
+    sw_unit_free(c.u);
+    sw_unit_render_free(&c.ur);
     return rc;
 }
 
@@ -594,44 +633,51 @@ void sw_install_result_free(struct sw_install_result *r)
     r->readings = NULL;
 }
 
-json_t *sw_install_result_json(const struct sw_install_result *r)
+static int scope_json(json_t *o, const char *key, const void *obj)
 {
-    json_t *o = json_object(), *steps = json_array();
-    if (!o || !steps) {
-        json_decref(o);
-        json_decref(steps);
-        return NULL;
-    }
-    for (size_t i = 0; i < r->n_steps; i++) {
+    return sw_json_set_str(o, key,
+                           ((const struct sw_install_result *)obj)->user ? "user" : "system");
+}
+
+/* steps: each with its name, verdict, time and detail */
+static int steps_json(json_t *o, const char *key, const void *obj)
+{
+    const struct sw_install_result *r = obj;
+    json_t *steps = json_array();
+    for (size_t i = 0; steps && i < r->n_steps; i++) {
         const struct sw_install_step *s = &r->steps[i];
         json_array_append_new(steps, json_pack("{s:s,s:b,s:f,s:s}", "name", s->name, "ok", s->ok,
                                                "seconds", s->seconds, "detail", s->detail));
     }
-    sw_json_set_str(o, "endpoint", r->endpoint);
-    sw_json_set_str(o, "host", r->host);
-    sw_json_set_str(o, "transport", r->transport);
-    sw_json_set_str(o, "unit", r->unit);
-    sw_json_set_str(o, "scope", r->user ? "user" : "system");
-    sw_json_set_str(o, "unit_path", r->unit_path);
-    sw_json_set_str(o, "env_path", r->env_path);
-    sw_json_set_new(o, "steps", steps);
-    sw_json_set_new(o, "findings", r->findings ? json_incref(r->findings) : json_array());
-    sw_json_set_bool(o, "refused", r->refused);
-    sw_json_set_bool(o, "installed", r->installed);
-    sw_json_set_bool(o, "started", r->started);
-    sw_json_set_bool(o, "active", r->active);
-    sw_json_set_bool(o, "serving", r->serving);
-    sw_json_set_str(o, "url", r->url);
-    sw_json_set_str(o, "route", r->route);
-    if (r->via[0])
-        sw_json_set_str(o, "via", r->via);
-    sw_json_set_int(o, "health", r->health_status);
-    sw_json_set_str(o, "liveness", r->liveness);
-    sw_json_set_str(o, "journal", r->journal);
-    sw_json_set_int(o, "restarts", (int64_t)r->n_restarts);
-    sw_json_set_real(o, "render_to_serving_s", r->render_to_serving_s);
-    if (r->readings)
-        json_object_set(o, "devices", r->readings);
-    sw_json_set_real(o, "total_s", r->total_s);
+    return sw_json_set_new(o, key, steps);
+}
+
+static int findings_json(json_t *o, const char *key, const void *obj)
+{
+    const struct sw_install_result *r = obj;
+    return sw_json_set_new(o, key, r->findings ? json_incref(r->findings) : json_array());
+}
+
+#define R(kind, m)        SW_JSON_M(kind, struct sw_install_result, m, 0)
+#define K(k, kind, m, fl) SW_JSON_ROW(k, kind, struct sw_install_result, m, fl)
+/* clang-format off */
+static const struct sw_json_field result_fields[] = {
+    R(SW_JK_CHARS, endpoint), R(SW_JK_CHARS, host), R(SW_JK_CHARS, transport), R(SW_JK_CHARS, unit),
+    SW_JSON_ROW_FN("scope", scope_json), R(SW_JK_CHARS, unit_path), R(SW_JK_CHARS, env_path),
+    SW_JSON_ROW_FN("steps", steps_json), SW_JSON_ROW_FN("findings", findings_json),
+    R(SW_JK_BOOL, refused), R(SW_JK_BOOL, installed), R(SW_JK_BOOL, started), R(SW_JK_BOOL, active),
+    R(SW_JK_BOOL, serving), R(SW_JK_CHARS, url), R(SW_JK_CHARS, route),
+    K("via", SW_JK_CHARS, via, SW_JF_OMIT), K("health", SW_JK_INT, health_status, 0),
+    R(SW_JK_CHARS, liveness), R(SW_JK_CHARS, journal), K("restarts", SW_JK_U64, n_restarts, 0),
+    R(SW_JK_DOUBLE, render_to_serving_s), K("devices", SW_JK_JSON, readings, SW_JF_OMIT),
+    R(SW_JK_DOUBLE, total_s),
+};
+/* clang-format on */
+
+json_t *sw_install_result_json(const struct sw_install_result *r)
+{
+    json_t *o = json_object();
+    if (o)
+        sw_json_put_fields(o, result_fields, SW_ARRAY_LEN(result_fields), r);
     return o;
 }

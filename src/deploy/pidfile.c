@@ -89,40 +89,47 @@ static json_t *args_json(const struct sw_pidfile *p)
     return a;
 }
 
+static int version_json(json_t *o, const char *key, const void *obj)
+{
+    return sw_json_set_int(o, key, 1);
+}
+
+static int argv_json(json_t *o, const char *key, const void *obj)
+{
+    return sw_json_set_new(o, key, args_json(obj));
+}
+
+static int started_json(json_t *o, const char *key, const void *obj)
+{
+    char when[40];
+    return sw_json_set_str(
+        o, key, sw_fmt_time(((const struct sw_pidfile *)obj)->started_unix, when, sizeof(when)));
+}
+
+/* The record as its file holds it. */
+#define P(kind, m) SW_JSON_M(kind, struct sw_pidfile, m, 0)
+/* clang-format off */
+static const struct sw_json_field record_fields[] = {
+    SW_JSON_ROW_FN("version", version_json), P(SW_JK_CHARS, endpoint), P(SW_JK_CHARS, engine),
+    P(SW_JK_INT, pid), P(SW_JK_INT, pgid), P(SW_JK_U64, start_ticks), P(SW_JK_CHARS, boot_id),
+    P(SW_JK_CHARS, exe), P(SW_JK_CHARS, cmdline), SW_JSON_ROW_FN("argv", argv_json),
+    P(SW_JK_CHARS, host), P(SW_JK_INT, port), P(SW_JK_CHARS, url), P(SW_JK_CHARS, log),
+    P(SW_JK_I64, started_unix), SW_JSON_ROW_FN("started", started_json), P(SW_JK_INT, supervisor),
+};
+/* clang-format on */
+
 int sw_pidfile_write(const char *path, const struct sw_pidfile *p, struct sw_err *e)
 {
     int rc = check_dir_of(path, e);
     if (rc)
         return rc;
-    json_t *o = json_object();
     json_t *args = args_json(p);
-    char when[40];
-    if (!args) {
-        json_decref(o);
+    if (!args)
         return sw_err_set(e, SW_EINVAL, "%s: the argv of pid %d is not UTF-8 text", path,
                           (int)p->pid);
-    }
-    rc = o ? 0 : SW_ENOMEM;
-    if (!rc) {
-        rc |= sw_json_set_int(o, "version", 1);
-        rc |= sw_json_set_str(o, "endpoint", p->endpoint);
-        rc |= sw_json_set_str(o, "engine", p->engine);
-        rc |= sw_json_set_int(o, "pid", p->pid);
-        rc |= sw_json_set_int(o, "pgid", p->pgid);
-        rc |= sw_json_set_int(o, "start_ticks", (int64_t)p->start_ticks);
-        rc |= sw_json_set_str(o, "boot_id", p->boot_id);
-        rc |= sw_json_set_str(o, "exe", p->exe);
-        rc |= sw_json_set_str(o, "cmdline", p->cmdline);
-        rc |= sw_json_set_new(o, "argv", json_incref(args));
-        rc |= sw_json_set_str(o, "host", p->host);
-        rc |= sw_json_set_int(o, "port", p->port);
-        rc |= sw_json_set_str(o, "url", p->url);
-        rc |= sw_json_set_str(o, "log", p->log);
-        rc |= sw_json_set_int(o, "started_unix", p->started_unix);
-        rc |= sw_json_set_str(o, "started", sw_fmt_time(p->started_unix, when, sizeof(when)));
-        rc |= sw_json_set_int(o, "supervisor", p->supervisor);
-    }
     json_decref(args);
+    json_t *o = json_object();
+    rc = o ? sw_json_put_fields(o, record_fields, SW_ARRAY_LEN(record_fields), p) : SW_ENOMEM;
     char *text = rc ? NULL : sw_json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     json_decref(o);
     if (!text)

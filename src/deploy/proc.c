@@ -213,12 +213,7 @@ int sw_deploy_check_dir(const char *dir, struct sw_err *e)
 
 int sw_deploy_run_dir(char *out, size_t n, struct sw_err *e)
 {
-    int rc = sw_run_dir_path(out, n, e);
-    if (rc)
-        return rc;
     /* created 0700 when missing; an existing one is judged as it is, never repaired */
-    rc = sw_mkdir_p(out, 0700, e);
-    if (rc)
-        return rc;
-    return sw_deploy_check_dir(out, e);
+    int rc = sw_run_dir_create(out, n, e);
+    return rc ? rc : sw_deploy_check_dir(out, e);
 }

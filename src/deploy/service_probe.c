@@ -20,13 +20,15 @@ const struct sw_engine *sw__svc_engine(const struct sw_fleet_endpoint *ep)
 
 void sw__svc_bearer_text(const char *text, size_t len, char *out, size_t n)
 {
-    const char *t = text, *end = text ? text + len : NULL;
+    struct sw_lines it;
+    struct sw_line ln;
     out[0] = '\0';
-    while (t && t < end) {
-        const char *nl = memchr(t, '\n', (size_t)(end - t));
-        size_t l = (size_t)((nl ? nl : end) - t);
+    sw_lines_init(&it, text, len, SIZE_MAX, 0);
+    while (sw_lines_next(&it, &ln)) {
+        const char *t = ln.s;
+        size_t l = ln.len;
         const char *eq = memchr(t, '=', l);
-        if (t[0] != '#' && eq && eq - t >= 7 && !memcmp(eq - 7, "API_KEY", 7)) {
+        if (eq && t[0] != '#' && eq - t >= 7 && !memcmp(eq - 7, "API_KEY", 7)) {
             size_t vl = l - (size_t)(eq + 1 - t);
             const char *v = eq + 1;
             /* a value quoted for systemd */
@@ -40,7 +42,6 @@ void sw__svc_bearer_text(const char *text, size_t len, char *out, size_t n)
             }
             return;
         }
-        t = nl ? nl + 1 : end;
     }
 }
 

@@ -186,16 +186,13 @@ static void shown_line(const struct sw_unit_render *ur, bool env, const char *li
     snprintf(out, n, "%.*s", (int)SW_MIN(len, n - 1), line);
 }
 
-/* The next line of [*p, end) that is not blank or a comment (systemd's '#' and ';'): its start
- * and length, *line its 1-based number; false when none is left. */
-static bool next_line(const char **p, const char *end, int *line, const char **s, size_t *len)
+/* The next line of a unit or env file that is a setting (not blank, not a comment: systemd's '#'
+ * and ';'), blanks and CRs trimmed off both ends; false when none is left (its number: it->no). */
+static bool next_setting(struct sw_lines *it, const char **s, size_t *len)
 {
-    while (*p < end) {
-        const char *nl = memchr(*p, '\n', (size_t)(end - *p));
-        const char *le = nl ? nl : end;
-        const char *q = *p;
-        (*line)++;
-        *p = nl ? nl + 1 : end;
+    struct sw_line ln;
+    while (sw_lines_next(it, &ln)) {
+        const char *q = ln.s, *le = ln.s + ln.len;
         while (q < le && (*q == ' ' || *q == '\t' || *q == '\r'))
             q++;
         if (q == le || *q == '#' || *q == ';')
@@ -217,13 +214,14 @@ static size_t diff_lines(const struct sw_unit_render *ur, bool env, const char *
                          json_t *drift)
 {
     size_t n = 0;
-    int iline = 0, rline = 0;
-    const char *ip = inst, *ie = inst + ilen, *rp = rend, *re = rend + rlen;
+    struct sw_lines ii, ri;
+    sw_lines_init(&ii, inst, ilen, SIZE_MAX, 0);
+    sw_lines_init(&ri, rend, rlen, SIZE_MAX, 0);
     for (;;) {
         const char *is = NULL, *rs = NULL;
         size_t il = 0, rl = 0;
-        bool ihas = next_line(&ip, ie, &iline, &is, &il);
-        bool rhas = next_line(&rp, re, &rline, &rs, &rl);
+        bool ihas = next_setting(&ii, &is, &il);
+        bool rhas = next_setting(&ri, &rs, &rl);
         if (!ihas && !rhas)
             break;
         if (ihas == rhas && il == rl && !memcmp(is, rs, il))
@@ -232,8 +230,8 @@ static size_t diff_lines(const struct sw_unit_render *ur, bool env, const char *
             char a[1100], b[1100];
             json_t *d = json_object();
             sw_json_set_str(d, "file", file);
-            sw_json_set_int(d, "line", ihas ? iline : 0);
-            sw_json_set_int(d, "rendered_line", rhas ? rline : 0);
+            sw_json_set_int(d, "line", ihas ? ii.no : 0);
+            sw_json_set_int(d, "rendered_line", rhas ? ri.no : 0);
             if (ihas) {
                 shown_line(ur, env, is, il, a, sizeof(a));
                 sw_json_set_str(d, "installed", a);
@@ -291,110 +289,108 @@ struct epc {
     json_t *out;
 };
 
-static json_t *status_endpoint(struct epc *x, struct hostc *c, unsigned http_ms)
-{
-    const struct sw_fleet_endpoint *ep = x->ep;
-    const struct sw_unit_render *urp = &x->ur;
-    struct sw_err e;
-    char unit[300], upath[1024] = "", epath[1024] = "", url[320] = "", bearer[512] = "";
-    json_t *ej = json_object();
-    uint64_t t_ep = sw_now_ns();
-    sw_err_clear(&e);
-    if (!ej)
-        return NULL;
-    sw_json_set_str(ej, "endpoint", ep->name);
-    sw_json_set_str(ej, "host", c->fh->name);
-    sw_json_set_bool(ej, "serving", false);
-    snprintf(unit, sizeof(unit), "%s.service", ep->service.name.v ? ep->service.name.v : ep->name);
-    bool rendered = x->rendered;
-    struct sw_fleet_addr fa;
-    struct sw_host_route rt;
-    memset(&rt, 0, sizeof(rt));
-    if (sw_fleet_endpoint_addr(ep, &fa, &e) == 0) {
-        snprintf(url, sizeof(url), "%s", fa.url);
-        sw_json_set_str(ej, "route", sw_fleet_route_name(fa.route));
-    }
-    if (rendered) {
-        snprintf(unit, sizeof(unit), "%s", urp->service.name);
-        sw__svc_bearer(urp, bearer, sizeof(bearer));
-    } else {
-        sw_json_set_str(ej, "render_error", x->render_err);
-    }
-    bool user = ep->service.scope == SW_FLEET_SCOPE_USER;
-
-    if (!c->tried)
-        host_reach(c);
-    sw_json_set_str(ej, "transport", c->transport);
-    if (!c->reached) {
-        not_reached(ej, c);
-        goto out;
-    }
-    sw_json_set_bool(ej, "reached", true);
-
-    /* the unit's state */
+/* One endpoint's status on its way: what each step of status_endpoint leaves for the next. */
+struct st {
+    const struct sw_fleet_endpoint *ep;
+    const struct sw_unit_render *ur; /* NULL when the fleet does not render it now */
+    struct hostc *c;
+    json_t *ej;
+    char unit[300], url[320], bearer[512];
+    bool user;
     struct sw_host_unit u;
+    bool active, installed;
+    struct sw_host_route rt;
+    int hs;    /* /health's status, 0: no answer */
+    bool live; /* a token came back */
+};
+
+/* The endpoint as the fleet names it: its unit, where it answers, the key the render gives. */
+static void st_head(struct st *s, const struct epc *x)
+{
+    struct sw_err e;
+    struct sw_fleet_addr fa;
+    sw_err_clear(&e);
+    sw_json_set_str(s->ej, "endpoint", s->ep->name);
+    sw_json_set_str(s->ej, "host", s->c->fh->name);
+    sw_json_set_bool(s->ej, "serving", false);
+    snprintf(s->unit, sizeof(s->unit), "%s.service",
+             s->ep->service.name.v ? s->ep->service.name.v : s->ep->name);
+    if (sw_fleet_endpoint_addr(s->ep, &fa, &e) == 0) {
+        snprintf(s->url, sizeof(s->url), "%s", fa.url);
+        sw_json_set_str(s->ej, "route", sw_fleet_route_name(fa.route));
+    }
+    if (s->ur) {
+        snprintf(s->unit, sizeof(s->unit), "%s", s->ur->service.name);
+        sw__svc_bearer(s->ur, s->bearer, sizeof(s->bearer));
+    } else {
+        sw_json_set_str(s->ej, "render_error", x->render_err);
+    }
+    s->user = s->ep->service.scope == SW_FLEET_SCOPE_USER;
+}
+
+/* The unit's state as systemd says it ("unknown" with systemctl's words when the host has no
+ * manager); false when the host failed (the endpoint is then unreachable). */
+static bool st_unit(struct st *s)
+{
+    struct hostc *c = s->c;
+    struct sw_err e;
+    sw_err_clear(&e);
     json_t *uj = json_object();
-    sw_json_set_str(uj, "name", unit);
-    sw_json_set_str(uj, "scope", user ? "user" : "system");
-    sw_json_set_new(ej, "unit", uj);
+    sw_json_set_str(uj, "name", s->unit);
+    sw_json_set_str(uj, "scope", s->user ? "user" : "system");
+    sw_json_set_new(s->ej, "unit", uj);
     if (out_of_time(c)) {
         host_failed(c, SW_HOST_DEADLINE, "its deadline passed");
-        not_reached(ej, c);
-        goto out;
+        return false;
     }
-    int rc = sw_host_unit_show(&c->h, user, unit, sw__svc_left_ms(c->t0, c->budget), &u, &e);
+    int rc =
+        sw_host_unit_show(&c->h, s->user, s->unit, sw__svc_left_ms(c->t0, c->budget), &s->u, &e);
     if (rc && rc != SW_ECHILD) {
         host_failed(c, rc == SW_ETIMEDOUT ? SW_HOST_DEADLINE : SW_HOST_UNREACHABLE, e.msg);
-        not_reached(ej, c);
-        goto out;
+        return false;
     }
     if (rc) {
         /* systemctl ran and failed (no systemd manager there): the host answers, the unit's
          * state is unknown */
-        memset(&u, 0, sizeof(u));
-        snprintf(u.active_state, sizeof(u.active_state), "unknown");
+        memset(&s->u, 0, sizeof(s->u));
+        snprintf(s->u.active_state, sizeof(s->u.active_state), "unknown");
         sw_json_set_str(uj, "error", e.msg);
     }
-    sw_json_set_str(uj, "load", u.load_state);
-    sw_json_set_str(uj, "active", u.active_state);
-    sw_json_set_str(uj, "sub", u.sub_state);
-    sw_json_set_str(uj, "result", u.result);
-    sw_json_set_int(uj, "restarts", (int64_t)u.n_restarts);
-    sw_json_set_int(uj, "main_pid", u.main_pid);
-    sw_json_set_str(uj, "since", u.active_enter);
-    bool active = !strcmp(u.active_state, "active");
+    sw_json_set_str(uj, "load", s->u.load_state);
+    sw_json_set_str(uj, "active", s->u.active_state);
+    sw_json_set_str(uj, "sub", s->u.sub_state);
+    sw_json_set_str(uj, "result", s->u.result);
+    sw_json_set_int(uj, "restarts", (int64_t)s->u.n_restarts);
+    sw_json_set_int(uj, "main_pid", s->u.main_pid);
+    sw_json_set_str(uj, "since", s->u.active_enter);
+    s->active = !strcmp(s->u.active_state, "active");
+    return true;
+}
 
-    /* the shape it runs: the installed files against the render */
-    json_t *sj = json_object(), *drift = json_array();
-    sw_json_set_new(ej, "shape", sj);
-    bool installed = false;
-    size_t n_drift = 0;
-    if (rendered && !sw__svc_paths(urp, c->home, upath, sizeof(upath), epath, sizeof(epath), &e)) {
-        char *ut = NULL, *et = NULL;
-        size_t ul = 0, el = 0;
-        int ru = read_remote(c, upath, &ut, &ul);
-        int re = ru < 0 ? -1 : read_remote(c, epath, &et, &el);
-        if (ru < 0 || re < 0) {
-            sw_free(ut);
-            if (et)
-                explicit_bzero(et, el);
-            sw_free(et);
-            json_decref(drift);
-            not_reached(ej, c);
-            goto out;
-        }
-        installed = ru == 0;
+/* The installed unit and env file read back and compared with the render (into sj's drift);
+ * the proofs then use the key the installed env file gives the engine. Returns the lines that
+ * differ, or -1 when the host failed. */
+static ssize_t st_files(struct st *s, const char *upath, const char *epath, json_t *sj,
+                        json_t *drift)
+{
+    const struct sw_unit_render *ur = s->ur;
+    char *ut = NULL, *et = NULL;
+    size_t ul = 0, el = 0, n_drift = 0;
+    int ru = read_remote(s->c, upath, &ut, &ul);
+    int re = ru < 0 ? -1 : read_remote(s->c, epath, &et, &el);
+    if (ru >= 0 && re >= 0) {
+        s->installed = ru == 0;
         sw_json_set_str(sj, "unit_path", upath);
         sw_json_set_str(sj, "env_path", epath);
         if (ru == 0)
             n_drift +=
-                diff_lines(urp, false, upath, ut, ul, urp->service.text, urp->service.len, drift);
+                diff_lines(ur, false, upath, ut, ul, ur->service.text, ur->service.len, drift);
         if (re == 0) {
-            n_drift += diff_lines(urp, true, epath, et, el, urp->env.text, urp->env.len, drift);
+            n_drift += diff_lines(ur, true, epath, et, el, ur->env.text, ur->env.len, drift);
             /* the proofs speak to what runs: the key the installed file gives the engine */
-            explicit_bzero(bearer, sizeof(bearer));
-            sw__svc_bearer_text(et, el, bearer, sizeof(bearer));
-        } else if (installed) {
+            explicit_bzero(s->bearer, sizeof(s->bearer));
+            sw__svc_bearer_text(et, el, s->bearer, sizeof(s->bearer));
+        } else if (s->installed) {
             json_t *d = json_object();
             sw_json_set_str(d, "file", epath);
             sw_json_set_int(d, "line", 0);
@@ -403,83 +399,137 @@ static json_t *status_endpoint(struct epc *x, struct hostc *c, unsigned http_ms)
             json_array_append_new(drift, d);
             n_drift++;
         }
-        sw_free(ut);
-        if (et)
-            explicit_bzero(et, el);
-        sw_free(et);
-    } else if (!rendered) {
+    }
+    sw_free(ut);
+    if (et)
+        explicit_bzero(et, el);
+    sw_free(et);
+    return ru < 0 || re < 0 ? -1 : (ssize_t)n_drift;
+}
+
+/* The shape it runs: the installed files against the render. false when the host failed. */
+static bool st_shape(struct st *s)
+{
+    struct sw_err e;
+    char upath[1024] = "", epath[1024] = "";
+    sw_err_clear(&e);
+    json_t *sj = json_object(), *drift = json_array();
+    sw_json_set_new(s->ej, "shape", sj);
+    ssize_t n_drift = 0;
+    if (s->ur &&
+        !sw__svc_paths(s->ur, s->c->home, upath, sizeof(upath), epath, sizeof(epath), &e)) {
+        n_drift = st_files(s, upath, epath, sj, drift);
+        if (n_drift < 0) {
+            json_decref(drift);
+            return false;
+        }
+    } else if (!s->ur) {
         sw_json_set_str(sj, "error", "the fleet does not render this endpoint now");
     } else {
         sw_json_set_str(sj, "error", e.msg);
     }
-    sw_json_set_bool(sj, "installed", installed);
-    sw_json_set_bool(sj, "as_rendered", installed && rendered && n_drift == 0);
+    sw_json_set_bool(sj, "installed", s->installed);
+    sw_json_set_bool(sj, "as_rendered", s->installed && s->ur && n_drift == 0);
     sw_json_set_int(sj, "drift_lines", (int64_t)n_drift);
     sw_json_set_new(sj, "drift", drift);
+    return true;
+}
 
-    /* health and a one-token liveness */
-    sw_json_set_str(ej, "url", url);
-    const struct sw_engine *eng = sw__svc_engine(ep);
-    int hs = 0;
+/* Health and a one-token liveness, through the host when it listens on the host's loopback. */
+static void st_proofs(struct st *s, unsigned http_ms)
+{
+    struct hostc *c = s->c;
+    const struct sw_engine *eng = sw__svc_engine(s->ep);
     double hms = 0, lms = 0;
-    bool live = false;
     bool routed = false;
     char ld[512] = "";
-    /* the way to it: through the host when it listens on the host's loopback */
-    if (url[0] && !out_of_time(c)) {
+    sw_json_set_str(s->ej, "url", s->url);
+    if (s->url[0] && !out_of_time(c)) {
         struct sw_err re;
         sw_err_clear(&re);
-        routed = sw_host_route_open(&rt, ep, &c->h, sw__svc_left_ms(c->t0, c->budget), &re) == 0;
-        if (rt.via[0])
-            sw_json_set_str(ej, "via", rt.via);
+        routed =
+            sw_host_route_open(&s->rt, s->ep, &c->h, sw__svc_left_ms(c->t0, c->budget), &re) == 0;
+        if (s->rt.via[0])
+            sw_json_set_str(s->ej, "via", s->rt.via);
         if (!routed)
             snprintf(ld, sizeof(ld), "not tried: no way to it: %.440s", re.msg);
     }
     if (routed && !out_of_time(c)) {
         unsigned t = (unsigned)SW_MIN((int64_t)http_ms, sw__svc_left_ms(c->t0, c->budget));
-        sw__svc_health(eng, &rt, bearer, t, &hs, &hms);
+        sw__svc_health(eng, &s->rt, s->bearer, t, &s->hs, &hms);
     }
     json_t *hj = json_object();
-    sw_json_set_int(hj, "status", hs);
+    sw_json_set_int(hj, "status", s->hs);
     sw_json_set_real(hj, "ms", hms);
-    sw_json_set_new(ej, "health", hj);
-    if (hs == 200 && !out_of_time(c)) {
+    sw_json_set_new(s->ej, "health", hj);
+    if (s->hs == 200 && !out_of_time(c)) {
         unsigned t = (unsigned)SW_MIN((int64_t)http_ms, sw__svc_left_ms(c->t0, c->budget));
-        live = sw__svc_liveness(eng, &rt, bearer, t, ld, sizeof(ld), &lms);
+        s->live = sw__svc_liveness(eng, &s->rt, s->bearer, t, ld, sizeof(ld), &lms);
     } else if (!ld[0]) {
         snprintf(ld, sizeof(ld), "%s",
-                 hs ? "not tried: /health is not 200" : "not tried: /health did not answer");
+                 s->hs ? "not tried: /health is not 200" : "not tried: /health did not answer");
     }
     json_t *lj = json_object();
-    sw_json_set_bool(lj, "ok", live);
+    sw_json_set_bool(lj, "ok", s->live);
     sw_json_set_real(lj, "ms", lms);
     sw_json_set_str(lj, "detail", ld);
-    sw_json_set_new(ej, "liveness", lj);
+    sw_json_set_new(s->ej, "liveness", lj);
+}
 
-    /* device memory */
+/* Device memory, read once per host. */
+static void st_devices(struct st *s)
+{
+    struct hostc *c = s->c;
     if (!c->devices_done && !out_of_time(c))
         host_devices(c);
-    json_t *dj = c->devices ? ep_devices(c, ep) : NULL;
+    json_t *dj = c->devices ? ep_devices(c, s->ep) : NULL;
     if (!dj) {
         dj = json_object();
         sw_json_set_new(dj, "tool", json_null());
         sw_json_set_str(dj, "note", "not read: the host's deadline passed");
     }
-    sw_json_set_new(ej, "devices", dj);
+    sw_json_set_new(s->ej, "devices", dj);
+}
 
-    bool serving = active && hs == 200 && live;
-    sw_json_set_bool(ej, "serving", serving);
-    sw_json_set_str(ej, "state",
-                    serving                                        ? "serving"
-                    : !installed && strcmp(u.load_state, "loaded") ? "not installed"
-                    : !active                                      ? u.active_state
-                    : hs != 200                                    ? "not answering"
-                                                                   : "no generation");
+static json_t *status_endpoint(struct epc *x, struct hostc *c, unsigned http_ms)
+{
+    struct st s;
+    memset(&s, 0, sizeof(s));
+    s.ep = x->ep;
+    s.ur = x->rendered ? &x->ur : NULL;
+    s.c = c;
+    s.ej = json_object();
+    uint64_t t_ep = sw_now_ns();
+    if (!s.ej)
+        return NULL;
+    st_head(&s, x);
+    if (!c->tried)
+        host_reach(c);
+    sw_json_set_str(s.ej, "transport", c->transport);
+    if (!c->reached) {
+        not_reached(s.ej, c);
+        goto out;
+    }
+    sw_json_set_bool(s.ej, "reached", true);
+    if (!st_unit(&s) || !st_shape(&s)) {
+        not_reached(s.ej, c);
+        goto out;
+    }
+    st_proofs(&s, http_ms);
+    st_devices(&s);
+    bool serving = s.active && s.hs == 200 && s.live;
+    sw_json_set_bool(s.ej, "serving", serving);
+    sw_json_set_str(s.ej, "state",
+                    serving                                            ? "serving"
+                    : !s.installed && strcmp(s.u.load_state, "loaded") ? "not installed"
+                    : !s.active                                        ? s.u.active_state
+                    : s.hs != 200                                      ? "not answering"
+                                                                       : "no generation");
 out:
-    sw_host_route_close(&rt);
-    sw_json_set_real(ej, "seconds", (double)(sw_now_ns() - t_ep) / 1e9);
-    explicit_bzero(bearer, sizeof(bearer));
-    return ej;
+    sw_host_route_close(&s.rt);
+    sw_json_set_real(s.ej, "seconds", (double)(sw_now_ns() - t_ep) / 1e9);
+    explicit_bzero(s.bearer, sizeof(s.bearer));
+    return s.ej;
 }
 
 /* One host's work: its endpoints in fleet order, within its deadline (a thread of its own). */

@@ -160,6 +160,30 @@ static void watchdog_unrecord(void)
         unlink(wd_pidfile);
 }
 
+/* One line slipway wrote to its watchdog, NUL-terminated: "G<pgid> <start ticks>" (the group to
+ * guard), "P <pid file>", "R" (released). */
+static void watchdog_line(const char *l, bool *released)
+{
+    if (l[0] == 'G') {
+        char *end;
+        pid_t pg = (pid_t)strtol(l + 1, &end, 10);
+        unsigned long long ticks = strtoull(end, NULL, 10);
+        /* the identity now, while slipway still holds the child unreaped */
+        memset(&wd_rec, 0, sizeof(wd_rec));
+        if (pg > 1 && sw_pidfile_identify(pg, &wd_rec, NULL) != 0) {
+            memset(&wd_rec, 0, sizeof(wd_rec)); /* it died already: nothing of it runs */
+            wd_rec.pid = wd_rec.pgid = pg;
+        }
+        wd_rec.start_ticks = ticks;
+    } else if (l[0] == 'P' && l[1] == ' ') {
+        size_t n = strlen(l + 2);
+        if (n < sizeof(wd_pidfile))
+            memcpy(wd_pidfile, l + 2, n + 1);
+    } else if (l[0] == 'R') {
+        *released = true;
+    }
+}
+
 static void watchdog_main(int fd, unsigned grace_ms)
 {
     char buf[4400];
@@ -172,32 +196,19 @@ static void watchdog_main(int fd, unsigned grace_ms)
         if (r <= 0)
             break;
         len += (size_t)r;
-        buf[len] = '\0';
-        char *nl;
-        while ((nl = strchr(buf, '\n'))) {
-            *nl = '\0';
-            if (buf[0] == 'G') {
-                char *end;
-                pid_t pg = (pid_t)strtol(buf + 1, &end, 10);
-                unsigned long long ticks = strtoull(end, NULL, 10);
-                /* the identity now, while slipway still holds the child unreaped */
-                memset(&wd_rec, 0, sizeof(wd_rec));
-                if (pg > 1 && sw_pidfile_identify(pg, &wd_rec, NULL) != 0) {
-                    memset(&wd_rec, 0, sizeof(wd_rec)); /* it died already: nothing of it runs */
-                    wd_rec.pid = wd_rec.pgid = pg;
-                }
-                wd_rec.start_ticks = ticks;
-            } else if (buf[0] == 'P' && buf[1] == ' ') {
-                size_t n = strlen(buf + 2);
-                if (n < sizeof(wd_pidfile))
-                    memcpy(wd_pidfile, buf + 2, n + 1);
-            } else if (buf[0] == 'R') {
-                released = true;
-            }
-            size_t used = (size_t)(nl - buf) + 1;
-            memmove(buf, nl + 1, len - used + 1);
-            len -= used;
+        /* the whole lines read so far; a partial one waits for the rest */
+        struct sw_lines it;
+        struct sw_line ln;
+        size_t used = 0;
+        sw_lines_init(&it, buf, len, SIZE_MAX, 0);
+        while (sw_lines_next(&it, &ln) && ln.lf) {
+            char *l = buf + (ln.s - buf);
+            l[ln.len] = '\0';
+            watchdog_line(l, &released);
+            used = (size_t)(it.p - buf);
         }
+        memmove(buf, buf + used, len - used);
+        len -= used;
         if (len == sizeof(buf) - 1)
             len = 0; /* garbage: only slipway writes here */
     }

@@ -125,22 +125,16 @@ void sw__fleet_warn(struct sw__fleet_ctx *c, const struct sw_fleet_at *at, const
     struct sw__fleet_priv *p = c->p;
     if (c->oom)
         return;
-    if (p->n_warn == p->cap_warn) {
-        size_t cap = p->cap_warn ? p->cap_warn * 2 : 8;
-        struct sw_fleet_warning *nw = sw_realloc(p->warn, cap * sizeof(*nw));
-        if (!nw) {
-            sw__fleet_nomem(c);
-            return;
-        }
-        p->warn = nw;
-        p->cap_warn = cap;
+    if (sw_grow(&p->warn, &p->cap_warn, p->n_warn, sizeof(*p->warn), SIZE_MAX)) {
+        sw__fleet_nomem(c);
+        return;
     }
     char msg[1024];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    char *m = sw__fleet_strdup(c->a, msg);
+    char *m = sw_region_strdup(c->a, msg);
     if (!m) {
         sw__fleet_nomem(c);
         return;
@@ -155,17 +149,11 @@ void sw__fleet_record_at(struct sw__fleet_ctx *c, const char *path, const struct
     struct sw__fleet_priv *p = c->p;
     if (c->oom)
         return;
-    if (p->n_pos == p->cap_pos) {
-        size_t cap = p->cap_pos ? p->cap_pos * 2 : 64;
-        struct sw__fleet_posent *np = sw_realloc(p->pos, cap * sizeof(*np));
-        if (!np) {
-            sw__fleet_nomem(c);
-            return;
-        }
-        p->pos = np;
-        p->cap_pos = cap;
+    if (sw_grow(&p->pos, &p->cap_pos, p->n_pos, sizeof(*p->pos), SIZE_MAX)) {
+        sw__fleet_nomem(c);
+        return;
     }
-    char *copy = sw__fleet_strdup(c->a, path);
+    char *copy = sw_region_strdup(c->a, path);
     if (!copy) {
         sw__fleet_nomem(c);
         return;
@@ -185,15 +173,9 @@ void sw__fleet_record(struct sw__fleet_ctx *c, const struct sw__fleet_node *n)
 int sw__fleet_keep_json(struct sw__fleet_ctx *c, json_t *j)
 {
     struct sw__fleet_priv *p = c->p;
-    if (p->n_json == p->cap_json) {
-        size_t cap = p->cap_json ? p->cap_json * 2 : 8;
-        json_t **nj = sw_realloc(p->json, cap * sizeof(*nj));
-        if (!nj) {
-            json_decref(j);
-            return sw__fleet_nomem(c);
-        }
-        p->json = nj;
-        p->cap_json = cap;
+    if (sw_grow(&p->json, &p->cap_json, p->n_json, sizeof(*p->json), SIZE_MAX)) {
+        json_decref(j);
+        return sw__fleet_nomem(c);
     }
     p->json[p->n_json++] = j;
     return 0;

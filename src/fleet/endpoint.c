@@ -47,7 +47,7 @@ static int dec_namelist(struct sw__fleet_ctx *c, const struct sw__fleet_node *v,
     sw__fleet_record(c, v);
     if (v->kind == SW__FLN_SCALAR && !sw__fleet_node_is_null(v)) {
         /* one name without brackets */
-        *out = sw__fleet_alloc(c->a, sizeof(**out));
+        *out = sw_region_alloc(c->a, sizeof(**out));
         if (!*out)
             return sw__fleet_nomem(c);
         struct sw__fleet_spec sp = SW__SPEC(ft);
@@ -170,7 +170,7 @@ static int ep_listen(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, vo
             return sw__fleet_errp(c, v, "'%s' must be ADDRESS:PORT or {address, port}", t);
         struct sw_fleet_endpoint *ep = obj;
         sw__fleet_record(c, v);
-        char *addr = sw__fleet_strndup(c->a, t, (size_t)(colon - t));
+        char *addr = sw_region_strndup(c->a, t, (size_t)(colon - t));
         if (!addr)
             return sw__fleet_nomem(c);
         struct sw_err e;
@@ -237,9 +237,9 @@ static int dec_mount(struct sw__fleet_ctx *c, const struct sw__fleet_node *m, vo
             if (!c1 || (c2 && strcmp(c2, ":ro") && strcmp(c2, ":rw"))) {
                 r = sw__fleet_errp(c, m, "'%s' must be HOST_PATH:CONTAINER_PATH[:ro]", t);
             } else {
-                char *h = sw__fleet_strndup(c->a, t, (size_t)(c1 - t));
+                char *h = sw_region_strndup(c->a, t, (size_t)(c1 - t));
                 char *ct =
-                    sw__fleet_strndup(c->a, c1 + 1, c2 ? (size_t)(c2 - c1 - 1) : strlen(c1 + 1));
+                    sw_region_strndup(c->a, c1 + 1, c2 ? (size_t)(c2 - c1 - 1) : strlen(c1 + 1));
                 if (!h || !ct)
                     return sw__fleet_nomem(c);
                 if ((h[0] != '/' && strncmp(h, "~/", 2)) || ct[0] != '/')
@@ -272,10 +272,7 @@ static int dec_mounts(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, v
 {
     struct sw_fleet_payload *p = obj;
     (void)d;
-    p->mounts = sw__fleet_alloc_each(c, v, sizeof(*p->mounts));
-    if (!p->mounts)
-        return sw__fleet_nomem(c);
-    return sw__fleet_walk_seq(c, v, dec_mount, p);
+    return sw__fleet_seq_into(c, v, &p->mounts, sizeof(*p->mounts), dec_mount, p);
 }
 
 static int dec_files(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, void *obj,
@@ -390,7 +387,7 @@ static int dec_arg(struct sw__fleet_ctx *c, const struct sw__fleet_node *a, void
     if (!t) {
         r = SW_EPARSE;
     } else {
-        s->v = sw__fleet_strdup(c->a, t);
+        s->v = sw_region_strdup(c->a, t);
         s->at = sw__fleet_at(a);
         sw__fleet_record(c, a);
         if (!s->v)
@@ -418,10 +415,7 @@ static int ep_args(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, void
 {
     struct sw_fleet_endpoint *ep = obj;
     (void)d;
-    ep->args = sw__fleet_alloc_each(c, v, sizeof(*ep->args));
-    if (!ep->args)
-        return sw__fleet_nomem(c);
-    return sw__fleet_walk_seq(c, v, dec_arg, ep);
+    return sw__fleet_seq_into(c, v, &ep->args, sizeof(*ep->args), dec_arg, ep);
 }
 
 static const char *env_key(struct sw__fleet_ctx *c, const struct sw__fleet_node *k, void *arg)
@@ -440,7 +434,7 @@ static int dec_envvar(struct sw__fleet_ctx *c, const struct sw__fleet_node *k,
     struct sw_fleet_endpoint *ep = arg;
     struct sw_fleet_envvar *ev = &ep->env[ep->n_env];
     memset(ev, 0, sizeof(*ev));
-    ev->name = sw__fleet_strdup(c->a, k->text);
+    ev->name = sw_region_strdup(c->a, k->text);
     if (!ev->name)
         return sw__fleet_nomem(c);
     ev->at = sw__fleet_at(val);
@@ -477,11 +471,8 @@ static int ep_env(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, void 
 {
     struct sw_fleet_endpoint *ep = obj;
     (void)d;
-    ep->env = sw__fleet_alloc_each(c, v, sizeof(*ep->env));
-    if (!ep->env)
-        return sw__fleet_nomem(c);
     struct sw__fleet_walk w = {.key = env_key, .fn = dec_envvar, .arg = ep};
-    return sw__fleet_walk(c, v, &w);
+    return sw__fleet_map_into(c, v, &ep->env, sizeof(*ep->env), &w);
 }
 
 static int ep_env_file(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, void *obj,
@@ -518,13 +509,7 @@ static const char *knob_name(struct sw__fleet_ctx *c, const struct sw__fleet_nod
 
 static int unknown_knob(struct sw__fleet_ctx *c, const struct sw__fleet_node *k)
 {
-    size_t nf;
-    const struct sw_fleet_field *fs = sw_fleet_shape_fields(&nf);
-    const char *known[64];
-    size_t nk = 0;
-    for (size_t i = 0; i < nf && nk < SW_ARRAY_LEN(known); i++)
-        known[nk++] = fs[i].name;
-    const char *sug = sw__fleet_suggest(k->text, known, nk);
+    const char *sug = sw__fleet_near_field(k->text);
     struct sw_fleet_at at = sw__fleet_at(k);
     return sw__fleet_err(c, &at, "%s: '%s' is not a shape field, env.NAME or arg.--flag%s%s%s",
                          c->path, k->text, sug ? " (did you mean '" : "", sug ? sug : "",
@@ -646,7 +631,7 @@ static int dec_knob_pair(struct sw__fleet_ctx *c, const struct sw__fleet_node *k
     const char *nm = knob_name(c, k, &f);
     struct sw_fleet_knob *kb = &ep->knobs[ep->n_knobs];
     memset(kb, 0, sizeof(*kb));
-    kb->name = sw__fleet_strdup(c->a, nm);
+    kb->name = sw_region_strdup(c->a, nm);
     if (!kb->name)
         return sw__fleet_nomem(c);
     kb->at = sw__fleet_at(k);
@@ -661,11 +646,8 @@ static int ep_knobs(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, voi
 {
     struct sw_fleet_endpoint *ep = obj;
     (void)d;
-    ep->knobs = sw__fleet_alloc_each(c, v, sizeof(*ep->knobs));
-    if (!ep->knobs)
-        return sw__fleet_nomem(c);
     struct sw__fleet_walk w = {.key = knob_key, .fn = dec_knob_pair, .arg = ep};
-    return sw__fleet_walk(c, v, &w);
+    return sw__fleet_map_into(c, v, &ep->knobs, sizeof(*ep->knobs), &w);
 }
 
 static const char *const frozen_words[] = {"image",          "binary",  "engine",
@@ -682,7 +664,7 @@ static int ep_frozen(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, vo
     int rc = dec_namelist(c, v, &names, &n, SW__FT_LPATH);
     if (rc)
         return rc;
-    ep->frozen = sw__fleet_allocn(c->a, n ? n : 1, sizeof(*ep->frozen));
+    ep->frozen = sw_region_allocn(c->a, n ? n : 1, sizeof(*ep->frozen));
     if (!ep->frozen)
         return sw__fleet_nomem(c);
     for (size_t i = 0; i < n; i++) {
@@ -748,8 +730,8 @@ static int ep_free_band(struct sw__fleet_ctx *c, const struct sw__fleet_node *v,
         if (!dots)
             return sw__fleet_errp(c, v, "'%s' must be MIN..MAX (like 2GiB..3GiB) or {min, max}", t);
         struct sw__fleet_node lo = *v, hi = *v;
-        char *l = sw__fleet_strndup(c->a, t, (size_t)(dots - t));
-        char *h = sw__fleet_strdup(c->a, dots + 2);
+        char *l = sw_region_strndup(c->a, t, (size_t)(dots - t));
+        char *h = sw_region_strdup(c->a, dots + 2);
         if (!l || !h)
             return sw__fleet_nomem(c);
         lo.text = l;
@@ -850,7 +832,7 @@ static int ep_patches(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, v
         return sw__fleet_errp(c, v,
                               "patches must be a list of {file, patch, base_sha256, "
                               "patched_sha256}");
-    ep->patches = sw__fleet_allocn(c->a, v->n, sizeof(*ep->patches));
+    ep->patches = sw_region_allocn(c->a, v->n, sizeof(*ep->patches));
     if (!ep->patches)
         return sw__fleet_nomem(c);
     for (size_t i = 0; i < v->n; i++) {
@@ -885,7 +867,7 @@ static int ep_patches(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, v
                                       "entry %zu: %s must be a sha256 (64 hex digits): a "
                                       "prefix cannot verify a file",
                                       i, keys[q]);
-            *dst[q] = sw__fleet_strdup(c->a, vn->text);
+            *dst[q] = sw_region_strdup(c->a, vn->text);
             if (!*dst[q])
                 return sw__fleet_nomem(c);
         }
@@ -957,7 +939,7 @@ static int dec_endpoint(struct sw__fleet_ctx *c, const struct sw__fleet_node *k,
     struct sw_fleet *f = c->f;
     (void)arg;
     struct sw_fleet_endpoint *ep = &f->endpoints[f->n_endpoints++];
-    ep->name = sw__fleet_strdup(c->a, k->text);
+    ep->name = sw_region_strdup(c->a, k->text);
     if (!ep->name)
         return sw__fleet_nomem(c);
     ep->at = sw__fleet_at(k);
@@ -968,10 +950,10 @@ static int dec_endpoint(struct sw__fleet_ctx *c, const struct sw__fleet_node *k,
 int sw__fleet_dec_endpoints(struct sw__fleet_ctx *c, const struct sw__fleet_node *v)
 {
     struct sw_fleet *f = c->f;
-    f->endpoints = sw__fleet_alloc_each(c, v, sizeof(*f->endpoints));
-    c->raw = sw__fleet_alloc_each(c, v, sizeof(*c->raw));
-    if (!f->endpoints || !c->raw)
-        return sw__fleet_nomem(c);
+    int rc =
+        sw__fleet_alloc_pair(c, v, &f->endpoints, sizeof(*f->endpoints), &c->raw, sizeof(*c->raw));
+    if (rc)
+        return rc;
     struct sw__fleet_walk w = {.what = "endpoint", .fn = dec_endpoint};
     return sw__fleet_walk(c, v, &w);
 }

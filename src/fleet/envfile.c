@@ -89,6 +89,18 @@ static int bufrc(struct envp *p, int rc)
     return perr(p, p->lstart, "value too long");
 }
 
+/* $NAME's value v (NULL: set nowhere, an error at s) appended to out. */
+static int put_value(struct envp *p, const char *s, const char *nm, size_t nl, const char *v,
+                     struct sw_buf *out)
+{
+    if (!v)
+        return perr(p, s,
+                    "$%.*s is set neither earlier in the file nor in the environment (a shell "
+                    "would silently expand it to nothing)",
+                    (int)nl, nm);
+    return bufrc(p, sw_buf_puts(out, v));
+}
+
 /* Expand the `$...` at *pp into out; advances *pp. */
 static int expand(struct envp *p, const char **pp, const char *end, struct sw_buf *out)
 {
@@ -139,26 +151,15 @@ static int expand(struct envp *p, const char **pp, const char *end, struct sw_bu
         const char *v = lookup(p, nm, nl);
         if (has_default && (!v || (colon && !*v)))
             return bufrc(p, sw_buf_append(out, word, wl));
-        if (!v)
-            return perr(p, s,
-                        "$%.*s is set neither earlier in the file nor in the environment (a shell "
-                        "would silently expand it to nothing)",
-                        (int)nl, nm);
-        return bufrc(p, sw_buf_puts(out, v));
+        return put_value(p, s, nm, nl, v, out);
     }
     if (q < end && name_start(*q)) {
         const char *nm = q;
         while (q < end && name_char(*q))
             q++;
         size_t nl = (size_t)(q - nm);
-        const char *v = lookup(p, nm, nl);
-        if (!v)
-            return perr(p, s,
-                        "$%.*s is set neither earlier in the file nor in the environment (a shell "
-                        "would silently expand it to nothing)",
-                        (int)nl, nm);
         *pp = q;
-        return bufrc(p, sw_buf_puts(out, v));
+        return put_value(p, s, nm, nl, lookup(p, nm, nl), out);
     }
     if (q < end && (isdigit((unsigned char)*q) || strchr("$?!#@*-", *q)))
         return perr(p, s, "special parameter $%c is refused: it has no value in an env file", *q);
@@ -171,14 +172,8 @@ static int add_var(struct envp *p, const char *key, size_t kl, const char *val, 
                    int col)
 {
     struct sw_fleet_envfile *ef = p->ef;
-    if (ef->n_vars == p->cap) {
-        size_t cap = p->cap ? p->cap * 2 : 16;
-        struct sw_fleet_envfile_var *nv = sw_realloc(ef->vars, cap * sizeof(*nv));
-        if (!nv)
-            return sw_err_set(p->e, SW_ENOMEM, "out of memory reading %s", p->name);
-        ef->vars = nv;
-        p->cap = cap;
-    }
+    if (sw_grow(&ef->vars, &p->cap, ef->n_vars, sizeof(*ef->vars), SIZE_MAX))
+        return sw_err_set(p->e, SW_ENOMEM, "out of memory reading %s", p->name);
     char *k = sw_strndup(key, kl);
     char *v = sw_strdup(val);
     if (!k || !v) {
@@ -381,19 +376,15 @@ int sw__fleet_envfile_parse(const char *name, const char *text, size_t len,
                            : "invalid UTF-8 here: an env file must be UTF-8 text");
         goto out;
     }
-    p.line = 0;
-    while (s < end) {
-        const char *nl = memchr(s, '\n', (size_t)(end - s));
-        const char *le = nl ? nl : end;
-        p.line++;
-        p.lstart = s;
-        const char *ce = le;
-        if (ce > s && ce[-1] == '\r')
-            ce--;
-        rc = parse_line(&p, s, ce, &val);
+    struct sw_lines it;
+    struct sw_line ln;
+    sw_lines_init(&it, s, (size_t)(end - s), SIZE_MAX, SW_LINES_CRLF);
+    while (sw_lines_next(&it, &ln)) {
+        p.line = it.no;
+        p.lstart = ln.s;
+        rc = parse_line(&p, ln.s, ln.s + ln.len, &val);
         if (rc)
             goto out;
-        s = nl ? nl + 1 : end;
     }
     *out = p.ef;
     p.ef = NULL;

@@ -19,11 +19,11 @@ static const char *const scalar_payload[] = {"path", "repo",   "revision", "shar
                                              "gguf", "mmproj", "draft",    "quantization"};
 static const char *const scalar_endpoint[] = {"binary", "image", "alias", "engine_version"};
 
-const char *sw__fleet_target_canon(const char *t, struct sw__fleet_arena *a)
+const char *sw__fleet_target_canon(const char *t, struct sw_region *a)
 {
     if (!strncmp(t, "shape.", 6)) {
         const struct sw_fleet_field *f = sw_fleet_shape_field(t + 6);
-        return f ? sw__fleet_printf(a, "shape.%s", f->name) : NULL;
+        return f ? sw_region_printf(a, "shape.%s", f->name) : NULL;
     }
     if (!strncmp(t, "payload.", 8)) {
         for (size_t i = 0; i < SW_ARRAY_LEN(scalar_payload); i++)
@@ -96,7 +96,7 @@ int sw__fleet_dec_target(struct sw__fleet_ctx *c, struct sw_fleet_endpoint *ep, 
                                   "would copy a secret into the fleet: reference it instead, env: "
                                   "{%s: {from_env: %s}}",
                                   name, name);
-        char *val = sw__fleet_strdup(c->a, t);
+        char *val = sw_region_strdup(c->a, t);
         if (!val)
             return sw__fleet_nomem(c);
         for (size_t i = 0; i < ep->n_env; i++) {
@@ -107,8 +107,8 @@ int sw__fleet_dec_target(struct sw__fleet_ctx *c, struct sw_fleet_endpoint *ep, 
                 return 0;
             }
         }
-        struct sw_fleet_envvar *nv = sw__fleet_allocn(c->a, ep->n_env + 1, sizeof(*nv));
-        char *nm = sw__fleet_strdup(c->a, name);
+        struct sw_fleet_envvar *nv = sw_region_allocn(c->a, ep->n_env + 1, sizeof(*nv));
+        char *nm = sw_region_strdup(c->a, name);
         if (!nv || !nm)
             return sw__fleet_nomem(c);
         if (ep->n_env)

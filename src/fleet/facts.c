@@ -44,7 +44,7 @@ static int dec_fact(struct sw__fleet_ctx *c, const struct sw__fleet_node *k,
     struct sw_fleet_fact *fa = &ep->facts[ep->n_facts];
     memset(fa, 0, sizeof(*fa));
     memset(&raw->fact_devices[ep->n_facts], 0, sizeof(raw->fact_devices[0]));
-    fa->name = sw__fleet_strdup(c->a, k->text);
+    fa->name = sw_region_strdup(c->a, k->text);
     if (!fa->name)
         return sw__fleet_nomem(c);
     fa->at = sw__fleet_at(fv);
@@ -71,10 +71,10 @@ int sw__fleet_ep_measured(struct sw__fleet_ctx *c, const struct sw__fleet_node *
     struct sw_fleet_endpoint *ep = obj;
     (void)d;
     struct sw__fleet_ep_raw *raw = sw__fleet_raw_of(c, ep);
-    ep->facts = sw__fleet_alloc_each(c, v, sizeof(*ep->facts));
-    raw->fact_devices = sw__fleet_alloc_each(c, v, sizeof(*raw->fact_devices));
-    if (!ep->facts || !raw->fact_devices)
-        return sw__fleet_nomem(c);
+    int rc = sw__fleet_alloc_pair(c, v, &ep->facts, sizeof(*ep->facts), &raw->fact_devices,
+                                  sizeof(*raw->fact_devices));
+    if (rc)
+        return rc;
     struct sw__fleet_walk w = {.what = "fact", .fn = dec_fact, .arg = ep};
     return sw__fleet_walk(c, v, &w);
 }
@@ -186,9 +186,9 @@ int sw__fleet_ep_boots(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, 
     struct sw_fleet_endpoint *ep = obj;
     (void)d;
     struct sw__fleet_ep_raw *raw = sw__fleet_raw_of(c, ep);
-    ep->boots = sw__fleet_alloc_each(c, v, sizeof(*ep->boots));
-    raw->boot_devices = sw__fleet_alloc_each(c, v, sizeof(*raw->boot_devices));
-    if (!ep->boots || !raw->boot_devices)
-        return sw__fleet_nomem(c);
+    int rc = sw__fleet_alloc_pair(c, v, &ep->boots, sizeof(*ep->boots), &raw->boot_devices,
+                                  sizeof(*raw->boot_devices));
+    if (rc)
+        return rc;
     return sw__fleet_walk_seq(c, v, dec_boot, ep);
 }

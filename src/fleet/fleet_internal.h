@@ -1,7 +1,9 @@
 /*
- * fleet internals shared by the files of src/fleet: the storage arena, the YAML tree with
- * positions, the decoding context (path, error collection, position index) and the scalar decoders.
- * Nothing here is visible outside src/fleet/.
+ * fleet internals shared by the files of src/fleet: the YAML tree with positions, the decoding
+ * context (path, error collection, position index) and the scalar decoders. Every string, array
+ * and struct of a fleet (and of its YAML tree) lives in one core region (`arena` of the private
+ * part, its ceiling set by load.c): freeing the fleet frees it whole, which is what makes the
+ * load all-or-nothing without per-object cleanup. Nothing here is visible outside src/fleet/.
  */
 #ifndef SW_FLEET_INTERNAL_H
 #define SW_FLEET_INTERNAL_H
@@ -9,26 +11,7 @@
 #include <slipway/fleet.h>
 
 #include <stdarg.h>
-
-/* ---------------------------------------------------------------------------------------------
- * Arena: every string, array and struct of a fleet (and of its YAML tree) lives in one; freeing the
- * fleet frees it whole, which is what makes the load all-or-nothing without per-object cleanup.
- * `max` bounds the total (a hostile file cannot make it grow without limit).
- */
-struct sw__fleet_chunk;
-struct sw__fleet_arena {
-    struct sw__fleet_chunk *head;
-    size_t total;
-    size_t max;
-};
-void sw__fleet_arena_init(struct sw__fleet_arena *a, size_t max);
-/* Zeroed, 16-byte aligned; NULL on OOM or over the ceiling. */
-void *sw__fleet_alloc(struct sw__fleet_arena *a, size_t n);
-void *sw__fleet_allocn(struct sw__fleet_arena *a, size_t count, size_t size);
-char *sw__fleet_strndup(struct sw__fleet_arena *a, const char *s, size_t n);
-char *sw__fleet_strdup(struct sw__fleet_arena *a, const char *s);
-char *sw__fleet_printf(struct sw__fleet_arena *a, const char *fmt, ...) SW_PRINTF(2, 3);
-void sw__fleet_arena_free(struct sw__fleet_arena *a);
+#include <stddef.h>
 
 /* ---------------------------------------------------------------------------------------------
  * The YAML tree: built from libfyaml's events so that every node (mappings and sequences too)
@@ -61,7 +44,7 @@ bool sw__fleet_utf8_check(const char *s, size_t n, int *line, int *col, bool *nu
 
 /* Parse one YAML document. Errors (syntax, duplicate key, unsupported tag, alias bomb, second
  * document) carry name:line:col. An empty document yields *root == NULL. */
-int sw__fleet_yaml_parse(struct sw__fleet_arena *a, const char *name, const char *text, size_t len,
+int sw__fleet_yaml_parse(struct sw_region *a, const char *name, const char *text, size_t len,
                          struct sw__fleet_node **root, struct sw_err *e);
 /* A plain scalar spelling null: "", "~", "null", "Null", "NULL". */
 bool sw__fleet_node_is_null(const struct sw__fleet_node *n);
@@ -73,6 +56,23 @@ const struct sw__fleet_node *sw__fleet_map_get(const struct sw__fleet_node *map,
  * Suggestions for near misses ("did you mean 'max_model_len'?"): NULL when nothing is close.
  */
 const char *sw__fleet_suggest(const char *word, const char *const *cands, size_t n);
+/* The entry of first[0..n) (size bytes each, its name the first member) named name, or NULL. */
+const void *sw__fleet_named(const void *first, size_t n, size_t size, const char *name);
+/* What reads a struct's name at its start (sw__fleet_named, the resolver, the JSON view's
+ * references and maps) may: these come first. A client's first member points to its endpoint. */
+#define SW__FLEET_NAMED_FIRST(T) _Static_assert(offsetof(T, name) == 0, #T "'s name comes first")
+SW__FLEET_NAMED_FIRST(struct sw_fleet_host);
+SW__FLEET_NAMED_FIRST(struct sw_fleet_device);
+SW__FLEET_NAMED_FIRST(struct sw_fleet_profile);
+SW__FLEET_NAMED_FIRST(struct sw_fleet_endpoint);
+SW__FLEET_NAMED_FIRST(struct sw_fleet_const);
+SW__FLEET_NAMED_FIRST(struct sw_fleet_fact);
+SW__FLEET_NAMED_FIRST(struct sw_fleet_knob);
+SW__FLEET_NAMED_FIRST(struct sw_fleet_frozen);
+SW__FLEET_NAMED_FIRST(struct sw_fleet_envvar);
+_Static_assert(offsetof(struct sw_fleet_client, endpoint) == 0, "a client's endpoint comes first");
+/* The shape field closest to a name that is none (for "did you mean"), or NULL. */
+const char *sw__fleet_near_field(const char *name);
 /* Levenshtein distance over normalized spellings (case, '-' vs '_', leading dashes). */
 size_t sw__fleet_distance(const char *a, const char *b);
 
@@ -89,7 +89,7 @@ struct sw__fleet_ep_raw;
 
 /* Private part of a fleet. */
 struct sw__fleet_priv {
-    struct sw__fleet_arena arena;
+    struct sw_region arena;
     struct sw__fleet_posent *pos; /* sorted by path once loaded */
     size_t n_pos, cap_pos;
     json_t **json; /* json_t references owned by the fleet */
@@ -108,7 +108,7 @@ struct sw__fleet_priv {
 struct sw__fleet_ctx {
     struct sw_fleet *f;
     struct sw__fleet_priv *p;
-    struct sw__fleet_arena *a;
+    struct sw_region *a;
     const char *file; /* the fleet file's name (arena) */
     const char *dir;  /* its directory, for relative env files */
     const char *src;  /* its text (len src_len), for positions inside a scalar; may be NULL */
@@ -193,6 +193,10 @@ int sw__fleet_dec_bool(struct sw__fleet_ctx *c, const struct sw__fleet_node *n,
 int sw__fleet_dec_value(struct sw__fleet_ctx *c, const struct sw__fleet_node *n,
                         enum sw_fleet_vtype t, const struct sw__fleet_spec *s,
                         struct sw_fleet_value *out);
+/* A typed scalar's start: *at its position, recorded; 0 for a null (turned off: *set false, *off
+ * true), SW_EPARSE when it is not a single value (reported), else 1 with *t its text. */
+int sw__fleet_typed_start(struct sw__fleet_ctx *c, const struct sw__fleet_node *n,
+                          struct sw_fleet_at *at, bool *set, bool *off, const char **t);
 /* Text of a scalar node, or an error: "must be a single value, not a mapping", a NUL, a control
  * character (C0 including tab, DEL, C1: the value would break a line-based file). */
 const char *sw__fleet_scalar(struct sw__fleet_ctx *c, const struct sw__fleet_node *n);
@@ -282,15 +286,28 @@ struct sw__fleet_walk {
 int sw__fleet_walk(struct sw__fleet_ctx *c, const struct sw__fleet_node *map,
                    const struct sw__fleet_walk *w);
 
-/* The same for a list: records it and checks it is one; each item is decoded by fn with "[i]"
- * pushed on the path. Every item is visited (until out of memory); returns as sw__fleet_walk. */
 /* One zeroed entry of `size` bytes per item or pair of node v (at least one), from the loader's
  * arena: what a walk over v fills. NULL on OOM or over the arena's ceiling. */
 void *sw__fleet_alloc_each(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, size_t size);
+/* Two such arrays in step (a struct's list and its raw names beside it): *a and *b (addresses of
+ * the arrays' pointers); 0, or SW_ENOMEM (reported) when either cannot be had. */
+int sw__fleet_alloc_pair(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, void *a,
+                         size_t size_a, void *b, size_t size_b);
+/* The same as sw__fleet_walk for a list: records it and checks it is one; each item is decoded
+ * by fn with "[i]" pushed on the path. Every item is visited (until out of memory); returns as
+ * sw__fleet_walk. */
 int sw__fleet_walk_seq(struct sw__fleet_ctx *c, const struct sw__fleet_node *seq,
                        int (*fn)(struct sw__fleet_ctx *c, const struct sw__fleet_node *item,
                                  void *arg),
                        void *arg);
+/* The two together: *arr (the address of the array's pointer) made sw__fleet_alloc_each's array
+ * for v, then v walked as a list (fn per item) or as a mapping (w per pair); SW_ENOMEM
+ * (reported) when the array cannot be had. */
+int sw__fleet_seq_into(
+    struct sw__fleet_ctx *c, const struct sw__fleet_node *v, void *arr, size_t size,
+    int (*fn)(struct sw__fleet_ctx *c, const struct sw__fleet_node *item, void *arg), void *arg);
+int sw__fleet_map_into(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, void *arr,
+                       size_t size, const struct sw__fleet_walk *w);
 
 /* The entry of a table named `name` (aliases not searched), or NULL. */
 const struct sw__fleet_fdef *sw__fleet_find_def(const struct sw__fleet_fdef *defs, size_t n,
@@ -378,7 +395,7 @@ void sw__fleet_check_fleet(struct sw__fleet_ctx *c, struct sw__fleet_harness_raw
 /* ---------------------------------------------------------------------------------------------
  * Env-file import targets (envtarget.c): "shape.seqs", "payload.mmproj", "listen.port", "binary",
  * "image", "alias", "engine_version", "env.NAME". canon: canonical spelling or NULL. */
-const char *sw__fleet_target_canon(const char *t, struct sw__fleet_arena *a);
+const char *sw__fleet_target_canon(const char *t, struct sw_region *a);
 size_t sw__fleet_target_names(const char **out, size_t max);
 int sw__fleet_dec_target(struct sw__fleet_ctx *c, struct sw_fleet_endpoint *ep, const char *target,
                          const struct sw__fleet_node *n);

@@ -54,7 +54,7 @@ static int dec_client(struct sw__fleet_ctx *c, const struct sw__fleet_node *ek,
     struct sw_fleet_str *nm = &hd->hr->client_names[h->n_clients];
     memset(cl, 0, sizeof(*cl));
     memset(nm, 0, sizeof(*nm));
-    nm->v = sw__fleet_strdup(c->a, ek->text);
+    nm->v = sw_region_strdup(c->a, ek->text);
     if (!nm->v)
         return sw__fleet_nomem(c);
     nm->at = sw__fleet_at(ek);
@@ -77,10 +77,10 @@ static int dec_clients(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, 
 {
     struct harness_dec *hd = obj;
     (void)d;
-    hd->h->clients = sw__fleet_alloc_each(c, v, sizeof(*hd->h->clients));
-    hd->hr->client_names = sw__fleet_alloc_each(c, v, sizeof(*hd->hr->client_names));
-    if (!hd->h->clients || !hd->hr->client_names)
-        return sw__fleet_nomem(c);
+    int rc = sw__fleet_alloc_pair(c, v, &hd->h->clients, sizeof(*hd->h->clients),
+                                  &hd->hr->client_names, sizeof(*hd->hr->client_names));
+    if (rc)
+        return rc;
     struct sw__fleet_walk w = {.what = "endpoint", .fn = dec_client, .arg = hd};
     return sw__fleet_walk(c, v, &w);
 }

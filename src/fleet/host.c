@@ -64,7 +64,7 @@ static int dec_device(struct sw__fleet_ctx *c, const struct sw__fleet_node *k,
 {
     struct sw_fleet_host *h = arg;
     struct sw_fleet_device *dev = &h->devices[h->n_devices++];
-    dev->name = sw__fleet_strdup(c->a, k->text);
+    dev->name = sw_region_strdup(c->a, k->text);
     if (!dev->name)
         return sw__fleet_nomem(c);
     dev->at = sw__fleet_at(k);
@@ -89,11 +89,8 @@ static int dec_devices(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, 
         sw__fleet_record(c, v);
         return 0;
     }
-    h->devices = sw__fleet_alloc_each(c, v, sizeof(*h->devices));
-    if (!h->devices)
-        return sw__fleet_nomem(c);
     struct sw__fleet_walk w = {.what = "device", .fn = dec_device, .arg = h};
-    return sw__fleet_walk(c, v, &w);
+    return sw__fleet_map_into(c, v, &h->devices, sizeof(*h->devices), &w);
 }
 
 static const char *const transports[] = {"local", "ssh", NULL};
@@ -187,7 +184,7 @@ static int dec_host(struct sw__fleet_ctx *c, const struct sw__fleet_node *k,
     struct sw_fleet *f = c->f;
     (void)arg;
     struct sw_fleet_host *h = &f->hosts[f->n_hosts++];
-    h->name = sw__fleet_strdup(c->a, k->text);
+    h->name = sw_region_strdup(c->a, k->text);
     if (!h->name)
         return sw__fleet_nomem(c);
     h->at = sw__fleet_at(k);
@@ -219,9 +216,6 @@ static int dec_host(struct sw__fleet_ctx *c, const struct sw__fleet_node *k,
 int sw__fleet_dec_hosts(struct sw__fleet_ctx *c, const struct sw__fleet_node *v)
 {
     struct sw_fleet *f = c->f;
-    f->hosts = sw__fleet_alloc_each(c, v, sizeof(*f->hosts));
-    if (!f->hosts)
-        return sw__fleet_nomem(c);
     struct sw__fleet_walk w = {.what = "host", .fn = dec_host};
-    return sw__fleet_walk(c, v, &w);
+    return sw__fleet_map_into(c, v, &f->hosts, sizeof(*f->hosts), &w);
 }

@@ -53,7 +53,7 @@ void sw_fleet_free(struct sw_fleet *f)
         sw_free(p->envfiles);
         sw_free(p->pos);
         sw_free(p->warn);
-        sw__fleet_arena_free(&p->arena);
+        sw_region_free(&p->arena);
         sw_free(p);
     }
     sw_free(f);
@@ -79,21 +79,21 @@ static int load(const char *name, const char *text, size_t len, const struct sw_
     }
     f->priv = p;
     /* a fleet's whole tree and values stay well under 64x its text */
-    sw__fleet_arena_init(&p->arena, 64u * SW_FLEET_MAX_FILE + (1u << 20));
+    sw_region_init(&p->arena, 64u * SW_FLEET_MAX_FILE + (1u << 20));
     c->f = f;
     c->p = p;
     c->a = &p->arena;
     c->opts = opts;
     c->max_errors = opts && opts->max_errors > 0 ? opts->max_errors : 50;
     c->first = e;
-    c->file = sw__fleet_strdup(c->a, name);
+    c->file = sw_region_strdup(c->a, name);
     if (!c->file) {
         rc = sw__fleet_nomem(c);
         goto out;
     }
     f->path = c->file;
     const char *slash = strrchr(c->file, '/');
-    c->dir = slash ? sw__fleet_strndup(c->a, c->file, (size_t)(slash - c->file + 1)) : "";
+    c->dir = slash ? sw_region_strndup(c->a, c->file, (size_t)(slash - c->file + 1)) : "";
     if (!c->dir) {
         rc = sw__fleet_nomem(c);
         goto out;

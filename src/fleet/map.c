@@ -207,5 +207,38 @@ const struct sw__fleet_fdef *sw__fleet_find_def(const struct sw__fleet_fdef *def
 
 void *sw__fleet_alloc_each(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, size_t size)
 {
-    return sw__fleet_allocn(c->a, v->n ? v->n : 1, size);
+    return sw_region_allocn(c->a, v->n ? v->n : 1, size);
+}
+
+int sw__fleet_alloc_pair(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, void *a,
+                         size_t size_a, void *b, size_t size_b)
+{
+    void **pa = a, **pb = b;
+    *pa = sw__fleet_alloc_each(c, v, size_a);
+    *pb = sw__fleet_alloc_each(c, v, size_b);
+    return *pa && *pb ? 0 : sw__fleet_nomem(c);
+}
+
+/* *arr (a pointer to the array's pointer): sw__fleet_alloc_each's array for v, or SW_ENOMEM. */
+static int alloc_into(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, void *arr,
+                      size_t size)
+{
+    void **pp = arr;
+    *pp = sw__fleet_alloc_each(c, v, size);
+    return *pp ? 0 : sw__fleet_nomem(c);
+}
+
+int sw__fleet_seq_into(
+    struct sw__fleet_ctx *c, const struct sw__fleet_node *v, void *arr, size_t size,
+    int (*fn)(struct sw__fleet_ctx *c, const struct sw__fleet_node *item, void *arg), void *arg)
+{
+    int rc = alloc_into(c, v, arr, size);
+    return rc ? rc : sw__fleet_walk_seq(c, v, fn, arg);
+}
+
+int sw__fleet_map_into(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, void *arr,
+                       size_t size, const struct sw__fleet_walk *w)
+{
+    int rc = alloc_into(c, v, arr, size);
+    return rc ? rc : sw__fleet_walk(c, v, w);
 }

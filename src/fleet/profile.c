@@ -54,8 +54,8 @@ int sw__fleet_dec_qty(struct sw__fleet_ctx *c, const struct sw__fleet_node *v,
     char unit[160];
     if (sw_fleet_parse_qty(t, &q->value, unit, sizeof(unit), &e))
         return sw__fleet_errp(c, v, "%s", e.msg);
-    q->unit = sw__fleet_strdup(c->a, unit);
-    q->text = sw__fleet_strdup(c->a, t);
+    q->unit = sw_region_strdup(c->a, unit);
+    q->text = sw_region_strdup(c->a, t);
     if (!q->unit || !q->text)
         return sw__fleet_nomem(c);
     return 0;
@@ -93,7 +93,7 @@ static int dec_constant(struct sw__fleet_ctx *c, const struct sw__fleet_node *ck
     struct sw_fleet_profile *p = arg;
     struct sw_fleet_const *kc = &p->consts[p->n_consts++];
     memset(kc, 0, sizeof(*kc));
-    kc->name = sw__fleet_strdup(c->a, ck->text);
+    kc->name = sw_region_strdup(c->a, ck->text);
     if (!kc->name)
         return sw__fleet_nomem(c);
     return dec_const(c, cv, kc);
@@ -109,7 +109,7 @@ static int dec_gguf_types(struct sw__fleet_ctx *c, const struct sw__fleet_node *
         return sw__fleet_errp(c, val,
                               "gguf_types must be a list of 1..64 {id, name, block_size, "
                               "type_size}");
-    p->gguf_types = sw__fleet_allocn(c->a, val->n, sizeof(*p->gguf_types));
+    p->gguf_types = sw_region_allocn(c->a, val->n, sizeof(*p->gguf_types));
     if (!p->gguf_types)
         return sw__fleet_nomem(c);
     for (size_t i = 0; i < val->n; i++) {
@@ -144,7 +144,7 @@ static int dec_gguf_types(struct sw__fleet_ctx *c, const struct sw__fleet_node *
         t->id = (uint32_t)v[0];
         t->block_size = (uint32_t)v[1];
         t->type_size = (uint32_t)v[2];
-        t->name = sw__fleet_strdup(c->a, nm->text);
+        t->name = sw_region_strdup(c->a, nm->text);
         if (!t->name)
             return sw__fleet_nomem(c);
     }
@@ -182,7 +182,7 @@ static int dec_profile_key(struct sw__fleet_ctx *c, const struct sw__fleet_node 
                 p->terms = tj;
         }
     } else { /* constants */
-        p->consts = sw__fleet_allocn(c->a, val->n ? val->n : 1, sizeof(*p->consts));
+        p->consts = sw_region_allocn(c->a, val->n ? val->n : 1, sizeof(*p->consts));
         if (!p->consts)
             return sw__fleet_nomem(c);
         struct sw__fleet_walk w = {.what = "constant", .fn = dec_constant, .arg = p};
@@ -197,7 +197,7 @@ static int dec_profile(struct sw__fleet_ctx *c, const struct sw__fleet_node *k,
     struct sw_fleet *f = c->f;
     (void)arg;
     struct sw_fleet_profile *p = &f->profiles[f->n_profiles++];
-    p->name = sw__fleet_strdup(c->a, k->text);
+    p->name = sw_region_strdup(c->a, k->text);
     if (!p->name)
         return sw__fleet_nomem(c);
     p->at = sw__fleet_at(k);
@@ -220,9 +220,6 @@ static int dec_profile(struct sw__fleet_ctx *c, const struct sw__fleet_node *k,
 int sw__fleet_dec_profiles(struct sw__fleet_ctx *c, const struct sw__fleet_node *v)
 {
     struct sw_fleet *f = c->f;
-    f->profiles = sw__fleet_alloc_each(c, v, sizeof(*f->profiles));
-    if (!f->profiles)
-        return sw__fleet_nomem(c);
     struct sw__fleet_walk w = {.what = "profile", .fn = dec_profile};
-    return sw__fleet_walk(c, v, &w);
+    return sw__fleet_map_into(c, v, &f->profiles, sizeof(*f->profiles), &w);
 }

@@ -5,56 +5,53 @@
  */
 #include "fleet_internal.h"
 
+#include <stddef.h>
 #include <string.h>
+
+const void *sw__fleet_named(const void *first, size_t n, size_t size, const char *name)
+{
+    for (size_t i = 0; first && name && i < n; i++) {
+        const void *x = (const char *)first + i * size;
+        if (!strcmp(*(const char *const *)x, name))
+            return x;
+    }
+    return NULL;
+}
+
+/* Each of these lists is an array of structs whose first member is the name (fleet_internal.h
+ * checks). */
+#define NAMED(list, n, name) sw__fleet_named(list, n, sizeof(*(list)), name)
 
 const struct sw_fleet_host *sw_fleet_host(const struct sw_fleet *f, const char *name)
 {
-    for (size_t i = 0; f && name && i < f->n_hosts; i++)
-        if (!strcmp(f->hosts[i].name, name))
-            return &f->hosts[i];
-    return NULL;
+    return f ? NAMED(f->hosts, f->n_hosts, name) : NULL;
 }
 
 const struct sw_fleet_endpoint *sw_fleet_endpoint(const struct sw_fleet *f, const char *name)
 {
-    for (size_t i = 0; f && name && i < f->n_endpoints; i++)
-        if (!strcmp(f->endpoints[i].name, name))
-            return &f->endpoints[i];
-    return NULL;
+    return f ? NAMED(f->endpoints, f->n_endpoints, name) : NULL;
 }
 
 const struct sw_fleet_profile *sw_fleet_profile(const struct sw_fleet *f, const char *name)
 {
-    for (size_t i = 0; f && name && i < f->n_profiles; i++)
-        if (!strcmp(f->profiles[i].name, name))
-            return &f->profiles[i];
-    return NULL;
+    return f ? NAMED(f->profiles, f->n_profiles, name) : NULL;
 }
 
 const struct sw_fleet_device *sw_fleet_device(const struct sw_fleet_host *h, const char *name)
 {
-    for (size_t i = 0; h && name && i < h->n_devices; i++)
-        if (!strcmp(h->devices[i].name, name))
-            return &h->devices[i];
-    return NULL;
+    return h ? NAMED(h->devices, h->n_devices, name) : NULL;
 }
 
 const struct sw_fleet_const *sw_fleet_profile_const(const struct sw_fleet_profile *p,
                                                     const char *name)
 {
-    for (size_t i = 0; p && name && i < p->n_consts; i++)
-        if (!strcmp(p->consts[i].name, name))
-            return &p->consts[i];
-    return NULL;
+    return p ? NAMED(p->consts, p->n_consts, name) : NULL;
 }
 
 const struct sw_fleet_fact *sw_fleet_endpoint_fact(const struct sw_fleet_endpoint *ep,
                                                    const char *name)
 {
-    for (size_t i = 0; ep && name && i < ep->n_facts; i++)
-        if (!strcmp(ep->facts[i].name, name))
-            return &ep->facts[i];
-    return NULL;
+    return ep ? NAMED(ep->facts, ep->n_facts, name) : NULL;
 }
 
 uint64_t sw_fleet_device_capacity(const struct sw_fleet_device *d)

@@ -44,20 +44,14 @@ static int dec_cond(struct sw__fleet_ctx *c, const struct sw__fleet_node *at_nod
     cd->at = sw__fleet_at(at_node);
     cd->field = sw_fleet_shape_field(fname);
     if (!cd->field) {
-        size_t nf;
-        const struct sw_fleet_field *fs = sw_fleet_shape_fields(&nf);
-        const char *known[64];
-        size_t nk = 0;
-        for (size_t i = 0; i < nf && nk < SW_ARRAY_LEN(known); i++)
-            known[nk++] = fs[i].name;
-        const char *sug = sw__fleet_suggest(fname, known, nk);
+        const char *sug = sw__fleet_near_field(fname);
         return sw__fleet_err(c, &cd->at, "%s: '%s' is not a shape field%s%s%s", c->path, fname,
                              sug ? " (did you mean '" : "", sug ? sug : "", sug ? "'?)" : "");
     }
     struct sw__fleet_spec sp = sw__fleet_shape_slot(cd->field)->spec;
     if (operand->kind == SW__FLN_SEQ) {
         cd->op = SW_FLEET_IN;
-        cd->in = sw__fleet_allocn(c->a, operand->n ? operand->n : 1, sizeof(*cd->in));
+        cd->in = sw_region_allocn(c->a, operand->n ? operand->n : 1, sizeof(*cd->in));
         if (!cd->in)
             return sw__fleet_nomem(c);
         int rc = 0;
@@ -144,13 +138,7 @@ static int when_key(void *ctx, const char *text, size_t n, char *out, size_t out
         snprintf(out, outn, "%s", f->name);
         return 0;
     }
-    size_t nf;
-    const struct sw_fleet_field *fs = sw_fleet_shape_fields(&nf);
-    const char *known[64];
-    size_t nk = 0;
-    for (size_t i = 0; i < nf && nk < SW_ARRAY_LEN(known); i++)
-        known[nk++] = fs[i].name;
-    const char *sug = sw__fleet_suggest(name, known, nk);
+    const char *sug = sw__fleet_near_field(name);
     struct sw_fleet_at at = when_at(w, (size_t)(text - w->src));
     sw__fleet_err(w->c, &at, "%s: '%s' is not a shape field%s%s%s", w->c->path, name,
                   sug ? " (did you mean '" : "", sug ? sug : "", sug ? "'?)" : "");
@@ -203,7 +191,7 @@ static int when_value(void *ctx, const struct sw_rule_cmp *cmp, struct sw_rule_v
     if (sw__fleet_dec_value(c, &lit, cd->field->type, &sp, &cd->v))
         return -1;
     if (cd->field->type == SW_FLEET_V_STR && cd->v.s) { /* cmp->text is the parser's buffer */
-        cd->v.s = sw__fleet_strdup(c->a, cd->v.s);
+        cd->v.s = sw_region_strdup(c->a, cd->v.s);
         if (!cd->v.s) {
             sw__fleet_nomem(c);
             return -1;
@@ -242,7 +230,7 @@ static int dec_when_expr(struct sw__fleet_ctx *c, const struct sw__fleet_node *v
     if (!t)
         return SW_EPARSE;
     struct when_text w = {.c = c, .v = v, .src = t, .r = r, .cap = strlen(t) / 2 + 1};
-    r->conds = sw__fleet_allocn(c->a, w.cap, sizeof(*r->conds));
+    r->conds = sw_region_allocn(c->a, w.cap, sizeof(*r->conds));
     if (!r->conds)
         return sw__fleet_nomem(c);
     struct sw_rule_vocab vocab = sw_fleet_rule_vocab;
@@ -289,7 +277,7 @@ static int dec_rule_key(struct sw__fleet_ctx *c, const struct sw__fleet_node *k,
             sw__fleet_record(c, val);
             return dec_when_expr(c, val, r);
         }
-        r->conds = sw__fleet_allocn(c->a, val->n ? val->n : 1, sizeof(*r->conds));
+        r->conds = sw_region_allocn(c->a, val->n ? val->n : 1, sizeof(*r->conds));
         if (!r->conds)
             return sw__fleet_nomem(c);
         struct sw__fleet_walk w = {.fn = dec_when_cond, .arg = r};
@@ -368,17 +356,11 @@ static int compile_rule(struct sw__fleet_ctx *c, const struct sw__fleet_node *rv
         goto out;
     }
     struct sw__fleet_priv *p = c->p;
-    if (p->n_rules == p->cap_rules) {
-        size_t cap = p->cap_rules ? p->cap_rules * 2 : 8;
-        struct sw_rule **nr = sw_realloc(p->rules, cap * sizeof(*nr));
-        if (!nr) {
-            rc = sw__fleet_nomem(c);
-            goto out;
-        }
-        p->rules = nr;
-        p->cap_rules = cap;
+    if (sw_grow(&p->rules, &p->cap_rules, p->n_rules, sizeof(*p->rules), SIZE_MAX)) {
+        rc = sw__fleet_nomem(c);
+        goto out;
     }
-    r->expr_text = sw__fleet_strdup(c->a, sw_buf_cstr(&b));
+    r->expr_text = sw_region_strdup(c->a, sw_buf_cstr(&b));
     if (!r->expr_text) {
         rc = sw__fleet_nomem(c);
         goto out;
@@ -420,8 +402,5 @@ int sw__fleet_ep_known_bad(struct sw__fleet_ctx *c, const struct sw__fleet_node 
 {
     struct sw_fleet_endpoint *ep = obj;
     (void)d;
-    ep->known_bad = sw__fleet_alloc_each(c, v, sizeof(*ep->known_bad));
-    if (!ep->known_bad)
-        return sw__fleet_nomem(c);
-    return sw__fleet_walk_seq(c, v, dec_rule, ep);
+    return sw__fleet_seq_into(c, v, &ep->known_bad, sizeof(*ep->known_bad), dec_rule, ep);
 }

@@ -40,12 +40,12 @@ static enum sw_fleet_runtime_kind runtime_of(const char *w)
 static int dec_duration(struct sw__fleet_ctx *c, const struct sw__fleet_node *v,
                         struct sw_fleet_u64 *out, bool whole_seconds)
 {
-    sw__fleet_record(c, v);
-    if (sw__fleet_node_is_null(v))
-        return 0;
-    const char *t = sw__fleet_scalar(c, v);
-    if (!t)
-        return SW_EPARSE;
+    struct sw_fleet_at at;
+    bool set, off;
+    const char *t = NULL;
+    int k = sw__fleet_typed_start(c, v, &at, &set, &off, &t);
+    if (k <= 0)
+        return k; /* null: the engine's default */
     struct sw_err e;
     sw_err_clear(&e);
     int64_t ms = 0;
@@ -58,7 +58,7 @@ static int dec_duration(struct sw__fleet_ctx *c, const struct sw__fleet_node *v,
                               t);
     out->v = (uint64_t)ms;
     out->set = true;
-    out->at = sw__fleet_at(v);
+    out->at = at;
     return 0;
 }
 
@@ -115,10 +115,7 @@ static int dec_rt_devices(struct sw__fleet_ctx *c, const struct sw__fleet_node *
 {
     struct sw_fleet_runtime *rt = obj;
     (void)d;
-    rt->devices = sw__fleet_alloc_each(c, v, sizeof(*rt->devices));
-    if (!rt->devices)
-        return sw__fleet_nomem(c);
-    return sw__fleet_walk_seq(c, v, dec_rt_device, rt);
+    return sw__fleet_seq_into(c, v, &rt->devices, sizeof(*rt->devices), dec_rt_device, rt);
 }
 
 static int dec_rt_arg(struct sw__fleet_ctx *c, const struct sw__fleet_node *item, void *arg)
@@ -130,7 +127,7 @@ static int dec_rt_arg(struct sw__fleet_ctx *c, const struct sw__fleet_node *item
     if (!t)
         return SW_EPARSE;
     sw__fleet_record(c, item);
-    s->v = sw__fleet_strdup(c->a, t);
+    s->v = sw_region_strdup(c->a, t);
     s->at = sw__fleet_at(item);
     if (!s->v)
         return sw__fleet_nomem(c);
@@ -150,10 +147,7 @@ static int dec_rt_args(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, 
 {
     struct sw_fleet_runtime *rt = obj;
     (void)d;
-    rt->args = sw__fleet_alloc_each(c, v, sizeof(*rt->args));
-    if (!rt->args)
-        return sw__fleet_nomem(c);
-    return sw__fleet_walk_seq(c, v, dec_rt_arg, rt);
+    return sw__fleet_seq_into(c, v, &rt->args, sizeof(*rt->args), dec_rt_arg, rt);
 }
 
 static const struct sw__fleet_fdef runtime_defs[] = {
@@ -347,7 +341,7 @@ void sw__fleet_check_runtime(struct sw__fleet_ctx *c, struct sw_fleet_endpoint *
     if (!sv->scope)
         sv->scope = SW_FLEET_SCOPE_SYSTEM;
     if (!sv->name.v) {
-        sv->name.v = sw__fleet_printf(c->a, "slipway-%s", ep->name);
+        sv->name.v = sw_region_printf(c->a, "slipway-%s", ep->name);
         if (!sv->name.v)
             sw__fleet_nomem(c);
     }

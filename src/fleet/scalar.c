@@ -79,6 +79,20 @@ const char *sw__fleet_scalar(struct sw__fleet_ctx *c, const struct sw__fleet_nod
     return scalar(c, n, false);
 }
 
+int sw__fleet_typed_start(struct sw__fleet_ctx *c, const struct sw__fleet_node *n,
+                          struct sw_fleet_at *at, bool *set, bool *off, const char **t)
+{
+    *at = sw__fleet_at(n);
+    sw__fleet_record(c, n);
+    if (sw__fleet_node_is_null(n)) {
+        *set = false;
+        *off = true;
+        return 0;
+    }
+    *t = scalar(c, n, false);
+    return *t ? 1 : SW_EPARSE;
+}
+
 bool sw__fleet_want_map(struct sw__fleet_ctx *c, const struct sw__fleet_node *n)
 {
     if (n->kind == SW__FLN_MAP)
@@ -191,7 +205,7 @@ int sw__fleet_dec_str(struct sw__fleet_ctx *c, const struct sw__fleet_node *n,
     default:
         break;
     }
-    out->v = sw__fleet_strdup(c->a, t);
+    out->v = sw_region_strdup(c->a, t);
     if (!out->v)
         return sw__fleet_nomem(c);
     out->off = false;
@@ -348,16 +362,10 @@ int sw_fleet_parse_qty(const char *s, double *value, char *unit, size_t unitn, s
 int sw__fleet_dec_u64(struct sw__fleet_ctx *c, const struct sw__fleet_node *n,
                       const struct sw__fleet_spec *s, struct sw_fleet_u64 *out)
 {
-    out->at = sw__fleet_at(n);
-    sw__fleet_record(c, n);
-    if (sw__fleet_node_is_null(n)) {
-        out->set = false;
-        out->off = true;
-        return 0;
-    }
-    const char *t = sw__fleet_scalar(c, n);
-    if (!t)
-        return SW_EPARSE;
+    const char *t = NULL;
+    int k = sw__fleet_typed_start(c, n, &out->at, &out->set, &out->off, &t);
+    if (k <= 0)
+        return k;
     struct sw_err e;
     sw_err_clear(&e);
     uint64_t v = 0;
@@ -420,16 +428,10 @@ int sw__fleet_dec_u64(struct sw__fleet_ctx *c, const struct sw__fleet_node *n,
 int sw__fleet_dec_f64(struct sw__fleet_ctx *c, const struct sw__fleet_node *n,
                       const struct sw__fleet_spec *s, struct sw_fleet_f64 *out)
 {
-    out->at = sw__fleet_at(n);
-    sw__fleet_record(c, n);
-    if (sw__fleet_node_is_null(n)) {
-        out->set = false;
-        out->off = true;
-        return 0;
-    }
-    const char *t = sw__fleet_scalar(c, n);
-    if (!t)
-        return SW_EPARSE;
+    const char *t = NULL;
+    int k = sw__fleet_typed_start(c, n, &out->at, &out->set, &out->off, &t);
+    if (k <= 0)
+        return k;
     struct sw_err e;
     sw_err_clear(&e);
     double d;
@@ -455,16 +457,10 @@ int sw__fleet_dec_f64(struct sw__fleet_ctx *c, const struct sw__fleet_node *n,
 int sw__fleet_dec_bool(struct sw__fleet_ctx *c, const struct sw__fleet_node *n,
                        struct sw_fleet_bool *out)
 {
-    out->at = sw__fleet_at(n);
-    sw__fleet_record(c, n);
-    if (sw__fleet_node_is_null(n)) {
-        out->set = false;
-        out->off = true;
-        return 0;
-    }
-    const char *t = sw__fleet_scalar(c, n);
-    if (!t)
-        return SW_EPARSE;
+    const char *t = NULL;
+    int k = sw__fleet_typed_start(c, n, &out->at, &out->set, &out->off, &t);
+    if (k <= 0)
+        return k;
     if (!strcmp(t, "true") || !strcmp(t, "True") || !strcmp(t, "TRUE"))
         out->v = true;
     else if (!strcmp(t, "false") || !strcmp(t, "False") || !strcmp(t, "FALSE"))

@@ -88,3 +88,14 @@ const char *sw__fleet_suggest(const char *word, const char *const *cands, size_t
     }
     return NULL;
 }
+
+const char *sw__fleet_near_field(const char *name)
+{
+    size_t nf;
+    const struct sw_fleet_field *fs = sw_fleet_shape_fields(&nf);
+    const char *known[64];
+    size_t nk = 0;
+    for (size_t i = 0; i < nf && nk < SW_ARRAY_LEN(known); i++)
+        known[nk++] = fs[i].name;
+    return sw__fleet_suggest(name, known, nk);
+}

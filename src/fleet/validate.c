@@ -9,6 +9,7 @@
 #include "fleet_internal.h"
 
 #include <ctype.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,28 +23,6 @@ static int unknown_ref(struct sw__fleet_ctx *c, const struct sw_fleet_str *s, co
     const char *sug = sw__fleet_suggest(s->v, names, n);
     return sw__fleet_err(c, &s->at, "%s: no %s named '%s'%s%s%s", where, kind, s->v,
                          sug ? " (did you mean '" : "", sug ? sug : "", sug ? "'?)" : "");
-}
-
-static const struct sw_fleet_device *find_device(struct sw__fleet_ctx *c,
-                                                 const struct sw_fleet_host *h,
-                                                 const struct sw_fleet_str *s, const char *where)
-{
-    for (size_t i = 0; i < h->n_devices; i++)
-        if (!strcmp(h->devices[i].name, s->v))
-            return &h->devices[i];
-    const char *names[128];
-    size_t n = 0;
-    for (size_t i = 0; i < h->n_devices && n < SW_ARRAY_LEN(names); i++)
-        names[n++] = h->devices[i].name;
-    char kind[200];
-    snprintf(kind, sizeof(kind), "device of host %s", h->name);
-    unknown_ref(c, s, kind, names, n, where);
-    return NULL;
-}
-
-static bool is_frozen_or_knob(const struct sw_fleet_endpoint *ep, const char *name)
-{
-    return sw_fleet_endpoint_frozen(ep, name) || sw_fleet_endpoint_knob(ep, name);
 }
 
 static int value_in_knob(const struct sw_fleet_knob *kb, const struct sw_fleet_value *v)
@@ -103,104 +82,151 @@ static bool quantized_ggml(const char *t)
     return t && t[0] != 'f' && strcmp(t, "bf16");
 }
 
-void sw__fleet_check_endpoint(struct sw__fleet_ctx *c, struct sw_fleet_endpoint *ep,
-                              struct sw__fleet_ep_raw *raw)
+/* The entry of first[0..n) (size bytes each, its name the first member) that ref names; NULL,
+ * with the error at ref under `where` (and a suggestion), when none does. */
+static const void *resolve_named(struct sw__fleet_ctx *c, const struct sw_fleet_str *ref,
+                                 const void *first, size_t n, size_t size, const char *kind,
+                                 const char *where)
 {
-    struct sw_fleet *f = c->f;
-    char where[200];
-    snprintf(where, sizeof(where), "endpoints.%s", ep->name);
+    const void *found = sw__fleet_named(first, n, size, ref->v);
+    if (found)
+        return found;
+    const char *names[128];
+    size_t nn = 0;
+    for (size_t i = 0; i < n && nn < SW_ARRAY_LEN(names); i++)
+        names[nn++] = *(const char *const *)((const char *)first + i * size);
+    unknown_ref(c, ref, kind, names, nn, where);
+    return NULL;
+}
 
-    /* engine */
-    if (!ep->engine) {
-        if (!raw->engine.at.file) /* a bad engine value was reported where it was written */
-            sw__fleet_err(c, &ep->at, "%s needs an engine: llama.cpp, vllm or sglang", where);
-        return;
-    }
-    /* host */
+static const struct sw_fleet_device *find_device(struct sw__fleet_ctx *c,
+                                                 const struct sw_fleet_host *h,
+                                                 const struct sw_fleet_str *s, const char *where)
+{
+    char kind[200];
+    snprintf(kind, sizeof(kind), "device of host %s", h->name);
+    return resolve_named(c, s, h->devices, h->n_devices, sizeof(*h->devices), kind, where);
+}
+
+static void resolve_host(struct sw__fleet_ctx *c, struct sw_fleet_endpoint *ep,
+                         const struct sw__fleet_ep_raw *raw, const char *where)
+{
+    const struct sw_fleet *f = c->f;
     if (!raw->host.v) {
         sw__fleet_err(c, &ep->at, "%s needs a host: one of the names under hosts:", where);
-    } else {
-        const char *names[128];
-        size_t n = 0;
-        for (size_t i = 0; i < f->n_hosts; i++) {
-            if (!strcmp(f->hosts[i].name, raw->host.v))
-                ep->host = &f->hosts[i];
-            if (n < SW_ARRAY_LEN(names))
-                names[n++] = f->hosts[i].name;
-        }
-        ep->host_at = raw->host.at;
-        if (!ep->host) {
-            char w[240];
-            snprintf(w, sizeof(w), "%s.host", where);
-            unknown_ref(c, &raw->host, "host", names, n, w);
-        }
+        return;
     }
-    /* devices */
-    if (ep->host) {
-        const struct sw_fleet_host *h = ep->host;
-        size_t cap = raw->n_devices ? raw->n_devices : 1;
-        ep->devices = sw__fleet_allocn(c->a, cap, sizeof(*ep->devices));
-        ep->devices_at = sw__fleet_allocn(c->a, cap, sizeof(*ep->devices_at));
-        if (!ep->devices || !ep->devices_at) {
-            sw__fleet_nomem(c);
-            return;
-        }
-        if (raw->devices_given) {
-            char w[240];
-            snprintf(w, sizeof(w), "%s.devices", where);
-            for (size_t i = 0; i < raw->n_devices; i++) {
-                const struct sw_fleet_device *d = find_device(c, h, &raw->devices[i], w);
-                if (!d)
-                    continue;
-                bool dup = false;
-                for (size_t j = 0; j < ep->n_devices && !dup; j++)
-                    dup = ep->devices[j] == d;
-                if (dup) {
-                    sw__fleet_err(c, &raw->devices[i].at, "%s lists device %s twice", w, d->name);
-                    continue;
-                }
-                ep->devices_at[ep->n_devices] = raw->devices[i].at;
-                ep->devices[ep->n_devices++] = d;
+    char w[240];
+    snprintf(w, sizeof(w), "%s.host", where);
+    ep->host_at = raw->host.at;
+    ep->host = resolve_named(c, &raw->host, f->hosts, f->n_hosts, sizeof(*f->hosts), "host", w);
+}
+
+/* The devices the endpoint names on its host (or the host's only one); false when out of
+ * memory. */
+static bool resolve_devices(struct sw__fleet_ctx *c, struct sw_fleet_endpoint *ep,
+                            const struct sw__fleet_ep_raw *raw, const char *where)
+{
+    const struct sw_fleet_host *h = ep->host;
+    size_t cap = raw->n_devices ? raw->n_devices : 1;
+    ep->devices = sw_region_allocn(c->a, cap, sizeof(*ep->devices));
+    ep->devices_at = sw_region_allocn(c->a, cap, sizeof(*ep->devices_at));
+    if (!ep->devices || !ep->devices_at) {
+        sw__fleet_nomem(c);
+        return false;
+    }
+    if (raw->devices_given) {
+        char w[240];
+        snprintf(w, sizeof(w), "%s.devices", where);
+        for (size_t i = 0; i < raw->n_devices; i++) {
+            const struct sw_fleet_device *d = find_device(c, h, &raw->devices[i], w);
+            if (!d)
+                continue;
+            bool dup = false;
+            for (size_t j = 0; j < ep->n_devices && !dup; j++)
+                dup = ep->devices[j] == d;
+            if (dup) {
+                sw__fleet_err(c, &raw->devices[i].at, "%s lists device %s twice", w, d->name);
+                continue;
             }
-        } else if (h->n_devices == 1) {
-            ep->devices[0] = &h->devices[0];
-            ep->devices_at[0] = h->devices[0].at;
-            ep->n_devices = 1;
-        } else if (h->n_devices > 1) {
-            sw__fleet_err(c, &ep->at,
-                          "%s: host %s has %zu devices; say which this endpoint uses (devices: "
-                          "[%s, ...])",
-                          where, h->name, h->n_devices, h->devices[0].name);
-        } else {
-            sw__fleet_warn(c, &ep->at,
-                           "%s: host %s declares no devices, so no memory budget can be planned",
-                           where, h->name);
+            ep->devices_at[ep->n_devices] = raw->devices[i].at;
+            ep->devices[ep->n_devices++] = d;
         }
+    } else if (h->n_devices == 1) {
+        ep->devices[0] = &h->devices[0];
+        ep->devices_at[0] = h->devices[0].at;
+        ep->n_devices = 1;
+    } else if (h->n_devices > 1) {
+        sw__fleet_err(c, &ep->at,
+                      "%s: host %s has %zu devices; say which this endpoint uses (devices: "
+                      "[%s, ...])",
+                      where, h->name, h->n_devices, h->devices[0].name);
+    } else {
+        sw__fleet_warn(c, &ep->at,
+                       "%s: host %s declares no devices, so no memory budget can be planned", where,
+                       h->name);
     }
-    /* profile */
-    if (raw->profile.v) {
-        const char *names[128];
-        size_t n = 0;
-        for (size_t i = 0; i < f->n_profiles; i++) {
-            if (!strcmp(f->profiles[i].name, raw->profile.v))
-                ep->profile = &f->profiles[i];
-            if (n < SW_ARRAY_LEN(names))
-                names[n++] = f->profiles[i].name;
-        }
-        ep->profile_at = raw->profile.at;
-        if (!ep->profile) {
-            char w[240];
-            snprintf(w, sizeof(w), "%s.profile", where);
-            unknown_ref(c, &raw->profile, "profile", names, n, w);
-        } else if (ep->profile->base != ep->engine) {
-            sw__fleet_err(c, &raw->profile.at,
-                          "%s.profile: %s extends the %s law but the endpoint runs %s", where,
-                          ep->profile->name, sw_fleet_engine_name(ep->profile->base),
-                          sw_fleet_engine_name(ep->engine));
-        }
+    return true;
+}
+
+static void resolve_profile(struct sw__fleet_ctx *c, struct sw_fleet_endpoint *ep,
+                            const struct sw__fleet_ep_raw *raw, const char *where)
+{
+    const struct sw_fleet *f = c->f;
+    if (!raw->profile.v)
+        return;
+    char w[240];
+    snprintf(w, sizeof(w), "%s.profile", where);
+    ep->profile_at = raw->profile.at;
+    ep->profile = resolve_named(c, &raw->profile, f->profiles, f->n_profiles, sizeof(*f->profiles),
+                                "profile", w);
+    if (ep->profile && ep->profile->base != ep->engine)
+        sw__fleet_err(c, &raw->profile.at,
+                      "%s.profile: %s extends the %s law but the endpoint runs %s", where,
+                      ep->profile->name, sw_fleet_engine_name(ep->profile->base),
+                      sw_fleet_engine_name(ep->engine));
+}
+
+/* vLLM and SGLang: one rank per device (per node across nodes), and DCP within the TP ranks. */
+static void check_ranks(struct sw__fleet_ctx *c, const struct sw_fleet_endpoint *ep, uint64_t nodes,
+                        const char *where)
+{
+    const struct sw_fleet_shape *s = &ep->shape;
+    uint64_t tp = s->tensor_parallel.set ? s->tensor_parallel.v : 1;
+    uint64_t pp = s->pipeline_parallel.set ? s->pipeline_parallel.v : 1;
+    if (nodes > 1 && tp * pp != ep->n_devices * nodes) {
+        const struct sw_fleet_at *at = s->tensor_parallel.set     ? &s->tensor_parallel.at
+                                       : s->pipeline_parallel.set ? &s->pipeline_parallel.at
+                                                                  : &ep->nodes.at;
+        sw__fleet_err(c, at,
+                      "%s: tensor_parallel %llu x pipeline_parallel %llu = %llu ranks, but "
+                      "%llu nodes x %zu device%s per node = %llu (devices: lists one node's "
+                      "GPUs; one rank per GPU)",
+                      where, (unsigned long long)tp, (unsigned long long)pp,
+                      (unsigned long long)(tp * pp), (unsigned long long)nodes, ep->n_devices,
+                      ep->n_devices == 1 ? "" : "s", (unsigned long long)(ep->n_devices * nodes));
+    } else if (nodes == 1 && tp * pp != ep->n_devices) {
+        const struct sw_fleet_at *at = s->tensor_parallel.set     ? &s->tensor_parallel.at
+                                       : s->pipeline_parallel.set ? &s->pipeline_parallel.at
+                                                                  : &ep->devices_at[0];
+        sw__fleet_err(c, at,
+                      "%s: tensor_parallel %llu x pipeline_parallel %llu = %llu ranks, but the "
+                      "endpoint uses %zu device%s (one rank per device)",
+                      where, (unsigned long long)tp, (unsigned long long)pp,
+                      (unsigned long long)(tp * pp), ep->n_devices, ep->n_devices == 1 ? "" : "s");
     }
-    sw__fleet_check_runtime(c, ep, where);
-    /* shape */
+    if (s->decode_context_parallel.set && tp % s->decode_context_parallel.v)
+        sw__fleet_err(c, &s->decode_context_parallel.at,
+                      "%s.shape.decode_context_parallel %llu must divide tensor_parallel %llu "
+                      "(DCP reuses the TP ranks)",
+                      where, (unsigned long long)s->decode_context_parallel.v,
+                      (unsigned long long)tp);
+}
+
+/* The shape against its engine: settings it does not read, and the ones it refuses together. */
+static void check_shape(struct sw__fleet_ctx *c, const struct sw_fleet_endpoint *ep,
+                        const char *where)
+{
     char sw_[240];
     snprintf(sw_, sizeof(sw_), "%s.shape", where);
     check_shape_engine(c, &ep->shape, ep->engine, sw_);
@@ -222,54 +248,30 @@ void sw__fleet_check_endpoint(struct sw__fleet_ctx *c, struct sw_fleet_endpoint 
                       "%s.nodes: %llu nodes is vLLM's multi-node serving (a Ray cluster); %s "
                       "serves from one node",
                       where, (unsigned long long)nodes, sw_fleet_engine_name(ep->engine));
-    if ((ep->engine == SW_FLEET_VLLM || ep->engine == SW_FLEET_SGLANG) && ep->n_devices) {
-        uint64_t tp = s->tensor_parallel.set ? s->tensor_parallel.v : 1;
-        uint64_t pp = s->pipeline_parallel.set ? s->pipeline_parallel.v : 1;
-        if (nodes > 1 && tp * pp != ep->n_devices * nodes) {
-            const struct sw_fleet_at *at = s->tensor_parallel.set     ? &s->tensor_parallel.at
-                                           : s->pipeline_parallel.set ? &s->pipeline_parallel.at
-                                                                      : &ep->nodes.at;
-            sw__fleet_err(c, at,
-                          "%s: tensor_parallel %llu x pipeline_parallel %llu = %llu ranks, but "
-                          "%llu nodes x %zu device%s per node = %llu (devices: lists one node's "
-                          "GPUs; one rank per GPU)",
-                          where, (unsigned long long)tp, (unsigned long long)pp,
-                          (unsigned long long)(tp * pp), (unsigned long long)nodes, ep->n_devices,
-                          ep->n_devices == 1 ? "" : "s",
-                          (unsigned long long)(ep->n_devices * nodes));
-        } else if (nodes == 1 && tp * pp != ep->n_devices) {
-            const struct sw_fleet_at *at = s->tensor_parallel.set     ? &s->tensor_parallel.at
-                                           : s->pipeline_parallel.set ? &s->pipeline_parallel.at
-                                                                      : &ep->devices_at[0];
-            sw__fleet_err(c, at,
-                          "%s: tensor_parallel %llu x pipeline_parallel %llu = %llu ranks, but the "
-                          "endpoint uses %zu device%s (one rank per device)",
-                          where, (unsigned long long)tp, (unsigned long long)pp,
-                          (unsigned long long)(tp * pp), ep->n_devices,
-                          ep->n_devices == 1 ? "" : "s");
-        }
-        if (s->decode_context_parallel.set && tp % s->decode_context_parallel.v)
-            sw__fleet_err(c, &s->decode_context_parallel.at,
-                          "%s.shape.decode_context_parallel %llu must divide tensor_parallel %llu "
-                          "(DCP reuses the TP ranks)",
-                          where, (unsigned long long)s->decode_context_parallel.v,
-                          (unsigned long long)tp);
-    }
+    if ((ep->engine == SW_FLEET_VLLM || ep->engine == SW_FLEET_SGLANG) && ep->n_devices)
+        check_ranks(c, ep, nodes, where);
     if (s->spec_tokens.set && s->spec_tokens.v > 0 && !s->spec_method.v)
         sw__fleet_err(c, &s->spec_tokens.at, "%s.shape.spec_decode.tokens needs a method", where);
-    /* image */
-    if (ep->image.v && !ep->image_pinned) {
-        if (sw_fleet_endpoint_frozen(ep, "image"))
-            sw__fleet_warn(c, &ep->image.at,
-                           "%s.image is frozen but not pinned by digest (NAME@sha256:...): a tag "
-                           "can move under a frozen setting",
-                           where);
-        else
-            sw__fleet_warn(c, &ep->image.at,
-                           "%s.image is not pinned by digest (NAME@sha256:...): a tag can move",
-                           where);
-    }
-    /* payload */
+}
+
+static void check_image(struct sw__fleet_ctx *c, const struct sw_fleet_endpoint *ep,
+                        const char *where)
+{
+    if (!ep->image.v || ep->image_pinned)
+        return;
+    if (sw_fleet_endpoint_frozen(ep, "image"))
+        sw__fleet_warn(c, &ep->image.at,
+                       "%s.image is frozen but not pinned by digest (NAME@sha256:...): a tag "
+                       "can move under a frozen setting",
+                       where);
+    else
+        sw__fleet_warn(c, &ep->image.at,
+                       "%s.image is not pinned by digest (NAME@sha256:...): a tag can move", where);
+}
+
+static void check_payload(struct sw__fleet_ctx *c, const struct sw_fleet_endpoint *ep,
+                          const char *where)
+{
     const struct sw_fleet_payload *p = &ep->payload;
     if (p->path.v && ep->image.v && p->n_mounts) {
         bool seen = false;
@@ -289,7 +291,13 @@ void sw__fleet_check_endpoint(struct sw__fleet_ctx *c, struct sw_fleet_endpoint 
     if (p->gguf.v && ep->engine != SW_FLEET_LLAMACPP)
         sw__fleet_warn(c, &p->gguf.at, "%s.payload.gguf on %s: a GGUF is llama.cpp's format", where,
                        sw_fleet_engine_name(ep->engine));
-    /* knobs and frozen */
+}
+
+/* Knobs and frozen settings name shape fields of this engine; the current shape is within each
+ * knob; no setting is both. */
+static void check_knobs(struct sw__fleet_ctx *c, const struct sw_fleet_endpoint *ep,
+                        const char *where)
+{
     for (size_t i = 0; i < ep->n_knobs; i++) {
         const struct sw_fleet_knob *kb = &ep->knobs[i];
         const struct sw_fleet_field *fld = sw_fleet_shape_field(kb->name);
@@ -304,7 +312,7 @@ void sw__fleet_check_endpoint(struct sw__fleet_ctx *c, struct sw_fleet_endpoint 
             sw__fleet_err(c, &kb->at, "%s.knobs.%s is also frozen (line %d): it cannot be both",
                           where, kb->name, sw_fleet_endpoint_frozen(ep, kb->name)->at.line);
         struct sw_fleet_value cur;
-        sw_fleet_shape_get(s, kb->name, &cur);
+        sw_fleet_shape_get(&ep->shape, kb->name, &cur);
         if (cur.set && !value_in_knob(kb, &cur))
             sw__fleet_err(c, &cur.at,
                           "%s.shape.%s is outside what its knob allows (line %d): the current "
@@ -317,8 +325,12 @@ void sw__fleet_check_endpoint(struct sw__fleet_ctx *c, struct sw_fleet_endpoint 
             sw__fleet_err(c, &ep->frozen[i].at, "%s.frozen: %s does not apply to %s", where,
                           fld->name, sw_fleet_engine_name(ep->engine));
     }
-    (void)is_frozen_or_knob;
-    /* known-bad rules must be able to match */
+}
+
+/* Known-bad rules must be able to match: each condition on a field of this engine. */
+static void check_known_bad(struct sw__fleet_ctx *c, const struct sw_fleet_endpoint *ep,
+                            const char *where)
+{
     for (size_t i = 0; i < ep->n_known_bad; i++) {
         const struct sw_fleet_rule *r = &ep->known_bad[i];
         for (size_t j = 0; j < r->n_conds; j++) {
@@ -330,7 +342,12 @@ void sw__fleet_check_endpoint(struct sw__fleet_ctx *c, struct sw_fleet_endpoint 
                               where, fld->name, sw_fleet_engine_name(ep->engine));
         }
     }
-    /* the listen address has one source, listen: (sw_fleet_endpoint_addr reads it) */
+}
+
+/* The listen address has one source, listen: (sw_fleet_endpoint_addr reads it). */
+static void check_listen(struct sw__fleet_ctx *c, const struct sw_fleet_endpoint *ep,
+                         const char *where)
+{
     for (size_t i = 0; i < ep->n_args; i++) {
         const char *t = ep->args[i].v;
         if (!t)
@@ -346,7 +363,12 @@ void sw__fleet_check_endpoint(struct sw__fleet_ctx *c, struct sw_fleet_endpoint 
         sw__fleet_err(c, &ep->listen_route.at,
                       "%s.listen.route applies to an endpoint on an ssh host (host %s is local)",
                       where, ep->host->name);
-    /* measured facts and boots: device names */
+}
+
+/* Measured facts and boots: their device names, and a boot's shape against the engine. */
+static void resolve_records(struct sw__fleet_ctx *c, struct sw_fleet_endpoint *ep,
+                            const struct sw__fleet_ep_raw *raw, const char *where)
+{
     char w2[240];
     for (size_t i = 0; i < ep->n_facts; i++) {
         if (!raw->fact_devices[i].v || !ep->host)
@@ -362,6 +384,30 @@ void sw__fleet_check_endpoint(struct sw__fleet_ctx *c, struct sw_fleet_endpoint 
         snprintf(w2, sizeof(w2), "%s.boots (line %d).device", where, ep->boots[i].at.line);
         ep->boots[i].device = find_device(c, ep->host, &raw->boot_devices[i], w2);
     }
+}
+
+void sw__fleet_check_endpoint(struct sw__fleet_ctx *c, struct sw_fleet_endpoint *ep,
+                              struct sw__fleet_ep_raw *raw)
+{
+    char where[200];
+    snprintf(where, sizeof(where), "endpoints.%s", ep->name);
+    if (!ep->engine) {
+        if (!raw->engine.at.file) /* a bad engine value was reported where it was written */
+            sw__fleet_err(c, &ep->at, "%s needs an engine: llama.cpp, vllm or sglang", where);
+        return;
+    }
+    resolve_host(c, ep, raw, where);
+    if (ep->host && !resolve_devices(c, ep, raw, where))
+        return;
+    resolve_profile(c, ep, raw, where);
+    sw__fleet_check_runtime(c, ep, where);
+    check_shape(c, ep, where);
+    check_image(c, ep, where);
+    check_payload(c, ep, where);
+    check_knobs(c, ep, where);
+    check_known_bad(c, ep, where);
+    check_listen(c, ep, where);
+    resolve_records(c, ep, raw, where);
 }
 
 void sw__fleet_check_fleet(struct sw__fleet_ctx *c, struct sw__fleet_harness_raw *hr)

@@ -25,14 +25,8 @@ struct vec {
 
 static int vec_push(struct vec *x, struct sw__fleet_node *n)
 {
-    if (x->n == x->cap) {
-        size_t cap = x->cap ? x->cap * 2 : 8;
-        struct sw__fleet_node **nv = sw_realloc(x->v, cap * sizeof(*nv));
-        if (!nv)
-            return SW_ENOMEM;
-        x->v = nv;
-        x->cap = cap;
-    }
+    if (sw_grow(&x->v, &x->cap, x->n, sizeof(*x->v), SIZE_MAX))
+        return SW_ENOMEM;
     x->v[x->n++] = n;
     return 0;
 }
@@ -51,7 +45,7 @@ struct anchor {
 };
 
 struct builder {
-    struct sw__fleet_arena *a;
+    struct sw_region *a;
     const char *name;
     struct sw_err *e;
     struct frame stack[SW__FLEET_MAX_HEIGHT + 2];
@@ -85,15 +79,9 @@ static int set_anchor(struct builder *b, const char *name, size_t len, struct sw
             return 0;
         }
     }
-    if (b->n_anchors == b->cap_anchors) {
-        size_t cap = b->cap_anchors ? b->cap_anchors * 2 : 8;
-        struct anchor *na = sw_realloc(b->anchors, cap * sizeof(*na));
-        if (!na)
-            return SW_ENOMEM;
-        b->anchors = na;
-        b->cap_anchors = cap;
-    }
-    char *copy = sw__fleet_strndup(b->a, name, len);
+    if (sw_grow(&b->anchors, &b->cap_anchors, b->n_anchors, sizeof(*b->anchors), SIZE_MAX))
+        return SW_ENOMEM;
+    char *copy = sw_region_strndup(b->a, name, len);
     if (!copy)
         return SW_ENOMEM;
     b->anchors[b->n_anchors].name = copy;
@@ -158,7 +146,7 @@ static int attach(struct builder *b, struct sw__fleet_node *n)
 static struct sw__fleet_node *new_node(struct builder *b, enum sw__fleet_nkind kind, int line,
                                        int col)
 {
-    struct sw__fleet_node *n = sw__fleet_alloc(b->a, sizeof(*n));
+    struct sw__fleet_node *n = sw_region_alloc(b->a, sizeof(*n));
     if (!n)
         return NULL;
     n->kind = kind;
@@ -278,7 +266,7 @@ static int push_container(struct builder *b, enum sw__fleet_nkind kind, struct f
     if (anchor) {
         size_t al = 0;
         const char *at = fy_token_get_text(anchor, &al);
-        fr->anchor = sw__fleet_strndup(b->a, at ? at : "", at ? al : 0);
+        fr->anchor = sw_region_strndup(b->a, at ? at : "", at ? al : 0);
         if (!fr->anchor)
             return nomem(b);
         fr->anchor_len = at ? al : 0;
@@ -298,7 +286,7 @@ static int pop_container(struct builder *b)
     }
     size_t nk = fr->kids.n;
     if (nk) {
-        n->kids = sw__fleet_allocn(b->a, nk, sizeof(*n->kids));
+        n->kids = sw_region_allocn(b->a, nk, sizeof(*n->kids));
         if (!n->kids)
             return nomem(b);
         memcpy(n->kids, fr->kids.v, nk * sizeof(*n->kids));
@@ -342,7 +330,7 @@ static int on_scalar(struct builder *b, struct fy_event *ev)
         t = "";
         len = 0;
     }
-    n->text = sw__fleet_strndup(b->a, t, len);
+    n->text = sw_region_strndup(b->a, t, len);
     if (!n->text)
         return nomem(b);
     n->len = len;
@@ -428,7 +416,7 @@ bad:
     return false;
 }
 
-int sw__fleet_yaml_parse(struct sw__fleet_arena *a, const char *name, const char *text, size_t len,
+int sw__fleet_yaml_parse(struct sw_region *a, const char *name, const char *text, size_t len,
                          struct sw__fleet_node **root, struct sw_err *e)
 {
     int rc = 0;

@@ -171,23 +171,16 @@ int sw_host_facts_parse(const char *text, size_t len, const char *const *paths, 
             }
         }
     }
-    size_t i = 0;
-    while (i < len && !rc) {
-        char buf[8192];
-        size_t s = i;
-        while (i < len && text[i] != '\n')
-            i++;
-        size_t l = i - s;
-        i++;
-        line++;
-        if (!l)
+    struct sw_lines it;
+    struct sw_line ln;
+    char buf[8192];
+    sw_lines_init(&it, text, len, sizeof(buf) - 1, 0);
+    while (!rc && sw_lines_next(&it, &ln)) {
+        line = it.no;
+        if (!ln.len)
             continue;
-        if (l >= sizeof(buf)) {
-            rc = sw_err_at(e, SW_ERANGE, "host facts", line, 0, "line of %zu bytes", l);
-            break;
-        }
-        memcpy(buf, text + s, l);
-        buf[l] = '\0';
+        memcpy(buf, ln.s, ln.len);
+        buf[ln.len] = '\0';
         if (buf[0] != '@')
             continue; /* a login banner or a shell's noise */
         char *key = buf + 1;
@@ -255,6 +248,8 @@ int sw_host_facts_parse(const char *text, size_t len, const char *const *paths, 
             ended = true;
         }
     }
+    if (!rc && it.over)
+        rc = sw_err_at(e, SW_ERANGE, "host facts", it.no, 0, "line of %zu bytes", ln.len);
     if (!rc && !ended)
         rc = sw_err_set(e, SW_ETRUNC, "host facts: the script's output ended before '@end'");
     for (size_t k = 0; !rc && k < n_paths; k++)

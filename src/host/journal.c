@@ -122,21 +122,17 @@ static int journal_add(struct sw_host_journal *j, struct sw_host_journal_entry *
 
 int sw_host_journal_parse(const char *text, size_t len, struct sw_host_journal *j, struct sw_err *e)
 {
-    size_t i = 0;
-    int line = 0, rc = 0;
-    while (i < len) {
-        size_t s = i;
-        while (i < len && text[i] != '\n')
-            i++;
-        size_t l = i - s;
-        i++;
-        line++;
-        if (!l || (l == 1 && text[s] == '\r'))
+    int rc = 0;
+    struct sw_lines it;
+    struct sw_line ln;
+    sw_lines_init(&it, text, len, SIZE_MAX, 0);
+    while (sw_lines_next(&it, &ln)) {
+        if (!ln.len || (ln.len == 1 && ln.s[0] == '\r'))
             continue;
         struct sw_host_journal_entry en;
-        rc = sw_host_journal_parse_line(text + s, l, &en, e);
+        rc = sw_host_journal_parse_line(ln.s, ln.len, &en, e);
         if (rc) {
-            sw_err_prefix(e, "line %d", line);
+            sw_err_prefix(e, "line %d", it.no);
             return rc;
         }
         rc = journal_add(j, &en);

@@ -111,27 +111,20 @@ static int parse_int(const char *v, size_t vl, int64_t *out, int line, struct sw
 int sw_host_unit_parse(const char *text, size_t len, struct sw_host_unit *u, struct sw_err *e)
 {
     memset(u, 0, sizeof(*u));
-    size_t i = 0;
-    int line = 0;
-    while (i < len) {
-        size_t s = i;
-        while (i < len && text[i] != '\n')
-            i++;
-        size_t l = i - s;
-        i++;
-        line++;
-        const char *p = text + s;
-        if (l && p[l - 1] == '\r')
-            l--;
-        if (!l)
+    struct sw_lines it;
+    struct sw_line ln;
+    sw_lines_init(&it, text, len, SIZE_MAX, SW_LINES_CRLF);
+    while (sw_lines_next(&it, &ln)) {
+        int line = it.no;
+        if (!ln.len)
             continue;
-        const char *eq = memchr(p, '=', l);
+        const char *p = ln.s, *eq = memchr(p, '=', ln.len);
         if (!eq)
             return sw_err_at(e, SW_EPARSE, "systemctl show", line, 0, "not KEY=VALUE: '%.*s'",
-                             (int)SW_MIN(l, 80), p);
+                             (int)SW_MIN(ln.len, 80), p);
         size_t kl = (size_t)(eq - p);
         const char *v = eq + 1;
-        size_t vl = l - kl - 1;
+        size_t vl = ln.len - kl - 1;
         int64_t n = 0;
         int rc = 0;
 #define KEY(k) (kl == sizeof(k) - 1 && !memcmp(p, k, kl))

@@ -238,14 +238,18 @@ static int cap_add(struct cap *c, const char *p, size_t n)
         }
         return n ? sw_buf_append(&c->b, p, n) : 0;
     }
-    for (size_t i = 0; i < n && !c->stop; i++) {
-        if (p[i] != '\n') {
-            if (c->b.len < c->max)
-                sw_buf_putc(&c->b, p[i]);
-            else
-                c->trunc = true;
-            continue;
-        }
+    /* the line so far grows by each piece; an LF hands it to on_line */
+    struct sw_lines it;
+    struct sw_line ln;
+    sw_lines_init(&it, p, n, SIZE_MAX, 0);
+    while (!c->stop && sw_lines_next(&it, &ln)) {
+        size_t room = c->max > c->b.len ? c->max - c->b.len : 0;
+        if (ln.len > room)
+            c->trunc = true;
+        if (SW_MIN(ln.len, room))
+            sw_buf_append(&c->b, ln.s, SW_MIN(ln.len, room));
+        if (!ln.lf)
+            break;
         if (c->on_line(c->ctx, c->b.len ? c->b.data : "", c->b.len))
             c->stop = true;
         sw_buf_reset(&c->b);
@@ -284,6 +288,151 @@ static char *cap_take(struct cap *c, size_t *len)
     return s;
 }
 
+/* One command on its way: the child, its pipes and captures, and how it ended. */
+struct run {
+    struct sw_host *h;
+    pid_t pid;
+    int po[2], pe[2], in;
+    struct cap co, ce;
+    uint64_t t0, end;
+    int status;
+    bool exited, expired;
+};
+
+/* The child in its own process group: stdin from x->in, stdout and stderr into the pipes. */
+static int spawn(struct run *x, char **lv, struct sw_err *e)
+{
+    if (pipe2(x->po, O_CLOEXEC) < 0 || pipe2(x->pe, O_CLOEXEC) < 0)
+        return sw_err_set(e, SW_EIO, "host %s: pipe: %s", x->h->name, strerror(errno));
+    x->pid = fork();
+    if (x->pid < 0)
+        return sw_err_set(e, SW_EIO, "host %s: fork: %s", x->h->name, strerror(errno));
+    if (x->pid == 0) {
+        setpgid(0, 0);
+        signal(SIGPIPE, SIG_DFL);
+        if (dup2(x->in, 0) < 0 || dup2(x->po[1], 1) < 0 || dup2(x->pe[1], 2) < 0)
+            _exit(127);
+        execvp(lv[0], lv);
+        dprintf(2, "slipway: cannot run %s: %s\n", lv[0], strerror(errno));
+        _exit(127);
+    }
+    setpgid(x->pid, x->pid);
+    close(x->po[1]);
+    close(x->pe[1]);
+    x->po[1] = x->pe[1] = -1;
+    fcntl(x->po[0], F_SETFL, O_NONBLOCK);
+    fcntl(x->pe[0], F_SETFL, O_NONBLOCK);
+    return 0;
+}
+
+/* Until the child exits, line mode stops, or the deadline passes, its output drained as it
+ * comes; then a child still running killed with its group. 0, or poll's failure (the child is
+ * killed then, as at the deadline). */
+static int watch(struct run *x, struct sw_err *e)
+{
+    int rc = 0;
+    for (;;) {
+        pid_t w = waitpid(x->pid, &x->status, WNOHANG);
+        if (w == x->pid) {
+            x->exited = true;
+            drain(&x->po[0], &x->co);
+            drain(&x->pe[0], &x->ce);
+            if (x->co.on_line && x->co.b.len && !x->co.stop &&
+                x->co.on_line(x->co.ctx, x->co.b.data, x->co.b.len))
+                x->co.stop = true;
+            break;
+        }
+        if (x->co.stop)
+            break;
+        uint64_t now = sw_now_ns();
+        if (now >= x->end) {
+            x->expired = true;
+            break;
+        }
+        struct pollfd pf[2];
+        nfds_t np = 0;
+        if (x->po[0] >= 0)
+            pf[np++] = (struct pollfd){.fd = x->po[0], .events = POLLIN};
+        if (x->pe[0] >= 0)
+            pf[np++] = (struct pollfd){.fd = x->pe[0], .events = POLLIN};
+        int wait_ms = (int)SW_MIN((x->end - now) / 1000000ull + 1, 50ull);
+        int pr = np ? poll(pf, np, wait_ms) : 0;
+        if (!np)
+            sw_sleep_ms((unsigned)wait_ms);
+        if (pr < 0 && errno != EINTR) {
+            rc = sw_err_set(e, SW_EIO, "host %s: poll: %s", x->h->name, strerror(errno));
+            x->expired = true; /* kill it: the loop cannot watch it any more */
+            break;
+        }
+        drain(&x->po[0], &x->co);
+        drain(&x->pe[0], &x->ce);
+    }
+    if (!x->exited) {
+        kill(-x->pid, SIGKILL);
+        kill(x->pid, SIGKILL);
+        while (waitpid(x->pid, &x->status, 0) < 0 && errno == EINTR)
+            ;
+    }
+    x->pid = -1;
+    return rc;
+}
+
+/* The last line of stderr that is not empty (what says most often why) into out. */
+static void last_err_line(const struct sw_host_result *r, char *out, size_t n)
+{
+    size_t end = r->err_len;
+    while (end && (r->err[end - 1] == '\n' || r->err[end - 1] == '\r'))
+        end--;
+    size_t s = end;
+    while (s && r->err[s - 1] != '\n')
+        s--;
+    snprintf(out, n, "%.*s", (int)SW_MIN(end - s, n - 1), r->err + s);
+}
+
+/* How the run ended, in r->fail and the error: the deadline, a stop line mode asked for, a
+ * signal, or the exit code as the transport classifies it. */
+static int judge(struct run *x, const char *what, int64_t deadline_ms, struct sw_host_result *r,
+                 struct sw_err *e)
+{
+    struct sw_host *h = x->h;
+    if (x->expired) {
+        r->fail = SW_HOST_DEADLINE;
+        return sw_err_set(e, SW_ETIMEDOUT,
+                          "host %s: %s: deadline of %.1f s passed (killed after %.1f s)", h->name,
+                          what, (double)deadline_ms / 1000.0, r->seconds);
+    }
+    if (x->co.stop) {
+        r->fail = SW_HOST_OK;
+        return 0;
+    }
+    if (WIFSIGNALED(x->status)) {
+        r->term_signal = WTERMSIG(x->status);
+        r->fail = SW_HOST_EXIT;
+        return sw_err_set(e, SW_ECHILD, "host %s: %s: killed by signal %d", h->name, what,
+                          r->term_signal);
+    }
+    r->exit_code = WEXITSTATUS(x->status);
+    char why[1400] = "";
+    r->fail = h->ops->classify(h, r->exit_code, r, why, sizeof(why));
+    switch (r->fail) {
+    case SW_HOST_OK:
+        return 0;
+    case SW_HOST_UNREACHABLE:
+    case SW_HOST_AUTH:
+        return sw_err_set(e, SW_ENET, "host %s: %s", h->name, why);
+    case SW_HOST_HOSTKEY:
+        return sw_err_set(e, SW_EMISMATCH, "host %s: %s", h->name, why);
+    case SW_HOST_EXIT: {
+        char last[300];
+        last_err_line(r, last, sizeof(last));
+        return sw_err_set(e, SW_ECHILD, "host %s: %s exited %d%s%s", h->name, what, r->exit_code,
+                          last[0] ? ": " : "", last);
+    }
+    default:
+        return sw_err_set(e, SW_EIO, "host %s: %s: %s", h->name, what, why);
+    }
+}
+
 int sw_host_run(struct sw_host *h, const char *const *argv, const struct sw_host_run_opts *o,
                 struct sw_host_result *r, struct sw_err *e)
 {
@@ -292,19 +441,23 @@ int sw_host_run(struct sw_host *h, const char *const *argv, const struct sw_host
         o = &none;
     int64_t deadline_ms = o->deadline_ms > 0 ? o->deadline_ms : SW__HOST_DEADLINE_MS;
     size_t max = o->max_out ? o->max_out : SW_HOST_OUT_MAX;
-    int rc = 0, po[2] = {-1, -1}, pe[2] = {-1, -1}, in = -1;
+    int rc = 0;
     char **lv = NULL;
-    pid_t pid = -1;
-    struct cap co = {.max = max, .on_line = o->on_line, .ctx = o->ctx};
-    struct cap ce = {.max = max};
-    uint64_t t0 = sw_now_ns();
+    struct run x = {.h = h,
+                    .pid = -1,
+                    .po = {-1, -1},
+                    .pe = {-1, -1},
+                    .in = -1,
+                    .co = {.max = max, .on_line = o->on_line, .ctx = o->ctx},
+                    .ce = {.max = max},
+                    .t0 = sw_now_ns()};
     char what[64];
 
     memset(r, 0, sizeof(*r));
     r->exit_code = -1;
     r->fail = SW_HOST_LOCAL;
-    sw_buf_init(&co.b, max + 1);
-    sw_buf_init(&ce.b, max + 1);
+    sw_buf_init(&x.co.b, max + 1);
+    sw_buf_init(&x.ce.b, max + 1);
     if (!argv || !argv[0] || !h->ops) {
         rc = sw_err_set(e, SW_EINVAL, "host %s: no command", h->name);
         goto out;
@@ -313,158 +466,44 @@ int sw_host_run(struct sw_host *h, const char *const *argv, const struct sw_host
     rc = h->ops->build(h, argv, deadline_ms, &lv, e);
     if (rc)
         goto out;
-    in = open(o->stdin_path ? o->stdin_path : "/dev/null", O_RDONLY | O_CLOEXEC | O_NOCTTY);
-    if (in < 0) {
+    x.in = open(o->stdin_path ? o->stdin_path : "/dev/null", O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    if (x.in < 0) {
         rc = sw_err_set(e, SW_EIO, "host %s: %s: cannot open: %s", h->name,
                         o->stdin_path ? o->stdin_path : "/dev/null", strerror(errno));
         goto out;
     }
-    if (pipe2(po, O_CLOEXEC) < 0 || pipe2(pe, O_CLOEXEC) < 0) {
-        rc = sw_err_set(e, SW_EIO, "host %s: pipe: %s", h->name, strerror(errno));
+    rc = spawn(&x, lv, e);
+    if (rc)
         goto out;
-    }
-    pid = fork();
-    if (pid < 0) {
-        rc = sw_err_set(e, SW_EIO, "host %s: fork: %s", h->name, strerror(errno));
-        goto out;
-    }
-    if (pid == 0) {
-        setpgid(0, 0);
-        signal(SIGPIPE, SIG_DFL);
-        if (dup2(in, 0) < 0 || dup2(po[1], 1) < 0 || dup2(pe[1], 2) < 0)
-            _exit(127);
-        execvp(lv[0], lv);
-        dprintf(2, "slipway: cannot run %s: %s\n", lv[0], strerror(errno));
-        _exit(127);
-    }
-    setpgid(pid, pid);
-    close(po[1]);
-    close(pe[1]);
-    po[1] = pe[1] = -1;
-    fcntl(po[0], F_SETFL, O_NONBLOCK);
-    fcntl(pe[0], F_SETFL, O_NONBLOCK);
-
-    uint64_t end = t0 + (uint64_t)deadline_ms * 1000000ull;
-    int status = 0;
-    bool exited = false, expired = false;
-    for (;;) {
-        pid_t w = waitpid(pid, &status, WNOHANG);
-        if (w == pid) {
-            exited = true;
-            drain(&po[0], &co);
-            drain(&pe[0], &ce);
-            if (co.on_line && co.b.len && !co.stop && co.on_line(co.ctx, co.b.data, co.b.len))
-                co.stop = true;
-            break;
-        }
-        if (co.stop)
-            break;
-        uint64_t now = sw_now_ns();
-        if (now >= end) {
-            expired = true;
-            break;
-        }
-        struct pollfd pf[2];
-        nfds_t np = 0;
-        if (po[0] >= 0)
-            pf[np++] = (struct pollfd){.fd = po[0], .events = POLLIN};
-        if (pe[0] >= 0)
-            pf[np++] = (struct pollfd){.fd = pe[0], .events = POLLIN};
-        int wait_ms = (int)SW_MIN((end - now) / 1000000ull + 1, 50ull);
-        int pr = np ? poll(pf, np, wait_ms) : 0;
-        if (!np)
-            sw_sleep_ms((unsigned)wait_ms);
-        if (pr < 0 && errno != EINTR) {
-            rc = sw_err_set(e, SW_EIO, "host %s: poll: %s", h->name, strerror(errno));
-            expired = true; /* kill it: the loop cannot watch it any more */
-            break;
-        }
-        drain(&po[0], &co);
-        drain(&pe[0], &ce);
-    }
-    if (!exited) {
-        kill(-pid, SIGKILL);
-        kill(pid, SIGKILL);
-        while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-            ;
-        pid = -1;
-    }
-    pid = -1;
-    r->out = cap_take(&co, &r->out_len);
-    r->err = cap_take(&ce, &r->err_len);
-    r->out_truncated = co.trunc;
-    r->err_truncated = ce.trunc;
-    r->seconds = (double)(sw_now_ns() - t0) / 1e9;
+    x.end = x.t0 + (uint64_t)deadline_ms * 1000000ull;
+    rc = watch(&x, e);
+    r->out = cap_take(&x.co, &r->out_len);
+    r->err = cap_take(&x.ce, &r->err_len);
+    r->out_truncated = x.co.trunc;
+    r->err_truncated = x.ce.trunc;
+    r->seconds = (double)(sw_now_ns() - x.t0) / 1e9;
     if (!r->out || !r->err) {
         rc = sw_err_set(e, SW_ENOMEM, "out of memory");
         goto out;
     }
     if (rc)
         goto out;
-    if (expired) {
-        r->fail = SW_HOST_DEADLINE;
-        rc = sw_err_set(e, SW_ETIMEDOUT,
-                        "host %s: %s: deadline of %.1f s passed (killed after %.1f s)", h->name,
-                        what, (double)deadline_ms / 1000.0, r->seconds);
-        goto out;
-    }
-    if (co.stop) {
-        r->fail = SW_HOST_OK;
-        goto out;
-    }
-    if (WIFSIGNALED(status)) {
-        r->term_signal = WTERMSIG(status);
-        r->fail = SW_HOST_EXIT;
-        rc = sw_err_set(e, SW_ECHILD, "host %s: %s: killed by signal %d", h->name, what,
-                        r->term_signal);
-        goto out;
-    }
-    r->exit_code = WEXITSTATUS(status);
-    char why[1400] = "";
-    r->fail = h->ops->classify(h, r->exit_code, r, why, sizeof(why));
-    switch (r->fail) {
-    case SW_HOST_OK:
-        break;
-    case SW_HOST_UNREACHABLE:
-    case SW_HOST_AUTH:
-        rc = sw_err_set(e, SW_ENET, "host %s: %s", h->name, why);
-        break;
-    case SW_HOST_HOSTKEY:
-        rc = sw_err_set(e, SW_EMISMATCH, "host %s: %s", h->name, why);
-        break;
-    case SW_HOST_EXIT: {
-        /* the last line of stderr says most often why */
-        char last[300] = "";
-        size_t n = r->err_len;
-        while (n && (r->err[n - 1] == '\n' || r->err[n - 1] == '\r'))
-            n--;
-        size_t s = n;
-        while (s && r->err[s - 1] != '\n')
-            s--;
-        snprintf(last, sizeof(last), "%.*s", (int)SW_MIN(n - s, sizeof(last) - 1), r->err + s);
-        rc = sw_err_set(e, SW_ECHILD, "host %s: %s exited %d%s%s", h->name, what, r->exit_code,
-                        last[0] ? ": " : "", last);
-        break;
-    }
-    default:
-        rc = sw_err_set(e, SW_EIO, "host %s: %s: %s", h->name, what, why);
-        break;
-    }
+    rc = judge(&x, what, deadline_ms, r, e);
 out:
-    if (pid > 0) {
-        kill(-pid, SIGKILL);
-        waitpid(pid, NULL, 0);
+    if (x.pid > 0) {
+        kill(-x.pid, SIGKILL);
+        waitpid(x.pid, NULL, 0);
     }
-    if (in >= 0)
-        close(in);
+    if (x.in >= 0)
+        close(x.in);
     for (int i = 0; i < 2; i++) {
-        if (po[i] >= 0)
-            close(po[i]);
-        if (pe[i] >= 0)
-            close(pe[i]);
+        if (x.po[i] >= 0)
+            close(x.po[i]);
+        if (x.pe[i] >= 0)
+            close(x.pe[i]);
     }
-    sw_buf_free(&co.b);
-    sw_buf_free(&ce.b);
+    sw_buf_free(&x.co.b);
+    sw_buf_free(&x.ce.b);
     if (!r->out)
         r->out = sw_strdup("");
     if (!r->err)

@@ -21,15 +21,9 @@ static void vec_add(struct vec *a, const char *s)
 {
     if (a->rc)
         return;
-    if (a->n + 2 > a->cap) {
-        size_t nc = a->cap ? a->cap * 2 : 32;
-        char **nv = sw_realloc(a->v, nc * sizeof(*nv));
-        if (!nv) {
-            a->rc = SW_ENOMEM;
-            return;
-        }
-        a->v = nv;
-        a->cap = nc;
+    if (sw_grow(&a->v, &a->cap, a->n + 1, sizeof(*a->v), SIZE_MAX)) { /* and the NULL after */
+        a->rc = SW_ENOMEM;
+        return;
     }
     a->v[a->n] = sw_strdup(s);
     if (!a->v[a->n]) {

@@ -295,15 +295,9 @@ static int parse_sample(struct sw_openai_metrics *m, struct cur *c, size_t *cap)
         rc = sw_err_set(c->e, SW_ERANGE, "more than %u samples", SW_OAI_SAMPLES_MAX);
         goto fail;
     }
-    if (m->n == *cap) {
-        size_t nc = *cap ? *cap * 2 : 64;
-        struct sw_openai_sample *nv = sw_realloc(m->v, nc * sizeof(*nv));
-        if (!nv) {
-            rc = sw_err_set(c->e, SW_ENOMEM, "out of memory");
-            goto fail;
-        }
-        m->v = nv;
-        *cap = nc;
+    if (sw_grow(&m->v, cap, m->n, sizeof(*m->v), SIZE_MAX)) {
+        rc = sw_err_set(c->e, SW_ENOMEM, "out of memory");
+        goto fail;
     }
     m->v[m->n++] = s;
     return 0;
@@ -322,20 +316,11 @@ int sw_openai_metrics_parse(const char *text, size_t len, struct sw_openai_metri
     sw_err_clear(e);
     size_t cap = 0;
     int rc = 0;
-    const char *p = text, *end = text + len;
-    int line = 0;
-    while (p < end && !rc) {
-        line++;
-        const char *eol = memchr(p, '\n', (size_t)(end - p));
-        const char *le = eol ? eol : end;
-        if (le > p && le[-1] == '\r')
-            le--;
-        if ((size_t)(le - p) > SW_OAI_METRIC_LINE_MAX) {
-            rc = sw_err_at(e, SW_ERANGE, "/metrics", line, 1, "a line longer than %u bytes",
-                           SW_OAI_METRIC_LINE_MAX);
-            break;
-        }
-        struct cur c = {.p = p, .end = le, .line0 = p, .line = line, .e = e};
+    struct sw_lines it;
+    struct sw_line ln;
+    sw_lines_init(&it, text, len, SW_OAI_METRIC_LINE_MAX, SW_LINES_CRLF);
+    while (!rc && sw_lines_next(&it, &ln)) {
+        struct cur c = {.p = ln.s, .end = ln.s + ln.len, .line0 = ln.s, .line = it.no, .e = e};
         skip_ws(&c);
         if (c.p < c.end && *c.p == '#') {
             c.p++;
@@ -348,8 +333,10 @@ int sw_openai_metrics_parse(const char *text, size_t len, struct sw_openai_metri
         } else if (c.p < c.end) {
             rc = parse_sample(out, &c, &cap);
         }
-        p = eol ? eol + 1 : end;
     }
+    if (!rc && it.over)
+        rc = sw_err_at(e, SW_ERANGE, "/metrics", it.no, 1, "a line longer than %u bytes",
+                       SW_OAI_METRIC_LINE_MAX);
     if (rc)
         sw_openai_metrics_free(out);
     return rc;

@@ -77,33 +77,35 @@ static int64_t number_before(const char *s, const char *before)
  *           requested a total of 5000 tokens: 4000 tokens from the input messages and ...", and
  *           "The input (5000 tokens) is longer than the model's context length (4096 tokens)."
  */
+/* Where a figure is printed: the number after the words, or before them. */
+struct mark {
+    const char *words;
+    bool before;
+};
+
+static const struct mark ctx_marks[] = {{"maximum context length is", false},
+                                        {"maximum context length of", false},
+                                        {"maximum model length of", false},
+                                        {"context length (", false}};
+static const struct mark prompt_marks[] = {
+    {"your request has", false}, {"prompt contains", false},      {"decoder prompt (length", false},
+    {"The input (", false},      {"tokens from the input", true}, {"in the messages", true}};
+
+/* The first of the marks (in order) that m holds a number at; -1 when none. */
+static int64_t first_number(const char *m, const struct mark *t, size_t n)
+{
+    int64_t v = -1;
+    for (size_t i = 0; i < n && v < 0; i++)
+        v = t[i].before ? number_before(m, t[i].words) : number_after(m, t[i].words);
+    return v;
+}
+
 static void numbers_from_message(struct sw_openai_error *o)
 {
-    const char *m = o->message;
-    if (o->n_ctx < 0) {
-        int64_t v = number_after(m, "maximum context length is");
-        if (v < 0)
-            v = number_after(m, "maximum context length of");
-        if (v < 0)
-            v = number_after(m, "maximum model length of");
-        if (v < 0)
-            v = number_after(m, "context length (");
-        o->n_ctx = v;
-    }
-    if (o->n_prompt_tokens < 0) {
-        int64_t v = number_after(m, "your request has");
-        if (v < 0)
-            v = number_after(m, "prompt contains");
-        if (v < 0)
-            v = number_after(m, "decoder prompt (length");
-        if (v < 0)
-            v = number_after(m, "The input (");
-        if (v < 0)
-            v = number_before(m, "tokens from the input");
-        if (v < 0)
-            v = number_before(m, "in the messages");
-        o->n_prompt_tokens = v;
-    }
+    if (o->n_ctx < 0)
+        o->n_ctx = first_number(o->message, ctx_marks, SW_ARRAY_LEN(ctx_marks));
+    if (o->n_prompt_tokens < 0)
+        o->n_prompt_tokens = first_number(o->message, prompt_marks, SW_ARRAY_LEN(prompt_marks));
 }
 
 static bool says_context(const char *s)

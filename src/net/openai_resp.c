@@ -16,6 +16,7 @@
 #include "openai_internal.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <string.h>
 
 /* id, model, system_fingerprint, role: longer ones (truncated by copy_once) are jansson's */
@@ -75,34 +76,42 @@ static double real_or(json_t *v, double dflt)
     return json_is_number(v) ? json_number_value(v) : dflt;
 }
 
-static void read_usage(struct sw_openai_result *r, json_t *u)
-{
-    struct sw_openai_usage *s = &r->usage;
-    s->present = true;
-    s->prompt_tokens = int_or(json_object_get(u, "prompt_tokens"), -1);
-    s->completion_tokens = int_or(json_object_get(u, "completion_tokens"), -1);
-    s->total_tokens = int_or(json_object_get(u, "total_tokens"), -1);
-    s->cached_tokens =
-        int_or(json_object_get(json_object_get(u, "prompt_tokens_details"), "cached_tokens"), -1);
-    s->reasoning_tokens = int_or(
-        json_object_get(json_object_get(u, "completion_tokens_details"), "reasoning_tokens"), -1);
-}
+/* A figure of a server's object read into a struct: at key (in the object under `in` when
+ * given), an integer (-1 unknown) or a real (NaN unknown). */
+struct figure {
+    const char *in, *key;
+    bool real;
+    size_t off;
+};
 
-static void read_timings(struct sw_openai_result *r, json_t *t)
+/* clang-format off */
+#define U(in, k)   {in, #k, false, offsetof(struct sw_openai_usage, k)}
+#define T(k, real) {NULL, #k, real, offsetof(struct sw_openai_timings, k)}
+static const struct figure usage_figures[] = {
+    U(NULL, prompt_tokens), U(NULL, completion_tokens), U(NULL, total_tokens),
+    U("prompt_tokens_details", cached_tokens), U("completion_tokens_details", reasoning_tokens),
+};
+static const struct figure timings_figures[] = {
+    T(cache_n, false), T(prompt_n, false), T(predicted_n, false),
+    T(prompt_ms, true), T(prompt_per_token_ms, true), T(prompt_per_second, true),
+    T(predicted_ms, true), T(predicted_per_token_ms, true), T(predicted_per_second, true),
+    T(draft_n, false), T(draft_n_accepted, false),
+};
+/* clang-format on */
+
+/* o's figures into dst, the struct's `present` set. */
+static void read_figures(const json_t *o, const struct figure *t, size_t n, void *dst,
+                         bool *present)
 {
-    struct sw_openai_timings *s = &r->timings;
-    s->present = true;
-    s->cache_n = int_or(json_object_get(t, "cache_n"), -1);
-    s->prompt_n = int_or(json_object_get(t, "prompt_n"), -1);
-    s->predicted_n = int_or(json_object_get(t, "predicted_n"), -1);
-    s->prompt_ms = real_or(json_object_get(t, "prompt_ms"), NAN);
-    s->prompt_per_token_ms = real_or(json_object_get(t, "prompt_per_token_ms"), NAN);
-    s->prompt_per_second = real_or(json_object_get(t, "prompt_per_second"), NAN);
-    s->predicted_ms = real_or(json_object_get(t, "predicted_ms"), NAN);
-    s->predicted_per_token_ms = real_or(json_object_get(t, "predicted_per_token_ms"), NAN);
-    s->predicted_per_second = real_or(json_object_get(t, "predicted_per_second"), NAN);
-    s->draft_n = int_or(json_object_get(t, "draft_n"), -1);
-    s->draft_n_accepted = int_or(json_object_get(t, "draft_n_accepted"), -1);
+    *present = true;
+    for (size_t i = 0; i < n; i++) {
+        json_t *v = json_object_get(t[i].in ? json_object_get(o, t[i].in) : o, t[i].key);
+        char *p = (char *)dst + t[i].off;
+        if (t[i].real)
+            *(double *)p = real_or(v, NAN);
+        else
+            *(int64_t *)p = int_or(v, -1);
+    }
 }
 
 static int text_append(struct sw_openai_result *r, struct sw_buf *b, const char *what,
@@ -114,6 +123,17 @@ static int text_append(struct sw_openai_result *r, struct sw_buf *b, const char 
     if (rc)
         return sw_err_set(e, rc, "out of memory holding the reply's %s", what);
     return 0;
+}
+
+/* A string member's text, when it has any: kept in *p and *len (the delta) and appended to b. */
+static int take_text(struct sw_openai_result *r, struct sw_buf *b, const char *what,
+                     const json_t *s, const char **p, size_t *len, struct sw_err *e)
+{
+    if (!json_is_string(s) || !json_string_length(s))
+        return 0;
+    *p = json_string_value(s);
+    *len = json_string_length(s);
+    return text_append(r, b, what, *p, *len, e);
 }
 
 static struct sw_openai_tool_call *call_at(struct sw_openai_result *r, int index, struct sw_err *e,
@@ -228,14 +248,10 @@ static int apply_message(struct sw_openai_result *r, json_t *m, bool streamed,
     json_t *role = json_object_get(m, "role");
     if (json_is_string(role))
         copy_once(r->role, sizeof(r->role), role);
-    json_t *content = json_object_get(m, "content");
-    if (json_is_string(content) && json_string_length(content)) {
-        d->content = json_string_value(content);
-        d->content_len = json_string_length(content);
-        rc = text_append(r, &r->content, "content", d->content, d->content_len, e);
-        if (rc)
-            return rc;
-    }
+    rc = take_text(r, &r->content, "content", json_object_get(m, "content"), &d->content,
+                   &d->content_len, e);
+    if (rc)
+        return rc;
     json_t *rs = json_object_get(m, "reasoning");
     json_t *rc_ = json_object_get(m, "reasoning_content");
     if (json_is_string(rs))
@@ -245,14 +261,10 @@ static int apply_message(struct sw_openai_result *r, json_t *m, bool streamed,
         r->reasoning_field =
             (enum sw_openai_reasoning_field)(r->reasoning_field | SW_OAI_REASONING_CONTENT);
     /* when a server sends both (a transition release), they carry the same text: take one */
-    json_t *rtext = json_is_string(rs) ? rs : rc_;
-    if (json_is_string(rtext) && json_string_length(rtext)) {
-        d->reasoning = json_string_value(rtext);
-        d->reasoning_len = json_string_length(rtext);
-        rc = text_append(r, &r->reasoning, "reasoning", d->reasoning, d->reasoning_len, e);
-        if (rc)
-            return rc;
-    }
+    rc = take_text(r, &r->reasoning, "reasoning", json_is_string(rs) ? rs : rc_, &d->reasoning,
+                   &d->reasoning_len, e);
+    if (rc)
+        return rc;
     json_t *tcs = json_object_get(m, "tool_calls");
     if (json_is_array(tcs) && json_array_size(tcs)) {
         d->tool_deltas += (int)json_array_size(tcs);
@@ -268,16 +280,8 @@ static int push_rec(struct sw_openai_result *r, const struct sw_openai_chunk_rec
         r->recs_dropped++;
         return 0;
     }
-    if (r->nrecs == r->recs_cap) {
-        size_t cap = r->recs_cap ? r->recs_cap * 2 : 256;
-        if (cap > r->recs_max)
-            cap = r->recs_max;
-        struct sw_openai_chunk_rec *n = sw_realloc(r->recs, cap * sizeof(*n));
-        if (!n)
-            return sw_err_set(e, SW_ENOMEM, "out of memory recording chunks");
-        r->recs = n;
-        r->recs_cap = cap;
-    }
+    if (sw_grow(&r->recs, &r->recs_cap, r->nrecs, sizeof(*r->recs), r->recs_max))
+        return sw_err_set(e, SW_ENOMEM, "out of memory recording chunks");
     r->recs[r->nrecs++] = *rec;
     return 0;
 }
@@ -323,13 +327,14 @@ static int apply_object(struct sw_openai_result *r, json_t *j, bool streamed,
     }
     json_t *u = json_object_get(j, "usage");
     if (json_is_object(u)) {
-        read_usage(r, u);
+        read_figures(u, usage_figures, SW_ARRAY_LEN(usage_figures), &r->usage, &r->usage.present);
         d->usage = true;
         *flags |= SW_OAI_CHUNK_USAGE;
     }
     json_t *t = json_object_get(j, "timings");
     if (json_is_object(t)) {
-        read_timings(r, t);
+        read_figures(t, timings_figures, SW_ARRAY_LEN(timings_figures), &r->timings,
+                     &r->timings.present);
         d->timings = true;
         *flags |= SW_OAI_CHUNK_TIMINGS;
     }

@@ -50,8 +50,9 @@ out:
     return rc;
 }
 
-int sw_net_get(struct sw_net_loop *l, const char *url, const struct sw_net_req *tmpl,
-               struct sw_net_resp *out, struct sw_err *e)
+/* The caller's template (or an empty request) for method to url, without a body. */
+static struct sw_net_req req_from(const struct sw_net_req *tmpl, const char *url,
+                                  const char *method)
 {
     struct sw_net_req q;
     if (tmpl)
@@ -59,22 +60,23 @@ int sw_net_get(struct sw_net_loop *l, const char *url, const struct sw_net_req *
     else
         memset(&q, 0, sizeof(q));
     q.url = url;
-    q.method = "GET";
+    q.method = method;
     q.body = NULL;
     q.body_len = 0;
+    return q;
+}
+
+int sw_net_get(struct sw_net_loop *l, const char *url, const struct sw_net_req *tmpl,
+               struct sw_net_resp *out, struct sw_err *e)
+{
+    struct sw_net_req q = req_from(tmpl, url, "GET");
     return sw_net_request(l, &q, out, e);
 }
 
 int sw_net_post_json(struct sw_net_loop *l, const char *url, const char *json, size_t len,
                      const struct sw_net_req *tmpl, struct sw_net_resp *out, struct sw_err *e)
 {
-    struct sw_net_req q;
-    if (tmpl)
-        q = *tmpl;
-    else
-        memset(&q, 0, sizeof(q));
-    q.url = url;
-    q.method = "POST";
+    struct sw_net_req q = req_from(tmpl, url, "POST");
     q.body = json ? json : "";
     q.body_len = json ? len : 0;
     q.content_type = "application/json";

@@ -549,15 +549,10 @@ static size_t header_cb(char *p, size_t size, size_t nmemb, void *ud)
                    SW_NET_HEADER_COUNT_MAX);
         return 0;
     }
-    if (x->resp.nheaders == x->header_cap) {
-        size_t cap = x->header_cap ? x->header_cap * 2 : 16;
-        struct sw_net_header *nh = sw_realloc(x->resp.headers, cap * sizeof(*nh));
-        if (!nh) {
-            abort_with(x, SW_ENOMEM, SW_NET_OTHER, "out of memory reading headers");
-            return 0;
-        }
-        x->resp.headers = nh;
-        x->header_cap = cap;
+    if (sw_grow(&x->resp.headers, &x->header_cap, x->resp.nheaders, sizeof(*x->resp.headers),
+                SIZE_MAX)) {
+        abort_with(x, SW_ENOMEM, SW_NET_OTHER, "out of memory reading headers");
+        return 0;
     }
     const char *v = colon + 1;
     const char *end = p + len;

@@ -174,10 +174,8 @@ static int gpu(const json_t *g, size_t i, const char *where, struct sw_readings 
 int sw_readings_amd_smi(const char *text, size_t len, const char *where, struct sw_readings *out,
                         struct sw_err *e)
 {
-    memset(out, 0, sizeof(*out));
-    out->tool = SW_READINGS_AMD_SMI;
     json_t *j = NULL;
-    int rc = sw__readings_json(text, len, where, TOOL, &j, e);
+    int rc = sw__readings_json(out, SW_READINGS_AMD_SMI, text, len, where, TOOL, &j, e);
     if (rc)
         goto out;
     const json_t *list = j;
@@ -197,10 +195,7 @@ int sw_readings_amd_smi(const char *text, size_t len, const char *where, struct 
         if (rc)
             goto out;
     }
-    rc = sw__readings_finish(out, where, e);
 out:
     json_decref(j);
-    if (rc)
-        sw_readings_free(out);
-    return rc;
+    return sw__readings_close(out, rc, NULL, where, TOOL, e);
 }

@@ -143,40 +143,30 @@ int sw_readings_llamacpp(const char *text, size_t len, const char *where, struct
     if ((!text && len) || len > SW_READINGS_MAX_LOG)
         return sw__readings_err(e, SW_EINVAL, where, 0, TOOL, "%zu bytes: no text or more than %u",
                                 len, SW_READINGS_MAX_LOG);
-    int rc = 0, ln = 0;
+    int rc = 0;
     bool table = false, seen = false;
-    const char *p = text ? text : "", *end = p + len;
-    while (p < end) {
-        const char *nl = memchr(p, '\n', (size_t)(end - p));
-        const char *line = p;
-        size_t n = (size_t)((nl ? nl : end) - p);
-        p = nl ? nl + 1 : end;
-        ln++;
-        if (n && line[n - 1] == '\r')
-            n--;
-        if (find(line, n, HEADER)) {
+    struct sw_lines it;
+    struct sw_line l;
+    sw_lines_init(&it, text, len, SIZE_MAX, SW_LINES_CRLF);
+    while (sw_lines_next(&it, &l)) {
+        if (find(l.s, l.len, HEADER)) {
             sw_readings_free(out); /* a later table wins */
             table = seen = true;
             continue;
         }
-        const char *at = table ? find(line, n, ROW) : NULL;
+        const char *at = table ? find(l.s, l.len, ROW) : NULL;
         if (!at) {
             table = false; /* the table's rows are consecutive */
             continue;
         }
-        rc = row(line, n, at, where, ln, out, e);
+        rc = row(l.s, l.len, at, where, it.no, out, e);
         if (rc)
             goto out;
     }
-    if (!seen) {
-        rc = sw__readings_err(e, SW_EPARSE, where, 0, TOOL,
-                              "no memory breakdown table (\"memory breakdown [MiB]\"): llama.cpp "
-                              "prints it when the server stops");
-        goto out;
-    }
-    rc = sw__readings_finish(out, where, e);
 out:
-    if (rc)
-        sw_readings_free(out);
-    return rc;
+    return sw__readings_close(out, rc,
+                              seen ? NULL
+                                   : "no memory breakdown table (\"memory breakdown [MiB]\"): "
+                                     "llama.cpp prints it when the server stops",
+                              where, TOOL, e);
 }

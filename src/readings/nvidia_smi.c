@@ -194,18 +194,15 @@ int sw_readings_nvidia_smi(const char *text, size_t len, const char *where, stru
     int pos[C_OTHER];
     int ncols = 0; /* fields a row must have; 0 until the first line decides */
     int rc = 0;
-    int ln = 0;
-    const char *p = text ? text : "", *end = p + len;
-    if (end - p >= 3 && !memcmp(p, "\xef\xbb\xbf", 3))
-        p += 3;
-    while (p < end) {
-        const char *nl = memchr(p, '\n', (size_t)(end - p));
-        const char *line = p;
-        size_t n = (size_t)((nl ? nl : end) - p);
-        p = nl ? nl + 1 : end;
-        ln++;
-        if (n && line[n - 1] == '\r')
-            n--;
+    const char *p = text ? text : "";
+    size_t bom = len >= 3 && !memcmp(p, "\xef\xbb\xbf", 3) ? 3 : 0;
+    struct sw_lines it;
+    struct sw_line l;
+    sw_lines_init(&it, p + bom, len - bom, SIZE_MAX, SW_LINES_CRLF);
+    while (sw_lines_next(&it, &l)) {
+        const char *line = l.s;
+        size_t n = l.len;
+        int ln = it.no;
         if (blank(line, n))
             continue;
         if (memchr(line, '\0', n)) {
@@ -255,13 +252,7 @@ int sw_readings_nvidia_smi(const char *text, size_t len, const char *where, stru
         if (rc)
             goto out;
     }
-    if (!ncols) {
-        rc = sw__readings_err(e, SW_EPARSE, where, 0, TOOL, "empty output: no header, no GPU");
-        goto out;
-    }
-    rc = sw__readings_finish(out, where, e);
 out:
-    if (rc)
-        sw_readings_free(out);
-    return rc;
+    return sw__readings_close(out, rc, ncols ? NULL : "empty output: no header, no GPU", where,
+                              TOOL, e);
 }

@@ -7,6 +7,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 
 const char *sw_readings_tool_name(enum sw_readings_tool t)
@@ -129,9 +130,11 @@ int sw__readings_u64(const char *s, size_t n, uint64_t scale, uint64_t *v)
     return 0;
 }
 
-int sw__readings_json(const char *text, size_t len, const char *where, const char *tool, json_t **j,
-                      struct sw_err *e)
+int sw__readings_json(struct sw_readings *out, enum sw_readings_tool kind, const char *text,
+                      size_t len, const char *where, const char *tool, json_t **j, struct sw_err *e)
 {
+    memset(out, 0, sizeof(*out));
+    out->tool = kind;
     *j = NULL;
     if ((!text && len) || len > SW_READINGS_MAX_INPUT)
         return sw__readings_err(e, SW_EINVAL, where, 0, tool, "%zu bytes: no text or more than %u",
@@ -142,6 +145,18 @@ int sw__readings_json(const char *text, size_t len, const char *where, const cha
     int rc = e ? e->code : SW_EPARSE;
     if (e && rc != SW_ENOMEM)
         sw_err_prefix(e, "%s: not JSON", tool);
+    return rc;
+}
+
+int sw__readings_close(struct sw_readings *out, int rc, const char *none, const char *where,
+                       const char *tool, struct sw_err *e)
+{
+    if (!rc && none)
+        rc = sw__readings_err(e, SW_EPARSE, where, 0, tool, "%s", none);
+    if (!rc)
+        rc = sw__readings_finish(out, where, e);
+    if (rc)
+        sw_readings_free(out);
     return rc;
 }
 
@@ -259,10 +274,17 @@ int sw_readings_parse(enum sw_readings_tool tool, const char *text, size_t len, 
     }
 }
 
-static int set_bytes(json_t *x, const char *key, bool has, uint64_t v)
-{
-    return has ? sw_json_set_int(x, key, (int64_t)v) : sw_json_set_new(x, key, json_null());
-}
+/* A reading as JSON: a name it lacks is null, and a figure the tool did not print. */
+#define F(kind, m, fl) SW_JSON_M(kind, struct sw_reading, m, fl)
+#define FIGURE(m, has) SW_JSON_ROW_IF(#m, SW_JK_U64, struct sw_reading, m, SW_JF_NULL, has)
+/* clang-format off */
+static const struct sw_json_field reading_fields[] = {
+    F(SW_JK_STR, vendor, 0), F(SW_JK_STR, tool, 0), F(SW_JK_U64, index, 0),
+    F(SW_JK_CHARS, uuid, SW_JF_NULL), F(SW_JK_CHARS, bus_id, SW_JF_NULL),
+    F(SW_JK_CHARS, name, SW_JF_NULL), FIGURE(used_bytes, has_used), FIGURE(total_bytes, has_total),
+    FIGURE(free_bytes, has_free), F(SW_JK_CHARS, origin, 0),
+};
+/* clang-format on */
 
 json_t *sw_readings_json(const struct sw_readings *rs)
 {
@@ -276,17 +298,7 @@ json_t *sw_readings_json(const struct sw_readings *rs)
         json_t *x = json_object();
         if (!x || json_array_append_new(arr, x))
             goto oom;
-        int rc = sw_json_set_str(x, "vendor", r->vendor);
-        rc |= sw_json_set_str(x, "tool", r->tool);
-        rc |= sw_json_set_int(x, "index", (int64_t)r->index);
-        rc |= sw_json_set_str(x, "uuid", r->uuid[0] ? r->uuid : NULL);
-        rc |= sw_json_set_str(x, "bus_id", r->bus_id[0] ? r->bus_id : NULL);
-        rc |= sw_json_set_str(x, "name", r->name[0] ? r->name : NULL);
-        rc |= set_bytes(x, "used_bytes", r->has_used, r->used_bytes);
-        rc |= set_bytes(x, "total_bytes", r->has_total, r->total_bytes);
-        rc |= set_bytes(x, "free_bytes", r->has_free, r->free_bytes);
-        rc |= sw_json_set_str(x, "origin", r->origin);
-        if (rc)
+        if (sw_json_put_fields(x, reading_fields, SW_ARRAY_LEN(reading_fields), r))
             goto oom;
     }
     return o;

@@ -27,10 +27,17 @@ int sw__readings_finish(struct sw_readings *rs, const char *where, struct sw_err
  * 0, or -1 (not digits) or -2 (too large). */
 int sw__readings_u64(const char *s, size_t n, uint64_t scale, uint64_t *v);
 
-/* A JSON tool output parsed: text[0..len) at most SW_READINGS_MAX_INPUT bytes (SW_EINVAL) and
- * JSON (the parser's error, prefixed "TOOL: not JSON"). *j: json_decref. */
-int sw__readings_json(const char *text, size_t len, const char *where, const char *tool, json_t **j,
+/* A JSON tool output parsed, out reset to an empty set of that tool: text[0..len) at most
+ * SW_READINGS_MAX_INPUT bytes (SW_EINVAL) and JSON (the parser's error, prefixed "TOOL: not
+ * JSON"). *j: json_decref. */
+int sw__readings_json(struct sw_readings *out, enum sw_readings_tool kind, const char *text,
+                      size_t len, const char *where, const char *tool, json_t **j,
                       struct sw_err *e);
+
+/* The end of every parse: rc as the reading left it; with none (no row was read: why), that
+ * error; then sw__readings_finish. On any error out is freed. Returns the result. */
+int sw__readings_close(struct sw_readings *out, int rc, const char *none, const char *where,
+                       const char *tool, struct sw_err *e);
 
 /* Copy s[0..n) to dst (size dn) with a NUL; false when it does not fit. Control bytes refused. */
 bool sw__readings_copy(char *dst, size_t dn, const char *s, size_t n);

@@ -87,10 +87,8 @@ int sw_readings_rocm_smi(const char *text_, size_t len, const char *where, struc
                                             "Card Model", NULL};
     static const char *const bus_keys[] = {"PCI Bus", NULL};
     static const char *const uuid_keys[] = {"Unique ID", NULL};
-    memset(out, 0, sizeof(*out));
-    out->tool = SW_READINGS_ROCM_SMI;
     json_t *j = NULL;
-    int rc = sw__readings_json(text_, len, where, TOOL, &j, e);
+    int rc = sw__readings_json(out, SW_READINGS_ROCM_SMI, text_, len, where, TOOL, &j, e);
     if (rc)
         goto out;
     if (!json_is_object(j)) {
@@ -131,10 +129,7 @@ int sw_readings_rocm_smi(const char *text_, size_t len, const char *where, struc
         text(card, bus_keys, r->bus_id, sizeof(r->bus_id));
         text(card, uuid_keys, r->uuid, sizeof(r->uuid));
     }
-    rc = sw__readings_finish(out, where, e);
 out:
     json_decref(j);
-    if (rc)
-        sw_readings_free(out);
-    return rc;
+    return sw__readings_close(out, rc, NULL, where, TOOL, e);
 }

@@ -237,231 +237,295 @@ static json_t *lws_object(const char *name, json_t *container, json_t *vols, int
         "containers", worker, "volumes", vols);
 }
 
-int sw_unit_render_k8s(const struct sw_fleet *f, const struct sw_fleet_endpoint *ep,
-                       const struct sw_k8s_opts *o, json_t **out, struct sw_err *e)
-{
+/* One endpoint's objects on their way: what each step of sw_unit_render_k8s leaves for the
+ * next. */
+struct k8s {
+    const struct sw_fleet_endpoint *ep;
+    const struct sw_k8s_opts *o;
     struct sw_unit_render r;
-    struct sw__unit_defaults d;
-    char name[64], secret[80], q[64], lbl[256];
-    json_t *objs = NULL, *warn = NULL, *doc = NULL;
-    int rc = 0, arc = 0; /* arc: an append that failed for want of memory */
-    memset(&r, 0, sizeof(r));
-    *out = NULL;
-    if (!ep->image.v) {
-        rc = sw_fleet_err_at(e, SW_EINVAL, &ep->at,
-                             "%s: Kubernetes runs a container image and the endpoint has none: "
-                             "set image: (pinned name@sha256:...)",
-                             ep->name);
-        goto out;
-    }
-    rc = sw_unit_render_endpoint(f, ep, &r, e);
-    if (rc)
-        goto out;
-    sw__unit_defaults(ep->engine, &d);
-    uint64_t shm = ep->runtime.shm_size.set ? ep->runtime.shm_size.v : d.shm_bytes;
-    const char *ps = argv_after(&r, "--port");
-    unsigned port = ps ? (unsigned)strtoul(ps, NULL, 10) : 0;
-    if (!port || port > 65535) {
-        rc =
-            sw_err_set(e, SW_EINVAL, "%s: the engine's argv names no --port to serve on", ep->name);
-        goto out;
-    }
-    dns_name(ep->name, NULL, name, sizeof(name));
-    snprintf(secret, sizeof(secret), "%s-secrets", name);
-    objs = json_array();
-    warn = json_array();
-    if (!objs || !warn) {
-        rc = SW_ENOMEM;
-        goto out;
-    }
-    const char *host = argv_after(&r, "--host");
-    if (host && (!strcmp(host, "127.0.0.1") || !strcmp(host, "localhost")))
-        arc |= add(warn, json_sprintf("the engine listens on %s only: the Service cannot reach it; "
-                                      "set listen: 0.0.0.0:%u in the fleet",
-                                      host, port));
-    for (size_t i = 0; i < r.n_warnings; i++)
-        arc |= add(warn, json_string(r.warnings[i]));
+    char name[64], secret[80];
+    unsigned port;
+    unsigned nodes;   /* the pods of the group (1: a Deployment) */
+    unsigned nv, amd; /* GPUs each pod asks for, per vendor */
+    int64_t boot;     /* the startupProbe's boot time, ms */
+    int64_t thr;      /* its failure threshold, of PERIOD_S */
+    json_t *objs, *warn;
+    int arc; /* an append that failed for want of memory */
+};
 
-    /* GPUs per vendor */
-    unsigned nv = 0, amd = 0;
+#define PERIOD_S 10 /* the startupProbe's period */
+
+/* The render, the engine's port, the names, and the warnings of the listen address and the
+ * render. */
+static int k8s_start(struct k8s *k, const struct sw_fleet *f, struct sw_err *e)
+{
+    const struct sw_fleet_endpoint *ep = k->ep;
+    if (!ep->image.v)
+        return sw_fleet_err_at(e, SW_EINVAL, &ep->at,
+                               "%s: Kubernetes runs a container image and the endpoint has none: "
+                               "set image: (pinned name@sha256:...)",
+                               ep->name);
+    int rc = sw_unit_render_endpoint(f, ep, &k->r, e);
+    if (rc)
+        return rc;
+    const char *ps = argv_after(&k->r, "--port");
+    k->port = ps ? (unsigned)strtoul(ps, NULL, 10) : 0;
+    if (!k->port || k->port > 65535)
+        return sw_err_set(e, SW_EINVAL, "%s: the engine's argv names no --port to serve on",
+                          ep->name);
+    dns_name(ep->name, NULL, k->name, sizeof(k->name));
+    snprintf(k->secret, sizeof(k->secret), "%s-secrets", k->name);
+    k->objs = json_array();
+    k->warn = json_array();
+    if (!k->objs || !k->warn)
+        return SW_ENOMEM;
+    const char *host = argv_after(&k->r, "--host");
+    if (host && (!strcmp(host, "127.0.0.1") || !strcmp(host, "localhost")))
+        k->arc |=
+            add(k->warn, json_sprintf("the engine listens on %s only: the Service cannot reach it; "
+                                      "set listen: 0.0.0.0:%u in the fleet",
+                                      host, k->port));
+    for (size_t i = 0; i < k->r.n_warnings; i++)
+        k->arc |= add(k->warn, json_string(k->r.warnings[i]));
+    return 0;
+}
+
+/* Across nodes (vLLM only): the plan's world split evenly over the pods, each asking for its
+ * share of GPUs; what the split cannot give is a warning. */
+static int k8s_nodes(struct k8s *k, struct sw_err *e)
+{
+    const struct sw_fleet_endpoint *ep = k->ep;
+    unsigned tp = 1, pp = 1, nodes = k->nodes;
+    size_t fleet_world = ep->n_devices * (size_t)sw_fleet_endpoint_nodes(ep);
+    if (ep->engine != SW_FLEET_VLLM)
+        return sw_err_set(e, SW_EUNSUPPORTED,
+                          "%s: serving across %u nodes is a LeaderWorkerSet of a vLLM endpoint "
+                          "(vLLM's Ray cluster); this endpoint runs %s",
+                          ep->name, nodes, sw_fleet_engine_name(ep->engine));
+    if (argv_int(&k->r, "--tensor-parallel-size", &tp) ||
+        argv_int(&k->r, "--pipeline-parallel-size", &pp))
+        return sw_err_set(e, SW_EINVAL, "%s: the plan's parallel sizes are not numbers", ep->name);
+    unsigned world = tp * pp;
+    if (world % nodes)
+        return sw_err_set(e, SW_EINVAL,
+                          "%s: %u GPUs (tensor parallel %u x pipeline parallel %u) do not split "
+                          "evenly over %u nodes",
+                          ep->name, world, tp, pp, nodes);
+    /* each pod asks for its share of the world, of the endpoint's vendor */
+    if (k->nv)
+        k->nv = world / nodes;
+    if (k->amd)
+        k->amd = world / nodes;
+    if (!k->nv && !k->amd)
+        k->arc |= add(k->warn, json_string("the endpoint names no nvidia or amd device: the pods "
+                                           "ask for no GPU"));
+    if (pp < nodes)
+        k->arc |= add(k->warn, json_sprintf("tensor parallel spans nodes (pipeline parallel %u < "
+                                            "%u nodes): vLLM's docs advise tensor parallel = GPUs "
+                                            "per node and pipeline parallel = nodes",
+                                            pp, nodes));
+    if (world != fleet_world)
+        k->arc |= add(k->warn, json_sprintf("the plan's world is %u GPUs but the fleet gives %zu "
+                                            "devices: each of the %u pods asks for %u",
+                                            world, fleet_world, nodes, world / nodes));
+    for (size_t i = 0; i < ep->payload.n_mounts; i++)
+        if (!ep->payload.mounts[i].readonly)
+            k->arc |= add(k->warn, json_sprintf("mount %s is writable: its ReadWriteOnce claim "
+                                                "cannot be shared by pods on %u nodes",
+                                                ep->payload.mounts[i].container_path, nodes));
+    return 0;
+}
+
+/* GPUs per vendor and the pods: the command line's count, else the fleet's `nodes:` (whose
+ * devices are per node). */
+static int k8s_gpus(struct k8s *k, struct sw_err *e)
+{
+    const struct sw_fleet_endpoint *ep = k->ep;
     for (size_t i = 0; i < ep->n_devices; i++) {
         const char *v = ep->devices[i]->vendor.v;
-        nv += v && !strcmp(v, "nvidia");
-        amd += v && !strcmp(v, "amd");
+        k->nv += v && !strcmp(v, "nvidia");
+        k->amd += v && !strcmp(v, "amd");
     }
-    /* the command line's count, else the fleet's `nodes:` (whose devices are per node) */
-    unsigned nodes = o && o->nodes > 1 ? o->nodes : (unsigned)sw_fleet_endpoint_nodes(ep);
-    size_t fleet_world = ep->n_devices * (size_t)sw_fleet_endpoint_nodes(ep);
-    if (nodes > 1) {
-        unsigned tp = 1, pp = 1;
-        if (ep->engine != SW_FLEET_VLLM) {
-            rc = sw_err_set(e, SW_EUNSUPPORTED,
-                            "%s: serving across %u nodes is a LeaderWorkerSet of a vLLM endpoint "
-                            "(vLLM's Ray cluster); this endpoint runs %s",
-                            ep->name, nodes, sw_fleet_engine_name(ep->engine));
-            goto out;
-        }
-        if (argv_int(&r, "--tensor-parallel-size", &tp) ||
-            argv_int(&r, "--pipeline-parallel-size", &pp)) {
-            rc =
-                sw_err_set(e, SW_EINVAL, "%s: the plan's parallel sizes are not numbers", ep->name);
-            goto out;
-        }
-        unsigned world = tp * pp;
-        if (world % nodes) {
-            rc = sw_err_set(e, SW_EINVAL,
-                            "%s: %u GPUs (tensor parallel %u x pipeline parallel %u) do not split "
-                            "evenly over %u nodes",
-                            ep->name, world, tp, pp, nodes);
-            goto out;
-        }
-        /* each pod asks for its share of the world, of the endpoint's vendor */
-        if (nv)
-            nv = world / nodes;
-        if (amd)
-            amd = world / nodes;
-        if (!nv && !amd)
-            arc |= add(warn, json_string("the endpoint names no nvidia or amd device: the pods "
-                                         "ask for no GPU"));
-        if (pp < nodes)
-            arc |= add(warn, json_sprintf("tensor parallel spans nodes (pipeline parallel %u < %u "
-                                          "nodes): vLLM's docs advise tensor parallel = GPUs per "
-                                          "node and pipeline parallel = nodes",
-                                          pp, nodes));
-        if (world != fleet_world)
-            arc |= add(warn, json_sprintf("the plan's world is %u GPUs but the fleet gives %zu "
-                                          "devices: each of the %u pods asks for %u",
-                                          world, fleet_world, nodes, world / nodes));
-        for (size_t i = 0; i < ep->payload.n_mounts; i++)
-            if (!ep->payload.mounts[i].readonly)
-                arc |= add(warn, json_sprintf("mount %s is writable: its ReadWriteOnce claim "
-                                              "cannot be shared by pods on %u nodes",
-                                              ep->payload.mounts[i].container_path, nodes));
-    }
-    json_t *limits = json_object();
-    if (nv)
-        arc |= json_object_set_new(limits, "nvidia.com/gpu", json_integer(nv)) ? SW_ENOMEM : 0;
-    if (amd)
-        arc |= json_object_set_new(limits, "amd.com/gpu", json_integer(amd)) ? SW_ENOMEM : 0;
+    k->nodes = k->o && k->o->nodes > 1 ? k->o->nodes : (unsigned)sw_fleet_endpoint_nodes(ep);
+    return k->nodes > 1 ? k8s_nodes(k, e) : 0;
+}
 
-    /* startupProbe: the slowest measured boot, with half again as margin */
-    int64_t boot = o && o->boot_ms > 0 ? o->boot_ms : (int64_t)SW_K8S_DEFAULT_BOOT_MS;
-    const int period = 10;
-    int64_t thr = (boot * 3 / 2 + period * 1000 - 1) / (period * 1000);
-    if (thr < 3)
-        thr = 3;
-
-    json_t *vols = json_array(), *mounts = json_array();
+/* /dev/shm as an emptyDir in memory, and a PersistentVolumeClaim (into objs) per payload mount:
+ * the pod's volumes and the container's mounts. */
+static void k8s_volumes(struct k8s *k, json_t **vols, json_t **mounts)
+{
+    const struct sw_fleet_endpoint *ep = k->ep;
+    struct sw__unit_defaults d;
+    char q[64], lbl[256];
+    sw__unit_defaults(ep->engine, &d);
+    uint64_t shm = ep->runtime.shm_size.set ? ep->runtime.shm_size.v : d.shm_bytes;
+    *vols = json_array();
+    *mounts = json_array();
     quantity(shm, q, sizeof(q));
-    arc |= add(vols, json_pack("{s:s,s:{s:s,s:s}}", "name", "dshm", "emptyDir", "medium", "Memory",
-                               "sizeLimit", q));
-    arc |= add(mounts, json_pack("{s:s,s:s}", "name", "dshm", "mountPath", "/dev/shm"));
+    k->arc |= add(*vols, json_pack("{s:s,s:{s:s,s:s}}", "name", "dshm", "emptyDir", "medium",
+                                   "Memory", "sizeLimit", q));
+    k->arc |= add(*mounts, json_pack("{s:s,s:s}", "name", "dshm", "mountPath", "/dev/shm"));
     for (size_t i = 0; i < ep->payload.n_mounts; i++) {
         const struct sw_fleet_mount *m = &ep->payload.mounts[i];
         char vol[32], pvc[96];
         snprintf(vol, sizeof(vol), "models-%zu", i);
-        snprintf(lbl, sizeof(lbl), "%s-models-%zu", name, i);
+        snprintf(lbl, sizeof(lbl), "%s-models-%zu", k->name, i);
         dns_name(lbl, NULL, pvc, sizeof(pvc));
-        arc |= add(vols, json_pack("{s:s,s:{s:s,s:b}}", "name", vol, "persistentVolumeClaim",
-                                   "claimName", pvc, "readOnly", m->readonly));
-        arc |= add(mounts, json_pack("{s:s,s:s,s:b}", "name", vol, "mountPath", m->container_path,
-                                     "readOnly", m->readonly));
-        arc |=
-            add(objs,
+        k->arc |= add(*vols, json_pack("{s:s,s:{s:s,s:b}}", "name", vol, "persistentVolumeClaim",
+                                       "claimName", pvc, "readOnly", m->readonly));
+        k->arc |= add(*mounts, json_pack("{s:s,s:s,s:b}", "name", vol, "mountPath",
+                                         m->container_path, "readOnly", m->readonly));
+        k->arc |=
+            add(k->objs,
                 json_pack("{s:s,s:s,s:{s:s,s:{s:s},s:{s:s}},s:{s:[s],s:{s:{s:s}}}}", "apiVersion",
                           "v1", "kind", "PersistentVolumeClaim", "metadata", "name", pvc, "labels",
-                          "app.kubernetes.io/name", name, "annotations", "slipway.dev/size",
+                          "app.kubernetes.io/name", k->name, "annotations", "slipway.dev/size",
                           "the payload's size is not known here: " SW_K8S_DEFAULT_CACHE
                           " is a stated default; set it to the model cache's size",
                           "spec", "accessModes", m->readonly ? "ReadOnlyMany" : "ReadWriteOnce",
                           "resources", "requests", "storage", SW_K8S_DEFAULT_CACHE));
     }
     if (!ep->payload.n_mounts)
-        arc |= add(warn,
-                   json_string("the payload has no mounts: no model cache volume is rendered (the "
-                               "image must carry the model)"));
+        k->arc |= add(k->warn, json_string("the payload has no mounts: no model cache volume is "
+                                           "rendered (the image must carry the model)"));
+}
 
-    json_t *env = env_list(ep, &r, secret);
+/* The engine's container: image, argv, port, env (secrets by reference), GPUs, mounts, and the
+ * startup (the slowest measured boot, with half again as margin), readiness and liveness probes.
+ * limits and mounts are stolen. */
+static json_t *k8s_container(struct k8s *k, json_t *limits, json_t *mounts)
+{
+    json_t *env = env_list(k->ep, &k->r, k->secret);
     if (!env)
-        arc = SW_ENOMEM; /* never an empty list in its place: the key would silently go */
-    json_t *probe_http = json_pack("{s:s,s:i}", "path", "/health", "port", (int)port);
+        k->arc = SW_ENOMEM; /* never an empty list in its place: the key would silently go */
+    json_t *probe_http = json_pack("{s:s,s:i}", "path", "/health", "port", (int)k->port);
     json_t *container = json_pack(
         "{s:s,s:s,s:o,s:o,s:[{s:s,s:i,s:s}],s:o,s:{s:o},s:o,"
         "s:{s:O,s:i,s:i,s:I},s:{s:O,s:i,s:i,s:i},s:{s:{s:o},s:i,s:i,s:i,s:i}}",
-        "name", "engine", "image", r.image, "command", jarr_argv(r.engine_argv, 0, 1), "args",
-        jarr_argv(r.engine_argv, 1, r.engine_argc), "ports", "name", "http", "containerPort",
-        (int)port, "protocol", "TCP", "env", env, "resources", "limits", limits, "volumeMounts",
-        mounts, "startupProbe", "httpGet", probe_http, "periodSeconds", period, "timeoutSeconds", 5,
-        "failureThreshold", (json_int_t)thr, "readinessProbe", "httpGet", probe_http,
+        "name", "engine", "image", k->r.image, "command", jarr_argv(k->r.engine_argv, 0, 1), "args",
+        jarr_argv(k->r.engine_argv, 1, k->r.engine_argc), "ports", "name", "http", "containerPort",
+        (int)k->port, "protocol", "TCP", "env", env, "resources", "limits", limits, "volumeMounts",
+        mounts, "startupProbe", "httpGet", probe_http, "periodSeconds", PERIOD_S, "timeoutSeconds",
+        5, "failureThreshold", (json_int_t)k->thr, "readinessProbe", "httpGet", probe_http,
         "periodSeconds", 10, "timeoutSeconds", 5, "failureThreshold", 3, "livenessProbe", "exec",
-        "command", liveness_cmd(ep, port), "periodSeconds", 60, "timeoutSeconds", 90,
+        "command", liveness_cmd(k->ep, k->port), "periodSeconds", 60, "timeoutSeconds", 90,
         "failureThreshold", 3, "initialDelaySeconds", 0);
     json_decref(probe_http);
-    int64_t grace = (int64_t)(r.timing.stop_timeout_ms / 1000);
-    json_t *dep = NULL;
-    if (nodes > 1 && container && vols && !arc)
-        dep = lws_object(name, container, vols, grace > 0 ? grace : 30, nodes);
-    else if (nodes > 1) {
+    return container;
+}
+
+/* The workload: a LeaderWorkerSet across nodes, else a Deployment. container and vols are
+ * stolen. */
+static json_t *k8s_workload(struct k8s *k, json_t *container, json_t *vols)
+{
+    int64_t grace = (int64_t)(k->r.timing.stop_timeout_ms / 1000);
+    if (k->nodes > 1 && container && vols && !k->arc)
+        return lws_object(k->name, container, vols, grace > 0 ? grace : 30, k->nodes);
+    if (k->nodes > 1) {
         json_decref(container);
         json_decref(vols);
-    } else
-        dep = json_pack("{s:s,s:s,s:{s:s,s:{s:s,s:s}},s:{s:i,s:{s:s},s:{s:{s:s}},"
-                        "s:{s:{s:{s:s}},s:{s:I,s:[o],s:o}}}}",
-                        "apiVersion", "apps/v1", "kind", "Deployment", "metadata", "name", name,
-                        "labels", "app.kubernetes.io/name", name, "app.kubernetes.io/managed-by",
-                        "slipway", "spec", "replicas", 1, "strategy", "type", "Recreate",
-                        "selector", "matchLabels", "app.kubernetes.io/name", name, "template",
-                        "metadata", "labels", "app.kubernetes.io/name", name, "spec",
-                        "terminationGracePeriodSeconds", (json_int_t)(grace > 0 ? grace : 30),
-                        "containers", container, "volumes", vols);
-    json_t *svc = json_pack("{s:s,s:s,s:{s:s,s:{s:s}},s:{s:s,s:{s:s},s:[{s:s,s:i,s:s,s:s}]}}",
-                            "apiVersion", "v1", "kind", "Service", "metadata", "name", name,
-                            "labels", "app.kubernetes.io/name", name, "spec", "type", "ClusterIP",
-                            "selector", "app.kubernetes.io/name", name, "ports", "name", "http",
-                            "port", (int)port, "targetPort", "http", "protocol", "TCP");
-    /* a group's Service reaches its leader only: the workers serve no HTTP */
-    if (svc && nodes > 1 &&
+        return NULL;
+    }
+    return json_pack("{s:s,s:s,s:{s:s,s:{s:s,s:s}},s:{s:i,s:{s:s},s:{s:{s:s}},"
+                     "s:{s:{s:{s:s}},s:{s:I,s:[o],s:o}}}}",
+                     "apiVersion", "apps/v1", "kind", "Deployment", "metadata", "name", k->name,
+                     "labels", "app.kubernetes.io/name", k->name, "app.kubernetes.io/managed-by",
+                     "slipway", "spec", "replicas", 1, "strategy", "type", "Recreate", "selector",
+                     "matchLabels", "app.kubernetes.io/name", k->name, "template", "metadata",
+                     "labels", "app.kubernetes.io/name", k->name, "spec",
+                     "terminationGracePeriodSeconds", (json_int_t)(grace > 0 ? grace : 30),
+                     "containers", container, "volumes", vols);
+}
+
+/* The Service on the engine's port; a group's reaches its leader only (the workers serve no
+ * HTTP). */
+static json_t *k8s_service(struct k8s *k)
+{
+    json_t *svc = json_pack(
+        "{s:s,s:s,s:{s:s,s:{s:s}},s:{s:s,s:{s:s},s:[{s:s,s:i,s:s,s:s}]}}", "apiVersion", "v1",
+        "kind", "Service", "metadata", "name", k->name, "labels", "app.kubernetes.io/name", k->name,
+        "spec", "type", "ClusterIP", "selector", "app.kubernetes.io/name", k->name, "ports", "name",
+        "http", "port", (int)k->port, "targetPort", "http", "protocol", "TCP");
+    if (svc && k->nodes > 1 &&
         json_object_set_new(json_object_get(json_object_get(svc, "spec"), "selector"),
                             "slipway.dev/role", json_string("leader")))
-        arc = SW_ENOMEM;
-    if (!dep || !svc || arc) {
+        k->arc = SW_ENOMEM;
+    return svc;
+}
+
+/* objs: the workload and the Service first (both stolen, on success and failure alike), each
+ * object in the namespace when one is asked for. */
+static int k8s_objects(struct k8s *k, json_t *dep, json_t *svc)
+{
+    if (!dep || !svc || k->arc) {
         json_decref(dep);
         json_decref(svc);
-        rc = SW_ENOMEM;
-        goto out;
+        return SW_ENOMEM;
     }
-    if (o && o->namespace) {
+    if (k->o && k->o->namespace) {
         json_object_set_new(json_object_get(dep, "metadata"), "namespace",
-                            json_string(o->namespace));
+                            json_string(k->o->namespace));
         json_object_set_new(json_object_get(svc, "metadata"), "namespace",
-                            json_string(o->namespace));
+                            json_string(k->o->namespace));
         size_t i;
         json_t *x;
-        json_array_foreach(objs, i, x) json_object_set_new(json_object_get(x, "metadata"),
-                                                           "namespace", json_string(o->namespace));
+        json_array_foreach(k->objs, i, x) json_object_set_new(
+            json_object_get(x, "metadata"), "namespace", json_string(k->o->namespace));
     }
-    if (json_array_insert_new(objs, 0, svc)) {
+    if (json_array_insert_new(k->objs, 0, svc)) {
         json_decref(dep);
-        rc = SW_ENOMEM;
-        goto out;
+        return SW_ENOMEM;
     }
-    if (json_array_insert_new(objs, 0, dep)) {
-        rc = SW_ENOMEM;
+    if (json_array_insert_new(k->objs, 0, dep))
+        return SW_ENOMEM;
+    return 0;
+}
+
+int sw_unit_render_k8s(const struct sw_fleet *f, const struct sw_fleet_endpoint *ep,
+                       const struct sw_k8s_opts *o, json_t **out, struct sw_err *e)
+{
+    struct k8s k;
+    json_t *doc = NULL;
+    memset(&k, 0, sizeof(k));
+    k.ep = ep;
+    k.o = o;
+    *out = NULL;
+    int rc = k8s_start(&k, f, e);
+    if (rc)
         goto out;
-    }
-    doc = json_pack("{s:O,s:O,s:{s:I,s:s,s:I,s:i}}", "objects", objs, "warnings", warn, "startup",
-                    "boot_ms", (json_int_t)boot, "source",
+    rc = k8s_gpus(&k, e);
+    if (rc)
+        goto out;
+    json_t *limits = json_object();
+    if (k.nv)
+        k.arc |= json_object_set_new(limits, "nvidia.com/gpu", json_integer(k.nv)) ? SW_ENOMEM : 0;
+    if (k.amd)
+        k.arc |= json_object_set_new(limits, "amd.com/gpu", json_integer(k.amd)) ? SW_ENOMEM : 0;
+    /* startupProbe: the slowest measured boot, with half again as margin */
+    k.boot = o && o->boot_ms > 0 ? o->boot_ms : (int64_t)SW_K8S_DEFAULT_BOOT_MS;
+    k.thr = (k.boot * 3 / 2 + PERIOD_S * 1000 - 1) / (PERIOD_S * 1000);
+    if (k.thr < 3)
+        k.thr = 3;
+    json_t *vols, *mounts;
+    k8s_volumes(&k, &vols, &mounts);
+    json_t *container = k8s_container(&k, limits, mounts);
+    json_t *dep = k8s_workload(&k, container, vols);
+    rc = k8s_objects(&k, dep, k8s_service(&k));
+    if (rc)
+        goto out;
+    doc = json_pack("{s:O,s:O,s:{s:I,s:s,s:I,s:i}}", "objects", k.objs, "warnings", k.warn,
+                    "startup", "boot_ms", (json_int_t)k.boot, "source",
                     o && o->boot_ms > 0 ? "the slowest measured boot in the ledger"
                                         : "no boot measured: a stated default",
-                    "failure_threshold", (json_int_t)thr, "period_s", period);
+                    "failure_threshold", (json_int_t)k.thr, "period_s", PERIOD_S);
     if (!doc)
         rc = SW_ENOMEM;
 out:
     if (rc == SW_ENOMEM && e && !e->code)
         sw_err_set(e, rc, "out of memory");
-    json_decref(objs);
-    json_decref(warn);
-    sw_unit_render_free(&r);
+    json_decref(k.objs);
+    json_decref(k.warn);
+    sw_unit_render_free(&k.r);
     if (!rc)
         *out = doc;
     return rc;

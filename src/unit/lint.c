@@ -21,14 +21,8 @@
 int sw__unit_add(struct sw_unit_report *r, const char *law, enum sw_unit_severity sev, int line,
                  const char *fmt, ...)
 {
-    if (r->n == r->cap_) {
-        size_t nc = r->cap_ ? r->cap_ * 2 : 8;
-        struct sw_unit_finding *v = sw_realloc(r->v, nc * sizeof(*v));
-        if (!v)
-            return SW_ENOMEM;
-        r->v = v;
-        r->cap_ = nc;
-    }
+    if (sw_grow(&r->v, &r->cap_, r->n, sizeof(*r->v), SIZE_MAX))
+        return SW_ENOMEM;
     struct sw_unit_finding *f = &r->v[r->n++];
     f->law = law;
     f->severity = sev;
@@ -452,23 +446,6 @@ static int law_secret(struct sw_unit *u, struct sw_unit_report *r)
  * memory-limit: MemoryMax= (or the cgroup v1 spelling MemoryLimit=) in [Service], with a value
  * systemd reads, on a unit whose engine it reaches.
  */
-static bool memory_value(const char *v)
-{
-    if (!strcmp(v, "infinity"))
-        return true;
-    const char *p = v;
-    while (isdigit((unsigned char)*p))
-        p++;
-    if (p == v)
-        return false;
-    if (*p == '.' && isdigit((unsigned char)p[1])) { /* systemd's parse_size takes fractions */
-        p++;
-        while (isdigit((unsigned char)*p))
-            p++;
-    }
-    return !*p || (!p[1] && strchr("KMGTPE%", *p));
-}
-
 static int law_memory(const struct sw_unit *u, struct sw_unit_report *r)
 {
     static const char *const keys[] = {"MemoryMax", "MemoryLimit", "MemoryHigh"};
@@ -486,7 +463,7 @@ static int law_memory(const struct sw_unit *u, struct sw_unit_report *r)
                               "systemd ignores it there (\"Unknown key\") and the engine runs "
                               "without a limit",
                               en->key, en->value, en->section);
-        else if (!memory_value(en->value))
+        else if (!sw__unit_size_ok(en->value))
             rc = sw__unit_add(r, SW_UNIT_LAW_MEMORY, SW_UNIT_ERROR, en->line,
                               "%s=%.60s is not a size systemd reads (bytes with an optional "
                               "K/M/G/T/P/E suffix, a percentage, or infinity): it ignores the line "

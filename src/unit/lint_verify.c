@@ -238,15 +238,13 @@ int sw__unit_verify(const struct sw_unit *u, const struct sw_unit_lint_opts *o,
                           prog);
         goto out;
     }
-    char *text = out.data;
     size_t nlines = 0;
-    while (text && *text && !rc) {
-        char *nl = strchr(text, '\n');
-        if (nl)
-            *nl = '\0';
+    struct sw_lines it;
+    struct sw_line ln;
+    sw_lines_init(&it, out.data, out.data ? strlen(out.data) : 0, SIZE_MAX, 0);
+    while (!rc && sw_lines_next(&it, &ln)) {
         char line[1024];
-        snprintf(line, sizeof(line), "%s", text);
-        text = nl ? nl + 1 : text + strlen(text);
+        snprintf(line, sizeof(line), "%.*s", (int)SW_MIN(ln.len, sizeof(line) - 1), ln.s);
         size_t l = strlen(line);
         while (l && (line[l - 1] == '\r' || line[l - 1] == ' '))
             line[--l] = '\0';

@@ -89,38 +89,29 @@ int sw__unit_exec_quote(struct sw_buf *b, const char *arg)
     return rc;
 }
 
+/* Why each engine restarts as it does (the comment above Restart=). */
+static const char why_llamacpp[] = "llama-server exits non-zero (or by a signal) when it fails, "
+                                   "and 0 only when asked to stop";
+static const char why_vllm[] = "vLLM's API server exits 0 when its engine core dies (it drains, "
+                               "then 'Deactivated successfully'): on-failure would never fire";
+static const char why_sglang[] = "an SGLang server whose scheduler dies is not known to exit "
+                                 "non-zero: always is the one setting that brings it back";
+
+/* Per engine (llama.cpp and the default, vLLM, SGLang): the drain after SIGTERM, RestartSec on a
+ * GPU, /dev/shm, Restart= and why. vLLM: the operator's unit, `podman stop -t 120` and 180 s to
+ * stop, "cover the engine's drain with margin" (the API server finishes what it serves, then
+ * tears down its engine core and workers); vLLM's and SGLang's tensor-parallel workers exchange
+ * through /dev/shm. */
+static const struct sw__unit_defaults engine_defaults[] = {
+    /* drain_ms, restart_gpu_ms, shm_bytes, restart_why, restart_always */
+    {15000, 10000, 1ull << 30, why_llamacpp, false},
+    {90000, 30000, 16ull << 30, why_vllm, true},
+    {90000, 30000, 16ull << 30, why_sglang, true},
+};
+
 void sw__unit_defaults(enum sw_fleet_engine eng, struct sw__unit_defaults *d)
 {
-    memset(d, 0, sizeof(*d));
-    switch (eng) {
-    case SW_FLEET_VLLM:
-        /* The operator's unit: `podman stop -t 120` and 180 s to stop "cover the engine's
-         * drain with margin"; the API server finishes what it serves, then tears down its
-         * engine core and workers. */
-        d->drain_ms = 90000;
-        d->restart_gpu_ms = 30000;
-        d->shm_bytes = 16ull << 30; /* tensor-parallel workers exchange through /dev/shm */
-        d->restart_always = true;
-        d->restart_why = "vLLM's API server exits 0 when its engine core dies (it drains, then "
-                         "'Deactivated successfully'): on-failure would never fire";
-        break;
-    case SW_FLEET_SGLANG:
-        d->drain_ms = 90000;
-        d->restart_gpu_ms = 30000;
-        d->shm_bytes = 16ull << 30;
-        d->restart_always = true;
-        d->restart_why = "an SGLang server whose scheduler dies is not known to exit non-zero: "
-                         "always is the one setting that brings it back";
-        break;
-    default:
-        d->drain_ms = 15000;
-        d->restart_gpu_ms = 10000;
-        d->shm_bytes = 1ull << 30;
-        d->restart_always = false;
-        d->restart_why = "llama-server exits non-zero (or by a signal) when it fails, and 0 "
-                         "only when asked to stop";
-        break;
-    }
+    *d = engine_defaults[eng == SW_FLEET_VLLM ? 1 : eng == SW_FLEET_SGLANG ? 2 : 0];
 }
 
 const char *sw__unit_runtime_path(enum sw_fleet_runtime_kind k)

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stddef.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -35,6 +36,25 @@ static json_t *file_json(const struct sw_unit_file *f)
     }
     return o;
 }
+
+static int restart_json(json_t *o, const char *key, const void *obj)
+{
+    const struct sw_unit_timing *tm = obj;
+    return sw_json_set_str(o, key, tm->restart_always ? "always" : "on-failure");
+}
+
+/* The timing the unit renders, as its JSON says it. */
+#define T(kind, m, fl) SW_JSON_M(kind, struct sw_unit_timing, m, fl)
+/* clang-format off */
+static const struct sw_json_field timing_fields[] = {
+    T(SW_JK_U64, restart_sec_ms, 0), T(SW_JK_U64, stop_timeout_ms, 0),
+    T(SW_JK_U64, stop_grace_ms, 0), T(SW_JK_U64, drain_ms, 0), T(SW_JK_U64, start_timeout_ms, 0),
+    T(SW_JK_U64, start_limit_interval_ms, 0), T(SW_JK_U64, start_limit_burst, 0),
+    SW_JSON_ROW_IF("oom_score_adjust", SW_JK_I64, struct sw_unit_timing, oom_score_adjust,
+                   SW_JF_OMIT, oom_set),
+    SW_JSON_ROW_FN("restart", restart_json), T(SW_JK_U64, memory_max, SW_JF_OMIT),
+};
+/* clang-format on */
 
 json_t *sw_unit_render_json(const struct sw_unit_render *r)
 {
@@ -69,20 +89,7 @@ json_t *sw_unit_render_json(const struct sw_unit_render *r)
     } else if (!rc) {
         rc = sw_json_set_new(o, "container", json_null());
     }
-    const struct sw_unit_timing *tm = &r->timing;
-    rc = rc ? rc : sw_json_set_int(t, "restart_sec_ms", (int64_t)tm->restart_sec_ms);
-    rc = rc ? rc : sw_json_set_int(t, "stop_timeout_ms", (int64_t)tm->stop_timeout_ms);
-    rc = rc ? rc : sw_json_set_int(t, "stop_grace_ms", (int64_t)tm->stop_grace_ms);
-    rc = rc ? rc : sw_json_set_int(t, "drain_ms", (int64_t)tm->drain_ms);
-    rc = rc ? rc : sw_json_set_int(t, "start_timeout_ms", (int64_t)tm->start_timeout_ms);
-    rc = rc ? rc
-            : sw_json_set_int(t, "start_limit_interval_ms", (int64_t)tm->start_limit_interval_ms);
-    rc = rc ? rc : sw_json_set_int(t, "start_limit_burst", (int64_t)tm->start_limit_burst);
-    if (tm->oom_set)
-        rc = rc ? rc : sw_json_set_int(t, "oom_score_adjust", tm->oom_score_adjust);
-    rc = rc ? rc : sw_json_set_str(t, "restart", tm->restart_always ? "always" : "on-failure");
-    if (tm->memory_max)
-        rc = rc ? rc : sw_json_set_int(t, "memory_max", (int64_t)tm->memory_max);
+    rc = rc ? rc : sw_json_put_fields(t, timing_fields, SW_ARRAY_LEN(timing_fields), &r->timing);
     if (!rc) {
         rc = sw_json_set_new(o, "timing", t);
         t = NULL;

@@ -1,5 +1,6 @@
 /*
- * core: errors, allocation failure injection, bounded buffers, units, files, sniffing.
+ * core: errors, allocation failure injection, bounded buffers, regions, lines, units, files,
+ * sniffing.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -51,6 +52,26 @@ static void test_alloc_fail(void **state)
     sw_free(a);
     sw_free(c);
     sw_alloc_fail_at(0);
+    /* a heap array grown to hold an index, doubling, up to its most; a failure keeps it */
+    int *v = NULL;
+    size_t cap = 0;
+    for (size_t i = 0; i < 20; i++) {
+        assert_int_equal(sw_grow(&v, &cap, i, sizeof(*v), 20), 0);
+        v[i] = (int)i;
+    }
+    assert_int_equal(cap, 20);
+    assert_int_equal(sw_grow(&v, &cap, 20, sizeof(*v), 20), SW_ERANGE);
+    sw_alloc_fail_at(1);
+    assert_int_equal(sw_grow(&v, &cap, 20, sizeof(*v), SIZE_MAX), SW_ENOMEM);
+    sw_alloc_fail_at(0);
+    assert_int_equal(cap, 20);
+    assert_int_equal(v[19], 19);
+    assert_int_equal(sw_grow(&v, &cap, 3, SIZE_MAX, SIZE_MAX), 0); /* room already */
+    sw_free(v);
+    v = NULL;
+    cap = 0;
+    assert_int_equal(sw_grow(&v, &cap, 0, SIZE_MAX / 2, SIZE_MAX), SW_ENOMEM);
+    assert_null(v);
     uint64_t x;
     assert_false(sw_mul_ok(UINT64_MAX / 2, 3, &x));
     assert_true(sw_mul_ok(1u << 20, 1u << 20, &x));
@@ -640,6 +661,99 @@ static void test_duration(void **state)
     assert_int_equal(ms, -1);
 }
 
+/* The region (arena): zeroed aligned allocations, its ceiling, arrays grown to a count. */
+static void test_region(void **state)
+{
+    struct sw_region a;
+    sw_region_init(&a, 64u * 1024u);
+    char *p = sw_region_alloc(&a, 5);
+    char *q = sw_region_alloc(&a, 0);
+    assert_non_null(p);
+    assert_non_null(q);
+    assert_ptr_not_equal(p, q);
+    assert_int_equal((uintptr_t)p % 16, 0);
+    assert_int_equal(p[0] | p[4], 0);
+    assert_string_equal(sw_region_strndup(&a, "abcdef", 3), "abc");
+    assert_string_equal(sw_region_printf(&a, "%s-%d", "x", 7), "x-7");
+    char longer[600];
+    memset(longer, 'y', sizeof(longer) - 1);
+    longer[sizeof(longer) - 1] = '\0';
+    assert_string_equal(sw_region_printf(&a, "%s", longer), longer);
+    assert_null(sw_region_strdup(&a, NULL));
+    assert_null(sw_region_allocn(&a, SIZE_MAX / 2, 3));
+    /* past the ceiling: NULL, and the region still serves what fits */
+    assert_null(sw_region_alloc(&a, 60u * 1024u));
+    assert_true(a.total <= a.max);
+    assert_non_null(sw_region_alloc(&a, 16));
+    int *v = NULL;
+    size_t cap = 0;
+    for (size_t i = 0; i < 20; i++) {
+        assert_int_equal(sw_region_grow(&a, &v, &cap, i, sizeof(*v), 20), 0);
+        v[i] = (int)i;
+    }
+    assert_int_equal(cap, 20);
+    assert_int_equal(v[19], 19);
+    assert_int_equal(v[3], 3);
+    assert_int_equal(sw_region_grow(&a, &v, &cap, 20, sizeof(*v), 20), SW_ERANGE);
+    sw_region_free(&a);
+    sw_region_free(NULL);
+    /* every allocation failure is a NULL, never a crash or a leak */
+    for (long k = 1; k < 6; k++) {
+        sw_region_init(&a, 1u << 20);
+        sw_alloc_fail_at(k);
+        for (int i = 0; i < 4; i++)
+            (void)sw_region_alloc(&a, 20000);
+        sw_alloc_fail_at(0);
+        sw_region_free(&a);
+    }
+}
+
+/* Lines: LF ends, CR LF ends when asked, no empty line after a final LF, NUL bytes kept, and the
+ * bound that stops the walk naming the line. */
+static void test_lines(void **state)
+{
+    static const char t[] = "a\r\n\nbc\rd\n\0x\r";
+    struct sw_lines it;
+    struct sw_line ln;
+    sw_lines_init(&it, t, sizeof(t) - 1, SIZE_MAX, 0);
+    assert_true(sw_lines_next(&it, &ln));
+    assert_int_equal(ln.len, 2);
+    assert_true(ln.lf);
+    assert_true(sw_lines_next(&it, &ln));
+    assert_int_equal(ln.len, 0);
+    assert_true(sw_lines_next(&it, &ln));
+    assert_int_equal(ln.len, 4);
+    assert_memory_equal(ln.s, "bc\rd", 4);
+    assert_true(sw_lines_next(&it, &ln));
+    assert_int_equal(ln.len, 3);
+    assert_false(ln.lf);
+    assert_int_equal(it.no, 4);
+    assert_false(sw_lines_next(&it, &ln));
+    assert_false(it.over);
+    sw_lines_init(&it, t, sizeof(t) - 1, SIZE_MAX, SW_LINES_CRLF);
+    size_t lens[4], n = 0;
+    while (sw_lines_next(&it, &ln))
+        lens[n++] = ln.len;
+    assert_int_equal(n, 4);
+    assert_int_equal(lens[0], 1);
+    assert_int_equal(lens[2], 4);
+    assert_int_equal(lens[3], 2);
+    sw_lines_init(&it, "one\n", 4, SIZE_MAX, 0);
+    assert_true(sw_lines_next(&it, &ln));
+    assert_false(sw_lines_next(&it, &ln));
+    assert_int_equal(it.no, 1);
+    sw_lines_init(&it, NULL, 0, SIZE_MAX, 0);
+    assert_false(sw_lines_next(&it, &ln));
+    sw_lines_init(&it, "ab\r\nabc\r\nx", 10, 2, SW_LINES_CRLF);
+    assert_true(sw_lines_next(&it, &ln));
+    assert_false(sw_lines_next(&it, &ln));
+    assert_true(it.over);
+    assert_int_equal(it.no, 2);
+    assert_int_equal(ln.len, 3);
+    assert_memory_equal(ln.s, "abc", 3);
+    assert_false(sw_lines_next(&it, &ln));
+}
+
 /* The lexical form of a path, and "at or under" over it: the one comparison of every mount
  * check (issue 27: "/models/../etc" passed a text prefix compare against "/models"). */
 static void test_path_lexical(void **state)
@@ -707,6 +821,7 @@ int main(void)
         cmocka_unit_test(test_utf8_repair), cmocka_unit_test(test_json_int_range),
         cmocka_unit_test(test_duration),    cmocka_unit_test(test_json_set_str_not_utf8),
         cmocka_unit_test(test_fput_term),   cmocka_unit_test(test_path_lexical),
+        cmocka_unit_test(test_region),      cmocka_unit_test(test_lines),
     };
     return cmocka_run_group_tests_name("core", tests, NULL, NULL);
 }
