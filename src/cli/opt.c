@@ -6,6 +6,7 @@
 
 #include "cli.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -325,6 +326,152 @@ const char *sw_args_nth(const struct sw_args *a, const char *name, int k)
         if (a->seen[i].opt == o && k-- == 0)
             return a->seen[i].val;
     return NULL;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Typed values.
+ */
+
+/* " from LO to HI" (both named), " of at least LO" (no upper bound) or "" (neither bound). */
+static void range(char *out, size_t n, bool has_lo, const char *lo, bool has_hi, const char *hi)
+{
+    if (has_hi)
+        snprintf(out, n, " from %s to %s", lo, hi);
+    else if (has_lo)
+        snprintf(out, n, " of at least %s", lo);
+    else
+        out[0] = '\0';
+}
+
+/* 100 -> "100ms", 90000 -> "90s", 3600000 -> "1h": the largest unit that holds it whole. */
+static const char *fmt_ms(int64_t ms, char *out, size_t n)
+{
+    static const struct {
+        int64_t ms;
+        const char *unit;
+    } units[] = {{3600000, "h"}, {60000, "m"}, {1000, "s"}, {1, "ms"}};
+    size_t i = 0;
+    while (i + 1 < SW_ARRAY_LEN(units) && (ms == 0 ? units[i].ms != 1000 : ms % units[i].ms))
+        i++;
+    snprintf(out, n, "%lld%s", (long long)(ms / units[i].ms), units[i].unit);
+    return out;
+}
+
+int sw_args_duration(const struct sw_args *a, const char *name, int64_t min_ms, int64_t max_ms,
+                     int64_t *out)
+{
+    const char *v = sw_args_str(a, name);
+    int64_t ms;
+    char lo[32], hi[32], r[80];
+    if (!v)
+        return 0;
+    if (!sw_parse_duration_ms(v, &ms, NULL) && ms >= min_ms && ms <= max_ms) {
+        *out = ms;
+        return 0;
+    }
+    range(r, sizeof(r), min_ms > 0, fmt_ms(min_ms, lo, sizeof(lo)), max_ms < INT64_MAX,
+          fmt_ms(max_ms, hi, sizeof(hi)));
+    return sw_args_usage(a, "--%s: want a duration%s, got '%s'", name, r, v);
+}
+
+int sw_args_size(const struct sw_args *a, const char *name, uint64_t min, uint64_t max,
+                 uint64_t *out)
+{
+    const char *v = sw_args_str(a, name);
+    uint64_t b;
+    char lo[32], hi[32], r[80];
+    if (!v)
+        return 0;
+    if (!sw_parse_bytes(v, &b, NULL) && b >= min && b <= max) {
+        *out = b;
+        return 0;
+    }
+    range(r, sizeof(r), min > 0, sw_fmt_bytes(min, lo, sizeof(lo)), max < UINT64_MAX,
+          sw_fmt_bytes(max, hi, sizeof(hi)));
+    return sw_args_usage(a, "--%s: want a size%s (600MiB, 2GiB), got '%s'", name, r, v);
+}
+
+/* A whole number within [min, max] (sw_parse_count's spellings). */
+static bool number_in(const char *v, uint64_t min, uint64_t max, uint64_t *out)
+{
+    return !sw_parse_count(v, out, NULL) && *out >= min && *out <= max;
+}
+
+static void number_range(char *out, size_t n, uint64_t min, uint64_t max)
+{
+    char lo[32], hi[32];
+    snprintf(lo, sizeof(lo), "%llu", (unsigned long long)min);
+    snprintf(hi, sizeof(hi), "%llu", (unsigned long long)max);
+    range(out, n, min > 0, lo, max < UINT64_MAX, hi);
+}
+
+int sw_args_number(const struct sw_args *a, const char *name, uint64_t min, uint64_t max,
+                   uint64_t *out)
+{
+    const char *v = sw_args_str(a, name);
+    uint64_t x;
+    char r[80];
+    if (!v)
+        return 0;
+    if (number_in(v, min, max, &x)) {
+        *out = x;
+        return 0;
+    }
+    number_range(r, sizeof(r), min, max);
+    return sw_args_usage(a, "--%s: want a whole number%s, got '%s'", name, r, v);
+}
+
+int sw_args_real(const struct sw_args *a, const char *name, double above, double max, double *out)
+{
+    const char *v = sw_args_str(a, name);
+    double x;
+    char r[80] = "";
+    if (!v)
+        return 0;
+    if (!sw_parse_double(v, &x, NULL) && x > above && x <= max) {
+        *out = x;
+        return 0;
+    }
+    if (isfinite(max))
+        snprintf(r, sizeof(r), " above %g and at most %g", above, max);
+    else
+        snprintf(r, sizeof(r), " above %g", above);
+    return sw_args_usage(a, "--%s: want a number%s, got '%s'", name, r, v);
+}
+
+int sw_args_list(const struct sw_args *a, const char *name, uint64_t min, uint64_t max,
+                 int64_t *out, size_t cap, size_t *n)
+{
+    const char *v = sw_args_str(a, name);
+    int64_t got[SW_ARGS_MAX];
+    size_t k = 0;
+    bool ok = true;
+    char r[80];
+    if (!v)
+        return 0;
+    /* split on commas first: sw_parse_count reads "1,000" as one number */
+    for (const char *p = v; ok;) {
+        size_t len = strcspn(p, ",");
+        char item[64];
+        uint64_t x;
+        ok = len > 0 && len < sizeof(item) && k < cap && k < SW_ARRAY_LEN(got);
+        if (ok) {
+            snprintf(item, sizeof(item), "%.*s", (int)len, p);
+            ok = number_in(item, min, max, &x);
+            got[k++] = (int64_t)x;
+        }
+        if (!p[len])
+            break;
+        p += len + 1;
+    }
+    if (ok) {
+        memcpy(out, got, k * sizeof(*out));
+        *n = k;
+        return 0;
+    }
+    number_range(r, sizeof(r), min, max);
+    return sw_args_usage(a, "--%s: want a list of at most %zu whole numbers%s%s, got '%s'", name,
+                         cap, r[0] ? ", each" : "", r, v);
 }
 
 /* "  -o, --output FILE", or "  --ledger PATH" when there is no short name. */
