@@ -25,6 +25,9 @@
  *              image's file (`base:`, on this machine) reproduces its recorded sha256; a drifted
  *              base or a patch that no longer applies fails (payload/patch.c).
  *
+ * And per host (sw_gate_host, `slipway hosts check`): what the host lacks that its endpoints
+ * need (systemd, the engine binary or image, the payload, a patch's base).
+ *
  * What it deliberately does not do: boot, probe or download anything; fit a law (calibration
  * does; the band gate uses the fitted non-KV cost when there is one); change the fleet file.
  */
@@ -113,6 +116,21 @@ struct sw_gate_patch_result {
 };
 int sw_gate_patch(const struct sw_fleet_patch *fp, struct sw_host *h, int64_t deadline_ms,
                   struct sw_gate_patch_result *out, struct sw_err *e);
+
+/*
+ * A fleet host checked for what its enabled endpoints need (`slipway hosts check`, gate/hosts.c):
+ * reached over its transport (host.h) within deadline_ms, its facts read, and per endpoint the
+ * engine binary, the image (pinned by digest, present in podman, else docker), the payload
+ * (present, free disk) and each patch (sw_gate_patch over the host). *out (new reference):
+ *   {"host", "transport", "seconds", "reached", "error" (when not reached), "kernel", "systemd",
+ *    "podman", "docker", "memory": {total, available}, "gpus": {kfd, dri_render_nodes,
+ *    nvidia_nodes, tools}, "systemd_manager": {system, user}, "endpoints": [{"endpoint",
+ *    "binary", "image", "payload", "patches"}], "gaps": ["HOST: ..."], "verdict": pass|fail}
+ * An unreachable host is a gap, not an error. *n_gaps counts "gaps". Errors: SW_ENOMEM.
+ */
+struct sw_fleet_host;
+int sw_gate_host(const struct sw_fleet *f, const struct sw_fleet_host *fh, int64_t deadline_ms,
+                 json_t **out, size_t *n_gaps, struct sw_err *e);
 
 #ifdef __cplusplus
 }
