@@ -352,6 +352,8 @@ int sw_json_set_real(json_t *obj, const char *key, double val);
 int sw_json_set_bool(json_t *obj, const char *key, bool val);
 /* Steals `val` (decrefs it on failure too). */
 int sw_json_set_new(json_t *obj, const char *key, json_t *val);
+/* The string at obj[key], or dflt when there is none (no key, not a string, obj NULL). */
+const char *sw_json_str(const json_t *obj, const char *key, const char *dflt);
 
 /* ---------------------------------------------------------------------------------------------
  * Text from elsewhere (core/utf8, core/redact).
