@@ -508,9 +508,7 @@ static void on_done(void *ud, struct sw_net_xfer *x)
     }
     if (!s->rc && f->words > 0 && s->prompt_tokens > r->overhead)
         learn_words(r, f->words, s->prompt_tokens);
-    s->good = !s->rc && (!(r->o->slo_ttft_s > 0) || s->ttft_s <= r->o->slo_ttft_s) &&
-              (!(r->o->slo_tpot_s > 0) || (isfinite(s->tpot_s) && s->tpot_s <= r->o->slo_tpot_s)) &&
-              (!(r->o->slo_e2e_s > 0) || s->e2e_s <= r->o->slo_e2e_s);
+    s->good = sw_bench_slo_good(r->o, s);
     flight_put(r, f);
     r->done++;
     if (r->o->progress)
@@ -1518,19 +1516,7 @@ int sw_bench_run(const struct sw_bench_opts *o, struct sw_bench_report *rep, str
     roofline(o, rep);
     if (have_before)
         engine_counters(&r, root, &before, &after, &have_after);
-    if (o->slo_ttft_s > 0 || o->slo_tpot_s > 0 || o->slo_e2e_s > 0) {
-        char a[40] = "", b[40] = "", c[40] = "";
-        if (o->slo_ttft_s > 0)
-            snprintf(a, sizeof(a), "ttft<=%gms ", o->slo_ttft_s * 1e3);
-        if (o->slo_tpot_s > 0)
-            snprintf(b, sizeof(b), "tpot<=%gms ", o->slo_tpot_s * 1e3);
-        if (o->slo_e2e_s > 0)
-            snprintf(c, sizeof(c), "e2e<=%gms ", o->slo_e2e_s * 1e3);
-        snprintf(rep->slo, sizeof(rep->slo), "%s%s%s", a, b, c);
-        size_t l = strlen(rep->slo);
-        if (l)
-            rep->slo[l - 1] = '\0';
-    }
+    sw_bench_slo_text(o, rep->slo, sizeof(rep->slo));
     size_t ok = 0;
     for (size_t i = 0; i < rep->npoints; i++)
         ok += rep->points[i].nsamples - rep->points[i].failed;
@@ -1550,6 +1536,26 @@ out:
         json_decref(r.file[i]);
     sw_free(r.file);
     return rc;
+}
+
+bool sw_bench_report_held(const struct sw_bench_report *rep, bool emit_stamps)
+{
+    bool bad = rep->invalid || !rep->cache_verified;
+    for (size_t i = 0; i < rep->npoints; i++) {
+        const struct sw_bench_point *pt = &rep->points[i];
+        bad = bad || pt->failed || !pt->counts_agree ||
+              (emit_stamps &&
+               (pt->emit_missing || pt->emit_bad || pt->emit_matched != pt->tokens_out));
+    }
+    return !bad;
+}
+
+size_t sw_bench_report_invalid(const struct sw_bench_report *rep)
+{
+    size_t invalid = 0;
+    for (size_t i = 0; i < rep->npoints; i++)
+        invalid += rep->points[i].invalid;
+    return invalid;
 }
 
 void sw_bench_report_free(struct sw_bench_report *rep)
