@@ -707,6 +707,10 @@ void sw_fleet_free(struct sw_fleet *f);
 
 const struct sw_fleet_host *sw_fleet_host(const struct sw_fleet *f, const char *name);
 const struct sw_fleet_endpoint *sw_fleet_endpoint(const struct sw_fleet *f, const char *name);
+/* The same for a name a person typed (fleet/find.c): 0 with *ep set, or SW_ENOENT with e saying
+ * "FLEET: no endpoint 'NAME' (the fleet has: A, B)". */
+int sw_fleet_find_endpoint(const struct sw_fleet *f, const char *name,
+                           const struct sw_fleet_endpoint **ep, struct sw_err *e);
 const struct sw_fleet_profile *sw_fleet_profile(const struct sw_fleet *f, const char *name);
 const struct sw_fleet_device *sw_fleet_device(const struct sw_fleet_host *h, const char *name);
 
