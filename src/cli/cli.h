@@ -104,6 +104,20 @@ int sw__cmd_bench_compare(int argc, char **argv);
 SW_SPECS(SW_SPEC_DECL)
 #undef SW_SPEC_DECL
 
+/* The verbs in SW_VERBS order (verbs.c), a verb by name (NULL: none), and a verb's option table
+ * (NULL: not in SW_SPECS). */
+extern const struct sw_cmd sw_cli_verbs[];
+extern const size_t sw_cli_nverbs;
+const struct sw_cmd *sw_cli_verb(const char *name);
+const struct sw_cmd_spec *sw_cli_spec(const char *verb);
+
+/* The bash completion script from the tables, appended to b (complete.c); zsh: the same through
+ * bashcompinit. 0 or SW_ENOMEM. */
+int sw_cli_bash_completion(struct sw_buf *b, bool zsh);
+/* slipway.1.scd and one slipway-VERB.1.scd per verb from the tables, written into dir (created
+ * when missing; scdoc.c); each path appended to written. */
+int sw_cli_scdoc(const char *dir, json_t *written, struct sw_err *e);
+
 /* Print "slipway: <formatted error>" on stderr, or the error as JSON on stdout when json is set.
  * Returns the exit code that fits the error (2 for input errors, 1 otherwise). */
 int sw_cli_fail(const struct sw_err *e, bool json);
