@@ -716,6 +716,9 @@ const struct sw_fleet_endpoint *sw_fleet_endpoint(const struct sw_fleet *f, cons
  * "FLEET: no endpoint 'NAME' (the fleet has: A, B)". */
 int sw_fleet_find_endpoint(const struct sw_fleet *f, const char *name,
                            const struct sw_fleet_endpoint **ep, struct sw_err *e);
+/* Does a command-line argument name a fleet file (it ends in .yaml or .yml) rather than an
+ * endpoint? */
+bool sw_fleet_is_file_name(const char *arg);
 const struct sw_fleet_profile *sw_fleet_profile(const struct sw_fleet *f, const char *name);
 const struct sw_fleet_device *sw_fleet_device(const struct sw_fleet_host *h, const char *name);
 

@@ -12,6 +12,7 @@
 
 #include "opt.h"
 
+#include <signal.h>
 #include <stdbool.h>
 
 #define SW_EXIT_OK    0
@@ -117,6 +118,14 @@ int sw_cli_bash_completion(struct sw_buf *b, bool zsh);
 /* slipway.1.scd and one slipway-VERB.1.scd per verb from the tables, written into dir (created
  * when missing; scdoc.c); each path appended to written. */
 int sw_cli_scdoc(const char *dir, json_t *written, struct sw_err *e);
+
+/* Ctrl-C and SIGTERM (and SIGHUP with hup) set sw_cli_stop, the flag a long library call polls
+ * (deploy's and tune's `stop`), and sw_cli_stop_signal to the signal; sw_cli_release_stop puts
+ * the actions before back (util.c). */
+extern volatile sig_atomic_t sw_cli_stop;
+extern volatile sig_atomic_t sw_cli_stop_signal;
+void sw_cli_catch_stop(bool hup);
+void sw_cli_release_stop(void);
 
 /* Print "slipway: <formatted error>" on stderr, or the error as JSON on stdout when json is set.
  * Returns the exit code that fits the error (2 for input errors, 1 otherwise). */

@@ -98,12 +98,6 @@ static int down_one(const char *path, unsigned grace_ms, bool json)
     return rc ? SW_EXIT_FAIL : SW_EXIT_OK;
 }
 
-static bool is_yaml(const char *a)
-{
-    size_t n = strlen(a);
-    return (n > 5 && !strcmp(a + n - 5, ".yaml")) || (n > 4 && !strcmp(a + n - 4, ".yml"));
-}
-
 static int down_fleet(const char *fleet_path, const char *endpoint, unsigned grace_ms, bool json)
 {
     struct sw_err e;
@@ -156,7 +150,7 @@ int sw_cmd_down(int argc, char **argv)
             return sw_args_usage(&a, "--grace %s: 0..3600 seconds expected", g);
         grace_ms = (unsigned)s * 1000;
     }
-    if (a.npos > 0 && is_yaml(a.pos[0])) {
+    if (a.npos > 0 && sw_fleet_is_file_name(a.pos[0])) {
         fleet_path = a.pos[0];
         endpoint = a.npos > 1 ? a.pos[1] : NULL;
     } else if (a.npos > 1) {

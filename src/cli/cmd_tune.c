@@ -15,17 +15,8 @@
 
 #include <slipway/tune.h>
 
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-
-static volatile sig_atomic_t g_stop;
-
-static void on_signal(int sig)
-{
-    (void)sig;
-    g_stop = 1;
-}
 
 static const struct sw_opt opts[] = {
     {"objective", 0, "OBJ", 0,
@@ -188,16 +179,10 @@ int sw_cmd_tune(int argc, char **argv)
     o.ledger = sw_args_str(&a, "ledger");
     o.dry_run = sw_args_flag(&a, "dry-run");
     o.progress = stderr;
-    o.stop = &g_stop;
-    struct sigaction sa, old_int, old_term;
-    memset(&sa, 0, sizeof(sa));
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, &old_int);
-    sigaction(SIGTERM, &sa, &old_term);
+    o.stop = &sw_cli_stop;
+    sw_cli_catch_stop(false);
     rc = sw_tune_run(&o, &rep, &e);
-    sigaction(SIGINT, &old_int, NULL);
-    sigaction(SIGTERM, &old_term, NULL);
+    sw_cli_release_stop();
     json_decref(extra);
     if (rc)
         return sw_cli_fail(&e, a.json);

@@ -23,15 +23,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static volatile sig_atomic_t g_stop;
-static volatile sig_atomic_t g_signal;
-
-static void on_signal(int sig)
-{
-    g_stop = 1;
-    g_signal = sig;
-}
-
 static const struct sw_opt opts[] = {
     {"detach", 0, NULL, 0, "leave it running with a pid file (stop: slipway down)", NULL},
     {"name", 0, "NAME", 0,
@@ -96,24 +87,6 @@ struct up_cli {
 /* ---------------------------------------------------------------------------------------------
  * Output.
  */
-struct prog {
-    struct sw_progress bar;
-    char label[96];
-    bool on;
-};
-
-static void on_progress(void *ctx, const struct sw_up_progress *p)
-{
-    struct prog *g = ctx;
-    if (!g->on)
-        return;
-    const char *ph = sw_boot_phase_name(p->phase);
-    snprintf(g->label, sizeof(g->label), "%s (%s, /health %d)", p->what, ph ? ph : "start",
-             p->health_status);
-    g->bar.label = g->label;
-    sw_progress_update(&g->bar, (uint64_t)(p->elapsed_s * 10));
-}
-
 static void print_failure(const struct sw_up_result *r, const char *log, const char *where)
 {
     const struct sw_boot_failure *f = &r->status.failure;
@@ -133,11 +106,6 @@ static void print_failure(const struct sw_up_result *r, const char *log, const c
         fprintf(stderr, "  at %s:%d\n", log, f->line);
     else if (r->started)
         fprintf(stderr, "  log: %s\n", log);
-}
-
-static json_t *failure_json(const struct sw_up_result *r)
-{
-    return r->status.failed ? sw_boot_failure_to_json(&r->status.failure) : json_null();
 }
 
 static void print_report(const json_t *rep)
@@ -314,14 +282,15 @@ static int serve_foreground(struct sw_up_result *r, const struct sw_up_opts *o, 
         printf("serving at %s in the foreground (pid %d); Ctrl-C stops it\n", r->url,
                (int)r->child.pid);
     fflush(stdout);
-    while (!g_stop && !sw_child_poll(&r->child))
+    while (!sw_cli_stop && !sw_child_poll(&r->child))
         sw_sleep_ms(100);
     struct sw_err e;
     sw_err_clear(&e);
-    if (g_stop) {
+    if (sw_cli_stop) {
         int rc = sw_child_stop(&r->child, o->grace_ms, &e);
         char st[96];
-        fprintf(stderr, "slipway up: %s: stopped %s (%s)\n", strsignal(g_signal), r->child.exe,
+        fprintf(stderr, "slipway up: %s: stopped %s (%s)\n", strsignal(sw_cli_stop_signal),
+                r->child.exe,
                 r->child.exited ? sw_wait_status_str(r->child.status, st, sizeof(st))
                                 : "still running?");
         if (rc) {
@@ -357,13 +326,23 @@ static void fleet_error(void *ctx, const struct sw_err *e)
 }
 
 struct up_ctx {
-    struct prog pg;
+    struct sw_progress bar;
+    char label[96];
+    bool on;
     bool json;
 };
 
+/* The progress bar's label: what the boot is doing, its phase, what /health says. */
 static void up_progress(void *ctx, const struct sw_up_progress *p)
 {
-    on_progress(&((struct up_ctx *)ctx)->pg, p);
+    struct up_ctx *u = ctx;
+    if (!u->on)
+        return;
+    const char *ph = sw_boot_phase_name(p->phase);
+    snprintf(u->label, sizeof(u->label), "%s (%s, /health %d)", p->what, ph ? ph : "start",
+             p->health_status);
+    u->bar.label = u->label;
+    sw_progress_update(&u->bar, (uint64_t)(p->elapsed_s * 10));
 }
 
 /* The library's notes, on stderr as `slipway up: ...`; the command line and where the boot was
@@ -391,16 +370,10 @@ int sw_cmd_up(int argc, char **argv)
     memset(&u, 0, sizeof(u));
     u.json = c.json;
 
-    struct sigaction sa;
-    memset(&sa, 0, sizeof(sa));
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGHUP, &sa, NULL);
+    sw_cli_catch_stop(true);
     signal(SIGPIPE, SIG_IGN);
-    sw_progress_init(&u.pg.bar, "starting", "", 0);
-    u.pg.on = u.pg.bar.enabled && !c.json && !c.dry_run;
+    sw_progress_init(&u.bar, "starting", "", 0);
+    u.on = u.bar.enabled && !c.json && !c.dry_run;
 
     struct sw_deploy_req q;
     memset(&q, 0, sizeof(q));
@@ -421,14 +394,14 @@ int sw_cmd_up(int argc, char **argv)
     q.timeout_s = c.timeout_s;
     q.grace_ms = c.grace_ms;
     q.limit_as = c.limit_as;
-    q.stop = &g_stop;
+    q.stop = &sw_cli_stop;
     q.on_progress = up_progress;
     q.on_note = up_note;
     q.on_fleet_error = fleet_error;
     q.ctx = &u;
     rc = sw_deploy_endpoint(&q, &r, &e);
-    if (u.pg.on && r.attempted)
-        sw_progress_finish(&u.pg.bar);
+    if (u.on && r.attempted)
+        sw_progress_finish(&u.bar);
     if (c.dry_run && !rc) {
         code = dry_run(&r.cmd, r.plan.predicted, r.why_none, c.json);
         if (r.unfit[0] && !c.json)
@@ -449,7 +422,9 @@ int sw_cmd_up(int argc, char **argv)
                             json_object_get(r.up.bootlog, "report")
                                 ? json_deep_copy(json_object_get(r.up.bootlog, "report"))
                                 : json_null());
-            sw_json_set_new(out, "failure", failure_json(&r.up));
+            sw_json_set_new(out, "failure",
+                            r.up.status.failed ? sw_boot_failure_to_json(&r.up.status.failure)
+                                               : json_null());
             sw_json_set_new(out, "error", sw_err_to_json(&e));
             sw_json_print(stdout, out, true);
         }

@@ -1,8 +1,9 @@
 /*
- * CLI-wide helpers: error printing and exit-code policy.
+ * CLI-wide helpers: error printing and exit-code policy, and the signals that stop a long run.
  */
 #include "cli.h"
 
+#include <signal.h>
 #include <stdarg.h>
 #include <string.h>
 
@@ -50,4 +51,35 @@ int sw_cli_usage(const char *verb, const char *fmt, ...)
 bool sw_cli_is(const char *arg, const char *a, const char *b)
 {
     return (a && !strcmp(arg, a)) || (b && !strcmp(arg, b));
+}
+
+volatile sig_atomic_t sw_cli_stop;
+volatile sig_atomic_t sw_cli_stop_signal;
+
+static const int stop_signals[] = {SIGINT, SIGTERM, SIGHUP};
+static struct sigaction saved[SW_ARRAY_LEN(stop_signals)];
+static size_t n_saved;
+
+static void on_stop(int sig)
+{
+    sw_cli_stop = 1;
+    sw_cli_stop_signal = sig;
+}
+
+void sw_cli_catch_stop(bool hup)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_stop;
+    sigemptyset(&sa.sa_mask);
+    n_saved = hup ? 3 : 2;
+    for (size_t i = 0; i < n_saved; i++)
+        sigaction(stop_signals[i], &sa, &saved[i]);
+}
+
+void sw_cli_release_stop(void)
+{
+    for (size_t i = 0; i < n_saved; i++)
+        sigaction(stop_signals[i], &saved[i], NULL);
+    n_saved = 0;
 }

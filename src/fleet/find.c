@@ -1,12 +1,21 @@
 /*
- * fleet/find: an endpoint looked up by the name a person typed, with an error that helps them
- * when there is none: the fleet file, the name, and the names the fleet does have.
+ * fleet/find: what a person typed, found: an endpoint by its name, with an error that helps them
+ * when there is none (the fleet file, the name, and the names the fleet does have), and a fleet
+ * file told from an endpoint's name on a command line (`slipway down FLEET.yaml | NAME`).
  *
- * What it does not do: guess (no prefix or nearest-name match; the names are listed instead).
+ * What it does not do: guess (no prefix or nearest-name match; the names are listed instead), or
+ * look at a file's contents to tell what it is.
  */
 #include <slipway/fleet.h>
 
 #include <stdio.h>
+#include <string.h>
+
+bool sw_fleet_is_file_name(const char *arg)
+{
+    size_t n = strlen(arg);
+    return (n > 5 && !strcmp(arg + n - 5, ".yaml")) || (n > 4 && !strcmp(arg + n - 4, ".yml"));
+}
 
 int sw_fleet_find_endpoint(const struct sw_fleet *f, const char *name,
                            const struct sw_fleet_endpoint **ep, struct sw_err *e)
