@@ -217,25 +217,11 @@ static int dry_run(const struct sw_engine_cmd *cmd, const json_t *predicted, con
 /* ---------------------------------------------------------------------------------------------
  * The verb.
  */
-/* Seconds 0..86400 from option `name`, when given. */
-static int opt_seconds(const struct sw_args *a, const char *name, unsigned *out)
-{
-    const char *v = sw_args_str(a, name);
-    uint64_t u;
-    if (!v)
-        return 0;
-    if (sw_parse_u64(v, &u, NULL) || u > 86400)
-        return sw_args_usage(a, "--%s %s: 0..86400 seconds expected", name, v);
-    *out = (unsigned)u;
-    return 0;
-}
-
 /* Read the line into c. 0, or the exit code to return now (help printed: 0 is returned as -1). */
 static int parse_args(int argc, char **argv, struct up_cli *c)
 {
     struct sw_args a;
     int code;
-    unsigned grace_s = 10;
     memset(c, 0, sizeof(*c));
     if (!sw_args_parse(&sw_spec_up, argc, argv, &a, &code))
         return code ? code : -1;
@@ -249,20 +235,16 @@ static int parse_args(int argc, char **argv, struct up_cli *c)
     c->name = sw_args_str(&a, "name");
     c->pid_file = sw_args_str(&a, "pid-file");
     c->log = sw_args_str(&a, "log");
-    c->timeout_s = 900;
-    code = opt_seconds(&a, "timeout", &c->timeout_s);
+    int64_t timeout_ms = 900000, grace_ms = 10000;
+    code = sw_args_duration(&a, "timeout", 0, 86400000, &timeout_ms);
+    if (!code)
+        code = sw_args_duration(&a, "grace", 0, 86400000, &grace_ms);
+    if (!code)
+        code = sw_args_size(&a, "limit-as", 0, UINT64_MAX, &c->limit_as);
     if (code)
         return code;
-    code = opt_seconds(&a, "grace", &grace_s);
-    if (code)
-        return code;
-    c->grace_ms = grace_s * 1000;
-    const char *las = sw_args_str(&a, "limit-as");
-    if (las) {
-        struct sw_err e;
-        if (sw_parse_bytes(las, &c->limit_as, &e))
-            return sw_args_usage(&a, "--limit-as %s: %s", las, e.msg);
-    }
+    c->timeout_s = (unsigned)((timeout_ms + 999) / 1000); /* whole seconds, never less */
+    c->grace_ms = (unsigned)grace_ms;
     c->fleet = a.npos > 0 ? a.pos[0] : NULL;
     c->endpoint = a.npos > 1 ? a.pos[1] : NULL;
     c->eng_argv = a.rest;

@@ -386,7 +386,7 @@ int sw_args_size(const struct sw_args *a, const char *name, uint64_t min, uint64
         *out = b;
         return 0;
     }
-    range(r, sizeof(r), min > 0, sw_fmt_bytes(min, lo, sizeof(lo)), max < UINT64_MAX,
+    range(r, sizeof(r), min > 0, sw_fmt_bytes(min, lo, sizeof(lo)), max < (uint64_t)INT64_MAX,
           sw_fmt_bytes(max, hi, sizeof(hi)));
     return sw_args_usage(a, "--%s: want a size%s (600MiB, 2GiB), got '%s'", name, r, v);
 }
@@ -402,7 +402,7 @@ static void number_range(char *out, size_t n, uint64_t min, uint64_t max)
     char lo[32], hi[32];
     snprintf(lo, sizeof(lo), "%llu", (unsigned long long)min);
     snprintf(hi, sizeof(hi), "%llu", (unsigned long long)max);
-    range(out, n, min > 0, lo, max < UINT64_MAX, hi);
+    range(out, n, min > 0, lo, max < (uint64_t)INT64_MAX, hi);
 }
 
 int sw_args_number(const struct sw_args *a, const char *name, uint64_t min, uint64_t max,

@@ -102,7 +102,7 @@ const char *sw_args_nth(const struct sw_args *a, const char *name, int i);
  *             --NAME: want a number above ABOVE and at most MAX, got 'V'
  *   list      numbers separated by commas: "0,1k,4k" (each as `number`), at most cap of them
  *             --NAME: want a list of at most CAP whole numbers, each from MIN to MAX, got 'V'
- * A bound of INT64_MAX / UINT64_MAX / INFINITY is no bound and is not named.
+ * An upper bound of INT64_MAX or more (INFINITY for real) is not named in the message.
  */
 int sw_args_duration(const struct sw_args *a, const char *name, int64_t min_ms, int64_t max_ms,
                      int64_t *out);
