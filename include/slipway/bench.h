@@ -478,13 +478,13 @@ bool sw_bench_slo_good(const struct sw_bench_opts *o, const struct sw_bench_samp
  */
 struct sw_fleet;
 struct sw_fleet_endpoint;
+struct sw_service_target;
 struct sw_bench_target {
-    struct sw_fleet *fleet;             /* loaded */
+    const struct sw_fleet *fleet;       /* loaded */
     const struct sw_fleet_endpoint *ep; /* the endpoint (in fleet) */
-    char *api_key;                      /* NULL when none; wiped and freed by close */
     struct sw_bench_roof roof;
-    char roof_why[300]; /* no roofline: why */
-    void *client;       /* opaque: the open route */
+    char roof_why[300];            /* no roofline: why */
+    struct sw_service_target *svc; /* the fleet and the open route (deploy's); key wiped on close */
 };
 /* Load fleet_path (NULL: ./fleet.yaml), find endpoint `name` and open its route; o's url,
  * unix_socket, model, engine, api_key, roof and roof_why point into t. SW_ENOENT naming the fleet

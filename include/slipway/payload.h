@@ -467,8 +467,8 @@ struct sw_payload_retire_opts {
     const char *note;   /* the ledger's note of the move ("slipway retire") */
 };
 
-/* What a retirement found and did. Strings are its own; needed_by is freed by
- * sw_payload_retire_free. */
+/* What a retirement found and did. Strings are its own; needed_by is the caller's (json_decref,
+ * after an error too). */
 struct sw_payload_retire {
     char given[SW_PAYLOAD_RETIRE_PATH];    /* PAYLOAD_DIR absolute and lexically clean */
     char payload[SW_PAYLOAD_RETIRE_PATH];  /* ... with its links resolved: what moves */
@@ -493,12 +493,10 @@ struct sw_payload_retire {
  * Errors: SW_ENOENT (not a directory), SW_EINVAL (/, a trash that is not a directory or is
  * inside the payload), SW_EEXIST (the destination exists), SW_ERANGE (a path too long),
  * SW_EUNSUPPORTED (an entry that is neither file, directory nor link), SW_EIO, the ledger's.
- * Free r with sw_payload_retire_free (also after an error).
  */
 int sw_payload_retire(const char *payload_dir, const char *trash_dir,
                       const struct sw_payload_retire_opts *o, struct sw_payload_retire *r,
                       struct sw_err *e);
-void sw_payload_retire_free(struct sw_payload_retire *r);
 
 #ifdef __cplusplus
 }

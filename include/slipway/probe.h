@@ -141,10 +141,10 @@ int sw_probe_speed_svg(const json_t *doc, const char *path, struct sw_err *e);
  * route's or the secret's error. pe is always safe to close (which wipes the key).
  */
 struct sw_fleet;
+struct sw_service_target;
 struct sw_probe_endpoint {
-    struct sw_fleet *fleet;
-    char *api_key; /* from where the fleet says; NULL when none */
-    void *client;  /* opaque: the open route */
+    const struct sw_fleet *fleet;
+    struct sw_service_target *svc; /* the fleet and the open route (deploy's); key wiped on close */
 };
 int sw_probe_target_open(const char *fleet_path, const char *name, struct sw_probe_target *t,
                          struct sw_probe_endpoint *pe, struct sw_err *e);

@@ -101,23 +101,22 @@ int sw_export_prometheus(const json_t *doc, struct sw_buf *out, struct sw_err *e
  * An endpoint as Kubernetes objects for kubectl (report/export_k8s.c), only when the gates pass
  * (sw_gate_endpoint with o's ledger; out->check is their document, out->rejected says a gate
  * failed and nothing was rendered), its startupProbe sized from the slowest measured boot
- * (sw_report_boot_ms): out->doc is sw_unit_render_k8s's document, out->yaml its objects as YAML,
- * out->name the first object's name. nodes: a LeaderWorkerSet across that many nodes (0: the
- * fleet's). Free out with sw_export_k8s_free, after an error too. Errors: the gates' (unusable
- * input), the render's, SW_ENOMEM.
+ * (sw_report_boot_ms): out->doc is sw_unit_render_k8s's document, its objects appended to
+ * out->yaml (the caller's buffer) as YAML, out->name the first object's name. nodes: a
+ * LeaderWorkerSet across that many nodes (0: the fleet's). check and doc are new references, the
+ * caller's (after an error too). Errors: the gates' (unusable input), the render's, SW_ENOMEM.
  */
 struct sw_fleet_endpoint;
 struct sw_export_k8s {
     json_t *check;
     bool rejected;
     json_t *doc;
-    struct sw_buf yaml;
+    struct sw_buf *yaml;
     char name[256];
 };
 int sw_export_k8s(const struct sw_fleet *f, const struct sw_fleet_endpoint *ep,
                   const struct sw_report_opts *o, unsigned nodes, struct sw_export_k8s *out,
                   struct sw_err *e);
-void sw_export_k8s_free(struct sw_export_k8s *x);
 
 /* The slowest measured boot of an endpoint in the ledger (duration_ms of an ok boot), in ms;
  * 0 when none is recorded (or l is NULL). */

@@ -169,6 +169,17 @@ int sw_service_client_open(const struct sw_fleet *f, const char *name, struct sw
                            struct sw_err *e);
 void sw_service_client_close(struct sw_service_client *c);
 
+/* The same for an endpoint named in a fleet file (deploy/target.c): fleet_path (NULL:
+ * ./fleet.yaml) loaded and kept as long as the client. *out is set even after an error, and is
+ * freed with sw_service_target_free (which closes the client and wipes its key). */
+struct sw_service_target {
+    struct sw_fleet *fleet;
+    struct sw_service_client client;
+};
+int sw_service_target_new(const char *fleet_path, const char *name, struct sw_service_target **out,
+                          struct sw_err *e);
+void sw_service_target_free(struct sw_service_target *t);
+
 #ifdef __cplusplus
 }
 #endif

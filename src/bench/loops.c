@@ -19,31 +19,6 @@
 #include <string.h>
 #include <time.h>
 
-static int run_threads(struct run *r, struct sw_bench_point *pt, int T);
-
-int sw__bench_run_closed(struct run *r, struct sw_bench_point *pt)
-{
-    int T = SW_MIN(r->o->threads, pt->concurrency);
-    if (T > 1)
-        return run_threads(r, pt, T);
-    pt->threads = 1;
-    r->pt = pt;
-    r->next = r->done = 0;
-    r->cap = (size_t)pt->concurrency * (size_t)r->o->repeat;
-    r->shared_nonce = ++r->nonce;
-    sw__bench_cost_begin(pt);
-    uint64_t now = sw_now_ns();
-    for (int i = 0; i < pt->concurrency; i++)
-        sw__bench_start_one(r, now);
-    int rc = sw_net_loop_run(&r->loop);
-    sw__bench_cost_end(pt);
-    pt->nsamples = r->next;
-    sw__bench_point_close(pt);
-    return rc;
-}
-
-/* ---- closed loop on several threads (--threads N): one event loop each ---- */
-
 int sw__bench_loop_open(struct run *r, struct event_base **base, struct sw_err *e)
 {
     /* libevent times its timers on CLOCK_MONOTONIC_COARSE unless asked (a 4 ms tick at HZ=250):
@@ -73,122 +48,29 @@ int sw__bench_loop_open(struct run *r, struct event_base **base, struct sw_err *
 
 /* Fold one thread's share of a point into the point: its histograms, client CPU and wall time,
  * the first error any thread met, its finished requests (the progress). */
-static void merge_thread(struct run *r, struct sw_bench_point *pt, const struct run *xr,
-                         const struct sw_bench_point *xpt, double *cpu, double *wall)
-{
-    sw_bench_hist_merge(&pt->itl_tok, &xpt->itl_tok);
-    sw_bench_hist_merge(&pt->itl_chunk, &xpt->itl_chunk);
-    sw_bench_hist_merge(&pt->emit, &xpt->emit);
-    *cpu += xpt->client_cpu_s;
-    *wall = SW_MAX(*wall, xpt->client_wall_s);
-    if (xr->first_rc && !r->first_rc) {
-        r->first_rc = xr->first_rc;
-        snprintf(r->first_err, sizeof(r->first_err), "%s", xr->first_err);
-    }
-    r->prog_done += xr->done; /* a thread draws no bar: its finished requests */
-}
 
-struct sub {
-    struct run r;
-    struct sw_bench_opts o; /* the caller's, without the progress bar */
-    struct sw_bench_point pt;
-    struct event_base *base;
-    int streams;
-    int rc;
-    pthread_t th;
-};
+/* ---- closed loop ---- */
 
-static void *sub_main(void *arg)
+static int run_threads(struct run *r, struct sw_bench_point *pt, int T);
+
+int sw__bench_run_closed(struct run *r, struct sw_bench_point *pt)
 {
-    struct sub *u = arg;
-    sw__bench_cost_begin(&u->pt);
+    int T = SW_MIN(r->o->threads, pt->concurrency);
+    if (T > 1)
+        return run_threads(r, pt, T);
+    pt->threads = 1;
+    r->pt = pt;
+    r->next = r->done = 0;
+    r->cap = (size_t)pt->concurrency * (size_t)r->o->repeat;
+    r->shared_nonce = ++r->nonce;
+    sw__bench_cost_begin(pt);
     uint64_t now = sw_now_ns();
-    for (int i = 0; i < u->streams; i++)
-        sw__bench_start_one(&u->r, now);
-    u->rc = sw_net_loop_run(&u->r.loop);
-    sw__bench_cost_end(&u->pt);
-    return NULL;
-}
-
-/* Thread t's own copy of the run, its options (no progress bar: the caller draws it) and the
- * point (empty histograms; the samples are the caller's to place): a pool of its own, a nonce
- * range of its own. */
-static void thread_copy(const struct run *r, const struct sw_bench_point *pt, int t, struct run *xr,
-                        struct sw_bench_opts *xo, struct sw_bench_point *xpt)
-{
-    *xo = *r->o;
-    xo->progress = NULL;
-    *xr = *r;
-    xr->o = xo;
-    xr->free_list = NULL;
-    xr->all = NULL;
-    xr->nall = 0;
-    xr->first_rc = 0;
-    xr->truncated = false;
-    xr->nonce = r->nonce + (uint64_t)(t + 1) * 1000000007ull;
-    xr->next = xr->done = 0;
-    *xpt = *pt;
-    struct sw_bench_hist *h[] = {&xpt->itl_tok, &xpt->itl_chunk, &xpt->emit};
-    for (size_t i = 0; i < SW_ARRAY_LEN(h); i++)
-        sw_bench_hist_init(h[i]);
-    xr->pt = xpt;
-}
-
-/* The point's C streams split over T threads, each its own loop and its own share of the
- * samples; the per-token histograms and the cost merged after. */
-static int run_threads(struct run *r, struct sw_bench_point *pt, int T)
-{
-    struct sub *u = sw_calloc((size_t)T, sizeof(*u));
-    if (!u)
-        return SW_ENOMEM;
-    int rc = 0, started = 0;
-    size_t off = 0;
-    for (int t = 0; t < T && !rc; t++) {
-        struct sub *x = &u[t];
-        thread_copy(r, pt, t, &x->r, &x->o, &x->pt);
-        x->streams = pt->concurrency / T + (t < pt->concurrency % T);
-        x->pt.samples = pt->samples + off;
-        x->r.cap = (size_t)x->streams * (size_t)r->o->repeat;
-        off += x->r.cap;
-        struct sw_err e;
-        rc = sw__bench_loop_open(&x->r, &x->base, &e);
-        if (rc)
-            break;
-        started++;
-    }
-    int made = 0;
-    for (int t = 0; t < started && !rc; t++) {
-        if (pthread_create(&u[t].th, NULL, sub_main, &u[t])) {
-            rc = SW_ENOMEM;
-            break;
-        }
-        made++;
-    }
-    double cpu = 0, wall = 0;
-    size_t n = 0;
-    for (int t = 0; t < made; t++) {
-        pthread_join(u[t].th, NULL);
-        struct sub *x = &u[t];
-        if (x->rc && !rc)
-            rc = x->rc;
-        /* the samples of thread t sit right after those of t - 1 (each ran all of its cap) */
-        n += x->r.next;
-        merge_thread(r, pt, &x->r, &x->pt, &cpu, &wall);
-    }
-    for (int t = 0; t < started; t++) {
-        sw_net_loop_close(&u[t].r.loop);
-        event_base_free(u[t].base);
-        sw__bench_pool_free(&u[t].r);
-    }
-    r->nonce += (uint64_t)(T + 1) * 1000000007ull;
-    pt->nsamples = made == T ? n : 0;
-    pt->client_cpu_s = cpu;
-    pt->client_wall_s = wall;
-    pt->threads = T;
-    sw_free(u);
+    for (int i = 0; i < pt->concurrency; i++)
+        sw__bench_start_one(r, now);
+    int rc = sw_net_loop_run(&r->loop);
+    sw__bench_cost_end(pt);
+    pt->nsamples = r->next;
     sw__bench_point_close(pt);
-    if (r->o->progress)
-        sw_progress_update(&r->prog, r->prog_done);
     return rc;
 }
 
@@ -276,25 +158,154 @@ int sw__bench_run_open(struct run *r, struct sw_bench_point *pt)
     return rc;
 }
 
-/* ---- open loop on several threads: one schedule, its arrivals dealt round-robin ---- */
+/* ---- a point on several threads (--threads N): one event loop each ---- */
 
-struct osub {
+/* One thread's share of a point: its own copy of the run and of the options, its point (its own
+ * histograms; the samples: a share of the caller's (closed loop) or its own (open loop)). */
+struct sub {
+    pthread_t th;
+    int rc;    /* what its loop returned */
+    bool open; /* an open-loop share: the schedule from t0; else `streams` closed streams */
+    int streams;
+    uint64_t t0;
+    struct event_base *base;
     struct run r;
     struct sw_bench_opts o; /* the caller's, without the progress bar */
     struct sw_bench_point pt;
-    struct event_base *base;
-    uint64_t t0;
-    int rc;
-    pthread_t th;
 };
 
-static void *osub_main(void *arg)
+static void *sub_main(void *arg)
 {
-    struct osub *u = arg;
+    struct sub *u = arg;
     sw__bench_cost_begin(&u->pt);
-    u->rc = open_loop(&u->r, u->t0);
+    if (u->open) {
+        u->rc = open_loop(&u->r, u->t0);
+    } else {
+        uint64_t now = sw_now_ns();
+        for (int i = 0; i < u->streams; i++)
+            sw__bench_start_one(&u->r, now);
+        u->rc = sw_net_loop_run(&u->r.loop);
+    }
     sw__bench_cost_end(&u->pt);
     return NULL;
+}
+
+/* Thread t's own copy of the run, its options (no progress bar: the caller draws it) and the
+ * point (empty histograms; the samples are the caller's to place): a pool of its own, a nonce
+ * range of its own. */
+static void thread_copy(const struct run *r, const struct sw_bench_point *pt, int t, struct run *xr,
+                        struct sw_bench_opts *xo, struct sw_bench_point *xpt)
+{
+    *xo = *r->o;
+    xo->progress = NULL;
+    *xr = *r;
+    xr->o = xo;
+    xr->free_list = NULL;
+    xr->all = NULL;
+    xr->nall = 0;
+    xr->first_rc = 0;
+    xr->truncated = false;
+    xr->nonce = r->nonce + (uint64_t)(t + 1) * 1000000007ull;
+    xr->next = xr->done = 0;
+    *xpt = *pt;
+    struct sw_bench_hist *h[] = {&xpt->itl_tok, &xpt->itl_chunk, &xpt->emit};
+    for (size_t i = 0; i < SW_ARRAY_LEN(h); i++)
+        sw_bench_hist_init(h[i]);
+    xr->pt = xpt;
+}
+
+/* The point's C streams split over T threads, each its own loop and its own share of the
+ * samples; the per-token histograms and the cost merged after. */
+
+/* Fold one thread's share of a point into the point: its histograms, client CPU and wall time,
+ * the first error any thread met, its finished requests (the progress). */
+static void merge_thread(struct run *r, struct sw_bench_point *pt, const struct run *xr,
+                         const struct sw_bench_point *xpt, double *cpu, double *wall)
+{
+    sw_bench_hist_merge(&pt->itl_tok, &xpt->itl_tok);
+    sw_bench_hist_merge(&pt->itl_chunk, &xpt->itl_chunk);
+    sw_bench_hist_merge(&pt->emit, &xpt->emit);
+    *cpu += xpt->client_cpu_s;
+    *wall = SW_MAX(*wall, xpt->client_wall_s);
+    if (xr->first_rc && !r->first_rc) {
+        r->first_rc = xr->first_rc;
+        snprintf(r->first_err, sizeof(r->first_err), "%s", xr->first_err);
+    }
+    r->prog_done += xr->done; /* a thread draws no bar: its finished requests */
+}
+
+/* The first `started` shares' threads made (unless *rc already failed): how many were. */
+static int spawn(struct sub *u, int started, int *rc)
+{
+    int made = 0;
+    for (int t = 0; t < started && !*rc; t++) {
+        if (pthread_create(&u[t].th, NULL, sub_main, &u[t])) {
+            *rc = SW_ENOMEM;
+            break;
+        }
+        made++;
+    }
+    return made;
+}
+
+/* After the threads: every share's loop, base and pool freed (its own samples too), the point's
+ * figures set (none unless every thread ran: made == T) and summarized. Returns rc. */
+static int end_point(struct run *r, struct sw_bench_point *pt, struct sub *u, int T, int started,
+                     int made, size_t n, int rc)
+{
+    double cpu = 0, wall = 0;
+    for (int t = 0; t < made; t++)
+        merge_thread(r, pt, &u[t].r, &u[t].pt, &cpu, &wall);
+    for (int t = 0; t < started; t++) {
+        sw_net_loop_close(&u[t].r.loop);
+        event_base_free(u[t].base);
+        sw__bench_pool_free(&u[t].r);
+        if (u[t].open)
+            sw_free(u[t].pt.samples);
+    }
+    r->nonce += (uint64_t)(T + 1) * 1000000007ull;
+    pt->nsamples = made == T ? n : 0;
+    pt->client_cpu_s = cpu;
+    pt->client_wall_s = wall;
+    pt->threads = T;
+    sw_free(u);
+    sw__bench_point_close(pt);
+    if (r->o->progress)
+        sw_progress_update(&r->prog, r->prog_done);
+    return rc;
+}
+
+/* The point's C streams split over T threads, each its own loop and its own share of the
+ * samples; the per-token histograms and the cost merged after. */
+static int run_threads(struct run *r, struct sw_bench_point *pt, int T)
+{
+    struct sub *u = sw_calloc((size_t)T, sizeof(*u));
+    if (!u)
+        return SW_ENOMEM;
+    int rc = 0, started = 0;
+    size_t off = 0, n = 0;
+    for (int t = 0; t < T && !rc; t++) {
+        struct sub *x = &u[t];
+        thread_copy(r, pt, t, &x->r, &x->o, &x->pt);
+        x->streams = pt->concurrency / T + (t < pt->concurrency % T);
+        x->pt.samples = pt->samples + off;
+        x->r.cap = (size_t)x->streams * (size_t)r->o->repeat;
+        off += x->r.cap;
+        struct sw_err e;
+        rc = sw__bench_loop_open(&x->r, &x->base, &e);
+        if (rc)
+            break;
+        started++;
+    }
+    int made = spawn(u, started, &rc);
+    for (int t = 0; t < made; t++) {
+        pthread_join(u[t].th, NULL);
+        if (u[t].rc && !rc)
+            rc = u[t].rc;
+        /* the samples of thread t sit right after those of t - 1 (each ran all of its cap) */
+        n += u[t].r.next;
+    }
+    return end_point(r, pt, u, T, started, made, n, rc);
 }
 
 static int by_intended(const void *a, const void *b)
@@ -310,14 +321,16 @@ static int by_intended(const void *a, const void *b)
  * histograms and the cost merged. */
 static int run_open_threads(struct run *r, struct sw_bench_point *pt, int T)
 {
-    struct osub *u = sw_calloc((size_t)T, sizeof(*u));
+    struct sub *u = sw_calloc((size_t)T, sizeof(*u));
     if (!u)
         return SW_ENOMEM;
     int rc = 0, started = 0;
+    size_t n = 0;
     r->shared_nonce = ++r->nonce;
     for (int t = 0; t < T && !rc; t++) {
-        struct osub *x = &u[t];
+        struct sub *x = &u[t];
         thread_copy(r, pt, t, &x->r, &x->o, &x->pt);
+        x->open = true;
         if (r->o->connections > 0)
             x->o.connections = (r->o->connections + T - 1) / T;
         x->r.stride = T;
@@ -340,20 +353,12 @@ static int run_open_threads(struct run *r, struct sw_bench_point *pt, int T)
     }
     /* one t0 for every thread: a thread that starts late shows it as send lag */
     uint64_t t0 = sw_now_ns();
-    int made = 0;
-    for (int t = 0; t < started && !rc; t++) {
+    for (int t = 0; t < started; t++)
         u[t].t0 = t0;
-        if (pthread_create(&u[t].th, NULL, osub_main, &u[t])) {
-            rc = SW_ENOMEM;
-            break;
-        }
-        made++;
-    }
-    double cpu = 0, wall = 0;
-    size_t n = 0;
+    int made = spawn(u, started, &rc);
     for (int t = 0; t < made; t++) {
         pthread_join(u[t].th, NULL);
-        struct osub *x = &u[t];
+        struct sub *x = &u[t];
         if (x->rc && !rc)
             rc = x->rc;
         for (size_t i = 0; i < x->r.next; i++) {
@@ -364,25 +369,9 @@ static int run_open_threads(struct run *r, struct sw_bench_point *pt, int T)
             pt->samples[n++] = x->pt.samples[i];
         }
         r->truncated = r->truncated || x->r.truncated;
-        merge_thread(r, pt, &x->r, &x->pt, &cpu, &wall);
     }
-    for (int t = 0; t < started; t++) {
-        sw_net_loop_close(&u[t].r.loop);
-        event_base_free(u[t].base);
-        sw__bench_pool_free(&u[t].r);
-        sw_free(u[t].pt.samples);
-    }
-    r->nonce += (uint64_t)(T + 1) * 1000000007ull;
     qsort(pt->samples, n, sizeof(*pt->samples), by_intended);
     for (size_t i = 0; i < n; i++)
         pt->samples[i].index = i;
-    pt->nsamples = made == T ? n : 0;
-    pt->client_cpu_s = cpu;
-    pt->client_wall_s = wall;
-    pt->threads = T;
-    sw_free(u);
-    sw__bench_point_close(pt);
-    if (r->o->progress)
-        sw_progress_update(&r->prog, r->prog_done);
-    return rc;
+    return end_point(r, pt, u, T, started, made, n, rc);
 }

@@ -585,6 +585,21 @@ struct charts {
     size_t n;
 };
 
+/* One more line panel, both axes from zero. */
+static void add_panel(struct charts *c, const char *title, const char *note, const char *x_label,
+                      const char *y_label, struct sw_chart_series *series, size_t n)
+{
+    c->all[c->n++] = (struct sw_chart){.kind = SW_CHART_LINES,
+                                       .title = title,
+                                       .note = note,
+                                       .x_label = x_label,
+                                       .y_label = y_label,
+                                       .series = series,
+                                       .n_series = n,
+                                       .y_from_zero = true,
+                                       .x_from_zero = true};
+}
+
 /* The concurrency levels of the run in the order met (at most MAXS): one series each. */
 static size_t distinct_concs(const struct sw_bench_report *rep, int concs[MAXS])
 {
@@ -626,15 +641,8 @@ static void panel_depth(struct charts *c, const struct sw_bench_report *rep, con
     }
     snprintf(c->note, sizeof(c->note), "%s%s%s; median of the repeats, whiskers min..max", rep->url,
              rep->model[0] ? " " : "", rep->model);
-    c->all[c->n++] = (struct sw_chart){.kind = SW_CHART_LINES,
-                                       .title = "decode tok/s by context depth",
-                                       .note = c->note,
-                                       .x_label = "depth (prompt tokens asked)",
-                                       .y_label = "decode tok/s",
-                                       .series = c->ser,
-                                       .n_series = nconc,
-                                       .y_from_zero = true,
-                                       .x_from_zero = true};
+    add_panel(c, "decode tok/s by context depth", c->note, "depth (prompt tokens asked)",
+              "decode tok/s", c->ser, nconc);
 }
 
 /* Panel 2: per-stream and summed decode by concurrency at the first depth (with two levels or
@@ -654,15 +662,8 @@ static void panel_concurrency(struct charts *c, const struct sw_bench_report *re
     c->cser[0] = (struct sw_chart_series){.name = "per stream", .n = nc, .x = c->cx, .y = c->cy};
     c->cser[1] = (struct sw_chart_series){.name = "summed", .n = nc, .x = c->cx, .y = c->cs};
     if (nc > 1)
-        c->all[c->n++] = (struct sw_chart){.kind = SW_CHART_LINES,
-                                           .title = "decode tok/s by concurrency (first depth)",
-                                           .note = c->note,
-                                           .x_label = "streams in flight",
-                                           .y_label = "decode tok/s",
-                                           .series = c->cser,
-                                           .n_series = 2,
-                                           .y_from_zero = true,
-                                           .x_from_zero = true};
+        add_panel(c, "decode tok/s by concurrency (first depth)", c->note, "streams in flight",
+                  "decode tok/s", c->cser, 2);
 }
 
 /* The roofline panel: each point's median decode at `conc` streams (whiskers min..max, its % of
@@ -711,15 +712,8 @@ static void panel_roofline(struct charts *c, const struct sw_bench_report *rep, 
              rep->roof.kv_bytes_per_token + rep->roof.kv_swa_bytes_per_token, rep->roof.state_bytes,
              rep->roof.bandwidth / 1e9, rep->roof.ranks > 1 ? ", one tensor-parallel rank" : "");
     if (nr)
-        c->all[c->n++] = (struct sw_chart){.kind = SW_CHART_LINES,
-                                           .title = "decode roofline by context depth",
-                                           .note = c->rnote,
-                                           .x_label = "depth (mean prompt tokens)",
-                                           .y_label = "decode tok/s",
-                                           .series = c->rser,
-                                           .n_series = 2,
-                                           .y_from_zero = true,
-                                           .x_from_zero = true};
+        add_panel(c, "decode roofline by context depth", c->rnote, "depth (mean prompt tokens)",
+                  "decode tok/s", c->rser, 2);
 }
 
 /* Open loop: latency CDFs from the intended send and from the actual send, side by side. */
@@ -734,15 +728,7 @@ static void panel_cdf(struct charts *c, const struct sw_bench_point *pt)
         size_t n = sw_bench_hist_cdf(h[i], xs, ys, SW_BENCH_HIST_NBINS);
         c->lser[i] = (struct sw_chart_series){.name = ln[i], .n = n, .x = xs, .y = ys};
     }
-    c->all[c->n++] = (struct sw_chart){.kind = SW_CHART_LINES,
-                                       .title = "latency CDF (open loop)",
-                                       .note = c->note,
-                                       .x_label = "ms",
-                                       .y_label = "fraction of requests",
-                                       .series = c->lser,
-                                       .n_series = 4,
-                                       .y_from_zero = true,
-                                       .x_from_zero = true};
+    add_panel(c, "latency CDF (open loop)", c->note, "ms", "fraction of requests", c->lser, 4);
 }
 
 /* A panel with nothing finite (one-token streams have no decode rate) is left out. */

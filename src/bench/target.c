@@ -5,10 +5,9 @@
  * fleet says, and the decode roofline from its plan and its devices' bandwidth.
  *
  * What it does not do: take a key from argv, or fail a run for want of a roofline (the run goes
- * on without one and says why).
+ * on without one and says why). The route and the key are deploy's (sw_service_target_new).
  */
 #include <slipway/bench.h>
-#include <slipway/fleet.h>
 #include <slipway/plan.h>
 #include <slipway/service.h>
 
@@ -37,38 +36,27 @@ int sw_bench_target_open(const char *fleet_path, const char *name, struct sw_ben
                          struct sw_bench_target *t, struct sw_err *e)
 {
     memset(t, 0, sizeof(*t));
-    struct sw_service_client *sc = sw_calloc(1, sizeof(*sc));
-    if (!sc)
-        return sw_err_set(e, SW_ENOMEM, "out of memory");
-    t->client = sc;
-    int rc = sw_fleet_load(fleet_path ? fleet_path : "fleet.yaml", NULL, &t->fleet, e);
-    if (!rc)
-        rc = sw_service_client_open(t->fleet, name, sc, e);
-    if (rc)
-        return rc;
-    t->ep = sc->ep;
-    t->api_key = sc->api_key;
-    sc->api_key = NULL;
-    o->url = sc->route.url;
-    o->unix_socket = sc->route.unix_socket;
-    o->model = sc->model;
-    o->engine = sc->engine;
-    o->api_key = t->api_key;
-    roofline(t, o);
-    return 0;
+    int rc = sw_service_target_new(fleet_path, name, &t->svc, e);
+    if (!rc) {
+        const struct sw_service_client *sc = &t->svc->client;
+        t->fleet = t->svc->fleet;
+        t->ep = sc->ep;
+        o->url = sc->route.url;
+        o->unix_socket = sc->route.unix_socket;
+        o->model = sc->model;
+        o->engine = sc->engine;
+        o->api_key = sc->api_key;
+        roofline(t, o);
+    }
+    return rc;
 }
 
 void sw_bench_target_close(struct sw_bench_target *t)
 {
-    if (!t)
-        return;
-    if (t->api_key) {
-        memset(t->api_key, 0, strlen(t->api_key));
-        sw_free(t->api_key);
+    if (t) {
+        sw_service_target_free(t->svc);
+        t->svc = NULL;
+        t->fleet = NULL;
+        t->ep = NULL;
     }
-    if (t->client)
-        sw_service_client_close(t->client);
-    sw_free(t->client);
-    sw_fleet_free(t->fleet);
-    memset(t, 0, sizeof(*t));
 }

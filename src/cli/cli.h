@@ -132,6 +132,9 @@ void sw_cli_release_stop(void);
 int sw_cli_fail(const struct sw_err *e, bool json);
 /* Print a usage error and return SW_EXIT_USAGE. */
 int sw_cli_usage(const char *verb, const char *fmt, ...) SW_PRINTF(2, 3);
+/* --api-key-env VAR: *key from the environment variable VAR names (a key never comes from argv);
+ * left alone when the option is absent. 0, or the exit code of the error printed (VAR unset). */
+int sw_cli_key_env(const struct sw_args *a, const char **key);
 /* True when argv[i] equals any of the given spellings (NULL-terminated list). */
 bool sw_cli_is(const char *arg, const char *a, const char *b);
 /* Exit code for an error code: input errors (parse, range, inval, noent, unsupported) give 2. */

@@ -221,11 +221,11 @@ static int read_opts(const struct sw_args *a, struct sw_bench_opts *o, json_t **
         return sw_args_usage(a, "--engine %s: llama.cpp, vllm, sglang or openai", engine);
     if (engine)
         o->engine = engine;
-    int rc = read_points(a, o);
-    if (!rc)
-        rc = read_open_loop(a, o);
-    if (!rc)
-        rc = read_client(a, o);
+    static int (*const readers[])(const struct sw_args *, struct sw_bench_opts *) = {
+        read_points, read_open_loop, read_client};
+    int rc = 0;
+    for (size_t i = 0; i < SW_ARRAY_LEN(readers) && !rc; i++)
+        rc = readers[i](a, o);
     if (rc)
         return rc;
     if (o->mode == SW_BENCH_OPEN && (o->nconc || sw_args_str(a, "repeat")))
@@ -239,16 +239,9 @@ static int read_opts(const struct sw_args *a, struct sw_bench_opts *o, json_t **
     rc = read_requests(a, o, extra);
     if (rc)
         return rc;
-    const char *v = sw_args_str(a, "api-key-env");
-    if (v) {
-        struct sw_err e;
-        const char *k = getenv(v);
-        if (!k || !*k) {
-            sw_err_set(&e, SW_ENOENT, "--api-key-env: %s is not set", v);
-            return sw_cli_fail(&e, a->json);
-        }
-        o->api_key = k;
-    }
+    rc = sw_cli_key_env(a, &o->api_key);
+    if (rc)
+        return rc;
     o->progress = a->json || sw_args_flag(a, "quiet") ? NULL : stderr;
     return 0;
 }

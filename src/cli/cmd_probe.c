@@ -81,7 +81,7 @@ static int read_opts(const struct sw_args *a, struct sw_probe_target *t)
 {
     uint64_t window = (uint64_t)t->window, slots = (uint64_t)t->slots;
     int64_t timeout = t->timeout_ms, ready = t->ready_ms, deadline = t->deadline_ms;
-    const char *vision = sw_args_str(a, "vision"), *key_env = sw_args_str(a, "api-key-env");
+    const char *vision = sw_args_str(a, "vision");
     if (sw_args_str(a, "model"))
         t->model = sw_args_str(a, "model");
     if (sw_args_str(a, "engine"))
@@ -107,15 +107,9 @@ static int read_opts(const struct sw_args *a, struct sw_probe_target *t)
         return sw_args_usage(a, "--vision takes yes or no");
     if (vision)
         t->vision = !strcmp(vision, "yes");
-    if (key_env) {
-        struct sw_err e;
-        const char *k = getenv(key_env);
-        if (!k || !*k) {
-            sw_err_set(&e, SW_ENOENT, "--api-key-env: %s is not set", key_env);
-            return sw_cli_fail(&e, a->json);
-        }
-        t->api_key = k;
-    }
+    rc = sw_cli_key_env(a, &t->api_key);
+    if (rc)
+        return rc;
     t->only = sw_args_str(a, "only");
     t->worst_case = sw_args_flag(a, "worst-case");
     t->progress = sw_args_flag(a, "quiet") || a->json ? NULL : stderr;

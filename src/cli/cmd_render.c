@@ -134,12 +134,13 @@ static int render_k8s(const struct sw_args *a, const struct req *q, struct sw_fl
 {
     struct sw_err e;
     struct sw_ledger l;
-    struct sw_export_k8s x;
+    struct sw_buf yaml;
+    struct sw_export_k8s x = {.yaml = &yaml};
     bool opened = false;
     char path[4096], file[4400];
     int rc = SW_EXIT_OK;
     memset(&l, 0, sizeof(l));
-    memset(&x, 0, sizeof(x));
+    sw_buf_init(&yaml, 16u << 20);
     sw_err_clear(&e);
     /* no ledger beside the fleet yet: figures from the fleet alone */
     struct sw_ledger_open_opts lo = {.readonly = true};
@@ -157,7 +158,7 @@ static int render_k8s(const struct sw_args *a, const struct req *q, struct sw_fl
     if (q->dir) {
         snprintf(file, sizeof(file), "%s/%s.k8s.yaml", q->dir, x.name);
         if (sw_out_dir(q->dir, &e) ||
-            sw_write_file_atomic(file, sw_buf_cstr(&x.yaml), x.yaml.len, 0644, &e)) {
+            sw_write_file_atomic(file, sw_buf_cstr(&yaml), yaml.len, 0644, &e)) {
             e.code = SW_EIO;
             goto fail;
         }
@@ -173,13 +174,15 @@ static int render_k8s(const struct sw_args *a, const struct req *q, struct sw_fl
         if (q->dir)
             printf("wrote %s\n", file);
         else
-            fwrite(sw_buf_cstr(&x.yaml), 1, x.yaml.len, stdout);
+            fwrite(sw_buf_cstr(&yaml), 1, yaml.len, stdout);
     }
     goto out;
 fail:
     rc = sw_cli_fail(&e, a->json);
 out:
-    sw_export_k8s_free(&x);
+    json_decref(x.check);
+    json_decref(x.doc);
+    sw_buf_free(&yaml);
     if (opened)
         sw_ledger_close(&l);
     return rc;

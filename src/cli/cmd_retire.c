@@ -137,6 +137,6 @@ int sw_cmd_retire(int argc, char **argv)
                r.payload, r.to, r.method, (long long)r.files, (long long)r.bytes,
                (long long)r.move_id, r.ledger);
     }
-    sw_payload_retire_free(&r);
+    json_decref(r.needed_by);
     return rc;
 }

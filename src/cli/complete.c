@@ -32,13 +32,15 @@ static int opt_words(struct sw_buf *b, const struct sw_cmd_spec *s, bool valued)
     return rc;
 }
 
-/* One `case` arm per verb and sub-verb: KEY) echo 'WORDS' ;; */
+/* The verbs that take an ENDPOINT (what 0), or one `case` arm per verb and sub-verb, KEY) echo
+ * 'WORDS' ;;, of their options (1), of their options that take a value (2), of their sub-verbs
+ * (3). */
 static int case_arms(struct sw_buf *b, int what)
 {
     int rc = 0;
     for (size_t i = 0; i < sw_cli_nverbs && !rc; i++) {
         const struct sw_cmd_spec *s = sw_cli_spec(sw_cli_verbs[i].name);
-        if (what == 2) { /* sub-verbs */
+        if (what == 3) { /* sub-verbs */
             if (!s || !s->subs)
                 continue;
             rc = sw_buf_printf(b, "    %s) echo '", sw_cli_verbs[i].name);
@@ -51,7 +53,7 @@ static int case_arms(struct sw_buf *b, int what)
                 rc = sw_buf_puts(b, "' ;;\n");
             continue;
         }
-        if (what == 3) { /* verbs that take an ENDPOINT */
+        if (what == 0) { /* verbs that take an ENDPOINT */
             bool ep = s && s->synopsis && strstr(s->synopsis, "ENDPOINT");
             for (const struct sw_cmd_spec *const *u = s ? s->subs : NULL; u && *u; u++)
                 ep |= (*u)->synopsis && strstr((*u)->synopsis, "ENDPOINT");
@@ -61,7 +63,7 @@ static int case_arms(struct sw_buf *b, int what)
         }
         rc = sw_buf_printf(b, "    '%s') echo '", sw_cli_verbs[i].name);
         if (!rc)
-            rc = opt_words(b, s, what == 1);
+            rc = opt_words(b, s, what == 2);
         if (!rc)
             rc = sw_buf_puts(b, "' ;;\n");
         for (const struct sw_cmd_spec *const *u = s ? s->subs : NULL; u && *u && !rc; u++) {
@@ -69,7 +71,7 @@ static int case_arms(struct sw_buf *b, int what)
                 continue;
             rc = sw_buf_printf(b, "    '%s') echo '", (*u)->name);
             if (!rc)
-                rc = opt_words(b, *u, what == 1);
+                rc = opt_words(b, *u, what == 2);
             if (!rc)
                 rc = sw_buf_puts(b, "' ;;\n");
         }
@@ -91,22 +93,18 @@ int sw_cli_bash_completion(struct sw_buf *b, bool zsh)
         rc = sw_buf_puts(b, "_slipway_verbs='help");
     for (size_t i = 0; i < sw_cli_nverbs && !rc; i++)
         rc = sw_buf_printf(b, " %s", sw_cli_verbs[i].name);
-    if (!rc)
-        rc = sw_buf_puts(b, "'\n_slipway_endpoint_verbs='");
-    if (!rc)
-        rc = case_arms(b, 3);
-    if (!rc)
-        rc = sw_buf_puts(b, " '\n_slipway_opts() {\n  case \"$1\" in\n");
-    if (!rc)
-        rc = case_arms(b, 0);
-    if (!rc)
-        rc = sw_buf_puts(b, "  esac\n}\n_slipway_valued() {\n  case \"$1\" in\n");
-    if (!rc)
-        rc = case_arms(b, 1);
-    if (!rc)
-        rc = sw_buf_puts(b, "  esac\n}\n_slipway_subs() {\n  case \"$1\" in\n");
-    if (!rc)
-        rc = case_arms(b, 2);
+    /* the tables, each one's opening then its case arms (case_arms' `what` is the index) */
+    static const char *const opens[] = {
+        "'\n_slipway_endpoint_verbs='",
+        " '\n_slipway_opts() {\n  case \"$1\" in\n",
+        "  esac\n}\n_slipway_valued() {\n  case \"$1\" in\n",
+        "  esac\n}\n_slipway_subs() {\n  case \"$1\" in\n",
+    };
+    for (size_t i = 0; i < SW_ARRAY_LEN(opens) && !rc; i++) {
+        rc = sw_buf_puts(b, opens[i]);
+        if (!rc)
+            rc = case_arms(b, (int)i);
+    }
     if (!rc)
         rc = sw_buf_puts(
             b, "  esac\n}\n"

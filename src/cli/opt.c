@@ -357,68 +357,102 @@ static const char *fmt_ms(int64_t ms, char *out, size_t n)
     return out;
 }
 
+/* One kind of typed value: how it is read, how a bound is written, what it is called. */
+struct kind {
+    const char *what; /* "a duration" */
+    const char *hint; /* after the range: " (600MiB, 2GiB)", or "" */
+    int (*parse)(const char *v, uint64_t *out);
+    const char *(*fmt)(uint64_t v, char *out, size_t n);
+};
+
+static int parse_ms(const char *v, uint64_t *out)
+{
+    int64_t ms;
+    if (sw_parse_duration_ms(v, &ms, NULL) || ms < 0)
+        return -1;
+    *out = (uint64_t)ms;
+    return 0;
+}
+
+static const char *fmt_ms_u(uint64_t v, char *out, size_t n)
+{
+    return fmt_ms(v > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)v, out, n);
+}
+
+static int parse_bytes(const char *v, uint64_t *out)
+{
+    return sw_parse_bytes(v, out, NULL);
+}
+
+static int parse_count(const char *v, uint64_t *out)
+{
+    return sw_parse_count(v, out, NULL);
+}
+
+static const char *fmt_u64(uint64_t v, char *out, size_t n)
+{
+    snprintf(out, n, "%llu", (unsigned long long)v);
+    return out;
+}
+
+static const struct kind k_duration = {"a duration", "", parse_ms, fmt_ms_u};
+static const struct kind k_size = {"a size", " (600MiB, 2GiB)", parse_bytes, sw_fmt_bytes};
+static const struct kind k_number = {"a whole number", "", parse_count, fmt_u64};
+
+/* v read as k within [min, max]. */
+static bool within(const struct kind *k, const char *v, uint64_t min, uint64_t max, uint64_t *out)
+{
+    return !k->parse(v, out) && *out >= min && *out <= max;
+}
+
+/* " from MIN to MAX" as k writes them (an upper bound of INT64_MAX or more is not named). */
+static void k_range(const struct kind *k, char *out, size_t n, uint64_t min, uint64_t max)
+{
+    char lo[32], hi[32];
+    range(out, n, min > 0, k->fmt(min, lo, sizeof(lo)), max < (uint64_t)INT64_MAX,
+          k->fmt(max, hi, sizeof(hi)));
+}
+
+/* Option `name` read as k: *got and *out set when it was given and accepted; its usage error's
+ * exit code when it was given and refused; else 0. */
+static int typed(const struct sw_args *a, const char *name, const struct kind *k, uint64_t min,
+                 uint64_t max, uint64_t *out, bool *got)
+{
+    const char *v = sw_args_str(a, name);
+    char r[80];
+    *got = false;
+    if (!v)
+        return 0;
+    *got = within(k, v, min, max, out);
+    if (*got)
+        return 0;
+    k_range(k, r, sizeof(r), min, max);
+    return sw_args_usage(a, "--%s: want %s%s%s, got '%s'", name, k->what, r, k->hint, v);
+}
+
 int sw_args_duration(const struct sw_args *a, const char *name, int64_t min_ms, int64_t max_ms,
                      int64_t *out)
 {
-    const char *v = sw_args_str(a, name);
-    int64_t ms;
-    char lo[32], hi[32], r[80];
-    if (!v)
-        return 0;
-    if (!sw_parse_duration_ms(v, &ms, NULL) && ms >= min_ms && ms <= max_ms) {
-        *out = ms;
-        return 0;
-    }
-    range(r, sizeof(r), min_ms > 0, fmt_ms(min_ms, lo, sizeof(lo)), max_ms < INT64_MAX,
-          fmt_ms(max_ms, hi, sizeof(hi)));
-    return sw_args_usage(a, "--%s: want a duration%s, got '%s'", name, r, v);
+    uint64_t x = 0;
+    bool got;
+    int rc = typed(a, name, &k_duration, (uint64_t)min_ms, (uint64_t)max_ms, &x, &got);
+    if (got)
+        *out = (int64_t)x;
+    return rc;
 }
 
 int sw_args_size(const struct sw_args *a, const char *name, uint64_t min, uint64_t max,
                  uint64_t *out)
 {
-    const char *v = sw_args_str(a, name);
-    uint64_t b;
-    char lo[32], hi[32], r[80];
-    if (!v)
-        return 0;
-    if (!sw_parse_bytes(v, &b, NULL) && b >= min && b <= max) {
-        *out = b;
-        return 0;
-    }
-    range(r, sizeof(r), min > 0, sw_fmt_bytes(min, lo, sizeof(lo)), max < (uint64_t)INT64_MAX,
-          sw_fmt_bytes(max, hi, sizeof(hi)));
-    return sw_args_usage(a, "--%s: want a size%s (600MiB, 2GiB), got '%s'", name, r, v);
-}
-
-/* A whole number within [min, max] (sw_parse_count's spellings). */
-static bool number_in(const char *v, uint64_t min, uint64_t max, uint64_t *out)
-{
-    return !sw_parse_count(v, out, NULL) && *out >= min && *out <= max;
-}
-
-static void number_range(char *out, size_t n, uint64_t min, uint64_t max)
-{
-    char lo[32], hi[32];
-    snprintf(lo, sizeof(lo), "%llu", (unsigned long long)min);
-    snprintf(hi, sizeof(hi), "%llu", (unsigned long long)max);
-    range(out, n, min > 0, lo, max < (uint64_t)INT64_MAX, hi);
+    bool got;
+    return typed(a, name, &k_size, min, max, out, &got);
 }
 
 int sw_args_number(const struct sw_args *a, const char *name, uint64_t min, uint64_t max,
                    uint64_t *out)
 {
-    const char *v = sw_args_str(a, name);
-    uint64_t x;
-    char r[80];
-    if (!v)
-        return 0;
-    if (number_in(v, min, max, &x)) {
-        *out = x;
-        return 0;
-    }
-    number_range(r, sizeof(r), min, max);
-    return sw_args_usage(a, "--%s: want a whole number%s, got '%s'", name, r, v);
+    bool got;
+    return typed(a, name, &k_number, min, max, out, &got);
 }
 
 int sw_args_real(const struct sw_args *a, const char *name, double above, double max, double *out)
@@ -457,7 +491,7 @@ int sw_args_list(const struct sw_args *a, const char *name, uint64_t min, uint64
         ok = len > 0 && len < sizeof(item) && k < cap && k < SW_ARRAY_LEN(got);
         if (ok) {
             snprintf(item, sizeof(item), "%.*s", (int)len, p);
-            ok = number_in(item, min, max, &x);
+            ok = within(&k_number, item, min, max, &x);
             got[k++] = (int64_t)x;
         }
         if (!p[len])
@@ -469,7 +503,7 @@ int sw_args_list(const struct sw_args *a, const char *name, uint64_t min, uint64
         *n = k;
         return 0;
     }
-    number_range(r, sizeof(r), min, max);
+    k_range(&k_number, r, sizeof(r), min, max);
     return sw_args_usage(a, "--%s: want a list of at most %zu whole numbers%s%s, got '%s'", name,
                          cap, r[0] ? ", each" : "", r, v);
 }

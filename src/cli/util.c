@@ -5,6 +5,7 @@
 
 #include <signal.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 
 int sw_cli_exit_for(int code)
@@ -46,6 +47,21 @@ int sw_cli_usage(const char *verb, const char *fmt, ...)
     va_end(ap);
     fprintf(stderr, "\n(see: slipway %s --help)\n", verb);
     return SW_EXIT_USAGE;
+}
+
+int sw_cli_key_env(const struct sw_args *a, const char **key)
+{
+    const char *var = sw_args_str(a, "api-key-env");
+    if (!var)
+        return 0;
+    const char *k = getenv(var);
+    if (!k || !*k) {
+        struct sw_err e;
+        sw_err_set(&e, SW_ENOENT, "--api-key-env: %s is not set", var);
+        return sw_cli_fail(&e, a->json);
+    }
+    *key = k;
+    return 0;
 }
 
 bool sw_cli_is(const char *arg, const char *a, const char *b)

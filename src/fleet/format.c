@@ -28,30 +28,20 @@ const char *sw_fleet_u64_text(const struct sw_fleet_u64 *u, bool bytes, char *ou
 const char *sw_fleet_value_text(const struct sw_fleet_value *v, char *out, size_t n)
 {
     char a[64], b[64];
-    if (!v->set) {
+    if (!v->set)
         snprintf(out, n, "-");
-        return out;
-    }
-    switch (v->type) {
-    case SW_FLEET_V_COUNT:
-        if (v->u == SW_FLEET_ALL)
-            snprintf(out, n, "all");
-        else
-            snprintf(out, n, "%s", sw_fmt_count(v->u, a, sizeof(a)));
-        break;
-    case SW_FLEET_V_BYTES:
+    else if (v->type == SW_FLEET_V_REAL)
+        snprintf(out, n, "%g", v->f);
+    else if (v->type == SW_FLEET_V_BOOL)
+        snprintf(out, n, "%s", v->b ? "true" : "false");
+    else if (v->type == SW_FLEET_V_STR)
+        snprintf(out, n, "%s", v->s ? v->s : "");
+    else if (v->type == SW_FLEET_V_BYTES)
         snprintf(out, n, "%s (%s)", sw_fmt_count(v->u, a, sizeof(a)),
                  sw_fmt_bytes(v->u, b, sizeof(b)));
-        break;
-    case SW_FLEET_V_REAL:
-        snprintf(out, n, "%g", v->f);
-        break;
-    case SW_FLEET_V_BOOL:
-        snprintf(out, n, "%s", v->b ? "true" : "false");
-        break;
-    case SW_FLEET_V_STR:
-        snprintf(out, n, "%s", v->s ? v->s : "");
-        break;
-    }
+    else if (v->u == SW_FLEET_ALL)
+        snprintf(out, n, "all");
+    else
+        snprintf(out, n, "%s", sw_fmt_count(v->u, a, sizeof(a)));
     return out;
 }

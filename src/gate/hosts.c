@@ -16,7 +16,6 @@
 #include <slipway/host.h>
 
 #include <stdarg.h>
-#include <stdio.h>
 #include <string.h>
 
 /* The paths a host is asked about: per endpoint its binary and payload path (index into paths,
@@ -44,12 +43,11 @@ struct check {
 static void gap(struct check *c, const char *fmt, ...) SW_PRINTF(2, 3);
 static void gap(struct check *c, const char *fmt, ...)
 {
-    char buf[2048];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(buf, sizeof(buf), fmt, ap);
+    json_t *line = json_vsprintf(fmt, ap);
     va_end(ap);
-    json_array_append_new(c->gaps, json_string(buf));
+    json_array_append_new(c->gaps, line);
     c->n_gaps++;
 }
 

@@ -126,12 +126,6 @@ static int copy_file(const char *src, const char *dst, const struct stat *st, ch
     return rc;
 }
 
-/* A copy or a verification: the tree under the walk's root against the one under dst. */
-struct pair {
-    const char *dst;
-    char *buf; /* COPY_BUF bytes */
-};
-
 static int copy_link(const char *src, const char *dst, struct sw_err *e)
 {
     char target[PATH_MAX];
@@ -144,14 +138,11 @@ static int copy_link(const char *src, const char *dst, struct sw_err *e)
     return 0;
 }
 
-static int copy_visit(void *ud, const struct sw_payload_walk_entry *x, struct sw_err *e)
+/* One entry of the source copied to dst (a directory's mode and times once its entries are in). */
+static int copy_entry(const struct sw_payload_walk_entry *x, const char *dst, char *buf,
+                      struct sw_err *e)
 {
-    const struct pair *p = ud;
     const struct stat *st = x->st;
-    char dst[PATH_MAX];
-    int rc = dst_of(dst, sizeof(dst), p->dst, x, e);
-    if (rc)
-        return rc;
     if (x->post) {
         /* its entries are in: now its mode and times */
         if (chmod(dst, st->st_mode & 07777))
@@ -161,7 +152,7 @@ static int copy_visit(void *ud, const struct sw_payload_walk_entry *x, struct sw
         return 0;
     }
     if (S_ISREG(st->st_mode))
-        return copy_file(x->path, dst, st, p->buf, e);
+        return copy_file(x->path, dst, st, buf, e);
     if (S_ISLNK(st->st_mode))
         return copy_link(x->path, dst, e);
     if (!S_ISDIR(st->st_mode))
@@ -186,41 +177,39 @@ static ssize_t read_full(int fd, char *buf, size_t n)
     return (ssize_t)got;
 }
 
-static int same_bytes(const char *a, const char *b, char *buf, struct sw_err *e)
+/* The bytes of fa and fb are the same, to the end of both (a and b name them in errors). */
+static int same_fds(int fa, int fb, const char *a, const char *b, char *buf, struct sw_err *e)
 {
-    int rc = 0;
-    int fa = open(a, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-    int fb = open(b, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-    if (fa < 0 || fb < 0) {
-        rc = sw_err_at(e, SW_EIO, fa < 0 ? a : b, 0, 0, "cannot open: %s", strerror(errno));
-        goto out;
-    }
     char *bb = buf + COPY_BUF / 2;
     for (;;) {
         ssize_t na = read(fa, buf, COPY_BUF / 2);
         if (na < 0 && errno == EINTR)
             continue;
-        if (na < 0) {
-            rc = sw_err_at(e, SW_EIO, a, 0, 0, "read: %s", strerror(errno));
-            break;
-        }
+        if (na < 0)
+            return sw_err_at(e, SW_EIO, a, 0, 0, "read: %s", strerror(errno));
         ssize_t got = read_full(fb, bb, (size_t)na);
-        if (got != na || memcmp(buf, bb, (size_t)na)) {
-            rc = sw_err_at(e, SW_EIO, b, 0, 0, "the copy differs from %s", a);
-            break;
-        }
+        if (got != na || memcmp(buf, bb, (size_t)na))
+            return sw_err_at(e, SW_EIO, b, 0, 0, "the copy differs from %s", a);
         if (na == 0) {
             char one;
             if (read(fb, &one, 1) != 0)
-                rc = sw_err_at(e, SW_EIO, b, 0, 0, "the copy is longer than %s", a);
-            break;
+                return sw_err_at(e, SW_EIO, b, 0, 0, "the copy is longer than %s", a);
+            return 0;
         }
     }
-out:
-    if (fa >= 0)
-        close(fa);
+}
+
+static int same_bytes(const char *a, const char *b, char *buf, struct sw_err *e)
+{
+    int fa = open(a, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fa < 0)
+        return sw_err_at(e, SW_EIO, a, 0, 0, "cannot open: %s", strerror(errno));
+    int fb = open(b, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    int rc = fb < 0 ? sw_err_at(e, SW_EIO, b, 0, 0, "cannot open: %s", strerror(errno))
+                    : same_fds(fa, fb, a, b, buf, e);
     if (fb >= 0)
         close(fb);
+    close(fa);
     return rc;
 }
 
@@ -243,14 +232,10 @@ static int same_entries(const char *dst, const struct sw_payload_walk_entry *x, 
 
 /* The copy holds what the source holds: every entry, its type, size, bytes and link target, and
  * nothing more. */
-static int verify_visit(void *ud, const struct sw_payload_walk_entry *x, struct sw_err *e)
+static int verify_entry(const struct sw_payload_walk_entry *x, const char *dst, char *buf,
+                        struct sw_err *e)
 {
-    const struct pair *p = ud;
     const struct stat *s = x->st;
-    char dst[PATH_MAX];
-    int rc = dst_of(dst, sizeof(dst), p->dst, x, e);
-    if (rc)
-        return rc;
     if (x->post)
         return same_entries(dst, x, e);
     struct stat d;
@@ -260,7 +245,7 @@ static int verify_visit(void *ud, const struct sw_payload_walk_entry *x, struct 
         (S_ISREG(s->st_mode) && s->st_size != d.st_size))
         return sw_err_at(e, SW_EIO, dst, 0, 0, "the copy differs from %s (type or size)", x->path);
     if (S_ISREG(s->st_mode))
-        return same_bytes(x->path, dst, p->buf, e);
+        return same_bytes(x->path, dst, buf, e);
     if (S_ISLNK(s->st_mode)) {
         char ta[PATH_MAX], tb[PATH_MAX];
         ssize_t na = readlink(x->path, ta, sizeof(ta) - 1), nb = readlink(dst, tb, sizeof(tb) - 1);
@@ -268,6 +253,22 @@ static int verify_visit(void *ud, const struct sw_payload_walk_entry *x, struct 
             return sw_err_at(e, SW_EIO, dst, 0, 0, "the copied link differs from %s", x->path);
     }
     return 0;
+}
+
+/* A copy or a verification: the tree under the walk's root against the one under dst. */
+struct pair {
+    const char *dst;
+    char *buf; /* COPY_BUF bytes */
+    int (*entry)(const struct sw_payload_walk_entry *x, const char *dst, char *buf,
+                 struct sw_err *e);
+};
+
+static int pair_visit(void *ud, const struct sw_payload_walk_entry *x, struct sw_err *e)
+{
+    const struct pair *p = ud;
+    char dst[PATH_MAX];
+    int rc = dst_of(dst, sizeof(dst), p->dst, x, e);
+    return rc ? rc : p->entry(x, dst, p->buf, e);
 }
 
 /* Files and links unlinked on the way down, each directory removed on the way back up. */
@@ -314,11 +315,12 @@ static int copy_move(const char *src, const char *trash, const char *dst, struct
     char *buf = sw_malloc(COPY_BUF);
     if (!buf)
         return sw_err_set(e, SW_ENOMEM, "out of memory");
-    struct pair p = {.dst = partial, .buf = buf};
+    struct pair copy = {.dst = partial, .buf = buf, .entry = copy_entry};
+    struct pair verify = {.dst = partial, .buf = buf, .entry = verify_entry};
     struct sw_payload_walk_opts o = {.post = true};
-    int rc = sw_payload_walk(src, &o, copy_visit, &p, e);
+    int rc = sw_payload_walk(src, &o, pair_visit, &copy, e);
     if (!rc)
-        rc = sw_payload_walk(src, &o, verify_visit, &p, e);
+        rc = sw_payload_walk(src, &o, pair_visit, &verify, e);
     if (!rc && rename(partial, dst))
         rc = sw_err_at(e, SW_EIO, dst, 0, 0, "rename from %s: %s", partial, strerror(errno));
     if (!rc)
@@ -540,12 +542,4 @@ int sw_payload_retire(const char *payload_dir, const char *trash_dir,
 out:
     sw_ledger_close(&led);
     return rc;
-}
-
-void sw_payload_retire_free(struct sw_payload_retire *r)
-{
-    if (!r)
-        return;
-    json_decref(r->needed_by);
-    r->needed_by = NULL;
 }

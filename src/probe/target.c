@@ -6,7 +6,8 @@
  * max_model_len) and whether a projector is loaded.
  *
  * What it does not do: take a key from argv, or discover what the fleet does not say (the
- * battery asks the endpoint itself for that).
+ * battery asks the endpoint itself for that). The route and the key are deploy's
+ * (sw_service_target_new).
  */
 #include <slipway/fleet.h>
 #include <slipway/probe.h>
@@ -35,24 +36,18 @@ int sw_probe_target_open(const char *fleet_path, const char *name, struct sw_pro
                          struct sw_probe_endpoint *pe, struct sw_err *e)
 {
     memset(pe, 0, sizeof(*pe));
-    struct sw_service_client *sc = sw_calloc(1, sizeof(*sc));
-    if (!sc)
-        return sw_err_set(e, SW_ENOMEM, "out of memory");
-    pe->client = sc;
-    int rc = sw_fleet_load(fleet_path ? fleet_path : "fleet.yaml", NULL, &pe->fleet, e);
-    if (!rc)
-        rc = sw_service_client_open(pe->fleet, name, sc, e);
+    int rc = sw_service_target_new(fleet_path, name, &pe->svc, e);
     if (rc)
         return rc;
+    const struct sw_service_client *sc = &pe->svc->client;
+    pe->fleet = pe->svc->fleet;
+    promises(pe->fleet, sc->ep, t);
     t->url = sc->route.url;
     t->unix_socket = sc->route.unix_socket;
     t->via = sc->route.via;
     t->model = sc->model;
     t->engine = sc->engine;
-    promises(pe->fleet, sc->ep, t);
-    pe->api_key = sc->api_key;
-    sc->api_key = NULL;
-    t->api_key = pe->api_key;
+    t->api_key = sc->api_key;
     return 0;
 }
 
@@ -60,13 +55,6 @@ void sw_probe_target_close(struct sw_probe_endpoint *pe)
 {
     if (!pe)
         return;
-    if (pe->api_key) {
-        memset(pe->api_key, 0, strlen(pe->api_key));
-        sw_free(pe->api_key);
-    }
-    if (pe->client)
-        sw_service_client_close(pe->client);
-    sw_free(pe->client);
-    sw_fleet_free(pe->fleet);
+    sw_service_target_free(pe->svc);
     memset(pe, 0, sizeof(*pe));
 }

@@ -19,9 +19,10 @@ int sw_export_k8s(const struct sw_fleet *f, const struct sw_fleet_endpoint *ep,
                   const struct sw_report_opts *o, unsigned nodes, struct sw_export_k8s *out,
                   struct sw_err *e)
 {
-    memset(out, 0, sizeof(*out));
-    sw_buf_init(&out->yaml, 16u << 20);
     struct sw_gate_opts go = {.ledger = o ? o->ledger : NULL};
+    out->check = out->doc = NULL;
+    out->rejected = false;
+    out->name[0] = '\0';
     int rc = sw_gate_endpoint(f, ep, &go, &out->check, e);
     if (rc)
         return rc;
@@ -35,21 +36,11 @@ int sw_export_k8s(const struct sw_fleet *f, const struct sw_fleet_endpoint *ep,
     rc = sw_unit_render_k8s(f, ep, &ko, &out->doc, e);
     if (rc)
         return rc;
-    if (sw_unit_k8s_yaml(json_object_get(out->doc, "objects"), &out->yaml))
+    const json_t *objects = json_object_get(out->doc, "objects");
+    if (sw_unit_k8s_yaml(objects, out->yaml))
         return sw_err_set(e, SW_ENOMEM, "out of memory");
-    const char *nm = json_string_value(json_object_get(
-        json_object_get(json_array_get(json_object_get(out->doc, "objects"), 0), "metadata"),
-        "name"));
+    const char *nm = json_string_value(
+        json_object_get(json_object_get(json_array_get(objects, 0), "metadata"), "name"));
     snprintf(out->name, sizeof(out->name), "%s", nm ? nm : ep->name);
     return 0;
-}
-
-void sw_export_k8s_free(struct sw_export_k8s *x)
-{
-    if (!x)
-        return;
-    json_decref(x->check);
-    json_decref(x->doc);
-    sw_buf_free(&x->yaml);
-    memset(x, 0, sizeof(*x));
 }

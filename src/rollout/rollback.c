@@ -50,20 +50,12 @@ int sw__ro_roll_back(struct sw__ro *c, struct sw_err *e)
     /* the failed unit first: a crash loop left running restarts the old definition while the
      * files are put back (ASan's slower restore saw a restart of the broken binary land after
      * the explicit start, and read its exit 127 as the rollback's own death) */
-    int rc = sw__ro_systemctl(c, "stop", c->unit, SW__RO_STOP_MS, why, sizeof(why));
-    if (rc && sw__ro_host_gone(c, rc)) {
-        sw__ro_lost_host(c, why);
+    if (sw__ro_stop_unit(c))
         return 0;
-    }
-    sw__ro_systemctl(c, "reset-failed", c->unit, 30000, NULL, 0);
-    why[0] = '\0';
-    rc = sw__ro_restore(c, set, &re);
-    if (!rc)
-        rc = sw__ro_systemctl(c, "daemon-reload", NULL, 60000, why, sizeof(why));
-    if (rc && sw__ro_host_gone(c, rc)) {
-        sw__ro_lost_host(c, why[0] ? why : re.msg);
+    bool lost;
+    int rc = sw__ro_reload(c, sw__ro_restore(c, set, &re), &re, why, sizeof(why), &lost);
+    if (lost)
         return 0;
-    }
     if (rc) {
         snprintf(r->rollback_msg, sizeof(r->rollback_msg), "restoring %.200s failed: %.150s%.100s",
                  set, re.msg, why);
@@ -148,22 +140,13 @@ static int restore(struct sw__ro *c, const char *set, struct sw_err *e)
     uint64_t t = sw_now_ns();
     c->t_down = t; /* the downtime runs from here */
     r->stopped = !strcmp(before.active_state, "active");
-    if (strcmp(before.active_state, "active") && strcmp(before.active_state, "inactive")) {
-        rc = sw__ro_systemctl(c, "stop", c->unit, SW__RO_STOP_MS, why, sizeof(why));
-        if (rc && sw__ro_host_gone(c, rc)) {
-            sw__ro_lost_host(c, why);
-            return 0;
-        }
-        sw__ro_systemctl(c, "reset-failed", c->unit, 30000, NULL, 0);
-        why[0] = '\0';
-    }
-    rc = sw__ro_restore(c, set, e);
-    if (!rc)
-        rc = sw__ro_systemctl(c, "daemon-reload", NULL, 60000, why, sizeof(why));
-    if (rc && sw__ro_host_gone(c, rc)) {
-        sw__ro_lost_host(c, why[0] ? why : e->msg);
+    if (strcmp(before.active_state, "active") && strcmp(before.active_state, "inactive") &&
+        sw__ro_stop_unit(c))
         return 0;
-    }
+    bool lost;
+    rc = sw__ro_reload(c, sw__ro_restore(c, set, e), e, why, sizeof(why), &lost);
+    if (lost)
+        return 0;
     if (rc) {
         sw__ro_record(c, "restore", false, t, "%s%s", e->msg, why);
         return rc;
@@ -178,15 +161,11 @@ static int prove_restored(struct sw__ro *c, const char *set, struct sw_err *e)
     struct sw_rollout_result *r = c->r;
     struct sw__ro_boot b;
     bool gen = false;
-    int rc = sw__ro_start_and_prove(c, "restart", &b, &gen, e);
+    int rc = sw__ro_start_and_keep(c, "restart", false, &b, &gen, e);
     if (rc) {
         sw__ro_boot_free(&b);
         return rc;
     }
-    r->boot = b.evidence;
-    b.evidence = NULL;
-    r->journal = b.journal;
-    b.journal = NULL;
     if (!gen && !strcmp(b.cls, "ssh_dropped")) {
         sw__ro_lost_host(c, b.msg);
     } else if (gen) {
@@ -211,15 +190,11 @@ int sw_rollout_rollback(const struct sw_fleet *f, const struct sw_fleet_endpoint
 {
     struct sw__ro c;
     struct sw_unit_render rd;
-    struct sw_rollout_opts dflt = {0};
     char set[700];
-    memset(r, 0, sizeof(*r));
-    memset(&rd, 0, sizeof(rd));
-    int rc = sw__ro_init(&c, f, ep, o ? o : &dflt, r, e);
-    if (rc)
-        return rc;
+    int rc = sw__ro_init(&c, f, ep, o, r, &rd, e);
     /* the render names the unit and the env path: the same the deploy used */
-    rc = sw_unit_render_endpoint(f, ep, &rd, e);
+    if (!rc)
+        rc = sw_unit_render_endpoint(f, ep, &rd, e);
     if (!rc)
         rc = sw__ro_open(&c, &rd, e);
     if (!rc)

@@ -7,8 +7,9 @@
  * refusal (the staged files removed, nothing live changed); after it, a rollback (rollback.c).
  * The dry run says every step and diffs the render against the live files.
  *
- * One concept: the deploy's pipeline; the session with the host, each step's record and the
- * failures' names are session.c's.
+ * One concept: the deploy's pipeline, and the result it leaves (its outcome's name, its JSON,
+ * what the battery said of the worst case); the session with the host, each step's record and
+ * the failures' names are session.c's.
  */
 #include "rollout_internal.h"
 
@@ -19,6 +20,31 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+static const char *const outcome_names[] = {
+    "none",        "committed",       "dry_run",  "gate_failed", "refused",
+    "rolled_back", "rollback_failed", "restored", "interrupted",
+};
+
+const char *sw_rollout_outcome_name(enum sw_rollout_outcome o)
+{
+    if ((unsigned)o >= SW_ARRAY_LEN(outcome_names))
+        return "?";
+    return outcome_names[o];
+}
+
+void sw_rollout_result_free(struct sw_rollout_result *r)
+{
+    if (!r)
+        return;
+    json_decref(r->steps);
+    json_decref(r->gates);
+    json_decref(r->probe);
+    json_decref(r->boot);
+    json_decref(r->diff);
+    sw_free(r->journal);
+    memset(r, 0, sizeof(*r));
+}
 
 /* The dry run: every step with what it would write and the diff against the live files. */
 static int dry_run(struct sw__ro *c, const struct sw_unit_render *rd, struct sw_err *e)
@@ -323,13 +349,10 @@ static int swap(struct sw__ro *c, const char *was_state, struct sw_err *e)
     struct sw_rollout_result *r = c->r;
     uint64_t t = sw_now_ns();
     char why[1024] = "";
-    int rc = sw__ro_swap(c, e);
-    if (!rc)
-        rc = sw__ro_systemctl(c, "daemon-reload", NULL, 60000, why, sizeof(why));
-    if (rc && sw__ro_host_gone(c, rc)) {
-        sw__ro_lost_host(c, why[0] ? why : e->msg);
+    bool lost;
+    int rc = sw__ro_reload(c, sw__ro_swap(c, e), e, why, sizeof(why), &lost);
+    if (lost)
         return 0;
-    }
     if (rc) {
         sw__ro_fail(c, "swap", "swap", "%s%s", e->msg, why);
         sw__ro_record(c, "swap", false, t, "%s", r->fail_msg);
@@ -359,29 +382,18 @@ static int prove(struct sw__ro *c, struct sw_err *e)
     struct sw_rollout_result *r = c->r;
     struct sw__ro_boot b;
     bool gen = false;
-    int rc = sw__ro_start_and_prove(c, "start", &b, &gen, e);
-    if (rc) {
-        sw__ro_boot_free(&b);
-        return rc;
-    }
-    r->boot = b.evidence;
-    b.evidence = NULL;
-    if (r->boot && b.cls[0])
-        sw_json_set_str(r->boot, "class", b.cls);
-    r->journal = b.journal;
-    b.journal = NULL;
-    if (!gen && !strcmp(b.cls, "ssh_dropped")) {
+    int rc = sw__ro_start_and_keep(c, "start", true, &b, &gen, e);
+    bool lost = !rc && !gen && !strcmp(b.cls, "ssh_dropped");
+    if (lost)
         sw__ro_lost_host(c, b.msg);
-        sw__ro_boot_free(&b);
-        return 0;
-    }
-    if (!gen) {
+    else if (!rc && !gen)
         sw__ro_fail(c, b.cls[0] && !strcmp(b.cls, "dead_generation") ? "liveness" : "boot", b.cls,
                     "%s", b.msg);
-        sw__ro_boot_free(&b);
-        return sw__ro_roll_back(c, e);
-    }
     sw__ro_boot_free(&b);
+    if (rc || lost)
+        return rc;
+    if (!gen)
+        return sw__ro_roll_back(c, e);
     probe(c);
     return r->fail_class[0] ? sw__ro_roll_back(c, e) : 0;
 }
@@ -408,14 +420,11 @@ int sw_rollout_deploy(const struct sw_fleet *f, const struct sw_fleet_endpoint *
 {
     struct sw__ro c;
     struct sw_unit_render rd;
-    struct sw_rollout_opts dflt = {0};
     struct sw_host_unit before;
-    memset(r, 0, sizeof(*r));
-    memset(&rd, 0, sizeof(rd));
-    memset(&before, 0, sizeof(before));
-    int rc = sw__ro_init(&c, f, ep, o ? o : &dflt, r, e);
+    int rc = sw__ro_init(&c, f, ep, o, r, &rd, e);
     if (rc)
         return rc;
+    memset(&before, 0, sizeof(before));
     rc = gates(&c, e);
     if (rc || r->outcome != SW_ROLLOUT_NONE)
         goto out;
@@ -446,4 +455,60 @@ out:
     sw__ro_close(&c);
     sw_unit_render_free(&rd);
     return rc;
+}
+
+int sw_rollout_survives_worst_case(const struct sw_rollout_result *r)
+{
+    if (!strcmp(r->fail_class, "runtime_oom") || !strcmp(r->fail_class, "probe:worst_case"))
+        return 0;
+    const json_t *checks = json_object_get(r->probe, "checks");
+    for (size_t i = 0; i < json_array_size(checks); i++) {
+        const json_t *ck = json_array_get(checks, i);
+        const char *name = json_string_value(json_object_get(ck, "name"));
+        if (!name || strcmp(name, "worst_case"))
+            continue;
+        const char *st = json_string_value(json_object_get(ck, "status"));
+        if (st && !strcmp(st, "pass"))
+            return 1;
+        if (st && !strcmp(st, "fail"))
+            return 0;
+    }
+    return -1;
+}
+
+json_t *sw_rollout_result_json(const struct sw_rollout_result *r)
+{
+    json_t *o = json_object();
+    if (!o)
+        return NULL;
+    int rc = sw_json_set_str(o, "endpoint", r->endpoint);
+    rc = rc ? rc : sw_json_set_str(o, "unit", r->unit);
+    rc = rc ? rc : sw_json_set_str(o, "outcome", sw_rollout_outcome_name(r->outcome));
+    rc = rc ? rc : sw_json_set_str(o, "failed_step", r->failed_step);
+    rc = rc ? rc : sw_json_set_str(o, "fail_class", r->fail_class);
+    rc = rc ? rc : sw_json_set_str(o, "fail_msg", r->fail_msg);
+    rc = rc ? rc : sw_json_set_str(o, "rollback", r->rollback_msg);
+    rc = rc ? rc : sw_json_set_str(o, "tag", r->tag);
+    rc = rc ? rc : sw_json_set_int(o, "attempt", r->attempt);
+    rc = rc ? rc : sw_json_set_int(o, "rule_id", r->rule_id);
+    rc = rc ? rc : sw_json_set_str(o, "ledger_error", r->ledger_msg);
+    rc = rc ? rc : sw_json_set_bool(o, "had_rollback_set", r->had_rollback_set);
+    rc = rc ? rc : sw_json_set_bool(o, "stopped", r->stopped);
+    rc = rc ? rc : sw_json_set_bool(o, "serving", r->serving);
+    if (!rc)
+        rc = r->downtime_ms >= 0 ? sw_json_set_int(o, "downtime_ms", r->downtime_ms)
+                                 : sw_json_set_new(o, "downtime_ms", json_null());
+    rc = rc ? rc : sw_json_set_new(o, "steps", r->steps ? json_incref(r->steps) : json_array());
+    rc = rc ? rc : sw_json_set_new(o, "gates", r->gates ? json_incref(r->gates) : json_null());
+    rc = rc ? rc : sw_json_set_new(o, "boot", r->boot ? json_incref(r->boot) : json_null());
+    rc = rc ? rc : sw_json_set_new(o, "probe", r->probe ? json_incref(r->probe) : json_null());
+    rc = rc ? rc : sw_json_set_new(o, "diff", r->diff ? json_incref(r->diff) : json_null());
+    if (!rc)
+        rc = r->journal ? sw_json_set_str(o, "journal", r->journal)
+                        : sw_json_set_new(o, "journal", json_null());
+    if (rc) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
 }

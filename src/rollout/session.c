@@ -98,9 +98,14 @@ bool sw__ro_host_gone(struct sw__ro *c, int rc)
 
 /* Paths and the URL of the endpoint on its host. */
 int sw__ro_init(struct sw__ro *c, const struct sw_fleet *f, const struct sw_fleet_endpoint *ep,
-                const struct sw_rollout_opts *o, struct sw_rollout_result *r, struct sw_err *e)
+                const struct sw_rollout_opts *o, struct sw_rollout_result *r,
+                struct sw_unit_render *rd, struct sw_err *e)
 {
+    static const struct sw_rollout_opts none;
     memset(c, 0, sizeof(*c));
+    memset(r, 0, sizeof(*r));
+    memset(rd, 0, sizeof(*rd));
+    o = o ? o : &none;
     c->f = f;
     c->ep = ep;
     c->o = o;
@@ -231,6 +236,47 @@ int sw__ro_start_and_prove(struct sw__ro *c, const char *verb, struct sw__ro_boo
         c->r->downtime_ms = (int64_t)((sw_now_ns() - c->t_down) / 1000000);
     sw__ro_record(c, "liveness", true, t, "one-token generation answered");
     return 0;
+}
+
+int sw__ro_start_and_keep(struct sw__ro *c, const char *verb, bool with_class,
+                          struct sw__ro_boot *b, bool *generated, struct sw_err *e)
+{
+    struct sw_rollout_result *r = c->r;
+    int rc = sw__ro_start_and_prove(c, verb, b, generated, e);
+    if (rc)
+        return rc;
+    r->boot = b->evidence;
+    b->evidence = NULL;
+    if (with_class && r->boot && b->cls[0])
+        sw_json_set_str(r->boot, "class", b->cls);
+    r->journal = b->journal;
+    b->journal = NULL;
+    return 0;
+}
+
+bool sw__ro_stop_unit(struct sw__ro *c)
+{
+    char why[512] = "";
+    int rc = sw__ro_systemctl(c, "stop", c->unit, SW__RO_STOP_MS, why, sizeof(why));
+    if (rc && sw__ro_host_gone(c, rc)) {
+        sw__ro_lost_host(c, why);
+        return true;
+    }
+    sw__ro_systemctl(c, "reset-failed", c->unit, 30000, NULL, 0);
+    return false;
+}
+
+int sw__ro_reload(struct sw__ro *c, int rc, const struct sw_err *fe, char *why, size_t n,
+                  bool *lost)
+{
+    *lost = false;
+    if (!rc)
+        rc = sw__ro_systemctl(c, "daemon-reload", NULL, 60000, why, n);
+    if (rc && sw__ro_host_gone(c, rc)) {
+        sw__ro_lost_host(c, why[0] ? why : fe->msg);
+        *lost = true;
+    }
+    return rc;
 }
 
 int sw__ro_take_lock(struct sw__ro *c, struct sw_err *e)
