@@ -307,25 +307,11 @@ static void fleet_error(void *ctx, const struct sw_err *e)
     fprintf(stderr, "%s\n", sw_err_format(e, buf, sizeof(buf)));
 }
 
+/* The callbacks' context: the bar first, so it stands for the bar (sw_deploy_bar_update). */
 struct up_ctx {
-    struct sw_progress bar;
-    char label[96];
-    bool on;
+    struct sw_deploy_bar bar;
     bool json;
 };
-
-/* The progress bar's label: what the boot is doing, its phase, what /health says. */
-static void up_progress(void *ctx, const struct sw_up_progress *p)
-{
-    struct up_ctx *u = ctx;
-    if (!u->on)
-        return;
-    const char *ph = sw_boot_phase_name(p->phase);
-    snprintf(u->label, sizeof(u->label), "%s (%s, /health %d)", p->what, ph ? ph : "start",
-             p->health_status);
-    u->bar.label = u->label;
-    sw_progress_update(&u->bar, (uint64_t)(p->elapsed_s * 10));
-}
 
 /* The library's notes, on stderr as `slipway up: ...`; the command line and where the boot was
  * recorded only in the human view. */
@@ -354,8 +340,8 @@ int sw_cmd_up(int argc, char **argv)
 
     sw_cli_catch_stop(true);
     signal(SIGPIPE, SIG_IGN);
-    sw_progress_init(&u.bar, "starting", "", 0);
-    u.on = u.bar.enabled && !c.json && !c.dry_run;
+    sw_progress_init(&u.bar.bar, "starting", "", 0);
+    u.bar.on = u.bar.bar.enabled && !c.json && !c.dry_run;
 
     struct sw_deploy_req q;
     memset(&q, 0, sizeof(q));
@@ -377,13 +363,13 @@ int sw_cmd_up(int argc, char **argv)
     q.grace_ms = c.grace_ms;
     q.limit_as = c.limit_as;
     q.stop = &sw_cli_stop;
-    q.on_progress = up_progress;
+    q.on_progress = sw_deploy_bar_update;
     q.on_note = up_note;
     q.on_fleet_error = fleet_error;
     q.ctx = &u;
     rc = sw_deploy_endpoint(&q, &r, &e);
-    if (u.on && r.attempted)
-        sw_progress_finish(&u.bar);
+    if (u.bar.on && r.attempted)
+        sw_progress_finish(&u.bar.bar);
     if (c.dry_run && !rc) {
         code = dry_run(&r.cmd, r.plan.predicted, r.why_none, c.json);
         if (r.unfit[0] && !c.json)
