@@ -118,6 +118,12 @@ int sw_export_k8s(const struct sw_fleet *f, const struct sw_fleet_endpoint *ep,
                   const struct sw_report_opts *o, unsigned nodes, struct sw_export_k8s *out,
                   struct sw_err *e);
 
+/* The ledger a report reads (report/ledger.c): `ledger`, else the one beside fleet_path,
+ * read-only; none there (and none named) is not an error: *opened false, figures from the fleet
+ * alone. path (n bytes) gets its path. Errors as sw_ledger_open_for. */
+int sw_report_ledger_open(struct sw_ledger *l, const char *ledger, const char *fleet_path,
+                          bool *opened, char *path, size_t n, struct sw_err *e);
+
 /* The slowest measured boot of an endpoint in the ledger (duration_ms of an ok boot), in ms;
  * 0 when none is recorded (or l is NULL). */
 int sw_report_boot_ms(struct sw_ledger *l, const char *endpoint, int64_t *ms, struct sw_err *e);

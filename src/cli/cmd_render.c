@@ -142,10 +142,8 @@ static int render_k8s(const struct sw_args *a, const struct req *q, struct sw_fl
     memset(&l, 0, sizeof(l));
     sw_buf_init(&yaml, 16u << 20);
     sw_err_clear(&e);
-    /* no ledger beside the fleet yet: figures from the fleet alone */
-    struct sw_ledger_open_opts lo = {.readonly = true};
-    if (sw_ledger_open_for(&l, sw_args_str(a, "ledger"), q->fleet_path, &lo,
-                           SW_LEDGER_DEFAULT_MAY_BE_ABSENT, &opened, path, sizeof(path), &e))
+    if (sw_report_ledger_open(&l, sw_args_str(a, "ledger"), q->fleet_path, &opened, path,
+                              sizeof(path), &e))
         goto fail;
     struct sw_report_opts ro = {.ledger = opened ? &l : NULL};
     if (sw_export_k8s(f, ep, &ro, (unsigned)q->nodes, &x, &e))

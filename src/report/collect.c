@@ -152,6 +152,21 @@ static int finish_device(json_t *d, const struct sw_fleet_endpoint *ep, uint64_t
     return rc;
 }
 
+/* A device's budget object begun: its name and kind; *parts the empty parts array it owns next.
+ * NULL when out of memory. */
+static json_t *device_obj(const struct sw_fleet_device *fd, json_t **parts, int *rc)
+{
+    json_t *d = json_object();
+    *parts = json_array();
+    if (!d || !*parts) {
+        json_decref(d);
+        json_decref(*parts);
+        return NULL;
+    }
+    sw__rep_put(d, "name", jstr(fd->name), rc);
+    sw__rep_put(d, "kind", jstr(fd->kind.v), rc);
+    return d;
+}
 static int budget_llamacpp(const struct sw_fleet_endpoint *ep, const struct sw_plan *p,
                            const json_t *usage, const json_t *canon, json_t *devs)
 {
@@ -165,14 +180,9 @@ static int budget_llamacpp(const struct sw_fleet_endpoint *ep, const struct sw_p
                 fd = ep->devices[k];
         if (!fd)
             continue; /* llama.cpp's "CPU" when every layer is on the declared GPUs */
-        json_t *d = json_object(), *parts = json_array();
-        if (!d || !parts) {
-            json_decref(d);
-            json_decref(parts);
+        json_t *parts = NULL, *d = device_obj(fd, &parts, &rc);
+        if (!d)
             return SW_ENOMEM;
-        }
-        sw__rep_put(d, "name", jstr(fd->name), &rc);
-        sw__rep_put(d, "kind", jstr(fd->kind.v), &rc);
         uint64_t cap = sw_fleet_device_capacity(fd);
         uint64_t compute = x->compute + x->output;
         const json_t *r = reading_for(usage, canon, ep, fd->name);
@@ -266,14 +276,9 @@ static int budget_vllm(const struct sw_fleet_endpoint *ep, const struct sw_plan 
                "(record a usage reading, or declare a fork profile)";
     for (size_t k = 0; k < ep->n_devices && !rc; k++) {
         const struct sw_fleet_device *fd = ep->devices[k];
-        json_t *d = json_object(), *parts = json_array();
-        if (!d || !parts) {
-            json_decref(d);
-            json_decref(parts);
+        json_t *parts = NULL, *d = device_obj(fd, &parts, &rc);
+        if (!d)
             return SW_ENOMEM;
-        }
-        sw__rep_put(d, "name", jstr(fd->name), &rc);
-        sw__rep_put(d, "kind", jstr(fd->kind.v), &rc);
         uint64_t cap = sw_fleet_device_capacity(fd);
         uint64_t usable = fork && prof.usable     ? prof.usable
                           : fd->memory_usable.set ? fd->memory_usable.v
