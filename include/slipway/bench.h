@@ -453,6 +453,63 @@ int sw_bench_report_svg(const struct sw_bench_report *rep, const char *path, str
  * every panel of the SVG as an inline <svg>, written atomically to path. */
 int sw_bench_report_html(const struct sw_bench_report *rep, const char *path, struct sw_err *e);
 
+/* Did every check of the run hold: no request failed, the cache check held, every token count
+ * agreed with the engine's, the open-loop schedule was kept, and with emit_stamps every token
+ * matched its emitter's stamp. */
+bool sw_bench_report_held(const struct sw_bench_report *rep, bool emit_stamps);
+/* The requests whose figures cannot be (sw_bench_check), over every point. */
+size_t sw_bench_report_invalid(const struct sw_bench_report *rep);
+
+/* ---------------------------------------------------------------------------------------------
+ * Declared SLOs (bench/slo.c).
+ */
+/* "ttft=2s,tpot=50ms,e2e=30s" (any of the three; each more than 0 and at most a day) into
+ * o->slo_*_s. SW_EINVAL naming the item. */
+int sw_bench_slo_parse(const char *s, struct sw_bench_opts *o, struct sw_err *e);
+/* The declared SLOs as the report shows them ("ttft<=2000ms tpot<=50ms"), "" when none. */
+void sw_bench_slo_text(const struct sw_bench_opts *o, char *out, size_t n);
+/* A request that succeeded within every declared SLO (timed from the intended send). */
+bool sw_bench_slo_good(const struct sw_bench_opts *o, const struct sw_bench_sample *s);
+
+/* ---------------------------------------------------------------------------------------------
+ * An endpoint of a fleet as bench measures it (bench/target.c): its route (through its host when
+ * it listens on the host's loopback), served name, engine, API key (from where the fleet says),
+ * and the decode roofline from its plan and its devices' bandwidth.
+ */
+struct sw_fleet;
+struct sw_fleet_endpoint;
+struct sw_service_target;
+struct sw_bench_target {
+    const struct sw_fleet *fleet;       /* loaded */
+    const struct sw_fleet_endpoint *ep; /* the endpoint (in fleet) */
+    struct sw_bench_roof roof;
+    char roof_why[300];            /* no roofline: why */
+    struct sw_service_target *svc; /* the fleet and the open route (deploy's); key wiped on close */
+};
+/* Load fleet_path (NULL: ./fleet.yaml), find endpoint `name` and open its route; o's url,
+ * unix_socket, model, engine, api_key, roof and roof_why point into t. SW_ENOENT naming the fleet
+ * file for an unknown endpoint, the fleet's, the route's or the secret's error. t is always safe
+ * to close. */
+int sw_bench_target_open(const char *fleet_path, const char *name, struct sw_bench_opts *o,
+                         struct sw_bench_target *t, struct sw_err *e);
+void sw_bench_target_close(struct sw_bench_target *t);
+
+/* ---------------------------------------------------------------------------------------------
+ * Runs in the ledger (bench/ledger.c).
+ */
+/* Record a run in the ledger at path: its parameters (o's workload; ep's canonical shape and its
+ * hash when ep is given), doc (sw_bench_report_json), the chart at svg (may be NULL) and when it
+ * started. *id gets the run's row. */
+int sw_bench_record(const char *ledger, const char *endpoint, const struct sw_fleet_endpoint *ep,
+                    const struct sw_bench_opts *o, const json_t *doc, const char *svg,
+                    int64_t started, int64_t *id, struct sw_err *e);
+/* Two recorded runs compared (`slipway bench compare`): each a bench id or a tag (the latest run
+ * of the tag's endpoint and shape), from the ledger (NULL: beside fleet_path, NULL: ./fleet.yaml),
+ * as sw_bench_compare documents them, with "a" and "b": {id, endpoint, shape, started_at}.
+ * *out is a new reference. */
+int sw_bench_compare_runs(const char *ledger, const char *fleet_path, const char *const runs[2],
+                          json_t **out, struct sw_err *e);
+
 /*
  * Compare two runs' --json documents (A then B): {points: [{depth, concurrency, metrics: [{metric,
  * better: higher|lower, a, b, diff (B - A), diff_pct, noise, exceeds_noise, verdict}]}], only_a,

@@ -465,6 +465,8 @@ struct sw_json_field {
 /* clang-format on */
 /* obj's members into o (an object); 0, or SW_ENOMEM (o then holds what was written). */
 int sw_json_put_fields(json_t *o, const struct sw_json_field *t, size_t n, const void *obj);
+/* The string at obj[key], or dflt when there is none (no key, not a string, obj NULL). */
+const char *sw_json_str(const json_t *obj, const char *key, const char *dflt);
 
 /* ---------------------------------------------------------------------------------------------
  * Text from elsewhere (core/utf8, core/redact).

@@ -205,6 +205,16 @@ struct sw_up_progress {
     const char *what;  /* "starting", "loading", "liveness" */
 };
 
+/* A boot's progress as a terminal bar (deploy/bar.c): sw_deploy_bar_update is an on_progress
+ * callback whose ctx is a struct sw_deploy_bar (its first member may stand for a larger ctx).
+ * The caller inits `bar` (sw_progress_init), sets `on`, and finishes the bar. */
+struct sw_deploy_bar {
+    struct sw_progress bar;
+    char label[96];
+    bool on; /* draw (a terminal, not --json) */
+};
+void sw_deploy_bar_update(void *ctx, const struct sw_up_progress *p);
+
 struct sw_up_opts {
     const struct sw_engine *engine;
     const struct sw_engine_cmd *cmd; /* rendered argv/env */

@@ -269,6 +269,11 @@ const struct sw_fleet_field *sw_fleet_shape_field(const char *name);
 /* Read a field by name. SW_ENOENT for an unknown name; out->set false when unset. */
 int sw_fleet_shape_get(const struct sw_fleet_shape *s, const char *field,
                        struct sw_fleet_value *out);
+/* A value as `slipway fleet show` writes it for people (fleet/format.c): "200,704", "3,146,000,000
+ * (2.93 GiB)", "all", "-" when not set; a u64 as the same ("off" when turned off; bytes: with the
+ * binary units). Return out. */
+const char *sw_fleet_value_text(const struct sw_fleet_value *v, char *out, size_t n);
+const char *sw_fleet_u64_text(const struct sw_fleet_u64 *u, bool bytes, char *out, size_t n);
 /* Set a field (tune: a candidate shape). Type must match; a STR must be one of the field's
  * choices (the stored pointer is then the static choice). The value's `at` is kept. */
 int sw_fleet_shape_set(struct sw_fleet_shape *s, const char *field, const struct sw_fleet_value *v,
@@ -707,6 +712,13 @@ void sw_fleet_free(struct sw_fleet *f);
 
 const struct sw_fleet_host *sw_fleet_host(const struct sw_fleet *f, const char *name);
 const struct sw_fleet_endpoint *sw_fleet_endpoint(const struct sw_fleet *f, const char *name);
+/* The same for a name a person typed (fleet/find.c): 0 with *ep set, or SW_ENOENT with e saying
+ * "FLEET: no endpoint 'NAME' (the fleet has: A, B)". */
+int sw_fleet_find_endpoint(const struct sw_fleet *f, const char *name,
+                           const struct sw_fleet_endpoint **ep, struct sw_err *e);
+/* Does a command-line argument name a fleet file (it ends in .yaml or .yml) rather than an
+ * endpoint? */
+bool sw_fleet_is_file_name(const char *arg);
 const struct sw_fleet_profile *sw_fleet_profile(const struct sw_fleet *f, const char *name);
 const struct sw_fleet_device *sw_fleet_device(const struct sw_fleet_host *h, const char *name);
 

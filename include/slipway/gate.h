@@ -28,6 +28,9 @@
  * The endpoint's law comes from plan's view of it (sw_plan_view); `slipway check` over a whole
  * fleet is sw_gate_check_open / _next / _doc (below).
  *
+ * And per host (sw_gate_host, `slipway hosts check`): what the host lacks that its endpoints
+ * need (systemd, the engine binary or image, the payload, a patch's base).
+ *
  * What it deliberately does not do: boot, probe or download anything; fit a law (calibration
  * does; the band gate uses the fitted non-KV cost when there is one); change the fleet file.
  */
@@ -166,6 +169,21 @@ int sw_gate_check_next(struct sw_gate_check *c, const json_t **result, struct sw
 /* The document of every result so far. New reference, or NULL on OOM. */
 json_t *sw_gate_check_doc(const struct sw_gate_check *c);
 void sw_gate_check_close(struct sw_gate_check *c);
+
+/*
+ * A fleet host checked for what its enabled endpoints need (`slipway hosts check`, gate/hosts.c):
+ * reached over its transport (host.h) within deadline_ms, its facts read, and per endpoint the
+ * engine binary, the image (pinned by digest, present in podman, else docker), the payload
+ * (present, free disk) and each patch (sw_gate_patch over the host). *out (new reference):
+ *   {"host", "transport", "seconds", "reached", "error" (when not reached), "kernel", "systemd",
+ *    "podman", "docker", "memory": {total, available}, "gpus": {kfd, dri_render_nodes,
+ *    nvidia_nodes, tools}, "systemd_manager": {system, user}, "endpoints": [{"endpoint",
+ *    "binary", "image", "payload", "patches"}], "gaps": ["HOST: ..."], "verdict": pass|fail}
+ * An unreachable host is a gap, not an error. *n_gaps counts "gaps". Errors: SW_ENOMEM.
+ */
+struct sw_fleet_host;
+int sw_gate_host(const struct sw_fleet *f, const struct sw_fleet_host *fh, int64_t deadline_ms,
+                 json_t **out, size_t *n_gaps, struct sw_err *e);
 
 #ifdef __cplusplus
 }

@@ -17,6 +17,8 @@
  *    files (OpenSSL EVP SHA-256, one worker per core, bounded read buffers).
  *  - check (payload/check.c, payload/target.c): the three above over one payload, a directory
  *    or an endpoint's through its fleet, as `slipway fetch --verify-only` reports them.
+ *  - retire (payload/retire.c): a payload directory moved to a trash directory while no kept
+ *    tag of the ledger needs it, by rename or by copy + verify + remove, never half.
  *
  * What it does not do: talk HTTP or know the Hub's URLs (the download code fills a manifest and
  * calls in here), interpret tensors beyond their names (model/), decide what an engine is given
@@ -519,6 +521,51 @@ struct sw_payload_walk_opts {
  */
 int sw_payload_walk(const char *root, const struct sw_payload_walk_opts *opts,
                     sw_payload_walk_fn fn, void *ud, struct sw_err *e);
+
+/* =============================================================================================
+ * Retiring a payload directory (payload/retire.c)
+ */
+
+#define SW_PAYLOAD_RETIRE_PATH 4096
+
+struct sw_payload_retire_opts {
+    const char *ledger; /* the ledger (NULL: $SLIPWAY_LEDGER, else beside fleet, else the default);
+                           it must exist: no ledger, no answer */
+    const char *fleet;  /* the fleet file the default ledger sits beside, or NULL */
+    bool dry_run;       /* check and survey; move nothing (the ledger opened read-only) */
+    const char *note;   /* the ledger's note of the move ("slipway retire") */
+};
+
+/* What a retirement found and did. Strings are its own; needed_by is the caller's (json_decref,
+ * after an error too). */
+struct sw_payload_retire {
+    char given[SW_PAYLOAD_RETIRE_PATH];    /* PAYLOAD_DIR absolute and lexically clean */
+    char payload[SW_PAYLOAD_RETIRE_PATH];  /* ... with its links resolved: what moves */
+    char trash[SW_PAYLOAD_RETIRE_PATH];    /* TRASH_DIR absolute */
+    char to[SW_PAYLOAD_RETIRE_PATH + 256]; /* the trash's real path / the payload's name */
+    char ledger[SW_PAYLOAD_RETIRE_PATH];   /* the ledger asked (and written) */
+    bool trash_exists;                     /* before the move (it is created when missing) */
+    const char *method;                    /* "rename" (one filesystem) or "copy" */
+    int64_t files, bytes;                  /* files and links; bytes of the files */
+    json_t *needed_by; /* the kept tags that need it: [{tag, endpoint, last_good, paths, ...}]
+                          (sw_ledger_tags_needing); not empty: refused, nothing moved */
+    bool moved;
+    int64_t move_id; /* the ledger's payload_moves row */
+};
+
+/*
+ * Move payload_dir to trash_dir/<its name> unless a kept tag needs it (r->needed_by not empty:
+ * returns 0, nothing moved) or o->dry_run (0, nothing moved): one rename(2) within a filesystem,
+ * else a copy into a hidden partial beside the destination, verified byte for byte, renamed, and
+ * only then the source removed; then the move recorded in the ledger. A failure before the
+ * removal leaves the source as it was and no partial copy ("nothing was moved" in e).
+ * Errors: SW_ENOENT (not a directory), SW_EINVAL (/, a trash that is not a directory or is
+ * inside the payload), SW_EEXIST (the destination exists), SW_ERANGE (a path too long),
+ * SW_EUNSUPPORTED (an entry that is neither file, directory nor link), SW_EIO, the ledger's.
+ */
+int sw_payload_retire(const char *payload_dir, const char *trash_dir,
+                      const struct sw_payload_retire_opts *o, struct sw_payload_retire *r,
+                      struct sw_err *e);
 
 #ifdef __cplusplus
 }

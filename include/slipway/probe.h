@@ -132,6 +132,31 @@ void sw_probe_report_print(FILE *f, const struct sw_probe_report *r);
  * no speed figures (says why). */
 int sw_probe_speed_svg(const json_t *doc, const char *path, struct sw_err *e);
 
+/*
+ * An endpoint of a fleet as the battery reaches it (probe/target.c): fleet_path (NULL:
+ * ./fleet.yaml) loaded, endpoint `name` found and its route opened (through its host when it
+ * listens on the host's loopback); t's url, unix_socket, via, model, engine and api_key point into
+ * pe, and the slots, window (the harness's contextWindow, else max_model_len) and vision are what
+ * the fleet promises. SW_ENOENT naming the fleet file for an unknown endpoint, the fleet's, the
+ * route's or the secret's error. pe is always safe to close (which wipes the key).
+ */
+struct sw_fleet;
+struct sw_service_target;
+struct sw_probe_endpoint {
+    const struct sw_fleet *fleet;
+    struct sw_service_target *svc; /* the fleet and the open route (deploy's); key wiped on close */
+};
+int sw_probe_target_open(const char *fleet_path, const char *name, struct sw_probe_target *t,
+                         struct sw_probe_endpoint *pe, struct sw_err *e);
+void sw_probe_target_close(struct sw_probe_endpoint *pe);
+
+/* The battery (doc: sw_probe_report_json of rep) recorded in the ledger (probe/record.c): ledger,
+ * else the one beside fleet_path; it must exist. endpoint may be NULL (a URL). *id the row; path
+ * (n bytes) the ledger's path. */
+int sw_probe_record(const char *ledger, const char *fleet_path, const char *endpoint,
+                    const struct sw_probe_report *rep, int64_t started, const json_t *doc,
+                    int64_t *id, char *path, size_t n, struct sw_err *e);
+
 /* A PNG of w x h pixels of one RGB colour (stored deflate, no compression library). sw_free
  * the result. NULL on OOM or a size over 1024. */
 unsigned char *sw_probe_png_solid(unsigned w, unsigned h, unsigned char r, unsigned char g,

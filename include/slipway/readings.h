@@ -113,6 +113,10 @@ int sw_readings_amd_smi(const char *text, size_t len, const char *where, struct 
 /* (input up to SW_READINGS_MAX_LOG) */
 int sw_readings_llamacpp(const char *text, size_t len, const char *where, struct sw_readings *out,
                          struct sw_err *e);
+/* The same, read from path ("-": standard input, named "<stdin>" in errors) first
+ * (readings/load.c): at most SW_READINGS_MAX_LOG bytes (more: SW_EINVAL), sw_read_file's errors. */
+int sw_readings_load(enum sw_readings_tool tool, const char *path, struct sw_readings *out,
+                     struct sw_err *e);
 /* Release the readings (accepts an empty or already freed set). */
 void sw_readings_free(struct sw_readings *rs);
 

@@ -14,7 +14,8 @@
  *                       compaction request checked against the compaction endpoint's window;
  *   sw_export_llama_swap  a llama-swap config (its `models:` map) for the llama.cpp endpoints,
  *                       from the plan's argv (never a second argv builder);
- *   sw_export_prometheus  a node_exporter textfile-collector file (exposition format 0.0.4).
+ *   sw_export_prometheus  a node_exporter textfile-collector file (exposition format 0.0.4);
+ *   sw_export_k8s       an endpoint as Kubernetes objects (YAML), once the gates pass.
  *
  * Every number comes from data: the plan (the law), a fleet `measured:` fact or a ledger row;
  * each carries where it came from. A figure nobody measured is absent (null), never made up.
@@ -95,6 +96,33 @@ int sw_export_llama_swap(const struct sw_fleet *f, const struct sw_report_opts *
 /* The fleet document (sw_report_collect) as Prometheus text exposition (HELP/TYPE, labels
  * escaped), appended to out. */
 int sw_export_prometheus(const json_t *doc, struct sw_buf *out, struct sw_err *e);
+
+/*
+ * An endpoint as Kubernetes objects for kubectl (report/export_k8s.c), only when the gates pass
+ * (sw_gate_endpoint with o's ledger; out->check is their document, out->rejected says a gate
+ * failed and nothing was rendered), its startupProbe sized from the slowest measured boot
+ * (sw_report_boot_ms): out->doc is sw_unit_render_k8s's document, its objects appended to
+ * out->yaml (the caller's buffer) as YAML, out->name the first object's name. nodes: a
+ * LeaderWorkerSet across that many nodes (0: the fleet's). check and doc are new references, the
+ * caller's (after an error too). Errors: the gates' (unusable input), the render's, SW_ENOMEM.
+ */
+struct sw_fleet_endpoint;
+struct sw_export_k8s {
+    json_t *check;
+    bool rejected;
+    json_t *doc;
+    struct sw_buf *yaml;
+    char name[256];
+};
+int sw_export_k8s(const struct sw_fleet *f, const struct sw_fleet_endpoint *ep,
+                  const struct sw_report_opts *o, unsigned nodes, struct sw_export_k8s *out,
+                  struct sw_err *e);
+
+/* The ledger a report reads (report/ledger.c): `ledger`, else the one beside fleet_path,
+ * read-only; none there (and none named) is not an error: *opened false, figures from the fleet
+ * alone. path (n bytes) gets its path. Errors as sw_ledger_open_for. */
+int sw_report_ledger_open(struct sw_ledger *l, const char *ledger, const char *fleet_path,
+                          bool *opened, char *path, size_t n, struct sw_err *e);
 
 /* The slowest measured boot of an endpoint in the ledger (duration_ms of an ok boot), in ms;
  * 0 when none is recorded (or l is NULL). */

@@ -140,6 +140,16 @@ struct sw_status_opts {
 int sw_deploy_status(const struct sw_fleet *f, const struct sw_status_opts *o, json_t **out,
                      size_t *n_serving, size_t *n_total, struct sw_err *e);
 
+/*
+ * `status --record` (deploy/status_record.c): one unit observation per endpoint of doc (what
+ * sw_deploy_status returned) whose unit systemd described, into the ledger (`ledger`, else beside
+ * fleet_path; it must exist). Each endpoint gains "recorded": ROW or "not_recorded": why (host
+ * not reached, unit not described, not installed); doc gains "ledger": PATH. *n counts the rows.
+ * Errors: the ledger's.
+ */
+int sw_deploy_status_record(json_t *doc, const char *ledger, const char *fleet_path, size_t *n,
+                            struct sw_err *e);
+
 /* ---------------------------------------------------------------------------------------------
  * An endpoint as a client on this machine reaches it (probe, bench, and every later client of a
  * fleet endpoint): its route opened (host/route: direct, or through its host when it listens on
@@ -158,6 +168,17 @@ struct sw_service_client {
 int sw_service_client_open(const struct sw_fleet *f, const char *name, struct sw_service_client *c,
                            struct sw_err *e);
 void sw_service_client_close(struct sw_service_client *c);
+
+/* The same for an endpoint named in a fleet file (deploy/target.c): fleet_path (NULL:
+ * ./fleet.yaml) loaded and kept as long as the client. *out is set even after an error, and is
+ * freed with sw_service_target_free (which closes the client and wipes its key). */
+struct sw_service_target {
+    struct sw_fleet *fleet;
+    struct sw_service_client client;
+};
+int sw_service_target_new(const char *fleet_path, const char *name, struct sw_service_target **out,
+                          struct sw_err *e);
+void sw_service_target_free(struct sw_service_target *t);
 
 #ifdef __cplusplus
 }

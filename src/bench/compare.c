@@ -74,6 +74,14 @@ static const char *verdict(double diff, bool higher_better, bool exceeds)
     return (diff > 0) == higher_better ? "better" : "worse";
 }
 
+/* A metric with no noise to judge by (fewer than two requests a side, or a point-level figure). */
+static int no_spread(json_t *m)
+{
+    int bad = sw_json_set_new(m, "noise", json_null());
+    bad |= sw_json_set_new(m, "exceeds_noise", json_null());
+    return bad | sw_json_set_str(m, "verdict", "no spread");
+}
+
 static int add_diff(json_t *m, double a, double b)
 {
     int bad = 0;
@@ -108,9 +116,7 @@ static json_t *spread_metric(const struct metric *mt, const json_t *pa, const js
         bad |= sw_json_set_bool(m, "exceeds_noise", exceeds);
         bad |= sw_json_set_str(m, "verdict", verdict(mb - ma, mt->higher_better, exceeds));
     } else {
-        bad |= sw_json_set_new(m, "noise", json_null());
-        bad |= sw_json_set_new(m, "exceeds_noise", json_null());
-        bad |= sw_json_set_str(m, "verdict", "no spread");
+        bad |= no_spread(m);
     }
     if (bad) {
         json_decref(m);
@@ -140,9 +146,7 @@ static json_t *point_metric(const struct metric *mt, const json_t *pa, const jso
     bad |= sw_json_set_real(m, "a", a);
     bad |= sw_json_set_real(m, "b", b);
     bad |= add_diff(m, a, b);
-    bad |= sw_json_set_new(m, "noise", json_null());
-    bad |= sw_json_set_new(m, "exceeds_noise", json_null());
-    bad |= sw_json_set_str(m, "verdict", "no spread");
+    bad |= no_spread(m);
     if (bad) {
         json_decref(m);
         return NULL;

@@ -1,9 +1,8 @@
 /*
- * bench/report: a run as JSON (every field defined in docs/bench.md), as a table, and as SVG
- * (decode tok/s by depth, one line per concurrency, with the min..max of the repeats; and
- * per-stream and summed decode by concurrency).
- *
- * and as one self-contained HTML page (the table and the panels as inline SVG: no script, no
+ * bench/report: a run as JSON (every field defined in docs/bench.md), as a table, as CSV, as SVG
+ * (decode tok/s by depth, one line per concurrency, with the min..max of the repeats;
+ * per-stream and summed decode by concurrency; the roofline; the open loop's latency CDFs), and
+ * as one self-contained HTML page (the table and the panels as inline SVG: no script, no
  * network).
  *
  * What it deliberately does not do: re-measure anything.
@@ -586,15 +585,24 @@ struct charts {
     size_t n;
 };
 
-/* The run's panels with something finite to draw; sw_free(*out). SW_EINVAL when none. */
-static int charts_build(const struct sw_bench_report *rep, struct charts **out, struct sw_err *e)
+/* One more line panel, both axes from zero. */
+static void add_panel(struct charts *c, const char *title, const char *note, const char *x_label,
+                      const char *y_label, struct sw_chart_series *series, size_t n)
 {
-    *out = NULL;
-    struct charts *c = sw_calloc(1, sizeof(*c));
-    if (!c)
-        return sw_err_set(e, SW_ENOMEM, "bench: out of memory");
-    /* panel 1: decode tok/s by depth, one series per concurrency (median, min..max whiskers) */
-    int concs[MAXS];
+    c->all[c->n++] = (struct sw_chart){.kind = SW_CHART_LINES,
+                                       .title = title,
+                                       .note = note,
+                                       .x_label = x_label,
+                                       .y_label = y_label,
+                                       .series = series,
+                                       .n_series = n,
+                                       .y_from_zero = true,
+                                       .x_from_zero = true};
+}
+
+/* The concurrency levels of the run in the order met (at most MAXS): one series each. */
+static size_t distinct_concs(const struct sw_bench_report *rep, int concs[MAXS])
+{
     size_t nconc = 0;
     for (size_t i = 0; i < rep->npoints && nconc < MAXS; i++) {
         bool seen = false;
@@ -603,6 +611,13 @@ static int charts_build(const struct sw_bench_report *rep, struct charts **out, 
         if (!seen)
             concs[nconc++] = rep->points[i].concurrency;
     }
+    return nconc;
+}
+
+/* Panel 1: decode tok/s by depth, one series per concurrency (median, min..max whiskers). */
+static void panel_depth(struct charts *c, const struct sw_bench_report *rep, const int *concs,
+                        size_t nconc)
+{
     for (size_t k = 0; k < nconc; k++) {
         size_t n = 0;
         for (size_t i = 0; i < rep->npoints && n < MAXX; i++) {
@@ -626,17 +641,14 @@ static int charts_build(const struct sw_bench_report *rep, struct charts **out, 
     }
     snprintf(c->note, sizeof(c->note), "%s%s%s; median of the repeats, whiskers min..max", rep->url,
              rep->model[0] ? " " : "", rep->model);
-    size_t ncharts = 0;
-    c->all[ncharts++] = (struct sw_chart){.kind = SW_CHART_LINES,
-                                          .title = "decode tok/s by context depth",
-                                          .note = c->note,
-                                          .x_label = "depth (prompt tokens asked)",
-                                          .y_label = "decode tok/s",
-                                          .series = c->ser,
-                                          .n_series = nconc,
-                                          .y_from_zero = true,
-                                          .x_from_zero = true};
-    /* panel 2: per-stream and summed decode by concurrency at the first depth */
+    add_panel(c, "decode tok/s by context depth", c->note, "depth (prompt tokens asked)",
+              "decode tok/s", c->ser, nconc);
+}
+
+/* Panel 2: per-stream and summed decode by concurrency at the first depth (with two levels or
+ * more). */
+static void panel_concurrency(struct charts *c, const struct sw_bench_report *rep)
+{
     size_t nc = 0;
     for (size_t i = 0; i < rep->npoints && nc < MAXX; i++) {
         const struct sw_bench_point *pt = &rep->points[i];
@@ -650,101 +662,80 @@ static int charts_build(const struct sw_bench_report *rep, struct charts **out, 
     c->cser[0] = (struct sw_chart_series){.name = "per stream", .n = nc, .x = c->cx, .y = c->cy};
     c->cser[1] = (struct sw_chart_series){.name = "summed", .n = nc, .x = c->cx, .y = c->cs};
     if (nc > 1)
-        c->all[ncharts++] = (struct sw_chart){.kind = SW_CHART_LINES,
-                                              .title = "decode tok/s by concurrency (first depth)",
-                                              .note = c->note,
-                                              .x_label = "streams in flight",
-                                              .y_label = "decode tok/s",
-                                              .series = c->cser,
-                                              .n_series = 2,
-                                              .y_from_zero = true,
-                                              .x_from_zero = true};
-    if (!nconc) {
-        sw_free(c);
-        return sw_err_set(e, SW_EINVAL, "bench: nothing to chart");
+        add_panel(c, "decode tok/s by concurrency (first depth)", c->note, "streams in flight",
+                  "decode tok/s", c->cser, 2);
+}
+
+/* The roofline panel: each point's median decode at `conc` streams (whiskers min..max, its % of
+ * the ceiling above it) at its measured depth, the ceiling drawn over 0..the deepest point. */
+static void panel_roofline(struct charts *c, const struct sw_bench_report *rep, int conc)
+{
+    size_t nr = 0;
+    double dmax = 0;
+    for (size_t i = 0; i < rep->npoints && nr < MAXX; i++) {
+        const struct sw_bench_point *pt = &rep->points[i];
+        if (pt->concurrency != conc || !isfinite(pt->roof_tps))
+            continue;
+        c->rx[nr] = pt->roof_depth;
+        c->ry[nr] = pt->decode.median;
+        c->rlo[nr] = pt->decode.min;
+        c->rhi[nr] = pt->decode.max;
+        if (isfinite(pt->roof_pct))
+            snprintf(c->rlab[nr], sizeof(c->rlab[nr]), "%.1f%%", pt->roof_pct);
+        c->rlabp[nr] = c->rlab[nr];
+        if (pt->roof_depth > dmax)
+            dmax = pt->roof_depth;
+        nr++;
     }
-    /* the roofline: each point's median decode (whiskers min..max, its % of the ceiling above
-     * it) at its measured depth, the ceiling drawn over 0..the deepest point */
-    if (rep->roof_known) {
-        size_t nr = 0;
-        double dmax = 0;
-        for (size_t i = 0; i < rep->npoints && nr < MAXX; i++) {
-            const struct sw_bench_point *pt = &rep->points[i];
-            if (pt->concurrency != concs[0] || !isfinite(pt->roof_tps))
-                continue;
-            c->rx[nr] = pt->roof_depth;
-            c->ry[nr] = pt->decode.median;
-            c->rlo[nr] = pt->decode.min;
-            c->rhi[nr] = pt->decode.max;
-            if (isfinite(pt->roof_pct))
-                snprintf(c->rlab[nr], sizeof(c->rlab[nr]), "%.1f%%", pt->roof_pct);
-            c->rlabp[nr] = c->rlab[nr];
-            if (pt->roof_depth > dmax)
-                dmax = pt->roof_depth;
-            nr++;
-        }
-        for (size_t g = 0; nr && g < ROOF_GRID; g++) {
-            c->gx[g] = dmax * (double)g / (double)(ROOF_GRID - 1);
-            c->gy[g] = sw_bench_roof_tps(&rep->roof, (int64_t)(c->gx[g] + 0.5));
-        }
-        snprintf(c->rname, sizeof(c->rname), "decode, %d stream%s (%% of the ceiling)", concs[0],
-                 concs[0] == 1 ? "" : "s");
-        c->rser[0] = (struct sw_chart_series){.name = c->rname,
-                                              .n = nr,
-                                              .x = c->rx,
-                                              .y = c->ry,
-                                              .lo = c->rlo,
-                                              .hi = c->rhi,
-                                              .labels = c->rlabp};
-        c->rser[1] = (struct sw_chart_series){
-            .name = "ceiling: bandwidth / bytes a token", .n = ROOF_GRID, .x = c->gx, .y = c->gy};
-        /* the source's kind only ("checkpoint", "declared", "GGUF"): the panel is narrow */
-        const char *wf = rep->roof.weights_from, *paren = strstr(wf, " (");
-        int wlen = paren ? (int)(paren - wf) : (int)strlen(wf);
-        snprintf(c->rnote, sizeof(c->rnote),
-                 "%.2f GB of weights (%.*s) + %.0f B KV a context token + %.0f B state at %.1f "
-                 "GB/s%s",
-                 rep->roof.weight_bytes / 1e9, wlen > 100 ? 100 : wlen, wf,
-                 rep->roof.kv_bytes_per_token + rep->roof.kv_swa_bytes_per_token,
-                 rep->roof.state_bytes, rep->roof.bandwidth / 1e9,
-                 rep->roof.ranks > 1 ? ", one tensor-parallel rank" : "");
-        if (nr)
-            c->all[ncharts++] = (struct sw_chart){.kind = SW_CHART_LINES,
-                                                  .title = "decode roofline by context depth",
-                                                  .note = c->rnote,
-                                                  .x_label = "depth (mean prompt tokens)",
-                                                  .y_label = "decode tok/s",
-                                                  .series = c->rser,
-                                                  .n_series = 2,
-                                                  .y_from_zero = true,
-                                                  .x_from_zero = true};
+    for (size_t g = 0; nr && g < ROOF_GRID; g++) {
+        c->gx[g] = dmax * (double)g / (double)(ROOF_GRID - 1);
+        c->gy[g] = sw_bench_roof_tps(&rep->roof, (int64_t)(c->gx[g] + 0.5));
     }
-    /* open loop: latency CDFs from the intended send and from the actual send, side by side */
-    if (rep->mode == SW_BENCH_OPEN && rep->npoints && rep->points[0].e2e.n) {
-        const struct sw_bench_point *pt = &rep->points[0];
-        const struct sw_bench_hist *h[4] = {&pt->ttft, &pt->ttft_sent, &pt->e2e, &pt->e2e_sent};
-        static const char *const ln[4] = {"TTFT from the intended send",
-                                          "TTFT from the actual send", "E2E from the intended send",
-                                          "E2E from the actual send"};
-        for (int i = 0; i < 4; i++) {
-            double *xs = c->cdf + (size_t)(2 * i) * SW_BENCH_HIST_NBINS;
-            double *ys = xs + SW_BENCH_HIST_NBINS;
-            size_t n = sw_bench_hist_cdf(h[i], xs, ys, SW_BENCH_HIST_NBINS);
-            c->lser[i] = (struct sw_chart_series){.name = ln[i], .n = n, .x = xs, .y = ys};
-        }
-        c->all[ncharts++] = (struct sw_chart){.kind = SW_CHART_LINES,
-                                              .title = "latency CDF (open loop)",
-                                              .note = c->note,
-                                              .x_label = "ms",
-                                              .y_label = "fraction of requests",
-                                              .series = c->lser,
-                                              .n_series = 4,
-                                              .y_from_zero = true,
-                                              .x_from_zero = true};
+    snprintf(c->rname, sizeof(c->rname), "decode, %d stream%s (%% of the ceiling)", conc,
+             conc == 1 ? "" : "s");
+    c->rser[0] = (struct sw_chart_series){.name = c->rname,
+                                          .n = nr,
+                                          .x = c->rx,
+                                          .y = c->ry,
+                                          .lo = c->rlo,
+                                          .hi = c->rhi,
+                                          .labels = c->rlabp};
+    c->rser[1] = (struct sw_chart_series){
+        .name = "ceiling: bandwidth / bytes a token", .n = ROOF_GRID, .x = c->gx, .y = c->gy};
+    /* the source's kind only ("checkpoint", "declared", "GGUF"): the panel is narrow */
+    const char *wf = rep->roof.weights_from, *paren = strstr(wf, " (");
+    int wlen = paren ? (int)(paren - wf) : (int)strlen(wf);
+    snprintf(c->rnote, sizeof(c->rnote),
+             "%.2f GB of weights (%.*s) + %.0f B KV a context token + %.0f B state at %.1f "
+             "GB/s%s",
+             rep->roof.weight_bytes / 1e9, wlen > 100 ? 100 : wlen, wf,
+             rep->roof.kv_bytes_per_token + rep->roof.kv_swa_bytes_per_token, rep->roof.state_bytes,
+             rep->roof.bandwidth / 1e9, rep->roof.ranks > 1 ? ", one tensor-parallel rank" : "");
+    if (nr)
+        add_panel(c, "decode roofline by context depth", c->rnote, "depth (mean prompt tokens)",
+                  "decode tok/s", c->rser, 2);
+}
+
+/* Open loop: latency CDFs from the intended send and from the actual send, side by side. */
+static void panel_cdf(struct charts *c, const struct sw_bench_point *pt)
+{
+    const struct sw_bench_hist *h[4] = {&pt->ttft, &pt->ttft_sent, &pt->e2e, &pt->e2e_sent};
+    static const char *const ln[4] = {"TTFT from the intended send", "TTFT from the actual send",
+                                      "E2E from the intended send", "E2E from the actual send"};
+    for (int i = 0; i < 4; i++) {
+        double *xs = c->cdf + (size_t)(2 * i) * SW_BENCH_HIST_NBINS;
+        double *ys = xs + SW_BENCH_HIST_NBINS;
+        size_t n = sw_bench_hist_cdf(h[i], xs, ys, SW_BENCH_HIST_NBINS);
+        c->lser[i] = (struct sw_chart_series){.name = ln[i], .n = n, .x = xs, .y = ys};
     }
-    /* a panel with nothing finite (one-token streams have no decode rate) is left out */
+    add_panel(c, "latency CDF (open loop)", c->note, "ms", "fraction of requests", c->lser, 4);
+}
+
+/* A panel with nothing finite (one-token streams have no decode rate) is left out. */
+static void keep_finite(struct charts *c)
+{
     size_t kept = 0;
-    for (size_t i = 0; i < ncharts; i++) {
+    for (size_t i = 0; i < c->n; i++) {
         bool any = false;
         for (size_t k = 0; k < c->all[i].n_series; k++)
             for (size_t m = 0; m < c->all[i].series[k].n; m++)
@@ -752,11 +743,33 @@ static int charts_build(const struct sw_bench_report *rep, struct charts **out, 
         if (any)
             c->all[kept++] = c->all[i];
     }
-    if (!kept) {
+    c->n = kept;
+}
+
+/* The run's panels with something finite to draw; sw_free(*out). SW_EINVAL when none. */
+static int charts_build(const struct sw_bench_report *rep, struct charts **out, struct sw_err *e)
+{
+    int concs[MAXS];
+    *out = NULL;
+    struct charts *c = sw_calloc(1, sizeof(*c));
+    if (!c)
+        return sw_err_set(e, SW_ENOMEM, "bench: out of memory");
+    size_t nconc = distinct_concs(rep, concs);
+    panel_depth(c, rep, concs, nconc);
+    panel_concurrency(c, rep);
+    if (!nconc) {
+        sw_free(c);
+        return sw_err_set(e, SW_EINVAL, "bench: nothing to chart");
+    }
+    if (rep->roof_known)
+        panel_roofline(c, rep, concs[0]);
+    if (rep->mode == SW_BENCH_OPEN && rep->npoints && rep->points[0].e2e.n)
+        panel_cdf(c, &rep->points[0]);
+    keep_finite(c);
+    if (!c->n) {
         sw_free(c);
         return sw_err_set(e, SW_EINVAL, "bench: no figure to chart (no request succeeded?)");
     }
-    c->n = kept;
     *out = c;
     return 0;
 }

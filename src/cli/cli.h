@@ -12,6 +12,7 @@
 
 #include "opt.h"
 
+#include <signal.h>
 #include <stdbool.h>
 
 #define SW_EXIT_OK    0
@@ -104,11 +105,36 @@ int sw__cmd_bench_compare(int argc, char **argv);
 SW_SPECS(SW_SPEC_DECL)
 #undef SW_SPEC_DECL
 
+/* The verbs in SW_VERBS order (verbs.c), a verb by name (NULL: none), and a verb's option table
+ * (NULL: not in SW_SPECS). */
+extern const struct sw_cmd sw_cli_verbs[];
+extern const size_t sw_cli_nverbs;
+const struct sw_cmd *sw_cli_verb(const char *name);
+const struct sw_cmd_spec *sw_cli_spec(const char *verb);
+
+/* The bash completion script from the tables, appended to b (complete.c); zsh: the same through
+ * bashcompinit. 0 or SW_ENOMEM. */
+int sw_cli_bash_completion(struct sw_buf *b, bool zsh);
+/* slipway.1.scd and one slipway-VERB.1.scd per verb from the tables, written into dir (created
+ * when missing; scdoc.c); each path appended to written. */
+int sw_cli_scdoc(const char *dir, json_t *written, struct sw_err *e);
+
+/* Ctrl-C and SIGTERM (and SIGHUP with hup) set sw_cli_stop, the flag a long library call polls
+ * (deploy's and tune's `stop`), and sw_cli_stop_signal to the signal; sw_cli_release_stop puts
+ * the actions before back (util.c). */
+extern volatile sig_atomic_t sw_cli_stop;
+extern volatile sig_atomic_t sw_cli_stop_signal;
+void sw_cli_catch_stop(bool hup);
+void sw_cli_release_stop(void);
+
 /* Print "slipway: <formatted error>" on stderr, or the error as JSON on stdout when json is set.
  * Returns the exit code that fits the error (2 for input errors, 1 otherwise). */
 int sw_cli_fail(const struct sw_err *e, bool json);
 /* Print a usage error and return SW_EXIT_USAGE. */
 int sw_cli_usage(const char *verb, const char *fmt, ...) SW_PRINTF(2, 3);
+/* --api-key-env VAR: *key from the environment variable VAR names (a key never comes from argv);
+ * left alone when the option is absent. 0, or the exit code of the error printed (VAR unset). */
+int sw_cli_key_env(const struct sw_args *a, const char **key);
 /* True when argv[i] equals any of the given spellings (NULL-terminated list). */
 bool sw_cli_is(const char *arg, const char *a, const char *b);
 /* Exit code for an error code: input errors (parse, range, inval, noent, unsupported) give 2. */

@@ -2,8 +2,9 @@
  * slipway bench compare RUN_A RUN_B [--ledger PATH | --fleet FLEET.yaml] [--json]
  *
  * Two bench runs recorded in the ledger (`slipway bench ... --ledger PATH` prints "recorded as
- * bench N"; a tag names its endpoint's latest run of the tag's shape), compared point by point: per metric A, B, the difference and whether it exceeds the
- * noise of the repeats (sw_bench_compare; docs/bench.md). Reached from `slipway bench compare`
+ * bench N"; a tag names its endpoint's latest run of the tag's shape), compared point by point:
+ * per metric A, B, the difference and whether it exceeds the noise of the repeats
+ * (sw_bench_compare_runs, bench/ledger.c; docs/bench.md). Reached from `slipway bench compare`
  * (cmd_bench.c hands the line over), so it is not a verb of its own.
  *
  * Exit: 0 no metric is worse beyond the noise, 1 one is, 2 unusable input (or no such run).
@@ -11,11 +12,8 @@
 #include "cli.h"
 
 #include <slipway/bench.h>
-#include <slipway/ledger.h>
 
-#include <math.h>
-#include <stdlib.h>
-#include <string.h>
+#include <stdio.h>
 
 static const struct sw_opt opts[] = {
     {"ledger", 0, "PATH", 0, "the ledger the runs are in", NULL},
@@ -43,37 +41,6 @@ const struct sw_cmd_spec sw_spec_bench_compare = {
     .examples = examples,
     .hidden = true,
 };
-
-static bool is_id(const char *s, int64_t *id)
-{
-    char *end;
-    long long v = strtoll(s, &end, 10);
-    if (!*s || *end || v <= 0)
-        return false;
-    *id = v;
-    return true;
-}
-
-/* RUN: a bench id, or a tag: the latest run of the tag's endpoint and shape. */
-static int resolve(struct sw_ledger *l, const char *arg, int64_t *id, struct sw_err *e)
-{
-    if (is_id(arg, id))
-        return 0;
-    json_t *tag = NULL;
-    int rc = sw_ledger_tag_get(l, arg, &tag, e);
-    if (rc) {
-        if (rc == SW_ENOENT)
-            sw_err_set(e, SW_ENOENT, "'%s' is neither a bench run id nor a tag in %s", arg,
-                       l->path);
-        return rc;
-    }
-    rc = sw_ledger_bench_of_shape(l, json_string_value(json_object_get(tag, "endpoint")),
-                                  json_string_value(json_object_get(tag, "shape_hash")), id, e);
-    if (rc)
-        sw_err_prefix(e, "tag %s", arg);
-    json_decref(tag);
-    return rc;
-}
 
 static void print_run(const char *label, const json_t *r)
 {
@@ -155,62 +122,24 @@ static void print_cmp(const json_t *cmp)
 int sw__cmd_bench_compare(int argc, char **argv)
 {
     struct sw_args a;
+    struct sw_err e;
+    json_t *cmp = NULL;
     int rc;
     if (!sw_args_parse(&sw_spec_bench_compare, argc, argv, &a, &rc))
         return rc;
-    bool json = a.json;
-    int64_t ids[2];
     if (a.npos != 2)
-        return sw_cli_usage_json("bench compare", json, "which two runs? (bench ids or tags)");
-    struct sw_err e;
+        return sw_args_usage(&a, "which two runs? (bench ids or tags)");
     sw_err_clear(&e);
-    char path[4096];
-    const char *fleet = sw_args_str(&a, "fleet");
-    struct sw_ledger_open_opts ro = {.readonly = true};
-    struct sw_ledger l;
-    json_t *run[2] = {NULL, NULL}, *cmp = NULL;
-    int exit_code = SW_EXIT_OK;
-    bool opened;
-    rc = sw_ledger_open_for(&l, sw_args_str(&a, "ledger"), fleet ? fleet : "fleet.yaml", &ro,
-                            SW_LEDGER_MUST_EXIST, &opened, path, sizeof(path), &e);
-    if (rc)
-        return sw_cli_fail(&e, json);
-    for (int i = 0; i < 2 && !rc; i++)
-        rc = resolve(&l, a.pos[i], &ids[i], &e);
-    for (int i = 0; i < 2 && !rc; i++)
-        rc = sw_ledger_bench_run(&l, ids[i], &run[i], &e);
-    sw_ledger_close(&l);
-    if (!rc) {
-        cmp = sw_bench_compare(json_object_get(run[0], "results"),
-                               json_object_get(run[1], "results"), &e);
-        rc = cmp ? 0 : SW_EINVAL;
-    }
-    if (rc) {
-        exit_code = sw_cli_fail(&e, json);
-        goto out;
-    }
-    const char *keys[] = {"a", "b"};
-    for (int i = 0; i < 2; i++) {
-        json_t *o = json_object();
-        sw_json_set_new(o, "id", json_integer(ids[i]));
-        sw_json_set_new(o, "endpoint", json_incref(json_object_get(run[i], "endpoint")));
-        json_t *shape = json_object_get(run[i], "shape");
-        sw_json_set_new(o, "shape", shape ? json_incref(shape) : json_null());
-        sw_json_set_new(o, "started_at", json_incref(json_object_get(run[i], "started_at")));
-        sw_json_set_new(cmp, keys[i], o);
-    }
-    if (json) {
+    if (sw_bench_compare_runs(sw_args_str(&a, "ledger"), sw_args_str(&a, "fleet"), a.pos, &cmp, &e))
+        return sw_cli_fail(&e, a.json);
+    if (a.json) {
         sw_json_print(stdout, cmp, true);
     } else {
         print_run("A", json_object_get(cmp, "a"));
         print_run("B", json_object_get(cmp, "b"));
         print_cmp(cmp);
     }
-    if (json_integer_value(json_object_get(cmp, "worse")) > 0)
-        exit_code = SW_EXIT_FAIL;
-out:
+    rc = json_integer_value(json_object_get(cmp, "worse")) > 0 ? SW_EXIT_FAIL : SW_EXIT_OK;
     json_decref(cmp);
-    json_decref(run[0]);
-    json_decref(run[1]);
-    return exit_code;
+    return rc;
 }

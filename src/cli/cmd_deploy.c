@@ -160,12 +160,11 @@ int sw_cmd_deploy(int argc, char **argv)
     o.worst_case = !sw_args_flag(&a, "no-worst-case");
     o.probe_only = sw_args_str(&a, "probe-only");
     o.note = sw_args_str(&a, "note");
-    const char *d = sw_args_str(&a, "deadline");
-    if (d && (sw_parse_duration_ms(d, &o.deadline_ms, &e) || o.deadline_ms <= 0))
-        return sw_args_usage(&a, "--deadline %s: want a positive duration (90s, 5m)", d);
-    d = sw_args_str(&a, "stall");
-    if (d && (sw_parse_duration_ms(d, &o.stall_ms, &e) || o.stall_ms <= 0))
-        return sw_args_usage(&a, "--stall %s: want a positive duration (30s, 2m)", d);
+    rc = sw_args_duration(&a, "deadline", 1, INT64_MAX, &o.deadline_ms);
+    if (!rc)
+        rc = sw_args_duration(&a, "stall", 1, INT64_MAX, &o.stall_ms);
+    if (rc)
+        return rc;
     const char *ledger_path = sw_args_str(&a, "ledger");
     bool no_ledger = sw_args_flag(&a, "no-ledger");
     if (no_ledger && ledger_path)

@@ -98,12 +98,6 @@ static int down_one(const char *path, unsigned grace_ms, bool json)
     return rc ? SW_EXIT_FAIL : SW_EXIT_OK;
 }
 
-static bool is_yaml(const char *a)
-{
-    size_t n = strlen(a);
-    return (n > 5 && !strcmp(a + n - 5, ".yaml")) || (n > 4 && !strcmp(a + n - 4, ".yml"));
-}
-
 static int down_fleet(const char *fleet_path, const char *endpoint, unsigned grace_ms, bool json)
 {
     struct sw_err e;
@@ -149,14 +143,12 @@ int sw_cmd_down(int argc, char **argv)
         return code;
     json = a.json;
     pid_file = sw_args_str(&a, "pid-file");
-    const char *g = sw_args_str(&a, "grace");
-    if (g) {
-        uint64_t s;
-        if (sw_parse_u64(g, &s, NULL) || s > 3600)
-            return sw_args_usage(&a, "--grace %s: 0..3600 seconds expected", g);
-        grace_ms = (unsigned)s * 1000;
-    }
-    if (a.npos > 0 && is_yaml(a.pos[0])) {
+    int64_t grace = grace_ms;
+    code = sw_args_duration(&a, "grace", 0, 3600000, &grace);
+    if (code)
+        return code;
+    grace_ms = (unsigned)grace;
+    if (a.npos > 0 && sw_fleet_is_file_name(a.pos[0])) {
         fleet_path = a.pos[0];
         endpoint = a.npos > 1 ? a.pos[1] : NULL;
     } else if (a.npos > 1) {

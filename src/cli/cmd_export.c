@@ -80,10 +80,7 @@ int sw_cmd_export(int argc, char **argv)
 
     if (sw_fleet_load(fleet, NULL, &f, &e))
         goto fail;
-    /* no ledger beside the fleet yet: figures from the fleet alone */
-    struct sw_ledger_open_opts lo = {.readonly = true};
-    if (sw_ledger_open_for(&l, ledger, fleet, &lo, SW_LEDGER_DEFAULT_MAY_BE_ABSENT, &opened, path,
-                           sizeof(path), &e))
+    if (sw_report_ledger_open(&l, ledger, fleet, &opened, path, sizeof(path), &e))
         goto fail;
     struct sw_report_opts ro = {.ledger = opened ? &l : NULL};
 

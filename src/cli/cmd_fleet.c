@@ -81,52 +81,6 @@ static void on_error(void *ctx, const struct sw_err *e)
     fprintf(stderr, "%s\n", sw_err_format(e, buf, sizeof(buf)));
 }
 
-static const char *fmt_u64(const struct sw_fleet_u64 *u, bool bytes, char *out, size_t n)
-{
-    char a[64], b[64];
-    if (!u->set)
-        snprintf(out, n, u->off ? "off" : "-");
-    else if (u->v == SW_FLEET_ALL)
-        snprintf(out, n, "all");
-    else if (bytes)
-        snprintf(out, n, "%s (%s)", sw_fmt_count(u->v, a, sizeof(a)),
-                 sw_fmt_bytes(u->v, b, sizeof(b)));
-    else
-        snprintf(out, n, "%s", sw_fmt_count(u->v, a, sizeof(a)));
-    return out;
-}
-
-static const char *fmt_value(const struct sw_fleet_value *v, char *out, size_t n)
-{
-    char a[64], b[64];
-    if (!v->set) {
-        snprintf(out, n, "-");
-        return out;
-    }
-    switch (v->type) {
-    case SW_FLEET_V_COUNT:
-        if (v->u == SW_FLEET_ALL)
-            snprintf(out, n, "all");
-        else
-            snprintf(out, n, "%s", sw_fmt_count(v->u, a, sizeof(a)));
-        break;
-    case SW_FLEET_V_BYTES:
-        snprintf(out, n, "%s (%s)", sw_fmt_count(v->u, a, sizeof(a)),
-                 sw_fmt_bytes(v->u, b, sizeof(b)));
-        break;
-    case SW_FLEET_V_REAL:
-        snprintf(out, n, "%g", v->f);
-        break;
-    case SW_FLEET_V_BOOL:
-        snprintf(out, n, "%s", v->b ? "true" : "false");
-        break;
-    case SW_FLEET_V_STR:
-        snprintf(out, n, "%s", v->s ? v->s : "");
-        break;
-    }
-    return out;
-}
-
 static void print_shape(const char *indent, const struct sw_fleet_shape *s)
 {
     size_t nf;
@@ -137,13 +91,15 @@ static void print_shape(const char *indent, const struct sw_fleet_shape *s)
         sw_fleet_shape_get(s, fs[i].name, &v);
         if (!v.at.file)
             continue;
-        printf("%s%-24s %s\n", indent, fs[i].name, v.set ? fmt_value(&v, buf, sizeof(buf)) : "off");
+        printf("%s%-24s %s\n", indent, fs[i].name,
+               v.set ? sw_fleet_value_text(&v, buf, sizeof(buf)) : "off");
     }
 }
 
-static void print_endpoint(const struct sw_fleet *f, const struct sw_fleet_endpoint *ep)
+/* The endpoint's first line (engine, profile, host, devices) and where it is reached, its alias,
+ * image, binary and key's reference. */
+static void print_head(const struct sw_fleet_endpoint *ep)
 {
-    char a[128], b[128];
     printf("\nendpoint %s%s: %s", ep->name, ep->enabled ? "" : " (disabled: kept for the record)",
            sw_fleet_engine_name(ep->engine));
     if (ep->engine_version.v)
@@ -170,7 +126,11 @@ static void print_endpoint(const struct sw_fleet *f, const struct sw_fleet_endpo
     if (ep->api_key.kind)
         printf("  api_key    from %s %s\n",
                ep->api_key.kind == SW_FLEET_SECRET_ENV ? "env" : "file", ep->api_key.ref);
-    const struct sw_fleet_payload *p = &ep->payload;
+}
+
+static void print_payload(const struct sw_fleet_payload *p)
+{
+    char a[128];
     if (p->source) {
         printf("  payload    %s", p->path.v ? p->path.v : p->repo.v);
         if (p->path.v && p->repo.v)
@@ -187,12 +147,16 @@ static void print_endpoint(const struct sw_fleet *f, const struct sw_fleet_endpo
     if (p->quantization.v)
         printf("  quant      %s\n", p->quantization.v);
     if (p->shards.set)
-        printf("  shards     %s\n", fmt_u64(&p->shards, false, a, sizeof(a)));
+        printf("  shards     %s\n", sw_fleet_u64_text(&p->shards, false, a, sizeof(a)));
     for (size_t i = 0; i < p->n_mounts; i++)
         printf("  mount      %s -> %s%s\n", p->mounts[i].host_path, p->mounts[i].container_path,
                p->mounts[i].readonly ? " (ro)" : "");
-    printf("  shape\n");
-    print_shape("    ", &ep->shape);
+}
+
+/* Extra args, the environment (secrets by reference) and the env file's imports, each with
+ * where its value came from. */
+static void print_env(const struct sw_fleet_endpoint *ep)
+{
     if (ep->n_args) {
         printf("  args      ");
         for (size_t i = 0; i < ep->n_args; i++)
@@ -207,32 +171,39 @@ static void print_endpoint(const struct sw_fleet *f, const struct sw_fleet_endpo
         else
             printf("  env        %s=%s\n", ep->env[i].name, ep->env[i].value);
     }
-    if (ep->env_file) {
-        printf("  env file   %s\n", ep->env_file->path);
-        for (size_t i = 0; i < ep->n_imports; i++) {
-            const struct sw_fleet_import *im = &ep->imports[i];
-            const char *from = im->from == SW_FLEET_FROM_ENVIRON ? "the environment"
-                               : im->from == SW_FLEET_FROM_FILE  ? "the env file"
-                                                                 : "fleet file (unset elsewhere)";
-            if (im->from == SW_FLEET_FROM_FILE)
-                printf("    %-14s -> %-28s = %-12s (%s:%d:%d)\n", im->key, im->field,
-                       im->value && *im->value ? im->value : "(empty: off)", im->at.file,
-                       im->at.line, im->at.col);
-            else
-                printf("    %-14s -> %-28s = %-12s (%s)\n", im->key, im->field,
-                       im->value ? (*im->value ? im->value : "(empty: off)") : "-", from);
-        }
+    if (!ep->env_file)
+        return;
+    printf("  env file   %s\n", ep->env_file->path);
+    for (size_t i = 0; i < ep->n_imports; i++) {
+        const struct sw_fleet_import *im = &ep->imports[i];
+        const char *from = im->from == SW_FLEET_FROM_ENVIRON ? "the environment"
+                           : im->from == SW_FLEET_FROM_FILE  ? "the env file"
+                                                             : "fleet file (unset elsewhere)";
+        if (im->from == SW_FLEET_FROM_FILE)
+            printf("    %-14s -> %-28s = %-12s (%s:%d:%d)\n", im->key, im->field,
+                   im->value && *im->value ? im->value : "(empty: off)", im->at.file, im->at.line,
+                   im->at.col);
+        else
+            printf("    %-14s -> %-28s = %-12s (%s)\n", im->key, im->field,
+                   im->value ? (*im->value ? im->value : "(empty: off)") : "-", from);
     }
+}
+
+/* The knobs tune may turn, the frozen fields, the free band. */
+static void print_knobs(const struct sw_fleet_endpoint *ep)
+{
+    char a[128], b[128];
     for (size_t i = 0; i < ep->n_knobs; i++) {
         const struct sw_fleet_knob *k = &ep->knobs[i];
         printf("  knob       %-24s ", k->name);
         if (k->is_range) {
-            printf("%s .. %s", fmt_value(&k->min, a, sizeof(a)), fmt_value(&k->max, b, sizeof(b)));
+            printf("%s .. %s", sw_fleet_value_text(&k->min, a, sizeof(a)),
+                   sw_fleet_value_text(&k->max, b, sizeof(b)));
             if (k->step.set)
-                printf(" step %s", fmt_value(&k->step, a, sizeof(a)));
+                printf(" step %s", sw_fleet_value_text(&k->step, a, sizeof(a)));
         } else {
             for (size_t j = 0; j < k->n_values; j++)
-                printf("%s%s", j ? ", " : "", fmt_value(&k->values[j], a, sizeof(a)));
+                printf("%s%s", j ? ", " : "", sw_fleet_value_text(&k->values[j], a, sizeof(a)));
         }
         printf("\n");
     }
@@ -246,6 +217,12 @@ static void print_endpoint(const struct sw_fleet *f, const struct sw_fleet_endpo
         printf("  free band  %s .. %s per device\n",
                sw_fmt_bytes(ep->free_band.min.v, a, sizeof(a)),
                sw_fmt_bytes(ep->free_band.max.v, b, sizeof(b)));
+}
+
+/* What was measured: facts, and the boots the fleet records with their shapes. */
+static void print_measured(const struct sw_fleet_endpoint *ep)
+{
+    char a[128], b[128];
     for (size_t i = 0; i < ep->n_facts; i++) {
         const struct sw_fleet_fact *fa = &ep->facts[i];
         printf("  measured   %s = %s", fa->name, fa->q.text);
@@ -264,7 +241,7 @@ static void print_endpoint(const struct sw_fleet *f, const struct sw_fleet_endpo
             struct sw_fleet_value v;
             sw_fleet_shape_get(&bt->shape, fs[k].name, &v);
             if (v.set)
-                printf(" %s=%s", fs[k].name, fmt_value(&v, a, sizeof(a)));
+                printf(" %s=%s", fs[k].name, sw_fleet_value_text(&v, a, sizeof(a)));
         }
         if (bt->mmproj.set)
             printf(" mmproj=%s", bt->mmproj.v ? "yes" : "no");
@@ -277,6 +254,11 @@ static void print_endpoint(const struct sw_fleet *f, const struct sw_fleet_endpo
             printf("  [%s]", bt->failure);
         printf("\n");
     }
+}
+
+static void print_known_bad(const struct sw_fleet_endpoint *ep)
+{
+    char a[128];
     for (size_t i = 0; i < ep->n_known_bad; i++) {
         const struct sw_fleet_rule *r = &ep->known_bad[i];
         printf("  known bad ");
@@ -286,10 +268,10 @@ static void print_endpoint(const struct sw_fleet *f, const struct sw_fleet_endpo
             if (c->op == SW_FLEET_IN) {
                 printf("[");
                 for (size_t q = 0; q < c->n_in; q++)
-                    printf("%s%s", q ? ", " : "", fmt_value(&c->in[q], a, sizeof(a)));
+                    printf("%s%s", q ? ", " : "", sw_fleet_value_text(&c->in[q], a, sizeof(a)));
                 printf("] ");
             } else {
-                printf("%s ", fmt_value(&c->v, a, sizeof(a)));
+                printf("%s ", sw_fleet_value_text(&c->v, a, sizeof(a)));
             }
         }
         if (r->failure)
@@ -298,11 +280,24 @@ static void print_endpoint(const struct sw_fleet *f, const struct sw_fleet_endpo
         if (r->text)
             printf("             \"%.160s%s\"\n", r->text, strlen(r->text) > 160 ? "..." : "");
     }
+}
+
+static void print_endpoint(const struct sw_fleet *f, const struct sw_fleet_endpoint *ep)
+{
+    char a[128];
+    print_head(ep);
+    print_payload(&ep->payload);
+    printf("  shape\n");
+    print_shape("    ", &ep->shape);
+    print_env(ep);
+    print_knobs(ep);
+    print_measured(ep);
+    print_known_bad(ep);
     if (ep->arch)
         printf("  arch       declared inline (%zu keys)\n", json_object_size(ep->arch));
     const struct sw_fleet_u64 *cw = sw_fleet_client_window(f, ep);
     if (cw)
-        printf("  client     contextWindow %s\n", fmt_u64(cw, false, a, sizeof(a)));
+        printf("  client     contextWindow %s\n", sw_fleet_u64_text(cw, false, a, sizeof(a)));
     if (ep->note.v)
         printf("  note       %s\n", ep->note.v);
 }
@@ -353,17 +348,19 @@ static void print_fleet(const struct sw_fleet *f, const char *only)
             print_endpoint(f, &f->endpoints[i]);
     if (!only && f->harness.present) {
         const struct sw_fleet_harness *h = &f->harness;
-        printf("\nharness: contextWindow %s", fmt_u64(&h->context_window, false, a, sizeof(a)));
+        printf("\nharness: contextWindow %s",
+               sw_fleet_u64_text(&h->context_window, false, a, sizeof(a)));
         if (h->compaction_ratio.set)
             printf(", compaction at %.2f", h->compaction_ratio.v);
         if (h->summary_budget.set)
-            printf(" + %s-token summary", fmt_u64(&h->summary_budget, false, b, sizeof(b)));
+            printf(" + %s-token summary",
+                   sw_fleet_u64_text(&h->summary_budget, false, b, sizeof(b)));
         if (h->compaction_endpoint)
             printf(", served by %s", h->compaction_endpoint->name);
         printf("\n");
         for (size_t i = 0; i < h->n_clients; i++)
             printf("  %s: contextWindow %s\n", h->clients[i].endpoint->name,
-                   fmt_u64(&h->clients[i].context_window, false, a, sizeof(a)));
+                   sw_fleet_u64_text(&h->clients[i].context_window, false, a, sizeof(a)));
     }
     if (f->n_warnings) {
         printf("\nwarnings:\n");

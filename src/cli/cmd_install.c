@@ -66,16 +66,6 @@ static void on_step(void *ctx, const struct sw_install_step *s)
     fflush(stdout);
 }
 
-static int duration(struct sw_args *a, const char *name, int64_t def, int64_t *out)
-{
-    const char *v = sw_args_str(a, name);
-    struct sw_err e;
-    *out = def;
-    if (v && (sw_parse_duration_ms(v, out, &e) || *out < 100 || *out > 24 * 3600000))
-        return sw_args_usage(a, "--%s: want a duration from 100ms to 24h, got '%s'", name, v);
-    return 0;
-}
-
 int sw_cmd_install(int argc, char **argv)
 {
     struct sw_err e;
@@ -95,10 +85,10 @@ int sw_cmd_install(int argc, char **argv)
         return sw_args_usage(&a, "name the ENDPOINT to install");
     const char *name = a.pos[0];
     const char *fleet_path = a.npos > 1 ? a.pos[1] : "fleet.yaml";
-    int64_t dl, to;
-    rc = duration(&a, "deadline", 60000, &dl);
+    int64_t dl = 60000, to = 300000;
+    rc = sw_args_duration(&a, "deadline", 100, 86400000, &dl);
     if (!rc)
-        rc = duration(&a, "timeout", 300000, &to);
+        rc = sw_args_duration(&a, "timeout", 100, 86400000, &to);
     if (rc)
         return rc;
     if (sw_fleet_load(fleet_path, NULL, &f, &e))

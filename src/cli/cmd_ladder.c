@@ -89,31 +89,6 @@ const struct sw_cmd_spec sw_spec_ladder = {
     .examples = examples,
 };
 
-static int num_opt(const struct sw_args *a, const char *name, int64_t *v)
-{
-    const char *s = sw_args_str(a, name);
-    uint64_t b = 0;
-    if (!s)
-        return 0;
-    if (sw_parse_i64(s, v, NULL) == 0 && *v > 0)
-        return 0;
-    if (sw_parse_bytes(s, &b, NULL) == 0 && b > 0 && b < (uint64_t)INT64_MAX) {
-        *v = (int64_t)b;
-        return 0;
-    }
-    return sw_args_usage(a, "--%s: want a positive number, got '%s'", name, s);
-}
-
-static int dur_opt(const struct sw_args *a, const char *name, int64_t *ms)
-{
-    const char *s = sw_args_str(a, name);
-    if (!s)
-        return 0;
-    if (sw_parse_duration_ms(s, ms, NULL) || *ms <= 0)
-        return sw_args_usage(a, "--%s: want a duration (30s, 10m), got '%s'", name, s);
-    return 0;
-}
-
 int sw_cmd_ladder(int argc, char **argv)
 {
     struct sw_args a;
@@ -143,25 +118,25 @@ int sw_cmd_ladder(int argc, char **argv)
     const char *rs = sw_args_str(&a, "runner");
     if (rs && sw_ladder_runner_parse(rs, &o.runner))
         return sw_args_usage(&a, "--runner: auto, sim, local or rollout, not '%s'", rs);
-    int64_t mb = 0;
-    const char *ms = sw_args_str(&a, "memory-max");
-    if (ms && (sw_parse_bytes(ms, &o.memory_max, NULL) || !o.memory_max))
-        return sw_args_usage(&a, "--memory-max: want a size (600MiB, 2GiB), got '%s'", ms);
-    rc = num_opt(&a, "max-boots", &mb);
-    if (!rc && mb > 1000)
-        rc = sw_args_usage(&a, "--max-boots: at most 1000");
+    uint64_t mb = 0, lo = 0, hi = 0, step = 0;
+    rc = sw_args_size(&a, "memory-max", 1, UINT64_MAX, &o.memory_max);
     if (!rc)
-        rc = num_opt(&a, "min", &o.min);
+        rc = sw_args_number(&a, "max-boots", 1, 1000, &mb);
     if (!rc)
-        rc = num_opt(&a, "max", &o.max);
+        rc = sw_args_size(&a, "min", 1, INT64_MAX, &lo);
     if (!rc)
-        rc = num_opt(&a, "step", &o.step);
+        rc = sw_args_size(&a, "max", 1, INT64_MAX, &hi);
     if (!rc)
-        rc = dur_opt(&a, "boot-timeout", &o.boot_timeout_ms);
+        rc = sw_args_size(&a, "step", 1, INT64_MAX, &step);
     if (!rc)
-        rc = dur_opt(&a, "probe-timeout", &o.probe_ms);
+        rc = sw_args_duration(&a, "boot-timeout", 1, INT64_MAX, &o.boot_timeout_ms);
+    if (!rc)
+        rc = sw_args_duration(&a, "probe-timeout", 1, INT64_MAX, &o.probe_ms);
     if (rc)
         return rc;
+    o.min = (int64_t)lo;
+    o.max = (int64_t)hi;
+    o.step = (int64_t)step;
     int n_sets = sw_args_count(&a, "set");
     if (n_sets > 64)
         return sw_args_usage(&a, "at most 64 --set");

@@ -50,11 +50,6 @@ const struct sw_cmd_spec sw_spec_lint = {
     .examples = examples,
 };
 
-static const char *sev_name(enum sw_unit_severity s)
-{
-    return s == SW_UNIT_WARNING ? "warning" : "error";
-}
-
 int sw_cmd_lint(int argc, char **argv)
 {
     struct sw_args a;
@@ -111,7 +106,8 @@ int sw_cmd_lint(int argc, char **argv)
         for (size_t i = 0; i < r.n; i++) {
             json_t *f = json_object();
             sw_json_set_str(f, "law", r.v[i].law);
-            sw_json_set_str(f, "severity", sev_name(r.v[i].severity));
+            sw_json_set_str(f, "severity",
+                            r.v[i].severity == SW_UNIT_WARNING ? "warning" : "error");
             int line = 0;
             sw_json_set_str(f, "file", sw_unit_pos(u, r.v[i].line, &line));
             sw_json_set_int(f, "line", line);

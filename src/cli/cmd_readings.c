@@ -62,40 +62,19 @@ const struct sw_cmd_spec sw_spec_readings = {
     .examples = examples,
 };
 
-static int read_input(const char *path, char **text, size_t *len, struct sw_err *e)
+/* A figure in MiB as a column: "21,684" or "21,684.24" (truncated, never rounded up); "-" when
+ * the tool did not print it. */
+static void put_mib(bool has, uint64_t bytes)
 {
-    if (strcmp(path, "-"))
-        return sw_read_file(path, SW_READINGS_MAX_LOG, text, len, e);
-    struct sw_buf b;
-    char chunk[65536];
-    size_t n;
-    int rc = 0;
-    sw_buf_init(&b, SW_READINGS_MAX_LOG);
-    while (!rc && (n = fread(chunk, 1, sizeof(chunk), stdin)) > 0)
-        rc = sw_buf_append(&b, chunk, n);
-    if (rc) {
-        sw_buf_free(&b);
-        return sw_err_set(e, rc == SW_ENOMEM ? rc : SW_EINVAL, "<stdin>: larger than %u MiB",
-                          SW_READINGS_MAX_LOG >> 20);
-    }
-    *len = b.len;
-    *text = sw_buf_steal(&b);
-    return 0;
-}
-
-/* "21,684" or "21,684.24" MiB; "-" when not printed. */
-static const char *mib(bool has, uint64_t bytes, char *out, size_t n)
-{
-    char whole[32];
+    char whole[32], out[48];
     if (!has)
-        return snprintf(out, n, "-"), out;
-    sw_fmt_count(bytes >> 20, whole, sizeof(whole));
-    if (bytes & 0xfffff)
-        snprintf(out, n, "%s.%02u", whole,
-                 (unsigned)(((bytes & 0xfffff) * 100) >> 20)); /* truncated, never rounded up */
+        snprintf(out, sizeof(out), "-");
+    else if (bytes & 0xfffff)
+        snprintf(out, sizeof(out), "%s.%02u", sw_fmt_count(bytes >> 20, whole, sizeof(whole)),
+                 (unsigned)(((bytes & 0xfffff) * 100) >> 20));
     else
-        snprintf(out, n, "%s", whole);
-    return out;
+        snprintf(out, sizeof(out), "%s", sw_fmt_count(bytes >> 20, whole, sizeof(whole)));
+    printf("  %12s", out);
 }
 
 static void print_readings(const struct sw_readings *rs, const char *src)
@@ -106,13 +85,13 @@ static void print_readings(const struct sw_readings *rs, const char *src)
            "TOTAL MiB", "FREE MiB", "UUID / BUS");
     for (size_t i = 0; i < rs->n; i++) {
         const struct sw_reading *r = &rs->r[i];
-        char u[48], t[48], f[48];
-        printf("%5llu  %-6s  %-28.28s  %12s  %12s  %12s  %s%s%s\n", (unsigned long long)r->index,
-               r->vendor, r->name[0] ? r->name : "-", mib(r->has_used, r->used_bytes, u, sizeof(u)),
-               mib(r->has_total, r->total_bytes, t, sizeof(t)),
-               mib(r->has_free, r->free_bytes, f, sizeof(f)),
-               r->uuid[0] || r->bus_id[0] ? r->uuid : "-", r->uuid[0] && r->bus_id[0] ? " " : "",
-               r->bus_id);
+        printf("%5llu  %-6s  %-28.28s", (unsigned long long)r->index, r->vendor,
+               r->name[0] ? r->name : "-");
+        put_mib(r->has_used, r->used_bytes);
+        put_mib(r->has_total, r->total_bytes);
+        put_mib(r->has_free, r->free_bytes);
+        printf("  %s%s%s\n", r->uuid[0] || r->bus_id[0] ? r->uuid : "-",
+               r->uuid[0] && r->bus_id[0] ? " " : "", r->bus_id);
     }
 }
 
@@ -216,14 +195,8 @@ int sw_cmd_readings(int argc, char **argv)
         return sw_args_usage(&a, "--fleet, --endpoint and --ledger go with --record");
     const char *path = a.npos ? a.pos[0] : "-";
     const char *src = strcmp(path, "-") ? path : "<stdin>";
-    char *text = NULL;
-    size_t len = 0;
     struct sw_readings rs;
-    memset(&rs, 0, sizeof(rs));
-    int rc = read_input(path, &text, &len, &e);
-    if (!rc)
-        rc = sw_readings_parse(tool, text, len, src, &rs, &e);
-    sw_free(text);
+    int rc = sw_readings_load(tool, path, &rs, &e);
     if (rc)
         return sw_cli_fail(&e, json);
     json_t *doc = sw_readings_json(&rs);

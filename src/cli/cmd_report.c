@@ -50,7 +50,9 @@ const struct sw_cmd_spec sw_spec_report = {
     .examples = examples,
 };
 
-static int write_view(const json_t *doc, const char *path, bool html, struct sw_err *e)
+/* The Markdown or HTML view of doc, written to path atomically (mode 0644), or on stdout when
+ * path is NULL. */
+static int put_view(const json_t *doc, const char *path, bool html, struct sw_err *e)
 {
     struct sw_buf b;
     sw_buf_init(&b, 64u << 20);
@@ -58,7 +60,7 @@ static int write_view(const json_t *doc, const char *path, bool html, struct sw_
     if (!rc && path)
         rc = sw_write_file_atomic(path, sw_buf_cstr(&b), b.len, 0644, e);
     else if (!rc)
-        fwrite(sw_buf_cstr(&b), 1, b.len, stdout);
+        fputs(sw_buf_cstr(&b), stdout);
     sw_buf_free(&b);
     return rc;
 }
@@ -89,17 +91,14 @@ int sw_cmd_report(int argc, char **argv)
 
     if (sw_fleet_load(fleet, NULL, &f, &e))
         goto fail;
-    /* no ledger beside the fleet yet: figures from the fleet alone */
-    struct sw_ledger_open_opts lo = {.readonly = true};
-    if (sw_ledger_open_for(&l, ledger, fleet, &lo, SW_LEDGER_DEFAULT_MAY_BE_ABSENT, &opened, path,
-                           sizeof(path), &e))
+    if (sw_report_ledger_open(&l, ledger, fleet, &opened, path, sizeof(path), &e))
         goto fail;
     struct sw_report_opts ro = {.ledger = opened ? &l : NULL, .since = since};
     if (sw_report_collect(f, &ro, &doc, &e))
         goto fail;
-    if (md && write_view(doc, md, false, &e))
+    if (md && put_view(doc, md, false, &e))
         goto fail_io;
-    if (html && write_view(doc, html, true, &e))
+    if (html && put_view(doc, html, true, &e))
         goto fail_io;
     if (a.json) {
         if (md)
@@ -108,7 +107,7 @@ int sw_cmd_report(int argc, char **argv)
             sw_json_set_str(doc, "written_html", html);
         sw_json_print(stdout, doc, true);
     } else if (!md && !html) {
-        if (write_view(doc, NULL, false, &e))
+        if (put_view(doc, NULL, false, &e))
             goto fail;
     } else {
         if (md)

@@ -58,9 +58,9 @@ int sw_cmd_rollback(int argc, char **argv)
     o.to_tag = sw_args_str(&a, "to");
     if (o.to_tag && (!o.to_tag[0] || strchr(o.to_tag, '/')))
         return sw_args_usage(&a, "--to %s: want a tag name (ENDPOINT-YYYYMMDD-N)", o.to_tag);
-    const char *d = sw_args_str(&a, "deadline");
-    if (d && (sw_parse_duration_ms(d, &o.deadline_ms, &e) || o.deadline_ms <= 0))
-        return sw_args_usage(&a, "--deadline %s: want a positive duration (90s, 5m)", d);
+    rc = sw_args_duration(&a, "deadline", 1, INT64_MAX, &o.deadline_ms);
+    if (rc)
+        return rc;
     if (!a.json)
         o.progress = stdout;
     if (sw__cli_rollout_endpoint(&a, "rollback", &f, &ep, &rc))

@@ -13,7 +13,6 @@
 #include "cli.h"
 
 #include <slipway/fleet.h>
-#include <slipway/ledger.h>
 #include <slipway/service.h>
 
 #include <stdio.h>
@@ -53,12 +52,6 @@ const struct sw_cmd_spec sw_spec_status = {
     .examples = examples,
 };
 
-static const char *js(const json_t *o, const char *k)
-{
-    const char *s = json_string_value(json_object_get(o, k));
-    return s ? s : "";
-}
-
 static void print_devices(const json_t *d)
 {
     char a[32], b[32];
@@ -66,7 +59,7 @@ static void print_devices(const json_t *d)
     const json_t *rs = json_object_get(d, "readings");
     if (!tool || !json_array_size(rs)) {
         printf("    devices: %s%s%s\n", tool ? tool : "", tool ? ": " : "",
-               js(d, "note")[0] ? js(d, "note") : "no readings");
+               sw_json_str(d, "note", "")[0] ? sw_json_str(d, "note", "") : "no readings");
         return;
     }
     size_t i;
@@ -76,7 +69,8 @@ static void print_devices(const json_t *d)
         const json_t *u = json_object_get(r, "used_bytes"), *t = json_object_get(r, "total_bytes");
         printf(
             "    device %lld (%s, %s): %s used of %s\n",
-            (long long)json_integer_value(json_object_get(r, "index")), js(r, "name"), tool,
+            (long long)json_integer_value(json_object_get(r, "index")), sw_json_str(r, "name", ""),
+            tool,
             json_is_integer(u) ? sw_fmt_bytes((uint64_t)json_integer_value(u), a, sizeof(a)) : "?",
             json_is_integer(t) ? sw_fmt_bytes((uint64_t)json_integer_value(t), b, sizeof(b)) : "?");
     }
@@ -88,15 +82,16 @@ static void print_endpoint(const json_t *ej)
     const json_t *sh = json_object_get(ej, "shape");
     const json_t *h = json_object_get(ej, "health");
     const json_t *l = json_object_get(ej, "liveness");
-    printf("%-20s %-14s %-14s", js(ej, "endpoint"), js(ej, "host"), js(ej, "state"));
+    printf("%-20s %-14s %-14s", sw_json_str(ej, "endpoint", ""), sw_json_str(ej, "host", ""),
+           sw_json_str(ej, "state", ""));
     if (!json_is_true(json_object_get(ej, "reached"))) {
-        printf(" host not reached (%s) after %.2f s\n    %s: %s\n", js(ej, "unreachable"),
-               json_real_value(json_object_get(ej, "seconds")), js(ej, "transport"),
-               js(ej, "error"));
+        printf(" host not reached (%s) after %.2f s\n    %s: %s\n",
+               sw_json_str(ej, "unreachable", ""), json_real_value(json_object_get(ej, "seconds")),
+               sw_json_str(ej, "transport", ""), sw_json_str(ej, "error", ""));
         return;
     }
     char unit[80];
-    snprintf(unit, sizeof(unit), "%s/%s", js(u, "active"), js(u, "sub"));
+    snprintf(unit, sizeof(unit), "%s/%s", sw_json_str(u, "active", ""), sw_json_str(u, "sub", ""));
     printf(" %-18s restarts %-3lld pid %-7lld %-12s health %d (%.0f ms)  liveness %s (%.0f ms)\n",
            unit, (long long)json_integer_value(json_object_get(u, "restarts")),
            (long long)json_integer_value(json_object_get(u, "main_pid")),
@@ -107,10 +102,12 @@ static void print_endpoint(const json_t *ej)
            json_real_value(json_object_get(h, "ms")),
            json_is_true(json_object_get(l, "ok")) ? "ok" : "FAIL",
            json_real_value(json_object_get(l, "ms")));
-    printf("    %s %s via %s at %s, since %s\n", js(u, "name"), js(u, "scope"), js(ej, "transport"),
-           js(ej, "url"), js(u, "since")[0] ? js(u, "since") : "-");
+    printf("    %s %s via %s at %s, since %s\n", sw_json_str(u, "name", ""),
+           sw_json_str(u, "scope", ""), sw_json_str(ej, "transport", ""),
+           sw_json_str(ej, "url", ""),
+           sw_json_str(u, "since", "")[0] ? sw_json_str(u, "since", "") : "-");
     fputs("    liveness: ", stdout);
-    sw_fput_term(stdout, js(l, "detail"), 0);
+    sw_fput_term(stdout, sw_json_str(l, "detail", ""), 0);
     putchar('\n');
     size_t i;
     const json_t *d;
@@ -118,17 +115,18 @@ static void print_endpoint(const json_t *ej)
     {
         const char *in = json_string_value(json_object_get(d, "installed"));
         const char *re = json_string_value(json_object_get(d, "rendered"));
-        printf("    drift %s:%lld\n      installed: %s\n      rendered:  %s\n", js(d, "file"),
+        printf("    drift %s:%lld\n      installed: %s\n      rendered:  %s\n",
+               sw_json_str(d, "file", ""),
                (long long)json_integer_value(json_object_get(d, "line")), in ? in : "(none)",
                re ? re : "(none)");
     }
-    if (js(u, "error")[0]) {
+    if (sw_json_str(u, "error", "")[0]) {
         fputs("    unit: ", stdout);
-        sw_fput_term(stdout, js(u, "error"), 0);
+        sw_fput_term(stdout, sw_json_str(u, "error", ""), 0);
         putchar('\n');
     }
-    if (js(ej, "render_error")[0])
-        printf("    render: %s\n", js(ej, "render_error"));
+    if (sw_json_str(ej, "render_error", "")[0])
+        printf("    render: %s\n", sw_json_str(ej, "render_error", ""));
     print_devices(json_object_get(ej, "devices"));
 }
 
@@ -137,66 +135,8 @@ static void print_recorded(const json_t *ej)
     const json_t *id = json_object_get(ej, "recorded");
     if (json_is_integer(id))
         printf("    recorded: unit observation #%lld\n", (long long)json_integer_value(id));
-    else if (js(ej, "not_recorded")[0])
-        printf("    not recorded: %s\n", js(ej, "not_recorded"));
-}
-
-/* --record: one unit observation per endpoint whose unit systemd described. */
-static int record_units(json_t *out, const char *fleet_path, const char *ledger, size_t *n,
-                        struct sw_err *e)
-{
-    struct sw_ledger l;
-    char path[4096];
-    int rc = 0;
-    *n = 0;
-    memset(&l, 0, sizeof(l));
-    bool opened;
-    rc = sw_ledger_open_for(&l, ledger, fleet_path, NULL, SW_LEDGER_MUST_EXIST, &opened, path,
-                            sizeof(path), e);
-    if (rc)
-        return rc;
-    size_t i;
-    json_t *ej;
-    json_array_foreach(json_object_get(out, "endpoints"), i, ej)
-    {
-        const json_t *u = json_object_get(ej, "unit");
-        const char *why = NULL;
-        if (!json_is_true(json_object_get(ej, "reached")))
-            why = "the host was not reached";
-        else if (!u || js(u, "error")[0] || !js(u, "active")[0] ||
-                 !strcmp(js(u, "active"), "unknown"))
-            why = "systemd did not describe the unit";
-        else if (!strcmp(js(u, "load"), "not-found"))
-            why = "the unit is not installed";
-        if (why) {
-            sw_json_set_str(ej, "not_recorded", why);
-            continue;
-        }
-        json_int_t nr = json_integer_value(json_object_get(u, "restarts"));
-        struct sw_ledger_unit_obs o = {
-            .endpoint = js(ej, "endpoint"),
-            .host = js(ej, "host"),
-            .unit = js(u, "name"),
-            .active = js(u, "active"),
-            .sub = js(u, "sub"),
-            .result = js(u, "result"),
-            .n_restarts = nr > 0 ? (uint64_t)nr : 0,
-            .main_pid = json_is_integer(json_object_get(u, "main_pid"))
-                            ? json_integer_value(json_object_get(u, "main_pid"))
-                            : -1,
-            .since = js(u, "since"),
-        };
-        int64_t id = 0;
-        rc = sw_ledger_record_unit_obs(&l, &o, &id, e);
-        if (rc)
-            break;
-        sw_json_set_int(ej, "recorded", id);
-        (*n)++;
-    }
-    if (!rc)
-        sw_json_set_str(out, "ledger", path);
-    sw_ledger_close(&l);
-    return rc;
+    else if (sw_json_str(ej, "not_recorded", "")[0])
+        printf("    not recorded: %s\n", sw_json_str(ej, "not_recorded", ""));
 }
 
 int sw_cmd_status(int argc, char **argv)
@@ -212,11 +152,10 @@ int sw_cmd_status(int argc, char **argv)
     bool json = a.json;
     const char *path = a.npos ? a.pos[0] : "fleet.yaml";
     const char *only = a.npos > 1 ? a.pos[1] : NULL;
-    const char *dl = sw_args_str(&a, "deadline");
     int64_t deadline_ms = 20000;
-    if (dl &&
-        (sw_parse_duration_ms(dl, &deadline_ms, &e) || deadline_ms < 100 || deadline_ms > 3600000))
-        return sw_args_usage(&a, "--deadline: want a duration from 100ms to 1h, got '%s'", dl);
+    rc = sw_args_duration(&a, "deadline", 100, 3600000, &deadline_ms);
+    if (rc)
+        return rc;
     bool record = sw_args_flag(&a, "record");
     const char *ledger = sw_args_str(&a, "ledger");
     if (ledger && !record)
@@ -231,7 +170,7 @@ int sw_cmd_status(int argc, char **argv)
     }
     sw_json_set_str(out, "verdict", ns == nt ? "pass" : "fail");
     size_t n_rec = 0;
-    if (record && record_units(out, path, ledger, &n_rec, &e)) {
+    if (record && sw_deploy_status_record(out, ledger, path, &n_rec, &e)) {
         rc = sw_cli_fail(&e, json);
         goto done;
     }
@@ -247,7 +186,8 @@ int sw_cmd_status(int argc, char **argv)
         }
         printf("status: %zu of %zu endpoint(s) serving\n", ns, nt);
         if (record)
-            printf("recorded %zu unit observation(s) in %s\n", n_rec, js(out, "ledger"));
+            printf("recorded %zu unit observation(s) in %s\n", n_rec,
+                   sw_json_str(out, "ledger", ""));
     }
     rc = ns == nt ? SW_EXIT_OK : SW_EXIT_FAIL;
 done:

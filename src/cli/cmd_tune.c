@@ -15,17 +15,8 @@
 
 #include <slipway/tune.h>
 
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-
-static volatile sig_atomic_t g_stop;
-
-static void on_signal(int sig)
-{
-    (void)sig;
-    g_stop = 1;
-}
 
 static const struct sw_opt opts[] = {
     {"objective", 0, "OBJ", 0,
@@ -88,21 +79,6 @@ const struct sw_cmd_spec sw_spec_tune = {
     .examples = examples,
 };
 
-static bool int_opt(struct sw_args *a, const char *name, long lo, long hi, long *out, int *rc)
-{
-    const char *s = sw_args_str(a, name);
-    if (!s)
-        return true;
-    char *end = NULL;
-    long v = strtol(s, &end, 10);
-    if (!*s || *end || v < lo || v > hi) {
-        *rc = sw_args_usage(a, "--%s '%s' is not a whole number in %ld..%ld", name, s, lo, hi);
-        return false;
-    }
-    *out = v;
-    return true;
-}
-
 int sw_cmd_tune(int argc, char **argv)
 {
     struct sw_args a;
@@ -123,26 +99,29 @@ int sw_cmd_tune(int argc, char **argv)
         return sw_args_usage(&a, "--objective is required (decode_tps@DEPTH or goodput[:SLO])");
     if (sw_tune_objective_parse(obj, &o.objective, &e))
         return sw_args_usage(&a, "%s", e.msg);
-    long v = 0;
-    if (!int_opt(&a, "budget-boots", 1, 1000, &v, &rc))
+    uint64_t boots = 0, repeats = 0, conc = 0, tokens = 0;
+    int64_t levels[SW_ARRAY_LEN(o.levels)];
+    rc = sw_args_number(&a, "budget-boots", 1, 1000, &boots);
+    if (!rc)
+        rc = sw_args_number(&a, "repeats", 2, 16, &repeats);
+    if (!rc)
+        rc = sw_args_number(&a, "max-concurrency", 1, 256, &conc);
+    if (!rc)
+        rc = sw_args_number(&a, "tokens", 1, 65536, &tokens);
+    if (!rc)
+        rc = sw_args_list(&a, "concurrency", 1, 256, levels, SW_ARRAY_LEN(levels), &o.n_levels);
+    if (rc)
         return rc;
-    if (v)
-        o.budget_boots = (int)v;
-    v = 0;
-    if (!int_opt(&a, "repeats", 2, 16, &v, &rc))
-        return rc;
-    if (v)
-        o.repeats = (int)v;
-    v = 0;
-    if (!int_opt(&a, "max-concurrency", 1, 256, &v, &rc))
-        return rc;
-    if (v)
-        o.max_concurrency = (int)v;
-    v = 0;
-    if (!int_opt(&a, "tokens", 1, 65536, &v, &rc))
-        return rc;
-    if (v)
-        o.tokens = v;
+    if (boots)
+        o.budget_boots = (int)boots;
+    if (repeats)
+        o.repeats = (int)repeats;
+    if (conc)
+        o.max_concurrency = (int)conc;
+    if (tokens)
+        o.tokens = (long)tokens;
+    for (size_t i = 0; i < o.n_levels; i++)
+        o.levels[i] = (int)levels[i];
     json_t *extra = NULL;
     const char *xs = sw_args_str(&a, "extra");
     if (xs) {
@@ -152,24 +131,6 @@ int sw_cmd_tune(int argc, char **argv)
             return sw_args_usage(&a, "--extra: %s", extra ? "not a JSON object" : e.msg);
         }
         o.extra = extra;
-    }
-    const char *cl = sw_args_str(&a, "concurrency");
-    if (cl) {
-        char buf[256];
-        snprintf(buf, sizeof(buf), "%s", cl);
-        char *save = NULL;
-        for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-            char *end = NULL;
-            long c = strtol(t, &end, 10);
-            if (*end || c < 1 || c > 256 || o.n_levels >= SW_ARRAY_LEN(o.levels))
-                return sw_args_usage(&a,
-                                     "--concurrency '%s': a list of at most 8 levels, each "
-                                     "1..256",
-                                     cl);
-            o.levels[o.n_levels++] = (int)c;
-        }
-        if (!o.n_levels)
-            return sw_args_usage(&a, "--concurrency '%s': no level", cl);
     }
     o.boot = sw_args_flag(&a, "sim") ? SW_TUNE_BOOT_SIM : SW_TUNE_BOOT_AUTO;
     const char *rs = sw_args_str(&a, "runner");
@@ -188,16 +149,10 @@ int sw_cmd_tune(int argc, char **argv)
     o.ledger = sw_args_str(&a, "ledger");
     o.dry_run = sw_args_flag(&a, "dry-run");
     o.progress = stderr;
-    o.stop = &g_stop;
-    struct sigaction sa, old_int, old_term;
-    memset(&sa, 0, sizeof(sa));
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, &old_int);
-    sigaction(SIGTERM, &sa, &old_term);
+    o.stop = &sw_cli_stop;
+    sw_cli_catch_stop(false);
     rc = sw_tune_run(&o, &rep, &e);
-    sigaction(SIGINT, &old_int, NULL);
-    sigaction(SIGTERM, &old_term, NULL);
+    sw_cli_release_stop();
     json_decref(extra);
     if (rc)
         return sw_cli_fail(&e, a.json);

@@ -23,15 +23,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static volatile sig_atomic_t g_stop;
-static volatile sig_atomic_t g_signal;
-
-static void on_signal(int sig)
-{
-    g_stop = 1;
-    g_signal = sig;
-}
-
 static const struct sw_opt opts[] = {
     {"detach", 0, NULL, 0, "leave it running with a pid file (stop: slipway down)", NULL},
     {"name", 0, "NAME", 0,
@@ -96,24 +87,6 @@ struct up_cli {
 /* ---------------------------------------------------------------------------------------------
  * Output.
  */
-struct prog {
-    struct sw_progress bar;
-    char label[96];
-    bool on;
-};
-
-static void on_progress(void *ctx, const struct sw_up_progress *p)
-{
-    struct prog *g = ctx;
-    if (!g->on)
-        return;
-    const char *ph = sw_boot_phase_name(p->phase);
-    snprintf(g->label, sizeof(g->label), "%s (%s, /health %d)", p->what, ph ? ph : "start",
-             p->health_status);
-    g->bar.label = g->label;
-    sw_progress_update(&g->bar, (uint64_t)(p->elapsed_s * 10));
-}
-
 static void print_failure(const struct sw_up_result *r, const char *log, const char *where)
 {
     const struct sw_boot_failure *f = &r->status.failure;
@@ -133,11 +106,6 @@ static void print_failure(const struct sw_up_result *r, const char *log, const c
         fprintf(stderr, "  at %s:%d\n", log, f->line);
     else if (r->started)
         fprintf(stderr, "  log: %s\n", log);
-}
-
-static json_t *failure_json(const struct sw_up_result *r)
-{
-    return r->status.failed ? sw_boot_failure_to_json(&r->status.failure) : json_null();
 }
 
 static void print_report(const json_t *rep)
@@ -249,25 +217,11 @@ static int dry_run(const struct sw_engine_cmd *cmd, const json_t *predicted, con
 /* ---------------------------------------------------------------------------------------------
  * The verb.
  */
-/* Seconds 0..86400 from option `name`, when given. */
-static int opt_seconds(const struct sw_args *a, const char *name, unsigned *out)
-{
-    const char *v = sw_args_str(a, name);
-    uint64_t u;
-    if (!v)
-        return 0;
-    if (sw_parse_u64(v, &u, NULL) || u > 86400)
-        return sw_args_usage(a, "--%s %s: 0..86400 seconds expected", name, v);
-    *out = (unsigned)u;
-    return 0;
-}
-
 /* Read the line into c. 0, or the exit code to return now (help printed: 0 is returned as -1). */
 static int parse_args(int argc, char **argv, struct up_cli *c)
 {
     struct sw_args a;
     int code;
-    unsigned grace_s = 10;
     memset(c, 0, sizeof(*c));
     if (!sw_args_parse(&sw_spec_up, argc, argv, &a, &code))
         return code ? code : -1;
@@ -281,20 +235,16 @@ static int parse_args(int argc, char **argv, struct up_cli *c)
     c->name = sw_args_str(&a, "name");
     c->pid_file = sw_args_str(&a, "pid-file");
     c->log = sw_args_str(&a, "log");
-    c->timeout_s = 900;
-    code = opt_seconds(&a, "timeout", &c->timeout_s);
+    int64_t timeout_ms = 900000, grace_ms = 10000;
+    code = sw_args_duration(&a, "timeout", 0, 86400000, &timeout_ms);
+    if (!code)
+        code = sw_args_duration(&a, "grace", 0, 86400000, &grace_ms);
+    if (!code)
+        code = sw_args_size(&a, "limit-as", 0, UINT64_MAX, &c->limit_as);
     if (code)
         return code;
-    code = opt_seconds(&a, "grace", &grace_s);
-    if (code)
-        return code;
-    c->grace_ms = grace_s * 1000;
-    const char *las = sw_args_str(&a, "limit-as");
-    if (las) {
-        struct sw_err e;
-        if (sw_parse_bytes(las, &c->limit_as, &e))
-            return sw_args_usage(&a, "--limit-as %s: %s", las, e.msg);
-    }
+    c->timeout_s = (unsigned)((timeout_ms + 999) / 1000); /* whole seconds, never less */
+    c->grace_ms = (unsigned)grace_ms;
     c->fleet = a.npos > 0 ? a.pos[0] : NULL;
     c->endpoint = a.npos > 1 ? a.pos[1] : NULL;
     c->eng_argv = a.rest;
@@ -314,14 +264,15 @@ static int serve_foreground(struct sw_up_result *r, const struct sw_up_opts *o, 
         printf("serving at %s in the foreground (pid %d); Ctrl-C stops it\n", r->url,
                (int)r->child.pid);
     fflush(stdout);
-    while (!g_stop && !sw_child_poll(&r->child))
+    while (!sw_cli_stop && !sw_child_poll(&r->child))
         sw_sleep_ms(100);
     struct sw_err e;
     sw_err_clear(&e);
-    if (g_stop) {
+    if (sw_cli_stop) {
         int rc = sw_child_stop(&r->child, o->grace_ms, &e);
         char st[96];
-        fprintf(stderr, "slipway up: %s: stopped %s (%s)\n", strsignal(g_signal), r->child.exe,
+        fprintf(stderr, "slipway up: %s: stopped %s (%s)\n", strsignal(sw_cli_stop_signal),
+                r->child.exe,
                 r->child.exited ? sw_wait_status_str(r->child.status, st, sizeof(st))
                                 : "still running?");
         if (rc) {
@@ -356,15 +307,11 @@ static void fleet_error(void *ctx, const struct sw_err *e)
     fprintf(stderr, "%s\n", sw_err_format(e, buf, sizeof(buf)));
 }
 
+/* The callbacks' context: the bar first, so it stands for the bar (sw_deploy_bar_update). */
 struct up_ctx {
-    struct prog pg;
+    struct sw_deploy_bar bar;
     bool json;
 };
-
-static void up_progress(void *ctx, const struct sw_up_progress *p)
-{
-    on_progress(&((struct up_ctx *)ctx)->pg, p);
-}
 
 /* The library's notes, on stderr as `slipway up: ...`; the command line and where the boot was
  * recorded only in the human view. */
@@ -391,16 +338,10 @@ int sw_cmd_up(int argc, char **argv)
     memset(&u, 0, sizeof(u));
     u.json = c.json;
 
-    struct sigaction sa;
-    memset(&sa, 0, sizeof(sa));
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGHUP, &sa, NULL);
+    sw_cli_catch_stop(true);
     signal(SIGPIPE, SIG_IGN);
-    sw_progress_init(&u.pg.bar, "starting", "", 0);
-    u.pg.on = u.pg.bar.enabled && !c.json && !c.dry_run;
+    sw_progress_init(&u.bar.bar, "starting", "", 0);
+    u.bar.on = u.bar.bar.enabled && !c.json && !c.dry_run;
 
     struct sw_deploy_req q;
     memset(&q, 0, sizeof(q));
@@ -421,14 +362,14 @@ int sw_cmd_up(int argc, char **argv)
     q.timeout_s = c.timeout_s;
     q.grace_ms = c.grace_ms;
     q.limit_as = c.limit_as;
-    q.stop = &g_stop;
-    q.on_progress = up_progress;
+    q.stop = &sw_cli_stop;
+    q.on_progress = sw_deploy_bar_update;
     q.on_note = up_note;
     q.on_fleet_error = fleet_error;
     q.ctx = &u;
     rc = sw_deploy_endpoint(&q, &r, &e);
-    if (u.pg.on && r.attempted)
-        sw_progress_finish(&u.pg.bar);
+    if (u.bar.on && r.attempted)
+        sw_progress_finish(&u.bar.bar);
     if (c.dry_run && !rc) {
         code = dry_run(&r.cmd, r.plan.predicted, r.why_none, c.json);
         if (r.unfit[0] && !c.json)
@@ -449,7 +390,9 @@ int sw_cmd_up(int argc, char **argv)
                             json_object_get(r.up.bootlog, "report")
                                 ? json_deep_copy(json_object_get(r.up.bootlog, "report"))
                                 : json_null());
-            sw_json_set_new(out, "failure", failure_json(&r.up));
+            sw_json_set_new(out, "failure",
+                            r.up.status.failed ? sw_boot_failure_to_json(&r.up.status.failure)
+                                               : json_null());
             sw_json_set_new(out, "error", sw_err_to_json(&e));
             sw_json_print(stdout, out, true);
         }

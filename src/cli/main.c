@@ -9,34 +9,11 @@
 
 #include <string.h>
 
-static const struct sw_cmd cmds[] = {
-#define SW_ROW(name, summary) {#name, sw_cmd_##name, summary},
-    SW_VERBS(SW_ROW)
-#undef SW_ROW
-};
-
-static const struct {
-    const char *name;
-    const struct sw_cmd_spec *spec;
-} specs[] = {
-#define SW_SPEC_ROW(name) {#name, &sw_spec_##name},
-    SW_SPECS(SW_SPEC_ROW)
-#undef SW_SPEC_ROW
-};
-
-static const struct sw_cmd_spec *spec_of(const char *verb)
-{
-    for (size_t i = 0; i < SW_ARRAY_LEN(specs); i++)
-        if (!strcmp(specs[i].name, verb))
-            return specs[i].spec;
-    return NULL;
-}
-
 static void usage(FILE *f)
 {
     fprintf(f, "usage: slipway <command> [args]   (slipway <command> --help for its options)\n\n");
-    for (size_t i = 0; i < SW_ARRAY_LEN(cmds); i++)
-        fprintf(f, "  %-12s %s\n", cmds[i].name, cmds[i].summary);
+    for (size_t i = 0; i < sw_cli_nverbs; i++)
+        fprintf(f, "  %-12s %s\n", sw_cli_verbs[i].name, sw_cli_verbs[i].summary);
     fprintf(f, "\nEvery command takes --json for machine-readable output (usage errors too).\n"
                "slipway help COMMAND is slipway COMMAND --help; slipway help --list lists every\n"
                "command and sub-command.\n"
@@ -77,12 +54,12 @@ static json_t *spec_json(const char *name, const char *summary, const struct sw_
 static int list(bool json)
 {
     json_t *all = json ? json_array() : NULL;
-    for (size_t i = 0; i < SW_ARRAY_LEN(cmds); i++) {
-        const struct sw_cmd_spec *s = spec_of(cmds[i].name);
+    for (size_t i = 0; i < sw_cli_nverbs; i++) {
+        const struct sw_cmd_spec *s = sw_cli_spec(sw_cli_verbs[i].name);
         if (json)
-            json_array_append_new(all, spec_json(cmds[i].name, cmds[i].summary, s));
+            json_array_append_new(all, spec_json(sw_cli_verbs[i].name, sw_cli_verbs[i].summary, s));
         else
-            printf("%s\n", cmds[i].name);
+            printf("%s\n", sw_cli_verbs[i].name);
         for (const struct sw_cmd_spec *const *sub = s ? s->subs : NULL; sub && *sub; sub++) {
             if ((*sub)->hidden)
                 continue;
@@ -98,14 +75,6 @@ static int list(bool json)
         json_decref(j);
     }
     return SW_EXIT_OK;
-}
-
-static const struct sw_cmd *find_cmd(const char *name)
-{
-    for (size_t i = 0; i < SW_ARRAY_LEN(cmds); i++)
-        if (!strcmp(name, cmds[i].name))
-            return &cmds[i];
-    return NULL;
 }
 
 /* `slipway help [--list] [--json] [VERB [SUB]]` */
@@ -136,7 +105,7 @@ static int help(int argc, char **argv)
         usage(stdout);
         return SW_EXIT_OK;
     }
-    const struct sw_cmd *c = find_cmd(words[0]);
+    const struct sw_cmd *c = sw_cli_verb(words[0]);
     if (!c)
         return sw_cli_usage_json("help", json, "unknown command '%s'", words[0]);
     char *v[4] = {(char *)words[0], NULL, NULL, NULL};
@@ -160,7 +129,7 @@ int main(int argc, char **argv)
         return help(argc - 1, argv + 1);
     if (sw_cli_is(argv[1], "--version", NULL))
         argv[1] = "version";
-    const struct sw_cmd *c = find_cmd(argv[1]);
+    const struct sw_cmd *c = sw_cli_verb(argv[1]);
     if (c)
         return c->fn(argc - 1, argv + 1);
     return sw_cli_usage_json("", sw_args_wants_json(argc, argv), "unknown %s '%s'",

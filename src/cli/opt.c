@@ -6,6 +6,7 @@
 
 #include "cli.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -325,6 +326,186 @@ const char *sw_args_nth(const struct sw_args *a, const char *name, int k)
         if (a->seen[i].opt == o && k-- == 0)
             return a->seen[i].val;
     return NULL;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Typed values.
+ */
+
+/* " from LO to HI" (both named), " of at least LO" (no upper bound) or "" (neither bound). */
+static void range(char *out, size_t n, bool has_lo, const char *lo, bool has_hi, const char *hi)
+{
+    if (has_hi)
+        snprintf(out, n, " from %s to %s", lo, hi);
+    else if (has_lo)
+        snprintf(out, n, " of at least %s", lo);
+    else
+        out[0] = '\0';
+}
+
+/* 100 -> "100ms", 90000 -> "90s", 3600000 -> "1h": the largest unit that holds it whole. */
+static const char *fmt_ms(int64_t ms, char *out, size_t n)
+{
+    static const struct {
+        int64_t ms;
+        const char *unit;
+    } units[] = {{3600000, "h"}, {60000, "m"}, {1000, "s"}, {1, "ms"}};
+    size_t i = 0;
+    while (i + 1 < SW_ARRAY_LEN(units) && (ms == 0 ? units[i].ms != 1000 : ms % units[i].ms))
+        i++;
+    snprintf(out, n, "%lld%s", (long long)(ms / units[i].ms), units[i].unit);
+    return out;
+}
+
+/* One kind of typed value: how it is read, how a bound is written, what it is called. */
+struct kind {
+    const char *what; /* "a duration" */
+    const char *hint; /* after the range: " (600MiB, 2GiB)", or "" */
+    int (*parse)(const char *v, uint64_t *out);
+    const char *(*fmt)(uint64_t v, char *out, size_t n);
+};
+
+static int parse_ms(const char *v, uint64_t *out)
+{
+    int64_t ms;
+    if (sw_parse_duration_ms(v, &ms, NULL) || ms < 0)
+        return -1;
+    *out = (uint64_t)ms;
+    return 0;
+}
+
+static const char *fmt_ms_u(uint64_t v, char *out, size_t n)
+{
+    return fmt_ms(v > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)v, out, n);
+}
+
+static int parse_bytes(const char *v, uint64_t *out)
+{
+    return sw_parse_bytes(v, out, NULL);
+}
+
+static int parse_count(const char *v, uint64_t *out)
+{
+    return sw_parse_count(v, out, NULL);
+}
+
+static const char *fmt_u64(uint64_t v, char *out, size_t n)
+{
+    snprintf(out, n, "%llu", (unsigned long long)v);
+    return out;
+}
+
+static const struct kind k_duration = {"a duration", "", parse_ms, fmt_ms_u};
+static const struct kind k_size = {"a size", " (600MiB, 2GiB)", parse_bytes, sw_fmt_bytes};
+static const struct kind k_number = {"a whole number", "", parse_count, fmt_u64};
+
+/* v read as k within [min, max]. */
+static bool within(const struct kind *k, const char *v, uint64_t min, uint64_t max, uint64_t *out)
+{
+    return !k->parse(v, out) && *out >= min && *out <= max;
+}
+
+/* " from MIN to MAX" as k writes them (an upper bound of INT64_MAX or more is not named). */
+static void k_range(const struct kind *k, char *out, size_t n, uint64_t min, uint64_t max)
+{
+    char lo[32], hi[32];
+    range(out, n, min > 0, k->fmt(min, lo, sizeof(lo)), max < (uint64_t)INT64_MAX,
+          k->fmt(max, hi, sizeof(hi)));
+}
+
+/* Option `name` read as k: *got and *out set when it was given and accepted; its usage error's
+ * exit code when it was given and refused; else 0. */
+static int typed(const struct sw_args *a, const char *name, const struct kind *k, uint64_t min,
+                 uint64_t max, uint64_t *out, bool *got)
+{
+    const char *v = sw_args_str(a, name);
+    char r[80];
+    *got = false;
+    if (!v)
+        return 0;
+    *got = within(k, v, min, max, out);
+    if (*got)
+        return 0;
+    k_range(k, r, sizeof(r), min, max);
+    return sw_args_usage(a, "--%s: want %s%s%s, got '%s'", name, k->what, r, k->hint, v);
+}
+
+int sw_args_duration(const struct sw_args *a, const char *name, int64_t min_ms, int64_t max_ms,
+                     int64_t *out)
+{
+    uint64_t x = 0;
+    bool got;
+    int rc = typed(a, name, &k_duration, (uint64_t)min_ms, (uint64_t)max_ms, &x, &got);
+    if (got)
+        *out = (int64_t)x;
+    return rc;
+}
+
+int sw_args_size(const struct sw_args *a, const char *name, uint64_t min, uint64_t max,
+                 uint64_t *out)
+{
+    bool got;
+    return typed(a, name, &k_size, min, max, out, &got);
+}
+
+int sw_args_number(const struct sw_args *a, const char *name, uint64_t min, uint64_t max,
+                   uint64_t *out)
+{
+    bool got;
+    return typed(a, name, &k_number, min, max, out, &got);
+}
+
+int sw_args_real(const struct sw_args *a, const char *name, double above, double max, double *out)
+{
+    const char *v = sw_args_str(a, name);
+    double x;
+    char r[80] = "";
+    if (!v)
+        return 0;
+    if (!sw_parse_double(v, &x, NULL) && x > above && x <= max) {
+        *out = x;
+        return 0;
+    }
+    if (isfinite(max))
+        snprintf(r, sizeof(r), " above %g and at most %g", above, max);
+    else
+        snprintf(r, sizeof(r), " above %g", above);
+    return sw_args_usage(a, "--%s: want a number%s, got '%s'", name, r, v);
+}
+
+int sw_args_list(const struct sw_args *a, const char *name, uint64_t min, uint64_t max,
+                 int64_t *out, size_t cap, size_t *n)
+{
+    const char *v = sw_args_str(a, name);
+    int64_t got[SW_ARGS_MAX];
+    size_t k = 0;
+    bool ok = true;
+    char r[80];
+    if (!v)
+        return 0;
+    /* split on commas first: sw_parse_count reads "1,000" as one number */
+    for (const char *p = v; ok;) {
+        size_t len = strcspn(p, ",");
+        char item[64];
+        uint64_t x;
+        ok = len > 0 && len < sizeof(item) && k < cap && k < SW_ARRAY_LEN(got);
+        if (ok) {
+            snprintf(item, sizeof(item), "%.*s", (int)len, p);
+            ok = within(&k_number, item, min, max, &x);
+            got[k++] = (int64_t)x;
+        }
+        if (!p[len])
+            break;
+        p += len + 1;
+    }
+    if (ok) {
+        memcpy(out, got, k * sizeof(*out));
+        *n = k;
+        return 0;
+    }
+    k_range(&k_number, r, sizeof(r), min, max);
+    return sw_args_usage(a, "--%s: want a list of at most %zu whole numbers%s%s, got '%s'", name,
+                         cap, r[0] ? ", each" : "", r, v);
 }
 
 /* "  -o, --output FILE", or "  --ledger PATH" when there is no short name. */

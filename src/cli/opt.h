@@ -7,14 +7,16 @@
  *   error: ONE line on stderr naming the token, exit 2, and under --json (anywhere on the line)
  *   {"error": {...}} on stdout, the shape sw_cli_fail prints for every other error;
  *   --help / -h prints the usage, options and examples on stdout, exit 0.
- * It does not check what a value means (a count, a path): the verb does, and reports a bad one
- * with sw_args_usage so it reads the same way.
+ * What a value means is the verb's, read through the typed values below (a duration, a size, a
+ * number, a list) so every verb accepts and refuses the same spellings; anything else the verb
+ * checks itself and reports with sw_args_usage, so it reads the same way.
  */
 #ifndef SLIPWAY_CLI_OPT_H
 #define SLIPWAY_CLI_OPT_H
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include <slipway/core.h>
@@ -85,6 +87,32 @@ bool sw_args_flag(const struct sw_args *a, const char *name);
 /* How many times `name` was given, and its i-th value (a repeatable option, in order). */
 int sw_args_count(const struct sw_args *a, const char *name);
 const char *sw_args_nth(const struct sw_args *a, const char *name, int i);
+
+/*
+ * Typed values. Each reads option `name` when it was given and leaves *out as it was when not; a
+ * value it does not accept is a usage error in one shape per type, printed as sw_args_usage does
+ * (its exit code, 2, is returned; 0 otherwise):
+ *   duration  "90s", "5m", "1500ms", "2h"; a bare number is seconds (sw_parse_duration_ms)
+ *             --NAME: want a duration from MIN to MAX, got 'V'
+ *   size      "600MiB", "2GiB", "3.15e9" (sw_parse_bytes)
+ *             --NAME: want a size from MIN to MAX (600MiB, 2GiB), got 'V'
+ *   number    a whole number: "4096", "4k", "200,704" (sw_parse_count)
+ *             --NAME: want a whole number from MIN to MAX, got 'V'
+ *   real      a decimal number above a floor: "2", "0.5", "1e3"
+ *             --NAME: want a number above ABOVE and at most MAX, got 'V'
+ *   list      numbers separated by commas: "0,1k,4k" (each as `number`), at most cap of them
+ *             --NAME: want a list of at most CAP whole numbers, each from MIN to MAX, got 'V'
+ * An upper bound of INT64_MAX or more (INFINITY for real) is not named in the message.
+ */
+int sw_args_duration(const struct sw_args *a, const char *name, int64_t min_ms, int64_t max_ms,
+                     int64_t *out);
+int sw_args_size(const struct sw_args *a, const char *name, uint64_t min, uint64_t max,
+                 uint64_t *out);
+int sw_args_number(const struct sw_args *a, const char *name, uint64_t min, uint64_t max,
+                   uint64_t *out);
+int sw_args_real(const struct sw_args *a, const char *name, double above, double max, double *out);
+int sw_args_list(const struct sw_args *a, const char *name, uint64_t min, uint64_t max,
+                 int64_t *out, size_t cap, size_t *n);
 
 /* A usage error found after parsing (a bad value, options that exclude each other): one line on
  * stderr, {"error": ...} on stdout under --json. Returns SW_EXIT_USAGE. */

@@ -1,9 +1,11 @@
 /*
- * CLI-wide helpers: error printing and exit-code policy.
+ * CLI-wide helpers: error printing and exit-code policy, and the signals that stop a long run.
  */
 #include "cli.h"
 
+#include <signal.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 
 int sw_cli_exit_for(int code)
@@ -47,7 +49,53 @@ int sw_cli_usage(const char *verb, const char *fmt, ...)
     return SW_EXIT_USAGE;
 }
 
+int sw_cli_key_env(const struct sw_args *a, const char **key)
+{
+    const char *var = sw_args_str(a, "api-key-env");
+    if (!var)
+        return 0;
+    const char *k = getenv(var);
+    if (!k || !*k) {
+        struct sw_err e;
+        sw_err_set(&e, SW_ENOENT, "--api-key-env: %s is not set", var);
+        return sw_cli_fail(&e, a->json);
+    }
+    *key = k;
+    return 0;
+}
+
 bool sw_cli_is(const char *arg, const char *a, const char *b)
 {
     return (a && !strcmp(arg, a)) || (b && !strcmp(arg, b));
+}
+
+volatile sig_atomic_t sw_cli_stop;
+volatile sig_atomic_t sw_cli_stop_signal;
+
+static const int stop_signals[] = {SIGINT, SIGTERM, SIGHUP};
+static struct sigaction saved[SW_ARRAY_LEN(stop_signals)];
+static size_t n_saved;
+
+static void on_stop(int sig)
+{
+    sw_cli_stop = 1;
+    sw_cli_stop_signal = sig;
+}
+
+void sw_cli_catch_stop(bool hup)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_stop;
+    sigemptyset(&sa.sa_mask);
+    n_saved = hup ? 3 : 2;
+    for (size_t i = 0; i < n_saved; i++)
+        sigaction(stop_signals[i], &sa, &saved[i]);
+}
+
+void sw_cli_release_stop(void)
+{
+    for (size_t i = 0; i < n_saved; i++)
+        sigaction(stop_signals[i], &saved[i], NULL);
+    n_saved = 0;
 }

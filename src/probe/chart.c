@@ -18,6 +18,21 @@ static double num(const json_t *o, const char *k)
     return json_is_number(v) ? json_number_value(v) : NAN;
 }
 
+/* A panel of two series by prompt tokens, both axes from zero. */
+static struct sw_chart lines(const char *title, const char *y_label, const char *note,
+                             struct sw_chart_series *series)
+{
+    return (struct sw_chart){.kind = SW_CHART_LINES,
+                             .title = title,
+                             .note = note,
+                             .x_label = "prompt tokens",
+                             .y_label = y_label,
+                             .series = series,
+                             .n_series = 2,
+                             .y_from_zero = true,
+                             .x_from_zero = true};
+}
+
 int sw_probe_speed_svg(const json_t *doc, const char *path, struct sw_err *e)
 {
     const json_t *speed = NULL, *c;
@@ -58,23 +73,9 @@ int sw_probe_speed_svg(const json_t *doc, const char *path, struct sw_err *e)
                                     {.name = "server (timings)", .n = n, .x = x, .y = ds}};
     struct sw_chart_series pre[] = {{.name = "client", .n = n, .x = x, .y = pc},
                                     {.name = "server (timings)", .n = n, .x = x, .y = ps}};
-    struct sw_chart charts[2] = {{.kind = SW_CHART_LINES,
-                                  .title = "decode tok/s by context depth",
-                                  .note = note,
-                                  .x_label = "prompt tokens",
-                                  .y_label = "decode tok/s",
-                                  .series = dec,
-                                  .n_series = 2,
-                                  .y_from_zero = true,
-                                  .x_from_zero = true},
-                                 {.kind = SW_CHART_LINES,
-                                  .title = "prefill tok/s by context depth",
-                                  .note = note,
-                                  .x_label = "prompt tokens",
-                                  .y_label = "prefill tok/s",
-                                  .series = pre,
-                                  .n_series = 2,
-                                  .y_from_zero = true,
-                                  .x_from_zero = true}};
+    struct sw_chart charts[2] = {
+        lines("decode tok/s by context depth", "decode tok/s", note, dec),
+        lines("prefill tok/s by context depth", "prefill tok/s", note, pre),
+    };
     return sw_chart_write_svg(charts, 2, path, e);
 }

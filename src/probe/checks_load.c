@@ -178,25 +178,10 @@ static bool busy_read(struct sw__probe *p, struct busy *b)
     return ok;
 }
 
-/* One round: n + 1 streams of max_tokens. Returns true when it decided (r is set), false when
- * the client could not put every request on the wire before the first stream ended (a fast
- * model, a loaded client): then nothing can be read from the order, and r is untouched. */
-static bool concurrency_round(struct sw__probe *p, struct sw_probe_result *r, int n, int max_tokens,
-                              bool last_round)
+/* Every stream of a round put on the loop at once and run to its end (what a server sent
+ * scrubbed of the key); the count that could be started. */
+static int send_round(struct sw__probe *p, struct flight *f, int total, int max_tokens)
 {
-    int total = n + 1;
-    struct flight *f = sw_calloc((size_t)total, sizeof(*f));
-    uint64_t *first = sw_calloc((size_t)total, sizeof(*first));
-    char d[512];
-    bool decided = true;
-    if (!f || !first) {
-        sw_free(f);
-        sw_free(first);
-        sw__probe_set(r, SW_PROBE_FAIL, "out of memory", "cannot hold %d requests", total);
-        return true;
-    }
-    struct busy b0 = {0}, b1 = {0};
-    bool have_busy = busy_read(p, &b0);
     int started = 0;
     for (int i = 0; i < total; i++) {
         json_t *b = fixed_body(p, 32, max_tokens, nonce() + (unsigned)i * 7919u, false, NULL);
@@ -220,92 +205,103 @@ static bool concurrency_round(struct sw__probe *p, struct sw_probe_result *r, in
         sw__probe_scrub_resp(p, &f[i].x.resp);
         sw__probe_scrub_res(p, &f[i].res);
     }
-    have_busy = have_busy && busy_read(p, &b1) && b1.decodes > b0.decodes;
-    int bad = -1, ended_badly = 0;
-    char late_error[200] = "";
-    uint64_t t0 = UINT64_MAX, min_done = UINT64_MAX, last_sent = 0;
+    return started;
+}
+
+/* When a round's streams ran, on the client's clock. */
+struct times {
+    int bad;         /* the first stream that failed, -1 none */
+    int ended_badly; /* streams ended by an error event after their tokens */
+    char late_error[200];
+    uint64_t t0;        /* the first request's start */
+    uint64_t min_done;  /* the first stream's end */
+    uint64_t last_sent; /* the last request on the wire */
+};
+
+/* Each stream's first chunk into first[] (sorted), and the round's instants into t. */
+static void read_times(const struct flight *f, int total, uint64_t *first, struct times *t)
+{
+    memset(t, 0, sizeof(*t));
+    t->bad = -1;
+    t->t0 = t->min_done = UINT64_MAX;
     for (int i = 0; i < total; i++) {
         /* an error event after the tokens still shows when the stream ran: the pinned
          * llama-server ends a stream that way when a random model's text is not valid UTF-8
          * ("does not match the expected ... format"); the timing is what this check reads */
         bool late = f[i].x.resp.rc && f[i].res.error.present && f[i].res.text_chunks > 0;
         if (late) {
-            ended_badly++;
-            snprintf(late_error, sizeof(late_error), "%.180s", f[i].res.error.message);
+            t->ended_badly++;
+            snprintf(t->late_error, sizeof(t->late_error), "%.180s", f[i].res.error.message);
         }
         if ((f[i].x.resp.rc && !late) || f[i].x.resp.status != 200 || !f[i].res.t_first_chunk) {
-            if (bad < 0)
-                bad = i;
+            if (t->bad < 0)
+                t->bad = i;
             continue;
         }
-        t0 = SW_MIN(t0, f[i].x.resp.t.start);
+        t->t0 = SW_MIN(t->t0, f[i].x.resp.t.start);
         /* the request goes out as soon as its connection is ready */
-        last_sent = SW_MAX(last_sent,
-                           f[i].x.resp.t.connected ? f[i].x.resp.t.connected : f[i].x.resp.t.start);
+        t->last_sent = SW_MAX(t->last_sent, f[i].x.resp.t.connected ? f[i].x.resp.t.connected
+                                                                    : f[i].x.resp.t.start);
         first[i] = f[i].res.t_first_chunk;
-        min_done = SW_MIN(min_done, f[i].res.t_last_chunk);
+        t->min_done = SW_MIN(t->min_done, f[i].res.t_last_chunk);
     }
-    if (started < total || bad >= 0) {
-        int i = bad >= 0 ? bad : 0;
-        sw__probe_set(r, SW_PROBE_FAIL, "a parallel request failed", "request %d of %d: %s", i + 1,
-                      total, sw__probe_describe(&f[i].x.resp, d, sizeof(d)));
-        goto out;
-    }
-    qsort(first, (size_t)total, sizeof(*first), cmp_u64);
+    if (t->bad < 0)
+        qsort(first, (size_t)total, sizeof(*first), cmp_u64);
+}
+
+/* The first chunks in r's data, and the slots' ones as text ("0.41/0.43"). */
+static void first_chunks(struct sw_probe_result *r, const uint64_t *first, int total, int n,
+                         const struct times *t, int max_tokens, char *list, size_t size)
+{
     json_t *arr = json_array();
-    char list[256] = "";
     size_t used = 0;
+    list[0] = '\0';
     for (int i = 0; i < total; i++) {
-        double s = (double)(first[i] - t0) / 1e9;
+        double s = (double)(first[i] - t->t0) / 1e9;
         json_array_append_new(arr, json_real(s));
-        if (i < n && used < sizeof(list) - 1) {
-            int w = snprintf(list + used, sizeof(list) - used, "%s%.2f", i ? "/" : "", s);
+        if (i < n && used < size - 1) {
+            int w = snprintf(list + used, size - used, "%s%.2f", i ? "/" : "", s);
             if (w > 0)
                 used += (size_t)w;
         }
     }
     sw_json_set_new(r->data, "first_chunk_s", arr);
-    sw_json_set_int(r->data, "ended_with_error", ended_badly);
-    sw_json_set_real(r->data, "first_finish_s", (double)(min_done - t0) / 1e9);
-    sw_json_set_real(r->data, "last_sent_s", (double)(last_sent - t0) / 1e9);
+    sw_json_set_int(r->data, "ended_with_error", t->ended_badly);
+    sw_json_set_real(r->data, "first_finish_s", (double)(t->min_done - t->t0) / 1e9);
+    sw_json_set_real(r->data, "last_sent_s", (double)(t->last_sent - t->t0) / 1e9);
     sw_json_set_int(r->data, "slots", n);
     sw_json_set_int(r->data, "max_tokens", max_tokens);
-    double ff = (double)(min_done - t0) / 1e9, last = (double)(first[n] - t0) / 1e9;
-    double ls = (double)(last_sent - t0) / 1e9;
-    if (last_sent >= min_done) {
-        if (!last_round) {
-            decided = false;
-            goto out;
-        }
-        sw__probe_set(r, SW_PROBE_FAIL, "inconclusive: the streams were too short to overlap",
-                      "a stream of %d tokens finished at %.2f s, before the last request went out "
-                      "at %.2f s",
-                      max_tokens, ff, ls);
-        goto out;
+}
+
+/* llama-server's own counters say without a clock whether slots ran at once: decode steps that
+ * ran with two or more busy slots. *overlap is set when the counters are exact enough to say;
+ * srv then says what they showed. */
+static void server_overlap(struct sw_probe_result *r, const struct busy *b0, const struct busy *b1,
+                           bool *overlap, char *srv, size_t size)
+{
+    double steps = b1->decodes - b0->decodes;
+    double extra = (b1->busy_slots - b0->busy_slots) - steps;
+    double err = b0->rounding + b1->rounding;
+    sw_json_set_real(r->data, "server_decode_steps", steps);
+    sw_json_set_real(r->data, "server_extra_busy_slot_steps", extra);
+    if (err < 0.25) {
+        *overlap = extra > 0.5;
+        snprintf(srv, size,
+                 " (server: %.0f decode steps, %.0f extra busy-slot steps: "
+                 "llamacpp:n_busy_slots_per_decode x n_decode_total)",
+                 steps, extra);
     }
-    /* the n earliest first chunks all came before any stream ended: they ran at once. The
-     * client's clock can only see that when it read the streams as they were written: a stalled
-     * client (a loaded machine) or a server that holds a stream back (llama-server does until a
-     * UTF-8 character is complete) delivers a whole stream in one read. llama-server's own
-     * counters say it without a clock: decode steps that ran with two or more busy slots. */
-    bool overlap = first[n - 1] < min_done;
-    char srv[200] = "";
-    if (have_busy) {
-        double steps = b1.decodes - b0.decodes;
-        double extra = (b1.busy_slots - b0.busy_slots) - steps;
-        double err = b0.rounding + b1.rounding;
-        sw_json_set_real(r->data, "server_decode_steps", steps);
-        sw_json_set_real(r->data, "server_extra_busy_slot_steps", extra);
-        if (err < 0.25) {
-            overlap = extra > 0.5;
-            snprintf(srv, sizeof(srv),
-                     " (server: %.0f decode steps, %.0f extra busy-slot steps: "
-                     "llamacpp:n_busy_slots_per_decode x n_decode_total)",
-                     steps, extra);
-        }
-    }
+}
+
+/* The verdict of a round whose n + 1 streams all ran: the n slots overlapped, and the one
+ * request more waited for a slot. */
+static void round_verdict(struct sw_probe_result *r, const uint64_t *first, int n,
+                          const struct times *t, const char *list, bool overlap, const char *srv)
+{
+    double ff = (double)(t->min_done - t->t0) / 1e9, last = (double)(first[n] - t->t0) / 1e9;
+    double ls = (double)(t->last_sent - t->t0) / 1e9;
     /* the last one's first chunk came after a stream ended: it waited for a slot */
-    bool queued = first[n] >= min_done;
+    bool queued = first[n] >= t->min_done;
     if (!overlap)
         sw__probe_set(r, SW_PROBE_FAIL, "the declared slots do not run at once",
                       "%d streams sent by %.2f s: first chunks at %s s, but a stream finished at "
@@ -323,10 +319,61 @@ static bool concurrency_round(struct sw__probe *p, struct sw_probe_result *r, in
                       "%d streams overlapped (first chunks at %s s, first finish at %.2f s)%s; "
                       "stream %d, sent by %.2f s, began at %.2f s, after a slot freed%s%s",
                       n, list, ff, srv, n + 1, ls, last,
-                      ended_badly ? "; some streams ended with an error event after their "
-                                    "tokens: "
-                                  : "",
-                      late_error);
+                      t->ended_badly ? "; some streams ended with an error event after their "
+                                       "tokens: "
+                                     : "",
+                      t->late_error);
+}
+
+/* One round: n + 1 streams of max_tokens. Returns true when it decided (r is set), false when
+ * the client could not put every request on the wire before the first stream ended (a fast
+ * model, a loaded client): then nothing can be read from the order, and r is untouched. */
+static bool concurrency_round(struct sw__probe *p, struct sw_probe_result *r, int n, int max_tokens,
+                              bool last_round)
+{
+    int total = n + 1;
+    struct flight *f = sw_calloc((size_t)total, sizeof(*f));
+    uint64_t *first = sw_calloc((size_t)total, sizeof(*first));
+    char d[512], list[256], srv[200] = "";
+    struct times t;
+    bool decided = true;
+    if (!f || !first) {
+        sw_free(f);
+        sw_free(first);
+        sw__probe_set(r, SW_PROBE_FAIL, "out of memory", "cannot hold %d requests", total);
+        return true;
+    }
+    struct busy b0 = {0}, b1 = {0};
+    bool have_busy = busy_read(p, &b0);
+    int started = send_round(p, f, total, max_tokens);
+    have_busy = have_busy && busy_read(p, &b1) && b1.decodes > b0.decodes;
+    read_times(f, total, first, &t);
+    if (started < total || t.bad >= 0) {
+        int i = t.bad >= 0 ? t.bad : 0;
+        sw__probe_set(r, SW_PROBE_FAIL, "a parallel request failed", "request %d of %d: %s", i + 1,
+                      total, sw__probe_describe(&f[i].x.resp, d, sizeof(d)));
+        goto out;
+    }
+    first_chunks(r, first, total, n, &t, max_tokens, list, sizeof(list));
+    if (t.last_sent >= t.min_done) {
+        decided = last_round;
+        if (last_round)
+            sw__probe_set(r, SW_PROBE_FAIL, "inconclusive: the streams were too short to overlap",
+                          "a stream of %d tokens finished at %.2f s, before the last request went "
+                          "out at %.2f s",
+                          max_tokens, (double)(t.min_done - t.t0) / 1e9,
+                          (double)(t.last_sent - t.t0) / 1e9);
+        goto out;
+    }
+    /* the n earliest first chunks all came before any stream ended: they ran at once. The
+     * client's clock can only see that when it read the streams as they were written: a stalled
+     * client (a loaded machine) or a server that holds a stream back (llama-server does until a
+     * UTF-8 character is complete) delivers a whole stream in one read; the server's counters
+     * say it without a clock. */
+    bool overlap = first[n - 1] < t.min_done;
+    if (have_busy)
+        server_overlap(r, &b0, &b1, &overlap, srv, sizeof(srv));
+    round_verdict(r, first, n, &t, list, overlap, srv);
 out:
     for (int i = 0; i < total; i++) {
         sw_net_xfer_close(&f[i].x);

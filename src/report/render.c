@@ -277,9 +277,11 @@ static int row(struct view *v, const char *const *cells, size_t n, bool head)
     return rc;
 }
 
-static int table_open(struct view *v)
+/* A table begun with its head row. */
+static int table_open(struct view *v, const char *const *head, size_t n)
 {
-    return v->html ? put(v, "<table>\n") : 0;
+    int rc = v->html ? put(v, "<table>\n") : 0;
+    return rc ? rc : row(v, head, n, true);
 }
 
 static int table_close(struct view *v)
@@ -309,9 +311,7 @@ static int budget_table(struct view *v, const json_t *ep)
                                        "state",  "compute",  "arena",   "other",
                                        "free",   "band",     "in band", "free is"};
     if (!rc)
-        rc = table_open(v);
-    if (!rc)
-        rc = row(v, head, 12, true);
+        rc = table_open(v, head, 12);
     size_t i;
     json_t *d;
     json_array_foreach(devs, i, d)
@@ -384,9 +384,7 @@ static int known_bad_table(struct view *v, const json_t *ep)
         return put(v, v->html ? "<p>none recorded</p>\n" : "none recorded\n");
     static const char *const head[] = {"shape", "why", "from"};
     if (!rc)
-        rc = table_open(v);
-    if (!rc)
-        rc = row(v, head, 3, true);
+        rc = table_open(v, head, 3);
     size_t i;
     json_t *x;
     json_array_foreach(kb, i, x)
@@ -591,9 +589,7 @@ static int tags_table(struct view *v, const json_t *ep)
     int rc = h3(v, "Tags (last-good, rollback)");
     static const char *const head[] = {"tag", "role", "created", "shape", "restorable", "why"};
     if (!rc)
-        rc = table_open(v);
-    if (!rc)
-        rc = row(v, head, 6, true);
+        rc = table_open(v, head, 6);
     const json_t *groups[3] = {json_object_get(t, "last_good"), json_object_get(t, "rollback"),
                                json_object_get(t, "retired")};
     for (size_t g = 0; g < 3 && !rc; g++) {
@@ -642,9 +638,7 @@ static int speed_table(struct view *v, const json_t *ep)
                                        "decode tok/s", "summed decode tok/s", "prefill t/s",
                                        "shape"};
     if (!rc)
-        rc = table_open(v);
-    if (!rc)
-        rc = row(v, head, 7, true);
+        rc = table_open(v, head, 7);
     size_t i;
     json_t *x;
     json_array_foreach(grid, i, x)

@@ -210,12 +210,9 @@ int sw__ro_save(struct sw__ro *c, const char *set, bool *had, struct sw_err *e)
     return rc;
 }
 
-int sw__ro_swap(struct sw__ro *c, struct sw_err *e)
+/* A script over the live unit ($1) and environment file ($2), within 30 s; its output dropped. */
+static int on_live_files(struct sw__ro *c, const char *script, struct sw_err *e)
 {
-    static const char script[] = "set -e\n"
-                                 "mv -f \"$2.new\" \"$2\"\n"
-                                 "mv -f \"$1.new\" \"$1\"\n"
-                                 "sync\n";
     const char *args[] = {c->live_unit, c->live_env, NULL};
     struct sw_host_result hr;
     int rc = sw__ro_sh(c, script, args, 30000, &hr, e);
@@ -223,14 +220,18 @@ int sw__ro_swap(struct sw__ro *c, struct sw_err *e)
     return rc;
 }
 
+int sw__ro_swap(struct sw__ro *c, struct sw_err *e)
+{
+    static const char script[] = "set -e\n"
+                                 "mv -f \"$2.new\" \"$2\"\n"
+                                 "mv -f \"$1.new\" \"$1\"\n"
+                                 "sync\n";
+    return on_live_files(c, script, e);
+}
+
 int sw__ro_unstage(struct sw__ro *c)
 {
-    static const char script[] = "rm -f \"$1.new\" \"$2.new\"\n";
-    const char *args[] = {c->live_unit, c->live_env, NULL};
-    struct sw_host_result hr;
-    int rc = sw__ro_sh(c, script, args, 30000, &hr, NULL);
-    sw_host_result_free(&hr);
-    return rc;
+    return on_live_files(c, "rm -f \"$1.new\" \"$2.new\"\n", NULL);
 }
 
 /* Put a saved set's files over the live ones (each through a temporary name). SW_ENOENT when

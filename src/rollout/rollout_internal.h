@@ -1,6 +1,9 @@
 /*
- * rollout's internals, shared by its files (rollout.c: the pipeline; rollout_host.c: the remote
- * scripts, the lock and the file moves; rollout_watch.c: the boot watch, readiness, liveness).
+ * rollout's internals, shared by its files (rollout.c: the deploy's pipeline and its result;
+ * session.c: the session with the host, each step's record, the failures' names; rollback.c: a
+ * saved set put back and proven; commit.c: the commit; rollout_host.c: the remote scripts, the
+ * lock and the file moves; rollout_watch.c: the boot watch, readiness, liveness;
+ * rollout_ledger.c: the ledger's side).
  */
 #ifndef SW_ROLLOUT_INTERNAL_H
 #define SW_ROLLOUT_INTERNAL_H
@@ -13,6 +16,8 @@
 #include <slipway/unit.h>
 
 #include <stdbool.h>
+
+struct sw__ro_boot;
 
 struct sw__ro {
     const struct sw_fleet *f;
@@ -39,6 +44,61 @@ struct sw__ro {
     char last_step[32]; /* the last step recorded (where an interruption happened) */
     char gone_msg[512]; /* why the host was found unreachable after a failed step */
 };
+
+/* systemctl stop / start / restart's bound */
+#define SW__RO_STOP_MS (5 * 60 * 1000)
+
+/* session.c: c for endpoint ep (its paths and URL on its host; o NULL: the defaults); r and rd
+ * zeroed (rd is the caller's to free), r's steps begun. */
+int sw__ro_init(struct sw__ro *c, const struct sw_fleet *f, const struct sw_fleet_endpoint *ep,
+                const struct sw_rollout_opts *o, struct sw_rollout_result *r,
+                struct sw_unit_render *rd, struct sw_err *e);
+/* The unit's names and places from the render, and the host opened. */
+int sw__ro_open(struct sw__ro *c, const struct sw_unit_render *rd, struct sw_err *e);
+/* The lock released and the ssh master asked to exit: nothing of this run outlives it. */
+void sw__ro_close(struct sw__ro *c);
+/* The one recording point of a step: kept in the result and the ledger, printed as progress. */
+void sw__ro_record(struct sw__ro *c, const char *step, bool ok, uint64_t t_start, const char *fmt,
+                   ...) SW_PRINTF(5, 6);
+/* The run's failure: its step, class and words. */
+void sw__ro_fail(struct sw__ro *c, const char *step, const char *cls, const char *fmt, ...)
+    SW_PRINTF(4, 5);
+/* The transport died after the host's files changed: the run ends interrupted. */
+void sw__ro_lost_host(struct sw__ro *c, const char *msg);
+/* Did a remote step's error come from a transport that is gone? */
+bool sw__ro_host_gone(struct sw__ro *c, int rc);
+/* systemctl VERB [UNIT] on the host; on failure why (n bytes) says so (why may be NULL). */
+int sw__ro_systemctl(struct sw__ro *c, const char *verb, const char *unit, int64_t dl, char *why,
+                     size_t n);
+/* The unit stopped and its failed state reset. True when the transport was found gone (the run
+ * is then interrupted). */
+bool sw__ro_stop_unit(struct sw__ro *c);
+/* After the host's files changed (rc: how that went, fe its error): daemon-reload, why (n bytes,
+ * "" on entry) saying what failed. A transport found gone ends the run interrupted (*lost). The
+ * first failure's code. */
+int sw__ro_reload(struct sw__ro *c, int rc, const struct sw_err *fe, char *why, size_t n,
+                  bool *lost);
+/* The endpoint's deploy lock taken on its host (and recorded). */
+int sw__ro_take_lock(struct sw__ro *c, struct sw_err *e);
+/* Bring up whatever the live files say (systemctl verb), from a fresh cursor, and prove it
+ * serves: readiness and one-token generation. 0 when it ran (*generated: it serves; else the
+ * class in b). */
+int sw__ro_start_and_prove(struct sw__ro *c, const char *verb, struct sw__ro_boot *b,
+                           bool *generated, struct sw_err *e);
+/* The same, what the boot showed kept in the result: its evidence (with its class when
+ * with_class), the journal. b keeps its class and words; the caller frees it, after an error too. */
+int sw__ro_start_and_keep(struct sw__ro *c, const char *verb, bool with_class,
+                          struct sw__ro_boot *b, bool *generated, struct sw_err *e);
+/* An error once the host was ours from a transport that died: a verdict (interrupted), 0. Else
+ * rc. */
+int sw__ro_settle(struct sw__ro *c, int rc, struct sw_err *e);
+
+/* rollback.c: the new shape failed after the live files changed: put the rollback set back and
+ * prove it. */
+int sw__ro_roll_back(struct sw__ro *c, struct sw_err *e);
+/* commit.c: the commit step (the host's last-good and tag, the ledger's tag, readings). */
+int sw__ro_commit_step(struct sw__ro *c, const json_t *shape, const struct sw_unit_render *rd,
+                       struct sw_err *e);
 
 /* The way to the endpoint opened (or made sure of again: its master may have gone quiet): before
  * every proof. The host's error (SW_ENET when it cannot be reached) when it cannot be. */

@@ -31,16 +31,25 @@ void sw__ro_boot_free(struct sw__ro_boot *b)
     memset(b, 0, sizeof(*b));
 }
 
+/* A request to the endpoint's path, through its route, within the bounds given. */
+static void endpoint_req(const struct sw__ro *c, const char *path, unsigned connect_ms,
+                         unsigned total_ms, char *url, size_t n, struct sw_net_req *req,
+                         struct sw_net_resp *resp)
+{
+    snprintf(url, n, "%s%s", c->url, path);
+    memset(req, 0, sizeof(*req));
+    req->unix_socket = c->route.unix_socket;
+    req->connect_ms = connect_ms;
+    req->total_ms = total_ms;
+    memset(resp, 0, sizeof(*resp));
+}
+
 static int health(struct sw__ro *c)
 {
     char url[700];
-    snprintf(url, sizeof(url), "%s%s", c->url, c->eng->health_path);
-    struct sw_net_req req = {0};
-    req.unix_socket = c->route.unix_socket;
-    req.connect_ms = 1000;
-    req.total_ms = 2000;
+    struct sw_net_req req;
     struct sw_net_resp resp;
-    memset(&resp, 0, sizeof(resp));
+    endpoint_req(c, c->eng->health_path, 1000, 2000, url, sizeof(url), &req, &resp);
     sw_net_get(NULL, url, &req, &resp, NULL);
     int status = (int)resp.status;
     sw_net_resp_free(&resp);
@@ -50,13 +59,9 @@ static int health(struct sw__ro *c)
 int sw__ro_generate(struct sw__ro *c, char *why, size_t n)
 {
     char url[700];
-    snprintf(url, sizeof(url), "%s%s", c->url, c->eng->liveness_path);
-    struct sw_net_req req = {0};
-    req.unix_socket = c->route.unix_socket;
-    req.connect_ms = 2000;
-    req.total_ms = 60000;
+    struct sw_net_req req;
     struct sw_net_resp resp;
-    memset(&resp, 0, sizeof(resp));
+    endpoint_req(c, c->eng->liveness_path, 2000, 60000, url, sizeof(url), &req, &resp);
     const char *body = c->eng->liveness_body;
     int rc = sw_net_post_json(NULL, url, body, strlen(body), &req, &resp, NULL);
     const char *text = sw_buf_cstr(&resp.body);

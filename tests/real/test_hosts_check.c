@@ -1,12 +1,13 @@
 /*
- * `slipway hosts check` (the real binary) on a local-transport host whose systemd manager
- * cannot be reached. The local transport runs the facts script with slipway's own PATH, so a
- * stand-in `systemctl` first in PATH is what the host answers with: `--version` as systemd 252
- * prints it (the binary answers without any manager), and every other verb the way systemctl
- * does in a container whose PID 1 is not systemd ("Failed to connect to bus: ...", exit 1).
+ * `slipway hosts check` on a local-transport host whose systemd manager cannot be reached. The
+ * local transport runs the facts script with the caller's own PATH, so a stand-in `systemctl`
+ * first in PATH is what the host answers with: `--version` as systemd 252 prints it (the binary
+ * answers without any manager), and every other verb the way systemctl does in a container whose
+ * PID 1 is not systemd ("Failed to connect to bus: ...", exit 1).
  *  - the manager answering: ready, exit 0 (the same fleet, so the gap below is the manager's);
- *  - the system manager gone: not ready, exit 1, the gap quoting systemctl;
- *  - a user-scope endpoint: the user manager is the one that must answer.
+ *  - the system manager gone: not ready, exit 1, the gap quoting systemctl (the real binary);
+ *  - a user-scope endpoint: the user manager is the one that must answer (the check itself,
+ *    sw_gate_host).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,6 +15,9 @@
 #include <cmocka.h>
 
 #include "swtest.h"
+
+#include <slipway/fleet.h>
+#include <slipway/gate.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -143,29 +147,43 @@ static void test_system_manager(void **state)
     swt_run_free(&r);
 }
 
+/* sw_gate_host on the fleet's one host: its document, *n_gaps its gaps. */
+static json_t *check_host(const char *fleet, size_t *n_gaps)
+{
+    struct sw_fleet *f = NULL;
+    struct sw_err e;
+    json_t *h = NULL;
+    sw_err_clear(&e);
+    if (sw_fleet_load(fleet, NULL, &f, &e) || sw_gate_host(f, &f->hosts[0], 20000, &h, n_gaps, &e))
+        fail_msg("%s", e.msg);
+    sw_fleet_free(f);
+    return h;
+}
+
 static void test_user_manager(void **state)
 {
     (void)state;
-    struct swt_run r;
+    size_t n_gaps;
     const char *fleet = write_fleet("user");
 
     /* a user unit needs the user manager: the system one answering is not enough */
     fake_systemctl("system");
-    json_t *j = check_json(&r, fleet, 1);
-    json_t *h = json_array_get(json_object_get(j, "hosts"), 0);
+    json_t *h = check_host(fleet, &n_gaps);
     json_t *gaps = json_object_get(h, "gaps");
+    assert_int_equal(n_gaps, 1);
     assert_int_equal(json_array_size(gaps), 1);
+    assert_string_equal(json_string_value(json_object_get(h, "verdict")), "fail");
     assert_non_null(strstr(json_string_value(json_array_get(gaps, 0)),
                            "box: systemd user manager (systemctl --user) not reachable: Failed "
                            "to connect to bus"));
-    json_decref(j);
-    swt_run_free(&r);
+    json_decref(h);
 
     /* ... and the system manager is not asked of it */
     fake_systemctl("user");
-    j = check_json(&r, fleet, 0);
-    json_decref(j);
-    swt_run_free(&r);
+    h = check_host(fleet, &n_gaps);
+    assert_int_equal(n_gaps, 0);
+    assert_string_equal(json_string_value(json_object_get(h, "verdict")), "pass");
+    json_decref(h);
 }
 
 int main(void)

@@ -1,9 +1,10 @@
 /*
  * `slipway retire` on real directories: refused (exit 1, the tag named, nothing moved) while a
  * kept tag's manifest needs the payload, also through a symlinked path; a dry run moves nothing;
- * after the tag is retired it moves, by rename within a filesystem and by copy + verify + remove
- * onto tmpfs, byte-identical, recorded in the ledger; and a copy that runs out of space half-way
- * (a 1 MiB tmpfs mounted for the test) leaves the source whole and no partial copy.
+ * after the tag is retired it moves by rename within a filesystem, recorded in the ledger (the
+ * real binary). The library's move itself (sw_payload_retire, payload/retire.c): by copy + verify
+ * + remove onto tmpfs, byte-identical, recorded; and a copy that runs out of space half-way (a
+ * 1 MiB tmpfs mounted for the test) leaves the source whole and no partial copy.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,6 +14,7 @@
 #include "swtest.h"
 
 #include <slipway/ledger.h>
+#include <slipway/payload.h>
 
 #include <dirent.h>
 #include <errno.h>
@@ -242,6 +244,15 @@ static void test_refused_then_moved(void **state)
     same_payload(ref, payload);
 }
 
+/* sw_payload_retire as `slipway retire --to TRASH --ledger LEDGER` calls it. */
+static int retire(struct fx *f, const char *payload, const char *trash, struct sw_payload_retire *r,
+                  struct sw_err *e)
+{
+    struct sw_payload_retire_opts o = {.ledger = f->ledger, .note = "slipway retire"};
+    sw_err_clear(e);
+    return sw_payload_retire(payload, trash, &o, r, e);
+}
+
 static void test_across_filesystems(void **state)
 {
     struct fx *f = *state;
@@ -255,28 +266,25 @@ static void test_across_filesystems(void **state)
     snprintf(dst, sizeof(dst), "%s/mistral", f->shm);
     make_payload(payload);
     make_payload(ref);
-    struct swt_run r;
+    struct sw_payload_retire r;
+    struct sw_err e;
     /* no ledger: no answer, nothing moves */
-    assert_int_equal(
-        swt_slipway(&r, "retire", payload, "--to", f->shm, "--ledger", f->ledger, NULL), 0);
-    assert_int_equal(r.status, 2);
-    swt_run_free(&r);
+    assert_int_equal(retire(f, payload, f->shm, &r, &e), SW_ENOENT);
+    json_decref(r.needed_by);
     assert_false(exists(dst));
     char old[SW_LEDGER_TAG_MAX];
     tag_payload(f, "/elsewhere", old);
 
-    assert_int_equal(
-        swt_slipway(&r, "retire", payload, "--to", f->shm, "--ledger", f->ledger, "--json", NULL),
-        0);
-    assert_int_equal(r.status, 0);
-    json_t *j = swt_json_out(&r);
-    assert_string_equal(json_string_value(json_object_get(j, "method")), "copy");
-    assert_int_equal(json_integer_value(json_object_get(j, "bytes")), (3 << 20) + 16);
-    json_decref(j);
-    swt_run_free(&r);
+    if (retire(f, payload, f->shm, &r, &e))
+        fail_msg("%s", e.msg);
+    assert_int_equal(json_array_size(r.needed_by), 0);
+    assert_true(r.moved);
+    assert_string_equal(r.method, "copy");
+    assert_int_equal(r.bytes, (3 << 20) + 16);
+    json_decref(r.needed_by);
     assert_false(exists(payload));
     same_payload(ref, dst);
-    j = moves(f);
+    json_t *j = moves(f);
     assert_string_equal(json_string_value(json_object_get(json_array_get(j, 0), "method")), "copy");
     json_decref(j);
 }
@@ -297,12 +305,13 @@ static void test_copy_fails_midway(void **state)
     make_payload(ref);
     char old[SW_LEDGER_TAG_MAX];
     tag_payload(f, "/elsewhere", old);
-    struct swt_run r;
-    assert_int_equal(swt_slipway(&r, "retire", payload, "--to", trash, "--ledger", f->ledger, NULL),
-                     0);
-    assert_int_equal(r.status, 1);
-    assert_non_null(strstr(r.err, "nothing was moved"));
-    swt_run_free(&r);
+    struct sw_payload_retire r;
+    struct sw_err e;
+    /* the work ran and failed (slipway retire: exit 1), saying nothing moved */
+    assert_int_equal(retire(f, payload, trash, &r, &e), SW_EIO);
+    json_decref(r.needed_by);
+    assert_false(r.moved);
+    assert_non_null(strstr(e.msg, "nothing was moved"));
     /* the source is whole, the trash holds no partial copy, no move was recorded */
     same_payload(ref, payload);
     char big[4500];

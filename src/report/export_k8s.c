@@ -1,0 +1,46 @@
+/*
+ * report/export_k8s: an endpoint as Kubernetes objects for kubectl (`slipway render --target
+ * k8s`), only once the gates pass (a shape `slipway check` rejects is not rendered), with the
+ * startupProbe sized from the slowest boot the ledger measured (sw_report_boot_ms), and the
+ * objects as YAML. The objects themselves are unit's (sw_unit_render_k8s).
+ *
+ * What it does not do: write the file (the CLI writes what this returns, atomically), or apply
+ * anything to a cluster.
+ */
+#include <slipway/fleet.h>
+#include <slipway/gate.h>
+#include <slipway/report.h>
+#include <slipway/unit_k8s.h>
+
+#include <stdio.h>
+#include <string.h>
+
+int sw_export_k8s(const struct sw_fleet *f, const struct sw_fleet_endpoint *ep,
+                  const struct sw_report_opts *o, unsigned nodes, struct sw_export_k8s *out,
+                  struct sw_err *e)
+{
+    struct sw_gate_opts go = {.ledger = o ? o->ledger : NULL};
+    out->check = out->doc = NULL;
+    out->rejected = false;
+    out->name[0] = '\0';
+    int rc = sw_gate_endpoint(f, ep, &go, &out->check, e);
+    if (rc)
+        return rc;
+    const char *v = json_string_value(json_object_get(out->check, "verdict"));
+    out->rejected = !v || strcmp(v, "pass");
+    if (out->rejected)
+        return 0;
+    /* the slowest measured boot sizes the startupProbe; a ledger that cannot say is no boot */
+    struct sw_k8s_opts ko = {.nodes = nodes};
+    sw_report_boot_ms(go.ledger, ep->name, &ko.boot_ms, NULL);
+    rc = sw_unit_render_k8s(f, ep, &ko, &out->doc, e);
+    if (rc)
+        return rc;
+    const json_t *objects = json_object_get(out->doc, "objects");
+    if (sw_unit_k8s_yaml(objects, out->yaml))
+        return sw_err_set(e, SW_ENOMEM, "out of memory");
+    const char *nm = json_string_value(
+        json_object_get(json_object_get(json_array_get(objects, 0), "metadata"), "name"));
+    snprintf(out->name, sizeof(out->name), "%s", nm ? nm : ep->name);
+    return 0;
+}
