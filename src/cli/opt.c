@@ -368,8 +368,9 @@ struct kind {
 static int parse_ms(const char *v, uint64_t *out)
 {
     int64_t ms;
-    if (sw_parse_duration_ms(v, &ms, NULL) || ms < 0)
-        return -1;
+    int rc = sw_parse_duration_ms(v, &ms, NULL);
+    if (rc || ms < 0)
+        return rc ? rc : -1;
     *out = (uint64_t)ms;
     return 0;
 }
@@ -399,10 +400,14 @@ static const struct kind k_duration = {"a duration", "", parse_ms, fmt_ms_u};
 static const struct kind k_size = {"a size", " (600MiB, 2GiB)", parse_bytes, sw_fmt_bytes};
 static const struct kind k_number = {"a whole number", "", parse_count, fmt_u64};
 
-/* v read as k within [min, max]. */
-static bool within(const struct kind *k, const char *v, uint64_t min, uint64_t max, uint64_t *out)
+/* v read as k within [min, max]: 0; SW_ERANGE past max (or too large to read), -1 below min,
+ * else the parser's error. */
+static int within(const struct kind *k, const char *v, uint64_t min, uint64_t max, uint64_t *out)
 {
-    return !k->parse(v, out) && *out >= min && *out <= max;
+    int rc = k->parse(v, out);
+    if (rc)
+        return rc;
+    return *out > max ? SW_ERANGE : *out < min ? -1 : 0;
 }
 
 /* " from MIN to MAX" as k writes them (an upper bound of INT64_MAX or more is not named). */
@@ -423,11 +428,14 @@ static int typed(const struct sw_args *a, const char *name, const struct kind *k
     *got = false;
     if (!v)
         return 0;
-    *got = within(k, v, min, max, out);
+    int rc = within(k, v, min, max, out);
+    *got = !rc;
     if (*got)
         return 0;
     k_range(k, r, sizeof(r), min, max);
-    return sw_args_usage(a, "--%s: want %s%s%s, got '%s'", name, k->what, r, k->hint, v);
+    return sw_args_usage(a, "--%s: '%s' is %s: want %s%s%s", name, v,
+                         rc == SW_ERANGE ? "too large" : rc == -1 ? "too small" : "not valid",
+                         k->what, r, k->hint);
 }
 
 int sw_args_duration(const struct sw_args *a, const char *name, int64_t min_ms, int64_t max_ms,
