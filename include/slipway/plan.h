@@ -128,6 +128,13 @@ int sw_plan_endpoint(const struct sw_fleet *f, const struct sw_fleet_endpoint *e
                      const struct sw_plan_overrides *ov, struct sw_plan *out, struct sw_err *e);
 void sw_plan_free(struct sw_plan *p);
 /*
+ * The reads of a model on its host (plan/remote.c) made by this thread end by deadline_ns
+ * (sw_now_ns() clock; 0: each command's own bound, 120 s): a caller that answers within a
+ * deadline of its own (status, apply's survey, watch) sets it before it plans or renders, so a
+ * host that does not answer costs that deadline, not ssh's keepalive. Returns the previous value.
+ */
+uint64_t sw_plan_remote_within(uint64_t deadline_ns);
+/*
  * Is ep's payload where its engine runs, when it is not on this machine and the plan did not read
  * it on the host (a declared arch)? One stat on the endpoint's ssh host of the file the engine
  * opens first (the GGUF; DIR/config.json), recorded in p->model_read (found, or why not) and in a
@@ -271,6 +278,17 @@ void sw_plan_view_free(struct sw_plan_view *v);
 /* The view of fleet device d (the last the law named for it), or NULL. */
 const struct sw_plan_view_dev *sw_plan_view_device(const struct sw_plan_view *v,
                                                    const struct sw_fleet_device *d);
+/*
+ * The device memory the endpoint takes on view device d while it runs: what co-tenancy (`slipway
+ * apply`'s fleet gate) sums per device. The fleet's measured non-KV fact with the law's KV and
+ * state when the fleet gives one (d->used); else, for llama.cpp, the law's parts (weights,
+ * compute, KV, state, the draft and the projector); for vLLM the share of the device it reserves
+ * at boot (gpu_memory_utilization, 0.9 by default, of the capacity); for SGLang its
+ * mem_fraction_static of the capacity. 0 with `how` saying why when nothing says (no capacity
+ * for a fraction). how (may be NULL) says which rule, in words.
+ */
+double sw_plan_view_claim(const struct sw_plan_view *v, const struct sw_plan_view_dev *d, char *how,
+                          size_t n);
 /* Does `free_bytes` land inside the view's band? */
 bool sw_plan_view_in_band(const struct sw_plan_view *v, double free_bytes);
 /* Does every device of a llama.cpp plan hold its total (a declared memory)? */

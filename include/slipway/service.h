@@ -35,6 +35,8 @@
 extern "C" {
 #endif
 
+struct sw_unit_render;
+
 /* One timed step of an install ("render", "lint", "open", "verify", "copy", "daemon-reload",
  * "start", "active", "health", "liveness"). */
 struct sw_install_step {
@@ -149,6 +151,18 @@ int sw_deploy_status(const struct sw_fleet *f, const struct sw_status_opts *o, j
  */
 int sw_deploy_status_record(json_t *doc, const char *ledger, const char *fleet_path, size_t *n,
                             struct sw_err *e);
+
+/*
+ * Installed against rendered, setting by setting (what `status` calls drift and `diff` a change):
+ * blank lines and comments are not the shape (a render names its fleet file in one); every other
+ * line is compared in order. Each differing line goes into `drift` (a JSON array) as {file, line,
+ * rendered_line, installed, rendered}, a value whose key reads as a secret (or that the render
+ * shows as one) as ***, at most 20 of them. env: the texts are an environment file. Returns how
+ * many lines differ.
+ */
+size_t sw_service_drift(const struct sw_unit_render *ur, bool env, const char *file,
+                        const char *installed, size_t ilen, const char *rendered, size_t rlen,
+                        json_t *drift);
 
 /* ---------------------------------------------------------------------------------------------
  * An endpoint as a client on this machine reaches it (probe, bench, and every later client of a

@@ -4,8 +4,9 @@
  * unit and environment file read back and compared line by line with what the fleet renders now,
  * GET /health and a one-token generation, and device memory from the vendor tool the host has.
  * A host that cannot be reached costs one failed operation, not one per endpoint: its endpoints
- * are all reported with that failure. Hosts are asked at once, one thread each (renders are done
- * before, on the calling thread), so the whole status takes about the slowest host's time.
+ * are all reported with that failure. Hosts are asked at once, one thread each (an endpoint's
+ * render too, since a render plans and a plan may read the model on the host), so the whole
+ * status takes about the slowest host's time.
  *
  * What it deliberately does not do: change anything on a host, record readings in the ledger
  * (readings --record does), or print (the CLI does).
@@ -15,6 +16,7 @@
 
 #include <slipway/host.h>
 #include <slipway/net.h>
+#include <slipway/plan.h>
 #include <slipway/readings.h>
 #include <slipway/unit.h>
 
@@ -25,7 +27,6 @@
 
 #define DEF_DEADLINE_MS 20000
 #define DEF_HTTP_MS     10000u
-#define MAX_DRIFT       20
 
 struct hostc {
     const struct sw_fleet_host *fh;
@@ -154,101 +155,6 @@ static json_t *ep_devices(const struct hostc *c, const struct sw_fleet_endpoint 
         json_decref(mine);
     json_decref(all);
     return d;
-}
-
-/* A line of an environment file as it may be shown: KEY=*** when the render shows that key's
- * value as *** (a secret), the line itself otherwise. */
-static void shown_line(const struct sw_unit_render *ur, bool env, const char *line, size_t len,
-                       char *out, size_t n)
-{
-    const char *eq = env ? memchr(line, '=', len) : NULL;
-    if (eq) {
-        /* a key named like a secret is never shown, rendered as one or not */
-        static const char *const words[] = {"KEY", "TOKEN", "SECRET", "PASS"};
-        char key[256];
-        size_t kl = SW_MIN((size_t)(eq - line), sizeof(key) - 1);
-        for (size_t i = 0; i < kl; i++)
-            key[i] = (char)(line[i] >= 'a' && line[i] <= 'z' ? line[i] - 32 : line[i]);
-        key[kl] = '\0';
-        for (size_t i = 0; i < SW_ARRAY_LEN(words); i++)
-            if (strstr(key, words[i])) {
-                snprintf(out, n, "%.*s=***", (int)kl, line);
-                return;
-            }
-        char pat[300];
-        snprintf(pat, sizeof(pat), "%.*s=***", (int)SW_MIN((size_t)(eq - line), (size_t)280), line);
-        const char *s = ur->env.shown ? strstr(ur->env.shown, pat) : NULL;
-        if (s && (s == ur->env.shown || s[-1] == '\n')) {
-            snprintf(out, n, "%s", pat);
-            return;
-        }
-    }
-    snprintf(out, n, "%.*s", (int)SW_MIN(len, n - 1), line);
-}
-
-/* The next line of a unit or env file that is a setting (not blank, not a comment: systemd's '#'
- * and ';'), blanks and CRs trimmed off both ends; false when none is left (its number: it->no). */
-static bool next_setting(struct sw_lines *it, const char **s, size_t *len)
-{
-    struct sw_line ln;
-    while (sw_lines_next(it, &ln)) {
-        const char *q = ln.s, *le = ln.s + ln.len;
-        while (q < le && (*q == ' ' || *q == '\t' || *q == '\r'))
-            q++;
-        if (q == le || *q == '#' || *q == ';')
-            continue;
-        *s = q;
-        *len = (size_t)(le - q);
-        while (*len && (q[*len - 1] == ' ' || q[*len - 1] == '\t' || q[*len - 1] == '\r'))
-            (*len)--;
-        return true;
-    }
-    return false;
-}
-
-/* Compare installed with rendered, setting by setting: blank lines and comments are not the
- * shape (a render names its fleet file in one), every other line is compared in order. Each
- * differing line into drift; returns how many differ. */
-static size_t diff_lines(const struct sw_unit_render *ur, bool env, const char *file,
-                         const char *inst, size_t ilen, const char *rend, size_t rlen,
-                         json_t *drift)
-{
-    size_t n = 0;
-    struct sw_lines ii, ri;
-    sw_lines_init(&ii, inst, ilen, SIZE_MAX, 0);
-    sw_lines_init(&ri, rend, rlen, SIZE_MAX, 0);
-    for (;;) {
-        const char *is = NULL, *rs = NULL;
-        size_t il = 0, rl = 0;
-        bool ihas = next_setting(&ii, &is, &il);
-        bool rhas = next_setting(&ri, &rs, &rl);
-        if (!ihas && !rhas)
-            break;
-        if (ihas == rhas && il == rl && !memcmp(is, rs, il))
-            continue;
-        if (n < MAX_DRIFT) {
-            char a[1100], b[1100];
-            json_t *d = json_object();
-            sw_json_set_str(d, "file", file);
-            sw_json_set_int(d, "line", ihas ? ii.no : 0);
-            sw_json_set_int(d, "rendered_line", rhas ? ri.no : 0);
-            if (ihas) {
-                shown_line(ur, env, is, il, a, sizeof(a));
-                sw_json_set_str(d, "installed", a);
-            } else {
-                sw_json_set_new(d, "installed", json_null());
-            }
-            if (rhas) {
-                shown_line(ur, env, rs, rl, b, sizeof(b));
-                sw_json_set_str(d, "rendered", b);
-            } else {
-                sw_json_set_new(d, "rendered", json_null());
-            }
-            json_array_append_new(drift, d);
-        }
-        n++;
-    }
-    return n;
 }
 
 /* `cat -- PATH` on the host: 0 with the text, 1 when the file is not there (or unreadable), <0
@@ -383,10 +289,10 @@ static ssize_t st_files(struct st *s, const char *upath, const char *epath, json
         sw_json_set_str(sj, "unit_path", upath);
         sw_json_set_str(sj, "env_path", epath);
         if (ru == 0)
-            n_drift +=
-                diff_lines(ur, false, upath, ut, ul, ur->service.text, ur->service.len, drift);
+            n_drift += sw_service_drift(ur, false, upath, ut, ul, ur->service.text, ur->service.len,
+                                        drift);
         if (re == 0) {
-            n_drift += diff_lines(ur, true, epath, et, el, ur->env.text, ur->env.len, drift);
+            n_drift += sw_service_drift(ur, true, epath, et, el, ur->env.text, ur->env.len, drift);
             /* the proofs speak to what runs: the key the installed file gives the engine */
             explicit_bzero(s->bearer, sizeof(s->bearer));
             sw__svc_bearer_text(et, el, s->bearer, sizeof(s->bearer));
@@ -535,6 +441,7 @@ out:
 /* One host's work: its endpoints in fleet order, within its deadline (a thread of its own). */
 struct hostjob {
     struct hostc c;
+    const struct sw_fleet *f;
     struct epc *eps;
     size_t n_eps;
     unsigned http_ms;
@@ -546,9 +453,24 @@ static void *host_job(void *arg)
 {
     struct hostjob *j = arg;
     j->c.t0 = sw_now_ns();
-    for (size_t i = 0; i < j->n_eps; i++)
-        if (j->eps[i].ep->host == j->c.fh)
-            j->eps[i].out = status_endpoint(&j->eps[i], &j->c, j->http_ms);
+    /* the renders here, within the host's deadline: a render plans, and a plan may read the
+     * model on this host (plan.h sw_plan_remote_within) */
+    host_reach(&j->c);
+    /* a host not reached is not asked again by the plan */
+    uint64_t was =
+        sw_plan_remote_within(j->c.reached ? j->c.t0 + (uint64_t)j->c.budget * 1000000u : 1);
+    for (size_t i = 0; i < j->n_eps; i++) {
+        struct epc *x = &j->eps[i];
+        if (x->ep->host != j->c.fh)
+            continue;
+        struct sw_err re;
+        sw_err_clear(&re);
+        x->rendered = sw_unit_render_endpoint(j->f, x->ep, &x->ur, &re) == 0;
+        if (!x->rendered)
+            snprintf(x->render_err, sizeof(x->render_err), "%s", re.msg);
+        x->out = status_endpoint(x, &j->c, j->http_ms);
+    }
+    sw_plan_remote_within(was);
     json_decref(j->c.devices);
     j->c.devices = NULL;
     sw_readings_free(&j->c.rs);
@@ -571,8 +493,8 @@ int sw_deploy_status(const struct sw_fleet *f, const struct sw_status_opts *o, j
         json_decref(eps);
         return sw_err_set(e, SW_ENOMEM, "out of memory");
     }
-    /* the renders first, here; then every host at once, each in its own thread bounded by its
-     * own deadline, so one dead host costs its deadline once, not once per host before it */
+    /* every host at once, each in its own thread bounded by its own deadline (its endpoints'
+     * renders too), so one dead host costs its deadline once, not once per host before it */
     struct epc *eps_c = sw_calloc(f->n_endpoints ? f->n_endpoints : 1, sizeof(*eps_c));
     struct hostjob *jobs = sw_calloc(f->n_hosts ? f->n_hosts : 1, sizeof(*jobs));
     size_t n_ep = 0;
@@ -587,13 +509,7 @@ int sw_deploy_status(const struct sw_fleet *f, const struct sw_status_opts *o, j
         const struct sw_fleet_endpoint *ep = &f->endpoints[i];
         if (!ep->host || (only ? strcmp(only, ep->name) : !ep->enabled))
             continue;
-        struct epc *x = &eps_c[n_ep++];
-        struct sw_err re;
-        sw_err_clear(&re);
-        x->ep = ep;
-        x->rendered = sw_unit_render_endpoint(f, ep, &x->ur, &re) == 0;
-        if (!x->rendered)
-            snprintf(x->render_err, sizeof(x->render_err), "%s", re.msg);
+        eps_c[n_ep++].ep = ep;
     }
     /* net's process-wide setup (curl's and libevent's globals) once here, before the threads,
      * rather than raced for under its pthread_once by the first two hosts */
@@ -612,6 +528,7 @@ int sw_deploy_status(const struct sw_fleet *f, const struct sw_status_opts *o, j
             continue;
         j->c.fh = &f->hosts[hi];
         j->c.budget = budget;
+        j->f = f;
         j->eps = eps_c;
         j->n_eps = n_ep;
         j->http_ms = http_ms;

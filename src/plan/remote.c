@@ -229,11 +229,35 @@ int sw__remote_parse_ranges(const char *out, size_t len, struct sw__rrange *rg, 
     return 0;
 }
 
+/* This thread's end for its reads (sw_plan_remote_within), 0 none. */
+static _Thread_local uint64_t tl_deadline_ns;
+
+uint64_t sw_plan_remote_within(uint64_t deadline_ns)
+{
+    uint64_t was = tl_deadline_ns;
+    tl_deadline_ns = deadline_ns;
+    return was;
+}
+
 /* Run argv on the host, counted; a host that does not answer is remembered. */
 static int run(struct sw__remote *r, const char *const *argv, size_t max_out,
                struct sw_host_result *res, struct sw_err *e)
 {
     struct sw_host_run_opts o = {.deadline_ms = SW__REMOTE_DEADLINE_MS, .max_out = max_out};
+    if (tl_deadline_ns) {
+        uint64_t now = sw_now_ns();
+        if (now >= tl_deadline_ns) {
+            memset(res, 0, sizeof(*res));
+            res->exit_code = -1;
+            res->fail = SW_HOST_DEADLINE;
+            return sw_err_set(e, SW_ETIMEDOUT, "host %s: the caller's deadline has passed",
+                              r->st->host);
+        }
+        o.deadline_ms =
+            (int64_t)SW_MIN((tl_deadline_ns - now) / 1000000u, (uint64_t)SW__REMOTE_DEADLINE_MS);
+        if (o.deadline_ms < 1)
+            o.deadline_ms = 1;
+    }
     int rc = sw_host_run(&r->h, argv, &o, res, e);
     r->st->commands++;
     r->st->bytes += res->out_len;

@@ -16,6 +16,7 @@
 #include <slipway/sglang.h>
 #include <slipway/vllm.h>
 
+#include <stdio.h>
 #include <string.h>
 
 static void cannot(struct sw_plan_view *v, const struct sw_err *le)
@@ -240,6 +241,51 @@ const struct sw_plan_view_dev *sw_plan_view_device(const struct sw_plan_view *v,
         if (v->dev[k].dev == d)
             found = &v->dev[k];
     return found;
+}
+
+double sw_plan_view_claim(const struct sw_plan_view *v, const struct sw_plan_view_dev *d, char *how,
+                          size_t n)
+{
+    char scratch[8];
+    if (!how) {
+        how = scratch;
+        n = sizeof(scratch);
+    }
+    how[0] = '\0';
+    if (!v->ok || !d) {
+        snprintf(how, n, "no plan: %s", v->why[0] ? v->why : "the law did not run");
+        return 0;
+    }
+    if (d->by_fact) {
+        snprintf(how, n, "the measured non-KV cost with the law's KV and state");
+        return d->used;
+    }
+    double cap = (double)(d->capacity ? d->capacity : sw_fleet_device_capacity(d->dev));
+    double frac = 0;
+    switch (v->engine) {
+    case SW_FLEET_LLAMACPP:
+        snprintf(how, n, "the law's weights, compute, KV and state%s%s",
+                 d->draft_weights ? ", the draft" : "", d->projector ? ", the projector" : "");
+        return (double)(d->weights + d->compute + d->kv + d->rec + d->draft_weights + d->draft_kv +
+                        d->draft_compute + d->projector);
+    case SW_FLEET_VLLM:
+        frac = v->plan.vllm_opts && v->plan.vllm_opts->gpu_memory_utilization > 0
+                   ? v->plan.vllm_opts->gpu_memory_utilization
+                   : 0.9;
+        snprintf(how, n, "vLLM reserves gpu_memory_utilization %.2f of the device", frac);
+        break;
+    case SW_FLEET_SGLANG:
+        frac = v->plan.sglang ? v->plan.sglang->mem_fraction_static : 0;
+        snprintf(how, n, "SGLang reserves mem_fraction_static %.3f of the device", frac);
+        break;
+    case SW_FLEET_ENGINE_NONE:
+        break;
+    }
+    if (frac <= 0 || cap <= 0) {
+        snprintf(how, n, "unknown: the device declares no memory_total for the engine's share");
+        return 0;
+    }
+    return frac * cap;
 }
 
 bool sw_plan_view_in_band(const struct sw_plan_view *v, double free_bytes)
