@@ -434,7 +434,9 @@ static int typed(const struct sw_args *a, const char *name, const struct kind *k
         return 0;
     k_range(k, r, sizeof(r), min, max);
     return sw_args_usage(a, "--%s: '%s' is %s: want %s%s%s", name, v,
-                         rc == SW_ERANGE ? "too large" : rc == -1 ? "too small" : "not valid",
+                         rc == SW_ERANGE ? "too large"
+                         : rc == -1      ? "too small"
+                                         : "not valid",
                          k->what, r, k->hint);
 }
 
@@ -499,7 +501,7 @@ int sw_args_list(const struct sw_args *a, const char *name, uint64_t min, uint64
         ok = len > 0 && len < sizeof(item) && k < cap && k < SW_ARRAY_LEN(got);
         if (ok) {
             snprintf(item, sizeof(item), "%.*s", (int)len, p);
-            ok = within(&k_number, item, min, max, &x);
+            ok = within(&k_number, item, min, max, &x) == 0;
             got[k++] = (int64_t)x;
         }
         if (!p[len])
