@@ -28,7 +28,7 @@ LAYERS=(
   "gate deploy"                # checks before a boot; the local supervisor and sw_deploy_endpoint
   "probe bench sim"            # the live battery; the benchmark client; the engine stand-in
   "rollout report"             # deploy on a host with rollback | the fleet as people and tools read it
-  "tune"                       # ladder and tune: searches that boot (rollout, up, sim), measure, journal
+  "tune apply"                 # ladder and tune: searches that boot, measure, journal | the fleet converges
   "cli"                        # slipway <verb>
 )
 

@@ -30,12 +30,14 @@ struct sw_cmd {
 
 /* The verbs: add one line here and one cmd_<verb>.c defining sw_cmd_<verb>. Keep alphabetical. */
 #define SW_VERBS(X)                                                                                \
+    X(apply, "converge the whole fleet to its file: gated, in parallel by host, idempotent")       \
     X(bench, "measure decode and prefill: depth sweep, concurrency, open-loop arrivals")           \
     X(bootlog, "read an engine's boot log: its report and failure; diff predicted vs printed")     \
     X(calibrate, "fit an endpoint's law terms from its recorded boots; predict with intervals")    \
     X(check, "run the gates on a fleet's endpoints before a boot: band, pool, window, known-bad")  \
     X(completion, "bash/zsh completion and scdoc man page sources, from the CLI tables")           \
     X(deploy, "roll an endpoint's shape out on its host, proven, or roll back to the old one")     \
+    X(diff, "per host, what `apply` would change and why: unit and env lines, payloads, state")    \
     X(down, "stop an endpoint `up` started (checks the pid still names that process)")             \
     X(export, "write the fleet for the tools around it: harness, llama-swap, prometheus")          \
     X(fetch, "download a payload from the Hub, verified and resumable; or --verify-only one")      \
@@ -71,12 +73,14 @@ int sw__cmd_bench_compare(int argc, char **argv);
  * which `slipway help --list` and `slipway help VERB` use. A verb missing here is listed as not
  * converted. */
 #define SW_SPECS(X)                                                                                \
+    X(apply)                                                                                       \
     X(bench)                                                                                       \
     X(bootlog)                                                                                     \
     X(calibrate)                                                                                   \
     X(check)                                                                                       \
     X(completion)                                                                                  \
     X(deploy)                                                                                      \
+    X(diff)                                                                                        \
     X(down)                                                                                        \
     X(export)                                                                                      \
     X(fetch)                                                                                       \

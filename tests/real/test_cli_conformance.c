@@ -289,6 +289,13 @@ static void test_opt_equals(void **state)
     snprintf(up_log, sizeof(up_log), "%s/up-conformance.log", dir);
     snprintf(port, sizeof(port), "%d", swt_free_port());
     const struct eq_case cases[] = {
+        /* a duration that is not one: refused before the fleet is read or a host is reached */
+        {"apply",
+         {"apply", "--fleet", local, "@", "--json"},
+         "--deadline",
+         "bogus-dur",
+         "bogus-dur"},
+        {"diff", {"diff", "@", "--json"}, "--fleet", fleet_missing, fleet_missing},
         {"bench", {"bench", "nowhere", "@", "--json"}, "--fleet", fleet_missing, fleet_missing},
         {"bootlog",
          {"bootlog", "parse", bootlog, "@", "--json"},
