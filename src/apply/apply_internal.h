@@ -11,7 +11,7 @@
 
 #include <pthread.h>
 
-/* What the calling thread prepared for one item (parallel to sw_apply_survey.items). */
+/* What a host's thread prepared for one item (parallel to sw_apply_survey.items). */
 struct sw__apply_ep {
     struct sw_unit_render ur;
     bool rendered;
@@ -26,6 +26,7 @@ void sw__apply_ctx_free(struct sw__apply_ctx *x);
 
 /* One host's thread of the survey. */
 struct sw__apply_hostjob {
+    const struct sw_fleet *f;
     struct sw_apply_host *hr;
     struct sw_apply_item **items; /* the host's items, in fleet order */
     struct sw__apply_ep **pe;
@@ -37,10 +38,11 @@ struct sw__apply_hostjob {
     bool started;
 };
 
-/* Items, hosts and renders from the fleet (the calling thread's part). */
+/* Items and hosts from the fleet (the calling thread's part). */
 int sw__apply_prepare(const struct sw_fleet *f, const struct sw_apply_opts *o,
                       struct sw_apply_survey *s, struct sw__apply_ctx *x, struct sw_err *e);
-/* Every host asked at once; *jobs freed with sw__apply_jobs_free. */
+/* Every host at once: its items rendered, planned and asked; *jobs freed with
+ * sw__apply_jobs_free. */
 int sw__apply_hosts(const struct sw_fleet *f, struct sw_apply_survey *s, struct sw__apply_ctx *x,
                     int64_t deadline_ms, struct sw__apply_hostjob **jobs, struct sw_err *e);
 void sw__apply_jobs_free(struct sw__apply_hostjob *jobs, size_t n);

@@ -1,12 +1,12 @@
 /*
  * apply/survey: what `slipway apply` would change, host by host (include/slipway/apply.h).
  *
- * Everything that needs the fleet only is done first, on the calling thread: each endpoint's
- * render (the unit and environment file the rollout would install) and its plan view (the
- * device memory it takes), then the fleet's own gates (gates.c). Then each host is asked at
- * once, a thread per host within its deadline, for what it has: the installed files of its
- * endpoints (one command), whether their payloads' paths exist (one command), each unit's state.
- * The host's threads only read what the calling thread prepared.
+ * Each host in a thread of its own, all at once, within its deadline: its endpoints' renders
+ * (the unit and environment file the rollout would install) and plan views (the device memory
+ * each takes: a plan may read the model on the host), then what the host has: the installed
+ * files of its endpoints (one command), whether their payloads' paths exist (one command), each
+ * unit's state. Then, on the calling thread, the fleet's own gates (gates.c) over those claims.
+ * A thread writes only its own host's items.
  *
  * What it deliberately does not do: change anything, or speak HTTP to an endpoint (`slipway
  * status` proves serving; the survey says what the files and the unit's state say).
@@ -291,6 +291,15 @@ static void *host_job(void *arg)
     char *files = NULL, *exists = NULL;
     size_t flen = 0, xlen = 0;
     sw_err_clear(&e);
+    /* the renders and plans of this host's endpoints, here in its thread: a plan may read the
+     * model on this host, within the host's deadline (plan.h sw_plan_remote_within) */
+    uint64_t was = sw_plan_remote_within(t0 + (uint64_t)j->deadline_ms * 1000000u);
+    for (size_t i = 0; i < j->n; i++)
+        prepare(j->f, j->items[i], j->pe[i]);
+    sw_plan_remote_within(was);
+    /* what is left of the deadline for the host's own questions (at least a second) */
+    int64_t left = j->deadline_ms - (int64_t)((sw_now_ns() - t0) / 1000000u);
+    int64_t dl = left < 1000 ? 1000 : left;
     const char **fargv = sw_calloc(4 + 2 * j->n + 1, sizeof(*fargv));
     const char **xargv = sw_calloc(4 + 4 * j->n + 1, sizeof(*xargv));
     if (!fargv || !xargv) {
@@ -318,10 +327,10 @@ static void *host_job(void *arg)
     if (!rc) {
         j->open = true;
         sw_host_describe(&j->h, hr->transport, sizeof(hr->transport));
-        rc = run_capture(&j->h, fargv, j->deadline_ms, &files, &flen, &e);
+        rc = run_capture(&j->h, fargv, dl, &files, &flen, &e);
     }
     if (!rc && xn > 4)
-        rc = run_capture(&j->h, xargv, j->deadline_ms, &exists, &xlen, &e);
+        rc = run_capture(&j->h, xargv, dl, &exists, &xlen, &e);
     if (rc) {
         hr->reached = false;
         snprintf(hr->err, sizeof(hr->err), "%.700s", e.msg);
@@ -355,12 +364,12 @@ out:
 int sw__apply_hosts(const struct sw_fleet *f, struct sw_apply_survey *s, struct sw__apply_ctx *x,
                     int64_t deadline_ms, struct sw__apply_hostjob **jobs_out, struct sw_err *e)
 {
-    (void)f;
     struct sw__apply_hostjob *jobs = sw_calloc(s->n_hosts ? s->n_hosts : 1, sizeof(*jobs));
     if (!jobs)
         return sw_err_set(e, SW_ENOMEM, "out of memory");
     for (size_t h = 0; h < s->n_hosts; h++) {
         struct sw__apply_hostjob *j = &jobs[h];
+        j->f = f;
         j->hr = &s->hosts[h];
         j->deadline_ms = deadline_ms;
         j->items = sw_calloc(s->n ? s->n : 1, sizeof(*j->items));
@@ -439,7 +448,6 @@ int sw__apply_prepare(const struct sw_fleet *f, const struct sw_apply_opts *o,
         if (!it->changes || !it->missing)
             return sw_err_set(e, SW_ENOMEM, "out of memory");
         add_host(s, ep->host, &it->host);
-        prepare(f, it, &x->per[s->n]);
         s->n++;
         x->n = s->n;
     }
@@ -453,15 +461,17 @@ int sw_apply_survey(const struct sw_fleet *f, const struct sw_apply_opts *o,
     struct sw__apply_hostjob *jobs = NULL;
     uint64_t t0 = sw_now_ns();
     int64_t dl = o && o->deadline_ms > 0 ? o->deadline_ms : DEF_DEADLINE_MS;
-    /* the plans read models on their hosts: a host that does not answer costs the deadline once
-     * (plan/remote remembers it), not ssh's keepalive per endpoint */
-    uint64_t was = sw_plan_remote_within(t0 + (uint64_t)dl * 1000000u);
+    /* the items here; each host's renders, plans and answers in its own thread; then the fleet's
+     * gates over the claims the threads planned (an endpoint outside the selection is planned
+     * by the gates, within the same deadline) */
     int rc = sw__apply_prepare(f, o, s, &x, e);
     if (!rc)
-        rc = sw__apply_gates(f, s, e);
-    sw_plan_remote_within(was);
-    if (!rc)
         rc = sw__apply_hosts(f, s, &x, dl, &jobs, e);
+    if (!rc) {
+        uint64_t was = sw_plan_remote_within(sw_now_ns() + (uint64_t)dl * 1000000u);
+        rc = sw__apply_gates(f, s, e);
+        sw_plan_remote_within(was);
+    }
     sw__apply_jobs_free(jobs, s->n_hosts);
     sw__apply_ctx_free(&x);
     s->seconds = (double)(sw_now_ns() - t0) / 1e9;
