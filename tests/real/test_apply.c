@@ -19,9 +19,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "swrollout.h"
-#include "swthost.h"
-#include "swtest.h"
+#include "swapply.h"
 
 #include <signal.h>
 #include <stdio.h>
@@ -30,225 +28,87 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static const struct swro_site site_a = {"sw-ap-a", "169.254.38.2", "ap-a", "a1"};
-static const struct swro_site site_b = {"sw-ap-b", "169.254.39.2", "ap-b", "b1"};
-
-#define N_EP 6
-static const char *const names[N_EP] = {"a1", "a2", "a3", "b1", "b2", "b3"};
-
-struct fx {
-    struct swro a, b;
-    /* per endpoint, the shape the next fleet file gives it */
-    int ctx[N_EP];
-    bool default_port[N_EP]; /* `listen: {address: 127.0.0.1}`: the engine's default 8080 */
-    char mem_a[32];          /* ap-a's cpu0 memory_total */
-};
-
-static int setup(void **state)
-{
-    struct fx *f = calloc(1, sizeof(*f));
-    assert_non_null(f);
-    for (int i = 0; i < N_EP; i++)
-        f->ctx[i] = 512;
-    snprintf(f->mem_a, sizeof(f->mem_a), "8GiB");
-    *state = f;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    struct fx *f = *state;
-    if (f) {
-        swro_close(&f->a);
-        swro_close(&f->b);
-        free(f);
-    }
-    return 0;
-}
-
-static const struct swth_host *host_of(const struct fx *f, int i)
-{
-    return i < 3 ? &f->a.h : &f->b.h;
-}
-
-/* Each host: cpu0 (the first two endpoints) and cpu1 (the third). */
-static void write_fleet(struct fx *f)
-{
-    char text[16384];
-    int n = snprintf(text, sizeof(text), "version: 1\nhosts:\n");
-    const struct swro *hs[2] = {&f->a, &f->b};
-    for (int h = 0; h < 2; h++)
-        n += snprintf(text + n, sizeof(text) - (size_t)n,
-                      "  %s:\n"
-                      "    transport: {kind: ssh, address: %s, user: root, identity_file: %s, "
-                      "known_hosts: %s}\n"
-                      "    devices:\n"
-                      "      cpu0: {kind: cpu, vendor: cpu, memory_total: %s}\n"
-                      "      cpu1: {kind: cpu, vendor: cpu, memory_total: 8GiB}\n",
-                      hs[h]->fleet_host, hs[h]->addr, hs[h]->h.key, hs[h]->h.known_hosts,
-                      h == 0 ? f->mem_a : "8GiB");
-    n += snprintf(text + n, sizeof(text) - (size_t)n, "endpoints:\n");
-    for (int i = 0; i < N_EP; i++) {
-        char listen[64];
-        if (f->default_port[i])
-            snprintf(listen, sizeof(listen), "{address: 127.0.0.1}");
-        else
-            snprintf(listen, sizeof(listen), "127.0.0.1:%d", 18100 + i);
-        n += snprintf(text + n, sizeof(text) - (size_t)n,
-                      "  %s:\n"
-                      "    host: %s\n"
-                      "    engine: llama.cpp\n"
-                      "    binary: /opt/llama/bin/llama-server\n"
-                      "    runtime: native\n"
-                      "    listen: %s\n"
-                      "    devices: [%s]\n"
-                      "    alias: %s-tiny\n"
-                      "    payload: {path: /models/chat.gguf, quantization: f32}\n"
-                      "    shape: {ctx_size: %d, seqs: 1, n_gpu_layers: 0}\n"
-                      "    service: {restart_sec: 1s}\n"
-                      "    args: [--metrics]\n",
-                      names[i], i < 3 ? "ap-a" : "ap-b", listen, i % 3 == 2 ? "cpu1" : "cpu0",
-                      names[i], f->ctx[i]);
-    }
-    assert_true(n > 0 && (size_t)n < sizeof(text));
-    swt_write_str(f->a.fleet, text);
-}
-
-/* slipway VERB --fleet FLEET --json ARGS...: the document, the exit in *status. */
-static json_t *run(struct fx *f, int *status, const char *verb, ...) __attribute__((sentinel));
-static json_t *run(struct fx *f, int *status, const char *verb, ...)
-{
-    const char *argv[32];
-    size_t n = 0;
-    argv[n++] = swt_bin();
-    argv[n++] = verb;
-    argv[n++] = "--fleet";
-    argv[n++] = f->a.fleet;
-    argv[n++] = "--json";
-    va_list ap;
-    va_start(ap, verb);
-    for (const char *a = va_arg(ap, const char *); a && n < 31; a = va_arg(ap, const char *))
-        argv[n++] = a;
-    va_end(ap);
-    argv[n] = NULL;
-    struct swt_run r;
-    assert_int_equal(swt_run(argv, NULL, 900, &r), 0);
-    *status = r.status;
-    json_t *j = swt_json_out(&r);
-    if (!j)
-        fail_msg("%s: exit %d, no JSON: %s %s", verb, r.status, r.out, r.err);
-    swt_run_free(&r);
-    return j;
-}
-
-static const json_t *item(const json_t *doc, const char *name)
-{
-    size_t h, i;
-    const json_t *ho, *ep;
-    json_array_foreach(json_object_get(doc, "hosts"), h, ho)
-    {
-        json_array_foreach(json_object_get(ho, "endpoints"), i, ep)
-        {
-            if (!strcmp(swro_str(ep, "endpoint"), name))
-                return ep;
-        }
-    }
-    fail_msg("no endpoint %s in the document", name);
-    return NULL;
-}
-
 static void print_doc(const char *what, const json_t *doc)
 {
     print_message("%s:\n", what);
-    for (int i = 0; i < N_EP; i++) {
-        const json_t *it = item(doc, names[i]);
+    for (int i = 0; i < SWAP_N_EP; i++) {
+        const json_t *it = swap_item(doc, swap_names[i]);
         print_message(
-            "  %s %-9s %-13s %s\n", names[i], swro_str(it, "action"), swro_str(it, "outcome"),
+            "  %s %-9s %-13s %s\n", swap_names[i], swro_str(it, "action"), swro_str(it, "outcome"),
             swro_str(it, "outcome")[0] ? swro_str(it, "outcome_why") : swro_str(it, "why"));
     }
 }
 
 /* `slipway diff`: each endpoint's action is want[i] ("" skips it); its exit. */
-static int diff_says(struct fx *f, const char *what, const char *const want[N_EP])
+static int diff_says(struct swap_fx *f, const char *what, const char *const want[SWAP_N_EP])
 {
     int st = 0;
-    json_t *j = run(f, &st, "diff", NULL);
+    json_t *j = swap_run(f, &st, "diff", NULL);
     print_doc(what, j);
-    for (int i = 0; i < N_EP; i++)
-        if (want[i][0] && strcmp(swro_str(item(j, names[i]), "action"), want[i]))
-            fail_msg("%s: %s is %s, want %s (%s)", what, names[i],
-                     swro_str(item(j, names[i]), "action"), want[i],
-                     swro_str(item(j, names[i]), "why"));
+    for (int i = 0; i < SWAP_N_EP; i++)
+        if (want[i][0] && strcmp(swro_str(swap_item(j, swap_names[i]), "action"), want[i]))
+            fail_msg("%s: %s is %s, want %s (%s)", what, swap_names[i],
+                     swro_str(swap_item(j, swap_names[i]), "action"), want[i],
+                     swro_str(swap_item(j, swap_names[i]), "why"));
     json_decref(j);
     return st;
 }
 
 /* apply with the short battery: the document (exit in *st). */
-static json_t *apply(struct fx *f, int *st, const char *what)
+static json_t *apply(struct swap_fx *f, int *st, const char *what)
 {
-    json_t *j = run(f, st, "apply", "--no-worst-case", "--probe-only", "readiness,liveness", NULL);
+    json_t *j =
+        swap_run(f, st, "apply", "--no-worst-case", "--probe-only", "readiness,liveness", NULL);
     print_doc(what, j);
     return j;
 }
 
-struct unitstate {
-    char pid[32], restarts[32];
-};
-
-static void read_units(const struct fx *f, struct unitstate u[N_EP])
-{
-    for (int i = 0; i < N_EP; i++) {
-        char unit[64];
-        snprintf(unit, sizeof(unit), "slipway-%s.service", names[i]);
-        swth_show(host_of(f, i), unit, "MainPID", u[i].pid, sizeof(u[i].pid));
-        swth_show(host_of(f, i), unit, "NRestarts", u[i].restarts, sizeof(u[i].restarts));
-    }
-}
-
 /* Every endpoint but those in `moved` (a bit each) kept its MainPID and NRestarts. */
-static void kept(const struct unitstate a[N_EP], const struct unitstate b[N_EP], unsigned moved)
+static void kept(const struct swap_unitstate a[SWAP_N_EP], const struct swap_unitstate b[SWAP_N_EP],
+                 unsigned moved)
 {
-    for (int i = 0; i < N_EP; i++) {
+    for (int i = 0; i < SWAP_N_EP; i++) {
         bool same = !strcmp(a[i].pid, b[i].pid) && !strcmp(a[i].restarts, b[i].restarts);
         if (moved & (1u << i)) {
             if (same)
-                fail_msg("%s did not restart (MainPID %s)", names[i], a[i].pid);
+                fail_msg("%s did not restart (MainPID %s)", swap_names[i], a[i].pid);
         } else if (!same) {
-            fail_msg("%s restarted: MainPID %s -> %s, NRestarts %s -> %s", names[i], a[i].pid,
+            fail_msg("%s restarted: MainPID %s -> %s, NRestarts %s -> %s", swap_names[i], a[i].pid,
                      b[i].pid, a[i].restarts, b[i].restarts);
         }
     }
 }
 
-static void all_serve(const struct fx *f)
+static void all_serve(const struct swap_fx *f)
 {
-    for (int i = 0; i < N_EP; i++)
-        if (!f->default_port[i] && !swro_generates_on(host_of(f, i), "127.0.0.1", 18100 + i, 60))
-            fail_msg("%s does not serve a generation on its host", names[i]);
+    for (int i = 0; i < SWAP_N_EP; i++)
+        if (!f->default_port[i] &&
+            !swro_generates_on(swap_host_of(f, i), "127.0.0.1", 18100 + i, 60))
+            fail_msg("%s does not serve a generation on its host", swap_names[i]);
 }
 
-static void must_outcomes(const json_t *j, const char *const want[N_EP])
+static void must_outcomes(const json_t *j, const char *const want[SWAP_N_EP])
 {
-    for (int i = 0; i < N_EP; i++)
-        if (want[i][0] && strcmp(swro_str(item(j, names[i]), "outcome"), want[i]))
-            fail_msg("%s: outcome %s, want %s: %s", names[i],
-                     swro_str(item(j, names[i]), "outcome"), want[i],
-                     swro_str(item(j, names[i]), "outcome_why"));
+    for (int i = 0; i < SWAP_N_EP; i++)
+        if (want[i][0] && strcmp(swro_str(swap_item(j, swap_names[i]), "outcome"), want[i]))
+            fail_msg("%s: outcome %s, want %s: %s", swap_names[i],
+                     swro_str(swap_item(j, swap_names[i]), "outcome"), want[i],
+                     swro_str(swap_item(j, swap_names[i]), "outcome_why"));
 }
 
-static bool unit_has(const struct fx *f, int i, const char *needle)
+static bool unit_has(const struct swap_fx *f, int i, const char *needle)
 {
     char cmd[256];
     snprintf(cmd, sizeof(cmd), "grep -c -- '%s' /etc/systemd/system/slipway-%s.service || true",
-             needle, names[i]);
-    char *out = swth_must(host_of(f, i), cmd);
+             needle, swap_names[i]);
+    char *out = swth_must(swap_host_of(f, i), cmd);
     bool has = atoi(out) > 0;
     free(out);
     return has;
 }
 
 /* apply without --json, SIGKILLed at its first "stop " progress line. */
-static void apply_killed(struct fx *f)
+static void apply_killed(struct swap_fx *f)
 {
     int fds[2];
     assert_int_equal(pipe(fds), 0);
@@ -283,17 +143,16 @@ static void apply_killed(struct fx *f)
 
 static void test_apply_converges(void **state)
 {
-    struct fx *f = *state;
-    swro_up(&f->a, &site_a);
-    swro_up(&f->b, &site_b);
-    write_fleet(f);
-    static const char *const all_install[N_EP] = {"install", "install", "install",
-                                                  "install", "install", "install"};
-    static const char *const all_unchanged[N_EP] = {"unchanged", "unchanged", "unchanged",
-                                                    "unchanged", "unchanged", "unchanged"};
-    static const char *const all_converged[N_EP] = {"converged", "converged", "converged",
-                                                    "converged", "converged", "converged"};
-    static const char *const all_left[N_EP] = {"left", "left", "left", "left", "left", "left"};
+    struct swap_fx *f = *state;
+    swap_up(f);
+    swap_write_fleet(f);
+    static const char *const all_install[SWAP_N_EP] = {"install", "install", "install",
+                                                       "install", "install", "install"};
+    static const char *const all_unchanged[SWAP_N_EP] = {"unchanged", "unchanged", "unchanged",
+                                                         "unchanged", "unchanged", "unchanged"};
+    static const char *const all_converged[SWAP_N_EP] = {"converged", "converged", "converged",
+                                                         "converged", "converged", "converged"};
+    static const char *const all_left[SWAP_N_EP] = {"left", "left", "left", "left", "left", "left"};
     assert_int_equal(diff_says(f, "(a) diff from nothing", all_install), 1);
 
     /* (a) from nothing */
@@ -306,25 +165,25 @@ static void test_apply_converges(void **state)
     assert_int_equal(diff_says(f, "(a) diff after", all_unchanged), 0);
 
     /* (b) twice: nothing restarts */
-    struct unitstate u0[N_EP], u1[N_EP];
-    read_units(f, u0);
+    struct swap_unitstate u0[SWAP_N_EP], u1[SWAP_N_EP];
+    swap_read_units(f, u0);
     j = apply(f, &st, "(b) apply again");
     must_outcomes(j, all_left);
     assert_int_equal(st, 0);
     assert_int_equal(json_integer_value(json_object_get(json_object_get(j, "outcomes"), "left")),
-                     N_EP);
+                     SWAP_N_EP);
     json_decref(j);
-    read_units(f, u1);
+    swap_read_units(f, u1);
     kept(u0, u1, 0);
 
     /* (c) one shape changed: only it restarts */
     f->ctx[0] = 1024;
-    write_fleet(f);
-    static const char *const one_change[N_EP] = {"change",    "unchanged", "unchanged",
-                                                 "unchanged", "unchanged", "unchanged"};
+    swap_write_fleet(f);
+    static const char *const one_change[SWAP_N_EP] = {"change",    "unchanged", "unchanged",
+                                                      "unchanged", "unchanged", "unchanged"};
     assert_int_equal(diff_says(f, "(c) diff, a1 changed", one_change), 1);
-    j = run(f, &st, "diff", NULL);
-    const json_t *ch = json_object_get(item(j, "a1"), "changes");
+    j = swap_run(f, &st, "diff", NULL);
+    const json_t *ch = json_object_get(swap_item(j, "a1"), "changes");
     assert_true(json_array_size(ch) >= 1);
     bool named = false;
     size_t k;
@@ -337,39 +196,40 @@ static void test_apply_converges(void **state)
     assert_true(named);
     json_decref(j);
     j = apply(f, &st, "(c) apply one change");
-    static const char *const one_conv[N_EP] = {"converged", "left", "left", "left", "left", "left"};
+    static const char *const one_conv[SWAP_N_EP] = {"converged", "left", "left",
+                                                    "left",      "left", "left"};
     must_outcomes(j, one_conv);
     assert_int_equal(st, 0);
     json_decref(j);
-    read_units(f, u0);
+    swap_read_units(f, u0);
     kept(u1, u0, 1u << 0);
     assert_true(unit_has(f, 0, "-c 1024"));
     assert_int_equal(diff_says(f, "(c) diff after", all_unchanged), 0);
 
     /* (d) co-tenancy: cpu0 of ap-a cut below what a1 and a2 take together; both changed */
-    j = run(f, &st, "diff", NULL);
+    j = swap_run(f, &st, "diff", NULL);
     double a1 = json_real_value(
-        json_object_get(json_array_get(json_object_get(item(j, "a1"), "claims"), 0), "bytes"));
+        json_object_get(json_array_get(json_object_get(swap_item(j, "a1"), "claims"), 0), "bytes"));
     double a2 = json_real_value(
-        json_object_get(json_array_get(json_object_get(item(j, "a2"), "claims"), 0), "bytes"));
+        json_object_get(json_array_get(json_object_get(swap_item(j, "a2"), "claims"), 0), "bytes"));
     json_decref(j);
     assert_true(a1 > 0 && a2 > 0);
     snprintf(f->mem_a, sizeof(f->mem_a), "%.0fMiB", (a1 + a2) / 1048576.0 - 2);
     f->ctx[0] = 768;
     f->ctx[1] = 768;
-    write_fleet(f);
+    swap_write_fleet(f);
     j = apply(f, &st, "(d) apply over a co-tenancy overcommit");
     assert_int_equal(st, 1);
-    static const char *const cot[N_EP] = {"not_attempted", "not_attempted", "left",
-                                          "left",          "left",          "left"};
+    static const char *const cot[SWAP_N_EP] = {"not_attempted", "not_attempted", "left",
+                                               "left",          "left",          "left"};
     must_outcomes(j, cot);
-    assert_true(json_is_true(json_object_get(item(j, "a1"), "refused")));
-    assert_non_null(strstr(swro_str(item(j, "a2"), "refused_why"), "co-tenancy"));
-    assert_non_null(strstr(swro_str(item(j, "a2"), "refused_why"), "a1"));
+    assert_true(json_is_true(json_object_get(swap_item(j, "a1"), "refused")));
+    assert_non_null(strstr(swro_str(swap_item(j, "a2"), "refused_why"), "co-tenancy"));
+    assert_non_null(strstr(swro_str(swap_item(j, "a2"), "refused_why"), "a1"));
     assert_string_equal(swro_str(json_array_get(json_object_get(j, "refusals"), 0), "gate"),
                         "cotenancy");
     json_decref(j);
-    read_units(f, u1);
+    swap_read_units(f, u1);
     kept(u0, u1, 0);
     assert_true(unit_has(f, 0, "-c 1024"));
 
@@ -378,15 +238,15 @@ static void test_apply_converges(void **state)
     f->ctx[0] = 1024;
     f->ctx[1] = 512;
     f->default_port[4] = f->default_port[5] = true;
-    write_fleet(f);
+    swap_write_fleet(f);
     j = apply(f, &st, "(e) apply over a port collision");
     assert_int_equal(st, 1);
-    static const char *const port[N_EP] = {"left", "left",          "left",
-                                           "left", "not_attempted", "not_attempted"};
+    static const char *const port[SWAP_N_EP] = {"left", "left",          "left",
+                                                "left", "not_attempted", "not_attempted"};
     must_outcomes(j, port);
-    assert_non_null(strstr(swro_str(item(j, "b3"), "refused_why"), "8080"));
+    assert_non_null(strstr(swro_str(swap_item(j, "b3"), "refused_why"), "8080"));
     json_decref(j);
-    read_units(f, u0);
+    swap_read_units(f, u0);
     kept(u1, u0, 0);
     f->default_port[4] = f->default_port[5] = false;
 
@@ -394,11 +254,11 @@ static void test_apply_converges(void **state)
     f->ctx[2] = 1024;
     f->ctx[3] = 1024;
     f->ctx[4] = 1024;
-    write_fleet(f);
+    swap_write_fleet(f);
     apply_killed(f);
     j = apply(f, &st, "(f) apply after the kill");
     assert_int_equal(st, 0);
-    static const char *const conv_or_left[N_EP] = {"", "", "", "", "", ""};
+    static const char *const conv_or_left[SWAP_N_EP] = {"", "", "", "", "", ""};
     must_outcomes(j, conv_or_left);
     json_decref(j);
     all_serve(f);
@@ -410,7 +270,7 @@ static void test_apply_converges(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_apply_converges, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_apply_converges, swap_setup, swap_teardown),
     };
     return cmocka_run_group_tests(tests, swth_group_setup, swth_group_teardown);
 }
