@@ -286,8 +286,18 @@ struct epc {
     struct sw_unit_render ur;
     bool rendered;
     char render_err[1024];
+    struct sw__status_up up; /* a local endpoint's `slipway up` record, read here too */
     json_t *out;
 };
+
+/* An endpoint without a host runs on this machine, as `up` boots it. */
+static const struct sw_fleet_host this_machine = {.name = "(this machine)",
+                                                  .transport = SW_FLEET_LOCAL};
+
+static const struct sw_fleet_host *host_of(const struct sw_fleet_endpoint *ep)
+{
+    return ep->host ? ep->host : &this_machine;
+}
 
 /* One endpoint's status on its way: what each step of status_endpoint leaves for the next. */
 struct st {
@@ -312,6 +322,8 @@ static void st_head(struct st *s, const struct epc *x)
     sw_err_clear(&e);
     sw_json_set_str(s->ej, "endpoint", s->ep->name);
     sw_json_set_str(s->ej, "host", s->c->fh->name);
+    if (x->up.process)
+        json_object_set(s->ej, "process", x->up.process);
     sw_json_set_bool(s->ej, "serving", false);
     snprintf(s->unit, sizeof(s->unit), "%s.service",
              s->ep->service.name.v ? s->ep->service.name.v : s->ep->name);
@@ -511,6 +523,20 @@ static json_t *status_endpoint(struct epc *x, struct hostc *c, unsigned http_ms)
         goto out;
     }
     sw_json_set_bool(s.ej, "reached", true);
+    if (x->up.alive) {
+        /* supervised by `slipway up`: the process is the state, its argv the shape */
+        sw_json_set_str(s.ej, "supervisor", "up");
+        json_object_set(s.ej, "shape", x->up.shape);
+        st_proofs(&s, http_ms);
+        st_devices(&s);
+        bool serving = s.hs == 200 && s.live;
+        sw_json_set_bool(s.ej, "serving", serving);
+        sw_json_set_str(s.ej, "state",
+                        serving       ? "serving"
+                        : s.hs != 200 ? "not answering"
+                                      : "no generation");
+        goto out;
+    }
     if (!st_unit(&s) || !st_shape(&s)) {
         not_reached(s.ej, c);
         goto out;
@@ -547,7 +573,7 @@ static void *host_job(void *arg)
     struct hostjob *j = arg;
     j->c.t0 = sw_now_ns();
     for (size_t i = 0; i < j->n_eps; i++)
-        if (j->eps[i].ep->host == j->c.fh)
+        if (host_of(j->eps[i].ep) == j->c.fh)
             j->eps[i].out = status_endpoint(&j->eps[i], &j->c, j->http_ms);
     json_decref(j->c.devices);
     j->c.devices = NULL;
@@ -574,7 +600,7 @@ int sw_deploy_status(const struct sw_fleet *f, const struct sw_status_opts *o, j
     /* the renders first, here; then every host at once, each in its own thread bounded by its
      * own deadline, so one dead host costs its deadline once, not once per host before it */
     struct epc *eps_c = sw_calloc(f->n_endpoints ? f->n_endpoints : 1, sizeof(*eps_c));
-    struct hostjob *jobs = sw_calloc(f->n_hosts ? f->n_hosts : 1, sizeof(*jobs));
+    struct hostjob *jobs = sw_calloc(f->n_hosts + 1, sizeof(*jobs)); /* + this machine */
     size_t n_ep = 0;
     if (!eps_c || !jobs) {
         sw_free(eps_c);
@@ -585,7 +611,7 @@ int sw_deploy_status(const struct sw_fleet *f, const struct sw_status_opts *o, j
     }
     for (size_t i = 0; i < f->n_endpoints; i++) {
         const struct sw_fleet_endpoint *ep = &f->endpoints[i];
-        if (!ep->host || (only ? strcmp(only, ep->name) : !ep->enabled))
+        if (only ? strcmp(only, ep->name) : !ep->enabled)
             continue;
         struct epc *x = &eps_c[n_ep++];
         struct sw_err re;
@@ -594,6 +620,9 @@ int sw_deploy_status(const struct sw_fleet *f, const struct sw_status_opts *o, j
         x->rendered = sw_unit_render_endpoint(f, ep, &x->ur, &re) == 0;
         if (!x->rendered)
             snprintf(x->render_err, sizeof(x->render_err), "%s", re.msg);
+        /* on this machine, what `up` started is known by its pid file as well as by a unit */
+        if (host_of(ep)->transport == SW_FLEET_LOCAL)
+            sw__status_up_read(ep, &x->up);
     }
     /* net's process-wide setup (curl's and libevent's globals) once here, before the threads,
      * rather than raced for under its pthread_once by the first two hosts */
@@ -603,14 +632,15 @@ int sw_deploy_status(const struct sw_fleet *f, const struct sw_status_opts *o, j
         if (!sw_net_loop_init(&l, NULL, &ne))
             sw_net_loop_close(&l);
     }
-    for (size_t hi = 0; hi < f->n_hosts; hi++) {
+    for (size_t hi = 0; hi <= f->n_hosts; hi++) {
         struct hostjob *j = &jobs[hi];
+        const struct sw_fleet_host *fh = hi < f->n_hosts ? &f->hosts[hi] : &this_machine;
         bool any = false;
         for (size_t i = 0; i < n_ep; i++)
-            any |= eps_c[i].ep->host == &f->hosts[hi];
+            any |= host_of(eps_c[i].ep) == fh;
         if (!any)
             continue;
-        j->c.fh = &f->hosts[hi];
+        j->c.fh = fh;
         j->c.budget = budget;
         j->eps = eps_c;
         j->n_eps = n_ep;
@@ -619,7 +649,7 @@ int sw_deploy_status(const struct sw_fleet *f, const struct sw_status_opts *o, j
         if (!j->started)
             host_job(j); /* no thread: this host in turn, still within its deadline */
     }
-    for (size_t hi = 0; hi < f->n_hosts; hi++)
+    for (size_t hi = 0; hi <= f->n_hosts; hi++)
         if (jobs[hi].started)
             pthread_join(jobs[hi].th, NULL);
     for (size_t i = 0; i < n_ep; i++) {
@@ -630,6 +660,7 @@ int sw_deploy_status(const struct sw_fleet *f, const struct sw_status_opts *o, j
             json_array_append_new(eps, x->out);
         }
         sw_unit_render_free(&x->ur);
+        sw__status_up_free(&x->up);
     }
     sw_free(eps_c);
     sw_free(jobs);
