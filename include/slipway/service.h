@@ -132,7 +132,7 @@ struct sw_status_opts {
  *     rendered}]}, "url", "route" ("direct" | "host"), "via", "health": {status, ms},
  *     "liveness": {ok, ms, detail},
  *     "devices": {tool, readings} | {tool: null, note}, "serving": bool, "seconds",
- *     on this machine (host local, or none) also "process": the `slipway up` record {supervisor:
+ *     on a local host also "process": the `slipway up` record {supervisor:
  *     "up", pid_file, verdict, why, pid, pgid, since, exe, url, log} when there is one, and
  *     "supervisor": "up" when it names its process now: the endpoint is then reported from the
  *     process (no "unit"; "shape" its argv against what `up` would launch now) and serves when

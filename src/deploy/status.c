@@ -290,15 +290,6 @@ struct epc {
     json_t *out;
 };
 
-/* An endpoint without a host runs on this machine, as `up` boots it. */
-static const struct sw_fleet_host this_machine = {.name = "(this machine)",
-                                                  .transport = SW_FLEET_LOCAL};
-
-static const struct sw_fleet_host *host_of(const struct sw_fleet_endpoint *ep)
-{
-    return ep->host ? ep->host : &this_machine;
-}
-
 /* One endpoint's status on its way: what each step of status_endpoint leaves for the next. */
 struct st {
     const struct sw_fleet_endpoint *ep;
@@ -573,7 +564,7 @@ static void *host_job(void *arg)
     struct hostjob *j = arg;
     j->c.t0 = sw_now_ns();
     for (size_t i = 0; i < j->n_eps; i++)
-        if (host_of(j->eps[i].ep) == j->c.fh)
+        if (j->eps[i].ep->host == j->c.fh)
             j->eps[i].out = status_endpoint(&j->eps[i], &j->c, j->http_ms);
     json_decref(j->c.devices);
     j->c.devices = NULL;
@@ -600,7 +591,7 @@ int sw_deploy_status(const struct sw_fleet *f, const struct sw_status_opts *o, j
     /* the renders first, here; then every host at once, each in its own thread bounded by its
      * own deadline, so one dead host costs its deadline once, not once per host before it */
     struct epc *eps_c = sw_calloc(f->n_endpoints ? f->n_endpoints : 1, sizeof(*eps_c));
-    struct hostjob *jobs = sw_calloc(f->n_hosts + 1, sizeof(*jobs)); /* + this machine */
+    struct hostjob *jobs = sw_calloc(f->n_hosts ? f->n_hosts : 1, sizeof(*jobs));
     size_t n_ep = 0;
     if (!eps_c || !jobs) {
         sw_free(eps_c);
@@ -611,7 +602,7 @@ int sw_deploy_status(const struct sw_fleet *f, const struct sw_status_opts *o, j
     }
     for (size_t i = 0; i < f->n_endpoints; i++) {
         const struct sw_fleet_endpoint *ep = &f->endpoints[i];
-        if (only ? strcmp(only, ep->name) : !ep->enabled)
+        if (!ep->host || (only ? strcmp(only, ep->name) : !ep->enabled))
             continue;
         struct epc *x = &eps_c[n_ep++];
         struct sw_err re;
@@ -621,7 +612,7 @@ int sw_deploy_status(const struct sw_fleet *f, const struct sw_status_opts *o, j
         if (!x->rendered)
             snprintf(x->render_err, sizeof(x->render_err), "%s", re.msg);
         /* on this machine, what `up` started is known by its pid file as well as by a unit */
-        if (host_of(ep)->transport == SW_FLEET_LOCAL)
+        if (ep->host->transport == SW_FLEET_LOCAL)
             sw__status_up_read(ep, &x->up);
     }
     /* net's process-wide setup (curl's and libevent's globals) once here, before the threads,
@@ -632,15 +623,14 @@ int sw_deploy_status(const struct sw_fleet *f, const struct sw_status_opts *o, j
         if (!sw_net_loop_init(&l, NULL, &ne))
             sw_net_loop_close(&l);
     }
-    for (size_t hi = 0; hi <= f->n_hosts; hi++) {
+    for (size_t hi = 0; hi < f->n_hosts; hi++) {
         struct hostjob *j = &jobs[hi];
-        const struct sw_fleet_host *fh = hi < f->n_hosts ? &f->hosts[hi] : &this_machine;
         bool any = false;
         for (size_t i = 0; i < n_ep; i++)
-            any |= host_of(eps_c[i].ep) == fh;
+            any |= eps_c[i].ep->host == &f->hosts[hi];
         if (!any)
             continue;
-        j->c.fh = fh;
+        j->c.fh = &f->hosts[hi];
         j->c.budget = budget;
         j->eps = eps_c;
         j->n_eps = n_ep;
@@ -649,7 +639,7 @@ int sw_deploy_status(const struct sw_fleet *f, const struct sw_status_opts *o, j
         if (!j->started)
             host_job(j); /* no thread: this host in turn, still within its deadline */
     }
-    for (size_t hi = 0; hi <= f->n_hosts; hi++)
+    for (size_t hi = 0; hi < f->n_hosts; hi++)
         if (jobs[hi].started)
             pthread_join(jobs[hi].th, NULL);
     for (size_t i = 0; i < n_ep; i++) {
