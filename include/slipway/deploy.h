@@ -322,6 +322,55 @@ struct sw_deploy_res {
 int sw_deploy_endpoint(const struct sw_deploy_req *q, struct sw_deploy_res *r, struct sw_err *e);
 void sw_deploy_res_free(struct sw_deploy_res *r);
 
+/* ---------------------------------------------------------------------------------------------
+ * The local loop (deploy/local.c): the answers `up`, `status` and the local runners of ladder and
+ * tune share.
+ */
+/* The program `up` runs for a llama.cpp endpoint on this machine: `declared` (the endpoint's
+ * `binary:` as the launch resolved it) when given; else "llama-server" when $PATH has one; else
+ * the pinned build's absolute path (sw_engine_llamacpp_find_server); else "llama-server" (spawn
+ * then names what is missing). Returns declared, "llama-server" or out. *how (may be NULL):
+ * "binary:", "$PATH", "pinned build" or "not found". */
+const char *sw_deploy_llamacpp_program(const char *declared, char *out, size_t n, const char **how);
+/* A rendered command line made to run what `up` would run: argv[0] "llama-server" of a
+ * llama.cpp endpoint without `binary:` replaced by sw_deploy_llamacpp_program's answer (other
+ * engines and a declared binary are left as rendered). *how as above. */
+int sw_deploy_local_program(const struct sw_fleet_endpoint *ep, struct sw_engine_cmd *cmd,
+                            const char **how, struct sw_err *e);
+/* RUN_DIR/NAME.pid, where `up` keeps endpoint NAME's record ('/' and ' ' as '_'). */
+int sw_deploy_pid_path(const char *name, char *out, size_t n, struct sw_err *e);
+
+/* What `up`'s record of an endpoint says now. */
+struct sw_up_record {
+    char pid_file[4096];
+    bool present;    /* the file exists */
+    bool unreadable; /* ... but sw_pidfile_read refused it (why says how): proves nothing */
+    enum sw_pid_verdict verdict; /* sw_pidfile_check's, when present and readable */
+    char why[512];               /* every verdict but ALIVE, and unreadable, explained */
+    struct sw_pidfile rec;
+};
+/* Read and check RUN_DIR/NAME.pid under the pid-file rules (sw_pidfile_read, sw_pidfile_check).
+ * 0 whatever it says (r->present false: no file); errors: the run directory's. */
+int sw_deploy_up_record(const char *name, struct sw_up_record *r, struct sw_err *e);
+
+struct sw_local_clear_opts {
+    bool stop_running; /* stop the endpoint's own `up` process (its pid file's proofs) */
+    unsigned grace_ms; /* SIGTERM -> SIGKILL for that stop (0: 10000) */
+};
+struct sw_local_clear {
+    char pid_file[4096];
+    pid_t pid; /* the `up` process found running (0: none) */
+    char url[320];
+    bool stopped; /* it was stopped */
+    double stop_s;
+};
+/* Before a local runner boots ep on its own address: the endpoint's `up` record naming a live
+ * process is stopped (o->stop_running) or refused (SW_EEXIST naming the pid, the pid file,
+ * `slipway down NAME` and --stop-running); then the address must be free: SW_EBUSY naming its
+ * holder otherwise. Nothing is booted here. */
+int sw_deploy_local_clear(const struct sw_fleet_endpoint *ep, const struct sw_local_clear_opts *o,
+                          struct sw_local_clear *r, struct sw_err *e);
+
 #ifdef __cplusplus
 }
 #endif

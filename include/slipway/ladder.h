@@ -122,6 +122,9 @@ struct sw_ladder_opts {
     const char *label;        /* the run's name in the ledger; NULL: "ENDPOINT/KNOB" (resumed) */
     int64_t min, max, step;   /* the grid; 0: the fleet knob's range and step, else defaults */
     struct sw_ledger *ledger; /* rungs are recorded and resumed here; NULL: neither */
+    /* LOCAL: the endpoint's own `slipway up` process (its pid file) is stopped before the first
+     * boot; without it such a process refuses the run before any boot (sw_deploy_local_clear) */
+    bool stop_running;
     enum sw_ladder_runner_kind runner;
     uint64_t memory_max;     /* LOCAL: the engine's memory cgroup limit (bytes); 0 none */
     uint64_t capacity;       /* the law's capacity (bytes); 0: memory_max, else the devices' */
@@ -184,6 +187,9 @@ struct sw_ladder_result {
     int64_t pred_lo, pred_hi, pred_point; /* the first prediction */
     int64_t next;                         /* dry run: the first rung it would boot, -1 none */
     char why_stopped[256];
+    /* LOCAL with stop_running: the endpoint's `slipway up` process stopped before the first
+     * rung (0: none was running) */
+    int stopped_up_pid;
 };
 
 /*

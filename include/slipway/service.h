@@ -133,7 +133,12 @@ struct sw_status_opts {
  *     "shape": {"as_rendered": bool, "installed": bool, "drift": [{file, line, installed,
  *     rendered}]}, "url", "route" ("direct" | "host"), "via", "health": {status, ms},
  *     "liveness": {ok, ms, detail},
- *     "devices": {tool, readings} | {tool: null, note}, "serving": bool, "seconds"}],
+ *     "devices": {tool, readings} | {tool: null, note}, "serving": bool, "seconds",
+ *     on a local host also "process": the `slipway up` record {supervisor:
+ *     "up", pid_file, verdict, why, pid, pgid, since, exe, url, log} when there is one, and
+ *     "supervisor": "up" when it names its process now: the endpoint is then reported from the
+ *     process (no "unit"; "shape" its argv against what `up` would launch now) and serves when
+ *     /health is 200 and a token comes back}],
  *    "serving": N, "total": N}
  * into *out (new reference). Secret values of the environment file never appear (drift lines
  * of a secret show ***). 0 when the status could be gathered (whatever it says); SW_ENOENT for

@@ -87,7 +87,12 @@ struct sw_tune_opts {
     const json_t *extra; /* keys set in every bench request (a grammar...), as bench's; NULL */
     bool dry_run;        /* plan and gate every single-variable candidate; boot nothing */
     enum sw_tune_boot boot;
-    const char *ledger;          /* NULL: sw_ledger_default_path(fleet) */
+    const char *ledger; /* NULL: sw_ledger_default_path(fleet) */
+    bool no_ledger;     /* journal nothing, resume nothing: no ledger is opened */
+    /* the local runner: the endpoint's own `slipway up` process (its pid file) is stopped
+     * before the first boot; without it such a process refuses the run before any boot
+     * (sw_deploy_local_clear) */
+    bool stop_running;
     const char *run_dir;         /* logs and the pid file; NULL: sw_deploy_run_dir */
     unsigned boot_timeout_s;     /* 0: 300 */
     FILE *progress;              /* a line per step for people (NULL: quiet) */

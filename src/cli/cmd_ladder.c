@@ -56,6 +56,10 @@ static const struct sw_opt opts[] = {
     {"ledger", 0, "PATH", 0, "the ledger (default: $SLIPWAY_LEDGER, else FLEET.ledger.sqlite)",
      NULL},
     {"no-ledger", 0, NULL, 0, "record nothing and resume nothing", NULL},
+    {"stop-running", 0, NULL, 0,
+     "local runner: stop the endpoint's own `slipway up` process first (without it,\n"
+     "a running one refuses the run before any boot)",
+     NULL},
     {"boot-timeout", 0, "DUR", 0, "one boot's bound (default 10m)", NULL},
     {"probe-timeout", 0, "DUR", 0, "the worst-case request's bound (default 5m)", NULL},
     {0},
@@ -75,7 +79,7 @@ const struct sw_cmd_spec sw_spec_ladder = {
                 "    [--set KEY=VALUE ...] [--runner auto|sim|local|rollout] [--sim-ledger PATH]\n"
                 "    [--memory-max BYTES]\n"
                 "    [--min V] [--max V] [--step V] [--ledger PATH | --no-ledger]\n"
-                "    [--boot-timeout DUR] [--probe-timeout DUR] [--json]",
+                "    [--stop-running] [--boot-timeout DUR] [--probe-timeout DUR] [--json]",
     .about = "Finds the largest value of one knob that boots AND survives the worst-case\n"
              "request. Starts from the memory law's prediction and its interval; each rung\n"
              "halves what is left between the largest value that passed and the smallest\n"
@@ -156,6 +160,7 @@ int sw_cmd_ladder(int argc, char **argv)
     o.max_boots = (int)mb;
     o.dry_run = sw_args_flag(&a, "dry-run");
     o.label = sw_args_str(&a, "label");
+    o.stop_running = sw_args_flag(&a, "stop-running");
     const char *ledger_path = sw_args_str(&a, "ledger");
     bool no_ledger = sw_args_flag(&a, "no-ledger");
     if (no_ledger && ledger_path)

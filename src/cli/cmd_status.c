@@ -26,6 +26,7 @@ static const struct sw_opt opts[] = {
      "`slipway report`, `slipway export prometheus`)",
      NULL},
     {"ledger", 0, "PATH", 0, "--record: the ledger (default: beside the fleet)", NULL},
+    {"no-ledger", 0, NULL, 0, "record nothing (the default without --record)", NULL},
     {0},
 };
 
@@ -39,11 +40,16 @@ static const char *const examples[] = {
 const struct sw_cmd_spec sw_spec_status = {
     .name = "status",
     .summary = "each endpoint on its host now: unit state, shape vs render, health, liveness",
-    .synopsis = "[FLEET.yaml] [ENDPOINT] [--deadline DUR] [--record [--ledger PATH]] [--json]",
+    .synopsis =
+        "[FLEET.yaml] [ENDPOINT] [--deadline DUR] [--record [--ledger PATH] | --no-ledger]\n"
+        "    [--json]",
     .about = "Reads each host (its own deadline): systemctl show of the endpoint's unit, the\n"
              "installed unit and env file compared line by line with the render (secrets shown\n"
              "as ***), GET /health and a one-token generation, device memory from nvidia-smi,\n"
              "rocm-smi or amd-smi when the host has one. Nothing on a host is changed.\n"
+             "A local endpoint `slipway up` started (its pid file still names the process) is\n"
+             "reported from the process instead of a unit: pid, since, its argv against what\n"
+             "`up` would launch now; it serves when /health and the generation answer.\n"
              "--record adds one row per reached unit to the ledger (state, NRestarts, PID).\n"
              "FLEET.yaml defaults to ./fleet.yaml.\n"
              "Exit: 0 all serving, 1 any not serving or unreachable, 2 usage.",
@@ -76,6 +82,40 @@ static void print_devices(const json_t *d)
     }
 }
 
+/* An endpoint `slipway up` supervises (its pid file names the process): the process, not a unit. */
+static void print_up(const json_t *ej)
+{
+    const json_t *pj = json_object_get(ej, "process");
+    const json_t *sh = json_object_get(ej, "shape");
+    const json_t *h = json_object_get(ej, "health");
+    const json_t *l = json_object_get(ej, "liveness");
+    printf(" %-18s pid %-7lld %-12s health %d (%.0f ms)  liveness %s (%.0f ms)\n",
+           "supervised by up", (long long)json_integer_value(json_object_get(pj, "pid")),
+           json_is_true(json_object_get(sh, "as_rendered")) ? "as rendered" : "DRIFT",
+           (int)json_integer_value(json_object_get(h, "status")),
+           json_real_value(json_object_get(h, "ms")),
+           json_is_true(json_object_get(l, "ok")) ? "ok" : "FAIL",
+           json_real_value(json_object_get(l, "ms")));
+    printf("    pid file %s at %s, since %s\n    %s, log %s\n", sw_json_str(pj, "pid_file", ""),
+           sw_json_str(ej, "url", ""), sw_json_str(pj, "since", ""), sw_json_str(pj, "exe", ""),
+           sw_json_str(pj, "log", ""));
+    fputs("    liveness: ", stdout);
+    sw_fput_term(stdout, sw_json_str(l, "detail", ""), 0);
+    putchar('\n');
+    size_t i;
+    const json_t *d;
+    json_array_foreach(json_object_get(sh, "drift"), i, d)
+    {
+        const char *in = json_string_value(json_object_get(d, "installed"));
+        const char *re = json_string_value(json_object_get(d, "rendered"));
+        printf("    drift argv[%lld]\n      running:  %s\n      rendered: %s\n",
+               (long long)json_integer_value(json_object_get(d, "line")) - 1, in ? in : "(none)",
+               re ? re : "(none)");
+    }
+    if (sw_json_str(sh, "error", "")[0])
+        printf("    shape: %s\n", sw_json_str(sh, "error", ""));
+}
+
 static void print_endpoint(const json_t *ej)
 {
     const json_t *u = json_object_get(ej, "unit");
@@ -88,6 +128,11 @@ static void print_endpoint(const json_t *ej)
         printf(" host not reached (%s) after %.2f s\n    %s: %s\n",
                sw_json_str(ej, "unreachable", ""), json_real_value(json_object_get(ej, "seconds")),
                sw_json_str(ej, "transport", ""), sw_json_str(ej, "error", ""));
+        return;
+    }
+    if (!strcmp(sw_json_str(ej, "supervisor", ""), "up")) {
+        print_up(ej);
+        print_devices(json_object_get(ej, "devices"));
         return;
     }
     char unit[80];
@@ -127,6 +172,10 @@ static void print_endpoint(const json_t *ej)
     }
     if (sw_json_str(ej, "render_error", "")[0])
         printf("    render: %s\n", sw_json_str(ej, "render_error", ""));
+    const json_t *pj = json_object_get(ej, "process");
+    if (pj && sw_json_str(pj, "why", "")[0])
+        printf("    `slipway up` record %s: %s\n", sw_json_str(pj, "pid_file", ""),
+               sw_json_str(pj, "why", ""));
     print_devices(json_object_get(ej, "devices"));
 }
 
@@ -160,6 +209,8 @@ int sw_cmd_status(int argc, char **argv)
     const char *ledger = sw_args_str(&a, "ledger");
     if (ledger && !record)
         return sw_args_usage(&a, "--ledger goes with --record");
+    if (record && sw_args_flag(&a, "no-ledger"))
+        return sw_args_usage(&a, "--record and --no-ledger together");
     if (sw_fleet_load(path, NULL, &f, &e))
         return sw_cli_fail(&e, json);
     struct sw_status_opts o = {.deadline_ms = deadline_ms, .only = only};

@@ -1,7 +1,8 @@
 /*
  * slipway tune ENDPOINT [FLEET] --objective decode_tps@DEPTH|goodput[@DEPTH][:SLO]
  *              [--budget-boots N] [--repeats N] [--concurrency LIST | --max-concurrency N]
- *              [--tokens N] [--sim | --runner auto|local|sim|rollout] [--extra JSON] [--ledger PATH] [--dry-run] [--json] [--html OUT]
+ *              [--tokens N] [--sim | --runner auto|local|sim|rollout] [--extra JSON]
+ *              [--ledger PATH | --no-ledger] [--stop-running] [--dry-run] [--json] [--html OUT]
  *              [--apply]
  *
  *   Search the endpoint's declared knobs for a better objective (include/slipway/tune.h,
@@ -42,6 +43,11 @@ static const struct sw_opt opts[] = {
      NULL},
     {"ledger", 0, "PATH", 0, "the journal (default: $SLIPWAY_LEDGER, else FLEET.ledger.sqlite)",
      NULL},
+    {"no-ledger", 0, NULL, 0, "journal nothing and resume nothing (no ledger is opened)", NULL},
+    {"stop-running", 0, NULL, 0,
+     "local runner: stop the endpoint's own `slipway up` process first (without it,\n"
+     "a running one refuses the run before any boot)",
+     NULL},
     {"dry-run", 0, NULL, 0, "plan and gate every single-variable probe; boot nothing", NULL},
     {"html", 0, "OUT", 0, "also write the report as one self-contained HTML page", NULL},
     {"apply", 0, NULL, 0,
@@ -60,10 +66,11 @@ static const char *const examples[] = {
 const struct sw_cmd_spec sw_spec_tune = {
     .name = "tune",
     .summary = "search an endpoint's declared knobs for a better objective, in few boots",
-    .synopsis = "ENDPOINT [FLEET.yaml] --objective decode_tps@DEPTH|goodput[:SLO]\n"
-                "    [--budget-boots N] [--repeats N] [--concurrency LIST | --max-concurrency N]\n"
-                "    [--tokens N] [--sim | --runner R] [--extra JSON] [--ledger PATH] [--dry-run]\n"
-                "    [--json] [--html OUT] [--apply]",
+    .synopsis =
+        "ENDPOINT [FLEET.yaml] --objective decode_tps@DEPTH|goodput[:SLO]\n"
+        "    [--budget-boots N] [--repeats N] [--concurrency LIST | --max-concurrency N]\n"
+        "    [--tokens N] [--sim | --runner R] [--extra JSON] [--ledger PATH | --no-ledger]\n"
+        "    [--stop-running] [--dry-run] [--json] [--html OUT] [--apply]",
     .about = "Moves only the knobs the fleet declares (knobs:), never a frozen one; the payload,\n"
              "its quantization and the image are frozen always. Every candidate is planned and\n"
              "gated (slipway check) before a boot is spent; a rejected one is listed with its\n"
@@ -147,6 +154,12 @@ int sw_cmd_tune(int argc, char **argv)
         o.boot = b;
     }
     o.ledger = sw_args_str(&a, "ledger");
+    o.no_ledger = sw_args_flag(&a, "no-ledger");
+    o.stop_running = sw_args_flag(&a, "stop-running");
+    if (o.no_ledger && o.ledger) {
+        json_decref(extra);
+        return sw_args_usage(&a, "--ledger and --no-ledger together");
+    }
     o.dry_run = sw_args_flag(&a, "dry-run");
     o.progress = stderr;
     o.stop = &sw_cli_stop;

@@ -37,16 +37,6 @@ static void note(const struct sw_deploy_req *q, const char *kind, const char *fm
     q->on_note(q->ctx, kind, buf);
 }
 
-/* llama-server as `up` execs it: the bare name when $PATH has it (the pid file records what ran),
- * else the pinned build's absolute path; NULL when neither has it. */
-static const char *find_llama_server(char *out, size_t n)
-{
-    bool on_path = false;
-    if (!sw_engine_llamacpp_find_server(out, n, &on_path))
-        return NULL;
-    return on_path ? "llama-server" : out;
-}
-
 /* The endpoint to boot: the one named, or the only enabled one. */
 static int pick_endpoint(const struct sw_fleet *f, const char *name,
                          const struct sw_fleet_endpoint **out, struct sw_err *e)
@@ -102,10 +92,8 @@ static int fleet_cmd(const struct sw_deploy_req *q, struct sw_deploy_res *r, str
     rc = sw_engine_launch_from_fleet(ep, &r->launch, e);
     if (rc)
         return rc;
-    if (!r->launch.binary)
-        r->launch.binary = find_llama_server(bin, sizeof(bin));
-    if (!r->launch.binary)
-        r->launch.binary = "llama-server"; /* spawn names what is missing */
+    /* the one rule (deploy/local): the local runners of ladder and tune run the same */
+    r->launch.binary = sw_deploy_llamacpp_program(r->launch.binary, bin, sizeof(bin), NULL);
     rc = sw_engine_llamacpp_render(&r->launch, &r->cmd, e);
     if (rc) {
         sw_err_prefix(e, "endpoint %s", ep->name);
@@ -123,9 +111,11 @@ static int fleet_cmd(const struct sw_deploy_req *q, struct sw_deploy_res *r, str
 static int verbatim_cmd(const struct sw_deploy_req *q, struct sw_deploy_res *r, struct sw_err *e)
 {
     static char bin[4096];
-    const char *exe = NULL;
+    const char *exe = NULL, *how = "";
     if (q->argc && !strcmp(q->argv[0], "llama-server"))
-        exe = find_llama_server(bin, sizeof(bin));
+        exe = sw_deploy_llamacpp_program(NULL, bin, sizeof(bin), &how);
+    if (!strcmp(how, "not found"))
+        exe = NULL;
     return sw_engine_llamacpp_verbatim((int)q->argc, q->argv, exe, q->api_key, &r->cmd, &r->launch,
                                        e);
 }
@@ -188,8 +178,11 @@ static int paths(const struct sw_deploy_req *q, struct sw_deploy_res *r, struct 
     }
     if (q->pid_file)
         snprintf(r->pid_path, sizeof(r->pid_path), "%s", q->pid_file);
-    else
-        snprintf(r->pid_path, sizeof(r->pid_path), "%s/%s.pid", run_dir, r->name);
+    else {
+        int rc = sw_deploy_pid_path(r->name, r->pid_path, sizeof(r->pid_path), e);
+        if (rc)
+            return rc;
+    }
     if (q->log)
         snprintf(r->log_path, sizeof(r->log_path), "%s", q->log);
     else

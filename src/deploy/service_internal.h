@@ -40,6 +40,18 @@ struct sw_readings;
 int sw__svc_devices(struct sw_host *h, const char *where, int64_t deadline_ms,
                     struct sw_readings *rs, char *tool, size_t tn, char *note, size_t nn);
 
+/* A local endpoint's `slipway up` record as status reports it (status_up.c): process {supervisor:
+ * "up", pid_file, verdict (alive, gone, reused, mismatch, refused), why, pid, pgid, since,
+ * started_unix, exe, url, log, detached} or NULL when there is no record; shape (alive only) the
+ * running argv against the one `up` would launch now, in status's shape form. alive: the record
+ * names its process now. Free with sw__status_up_free. SW_ENOMEM only. */
+struct sw__status_up {
+    bool alive;
+    json_t *process, *shape;
+};
+int sw__status_up_read(const struct sw_fleet_endpoint *ep, struct sw__status_up *out);
+void sw__status_up_free(struct sw__status_up *u);
+
 /* Milliseconds left of a budget that started at t0 (sw_now_ns); at least 1. */
 int64_t sw__svc_left_ms(uint64_t t0, int64_t budget_ms);
 

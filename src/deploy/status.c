@@ -192,6 +192,7 @@ struct epc {
     struct sw_unit_render ur;
     bool rendered;
     char render_err[1024];
+    struct sw__status_up up; /* a local endpoint's `slipway up` record, read here too */
     json_t *out;
 };
 
@@ -218,6 +219,8 @@ static void st_head(struct st *s, const struct epc *x)
     sw_err_clear(&e);
     sw_json_set_str(s->ej, "endpoint", s->ep->name);
     sw_json_set_str(s->ej, "host", s->c->fh->name);
+    if (x->up.process)
+        json_object_set(s->ej, "process", x->up.process);
     sw_json_set_bool(s->ej, "serving", false);
     snprintf(s->unit, sizeof(s->unit), "%s.service",
              s->ep->service.name.v ? s->ep->service.name.v : s->ep->name);
@@ -417,6 +420,20 @@ static json_t *status_endpoint(struct epc *x, struct hostc *c, unsigned http_ms)
         goto out;
     }
     sw_json_set_bool(s.ej, "reached", true);
+    if (x->up.alive) {
+        /* supervised by `slipway up`: the process is the state, its argv the shape */
+        sw_json_set_str(s.ej, "supervisor", "up");
+        json_object_set(s.ej, "shape", x->up.shape);
+        st_proofs(&s, http_ms);
+        st_devices(&s);
+        bool serving = s.hs == 200 && s.live;
+        sw_json_set_bool(s.ej, "serving", serving);
+        sw_json_set_str(s.ej, "state",
+                        serving       ? "serving"
+                        : s.hs != 200 ? "not answering"
+                                      : "no generation");
+        goto out;
+    }
     if (!st_unit(&s) || !st_shape(&s)) {
         not_reached(s.ej, c);
         goto out;
@@ -509,7 +526,11 @@ int sw_deploy_status(const struct sw_fleet *f, const struct sw_status_opts *o, j
         const struct sw_fleet_endpoint *ep = &f->endpoints[i];
         if (!ep->host || (only ? strcmp(only, ep->name) : !ep->enabled))
             continue;
-        eps_c[n_ep++].ep = ep;
+        struct epc *x = &eps_c[n_ep++];
+        x->ep = ep;
+        /* on this machine, what `up` started is known by its pid file as well as by a unit */
+        if (ep->host->transport == SW_FLEET_LOCAL)
+            sw__status_up_read(ep, &x->up);
     }
     /* net's process-wide setup (curl's and libevent's globals) once here, before the threads,
      * rather than raced for under its pthread_once by the first two hosts */
@@ -547,6 +568,7 @@ int sw_deploy_status(const struct sw_fleet *f, const struct sw_status_opts *o, j
             json_array_append_new(eps, x->out);
         }
         sw_unit_render_free(&x->ur);
+        sw__status_up_free(&x->up);
     }
     sw_free(eps_c);
     sw_free(jobs);

@@ -18,6 +18,8 @@ static const char *not_recordable(const json_t *ej, const json_t *u)
     const char *active = sw_json_str(u, "active", "");
     if (!json_is_true(json_object_get(ej, "reached")))
         return "the host was not reached";
+    if (!strcmp(sw_json_str(ej, "supervisor", ""), "up"))
+        return "supervised by `slipway up`: no unit to observe";
     if (!u || sw_json_str(u, "error", "")[0] || !active[0] || !strcmp(active, "unknown"))
         return "systemd did not describe the unit";
     if (!strcmp(sw_json_str(u, "load", ""), "not-found"))

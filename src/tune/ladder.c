@@ -10,6 +10,7 @@
  * (ladder_law.c), the ledger (ladder_journal.c), the result's JSON and table (ladder_report.c).
  * The runners (how one rung boots) are in ladder_run.c; this file never boots anything itself.
  */
+#include <slipway/deploy.h>
 #include <slipway/fleet.h>
 #include <slipway/gate.h>
 #include <slipway/ladder.h>
@@ -248,10 +249,27 @@ int sw_ladder_run(const struct sw_fleet *f, struct sw_fleet_endpoint *ep,
               : rk == SW_LADDER_RUN_LOCAL ? sw_ladder_run_local
                                           : sw_ladder_run_rollout;
     int max_boots = o->max_boots > 0 ? o->max_boots : 8;
+    bool clear = run == sw_ladder_run_local && !o->run && !o->dry_run;
     for (bool first = r->n == 0;; first = false) {
         int64_t i = sw__ladder_choose(&L, first);
         if (stops(&L, i, max_boots))
             break;
+        if (clear) {
+            /* the local runner boots on the endpoint's own address: its `up` process stopped
+             * first when asked, else refused; anything else on the port said now */
+            struct sw_local_clear lc;
+            struct sw_local_clear_opts lo = {.stop_running = o->stop_running};
+            clear = false;
+            rc = sw_deploy_local_clear(ep, &lo, &lc, e);
+            if (rc)
+                goto out;
+            if (lc.stopped) {
+                r->stopped_up_pid = (int)lc.pid;
+                if (o->progress)
+                    fprintf(o->progress, "ladder: stopped %s's `slipway up` process (pid %d, %s)\n",
+                            ep->name, (int)lc.pid, lc.pid_file);
+            }
+        }
         rc = rung(&L, i, run, ctx, e);
         if (rc)
             goto out;

@@ -93,6 +93,8 @@ json_t *sw_ladder_result_json(const struct sw_ladder_result *r)
     }
     sw_json_set_new(o, "rungs", rungs);
     sw_json_set_str(o, "why_stopped", r->why_stopped);
+    if (r->stopped_up_pid)
+        sw_json_set_int(o, "stopped_up_pid", r->stopped_up_pid);
     return o;
 }
 

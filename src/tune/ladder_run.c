@@ -573,6 +573,9 @@ static int local_start(struct local_rung *l, int *urc, struct sw_err *ue, struct
     if (!rc && !l->r.pl.cmd.argv)
         rc = sw_err_set(e, SW_EINVAL, "%s: no command line to run (%s)", l->r.ep->name,
                         l->r.pl.cmd_why);
+    /* the program `up` runs (deploy/local), not whatever $PATH has */
+    if (!rc)
+        rc = sw_deploy_local_program(l->r.ep, &l->r.pl.cmd, NULL, e);
     if (!rc)
         rc = sw_fleet_endpoint_addr(l->r.ep, &fa, e);
     if (!rc)

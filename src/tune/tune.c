@@ -129,6 +129,27 @@ static int prepare(struct sw__tune_run *r, struct sw_err *e)
     return 0;
 }
 
+/* The local runner boots on the endpoint's own address: its `up` process stopped first when
+ * asked, else refused; a port held by anything else said now, before any boot. */
+static int clear_local(struct sw__tune_run *r, json_t *rep, struct sw_err *e)
+{
+    struct sw_local_clear lc;
+    struct sw_local_clear_opts lo = {.stop_running = r->o->stop_running};
+    if (r->boot != SW_TUNE_BOOT_LOCAL || r->o->dry_run)
+        return 0;
+    int rc = sw_deploy_local_clear(r->base, &lo, &lc, e);
+    if (rc)
+        return rc;
+    if (lc.stopped) {
+        sw__tune_note(r, "stopped %s's `slipway up` process (pid %d, %s) in %.1f s", r->base->name,
+                      (int)lc.pid, lc.pid_file, lc.stop_s);
+        json_object_set_new(rep, "stopped_up",
+                            json_pack("{s:i, s:s, s:f}", "pid", (int)lc.pid, "pid_file",
+                                      lc.pid_file, "seconds", lc.stop_s));
+    }
+    return 0;
+}
+
 /* The report before the search: what runs, against what, in which journal. */
 static void report_head(const struct sw__tune_run *r, json_t *rep, const char *ledger,
                         const char *space, bool resumed)
@@ -196,6 +217,8 @@ int sw_tune_run(const struct sw_tune_opts *o, json_t **out, struct sw_err *e)
         rc = pick_runner(r, e);
     if (!rc)
         rc = prepare(r, e);
+    if (!rc)
+        rc = clear_local(r, rep, e);
     if (rc)
         goto out;
     sw__tune_space_key(r, space, sizeof(space));

@@ -29,6 +29,10 @@ int sw__tune_journal_open(struct sw__tune_run *r, const char *space, char *path,
                           bool *resumed, struct sw_err *e)
 {
     *resumed = false;
+    if (r->o->no_ledger) {
+        path[0] = '\0';
+        return 0; /* nothing journaled, nothing resumed */
+    }
     int rc = open_ledger(r, path, n, e);
     if (rc || !r->have_ledger || r->o->dry_run)
         return rc;

@@ -12,6 +12,7 @@
  */
 #include "tune_run_internal.h"
 
+#include <slipway/deploy.h>
 #include <slipway/gate.h>
 
 #include <math.h>
@@ -186,6 +187,9 @@ static void plan_and_gate(struct sw__tune_run *r, const struct sw__tune_cand *c,
                                   "quantization", m->ep->payload.quantization.v));
     m->plan_rc = sw_plan_endpoint(m->f, m->ep, NULL, &m->plan, &pe);
     m->planned = true;
+    /* booted here: the program `up` runs (deploy/local), not whatever $PATH has */
+    if (!m->plan_rc && r->boot == SW_TUNE_BOOT_LOCAL && m->plan.cmd.argc)
+        m->plan_rc = sw_deploy_local_program(m->ep, &m->plan.cmd, NULL, &pe);
     if (m->plan.cmd.argc) {
         struct sw_buf b;
         sw_buf_init(&b, 1 << 16);
