@@ -1,6 +1,7 @@
 /*
  * report/export_k8s: an endpoint as Kubernetes objects for kubectl (`slipway render --target
- * k8s`), only once the gates pass (a shape `slipway check` rejects is not rendered), with the
+ * k8s`), only once the gates pass (a shape `slipway check` rejects is not rendered; a failure the
+ * fleet waives passes, and the document's "waivers" says which), with the
  * startupProbe sized from the slowest boot the ledger measured (sw_report_boot_ms), and the
  * objects as YAML. The objects themselves are unit's (sw_unit_render_k8s).
  *
@@ -36,6 +37,10 @@ int sw_export_k8s(const struct sw_fleet *f, const struct sw_fleet_endpoint *ep,
     rc = sw_unit_render_k8s(f, ep, &ko, &out->doc, e);
     if (rc)
         return rc;
+    /* what the gates let through on the operator's word (gate.h sw_gate_waive) */
+    json_t *wv = json_object_get(out->check, "waivers");
+    if (sw_json_set_new(out->doc, "waivers", wv ? json_incref(wv) : json_array()))
+        return sw_err_set(e, SW_ENOMEM, "out of memory");
     const json_t *objects = json_object_get(out->doc, "objects");
     if (sw_unit_k8s_yaml(objects, out->yaml))
         return sw_err_set(e, SW_ENOMEM, "out of memory");
