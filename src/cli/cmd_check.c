@@ -56,6 +56,8 @@ const struct sw_cmd_spec sw_spec_check = {
              "  payload    spec-decode flags vs MTP tensors, the projector (when files are here)\n"
              "FLEET.yaml defaults to ./fleet.yaml. The ledger is --ledger PATH, else\n"
              "$SLIPWAY_LEDGER, else beside the fleet file (FLEET.ledger.sqlite), read-only.\n"
+             "A failure the fleet waives (waive: [{gate, reason, until}]) is WAIVED, not failed;\n"
+             "an expired or unmatched waiver is unusable input.\n"
              "Exit: 0 all gates pass, 1 a gate failed, 2 unusable input.",
     .opts = opts,
     .max_args = 2,

@@ -260,9 +260,10 @@ static int gates(struct sw__ro *c, struct sw_err *e)
     size_t wo = 0;
     for (size_t i = 0; i < json_array_size(waivers) && wo < sizeof(wsum); i++) {
         const json_t *w = json_array_get(waivers, i);
-        int n = snprintf(wsum + wo, sizeof(wsum) - wo, "%s%s until %s",
-                         i ? ", " : "; waived: ", json_string_value(json_object_get(w, "gate")),
-                         json_string_value(json_object_get(w, "until")));
+        int n = snprintf(wsum + wo, sizeof(wsum) - wo, "%s%s until %s (\"%.160s\")",
+                         i ? ", " : "; WAIVED: ", json_string_value(json_object_get(w, "gate")),
+                         json_string_value(json_object_get(w, "until")),
+                         json_string_value(json_object_get(w, "reason")));
         if (n > 0)
             wo += (size_t)n;
     }

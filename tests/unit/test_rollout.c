@@ -116,7 +116,7 @@ static void test_waiver_recorded(void **state)
     const json_t *st = json_array_get(r.steps, 0);
     assert_string_equal(json_string_value(json_object_get(st, "step")), "gate");
     assert_non_null(strstr(json_string_value(json_object_get(st, "detail")),
-                           "waived: known_bad until 2099-12-31"));
+                           "WAIVED: known_bad until 2099-12-31 (\"the kv_alloc death"));
     assert_true(r.attempt > 0);
     json_t *a = NULL;
     assert_int_equal(sw_ledger_deploy_get(&l, r.attempt, &a, &e), 0);
