@@ -477,6 +477,7 @@ static void test_cli(void **state)
     if (r.status != 0)
         fail_msg("render k8s: %s", r.err);
     assert_non_null(strstr(r.out, "kind: \"Deployment\""));
+    assert_non_null(strstr(r.out, "slipway.dev/waivers: \"window until "));
     assert_non_null(strstr(r.err, "WAIVED window"));
     assert_non_null(strstr(r.err, "183,501-token compaction request"));
     swt_run_free(&r);
