@@ -505,6 +505,34 @@ struct sw_fleet_service {
                                      * cgroup, which the unit's limit does not reach */
 };
 
+/*
+ * A verdict the operator accepts on purpose (`waive:`, per endpoint): a failing gate of this name
+ * on this endpoint is "waived", with the reason and until when. `rule` narrows a known_bad waiver
+ * to one ledger rule (its id, `slipway ledger rule`); 0 = every failure of the gate. The gate
+ * decides (gate.h sw_gate_waiver): an expired waiver, or one that matches no failure, is an error.
+ */
+struct sw_fleet_waiver {
+    const char *gate;   /* one of sw_fleet_gate_names */
+    const char *reason; /* required, free text */
+    const char *until;  /* required, YYYY-MM-DD (the last day it holds) */
+    uint64_t rule;      /* known_bad: a ledger rule id; 0 = any */
+    struct sw_fleet_at at;
+};
+/* The names of the gates (gate.h) a waiver may name, NULL-terminated. The gate module's own list
+ * is checked against it by tests/unit/test_waive.c. */
+extern const char *const sw_fleet_gate_names[];
+
+/*
+ * The contract the pool is judged by (`contract:`): full_length requests of max_model_len that
+ * must fit in the pool at once (1 <= full_length <= seqs). Unset: every slot at full length
+ * (seqs x max_model_len), the assumption an operator whose slots buy headroom rather than
+ * throughput states away ("a capacity contract, not a throughput one").
+ */
+struct sw_fleet_contract {
+    struct sw_fleet_u64 full_length;
+    struct sw_fleet_at at;
+};
+
 struct sw_fleet_endpoint {
     const char *name;
     struct sw_fleet_at at;
@@ -562,6 +590,9 @@ struct sw_fleet_endpoint {
      * LeaderWorkerSet). `devices` are ONE node's GPUs, every node alike, so tensor x pipeline
      * parallel = n_devices x nodes. Unset = 1. */
     struct sw_fleet_u64 nodes;
+    struct sw_fleet_waiver *waivers; /* `waive:` (gate.h applies them) */
+    size_t n_waivers;
+    struct sw_fleet_contract contract; /* full_length.set false: seqs x max_model_len */
 };
 /* ---------------------------------------------------------------------------------------------
  * Where an endpoint answers: the ONE address every verb uses (render's --host/--port, install,

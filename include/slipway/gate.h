@@ -54,8 +54,9 @@ enum sw_gate_verdict {
     SW_GATE_PASS = 0,
     SW_GATE_SKIP = 1, /* could not be judged (missing input); says why; not a failure */
     SW_GATE_FAIL = 2,
+    SW_GATE_WAIVED = 3, /* failed, and a fleet waiver (sw_gate_waive) accepts it; not a failure */
 };
-/* "pass", "skip", "fail". */
+/* "pass", "skip", "fail", "waived". */
 const char *sw_gate_verdict_name(enum sw_gate_verdict v);
 
 /* The band used when an endpoint declares no free_band: the operator's 2-3 GiB (plan.h's
@@ -69,6 +70,11 @@ struct sw_gate_opts {
     /* The endpoint's shape as the fleet file gives it, before any sw_gate_set override (NULL:
      * none were made). The arena gate says what an override of the pool alone buys. */
     const struct sw_fleet_shape *before;
+    /* Waivers (sw_gate_waive): the day they are judged on, YYYY-MM-DD (NULL: $SLIPWAY_TODAY,
+     * else the UTC clock), and whether a waiver that matches no failure is let be (a candidate
+     * shape under trial, tune and ladder, or a --set override, may not need it). */
+    const char *today;
+    bool waivers_loose;
 };
 
 /*
@@ -76,12 +82,46 @@ struct sw_gate_opts {
  *   {"endpoint", "engine", "shape": {ledger shape}, "shape_hash", "verdict": pass|fail,
  *    "gates": [{"gate", "verdict", "line", "fix" (string|null), "numbers": {...},
  *               "evidence": [...]}]}
- * A gate that cannot judge is "skip" with the reason in "line". Returns 0 when the gates ran
- * (whatever their verdicts), or an error when the input is unusable (SW_EINVAL, SW_EPARSE,
- * SW_EDB: a ledger that cannot be read...).
+ * A gate that cannot judge is "skip" with the reason in "line". A failure the endpoint's
+ * waivers cover is "waived" with "waiver": {gate, reason, until, file, line, rule?}, and the
+ * document's "waivers" lists each waiver applied (sw_gate_waive): the endpoint's "verdict" is
+ * "pass" when every failure is waived. Returns 0 when the gates ran (whatever their verdicts),
+ * or an error when the input is unusable (SW_EINVAL, SW_EPARSE, SW_EDB: a ledger that cannot be
+ * read...; SW_EINVAL naming the fleet line for an expired or unmatched waiver).
  */
 int sw_gate_endpoint(const struct sw_fleet *f, const struct sw_fleet_endpoint *ep,
                      const struct sw_gate_opts *o, json_t **out, struct sw_err *e);
+
+/*
+ * Waivers: a verdict the operator accepts on purpose (fleet `waive:`). These are the ONE rule
+ * every verb applies (check, render, deploy/rollout, apply, report); sw_gate_endpoint calls
+ * sw_gate_waive on its own results, so a caller of sw_gate_endpoint gets them applied.
+ *
+ * sw_gate_waiver: the waiver of ep that covers a failure of gate `gate`, or NULL. `result` is the
+ * failing gate's result object (its numbers.rule_id picks a known_bad waiver narrowed by `rule:`;
+ * NULL: only a whole-gate waiver can match). A rule's own waiver beats the whole gate's. Expiry
+ * is not judged here (sw_gate_waive does): a caller with its own verdicts (apply's fleet-wide
+ * gates) asks this, and refuses what is past its day with sw_gate_today.
+ *
+ * sw_gate_waive: apply ep's waivers to a result document of sw_gate_endpoint's form: every
+ * "fail" a waiver covers becomes "waived" with its "waiver"; "verdict" becomes "pass" when no
+ * "fail" is left, and "waivers" lists the waivers applied. Errors (SW_EINVAL, the message
+ * "FILE:LINE:COL: waiver for gate G on EP ..."): a waiver whose until is before `today`
+ * (YYYY-MM-DD; NULL: expiry is not judged), or, unless `loose`, a waiver that covers no failure
+ * ("matches nothing: remove it"). SW_ENOMEM.
+ *
+ * sw_gate_today: the day waivers are judged on: o->today, else $SLIPWAY_TODAY, else the UTC
+ * clock; out gets "YYYY-MM-DD". SW_EINVAL for a value that is not a day.
+ *
+ * sw_gate_verdict_blocks: does this verdict string stop a deploy? Only "fail" ("waived" does not).
+ */
+struct sw_fleet_waiver;
+const struct sw_fleet_waiver *sw_gate_waiver(const struct sw_fleet_endpoint *ep, const char *gate,
+                                             const json_t *result);
+int sw_gate_waive(const struct sw_fleet_endpoint *ep, json_t *doc, const char *today, bool loose,
+                  struct sw_err *e);
+int sw_gate_today(const struct sw_gate_opts *o, char out[11], struct sw_err *e);
+bool sw_gate_verdict_blocks(const char *verdict);
 
 /*
  * Override one setting of an endpoint, "KEY=VALUE": a shape field or alias (`slots=3`,

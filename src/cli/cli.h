@@ -134,6 +134,9 @@ void sw_cli_release_stop(void);
 /* Print "slipway: <formatted error>" on stderr, or the error as JSON on stdout when json is set.
  * Returns the exit code that fits the error (2 for input errors, 1 otherwise). */
 int sw_cli_fail(const struct sw_err *e, bool json);
+/* A gate result's waiver (gate.h sw_gate_waive), when it has one, as one line indented by
+ * `indent` spaces: `waived: "REASON" (until DATE; FILE:LINE)`. Nothing when it has none. */
+void sw_cli_print_waiver(FILE *out, int indent, const json_t *gate_result);
 /* Print a usage error and return SW_EXIT_USAGE. */
 int sw_cli_usage(const char *verb, const char *fmt, ...) SW_PRINTF(2, 3);
 /* --api-key-env VAR: *key from the environment variable VAR names (a key never comes from argv);

@@ -56,6 +56,8 @@ const struct sw_cmd_spec sw_spec_check = {
              "  payload    spec-decode flags vs MTP tensors, the projector (when files are here)\n"
              "FLEET.yaml defaults to ./fleet.yaml. The ledger is --ledger PATH, else\n"
              "$SLIPWAY_LEDGER, else beside the fleet file (FLEET.ledger.sqlite), read-only.\n"
+             "A failure the fleet waives (waive: [{gate, reason, until}]) is WAIVED, not failed;\n"
+             "an expired or unmatched waiver is unusable input.\n"
              "Exit: 0 all gates pass, 1 a gate failed, 2 unusable input.",
     .opts = opts,
     .max_args = 2,
@@ -73,7 +75,7 @@ static void print_endpoint(const json_t *r)
     if (law)
         printf("   law: cannot run: %s\n", law);
     const json_t *gs = json_object_get(r, "gates");
-    size_t nf = 0, ns = 0;
+    size_t nf = 0, ns = 0, nw = 0;
     for (size_t i = 0; i < json_array_size(gs); i++) {
         const json_t *g = json_array_get(gs, i);
         const char *v = json_string_value(json_object_get(g, "verdict"));
@@ -84,8 +86,12 @@ static void print_endpoint(const json_t *r)
             *c = (char)(*c - 'a' + 'A');
         nf += !strcmp(v, "fail");
         ns += !strcmp(v, "skip");
-        printf("   %-4s %-9s %s\n", up, json_string_value(json_object_get(g, "gate")),
+        nw += !strcmp(v, "waived");
+        /* WAIVED is wider than the others: the gate's column gives it back */
+        printf("   %-4s %-*s %s\n", up, strlen(up) > 4 ? 7 : 9,
+               json_string_value(json_object_get(g, "gate")),
                json_string_value(json_object_get(g, "line")));
+        sw_cli_print_waiver(stdout, 18, g);
         if (fix && !strcmp(v, "fail"))
             printf("   %-4s %-9s fix: %s\n", "", "", fix);
         const json_t *ev = json_object_get(g, "evidence");
@@ -96,8 +102,11 @@ static void print_endpoint(const json_t *r)
                 printf("   %-4s %-9s note: %s\n", "", "", note);
         }
     }
-    printf("   verdict: %s (%zu gates: %zu failed, %zu skipped)\n\n", nf ? "REJECTED" : "accepted",
-           json_array_size(gs), nf, ns);
+    char waived[48] = "";
+    if (nw)
+        snprintf(waived, sizeof(waived), ", %zu waived", nw);
+    printf("   verdict: %s (%zu gates: %zu failed%s, %zu skipped)\n\n",
+           nf ? "REJECTED" : "accepted", json_array_size(gs), nf, waived, ns);
 }
 
 int sw_cmd_check(int argc, char **argv)

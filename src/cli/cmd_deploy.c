@@ -73,6 +73,17 @@ void sw__cli_rollout_print(const struct sw_rollout_result *r)
         sw_fput_term(stdout, r->fail_msg, 0);
         putchar('\n');
     }
+    size_t i;
+    const json_t *g;
+    json_array_foreach(json_object_get(r->gates, "gates"), i, g)
+    {
+        const char *v = json_string_value(json_object_get(g, "verdict"));
+        if (!v || strcmp(v, "waived"))
+            continue;
+        printf("  WAIVED %s: %s\n", json_string_value(json_object_get(g, "gate")),
+               json_string_value(json_object_get(g, "line")));
+        sw_cli_print_waiver(stdout, 4, g);
+    }
     if (r->rollback_msg[0]) {
         fputs("  rollback: ", stdout);
         sw_fput_term(stdout, r->rollback_msg, 0);

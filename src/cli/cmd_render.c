@@ -105,6 +105,23 @@ static int read_opts(const struct sw_args *a, struct req *q)
     return rc;
 }
 
+/* The failures the fleet waives (gate.h sw_gate_waive), on stderr: WAIVED, the reason, until. */
+static void print_waived(const char *endpoint, const json_t *check)
+{
+    size_t i;
+    json_t *g;
+    json_array_foreach(json_object_get(check, "gates"), i, g)
+    {
+        const char *gv = json_string_value(json_object_get(g, "verdict"));
+        if (!gv || strcmp(gv, "waived"))
+            continue;
+        fprintf(stderr, "slipway: %s: WAIVED %s: %s\n", endpoint,
+                json_string_value(json_object_get(g, "gate")),
+                json_string_value(json_object_get(g, "line")));
+        sw_cli_print_waiver(stderr, 2, g);
+    }
+}
+
 /* The gates rejected the shape: what they said, nothing rendered. */
 static void print_rejected(const struct sw_args *a, const struct sw_fleet_endpoint *ep,
                            const json_t *check)
@@ -125,6 +142,7 @@ static void print_rejected(const struct sw_args *a, const struct sw_fleet_endpoi
             fprintf(stderr, "  FAIL %s: %s\n", json_string_value(json_object_get(g, "gate")),
                     json_string_value(json_object_get(g, "line")));
     }
+    print_waived(ep->name, check);
 }
 
 /* --target k8s: the objects once the gates pass (the ledger gives the gates their evidence and
@@ -167,6 +185,7 @@ static int render_k8s(const struct sw_args *a, const struct req *q, struct sw_fl
     } else {
         size_t i;
         json_t *w;
+        print_waived(ep->name, x.check);
         json_array_foreach(json_object_get(x.doc, "warnings"), i, w)
             fprintf(stderr, "slipway: warning: %s\n", json_string_value(w));
         if (q->dir)

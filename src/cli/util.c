@@ -38,6 +38,18 @@ int sw_cli_fail(const struct sw_err *e, bool json)
     return sw_cli_exit_for(e ? e->code : SW_EINVAL);
 }
 
+void sw_cli_print_waiver(FILE *out, int indent, const json_t *g)
+{
+    const json_t *w = json_object_get(g, "waiver");
+    if (!w)
+        return;
+    fprintf(out, "%*swaived: \"%s\" (until %s; %s:%lld)\n", indent, "",
+            json_string_value(json_object_get(w, "reason")),
+            json_string_value(json_object_get(w, "until")),
+            json_string_value(json_object_get(w, "file")),
+            (long long)json_integer_value(json_object_get(w, "line")));
+}
+
 int sw_cli_usage(const char *verb, const char *fmt, ...)
 {
     va_list ap;

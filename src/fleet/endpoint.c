@@ -919,6 +919,8 @@ static const struct sw__fleet_fdef endpoint_defs[] = {
     {"boots", {0}, sw__fleet_ep_boots, SW__SPEC(0), 0},
     {"known_bad", {0}, sw__fleet_ep_known_bad, SW__SPEC(0), 0},
     {"patches", {0}, ep_patches, SW__SPEC(0), 0},
+    {"waive", {"waivers"}, sw__fleet_ep_waive, SW__SPEC(0), 0},
+    {"contract", {0}, sw__fleet_ep_contract, SW__SPEC(0), 0},
     {"arch", {"architecture"}, ep_arch, SW__SPEC(0), 0},
     {"draft_arch", {"draft_architecture"}, ep_draft_arch, SW__SPEC(0), 0},
     {"note",

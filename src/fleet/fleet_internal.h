@@ -370,6 +370,11 @@ int sw__fleet_ep_measured(struct sw__fleet_ctx *c, const struct sw__fleet_node *
                           const struct sw__fleet_fdef *d);
 int sw__fleet_ep_boots(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, void *obj,
                        const struct sw__fleet_fdef *d);
+/* waive.c: `waive:` and `contract:` of an endpoint. */
+int sw__fleet_ep_waive(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, void *obj,
+                       const struct sw__fleet_fdef *d);
+int sw__fleet_ep_contract(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, void *obj,
+                          const struct sw__fleet_fdef *d);
 int sw__fleet_ep_known_bad(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, void *obj,
                            const struct sw__fleet_fdef *d);
 /* runtime.c: endpoint keys runtime: and service:, and their checks once the endpoint is read

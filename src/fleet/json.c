@@ -630,6 +630,34 @@ static json_t *ep_client_window(struct jb *b, const void *obj, const struct view
     return cw ? chk(b, u64_json(cw->v)) : NULL;
 }
 
+/* waive: [{gate, reason, until, rule?, line}] (the line the gates name when one is refused) */
+static json_t *ep_waive(struct jb *b, const void *obj, const struct view *v)
+{
+    const struct sw_fleet_endpoint *ep = obj;
+    if (!ep->n_waivers)
+        return NULL;
+    json_t *a = chk(b, json_array());
+    for (size_t i = 0; i < ep->n_waivers; i++) {
+        const struct sw_fleet_waiver *w = &ep->waivers[i];
+        json_t *o = chk(b, json_pack("{s:s,s:s,s:s,s:i}", "gate", w->gate, "reason", w->reason,
+                                     "until", w->until, "line", w->at.line));
+        if (o && w->rule)
+            put(b, o, "rule", chk(b, u64_json(w->rule)));
+        push(b, a, o);
+    }
+    return a;
+}
+
+static json_t *ep_contract(struct jb *b, const void *obj, const struct view *v)
+{
+    const struct sw_fleet_contract *k = &EP(obj)->contract;
+    if (!k->full_length.set)
+        return NULL;
+    json_t *o = chk(b, json_object());
+    put(b, o, "full_length", chk(b, u64_json(k->full_length.v)));
+    return o;
+}
+
 #define T struct sw_fleet_endpoint
 static const struct fd endpoint_fields[] = {
     ROW(FK_CSTR, name),
@@ -659,6 +687,8 @@ static const struct fd endpoint_fields[] = {
     TABLES("measured", FK_MAP, facts, n_facts, fact_fields, FD_OMIT_EMPTY),
     TABLES("boots", FK_LIST, boots, n_boots, boot_fields, FD_OMIT_EMPTY),
     TABLES("known_bad", FK_LIST, known_bad, n_known_bad, rule_fields, FD_OMIT_EMPTY),
+    FN("waive", ep_waive),
+    FN("contract", ep_contract),
     ROW(FK_JSON, arch),
     ROW(FK_JSON, draft_arch),
     FN("client_context_window", ep_client_window),

@@ -252,6 +252,13 @@ static void check_shape(struct sw__fleet_ctx *c, const struct sw_fleet_endpoint 
         check_ranks(c, ep, nodes, where);
     if (s->spec_tokens.set && s->spec_tokens.v > 0 && !s->spec_method.v)
         sw__fleet_err(c, &s->spec_tokens.at, "%s.shape.spec_decode.tokens needs a method", where);
+    const struct sw_fleet_u64 *fl = &ep->contract.full_length;
+    if (fl->set && s->seqs.set && fl->v > s->seqs.v)
+        sw__fleet_err(c, &fl->at,
+                      "%s.contract.full_length %llu is above seqs %llu (line %d): at most seqs "
+                      "requests run at once",
+                      where, (unsigned long long)fl->v, (unsigned long long)s->seqs.v,
+                      s->seqs.at.line);
 }
 
 static void check_image(struct sw__fleet_ctx *c, const struct sw_fleet_endpoint *ep,

@@ -19,6 +19,8 @@ const char *sw_gate_verdict_name(enum sw_gate_verdict v)
         return "skip";
     case SW_GATE_FAIL:
         return "fail";
+    case SW_GATE_WAIVED:
+        return "waived";
     }
     return "?";
 }
@@ -187,6 +189,15 @@ int sw_gate_endpoint(const struct sw_fleet *f, const struct sw_fleet_endpoint *e
     }
     if (!r.plan.ok && r.plan.why[0])
         sw_json_set_str(res, "law", r.plan.why);
+    /* the operator's waivers, judged on one day for the whole run */
+    char today[11];
+    rc = sw_gate_today(o, today, e);
+    if (!rc)
+        rc = sw_gate_waive(ep, res, today, (o && (o->waivers_loose || o->before)), e);
+    if (rc) {
+        json_decref(res);
+        goto out;
+    }
     *out = res;
 out:
     sw_plan_view_free(&r.plan);

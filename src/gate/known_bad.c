@@ -125,6 +125,8 @@ int sw__gate_known_bad(struct sw__gate_run *r, struct sw_err *e)
                          f ? " Taught by: " : "", f ? failure_text(f, fb, sizeof(fb)) : "");
         sw__gate_str(g, "source", "ledger");
         sw__gate_str(g, "rule", expr);
+        /* what a waiver's `rule:` names (sw_gate_waiver) */
+        sw__gate_num(g, "rule_id", (double)json_integer_value(json_object_get(ru, "id")));
         if (boot)
             sw__gate_num(g, "boot", (double)boot);
         sw__gate_evidence(g, json_deep_copy(ru));

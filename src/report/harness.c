@@ -8,9 +8,14 @@
  * Reasoning and tool settings are read from the plan's argv (the flags the engine runs with) and
  * held against the last battery's `reasoning` / `tool_calls` checks when the ledger has one.
  *
+ * A line that does not fit and that the endpoint's fleet waiver covers (gate.h sw_gate_waiver, the
+ * gates' one rule) carries the waiver: the report shows it WAIVED with its reason.
+ *
  * What it deliberately does not do: change the fleet, or guess a window no plan gives.
  */
 #include "report_internal.h"
+
+#include <slipway/gate.h>
 
 #include <math.h>
 #include <string.h>
@@ -51,6 +56,16 @@ static json_t *settings(const struct sw_fleet_endpoint *ep, const struct sw_plan
                      f ? json_string(f) : json_null(), "flag", "--reasoning-parser");
 }
 
+/* A fleet waiver as the report shows it: {gate, reason, until, file, line, expired}. */
+static json_t *waiver_json(const struct sw_fleet_waiver *w)
+{
+    char today[11];
+    bool expired = !sw_gate_today(NULL, today, NULL) && strcmp(w->until, today) < 0;
+    return json_pack("{s:s,s:s,s:s,s:s,s:i,s:b}", "gate", w->gate, "reason", w->reason, "until",
+                     w->until, "file", w->at.file ? w->at.file : "", "line", w->at.line, "expired",
+                     expired);
+}
+
 /* The compaction requests of every contextWindow the harness uses, against window W. */
 static json_t *compaction(const struct sw_fleet *f, uint64_t W, bool *all_fit)
 {
@@ -71,6 +86,11 @@ static json_t *compaction(const struct sw_fleet *f, uint64_t W, bool *all_fit)
         json_t *x =
             json_pack("{s:I,s:I,s:I,s:b}", "context_window", (json_int_t)wins[i], "starts_at",
                       (json_int_t)at, "request_tokens", (json_int_t)req, "fits", ok);
+        /* a request that does not fit, accepted on purpose: the gates' own rule says which */
+        const struct sw_fleet_waiver *w =
+            ok ? NULL : sw_gate_waiver(h->compaction_endpoint, "window", NULL);
+        if (x && w)
+            sw_json_set_new(x, "waiver", waiver_json(w));
         if (!x || json_array_append_new(reqs, x)) {
             json_decref(reqs);
             return NULL;
@@ -98,6 +118,9 @@ int sw__rep_harness_endpoint(const struct sw_fleet *f, const struct sw_fleet_end
     sw__rep_put(h, "configured", conf ? json_integer((json_int_t)cw->v) : json_null(), &rc);
     sw__rep_put(h, "matches", conf && has_w ? json_boolean(cw->v == w.window) : json_null(), &rc);
     sw__rep_put(h, "fits", conf && has_w ? json_boolean(cw->v <= w.window) : json_null(), &rc);
+    const struct sw_fleet_waiver *cwv =
+        conf && has_w && cw->v > w.window ? sw_gate_waiver(ep, "window", NULL) : NULL;
+    sw__rep_put(h, "waiver", cwv ? waiver_json(cwv) : json_null(), &rc);
     sw__rep_put(h, "reasoning", planned ? settings(ep, p, false) : json_null(), &rc);
     sw__rep_put(h, "tools", planned ? settings(ep, p, true) : json_null(), &rc);
     bool fit = true;
@@ -129,6 +152,12 @@ static const char *battery_says(const json_t *led, const char *check)
             return json_string_value(json_object_get(c, "status"));
     }
     return NULL;
+}
+
+/* A line that does not fit holds all the same under a waiver that has not expired. */
+static bool waived(const json_t *w)
+{
+    return json_is_object(w) && !json_is_true(json_object_get(w, "expired"));
 }
 
 int sw_export_harness(const struct sw_fleet *f, const struct sw_report_opts *o, json_t **out,
@@ -173,14 +202,18 @@ int sw_export_harness(const struct sw_fleet *f, const struct sw_report_opts *o, 
                             &rc);
             }
             const json_t *fits = json_object_get(h, "fits");
-            if (json_is_false(fits))
+            if (json_is_false(fits) && !waived(json_object_get(h, "waiver")))
                 ok = false;
             json_t *c = json_object_get(h, "compaction");
             if (json_is_object(c)) {
                 size_t k;
                 json_t *q;
-                json_array_foreach(json_object_get(c, "requests"), k,
-                                   q) if (json_is_false(json_object_get(q, "fits"))) ok = false;
+                json_array_foreach(json_object_get(c, "requests"), k, q)
+                {
+                    if (json_is_false(json_object_get(q, "fits")) &&
+                        !waived(json_object_get(q, "waiver")))
+                        ok = false;
+                }
                 json_decref(comp);
                 comp = json_incref(c);
             }

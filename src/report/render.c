@@ -397,6 +397,18 @@ static int known_bad_table(struct view *v, const json_t *ep)
     return rc ? rc : table_close(v);
 }
 
+/* "; WAIVED until DATE (FILE:LINE): REASON" after a line the fleet waives (EXPIRED when past). */
+static void waived_note(char *line, size_t n, const json_t *w)
+{
+    size_t l = strlen(line);
+    if (!json_is_object(w) || l >= n)
+        return;
+    snprintf(line + l, n - l, "; %s until %s (%s:%lld): %s",
+             json_is_true(json_object_get(w, "expired")) ? "WAIVER EXPIRED" : "WAIVED",
+             js(w, "until") ? js(w, "until") : "", js(w, "file") ? js(w, "file") : "",
+             (long long)ji(w, "line"), js(w, "reason") ? js(w, "reason") : "");
+}
+
 static int harness_lines(struct view *v, const json_t *ep)
 {
     const json_t *h = json_object_get(ep, "harness");
@@ -421,6 +433,7 @@ static int harness_lines(struct view *v, const json_t *ep)
     else
         snprintf(line, sizeof(line), "unknown (%s)",
                  js(h, "window_source") ? js(h, "window_source") : "");
+    waived_note(line, sizeof(line), json_object_get(h, "waiver"));
     if (!rc)
         rc = item(v, "contextWindow", line);
     static const char *const kinds[] = {"reasoning", "tools"};
@@ -449,6 +462,7 @@ static int harness_lines(struct view *v, const json_t *ep)
                  sw_fmt_count((uint64_t)ji(q, "request_tokens"), c, sizeof(c)),
                  json_is_true(json_object_get(q, "fits")) ? "fit" : "DO NOT FIT",
                  sw_fmt_count((uint64_t)ji(comp, "window"), d, sizeof(d)));
+        waived_note(line, sizeof(line), json_object_get(q, "waiver"));
         rc = item(v, "compaction request", line);
     }
     return rc ? rc : put(v, v->html ? "</ul>\n" : "");

@@ -255,9 +255,21 @@ static int gates(struct sw__ro *c, struct sw_err *e)
             return rc;
         r->attempt = c->attempt;
     }
+    const json_t *waivers = json_object_get(r->gates, "waivers");
+    char wsum[600] = "";
+    size_t wo = 0;
+    for (size_t i = 0; i < json_array_size(waivers) && wo < sizeof(wsum); i++) {
+        const json_t *w = json_array_get(waivers, i);
+        int n = snprintf(wsum + wo, sizeof(wsum) - wo, "%s%s until %s (\"%.160s\")",
+                         i ? ", " : "; WAIVED: ", json_string_value(json_object_get(w, "gate")),
+                         json_string_value(json_object_get(w, "until")),
+                         json_string_value(json_object_get(w, "reason")));
+        if (n > 0)
+            wo += (size_t)n;
+    }
     for (size_t i = 0; i < json_array_size(gs); i++) {
         const json_t *g = json_array_get(gs, i);
-        if (strcmp(json_string_value(json_object_get(g, "verdict")), "fail"))
+        if (!sw_gate_verdict_blocks(json_string_value(json_object_get(g, "verdict"))))
             continue;
         const char *name = json_string_value(json_object_get(g, "gate"));
         char cls[64];
@@ -265,10 +277,13 @@ static int gates(struct sw__ro *c, struct sw_err *e)
         sw__ro_fail(c, "gate", cls, "gate %s failed: %s", name,
                     json_string_value(json_object_get(g, "line")));
         r->outcome = SW_ROLLOUT_GATE_FAILED;
-        sw__ro_record(c, "gate", false, t, "%s (nothing on the host was touched)", r->fail_msg);
+        sw__ro_record(c, "gate", false, t, "%s (nothing on the host was touched)%s", r->fail_msg,
+                      wsum);
+        sw__ro_ledger_waivers(c, waivers);
         return 0;
     }
-    sw__ro_record(c, "gate", true, t, "%zu gates: none failed", json_array_size(gs));
+    sw__ro_record(c, "gate", true, t, "%zu gates: none failed%s", json_array_size(gs), wsum);
+    sw__ro_ledger_waivers(c, waivers);
     return 0;
 }
 

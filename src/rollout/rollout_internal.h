@@ -126,6 +126,9 @@ int sw__ro_rename_tag(struct sw__ro *c, const char *from, const char *to, struct
 /* The ledger side (rollout_ledger.c); no-ops without a writable ledger. */
 int sw__ro_ledger_begin(struct sw__ro *c, const json_t *shape, struct sw_err *e);
 void sw__ro_ledger_step(struct sw__ro *c, const char *step, bool ok, double ms, const char *detail);
+/* One "waiver" step per waiver the gates applied (gate.h sw_gate_waive's "waivers"), each with
+ * the waiver as its detail: what a deploy went through on the operator's word. */
+void sw__ro_ledger_waivers(struct sw__ro *c, const json_t *waivers);
 int sw__ro_ledger_commit(struct sw__ro *c, const json_t *shape, const struct sw_unit_render *rd,
                          const json_t *payload, const char *image, char *name, size_t n,
                          struct sw_err *e);

@@ -1,6 +1,8 @@
 /*
  * rollout/ledger: what a rollout writes to the ledger (docs/ledger.md, "Deploys, steps and
- * tags"): the attempt when it starts, each step as it is recorded, and its end: a tag when it
+ * tags"): the attempt when it starts, each step as it is recorded (and, after the gate step, one
+ * "waiver" step per fleet waiver the gates went through: its gate, reason, until and fleet line),
+ * and its end: a tag when it
  * committed, else the failure with its class and evidence (a failure of the shape teaches a
  * known-bad rule there, so `check` refuses that shape next time).
  *
@@ -58,6 +60,25 @@ void sw__ro_ledger_step(struct sw__ro *c, const char *step, bool ok, double ms, 
     if (sw_ledger_deploy_step_end(c->o->ledger, sid, ok ? "ok" : "failed", d, NULL, &e))
         snprintf(c->r->ledger_msg, sizeof(c->r->ledger_msg), "%.500s", e.msg);
     json_decref(d);
+}
+
+void sw__ro_ledger_waivers(struct sw__ro *c, const json_t *waivers)
+{
+    size_t i;
+    const json_t *w;
+    if (!writing(c) || c->attempt <= 0)
+        return;
+    json_array_foreach(waivers, i, w)
+    {
+        int64_t sid = 0;
+        struct sw_err e;
+        sw_err_clear(&e);
+        if (sw_ledger_deploy_step_begin(c->o->ledger, c->attempt, "waiver", &sid, &e) ||
+            sw_ledger_deploy_step_end(c->o->ledger, sid, "ok", w, NULL, &e)) {
+            snprintf(c->r->ledger_msg, sizeof(c->r->ledger_msg), "%.500s", e.msg);
+            return;
+        }
+    }
 }
 
 /* The tag for a committed attempt; its name into name (the host's tag directory takes it). */

@@ -33,6 +33,7 @@ static void refused_by_check(const struct sw__ladder *L, char *why, size_t n, bo
     struct sw_gate_opts go;
     memset(&go, 0, sizeof(go));
     go.ledger = L->o->ledger;
+    go.waivers_loose = true; /* a rung under trial may not need the fleet's waivers */
     *bad = false;
     why[0] = 0;
     struct sw_err ge;

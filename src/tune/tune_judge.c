@@ -122,6 +122,7 @@ static struct sw_gate_opts gate_opts(struct sw__tune_run *r)
     struct sw_gate_opts go;
     memset(&go, 0, sizeof(go));
     go.ledger = r->have_ledger ? &r->ledger : NULL;
+    go.waivers_loose = true; /* a candidate may not need the fleet's waivers */
     return go;
 }
 

@@ -301,6 +301,87 @@ static void test_gates_first(void **state)
     assert_int_equal(n, 0); /* nothing written */
 }
 
+/* The operator's frank-small (a test copy given the pinned image and mount Kubernetes needs; the
+ * log names neither): its compaction window fails and his fleet waiver accepts it, so it renders,
+ * objects valid against the API schemas, the Deployment annotated with the waiver and the document
+ * listing it; the day after the waiver's end it is refused (exit 2, the fleet line named) and
+ * nothing is written. */
+static void test_waived(void **state)
+{
+    (void)state;
+    char *text = NULL, out[4300], fl[4300];
+    size_t n = 0;
+    struct sw_err e;
+    struct swt_run r;
+    assert_int_equal(sw_read_file(swt_src("examples/operator.yaml"), 1u << 22, &text, &n, &e), 0);
+    const char *eng = "  frank-small:\n    host: dankserver\n    devices: [cuda-24g]\n"
+                      "    engine: llama.cpp\n";
+    const char *quant = "      quantization: Q5_K_M\n";
+    char *a = strstr(text, eng), *b = strstr(text, quant);
+    assert_true(a && b && a < b);
+    a += strlen(eng);
+    b += strlen(quant);
+    struct sw_buf y;
+    sw_buf_init(&y, 1u << 22);
+    sw_buf_append(&y, text, (size_t)(a - text));
+    sw_buf_printf(&y,
+                  "    image: ghcr.io/ggml-org/llama.cpp@sha256:%064d\n"
+                  "    runtime: {kind: podman}\n    listen: 0.0.0.0:8080\n",
+                  7);
+    sw_buf_append(&y, a, (size_t)(b - a));
+    sw_buf_printf(&y, "      mounts: [{host: /home/dank/models, container: /home/dank/models, "
+                      "readonly: true}]\n");
+    sw_buf_append(&y, b, n - (size_t)(b - text));
+    snprintf(fl, sizeof(fl), "%s/waived.yaml", dir);
+    swt_write(fl, sw_buf_cstr(&y), y.len);
+    sw_buf_free(&y);
+    sw_free(text);
+    static const char *const envs[] = {"frank-primary.env", "frank-small.env"};
+    for (size_t i = 0; i < 2; i++) {
+        char src[64], dst[4300];
+        snprintf(src, sizeof(src), "examples/%s", envs[i]);
+        snprintf(dst, sizeof(dst), "%s/%s", dir, envs[i]);
+        assert_int_equal(sw_read_file(swt_src(src), 1u << 20, &text, &n, &e), 0);
+        swt_write(dst, text, n);
+        sw_free(text);
+    }
+    setenv("SLIPWAY_TODAY", "2026-12-07", 1);
+    swt_slipway(&r, "render", "--target", "k8s", "frank-small", fl, "--json", NULL);
+    if (r.status)
+        fail_msg("render frank-small: %s %s", r.out, r.err);
+    json_t *j = swt_json_out(&r);
+    swt_run_free(&r);
+    const json_t *objs = json_object_get(j, "objects");
+    validate(objs, 0);
+    const json_t *w = json_array_get(json_object_get(j, "waivers"), 0);
+    assert_string_equal(json_string_value(json_object_get(w, "gate")), "window");
+    assert_non_null(strstr(json_string_value(json_object_get(w, "reason")), "183,501"));
+    const char *an = json_string_value(json_object_get(
+        json_object_get(json_object_get(kind(objs, "Deployment"), "metadata"), "annotations"),
+        "slipway.dev/waivers"));
+    assert_non_null(an);
+    assert_non_null(strstr(an, "window until 2027-"));
+    json_decref(j);
+    /* the day after the waiver's end: refused, nothing written */
+    snprintf(out, sizeof(out), "%s/waived-out", dir);
+    assert_int_equal(mkdir(out, 0755), 0);
+    setenv("SLIPWAY_TODAY", "2099-01-01", 1);
+    swt_slipway(&r, "render", "--target", "k8s", "frank-small", fl, "--out", out, NULL);
+    assert_int_equal(r.status, 2);
+    assert_non_null(strstr(r.err, "waived.yaml:"));
+    assert_non_null(strstr(r.err, "waiver for gate window on frank-small expired on 2027-"));
+    swt_run_free(&r);
+    unsetenv("SLIPWAY_TODAY");
+    DIR *d = opendir(out);
+    assert_non_null(d);
+    struct dirent *de;
+    int k = 0;
+    while ((de = readdir(d)))
+        k += de->d_name[0] != '.';
+    closedir(d);
+    assert_int_equal(k, 0);
+}
+
 /* A vLLM endpoint split across nodes: a LeaderWorkerSet in place of the Deployment, validated
  * (its own fields from the CRD's facts, each pod template by kubernetes-models), the YAML the
  * same objects; the leader runs the Ray head then the plan's argv unchanged, each worker joins
@@ -432,7 +513,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_schemas),     cmocka_unit_test(test_contents),
         cmocka_unit_test(test_gates_first), cmocka_unit_test(test_lws),
-        cmocka_unit_test(test_fleet_nodes),
+        cmocka_unit_test(test_fleet_nodes), cmocka_unit_test(test_waived),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

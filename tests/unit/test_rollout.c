@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include <slipway/fleet.h>
+#include <slipway/ledger.h>
 #include <slipway/rollout.h>
 
 #include "swtest.h"
@@ -83,6 +84,66 @@ static void test_gate_failure_reaches_no_host(void **state)
     sw_fleet_free(f);
 }
 
+/* The same known-bad rule, waived by the fleet: the gates pass on the operator's word, and the
+ * attempt the ledger keeps records the waiver it went through (a "waiver" step after "gate",
+ * with the reason, the day and the fleet line), however the rest of the deploy ends (here: a
+ * host that cannot be reached). */
+static void test_waiver_recorded(void **state)
+{
+    (void)state;
+    char text[2048];
+    snprintf(text, sizeof(text), "%s%s", fleet_text,
+             "    waive:\n"
+             "      - {gate: known_bad, reason: \"the kv_alloc death was a bad card\", "
+             "until: 2099-12-31}\n");
+    struct sw_fleet_opts fo = {0};
+    fo.getenv = sw_fleet_no_environ;
+    struct sw_fleet *f = NULL;
+    struct sw_err e;
+    sw_err_clear(&e);
+    if (sw_fleet_load_mem("ro.yaml", text, strlen(text), &fo, &f, &e))
+        fail_msg("ro.yaml: %s", e.msg);
+    char *dir = swt_tmpdir();
+    struct sw_ledger l;
+    assert_int_equal(sw_ledger_open(&l, swt_join(dir, "l.sqlite"), NULL, &e), 0);
+    struct sw_rollout_opts o = {.ledger = &l, .record = true, .deadline_ms = 2000};
+    struct sw_rollout_result r;
+    /* the closed port ends it after the gates (an error reaching the host, or a failure) */
+    int rc = sw_rollout_deploy(f, sw_fleet_endpoint(f, "ro"), &o, &r, &e);
+    assert_true(rc == 0 || rc == SW_ENET);
+    assert_int_not_equal(r.outcome, SW_ROLLOUT_GATE_FAILED);
+    assert_string_equal(json_string_value(json_object_get(r.gates, "verdict")), "pass");
+    const json_t *st = json_array_get(r.steps, 0);
+    assert_string_equal(json_string_value(json_object_get(st, "step")), "gate");
+    assert_non_null(strstr(json_string_value(json_object_get(st, "detail")),
+                           "WAIVED: known_bad until 2099-12-31 (\"the kv_alloc death"));
+    assert_true(r.attempt > 0);
+    json_t *a = NULL;
+    assert_int_equal(sw_ledger_deploy_get(&l, r.attempt, &a, &e), 0);
+    const json_t *steps = json_object_get(a, "steps");
+    size_t i, nw = 0;
+    json_t *x;
+    json_array_foreach(steps, i, x)
+    {
+        if (strcmp(json_string_value(json_object_get(x, "name")), "waiver"))
+            continue;
+        nw++;
+        const json_t *d = json_object_get(x, "detail");
+        assert_string_equal(json_string_value(json_object_get(d, "gate")), "known_bad");
+        assert_string_equal(json_string_value(json_object_get(d, "reason")),
+                            "the kv_alloc death was a bad card");
+        assert_string_equal(json_string_value(json_object_get(d, "until")), "2099-12-31");
+        assert_int_equal(json_integer_value(json_object_get(d, "line")), 21); /* its list item */
+        assert_string_equal(json_string_value(json_object_get(x, "outcome")), "ok");
+    }
+    assert_int_equal(nw, 1);
+    json_decref(a);
+    sw_rollout_result_free(&r);
+    sw_ledger_close(&l);
+    swt_tmpdir_free(dir);
+    sw_fleet_free(f);
+}
+
 static void test_no_host_refused(void **state)
 {
     (void)state;
@@ -114,6 +175,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gate_failure_reaches_no_host),
+        cmocka_unit_test(test_waiver_recorded),
         cmocka_unit_test(test_no_host_refused),
         cmocka_unit_test(test_outcome_names),
     };
