@@ -710,6 +710,10 @@ int sw_fleet_load_mem(const char *name, const char *text, size_t len,
                       const struct sw_fleet_opts *opts, struct sw_fleet **out, struct sw_err *e);
 void sw_fleet_free(struct sw_fleet *f);
 
+/* Would the fleet refuse NAME=VALUE as a literal because it looks like a secret (a token-like
+ * name or value, fleet/secret.c)? Either may be NULL. Importers use it to keep secrets out. */
+bool sw_fleet_looks_secret(const char *name, const char *value);
+
 const struct sw_fleet_host *sw_fleet_host(const struct sw_fleet *f, const char *name);
 const struct sw_fleet_endpoint *sw_fleet_endpoint(const struct sw_fleet *f, const char *name);
 /* The same for a name a person typed (fleet/find.c): 0 with *ep set, or SW_ENOENT with e saying
