@@ -100,6 +100,17 @@ int sw_import_fleet_text(struct sw_import *im, const char *into_path, char **out
 int sw_import_write(struct sw_import *im, const char *into_path, const char *out_path,
                     struct sw_err *e);
 
+/*
+ * The round trip: load the written fleet at fleet_path, render each imported endpoint (the unit
+ * slipway would install, sw_unit_render_endpoint) and compare the engine's command line it runs
+ * with the one imported, flag by flag through the engine's flag table (a value compared as a
+ * number when both sides are numbers: 3.15e9 is 3150000000). Each difference is a note
+ * ("round trip: ..."); *n_diff (may be NULL) gets their count. An endpoint the render refuses is
+ * a note too (its reason). Returns 0, or an error when the fleet does not load.
+ */
+int sw_import_roundtrip(struct sw_import *im, const char *fleet_path, size_t *n_diff,
+                        struct sw_err *e);
+
 /* {"endpoints": [...], "notes": [{"where", "msg"}], "yaml": TEXT}. New reference; NULL on OOM. */
 json_t *sw_import_json(const struct sw_import *im);
 

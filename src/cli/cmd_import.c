@@ -119,8 +119,18 @@ int sw_cmd_import(int argc, char **argv)
         int x = sw_cli_fail(&e, a.json);
         return rc == SW_EIO ? SW_EXIT_FAIL : x;
     }
+    size_t nd = 0;
+    if (target) {
+        /* render(import(unit)) against the unit: each difference is a note */
+        struct sw_err re;
+        sw_err_clear(&re);
+        if (sw_import_roundtrip(&im, target, &nd, &re))
+            fprintf(stderr, "slipway: round trip not checked: %s\n", re.msg);
+    }
     if (a.json) {
         json_t *j = sw_import_json(&im);
+        if (j && target)
+            sw_json_set_int(j, "roundtrip_differences", (json_int_t)nd);
         if (j && target)
             sw_json_set_str(j, "written", target);
         if (j && text)

@@ -215,6 +215,15 @@ int sw__imp_argv(struct sw_import *im, struct sw__imp_ep *ep, const char *const 
     sw_free(v);
     if (rc)
         return rc;
+    struct sw__imp *p = sw__imp(im);
+    ep->argv = sw_region_allocn(&p->r, argc + 1, sizeof(*ep->argv));
+    if (!ep->argv)
+        return sw_err_set(e, SW_ENOMEM, "out of memory");
+    for (size_t i = 0; i < argc; i++)
+        if (!(ep->argv[i] = sw_region_strdup(&p->r, argv[i])))
+            return sw_err_set(e, SW_ENOMEM, "out of memory");
+    ep->argc = argc;
+    ep->arg0 = arg0;
     rc = sw__imp_set_str(im, ep, "engine", ep->engine, where);
     for (size_t j = arg0; j < argc && !rc; j++) {
         const char *w = argv[j];

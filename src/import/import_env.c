@@ -167,6 +167,11 @@ int sw_import_argv(struct sw_import *im, int argc, char **argv, const struct sw_
             if (!strcmp(argv[i], "--alias") || !strcmp(argv[i], "-a") ||
                 !strcmp(argv[i], "--served-model-name"))
                 oo.endpoint = argv[i + 1];
+        for (int i = 0; i < argc && !oo.endpoint; i++)
+            if (!strncmp(argv[i], "sglang.", 7) || !strncmp(argv[i], "vllm.", 5)) {
+                snprintf(name, sizeof(name), "%.*s", argv[i][0] == 's' ? 6 : 4, argv[i]);
+                oo.endpoint = name;
+            }
         if (!oo.endpoint) {
             const char *s = strrchr(argv[0], '/');
             snprintf(name, sizeof(name), "%s", s ? s + 1 : argv[0]);

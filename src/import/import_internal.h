@@ -40,6 +40,9 @@ struct sw__imp_ep {
     struct sw__imp_var *vars;
     size_t n_vars;
     bool *var_used; /* n_vars: read by the command line */
+    /* the engine's command line as imported (for the round trip) */
+    const char **argv;
+    size_t argc, arg0;
     /* container mounts, to carry the engine's container paths back to the host's */
     const char **mnt_host, **mnt_cont;
     size_t n_mnt;

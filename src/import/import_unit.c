@@ -55,6 +55,8 @@ static const char *duration(struct sw_import *im, const char *v)
 
 static const char *where_of(struct sw_import *im, const struct sw_unit *u, int pos)
 {
+    if (!strcmp(u->where, "<argv>"))
+        return "<argv>";
     int line = 0;
     const char *f = sw_unit_pos(u, pos, &line);
     return sw__imp_printf(im, "%s:%d", f ? f : u->where, line);
@@ -317,13 +319,12 @@ int sw_import_unit_text(struct sw_import *im, const char *name, const char *text
     /* garbage: a line systemd itself would skip is refused here (nothing guessed) */
     for (size_t i = 0; i < u->n_notes; i++)
         if (!u->notes[i].warning) {
-            rc = sw_err_at(e, SW_EPARSE, name, u->notes[i].line, 0, "%s: not a unit line: %s",
-                           where_of(im, u, u->notes[i].line), u->notes[i].msg);
+            rc = sw_err_at(e, SW_EPARSE, name, u->notes[i].line, 0, "not a unit line: %s",
+                           u->notes[i].msg);
             goto out;
         }
     if (!u->n_entries) {
-        rc = sw_err_at(e, SW_EPARSE, name, 1, 0, "%s:1: not a systemd unit (no Key=Value line)",
-                       name);
+        rc = sw_err_at(e, SW_EPARSE, name, 1, 0, "not a systemd unit (no Key=Value line)");
         goto out;
     }
     const char *engine = sw__imp_engine_name(u->engine);
@@ -331,9 +332,9 @@ int sw_import_unit_text(struct sw_import *im, const char *name, const char *text
         int line = 0;
         sw_unit_get(u, "Service", "ExecStart", &line);
         rc = sw_err_at(e, SW_EINVAL, name, line, 0,
-                       "%s:%d: %s runs no engine slipway imports (llama-server, vLLM, SGLang, "
+                       "%s runs no engine slipway imports (llama-server, vLLM, SGLang, "
                        "natively or in podman/docker run)",
-                       name, line, line ? "ExecStart" : "the unit (no ExecStart)");
+                       line ? "ExecStart" : "the unit (no ExecStart)");
         goto out;
     }
     /* the markers: the unit again, each env-file value replaced by one */
@@ -468,9 +469,9 @@ int sw_import_unit(struct sw_import *im, const char *path, const struct sw_impor
             rc = sw_read_file(fp, SW_UNIT_TEXT_MAX, &env, &elen, NULL);
             if (rc && !optional) {
                 rc = sw_err_at(e, rc, path, line, 0,
-                               "%s:%d: EnvironmentFile=%s cannot be read here: give a copy with "
+                               "EnvironmentFile=%s cannot be read here: give a copy with "
                                "--env-file FILE (its values are not guessed)",
-                               path, line, fp);
+                               fp);
                 goto out;
             }
             if (rc) {

@@ -177,9 +177,9 @@ static int merge_map(struct mctx *m, const struct line *o, size_t ofrom, size_t 
             const char *amp = memchr(m->v[k].p, '&', m->v[k].n);
             if (amp && amp > m->v[k].p && amp[-1] == ' ' && !idle(&m->v[k]))
                 rc = sw_err_at(m->e, SW_EINVAL, m->into, (int)k + 1, 0,
-                               "%s:%zu: %s defines a YAML anchor the import would replace: "
-                               "merge by hand",
-                               m->into, k + 1, sub);
+                               "%s defines a YAML anchor the import would replace: merge by "
+                               "hand",
+                               sub);
             m->drop[k] = true;
         }
         if (!rc)
@@ -250,6 +250,48 @@ out:
     return rc;
 }
 
+/* A new fleet's hosts: each endpoint's `host:` (from --host) as an ssh host of that name, or,
+ * when none was given, `local` (the files were read on this machine). Devices are not guessed:
+ * the load warns until they are declared. */
+static int hosts(struct sw_import *im, struct sw_buf *b)
+{
+    struct sw__imp *p = sw__imp(im);
+    if (!p)
+        return SW_ENOMEM;
+    int rc = sw_buf_puts(b, "hosts:\n");
+    bool local = false;
+    for (size_t i = 0; i < p->n_eps && !rc; i++) {
+        struct sw__imp_ep *ep = p->eps[i];
+        const struct sw__imp_kv *h = sw__imp_get(ep, "host");
+        if (!h) {
+            rc = sw__imp_set(im, ep, "host", "local",
+                             "no --host: the files were read on this machine");
+            if (!local && !rc)
+                rc = sw_buf_puts(b, "  local:\n    transport: local\n"
+                                    "    # devices: not in a unit; declare them (slipway hosts "
+                                    "check reads them)\n");
+            local = true;
+            continue;
+        }
+        bool seen = false;
+        for (size_t k = 0; k < i; k++) {
+            const struct sw__imp_kv *o = sw__imp_get(p->eps[k], "host");
+            if (o && !strcmp(o->val, h->val))
+                seen = true;
+        }
+        if (!seen)
+            rc = sw_buf_printf(b,
+                               "  %s:\n    transport: {kind: ssh, address: %s}"
+                               "  # --host: the address is the name\n"
+                               "    # devices: not in a unit; declare them (slipway hosts check "
+                               "reads them)\n",
+                               h->val, h->val);
+    }
+    if (!rc)
+        rc = sw_buf_putc(b, '\n');
+    return rc ? rc : sw__imp_emit(im);
+}
+
 int sw_import_fleet_text(struct sw_import *im, const char *into_path, char **out, struct sw_err *e)
 {
     *out = NULL;
@@ -259,11 +301,12 @@ int sw_import_fleet_text(struct sw_import *im, const char *into_path, char **out
     sw_buf_init(&b, FLEET_MAX);
     int rc = 0;
     if (!into_path) {
-        rc = sw_buf_printf(&b,
-                           "# Written by `slipway import`: every value says where it came from "
-                           "(file:line).\n"
-                           "version: 1\n\nendpoints:\n%s",
-                           sw_buf_cstr(&im->yaml));
+        rc = sw_buf_puts(&b, "# Written by `slipway import`: every value says where it came "
+                             "from (file:line).\nversion: 1\n\n");
+        if (!rc)
+            rc = hosts(im, &b);
+        if (!rc)
+            rc = sw_buf_printf(&b, "endpoints:\n%s", sw_buf_cstr(&im->yaml));
         if (rc)
             rc = sw_err_set(e, rc, "out of memory");
     } else {
