@@ -86,6 +86,17 @@ int sw_import_env(struct sw_import *im, const char *path, const struct sw_import
                   struct sw_err *e);
 
 /*
+ * A llama-swap config (its documented form: `models:` each with `cmd`, `env`, `ttl`, `proxy`,
+ * `checkEndpoint`, `aliases`...; `groups:`; `macros:`): each model whose cmd runs llama-server,
+ * vLLM or SGLang (natively or in podman/docker run) becomes an endpoint named by its model ID,
+ * its cmd read as a unit's command line (macros expanded, ${PORT} left to the fleet's
+ * listen.port); what the fleet has no place for (ttl, groups, proxy...) is a note. A file that is
+ * not such a config is an error naming its line.
+ */
+int sw_import_llama_swap(struct sw_import *im, const char *path, const struct sw_import_opts *o,
+                         struct sw_err *e);
+
+/*
  * The fleet text: a new fleet (`version: 1`, `endpoints:` with im's entries) when into is NULL,
  * else into's text with im's endpoints merged in: a new endpoint is appended to `endpoints:`; an
  * endpoint that exists keeps every key the import does not write, and each key it writes

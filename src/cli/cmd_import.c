@@ -1,5 +1,5 @@
 /*
- * slipway import unit FILE... | env FILE | argv -- COMMAND... [--into FLEET] [--out FILE]
+ * slipway import unit FILE... | env FILE | llama-swap CONFIG | argv -- COMMAND... [--into FLEET] [--out FILE]
  *                [--name NAME] [--host HOST] [--env-file FILE] [--engine E] [--json]
  *
  * Writes the fleet the operator already runs: every value with a comment naming where it came
@@ -30,6 +30,7 @@ static const char *const examples[] = {
     "slipway import unit /etc/systemd/system/frank-primary.service --into fleet.yaml",
     "slipway import unit frank-small.service --env-file frank-small.env --out fleet.yaml",
     "slipway import env frank-primary.env --engine vllm",
+    "slipway import llama-swap /etc/llama-swap/config.yaml --host gpubox --out fleet.yaml",
     "slipway import argv -- llama-server -m /models/m.gguf -c 8192 -np 2",
     NULL,
 };
@@ -37,8 +38,9 @@ static const char *const examples[] = {
 const struct sw_cmd_spec sw_spec_import = {
     .name = "import",
     .summary = "write a fleet from what already runs: units, env files, command lines",
-    .synopsis = "unit FILE...|env FILE|argv -- COMMAND... [--into FLEET] [--out FILE] "
-                "[--name NAME] [--host HOST] [--env-file FILE] [--engine E] [--json]",
+    .synopsis =
+        "unit FILE...|env FILE|llama-swap CONFIG|argv -- COMMAND... [--into FLEET] [--out FILE] "
+        "[--name NAME] [--host HOST] [--env-file FILE] [--engine E] [--json]",
     .about = "Every value carries a comment naming where it came from (file:line). A value of\n"
              "the unit's env file is imported through env_file.map (the file stays the place to\n"
              "edit it); a secret never enters the fleet (it stays in its env file, referenced as\n"
@@ -100,9 +102,15 @@ int sw_cmd_import(int argc, char **argv)
             return sw_args_usage(&a, "import argv: give the command line after --");
         }
         rc = sw_import_argv(&im, a.nrest, a.rest, &o, &e);
+    } else if (!strcmp(kind, "llama-swap")) {
+        if (a.npos != 2) {
+            sw_import_free(&im);
+            return sw_args_usage(&a, "import llama-swap: give one config file");
+        }
+        rc = sw_import_llama_swap(&im, a.pos[1], &o, &e);
     } else {
         sw_import_free(&im);
-        return sw_args_usage(&a, "unknown import '%s' (unit, env, argv)", kind);
+        return sw_args_usage(&a, "unknown import '%s' (unit, env, argv, llama-swap)", kind);
     }
     if (rc) {
         sw_import_free(&im);

@@ -275,6 +275,14 @@ int sw__imp_argv(struct sw_import *im, struct sw__imp_ep *ep, const char *const 
         }
         if (!from)
             return sw_err_set(e, SW_ENOMEM, "out of memory");
+        if (val && strstr(val, SW__IMP_PORT_MARK)) {
+            rc = sw__imp_note(im, where,
+                              "%s ${PORT}: llama-swap's port macro; the fleet's listen.port "
+                              "decides the port (`slipway export llama-swap` writes ${PORT} "
+                              "back)",
+                              name);
+            continue;
+        }
         char first[160];
         if (row)
             sw_flag_name(row, first, sizeof(first));

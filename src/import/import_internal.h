@@ -53,6 +53,8 @@ struct sw__imp {
     struct sw__imp_ep **eps;
     size_t n_eps, cap_eps;
     size_t cap_notes, cap_names;
+    /* every position of the next unit import is this instead (a llama-swap model's cmd line) */
+    const char *where_override;
 };
 
 struct sw__imp *sw__imp(struct sw_import *im);
@@ -87,6 +89,8 @@ int sw__imp_argv(struct sw_import *im, struct sw__imp_ep *ep, const char *const 
 /* The marker an env variable's value is replaced by to trace it ("@SWENV.NAME@"). */
 #define SW__IMP_MARK_OPEN  "@SWENV."
 #define SW__IMP_MARK_CLOSE '@'
+/* llama-swap's ${PORT} macro, as the import carries it through a command line. */
+#define SW__IMP_PORT_MARK "@SWPORT@"
 /* The engine's fleet name for the unit scanner's engine. */
 const char *sw__imp_engine_name(int unit_engine);
 /* The host path of a container path through ep's mounts; NULL when no mount covers it. */

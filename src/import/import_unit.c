@@ -55,6 +55,9 @@ static const char *duration(struct sw_import *im, const char *v)
 
 static const char *where_of(struct sw_import *im, const struct sw_unit *u, int pos)
 {
+    struct sw__imp *p = sw__imp(im);
+    if (p && p->where_override)
+        return p->where_override;
     if (!strcmp(u->where, "<argv>"))
         return "<argv>";
     int line = 0;
