@@ -3,8 +3,9 @@
  *
  *   harness     each endpoint's contextWindow (its real window from the plan) and the compaction
  *               request checked against the compaction endpoint's window; JSON always
- *   llama-swap  a llama-swap config (YAML) for the enabled llama.cpp endpoints, from the plan's
- *               argv; healthCheckTimeout sized from the measured boot times in the ledger
+ *   llama-swap  a llama-swap config (YAML) per host, every enabled endpoint (llama-server, vLLM,
+ *               SGLang; a container's podman run), its devices kept in env; --out DIR writes
+ *               DIR/HOST.yaml each, else the hosts' configs as `---`-separated documents
  *   prometheus  a textfile-collector file (Prometheus text exposition) of the fleet's state
  *
  * --out FILE writes atomically (temp + rename), mode 0644. --json wraps the text kinds as
@@ -20,6 +21,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static const struct sw_opt opts[] = {
     {"ledger", 0, "PATH", 0, "the ledger (default: beside the fleet file)", NULL},
@@ -96,6 +98,34 @@ int sw_cmd_export(int argc, char **argv)
         }
         sw_free(t);
     } else if (!strcmp(kind, "llama-swap")) {
+        struct stat st;
+        if (outp && !stat(outp, &st) && S_ISDIR(st.st_mode)) {
+            /* --out DIR: one config per host, DIR/HOST.yaml, each written atomically */
+            for (size_t h = 0; h < f->n_hosts; h++) {
+                bool any = false;
+                for (size_t i = 0; i < f->n_endpoints; i++)
+                    any |= f->endpoints[i].enabled && f->endpoints[i].host == &f->hosts[h];
+                if (!any)
+                    continue;
+                char hp[4096];
+                snprintf(hp, sizeof(hp), "%s/%s.yaml", outp, f->hosts[h].name);
+                sw_buf_reset(&b);
+                if (sw_export_llama_swap_host(f, f->hosts[h].name, &ro, &b, &e))
+                    goto fail;
+                if (sw_write_file_atomic(hp, sw_buf_cstr(&b), b.len, 0644, &e)) {
+                    e.code = SW_EIO;
+                    goto fail;
+                }
+                if (!a.json)
+                    printf("wrote %s (%zu bytes)\n", hp, b.len);
+            }
+            if (a.json) {
+                json_t *j = json_pack("{s:s,s:s,s:b}", "kind", kind, "written", outp, "ok", 1);
+                sw_json_print(stdout, j, true);
+                json_decref(j);
+            }
+            goto out;
+        }
         if (sw_export_llama_swap(f, &ro, &b, &e))
             goto fail;
     } else {

@@ -69,7 +69,8 @@ static size_t pairs(const struct sw_flag_table *t, const char *const *argv, size
 
 static bool same_value(const char *a, const char *b)
 {
-    if (!strcmp(a, b))
+    /* llama-swap's ${PORT}: whatever port the fleet gives it */
+    if (!strcmp(a, b) || strstr(a, SW__IMP_PORT_MARK))
         return true;
     double x, y;
     return !sw_parse_double(a, &x, NULL) && !sw_parse_double(b, &y, NULL) && x == y;

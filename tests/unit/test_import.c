@@ -15,6 +15,7 @@
 #include <slipway/import.h>
 #include <slipway/memory.h>
 #include <slipway/plan.h>
+#include <slipway/report.h>
 
 #include "swtest.h"
 
@@ -381,12 +382,99 @@ static void test_merge(void **state)
     swt_tmpdir_free(dir);
 }
 
+/* The lines of an import's YAML without their comments, one per string. */
+static size_t value_lines(const char *y, char lines[][256], size_t max)
+{
+    size_t n = 0;
+    for (const char *p = y; *p && n < max;) {
+        const char *nl = strchr(p, '\n');
+        size_t len = nl ? (size_t)(nl - p) : strlen(p);
+        const char *hash = NULL;
+        for (size_t k = 0; k + 2 < len; k++)
+            if (p[k] == ' ' && p[k + 1] == ' ' && p[k + 2] == '#') {
+                hash = p + k;
+                break;
+            }
+        size_t l = hash ? (size_t)(hash - p) : len;
+        while (l && p[l - 1] == ' ')
+            l--;
+        snprintf(lines[n++], 256, "%.*s", (int)l, p);
+        p += len + (nl ? 1 : 0);
+    }
+    return n;
+}
+
+/* import llama-swap, export llama-swap, import again: each model's command imports to the same
+ * endpoint; the export adds only what the render always writes (--host, llama-server's -lv). */
+static void test_llama_swap_round_trip(void **state)
+{
+    (void)state;
+    char *dir = swt_tmpdir();
+    char fleet[4096], out[4096];
+    snprintf(fleet, sizeof(fleet), "%s/fleet.yaml", dir);
+    snprintf(out, sizeof(out), "%s/gpubox.yaml", dir);
+    struct sw_import a, b;
+    struct sw_err e;
+    struct sw_import_opts o = {.host = "gpubox", .out_dir = dir};
+    sw_import_init(&a);
+    if (sw_import_llama_swap(&a, swt_src("tests/data/import/llama-swap.yaml"), &o, &e))
+        fail_msg("%s", e.msg);
+    assert_int_equal(a.n_names, 3);
+    assert_true(has_note(&a, "models.qwen-small.ttl 300"));
+    assert_true(has_note(&a, "group always-on"));
+    assert_true(has_note(&a, "--port ${PORT}"));
+    const char *y = sw_buf_cstr(&a.yaml);
+    assert_non_null(strstr(y, "gguf: Qwen3-4B-Q4_K_M.gguf")); /* ${models} expanded */
+    assert_non_null(strstr(y, "llama-swap.yaml:13"));         /* the cmd's line */
+    if (sw_import_write(&a, NULL, fleet, &e))
+        fail_msg("%s", e.msg);
+    struct sw_fleet *f = load(fleet);
+    struct sw_buf x;
+    sw_buf_init(&x, 1u << 20);
+    if (sw_export_llama_swap_host(f, "gpubox", NULL, &x, &e))
+        fail_msg("%s", e.msg);
+    assert_non_null(strstr(sw_buf_cstr(&x), "--port ${PORT}"));
+    assert_non_null(strstr(sw_buf_cstr(&x), "- \"CUDA_VISIBLE_DEVICES=1\""));
+    assert_non_null(strstr(sw_buf_cstr(&x), "checkEndpoint: /health"));
+    swt_write_str(out, sw_buf_cstr(&x));
+    sw_buf_free(&x);
+    sw_fleet_free(f);
+    sw_import_init(&b);
+    if (sw_import_llama_swap(&b, out, &o, &e))
+        fail_msg("%s", e.msg);
+    static char la[256][256], lb[256][256];
+    size_t na = value_lines(sw_buf_cstr(&a.yaml), la, 256);
+    size_t nb = value_lines(sw_buf_cstr(&b.yaml), lb, 256);
+    for (size_t i = 0; i < na; i++) {
+        bool found = false;
+        for (size_t k = 0; k < nb && !found; k++)
+            found = !strcmp(la[i], lb[k]);
+        if (!found)
+            fail_msg("lost in the round trip: '%s'", la[i]);
+    }
+    for (size_t k = 0; k < nb; k++) {
+        bool found = false;
+        for (size_t i = 0; i < na && !found; i++)
+            found = !strcmp(la[i], lb[k]);
+        if (!found && !strstr(lb[k], "listen:") && !strstr(lb[k], "address: 127.0.0.1") &&
+            strcmp(lb[k], "      - -lv") && strcmp(lb[k], "      - \"4\""))
+            fail_msg("added in the round trip: '%s'", lb[k]);
+    }
+    sw_import_free(&a);
+    sw_import_free(&b);
+    swt_tmpdir_free(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_frank_primary), cmocka_unit_test(test_frank_small),
-        cmocka_unit_test(test_argv),          cmocka_unit_test(test_env),
-        cmocka_unit_test(test_garbage),       cmocka_unit_test(test_merge),
+        cmocka_unit_test(test_frank_primary),
+        cmocka_unit_test(test_frank_small),
+        cmocka_unit_test(test_argv),
+        cmocka_unit_test(test_env),
+        cmocka_unit_test(test_garbage),
+        cmocka_unit_test(test_merge),
+        cmocka_unit_test(test_llama_swap_round_trip),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
