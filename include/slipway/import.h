@@ -95,6 +95,9 @@ int sw_import_env(struct sw_import *im, const char *path, const struct sw_import
  */
 int sw_import_llama_swap(struct sw_import *im, const char *path, const struct sw_import_opts *o,
                          struct sw_err *e);
+/* The same over the config's text (path: its name in comments and errors). */
+int sw_import_llama_swap_text(struct sw_import *im, const char *path, const char *text, size_t len,
+                              const struct sw_import_opts *o, struct sw_err *e);
 
 /*
  * The fleet text: a new fleet (`version: 1`, `endpoints:` with im's entries) when into is NULL,

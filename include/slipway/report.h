@@ -86,6 +86,12 @@ int sw_report_budget_svg(const json_t *endpoint, struct sw_buf *out, struct sw_e
 int sw_export_harness(const struct sw_fleet *f, const struct sw_report_opts *o, json_t **out,
                       struct sw_err *e);
 
+/* The harness export (sw_export_harness's doc) in the harness's own models.yml form: a `models:`
+ * mapping, each endpoint with its real window as `contextWindow` (the key the harness reads),
+ * appended to out as YAML. */
+int sw_export_harness_models_yml(const json_t *doc, const char *fleet_path, struct sw_buf *out,
+                                 struct sw_err *e);
+
 /*
  * llama-swap configs, keys as llama-swap documents them (README, docs/configuration.md,
  * config.example.yaml): one config per host, since llama-swap starts the engines on its own

@@ -114,11 +114,21 @@ static int unit_text(struct sw_buf *u, const char *cmd, const struct sw_fleet_yn
 int sw_import_llama_swap(struct sw_import *im, const char *path, const struct sw_import_opts *o,
                          struct sw_err *e)
 {
+    char *text = NULL;
+    size_t len = 0;
+    int rc = sw_read_file(path, 16u << 20, &text, &len, e);
+    if (!rc)
+        rc = sw_import_llama_swap_text(im, path, text, len, o, e);
+    sw_free(text);
+    return rc;
+}
+
+int sw_import_llama_swap_text(struct sw_import *im, const char *path, const char *text, size_t len,
+                              const struct sw_import_opts *o, struct sw_err *e)
+{
     static const struct sw_import_opts none;
     if (!o)
         o = &none;
-    char *text = NULL;
-    size_t len = 0;
     struct sw_fleet_ydoc *d = NULL;
     struct sw_buf cmd, unit;
     sw_buf_init(&cmd, 1u << 20);
@@ -126,9 +136,7 @@ int sw_import_llama_swap(struct sw_import *im, const char *path, const struct sw
     struct sw__imp *p = sw__imp(im);
     if (!p)
         return sw_err_set(e, SW_ENOMEM, "out of memory");
-    int rc = sw_read_file(path, 16u << 20, &text, &len, e);
-    if (!rc)
-        rc = sw_fleet_yaml_read(path, text, len, &d, e);
+    int rc = sw_fleet_yaml_read(path, text, len, &d, e);
     if (rc)
         goto out;
     const struct sw_fleet_ynode *root = sw_fleet_ydoc_root(d);
@@ -227,7 +235,6 @@ int sw_import_llama_swap(struct sw_import *im, const char *path, const struct sw
         rc = sw_err_set(e, rc, "out of memory");
 out:
     sw_fleet_ydoc_free(d);
-    sw_free(text);
     sw_buf_free(&cmd);
     sw_buf_free(&unit);
     return rc;

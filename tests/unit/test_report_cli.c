@@ -53,6 +53,9 @@ static void test_export_exits(void **state)
     swt_run_free(&r);
     assert_true(swt_file_has(out, "\"contextWindow\": 180224"));
     assert_true(swt_file_has(out, "\"request_tokens\": 216269"));
+    /* beside it, the harness's own models.yml form */
+    snprintf(out, sizeof(out), "%s/models.yml", dir);
+    assert_true(swt_file_has(out, "\n  \"frank-small\":\n    contextWindow: 180224\n"));
 
     snprintf(out, sizeof(out), "%s/llama-swap.yaml", dir);
     swt_slipway(&r, "export", "llama-swap", fleet, "--ledger", led, "--out", out, NULL);
