@@ -86,6 +86,18 @@ int sw_import_env(struct sw_import *im, const char *path, const struct sw_import
                   struct sw_err *e);
 
 /*
+ * A fleet host over its transport (src/host: ssh or local): the system manager's service units
+ * whose ExecStart runs an engine (llama-server, vLLM, SGLang, or podman/docker run), each read
+ * remotely with its EnvironmentFile and imported as a unit is (positions "HOST:/path:line"). The
+ * env file's values the fleet imports go to a local copy beside the fleet (out_dir/HOST-UNIT.env,
+ * mode 0600) holding only its non-secret lines: the secrets stay on the host. The payloads'
+ * metadata is then read where they are by the plan (sw_plan_payload_on_host). fleet_path is the
+ * fleet that holds the host. No engine unit on the host is an error naming the host.
+ */
+int sw_import_host(struct sw_import *im, const char *fleet_path, const char *host,
+                   const struct sw_import_opts *o, struct sw_err *e);
+
+/*
  * A llama-swap config (its documented form: `models:` each with `cmd`, `env`, `ttl`, `proxy`,
  * `checkEndpoint`, `aliases`...; `groups:`; `macros:`): each model whose cmd runs llama-server,
  * vLLM or SGLang (natively or in podman/docker run) becomes an endpoint named by its model ID,

@@ -30,6 +30,7 @@ static const char *const examples[] = {
     "slipway import unit /etc/systemd/system/frank-primary.service --into fleet.yaml",
     "slipway import unit frank-small.service --env-file frank-small.env --out fleet.yaml",
     "slipway import env frank-primary.env --engine vllm",
+    "slipway import host dankserver --into fleet.yaml",
     "slipway import llama-swap /etc/llama-swap/config.yaml --host gpubox --out fleet.yaml",
     "slipway import argv -- llama-server -m /models/m.gguf -c 8192 -np 2",
     NULL,
@@ -38,9 +39,9 @@ static const char *const examples[] = {
 const struct sw_cmd_spec sw_spec_import = {
     .name = "import",
     .summary = "write a fleet from what already runs: units, env files, command lines",
-    .synopsis =
-        "unit FILE...|env FILE|llama-swap CONFIG|argv -- COMMAND... [--into FLEET] [--out FILE] "
-        "[--name NAME] [--host HOST] [--env-file FILE] [--engine E] [--json]",
+    .synopsis = "unit FILE...|env FILE|host HOST --into FLEET|llama-swap CONFIG|argv -- COMMAND... "
+                "[--into FLEET] [--out FILE] "
+                "[--name NAME] [--host HOST] [--env-file FILE] [--engine E] [--json]",
     .about = "Every value carries a comment naming where it came from (file:line). A value of\n"
              "the unit's env file is imported through env_file.map (the file stays the place to\n"
              "edit it); a secret never enters the fleet (it stays in its env file, referenced as\n"
@@ -102,6 +103,13 @@ int sw_cmd_import(int argc, char **argv)
             return sw_args_usage(&a, "import argv: give the command line after --");
         }
         rc = sw_import_argv(&im, a.nrest, a.rest, &o, &e);
+    } else if (!strcmp(kind, "host")) {
+        if (a.npos != 2 || !into) {
+            sw_import_free(&im);
+            return sw_args_usage(&a, "import host: give one host of the --into fleet");
+        }
+        o.host = a.pos[1];
+        rc = sw_import_host(&im, into, a.pos[1], &o, &e);
     } else if (!strcmp(kind, "llama-swap")) {
         if (a.npos != 2) {
             sw_import_free(&im);
@@ -110,7 +118,7 @@ int sw_cmd_import(int argc, char **argv)
         rc = sw_import_llama_swap(&im, a.pos[1], &o, &e);
     } else {
         sw_import_free(&im);
-        return sw_args_usage(&a, "unknown import '%s' (unit, env, argv, llama-swap)", kind);
+        return sw_args_usage(&a, "unknown import '%s' (unit, env, host, argv, llama-swap)", kind);
     }
     if (rc) {
         sw_import_free(&im);

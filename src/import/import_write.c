@@ -217,6 +217,26 @@ static int merge(struct sw_import *im, const char *into, const char *text, struc
         sw_free(v);
         return sw_err_set(e, SW_ENOMEM, "out of memory");
     }
+    if (!opens_block(&v[eps])) {
+        /* `endpoints: {}`: the empty flow mapping becomes the block of ours */
+        const char *c = memchr(v[eps].p, ':', v[eps].n);
+        const char *q = c + 1;
+        while (q < v[eps].p + v[eps].n && *q == ' ')
+            q++;
+        if (v[eps].p + v[eps].n - q < 2 || q[0] != '{' || q[1] != '}') {
+            sw_free(v);
+            return sw_err_at(e, SW_EINVAL, into, (int)eps + 1, 0,
+                             "endpoints is written as a flow mapping: merge by hand");
+        }
+        for (size_t k = 0; k < n && !rc; k++) {
+            if (k == eps)
+                rc = sw_buf_printf(out, "endpoints:\n%s", sw_buf_cstr(&im->yaml));
+            else
+                rc = sw_buf_printf(out, "%.*s\n", (int)v[k].n, v[k].p);
+        }
+        sw_free(v);
+        return rc ? sw_err_set(e, rc, "out of memory") : 0;
+    }
     size_t eend = block_end(v, n, eps, 0);
     size_t f = first_busy(v, eps + 1, eend);
     size_t eind = f < eend ? indent(&v[f]) : 2;
