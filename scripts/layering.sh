@@ -25,6 +25,7 @@ LAYERS=(
   "engine"                     # per-engine adapter: argv/env, boot logs, diff
   "plan"                       # sw_plan_endpoint: the one plan of an endpoint (argv, law, shape)
   "unit"                       # systemd units: the render (from the plan) and the lint
+  "import"                     # the fleet that already runs: units, env files, command lines
   "gate deploy"                # checks before a boot; the local supervisor and sw_deploy_endpoint
   "probe bench sim"            # the live battery; the benchmark client; the engine stand-in
   "rollout report"             # deploy on a host with rollback | the fleet as people and tools read it

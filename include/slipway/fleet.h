@@ -741,6 +741,36 @@ int sw_fleet_load_mem(const char *name, const char *text, size_t len,
                       const struct sw_fleet_opts *opts, struct sw_fleet **out, struct sw_err *e);
 void sw_fleet_free(struct sw_fleet *f);
 
+/*
+ * Any YAML document read with the fleet file's hardened reader (strict UTF-8, alias bombs and deep
+ * nesting bounded, errors at line:col): for importers of other tools' configs. A node is a
+ * scalar, a mapping or a sequence, with its line and column. The document owns every node; free
+ * it with sw_fleet_ydoc_free.
+ */
+struct sw_fleet_ydoc;
+struct sw_fleet_ynode;
+enum sw_fleet_ykind { SW_FLEET_Y_SCALAR = 1, SW_FLEET_Y_MAP = 2, SW_FLEET_Y_SEQ = 3 };
+int sw_fleet_yaml_read(const char *name, const char *text, size_t len, struct sw_fleet_ydoc **out,
+                       struct sw_err *e);
+void sw_fleet_ydoc_free(struct sw_fleet_ydoc *d);
+const struct sw_fleet_ynode *sw_fleet_ydoc_root(const struct sw_fleet_ydoc *d);
+/* 0 for NULL */
+int sw_fleet_ynode_kind(const struct sw_fleet_ynode *n);
+int sw_fleet_ynode_line(const struct sw_fleet_ynode *n);
+/* A scalar's text (NULL for a mapping or sequence). */
+const char *sw_fleet_ynode_str(const struct sw_fleet_ynode *n);
+/* Pairs of a mapping, items of a sequence. */
+size_t sw_fleet_ynode_len(const struct sw_fleet_ynode *n);
+/* Item i of a sequence, or the value of pair i of a mapping (*key its key's text). */
+const struct sw_fleet_ynode *sw_fleet_ynode_at(const struct sw_fleet_ynode *n, size_t i,
+                                               const char **key);
+/* The value of key in a mapping, NULL when absent. */
+const struct sw_fleet_ynode *sw_fleet_ynode_get(const struct sw_fleet_ynode *n, const char *key);
+
+/* Would the fleet refuse NAME=VALUE as a literal because it looks like a secret (a token-like
+ * name or value, fleet/secret.c)? Either may be NULL. Importers use it to keep secrets out. */
+bool sw_fleet_looks_secret(const char *name, const char *value);
+
 const struct sw_fleet_host *sw_fleet_host(const struct sw_fleet *f, const char *name);
 const struct sw_fleet_endpoint *sw_fleet_endpoint(const struct sw_fleet *f, const char *name);
 /* The same for a name a person typed (fleet/find.c): 0 with *ep set, or SW_ENOENT with e saying

@@ -86,10 +86,32 @@ int sw_report_budget_svg(const json_t *endpoint, struct sw_buf *out, struct sw_e
 int sw_export_harness(const struct sw_fleet *f, const struct sw_report_opts *o, json_t **out,
                       struct sw_err *e);
 
-/* A llama-swap config for the fleet's enabled llama.cpp endpoints, appended to out as YAML:
- *   healthCheckTimeout: N   (seconds, from the slowest measured boot, else 300: stated)
- *   models: {NAME: {cmd, proxy, checkEndpoint: /health, ttl: 0, aliases: [ALIAS]}}
- * The cmd is the plan's argv with the port set to ${PORT} (llama-swap's macro). */
+/* The harness export (sw_export_harness's doc) in the harness's own models.yml form: a `models:`
+ * mapping, each endpoint with its real window as `contextWindow` (the key the harness reads),
+ * appended to out as YAML. */
+int sw_export_harness_models_yml(const json_t *doc, const char *fleet_path, struct sw_buf *out,
+                                 struct sw_err *e);
+
+/*
+ * llama-swap configs, keys as llama-swap documents them (README, docs/configuration.md,
+ * config.example.yaml): one config per host, since llama-swap starts the engines on its own
+ * machine. Per host: healthCheckTimeout (seconds, 1.5 x the slowest measured boot, else a stated
+ * 300; at least llama-swap's minimum 15) and `models:`, one per enabled endpoint of every engine:
+ *   cmd            the engine's command line as the render runs it (a container's `podman run`
+ *                  in the foreground with --rm; the port as llama-swap's ${PORT} macro)
+ *   cmdStop        a container's `podman stop -t GRACE NAME`
+ *   env            ["NAME=value"]: the endpoint's literal environment and the devices it is
+ *                  pinned to (CUDA_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES / ROCR_VISIBLE_DEVICES);
+ *                  a secret is only named, in a comment
+ *   proxy          http://127.0.0.1:${PORT}
+ *   checkEndpoint  the engine's health route (/health; SGLang's /health too)
+ *   ttl            0: never unloaded (a fleet endpoint stays up)
+ *   aliases        [the served name] when it differs from the endpoint's name
+ * sw_export_llama_swap_host writes one host's config (host: its name); sw_export_llama_swap
+ * writes every host's, as YAML documents separated by `---`, each headed by a `# host: NAME`
+ * comment. */
+int sw_export_llama_swap_host(const struct sw_fleet *f, const char *host,
+                              const struct sw_report_opts *o, struct sw_buf *out, struct sw_err *e);
 int sw_export_llama_swap(const struct sw_fleet *f, const struct sw_report_opts *o,
                          struct sw_buf *out, struct sw_err *e);
 

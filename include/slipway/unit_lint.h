@@ -148,6 +148,12 @@ struct sw_unit {
     /* The engine (in the container, or ExecStart's own program) and the Exec line naming it. */
     enum sw_unit_engine engine;
     int engine_line;
+    /* The engine's command line as the scan read it (expanded; NULL-ended): argv[0] the program
+     * (`llama-server`, `vllm`, `python3`) or, for an image whose entrypoint is the engine, its
+     * first argument; engine_arg0 the index of the first word after the launcher (`vllm serve`,
+     * `python -m MODULE`), so engine_argv[engine_arg0..] are the engine's flags and positionals. */
+    const char **engine_argv;
+    size_t engine_argc, engine_arg0;
     struct sw_unit_path *paths;
     size_t n_paths;
     /* The container's stop grace: `podman stop -t N` / `--time N` in ExecStop (podman's default

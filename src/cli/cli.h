@@ -45,6 +45,7 @@ struct sw_cmd {
     X(gguf, "inspect a GGUF model file; synthesize tiny chat-capable test models")                 \
     X(history, "an endpoint's tags: shapes, measured figures, last-good, retired, restorable")     \
     X(hosts, "reach the fleet's hosts: systemd, podman, engine binaries or images, payloads")      \
+    X(import, "write a fleet from what already runs: units, env files, command lines")             \
     X(install, "install an endpoint's rendered service on its host; --start and prove it serves")  \
     X(ladder, "the largest max_model_len/ctx/slots/KV that boots and survives, in few boots")      \
     X(ledger, "the record of boots, usage readings, batteries, benches and rules")                 \
@@ -88,6 +89,7 @@ int sw__cmd_bench_compare(int argc, char **argv);
     X(gguf)                                                                                        \
     X(history)                                                                                     \
     X(hosts)                                                                                       \
+    X(import)                                                                                      \
     X(install)                                                                                     \
     X(ladder)                                                                                      \
     X(ledger)                                                                                      \

@@ -1,10 +1,11 @@
 /*
- * slipway export harness|llama-swap|prometheus [FLEET.yaml] [--ledger PATH] [--out FILE] [--json]
+ * slipway export harness|harness-models|llama-swap|prometheus [FLEET.yaml] [--ledger PATH] [--out FILE] [--json]
  *
  *   harness     each endpoint's contextWindow (its real window from the plan) and the compaction
  *               request checked against the compaction endpoint's window; JSON always
- *   llama-swap  a llama-swap config (YAML) for the enabled llama.cpp endpoints, from the plan's
- *               argv; healthCheckTimeout sized from the measured boot times in the ledger
+ *   llama-swap  a llama-swap config (YAML) per host, every enabled endpoint (llama-server, vLLM,
+ *               SGLang; a container's podman run), its devices kept in env; --out DIR writes
+ *               DIR/HOST.yaml each, else the hosts' configs as `---`-separated documents
  *   prometheus  a textfile-collector file (Prometheus text exposition) of the fleet's state
  *
  * --out FILE writes atomically (temp + rename), mode 0644. --json wraps the text kinds as
@@ -20,6 +21,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static const struct sw_opt opts[] = {
     {"ledger", 0, "PATH", 0, "the ledger (default: beside the fleet file)", NULL},
@@ -39,7 +41,8 @@ static const char *const examples[] = {
 const struct sw_cmd_spec sw_spec_export = {
     .name = "export",
     .summary = "write the fleet for the tools around it: harness, llama-swap, prometheus",
-    .synopsis = "harness|llama-swap|prometheus [FLEET.yaml] [--ledger PATH] [--out FILE] [--json]",
+    .synopsis = "harness|harness-models|llama-swap|prometheus [FLEET.yaml] [--ledger PATH] [--out "
+                "FILE] [--json]",
     .about = "harness: each endpoint's contextWindow = its real window (the plan's slot or\n"
              "request window) and the compaction request (ratio x window + summary budget)\n"
              "against the compaction endpoint's window. llama-swap: a config for the llama.cpp\n"
@@ -71,8 +74,10 @@ int sw_cmd_export(int argc, char **argv)
     if (a.npos < 1)
         return sw_args_usage(&a, "name what to export: harness, llama-swap or prometheus");
     const char *kind = a.pos[0];
-    if (strcmp(kind, "harness") && strcmp(kind, "llama-swap") && strcmp(kind, "prometheus"))
-        return sw_args_usage(&a, "unknown export '%s' (harness, llama-swap, prometheus)", kind);
+    if (strcmp(kind, "harness") && strcmp(kind, "harness-models") && strcmp(kind, "llama-swap") &&
+        strcmp(kind, "prometheus"))
+        return sw_args_usage(
+            &a, "unknown export '%s' (harness, harness-models, llama-swap, prometheus)", kind);
     const char *fleet = a.npos > 1 ? a.pos[1] : "fleet.yaml";
     const char *ledger = sw_args_str(&a, "ledger"), *outp = sw_args_str(&a, "out");
     if (outp && !*outp)
@@ -95,7 +100,62 @@ int sw_cmd_export(int argc, char **argv)
             goto fail;
         }
         sw_free(t);
+        if (outp) {
+            /* beside the JSON: the harness's own models.yml form */
+            char dir[4096], yp[4200];
+            snprintf(dir, sizeof(dir), "%s", outp);
+            char *slash = strrchr(dir, '/');
+            if (slash)
+                *slash = 0;
+            snprintf(yp, sizeof(yp), "%s/models.yml", slash ? dir : ".");
+            struct sw_buf y;
+            sw_buf_init(&y, 16u << 20);
+            int yrc = sw_export_harness_models_yml(doc, fleet, &y, &e);
+            if (!yrc)
+                yrc = sw_write_file_atomic(yp, sw_buf_cstr(&y), y.len, 0644, &e);
+            sw_buf_free(&y);
+            if (yrc) {
+                e.code = SW_EIO;
+                goto fail;
+            }
+            if (!a.json)
+                printf("wrote %s\n", yp);
+        }
+    } else if (!strcmp(kind, "harness-models")) {
+        if (sw_export_harness(f, &ro, &doc, &e))
+            goto fail;
+        contract_ok = json_is_true(json_object_get(doc, "ok"));
+        if (sw_export_harness_models_yml(doc, fleet, &b, &e))
+            goto fail;
     } else if (!strcmp(kind, "llama-swap")) {
+        struct stat st;
+        if (outp && !stat(outp, &st) && S_ISDIR(st.st_mode)) {
+            /* --out DIR: one config per host, DIR/HOST.yaml, each written atomically */
+            for (size_t h = 0; h < f->n_hosts; h++) {
+                bool any = false;
+                for (size_t i = 0; i < f->n_endpoints; i++)
+                    any |= f->endpoints[i].enabled && f->endpoints[i].host == &f->hosts[h];
+                if (!any)
+                    continue;
+                char hp[4096];
+                snprintf(hp, sizeof(hp), "%s/%s.yaml", outp, f->hosts[h].name);
+                sw_buf_reset(&b);
+                if (sw_export_llama_swap_host(f, f->hosts[h].name, &ro, &b, &e))
+                    goto fail;
+                if (sw_write_file_atomic(hp, sw_buf_cstr(&b), b.len, 0644, &e)) {
+                    e.code = SW_EIO;
+                    goto fail;
+                }
+                if (!a.json)
+                    printf("wrote %s (%zu bytes)\n", hp, b.len);
+            }
+            if (a.json) {
+                json_t *j = json_pack("{s:s,s:s,s:b}", "kind", kind, "written", outp, "ok", 1);
+                sw_json_print(stdout, j, true);
+                json_decref(j);
+            }
+            goto out;
+        }
         if (sw_export_llama_swap(f, &ro, &b, &e))
             goto fail;
     } else {

@@ -30,6 +30,12 @@ bool sw__fleet_looks_secret_name(const char *name)
     return false;
 }
 
+bool sw_fleet_looks_secret(const char *name, const char *value)
+{
+    return (name && sw__fleet_looks_secret_name(name)) ||
+           (value && sw__fleet_looks_secret_value(value));
+}
+
 /* Values that are secrets whatever they are called: Hugging Face, OpenAI-style, GitHub tokens,
  * bearer headers, PEM keys. */
 bool sw__fleet_looks_secret_value(const char *v)

@@ -683,3 +683,91 @@ json_t *sw__fleet_node_to_json(const struct sw__fleet_node *n, struct sw_err *e)
         sw_err_set(e, SW_ENOMEM, "out of memory converting YAML to JSON");
     return j;
 }
+
+/* ---------------------------------------------------------------------------------------------
+ * Any YAML document, for importers (fleet.h "Any YAML document").
+ */
+struct sw_fleet_ydoc {
+    struct sw_region a;
+    struct sw__fleet_node *root;
+};
+
+int sw_fleet_yaml_read(const char *name, const char *text, size_t len, struct sw_fleet_ydoc **out,
+                       struct sw_err *e)
+{
+    *out = NULL;
+    struct sw_fleet_ydoc *d = sw_calloc(1, sizeof(*d));
+    if (!d)
+        return sw_err_set(e, SW_ENOMEM, "out of memory");
+    sw_region_init(&d->a, 64u << 20);
+    int rc = sw__fleet_yaml_parse(&d->a, name, text, len, &d->root, e);
+    if (rc) {
+        sw_fleet_ydoc_free(d);
+        return rc;
+    }
+    *out = d;
+    return 0;
+}
+
+void sw_fleet_ydoc_free(struct sw_fleet_ydoc *d)
+{
+    if (!d)
+        return;
+    sw_region_free(&d->a);
+    sw_free(d);
+}
+
+#define YN(n) ((const struct sw__fleet_node *)(const void *)(n))
+
+const struct sw_fleet_ynode *sw_fleet_ydoc_root(const struct sw_fleet_ydoc *d)
+{
+    return d ? (const struct sw_fleet_ynode *)(const void *)d->root : NULL;
+}
+
+int sw_fleet_ynode_kind(const struct sw_fleet_ynode *n)
+{
+    return n ? (int)YN(n)->kind : 0;
+}
+
+int sw_fleet_ynode_line(const struct sw_fleet_ynode *n)
+{
+    return n ? YN(n)->line : 0;
+}
+
+const char *sw_fleet_ynode_str(const struct sw_fleet_ynode *n)
+{
+    return n && YN(n)->kind == SW__FLN_SCALAR ? YN(n)->text : NULL;
+}
+
+size_t sw_fleet_ynode_len(const struct sw_fleet_ynode *n)
+{
+    return n && YN(n)->kind != SW__FLN_SCALAR ? YN(n)->n : 0;
+}
+
+const struct sw_fleet_ynode *sw_fleet_ynode_at(const struct sw_fleet_ynode *n, size_t i,
+                                               const char **key)
+{
+    if (key)
+        *key = NULL;
+    if (!n || i >= sw_fleet_ynode_len(n))
+        return NULL;
+    const struct sw__fleet_node *x = YN(n);
+    if (x->kind == SW__FLN_SEQ)
+        return (const struct sw_fleet_ynode *)(const void *)x->kids[i];
+    if (key)
+        *key = x->kids[2 * i]->text;
+    return (const struct sw_fleet_ynode *)(const void *)x->kids[2 * i + 1];
+}
+
+const struct sw_fleet_ynode *sw_fleet_ynode_get(const struct sw_fleet_ynode *n, const char *key)
+{
+    if (sw_fleet_ynode_kind(n) != SW_FLEET_Y_MAP)
+        return NULL;
+    for (size_t i = 0; i < sw_fleet_ynode_len(n); i++) {
+        const char *k;
+        const struct sw_fleet_ynode *v = sw_fleet_ynode_at(n, i, &k);
+        if (k && !strcmp(k, key))
+            return v;
+    }
+    return NULL;
+}

@@ -1,11 +1,7 @@
 /*
  * report/export: the fleet for the tools around it.
  *
- *   llama-swap  its documented config (README, config.example.yaml): a top-level
- *               healthCheckTimeout (seconds) and a `models:` map, each model with `cmd` (the
- *               plan's argv, the port replaced by llama-swap's ${PORT} macro), `proxy`,
- *               `checkEndpoint`, `ttl` and `aliases`. Only the llama.cpp endpoints that are
- *               enabled: llama-swap starts llama-server on its own machine.
+ *   llama-swap  export_swap.c
  *   prometheus  the text exposition format (version 0.0.4) for node_exporter's textfile
  *               collector: every family has HELP and TYPE lines, its samples together, label
  *               values escaped (\\, \", \n).
@@ -15,8 +11,6 @@
  * comment, to be set in llama-swap's own environment).
  */
 #include "report_internal.h"
-
-#include <slipway/engine.h>
 
 #include <string.h>
 
@@ -47,147 +41,6 @@ int sw_report_boot_ms(struct sw_ledger *l, const char *endpoint, int64_t *ms, st
     }
     json_decref(rows);
     return 0;
-}
-
-/* ---------------------------------------------------------------------------------------------
- * llama-swap
- */
-
-/* A YAML double-quoted scalar (core's one escaper). */
-static int yq(struct sw_buf *b, const char *s)
-{
-    return sw_buf_yaml_str(b, s);
-}
-
-/* One argument as a POSIX shell word (llama-swap splits cmd the way a shell would). */
-static int shword(struct sw_buf *b, const char *s)
-{
-    bool plain = *s != 0;
-    for (const char *p = s; *p && plain; p++)
-        plain = strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=,+@%",
-                       *p) != NULL ||
-                (*p == '$' && !strcmp(s, "${PORT}")) || (*p == '{' || *p == '}');
-    if (plain)
-        return sw_buf_puts(b, s);
-    int rc = sw_buf_putc(b, '\'');
-    for (; !rc && *s; s++)
-        rc = *s == '\'' ? sw_buf_puts(b, "'\\''") : sw_buf_putc(b, *s);
-    return rc ? rc : sw_buf_putc(b, '\'');
-}
-
-static bool literal_env(const struct sw_fleet_endpoint *ep, const char *kv)
-{
-    const char *eq = strchr(kv, '=');
-    size_t n = eq ? (size_t)(eq - kv) : strlen(kv);
-    for (size_t i = 0; i < ep->n_env; i++)
-        if (strlen(ep->env[i].name) == n && !strncmp(ep->env[i].name, kv, n))
-            return ep->env[i].value != NULL && ep->env[i].secret.kind == SW_FLEET_SECRET_NONE;
-    return false;
-}
-
-int sw_export_llama_swap(const struct sw_fleet *f, const struct sw_report_opts *o,
-                         struct sw_buf *out, struct sw_err *e)
-{
-    int rc = 0;
-    int64_t slowest = 0;
-    size_t n = 0;
-    struct sw_buf m;
-    sw_buf_init(&m, 16u << 20);
-    for (size_t i = 0; i < f->n_endpoints && !rc; i++) {
-        const struct sw_fleet_endpoint *ep = &f->endpoints[i];
-        struct sw_plan p;
-        struct sw_err pe;
-        memset(&p, 0, sizeof(p));
-        sw_err_clear(&pe);
-        if (!ep->enabled || ep->engine != SW_FLEET_LLAMACPP)
-            continue;
-        int prc = sw_plan_endpoint(f, ep, NULL, &p, &pe);
-        if (prc == SW_ENOMEM || !p.cmd.argc) {
-            rc = prc ? prc : SW_EINVAL;
-            sw_err_set(e, rc, "%s: the plan gave no argv: %s", ep->name, pe.msg);
-            sw_plan_free(&p);
-            break;
-        }
-        int64_t ms = 0;
-        rc = sw_report_boot_ms(o ? o->ledger : NULL, ep->name, &ms, e);
-        if (ms > slowest)
-            slowest = ms;
-        if (!rc)
-            rc = sw_buf_printf(&m, "  %s:\n    cmd: ", ep->name);
-        struct sw_buf c;
-        sw_buf_init(&c, 1u << 20);
-        for (size_t k = 0; k < p.cmd.argc && !rc; k++) {
-            const char *a = p.cmd.argv[k];
-            bool port = k > 0 && !strcmp(p.cmd.argv[k - 1], "--port");
-            if (k)
-                rc = sw_buf_putc(&c, ' ');
-            if (!rc)
-                rc = shword(&c, port ? "${PORT}" : a);
-        }
-        if (!rc)
-            rc = yq(&m, sw_buf_cstr(&c));
-        sw_buf_free(&c);
-        if (!rc)
-            rc = sw_buf_puts(&m, "\n    proxy: \"http://127.0.0.1:${PORT}\"\n"
-                                 "    checkEndpoint: /health\n    ttl: 0\n");
-        if (!rc && ep->alias.v) {
-            rc = sw_buf_puts(&m, "    aliases:\n      - ");
-            if (!rc)
-                rc = yq(&m, ep->alias.v);
-            if (!rc)
-                rc = sw_buf_putc(&m, '\n');
-        }
-        bool envs = false;
-        for (size_t k = 0; k < p.cmd.envc && !rc; k++) {
-            if (!literal_env(ep, p.cmd.env[k])) {
-                const char *eq = strchr(p.cmd.env[k], '=');
-                rc = sw_buf_printf(&m,
-                                   "    # %.*s: not written here (a secret or derived "
-                                   "value): set it in llama-swap's environment\n",
-                                   (int)(eq ? eq - p.cmd.env[k] : (long)strlen(p.cmd.env[k])),
-                                   p.cmd.env[k]);
-                continue;
-            }
-            if (!envs)
-                rc = sw_buf_puts(&m, "    env:\n");
-            envs = true;
-            if (!rc)
-                rc = sw_buf_puts(&m, "      - ");
-            if (!rc)
-                rc = yq(&m, p.cmd.env[k]);
-            if (!rc)
-                rc = sw_buf_putc(&m, '\n');
-        }
-        n++;
-        sw_plan_free(&p);
-    }
-    if (!rc) {
-        /* the slowest measured boot with half again as margin; llama-swap's own default (120 s)
-         * is shorter than a cold load of a large GGUF, hence a stated 300 without a measurement */
-        int64_t secs = slowest > 0 ? (slowest * 3 / 2 + 999) / 1000 : 300;
-        if (secs < 15)
-            secs = 15; /* llama-swap's documented minimum */
-        /* the fleet file's path escaped: an LF in it would start a YAML line of its own */
-        rc = sw_buf_puts(out, "# llama-swap config written by slipway from ");
-        if (!rc)
-            rc = sw_buf_line(out, f->path ? f->path : "(fleet)");
-        if (!rc)
-            rc = sw_buf_printf(out,
-                               "; do not edit by hand:\n"
-                               "# `slipway export llama-swap` writes it again from the fleet.\n"
-                               "# healthCheckTimeout: %s\n"
-                               "healthCheckTimeout: %lld\n"
-                               "models:%s\n",
-                               slowest > 0 ? "1.5 x the slowest measured boot in the ledger"
-                                           : "no boot time measured in the ledger: a stated 300 s",
-                               (long long)secs, n ? "" : " {}");
-        if (!rc)
-            rc = sw_buf_append(out, m.data ? m.data : "", m.len);
-    }
-    sw_buf_free(&m);
-    if (rc && e && !e->code)
-        sw_err_set(e, rc, "out of memory");
-    return rc;
 }
 
 /* ---------------------------------------------------------------------------------------------

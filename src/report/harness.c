@@ -237,3 +237,36 @@ int sw_export_harness(const struct sw_fleet *f, const struct sw_report_opts *o, 
     *out = doc;
     return 0;
 }
+
+int sw_export_harness_models_yml(const json_t *doc, const char *fleet_path, struct sw_buf *out,
+                                 struct sw_err *e)
+{
+    int rc = sw_buf_puts(out, "# models.yml for the client harness, written by slipway from ");
+    if (!rc)
+        rc = sw_buf_line(out, fleet_path ? fleet_path : "(fleet)");
+    if (!rc)
+        rc = sw_buf_puts(out, ".\n# contextWindow is each endpoint's REAL window (its slot or "
+                              "request window from the plan):\n# a longer prompt is a hard HTTP "
+                              "400. The harness's other keys are its own.\nmodels:\n");
+    size_t i, n = 0;
+    json_t *ep;
+    json_array_foreach(json_object_get(doc, "endpoints"), i, ep)
+    {
+        const char *name = json_string_value(json_object_get(ep, "name"));
+        const json_t *cw = json_object_get(ep, "contextWindow");
+        if (!name || rc)
+            continue;
+        rc = sw_buf_puts(out, "  ");
+        if (!rc)
+            rc = sw_buf_yaml_str(out, name);
+        if (!rc && json_is_integer(cw))
+            rc = sw_buf_printf(out, ":\n    contextWindow: %lld\n",
+                               (long long)json_integer_value(cw));
+        else if (!rc)
+            rc = sw_buf_puts(out, ":\n    # contextWindow: no window (the plan failed)\n");
+        n++;
+    }
+    if (!rc && !n)
+        rc = sw_buf_puts(out, "  {}\n");
+    return rc ? sw_err_set(e, rc, "out of memory") : 0;
+}

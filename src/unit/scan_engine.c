@@ -143,6 +143,14 @@ int sw__scan_engine(struct sw__scan *s, char **argv, size_t argc, const char *im
         return 0;
     u->engine = e;
     u->engine_line = line;
+    u->engine_argv = sw_region_allocn(s->a, argc + 1, sizeof(*u->engine_argv));
+    if (!u->engine_argv)
+        return SW_ENOMEM;
+    for (size_t k = 0; k < argc; k++)
+        u->engine_argv[k] = argv[k];
+    u->engine_argv[argc] = NULL;
+    u->engine_argc = argc;
+    u->engine_arg0 = i;
     int rc = 0;
     if (positional || (e == SW_UNIT_ENGINE_VLLM && i >= 2 && i < argc &&
                        !strcmp(argv[i - 1], "serve") && argv[i][0] != '-'))

@@ -236,7 +236,9 @@ static void test_llama_swap(void **state)
     sw_err_clear(&e);
     sw_buf_init(&b, 16u << 20);
     struct sw_report_opts o = {.ledger = &x->l};
-    assert_int_equal(sw_export_llama_swap(x->f, &o, &b, &e), 0);
+    /* one config per host: Dankclaw's first here (frank-large-rocmfpx's command line), then
+     * dankserver's below */
+    assert_int_equal(sw_export_llama_swap_host(x->f, "Dankclaw", &o, &b, &e), 0);
     struct fy_document *fyd = fy_document_build_from_string(NULL, sw_buf_cstr(&b), b.len);
     assert_non_null(fyd);
     struct fy_node *root = fy_document_root(fyd);
@@ -277,12 +279,33 @@ static void test_llama_swap(void **state)
     assert_string_equal(fy_node_get_scalar0(hct), "300"); /* no boot time in the seed ledger */
     struct fy_node *models = fy_node_by_path(root, "/models", FY_NT, FYNWF_DONT_FOLLOW);
     assert_true(fy_node_is_mapping(models));
-    /* the llama.cpp ones: frank-small and frank-large-rocmfpx */
+    /* every engine on Dankclaw: frank-large (vLLM in podman) and frank-large-rocmfpx */
     assert_int_equal(fy_node_mapping_item_count(models), 2);
     const char *fxcmd = fy_node_get_scalar0(fy_node_mapping_lookup_by_string(
         fy_node_mapping_lookup_by_string(models, "frank-large-rocmfpx", FY_NT), "cmd", FY_NT));
     assert_non_null(fxcmd);
     assert_non_null(strstr(fxcmd, "-c 262144 -np 1 -ctk f16 -ctv f16"));
+    struct fy_node *fl = fy_node_mapping_lookup_by_string(models, "frank-large", FY_NT);
+    const char *flcmd = fy_node_get_scalar0(fy_node_mapping_lookup_by_string(fl, "cmd", FY_NT));
+    assert_non_null(strstr(flcmd, "podman run --rm "));
+    assert_non_null(strstr(flcmd, " serve /models/"));
+    assert_non_null(strstr(flcmd, "--port ${PORT}"));
+    assert_non_null(fy_node_mapping_lookup_by_string(fl, "cmdStop", FY_NT));
+    it = NULL;
+    while ((pr = fy_node_mapping_iterate(fl, &it)))
+        assert_true(in(fy_node_get_scalar0(fy_node_pair_key(pr)), model));
+    fy_document_destroy(fyd);
+    sw_buf_reset(&b);
+    assert_int_equal(sw_export_llama_swap_host(x->f, "dankserver", &o, &b, &e), 0);
+    fyd = fy_document_build_from_string(NULL, sw_buf_cstr(&b), b.len);
+    assert_non_null(fyd);
+    root = fy_document_root(fyd);
+    models = fy_node_by_path(root, "/models", FY_NT, FYNWF_DONT_FOLLOW);
+    /* frank-primary (vLLM) and frank-small; frank-primary-sglang is retired (enabled: false) */
+    assert_int_equal(fy_node_mapping_item_count(models), 2);
+    /* the devices each engine is pinned to, kept as llama-swap's env */
+    assert_non_null(strstr(sw_buf_cstr(&b), "- \"HIP_VISIBLE_DEVICES=0,1\""));
+    assert_non_null(strstr(sw_buf_cstr(&b), "- \"CUDA_VISIBLE_DEVICES=0\""));
     struct fy_node *m = fy_node_mapping_lookup_by_string(models, "frank-small", FY_NT);
     assert_non_null(m);
     it = NULL;

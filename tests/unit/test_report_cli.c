@@ -15,6 +15,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static char *dir;
 static char led[4200], fleet[4200];
@@ -52,12 +53,28 @@ static void test_export_exits(void **state)
     swt_run_free(&r);
     assert_true(swt_file_has(out, "\"contextWindow\": 180224"));
     assert_true(swt_file_has(out, "\"request_tokens\": 216269"));
+    /* beside it, the harness's own models.yml form */
+    snprintf(out, sizeof(out), "%s/models.yml", dir);
+    assert_true(swt_file_has(out, "\n  \"frank-small\":\n    contextWindow: 180224\n"));
 
     snprintf(out, sizeof(out), "%s/llama-swap.yaml", dir);
     swt_slipway(&r, "export", "llama-swap", fleet, "--ledger", led, "--out", out, NULL);
     assert_int_equal(r.status, 0);
     swt_run_free(&r);
-    assert_true(swt_file_has(out, "\nmodels:\n  frank-small:\n    cmd: "));
+    /* one config per host, as `---`-separated documents */
+    assert_true(swt_file_has(out, "\n  frank-small:\n    cmd: "));
+    assert_true(swt_file_has(out, "\n---\n# llama-swap config for host Dankclaw"));
+    /* --out DIR: DIR/HOST.yaml, one config each */
+    snprintf(out, sizeof(out), "%s/swap", dir);
+    assert_int_equal(mkdir(out, 0755), 0);
+    swt_slipway(&r, "export", "llama-swap", fleet, "--ledger", led, "--out", out, NULL);
+    assert_int_equal(r.status, 0);
+    swt_run_free(&r);
+    snprintf(out, sizeof(out), "%s/swap/dankserver.yaml", dir);
+    assert_true(swt_file_has(out, "\n  frank-primary:\n    cmd: "));
+    assert_false(swt_file_has(out, "frank-large"));
+    snprintf(out, sizeof(out), "%s/swap/Dankclaw.yaml", dir);
+    assert_true(swt_file_has(out, "\n  frank-large-rocmfpx:\n    cmd: "));
 
     swt_slipway(&r, "export", "prometheus", fleet, "--ledger", led, "--json", NULL);
     assert_int_equal(r.status, 0);
