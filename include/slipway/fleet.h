@@ -562,6 +562,10 @@ struct sw_fleet_endpoint {
      * LeaderWorkerSet). `devices` are ONE node's GPUs, every node alike, so tensor x pipeline
      * parallel = n_devices x nodes. Unset = 1. */
     struct sw_fleet_u64 nodes;
+    /* watch: the supervisor's policy for this endpoint ({interval, restart: {max, window},
+     * rollback_after}), kept as written; src/watch checks it and says where. NULL when absent. */
+    json_t *watch;
+    struct sw_fleet_at watch_at;
 };
 /* ---------------------------------------------------------------------------------------------
  * Where an endpoint answers: the ONE address every verb uses (render's --host/--port, install,
@@ -667,6 +671,13 @@ struct sw_fleet {
     struct sw_fleet_warning *warnings; /* advice that does not stop the load */
     size_t n_warnings;
     void *priv; /* opaque: storage, the position index */
+    /* alert: [{exec: CMD} | {post: URL}] and schedule: [{name, endpoint, run, ...}], the
+     * supervisor's (`slipway watch`), kept as written; src/watch checks them and says where.
+     * NULL when absent. */
+    json_t *alert;
+    struct sw_fleet_at alert_at;
+    json_t *schedule;
+    struct sw_fleet_at schedule_at;
 };
 
 /* Read an environment variable of the caller: NULL when unset ("" when set empty). */
