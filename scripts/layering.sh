@@ -29,6 +29,7 @@ LAYERS=(
   "probe bench sim"            # the live battery; the benchmark client; the engine stand-in
   "rollout report"             # deploy on a host with rollback | the fleet as people and tools read it
   "tune"                       # ladder and tune: searches that boot (rollout, up, sim), measure, journal
+  "watch"                      # keep the fleet serving: looks, restarts, rollbacks, alerts, jobs, logs
   "cli"                        # slipway <verb>
 )
 
