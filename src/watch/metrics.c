@@ -65,6 +65,7 @@ static const char *js(const json_t *o, const char *k)
 
 enum fam {
     F_STATE,
+    F_LOOKS,
     F_PROOF,
     F_RESTARTS,
     F_ACTIONS,
@@ -80,6 +81,8 @@ static const struct {
 } fams[F_N] = {
     [F_STATE] = {"slipway_watch_endpoint_state", "gauge",
                  "1 for the endpoint's current state as watch classified it, 0 for the others."},
+    [F_LOOKS] = {"slipway_watch_looks_total", "counter",
+                 "Looks watch finished at the endpoint (reached or not) since it started."},
     [F_PROOF] = {"slipway_watch_proof_latency_seconds", "gauge",
                  "Wall time of the last one-token generation that proved the endpoint."},
     [F_RESTARTS] = {"slipway_watch_unit_restarts", "gauge",
@@ -113,6 +116,8 @@ static int fam_samples(struct sw_buf *b, enum fam fm, const json_t *x)
             rc = sample(b, name, l, !strcmp(sn, js(x, "state")));
         }
         return rc;
+    case F_LOOKS:
+        return sample(b, name, l1, (double)json_integer_value(json_object_get(x, "looks")));
     case F_PROOF:
         return looked && reach
                    ? sample(b, name, l1, json_number_value(json_object_get(x, "proof_ms")) / 1e3)

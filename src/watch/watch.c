@@ -232,9 +232,12 @@ static void act(struct sw__watch *w, struct sw__wep *x, const json_t *st, int64_
         return;
     if (x->rolled_back)
         return; /* one rollback per episode; a rollback that did not serve is the operator's */
-    bool roll = p->rollback_after > 0 &&
-                ((x->state == SW_WATCH_CRASH_LOOP && nrestarts >= (int64_t)p->rollback_after) ||
-                 x->restarts_done >= p->rollback_after);
+    /* systemd's own restarts count as failed ones: a unit that crash-looped N times (and
+     * perhaps hit its start limit: failed, "down") has proven the shape does not stay up */
+    bool roll =
+        p->rollback_after > 0 &&
+        ((x->state != SW_WATCH_DEAD_GENERATION && nrestarts >= (int64_t)p->rollback_after) ||
+         x->restarts_done >= p->rollback_after);
     if (roll) {
         do_rollback(w, x, st);
         return;
@@ -271,6 +274,7 @@ static void snapshot(struct sw__watch *w, struct sw__wep *x, const json_t *st, b
 {
     pthread_mutex_lock(&w->mu);
     x->looked = true;
+    x->looks++;
     x->reachable = reached;
     if (reached) {
         const json_t *lv = json_object_get(st, "liveness");
@@ -478,6 +482,7 @@ json_t *sw__watch_snapshot(struct sw__watch *w)
         sw_json_set_int(o, "restarts", x->n_restarts);
         sw_json_set_int(o, "drift", (json_int_t)x->drift);
         sw_json_set_int(o, "actions", x->actions);
+        sw_json_set_int(o, "looks", (json_int_t)x->looks);
         if (x->decode >= 0)
             sw_json_set_real(o, "decode_tok_s", x->decode);
         if (x->prefill >= 0)

@@ -52,6 +52,7 @@ struct sw__wep {
     bool acting;               /* a restart or rollback runs */
     /* for the metrics page */
     bool looked, reachable;
+    uint64_t looks;
     double proof_ms;
     int64_t n_restarts;
     size_t drift;
