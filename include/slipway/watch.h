@@ -72,6 +72,7 @@ struct sw_watch_policy {
     unsigned rollback_after;   /* failed restarts (or crash-loop restarts) before a rollback: 3;
                                   0 never rolls back */
     bool act;                  /* false: observe and alert only (watch: {act: false}) */
+    unsigned devices_every;    /* read device memory every N looks (watch.devices_every: 10) */
 };
 /* ep->watch read into p (defaults where absent); default_interval_ms (0: 30 s) is --interval.
  * SW_EPARSE naming the fleet file, line and column of a bad value. */

@@ -189,7 +189,8 @@ static int count(const json_t *v, const struct sw_fleet_at *at, const char *what
 int sw_watch_policy_read(const struct sw_fleet *f, const struct sw_fleet_endpoint *ep,
                          int64_t default_interval_ms, struct sw_watch_policy *p, struct sw_err *e)
 {
-    static const char *const top[] = {"interval", "restart", "rollback_after", "act", NULL};
+    static const char *const top[] = {"interval", "restart",       "rollback_after",
+                                      "act",      "devices_every", NULL};
     static const char *const rk[] = {"max", "window", NULL};
     (void)f;
     p->interval_ms = default_interval_ms > 0 ? default_interval_ms : 30000;
@@ -197,6 +198,7 @@ int sw_watch_policy_read(const struct sw_fleet *f, const struct sw_fleet_endpoin
     p->restart_window_ms = 3600000;
     p->rollback_after = 3;
     p->act = true;
+    p->devices_every = 10;
     const json_t *w = ep->watch;
     const struct sw_fleet_at *at = &ep->watch_at;
     if (!w)
@@ -218,6 +220,11 @@ int sw_watch_policy_read(const struct sw_fleet *f, const struct sw_fleet_endpoin
     if (!rc)
         rc = count(json_object_get(w, "rollback_after"), at, "watch.rollback_after",
                    &p->rollback_after, e);
+    if (!rc)
+        rc = count(json_object_get(w, "devices_every"), at, "watch.devices_every",
+                   &p->devices_every, e);
+    if (!rc && !p->devices_every)
+        p->devices_every = 1;
     const json_t *act = json_object_get(w, "act");
     if (!rc && act && !json_is_boolean(act))
         rc = bad(e, at, "watch.act must be true or false");

@@ -281,8 +281,11 @@ static void snapshot(struct sw__watch *w, struct sw__wep *x, const json_t *st, b
         x->proof_ms = json_number_value(json_object_get(lv, "ms"));
         x->n_restarts = nrestarts;
         x->drift = json_array_size(json_object_get(json_object_get(st, "shape"), "drift"));
-        json_decref(x->devices);
-        x->devices = json_deep_copy(json_object_get(json_object_get(st, "devices"), "readings"));
+        const json_t *rd = json_object_get(json_object_get(st, "devices"), "readings");
+        if (rd) { /* a look without devices keeps the last readings */
+            json_decref(x->devices);
+            x->devices = json_deep_copy(rd);
+        }
     }
     pthread_mutex_unlock(&w->mu);
 }
@@ -297,6 +300,9 @@ static void look(struct sw__watch *w, struct sw__wep *x)
     so.only = x->ep->name;
     so.deadline_ms = w->o->deadline_ms > 0 ? w->o->deadline_ms : SW_MIN(x->pol.interval_ms, 20000);
     so.http_timeout_ms = (unsigned)SW_MIN(so.deadline_ms / 2, 10000);
+    /* the device tool (found by a dozen commands, then run) every devices_every looks and on
+     * a look after a change of state, not on every one */
+    so.skip_devices = x->looks % x->pol.devices_every != 0 && x->state == x->last_state_seen;
     int rc = sw_deploy_status(w->f, &so, &doc, NULL, NULL, &e);
     const json_t *st = rc ? NULL : json_array_get(json_object_get(doc, "endpoints"), 0);
     enum sw_watch_state s =
@@ -395,6 +401,7 @@ static void look(struct sw__watch *w, struct sw__wep *x)
     pthread_mutex_unlock(&w->mu);
     if (st)
         x->prev_restarts = nr;
+    x->last_state_seen = s;
     json_decref(doc);
 }
 

@@ -41,15 +41,16 @@ int sw__watch_spawn(const json_t *cmd, const char *input, const char *const *env
 struct sw__wep {
     const struct sw_fleet_endpoint *ep;
     struct sw_watch_policy pol;
-    enum sw_watch_state state; /* last recorded */
-    int64_t episode;           /* the observation row where it left serving, 0 serving */
-    unsigned restarts_done;    /* watch's restarts in this episode */
-    int64_t last_action_ms;    /* unix ms of watch's last restart/rollback (grace) */
-    bool rolled_back;          /* this episode's rollback ran */
-    int64_t prev_restarts;     /* NRestarts at the last look, -1 none */
-    uint64_t next_ns;          /* next look (monotonic; its host thread's) */
-    bool job_running;          /* a schedule job holds the endpoint */
-    bool acting;               /* a restart or rollback runs */
+    enum sw_watch_state state;           /* last recorded */
+    enum sw_watch_state last_state_seen; /* at the last look (devices are read on a change) */
+    int64_t episode;                     /* the observation row where it left serving, 0 serving */
+    unsigned restarts_done;              /* watch's restarts in this episode */
+    int64_t last_action_ms;              /* unix ms of watch's last restart/rollback (grace) */
+    bool rolled_back;                    /* this episode's rollback ran */
+    int64_t prev_restarts;               /* NRestarts at the last look, -1 none */
+    uint64_t next_ns;                    /* next look (monotonic; its host thread's) */
+    bool job_running;                    /* a schedule job holds the endpoint */
+    bool acting;                         /* a restart or rollback runs */
     /* for the metrics page */
     bool looked, reachable;
     uint64_t looks;
