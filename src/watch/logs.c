@@ -27,12 +27,14 @@ static int on_line(void *ctx, const char *line, size_t len)
     char buf[4096];
     snprintf(buf, sizeof(buf), "%.*s", (int)SW_MIN(len, sizeof(buf) - 1), line);
     const char *cls = NULL, *phase = NULL;
+    /* one line at a time: a class the parser names from that line alone (an OOM, a compile
+     * constraint, a missing payload); "unknown" and "not this engine" say nothing of one line */
     struct sw_boot_status st;
     memset(&st, 0, sizeof(st));
     json_t *out = NULL;
     if (c->eng && c->eng->bootlog &&
         !c->eng->bootlog(buf, strlen(buf), "journal", NULL, &out, &st, NULL) && st.failed &&
-        st.failure.cls != SW_BOOT_UNKNOWN) {
+        st.failure.cls != SW_BOOT_UNKNOWN && st.failure.cls != SW_BOOT_NOT_THIS_ENGINE) {
         cls = sw_boot_class_name(st.failure.cls);
         phase = sw_boot_phase_name(st.failure.phase);
     }

@@ -15,7 +15,9 @@
  *   (e) host B frozen (every process SIGSTOPped): wb is reported unreachable while wa's looks go
  *       on; thawed, wb serves again;
  *   (f) wa's engine made to crash-loop (its env file edited on the host, the unit restarted):
- *       rolled back to last-good after rollback_after (3) restarts, and serves.
+ *       rolled back to last-good after rollback_after (3) restarts, and serves;
+ *   (g) `slipway logs` reads wa's journal from its host through the fleet (the crash loop's
+ *       refusal among its lines).
  * The hosts come down in the teardown, also when a check fails.
  */
 #include <setjmp.h>
@@ -539,6 +541,34 @@ static void test_watch(void **state)
     assert_int_equal(atoi(o), 0);
     free(o);
     stop_watch(f, SIGTERM);
+
+    /* (g) logs: the unit's journal from its host, through the fleet; the crash loop's line */
+    const char *logs[] = {swt_bin(), "logs", "wa",     "--fleet", f->fleet,
+                          "-n",      "300",  "--json", NULL};
+    struct swt_run lr;
+    assert_int_equal(swt_run(logs, NULL, 60, &lr), 0);
+    if (lr.status)
+        fail_msg("slipway logs: exit %d: %s", lr.status, lr.err);
+    int lines = 0, classified = 0;
+    bool saw = false;
+    for (char *line = strtok(lr.out, "\n"); line; line = strtok(NULL, "\n")) {
+        json_error_t je;
+        json_t *lj = json_loads(line, 0, &je);
+        assert_non_null(lj);
+        lines++;
+        saw |= strstr(swro_str(lj, "line"), "no-such-flag") != NULL;
+        if (json_is_string(json_object_get(lj, "class"))) {
+            if (!classified)
+                print_message("logs: first classified line: %s %s\n", swro_str(lj, "class"),
+                              swro_str(lj, "line"));
+            classified++;
+        }
+        json_decref(lj);
+    }
+    swt_run_free(&lr);
+    print_message("logs: %d lines, %d classified\n", lines, classified);
+    assert_true(lines > 10);
+    assert_true(saw);
 }
 
 int main(void)
