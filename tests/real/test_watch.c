@@ -4,8 +4,8 @@
  * endpoint whose engine is slipway's simulator (as tests/real/test_rollout_sim.c does: vLLM needs
  * a GPU this machine does not have), deployed by the real rollout so each has a last-good set.
  * One watch process (this build's binary, --json, --metrics) over both, in order:
- *   (a) both are observed serving; the schedule's short job runs inside its window and the job
- *       that overruns its timeout is stopped and recorded overran;
+ *   (a) both are observed serving; the schedule's job (the ladder, --dry-run) runs inside its
+ *       window, and a job that overruns its timeout is stopped and recorded overran;
  *   (b) the sim's dead_generation fault (/health stays 200, no generation is ever answered) is
  *       restarted within one interval + 2 s of the fault, an alert is delivered to the exec hook
  *       with the evidence (the look's liveness), and it serves again;
@@ -245,11 +245,12 @@ static void write_watch_fleet(struct fx *f)
                   "alert:\n"
                   "  - {exec: 'cat > %s/alert.$(date +%%s%%N).json', deadline: 5s, retries: 1}\n"
                   "schedule:\n"
-                  "  - {name: quick, endpoint: wb, run: 'echo \"ran $SLIPWAY_ENDPOINT\" >> "
-                  "%s/job.out', every: 1h, window: '%s-%s'}\n"
+                  "  - {name: quick, endpoint: wb, run: '%s ladder wb \"$SLIPWAY_FLEET\" "
+                  "--dry-run --no-ledger --min 2048 --max 8192 > %s/ladder.out 2>&1 && echo "
+                  "\"ran $SLIPWAY_ENDPOINT\" >> %s/job.out', every: 1h, window: '%s-%s'}\n"
                   "  - {name: long, endpoint: wa, run: 'sleep 60', every: 1h, timeout: 2s, "
                   "window: '%s-%s'}\n",
-                  f->a.dir, f->a.dir, w0, w1, w0, w1);
+                  f->a.dir, swt_bin(), f->a.dir, f->a.dir, w0, w1, w0, w1);
     assert_true((size_t)n < sizeof(text));
     snprintf(f->fleet, sizeof(f->fleet), "%s", swt_join(f->a.dir, "watch.yaml"));
     snprintf(f->ledger, sizeof(f->ledger), "%s", swt_join(f->a.dir, "watch.ledger.sqlite"));
@@ -419,6 +420,9 @@ static void test_watch(void **state)
     char *job = slurp(swt_join(f->a.dir, "job.out"));
     assert_string_equal(job, "ran wb\n");
     free(job);
+    job = slurp(swt_join(f->a.dir, "ladder.out"));
+    assert_non_null(strstr(job, "dry run: the first rung would boot max_model_len=2048"));
+    free(job);
 
     /* (b) a dead generation behind a 200 /health: restarted within one interval + 2 s */
     size_t mark = out_len(f);
@@ -506,6 +510,13 @@ static void test_watch(void **state)
     f->b_frozen = true;
     long unreach = wait_line(f, mark, 30, "\"endpoint\":\"wb\"", "\"state\":\"unreachable\"", NULL);
     assert_true(unreach >= 0);
+    {
+        char *all = slurp(f->out);
+        for (char *line = strtok(all + mark, "\n"); line; line = strtok(NULL, "\n"))
+            if (strstr(line, "\"endpoint\":\"wb\""))
+                print_message("wb: %.600s\n", line);
+        free(all);
+    }
     sleep_ms(2 * INTERVAL_S * 1000);
     page = metrics(f);
     double looks1 = metric(page, "slipway_watch_looks_total{endpoint=\"wa\",host=\"wa-host\"}");
