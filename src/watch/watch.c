@@ -290,6 +290,120 @@ static void snapshot(struct sw__watch *w, struct sw__wep *x, const json_t *st, b
     pthread_mutex_unlock(&w->mu);
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * A look bounded by watch itself: status bounds each host operation by the host's deadline, but
+ * a frozen host can still hold a step past it (measured: 23 s to the first "unreachable" at a 3 s
+ * deadline). The look runs on a thread of its own; past its deadline + 2 s the endpoint is
+ * reported unreachable and the look is left to finish: no new look of that endpoint starts
+ * until it has.
+ */
+struct lookjob {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int refs; /* the waiter's and the thread's */
+    bool done;
+    const struct sw_fleet *f;
+    struct sw_status_opts so;
+    json_t *doc;
+    int rc;
+    struct sw_err e;
+};
+
+static void lookjob_put(struct lookjob *j)
+{
+    pthread_mutex_lock(&j->mu);
+    int left = --j->refs;
+    pthread_mutex_unlock(&j->mu);
+    if (left)
+        return;
+    json_decref(j->doc);
+    pthread_cond_destroy(&j->cv);
+    pthread_mutex_destroy(&j->mu);
+    sw_free(j);
+}
+
+static void *lookjob_main(void *arg)
+{
+    struct lookjob *j = arg;
+    json_t *doc = NULL;
+    struct sw_err e;
+    sw_err_clear(&e);
+    int rc = sw_deploy_status(j->f, &j->so, &doc, NULL, NULL, &e);
+    pthread_mutex_lock(&j->mu);
+    j->doc = doc;
+    j->rc = rc;
+    j->e = e;
+    j->done = true;
+    pthread_cond_signal(&j->cv);
+    pthread_mutex_unlock(&j->mu);
+    lookjob_put(j);
+    return NULL;
+}
+
+static int bounded_status(struct sw__watch *w, struct sw__wep *x, const struct sw_status_opts *so,
+                          json_t **doc, struct sw_err *e)
+{
+    (void)w;
+    *doc = NULL;
+    if (x->stuck) {
+        struct lookjob *old = x->stuck;
+        pthread_mutex_lock(&old->mu);
+        bool done = old->done;
+        pthread_mutex_unlock(&old->mu);
+        if (!done)
+            return sw_err_set(e, SW_ETIMEDOUT,
+                              "host %s: the last look is still waiting on it (past its deadline)",
+                              x->ep->host->name);
+        lookjob_put(old);
+        x->stuck = NULL;
+    }
+    struct lookjob *j = sw_calloc(1, sizeof(*j));
+    if (!j)
+        return sw_err_set(e, SW_ENOMEM, "out of memory");
+    pthread_mutex_init(&j->mu, NULL);
+    pthread_cond_init(&j->cv, NULL);
+    j->refs = 2;
+    j->f = w->f;
+    j->so = *so;
+    pthread_t th;
+    if (pthread_create(&th, NULL, lookjob_main, j)) {
+        lookjob_main(j); /* no thread: in turn (it drops its own reference) */
+    } else {
+        pthread_detach(th);
+    }
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    int64_t ms = so->deadline_ms + 2000;
+    until.tv_sec += ms / 1000;
+    until.tv_nsec += (ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&j->mu);
+    while (!j->done && pthread_cond_timedwait(&j->cv, &j->mu, &until) == 0)
+        ;
+    bool done = j->done;
+    int rc = 0;
+    if (done) {
+        rc = j->rc;
+        *doc = j->doc;
+        j->doc = NULL;
+        if (rc && e)
+            *e = j->e;
+    }
+    pthread_mutex_unlock(&j->mu);
+    if (!done) {
+        x->stuck = j; /* its last reference: dropped when it is found done */
+        return sw_err_set(e, SW_ETIMEDOUT,
+                          "host %s: no answer within the look's deadline "
+                          "(%.1f s + 2 s)",
+                          x->ep->host->name, so->deadline_ms / 1000.0);
+    }
+    lookjob_put(j);
+    return rc;
+}
+
 static void look(struct sw__watch *w, struct sw__wep *x)
 {
     struct sw_status_opts so = {0};
@@ -303,12 +417,13 @@ static void look(struct sw__watch *w, struct sw__wep *x)
     /* the device tool (found by a dozen commands, then run) every devices_every looks and on
      * a look after a change of state, not on every one */
     so.skip_devices = x->looks % x->pol.devices_every != 0 && x->state == x->last_state_seen;
-    int rc = sw_deploy_status(w->f, &so, &doc, NULL, NULL, &e);
+    int rc = bounded_status(w, x, &so, &doc, &e);
     const json_t *st = rc ? NULL : json_array_get(json_object_get(doc, "endpoints"), 0);
-    enum sw_watch_state s =
-        rc ? SW_WATCH_UNKNOWN : sw_watch_classify(st, x->ep, x->prev_restarts, why, sizeof(why));
+    enum sw_watch_state s = rc == SW_ETIMEDOUT ? SW_WATCH_UNREACHABLE
+                            : rc               ? SW_WATCH_UNKNOWN
+                                 : sw_watch_classify(st, x->ep, x->prev_restarts, why, sizeof(why));
     if (rc)
-        snprintf(why, sizeof(why), "status: %.900s", e.msg);
+        snprintf(why, sizeof(why), "%s%.900s", rc == SW_ETIMEDOUT ? "" : "status: ", e.msg);
     int64_t nr = json_integer_value(json_object_get(json_object_get(st, "unit"), "restarts"));
     bool reached = st && json_is_true(json_object_get(st, "reached"));
     snapshot(w, x, st, reached, nr);
@@ -600,8 +715,23 @@ out:
     for (size_t h = 0; hosts && h < nh; h++)
         sw_free(hosts[h].idx);
     sw_free(hosts);
-    for (size_t i = 0; w.eps && i < w.n; i++)
+    for (size_t i = 0; w.eps && i < w.n; i++) {
         json_decref(w.eps[i].devices);
+        struct lookjob *j = w.eps[i].stuck;
+        if (!j)
+            continue;
+        /* a look still running reads the fleet: give it up to 30 s to end before returning */
+        for (int t = 0; t < 300; t++) {
+            pthread_mutex_lock(&j->mu);
+            bool done = j->done;
+            pthread_mutex_unlock(&j->mu);
+            if (done)
+                break;
+            struct timespec ts = {0, 100 * 1000000L};
+            nanosleep(&ts, NULL);
+        }
+        lookjob_put(j);
+    }
     sw_free(w.eps);
     if (w.metrics_fd >= 0)
         close(w.metrics_fd);

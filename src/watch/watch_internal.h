@@ -37,6 +37,8 @@ int sw__watch_spawn(const json_t *cmd, const char *input, const char *const *env
                     int64_t deadline_ms, volatile sig_atomic_t *stop, int *exit_code, bool *overran,
                     struct sw_err *e);
 
+struct lookjob;
+
 /* One endpoint as watch holds it. Fields under the watch's lock unless said. */
 struct sw__wep {
     const struct sw_fleet_endpoint *ep;
@@ -60,6 +62,7 @@ struct sw__wep {
     json_t *devices;        /* readings array or NULL (owned) */
     double decode, prefill; /* newest bench figures, < 0 none */
     unsigned actions;
+    struct lookjob *stuck; /* a look past its deadline, still running (watch.c), or NULL */
 };
 
 struct sw__watch {
