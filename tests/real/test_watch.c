@@ -12,8 +12,9 @@
  *   (c) the metrics page passes `promtool check metrics` (a missing promtool fails);
  *   (d) the fault again; watch is killed (SIGKILL) right after its restart, started again: no
  *       second restart of that episode;
- *   (e) host B frozen (every process SIGSTOPped): wb is reported unreachable while wa's looks go
- *       on; thawed, wb serves again;
+ *   (e) host B frozen (every process SIGSTOPped): wb is reported unreachable within one interval
+ *       + its deadline + 2 s while wa's looks go on, and nothing is done on B; thawed, wb serves
+ *       again;
  *   (f) wa's engine made to crash-loop (its env file edited on the host, the unit restarted):
  *       rolled back to last-good after rollback_after (3) restarts, and serves;
  *   (g) `slipway logs` reads wa's journal from its host through the fleet (the crash loop's
@@ -522,6 +523,8 @@ static void test_watch(void **state)
     double looks1 = metric(page, "slipway_watch_looks_total{endpoint=\"wa\",host=\"wa-host\"}");
     print_message("B frozen: wb unreachable after %ld ms; wa looks %.0f -> %.0f meanwhile\n",
                   unreach, looks0, looks1);
+    /* within one interval (its jitter) + the look's deadline (3 s) + watch's 2 s bound + 1 s */
+    assert_true(unreach <= INTERVAL_S * 1050 + 3000 + 2000 + 1000);
     assert_true(looks1 >= looks0 + 3);
     assert_true(metric(page, "slipway_watch_host_reachable{host=\"wb-host\"}") == 0);
     assert_true(metric(page, "slipway_watch_endpoint_state{endpoint=\"wa\",host=\"wa-host\","
