@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
+#include "swhttpd.h"
 #include "swtest.h"
 #include "watch/watch_internal.h"
 
@@ -315,6 +316,36 @@ static void test_alert_exec(void **state)
     swt_tmpdir_free(dir);
 }
 
+/* a POST hook: the first try gets 503, the retry 200; the body is the event */
+static void test_alert_post(void **state)
+{
+    (void)state;
+    struct swh *h = swh_start();
+    swh_reply(h, "POST", "/hook", 503, NULL, "{\"error\": \"later\"}");
+    swh_reply(h, "POST", "/hook", 200, NULL, "{}");
+    char text[4096];
+    snprintf(text, sizeof(text), "%salert:\n  - {post: '%s', deadline: 2s, retries: 1}\n", FLEET,
+             swh_url(h, "/hook"));
+    struct sw_err e;
+    sw_err_clear(&e);
+    struct sw_fleet *f = load(text, &e);
+    assert_non_null(f);
+    json_t *ev = J("{\"endpoint\": \"e1\", \"state\": \"crash_loop\"}");
+    size_t ok = 0;
+    assert_int_equal(sw_watch_alert(f, ev, &ok, &e), 0);
+    assert_int_equal(ok, 1);
+    assert_int_equal(swh_hits(h, "/hook"), 2);
+    struct swh_request rq;
+    assert_true(swh_last_request(h, "/hook", &rq));
+    json_t *got = J(rq.body);
+    assert_true(json_equal(got, ev));
+    json_decref(got);
+    swh_request_free(&rq);
+    json_decref(ev);
+    sw_fleet_free(f);
+    swh_stop(h);
+}
+
 static void test_spawn_deadline(void **state)
 {
     (void)state;
@@ -353,7 +384,8 @@ int main(void)
         cmocka_unit_test(test_classify),         cmocka_unit_test(test_policy),
         cmocka_unit_test(test_window),           cmocka_unit_test(test_ledger_keys),
         cmocka_unit_test(test_metrics_promtool), cmocka_unit_test(test_alert_exec),
-        cmocka_unit_test(test_spawn_deadline),   cmocka_unit_test(test_render_unit),
+        cmocka_unit_test(test_alert_post),       cmocka_unit_test(test_spawn_deadline),
+        cmocka_unit_test(test_render_unit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
