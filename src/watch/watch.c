@@ -244,6 +244,21 @@ static void act(struct sw__watch *w, struct sw__wep *x, const json_t *st, int64_
     }
     if (x->state == SW_WATCH_CRASH_LOOP)
         return; /* systemd restarts it; watch counts until rollback_after */
+    /* a unit stopped cleanly (inactive, result success, no automatic restarts) was stopped on
+     * purpose (`systemctl stop`, maintenance): said once, not undone */
+    const json_t *u = json_object_get(st, "unit");
+    const char *active = json_string_value(json_object_get(u, "active"));
+    const char *result = json_string_value(json_object_get(u, "result"));
+    if (active && result && !strcmp(active, "inactive") && !strcmp(result, "success") &&
+        nrestarts == 0) {
+        snprintf(key, sizeof(key), "%s#%lld#stopped", x->ep->name, (long long)x->episode);
+        snprintf(detail, sizeof(detail),
+                 "not restarted: the unit was stopped cleanly (inactive, result success): on "
+                 "purpose, as far as watch can tell");
+        if (claim(w, x, "refused", key, detail))
+            outcome(w, x, "refused", "stopped_on_purpose", detail, st);
+        return;
+    }
     if (restarts_in_window(w, x) >= p->restart_max) {
         snprintf(key, sizeof(key), "%s#%lld#ratelimited", x->ep->name, (long long)x->episode);
         snprintf(detail, sizeof(detail),
