@@ -434,9 +434,7 @@ static int typed(const struct sw_args *a, const char *name, const struct kind *k
         return 0;
     k_range(k, r, sizeof(r), min, max);
     return sw_args_usage(a, "--%s: '%s' is %s: want %s%s%s", name, v,
-                         rc == SW_ERANGE ? "too large"
-                         : rc == -1      ? "too small"
-                                         : "not valid",
+                         rc == SW_ERANGE ? "too large" : rc == -1 ? "too small" : "not valid",
                          k->what, r, k->hint);
 }
 
