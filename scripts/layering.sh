@@ -30,6 +30,7 @@ LAYERS=(
   "probe bench sim"            # the live battery; the benchmark client; the engine stand-in
   "rollout report"             # deploy on a host with rollback | the fleet as people and tools read it
   "tune apply"                 # ladder and tune: searches that boot, measure, journal | the fleet converges
+  "watch"                      # keep the fleet serving: looks, restarts, rollbacks, alerts, jobs, logs
   "cli"                        # slipway <verb>
 )
 

@@ -593,6 +593,10 @@ struct sw_fleet_endpoint {
     struct sw_fleet_waiver *waivers; /* `waive:` (gate.h applies them) */
     size_t n_waivers;
     struct sw_fleet_contract contract; /* full_length.set false: seqs x max_model_len */
+    /* watch: the supervisor's policy for this endpoint ({interval, restart: {max, window},
+     * rollback_after}), kept as written; src/watch checks it and says where. NULL when absent. */
+    json_t *watch;
+    struct sw_fleet_at watch_at;
 };
 /* ---------------------------------------------------------------------------------------------
  * Where an endpoint answers: the ONE address every verb uses (render's --host/--port, install,
@@ -698,6 +702,13 @@ struct sw_fleet {
     struct sw_fleet_warning *warnings; /* advice that does not stop the load */
     size_t n_warnings;
     void *priv; /* opaque: storage, the position index */
+    /* alert: [{exec: CMD} | {post: URL}] and schedule: [{name, endpoint, run, ...}], the
+     * supervisor's (`slipway watch`), kept as written; src/watch checks them and says where.
+     * NULL when absent. */
+    json_t *alert;
+    struct sw_fleet_at alert_at;
+    json_t *schedule;
+    struct sw_fleet_at schedule_at;
 };
 
 /* Read an environment variable of the caller: NULL when unset ("" when set empty). */

@@ -27,7 +27,7 @@ extern "C" {
 #endif
 
 /* The schema this code writes; sw_ledger_open migrates older files up to it. */
-#define SW_LEDGER_SCHEMA_VERSION 7
+#define SW_LEDGER_SCHEMA_VERSION 8
 /* The version of the shape canonicalization rules (stored beside every shape hash). */
 #define SW_LEDGER_CANON_VERSION 1
 /* Ceilings: a log excerpt is cut to this many bytes (head + tail kept); JSON documents larger
@@ -285,6 +285,30 @@ int sw_ledger_record_unit_obs(struct sw_ledger *l, const struct sw_ledger_unit_o
  * endpoint, host, unit, active, sub, result, n_restarts, main_pid, since, observed,
  * observed_ms}. */
 int sw_ledger_unit_obs_list(struct sw_ledger *l, const char *endpoint, int64_t limit, json_t **out,
+                            struct sw_err *e);
+
+/* What `slipway watch` saw and did (src/ledger/watch.c): kind "observation" (a change of the
+ * endpoint's state), "action" (restart, rollback, or a refusal to act), "alert", "job" (a
+ * scheduled job). action_key, when given, is UNIQUE across the ledger: recording a key already
+ * there returns SW_EEXIST and records nothing (an action is taken once, whoever restarts). */
+struct sw_ledger_watch_event {
+    const char *endpoint;   /* created in the ledger when new */
+    const char *kind;       /* required */
+    const char *state;      /* required: the classified state ("serving", "dead_generation"...) */
+    const char *action;     /* may be NULL */
+    const char *action_key; /* may be NULL */
+    const char *outcome;    /* may be NULL */
+    json_t *evidence;       /* may be NULL; borrowed */
+    int64_t observed_ms;    /* unix ms; 0 = now */
+};
+int sw_ledger_record_watch(struct sw_ledger *l, const struct sw_ledger_watch_event *ev, int64_t *id,
+                           struct sw_err *e);
+/* Events, newest first (limit 0 = all; endpoint, kind NULL = all) as a new array of {id,
+ * endpoint, kind, state, action, action_key, outcome, observed, observed_ms, evidence}. */
+int sw_ledger_watch_list(struct sw_ledger *l, const char *endpoint, const char *kind, int64_t limit,
+                         json_t **out, struct sw_err *e);
+/* Is action_key recorded? *found set; 0 or the error. */
+int sw_ledger_watch_has_key(struct sw_ledger *l, const char *action_key, bool *found,
                             struct sw_err *e);
 
 /* A note on anything: kind is one of endpoint, shape, boot, usage, battery, bench, rung, rule,

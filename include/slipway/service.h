@@ -123,6 +123,9 @@ struct sw_status_opts {
     unsigned http_timeout_ms; /* /health and the liveness generation each (0: 10 s, capped
                                      by what is left of the host's deadline) */
     const char *only;         /* one endpoint by name; NULL: every enabled endpoint */
+    /* true: the device tool is neither looked for nor run (its facts cost a dozen commands on
+     * the host); "devices" is {tool: null, note}. watch reads devices on every Nth look. */
+    bool skip_devices;
 };
 
 /*

@@ -50,6 +50,7 @@ struct sw_cmd {
     X(ladder, "the largest max_model_len/ctx/slots/KV that boots and survives, in few boots")      \
     X(ledger, "the record of boots, usage readings, batteries, benches and rules")                 \
     X(lint, "lint a systemd unit: stop timeout, start limits, Restart, paths, digest, secrets")    \
+    X(logs, "an endpoint's journal from its host, failure lines classified inline")                \
     X(plan, "predict an engine's boot (memory lines, budget per device) from its command line")    \
     X(probe, "run the live battery against an endpoint: readiness to worst case, with evidence")   \
     X(readings, "device memory used/total from nvidia-smi, rocm-smi, amd-smi output; --record it") \
@@ -61,7 +62,8 @@ struct sw_cmd {
     X(status, "each endpoint on its host now: unit state, shape vs render, health, liveness")      \
     X(tune, "search an endpoint's declared knobs for a better objective, in few boots")            \
     X(up, "boot a local endpoint supervised, prove it serves, diff predicted vs printed")          \
-    X(version, "print the version")
+    X(version, "print the version")                                                                \
+    X(watch, "keep the fleet serving: prove, restart, roll back, alert, schedule, metrics")
 
 #define SW_DECL(name, summary) int sw_cmd_##name(int argc, char **argv);
 SW_VERBS(SW_DECL)
@@ -94,6 +96,7 @@ int sw__cmd_bench_compare(int argc, char **argv);
     X(ladder)                                                                                      \
     X(ledger)                                                                                      \
     X(lint)                                                                                        \
+    X(logs)                                                                                        \
     X(plan)                                                                                        \
     X(probe)                                                                                       \
     X(readings)                                                                                    \
@@ -105,7 +108,8 @@ int sw__cmd_bench_compare(int argc, char **argv);
     X(status)                                                                                      \
     X(tune)                                                                                        \
     X(up)                                                                                          \
-    X(version)
+    X(version)                                                                                     \
+    X(watch)
 
 #define SW_SPEC_DECL(name) extern const struct sw_cmd_spec sw_spec_##name;
 SW_SPECS(SW_SPEC_DECL)

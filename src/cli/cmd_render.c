@@ -19,9 +19,14 @@
 #include <slipway/report.h>
 #include <slipway/unit.h>
 #include <slipway/unit_lint.h>
+#include <slipway/watch.h>
 
+#include <errno.h>
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const struct sw_opt opts[] = {
     {"out", 'o', "DIR", 0,
@@ -41,6 +46,11 @@ static const struct sw_opt opts[] = {
      "the engine, N-1 workers join it; the plan's tensor x pipeline parallel GPUs split evenly).\n"
      "Default: the endpoint's `nodes:` in the fleet; a different N is a usage error",
      NULL},
+    {"watch", 0, NULL, 0,
+     "render `slipway watch`'s own unit for this machine instead (slipway-watch.service: the\n"
+     "fleet and ledger by absolute path; --out DIR writes it); no ENDPOINT",
+     NULL},
+    {"metrics", 0, "ADDR", 0, "--watch: serve Prometheus text on ADDR", NULL},
     {0},
 };
 
@@ -51,6 +61,7 @@ static const char *const examples[] = {
     "slipway render frank-primary examples/operator.yaml --lint",
     "slipway render --target k8s frank-primary examples/operator.yaml",
     "slipway render --target k8s big-amd fleet.yaml --nodes 2 --out k8s/",
+    "slipway render --watch fleet.yaml --metrics 127.0.0.1:9464",
     NULL,
 };
 
@@ -59,7 +70,8 @@ const struct sw_cmd_spec sw_spec_render = {
     .summary = "render an endpoint as a systemd service: the unit, its env file, the container",
     .synopsis =
         "ENDPOINT [FLEET.yaml] [--out DIR] [--lint] [--json]\n"
-        "--target k8s ENDPOINT [FLEET.yaml] [--ledger PATH] [--nodes N] [--out DIR] [--json]",
+        "--target k8s ENDPOINT [FLEET.yaml] [--ledger PATH] [--nodes N] [--out DIR] [--json]\n"
+        "--watch [FLEET.yaml] [--ledger PATH] [--metrics ADDR] [--out DIR]",
     .about = "Renders from the endpoint's plan (the one argv of its engine) and the fleet's\n"
              "runtime: (native, podman, docker) and service: settings. Secrets go only to the\n"
              "env file; printed text shows them as ***. The same fleet renders byte-identical\n"
@@ -297,6 +309,58 @@ out:
     return rc;
 }
 
+/* --watch: watch's own unit (src/watch/unit.c) for this machine. */
+static int render_watch(const struct sw_args *a)
+{
+    struct sw_err e;
+    struct sw_buf b;
+    char exe[PATH_MAX], fleet[PATH_MAX], ledger[PATH_MAX];
+    const char *fp = a->npos ? a->pos[0] : "fleet.yaml";
+    const char *lp = sw_args_str(a, "ledger");
+    const char *dir = sw_args_str(a, "out");
+    int rc = SW_EXIT_OK;
+    sw_err_clear(&e);
+    if (a->npos > 1)
+        return sw_args_usage(a, "--watch renders the supervisor of the whole fleet: no ENDPOINT");
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    exe[n > 0 ? n : 0] = '\0';
+    if (!realpath(fp, fleet)) {
+        sw_err_set(&e, SW_ENOENT, "%s: %s", fp, strerror(errno));
+        return sw_cli_fail(&e, a->json);
+    }
+    if (lp && !realpath(lp, ledger)) {
+        sw_err_set(&e, SW_ENOENT, "%s: %s", lp, strerror(errno));
+        return sw_cli_fail(&e, a->json);
+    }
+    sw_buf_init(&b, 1u << 16);
+    if (sw_watch_unit_render(exe, fleet, lp ? ledger : NULL, sw_args_str(a, "metrics"), &b, &e)) {
+        rc = sw_cli_fail(&e, a->json);
+        goto out;
+    }
+    if (dir) {
+        char path[PATH_MAX + 64];
+        snprintf(path, sizeof(path), "%s/slipway-watch.service", dir);
+        if (sw_write_file_atomic(path, b.data, b.len, 0644, &e)) {
+            rc = sw_cli_fail(&e, a->json);
+            goto out;
+        }
+        if (!a->json)
+            printf("wrote %s\n", path);
+    }
+    if (a->json) {
+        json_t *j = json_object();
+        sw_json_set_str(j, "unit", "slipway-watch.service");
+        sw_json_set_str(j, "text", sw_buf_cstr(&b));
+        sw_json_print(stdout, j, true);
+        json_decref(j);
+    } else if (!dir) {
+        fwrite(b.data, 1, b.len, stdout);
+    }
+out:
+    sw_buf_free(&b);
+    return rc;
+}
+
 int sw_cmd_render(int argc, char **argv)
 {
     struct sw_args a;
@@ -309,6 +373,10 @@ int sw_cmd_render(int argc, char **argv)
     sw_err_clear(&e);
     if (!sw_args_parse(&sw_spec_render, argc, argv, &a, &rc))
         return rc;
+    if (sw_args_flag(&a, "watch"))
+        return render_watch(&a);
+    if (sw_args_str(&a, "metrics"))
+        return sw_args_usage(&a, "--metrics goes with --watch");
     rc = read_opts(&a, &q);
     if (rc)
         return rc;

@@ -809,6 +809,15 @@ static int ep_draft_arch(struct sw__fleet_ctx *c, const struct sw__fleet_node *v
     return read_arch(c, v, &ep->draft_arch, &ep->draft_arch_at);
 }
 
+/* watch: the supervisor's policy, kept as JSON with where it was written (src/watch reads it) */
+static int ep_watch(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, void *obj,
+                    const struct sw__fleet_fdef *d)
+{
+    struct sw_fleet_endpoint *ep = obj;
+    (void)d;
+    return read_arch(c, v, &ep->watch, &ep->watch_at);
+}
+
 static int dec_enabled(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, void *obj,
                        const struct sw__fleet_fdef *d)
 {
@@ -933,6 +942,7 @@ static const struct sw__fleet_fdef endpoint_defs[] = {
      sw__fleet_dec_u64f,
      SW__SPECN(SW__FT_COUNT, 1, 1024),
      offsetof(struct sw_fleet_endpoint, nodes)},
+    {"watch", {0}, ep_watch, SW__SPEC(0), 0},
 };
 
 static int dec_endpoint(struct sw__fleet_ctx *c, const struct sw__fleet_node *k,

@@ -20,6 +20,28 @@
 /* ---------------------------------------------------------------------------------------------
  * The load.
  */
+
+/* alert:, schedule: (lists for `slipway watch`), kept as JSON with where they were written. */
+static void keep_list(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, json_t **out,
+                      struct sw_fleet_at *at)
+{
+    sw__fleet_record(c, v);
+    *at = sw__fleet_at(v);
+    if (!sw__fleet_want_seq(c, v))
+        return;
+    struct sw_err e;
+    sw_err_clear(&e);
+    json_t *j = sw__fleet_node_to_json(v, &e);
+    if (!j) {
+        if (e.code == SW_ENOMEM)
+            sw__fleet_nomem(c);
+        else
+            sw__fleet_err_from(c, v, &e);
+        return;
+    }
+    if (!sw__fleet_keep_json(c, j))
+        *out = j;
+}
 static int cmp_pos(const void *a, const void *b)
 {
     const struct sw__fleet_posent *x = a, *y = b;
@@ -128,7 +150,8 @@ static int load(const char *name, const char *text, size_t len, const struct sw_
         goto out;
     }
     /* pass 1: decode; hosts and profiles before endpoints whatever the order in the file */
-    static const char *const top[] = {"version", "hosts", "profiles", "endpoints", "harness"};
+    static const char *const top[] = {"version", "hosts", "profiles", "endpoints",
+                                      "harness", "alert", "schedule"};
     for (size_t i = 0; i < root->n && !c->oom; i++) {
         const struct sw__fleet_node *k = root->kids[2 * i];
         bool known = false;
@@ -153,8 +176,12 @@ static int load(const char *name, const char *text, size_t len, const struct sw_
             sw__fleet_dec_profiles(c, v);
         } else if (t == 3) {
             sw__fleet_dec_endpoints(c, v);
-        } else {
+        } else if (t == 4) {
             sw__fleet_dec_harness(c, v, &hr);
+        } else if (t == 5) {
+            keep_list(c, v, &f->alert, &f->alert_at);
+        } else {
+            keep_list(c, v, &f->schedule, &f->schedule_at);
         }
         sw__fleet_path_pop(c, saved);
     }

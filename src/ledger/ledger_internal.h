@@ -69,6 +69,7 @@ enum sw__lst {
     LST_JSON_VALID,
     LST_MOVES,
     LST_UNIT_OBS,
+    LST_WATCH,
     LST__N
 };
 
@@ -145,7 +146,7 @@ struct sw__table {
 extern const struct sw__table sw__t_endpoints, sw__t_shapes, sw__t_boots, sw__t_usage,
     sw__t_battery_runs, sw__t_battery_checks, sw__t_bench_runs, sw__t_ladder_rungs, sw__t_rules,
     sw__t_notes, sw__t_tags, sw__t_deploy_attempts, sw__t_deploy_steps, sw__t_payload_moves,
-    sw__t_tune_runs, sw__t_tune_probes, sw__t_unit_observations;
+    sw__t_tune_runs, sw__t_tune_probes, sw__t_unit_observations, sw__t_watch_events;
 /* Every table of the current schema, NULL-ended. */
 extern const struct sw__table *const sw__ledger_tables[];
 

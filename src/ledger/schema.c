@@ -352,6 +352,25 @@ static const struct migration migrations[] = {
      ");\n"
      "CREATE INDEX unit_observations_endpoint ON unit_observations(endpoint_id, id);\n"
      "PRAGMA user_version = 7;\n"},
+
+    /* Version 8: what `slipway watch` saw and did between commands: one row per change of an
+     * endpoint's state (an observation), per action it took (restart, rollback, a refusal) and
+     * per alert and scheduled job. action_key is UNIQUE: an action is keyed by the endpoint and
+     * the state change it answers, so a watch restarted after a crash cannot take it twice. */
+    {8, "watch events (slipway watch)",
+     "CREATE TABLE watch_events(\n"
+     "  id INTEGER PRIMARY KEY,\n"
+     "  endpoint_id INTEGER NOT NULL REFERENCES endpoints(id),\n"
+     "  observed_ms INTEGER NOT NULL,\n"
+     "  kind TEXT NOT NULL CHECK(kind IN ('observation', 'action', 'alert', 'job')),\n"
+     "  state TEXT NOT NULL CHECK(length(state) BETWEEN 1 AND 32),\n"
+     "  action TEXT CHECK(action IS NULL OR length(action) <= 64),\n"
+     "  action_key TEXT UNIQUE CHECK(action_key IS NULL OR length(action_key) <= 256),\n"
+     "  outcome TEXT CHECK(outcome IS NULL OR length(outcome) <= 64),\n"
+     "  evidence TEXT CHECK(evidence IS NULL OR json_valid(evidence))\n"
+     ");\n"
+     "CREATE INDEX watch_events_endpoint ON watch_events(endpoint_id, id);\n"
+     "PRAGMA user_version = 8;\n"},
 };
 
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == SW_LEDGER_SCHEMA_VERSION,

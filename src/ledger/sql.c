@@ -153,6 +153,10 @@ const struct sw__rows sw__ledger_rows[LST__N] = {
     /* ?1 endpoint name or NULL, ?2 limit (-1 all) */
     [LST_UNIT_OBS] = {&sw__t_unit_observations, SW__V_LIST,
                       "WHERE ?1 IS NULL OR e.name = ?1 ORDER BY t.id DESC LIMIT ?2"},
+    /* ?1 endpoint name or NULL, ?2 kind or NULL, ?3 limit (-1 all) */
+    [LST_WATCH] = {&sw__t_watch_events, SW__V_LIST,
+                   "WHERE (?1 IS NULL OR e.name = ?1) AND (?2 IS NULL OR t.kind = ?2) "
+                   "ORDER BY t.id DESC LIMIT ?3"},
     [LST_ENDPOINT_LIST] = {&sw__t_endpoints, SW__V_EXPORT,
                            "WHERE ?1 IS NULL OR t.name = ?1 ORDER BY t.id"},
     [LST_SHAPE_LIST] =

@@ -461,6 +461,25 @@ static const struct sw__index unit_observations_indexes[] = {
     {0},
 };
 
+/* sw_ledger_watch_list lists them, newest first (watch.c) */
+static const struct sw__col watch_events[] = {
+    COL("id", ID, 1, "PRIMARY KEY", L, 0),
+    KEYED("endpoint", "endpoint_id", ENDPOINT, 2, ENDPOINT_FK, L, 0),
+    COL("kind", TEXT, 4, "NOT NULL CHECK(kind IN ('observation', 'action', 'alert', 'job'))", L, 0),
+    COL("state", TEXT, 5, "NOT NULL CHECK(length(state) BETWEEN 1 AND 32)", L, 0),
+    COL("action", TEXT, 6, "CHECK(action IS NULL OR length(action) <= 64)", L, 0),
+    COL("action_key", TEXT, 7, "UNIQUE CHECK(action_key IS NULL OR length(action_key) <= 256)", L,
+        0),
+    COL("outcome", TEXT, 8, "CHECK(outcome IS NULL OR length(outcome) <= 64)", L, 0),
+    CALC("observed", TIME, "t.observed_ms / 1000", L),
+    COL("observed_ms", MS, 3, "NOT NULL", L, 0),
+    COL("evidence", JSON, 9, "CHECK(evidence IS NULL OR json_valid(evidence))", L, 0),
+};
+static const struct sw__index watch_events_indexes[] = {
+    {.sql = "CREATE INDEX watch_events_endpoint ON watch_events(endpoint_id, id)"},
+    {0},
+};
+
 #define TABLE(var, ...)                                                                            \
     const struct sw__table sw__t_##var = {                                                         \
         .name = #var, .cols = var, .ncols = SW_ARRAY_LEN(var), __VA_ARGS__}
@@ -487,6 +506,7 @@ TABLE(payload_moves, .version = 3);
 TABLE(tune_runs, .version = 5, .checks = tune_runs_checks, .indexes = tune_runs_indexes);
 TABLE(tune_probes, .version = 5, .checks = tune_probes_checks);
 TABLE(unit_observations, .version = 7, .indexes = unit_observations_indexes);
+TABLE(watch_events, .version = 8, .indexes = watch_events_indexes);
 
 const struct sw__table *const sw__ledger_tables[] = {
     &sw__t_endpoints,
@@ -506,6 +526,7 @@ const struct sw__table *const sw__ledger_tables[] = {
     &sw__t_tune_runs,
     &sw__t_tune_probes,
     &sw__t_unit_observations,
+    &sw__t_watch_events,
     NULL,
 };
 

@@ -102,7 +102,7 @@ static void test_descriptors_hold_together(void **state)
             }
         }
     }
-    assert_int_equal(tables, 17);
+    assert_int_equal(tables, 18);
 }
 
 static void test_every_statement_prepares(void **state)
