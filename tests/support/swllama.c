@@ -381,7 +381,7 @@ void swl_stop(struct swl_server *s)
         double deadline = now_s() + 10;
         while (s->pid > 0 && now_s() < deadline) {
             if (!reap(s, WNOHANG))
-                sleep_ms(50);
+                sleep_ms(10); /* a boot-heavy test stops hundreds of servers: wait in small steps */
         }
         if (s->pid > 0) {
             kill(-s->pid, SIGKILL);
@@ -466,7 +466,7 @@ static int start_once(const char *model, const char *const *extra, const char *l
         int status = 0;
         if (!swl_http(s->port, "GET", "/health", NULL, 5, &status, NULL) && status == 200)
             return 0;
-        sleep_ms(100);
+        sleep_ms(20); /* llama-server is healthy within a second: poll in small steps */
     }
     return -3;
 }
