@@ -2,13 +2,15 @@
 # The test command: installs what is missing, builds slipway (plain and ASan+UBSan), obtains the
 # pinned real llama.cpp (cached under ~/.cache/slipway), and runs every test under ctest in both
 # builds: unit tests, fuzz corpus replays and the real tier (real llama-server, nginx, HTTP servers).
-# Before the build: the format check and the layering check (scripts/layering.sh).
+# Before the build: the format check, the layering check (scripts/layering.sh) and the rooms
+# check (scripts/rooms.sh: file and function sizes, the CLI's logic share), so none regresses.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
 scripts/deps.sh
 scripts/format-check.sh
 scripts/layering.sh
+scripts/rooms.sh
 SW_WERROR=ON scripts/build.sh --sanitize
 scripts/llama-build.sh
 # The real tier's test hosts (tests/real/test_testhost.c): their root filesystem and the llama-server
