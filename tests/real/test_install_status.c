@@ -112,27 +112,15 @@ static int setup(void **state)
     return 0;
 }
 
-/* The ssh masters slipway keeps for ControlPersist (their title names the control socket in
- * the run directory): ended before a host goes down, whose power-off otherwise waits on their
- * session. */
-static void end_masters(const struct fx *f)
-{
-    pid_t pid = 0;
-    for (int i = 0; i < 50 && swt_survivors(f->run, false, &pid); i++) {
-        kill(pid, SIGTERM);
-        usleep(100 * 1000);
-    }
-}
-
 static int teardown(void **state)
 {
     struct fx *f = *state;
     if (f->b_frozen)
         signal_host(&f->b, SIGCONT);
-    end_masters(f);
+    swth_end_masters(f->run);
     swth_down(&f->a);
     swth_down(&f->b);
-    end_masters(f);
+    swth_end_masters(f->run);
     assert_int_equal(swt_survivors(f->run, true, NULL), 0);
     swt_tmpdir_free(f->dir);
     free(f);
@@ -576,7 +564,7 @@ static void test_install_status_unreachable(void **state)
     /* then stopped: nothing listens on its address; unreachable at once */
     signal_host(&f->b, SIGCONT);
     f->b_frozen = false;
-    end_masters(f);
+    swth_end_masters(f->run);
     assert_int_equal(swth_down(&f->b), 0);
     t0 = now_ms();
     j = run_json(&r, 1, "status", f->fleet, "--json", "--deadline", "5s", NULL);

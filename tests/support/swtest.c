@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <netinet/in.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -378,4 +379,52 @@ bool swt_file_has(const char *path, const char *needle)
     bool yes = strstr(t, needle) != NULL;
     sw_free(t);
     return yes;
+}
+
+pid_t swt_spawn(const char *const *argv, const char *out_path, const char *err_path,
+                const char *const *env)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        setpgid(0, 0);
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        for (size_t i = 0; env && env[i]; i++)
+            putenv((char *)env[i]);
+        int o = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        int l = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        if (o < 0 || l < 0)
+            _exit(127);
+        dup2(o, 1);
+        dup2(l, 2);
+        execv(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    if (pid > 0)
+        setpgid(pid, pid); /* also from the parent, so kill(-pid) works at once */
+    return pid;
+}
+
+int swt_announced_port(const char *out_path, pid_t pid, unsigned timeout_ms, bool *exited)
+{
+    if (exited)
+        *exited = false;
+    for (unsigned waited = 0;; waited += 100) {
+        FILE *fp = fopen(out_path, "r");
+        int port = 0;
+        if (fp && fscanf(fp, "%d", &port) != 1)
+            port = 0;
+        if (fp)
+            fclose(fp);
+        if (port > 0)
+            return port;
+        int st;
+        if (pid > 0 && waitpid(pid, &st, WNOHANG) == pid) {
+            if (exited)
+                *exited = true;
+            return 0;
+        }
+        if (waited >= timeout_ms)
+            return 0;
+        usleep(100000);
+    }
 }

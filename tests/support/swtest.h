@@ -73,6 +73,17 @@ long swt_torture(const char *name, int (*run)(void *arg), void *arg, int want);
 /* Parse r->out as JSON (fails the test if it is not). */
 json_t *swt_json_out(const struct swt_run *r);
 
+/* Start argv (argv[0] a path) in a process group of its own that dies with the test
+ * (PR_SET_PDEATHSIG), stdout to out_path and stderr to err_path (created, truncated), with each
+ * "NAME=VALUE" of env (NULL-terminated; NULL for none) added to its environment. The child's
+ * pid; -1 when fork failed. */
+pid_t swt_spawn(const char *const *argv, const char *out_path, const char *err_path,
+                const char *const *env);
+/* The port a spawned server announced as the first number of out_path (`slipway sim` prints it
+ * once it listens), polled every 100 ms for up to timeout_ms. 0 when none came: *exited (may be
+ * NULL) then says whether pid exited (reaped) first. */
+int swt_announced_port(const char *out_path, pid_t pid, unsigned timeout_ms, bool *exited);
+
 /* Live processes (not zombies, not this one) whose argv holds `mark`; each printed on stderr when
  * `print`, the last one's pid in *one (may be NULL). */
 int swt_survivors(const char *mark, bool print, pid_t *one);
