@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test command: installs what is missing, builds slipway (plain and ASan+UBSan), obtains the
 # pinned real llama.cpp (cached under ~/.cache/slipway), and runs every test under ctest in both
-# builds: unit tests, fuzz corpus replays and the real tier (real llama-server, nginx, HTTP servers).
+# builds: unit tests, fuzz corpus replays and the real tier (real llama-server, nginx, HTTP servers);
+# the ASan+UBSan pass leaves out the label plain_only (CMakeLists.txt says which and why).
 # Before the build: the format check, the layering check (scripts/layering.sh) and the rooms
 # check (scripts/rooms.sh: file and function sizes, the CLI's logic share), so none regresses.
 set -euo pipefail
