@@ -428,3 +428,15 @@ int swt_announced_port(const char *out_path, pid_t pid, unsigned timeout_ms, boo
         usleep(100000);
     }
 }
+
+int swt_count_entries(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return -1;
+    int n = 0;
+    for (struct dirent *de = readdir(d); de; de = readdir(d))
+        n += de->d_name[0] != '.';
+    closedir(d);
+    return n;
+}

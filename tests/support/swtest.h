@@ -30,6 +30,8 @@ bool swt_port_open(int port);
 /* A fresh temporary directory, removed (recursively) by swt_tmpdir_free. */
 char *swt_tmpdir(void);
 void swt_tmpdir_free(char *dir);
+/* The entries of directory dir not starting with '.'; -1 when it cannot be read. */
+int swt_count_entries(const char *dir);
 /* dir/name in a static rotating buffer. */
 const char *swt_join(const char *dir, const char *name);
 /* Write a file (whole); fails the test on error. */
