@@ -22,6 +22,17 @@ const char *swt_bin(void);
  * is then an error, not the caller's shell); fails the test on error. sw_fleet_free it. */
 struct sw_fleet *swt_fleet(const char *rel);
 
+/* The head of a test fleet: one local host h with one 24 GiB NVIDIA GPU g0, up to "endpoints:"
+ * (the test's endpoints follow, indented two spaces). */
+#define SWT_FLEET_ONE_GPU                                                                          \
+    "version: 1\n"                                                                                 \
+    "hosts:\n"                                                                                     \
+    "  h:\n"                                                                                       \
+    "    transport: {kind: local}\n"                                                               \
+    "    devices:\n"                                                                               \
+    "      g0: {kind: gpu, vendor: nvidia, memory_total: 24GiB}\n"                                 \
+    "endpoints:\n"
+
 /* A TCP port on 127.0.0.1 that was free a moment ago (bind to port 0). -1 on error. */
 int swt_free_port(void);
 /* Something accepts connections on 127.0.0.1:port. */

@@ -160,23 +160,16 @@ static void test_llamacpp_round_trip(void **state)
  */
 static struct sw_fleet *hf_fleet(void)
 {
-    static const char fleet[] = "version: 1\n"
-                                "hosts:\n"
-                                "  h:\n"
-                                "    transport: {kind: local}\n"
-                                "    devices:\n"
-                                "      g0: {kind: gpu, vendor: nvidia, memory_total: 24GiB}\n"
-                                "endpoints:\n"
-                                "  v:\n"
-                                "    host: h\n"
-                                "    devices: [g0]\n"
-                                "    engine: vllm\n"
-                                "    payload: {path: /srv/models/m}\n"
-                                "  s:\n"
-                                "    host: h\n"
-                                "    devices: [g0]\n"
-                                "    engine: sglang\n"
-                                "    payload: {path: /srv/models/m}\n";
+    static const char fleet[] = SWT_FLEET_ONE_GPU "  v:\n"
+                                                  "    host: h\n"
+                                                  "    devices: [g0]\n"
+                                                  "    engine: vllm\n"
+                                                  "    payload: {path: /srv/models/m}\n"
+                                                  "  s:\n"
+                                                  "    host: h\n"
+                                                  "    devices: [g0]\n"
+                                                  "    engine: sglang\n"
+                                                  "    payload: {path: /srv/models/m}\n";
     struct sw_fleet_opts fo = {0};
     struct sw_fleet *f = NULL;
     struct sw_err e;
