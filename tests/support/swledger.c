@@ -203,3 +203,15 @@ json_t *swl_json(const char *text)
         fail_msg("bad test JSON: %s: %s", je.text, text);
     return j;
 }
+
+int64_t swl_import_seed(struct sw_ledger *l, const char *source)
+{
+    struct sw_err e;
+    struct sw_ledger_import_stats st = {0};
+    json_t *seed = json_load_file(swt_src("tests/data/ledger/seed-boots.json"), 0, NULL);
+    assert_non_null(seed);
+    if (sw_ledger_import(l, seed, source, &st, &e))
+        fail_msg("import of the seed: %s", e.msg);
+    json_decref(seed);
+    return st.added;
+}

@@ -10,8 +10,9 @@
  * What it deliberately does not do: check anything (the test reads the ledger afterwards), or
  * run in the test's own process (a kill must not take the test with it).
  *
- * Also what the ledger's unit tests share: a ledger in a fresh directory (swl_fx_open), test
- * JSON (swl_json) and the schema comparison of the migration tests (swl_same_schema).
+ * Also what the ledger's unit tests share: a ledger in a fresh directory (swl_fx_open), the seed
+ * imported (swl_import_seed), test JSON (swl_json) and the schema comparison of the migration
+ * tests (swl_same_schema).
  */
 #ifndef SWLEDGER_H
 #define SWLEDGER_H
@@ -47,6 +48,9 @@ struct swl_fx {
  * makes them); fails the test on error. swl_fx_close closes it and removes the directory. */
 struct swl_fx *swl_fx_open(const char *rel);
 void swl_fx_close(struct swl_fx *f);
+/* tests/data/ledger/seed-boots.json (the seed fleet's recorded boots) imported into l under the
+ * source name `source`; fails the test on error. Returns the rows added. */
+int64_t swl_import_seed(struct sw_ledger *l, const char *source);
 /* The test's JSON text parsed (any value); fails the test naming a bad one. json_decref it. */
 json_t *swl_json(const char *text);
 
