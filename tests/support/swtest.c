@@ -440,3 +440,22 @@ int swt_count_entries(const char *dir)
     closedir(d);
     return n;
 }
+
+json_t *swt_slipway_json(struct swt_run *r, int want, ...)
+{
+    const char *argv[32];
+    int n = 0;
+    va_list ap;
+    argv[n++] = swt_bin();
+    va_start(ap, want);
+    const char *a;
+    while ((a = va_arg(ap, const char *)) && n < 31)
+        argv[n++] = a;
+    va_end(ap);
+    argv[n] = NULL;
+    assert_int_equal(swt_run(argv, NULL, 300, r), 0);
+    if (r->status != want)
+        fail_msg("slipway %s %s exited %d (wanted %d):\n%.3000s\n%.2000s", argv[1], argv[2],
+                 r->status, want, r->out, r->err);
+    return swt_json_out(r);
+}

@@ -85,6 +85,9 @@ long swt_torture(const char *name, int (*run)(void *arg), void *arg, int want);
 
 /* Parse r->out as JSON (fails the test if it is not). */
 json_t *swt_json_out(const struct swt_run *r);
+/* Run the slipway binary (arguments NULL-terminated, 300 s at most), require exit status `want`
+ * (the failure shows both streams) and return its stdout parsed as JSON; swt_run_free r. */
+json_t *swt_slipway_json(struct swt_run *r, int want, ...);
 
 /* Start argv (argv[0] a path) in a process group of its own that dies with the test
  * (PR_SET_PDEATHSIG), stdout to out_path and stderr to err_path (created, truncated), with each
