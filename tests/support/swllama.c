@@ -481,7 +481,7 @@ static int start_once(const char *model, const char *const *extra, const char *l
         int status = 0;
         if (!swl_http(s->port, "GET", "/health", NULL, 5, &status, NULL) && status == 200)
             return 0;
-        sleep_ms(20); /* llama-server is healthy within a second: poll in small steps */
+        sleep_ms(100);
     }
     return -3;
 }
