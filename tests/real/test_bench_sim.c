@@ -23,7 +23,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -54,39 +53,18 @@ static int spawn_sim(const char *dir, const char *const *argv)
     char out[4200], log[4200];
     snprintf(out, sizeof(out), "%s/sim.out", dir);
     snprintf(log, sizeof(log), "%s/sim.log", dir);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        setpgid(0, 0);
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        int o = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        int l = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        if (o < 0 || l < 0)
-            _exit(127);
-        dup2(o, 1);
-        dup2(l, 2);
-        execv(argv[0], (char *const *)argv);
-        _exit(127);
-    }
-    setpgid(pid, pid);
+    pid_t pid = swt_spawn(argv, out, log, NULL);
+    assert_true(pid > 0);
     g_pid = pid;
-    for (int i = 0; i < 300; i++) { /* 30 s */
-        FILE *fp = fopen(out, "r");
-        int port = 0;
-        bool got = fp && fscanf(fp, "%d", &port) == 1 && port > 0;
-        if (fp)
-            fclose(fp);
-        if (got && swt_port_open(port))
-            return port;
-        int st;
-        if (waitpid(pid, &st, WNOHANG) == pid) {
-            g_pid = 0;
-            fail_msg("slipway sim exited before serving (log %s)", log);
-        }
-        usleep(100000);
+    bool exited;
+    int port = swt_announced_port(out, pid, 30000, &exited);
+    if (exited) {
+        g_pid = 0;
+        fail_msg("slipway sim exited before serving (log %s)", log);
     }
-    fail_msg("slipway sim never served");
-    return 0;
+    if (!port || !swt_port_open(port))
+        fail_msg("slipway sim never served");
+    return port;
 }
 
 /* The sim (vLLM, a Llama-8B-shaped config) with extra options before its `--`. */

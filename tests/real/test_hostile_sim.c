@@ -23,13 +23,11 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
@@ -89,39 +87,17 @@ static void sim_start(void)
                           "--max-num-seqs",
                           "4",
                           NULL};
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        setpgid(0, 0);
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        /* in a sanitizer build ASan keeps freed memory in quarantine (256 MiB by default): the
-         * bound below is on what the sim keeps, so the quarantine is made small */
-        char asan[1024];
-        const char *ao = getenv("ASAN_OPTIONS");
-        snprintf(asan, sizeof(asan), "%s%squarantine_size_mb=1", ao ? ao : "",
-                 ao && *ao ? ":" : "");
-        setenv("ASAN_OPTIONS", asan, 1);
-        int o = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        int l = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        if (o < 0 || l < 0)
-            _exit(127);
-        dup2(o, 1);
-        dup2(l, 2);
-        execv(argv[0], (char *const *)argv);
-        _exit(127);
-    }
-    setpgid(pid, pid);
+    /* in a sanitizer build ASan keeps freed memory in quarantine (256 MiB by default): the
+     * bound below is on what the sim keeps, so the quarantine is made small */
+    char asan[1024];
+    const char *ao = getenv("ASAN_OPTIONS");
+    snprintf(asan, sizeof(asan), "ASAN_OPTIONS=%s%squarantine_size_mb=1", ao ? ao : "",
+             ao && *ao ? ":" : "");
+    const char *env[] = {asan, NULL};
+    pid_t pid = swt_spawn(argv, out, log, env);
+    assert_true(pid > 0);
     sim_pid = pid;
-    for (int i = 0; i < 300 && !sim_port; i++) { /* 30 s */
-        FILE *fp = fopen(out, "r");
-        int port = 0;
-        if (fp && fscanf(fp, "%d", &port) == 1 && port > 0)
-            sim_port = port;
-        if (fp)
-            fclose(fp);
-        if (!sim_port)
-            usleep(100000);
-    }
+    sim_port = swt_announced_port(out, pid, 30000, NULL);
     assert_true(sim_port > 0);
     for (int i = 0; i < 300; i++) { /* ready: /health 200 */
         int status = 0;

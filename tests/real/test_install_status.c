@@ -112,27 +112,15 @@ static int setup(void **state)
     return 0;
 }
 
-/* The ssh masters slipway keeps for ControlPersist (their title names the control socket in
- * the run directory): ended before a host goes down, whose power-off otherwise waits on their
- * session. */
-static void end_masters(const struct fx *f)
-{
-    pid_t pid = 0;
-    for (int i = 0; i < 50 && swt_survivors(f->run, false, &pid); i++) {
-        kill(pid, SIGTERM);
-        usleep(100 * 1000);
-    }
-}
-
 static int teardown(void **state)
 {
     struct fx *f = *state;
     if (f->b_frozen)
         signal_host(&f->b, SIGCONT);
-    end_masters(f);
+    swth_end_masters(f->run);
     swth_down(&f->a);
     swth_down(&f->b);
-    end_masters(f);
+    swth_end_masters(f->run);
     assert_int_equal(swt_survivors(f->run, true, NULL), 0);
     swt_tmpdir_free(f->dir);
     free(f);
@@ -223,25 +211,6 @@ static void write_fleet(const struct fx *f, const char *path, int pa, int pb, co
     swt_write_str(path, text);
 }
 
-static json_t *run_json(struct swt_run *r, int want_status, ...)
-{
-    const char *argv[32];
-    int n = 0;
-    va_list ap;
-    argv[n++] = swt_bin();
-    va_start(ap, want_status);
-    const char *a;
-    while ((a = va_arg(ap, const char *)) && n < 31)
-        argv[n++] = a;
-    va_end(ap);
-    argv[n] = NULL;
-    assert_int_equal(swt_run(argv, NULL, 300, r), 0);
-    if (r->status != want_status)
-        fail_msg("slipway %s %s exited %d (wanted %d):\n%.3000s\n%.2000s", argv[1], argv[2],
-                 r->status, want_status, r->out, r->err);
-    return swt_json_out(r);
-}
-
 static const json_t *endpoint(const json_t *st, const char *name)
 {
     size_t i;
@@ -320,8 +289,8 @@ static void assert_serving(const json_t *ep)
 static void install(struct fx *f, const char *name, double *secs)
 {
     struct swt_run r;
-    json_t *j =
-        run_json(&r, 0, "install", name, f->fleet, "--start", "--timeout", "120s", "--json", NULL);
+    json_t *j = swt_slipway_json(&r, 0, "install", name, f->fleet, "--start", "--timeout", "120s",
+                                 "--json", NULL);
     assert_true(json_is_true(json_object_get(j, "serving")));
     assert_true(json_is_true(json_object_get(j, "installed")));
     assert_int_equal(json_integer_value(json_object_get(j, "health")), 200);
@@ -369,11 +338,11 @@ static void test_install_status_unreachable(void **state)
     write_fleet(f, f->fleet, pa, pb, digest, 512, "/opt/llama/bin/llama-server");
 
     struct swt_run r, s;
-    json_t *j = run_json(&r, 0, "render", "native", f->fleet, "--lint", "--json", NULL);
+    json_t *j = swt_slipway_json(&r, 0, "render", "native", f->fleet, "--lint", "--json", NULL);
     assert_true(json_is_true(json_object_get(json_object_get(j, "lint"), "clean")));
     json_decref(j);
     swt_run_free(&r);
-    j = run_json(&r, 0, "render", "boxed", f->fleet, "--lint", "--json", NULL);
+    j = swt_slipway_json(&r, 0, "render", "boxed", f->fleet, "--lint", "--json", NULL);
     assert_true(json_is_true(json_object_get(json_object_get(j, "lint"), "clean")));
     json_decref(j);
     swt_run_free(&r);
@@ -383,7 +352,7 @@ static void test_install_status_unreachable(void **state)
     char bad[4300];
     snprintf(bad, sizeof(bad), "%s/bad.yaml", f->dir);
     write_fleet(f, bad, pa, pb, digest, 512, "/opt/llama/bin/no-such-server");
-    j = run_json(&r, 1, "install", "native", bad, "--start", "--json", NULL);
+    j = swt_slipway_json(&r, 1, "install", "native", bad, "--start", "--json", NULL);
     assert_true(json_is_true(json_object_get(j, "refused")));
     assert_false(json_is_true(json_object_get(j, "installed")));
     const json_t *fd = json_array_get(json_object_get(j, "findings"), 0);
@@ -405,7 +374,7 @@ static void test_install_status_unreachable(void **state)
     install(f, "boxed", &t_boxed);
 
     /* a host without a device tool says so */
-    j = run_json(&r, 0, "status", f->fleet, "native", "--json", NULL);
+    j = swt_slipway_json(&r, 0, "status", f->fleet, "native", "--json", NULL);
     assert_string_equal(json_string_value(json_object_get(
                             json_object_get(endpoint(j, "native"), "devices"), "note")),
                         "no device tool on this host");
@@ -418,7 +387,7 @@ static void test_install_status_unreachable(void **state)
              "tests/data/readings/rocm-smi/two-cards-system.json");
 
     /* both serving, the installed files as rendered, device memory from each host's tool */
-    j = run_json(&r, 0, "status", f->fleet, "--json", "--deadline", "30s", NULL);
+    j = swt_slipway_json(&r, 0, "status", f->fleet, "--json", "--deadline", "30s", NULL);
     assert_int_equal(json_integer_value(json_object_get(j, "serving")), 2);
     const char *names[] = {"native", "boxed"};
     for (int i = 0; i < 2; i++) {
@@ -444,8 +413,8 @@ static void test_install_status_unreachable(void **state)
      * recorded in the ledger as the endpoint's device usage, without being asked */
     char led[4300];
     snprintf(led, sizeof(led), "%s/ledger.sqlite", f->dir);
-    j = run_json(&r, 0, "install", "native", f->fleet, "--start", "--timeout", "120s", "--ledger",
-                 led, "--json", NULL);
+    j = swt_slipway_json(&r, 0, "install", "native", f->fleet, "--start", "--timeout", "120s",
+                         "--ledger", led, "--json", NULL);
     assert_true(json_is_true(json_object_get(j, "serving")));
     assert_string_equal(json_string_value(json_object_get(json_object_get(j, "devices"), "tool")),
                         "nvidia-smi");
@@ -453,7 +422,7 @@ static void test_install_status_unreachable(void **state)
                      1);
     json_decref(j);
     swt_run_free(&r);
-    j = run_json(&r, 0, "ledger", "usage", "--ledger", led, "--json", NULL);
+    j = swt_slipway_json(&r, 0, "ledger", "usage", "--ledger", led, "--json", NULL);
     char *usage = json_dumps(j, 0);
     assert_non_null(strstr(usage, "20190"));
     assert_non_null(strstr(usage, "24564"));
@@ -462,7 +431,7 @@ static void test_install_status_unreachable(void **state)
     swt_run_free(&r);
 
     /* the host check is green */
-    j = run_json(&r, 0, "hosts", "check", f->fleet, "--json", NULL);
+    j = swt_slipway_json(&r, 0, "hosts", "check", f->fleet, "--json", NULL);
     assert_string_equal(json_string_value(json_object_get(j, "verdict")), "pass");
     json_decref(j);
     swt_run_free(&r);
@@ -502,7 +471,7 @@ static void test_install_status_unreachable(void **state)
     snprintf(drift, sizeof(drift), "%s/drift.yaml", f->dir);
     write_fleet(f, drift, pa, pb, digest, 1024, "/opt/llama/bin/llama-server");
     setenv("SW_TEST_STATUS_KEY", KEY_2, 1);
-    j = run_json(&r, 0, "status", drift, "native", "--json", NULL);
+    j = swt_slipway_json(&r, 0, "status", drift, "native", "--json", NULL);
     setenv("SW_TEST_STATUS_KEY", KEY_1, 1);
     const json_t *en = endpoint(j, "native");
     assert_serving(en);
@@ -527,7 +496,7 @@ static void test_install_status_unreachable(void **state)
                           "case \"$*\" in *daemon-reload*) echo \"Failed to reload daemon: test\" "
                           ">&2; exit 1;; esac\\nexec /usr/bin/systemctl.real \"$@\"\\n' "
                           ">/usr/bin/systemctl && chmod 755 /usr/bin/systemctl"));
-    j = run_json(&r, 1, "install", "native", drift, "--json", NULL);
+    j = swt_slipway_json(&r, 1, "install", "native", drift, "--json", NULL);
     free(swth_must(&f->a, "mv -f /usr/bin/systemctl.real /usr/bin/systemctl"));
     assert_false(json_is_true(json_object_get(j, "installed")));
     const json_t *last = json_array_get(json_object_get(j, "steps"),
@@ -542,7 +511,7 @@ static void test_install_status_unreachable(void **state)
                          " || true");
     assert_string_equal(left, "1\n0\n");
     free(left);
-    j = run_json(&r, 0, "status", f->fleet, "native", "--json", NULL);
+    j = swt_slipway_json(&r, 0, "status", f->fleet, "native", "--json", NULL);
     en = endpoint(j, "native");
     assert_serving(en);
     assert_true(json_is_true(json_object_get(json_object_get(en, "shape"), "as_rendered")));
@@ -553,7 +522,7 @@ static void test_install_status_unreachable(void **state)
     assert_true(signal_host(&f->b, SIGSTOP) >= 3);
     f->b_frozen = true;
     long t0 = now_ms();
-    j = run_json(&r, 1, "status", f->fleet, "--json", "--deadline", "5s", NULL);
+    j = swt_slipway_json(&r, 1, "status", f->fleet, "--json", "--deadline", "5s", NULL);
     long took = now_ms() - t0;
     print_message("status with %s frozen: %ld ms (deadline 5 s per host)\n", f->b.name, took);
     const json_t *eb = endpoint(j, "boxed");
@@ -576,10 +545,10 @@ static void test_install_status_unreachable(void **state)
     /* then stopped: nothing listens on its address; unreachable at once */
     signal_host(&f->b, SIGCONT);
     f->b_frozen = false;
-    end_masters(f);
+    swth_end_masters(f->run);
     assert_int_equal(swth_down(&f->b), 0);
     t0 = now_ms();
-    j = run_json(&r, 1, "status", f->fleet, "--json", "--deadline", "5s", NULL);
+    j = swt_slipway_json(&r, 1, "status", f->fleet, "--json", "--deadline", "5s", NULL);
     took = now_ms() - t0;
     print_message("status with %s stopped: %ld ms\n", f->b.name, took);
     eb = endpoint(j, "boxed");

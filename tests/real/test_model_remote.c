@@ -63,23 +63,13 @@ static int setup(void **state)
     return 0;
 }
 
-/* slipway's ssh masters (ControlPersist) ended before the host goes down */
-static void end_masters(const struct fx *f)
-{
-    pid_t pid = 0;
-    for (int i = 0; i < 50 && swt_survivors(f->run, false, &pid); i++) {
-        kill(pid, SIGTERM);
-        usleep(100 * 1000);
-    }
-}
-
 static int teardown(void **state)
 {
     struct fx *f = *state;
     unsetenv("SLIPWAY_CACHE"); /* scripts/testhost.sh keeps its rootfs under the real one */
-    end_masters(f);
+    swth_end_masters(f->run);
     swth_down(&f->h);
-    end_masters(f);
+    swth_end_masters(f->run);
     assert_int_equal(swt_survivors(f->run, true, NULL), 0);
     swt_tmpdir_free(f->dir);
     free(f);

@@ -41,13 +41,8 @@ static char g_missing[8700]; /* what setup lacked, for swt_need */
 static int setup(void **state)
 {
     *state = NULL;
-    snprintf(g_missing, sizeof(g_missing), "%s", swl_missing());
-    if (!swl_llama_dir())
-        return 0;
     struct fixture *f = calloc(1, sizeof(*f));
-    f->dir = swt_tmpdir();
-    if (swl_chat_model(f->dir, f->model, sizeof(f->model), g_missing, sizeof(g_missing))) {
-        swt_tmpdir_free(f->dir);
+    if (!f || swl_chat_dir(&f->dir, f->model, sizeof(f->model), g_missing, sizeof(g_missing))) {
         free(f);
         return 0;
     }

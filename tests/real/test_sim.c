@@ -45,7 +45,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -68,13 +67,8 @@ struct sim {
 static int group_setup(void **state)
 {
     *state = NULL;
-    snprintf(g_missing, sizeof(g_missing), "%s", swl_missing());
-    if (!swl_llama_dir())
-        return 0;
     struct fx *f = calloc(1, sizeof(*f));
-    f->dir = swt_tmpdir();
-    if (swl_chat_model(f->dir, f->model, sizeof(f->model), g_missing, sizeof(g_missing))) {
-        swt_tmpdir_free(f->dir);
+    if (!f || swl_chat_dir(&f->dir, f->model, sizeof(f->model), g_missing, sizeof(g_missing))) {
         free(f);
         return 0;
     }
@@ -138,38 +132,15 @@ static void sim_start(struct fx *f, const char *tag, const char *const *args, st
     argv[k] = NULL;
     snprintf(s->out, sizeof(s->out), "%s/%s.out", f->dir, tag);
     snprintf(s->log, sizeof(s->log), "%s/%s.log", f->dir, tag);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        setpgid(0, 0);
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        int o = open(s->out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        int l = open(s->log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        if (o < 0 || l < 0)
-            _exit(127);
-        dup2(o, 1);
-        dup2(l, 2);
-        execv(argv[0], (char *const *)argv);
-        _exit(127);
-    }
-    setpgid(pid, pid);
+    pid_t pid = swt_spawn(argv, s->out, s->log, NULL);
+    assert_true(pid > 0);
     s->pid = g_pid = pid;
-    s->port = 0;
-    for (int i = 0; i < 300 && !s->port; i++) { /* 30 s */
-        FILE *fp = fopen(s->out, "r");
-        int port = 0;
-        if (fp && fscanf(fp, "%d", &port) == 1 && port > 0)
-            s->port = port;
-        if (fp)
-            fclose(fp);
-        int st;
-        if (!s->port && waitpid(pid, &st, WNOHANG) == pid) {
-            g_pid = 0;
-            char *t = swl_tail(s->log, 2000);
-            fail_msg("slipway sim exited before announcing its port: %s", t ? t : "");
-        }
-        if (!s->port)
-            usleep(100000);
+    bool exited;
+    s->port = swt_announced_port(s->out, pid, 30000, &exited);
+    if (exited) {
+        g_pid = 0;
+        char *t = swl_tail(s->log, 2000);
+        fail_msg("slipway sim exited before announcing its port: %s", t ? t : "");
     }
     assert_true(s->port > 0);
 }
@@ -1176,13 +1147,7 @@ static void test_threads(void **state)
     }
     char task[64];
     snprintf(task, sizeof(task), "/proc/%d/task", (int)s.pid);
-    int n = 0;
-    DIR *d = opendir(task);
-    for (struct dirent *de = d ? readdir(d) : NULL; de; de = readdir(d))
-        n += de->d_name[0] != '.';
-    if (d)
-        closedir(d);
-    assert_int_equal(n, 2);
+    assert_int_equal(swt_count_entries(task), 2);
     assert_int_equal(sim_stop(&s), 0);
 }
 

@@ -30,14 +30,12 @@
 #include "swllama.h"
 #include "swtest.h"
 
-#include <fcntl.h>
 #include <sched.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -67,13 +65,8 @@ static int setup(void **state)
     struct sched_param sp = {.sched_priority = 10};
     if (sched_setscheduler(0, SCHED_FIFO, &sp) != 0)
         setpriority(PRIO_PROCESS, 0, -10);
-    snprintf(g_missing, sizeof(g_missing), "%s", swl_missing());
-    if (!swl_llama_dir())
-        return 0;
     struct fx *f = calloc(1, sizeof(*f));
-    f->dir = swt_tmpdir();
-    if (swl_chat_model(f->dir, f->model, sizeof(f->model), g_missing, sizeof(g_missing))) {
-        swt_tmpdir_free(f->dir);
+    if (!f || swl_chat_dir(&f->dir, f->model, sizeof(f->model), g_missing, sizeof(g_missing))) {
         free(f);
         return 0;
     }
@@ -203,32 +196,10 @@ static void test_fit_reproduces_llama(void **state)
     const char *argv[] = {swt_bin(),   "sim", "--timing",     fit,  "--load-time", "0s", "--engine",
                           "llama.cpp", "--",  "llama-server", "-m", f->model,      "-c", "6144",
                           "-np",       "3",   "-t",           "1",  NULL};
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        setpgid(0, 0);
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        int o = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        int l = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        if (o < 0 || l < 0)
-            _exit(127);
-        dup2(o, 1);
-        dup2(l, 2);
-        execv(argv[0], (char *const *)argv);
-        _exit(127);
-    }
-    setpgid(pid, pid);
+    pid_t pid = swt_spawn(argv, out, log, NULL);
+    assert_true(pid > 0);
     g_sim = pid;
-    int p = 0;
-    for (int i = 0; i < 300 && p <= 0; i++) {
-        FILE *fp = fopen(out, "r");
-        if (fp && fscanf(fp, "%d", &p) != 1)
-            p = 0;
-        if (fp)
-            fclose(fp);
-        if (p <= 0)
-            usleep(100000);
-    }
+    int p = swt_announced_port(out, pid, 30000, NULL);
     assert_true(p > 0);
     snprintf(port, sizeof(port), "http://127.0.0.1:%d", p);
     for (int i = 0; i < 100; i++) { /* /health 200 once "loaded" */

@@ -27,13 +27,11 @@
 #include "swllama.h"
 #include "swtest.h"
 
-#include <fcntl.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -215,38 +213,15 @@ static void replay_serves(struct fx *f, const char *ref, const char *const *argv
     char out[4200], log[4200];
     snprintf(out, sizeof(out), "%s/%s.out", f->dir, ref);
     snprintf(log, sizeof(log), "%s/%s.log", f->dir, ref);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        setpgid(0, 0);
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        int o = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        int l = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        if (o < 0 || l < 0)
-            _exit(127);
-        dup2(o, 1);
-        dup2(l, 2);
-        execv(argv[0], (char *const *)argv);
-        _exit(127);
-    }
-    setpgid(pid, pid);
+    pid_t pid = swt_spawn(argv, out, log, NULL);
+    assert_true(pid > 0);
     g_pid = pid;
-    int port = 0;
-    for (int i = 0; i < 300 && !port; i++) {
-        FILE *fp = fopen(out, "r");
-        if (fp && fscanf(fp, "%d", &port) != 1)
-            port = 0;
-        if (fp)
-            fclose(fp);
-        if (!port) {
-            int st;
-            if (waitpid(pid, &st, WNOHANG) == pid) {
-                g_pid = 0;
-                char *t = swl_tail(log, 3000);
-                fail_msg("%s: the sim exited without serving: %s", ref, t ? t : "");
-            }
-            usleep(100000);
-        }
+    bool exited;
+    int port = swt_announced_port(out, pid, 30000, &exited);
+    if (exited) {
+        g_pid = 0;
+        char *t = swl_tail(log, 3000);
+        fail_msg("%s: the sim exited without serving: %s", ref, t ? t : "");
     }
     assert_true(port > 0);
     int status = 0;

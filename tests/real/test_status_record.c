@@ -54,47 +54,18 @@ static int setup(void **state)
     return 0;
 }
 
-/* slipway's ssh masters (ControlPersist) ended before the host goes down */
-static void end_masters(const struct fx *f)
-{
-    pid_t pid = 0;
-    for (int i = 0; i < 50 && swt_survivors(f->run, false, &pid); i++) {
-        kill(pid, SIGTERM);
-        usleep(100 * 1000);
-    }
-}
-
 static int teardown(void **state)
 {
     struct fx *f = *state;
-    end_masters(f);
+    swth_end_masters(f->run);
     swth_down(&f->h);
-    end_masters(f);
+    swth_end_masters(f->run);
     assert_int_equal(swt_survivors(f->run, true, NULL), 0);
     if (f->model_dir[0])
         swt_tmpdir_free(strdup(f->model_dir));
     swt_tmpdir_free(f->dir);
     free(f);
     return 0;
-}
-
-static json_t *run_json(struct swt_run *r, int want_status, ...)
-{
-    const char *argv[32];
-    int n = 0;
-    va_list ap;
-    argv[n++] = swt_bin();
-    va_start(ap, want_status);
-    const char *a;
-    while ((a = va_arg(ap, const char *)) && n < 31)
-        argv[n++] = a;
-    va_end(ap);
-    argv[n] = NULL;
-    assert_int_equal(swt_run(argv, NULL, 300, r), 0);
-    if (r->status != want_status)
-        fail_msg("slipway %s %s exited %d (wanted %d):\n%.3000s\n%.2000s", argv[1], argv[2],
-                 r->status, want_status, r->out, r->err);
-    return swt_json_out(r);
 }
 
 static const json_t *only_endpoint(const json_t *st)
@@ -143,14 +114,15 @@ static void test_restarts_between_deploys(void **state)
     assert_int_equal(r.status, 2);
     swt_run_free(&r);
 
-    json_t *j = run_json(&r, 0, "install", "rp-small", f->fleet, "--start", "--timeout", "120s",
-                         "--json", NULL);
+    json_t *j = swt_slipway_json(&r, 0, "install", "rp-small", f->fleet, "--start", "--timeout",
+                                 "120s", "--json", NULL);
     assert_true(json_is_true(json_object_get(j, "serving")));
     json_decref(j);
     swt_run_free(&r);
 
     /* the first look: serving, NRestarts 0, recorded */
-    j = run_json(&r, 0, "status", f->fleet, "--record", "--ledger", f->ledger, "--json", NULL);
+    j = swt_slipway_json(&r, 0, "status", f->fleet, "--record", "--ledger", f->ledger, "--json",
+                         NULL);
     const json_t *ep = only_endpoint(j);
     const json_t *u = json_object_get(ep, "unit");
     assert_int_equal(json_integer_value(json_object_get(u, "restarts")), 0);
@@ -189,7 +161,8 @@ static void test_restarts_between_deploys(void **state)
     assert_int_equal(st, 0);
 
     /* the second look: NRestarts 1, a new PID */
-    j = run_json(&r, 0, "status", f->fleet, "--record", "--ledger", f->ledger, "--json", NULL);
+    j = swt_slipway_json(&r, 0, "status", f->fleet, "--record", "--ledger", f->ledger, "--json",
+                         NULL);
     ep = only_endpoint(j);
     u = json_object_get(ep, "unit");
     assert_int_equal(json_integer_value(json_object_get(u, "restarts")), 1);
@@ -208,7 +181,7 @@ static void test_restarts_between_deploys(void **state)
     swt_run_free(&r);
 
     /* the report and the Prometheus file show the restart no deploy attempt saw */
-    j = run_json(&r, 0, "report", f->fleet, "--ledger", f->ledger, "--json", NULL);
+    j = swt_slipway_json(&r, 0, "report", f->fleet, "--ledger", f->ledger, "--json", NULL);
     const json_t *rs = json_object_get(only_endpoint(j), "restarts");
     assert_int_equal(json_integer_value(json_object_get(rs, "attempts")), 0);
     const json_t *bt = json_object_get(rs, "between_deploys");

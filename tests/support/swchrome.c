@@ -1,3 +1,8 @@
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
 #include "swchrome.h"
 
 #include <stdio.h>
@@ -47,4 +52,21 @@ bool swc_console_error(const char *err)
 {
     return err &&
            (strstr(err, "Uncaught") || strstr(err, ":CONSOLE(") || strstr(err, "console.error"));
+}
+
+void swc_render_png(const char *bin, const char *dir, const char *html, const char *png, int height,
+                    const char *what)
+{
+    struct swt_run r;
+    swc_load(bin, dir, false, html, png, height, &r);
+    assert_int_equal(r.status, 0);
+    if (swc_console_error(r.err))
+        fail_msg("console error rendering %s: %s", what, r.err);
+    swt_run_free(&r);
+    char *data = NULL;
+    size_t len = 0;
+    struct sw_err e;
+    assert_int_equal(sw_read_file(png, 64u << 20, &data, &len, &e), 0);
+    assert_true(len > 1000 && !memcmp(data, "\x89PNG\r\n\x1a\n", 8));
+    sw_free(data);
 }

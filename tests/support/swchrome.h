@@ -21,4 +21,10 @@ void swc_load(const char *bin, const char *dir, bool dom, const char *html, cons
 /* An uncaught exception or a console message in Chromium's log (r->err). */
 bool swc_console_error(const char *err);
 
+/* Screenshot `html` into `png` (swc_load) and require that Chromium exited 0, logged no console
+ * error (the failure names `what`) and wrote a PNG of more than 1,000 bytes. Include after
+ * <cmocka.h>. */
+void swc_render_png(const char *bin, const char *dir, const char *html, const char *png, int height,
+                    const char *what);
+
 #endif

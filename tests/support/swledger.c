@@ -3,12 +3,21 @@
  * `slipway ledger _record-loop` verb wrote before it left the binary: the same shapes, reports,
  * failures, batteries and readings, so the crash tests exercise the same paths.
  */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
 #include "swledger.h"
+#include "swtest.h"
 
 #include <slipway/ledger.h>
 
 #include <fcntl.h>
+#include <sqlite3.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 /* One "KIND N\n" line in one write, as soon as the commit returned. */
@@ -135,4 +144,74 @@ pid_t swl_spawn_record_loop(const char *path, const char *endpoint, int64_t seco
     close(p[1]);
     *out = p[0];
     return pid;
+}
+
+int swl_same_schema(const char *a_path, const char *b_path)
+{
+    sqlite3 *a = NULL, *b = NULL;
+    assert_int_equal(sqlite3_open(a_path, &a), SQLITE_OK);
+    assert_int_equal(sqlite3_open(b_path, &b), SQLITE_OK);
+    sqlite3_stmt *sa, *sb;
+    const char *q = "SELECT type, name, sql FROM sqlite_schema ORDER BY type, name";
+    assert_int_equal(sqlite3_prepare_v2(a, q, -1, &sa, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_prepare_v2(b, q, -1, &sb, NULL), SQLITE_OK);
+    int rows = 0;
+    for (;;) {
+        int ra = sqlite3_step(sa), rb = sqlite3_step(sb);
+        assert_int_equal(ra, rb);
+        if (ra != SQLITE_ROW)
+            break;
+        rows++;
+        for (int c = 0; c < 3; c++) {
+            const char *x = (const char *)sqlite3_column_text(sa, c);
+            const char *y = (const char *)sqlite3_column_text(sb, c);
+            if ((x == NULL) != (y == NULL) || (x && strcmp(x, y)))
+                fail_msg("schema differs: %s vs %s", x ? x : "NULL", y ? y : "NULL");
+        }
+    }
+    sqlite3_finalize(sa);
+    sqlite3_finalize(sb);
+    sqlite3_close(a);
+    sqlite3_close(b);
+    return rows;
+}
+
+struct swl_fx *swl_fx_open(const char *rel)
+{
+    struct swl_fx *f = calloc(1, sizeof(*f));
+    struct sw_err e;
+    assert_non_null(f);
+    f->dir = swt_tmpdir();
+    snprintf(f->path, sizeof(f->path), "%s/%s", f->dir, rel);
+    if (sw_ledger_open(&f->l, f->path, NULL, &e))
+        fail_msg("open %s: %s", f->path, e.msg);
+    return f;
+}
+
+void swl_fx_close(struct swl_fx *f)
+{
+    sw_ledger_close(&f->l);
+    swt_tmpdir_free(f->dir);
+    free(f);
+}
+
+json_t *swl_json(const char *text)
+{
+    json_error_t je;
+    json_t *j = json_loads(text, JSON_DECODE_ANY, &je);
+    if (!j)
+        fail_msg("bad test JSON: %s: %s", je.text, text);
+    return j;
+}
+
+int64_t swl_import_seed(struct sw_ledger *l, const char *source)
+{
+    struct sw_err e;
+    struct sw_ledger_import_stats st = {0};
+    json_t *seed = json_load_file(swt_src("tests/data/ledger/seed-boots.json"), 0, NULL);
+    assert_non_null(seed);
+    if (sw_ledger_import(l, seed, source, &st, &e))
+        fail_msg("import of the seed: %s", e.msg);
+    json_decref(seed);
+    return st.added;
 }

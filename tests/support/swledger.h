@@ -9,11 +9,16 @@
  *
  * What it deliberately does not do: check anything (the test reads the ledger afterwards), or
  * run in the test's own process (a kill must not take the test with it).
+ *
+ * Also what the ledger's unit tests share: a ledger in a fresh directory (swl_fx_open), the seed
+ * imported (swl_import_seed), test JSON (swl_json) and the schema comparison of the migration
+ * tests (swl_same_schema).
  */
 #ifndef SWLEDGER_H
 #define SWLEDGER_H
 
 #include <slipway/core.h>
+#include <slipway/ledger.h>
 
 #include <stdint.h>
 #include <sys/types.h>
@@ -32,5 +37,28 @@ int swl_record_loop(const char *path, const char *endpoint, int64_t count, int64
  * (the caller closes it); returns the child's pid, -1 when fork or pipe failed.
  */
 pid_t swl_spawn_record_loop(const char *path, const char *endpoint, int64_t seconds, int *out);
+
+/* A test's ledger: its fresh temporary directory, its path there, the open ledger. */
+struct swl_fx {
+    char *dir;
+    char path[4096];
+    struct sw_ledger l;
+};
+/* Open a new ledger at DIR/rel in a fresh temporary directory (rel may name directories: open
+ * makes them); fails the test on error. swl_fx_close closes it and removes the directory. */
+struct swl_fx *swl_fx_open(const char *rel);
+void swl_fx_close(struct swl_fx *f);
+/* tests/data/ledger/seed-boots.json (the seed fleet's recorded boots) imported into l under the
+ * source name `source`; fails the test on error. Returns the rows added. */
+int64_t swl_import_seed(struct sw_ledger *l, const char *source);
+/* The test's JSON text parsed (any value); fails the test naming a bad one. json_decref it. */
+json_t *swl_json(const char *text);
+
+/*
+ * The ledgers at paths a and b have the same schema (every table, index and trigger: type, name
+ * and SQL, in order of type and name); fails the test naming the first difference. Returns the
+ * number of schema rows compared. Include after <cmocka.h>.
+ */
+int swl_same_schema(const char *a, const char *b);
 
 #endif

@@ -133,6 +133,21 @@ int swl_chat_model(const char *dir, char *out, size_t n, char *why, size_t why_n
     return st ? -1 : 0;
 }
 
+int swl_chat_dir(char **dir, char *model, size_t n, char *missing, size_t missing_n)
+{
+    *dir = NULL;
+    snprintf(missing, missing_n, "%s", swl_missing());
+    if (!swl_llama_dir())
+        return -1;
+    *dir = swt_tmpdir();
+    if (swl_chat_model(*dir, model, n, missing, missing_n)) {
+        swt_tmpdir_free(*dir);
+        *dir = NULL;
+        return -1;
+    }
+    return 0;
+}
+
 static char rot[8][4300];
 static int rot_i;
 
@@ -381,7 +396,7 @@ void swl_stop(struct swl_server *s)
         double deadline = now_s() + 10;
         while (s->pid > 0 && now_s() < deadline) {
             if (!reap(s, WNOHANG))
-                sleep_ms(50);
+                sleep_ms(10); /* a boot-heavy test stops hundreds of servers: wait in small steps */
         }
         if (s->pid > 0) {
             kill(-s->pid, SIGKILL);

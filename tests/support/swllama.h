@@ -38,6 +38,10 @@ const char *swl_model_file(const char *name);
  * llama-server answers with 500). out receives the path. Returns 0, or -1 with what failed in
  * why (may be NULL). */
 int swl_chat_model(const char *dir, char *out, size_t n, char *why, size_t why_n);
+/* The setup most llama-server tests share: a fresh temporary directory in *dir (free with
+ * swt_tmpdir_free) holding the chat model of swl_chat_model, its path in model. Returns 0, or -1
+ * with what is missing in missing (swl_missing(), or what failed) and *dir NULL. */
+int swl_chat_dir(char **dir, char *model, size_t n, char *missing, size_t missing_n);
 
 struct swl_server {
     pid_t pid; /* llama-server, leader of its own process group; 0 when not running */

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <netinet/in.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -378,4 +379,83 @@ bool swt_file_has(const char *path, const char *needle)
     bool yes = strstr(t, needle) != NULL;
     sw_free(t);
     return yes;
+}
+
+pid_t swt_spawn(const char *const *argv, const char *out_path, const char *err_path,
+                const char *const *env)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        setpgid(0, 0);
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        for (size_t i = 0; env && env[i]; i++)
+            putenv((char *)env[i]);
+        int o = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        int l = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        if (o < 0 || l < 0)
+            _exit(127);
+        dup2(o, 1);
+        dup2(l, 2);
+        execv(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    if (pid > 0)
+        setpgid(pid, pid); /* also from the parent, so kill(-pid) works at once */
+    return pid;
+}
+
+int swt_announced_port(const char *out_path, pid_t pid, unsigned timeout_ms, bool *exited)
+{
+    if (exited)
+        *exited = false;
+    for (unsigned waited = 0;; waited += 100) {
+        FILE *fp = fopen(out_path, "r");
+        int port = 0;
+        if (fp && fscanf(fp, "%d", &port) != 1)
+            port = 0;
+        if (fp)
+            fclose(fp);
+        if (port > 0)
+            return port;
+        int st;
+        if (pid > 0 && waitpid(pid, &st, WNOHANG) == pid) {
+            if (exited)
+                *exited = true;
+            return 0;
+        }
+        if (waited >= timeout_ms)
+            return 0;
+        usleep(100000);
+    }
+}
+
+int swt_count_entries(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return -1;
+    int n = 0;
+    for (struct dirent *de = readdir(d); de; de = readdir(d))
+        n += de->d_name[0] != '.';
+    closedir(d);
+    return n;
+}
+
+json_t *swt_slipway_json(struct swt_run *r, int want, ...)
+{
+    const char *argv[32];
+    int n = 0;
+    va_list ap;
+    argv[n++] = swt_bin();
+    va_start(ap, want);
+    const char *a;
+    while ((a = va_arg(ap, const char *)) && n < 31)
+        argv[n++] = a;
+    va_end(ap);
+    argv[n] = NULL;
+    assert_int_equal(swt_run(argv, NULL, 300, r), 0);
+    if (r->status != want)
+        fail_msg("slipway %s %s exited %d (wanted %d):\n%.3000s\n%.2000s", argv[1], argv[2],
+                 r->status, want, r->out, r->err);
+    return swt_json_out(r);
 }

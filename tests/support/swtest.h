@@ -22,6 +22,17 @@ const char *swt_bin(void);
  * is then an error, not the caller's shell); fails the test on error. sw_fleet_free it. */
 struct sw_fleet *swt_fleet(const char *rel);
 
+/* The head of a test fleet: one local host h with one 24 GiB NVIDIA GPU g0, up to "endpoints:"
+ * (the test's endpoints follow, indented two spaces). */
+#define SWT_FLEET_ONE_GPU                                                                          \
+    "version: 1\n"                                                                                 \
+    "hosts:\n"                                                                                     \
+    "  h:\n"                                                                                       \
+    "    transport: {kind: local}\n"                                                               \
+    "    devices:\n"                                                                               \
+    "      g0: {kind: gpu, vendor: nvidia, memory_total: 24GiB}\n"                                 \
+    "endpoints:\n"
+
 /* A TCP port on 127.0.0.1 that was free a moment ago (bind to port 0). -1 on error. */
 int swt_free_port(void);
 /* Something accepts connections on 127.0.0.1:port. */
@@ -30,6 +41,8 @@ bool swt_port_open(int port);
 /* A fresh temporary directory, removed (recursively) by swt_tmpdir_free. */
 char *swt_tmpdir(void);
 void swt_tmpdir_free(char *dir);
+/* The entries of directory dir not starting with '.'; -1 when it cannot be read. */
+int swt_count_entries(const char *dir);
 /* dir/name in a static rotating buffer. */
 const char *swt_join(const char *dir, const char *name);
 /* Write a file (whole); fails the test on error. */
@@ -72,6 +85,20 @@ long swt_torture(const char *name, int (*run)(void *arg), void *arg, int want);
 
 /* Parse r->out as JSON (fails the test if it is not). */
 json_t *swt_json_out(const struct swt_run *r);
+/* Run the slipway binary (arguments NULL-terminated, 300 s at most), require exit status `want`
+ * (the failure shows both streams) and return its stdout parsed as JSON; swt_run_free r. */
+json_t *swt_slipway_json(struct swt_run *r, int want, ...);
+
+/* Start argv (argv[0] a path) in a process group of its own that dies with the test
+ * (PR_SET_PDEATHSIG), stdout to out_path and stderr to err_path (created, truncated), with each
+ * "NAME=VALUE" of env (NULL-terminated; NULL for none) added to its environment. The child's
+ * pid; -1 when fork failed. */
+pid_t swt_spawn(const char *const *argv, const char *out_path, const char *err_path,
+                const char *const *env);
+/* The port a spawned server announced as the first number of out_path (`slipway sim` prints it
+ * once it listens), polled every 100 ms for up to timeout_ms. 0 when none came: *exited (may be
+ * NULL) then says whether pid exited (reaped) first. */
+int swt_announced_port(const char *out_path, pid_t pid, unsigned timeout_ms, bool *exited);
 
 /* Live processes (not zombies, not this one) whose argv holds `mark`; each printed on stderr when
  * `print`, the last one's pid in *one (may be NULL). */

@@ -407,3 +407,12 @@ int swth_group_teardown(void **state)
     swth_gm.model[0] = '\0';
     return 0;
 }
+
+void swth_end_masters(const char *run_dir)
+{
+    pid_t pid = 0;
+    for (int i = 0; i < 50 && swt_survivors(run_dir, false, &pid); i++) {
+        kill(pid, SIGTERM);
+        usleep(100 * 1000);
+    }
+}

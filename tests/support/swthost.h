@@ -56,6 +56,10 @@ const char *swth_podman_missing(void);
  * may be NULL), bounded by 180 s. Fills h and registers the host for swth_down at exit or on a
  * fatal signal. Returns 0, or -1 with the script's stderr printed. */
 int swth_up(const char *name, const char *addr, const char *const *binds, struct swth_host *h);
+/* The ssh masters slipway keeps for ControlPersist (their title names the control socket under
+ * run_dir, the SLIPWAY_RUN_DIR the test gave slipway) ended: a host's power-off otherwise waits
+ * on their session. Bounded (50 rounds of SIGTERM, 100 ms apart). */
+void swth_end_masters(const char *run_dir);
 /* scripts/testhost.sh down NAME (SIGTERM, bounded wait, SIGKILL, the directory removed), and the
  * host unregistered. Safe to call twice and on a host that never came up. Returns the script's
  * exit status (0 when done). */

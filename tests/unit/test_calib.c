@@ -19,6 +19,7 @@
 #include <slipway/ledger.h>
 #include <slipway/profile.h>
 
+#include "swledger.h"
 #include "swtest.h"
 
 #include <math.h>
@@ -40,12 +41,7 @@ static int setup(void **state)
     f->dir = swt_tmpdir();
     if (sw_ledger_open(&f->l, swt_join(f->dir, "seed.sqlite"), NULL, &e))
         fail_msg("%s", e.msg);
-    json_t *seed = json_load_file(swt_src("tests/data/ledger/seed-boots.json"), 0, NULL);
-    assert_non_null(seed);
-    struct sw_ledger_import_stats st = {0};
-    if (sw_ledger_import(&f->l, seed, "seed-boots.json", &st, &e))
-        fail_msg("%s", e.msg);
-    json_decref(seed);
+    swl_import_seed(&f->l, "seed-boots.json");
     *state = f;
     return 0;
 }

@@ -121,6 +121,16 @@ static void check_args(const struct lrow *r, int c, const struct sw_llamacpp_arg
     }
 }
 
+/* The rendered command line holds flag exactly once. */
+static void rendered_once(const struct sw_engine_cmd *cmd, const char *flag)
+{
+    size_t seen = 0;
+    for (size_t k = 0; k < cmd->argc; k++)
+        seen += !strcmp(cmd->argv[k], flag);
+    if (seen != 1)
+        fail_msg("%s: rendered %zu times", flag, seen);
+}
+
 static void test_llamacpp_round_trip(void **state)
 {
     for (size_t i = 0; i < SW_ARRAY_LEN(lrows); i++) {
@@ -141,11 +151,7 @@ static void test_llamacpp_round_trip(void **state)
             set_launch(r, c, &l);
             if (sw_engine_llamacpp_render(&l, &cmd, &e))
                 fail_msg("%s: render: %s", flag, e.msg);
-            size_t seen = 0;
-            for (size_t k = 0; k < cmd.argc; k++)
-                seen += !strcmp(cmd.argv[k], flag);
-            if (seen != 1)
-                fail_msg("%s: rendered %zu times", flag, seen);
+            rendered_once(&cmd, flag);
             sw_llamacpp_args_init(&a);
             if (sw_llamacpp_args_parse(&a, (int)cmd.argc, (const char *const *)cmd.argv, &e))
                 fail_msg("%s: parse of its render: %s", flag, e.msg);
@@ -160,23 +166,16 @@ static void test_llamacpp_round_trip(void **state)
  */
 static struct sw_fleet *hf_fleet(void)
 {
-    static const char fleet[] = "version: 1\n"
-                                "hosts:\n"
-                                "  h:\n"
-                                "    transport: {kind: local}\n"
-                                "    devices:\n"
-                                "      g0: {kind: gpu, vendor: nvidia, memory_total: 24GiB}\n"
-                                "endpoints:\n"
-                                "  v:\n"
-                                "    host: h\n"
-                                "    devices: [g0]\n"
-                                "    engine: vllm\n"
-                                "    payload: {path: /srv/models/m}\n"
-                                "  s:\n"
-                                "    host: h\n"
-                                "    devices: [g0]\n"
-                                "    engine: sglang\n"
-                                "    payload: {path: /srv/models/m}\n";
+    static const char fleet[] = SWT_FLEET_ONE_GPU "  v:\n"
+                                                  "    host: h\n"
+                                                  "    devices: [g0]\n"
+                                                  "    engine: vllm\n"
+                                                  "    payload: {path: /srv/models/m}\n"
+                                                  "  s:\n"
+                                                  "    host: h\n"
+                                                  "    devices: [g0]\n"
+                                                  "    engine: sglang\n"
+                                                  "    payload: {path: /srv/models/m}\n";
     struct sw_fleet_opts fo = {0};
     struct sw_fleet *f = NULL;
     struct sw_err e;
@@ -274,11 +273,7 @@ static void hf_round_trip(const struct sw_flag_table *t, const char *endpoint, b
                         : sw_vllm_render_endpoint(&ep, &cmd, &e);
         if (rc)
             fail_msg("%s: render: %s", flag, e.msg);
-        size_t seen = 0;
-        for (size_t k = 0; k < cmd.argc; k++)
-            seen += !strcmp(cmd.argv[k], flag);
-        if (seen != 1)
-            fail_msg("%s: rendered %zu times", flag, seen);
+        rendered_once(&cmd, flag);
         sw_vllm_opts_init(&vo);
         sw_sglang_opts_init(&so);
         rc = sglang ? sw_sglang_read_argv((int)cmd.argc, cmd.argv, &so, &line, ign, sizeof(ign), &e)

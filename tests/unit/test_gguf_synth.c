@@ -14,7 +14,6 @@
 #include "model/gguf_internal.h"
 #include "swtest.h"
 
-#include <dirent.h>
 #include <math.h>
 #include <string.h>
 #include <unistd.h>
@@ -273,25 +272,13 @@ static void test_resize(void **state)
     assert_int_equal(sw_gguf_synth(&o, &r, &e), SW_ERANGE);
 }
 
-static int count_files(void)
-{
-    DIR *d = opendir(dir);
-    int n = 0;
-    struct dirent *de;
-    while ((de = readdir(d)))
-        if (de->d_name[0] != '.')
-            n++;
-    closedir(d);
-    return n;
-}
-
 static void test_torture(void **state)
 {
     char in[4096], out[4096];
     snprintf(in, sizeof(in), "%s", swt_join(dir, "tin.gguf"));
     snprintf(out, sizeof(out), "%s", swt_join(dir, "tout.gguf"));
     write_input(in);
-    int files = count_files();
+    int files = swt_count_entries(dir);
     struct sw_gguf_synth_opts o = {.in = in, .vocab = vocab_tmpl_path, .out = out};
     long n;
     for (n = 1; n < 100000; n++) {
@@ -304,7 +291,7 @@ static void test_torture(void **state)
             break;
         if (rc != SW_ENOMEM)
             fail_msg("allocation %ld: rc %d (%s)", n, rc, e.msg);
-        assert_int_equal(count_files(), files);
+        assert_int_equal(swt_count_entries(dir), files);
     }
     assert_true(n > 5 && n < 100000);
     fprintf(stderr, "synth survived %ld failing allocations\n", n - 1);

@@ -13,7 +13,6 @@
 
 #include "swtest.h"
 
-#include <dirent.h>
 #include <math.h>
 #include <string.h>
 #include <unistd.h>
@@ -279,18 +278,6 @@ static void check_file(const char *path, const struct src *s, uint64_t align)
     sw_gguf_free(g);
 }
 
-static int count_files(const char *dir)
-{
-    DIR *d = opendir(dir);
-    int n = 0;
-    struct dirent *de;
-    while ((de = readdir(d)))
-        if (de->d_name[0] != '.')
-            n++;
-    closedir(d);
-    return n;
-}
-
 static void test_round_trip(void **state)
 {
     struct src s;
@@ -349,7 +336,7 @@ static void test_round_trip(void **state)
         unlink(path);
         unlink(path2);
     }
-    assert_int_equal(count_files(dir), 0);
+    assert_int_equal(swt_count_entries(dir), 0);
     swt_tmpdir_free(dir);
     src_free(&s);
 }
@@ -409,7 +396,7 @@ static void test_refusals(void **state)
     struct sw_err e;
     assert_int_equal(sw_gguf_writer_write(w, swt_join(dir, "dup.gguf"), &e), SW_EINVAL);
     assert_non_null(strstr(e.msg, "tensor 'x' added twice"));
-    assert_int_equal(count_files(dir), 0);
+    assert_int_equal(swt_count_entries(dir), 0);
     sw_gguf_writer_free(w);
     /* I/O failures leave nothing behind either */
     assert_int_equal(sw_gguf_writer_new(&w, 3, 32), 0);
@@ -417,7 +404,7 @@ static void test_refusals(void **state)
                                                          swt_join(dir, "missing"), 0),
                      0);
     assert_int_equal(sw_gguf_writer_write(w, swt_join(dir, "out.gguf"), &e), SW_ENOENT);
-    assert_int_equal(count_files(dir), 0);
+    assert_int_equal(swt_count_entries(dir), 0);
     sw_gguf_writer_free(w);
     swt_write_str(swt_join(dir, "short"), "abc");
     assert_int_equal(sw_gguf_writer_new(&w, 3, 32), 0);
@@ -425,7 +412,7 @@ static void test_refusals(void **state)
                                                          swt_join(dir, "short"), 0),
                      0);
     assert_int_equal(sw_gguf_writer_write(w, swt_join(dir, "out.gguf"), &e), SW_ETRUNC);
-    assert_int_equal(count_files(dir), 1);
+    assert_int_equal(swt_count_entries(dir), 1);
     assert_int_equal(sw_gguf_writer_write(w, "/nonexistent-dir/x.gguf", &e), SW_EIO);
     sw_gguf_writer_free(w);
     sw_gguf_writer_free(NULL);
@@ -477,7 +464,7 @@ static void test_alloc_torture(void **state)
             break;
         if (rc != SW_ENOMEM)
             fail_msg("allocation %ld: rc %d (%s)", n, rc, e.msg);
-        assert_int_equal(count_files(dir), 0);
+        assert_int_equal(swt_count_entries(dir), 0);
     }
     assert_true(n > 10 && n < 100000);
     check_file(p, &s, 64);

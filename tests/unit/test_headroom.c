@@ -26,6 +26,7 @@
 #include <slipway/ledger.h>
 #include <slipway/profile.h>
 
+#include "swledger.h"
 #include "swtest.h"
 
 #include <math.h>
@@ -53,12 +54,7 @@ static int setup(void **state)
     snprintf(f->led, sizeof(f->led), "%s", swt_join(f->dir, "seed.sqlite"));
     if (sw_ledger_open(&f->l, f->led, NULL, &e))
         fail_msg("%s", e.msg);
-    json_t *seed = json_load_file(swt_src("tests/data/ledger/seed-boots.json"), 0, NULL);
-    assert_non_null(seed);
-    struct sw_ledger_import_stats st = {0};
-    if (sw_ledger_import(&f->l, seed, "seed-boots.json", &st, &e))
-        fail_msg("%s", e.msg);
-    json_decref(seed);
+    swl_import_seed(&f->l, "seed-boots.json");
     f->fleet = swt_fleet("examples/operator.yaml");
     f->ep = sw_fleet_endpoint(f->fleet, "frank-primary");
     assert_non_null(f->ep);

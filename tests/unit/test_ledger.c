@@ -13,6 +13,7 @@
 
 #include <sqlite3.h>
 
+#include "swledger.h"
 #include "swtest.h"
 
 #include <stdio.h>
@@ -20,39 +21,15 @@
 #include <string.h>
 #include <sys/stat.h>
 
-static json_t *J(const char *text)
-{
-    json_error_t je;
-    json_t *j = json_loads(text, JSON_DECODE_ANY, &je);
-    if (!j)
-        fail_msg("bad test JSON: %s: %s", je.text, text);
-    return j;
-}
-
-struct fx {
-    char *dir;
-    char path[4096];
-    struct sw_ledger l;
-};
-
 static int setup(void **state)
 {
-    struct fx *f = calloc(1, sizeof(*f));
-    f->dir = swt_tmpdir();
-    snprintf(f->path, sizeof(f->path), "%s/sub/dir/fleet.ledger.sqlite", f->dir);
-    struct sw_err e;
-    if (sw_ledger_open(&f->l, f->path, NULL, &e))
-        fail_msg("open: %s", e.msg);
-    *state = f;
+    *state = swl_fx_open("sub/dir/fleet.ledger.sqlite");
     return 0;
 }
 
 static int teardown(void **state)
 {
-    struct fx *f = *state;
-    sw_ledger_close(&f->l);
-    swt_tmpdir_free(f->dir);
-    free(f);
+    swl_fx_close(*state);
     return 0;
 }
 
@@ -84,8 +61,8 @@ static const char *VLLM_SHAPE =
 static int64_t boot(struct sw_ledger *l, const char *endpoint, const char *shape,
                     const char *report, const char *failure)
 {
-    json_t *s = shape ? J(shape) : NULL, *r = report ? J(report) : NULL;
-    json_t *f = failure ? J(failure) : NULL;
+    json_t *s = shape ? swl_json(shape) : NULL, *r = report ? swl_json(report) : NULL;
+    json_t *f = failure ? swl_json(failure) : NULL;
     struct sw_ledger_boot b = {.endpoint = endpoint,
                                .shape = s,
                                .engine = "vllm",
@@ -114,7 +91,7 @@ static int64_t boot(struct sw_ledger *l, const char *endpoint, const char *shape
 
 static void test_open_settings(void **state)
 {
-    struct fx *f = *state;
+    struct swl_fx *f = *state;
     assert_int_equal(f->l.schema_version, SW_LEDGER_SCHEMA_VERSION);
     /* the directory was created private */
     struct stat st;
@@ -151,7 +128,7 @@ static void test_open_settings(void **state)
  * naming the file, before anything is written. */
 static void test_open_empty_and_corrupt(void **state)
 {
-    struct fx *f = *state;
+    struct swl_fx *f = *state;
     struct sw_ledger l;
     struct sw_err e;
     struct stat st;
@@ -194,7 +171,7 @@ static void test_open_empty_and_corrupt(void **state)
 
 static void test_open_refusals(void **state)
 {
-    struct fx *f = *state;
+    struct swl_fx *f = *state;
     struct sw_ledger l;
     struct sw_err e;
     char p[4096];
@@ -292,7 +269,7 @@ static void load_v1(const char *path)
 
 static void test_migrate_v1(void **state)
 {
-    struct fx *f = *state;
+    struct swl_fx *f = *state;
     char p[4096];
     struct sw_ledger l;
     struct sw_err e;
@@ -322,7 +299,7 @@ static void test_migrate_v1(void **state)
     assert_int_equal(json_integer_value(json_object_get(u, "free_mib")), 4386);
     json_decref(b);
     /* what version 2 added works on the migrated file */
-    json_t *doc = J("{\"checks\":[{\"name\":\"readiness\",\"status\":\"pass\",\"ms\":3}]}");
+    json_t *doc = swl_json("{\"checks\":[{\"name\":\"readiness\",\"status\":\"pass\",\"ms\":3}]}");
     int64_t run = 0, rule = 0, note = 0;
     assert_int_equal(sw_ledger_record_battery(&l, "frank-small", 1, NULL, 0, doc, &run, &e), 0);
     json_decref(doc);
@@ -336,37 +313,12 @@ static void test_migrate_v1(void **state)
 
     /* a migrated file has exactly the schema of a fresh one (open checks it every time; here
      * explicitly, row by row) */
-    sqlite3 *a = NULL, *fresh = NULL;
-    assert_int_equal(sqlite3_open(p, &a), SQLITE_OK);
-    assert_int_equal(sqlite3_open(f->path, &fresh), SQLITE_OK);
-    sqlite3_stmt *sa, *sf;
-    const char *q = "SELECT type, name, sql FROM sqlite_schema ORDER BY type, name";
-    assert_int_equal(sqlite3_prepare_v2(a, q, -1, &sa, NULL), SQLITE_OK);
-    assert_int_equal(sqlite3_prepare_v2(fresh, q, -1, &sf, NULL), SQLITE_OK);
-    int rows = 0;
-    for (;;) {
-        int ra = sqlite3_step(sa), rf = sqlite3_step(sf);
-        assert_int_equal(ra, rf);
-        if (ra != SQLITE_ROW)
-            break;
-        rows++;
-        for (int c = 0; c < 3; c++) {
-            const char *x = (const char *)sqlite3_column_text(sa, c);
-            const char *y = (const char *)sqlite3_column_text(sf, c);
-            if ((x == NULL) != (y == NULL) || (x && strcmp(x, y)))
-                fail_msg("schema differs: %s vs %s", x ? x : "NULL", y ? y : "NULL");
-        }
-    }
-    assert_true(rows > 15);
-    sqlite3_finalize(sa);
-    sqlite3_finalize(sf);
-    sqlite3_close(a);
-    sqlite3_close(fresh);
+    assert_true(swl_same_schema(p, f->path) > 15);
 }
 
 static void test_record_and_query_boots(void **state)
 {
-    struct fx *f = *state;
+    struct swl_fx *f = *state;
     struct sw_err e;
     int64_t b1 = boot(&f->l, "frank-primary", VLLM_SHAPE,
                       "{\"kv_cache_tokens\":792069,\"max_concurrency\":3.02}", NULL);
@@ -430,12 +382,12 @@ static void test_record_and_query_boots(void **state)
 
 static void test_boot_checks(void **state)
 {
-    struct fx *f = *state;
+    struct swl_fx *f = *state;
     struct sw_err e;
-    json_t *shape = J(VLLM_SHAPE);
-    json_t *arr = J("[1]");
-    json_t *noclass = J("{\"phase\":\"load\"}");
-    json_t *badphase = J("{\"class\":\"oom\",\"phase\":\"Load Phase\"}");
+    json_t *shape = swl_json(VLLM_SHAPE);
+    json_t *arr = swl_json("[1]");
+    json_t *noclass = swl_json("{\"phase\":\"load\"}");
+    json_t *badphase = swl_json("{\"class\":\"oom\",\"phase\":\"Load Phase\"}");
     struct sw_ledger_boot b = {.endpoint = "ep", .engine = "llama.cpp", .shape = shape};
     int64_t id;
     assert_int_equal(sw_ledger_record_boot(&f->l, &b, &id, &e), SW_EINVAL);
@@ -484,7 +436,7 @@ static void test_boot_checks(void **state)
 
 static void test_log_excerpt_stored(void **state)
 {
-    struct fx *f = *state;
+    struct swl_fx *f = *state;
     struct sw_err e;
     size_t n = 200000;
     char *log = malloc(n);
@@ -512,7 +464,7 @@ static void test_log_excerpt_stored(void **state)
 
 static void test_usage(void **state)
 {
-    struct fx *f = *state;
+    struct swl_fx *f = *state;
     struct sw_err e;
     int64_t b =
         boot(&f->l, "frank-small",
@@ -529,7 +481,8 @@ static void test_usage(void **state)
     int64_t u1, u2;
     assert_int_equal(sw_ledger_record_usage(&f->l, &u, &u1, &e), 0);
     /* by shape, no boot; time unknown */
-    json_t *shape = J("{\"engine\":\"llama.cpp\",\"model\":\"m\",\"ctx\":589824,\"slots\":3}");
+    json_t *shape =
+        swl_json("{\"engine\":\"llama.cpp\",\"model\":\"m\",\"ctx\":589824,\"slots\":3}");
     u = (struct sw_ledger_usage){.endpoint = "frank-small",
                                  .shape = shape,
                                  .device = "CUDA0",
@@ -579,29 +532,31 @@ static void test_usage(void **state)
 
 static void test_battery_bench_rung_rule_note(void **state)
 {
-    struct fx *f = *state;
+    struct swl_fx *f = *state;
     struct sw_err e;
     int64_t b = boot(&f->l, "ep", VLLM_SHAPE, NULL, "{\"class\":\"compile_constraint\"}");
-    json_t *doc = J("{\"checks\":[{\"name\":\"readiness\",\"status\":\"pass\",\"evidence\":"
-                    "\"503 then 200\",\"ms\":812.4},{\"name\":\"vision\",\"status\":\"skip\","
-                    "\"reason\":\"no projector\"},{\"name\":\"chat\",\"status\":\"fail\","
-                    "\"evidence\":{\"http\":500}}]}");
+    json_t *doc =
+        swl_json("{\"checks\":[{\"name\":\"readiness\",\"status\":\"pass\",\"evidence\":"
+                 "\"503 then 200\",\"ms\":812.4},{\"name\":\"vision\",\"status\":\"skip\","
+                 "\"reason\":\"no projector\"},{\"name\":\"chat\",\"status\":\"fail\","
+                 "\"evidence\":{\"http\":500}}]}");
     int64_t run;
     assert_int_equal(
         sw_ledger_record_battery(&f->l, "ep", b, "http://127.0.0.1:8080", 0, doc, &run, &e), 0);
     json_decref(doc);
-    doc = J("{\"checks\":[{\"name\":\"readiness\",\"status\":\"maybe\"}]}");
+    doc = swl_json("{\"checks\":[{\"name\":\"readiness\",\"status\":\"maybe\"}]}");
     assert_int_equal(sw_ledger_record_battery(&f->l, "ep", b, NULL, 0, doc, NULL, &e), SW_EINVAL);
     json_decref(doc);
-    doc = J("{\"checks\":[{\"name\":\"ok\",\"status\":\"pass\"},{\"name\":\"Bad Name\","
-            "\"status\":\"pass\"}]}");
+    doc = swl_json("{\"checks\":[{\"name\":\"ok\",\"status\":\"pass\"},{\"name\":\"Bad Name\","
+                   "\"status\":\"pass\"}]}");
     assert_int_equal(sw_ledger_record_battery(&f->l, "ep", b, NULL, 0, doc, NULL, &e), SW_EINVAL);
     assert_non_null(strstr(e.msg, "checks[1]"));
     json_decref(doc);
     assert_int_equal(count(&f->l, "battery_runs"), 1);
     assert_int_equal(count(&f->l, "battery_checks"), 3);
 
-    json_t *p = J("{\"streams\":1}"), *r = J("{\"decode_tok_s\":[39.38,38.79,36.42]}");
+    json_t *p = swl_json("{\"streams\":1}"),
+           *r = swl_json("{\"decode_tok_s\":[39.38,38.79,36.42]}");
     int64_t bench;
     assert_int_equal(
         sw_ledger_record_bench(&f->l, "ep", b, 0, p, r, "/tmp/c.svg", NULL, &bench, &e), 0);
@@ -610,7 +565,8 @@ static void test_battery_bench_rung_rule_note(void **state)
     json_decref(p);
     json_decref(r);
 
-    json_t *shape = J(VLLM_SHAPE), *other = J("{\"engine\":\"vllm\",\"model\":\"x\"}");
+    json_t *shape = swl_json(VLLM_SHAPE),
+           *other = swl_json("{\"engine\":\"vllm\",\"model\":\"x\"}");
     struct sw_ledger_rung rg = {.endpoint = "ep",
                                 .ladder = "night",
                                 .rung = 1,
@@ -633,7 +589,8 @@ static void test_battery_bench_rung_rule_note(void **state)
     json_decref(shape);
     json_decref(other);
 
-    json_t *failure = J("{\"class\":\"compile_constraint\",\"message\":\"Constraints violated\"}");
+    json_t *failure =
+        swl_json("{\"class\":\"compile_constraint\",\"message\":\"Constraints violated\"}");
     struct sw_ledger_rule_rec rr = {.endpoint = "ep",
                                     .expr = "slots == 2",
                                     .reason = "SEQS 2",
@@ -701,15 +658,15 @@ static void strip(json_t *j)
 
 static void test_export_import_round_trip(void **state)
 {
-    struct fx *f = *state;
+    struct swl_fx *f = *state;
     struct sw_err e;
     struct sw_ledger_import_stats st = {0};
     json_t *seed = json_load_file(swt_src("tests/data/ledger/seed-boots.json"), 0, NULL);
     assert_non_null(seed);
     assert_int_equal(sw_ledger_import(&f->l, seed, "seed-boots.json", &st, &e), 0);
     /* add what the seed lacks: a battery and a ledger note */
-    json_t *doc = J("{\"checks\":[{\"name\":\"liveness\",\"status\":\"pass\",\"evidence\":"
-                    "\"1 token\"}]}");
+    json_t *doc = swl_json("{\"checks\":[{\"name\":\"liveness\",\"status\":\"pass\",\"evidence\":"
+                           "\"1 token\"}]}");
     assert_int_equal(sw_ledger_record_battery(&f->l, "frank-small", 16, NULL, 0, doc, NULL, &e), 0);
     json_decref(doc);
     assert_int_equal(sw_ledger_record_note(&f->l, "ledger", 0, "general", NULL, NULL, &e), 0);
@@ -752,12 +709,13 @@ static void test_export_import_round_trip(void **state)
 
 static void test_import_atomic_and_idempotent(void **state)
 {
-    struct fx *f = *state;
+    struct swl_fx *f = *state;
     struct sw_err e;
     struct sw_ledger_import_stats st = {0};
-    json_t *bad = J("{\"id\":\"t\",\"boots\":[{\"ref\":\"a\",\"endpoint\":\"ep\",\"engine\":"
-                    "\"vllm\"},{\"ref\":\"b\",\"endpoint\":\"ep\",\"engine\":\"vllm\",\"shape\":"
-                    "{\"engine\":\"vllm\",\"model\":\"m\",\"kv_bytes\":\"6.1GiB\"}}]}");
+    json_t *bad =
+        swl_json("{\"id\":\"t\",\"boots\":[{\"ref\":\"a\",\"endpoint\":\"ep\",\"engine\":"
+                 "\"vllm\"},{\"ref\":\"b\",\"endpoint\":\"ep\",\"engine\":\"vllm\",\"shape\":"
+                 "{\"engine\":\"vllm\",\"model\":\"m\",\"kv_bytes\":\"6.1GiB\"}}]}");
     assert_int_equal(sw_ledger_import(&f->l, bad, "bad.json", &st, &e), SW_EINVAL);
     assert_non_null(strstr(e.msg, "bad.json"));
     assert_non_null(strstr(e.msg, "boots[1]"));
@@ -787,7 +745,7 @@ static void test_import_atomic_and_idempotent(void **state)
         {"{\"notes\":[{\"kind\":\"boot\",\"text\":\"t\"}]}", "subject is required"},
     };
     for (size_t i = 0; i < SW_ARRAY_LEN(refused); i++) {
-        json_t *d = J(refused[i][0]);
+        json_t *d = swl_json(refused[i][0]);
         sw_err_clear(&e);
         assert_int_not_equal(sw_ledger_import(&f->l, d, "doc", &st, &e), 0);
         if (!strstr(e.msg, refused[i][1]))
@@ -811,7 +769,7 @@ static void test_import_atomic_and_idempotent(void **state)
 /* The seed: what calibrate and the gates will read back. */
 static void test_seed_fixture(void **state)
 {
-    struct fx *f = *state;
+    struct swl_fx *f = *state;
     struct sw_err e;
     struct sw_ledger_import_stats st = {0};
     json_t *seed = json_load_file(swt_src("tests/data/ledger/seed-boots.json"), 0, NULL);
@@ -937,17 +895,19 @@ static void test_seed_fixture(void **state)
     assert_non_null(strstr(json_string_value(json_object_get(fail, "message")),
                            "Constraints violated (L['query_start_loc'].size()[0])!"));
     bool hit = false;
-    json_t *plan = J("{\"engine\":\"vllm\",\"engine_profile\":\"tiered-expert-offload\","
-                     "\"model\":{\"name\":\"Qwen3.8-Flash-Next-Uncensored-FP8\",\"quant\":\"fp8\"},"
-                     "\"tp\":2,\"max_model_len\":200704,\"max_num_seqs\":2,\"kv_dtype\":\"fp8\"}");
+    json_t *plan =
+        swl_json("{\"engine\":\"vllm\",\"engine_profile\":\"tiered-expert-offload\","
+                 "\"model\":{\"name\":\"Qwen3.8-Flash-Next-Uncensored-FP8\",\"quant\":\"fp8\"},"
+                 "\"tp\":2,\"max_model_len\":200704,\"max_num_seqs\":2,\"kv_dtype\":\"fp8\"}");
     assert_int_equal(
         sw_ledger_rule_match(json_string_value(json_object_get(rule, "expr")), plan, &hit, &e), 0);
     assert_true(hit);
     json_decref(plan);
     char want[SW_LEDGER_HASH_LEN + 1];
-    json_t *six = J("{\"engine\":\"vllm\",\"engine_profile\":\"tiered-expert-offload\","
-                    "\"model\":{\"name\":\"Qwen3.8-Flash-Next-Uncensored-FP8\",\"quant\":\"fp8\"},"
-                    "\"tp\":2,\"ctx\":241664,\"slots\":6,\"kv_dtype\":\"fp8\"}");
+    json_t *six =
+        swl_json("{\"engine\":\"vllm\",\"engine_profile\":\"tiered-expert-offload\","
+                 "\"model\":{\"name\":\"Qwen3.8-Flash-Next-Uncensored-FP8\",\"quant\":\"fp8\"},"
+                 "\"tp\":2,\"ctx\":241664,\"slots\":6,\"kv_dtype\":\"fp8\"}");
     assert_int_equal(sw_ledger_shape_canon(six, NULL, NULL, want, &e), 0);
     json_decref(six);
     bool six_found = false;
@@ -988,7 +948,7 @@ static void test_default_path(void **state)
  * (a path, or the environment) must exist unless anything may be absent. */
 static void test_open_for(void **state)
 {
-    struct fx *f = *state;
+    struct swl_fx *f = *state;
     struct sw_ledger l;
     struct sw_err e;
     char path[4096], fleet[4200], got[4096];
@@ -1040,7 +1000,7 @@ static void test_open_for(void **state)
  * message, records nothing, and succeeds once the lock is free. */
 static void test_busy(void **state)
 {
-    struct fx *f = *state;
+    struct swl_fx *f = *state;
     struct sw_err e;
     sqlite3 *other = NULL;
     assert_int_equal(sqlite3_open(f->path, &other), SQLITE_OK);
@@ -1063,13 +1023,15 @@ static void test_busy(void **state)
  * not ours to fail) end in SW_ENOMEM with nothing recorded, never in half a record. */
 static void test_alloc_failure_records_nothing(void **state)
 {
-    struct fx *f = *state;
-    json_t *shape = J(VLLM_SHAPE);
-    json_t *report = J("{\"kv_cache_tokens\":792069,\"max_concurrency\":3.02,\"groups\":[{\"a\":1},"
-                       "{\"b\":[1,2,3]}]}");
-    json_t *failure = J("{\"class\":\"oom\",\"phase\":\"runtime\",\"message\":\"x\"}");
-    json_t *battery = J("{\"checks\":[{\"name\":\"a\",\"status\":\"pass\",\"evidence\":{\"x\":1}},"
-                        "{\"name\":\"b\",\"status\":\"fail\",\"evidence\":[1,\"2\"]}]}");
+    struct swl_fx *f = *state;
+    json_t *shape = swl_json(VLLM_SHAPE);
+    json_t *report =
+        swl_json("{\"kv_cache_tokens\":792069,\"max_concurrency\":3.02,\"groups\":[{\"a\":1},"
+                 "{\"b\":[1,2,3]}]}");
+    json_t *failure = swl_json("{\"class\":\"oom\",\"phase\":\"runtime\",\"message\":\"x\"}");
+    json_t *battery =
+        swl_json("{\"checks\":[{\"name\":\"a\",\"status\":\"pass\",\"evidence\":{\"x\":1}},"
+                 "{\"name\":\"b\",\"status\":\"fail\",\"evidence\":[1,\"2\"]}]}");
     char *log = malloc(70000);
     memset(log, 'z', 69999);
     log[69999] = '\0';

@@ -11,25 +11,17 @@
 #include <slipway/ledger.h>
 
 #include "ledger/ledger_internal.h"
+#include "swledger.h"
 #include "swtest.h"
 
 #include <string.h>
-
-static json_t *J(const char *text)
-{
-    json_error_t je;
-    json_t *j = json_loads(text, JSON_DECODE_ANY, &je);
-    if (!j)
-        fail_msg("bad test JSON: %s: %s", je.text, text);
-    return j;
-}
 
 /* Hash of a shape given as JSON text; fails the test on error. */
 static void hash_of(const char *shape, char out[SW_LEDGER_HASH_LEN + 1])
 {
     struct sw_err e;
     sw_err_clear(&e);
-    json_t *j = J(shape);
+    json_t *j = swl_json(shape);
     int rc = sw_ledger_shape_canon(j, NULL, NULL, out, &e);
     if (rc)
         fail_msg("canon failed: %s (%s)", e.msg, shape);
@@ -40,7 +32,7 @@ static char *canon_text(const char *shape)
 {
     struct sw_err e;
     char *t = NULL;
-    json_t *j = J(shape);
+    json_t *j = swl_json(shape);
     int rc = sw_ledger_shape_canon(j, NULL, &t, NULL, &e);
     if (rc)
         fail_msg("canon failed: %s (%s)", e.msg, shape);
@@ -52,7 +44,7 @@ static char *canon_text(const char *shape)
 static const char *canon_err(const char *shape, struct sw_err *e)
 {
     sw_err_clear(e);
-    json_t *j = J(shape);
+    json_t *j = swl_json(shape);
     int rc = sw_ledger_shape_canon(j, NULL, NULL, NULL, e);
     json_decref(j);
     assert_int_not_equal(rc, 0);
@@ -264,8 +256,9 @@ static void test_json_writer(void **state)
 {
     struct sw_err e;
     char *t = NULL;
-    json_t *j = J("{\"b\":[0.1,5.15,-2.5e-10,3],\"a\":\"\\u00e9\\n\\t\\\"x\\\"\",\"\\u00e0\":true,"
-                  "\"Z\":null}");
+    json_t *j =
+        swl_json("{\"b\":[0.1,5.15,-2.5e-10,3],\"a\":\"\\u00e9\\n\\t\\\"x\\\"\",\"\\u00e0\":true,"
+                 "\"Z\":null}");
     assert_int_equal(sw__json_canon_text(j, 4096, &t, &e), 0);
     assert_string_equal(t, "{\"Z\":null,\"a\":\"\xc3\xa9\\u000a\\u0009\\\"x\\\"\",\"b\":[0.1,"
                            "5.15,-2.5e-10,3],\"\xc3\xa0\":true}");
@@ -325,7 +318,7 @@ static void test_rules(void **state)
         {"slots == \"2\"", false}, /* a quoted 2 is a string */
         {"((slots == 2))", true},
     };
-    json_t *shape = J(shape_text);
+    json_t *shape = swl_json(shape_text);
     json_t *canon = NULL;
     struct sw_err e;
     assert_int_equal(sw_ledger_shape_canon(shape, &canon, NULL, NULL, &e), 0);
@@ -341,7 +334,7 @@ static void test_rules(void **state)
     /* kv_dtype with k != v reads as "k/v" */
     bool hit = false;
     json_t *mixed =
-        J("{\"engine\":\"llama.cpp\",\"model\":\"m\",\"ctk\":\"f16\",\"ctv\":\"q8_0\"}");
+        swl_json("{\"engine\":\"llama.cpp\",\"model\":\"m\",\"ctk\":\"f16\",\"ctv\":\"q8_0\"}");
     assert_int_equal(sw_ledger_rule_match("kv_dtype == f16/q8_0", mixed, &hit, &e), 0);
     assert_true(hit);
     assert_int_equal(sw_ledger_rule_match("kv_dtype == f16", mixed, &hit, &e), 0);
@@ -535,20 +528,20 @@ static int t_excerpt(void *arg, char *res, size_t n)
 
 static void test_alloc_torture(void **state)
 {
-    json_t *vllm = J(
+    json_t *vllm = swl_json(
         "{\"engine\":\"vllm\",\"model\":{\"repo\":\"a/b\",\"revision\":\"CAFE\",\"size\":\"1GiB\"},"
         "\"max_model_len\":\"200,704\",\"seqs\":3,\"kv_dtype\":\"fp8\",\"kv_bytes\":3.15e9,"
         "\"util\":0.9,\"tp\":2,\"flags\":{\"--a-b\":[1,\"2\",{\"c\":\"true\"}],\"d\":0.5}}");
-    json_t *llama =
-        J("{\"engine\":\"llama-server\",\"model\":\"sha256:ff348f31aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
-          "aaaaaaaaaaaaaaaaaaaaaaaaaa\",\"c\":\"540,672\",\"np\":3,\"ctk\":\"f16\","
-          "\"ctv\":\"q8_0\",\"flags\":{\"mmproj\":{\"name\":\"p.gguf\",\"size\":918166048}}}");
+    json_t *llama = swl_json(
+        "{\"engine\":\"llama-server\",\"model\":\"sha256:ff348f31aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+        "aaaaaaaaaaaaaaaaaaaaaaaaaa\",\"c\":\"540,672\",\"np\":3,\"ctk\":\"f16\","
+        "\"ctv\":\"q8_0\",\"flags\":{\"mmproj\":{\"name\":\"p.gguf\",\"size\":918166048}}}");
     torture("canon vllm", t_canon, vllm);
     torture("canon llama", t_canon, llama);
     json_decref(vllm);
     json_decref(llama);
-    rule_shape = J("{\"engine\":\"vllm\",\"model\":\"m\",\"slots\":2,\"ctx\":262144,"
-                   "\"flags\":{\"a-b\":true}}");
+    rule_shape = swl_json("{\"engine\":\"vllm\",\"model\":\"m\",\"slots\":2,\"ctx\":262144,"
+                          "\"flags\":{\"a-b\":true}}");
     torture("rule", t_rule,
             "slots == 2 && !(ctx < 200,704 || flags.a-b == false) && "
             "kv_dtype != \"x\"");

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
+#include "swledger.h"
 #include "swtest.h"
 
 #include <slipway/fleet.h>
@@ -30,39 +31,15 @@
 #define DAY1_LATE 1796342399LL
 #define DAY2      1796378400LL
 
-static json_t *J(const char *text)
-{
-    json_error_t je;
-    json_t *j = json_loads(text, 0, &je);
-    if (!j)
-        fail_msg("bad test JSON: %s: %s", je.text, text);
-    return j;
-}
-
-struct fx {
-    char *dir;
-    char path[4096];
-    struct sw_ledger l;
-};
-
 static int setup(void **state)
 {
-    struct fx *f = calloc(1, sizeof(*f));
-    struct sw_err e;
-    f->dir = swt_tmpdir();
-    snprintf(f->path, sizeof(f->path), "%s/l.sqlite", f->dir);
-    if (sw_ledger_open(&f->l, f->path, NULL, &e))
-        fail_msg("%s", e.msg);
-    *state = f;
+    *state = swl_fx_open("l.sqlite");
     return 0;
 }
 
 static int teardown(void **state)
 {
-    struct fx *f = *state;
-    sw_ledger_close(&f->l);
-    swt_tmpdir_free(f->dir);
-    free(f);
+    swl_fx_close(*state);
     return 0;
 }
 
@@ -105,7 +82,7 @@ static void commit_tag(struct sw_ledger *l, const char *ep, const char *shape, i
                        const char *payload, char name[SW_LEDGER_TAG_MAX])
 {
     struct sw_err e;
-    json_t *s = J(shape), *p = J(payload ? payload : "[]");
+    json_t *s = swl_json(shape), *p = swl_json(payload ? payload : "[]");
     struct sw_ledger_tag_new t = {.endpoint = ep, .shape = s, .payload = p, .created_at = at};
     if (sw_ledger_tag_commit(l, &t, name, NULL, &e))
         fail_msg("tag_commit: %s", e.msg);
@@ -119,7 +96,7 @@ static void commit_tag(struct sw_ledger *l, const char *ep, const char *shape, i
 
 static void test_migrate_v2(void **state)
 {
-    struct fx *f = *state;
+    struct swl_fx *f = *state;
     char p[4200], *sql = NULL;
     size_t n = 0;
     struct sw_err e;
@@ -152,7 +129,7 @@ static void test_migrate_v2(void **state)
     assert_int_equal(sw_ledger_boot(&l, 1, &boot, &e), 0);
     json_t *shape = json_deep_copy(json_object_get(json_object_get(boot, "shape"), "canonical"));
     json_decref(boot);
-    json_t *pay = J("[]");
+    json_t *pay = swl_json("[]");
     char name[SW_LEDGER_TAG_MAX];
     struct sw_ledger_tag_new t = {
         .endpoint = "frank-small", .shape = shape, .payload = pay, .created_at = DAY1};
@@ -176,31 +153,7 @@ static void test_migrate_v2(void **state)
     sw_ledger_close(&l);
 
     /* the migrated file has exactly the schema of a fresh one */
-    sqlite3 *a = NULL, *fresh = NULL;
-    assert_int_equal(sqlite3_open(p, &a), SQLITE_OK);
-    assert_int_equal(sqlite3_open(f->path, &fresh), SQLITE_OK);
-    sqlite3_stmt *sa, *sf;
-    const char *q = "SELECT type, name, sql FROM sqlite_schema ORDER BY type, name";
-    assert_int_equal(sqlite3_prepare_v2(a, q, -1, &sa, NULL), SQLITE_OK);
-    assert_int_equal(sqlite3_prepare_v2(fresh, q, -1, &sf, NULL), SQLITE_OK);
-    int rows = 0;
-    for (;;) {
-        int ra = sqlite3_step(sa), rf = sqlite3_step(sf);
-        assert_int_equal(ra, rf);
-        if (ra != SQLITE_ROW)
-            break;
-        rows++;
-        for (int c = 0; c < 3; c++) {
-            const char *x = (const char *)sqlite3_column_text(sa, c);
-            const char *y = (const char *)sqlite3_column_text(sf, c);
-            assert_true((!x && !y) || (x && y && !strcmp(x, y)));
-        }
-    }
-    assert_true(rows > 20);
-    sqlite3_finalize(sa);
-    sqlite3_finalize(sf);
-    sqlite3_close(a);
-    sqlite3_close(fresh);
+    assert_true(swl_same_schema(p, f->path) > 20);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -209,9 +162,9 @@ static void test_migrate_v2(void **state)
 
 static void test_attempt_steps(void **state)
 {
-    struct fx *f = *state;
+    struct swl_fx *f = *state;
     struct sw_err e;
-    json_t *shape = J(SHAPE_A), *shape_b = J(SHAPE_B);
+    json_t *shape = swl_json(SHAPE_A), *shape_b = swl_json(SHAPE_B);
     char tag[SW_LEDGER_TAG_MAX];
     commit_tag(&f->l, "ep", SHAPE_A, DAY1, NULL, tag);
 
@@ -229,7 +182,7 @@ static void test_attempt_steps(void **state)
     assert_int_equal(sw_ledger_deploy_begin(&f->l, &bad, &other, &e), SW_ENOENT);
 
     assert_int_equal(sw_ledger_deploy_step_begin(&f->l, a, "gate", &s1, &e), 0);
-    json_t *d = J("{\"gates\":7,\"failed\":0}");
+    json_t *d = swl_json("{\"gates\":7,\"failed\":0}");
     assert_int_equal(sw_ledger_deploy_step_end(&f->l, s1, "ok", d, NULL, &e), 0);
     json_decref(d);
     assert_int_equal(sw_ledger_deploy_step_end(&f->l, s1, "ok", NULL, NULL, &e), SW_EINVAL);
@@ -240,8 +193,8 @@ static void test_attempt_steps(void **state)
     /* a committed verdict goes through the tag, not here */
     struct sw_ledger_attempt_end fin = {.outcome = "committed"};
     assert_int_equal(sw_ledger_deploy_finish(&f->l, a, &fin, &rule, &e), SW_EINVAL);
-    json_t *ev = J("{\"journal\":\"error while loading shared libraries: libcuda.so.1\","
-                   "\"boot_failure\":{\"class\":\"missing_library\"},\"restarts\":3}");
+    json_t *ev = swl_json("{\"journal\":\"error while loading shared libraries: libcuda.so.1\","
+                          "\"boot_failure\":{\"class\":\"missing_library\"},\"restarts\":3}");
     fin = (struct sw_ledger_attempt_end){.outcome = "rolled_back",
                                          .failure_class = "crash_loop",
                                          .evidence = ev,
@@ -301,7 +254,7 @@ static void test_attempt_steps(void **state)
 
     /* a committed attempt: the tag and the verdict together */
     assert_int_equal(sw_ledger_deploy_begin(&f->l, &at, &a, &e), 0);
-    json_t *pay = J("[]");
+    json_t *pay = swl_json("[]");
     struct sw_ledger_tag_new t = {.endpoint = "ep",
                                   .attempt_id = a,
                                   .shape = shape,
@@ -335,7 +288,7 @@ static void test_attempt_steps(void **state)
 
 static void test_interrupted_by_kill(void **state)
 {
-    struct fx *f = *state;
+    struct swl_fx *f = *state;
     struct sw_err e;
     int pfd[2];
     assert_int_equal(pipe(pfd), 0);
@@ -370,7 +323,7 @@ static void test_interrupted_by_kill(void **state)
     assert_int_equal(sw_ledger_deploy_get(&f->l, 1, &g, &e), 0);
     assert_string_equal(json_string_value(json_object_get(g, "outcome")), "running");
     json_decref(g);
-    json_t *s = J(SHAPE_B);
+    json_t *s = swl_json(SHAPE_B);
     struct sw_ledger_attempt at = {.endpoint = "killed", .shape = s};
     int64_t a2 = 0, marked = -1;
     assert_int_equal(sw_ledger_deploy_begin(&f->l, &at, &a2, &e), SW_EBUSY);
@@ -422,7 +375,7 @@ static void test_interrupted_by_kill(void **state)
  * attempt owned by another host is left alone by recovery. */
 static void test_one_deploy_at_a_time(void **state)
 {
-    struct fx *f = *state;
+    struct swl_fx *f = *state;
     enum { N = 4 };
     pid_t kids[N];
     int pfd[2];
@@ -498,7 +451,7 @@ static void test_one_deploy_at_a_time(void **state)
 
 static void test_tags(void **state)
 {
-    struct fx *f = *state;
+    struct swl_fx *f = *state;
     struct sw_err e;
     char n[SW_LEDGER_TAG_MAX];
     commit_tag(&f->l, "a", SHAPE_A, DAY1, "[{\"path\":\"/m/qwen/x.gguf\",\"size\":10}]", n);
@@ -565,12 +518,12 @@ static void test_tags(void **state)
     json_decref(need);
 
     /* a bad manifest is refused whole */
-    json_t *s = J(SHAPE_A), *bad = J("[{\"path\":\"relative/x\",\"size\":1}]");
+    json_t *s = swl_json(SHAPE_A), *bad = swl_json("[{\"path\":\"relative/x\",\"size\":1}]");
     struct sw_ledger_tag_new tn = {.endpoint = "a", .shape = s, .payload = bad};
     assert_int_equal(sw_ledger_tag_commit(&f->l, &tn, n, NULL, &e), SW_EINVAL);
     assert_string_equal(n, "");
     json_decref(bad);
-    bad = J("[{\"path\":\"/x\",\"size\":1,\"sha256\":\"zz\"}]");
+    bad = swl_json("[{\"path\":\"/x\",\"size\":1,\"sha256\":\"zz\"}]");
     tn.payload = bad;
     assert_int_equal(sw_ledger_tag_commit(&f->l, &tn, n, NULL, &e), SW_EINVAL);
     json_decref(bad);
@@ -602,7 +555,7 @@ static void test_tags(void **state)
 
 static void test_redaction(void **state)
 {
-    struct fx *f = *state;
+    struct swl_fx *f = *state;
     struct sw_err e;
     static const char token[] = "hf_SeCrEtToKeN0123456789abcdef";
     static const char apikey[] = "sk-live-9f8e7d6c5b4a";
@@ -618,7 +571,7 @@ static void test_redaction(void **state)
              other);
     snprintf(note, sizeof(note), "deployed with %s", other);
     const char *secrets[] = {other, NULL};
-    json_t *s = J(SHAPE_A), *pay = J("[]");
+    json_t *s = swl_json(SHAPE_A), *pay = swl_json("[]");
     json_t *ev = json_pack("{s:s}", "journal", other);
     struct sw_ledger_attempt at = {.endpoint = "sec", .shape = s, .secrets = secrets, .note = note};
     int64_t a = 0, st = 0;
@@ -690,7 +643,7 @@ static const json_t *known_bad_gate(const json_t *out)
 
 static void test_check_refuses_failed_shape(void **state)
 {
-    struct fx *f = *state;
+    struct swl_fx *f = *state;
     struct sw_err e;
     struct sw_fleet *fl = NULL;
     const char *fleet = swt_src("examples/local.yaml");
@@ -711,7 +664,7 @@ static void test_check_refuses_failed_shape(void **state)
     int64_t a = 0, rule = 0;
     struct sw_ledger_attempt at = {.endpoint = "local", .shape = shape};
     assert_int_equal(sw_ledger_deploy_begin(&f->l, &at, &a, &e), 0);
-    json_t *ev = J("{\"probe_check\":{\"name\":\"worst_case\",\"status\":\"fail\"}}");
+    json_t *ev = swl_json("{\"probe_check\":{\"name\":\"worst_case\",\"status\":\"fail\"}}");
     struct sw_ledger_attempt_end fin = {.outcome = "rolled_back",
                                         .failure_class = "worst_case",
                                         .evidence = ev,
@@ -750,19 +703,20 @@ static void test_check_refuses_failed_shape(void **state)
 
 static void test_history_cli(void **state)
 {
-    struct fx *f = *state;
+    struct swl_fx *f = *state;
     struct sw_err e;
     char pay[4300], n[SW_LEDGER_TAG_MAX];
     /* one payload present (the fixture), one gone */
     snprintf(pay, sizeof(pay), "[{\"path\":\"%s\",\"size\":%d,\"sha256\":null}]",
              swt_src("examples/local.yaml"), 0);
-    json_t *p = J(pay);
+    json_t *p = swl_json(pay);
     FILE *fp = fopen(swt_src("examples/local.yaml"), "rb");
     assert_non_null(fp);
     fseek(fp, 0, SEEK_END);
     json_object_set_new(json_array_get(p, 0), "size", json_integer(ftell(fp)));
     fclose(fp);
-    json_t *s = J(SHAPE_A), *gone = J("[{\"path\":\"/nonexistent/slipway/old.gguf\",\"size\":1}]");
+    json_t *s = swl_json(SHAPE_A),
+           *gone = swl_json("[{\"path\":\"/nonexistent/slipway/old.gguf\",\"size\":1}]");
     /* the oldest: the fixture's path at another size (a file since overwritten): judged by ITS
      * manifest, not by the newer tag's size for the same path */
     json_t *stale = json_deep_copy(p);
@@ -916,7 +870,7 @@ static int run_deploy(void *arg)
 
 static void test_torture(void **state)
 {
-    struct fx *f = *state;
+    struct swl_fx *f = *state;
     struct tort t = {.l = &f->l};
     long n = swt_torture("deploy + tag + history", run_deploy, &t, SW_ENOMEM);
     assert_true(n > 10);

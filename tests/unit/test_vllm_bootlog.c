@@ -220,22 +220,15 @@ static void test_garbage(void **state)
 static void test_adapter_render(void **state)
 {
     static const char fleet[] =
-        "version: 1\n"
-        "hosts:\n"
-        "  h:\n"
-        "    transport: {kind: local}\n"
-        "    devices:\n"
-        "      g0: {kind: gpu, vendor: nvidia, memory_total: 24GiB}\n"
-        "endpoints:\n"
-        "  frank-primary:\n"
-        "    host: h\n"
-        "    devices: [g0]\n"
-        "    engine: vllm\n"
-        "    listen: 127.0.0.1:7770\n"
-        "    alias: frank-primary\n"
-        "    api_key: {from_env: SWT_VLLM_TABLE_KEY}\n"
-        "    payload: {path: /models/frank}\n"
-        "    shape: {max_model_len: 262144, seqs: 3, kv_cache_dtype: fp8}\n";
+        SWT_FLEET_ONE_GPU "  frank-primary:\n"
+                          "    host: h\n"
+                          "    devices: [g0]\n"
+                          "    engine: vllm\n"
+                          "    listen: 127.0.0.1:7770\n"
+                          "    alias: frank-primary\n"
+                          "    api_key: {from_env: SWT_VLLM_TABLE_KEY}\n"
+                          "    payload: {path: /models/frank}\n"
+                          "    shape: {max_model_len: 262144, seqs: 3, kv_cache_dtype: fp8}\n";
     const struct sw_engine *g = sw_engine_find("vLLM");
     assert_non_null(g);
     assert_string_equal(g->name, "vllm");

@@ -144,23 +144,17 @@ static void test_plan_endpoint(void **state)
 
 static void test_unmounted_path(void **state)
 {
-    static const char fleet[] = "version: 1\n"
-                                "hosts:\n"
-                                "  h:\n"
-                                "    transport: {kind: local}\n"
-                                "    devices:\n"
-                                "      g0: {kind: gpu, vendor: nvidia, memory_total: 24GiB}\n"
-                                "endpoints:\n"
-                                "  e:\n"
-                                "    host: h\n"
-                                "    devices: [g0]\n"
-                                "    engine: vllm\n"
-                                "    image: localhost/vllm\n"
-                                "    payload:\n"
-                                "      path: /home/dank/models/m\n"
-                                "      mounts:\n"
-                                "        - {host: /home/dank/models, container: /models}\n"
-                                "    shape: {max_model_len: 4096}\n";
+    static const char fleet[] =
+        SWT_FLEET_ONE_GPU "  e:\n"
+                          "    host: h\n"
+                          "    devices: [g0]\n"
+                          "    engine: vllm\n"
+                          "    image: localhost/vllm\n"
+                          "    payload:\n"
+                          "      path: /home/dank/models/m\n"
+                          "      mounts:\n"
+                          "        - {host: /home/dank/models, container: /models}\n"
+                          "    shape: {max_model_len: 4096}\n";
     struct sw_fleet_opts fo = {0};
     fo.getenv = sw_fleet_no_environ;
     struct sw_fleet *f = NULL;
@@ -186,20 +180,13 @@ static void test_unmounted_path(void **state)
 
 static void test_api_key_env_only(void **state)
 {
-    static const char fleet[] = "version: 1\n"
-                                "hosts:\n"
-                                "  h:\n"
-                                "    transport: {kind: local}\n"
-                                "    devices:\n"
-                                "      g0: {kind: gpu, vendor: nvidia, memory_total: 24GiB}\n"
-                                "endpoints:\n"
-                                "  e:\n"
-                                "    host: h\n"
-                                "    devices: [g0]\n"
-                                "    engine: vllm\n"
-                                "    api_key: {from_env: SWT_VLLM_KEY}\n"
-                                "    payload: {path: /srv/models/m}\n"
-                                "    shape: {max_model_len: 4096, seqs: 2}\n";
+    static const char fleet[] = SWT_FLEET_ONE_GPU "  e:\n"
+                                                  "    host: h\n"
+                                                  "    devices: [g0]\n"
+                                                  "    engine: vllm\n"
+                                                  "    api_key: {from_env: SWT_VLLM_KEY}\n"
+                                                  "    payload: {path: /srv/models/m}\n"
+                                                  "    shape: {max_model_len: 4096, seqs: 2}\n";
     struct sw_fleet_opts fo = {0};
     fo.getenv = sw_fleet_no_environ;
     struct sw_fleet *f = NULL;
