@@ -32,7 +32,6 @@
 #include <string.h>
 
 static const struct sw_opt opts[] = {
-    {"fleet", 0, "FLEET.yaml", 0, "the fleet ENDPOINT is in (default ./fleet.yaml)", NULL},
     {"model", 0, "NAME", 0, "the served model name (default: the endpoint's alias)", NULL},
     {"engine", 0, "ENGINE", 0,
      "llama.cpp (default: cache_prompt and timings_per_token are sent), vllm,\nsglang or openai",
@@ -103,7 +102,7 @@ static const char *const examples[] = {
 const struct sw_cmd_spec sw_spec_bench = {
     .name = "bench",
     .summary = "measure decode and prefill: depth sweep, concurrency, open-loop arrivals",
-    .synopsis = "URL|ENDPOINT [--fleet FLEET.yaml] [--depth LIST] [--pp N] [--tg N] [--repeat N]\n"
+    .synopsis = "ENDPOINT|URL [--fleet FILE] [--depth LIST] [--pp N] [--tg N] [--repeat N]\n"
                 "    [--concurrency LIST] [--rate R [--arrival KIND] [--duration D] [--seed S]\n"
                 "    [--max-lag MS]] [--prompts FILE] [--cache-prompt] [--reuse-prompt]\n"
                 "    [--expect-hit] [--reset-cache] [--no-engine-metrics] [--eos] [--extra JSON]\n"
@@ -120,6 +119,7 @@ const struct sw_cmd_spec sw_spec_bench = {
     .opts = opts,
     .max_args = 1,
     .examples = examples,
+    .fleet = true,
 };
 
 /* The points: depths, concurrency levels, tokens, repeats; 0 or the usage error's exit code. */
@@ -336,9 +336,15 @@ int sw_cmd_bench(int argc, char **argv)
     bool by_url = strstr(target, "://") != NULL;
     if (by_url) {
         o.url = target;
-    } else if (sw_bench_target_open(sw_args_str(&a, "fleet"), target, &o, &t, &e)) {
-        exit_code = sw_cli_fail(&e, a.json);
-        goto out;
+    } else {
+        struct sw_cli_fleet fl;
+        exit_code = sw_cli_fleet(&a, 0, 0, &fl);
+        if (exit_code)
+            goto out;
+        if (sw_bench_target_open(fl.path, target, &o, &t, &e)) {
+            exit_code = sw_cli_fail(&e, a.json);
+            goto out;
+        }
     }
     exit_code = read_opts(&a, &o, &extra);
     if (exit_code)

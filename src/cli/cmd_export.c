@@ -29,26 +29,28 @@ static const struct sw_opt opts[] = {
 };
 
 static const char *const examples[] = {
-    "slipway export harness examples/operator.yaml",
-    "slipway export llama-swap examples/operator.yaml --out /etc/llama-swap/config.yaml",
-    "slipway export prometheus examples/operator.yaml --out "
-    "/var/lib/node_exporter/textfile/slipway.prom",
+    "slipway export harness --fleet examples/operator.yaml",
+    "slipway export llama-swap --out /etc/llama-swap/config.yaml",
+    "slipway export prometheus --out /var/lib/node_exporter/textfile/slipway.prom",
     NULL,
 };
 
 const struct sw_cmd_spec sw_spec_export = {
     .name = "export",
     .summary = "write the fleet for the tools around it: harness, llama-swap, prometheus",
-    .synopsis = "harness|llama-swap|prometheus [FLEET.yaml] [--ledger PATH] [--out FILE] [--json]",
+    .synopsis =
+        "harness|llama-swap|prometheus [--fleet FILE] [--ledger PATH] [--out FILE] [--json]",
     .about = "harness: each endpoint's contextWindow = its real window (the plan's slot or\n"
              "request window) and the compaction request (ratio x window + summary budget)\n"
              "against the compaction endpoint's window. llama-swap: a config for the llama.cpp\n"
              "endpoints from their rendered argv. prometheus: a textfile-collector file.\n"
-             "FLEET.yaml defaults to ./fleet.yaml. Exit: 0 written, 1 the harness contract\n"
+             "The fleet: --fleet FILE, else $SLIPWAY_FLEET, else ./fleet.yaml.\n"
+             "Exit: 0 written, 1 the harness contract\n"
              "does not hold (still written) or writing failed, 2 unusable input.",
     .opts = opts,
-    .max_args = 2,
+    .max_args = 1,
     .examples = examples,
+    .fleet = true,
 };
 
 int sw_cmd_export(int argc, char **argv)
@@ -73,7 +75,11 @@ int sw_cmd_export(int argc, char **argv)
     const char *kind = a.pos[0];
     if (strcmp(kind, "harness") && strcmp(kind, "llama-swap") && strcmp(kind, "prometheus"))
         return sw_args_usage(&a, "unknown export '%s' (harness, llama-swap, prometheus)", kind);
-    const char *fleet = a.npos > 1 ? a.pos[1] : "fleet.yaml";
+    struct sw_cli_fleet fl;
+    rc = sw_cli_fleet(&a, 1, 0, &fl);
+    if (rc)
+        return rc;
+    const char *fleet = fl.path;
     const char *ledger = sw_args_str(&a, "ledger"), *outp = sw_args_str(&a, "out");
     if (outp && !*outp)
         return sw_args_usage(&a, "--out: want a file");

@@ -1,5 +1,5 @@
 /*
- * slipway render ENDPOINT [FLEET.yaml] [--out DIR] [--json]
+ * slipway render ENDPOINT [--fleet FILE] [--out DIR] [--json]
  *
  *   Render an endpoint as a systemd service (include/slipway/unit.h): the unit, its environment
  *   file and, for a container, the container's argv. The human view prints both files (secret
@@ -45,12 +45,12 @@ static const struct sw_opt opts[] = {
 };
 
 static const char *const examples[] = {
-    "slipway render frank-primary examples/operator.yaml",
-    "slipway render frank-small examples/operator.yaml --out /tmp/units",
-    "slipway render local examples/local.yaml --json",
-    "slipway render frank-primary examples/operator.yaml --lint",
-    "slipway render --target k8s frank-primary examples/operator.yaml",
-    "slipway render --target k8s big-amd fleet.yaml --nodes 2 --out k8s/",
+    "slipway render frank-primary --fleet examples/operator.yaml",
+    "slipway render frank-small --fleet examples/operator.yaml --out /tmp/units",
+    "slipway render local --fleet examples/local.yaml --json",
+    "slipway render frank-primary --fleet examples/operator.yaml --lint",
+    "slipway render --target k8s frank-primary --fleet examples/operator.yaml",
+    "slipway render --target k8s big-amd --nodes 2 --out k8s/",
     NULL,
 };
 
@@ -58,8 +58,8 @@ const struct sw_cmd_spec sw_spec_render = {
     .name = "render",
     .summary = "render an endpoint as a systemd service: the unit, its env file, the container",
     .synopsis =
-        "ENDPOINT [FLEET.yaml] [--out DIR] [--lint] [--json]\n"
-        "--target k8s ENDPOINT [FLEET.yaml] [--ledger PATH] [--nodes N] [--out DIR] [--json]",
+        "ENDPOINT [--fleet FILE] [--out DIR] [--lint] [--json]\n"
+        "--target k8s ENDPOINT [--fleet FILE] [--ledger PATH] [--nodes N] [--out DIR] [--json]",
     .about = "Renders from the endpoint's plan (the one argv of its engine) and the fleet's\n"
              "runtime: (native, podman, docker) and service: settings. Secrets go only to the\n"
              "env file; printed text shows them as ***. The same fleet renders byte-identical\n"
@@ -67,8 +67,9 @@ const struct sw_cmd_spec sw_spec_render = {
              "Exit: 0 rendered, 1 the files could not be written or --lint found something,\n"
              "2 unusable input.",
     .opts = opts,
-    .max_args = 2,
+    .max_args = 1,
     .examples = examples,
+    .fleet = true,
 };
 
 /* What the options ask for. */
@@ -84,7 +85,11 @@ static int read_opts(const struct sw_args *a, struct req *q)
     if (a->npos < 1)
         return sw_args_usage(a, "name the ENDPOINT to render");
     q->name = a->pos[0];
-    q->fleet_path = a->npos > 1 ? a->pos[1] : "fleet.yaml";
+    struct sw_cli_fleet fl;
+    int frc = sw_cli_fleet(a, 0, 0, &fl);
+    if (frc)
+        return frc;
+    q->fleet_path = fl.path;
     q->dir = sw_args_str(a, "out");
     q->lint = sw_args_flag(a, "lint");
     if (q->dir && !*q->dir)

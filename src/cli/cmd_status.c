@@ -30,26 +30,27 @@ static const struct sw_opt opts[] = {
 };
 
 static const char *const examples[] = {
-    "slipway status examples/operator.yaml",
-    "slipway status fleet.yaml frank-small --deadline 5s --json",
-    "slipway status fleet.yaml --record",
+    "slipway status --fleet examples/operator.yaml",
+    "slipway status frank-small --deadline 5s --json",
+    "slipway status --record",
     NULL,
 };
 
 const struct sw_cmd_spec sw_spec_status = {
     .name = "status",
     .summary = "each endpoint on its host now: unit state, shape vs render, health, liveness",
-    .synopsis = "[FLEET.yaml] [ENDPOINT] [--deadline DUR] [--record [--ledger PATH]] [--json]",
+    .synopsis = "[ENDPOINT] [--fleet FILE] [--deadline DUR] [--record [--ledger PATH]] [--json]",
     .about = "Reads each host (its own deadline): systemctl show of the endpoint's unit, the\n"
              "installed unit and env file compared line by line with the render (secrets shown\n"
              "as ***), GET /health and a one-token generation, device memory from nvidia-smi,\n"
              "rocm-smi or amd-smi when the host has one. Nothing on a host is changed.\n"
              "--record adds one row per reached unit to the ledger (state, NRestarts, PID).\n"
-             "FLEET.yaml defaults to ./fleet.yaml.\n"
+             "The fleet is --fleet FILE, else $SLIPWAY_FLEET, else ./fleet.yaml.\n"
              "Exit: 0 all serving, 1 any not serving or unreachable, 2 usage.",
     .opts = opts,
-    .max_args = 2,
+    .max_args = 1,
     .examples = examples,
+    .fleet = true,
 };
 
 static void print_devices(const json_t *d)
@@ -150,8 +151,12 @@ int sw_cmd_status(int argc, char **argv)
     if (!sw_args_parse(&sw_spec_status, argc, argv, &a, &rc))
         return rc;
     bool json = a.json;
-    const char *path = a.npos ? a.pos[0] : "fleet.yaml";
-    const char *only = a.npos > 1 ? a.pos[1] : NULL;
+    struct sw_cli_fleet fl;
+    rc = sw_cli_fleet(&a, 0, 0, &fl);
+    if (rc)
+        return rc;
+    const char *path = fl.path;
+    const char *only = fl.n_endpoints ? fl.endpoints[0] : NULL;
     int64_t deadline_ms = 20000;
     rc = sw_args_duration(&a, "deadline", 100, 3600000, &deadline_ms);
     if (rc)

@@ -17,7 +17,7 @@
  * those that take a value. */
 static int opt_words(struct sw_buf *b, const struct sw_cmd_spec *s, bool valued)
 {
-    int rc = 0;
+    int rc = s && s->fleet ? sw_buf_puts(b, " --fleet") : 0;
     for (const struct sw_opt *o = s ? s->opts : NULL; o && o->name && !rc; o++) {
         if (valued && !o->value)
             continue;
