@@ -29,6 +29,9 @@ static json_t *spec_json(const char *name, const char *summary, const struct sw_
         json_decref(opts);
         return NULL;
     }
+    if (s && s->fleet) /* the implicit --fleet FILE first, as --help shows it */
+        json_array_append_new(
+            opts, json_pack("{s:s,s:s,s:b}", "name", "fleet", "value", "FILE", "repeatable", 0));
     for (const struct sw_opt *o = s ? s->opts : NULL; o && o->name; o++) {
         if (o->flags & (SW_OPT_HIDDEN | SW_OPT_REFUSE))
             continue;
@@ -46,6 +49,7 @@ static json_t *spec_json(const char *name, const char *summary, const struct sw_
         sw_json_set_int(j, "max_args", s->max_args);
         sw_json_set_bool(j, "command_line", s->command_line);
         sw_json_set_bool(j, "has_subcommands", s->subs != NULL);
+        sw_json_set_bool(j, "fleet", s->fleet);
     }
     return j;
 }

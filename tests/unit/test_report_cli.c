@@ -46,7 +46,7 @@ static void test_export_exits(void **state)
     struct swt_run r;
     char out[4300];
     snprintf(out, sizeof(out), "%s/harness.json", dir);
-    swt_slipway(&r, "export", "harness", fleet, "--ledger", led, "--out", out, NULL);
+    swt_slipway(&r, "export", "harness", "--fleet", fleet, "--ledger", led, "--out", out, NULL);
     assert_int_equal(r.status, 1); /* 216,269 tokens do not fit 180,224 */
     assert_non_null(strstr(r.err, "harness contract does not hold"));
     swt_run_free(&r);
@@ -54,12 +54,12 @@ static void test_export_exits(void **state)
     assert_true(swt_file_has(out, "\"request_tokens\": 216269"));
 
     snprintf(out, sizeof(out), "%s/llama-swap.yaml", dir);
-    swt_slipway(&r, "export", "llama-swap", fleet, "--ledger", led, "--out", out, NULL);
+    swt_slipway(&r, "export", "llama-swap", "--fleet", fleet, "--ledger", led, "--out", out, NULL);
     assert_int_equal(r.status, 0);
     swt_run_free(&r);
     assert_true(swt_file_has(out, "\nmodels:\n  frank-small:\n    cmd: "));
 
-    swt_slipway(&r, "export", "prometheus", fleet, "--ledger", led, "--json", NULL);
+    swt_slipway(&r, "export", "prometheus", "--fleet", fleet, "--ledger", led, "--json", NULL);
     assert_int_equal(r.status, 0);
     json_t *j = swt_json_out(&r);
     assert_non_null(strstr(json_string_value(json_object_get(j, "text")),
@@ -67,7 +67,7 @@ static void test_export_exits(void **state)
     json_decref(j);
     swt_run_free(&r);
 
-    swt_slipway(&r, "export", "bogus", fleet, NULL);
+    swt_slipway(&r, "export", "bogus", "--fleet", fleet, NULL);
     assert_int_equal(r.status, 2);
     assert_non_null(strstr(r.err, "unknown export 'bogus'"));
     swt_run_free(&r);
@@ -75,7 +75,8 @@ static void test_export_exits(void **state)
     assert_int_equal(r.status, 2);
     swt_run_free(&r);
     /* a ledger named but missing is an error, not an empty report */
-    swt_slipway(&r, "export", "harness", fleet, "--ledger", "/nonexistent/l.sqlite", NULL);
+    swt_slipway(&r, "export", "harness", "--fleet", fleet, "--ledger", "/nonexistent/l.sqlite",
+                NULL);
     assert_int_not_equal(r.status, 0);
     assert_int_not_equal(r.status, 1);
     swt_run_free(&r);
@@ -88,14 +89,15 @@ static void test_report_files_and_since(void **state)
     char md[4300], html[4300];
     snprintf(md, sizeof(md), "%s/FLEET.md", dir);
     snprintf(html, sizeof(html), "%s/fleet.html", dir);
-    swt_slipway(&r, "report", fleet, "--ledger", led, "--md", md, "--html", html, NULL);
+    swt_slipway(&r, "report", "--fleet", fleet, "--ledger", led, "--md", md, "--html", html, NULL);
     assert_int_equal(r.status, 0);
     swt_run_free(&r);
     assert_true(swt_file_has(md, "## frank-small (llama.cpp on dankserver)"));
     assert_true(swt_file_has(md, "106.8 tok/s decode, 3,814 t/s prefill"));
     assert_true(swt_file_has(html, "</html>"));
 
-    swt_slipway(&r, "report", fleet, "--ledger", led, "--since", "2000-01-01", "--json", NULL);
+    swt_slipway(&r, "report", "--fleet", fleet, "--ledger", led, "--since", "2000-01-01", "--json",
+                NULL);
     assert_int_equal(r.status, 0);
     json_t *j = swt_json_out(&r);
     json_t *eps = json_object_get(j, "endpoints");
@@ -109,16 +111,16 @@ static void test_report_files_and_since(void **state)
     json_decref(j);
     swt_run_free(&r);
 
-    swt_slipway(&r, "report", fleet, "--ledger", led, "--since", "2999-01-01", NULL);
+    swt_slipway(&r, "report", "--fleet", fleet, "--ledger", led, "--since", "2999-01-01", NULL);
     assert_int_equal(r.status, 0);
     assert_non_null(strstr(r.out, "no ledger row recorded since then"));
     swt_run_free(&r);
 
-    swt_slipway(&r, "report", fleet, "--since", "yesterday-ish", NULL);
+    swt_slipway(&r, "report", "--fleet", fleet, "--since", "yesterday-ish", NULL);
     assert_int_equal(r.status, 2);
     swt_run_free(&r);
 
-    swt_slipway(&r, "render", "--target", "helm", "frank-small", fleet, NULL);
+    swt_slipway(&r, "render", "--target", "helm", "frank-small", "--fleet", fleet, NULL);
     assert_int_equal(r.status, 2);
     assert_non_null(strstr(r.err, "--target: want systemd or k8s"));
     swt_run_free(&r);
