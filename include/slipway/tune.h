@@ -88,6 +88,7 @@ struct sw_tune_opts {
     bool dry_run;        /* plan and gate every single-variable candidate; boot nothing */
     enum sw_tune_boot boot;
     const char *ledger;          /* NULL: sw_ledger_default_path(fleet) */
+    bool no_ledger;              /* read and write no ledger: no journal, no resume, no evidence */
     const char *run_dir;         /* logs and the pid file; NULL: sw_deploy_run_dir */
     unsigned boot_timeout_s;     /* 0: 300 */
     FILE *progress;              /* a line per step for people (NULL: quiet) */

@@ -173,6 +173,12 @@ struct sw_cli_fleet {
     int n_endpoints;
 };
 int sw_cli_fleet(const struct sw_args *a, int first, unsigned flags, struct sw_cli_fleet *out);
+/* --no-ledger, on every verb that has --ledger: read and write no ledger. Against the options
+ * that would use one (uses: NULL-terminated, e.g. "ledger", "record"): 0, or the usage error's
+ * exit code when one of them is given with it. A verb whose input IS the ledger (history,
+ * calibrate, retire's kept tags...) refuses --no-ledger in its table instead, saying why. */
+int sw_cli_no_ledger(const struct sw_args *a, const char *const *uses);
+
 /* The environment variable that names the default fleet file. */
 #define SW_CLI_FLEET_ENV_VAR "SLIPWAY_FLEET"
 

@@ -1,5 +1,5 @@
 /*
- * slipway bench URL|ENDPOINT [--fleet FLEET.yaml] [--depth LIST] [--pp N] [--tg N] [--repeat N]
+ * slipway bench ENDPOINT|URL [--fleet FILE] [--depth LIST] [--pp N] [--tg N] [--repeat N]
  *                           [--concurrency LIST] [--rate R --arrival A --duration D --seed S
  *                           --max-lag MS] [--prompts FILE.jsonl] [--cache-prompt]
  *                           [--reuse-prompt] [--expect-hit] [--svg FILE] [--html FILE]
@@ -87,6 +87,8 @@ static const struct sw_opt opts[] = {
     {"csv", 0, "FILE", 0, "every request's figures as CSV, one row each", NULL},
     {"html", 0, "FILE", 0, "one self-contained page: the table and the charts (inline SVG)", NULL},
     {"ledger", 0, "PATH", 0, "record the run in this ledger", NULL},
+    {"no-ledger", 0, NULL, 0,
+     "read and write no ledger (the default: nothing recorded; not with --ledger)", NULL},
     {"samples", 0, NULL, 0, "with --json: every request's figures too", NULL},
     {"quiet", 'q', NULL, 0, "no progress on stderr", NULL},
     {0},
@@ -325,6 +327,10 @@ int sw_cmd_bench(int argc, char **argv)
     if (argc > 1 && !strcmp(argv[1], "compare"))
         return sw__cmd_bench_compare(argc - 1, argv + 1);
     if (!sw_args_parse(&sw_spec_bench, argc, argv, &a, &rc))
+        return rc;
+    static const char *const uses[] = {"ledger", NULL};
+    rc = sw_cli_no_ledger(&a, uses);
+    if (rc)
         return rc;
     const char *target = a.npos ? a.pos[0] : NULL;
     if (!target)

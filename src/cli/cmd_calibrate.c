@@ -11,8 +11,8 @@
  * whole fit as JSON).
  * --exclude leaves a boot out of the fits (what would the others have predicted?).
  *
- * The ledger: --ledger, else $SLIPWAY_LEDGER, else beside FLEET.yaml, else the XDG default.
- * FLEET.yaml gives the endpoint's inline arch (KV law for llama.cpp readings, vLLM structure)
+ * The ledger: --ledger, else $SLIPWAY_LEDGER, else beside the fleet file, else the XDG default.
+ * The fleet (--fleet, $SLIPWAY_FLEET or ./fleet.yaml; optional) gives the endpoint's inline arch (KV law for llama.cpp readings, vLLM structure)
  * and its fork profile (declared arena constants to compare); --config overrides the arch.
  *
  * This file reads the options, calls sw_calib_run (the orchestration: fleet, ledger, fit,
@@ -34,7 +34,9 @@
 #define MAX_PRED 16
 
 static const struct sw_opt opts[] = {
-    {"ledger", 0, "PATH", 0, "the ledger (default: $SLIPWAY_LEDGER, else beside FLEET.yaml)", NULL},
+    {"ledger", 0, "PATH", 0, "the ledger (default: $SLIPWAY_LEDGER, else beside the fleet)", NULL},
+    {"no-ledger", 0, NULL, SW_OPT_REFUSE,
+     "calibrate fits the ledger's recorded boots: without a ledger there is nothing to fit", NULL},
     {"config", 0, "CONFIG.json|DIR", 0, "the model's config.json: overrides the fleet's arch",
      NULL},
     {"predict", 0, "MAXLEN:KV_BYTES", SW_OPT_REPEAT,

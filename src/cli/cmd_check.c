@@ -1,5 +1,5 @@
 /*
- * slipway check [FLEET.yaml] [ENDPOINT] [--ledger PATH | --no-ledger] [--set KEY=VALUE ...]
+ * slipway check [ENDPOINT] [--fleet FILE] [--ledger PATH | --no-ledger] [--set KEY=VALUE ...]
  *               [--margin F] [--json]
  *
  *   Run the gates (include/slipway/gate.h, docs/check.md) on every enabled endpoint of a fleet, or

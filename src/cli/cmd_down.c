@@ -1,5 +1,5 @@
 /*
- * slipway down [--json] [--grace S] NAME | --pid-file F | FLEET.yaml [ENDPOINT]
+ * slipway down [ENDPOINT|NAME...] [--fleet FILE] | --pid-file F [--grace S] [--json]
  *
  * Stop what `slipway up` started: SIGTERM to its process group, a grace period, SIGKILL. The pid
  * file's record (start time, boot id, executable, argv) must still describe the running process:

@@ -1,5 +1,5 @@
 /*
- * slipway export harness|llama-swap|prometheus [FLEET.yaml] [--ledger PATH] [--out FILE] [--json]
+ * slipway export harness|llama-swap|prometheus [--fleet FILE] [--ledger PATH] [--out FILE] [--json]
  *
  *   harness     each endpoint's contextWindow (its real window from the plan) and the compaction
  *               request checked against the compaction endpoint's window; JSON always
@@ -23,6 +23,8 @@
 
 static const struct sw_opt opts[] = {
     {"ledger", 0, "PATH", 0, "the ledger (default: beside the fleet file)", NULL},
+    {"no-ledger", 0, NULL, 0,
+     "read no ledger: the fleet and its plans alone (no measured figures, no restarts)", NULL},
     {"out", 'o', "FILE", 0, "write the export to FILE atomically (mode 0644) instead of stdout",
      NULL},
     {0},
@@ -38,8 +40,8 @@ static const char *const examples[] = {
 const struct sw_cmd_spec sw_spec_export = {
     .name = "export",
     .summary = "write the fleet for the tools around it: harness, llama-swap, prometheus",
-    .synopsis =
-        "harness|llama-swap|prometheus [--fleet FILE] [--ledger PATH] [--out FILE] [--json]",
+    .synopsis = "harness|llama-swap|prometheus [--fleet FILE] [--ledger PATH | --no-ledger]\n"
+                "    [--out FILE] [--json]",
     .about = "harness: each endpoint's contextWindow = its real window (the plan's slot or\n"
              "request window) and the compaction request (ratio x window + summary budget)\n"
              "against the compaction endpoint's window. llama-swap: a config for the llama.cpp\n"
@@ -83,10 +85,15 @@ int sw_cmd_export(int argc, char **argv)
     const char *ledger = sw_args_str(&a, "ledger"), *outp = sw_args_str(&a, "out");
     if (outp && !*outp)
         return sw_args_usage(&a, "--out: want a file");
+    static const char *const uses[] = {"ledger", NULL};
+    rc = sw_cli_no_ledger(&a, uses);
+    if (rc)
+        return rc;
 
     if (sw_fleet_load(fleet, NULL, &f, &e))
         goto fail;
-    if (sw_report_ledger_open(&l, ledger, fleet, &opened, path, sizeof(path), &e))
+    if (!sw_args_flag(&a, "no-ledger") &&
+        sw_report_ledger_open(&l, ledger, fleet, &opened, path, sizeof(path), &e))
         goto fail;
     struct sw_report_opts ro = {.ledger = opened ? &l : NULL};
 

@@ -1,8 +1,8 @@
 /*
- * slipway fetch ENDPOINT|DIR --verify-only [--fleet FLEET.yaml] [--manifest FILE] [--json]
+ * slipway fetch ENDPOINT|DIR --verify-only [--fleet FILE] [--manifest FILE] [--json]
  *                                          [--threads N] [--hash-all] [--write-manifest FILE]
  *                                          [--allow-unverified]
- * slipway fetch ENDPOINT|REPO [FLEET.yaml] [--revision R] [--include GLOB]... [--dest DIR]
+ * slipway fetch ENDPOINT|REPO [--fleet FILE] [--revision R] [--include GLOB]... [--dest DIR]
  *               [--dry-run] [--jobs N] [--manifest FILE] [--write-manifest FILE]
  *               [--allow-unverified] [--json|--quiet]
  *

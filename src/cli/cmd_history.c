@@ -24,7 +24,10 @@
 
 static const struct sw_opt opts[] = {
     {"ledger", 0, "PATH", 0,
-     "the ledger (default: $SLIPWAY_LEDGER, else beside FLEET, else ~/.local/share/slipway)", NULL},
+     "the ledger (default: $SLIPWAY_LEDGER, else beside the fleet, else ~/.local/share/slipway)",
+     NULL},
+    {"no-ledger", 0, NULL, SW_OPT_REFUSE,
+     "history shows the ledger's tags: without a ledger there is nothing to show", NULL},
     {0},
 };
 
@@ -42,7 +45,7 @@ const struct sw_cmd_spec sw_spec_history = {
              "what the ledger measured of each shape on the endpoint, which one is last-good,\n"
              "when and why each was retired, and whether each can be restored: its payload\n"
              "paths (at their recorded sizes) and image are on the host. That is checked here\n"
-             "when FLEET says the endpoint's host is local, over ssh when it is an ssh host\n"
+             "when the fleet says the endpoint's host is local, over ssh when it is an ssh host\n"
              "(\"not checked\" when it cannot be reached, or when there is no fleet: no --fleet,\n"
              "no $SLIPWAY_FLEET and no ./fleet.yaml). Each payload file's sha256 as the\n"
              "deploy read it on the host is shown.\n"

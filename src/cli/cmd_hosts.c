@@ -1,5 +1,5 @@
 /*
- * slipway hosts check [FLEET.yaml] [--host NAME] [--deadline DUR] [--json]
+ * slipway hosts check [--fleet FILE] [--host NAME] [--deadline DUR] [--json]
  *
  *   Reach each host of a fleet (include/slipway/host.h: local, or ssh with strict host keys) and
  *   say what its endpoints need that it lacks: systemd (installed, and its manager answering

@@ -1,7 +1,7 @@
 /*
  * slipway plan --engine llama.cpp [--json] [--arch DECL.json] [--gpu NAME=BYTES ...]
  *              [--host-memory BYTES] -- llama-server -m FILE.gguf [llama-server flags]
- * slipway plan FLEET.yaml [ENDPOINT] [--json]
+ * slipway plan [ENDPOINT...] [--fleet FILE] [--json]
  *
  *   Predict what llama-server prints at boot for that command line (memory/llamacpp) and show the
  *   memory budget per device. The GGUF header is read for the architecture and weight bytes; with

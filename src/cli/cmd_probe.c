@@ -1,5 +1,5 @@
 /*
- * slipway probe URL|ENDPOINT [--fleet FLEET.yaml] [--json] [--only CHECKS] [--worst-case]
+ * slipway probe ENDPOINT|URL [--fleet FILE] [--json] [--only CHECKS] [--worst-case]
  *                           [--model NAME] [--window N] [--slots N] [--engine E]
  *                           [--vision yes|no] [--api-key-env VAR] [--timeout S]
  *                           [--ready-wait S] [--deadline S] [--record] [--ledger PATH]
@@ -45,6 +45,8 @@ static const struct sw_opt opts[] = {
      NULL},
     {"record", 0, NULL, 0, "write the battery into the ledger", NULL},
     {"ledger", 0, "PATH", 0, "the ledger --record writes (default: beside the fleet)", NULL},
+    {"no-ledger", 0, NULL, 0,
+     "read and write no ledger (the battery is not recorded; not with --record)", NULL},
     {"quiet", 'q', NULL, 0, "no progress on stderr", NULL},
     {"svg", 0, "FILE", 0,
      "the speed check as a chart (decode and prefill tok/s by depth, client and\nserver)", NULL},
@@ -158,6 +160,10 @@ int sw_cmd_probe(int argc, char **argv)
     json_t *doc = NULL;
     int rc, exit_code = SW_EXIT_OK;
     if (!sw_args_parse(&sw_spec_probe, argc, argv, &a, &rc))
+        return rc;
+    static const char *const uses[] = {"record", "ledger", NULL};
+    rc = sw_cli_no_ledger(&a, uses);
+    if (rc)
         return rc;
     if (!a.npos)
         return sw_args_usage(&a, "which URL or endpoint?");

@@ -36,6 +36,8 @@ static const struct sw_opt opts[] = {
      NULL},
     {"ledger", 0, "PATH", 0,
      "k8s: the ledger for the gates and the measured boot time (default: beside the fleet)", NULL},
+    {"no-ledger", 0, NULL, 0, "read and write no ledger (k8s: the gates without ledger evidence)",
+     NULL},
     {"nodes", 0, "N", 0,
      "k8s, vLLM: serve across N nodes as a LeaderWorkerSet (the leader runs the Ray head and\n"
      "the engine, N-1 workers join it; the plan's tensor x pipeline parallel GPUs split evenly).\n"
@@ -63,7 +65,7 @@ const struct sw_cmd_spec sw_spec_render = {
     .about = "Renders from the endpoint's plan (the one argv of its engine) and the fleet's\n"
              "runtime: (native, podman, docker) and service: settings. Secrets go only to the\n"
              "env file; printed text shows them as ***. The same fleet renders byte-identical\n"
-             "files. FLEET.yaml defaults to ./fleet.yaml.\n"
+             "files. The fleet: --fleet FILE, else $SLIPWAY_FLEET, else ./fleet.yaml.\n"
              "Exit: 0 rendered, 1 the files could not be written or --lint found something,\n"
              "2 unusable input.",
     .opts = opts,
@@ -102,6 +104,10 @@ static int read_opts(const struct sw_args *a, struct req *q)
         return sw_args_usage(a, "--lint is for the systemd unit (--target systemd)");
     if (!q->k8s && sw_args_str(a, "ledger"))
         return sw_args_usage(a, "--ledger goes with --target k8s");
+    static const char *const uses[] = {"ledger", NULL};
+    int lrc = sw_cli_no_ledger(a, uses);
+    if (lrc)
+        return lrc;
     if (sw_args_str(a, "nodes") && !q->k8s)
         return sw_args_usage(a, "--nodes goes with --target k8s");
     uint64_t nodes = 0;
@@ -147,7 +153,8 @@ static int render_k8s(const struct sw_args *a, const struct req *q, struct sw_fl
     memset(&l, 0, sizeof(l));
     sw_buf_init(&yaml, 16u << 20);
     sw_err_clear(&e);
-    if (sw_report_ledger_open(&l, sw_args_str(a, "ledger"), q->fleet_path, &opened, path,
+    if (!sw_args_flag(a, "no-ledger") &&
+        sw_report_ledger_open(&l, sw_args_str(a, "ledger"), q->fleet_path, &opened, path,
                               sizeof(path), &e))
         goto fail;
     struct sw_report_opts ro = {.ledger = opened ? &l : NULL};

@@ -1,5 +1,5 @@
 /*
- * slipway retire PAYLOAD_DIR --to TRASH_DIR [FLEET.yaml] [--ledger PATH] [--dry-run] [--json]
+ * slipway retire PAYLOAD_DIR --to TRASH_DIR [--fleet FILE] [--ledger PATH] [--dry-run] [--json]
  *
  *   Move a payload directory out of the way, but only when no KEPT tag (not retired, of any
  *   endpoint: sw_ledger_tags_needing) still needs it: a tag whose manifest names a path in it,
@@ -29,7 +29,11 @@
 static const struct sw_opt opts[] = {
     {"to", 0, "TRASH_DIR", 0, "where the payload directory goes (created when missing)", NULL},
     {"ledger", 0, "PATH", 0,
-     "the ledger (default: $SLIPWAY_LEDGER, else beside FLEET, else ~/.local/share/slipway)", NULL},
+     "the ledger (default: $SLIPWAY_LEDGER, else beside the fleet, else ~/.local/share/slipway)",
+     NULL},
+    {"no-ledger", 0, NULL, SW_OPT_REFUSE,
+     "retire is refused while a kept tag of the ledger needs the payload: it cannot run blind",
+     NULL},
     {"dry-run", 0, NULL, 0, "check and say what would happen; move nothing", NULL},
     {0},
 };

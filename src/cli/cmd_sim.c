@@ -57,6 +57,8 @@ static const struct sw_opt opts[] = {
      "(vllm fleet endpoint) the recorded boots the headroom model is fitted on: the boot fails "
      "where it predicts",
      NULL},
+    {"no-ledger", 0, NULL, 0,
+     "read and write no ledger (the default: no headroom fit; not with --ledger)", NULL},
     {"set", 0, "KEY=VALUE", SW_OPT_REPEAT,
      "a variant of ENDPOINT's shape, as `slipway check --set` (slots=3, max_model_len=241664)",
      NULL},
@@ -237,6 +239,8 @@ static const struct sw_opt fit_opts[] = {
     {"endpoint", 0, "NAME", SW_OPT_REFUSE,
      "the endpoint goes first: slipway sim fit ENDPOINT [--fleet FILE]", NULL},
     {"ledger", 0, "PATH", 0, "read the endpoint's `slipway bench` runs from this ledger", NULL},
+    {"no-ledger", 0, NULL, 0,
+     "read and write no ledger (the default: fit --bench files or the fleet's figures)", NULL},
     {"bench", 0, "FILE", SW_OPT_REPEAT, "a `slipway bench --json` document (repeatable)", NULL},
     {"slots", 0, "N", 0, "the engine's slots (default: the highest concurrency measured)", NULL},
     {"max-batched-tokens", 0, "N", 0,
@@ -322,6 +326,10 @@ static int sim_fit(int argc, char **argv)
     int rc = 0;
     sw_err_clear(&e);
     if (!sw_args_parse(&spec_fit, argc, argv, &a, &rc))
+        return rc;
+    static const char *const uses[] = {"ledger", NULL};
+    rc = sw_cli_no_ledger(&a, uses);
+    if (rc)
         return rc;
     int nb = sw_args_count(&a, "bench");
     struct sw_cli_fleet fl = {0};
@@ -420,6 +428,10 @@ int sw_cmd_sim(int argc, char **argv)
     if (argc > 1 && !strcmp(argv[1], "fit"))
         return sim_fit(argc - 1, argv + 1);
     if (!sw_args_parse(&sw_spec_sim, argc, argv, &a, &rc))
+        return rc;
+    static const char *const uses[] = {"ledger", NULL};
+    rc = sw_cli_no_ledger(&a, uses);
+    if (rc)
         return rc;
     rc = read_config(&a, &c);
     if (rc)

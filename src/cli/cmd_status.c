@@ -1,5 +1,5 @@
 /*
- * slipway status [FLEET.yaml] [ENDPOINT] [--deadline DUR] [--json]
+ * slipway status [ENDPOINT] [--fleet FILE] [--deadline DUR] [--json]
  *
  *   Per endpoint, what its host says now (include/slipway/service.h): host and transport, the
  *   unit's state (ActiveState/SubState, NRestarts, MainPID, since), the shape it runs (the
@@ -26,6 +26,8 @@ static const struct sw_opt opts[] = {
      "`slipway report`, `slipway export prometheus`)",
      NULL},
     {"ledger", 0, "PATH", 0, "--record: the ledger (default: beside the fleet)", NULL},
+    {"no-ledger", 0, NULL, 0, "read and write no ledger (status reads none; not with --record)",
+     NULL},
     {0},
 };
 
@@ -39,7 +41,8 @@ static const char *const examples[] = {
 const struct sw_cmd_spec sw_spec_status = {
     .name = "status",
     .summary = "each endpoint on its host now: unit state, shape vs render, health, liveness",
-    .synopsis = "[ENDPOINT] [--fleet FILE] [--deadline DUR] [--record [--ledger PATH]] [--json]",
+    .synopsis = "[ENDPOINT] [--fleet FILE] [--deadline DUR] [--record [--ledger PATH]]\n"
+                "    [--no-ledger] [--json]",
     .about = "Reads each host (its own deadline): systemctl show of the endpoint's unit, the\n"
              "installed unit and env file compared line by line with the render (secrets shown\n"
              "as ***), GET /health and a one-token generation, device memory from nvidia-smi,\n"
@@ -149,6 +152,10 @@ int sw_cmd_status(int argc, char **argv)
     struct sw_args a;
     sw_err_clear(&e);
     if (!sw_args_parse(&sw_spec_status, argc, argv, &a, &rc))
+        return rc;
+    static const char *const uses[] = {"record", "ledger", NULL};
+    rc = sw_cli_no_ledger(&a, uses);
+    if (rc)
         return rc;
     bool json = a.json;
     struct sw_cli_fleet fl;

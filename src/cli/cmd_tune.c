@@ -40,6 +40,7 @@ static const struct sw_opt opts[] = {
      "for one on an ssh host, sim for vLLM), local, sim (as --sim), or rollout (a\n"
      "deploy on the endpoint's host: gates, battery, rollback; then benched there)",
      NULL},
+    {"no-ledger", 0, NULL, 0, "read and write no ledger: no journal, nothing resumed", NULL},
     {"ledger", 0, "PATH", 0, "the journal (default: $SLIPWAY_LEDGER, else FLEET.ledger.sqlite)",
      NULL},
     {"dry-run", 0, NULL, 0, "plan and gate every single-variable probe; boot nothing", NULL},
@@ -61,10 +62,11 @@ static const char *const examples[] = {
 const struct sw_cmd_spec sw_spec_tune = {
     .name = "tune",
     .summary = "search an endpoint's declared knobs for a better objective, in few boots",
-    .synopsis = "ENDPOINT [--fleet FILE] --objective decode_tps@DEPTH|goodput[:SLO]\n"
-                "    [--budget-boots N] [--repeats N] [--concurrency LIST | --max-concurrency N]\n"
-                "    [--tokens N] [--sim | --runner R] [--extra JSON] [--ledger PATH] [--dry-run]\n"
-                "    [--json] [--html OUT] [--apply]",
+    .synopsis =
+        "ENDPOINT [--fleet FILE] --objective decode_tps@DEPTH|goodput[:SLO]\n"
+        "    [--budget-boots N] [--repeats N] [--concurrency LIST | --max-concurrency N]\n"
+        "    [--tokens N] [--sim | --runner R] [--extra JSON] [--ledger PATH | --no-ledger]\n"
+        "    [--dry-run] [--json] [--html OUT] [--apply]",
     .about = "Moves only the knobs the fleet declares (knobs:), never a frozen one; the payload,\n"
              "its quantization and the image are frozen always. Every candidate is planned and\n"
              "gated (slipway check) before a boot is spent; a rejected one is listed with its\n"
@@ -153,6 +155,9 @@ int sw_cmd_tune(int argc, char **argv)
         o.boot = b;
     }
     o.ledger = sw_args_str(&a, "ledger");
+    o.no_ledger = sw_args_flag(&a, "no-ledger");
+    if (o.no_ledger && o.ledger)
+        return sw_args_usage(&a, "--ledger and --no-ledger together");
     o.dry_run = sw_args_flag(&a, "dry-run");
     o.progress = stderr;
     o.stop = &sw_cli_stop;

@@ -1,6 +1,6 @@
 /*
  * slipway up [options] -- llama-server -m MODEL.gguf [llama-server flags]
- * slipway up [options] FLEET.yaml [ENDPOINT]
+ * slipway up [ENDPOINT] [--fleet FILE] [options]
  *
  * Plan, render, start the engine supervised (its own process group, log captured), wait for
  * readiness, prove liveness with a real one-token generation, print the printed boot report and
@@ -43,6 +43,8 @@ static const struct sw_opt opts[] = {
      "that ledger (default: beside the fleet file, $SLIPWAY_LEDGER,\n"
      "or ~/.local/share/slipway/ledger.sqlite); implies --record",
      NULL},
+    {"no-ledger", 0, NULL, 0,
+     "read and write no ledger (the boot is not recorded; not with --record)", NULL},
     {0},
 };
 
@@ -226,6 +228,10 @@ static int parse_args(int argc, char **argv, struct up_cli *c)
     memset(c, 0, sizeof(*c));
     if (!sw_args_parse(&sw_spec_up, argc, argv, &a, &code))
         return code ? code : -1;
+    static const char *const uses[] = {"record", "ledger", NULL};
+    code = sw_cli_no_ledger(&a, uses);
+    if (code)
+        return code;
     c->json = a.json;
     c->detach = sw_args_flag(&a, "detach");
     c->preflight = !sw_args_flag(&a, "no-preflight");

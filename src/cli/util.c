@@ -104,6 +104,19 @@ void sw_cli_release_stop(void)
     n_saved = 0;
 }
 
+int sw_cli_no_ledger(const struct sw_args *a, const char *const *uses)
+{
+    if (!sw_args_flag(a, "no-ledger"))
+        return 0;
+    for (const char *const *u = uses; u && *u; u++)
+        if (sw_args_flag(a, *u))
+            return sw_args_usage(a,
+                                 "--no-ledger and --%s together: --no-ledger reads and writes "
+                                 "no ledger",
+                                 *u);
+    return 0;
+}
+
 /* ---------------------------------------------------------------------------------------------
  * The fleet a verb acts on (cli.h, "The one grammar").
  */
