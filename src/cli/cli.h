@@ -173,6 +173,10 @@ struct sw_cli_fleet {
     int n_endpoints;
 };
 int sw_cli_fleet(const struct sw_args *a, int first, unsigned flags, struct sw_cli_fleet *out);
+/* A verb that needs an ENDPOINT and got none: the usage error "name the ENDPOINT<what>", or,
+ * when --fleet names no file but an endpoint, the did-you-mean sw_cli_fleet gives. Returns
+ * SW_EXIT_USAGE (printed). */
+int sw_cli_need_endpoint(const struct sw_args *a, const char *what);
 /* --no-ledger, on every verb that has --ledger: read and write no ledger. Against the options
  * that would use one (uses: NULL-terminated, e.g. "ledger", "record"): 0, or the usage error's
  * exit code when one of them is given with it. A verb whose input IS the ledger (history,

@@ -334,7 +334,7 @@ int sw_cmd_bench(int argc, char **argv)
         return rc;
     const char *target = a.npos ? a.pos[0] : NULL;
     if (!target)
-        return sw_args_usage(&a, "which URL or endpoint?");
+        return sw_cli_need_endpoint(&a, " (or a URL)");
     sw_bench_opts_init(&o);
     memset(&t, 0, sizeof(t));
     memset(&rep, 0, sizeof(rep));

@@ -148,7 +148,7 @@ int sw_cmd_deploy(int argc, char **argv)
     if (!sw_args_parse(&sw_spec_deploy, argc, argv, &a, &rc))
         return rc;
     if (a.npos < 1)
-        return sw_args_usage(&a, "name the ENDPOINT to deploy");
+        return sw_cli_need_endpoint(&a, " to deploy");
     struct sw_rollout_opts o = {0};
     o.dry_run = sw_args_flag(&a, "dry-run");
     o.worst_case = !sw_args_flag(&a, "no-worst-case");

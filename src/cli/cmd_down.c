@@ -43,7 +43,7 @@ const struct sw_cmd_spec sw_spec_down = {
              "Exit: 0 nothing slipway started is left running, 1 it survived SIGKILL or the\n"
              "record was refused, 2 unusable input.",
     .opts = opts,
-    .max_args = 16,
+    .max_args = 8,
     .examples = examples,
     .fleet = true,
 };

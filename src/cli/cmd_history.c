@@ -185,7 +185,7 @@ int sw_cmd_history(int argc, char **argv)
         return rc;
     bool json = a.json;
     if (a.npos < 1)
-        return sw_args_usage(&a, "name the ENDPOINT");
+        return sw_cli_need_endpoint(&a, NULL);
     const char *endpoint = a.pos[0];
     struct sw_cli_fleet fl;
     rc = sw_cli_fleet(&a, 0, SW_CLI_FLEET_OPTIONAL, &fl);

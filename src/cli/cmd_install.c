@@ -82,7 +82,7 @@ int sw_cmd_install(int argc, char **argv)
         return rc;
     bool json = a.json;
     if (a.npos < 1)
-        return sw_args_usage(&a, "name the ENDPOINT to install");
+        return sw_cli_need_endpoint(&a, " to install");
     const char *name = a.pos[0];
     struct sw_cli_fleet fl;
     rc = sw_cli_fleet(&a, 0, 0, &fl);

@@ -107,7 +107,7 @@ int sw_cmd_ladder(int argc, char **argv)
     if (!sw_args_parse(&sw_spec_ladder, argc, argv, &a, &rc))
         return rc;
     if (a.npos < 1)
-        return sw_args_usage(&a, "name the ENDPOINT");
+        return sw_cli_need_endpoint(&a, NULL);
     const char *name = a.pos[0];
     struct sw_cli_fleet fl;
     rc = sw_cli_fleet(&a, 0, 0, &fl);

@@ -173,6 +173,8 @@ static int plan_vllm_sglang(const struct sw_args *a)
     if (a->npos)
         return sw_args_usage(a, "unexpected argument '%s' (the command line goes after --)",
                              a->pos[0]);
+    if (a->fleet)
+        return sw_args_usage(a, "--fleet goes with ENDPOINTs, not with --engine's command line");
     if (sw_args_flag(a, "arch") || sw_args_flag(a, "gpu") || sw_args_flag(a, "host-memory"))
         return sw_args_usage(a, "--arch, --gpu and --host-memory are llama.cpp's: vLLM and SGLang "
                                 "take --gpu-memory, --weights ...");

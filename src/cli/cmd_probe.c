@@ -166,7 +166,7 @@ int sw_cmd_probe(int argc, char **argv)
     if (rc)
         return rc;
     if (!a.npos)
-        return sw_args_usage(&a, "which URL or endpoint?");
+        return sw_cli_need_endpoint(&a, " (or a URL)");
     memset(&t, 0, sizeof(t));
     memset(&pe, 0, sizeof(pe));
     memset(&rep, 0, sizeof(rep));

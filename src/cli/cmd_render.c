@@ -85,7 +85,7 @@ struct req {
 static int read_opts(const struct sw_args *a, struct req *q)
 {
     if (a->npos < 1)
-        return sw_args_usage(a, "name the ENDPOINT to render");
+        return sw_cli_need_endpoint(a, " to render");
     q->name = a->pos[0];
     struct sw_cli_fleet fl;
     int frc = sw_cli_fleet(a, 0, 0, &fl);

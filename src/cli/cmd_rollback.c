@@ -54,7 +54,7 @@ int sw_cmd_rollback(int argc, char **argv)
     if (!sw_args_parse(&sw_spec_rollback, argc, argv, &a, &rc))
         return rc;
     if (a.npos < 1)
-        return sw_args_usage(&a, "name the ENDPOINT to roll back");
+        return sw_cli_need_endpoint(&a, " to roll back");
     struct sw_rollout_opts o = {0};
     o.to_tag = sw_args_str(&a, "to");
     if (o.to_tag && (!o.to_tag[0] || strchr(o.to_tag, '/')))

@@ -95,7 +95,7 @@ int sw_cmd_tune(int argc, char **argv)
     sw_err_clear(&e);
     sw_tune_opts_init(&o);
     if (a.npos < 1)
-        return sw_args_usage(&a, "an ENDPOINT is required");
+        return sw_cli_need_endpoint(&a, " to tune");
     o.endpoint = a.pos[0];
     struct sw_cli_fleet fl;
     rc = sw_cli_fleet(&a, 0, 0, &fl);

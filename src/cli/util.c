@@ -162,6 +162,13 @@ static int fleet_not_file(const struct sw_args *a)
                          looks_like_path(a->fleet) ? "" : "; an endpoint goes first");
 }
 
+int sw_cli_need_endpoint(const struct sw_args *a, const char *what)
+{
+    if (a->fleet && !is_file(a->fleet))
+        return fleet_not_file(a);
+    return sw_args_usage(a, "name the ENDPOINT%s", what ? what : "");
+}
+
 int sw_cli_fleet(const struct sw_args *a, int first, unsigned flags, struct sw_cli_fleet *out)
 {
     static bool said; /* the note on where the fleet came from: once per process */
