@@ -542,7 +542,7 @@ int sw_args_list(const struct sw_args *a, const char *name, uint64_t min, uint64
         ok = len > 0 && len < sizeof(item) && k < cap && k < SW_ARRAY_LEN(got);
         if (ok) {
             snprintf(item, sizeof(item), "%.*s", (int)len, p);
-            ok = within(&k_number, item, min, max, &x);
+            ok = !within(&k_number, item, min, max, &x);
             got[k++] = (int64_t)x;
         }
         if (!p[len])
