@@ -168,8 +168,10 @@ int sw_cmd_down(int argc, char **argv)
     if (fleet_path) {
         if (a.npos <= 1)
             return down_fleet(fleet_path, a.npos ? a.pos[0] : NULL, grace_ms, json);
-        for (int i = 0; i < a.npos; i++)
-            code = SW_MAX(code, down_fleet(fleet_path, a.pos[i], grace_ms, json));
+        for (int i = 0; i < a.npos; i++) {
+            int c = down_fleet(fleet_path, a.pos[i], grace_ms, json); /* SW_MAX evaluates twice */
+            code = SW_MAX(code, c);
+        }
         return code;
     }
     char path[4352] = "";
@@ -186,7 +188,8 @@ int sw_cmd_down(int argc, char **argv)
     }
     for (int i = 0; i < a.npos; i++) {
         snprintf(path, sizeof(path), "%s/%s.pid", dir, a.pos[i]);
-        code = SW_MAX(code, down_one(path, grace_ms, json));
+        int c = down_one(path, grace_ms, json); /* once: SW_MAX evaluates its arguments twice */
+        code = SW_MAX(code, c);
     }
     return code;
 }
