@@ -134,7 +134,7 @@ static void test_bash(void **state)
     /* an option's value: file names; a positional word of an ENDPOINT verb: the endpoints */
     cat(script, sizeof(script), "c V slipway report --md CMake\n");
     cat(script, sizeof(script), "c E slipway render examples/operator.yaml frank-s\n");
-    cat(script, sizeof(script), "c N slipway render --n\n");
+    cat(script, sizeof(script), "c N slipway render --nod\n");
     shell("bash", script, &r);
     char buf[4096];
     assert_non_null(strstr(r.out, "complete -o filenames -F _slipway slipway\n"));
