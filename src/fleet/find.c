@@ -1,7 +1,7 @@
 /*
  * fleet/find: what a person typed, found: an endpoint by its name, with an error that helps them
  * when there is none (the fleet file, the name, and the names the fleet does have), and a fleet
- * file told from an endpoint's name on a command line (`slipway down FLEET.yaml | NAME`).
+ * file told from an endpoint's name on a command line (the CLI's did-you-mean).
  *
  * A name that is none gets the nearest one by edit distance ("did you mean frank-small?"), else
  * the list of the names the fleet has.

@@ -433,7 +433,7 @@ static void test_sim_frank_primary(void **state)
     json_decref(j);
 
     /* resumed with a larger budget: the decided probes come from the journal */
-    a[5] = "8";
+    a[6] = "8"; /* --budget-boots */
     j = run_tune(a, 0);
     assert_true(json_is_true(json_object_get(j, "resumed")));
     assert_int_equal(json_integer_value(json_object_get(j, "run")), first_run);
