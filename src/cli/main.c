@@ -14,7 +14,9 @@ static void usage(FILE *f)
     fprintf(f, "usage: slipway <command> [args]   (slipway <command> --help for its options)\n\n");
     for (size_t i = 0; i < sw_cli_nverbs; i++)
         fprintf(f, "  %-12s %s\n", sw_cli_verbs[i].name, sw_cli_verbs[i].summary);
-    fprintf(f, "\nEvery command takes --json for machine-readable output (usage errors too).\n"
+    fprintf(f, "\nA command on a fleet's endpoints: slipway COMMAND [ENDPOINT...] [--fleet FILE];\n"
+               "the fleet is --fleet FILE, else $SLIPWAY_FLEET, else ./fleet.yaml.\n"
+               "Every command takes --json for machine-readable output (usage errors too).\n"
                "slipway help COMMAND is slipway COMMAND --help; slipway help --list lists every\n"
                "command and sub-command.\n"
                "Exit status: 0 ok, 1 the work found a failure, 2 unusable input or usage.\n");
