@@ -227,8 +227,8 @@ static void child_start(struct fx *f, struct child *c, const char *verb)
         dup2(fds[1], 2);
         close(fds[0]);
         close(fds[1]);
-        execl(swt_bin(), swt_bin(), verb, "rf", f->ro.fleet, "--no-worst-case", "--probe-only",
-              PROBE, (char *)NULL);
+        execl(swt_bin(), swt_bin(), verb, "rf", "--fleet", f->ro.fleet, "--no-worst-case",
+              "--probe-only", PROBE, (char *)NULL);
         _exit(127);
     }
     close(fds[1]);
