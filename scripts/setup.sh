@@ -3,12 +3,12 @@
 # build the pinned llama.cpp (cached), write the bundled example's tiny chat model, then run
 # slipway's main job on examples/local.yaml:
 #
-#   plan   build/slipway plan examples/local.yaml           what llama-server will print at boot
-#   up     build/slipway up examples/local.yaml --detach    launch, /health, one-token liveness,
-#                                                           predicted vs printed diff
-#   probe  build/slipway probe local --fleet examples/local.yaml    the live battery
+#   plan   build/slipway plan --fleet examples/local.yaml            what llama-server will print
+#   up     build/slipway up --fleet examples/local.yaml --detach     launch, /health, one-token
+#                                                                    liveness, predicted vs printed
+#   probe  build/slipway probe local --fleet examples/local.yaml     the live battery
 #
-# and leave llama-server answering on 127.0.0.1:18080 (stop it: build/slipway down
+# and leave llama-server answering on 127.0.0.1:18080 (stop it: build/slipway down --fleet
 # examples/local.yaml). It does not build the ASan tree or run the tests: that is scripts/test.sh.
 #
 # Usage: scripts/setup.sh [--down] [--no-run]
@@ -88,21 +88,21 @@ fi
 
 FLEET=examples/local.yaml
 # A previous run may have left the example running: stop it (only what our pid file names).
-build/slipway down "$FLEET" >/dev/null || die "stopping the previous run (see: build/slipway down $FLEET)"
+build/slipway down --fleet "$FLEET" >/dev/null || die "stopping the previous run (see: build/slipway down --fleet $FLEET)"
 
-step "plan: build/slipway plan $FLEET"
-build/slipway plan "$FLEET" || die "slipway plan"
+step "plan: build/slipway plan --fleet $FLEET"
+build/slipway plan --fleet "$FLEET" || die "slipway plan"
 
-step "up: build/slipway up $FLEET --detach"
-build/slipway up "$FLEET" --detach || die "slipway up (the engine log is named above)"
+step "up: build/slipway up --fleet $FLEET --detach"
+build/slipway up --fleet "$FLEET" --detach || die "slipway up (the engine log is named above)"
 
 step "probe: build/slipway probe local --fleet $FLEET"
 probe_rc=0
 build/slipway probe local --fleet "$FLEET" --quiet || probe_rc=$?
 
 if [ "$down_after" = 1 ]; then
-    step "down: build/slipway down $FLEET"
-    build/slipway down "$FLEET"
+    step "down: build/slipway down --fleet $FLEET"
+    build/slipway down --fleet "$FLEET"
 fi
 [ "$probe_rc" = 0 ] || die "slipway probe found a failing check (exit $probe_rc)"
 
@@ -112,5 +112,5 @@ if [ "$down_after" = 0 ]; then
     echo "llama-server is answering on http://127.0.0.1:18080 (model local-tiny), e.g.:"
     echo "  curl -s http://127.0.0.1:18080/v1/chat/completions -H 'Content-Type: application/json' \\"
     echo "       -d '{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"max_tokens\":8}'"
-    echo "stop it:  build/slipway down $FLEET"
+    echo "stop it:  build/slipway down --fleet $FLEET"
 fi

@@ -148,6 +148,57 @@ int sw_cli_usage(const char *verb, const char *fmt, ...) SW_PRINTF(2, 3);
 /* --api-key-env VAR: *key from the environment variable VAR names (a key never comes from argv);
  * left alone when the option is absent. 0, or the exit code of the error printed (VAR unset). */
 int sw_cli_key_env(const struct sw_args *a, const char **key);
+/*
+ * The one grammar of the verbs that act on a fleet's endpoints (docs/cli.md, "One grammar"):
+ *   slipway VERB [ENDPOINT...] [--fleet FILE]
+ * The verb's spec declares .fleet = true (opt.h: the parser takes --fleet FILE into a->fleet);
+ * the verb then calls sw_cli_fleet once, before anything else reads the fleet:
+ *   the fleet file   --fleet FILE, else $SLIPWAY_FLEET, else ./fleet.yaml; when it is not the
+ *                    flag, the human view says where it came from on stderr, once per process
+ *                    ("fleet: ./fleet.yaml (default)", "fleet: X (from $SLIPWAY_FLEET)");
+ *                    a file that is not there is an error naming where the name came from;
+ *   the endpoints    a->pos[first..npos): each must be an endpoint of that fleet. A file name
+ *                    where an endpoint goes ("'examples/operator.yaml' is a file: did you mean
+ *                    --fleet examples/operator.yaml?"), an endpoint name where the file goes
+ *                    (--fleet frank-small), and an unknown name ("no endpoint 'frank-smal' in
+ *                    FLEET: did you mean frank-small?", else the names it has) are refused.
+ * Returns 0 with *out filled, or the exit code of the error it printed (2 for all the above;
+ * the fleet's own load error as sw_cli_fail gives it). Under --json errors print as JSON.
+ */
+struct sw_fleet;
+enum sw_cli_fleet_from {
+    SW_CLI_FLEET_NONE,    /* SW_CLI_FLEET_OPTIONAL and no fleet anywhere: path is NULL */
+    SW_CLI_FLEET_FLAG,    /* --fleet FILE */
+    SW_CLI_FLEET_ENV,     /* $SLIPWAY_FLEET */
+    SW_CLI_FLEET_DEFAULT, /* ./fleet.yaml */
+};
+enum {
+    SW_CLI_FLEET_LOAD = 1u << 0,     /* keep the loaded fleet in out->fleet (the caller frees) */
+    SW_CLI_FLEET_OPTIONAL = 1u << 1, /* no flag, no $SLIPWAY_FLEET and no ./fleet.yaml: no fleet
+                                      * (from NONE), not an error */
+    SW_CLI_FLEET_QUIET = 1u << 2,    /* no note on where the fleet came from (errors still print) */
+};
+struct sw_cli_fleet {
+    const char *path; /* the fleet file as the verb opens it ("fleet.yaml" for the default) */
+    enum sw_cli_fleet_from from;
+    struct sw_fleet *fleet;       /* SW_CLI_FLEET_LOAD: the fleet, else NULL */
+    const char *const *endpoints; /* the ENDPOINT arguments: a->pos + first */
+    int n_endpoints;
+};
+int sw_cli_fleet(const struct sw_args *a, int first, unsigned flags, struct sw_cli_fleet *out);
+/* A verb that needs an ENDPOINT and got none: the usage error "name the ENDPOINT<what>", or,
+ * when --fleet names no file but an endpoint, the did-you-mean sw_cli_fleet gives. Returns
+ * SW_EXIT_USAGE (printed). */
+int sw_cli_need_endpoint(const struct sw_args *a, const char *what);
+/* --no-ledger, on every verb that has --ledger: read and write no ledger. Against the options
+ * that would use one (uses: NULL-terminated, e.g. "ledger", "record"): 0, or the usage error's
+ * exit code when one of them is given with it. A verb whose input IS the ledger (history,
+ * calibrate, retire's kept tags...) refuses --no-ledger in its table instead, saying why. */
+int sw_cli_no_ledger(const struct sw_args *a, const char *const *uses);
+
+/* The environment variable that names the default fleet file. */
+#define SW_CLI_FLEET_ENV_VAR "SLIPWAY_FLEET"
+
 /* True when argv[i] equals any of the given spellings (NULL-terminated list). */
 bool sw_cli_is(const char *arg, const char *a, const char *b);
 /* Exit code for an error code: input errors (parse, range, inval, noent, unsupported) give 2. */

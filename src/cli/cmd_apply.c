@@ -24,13 +24,11 @@
 #include <string.h>
 
 static const struct sw_opt diff_opts[] = {
-    {"fleet", 'f', "FILE", 0, "the fleet (default: $SLIPWAY_FLEET, else ./fleet.yaml)", NULL},
     {"deadline", 0, "DUR", 0, "per host: everything asked of it within DUR (default 20s)", NULL},
     {0},
 };
 
 static const struct sw_opt apply_opts[] = {
-    {"fleet", 'f', "FILE", 0, "the fleet (default: $SLIPWAY_FLEET, else ./fleet.yaml)", NULL},
     {"dry-run", 'n', NULL, 0, "the survey and the fleet's gates only: say what would run", NULL},
     {"parallel", 0, "N", 0, "hosts at once (default: every host)", NULL},
     {"deadline", 0, "DUR", 0, "per host: the survey's questions within DUR (default 20s)", NULL},
@@ -70,6 +68,7 @@ const struct sw_cmd_spec sw_spec_diff = {
              "Exit: 0 nothing to change, 1 something would change or cannot, 2 usage.",
     .opts = diff_opts,
     .max_args = -1,
+    .fleet = true,
     .examples = diff_examples,
 };
 
@@ -90,44 +89,9 @@ const struct sw_cmd_spec sw_spec_apply = {
              "Exit: 0 all converged or unchanged, 1 anything refused, failed or not attempted.",
     .opts = apply_opts,
     .max_args = -1,
+    .fleet = true,
     .examples = apply_examples,
 };
-
-/* --fleet, else $SLIPWAY_FLEET, else ./fleet.yaml; where it came from said when not the flag. */
-static const char *fleet_path(const struct sw_args *a)
-{
-    const char *p = sw_args_str(a, "fleet");
-    if (p)
-        return p;
-    p = getenv("SLIPWAY_FLEET");
-    if (p && *p) {
-        if (!a->json)
-            fprintf(stderr, "fleet: %s (from $SLIPWAY_FLEET)\n", p);
-        return p;
-    }
-    if (!a->json)
-        fprintf(stderr, "fleet: ./fleet.yaml (default)\n");
-    return "fleet.yaml";
-}
-
-/* Every positional names an endpoint of f: a fleet file where an endpoint goes, or an unknown
- * name, is a usage error (the second naming the fleet's endpoints). */
-static int check_names(const struct sw_args *a, const struct sw_fleet *f)
-{
-    for (int i = 0; i < a->npos; i++) {
-        const struct sw_fleet_endpoint *ep;
-        struct sw_err e;
-        sw_err_clear(&e);
-        if (!sw_fleet_find_endpoint(f, a->pos[i], &ep, &e))
-            continue;
-        if (sw_fleet_is_file_name(a->pos[i]))
-            return sw_args_usage(a,
-                                 "'%s' is a fleet file, not an endpoint: did you mean --fleet %s?",
-                                 a->pos[i], a->pos[i]);
-        return sw_args_usage(a, "%s", e.msg);
-    }
-    return 0;
-}
 
 static void print_item(const struct sw_apply_item *it, bool ran)
 {
@@ -236,17 +200,15 @@ static int begin(const struct sw_args *a, struct sw_apply_opts *o, const char **
     if (rc)
         return rc;
     o->deadline_ms = dl;
-    *path = fleet_path(a);
-    struct sw_err e;
-    sw_err_clear(&e);
-    if (sw_fleet_load(*path, NULL, f, &e))
-        return sw_cli_fail(&e, a->json);
-    if ((rc = check_names(a, *f)))
+    struct sw_cli_fleet fl;
+    if ((rc = sw_cli_fleet(a, 0, SW_CLI_FLEET_LOAD, &fl)))
         return rc;
-    for (int i = 0; i < a->npos; i++)
-        only[i] = a->pos[i];
-    only[a->npos] = NULL;
-    o->only = a->npos ? only : NULL;
+    *path = fl.path;
+    *f = fl.fleet;
+    for (int i = 0; i < fl.n_endpoints; i++)
+        only[i] = fl.endpoints[i];
+    only[fl.n_endpoints] = NULL;
+    o->only = fl.n_endpoints ? only : NULL;
     return 0;
 }
 

@@ -1,5 +1,5 @@
 /*
- * slipway bench URL|ENDPOINT [--fleet FLEET.yaml] [--depth LIST] [--pp N] [--tg N] [--repeat N]
+ * slipway bench ENDPOINT|URL [--fleet FILE] [--depth LIST] [--pp N] [--tg N] [--repeat N]
  *                           [--concurrency LIST] [--rate R --arrival A --duration D --seed S
  *                           --max-lag MS] [--prompts FILE.jsonl] [--cache-prompt]
  *                           [--reuse-prompt] [--expect-hit] [--svg FILE] [--html FILE]
@@ -32,7 +32,6 @@
 #include <string.h>
 
 static const struct sw_opt opts[] = {
-    {"fleet", 0, "FLEET.yaml", 0, "the fleet ENDPOINT is in (default ./fleet.yaml)", NULL},
     {"model", 0, "NAME", 0, "the served model name (default: the endpoint's alias)", NULL},
     {"engine", 0, "ENGINE", 0,
      "llama.cpp (default: cache_prompt and timings_per_token are sent), vllm,\nsglang or openai",
@@ -88,6 +87,8 @@ static const struct sw_opt opts[] = {
     {"csv", 0, "FILE", 0, "every request's figures as CSV, one row each", NULL},
     {"html", 0, "FILE", 0, "one self-contained page: the table and the charts (inline SVG)", NULL},
     {"ledger", 0, "PATH", 0, "record the run in this ledger", NULL},
+    {"no-ledger", 0, NULL, 0,
+     "read and write no ledger (the default: nothing recorded; not with --ledger)", NULL},
     {"samples", 0, NULL, 0, "with --json: every request's figures too", NULL},
     {"quiet", 'q', NULL, 0, "no progress on stderr", NULL},
     {0},
@@ -103,7 +104,7 @@ static const char *const examples[] = {
 const struct sw_cmd_spec sw_spec_bench = {
     .name = "bench",
     .summary = "measure decode and prefill: depth sweep, concurrency, open-loop arrivals",
-    .synopsis = "URL|ENDPOINT [--fleet FLEET.yaml] [--depth LIST] [--pp N] [--tg N] [--repeat N]\n"
+    .synopsis = "ENDPOINT|URL [--fleet FILE] [--depth LIST] [--pp N] [--tg N] [--repeat N]\n"
                 "    [--concurrency LIST] [--rate R [--arrival KIND] [--duration D] [--seed S]\n"
                 "    [--max-lag MS]] [--prompts FILE] [--cache-prompt] [--reuse-prompt]\n"
                 "    [--expect-hit] [--reset-cache] [--no-engine-metrics] [--eos] [--extra JSON]\n"
@@ -120,6 +121,7 @@ const struct sw_cmd_spec sw_spec_bench = {
     .opts = opts,
     .max_args = 1,
     .examples = examples,
+    .fleet = true,
 };
 
 /* The points: depths, concurrency levels, tokens, repeats; 0 or the usage error's exit code. */
@@ -326,9 +328,13 @@ int sw_cmd_bench(int argc, char **argv)
         return sw__cmd_bench_compare(argc - 1, argv + 1);
     if (!sw_args_parse(&sw_spec_bench, argc, argv, &a, &rc))
         return rc;
+    static const char *const uses[] = {"ledger", NULL};
+    rc = sw_cli_no_ledger(&a, uses);
+    if (rc)
+        return rc;
     const char *target = a.npos ? a.pos[0] : NULL;
     if (!target)
-        return sw_args_usage(&a, "which URL or endpoint?");
+        return sw_cli_need_endpoint(&a, " (or a URL)");
     sw_bench_opts_init(&o);
     memset(&t, 0, sizeof(t));
     memset(&rep, 0, sizeof(rep));
@@ -336,9 +342,15 @@ int sw_cmd_bench(int argc, char **argv)
     bool by_url = strstr(target, "://") != NULL;
     if (by_url) {
         o.url = target;
-    } else if (sw_bench_target_open(sw_args_str(&a, "fleet"), target, &o, &t, &e)) {
-        exit_code = sw_cli_fail(&e, a.json);
-        goto out;
+    } else {
+        struct sw_cli_fleet fl;
+        exit_code = sw_cli_fleet(&a, 0, 0, &fl);
+        if (exit_code)
+            goto out;
+        if (sw_bench_target_open(fl.path, target, &o, &t, &e)) {
+            exit_code = sw_cli_fail(&e, a.json);
+            goto out;
+        }
     }
     exit_code = read_opts(&a, &o, &extra);
     if (exit_code)

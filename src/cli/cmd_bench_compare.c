@@ -17,6 +17,7 @@
 
 static const struct sw_opt opts[] = {
     {"ledger", 0, "PATH", 0, "the ledger the runs are in", NULL},
+    {"no-ledger", 0, NULL, SW_OPT_REFUSE, "bench compare reads two runs from the ledger", NULL},
     {"fleet", 0, "FLEET.yaml", 0, "its fleet file's ledger (default ./fleet.yaml's)", NULL},
     {0},
 };

@@ -42,6 +42,9 @@ static const struct sw_opt record_opts[] = {
     {"started", 0, "TIME", 0, "when the boot started (2026-10-01T13:27:17Z)", NULL},
     {"ledger", 0, "PATH", 0, "the ledger (wins over --fleet)", NULL},
     {"fleet", 0, "FLEET.yaml", 0, "the ledger beside this fleet file", NULL},
+    {"no-ledger", 0, NULL, SW_OPT_REFUSE,
+     "bootlog record writes the boot into the ledger: use bootlog parse to read a log alone", NULL},
+
     {0},
 };
 

@@ -2,7 +2,7 @@
  * slipway calibrate: fit the free terms of an endpoint's engine law from its recorded boots and
  * usage readings, and show what each boot taught.
  *
- *   slipway calibrate ENDPOINT [FLEET.yaml] [--ledger PATH] [--config CONFIG.json|DIR]
+ *   slipway calibrate ENDPOINT [--fleet FILE] [--ledger PATH] [--config CONFIG.json|DIR]
  *                     [--predict MAXLEN:KV_BYTES]... [--budget SHAPE.json] [--save FILE.json]
  *                     [--need SEQSxMAXLEN]... [--exclude BOOT_ID]... [--max-state-blocks N]
  *                     [--json]
@@ -11,8 +11,8 @@
  * whole fit as JSON).
  * --exclude leaves a boot out of the fits (what would the others have predicted?).
  *
- * The ledger: --ledger, else $SLIPWAY_LEDGER, else beside FLEET.yaml, else the XDG default.
- * FLEET.yaml gives the endpoint's inline arch (KV law for llama.cpp readings, vLLM structure)
+ * The ledger: --ledger, else $SLIPWAY_LEDGER, else beside the fleet file, else the XDG default.
+ * The fleet (--fleet, $SLIPWAY_FLEET or ./fleet.yaml; optional) gives the endpoint's inline arch (KV law for llama.cpp readings, vLLM structure)
  * and its fork profile (declared arena constants to compare); --config overrides the arch.
  *
  * This file reads the options, calls sw_calib_run (the orchestration: fleet, ledger, fit,
@@ -34,8 +34,9 @@
 #define MAX_PRED 16
 
 static const struct sw_opt opts[] = {
-    {"ledger", 0, "PATH", 0, "the ledger (default: $SLIPWAY_LEDGER, else beside FLEET.yaml)", NULL},
-    {"fleet", 0, "FLEET.yaml", 0, "the fleet (the endpoint's inline arch and fork profile)", NULL},
+    {"ledger", 0, "PATH", 0, "the ledger (default: $SLIPWAY_LEDGER, else beside the fleet)", NULL},
+    {"no-ledger", 0, NULL, SW_OPT_REFUSE,
+     "calibrate fits the ledger's recorded boots: without a ledger there is nothing to fit", NULL},
     {"config", 0, "CONFIG.json|DIR", 0, "the model's config.json: overrides the fleet's arch",
      NULL},
     {"predict", 0, "MAXLEN:KV_BYTES", SW_OPT_REPEAT,
@@ -58,7 +59,7 @@ static const struct sw_opt opts[] = {
 };
 
 static const char *const examples[] = {
-    "slipway calibrate frank-primary examples/operator.yaml",
+    "slipway calibrate frank-primary --fleet examples/operator.yaml",
     "slipway calibrate frank-primary --ledger fleet.ledger.sqlite --predict 200704:3.15e9 --json",
     "slipway calibrate frank-small --config config.json --budget shape.json --svg fit.svg",
     NULL,
@@ -67,7 +68,7 @@ static const char *const examples[] = {
 const struct sw_cmd_spec sw_spec_calibrate = {
     .name = "calibrate",
     .summary = "fit an endpoint's law terms from its recorded boots; predict with intervals",
-    .synopsis = "ENDPOINT [FLEET.yaml] [--ledger PATH] [--config CONFIG.json]\n"
+    .synopsis = "ENDPOINT [--fleet FILE] [--ledger PATH] [--config CONFIG.json]\n"
                 "    [--predict MAXLEN:KV_BYTES]... [--budget SHAPE.json]\n"
                 "    [--need SEQSxMAXLEN]... [--exclude BOOT_ID]... [--save FIT.json]\n"
                 "    [--max-state-blocks N] [--record] [--svg FILE] [--context LABEL] [--json]",
@@ -77,8 +78,9 @@ const struct sw_cmd_spec sw_spec_calibrate = {
         "terms, the geometry they hold for, residuals and what each boot taught.\n"
         "exit: 0 fitted, 1 nothing fit or inconsistent boots, 2 unusable input",
     .opts = opts,
-    .max_args = 2,
+    .max_args = 1,
     .examples = examples,
+    .fleet = true,
 };
 
 /* The request's arrays, filled from the options. */
@@ -92,12 +94,13 @@ struct lists {
 static int parse(const struct sw_args *a, struct sw_calib_request *rq, struct lists *ls)
 {
     rq->endpoint = a->npos > 0 ? a->pos[0] : NULL;
-    rq->fleet_path = sw_args_str(a, "fleet");
-    if (a->npos > 1) {
-        if (rq->fleet_path)
-            return sw_args_usage(a, "unexpected argument '%s' (--fleet is given)", a->pos[1]);
-        rq->fleet_path = a->pos[1];
-    }
+    /* the fleet gives the endpoint's inline arch and fork profile; without one the ledger's boots
+     * are fitted alone */
+    struct sw_cli_fleet fl;
+    int rc = sw_cli_fleet(a, 0, SW_CLI_FLEET_OPTIONAL, &fl);
+    if (rc)
+        return rc;
+    rq->fleet_path = fl.path;
     rq->ledger_path = sw_args_str(a, "ledger");
     rq->config_path = sw_args_str(a, "config");
     rq->budget_path = sw_args_str(a, "budget");

@@ -1,5 +1,5 @@
 /*
- * slipway check [FLEET.yaml] [ENDPOINT] [--ledger PATH | --no-ledger] [--set KEY=VALUE ...]
+ * slipway check [ENDPOINT] [--fleet FILE] [--ledger PATH | --no-ledger] [--set KEY=VALUE ...]
  *               [--margin F] [--json]
  *
  *   Run the gates (include/slipway/gate.h, docs/check.md) on every enabled endpoint of a fleet, or
@@ -35,15 +35,15 @@ static const struct sw_opt opts[] = {
 };
 
 static const char *const examples[] = {
-    "slipway check examples/local.yaml",
-    "slipway check examples/operator.yaml frank-primary --set slots=3 --json",
+    "slipway check --fleet examples/local.yaml",
+    "slipway check frank-primary --fleet examples/operator.yaml --set slots=3 --json",
     NULL,
 };
 
 const struct sw_cmd_spec sw_spec_check = {
     .name = "check",
     .summary = "run the gates on a fleet's endpoints before a boot: band, pool, window, known-bad",
-    .synopsis = "[FLEET.yaml] [ENDPOINT] [--ledger PATH | --no-ledger] [--set KEY=VALUE ...]\n"
+    .synopsis = "[ENDPOINT] [--fleet FILE] [--ledger PATH | --no-ledger] [--set KEY=VALUE ...]\n"
                 "    [--margin F] [--json]",
     .about = "Runs the gates on each enabled endpoint (or ENDPOINT) before a boot is spent:\n"
              "  band       free memory per device after the boot, inside free_band (2..3 GiB)\n"
@@ -54,14 +54,16 @@ const struct sw_cmd_spec sw_spec_check = {
              "  window     per-slot window vs the client's contextWindow, and compaction\n"
              "  known_bad  shapes that failed before, known-bad rules (ledger and fleet)\n"
              "  payload    spec-decode flags vs MTP tensors, the projector (when files are here)\n"
-             "FLEET.yaml defaults to ./fleet.yaml. The ledger is --ledger PATH, else\n"
-             "$SLIPWAY_LEDGER, else beside the fleet file (FLEET.ledger.sqlite), read-only.\n"
+             "The fleet is --fleet FILE, else $SLIPWAY_FLEET, else ./fleet.yaml. The ledger is\n"
+             "--ledger PATH, else $SLIPWAY_LEDGER, else beside the fleet file\n"
+             "(FLEET.ledger.sqlite), read-only.\n"
              "A failure the fleet waives (waive: [{gate, reason, until}]) is WAIVED, not failed;\n"
              "an expired or unmatched waiver is unusable input.\n"
              "Exit: 0 all gates pass, 1 a gate failed, 2 unusable input.",
     .opts = opts,
-    .max_args = 2,
+    .max_args = 1,
     .examples = examples,
+    .fleet = true,
 };
 
 static void print_endpoint(const json_t *r)
@@ -127,8 +129,12 @@ int sw_cmd_check(int argc, char **argv)
     bool json = a.json;
     o.no_ledger = sw_args_flag(&a, "no-ledger");
     o.ledger_path = sw_args_str(&a, "ledger");
-    o.fleet_path = a.npos > 0 ? a.pos[0] : "fleet.yaml";
-    o.endpoint = a.npos > 1 ? a.pos[1] : NULL;
+    struct sw_cli_fleet fl;
+    rc = sw_cli_fleet(&a, 0, 0, &fl);
+    if (rc)
+        return rc;
+    o.fleet_path = fl.path;
+    o.endpoint = fl.n_endpoints ? fl.endpoints[0] : NULL;
     o.n_sets = (size_t)sw_args_count(&a, "set");
     if (o.n_sets > MAX_SETS)
         return sw_args_usage(&a, "at most %d --set", MAX_SETS);

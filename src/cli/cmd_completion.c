@@ -7,8 +7,9 @@
  *   here:
  *     bash   a completion script: verbs, sub-verbs, each one's options (--json and --help too),
  *            file names after an option that takes a value, and at a positional word the
- *            endpoint names of the fleet file on the line (else ./fleet.yaml, read with
- *            `slipway fleet show`) for verbs whose synopsis takes an ENDPOINT;
+ *            endpoint names of the fleet (--fleet FILE on the line, else $SLIPWAY_FLEET,
+ *            else ./fleet.yaml, read with `slipway fleet names`) for verbs whose synopsis
+ *            takes an ENDPOINT;
  *     zsh    the same through zsh's bashcompinit (a file to source from ~/.zshrc);
  *     scdoc  one scdoc(5) source per verb, slipway-VERB.1.scd, and slipway.1.scd (the index),
  *            into the directory --out names; scripts/man.sh runs scdoc on them (the build's `man`
@@ -44,7 +45,8 @@ const struct sw_cmd_spec sw_spec_completion = {
     .synopsis = "bash|zsh [--out FILE] [--json]\nscdoc --out DIR [--json]",
     .about = "Generated from the verbs' own option tables, so every verb and option is\n"
              "covered. bash/zsh print a completion script (verbs, sub-verbs, options, file\n"
-             "names for an option's value, endpoint names from the fleet file on the line).\n"
+             "names for an option's value, endpoint names from the fleet: --fleet on the line,\n"
+             "else $SLIPWAY_FLEET, else ./fleet.yaml).\n"
              "scdoc writes slipway.1.scd and one slipway-VERB.1.scd per verb into DIR, for\n"
              "scdoc(1) to turn into man pages (scripts/man.sh).\n"
              "Exit: 0 written, 1 a file could not be written, 2 unusable input.",

@@ -1,5 +1,5 @@
 /*
- * slipway deploy ENDPOINT [FLEET.yaml] [--dry-run] [--no-worst-case] [--deadline DUR]
+ * slipway deploy ENDPOINT [--fleet FILE] [--dry-run] [--no-worst-case] [--deadline DUR]
  *                [--stall DUR] [--probe-only CHECKS] [--ledger PATH | --no-ledger] [--json]
  *
  *   The gated rollout of include/slipway/rollout.h: gates, stage beside the live files, verify,
@@ -40,15 +40,15 @@ static const struct sw_opt opts[] = {
 };
 
 static const char *const examples[] = {
-    "slipway deploy frank-small examples/operator.yaml --dry-run",
-    "slipway deploy local fleet.yaml --no-worst-case --deadline 5m",
+    "slipway deploy frank-small --fleet examples/operator.yaml --dry-run",
+    "slipway deploy local --no-worst-case --deadline 5m",
     NULL,
 };
 
 const struct sw_cmd_spec sw_spec_deploy = {
     .name = "deploy",
     .summary = "roll an endpoint's shape out on its host, proven, or roll back to the old one",
-    .synopsis = "ENDPOINT [FLEET.yaml] [--dry-run] [--no-worst-case] [--deadline DUR]\n"
+    .synopsis = "ENDPOINT [--fleet FILE] [--dry-run] [--no-worst-case] [--deadline DUR]\n"
                 "    [--stall DUR] [--probe-only CHECKS] [--ledger PATH | --no-ledger]\n"
                 "    [--note TEXT] [--json]",
     .about = "Gates (any failure touches nothing on the host) -> render -> stage beside the live\n"
@@ -57,11 +57,12 @@ const struct sw_cmd_spec sw_spec_deploy = {
              "-> readiness -> one-token liveness -> probe battery -> commit (last-good + tag).\n"
              "A failure after the stop restores the saved files and proves they serve; the\n"
              "time the endpoint did not serve is measured. One deploy per endpoint at a time\n"
-             "(/run/slipway/NAME.lock on the host). FLEET.yaml defaults to ./fleet.yaml.\n"
+             "(/run/slipway/NAME.lock on the host).\n"
              "Exit: 0 committed or dry run, 1 the deploy failed, 2 unusable input.",
     .opts = opts,
-    .max_args = 2,
+    .max_args = 1,
     .examples = examples,
+    .fleet = true,
 };
 
 void sw__cli_rollout_print(const struct sw_rollout_result *r)
@@ -131,20 +132,13 @@ int sw__cli_rollout_finish(const struct sw_rollout_result *r, bool json)
 int sw__cli_rollout_endpoint(const struct sw_args *a, const char *verb, struct sw_fleet **f,
                              const struct sw_fleet_endpoint **ep, int *rc)
 {
-    struct sw_err e;
-    sw_err_clear(&e);
-    const char *fleet_path = a->npos > 1 ? a->pos[1] : "fleet.yaml";
+    struct sw_cli_fleet fl;
     (void)verb;
-    if (sw_fleet_load(fleet_path, NULL, f, &e)) {
-        *rc = sw_cli_fail(&e, a->json);
+    *rc = sw_cli_fleet(a, 0, SW_CLI_FLEET_LOAD, &fl);
+    if (*rc)
         return -1;
-    }
+    *f = fl.fleet;
     *ep = sw_fleet_endpoint(*f, a->pos[0]);
-    if (!*ep) {
-        sw_err_set(&e, SW_ENOENT, "%s: no endpoint '%s'", fleet_path, a->pos[0]);
-        *rc = sw_cli_fail(&e, a->json);
-        return -1;
-    }
     return 0;
 }
 
@@ -165,7 +159,7 @@ int sw_cmd_deploy(int argc, char **argv)
     if (!sw_args_parse(&sw_spec_deploy, argc, argv, &a, &rc))
         return rc;
     if (a.npos < 1)
-        return sw_args_usage(&a, "name the ENDPOINT to deploy");
+        return sw_cli_need_endpoint(&a, " to deploy");
     struct sw_rollout_opts o = {0};
     o.dry_run = sw_args_flag(&a, "dry-run");
     o.worst_case = !sw_args_flag(&a, "no-worst-case");
@@ -189,7 +183,7 @@ int sw_cmd_deploy(int argc, char **argv)
         goto out;
     if (!no_ledger) {
         char lpath[4096];
-        const char *fleet_path = a.npos > 1 ? a.pos[1] : "fleet.yaml";
+        const char *fleet_path = f->path;
         /* read-write: every attempt, its steps and its tag or failure land in it (a dry run only
          * reads: it records nothing) */
         struct sw_ledger_open_opts oo = {.readonly = o.dry_run, .create = !o.dry_run};

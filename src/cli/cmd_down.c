@@ -1,5 +1,5 @@
 /*
- * slipway down [--json] [--grace S] NAME | --pid-file F | FLEET.yaml [ENDPOINT]
+ * slipway down [ENDPOINT|NAME...] [--fleet FILE] | --pid-file F [--grace S] [--json]
  *
  * Stop what `slipway up` started: SIGTERM to its process group, a grace period, SIGKILL. The pid
  * file's record (start time, boot id, executable, argv) must still describe the running process:
@@ -25,7 +25,7 @@ static const struct sw_opt opts[] = {
 
 static const char *const examples[] = {
     "slipway down local",
-    "slipway down examples/local.yaml",
+    "slipway down --fleet examples/local.yaml",
     "slipway down --pid-file run/local.pid --grace 30 --json",
     NULL,
 };
@@ -33,15 +33,19 @@ static const char *const examples[] = {
 const struct sw_cmd_spec sw_spec_down = {
     .name = "down",
     .summary = "stop an endpoint `up` started (checks the pid still names that process)",
-    .synopsis = "NAME | --pid-file FILE | FLEET.yaml [ENDPOINT] [--grace S] [--json]",
-    .about = "NAME is the endpoint name `slipway up` used (RUN_DIR/NAME.pid); a fleet file\n"
-             "stops its endpoint(s) that way (all of them when none is named). The record\n"
+    .synopsis = "[ENDPOINT|NAME...] [--fleet FILE] [--grace S] [--json]\n"
+                "--pid-file FILE [--grace S] [--json]",
+    .about = "NAME is the endpoint name `slipway up` used (RUN_DIR/NAME.pid), a fleet's endpoint\n"
+             "or the --name given to `up -- llama-server ...`; with no NAME, every endpoint of\n"
+             "the fleet (--fleet FILE, else $SLIPWAY_FLEET, else ./fleet.yaml), and with\n"
+             "--fleet, the ENDPOINTs named must be that fleet's. The record\n"
              "(start time, boot id, executable, argv) must still describe the process.\n"
              "Exit: 0 nothing slipway started is left running, 1 it survived SIGKILL or the\n"
              "record was refused, 2 unusable input.",
     .opts = opts,
-    .max_args = 2,
+    .max_args = 8,
     .examples = examples,
+    .fleet = true,
 };
 
 /* Stop what one pid file records. Exit code as documented above. */
@@ -132,7 +136,7 @@ static int down_fleet(const char *fleet_path, const char *endpoint, unsigned gra
 
 int sw_cmd_down(int argc, char **argv)
 {
-    const char *pid_file, *name = NULL, *fleet_path = NULL, *endpoint = NULL;
+    const char *pid_file, *name = NULL, *fleet_path = NULL;
     bool json;
     unsigned grace_ms = 10000;
     struct sw_err e;
@@ -148,35 +152,44 @@ int sw_cmd_down(int argc, char **argv)
     if (code)
         return code;
     grace_ms = (unsigned)grace;
-    if (a.npos > 0 && sw_fleet_is_file_name(a.pos[0])) {
-        fleet_path = a.pos[0];
-        endpoint = a.npos > 1 ? a.pos[1] : NULL;
-    } else if (a.npos > 1) {
-        return sw_args_usage(&a, "one endpoint at a time (got %s and %s)", a.pos[0], a.pos[1]);
-    } else if (a.npos == 1) {
-        name = a.pos[0];
+    if (pid_file && (a.npos || a.fleet))
+        return sw_args_usage(&a, "either --pid-file or NAME/--fleet, not both");
+    bool path_arg = false;
+    for (int i = 0; i < a.npos; i++)
+        path_arg |= sw_fleet_is_file_name(a.pos[i]) || strchr(a.pos[i], '/') != NULL;
+    if (!pid_file && (a.fleet || !a.npos || path_arg)) {
+        /* the fleet's endpoints (a file name where a NAME goes is refused there) */
+        struct sw_cli_fleet fl;
+        code = sw_cli_fleet(&a, 0, 0, &fl);
+        if (code)
+            return code;
+        fleet_path = fl.path;
     }
-    if (!pid_file && !name && !fleet_path)
-        return sw_args_usage(&a, "give a NAME, --pid-file FILE or a FLEET.yaml");
-    if (fleet_path && pid_file)
-        return sw_args_usage(&a, "either a fleet file or --pid-file, not both");
-    if (pid_file && name)
-        return sw_args_usage(&a, "either NAME or --pid-file, not both");
-    char path[4352] = "";
     if (fleet_path) {
-        /* down_fleet builds each path */
-    } else if (name) {
-        if (strchr(name, '/') || !strcmp(name, "..") || !strcmp(name, "."))
-            return sw_args_usage(&a, "'%s' is not an endpoint name", name);
-        char dir[4096];
-        if (sw_deploy_run_dir(dir, sizeof(dir), &e))
-            return sw_cli_fail(&e, json);
-        snprintf(path, sizeof(path), "%s/%s.pid", dir, name);
-    } else {
-        snprintf(path, sizeof(path), "%s", pid_file);
+        if (a.npos <= 1)
+            return down_fleet(fleet_path, a.npos ? a.pos[0] : NULL, grace_ms, json);
+        for (int i = 0; i < a.npos; i++) {
+            int c = down_fleet(fleet_path, a.pos[i], grace_ms, json); /* SW_MAX evaluates twice */
+            code = SW_MAX(code, c);
+        }
+        return code;
     }
-
-    if (fleet_path)
-        return down_fleet(fleet_path, endpoint, grace_ms, json);
-    return down_one(path, grace_ms, json);
+    char path[4352] = "";
+    if (pid_file)
+        return down_one(pid_file, grace_ms, json);
+    /* one or more names `up` used, each its own pid file */
+    char dir[4096];
+    if (sw_deploy_run_dir(dir, sizeof(dir), &e))
+        return sw_cli_fail(&e, json);
+    for (int i = 0; i < a.npos; i++) {
+        name = a.pos[i];
+        if (!strcmp(name, "..") || !strcmp(name, "."))
+            return sw_args_usage(&a, "'%s' is not an endpoint name", name);
+    }
+    for (int i = 0; i < a.npos; i++) {
+        snprintf(path, sizeof(path), "%s/%s.pid", dir, a.pos[i]);
+        int c = down_one(path, grace_ms, json); /* once: SW_MAX evaluates its arguments twice */
+        code = SW_MAX(code, c);
+    }
+    return code;
 }

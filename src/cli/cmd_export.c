@@ -1,5 +1,5 @@
 /*
- * slipway export harness|harness-models|llama-swap|prometheus [FLEET.yaml] [--ledger PATH] [--out FILE] [--json]
+ * slipway export harness|harness-models|llama-swap|prometheus [--fleet FILE] [--ledger PATH] [--out FILE] [--json]
  *
  *   harness     each endpoint's contextWindow (its real window from the plan) and the compaction
  *               request checked against the compaction endpoint's window; JSON always
@@ -25,33 +25,37 @@
 
 static const struct sw_opt opts[] = {
     {"ledger", 0, "PATH", 0, "the ledger (default: beside the fleet file)", NULL},
+    {"no-ledger", 0, NULL, 0,
+     "read no ledger: the fleet and its plans alone (no measured figures, no restarts)", NULL},
     {"out", 'o', "FILE", 0, "write the export to FILE atomically (mode 0644) instead of stdout",
      NULL},
     {0},
 };
 
 static const char *const examples[] = {
-    "slipway export harness examples/operator.yaml",
-    "slipway export llama-swap examples/operator.yaml --out /etc/llama-swap/config.yaml",
-    "slipway export prometheus examples/operator.yaml --out "
-    "/var/lib/node_exporter/textfile/slipway.prom",
+    "slipway export harness --fleet examples/operator.yaml",
+    "slipway export llama-swap --out /etc/llama-swap/config.yaml",
+    "slipway export prometheus --out /var/lib/node_exporter/textfile/slipway.prom",
     NULL,
 };
 
 const struct sw_cmd_spec sw_spec_export = {
     .name = "export",
     .summary = "write the fleet for the tools around it: harness, llama-swap, prometheus",
-    .synopsis = "harness|harness-models|llama-swap|prometheus [FLEET.yaml] [--ledger PATH] [--out "
-                "FILE] [--json]",
+    .synopsis = "harness|harness-models|llama-swap|prometheus [--fleet FILE] [--ledger PATH | "
+                "--no-ledger]\n"
+                "    [--out FILE] [--json]",
     .about = "harness: each endpoint's contextWindow = its real window (the plan's slot or\n"
              "request window) and the compaction request (ratio x window + summary budget)\n"
              "against the compaction endpoint's window. llama-swap: a config for the llama.cpp\n"
              "endpoints from their rendered argv. prometheus: a textfile-collector file.\n"
-             "FLEET.yaml defaults to ./fleet.yaml. Exit: 0 written, 1 the harness contract\n"
+             "The fleet: --fleet FILE, else $SLIPWAY_FLEET, else ./fleet.yaml.\n"
+             "Exit: 0 written, 1 the harness contract\n"
              "does not hold (still written) or writing failed, 2 unusable input.",
     .opts = opts,
-    .max_args = 2,
+    .max_args = 1,
     .examples = examples,
+    .fleet = true,
 };
 
 int sw_cmd_export(int argc, char **argv)
@@ -78,14 +82,23 @@ int sw_cmd_export(int argc, char **argv)
         strcmp(kind, "prometheus"))
         return sw_args_usage(
             &a, "unknown export '%s' (harness, harness-models, llama-swap, prometheus)", kind);
-    const char *fleet = a.npos > 1 ? a.pos[1] : "fleet.yaml";
+    struct sw_cli_fleet fl;
+    rc = sw_cli_fleet(&a, 1, 0, &fl);
+    if (rc)
+        return rc;
+    const char *fleet = fl.path;
     const char *ledger = sw_args_str(&a, "ledger"), *outp = sw_args_str(&a, "out");
     if (outp && !*outp)
         return sw_args_usage(&a, "--out: want a file");
+    static const char *const uses[] = {"ledger", NULL};
+    rc = sw_cli_no_ledger(&a, uses);
+    if (rc)
+        return rc;
 
     if (sw_fleet_load(fleet, NULL, &f, &e))
         goto fail;
-    if (sw_report_ledger_open(&l, ledger, fleet, &opened, path, sizeof(path), &e))
+    if (!sw_args_flag(&a, "no-ledger") &&
+        sw_report_ledger_open(&l, ledger, fleet, &opened, path, sizeof(path), &e))
         goto fail;
     struct sw_report_opts ro = {.ledger = opened ? &l : NULL};
 

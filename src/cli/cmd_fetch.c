@@ -1,8 +1,8 @@
 /*
- * slipway fetch ENDPOINT|DIR --verify-only [--fleet FLEET.yaml] [--manifest FILE] [--json]
+ * slipway fetch ENDPOINT|DIR --verify-only [--fleet FILE] [--manifest FILE] [--json]
  *                                          [--threads N] [--hash-all] [--write-manifest FILE]
  *                                          [--allow-unverified]
- * slipway fetch ENDPOINT|REPO [FLEET.yaml] [--revision R] [--include GLOB]... [--dest DIR]
+ * slipway fetch ENDPOINT|REPO [--fleet FILE] [--revision R] [--include GLOB]... [--dest DIR]
  *               [--dry-run] [--jobs N] [--manifest FILE] [--write-manifest FILE]
  *               [--allow-unverified] [--json|--quiet]
  *
@@ -30,6 +30,7 @@
 #include <slipway/payload.h>
 
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 
 enum mode { MODE_NONE = 0, MODE_VERIFY, MODE_DOWNLOAD };
@@ -61,7 +62,6 @@ static const struct sw_opt opts[] = {
      "re-hash what is on disk against the manifest (in parallel), sniff every\n"
      "file's body and check the layout; download nothing",
      NULL},
-    {"fleet", 0, "FLEET.yaml", 0, "the fleet ENDPOINT is in (default ./fleet.yaml)", NULL},
     {"manifest", 0, "FILE", 0,
      "the manifest (default for an ENDPOINT: FLEET.manifests/ENDPOINT.json)", NULL},
     {"write-manifest", 0, "FILE", 0, "pin what is on disk / fetched (sizes + sha256) as a manifest",
@@ -107,9 +107,9 @@ static const char *const examples[] = {
 const struct sw_cmd_spec sw_spec_fetch = {
     .name = "fetch",
     .summary = "download a payload from the Hub, verified and resumable; or --verify-only one",
-    .synopsis = "ENDPOINT|DIR --verify-only [--fleet FLEET.yaml] [--manifest FILE] [--json]\n"
+    .synopsis = "ENDPOINT|DIR --verify-only [--fleet FILE] [--manifest FILE] [--json]\n"
                 "    [--threads N] [--hash-all] [--write-manifest FILE] [--allow-unverified]\n"
-                "ENDPOINT|REPO [FLEET.yaml] [--revision R] [--include GLOB]... [--dest DIR]\n"
+                "ENDPOINT|REPO [--fleet FILE] [--revision R] [--include GLOB]... [--dest DIR]\n"
                 "    [--dry-run] [--jobs N] [--manifest FILE] [--write-manifest FILE]\n"
                 "    [--json | --quiet]",
     .about =
@@ -120,8 +120,9 @@ const struct sw_cmd_spec sw_spec_fetch = {
         "~/.cache/huggingface/token) that only you can read. Never on the command line.\n"
         "Exit: 0 all ok, 1 a problem found, 2 unusable input.",
     .opts = opts,
-    .max_args = 2,
+    .max_args = 1,
     .examples = examples,
+    .fleet = true,
 };
 
 static int parse_args(int argc, char **argv, struct opts *o)
@@ -137,7 +138,11 @@ static int parse_args(int argc, char **argv, struct opts *o)
     o->dry_run = sw_args_flag(&a, "dry-run");
     o->quiet = sw_args_flag(&a, "quiet");
     o->allow_unverified = sw_args_flag(&a, "allow-unverified");
-    o->fleet = sw_args_str(&a, "fleet");
+    /* ENDPOINT, REPO or DIR: the library tells them apart, so the fleet is not required here;
+     * --fleet, else $SLIPWAY_FLEET, else (NULL) ./fleet.yaml when it is there */
+    o->fleet = a.fleet;
+    if (!o->fleet && getenv(SW_CLI_FLEET_ENV_VAR) && *getenv(SW_CLI_FLEET_ENV_VAR))
+        o->fleet = getenv(SW_CLI_FLEET_ENV_VAR);
     o->manifest = sw_args_str(&a, "manifest");
     o->write_manifest = sw_args_str(&a, "write-manifest");
     o->revision = sw_args_str(&a, "revision");
@@ -157,12 +162,9 @@ static int parse_args(int argc, char **argv, struct opts *o)
         return sw_args_usage(&a, "--threads must be 1..256 (got %s)", v);
     o->threads = v ? (unsigned)t : 0;
     o->target = a.npos ? a.pos[0] : NULL;
-    if (a.npos > 1) {
-        const char *f = a.pos[1];
-        if (o->fleet || (!strstr(f, ".yaml") && !strstr(f, ".yml")))
-            return sw_args_usage(&a, "one ENDPOINT or DIR only (got %s and %s)", o->target, f);
-        o->fleet = f; /* fetch ENDPOINT FLEET.yaml */
-    }
+    if (o->target && sw_fleet_is_file_name(o->target))
+        return sw_args_usage(&a, "'%s' is a fleet file: did you mean --fleet %s?", o->target,
+                             o->target);
     if (!o->target)
         return sw_args_usage(&a, "give an ENDPOINT, a REPO or a DIR");
     if (o->mode == MODE_NONE)

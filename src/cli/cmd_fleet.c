@@ -1,10 +1,13 @@
 /*
  * slipway fleet show FLEET.yaml [ENDPOINT] [--json]
  * slipway fleet check FLEET.yaml [--json]
+ * slipway fleet names [--fleet FILE]   (hidden: what the shell completion offers for ENDPOINT)
  *
  * show: the hosts, devices, profiles and endpoints (engine, payload, shape, knobs, measured facts,
  * known-bad rules, env-file imports with where each value came from) and the harness.
  * check: every mistake in the file as file:line:col: what and why, then the warnings.
+ * names: the fleet's endpoint names, one a line, from the fleet every verb would read (--fleet,
+ * $SLIPWAY_FLEET, ./fleet.yaml); the completion script calls it with stderr discarded.
  * Exit: 0 the file loads, 2 it does not (or bad usage), 1 for anything else that failed.
  * The caller's environment takes part in env-file imports, as the operator's scripts do.
  */
@@ -51,7 +54,17 @@ static const struct sw_cmd_spec spec_check = {
     .examples = check_examples,
 };
 
-static const struct sw_cmd_spec *const subs[] = {&spec_show, &spec_check, NULL};
+static const struct sw_cmd_spec spec_names = {
+    .name = "fleet names",
+    .summary = "the fleet's endpoint names, one a line (for shell completion)",
+    .synopsis = "[--fleet FILE]",
+    .opts = no_opts,
+    .max_args = 0,
+    .hidden = true,
+    .fleet = true,
+};
+
+static const struct sw_cmd_spec *const subs[] = {&spec_show, &spec_check, &spec_names, NULL};
 
 const struct sw_cmd_spec sw_spec_fleet = {
     .name = "fleet",
@@ -374,6 +387,19 @@ static void print_fleet(const struct sw_fleet *f, const char *only)
     }
 }
 
+/* `fleet names`: quick and quiet, for the completion script. */
+static int fleet_names(const struct sw_args *a)
+{
+    struct sw_cli_fleet fl;
+    int rc = sw_cli_fleet(a, 0, SW_CLI_FLEET_LOAD | SW_CLI_FLEET_QUIET, &fl);
+    if (rc)
+        return rc;
+    for (size_t i = 0; i < fl.fleet->n_endpoints; i++)
+        printf("%s\n", fl.fleet->endpoints[i].name);
+    sw_fleet_free(fl.fleet);
+    return SW_EXIT_OK;
+}
+
 int sw_cmd_fleet(int argc, char **argv)
 {
     const struct sw_cmd_spec *sub;
@@ -381,6 +407,8 @@ int sw_cmd_fleet(int argc, char **argv)
     int exit_code;
     if (!sw_args_parse_sub(&sw_spec_fleet, argc, argv, &sub, &a, &exit_code))
         return exit_code;
+    if (sub == &spec_names)
+        return fleet_names(&a);
     bool json = a.json, check = sub == &spec_check;
     if (!a.npos)
         return sw_args_usage(&a, "which fleet file?");

@@ -1,5 +1,5 @@
 /*
- * slipway history ENDPOINT [FLEET.yaml] [--ledger PATH] [--json]
+ * slipway history ENDPOINT [--fleet FILE] [--ledger PATH] [--json]
  *
  *   The endpoint's tags, newest first (include/slipway/ledger.h, sw_ledger_history): each with
  *   its shape, what the ledger measured of that shape on the endpoint (boots, battery, bench,
@@ -24,12 +24,15 @@
 
 static const struct sw_opt opts[] = {
     {"ledger", 0, "PATH", 0,
-     "the ledger (default: $SLIPWAY_LEDGER, else beside FLEET, else ~/.local/share/slipway)", NULL},
+     "the ledger (default: $SLIPWAY_LEDGER, else beside the fleet, else ~/.local/share/slipway)",
+     NULL},
+    {"no-ledger", 0, NULL, SW_OPT_REFUSE,
+     "history shows the ledger's tags: without a ledger there is nothing to show", NULL},
     {0},
 };
 
 static const char *const examples[] = {
-    "slipway history frank-primary examples/operator.yaml",
+    "slipway history frank-primary --fleet examples/operator.yaml",
     "slipway history frank-small --ledger fleet.ledger.sqlite --json",
     NULL,
 };
@@ -37,19 +40,21 @@ static const char *const examples[] = {
 const struct sw_cmd_spec sw_spec_history = {
     .name = "history",
     .summary = "an endpoint's tags: shapes, measured figures, last-good, retired, restorable",
-    .synopsis = "ENDPOINT [FLEET.yaml] [--ledger PATH] [--json]",
+    .synopsis = "ENDPOINT [--fleet FILE] [--ledger PATH] [--json]",
     .about = "Lists the endpoint's tags (ENDPOINT-YYYYMMDD-N, newest first) with their shapes,\n"
              "what the ledger measured of each shape on the endpoint, which one is last-good,\n"
              "when and why each was retired, and whether each can be restored: its payload\n"
              "paths (at their recorded sizes) and image are on the host. That is checked here\n"
-             "when FLEET says the endpoint's host is local, over ssh when it is an ssh host\n"
-             "(\"not checked\" when it cannot be reached). Each payload file's sha256 as the\n"
+             "when the fleet says the endpoint's host is local, over ssh when it is an ssh host\n"
+             "(\"not checked\" when it cannot be reached, or when there is no fleet: no --fleet,\n"
+             "no $SLIPWAY_FLEET and no ./fleet.yaml). Each payload file's sha256 as the\n"
              "deploy read it on the host is shown.\n"
              "Then the endpoint's last deploy attempts. The ledger is opened read-only.\n"
              "Exit: 0 printed, 1 the ledger could not be read, 2 unusable input.",
     .opts = opts,
-    .max_args = 2,
+    .max_args = 1,
     .examples = examples,
+    .fleet = true,
 };
 
 static void print_measured(const json_t *m)
@@ -180,9 +185,13 @@ int sw_cmd_history(int argc, char **argv)
         return rc;
     bool json = a.json;
     if (a.npos < 1)
-        return sw_args_usage(&a, "name the ENDPOINT");
+        return sw_cli_need_endpoint(&a, NULL);
     const char *endpoint = a.pos[0];
-    const char *fleet_path = a.npos > 1 ? a.pos[1] : NULL;
+    struct sw_cli_fleet fl;
+    rc = sw_cli_fleet(&a, 0, SW_CLI_FLEET_OPTIONAL, &fl);
+    if (rc)
+        return rc;
+    const char *fleet_path = fl.path;
     const char *ledger_path = sw_args_str(&a, "ledger");
 
     struct sw_ledger_history_opts ho = {.unchecked = "not checked (no fleet given: the "

@@ -1,5 +1,5 @@
 /*
- * slipway hosts check [FLEET.yaml] [--host NAME] [--deadline DUR] [--json]
+ * slipway hosts check [--fleet FILE] [--host NAME] [--deadline DUR] [--json]
  *
  *   Reach each host of a fleet (include/slipway/host.h: local, or ssh with strict host keys) and
  *   say what its endpoints need that it lacks: systemd (installed, and its manager answering
@@ -27,26 +27,27 @@ static const struct sw_opt check_opts[] = {
 };
 
 static const char *const check_examples[] = {
-    "slipway hosts check examples/operator.yaml",
-    "slipway hosts check fleet.yaml --host dankserver --deadline 10s --json",
+    "slipway hosts check --fleet examples/operator.yaml",
+    "slipway hosts check --host dankserver --deadline 10s --json",
     NULL,
 };
 
 static const struct sw_cmd_spec spec_check = {
     .name = "hosts check",
     .summary = "reach each host; systemd, podman, engine binaries or images, payloads, free disk",
-    .synopsis = "[FLEET.yaml] [--host NAME] [--deadline DUR] [--json]",
+    .synopsis = "[--fleet FILE] [--host NAME] [--deadline DUR] [--json]",
     .about = "Per host: reached (transport, time), systemd and podman versions, whether the\n"
              "systemd manager answers (a manager that does not is a gap), and per endpoint\n"
              "on it: the engine binary (`binary`) or image (by digest) present, the payload\n"
              "present, free disk on the payload's filesystem. ssh hosts are reached with the\n"
              "user's ~/.ssh/config, keys only, and host keys checked strictly against the\n"
              "fleet's known_hosts (or the user's): an unknown or changed key is a gap.\n"
-             "FLEET.yaml defaults to ./fleet.yaml.\n"
+             "The fleet: --fleet FILE, else $SLIPWAY_FLEET, else ./fleet.yaml.\n"
              "Exit: 0 no gap, 1 a gap (each named), 2 unusable input.",
     .opts = check_opts,
-    .max_args = 1,
+    .max_args = 0,
     .examples = check_examples,
+    .fleet = true,
 };
 
 static const struct sw_opt no_opts[] = {{0}};
@@ -55,10 +56,11 @@ static const struct sw_cmd_spec *const subs[] = {&spec_check, NULL};
 const struct sw_cmd_spec sw_spec_hosts = {
     .name = "hosts",
     .summary = "check the fleet's hosts: reachable, systemd/podman, binaries, images, payloads",
-    .synopsis = "check [FLEET.yaml] [--host NAME] [--deadline DUR] [--json]",
+    .synopsis = "check [--fleet FILE] [--host NAME] [--deadline DUR] [--json]",
     .opts = no_opts,
     .max_args = -1,
     .subs = subs,
+    .fleet = true,
 };
 
 static void print_host(const json_t *o)
@@ -138,7 +140,11 @@ int sw_cmd_hosts(int argc, char **argv)
     if (!sw_args_parse_sub(&sw_spec_hosts, argc, argv, &sub, &a, &rc))
         return rc;
     bool json = a.json;
-    const char *path = a.npos ? a.pos[0] : "fleet.yaml";
+    struct sw_cli_fleet fl;
+    rc = sw_cli_fleet(&a, 0, 0, &fl);
+    if (rc)
+        return rc;
+    const char *path = fl.path;
     const char *only = sw_args_str(&a, "host");
     int64_t deadline_ms = 20000;
     sw_err_clear(&e);

@@ -1,5 +1,5 @@
 /*
- * slipway install ENDPOINT [FLEET.yaml] [--start] [--deadline DUR] [--timeout DUR] [--json]
+ * slipway install ENDPOINT [--fleet FILE] [--start] [--deadline DUR] [--timeout DUR] [--json]
  *
  *   Put an endpoint's rendered service on its host (include/slipway/service.h): the one render,
  *   its lint (an error refuses the install: nothing is touched on the host), `systemd-analyze
@@ -36,26 +36,26 @@ static const struct sw_opt opts[] = {
 };
 
 static const char *const examples[] = {
-    "slipway install frank-small examples/operator.yaml",
-    "slipway install frank-small fleet.yaml --start --timeout 10m --json",
+    "slipway install frank-small --fleet examples/operator.yaml",
+    "slipway install frank-small --start --timeout 10m --json",
     NULL,
 };
 
 const struct sw_cmd_spec sw_spec_install = {
     .name = "install",
     .summary = "install an endpoint's rendered service on its host; --start and prove it serves",
-    .synopsis =
-        "ENDPOINT [FLEET.yaml] [--start] [--deadline DUR] [--timeout DUR] [--ledger PATH] [--json]",
+    .synopsis = "ENDPOINT [--fleet FILE] [--start] [--deadline DUR] [--timeout DUR] [--ledger "
+                "PATH] [--json]",
     .about = "render -> lint (an error: nothing touched on the host) -> systemd-analyze verify on\n"
              "the host (staged copy) -> copy unit (0644) and env file (0600) atomically ->\n"
              "daemon-reload -> with --start: restart, active, /health 200, one-token generation.\n"
              "System units go to /etc/systemd/system (env file where the render says,\n"
              "/etc/slipway/NAME.env), user units to ~/.config/systemd/user.\n"
-             "FLEET.yaml defaults to ./fleet.yaml.\n"
              "Exit: 0 installed (serving with --start), 1 refused or failed, 2 unusable input.",
     .opts = opts,
-    .max_args = 2,
+    .max_args = 1,
     .examples = examples,
+    .fleet = true,
 };
 
 static void on_step(void *ctx, const struct sw_install_step *s)
@@ -82,9 +82,13 @@ int sw_cmd_install(int argc, char **argv)
         return rc;
     bool json = a.json;
     if (a.npos < 1)
-        return sw_args_usage(&a, "name the ENDPOINT to install");
+        return sw_cli_need_endpoint(&a, " to install");
     const char *name = a.pos[0];
-    const char *fleet_path = a.npos > 1 ? a.pos[1] : "fleet.yaml";
+    struct sw_cli_fleet fl;
+    rc = sw_cli_fleet(&a, 0, 0, &fl);
+    if (rc)
+        return rc;
+    const char *fleet_path = fl.path;
     int64_t dl = 60000, to = 300000;
     rc = sw_args_duration(&a, "deadline", 100, 86400000, &dl);
     if (!rc)

@@ -1,5 +1,5 @@
 /*
- * slipway ladder ENDPOINT [FLEET.yaml] [--knob K] [--max-boots N] [--dry-run] [--label NAME]
+ * slipway ladder ENDPOINT [--fleet FILE] [--knob K] [--max-boots N] [--dry-run] [--label NAME]
  *                [--runner auto|sim|local|rollout] [--memory-max BYTES] [--min V --max V --step V]
  *                [--ledger PATH | --no-ledger] [--boot-timeout DUR] [--probe-timeout DUR] [--json]
  *
@@ -66,16 +66,16 @@ static const struct sw_opt opts[] = {
 };
 
 static const char *const examples[] = {
-    "slipway ladder frank-primary examples/operator.yaml --dry-run",
-    "slipway ladder frank-primary fleet.yaml --runner sim --max-boots 3 --json",
-    "slipway ladder small fleet.yaml --runner local --memory-max 600MiB",
+    "slipway ladder frank-primary --fleet examples/operator.yaml --dry-run",
+    "slipway ladder frank-primary --runner sim --max-boots 3 --json",
+    "slipway ladder small --runner local --memory-max 600MiB",
     NULL,
 };
 
 const struct sw_cmd_spec sw_spec_ladder = {
     .name = "ladder",
     .summary = "the largest max_model_len/ctx/slots/KV that boots and survives, in few boots",
-    .synopsis = "ENDPOINT [FLEET.yaml] [--knob K] [--max-boots N] [--dry-run] [--label NAME]\n"
+    .synopsis = "ENDPOINT [--fleet FILE] [--knob K] [--max-boots N] [--dry-run] [--label NAME]\n"
                 "    [--set KEY=VALUE ...] [--runner auto|sim|local|rollout] [--sim-ledger PATH]\n"
                 "    [--memory-max BYTES]\n"
                 "    [--min V] [--max V] [--step V] [--ledger PATH | --no-ledger]\n"
@@ -89,8 +89,9 @@ const struct sw_cmd_spec sw_spec_ladder = {
              "of the same --label continues from them. Progress on stderr.\n"
              "Exit: 0 an answer was proven, 1 none, 2 unusable input.",
     .opts = opts,
-    .max_args = 2,
+    .max_args = 1,
     .examples = examples,
+    .fleet = true,
 };
 
 int sw_cmd_ladder(int argc, char **argv)
@@ -110,9 +111,13 @@ int sw_cmd_ladder(int argc, char **argv)
     if (!sw_args_parse(&sw_spec_ladder, argc, argv, &a, &rc))
         return rc;
     if (a.npos < 1)
-        return sw_args_usage(&a, "name the ENDPOINT");
+        return sw_cli_need_endpoint(&a, NULL);
     const char *name = a.pos[0];
-    const char *fleet_path = a.npos > 1 ? a.pos[1] : "fleet.yaml";
+    struct sw_cli_fleet fl;
+    rc = sw_cli_fleet(&a, 0, 0, &fl);
+    if (rc)
+        return rc;
+    const char *fleet_path = fl.path;
     const char *ks = sw_args_str(&a, "knob");
     if (ks && sw_ladder_knob_parse(ks, &o.knob))
         return sw_args_usage(&a,

@@ -26,11 +26,12 @@ struct opts {
     struct sw_ledger_at at; /* where the ledger is (--ledger, --fleet) and what was found there */
 };
 
-/* Every sub-verb takes these two: where the ledger is. */
-#define LEDGER_OPTS                                                                                \
-    {"ledger", 0, "PATH", 0, "the ledger (wins over --fleet)", NULL},                              \
-    {                                                                                              \
-        "fleet", 0, "FLEET.yaml", 0, "the ledger beside this fleet file", NULL                     \
+/* Every sub-verb takes these: where the ledger is (and no --no-ledger: the ledger is the verb). */
+#define LEDGER_OPTS                                                                                 \
+    {"ledger", 0, "PATH", 0, "the ledger (wins over --fleet)", NULL},                               \
+        {"no-ledger", 0, NULL, SW_OPT_REFUSE, "the ledger verb reads and writes the ledger", NULL}, \
+    {                                                                                               \
+        "fleet", 0, "FLEET.yaml", 0, "the ledger beside this fleet file", NULL                      \
     }
 #define OPT_ENDPOINT(what)                                                                         \
     {                                                                                              \

@@ -17,7 +17,6 @@
 #include <string.h>
 
 static const struct sw_opt opts[] = {
-    {"fleet", 0, "FILE", 0, "the fleet (default ./fleet.yaml)", NULL},
     {"follow", 'f', NULL, 0, "keep reading as the engine writes (Ctrl-C ends)", NULL},
     {"since", 0, "T", 0, "journalctl --since (\"1 hour ago\", 2026-10-01 13:00)", NULL},
     {"boot", 0, "N", 0, "journalctl --boot N (0 this boot, -1 the previous)", NULL},
@@ -40,7 +39,8 @@ const struct sw_cmd_spec sw_spec_logs = {
              "engine's boot-log parser and a failure (oom, compile, bad payload, ...) is\n"
              "marked with its class and phase.",
     .opts = opts,
-    .max_args = 2,
+    .max_args = 1,
+    .fleet = true,
     .examples = examples,
 };
 
@@ -78,17 +78,6 @@ int sw_cmd_logs(int argc, char **argv)
     if (!sw_args_parse(&sw_spec_logs, argc, argv, &a, &rc))
         return rc;
     g_json = a.json;
-    const char *path = sw_args_str(&a, "fleet"), *name = NULL;
-    for (int i = 0; i < a.npos; i++) {
-        if (!path && sw_fleet_is_file_name(a.pos[i]))
-            path = a.pos[i];
-        else if (!name)
-            name = a.pos[i];
-        else
-            return sw_args_usage(&a, "one endpoint at a time");
-    }
-    if (!name)
-        return sw_args_usage(&a, "which endpoint? slipway logs ENDPOINT");
     uint64_t lines = 200;
     rc = sw_args_number(&a, "lines", 1, 1000000, &lines);
     if (rc)
@@ -106,8 +95,16 @@ int sw_cmd_logs(int argc, char **argv)
         o.boot = (int)b;
         o.set_boot = true;
     }
-    if (sw_fleet_load(path ? path : "fleet.yaml", NULL, &f, &e))
-        return sw_cli_fail(&e, a.json);
+    struct sw_cli_fleet fl;
+    if ((rc = sw_cli_fleet(&a, 0, SW_CLI_FLEET_LOAD, &fl)))
+        return rc;
+    f = fl.fleet;
+    if (fl.n_endpoints != 1) {
+        sw_fleet_free(f);
+        return fl.n_endpoints ? sw_args_usage(&a, "one endpoint at a time")
+                              : sw_cli_need_endpoint(&a, "");
+    }
+    const char *name = fl.endpoints[0];
     sw_cli_catch_stop(false);
     o.stop = &sw_cli_stop;
     rc = sw_watch_logs(f, name, &o, &e);

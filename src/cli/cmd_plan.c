@@ -1,7 +1,7 @@
 /*
  * slipway plan --engine llama.cpp [--json] [--arch DECL.json] [--gpu NAME=BYTES ...]
  *              [--host-memory BYTES] -- llama-server -m FILE.gguf [llama-server flags]
- * slipway plan FLEET.yaml [ENDPOINT] [--json]
+ * slipway plan [ENDPOINT...] [--fleet FILE] [--json]
  *
  *   Predict what llama-server prints at boot for that command line (memory/llamacpp) and show the
  *   memory budget per device. The GGUF header is read for the architecture and weight bytes; with
@@ -54,7 +54,8 @@ static const struct sw_opt opts[] = {
 };
 
 static const char *const examples[] = {
-    "slipway plan examples/local.yaml",
+    "slipway plan --fleet examples/local.yaml",
+    "slipway plan frank-primary frank-small --fleet examples/operator.yaml --json",
     "slipway plan --engine llama.cpp --gpu CUDA0=24GiB -- llama-server -m model.gguf -c 32768 "
     "-np 2 -ngl 99",
     "slipway plan --engine vllm --gpu-memory 32GiB --json -- vllm serve MODEL_DIR "
@@ -67,7 +68,7 @@ const struct sw_cmd_spec sw_spec_plan = {
     .summary = "predict an engine's boot (memory lines, budget per device) from its command line",
     .synopsis = "--engine llama.cpp [--json] [--arch DECL.json] [--gpu NAME=BYTES ...]\n"
                 "    [--host-memory BYTES] -- llama-server -m FILE.gguf [llama-server flags]\n"
-                "FLEET.yaml [ENDPOINT] [--json]\n"
+                "[ENDPOINT...] [--fleet FILE] [--json]\n"
                 "--engine vllm|sglang [--json] [--version V] [--profile P.json]\n"
                 "    [--gpu-memory B] [--weights B] [--activation B] [--non-torch B]\n"
                 "    [--cudagraph B] [--pre-load-free B] [--post-load-avail B]\n"
@@ -78,7 +79,9 @@ const struct sw_cmd_spec sw_spec_plan = {
         "llama_memory_recurrent line, model/output/compute buffers) from its own flags and\n"
         "prints the memory budget per device; --json prints {\"report\": ..., \"budget\": ...,\n"
         "\"warnings\": [...]}.\n"
-        "A fleet file plans each endpoint from the argv the engine adapter renders, with the\n"
+        "Without --engine, the fleet (--fleet FILE, else $SLIPWAY_FLEET, else ./fleet.yaml)\n"
+        "plans each endpoint (or each ENDPOINT) from the argv the engine adapter renders, with "
+        "the\n"
         "endpoint's devices; the architecture comes from the GGUF when it is on this\n"
         "machine, else from the endpoint's `arch` when it is a llama.cpp declaration. A\n"
         "disabled endpoint (enabled: false) is planned too, marked so; its verdict does not\n"
@@ -87,9 +90,10 @@ const struct sw_cmd_spec sw_spec_plan = {
         "lines (or SGLang's pool line) from MODEL_DIR/config.json (docs/vllm-law.md,\n"
         "docs/sglang-law.md).",
     .opts = opts,
-    .max_args = 2,
+    .max_args = -1,
     .command_line = true,
     .examples = examples,
+    .fleet = true,
 };
 
 /* The human view of a vLLM/SGLang plan object: the lines the engine would print, the per-request
@@ -169,6 +173,8 @@ static int plan_vllm_sglang(const struct sw_args *a)
     if (a->npos)
         return sw_args_usage(a, "unexpected argument '%s' (the command line goes after --)",
                              a->pos[0]);
+    if (a->fleet)
+        return sw_args_usage(a, "--fleet goes with ENDPOINTs, not with --engine's command line");
     if (sw_args_flag(a, "arch") || sw_args_flag(a, "gpu") || sw_args_flag(a, "host-memory"))
         return sw_args_usage(a, "--arch, --gpu and --host-memory are llama.cpp's: vLLM and SGLang "
                                 "take --gpu-memory, --weights ...");
@@ -427,8 +433,19 @@ static void show_llamacpp(const struct sw_fleet_endpoint *ep, const struct sw_pl
     printf("\n");
 }
 
-static int plan_fleet(const char *path, const char *only, bool json)
+/* Is ep one of the n names asked for (all when n is 0)? */
+static bool asked(const struct sw_fleet_endpoint *ep, const struct sw_cli_fleet *fl)
 {
+    for (int i = 0; i < fl->n_endpoints; i++)
+        if (!strcmp(ep->name, fl->endpoints[i]))
+            return true;
+    return fl->n_endpoints == 0;
+}
+
+static int plan_fleet(const struct sw_cli_fleet *fl, bool json)
+{
+    const char *path = fl->path;
+    bool only = fl->n_endpoints > 0;
     struct sw_fleet *f = NULL;
     struct sw_err e;
     json_t *out = json ? json_object() : NULL, *eps = json ? json_array() : NULL;
@@ -444,11 +461,6 @@ static int plan_fleet(const char *path, const char *only, bool json)
         rc = sw_cli_fail(&e, json);
         goto done;
     }
-    if (only && !sw_fleet_endpoint(f, only)) {
-        sw_err_set(&e, SW_ENOENT, "%s: no endpoint '%s'", path, only);
-        rc = sw_cli_fail(&e, json);
-        goto done;
-    }
     for (size_t i = 0; i < f->n_endpoints; i++) {
         const struct sw_fleet_endpoint *ep = &f->endpoints[i];
         struct sw_plan_view v;
@@ -456,7 +468,7 @@ static int plan_fleet(const char *path, const char *only, bool json)
          * the exit unless it is the one asked for */
         bool counts = only || ep->enabled;
         const char *mark = ep->enabled ? "" : ", disabled: kept for the record";
-        if (only && strcmp(ep->name, only) != 0)
+        if (!asked(ep, fl))
             continue;
         n++;
         sw_err_clear(&e);
@@ -488,7 +500,7 @@ done:
 int sw_cmd_plan(int argc, char **argv)
 {
     bool json = false;
-    const char *engine = NULL, *fleet = NULL, *only = NULL;
+    const char *engine = NULL;
     struct sw_llamacpp_env env;
     struct sw_plan_cmdline pc;
     struct sw_err e;
@@ -504,8 +516,6 @@ int sw_cmd_plan(int argc, char **argv)
     engine = sw_args_str(&a, "engine");
     if (engine && (!strcmp(engine, "vllm") || !strcmp(engine, "sglang")))
         return plan_vllm_sglang(&a);
-    fleet = a.npos > 0 ? a.pos[0] : NULL;
-    only = a.npos > 1 ? a.pos[1] : NULL;
     for (size_t k = 0; k < SW_ARRAY_LEN(law_opts); k++)
         if (sw_args_flag(&a, law_opts[k]))
             return sw_args_usage(&a, "--%s is for --engine vllm or sglang", law_opts[k]);
@@ -517,11 +527,19 @@ int sw_cmd_plan(int argc, char **argv)
         sw_err_prefix(&e, "--host-memory");
         return sw_cli_fail(&e, json);
     }
-    if (fleet && !engine)
-        return plan_fleet(fleet, only, json);
-    if (!engine)
-        return sw_args_usage(
-            &a, "--engine is required (llama.cpp, vllm, sglang), or give a fleet file");
+    if (!engine && a.nrest)
+        return sw_args_usage(&a, "--engine is required with a command line (llama.cpp, vllm, "
+                                 "sglang)");
+    if (!engine) {
+        struct sw_cli_fleet fl;
+        rc = sw_cli_fleet(&a, 0, 0, &fl);
+        return rc ? rc : plan_fleet(&fl, json);
+    }
+    if (a.npos)
+        return sw_args_usage(&a, "unexpected argument '%s' (the command line goes after --)",
+                             a.pos[0]);
+    if (a.fleet)
+        return sw_args_usage(&a, "--fleet goes with ENDPOINTs, not with --engine's command line");
     if (strcmp(engine, "llama.cpp") && strcmp(engine, "llamacpp") && strcmp(engine, "llama-server"))
         return sw_args_usage(&a, "engine '%s' has no law here (llama.cpp, vllm, sglang)", engine);
     if (a.nrest < 1)

@@ -1,5 +1,5 @@
 /*
- * slipway probe URL|ENDPOINT [--fleet FLEET.yaml] [--json] [--only CHECKS] [--worst-case]
+ * slipway probe ENDPOINT|URL [--fleet FILE] [--json] [--only CHECKS] [--worst-case]
  *                           [--model NAME] [--window N] [--slots N] [--engine E]
  *                           [--vision yes|no] [--api-key-env VAR] [--timeout S]
  *                           [--ready-wait S] [--deadline S] [--record] [--ledger PATH]
@@ -25,7 +25,6 @@
 #include <string.h>
 
 static const struct sw_opt opts[] = {
-    {"fleet", 0, "FLEET.yaml", 0, "the fleet ENDPOINT is in (default ./fleet.yaml)", NULL},
     {"only", 0, "CHECKS", 0,
      "run only these checks (comma-separated): readiness liveness models chat\n"
      "stream reasoning tool_calls vision metrics over_length concurrency speed worst_case",
@@ -46,6 +45,8 @@ static const struct sw_opt opts[] = {
      NULL},
     {"record", 0, NULL, 0, "write the battery into the ledger", NULL},
     {"ledger", 0, "PATH", 0, "the ledger --record writes (default: beside the fleet)", NULL},
+    {"no-ledger", 0, NULL, 0,
+     "read and write no ledger (the battery is not recorded; not with --record)", NULL},
     {"quiet", 'q', NULL, 0, "no progress on stderr", NULL},
     {"svg", 0, "FILE", 0,
      "the speed check as a chart (decode and prefill tok/s by depth, client and\nserver)", NULL},
@@ -61,18 +62,20 @@ static const char *const examples[] = {
 const struct sw_cmd_spec sw_spec_probe = {
     .name = "probe",
     .summary = "run the live battery against an endpoint: readiness to worst case, with evidence",
-    .synopsis = "URL|ENDPOINT [--fleet FLEET.yaml] [--json] [--only CHECKS] [--worst-case]\n"
+    .synopsis = "ENDPOINT|URL [--fleet FILE] [--json] [--only CHECKS] [--worst-case]\n"
                 "    [--model NAME] [--window N] [--slots N] [--engine llama.cpp|vllm|sglang]\n"
                 "    [--vision yes|no] [--api-key-env VAR] [--timeout S] [--ready-wait S]\n"
                 "    [--deadline S] [--record] [--ledger PATH] [--quiet] [--svg FILE]",
     .about =
-        "ENDPOINT is a name in the fleet file (default ./fleet.yaml); URL is http(s)://...\n"
+        "ENDPOINT is a name in the fleet (--fleet FILE, else $SLIPWAY_FLEET, else\n"
+        "./fleet.yaml); URL is http(s)://...\n"
         "The fleet gives the URL, served name, engine, slots, window, projector and API key's\n"
         "reference; options override. Exit 0 every check passed or was skipped, 1 a check\n"
         "failed, 2 unusable input.",
     .opts = opts,
     .max_args = 1,
     .examples = examples,
+    .fleet = true,
 };
 
 /* The options into t (the fleet's figures already in it; options override them): 0, or the exit
@@ -158,8 +161,12 @@ int sw_cmd_probe(int argc, char **argv)
     int rc, exit_code = SW_EXIT_OK;
     if (!sw_args_parse(&sw_spec_probe, argc, argv, &a, &rc))
         return rc;
+    static const char *const uses[] = {"record", "ledger", NULL};
+    rc = sw_cli_no_ledger(&a, uses);
+    if (rc)
+        return rc;
     if (!a.npos)
-        return sw_args_usage(&a, "which URL or endpoint?");
+        return sw_cli_need_endpoint(&a, " (or a URL)");
     memset(&t, 0, sizeof(t));
     memset(&pe, 0, sizeof(pe));
     memset(&rep, 0, sizeof(rep));
@@ -167,9 +174,15 @@ int sw_cmd_probe(int argc, char **argv)
     sw_err_clear(&e);
     if (strstr(a.pos[0], "://")) {
         t.url = a.pos[0];
-    } else if (sw_probe_target_open(sw_args_str(&a, "fleet"), a.pos[0], &t, &pe, &e)) {
-        exit_code = sw_cli_fail(&e, a.json);
-        goto out;
+    } else {
+        struct sw_cli_fleet fl;
+        exit_code = sw_cli_fleet(&a, 0, 0, &fl);
+        if (exit_code)
+            goto out;
+        if (sw_probe_target_open(fl.path, a.pos[0], &t, &pe, &e)) {
+            exit_code = sw_cli_fail(&e, a.json);
+            goto out;
+        }
     }
     exit_code = read_opts(&a, &t);
     if (exit_code)

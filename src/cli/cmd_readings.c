@@ -29,6 +29,8 @@ static const struct sw_opt opts[] = {
     {"fleet", 0, "FLEET.yaml", 0, "the fleet whose endpoint the readings are of (--record)", NULL},
     {"endpoint", 0, "NAME", 0, "the endpoint the readings are of (--record)", NULL},
     {"ledger", 0, "PATH", 0, "the ledger (default: beside the fleet file)", NULL},
+    {"no-ledger", 0, NULL, 0,
+     "read and write no ledger (the readings are only shown; not with --record)", NULL},
     {0},
 };
 
@@ -180,6 +182,10 @@ int sw_cmd_readings(int argc, char **argv)
     struct sw_args a;
     int ex;
     if (!sw_args_parse(&sw_spec_readings, argc, argv, &a, &ex))
+        return ex;
+    static const char *const uses[] = {"record", "ledger", NULL};
+    ex = sw_cli_no_ledger(&a, uses);
+    if (ex)
         return ex;
     bool json = a.json, rec = sw_args_flag(&a, "record");
     enum sw_readings_tool tool = SW_READINGS_AUTO;

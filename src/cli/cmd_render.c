@@ -1,5 +1,5 @@
 /*
- * slipway render ENDPOINT [FLEET.yaml] [--out DIR] [--json]
+ * slipway render ENDPOINT [--fleet FILE] [--out DIR] [--json]
  *
  *   Render an endpoint as a systemd service (include/slipway/unit.h): the unit, its environment
  *   file and, for a container, the container's argv. The human view prints both files (secret
@@ -41,6 +41,8 @@ static const struct sw_opt opts[] = {
      NULL},
     {"ledger", 0, "PATH", 0,
      "k8s: the ledger for the gates and the measured boot time (default: beside the fleet)", NULL},
+    {"no-ledger", 0, NULL, 0, "read and write no ledger (k8s: the gates without ledger evidence)",
+     NULL},
     {"nodes", 0, "N", 0,
      "k8s, vLLM: serve across N nodes as a LeaderWorkerSet (the leader runs the Ray head and\n"
      "the engine, N-1 workers join it; the plan's tensor x pipeline parallel GPUs split evenly).\n"
@@ -55,13 +57,13 @@ static const struct sw_opt opts[] = {
 };
 
 static const char *const examples[] = {
-    "slipway render frank-primary examples/operator.yaml",
-    "slipway render frank-small examples/operator.yaml --out /tmp/units",
-    "slipway render local examples/local.yaml --json",
-    "slipway render frank-primary examples/operator.yaml --lint",
-    "slipway render --target k8s frank-primary examples/operator.yaml",
-    "slipway render --target k8s big-amd fleet.yaml --nodes 2 --out k8s/",
-    "slipway render --watch fleet.yaml --metrics 127.0.0.1:9464",
+    "slipway render frank-primary --fleet examples/operator.yaml",
+    "slipway render frank-small --fleet examples/operator.yaml --out /tmp/units",
+    "slipway render local --fleet examples/local.yaml --json",
+    "slipway render frank-primary --fleet examples/operator.yaml --lint",
+    "slipway render --target k8s frank-primary --fleet examples/operator.yaml",
+    "slipway render --target k8s big-amd --nodes 2 --out k8s/",
+    "slipway render --watch --fleet fleet.yaml --metrics 127.0.0.1:9464",
     NULL,
 };
 
@@ -69,18 +71,19 @@ const struct sw_cmd_spec sw_spec_render = {
     .name = "render",
     .summary = "render an endpoint as a systemd service: the unit, its env file, the container",
     .synopsis =
-        "ENDPOINT [FLEET.yaml] [--out DIR] [--lint] [--json]\n"
-        "--target k8s ENDPOINT [FLEET.yaml] [--ledger PATH] [--nodes N] [--out DIR] [--json]\n"
-        "--watch [FLEET.yaml] [--ledger PATH] [--metrics ADDR] [--out DIR]",
+        "ENDPOINT [--fleet FILE] [--out DIR] [--lint] [--json]\n"
+        "--target k8s ENDPOINT [--fleet FILE] [--ledger PATH] [--nodes N] [--out DIR] [--json]\n"
+        "--watch [--fleet FILE] [--ledger PATH] [--metrics ADDR] [--out DIR]",
     .about = "Renders from the endpoint's plan (the one argv of its engine) and the fleet's\n"
              "runtime: (native, podman, docker) and service: settings. Secrets go only to the\n"
              "env file; printed text shows them as ***. The same fleet renders byte-identical\n"
-             "files. FLEET.yaml defaults to ./fleet.yaml.\n"
+             "files. The fleet: --fleet FILE, else $SLIPWAY_FLEET, else ./fleet.yaml.\n"
              "Exit: 0 rendered, 1 the files could not be written or --lint found something,\n"
              "2 unusable input.",
     .opts = opts,
-    .max_args = 2,
+    .max_args = 1,
     .examples = examples,
+    .fleet = true,
 };
 
 /* What the options ask for. */
@@ -94,9 +97,13 @@ struct req {
 static int read_opts(const struct sw_args *a, struct req *q)
 {
     if (a->npos < 1)
-        return sw_args_usage(a, "name the ENDPOINT to render");
+        return sw_cli_need_endpoint(a, " to render");
     q->name = a->pos[0];
-    q->fleet_path = a->npos > 1 ? a->pos[1] : "fleet.yaml";
+    struct sw_cli_fleet fl;
+    int frc = sw_cli_fleet(a, 0, 0, &fl);
+    if (frc)
+        return frc;
+    q->fleet_path = fl.path;
     q->dir = sw_args_str(a, "out");
     q->lint = sw_args_flag(a, "lint");
     if (q->dir && !*q->dir)
@@ -109,6 +116,10 @@ static int read_opts(const struct sw_args *a, struct req *q)
         return sw_args_usage(a, "--lint is for the systemd unit (--target systemd)");
     if (!q->k8s && sw_args_str(a, "ledger"))
         return sw_args_usage(a, "--ledger goes with --target k8s");
+    static const char *const uses[] = {"ledger", NULL};
+    int lrc = sw_cli_no_ledger(a, uses);
+    if (lrc)
+        return lrc;
     if (sw_args_str(a, "nodes") && !q->k8s)
         return sw_args_usage(a, "--nodes goes with --target k8s");
     uint64_t nodes = 0;
@@ -172,7 +183,8 @@ static int render_k8s(const struct sw_args *a, const struct req *q, struct sw_fl
     memset(&l, 0, sizeof(l));
     sw_buf_init(&yaml, 16u << 20);
     sw_err_clear(&e);
-    if (sw_report_ledger_open(&l, sw_args_str(a, "ledger"), q->fleet_path, &opened, path,
+    if (!sw_args_flag(a, "no-ledger") &&
+        sw_report_ledger_open(&l, sw_args_str(a, "ledger"), q->fleet_path, &opened, path,
                               sizeof(path), &e))
         goto fail;
     struct sw_report_opts ro = {.ledger = opened ? &l : NULL};
@@ -315,13 +327,16 @@ static int render_watch(const struct sw_args *a)
     struct sw_err e;
     struct sw_buf b;
     char exe[PATH_MAX], fleet[PATH_MAX], ledger[PATH_MAX];
-    const char *fp = a->npos ? a->pos[0] : "fleet.yaml";
     const char *lp = sw_args_str(a, "ledger");
     const char *dir = sw_args_str(a, "out");
     int rc = SW_EXIT_OK;
     sw_err_clear(&e);
-    if (a->npos > 1)
+    if (a->npos > 0)
         return sw_args_usage(a, "--watch renders the supervisor of the whole fleet: no ENDPOINT");
+    struct sw_cli_fleet fl;
+    if ((rc = sw_cli_fleet(a, 0, 0, &fl)))
+        return rc;
+    const char *fp = fl.path;
     ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
     exe[n > 0 ? n : 0] = '\0';
     if (!realpath(fp, fleet)) {

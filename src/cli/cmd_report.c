@@ -1,5 +1,5 @@
 /*
- * slipway report [FLEET.yaml] [--ledger PATH] [--md OUT] [--html OUT] [--json] [--since DATE]
+ * slipway report [--fleet FILE] [--ledger PATH | --no-ledger] [--md OUT] [--html OUT] [--json] [--since DATE]
  *
  *   The fleet as people read it, from the fleet file, each endpoint's plan and the ledger: per
  *   host and endpoint its engine, payload, shape, window, budget per device (stacked bars in the
@@ -21,6 +21,7 @@
 
 static const struct sw_opt opts[] = {
     {"ledger", 0, "PATH", 0, "the ledger (default: beside the fleet file)", NULL},
+    {"no-ledger", 0, NULL, 0, "read no ledger: the fleet and its plan alone", NULL},
     {"md", 0, "FILE", 0, "write the Markdown report to FILE (atomically)", NULL},
     {"html", 0, "FILE", 0, "write the HTML page (inline SVG, no network) to FILE (atomically)",
      NULL},
@@ -30,24 +31,28 @@ static const struct sw_opt opts[] = {
 };
 
 static const char *const examples[] = {
-    "slipway report examples/operator.yaml",
-    "slipway report examples/operator.yaml --ledger fleet.sqlite --html fleet.html --md FLEET.md",
-    "slipway report examples/operator.yaml --since 2026-10-01 --json",
+    "slipway report --fleet examples/operator.yaml",
+    "slipway report --fleet examples/operator.yaml --ledger fleet.sqlite --html fleet.html --md "
+    "FLEET.md",
+    "slipway report --since 2026-10-01 --json",
     NULL,
 };
 
 const struct sw_cmd_spec sw_spec_report = {
     .name = "report",
     .summary = "the fleet as people read it: Markdown, one HTML page, JSON; from fleet + ledger",
-    .synopsis = "[FLEET.yaml] [--ledger PATH] [--md FILE] [--html FILE] [--since DATE] [--json]",
+    .synopsis = "[--fleet FILE] [--ledger PATH | --no-ledger] [--md FILE] [--html FILE]\n"
+                "    [--since DATE] [--json]",
     .about = "Per host and endpoint: engine, payload, shape, window, budget per device (weights,\n"
              "KV, state, compute, arena, other, free, against the band), measured decode and\n"
              "prefill, the last battery, known-bad shapes and why, the harness contract. Every\n"
-             "figure comes from the plan, a measured fact or a ledger row. FLEET.yaml defaults\n"
-             "to ./fleet.yaml. Exit: 0 written, 1 writing or the ledger failed, 2 unusable input.",
+             "figure comes from the plan, a measured fact or a ledger row. The fleet is --fleet\n"
+             "FILE, else $SLIPWAY_FLEET, else ./fleet.yaml; --no-ledger reports the fleet alone.\n"
+             "Exit: 0 written, 1 writing or the ledger failed, 2 unusable input.",
     .opts = opts,
-    .max_args = 1,
+    .max_args = 0,
     .examples = examples,
+    .fleet = true,
 };
 
 /* The Markdown or HTML view of doc, written to path atomically (mode 0644), or on stdout when
@@ -81,7 +86,11 @@ int sw_cmd_report(int argc, char **argv)
     sw_err_clear(&e);
     if (!sw_args_parse(&sw_spec_report, argc, argv, &a, &rc))
         return rc;
-    const char *fleet = a.npos ? a.pos[0] : "fleet.yaml";
+    struct sw_cli_fleet fl;
+    rc = sw_cli_fleet(&a, 0, 0, &fl);
+    if (rc)
+        return rc;
+    const char *fleet = fl.path;
     const char *ledger = sw_args_str(&a, "ledger"), *md = sw_args_str(&a, "md");
     const char *html = sw_args_str(&a, "html"), *s = sw_args_str(&a, "since");
     if ((md && !*md) || (html && !*html))
@@ -89,9 +98,12 @@ int sw_cmd_report(int argc, char **argv)
     if (s && (sw_ledger_parse_time(s, &since, &e) || since <= 0))
         return sw_args_usage(&a, "--since: want a date (2026-10-01 or ISO-8601), got '%s'", s);
 
+    bool no_ledger = sw_args_flag(&a, "no-ledger");
+    if (no_ledger && ledger)
+        return sw_args_usage(&a, "--ledger and --no-ledger together");
     if (sw_fleet_load(fleet, NULL, &f, &e))
         goto fail;
-    if (sw_report_ledger_open(&l, ledger, fleet, &opened, path, sizeof(path), &e))
+    if (!no_ledger && sw_report_ledger_open(&l, ledger, fleet, &opened, path, sizeof(path), &e))
         goto fail;
     struct sw_report_opts ro = {.ledger = opened ? &l : NULL, .since = since};
     if (sw_report_collect(f, &ro, &doc, &e))

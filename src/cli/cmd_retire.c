@@ -1,5 +1,5 @@
 /*
- * slipway retire PAYLOAD_DIR --to TRASH_DIR [FLEET.yaml] [--ledger PATH] [--dry-run] [--json]
+ * slipway retire PAYLOAD_DIR --to TRASH_DIR [--fleet FILE] [--ledger PATH] [--dry-run] [--json]
  *
  *   Move a payload directory out of the way, but only when no KEPT tag (not retired, of any
  *   endpoint: sw_ledger_tags_needing) still needs it: a tag whose manifest names a path in it,
@@ -29,13 +29,17 @@
 static const struct sw_opt opts[] = {
     {"to", 0, "TRASH_DIR", 0, "where the payload directory goes (created when missing)", NULL},
     {"ledger", 0, "PATH", 0,
-     "the ledger (default: $SLIPWAY_LEDGER, else beside FLEET, else ~/.local/share/slipway)", NULL},
+     "the ledger (default: $SLIPWAY_LEDGER, else beside the fleet, else ~/.local/share/slipway)",
+     NULL},
+    {"no-ledger", 0, NULL, SW_OPT_REFUSE,
+     "retire is refused while a kept tag of the ledger needs the payload: it cannot run blind",
+     NULL},
     {"dry-run", 0, NULL, 0, "check and say what would happen; move nothing", NULL},
     {0},
 };
 
 static const char *const examples[] = {
-    "slipway retire /models/old-qwen --to /models/.trash examples/operator.yaml",
+    "slipway retire /models/old-qwen --to /models/.trash --fleet examples/operator.yaml",
     "slipway retire /models/old-qwen --to /mnt/cold/trash --ledger fleet.ledger.sqlite --dry-run",
     NULL,
 };
@@ -43,7 +47,7 @@ static const char *const examples[] = {
 const struct sw_cmd_spec sw_spec_retire = {
     .name = "retire",
     .summary = "move a payload directory to a trash dir, refused while a kept tag needs it",
-    .synopsis = "PAYLOAD_DIR --to TRASH_DIR [FLEET.yaml] [--ledger PATH] [--dry-run] [--json]",
+    .synopsis = "PAYLOAD_DIR --to TRASH_DIR [--fleet FILE] [--ledger PATH] [--dry-run] [--json]",
     .about = "Refuses (exit 1, naming each tag and the paths it needs) while any kept tag of\n"
              "the ledger has a payload path in PAYLOAD_DIR (or PAYLOAD_DIR itself, or above\n"
              "it): retire those tags first (they are rollback targets). Otherwise moves it to\n"
@@ -52,8 +56,9 @@ const struct sw_cmd_spec sw_spec_retire = {
              "that leaves the source untouched and no partial copy). The move is recorded in\n"
              "the ledger. Exit: 0 moved, 1 refused or failed, 2 unusable input.",
     .opts = opts,
-    .max_args = 2,
+    .max_args = 1,
     .examples = examples,
+    .fleet = true,
 };
 
 static void print_json(const struct sw_payload_retire *r, bool dry)
@@ -110,8 +115,14 @@ int sw_cmd_retire(int argc, char **argv)
         return sw_args_usage(&a, "name the PAYLOAD_DIR to retire");
     if (!to)
         return sw_args_usage(&a, "--to TRASH_DIR is required");
+    /* the fleet only places the ledger: none (no --fleet, $SLIPWAY_FLEET or ./fleet.yaml) is
+     * fine */
+    struct sw_cli_fleet fl;
+    rc = sw_cli_fleet(&a, a.npos, SW_CLI_FLEET_OPTIONAL, &fl);
+    if (rc)
+        return rc;
     struct sw_payload_retire_opts o = {.ledger = sw_args_str(&a, "ledger"),
-                                       .fleet = a.npos > 1 ? a.pos[1] : NULL,
+                                       .fleet = fl.path,
                                        .dry_run = sw_args_flag(&a, "dry-run"),
                                        .note = "slipway retire"};
     if (sw_payload_retire(a.pos[0], to, &o, &r, &e)) {

@@ -1,5 +1,5 @@
 /*
- * slipway rollback ENDPOINT [FLEET.yaml] [--to TAG] [--deadline DUR] [--json]
+ * slipway rollback ENDPOINT [--fleet FILE] [--to TAG] [--deadline DUR] [--json]
  *
  *   Put an endpoint's saved set back by hand (include/slipway/rollout.h): the last-good set the
  *   last committed deploy left on the host (or the rollback set when there is none), or the set
@@ -22,21 +22,22 @@ static const struct sw_opt opts[] = {
 };
 
 static const char *const examples[] = {
-    "slipway rollback frank-small examples/operator.yaml",
-    "slipway rollback local fleet.yaml --to local-20261203-1",
+    "slipway rollback frank-small --fleet examples/operator.yaml",
+    "slipway rollback local --to local-20261203-1",
     NULL,
 };
 
 const struct sw_cmd_spec sw_spec_rollback = {
     .name = "rollback",
     .summary = "put an endpoint's last-good files back on its host and prove it serves",
-    .synopsis = "ENDPOINT [FLEET.yaml] [--to TAG] [--deadline DUR] [--json]",
+    .synopsis = "ENDPOINT [--fleet FILE] [--to TAG] [--deadline DUR] [--json]",
     .about = "Restores the saved unit and env files over the live ones, daemon-reload, restart,\n"
              "readiness, one-token generation. Holds the endpoint's deploy lock on the host.\n"
              "Exit: 0 it serves, 1 it did not (the unit is stopped), 2 unusable input.",
     .opts = opts,
-    .max_args = 2,
+    .max_args = 1,
     .examples = examples,
+    .fleet = true,
 };
 
 int sw_cmd_rollback(int argc, char **argv)
@@ -53,7 +54,7 @@ int sw_cmd_rollback(int argc, char **argv)
     if (!sw_args_parse(&sw_spec_rollback, argc, argv, &a, &rc))
         return rc;
     if (a.npos < 1)
-        return sw_args_usage(&a, "name the ENDPOINT to roll back");
+        return sw_cli_need_endpoint(&a, " to roll back");
     struct sw_rollout_opts o = {0};
     o.to_tag = sw_args_str(&a, "to");
     if (o.to_tag && (!o.to_tag[0] || strchr(o.to_tag, '/')))

@@ -9,8 +9,8 @@
 #include <slipway/fleet.h>
 #include <slipway/rollout.h>
 
-/* Load FLEET (a->pos[1], default ./fleet.yaml) and find ENDPOINT (a->pos[0]); on failure the
- * error is printed, *rc set and -1 returned. */
+/* Load the fleet (sw_cli_fleet: --fleet, $SLIPWAY_FLEET, ./fleet.yaml) and find ENDPOINT
+ * (a->pos[0]); on failure the error is printed, *rc set and -1 returned. */
 int sw__cli_rollout_endpoint(const struct sw_args *a, const char *verb, struct sw_fleet **f,
                              const struct sw_fleet_endpoint **ep, int *rc);
 /* The human view of a result. */

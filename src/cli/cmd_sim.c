@@ -1,5 +1,5 @@
 /*
- * slipway sim ENDPOINT [FLEET.yaml] [options]
+ * slipway sim ENDPOINT [--fleet FILE] [options]
  * slipway sim --engine llama.cpp|vllm [options] -- ENGINE ARGV...
  *
  *   An engine stand-in (slipway/sim.h): boots with the engine's boot-log lines carrying the law's
@@ -57,6 +57,8 @@ static const struct sw_opt opts[] = {
      "(vllm fleet endpoint) the recorded boots the headroom model is fitted on: the boot fails "
      "where it predicts",
      NULL},
+    {"no-ledger", 0, NULL, 0,
+     "read and write no ledger (the default: no headroom fit; not with --ledger)", NULL},
     {"set", 0, "KEY=VALUE", SW_OPT_REPEAT,
      "a variant of ENDPOINT's shape, as `slipway check --set` (slots=3, max_model_len=241664)",
      NULL},
@@ -86,13 +88,13 @@ static const struct sw_opt opts[] = {
 };
 
 static const char *const examples[] = {
-    "slipway sim local examples/local.yaml",
+    "slipway sim local --fleet examples/local.yaml",
     "slipway sim --engine llama.cpp --load-time 2s -- llama-server -m model.gguf -c 8192 -np 2",
     "slipway sim --engine vllm --device-memory 24GiB --weights 16GiB -- vllm serve MODEL_DIR "
     "--max-model-len 32768",
     "slipway sim --engine sglang -- python -m sglang.launch_server --model-path MODEL_DIR "
     "--context-length 32768 --max-total-tokens 200000 --enable-metrics",
-    "slipway sim frank-primary examples/operator.yaml --ledger seed.sqlite --set "
+    "slipway sim frank-primary --fleet examples/operator.yaml --ledger seed.sqlite --set "
     "max_model_len=245760",
     NULL,
 };
@@ -100,10 +102,10 @@ static const char *const examples[] = {
 const struct sw_cmd_spec sw_spec_sim = {
     .name = "sim",
     .summary = "an engine stand-in driven by the plan's law: boots, serves and fails like it",
-    .synopsis = "ENDPOINT [FLEET.yaml] [--listen ADDR] [--ready-file FILE] [--load-time D]\n"
+    .synopsis = "ENDPOINT [--fleet FILE] [--listen ADDR] [--ready-file FILE] [--load-time D]\n"
                 "    [--device-memory BYTES] [--seed N] [timing options]\n"
                 "--engine llama.cpp|vllm|sglang [options] -- ENGINE ARGV...\n"
-                "fit [FLEET.yaml] [--endpoint E] [--ledger DB] [--bench FILE] [--out FILE]",
+                "fit [ENDPOINT] [--fleet FILE] [--ledger DB] [--bench FILE] [--out FILE]",
     .about =
         "Boots like the engine: its boot-log lines with the law's numbers on stderr (`slipway\n"
         "bootlog parse` reads them, `bootlog diff` matches them to `plan`), a load time with\n"
@@ -113,9 +115,10 @@ const struct sw_cmd_spec sw_spec_sim = {
         "and /slots, with slots and an admission queue stepping on a timing model.\n"
         "The bound port is stdout's first line. SIGTERM stops it (exit 0).",
     .opts = opts,
-    .max_args = 2,
+    .max_args = 1,
     .command_line = true,
     .examples = examples,
+    .fleet = true,
 };
 
 static int bytes_opt(const struct sw_args *a, const char *name, uint64_t *out)
@@ -233,23 +236,25 @@ static int run(int rc, struct sw_sim *s, struct sw_err *e, bool json)
  * slipway sim fit
  */
 static const struct sw_opt fit_opts[] = {
-    {"endpoint", 0, "NAME", 0,
-     "the endpoint: its bench runs in the ledger, its declared figures in FLEET", NULL},
+    {"endpoint", 0, "NAME", SW_OPT_REFUSE,
+     "the endpoint goes first: slipway sim fit ENDPOINT [--fleet FILE]", NULL},
     {"ledger", 0, "PATH", 0, "read the endpoint's `slipway bench` runs from this ledger", NULL},
+    {"no-ledger", 0, NULL, 0,
+     "read and write no ledger (the default: fit --bench files or the fleet's figures)", NULL},
     {"bench", 0, "FILE", SW_OPT_REPEAT, "a `slipway bench --json` document (repeatable)", NULL},
     {"slots", 0, "N", 0, "the engine's slots (default: the highest concurrency measured)", NULL},
     {"max-batched-tokens", 0, "N", 0,
      "a step's token budget (default 2048: llama.cpp's -b; vLLM's max_num_batched_tokens)", NULL},
     {"out", 0, "FILE", 0,
-     "write the fit there (default with FLEET and --endpoint: ENDPOINT.sim-fit.json beside\n"
-     "the fleet file, which `slipway sim ENDPOINT FLEET` reads)",
+     "write the fit there (default with a fleet and ENDPOINT: ENDPOINT.sim-fit.json beside\n"
+     "the fleet file, which `slipway sim ENDPOINT` reads)",
      NULL},
     {0},
 };
 
 static const char *const fit_examples[] = {
-    "slipway sim fit --ledger fleet.ledger.sqlite --endpoint local --out local.sim-fit.json",
-    "slipway sim fit examples/operator.yaml --endpoint frank-primary",
+    "slipway sim fit local --ledger fleet.ledger.sqlite --out local.sim-fit.json",
+    "slipway sim fit frank-primary --fleet examples/operator.yaml",
     "slipway sim fit --bench run.json --json",
     NULL,
 };
@@ -257,17 +262,20 @@ static const char *const fit_examples[] = {
 static const struct sw_cmd_spec spec_fit = {
     .name = "sim fit",
     .summary = "fit the sim's timing model to bench runs or the operator's figures",
-    .synopsis = "[FLEET.yaml] [--endpoint E] [--ledger DB] [--bench FILE]... [--slots N]\n"
+    .synopsis = "[ENDPOINT] [--fleet FILE] [--ledger DB] [--bench FILE]... [--slots N]\n"
                 "    [--out FILE] [--json]",
     .about = "Fits the timing model (decode step cost by batch and KV depth, prefill cost per\n"
              "token and by depth; docs/sim.md) so that the sim's scheduler shows what was\n"
              "measured: the closed-loop points of `slipway bench` runs (from the ledger or a\n"
              "--json file), or the endpoint's declared figures (measured: decode_..._ctxN,\n"
              "prefill_..._ctxN in tok/s). Prints each figure beside the sim's prediction.\n"
+             "The fleet (--fleet FILE, else $SLIPWAY_FLEET, else ./fleet.yaml when it is\n"
+             "there) gives ENDPOINT's declared figures; without one, the ledger's runs alone.\n"
              "Exit 0 fitted, 1 no usable figure or the ledger could not be read, 2 bad input.",
     .opts = fit_opts,
     .max_args = 1,
     .examples = fit_examples,
+    .fleet = true,
 };
 
 static void fit_print(const json_t *doc, const char *out)
@@ -319,10 +327,21 @@ static int sim_fit(int argc, char **argv)
     sw_err_clear(&e);
     if (!sw_args_parse(&spec_fit, argc, argv, &a, &rc))
         return rc;
+    static const char *const uses[] = {"ledger", NULL};
+    rc = sw_cli_no_ledger(&a, uses);
+    if (rc)
+        return rc;
     int nb = sw_args_count(&a, "bench");
+    struct sw_cli_fleet fl = {0};
+    /* a fleet only with an ENDPOINT (its figures); the ledger's and the files' runs need none */
+    if (a.npos || a.fleet) {
+        rc = sw_cli_fleet(&a, 0, SW_CLI_FLEET_OPTIONAL, &fl);
+        if (rc)
+            return rc;
+    }
     struct sw_sim_fit_req q = {
-        .fleet = a.npos ? a.pos[0] : NULL,
-        .endpoint = sw_args_str(&a, "endpoint"),
+        .fleet = fl.path,
+        .endpoint = a.npos ? a.pos[0] : NULL,
         .ledger = sw_args_str(&a, "ledger"),
         .batch_tokens = 2048,
         .out = sw_args_str(&a, "out"),
@@ -334,9 +353,9 @@ static int sim_fit(int argc, char **argv)
     if (v && (sw_parse_i64(v, &q.batch_tokens, NULL) || q.batch_tokens < 1))
         return sw_args_usage(&a, "--max-batched-tokens: \"%s\" is not a count >= 1", v);
     if (q.fleet && !q.endpoint)
-        return sw_args_usage(&a, "a fleet's figures are an endpoint's: give --endpoint");
+        return sw_args_usage(&a, "a fleet's figures are an endpoint's: name the ENDPOINT");
     if (!q.fleet && !q.ledger && !nb)
-        return sw_args_usage(&a, "nothing to fit: give FLEET, --ledger or --bench");
+        return sw_args_usage(&a, "nothing to fit: give ENDPOINT with a fleet, --ledger or --bench");
     const char **bench = sw_calloc((size_t)nb + 1, sizeof(*bench));
     for (int i = 0; bench && i < nb; i++)
         bench[q.n_bench++] = sw_args_nth(&a, "bench", i);
@@ -357,7 +376,7 @@ static int sim_fit(int argc, char **argv)
     return 0;
 }
 
-/* `slipway sim ENDPOINT [FLEET]`: the endpoint's shape (varied by --set), its fit beside the fleet
+/* `slipway sim ENDPOINT [--fleet FILE]`: the endpoint's shape (varied by --set), its fit beside the fleet
  * file under the timing given on the line. */
 static int sim_fleet(const struct sw_args *a, struct sw_sim_config *c)
 {
@@ -370,7 +389,11 @@ static int sim_fleet(const struct sw_args *a, struct sw_sim_config *c)
                   {"decode-kv-us", SW_SIM_FIT_DECODE_KV},
                   {"prefill-us", SW_SIM_FIT_PREFILL_TOKEN}};
     const char *name = a->pos[0];
-    const char *path = a->npos > 1 ? a->pos[1] : "fleet.yaml";
+    struct sw_cli_fleet fl;
+    int frc = sw_cli_fleet(a, 0, 0, &fl);
+    if (frc)
+        return frc;
+    const char *path = fl.path;
     struct sw_fleet *f = NULL;
     struct sw_sim *s = NULL;
     struct sw_err e;
@@ -406,13 +429,17 @@ int sw_cmd_sim(int argc, char **argv)
         return sim_fit(argc - 1, argv + 1);
     if (!sw_args_parse(&sw_spec_sim, argc, argv, &a, &rc))
         return rc;
+    static const char *const uses[] = {"ledger", NULL};
+    rc = sw_cli_no_ledger(&a, uses);
+    if (rc)
+        return rc;
     rc = read_config(&a, &c);
     if (rc)
         return rc;
     const char *engine = sw_args_str(&a, "engine");
     if (!engine) {
         if (a.npos < 1)
-            return sw_args_usage(&a, "give ENDPOINT [FLEET.yaml], or --engine E -- ARGV");
+            return sw_args_usage(&a, "give ENDPOINT [--fleet FILE], or --engine E -- ARGV");
         if (a.nrest)
             return sw_args_usage(&a, "a fleet endpoint takes no command line after --");
         return sim_fleet(&a, &c);
@@ -420,6 +447,8 @@ int sw_cmd_sim(int argc, char **argv)
     if (a.npos)
         return sw_args_usage(&a, "unexpected argument '%s' (the command line goes after --)",
                              a.pos[0]);
+    if (a.fleet)
+        return sw_args_usage(&a, "--fleet goes with an ENDPOINT, not with --engine's command line");
     if (a.nrest < 1)
         return sw_args_usage(&a, "give the engine's command line after --");
     bool hf = !strcmp(engine, "vllm") || !strcmp(engine, "sglang");

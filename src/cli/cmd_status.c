@@ -1,5 +1,5 @@
 /*
- * slipway status [FLEET.yaml] [ENDPOINT] [--deadline DUR] [--json]
+ * slipway status [ENDPOINT] [--fleet FILE] [--deadline DUR] [--json]
  *
  *   Per endpoint, what its host says now (include/slipway/service.h): host and transport, the
  *   unit's state (ActiveState/SubState, NRestarts, MainPID, since), the shape it runs (the
@@ -26,23 +26,23 @@ static const struct sw_opt opts[] = {
      "`slipway report`, `slipway export prometheus`)",
      NULL},
     {"ledger", 0, "PATH", 0, "--record: the ledger (default: beside the fleet)", NULL},
-    {"no-ledger", 0, NULL, 0, "record nothing (the default without --record)", NULL},
+    {"no-ledger", 0, NULL, 0, "read and write no ledger (status reads none; not with --record)",
+     NULL},
     {0},
 };
 
 static const char *const examples[] = {
-    "slipway status examples/operator.yaml",
-    "slipway status fleet.yaml frank-small --deadline 5s --json",
-    "slipway status fleet.yaml --record",
+    "slipway status --fleet examples/operator.yaml",
+    "slipway status frank-small --deadline 5s --json",
+    "slipway status --record",
     NULL,
 };
 
 const struct sw_cmd_spec sw_spec_status = {
     .name = "status",
     .summary = "each endpoint on its host now: unit state, shape vs render, health, liveness",
-    .synopsis =
-        "[FLEET.yaml] [ENDPOINT] [--deadline DUR] [--record [--ledger PATH] | --no-ledger]\n"
-        "    [--json]",
+    .synopsis = "[ENDPOINT] [--fleet FILE] [--deadline DUR] [--record [--ledger PATH]]\n"
+                "    [--no-ledger] [--json]",
     .about = "Reads each host (its own deadline): systemctl show of the endpoint's unit, the\n"
              "installed unit and env file compared line by line with the render (secrets shown\n"
              "as ***), GET /health and a one-token generation, device memory from nvidia-smi,\n"
@@ -51,11 +51,12 @@ const struct sw_cmd_spec sw_spec_status = {
              "reported from the process instead of a unit: pid, since, its argv against what\n"
              "`up` would launch now; it serves when /health and the generation answer.\n"
              "--record adds one row per reached unit to the ledger (state, NRestarts, PID).\n"
-             "FLEET.yaml defaults to ./fleet.yaml.\n"
+             "The fleet is --fleet FILE, else $SLIPWAY_FLEET, else ./fleet.yaml.\n"
              "Exit: 0 all serving, 1 any not serving or unreachable, 2 usage.",
     .opts = opts,
-    .max_args = 2,
+    .max_args = 1,
     .examples = examples,
+    .fleet = true,
 };
 
 static void print_devices(const json_t *d)
@@ -198,9 +199,17 @@ int sw_cmd_status(int argc, char **argv)
     sw_err_clear(&e);
     if (!sw_args_parse(&sw_spec_status, argc, argv, &a, &rc))
         return rc;
+    static const char *const uses[] = {"record", "ledger", NULL};
+    rc = sw_cli_no_ledger(&a, uses);
+    if (rc)
+        return rc;
     bool json = a.json;
-    const char *path = a.npos ? a.pos[0] : "fleet.yaml";
-    const char *only = a.npos > 1 ? a.pos[1] : NULL;
+    struct sw_cli_fleet fl;
+    rc = sw_cli_fleet(&a, 0, 0, &fl);
+    if (rc)
+        return rc;
+    const char *path = fl.path;
+    const char *only = fl.n_endpoints ? fl.endpoints[0] : NULL;
     int64_t deadline_ms = 20000;
     rc = sw_args_duration(&a, "deadline", 100, 3600000, &deadline_ms);
     if (rc)

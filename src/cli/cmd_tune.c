@@ -1,5 +1,5 @@
 /*
- * slipway tune ENDPOINT [FLEET] --objective decode_tps@DEPTH|goodput[@DEPTH][:SLO]
+ * slipway tune ENDPOINT [--fleet FILE] --objective decode_tps@DEPTH|goodput[@DEPTH][:SLO]
  *              [--budget-boots N] [--repeats N] [--concurrency LIST | --max-concurrency N]
  *              [--tokens N] [--sim | --runner auto|local|sim|rollout] [--extra JSON]
  *              [--ledger PATH | --no-ledger] [--stop-running] [--dry-run] [--json] [--html OUT]
@@ -58,8 +58,9 @@ static const struct sw_opt opts[] = {
 };
 
 static const char *const examples[] = {
-    "slipway tune tiny fleet.yaml --objective decode_tps@128 --budget-boots 8",
-    "slipway tune frank-primary examples/operator.yaml --objective goodput:tpot=50ms --dry-run",
+    "slipway tune tiny --objective decode_tps@128 --budget-boots 8",
+    "slipway tune frank-primary --fleet examples/operator.yaml --objective goodput:tpot=50ms "
+    "--dry-run",
     NULL,
 };
 
@@ -67,7 +68,7 @@ const struct sw_cmd_spec sw_spec_tune = {
     .name = "tune",
     .summary = "search an endpoint's declared knobs for a better objective, in few boots",
     .synopsis =
-        "ENDPOINT [FLEET.yaml] --objective decode_tps@DEPTH|goodput[:SLO]\n"
+        "ENDPOINT [--fleet FILE] --objective decode_tps@DEPTH|goodput[:SLO]\n"
         "    [--budget-boots N] [--repeats N] [--concurrency LIST | --max-concurrency N]\n"
         "    [--tokens N] [--sim | --runner R] [--extra JSON] [--ledger PATH | --no-ledger]\n"
         "    [--stop-running] [--dry-run] [--json] [--html OUT] [--apply]",
@@ -79,11 +80,12 @@ const struct sw_cmd_spec sw_spec_tune = {
              "(the spread of the repeats), and is re-measured before it is crowned. A local\n"
              "llama.cpp endpoint boots here; a vLLM endpoint (or --sim) boots the simulator; an\n"
              "endpoint on an ssh host (or --runner rollout) is deployed there, probe by probe.\n"
-             "FLEET.yaml defaults to ./fleet.yaml. --apply writes a crowned winner into it.\n"
+             "--apply writes a crowned winner into the fleet file.\n"
              "Exit: 0 ran, 1 interrupted (or --apply could not place it), 2 unusable input.",
     .opts = opts,
-    .max_args = 2,
+    .max_args = 1,
     .examples = examples,
+    .fleet = true,
 };
 
 int sw_cmd_tune(int argc, char **argv)
@@ -98,9 +100,13 @@ int sw_cmd_tune(int argc, char **argv)
     sw_err_clear(&e);
     sw_tune_opts_init(&o);
     if (a.npos < 1)
-        return sw_args_usage(&a, "an ENDPOINT is required");
+        return sw_cli_need_endpoint(&a, " to tune");
     o.endpoint = a.pos[0];
-    o.fleet = a.npos > 1 ? a.pos[1] : "fleet.yaml";
+    struct sw_cli_fleet fl;
+    rc = sw_cli_fleet(&a, 0, 0, &fl);
+    if (rc)
+        return rc;
+    o.fleet = fl.path;
     const char *obj = sw_args_str(&a, "objective");
     if (!obj)
         return sw_args_usage(&a, "--objective is required (decode_tps@DEPTH or goodput[:SLO])");

@@ -1,6 +1,6 @@
 /*
  * slipway up [options] -- llama-server -m MODEL.gguf [llama-server flags]
- * slipway up [options] FLEET.yaml [ENDPOINT]
+ * slipway up [ENDPOINT] [--fleet FILE] [options]
  *
  * Plan, render, start the engine supervised (its own process group, log captured), wait for
  * readiness, prove liveness with a real one-token generation, print the printed boot report and
@@ -43,12 +43,14 @@ static const struct sw_opt opts[] = {
      "that ledger (default: beside the fleet file, $SLIPWAY_LEDGER,\n"
      "or ~/.local/share/slipway/ledger.sqlite); implies --record",
      NULL},
+    {"no-ledger", 0, NULL, 0,
+     "read and write no ledger (the boot is not recorded; not with --record)", NULL},
     {0},
 };
 
 static const char *const examples[] = {
-    "slipway up examples/local.yaml",
-    "slipway up --dry-run --json examples/local.yaml local",
+    "slipway up --fleet examples/local.yaml",
+    "slipway up local --dry-run --json --fleet examples/local.yaml",
     "slipway up --detach --name tiny -- llama-server -m model.gguf -c 4096 --port 8088",
     NULL,
 };
@@ -56,7 +58,7 @@ static const char *const examples[] = {
 const struct sw_cmd_spec sw_spec_up = {
     .name = "up",
     .summary = "boot a local endpoint supervised, prove it serves, diff predicted vs printed",
-    .synopsis = "[options] FLEET.yaml [ENDPOINT]\n"
+    .synopsis = "[ENDPOINT] [--fleet FILE] [options]\n"
                 "[options] -- llama-server -m MODEL.gguf [llama-server flags]",
     .about = "Starts the engine in its own process group (log captured), waits for readiness,\n"
              "proves liveness with a one-token generation, prints the printed boot report and\n"
@@ -69,9 +71,10 @@ const struct sw_cmd_spec sw_spec_up = {
              "Exit: 0 served and stopped cleanly / detached, 1 the boot failed, the endpoint is\n"
              "already running or the engine died while serving, 2 unusable input.",
     .opts = opts,
-    .max_args = 2,
+    .max_args = 1,
     .command_line = true,
     .examples = examples,
+    .fleet = true,
 };
 
 struct up_cli {
@@ -225,6 +228,10 @@ static int parse_args(int argc, char **argv, struct up_cli *c)
     memset(c, 0, sizeof(*c));
     if (!sw_args_parse(&sw_spec_up, argc, argv, &a, &code))
         return code ? code : -1;
+    static const char *const uses[] = {"record", "ledger", NULL};
+    code = sw_cli_no_ledger(&a, uses);
+    if (code)
+        return code;
     c->json = a.json;
     c->detach = sw_args_flag(&a, "detach");
     c->preflight = !sw_args_flag(&a, "no-preflight");
@@ -245,14 +252,19 @@ static int parse_args(int argc, char **argv, struct up_cli *c)
         return code;
     c->timeout_s = (unsigned)((timeout_ms + 999) / 1000); /* whole seconds, never less */
     c->grace_ms = (unsigned)grace_ms;
-    c->fleet = a.npos > 0 ? a.pos[0] : NULL;
-    c->endpoint = a.npos > 1 ? a.pos[1] : NULL;
     c->eng_argv = a.rest;
     c->eng_argc = a.nrest;
-    if (c->eng_argv && c->fleet)
-        return sw_args_usage(&a, "either a fleet file or -- llama-server ..., not both");
-    if (!c->eng_argv && !c->fleet)
-        return sw_args_usage(&a, "give a FLEET.yaml [ENDPOINT] or -- llama-server -m MODEL.gguf");
+    if (c->eng_argv && (a.npos || a.fleet))
+        return sw_args_usage(&a, "either an ENDPOINT (--fleet FILE) or -- llama-server ..., not "
+                                 "both");
+    if (c->eng_argv)
+        return 0;
+    struct sw_cli_fleet fl;
+    code = sw_cli_fleet(&a, 0, 0, &fl);
+    if (code)
+        return code;
+    c->fleet = fl.path;
+    c->endpoint = fl.n_endpoints ? fl.endpoints[0] : NULL;
     return 0;
 }
 

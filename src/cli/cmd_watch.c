@@ -21,7 +21,6 @@
 #include <time.h>
 
 static const struct sw_opt opts[] = {
-    {"fleet", 0, "FILE", 0, "the fleet (default ./fleet.yaml)", NULL},
     {"interval", 0, "DUR", 0,
      "between looks at an endpoint (default 30s; the fleet's\n"
      "watch.interval of an endpoint wins)",
@@ -32,6 +31,10 @@ static const struct sw_opt opts[] = {
     {"deadline", 0, "DUR", 0, "each look's host deadline (default: the interval, at most 20s)",
      NULL},
     {"ledger", 0, "PATH", 0, "the ledger (default: beside the fleet; created when missing)", NULL},
+    {"no-ledger", 0, NULL, SW_OPT_REFUSE,
+     "watch keeps its looks and actions in the ledger: a restarted watch reads them back so it\n"
+     "never acts twice; it cannot run without one",
+     NULL},
     {0},
 };
 
@@ -57,6 +60,7 @@ const struct sw_cmd_spec sw_spec_watch = {
              "docs/watch.md has the fleet keys.",
     .opts = opts,
     .max_args = -1,
+    .fleet = true,
     .examples = examples,
 };
 
@@ -104,18 +108,15 @@ int sw_cmd_watch(int argc, char **argv)
     if (!sw_args_parse(&sw_spec_watch, argc, argv, &a, &rc))
         return rc;
     g_json = a.json;
-    const char *path = sw_args_str(&a, "fleet");
+    struct sw_cli_fleet fl;
+    if ((rc = sw_cli_fleet(&a, 0, 0, &fl)))
+        return rc;
+    const char *path = fl.path;
     const char *only[SW_ARGS_MAX];
     size_t n_only = 0;
-    for (int i = 0; i < a.npos; i++) {
-        if (!path && sw_fleet_is_file_name(a.pos[i]))
-            path = a.pos[i];
-        else
-            only[n_only++] = a.pos[i];
-    }
+    for (int i = 0; i < fl.n_endpoints; i++)
+        only[n_only++] = fl.endpoints[i];
     only[n_only] = NULL;
-    if (!path)
-        path = "fleet.yaml";
     int64_t interval = 30000, deadline = 0;
     rc = sw_args_duration(&a, "interval", 1000, 86400000, &interval);
     if (!rc)

@@ -2,9 +2,10 @@
  * The bash completion script (zsh reads the same through bashcompinit), generated from the CLI's
  * own tables (cli.h's SW_VERBS and SW_SPECS, each verb's sw_spec_<verb>): verbs, sub-verbs, each
  * one's options (--json and --help too), file names after an option that takes a value, and at a
- * positional word the endpoint names of the fleet file on the line (else ./fleet.yaml, read with
- * `slipway fleet show`) for verbs whose synopsis takes an ENDPOINT. `slipway completion bash|zsh`
- * prints or writes it.
+ * positional word the endpoint names of the fleet (--fleet FILE on the line, else $SLIPWAY_FLEET,
+ * else ./fleet.yaml, read with the hidden `slipway fleet names`) for verbs whose synopsis takes an
+ * ENDPOINT (file names only when no name fits). `slipway completion bash|zsh` prints or writes
+ * it.
  *
  * What it does not do: know any verb (a new verb or option is completed without an edit here),
  * or write a file (the verb does).
@@ -17,7 +18,7 @@
  * those that take a value. */
 static int opt_words(struct sw_buf *b, const struct sw_cmd_spec *s, bool valued)
 {
-    int rc = 0;
+    int rc = s && s->fleet ? sw_buf_puts(b, " --fleet") : 0;
     for (const struct sw_opt *o = s ? s->opts : NULL; o && o->name && !rc; o++) {
         if (valued && !o->value)
             continue;
@@ -108,17 +109,20 @@ int sw_cli_bash_completion(struct sw_buf *b, bool zsh)
     if (!rc)
         rc = sw_buf_puts(
             b, "  esac\n}\n"
-               "# The endpoint names of a fleet file, as `slipway fleet show` prints them.\n"
+               "# The endpoint names of the fleet every verb would read: --fleet FILE on the line\n"
+               "# ($1), else $SLIPWAY_FLEET, else ./fleet.yaml (`slipway fleet names`: quiet).\n"
                "_slipway_endpoints() {\n"
-               "  [ -r \"$1\" ] || return 0\n"
-               "  \"${COMP_WORDS[0]}\" fleet show \"$1\" 2>/dev/null |\n"
-               "    sed -n 's/^endpoint \\([^: ]*\\)[: ].*/\\1/p'\n"
+               "  if [ -n \"$1\" ]; then\n"
+               "    \"${COMP_WORDS[0]}\" fleet names --fleet \"$1\" 2>/dev/null\n"
+               "  else\n"
+               "    \"${COMP_WORDS[0]}\" fleet names 2>/dev/null\n"
+               "  fi\n"
                "}\n"
                "_slipway() {\n"
                "  # zsh (bashcompinit): index COMP_WORDS from 0, as bash does\n"
                "  [ -n \"${ZSH_VERSION-}\" ] && setopt localoptions ksharrays\n"
                "  local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]}\n"
-               "  local verb key subs w i fleet=fleet.yaml\n"
+               "  local verb key subs w i fleet=\n"
                "  COMPREPLY=()\n"
                "  if [ \"$COMP_CWORD\" -eq 1 ]; then\n"
                "    COMPREPLY=($(compgen -W \"$_slipway_verbs\" -- \"$cur\"))\n"
@@ -133,7 +137,10 @@ int sw_cli_bash_completion(struct sw_buf *b, bool zsh)
                "  subs=$(_slipway_subs \"$verb\")\n"
                "  for ((i = 2; i < COMP_CWORD; i++)); do\n"
                "    w=${COMP_WORDS[i]}\n"
-               "    case \"$w\" in *.yaml | *.yml) fleet=$w ;; esac\n"
+               "    case \"$w\" in\n"
+               "      --fleet) fleet=${COMP_WORDS[i+1]} ;;\n"
+               "      --fleet=*) fleet=${w#--fleet=} ;;\n"
+               "    esac\n"
                "    if [ -n \"$subs\" ] && [ \"$key\" = \"$verb\" ]; then\n"
                "      case \" $subs \" in *\" $w \"*) key=\"$verb $w\" ;; esac\n"
                "    fi\n"
@@ -155,7 +162,8 @@ int sw_cli_bash_completion(struct sw_buf *b, bool zsh)
                "    *\" $verb \"*) COMPREPLY=($(compgen -W \"$(_slipway_endpoints \"$fleet\")\" -- "
                "\"$cur\")) ;;\n"
                "  esac\n"
-               "  COMPREPLY+=($(compgen -f -- \"$cur\"))\n"
+               "  # an ENDPOINT is a name, not a file: files only when no name fits\n"
+               "  [ ${#COMPREPLY[@]} -eq 0 ] && COMPREPLY=($(compgen -f -- \"$cur\"))\n"
                "  return 0\n"
                "}\n"
                "complete -o filenames -F _slipway slipway\n");

@@ -14,7 +14,9 @@ static void usage(FILE *f)
     fprintf(f, "usage: slipway <command> [args]   (slipway <command> --help for its options)\n\n");
     for (size_t i = 0; i < sw_cli_nverbs; i++)
         fprintf(f, "  %-12s %s\n", sw_cli_verbs[i].name, sw_cli_verbs[i].summary);
-    fprintf(f, "\nEvery command takes --json for machine-readable output (usage errors too).\n"
+    fprintf(f, "\nA command on a fleet's endpoints: slipway COMMAND [ENDPOINT...] [--fleet FILE];\n"
+               "the fleet is --fleet FILE, else $SLIPWAY_FLEET, else ./fleet.yaml.\n"
+               "Every command takes --json for machine-readable output (usage errors too).\n"
                "slipway help COMMAND is slipway COMMAND --help; slipway help --list lists every\n"
                "command and sub-command.\n"
                "Exit status: 0 ok, 1 the work found a failure, 2 unusable input or usage.\n");
@@ -29,6 +31,9 @@ static json_t *spec_json(const char *name, const char *summary, const struct sw_
         json_decref(opts);
         return NULL;
     }
+    if (s && s->fleet) /* the implicit --fleet FILE first, as --help shows it */
+        json_array_append_new(
+            opts, json_pack("{s:s,s:s,s:b}", "name", "fleet", "value", "FILE", "repeatable", 0));
     for (const struct sw_opt *o = s ? s->opts : NULL; o && o->name; o++) {
         if (o->flags & (SW_OPT_HIDDEN | SW_OPT_REFUSE))
             continue;
@@ -46,6 +51,7 @@ static json_t *spec_json(const char *name, const char *summary, const struct sw_
         sw_json_set_int(j, "max_args", s->max_args);
         sw_json_set_bool(j, "command_line", s->command_line);
         sw_json_set_bool(j, "has_subcommands", s->subs != NULL);
+        sw_json_set_bool(j, "fleet", s->fleet);
     }
     return j;
 }

@@ -10,6 +10,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 bool sw_args_wants_json(int argc, char **argv)
 {
@@ -71,6 +72,14 @@ int sw_args_usage(const struct sw_args *a, const char *fmt, ...)
 
 static const struct sw_opt json_opt = {"json", 0, NULL, 0, "machine-readable output (errors too)",
                                        NULL};
+/* Every .fleet verb's --fleet (cli.h's sw_cli_fleet resolves it and says where it came from). */
+static const struct sw_opt fleet_opt = {
+    "fleet", 0, "FILE", 0, "the fleet file (default: $SLIPWAY_FLEET, else ./fleet.yaml)", NULL};
+
+const struct sw_opt *sw_args_fleet_opt(void)
+{
+    return &fleet_opt;
+}
 
 /* The option a token names ("--name", "--name=v", "-s"); *inline_val set for "--name=v". */
 static const struct sw_opt *find(const struct sw_cmd_spec *s, const char *tok,
@@ -92,6 +101,8 @@ static const struct sw_opt *find(const struct sw_cmd_spec *s, const char *tok,
         *inline_val = eq + 1;
     if (n == 4 && !strncmp(name, "json", 4))
         return &json_opt;
+    if (s->fleet && n == 5 && !strncmp(name, "fleet", 5))
+        return &fleet_opt;
     for (const struct sw_opt *o = s->opts; o && o->name; o++)
         if ((strlen(o->name) == n && !strncmp(o->name, name, n)) ||
             (o->alias && strlen(o->alias) == n && !strncmp(o->alias, name, n)))
@@ -99,11 +110,37 @@ static const struct sw_opt *find(const struct sw_cmd_spec *s, const char *tok,
     return NULL;
 }
 
+bool sw_args_is_path(const char *w)
+{
+    size_t n = strlen(w);
+    return strchr(w, '/') || (n > 5 && !strcmp(w + n - 5, ".yaml")) ||
+           (n > 4 && !strcmp(w + n - 4, ".yml"));
+}
+
+int sw_args_not_endpoint(const struct sw_args *a, const char *w)
+{
+    struct stat st;
+    if (!stat(w, &st) && !S_ISDIR(st.st_mode))
+        return sw_args_usage(a, "'%s' is a file: did you mean --fleet %s?", w, w);
+    return sw_args_usage(a,
+                         "'%s' is a file name, not an endpoint (and there is no such file): the "
+                         "fleet goes in --fleet FILE",
+                         w);
+}
+
 /* One more positional argument: 0, or the usage error's exit code when the verb takes no more. */
 static int add_pos(struct sw_args *a, const char *t)
 {
-    if (a->spec->max_args >= 0 && a->npos >= a->spec->max_args)
+    if (a->spec->max_args >= 0 && a->npos >= a->spec->max_args) {
+        /* the old order (`render ENDPOINT FLEET.yaml`, `check FLEET.yaml ENDPOINT`): the file
+         * is what does not belong */
+        for (int i = 0; a->spec->fleet && i <= a->npos; i++) {
+            const char *w = i < a->npos ? a->pos[i] : t;
+            if (sw_args_is_path(w))
+                return sw_args_not_endpoint(a, w);
+        }
         return sw_args_usage(a, "unexpected argument '%s'", t);
+    }
     if (a->npos >= SW_ARGS_MAX)
         return sw_args_usage(a, "more than %d arguments", SW_ARGS_MAX);
     a->pos[a->npos++] = t;
@@ -173,6 +210,8 @@ bool sw_args_parse(const struct sw_cmd_spec *s, int argc, char **argv, struct sw
         }
         a->seen[a->n].opt = o;
         a->seen[a->n++].val = val;
+        if (o == &fleet_opt)
+            a->fleet = val;
     }
     return true;
 }
@@ -286,6 +325,8 @@ static const struct sw_opt *lookup(const struct sw_args *a, const char *name)
 {
     if (!strcmp(name, "json"))
         return &json_opt;
+    if (a->spec->fleet && !strcmp(name, "fleet"))
+        return &fleet_opt;
     for (const struct sw_opt *o = a->spec->opts; o && o->name; o++)
         if (!strcmp(o->name, name))
             return o;
@@ -556,8 +597,14 @@ void sw_args_help(const struct sw_cmd_spec *s, FILE *f)
     for (const struct sw_opt *o = s->opts; o && o->name; o++)
         if (!(o->flags & (SW_OPT_HIDDEN | SW_OPT_REFUSE)))
             width = SW_MAX(width, opt_head(o, head, sizeof(head)));
+    if (s->fleet)
+        width = SW_MAX(width, opt_head(&fleet_opt, head, sizeof(head)));
     width = SW_MIN(SW_MAX(width, 12), 30);
     fprintf(f, "\noptions:\n");
+    if (s->fleet) {
+        opt_head(&fleet_opt, head, sizeof(head));
+        help_line(f, head, width, fleet_opt.help, "");
+    }
     for (const struct sw_opt *o = s->opts; o && o->name; o++) {
         if (o->flags & (SW_OPT_HIDDEN | SW_OPT_REFUSE))
             continue;

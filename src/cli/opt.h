@@ -6,7 +6,8 @@
  *   an unknown option, a missing value, a repeated single option or a stray argument is a usage
  *   error: ONE line on stderr naming the token, exit 2, and under --json (anywhere on the line)
  *   {"error": {...}} on stdout, the shape sw_cli_fail prints for every other error;
- *   --help / -h prints the usage, options and examples on stdout, exit 0.
+ *   --help / -h prints the usage, options and examples on stdout, exit 0;
+ *   a verb that declares .fleet takes --fleet FILE as well (one spelling for every verb).
  * What a value means is the verb's, read through the typed values below (a duration, a size, a
  * number, a list) so every verb accepts and refuses the same spellings; anything else the verb
  * checks itself and reports with sw_args_usage, so it reads the same way.
@@ -49,6 +50,10 @@ struct sw_cmd_spec {
     const char *const *examples;           /* NULL-terminated, each "slipway ..."; or NULL */
     const struct sw_cmd_spec *const *subs; /* sub-verbs (NULL-terminated), or NULL */
     bool hidden;                           /* a test hook: not in help nor in `help --list` */
+    /* The verb acts on a fleet's endpoints: the parser accepts --fleet FILE (implicit, as --json
+     * is, in help and completion too) into sw_args.fleet, and the verb resolves the fleet and
+     * checks its ENDPOINT arguments with sw_cli_fleet (cli.h). */
+    bool fleet;
 };
 
 #define SW_ARGS_MAX 256
@@ -66,6 +71,7 @@ struct sw_args {
     const char *pos[SW_ARGS_MAX];
     int nrest; /* command_line verbs: argc/argv after `--` (0/NULL when none) */
     char **rest;
+    const char *fleet; /* spec->fleet verbs: --fleet's value, or NULL (sw_cli_fleet resolves) */
 };
 
 /* Read argv (argv[0] is the verb's name) against s. True when the verb should run; false when it
@@ -119,6 +125,15 @@ int sw_args_list(const struct sw_args *a, const char *name, uint64_t min, uint64
 int sw_args_usage(const struct sw_args *a, const char *fmt, ...) SW_PRINTF(2, 3);
 /* The same, before a table is at hand (main's dispatch): `verb` names who speaks. */
 int sw_cli_usage_json(const char *verb, bool json, const char *fmt, ...) SW_PRINTF(3, 4);
+
+/* The --fleet FILE a .fleet verb takes without listing it (for help, completion and man pages). */
+const struct sw_opt *sw_args_fleet_opt(void);
+/* Does a word on the line name a file (a path, or a name ending in .yaml/.yml) rather than an
+ * endpoint? Endpoint names have neither. */
+bool sw_args_is_path(const char *w);
+/* The usage error for such a word where an ENDPOINT goes: "'F' is a file: did you mean
+ * --fleet F?" (or that there is no such file either). Returns SW_EXIT_USAGE. */
+int sw_args_not_endpoint(const struct sw_args *a, const char *w);
 
 /* The usage, options and examples of s on f. */
 void sw_args_help(const struct sw_cmd_spec *s, FILE *f);

@@ -70,6 +70,8 @@ static int scd_synopsis(struct sw_buf *b, const struct sw_cmd_spec *s)
 static int scd_options(struct sw_buf *b, const struct sw_cmd_spec *s)
 {
     int rc = 0;
+    if (s->fleet)
+        rc = sw_buf_printf(b, "*--fleet* _FILE_\n\t%s\n\n", sw_args_fleet_opt()->help);
     for (const struct sw_opt *o = s->opts; o && o->name && !rc; o++) {
         rc = sw_buf_printf(b, "*--%s*", o->name);
         if (!rc && o->alias)

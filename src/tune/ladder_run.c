@@ -303,6 +303,7 @@ static int sim_argv(const struct sim_rung *s, enum sw_ladder_knob knob, int64_t 
     argv[k++] = (char *)o->sim_exe;
     argv[k++] = "sim";
     argv[k++] = (char *)s->r.ep->name;
+    argv[k++] = "--fleet"; /* slipway VERB ENDPOINT --fleet FILE */
     argv[k++] = (char *)s->r.f->path;
     argv[k++] = "--listen";
     argv[k++] = "127.0.0.1:0";

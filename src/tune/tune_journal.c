@@ -16,6 +16,12 @@
 static int open_ledger(struct sw__tune_run *r, char *path, size_t n, struct sw_err *e)
 {
     struct sw_ledger_open_opts lo;
+    if (r->o->no_ledger) { /* --no-ledger: nothing journaled, nothing resumed */
+        r->have_ledger = false;
+        if (n)
+            path[0] = '\0';
+        return 0;
+    }
     memset(&lo, 0, sizeof(lo));
     lo.create = !r->o->dry_run;
     lo.readonly = r->o->dry_run;

@@ -5,7 +5,7 @@
  *          deploy's supervisor (sw_deploy_up: preflight, readiness, a one-token liveness proof,
  *          its own process group, killed with us), stopped with sw_child_stop;
  *   sim    the engine stand-in serving the same plan (llama.cpp: the plan; vLLM: the law's plan
- *          object and the payload directory, as `slipway sim FLEET EP` does) in a forked child,
+ *          object and the payload directory, as `slipway sim EP --fleet FLEET` does) in a forked child,
  *          its port read from its ready file, /health polled until the engine is up, SIGTERM to
  *          stop it;
  *   rollout  sw_rollout_deploy of the candidate on the endpoint's host (gates, stage, boot,

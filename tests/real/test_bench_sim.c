@@ -351,9 +351,9 @@ static void test_roofline_against_sim(void **state)
     snprintf(fleet, sizeof(fleet), "%s", swt_join(g_dir, "fleet.yaml"));
     swt_write_str(fleet, yaml);
     const char *argv[] = {
-        swt_bin(),     "sim", "roofed",           fleet,   "--listen",        listen,
-        "--load-time", "0",   "--decode-base-us", "20000", "--decode-seq-us", "0",
-        NULL};
+        swt_bin(), "sim",         "roofed", "--fleet",          fleet,   "--listen",
+        listen,    "--load-time", "0",      "--decode-base-us", "20000", "--decode-seq-us",
+        "0",       NULL};
     assert_int_equal(spawn_sim(g_dir, argv), port);
     struct swt_run r;
     char svg[4300];

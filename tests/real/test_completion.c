@@ -5,7 +5,8 @@
  *   - bash: after sourcing the script `complete -p slipway` names the function; every verb
  *     completes from its prefix; every verb and sub-verb completes each of its options after
  *     "--"; a sub-verb completes from its prefix; an option's value completes file names; a
- *     positional word of a verb that takes an ENDPOINT completes the fleet file's endpoints;
+ *     positional word of a verb that takes an ENDPOINT completes the endpoints of the fleet
+ *     (--fleet on the line, else $SLIPWAY_FLEET, else ./fleet.yaml), file names when none fits;
  *   - zsh (through bashcompinit): the function is registered and indexes like bash;
  *   - man: scripts/man.sh (the build's step) writes one page per verb, slipway(1) and
  *     slipway-fleet(5) (from docs/fleet.md); each renders with `man --warnings -l` and nothing on
@@ -115,8 +116,9 @@ static void test_bash(void **state)
              "c() { local k=$1; shift; COMP_WORDS=(\"$@\"); COMP_CWORD=$(( ${#COMP_WORDS[@]} - 1 "
              "));\n"
              "  _slipway; echo \"$k: ${COMPREPLY[*]}\"; }\n"
+             "T='%s/ep'; mkdir -p \"$T\"\n"
              "cd '%s'\n",
-             comp, SW_SOURCE_DIR);
+             comp, dir, SW_SOURCE_DIR);
     size_t i;
     json_t *v;
     json_array_foreach(verbs, i, v)
@@ -133,8 +135,16 @@ static void test_bash(void **state)
     }
     /* an option's value: file names; a positional word of an ENDPOINT verb: the endpoints */
     cat(script, sizeof(script), "c V slipway report --md CMake\n");
-    cat(script, sizeof(script), "c E slipway render examples/operator.yaml frank-s\n");
-    cat(script, sizeof(script), "c N slipway render --n\n");
+    cat(script, sizeof(script), "c E slipway render --fleet examples/operator.yaml frank-s\n");
+    cat(script, sizeof(script), "c Q slipway render --fleet=examples/operator.yaml frank-s\n");
+    /* no --fleet: $SLIPWAY_FLEET, else ./fleet.yaml (none in the source dir: file names) */
+    cat(script, sizeof(script),
+        "SLIPWAY_FLEET=examples/operator.yaml c S slipway deploy frank-pr\n");
+    cat(script, sizeof(script), "c D slipway status frank-pr\n");
+    cat(script, sizeof(script),
+        "(cd examples && cp operator.yaml \"$T/fleet.yaml\" && cp *.env \"$T/\" && cd \"$T\" && "
+        "c L slipway ladder frank-s)\n");
+    cat(script, sizeof(script), "c N slipway render --nod\n");
     shell("bash", script, &r);
     char buf[4096];
     assert_non_null(strstr(r.out, "complete -o filenames -F _slipway slipway\n"));
@@ -162,6 +172,11 @@ static void test_bash(void **state)
     }
     assert_string_equal(line_of(r.out, "V: ", buf, sizeof(buf)), "V: CMakeLists.txt");
     assert_string_equal(line_of(r.out, "E: ", buf, sizeof(buf)), "E: frank-small");
+    assert_string_equal(line_of(r.out, "Q: ", buf, sizeof(buf)), "Q: frank-small");
+    assert_string_equal(line_of(r.out, "S: ", buf, sizeof(buf)),
+                        "S: frank-primary frank-primary-sglang");
+    assert_string_equal(line_of(r.out, "D: ", buf, sizeof(buf)), "D: ");
+    assert_string_equal(line_of(r.out, "L: ", buf, sizeof(buf)), "L: frank-small");
     assert_string_equal(line_of(r.out, "N: ", buf, sizeof(buf)), "N: --nodes");
     swt_run_free(&r);
 }

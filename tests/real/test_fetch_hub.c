@@ -734,7 +734,7 @@ static void test_endpoint_with_manifest_beside_fleet(void **state)
     snprintf(mdir, sizeof(mdir), "%s/fleet.manifests", c->tmp);
     assert_int_equal(sw_mkdir_p(mdir, 0755, &e), 0);
     struct swt_run r;
-    swt_slipway(&r, "fetch", "tiny", fleet, "--write-manifest", man, "--json", NULL);
+    swt_slipway(&r, "fetch", "tiny", "--fleet", fleet, "--write-manifest", man, "--json", NULL);
     if (r.status != 0)
         print_error("%s\n%s\n", r.out, r.err);
     assert_int_equal(r.status, 0);
@@ -756,7 +756,7 @@ static void test_endpoint_with_manifest_beside_fleet(void **state)
     char *log0 = swhub_log_text(c->hub);
     size_t n0 = strlen(log0);
     free(log0);
-    swt_slipway(&r, "fetch", "tiny", fleet, NULL);
+    swt_slipway(&r, "fetch", "tiny", "--fleet", fleet, NULL);
     assert_int_equal(r.status, 0);
     assert_non_null(strstr(r.out, "downloaded"));
     swt_run_free(&r);

@@ -165,7 +165,7 @@ static void test_default_ports(void **state)
             fail_msg("fleet show does not say '%s':\n%s", want[i].reached, r.out);
     swt_run_free(&r);
     for (size_t i = 0; i < SW_ARRAY_LEN(want); i++) {
-        assert_int_equal(swt_slipway(&r, "render", want[i].ep, fleet, NULL), 0);
+        assert_int_equal(swt_slipway(&r, "render", want[i].ep, "--fleet", fleet, NULL), 0);
         if (!strstr(r.out, want[i].port))
             fail_msg("render %s: no '%s' in:\n%s%s", want[i].ep, want[i].port, r.out, r.err);
         swt_run_free(&r);

@@ -722,7 +722,7 @@ static void test_hosts_check_cli(void **state)
      * not systemd): no unit could start here, so that is then the one gap, and everything else
      * is checked as on a machine with one */
     bool manager = manager_answers();
-    assert_int_equal(swt_slipway(&r, "hosts", "check", fleet, "--json", NULL), 0);
+    assert_int_equal(swt_slipway(&r, "hosts", "check", "--fleet", fleet, "--json", NULL), 0);
     if (r.status != (manager ? 0 : 1))
         fail_msg("hosts check (systemd manager %s): %s %s", manager ? "answers" : "absent", r.out,
                  r.err);
@@ -751,7 +751,7 @@ static void test_hosts_check_cli(void **state)
     /* the image gone (same digest, removed from the store): exit 1, the gap names it */
     const char *rmi[] = {"podman", "rmi", "-f", tag, NULL};
     assert_true(run_ok(rmi));
-    assert_int_equal(swt_slipway(&r, "hosts", "check", fleet, NULL), 0);
+    assert_int_equal(swt_slipway(&r, "hosts", "check", "--fleet", fleet, NULL), 0);
     assert_int_equal(r.status, 1);
     assert_non_null(strstr(r.out, "GAP testhost: endpoint boxed: image localhost/"));
     assert_non_null(strstr(r.out, "not present in podman"));
@@ -760,7 +760,7 @@ static void test_hosts_check_cli(void **state)
 
     /* the payload directory missing: exit 1, the gap named */
     assert_int_equal(rmdir(models), 0);
-    assert_int_equal(swt_slipway(&r, "hosts", "check", fleet, NULL), 0);
+    assert_int_equal(swt_slipway(&r, "hosts", "check", "--fleet", fleet, NULL), 0);
     assert_int_equal(r.status, 1);
     assert_non_null(strstr(r.out, "GAP testhost: endpoint native: payload"));
     assert_non_null(strstr(r.out, "not found"));
@@ -768,8 +768,8 @@ static void test_hosts_check_cli(void **state)
 
     /* the host unreachable: reported within the deadline, exit 1 */
     write_fleet(fleet, swt_free_port(), models, NULL);
-    assert_int_equal(swt_slipway(&r, "hosts", "check", fleet, "--deadline", "5s", "--json", NULL),
-                     0);
+    assert_int_equal(
+        swt_slipway(&r, "hosts", "check", "--fleet", fleet, "--deadline", "5s", "--json", NULL), 0);
     assert_int_equal(r.status, 1);
     j = swt_json_out(&r);
     h0 = json_array_get(json_object_get(j, "hosts"), 0);

@@ -321,7 +321,7 @@ static void test_mount_dotdot(void **state)
     char fleet[4200];
     snprintf(fleet, sizeof(fleet), "%s/dotdot.yaml", dir);
     container_fleet(fleet, "/srv/models/../elsewhere/proj.gguf");
-    const char *out_bad[] = {swt_bin(), "render", "c", fleet, NULL};
+    const char *out_bad[] = {swt_bin(), "render", "c", "--fleet", fleet, NULL};
     struct swt_run r;
     run_argv(out_bad, &r);
     if (r.status == 0)
@@ -389,7 +389,7 @@ static void test_control_chars(void **state)
                  "    shape: {ctx_size: 4096, seqs: 1}\n",
                  cases[i].lines);
         swt_write_str(fleet, y);
-        const char *argv[] = {swt_bin(), "render", "m", fleet, "--lint", NULL};
+        const char *argv[] = {swt_bin(), "render", "m", "--fleet", fleet, "--lint", NULL};
         struct swt_run r;
         run_argv(argv, &r);
         if (r.status != 2 || strstr(r.out, "\nExecStartPre=/bin/true"))
@@ -449,7 +449,7 @@ static void test_fleet_path_newline(void **state)
                                     "    shape: {ctx_size: 4096, seqs: 1}\n");
     snprintf(out, sizeof(out), "%s/units", dir);
     assert_int_equal(mkdir(out, 0700), 0);
-    const char *render[] = {swt_bin(), "render", "m", fleet, "--out", out, NULL};
+    const char *render[] = {swt_bin(), "render", "m", "--fleet", fleet, "--out", out, NULL};
     struct swt_run r;
     run_argv(render, &r);
     if (r.status != 0)
@@ -463,7 +463,8 @@ static void test_fleet_path_newline(void **state)
 
     char swap[4300];
     snprintf(swap, sizeof(swap), "%s/llama-swap.yaml", out);
-    const char *export[] = {swt_bin(), "export", "llama-swap", fleet, "--out", swap, NULL};
+    const char *export[] = {swt_bin(), "export", "llama-swap", "--fleet",
+                            fleet,     "--out",  swap,         NULL};
     run_argv(export, &r);
     if (r.status != 0)
         fail_msg("export exited %d: %s", r.status, r.err);
@@ -486,7 +487,7 @@ static void test_render_out_dir(void **state)
     snprintf(file, sizeof(file), "%s/out.yaml", dir);
     struct swt_run r;
     char want[8500];
-    const char *mk[] = {swt_bin(), "render", "c", fleet, "--out", fresh, NULL};
+    const char *mk[] = {swt_bin(), "render", "c", "--fleet", fleet, "--out", fresh, NULL};
     run_argv(mk, &r);
     assert_int_not_equal(r.status, 0);
     snprintf(want, sizeof(want),
@@ -495,7 +496,7 @@ static void test_render_out_dir(void **state)
     has_all("render --out a missing directory", r.err, want, NULL);
     swt_run_free(&r);
 
-    const char *no[] = {swt_bin(), "render", "c", fleet, "--out", deep, NULL};
+    const char *no[] = {swt_bin(), "render", "c", "--fleet", fleet, "--out", deep, NULL};
     run_argv(no, &r);
     assert_int_not_equal(r.status, 0);
     snprintf(want, sizeof(want),
@@ -503,7 +504,7 @@ static void test_render_out_dir(void **state)
     has_all("render --out a deep missing directory", r.err, want, NULL);
     swt_run_free(&r);
 
-    const char *in_file[] = {swt_bin(), "render", "c", fleet, "--out", file, NULL};
+    const char *in_file[] = {swt_bin(), "render", "c", "--fleet", fleet, "--out", file, NULL};
     run_argv(in_file, &r);
     assert_int_not_equal(r.status, 0);
     snprintf(want, sizeof(want), "%s: exists and is not a directory", file);
@@ -555,7 +556,8 @@ static void test_report_md_escaped(void **state)
     if (r.status != 0)
         fail_msg("add-rule: %s", r.err);
     swt_run_free(&r);
-    const char *report[] = {swt_bin(), "report", fleet, "--ledger", led, "--md", md, NULL};
+    const char *report[] = {swt_bin(), "report", "--fleet", fleet, "--ledger",
+                            led,       "--md",   md,        NULL};
     run_argv(report, &r);
     if (r.status != 0)
         fail_msg("report exited %d: %s", r.status, r.err);

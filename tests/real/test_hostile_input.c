@@ -131,9 +131,8 @@ static void test_ledger_readonly_other_user(void **state)
     char fleetbuf[4096];
     snprintf(fleetbuf, sizeof(fleetbuf), "%s", fleet);
     const char *check[] = {
-        "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--", swt_bin(),
-        "check",   fleetbuf,        "frank-small",   "--ledger",       led,  "--json",
-        NULL};
+        "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--", swt_bin(), "check",
+        "--fleet", fleetbuf,        "frank-small",   "--ledger",       led,  "--json",  NULL};
     run_argv(check, &r);
     if (r.status != 0 && r.status != 1)
         fail_msg("check as nobody exited %d: %s", r.status, r.err);

@@ -99,7 +99,7 @@ static int teardown(void **state)
 
 static json_t *check_json(struct swt_run *r, const char *fleet, int want_exit)
 {
-    assert_int_equal(swt_slipway(r, "hosts", "check", fleet, "--json", NULL), 0);
+    assert_int_equal(swt_slipway(r, "hosts", "check", "--fleet", fleet, "--json", NULL), 0);
     if (r->status != want_exit)
         fail_msg("hosts check exit %d (want %d)\n%s\n%s", r->status, want_exit, r->out, r->err);
     return swt_json_out(r);
@@ -139,7 +139,7 @@ static void test_system_manager(void **state)
     json_decref(j);
     swt_run_free(&r);
 
-    assert_int_equal(swt_slipway(&r, "hosts", "check", fleet, NULL), 0);
+    assert_int_equal(swt_slipway(&r, "hosts", "check", "--fleet", fleet, NULL), 0);
     assert_int_equal(r.status, 1);
     assert_non_null(strstr(r.out, "GAP box: systemd not reachable: Failed to connect to bus"));
     assert_non_null(strstr(r.out, "hosts check: gaps found (exit 1)"));

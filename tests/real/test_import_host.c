@@ -133,7 +133,7 @@ static void test_import_host(void **state)
     sw_free(t);
 
     /* the imported endpoint is the unit that runs: status finds it active */
-    swt_slipway(&r, "status", fleet, "--json", NULL);
+    swt_slipway(&r, "status", "--fleet", fleet, "--json", NULL);
     print_message("status: %d\n%s\n%.2000s\n", r.status, r.out, r.err);
     assert_non_null(strstr(r.out, "\"chat\""));
     assert_non_null(strstr(r.out, "active"));

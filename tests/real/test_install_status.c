@@ -289,8 +289,8 @@ static void assert_serving(const json_t *ep)
 static void install(struct fx *f, const char *name, double *secs)
 {
     struct swt_run r;
-    json_t *j = swt_slipway_json(&r, 0, "install", name, f->fleet, "--start", "--timeout", "120s",
-                                 "--json", NULL);
+    json_t *j = swt_slipway_json(&r, 0, "install", name, "--fleet", f->fleet, "--start",
+                                 "--timeout", "120s", "--json", NULL);
     assert_true(json_is_true(json_object_get(j, "serving")));
     assert_true(json_is_true(json_object_get(j, "installed")));
     assert_int_equal(json_integer_value(json_object_get(j, "health")), 200);
@@ -338,11 +338,12 @@ static void test_install_status_unreachable(void **state)
     write_fleet(f, f->fleet, pa, pb, digest, 512, "/opt/llama/bin/llama-server");
 
     struct swt_run r, s;
-    json_t *j = swt_slipway_json(&r, 0, "render", "native", f->fleet, "--lint", "--json", NULL);
+    json_t *j =
+        swt_slipway_json(&r, 0, "render", "native", "--fleet", f->fleet, "--lint", "--json", NULL);
     assert_true(json_is_true(json_object_get(json_object_get(j, "lint"), "clean")));
     json_decref(j);
     swt_run_free(&r);
-    j = swt_slipway_json(&r, 0, "render", "boxed", f->fleet, "--lint", "--json", NULL);
+    j = swt_slipway_json(&r, 0, "render", "boxed", "--fleet", f->fleet, "--lint", "--json", NULL);
     assert_true(json_is_true(json_object_get(json_object_get(j, "lint"), "clean")));
     json_decref(j);
     swt_run_free(&r);
@@ -352,7 +353,7 @@ static void test_install_status_unreachable(void **state)
     char bad[4300];
     snprintf(bad, sizeof(bad), "%s/bad.yaml", f->dir);
     write_fleet(f, bad, pa, pb, digest, 512, "/opt/llama/bin/no-such-server");
-    j = swt_slipway_json(&r, 1, "install", "native", bad, "--start", "--json", NULL);
+    j = swt_slipway_json(&r, 1, "install", "native", "--fleet", bad, "--start", "--json", NULL);
     assert_true(json_is_true(json_object_get(j, "refused")));
     assert_false(json_is_true(json_object_get(j, "installed")));
     const json_t *fd = json_array_get(json_object_get(j, "findings"), 0);
@@ -374,7 +375,7 @@ static void test_install_status_unreachable(void **state)
     install(f, "boxed", &t_boxed);
 
     /* a host without a device tool says so */
-    j = swt_slipway_json(&r, 0, "status", f->fleet, "native", "--json", NULL);
+    j = swt_slipway_json(&r, 0, "status", "--fleet", f->fleet, "native", "--json", NULL);
     assert_string_equal(json_string_value(json_object_get(
                             json_object_get(endpoint(j, "native"), "devices"), "note")),
                         "no device tool on this host");
@@ -387,7 +388,7 @@ static void test_install_status_unreachable(void **state)
              "tests/data/readings/rocm-smi/two-cards-system.json");
 
     /* both serving, the installed files as rendered, device memory from each host's tool */
-    j = swt_slipway_json(&r, 0, "status", f->fleet, "--json", "--deadline", "30s", NULL);
+    j = swt_slipway_json(&r, 0, "status", "--fleet", f->fleet, "--json", "--deadline", "30s", NULL);
     assert_int_equal(json_integer_value(json_object_get(j, "serving")), 2);
     const char *names[] = {"native", "boxed"};
     for (int i = 0; i < 2; i++) {
@@ -402,7 +403,7 @@ static void test_install_status_unreachable(void **state)
     json_decref(j);
     swt_run_free(&r);
     /* the same in the human table */
-    assert_int_equal(swt_slipway(&r, "status", f->fleet, NULL), 0);
+    assert_int_equal(swt_slipway(&r, "status", "--fleet", f->fleet, NULL), 0);
     assert_int_equal(r.status, 0);
     assert_non_null(strstr(r.out, "as rendered"));
     assert_non_null(strstr(r.out, "2 of 2 endpoint(s) serving"));
@@ -413,8 +414,8 @@ static void test_install_status_unreachable(void **state)
      * recorded in the ledger as the endpoint's device usage, without being asked */
     char led[4300];
     snprintf(led, sizeof(led), "%s/ledger.sqlite", f->dir);
-    j = swt_slipway_json(&r, 0, "install", "native", f->fleet, "--start", "--timeout", "120s",
-                         "--ledger", led, "--json", NULL);
+    j = swt_slipway_json(&r, 0, "install", "native", "--fleet", f->fleet, "--start", "--timeout",
+                         "120s", "--ledger", led, "--json", NULL);
     assert_true(json_is_true(json_object_get(j, "serving")));
     assert_string_equal(json_string_value(json_object_get(json_object_get(j, "devices"), "tool")),
                         "nvidia-smi");
@@ -431,7 +432,7 @@ static void test_install_status_unreachable(void **state)
     swt_run_free(&r);
 
     /* the host check is green */
-    j = swt_slipway_json(&r, 0, "hosts", "check", f->fleet, "--json", NULL);
+    j = swt_slipway_json(&r, 0, "hosts", "check", "--fleet", f->fleet, "--json", NULL);
     assert_string_equal(json_string_value(json_object_get(j, "verdict")), "pass");
     json_decref(j);
     swt_run_free(&r);
@@ -471,7 +472,7 @@ static void test_install_status_unreachable(void **state)
     snprintf(drift, sizeof(drift), "%s/drift.yaml", f->dir);
     write_fleet(f, drift, pa, pb, digest, 1024, "/opt/llama/bin/llama-server");
     setenv("SW_TEST_STATUS_KEY", KEY_2, 1);
-    j = swt_slipway_json(&r, 0, "status", drift, "native", "--json", NULL);
+    j = swt_slipway_json(&r, 0, "status", "--fleet", drift, "native", "--json", NULL);
     setenv("SW_TEST_STATUS_KEY", KEY_1, 1);
     const json_t *en = endpoint(j, "native");
     assert_serving(en);
@@ -496,7 +497,7 @@ static void test_install_status_unreachable(void **state)
                           "case \"$*\" in *daemon-reload*) echo \"Failed to reload daemon: test\" "
                           ">&2; exit 1;; esac\\nexec /usr/bin/systemctl.real \"$@\"\\n' "
                           ">/usr/bin/systemctl && chmod 755 /usr/bin/systemctl"));
-    j = swt_slipway_json(&r, 1, "install", "native", drift, "--json", NULL);
+    j = swt_slipway_json(&r, 1, "install", "native", "--fleet", drift, "--json", NULL);
     free(swth_must(&f->a, "mv -f /usr/bin/systemctl.real /usr/bin/systemctl"));
     assert_false(json_is_true(json_object_get(j, "installed")));
     const json_t *last = json_array_get(json_object_get(j, "steps"),
@@ -511,7 +512,7 @@ static void test_install_status_unreachable(void **state)
                          " || true");
     assert_string_equal(left, "1\n0\n");
     free(left);
-    j = swt_slipway_json(&r, 0, "status", f->fleet, "native", "--json", NULL);
+    j = swt_slipway_json(&r, 0, "status", "--fleet", f->fleet, "native", "--json", NULL);
     en = endpoint(j, "native");
     assert_serving(en);
     assert_true(json_is_true(json_object_get(json_object_get(en, "shape"), "as_rendered")));
@@ -522,7 +523,7 @@ static void test_install_status_unreachable(void **state)
     assert_true(signal_host(&f->b, SIGSTOP) >= 3);
     f->b_frozen = true;
     long t0 = now_ms();
-    j = swt_slipway_json(&r, 1, "status", f->fleet, "--json", "--deadline", "5s", NULL);
+    j = swt_slipway_json(&r, 1, "status", "--fleet", f->fleet, "--json", "--deadline", "5s", NULL);
     long took = now_ms() - t0;
     print_message("status with %s frozen: %ld ms (deadline 5 s per host)\n", f->b.name, took);
     const json_t *eb = endpoint(j, "boxed");
@@ -536,7 +537,7 @@ static void test_install_status_unreachable(void **state)
     assert_true(took < 9000);
     json_decref(j);
     swt_run_free(&r);
-    assert_int_equal(swt_slipway(&r, "status", f->fleet, "--deadline", "3s", NULL), 0);
+    assert_int_equal(swt_slipway(&r, "status", "--fleet", f->fleet, "--deadline", "3s", NULL), 0);
     assert_int_equal(r.status, 1);
     assert_non_null(strstr(r.out, "unreachable"));
     assert_non_null(strstr(r.out, "1 of 2 endpoint(s) serving"));
@@ -548,7 +549,7 @@ static void test_install_status_unreachable(void **state)
     swth_end_masters(f->run);
     assert_int_equal(swth_down(&f->b), 0);
     t0 = now_ms();
-    j = swt_slipway_json(&r, 1, "status", f->fleet, "--json", "--deadline", "5s", NULL);
+    j = swt_slipway_json(&r, 1, "status", "--fleet", f->fleet, "--json", "--deadline", "5s", NULL);
     took = now_ms() - t0;
     print_message("status with %s stopped: %ld ms\n", f->b.name, took);
     eb = endpoint(j, "boxed");

@@ -152,10 +152,11 @@ static void dry_run(const char *ep, const char *nodes, const char *want_kind)
     if (mkdir(out, 0755))
         fail_msg("mkdir %s", out);
     if (nodes)
-        swt_slipway(&r, "render", "--target", "k8s", ep, fleet, "--nodes", nodes, "--out", out,
-                    "--json", NULL);
+        swt_slipway(&r, "render", "--target", "k8s", ep, "--fleet", fleet, "--nodes", nodes,
+                    "--out", out, "--json", NULL);
     else
-        swt_slipway(&r, "render", "--target", "k8s", ep, fleet, "--out", out, "--json", NULL);
+        swt_slipway(&r, "render", "--target", "k8s", ep, "--fleet", fleet, "--out", out, "--json",
+                    NULL);
     if (r.status)
         fail_msg("render %s: %s %s", ep, r.out, r.err);
     json_t *doc = swt_json_out(&r);

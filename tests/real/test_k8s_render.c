@@ -61,9 +61,10 @@ static json_t *render(const char *ep, const char *ledger)
 {
     struct swt_run r;
     if (ledger)
-        swt_slipway(&r, "render", "--target", "k8s", ep, fleet, "--ledger", ledger, "--json", NULL);
+        swt_slipway(&r, "render", "--target", "k8s", ep, "--fleet", fleet, "--ledger", ledger,
+                    "--json", NULL);
     else
-        swt_slipway(&r, "render", "--target", "k8s", ep, fleet, "--json", NULL);
+        swt_slipway(&r, "render", "--target", "k8s", ep, "--fleet", fleet, "--json", NULL);
     if (r.status)
         fail_msg("render %s: %s %s", ep, r.out, r.err);
     assert_null(strstr(r.out, "sekrit"));
@@ -159,7 +160,7 @@ static void test_schemas(void **state)
 
         /* the YAML stream is the same objects */
         struct swt_run r;
-        swt_slipway(&r, "render", "--target", "k8s", eps[i], fleet, NULL);
+        swt_slipway(&r, "render", "--target", "k8s", eps[i], "--fleet", fleet, NULL);
         assert_int_equal(r.status, 0);
         /* one document per "---" line (the stream's separator) */
         size_t n = 0;
@@ -280,8 +281,8 @@ static void test_gates_first(void **state)
                 led, NULL);
     assert_int_equal(r.status, 0);
     swt_run_free(&r);
-    swt_slipway(&r, "render", "--target", "k8s", "frank-primary", swt_src("examples/operator.yaml"),
-                "--ledger", led, "--out", out, "--json", NULL);
+    swt_slipway(&r, "render", "--target", "k8s", "frank-primary", "--fleet",
+                swt_src("examples/operator.yaml"), "--ledger", led, "--out", out, "--json", NULL);
     assert_int_equal(r.status, 1);
     json_t *j = swt_json_out(&r);
     assert_true(json_is_false(json_object_get(j, "rendered")));
@@ -338,7 +339,7 @@ static void test_waived(void **state)
         sw_free(text);
     }
     setenv("SLIPWAY_TODAY", "2026-12-07", 1);
-    swt_slipway(&r, "render", "--target", "k8s", "frank-small", fl, "--json", NULL);
+    swt_slipway(&r, "render", "--target", "k8s", "frank-small", "--fleet", fl, "--json", NULL);
     if (r.status)
         fail_msg("render frank-small: %s %s", r.out, r.err);
     json_t *j = swt_json_out(&r);
@@ -358,7 +359,7 @@ static void test_waived(void **state)
     snprintf(out, sizeof(out), "%s/waived-out", dir);
     assert_int_equal(mkdir(out, 0755), 0);
     setenv("SLIPWAY_TODAY", "2099-01-01", 1);
-    swt_slipway(&r, "render", "--target", "k8s", "frank-small", fl, "--out", out, NULL);
+    swt_slipway(&r, "render", "--target", "k8s", "frank-small", "--fleet", fl, "--out", out, NULL);
     assert_int_equal(r.status, 2);
     assert_non_null(strstr(r.err, "waived.yaml:"));
     assert_non_null(strstr(r.err, "waiver for gate window on frank-small expired on 2027-"));
@@ -377,7 +378,8 @@ static void test_lws(void **state)
 {
     (void)state;
     struct swt_run r;
-    swt_slipway(&r, "render", "--target", "k8s", "big-amd", fleet, "--nodes", "2", "--json", NULL);
+    swt_slipway(&r, "render", "--target", "k8s", "big-amd", "--fleet", fleet, "--nodes", "2",
+                "--json", NULL);
     if (r.status)
         fail_msg("render --nodes 2: %s %s", r.out, r.err);
     json_t *j = swt_json_out(&r);
@@ -437,15 +439,16 @@ static void test_lws(void **state)
     validate(bad, 1);
     json_decref(bad);
 
-    swt_slipway(&r, "render", "--target", "k8s", "small-nv", fleet, "--nodes", "2", NULL);
+    swt_slipway(&r, "render", "--target", "k8s", "small-nv", "--fleet", fleet, "--nodes", "2",
+                NULL);
     assert_int_not_equal(r.status, 0);
     assert_non_null(strstr(r.err, "LeaderWorkerSet of a vLLM endpoint"));
     swt_run_free(&r);
-    swt_slipway(&r, "render", "--target", "k8s", "big-amd", fleet, "--nodes", "3", NULL);
+    swt_slipway(&r, "render", "--target", "k8s", "big-amd", "--fleet", fleet, "--nodes", "3", NULL);
     assert_int_not_equal(r.status, 0);
     assert_non_null(strstr(r.err, "do not split evenly over 3 nodes"));
     swt_run_free(&r);
-    swt_slipway(&r, "render", "big-amd", fleet, "--nodes", "2", NULL);
+    swt_slipway(&r, "render", "big-amd", "--fleet", fleet, "--nodes", "2", NULL);
     assert_int_equal(r.status, 2);
     swt_run_free(&r);
 }
@@ -477,16 +480,18 @@ static void test_fleet_nodes(void **state)
     }
     assert_int_equal(json_array_size(json_object_get(j, "warnings")), 0);
     json_decref(j);
-    swt_slipway(&r, "render", "--target", "k8s", "big-amd-2n", fleet, "--nodes", "2", NULL);
+    swt_slipway(&r, "render", "--target", "k8s", "big-amd-2n", "--fleet", fleet, "--nodes", "2",
+                NULL);
     assert_int_equal(r.status, 0);
     swt_run_free(&r);
-    swt_slipway(&r, "render", "--target", "k8s", "big-amd-2n", fleet, "--nodes", "4", NULL);
+    swt_slipway(&r, "render", "--target", "k8s", "big-amd-2n", "--fleet", fleet, "--nodes", "4",
+                NULL);
     assert_int_equal(r.status, 2);
     assert_non_null(strstr(r.err, "conflicts with the fleet's nodes: 2 ("));
     assert_non_null(strstr(r.err, "fleet.yaml:"));
     swt_run_free(&r);
     /* one host's systemd unit cannot serve it */
-    swt_slipway(&r, "render", "big-amd-2n", fleet, NULL);
+    swt_slipway(&r, "render", "big-amd-2n", "--fleet", fleet, NULL);
     assert_int_not_equal(r.status, 0);
     assert_non_null(strstr(r.err, "spans 2 nodes"));
     swt_run_free(&r);

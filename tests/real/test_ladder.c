@@ -82,8 +82,8 @@ static void test_llama_memory_limit(void **state)
     swt_write_str(fleet, text);
 
     /* the ladder */
-    swt_slipway(&r, "ladder", "wide", fleet, "--runner", "local", "--memory-max", "240MiB",
-                "--probe-timeout", "180s", "--ledger", led, "--json", NULL);
+    swt_slipway(&r, "ladder", "wide", "--fleet", fleet, "--runner", "local", "--memory-max",
+                "240MiB", "--probe-timeout", "180s", "--ledger", led, "--json", NULL);
     swt_need(!(r.err && strstr(r.err, "writable cgroup")),
              "a writable memory cgroup for the engine's limit: %.300s", r.err ? r.err : "");
     fprintf(stderr, "%s", r.err);
@@ -120,9 +120,9 @@ static void test_llama_memory_limit(void **state)
      * the ledger: with it, `check` would refuse the shape that failed (no boot spent) */
     char above[32];
     snprintf(above, sizeof(above), "%lld", (long long)(answer + 256));
-    swt_slipway(&r, "ladder", "wide", fleet, "--runner", "local", "--memory-max", "240MiB",
-                "--probe-timeout", "180s", "--no-ledger", "--min", above, "--max", above, "--json",
-                NULL);
+    swt_slipway(&r, "ladder", "wide", "--fleet", fleet, "--runner", "local", "--memory-max",
+                "240MiB", "--probe-timeout", "180s", "--no-ledger", "--min", above, "--max", above,
+                "--json", NULL);
     j = run_json(&r);
     assert_int_equal(r.status, 1);
     assert_true(json_is_null(json_object_get(j, "answer")));
@@ -136,8 +136,8 @@ static void test_llama_memory_limit(void **state)
     swt_run_free(&r);
 
     /* the same ladder again: every rung is read back from the ledger, no boot is spent */
-    swt_slipway(&r, "ladder", "wide", fleet, "--runner", "local", "--memory-max", "240MiB",
-                "--ledger", led, "--json", NULL);
+    swt_slipway(&r, "ladder", "wide", "--fleet", fleet, "--runner", "local", "--memory-max",
+                "240MiB", "--ledger", led, "--json", NULL);
     j = run_json(&r);
     assert_int_equal(r.status, 0);
     assert_int_equal(json_integer_value(json_object_get(j, "boots")), 0);
@@ -253,10 +253,10 @@ static void test_sim_frank_primary(void **state)
     free(b);
     free(c);
 
-    swt_slipway(&r, "ladder", "frank-primary", fleet, "--runner", "sim", "--sim-ledger", world,
-                "--ledger", led, "--set", "kv_cache_bytes=null", "--set", "kv_cache_dtype=auto",
-                "--set", "seqs=3", "--set", "gpu_memory_utilization=0.98", "--probe-timeout",
-                "120s", "--json", NULL);
+    swt_slipway(&r, "ladder", "frank-primary", "--fleet", fleet, "--runner", "sim", "--sim-ledger",
+                world, "--ledger", led, "--set", "kv_cache_bytes=null", "--set",
+                "kv_cache_dtype=auto", "--set", "seqs=3", "--set", "gpu_memory_utilization=0.98",
+                "--probe-timeout", "120s", "--json", NULL);
     fprintf(stderr, "%s", r.err);
     json_t *j = run_json(&r);
     if (r.status)
@@ -285,9 +285,9 @@ static void test_sim_frank_primary(void **state)
 
     /* one step above the answer, booted in the sim alone (no ladder, no ledger of its own):
      * it dies at graph capture, as the operator's 245,760 did */
-    swt_slipway(&r, "sim", "frank-primary", fleet, "--ledger", world, "--load-time", "0", "--set",
-                "kv_cache_bytes=null", "--set", "kv_cache_dtype=auto", "--set", "seqs=3", "--set",
-                "gpu_memory_utilization=0.98", "--set", "max_model_len=245760", NULL);
+    swt_slipway(&r, "sim", "frank-primary", "--fleet", fleet, "--ledger", world, "--load-time", "0",
+                "--set", "kv_cache_bytes=null", "--set", "kv_cache_dtype=auto", "--set", "seqs=3",
+                "--set", "gpu_memory_utilization=0.98", "--set", "max_model_len=245760", NULL);
     if (r.status != 1)
         fail_msg("sim at 245,760: exit %d, want 1:\n%.3000s", r.status, r.err);
     assert_non_null(strstr(r.err, "Capturing CUDA graphs"));

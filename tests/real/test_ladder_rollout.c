@@ -55,7 +55,7 @@ static int teardown(void **state)
 static json_t *ladder(struct fx *f, int *status)
 {
     struct swt_run r;
-    swt_slipway(&r, "ladder", "la", f->fleet, "--runner", "rollout", "--ledger", f->led,
+    swt_slipway(&r, "ladder", "la", "--fleet", f->fleet, "--runner", "rollout", "--ledger", f->led,
                 "--probe-timeout", "300s", "--boot-timeout", "300s", "--json", NULL);
     *status = r.status;
     if (r.err && r.err[0])

@@ -114,7 +114,8 @@ static pid_t up_detached(const struct tcase *t, char *argv0, size_t n)
     struct swt_run r;
     char pidf[4300];
     struct sw_pidfile p;
-    assert_int_equal(swt_slipway(&r, "up", "--detach", "--timeout", "180", t->fleet, NULL), 0);
+    assert_int_equal(
+        swt_slipway(&r, "up", "--detach", "--timeout", "180", "--fleet", t->fleet, NULL), 0);
     if (r.status)
         fail_msg("up --detach exited %d:\n%s\n%s", r.status, r.out, r.err);
     swt_run_free(&r);
@@ -129,7 +130,7 @@ static pid_t up_detached(const struct tcase *t, char *argv0, size_t n)
 static void tcase_end(const struct tcase *t)
 {
     struct swt_run r;
-    assert_int_equal(swt_slipway(&r, "down", t->fleet, NULL), 0);
+    assert_int_equal(swt_slipway(&r, "down", "--fleet", t->fleet, NULL), 0);
     swt_run_free(&r);
     for (int i = 0; i < 200 && swt_survivors(t->mark, false, NULL); i++)
         sw_sleep_ms(50);
@@ -145,7 +146,7 @@ static int case_teardown(void **state)
     if (!g_fleet[0])
         return 0;
     setenv("SLIPWAY_RUN_DIR", g_run, 1);
-    if (swt_slipway(&r, "down", g_fleet, NULL) == 0)
+    if (swt_slipway(&r, "down", "--fleet", g_fleet, NULL) == 0)
         swt_run_free(&r);
     unsetenv("SLIPWAY_RUN_DIR");
     g_fleet[0] = '\0';
@@ -180,7 +181,7 @@ static void test_status_knows_up(void **state)
     assert_string_not_equal(how, "not found");
 
     struct swt_run r;
-    assert_int_equal(swt_slipway(&r, "status", t.fleet, "--json", NULL), 0);
+    assert_int_equal(swt_slipway(&r, "status", "--fleet", t.fleet, "--json", NULL), 0);
     if (r.status)
         fail_msg("status exited %d:\n%s\n%s", r.status, r.out, r.err);
     json_t *j = swt_json_out(&r);
@@ -202,17 +203,18 @@ static void test_status_knows_up(void **state)
     json_decref(j);
 
     /* the human view says so too, and exits 0 */
-    assert_int_equal(swt_slipway(&r, "status", t.fleet, NULL), 0);
+    assert_int_equal(swt_slipway(&r, "status", "--fleet", t.fleet, NULL), 0);
     assert_int_equal(r.status, 0);
     assert_non_null(strstr(r.out, "supervised by up"));
     assert_non_null(strstr(r.out, "1 of 1 endpoint(s) serving"));
     swt_run_free(&r);
 
     /* stopped, it is not serving: exit 1, the unit path again (no live record) */
-    assert_int_equal(swt_slipway(&r, "down", t.fleet, NULL), 0);
+    assert_int_equal(swt_slipway(&r, "down", "--fleet", t.fleet, NULL), 0);
     assert_int_equal(r.status, 0);
     swt_run_free(&r);
-    assert_int_equal(swt_slipway(&r, "status", t.fleet, "--json", "--deadline", "10s", NULL), 0);
+    assert_int_equal(
+        swt_slipway(&r, "status", "--fleet", t.fleet, "--json", "--deadline", "10s", NULL), 0);
     assert_int_equal(r.status, 1);
     j = swt_json_out(&r);
     swt_run_free(&r);
@@ -234,8 +236,8 @@ static void test_runners_refuse(void **state)
     snprintf(pidnum, sizeof(pidnum), "pid %d", (int)pid);
 
     struct swt_run r;
-    assert_int_equal(swt_slipway(&r, "tune", "tiny", t.fleet, "--objective", "decode_tps@32",
-                                 "--budget-boots", "2", "--no-ledger", NULL),
+    assert_int_equal(swt_slipway(&r, "tune", "tiny", "--fleet", t.fleet, "--objective",
+                                 "decode_tps@32", "--budget-boots", "2", "--no-ledger", NULL),
                      0);
     assert_int_not_equal(r.status, 0);
     assert_int_not_equal(r.status, 2);
@@ -247,8 +249,8 @@ static void test_runners_refuse(void **state)
     swt_run_free(&r);
     assert_int_equal(count_files(t.run, "tune-"), 0); /* no boot's log */
 
-    assert_int_equal(swt_slipway(&r, "ladder", "tiny", t.fleet, "--runner", "local", "--no-ledger",
-                                 "--max-boots", "1", NULL),
+    assert_int_equal(swt_slipway(&r, "ladder", "tiny", "--fleet", t.fleet, "--runner", "local",
+                                 "--no-ledger", "--max-boots", "1", NULL),
                      0);
     assert_int_not_equal(r.status, 0);
     assert_non_null(strstr(r.err, pidnum));
@@ -258,7 +260,7 @@ static void test_runners_refuse(void **state)
     assert_int_equal(count_files(t.run, "ladder-"), 0);
 
     /* the up process is the one still serving */
-    assert_int_equal(swt_slipway(&r, "status", t.fleet, "--json", NULL), 0);
+    assert_int_equal(swt_slipway(&r, "status", "--fleet", t.fleet, "--json", NULL), 0);
     assert_int_equal(r.status, 0);
     json_t *j = swt_json_out(&r);
     const json_t *ej = json_array_get(json_object_get(j, "endpoints"), 0);
@@ -283,9 +285,10 @@ static void test_runners_stop_running(void **state)
     pid_t pid = up_detached(&t, argv0, sizeof(argv0));
 
     struct swt_run r;
-    assert_int_equal(swt_slipway(&r, "tune", "tiny", t.fleet, "--objective", "decode_tps@32",
-                                 "--budget-boots", "1", "--repeats", "2", "--max-concurrency", "1",
-                                 "--tokens", "4", "--no-ledger", "--stop-running", "--json", NULL),
+    assert_int_equal(swt_slipway(&r, "tune", "tiny", "--fleet", t.fleet, "--objective",
+                                 "decode_tps@32", "--budget-boots", "1", "--repeats", "2",
+                                 "--max-concurrency", "1", "--tokens", "4", "--no-ledger",
+                                 "--stop-running", "--json", NULL),
                      0);
     if (r.status)
         fail_msg("tune --stop-running exited %d:\n%s", r.status, r.err);
@@ -306,8 +309,9 @@ static void test_runners_stop_running(void **state)
 
     /* the same for ladder */
     pid = up_detached(&t, argv0, sizeof(argv0));
-    assert_int_equal(swt_slipway(&r, "ladder", "tiny", t.fleet, "--runner", "local", "--no-ledger",
-                                 "--stop-running", "--max-boots", "1", "--json", NULL),
+    assert_int_equal(swt_slipway(&r, "ladder", "tiny", "--fleet", t.fleet, "--runner", "local",
+                                 "--no-ledger", "--stop-running", "--max-boots", "1", "--json",
+                                 NULL),
                      0);
     j = swt_json_out(&r);
     if (json_integer_value(json_object_get(j, "stopped_up_pid")) != pid)
@@ -341,16 +345,16 @@ static void test_port_held_by_another(void **state)
     assert_int_equal(listen(fd, 4), 0);
     snprintf(holder, sizeof(holder), "in use by pid %d", (int)getpid());
     struct swt_run r;
-    assert_int_equal(swt_slipway(&r, "tune", "tiny", t.fleet, "--objective", "decode_tps@32",
-                                 "--budget-boots", "2", "--no-ledger", NULL),
+    assert_int_equal(swt_slipway(&r, "tune", "tiny", "--fleet", t.fleet, "--objective",
+                                 "decode_tps@32", "--budget-boots", "2", "--no-ledger", NULL),
                      0);
     if (!r.status || !strstr(r.err, holder) || !strstr(r.err, "nothing was booted"))
         fail_msg("tune (exit %d) did not name the port's holder (%s):\n%s", r.status, holder,
                  r.err);
     swt_run_free(&r);
     assert_int_equal(count_files(t.run, "tune-"), 0);
-    assert_int_equal(swt_slipway(&r, "ladder", "tiny", t.fleet, "--runner", "local", "--no-ledger",
-                                 "--max-boots", "1", NULL),
+    assert_int_equal(swt_slipway(&r, "ladder", "tiny", "--fleet", t.fleet, "--runner", "local",
+                                 "--no-ledger", "--max-boots", "1", NULL),
                      0);
     if (!r.status || !strstr(r.err, holder))
         fail_msg("ladder (exit %d) did not name the port's holder (%s):\n%s", r.status, holder,

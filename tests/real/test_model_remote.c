@@ -184,7 +184,7 @@ static void write_fleet(struct fx *f)
 static json_t *plan_json(struct fx *f, const char *only)
 {
     struct swt_run r;
-    const char *argv[] = {swt_bin(), "plan", f->fleet, only, "--json", NULL};
+    const char *argv[] = {swt_bin(), "plan", "--fleet", f->fleet, only, "--json", NULL};
     assert_int_equal(swt_run(argv, NULL, 120, &r), 0);
     json_t *j = swt_json_out(&r);
     if (!j || r.status != 0)
@@ -222,8 +222,8 @@ static void sim_serves(struct fx *f, const char *ep)
         int l = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
         dup2(o, 1);
         dup2(l, 2);
-        execl(swt_bin(), swt_bin(), "sim", ep, f->fleet, "--load-time", "0", "--ready-file", out,
-              (char *)NULL);
+        execl(swt_bin(), swt_bin(), "sim", ep, "--fleet", f->fleet, "--load-time", "0",
+              "--ready-file", out, (char *)NULL);
         _exit(127);
     }
     int port = 0;
@@ -325,7 +325,7 @@ static void test_remote_model(void **state)
     free(text);
     json_decref(j);
     struct swt_run r;
-    const char *hargv[] = {swt_bin(), "plan", f->fleet, "mr-head", NULL};
+    const char *hargv[] = {swt_bin(), "plan", "--fleet", f->fleet, "mr-head", NULL};
     assert_int_equal(swt_run(hargv, NULL, 120, &r), 0);
     assert_int_equal(r.status, 0);
     assert_non_null(strstr(r.out, "header only"));
@@ -380,7 +380,7 @@ static void test_remote_model(void **state)
     json_decref(j);
 
     /* 6. check plans the same way: its law-reading gates run on the host's model */
-    const char *cargv[] = {swt_bin(), "check", f->fleet, "mr-vllm", "--json", NULL};
+    const char *cargv[] = {swt_bin(), "check", "--fleet", f->fleet, "mr-vllm", "--json", NULL};
     assert_int_equal(swt_run(cargv, NULL, 120, &r), 0);
     assert_null(strstr(r.out, "is not on this machine"));
     assert_null(strstr(r.err, "is not on this machine"));
@@ -395,7 +395,8 @@ static void test_remote_model(void **state)
     sim_serves(f, "mr-gguf");
     sim_serves(f, "mr-declared");
     /* a payload the host does not have fails as vLLM does */
-    const char *sargv[] = {swt_bin(), "sim", "mr-absent", f->fleet, "--load-time", "0", NULL};
+    const char *sargv[] = {swt_bin(), "sim",         "mr-absent", "--fleet",
+                           f->fleet,  "--load-time", "0",         NULL};
     assert_int_equal(swt_run(sargv, NULL, 60, &r), 0);
     assert_int_equal(r.status, 1);
     assert_non_null(strstr(r.err, "Repo id must be in the form"));

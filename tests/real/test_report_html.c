@@ -68,7 +68,7 @@ static void test_html_in_chromium(void **state)
     swt_run_free(&r);
 
     snprintf(html, sizeof(html), "%s/fleet.html", dir);
-    swt_slipway(&r, "report", fleet, "--ledger", ledger, "--html", html, NULL);
+    swt_slipway(&r, "report", "--fleet", fleet, "--ledger", ledger, "--html", html, NULL);
     assert_int_equal(r.status, 0);
     swt_run_free(&r);
     assert_true(swt_file_has(html, "21,684 used / 2,441 free of 24,576 MiB"));
@@ -100,7 +100,8 @@ static void test_promtool(void **state)
     swt_need(swc_which("promtool", bin, sizeof(bin)),
              "promtool (apt-get install prometheus; scripts/deps.sh) to check the metrics file");
     snprintf(prom, sizeof(prom), "%s/slipway.prom", dir);
-    swt_slipway(&r, "export", "prometheus", fleet, "--ledger", ledger, "--out", prom, NULL);
+    swt_slipway(&r, "export", "prometheus", "--fleet", fleet, "--ledger", ledger, "--out", prom,
+                NULL);
     assert_int_equal(r.status, 0);
     swt_run_free(&r);
     char *text = NULL;
@@ -161,8 +162,8 @@ static void test_promtool(void **state)
     json_decref(res);
     json_decref(par);
     sw_ledger_close(&l);
-    swt_slipway(&r, "export", "prometheus", swt_src("examples/local.yaml"), "--ledger", tled,
-                "--out", prom, NULL);
+    swt_slipway(&r, "export", "prometheus", "--fleet", swt_src("examples/local.yaml"), "--ledger",
+                tled, "--out", prom, NULL);
     assert_int_equal(r.status, 0);
     swt_run_free(&r);
     assert_int_equal(sw_read_file(prom, 16u << 20, &text, &len, &e), 0);

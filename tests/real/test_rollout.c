@@ -303,7 +303,8 @@ static void test_killed_after_stop_converges(void **state)
         dup2(fds[1], 1);
         close(fds[0]);
         close(fds[1]);
-        execl(swt_bin(), swt_bin(), "deploy", "ro", f->fleet, "--no-worst-case", (char *)NULL);
+        execl(swt_bin(), swt_bin(), "deploy", "ro", "--fleet", f->fleet, "--no-worst-case",
+              (char *)NULL);
         _exit(127);
     }
     close(fds[1]);

@@ -227,8 +227,8 @@ static void child_start(struct fx *f, struct child *c, const char *verb)
         dup2(fds[1], 2);
         close(fds[0]);
         close(fds[1]);
-        execl(swt_bin(), swt_bin(), verb, "rf", f->ro.fleet, "--no-worst-case", "--probe-only",
-              PROBE, (char *)NULL);
+        execl(swt_bin(), swt_bin(), verb, "rf", "--fleet", f->ro.fleet, "--no-worst-case",
+              "--probe-only", PROBE, (char *)NULL);
         _exit(127);
     }
     close(fds[1]);
@@ -695,7 +695,7 @@ static void check_tags_restorable(struct fx *f)
     assert_true(json_is_true(json_object_get(t, "restorable")));
     json_decref(h);
     /* the human view shows the digest, and the commit step said what the devices read */
-    const char *hv[] = {swt_bin(), "history", "rf", f->ro.fleet, NULL};
+    const char *hv[] = {swt_bin(), "history", "rf", "--fleet", f->ro.fleet, NULL};
     struct swt_run hr;
     assert_int_equal(swt_run(hv, NULL, 60, &hr), 0);
     assert_non_null(strstr(hr.out, sum));
@@ -715,7 +715,7 @@ static void check_tags_restorable(struct fx *f)
                             "/srv/m/chat.gguf");
     }
     json_decref(h);
-    const char *argv[] = {swt_bin(), "history", "rf", f->ro.fleet, NULL};
+    const char *argv[] = {swt_bin(), "history", "rf", "--fleet", f->ro.fleet, NULL};
     struct swt_run r;
     assert_int_equal(swt_run(argv, NULL, 60, &r), 0);
     print_message("slipway history with the payload gone:\n%s", r.out);

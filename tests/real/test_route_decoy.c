@@ -121,7 +121,7 @@ static void test_decoy_never_answers(void **state)
     assert_true(swro_serves(f));
 
     /* 2. status: serving, through the host; the unit stopped: not serving */
-    const char *status_argv[] = {swt_bin(), "status", f->fleet, "--json", NULL};
+    const char *status_argv[] = {swt_bin(), "status", "--fleet", f->fleet, "--json", NULL};
     j = run_json(f, &st, status_argv);
     const json_t *e = status_of(j);
     if (!json_is_true(json_object_get(e, "serving")))

@@ -240,7 +240,7 @@ static void test_llamacpp_fleet(void **state)
     swt_write_str(fleet, yaml);
 
     struct sim s;
-    const char *args[] = {"local", fleet, "--load-time", "5s", "--seed", "7", NULL};
+    const char *args[] = {"local", "--fleet", fleet, "--load-time", "5s", "--seed", "7", NULL};
     sim_start(f, "llama", args, &s);
     /* loading: llama-server's 503 body (tests/data/bootlogs/llamacpp/http_503_loading.json) */
     int status = 0;
@@ -336,7 +336,7 @@ static void test_llamacpp_fleet(void **state)
     assert_true(swt_file_has(s.log, "cleaning up before exit"));
 
     /* the boot log against the plan: zero differences */
-    swt_slipway(&r, "plan", "--json", fleet, "local", NULL);
+    swt_slipway(&r, "plan", "--json", "--fleet", fleet, "local", NULL);
     assert_int_equal(r.status, 0);
     json_t *plan = swt_json_out(&r);
     swt_run_free(&r);

@@ -311,6 +311,7 @@ static void test_replay(void **state)
         argv[k++] = swt_bin();
         argv[k++] = "sim";
         argv[k++] = "frank-primary";
+        argv[k++] = "--fleet";
         /* a boot without a shape (the bad path): the operator's fleet as written, whose payload
          * path is not on this machine */
         argv[k++] = !shaped ? swt_src("examples/operator.yaml") : precise ? f->precise : f->fleet;

@@ -110,19 +110,20 @@ static void test_restarts_between_deploys(void **state)
 
     struct swt_run r;
     /* --ledger alone is a usage error */
-    assert_int_equal(swt_slipway(&r, "status", f->fleet, "--ledger", f->ledger, NULL), 0);
+    assert_int_equal(swt_slipway(&r, "status", "--fleet", f->fleet, "--ledger", f->ledger, NULL),
+                     0);
     assert_int_equal(r.status, 2);
     swt_run_free(&r);
 
-    json_t *j = swt_slipway_json(&r, 0, "install", "rp-small", f->fleet, "--start", "--timeout",
-                                 "120s", "--json", NULL);
+    json_t *j = swt_slipway_json(&r, 0, "install", "rp-small", "--fleet", f->fleet, "--start",
+                                 "--timeout", "120s", "--json", NULL);
     assert_true(json_is_true(json_object_get(j, "serving")));
     json_decref(j);
     swt_run_free(&r);
 
     /* the first look: serving, NRestarts 0, recorded */
-    j = swt_slipway_json(&r, 0, "status", f->fleet, "--record", "--ledger", f->ledger, "--json",
-                         NULL);
+    j = swt_slipway_json(&r, 0, "status", "--fleet", f->fleet, "--record", "--ledger", f->ledger,
+                         "--json", NULL);
     const json_t *ep = only_endpoint(j);
     const json_t *u = json_object_get(ep, "unit");
     assert_int_equal(json_integer_value(json_object_get(u, "restarts")), 0);
@@ -154,15 +155,15 @@ static void test_restarts_between_deploys(void **state)
     for (int i = 0; i < 120 && st != 0; i++) {
         if (i)
             sleep(1);
-        assert_int_equal(swt_slipway(&r, "status", f->fleet, "--json", NULL), 0);
+        assert_int_equal(swt_slipway(&r, "status", "--fleet", f->fleet, "--json", NULL), 0);
         st = r.status;
         swt_run_free(&r);
     }
     assert_int_equal(st, 0);
 
     /* the second look: NRestarts 1, a new PID */
-    j = swt_slipway_json(&r, 0, "status", f->fleet, "--record", "--ledger", f->ledger, "--json",
-                         NULL);
+    j = swt_slipway_json(&r, 0, "status", "--fleet", f->fleet, "--record", "--ledger", f->ledger,
+                         "--json", NULL);
     ep = only_endpoint(j);
     u = json_object_get(ep, "unit");
     assert_int_equal(json_integer_value(json_object_get(u, "restarts")), 1);
@@ -173,15 +174,16 @@ static void test_restarts_between_deploys(void **state)
     swt_run_free(&r);
 
     /* the human view says what it recorded */
-    assert_int_equal(swt_slipway(&r, "status", f->fleet, "--record", "--ledger", f->ledger, NULL),
-                     0);
+    assert_int_equal(
+        swt_slipway(&r, "status", "--fleet", f->fleet, "--record", "--ledger", f->ledger, NULL), 0);
     assert_int_equal(r.status, 0);
     assert_non_null(strstr(r.out, "recorded: unit observation #3"));
     assert_non_null(strstr(r.out, "recorded 1 unit observation(s) in "));
     swt_run_free(&r);
 
     /* the report and the Prometheus file show the restart no deploy attempt saw */
-    j = swt_slipway_json(&r, 0, "report", f->fleet, "--ledger", f->ledger, "--json", NULL);
+    j = swt_slipway_json(&r, 0, "report", "--fleet", f->fleet, "--ledger", f->ledger, "--json",
+                         NULL);
     const json_t *rs = json_object_get(only_endpoint(j), "restarts");
     assert_int_equal(json_integer_value(json_object_get(rs, "attempts")), 0);
     const json_t *bt = json_object_get(rs, "between_deploys");
@@ -189,8 +191,9 @@ static void test_restarts_between_deploys(void **state)
     assert_int_equal(json_integer_value(json_object_get(bt, "observation")), 3);
     json_decref(j);
     swt_run_free(&r);
-    assert_int_equal(swt_slipway(&r, "export", "prometheus", f->fleet, "--ledger", f->ledger, NULL),
-                     0);
+    assert_int_equal(
+        swt_slipway(&r, "export", "prometheus", "--fleet", f->fleet, "--ledger", f->ledger, NULL),
+        0);
     if (r.status)
         fail_msg("export prometheus exited %d: %s", r.status, r.err);
     assert_non_null(strstr(r.out, "\nslipway_unit_restarts{endpoint=\"rp-small\"} 1\n"));

@@ -183,11 +183,27 @@ static void test_real_llama(void **state)
      * the shared machine during a repeat does not make a whole probe noise (with three, the
      * noise is half the full range: 75, 101, 173 tok/s read 48%); 32 tokens a request: a 10 ms
      * stall of the machine is a tenth of a repeat's decode, not 40% of it (8 tokens) */
-    const char *a[] = {"tiny",           fleet,   "--objective",   "decode_tps@64",
-                       "--budget-boots", "10",    "--repeats",     "5",
-                       "--tokens",       "32",    "--concurrency", "1",
-                       "--extra",        grammar, "--ledger",      ledger,
-                       "--html",         html,    "--json",        NULL};
+    const char *a[] = {"tiny",
+                       "--fleet",
+                       fleet,
+                       "--objective",
+                       "decode_tps@64",
+                       "--budget-boots",
+                       "10",
+                       "--repeats",
+                       "5",
+                       "--tokens",
+                       "32",
+                       "--concurrency",
+                       "1",
+                       "--extra",
+                       grammar,
+                       "--ledger",
+                       ledger,
+                       "--html",
+                       html,
+                       "--json",
+                       NULL};
     json_t *j = run_tune(a, 0);
     assert_string_equal(str(j, "boot"), "local");
     if (!strcmp(str(j, "outcome"), "no_winner")) {
@@ -270,11 +286,25 @@ static void test_real_llama(void **state)
     /* (b) the threads frozen at the poor default: never moved, although moving them wins
      * (above); a budget of 2 boots (the baseline and one probe) */
     write_tiny_fleet(fleet, swt_free_port(), true);
-    const char *b[] = {"tiny",           fleet,   "--objective",   "decode_tps@64",
-                       "--budget-boots", "2",     "--repeats",     "2",
-                       "--tokens",       "32",    "--concurrency", "1",
-                       "--extra",        grammar, "--ledger",      ledger,
-                       "--json",         NULL};
+    const char *b[] = {"tiny",
+                       "--fleet",
+                       fleet,
+                       "--objective",
+                       "decode_tps@64",
+                       "--budget-boots",
+                       "2",
+                       "--repeats",
+                       "2",
+                       "--tokens",
+                       "32",
+                       "--concurrency",
+                       "1",
+                       "--extra",
+                       grammar,
+                       "--ledger",
+                       ledger,
+                       "--json",
+                       NULL};
     j = run_tune(b, 0);
     char poor_s[16];
     snprintf(poor_s, sizeof(poor_s), "%d", poor);
@@ -378,10 +408,23 @@ static void test_sim_frank_primary(void **state)
     setenv("SLIPWAY_RUN_DIR", run, 1);
 
     /* a budget of 2 boots: the run stops with its budget spent and stays open */
-    const char *a[] = {"frank-primary",  fleet,  "--objective",   "decode_tps@256",
-                       "--budget-boots", "2",    "--repeats",     "2",
-                       "--tokens",       "16",   "--concurrency", "4",
-                       "--ledger",       ledger, "--json",        NULL};
+    const char *a[] = {"frank-primary",
+                       "--fleet",
+                       fleet,
+                       "--objective",
+                       "decode_tps@256",
+                       "--budget-boots",
+                       "2",
+                       "--repeats",
+                       "2",
+                       "--tokens",
+                       "16",
+                       "--concurrency",
+                       "4",
+                       "--ledger",
+                       ledger,
+                       "--json",
+                       NULL};
     json_t *j = run_tune(a, 0);
     assert_string_equal(str(j, "boot"), "sim");
     assert_string_equal(str(j, "outcome"), "budget");
@@ -390,7 +433,7 @@ static void test_sim_frank_primary(void **state)
     json_decref(j);
 
     /* resumed with a larger budget: the decided probes come from the journal */
-    a[5] = "8";
+    a[6] = "8"; /* --budget-boots */
     j = run_tune(a, 0);
     assert_true(json_is_true(json_object_get(j, "resumed")));
     assert_int_equal(json_integer_value(json_object_get(j, "run")), first_run);
@@ -473,10 +516,22 @@ static void test_sim_refine_mix_apply(void **state)
     snprintf(run, sizeof(run), "%s/run-refine", g_dir);
     mkdir(run, 0700);
     setenv("SLIPWAY_RUN_DIR", run, 1);
-    const char *a[] = {"frank-primary",  fleet,    "--objective", "decode_tps@256",
-                       "--budget-boots", "12",     "--repeats",   "2",
-                       "--concurrency",  "8",      "--ledger",    ledger,
-                       "--apply",        "--json", NULL};
+    const char *a[] = {"frank-primary",
+                       "--fleet",
+                       fleet,
+                       "--objective",
+                       "decode_tps@256",
+                       "--budget-boots",
+                       "12",
+                       "--repeats",
+                       "2",
+                       "--concurrency",
+                       "8",
+                       "--ledger",
+                       ledger,
+                       "--apply",
+                       "--json",
+                       NULL};
     json_t *j = run_tune(a, 0);
     size_t i;
     const json_t *p, *kn;

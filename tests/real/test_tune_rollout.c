@@ -165,9 +165,9 @@ static void tune_and_check(struct fx *f, const char *failing)
 {
     /* auto picks the rollout for an ssh host; the option says it here */
     struct swt_run r;
-    swt_slipway(&r, "tune", "tu", f->fleet, "--runner", "rollout", "--objective", "decode_tps@16",
-                "--budget-boots", "4", "--repeats", "2", "--concurrency", "1", "--tokens", "8",
-                "--ledger", f->led, "--json", NULL);
+    swt_slipway(&r, "tune", "tu", "--fleet", f->fleet, "--runner", "rollout", "--objective",
+                "decode_tps@16", "--budget-boots", "4", "--repeats", "2", "--concurrency", "1",
+                "--tokens", "8", "--ledger", f->led, "--json", NULL);
     if (r.err && r.err[0])
         print_message("stderr: %s\n", r.err);
     json_t *j = swt_json_out(&r);

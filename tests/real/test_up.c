@@ -594,7 +594,7 @@ static void test_fleet_up_down(void **state)
     setenv("SLIPWAY_RUN_DIR", run, 1);
     char ledger[4500];
     snprintf(ledger, sizeof(ledger), "%s/ledger.sqlite", t.dir);
-    const char *args[] = {"up", "--detach", "--json", "--ledger", ledger, fleet, NULL};
+    const char *args[] = {"up", "--detach", "--json", "--ledger", ledger, "--fleet", fleet, NULL};
     pid_t s = start_slipway(&t, args);
     int rc = wait_exit(s, 180);
     if (rc != 0) {
@@ -617,7 +617,7 @@ static void test_fleet_up_down(void **state)
     assert_int_equal(access(pidf, F_OK), 0);
     assert_int_equal(swt_survivors(t.mark, false, NULL), 1);
     struct swt_run r;
-    assert_int_equal(swt_slipway(&r, "down", fleet, NULL), 0);
+    assert_int_equal(swt_slipway(&r, "down", "--fleet", fleet, NULL), 0);
     assert_int_equal(r.status, 0);
     assert_non_null(strstr(r.out, "stopped"));
     swt_run_free(&r);
@@ -672,7 +672,7 @@ static void test_fleet_refuses_unfit(void **state)
         setenv("SLIPWAY_RUN_DIR", run, 1);
         struct swt_run r;
         if (pass == 0) {
-            assert_int_equal(swt_slipway(&r, "up", "--json", fleet, NULL), 0);
+            assert_int_equal(swt_slipway(&r, "up", "--json", "--fleet", fleet, NULL), 0);
             assert_int_equal(r.status, 1);
             json_t *j = swt_json_out(&r);
             const char *m =
@@ -689,7 +689,7 @@ static void test_fleet_refuses_unfit(void **state)
             assert_int_equal(access(logf, F_OK), -1);
             assert_int_equal(swt_survivors(t.mark, false, NULL), 0);
         } else {
-            assert_int_equal(swt_slipway(&r, "up", "--dry-run", fleet, NULL), 0);
+            assert_int_equal(swt_slipway(&r, "up", "--dry-run", "--fleet", fleet, NULL), 0);
             assert_int_equal(r.status, 0);
             assert_null(strstr(r.err, "does not fit"));
         }
@@ -738,7 +738,7 @@ static void render_plan_boot(const struct shape_case *sc)
 
     /* 1. what up would run, and its prediction */
     struct swt_run r;
-    assert_int_equal(swt_slipway(&r, "up", "--dry-run", "--json", fleet, NULL), 0);
+    assert_int_equal(swt_slipway(&r, "up", "--dry-run", "--json", "--fleet", fleet, NULL), 0);
     if (r.status)
         fail_msg("%s: up --dry-run: %s", sc->name, r.err);
     json_t *dry = swt_json_out(&r);
@@ -775,8 +775,8 @@ static void render_plan_boot(const struct shape_case *sc)
     json_decref(plan);
 
     /* 3. the real boot prints it */
-    const char *args[] = {"up",  "--detach", "--json", sc->live ? "--json" : "--no-liveness",
-                          fleet, NULL};
+    const char *args[] = {"up",      "--detach", "--json", sc->live ? "--json" : "--no-liveness",
+                          "--fleet", fleet,      NULL};
     pid_t s = start_slipway(&t, args);
     int rc = wait_exit(s, 180);
     if (rc != 0) {
@@ -806,7 +806,7 @@ static void render_plan_boot(const struct shape_case *sc)
     }
     json_decref(j);
     json_decref(dry);
-    assert_int_equal(swt_slipway(&r, "down", fleet, NULL), 0);
+    assert_int_equal(swt_slipway(&r, "down", "--fleet", fleet, NULL), 0);
     swt_run_free(&r);
     unsetenv("SLIPWAY_RUN_DIR");
     assert_int_equal(settle(t.mark), 0);

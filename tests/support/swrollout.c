@@ -119,13 +119,9 @@ json_t *swro_run(struct swro *r, int *status, const char *verb, ...)
     size_t n = 0;
     argv[n++] = swt_bin();
     argv[n++] = verb;
-    if (!strcmp(verb, "check")) {
-        argv[n++] = r->fleet;
-        argv[n++] = r->endpoint;
-    } else {
-        argv[n++] = r->endpoint;
-        argv[n++] = r->fleet;
-    }
+    argv[n++] = r->endpoint; /* slipway VERB ENDPOINT --fleet FILE, every verb alike */
+    argv[n++] = "--fleet";
+    argv[n++] = r->fleet;
     argv[n++] = "--json";
     va_list ap;
     va_start(ap, verb);

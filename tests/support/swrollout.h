@@ -86,7 +86,7 @@ int swro_fleet_head(const struct swro *r, const char *device, char *out, size_t 
 /* Write r->fleet: one host (ssh, the test host's key and known_hosts), one endpoint as spec says. */
 void swro_write_fleet(struct swro *r, const struct swro_fleet *spec);
 
-/* slipway VERB ENDPOINT FLEET --json ARGS... (NULL-terminated; `check` takes FLEET ENDPOINT),
+/* slipway VERB ENDPOINT --fleet FLEET --json ARGS... (NULL-terminated),
  * bounded by r->deadline_s: its parsed stdout (json_decref), its exit in *status; its stderr
  * printed when it wrote any. */
 json_t *swro_run(struct swro *r, int *status, const char *verb, ...) __attribute__((sentinel));

@@ -215,8 +215,8 @@ static void test_sglang(void **state)
                 led, NULL);
     assert_int_equal(r.status, 0);
     swt_run_free(&r);
-    swt_slipway(&r, "calibrate", "frank-primary-sglang", swt_src("examples/operator.yaml"),
-                "--ledger", led, NULL);
+    swt_slipway(&r, "calibrate", "frank-primary-sglang", "--fleet",
+                swt_src("examples/operator.yaml"), "--ledger", led, NULL);
     assert_int_equal(r.status, 0);
     assert_non_null(strstr(r.out, "rest 11.27 GiB at mem_fraction_static 0.847"));
     assert_non_null(strstr(r.out, "predict declared: 606,208..606,208 tokens, 32 mamba slots, "
@@ -224,8 +224,9 @@ static void test_sglang(void **state)
     assert_non_null(strstr(r.out, "predict autofit: 687,388..687,388 tokens, 32 mamba slots, "
                                   "free after boot -737..-736 MiB: WOULD OOM"));
     swt_run_free(&r);
-    swt_slipway(&r, "calibrate", "frank-primary-sglang", swt_src("examples/operator.yaml"),
-                "--ledger", led, "--exclude", "2", "--json", NULL);
+    swt_slipway(&r, "calibrate", "frank-primary-sglang", "--fleet",
+                swt_src("examples/operator.yaml"), "--ledger", led, "--exclude", "2", "--json",
+                NULL);
     assert_int_equal(r.status, 0);
     json_t *j = swt_json_out(&r);
     json_t *sg = json_object_get(j, "sglang");

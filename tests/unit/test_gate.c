@@ -647,8 +647,8 @@ static void test_cli(void **state)
     swt_run_free(&r);
 
     /* the operator's rejection of 3 x 196,608, human view */
-    assert_int_equal(swt_slipway(&r, "check", fleet, "frank-small", "--ledger", led, "--set",
-                                 "slots=3", "--set", "ctx=589824", NULL),
+    assert_int_equal(swt_slipway(&r, "check", "--fleet", fleet, "frank-small", "--ledger", led,
+                                 "--set", "slots=3", "--set", "ctx=589824", NULL),
                      0);
     assert_int_equal(r.status, 1);
     assert_non_null(strstr(r.out, "FAIL band"));
@@ -659,7 +659,8 @@ static void test_cli(void **state)
     /* --json: frank-large's memory gates pass or skip; its unit fails on one law only, the
      * image named by tag (the operator's log omits the digest the real unit pins): exit 1 */
     assert_int_equal(
-        swt_slipway(&r, "check", fleet, "frank-large", "--ledger", led, "--json", NULL), 0);
+        swt_slipway(&r, "check", "--fleet", fleet, "frank-large", "--ledger", led, "--json", NULL),
+        0);
     assert_int_equal(r.status, 1);
     json_t *j = swt_json_out(&r);
     assert_string_equal(json_string_value(json_object_get(j, "verdict")), "fail");
@@ -702,8 +703,8 @@ static void test_cli(void **state)
             0);
         assert_int_equal(
             symlink(swt_src("examples/frank-small.env"), swt_join(f->dir, "frank-small.env")), 0);
-        assert_int_equal(swt_slipway(&r, "check", swt_join(f->dir, "pinned.yaml"), "frank-large",
-                                     "--ledger", led, "--json", NULL),
+        assert_int_equal(swt_slipway(&r, "check", "--fleet", swt_join(f->dir, "pinned.yaml"),
+                                     "frank-large", "--ledger", led, "--json", NULL),
                          0);
         assert_int_equal(r.status, 0);
         j = swt_json_out(&r);
@@ -713,35 +714,39 @@ static void test_cli(void **state)
     }
 
     /* unusable input: exit 2 with a clear error */
-    assert_int_equal(swt_slipway(&r, "check", swt_join(f->dir, "missing.yaml"), NULL), 0);
+    assert_int_equal(swt_slipway(&r, "check", "--fleet", swt_join(f->dir, "missing.yaml"), NULL),
+                     0);
     assert_int_equal(r.status, 2);
     assert_non_null(strstr(r.err, "missing.yaml"));
     swt_run_free(&r);
 
-    assert_int_equal(swt_slipway(&r, "check", fleet, "frank-nobody", "--no-ledger", NULL), 0);
+    assert_int_equal(
+        swt_slipway(&r, "check", "--fleet", fleet, "frank-nobody", "--no-ledger", NULL), 0);
     assert_int_equal(r.status, 2);
     assert_non_null(strstr(r.err, "no endpoint 'frank-nobody'"));
     swt_run_free(&r);
 
     const char *broken = swt_join(f->dir, "broken.sqlite");
     swt_write_str(broken, "<html><body>403 Forbidden</body></html>\n");
-    assert_int_equal(swt_slipway(&r, "check", fleet, "frank-small", "--ledger", broken, NULL), 0);
+    assert_int_equal(
+        swt_slipway(&r, "check", "--fleet", fleet, "frank-small", "--ledger", broken, NULL), 0);
     assert_int_equal(r.status, 2);
     assert_non_null(strstr(r.err, "broken.sqlite"));
     swt_run_free(&r);
 
-    assert_int_equal(
-        swt_slipway(&r, "check", fleet, "frank-small", "--no-ledger", "--set", "slots=zero", NULL),
-        0);
+    assert_int_equal(swt_slipway(&r, "check", "--fleet", fleet, "frank-small", "--no-ledger",
+                                 "--set", "slots=zero", NULL),
+                     0);
     assert_int_equal(r.status, 2);
     assert_non_null(strstr(r.err, "slots"));
     swt_run_free(&r);
 
-    assert_int_equal(swt_slipway(&r, "check", fleet, "--set", "slots=3", "--no-ledger", NULL), 0);
+    assert_int_equal(
+        swt_slipway(&r, "check", "--fleet", fleet, "--set", "slots=3", "--no-ledger", NULL), 0);
     assert_int_equal(r.status, 2);
     swt_run_free(&r);
 
-    assert_int_equal(swt_slipway(&r, "check", fleet, "frank-small", "--ledger",
+    assert_int_equal(swt_slipway(&r, "check", "--fleet", fleet, "frank-small", "--ledger",
                                  swt_join(f->dir, "nope.sqlite"), NULL),
                      0);
     assert_int_equal(r.status, 2);

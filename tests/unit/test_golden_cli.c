@@ -40,14 +40,16 @@ struct golden {
 };
 
 static const struct golden cases[] = {
-    {"plan-operator", {"plan", "examples/operator.yaml"}},
-    {"plan-operator-json", {"plan", "examples/operator.yaml", "--json"}},
-    {"plan-operator-frank-small", {"plan", "examples/operator.yaml", "frank-small"}},
-    {"plan-local", {"plan", "examples/local.yaml"}},
-    {"plan-local-json", {"plan", "examples/local.yaml", "--json"}},
-    {"check-operator", {"check", "examples/operator.yaml", "--ledger", "@LEDGER@"}},
-    {"check-operator-json", {"check", "examples/operator.yaml", "--ledger", "@LEDGER@", "--json"}},
-    {"check-local-json", {"check", "examples/local.yaml", "--ledger", "@LEDGER@", "--json"}},
+    {"plan-operator", {"plan", "--fleet", "examples/operator.yaml"}},
+    {"plan-operator-json", {"plan", "--fleet", "examples/operator.yaml", "--json"}},
+    {"plan-operator-frank-small", {"plan", "--fleet", "examples/operator.yaml", "frank-small"}},
+    {"plan-local", {"plan", "--fleet", "examples/local.yaml"}},
+    {"plan-local-json", {"plan", "--fleet", "examples/local.yaml", "--json"}},
+    {"check-operator", {"check", "--fleet", "examples/operator.yaml", "--ledger", "@LEDGER@"}},
+    {"check-operator-json",
+     {"check", "--fleet", "examples/operator.yaml", "--ledger", "@LEDGER@", "--json"}},
+    {"check-local-json",
+     {"check", "--fleet", "examples/local.yaml", "--ledger", "@LEDGER@", "--json"}},
     {"plan-vllm", {"plan", "--engine", "vllm", VLLM_ARGV}},
     {"plan-vllm-json", {"plan", "--engine", "vllm", "--json", VLLM_ARGV}},
     {"plan-vllm-profile", {"plan", "--engine", "vllm", "--profile", VLLM_PROFILE, VLLM_ARGV}},
@@ -67,11 +69,12 @@ static const struct golden cases[] = {
     {"up-dry-run-verbatim-json",
      {"up", "--dry-run", "--json", "--", "./llama-server", "-m", "tests/data/golden/absent.gguf",
       "--port", "18080", "-fa", "on"}},
-    {"plan-declared-fleet", {"plan", DECL_FLEET}},
-    {"plan-declared-fleet-json", {"plan", DECL_FLEET, "--json"}},
-    {"check-declared-fleet-json", {"check", DECL_FLEET, "--ledger", "@LEDGER@", "--json"}},
-    {"up-dry-run-fleet", {"up", "--dry-run", DECL_FLEET}},
-    {"up-dry-run-fleet-json", {"up", "--dry-run", "--json", DECL_FLEET}},
+    {"plan-declared-fleet", {"plan", "--fleet", DECL_FLEET}},
+    {"plan-declared-fleet-json", {"plan", "--fleet", DECL_FLEET, "--json"}},
+    {"check-declared-fleet-json",
+     {"check", "--fleet", DECL_FLEET, "--ledger", "@LEDGER@", "--json"}},
+    {"up-dry-run-fleet", {"up", "--dry-run", "--fleet", DECL_FLEET}},
+    {"up-dry-run-fleet-json", {"up", "--dry-run", "--json", "--fleet", DECL_FLEET}},
 };
 
 static char *dir;

@@ -250,6 +250,7 @@ static void check_gate(const char *fleet, const char *led, const char *const *se
     int n = 0;
     argv[n++] = swt_bin();
     argv[n++] = "check";
+    argv[n++] = "--fleet";
     argv[n++] = fleet;
     argv[n++] = "frank-primary";
     argv[n++] = "--ledger";
@@ -329,15 +330,15 @@ static void test_calibrate_cli(void **state)
 {
     struct fx *f = *state;
     struct swt_run r;
-    swt_slipway(&r, "calibrate", "frank-primary", swt_src("examples/operator.yaml"), "--ledger",
-                f->led, NULL);
+    swt_slipway(&r, "calibrate", "frank-primary", "--fleet", swt_src("examples/operator.yaml"),
+                "--ledger", f->led, NULL);
     assert_int_equal(r.status, 0);
     assert_non_null(strstr(r.out, "capture, pinned pools: 0.000..0.384 GiB per sequence"));
     assert_non_null(strstr(r.out, "fp8-5x262144: overdrawn, -0.40..-0.40 GiB free at capture"));
     assert_non_null(strstr(r.out, "engine-sized pool, auto x 3 at utilization 0.98"));
     swt_run_free(&r);
-    swt_slipway(&r, "calibrate", "frank-primary", swt_src("examples/operator.yaml"), "--ledger",
-                f->led, "--json", NULL);
+    swt_slipway(&r, "calibrate", "frank-primary", "--fleet", swt_src("examples/operator.yaml"),
+                "--ledger", f->led, "--json", NULL);
     json_t *j = swt_json_out(&r);
     json_t *h = json_object_get(j, "headroom");
     if (!h)

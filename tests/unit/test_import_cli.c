@@ -58,7 +58,7 @@ static void test_import_then_plan(void **state)
     assert_null(strstr(t, "hf_notarealtoken"));
     sw_free(t);
 
-    swt_slipway(&r, "plan", fleet, "frank-primary", NULL);
+    swt_slipway(&r, "plan", "frank-primary", "--fleet", fleet, NULL);
     if (r.status)
         fail_msg("plan: %d\n%s%s", r.status, r.out, r.err);
     assert_non_null(strstr(r.out, "GPU KV cache size: 398,658 tokens"));

@@ -654,8 +654,9 @@ static void test_check_refuses_failed_shape(void **state)
     assert_non_null(shape);
 
     struct swt_run r;
-    assert_int_equal(swt_slipway(&r, "check", fleet, "local", "--ledger", f->path, "--json", NULL),
-                     0);
+    assert_int_equal(
+        swt_slipway(&r, "check", "--fleet", fleet, "local", "--ledger", f->path, "--json", NULL),
+        0);
     json_t *out = swt_json_out(&r);
     assert_string_equal(json_string_value(json_object_get(known_bad_gate(out), "verdict")), "pass");
     json_decref(out);
@@ -674,8 +675,9 @@ static void test_check_refuses_failed_shape(void **state)
     assert_true(rule > 0);
     json_decref(ev);
 
-    assert_int_equal(swt_slipway(&r, "check", fleet, "local", "--ledger", f->path, "--json", NULL),
-                     0);
+    assert_int_equal(
+        swt_slipway(&r, "check", "--fleet", fleet, "local", "--ledger", f->path, "--json", NULL),
+        0);
     assert_int_equal(r.status, 1);
     out = swt_json_out(&r);
     const json_t *g = known_bad_gate(out);
@@ -686,8 +688,8 @@ static void test_check_refuses_failed_shape(void **state)
     swt_run_free(&r);
 
     /* another shape of the same endpoint (--set) is not refused by it */
-    assert_int_equal(swt_slipway(&r, "check", fleet, "local", "--ledger", f->path, "--set",
-                                 "ctx_size=4096", "--json", NULL),
+    assert_int_equal(swt_slipway(&r, "check", "--fleet", fleet, "local", "--ledger", f->path,
+                                 "--set", "ctx_size=4096", "--json", NULL),
                      0);
     out = swt_json_out(&r);
     assert_string_equal(json_string_value(json_object_get(known_bad_gate(out), "verdict")), "pass");
@@ -741,7 +743,8 @@ static void test_history_cli(void **state)
     struct swt_run r;
     const char *fleet = swt_src("examples/local.yaml");
     assert_int_equal(
-        swt_slipway(&r, "history", "local", fleet, "--ledger", f->path, "--json", NULL), 0);
+        swt_slipway(&r, "history", "local", "--fleet", fleet, "--ledger", f->path, "--json", NULL),
+        0);
     assert_int_equal(r.status, 0);
     json_t *out = swt_json_out(&r);
     assert_string_equal(json_string_value(json_object_get(out, "last_good")), "local-20261204-1");
@@ -757,7 +760,8 @@ static void test_history_cli(void **state)
     swt_run_free(&r);
 
     /* human view */
-    assert_int_equal(swt_slipway(&r, "history", "local", fleet, "--ledger", f->path, NULL), 0);
+    assert_int_equal(
+        swt_slipway(&r, "history", "local", "--fleet", fleet, "--ledger", f->path, NULL), 0);
     assert_int_equal(r.status, 0);
     assert_non_null(strstr(r.out, "* local-20261204-1"));
     assert_non_null(strstr(r.out, "last-good"));
@@ -793,7 +797,8 @@ static void test_history_cli(void **state)
                           "    shape:\n"
                           "      ctx_size: 8192\n");
     assert_int_equal(
-        swt_slipway(&r, "history", "local", remote, "--ledger", f->path, "--json", NULL), 0);
+        swt_slipway(&r, "history", "local", "--fleet", remote, "--ledger", f->path, "--json", NULL),
+        0);
     assert_int_equal(r.status, 0);
     out = swt_json_out(&r);
     json_t *t0 = json_array_get(json_object_get(out, "tags"), 0);

@@ -109,7 +109,7 @@ static void test_bad_input(void **state)
 static json_t *plan_report(const char *fleet, const char *endpoint)
 {
     struct swt_run r;
-    assert_int_equal(swt_slipway(&r, "plan", fleet, endpoint, "--json", NULL), 0);
+    assert_int_equal(swt_slipway(&r, "plan", "--fleet", fleet, endpoint, "--json", NULL), 0);
     if (r.status != 0)
         fprintf(stderr, "%s%s", r.out, r.err);
     assert_int_equal(r.status, 0);
@@ -188,7 +188,7 @@ static void test_fleet(void **state)
                "    payload: {path: /nonexistent/qwen35-9b.gguf}\n"
                "    shape: {ctx_size: 491520, seqs: 3, cache_type_k: f16, cache_type_v: q8_0}\n"
                "    arch: *hf\n");
-    assert_int_equal(swt_slipway(&r, "plan", fleet, "small", "--json", NULL), 0);
+    assert_int_equal(swt_slipway(&r, "plan", "--fleet", fleet, "small", "--json", NULL), 0);
     if (r.status != 0)
         fprintf(stderr, "%s%s", r.out, r.err);
     assert_int_equal(r.status, 0);
@@ -205,7 +205,7 @@ static void test_fleet(void **state)
     json_decref(j);
     swt_run_free(&r);
 
-    assert_int_equal(swt_slipway(&r, "plan", fleet, "hf", NULL), 0);
+    assert_int_equal(swt_slipway(&r, "plan", "--fleet", fleet, "hf", NULL), 0);
     assert_int_equal(r.status, 2);
     assert_non_null(strstr(r.out, "needs model_type"));
     swt_run_free(&r);
@@ -243,7 +243,8 @@ static void test_operator_frank_small(void **state)
     json_decref(rep);
     /* the human view names the device budget */
     assert_int_equal(
-        swt_slipway(&r, "plan", swt_src("examples/operator.yaml"), "frank-small", NULL), 0);
+        swt_slipway(&r, "plan", "--fleet", swt_src("examples/operator.yaml"), "frank-small", NULL),
+        0);
     assert_int_equal(r.status, 0);
     assert_non_null(strstr(r.out, "cuda-24g"));
     assert_non_null(strstr(r.out, "12936.00 MiB (180224 cells,   8 layers,  3/3 seqs)"));
@@ -253,9 +254,9 @@ static void test_operator_frank_small(void **state)
     assert_non_null(strstr(r.out, "2630.25 MiB free, inside the 2048..3072 MiB band"));
     swt_run_free(&r);
 
-    assert_int_equal(
-        swt_slipway(&r, "plan", swt_src("examples/operator.yaml"), "frank-small", "--json", NULL),
-        0);
+    assert_int_equal(swt_slipway(&r, "plan", "--fleet", swt_src("examples/operator.yaml"),
+                                 "frank-small", "--json", NULL),
+                     0);
     json_t *j = swt_json_out(&r);
     json_t *mb =
         json_object_get(json_array_get(json_object_get(j, "endpoints"), 0), "measured_budget");
@@ -271,7 +272,8 @@ static void test_operator_frank_small(void **state)
 
     /* the fleet's vLLM endpoints are planned too: frank-primary's deployed shape prints what
      * the engine printed (398,658 tokens, 1.99x, 6,496 arena slots) */
-    assert_int_equal(swt_slipway(&r, "plan", swt_src("examples/operator.yaml"), NULL), 0);
+    assert_int_equal(swt_slipway(&r, "plan", "--fleet", swt_src("examples/operator.yaml"), NULL),
+                     0);
     assert_int_equal(r.status, 0);
     assert_non_null(strstr(r.out, "== frank-primary (vllm"));
     assert_non_null(strstr(r.out, "GPU KV cache size: 398,658 tokens"));
@@ -294,7 +296,8 @@ static void test_operator_every_endpoint(void **state)
                            "frank-primary-sglang"};
     const size_t n = sizeof(names) / sizeof(names[0]);
 
-    assert_int_equal(swt_slipway(&r, "plan", swt_src("examples/operator.yaml"), NULL), 0);
+    assert_int_equal(swt_slipway(&r, "plan", "--fleet", swt_src("examples/operator.yaml"), NULL),
+                     0);
     assert_int_equal(r.status, 0);
     assert_null(strstr(r.out, "cannot plan"));
     size_t sections = 0;
@@ -309,7 +312,8 @@ static void test_operator_every_endpoint(void **state)
     assert_non_null(strstr(r.out, "KV Cache is allocated. #tokens: 606208"));
     swt_run_free(&r);
 
-    assert_int_equal(swt_slipway(&r, "plan", swt_src("examples/operator.yaml"), "--json", NULL), 0);
+    assert_int_equal(
+        swt_slipway(&r, "plan", "--fleet", swt_src("examples/operator.yaml"), "--json", NULL), 0);
     assert_int_equal(r.status, 0);
     json_t *j = swt_json_out(&r);
     json_t *eps = json_object_get(j, "endpoints");

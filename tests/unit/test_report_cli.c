@@ -47,7 +47,7 @@ static void test_export_exits(void **state)
     struct swt_run r;
     char out[4300];
     snprintf(out, sizeof(out), "%s/harness.json", dir);
-    swt_slipway(&r, "export", "harness", fleet, "--ledger", led, "--out", out, NULL);
+    swt_slipway(&r, "export", "harness", "--fleet", fleet, "--ledger", led, "--out", out, NULL);
     assert_int_equal(r.status, 1); /* 216,269 tokens do not fit 180,224 */
     assert_non_null(strstr(r.err, "harness contract does not hold"));
     swt_run_free(&r);
@@ -58,7 +58,7 @@ static void test_export_exits(void **state)
     assert_true(swt_file_has(out, "\n  \"frank-small\":\n    contextWindow: 180224\n"));
 
     snprintf(out, sizeof(out), "%s/llama-swap.yaml", dir);
-    swt_slipway(&r, "export", "llama-swap", fleet, "--ledger", led, "--out", out, NULL);
+    swt_slipway(&r, "export", "llama-swap", "--fleet", fleet, "--ledger", led, "--out", out, NULL);
     assert_int_equal(r.status, 0);
     swt_run_free(&r);
     /* one config per host, as `---`-separated documents */
@@ -67,7 +67,7 @@ static void test_export_exits(void **state)
     /* --out DIR: DIR/HOST.yaml, one config each */
     snprintf(out, sizeof(out), "%s/swap", dir);
     assert_int_equal(mkdir(out, 0755), 0);
-    swt_slipway(&r, "export", "llama-swap", fleet, "--ledger", led, "--out", out, NULL);
+    swt_slipway(&r, "export", "llama-swap", "--fleet", fleet, "--ledger", led, "--out", out, NULL);
     assert_int_equal(r.status, 0);
     swt_run_free(&r);
     snprintf(out, sizeof(out), "%s/swap/dankserver.yaml", dir);
@@ -76,7 +76,7 @@ static void test_export_exits(void **state)
     snprintf(out, sizeof(out), "%s/swap/Dankclaw.yaml", dir);
     assert_true(swt_file_has(out, "\n  frank-large-rocmfpx:\n    cmd: "));
 
-    swt_slipway(&r, "export", "prometheus", fleet, "--ledger", led, "--json", NULL);
+    swt_slipway(&r, "export", "prometheus", "--fleet", fleet, "--ledger", led, "--json", NULL);
     assert_int_equal(r.status, 0);
     json_t *j = swt_json_out(&r);
     assert_non_null(strstr(json_string_value(json_object_get(j, "text")),
@@ -84,7 +84,7 @@ static void test_export_exits(void **state)
     json_decref(j);
     swt_run_free(&r);
 
-    swt_slipway(&r, "export", "bogus", fleet, NULL);
+    swt_slipway(&r, "export", "bogus", "--fleet", fleet, NULL);
     assert_int_equal(r.status, 2);
     assert_non_null(strstr(r.err, "unknown export 'bogus'"));
     swt_run_free(&r);
@@ -92,7 +92,8 @@ static void test_export_exits(void **state)
     assert_int_equal(r.status, 2);
     swt_run_free(&r);
     /* a ledger named but missing is an error, not an empty report */
-    swt_slipway(&r, "export", "harness", fleet, "--ledger", "/nonexistent/l.sqlite", NULL);
+    swt_slipway(&r, "export", "harness", "--fleet", fleet, "--ledger", "/nonexistent/l.sqlite",
+                NULL);
     assert_int_not_equal(r.status, 0);
     assert_int_not_equal(r.status, 1);
     swt_run_free(&r);
@@ -105,14 +106,15 @@ static void test_report_files_and_since(void **state)
     char md[4300], html[4300];
     snprintf(md, sizeof(md), "%s/FLEET.md", dir);
     snprintf(html, sizeof(html), "%s/fleet.html", dir);
-    swt_slipway(&r, "report", fleet, "--ledger", led, "--md", md, "--html", html, NULL);
+    swt_slipway(&r, "report", "--fleet", fleet, "--ledger", led, "--md", md, "--html", html, NULL);
     assert_int_equal(r.status, 0);
     swt_run_free(&r);
     assert_true(swt_file_has(md, "## frank-small (llama.cpp on dankserver)"));
     assert_true(swt_file_has(md, "106.8 tok/s decode, 3,814 t/s prefill"));
     assert_true(swt_file_has(html, "</html>"));
 
-    swt_slipway(&r, "report", fleet, "--ledger", led, "--since", "2000-01-01", "--json", NULL);
+    swt_slipway(&r, "report", "--fleet", fleet, "--ledger", led, "--since", "2000-01-01", "--json",
+                NULL);
     assert_int_equal(r.status, 0);
     json_t *j = swt_json_out(&r);
     json_t *eps = json_object_get(j, "endpoints");
@@ -126,16 +128,16 @@ static void test_report_files_and_since(void **state)
     json_decref(j);
     swt_run_free(&r);
 
-    swt_slipway(&r, "report", fleet, "--ledger", led, "--since", "2999-01-01", NULL);
+    swt_slipway(&r, "report", "--fleet", fleet, "--ledger", led, "--since", "2999-01-01", NULL);
     assert_int_equal(r.status, 0);
     assert_non_null(strstr(r.out, "no ledger row recorded since then"));
     swt_run_free(&r);
 
-    swt_slipway(&r, "report", fleet, "--since", "yesterday-ish", NULL);
+    swt_slipway(&r, "report", "--fleet", fleet, "--since", "yesterday-ish", NULL);
     assert_int_equal(r.status, 2);
     swt_run_free(&r);
 
-    swt_slipway(&r, "render", "--target", "helm", "frank-small", fleet, NULL);
+    swt_slipway(&r, "render", "--target", "helm", "frank-small", "--fleet", fleet, NULL);
     assert_int_equal(r.status, 2);
     assert_non_null(strstr(r.err, "--target: want systemd or k8s"));
     swt_run_free(&r);

@@ -158,7 +158,8 @@ static void test_install_refused_before_host(void **state)
                                                "      path: /models/m.gguf\n"
                                                "      mounts: [\"/models:/models:ro\"]\n");
     struct swt_run r;
-    assert_int_equal(swt_slipway(&r, "install", "boxed", fleet, "--start", "--json", NULL), 0);
+    assert_int_equal(
+        swt_slipway(&r, "install", "boxed", "--fleet", fleet, "--start", "--json", NULL), 0);
     assert_int_equal(r.status, 1);
     json_t *j = swt_json_out(&r);
     assert_true(json_is_true(json_object_get(j, "refused")));
@@ -185,7 +186,7 @@ static void test_install_refused_before_host(void **state)
                                    "    engine: llama.cpp\n"
                                    "    binary: /opt/llama/bin/llama-server\n"
                                    "    payload: {path: /models/m.gguf}\n");
-    assert_int_equal(swt_slipway(&r, "install", "old", fleet, NULL), 0);
+    assert_int_equal(swt_slipway(&r, "install", "old", "--fleet", fleet, NULL), 0);
     assert_int_equal(r.status, 2);
     assert_non_null(strstr(r.err, "disabled"));
     swt_run_free(&r);
@@ -200,7 +201,7 @@ static void test_install_refused_before_host(void **state)
                                    "      mounts: [\"/models:/models:ro\"]\n");
 
     /* the human view says so too */
-    assert_int_equal(swt_slipway(&r, "install", "boxed", fleet, NULL), 0);
+    assert_int_equal(swt_slipway(&r, "install", "boxed", "--fleet", fleet, NULL), 0);
     assert_int_equal(r.status, 1);
     assert_non_null(strstr(r.out, "image-digest"));
     assert_non_null(strstr(r.err, "nothing installed on far"));
@@ -222,8 +223,8 @@ static void test_status_unreachable(void **state)
                                                "    payload: {path: /models/m.gguf}\n");
     char run[4300];
     snprintf(run, sizeof(run), "SLIPWAY_RUN_DIR=%s", dir);
-    const char *argv[] = {"env",        run,  swt_bin(), "status", fleet,
-                          "--deadline", "2s", "--json",  NULL};
+    const char *argv[] = {"env", run,          swt_bin(), "status", "--fleet",
+                          fleet, "--deadline", "2s",      "--json", NULL};
     struct swt_run r;
     assert_int_equal(swt_run(argv, NULL, 60, &r), 0);
     assert_int_equal(r.status, 1);
@@ -247,22 +248,24 @@ static void test_usage(void **state)
     assert_int_equal(swt_slipway(&r, "install", NULL), 0);
     assert_int_equal(r.status, 2);
     swt_run_free(&r);
-    assert_int_equal(swt_slipway(&r, "install", "x", "y.yaml", "z", NULL), 0);
+    assert_int_equal(swt_slipway(&r, "install", "x", "--fleet", "y.yaml", "z", NULL), 0);
     assert_int_equal(r.status, 2);
     swt_run_free(&r);
-    assert_int_equal(swt_slipway(&r, "status", "a.yaml", "b", "c", NULL), 0);
+    assert_int_equal(swt_slipway(&r, "status", "--fleet", "a.yaml", "b", "c", NULL), 0);
     assert_int_equal(r.status, 2);
     swt_run_free(&r);
     assert_int_equal(swt_slipway(&r, "status", "--deadline", "forever", NULL), 0);
     assert_int_equal(r.status, 2);
     swt_run_free(&r);
     /* an endpoint the fleet does not have */
-    assert_int_equal(swt_slipway(&r, "status", swt_src("examples/local.yaml"), "nope", NULL), 0);
+    assert_int_equal(
+        swt_slipway(&r, "status", "--fleet", swt_src("examples/local.yaml"), "nope", NULL), 0);
     assert_int_equal(r.status, 2);
     assert_non_null(strstr(r.err, "nope"));
     swt_run_free(&r);
-    assert_int_equal(
-        swt_slipway(&r, "install", "nope", swt_src("examples/local.yaml"), "--json", NULL), 0);
+    assert_int_equal(swt_slipway(&r, "install", "nope", "--fleet", swt_src("examples/local.yaml"),
+                                 "--json", NULL),
+                     0);
     assert_int_equal(r.status, 2);
     swt_run_free(&r);
 }

@@ -805,7 +805,7 @@ static void test_cli(void **state)
     (void)state;
     const char *fl = swt_src("examples/operator.yaml");
     struct swt_run r;
-    assert_int_equal(swt_slipway(&r, "render", "frank-primary", fl, "--json", NULL), 0);
+    assert_int_equal(swt_slipway(&r, "render", "frank-primary", "--fleet", fl, "--json", NULL), 0);
     assert_int_equal(r.status, 0);
     json_t *j = swt_json_out(&r);
     json_t *files = json_object_get(j, "files");
@@ -820,27 +820,28 @@ static void test_cli(void **state)
     json_decref(j);
     swt_run_free(&r);
 
-    assert_int_equal(swt_slipway(&r, "render", "frank-small", fl, NULL), 0);
+    assert_int_equal(swt_slipway(&r, "render", "frank-small", "--fleet", fl, NULL), 0);
     assert_int_equal(r.status, 0);
     assert_non_null(strstr(r.out, "### slipway-frank-small.service"));
     assert_non_null(strstr(r.out, "Restart=on-failure"));
     swt_run_free(&r);
 
     char *d = swt_tmpdir();
-    assert_int_equal(swt_slipway(&r, "render", "frank-small", fl, "--out", d, NULL), 0);
+    assert_int_equal(swt_slipway(&r, "render", "frank-small", "--fleet", fl, "--out", d, NULL), 0);
     assert_int_equal(r.status, 0);
     assert_true(swt_file_has(swt_join(d, "slipway-frank-small.service"), "[Service]"));
     assert_true(swt_file_has(swt_join(d, "slipway-frank-small.env"), "CUDA_VISIBLE_DEVICES=0"));
     swt_run_free(&r);
     char missing[4200];
     snprintf(missing, sizeof(missing), "%s/nope", d);
-    assert_int_equal(swt_slipway(&r, "render", "frank-small", fl, "--out", missing, NULL), 0);
+    assert_int_equal(
+        swt_slipway(&r, "render", "frank-small", "--fleet", fl, "--out", missing, NULL), 0);
     assert_int_equal(r.status, 1);
     assert_non_null(strstr(r.err, "nope"));
     swt_run_free(&r);
     swt_tmpdir_free(d);
 
-    assert_int_equal(swt_slipway(&r, "render", "nobody", fl, NULL), 0);
+    assert_int_equal(swt_slipway(&r, "render", "nobody", "--fleet", fl, NULL), 0);
     assert_int_equal(r.status, 2);
     assert_non_null(strstr(r.err, "frank-primary"));
     swt_run_free(&r);

@@ -446,15 +446,17 @@ static void test_cli(void **state)
     setenv("SLIPWAY_TODAY", "2026-12-07", 1);
 
     /* check: WAIVED with his reason; frank-small accepted */
-    assert_int_equal(swt_slipway(&r, "check", fleet, "frank-small", "--no-ledger", NULL), 0);
+    assert_int_equal(swt_slipway(&r, "check", "frank-small", "--fleet", fleet, "--no-ledger", NULL),
+                     0);
     assert_int_equal(r.status, 0);
     assert_non_null(strstr(r.out, "WAIVED window"));
     assert_non_null(strstr(r.out, "waived: \"three contexts buy 180,224 tokens"));
     assert_non_null(strstr(r.out, "0 failed, 1 waived"));
     swt_run_free(&r);
     /* --json: "verdict": "waived" with the waiver */
-    assert_int_equal(swt_slipway(&r, "check", fleet, "frank-small", "--no-ledger", "--json", NULL),
-                     0);
+    assert_int_equal(
+        swt_slipway(&r, "check", "frank-small", "--fleet", fleet, "--no-ledger", "--json", NULL),
+        0);
     json_t *j = swt_json_out(&r);
     assert_string_equal(json_string_value(json_object_get(j, "verdict")), "pass");
     const json_t *ep0 = json_array_get(json_object_get(j, "endpoints"), 0);
@@ -465,7 +467,8 @@ static void test_cli(void **state)
     json_decref(j);
     swt_run_free(&r);
     /* frank-primary's pool, as declared */
-    assert_int_equal(swt_slipway(&r, "check", fleet, "frank-primary", "--no-ledger", NULL), 0);
+    assert_int_equal(
+        swt_slipway(&r, "check", "frank-primary", "--fleet", fleet, "--no-ledger", NULL), 0);
     assert_non_null(strstr(r.out, "the declared contract 2 x 200,704"));
     assert_null(strstr(r.out, "cut seqs to 1"));
     swt_run_free(&r);
@@ -473,7 +476,8 @@ static void test_cli(void **state)
     /* render --target k8s: rendered, the waiver said on stderr */
     char *dir = swt_tmpdir();
     const char *kf = k8s_fleet(dir);
-    assert_int_equal(swt_slipway(&r, "render", "--target", "k8s", "frank-small", kf, NULL), 0);
+    assert_int_equal(
+        swt_slipway(&r, "render", "--target", "k8s", "frank-small", "--fleet", kf, NULL), 0);
     if (r.status != 0)
         fail_msg("render k8s: %s", r.err);
     assert_non_null(strstr(r.out, "kind: \"Deployment\""));
@@ -482,14 +486,15 @@ static void test_cli(void **state)
     assert_non_null(strstr(r.err, "183,501-token compaction request"));
     swt_run_free(&r);
     assert_int_equal(
-        swt_slipway(&r, "render", "--target", "k8s", "frank-small", kf, "--json", NULL), 0);
+        swt_slipway(&r, "render", "--target", "k8s", "frank-small", "--fleet", kf, "--json", NULL),
+        0);
     j = swt_json_out(&r);
     assert_int_equal(json_array_size(json_object_get(j, "waivers")), 1);
     json_decref(j);
     swt_run_free(&r);
 
     /* report: the compaction line WAIVED with the reason */
-    assert_int_equal(swt_slipway(&r, "report", fleet, NULL), 0);
+    assert_int_equal(swt_slipway(&r, "report", "--fleet", fleet, NULL), 0);
     assert_non_null(strstr(r.out, "DO NOT FIT one window of 180,224; WAIVED until"));
     swt_run_free(&r);
 
@@ -500,12 +505,14 @@ static void test_cli(void **state)
     s = sw_fleet_endpoint(f, "frank-small");
     char at[64];
     snprintf(at, sizeof(at), "operator.yaml:%d:", s->waivers[0].at.line);
-    assert_int_equal(swt_slipway(&r, "check", fleet, "frank-small", "--no-ledger", NULL), 0);
+    assert_int_equal(swt_slipway(&r, "check", "frank-small", "--fleet", fleet, "--no-ledger", NULL),
+                     0);
     assert_int_equal(r.status, 2);
     assert_non_null(strstr(r.err, at));
     assert_non_null(strstr(r.err, "expired on"));
     swt_run_free(&r);
-    assert_int_equal(swt_slipway(&r, "render", "--target", "k8s", "frank-small", kf, NULL), 0);
+    assert_int_equal(
+        swt_slipway(&r, "render", "--target", "k8s", "frank-small", "--fleet", kf, NULL), 0);
     assert_int_equal(r.status, 2);
     assert_non_null(strstr(r.err, "expired on"));
     assert_null(strstr(r.out, "Deployment"));
