@@ -58,6 +58,63 @@ const struct sw_cmd_spec sw_spec_export = {
     .fleet = true,
 };
 
+/* `export harness --out FILE`: the harness's own models.yml form beside FILE. */
+static int models_beside(const json_t *doc, const char *fleet, const char *outp, bool json,
+                         struct sw_err *e)
+{
+    char dir[4096], yp[4200];
+    snprintf(dir, sizeof(dir), "%s", outp);
+    char *slash = strrchr(dir, '/');
+    if (slash)
+        *slash = 0;
+    snprintf(yp, sizeof(yp), "%s/models.yml", slash ? dir : ".");
+    struct sw_buf y;
+    sw_buf_init(&y, 16u << 20);
+    int rc = sw_export_harness_models_yml(doc, fleet, &y, e);
+    if (!rc)
+        rc = sw_write_file_atomic(yp, sw_buf_cstr(&y), y.len, 0644, e);
+    sw_buf_free(&y);
+    if (rc) {
+        e->code = SW_EIO;
+        return rc;
+    }
+    if (!json)
+        printf("wrote %s\n", yp);
+    return 0;
+}
+
+/* `export llama-swap --out DIR`: one config per host with enabled endpoints, DIR/HOST.yaml,
+ * each written atomically (b is the scratch buffer). */
+static int llama_swap_dir(const struct sw_fleet *f, const struct sw_report_opts *ro,
+                          const char *outp, struct sw_buf *b, bool json, struct sw_err *e)
+{
+    for (size_t h = 0; h < f->n_hosts; h++) {
+        bool any = false;
+        for (size_t i = 0; i < f->n_endpoints; i++)
+            any |= f->endpoints[i].enabled && f->endpoints[i].host == &f->hosts[h];
+        if (!any)
+            continue;
+        char hp[4096];
+        snprintf(hp, sizeof(hp), "%s/%s.yaml", outp, f->hosts[h].name);
+        sw_buf_reset(b);
+        int rc = sw_export_llama_swap_host(f, f->hosts[h].name, ro, b, e);
+        if (rc)
+            return rc;
+        if ((rc = sw_write_file_atomic(hp, sw_buf_cstr(b), b->len, 0644, e))) {
+            e->code = SW_EIO;
+            return rc;
+        }
+        if (!json)
+            printf("wrote %s (%zu bytes)\n", hp, b->len);
+    }
+    if (json) {
+        json_t *j = json_pack("{s:s,s:s,s:b}", "kind", "llama-swap", "written", outp, "ok", 1);
+        sw_json_print(stdout, j, true);
+        json_decref(j);
+    }
+    return 0;
+}
+
 int sw_cmd_export(int argc, char **argv)
 {
     struct sw_args a;
@@ -113,27 +170,8 @@ int sw_cmd_export(int argc, char **argv)
             goto fail;
         }
         sw_free(t);
-        if (outp) {
-            /* beside the JSON: the harness's own models.yml form */
-            char dir[4096], yp[4200];
-            snprintf(dir, sizeof(dir), "%s", outp);
-            char *slash = strrchr(dir, '/');
-            if (slash)
-                *slash = 0;
-            snprintf(yp, sizeof(yp), "%s/models.yml", slash ? dir : ".");
-            struct sw_buf y;
-            sw_buf_init(&y, 16u << 20);
-            int yrc = sw_export_harness_models_yml(doc, fleet, &y, &e);
-            if (!yrc)
-                yrc = sw_write_file_atomic(yp, sw_buf_cstr(&y), y.len, 0644, &e);
-            sw_buf_free(&y);
-            if (yrc) {
-                e.code = SW_EIO;
-                goto fail;
-            }
-            if (!a.json)
-                printf("wrote %s\n", yp);
-        }
+        if (outp && models_beside(doc, fleet, outp, a.json, &e))
+            goto fail;
     } else if (!strcmp(kind, "harness-models")) {
         if (sw_export_harness(f, &ro, &doc, &e))
             goto fail;
@@ -143,30 +181,8 @@ int sw_cmd_export(int argc, char **argv)
     } else if (!strcmp(kind, "llama-swap")) {
         struct stat st;
         if (outp && !stat(outp, &st) && S_ISDIR(st.st_mode)) {
-            /* --out DIR: one config per host, DIR/HOST.yaml, each written atomically */
-            for (size_t h = 0; h < f->n_hosts; h++) {
-                bool any = false;
-                for (size_t i = 0; i < f->n_endpoints; i++)
-                    any |= f->endpoints[i].enabled && f->endpoints[i].host == &f->hosts[h];
-                if (!any)
-                    continue;
-                char hp[4096];
-                snprintf(hp, sizeof(hp), "%s/%s.yaml", outp, f->hosts[h].name);
-                sw_buf_reset(&b);
-                if (sw_export_llama_swap_host(f, f->hosts[h].name, &ro, &b, &e))
-                    goto fail;
-                if (sw_write_file_atomic(hp, sw_buf_cstr(&b), b.len, 0644, &e)) {
-                    e.code = SW_EIO;
-                    goto fail;
-                }
-                if (!a.json)
-                    printf("wrote %s (%zu bytes)\n", hp, b.len);
-            }
-            if (a.json) {
-                json_t *j = json_pack("{s:s,s:s,s:b}", "kind", kind, "written", outp, "ok", 1);
-                sw_json_print(stdout, j, true);
-                json_decref(j);
-            }
+            if (llama_swap_dir(f, &ro, outp, &b, a.json, &e))
+                goto fail;
             goto out;
         }
         if (sw_export_llama_swap(f, &ro, &b, &e))

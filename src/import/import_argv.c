@@ -180,16 +180,11 @@ static int set_model(struct sw_import *im, struct sw__imp_ep *ep, const char *ro
     return sw__imp_set_str(im, ep, role, host, from);
 }
 
-int sw__imp_argv(struct sw_import *im, struct sw__imp_ep *ep, const char *const *argv, size_t argc,
-                 size_t arg0, const char *const *raw, const char *where, struct sw_err *e)
+/* The command line checked by the engine's own parser first, as the engine would get it (its
+ * launcher, then argv from arg0). */
+static int validate_launched(const struct sw__imp_ep *ep, const char *const *argv, size_t argc,
+                             size_t arg0, const char *where, struct sw_err *e)
 {
-    const struct sw_flag_table *t = !strcmp(ep->engine, "llama.cpp") ? &sw_llamacpp_flags
-                                    : !strcmp(ep->engine, "vllm")    ? &sw_vllm_flags
-                                                                     : &sw_sglang_flags;
-    unsigned eng_bit = !strcmp(ep->engine, "llama.cpp") ? SW_FLEET_ENG_BIT(SW_FLEET_LLAMACPP)
-                       : !strcmp(ep->engine, "vllm")    ? SW_FLEET_ENG_BIT(SW_FLEET_VLLM)
-                                                        : SW_FLEET_ENG_BIT(SW_FLEET_SGLANG);
-    bool argparse = (t->dialect & SW_FLAGS_ARGPARSE) != 0;
     /* the engine's own parser first, on the line as the engine would get it */
     const char *launch[3] = {"llama-server", NULL, NULL};
     size_t nl = 1;
@@ -213,6 +208,75 @@ int sw__imp_argv(struct sw_import *im, struct sw__imp_ep *ep, const char *const 
         v[nl + i - arg0] = argv[i];
     int rc = validate(ep->engine, vn, v, where, e);
     sw_free(v);
+    return rc;
+}
+
+/* A secret on the command line: a reference (from_env, from_file), never the value, and a note
+ * saying where the value stays. */
+static int import_secret(struct sw_import *im, struct sw__imp_ep *ep, const char *first,
+                         const char *val, long var, bool partial, const char *from,
+                         const char *where)
+{
+    int rc = 0;
+    if (strstr(first, "api-key-file") && val)
+        return sw__imp_set(im, ep, "api_key",
+                           sw__imp_printf(im, "{from_file: %s}", sw__imp_yaml(im, val)), from);
+    const char *ref = var >= 0 && !partial            ? ep->vars[var].name
+                      : !strcmp(ep->engine, "vllm")   ? "VLLM_API_KEY"
+                      : !strcmp(ep->engine, "sglang") ? "SGLANG_API_KEY"
+                                                      : "LLAMA_API_KEY";
+    if (strstr(first, "api-key"))
+        rc = sw__imp_set(im, ep, "api_key", sw__imp_printf(im, "{from_env: %s}", ref),
+                         var >= 0 ? from : where);
+    if (!rc)
+        rc = sw__imp_note(
+            im, where,
+            var >= 0 && !partial
+                ? "%s: a secret; its value stays in %s (%s), the fleet reads it from the "
+                  "environment (from_env)"
+                : "%s: a secret written on the command line (readable by every user of "
+                  "the host): not copied; put it in an env file as %s and export it",
+            first, var >= 0 && !partial ? ep->env_where : ref,
+            var >= 0 && !partial ? ep->vars[var].name : "");
+    return rc;
+}
+
+/* Is `first` one of the payload's flags: -m/--model/--model-path, --mmproj, -md? */
+static bool payload_flag(const char *first)
+{
+    return !strcmp(first, "-m") || !strcmp(first, "--model") || !strcmp(first, "--model-path") ||
+           !strcmp(first, "--mmproj") || !strcmp(first, "-md");
+}
+
+/* A payload flag into payload.path/repo, payload.mmproj or payload.draft; a native engine's
+ * projector or draft from the env file through env_file.map. */
+static int import_payload(struct sw_import *im, struct sw__imp_ep *ep, const char *first,
+                          const char *val, long var, bool partial, const char *from)
+{
+    if (!strcmp(first, "-m") || !strcmp(first, "--model") || !strcmp(first, "--model-path"))
+        return set_model(im, ep, "model", val ? val : "", from);
+    if ((!strcmp(first, "--mmproj") || !strcmp(first, "-md")) && var >= 0 && !partial &&
+        !ep->n_mnt) {
+        /* a native engine's projector or draft from the env file: imported from it */
+        return sw__imp_set(im, ep, sw__imp_printf(im, "env_file.map.%s", ep->vars[var].name),
+                           !strcmp(first, "-md") ? "payload.draft" : "payload.mmproj", from);
+    }
+    if (!strcmp(first, "--mmproj"))
+        return set_model(im, ep, "payload.mmproj", val ? val : "", from);
+    return set_model(im, ep, "payload.draft", val ? val : "", from); /* -md */
+}
+
+int sw__imp_argv(struct sw_import *im, struct sw__imp_ep *ep, const char *const *argv, size_t argc,
+                 size_t arg0, const char *const *raw, const char *where, struct sw_err *e)
+{
+    const struct sw_flag_table *t = !strcmp(ep->engine, "llama.cpp") ? &sw_llamacpp_flags
+                                    : !strcmp(ep->engine, "vllm")    ? &sw_vllm_flags
+                                                                     : &sw_sglang_flags;
+    unsigned eng_bit = !strcmp(ep->engine, "llama.cpp") ? SW_FLEET_ENG_BIT(SW_FLEET_LLAMACPP)
+                       : !strcmp(ep->engine, "vllm")    ? SW_FLEET_ENG_BIT(SW_FLEET_VLLM)
+                                                        : SW_FLEET_ENG_BIT(SW_FLEET_SGLANG);
+    bool argparse = (t->dialect & SW_FLAGS_ARGPARSE) != 0;
+    int rc = validate_launched(ep, argv, argc, arg0, where, e);
     if (rc)
         return rc;
     struct sw__imp *p = sw__imp(im);
@@ -290,48 +354,11 @@ int sw__imp_argv(struct sw_import *im, struct sw__imp_ep *ep, const char *const 
             snprintf(first, sizeof(first), "%s", name);
         /* secrets: a reference, never the value */
         if (secret_flag(first) || (val && sw_fleet_looks_secret(NULL, val))) {
-            if (strstr(first, "api-key-file") && val) {
-                rc =
-                    sw__imp_set(im, ep, "api_key",
-                                sw__imp_printf(im, "{from_file: %s}", sw__imp_yaml(im, val)), from);
-                continue;
-            }
-            const char *ref = var >= 0 && !partial            ? ep->vars[var].name
-                              : !strcmp(ep->engine, "vllm")   ? "VLLM_API_KEY"
-                              : !strcmp(ep->engine, "sglang") ? "SGLANG_API_KEY"
-                                                              : "LLAMA_API_KEY";
-            if (strstr(first, "api-key"))
-                rc = sw__imp_set(im, ep, "api_key", sw__imp_printf(im, "{from_env: %s}", ref),
-                                 var >= 0 ? from : where);
-            if (!rc)
-                rc = sw__imp_note(
-                    im, where,
-                    var >= 0 && !partial
-                        ? "%s: a secret; its value stays in %s (%s), the fleet reads it from the "
-                          "environment (from_env)"
-                        : "%s: a secret written on the command line (readable by every user of "
-                          "the host): not copied; put it in an env file as %s and export it",
-                    first, var >= 0 && !partial ? ep->env_where : ref,
-                    var >= 0 && !partial ? ep->vars[var].name : "");
+            rc = import_secret(im, ep, first, val, var, partial, from, where);
             continue;
         }
-        if (!strcmp(first, "-m") || !strcmp(first, "--model") || !strcmp(first, "--model-path")) {
-            rc = set_model(im, ep, "model", val ? val : "", from);
-            continue;
-        }
-        if ((!strcmp(first, "--mmproj") || !strcmp(first, "-md")) && var >= 0 && !partial &&
-            !ep->n_mnt) {
-            /* a native engine's projector or draft from the env file: imported from it */
-            rc = sw__imp_set(im, ep, sw__imp_printf(im, "env_file.map.%s", ep->vars[var].name),
-                             !strcmp(first, "-md") ? "payload.draft" : "payload.mmproj", from);
-            continue;
-        }
-        if (!strcmp(first, "--mmproj")) {
-            rc = set_model(im, ep, "payload.mmproj", val ? val : "", from);
-            continue;
-        }
-        if (!strcmp(first, "-md")) {
-            rc = set_model(im, ep, "payload.draft", val ? val : "", from);
+        if (payload_flag(first)) {
+            rc = import_payload(im, ep, first, val, var, partial, from);
             continue;
         }
         const char *target = NULL;
