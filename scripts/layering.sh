@@ -28,6 +28,7 @@ LAYERS=(
   "gate deploy"                # checks before a boot; the local supervisor and sw_deploy_endpoint
   "probe bench sim"            # the live battery; the benchmark client; the engine stand-in
   "rollout report"             # deploy on a host with rollback | the fleet as people and tools read it
+  "serve"                      # one OpenAI-compatible front door admitting models by the plan's memory
   "tune"                       # ladder and tune: searches that boot (rollout, up, sim), measure, journal
   "cli"                        # slipway <verb>
 )

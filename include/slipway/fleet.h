@@ -505,6 +505,15 @@ struct sw_fleet_service {
                                      * cgroup, which the unit's limit does not reach */
 };
 
+/* serve: how `slipway serve` admits and evicts the endpoint (docs/serve.md). All optional. */
+struct sw_fleet_serve {
+    struct sw_fleet_at at;
+    const char *policy;              /* "lru" | "priority" (static); NULL: lru */
+    struct sw_fleet_u64 idle_ttl_ms; /* stopped after this long with no request; unset: never */
+    struct sw_fleet_bool pinned;     /* never evicted */
+    struct sw_fleet_u64 priority;    /* 0..1000: under "priority", the lowest goes first */
+};
+
 struct sw_fleet_endpoint {
     const char *name;
     struct sw_fleet_at at;
@@ -562,6 +571,7 @@ struct sw_fleet_endpoint {
      * LeaderWorkerSet). `devices` are ONE node's GPUs, every node alike, so tensor x pipeline
      * parallel = n_devices x nodes. Unset = 1. */
     struct sw_fleet_u64 nodes;
+    struct sw_fleet_serve serve; /* serve: {policy, idle_ttl, pinned, priority} */
 };
 /* ---------------------------------------------------------------------------------------------
  * Where an endpoint answers: the ONE address every verb uses (render's --host/--port, install,
