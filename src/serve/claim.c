@@ -25,7 +25,12 @@ static void claim_llamacpp(const struct sw_plan_view *v, struct sw_serve_claim *
     for (int i = 0; i < v->n_dev && c->n < SW_SERVE_MAX_DEV; i++) {
         const struct sw_plan_view_dev *x = &v->dev[i];
         uint64_t b;
-        if (x->by_fact) {
+        /* the fact is the main model's cost on its device (the fact's, else the first) */
+        const struct sw_fleet_device *fd = v->non_kv && v->non_kv->device ? v->non_kv->device
+                                           : v->plan.ep && v->plan.ep->n_devices
+                                               ? v->plan.ep->devices[0]
+                                               : NULL;
+        if (x->by_fact && x->dev == fd) {
             b = (uint64_t)llround(x->used);
             fact = true;
         } else

@@ -138,6 +138,12 @@ static void on_done(struct evhttp_request *ureq, void *arg)
     if (!px->headers_sent) {
         /* failed before the first byte: another replica, else the client's 502 */
         px->tried[px->ep] = true;
+        if (!px->retry && !x->can_stop) {
+            /* no answer from one that runs outside serve: it is gone until it is seen again */
+            x->state = SW_SERVE_STOPPED;
+            sw__serve_logf(sv, "%s: no answer at %s:%u: taken out of rotation", x->ep->name,
+                           x->host, x->port);
+        }
         int next = sw__serve_pick(sv, m, px);
         sw__serve_logf(sv, "%s: %s failed before the first byte (%s)%s%s", m->name, x->ep->name,
                        px->retry ? "its 502/503" : "no answer", next >= 0 ? "; retried on " : "",

@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <event2/buffer.h>
 #include <event2/listener.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -343,6 +344,34 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 /* ---------------------------------------------------------------------------------------------
  * Set-up.
  */
+/* Does something accept connections at host:port (within 500 ms)? An endpoint no pid file names
+ * that answers runs outside serve: it is served, never stopped. */
+static bool port_answers(const char *host, unsigned port)
+{
+    struct evutil_addrinfo hints = {0}, *ai = NULL;
+    char ps[16];
+    snprintf(ps, sizeof(ps), "%u", port);
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = EVUTIL_AI_NUMERICHOST | EVUTIL_AI_NUMERICSERV;
+    if (evutil_getaddrinfo(host, ps, &hints, &ai) || !ai)
+        return false;
+    bool ok = false;
+    int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd >= 0) {
+        int r = connect(fd, ai->ai_addr, ai->ai_addrlen);
+        if (!r)
+            ok = true;
+        else if (errno == EINPROGRESS) {
+            struct pollfd pf = {.fd = fd, .events = POLLOUT};
+            int err = 0;
+            socklen_t el = sizeof(err);
+            ok = poll(&pf, 1, 500) == 1 && !getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el) && !err;
+        }
+        close(fd);
+    }
+    evutil_freeaddrinfo(ai);
+    return ok;
+}
 static int add_ep(struct sw__serve *sv, const struct sw_fleet_endpoint *ep, struct sw_err *e)
 {
     if (sv->n_eps >= SW__SERVE_MAX_EP)
@@ -406,6 +435,8 @@ static int add_ep(struct sw__serve *sv, const struct sw_fleet_endpoint *ep, stru
     }
     if (!x->local)
         x->state = SW_SERVE_RUNNING; /* a unit on its host: served, not started or stopped */
+    else if (x->state == SW_SERVE_STOPPED && port_answers(x->host, x->port))
+        x->state = SW_SERVE_RUNNING; /* started outside serve (a unit, a sim): never stopped */
     x->last_ns = sw_now_ns();
     char figs[600] = "";
     int w = 0;
