@@ -20,6 +20,7 @@
 #include <poll.h>
 #include <stdarg.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -585,6 +586,12 @@ int sw_serve_run(const struct sw_serve_opts *o, struct sw_err *e)
     sv->queue_max = o->queue_max ? o->queue_max : 64;
     sv->max_wait_ms = o->max_wait_ms ? o->max_wait_ms : 120000;
     sv->jobs_pipe[0] = sv->jobs_pipe[1] = -1;
+    /* two sockets a stream (the client's and the engine's): the hard limit, as the sim takes */
+    struct rlimit rl;
+    if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
     int rc = sw_fleet_load(sv->fleet_path, NULL, &sv->fleet, e);
     if (rc)
         goto out;
