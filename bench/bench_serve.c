@@ -148,9 +148,9 @@ static int connect_to(int port, bool nonblock)
 static int make_req(char *req, size_t n, long tokens)
 {
     char body[256];
-    int blen = snprintf(body, sizeof(body),
-                        "{\"model\":\"fh\",\"prompt\":\"go\",\"max_tokens\":%ld,\"stream\":true}",
-                        tokens);
+    int blen =
+        snprintf(body, sizeof(body),
+                 "{\"model\":\"fh\",\"prompt\":\"go\",\"max_tokens\":%ld,\"stream\":true}", tokens);
     return snprintf(req, n,
                     "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
                     "application/json\r\nContent-Length: %d\r\n\r\n%s",
@@ -420,8 +420,9 @@ int main(int argc, char **argv)
     char ready[256];
     snprintf(ready, sizeof(ready), "%s/serve.port", g_dir);
     snprintf(servout, sizeof(servout), "%s/serve.out", g_dir);
-    const char *serve_argv[] = {SW_BUILD_DIR "/slipway", "serve", "--fleet", fleet, "--listen",
-                                "127.0.0.1:0", "--ready-file", ready, NULL};
+    const char *serve_argv[] = {
+        SW_BUILD_DIR "/slipway", "serve",        "--fleet", fleet, "--listen",
+        "127.0.0.1:0",           "--ready-file", ready,     NULL};
     pid_t srv = spawn(serve_argv, 1, servout);
     int vport = wait_port(ready);
     if (vport <= 0) {
