@@ -84,8 +84,14 @@ struct sw__serve_px {
     size_t body_len;
     char client[64];
     int ep;
-    struct evhttp_connection *uconn;
-    struct evhttp_request *ureq;
+    struct bufferevent *ubev; /* the engine's connection (raw: its bytes are relayed) */
+    int ustate;               /* 0 head, 1 body */
+    bool raw;                 /* the body goes as the engine framed it (chunked or sized) */
+    bool chunked;             /* the engine's body is chunked: ck tracks its framing */
+    int64_t remain;           /* sized body: bytes left; chunked: of the current chunk */
+    int ck;                   /* chunk framing state (proxy.c) */
+    bool ck_digits;           /* a size line has started */
+    int ck_line;              /* trailer: bytes on the current line */
     bool tried[SW__SERVE_MAX_EP];
     bool headers_sent, stream, retry, queued;
     int retry_code;
