@@ -6,7 +6,7 @@
  *   - two models that do not fit together: the second request evicts the first, the figures
  *     (bytes per device) in serve's log; a model too big alone is a 507 naming its figure;
  *     /metrics passes `promtool check metrics`;
- *   - three that fit all stay running;
+ *   - three that fit all stay running; one idle past its idle_ttl is stopped, a pinned one not;
  *   - the queue: requests that arrive while their endpoint starts wait for it; past the bound,
  *     429 with Retry-After; past the maximum wait, 503 with Retry-After;
  *   - replicas: one killed, the next request fails before the first byte and is retried on the
@@ -504,6 +504,37 @@ static void test_three_fit(void **state)
     stop(&s);
 }
 
+/* idle_ttl: an endpoint idle past it is stopped; a pinned one with the same ttl stays. */
+static void test_idle_ttl(void **state)
+{
+    (void)state;
+    need_all();
+    case_begin();
+    const struct fleet_ep eps[] = {
+        {"t1", "g0", "6GiB", "    serve: {idle_ttl: 1s}\n", false},
+        {"t2", "g0", "6GiB", "    serve: {idle_ttl: 1s, pinned: true}\n", false},
+    };
+    write_fleet(eps, 2);
+    struct proc s = {0};
+    serve_start(&s, NULL);
+    char *out = NULL;
+    assert_int_equal(chat(s.port, "t1-model", false, 2, &out), 200);
+    free(out);
+    assert_int_equal(chat(s.port, "t2-model", false, 2, &out), 200);
+    free(out);
+    double end = now_s() + 30;
+    while (now_s() < end && pid_alive("t1"))
+        usleep(100000);
+    assert_false(pid_alive("t1"));
+    assert_true(file_has(s.log, "past its idle_ttl 1.0 s: stopped"));
+    assert_true(pid_alive("t2"));
+    /* asked again, it starts again */
+    assert_int_equal(chat(s.port, "t1-model", false, 2, &out), 200);
+    free(out);
+    assert_true(pid_alive("t1"));
+    stop(&s);
+}
+
 static void test_queue(void **state)
 {
     (void)state;
@@ -697,11 +728,9 @@ static void test_real_llama(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_evict_and_too_big),
-        cmocka_unit_test(test_three_fit),
-        cmocka_unit_test(test_queue),
-        cmocka_unit_test(test_replicas),
-        cmocka_unit_test(test_keys),
+        cmocka_unit_test(test_evict_and_too_big), cmocka_unit_test(test_three_fit),
+        cmocka_unit_test(test_idle_ttl),          cmocka_unit_test(test_queue),
+        cmocka_unit_test(test_replicas),          cmocka_unit_test(test_keys),
         cmocka_unit_test(test_real_llama),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
