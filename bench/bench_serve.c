@@ -369,6 +369,7 @@ int main(int argc, char **argv)
         setrlimit(RLIMIT_NOFILE, &rl);
     }
     signal(SIGPIPE, SIG_IGN);
+    setvbuf(stdout, NULL, _IOLBF, 0);
     if (!mkdtemp(g_dir))
         return 1;
     char cfgdir[128], path[256], simout[256], servout[256], fleet[256];
@@ -385,8 +386,9 @@ int main(int argc, char **argv)
           f);
     fclose(f);
     /* the engine: a vLLM firehose sim on CPU 0 */
-    char seqs[32];
+    char seqs[32], window[32];
     snprintf(seqs, sizeof(seqs), "%d", n_streams + 16);
+    snprintf(window, sizeof(window), "%ld", tokens + 64 > 4096 ? tokens + 64 : 4096);
     snprintf(simout, sizeof(simout), "%s/sim.out", g_dir);
     const char *sim_argv[] = {SW_BUILD_DIR "/slipway",
                               "sim",
@@ -406,7 +408,7 @@ int main(int argc, char **argv)
                               "--served-model-name",
                               "fh",
                               "--max-model-len",
-                              "4096",
+                              window,
                               "--max-num-seqs",
                               seqs,
                               "--max-num-batched-tokens",
@@ -428,8 +430,8 @@ int main(int argc, char **argv)
             "      g0: {kind: gpu, vendor: nvidia, memory_total: 640GiB}\n"
             "endpoints:\n  fh:\n    host: box\n    devices: [g0]\n    engine: vllm\n"
             "    listen: 127.0.0.1:%d\n    alias: fh\n    payload: {path: %s}\n"
-            "    shape: {max_model_len: 4096, seqs: %d}\n",
-            sport, cfgdir, n_streams + 16);
+            "    shape: {max_model_len: %s, seqs: %d}\n",
+            sport, cfgdir, window, n_streams + 16);
     fclose(f);
     char ready[256];
     snprintf(ready, sizeof(ready), "%s/serve.port", g_dir);
