@@ -250,8 +250,8 @@ static void serve_model(struct sw__serve *sv, int mi)
     for (int k = 0; k < m->n_eps; k++) {
         int i = m->eps[k];
         struct sw__serve_ep *x = &sv->eps[i];
-        if (x->state != SW_SERVE_STOPPED || !x->local)
-            continue;
+        if (x->state != SW_SERVE_STOPPED || !x->local || x->ep->engine != SW_FLEET_LLAMACPP)
+            continue; /* `up` boots local llama.cpp endpoints; the others come back by themselves */
         n_cand++;
         if (!x->claim_ok) {
             n_never++;
@@ -296,7 +296,8 @@ static void serve_model(struct sw__serve *sv, int mi)
     if (n_cand && n_never == n_cand && sw__serve_pick(sv, m, NULL) < 0) {
         bool others = false; /* a replica that is not ours to start may come back */
         for (int k = 0; k < m->n_eps; k++)
-            others = others || !sv->eps[m->eps[k]].local;
+            others = others || !sv->eps[m->eps[k]].local ||
+                     sv->eps[m->eps[k]].ep->engine != SW_FLEET_LLAMACPP;
         if (!others) {
             m->never = true;
             snprintf(m->last_why, sizeof(m->last_why), "%s", never_why);
@@ -316,7 +317,9 @@ void sw__serve_kick(struct sw__serve *sv)
             serve_model(sv, i);
 }
 
-/* Every second: idle endpoints past their idle_ttl are stopped; a stop request ends the loop. */
+static bool port_answers(const char *host, unsigned port);
+
+/* Every 200 ms: idle endpoints past their idle_ttl are stopped; a stop request ends the loop. */
 static void on_tick(evutil_socket_t fd, short what, void *arg)
 {
     struct sw__serve *sv = arg;
@@ -327,6 +330,21 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
         return;
     }
     uint64_t now = sw_now_ns();
+    bool back = false;
+    if (++sv->ticks % 10 == 0) /* every 2 s: one that runs outside serve and stopped answering */
+        for (int i = 0; i < sv->n_eps; i++) {
+            struct sw__serve_ep *x = &sv->eps[i];
+            if (x->state != SW_SERVE_STOPPED || x->can_stop ||
+                (x->local && x->ep->engine == SW_FLEET_LLAMACPP) || !port_answers(x->host, x->port))
+                continue;
+            x->state = SW_SERVE_RUNNING;
+            x->last_ns = now;
+            back = true;
+            sw__serve_logf(sv, "%s: answers again at %s:%u: back in rotation", x->ep->name, x->host,
+                           x->port);
+        }
+    if (back)
+        sw__serve_kick(sv);
     for (int i = 0; i < sv->n_eps; i++) {
         struct sw__serve_ep *x = &sv->eps[i];
         if (x->state != SW_SERVE_RUNNING || !x->idle_ttl_ms || x->pinned || x->inflight ||

@@ -138,6 +138,7 @@ struct sw__serve {
     unsigned queue_max;
     uint64_t max_wait_ms;
     uint64_t unauthorized;
+    unsigned ticks;
 };
 
 void sw__serve_logf(struct sw__serve *sv, const char *fmt, ...) SW_PRINTF(2, 3);
