@@ -29,6 +29,7 @@ LAYERS=(
   "gate deploy"                # checks before a boot; the local supervisor and sw_deploy_endpoint
   "probe bench sim"            # the live battery; the benchmark client; the engine stand-in
   "rollout report"             # deploy on a host with rollback | the fleet as people and tools read it
+  "serve"                      # one OpenAI-compatible front door admitting models by the plan's memory
   "tune apply"                 # ladder and tune: searches that boot, measure, journal | the fleet converges
   "watch"                      # keep the fleet serving: looks, restarts, rollbacks, alerts, jobs, logs
   "cli"                        # slipway <verb>

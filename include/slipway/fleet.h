@@ -533,6 +533,15 @@ struct sw_fleet_contract {
     struct sw_fleet_at at;
 };
 
+/* serve: how `slipway serve` admits and evicts the endpoint (docs/serve.md). All optional. */
+struct sw_fleet_serve {
+    struct sw_fleet_at at;
+    const char *policy;              /* "lru" | "priority" (static); NULL: lru */
+    struct sw_fleet_u64 idle_ttl_ms; /* stopped after this long with no request; unset: never */
+    struct sw_fleet_bool pinned;     /* never evicted */
+    struct sw_fleet_u64 priority;    /* 0..1000: under "priority", the lowest goes first */
+};
+
 struct sw_fleet_endpoint {
     const char *name;
     struct sw_fleet_at at;
@@ -597,6 +606,7 @@ struct sw_fleet_endpoint {
      * rollback_after}), kept as written; src/watch checks it and says where. NULL when absent. */
     json_t *watch;
     struct sw_fleet_at watch_at;
+    struct sw_fleet_serve serve; /* serve: {policy, idle_ttl, pinned, priority} */
 };
 /* ---------------------------------------------------------------------------------------------
  * Where an endpoint answers: the ONE address every verb uses (render's --host/--port, install,

@@ -58,6 +58,7 @@ struct sw_cmd {
     X(report, "the fleet as people read it: Markdown, one HTML page, JSON; from fleet + ledger")   \
     X(retire, "move a payload directory to a trash dir, refused while a kept tag needs it")        \
     X(rollback, "put an endpoint's last-good files back on its host and prove it serves")          \
+    X(serve, "one OpenAI-compatible front door: models admitted by their planned memory")          \
     X(sim, "an engine stand-in driven by the plan's law: boots, serves and fails like it")         \
     X(status, "each endpoint on its host now: unit state, shape vs render, health, liveness")      \
     X(tune, "search an endpoint's declared knobs for a better objective, in few boots")            \
@@ -104,6 +105,7 @@ int sw__cmd_bench_compare(int argc, char **argv);
     X(report)                                                                                      \
     X(retire)                                                                                      \
     X(rollback)                                                                                    \
+    X(serve)                                                                                       \
     X(sim)                                                                                         \
     X(status)                                                                                      \
     X(tune)                                                                                        \

@@ -916,6 +916,7 @@ static const struct sw__fleet_fdef endpoint_defs[] = {
     {"api_key", {0}, ep_api_key, SW__SPEC(0), 0},
     {"runtime", {0}, sw__fleet_ep_runtime, SW__SPEC(0), 0},
     {"service", {"unit"}, sw__fleet_ep_service, SW__SPEC(0), 0},
+    {"serve", {0}, sw__fleet_ep_serve, SW__SPEC(0), 0},
     {"payload", {0}, ep_payload, SW__SPEC(0), 0},
     {"shape", {0}, ep_shape, SW__SPEC(0), 0},
     {"args", {"extra_args"}, ep_args, SW__SPEC(0), 0},

@@ -381,6 +381,8 @@ int sw__fleet_ep_known_bad(struct sw__fleet_ctx *c, const struct sw__fleet_node 
  * (the default runtime follows image:) */
 int sw__fleet_ep_runtime(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, void *obj,
                          const struct sw__fleet_fdef *d);
+int sw__fleet_ep_serve(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, void *obj,
+                       const struct sw__fleet_fdef *d);
 int sw__fleet_ep_service(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, void *obj,
                          const struct sw__fleet_fdef *d);
 void sw__fleet_check_runtime(struct sw__fleet_ctx *c, struct sw_fleet_endpoint *ep,

@@ -307,6 +307,50 @@ int sw__fleet_ep_service(struct sw__fleet_ctx *c, const struct sw__fleet_node *v
                              "service");
 }
 
+/* serve: {policy: lru|priority, idle_ttl: D, pinned: B, priority: N} (docs/serve.md) */
+static const char *const serve_policies[] = {"lru", "priority", NULL};
+
+static int dec_serve_ttl(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, void *obj,
+                         const struct sw__fleet_fdef *d)
+{
+    (void)d;
+    return dec_duration(c, v, &((struct sw_fleet_serve *)obj)->idle_ttl_ms, false);
+}
+
+static int dec_serve_policy(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, void *obj,
+                            const struct sw__fleet_fdef *d)
+{
+    struct sw_fleet_str s = {0};
+    int rc = sw__fleet_dec_str(c, v, &d->spec, &s);
+    if (!rc && s.v)
+        ((struct sw_fleet_serve *)obj)->policy = s.v;
+    return rc;
+}
+
+static const struct sw__fleet_fdef serve_defs[] = {
+    {"policy", {0}, dec_serve_policy, SW__SPECC(serve_policies), 0},
+    {"idle_ttl", {0}, dec_serve_ttl, SW__SPEC(0), 0},
+    {"pinned",
+     {0},
+     sw__fleet_dec_boolf,
+     SW__SPEC(SW__FT_BOOL),
+     offsetof(struct sw_fleet_serve, pinned)},
+    {"priority",
+     {0},
+     sw__fleet_dec_u64f,
+     SW__SPECN(SW__FT_COUNT, 0, 1000),
+     offsetof(struct sw_fleet_serve, priority)},
+};
+
+int sw__fleet_ep_serve(struct sw__fleet_ctx *c, const struct sw__fleet_node *v, void *obj,
+                       const struct sw__fleet_fdef *d)
+{
+    struct sw_fleet_endpoint *ep = obj;
+    (void)d;
+    ep->serve.at = sw__fleet_at(v);
+    return sw__fleet_dec_map(c, v, &ep->serve, serve_defs, SW_ARRAY_LEN(serve_defs), "serve");
+}
+
 /* ------------------------------------------------------------------------------------------- */
 
 void sw__fleet_check_runtime(struct sw__fleet_ctx *c, struct sw_fleet_endpoint *ep,

@@ -93,6 +93,7 @@ struct sw_sim {
     uint64_t next_id;
     /* counters (/metrics) */
     uint64_t m_prompt_tokens, m_predicted_tokens, m_requests, m_decode_calls, m_preemptions;
+    uint64_t m_cancelled; /* requests whose client went away before their end */
     uint64_t m_spec_drafts, m_spec_draft_tokens, m_spec_accepted;
     uint64_t m_spec_pos[SW_SIM_SPEC_MAX]; /* drafts whose position k was kept */
     uint64_t spec_rng;

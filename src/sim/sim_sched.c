@@ -12,6 +12,8 @@
  */
 #include "sim_internal.h"
 
+#include <inttypes.h>
+
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <string.h>
@@ -249,7 +251,17 @@ static void step_end(struct sw_sim *s)
         struct sw__sim_req *r = s->slots[i];
         if (!r)
             continue;
-        if (!r->http) { /* the client went away */
+        if (!r->http) { /* the client went away: the engine cancels its task */
+            struct sw_buf lb;
+            sw_buf_init(&lb, 256);
+            s->m_cancelled++;
+            if (s->engine == SW__SIM_LLAMACPP)
+                sw_buf_printf(&lb, "I srv  cancel_tasks: cancel task, id_task = %" PRIu64 "\n",
+                              r->id);
+            else
+                sw_buf_printf(&lb, "INFO: Aborted request cmpl-%" PRIu64 ".\n", r->id);
+            sw__sim_log_lines(s, &lb);
+            sw_buf_free(&lb);
             s->slots[i] = NULL;
             req_free(r);
             continue;

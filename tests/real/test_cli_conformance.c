@@ -379,6 +379,8 @@ static void test_opt_equals(void **state)
          led,
          "\"contextWindow\""},
         {"report", {"report", "--fleet", opyaml, "@", "--json"}, "--ledger", led, led},
+        /* a fleet that is not there: refused before anything listens */
+        {"serve", {"serve", "@", "--json"}, "--fleet", fleet_missing, fleet_missing},
         /* an address that is not one: refused before anything is bound or printed */
         {"sim",
          {"sim", "--json", "@", "--engine", "llama.cpp", "--", "llama-server", "-m",

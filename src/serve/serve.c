@@ -1,0 +1,665 @@
+/*
+ * serve: `slipway serve` set up and driven: the fleet's endpoints grouped into models by their
+ * served name, each one's claim per device from its plan, what already runs (a live pid file of
+ * `up`), the loop and its listener; then the admission driver: a queued request's model is served
+ * by a running replica, else one of its stopped replicas starts when the law admits it
+ * (sw_serve_admit), after the idle endpoints it names are stopped; starts (sw_deploy_endpoint,
+ * `up` detached) and stops (sw_pidfile_stop, `down`) run in worker threads, each decision is
+ * logged with its figures, and an endpoint idle past its idle_ttl is stopped.
+ *
+ * What it does not do: the HTTP routes (front.c), the upstream request (proxy.c), endpoints on
+ * other hosts' units (they are served as running, never started or stopped: docs/serve.md).
+ */
+#include "serve_internal.h"
+
+#include <slipway/deploy.h>
+
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/listener.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+void sw__serve_logf(struct sw__serve *sv, const char *fmt, ...)
+{
+    char line[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof(line), fmt, ap);
+    va_end(ap);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    struct tm tm;
+    gmtime_r(&ts.tv_sec, &tm);
+    fprintf(sv->log, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ serve: %s\n", tm.tm_year + 1900,
+            tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000,
+            line);
+    fflush(sv->log);
+}
+
+int sw__serve_pick(struct sw__serve *sv, const struct sw__serve_model *m,
+                   const struct sw__serve_px *px)
+{
+    int best = -1;
+    for (int k = 0; k < m->n_eps; k++) {
+        int i = m->eps[k];
+        const struct sw__serve_ep *x = &sv->eps[i];
+        if (x->state != SW_SERVE_RUNNING || (px && px->tried[i]))
+            continue;
+        if (best < 0 || x->inflight < sv->eps[best].inflight)
+            best = i;
+    }
+    return best;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Starts and stops, in worker threads (`up` and `down` block for the boot and the grace).
+ */
+static void *job_main(void *arg)
+{
+    struct sw__serve_job *j = arg;
+    struct sw__serve *sv = j->sv;
+    struct sw__serve_ep *x = &sv->eps[j->ep];
+    struct sw_err e;
+    sw_err_clear(&e);
+    uint64_t t0 = sw_now_ns();
+    if (j->start) {
+        struct sw_deploy_req q = {0};
+        struct sw_deploy_res r;
+        q.fleet = sv->fleet_path;
+        q.endpoint = x->ep->name;
+        q.detach = true;
+        q.preflight = true;
+        q.liveness = true;
+        q.timeout_s = sv->o->boot_timeout_s;
+        q.grace_ms = sv->o->grace_ms;
+        j->rc = sw_deploy_endpoint(&q, &r, &e);
+        if (!j->rc) {
+            sw_child_release(&r.up.child);
+            snprintf(j->pid_path, sizeof(j->pid_path), "%s", r.pid_path);
+        } else {
+            char m[800];
+            snprintf(j->msg, sizeof(j->msg), "%s%s%s", sw_err_format(&e, m, sizeof(m)),
+                     r.up.status.failure.message[0] ? ": " : "", r.up.status.failure.message);
+        }
+        sw_deploy_res_free(&r);
+    } else {
+        struct sw_stop_report rep;
+        j->rc = sw_pidfile_stop(x->pid_path, sv->o->grace_ms ? sv->o->grace_ms : 10000, &rep, &e);
+        if (j->rc) {
+            char m[800];
+            snprintf(j->msg, sizeof(j->msg), "%s", sw_err_format(&e, m, sizeof(m)));
+        }
+    }
+    j->secs = (double)(sw_now_ns() - t0) / 1e9;
+    ssize_t w;
+    do
+        w = write(sv->jobs_pipe[1], &j, sizeof(j));
+    while (w < 0 && errno == EINTR);
+    return NULL;
+}
+
+static void job_run(struct sw__serve *sv, int i, bool start)
+{
+    struct sw__serve_ep *x = &sv->eps[i];
+    struct sw__serve_job *j = sw_calloc(1, sizeof(*j));
+    if (!j) {
+        sw__serve_logf(sv, "%s: out of memory for its %s", x->ep->name, start ? "start" : "stop");
+        return;
+    }
+    j->sv = sv;
+    j->ep = i;
+    j->start = start;
+    x->state = start ? SW_SERVE_STARTING : SW_SERVE_STOPPING;
+    if (pthread_create(&j->th, NULL, job_main, j)) {
+        x->state = start ? SW_SERVE_STOPPED : SW_SERVE_RUNNING;
+        sw__serve_logf(sv, "%s: no thread for its %s", x->ep->name, start ? "start" : "stop");
+        sw_free(j);
+        return;
+    }
+    j->next = sv->jobs;
+    sv->jobs = j;
+    sv->n_jobs_running++;
+}
+
+static void fail_queue(struct sw__serve *sv, struct sw__serve_model *m, int code, const char *type,
+                       const char *msg)
+{
+    while (!TAILQ_EMPTY(&m->queue)) {
+        struct sw__serve_px *px = TAILQ_FIRST(&m->queue);
+        sw__serve_count(m, code);
+        sw__serve_hist_add(&m->queue_wait, (double)(sw_now_ns() - px->t_arrive_ns) / 1e9);
+        sw__serve_reply_error(px->req, code, type, msg, code == 503 ? 5 : 0);
+        sw__serve_px_free(px);
+    }
+    (void)sv;
+}
+
+static void job_done(struct sw__serve *sv, struct sw__serve_job *j)
+{
+    pthread_join(j->th, NULL);
+    for (struct sw__serve_job **p = &sv->jobs; *p; p = &(*p)->next)
+        if (*p == j) {
+            *p = j->next;
+            break;
+        }
+    sv->n_jobs_running--;
+    struct sw__serve_ep *x = &sv->eps[j->ep];
+    struct sw__serve_model *m = &sv->models[x->model];
+    if (j->start && !j->rc) {
+        x->state = SW_SERVE_RUNNING;
+        x->ours = true;
+        x->can_stop = true;
+        x->starts++;
+        x->last_ns = sw_now_ns();
+        snprintf(x->pid_path, sizeof(x->pid_path), "%s", j->pid_path);
+        sw__serve_logf(sv, "%s: started in %.1f s (%s)", x->ep->name, j->secs, j->pid_path);
+    } else if (j->start) {
+        x->state = SW_SERVE_STOPPED;
+        x->failures++;
+        sw__serve_logf(sv, "%s: its start failed after %.1f s: %s", x->ep->name, j->secs, j->msg);
+        if (sw__serve_pick(sv, m, NULL) < 0) {
+            char msg[1400];
+            snprintf(msg, sizeof(msg), "endpoint %s of model %s failed to start: %s", x->ep->name,
+                     m->name, j->msg);
+            fail_queue(sv, m, 503, "unavailable_error", msg);
+        }
+    } else if (!j->rc) {
+        x->state = SW_SERVE_STOPPED;
+        x->ours = false;
+        x->can_stop = false;
+        sw__serve_logf(sv, "%s: stopped in %.1f s", x->ep->name, j->secs);
+    } else {
+        x->state = SW_SERVE_RUNNING; /* still there: it keeps its memory */
+        sw__serve_logf(sv, "%s: its stop failed: %s", x->ep->name, j->msg);
+    }
+    sw_free(j);
+    sw__serve_kick(sv);
+}
+
+static void on_jobs(evutil_socket_t fd, short what, void *arg)
+{
+    struct sw__serve *sv = arg;
+    (void)what;
+    struct sw__serve_job *j;
+    ssize_t r = read(fd, &j, sizeof(j));
+    if (r == (ssize_t)sizeof(j))
+        job_done(sv, j);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Admission.
+ */
+static int tenants(struct sw__serve *sv, struct sw_serve_tenant *ts)
+{
+    int n = 0;
+    for (int i = 0; i < sv->n_eps; i++) {
+        const struct sw__serve_ep *x = &sv->eps[i];
+        static const struct sw_serve_claim none = {0};
+        ts[n++] = (struct sw_serve_tenant){
+            .name = x->ep->name,
+            .claim = x->claim_ok ? &x->claim : &none,
+            .state = x->state,
+            .inflight =
+                x->inflight + sv->models[x->model].n_queued * (x->state == SW_SERVE_RUNNING),
+            .pinned = x->pinned,
+            .by_priority = x->by_priority,
+            .priority = x->priority,
+            .last_ns = x->last_ns,
+            .can_stop = x->can_stop && x->local,
+        };
+    }
+    return n;
+}
+
+/* Serve what m has queued: dispatch to running replicas, else start one the law admits. */
+static void serve_model(struct sw__serve *sv, int mi)
+{
+    struct sw__serve_model *m = &sv->models[mi];
+    while (!TAILQ_EMPTY(&m->queue)) {
+        int i = sw__serve_pick(sv, m, NULL);
+        if (i < 0)
+            break;
+        struct sw__serve_px *px = TAILQ_FIRST(&m->queue);
+        TAILQ_REMOVE(&m->queue, px, link);
+        m->n_queued--;
+        px->queued = false;
+        if (px->deadline) {
+            event_free(px->deadline);
+            px->deadline = NULL;
+        }
+        sw__serve_hist_add(&m->queue_wait, (double)(sw_now_ns() - px->t_arrive_ns) / 1e9);
+        sw__serve_forward(px, i);
+    }
+    if (TAILQ_EMPTY(&m->queue))
+        return;
+    for (int k = 0; k < m->n_eps; k++) {
+        enum sw_serve_state s = sv->eps[m->eps[k]].state;
+        if (s == SW_SERVE_STARTING)
+            return; /* it waits for that one */
+    }
+    struct sw_serve_tenant ts[SW__SERVE_MAX_EP];
+    int n = tenants(sv, ts);
+    int n_never = 0, n_cand = 0;
+    char never_why[1024] = "", wait_why[1024] = "";
+    for (int k = 0; k < m->n_eps; k++) {
+        int i = m->eps[k];
+        struct sw__serve_ep *x = &sv->eps[i];
+        if (x->state != SW_SERVE_STOPPED || !x->local || x->ep->engine != SW_FLEET_LLAMACPP)
+            continue; /* `up` boots local llama.cpp endpoints; the others come back by themselves */
+        n_cand++;
+        if (!x->claim_ok) {
+            n_never++;
+            snprintf(never_why, sizeof(never_why), "%s", x->claim_why);
+            continue;
+        }
+        struct sw_serve_decision d;
+        sw_serve_admit(ts, n, i, &d);
+        if (d.verdict == SW_SERVE_NEVER) {
+            n_never++;
+            snprintf(never_why, sizeof(never_why), "%s", d.text);
+            continue;
+        }
+        if (d.verdict == SW_SERVE_WAIT) {
+            if (strcmp(m->last_why, d.text))
+                sw__serve_logf(sv, "admit: %s", d.text);
+            snprintf(wait_why, sizeof(wait_why), "%s", d.text);
+            continue;
+        }
+        if (d.verdict == SW_SERVE_EVICT) {
+            bool stopping = false;
+            for (int v = 0; v < n; v++)
+                stopping = stopping || sv->eps[v].state == SW_SERVE_STOPPING;
+            if (!x->want_start || !stopping) {
+                sw__serve_logf(sv, "admit: %s", d.text);
+                for (int v = 0; v < d.n_victims; v++) {
+                    struct sw__serve_ep *y = &sv->eps[d.victims[v]];
+                    y->evictions++;
+                    job_run(sv, d.victims[v], false);
+                }
+                x->want_start = true;
+            }
+            snprintf(m->last_why, sizeof(m->last_why), "%s", d.text);
+            return; /* it starts when they are stopped */
+        }
+        sw__serve_logf(sv, "admit: %s start", d.text);
+        x->want_start = false;
+        snprintf(m->last_why, sizeof(m->last_why), "%s", d.text);
+        job_run(sv, i, true);
+        return;
+    }
+    if (n_cand && n_never == n_cand && sw__serve_pick(sv, m, NULL) < 0) {
+        bool others = false; /* a replica that is not ours to start may come back */
+        for (int k = 0; k < m->n_eps; k++)
+            others = others || !sv->eps[m->eps[k]].local ||
+                     sv->eps[m->eps[k]].ep->engine != SW_FLEET_LLAMACPP;
+        if (!others) {
+            m->never = true;
+            snprintf(m->last_why, sizeof(m->last_why), "%s", never_why);
+            sw__serve_logf(sv, "refuse: %s: 507", never_why);
+            fail_queue(sv, m, 507, "insufficient_memory", never_why);
+            return;
+        }
+    }
+    if (wait_why[0])
+        snprintf(m->last_why, sizeof(m->last_why), "%s", wait_why);
+}
+
+void sw__serve_kick(struct sw__serve *sv)
+{
+    for (int i = 0; i < sv->n_models; i++)
+        if (sv->models[i].n_queued)
+            serve_model(sv, i);
+}
+
+static bool port_answers(const char *host, unsigned port);
+
+/* Every 200 ms: idle endpoints past their idle_ttl are stopped; a stop request ends the loop. */
+static void on_tick(evutil_socket_t fd, short what, void *arg)
+{
+    struct sw__serve *sv = arg;
+    (void)fd;
+    (void)what;
+    if (sv->o->stop && *sv->o->stop) {
+        event_base_loopbreak(sv->base);
+        return;
+    }
+    uint64_t now = sw_now_ns();
+    bool back = false;
+    if (++sv->ticks % 10 == 0) /* every 2 s: one that runs outside serve and stopped answering */
+        for (int i = 0; i < sv->n_eps; i++) {
+            struct sw__serve_ep *x = &sv->eps[i];
+            if (x->state != SW_SERVE_STOPPED || x->can_stop ||
+                (x->local && x->ep->engine == SW_FLEET_LLAMACPP) || !port_answers(x->host, x->port))
+                continue;
+            x->state = SW_SERVE_RUNNING;
+            x->last_ns = now;
+            back = true;
+            sw__serve_logf(sv, "%s: answers again at %s:%u: back in rotation", x->ep->name, x->host,
+                           x->port);
+        }
+    if (back)
+        sw__serve_kick(sv);
+    for (int i = 0; i < sv->n_eps; i++) {
+        struct sw__serve_ep *x = &sv->eps[i];
+        if (x->state != SW_SERVE_RUNNING || !x->idle_ttl_ms || x->pinned || x->inflight ||
+            !x->can_stop || !x->local || sv->models[x->model].n_queued)
+            continue;
+        uint64_t idle_ms = (now - x->last_ns) / 1000000u;
+        if (idle_ms < x->idle_ttl_ms)
+            continue;
+        sw__serve_logf(sv, "%s: idle %.1f s, past its idle_ttl %.1f s: stopped", x->ep->name,
+                       (double)idle_ms / 1000.0, (double)x->idle_ttl_ms / 1000.0);
+        x->stops_idle++;
+        job_run(sv, i, false);
+    }
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Set-up.
+ */
+/* Does something accept connections at host:port (within 500 ms)? An endpoint no pid file names
+ * that answers runs outside serve: it is served, never stopped. */
+static bool port_answers(const char *host, unsigned port)
+{
+    struct evutil_addrinfo hints = {0}, *ai = NULL;
+    char ps[16];
+    snprintf(ps, sizeof(ps), "%u", port);
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = EVUTIL_AI_NUMERICHOST | EVUTIL_AI_NUMERICSERV;
+    if (evutil_getaddrinfo(host, ps, &hints, &ai) || !ai)
+        return false;
+    bool ok = false;
+    int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd >= 0) {
+        int r = connect(fd, ai->ai_addr, ai->ai_addrlen);
+        if (!r)
+            ok = true;
+        else if (errno == EINPROGRESS) {
+            struct pollfd pf = {.fd = fd, .events = POLLOUT};
+            int err = 0;
+            socklen_t el = sizeof(err);
+            ok = poll(&pf, 1, 500) == 1 && !getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el) && !err;
+        }
+        close(fd);
+    }
+    evutil_freeaddrinfo(ai);
+    return ok;
+}
+static int add_ep(struct sw__serve *sv, const struct sw_fleet_endpoint *ep, struct sw_err *e)
+{
+    if (sv->n_eps >= SW__SERVE_MAX_EP)
+        return sw_err_set(e, SW_ERANGE, "serve takes at most %d endpoints", SW__SERVE_MAX_EP);
+    struct sw__serve_ep *x = &sv->eps[sv->n_eps];
+    memset(x, 0, sizeof(*x));
+    x->ep = ep;
+    x->local = !ep->host || ep->host->transport != SW_FLEET_SSH;
+    x->pinned = ep->serve.pinned.set && ep->serve.pinned.v;
+    x->by_priority = ep->serve.policy && !strcmp(ep->serve.policy, "priority");
+    x->priority = ep->serve.priority.set ? (unsigned)ep->serve.priority.v : 0;
+    x->idle_ttl_ms = ep->serve.idle_ttl_ms.set ? ep->serve.idle_ttl_ms.v : 0;
+    int rc = sw_service_client_open(sv->fleet, ep->name, &x->client, e);
+    if (rc)
+        return rc;
+    x->client_open = true;
+    if (x->client.route.unix_socket[0])
+        return sw_err_set(e, SW_EINVAL,
+                          "%s: reached through its host's ssh (%s): serve reaches endpoints "
+                          "directly only (for now)",
+                          ep->name, x->client.route.via);
+    size_t hl = strnlen(x->client.route.addr.connect, sizeof(x->host) - 1);
+    memcpy(x->host, x->client.route.addr.connect, hl);
+    x->host[hl] = 0;
+    x->port = x->client.route.addr.port;
+    struct sw_err ce;
+    sw_err_clear(&ce);
+    if (sw_serve_claim(ep, &x->claim, &ce)) {
+        char m[600];
+        snprintf(x->claim_why, sizeof(x->claim_why), "%s", sw_err_format(&ce, m, sizeof(m)));
+    } else
+        x->claim_ok = true;
+    /* the served name: the alias, else the endpoint's name */
+    const char *name = ep->alias.v ? ep->alias.v : ep->name;
+    int mi = 0;
+    while (mi < sv->n_models && strcmp(sv->models[mi].name, name))
+        mi++;
+    if (mi == sv->n_models) {
+        struct sw__serve_model *m = &sv->models[sv->n_models++];
+        memset(m, 0, sizeof(*m));
+        m->name = name;
+        TAILQ_INIT(&m->queue);
+    }
+    struct sw__serve_model *m = &sv->models[mi];
+    if (m->n_eps >= SW__SERVE_MAX_REPL)
+        return sw_err_set(e, SW_ERANGE, "model %s: at most %d replicas", name, SW__SERVE_MAX_REPL);
+    m->eps[m->n_eps++] = sv->n_eps;
+    x->model = mi;
+    /* already running as `up --detach` left it: its pid file */
+    char dir[3000];
+    struct sw_err de;
+    sw_err_clear(&de);
+    if (x->local && !sw_deploy_run_dir(dir, sizeof(dir), &de)) {
+        struct sw_pidfile pf;
+        snprintf(x->pid_path, sizeof(x->pid_path), "%s/%s.pid", dir, ep->name);
+        if (!sw_pidfile_read(x->pid_path, &pf, &de) &&
+            sw_pidfile_check(&pf, NULL, 0) == SW_PID_ALIVE) {
+            x->state = SW_SERVE_RUNNING;
+            x->can_stop = true;
+        }
+    }
+    if (!x->local)
+        x->state = SW_SERVE_RUNNING; /* a unit on its host: served, not started or stopped */
+    else if (x->state == SW_SERVE_STOPPED && port_answers(x->host, x->port))
+        x->state = SW_SERVE_RUNNING; /* started outside serve (a unit, a sim): never stopped */
+    x->last_ns = sw_now_ns();
+    char figs[600] = "";
+    int w = 0;
+    for (int d = 0; x->claim_ok && d < x->claim.n && w >= 0 && (size_t)w < sizeof(figs); d++)
+        w += snprintf(figs + w, sizeof(figs) - (size_t)w, "%s%s %.2f GiB of %.2f GiB",
+                      d ? ", " : "", x->claim.dev[d]->name, (double)x->claim.bytes[d] / (1 << 30),
+                      (double)x->claim.capacity[d] / (1 << 30));
+    sw__serve_logf(sv, "%s: model %s at %s:%u, %s; claim %s%s%s%s", ep->name, name, x->host,
+                   x->port, sw_serve_state_name(x->state),
+                   x->claim_ok ? figs : "unknown: ", x->claim_ok ? " (" : x->claim_why,
+                   x->claim_ok ? x->claim.how : "", x->claim_ok ? ")" : "");
+    sv->n_eps++;
+    return 0;
+}
+
+static int load_keys(struct sw__serve *sv, const char *path, struct sw_err *e)
+{
+    struct sw_fleet_envfile *ef = NULL;
+    int rc = sw_fleet_envfile_load(path, NULL, NULL, &ef, e);
+    if (rc)
+        return rc;
+    sv->keys = sw_calloc(ef->n_vars ? ef->n_vars : 1, sizeof(*sv->keys));
+    if (!sv->keys) {
+        sw_fleet_envfile_free(ef);
+        return sw_err_set(e, SW_ENOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < ef->n_vars; i++) {
+        if (!ef->vars[i].value[0])
+            continue;
+        snprintf(sv->keys[sv->n_keys].client, sizeof(sv->keys[0].client), "%s", ef->vars[i].key);
+        sv->keys[sv->n_keys].key = sw_strdup(ef->vars[i].value);
+        if (!sv->keys[sv->n_keys].key) {
+            sw_fleet_envfile_free(ef);
+            return sw_err_set(e, SW_ENOMEM, "out of memory");
+        }
+        sv->n_keys++;
+    }
+    sw_fleet_envfile_free(ef);
+    if (!sv->n_keys)
+        return sw_err_set(e, SW_EINVAL, "%s: no CLIENT=KEY line with a key", path);
+    return 0;
+}
+
+static int listen_on(struct sw__serve *sv, const char *spec, struct sw_err *e)
+{
+    char host[256] = "127.0.0.1";
+    unsigned port = 8090;
+    const char *colon = spec ? strrchr(spec, ':') : NULL;
+    if (spec && colon) {
+        size_t hn = (size_t)(colon - spec);
+        if (hn >= sizeof(host))
+            return sw_err_set(e, SW_EINVAL, "--listen %s: the host is too long", spec);
+        memcpy(host, spec, hn);
+        host[hn] = 0;
+        char *end = NULL;
+        unsigned long p = strtoul(colon + 1, &end, 10);
+        if (!end || *end || p > 65535)
+            return sw_err_set(e, SW_EINVAL, "--listen %s: not HOST:PORT", spec);
+        port = (unsigned)p;
+    } else if (spec)
+        return sw_err_set(e, SW_EINVAL, "--listen %s: not HOST:PORT", spec);
+    struct evhttp_bound_socket *bs =
+        evhttp_bind_socket_with_handle(sv->http, host, (ev_uint16_t)port);
+    if (!bs)
+        return sw_err_set(e, SW_EBUSY, "cannot listen on %s:%u: %s", host, port, strerror(errno));
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof(ss);
+    evutil_socket_t fd = evhttp_bound_socket_get_fd(bs);
+    if (!getsockname(fd, (struct sockaddr *)&ss, &sl))
+        port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+                                              : ((struct sockaddr_in *)&ss)->sin_port);
+    char url[320];
+    snprintf(url, sizeof(url), "http://%s:%u", host, port);
+    sw__serve_logf(sv, "listening on %s (%d models, %d endpoints; queue %u, max wait %.1f s%s)",
+                   url, sv->n_models, sv->n_eps, sv->queue_max, (double)sv->max_wait_ms / 1000.0,
+                   sv->n_keys ? "; API keys asked" : "");
+    if (sv->o->ready_file) {
+        FILE *f = fopen(sv->o->ready_file, "w");
+        if (f) {
+            fprintf(f, "%u\n", port);
+            fclose(f);
+        }
+    }
+    if (sv->o->on_listen)
+        sv->o->on_listen(sv->o->ctx, url);
+    return 0;
+}
+
+static void serve_close(struct sw__serve *sv)
+{
+    /* the starts and stops under way end first (a boot may take its timeout) */
+    while (sv->jobs) {
+        struct sw__serve_job *j = sv->jobs;
+        pthread_join(j->th, NULL);
+        struct sw__serve_job *r = NULL;
+        ssize_t n = read(sv->jobs_pipe[0], &r, sizeof(r));
+        (void)n;
+        sv->jobs = j->next;
+        if (j->start && !j->rc) {
+            sv->eps[j->ep].ours = true;
+            snprintf(sv->eps[j->ep].pid_path, sizeof(sv->eps[j->ep].pid_path), "%s", j->pid_path);
+        }
+        sw_free(j);
+    }
+    for (int i = 0; i < sv->n_eps; i++) {
+        struct sw__serve_ep *x = &sv->eps[i];
+        if (x->ours && !sv->o->keep) {
+            struct sw_stop_report rep;
+            struct sw_err e;
+            sw_err_clear(&e);
+            int rc =
+                sw_pidfile_stop(x->pid_path, sv->o->grace_ms ? sv->o->grace_ms : 10000, &rep, &e);
+            sw__serve_logf(sv, "%s: %s at exit", x->ep->name, rc ? "not stopped" : "stopped");
+        }
+        if (x->client_open)
+            sw_service_client_close(&x->client);
+    }
+    for (int i = 0; i < sv->n_keys; i++) {
+        explicit_bzero(sv->keys[i].key, strlen(sv->keys[i].key));
+        sw_free(sv->keys[i].key);
+    }
+    sw_free(sv->keys);
+    if (sv->http)
+        evhttp_free(sv->http);
+    if (sv->tick)
+        event_free(sv->tick);
+    if (sv->jobs_ev)
+        event_free(sv->jobs_ev);
+    if (sv->base)
+        event_base_free(sv->base);
+    if (sv->jobs_pipe[0] >= 0)
+        close(sv->jobs_pipe[0]);
+    if (sv->jobs_pipe[1] >= 0)
+        close(sv->jobs_pipe[1]);
+    sw_fleet_free(sv->fleet);
+}
+
+int sw_serve_run(const struct sw_serve_opts *o, struct sw_err *e)
+{
+    struct sw__serve *sv = sw_calloc(1, sizeof(*sv));
+    if (!sv)
+        return sw_err_set(e, SW_ENOMEM, "out of memory");
+    sv->o = o;
+    sv->log = o->log ? o->log : stderr;
+    sv->fleet_path = o->fleet ? o->fleet : "fleet.yaml";
+    sv->queue_max = o->queue_max ? o->queue_max : 64;
+    sv->max_wait_ms = o->max_wait_ms ? o->max_wait_ms : 120000;
+    sv->jobs_pipe[0] = sv->jobs_pipe[1] = -1;
+    /* two sockets a stream (the client's and the engine's): the hard limit, as the sim takes */
+    struct rlimit rl;
+    if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+    int rc = sw_fleet_load(sv->fleet_path, NULL, &sv->fleet, e);
+    if (rc)
+        goto out;
+    if (o->n_endpoints) {
+        for (size_t i = 0; i < o->n_endpoints && !rc; i++) {
+            const struct sw_fleet_endpoint *ep = NULL;
+            rc = sw_fleet_find_endpoint(sv->fleet, o->endpoints[i], &ep, e);
+            if (!rc)
+                rc = add_ep(sv, ep, e);
+        }
+    } else
+        for (size_t i = 0; i < sv->fleet->n_endpoints && !rc; i++)
+            if (sv->fleet->endpoints[i].enabled)
+                rc = add_ep(sv, &sv->fleet->endpoints[i], e);
+    if (rc)
+        goto out;
+    if (!sv->n_eps) {
+        rc = sw_err_set(e, SW_EINVAL, "%s: no enabled endpoint to serve", sv->fleet_path);
+        goto out;
+    }
+    if (o->keys_file) {
+        rc = load_keys(sv, o->keys_file, e);
+        if (rc)
+            goto out;
+    }
+    sv->base = event_base_new();
+    sv->http = sv->base ? evhttp_new(sv->base) : NULL;
+    if (!sv->http || pipe(sv->jobs_pipe)) {
+        rc = sw_err_set(e, SW_ENOMEM, "cannot set up the loop");
+        goto out;
+    }
+    evhttp_set_allowed_methods(sv->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST);
+    evhttp_set_max_body_size(sv->http, SW__SERVE_BODY_MAX);
+    evhttp_set_max_headers_size(sv->http, 65536);
+    evhttp_set_timeout(sv->http, 3600);
+    evhttp_set_gencb(sv->http, sw__serve_on_request, sv);
+    sv->jobs_ev = event_new(sv->base, sv->jobs_pipe[0], EV_READ | EV_PERSIST, on_jobs, sv);
+    sv->tick = event_new(sv->base, -1, EV_PERSIST, on_tick, sv);
+    struct timeval sec = {0, 200000};
+    if (!sv->jobs_ev || !sv->tick || event_add(sv->jobs_ev, NULL) || event_add(sv->tick, &sec)) {
+        rc = sw_err_set(e, SW_ENOMEM, "cannot set up the loop");
+        goto out;
+    }
+    rc = listen_on(sv, o->listen, e);
+    if (rc)
+        goto out;
+    event_base_dispatch(sv->base);
+    sw__serve_logf(sv, "stopping");
+out:
+    serve_close(sv);
+    sw_free(sv);
+    return rc;
+}

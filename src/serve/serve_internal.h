@@ -1,0 +1,167 @@
+/*
+ * serve internals: the server, its endpoints, models (served names: one or more replicas) and
+ * requests, shared by serve.c (set-up, starts and stops, admission), front.c (the routes, the
+ * queue, keys, /metrics) and proxy.c (the upstream request).
+ *
+ * What it does not do: anything public (slipway/serve.h).
+ */
+#ifndef SW_SERVE_INTERNAL_H
+#define SW_SERVE_INTERNAL_H
+
+#include <slipway/fleet.h>
+#include <slipway/service.h>
+#include <slipway/serve.h>
+
+#include <event2/event.h>
+#include <event2/http.h>
+#include <pthread.h>
+#include <sys/queue.h>
+
+#define SW__SERVE_MAX_EP    64
+#define SW__SERVE_MAX_REPL  16
+#define SW__SERVE_BODY_MAX  (64u << 20)
+#define SW__SERVE_N_BUCKETS 14
+#define SW__SERVE_N_CODES   16
+
+struct sw__serve;
+
+struct sw__serve_hist {
+    uint64_t bucket[SW__SERVE_N_BUCKETS]; /* cumulative at print; here per bucket */
+    uint64_t count;
+    double sum;
+};
+extern const double sw__serve_bounds[SW__SERVE_N_BUCKETS - 1]; /* seconds; the last is +Inf */
+void sw__serve_hist_add(struct sw__serve_hist *h, double seconds);
+
+struct sw__serve_ep {
+    const struct sw_fleet_endpoint *ep;
+    int model; /* index into sv->models */
+    struct sw_serve_claim claim;
+    bool claim_ok;
+    char claim_why[512];
+    enum sw_serve_state state;
+    int inflight;
+    bool pinned, by_priority, local;
+    unsigned priority;
+    uint64_t idle_ttl_ms, last_ns;
+    bool ours;       /* serve started it (it stops it at exit) */
+    bool can_stop;   /* a pid file names it */
+    bool want_start; /* victims are stopping for it */
+    struct sw_service_client client;
+    bool client_open;
+    char host[256];
+    unsigned port;
+    char pid_path[4096];
+    uint64_t starts, evictions, stops_idle, failures;
+};
+
+struct sw__serve_px;
+TAILQ_HEAD(sw__serve_pxq, sw__serve_px);
+
+struct sw__serve_model {
+    const char *name;
+    int eps[SW__SERVE_MAX_REPL];
+    int n_eps;
+    struct sw__serve_pxq queue;
+    int n_queued;
+    char last_why[1024]; /* the last admission line that kept it waiting */
+    bool never;          /* no replica fits even alone */
+    struct sw__serve_hist ttft, queue_wait;
+    uint64_t tokens;
+    int codes[SW__SERVE_N_CODES];
+    uint64_t code_n[SW__SERVE_N_CODES];
+    uint64_t cancelled, retried, midstream;
+};
+
+/* One client request. */
+struct sw__serve_px {
+    struct sw__serve *sv;
+    int model;
+    struct evhttp_request *req;
+    struct evhttp_connection *cconn;
+    char path[64];
+    char *body;
+    size_t body_len;
+    char client[64];
+    int ep;
+    struct bufferevent *ubev; /* the engine's connection (raw: its bytes are relayed) */
+    int ustate;               /* 0 head, 1 body */
+    bool raw;                 /* the body goes as the engine framed it (chunked or sized) */
+    bool chunked;             /* the engine's body is chunked: ck tracks its framing */
+    int64_t remain;           /* sized body: bytes left; chunked: of the current chunk */
+    int ck;                   /* chunk framing state (proxy.c) */
+    bool ck_digits;           /* a size line has started */
+    int ck_line;              /* trailer: bytes on the current line */
+    bool tried[SW__SERVE_MAX_EP];
+    bool headers_sent, stream, retry, queued;
+    int retry_code;
+    uint64_t t_arrive_ns, t_sent_ns;
+    bool first;
+    struct event *deadline;
+    TAILQ_ENTRY(sw__serve_px) link;
+};
+
+struct sw__serve_job {
+    struct sw__serve *sv;
+    int ep;
+    bool start;
+    int rc;
+    char msg[1200];
+    char pid_path[4096];
+    double secs;
+    pthread_t th;
+    struct sw__serve_job *next; /* the jobs not yet joined */
+};
+
+struct sw__serve_key {
+    char client[64];
+    char *key;
+};
+
+struct sw__serve {
+    const struct sw_serve_opts *o;
+    struct sw_fleet *fleet;
+    const char *fleet_path;
+    struct event_base *base;
+    struct evhttp *http;
+    struct event *tick, *jobs_ev;
+    int jobs_pipe[2];
+    struct sw__serve_job *jobs;
+    int n_jobs_running;
+    struct sw__serve_ep eps[SW__SERVE_MAX_EP];
+    int n_eps;
+    struct sw__serve_model models[SW__SERVE_MAX_EP];
+    int n_models;
+    struct sw__serve_key *keys;
+    int n_keys;
+    FILE *log;
+    unsigned queue_max;
+    uint64_t max_wait_ms;
+    uint64_t unauthorized;
+    unsigned ticks;
+};
+
+void sw__serve_logf(struct sw__serve *sv, const char *fmt, ...) SW_PRINTF(2, 3);
+
+/* front.c */
+void sw__serve_on_request(struct evhttp_request *req, void *arg);
+void sw__serve_reply_error(struct evhttp_request *req, int code, const char *type, const char *msg,
+                           int retry_after);
+void sw__serve_count(struct sw__serve_model *m, int code);
+/* a request is done (replied, or its client went away): unhook and free it */
+void sw__serve_px_free(struct sw__serve_px *px);
+
+/* serve.c: the admission driver */
+/* try to get every model with queued requests served: dispatch, start, evict */
+void sw__serve_kick(struct sw__serve *sv);
+/* the running replica of m with the fewest outstanding requests not yet tried by px; -1 none */
+int sw__serve_pick(struct sw__serve *sv, const struct sw__serve_model *m,
+                   const struct sw__serve_px *px);
+
+/* proxy.c */
+/* send px to endpoint i; on failure before the first byte px is retried or answered */
+void sw__serve_forward(struct sw__serve_px *px, int i);
+/* the client went away: cancel the upstream request */
+void sw__serve_cancel(struct sw__serve_px *px);
+
+#endif

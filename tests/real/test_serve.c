@@ -1,0 +1,749 @@
+/*
+ * `slipway serve` end to end: the real serve process in front of endpoints it starts itself as
+ * `up` does (llama.cpp endpoints whose binary is `slipway sim --engine llama.cpp` on a simulated
+ * 24 GiB device, and the real pinned llama-server), and vLLM-shape sims the test starts on
+ * 127.0.0.1 ports (served as running, never stopped):
+ *   - two models that do not fit together: the second request evicts the first, the figures
+ *     (bytes per device) in serve's log; a model too big alone is a 507 naming its figure;
+ *     /metrics passes `promtool check metrics`;
+ *   - three that fit all stay running; one idle past its idle_ttl is stopped, a pinned one not;
+ *   - the queue: requests that arrive while their endpoint starts wait for it; past the bound,
+ *     429 with Retry-After; past the maximum wait, 503 with Retry-After;
+ *   - replicas: one killed, the next request fails before the first byte and is retried on the
+ *     other, and the dead one is back in rotation once it answers again; a reset mid-stream ends the stream with an SSE error event; a client that goes away
+ *     cancels its upstream request (the engine's own "Aborted request" line in its log);
+ *   - the real llama-server: evicted by another and answering through serve.
+ * Processes are stopped by PID; waits are bounded; nothing asserts a duration.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <slipway/core.h>
+
+#include "swllama.h"
+#include "swtest.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static char *g_dir;
+static char g_model[4096];
+static char g_run[4096];
+static int g_case;
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    if (!swl_llama_dir())
+        return 0;
+    g_dir = swt_tmpdir();
+    char why[512];
+    if (swl_chat_model(g_dir, g_model, sizeof(g_model), why, sizeof(why))) {
+        print_message("no chat model: %s\n", why);
+        g_model[0] = 0;
+    }
+    /* the sim as llama-server: the fleet's binary */
+    char path[4200], text[1024];
+    snprintf(path, sizeof(path), "%s/llama-sim", g_dir);
+    snprintf(text, sizeof(text),
+             "#!/bin/sh\n# slipway's simulator standing in for llama-server (test_serve.c)\n"
+             "export ASAN_OPTIONS=detect_leaks=0\n"
+             "exec %s sim --engine llama.cpp --device-memory 24GiB --load-time ${SIM_LOAD:-1s} "
+             "-- llama-server \"$@\"\n",
+             swt_bin());
+    swt_write_str(path, text);
+    chmod(path, 0755);
+    /* a vLLM checkpoint's config for the vLLM-shape sims */
+    snprintf(path, sizeof(path), "%s/vmodel", g_dir);
+    mkdir(path, 0755);
+    swt_write_str(swt_join(path, "config.json"),
+                  "{\"architectures\": [\"LlamaForCausalLM\"], \"model_type\": \"llama\", "
+                  "\"hidden_size\": 2048, \"num_attention_heads\": 16, \"num_key_value_heads\": 4, "
+                  "\"num_hidden_layers\": 16, \"intermediate_size\": 8192, \"vocab_size\": 32000, "
+                  "\"max_position_embeddings\": 8192, \"torch_dtype\": \"bfloat16\"}\n");
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    if (g_dir && !getenv("SW_KEEP"))
+        swt_tmpdir_free(g_dir);
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Processes.
+ */
+struct proc {
+    pid_t pid;
+    int port;
+    char log[4200];
+};
+
+/* argv run in its own process group, stdout+stderr to p->log, SLIPWAY_RUN_DIR=g_run. */
+static void spawn(const char *const *argv, struct proc *p)
+{
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (!pid) {
+        setpgid(0, 0);
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        int fd = open(p->log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        if (fd >= 0) {
+            dup2(fd, 1);
+            dup2(fd, 2);
+        }
+        setenv("SLIPWAY_RUN_DIR", g_run, 1);
+        execv(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    p->pid = pid;
+}
+
+static void stop(struct proc *p)
+{
+    if (p->pid <= 0)
+        return;
+    kill(p->pid, SIGTERM);
+    double end = now_s() + 30;
+    int st;
+    while (now_s() < end) {
+        if (waitpid(p->pid, &st, WNOHANG) == p->pid) {
+            p->pid = 0;
+            return;
+        }
+        usleep(50000);
+    }
+    kill(-p->pid, SIGKILL);
+    waitpid(p->pid, &st, 0);
+    p->pid = 0;
+}
+
+/* The case's own run directory and files. */
+static const char *case_file(const char *name)
+{
+    static char out[4][4300];
+    static int i;
+    i = (i + 1) % 4;
+    snprintf(out[i], sizeof(out[i]), "%s/case%d/%s", g_dir, g_case, name);
+    return out[i];
+}
+
+static void case_begin(void)
+{
+    g_case++;
+    char d[4200];
+    snprintf(d, sizeof(d), "%s/case%d", g_dir, g_case);
+    mkdir(d, 0700);
+    snprintf(g_run, sizeof(g_run), "%s/run", d);
+    mkdir(g_run, 0700);
+}
+
+/* slipway serve --fleet FLEET EXTRA... on a free port; waits for its ready file. */
+static void serve_start(struct proc *p, const char *const *extra)
+{
+    const char *argv[32];
+    int n = 0;
+    const char *ready = case_file("serve.port");
+    unlink(ready);
+    argv[n++] = swt_bin();
+    argv[n++] = "serve";
+    argv[n++] = "--fleet";
+    argv[n++] = case_file("fleet.yaml");
+    argv[n++] = "--listen";
+    argv[n++] = "127.0.0.1:0";
+    argv[n++] = "--ready-file";
+    argv[n++] = ready;
+    argv[n++] = "--grace";
+    argv[n++] = "2s";
+    for (int i = 0; extra && extra[i]; i++)
+        argv[n++] = extra[i];
+    argv[n] = NULL;
+    snprintf(p->log, sizeof(p->log), "%s", case_file("serve.log"));
+    spawn(argv, p);
+    double end = now_s() + 60;
+    while (now_s() < end) {
+        FILE *f = fopen(ready, "r");
+        if (f) {
+            int port = 0;
+            int k = fscanf(f, "%d", &port);
+            fclose(f);
+            if (k == 1 && port > 0) {
+                p->port = port;
+                return;
+            }
+        }
+        int st;
+        if (waitpid(p->pid, &st, WNOHANG) == p->pid) {
+            char *t = swl_tail(p->log, 2000);
+            fail_msg("serve exited: %s", t ? t : "");
+        }
+        usleep(50000);
+    }
+    fail_msg("serve did not listen within 60 s");
+}
+
+/* A vLLM-shape sim serving NAME on a free port (its log: LOG). */
+static void vsim_start(struct proc *p, const char *name, const char *log)
+{
+    if (p->port <= 0)
+        p->port = swt_free_port();
+    char listen[64], port[16], model[4200];
+    snprintf(listen, sizeof(listen), "127.0.0.1:%d", p->port);
+    snprintf(port, sizeof(port), "%d", p->port);
+    snprintf(model, sizeof(model), "%s/vmodel", g_dir);
+    snprintf(p->log, sizeof(p->log), "%s", log);
+    const char *argv[] = {swt_bin(),
+                          "sim",
+                          "--engine",
+                          "vllm",
+                          "--device-memory",
+                          "24GiB",
+                          "--weights",
+                          "2GiB",
+                          "--listen",
+                          listen,
+                          "--",
+                          "vllm",
+                          "serve",
+                          model,
+                          "--served-model-name",
+                          name,
+                          "--max-model-len",
+                          "4096",
+                          "--gpu-memory-utilization",
+                          "0.4",
+                          NULL};
+    spawn(argv, p);
+    double end = now_s() + 60;
+    while (now_s() < end && !swt_port_open(p->port))
+        usleep(50000);
+    assert_true(swt_port_open(p->port));
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * HTTP: one request, the whole raw answer (status line, headers, body as sent).
+ */
+static int connect_port(int port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    assert_true(fd >= 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    return fd;
+}
+
+static int send_req(int port, const char *method, const char *path, const char *body)
+{
+    int fd = connect_port(port);
+    char head[1024];
+    size_t bl = body ? strlen(body) : 0;
+    int n = snprintf(head, sizeof(head),
+                     "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+                     "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n",
+                     method, path, bl);
+    assert_int_equal(write(fd, head, (size_t)n), n);
+    if (bl)
+        assert_int_equal(write(fd, body, bl), (ssize_t)bl);
+    return fd;
+}
+
+/* Read fd to its end (at most timeout_s); the status, *out the raw answer (free()). */
+static int read_all(int fd, unsigned timeout_s, char **out)
+{
+    size_t cap = 1 << 16, len = 0;
+    char *b = malloc(cap);
+    assert_non_null(b);
+    double end = now_s() + timeout_s;
+    while (now_s() < end) {
+        struct pollfd pf = {.fd = fd, .events = POLLIN};
+        if (poll(&pf, 1, 100) <= 0)
+            continue;
+        if (len + 4096 > cap) {
+            cap *= 2;
+            b = realloc(b, cap);
+            assert_non_null(b);
+        }
+        ssize_t r = read(fd, b + len, cap - len - 1);
+        if (r <= 0)
+            break;
+        len += (size_t)r;
+    }
+    close(fd);
+    b[len] = 0;
+    int status = 0;
+    sscanf(b, "HTTP/1.%*d %d", &status);
+    *out = b;
+    return status;
+}
+
+static int http(int port, const char *method, const char *path, const char *body, char **out)
+{
+    return read_all(send_req(port, method, path, body), 120, out);
+}
+
+static int chat(int port, const char *model, bool stream, int max_tokens, char **out)
+{
+    char body[512];
+    snprintf(body, sizeof(body),
+             "{\"model\": \"%s\", \"messages\": [{\"role\": \"user\", \"content\": \"hello\"}], "
+             "\"max_tokens\": %d, \"stream\": %s}",
+             model, max_tokens, stream ? "true" : "false");
+    return http(port, "POST", "/v1/chat/completions", body, out);
+}
+
+static bool file_has(const char *path, const char *needle)
+{
+    return swt_file_has(path, needle);
+}
+
+static void show_log(const char *path)
+{
+    char *t = swl_tail(path, 6000);
+    print_message("--- %s\n%s\n", path, t ? t : "");
+    free(t);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Fleets.
+ */
+/* A llama.cpp endpoint whose binary is bin (the sim wrapper, or llama-server), on device dev with
+ * the measured non-KV cost nonkv, on port. */
+static int ep_text(char *out, size_t n, const char *name, const char *bin, const char *dev,
+                   int port, const char *nonkv, const char *extra)
+{
+    return snprintf(out, n,
+                    "  %s:\n"
+                    "    host: box\n"
+                    "    devices: [%s]\n"
+                    "    engine: llama.cpp\n"
+                    "    binary: %s\n"
+                    "    listen: 127.0.0.1:%d\n"
+                    "    alias: %s-model\n"
+                    "    payload: {path: %s, quantization: f32}\n"
+                    "    shape: {ctx_size: 1024, seqs: 2%s}\n"
+                    "    measured:\n"
+                    "      non_kv_cost: {value: %s, device: %s, source: \"test_serve.c\"}\n"
+                    "%s",
+                    name, dev, bin, port, name, g_model,
+                    strcmp(dev, "cpu") ? ", n_gpu_layers: all" : ", n_gpu_layers: 0", nonkv, dev,
+                    extra ? extra : "");
+}
+
+static const char fleet_head[] = "version: 1\n"
+                                 "hosts:\n"
+                                 "  box:\n"
+                                 "    transport: local\n"
+                                 "    devices:\n"
+                                 "      g0: {kind: gpu, vendor: nvidia, memory_total: 24GiB}\n"
+                                 "      cpu: {kind: cpu, vendor: cpu, memory_total: 4GiB}\n"
+                                 "endpoints:\n";
+
+struct fleet_ep {
+    const char *name, *dev, *nonkv, *extra;
+    bool real; /* the real llama-server */
+};
+
+static void write_fleet(const struct fleet_ep *eps, size_t n)
+{
+    char text[16384];
+    size_t w = (size_t)snprintf(text, sizeof(text), "%s", fleet_head);
+    char sim[4200];
+    snprintf(sim, sizeof(sim), "%s/llama-sim", g_dir);
+    for (size_t i = 0; i < n; i++) {
+        int k = ep_text(text + w, sizeof(text) - w, eps[i].name,
+                        eps[i].real ? swl_bin("llama-server") : sim, eps[i].dev, swt_free_port(),
+                        eps[i].nonkv, eps[i].extra);
+        assert_true(k > 0 && (size_t)k < sizeof(text) - w);
+        w += (size_t)k;
+    }
+    swt_write_str(case_file("fleet.yaml"), text);
+}
+
+static bool pid_alive(const char *name)
+{
+    char p[4300];
+    snprintf(p, sizeof(p), "%s/%s.pid", g_run, name);
+    struct stat st;
+    return stat(p, &st) == 0;
+}
+
+static void need_all(void)
+{
+    swt_need(swl_llama_dir() != NULL, "%s", swl_missing());
+    swt_need(g_model[0] != 0, "the tiny chat model (swl_chat_model)");
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Cases.
+ */
+static void test_evict_and_too_big(void **state)
+{
+    (void)state;
+    need_all();
+    case_begin();
+    const struct fleet_ep eps[] = {{"a", "g0", "14GiB", NULL, false},
+                                   {"b", "g0", "14GiB", NULL, false},
+                                   {"big", "g0", "30GiB", NULL, false}};
+    write_fleet(eps, 3);
+    struct proc s = {0};
+    serve_start(&s, NULL);
+    char *out = NULL;
+    int st = chat(s.port, "a-model", true, 8, &out);
+    if (st != 200)
+        show_log(s.log);
+    assert_int_equal(st, 200);
+    assert_non_null(strstr(out, "data: [DONE]"));
+    assert_non_null(strstr(out, "text/event-stream"));
+    free(out);
+    assert_true(pid_alive("a"));
+    st = chat(s.port, "b-model", false, 4, &out);
+    assert_int_equal(st, 200);
+    assert_non_null(strstr(out, "\"chat.completion\""));
+    free(out);
+    show_log(s.log);
+    /* the second evicted the first, with its figures */
+    assert_true(file_has(s.log, "admit: b evicts a (lru"));
+    assert_true(file_has(s.log, "claim 15034482688 B (14.00 GiB) + held 15034482688 B (14.00 GiB) "
+                                "of 25769803776 B (24.00 GiB)"));
+    assert_true(file_has(s.log, "a: stopped in"));
+    assert_false(pid_alive("a"));
+    assert_true(pid_alive("b"));
+    st = http(s.port, "GET", "/v1/models", NULL, &out);
+    assert_int_equal(st, 200);
+    assert_non_null(strstr(out, "\"id\":\"a-model\",\"object\":\"model\",\"created\":0,"
+                                "\"owned_by\":\"slipway\",\"state\":\"stopped\""));
+    assert_non_null(strstr(out, "\"id\":\"b-model\",\"object\":\"model\",\"created\":0,"
+                                "\"owned_by\":\"slipway\",\"state\":\"running\""));
+    free(out);
+    /* too big alone: a 4xx naming the figure, and nothing else is stopped for it */
+    st = chat(s.port, "big-model", false, 4, &out);
+    assert_int_equal(st, 507);
+    assert_non_null(strstr(out, "big does not fit even alone: box/g0 needs 32214351872 B "
+                                "(30.00 GiB) of 25769803776 B (24.00 GiB)"));
+    assert_non_null(strstr(out, "\"type\":\"insufficient_memory\""));
+    free(out);
+    assert_true(pid_alive("b"));
+    /* /metrics, as Prometheus reads it */
+    st = http(s.port, "GET", "/metrics", NULL, &out);
+    assert_int_equal(st, 200);
+    assert_non_null(strstr(out, "slipway_serve_evictions_total{endpoint=\"a\"} 1"));
+    assert_non_null(strstr(out, "slipway_serve_starts_total{endpoint=\"b\"} 1"));
+    assert_non_null(
+        strstr(out, "slipway_serve_requests_total{model=\"big-model\",code=\"507\"} 1"));
+    char *body = strstr(out, "\r\n\r\n");
+    assert_non_null(body);
+    swt_write_str(case_file("metrics.txt"), body + 4);
+    free(out);
+    const char *pt = "/usr/bin/promtool";
+    swt_need(access(pt, X_OK) == 0, "promtool (Debian prometheus) at %s", pt);
+    struct swt_run r;
+    char cmd[4400];
+    snprintf(cmd, sizeof(cmd), "%s check metrics < %s", pt, case_file("metrics.txt"));
+    const char *sh[] = {"/bin/sh", "-c", cmd, NULL};
+    assert_int_equal(swt_run(sh, NULL, 60, &r), 0);
+    if (r.status)
+        print_message("promtool: %s%s\n", r.out ? r.out : "", r.err ? r.err : "");
+    assert_int_equal(r.status, 0);
+    swt_run_free(&r);
+    stop(&s);
+    /* serve stops what it started */
+    assert_false(pid_alive("b"));
+}
+
+static void test_three_fit(void **state)
+{
+    (void)state;
+    need_all();
+    case_begin();
+    const struct fleet_ep eps[] = {{"c1", "g0", "6GiB", NULL, false},
+                                   {"c2", "g0", "6GiB", NULL, false},
+                                   {"c3", "g0", "6GiB", NULL, false}};
+    write_fleet(eps, 3);
+    struct proc s = {0};
+    serve_start(&s, NULL);
+    const char *models[] = {"c1-model", "c2-model", "c3-model", "c1-model"};
+    for (size_t i = 0; i < SW_ARRAY_LEN(models); i++) {
+        char *out = NULL;
+        int st = chat(s.port, models[i], false, 4, &out);
+        assert_int_equal(st, 200);
+        free(out);
+    }
+    show_log(s.log);
+    assert_true(pid_alive("c1") && pid_alive("c2") && pid_alive("c3"));
+    assert_false(file_has(s.log, "evicts"));
+    assert_true(file_has(s.log, "admit: c3 fits: box/g0: claim 6444548096 B (6.00 GiB) + held "
+                                "12889096192 B (12.00 GiB) of 25769803776 B (24.00 GiB); start"));
+    char *out = NULL;
+    assert_int_equal(http(s.port, "GET", "/v1/models", NULL, &out), 200);
+    assert_null(strstr(out, "\"owned_by\":\"slipway\",\"state\":\"stopped\""));
+    free(out);
+    stop(&s);
+}
+
+/* idle_ttl: an endpoint idle past it is stopped; a pinned one with the same ttl stays. */
+static void test_idle_ttl(void **state)
+{
+    (void)state;
+    need_all();
+    case_begin();
+    const struct fleet_ep eps[] = {
+        {"t1", "g0", "6GiB", "    serve: {idle_ttl: 1s}\n", false},
+        {"t2", "g0", "6GiB", "    serve: {idle_ttl: 1s, pinned: true}\n", false},
+    };
+    write_fleet(eps, 2);
+    struct proc s = {0};
+    serve_start(&s, NULL);
+    char *out = NULL;
+    assert_int_equal(chat(s.port, "t1-model", false, 2, &out), 200);
+    free(out);
+    assert_int_equal(chat(s.port, "t2-model", false, 2, &out), 200);
+    free(out);
+    double end = now_s() + 30;
+    while (now_s() < end && pid_alive("t1"))
+        usleep(100000);
+    assert_false(pid_alive("t1"));
+    assert_true(file_has(s.log, "past its idle_ttl 1.0 s: stopped"));
+    assert_true(pid_alive("t2"));
+    /* asked again, it starts again */
+    assert_int_equal(chat(s.port, "t1-model", false, 2, &out), 200);
+    free(out);
+    assert_true(pid_alive("t1"));
+    stop(&s);
+}
+
+static void test_queue(void **state)
+{
+    (void)state;
+    need_all();
+    case_begin();
+    const struct fleet_ep eps[] = {
+        {"q", "g0", "6GiB", "    env: {SIM_LOAD: 3s}\n", false},
+    };
+    write_fleet(eps, 1);
+    struct proc s = {0};
+    const char *extra[] = {"--queue", "2", "--max-wait", "60s", NULL};
+    serve_start(&s, extra);
+    char body[] = "{\"model\": \"q-model\", \"prompt\": \"hi\", \"max_tokens\": 2}";
+    /* two wait for the start; the third is past the bound */
+    int f1 = send_req(s.port, "POST", "/v1/completions", body);
+    int f2 = send_req(s.port, "POST", "/v1/completions", body);
+    usleep(300000);
+    char *out = NULL;
+    int st = http(s.port, "POST", "/v1/completions", body, &out);
+    assert_int_equal(st, 429);
+    assert_non_null(strstr(out, "Retry-After: 1"));
+    assert_non_null(strstr(out, "has 2 requests queued (the bound)"));
+    free(out);
+    assert_int_equal(read_all(f1, 120, &out), 200);
+    free(out);
+    assert_int_equal(read_all(f2, 120, &out), 200);
+    free(out);
+    assert_true(file_has(s.log, "q-model: queue full (2): 429"));
+    stop(&s);
+    /* the maximum wait: the start takes longer than it */
+    case_begin();
+    const struct fleet_ep slow[] = {
+        {"w", "g0", "6GiB", "    env: {SIM_LOAD: 8s}\n", false},
+    };
+    write_fleet(slow, 1);
+    const char *extra2[] = {"--max-wait", "1s", NULL};
+    serve_start(&s, extra2);
+    st = http(s.port, "POST", "/v1/completions", "{\"model\": \"w-model\", \"prompt\": \"hi\"}",
+              &out);
+    assert_int_equal(st, 503);
+    assert_non_null(strstr(out, "Retry-After: 5"));
+    assert_non_null(strstr(out, "was not served within 1.0 s"));
+    free(out);
+    stop(&s);
+}
+
+static void test_replicas(void **state)
+{
+    (void)state;
+    need_all();
+    case_begin();
+    struct proc v1 = {0}, v2 = {0};
+    vsim_start(&v1, "rep", case_file("v1.log"));
+    vsim_start(&v2, "rep", case_file("v2.log"));
+    char text[4096];
+    char model[4200];
+    snprintf(model, sizeof(model), "%s/vmodel", g_dir);
+    int n = snprintf(text, sizeof(text), "%s", fleet_head);
+    for (int i = 0; i < 2; i++)
+        n += snprintf(text + n, sizeof(text) - (size_t)n,
+                      "  r%d:\n"
+                      "    host: box\n"
+                      "    devices: [g0]\n"
+                      "    engine: vllm\n"
+                      "    listen: 127.0.0.1:%d\n"
+                      "    alias: rep\n"
+                      "    payload: {path: %s}\n"
+                      "    shape: {max_model_len: 4096, seqs: 4, gpu_memory_utilization: 0.4}\n",
+                      i + 1, i ? v2.port : v1.port, model);
+    swt_write_str(case_file("fleet.yaml"), text);
+    struct proc s = {0};
+    serve_start(&s, NULL);
+    char *out = NULL;
+    assert_int_equal(chat(s.port, "rep", false, 4, &out), 200);
+    free(out);
+    assert_true(file_has(s.log, "r1: model rep at 127.0.0.1:"));
+    /* r1 dies: the next request fails there before a byte and is answered by r2 */
+    kill(v1.pid, SIGKILL);
+    int st;
+    waitpid(v1.pid, &st, 0);
+    v1.pid = 0;
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(chat(s.port, "rep", true, 4, &out), 200);
+        assert_non_null(strstr(out, "data: [DONE]"));
+        free(out);
+    }
+    show_log(s.log);
+    assert_true(file_has(s.log, "rep: r1 failed before the first byte (no answer); retried on r2"));
+    assert_true(file_has(s.log, "r1: no answer at 127.0.0.1:"));
+    /* r1 comes back on its port: it is back in rotation */
+    vsim_start(&v1, "rep", case_file("v1b.log"));
+    double back = now_s() + 30;
+    while (now_s() < back && !file_has(s.log, "r1: answers again at 127.0.0.1:"))
+        usleep(100000);
+    assert_true(file_has(s.log, "r1: answers again at 127.0.0.1:"));
+    /* a client that goes away: the engine aborts its request */
+    int fd = send_req(s.port, "POST", "/v1/chat/completions",
+                      "{\"model\": \"rep\", \"messages\": [{\"role\": \"user\", \"content\": "
+                      "\"hi\"}], \"max_tokens\": 3000, \"stream\": true}");
+    char buf[4096];
+    ssize_t got = 0;
+    struct pollfd pf = {.fd = fd, .events = POLLIN};
+    double end = now_s() + 30;
+    while (got < 2000 && now_s() < end)
+        if (poll(&pf, 1, 100) == 1) {
+            ssize_t r = read(fd, buf, sizeof(buf));
+            if (r <= 0)
+                break;
+            got += r;
+        }
+    assert_true(got >= 2000);
+    close(fd);
+    end = now_s() + 30;
+    /* (r1 is back: the request went to one of the two) */
+    while (now_s() < end && !file_has(v2.log, "Aborted request") &&
+           !file_has(v1.log, "Aborted request"))
+        usleep(100000);
+    assert_true(file_has(v2.log, "Aborted request") || file_has(v1.log, "Aborted request"));
+    assert_true(file_has(s.log, "rep: the client went away: its request to r"));
+    /* both reset a stream after 3 tokens: the stream ends with an error event */
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(http(i ? v2.port : v1.port, "POST", "/sim/fault",
+                              "{\"kind\": \"reset\", \"after\": 3, \"count\": 1}", &out),
+                         200);
+        free(out);
+    }
+    assert_int_equal(chat(s.port, "rep", true, 50, &out), 200);
+    assert_non_null(strstr(out, " of model rep ended the stream before its end\","
+                                "\"type\":\"upstream_error\""));
+    assert_null(strstr(out, "data: [DONE]"));
+    free(out);
+    assert_int_equal(http(s.port, "GET", "/metrics", NULL, &out), 200);
+    assert_non_null(strstr(out, "slipway_serve_retries_total{model=\"rep\"} 1"));
+    assert_non_null(strstr(out, "slipway_serve_cancelled_total{model=\"rep\"} 1"));
+    assert_non_null(strstr(out, "slipway_serve_midstream_failures_total{model=\"rep\"} 1"));
+    free(out);
+    stop(&s);
+    stop(&v2);
+    stop(&v1);
+}
+
+static void test_keys(void **state)
+{
+    (void)state;
+    need_all();
+    case_begin();
+    const struct fleet_ep eps[] = {{"k", "g0", "6GiB", NULL, false}};
+    write_fleet(eps, 1);
+    swt_write_str(case_file("clients.env"), "alice=sk-alice-0123456789\nbob=sk-bob-9876543210\n");
+    struct proc s = {0};
+    const char *extra[] = {"--keys", case_file("clients.env"), NULL};
+    serve_start(&s, extra);
+    char *out = NULL;
+    assert_int_equal(http(s.port, "GET", "/v1/models", NULL, &out), 401);
+    free(out);
+    int fd = connect_port(s.port);
+    const char req[] = "GET /v1/models HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+                       "Authorization: Bearer sk-bob-9876543210\r\n\r\n";
+    assert_int_equal(write(fd, req, sizeof(req) - 1), (ssize_t)(sizeof(req) - 1));
+    assert_int_equal(read_all(fd, 30, &out), 200);
+    assert_non_null(strstr(out, "k-model"));
+    free(out);
+    stop(&s);
+    assert_false(file_has(s.log, "sk-bob"));
+    assert_false(file_has(s.log, "sk-alice"));
+}
+
+/* The real llama-server: two that do not fit on the 4 GiB CPU device; each answers through
+ * serve, the second evicting the first. */
+static void test_real_llama(void **state)
+{
+    (void)state;
+    need_all();
+    swt_need(swl_bin("llama-server") != NULL, "llama-server (%s)", swl_missing());
+    case_begin();
+    const struct fleet_ep eps[] = {{"l1", "cpu", "2500MiB", NULL, true},
+                                   {"l2", "cpu", "2500MiB", NULL, true}};
+    write_fleet(eps, 2);
+    struct proc s = {0};
+    serve_start(&s, NULL);
+    char *out = NULL;
+    int st = chat(s.port, "l1-model", false, 4, &out);
+    if (st != 200) {
+        print_message("%s\n", out);
+        show_log(s.log);
+    }
+    assert_int_equal(st, 200);
+    assert_non_null(strstr(out, "\"chat.completion\""));
+    free(out);
+    st = chat(s.port, "l2-model", true, 4, &out);
+    assert_int_equal(st, 200);
+    assert_non_null(strstr(out, "data: [DONE]"));
+    free(out);
+    show_log(s.log);
+    assert_true(file_has(s.log, "admit: l2 evicts l1 (lru"));
+    assert_false(pid_alive("l1"));
+    assert_true(pid_alive("l2"));
+    stop(&s);
+    assert_false(pid_alive("l2"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_evict_and_too_big), cmocka_unit_test(test_three_fit),
+        cmocka_unit_test(test_idle_ttl),          cmocka_unit_test(test_queue),
+        cmocka_unit_test(test_replicas),          cmocka_unit_test(test_keys),
+        cmocka_unit_test(test_real_llama),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
