@@ -283,7 +283,8 @@ static void test_opt_equals(void **state)
     snprintf(unit_env, sizeof(unit_env), "%s", swt_src("tests/data/units/lint/frank-primary.env"));
     char smi[4200];
     snprintf(smi, sizeof(smi), "%s", swt_src("tests/data/readings/nvidia-smi/one-gpu.csv"));
-    char opyaml[4200];
+    char opyaml[4200], fpenv[4200];
+    snprintf(fpenv, sizeof(fpenv), "%s", swt_src("examples/frank-primary.env"));
     snprintf(opyaml, sizeof(opyaml), "%s", swt_src("examples/operator.yaml"));
     char up_log[4200], port[16];
     snprintf(up_log, sizeof(up_log), "%s/up-conformance.log", dir);
@@ -324,6 +325,14 @@ static void test_opt_equals(void **state)
          "2",
          "\"layout\""},
         {"gguf", {"gguf", "synth", "@"}, "--template", "bogus-template", "bogus-template"},
+        /* a fleet that is not there: refused before a host is asked */
+        {"logs", {"logs", "x", "@", "--json"}, "--fleet", fleet_missing, fleet_missing},
+        {"watch", {"watch", "--once", "@", "--json"}, "--fleet", fleet_missing, fleet_missing},
+        {"import",
+         {"import", "env", fpenv, "--engine", "vllm", "@", "--json"},
+         "--name",
+         "conftest-ep",
+         "conftest-ep"},
         {"hosts",
          {"hosts", "check", "--fleet", local, "@", "--json"},
          "--host",

@@ -415,8 +415,8 @@ int swt_announced_port(const char *out_path, pid_t pid, unsigned timeout_ms, boo
             port = 0;
         if (fp)
             fclose(fp);
-        if (port > 0)
-            return port;
+        if (port > 0 && swt_port_open(port))
+            return port; /* announced and accepting (the announcement may come first) */
         int st;
         if (pid > 0 && waitpid(pid, &st, WNOHANG) == pid) {
             if (exited)
