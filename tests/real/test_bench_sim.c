@@ -62,6 +62,9 @@ static int spawn_sim(const char *dir, const char *const *argv)
         g_pid = 0;
         fail_msg("slipway sim exited before serving (log %s)", log);
     }
+    /* announced as it binds; it accepts once loaded (within the same 30 s) */
+    for (int i = 0; port && i < 300 && !swt_port_open(port); i++)
+        usleep(100000);
     if (!port || !swt_port_open(port))
         fail_msg("slipway sim never served");
     return port;

@@ -246,7 +246,7 @@ static void write_watch_fleet(struct fx *f)
                   "alert:\n"
                   "  - {exec: 'cat > %s/alert.$(date +%%s%%N).json', deadline: 5s, retries: 1}\n"
                   "schedule:\n"
-                  "  - {name: quick, endpoint: wb, run: '%s ladder wb \"$SLIPWAY_FLEET\" "
+                  "  - {name: quick, endpoint: wb, run: '%s ladder wb --fleet \"$SLIPWAY_FLEET\" "
                   "--dry-run --no-ledger --min 2048 --max 8192 > %s/ladder.out 2>&1 && echo "
                   "\"ran $SLIPWAY_ENDPOINT\" >> %s/job.out', every: 1h, window: '%s-%s'}\n"
                   "  - {name: long, endpoint: wa, run: 'sleep 60', every: 1h, timeout: 2s, "

@@ -96,9 +96,9 @@ json_t *swt_slipway_json(struct swt_run *r, int want, ...);
 pid_t swt_spawn(const char *const *argv, const char *out_path, const char *err_path,
                 const char *const *env);
 /* The port a spawned server announced as the first number of out_path (`slipway sim` prints it
- * as it binds), once 127.0.0.1:PORT accepts a connection; polled every 100 ms for up to
- * timeout_ms. 0 when none came: *exited (may be NULL) then says whether pid exited (reaped)
- * first. */
+ * as it binds, before it accepts: a vLLM sim accepts nothing while it loads), polled every
+ * 100 ms for up to timeout_ms. 0 when none came: *exited (may be NULL) then says whether pid
+ * exited (reaped) first. */
 int swt_announced_port(const char *out_path, pid_t pid, unsigned timeout_ms, bool *exited);
 
 /* Live processes (not zombies, not this one) whose argv holds `mark`; each printed on stderr when
