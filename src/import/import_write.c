@@ -225,6 +225,7 @@ static int merge(struct sw_import *im, const char *into, const char *text, struc
             q++;
         if (v[eps].p + v[eps].n - q < 2 || q[0] != '{' || q[1] != '}') {
             sw_free(v);
+            sw_free(o);
             return sw_err_at(e, SW_EINVAL, into, (int)eps + 1, 0,
                              "endpoints is written as a flow mapping: merge by hand");
         }
@@ -235,6 +236,7 @@ static int merge(struct sw_import *im, const char *into, const char *text, struc
                 rc = sw_buf_printf(out, "%.*s\n", (int)v[k].n, v[k].p);
         }
         sw_free(v);
+        sw_free(o);
         return rc ? sw_err_set(e, rc, "out of memory") : 0;
     }
     size_t eend = block_end(v, n, eps, 0);
