@@ -138,6 +138,10 @@ int sw_buf_html(struct sw_buf *b, const char *s, size_t n);
  * backslash, a control character (LF, CR, tab...) written as a space (a cell is one line). The
  * one escaper of the Markdown report. */
 int sw_buf_md(struct sw_buf *b, const char *s, size_t n);
+/* One Prometheus text sample, NAME{k1="v1",...} VALUE and a newline: labels as NULL-ended
+ * key/value pairs (NULL: none), each value escaped as the exposition format says (backslash, `"`
+ * and LF). The one sample writer of slipway's metrics (the textfile export, watch, serve). */
+int sw_buf_prom_sample(struct sw_buf *b, const char *name, const char *const *labels, double v);
 /* s as a YAML double-quoted scalar, quotes included: `"` and backslash escaped, LF as \\n, the
  * other C0 characters and DEL as \\xNN, C1 as \\u00NN (YAML's non-printables), so no value
  * ends or continues a line. NULL is "". The one escaper of the YAML slipway writes (the

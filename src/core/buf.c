@@ -199,3 +199,37 @@ int sw_buf_md(struct sw_buf *b, const char *s, size_t n)
     }
     return rc;
 }
+
+/* A Prometheus label value: backslash, `"` and LF escaped. */
+static int prom_label(struct sw_buf *b, const char *s)
+{
+    int rc = 0;
+    for (; !rc && s && *s; s++) {
+        if (*s == '\\')
+            rc = sw_buf_puts(b, "\\\\");
+        else if (*s == '"')
+            rc = sw_buf_puts(b, "\\\"");
+        else if (*s == '\n')
+            rc = sw_buf_puts(b, "\\n");
+        else
+            rc = sw_buf_putc(b, *s);
+    }
+    return rc;
+}
+
+int sw_buf_prom_sample(struct sw_buf *b, const char *name, const char *const *labels, double v)
+{
+    int rc = sw_buf_puts(b, name);
+    for (size_t i = 0; labels && labels[i] && !rc; i += 2) {
+        rc = sw_buf_printf(b, "%s%s=\"", i ? "," : "{", labels[i]);
+        if (!rc)
+            rc = prom_label(b, labels[i + 1]);
+        if (!rc)
+            rc = sw_buf_putc(b, '"');
+    }
+    if (!rc && labels && labels[0])
+        rc = sw_buf_putc(b, '}');
+    if (!rc)
+        rc = sw_buf_printf(b, " %.17g\n", v);
+    return rc;
+}

@@ -46,38 +46,10 @@ int sw_report_boot_ms(struct sw_ledger *l, const char *endpoint, int64_t *ms, st
 /* ---------------------------------------------------------------------------------------------
  * Prometheus
  */
-static int lv(struct sw_buf *b, const char *s)
-{
-    int rc = 0;
-    for (; !rc && s && *s; s++) {
-        if (*s == '\\')
-            rc = sw_buf_puts(b, "\\\\");
-        else if (*s == '"')
-            rc = sw_buf_puts(b, "\\\"");
-        else if (*s == '\n')
-            rc = sw_buf_puts(b, "\\n");
-        else
-            rc = sw_buf_putc(b, *s);
-    }
-    return rc;
-}
-
-/* One sample: NAME{k1="v1",...} VALUE; labels as NULL-ended pairs. */
+/* One sample (core's sw_buf_prom_sample). */
 static int sample(struct sw_buf *b, const char *name, const char *const *labels, double v)
 {
-    int rc = sw_buf_puts(b, name);
-    for (size_t i = 0; labels && labels[i] && !rc; i += 2) {
-        rc = sw_buf_printf(b, "%s%s=\"", i ? "," : "{", labels[i]);
-        if (!rc)
-            rc = lv(b, labels[i + 1]);
-        if (!rc)
-            rc = sw_buf_putc(b, '"');
-    }
-    if (!rc && labels && labels[0])
-        rc = sw_buf_putc(b, '}');
-    if (!rc)
-        rc = sw_buf_printf(b, " %.17g\n", v);
-    return rc;
+    return sw_buf_prom_sample(b, name, labels, v);
 }
 
 static int family(struct sw_buf *b, const char *name, const char *help)

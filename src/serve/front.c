@@ -215,17 +215,24 @@ static void on_models(struct sw__serve *sv, struct evhttp_request *req)
 static void hist_print(struct sw_buf *b, const char *name, const char *model,
                        const struct sw__serve_hist *h)
 {
+    /* the model's name is the operator's text: every label goes through core's escaper */
     uint64_t cum = 0;
+    char n[160], le[32];
     for (int i = 0; i < SW__SERVE_N_BUCKETS; i++) {
         cum += h->bucket[i];
         if (i < SW__SERVE_N_BUCKETS - 1)
-            sw_buf_printf(b, "%s_bucket{model=\"%s\",le=\"%g\"} %" PRIu64 "\n", name, model,
-                          sw__serve_bounds[i], cum);
+            snprintf(le, sizeof(le), "%g", sw__serve_bounds[i]);
         else
-            sw_buf_printf(b, "%s_bucket{model=\"%s\",le=\"+Inf\"} %" PRIu64 "\n", name, model, cum);
+            snprintf(le, sizeof(le), "+Inf");
+        const char *l[] = {"model", model, "le", le, NULL};
+        snprintf(n, sizeof(n), "%s_bucket", name);
+        sw_buf_prom_sample(b, n, l, (double)cum);
     }
-    sw_buf_printf(b, "%s_sum{model=\"%s\"} %.9g\n%s_count{model=\"%s\"} %" PRIu64 "\n", name, model,
-                  h->sum, name, model, h->count);
+    const char *l[] = {"model", model, NULL};
+    snprintf(n, sizeof(n), "%s_sum", name);
+    sw_buf_prom_sample(b, n, l, h->sum);
+    snprintf(n, sizeof(n), "%s_count", name);
+    sw_buf_prom_sample(b, n, l, (double)h->count);
 }
 
 static void on_metrics(struct sw__serve *sv, struct evhttp_request *req)
@@ -235,10 +242,13 @@ static void on_metrics(struct sw__serve *sv, struct evhttp_request *req)
     sw_buf_puts(&b, "# HELP slipway_serve_requests_total Requests answered, by model and status.\n"
                     "# TYPE slipway_serve_requests_total counter\n");
     for (int i = 0; i < sv->n_models; i++)
-        for (int k = 0; k < SW__SERVE_N_CODES && sv->models[i].codes[k]; k++)
-            sw_buf_printf(&b,
-                          "slipway_serve_requests_total{model=\"%s\",code=\"%d\"} %" PRIu64 "\n",
-                          sv->models[i].name, sv->models[i].codes[k], sv->models[i].code_n[k]);
+        for (int k = 0; k < SW__SERVE_N_CODES && sv->models[i].codes[k]; k++) {
+            char code[16];
+            snprintf(code, sizeof(code), "%d", sv->models[i].codes[k]);
+            const char *l[] = {"model", sv->models[i].name, "code", code, NULL};
+            sw_buf_prom_sample(&b, "slipway_serve_requests_total", l,
+                               (double)sv->models[i].code_n[k]);
+        }
     sw_buf_puts(&b, "# HELP slipway_serve_ttft_seconds Arrival to the first byte of the answer.\n"
                     "# TYPE slipway_serve_ttft_seconds histogram\n");
     for (int i = 0; i < sv->n_models; i++)
@@ -263,15 +273,19 @@ static void on_metrics(struct sw__serve *sv, struct evhttp_request *req)
     };
     for (size_t k = 0; k < SW_ARRAY_LEN(mc); k++) {
         sw_buf_printf(&b, "# HELP %s %s\n# TYPE %s counter\n", mc[k].name, mc[k].help, mc[k].name);
-        for (int i = 0; i < sv->n_models; i++)
-            sw_buf_printf(&b, "%s{model=\"%s\"} %" PRIu64 "\n", mc[k].name, sv->models[i].name,
-                          *(const uint64_t *)((const char *)&sv->models[i] + mc[k].off));
+        for (int i = 0; i < sv->n_models; i++) {
+            const char *l[] = {"model", sv->models[i].name, NULL};
+            sw_buf_prom_sample(
+                &b, mc[k].name, l,
+                (double)*(const uint64_t *)((const char *)&sv->models[i] + mc[k].off));
+        }
     }
     sw_buf_puts(&b, "# HELP slipway_serve_queued Requests waiting in the model's queue.\n"
                     "# TYPE slipway_serve_queued gauge\n");
-    for (int i = 0; i < sv->n_models; i++)
-        sw_buf_printf(&b, "slipway_serve_queued{model=\"%s\"} %d\n", sv->models[i].name,
-                      sv->models[i].n_queued);
+    for (int i = 0; i < sv->n_models; i++) {
+        const char *l[] = {"model", sv->models[i].name, NULL};
+        sw_buf_prom_sample(&b, "slipway_serve_queued", l, sv->models[i].n_queued);
+    }
     const struct {
         const char *name, *help;
         size_t off;

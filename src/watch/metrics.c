@@ -18,38 +18,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-static int label_value(struct sw_buf *b, const char *s)
+/* One sample (core's sw_buf_prom_sample). */
+static int sample(struct sw_buf *b, const char *name, const char *const *labels, double v)
 {
-    int rc = 0;
-    for (; !rc && s && *s; s++) {
-        if (*s == '\\')
-            rc = sw_buf_puts(b, "\\\\");
-        else if (*s == '"')
-            rc = sw_buf_puts(b, "\\\"");
-        else if (*s == '\n')
-            rc = sw_buf_puts(b, "\\n");
-        else
-            rc = sw_buf_putc(b, *s);
-    }
-    return rc;
-}
-
-/* NAME{k="v",...} VALUE; labels NULL-ended pairs. */
-static int sample(struct sw_buf *b, const char *name, const char *const *l, double v)
-{
-    int rc = sw_buf_puts(b, name);
-    for (size_t i = 0; l && l[i] && !rc; i += 2) {
-        rc = sw_buf_printf(b, "%s%s=\"", i ? "," : "{", l[i]);
-        if (!rc)
-            rc = label_value(b, l[i + 1]);
-        if (!rc)
-            rc = sw_buf_putc(b, '"');
-    }
-    if (!rc && l && l[0])
-        rc = sw_buf_putc(b, '}');
-    if (!rc)
-        rc = sw_buf_printf(b, " %.17g\n", v);
-    return rc;
+    return sw_buf_prom_sample(b, name, labels, v);
 }
 
 static int family(struct sw_buf *b, const char *name, const char *type, const char *help)
