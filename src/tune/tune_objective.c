@@ -3,7 +3,7 @@
  * `goodput[@DEPTH][:SLO]`), the runner's name, and the options' defaults.
  *
  * What it deliberately does not do: measure an objective (tune_probe.c), or decide which runner
- * an endpoint gets (tune.c).
+ * an endpoint is given (tune.c).
  */
 #include <slipway/tune.h>
 
