@@ -491,6 +491,26 @@ static pid_t spawn_relay(int cpu, int up_port, int *port)
     return pid;
 }
 
+/* One leg of the passthrough: S streams to port; the client's CPU, and pid's (0: none). */
+struct leg {
+    long ev, rd, ck;
+    double secs, cli, proc;
+    int bad;
+};
+
+static void leg_run(int port, pid_t pid, int n, long tokens, bool parse, struct leg *l)
+{
+    double p0 = pid > 0 ? proc_cpu(pid) : 0, c0 = self_cpu();
+    l->bad = streams(port, n, tokens, parse, &l->ev, &l->rd, &l->ck, &l->secs);
+    l->cli = self_cpu() - c0;
+    l->proc = pid > 0 ? proc_cpu(pid) - p0 : 0;
+}
+
+static double per_token(double secs, long ev)
+{
+    return ev ? secs * 1e9 / (double)ev : 0;
+}
+
 /* ---------------------------------------------------------------------------------------------
  * 3. Idle keep-alive connections.
  */
@@ -654,53 +674,37 @@ int main(int argc, char **argv)
                            "parsing client (each event's JSON, as slipway's bench)"};
     int bad_st = 0;
     for (int pz = 0; pz < 2; pz++) {
-        long ev_d = 0, ev_s = 0, rd_d = 0, rd_s = 0, ck_d = 0, ck_s = 0;
-        double secs_d, secs_s;
-        double c0 = self_cpu();
-        int bad_d = streams(sport, n_streams, tokens, pz, &ev_d, &rd_d, &ck_d, &secs_d);
-        double cli_d = self_cpu() - c0;
-        double sv0 = proc_cpu(srv);
-        c0 = self_cpu();
-        int bad_s = streams(vport, n_streams, tokens, pz, &ev_s, &rd_s, &ck_s, &secs_s);
-        double cli_s = self_cpu() - c0;
-        double sv_cpu = proc_cpu(srv) - sv0;
-        double sv_ns = ev_s ? sv_cpu * 1e9 / (double)ev_s : 0;
-        double cli_ns = ev_s ? cli_s * 1e9 / (double)ev_s : 0;
+        struct leg d, s, r;
+        leg_run(sport, 0, n_streams, tokens, pz, &d);
+        leg_run(vport, srv, n_streams, tokens, pz, &s);
+        leg_run(rport, relay, n_streams, tokens, pz, &r);
+        double sv_ns = per_token(s.proc, s.ev), cli_ns = per_token(s.cli, s.ev);
+        double rl_ns = per_token(r.proc, r.ev), clr_ns = per_token(r.cli, r.ev);
         printf("%d streams x %ld tokens, all in flight, %s:\n"
                "  direct: %ld tokens in %.2f s = %.0f tokens/s, client CPU %.0f ns/token, %.1f "
                "tokens a read, %d failed\n"
                "  through serve: %ld tokens in %.2f s = %.0f tokens/s, client CPU %.0f ns/token, "
                "%.1f tokens a read, %d failed\n",
-               n_streams, tokens, kind[pz], ev_d, secs_d, (double)ev_d / secs_d,
-               ev_d ? cli_d * 1e9 / (double)ev_d : 0, rd_d ? (double)ev_d / (double)rd_d : 0, bad_d,
-               ev_s, secs_s, (double)ev_s / secs_s, cli_ns, rd_s ? (double)ev_s / (double)rd_s : 0,
-               bad_s);
+               n_streams, tokens, kind[pz], d.ev, d.secs, (double)d.ev / d.secs,
+               per_token(d.cli, d.ev), d.rd ? (double)d.ev / (double)d.rd : 0, d.bad, s.ev, s.secs,
+               (double)s.ev / s.secs, cli_ns, s.rd ? (double)s.ev / (double)s.rd : 0, s.bad);
         if (pz)
             printf("  chunks parsed: %ld direct, %ld through serve (+1 a stream: the finish "
                    "chunk; [DONE] is not one)\n",
-                   ck_d, ck_s);
+                   d.ck, s.ck);
         printf("  serve CPU %.2f s = %.0f ns/token = %.0f%% of this client's (target <= 25%%: "
                "%s)\n"
                "  passthrough per core: %.0f tokens per serve CPU-second (target >= 1M: %s)\n",
-               sv_cpu, sv_ns, cli_ns > 0 ? 100 * sv_ns / cli_ns : 0,
-               sv_cpu > 0 && cli_ns > 0 && sv_ns <= 0.25 * cli_ns ? "met" : "NOT met",
-               sv_cpu > 0 ? (double)ev_s / sv_cpu : 0,
-               sv_cpu > 0 && (double)ev_s / sv_cpu >= 1e6 ? "met" : "NOT met");
-        long ev_r = 0, rd_r = 0, ck_r = 0;
-        double secs_r;
-        double rl0 = proc_cpu(relay);
-        c0 = self_cpu();
-        int bad_r = streams(rport, n_streams, tokens, pz, &ev_r, &rd_r, &ck_r, &secs_r);
-        double cli_r = self_cpu() - c0;
-        double rl_cpu = proc_cpu(relay) - rl0;
-        double rl_ns = ev_r ? rl_cpu * 1e9 / (double)ev_r : 0;
-        double clr_ns = ev_r ? cli_r * 1e9 / (double)ev_r : 0;
+               s.proc, sv_ns, cli_ns > 0 ? 100 * sv_ns / cli_ns : 0,
+               s.proc > 0 && cli_ns > 0 && sv_ns <= 0.25 * cli_ns ? "met" : "NOT met",
+               s.proc > 0 ? (double)s.ev / s.proc : 0,
+               s.proc > 0 && (double)s.ev / s.proc >= 1e6 ? "met" : "NOT met");
         printf("  the floor, a bare relay (no HTTP) where serve runs: %ld tokens in %.2f s, relay "
                "CPU %.0f ns/token = %.0f%% of this client's (%.0f ns/token, %.1f tokens a read), "
                "%d failed; serve above it: %.0f ns/token\n",
-               ev_r, secs_r, rl_ns, clr_ns > 0 ? 100 * rl_ns / clr_ns : 0, clr_ns,
-               rd_r ? (double)ev_r / (double)rd_r : 0, bad_r, sv_ns - rl_ns);
-        bad_st += bad_d + bad_s + bad_r;
+               r.ev, r.secs, rl_ns, clr_ns > 0 ? 100 * rl_ns / clr_ns : 0, clr_ns,
+               r.rd ? (double)r.ev / (double)r.rd : 0, r.bad, sv_ns - rl_ns);
+        bad_st += d.bad + s.bad + r.bad;
     }
 
     int st;
