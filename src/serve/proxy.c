@@ -86,6 +86,12 @@ static void upstream_close(struct sw__serve_px *px, bool reuse)
     if (px->uhead)
         evbuffer_free(px->uhead);
     px->uhead = NULL;
+}
+
+/* px is done with engines: its request's head goes (kept until now for a retry) */
+static void upstream_done(struct sw__serve_px *px, bool reuse)
+{
+    upstream_close(px, reuse);
     sw_free(px->ureq);
     px->ureq = NULL;
 }
@@ -208,10 +214,18 @@ static bool body_done(const struct sw__serve_px *px)
 static void finish(struct sw__serve_px *px, bool reuse)
 {
     struct sw__serve *sv = px->sv;
-    upstream_close(px, reuse);
+    upstream_done(px, reuse);
     ep_done(px);
-    evhttp_send_reply_end(px->req);
+    /* px goes first: with nothing left to write (the relay sends straight to the socket) the
+     * reply's end completes at once, and a `Connection: close` client's connection is freed
+     * inside evhttp_send_reply_end, close callback and all */
+    struct evhttp_request *req = px->req;
+    if (px->cconn)
+        evhttp_connection_set_closecb(px->cconn, NULL, NULL);
+    px->cconn = NULL;
+    px->req = NULL;
     sw__serve_px_free(px);
+    evhttp_send_reply_end(req);
     sw__serve_kick(sv);
 }
 
@@ -256,6 +270,7 @@ static void failed_early(struct sw__serve_px *px, const char *what)
              m->name, what);
     sw__serve_count(m, 502);
     sw__serve_reply_error(px->req, 502, "upstream_error", msg, 0);
+    upstream_done(px, false);
     sw__serve_px_free(px);
     sw__serve_kick(sv);
 }
@@ -290,7 +305,7 @@ static void failed_midstream(struct sw__serve_px *px)
         finish(px, false);
         return;
     }
-    upstream_close(px, false);
+    upstream_done(px, false);
     ep_done(px);
     if (px->cconn) {
         evhttp_connection_set_closecb(px->cconn, NULL, NULL);
@@ -334,7 +349,10 @@ static bool on_head(struct sw__serve_px *px, struct evbuffer *in, size_t hl)
     const char *h = (const char *)evbuffer_pullup(in, (ev_ssize_t)hl);
     const char *end = h + hl;
     int code = 0, minor = 0;
-    if (!h || sscanf(h, "HTTP/1.%1d %3d", &minor, &code) != 2 || code < 100) {
+    char sl[64] = ""; /* the status line's start, terminated: the head is not */
+    if (h)
+        memcpy(sl, h, hl < sizeof(sl) - 1 ? hl : sizeof(sl) - 1);
+    if (!h || sscanf(sl, "HTTP/1.%1d %3d", &minor, &code) != 2 || code < 100) {
         failed_early(px, "not an HTTP answer");
         return false;
     }
@@ -379,8 +397,8 @@ static bool on_head(struct sw__serve_px *px, struct evbuffer *in, size_t hl)
     }
     /* a client of HTTP/1.1 gets the engine's framing as it is; libevent adds none */
     px->raw = (px->chunked || px->remain >= 0) && px->req->major == 1 && px->req->minor >= 1;
-    if (px->raw && px->chunked)
-        evhttp_add_header(out, "Transfer-Encoding", "chunked");
+    /* (a chunked body has no Content-Length: libevent writes `Transfer-Encoding: chunked` itself
+     * for an HTTP/1.1 client; adding it here too sent the header twice) */
     evhttp_send_reply_start(px->req, code, reason);
     if (px->raw)
         px->req->chunked = 0;
@@ -615,9 +633,13 @@ static void connect_to(struct sw__serve_px *px, int i, bool fresh)
         failed_early(px, "out of memory");
         return;
     }
-    on_writable(px); /* a pooled (or already connected) socket takes it at once */
-    if (px->uev && px->usent < px->ureq_len + px->body_len && event_add(px->uev, NULL))
+    if (event_add(px->uev, NULL)) {
         failed_early(px, "no event");
+        return;
+    }
+    /* a pooled (or already connected) socket takes it at once; px may be retried or answered
+     * in there: nothing of it is touched after */
+    on_writable(px);
 }
 
 void sw__serve_forward(struct sw__serve_px *px, int i)
@@ -662,7 +684,7 @@ void sw__serve_forward(struct sw__serve_px *px, int i)
 void sw__serve_cancel(struct sw__serve_px *px)
 {
     if (!px->uev) {
-        upstream_close(px, false);
+        upstream_done(px, false);
         return;
     }
     struct sw__serve_model *m = &px->sv->models[px->model];
@@ -670,6 +692,6 @@ void sw__serve_cancel(struct sw__serve_px *px)
     sw__serve_logf(px->sv, "%s: the client went away: its request to %s is cancelled", m->name,
                    px->sv->eps[px->ep].ep->name);
     /* the engine sees the close and cancels */
-    upstream_close(px, false);
+    upstream_done(px, false);
     ep_done(px);
 }
