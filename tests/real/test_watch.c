@@ -18,7 +18,11 @@
  *   (f) wa's engine made to crash-loop (its env file edited on the host, the unit restarted):
  *       rolled back to last-good after rollback_after (3) restarts, and serves;
  *   (g) `slipway logs` reads wa's journal from its host through the fleet (the crash loop's
- *       refusal among its lines).
+ *       refusal among its lines);
+ *   (h) host A as a control machine (this build's slipway from /opt/sim): `install --watch
+ *       --start` writes, enables and starts slipway-watch.service, whose watch records wa
+ *       serving; a second install whose watch cannot bind its metrics address does not stay up,
+ *       and the first unit is put back and runs again.
  * The hosts come down in the teardown, also when a check fails.
  */
 #include <setjmp.h>
@@ -387,6 +391,66 @@ static double metric(const char *page, const char *series)
     return p ? strtod(p + strlen(series), NULL) : -1;
 }
 
+/* (h) host A as the control machine: install --watch there, then one that must be put back. */
+static void install_watch_on(struct swro *a)
+{
+    char text[8192];
+    int n = snprintf(text, sizeof(text),
+                     "version: 1\nhosts:\n  %s:\n    transport: local\n    devices:\n"
+                     "      g0: {kind: gpu, vendor: nvidia, memory_total: 24GiB}\nendpoints:\n",
+                     a->fleet_host);
+    n += endpoint_lines(a, "    watch: {interval: 3s, act: false}\n", text + n,
+                        sizeof(text) - (size_t)n);
+    assert_true((size_t)n < sizeof(text));
+    /* what /opt/sim/slipway links that the host's root lacks (libc and the loader are its own) */
+    free(swth_must(&a->h, "cp -n /opt/sim/lib/* /usr/lib/x86_64-linux-gnu/ && mkdir -p "
+                          "/var/lib/slipway"));
+    assert_int_equal(swth_put(&a->h, "/root/ctl.yaml", text), 0);
+    const char *inst = "ASAN_OPTIONS=detect_leaks=0 /opt/sim/slipway install --watch --start "
+                       "--fleet /root/ctl.yaml --ledger /var/lib/slipway/watch.sqlite --json";
+    struct swt_run r;
+    assert_int_equal(swth_ssh(&a->h, inst, NULL, 120, &r), 0);
+    json_t *j = swt_json_out(&r);
+    if (r.status)
+        fail_msg("install --watch: exit %d: %s %s", r.status, r.out, r.err);
+    swt_run_free(&r);
+    assert_true(json_is_true(json_object_get(j, "serving")));
+    json_decref(j);
+    char *o = swth_must(&a->h, "systemctl is-enabled slipway-watch.service; systemctl is-active "
+                               "slipway-watch.service; systemctl show -P ExecStart "
+                               "slipway-watch.service");
+    print_message("install --watch on %s: %s\n", a->fleet_host, o);
+    assert_non_null(strstr(o, "enabled\nactive\n"));
+    assert_non_null(strstr(o, "/root/ctl.yaml"));
+    free(o);
+    /* the installed watch looks at wa on its own machine and says it serves */
+    assert_int_equal(swth_wait(&a->h,
+                               "journalctl -u slipway-watch.service -o cat | grep -q "
+                               "'wa .*-> serving'",
+                               30, NULL),
+                     0);
+    /* a watch that cannot bind its metrics address dies at once: the first unit is put back */
+    const char *bad = "ASAN_OPTIONS=detect_leaks=0 /opt/sim/slipway install --watch --start "
+                      "--fleet /root/ctl.yaml --metrics 192.0.2.1:9464 --json";
+    assert_int_equal(swth_ssh(&a->h, bad, NULL, 120, &r), 0);
+    j = swt_json_out(&r);
+    print_message("install --watch, unbindable metrics: exit %d, %s\n", r.status,
+                  swro_str(j, "error"));
+    assert_int_equal(r.status, 1);
+    swt_run_free(&r);
+    assert_true(json_is_true(json_object_get(j, "put_back")));
+    assert_true(json_is_true(json_object_get(j, "replaced")));
+    assert_true(json_is_false(json_object_get(j, "installed")));
+    json_decref(j);
+    o = swth_must(&a->h, "grep -c 192.0.2.1 /etc/systemd/system/slipway-watch.service; "
+                         "ls /etc/systemd/system/ | grep -c slipway-prev; systemctl is-active "
+                         "slipway-watch.service || true");
+    assert_string_equal(o, "0\n0\nactive\n");
+    free(o);
+    free(swth_must(&a->h, "systemctl disable --now slipway-watch.service && rm -f "
+                          "/etc/systemd/system/slipway-watch.service && systemctl daemon-reload"));
+}
+
 static void test_watch(void **state)
 {
     struct fx *f = *state;
@@ -583,6 +647,7 @@ static void test_watch(void **state)
     print_message("logs: %d lines, %d classified\n", lines, classified);
     assert_true(lines > 10);
     assert_true(saw);
+    install_watch_on(&f->a);
 }
 
 int main(void)
