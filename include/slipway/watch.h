@@ -179,9 +179,12 @@ struct sw_watch_logs_opts {
      * it (NULL otherwise). */
     void (*on_line)(void *ctx, const char *line, const char *cls, const char *phase);
     void *ctx;
+    char *from; /* OUT (may be NULL): what was read, in words ("up's log PATH ...") */
+    size_t from_n;
 };
-/* The endpoint's journal from its host (module comment). SW_ENET the host, SW_ENOENT no such
- * endpoint. */
+/* The endpoint's journal from its host, or, for an endpoint `up` runs on this machine, up's log
+ * (module comment; src/watch/logs.c). SW_ENET the host, SW_ENOENT no such endpoint or log,
+ * SW_EUNSUPPORTED a --since inside up's run. */
 int sw_watch_logs(const struct sw_fleet *f, const char *endpoint,
                   const struct sw_watch_logs_opts *o, struct sw_err *e);
 

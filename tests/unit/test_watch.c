@@ -15,6 +15,7 @@
 #include "swtest.h"
 #include "watch/watch_internal.h"
 
+#include <slipway/deploy.h>
 #include <slipway/fleet.h>
 #include <slipway/ledger.h>
 #include <slipway/watch.h>
@@ -22,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 static json_t *J(const char *text)
@@ -378,14 +380,131 @@ static void test_render_unit(void **state)
     sw_buf_free(&b);
 }
 
+/* logs of an endpoint `up` runs here: up's record names its log; the last N lines, the engine's
+ * failure line classified, --since inside the run by llama.cpp's time since start, --boot
+ * refused. The record is this test process's own (alive, so its checks pass). */
+struct got {
+    char text[2048];
+    int n, classified;
+    char cls[64];
+};
+
+static void got_line(void *ctx, const char *line, const char *c, const char *phase)
+{
+    struct got *g = ctx;
+    size_t l = strlen(g->text);
+    snprintf(g->text + l, sizeof(g->text) - l, "%s%s\n", c ? "!! " : "", line);
+    g->n++;
+    if (c) {
+        g->classified++;
+        snprintf(g->cls, sizeof(g->cls), "%s/%s", c, phase ? phase : "");
+    }
+}
+
+static int logs_of(const struct sw_fleet *f, struct sw_watch_logs_opts *o, struct got *g,
+                   struct sw_err *e)
+{
+    memset(g, 0, sizeof(*g));
+    o->on_line = got_line;
+    o->ctx = g;
+    return sw_watch_logs(f, "e1", o, e);
+}
+
+static void test_logs_up(void **state)
+{
+    (void)state;
+    struct sw_err e;
+    struct sw_fleet *f = load(FLEET, &e);
+    assert_non_null(f);
+    char *dir = swt_tmpdir();
+    setenv("SLIPWAY_RUN_DIR", dir, 1);
+    struct sw_pidfile p;
+    memset(&p, 0, sizeof(p));
+    assert_int_equal(sw_pidfile_identify(getpid(), &p, &e), 0);
+    snprintf(p.endpoint, sizeof(p.endpoint), "e1");
+    snprintf(p.engine, sizeof(p.engine), "llama.cpp");
+    snprintf(p.log, sizeof(p.log), "%s", swt_join(dir, "e1.log"));
+    int64_t now = (int64_t)time(NULL);
+    p.started_unix = now - 200;
+    swt_write_str(p.log, "0.00.010.000 I main: starting\n"
+                         "0.00.500.000 E llama_init_from_model: failed to initialize the context: "
+                         "failed to allocate buffer for kv cache\n"
+                         "   a line without a time\n"
+                         "1.40.000.000 I srv  update_slots: all slots are idle\n");
+    char pid[4200];
+    assert_int_equal(sw_deploy_pid_path("e1", pid, sizeof(pid), &e), 0);
+    assert_int_equal(sw_pidfile_write(pid, &p, &e), 0);
+    struct got g;
+    char from[4400];
+    struct sw_watch_logs_opts o = {.lines = 2, .from = from, .from_n = sizeof(from)};
+    assert_int_equal(logs_of(f, &o, &g, &e), 0);
+    assert_string_equal(g.text, "   a line without a time\n"
+                                "1.40.000.000 I srv  update_slots: all slots are idle\n");
+    assert_non_null(strstr(from, "up's log"));
+    /* every line; the allocation failure classified on its own */
+    o = (struct sw_watch_logs_opts){0};
+    assert_int_equal(logs_of(f, &o, &g, &e), 0);
+    assert_int_equal(g.n, 4);
+    assert_int_equal(g.classified, 1);
+    assert_string_equal(g.cls, "oom/kv_alloc");
+    /* --since 50 s into the run: the line of 1 min 40 s only (the untimed line goes with its
+     * predecessor, of 0.5 s) */
+    char since[64];
+    snprintf(since, sizeof(since), "@%lld", (long long)(now - 150));
+    o = (struct sw_watch_logs_opts){.since = since};
+    assert_int_equal(logs_of(f, &o, &g, &e), 0);
+    assert_string_equal(g.text, "1.40.000.000 I srv  update_slots: all slots are idle\n");
+    /* before the run: all of it; after the last write: none */
+    o = (struct sw_watch_logs_opts){.since = "1h ago"};
+    assert_int_equal(logs_of(f, &o, &g, &e), 0);
+    assert_int_equal(g.n, 4);
+    snprintf(since, sizeof(since), "@%lld", (long long)(now + 100));
+    o = (struct sw_watch_logs_opts){.since = since};
+    assert_int_equal(logs_of(f, &o, &g, &e), 0);
+    assert_int_equal(g.n, 0);
+    o = (struct sw_watch_logs_opts){.since = "yesterday-ish"};
+    assert_int_equal(logs_of(f, &o, &g, &e), SW_EINVAL);
+    /* following with stop already set: what is there, then back */
+    volatile sig_atomic_t stop = 1;
+    o = (struct sw_watch_logs_opts){.follow = true, .stop = &stop};
+    assert_int_equal(logs_of(f, &o, &g, &e), 0);
+    assert_true(g.n >= 1);
+    /* --boot reads a journal */
+    o = (struct sw_watch_logs_opts){.set_boot = true, .boot = -1};
+    assert_int_equal(logs_of(f, &o, &g, &e), SW_EINVAL);
+    assert_non_null(strstr(e.msg, "--boot"));
+    /* the engine ended (a boot that failed): no record, its log left beside where it was */
+    unlink(pid);
+    char log2[4300];
+    snprintf(log2, sizeof(log2), "%.*s.log", (int)(strlen(pid) - 4), pid);
+    assert_int_equal(rename(p.log, log2), 0);
+    o = (struct sw_watch_logs_opts){.from = from, .from_n = sizeof(from), .follow = true};
+    assert_int_equal(logs_of(f, &o, &g, &e), 0);
+    assert_int_equal(g.n, 4);
+    assert_string_equal(g.cls, "oom/kv_alloc");
+    assert_non_null(strstr(from, "ended"));
+    /* its start is unknown: a --since inside what it wrote is refused */
+    snprintf(since, sizeof(since), "@%lld", (long long)(now - 1));
+    o = (struct sw_watch_logs_opts){.since = since};
+    assert_int_equal(logs_of(f, &o, &g, &e), SW_EUNSUPPORTED);
+    unsetenv("SLIPWAY_RUN_DIR");
+    swt_tmpdir_free(dir);
+    sw_fleet_free(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_classify),         cmocka_unit_test(test_policy),
-        cmocka_unit_test(test_window),           cmocka_unit_test(test_ledger_keys),
-        cmocka_unit_test(test_metrics_promtool), cmocka_unit_test(test_alert_exec),
-        cmocka_unit_test(test_alert_post),       cmocka_unit_test(test_spawn_deadline),
+        cmocka_unit_test(test_classify),
+        cmocka_unit_test(test_policy),
+        cmocka_unit_test(test_window),
+        cmocka_unit_test(test_ledger_keys),
+        cmocka_unit_test(test_metrics_promtool),
+        cmocka_unit_test(test_alert_exec),
+        cmocka_unit_test(test_alert_post),
+        cmocka_unit_test(test_spawn_deadline),
         cmocka_unit_test(test_render_unit),
+        cmocka_unit_test(test_logs_up),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
