@@ -48,7 +48,7 @@ int sw__watch_record(struct sw__watch *w, const struct sw_ledger_watch_event *ev
     return rc;
 }
 
-static int64_t wall_ms(void)
+int64_t sw__watch_wall_ms(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
@@ -125,7 +125,7 @@ static unsigned restarts_in_window(struct sw__watch *w, struct sw__wep *x)
     pthread_mutex_unlock(&w->mu);
     if (rc)
         return 0;
-    int64_t since = wall_ms() - x->pol.restart_window_ms;
+    int64_t since = sw__watch_wall_ms() - x->pol.restart_window_ms;
     size_t i;
     const json_t *a;
     json_array_foreach(acts, i, a)
@@ -199,7 +199,7 @@ static void do_rollback(struct sw__watch *w, struct sw__wep *x, const json_t *st
     char key[256], detail[1200];
     snprintf(key, sizeof(key), "%s#%lld#rollback", x->ep->name, (long long)x->episode);
     x->rolled_back = true;
-    x->last_action_ms = wall_ms();
+    x->last_action_ms = sw__watch_wall_ms();
     if (!claim(w, x, "rollback", key, "rolling back to last-good"))
         return;
     struct sw_rollout_opts ro = {.deadline_ms = 0};
@@ -228,7 +228,7 @@ static void act(struct sw__watch *w, struct sw__wep *x, const json_t *st, int64_
         return;
     /* a restart's boot is given the grace of one interval (at least 10 s) before it is judged */
     int64_t grace = SW_MAX(p->interval_ms, 10000);
-    if (x->last_action_ms && wall_ms() - x->last_action_ms < grace)
+    if (x->last_action_ms && sw__watch_wall_ms() - x->last_action_ms < grace)
         return;
     if (x->rolled_back)
         return; /* one rollback per episode; a rollback that did not serve is the operator's */
@@ -271,7 +271,7 @@ static void act(struct sw__watch *w, struct sw__wep *x, const json_t *st, int64_
     unsigned k = x->restarts_done + 1;
     snprintf(key, sizeof(key), "%s#%lld#restart#%u", x->ep->name, (long long)x->episode, k);
     x->restarts_done = k;
-    x->last_action_ms = wall_ms();
+    x->last_action_ms = sw__watch_wall_ms();
     if (!claim(w, x, "restart", key, "restarting the unit"))
         return;
     struct sw_err e;

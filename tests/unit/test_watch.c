@@ -410,6 +410,71 @@ static int logs_of(const struct sw_fleet *f, struct sw_watch_logs_opts *o, struc
     return sw_watch_logs(f, "e1", o, e);
 }
 
+/* Schedules' slots with an injected clock: anchored at the window's start (a window across
+ * midnight is one slot of a daily job), an hourly job's slots outside its window have no time,
+ * and the slots a watch that was down missed: only those whose window time is over, each
+ * counted once, never the current one while its window is open (it runs then, once). */
+static bool ran_set(void *ctx, int64_t k)
+{
+    const int64_t *v = ctx;
+    for (; *v != INT64_MIN; v++)
+        if (*v == k)
+            return true;
+    return false;
+}
+
+static void test_slots(void **state)
+{
+    (void)state;
+    const int64_t H = 3600000, D = 24 * H, day = 20000 * D; /* a midnight, UTC */
+    int64_t o = 0, c = 0, first = 0, last = 0;
+    struct sw__watch_window night = {.set = true, .start_min = 23 * 60, .end_min = 2 * 60};
+    int64_t k = sw__watch_slot_of(D, &night, day + 23 * H + H / 2);
+    assert_int_equal(sw__watch_slot_of(D, &night, day + D + H + H / 2), k); /* 01:30 next day */
+    assert_int_equal(sw__watch_slot_of(D, &night, day + D + 23 * H), k + 1);
+    assert_true(sw__watch_slot_span(D, &night, k, &o, &c));
+    assert_int_equal(o, day + 23 * H);
+    assert_int_equal(c, day + D + 2 * H);
+    /* hourly inside 01:00-05:00: the 02:00 slot has its hour, the 06:00 one none */
+    struct sw__watch_window w = {.set = true, .start_min = 60, .end_min = 300};
+    assert_true(sw__watch_slot_span(H, &w, sw__watch_slot_of(H, &w, day + 2 * H + 60000), &o, &c));
+    assert_int_equal(o, day + 2 * H);
+    assert_int_equal(c, day + 3 * H);
+    assert_false(sw__watch_slot_span(H, &w, sw__watch_slot_of(H, &w, day + 6 * H), &o, &c));
+    /* every 48 h: a slot spans two windows, from the first's start to the second's end */
+    assert_true(sw__watch_slot_span(2 * D, &w, sw__watch_slot_of(2 * D, &w, day + 2 * H), &o, &c));
+    assert_int_equal(c - o, D + 4 * H);
+    /* no window: the slot is the slot */
+    struct sw__watch_window none = {0};
+    assert_int_equal(sw__watch_slot_of(5 * 60000, &none, day + 7 * 60000), day / 300000 + 1);
+    /* daily 01:00-05:00; the last settled slot is day 1's; watch comes back on day 4 at 03:00:
+     * days 2 and 3 are missed (one gap), day 4 is not (its window is open: it runs) */
+    int64_t d1 = sw__watch_slot_of(D, &w, day + D + 2 * H);
+    int64_t none_ran[] = {INT64_MIN};
+    assert_int_equal(
+        sw__watch_missed(D, &w, d1, day + 4 * D + 3 * H, ran_set, none_ran, &first, &last), 2);
+    assert_int_equal(first, d1 + 1);
+    assert_int_equal(last, d1 + 2);
+    int64_t day3_ran[] = {d1 + 2, INT64_MIN};
+    assert_int_equal(
+        sw__watch_missed(D, &w, d1, day + 4 * D + 3 * H, ran_set, day3_ran, &first, &last), 1);
+    assert_int_equal(last, d1 + 1);
+    /* back at 06:00 instead: day 4's window is over too */
+    assert_int_equal(
+        sw__watch_missed(D, &w, d1, day + 4 * D + 6 * H, ran_set, none_ran, &first, &last), 3);
+    assert_int_equal(last, d1 + 3);
+    /* settled up to the last: nothing again (recorded once) */
+    assert_int_equal(
+        sw__watch_missed(D, &w, d1 + 3, day + 4 * D + 7 * H, ran_set, none_ran, &first, &last), 0);
+    /* hourly in the night window, down from 00:00 to 03:30: 01:00 and 02:00 missed; the 03:00
+     * slot's hour is still open (it runs now, once); the 05:00.. slots have no time */
+    int64_t s0 = sw__watch_slot_of(H, &w, day - H);
+    assert_int_equal(
+        sw__watch_missed(H, &w, s0, day + 3 * H + H / 2, ran_set, none_ran, &first, &last), 2);
+    /* a watch down for years looks back at the newest 1000 slots only (the current one open) */
+    assert_int_equal(sw__watch_missed(H, &none, 0, day, ran_set, none_ran, &first, &last), 999);
+}
+
 static void test_logs_up(void **state)
 {
     (void)state;
@@ -505,6 +570,7 @@ int main(void)
         cmocka_unit_test(test_spawn_deadline),
         cmocka_unit_test(test_render_unit),
         cmocka_unit_test(test_logs_up),
+        cmocka_unit_test(test_slots),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
