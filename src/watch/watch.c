@@ -202,16 +202,40 @@ static void do_rollback(struct sw__watch *w, struct sw__wep *x, const json_t *st
     x->last_action_ms = sw__watch_wall_ms();
     if (!claim(w, x, "rollback", key, "rolling back to last-good"))
         return;
-    struct sw_rollout_opts ro = {.deadline_ms = 0};
+    /* recorded as a rollout attempt too (history and report show it as any rollback), through
+     * a connection of its own: the rollout's transactions never interleave with this watch's
+     * other threads' writes on the shared one */
+    char note[300];
+    struct sw_ledger own;
+    struct sw_err le;
+    sw_err_clear(&le);
+    bool own_open = w->o->ledger_path && !sw_ledger_open(&own, w->o->ledger_path, NULL, &le);
+    snprintf(note, sizeof(note), "slipway watch: %s, episode #%lld, rollback_after %u reached",
+             sw_watch_state_name(x->state), (long long)x->episode, x->pol.rollback_after);
+    struct sw_rollout_opts ro = {.ledger = own_open ? &own : NULL,
+                                 .record = own_open,
+                                 .note = note,
+                                 .cause = sw_watch_state_name(x->state)};
     struct sw_rollout_result rr;
     struct sw_err e;
     sw_err_clear(&e);
     int rc = sw_rollout_rollback(w->f, x->ep, &ro, &rr, &e);
-    if (rc)
-        snprintf(detail, sizeof(detail), "rollback: %s", e.msg);
+    char rec[600];
+    if (rr.attempt > 0)
+        snprintf(rec, sizeof(rec), " (rollout attempt #%lld)", (long long)rr.attempt);
     else
-        snprintf(detail, sizeof(detail), "rollback: %s%s%s", sw_rollout_outcome_name(rr.outcome),
-                 rr.rollback_msg[0] ? ": " : "", rr.rollback_msg);
+        snprintf(rec, sizeof(rec), " (not recorded as a rollout attempt: %.500s)",
+                 rr.ledger_msg[0] ? rr.ledger_msg
+                 : own_open       ? "-"
+                                  : le.msg);
+    if (own_open)
+        sw_ledger_close(&own);
+    if (rc)
+        snprintf(detail, sizeof(detail), "rollback: %.500s%.600s", e.msg, rec);
+    else
+        snprintf(detail, sizeof(detail), "rollback: %s%s%.400s%.600s",
+                 sw_rollout_outcome_name(rr.outcome), rr.rollback_msg[0] ? ": " : "",
+                 rr.rollback_msg, rec);
     outcome(w, x, "rollback",
             rc == SW_EBUSY                             ? "refused_locked"
             : !rc && rr.outcome == SW_ROLLOUT_RESTORED ? "ok"
