@@ -111,13 +111,26 @@ static int put(struct ictx *c, const struct sw_buf *unit, struct sw_err *e)
     return 0;
 }
 
+/* Was the unit enabled before (`systemctl is-enabled` exits 0)? */
+static bool is_enabled(struct ictx *c)
+{
+    const char *argv[] = {"systemctl", "is-enabled", "--quiet", UNIT_NAME, NULL};
+    struct sw_host_run_opts ro = {.deadline_ms = c->dl};
+    struct sw_host_result hr;
+    int rc = sw_host_run(&c->h, argv, &ro, &hr, NULL);
+    sw_host_result_free(&hr);
+    return rc == 0;
+}
+
 /* Put back what was there (or remove what was not), have the manager read it again, and run the
- * previous watch again when it ran. */
-static void put_back(struct ictx *c, bool was_running)
+ * previous watch again when it ran (and disable it again when this install enabled it). */
+static void put_back(struct ictx *c, bool was_running, bool was_enabled)
 {
     struct sw_watch_install_result *r = c->r;
     struct sw_err pe;
     sw_err_clear(&pe);
+    if (r->replaced && r->started && !was_enabled)
+        systemctl(c, "disable", &pe);
     if (!r->replaced) {
         systemctl(c, "stop", &pe);
         systemctl(c, "disable", &pe);
@@ -205,7 +218,7 @@ int sw_watch_install(const struct sw_watch_install_opts *o, struct sw_watch_inst
     struct ictx c = {.o = o, .r = r, .dl = o->deadline_ms > 0 ? o->deadline_ms : 30000};
     struct sw_buf unit;
     struct sw_host_unit before;
-    bool was_running = false;
+    bool was_running = false, was_enabled = false;
     memset(r, 0, sizeof(*r));
     sw_buf_init(&unit, 1u << 16);
     c.t_step = sw_now_ns();
@@ -227,6 +240,7 @@ int sw_watch_install(const struct sw_watch_install_opts *o, struct sw_watch_inst
         goto out;
     if (!sw_host_unit_show(&c.h, false, UNIT_NAME, c.dl, &before, NULL))
         was_running = !strcmp(before.active_state, "active");
+    was_enabled = is_enabled(&c);
     rc = put(&c, &unit, e);
     step(&c, "write", rc == 0, "%s%s%s", r->unit_path, rc ? ": " : " (0644)",
          rc            ? e->msg
@@ -234,7 +248,7 @@ int sw_watch_install(const struct sw_watch_install_opts *o, struct sw_watch_inst
                        : "");
     if (rc) {
         if (r->installed || r->replaced)
-            put_back(&c, false);
+            put_back(&c, false, was_enabled);
         goto out;
     }
     rc = systemctl(&c, "daemon-reload", e);
@@ -244,7 +258,7 @@ int sw_watch_install(const struct sw_watch_install_opts *o, struct sw_watch_inst
     if (rc) {
         if (r->started)
             journal_tail(&c);
-        put_back(&c, was_running);
+        put_back(&c, was_running, was_enabled);
         goto out;
     }
     unlink(c.prev);
