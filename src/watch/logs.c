@@ -91,10 +91,28 @@ static int since_unix(const char *s, int64_t *t, struct sw_err *e)
             return 0;
         }
     } else if (n > 4 && !strcmp(s + n - 4, " ago") && n - 4 < sizeof(dur)) {
+        /* "1h ago", "90 s ago", and journalctl's words: "1 hour ago", "2 days ago" */
+        static const struct {
+            const char *word;
+            int64_t ms;
+        } units[] = {{"second", 1000},   {"seconds", 1000},   {"sec", 1000},
+                     {"minute", 60000},  {"minutes", 60000},  {"min", 60000},
+                     {"hour", 3600000},  {"hours", 3600000},  {"day", 86400000},
+                     {"days", 86400000}, {"week", 604800000}, {"weeks", 604800000}};
+        snprintf(dur, sizeof(dur), "%.*s", (int)(n - 4), s);
+        char *x = NULL;
+        double v = strtod(dur, &x);
+        while (x && *x == ' ')
+            x++;
+        for (size_t i = 0; x != dur && x && i < SW_ARRAY_LEN(units); i++)
+            if (!strcmp(x, units[i].word) && v >= 0) {
+                *t = (int64_t)time(NULL) - (int64_t)(v * (double)units[i].ms) / 1000;
+                return 0;
+            }
         size_t k = 0;
-        for (size_t i = 0; i < n - 4; i++)
-            if (s[i] != ' ')
-                dur[k++] = s[i];
+        for (size_t i = 0; dur[i]; i++)
+            if (dur[i] != ' ')
+                dur[k++] = dur[i];
         dur[k] = '\0';
         int64_t ms;
         if (!sw_parse_duration_ms(dur, &ms, NULL)) {
@@ -178,6 +196,15 @@ static bool left_log(const struct sw_fleet_endpoint *ep, struct sw_up_record *ur
     return access(ur->rec.log, R_OK) == 0;
 }
 
+/* When the file was made (statx's birth time; 0 unknown): nothing in it was written before. */
+static int64_t born(const char *path)
+{
+    struct statx sx;
+    if (statx(AT_FDCWD, path, 0, STATX_BTIME, &sx) || !(sx.stx_mask & STATX_BTIME))
+        return 0;
+    return (int64_t)sx.stx_btime.tv_sec;
+}
+
 /* The endpoint's `up` log on this machine (module comment). */
 static int local_logs(struct lctx *c, const struct sw_up_record *ur, struct sw_err *e)
 {
@@ -203,7 +230,15 @@ static int local_logs(struct lctx *c, const struct sw_up_record *ur, struct sw_e
                  !strcmp(ur->rec.engine, "llama.cpp")) {
             c->by_elapsed = true;
             c->since_ms = (t - ur->rec.started_unix) * 1000;
-        } else if (!rc && t > ur->rec.started_unix)
+        } else if (!rc && !ur->rec.started_unix && t <= born(path))
+            ; /* the file was made after T: all of it was written since */
+        else if (!rc && !ur->rec.started_unix)
+            rc = sw_err_set(e, SW_EUNSUPPORTED,
+                            "%s: --since %s falls inside what up's log %s holds (last written "
+                            "@%lld), and that run's start is unknown (its record went with it): "
+                            "use -n N",
+                            ur->rec.endpoint, o->since, path, (long long)sb.st_mtime);
+        else if (!rc && t > ur->rec.started_unix)
             rc = sw_err_set(e, SW_EUNSUPPORTED,
                             "%s: up's log %s has no time since start on its lines (%s) and "
                             "--since %s falls inside its run (started @%lld, last written "

@@ -20,9 +20,11 @@
 #include <slipway/ledger.h>
 #include <slipway/watch.h>
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -548,10 +550,18 @@ static void test_logs_up(void **state)
     assert_int_equal(g.n, 4);
     assert_string_equal(g.cls, "oom/kv_alloc");
     assert_non_null(strstr(from, "ended"));
-    /* its start is unknown: a --since inside what it wrote is refused */
-    snprintf(since, sizeof(since), "@%lld", (long long)(now - 1));
+    /* its start is unknown: a --since before the file was made takes all of it ("1 hour
+     * ago", journalctl's words), one inside what it wrote (last written 100 s from now, here)
+     * is refused */
+    o = (struct sw_watch_logs_opts){.since = "1 hour ago"};
+    assert_int_equal(logs_of(f, &o, &g, &e), 0);
+    assert_int_equal(g.n, 4);
+    struct timespec ts[2] = {{now + 100, 0}, {now + 100, 0}};
+    assert_int_equal(utimensat(AT_FDCWD, log2, ts, 0), 0);
+    snprintf(since, sizeof(since), "@%lld", (long long)(now + 50));
     o = (struct sw_watch_logs_opts){.since = since};
     assert_int_equal(logs_of(f, &o, &g, &e), SW_EUNSUPPORTED);
+    assert_non_null(strstr(e.msg, "start is unknown"));
     unsetenv("SLIPWAY_RUN_DIR");
     swt_tmpdir_free(dir);
     sw_fleet_free(f);
