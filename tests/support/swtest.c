@@ -18,6 +18,7 @@
 #include <ftw.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <netinet/in.h>
@@ -142,6 +143,96 @@ struct sw_fleet *swt_fleet(const char *rel)
     if (sw_fleet_load(swt_src(rel), &fo, &f, &e))
         fail_msg("%s: %s", rel, e.msg);
     return f;
+}
+
+struct sw_fleet *swt_fleet_text(const char *name, const char *text)
+{
+    struct sw_fleet *f = NULL;
+    struct sw_fleet_opts fo = {.getenv = sw_fleet_no_environ};
+    struct sw_err e;
+    sw_err_clear(&e);
+    if (sw_fleet_load_mem(name, text, strlen(text), &fo, &f, &e))
+        fail_msg("%s: %s", name, e.msg);
+    return f;
+}
+
+static struct sw_fleet *operator_fleet;
+
+int swt_operator_setup(void **state)
+{
+    (void)state;
+    sw_core_init();
+    operator_fleet = swt_fleet("examples/operator.yaml");
+    return 0;
+}
+
+int swt_operator_teardown(void **state)
+{
+    (void)state;
+    sw_fleet_free(operator_fleet);
+    operator_fleet = NULL;
+    return 0;
+}
+
+struct sw_fleet *swt_operator(void)
+{
+    assert_non_null(operator_fleet);
+    return operator_fleet;
+}
+
+char *swt_slurp(const char *path)
+{
+    char *t = NULL;
+    size_t n = 0;
+    struct sw_err e;
+    if (sw_read_file(path, 64u << 20, &t, &n, &e))
+        fail_msg("%s: %s", path, e.msg);
+    return t;
+}
+
+void swt_copy(const char *from, const char *to)
+{
+    char *t = NULL;
+    size_t n = 0;
+    struct sw_err e;
+    if (sw_read_file(from, 64u << 20, &t, &n, &e))
+        fail_msg("%s: %s", from, e.msg);
+    swt_write(to, t, n);
+    sw_free(t);
+}
+
+char *swt_replace1(const char *text, const char *from, const char *to)
+{
+    const char *at = strstr(text, from);
+    if (!at)
+        fail_msg("'%s' is not in the text", from);
+    size_t n = strlen(text) + strlen(to) + 1;
+    char *o = malloc(n);
+    assert_non_null(o);
+    snprintf(o, n, "%.*s%s%s", (int)(at - text), text, to, at + strlen(from));
+    return o;
+}
+
+void swt_has_all(const char *what, const char *text, ...)
+{
+    va_list ap;
+    va_start(ap, text);
+    for (const char *n = va_arg(ap, const char *); n; n = va_arg(ap, const char *))
+        if (!strstr(text, n))
+            fail_msg("%s does not say '%s':\n%s", what, n, text);
+    va_end(ap);
+}
+
+void swt_noise(void *buf, size_t n, unsigned seed)
+{
+    unsigned char *b = buf;
+    uint32_t x = seed;
+    for (size_t i = 0; i < n; i++) {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        b[i] = (unsigned char)x;
+    }
 }
 
 const char *swt_shared(const char *rel)
@@ -330,6 +421,34 @@ json_t *swt_json_out(const struct swt_run *r)
     if (!j)
         fail_msg("stdout is not JSON (%s): %.400s\nstderr: %.400s", je.text, r->out, r->err);
     return j;
+}
+
+const json_t *swt_json_find(const json_t *arr, const char *key, const char *value)
+{
+    size_t i;
+    const json_t *e;
+    json_array_foreach(arr, i, e)
+    {
+        const char *v = json_string_value(json_object_get(e, key));
+        if (v && !strcmp(v, value))
+            return e;
+    }
+    fail_msg("no element with %s \"%s\"", key, value);
+    return NULL;
+}
+
+int swt_wait_exit(pid_t pid, unsigned timeout_s)
+{
+    int st = 0;
+    for (unsigned i = 0; i < timeout_s * 100; i++) {
+        if (waitpid(pid, &st, WNOHANG) == pid)
+            return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+        sw_sleep_ms(10);
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, &st, 0);
+    fail_msg("pid %d did not exit within %u s", (int)pid, timeout_s);
+    return -1;
 }
 
 int swt_survivors(const char *mark, bool print, pid_t *one)

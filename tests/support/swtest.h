@@ -33,6 +33,17 @@ struct sw_fleet *swt_fleet(const char *rel);
     "      g0: {kind: gpu, vendor: nvidia, memory_total: 24GiB}\n"                                 \
     "endpoints:\n"
 
+/* The fleet text (name is the file it claims to be, for messages), loaded with no environment;
+ * fails the test on error. sw_fleet_free it. */
+struct sw_fleet *swt_fleet_text(const char *name, const char *text);
+
+/* The operator's fleet (examples/operator.yaml), loaded once for a cmocka group whose tests share
+ * it: cmocka_run_group_tests(tests, swt_operator_setup, swt_operator_teardown) (the setup calls
+ * sw_core_init); swt_operator() is the fleet in between. */
+int swt_operator_setup(void **state);
+int swt_operator_teardown(void **state);
+struct sw_fleet *swt_operator(void);
+
 /* A TCP port on 127.0.0.1 that was free a moment ago (bind to port 0). -1 on error. */
 int swt_free_port(void);
 /* Something accepts connections on 127.0.0.1:port. */
@@ -48,6 +59,20 @@ const char *swt_join(const char *dir, const char *name);
 /* Write a file (whole); fails the test on error. */
 void swt_write(const char *path, const void *data, size_t len);
 void swt_write_str(const char *path, const char *s);
+
+/* A file's whole text (up to 64 MiB), NUL-terminated; fails the test when it cannot be read.
+ * free it. */
+char *swt_slurp(const char *path);
+/* Copy the file `from` to `to` (whole); fails the test on error. */
+void swt_copy(const char *from, const char *to);
+/* text with the first `from` replaced by `to`; fails the test when from is not in it. free it. */
+char *swt_replace1(const char *text, const char *from, const char *to);
+/* Every needle (NULL-terminated) is in text; else fails the test naming `what`, the needle and
+ * the text. */
+void swt_has_all(const char *what, const char *text, ...) __attribute__((sentinel));
+/* n pseudo-random bytes from seed (xorshift32): the same bytes for the same seed, and content
+ * that no compressor shrinks. */
+void swt_noise(void *buf, size_t n, unsigned seed);
 
 struct swt_run {
     int status; /* exit code, or 128+signal */
@@ -83,6 +108,9 @@ bool swt_ci(void);
  */
 long swt_torture(const char *name, int (*run)(void *arg), void *arg, int want);
 
+/* The element of the JSON array arr whose string member `key` is `value`; fails the test when
+ * there is none. */
+const json_t *swt_json_find(const json_t *arr, const char *key, const char *value);
 /* Parse r->out as JSON (fails the test if it is not). */
 json_t *swt_json_out(const struct swt_run *r);
 /* Run the slipway binary (arguments NULL-terminated, 300 s at most), require exit status `want`
@@ -101,6 +129,10 @@ pid_t swt_spawn(const char *const *argv, const char *out_path, const char *err_p
  * exited (reaped) first. */
 int swt_announced_port(const char *out_path, pid_t pid, unsigned timeout_ms, bool *exited);
 
+/* Wait up to timeout_s for pid (a child) to exit: its exit code, or 128+signal. Past the timeout
+ * it is killed and the test fails. */
+int swt_wait_exit(pid_t pid, unsigned timeout_s);
+
 /* Live processes (not zombies, not this one) whose argv holds `mark`; each printed on stderr when
  * `print`, the last one's pid in *one (may be NULL). */
 int swt_survivors(const char *mark, bool print, pid_t *one);
@@ -117,5 +149,16 @@ bool swt_file_has(const char *path, const char *needle);
     "\"num_key_value_heads\":8,\"head_dim\":128,\"intermediate_size\":14336,"                      \
     "\"max_position_embeddings\":131072,\"vocab_size\":128256,"                                    \
     "\"torch_dtype\":\"bfloat16\"}"
+
+/* frank-primary's architecture as a config.json's fields (Qwen3-Next: 48 layers, one in four full
+ * attention, the rest gated delta net), without the braces (a test may add fields). */
+#define SWT_QWEN3_NEXT_FIELDS                                                                      \
+    "\"model_type\":\"qwen3_next\",\"num_hidden_layers\":48,\"num_attention_heads\":16,"           \
+    "\"num_key_value_heads\":2,\"head_dim\":256,\"hidden_size\":2048,"                             \
+    "\"full_attention_interval\":4,\"linear_num_key_heads\":16,\"linear_num_value_heads\":48,"     \
+    "\"linear_key_head_dim\":128,\"linear_value_head_dim\":128,\"linear_conv_kernel_dim\":4,"      \
+    "\"torch_dtype\":\"bfloat16\",\"mamba_ssm_dtype\":\"float32\","                                \
+    "\"max_position_embeddings\":262144"
+#define SWT_QWEN3_NEXT_CONFIG "{" SWT_QWEN3_NEXT_FIELDS "}"
 
 #endif

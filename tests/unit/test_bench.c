@@ -355,9 +355,8 @@ static void test_multi_token_chunks(void **state)
     /* the request asked what a llama.cpp bench must ask */
     struct swh_request rq;
     assert_true(swh_last_request(s, "/v1/chat/completions", &rq));
-    assert_non_null(strstr(rq.body, "\"timings_per_token\":true"));
-    assert_non_null(strstr(rq.body, "\"cache_prompt\":false"));
-    assert_non_null(strstr(rq.body, "\"include_usage\":true"));
+    swt_has_all("rq.body", rq.body, "\"timings_per_token\":true", "\"cache_prompt\":false",
+                "\"include_usage\":true", NULL);
     swh_request_free(&rq);
     char csv[4200];
     snprintf(csv, sizeof(csv), "%s", swt_join(f.dir, "r.csv"));

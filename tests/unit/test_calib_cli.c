@@ -48,12 +48,11 @@ static void test_human(void **state)
                 swt_src("tests/data/vllm/models/frank-primary-inferred"), "--predict", "241664:6e9",
                 NULL);
     assert_int_equal(r.status, 0);
-    assert_non_null(strstr(r.out, "KV class kv=fp8 tp=2"));
-    assert_non_null(strstr(r.out, "extra_attn_bytes_per_token 64..64, extra_mamba_blocks 1..1"));
+    swt_has_all("stdout", r.out, "KV class kv=fp8 tp=2",
+                "extra_attn_bytes_per_token 64..64, extra_mamba_blocks 1..1", NULL);
     assert_non_null(
         strstr(r.out, "printed 398,658 tokens, 1.99x; fit 398,658 (1.99x), residual 0"));
-    assert_non_null(strstr(r.out, "EXTRAPOLATES across geometry"));
-    assert_non_null(strstr(r.out, "expert arena"));
+    swt_has_all("stdout", r.out, "EXTRAPOLATES across geometry", "expert arena", NULL);
     assert_non_null(strstr(r.out, "fork KV terms over the 2 KV classes the config explains: "
                                   "extra_attn_bytes_per_token 64..64, extra_mamba_blocks 1..1"));
     swt_run_free(&r);
@@ -108,16 +107,14 @@ static void test_svg(void **state)
     size_t n = 0;
     struct sw_err e;
     assert_int_equal(sw_read_file(svg, 1 << 22, &text, &n, &e), 0);
-    assert_non_null(strstr(text, "frank-primary: vllm KV class kv=fp8 tp=2"));
-    assert_non_null(strstr(text, "fitted on max_model_len 262144"));
+    swt_has_all("text", text, "frank-primary: vllm KV class kv=fp8 tp=2",
+                "fitted on max_model_len 262144", NULL);
     /* the three fitted fp8 boots, printed and fit equal (residual 0) */
-    assert_non_null(strstr(text, "<title>printed: 1079582.00</title>"));
-    assert_non_null(strstr(text, "<title>fit / prediction: 1079582.00</title>"));
-    assert_non_null(strstr(text, "<title>printed: 792069.00</title>"));
+    swt_has_all("text", text, "<title>printed: 1079582.00</title>",
+                "<title>fit / prediction: 1079582.00</title>", "<title>printed: 792069.00</title>",
+                NULL);
     /* the prediction across geometry, labelled as such, with a whisker */
-    assert_non_null(strstr(text, ">EXTRAP. 200704</tspan>"));
-    assert_non_null(strstr(text, ">3.15e9 B</tspan>"));
-    assert_non_null(strstr(text, "<path d=\"M"));
+    swt_has_all("text", text, ">EXTRAP. 200704</tspan>", ">3.15e9 B</tspan>", "<path d=\"M", NULL);
     sw_free(text);
     /* a path that cannot be written: exit 1 or 2 with the flag named, nothing left */
     const char *bad = swt_join(f->dir, "no/such/dir/c.svg");
@@ -142,8 +139,8 @@ static void test_budget_save(void **state)
                 swt_src("tests/data/calib/frank-small-config.json"), "--budget", shape, "--save",
                 save, NULL);
     assert_int_equal(r.status, 0);
-    assert_non_null(strstr(r.out, "20190 used - 12644.50 KV = 7545.50 MiB non-KV"));
-    assert_non_null(strstr(r.out, "free 1153 MiB (1153..1153) [measured]"));
+    swt_has_all("stdout", r.out, "20190 used - 12644.50 KV = 7545.50 MiB non-KV",
+                "free 1153 MiB (1153..1153) [measured]", NULL);
     swt_run_free(&r);
     json_t *j = json_load_file(save, 0, NULL);
     assert_non_null(j);
@@ -199,8 +196,7 @@ static void test_exit_codes(void **state)
     swt_run_free(&r);
     swt_slipway(&r, "calibrate", "frank-primary", "--ledger", f->led, NULL);
     assert_int_equal(r.status, 1);
-    assert_non_null(strstr(r.out, "INCONSISTENT"));
-    assert_non_null(strstr(r.out, "contradicts"));
+    swt_has_all("stdout", r.out, "INCONSISTENT", "contradicts", NULL);
     swt_run_free(&r);
 }
 
@@ -252,9 +248,8 @@ static void test_contexts(void **state)
     swt_slipway(&r, "calibrate", "frank-primary", "--ledger", f->led, "--predict",
                 "262144:6100000000", "--context", "user=root", NULL);
     assert_int_equal(r.status, 0);
-    assert_non_null(strstr(r.out, "EXTRAPOLATES across context: user=root was not fitted"));
-    assert_non_null(strstr(r.out, "user=rootless: 1 boot"));
-    assert_non_null(strstr(r.out, ">= +0.823 GiB/rank"));
+    swt_has_all("stdout", r.out, "EXTRAPOLATES across context: user=root was not fitted",
+                "user=rootless: 1 boot", ">= +0.823 GiB/rank", NULL);
     swt_run_free(&r);
     swt_slipway(&r, "calibrate", "frank-primary", "--ledger", f->led, "--predict",
                 "262144:6100000000", "--context",

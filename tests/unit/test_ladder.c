@@ -282,18 +282,6 @@ static void test_classify(void **state)
     assert_int_equal(sw_ladder_knob_parse("bogus", &k), SW_EINVAL);
 }
 
-/* text with the first `from` replaced by `to` (malloc'd) */
-static char *replace1(const char *text, const char *from, const char *to)
-{
-    const char *at = strstr(text, from);
-    if (!at)
-        fail_msg("'%s' is not in the fleet", from);
-    size_t n = strlen(text) + strlen(to) + 1;
-    char *o = malloc(n);
-    snprintf(o, n, "%.*s%s%s", (int)(at - text), text, to, at + strlen(from));
-    return o;
-}
-
 /*
  * Predict, then confirm. The ladder knows the seed WITHOUT the night ladder's four boots (its
  * ledger, and the fleet file with their records cut out), and the shape is the night ladder's
@@ -366,11 +354,12 @@ static void test_predict_then_confirm(void **state)
     if (sw_read_file(swt_src("examples/operator.yaml"), 1 << 20, &op, &n, &e))
         fail_msg("%s", e.msg);
     snprintf(to, sizeof(to), "      path: %s/models/primary\n", dir);
-    char *a = replace1(op, "      path: /home/dank/models/Qwen3.8-Flash-Next-Uncensored-FP8\n", to);
+    char *a =
+        swt_replace1(op, "      path: /home/dank/models/Qwen3.8-Flash-Next-Uncensored-FP8\n", to);
     snprintf(to, sizeof(to), "        - {host: %s/models, container: /models, readonly: true}",
              dir);
-    char *b =
-        replace1(a, "        - {host: /home/dank/models, container: /models, readonly: true}", to);
+    char *b = swt_replace1(
+        a, "        - {host: /home/dank/models, container: /models, readonly: true}", to);
     /* the night ladder's records cut out of the fleet */
     const char *from = "      - shape: {kv_cache_dtype: auto, seqs: 3, max_model_len: 245760, "
                        "gpu_memory_utilization: 0.98}";

@@ -481,9 +481,8 @@ static void test_cli_verify_only(void **state)
     swt_write_str(swt_join(pl, "x.safetensors"), "<!doctype html><title>403</title>");
     swt_slipway(&r, "fetch", pl, "--verify-only", "--manifest", man, NULL);
     assert_int_equal(r.status, 1);
-    assert_non_null(strstr(r.out, "wrong_hash w.bin"));
-    assert_non_null(strstr(r.out, "unexpected x.safetensors"));
-    assert_non_null(strstr(r.out, "an HTML page"));
+    swt_has_all("stdout", r.out, "wrong_hash w.bin", "unexpected x.safetensors", "an HTML page",
+                NULL);
     swt_run_free(&r);
 
     /* unusable input: exit 2 */
@@ -592,9 +591,8 @@ static void test_cli_endpoint_draft_mmproj(void **state)
     unlink(swt_join(pl, "mmproj.gguf"));
     swt_slipway(&r, "fetch", "e1", "--fleet", fleet, "--verify-only", NULL);
     assert_int_equal(r.status, 1);
-    assert_non_null(strstr(r.out, "projector"));
-    assert_non_null(strstr(r.out, "draft: safetensors"));
-    assert_non_null(strstr(r.out, "a draft model must be one model.safetensors"));
+    swt_has_all("stdout", r.out, "projector", "draft: safetensors",
+                "a draft model must be one model.safetensors", NULL);
     swt_run_free(&r);
     free(pl);
     free(dr);
@@ -645,11 +643,8 @@ static void test_cli_verify_unverified(void **state)
 
     swt_slipway(&r, "fetch", pl, "--verify-only", "--manifest", man, NULL);
     assert_int_equal(r.status, 1);
-    assert_non_null(strstr(r.out, "unverified w.bin"));
-    assert_non_null(strstr(r.out, "ok         config.json"));
-    assert_non_null(strstr(r.out, "2 ok, 1 unverified,"));
-    assert_non_null(strstr(r.out, "run with --allow-unverified"));
-    assert_non_null(strstr(r.out, "PROBLEMS FOUND"));
+    swt_has_all("stdout", r.out, "unverified w.bin", "ok         config.json",
+                "2 ok, 1 unverified,", "run with --allow-unverified", "PROBLEMS FOUND", NULL);
     swt_run_free(&r);
 
     swt_slipway(&r, "fetch", pl, "--verify-only", "--manifest", man, "--json", NULL);
@@ -670,8 +665,7 @@ static void test_cli_verify_unverified(void **state)
     /* accepted, and still said */
     swt_slipway(&r, "fetch", pl, "--verify-only", "--manifest", man, "--allow-unverified", NULL);
     assert_int_equal(r.status, 0);
-    assert_non_null(strstr(r.out, "unverified w.bin"));
-    assert_non_null(strstr(r.out, "(accepted: --allow-unverified)"));
+    swt_has_all("stdout", r.out, "unverified w.bin", "(accepted: --allow-unverified)", NULL);
     swt_run_free(&r);
     swt_slipway(&r, "fetch", pl, "--verify-only", "--manifest", man, "--allow-unverified", "--json",
                 NULL);

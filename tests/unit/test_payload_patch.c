@@ -43,7 +43,8 @@
 
 static char *dir;
 
-static int count_tmp(const char *tmp)
+/* Entries of tmp whose name starts with prefix. */
+static int count_tmp(const char *tmp, const char *prefix)
 {
     DIR *d = opendir(tmp);
     int n = 0;
@@ -51,7 +52,7 @@ static int count_tmp(const char *tmp)
     if (!d)
         return 0;
     while ((de = readdir(d)))
-        n += !strncmp(de->d_name, "slipway-patch-", 14);
+        n += !strncmp(de->d_name, prefix, strlen(prefix));
     closedir(d);
     return n;
 }
@@ -153,7 +154,7 @@ static void test_patch_verify(void **state)
     assert_int_equal(sw_payload_patch_verify(swt_join(dir, "absent.py"), &p, &r, &e), SW_ENOENT);
 
     /* nothing left behind */
-    assert_int_equal(count_tmp(tmp), 0);
+    assert_int_equal(count_tmp(tmp, "slipway-patch-"), 0);
     unsetenv("TMPDIR");
     swt_tmpdir_free(dir);
 }
@@ -249,19 +250,6 @@ static void test_patch_gate(void **state)
  * transport runs the same `cat` an ssh host would), then the one verification. Pass; a drifted
  * base; a patch that no longer applies (the base recorded as the drifted file, so the hash
  * matches and patch itself refuses); nothing left in TMPDIR. */
-static int count_base_tmp(const char *tmp)
-{
-    DIR *d = opendir(tmp);
-    int n = 0;
-    struct dirent *de;
-    if (!d)
-        return 0;
-    while ((de = readdir(d)))
-        n += !strncmp(de->d_name, "slipway-", 8);
-    closedir(d);
-    return n;
-}
-
 static void test_patch_on_host(void **state)
 {
     (void)state;
@@ -330,7 +318,7 @@ static void test_patch_on_host(void **state)
     assert_int_equal(sw_gate_patch(&fp, &h, 10000, &r, &e), 0);
     assert_int_equal(r.verdict, SW_GATE_SKIP);
     assert_non_null(strstr(r.line, "absolute path"));
-    assert_int_equal(count_base_tmp(tmp), 0);
+    assert_int_equal(count_tmp(tmp, "slipway-"), 0);
     unsetenv("TMPDIR");
     swt_tmpdir_free(d);
 }

@@ -20,14 +20,7 @@
 
 static struct sw_fleet *load_text(const char *text)
 {
-    struct sw_fleet_opts fo = {0};
-    struct sw_fleet *f = NULL;
-    struct sw_err e;
-    fo.getenv = sw_fleet_no_environ;
-    sw_err_clear(&e);
-    if (sw_fleet_load_mem("test.yaml", text, strlen(text), &fo, &f, &e))
-        fail_msg("fleet: %s", e.msg);
-    return f;
+    return swt_fleet_text("test.yaml", text);
 }
 
 #define HOSTS                                                                                      \
@@ -143,20 +136,23 @@ static const char *write_fleet(const char *dir, const char *text)
     return path;
 }
 
+/* An endpoint in a container whose image is named by tag only (no digest). */
+static const char BOXED[] = HOSTS "endpoints:\n"
+                                  "  boxed:\n"
+                                  "    host: far\n"
+                                  "    engine: llama.cpp\n"
+                                  "    image: localhost/llama:latest\n"
+                                  "    listen: 127.0.0.1:9004\n"
+                                  "    payload:\n"
+                                  "      path: /models/m.gguf\n"
+                                  "      mounts: [\"/models:/models:ro\"]\n";
+
 /* An unpinned image is a lint error: refused before the host is opened. */
 static void test_install_refused_before_host(void **state)
 {
     (void)state;
     char *dir = swt_tmpdir();
-    const char *fleet = write_fleet(dir, HOSTS "endpoints:\n"
-                                               "  boxed:\n"
-                                               "    host: far\n"
-                                               "    engine: llama.cpp\n"
-                                               "    image: localhost/llama:latest\n"
-                                               "    listen: 127.0.0.1:9004\n"
-                                               "    payload:\n"
-                                               "      path: /models/m.gguf\n"
-                                               "      mounts: [\"/models:/models:ro\"]\n");
+    const char *fleet = write_fleet(dir, BOXED);
     struct swt_run r;
     assert_int_equal(
         swt_slipway(&r, "install", "boxed", "--fleet", fleet, "--start", "--json", NULL), 0);
@@ -190,15 +186,7 @@ static void test_install_refused_before_host(void **state)
     assert_int_equal(r.status, 2);
     assert_non_null(strstr(r.err, "disabled"));
     swt_run_free(&r);
-    fleet = write_fleet(dir, HOSTS "endpoints:\n"
-                                   "  boxed:\n"
-                                   "    host: far\n"
-                                   "    engine: llama.cpp\n"
-                                   "    image: localhost/llama:latest\n"
-                                   "    listen: 127.0.0.1:9004\n"
-                                   "    payload:\n"
-                                   "      path: /models/m.gguf\n"
-                                   "      mounts: [\"/models:/models:ro\"]\n");
+    fleet = write_fleet(dir, BOXED);
 
     /* the human view says so too */
     assert_int_equal(swt_slipway(&r, "install", "boxed", "--fleet", fleet, NULL), 0);

@@ -264,13 +264,7 @@ static void test_qwen36_27b_mtp(void **state)
  * K and V (page 3136 x 576 fp8, 1568 x 1088 bf16), and each GDN group holds 3 state blocks per
  * request (upstream: 1 without prefix caching, 2 with it, which is the default).
  */
-#define FRANK                                                                                      \
-    "{\"model_type\":\"qwen3_next\",\"num_hidden_layers\":48,\"num_attention_heads\":16,"          \
-    "\"num_key_value_heads\":2,\"head_dim\":256,\"hidden_size\":2048,\"full_attention_interval\":" \
-    "4,"                                                                                           \
-    "\"linear_num_key_heads\":16,\"linear_num_value_heads\":48,\"linear_key_head_dim\":128,"       \
-    "\"linear_value_head_dim\":128,\"linear_conv_kernel_dim\":4,\"torch_dtype\":\"bfloat16\","     \
-    "\"mamba_ssm_dtype\":\"float32\",\"max_position_embeddings\":262144}"
+#define FRANK SWT_QWEN3_NEXT_CONFIG
 
 static void frank(const char *kv, int64_t L, uint64_t kvbytes, struct sw_vllm_report *r)
 {
