@@ -26,19 +26,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#define TIM(n)                                                                                     \
-    "\"timings\":{\"cache_n\":0,\"prompt_n\":10,\"prompt_ms\":5,\"prompt_per_second\":2000,"       \
-    "\"predicted_n\":" #n "}"
-
-static const char *const EVENTS[] = {
-    "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\"}}]}\n\n",
-    "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"}}]," TIM(1) "}\n\n",
-    "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"b\"}}]," TIM(2) "}\n\n",
-    "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"c\"}}]," TIM(3) "}\n\n",
-    "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":10,\"completion_tokens\":3,"
-    "\"total_tokens\":13}," TIM(3) "}\n\ndata: [DONE]\n\n",
-    NULL};
-
 static size_t count(const char *hay, const char *needle)
 {
     size_t n = 0;
@@ -66,7 +53,7 @@ static void test_bench_html_in_chromium(void **state)
     swt_run_free(&r);
 
     struct swh *s = swh_start();
-    swh_sse(s, "/v1/chat/completions", EVENTS, 5);
+    swh_sse(s, "/v1/chat/completions", swh_llama_stream(3), 5);
     snprintf(prompts, sizeof(prompts), "%s/p.jsonl", dir);
     swt_write_str(prompts, "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}\n");
     snprintf(html, sizeof(html), "%s/bench.html", dir);

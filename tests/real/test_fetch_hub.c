@@ -407,20 +407,6 @@ static pid_t spawn(const char *const *argv, const char *out, const char *err, lo
     return pid;
 }
 
-static int wait_exit(pid_t pid)
-{
-    int st = 0;
-    for (int i = 0; i < 12000; i++) { /* bounded: 120 s */
-        pid_t w = waitpid(pid, &st, WNOHANG);
-        if (w == pid)
-            return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-        sw_sleep_ms(10);
-    }
-    kill(pid, SIGKILL);
-    waitpid(pid, &st, 0);
-    return -1;
-}
-
 /* Every process's argv, now: the token must be in none. Returns how many were read. */
 static int scan_cmdlines(void)
 {
@@ -493,7 +479,7 @@ static void test_cut_then_resume_with_token(void **state)
     assert_true(scanned > 0);
     scan_cmdlines();
     swhub_kill(c->hub); /* the connection dies mid-body */
-    int st = wait_exit(pid);
+    int st = swt_wait_exit(pid, 120);
     char *o1 = slurp(out), *e1 = slurp(err);
     no_token_in("stdout", o1);
     no_token_in("stderr", e1);
@@ -618,7 +604,7 @@ static void test_disk_full_fsize(void **state)
     snprintf(err, sizeof(err), "%s/err", c->tmp);
     const char *argv[] = {swt_bin(), "fetch", REPO, "--include", "model-00001*", NULL};
     pid_t pid = spawn(argv, out, err, 2l << 20);
-    int st = wait_exit(pid);
+    int st = swt_wait_exit(pid, 120);
     char *e1 = slurp(err);
     if (st != 1)
         print_error("exit %d\n%s\n", st, e1);
@@ -832,7 +818,7 @@ static void test_interrupt_then_resume(void **state)
     }
     assert_true(reached);
     kill(pid, SIGINT);
-    int st = wait_exit(pid);
+    int st = swt_wait_exit(pid, 120);
     char *e1 = slurp(err);
     if (st != 1 || !strstr(e1, "interrupted"))
         fail_msg("exit %d: %s", st, e1);

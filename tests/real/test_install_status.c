@@ -213,15 +213,7 @@ static void write_fleet(const struct fx *f, const char *path, int pa, int pb, co
 
 static const json_t *endpoint(const json_t *st, const char *name)
 {
-    size_t i;
-    const json_t *e;
-    json_array_foreach(json_object_get(st, "endpoints"), i, e)
-    {
-        if (!strcmp(json_string_value(json_object_get(e, "endpoint")), name))
-            return e;
-    }
-    fail_msg("status has no endpoint %s", name);
-    return NULL;
+    return swt_json_find(json_object_get(st, "endpoints"), "endpoint", name);
 }
 
 /* Put a device tool on a host that answers exactly slipway's query with a recorded output of the

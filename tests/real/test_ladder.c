@@ -162,17 +162,6 @@ static char *cut(const char *text, const char *from, const char *to)
     return o;
 }
 
-static char *replace1(const char *text, const char *from, const char *to)
-{
-    const char *at = strstr(text, from);
-    if (!at)
-        fail_msg("'%s' is not in the fleet", from);
-    size_t n = strlen(text) + strlen(to) + 1;
-    char *o = malloc(n);
-    snprintf(o, n, "%.*s%s%s", (int)(at - text), text, to, at + strlen(from));
-    return o;
-}
-
 /*
  * The simulated frank-primary night ladder. The simulated hardware is the sim's headroom model
  * fitted on every seed boot (`--sim-ledger`: it fails 262,144 and 245,760 at graph capture and
@@ -237,11 +226,12 @@ static void test_sim_frank_primary(void **state)
         fail_msg("%s", e.msg);
     char to[4400];
     snprintf(to, sizeof(to), "      path: %s\n", path);
-    char *a = replace1(op, "      path: /home/dank/models/Qwen3.8-Flash-Next-Uncensored-FP8\n", to);
+    char *a =
+        swt_replace1(op, "      path: /home/dank/models/Qwen3.8-Flash-Next-Uncensored-FP8\n", to);
     snprintf(to, sizeof(to), "        - {host: %s/models, container: /models, readonly: true}",
              dir);
-    char *b =
-        replace1(a, "        - {host: /home/dank/models, container: /models, readonly: true}", to);
+    char *b = swt_replace1(
+        a, "        - {host: /home/dank/models, container: /models, readonly: true}", to);
     char *c = cut(b,
                   "      - shape: {kv_cache_dtype: auto, seqs: 3, max_model_len: 245760, "
                   "gpu_memory_utilization: 0.98}",

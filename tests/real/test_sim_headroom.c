@@ -44,30 +44,6 @@ struct fx {
 
 static pid_t g_pid;
 
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "r");
-    if (!f)
-        fail_msg("cannot read %s", path);
-    static char buf[1 << 17];
-    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-    fclose(f);
-    buf[n] = 0;
-    return strdup(buf);
-}
-
-/* text with the first `from` replaced by `to` (malloc'd) */
-static char *replace(const char *text, const char *from, const char *to)
-{
-    const char *at = strstr(text, from);
-    if (!at)
-        fail_msg("'%s' is not in the fleet", from);
-    size_t n = strlen(text) + strlen(to) + 1;
-    char *o = malloc(n);
-    snprintf(o, n, "%.*s%s%s", (int)(at - text), text, to, at + strlen(from));
-    return o;
-}
-
 static int setup(void **state)
 {
     struct fx *f = calloc(1, sizeof(*f));
@@ -85,19 +61,20 @@ static int setup(void **state)
     snprintf(cmd, sizeof(cmd), "mkdir -p '%s' && cp '%s' '%s/config.json'", path,
              swt_src("tests/data/vllm/models/frank-primary-inferred/config.json"), path);
     assert_int_equal(system(cmd), 0);
-    char *op = slurp(swt_src("examples/operator.yaml"));
+    char *op = swt_slurp(swt_src("examples/operator.yaml"));
     char to[4400];
     snprintf(to, sizeof(to), "      path: %s\n", path);
-    char *a = replace(op, "      path: /home/dank/models/Qwen3.8-Flash-Next-Uncensored-FP8\n", to);
+    char *a =
+        swt_replace1(op, "      path: /home/dank/models/Qwen3.8-Flash-Next-Uncensored-FP8\n", to);
     snprintf(to, sizeof(to), "        - {host: %s/models, container: /models, readonly: true}",
              f->dir);
-    char *b =
-        replace(a, "        - {host: /home/dank/models, container: /models, readonly: true}", to);
+    char *b = swt_replace1(
+        a, "        - {host: /home/dank/models, container: /models, readonly: true}", to);
     snprintf(f->fleet, sizeof(f->fleet), "%s/operator.yaml", f->dir);
     swt_write_str(f->fleet, b);
-    char *c = replace(b, "    args: [--reasoning-parser",
-                      "    args: [--expert-precise-memory, "
-                      "--reasoning-parser");
+    char *c = swt_replace1(b, "    args: [--reasoning-parser",
+                           "    args: [--expert-precise-memory, "
+                           "--reasoning-parser");
     snprintf(f->precise, sizeof(f->precise), "%s/precise.yaml", f->dir);
     swt_write_str(f->precise, c);
     free(op);
@@ -107,7 +84,7 @@ static int setup(void **state)
     static const char *const envs[] = {"frank-primary.env", "frank-small.env"};
     for (size_t i = 0; i < SW_ARRAY_LEN(envs); i++) {
         snprintf(path, sizeof(path), "examples/%s", envs[i]);
-        char *t = slurp(swt_src(path));
+        char *t = swt_slurp(swt_src(path));
         snprintf(path, sizeof(path), "%s/%s", f->dir, envs[i]);
         swt_write_str(path, t);
         free(t);
@@ -234,7 +211,7 @@ static void replay_serves(struct fx *f, const char *ref, const char *const *argv
             usleep(100000);
     }
     assert_int_equal(status, 200);
-    char *text = slurp(log);
+    char *text = swt_slurp(log);
     const json_t *rep = json_object_get(boot, "report");
     const json_t *tok = json_object_get(rep, "kv_cache_tokens");
     if (json_is_integer(tok)) {
@@ -274,7 +251,7 @@ static void replay_serves(struct fx *f, const char *ref, const char *const *argv
         free(body);
         assert_int_equal(status, 500);
         assert_int_equal(reap_within(pid, 20), 0); /* vLLM's API server exits 0 */
-        text = slurp(log);
+        text = swt_slurp(log);
         assert_non_null(strstr(text, "Tried to allocate"));
         assert_non_null(strstr(text, "0 bytes is free"));
         free(text);
