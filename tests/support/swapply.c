@@ -104,10 +104,8 @@ json_t *swap_run(struct swap_fx *f, int *status, const char *verb, ...)
     argv[n++] = "--json";
     va_list ap;
     va_start(ap, verb);
-    for (const char *a = va_arg(ap, const char *); a && n < 31; a = va_arg(ap, const char *))
-        argv[n++] = a;
+    swt_argv_va(argv, n, 32, ap);
     va_end(ap);
-    argv[n] = NULL;
     struct swt_run r;
     assert_int_equal(swt_run(argv, NULL, 900, &r), 0);
     *status = r.status;

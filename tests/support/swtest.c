@@ -10,6 +10,9 @@
 
 #include <slipway/deploy.h>
 #include <slipway/fleet.h>
+#include <slipway/hf.h>
+#include <slipway/plan.h>
+#include <slipway/sglang.h>
 
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -25,6 +28,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -178,6 +182,47 @@ struct sw_fleet *swt_operator(void)
 {
     assert_non_null(operator_fleet);
     return operator_fleet;
+}
+
+void swt_sglang_law(struct sw_fleet *f, const char *name, struct sw_sglang_opts *o,
+                    struct sw_hf_config *c)
+{
+    const struct sw_fleet_endpoint *ep = sw_fleet_endpoint(f, name);
+    struct sw_plan p;
+    struct sw_err e;
+    if (!ep)
+        fail_msg("no endpoint %s", name);
+    if (sw_plan_endpoint(f, ep, NULL, &p, &e))
+        fail_msg("%s: %s", name, e.msg);
+    assert_non_null(p.sglang_opts);
+    *o = *p.sglang_opts;
+    sw_plan_free(&p);
+    if (sw_endpoint_hf_config(ep, c, NULL, 0, &e))
+        fail_msg("%s: %s", name, e.msg);
+}
+
+char *swt_operator_local(const char *root)
+{
+    char path[4200], to[4400];
+    snprintf(path, sizeof(path), "%s/models", root);
+    if (mkdir(path, 0755) && errno != EEXIST)
+        fail_msg("mkdir %s: %s", path, strerror(errno));
+    snprintf(path, sizeof(path), "%s/models/primary", root);
+    if (mkdir(path, 0755) && errno != EEXIST)
+        fail_msg("mkdir %s: %s", path, strerror(errno));
+    swt_copy(swt_src("tests/data/vllm/models/frank-primary-inferred/config.json"),
+             swt_join(path, "config.json"));
+    char *op = swt_slurp(swt_src("examples/operator.yaml"));
+    snprintf(to, sizeof(to), "      path: %s\n", path);
+    char *a =
+        swt_replace1(op, "      path: /home/dank/models/Qwen3.8-Flash-Next-Uncensored-FP8\n", to);
+    snprintf(to, sizeof(to), "        - {host: %s/models, container: /models, readonly: true}",
+             root);
+    char *b = swt_replace1(
+        a, "        - {host: /home/dank/models, container: /models, readonly: true}", to);
+    free(op);
+    free(a);
+    return b;
 }
 
 char *swt_slurp(const char *path)
@@ -392,19 +437,37 @@ int swt_run(const char *const *argv, const char *stdin_text, unsigned timeout_s,
     return 0;
 }
 
+size_t swt_argv_va(const char **argv, size_t n, size_t max, va_list ap)
+{
+    for (const char *a = va_arg(ap, const char *); a && n + 1 < max; a = va_arg(ap, const char *))
+        argv[n++] = a;
+    argv[n] = NULL;
+    return n;
+}
+
 int swt_slipway(struct swt_run *r, ...)
 {
-    const char *argv[128];
-    int n = 0;
+    const char *argv[128] = {swt_bin()};
     va_list ap;
-    argv[n++] = swt_bin();
     va_start(ap, r);
-    const char *a;
-    while ((a = va_arg(ap, const char *)) && n < 127)
-        argv[n++] = a;
+    swt_argv_va(argv, 1, 128, ap);
     va_end(ap);
-    argv[n] = NULL;
     return swt_run(argv, NULL, 600, r);
+}
+
+void swt_slipway_exits(int want, ...)
+{
+    const char *argv[128] = {swt_bin()};
+    va_list ap;
+    va_start(ap, want);
+    swt_argv_va(argv, 1, 128, ap);
+    va_end(ap);
+    struct swt_run r;
+    assert_int_equal(swt_run(argv, NULL, 600, &r), 0);
+    if (r.status != want)
+        fail_msg("slipway %s %s exited %d (wanted %d):\n%.3000s\n%.2000s", argv[1],
+                 argv[1] && argv[2] ? argv[2] : "", r.status, want, r.out, r.err);
+    swt_run_free(&r);
 }
 
 void swt_run_free(struct swt_run *r)
@@ -449,6 +512,31 @@ int swt_wait_exit(pid_t pid, unsigned timeout_s)
     waitpid(pid, &st, 0);
     fail_msg("pid %d did not exit within %u s", (int)pid, timeout_s);
     return -1;
+}
+
+void swt_run_bounded(const char *const *argv, unsigned bound_s, struct swt_run *r)
+{
+    assert_int_equal(swt_run(argv, NULL, bound_s, r), 0);
+    if (r->status == 128 + 9)
+        fail_msg("%s %s ... did not finish within %u s (blocked)\nstderr: %.2000s", argv[0],
+                 argv[1] ? argv[1] : "", bound_s, r->err);
+}
+
+int swt_tmpdir_setup(void **state, char **dir)
+{
+    char *d = swt_tmpdir();
+    unsetenv("SLIPWAY_LEDGER");
+    *state = d;
+    if (dir)
+        *dir = d;
+    return 0;
+}
+
+int swt_tmpdir_teardown(void **state)
+{
+    swt_tmpdir_free(*state);
+    *state = NULL;
+    return 0;
 }
 
 int swt_survivors(const char *mark, bool print, pid_t *one)
@@ -567,16 +655,11 @@ int swt_count_entries(const char *dir)
 
 json_t *swt_slipway_json(struct swt_run *r, int want, ...)
 {
-    const char *argv[32];
-    int n = 0;
+    const char *argv[32] = {swt_bin()};
     va_list ap;
-    argv[n++] = swt_bin();
     va_start(ap, want);
-    const char *a;
-    while ((a = va_arg(ap, const char *)) && n < 31)
-        argv[n++] = a;
+    swt_argv_va(argv, 1, 32, ap);
     va_end(ap);
-    argv[n] = NULL;
     assert_int_equal(swt_run(argv, NULL, 300, r), 0);
     if (r->status != want)
         fail_msg("slipway %s %s exited %d (wanted %d):\n%.3000s\n%.2000s", argv[1], argv[2],

@@ -8,6 +8,7 @@
 
 #include <slipway/core.h>
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
@@ -43,6 +44,18 @@ struct sw_fleet *swt_fleet_text(const char *name, const char *text);
 int swt_operator_setup(void **state);
 int swt_operator_teardown(void **state);
 struct sw_fleet *swt_operator(void);
+
+/* The SGLang law's inputs for endpoint `name` of fleet f as planned: its options and its
+ * architecture; fails the test on error. */
+struct sw_sglang_opts;
+struct sw_hf_config;
+void swt_sglang_law(struct sw_fleet *f, const char *name, struct sw_sglang_opts *o,
+                    struct sw_hf_config *c);
+
+/* examples/operator.yaml made local to root: frank-primary's model at root/models/primary (the
+ * config.json inferred for it, tests/data/vllm/models/frank-primary-inferred, written there), the
+ * models mount from root/models. The fleet text; free it. */
+char *swt_operator_local(const char *root);
 
 /* A TCP port on 127.0.0.1 that was free a moment ago (bind to port 0). -1 on error. */
 int swt_free_port(void);
@@ -82,9 +95,18 @@ struct swt_run {
 /* Run argv (argv[0] searched in PATH unless it contains '/'), with optional stdin text,
  * capturing up to 64 MiB of each stream; timeout_s kills it (status 128+9). */
 int swt_run(const char *const *argv, const char *stdin_text, unsigned timeout_s, struct swt_run *r);
+/* swt_run with no stdin where blocking is the failure: a run still going after bound_s is killed
+ * and fails the test, named as blocked (with its stderr). */
+void swt_run_bounded(const char *const *argv, unsigned bound_s, struct swt_run *r);
+/* Append the strings of ap, up to its NULL, to argv[0..n): at most max - 1 in all, then NULL.
+ * The new count (a test's own argv vector for swt_run). */
+size_t swt_argv_va(const char **argv, size_t n, size_t max, va_list ap);
 /* Run the slipway binary: swt_slipway(&r, "plan", "--json", NULL). */
 int swt_slipway(struct swt_run *r, ...);
 void swt_run_free(struct swt_run *r);
+/* Run the slipway binary (arguments NULL-terminated) and require exit status `want`; the failure
+ * shows both streams. swt_slipway_exits(2, "gguf", "frobnicate", NULL). */
+void swt_slipway_exits(int want, ...);
 
 /*
  * Prerequisites. A test that needs something this machine may lack (a built llama.cpp, nginx, a
@@ -136,6 +158,13 @@ int swt_wait_exit(pid_t pid, unsigned timeout_s);
 /* Live processes (not zombies, not this one) whose argv holds `mark`; each printed on stderr when
  * `print`, the last one's pid in *one (may be NULL). */
 int swt_survivors(const char *mark, bool print, pid_t *one);
+
+/* A cmocka (group) setup's fresh directory: *state and *dir (may be NULL) are a new swt_tmpdir(),
+ * and SLIPWAY_LEDGER is unset (no run reaches the ledger of the shell that started the test).
+ * Returns 0. swt_tmpdir_teardown removes it. */
+int swt_tmpdir_setup(void **state, char **dir);
+/* A cmocka (group) teardown for a setup whose *state is a swt_tmpdir(): removes it. */
+int swt_tmpdir_teardown(void **state);
 
 /* A file (up to 64 MiB) holds exactly data[0..n) / holds needle somewhere. False when unreadable. */
 bool swt_file_is(const char *path, const void *data, size_t n);

@@ -171,13 +171,26 @@ const char *swth_podman_missing(void)
             snprintf(why, sizeof(why), "%s is not installed (scripts/deps.sh)", progs[i]);
             return why;
         }
-    const char *argv[] = {"podman", "image", "exists", "localhost/slipway-llama:test", NULL};
+    const char *argv[] = {"podman", "image", "exists", SWTH_IMAGE ":test", NULL};
     struct swt_run r;
     if (swt_run(argv, NULL, 60, &r) || r.status)
         snprintf(why, sizeof(why),
-                 "image localhost/slipway-llama:test is not built (scripts/testhost.sh image)");
+                 "image " SWTH_IMAGE ":test is not built (scripts/testhost.sh image)");
     swt_run_free(&r);
     return why;
+}
+
+void swth_image_digest(char *buf, size_t n)
+{
+    const char *argv[] = {"podman",           "image", "inspect", "--format", "{{.Digest}}",
+                          SWTH_IMAGE ":test", NULL};
+    struct swt_run r;
+    assert_int_equal(swt_run(argv, NULL, 60, &r), 0);
+    assert_int_equal(r.status, 0);
+    r.out[strcspn(r.out, "\n")] = '\0';
+    assert_true(!strncmp(r.out, "sha256:", 7));
+    snprintf(buf, n, "%s", r.out);
+    swt_run_free(&r);
 }
 
 /* The value of "key=" at the start of a line of out, copied into dst. */

@@ -51,6 +51,11 @@ struct swth_host {
 const char *swth_missing(void);
 /* The same for the podman runtime (podman, runc, and `scripts/testhost.sh image` built). */
 const char *swth_podman_missing(void);
+/* The test image `scripts/testhost.sh image` builds (tagged :test), and its digest on this machine
+ * ("sha256:...", which the hosts see too: they share the store) into buf; fails the test when
+ * podman cannot say. */
+#define SWTH_IMAGE "localhost/slipway-llama"
+void swth_image_digest(char *buf, size_t n);
 
 /* scripts/testhost.sh up NAME ADDR (169.254.N.2, N unique per test binary) [--bind-ro B]... (binds: NULL-terminated "PATH[:DEST]" list,
  * may be NULL), bounded by 180 s. Fills h and registers the host for swth_down at exit or on a

@@ -716,12 +716,8 @@ static void test_failures_and_usage(void **state)
 
     /* the CLI: usage errors exit 2 */
     struct swt_run r;
-    swt_slipway(&r, "bench", "http://127.0.0.1:1", "--depth", "1k,x", NULL);
-    assert_int_equal(r.status, 2);
-    swt_run_free(&r);
-    swt_slipway(&r, "bench", "http://127.0.0.1:1", "--rate", "2", "--concurrency", "2", NULL);
-    assert_int_equal(r.status, 2);
-    swt_run_free(&r);
+    swt_slipway_exits(2, "bench", "http://127.0.0.1:1", "--depth", "1k,x", NULL);
+    swt_slipway_exits(2, "bench", "http://127.0.0.1:1", "--rate", "2", "--concurrency", "2", NULL);
     swt_slipway(&r, "bench", "http://127.0.0.1:1", "--arrival", "gamma:-1", "--json", NULL);
     assert_int_equal(r.status, 2);
     assert_non_null(strstr(r.out, "\"error\""));

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
+#include "swledger.h"
 #include "swtest.h"
 
 #include <stdio.h>
@@ -24,10 +25,7 @@ static int setup(void **state)
     struct swt_run r;
     f->dir = swt_tmpdir();
     snprintf(f->led, sizeof(f->led), "%s", swt_join(f->dir, "seed.sqlite"));
-    swt_slipway(&r, "ledger", "import", swt_src("tests/data/ledger/seed-boots.json"), "--ledger",
-                f->led, NULL);
-    assert_int_equal(r.status, 0);
-    swt_run_free(&r);
+    swl_cli_import_seed(f->led);
     *state = f;
     return 0;
 }
@@ -99,10 +97,8 @@ static void test_svg(void **state)
     struct fx *f = *state;
     struct swt_run r;
     const char *svg = swt_join(f->dir, "calib.svg");
-    swt_slipway(&r, "calibrate", "frank-primary", "--ledger", f->led, "--exclude", "4", "--predict",
-                "200704:3150000000", "--svg", svg, NULL);
-    assert_int_equal(r.status, 0);
-    swt_run_free(&r);
+    swt_slipway_exits(0, "calibrate", "frank-primary", "--ledger", f->led, "--exclude", "4",
+                      "--predict", "200704:3150000000", "--svg", svg, NULL);
     char *text = NULL;
     size_t n = 0;
     struct sw_err e;
@@ -167,16 +163,11 @@ static void test_exit_codes(void **state)
     assert_int_equal(r.status, 2);
     assert_non_null(strstr(r.err, "frank-nowhere"));
     swt_run_free(&r);
-    swt_slipway(&r, "calibrate", "frank-primary", "--ledger", swt_join(f->dir, "none.sqlite"),
-                NULL);
-    assert_int_equal(r.status, 2);
-    swt_run_free(&r);
-    swt_slipway(&r, "calibrate", NULL);
-    assert_int_equal(r.status, 2);
-    swt_run_free(&r);
-    swt_slipway(&r, "calibrate", "frank-primary", "--ledger", f->led, "--predict", "abc", NULL);
-    assert_int_equal(r.status, 2);
-    swt_run_free(&r);
+    swt_slipway_exits(2, "calibrate", "frank-primary", "--ledger", swt_join(f->dir, "none.sqlite"),
+                      NULL);
+    swt_slipway_exits(2, "calibrate", NULL);
+    swt_slipway_exits(2, "calibrate", "frank-primary", "--ledger", f->led, "--predict", "abc",
+                      NULL);
     /* frank-small without an arch: readings cannot be priced, nothing fit */
     swt_slipway(&r, "calibrate", "frank-small", "--ledger", f->led, NULL);
     assert_int_equal(r.status, 1);
@@ -191,9 +182,7 @@ static void test_exit_codes(void **state)
                   "\"tp\":2,\"kv_dtype\":\"fp8\",\"slots\":3,\"ctx\":262144,"
                   "\"kv_bytes\":7000000000},\"report\":{\"kv_cache_tokens\":700000},"
                   "\"source\":\"by hand\"}]}");
-    swt_slipway(&r, "ledger", "import", doc, "--ledger", f->led, NULL);
-    assert_int_equal(r.status, 0);
-    swt_run_free(&r);
+    swt_slipway_exits(0, "ledger", "import", doc, "--ledger", f->led, NULL);
     swt_slipway(&r, "calibrate", "frank-primary", "--ledger", f->led, NULL);
     assert_int_equal(r.status, 1);
     swt_has_all("stdout", r.out, "INCONSISTENT", "contradicts", NULL);
@@ -207,10 +196,8 @@ static void test_sglang(void **state)
     struct swt_run r;
     char led[4096];
     snprintf(led, sizeof(led), "%s", swt_join(f->dir, "sg.sqlite"));
-    swt_slipway(&r, "ledger", "import", swt_src("tests/data/ledger/seed-sglang.json"), "--ledger",
-                led, NULL);
-    assert_int_equal(r.status, 0);
-    swt_run_free(&r);
+    swt_slipway_exits(0, "ledger", "import", swt_src("tests/data/ledger/seed-sglang.json"),
+                      "--ledger", led, NULL);
     swt_slipway(&r, "calibrate", "frank-primary-sglang", "--fleet",
                 swt_src("examples/operator.yaml"), "--ledger", led, NULL);
     assert_int_equal(r.status, 0);
@@ -241,10 +228,8 @@ static void test_contexts(void **state)
 {
     struct fx *f = *state;
     struct swt_run r;
-    swt_slipway(&r, "ledger", "import", swt_src("tests/data/ledger/seed-contexts.json"), "--ledger",
-                f->led, NULL);
-    assert_int_equal(r.status, 0);
-    swt_run_free(&r);
+    swt_slipway_exits(0, "ledger", "import", swt_src("tests/data/ledger/seed-contexts.json"),
+                      "--ledger", f->led, NULL);
     swt_slipway(&r, "calibrate", "frank-primary", "--ledger", f->led, "--predict",
                 "262144:6100000000", "--context", "user=root", NULL);
     assert_int_equal(r.status, 0);

@@ -45,18 +45,6 @@ static const struct sw_fleet_endpoint *ep(void)
     return x;
 }
 
-static void law(struct sw_sglang_opts *o, struct sw_hf_config *c)
-{
-    struct sw_plan p;
-    struct sw_err e;
-    if (sw_plan_endpoint(swt_operator(), ep(), NULL, &p, &e))
-        fail_msg("%s", e.msg);
-    *o = *p.sglang_opts;
-    sw_plan_free(&p);
-    if (sw_endpoint_hf_config(ep(), c, NULL, 0, &e))
-        fail_msg("%s", e.msg);
-}
-
 /* boot 1: the pinned shape, 531 MiB free; boot 2: the autofit, no reading */
 static void seed_obs(struct sw_calib_sglang_obs obs[2])
 {
@@ -91,7 +79,7 @@ static int sg_setup(void **state)
     *state = g;
     if (!g)
         return -1;
-    law(&g->o, &g->c);
+    swt_sglang_law(swt_operator(), EP, &g->o, &g->c);
     g->q = g->o;
     g->q.max_total_tokens = 0;
     seed_obs(g->obs);

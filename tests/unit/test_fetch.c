@@ -225,9 +225,7 @@ static void test_cli_refuses_token_flag(void **state)
     assert_int_equal(r.status, 2);
     assert_non_null(strstr(r.err, "HF_TOKEN"));
     swt_run_free(&r);
-    swt_slipway(&r, "fetch", "org/m", "--json", "--quiet", NULL);
-    assert_int_equal(r.status, 2);
-    swt_run_free(&r);
+    swt_slipway_exits(2, "fetch", "org/m", "--json", "--quiet", NULL);
 }
 
 /* ---- the download engine against scripted replies (what nginx will not do) ---- */

@@ -126,15 +126,9 @@ static void test_inspect(void **state)
                         "SW_EPARSE");
     json_decref(j);
     swt_run_free(&r);
-    swt_slipway(&r, "gguf", "inspect", swt_join(dir, "none.gguf"), NULL);
-    assert_int_equal(r.status, 2);
-    swt_run_free(&r);
-    swt_slipway(&r, "gguf", "inspect", NULL);
-    assert_int_equal(r.status, 2);
-    swt_run_free(&r);
-    swt_slipway(&r, "gguf", "frobnicate", NULL);
-    assert_int_equal(r.status, 2);
-    swt_run_free(&r);
+    swt_slipway_exits(2, "gguf", "inspect", swt_join(dir, "none.gguf"), NULL);
+    swt_slipway_exits(2, "gguf", "inspect", NULL);
+    swt_slipway_exits(2, "gguf", "frobnicate", NULL);
     swt_tmpdir_free(dir);
 }
 

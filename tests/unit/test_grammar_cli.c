@@ -67,10 +67,8 @@ static void run_in(struct swt_run *r, const char *in, const char *env_fleet, ...
     argv[n++] = swt_bin();
     va_list ap;
     va_start(ap, env_fleet);
-    for (const char *a = va_arg(ap, const char *); a && n < 38; a = va_arg(ap, const char *))
-        argv[n++] = a;
+    swt_argv_va(argv, n, 39, ap);
     va_end(ap);
-    argv[n] = NULL;
     assert_int_equal(swt_run(argv, NULL, 60, r), 0);
 }
 

@@ -811,9 +811,7 @@ static void test_history_cli(void **state)
                 "not checked (no fleet given", NULL);
     swt_run_free(&r);
     /* an endpoint the ledger does not know: unusable input */
-    assert_int_equal(swt_slipway(&r, "history", "nobody", "--ledger", f->path, NULL), 0);
-    assert_int_equal(r.status, 2);
-    swt_run_free(&r);
+    swt_slipway_exits(2, "history", "nobody", "--ledger", f->path, NULL);
 }
 
 /* ---------------------------------------------------------------------------------------------

@@ -95,14 +95,9 @@ static void test_bad_input(void **state)
     assert_int_equal(r.status, 2);
     assert_non_null(strstr(r.err, "-c"));
     swt_run_free(&r);
-    assert_int_equal(swt_slipway(&r, "plan", "--engine", "vllm", "--", "x", NULL), 0);
-    assert_int_equal(r.status, 2);
-    swt_run_free(&r);
-    assert_int_equal(swt_slipway(&r, "plan", "--engine", "llama.cpp", "--", "llama-server", "-m",
-                                 swt_join(dir, "missing.gguf"), NULL),
-                     0);
-    assert_int_equal(r.status, 2);
-    swt_run_free(&r);
+    swt_slipway_exits(2, "plan", "--engine", "vllm", "--", "x", NULL);
+    swt_slipway_exits(2, "plan", "--engine", "llama.cpp", "--", "llama-server", "-m",
+                      swt_join(dir, "missing.gguf"), NULL);
 }
 
 /* `slipway plan FLEET ENDPOINT --json`: that endpoint's report (exit 0 required). */

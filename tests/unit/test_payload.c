@@ -463,9 +463,7 @@ static void test_cli_verify_only(void **state)
     pb_st1(swt_join(pl, "model.safetensors"), "lm_head.weight", 1000, 0);
 
     /* pin, then verify: exit 0 */
-    swt_slipway(&r, "fetch", pl, "--verify-only", "--write-manifest", man, NULL);
-    assert_int_equal(r.status, 0);
-    swt_run_free(&r);
+    swt_slipway_exits(0, "fetch", pl, "--verify-only", "--write-manifest", man, NULL);
     swt_slipway(&r, "fetch", pl, "--verify-only", "--manifest", man, "--json", NULL);
     assert_int_equal(r.status, 0);
     json_t *j = swt_json_out(&r);
@@ -487,15 +485,9 @@ static void test_cli_verify_only(void **state)
 
     /* unusable input: exit 2 */
     swt_write_str(man, "{\"format\":\"nope\"}");
-    swt_slipway(&r, "fetch", pl, "--verify-only", "--manifest", man, NULL);
-    assert_int_equal(r.status, 2);
-    swt_run_free(&r);
-    swt_slipway(&r, "fetch", swt_join(dir, "nothing-here"), "--verify-only", NULL);
-    assert_int_equal(r.status, 2);
-    swt_run_free(&r);
-    swt_slipway(&r, "fetch", pl, "--verify-only", "--threads", "0", NULL);
-    assert_int_equal(r.status, 2);
-    swt_run_free(&r);
+    swt_slipway_exits(2, "fetch", pl, "--verify-only", "--manifest", man, NULL);
+    swt_slipway_exits(2, "fetch", swt_join(dir, "nothing-here"), "--verify-only", NULL);
+    swt_slipway_exits(2, "fetch", pl, "--verify-only", "--threads", "0", NULL);
     free(pl);
     free(man);
     swt_tmpdir_free(dir);
@@ -530,9 +522,7 @@ static void test_cli_endpoint(void **state)
     snprintf(mdir, sizeof(mdir), "%s", man);
     *strrchr(mdir, '/') = '\0';
     mkdir(mdir, 0755);
-    swt_slipway(&r, "fetch", pl, "--verify-only", "--write-manifest", man, NULL);
-    assert_int_equal(r.status, 0);
-    swt_run_free(&r);
+    swt_slipway_exits(0, "fetch", pl, "--verify-only", "--write-manifest", man, NULL);
     swt_write_str(swt_join(pl, "w.bin"), "short");
     swt_slipway(&r, "fetch", "e1", "--fleet", fleet, "--verify-only", "--json", NULL);
     assert_int_equal(r.status, 1);
@@ -543,9 +533,7 @@ static void test_cli_endpoint(void **state)
                      1);
     json_decref(j);
     swt_run_free(&r);
-    swt_slipway(&r, "fetch", "nope", "--fleet", fleet, "--verify-only", NULL);
-    assert_int_equal(r.status, 2);
-    swt_run_free(&r);
+    swt_slipway_exits(2, "fetch", "nope", "--fleet", fleet, "--verify-only", NULL);
     free(pl);
     free(fleet);
     swt_tmpdir_free(dir);
@@ -685,10 +673,8 @@ static void test_cli_verify_unverified(void **state)
     assert_non_null(strstr(r.err, "--allow-unverified"));
     assert_int_equal(access(pin, F_OK), -1);
     swt_run_free(&r);
-    swt_slipway(&r, "fetch", pl, "--verify-only", "--manifest", man, "--hash-all",
-                "--allow-unverified", "--write-manifest", pin, NULL);
-    assert_int_equal(r.status, 0);
-    swt_run_free(&r);
+    swt_slipway_exits(0, "fetch", pl, "--verify-only", "--manifest", man, "--hash-all",
+                      "--allow-unverified", "--write-manifest", pin, NULL);
     struct sw_payload_manifest m;
     struct sw_err e;
     char hex[65];

@@ -211,13 +211,11 @@ static const char *gate_verdict(const char *d, const char *base_text, const char
     return v;
 }
 
-static void test_patch_gate(void **state)
+/* In d: a/ and b/ hold BASE and PATCHED as vllm/v1/core/kv_cache_utils.py, 02-mla-page.patch the
+ * diff between them, image/ an empty folder; hb and hp their SHA-256. */
+static void make_patch(const char *d, char *hb, char *hp)
 {
-    (void)state;
-    swt_need(access("/usr/bin/patch", X_OK) == 0, "GNU patch (/usr/bin/patch)");
-    swt_need(access("/usr/bin/diff", X_OK) == 0, "diff (/usr/bin/diff)");
-    char *d = swt_tmpdir();
-    char cmd[8192], line[1024] = "";
+    char cmd[8192];
     snprintf(cmd, sizeof(cmd),
              "cd '%s' && mkdir -p image a/vllm/v1/core b/vllm/v1/core && printf '%%s' '" BASE
              "' > a/vllm/v1/core/kv_cache_utils.py && printf '%%s' '" PATCHED
@@ -225,9 +223,19 @@ static void test_patch_gate(void **state)
              "b/vllm/v1/core/kv_cache_utils.py > 02-mla-page.patch; test $? -eq 1; }",
              d);
     assert_int_equal(system(cmd), 0);
-    char hb[SW_PAYLOAD_SHA256_HEX + 1], hp[SW_PAYLOAD_SHA256_HEX + 1];
     hash(swt_join(d, "a/vllm/v1/core/kv_cache_utils.py"), hb);
     hash(swt_join(d, "b/vllm/v1/core/kv_cache_utils.py"), hp);
+}
+
+static void test_patch_gate(void **state)
+{
+    (void)state;
+    swt_need(access("/usr/bin/patch", X_OK) == 0, "GNU patch (/usr/bin/patch)");
+    swt_need(access("/usr/bin/diff", X_OK) == 0, "diff (/usr/bin/diff)");
+    char *d = swt_tmpdir();
+    char line[1024] = "";
+    char hb[SW_PAYLOAD_SHA256_HEX + 1], hp[SW_PAYLOAD_SHA256_HEX + 1];
+    make_patch(d, hb, hp);
     assert_string_equal(gate_verdict(d, BASE, hb, hp, line, sizeof(line)), "pass");
     assert_non_null(strstr(line, "reproduces"));
     assert_string_equal(gate_verdict(d, BASE "# rebuilt\n", hb, hp, line, sizeof(line)), "fail");
@@ -256,20 +264,12 @@ static void test_patch_on_host(void **state)
     swt_need(access("/usr/bin/patch", X_OK) == 0, "GNU patch (/usr/bin/patch)");
     swt_need(access("/usr/bin/diff", X_OK) == 0, "diff (/usr/bin/diff)");
     char *d = swt_tmpdir();
-    char cmd[8192], tmp[4096];
+    char tmp[4096];
     snprintf(tmp, sizeof(tmp), "%s", swt_join(d, "tmp"));
     assert_int_equal(mkdir(tmp, 0700), 0);
     setenv("TMPDIR", tmp, 1);
-    snprintf(cmd, sizeof(cmd),
-             "cd '%s' && mkdir -p image a/vllm/v1/core b/vllm/v1/core && printf '%%s' '" BASE
-             "' > a/vllm/v1/core/kv_cache_utils.py && printf '%%s' '" PATCHED
-             "' > b/vllm/v1/core/kv_cache_utils.py && { diff -u a/vllm/v1/core/kv_cache_utils.py "
-             "b/vllm/v1/core/kv_cache_utils.py > 02-mla-page.patch; test $? -eq 1; }",
-             d);
-    assert_int_equal(system(cmd), 0);
     char hb[SW_PAYLOAD_SHA256_HEX + 1], hp[SW_PAYLOAD_SHA256_HEX + 1];
-    hash(swt_join(d, "a/vllm/v1/core/kv_cache_utils.py"), hb);
-    hash(swt_join(d, "b/vllm/v1/core/kv_cache_utils.py"), hp);
+    make_patch(d, hb, hp);
     char base[4096], patch[4096];
     snprintf(base, sizeof(base), "%s", swt_join(d, "image/kv_cache_utils.py"));
     snprintf(patch, sizeof(patch), "%s", swt_join(d, "02-mla-page.patch"));

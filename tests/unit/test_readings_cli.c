@@ -60,9 +60,7 @@ static void test_refused(void **state)
     assert_int_equal(r.status, 2);
     assert_non_null(strstr(r.out, "cannot tell which tool"));
     swt_run_free(&r);
-    swt_slipway(&r, "readings", "--tool", "xpu-smi", NULL);
-    assert_int_equal(r.status, 2);
-    swt_run_free(&r);
+    swt_slipway_exits(2, "readings", "--tool", "xpu-smi", NULL);
     swt_slipway(&r, "readings", "--record", "--endpoint", "x", NULL);
     assert_int_equal(r.status, 2);
     assert_non_null(strstr(r.err, "--fleet"));

@@ -233,29 +233,18 @@ static void test_usage(void **state)
 {
     (void)state;
     struct swt_run r;
-    assert_int_equal(swt_slipway(&r, "install", NULL), 0);
-    assert_int_equal(r.status, 2);
-    swt_run_free(&r);
-    assert_int_equal(swt_slipway(&r, "install", "x", "--fleet", "y.yaml", "z", NULL), 0);
-    assert_int_equal(r.status, 2);
-    swt_run_free(&r);
-    assert_int_equal(swt_slipway(&r, "status", "--fleet", "a.yaml", "b", "c", NULL), 0);
-    assert_int_equal(r.status, 2);
-    swt_run_free(&r);
-    assert_int_equal(swt_slipway(&r, "status", "--deadline", "forever", NULL), 0);
-    assert_int_equal(r.status, 2);
-    swt_run_free(&r);
+    swt_slipway_exits(2, "install", NULL);
+    swt_slipway_exits(2, "install", "x", "--fleet", "y.yaml", "z", NULL);
+    swt_slipway_exits(2, "status", "--fleet", "a.yaml", "b", "c", NULL);
+    swt_slipway_exits(2, "status", "--deadline", "forever", NULL);
     /* an endpoint the fleet does not have */
     assert_int_equal(
         swt_slipway(&r, "status", "--fleet", swt_src("examples/local.yaml"), "nope", NULL), 0);
     assert_int_equal(r.status, 2);
     assert_non_null(strstr(r.err, "nope"));
     swt_run_free(&r);
-    assert_int_equal(swt_slipway(&r, "install", "nope", "--fleet", swt_src("examples/local.yaml"),
-                                 "--json", NULL),
-                     0);
-    assert_int_equal(r.status, 2);
-    swt_run_free(&r);
+    swt_slipway_exits(2, "install", "nope", "--fleet", swt_src("examples/local.yaml"), "--json",
+                      NULL);
 }
 
 int main(void)

@@ -223,19 +223,6 @@ static void test_gates_unpinned(void **state)
     json_decref(out);
 }
 
-/* The law's options of the endpoint (as planned) and its architecture. */
-static void law(struct sw_sglang_opts *o, struct sw_hf_config *c)
-{
-    struct sw_plan p;
-    struct sw_err e;
-    if (sw_plan_endpoint(swt_operator(), ep(), NULL, &p, &e))
-        fail_msg("%s", e.msg);
-    *o = *p.sglang_opts;
-    sw_plan_free(&p);
-    if (sw_endpoint_hf_config(ep(), c, NULL, 0, &e))
-        fail_msg("%s", e.msg);
-}
-
 /* Held out both ways. The autofit (687,388 tokens with 32 bf16 mamba slots, no pin) implies a
  * rest of [687,388, 687,389) x 16,384 + 32 x 26,345,472 B = 11.27 GiB. The same rest with the
  * mamba pool left to the engine's autofill (ratio 0.9: rest x 0.9 / 1.9) predicts the ssm pool
@@ -250,7 +237,7 @@ static void test_autofill_from_autofit(void **state)
     struct sw_err e;
     uint64_t lo, hi;
     (void)state;
-    law(&o, c);
+    swt_sglang_law(swt_operator(), EP, &o, c);
     o.max_total_tokens = 0; /* the autofit: no pin */
     assert_int_equal(sw_sglang_rest_from_tokens(c, &o, 687388, &lo, &hi, &e), 0);
     assert_true(lo == 687388ull * 16384 + 32ull * 26345472);
@@ -308,7 +295,7 @@ static void test_autofit_leaves(void **state)
     struct sw_sglang_report pin, fit;
     struct sw_err e;
     (void)state;
-    law(&o, c);
+    swt_sglang_law(swt_operator(), EP, &o, c);
     assert_int_equal(sw_sglang_plan(c, &o, &pin, &e), 0);
     uint64_t lo, hi;
     o.max_total_tokens = 0;
@@ -332,7 +319,7 @@ static void test_rest_refusals(void **state)
     struct sw_err e;
     uint64_t lo, hi;
     (void)state;
-    law(&o, c);
+    swt_sglang_law(swt_operator(), EP, &o, c);
     o.max_mamba_cache_size = 0; /* autofilled from the same rest */
     assert_int_equal(sw_sglang_rest_from_tokens(c, &o, 687388, &lo, &hi, &e), SW_EUNSUPPORTED);
     o.max_mamba_cache_size = 32;
