@@ -27,32 +27,14 @@ static char *dir;
 
 static int setup(void **state)
 {
-    (void)state;
-    dir = swt_tmpdir();
-    unsetenv("SLIPWAY_LEDGER");
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    swt_tmpdir_free(dir);
-    return 0;
-}
-
-static void run_argv(const char *const *argv, struct swt_run *r)
-{
-    assert_int_equal(swt_run(argv, NULL, BOUND_S, r), 0);
-    if (r->status == 128 + 9)
-        fail_msg("%s %s ... did not finish within %d s (blocked)\nstderr: %.2000s", argv[0],
-                 argv[1], BOUND_S, r->err);
+    return swt_tmpdir_setup(state, &dir);
 }
 
 /* `slipway lint --no-verify path`; the output must not carry a sanitizer's report. */
 static void lint(const char *path, struct swt_run *r)
 {
     const char *argv[] = {swt_bin(), "lint", "--no-verify", path, NULL};
-    run_argv(argv, r);
+    swt_run_bounded(argv, BOUND_S, r);
     if (strstr(r->err, "runtime error") || strstr(r->err, "Sanitizer"))
         fail_msg("lint %s: %s", path, r->err);
 }
@@ -231,7 +213,7 @@ static void test_lint_dropins(void **state)
     assert_int_equal(mkdir(lone_d, 0755), 0);
     swt_write_str(lone, "[Service]\nStartLimitIntervalSec=30\n");
     const char *argv[] = {swt_bin(), "lint", lone, NULL};
-    run_argv(argv, &r);
+    swt_run_bounded(argv, BOUND_S, &r);
     assert_int_equal(r.status, 1);
     swt_has_all("lint of a lone drop-in", r.out,
                 "override.conf:2: start-limit: StartLimitIntervalSec=30",
@@ -313,7 +295,7 @@ static void test_mount_dotdot(void **state)
     container_fleet(fleet, "/srv/models/../elsewhere/proj.gguf");
     const char *out_bad[] = {swt_bin(), "render", "c", "--fleet", fleet, NULL};
     struct swt_run r;
-    run_argv(out_bad, &r);
+    swt_run_bounded(out_bad, BOUND_S, &r);
     if (r.status == 0)
         fail_msg("rendered a projector outside the mount:\n%s", r.out);
     swt_has_all("render of /srv/models/../elsewhere", r.err,
@@ -322,7 +304,7 @@ static void test_mount_dotdot(void **state)
                 NULL);
     swt_run_free(&r);
     container_fleet(fleet, "/srv/models/./m//proj.gguf");
-    run_argv(out_bad, &r);
+    swt_run_bounded(out_bad, BOUND_S, &r);
     if (r.status != 0)
         fail_msg("render of /srv/models/./m//proj.gguf exited %d: %s", r.status, r.err);
     swt_has_all("render of /srv/models/./m//proj.gguf", r.out, " --mmproj /models/m/proj.gguf ",
@@ -342,7 +324,7 @@ static void test_mount_dotdot(void **state)
                         "    shape: {max_model_len: 4096, seqs: 1}\n");
     swt_write_str(fleet, y);
     const char *check[] = {swt_bin(), "fleet", "check", fleet, NULL};
-    run_argv(check, &r);
+    swt_run_bounded(check, BOUND_S, &r);
     assert_int_not_equal(r.status, 0);
     swt_has_all("fleet check of /srv/models/../other", r.err,
                 "payload.path /srv/models/../other/model is on no mount's host side", NULL);
@@ -382,7 +364,7 @@ static void test_control_chars(void **state)
         swt_write_str(fleet, y);
         const char *argv[] = {swt_bin(), "render", "m", "--fleet", fleet, "--lint", NULL};
         struct swt_run r;
-        run_argv(argv, &r);
+        swt_run_bounded(argv, BOUND_S, &r);
         if (r.status != 2 || strstr(r.out, "\nExecStartPre=/bin/true"))
             fail_msg("render of %s exited %d:\n%s%s", cases[i].where, r.status, r.out, r.err);
         char want[512];
@@ -443,7 +425,7 @@ static void test_fleet_path_newline(void **state)
     assert_int_equal(mkdir(out, 0700), 0);
     const char *render[] = {swt_bin(), "render", "m", "--fleet", fleet, "--out", out, NULL};
     struct swt_run r;
-    run_argv(render, &r);
+    swt_run_bounded(render, BOUND_S, &r);
     if (r.status != 0)
         fail_msg("render exited %d: %s", r.status, r.err);
     swt_run_free(&r);
@@ -457,7 +439,7 @@ static void test_fleet_path_newline(void **state)
     snprintf(swap, sizeof(swap), "%s/llama-swap.yaml", out);
     const char *export[] = {swt_bin(), "export", "llama-swap", "--fleet",
                             fleet,     "--out",  swap,         NULL};
-    run_argv(export, &r);
+    swt_run_bounded(export, BOUND_S, &r);
     if (r.status != 0)
         fail_msg("export exited %d: %s", r.status, r.err);
     swt_run_free(&r);
@@ -480,7 +462,7 @@ static void test_render_out_dir(void **state)
     struct swt_run r;
     char want[8500];
     const char *mk[] = {swt_bin(), "render", "c", "--fleet", fleet, "--out", fresh, NULL};
-    run_argv(mk, &r);
+    swt_run_bounded(mk, BOUND_S, &r);
     assert_int_not_equal(r.status, 0);
     snprintf(want, sizeof(want),
              "%s: no such directory (its parent %s exists): the output directory must exist", fresh,
@@ -489,7 +471,7 @@ static void test_render_out_dir(void **state)
     swt_run_free(&r);
 
     const char *no[] = {swt_bin(), "render", "c", "--fleet", fleet, "--out", deep, NULL};
-    run_argv(no, &r);
+    swt_run_bounded(no, BOUND_S, &r);
     assert_int_not_equal(r.status, 0);
     snprintf(want, sizeof(want),
              "%s: no such directory, and its parent %s/no/such is not one either", deep, dir);
@@ -497,7 +479,7 @@ static void test_render_out_dir(void **state)
     swt_run_free(&r);
 
     const char *in_file[] = {swt_bin(), "render", "c", "--fleet", fleet, "--out", file, NULL};
-    run_argv(in_file, &r);
+    swt_run_bounded(in_file, BOUND_S, &r);
     assert_int_not_equal(r.status, 0);
     snprintf(want, sizeof(want), "%s: exists and is not a directory", file);
     swt_has_all("render --out a file", r.err, want, NULL);
@@ -544,13 +526,13 @@ static void test_report_md_escaped(void **state)
                           "m",
                           NULL};
     struct swt_run r;
-    run_argv(rule, &r);
+    swt_run_bounded(rule, BOUND_S, &r);
     if (r.status != 0)
         fail_msg("add-rule: %s", r.err);
     swt_run_free(&r);
     const char *report[] = {swt_bin(), "report", "--fleet", fleet, "--ledger",
                             led,       "--md",   md,        NULL};
-    run_argv(report, &r);
+    swt_run_bounded(report, BOUND_S, &r);
     if (r.status != 0)
         fail_msg("report exited %d: %s", r.status, r.err);
     swt_run_free(&r);
@@ -603,5 +585,5 @@ int main(void)
         cmocka_unit_test(test_fleet_path_newline), cmocka_unit_test(test_render_out_dir),
         cmocka_unit_test(test_report_md_escaped),  cmocka_unit_test(test_lint_huge_stop_grace),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, setup, swt_tmpdir_teardown);
 }

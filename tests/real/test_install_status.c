@@ -44,7 +44,7 @@
 
 #define ADDR_A "169.254.4.2"
 #define ADDR_B "169.254.5.2"
-#define IMAGE  "localhost/slipway-llama"
+#define IMAGE  SWTH_IMAGE
 #define KEY_1  "sk-status-test-key-one-0123456789"
 #define KEY_2  "sk-status-test-key-two-9876543210"
 
@@ -125,19 +125,6 @@ static int teardown(void **state)
     swt_tmpdir_free(f->dir);
     free(f);
     return 0;
-}
-
-static void image_digest(char *buf, size_t n)
-{
-    const char *argv[] = {"podman",      "image",       "inspect", "--format",
-                          "{{.Digest}}", IMAGE ":test", NULL};
-    struct swt_run r;
-    assert_int_equal(swt_run(argv, NULL, 60, &r), 0);
-    assert_int_equal(r.status, 0);
-    r.out[strcspn(r.out, "\n")] = '\0';
-    assert_true(!strncmp(r.out, "sha256:", 7));
-    snprintf(buf, n, "%s", r.out);
-    swt_run_free(&r);
 }
 
 static unsigned long long hard_limit(int res)
@@ -321,7 +308,7 @@ static void test_install_status_unreachable(void **state)
     swt_need(!why[0], "%s", why);
 
     char digest[128], bind[4200];
-    image_digest(digest, sizeof(digest));
+    swth_image_digest(digest, sizeof(digest));
     snprintf(bind, sizeof(bind), "%s:/models", swth_gm.dir);
     const char *binds[] = {bind, NULL};
     assert_int_equal(swth_up("sw-st-native", ADDR_A, binds, &f->a), 0);

@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "swchrome.h"
+#include "swledger.h"
 #include "swtest.h"
 
 #include <slipway/core.h>
@@ -30,23 +31,11 @@ static char ledger[4200], fleet[4200];
 
 static int setup(void **state)
 {
-    (void)state;
-    struct swt_run r;
     dir = swt_tmpdir();
     snprintf(ledger, sizeof(ledger), "%s/seed.sqlite", dir);
     snprintf(fleet, sizeof(fleet), "%s", swt_src("examples/operator.yaml"));
-    swt_slipway(&r, "ledger", "import", swt_src("tests/data/ledger/seed-boots.json"), "--ledger",
-                ledger, NULL);
-    if (r.status)
-        fail_msg("import: %s", r.err);
-    swt_run_free(&r);
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    swt_tmpdir_free(dir);
+    swl_cli_import_seed(ledger);
+    *state = dir;
     return 0;
 }
 
@@ -185,5 +174,5 @@ int main(void)
         cmocka_unit_test(test_html_in_chromium),
         cmocka_unit_test(test_promtool),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, setup, swt_tmpdir_teardown);
 }

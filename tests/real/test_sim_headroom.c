@@ -24,6 +24,7 @@
 
 #include <slipway/core.h>
 
+#include "swledger.h"
 #include "swllama.h"
 #include "swtest.h"
 
@@ -50,26 +51,9 @@ static int setup(void **state)
     char path[4200];
     f->dir = swt_tmpdir();
     snprintf(f->led, sizeof(f->led), "%s", swt_join(f->dir, "seed.sqlite"));
-    struct swt_run r;
-    swt_slipway(&r, "ledger", "import", swt_src("tests/data/ledger/seed-boots.json"), "--ledger",
-                f->led, NULL);
-    assert_int_equal(r.status, 0);
-    swt_run_free(&r);
+    swl_cli_import_seed(f->led);
     /* the payload: a directory with the inferred config (the law plans from it) */
-    snprintf(path, sizeof(path), "%s/models/primary", f->dir);
-    char cmd[8800];
-    snprintf(cmd, sizeof(cmd), "mkdir -p '%s' && cp '%s' '%s/config.json'", path,
-             swt_src("tests/data/vllm/models/frank-primary-inferred/config.json"), path);
-    assert_int_equal(system(cmd), 0);
-    char *op = swt_slurp(swt_src("examples/operator.yaml"));
-    char to[4400];
-    snprintf(to, sizeof(to), "      path: %s\n", path);
-    char *a =
-        swt_replace1(op, "      path: /home/dank/models/Qwen3.8-Flash-Next-Uncensored-FP8\n", to);
-    snprintf(to, sizeof(to), "        - {host: %s/models, container: /models, readonly: true}",
-             f->dir);
-    char *b = swt_replace1(
-        a, "        - {host: /home/dank/models, container: /models, readonly: true}", to);
+    char *b = swt_operator_local(f->dir);
     snprintf(f->fleet, sizeof(f->fleet), "%s/operator.yaml", f->dir);
     swt_write_str(f->fleet, b);
     char *c = swt_replace1(b, "    args: [--reasoning-parser",
@@ -77,17 +61,12 @@ static int setup(void **state)
                            "--reasoning-parser");
     snprintf(f->precise, sizeof(f->precise), "%s/precise.yaml", f->dir);
     swt_write_str(f->precise, c);
-    free(op);
-    free(a);
     free(b);
     free(c);
     static const char *const envs[] = {"frank-primary.env", "frank-small.env"};
     for (size_t i = 0; i < SW_ARRAY_LEN(envs); i++) {
         snprintf(path, sizeof(path), "examples/%s", envs[i]);
-        char *t = swt_slurp(swt_src(path));
-        snprintf(path, sizeof(path), "%s/%s", f->dir, envs[i]);
-        swt_write_str(path, t);
-        free(t);
+        swt_copy(swt_src(path), swt_join(f->dir, envs[i]));
     }
     *state = f;
     return 0;
