@@ -10,6 +10,7 @@
 
 #include <slipway/deploy.h>
 #include <slipway/fleet.h>
+#include <slipway/gguf.h>
 #include <slipway/hf.h>
 #include <slipway/plan.h>
 #include <slipway/sglang.h>
@@ -184,16 +185,31 @@ struct sw_fleet *swt_operator(void)
     return operator_fleet;
 }
 
+uint64_t swt_gguf_u64(const struct sw_gguf *g, const char *suffix)
+{
+    uint64_t v = 0;
+    if (sw_gguf_arch_u64(g, suffix, &v))
+        fail_msg("the GGUF has no %s", suffix);
+    return v;
+}
+
+void swt_plan(const struct sw_fleet *f, const char *name, struct sw_plan *p)
+{
+    const struct sw_fleet_endpoint *ep = sw_fleet_endpoint(f, name);
+    struct sw_err e;
+    if (!ep)
+        fail_msg("no endpoint %s", name);
+    if (sw_plan_endpoint(f, ep, NULL, p, &e))
+        fail_msg("plan %s: %s", name, e.msg);
+}
+
 void swt_sglang_law(struct sw_fleet *f, const char *name, struct sw_sglang_opts *o,
                     struct sw_hf_config *c)
 {
     const struct sw_fleet_endpoint *ep = sw_fleet_endpoint(f, name);
     struct sw_plan p;
     struct sw_err e;
-    if (!ep)
-        fail_msg("no endpoint %s", name);
-    if (sw_plan_endpoint(f, ep, NULL, &p, &e))
-        fail_msg("%s: %s", name, e.msg);
+    swt_plan(f, name, &p);
     assert_non_null(p.sglang_opts);
     *o = *p.sglang_opts;
     sw_plan_free(&p);
@@ -651,6 +667,18 @@ int swt_count_entries(const char *dir)
         n += de->d_name[0] != '.';
     closedir(d);
     return n;
+}
+
+json_t *swt_run_json(const char *const *argv, unsigned timeout_s, int *status)
+{
+    struct swt_run r;
+    assert_int_equal(swt_run(argv, NULL, timeout_s, &r), 0);
+    *status = r.status;
+    if (r.err && r.err[0])
+        print_message("stderr: %s\n", r.err);
+    json_t *j = swt_json_out(&r);
+    swt_run_free(&r);
+    return j;
 }
 
 json_t *swt_slipway_json(struct swt_run *r, int want, ...)

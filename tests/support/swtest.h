@@ -11,6 +11,7 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 /* $SW_SOURCE_DIR/rel, $SW_SHARED_DIR/rel, $SW_BUILD_DIR/rel (static buffers rotate, 8 deep). */
@@ -45,6 +46,14 @@ int swt_operator_setup(void **state);
 int swt_operator_teardown(void **state);
 struct sw_fleet *swt_operator(void);
 
+/* Endpoint `name` of fleet f planned into p (sw_plan_free it); fails the test naming the endpoint
+ * on error. */
+struct sw_plan;
+void swt_plan(const struct sw_fleet *f, const char *name, struct sw_plan *p);
+/* The GGUF's "<architecture>.<suffix>" as a number (sw_gguf_arch_u64); fails the test naming the
+ * key when it is absent. */
+struct sw_gguf;
+uint64_t swt_gguf_u64(const struct sw_gguf *g, const char *suffix);
 /* The SGLang law's inputs for endpoint `name` of fleet f as planned: its options and its
  * architecture; fails the test on error. */
 struct sw_sglang_opts;
@@ -56,6 +65,16 @@ void swt_sglang_law(struct sw_fleet *f, const char *name, struct sw_sglang_opts 
  * config.json inferred for it, tests/data/vllm/models/frank-primary-inferred, written there), the
  * models mount from root/models. The fleet text; free it. */
 char *swt_operator_local(const char *root);
+
+/* The head of a test fleet: one local host `local` with one 8 GiB test device gpu0 (no driver is
+ * asked), up to its hosts' end (profiles: or endpoints: follow). */
+#define SWT_FLEET_LOCAL_8G                                                                         \
+    "version: 1\n"                                                                                 \
+    "hosts:\n"                                                                                     \
+    "  local:\n"                                                                                   \
+    "    transport: {kind: local}\n"                                                               \
+    "    devices:\n"                                                                               \
+    "      gpu0: {kind: test, vendor: nvidia, index: 0, memory_total: 8GiB}\n"
 
 /* A TCP port on 127.0.0.1 that was free a moment ago (bind to port 0). -1 on error. */
 int swt_free_port(void);
@@ -135,6 +154,9 @@ long swt_torture(const char *name, int (*run)(void *arg), void *arg, int want);
 const json_t *swt_json_find(const json_t *arr, const char *key, const char *value);
 /* Parse r->out as JSON (fails the test if it is not). */
 json_t *swt_json_out(const struct swt_run *r);
+/* Run argv (timeout_s at most): its exit status in *status, its stdout parsed as JSON (fails the
+ * test when it is not), its stderr printed when it has any. json_decref it. */
+json_t *swt_run_json(const char *const *argv, unsigned timeout_s, int *status);
 /* Run the slipway binary (arguments NULL-terminated, 300 s at most), require exit status `want`
  * (the failure shows both streams) and return its stdout parsed as JSON; swt_run_free r. */
 json_t *swt_slipway_json(struct swt_run *r, int want, ...);

@@ -429,3 +429,33 @@ void swth_end_masters(const char *run_dir)
         usleep(100 * 1000);
     }
 }
+
+int swth_fx_setup(void **state)
+{
+    struct swth_fx *f = calloc(1, sizeof(*f));
+    *state = f;
+    return f ? 0 : -1;
+}
+
+int swth_fx_teardown(void **state)
+{
+    struct swth_fx *f = *state;
+    swth_down(&f->h);
+    if (f->dir)
+        swt_tmpdir_free(f->dir);
+    free(f);
+    return 0;
+}
+
+void swth_fx_up(struct swth_fx *f, const char *name, const char *addr, const char *const *binds,
+                const char *led_name)
+{
+    swt_need(swth_missing()[0] == '\0', "%s", swth_missing());
+    swt_need(swth_gm.model[0] != '\0', "no chat model: %s", swth_gm.missing);
+    assert_int_equal(swth_up(name, addr, binds, &f->h), 0);
+    print_message("host %s up at %s in %ld ms\n", name, addr, f->h.boot_ms);
+    f->dir = swt_tmpdir();
+    snprintf(f->fleet, sizeof(f->fleet), "%s", swt_join(f->dir, "fleet.yaml"));
+    snprintf(f->led, sizeof(f->led), "%s", swt_join(f->dir, led_name));
+    f->port = swt_free_port();
+}

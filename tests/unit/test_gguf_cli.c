@@ -287,12 +287,9 @@ static void test_synth_cli(void **state)
     struct sw_gguf *g = NULL;
     assert_int_equal(sw_gguf_open(out, &g, &e), 0);
     uint64_t u;
-    assert_int_equal(sw_gguf_arch_u64(g, "block_count", &u), 0);
-    assert_int_equal(u, 3);
-    assert_int_equal(sw_gguf_arch_u64(g, "attention.sliding_window_pattern", &u), 0);
-    assert_int_equal(u, 3);
-    assert_int_equal(sw_gguf_arch_u64(g, "context_length", &u), 0);
-    assert_int_equal(u, 2000);
+    assert_int_equal(swt_gguf_u64(g, "block_count"), 3);
+    assert_int_equal(swt_gguf_u64(g, "attention.sliding_window_pattern"), 3);
+    assert_int_equal(swt_gguf_u64(g, "context_length"), 2000);
     sw_gguf_free(g);
     /* human output */
     swt_slipway(&r, "gguf", "synth", "--arch", "gemma3", "--vocab", vocab, "--out", out, NULL);

@@ -98,8 +98,7 @@ static void test_frank_primary(void **state)
     struct sw_fleet *f = load(fleet);
     struct sw_plan pl;
     struct sw_err e;
-    if (sw_plan_endpoint(f, sw_fleet_endpoint(f, "frank-primary"), NULL, &pl, &e))
-        fail_msg("%s", e.msg);
+    swt_plan(f, "frank-primary", &pl);
     json_t *rep = json_object_get(pl.engine_plan, "report");
     assert_int_equal(json_integer_value(json_object_get(rep, "kv_cache_tokens")), 398658);
     assert_true(json_real_value(json_object_get(rep, "max_concurrency")) == 1.99);
@@ -137,8 +136,7 @@ static void test_frank_small(void **state)
     struct sw_fleet *f = load(fleet);
     struct sw_plan pl;
     struct sw_err e;
-    if (sw_plan_endpoint(f, sw_fleet_endpoint(f, "frank-small"), NULL, &pl, &e))
-        fail_msg("%s", e.msg);
+    swt_plan(f, "frank-small", &pl);
     assert_non_null(pl.llamacpp);
     assert_int_equal(pl.llamacpp->report.n_ctx, 540672);
     assert_int_equal(pl.llamacpp->report.n_seq_max, 3);

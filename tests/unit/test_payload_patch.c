@@ -171,24 +171,18 @@ static const char *gate_verdict(const char *d, const char *base_text, const char
     struct sw_fleet_opts fo = {.getenv = sw_fleet_no_environ};
     swt_write_str(swt_join(d, "image/kv_cache_utils.py"), base_text);
     snprintf(y, sizeof(y),
-             "version: 1\n"
-             "hosts:\n"
-             "  local:\n"
-             "    transport: {kind: local}\n"
-             "    devices:\n"
-             "      gpu0: {kind: test, vendor: nvidia, index: 0, memory_total: 8GiB}\n"
-             "endpoints:\n"
-             "  e:\n"
-             "    host: local\n"
-             "    devices: [gpu0]\n"
-             "    engine: vllm\n"
-             "    payload: {path: /nonexistent/model}\n"
-             "    patches:\n"
-             "      - file: vllm/v1/core/kv_cache_utils.py\n"
-             "        patch: 02-mla-page.patch\n"
-             "        base: image/kv_cache_utils.py\n"
-             "        base_sha256: %s\n"
-             "        patched_sha256: %s\n",
+             SWT_FLEET_LOCAL_8G "endpoints:\n"
+                                "  e:\n"
+                                "    host: local\n"
+                                "    devices: [gpu0]\n"
+                                "    engine: vllm\n"
+                                "    payload: {path: /nonexistent/model}\n"
+                                "    patches:\n"
+                                "      - file: vllm/v1/core/kv_cache_utils.py\n"
+                                "        patch: 02-mla-page.patch\n"
+                                "        base: image/kv_cache_utils.py\n"
+                                "        base_sha256: %s\n"
+                                "        patched_sha256: %s\n",
              hb, hp);
     swt_write_str(swt_join(d, "fleet.yaml"), y);
     if (sw_fleet_load(swt_join(d, "fleet.yaml"), &fo, &f, &e))

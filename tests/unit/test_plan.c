@@ -55,8 +55,7 @@ static void test_fleet_endpoint(void **state)
     struct sw_plan p;
     struct sw_err e;
     sw_err_clear(&e);
-    if (sw_plan_endpoint(f, sw_fleet_endpoint(f, "decl"), NULL, &p, &e))
-        fail_msg("%s", e.msg);
+    swt_plan(f, "decl", &p);
     assert_int_equal(p.engine, SW_FLEET_LLAMACPP);
     assert_string_equal(p.cmd.argv[0], "/nonexistent/llama-server");
     assert_int_equal(p.llamacpp->report.n_ctx, 16384);

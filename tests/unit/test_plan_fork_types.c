@@ -55,24 +55,18 @@ static const char *fleet_text(const char *dir, bool with_profile, const char *de
 {
     static char y[2048];
     snprintf(y, sizeof(y),
-             "version: 1\n"
-             "hosts:\n"
-             "  local:\n"
-             "    transport: {kind: local}\n"
-             "    devices:\n"
-             "      gpu0: {kind: test, vendor: nvidia, index: 0, memory_total: 8GiB}\n"
-             "profiles:\n"
-             "  rocmfpx:\n"
-             "    base: llama.cpp\n"
-             "    gguf_types: [%s]\n"
-             "endpoints:\n"
-             "  fork:\n"
-             "    host: local\n"
-             "    devices: [gpu0]\n"
-             "    engine: llama.cpp\n"
-             "%s"
-             "    payload: {path: %s, gguf: m.gguf}\n"
-             "    shape: {ctx_size: 1024, seqs: 1}\n",
+             SWT_FLEET_LOCAL_8G "profiles:\n"
+                                "  rocmfpx:\n"
+                                "    base: llama.cpp\n"
+                                "    gguf_types: [%s]\n"
+                                "endpoints:\n"
+                                "  fork:\n"
+                                "    host: local\n"
+                                "    devices: [gpu0]\n"
+                                "    engine: llama.cpp\n"
+                                "%s"
+                                "    payload: {path: %s, gguf: m.gguf}\n"
+                                "    shape: {ctx_size: 1024, seqs: 1}\n",
              decl, with_profile ? "    profile: rocmfpx\n" : "", dir);
     return y;
 }

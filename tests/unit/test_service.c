@@ -18,6 +18,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* An endpoint `name` of llama.cpp's llama-server on the host far (its fields follow). */
+#define FAR_LLAMA(name)                                                                            \
+    "  " name ":\n"                                                                                \
+    "    host: far\n"                                                                              \
+    "    engine: llama.cpp\n"                                                                      \
+    "    binary: /opt/llama/bin/llama-server\n"
+
 static struct sw_fleet *load_text(const char *text)
 {
     return swt_fleet_text("test.yaml", text);
@@ -43,19 +50,11 @@ static void render(const struct sw_fleet *f, const char *name, struct sw_unit_re
 static void test_url(void **state)
 {
     (void)state;
-    struct sw_fleet *f = load_text(HOSTS "endpoints:\n"
-                                         "  wild:\n"
-                                         "    host: far\n"
-                                         "    engine: llama.cpp\n"
-                                         "    binary: /opt/llama/bin/llama-server\n"
-                                         "    listen: 0.0.0.0:9001\n"
-                                         "    payload: {path: /models/m.gguf}\n"
-                                         "  own:\n"
-                                         "    host: far\n"
-                                         "    engine: llama.cpp\n"
-                                         "    binary: /opt/llama/bin/llama-server\n"
-                                         "    listen: 10.1.2.3:9002\n"
-                                         "    payload: {path: /models/m.gguf}\n");
+    struct sw_fleet *f = load_text(
+        HOSTS "endpoints:\n" FAR_LLAMA("wild") "    listen: 0.0.0.0:9001\n"
+                                               "    payload: {path: /models/m.gguf}\n" FAR_LLAMA(
+                                                   "own") "    listen: 10.1.2.3:9002\n"
+                                                          "    payload: {path: /models/m.gguf}\n");
     struct sw_unit_render r;
     struct sw_fleet_addr a;
     render(f, "wild", &r);
@@ -81,14 +80,10 @@ static void test_url(void **state)
 static void test_user_scope_paths(void **state)
 {
     (void)state;
-    struct sw_fleet *f = load_text(HOSTS "endpoints:\n"
-                                         "  mine:\n"
-                                         "    host: far\n"
-                                         "    engine: llama.cpp\n"
-                                         "    binary: /opt/llama/bin/llama-server\n"
-                                         "    listen: 127.0.0.1:9003\n"
-                                         "    service: {scope: user}\n"
-                                         "    payload: {path: /models/m.gguf}\n");
+    struct sw_fleet *f =
+        load_text(HOSTS "endpoints:\n" FAR_LLAMA("mine") "    listen: 127.0.0.1:9003\n"
+                                                         "    service: {scope: user}\n"
+                                                         "    payload: {path: /models/m.gguf}\n");
     struct sw_unit_render r;
     render(f, "mine", &r);
     char up[1024], envp[1024];
@@ -202,13 +197,9 @@ static void test_status_unreachable(void **state)
 {
     (void)state;
     char *dir = swt_tmpdir();
-    const char *fleet = write_fleet(dir, HOSTS "endpoints:\n"
-                                               "  n:\n"
-                                               "    host: far\n"
-                                               "    engine: llama.cpp\n"
-                                               "    binary: /opt/llama/bin/llama-server\n"
-                                               "    listen: 192.0.2.1:9005\n"
-                                               "    payload: {path: /models/m.gguf}\n");
+    const char *fleet = write_fleet(
+        dir, HOSTS "endpoints:\n" FAR_LLAMA("n") "    listen: 192.0.2.1:9005\n"
+                                                 "    payload: {path: /models/m.gguf}\n");
     char run[4300];
     snprintf(run, sizeof(run), "SLIPWAY_RUN_DIR=%s", dir);
     const char *argv[] = {"env", run,          swt_bin(), "status", "--fleet",

@@ -90,8 +90,7 @@ static void test_plan_endpoint(void **state)
     struct sw_err e;
     struct sw_plan pl;
     sw_err_clear(&e);
-    if (sw_plan_endpoint(f, sw_fleet_endpoint(f, "frank-primary"), NULL, &pl, &e))
-        fail_msg("%s", e.msg);
+    swt_plan(f, "frank-primary", &pl);
     json_t *out = pl.engine_plan;
     json_t *rep = json_object_get(out, "report");
     assert_int_equal(json_integer_value(json_object_get(rep, "kv_cache_tokens")), 398658);
@@ -113,8 +112,7 @@ static void test_plan_endpoint(void **state)
     assert_int_equal(json_integer_value(json_object_get(pl.shape, "ctx")), 200704);
     sw_plan_free(&pl);
 
-    if (sw_plan_endpoint(f, sw_fleet_endpoint(f, "frank-large"), NULL, &pl, &e))
-        fail_msg("%s", e.msg);
+    swt_plan(f, "frank-large", &pl);
     out = pl.engine_plan;
     rep = json_object_get(out, "report");
     assert_true(json_is_false(json_object_get(rep, "pool_sized")));
@@ -129,8 +127,7 @@ static void test_plan_endpoint(void **state)
     sw_plan_free(&pl);
 
     /* an SGLang endpoint is planned by the SGLang law over the argv the adapter renders */
-    if (sw_plan_endpoint(f, sw_fleet_endpoint(f, "frank-primary-sglang"), NULL, &pl, &e))
-        fail_msg("%s", e.msg);
+    swt_plan(f, "frank-primary-sglang", &pl);
     rep = json_object_get(pl.engine_plan, "report");
     assert_int_equal(json_integer_value(json_object_get(rep, "max_total_num_tokens")), 606208);
     assert_true(pl.cmd.argc > 0);
