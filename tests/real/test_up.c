@@ -555,25 +555,17 @@ static void test_fleet_up_down(void **state)
     snprintf(fleet, sizeof(fleet), "%s/fleet.yaml", t.dir);
     snprintf(run, sizeof(run), "%s/run", t.dir);
     snprintf(yaml, sizeof(yaml),
-             "version: 1\n"
-             "hosts:\n"
-             "  localhost:\n"
-             "    transport: local\n"
-             "endpoints:\n"
-             "  tiny:\n"
-             "    host: localhost\n"
-             "    engine: llama.cpp\n"
-             "    binary: %s\n"
-             "    listen: 127.0.0.1:%d\n"
-             "    alias: %s\n"
-             "    payload:\n"
-             "      path: %s\n"
-             "      gguf: chat.gguf\n"
-             "    shape:\n"
-             "      ctx_size: 4096\n"
-             "      seqs: 2\n"
-             "      kv_unified: true\n"
-             "      ubatch_size: 256\n",
+             SWL_FLEET_LOCAL_TINY "    binary: %s\n"
+                                  "    listen: 127.0.0.1:%d\n"
+                                  "    alias: %s\n"
+                                  "    payload:\n"
+                                  "      path: %s\n"
+                                  "      gguf: chat.gguf\n"
+                                  "    shape:\n"
+                                  "      ctx_size: 4096\n"
+                                  "      seqs: 2\n"
+                                  "      kv_unified: true\n"
+                                  "      ubatch_size: 256\n",
              swl_bin("llama-server"), t.port, t.mark, g_models);
     swt_write_str(fleet, yaml);
     setenv("SLIPWAY_RUN_DIR", run, 1);
