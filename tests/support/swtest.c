@@ -185,6 +185,16 @@ struct sw_fleet *swt_operator(void)
     return operator_fleet;
 }
 
+struct sw_gguf *swt_gguf_open(const char *path)
+{
+    struct sw_gguf *g = NULL;
+    struct sw_err e;
+    char buf[2048];
+    if (sw_gguf_open(path, &g, &e))
+        fail_msg("%s", sw_err_format(&e, buf, sizeof(buf)));
+    return g;
+}
+
 uint64_t swt_gguf_u64(const struct sw_gguf *g, const char *suffix)
 {
     uint64_t v = 0;
@@ -553,6 +563,27 @@ int swt_tmpdir_teardown(void **state)
     swt_tmpdir_free(*state);
     *state = NULL;
     return 0;
+}
+
+int swt_spawn_announced(const char *what, const char *const *argv, const char *out, const char *log,
+                        pid_t *pid)
+{
+    *pid = swt_spawn(argv, out, log, NULL);
+    assert_true(*pid > 0);
+    bool exited = false;
+    int port = swt_announced_port(out, *pid, 30000, &exited);
+    if (exited || port <= 0) {
+        if (exited)
+            *pid = 0;
+        char *t = NULL;
+        size_t n = 0;
+        struct sw_err e;
+        sw_read_file(log, 64u << 20, &t, &n, &e);
+        fail_msg("%s %s without serving (log %s): %s", what,
+                 exited ? "exited" : "announced no port", log,
+                 t ? (n > 3000 ? t + n - 3000 : t) : "");
+    }
+    return port;
 }
 
 int swt_survivors(const char *mark, bool print, pid_t *one)

@@ -50,6 +50,9 @@ struct sw_fleet *swt_operator(void);
  * on error. */
 struct sw_plan;
 void swt_plan(const struct sw_fleet *f, const char *name, struct sw_plan *p);
+/* The GGUF at path opened (sw_gguf_open); fails the test with the error where it is. sw_gguf_free
+ * it. */
+struct sw_gguf *swt_gguf_open(const char *path);
 /* The GGUF's "<architecture>.<suffix>" as a number (sw_gguf_arch_u64); fails the test naming the
  * key when it is absent. */
 struct sw_gguf;
@@ -75,6 +78,16 @@ char *swt_operator_local(const char *root);
     "    transport: {kind: local}\n"                                                               \
     "    devices:\n"                                                                               \
     "      gpu0: {kind: test, vendor: nvidia, index: 0, memory_total: 8GiB}\n"
+
+/* The head of a bench test's fleet: one local host `here` with one 24 GiB NVIDIA GPU g0 of memory
+ * bandwidth bw (a string literal: "1TB/s"), up to "endpoints:" exclusive. */
+#define SWT_FLEET_HERE_GPU(bw)                                                                     \
+    "version: 1\n"                                                                                 \
+    "hosts:\n"                                                                                     \
+    "  here:\n"                                                                                    \
+    "    transport: local\n"                                                                       \
+    "    devices:\n"                                                                               \
+    "      g0: {kind: gpu, vendor: nvidia, memory_total: 24GiB, bandwidth: " bw "}\n"
 
 /* A TCP port on 127.0.0.1 that was free a moment ago (bind to port 0). -1 on error. */
 int swt_free_port(void);
@@ -176,6 +189,13 @@ int swt_announced_port(const char *out_path, pid_t pid, unsigned timeout_ms, boo
 /* Wait up to timeout_s for pid (a child) to exit: its exit code, or 128+signal. Past the timeout
  * it is killed and the test fails. */
 int swt_wait_exit(pid_t pid, unsigned timeout_s);
+
+/* Start a server that announces its port on stdout (swt_spawn: argv, stdout to out, stderr to
+ * log). *pid is its pid from the start (the caller's to stop; 0 once it exited and was reaped).
+ * The port it announced within 30 s; fails the test naming `what`, with the end of the log, when it
+ * exits first or announces none. */
+int swt_spawn_announced(const char *what, const char *const *argv, const char *out, const char *log,
+                        pid_t *pid);
 
 /* Live processes (not zombies, not this one) whose argv holds `mark`; each printed on stderr when
  * `print`, the last one's pid in *one (may be NULL). */
