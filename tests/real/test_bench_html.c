@@ -63,27 +63,24 @@ static void test_bench_html_in_chromium(void **state)
     assert_int_equal(sscanf(swh_url(s, ""), "http://127.0.0.1:%d", &port), 1);
     char fleet[4300], yaml[2048];
     snprintf(fleet, sizeof(fleet), "%s/fleet.yaml", dir);
-    snprintf(yaml, sizeof(yaml),
-             "version: 1\n"
-             "hosts:\n"
-             "  here:\n"
-             "    transport: local\n"
-             "    devices:\n"
-             "      g0: {kind: gpu, vendor: nvidia, memory_total: 24GiB, bandwidth: 100GB/s}\n"
-             "endpoints:\n"
-             "  roofed:\n"
-             "    host: here\n"
-             "    devices: [g0]\n"
-             "    engine: vllm\n"
-             "    listen: 127.0.0.1:%d\n"
-             "    payload: {path: /nonexistent/m}\n"
-             "    shape: {max_model_len: 4096, kv_cache_bytes: 1GiB, seqs: 2}\n"
-             "    arch: {model_type: llama, hidden_size: 1024, num_hidden_layers: 8,\n"
-             "           num_attention_heads: 8, num_key_value_heads: 2, head_dim: 128,\n"
-             "           vocab_size: 32000, torch_dtype: bfloat16,\n"
-             "           max_position_embeddings: 4096,\n"
-             "           weights: {embd: 65536000, output: 65536000, total: 400000000}}\n",
-             port);
+    snprintf(
+        yaml, sizeof(yaml),
+        SWT_FLEET_HERE_GPU(
+            "100GB/s") "endpoints:\n"
+                       "  roofed:\n"
+                       "    host: here\n"
+                       "    devices: [g0]\n"
+                       "    engine: vllm\n"
+                       "    listen: 127.0.0.1:%d\n"
+                       "    payload: {path: /nonexistent/m}\n"
+                       "    shape: {max_model_len: 4096, kv_cache_bytes: 1GiB, seqs: 2}\n"
+                       "    arch: {model_type: llama, hidden_size: 1024, num_hidden_layers: 8,\n"
+                       "           num_attention_heads: 8, num_key_value_heads: 2, head_dim: 128,\n"
+                       "           vocab_size: 32000, torch_dtype: bfloat16,\n"
+                       "           max_position_embeddings: 4096,\n"
+                       "           weights: {embd: 65536000, output: 65536000, total: "
+                       "400000000}}\n",
+        port);
     swt_write_str(fleet, yaml);
     snprintf(html, sizeof(html), "%s/bench-roof.html", dir);
     swt_slipway(&r, "bench", "roofed", "--fleet", fleet, "--prompts", prompts, "--tg", "3",

@@ -169,17 +169,8 @@ static void replay_serves(struct fx *f, const char *ref, const char *const *argv
     char out[4200], log[4200];
     snprintf(out, sizeof(out), "%s/%s.out", f->dir, ref);
     snprintf(log, sizeof(log), "%s/%s.log", f->dir, ref);
-    pid_t pid = swt_spawn(argv, out, log, NULL);
-    assert_true(pid > 0);
-    g_pid = pid;
-    bool exited;
-    int port = swt_announced_port(out, pid, 30000, &exited);
-    if (exited) {
-        g_pid = 0;
-        char *t = swl_tail(log, 3000);
-        fail_msg("%s: the sim exited without serving: %s", ref, t ? t : "");
-    }
-    assert_true(port > 0);
+    int port = swt_spawn_announced(ref, argv, out, log, &g_pid);
+    pid_t pid = g_pid;
     int status = 0;
     for (int i = 0; i < 300 && status != 200; i++) {
         char *body = NULL;
