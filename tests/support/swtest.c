@@ -565,6 +565,45 @@ int swt_tmpdir_teardown(void **state)
     return 0;
 }
 
+void swt_slipway_kill_at(const char *needle, bool anywhere, ...)
+{
+    const char *argv[64] = {swt_bin()};
+    va_list ap;
+    va_start(ap, anywhere);
+    swt_argv_va(argv, 1, 64, ap);
+    va_end(ap);
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        dup2(fds[1], 1);
+        close(fds[0]);
+        close(fds[1]);
+        execv(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    close(fds[1]);
+    FILE *in = fdopen(fds[0], "r");
+    assert_non_null(in);
+    char line[2048];
+    bool stopped = false;
+    while (fgets(line, sizeof(line), in)) {
+        if (anywhere ? strstr(line, needle) != NULL : !strncmp(line, needle, strlen(needle))) {
+            print_message("killing slipway %s at: %s", argv[1], line);
+            stopped = true;
+            kill(pid, SIGKILL);
+            break;
+        }
+    }
+    fclose(in);
+    int ws = 0;
+    waitpid(pid, &ws, 0);
+    if (!stopped)
+        fail_msg("slipway %s never printed '%s'", argv[1], needle);
+    assert_true(WIFSIGNALED(ws));
+}
+
 int swt_spawn_announced(const char *what, const char *const *argv, const char *out, const char *log,
                         pid_t *pid)
 {

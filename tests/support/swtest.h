@@ -190,6 +190,11 @@ int swt_announced_port(const char *out_path, pid_t pid, unsigned timeout_ms, boo
  * it is killed and the test fails. */
 int swt_wait_exit(pid_t pid, unsigned timeout_s);
 
+/* Run the slipway binary with args (NULL-terminated), reading its stdout, and SIGKILL it at its
+ * first line that starts with `needle` (anywhere: that holds it); fails the test unless that line
+ * came and the kill ended it. */
+void swt_slipway_kill_at(const char *needle, bool anywhere, ...);
+
 /* Start a server that announces its port on stdout (swt_spawn: argv, stdout to out, stderr to
  * log). *pid is its pid from the start (the caller's to stop; 0 once it exited and was reaped).
  * The port it announced within 30 s; fails the test naming `what`, with the end of the log, when it
