@@ -110,35 +110,8 @@ static bool unit_has(const struct swap_fx *f, int i, const char *needle)
 /* apply without --json, SIGKILLed at its first "stop " progress line. */
 static void apply_killed(struct swap_fx *f)
 {
-    int fds[2];
-    assert_int_equal(pipe(fds), 0);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        dup2(fds[1], 1);
-        close(fds[0]);
-        close(fds[1]);
-        execl(swt_bin(), swt_bin(), "apply", "--fleet", f->a.fleet, "--no-worst-case",
-              "--probe-only", "readiness,liveness", (char *)NULL);
-        _exit(127);
-    }
-    close(fds[1]);
-    FILE *in = fdopen(fds[0], "r");
-    char line[2048];
-    bool stopped = false;
-    while (fgets(line, sizeof(line), in)) {
-        if (strstr(line, "stop ")) {
-            print_message("killing apply at: %s", line);
-            stopped = true;
-            kill(pid, SIGKILL);
-            break;
-        }
-    }
-    fclose(in);
-    int ws = 0;
-    waitpid(pid, &ws, 0);
-    assert_true(stopped);
-    assert_true(WIFSIGNALED(ws));
+    swt_slipway_kill_at("stop ", true, "apply", "--fleet", f->a.fleet, "--no-worst-case",
+                        "--probe-only", "readiness,liveness", NULL);
 }
 
 static void test_apply_converges(void **state)

@@ -50,30 +50,17 @@ struct ctx {
     char config[256];
 };
 
-static void env_for(struct ctx *c)
-{
-    setenv("HF_ENDPOINT", swhub_url(c->hub), 1);
-    setenv("HF_HUB_CACHE", c->cache, 1);
-    setenv("HF_HOME", c->home, 1); /* no token file from the real home */
-    setenv("SLIPWAY_NO_PROGRESS", "1", 1);
-    unsetenv("HF_TOKEN");
-    unsetenv("HF_TOKEN_PATH");
-}
-
 /* A hub with a 8 MiB shard, a 1 MiB shard (both LFS) and config.json (regular), faults set by
  * the caller before start. */
 static struct ctx *hub_new(void)
 {
     struct ctx *c = calloc(1, sizeof(*c));
-    c->hub = swhub_new(REPO, COMMIT);
+    c->hub = swhub_client(REPO, COMMIT, &c->tmp, c->cache, sizeof(c->cache), "hub-cache", c->home,
+                          sizeof(c->home));
     if (!c->hub) {
         free(c);
         return NULL;
     }
-    c->tmp = swt_tmpdir();
-    snprintf(c->cache, sizeof(c->cache), "%s/hub-cache", c->tmp);
-    snprintf(c->home, sizeof(c->home), "%s/hf-home", c->tmp);
-    mkdir(c->home, 0700);
     c->big_n = BIG;
     c->small_n = SMALL;
     c->big = swhub_safetensors(BIG, 2463534242u, "a");
@@ -89,7 +76,7 @@ static struct ctx *hub_new(void)
 static void hub_go(struct ctx *c)
 {
     assert_int_equal(swhub_start(c->hub), 0);
-    env_for(c);
+    swhub_env(c->hub, c->cache, c->home);
 }
 
 static void hub_free(struct ctx *c)
