@@ -150,6 +150,16 @@ struct sw_fleet *swt_fleet(const char *rel)
     return f;
 }
 
+struct sockaddr_in swt_loopback(int port)
+{
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof(a));
+    a.sin_family = AF_INET;
+    a.sin_port = htons((uint16_t)port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    return a;
+}
+
 struct sw_fleet *swt_fleet_text(const char *name, const char *text)
 {
     struct sw_fleet *f = NULL;
@@ -292,6 +302,19 @@ void swt_has_all(const char *what, const char *text, ...)
         if (!strstr(text, n))
             fail_msg("%s does not say '%s':\n%s", what, n, text);
     va_end(ap);
+}
+
+void swt_out_has(struct swt_run *r, int want, ...)
+{
+    if (r->status != want)
+        fail_msg("exited %d (wanted %d):\n%.3000s\n%.2000s", r->status, want, r->out, r->err);
+    va_list ap;
+    va_start(ap, want);
+    for (const char *n = va_arg(ap, const char *); n; n = va_arg(ap, const char *))
+        if (!strstr(r->out, n))
+            fail_msg("stdout does not say '%s':\n%.3000s\nstderr: %.2000s", n, r->out, r->err);
+    va_end(ap);
+    swt_run_free(r);
 }
 
 void swt_noise(void *buf, size_t n, unsigned seed)

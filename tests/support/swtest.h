@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <netinet/in.h>
 #include <sys/types.h>
 
 /* $SW_SOURCE_DIR/rel, $SW_SHARED_DIR/rel, $SW_BUILD_DIR/rel (static buffers rotate, 8 deep). */
@@ -89,6 +90,8 @@ char *swt_operator_local(const char *root);
     "    devices:\n"                                                                               \
     "      g0: {kind: gpu, vendor: nvidia, memory_total: 24GiB, bandwidth: " bw "}\n"
 
+/* 127.0.0.1:port as a socket address (for bind or connect). */
+struct sockaddr_in swt_loopback(int port);
 /* A TCP port on 127.0.0.1 that was free a moment ago (bind to port 0). -1 on error. */
 int swt_free_port(void);
 /* Something accepts connections on 127.0.0.1:port. */
@@ -136,6 +139,9 @@ size_t swt_argv_va(const char **argv, size_t n, size_t max, va_list ap);
 /* Run the slipway binary: swt_slipway(&r, "plan", "--json", NULL). */
 int swt_slipway(struct swt_run *r, ...);
 void swt_run_free(struct swt_run *r);
+/* A finished run r exited `want` and its stdout holds every needle (NULL-terminated); else fails
+ * the test showing both streams. Frees r. */
+void swt_out_has(struct swt_run *r, int want, ...) __attribute__((sentinel));
 /* Run the slipway binary (arguments NULL-terminated) and require exit status `want`; the failure
  * shows both streams. swt_slipway_exits(2, "gguf", "frobnicate", NULL). */
 void swt_slipway_exits(int want, ...);

@@ -134,10 +134,8 @@ static void test_budget_save(void **state)
     swt_slipway(&r, "calibrate", "frank-small", "--ledger", f->led, "--config",
                 swt_src("tests/data/calib/frank-small-config.json"), "--budget", shape, "--save",
                 save, NULL);
-    assert_int_equal(r.status, 0);
-    swt_has_all("stdout", r.out, "20190 used - 12644.50 KV = 7545.50 MiB non-KV",
+    swt_out_has(&r, 0, "20190 used - 12644.50 KV = 7545.50 MiB non-KV",
                 "free 1153 MiB (1153..1153) [measured]", NULL);
-    swt_run_free(&r);
     json_t *j = json_load_file(save, 0, NULL);
     assert_non_null(j);
     assert_true(json_array_size(json_object_get(j, "non_kv")) == 2);
@@ -184,9 +182,7 @@ static void test_exit_codes(void **state)
                   "\"source\":\"by hand\"}]}");
     swt_slipway_exits(0, "ledger", "import", doc, "--ledger", f->led, NULL);
     swt_slipway(&r, "calibrate", "frank-primary", "--ledger", f->led, NULL);
-    assert_int_equal(r.status, 1);
-    swt_has_all("stdout", r.out, "INCONSISTENT", "contradicts", NULL);
-    swt_run_free(&r);
+    swt_out_has(&r, 1, "INCONSISTENT", "contradicts", NULL);
 }
 
 /* SGLang: the seed's two SGLang figures as boots; the autofit held out is open above. */
@@ -232,10 +228,8 @@ static void test_contexts(void **state)
                       "--ledger", f->led, NULL);
     swt_slipway(&r, "calibrate", "frank-primary", "--ledger", f->led, "--predict",
                 "262144:6100000000", "--context", "user=root", NULL);
-    assert_int_equal(r.status, 0);
-    swt_has_all("stdout", r.out, "EXTRAPOLATES across context: user=root was not fitted",
+    swt_out_has(&r, 0, "EXTRAPOLATES across context: user=root was not fitted",
                 "user=rootless: 1 boot", ">= +0.823 GiB/rank", NULL);
-    swt_run_free(&r);
     swt_slipway(&r, "calibrate", "frank-primary", "--ledger", f->led, "--predict",
                 "262144:6100000000", "--context",
                 "expert_path=pinned host=dankserver runtime=podman user=root", NULL);

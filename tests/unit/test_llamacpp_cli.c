@@ -269,11 +269,9 @@ static void test_operator_frank_small(void **state)
      * the engine printed (398,658 tokens, 1.99x, 6,496 arena slots) */
     assert_int_equal(swt_slipway(&r, "plan", "--fleet", swt_src("examples/operator.yaml"), NULL),
                      0);
-    assert_int_equal(r.status, 0);
-    swt_has_all("stdout", r.out, "== frank-primary (vllm", "GPU KV cache size: 398,658 tokens",
+    swt_out_has(&r, 0, "== frank-primary (vllm", "GPU KV cache size: 398,658 tokens",
                 "Maximum concurrency for 200,704 tokens per request: 1.99x",
                 "14.87 GiB / 6496 slots", "== frank-large (vllm", "pool sized at boot", NULL);
-    swt_run_free(&r);
 }
 
 /* `slipway plan examples/operator.yaml` covers every endpoint of the operator's fleet: frank-large

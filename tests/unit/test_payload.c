@@ -578,10 +578,8 @@ static void test_cli_endpoint_draft_mmproj(void **state)
     pb_st1(swt_join(dr, "more.safetensors"), "x", 4, 0);
     unlink(swt_join(pl, "mmproj.gguf"));
     swt_slipway(&r, "fetch", "e1", "--fleet", fleet, "--verify-only", NULL);
-    assert_int_equal(r.status, 1);
-    swt_has_all("stdout", r.out, "projector", "draft: safetensors",
+    swt_out_has(&r, 1, "projector", "draft: safetensors",
                 "a draft model must be one model.safetensors", NULL);
-    swt_run_free(&r);
     free(pl);
     free(dr);
     free(fleet);
@@ -630,10 +628,8 @@ static void test_cli_verify_unverified(void **state)
     swt_write_str(man, doc);
 
     swt_slipway(&r, "fetch", pl, "--verify-only", "--manifest", man, NULL);
-    assert_int_equal(r.status, 1);
-    swt_has_all("stdout", r.out, "unverified w.bin", "ok         config.json",
-                "2 ok, 1 unverified,", "run with --allow-unverified", "PROBLEMS FOUND", NULL);
-    swt_run_free(&r);
+    swt_out_has(&r, 1, "unverified w.bin", "ok         config.json", "2 ok, 1 unverified,",
+                "run with --allow-unverified", "PROBLEMS FOUND", NULL);
 
     swt_slipway(&r, "fetch", pl, "--verify-only", "--manifest", man, "--json", NULL);
     assert_int_equal(r.status, 1);
@@ -652,9 +648,7 @@ static void test_cli_verify_unverified(void **state)
 
     /* accepted, and still said */
     swt_slipway(&r, "fetch", pl, "--verify-only", "--manifest", man, "--allow-unverified", NULL);
-    assert_int_equal(r.status, 0);
-    swt_has_all("stdout", r.out, "unverified w.bin", "(accepted: --allow-unverified)", NULL);
-    swt_run_free(&r);
+    swt_out_has(&r, 0, "unverified w.bin", "(accepted: --allow-unverified)", NULL);
     swt_slipway(&r, "fetch", pl, "--verify-only", "--manifest", man, "--allow-unverified", "--json",
                 NULL);
     assert_int_equal(r.status, 0);
