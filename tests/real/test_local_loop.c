@@ -328,11 +328,7 @@ static void test_port_held_by_another(void **state)
     tcase_init(&t, "held");
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0); /* the holder is this process alone */
     assert_true(fd >= 0);
-    struct sockaddr_in a;
-    memset(&a, 0, sizeof(a));
-    a.sin_family = AF_INET;
-    a.sin_port = htons((uint16_t)t.port);
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    struct sockaddr_in a = swt_loopback(t.port);
     assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
     assert_int_equal(listen(fd, 4), 0);
     snprintf(holder, sizeof(holder), "in use by pid %d", (int)getpid());
