@@ -426,17 +426,16 @@ static void test_bootlog_not_this_engine(void **state)
     swt_run_free(&r);
 }
 
+/* Each case in a fresh directory of its own. */
+#define CASE(t) cmocka_unit_test_setup_teardown(t, setup, swt_tmpdir_teardown)
+
 int main(void)
 {
     sw_core_init();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_ledger_readonly_other_user, setup,
-                                        swt_tmpdir_teardown),
-        cmocka_unit_test_setup_teardown(test_ledger_corrupt_refused, setup, swt_tmpdir_teardown),
-        cmocka_unit_test_setup_teardown(test_ledger_zero_bytes, setup, swt_tmpdir_teardown),
-        cmocka_unit_test_setup_teardown(test_fifo_refused, setup, swt_tmpdir_teardown),
-        cmocka_unit_test_setup_teardown(test_timeout_overflow, setup, swt_tmpdir_teardown),
-        cmocka_unit_test_setup_teardown(test_bootlog_not_this_engine, setup, swt_tmpdir_teardown),
+        CASE(test_ledger_readonly_other_user), CASE(test_ledger_corrupt_refused),
+        CASE(test_ledger_zero_bytes),          CASE(test_fifo_refused),
+        CASE(test_timeout_overflow),           CASE(test_bootlog_not_this_engine),
     };
     return cmocka_run_group_tests_name("hostile_input", tests, NULL, NULL);
 }

@@ -545,6 +545,16 @@ static void test_live_foreground(void **state)
     assert_int_equal(access(t.pid, F_OK), -1);
 }
 
+/* tiny's fields in every fleet here: llama-server (%s), its port (%d), its alias (%s) and the
+ * folder (%s) that holds chat.gguf. */
+#define TINY_CHAT                                                                                  \
+    "    binary: %s\n"                                                                             \
+    "    listen: 127.0.0.1:%d\n"                                                                   \
+    "    alias: %s\n"                                                                              \
+    "    payload:\n"                                                                               \
+    "      path: %s\n"                                                                             \
+    "      gguf: chat.gguf\n"
+
 /* The fleet form: a local llama.cpp endpoint, detached, then down by the fleet file. */
 static void test_fleet_up_down(void **state)
 {
@@ -555,17 +565,11 @@ static void test_fleet_up_down(void **state)
     snprintf(fleet, sizeof(fleet), "%s/fleet.yaml", t.dir);
     snprintf(run, sizeof(run), "%s/run", t.dir);
     snprintf(yaml, sizeof(yaml),
-             SWL_FLEET_LOCAL_TINY "    binary: %s\n"
-                                  "    listen: 127.0.0.1:%d\n"
-                                  "    alias: %s\n"
-                                  "    payload:\n"
-                                  "      path: %s\n"
-                                  "      gguf: chat.gguf\n"
-                                  "    shape:\n"
-                                  "      ctx_size: 4096\n"
-                                  "      seqs: 2\n"
-                                  "      kv_unified: true\n"
-                                  "      ubatch_size: 256\n",
+             SWL_FLEET_LOCAL_TINY TINY_CHAT "    shape:\n"
+                                            "      ctx_size: 4096\n"
+                                            "      seqs: 2\n"
+                                            "      kv_unified: true\n"
+                                            "      ubatch_size: 256\n",
              swl_bin("llama-server"), t.port, t.mark, g_models);
     swt_write_str(fleet, yaml);
     setenv("SLIPWAY_RUN_DIR", run, 1);
@@ -634,14 +638,7 @@ static void test_fleet_refuses_unfit(void **state)
                  "endpoints:\n"
                  "  tiny:\n"
                  "    host: localhost\n"
-                 "    engine: llama.cpp\n"
-                 "    binary: %s\n"
-                 "    listen: 127.0.0.1:%d\n"
-                 "    alias: %s\n"
-                 "    payload:\n"
-                 "      path: %s\n"
-                 "      gguf: chat.gguf\n"
-                 "    shape:\n"
+                 "    engine: llama.cpp\n" TINY_CHAT "    shape:\n"
                  "      ctx_size: 65536\n"
                  "      seqs: 2\n",
                  pass == 0 ? "1MiB" : "64GiB", swl_bin("llama-server"), t.port, t.mark, g_models);
