@@ -34,6 +34,7 @@ static int setup(void **state)
 {
     struct swt_run r;
     dir = swt_tmpdir();
+    *state = dir;
     snprintf(fleet, sizeof(fleet), "%s", swt_src("tests/data/k8s/fleet.yaml"));
     snprintf(validator, sizeof(validator), "%s", swt_src("tests/support/k8s-validate.js"));
     setenv("SMALL_API_KEY", "sekrit-value-do-not-print", 1);
@@ -47,7 +48,6 @@ static int setup(void **state)
              r.err);
     snprintf(node_path, sizeof(node_path), "NODE_PATH=%.*s", (int)strcspn(r.out, "\n"), r.out);
     swt_run_free(&r);
-    *state = dir;
     return 0;
 }
 

@@ -32,10 +32,10 @@ static char ledger[4200], fleet[4200];
 static int setup(void **state)
 {
     dir = swt_tmpdir();
+    *state = dir;
     snprintf(ledger, sizeof(ledger), "%s/seed.sqlite", dir);
     snprintf(fleet, sizeof(fleet), "%s", swt_src("examples/operator.yaml"));
     swl_cli_import_seed(ledger);
-    *state = dir;
     return 0;
 }
 

@@ -24,10 +24,10 @@ static char led[4200], fleet[4200];
 static int setup(void **state)
 {
     dir = swt_tmpdir();
+    *state = dir;
     snprintf(led, sizeof(led), "%s/seed.sqlite", dir);
     snprintf(fleet, sizeof(fleet), "%s", swt_src("examples/operator.yaml"));
     swl_cli_import_seed(led);
-    *state = dir;
     return 0;
 }
 
