@@ -339,6 +339,18 @@ int sw_read_file(const char *path, size_t max, char **data, size_t *len, struct 
  * whole new one, never half of it. mode as for open(2). */
 int sw_write_file_atomic(const char *path, const void *data, size_t len, int mode,
                          struct sw_err *e);
+/* The same in steps, for a file written piece by piece: sw_atomic_open creates the temporary
+ * file beside path (write to a->fd), sw_atomic_commit gives it mode, fsyncs it and renames it over
+ * path, sw_atomic_abort removes it. After commit (either outcome) or abort, nothing is left to
+ * free; abort after commit, or on a zeroed struct, does nothing. */
+struct sw_atomic {
+    const char *path; /* not owned */
+    char *tmp;
+    int fd;
+};
+int sw_atomic_open(struct sw_atomic *a, const char *path, struct sw_err *e);
+int sw_atomic_commit(struct sw_atomic *a, int mode, struct sw_err *e);
+void sw_atomic_abort(struct sw_atomic *a);
 /* mkdir -p */
 int sw_mkdir_p(const char *path, int mode, struct sw_err *e);
 /* An output directory a verb writes files into (--out DIR): 0 when dir is a directory. Otherwise
@@ -360,6 +372,9 @@ size_t sw_path_within(const char *path, const char *dir, char *rest, size_t rn);
  * bytes) gets to's lexical form followed by what follows from in path's. Returns as
  * sw_path_within (0: not under from, or out too small). */
 size_t sw_path_rebase(const char *path, const char *from, const char *to, char *out, size_t n);
+/* The length of path without a ".yaml" or ".yml" ending of its last segment: the stem of the
+ * files kept beside a fleet file (fleet.yaml -> fleet.ledger.sqlite, fleet.manifests/). */
+size_t sw_path_yaml_stem(const char *path);
 /* slipway's private run directory: $SLIPWAY_RUN_DIR, else $XDG_RUNTIME_DIR/slipway, else
  * $HOME/.local/state/slipway/run; created 0700 when missing, then required a real directory owned
  * by the euid without group/other write (SW_EIO naming the path otherwise). For sockets and pid

@@ -191,145 +191,152 @@ static size_t pending(const struct sw_apply_survey *s)
     return n;
 }
 
+/* What both verbs hold: their arguments, the options, the fleet and its path, the survey. */
+struct verb {
+    struct sw_args a;
+    struct sw_apply_opts o;
+    struct sw_apply_survey s;
+    struct sw_fleet *f;
+    struct sw_err e;
+    const char *only[SW_ARGS_MAX + 1];
+    const char *path;
+};
+
+/* The verb's arguments parsed (false with *rc set when it is done: help, or a usage error), the
+ * rest zeroed. */
+static bool parse(const struct sw_cmd_spec *spec, int argc, char **argv, struct verb *v, int *rc)
+{
+    memset(v, 0, sizeof(*v));
+    sw_err_clear(&v->e);
+    return sw_args_parse(spec, argc, argv, &v->a, rc);
+}
+
 /* Options both verbs read, the fleet loaded and the names checked. */
-static int begin(const struct sw_args *a, struct sw_apply_opts *o, const char **only,
-                 struct sw_fleet **f, const char **path)
+static int begin(struct verb *v)
 {
     int64_t dl = 20000;
-    int rc = sw_args_duration(a, "deadline", 100, 3600000, &dl);
+    int rc = sw_args_duration(&v->a, "deadline", 100, 3600000, &dl);
     if (rc)
         return rc;
-    o->deadline_ms = dl;
+    v->o.deadline_ms = dl;
     struct sw_cli_fleet fl;
-    if ((rc = sw_cli_fleet(a, 0, SW_CLI_FLEET_LOAD, &fl)))
+    if ((rc = sw_cli_fleet(&v->a, 0, SW_CLI_FLEET_LOAD, &fl)))
         return rc;
-    *path = fl.path;
-    *f = fl.fleet;
+    v->path = fl.path;
+    v->f = fl.fleet;
     for (int i = 0; i < fl.n_endpoints; i++)
-        only[i] = fl.endpoints[i];
-    only[fl.n_endpoints] = NULL;
-    o->only = fl.n_endpoints ? only : NULL;
+        v->only[i] = fl.endpoints[i];
+    v->only[fl.n_endpoints] = NULL;
+    v->o.only = fl.n_endpoints ? v->only : NULL;
     return 0;
+}
+
+/* The survey; a failure printed (its exit code returned). */
+static int survey(struct verb *v)
+{
+    if (sw_apply_survey(v->f, &v->o, &v->s, &v->e))
+        return sw_cli_fail(&v->e, v->a.json);
+    return 0;
+}
+
+static void verb_free(struct verb *v)
+{
+    sw_apply_survey_free(&v->s);
+    sw_fleet_free(v->f);
 }
 
 int sw_cmd_diff(int argc, char **argv)
 {
-    struct sw_args a;
+    struct verb v;
     int rc;
-    if (!sw_args_parse(&sw_spec_diff, argc, argv, &a, &rc))
+    if (!parse(&sw_spec_diff, argc, argv, &v, &rc))
         return rc;
-    struct sw_apply_opts o;
-    struct sw_apply_survey s;
-    struct sw_fleet *f = NULL;
-    struct sw_err e;
-    const char *only[SW_ARGS_MAX + 1];
-    const char *path;
-    memset(&o, 0, sizeof(o));
-    memset(&s, 0, sizeof(s));
-    sw_err_clear(&e);
-    if ((rc = begin(&a, &o, only, &f, &path)))
+    if ((rc = begin(&v)) || (rc = survey(&v)))
         goto out;
-    if (sw_apply_survey(f, &o, &s, &e)) {
-        rc = sw_cli_fail(&e, a.json);
-        goto out;
-    }
-    if (a.json) {
-        json_t *doc = sw_apply_survey_json(&s, false);
-        sw_json_set_str(doc, "fleet", path);
+    if (v.a.json) {
+        json_t *doc = sw_apply_survey_json(&v.s, false);
+        sw_json_set_str(doc, "fleet", v.path);
         sw_json_print(stdout, doc, true);
         json_decref(doc);
     } else {
-        print_survey(&s, false);
+        print_survey(&v.s, false);
     }
-    rc = pending(&s) ? SW_EXIT_FAIL : SW_EXIT_OK;
+    rc = pending(&v.s) ? SW_EXIT_FAIL : SW_EXIT_OK;
 out:
-    sw_apply_survey_free(&s);
-    sw_fleet_free(f);
+    verb_free(&v);
     return rc;
 }
 
 int sw_cmd_apply(int argc, char **argv)
 {
-    struct sw_args a;
+    struct verb v;
     int rc;
-    if (!sw_args_parse(&sw_spec_apply, argc, argv, &a, &rc))
+    if (!parse(&sw_spec_apply, argc, argv, &v, &rc))
         return rc;
-    struct sw_apply_opts o;
-    struct sw_apply_survey s;
-    struct sw_fleet *f = NULL;
-    struct sw_err e;
-    const char *only[SW_ARGS_MAX + 1];
-    const char *path;
     char lpath[4096];
-    memset(&o, 0, sizeof(o));
-    memset(&s, 0, sizeof(s));
-    sw_err_clear(&e);
     uint64_t par = 0;
     int64_t boot = 0;
-    const char *ledger = sw_args_str(&a, "ledger");
-    bool no_ledger = sw_args_flag(&a, "no-ledger");
+    const char *ledger = sw_args_str(&v.a, "ledger");
+    bool no_ledger = sw_args_flag(&v.a, "no-ledger");
     if (ledger && no_ledger)
-        return sw_args_usage(&a, "--ledger and --no-ledger: choose one");
-    if ((rc = sw_args_number(&a, "parallel", 1, 256, &par)) ||
-        (rc = sw_args_duration(&a, "boot-deadline", 1000, 24 * 3600000LL, &boot)))
+        return sw_args_usage(&v.a, "--ledger and --no-ledger: choose one");
+    if ((rc = sw_args_number(&v.a, "parallel", 1, 256, &par)) ||
+        (rc = sw_args_duration(&v.a, "boot-deadline", 1000, 24 * 3600000LL, &boot)))
         return rc;
-    o.parallel = (unsigned)par;
-    o.boot_ms = boot;
-    o.worst_case = !sw_args_flag(&a, "no-worst-case");
-    o.probe_only = sw_args_str(&a, "probe-only");
-    o.note = sw_args_str(&a, "note");
-    bool dry = sw_args_flag(&a, "dry-run");
-    if ((rc = begin(&a, &o, only, &f, &path)))
+    v.o.parallel = (unsigned)par;
+    v.o.boot_ms = boot;
+    v.o.worst_case = !sw_args_flag(&v.a, "no-worst-case");
+    v.o.probe_only = sw_args_str(&v.a, "probe-only");
+    v.o.note = sw_args_str(&v.a, "note");
+    bool dry = sw_args_flag(&v.a, "dry-run");
+    if ((rc = begin(&v)))
         goto out;
     if (!no_ledger && !dry) {
         if (!ledger && !(ledger = getenv("SLIPWAY_LEDGER"))) {
-            if (sw_ledger_default_path(path, lpath, sizeof(lpath), &e)) {
-                rc = sw_cli_fail(&e, a.json);
+            if (sw_ledger_default_path(v.path, lpath, sizeof(lpath), &v.e)) {
+                rc = sw_cli_fail(&v.e, v.a.json);
                 goto out;
             }
             ledger = lpath;
         }
-        o.ledger_path = ledger;
+        v.o.ledger_path = ledger;
     }
-    if (sw_apply_survey(f, &o, &s, &e)) {
-        rc = sw_cli_fail(&e, a.json);
+    if ((rc = survey(&v)))
         goto out;
-    }
     if (!dry) {
-        if (!a.json) {
-            print_survey(&s, false);
-            o.progress = stdout;
+        if (!v.a.json) {
+            print_survey(&v.s, false);
+            v.o.progress = stdout;
             fflush(stdout);
         }
         sw_cli_catch_stop(false);
-        rc = sw_apply_run(f, &s, &o, &e);
+        rc = sw_apply_run(v.f, &v.s, &v.o, &v.e);
         sw_cli_release_stop();
         if (rc) {
-            rc = sw_cli_fail(&e, a.json);
+            rc = sw_cli_fail(&v.e, v.a.json);
             goto out;
         }
     }
-    if (a.json) {
-        json_t *doc = sw_apply_survey_json(&s, !dry);
-        sw_json_set_str(doc, "fleet", path);
+    if (v.a.json) {
+        json_t *doc = sw_apply_survey_json(&v.s, !dry);
+        sw_json_set_str(doc, "fleet", v.path);
         sw_json_set_bool(doc, "dry_run", dry);
-        if (o.ledger_path)
-            sw_json_set_str(doc, "ledger", o.ledger_path);
+        if (v.o.ledger_path)
+            sw_json_set_str(doc, "ledger", v.o.ledger_path);
         sw_json_print(stdout, doc, true);
         json_decref(doc);
     } else {
         if (!dry)
             puts("--");
-        print_survey(&s, !dry);
+        print_survey(&v.s, !dry);
     }
     size_t act[8], oc[8];
-    sw_apply_count(&s, act, oc);
+    sw_apply_count(&v.s, act, oc);
     if (dry)
-        rc = json_array_size(s.refusals) || act[SW_APPLY_UNKNOWN] ? SW_EXIT_FAIL : SW_EXIT_OK;
+        rc = json_array_size(v.s.refusals) || act[SW_APPLY_UNKNOWN] ? SW_EXIT_FAIL : SW_EXIT_OK;
     else
-        rc = oc[SW_APPLY_CONVERGED] + oc[SW_APPLY_LEFT] == s.n ? SW_EXIT_OK : SW_EXIT_FAIL;
+        rc = oc[SW_APPLY_CONVERGED] + oc[SW_APPLY_LEFT] == v.s.n ? SW_EXIT_OK : SW_EXIT_FAIL;
 out:
-    sw_apply_survey_free(&s);
-    sw_fleet_free(f);
+    verb_free(&v);
     return rc;
 }

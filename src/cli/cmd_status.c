@@ -83,6 +83,29 @@ static void print_devices(const json_t *d)
     }
 }
 
+/* The liveness probe's detail, then each line that drifted from the render: an argv word of the
+ * process `up` supervises (up), else a line of the installed unit's files. */
+static void print_liveness_drift(const json_t *l, const json_t *sh, bool up)
+{
+    fputs("    liveness: ", stdout);
+    sw_fput_term(stdout, sw_json_str(l, "detail", ""), 0);
+    putchar('\n');
+    size_t i;
+    const json_t *d;
+    json_array_foreach(json_object_get(sh, "drift"), i, d)
+    {
+        const char *in = json_string_value(json_object_get(d, "installed"));
+        const char *re = json_string_value(json_object_get(d, "rendered"));
+        long long line = (long long)json_integer_value(json_object_get(d, "line"));
+        if (up)
+            printf("    drift argv[%lld]\n      running:  %s\n      rendered: %s\n", line - 1,
+                   in ? in : "(none)", re ? re : "(none)");
+        else
+            printf("    drift %s:%lld\n      installed: %s\n      rendered:  %s\n",
+                   sw_json_str(d, "file", ""), line, in ? in : "(none)", re ? re : "(none)");
+    }
+}
+
 /* An endpoint `slipway up` supervises (its pid file names the process): the process, not a unit. */
 static void print_up(const json_t *ej)
 {
@@ -100,19 +123,7 @@ static void print_up(const json_t *ej)
     printf("    pid file %s at %s, since %s\n    %s, log %s\n", sw_json_str(pj, "pid_file", ""),
            sw_json_str(ej, "url", ""), sw_json_str(pj, "since", ""), sw_json_str(pj, "exe", ""),
            sw_json_str(pj, "log", ""));
-    fputs("    liveness: ", stdout);
-    sw_fput_term(stdout, sw_json_str(l, "detail", ""), 0);
-    putchar('\n');
-    size_t i;
-    const json_t *d;
-    json_array_foreach(json_object_get(sh, "drift"), i, d)
-    {
-        const char *in = json_string_value(json_object_get(d, "installed"));
-        const char *re = json_string_value(json_object_get(d, "rendered"));
-        printf("    drift argv[%lld]\n      running:  %s\n      rendered: %s\n",
-               (long long)json_integer_value(json_object_get(d, "line")) - 1, in ? in : "(none)",
-               re ? re : "(none)");
-    }
+    print_liveness_drift(l, sh, true);
     if (sw_json_str(sh, "error", "")[0])
         printf("    shape: %s\n", sw_json_str(sh, "error", ""));
 }
@@ -152,20 +163,7 @@ static void print_endpoint(const json_t *ej)
            sw_json_str(u, "scope", ""), sw_json_str(ej, "transport", ""),
            sw_json_str(ej, "url", ""),
            sw_json_str(u, "since", "")[0] ? sw_json_str(u, "since", "") : "-");
-    fputs("    liveness: ", stdout);
-    sw_fput_term(stdout, sw_json_str(l, "detail", ""), 0);
-    putchar('\n');
-    size_t i;
-    const json_t *d;
-    json_array_foreach(json_object_get(sh, "drift"), i, d)
-    {
-        const char *in = json_string_value(json_object_get(d, "installed"));
-        const char *re = json_string_value(json_object_get(d, "rendered"));
-        printf("    drift %s:%lld\n      installed: %s\n      rendered:  %s\n",
-               sw_json_str(d, "file", ""),
-               (long long)json_integer_value(json_object_get(d, "line")), in ? in : "(none)",
-               re ? re : "(none)");
-    }
+    print_liveness_drift(l, sh, false);
     if (sw_json_str(u, "error", "")[0]) {
         fputs("    unit: ", stdout);
         sw_fput_term(stdout, sw_json_str(u, "error", ""), 0);

@@ -101,57 +101,80 @@ out:
     return rc;
 }
 
-int sw_write_file_atomic(const char *path, const void *data, size_t len, int mode, struct sw_err *e)
+int sw_atomic_open(struct sw_atomic *a, const char *path, struct sw_err *e)
 {
-    int rc = 0;
-    int fd = -1;
     size_t plen = strlen(path);
-    char *tmp = sw_malloc(plen + 16);
-    if (!tmp)
+    a->path = path;
+    a->fd = -1;
+    a->tmp = sw_malloc(plen + 16);
+    if (!a->tmp)
         return sw_err_set(e, SW_ENOMEM, "out of memory");
-    snprintf(tmp, plen + 16, "%s.tmp.XXXXXX", path);
-    fd = mkstemp(tmp);
-    if (fd < 0) {
-        rc =
+    snprintf(a->tmp, plen + 16, "%s.tmp.XXXXXX", path);
+    a->fd = mkstemp(a->tmp);
+    if (a->fd < 0) {
+        int rc =
             sw_err_at(e, SW_EIO, path, 0, 0, "cannot create a temporary file: %s", strerror(errno));
-        sw_free(tmp);
+        sw_free(a->tmp);
+        a->tmp = NULL;
         return rc;
     }
+    return 0;
+}
+
+void sw_atomic_abort(struct sw_atomic *a)
+{
+    if (a->fd >= 0)
+        close(a->fd);
+    a->fd = -1;
+    if (a->tmp)
+        unlink(a->tmp);
+    sw_free(a->tmp);
+    a->tmp = NULL;
+}
+
+int sw_atomic_commit(struct sw_atomic *a, int mode, struct sw_err *e)
+{
+    int rc = 0;
+    if (fchmod(a->fd, (mode_t)mode) < 0 || fsync(a->fd) < 0)
+        rc = sw_err_at(e, SW_EIO, a->path, 0, 0, "cannot finish the file: %s", strerror(errno));
+    if (!rc) {
+        int c = close(a->fd);
+        a->fd = -1;
+        if (c < 0)
+            rc = sw_err_at(e, SW_EIO, a->path, 0, 0, "close failed: %s", strerror(errno));
+    }
+    if (!rc && rename(a->tmp, a->path) < 0)
+        rc = sw_err_at(e, SW_EIO, a->path, 0, 0, "rename failed: %s", strerror(errno));
+    if (rc) {
+        sw_atomic_abort(a);
+        return rc;
+    }
+    sw_free(a->tmp);
+    a->tmp = NULL;
+    return 0;
+}
+
+int sw_write_file_atomic(const char *path, const void *data, size_t len, int mode, struct sw_err *e)
+{
+    struct sw_atomic a;
+    int rc = sw_atomic_open(&a, path, e);
+    if (rc)
+        return rc;
     const char *p = data;
     size_t left = len;
     while (left) {
-        ssize_t w = write(fd, p, left);
+        ssize_t w = write(a.fd, p, left);
         if (w < 0) {
             if (errno == EINTR)
                 continue;
             rc = sw_err_at(e, SW_EIO, path, 0, 0, "write failed: %s", strerror(errno));
-            goto fail;
+            sw_atomic_abort(&a);
+            return rc;
         }
         p += w;
         left -= (size_t)w;
     }
-    if (fchmod(fd, (mode_t)mode) < 0 || fsync(fd) < 0) {
-        rc = sw_err_at(e, SW_EIO, path, 0, 0, "cannot finish the file: %s", strerror(errno));
-        goto fail;
-    }
-    if (close(fd) < 0) {
-        fd = -1;
-        rc = sw_err_at(e, SW_EIO, path, 0, 0, "close failed: %s", strerror(errno));
-        goto fail;
-    }
-    fd = -1;
-    if (rename(tmp, path) < 0) {
-        rc = sw_err_at(e, SW_EIO, path, 0, 0, "rename failed: %s", strerror(errno));
-        goto fail;
-    }
-    sw_free(tmp);
-    return 0;
-fail:
-    if (fd >= 0)
-        close(fd);
-    unlink(tmp);
-    sw_free(tmp);
-    return rc;
+    return sw_atomic_commit(&a, mode, e);
 }
 
 int sw_mkdir_p(const char *path, int mode, struct sw_err *e)

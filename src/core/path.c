@@ -2,7 +2,8 @@
  * Paths compared as text: the lexical form of a path (`.` and empty segments dropped, `..` taking
  * the segment before it away) and whether one path lies at or under another in that form. Every
  * check that a path is inside a mount compares these forms, so `/models/../etc` is not inside
- * `/models` and `/models/./a//b` is.
+ * `/models` and `/models/./a//b` is. And the stem of a fleet file's path, which the files kept
+ * beside it are named from.
  *
  * What it deliberately does not do: touch the file system (a symlink is not followed, so a path
  * through one resolves differently in the kernel: callers that hand a path on give its lexical
@@ -104,4 +105,14 @@ size_t sw_path_rebase(const char *path, const char *from, const char *to, char *
     memcpy(out, head, hl);
     memcpy(out + hl, rest, rl + 1);
     return l;
+}
+
+size_t sw_path_yaml_stem(const char *path)
+{
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    const char *dot = strrchr(base, '.');
+    if (dot && dot != base && (!strcmp(dot, ".yaml") || !strcmp(dot, ".yml")))
+        return (size_t)(dot - path);
+    return strlen(path);
 }

@@ -446,13 +446,7 @@ int sw_ledger_default_path(const char *fleet_path, char *out, size_t n, struct s
     if (env && *env) {
         w = snprintf(out, n, "%s", env);
     } else if (fleet_path && *fleet_path) {
-        const char *base = strrchr(fleet_path, '/');
-        base = base ? base + 1 : fleet_path;
-        size_t len = strlen(fleet_path);
-        const char *dot = strrchr(base, '.');
-        if (dot && dot != base && (!strcmp(dot, ".yaml") || !strcmp(dot, ".yml")))
-            len = (size_t)(dot - fleet_path);
-        w = snprintf(out, n, "%.*s.ledger.sqlite", (int)len, fleet_path);
+        w = snprintf(out, n, "%.*s.ledger.sqlite", (int)sw_path_yaml_stem(fleet_path), fleet_path);
     } else {
         const char *xdg = getenv("XDG_DATA_HOME");
         const char *home = getenv("HOME");

@@ -241,6 +241,9 @@ int sw__parse_time(const json_t *j, int64_t *out, struct sw_err *e);
 /* Check a short identifier-like field: 1..max bytes, printable UTF-8, no control chars. */
 int sw__check_label(const char *what, const char *s, size_t max, bool allow_space,
                     struct sw_err *e);
+/* Check free text: at most max bytes of valid UTF-8, no control characters but tab, newline and
+ * CR; empty is an error only when required. */
+int sw__check_text(const char *what, const char *s, size_t max, bool required, struct sw_err *e);
 
 /* The in-transaction bodies of the public record calls (record.c). */
 int sw__ledger_endpoint_tx(struct sw_ledger *l, const char *name, bool create, int64_t *id,

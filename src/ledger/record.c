@@ -34,24 +34,6 @@ int sw__ledger_json_text(const char *what, const json_t *j, bool want_object, si
     return rc;
 }
 
-/* Free text: valid UTF-8, no NUL, no control characters other than tab and newline. */
-static int check_text(const char *what, const char *s, size_t max, bool required, struct sw_err *e)
-{
-    if (!s || !*s)
-        return required ? sw_err_set(e, SW_EINVAL, "%s is required", what) : 0;
-    size_t len = strlen(s);
-    if (len > max)
-        return sw_err_set(e, SW_EINVAL, "%s is longer than %zu bytes", what, max);
-    if (!sw__utf8_valid(s, len))
-        return sw_err_set(e, SW_EINVAL, "%s is not valid UTF-8", what);
-    for (size_t i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if ((c < 0x20 && c != '\n' && c != '\t' && c != '\r') || c == 0x7f)
-            return sw_err_set(e, SW_EINVAL, "%s holds control character 0x%02x", what, c);
-    }
-    return 0;
-}
-
 static int check_word(const char *what, const char *s, const char *extra, size_t max,
                       struct sw_err *e)
 {
@@ -299,7 +281,7 @@ int sw__ledger_note_tx(struct sw_ledger *l, const struct sw__note_rec *n, int64_
                           "note subject '%s' is not one of ledger, endpoint, "
                           "shape, boot, usage, battery, bench, rung, rule",
                           kind ? kind : "");
-    int rc = check_text("note text", text, TEXT_MAX, true, e);
+    int rc = sw__check_text("note text", text, TEXT_MAX, true, e);
     if (!rc && author)
         rc = sw__check_label("note author", author, LABEL_MAX, true, e);
     if (!rc)
@@ -357,11 +339,11 @@ int sw__ledger_boot_tx(struct sw_ledger *l, const struct sw_ledger_boot *b, int6
     if (!rc && b->started_at && b->ended_at && b->ended_at < b->started_at)
         rc = sw_err_set(e, SW_EINVAL, "boot: ended_at is before started_at");
     if (!rc && b->log_path)
-        rc = check_text("boot: log_path", b->log_path, LINE_MAX_BYTES, false, e);
+        rc = sw__check_text("boot: log_path", b->log_path, LINE_MAX_BYTES, false, e);
     if (!rc && b->source)
-        rc = check_text("boot: source", b->source, LABEL_MAX, false, e);
+        rc = sw__check_text("boot: source", b->source, LABEL_MAX, false, e);
     if (!rc)
-        rc = check_text("boot: source_line", b->source_line, LINE_MAX_BYTES, false, e);
+        rc = sw__check_text("boot: source_line", b->source_line, LINE_MAX_BYTES, false, e);
     if (!rc)
         rc = check_ext(b->ext_id, e);
     if (!rc && b->failure)
@@ -457,9 +439,9 @@ int sw__ledger_usage_tx(struct sw_ledger *l, const struct sw_ledger_usage *u, in
     if (!rc && u->taken_at > 0)
         rc = check_time("usage: taken_at", u->taken_at, e);
     if (!rc)
-        rc = check_text("usage: note", u->note, TEXT_MAX, false, e);
+        rc = sw__check_text("usage: note", u->note, TEXT_MAX, false, e);
     if (!rc)
-        rc = check_text("usage: source_line", u->source_line, LINE_MAX_BYTES, false, e);
+        rc = sw__check_text("usage: source_line", u->source_line, LINE_MAX_BYTES, false, e);
     if (!rc)
         rc = check_ext(u->ext_id, e);
     if (!rc)
@@ -560,7 +542,7 @@ int sw__ledger_battery_tx(struct sw_ledger *l, const struct sw__battery_rec *r, 
     }
     int rc = check_time("battery: started_at", started_at, e);
     if (!rc && url)
-        rc = check_text("battery: url", url, LINE_MAX_BYTES, false, e);
+        rc = sw__check_text("battery: url", url, LINE_MAX_BYTES, false, e);
     if (!rc)
         rc = check_ext(ext_id, e);
     if (!rc)
@@ -651,9 +633,9 @@ int sw__ledger_bench_tx(struct sw_ledger *l, const struct sw__bench_rec *b, int6
     if (!rc)
         rc = check_time("bench: started_at", started_at, e);
     if (!rc)
-        rc = check_text("bench: chart_path", chart_path, LINE_MAX_BYTES, false, e);
+        rc = sw__check_text("bench: chart_path", chart_path, LINE_MAX_BYTES, false, e);
     if (!rc)
-        rc = check_text("bench: source_line", source_line, LINE_MAX_BYTES, false, e);
+        rc = sw__check_text("bench: source_line", source_line, LINE_MAX_BYTES, false, e);
     if (!rc)
         rc = check_ext(ext_id, e);
     if (!rc)
@@ -698,9 +680,9 @@ int sw__ledger_rung_tx(struct sw_ledger *l, const struct sw_ledger_rung *r, int6
     if (!rc && !r->shape)
         rc = sw_err_set(e, SW_EINVAL, "rung: the shape is required");
     if (!rc)
-        rc = check_text("rung: note", r->note, TEXT_MAX, false, e);
+        rc = sw__check_text("rung: note", r->note, TEXT_MAX, false, e);
     if (!rc)
-        rc = check_text("rung: source_line", r->source_line, LINE_MAX_BYTES, false, e);
+        rc = sw__check_text("rung: source_line", r->source_line, LINE_MAX_BYTES, false, e);
     if (!rc)
         rc = check_ext(r->ext_id, e);
     if (!rc)
@@ -759,7 +741,7 @@ int sw__ledger_rule_tx(struct sw_ledger *l, const struct sw_ledger_rule_rec *r, 
     int64_t endpoint_id = 0;
     char *failure = NULL;
     struct sw_ledger_rule *parsed = NULL;
-    int rc = check_text("rule: reason", r->reason, TEXT_MAX, true, e);
+    int rc = sw__check_text("rule: reason", r->reason, TEXT_MAX, true, e);
     if (!rc)
         rc = sw_ledger_rule_parse(r->expr, &parsed, e);
     if (rc)
@@ -769,9 +751,9 @@ int sw__ledger_rule_tx(struct sw_ledger *l, const struct sw_ledger_rule_rec *r, 
     if (!rc)
         rc = sw__ledger_json_text("rule: failure", r->failure, true, 64u * 1024u, &failure, e);
     if (!rc && r->source)
-        rc = check_text("rule: source", r->source, LABEL_MAX, false, e);
+        rc = sw__check_text("rule: source", r->source, LABEL_MAX, false, e);
     if (!rc)
-        rc = check_text("rule: source_line", r->source_line, LINE_MAX_BYTES, false, e);
+        rc = sw__check_text("rule: source_line", r->source_line, LINE_MAX_BYTES, false, e);
     if (!rc)
         rc = check_ext(r->ext_id, e);
     if (!rc && r->endpoint)

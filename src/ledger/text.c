@@ -203,10 +203,11 @@ int sw__parse_time(const json_t *j, int64_t *out, struct sw_err *e)
     return 0;
 }
 
-int sw__check_label(const char *what, const char *s, size_t max, bool allow_space, struct sw_err *e)
+/* s: at most max bytes of valid UTF-8 with no control character, except tab, newline and CR in
+ * free text; a label holds none, nor a space unless allow_space. */
+static int check_chars(const char *what, const char *s, size_t max, bool text, bool allow_space,
+                       struct sw_err *e)
 {
-    if (!s || !*s)
-        return sw_err_set(e, SW_EINVAL, "%s is required", what);
     size_t len = strlen(s);
     if (len > max)
         return sw_err_set(e, SW_EINVAL, "%s is longer than %zu bytes", what, max);
@@ -214,11 +215,30 @@ int sw__check_label(const char *what, const char *s, size_t max, bool allow_spac
         return sw_err_set(e, SW_EINVAL, "%s is not valid UTF-8", what);
     for (size_t i = 0; i < len; i++) {
         unsigned char c = (unsigned char)s[i];
-        if (c < 0x20 || c == 0x7f || (!allow_space && c == ' '))
+        bool ctl = c < 0x20 || c == 0x7f;
+        if (text && (c == '\n' || c == '\t' || c == '\r'))
+            continue;
+        if (text && ctl)
+            return sw_err_set(e, SW_EINVAL, "%s holds control character 0x%02x", what, c);
+        if (ctl || (!allow_space && c == ' '))
             return sw_err_set(e, SW_EINVAL, "%s '%.60s' holds a %s", what, s,
                               c == ' ' ? "space" : "control character");
     }
     return 0;
+}
+
+int sw__check_label(const char *what, const char *s, size_t max, bool allow_space, struct sw_err *e)
+{
+    if (!s || !*s)
+        return sw_err_set(e, SW_EINVAL, "%s is required", what);
+    return check_chars(what, s, max, false, allow_space, e);
+}
+
+int sw__check_text(const char *what, const char *s, size_t max, bool required, struct sw_err *e)
+{
+    if (!s || !*s)
+        return required ? sw_err_set(e, SW_EINVAL, "%s is required", what) : 0;
+    return check_chars(what, s, max, true, true, e);
 }
 
 int sw_ledger_parse_time(const char *s, int64_t *out, struct sw_err *e)

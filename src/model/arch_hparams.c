@@ -513,6 +513,21 @@ static int mark_recurrent(struct rd *r, const struct arch_rule *ar, struct hp *h
     return 0;
 }
 
+/* The per-layer sliding-window flags (the pattern key as an array), when the GGUF has them, into
+ * is_swa[0..n). */
+static int swa_flags(struct rd *r, uint8_t *is_swa, uint32_t n)
+{
+    uint32_t flags[MAXL];
+    bool af = false;
+    int rc = get_per_layer(r, "attention.sliding_window_pattern", flags, n, false, &af);
+    if (rc)
+        return rc;
+    if (af)
+        for (uint32_t i = 0; i < n; i++)
+            is_swa[i] = flags[i] != 0;
+    return 0;
+}
+
 static int mark_swa(struct rd *r, const struct arch_rule *ar, struct hp *h)
 {
     uint32_t nl = n_layer_trunk(h);
@@ -566,14 +581,9 @@ static int mark_swa(struct rd *r, const struct arch_rule *ar, struct hp *h)
         if (rc)
             return rc;
         if (ar->swa == SWA_IF_WINDOW_OR_ARR && !pfound) {
-            uint32_t flags[MAXL];
-            bool af = false;
-            rc = get_per_layer(r, PAT, flags, nl, false, &af);
+            rc = swa_flags(r, h->is_swa, nl);
             if (rc)
                 return rc;
-            if (af)
-                for (uint32_t i = 0; i < nl; i++)
-                    h->is_swa[i] = flags[i] != 0;
         } else {
             set_swa_pattern(h->is_swa, nl, h->n_layer_all, period, dense_first);
         }
@@ -589,28 +599,18 @@ static int mark_swa(struct rd *r, const struct arch_rule *ar, struct hp *h)
         if (pfound) {
             set_swa_pattern(h->is_swa, nl, h->n_layer_all, period, dense_first);
         } else {
-            uint32_t flags[MAXL];
-            bool af = false;
-            rc = get_per_layer(r, PAT, flags, nl, false, &af);
+            rc = swa_flags(r, h->is_swa, nl);
             if (rc)
                 return rc;
-            if (af)
-                for (uint32_t i = 0; i < nl; i++)
-                    h->is_swa[i] = flags[i] != 0;
         }
         break;
     case SWA_ARRAY_NLAYER:
     case SWA_ARRAY_NALL: {
-        uint32_t flags[MAXL];
         uint32_t n = ar->swa == SWA_ARRAY_NLAYER ? nl : h->n_layer_all;
-        bool af = false;
         h->swa_kind = kind;
-        rc = get_per_layer(r, PAT, flags, n, false, &af);
+        rc = swa_flags(r, h->is_swa, n);
         if (rc)
             return rc;
-        if (af)
-            for (uint32_t i = 0; i < n; i++)
-                h->is_swa[i] = flags[i] != 0;
         rc = get_u32(r, WIN, &h->n_swa, true, NULL);
         if (rc)
             return rc;

@@ -585,8 +585,8 @@ static int copy_from(int fd, const struct wtensor *t, const char *path, struct s
 
 int sw_gguf_writer_write(struct sw_gguf_writer *w, const char *path, struct sw_err *e)
 {
-    int rc = 0, fd = -1;
-    char *tmp = NULL;
+    int rc = 0;
+    struct sw_atomic at;
     struct wtensor **sorted = NULL;
     struct sw_buf b;
     static const uint8_t zeros[64];
@@ -657,49 +657,26 @@ int sw_gguf_writer_write(struct sw_gguf_writer *w, const char *path, struct sw_e
         goto out;
     }
 
-    size_t plen = strlen(path);
-    tmp = sw_malloc(plen + 16);
-    if (!tmp) {
-        rc = sw_err_set(e, SW_ENOMEM, "out of memory");
+    rc = sw_atomic_open(&at, path, e);
+    if (rc)
         goto out;
-    }
-    snprintf(tmp, plen + 16, "%s.tmp.XXXXXX", path);
-    fd = mkstemp(tmp);
-    if (fd < 0) {
-        rc =
-            sw_err_at(e, SW_EIO, path, 0, 0, "cannot create a temporary file: %s", strerror(errno));
-        sw_free(tmp);
-        tmp = NULL;
-        goto out;
-    }
-    rc = write_all(fd, b.data, b.len, path, e);
+    rc = write_all(at.fd, b.data, b.len, path, e);
     for (size_t i = 0; !rc && i < w->n_t; i++) {
         const struct wtensor *t = &w->t[i];
-        rc = t->src_path ? copy_from(fd, t, path, e)
-                         : write_all(fd, t->data, (size_t)t->nbytes, path, e);
+        rc = t->src_path ? copy_from(at.fd, t, path, e)
+                         : write_all(at.fd, t->data, (size_t)t->nbytes, path, e);
         uint64_t pad = pad_to(t->nbytes, w->alignment) - t->nbytes;
         while (!rc && pad) {
             size_t k = (size_t)SW_MIN(pad, (uint64_t)sizeof(zeros));
-            rc = write_all(fd, zeros, k, path, e);
+            rc = write_all(at.fd, zeros, k, path, e);
             pad -= k;
         }
     }
-    if (!rc && (fchmod(fd, 0644) < 0 || fsync(fd) < 0))
-        rc = sw_err_at(e, SW_EIO, path, 0, 0, "cannot finish the file: %s", strerror(errno));
-    if (!rc) {
-        int c = close(fd);
-        fd = -1;
-        if (c < 0)
-            rc = sw_err_at(e, SW_EIO, path, 0, 0, "close failed: %s", strerror(errno));
-    }
-    if (!rc && rename(tmp, path) < 0)
-        rc = sw_err_at(e, SW_EIO, path, 0, 0, "rename failed: %s", strerror(errno));
+    if (rc)
+        sw_atomic_abort(&at);
+    else
+        rc = sw_atomic_commit(&at, 0644, e);
 out:
-    if (fd >= 0)
-        close(fd);
-    if (rc && tmp)
-        unlink(tmp);
-    sw_free(tmp);
     sw_free(sorted);
     sw_buf_free(&b);
     return rc;

@@ -403,13 +403,8 @@ int sw_payload_manifest_default_path(const char *fleet_path, const char *endpoin
         !strcmp(endpoint, "..") || !sw_payload_path_ok(endpoint))
         return sw_err_set(e, SW_EINVAL, "endpoint name \"%.80s\" cannot name a manifest file",
                           endpoint ? endpoint : "");
-    const char *base = strrchr(fleet_path, '/');
-    base = base ? base + 1 : fleet_path;
-    size_t len = strlen(fleet_path);
-    const char *dot = strrchr(base, '.');
-    if (dot && dot != base && (!strcmp(dot, ".yaml") || !strcmp(dot, ".yml")))
-        len = (size_t)(dot - fleet_path);
-    int w = snprintf(out, n, "%.*s.manifests/%s.json", (int)len, fleet_path, endpoint);
+    int w = snprintf(out, n, "%.*s.manifests/%s.json", (int)sw_path_yaml_stem(fleet_path),
+                     fleet_path, endpoint);
     if (w < 0 || (size_t)w >= n)
         return sw_err_set(e, SW_ERANGE, "manifest path too long");
     return 0;

@@ -256,15 +256,25 @@ static void token_agreement(const struct sw_openai_result *res, int max_tokens, 
 #undef PROBLEM
 }
 
+/* The hello both chat checks send (at most HELLO_MAX tokens), streamed or not: res and resp
+ * filled, the caller frees both. The post's code. */
+#define HELLO_MAX 16
+static int hello(struct sw__probe *p, bool stream, struct sw_openai_result *res,
+                 struct sw_net_resp *resp)
+{
+    json_t *body = sw__probe_chat(p, "Say hello in a few words.", HELLO_MAX, stream);
+    sw_openai_result_init(res, 0, 0);
+    int rc = sw__probe_post(p, body, res, resp, NULL, NULL, 0);
+    json_decref(body);
+    return rc;
+}
+
 void sw__probe_chat_check(struct sw__probe *p, struct sw_probe_result *r)
 {
-    const int max = 16;
-    json_t *body = sw__probe_chat(p, "Say hello in a few words.", max, false);
     struct sw_openai_result res;
     struct sw_net_resp resp;
     char d[512], q[128], problems[512] = "";
-    sw_openai_result_init(&res, 0, 0);
-    int rc = sw__probe_post(p, body, &res, &resp, NULL, NULL, 0);
+    int rc = hello(p, false, &res, &resp);
     if (rc || resp.status != 200) {
         sw__probe_set(r, SW_PROBE_FAIL, "no reply", "POST /v1/chat/completions: %s",
                       sw__probe_describe(&resp, d, sizeof(d)));
@@ -273,7 +283,7 @@ void sw__probe_chat_check(struct sw__probe *p, struct sw_probe_result *r)
         sw__probe_set(r, SW_PROBE_FAIL, "the reply is not a chat completion", "%s",
                       sw_err_format(&res.err, m, sizeof(m)));
     } else {
-        token_agreement(&res, max, problems, sizeof(problems), r->data);
+        token_agreement(&res, HELLO_MAX, problems, sizeof(problems), r->data);
         const char *text = res.content.len ? res.content.data : sw_buf_cstr(&res.reasoning);
         size_t tl = res.content.len ? res.content.len : res.reasoning.len;
         uint64_t dt = resp.t.done - resp.t.start;
@@ -287,20 +297,16 @@ void sw__probe_chat_check(struct sw__probe *p, struct sw_probe_result *r)
             (long long)res.usage.prompt_tokens, sw__probe_dur(dt, d, sizeof(d)),
             agree ? "; usage and timings agree" : "", sw__probe_quote(text, tl, 48, q, sizeof(q)));
     }
-    json_decref(body);
     sw_openai_result_free(&res);
     sw_net_resp_free(&resp);
 }
 
 void sw__probe_stream(struct sw__probe *p, struct sw_probe_result *r)
 {
-    const int max = 16;
-    json_t *body = sw__probe_chat(p, "Say hello in a few words.", max, true);
     struct sw_openai_result res;
     struct sw_net_resp resp;
     char d[512], d2[64], problems[512] = "";
-    sw_openai_result_init(&res, 0, 0);
-    int rc = sw__probe_post(p, body, &res, &resp, NULL, NULL, 0);
+    int rc = hello(p, true, &res, &resp);
     if (rc && res.err.code) {
         char m[1200];
         sw__probe_set(r, SW_PROBE_FAIL, "the stream is not usable", "%s (after %llu chunks)",
@@ -323,7 +329,7 @@ void sw__probe_stream(struct sw__probe *p, struct sw_probe_result *r)
             snprintf(problems + used, sizeof(problems) - used,
                      "%sno usage chunk (stream_options.include_usage ignored)", used ? "; " : "");
         } else {
-            token_agreement(&res, max, problems, sizeof(problems), r->data);
+            token_agreement(&res, HELLO_MAX, problems, sizeof(problems), r->data);
             if (res.text_chunks > (uint64_t)res.usage.completion_tokens) {
                 used = strlen(problems);
                 snprintf(problems + used, sizeof(problems) - used,
@@ -347,7 +353,6 @@ void sw__probe_stream(struct sw__probe *p, struct sw_probe_result *r)
                           ? "; usage and timings agree"
                           : "");
     }
-    json_decref(body);
     sw_openai_result_free(&res);
     sw_net_resp_free(&resp);
 }

@@ -110,35 +110,21 @@ static bool unit_has(const struct swap_fx *f, int i, const char *needle)
 /* apply without --json, SIGKILLed at its first "stop " progress line. */
 static void apply_killed(struct swap_fx *f)
 {
-    int fds[2];
-    assert_int_equal(pipe(fds), 0);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        dup2(fds[1], 1);
-        close(fds[0]);
-        close(fds[1]);
-        execl(swt_bin(), swt_bin(), "apply", "--fleet", f->a.fleet, "--no-worst-case",
-              "--probe-only", "readiness,liveness", (char *)NULL);
-        _exit(127);
-    }
-    close(fds[1]);
-    FILE *in = fdopen(fds[0], "r");
-    char line[2048];
-    bool stopped = false;
-    while (fgets(line, sizeof(line), in)) {
-        if (strstr(line, "stop ")) {
-            print_message("killing apply at: %s", line);
-            stopped = true;
-            kill(pid, SIGKILL);
-            break;
-        }
-    }
-    fclose(in);
-    int ws = 0;
-    waitpid(pid, &ws, 0);
-    assert_true(stopped);
-    assert_true(WIFSIGNALED(ws));
+    swt_slipway_kill_at("stop ", true, "apply", "--fleet", f->a.fleet, "--no-worst-case",
+                        "--probe-only", "readiness,liveness", NULL);
+}
+
+/* The fleet as set now written and applied: a refusal (exit 1) leaving these outcomes. The JSON;
+ * json_decref it. */
+static json_t *apply_refused(struct swap_fx *f, const char *what,
+                             const char *const outcomes[SWAP_N_EP])
+{
+    int st = 0;
+    swap_write_fleet(f);
+    json_t *j = apply(f, &st, what);
+    assert_int_equal(st, 1);
+    must_outcomes(j, outcomes);
+    return j;
 }
 
 static void test_apply_converges(void **state)
@@ -217,12 +203,9 @@ static void test_apply_converges(void **state)
     snprintf(f->mem_a, sizeof(f->mem_a), "%.0fMiB", (a1 + a2) / 1048576.0 - 2);
     f->ctx[0] = 768;
     f->ctx[1] = 768;
-    swap_write_fleet(f);
-    j = apply(f, &st, "(d) apply over a co-tenancy overcommit");
-    assert_int_equal(st, 1);
     static const char *const cot[SWAP_N_EP] = {"not_attempted", "not_attempted", "left",
                                                "left",          "left",          "left"};
-    must_outcomes(j, cot);
+    j = apply_refused(f, "(d) apply over a co-tenancy overcommit", cot);
     assert_true(json_is_true(json_object_get(swap_item(j, "a1"), "refused")));
     assert_non_null(strstr(swro_str(swap_item(j, "a2"), "refused_why"), "co-tenancy"));
     assert_non_null(strstr(swro_str(swap_item(j, "a2"), "refused_why"), "a1"));
@@ -238,12 +221,9 @@ static void test_apply_converges(void **state)
     f->ctx[0] = 1024;
     f->ctx[1] = 512;
     f->default_port[4] = f->default_port[5] = true;
-    swap_write_fleet(f);
-    j = apply(f, &st, "(e) apply over a port collision");
-    assert_int_equal(st, 1);
     static const char *const port[SWAP_N_EP] = {"left", "left",          "left",
                                                 "left", "not_attempted", "not_attempted"};
-    must_outcomes(j, port);
+    j = apply_refused(f, "(e) apply over a port collision", port);
     assert_non_null(strstr(swro_str(swap_item(j, "b3"), "refused_why"), "8080"));
     json_decref(j);
     swap_read_units(f, u0);

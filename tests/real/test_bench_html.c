@@ -26,19 +26,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#define TIM(n)                                                                                     \
-    "\"timings\":{\"cache_n\":0,\"prompt_n\":10,\"prompt_ms\":5,\"prompt_per_second\":2000,"       \
-    "\"predicted_n\":" #n "}"
-
-static const char *const EVENTS[] = {
-    "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\"}}]}\n\n",
-    "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"}}]," TIM(1) "}\n\n",
-    "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"b\"}}]," TIM(2) "}\n\n",
-    "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"c\"}}]," TIM(3) "}\n\n",
-    "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":10,\"completion_tokens\":3,"
-    "\"total_tokens\":13}," TIM(3) "}\n\ndata: [DONE]\n\n",
-    NULL};
-
 static size_t count(const char *hay, const char *needle)
 {
     size_t n = 0;
@@ -50,23 +37,17 @@ static size_t count(const char *hay, const char *needle)
 static void test_bench_html_in_chromium(void **state)
 {
     (void)state;
-    char bin[4200], html[4300], png[4300], bad[4300], prompts[4300];
+    char bin[4200], html[4300], png[4300], prompts[4300];
     struct swt_run r;
     swt_need(swc_which("chromium", bin, sizeof(bin)),
              "chromium (apt-get install chromium; scripts/deps.sh) to render the bench page");
     char *dir = swt_tmpdir();
 
     /* the control: a page with a script error is caught */
-    snprintf(bad, sizeof(bad), "%s/bad.html", dir);
-    swt_write_str(bad, "<!DOCTYPE html><html><body><p>x</p><script>no_such_function();"
-                       "</script></body></html>\n");
-    snprintf(png, sizeof(png), "%s/bad.png", dir);
-    swc_load(bin, dir, false, bad, png, 2000, &r);
-    assert_true(swc_console_error(r.err));
-    swt_run_free(&r);
+    swc_control(bin, dir, 2000);
 
     struct swh *s = swh_start();
-    swh_sse(s, "/v1/chat/completions", EVENTS, 5);
+    swh_sse(s, "/v1/chat/completions", swh_llama_stream(3), 5);
     snprintf(prompts, sizeof(prompts), "%s/p.jsonl", dir);
     swt_write_str(prompts, "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}\n");
     snprintf(html, sizeof(html), "%s/bench.html", dir);
@@ -82,27 +63,24 @@ static void test_bench_html_in_chromium(void **state)
     assert_int_equal(sscanf(swh_url(s, ""), "http://127.0.0.1:%d", &port), 1);
     char fleet[4300], yaml[2048];
     snprintf(fleet, sizeof(fleet), "%s/fleet.yaml", dir);
-    snprintf(yaml, sizeof(yaml),
-             "version: 1\n"
-             "hosts:\n"
-             "  here:\n"
-             "    transport: local\n"
-             "    devices:\n"
-             "      g0: {kind: gpu, vendor: nvidia, memory_total: 24GiB, bandwidth: 100GB/s}\n"
-             "endpoints:\n"
-             "  roofed:\n"
-             "    host: here\n"
-             "    devices: [g0]\n"
-             "    engine: vllm\n"
-             "    listen: 127.0.0.1:%d\n"
-             "    payload: {path: /nonexistent/m}\n"
-             "    shape: {max_model_len: 4096, kv_cache_bytes: 1GiB, seqs: 2}\n"
-             "    arch: {model_type: llama, hidden_size: 1024, num_hidden_layers: 8,\n"
-             "           num_attention_heads: 8, num_key_value_heads: 2, head_dim: 128,\n"
-             "           vocab_size: 32000, torch_dtype: bfloat16,\n"
-             "           max_position_embeddings: 4096,\n"
-             "           weights: {embd: 65536000, output: 65536000, total: 400000000}}\n",
-             port);
+    snprintf(
+        yaml, sizeof(yaml),
+        SWT_FLEET_HERE_GPU(
+            "100GB/s") "endpoints:\n"
+                       "  roofed:\n"
+                       "    host: here\n"
+                       "    devices: [g0]\n"
+                       "    engine: vllm\n"
+                       "    listen: 127.0.0.1:%d\n"
+                       "    payload: {path: /nonexistent/m}\n"
+                       "    shape: {max_model_len: 4096, kv_cache_bytes: 1GiB, seqs: 2}\n"
+                       "    arch: {model_type: llama, hidden_size: 1024, num_hidden_layers: 8,\n"
+                       "           num_attention_heads: 8, num_key_value_heads: 2, head_dim: 128,\n"
+                       "           vocab_size: 32000, torch_dtype: bfloat16,\n"
+                       "           max_position_embeddings: 4096,\n"
+                       "           weights: {embd: 65536000, output: 65536000, total: "
+                       "400000000}}\n",
+        port);
     swt_write_str(fleet, yaml);
     snprintf(html, sizeof(html), "%s/bench-roof.html", dir);
     swt_slipway(&r, "bench", "roofed", "--fleet", fleet, "--prompts", prompts, "--tg", "3",

@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
+#include "swllama.h"
 #include "swtest.h"
 
 #include <slipway/core.h>
@@ -53,15 +54,7 @@ static int spawn_sim(const char *dir, const char *const *argv)
     char out[4200], log[4200];
     snprintf(out, sizeof(out), "%s/sim.out", dir);
     snprintf(log, sizeof(log), "%s/sim.log", dir);
-    pid_t pid = swt_spawn(argv, out, log, NULL);
-    assert_true(pid > 0);
-    g_pid = pid;
-    bool exited;
-    int port = swt_announced_port(out, pid, 30000, &exited);
-    if (exited) {
-        g_pid = 0;
-        fail_msg("slipway sim exited before serving (log %s)", log);
-    }
+    int port = swt_spawn_announced("slipway sim", argv, out, log, &g_pid);
     /* announced as it binds; it accepts once loaded (within the same 30 s) */
     for (int i = 0; port && i < 300 && !swt_port_open(port); i++)
         usleep(100000);
@@ -336,20 +329,15 @@ static void test_roofline_against_sim(void **state)
     int port = swt_free_port();
     snprintf(listen, sizeof(listen), "127.0.0.1:%d", port);
     snprintf(yaml, sizeof(yaml),
-             "version: 1\n"
-             "hosts:\n"
-             "  here:\n"
-             "    transport: local\n"
-             "    devices:\n"
-             "      g0: {kind: gpu, vendor: nvidia, memory_total: 24GiB, bandwidth: 1TB/s}\n"
-             "endpoints:\n"
-             "  roofed:\n"
-             "    host: here\n"
-             "    devices: [g0]\n"
-             "    engine: vllm\n"
-             "    listen: %s\n"
-             "    payload: {path: %s}\n"
-             "    shape: {max_model_len: 32768, kv_cache_bytes: 4GiB, seqs: 4}\n",
+             SWT_FLEET_HERE_GPU(
+                 "1TB/s") "endpoints:\n"
+                          "  roofed:\n"
+                          "    host: here\n"
+                          "    devices: [g0]\n"
+                          "    engine: vllm\n"
+                          "    listen: %s\n"
+                          "    payload: {path: %s}\n"
+                          "    shape: {max_model_len: 32768, kv_cache_bytes: 4GiB, seqs: 4}\n",
              listen, model);
     snprintf(fleet, sizeof(fleet), "%s", swt_join(g_dir, "fleet.yaml"));
     swt_write_str(fleet, yaml);

@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
+#include "swledger.h"
 #include "swtest.h"
 
 #include <stdio.h>
@@ -264,12 +265,7 @@ static void test_opt_equals(void **state)
     snprintf(fleet_missing, sizeof(fleet_missing), "%s/no-fleet.yaml", dir);
     char pid_missing[4200];
     snprintf(pid_missing, sizeof(pid_missing), "%s/none.pid", dir);
-    assert_int_equal(swt_slipway(&r, "ledger", "import",
-                                 swt_src("tests/data/ledger/seed-boots.json"), "--ledger", led,
-                                 NULL),
-                     0);
-    assert_int_equal(r.status, 0);
-    swt_run_free(&r);
+    swl_cli_import_seed(led);
     char bootlog[4200], vdir[4200];
     snprintf(bootlog, sizeof(bootlog), "%s",
              swt_src("tests/data/bootlogs/llamacpp/bad_flag_fa_quant_v.log"));

@@ -50,30 +50,17 @@ struct ctx {
     char config[256];
 };
 
-static void env_for(struct ctx *c)
-{
-    setenv("HF_ENDPOINT", swhub_url(c->hub), 1);
-    setenv("HF_HUB_CACHE", c->cache, 1);
-    setenv("HF_HOME", c->home, 1); /* no token file from the real home */
-    setenv("SLIPWAY_NO_PROGRESS", "1", 1);
-    unsetenv("HF_TOKEN");
-    unsetenv("HF_TOKEN_PATH");
-}
-
 /* A hub with a 8 MiB shard, a 1 MiB shard (both LFS) and config.json (regular), faults set by
  * the caller before start. */
 static struct ctx *hub_new(void)
 {
     struct ctx *c = calloc(1, sizeof(*c));
-    c->hub = swhub_new(REPO, COMMIT);
+    c->hub = swhub_client(REPO, COMMIT, &c->tmp, c->cache, sizeof(c->cache), "hub-cache", c->home,
+                          sizeof(c->home));
     if (!c->hub) {
         free(c);
         return NULL;
     }
-    c->tmp = swt_tmpdir();
-    snprintf(c->cache, sizeof(c->cache), "%s/hub-cache", c->tmp);
-    snprintf(c->home, sizeof(c->home), "%s/hf-home", c->tmp);
-    mkdir(c->home, 0700);
     c->big_n = BIG;
     c->small_n = SMALL;
     c->big = swhub_safetensors(BIG, 2463534242u, "a");
@@ -89,7 +76,7 @@ static struct ctx *hub_new(void)
 static void hub_go(struct ctx *c)
 {
     assert_int_equal(swhub_start(c->hub), 0);
-    env_for(c);
+    swhub_env(c->hub, c->cache, c->home);
 }
 
 static void hub_free(struct ctx *c)
@@ -407,20 +394,6 @@ static pid_t spawn(const char *const *argv, const char *out, const char *err, lo
     return pid;
 }
 
-static int wait_exit(pid_t pid)
-{
-    int st = 0;
-    for (int i = 0; i < 12000; i++) { /* bounded: 120 s */
-        pid_t w = waitpid(pid, &st, WNOHANG);
-        if (w == pid)
-            return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-        sw_sleep_ms(10);
-    }
-    kill(pid, SIGKILL);
-    waitpid(pid, &st, 0);
-    return -1;
-}
-
 /* Every process's argv, now: the token must be in none. Returns how many were read. */
 static int scan_cmdlines(void)
 {
@@ -493,7 +466,7 @@ static void test_cut_then_resume_with_token(void **state)
     assert_true(scanned > 0);
     scan_cmdlines();
     swhub_kill(c->hub); /* the connection dies mid-body */
-    int st = wait_exit(pid);
+    int st = swt_wait_exit(pid, 120);
     char *o1 = slurp(out), *e1 = slurp(err);
     no_token_in("stdout", o1);
     no_token_in("stderr", e1);
@@ -618,7 +591,7 @@ static void test_disk_full_fsize(void **state)
     snprintf(err, sizeof(err), "%s/err", c->tmp);
     const char *argv[] = {swt_bin(), "fetch", REPO, "--include", "model-00001*", NULL};
     pid_t pid = spawn(argv, out, err, 2l << 20);
-    int st = wait_exit(pid);
+    int st = swt_wait_exit(pid, 120);
     char *e1 = slurp(err);
     if (st != 1)
         print_error("exit %d\n%s\n", st, e1);
@@ -832,7 +805,7 @@ static void test_interrupt_then_resume(void **state)
     }
     assert_true(reached);
     kill(pid, SIGINT);
-    int st = wait_exit(pid);
+    int st = swt_wait_exit(pid, 120);
     char *e1 = slurp(err);
     if (st != 1 || !strstr(e1, "interrupted"))
         fail_msg("exit %d: %s", st, e1);

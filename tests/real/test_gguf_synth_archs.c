@@ -117,11 +117,7 @@ static void test_archs(void **state)
     assert_true(n >= 100);
     int with_vocab_stub = 0;
     for (int i = 0; i < n; i++) {
-        struct sw_gguf *g = NULL;
-        struct sw_err e;
-        char buf[2048];
-        if (sw_gguf_open(files[i], &g, &e))
-            fail_msg("%s", sw_err_format(&e, buf, sizeof(buf)));
+        struct sw_gguf *g = swt_gguf_open(files[i]);
         assert_non_null(sw_gguf_arch(g));
         assert_true(g->n_tensors > 0);
         check_layout(g);
@@ -163,11 +159,7 @@ static void test_vocabs(void **state)
     int n = list_gguf(m, "ggml-vocab-", &files);
     assert_true(n >= 10);
     for (int i = 0; i < n; i++) {
-        struct sw_gguf *g = NULL;
-        struct sw_err e;
-        char buf[2048];
-        if (sw_gguf_open(files[i], &g, &e))
-            fail_msg("%s", sw_err_format(&e, buf, sizeof(buf)));
+        struct sw_gguf *g = swt_gguf_open(files[i]);
         check_layout(g);
         char *tmp = swt_tmpdir();
         check_rewrite(g, tmp);

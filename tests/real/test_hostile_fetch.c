@@ -57,18 +57,15 @@ struct ctx {
 static struct ctx *hub_new(enum swhub_fault fault)
 {
     struct ctx *c = calloc(1, sizeof(*c));
-    c->hub = swhub_new(REPO, COMMIT);
+    c->hub = swhub_client(REPO, COMMIT, &c->tmp, c->cache, sizeof(c->cache), "cache", c->home,
+                          sizeof(c->home));
     if (!c->hub) {
         free(c);
         return NULL;
     }
-    c->tmp = swt_tmpdir();
-    snprintf(c->cache, sizeof(c->cache), "%s/cache", c->tmp);
-    snprintf(c->home, sizeof(c->home), "%s/hf-home", c->tmp);
     snprintf(c->dest, sizeof(c->dest), "%s/dest", c->tmp);
     snprintf(c->outside, sizeof(c->outside), "%s/outside", c->tmp);
     snprintf(c->repo_dir, sizeof(c->repo_dir), "%s/models--acme--hostile", c->cache);
-    mkdir(c->home, 0700);
     mkdir(c->dest, 0755);
     mkdir(c->outside, 0755);
     c->shard_n = 1u << 20;
@@ -82,12 +79,7 @@ static struct ctx *hub_new(enum swhub_fault fault)
     if (fault != SWHUB_OK)
         swhub_fault(c->hub, SHARD, fault);
     assert_int_equal(swhub_start(c->hub), 0);
-    setenv("HF_ENDPOINT", swhub_url(c->hub), 1);
-    setenv("HF_HUB_CACHE", c->cache, 1);
-    setenv("HF_HOME", c->home, 1);
-    setenv("SLIPWAY_NO_PROGRESS", "1", 1);
-    unsetenv("HF_TOKEN");
-    unsetenv("HF_TOKEN_PATH");
+    swhub_env(c->hub, c->cache, c->home);
     return c;
 }
 

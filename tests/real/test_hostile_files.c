@@ -27,45 +27,16 @@ static char *dir;
 
 static int setup(void **state)
 {
-    (void)state;
-    dir = swt_tmpdir();
-    unsetenv("SLIPWAY_LEDGER");
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    swt_tmpdir_free(dir);
-    return 0;
-}
-
-static void run_argv(const char *const *argv, struct swt_run *r)
-{
-    assert_int_equal(swt_run(argv, NULL, BOUND_S, r), 0);
-    if (r->status == 128 + 9)
-        fail_msg("%s %s ... did not finish within %d s (blocked)\nstderr: %.2000s", argv[0],
-                 argv[1], BOUND_S, r->err);
+    return swt_tmpdir_setup(state, &dir);
 }
 
 /* `slipway lint --no-verify path`; the output must not carry a sanitizer's report. */
 static void lint(const char *path, struct swt_run *r)
 {
     const char *argv[] = {swt_bin(), "lint", "--no-verify", path, NULL};
-    run_argv(argv, r);
+    swt_run_bounded(argv, BOUND_S, r);
     if (strstr(r->err, "runtime error") || strstr(r->err, "Sanitizer"))
         fail_msg("lint %s: %s", path, r->err);
-}
-
-/* Every needle (NULL-terminated) is in the text. */
-static void has_all(const char *what, const char *text, ...)
-{
-    va_list ap;
-    va_start(ap, text);
-    for (const char *n = va_arg(ap, const char *); n; n = va_arg(ap, const char *))
-        if (!strstr(text, n))
-            fail_msg("%s does not say '%s':\n%s", what, n, text);
-    va_end(ap);
 }
 
 /* Every needle is in the text exactly `want` times. */
@@ -121,7 +92,7 @@ static void operator_findings(const char *what, const char *out, int shift)
                  want[i].needle);
         has_n(what, out, needle, 1);
     }
-    has_all(what, out, "6 findings", "passes --api-key with a literal value", NULL);
+    swt_has_all(what, out, "6 findings", "passes --api-key with a literal value", NULL);
     assert_null(strstr(out, "sk-frank-0123456789abcdef"));
 }
 
@@ -175,9 +146,9 @@ static void test_lint_operator_unit(void **state)
             memcpy(seven, "6", 1);
             operator_findings(forms[i].name, six, 0);
             free(six);
-            has_all(forms[i].name, r.out,
-                    "crlf.service:1: syntax: warning: 15 lines end in CR LF, the first line 1",
-                    NULL);
+            swt_has_all(forms[i].name, r.out,
+                        "crlf.service:1: syntax: warning: 15 lines end in CR LF, the first line 1",
+                        NULL);
         }
         swt_run_free(&r);
     }
@@ -189,7 +160,7 @@ static void test_lint_operator_unit(void **state)
     struct swt_run r;
     lint(jp, &r);
     assert_int_equal(r.status, 2);
-    has_all("lint of a JSON body", r.err, "not a unit file: a JSON array", NULL);
+    swt_has_all("lint of a JSON body", r.err, "not a unit file: a JSON array", NULL);
     swt_run_free(&r);
 }
 
@@ -218,12 +189,12 @@ static void test_lint_dropins(void **state)
     char read[16000];
     snprintf(read, sizeof(read), "%s: read with its drop-ins, in this order: %s, %s, %s\n", unit, a,
              b, c);
-    has_all("lint with drop-ins", r.out, read, ":6: start-limit: StartLimitIntervalSec=0",
-            ":8: path:", ":8: image-digest:", ":8: secret:", "5 findings", NULL);
+    swt_has_all("lint with drop-ins", r.out, read, ":6: start-limit: StartLimitIntervalSec=0",
+                ":8: path:", ":8: image-digest:", ":8: secret:", "5 findings", NULL);
     char in_dropin[4500];
     snprintf(in_dropin, sizeof(in_dropin),
              "%s:3: start-limit: warning: StartLimitBurst=5 is in [Service]", c);
-    has_all("lint with drop-ins", r.out, in_dropin, NULL);
+    swt_has_all("lint with drop-ins", r.out, in_dropin, NULL);
     assert_null(strstr(r.out, "stop-timeout"));
     assert_null(strstr(r.out, "restart:"));
     assert_null(strstr(r.out, "notes.txt"));
@@ -232,7 +203,7 @@ static void test_lint_dropins(void **state)
     /* a drop-in given: its unit and all of the unit's drop-ins, the same findings */
     lint(a, &r);
     assert_int_equal(r.status, 1);
-    has_all("lint of a drop-in", r.out, read, in_dropin, "5 findings", NULL);
+    swt_has_all("lint of a drop-in", r.out, read, in_dropin, "5 findings", NULL);
     swt_run_free(&r);
 
     /* a drop-in whose unit is not beside it: linted alone, and said so */
@@ -242,11 +213,12 @@ static void test_lint_dropins(void **state)
     assert_int_equal(mkdir(lone_d, 0755), 0);
     swt_write_str(lone, "[Service]\nStartLimitIntervalSec=30\n");
     const char *argv[] = {swt_bin(), "lint", lone, NULL};
-    run_argv(argv, &r);
+    swt_run_bounded(argv, BOUND_S, &r);
     assert_int_equal(r.status, 1);
-    has_all("lint of a lone drop-in", r.out,
-            "override.conf:2: start-limit: StartLimitIntervalSec=30", "is a drop-in, and its unit",
-            "elsewhere.service is not beside its directory", "linted alone", NULL);
+    swt_has_all("lint of a lone drop-in", r.out,
+                "override.conf:2: start-limit: StartLimitIntervalSec=30",
+                "is a drop-in, and its unit", "elsewhere.service is not beside its directory",
+                "linted alone", NULL);
     swt_run_free(&r);
 }
 
@@ -307,10 +279,10 @@ static void test_mount_dotdot(void **state)
         lint(unit, &r);
         if (i == 0) {
             assert_int_equal(r.status, 1);
-            has_all("lint of /models/../etc/x", r.out,
-                    ":3: path: the model path --model /models/../etc/x that vLLM receives lies "
-                    "under none of the container's 1 mount(s)",
-                    "1 finding", NULL);
+            swt_has_all("lint of /models/../etc/x", r.out,
+                        ":3: path: the model path --model /models/../etc/x that vLLM receives lies "
+                        "under none of the container's 1 mount(s)",
+                        "1 finding", NULL);
         } else if (r.status != 0) {
             fail_msg("lint of /models/./a//b exited %d: %s", r.status, r.out);
         }
@@ -323,19 +295,20 @@ static void test_mount_dotdot(void **state)
     container_fleet(fleet, "/srv/models/../elsewhere/proj.gguf");
     const char *out_bad[] = {swt_bin(), "render", "c", "--fleet", fleet, NULL};
     struct swt_run r;
-    run_argv(out_bad, &r);
+    swt_run_bounded(out_bad, BOUND_S, &r);
     if (r.status == 0)
         fail_msg("rendered a projector outside the mount:\n%s", r.out);
-    has_all("render of /srv/models/../elsewhere", r.err,
-            "dotdot.yaml:17:17: endpoints.c: the engine receives "
-            "/srv/models/../elsewhere/proj.gguf, which is outside every mount",
-            NULL);
+    swt_has_all("render of /srv/models/../elsewhere", r.err,
+                "dotdot.yaml:17:17: endpoints.c: the engine receives "
+                "/srv/models/../elsewhere/proj.gguf, which is outside every mount",
+                NULL);
     swt_run_free(&r);
     container_fleet(fleet, "/srv/models/./m//proj.gguf");
-    run_argv(out_bad, &r);
+    swt_run_bounded(out_bad, BOUND_S, &r);
     if (r.status != 0)
         fail_msg("render of /srv/models/./m//proj.gguf exited %d: %s", r.status, r.err);
-    has_all("render of /srv/models/./m//proj.gguf", r.out, " --mmproj /models/m/proj.gguf ", NULL);
+    swt_has_all("render of /srv/models/./m//proj.gguf", r.out, " --mmproj /models/m/proj.gguf ",
+                NULL);
     swt_run_free(&r);
 
     /* the fleet's check: vLLM's payload on a mount's host side */
@@ -351,10 +324,10 @@ static void test_mount_dotdot(void **state)
                         "    shape: {max_model_len: 4096, seqs: 1}\n");
     swt_write_str(fleet, y);
     const char *check[] = {swt_bin(), "fleet", "check", fleet, NULL};
-    run_argv(check, &r);
+    swt_run_bounded(check, BOUND_S, &r);
     assert_int_not_equal(r.status, 0);
-    has_all("fleet check of /srv/models/../other", r.err,
-            "payload.path /srv/models/../other/model is on no mount's host side", NULL);
+    swt_has_all("fleet check of /srv/models/../other", r.err,
+                "payload.path /srv/models/../other/model is on no mount's host side", NULL);
     swt_run_free(&r);
 }
 
@@ -391,13 +364,13 @@ static void test_control_chars(void **state)
         swt_write_str(fleet, y);
         const char *argv[] = {swt_bin(), "render", "m", "--fleet", fleet, "--lint", NULL};
         struct swt_run r;
-        run_argv(argv, &r);
+        swt_run_bounded(argv, BOUND_S, &r);
         if (r.status != 2 || strstr(r.out, "\nExecStartPre=/bin/true"))
             fail_msg("render of %s exited %d:\n%s%s", cases[i].where, r.status, r.out, r.err);
         char want[512];
         snprintf(want, sizeof(want), "ctl-%zu.yaml:%s holds a control character", i,
                  cases[i].where);
-        has_all("render", r.err, want, NULL);
+        swt_has_all("render", r.err, want, NULL);
         swt_run_free(&r);
     }
     /* the unit the render wrote before: the lint says what systemd reads at the CR */
@@ -412,10 +385,11 @@ static void test_control_chars(void **state)
     struct swt_run r;
     lint(up, &r);
     assert_int_equal(r.status, 1);
-    has_all("lint of a CR inside a line", r.out,
-            "cr-alias.service:3: syntax: a carriage return (CR) inside line 3 ends the line for "
-            "systemd, so 'ExecStartPre=/bin/true' after it is read as a line of its own",
-            NULL);
+    swt_has_all(
+        "lint of a CR inside a line", r.out,
+        "cr-alias.service:3: syntax: a carriage return (CR) inside line 3 ends the line for "
+        "systemd, so 'ExecStartPre=/bin/true' after it is read as a line of its own",
+        NULL);
     swt_run_free(&r);
 }
 
@@ -451,7 +425,7 @@ static void test_fleet_path_newline(void **state)
     assert_int_equal(mkdir(out, 0700), 0);
     const char *render[] = {swt_bin(), "render", "m", "--fleet", fleet, "--out", out, NULL};
     struct swt_run r;
-    run_argv(render, &r);
+    swt_run_bounded(render, BOUND_S, &r);
     if (r.status != 0)
         fail_msg("render exited %d: %s", r.status, r.err);
     swt_run_free(&r);
@@ -465,7 +439,7 @@ static void test_fleet_path_newline(void **state)
     snprintf(swap, sizeof(swap), "%s/llama-swap.yaml", out);
     const char *export[] = {swt_bin(), "export", "llama-swap", "--fleet",
                             fleet,     "--out",  swap,         NULL};
-    run_argv(export, &r);
+    swt_run_bounded(export, BOUND_S, &r);
     if (r.status != 0)
         fail_msg("export exited %d: %s", r.status, r.err);
     swt_run_free(&r);
@@ -488,27 +462,27 @@ static void test_render_out_dir(void **state)
     struct swt_run r;
     char want[8500];
     const char *mk[] = {swt_bin(), "render", "c", "--fleet", fleet, "--out", fresh, NULL};
-    run_argv(mk, &r);
+    swt_run_bounded(mk, BOUND_S, &r);
     assert_int_not_equal(r.status, 0);
     snprintf(want, sizeof(want),
              "%s: no such directory (its parent %s exists): the output directory must exist", fresh,
              dir);
-    has_all("render --out a missing directory", r.err, want, NULL);
+    swt_has_all("render --out a missing directory", r.err, want, NULL);
     swt_run_free(&r);
 
     const char *no[] = {swt_bin(), "render", "c", "--fleet", fleet, "--out", deep, NULL};
-    run_argv(no, &r);
+    swt_run_bounded(no, BOUND_S, &r);
     assert_int_not_equal(r.status, 0);
     snprintf(want, sizeof(want),
              "%s: no such directory, and its parent %s/no/such is not one either", deep, dir);
-    has_all("render --out a deep missing directory", r.err, want, NULL);
+    swt_has_all("render --out a deep missing directory", r.err, want, NULL);
     swt_run_free(&r);
 
     const char *in_file[] = {swt_bin(), "render", "c", "--fleet", fleet, "--out", file, NULL};
-    run_argv(in_file, &r);
+    swt_run_bounded(in_file, BOUND_S, &r);
     assert_int_not_equal(r.status, 0);
     snprintf(want, sizeof(want), "%s: exists and is not a directory", file);
-    has_all("render --out a file", r.err, want, NULL);
+    swt_has_all("render --out a file", r.err, want, NULL);
     swt_run_free(&r);
 
     /* nothing was created on the way */
@@ -552,13 +526,13 @@ static void test_report_md_escaped(void **state)
                           "m",
                           NULL};
     struct swt_run r;
-    run_argv(rule, &r);
+    swt_run_bounded(rule, BOUND_S, &r);
     if (r.status != 0)
         fail_msg("add-rule: %s", r.err);
     swt_run_free(&r);
     const char *report[] = {swt_bin(), "report", "--fleet", fleet, "--ledger",
                             led,       "--md",   md,        NULL};
-    run_argv(report, &r);
+    swt_run_bounded(report, BOUND_S, &r);
     if (r.status != 0)
         fail_msg("report exited %d: %s", r.status, r.err);
     swt_run_free(&r);
@@ -569,10 +543,11 @@ static void test_report_md_escaped(void **state)
         fail_msg("%s", e.msg);
     if (strstr(text, "<script") || strstr(text, "<img"))
         fail_msg("a tag reached the Markdown:\n%s", text);
-    has_all("the Markdown report", text,
-            "| failed (oom): &lt;script&gt;alert(1)&lt;/script&gt; \\| \\*new row\\* \\| | fleet "
-            "boots |",
-            "| ctx_size &gt; 65536 | &lt;img src=x onerror=alert(1)&gt; | ledger rule |", NULL);
+    swt_has_all(
+        "the Markdown report", text,
+        "| failed (oom): &lt;script&gt;alert(1)&lt;/script&gt; \\| \\*new row\\* \\| | fleet "
+        "boots |",
+        "| ctx_size &gt; 65536 | &lt;img src=x onerror=alert(1)&gt; | ledger rule |", NULL);
     sw_free(text);
 }
 
@@ -596,8 +571,8 @@ static void test_lint_huge_stop_grace(void **state)
     struct swt_run r;
     lint(unit, &r);
     assert_int_equal(r.status, 1);
-    has_all("lint", r.out, "huge-grace.service:8: stop-timeout: TimeoutStopSec=3y (line 8)",
-            "`podman stop -t 3262585074549260287` (line 6)", "1 finding", NULL);
+    swt_has_all("lint", r.out, "huge-grace.service:8: stop-timeout: TimeoutStopSec=3y (line 8)",
+                "`podman stop -t 3262585074549260287` (line 6)", "1 finding", NULL);
     swt_run_free(&r);
 }
 
@@ -610,5 +585,5 @@ int main(void)
         cmocka_unit_test(test_fleet_path_newline), cmocka_unit_test(test_render_out_dir),
         cmocka_unit_test(test_report_md_escaped),  cmocka_unit_test(test_lint_huge_stop_grace),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, setup, swt_tmpdir_teardown);
 }

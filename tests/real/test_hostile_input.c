@@ -27,25 +27,7 @@ static char *dir;
 
 static int setup(void **state)
 {
-    (void)state;
-    dir = swt_tmpdir();
-    unsetenv("SLIPWAY_LEDGER");
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    swt_tmpdir_free(dir);
-    return 0;
-}
-
-static void run_argv(const char *const *argv, struct swt_run *r)
-{
-    assert_int_equal(swt_run(argv, NULL, BOUND_S, r), 0);
-    if (r->status == 128 + 9)
-        fail_msg("%s %s ... did not finish within %d s (blocked)\nstderr: %.2000s", argv[0],
-                 argv[1], BOUND_S, r->err);
+    return swt_tmpdir_setup(state, &dir);
 }
 
 static void import_seed(const char *led)
@@ -54,7 +36,7 @@ static void import_seed(const char *led)
     snprintf(seed, sizeof(seed), "%s", swt_src("tests/data/ledger/seed-boots.json"));
     struct swt_run r;
     const char *argv[] = {swt_bin(), "ledger", "--ledger", led, "import", seed, NULL};
-    run_argv(argv, &r);
+    swt_run_bounded(argv, BOUND_S, &r);
     if (r.status != 0)
         fail_msg("import: %s", r.err);
     swt_run_free(&r);
@@ -105,7 +87,7 @@ static void test_ledger_readonly_other_user(void **state)
                           "--json",
                           NULL};
     struct swt_run r;
-    run_argv(list, &r);
+    swt_run_bounded(list, BOUND_S, &r);
     if (r.status != 0)
         fail_msg("ledger list as nobody exited %d: %s", r.status, r.err);
     json_t *j = swt_json_out(&r);
@@ -118,7 +100,7 @@ static void test_ledger_readonly_other_user(void **state)
     const char *list_h[] = {"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--",
                             swt_bin(), "ledger",        "list",          "--ledger",       led,
                             NULL};
-    run_argv(list_h, &r);
+    swt_run_bounded(list_h, BOUND_S, &r);
     assert_int_equal(r.status, 0);
     char want[64];
     snprintf(want, sizeof(want), ": %zu boots", boots);
@@ -133,7 +115,7 @@ static void test_ledger_readonly_other_user(void **state)
     const char *check[] = {
         "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--", swt_bin(), "check",
         "--fleet", fleetbuf,        "frank-small",   "--ledger",       led,  "--json",  NULL};
-    run_argv(check, &r);
+    swt_run_bounded(check, BOUND_S, &r);
     if (r.status != 0 && r.status != 1)
         fail_msg("check as nobody exited %d: %s", r.status, r.err);
     j = swt_json_out(&r);
@@ -148,7 +130,7 @@ static void test_ledger_readonly_other_user(void **state)
 
     /* and nobody saw what root sees */
     const char *as_root[] = {swt_bin(), "ledger", "list", "--ledger", led, "--json", NULL};
-    run_argv(as_root, &r);
+    swt_run_bounded(as_root, BOUND_S, &r);
     assert_int_equal(r.status, 0);
     j = swt_json_out(&r);
     assert_int_equal(json_array_size(json_object_get(j, "boots")), boots);
@@ -163,7 +145,7 @@ static void test_ledger_readonly_other_user(void **state)
     memset(frames, 0x11, sizeof(frames));
     swt_write(wal, frames, sizeof(frames));
     assert_int_equal(chmod(wal, 0644), 0);
-    run_argv(list_h, &r);
+    swt_run_bounded(list_h, BOUND_S, &r);
     assert_int_not_equal(r.status, 0);
     assert_non_null(strstr(r.err, wal));
     assert_non_null(strstr(r.err, "holds commits"));
@@ -191,7 +173,7 @@ static void test_ledger_corrupt_refused(void **state)
     snprintf(seed, sizeof(seed), "%s", swt_src("tests/data/ledger/seed-boots.json"));
     struct swt_run r;
     const char *argv[] = {swt_bin(), "ledger", "--ledger", led, "import", seed, NULL};
-    run_argv(argv, &r);
+    swt_run_bounded(argv, BOUND_S, &r);
     if (r.status == 0)
         fail_msg("a corrupt ledger was imported into: %s", r.out);
     assert_non_null(strstr(r.err, led));
@@ -212,7 +194,7 @@ static void test_ledger_zero_bytes(void **state)
     swt_write(led, "", 0);
     struct swt_run r;
     const char *argv[] = {swt_bin(), "ledger", "list", "--ledger", led, NULL};
-    run_argv(argv, &r);
+    swt_run_bounded(argv, BOUND_S, &r);
     assert_int_not_equal(r.status, 0);
     assert_null(strstr(r.out, "0 boots"));
     assert_non_null(strstr(r.err, led));
@@ -220,7 +202,7 @@ static void test_ledger_zero_bytes(void **state)
     assert_non_null(strstr(r.err, "uninitialised ledger"));
     swt_run_free(&r);
     const char *argvj[] = {swt_bin(), "ledger", "list", "--ledger", led, "--json", NULL};
-    run_argv(argvj, &r);
+    swt_run_bounded(argvj, BOUND_S, &r);
     assert_int_not_equal(r.status, 0);
     json_t *j = swt_json_out(&r);
     assert_string_equal(json_string_value(json_object_get(json_object_get(j, "error"), "where")),
@@ -247,7 +229,7 @@ static void test_fifo_refused(void **state)
     assert_int_equal(mkfifo(fifo, 0600), 0);
     struct swt_run r;
     const char *fleet[] = {swt_bin(), "fleet", "check", fifo, NULL};
-    run_argv(fleet, &r);
+    swt_run_bounded(fleet, BOUND_S, &r);
     expect_not_regular(&r, fifo);
     swt_run_free(&r);
 
@@ -255,7 +237,7 @@ static void test_fifo_refused(void **state)
     snprintf(log, sizeof(log), "%s/server.log", dir);
     assert_int_equal(mkfifo(log, 0600), 0);
     const char *boot[] = {swt_bin(), "bootlog", "parse", "--engine", "llama.cpp", log, NULL};
-    run_argv(boot, &r);
+    swt_run_bounded(boot, BOUND_S, &r);
     expect_not_regular(&r, log);
     swt_run_free(&r);
 
@@ -278,7 +260,7 @@ static void test_fifo_refused(void **state)
     snprintf(env, sizeof(env), "%s/frank-primary.env", sub);
     assert_int_equal(mkfifo(env, 0600), 0);
     const char *op[] = {swt_bin(), "fleet", "check", yaml, NULL};
-    run_argv(op, &r);
+    swt_run_bounded(op, BOUND_S, &r);
     expect_not_regular(&r, env);
     assert_non_null(strstr(r.err, "operator.yaml:")); /* where in the fleet it is referenced */
     swt_run_free(&r);
@@ -307,7 +289,7 @@ static void test_timeout_overflow(void **state)
         struct swt_run r;
         const char *argv[] = {swt_bin(), "probe",  url,         "--timeout",
                               vals[i],   "--only", "readiness", NULL};
-        run_argv(argv, &r);
+        swt_run_bounded(argv, BOUND_S, &r);
         if (r.status != 2)
             fail_msg("--timeout %s: exited %d, want 2 (usage)\n%s%s", vals[i], r.status, r.out,
                      r.err);
@@ -319,7 +301,7 @@ static void test_timeout_overflow(void **state)
     struct swt_run r;
     const char *ok[] = {swt_bin(),   "probe",        url, "--timeout", "1500ms", "--only",
                         "readiness", "--ready-wait", "1", NULL};
-    run_argv(ok, &r);
+    swt_run_bounded(ok, BOUND_S, &r);
     assert_int_equal(r.status, 1); /* nothing listens there: readiness fails, not the flag */
     swt_run_free(&r);
 }
@@ -328,7 +310,7 @@ static json_t *parse_log(const char *engine, const char *log, int want_status)
 {
     struct swt_run r;
     const char *argv[] = {swt_bin(), "bootlog", "parse", "--engine", engine, log, "--json", NULL};
-    run_argv(argv, &r);
+    swt_run_bounded(argv, BOUND_S, &r);
     if (r.status != want_status)
         fail_msg("bootlog parse --engine %s %s: exited %d, want %d\n%.2000s", engine, log, r.status,
                  want_status, r.out);
@@ -436,7 +418,7 @@ static void test_bootlog_not_this_engine(void **state)
     /* the human view names it too */
     struct swt_run r;
     const char *argv[] = {swt_bin(), "bootlog", "parse", "--engine", "sglang", vlog, NULL};
-    run_argv(argv, &r);
+    swt_run_bounded(argv, BOUND_S, &r);
     assert_int_equal(r.status, 1);
     assert_non_null(strstr(r.out, "not_this_engine"));
     assert_non_null(strstr(r.out, "is not a SGLang boot log"));
@@ -444,16 +426,16 @@ static void test_bootlog_not_this_engine(void **state)
     swt_run_free(&r);
 }
 
+/* Each case in a fresh directory of its own. */
+#define CASE(t) cmocka_unit_test_setup_teardown(t, setup, swt_tmpdir_teardown)
+
 int main(void)
 {
     sw_core_init();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_ledger_readonly_other_user, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_ledger_corrupt_refused, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_ledger_zero_bytes, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_fifo_refused, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_timeout_overflow, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_bootlog_not_this_engine, setup, teardown),
+        CASE(test_ledger_readonly_other_user), CASE(test_ledger_corrupt_refused),
+        CASE(test_ledger_zero_bytes),          CASE(test_fifo_refused),
+        CASE(test_timeout_overflow),           CASE(test_bootlog_not_this_engine),
     };
     return cmocka_run_group_tests_name("hostile_input", tests, NULL, NULL);
 }

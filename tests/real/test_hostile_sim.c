@@ -131,11 +131,7 @@ static int connect_sim(void)
 {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     assert_true(fd >= 0);
-    struct sockaddr_in a;
-    memset(&a, 0, sizeof(a));
-    a.sin_family = AF_INET;
-    a.sin_port = htons((uint16_t)sim_port);
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    struct sockaddr_in a = swt_loopback(sim_port);
     assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
     struct timeval tv = {.tv_sec = 30};
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));

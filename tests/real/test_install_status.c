@@ -44,7 +44,7 @@
 
 #define ADDR_A "169.254.4.2"
 #define ADDR_B "169.254.5.2"
-#define IMAGE  "localhost/slipway-llama"
+#define IMAGE  SWTH_IMAGE
 #define KEY_1  "sk-status-test-key-one-0123456789"
 #define KEY_2  "sk-status-test-key-two-9876543210"
 
@@ -127,19 +127,6 @@ static int teardown(void **state)
     return 0;
 }
 
-static void image_digest(char *buf, size_t n)
-{
-    const char *argv[] = {"podman",      "image",       "inspect", "--format",
-                          "{{.Digest}}", IMAGE ":test", NULL};
-    struct swt_run r;
-    assert_int_equal(swt_run(argv, NULL, 60, &r), 0);
-    assert_int_equal(r.status, 0);
-    r.out[strcspn(r.out, "\n")] = '\0';
-    assert_true(!strncmp(r.out, "sha256:", 7));
-    snprintf(buf, n, "%s", r.out);
-    swt_run_free(&r);
-}
-
 static unsigned long long hard_limit(int res)
 {
     struct rlimit rl;
@@ -213,15 +200,7 @@ static void write_fleet(const struct fx *f, const char *path, int pa, int pb, co
 
 static const json_t *endpoint(const json_t *st, const char *name)
 {
-    size_t i;
-    const json_t *e;
-    json_array_foreach(json_object_get(st, "endpoints"), i, e)
-    {
-        if (!strcmp(json_string_value(json_object_get(e, "endpoint")), name))
-            return e;
-    }
-    fail_msg("status has no endpoint %s", name);
-    return NULL;
+    return swt_json_find(json_object_get(st, "endpoints"), "endpoint", name);
 }
 
 /* Put a device tool on a host that answers exactly slipway's query with a recorded output of the
@@ -329,7 +308,7 @@ static void test_install_status_unreachable(void **state)
     swt_need(!why[0], "%s", why);
 
     char digest[128], bind[4200];
-    image_digest(digest, sizeof(digest));
+    swth_image_digest(digest, sizeof(digest));
     snprintf(bind, sizeof(bind), "%s:/models", swth_gm.dir);
     const char *binds[] = {bind, NULL};
     assert_int_equal(swth_up("sw-st-native", ADDR_A, binds, &f->a), 0);

@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
+#include "swledger.h"
 #include "swtest.h"
 
 #include <slipway/core.h>
@@ -31,9 +32,9 @@ static char fleet[4200], node_path[4300], validator[4200];
 
 static int setup(void **state)
 {
-    (void)state;
     struct swt_run r;
     dir = swt_tmpdir();
+    *state = dir;
     snprintf(fleet, sizeof(fleet), "%s", swt_src("tests/data/k8s/fleet.yaml"));
     snprintf(validator, sizeof(validator), "%s", swt_src("tests/support/k8s-validate.js"));
     setenv("SMALL_API_KEY", "sekrit-value-do-not-print", 1);
@@ -47,13 +48,6 @@ static int setup(void **state)
              r.err);
     snprintf(node_path, sizeof(node_path), "NODE_PATH=%.*s", (int)strcspn(r.out, "\n"), r.out);
     swt_run_free(&r);
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    swt_tmpdir_free(dir);
     return 0;
 }
 
@@ -277,10 +271,7 @@ static void test_gates_first(void **state)
     snprintf(led, sizeof(led), "%s/seed.sqlite", dir);
     snprintf(out, sizeof(out), "%s/out", dir);
     assert_int_equal(mkdir(out, 0755), 0);
-    swt_slipway(&r, "ledger", "import", swt_src("tests/data/ledger/seed-boots.json"), "--ledger",
-                led, NULL);
-    assert_int_equal(r.status, 0);
-    swt_run_free(&r);
+    swl_cli_import_seed(led);
     swt_slipway(&r, "render", "--target", "k8s", "frank-primary", "--fleet",
                 swt_src("examples/operator.yaml"), "--ledger", led, "--out", out, "--json", NULL);
     assert_int_equal(r.status, 1);
@@ -505,5 +496,5 @@ int main(void)
         cmocka_unit_test(test_gates_first), cmocka_unit_test(test_lws),
         cmocka_unit_test(test_fleet_nodes), cmocka_unit_test(test_waived),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, setup, swt_tmpdir_teardown);
 }

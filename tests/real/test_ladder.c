@@ -17,6 +17,7 @@
 
 #include <slipway/core.h>
 
+#include "swledger.h"
 #include "swllama.h"
 #include "swtest.h"
 
@@ -162,17 +163,6 @@ static char *cut(const char *text, const char *from, const char *to)
     return o;
 }
 
-static char *replace1(const char *text, const char *from, const char *to)
-{
-    const char *at = strstr(text, from);
-    if (!at)
-        fail_msg("'%s' is not in the fleet", from);
-    size_t n = strlen(text) + strlen(to) + 1;
-    char *o = malloc(n);
-    snprintf(o, n, "%.*s%s%s", (int)(at - text), text, to, at + strlen(from));
-    return o;
-}
-
 /*
  * The simulated frank-primary night ladder. The simulated hardware is the sim's headroom model
  * fitted on every seed boot (`--sim-ledger`: it fails 262,144 and 245,760 at graph capture and
@@ -193,31 +183,14 @@ static void test_sim_frank_primary(void **state)
 {
     (void)state;
     char *dir = swt_tmpdir();
-    char path[4200], cmd[9000], world[4200], led[4200], fleet[4200];
+    char path[4200], world[4200], led[4200], fleet[4200];
     struct swt_run r;
     struct sw_err e;
     snprintf(world, sizeof(world), "%s", swt_join(dir, "world.sqlite"));
     snprintf(led, sizeof(led), "%s", swt_join(dir, "ladder.sqlite"));
-    swt_slipway(&r, "ledger", "import", swt_src("tests/data/ledger/seed-boots.json"), "--ledger",
-                world, NULL);
-    assert_int_equal(r.status, 0);
-    swt_run_free(&r);
+    swl_cli_import_seed(world);
     /* the ladder's knowledge: the seed without the night ladder's boots and rungs */
-    json_t *seed = sw_json_load_file(swt_src("tests/data/ledger/seed-boots.json"), 1 << 24, &e);
-    if (!seed)
-        fail_msg("%s", e.msg);
-    static const char *const night[] = {"ladder-262144", "ladder-245760", "ladder-237568",
-                                        "bf16-3x241664"};
-    json_t *all = json_object_get(seed, "boots");
-    for (size_t i = json_array_size(all); i-- > 0;) {
-        const char *ref = json_string_value(json_object_get(json_array_get(all, i), "ref"));
-        bool drop = false;
-        for (size_t k = 0; ref && k < 4; k++)
-            drop |= !strcmp(ref, night[k]);
-        if (drop)
-            json_array_remove(all, i);
-    }
-    json_object_set_new(seed, "ladder_rungs", json_array());
+    json_t *seed = swl_seed_before_night();
     snprintf(path, sizeof(path), "%s", swt_join(dir, "prior.json"));
     assert_int_equal(json_dump_file(seed, path, 0), 0);
     json_decref(seed);
@@ -226,30 +199,15 @@ static void test_sim_frank_primary(void **state)
         fail_msg("import: %s", r.err);
     swt_run_free(&r);
     /* the payload: the inferred config, as tests/real/test_sim_headroom.c does */
-    snprintf(path, sizeof(path), "%s/models/primary", dir);
-    snprintf(cmd, sizeof(cmd), "mkdir -p '%s' && cp '%s' '%s/config.json' && cp '%s' '%s' '%s'",
-             path, swt_src("tests/data/vllm/models/frank-primary-inferred/config.json"), path,
-             swt_src("examples/frank-primary.env"), swt_src("examples/frank-small.env"), dir);
-    assert_int_equal(system(cmd), 0);
-    char *op = NULL;
-    size_t n = 0;
-    if (sw_read_file(swt_src("examples/operator.yaml"), 1 << 20, &op, &n, &e))
-        fail_msg("%s", e.msg);
-    char to[4400];
-    snprintf(to, sizeof(to), "      path: %s\n", path);
-    char *a = replace1(op, "      path: /home/dank/models/Qwen3.8-Flash-Next-Uncensored-FP8\n", to);
-    snprintf(to, sizeof(to), "        - {host: %s/models, container: /models, readonly: true}",
-             dir);
-    char *b =
-        replace1(a, "        - {host: /home/dank/models, container: /models, readonly: true}", to);
+    char *b = swt_operator_local(dir);
+    swt_copy(swt_src("examples/frank-primary.env"), swt_join(dir, "frank-primary.env"));
+    swt_copy(swt_src("examples/frank-small.env"), swt_join(dir, "frank-small.env"));
     char *c = cut(b,
                   "      - shape: {kv_cache_dtype: auto, seqs: 3, max_model_len: 245760, "
                   "gpu_memory_utilization: 0.98}",
                   "      - shape: {kv_cache_dtype: fp8, seqs: 6, max_model_len: 241664}");
     snprintf(fleet, sizeof(fleet), "%s", swt_join(dir, "operator.yaml"));
     swt_write_str(fleet, c);
-    sw_free(op);
-    free(a);
     free(b);
     free(c);
 

@@ -25,34 +25,9 @@
 #define HOST "sw-la-a"
 #define UNIT "slipway-la.service"
 
-struct fx {
-    struct swth_host h;
-    char *dir;
-    char fleet[4200];
-    char led[4200];
-    int port;
-};
-
-static int setup(void **state)
-{
-    struct fx *f = calloc(1, sizeof(*f));
-    *state = f;
-    return f ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    struct fx *f = *state;
-    swth_down(&f->h);
-    if (f->dir)
-        swt_tmpdir_free(f->dir);
-    free(f);
-    return 0;
-}
-
 /* slipway ladder la FLEET --runner rollout ... --json: the parsed result (the run's stderr, its
  * progress view, printed) */
-static json_t *ladder(struct fx *f, int *status)
+static json_t *ladder(struct swth_fx *f, int *status)
 {
     struct swt_run r;
     swt_slipway(&r, "ladder", "la", "--fleet", f->fleet, "--runner", "rollout", "--ledger", f->led,
@@ -69,18 +44,11 @@ static json_t *ladder(struct fx *f, int *status)
 
 static void test_rollout_rungs(void **state)
 {
-    struct fx *f = *state;
-    swt_need(swth_missing()[0] == '\0', "%s", swth_missing());
-    swt_need(swth_gm.model[0] != '\0', "no chat model: %s", swth_gm.missing);
+    struct swth_fx *f = *state;
     char bind[4200];
     snprintf(bind, sizeof(bind), "%s:/models", swth_gm.dir);
     const char *binds[] = {bind, NULL};
-    assert_int_equal(swth_up(HOST, ADDR, binds, &f->h), 0);
-    print_message("host %s up at %s in %ld ms\n", HOST, ADDR, f->h.boot_ms);
-    f->dir = swt_tmpdir();
-    snprintf(f->fleet, sizeof(f->fleet), "%s", swt_join(f->dir, "fleet.yaml"));
-    snprintf(f->led, sizeof(f->led), "%s", swt_join(f->dir, "ladder.sqlite"));
-    f->port = swt_free_port();
+    swth_fx_up(f, HOST, ADDR, binds, "ladder.sqlite");
     char text[4096];
     snprintf(text, sizeof(text),
              "version: 1\n"
@@ -154,7 +122,7 @@ static void test_rollout_rungs(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_rollout_rungs, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rollout_rungs, swth_fx_setup, swth_fx_teardown),
     };
     return cmocka_run_group_tests(tests, swth_group_setup, swth_group_teardown);
 }

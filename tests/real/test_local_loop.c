@@ -82,24 +82,16 @@ static void tcase_init(struct tcase *t, const char *name)
     t->port = swt_free_port();
     assert_true(t->port > 0);
     snprintf(yaml, sizeof(yaml),
-             "version: 1\n"
-             "hosts:\n"
-             "  localhost:\n"
-             "    transport: local\n"
-             "endpoints:\n"
-             "  tiny:\n"
-             "    host: localhost\n"
-             "    engine: llama.cpp\n"
-             "    listen: 127.0.0.1:%d\n"
-             "    alias: %s\n"
-             "    payload:\n"
-             "      path: %s\n"
-             "    shape:\n"
-             "      ctx_size: 2048\n"
-             "      seqs: 1\n"
-             "    knobs:\n"
-             "      seqs: [1, 2]\n"
-             "      ctx_size: {min: 1024, max: 2048, step: 1024}\n",
+             SWL_FLEET_LOCAL_TINY "    listen: 127.0.0.1:%d\n"
+                                  "    alias: %s\n"
+                                  "    payload:\n"
+                                  "      path: %s\n"
+                                  "    shape:\n"
+                                  "      ctx_size: 2048\n"
+                                  "      seqs: 1\n"
+                                  "    knobs:\n"
+                                  "      seqs: [1, 2]\n"
+                                  "      ctx_size: {min: 1024, max: 2048, step: 1024}\n",
              t->port, t->mark, g_model);
     swt_write_str(t->fleet, yaml);
     setenv("SLIPWAY_RUN_DIR", t->run, 1);
@@ -336,11 +328,7 @@ static void test_port_held_by_another(void **state)
     tcase_init(&t, "held");
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0); /* the holder is this process alone */
     assert_true(fd >= 0);
-    struct sockaddr_in a;
-    memset(&a, 0, sizeof(a));
-    a.sin_family = AF_INET;
-    a.sin_port = htons((uint16_t)t.port);
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    struct sockaddr_in a = swt_loopback(t.port);
     assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
     assert_int_equal(listen(fd, 4), 0);
     snprintf(holder, sizeof(holder), "in use by pid %d", (int)getpid());

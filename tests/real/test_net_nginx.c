@@ -56,13 +56,7 @@ static int setup(void **state)
     snprintf(www, sizeof(www), "%s/www", g->dir);
     mkdir(www, 0755);
     unsigned char *big = malloc(BIG);
-    uint32_t x = 2463534242u;
-    for (size_t i = 0; i < BIG; i++) {
-        x ^= x << 13;
-        x ^= x >> 17;
-        x ^= x << 5;
-        big[i] = (unsigned char)x;
-    }
+    swt_noise(big, BIG, 2463534242u);
     sha256(big, BIG, g->big_sha);
     snprintf(path, sizeof(path), "%s/big.bin", www);
     swt_write(path, big, BIG);

@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "swchrome.h"
+#include "swledger.h"
 #include "swtest.h"
 
 #include <slipway/core.h>
@@ -30,42 +31,24 @@ static char ledger[4200], fleet[4200];
 
 static int setup(void **state)
 {
-    (void)state;
-    struct swt_run r;
     dir = swt_tmpdir();
+    *state = dir;
     snprintf(ledger, sizeof(ledger), "%s/seed.sqlite", dir);
     snprintf(fleet, sizeof(fleet), "%s", swt_src("examples/operator.yaml"));
-    swt_slipway(&r, "ledger", "import", swt_src("tests/data/ledger/seed-boots.json"), "--ledger",
-                ledger, NULL);
-    if (r.status)
-        fail_msg("import: %s", r.err);
-    swt_run_free(&r);
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    swt_tmpdir_free(dir);
+    swl_cli_import_seed(ledger);
     return 0;
 }
 
 static void test_html_in_chromium(void **state)
 {
     (void)state;
-    char bin[4200], html[4300], png[4300], bad[4300];
+    char bin[4200], html[4300], png[4300];
     struct swt_run r;
     swt_need(swc_which("chromium", bin, sizeof(bin)),
              "chromium (apt-get install chromium; scripts/deps.sh) to render the report page");
 
     /* the control: a page with a script error is caught */
-    snprintf(bad, sizeof(bad), "%s/bad.html", dir);
-    swt_write_str(bad, "<!DOCTYPE html><html><body><p>x</p><script>no_such_function();"
-                       "</script></body></html>\n");
-    snprintf(png, sizeof(png), "%s/bad.png", dir);
-    swc_load(bin, dir, false, bad, png, 2400, &r);
-    assert_true(swc_console_error(r.err));
-    swt_run_free(&r);
+    swc_control(bin, dir, 2400);
 
     snprintf(html, sizeof(html), "%s/fleet.html", dir);
     swt_slipway(&r, "report", "--fleet", fleet, "--ledger", ledger, "--html", html, NULL);
@@ -185,5 +168,5 @@ int main(void)
         cmocka_unit_test(test_html_in_chromium),
         cmocka_unit_test(test_promtool),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, setup, swt_tmpdir_teardown);
 }

@@ -68,13 +68,7 @@ static void make_payload(const char *dir)
     assert_int_equal(mkdir(p, 0750), 0);
     size_t n = 3u << 20;
     unsigned char *b = malloc(n);
-    uint32_t x = 2463534242u;
-    for (size_t i = 0; i < n; i++) {
-        x ^= x << 13;
-        x ^= x >> 17;
-        x ^= x << 5;
-        b[i] = (unsigned char)x;
-    }
+    swt_noise(b, n, 2463534242u);
     swt_write(swt_join(dir, "model.gguf"), b, n);
     free(b);
     swt_write_str(swt_join(p, "config.json"), "{\"n_ctx\": 8192}\n");

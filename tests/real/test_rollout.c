@@ -295,34 +295,8 @@ static void test_killed_after_stop_converges(void **state)
     swro_up(f, &site);
     baseline(f, NULL);
     write_fleet(f, 1024, "/opt/llama/bin/llama-server", "/models/chat.gguf", "");
-    int fds[2];
-    assert_int_equal(pipe(fds), 0);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        dup2(fds[1], 1);
-        close(fds[0]);
-        close(fds[1]);
-        execl(swt_bin(), swt_bin(), "deploy", "ro", "--fleet", f->fleet, "--no-worst-case",
-              (char *)NULL);
-        _exit(127);
-    }
-    close(fds[1]);
-    FILE *in = fdopen(fds[0], "r");
-    char line[2048];
-    bool stopped = false;
-    while (fgets(line, sizeof(line), in)) {
-        if (!strncmp(line, "stop ", 5)) {
-            stopped = true;
-            kill(pid, SIGKILL);
-            break;
-        }
-    }
-    fclose(in);
-    int ws = 0;
-    waitpid(pid, &ws, 0);
-    assert_true(stopped);
-    assert_true(WIFSIGNALED(ws));
+    swt_slipway_kill_at("stop ", false, "deploy", "ro", "--fleet", f->fleet, "--no-worst-case",
+                        NULL);
     char *lock = swth_must(&f->h, "cat /run/slipway/slipway-ro.lock");
     print_message("killed after the stop; the lock left: %s", lock);
     free(lock);

@@ -24,6 +24,7 @@
 
 #include <slipway/core.h>
 
+#include "swledger.h"
 #include "swllama.h"
 #include "swtest.h"
 
@@ -44,73 +45,28 @@ struct fx {
 
 static pid_t g_pid;
 
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "r");
-    if (!f)
-        fail_msg("cannot read %s", path);
-    static char buf[1 << 17];
-    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-    fclose(f);
-    buf[n] = 0;
-    return strdup(buf);
-}
-
-/* text with the first `from` replaced by `to` (malloc'd) */
-static char *replace(const char *text, const char *from, const char *to)
-{
-    const char *at = strstr(text, from);
-    if (!at)
-        fail_msg("'%s' is not in the fleet", from);
-    size_t n = strlen(text) + strlen(to) + 1;
-    char *o = malloc(n);
-    snprintf(o, n, "%.*s%s%s", (int)(at - text), text, to, at + strlen(from));
-    return o;
-}
-
 static int setup(void **state)
 {
     struct fx *f = calloc(1, sizeof(*f));
     char path[4200];
     f->dir = swt_tmpdir();
     snprintf(f->led, sizeof(f->led), "%s", swt_join(f->dir, "seed.sqlite"));
-    struct swt_run r;
-    swt_slipway(&r, "ledger", "import", swt_src("tests/data/ledger/seed-boots.json"), "--ledger",
-                f->led, NULL);
-    assert_int_equal(r.status, 0);
-    swt_run_free(&r);
+    swl_cli_import_seed(f->led);
     /* the payload: a directory with the inferred config (the law plans from it) */
-    snprintf(path, sizeof(path), "%s/models/primary", f->dir);
-    char cmd[8800];
-    snprintf(cmd, sizeof(cmd), "mkdir -p '%s' && cp '%s' '%s/config.json'", path,
-             swt_src("tests/data/vllm/models/frank-primary-inferred/config.json"), path);
-    assert_int_equal(system(cmd), 0);
-    char *op = slurp(swt_src("examples/operator.yaml"));
-    char to[4400];
-    snprintf(to, sizeof(to), "      path: %s\n", path);
-    char *a = replace(op, "      path: /home/dank/models/Qwen3.8-Flash-Next-Uncensored-FP8\n", to);
-    snprintf(to, sizeof(to), "        - {host: %s/models, container: /models, readonly: true}",
-             f->dir);
-    char *b =
-        replace(a, "        - {host: /home/dank/models, container: /models, readonly: true}", to);
+    char *b = swt_operator_local(f->dir);
     snprintf(f->fleet, sizeof(f->fleet), "%s/operator.yaml", f->dir);
     swt_write_str(f->fleet, b);
-    char *c = replace(b, "    args: [--reasoning-parser",
-                      "    args: [--expert-precise-memory, "
-                      "--reasoning-parser");
+    char *c = swt_replace1(b, "    args: [--reasoning-parser",
+                           "    args: [--expert-precise-memory, "
+                           "--reasoning-parser");
     snprintf(f->precise, sizeof(f->precise), "%s/precise.yaml", f->dir);
     swt_write_str(f->precise, c);
-    free(op);
-    free(a);
     free(b);
     free(c);
     static const char *const envs[] = {"frank-primary.env", "frank-small.env"};
     for (size_t i = 0; i < SW_ARRAY_LEN(envs); i++) {
         snprintf(path, sizeof(path), "examples/%s", envs[i]);
-        char *t = slurp(swt_src(path));
-        snprintf(path, sizeof(path), "%s/%s", f->dir, envs[i]);
-        swt_write_str(path, t);
-        free(t);
+        swt_copy(swt_src(path), swt_join(f->dir, envs[i]));
     }
     *state = f;
     return 0;
@@ -213,17 +169,8 @@ static void replay_serves(struct fx *f, const char *ref, const char *const *argv
     char out[4200], log[4200];
     snprintf(out, sizeof(out), "%s/%s.out", f->dir, ref);
     snprintf(log, sizeof(log), "%s/%s.log", f->dir, ref);
-    pid_t pid = swt_spawn(argv, out, log, NULL);
-    assert_true(pid > 0);
-    g_pid = pid;
-    bool exited;
-    int port = swt_announced_port(out, pid, 30000, &exited);
-    if (exited) {
-        g_pid = 0;
-        char *t = swl_tail(log, 3000);
-        fail_msg("%s: the sim exited without serving: %s", ref, t ? t : "");
-    }
-    assert_true(port > 0);
+    int port = swt_spawn_announced(ref, argv, out, log, &g_pid);
+    pid_t pid = g_pid;
     int status = 0;
     for (int i = 0; i < 300 && status != 200; i++) {
         char *body = NULL;
@@ -234,7 +181,7 @@ static void replay_serves(struct fx *f, const char *ref, const char *const *argv
             usleep(100000);
     }
     assert_int_equal(status, 200);
-    char *text = slurp(log);
+    char *text = swt_slurp(log);
     const json_t *rep = json_object_get(boot, "report");
     const json_t *tok = json_object_get(rep, "kv_cache_tokens");
     if (json_is_integer(tok)) {
@@ -274,7 +221,7 @@ static void replay_serves(struct fx *f, const char *ref, const char *const *argv
         free(body);
         assert_int_equal(status, 500);
         assert_int_equal(reap_within(pid, 20), 0); /* vLLM's API server exits 0 */
-        text = slurp(log);
+        text = swt_slurp(log);
         assert_non_null(strstr(text, "Tried to allocate"));
         assert_non_null(strstr(text, "0 bytes is free"));
         free(text);

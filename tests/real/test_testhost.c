@@ -45,7 +45,7 @@
 
 #define ADDR_A "169.254.2.2"
 #define ADDR_B "169.254.3.2"
-#define IMAGE  "localhost/slipway-llama"
+#define IMAGE  SWTH_IMAGE
 
 /* The group's model (made once) and why it could not be made. */
 
@@ -340,20 +340,6 @@ static void test_native_llama_service(void **state)
     assert_int_equal(code, 0);
 }
 
-/* The image's digest on this machine (the host sees the same store). */
-static void image_digest(char *buf, size_t n)
-{
-    const char *argv[] = {"podman",      "image",       "inspect", "--format",
-                          "{{.Digest}}", IMAGE ":test", NULL};
-    struct swt_run r;
-    assert_int_equal(swt_run(argv, NULL, 60, &r), 0);
-    assert_int_equal(r.status, 0);
-    r.out[strcspn(r.out, "\n")] = '\0';
-    assert_true(!strncmp(r.out, "sha256:", 7));
-    snprintf(buf, n, "%s", r.out);
-    swt_run_free(&r);
-}
-
 /* The container's podman arguments the tests share (host network, limits at or below ours). */
 #define PODMAN_RUN                                                                                 \
     "/usr/bin/podman run --rm --network host --ulimit nofile=1024:1024 "                           \
@@ -367,7 +353,7 @@ static void test_podman_llama_service(void **state)
     need_model();
     need_podman();
     char digest[128];
-    image_digest(digest, sizeof(digest));
+    swth_image_digest(digest, sizeof(digest));
     up(&f->h, "sw-th-podman", ADDR_A, true);
     int port = swt_free_port();
     char unit[2048];

@@ -122,28 +122,20 @@ static void write_tiny_fleet(const char *path, int port, bool freeze_threads)
     if (!freeze_threads)
         snprintf(knob, sizeof(knob), "      arg.--threads: ['%d', '%d']\n", good, poor);
     snprintf(yaml, sizeof(yaml),
-             "version: 1\n"
-             "hosts:\n"
-             "  localhost:\n"
-             "    transport: local\n"
-             "endpoints:\n"
-             "  tiny:\n"
-             "    host: localhost\n"
-             "    engine: llama.cpp\n"
-             "    binary: %s\n"
-             "    listen: 127.0.0.1:%d\n"
-             "    alias: tiny\n"
-             "    payload:\n"
-             "      path: %s\n"
-             "      gguf: %s\n"
-             "    shape:\n"
-             "      ctx_size: 4096\n"
-             "      seqs: 1\n"
-             "    args: [--threads, '%d']\n"
-             "    knobs:\n"
-             "%s"
-             "      flash_attn: ['on', 'off']\n"
-             "%s",
+             SWL_FLEET_LOCAL_TINY "    binary: %s\n"
+                                  "    listen: 127.0.0.1:%d\n"
+                                  "    alias: tiny\n"
+                                  "    payload:\n"
+                                  "      path: %s\n"
+                                  "      gguf: %s\n"
+                                  "    shape:\n"
+                                  "      ctx_size: 4096\n"
+                                  "      seqs: 1\n"
+                                  "    args: [--threads, '%d']\n"
+                                  "    knobs:\n"
+                                  "%s"
+                                  "      flash_attn: ['on', 'off']\n"
+                                  "%s",
              swl_bin("llama-server"), port, dir, slash + 1, poor, knob,
              freeze_threads ? "    frozen: [arg.--threads, quantization]\n" : "");
     swt_write_str(path, yaml);

@@ -36,31 +36,6 @@
 #define HOST "sw-tu-a"
 #define UNIT "slipway-tu.service"
 
-struct fx {
-    struct swth_host h;
-    char *dir;
-    char fleet[4200];
-    char led[4200];
-    int port;
-};
-
-static int setup(void **state)
-{
-    struct fx *f = calloc(1, sizeof(*f));
-    *state = f;
-    return f ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    struct fx *f = *state;
-    swth_down(&f->h);
-    if (f->dir)
-        swt_tmpdir_free(f->dir);
-    free(f);
-    return 0;
-}
-
 static const char *str(const json_t *o, const char *k)
 {
     const char *s = json_string_value(json_object_get(o, k));
@@ -74,7 +49,7 @@ static double num(const json_t *o, const char *k)
 }
 
 /* Is tag among the ledger's tags of the endpoint (`slipway history tu --ledger LED --json`)? */
-static bool ledger_has_tag(const struct fx *f, const char *tag)
+static bool ledger_has_tag(const struct swth_fx *f, const char *tag)
 {
     struct swt_run r;
     swt_slipway(&r, "history", "tu", "--ledger", f->led, "--json", NULL);
@@ -91,12 +66,12 @@ static bool ledger_has_tag(const struct fx *f, const char *tag)
     return found;
 }
 
-static void write_fleet(const struct fx *f, const char *tail);
-static void tune_and_check(struct fx *f, const char *failing);
+static void write_fleet(const struct swth_fx *f, const char *tail);
+static void tune_and_check(struct swth_fx *f, const char *failing);
 
 /* A candidate whose engine cannot start: llama-server reads LLAMA_ARG_UI_CONFIG_FILE while parsing
  * its arguments and exits when the file is missing. The baseline names a file the host holds. */
-static void failing_deploy(struct fx *f)
+static void failing_deploy(struct swth_fx *f)
 {
     assert_int_equal(swth_put(&f->h, "/etc/tu-ui.json", "{}\n"), 0);
     write_fleet(f, "    env:\n"
@@ -108,24 +83,17 @@ static void failing_deploy(struct fx *f)
 
 static void test_tune_rollout(void **state)
 {
-    struct fx *f = *state;
-    swt_need(swth_missing()[0] == '\0', "%s", swth_missing());
-    swt_need(swth_gm.model[0] != '\0', "no chat model: %s", swth_gm.missing);
+    struct swth_fx *f = *state;
     /* the model at the same path here and on the host: tune plans each candidate here (from the
      * GGUF's header) before the rollout deploys it there */
     const char *binds[] = {swth_gm.dir, NULL};
-    assert_int_equal(swth_up(HOST, ADDR, binds, &f->h), 0);
-    print_message("host %s up at %s in %ld ms\n", HOST, ADDR, f->h.boot_ms);
-    f->dir = swt_tmpdir();
-    snprintf(f->fleet, sizeof(f->fleet), "%s", swt_join(f->dir, "fleet.yaml"));
-    snprintf(f->led, sizeof(f->led), "%s", swt_join(f->dir, "tune.sqlite"));
-    f->port = swt_free_port();
+    swth_fx_up(f, HOST, ADDR, binds, "tune.sqlite");
     write_fleet(f, "    knobs:\n      arg.--threads: ['2', '1']\n");
     tune_and_check(f, NULL);
     failing_deploy(f);
 }
 
-static void write_fleet(const struct fx *f, const char *tail)
+static void write_fleet(const struct swth_fx *f, const char *tail)
 {
     char text[8192];
     snprintf(text, sizeof(text),
@@ -161,7 +129,7 @@ static void write_fleet(const struct fx *f, const char *tail)
 
 /* tune --runner rollout on the fleet as written; checks every probe, the outcome and the host's
  * final shape (module comment). failing: the candidate whose deploy must fail (NULL: none) */
-static void tune_and_check(struct fx *f, const char *failing)
+static void tune_and_check(struct swth_fx *f, const char *failing)
 {
     /* auto picks the rollout for an ssh host; the option says it here */
     struct swt_run r;
@@ -273,7 +241,7 @@ static void tune_and_check(struct fx *f, const char *failing)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_tune_rollout, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_tune_rollout, swth_fx_setup, swth_fx_teardown),
     };
     return cmocka_run_group_tests(tests, swth_group_setup, swth_group_teardown);
 }

@@ -148,21 +148,6 @@ static pid_t start_slipway(const struct tcase *t, const char *const *args)
     return pid;
 }
 
-static int wait_exit(pid_t pid, unsigned timeout_s)
-{
-    int st;
-    for (unsigned i = 0; i < timeout_s * 20; i++) {
-        pid_t r = waitpid(pid, &st, WNOHANG);
-        if (r == pid)
-            return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-        sw_sleep_ms(50);
-    }
-    kill(pid, SIGKILL);
-    waitpid(pid, &st, 0);
-    fail_msg("slipway pid %d did not exit within %u s", (int)pid, timeout_s);
-    return -1;
-}
-
 /* Wait for needle in path while pid runs; false when pid exited first (it is then reaped). */
 static bool wait_file_while(const char *path, const char *needle, pid_t pid, unsigned timeout_s)
 {
@@ -246,7 +231,7 @@ static void killed_mid_boot(bool detach, int sig)
     kill(s, sig);
     /* SIGKILL: slipway cannot act, PDEATHSIG and the watchdog must; SIGTERM: slipway stops the
      * boot itself (a failed boot: exit 1) */
-    assert_int_equal(wait_exit(s, 30), sig == SIGKILL ? 128 + SIGKILL : 1);
+    assert_int_equal(swt_wait_exit(s, 30), sig == SIGKILL ? 128 + SIGKILL : 1);
     assert_int_equal(settle(t.mark), 0);
     assert_int_equal(access(t.pid, F_OK), -1); /* never got as far as a pid file */
 }
@@ -304,7 +289,7 @@ static void test_ctrl_c_foreground(void **state)
     if (!swt_file_has(t.out, "in the foreground")) {
         show(&t);
         kill(s, SIGINT);
-        wait_exit(s, 30);
+        swt_wait_exit(s, 30);
         fail_msg("never served");
     }
     pid_t srv = pid_from_file(t.pid);
@@ -314,7 +299,7 @@ static void test_ctrl_c_foreground(void **state)
     free(body);
     assert_int_equal(st, 200);
     kill(s, SIGINT);
-    assert_int_equal(wait_exit(s, 60), 0);
+    assert_int_equal(swt_wait_exit(s, 60), 0);
     assert_int_equal(settle(t.mark), 0);
     struct sw_proc_id id;
     assert_true(sw_proc_identify(srv, &id, NULL) != 0 || id.state == 'Z');
@@ -350,7 +335,7 @@ again:
                           t->mark,
                           NULL};
     pid_t s = start_slipway(t, args);
-    int rc = wait_exit(s, 120);
+    int rc = swt_wait_exit(s, 120);
     if (rc != 0 && swt_file_has(t->err, "port_in_use") && g_retries++ < 3)
         goto again; /* someone else took the port meanwhile */
     if (rc != 0) {
@@ -497,7 +482,7 @@ static json_t *wait_json_out(const struct tcase *t, pid_t s, unsigned timeout_s)
     }
     show(t);
     kill(s, SIGINT);
-    wait_exit(s, 30);
+    swt_wait_exit(s, 30);
     fail_msg("no JSON from slipway up");
     return NULL;
 }
@@ -524,7 +509,7 @@ static void test_live_foreground(void **state)
     if (json_is_object(json_object_get(j, "failure"))) {
         show(&t);
         kill(s, SIGINT);
-        wait_exit(s, 30);
+        swt_wait_exit(s, 30);
         fail_msg("boot failed");
     }
     /* {url, pid, report, diff, ...} */
@@ -555,10 +540,20 @@ static void test_live_foreground(void **state)
     assert_int_equal(swl_chat(&sv, "Say hi.", 4, 60, &content), 0);
     free(content);
     kill(s, SIGINT);
-    assert_int_equal(wait_exit(s, 60), 0);
+    assert_int_equal(swt_wait_exit(s, 60), 0);
     assert_int_equal(settle(t.mark), 0);
     assert_int_equal(access(t.pid, F_OK), -1);
 }
+
+/* tiny's fields in every fleet here: llama-server (%s), its port (%d), its alias (%s) and the
+ * folder (%s) that holds chat.gguf. */
+#define TINY_CHAT                                                                                  \
+    "    binary: %s\n"                                                                             \
+    "    listen: 127.0.0.1:%d\n"                                                                   \
+    "    alias: %s\n"                                                                              \
+    "    payload:\n"                                                                               \
+    "      path: %s\n"                                                                             \
+    "      gguf: chat.gguf\n"
 
 /* The fleet form: a local llama.cpp endpoint, detached, then down by the fleet file. */
 static void test_fleet_up_down(void **state)
@@ -570,25 +565,11 @@ static void test_fleet_up_down(void **state)
     snprintf(fleet, sizeof(fleet), "%s/fleet.yaml", t.dir);
     snprintf(run, sizeof(run), "%s/run", t.dir);
     snprintf(yaml, sizeof(yaml),
-             "version: 1\n"
-             "hosts:\n"
-             "  localhost:\n"
-             "    transport: local\n"
-             "endpoints:\n"
-             "  tiny:\n"
-             "    host: localhost\n"
-             "    engine: llama.cpp\n"
-             "    binary: %s\n"
-             "    listen: 127.0.0.1:%d\n"
-             "    alias: %s\n"
-             "    payload:\n"
-             "      path: %s\n"
-             "      gguf: chat.gguf\n"
-             "    shape:\n"
-             "      ctx_size: 4096\n"
-             "      seqs: 2\n"
-             "      kv_unified: true\n"
-             "      ubatch_size: 256\n",
+             SWL_FLEET_LOCAL_TINY TINY_CHAT "    shape:\n"
+                                            "      ctx_size: 4096\n"
+                                            "      seqs: 2\n"
+                                            "      kv_unified: true\n"
+                                            "      ubatch_size: 256\n",
              swl_bin("llama-server"), t.port, t.mark, g_models);
     swt_write_str(fleet, yaml);
     setenv("SLIPWAY_RUN_DIR", run, 1);
@@ -596,7 +577,7 @@ static void test_fleet_up_down(void **state)
     snprintf(ledger, sizeof(ledger), "%s/ledger.sqlite", t.dir);
     const char *args[] = {"up", "--detach", "--json", "--ledger", ledger, "--fleet", fleet, NULL};
     pid_t s = start_slipway(&t, args);
-    int rc = wait_exit(s, 180);
+    int rc = swt_wait_exit(s, 180);
     if (rc != 0) {
         show(&t);
         fail_msg("up fleet.yaml exited %d", rc);
@@ -657,14 +638,7 @@ static void test_fleet_refuses_unfit(void **state)
                  "endpoints:\n"
                  "  tiny:\n"
                  "    host: localhost\n"
-                 "    engine: llama.cpp\n"
-                 "    binary: %s\n"
-                 "    listen: 127.0.0.1:%d\n"
-                 "    alias: %s\n"
-                 "    payload:\n"
-                 "      path: %s\n"
-                 "      gguf: chat.gguf\n"
-                 "    shape:\n"
+                 "    engine: llama.cpp\n" TINY_CHAT "    shape:\n"
                  "      ctx_size: 65536\n"
                  "      seqs: 2\n",
                  pass == 0 ? "1MiB" : "64GiB", swl_bin("llama-server"), t.port, t.mark, g_models);
@@ -778,7 +752,7 @@ static void render_plan_boot(const struct shape_case *sc)
     const char *args[] = {"up",      "--detach", "--json", sc->live ? "--json" : "--no-liveness",
                           "--fleet", fleet,      NULL};
     pid_t s = start_slipway(&t, args);
-    int rc = wait_exit(s, 180);
+    int rc = swt_wait_exit(s, 180);
     if (rc != 0) {
         show(&t);
         fail_msg("%s: up exited %d", sc->name, rc);
@@ -868,7 +842,7 @@ static void test_record_failed_boot(void **state)
                           t.mark,
                           NULL};
     pid_t s = start_slipway(&t, args);
-    assert_int_equal(wait_exit(s, 120), 1);
+    assert_int_equal(swt_wait_exit(s, 120), 1);
     assert_int_equal(settle(t.mark), 0);
     struct swt_run r;
     assert_int_equal(swt_slipway(&r, "ledger", "list", "--ledger", ledger, "--json", NULL), 0);
@@ -983,7 +957,7 @@ static bool run_fail_once(const struct failcase *fc, bool last)
         args[n++] = fc->extra[i];
     args[n] = NULL;
     pid_t s = start_slipway(&t, args);
-    int rc = wait_exit(s, 180);
+    int rc = swt_wait_exit(s, 180);
     if (hold >= 0)
         close(hold);
     if (rc != 1) {

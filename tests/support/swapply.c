@@ -95,27 +95,12 @@ void swap_write_fleet(struct swap_fx *f)
 
 json_t *swap_run(struct swap_fx *f, int *status, const char *verb, ...)
 {
-    const char *argv[32];
-    size_t n = 0;
-    argv[n++] = swt_bin();
-    argv[n++] = verb;
-    argv[n++] = "--fleet";
-    argv[n++] = f->a.fleet;
-    argv[n++] = "--json";
+    const char *argv[32] = {swt_bin(), verb, "--fleet", f->a.fleet, "--json"};
     va_list ap;
     va_start(ap, verb);
-    for (const char *a = va_arg(ap, const char *); a && n < 31; a = va_arg(ap, const char *))
-        argv[n++] = a;
+    swt_argv_va(argv, 5, 32, ap);
     va_end(ap);
-    argv[n] = NULL;
-    struct swt_run r;
-    assert_int_equal(swt_run(argv, NULL, 900, &r), 0);
-    *status = r.status;
-    json_t *j = swt_json_out(&r);
-    if (!j)
-        fail_msg("%s: exit %d, no JSON: %s %s", verb, r.status, r.out, r.err);
-    swt_run_free(&r);
-    return j;
+    return swt_run_json(argv, 900, status);
 }
 
 const json_t *swap_item(const json_t *doc, const char *name)

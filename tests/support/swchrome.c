@@ -70,3 +70,17 @@ void swc_render_png(const char *bin, const char *dir, const char *html, const ch
     assert_true(len > 1000 && !memcmp(data, "\x89PNG\r\n\x1a\n", 8));
     sw_free(data);
 }
+
+void swc_control(const char *bin, const char *dir, int height)
+{
+    char bad[4300], png[4300];
+    struct swt_run r;
+    snprintf(bad, sizeof(bad), "%s/bad.html", dir);
+    swt_write_str(bad, "<!DOCTYPE html><html><body><p>x</p><script>no_such_function();"
+                       "</script></body></html>\n");
+    snprintf(png, sizeof(png), "%s/bad.png", dir);
+    swc_load(bin, dir, false, bad, png, height, &r);
+    if (!swc_console_error(r.err))
+        fail_msg("the control page's script error is not in Chromium's log:\n%.2000s", r.err);
+    swt_run_free(&r);
+}

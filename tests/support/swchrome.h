@@ -27,4 +27,8 @@ bool swc_console_error(const char *err);
 void swc_render_png(const char *bin, const char *dir, const char *html, const char *png, int height,
                     const char *what);
 
+/* The control of a page test: a page with a script error, loaded in `bin` (files under dir, a
+ * window `height` px tall), must show a console error (else the tests could not see one). */
+void swc_control(const char *bin, const char *dir, int height);
+
 #endif

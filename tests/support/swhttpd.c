@@ -182,6 +182,32 @@ void swh_reply(struct swh *s, const char *method, const char *path, int status, 
 static const char sse_head[] = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
                                "Cache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n\r\n";
 
+#define SWH_TIM                                                                                    \
+    "\"timings\":{\"cache_n\":0,\"prompt_n\":10,\"prompt_ms\":5,\"prompt_per_second\":2000,"       \
+    "\"predicted_n\":%u}"
+
+const char *const *swh_llama_stream(unsigned n)
+{
+    static char buf[10][512];
+    static const char *ev[11];
+    assert_true(n >= 1 && n <= 8);
+    ev[0] = "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\"}}]}\n\n";
+    for (unsigned i = 1; i <= n; i++) {
+        snprintf(buf[i], sizeof(buf[i]),
+                 "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"%c\"}}]," SWH_TIM
+                 "}\n\n",
+                 'a' + (int)i - 1, i);
+        ev[i] = buf[i];
+    }
+    snprintf(buf[n + 1], sizeof(buf[n + 1]),
+             "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":10,\"completion_tokens\":%u,"
+             "\"total_tokens\":%u}," SWH_TIM "}\n\ndata: [DONE]\n\n",
+             n, 10 + n, n);
+    ev[n + 1] = buf[n + 1];
+    ev[n + 2] = NULL;
+    return ev;
+}
+
 void swh_sse(struct swh *s, const char *path, const char *const *events, unsigned delay_ms)
 {
     size_t n = 0;

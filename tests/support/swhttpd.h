@@ -80,6 +80,10 @@ void swh_reply(struct swh *s, const char *method, const char *path, int status, 
  * sleeping delay_ms; then the last chunk. The strings are sent as they are (include "data: "
  * and the blank line yourself). */
 void swh_sse(struct swh *s, const char *path, const char *const *events, unsigned delay_ms);
+/* The events of a llama-server chat stream of n one-letter tokens ("a", "b", ...; n 1..8): the
+ * role chunk, one chunk per token with its timings (10 prompt tokens in 5 ms), the usage chunk
+ * and [DONE]; for swh_sse. Static storage, overwritten by the next call. */
+const char *const *swh_llama_stream(unsigned n);
 /* An SSE reply made of the bytes of a file, cut into chunk_bytes pieces (0: one piece) with
  * delay_ms between pieces: a recorded stream replayed byte for byte. */
 void swh_sse_file(struct swh *s, const char *path, const char *file, size_t chunk_bytes,

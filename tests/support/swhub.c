@@ -404,6 +404,29 @@ char *swhub_log_text(const struct swhub *h)
     return s;
 }
 
+struct swhub *swhub_client(const char *repo, const char *commit, char **tmp, char *cache, size_t cn,
+                           const char *cache_name, char *home, size_t hn)
+{
+    struct swhub *h = swhub_new(repo, commit);
+    if (!h)
+        return NULL;
+    *tmp = swt_tmpdir();
+    snprintf(cache, cn, "%s/%s", *tmp, cache_name);
+    snprintf(home, hn, "%s/hf-home", *tmp);
+    mkdir(home, 0700);
+    return h;
+}
+
+void swhub_env(const struct swhub *h, const char *cache, const char *home)
+{
+    setenv("HF_ENDPOINT", swhub_url(h), 1);
+    setenv("HF_HUB_CACHE", cache, 1);
+    setenv("HF_HOME", home, 1);
+    setenv("SLIPWAY_NO_PROGRESS", "1", 1);
+    unsetenv("HF_TOKEN");
+    unsetenv("HF_TOKEN_PATH");
+}
+
 unsigned char *swhub_safetensors(size_t total, uint32_t seed, const char *tensor)
 {
     unsigned char *b = malloc(total);

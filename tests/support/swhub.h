@@ -69,6 +69,15 @@ pid_t swhub_pid(const struct swhub *h);
 /* The access log so far (malloc'd; free it). */
 char *swhub_log_text(const struct swhub *h);
 
+/* A test's hub and its client side: a new hub (swhub_new) and a fresh directory *tmp (swt_tmpdir)
+ * holding the HF cache (tmp/cache_name, into cache) and an empty HF home (tmp/hf-home, into
+ * home). NULL when the hub cannot be made (nothing is left then). */
+struct swhub *swhub_client(const char *repo, const char *commit, char **tmp, char *cache, size_t cn,
+                           const char *cache_name, char *home, size_t hn);
+/* A client's environment for h: HF_ENDPOINT, HF_HUB_CACHE and HF_HOME (no token file from the real
+ * home), no token, no progress bars. */
+void swhub_env(const struct swhub *h, const char *cache, const char *home);
+
 /* A valid safetensors file of `total` bytes (one U8 tensor named `tensor`) whose data area is a
  * xorshift stream from `seed`: bytes nobody can tell from a real tensor by looking. malloc'd;
  * free with free(). */

@@ -146,6 +146,38 @@ pid_t swl_spawn_record_loop(const char *path, const char *endpoint, int64_t seco
     return pid;
 }
 
+void swl_cli_import_seed(const char *path)
+{
+    struct swt_run r;
+    assert_int_equal(swt_slipway(&r, "ledger", "import",
+                                 swt_src("tests/data/ledger/seed-boots.json"), "--ledger", path,
+                                 NULL),
+                     0);
+    if (r.status)
+        fail_msg("ledger import of the seed into %s exited %d: %s", path, r.status, r.err);
+    swt_run_free(&r);
+}
+
+json_t *swl_seed_before_night(void)
+{
+    static const char *const night[] = {"ladder-262144", "ladder-245760", "ladder-237568",
+                                        "bf16-3x241664"};
+    struct sw_err e;
+    json_t *seed = sw_json_load_file(swt_src("tests/data/ledger/seed-boots.json"), 1 << 24, &e);
+    if (!seed)
+        fail_msg("%s", e.msg);
+    json_t *all = json_object_get(seed, "boots");
+    for (size_t i = json_array_size(all); i-- > 0;) {
+        const char *ref = json_string_value(json_object_get(json_array_get(all, i), "ref"));
+        for (size_t k = 0; ref && k < SW_ARRAY_LEN(night); k++)
+            if (!strcmp(ref, night[k])) {
+                json_array_remove(all, i);
+                break;
+            }
+    }
+    json_object_set_new(seed, "ladder_rungs", json_array());
+    return seed;
+}
 int swl_same_schema(const char *a_path, const char *b_path)
 {
     sqlite3 *a = NULL, *b = NULL;

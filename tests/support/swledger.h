@@ -51,6 +51,13 @@ void swl_fx_close(struct swl_fx *f);
 /* tests/data/ledger/seed-boots.json (the seed fleet's recorded boots) imported into l under the
  * source name `source`; fails the test on error. Returns the rows added. */
 int64_t swl_import_seed(struct sw_ledger *l, const char *source);
+/* The seed as a ladder knew it before the night ladder: tests/data/ledger/seed-boots.json without
+ * that night's four boots (ladder-262144, ladder-245760, ladder-237568, bf16-3x241664) and with
+ * no ladder rungs. json_decref it. */
+json_t *swl_seed_before_night(void);
+/* `slipway ledger import tests/data/ledger/seed-boots.json --ledger path` (the CLI, as an operator
+ * does it); fails the test unless it exits 0. */
+void swl_cli_import_seed(const char *path);
 /* The test's JSON text parsed (any value); fails the test naming a bad one. json_decref it. */
 json_t *swl_json(const char *text);
 

@@ -21,6 +21,18 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+/* The head of a test fleet with one llama.cpp endpoint `tiny` on the local host, up to its engine
+ * line (the test's fields of tiny follow, indented four spaces). */
+#define SWL_FLEET_LOCAL_TINY                                                                       \
+    "version: 1\n"                                                                                 \
+    "hosts:\n"                                                                                     \
+    "  localhost:\n"                                                                               \
+    "    transport: local\n"                                                                       \
+    "endpoints:\n"                                                                                 \
+    "  tiny:\n"                                                                                    \
+    "    host: localhost\n"                                                                        \
+    "    engine: llama.cpp\n"
+
 /* The pinned llama.cpp cache dir (scripts/llama-build.sh --print-dir) when it is built, else NULL
  * (and a note on stderr once). $SW_LLAMA_DIR overrides. */
 const char *swl_llama_dir(void);

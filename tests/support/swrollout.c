@@ -115,28 +115,13 @@ void swro_write_fleet(struct swro *r, const struct swro_fleet *spec)
 
 json_t *swro_run(struct swro *r, int *status, const char *verb, ...)
 {
-    const char *argv[32];
-    size_t n = 0;
-    argv[n++] = swt_bin();
-    argv[n++] = verb;
-    argv[n++] = r->endpoint; /* slipway VERB ENDPOINT --fleet FILE, every verb alike */
-    argv[n++] = "--fleet";
-    argv[n++] = r->fleet;
-    argv[n++] = "--json";
+    /* slipway VERB ENDPOINT --fleet FILE, every verb alike */
+    const char *argv[32] = {swt_bin(), verb, r->endpoint, "--fleet", r->fleet, "--json"};
     va_list ap;
     va_start(ap, verb);
-    for (const char *a = va_arg(ap, const char *); a && n < 31; a = va_arg(ap, const char *))
-        argv[n++] = a;
+    swt_argv_va(argv, 6, 32, ap);
     va_end(ap);
-    argv[n] = NULL;
-    struct swt_run run;
-    assert_int_equal(swt_run(argv, NULL, r->deadline_s, &run), 0);
-    *status = run.status;
-    json_t *j = swt_json_out(&run);
-    if (run.err && run.err[0])
-        print_message("stderr: %s\n", run.err);
-    swt_run_free(&run);
-    return j;
+    return swt_run_json(argv, r->deadline_s, status);
 }
 
 const char *swro_str(const json_t *j, const char *k)

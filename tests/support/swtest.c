@@ -10,6 +10,10 @@
 
 #include <slipway/deploy.h>
 #include <slipway/fleet.h>
+#include <slipway/gguf.h>
+#include <slipway/hf.h>
+#include <slipway/plan.h>
+#include <slipway/sglang.h>
 
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -18,12 +22,14 @@
 #include <ftw.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <netinet/in.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -142,6 +148,185 @@ struct sw_fleet *swt_fleet(const char *rel)
     if (sw_fleet_load(swt_src(rel), &fo, &f, &e))
         fail_msg("%s: %s", rel, e.msg);
     return f;
+}
+
+struct sockaddr_in swt_loopback(int port)
+{
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof(a));
+    a.sin_family = AF_INET;
+    a.sin_port = htons((uint16_t)port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    return a;
+}
+
+struct sw_fleet *swt_fleet_text(const char *name, const char *text)
+{
+    struct sw_fleet *f = NULL;
+    struct sw_fleet_opts fo = {.getenv = sw_fleet_no_environ};
+    struct sw_err e;
+    sw_err_clear(&e);
+    if (sw_fleet_load_mem(name, text, strlen(text), &fo, &f, &e))
+        fail_msg("%s: %s", name, e.msg);
+    return f;
+}
+
+static struct sw_fleet *operator_fleet;
+
+int swt_operator_setup(void **state)
+{
+    (void)state;
+    sw_core_init();
+    operator_fleet = swt_fleet("examples/operator.yaml");
+    return 0;
+}
+
+int swt_operator_teardown(void **state)
+{
+    (void)state;
+    sw_fleet_free(operator_fleet);
+    operator_fleet = NULL;
+    return 0;
+}
+
+struct sw_fleet *swt_operator(void)
+{
+    assert_non_null(operator_fleet);
+    return operator_fleet;
+}
+
+struct sw_gguf *swt_gguf_open(const char *path)
+{
+    struct sw_gguf *g = NULL;
+    struct sw_err e;
+    char buf[2048];
+    if (sw_gguf_open(path, &g, &e))
+        fail_msg("%s", sw_err_format(&e, buf, sizeof(buf)));
+    return g;
+}
+
+uint64_t swt_gguf_u64(const struct sw_gguf *g, const char *suffix)
+{
+    uint64_t v = 0;
+    if (sw_gguf_arch_u64(g, suffix, &v))
+        fail_msg("the GGUF has no %s", suffix);
+    return v;
+}
+
+void swt_plan(const struct sw_fleet *f, const char *name, struct sw_plan *p)
+{
+    const struct sw_fleet_endpoint *ep = sw_fleet_endpoint(f, name);
+    struct sw_err e;
+    if (!ep)
+        fail_msg("no endpoint %s", name);
+    if (sw_plan_endpoint(f, ep, NULL, p, &e))
+        fail_msg("plan %s: %s", name, e.msg);
+}
+
+void swt_sglang_law(struct sw_fleet *f, const char *name, struct sw_sglang_opts *o,
+                    struct sw_hf_config *c)
+{
+    const struct sw_fleet_endpoint *ep = sw_fleet_endpoint(f, name);
+    struct sw_plan p;
+    struct sw_err e;
+    swt_plan(f, name, &p);
+    assert_non_null(p.sglang_opts);
+    *o = *p.sglang_opts;
+    sw_plan_free(&p);
+    if (sw_endpoint_hf_config(ep, c, NULL, 0, &e))
+        fail_msg("%s: %s", name, e.msg);
+}
+
+char *swt_operator_local(const char *root)
+{
+    char path[4200], to[4400];
+    snprintf(path, sizeof(path), "%s/models", root);
+    if (mkdir(path, 0755) && errno != EEXIST)
+        fail_msg("mkdir %s: %s", path, strerror(errno));
+    snprintf(path, sizeof(path), "%s/models/primary", root);
+    if (mkdir(path, 0755) && errno != EEXIST)
+        fail_msg("mkdir %s: %s", path, strerror(errno));
+    swt_copy(swt_src("tests/data/vllm/models/frank-primary-inferred/config.json"),
+             swt_join(path, "config.json"));
+    char *op = swt_slurp(swt_src("examples/operator.yaml"));
+    snprintf(to, sizeof(to), "      path: %s\n", path);
+    char *a =
+        swt_replace1(op, "      path: /home/dank/models/Qwen3.8-Flash-Next-Uncensored-FP8\n", to);
+    snprintf(to, sizeof(to), "        - {host: %s/models, container: /models, readonly: true}",
+             root);
+    char *b = swt_replace1(
+        a, "        - {host: /home/dank/models, container: /models, readonly: true}", to);
+    free(op);
+    free(a);
+    return b;
+}
+
+char *swt_slurp(const char *path)
+{
+    char *t = NULL;
+    size_t n = 0;
+    struct sw_err e;
+    if (sw_read_file(path, 64u << 20, &t, &n, &e))
+        fail_msg("%s: %s", path, e.msg);
+    return t;
+}
+
+void swt_copy(const char *from, const char *to)
+{
+    char *t = NULL;
+    size_t n = 0;
+    struct sw_err e;
+    if (sw_read_file(from, 64u << 20, &t, &n, &e))
+        fail_msg("%s: %s", from, e.msg);
+    swt_write(to, t, n);
+    sw_free(t);
+}
+
+char *swt_replace1(const char *text, const char *from, const char *to)
+{
+    const char *at = strstr(text, from);
+    if (!at)
+        fail_msg("'%s' is not in the text", from);
+    size_t n = strlen(text) + strlen(to) + 1;
+    char *o = malloc(n);
+    assert_non_null(o);
+    snprintf(o, n, "%.*s%s%s", (int)(at - text), text, to, at + strlen(from));
+    return o;
+}
+
+void swt_has_all(const char *what, const char *text, ...)
+{
+    va_list ap;
+    va_start(ap, text);
+    for (const char *n = va_arg(ap, const char *); n; n = va_arg(ap, const char *))
+        if (!strstr(text, n))
+            fail_msg("%s does not say '%s':\n%s", what, n, text);
+    va_end(ap);
+}
+
+void swt_out_has(struct swt_run *r, int want, ...)
+{
+    if (r->status != want)
+        fail_msg("exited %d (wanted %d):\n%.3000s\n%.2000s", r->status, want, r->out, r->err);
+    va_list ap;
+    va_start(ap, want);
+    for (const char *n = va_arg(ap, const char *); n; n = va_arg(ap, const char *))
+        if (!strstr(r->out, n))
+            fail_msg("stdout does not say '%s':\n%.3000s\nstderr: %.2000s", n, r->out, r->err);
+    va_end(ap);
+    swt_run_free(r);
+}
+
+void swt_noise(void *buf, size_t n, unsigned seed)
+{
+    unsigned char *b = buf;
+    uint32_t x = seed;
+    for (size_t i = 0; i < n; i++) {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        b[i] = (unsigned char)x;
+    }
 }
 
 const char *swt_shared(const char *rel)
@@ -301,19 +486,37 @@ int swt_run(const char *const *argv, const char *stdin_text, unsigned timeout_s,
     return 0;
 }
 
+size_t swt_argv_va(const char **argv, size_t n, size_t max, va_list ap)
+{
+    for (const char *a = va_arg(ap, const char *); a && n + 1 < max; a = va_arg(ap, const char *))
+        argv[n++] = a;
+    argv[n] = NULL;
+    return n;
+}
+
 int swt_slipway(struct swt_run *r, ...)
 {
-    const char *argv[128];
-    int n = 0;
+    const char *argv[128] = {swt_bin()};
     va_list ap;
-    argv[n++] = swt_bin();
     va_start(ap, r);
-    const char *a;
-    while ((a = va_arg(ap, const char *)) && n < 127)
-        argv[n++] = a;
+    swt_argv_va(argv, 1, 128, ap);
     va_end(ap);
-    argv[n] = NULL;
     return swt_run(argv, NULL, 600, r);
+}
+
+void swt_slipway_exits(int want, ...)
+{
+    const char *argv[128] = {swt_bin()};
+    va_list ap;
+    va_start(ap, want);
+    swt_argv_va(argv, 1, 128, ap);
+    va_end(ap);
+    struct swt_run r;
+    assert_int_equal(swt_run(argv, NULL, 600, &r), 0);
+    if (r.status != want)
+        fail_msg("slipway %s %s exited %d (wanted %d):\n%.3000s\n%.2000s", argv[1],
+                 argv[1] && argv[2] ? argv[2] : "", r.status, want, r.out, r.err);
+    swt_run_free(&r);
 }
 
 void swt_run_free(struct swt_run *r)
@@ -330,6 +533,119 @@ json_t *swt_json_out(const struct swt_run *r)
     if (!j)
         fail_msg("stdout is not JSON (%s): %.400s\nstderr: %.400s", je.text, r->out, r->err);
     return j;
+}
+
+const json_t *swt_json_find(const json_t *arr, const char *key, const char *value)
+{
+    size_t i;
+    const json_t *e;
+    json_array_foreach(arr, i, e)
+    {
+        const char *v = json_string_value(json_object_get(e, key));
+        if (v && !strcmp(v, value))
+            return e;
+    }
+    fail_msg("no element with %s \"%s\"", key, value);
+    return NULL;
+}
+
+int swt_wait_exit(pid_t pid, unsigned timeout_s)
+{
+    int st = 0;
+    for (unsigned i = 0; i < timeout_s * 100; i++) {
+        if (waitpid(pid, &st, WNOHANG) == pid)
+            return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+        sw_sleep_ms(10);
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, &st, 0);
+    fail_msg("pid %d did not exit within %u s", (int)pid, timeout_s);
+    return -1;
+}
+
+void swt_run_bounded(const char *const *argv, unsigned bound_s, struct swt_run *r)
+{
+    assert_int_equal(swt_run(argv, NULL, bound_s, r), 0);
+    if (r->status == 128 + 9)
+        fail_msg("%s %s ... did not finish within %u s (blocked)\nstderr: %.2000s", argv[0],
+                 argv[1] ? argv[1] : "", bound_s, r->err);
+}
+
+int swt_tmpdir_setup(void **state, char **dir)
+{
+    char *d = swt_tmpdir();
+    unsetenv("SLIPWAY_LEDGER");
+    *state = d;
+    if (dir)
+        *dir = d;
+    return 0;
+}
+
+int swt_tmpdir_teardown(void **state)
+{
+    swt_tmpdir_free(*state);
+    *state = NULL;
+    return 0;
+}
+
+void swt_slipway_kill_at(const char *needle, bool anywhere, ...)
+{
+    const char *argv[64] = {swt_bin()};
+    va_list ap;
+    va_start(ap, anywhere);
+    swt_argv_va(argv, 1, 64, ap);
+    va_end(ap);
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        dup2(fds[1], 1);
+        close(fds[0]);
+        close(fds[1]);
+        execv(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    close(fds[1]);
+    FILE *in = fdopen(fds[0], "r");
+    assert_non_null(in);
+    char line[2048];
+    bool stopped = false;
+    while (fgets(line, sizeof(line), in)) {
+        if (anywhere ? strstr(line, needle) != NULL : !strncmp(line, needle, strlen(needle))) {
+            print_message("killing slipway %s at: %s", argv[1], line);
+            stopped = true;
+            kill(pid, SIGKILL);
+            break;
+        }
+    }
+    fclose(in);
+    int ws = 0;
+    waitpid(pid, &ws, 0);
+    if (!stopped)
+        fail_msg("slipway %s never printed '%s'", argv[1], needle);
+    assert_true(WIFSIGNALED(ws));
+}
+
+int swt_spawn_announced(const char *what, const char *const *argv, const char *out, const char *log,
+                        pid_t *pid)
+{
+    *pid = swt_spawn(argv, out, log, NULL);
+    assert_true(*pid > 0);
+    bool exited = false;
+    int port = swt_announced_port(out, *pid, 30000, &exited);
+    if (exited || port <= 0) {
+        if (exited)
+            *pid = 0;
+        char *t = NULL;
+        size_t n = 0;
+        struct sw_err e;
+        sw_read_file(log, 64u << 20, &t, &n, &e);
+        fail_msg("%s %s without serving (log %s): %s", what,
+                 exited ? "exited" : "announced no port", log,
+                 t ? (n > 3000 ? t + n - 3000 : t) : "");
+    }
+    return port;
 }
 
 int swt_survivors(const char *mark, bool print, pid_t *one)
@@ -446,18 +762,25 @@ int swt_count_entries(const char *dir)
     return n;
 }
 
+json_t *swt_run_json(const char *const *argv, unsigned timeout_s, int *status)
+{
+    struct swt_run r;
+    assert_int_equal(swt_run(argv, NULL, timeout_s, &r), 0);
+    *status = r.status;
+    if (r.err && r.err[0])
+        print_message("stderr: %s\n", r.err);
+    json_t *j = swt_json_out(&r);
+    swt_run_free(&r);
+    return j;
+}
+
 json_t *swt_slipway_json(struct swt_run *r, int want, ...)
 {
-    const char *argv[32];
-    int n = 0;
+    const char *argv[32] = {swt_bin()};
     va_list ap;
-    argv[n++] = swt_bin();
     va_start(ap, want);
-    const char *a;
-    while ((a = va_arg(ap, const char *)) && n < 31)
-        argv[n++] = a;
+    swt_argv_va(argv, 1, 32, ap);
     va_end(ap);
-    argv[n] = NULL;
     assert_int_equal(swt_run(argv, NULL, 300, r), 0);
     if (r->status != want)
         fail_msg("slipway %s %s exited %d (wanted %d):\n%.3000s\n%.2000s", argv[1], argv[2],

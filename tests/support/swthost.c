@@ -171,13 +171,26 @@ const char *swth_podman_missing(void)
             snprintf(why, sizeof(why), "%s is not installed (scripts/deps.sh)", progs[i]);
             return why;
         }
-    const char *argv[] = {"podman", "image", "exists", "localhost/slipway-llama:test", NULL};
+    const char *argv[] = {"podman", "image", "exists", SWTH_IMAGE ":test", NULL};
     struct swt_run r;
     if (swt_run(argv, NULL, 60, &r) || r.status)
         snprintf(why, sizeof(why),
-                 "image localhost/slipway-llama:test is not built (scripts/testhost.sh image)");
+                 "image " SWTH_IMAGE ":test is not built (scripts/testhost.sh image)");
     swt_run_free(&r);
     return why;
+}
+
+void swth_image_digest(char *buf, size_t n)
+{
+    const char *argv[] = {"podman",           "image", "inspect", "--format", "{{.Digest}}",
+                          SWTH_IMAGE ":test", NULL};
+    struct swt_run r;
+    assert_int_equal(swt_run(argv, NULL, 60, &r), 0);
+    assert_int_equal(r.status, 0);
+    r.out[strcspn(r.out, "\n")] = '\0';
+    assert_true(!strncmp(r.out, "sha256:", 7));
+    snprintf(buf, n, "%s", r.out);
+    swt_run_free(&r);
 }
 
 /* The value of "key=" at the start of a line of out, copied into dst. */
@@ -415,4 +428,34 @@ void swth_end_masters(const char *run_dir)
         kill(pid, SIGTERM);
         usleep(100 * 1000);
     }
+}
+
+int swth_fx_setup(void **state)
+{
+    struct swth_fx *f = calloc(1, sizeof(*f));
+    *state = f;
+    return f ? 0 : -1;
+}
+
+int swth_fx_teardown(void **state)
+{
+    struct swth_fx *f = *state;
+    swth_down(&f->h);
+    if (f->dir)
+        swt_tmpdir_free(f->dir);
+    free(f);
+    return 0;
+}
+
+void swth_fx_up(struct swth_fx *f, const char *name, const char *addr, const char *const *binds,
+                const char *led_name)
+{
+    swt_need(swth_missing()[0] == '\0', "%s", swth_missing());
+    swt_need(swth_gm.model[0] != '\0', "no chat model: %s", swth_gm.missing);
+    assert_int_equal(swth_up(name, addr, binds, &f->h), 0);
+    print_message("host %s up at %s in %ld ms\n", name, addr, f->h.boot_ms);
+    f->dir = swt_tmpdir();
+    snprintf(f->fleet, sizeof(f->fleet), "%s", swt_join(f->dir, "fleet.yaml"));
+    snprintf(f->led, sizeof(f->led), "%s", swt_join(f->dir, led_name));
+    f->port = swt_free_port();
 }

@@ -51,6 +51,11 @@ struct swth_host {
 const char *swth_missing(void);
 /* The same for the podman runtime (podman, runc, and `scripts/testhost.sh image` built). */
 const char *swth_podman_missing(void);
+/* The test image `scripts/testhost.sh image` builds (tagged :test), and its digest on this machine
+ * ("sha256:...", which the hosts see too: they share the store) into buf; fails the test when
+ * podman cannot say. */
+#define SWTH_IMAGE "localhost/slipway-llama"
+void swth_image_digest(char *buf, size_t n);
 
 /* scripts/testhost.sh up NAME ADDR (169.254.N.2, N unique per test binary) [--bind-ro B]... (binds: NULL-terminated "PATH[:DEST]" list,
  * may be NULL), bounded by 180 s. Fills h and registers the host for swth_down at exit or on a
@@ -85,6 +90,23 @@ int swth_left(const char *name);
  * the hosts' bind mounts (0755 dir, 0644 file): dir gets the directory (always; remove it with
  * swt_tmpdir_free), model the GGUF path ("" when it could not be made: missing says why). */
 void swth_model(char *dir, size_t dn, char *model, size_t mn, char *missing, size_t xn);
+
+/* One test host's case: the host, a temporary directory holding the fleet file and the ledger, and
+ * a free port for the endpoint. swth_fx_setup and swth_fx_teardown are its cmocka fixtures (the
+ * teardown takes the host down and removes the directory). */
+struct swth_fx {
+    struct swth_host h;
+    char *dir;
+    char fleet[4200]; /* dir/fleet.yaml */
+    char led[4200];   /* dir/led_name */
+    int port;
+};
+int swth_fx_setup(void **state);
+int swth_fx_teardown(void **state);
+/* After the prerequisites (test hosts, the group's chat model: swt_need), f's host `name` up at
+ * addr with binds (NULL-terminated, may be NULL), then f's directory, paths and port. */
+void swth_fx_up(struct swth_fx *f, const char *name, const char *addr, const char *const *binds,
+                const char *led_name);
 
 /* The chat model of a cmocka test group: made once by swth_group_setup (swth_model), removed by
  * swth_group_teardown (cmocka's group fixtures). model is "" when it could not be made, and

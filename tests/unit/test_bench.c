@@ -355,9 +355,8 @@ static void test_multi_token_chunks(void **state)
     /* the request asked what a llama.cpp bench must ask */
     struct swh_request rq;
     assert_true(swh_last_request(s, "/v1/chat/completions", &rq));
-    assert_non_null(strstr(rq.body, "\"timings_per_token\":true"));
-    assert_non_null(strstr(rq.body, "\"cache_prompt\":false"));
-    assert_non_null(strstr(rq.body, "\"include_usage\":true"));
+    swt_has_all("rq.body", rq.body, "\"timings_per_token\":true", "\"cache_prompt\":false",
+                "\"include_usage\":true", NULL);
     swh_request_free(&rq);
     char csv[4200];
     snprintf(csv, sizeof(csv), "%s", swt_join(f.dir, "r.csv"));
@@ -717,12 +716,8 @@ static void test_failures_and_usage(void **state)
 
     /* the CLI: usage errors exit 2 */
     struct swt_run r;
-    swt_slipway(&r, "bench", "http://127.0.0.1:1", "--depth", "1k,x", NULL);
-    assert_int_equal(r.status, 2);
-    swt_run_free(&r);
-    swt_slipway(&r, "bench", "http://127.0.0.1:1", "--rate", "2", "--concurrency", "2", NULL);
-    assert_int_equal(r.status, 2);
-    swt_run_free(&r);
+    swt_slipway_exits(2, "bench", "http://127.0.0.1:1", "--depth", "1k,x", NULL);
+    swt_slipway_exits(2, "bench", "http://127.0.0.1:1", "--rate", "2", "--concurrency", "2", NULL);
     swt_slipway(&r, "bench", "http://127.0.0.1:1", "--arrival", "gamma:-1", "--json", NULL);
     assert_int_equal(r.status, 2);
     assert_non_null(strstr(r.out, "\"error\""));

@@ -23,20 +23,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define TIM(n)                                                                                     \
-    "\"timings\":{\"cache_n\":0,\"prompt_n\":10,\"prompt_ms\":5,\"prompt_per_second\":2000,"       \
-    "\"predicted_n\":" #n "}"
-
-static const char *const EVENTS[] = {
-    "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\"}}]}\n\n",
-    "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"}}]," TIM(1) "}\n\n",
-    "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"b\"}}]," TIM(2) "}\n\n",
-    "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"c\"}}]," TIM(3) "}\n\n",
-    "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"d\"}}]," TIM(4) "}\n\n",
-    "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":10,\"completion_tokens\":4,"
-    "\"total_tokens\":14}," TIM(4) "}\n\ndata: [DONE]\n\n",
-    NULL};
-
 static const char *SHAPE = "{\"engine\":\"vllm\",\"model\":{\"name\":\"Q\",\"quant\":\"fp8\"},"
                            "\"tp\":2,\"ctx\":262144,\"slots\":3,\"kv_dtype\":\"fp8\","
                            "\"kv_bytes\":6100000000,\"mnbt\":2048}";
@@ -45,7 +31,7 @@ static const char *SHAPE = "{\"engine\":\"vllm\",\"model\":{\"name\":\"Q\",\"qua
 static int64_t run_and_record(const char *dir, const char *ledger, unsigned ms, bool shape)
 {
     struct swh *s = swh_start();
-    swh_sse(s, "/v1/chat/completions", EVENTS, ms);
+    swh_sse(s, "/v1/chat/completions", swh_llama_stream(4), ms);
     const char *prompts = swt_join(dir, "p.jsonl");
     swt_write_str(prompts, "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}\n");
     struct sw_bench_opts o;
@@ -88,15 +74,7 @@ static int64_t run_and_record(const char *dir, const char *ledger, unsigned ms, 
 static const json_t *metric(const json_t *cmp, const char *name)
 {
     const json_t *p = json_array_get(json_object_get(cmp, "points"), 0);
-    size_t i;
-    const json_t *m;
-    json_array_foreach(json_object_get(p, "metrics"), i, m)
-    {
-        if (!strcmp(json_string_value(json_object_get(m, "metric")), name))
-            return m;
-    }
-    fail_msg("no metric %s", name);
-    return NULL;
+    return swt_json_find(json_object_get(p, "metrics"), "metric", name);
 }
 
 static void test_compare_recorded_runs(void **state)
@@ -119,8 +97,7 @@ static void test_compare_recorded_runs(void **state)
     assert_int_equal(sw_ledger_bench_run(&l, fast, &r, &e), 0);
     const char *sh = json_string_value(json_object_get(r, "shape"));
     assert_non_null(sh);
-    assert_non_null(strstr(sh, "vllm"));
-    assert_non_null(strstr(sh, "262,144"));
+    swt_has_all("sh", sh, "vllm", "262,144", NULL);
     json_decref(r);
     assert_int_equal(sw_ledger_bench_run(&l, slow, &r, &e), 0);
     assert_true(json_is_null(json_object_get(r, "shape")));
@@ -167,9 +144,7 @@ static void test_compare_recorded_runs(void **state)
     /* slow -> fast: better, exit 0; the table names the verdict */
     swt_slipway(&run, "bench", "compare", ids[1], ids[0], "--ledger", ledger, NULL);
     assert_int_equal(run.status, 0);
-    assert_non_null(strstr(run.out, "decode_tps"));
-    assert_non_null(strstr(run.out, "better"));
-    assert_non_null(strstr(run.out, "A: bench"));
+    swt_has_all("run.out", run.out, "decode_tps", "better", "A: bench", NULL);
     swt_run_free(&run);
 
     /* a run against itself: within the noise */

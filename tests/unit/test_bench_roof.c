@@ -576,10 +576,9 @@ static void test_roof_svg(void **state)
     size_t at = xml_fault(svg);
     if (at)
         fail_msg("not well-formed at byte %zu: %.60s", at - 1, svg + at - 1);
-    assert_non_null(strstr(svg, "decode roofline by context depth"));
-    assert_non_null(strstr(svg, "ceiling: bandwidth / bytes a token"));
-    assert_non_null(strstr(svg, "decode, 1 stream (% of the ceiling)"));
-    assert_non_null(strstr(svg, "0.01 GB of weights (declared &lt;&amp;&gt; here) + 1000 B KV"));
+    swt_has_all("svg", svg, "decode roofline by context depth",
+                "ceiling: bandwidth / bytes a token", "decode, 1 stream (% of the ceiling)",
+                "0.01 GB of weights (declared &lt;&amp;&gt; here) + 1000 B KV", NULL);
     static const char *const labels[] = {">75.0%</text>", ">66.0%</text>", ">67.2%</text>"};
     size_t nlab = 0;
     for (const char *q = strstr(svg, "class=\"label\""); q; q = strstr(q + 1, "class=\"label\""))
@@ -589,8 +588,8 @@ static void test_roof_svg(void **state)
         assert_non_null(strstr(svg, labels[i]));
     /* the panel's ceiling at depth 0 is the first grid point, 100 tok/s, and its measured points
      * carry their values */
-    assert_non_null(strstr(svg, "ceiling: bandwidth / bytes a token: 100.00</title>"));
-    assert_non_null(strstr(svg, "decode, 1 stream (% of the ceiling): 75.00</title>"));
+    swt_has_all("svg", svg, "ceiling: bandwidth / bytes a token: 100.00</title>",
+                "decode, 1 stream (% of the ceiling): 75.00</title>", NULL);
     /* the checker itself catches a fault */
     assert_true(xml_fault("<svg><g></svg></g>") > 0);
     assert_true(xml_fault("<svg><text>a & b</text></svg>") > 0);

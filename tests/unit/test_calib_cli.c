@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
+#include "swledger.h"
 #include "swtest.h"
 
 #include <stdio.h>
@@ -24,10 +25,7 @@ static int setup(void **state)
     struct swt_run r;
     f->dir = swt_tmpdir();
     snprintf(f->led, sizeof(f->led), "%s", swt_join(f->dir, "seed.sqlite"));
-    swt_slipway(&r, "ledger", "import", swt_src("tests/data/ledger/seed-boots.json"), "--ledger",
-                f->led, NULL);
-    assert_int_equal(r.status, 0);
-    swt_run_free(&r);
+    swl_cli_import_seed(f->led);
     *state = f;
     return 0;
 }
@@ -48,12 +46,11 @@ static void test_human(void **state)
                 swt_src("tests/data/vllm/models/frank-primary-inferred"), "--predict", "241664:6e9",
                 NULL);
     assert_int_equal(r.status, 0);
-    assert_non_null(strstr(r.out, "KV class kv=fp8 tp=2"));
-    assert_non_null(strstr(r.out, "extra_attn_bytes_per_token 64..64, extra_mamba_blocks 1..1"));
+    swt_has_all("stdout", r.out, "KV class kv=fp8 tp=2",
+                "extra_attn_bytes_per_token 64..64, extra_mamba_blocks 1..1", NULL);
     assert_non_null(
         strstr(r.out, "printed 398,658 tokens, 1.99x; fit 398,658 (1.99x), residual 0"));
-    assert_non_null(strstr(r.out, "EXTRAPOLATES across geometry"));
-    assert_non_null(strstr(r.out, "expert arena"));
+    swt_has_all("stdout", r.out, "EXTRAPOLATES across geometry", "expert arena", NULL);
     assert_non_null(strstr(r.out, "fork KV terms over the 2 KV classes the config explains: "
                                   "extra_attn_bytes_per_token 64..64, extra_mamba_blocks 1..1"));
     swt_run_free(&r);
@@ -100,24 +97,20 @@ static void test_svg(void **state)
     struct fx *f = *state;
     struct swt_run r;
     const char *svg = swt_join(f->dir, "calib.svg");
-    swt_slipway(&r, "calibrate", "frank-primary", "--ledger", f->led, "--exclude", "4", "--predict",
-                "200704:3150000000", "--svg", svg, NULL);
-    assert_int_equal(r.status, 0);
-    swt_run_free(&r);
+    swt_slipway_exits(0, "calibrate", "frank-primary", "--ledger", f->led, "--exclude", "4",
+                      "--predict", "200704:3150000000", "--svg", svg, NULL);
     char *text = NULL;
     size_t n = 0;
     struct sw_err e;
     assert_int_equal(sw_read_file(svg, 1 << 22, &text, &n, &e), 0);
-    assert_non_null(strstr(text, "frank-primary: vllm KV class kv=fp8 tp=2"));
-    assert_non_null(strstr(text, "fitted on max_model_len 262144"));
+    swt_has_all("text", text, "frank-primary: vllm KV class kv=fp8 tp=2",
+                "fitted on max_model_len 262144", NULL);
     /* the three fitted fp8 boots, printed and fit equal (residual 0) */
-    assert_non_null(strstr(text, "<title>printed: 1079582.00</title>"));
-    assert_non_null(strstr(text, "<title>fit / prediction: 1079582.00</title>"));
-    assert_non_null(strstr(text, "<title>printed: 792069.00</title>"));
+    swt_has_all("text", text, "<title>printed: 1079582.00</title>",
+                "<title>fit / prediction: 1079582.00</title>", "<title>printed: 792069.00</title>",
+                NULL);
     /* the prediction across geometry, labelled as such, with a whisker */
-    assert_non_null(strstr(text, ">EXTRAP. 200704</tspan>"));
-    assert_non_null(strstr(text, ">3.15e9 B</tspan>"));
-    assert_non_null(strstr(text, "<path d=\"M"));
+    swt_has_all("text", text, ">EXTRAP. 200704</tspan>", ">3.15e9 B</tspan>", "<path d=\"M", NULL);
     sw_free(text);
     /* a path that cannot be written: exit 1 or 2 with the flag named, nothing left */
     const char *bad = swt_join(f->dir, "no/such/dir/c.svg");
@@ -141,10 +134,8 @@ static void test_budget_save(void **state)
     swt_slipway(&r, "calibrate", "frank-small", "--ledger", f->led, "--config",
                 swt_src("tests/data/calib/frank-small-config.json"), "--budget", shape, "--save",
                 save, NULL);
-    assert_int_equal(r.status, 0);
-    assert_non_null(strstr(r.out, "20190 used - 12644.50 KV = 7545.50 MiB non-KV"));
-    assert_non_null(strstr(r.out, "free 1153 MiB (1153..1153) [measured]"));
-    swt_run_free(&r);
+    swt_out_has(&r, 0, "20190 used - 12644.50 KV = 7545.50 MiB non-KV",
+                "free 1153 MiB (1153..1153) [measured]", NULL);
     json_t *j = json_load_file(save, 0, NULL);
     assert_non_null(j);
     assert_true(json_array_size(json_object_get(j, "non_kv")) == 2);
@@ -170,16 +161,11 @@ static void test_exit_codes(void **state)
     assert_int_equal(r.status, 2);
     assert_non_null(strstr(r.err, "frank-nowhere"));
     swt_run_free(&r);
-    swt_slipway(&r, "calibrate", "frank-primary", "--ledger", swt_join(f->dir, "none.sqlite"),
-                NULL);
-    assert_int_equal(r.status, 2);
-    swt_run_free(&r);
-    swt_slipway(&r, "calibrate", NULL);
-    assert_int_equal(r.status, 2);
-    swt_run_free(&r);
-    swt_slipway(&r, "calibrate", "frank-primary", "--ledger", f->led, "--predict", "abc", NULL);
-    assert_int_equal(r.status, 2);
-    swt_run_free(&r);
+    swt_slipway_exits(2, "calibrate", "frank-primary", "--ledger", swt_join(f->dir, "none.sqlite"),
+                      NULL);
+    swt_slipway_exits(2, "calibrate", NULL);
+    swt_slipway_exits(2, "calibrate", "frank-primary", "--ledger", f->led, "--predict", "abc",
+                      NULL);
     /* frank-small without an arch: readings cannot be priced, nothing fit */
     swt_slipway(&r, "calibrate", "frank-small", "--ledger", f->led, NULL);
     assert_int_equal(r.status, 1);
@@ -194,14 +180,9 @@ static void test_exit_codes(void **state)
                   "\"tp\":2,\"kv_dtype\":\"fp8\",\"slots\":3,\"ctx\":262144,"
                   "\"kv_bytes\":7000000000},\"report\":{\"kv_cache_tokens\":700000},"
                   "\"source\":\"by hand\"}]}");
-    swt_slipway(&r, "ledger", "import", doc, "--ledger", f->led, NULL);
-    assert_int_equal(r.status, 0);
-    swt_run_free(&r);
+    swt_slipway_exits(0, "ledger", "import", doc, "--ledger", f->led, NULL);
     swt_slipway(&r, "calibrate", "frank-primary", "--ledger", f->led, NULL);
-    assert_int_equal(r.status, 1);
-    assert_non_null(strstr(r.out, "INCONSISTENT"));
-    assert_non_null(strstr(r.out, "contradicts"));
-    swt_run_free(&r);
+    swt_out_has(&r, 1, "INCONSISTENT", "contradicts", NULL);
 }
 
 /* SGLang: the seed's two SGLang figures as boots; the autofit held out is open above. */
@@ -211,10 +192,8 @@ static void test_sglang(void **state)
     struct swt_run r;
     char led[4096];
     snprintf(led, sizeof(led), "%s", swt_join(f->dir, "sg.sqlite"));
-    swt_slipway(&r, "ledger", "import", swt_src("tests/data/ledger/seed-sglang.json"), "--ledger",
-                led, NULL);
-    assert_int_equal(r.status, 0);
-    swt_run_free(&r);
+    swt_slipway_exits(0, "ledger", "import", swt_src("tests/data/ledger/seed-sglang.json"),
+                      "--ledger", led, NULL);
     swt_slipway(&r, "calibrate", "frank-primary-sglang", "--fleet",
                 swt_src("examples/operator.yaml"), "--ledger", led, NULL);
     assert_int_equal(r.status, 0);
@@ -245,17 +224,12 @@ static void test_contexts(void **state)
 {
     struct fx *f = *state;
     struct swt_run r;
-    swt_slipway(&r, "ledger", "import", swt_src("tests/data/ledger/seed-contexts.json"), "--ledger",
-                f->led, NULL);
-    assert_int_equal(r.status, 0);
-    swt_run_free(&r);
+    swt_slipway_exits(0, "ledger", "import", swt_src("tests/data/ledger/seed-contexts.json"),
+                      "--ledger", f->led, NULL);
     swt_slipway(&r, "calibrate", "frank-primary", "--ledger", f->led, "--predict",
                 "262144:6100000000", "--context", "user=root", NULL);
-    assert_int_equal(r.status, 0);
-    assert_non_null(strstr(r.out, "EXTRAPOLATES across context: user=root was not fitted"));
-    assert_non_null(strstr(r.out, "user=rootless: 1 boot"));
-    assert_non_null(strstr(r.out, ">= +0.823 GiB/rank"));
-    swt_run_free(&r);
+    swt_out_has(&r, 0, "EXTRAPOLATES across context: user=root was not fitted",
+                "user=rootless: 1 boot", ">= +0.823 GiB/rank", NULL);
     swt_slipway(&r, "calibrate", "frank-primary", "--ledger", f->led, "--predict",
                 "262144:6100000000", "--context",
                 "expert_path=pinned host=dankserver runtime=podman user=root", NULL);

@@ -38,41 +38,11 @@
 
 #define EP "frank-primary-sglang"
 
-static struct sw_fleet *F;
-
-static int setup(void **state)
-{
-    (void)state;
-    sw_core_init();
-    F = swt_fleet("examples/operator.yaml");
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    sw_fleet_free(F);
-    F = NULL;
-    return 0;
-}
-
 static const struct sw_fleet_endpoint *ep(void)
 {
-    const struct sw_fleet_endpoint *x = sw_fleet_endpoint(F, EP);
+    const struct sw_fleet_endpoint *x = sw_fleet_endpoint(swt_operator(), EP);
     assert_non_null(x);
     return x;
-}
-
-static void law(struct sw_sglang_opts *o, struct sw_hf_config *c)
-{
-    struct sw_plan p;
-    struct sw_err e;
-    if (sw_plan_endpoint(F, ep(), NULL, &p, &e))
-        fail_msg("%s", e.msg);
-    *o = *p.sglang_opts;
-    sw_plan_free(&p);
-    if (sw_endpoint_hf_config(ep(), c, NULL, 0, &e))
-        fail_msg("%s", e.msg);
 }
 
 /* boot 1: the pinned shape, 531 MiB free; boot 2: the autofit, no reading */
@@ -109,7 +79,7 @@ static int sg_setup(void **state)
     *state = g;
     if (!g)
         return -1;
-    law(&g->o, &g->c);
+    swt_sglang_law(swt_operator(), EP, &g->o, &g->c);
     g->q = g->o;
     g->q.max_total_tokens = 0;
     seed_obs(g->obs);
@@ -304,7 +274,7 @@ static void test_band_gate(void **state)
     struct sw_gate_opts go = {.before = &before};
     (void)state;
     struct sw_fleet_endpoint x = *ep();
-    assert_int_equal(sw_gate_endpoint(F, &x, &go, &out, &e), 0);
+    assert_int_equal(sw_gate_endpoint(swt_operator(), &x, &go, &out, &e), 0);
     const json_t *g = gate_of(out, "band");
     assert_non_null(g);
     assert_string_equal(json_string_value(json_object_get(g, "verdict")), "fail");
@@ -318,7 +288,7 @@ static void test_band_gate(void **state)
 
     struct sw_fleet_endpoint y = *ep();
     assert_int_equal(sw_gate_set(&y, "max_total_tokens=null", &e), 0);
-    assert_int_equal(sw_gate_endpoint(F, &y, &go, &out, &e), 0);
+    assert_int_equal(sw_gate_endpoint(swt_operator(), &y, &go, &out, &e), 0);
     g = gate_of(out, "band");
     assert_string_equal(json_string_value(json_object_get(g, "verdict")), "fail");
     assert_true(num(g, "pool_tokens") == 687388);
@@ -332,7 +302,7 @@ static void test_band_gate(void **state)
     assert_int_equal(sw_gate_set(&z, "max_total_tokens=476352", &e), 0);
     assert_int_equal(sw_gate_set(&z, "seqs=3", &e), 0);
     assert_int_equal(sw_gate_set(&z, "max_model_len=151552", &e), 0);
-    assert_int_equal(sw_gate_endpoint(F, &z, &go, &out, &e), 0);
+    assert_int_equal(sw_gate_endpoint(swt_operator(), &z, &go, &out, &e), 0);
     g = gate_of(out, "band");
     assert_string_equal(json_string_value(json_object_get(g, "verdict")), "pass");
     double fm = num(g, "free_bytes");
@@ -388,7 +358,7 @@ static void test_ledger(void **state)
     struct sw_gate_opts go = {.before = &before, .ledger = &l};
     struct sw_fleet_endpoint y = *ep();
     assert_int_equal(sw_gate_set(&y, "max_total_tokens=null", &e), 0);
-    assert_int_equal(sw_gate_endpoint(F, &y, &go, &out, &e), 0);
+    assert_int_equal(sw_gate_endpoint(swt_operator(), &y, &go, &out, &e), 0);
     const json_t *band = gate_of(out, "band");
     assert_string_equal(json_string_value(json_object_get(band, "verdict")), "fail");
     assert_true(num(band, "would_oom") == 1);
@@ -477,12 +447,11 @@ static void test_pipeline_unpinned(void **state)
     sw_calib_fit_free(f);
     /* no --set: the declared shape is the unpinned one */
     struct sw_gate_opts go = {.ledger = &l};
-    assert_int_equal(sw_gate_endpoint(F, &y, &go, &out, &e), 0);
+    assert_int_equal(sw_gate_endpoint(swt_operator(), &y, &go, &out, &e), 0);
     const json_t *band = gate_of(out, "band");
     assert_string_equal(json_string_value(json_object_get(band, "verdict")), "fail");
     const char *line = json_string_value(json_object_get(band, "line"));
-    assert_non_null(strstr(line, "calibrated"));
-    assert_non_null(strstr(line, "by the ledger's SGLang boots"));
+    swt_has_all("line", line, "calibrated", "by the ledger's SGLang boots", NULL);
     assert_true(num(band, "would_oom") == 1);
     assert_true(fabs(num(band, "free_bytes") / SW_MIB - -737.4) < 0.05);
     json_decref(out);
@@ -503,5 +472,5 @@ int main(void)
         cmocka_unit_test(test_pipeline_mamba_from_law),
         cmocka_unit_test(test_pipeline_unpinned),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, swt_operator_setup, swt_operator_teardown);
 }

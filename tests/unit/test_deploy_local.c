@@ -183,8 +183,7 @@ static void test_clear(void **state)
     assert_int_equal(sw_deploy_local_clear(ep, NULL, &lc, &e), SW_EEXIST);
     snprintf(msg, sizeof(msg), "pid %d", (int)getpid());
     assert_non_null(strstr(e.msg, msg));
-    assert_non_null(strstr(e.msg, "slipway down ep-one"));
-    assert_non_null(strstr(e.msg, "--stop-running"));
+    swt_has_all("e.msg", e.msg, "slipway down ep-one", "--stop-running", NULL);
     assert_int_equal(lc.pid, getpid());
 
     /* a stale record (another start time) proves nothing: clear again */
@@ -195,11 +194,7 @@ static void test_clear(void **state)
 
     /* the port held by another socket: refused before any boot, the holder named */
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    struct sockaddr_in a;
-    memset(&a, 0, sizeof(a));
-    a.sin_family = AF_INET;
-    a.sin_port = htons((uint16_t)port);
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    struct sockaddr_in a = swt_loopback(port);
     assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
     assert_int_equal(listen(fd, 1), 0);
     sw_err_clear(&e);

@@ -176,13 +176,7 @@ static struct sw_fleet *hf_fleet(void)
                                                   "    devices: [g0]\n"
                                                   "    engine: sglang\n"
                                                   "    payload: {path: /srv/models/m}\n";
-    struct sw_fleet_opts fo = {0};
-    struct sw_fleet *f = NULL;
-    struct sw_err e;
-    fo.getenv = sw_fleet_no_environ;
-    if (sw_fleet_load_mem("rt.yaml", fleet, sizeof(fleet) - 1, &fo, &f, &e))
-        fail_msg("%s", e.msg);
-    return f;
+    return swt_fleet_text("rt.yaml", fleet);
 }
 
 /* The endpoint with the row's source set; what the row's field must read back as (a number, or

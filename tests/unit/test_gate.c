@@ -15,6 +15,7 @@
 #include <slipway/gguf.h>
 #include <slipway/ledger.h>
 
+#include "swledger.h"
 #include "swtest.h"
 
 #include <math.h>
@@ -639,22 +640,13 @@ static void test_cli(void **state)
     char led[4096];
     snprintf(led, sizeof(led), "%s", swt_join(f->dir, "cli.sqlite"));
 
-    assert_int_equal(swt_slipway(&r, "ledger", "import",
-                                 swt_src("tests/data/ledger/seed-boots.json"), "--ledger", led,
-                                 NULL),
-                     0);
-    assert_int_equal(r.status, 0);
-    swt_run_free(&r);
+    swl_cli_import_seed(led);
 
     /* the operator's rejection of 3 x 196,608, human view */
     assert_int_equal(swt_slipway(&r, "check", "--fleet", fleet, "frank-small", "--ledger", led,
                                  "--set", "slots=3", "--set", "ctx=589824", NULL),
                      0);
-    assert_int_equal(r.status, 1);
-    assert_non_null(strstr(r.out, "FAIL band"));
-    assert_non_null(strstr(r.out, "1,153 MiB free"));
-    assert_non_null(strstr(r.out, "fix: cut the pool by 49,152 tokens"));
-    swt_run_free(&r);
+    swt_out_has(&r, 1, "FAIL band", "1,153 MiB free", "fix: cut the pool by 49,152 tokens", NULL);
 
     /* --json: frank-large's memory gates pass or skip; its unit fails on one law only, the
      * image named by tag (the operator's log omits the digest the real unit pins): exit 1 */
@@ -741,16 +733,10 @@ static void test_cli(void **state)
     assert_non_null(strstr(r.err, "slots"));
     swt_run_free(&r);
 
-    assert_int_equal(
-        swt_slipway(&r, "check", "--fleet", fleet, "--set", "slots=3", "--no-ledger", NULL), 0);
-    assert_int_equal(r.status, 2);
-    swt_run_free(&r);
+    swt_slipway_exits(2, "check", "--fleet", fleet, "--set", "slots=3", "--no-ledger", NULL);
 
-    assert_int_equal(swt_slipway(&r, "check", "--fleet", fleet, "frank-small", "--ledger",
-                                 swt_join(f->dir, "nope.sqlite"), NULL),
-                     0);
-    assert_int_equal(r.status, 2);
-    swt_run_free(&r);
+    swt_slipway_exits(2, "check", "--fleet", fleet, "frank-small", "--ledger",
+                      swt_join(f->dir, "nope.sqlite"), NULL);
 }
 
 int main(void)

@@ -139,14 +139,11 @@ static void check_valid(const struct sw_gguf *g, uint32_t version, size_t size)
     assert_non_null(kv);
     assert_int_equal(kv->val.as.str.len, 5);
     assert_memory_equal(kv->val.as.str.s, "ab\0cd", 6);
-    assert_int_equal(sw_gguf_arch_u64(g, "block_count", &u), 0);
-    assert_int_equal(u, 2);
-    assert_int_equal(sw_gguf_arch_u64(g, "context_length", &u), 0);
-    assert_int_equal(u, 4096);
+    assert_int_equal(swt_gguf_u64(g, "block_count"), 2);
+    assert_int_equal(swt_gguf_u64(g, "context_length"), 4096);
     assert_int_equal(sw_gguf_arch_u64(g, "embedding_length", &u), 0); /* i32 read as u64 */
     assert_int_equal(u, 8);
-    assert_int_equal(sw_gguf_arch_u64(g, "attention.head_count", &u), 0);
-    assert_int_equal(u, 2);
+    assert_int_equal(swt_gguf_u64(g, "attention.head_count"), 2);
     assert_int_equal(sw_gguf_arch_f64(g, "rope.freq_base", &f), 0);
     assert_true(f == 10000.0);
     assert_int_equal(sw_gguf_arch_f64(g, "attention.layer_norm_rms_epsilon", &f), 0);

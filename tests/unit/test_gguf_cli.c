@@ -62,13 +62,8 @@ static void test_inspect(void **state)
 
     struct swt_run r;
     swt_slipway(&r, "gguf", "inspect", path, NULL);
-    assert_int_equal(r.status, 0);
-    assert_non_null(strstr(r.out, "qwen3moe"));
-    assert_non_null(strstr(r.out, "Q4_K_M (15)"));
-    assert_non_null(strstr(r.out, "experts"));
-    assert_non_null(strstr(r.out, "[string x 40]"));
-    assert_non_null(strstr(r.out, "40 tokens, chat template no"));
-    swt_run_free(&r);
+    swt_out_has(&r, 0, "qwen3moe", "Q4_K_M (15)", "experts", "[string x 40]",
+                "40 tokens, chat template no", NULL);
 
     swt_slipway(&r, "gguf", "inspect", "--json", "--tensors", path, NULL);
     assert_int_equal(r.status, 0);
@@ -129,15 +124,9 @@ static void test_inspect(void **state)
                         "SW_EPARSE");
     json_decref(j);
     swt_run_free(&r);
-    swt_slipway(&r, "gguf", "inspect", swt_join(dir, "none.gguf"), NULL);
-    assert_int_equal(r.status, 2);
-    swt_run_free(&r);
-    swt_slipway(&r, "gguf", "inspect", NULL);
-    assert_int_equal(r.status, 2);
-    swt_run_free(&r);
-    swt_slipway(&r, "gguf", "frobnicate", NULL);
-    assert_int_equal(r.status, 2);
-    swt_run_free(&r);
+    swt_slipway_exits(2, "gguf", "inspect", swt_join(dir, "none.gguf"), NULL);
+    swt_slipway_exits(2, "gguf", "inspect", NULL);
+    swt_slipway_exits(2, "gguf", "frobnicate", NULL);
     swt_tmpdir_free(dir);
 }
 
@@ -159,10 +148,7 @@ static void test_inspect_header_only(void **state)
 
     struct swt_run r;
     swt_slipway(&r, "gguf", "inspect", path, NULL);
-    assert_int_equal(r.status, 0);
-    assert_non_null(strstr(r.out, "header only"));
-    assert_non_null(strstr(r.out, "qwen3moe"));
-    swt_run_free(&r);
+    swt_out_has(&r, 0, "header only", "qwen3moe", NULL);
     swt_slipway(&r, "gguf", "inspect", "--json", path, NULL);
     assert_int_equal(r.status, 0);
     json_t *j = swt_json_out(&r);
@@ -297,12 +283,9 @@ static void test_synth_cli(void **state)
     struct sw_gguf *g = NULL;
     assert_int_equal(sw_gguf_open(out, &g, &e), 0);
     uint64_t u;
-    assert_int_equal(sw_gguf_arch_u64(g, "block_count", &u), 0);
-    assert_int_equal(u, 3);
-    assert_int_equal(sw_gguf_arch_u64(g, "attention.sliding_window_pattern", &u), 0);
-    assert_int_equal(u, 3);
-    assert_int_equal(sw_gguf_arch_u64(g, "context_length", &u), 0);
-    assert_int_equal(u, 2000);
+    assert_int_equal(swt_gguf_u64(g, "block_count"), 3);
+    assert_int_equal(swt_gguf_u64(g, "attention.sliding_window_pattern"), 3);
+    assert_int_equal(swt_gguf_u64(g, "context_length"), 2000);
     sw_gguf_free(g);
     /* human output */
     swt_slipway(&r, "gguf", "synth", "--arch", "gemma3", "--vocab", vocab, "--out", out, NULL);

@@ -110,18 +110,13 @@ static void test_gemma3(void **state)
     struct sw_gguf *g = NULL;
     assert_int_equal(sw_gguf_open(out, &g, &e), 0);
     uint64_t u, pl[8];
-    assert_int_equal(sw_gguf_arch_u64(g, "block_count", &u), 0);
-    assert_int_equal(u, 8);
-    assert_int_equal(sw_gguf_arch_u64(g, "attention.sliding_window", &u), 0);
-    assert_int_equal(u, 64);
-    assert_int_equal(sw_gguf_arch_u64(g, "attention.sliding_window_pattern", &u), 0);
-    assert_int_equal(u, 6);
+    assert_int_equal(swt_gguf_u64(g, "block_count"), 8);
+    assert_int_equal(swt_gguf_u64(g, "attention.sliding_window"), 64);
+    assert_int_equal(swt_gguf_u64(g, "attention.sliding_window_pattern"), 6);
     assert_int_equal(sw_gguf_arch_per_layer(g, "attention.head_count_kv", pl, 8), 0);
     assert_int_equal(pl[7], 2);
-    assert_int_equal(sw_gguf_arch_u64(g, "context_length", &u), 0);
-    assert_int_equal(u, 4096);
-    assert_int_equal(sw_gguf_arch_u64(g, "vocab_size", &u), 0);
-    assert_int_equal(u, 1000);
+    assert_int_equal(swt_gguf_u64(g, "context_length"), 4096);
+    assert_int_equal(swt_gguf_u64(g, "vocab_size"), 1000);
     assert_int_equal(sw_gguf_tensor(g, "token_embd.weight")->ne[1], 1000);
     assert_null(sw_gguf_tensor(g, "output.weight")); /* tied, as the released gemma3 */
     assert_non_null(sw_gguf_tensor(g, "blk.7.attn_q_norm.weight"));
@@ -219,8 +214,8 @@ static void test_resize(void **state)
     /* a tensor that only happens to have a 128 dimension is left alone */
     assert_int_equal(sw_gguf_tensor(g, "blk.0.ffn_up.weight")->ne[1], 128);
     uint64_t u;
-    assert_int_equal(sw_gguf_arch_u64(g, "rope.scaling.original_context_length", &u), 0);
-    assert_int_equal(u, SW_GGUF_SYNTH_DEFAULT_CTX);
+    assert_int_equal(swt_gguf_u64(g, "rope.scaling.original_context_length"),
+                     SW_GGUF_SYNTH_DEFAULT_CTX);
     /* the placeholder tokenizer keys are gone, the vocabulary's are there */
     assert_null(sw_gguf_find(g, "tokenizer.ggml.eos_token_id"));
     assert_int_equal(sw_gguf_get_u64(g, "tokenizer.ggml.bos_token_id", &u), 0);

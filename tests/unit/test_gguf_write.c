@@ -200,10 +200,7 @@ static int fill(struct sw_gguf_writer *w, const struct src *s)
 
 static void check_file(const char *path, const struct src *s, uint64_t align)
 {
-    struct sw_gguf *g = NULL;
-    struct sw_err e;
-    if (sw_gguf_open(path, &g, &e))
-        fail_msg("%s", e.msg);
+    struct sw_gguf *g = swt_gguf_open(path);
     assert_int_equal(g->alignment, align);
     assert_int_equal(g->n_tensors, 4);
     uint64_t u;

@@ -67,10 +67,8 @@ static void run_in(struct swt_run *r, const char *in, const char *env_fleet, ...
     argv[n++] = swt_bin();
     va_list ap;
     va_start(ap, env_fleet);
-    for (const char *a = va_arg(ap, const char *); a && n < 38; a = va_arg(ap, const char *))
-        argv[n++] = a;
+    swt_argv_va(argv, n, 39, ap);
     va_end(ap);
-    argv[n] = NULL;
     assert_int_equal(swt_run(argv, NULL, 60, r), 0);
 }
 
@@ -165,26 +163,31 @@ static void test_did_you_mean(void **state)
     assert_int_equal(r.status, 2);
     has(r.err, "is a file: did you mean --fleet");
     swt_run_free(&r);
-    /* a file name that is not there either */
-    run_in(&r, dir, NULL, "render", "nope/fleet.yaml", NULL);
-    assert_int_equal(r.status, 2);
-    has(r.err, "'nope/fleet.yaml' is a file name, not an endpoint (and there is no such file)");
-    swt_run_free(&r);
-    /* an endpoint where the file goes */
-    run_in(&r, dir, NULL, "render", "--fleet", "frank-small", NULL);
-    assert_int_equal(r.status, 2);
-    has(r.err, "--fleet 'frank-small': no such file; 'frank-small' is an endpoint of "
-               "./fleet.yaml: did you mean slipway render frank-small?");
-    swt_run_free(&r);
-    /* an unknown endpoint: the nearest by edit distance, else the names */
-    run_in(&r, dir, NULL, "render", "frank-smal", NULL);
-    assert_int_equal(r.status, 2);
-    has(r.err, "no endpoint 'frank-smal' in fleet.yaml: did you mean frank-small?");
-    swt_run_free(&r);
-    run_in(&r, dir, NULL, "deploy", "zebra", "--dry-run", NULL);
-    assert_int_equal(r.status, 2);
-    has(r.err, "no endpoint 'zebra' in fleet.yaml (it has: frank-primary, frank-small");
-    swt_run_free(&r);
+    /* in the fleet file's folder: usage errors (exit 2) that say what was meant */
+    static const struct {
+        const char *args[4]; /* NULL-terminated */
+        const char *want;
+    } mistakes[] = {
+        /* a file name that is not there either */
+        {{"render", "nope/fleet.yaml"},
+         "'nope/fleet.yaml' is a file name, not an endpoint (and there is no such file)"},
+        /* an endpoint where the file goes */
+        {{"render", "--fleet", "frank-small"},
+         "--fleet 'frank-small': no such file; 'frank-small' is an endpoint of "
+         "./fleet.yaml: did you mean slipway render frank-small?"},
+        /* an unknown endpoint: the nearest by edit distance, else the names */
+        {{"render", "frank-smal"},
+         "no endpoint 'frank-smal' in fleet.yaml: did you mean frank-small?"},
+        {{"deploy", "zebra", "--dry-run"},
+         "no endpoint 'zebra' in fleet.yaml (it has: frank-primary, frank-small"},
+    };
+    for (size_t i = 0; i < SW_ARRAY_LEN(mistakes); i++) {
+        const char *const *m = mistakes[i].args;
+        run_in(&r, dir, NULL, m[0], m[1], m[2], m[3], NULL);
+        assert_int_equal(r.status, 2);
+        has(r.err, mistakes[i].want);
+        swt_run_free(&r);
+    }
     /* a URL or a command line stays what it was */
     run_in(&r, dir, NULL, "probe", "http://127.0.0.1:1", "--only", "readiness", "--ready-wait", "0",
            "--timeout", "1", "--json", NULL);

@@ -24,23 +24,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static char *slurp(const char *path)
-{
-    char *t = NULL;
-    size_t n = 0;
-    struct sw_err e;
-    if (sw_read_file(path, 1u << 24, &t, &n, &e))
-        fail_msg("%s", e.msg);
-    return t;
-}
-
-static void copy(const char *from, const char *to)
-{
-    char *t = slurp(from);
-    swt_write_str(to, t);
-    sw_free(t);
-}
-
 static bool has_note(const struct sw_import *im, const char *needle)
 {
     for (size_t i = 0; i < im->n_notes; i++)
@@ -63,11 +46,11 @@ static void import_into(const char *dir, const char *name, struct sw_import *im)
     snprintf(fleet, sizeof(fleet), "%s/fleet.yaml", dir);
     if (access(fleet, F_OK)) {
         /* the operator's fleet and the env files it already references */
-        copy(swt_src("examples/operator.yaml"), fleet);
-        copy(swt_src("examples/frank-primary.env"), swt_join(dir, "frank-primary.env"));
-        copy(swt_src("examples/frank-small.env"), swt_join(dir, "frank-small.env"));
+        swt_copy(swt_src("examples/operator.yaml"), fleet);
+        swt_copy(swt_src("examples/frank-primary.env"), swt_join(dir, "frank-primary.env"));
+        swt_copy(swt_src("examples/frank-small.env"), swt_join(dir, "frank-small.env"));
     }
-    copy(env, envcopy);
+    swt_copy(env, envcopy);
     struct sw_import_opts o = {.host = "dankserver", .env_file = envcopy, .out_dir = dir};
     struct sw_err e;
     sw_import_init(im);
@@ -95,14 +78,12 @@ static void test_frank_primary(void **state)
     import_into(dir, "frank-primary", &im);
     char fleet[4096];
     snprintf(fleet, sizeof(fleet), "%s/fleet.yaml", dir);
-    char *text = slurp(fleet);
+    char *text = swt_slurp(fleet);
     /* provenance: the env file's line and the unit's line that read it */
-    assert_non_null(strstr(text, "MAXLEN: shape.max_model_len"));
-    assert_non_null(strstr(text, "frank-primary.env:4 MAXLEN=200704, read by"));
-    assert_non_null(strstr(text, "frank-primary.service:15 --max-model-len"));
-    assert_non_null(strstr(text, "stop_grace: 120s"));
-    assert_non_null(strstr(text, "frank-primary.service:25 podman stop -t 120"));
-    assert_non_null(strstr(text, "stop_timeout: 180s"));
+    swt_has_all("text", text, "MAXLEN: shape.max_model_len",
+                "frank-primary.env:4 MAXLEN=200704, read by",
+                "frank-primary.service:15 --max-model-len", "stop_grace: 120s",
+                "frank-primary.service:25 podman stop -t 120", "stop_timeout: 180s", NULL);
     /* the secret stays in the env file: a reference only */
     assert_null(strstr(text, "hf_notarealtoken"));
     assert_non_null(strstr(text, "HF_TOKEN: {from_env: HF_TOKEN}"));
@@ -111,15 +92,13 @@ static void test_frank_primary(void **state)
     assert_true(has_note(&im, "TimeoutStartSec=900"));
     assert_true(has_note(&im, "--device /dev/dri"));
     /* the merge kept the operator's own keys (profile, arch, known_bad) */
-    assert_non_null(strstr(text, "profile: tiered-expert-offload"));
-    assert_non_null(strstr(text, "known_bad:"));
+    swt_has_all("text", text, "profile: tiered-expert-offload", "known_bad:", NULL);
     sw_free(text);
 
     struct sw_fleet *f = load(fleet);
     struct sw_plan pl;
     struct sw_err e;
-    if (sw_plan_endpoint(f, sw_fleet_endpoint(f, "frank-primary"), NULL, &pl, &e))
-        fail_msg("%s", e.msg);
+    swt_plan(f, "frank-primary", &pl);
     json_t *rep = json_object_get(pl.engine_plan, "report");
     assert_int_equal(json_integer_value(json_object_get(rep, "kv_cache_tokens")), 398658);
     assert_true(json_real_value(json_object_get(rep, "max_concurrency")) == 1.99);
@@ -149,18 +128,15 @@ static void test_frank_small(void **state)
     import_into(dir, "frank-small", &im);
     char fleet[4096];
     snprintf(fleet, sizeof(fleet), "%s/fleet.yaml", dir);
-    char *text = slurp(fleet);
-    assert_non_null(strstr(text, "CTX_SIZE: shape.ctx_size"));
-    assert_non_null(strstr(text, "frank-small.env:3 CTX_SIZE=540672, read by"));
-    assert_non_null(strstr(text, "PARALLEL: shape.seqs"));
-    assert_non_null(strstr(text, "cache_type_v: q8_0"));
-    assert_non_null(strstr(text, "CUDA_VISIBLE_DEVICES: \"0\""));
+    char *text = swt_slurp(fleet);
+    swt_has_all("text", text, "CTX_SIZE: shape.ctx_size",
+                "frank-small.env:3 CTX_SIZE=540672, read by", "PARALLEL: shape.seqs",
+                "cache_type_v: q8_0", "CUDA_VISIBLE_DEVICES: \"0\"", NULL);
     sw_free(text);
     struct sw_fleet *f = load(fleet);
     struct sw_plan pl;
     struct sw_err e;
-    if (sw_plan_endpoint(f, sw_fleet_endpoint(f, "frank-small"), NULL, &pl, &e))
-        fail_msg("%s", e.msg);
+    swt_plan(f, "frank-small", &pl);
     assert_non_null(pl.llamacpp);
     assert_int_equal(pl.llamacpp->report.n_ctx, 540672);
     assert_int_equal(pl.llamacpp->report.n_seq_max, 3);
@@ -206,12 +182,8 @@ static void test_argv(void **state)
     if (sw_import_argv(&im, 16, l, NULL, &e))
         fail_msg("%s", e.msg);
     const char *y = sw_buf_cstr(&im.yaml);
-    assert_non_null(strstr(y, "ctx_size: 16384"));
-    assert_non_null(strstr(y, "seqs: 2"));
-    assert_non_null(strstr(y, "cache_type_k: q8_0"));
-    assert_non_null(strstr(y, "gguf: q.gguf"));
-    assert_non_null(strstr(y, "- --jinja"));
-    assert_non_null(strstr(y, "port: 8081"));
+    swt_has_all("y", y, "ctx_size: 16384", "seqs: 2", "cache_type_k: q8_0", "gguf: q.gguf",
+                "- --jinja", "port: 8081", NULL);
     assert_null(strstr(y, "sk-abcdef"));
     assert_non_null(strstr(y, "api_key: {from_env: LLAMA_API_KEY}"));
     assert_true(has_note(&im, "--api-key: a secret"));
@@ -232,12 +204,8 @@ static void test_argv(void **state)
     if (sw_import_argv(&im, 10, v, NULL, &e))
         fail_msg("%s", e.msg);
     y = sw_buf_cstr(&im.yaml);
-    assert_non_null(strstr(y, "  vllm:\n"));
-    assert_non_null(strstr(y, "max_model_len: 32768"));
-    assert_non_null(strstr(y, "tensor_parallel: 2"));
-    assert_non_null(strstr(y, "enforce_eager: true"));
-    assert_non_null(strstr(y, "kv_cache_bytes: 3.15e9"));
-    assert_non_null(strstr(y, "path: /m/x"));
+    swt_has_all("y", y, "  vllm:\n", "max_model_len: 32768", "tensor_parallel: 2",
+                "enforce_eager: true", "kv_cache_bytes: 3.15e9", "path: /m/x", NULL);
     sw_import_free(&im);
 
     char *s[] = {"python3",
@@ -254,10 +222,7 @@ static void test_argv(void **state)
     if (sw_import_argv(&im, 9, s, NULL, &e))
         fail_msg("%s", e.msg);
     y = sw_buf_cstr(&im.yaml);
-    assert_non_null(strstr(y, "  sglang:\n"));
-    assert_non_null(strstr(y, "engine: sglang"));
-    assert_non_null(strstr(y, "max_model_len: 65536"));
-    assert_non_null(strstr(y, "seqs: 4"));
+    swt_has_all("y", y, "  sglang:\n", "engine: sglang", "max_model_len: 65536", "seqs: 4", NULL);
     sw_import_free(&im);
 }
 
@@ -270,9 +235,8 @@ static void test_env(void **state)
     if (sw_import_env(&im, swt_src("tests/data/import/frank-primary.env"), NULL, &e))
         fail_msg("%s", e.msg);
     const char *y = sw_buf_cstr(&im.yaml);
-    assert_non_null(strstr(y, "engine: vllm"));
-    assert_non_null(strstr(y, "KV_BYTES: shape.kv_cache_bytes"));
-    assert_non_null(strstr(y, "frank-primary.env:9 MNBT=1024"));
+    swt_has_all("y", y, "engine: vllm", "KV_BYTES: shape.kv_cache_bytes",
+                "frank-primary.env:9 MNBT=1024", NULL);
     assert_null(strstr(y, "hf_notarealtoken"));
     assert_true(has_note(&im, "HF_TOKEN: a secret"));
     sw_import_free(&im);
@@ -367,12 +331,9 @@ static void test_merge(void **state)
         fail_msg("%s", e.msg);
     if (sw_import_write(&im, fleet, fleet, &e))
         fail_msg("%s", e.msg);
-    char *t = slurp(fleet);
-    assert_non_null(strstr(t, "# my hosts"));
-    assert_non_null(strstr(t, "# keep me"));
-    assert_non_null(strstr(t, "batch_size: 1024   # mine"));
-    assert_non_null(strstr(t, "note: hand written"));
-    assert_non_null(strstr(t, "ctx_size: 8192"));
+    char *t = swt_slurp(fleet);
+    swt_has_all("t", t, "# my hosts", "# keep me", "batch_size: 1024   # mine",
+                "note: hand written", "ctx_size: 8192", NULL);
     assert_null(strstr(t, "ctx_size: 4096"));
     assert_true(has_note(&im, "endpoints.small.shape.ctx_size: replaced"));
     sw_free(t);

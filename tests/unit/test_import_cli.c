@@ -16,23 +16,6 @@
 #include <unistd.h>
 #include <string.h>
 
-static char *slurp(const char *path)
-{
-    char *t = NULL;
-    size_t n = 0;
-    struct sw_err e;
-    if (sw_read_file(path, 1u << 24, &t, &n, &e))
-        fail_msg("%s", e.msg);
-    return t;
-}
-
-static void copy(const char *from, const char *to)
-{
-    char *t = slurp(from);
-    swt_write_str(to, t);
-    sw_free(t);
-}
-
 static void test_import_then_plan(void **state)
 {
     (void)state;
@@ -41,19 +24,19 @@ static void test_import_then_plan(void **state)
     snprintf(fleet, sizeof(fleet), "%s", swt_join(dir, "fleet.yaml"));
     snprintf(env, sizeof(env), "%s", swt_join(dir, "frank-primary.env"));
     snprintf(unit, sizeof(unit), "%s", swt_src("tests/data/import/frank-primary.service"));
-    copy(swt_src("examples/operator.yaml"), fleet);
-    copy(swt_src("examples/frank-small.env"), swt_join(dir, "frank-small.env"));
-    copy(swt_src("tests/data/import/frank-primary.env"), env);
+    swt_copy(swt_src("examples/operator.yaml"), fleet);
+    swt_copy(swt_src("examples/frank-small.env"), swt_join(dir, "frank-small.env"));
+    swt_copy(swt_src("tests/data/import/frank-primary.env"), env);
 
     struct swt_run r;
     swt_slipway(&r, "import", "unit", unit, "--env-file", env, "--into", fleet, "--host",
                 "dankserver", NULL);
     if (r.status)
         fail_msg("import: %d\n%s%s", r.status, r.out, r.err);
-    assert_non_null(strstr(r.out, "merged endpoint frank-primary"));
-    assert_non_null(strstr(r.out, "frank-primary.service:28: [Service] TimeoutStartSec=900"));
+    swt_has_all("stdout", r.out, "merged endpoint frank-primary",
+                "frank-primary.service:28: [Service] TimeoutStartSec=900", NULL);
     swt_run_free(&r);
-    char *t = slurp(fleet);
+    char *t = swt_slurp(fleet);
     assert_non_null(strstr(t, "frank-primary.env:8 KV_BYTES=3.15e9, read by"));
     assert_null(strstr(t, "hf_notarealtoken"));
     sw_free(t);
@@ -61,15 +44,14 @@ static void test_import_then_plan(void **state)
     swt_slipway(&r, "plan", "frank-primary", "--fleet", fleet, NULL);
     if (r.status)
         fail_msg("plan: %d\n%s%s", r.status, r.out, r.err);
-    assert_non_null(strstr(r.out, "GPU KV cache size: 398,658 tokens"));
-    assert_non_null(strstr(r.out, "Maximum concurrency for 200,704 tokens per request: 1.99x"));
-    assert_non_null(strstr(r.out, "6496 slots"));
+    swt_has_all("stdout", r.out, "GPU KV cache size: 398,658 tokens",
+                "Maximum concurrency for 200,704 tokens per request: 1.99x", "6496 slots", NULL);
     swt_run_free(&r);
 
     /* --json: the notes and the round trip's count */
     char out2[4096];
     snprintf(out2, sizeof(out2), "%s", swt_join(dir, "small.yaml"));
-    copy(swt_src("tests/data/import/frank-small.env"), swt_join(dir, "frank-small.env"));
+    swt_copy(swt_src("tests/data/import/frank-small.env"), swt_join(dir, "frank-small.env"));
     swt_slipway(&r, "import", "unit", swt_src("tests/data/import/frank-small.service"),
                 "--env-file", swt_join(dir, "frank-small.env"), "--host", "dankserver", "--out",
                 out2, "--json", NULL);

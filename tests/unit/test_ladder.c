@@ -22,6 +22,7 @@
 #include <slipway/ladder.h>
 #include <slipway/ledger.h>
 
+#include "swledger.h"
 #include "swtest.h"
 
 #include <stdio.h>
@@ -282,18 +283,6 @@ static void test_classify(void **state)
     assert_int_equal(sw_ladder_knob_parse("bogus", &k), SW_EINVAL);
 }
 
-/* text with the first `from` replaced by `to` (malloc'd) */
-static char *replace1(const char *text, const char *from, const char *to)
-{
-    const char *at = strstr(text, from);
-    if (!at)
-        fail_msg("'%s' is not in the fleet", from);
-    size_t n = strlen(text) + strlen(to) + 1;
-    char *o = malloc(n);
-    snprintf(o, n, "%.*s%s%s", (int)(at - text), text, to, at + strlen(from));
-    return o;
-}
-
 /*
  * Predict, then confirm. The ladder knows the seed WITHOUT the night ladder's four boots (its
  * ledger, and the fleet file with their records cut out), and the shape is the night ladder's
@@ -347,30 +336,11 @@ static void test_predict_then_confirm(void **state)
 {
     (void)state;
     char *dir = swt_tmpdir();
-    char path[4200], to[4400];
+    char path[4200];
     struct sw_err e;
     sw_core_init();
     /* the payload's config.json, for the vLLM law */
-    char *cfg = NULL, *op = NULL;
-    size_t n = 0;
-    if (sw_read_file(swt_src("tests/data/vllm/models/frank-primary-inferred/config.json"), 1 << 20,
-                     &cfg, &n, &e))
-        fail_msg("%s", e.msg);
-    snprintf(path, sizeof(path), "%s/models", dir);
-    assert_int_equal(mkdir(path, 0755), 0);
-    snprintf(path, sizeof(path), "%s/models/primary", dir);
-    assert_int_equal(mkdir(path, 0755), 0);
-    snprintf(path, sizeof(path), "%s/models/primary/config.json", dir);
-    swt_write_str(path, cfg);
-    sw_free(cfg);
-    if (sw_read_file(swt_src("examples/operator.yaml"), 1 << 20, &op, &n, &e))
-        fail_msg("%s", e.msg);
-    snprintf(to, sizeof(to), "      path: %s/models/primary\n", dir);
-    char *a = replace1(op, "      path: /home/dank/models/Qwen3.8-Flash-Next-Uncensored-FP8\n", to);
-    snprintf(to, sizeof(to), "        - {host: %s/models, container: /models, readonly: true}",
-             dir);
-    char *b =
-        replace1(a, "        - {host: /home/dank/models, container: /models, readonly: true}", to);
+    char *b = swt_operator_local(dir);
     /* the night ladder's records cut out of the fleet */
     const char *from = "      - shape: {kv_cache_dtype: auto, seqs: 3, max_model_len: 245760, "
                        "gpu_memory_utilization: 0.98}";
@@ -380,30 +350,13 @@ static void test_predict_then_confirm(void **state)
     memmove(c0, c1, strlen(c1) + 1);
     char *envs[] = {"frank-primary.env", "frank-small.env"};
     for (int i = 0; i < 2; i++) {
-        char src[512], *t = NULL;
+        char src[512];
         snprintf(src, sizeof(src), "examples/%s", envs[i]);
-        if (sw_read_file(swt_src(src), 1 << 20, &t, &n, &e))
-            fail_msg("%s", e.msg);
         snprintf(path, sizeof(path), "%s/%s", dir, envs[i]);
-        swt_write_str(path, t);
-        sw_free(t);
+        swt_copy(swt_src(src), path);
     }
     /* the seed without the night ladder's boots */
-    json_t *seed = sw_json_load_file(swt_src("tests/data/ledger/seed-boots.json"), 1 << 24, &e);
-    if (!seed)
-        fail_msg("%s", e.msg);
-    static const char *const night[] = {"ladder-262144", "ladder-245760", "ladder-237568",
-                                        "bf16-3x241664"};
-    json_t *all = json_object_get(seed, "boots");
-    for (size_t i = json_array_size(all); i-- > 0;) {
-        const char *ref = json_string_value(json_object_get(json_array_get(all, i), "ref"));
-        for (size_t k = 0; ref && k < 4; k++)
-            if (!strcmp(ref, night[k])) {
-                json_array_remove(all, i);
-                break;
-            }
-    }
-    json_object_set_new(seed, "ladder_rungs", json_array());
+    json_t *seed = swl_seed_before_night();
 
     struct sw_ladder_result *r = calloc(1, sizeof(*r));
     struct world w;
@@ -436,8 +389,6 @@ static void test_predict_then_confirm(void **state)
     assert_true(r->boots <= 6);
     free(r);
     json_decref(seed);
-    sw_free(op);
-    free(a);
     free(b);
     swt_tmpdir_free(dir);
 }

@@ -463,9 +463,7 @@ static void test_cli_verify_only(void **state)
     pb_st1(swt_join(pl, "model.safetensors"), "lm_head.weight", 1000, 0);
 
     /* pin, then verify: exit 0 */
-    swt_slipway(&r, "fetch", pl, "--verify-only", "--write-manifest", man, NULL);
-    assert_int_equal(r.status, 0);
-    swt_run_free(&r);
+    swt_slipway_exits(0, "fetch", pl, "--verify-only", "--write-manifest", man, NULL);
     swt_slipway(&r, "fetch", pl, "--verify-only", "--manifest", man, "--json", NULL);
     assert_int_equal(r.status, 0);
     json_t *j = swt_json_out(&r);
@@ -481,22 +479,15 @@ static void test_cli_verify_only(void **state)
     swt_write_str(swt_join(pl, "x.safetensors"), "<!doctype html><title>403</title>");
     swt_slipway(&r, "fetch", pl, "--verify-only", "--manifest", man, NULL);
     assert_int_equal(r.status, 1);
-    assert_non_null(strstr(r.out, "wrong_hash w.bin"));
-    assert_non_null(strstr(r.out, "unexpected x.safetensors"));
-    assert_non_null(strstr(r.out, "an HTML page"));
+    swt_has_all("stdout", r.out, "wrong_hash w.bin", "unexpected x.safetensors", "an HTML page",
+                NULL);
     swt_run_free(&r);
 
     /* unusable input: exit 2 */
     swt_write_str(man, "{\"format\":\"nope\"}");
-    swt_slipway(&r, "fetch", pl, "--verify-only", "--manifest", man, NULL);
-    assert_int_equal(r.status, 2);
-    swt_run_free(&r);
-    swt_slipway(&r, "fetch", swt_join(dir, "nothing-here"), "--verify-only", NULL);
-    assert_int_equal(r.status, 2);
-    swt_run_free(&r);
-    swt_slipway(&r, "fetch", pl, "--verify-only", "--threads", "0", NULL);
-    assert_int_equal(r.status, 2);
-    swt_run_free(&r);
+    swt_slipway_exits(2, "fetch", pl, "--verify-only", "--manifest", man, NULL);
+    swt_slipway_exits(2, "fetch", swt_join(dir, "nothing-here"), "--verify-only", NULL);
+    swt_slipway_exits(2, "fetch", pl, "--verify-only", "--threads", "0", NULL);
     free(pl);
     free(man);
     swt_tmpdir_free(dir);
@@ -531,9 +522,7 @@ static void test_cli_endpoint(void **state)
     snprintf(mdir, sizeof(mdir), "%s", man);
     *strrchr(mdir, '/') = '\0';
     mkdir(mdir, 0755);
-    swt_slipway(&r, "fetch", pl, "--verify-only", "--write-manifest", man, NULL);
-    assert_int_equal(r.status, 0);
-    swt_run_free(&r);
+    swt_slipway_exits(0, "fetch", pl, "--verify-only", "--write-manifest", man, NULL);
     swt_write_str(swt_join(pl, "w.bin"), "short");
     swt_slipway(&r, "fetch", "e1", "--fleet", fleet, "--verify-only", "--json", NULL);
     assert_int_equal(r.status, 1);
@@ -544,9 +533,7 @@ static void test_cli_endpoint(void **state)
                      1);
     json_decref(j);
     swt_run_free(&r);
-    swt_slipway(&r, "fetch", "nope", "--fleet", fleet, "--verify-only", NULL);
-    assert_int_equal(r.status, 2);
-    swt_run_free(&r);
+    swt_slipway_exits(2, "fetch", "nope", "--fleet", fleet, "--verify-only", NULL);
     free(pl);
     free(fleet);
     swt_tmpdir_free(dir);
@@ -591,11 +578,8 @@ static void test_cli_endpoint_draft_mmproj(void **state)
     pb_st1(swt_join(dr, "more.safetensors"), "x", 4, 0);
     unlink(swt_join(pl, "mmproj.gguf"));
     swt_slipway(&r, "fetch", "e1", "--fleet", fleet, "--verify-only", NULL);
-    assert_int_equal(r.status, 1);
-    assert_non_null(strstr(r.out, "projector"));
-    assert_non_null(strstr(r.out, "draft: safetensors"));
-    assert_non_null(strstr(r.out, "a draft model must be one model.safetensors"));
-    swt_run_free(&r);
+    swt_out_has(&r, 1, "projector", "draft: safetensors",
+                "a draft model must be one model.safetensors", NULL);
     free(pl);
     free(dr);
     free(fleet);
@@ -644,13 +628,8 @@ static void test_cli_verify_unverified(void **state)
     swt_write_str(man, doc);
 
     swt_slipway(&r, "fetch", pl, "--verify-only", "--manifest", man, NULL);
-    assert_int_equal(r.status, 1);
-    assert_non_null(strstr(r.out, "unverified w.bin"));
-    assert_non_null(strstr(r.out, "ok         config.json"));
-    assert_non_null(strstr(r.out, "2 ok, 1 unverified,"));
-    assert_non_null(strstr(r.out, "run with --allow-unverified"));
-    assert_non_null(strstr(r.out, "PROBLEMS FOUND"));
-    swt_run_free(&r);
+    swt_out_has(&r, 1, "unverified w.bin", "ok         config.json", "2 ok, 1 unverified,",
+                "run with --allow-unverified", "PROBLEMS FOUND", NULL);
 
     swt_slipway(&r, "fetch", pl, "--verify-only", "--manifest", man, "--json", NULL);
     assert_int_equal(r.status, 1);
@@ -669,10 +648,7 @@ static void test_cli_verify_unverified(void **state)
 
     /* accepted, and still said */
     swt_slipway(&r, "fetch", pl, "--verify-only", "--manifest", man, "--allow-unverified", NULL);
-    assert_int_equal(r.status, 0);
-    assert_non_null(strstr(r.out, "unverified w.bin"));
-    assert_non_null(strstr(r.out, "(accepted: --allow-unverified)"));
-    swt_run_free(&r);
+    swt_out_has(&r, 0, "unverified w.bin", "(accepted: --allow-unverified)", NULL);
     swt_slipway(&r, "fetch", pl, "--verify-only", "--manifest", man, "--allow-unverified", "--json",
                 NULL);
     assert_int_equal(r.status, 0);
@@ -691,10 +667,8 @@ static void test_cli_verify_unverified(void **state)
     assert_non_null(strstr(r.err, "--allow-unverified"));
     assert_int_equal(access(pin, F_OK), -1);
     swt_run_free(&r);
-    swt_slipway(&r, "fetch", pl, "--verify-only", "--manifest", man, "--hash-all",
-                "--allow-unverified", "--write-manifest", pin, NULL);
-    assert_int_equal(r.status, 0);
-    swt_run_free(&r);
+    swt_slipway_exits(0, "fetch", pl, "--verify-only", "--manifest", man, "--hash-all",
+                      "--allow-unverified", "--write-manifest", pin, NULL);
     struct sw_payload_manifest m;
     struct sw_err e;
     char hex[65];

@@ -215,8 +215,7 @@ static void test_mtp(void **state)
     check(dir, NULL, &l);
     const struct sw_payload_issue *is = issue(&l, SW_PAYLOAD_ISSUE_MTP_NOT_SHIPPED);
     assert_non_null(is);
-    assert_non_null(strstr(is->msg, "mtp_num_hidden_layers"));
-    assert_non_null(strstr(is->msg, "must not be enabled"));
+    swt_has_all("is->msg", is->msg, "mtp_num_hidden_layers", "must not be enabled", NULL);
     sw_payload_layout_free(&l);
     assert_int_equal(sw_payload_mtp_check(dir, &m, &e), 0);
     assert_int_equal(m.declared, 1);

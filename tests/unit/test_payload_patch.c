@@ -43,7 +43,8 @@
 
 static char *dir;
 
-static int count_tmp(const char *tmp)
+/* Entries of tmp whose name starts with prefix. */
+static int count_tmp(const char *tmp, const char *prefix)
 {
     DIR *d = opendir(tmp);
     int n = 0;
@@ -51,7 +52,7 @@ static int count_tmp(const char *tmp)
     if (!d)
         return 0;
     while ((de = readdir(d)))
-        n += !strncmp(de->d_name, "slipway-patch-", 14);
+        n += !strncmp(de->d_name, prefix, strlen(prefix));
     closedir(d);
     return n;
 }
@@ -153,7 +154,7 @@ static void test_patch_verify(void **state)
     assert_int_equal(sw_payload_patch_verify(swt_join(dir, "absent.py"), &p, &r, &e), SW_ENOENT);
 
     /* nothing left behind */
-    assert_int_equal(count_tmp(tmp), 0);
+    assert_int_equal(count_tmp(tmp, "slipway-patch-"), 0);
     unsetenv("TMPDIR");
     swt_tmpdir_free(dir);
 }
@@ -170,24 +171,18 @@ static const char *gate_verdict(const char *d, const char *base_text, const char
     struct sw_fleet_opts fo = {.getenv = sw_fleet_no_environ};
     swt_write_str(swt_join(d, "image/kv_cache_utils.py"), base_text);
     snprintf(y, sizeof(y),
-             "version: 1\n"
-             "hosts:\n"
-             "  local:\n"
-             "    transport: {kind: local}\n"
-             "    devices:\n"
-             "      gpu0: {kind: test, vendor: nvidia, index: 0, memory_total: 8GiB}\n"
-             "endpoints:\n"
-             "  e:\n"
-             "    host: local\n"
-             "    devices: [gpu0]\n"
-             "    engine: vllm\n"
-             "    payload: {path: /nonexistent/model}\n"
-             "    patches:\n"
-             "      - file: vllm/v1/core/kv_cache_utils.py\n"
-             "        patch: 02-mla-page.patch\n"
-             "        base: image/kv_cache_utils.py\n"
-             "        base_sha256: %s\n"
-             "        patched_sha256: %s\n",
+             SWT_FLEET_LOCAL_8G "endpoints:\n"
+                                "  e:\n"
+                                "    host: local\n"
+                                "    devices: [gpu0]\n"
+                                "    engine: vllm\n"
+                                "    payload: {path: /nonexistent/model}\n"
+                                "    patches:\n"
+                                "      - file: vllm/v1/core/kv_cache_utils.py\n"
+                                "        patch: 02-mla-page.patch\n"
+                                "        base: image/kv_cache_utils.py\n"
+                                "        base_sha256: %s\n"
+                                "        patched_sha256: %s\n",
              hb, hp);
     swt_write_str(swt_join(d, "fleet.yaml"), y);
     if (sw_fleet_load(swt_join(d, "fleet.yaml"), &fo, &f, &e))
@@ -210,13 +205,11 @@ static const char *gate_verdict(const char *d, const char *base_text, const char
     return v;
 }
 
-static void test_patch_gate(void **state)
+/* In d: a/ and b/ hold BASE and PATCHED as vllm/v1/core/kv_cache_utils.py, 02-mla-page.patch the
+ * diff between them, image/ an empty folder; hb and hp their SHA-256. */
+static void make_patch(const char *d, char *hb, char *hp)
 {
-    (void)state;
-    swt_need(access("/usr/bin/patch", X_OK) == 0, "GNU patch (/usr/bin/patch)");
-    swt_need(access("/usr/bin/diff", X_OK) == 0, "diff (/usr/bin/diff)");
-    char *d = swt_tmpdir();
-    char cmd[8192], line[1024] = "";
+    char cmd[8192];
     snprintf(cmd, sizeof(cmd),
              "cd '%s' && mkdir -p image a/vllm/v1/core b/vllm/v1/core && printf '%%s' '" BASE
              "' > a/vllm/v1/core/kv_cache_utils.py && printf '%%s' '" PATCHED
@@ -224,9 +217,19 @@ static void test_patch_gate(void **state)
              "b/vllm/v1/core/kv_cache_utils.py > 02-mla-page.patch; test $? -eq 1; }",
              d);
     assert_int_equal(system(cmd), 0);
-    char hb[SW_PAYLOAD_SHA256_HEX + 1], hp[SW_PAYLOAD_SHA256_HEX + 1];
     hash(swt_join(d, "a/vllm/v1/core/kv_cache_utils.py"), hb);
     hash(swt_join(d, "b/vllm/v1/core/kv_cache_utils.py"), hp);
+}
+
+static void test_patch_gate(void **state)
+{
+    (void)state;
+    swt_need(access("/usr/bin/patch", X_OK) == 0, "GNU patch (/usr/bin/patch)");
+    swt_need(access("/usr/bin/diff", X_OK) == 0, "diff (/usr/bin/diff)");
+    char *d = swt_tmpdir();
+    char line[1024] = "";
+    char hb[SW_PAYLOAD_SHA256_HEX + 1], hp[SW_PAYLOAD_SHA256_HEX + 1];
+    make_patch(d, hb, hp);
     assert_string_equal(gate_verdict(d, BASE, hb, hp, line, sizeof(line)), "pass");
     assert_non_null(strstr(line, "reproduces"));
     assert_string_equal(gate_verdict(d, BASE "# rebuilt\n", hb, hp, line, sizeof(line)), "fail");
@@ -249,39 +252,18 @@ static void test_patch_gate(void **state)
  * transport runs the same `cat` an ssh host would), then the one verification. Pass; a drifted
  * base; a patch that no longer applies (the base recorded as the drifted file, so the hash
  * matches and patch itself refuses); nothing left in TMPDIR. */
-static int count_base_tmp(const char *tmp)
-{
-    DIR *d = opendir(tmp);
-    int n = 0;
-    struct dirent *de;
-    if (!d)
-        return 0;
-    while ((de = readdir(d)))
-        n += !strncmp(de->d_name, "slipway-", 8);
-    closedir(d);
-    return n;
-}
-
 static void test_patch_on_host(void **state)
 {
     (void)state;
     swt_need(access("/usr/bin/patch", X_OK) == 0, "GNU patch (/usr/bin/patch)");
     swt_need(access("/usr/bin/diff", X_OK) == 0, "diff (/usr/bin/diff)");
     char *d = swt_tmpdir();
-    char cmd[8192], tmp[4096];
+    char tmp[4096];
     snprintf(tmp, sizeof(tmp), "%s", swt_join(d, "tmp"));
     assert_int_equal(mkdir(tmp, 0700), 0);
     setenv("TMPDIR", tmp, 1);
-    snprintf(cmd, sizeof(cmd),
-             "cd '%s' && mkdir -p image a/vllm/v1/core b/vllm/v1/core && printf '%%s' '" BASE
-             "' > a/vllm/v1/core/kv_cache_utils.py && printf '%%s' '" PATCHED
-             "' > b/vllm/v1/core/kv_cache_utils.py && { diff -u a/vllm/v1/core/kv_cache_utils.py "
-             "b/vllm/v1/core/kv_cache_utils.py > 02-mla-page.patch; test $? -eq 1; }",
-             d);
-    assert_int_equal(system(cmd), 0);
     char hb[SW_PAYLOAD_SHA256_HEX + 1], hp[SW_PAYLOAD_SHA256_HEX + 1];
-    hash(swt_join(d, "a/vllm/v1/core/kv_cache_utils.py"), hb);
-    hash(swt_join(d, "b/vllm/v1/core/kv_cache_utils.py"), hp);
+    make_patch(d, hb, hp);
     char base[4096], patch[4096];
     snprintf(base, sizeof(base), "%s", swt_join(d, "image/kv_cache_utils.py"));
     snprintf(patch, sizeof(patch), "%s", swt_join(d, "02-mla-page.patch"));
@@ -330,7 +312,7 @@ static void test_patch_on_host(void **state)
     assert_int_equal(sw_gate_patch(&fp, &h, 10000, &r, &e), 0);
     assert_int_equal(r.verdict, SW_GATE_SKIP);
     assert_non_null(strstr(r.line, "absolute path"));
-    assert_int_equal(count_base_tmp(tmp), 0);
+    assert_int_equal(count_tmp(tmp, "slipway-"), 0);
     unsetenv("TMPDIR");
     swt_tmpdir_free(d);
 }

@@ -57,13 +57,11 @@ static void test_standins(void **state)
 
         assert_int_equal(sniff_file(dir, names[i], LFS, strlen(LFS), &s),
                          SW_PAYLOAD_BODY_LFS_POINTER);
-        assert_non_null(strstr(s.msg, "git-lfs pointer"));
-        assert_non_null(strstr(s.msg, "version https://git-lfs.github.com"));
+        swt_has_all("s.msg", s.msg, "git-lfs pointer", "version https://git-lfs.github.com", NULL);
 
         assert_int_equal(sniff_file(dir, names[i], JSONERR, strlen(JSONERR), &s),
                          SW_PAYLOAD_BODY_JSON_ERROR);
-        assert_non_null(strstr(s.msg, "JSON error body"));
-        assert_non_null(strstr(s.msg, "Repository Not Found for url"));
+        swt_has_all("s.msg", s.msg, "JSON error body", "Repository Not Found for url", NULL);
 
         const char *xml = "<?xml version=\"1.0\"?><Error><Code>AccessDenied</Code></Error>";
         assert_int_equal(sniff_file(dir, names[i], xml, strlen(xml), &s), SW_PAYLOAD_BODY_XML);

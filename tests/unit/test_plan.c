@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <cmocka.h>
 
+#include "swtest.h"
+
 #include <slipway/fleet.h>
 #include <slipway/memory.h>
 #include <slipway/plan.h>
@@ -41,13 +43,7 @@ static const char fleet_text[] = "version: 1\n"
 
 static struct sw_fleet *load(void)
 {
-    struct sw_fleet_opts fo = {0};
-    struct sw_fleet *f = NULL;
-    struct sw_err e;
-    fo.getenv = sw_fleet_no_environ;
-    if (sw_fleet_load_mem("p.yaml", fleet_text, sizeof(fleet_text) - 1, &fo, &f, &e))
-        fail_msg("%s", e.msg);
-    return f;
+    return swt_fleet_text("p.yaml", fleet_text);
 }
 
 /* A fleet endpoint: the adapter's argv, the law over it (from the declared arch: the GGUF is not
@@ -59,8 +55,7 @@ static void test_fleet_endpoint(void **state)
     struct sw_plan p;
     struct sw_err e;
     sw_err_clear(&e);
-    if (sw_plan_endpoint(f, sw_fleet_endpoint(f, "decl"), NULL, &p, &e))
-        fail_msg("%s", e.msg);
+    swt_plan(f, "decl", &p);
     assert_int_equal(p.engine, SW_FLEET_LLAMACPP);
     assert_string_equal(p.cmd.argv[0], "/nonexistent/llama-server");
     assert_int_equal(p.llamacpp->report.n_ctx, 16384);

@@ -55,24 +55,18 @@ static const char *fleet_text(const char *dir, bool with_profile, const char *de
 {
     static char y[2048];
     snprintf(y, sizeof(y),
-             "version: 1\n"
-             "hosts:\n"
-             "  local:\n"
-             "    transport: {kind: local}\n"
-             "    devices:\n"
-             "      gpu0: {kind: test, vendor: nvidia, index: 0, memory_total: 8GiB}\n"
-             "profiles:\n"
-             "  rocmfpx:\n"
-             "    base: llama.cpp\n"
-             "    gguf_types: [%s]\n"
-             "endpoints:\n"
-             "  fork:\n"
-             "    host: local\n"
-             "    devices: [gpu0]\n"
-             "    engine: llama.cpp\n"
-             "%s"
-             "    payload: {path: %s, gguf: m.gguf}\n"
-             "    shape: {ctx_size: 1024, seqs: 1}\n",
+             SWT_FLEET_LOCAL_8G "profiles:\n"
+                                "  rocmfpx:\n"
+                                "    base: llama.cpp\n"
+                                "    gguf_types: [%s]\n"
+                                "endpoints:\n"
+                                "  fork:\n"
+                                "    host: local\n"
+                                "    devices: [gpu0]\n"
+                                "    engine: llama.cpp\n"
+                                "%s"
+                                "    payload: {path: %s, gguf: m.gguf}\n"
+                                "    shape: {ctx_size: 1024, seqs: 1}\n",
              decl, with_profile ? "    profile: rocmfpx\n" : "", dir);
     return y;
 }
@@ -117,8 +111,7 @@ static void test_fork_type_through_profile(void **state)
     retype(path, 0, 115);
     /* undeclared: the reader names the type and the declaration */
     assert_int_not_equal(plan(dir, false, decl, &p, &e), 0);
-    assert_non_null(strstr(e.msg, "type 115 is not a ggml type"));
-    assert_non_null(strstr(e.msg, "gguf_types: [{id: 115"));
+    swt_has_all("e.msg", e.msg, "type 115 is not a ggml type", "gguf_types: [{id: 115", NULL);
     /* declared by the endpoint's profile: planned */
     if (plan(dir, true, decl, &p, &e))
         fail_msg("%s", e.msg);

@@ -317,6 +317,16 @@ static int read_gguf(struct fx *f, const char *path, struct sw_plan_model_read *
     return rc;
 }
 
+/* read_gguf, which must succeed: the model (sw_gguf_free it). */
+static struct sw_gguf *read_gguf_ok(struct fx *f, const char *path, struct sw_plan_model_read *st)
+{
+    struct sw_gguf *g = NULL;
+    struct sw_err e;
+    if (read_gguf(f, path, st, &g, &e))
+        fail_msg("%s: %s", path, e.msg);
+    return g;
+}
+
 static void test_gguf_by_ranges(void **state)
 {
     struct fx *f = *state;
@@ -327,11 +337,7 @@ static void test_gguf_by_ranges(void **state)
     write_sparse_gguf(path, 40000, 6ull << 30, &data_off);
     assert_true(data_off > SW__REMOTE_CHUNK);
     struct sw_plan_model_read st;
-    struct sw_gguf *g = NULL;
-    struct sw_err e;
-    int rc = read_gguf(f, path, &st, &g, &e);
-    if (rc)
-        fail_msg("%s", e.msg);
+    struct sw_gguf *g = read_gguf_ok(f, path, &st);
     assert_int_equal(g->data_offset, data_off);
     assert_false(g->header_only);
     assert_int_equal(g->file_size, 6ull << 30);
@@ -350,8 +356,7 @@ static void test_gguf_by_ranges(void **state)
     sw_gguf_free(g);
 
     /* again: the host is asked for the stat only */
-    rc = read_gguf(f, path, &st, &g, &e);
-    assert_int_equal(rc, 0);
+    g = read_gguf_ok(f, path, &st);
     assert_int_equal(st.commands, 1);
     assert_int_equal(st.range_bytes, 0);
     assert_int_equal(st.files_cached, 1);
@@ -363,8 +368,7 @@ static void test_gguf_by_ranges(void **state)
     /* a changed mtime: read again */
     struct timeval tv[2] = {{1000000000, 0}, {1000000000, 0}};
     assert_int_equal(utimes(path, tv), 0);
-    rc = read_gguf(f, path, &st, &g, &e);
-    assert_int_equal(rc, 0);
+    g = read_gguf_ok(f, path, &st);
     assert_int_equal(st.files_read, 1);
     assert_int_equal(st.files_cached, 0);
     assert_true(st.range_bytes >= data_off && st.range_bytes <= data_off + SW__REMOTE_CHUNK);
@@ -373,6 +377,7 @@ static void test_gguf_by_ranges(void **state)
     /* not there */
     char none[4200];
     snprintf(none, sizeof(none), "%s/none.gguf", f->dir);
+    struct sw_err e;
     assert_int_equal(read_gguf(f, none, &st, &g, &e), SW_ENOENT);
     assert_null(g);
 }
@@ -430,11 +435,7 @@ static void test_gguf_split_by_ranges(void **state)
         assert_int_equal(truncate(p, 1ll << 30), 0); /* the data: a hole */
     }
     struct sw_plan_model_read st;
-    struct sw_gguf *g = NULL;
-    struct sw_err e;
-    int rc = read_gguf(f, first, &st, &g, &e);
-    if (rc)
-        fail_msg("%s", e.msg);
+    struct sw_gguf *g = read_gguf_ok(f, first, &st);
     assert_int_equal(g->n_splits, 3);
     assert_int_equal(g->n_tensors, 3);
     assert_int_equal(g->file_size, 3ull << 30);
@@ -444,7 +445,7 @@ static void test_gguf_split_by_ranges(void **state)
     assert_true(st.range_bytes <= st.header_bytes + 3 * SW__REMOTE_CHUNK); /* each part: one read */
     sw_gguf_free(g);
     /* again: three stats */
-    assert_int_equal(read_gguf(f, first, &st, &g, &e), 0);
+    g = read_gguf_ok(f, first, &st);
     assert_int_equal(st.files_cached, 3);
     assert_int_equal(st.range_bytes, 0);
     sw_gguf_free(g);
@@ -452,6 +453,7 @@ static void test_gguf_split_by_ranges(void **state)
     char p[4200];
     snprintf(p, sizeof(p), "%s/m-00003-of-00003.gguf", f->dir);
     assert_int_equal(unlink(p), 0);
+    struct sw_err e;
     assert_int_equal(read_gguf(f, first, &st, &g, &e), SW_ENOENT);
     assert_non_null(strstr(e.msg, "split set incomplete"));
     assert_null(g);

@@ -815,12 +815,8 @@ static void test_cli(void **state)
     assert_int_equal(r.status, 1);
     assert_non_null(strstr(r.out, "nope is not listed"));
     swt_run_free(&r);
-    swt_slipway(&r, "probe", swh_url(s, ""), "--only", "nosuch", NULL);
-    assert_int_equal(r.status, 2);
-    swt_run_free(&r);
-    swt_slipway(&r, "probe", "--frobnicate", NULL);
-    assert_int_equal(r.status, 2);
-    swt_run_free(&r);
+    swt_slipway_exits(2, "probe", swh_url(s, ""), "--only", "nosuch", NULL);
+    swt_slipway_exits(2, "probe", "--frobnicate", NULL);
     swh_stop(s);
 }
 

@@ -38,18 +38,26 @@ static void load(const char *rel, struct sw_fork_profile *p)
     sw_free(text);
 }
 
+/* The arena at max_model_len L and MNBT mnbt: its slots, and its size in GiB to two places
+ * (gib NULL: not checked). */
+static void arena_is(const struct sw_fork_profile *p, int64_t L, int64_t mnbt, int64_t slots,
+                     const char *gib, struct sw_arena *a)
+{
+    assert_int_equal(sw_profile_arena(p, L, mnbt, a, NULL), 0);
+    assert_int_equal(a->slots, slots);
+    char b[32];
+    snprintf(b, sizeof(b), "%.2f", (double)a->arena_bytes / (double)SW_GIB);
+    if (gib)
+        assert_string_equal(b, gib);
+}
+
 static void test_as_stated(void **state)
 {
     struct sw_fork_profile p;
     struct sw_arena a;
     load("tests/data/vllm/frank-expert-offload.json", &p);
-    assert_int_equal(sw_profile_arena(&p, 262144, 2048, &a, NULL), 0);
-    assert_int_equal(a.slots, 6241);
-    char b[32];
-    snprintf(b, sizeof(b), "%.2f", (double)a.arena_bytes / (double)SW_GIB);
-    assert_string_equal(b, "14.29");
-    assert_int_equal(sw_profile_arena(&p, 200704, 1024, &a, NULL), 0);
-    assert_int_equal(a.slots, 6471);
+    arena_is(&p, 262144, 2048, 6241, "14.29", &a);
+    arena_is(&p, 200704, 1024, 6471, NULL, &a);
     /* MNBT above 4096 grows the overhead: 8192 -> +0.88 GiB -> 375 fewer slots */
     struct sw_arena a2;
     assert_int_equal(sw_profile_arena(&p, 200704, 8192, &a2, NULL), 0);
@@ -61,15 +69,8 @@ static void test_calibrated_reproduces_seed(void **state)
     struct sw_fork_profile p;
     struct sw_arena a;
     load("tests/data/vllm/frank-expert-offload-calibrated.json", &p);
-    assert_int_equal(sw_profile_arena(&p, 262144, 2048, &a, NULL), 0);
-    assert_int_equal(a.slots, 6248);
-    char b[32];
-    snprintf(b, sizeof(b), "%.2f", (double)a.arena_bytes / (double)SW_GIB);
-    assert_string_equal(b, "14.30");
-    assert_int_equal(sw_profile_arena(&p, 200704, 1024, &a, NULL), 0);
-    assert_int_equal(a.slots, 6496);
-    snprintf(b, sizeof(b), "%.2f", (double)a.arena_bytes / (double)SW_GIB);
-    assert_string_equal(b, "14.87");
+    arena_is(&p, 262144, 2048, 6248, "14.30", &a);
+    arena_is(&p, 200704, 1024, 6496, "14.87", &a);
     /* the seed's "the pool cut bought zero arena": KV_BYTES is not a term */
     /* the KV-law terms reach the vLLM options */
     struct sw_vllm_opts o;

@@ -22,10 +22,7 @@ static void test_print(void **state)
     struct swt_run r;
     swt_slipway(&r, "readings", swt_src("tests/data/readings/nvidia-smi/two-gpus-nounits.csv"),
                 NULL);
-    assert_int_equal(r.status, 0);
-    assert_non_null(strstr(r.out, "nvidia-smi: 2 devices"));
-    assert_non_null(strstr(r.out, "41,512"));
-    swt_run_free(&r);
+    swt_out_has(&r, 0, "nvidia-smi: 2 devices", "41,512", NULL);
 
     swt_slipway(&r, "readings", "--json", swt_src("tests/data/readings/amd-smi/metric-units.json"),
                 NULL);
@@ -54,17 +51,12 @@ static void test_refused(void **state)
     struct swt_run r;
     const char *argv[] = {swt_bin(), "readings", "--json", NULL};
     swt_run(argv, "index, memory.used [MiB], memory.total [MiB]\n0, 5 MiB\n", 30, &r);
-    assert_int_equal(r.status, 2);
-    assert_non_null(strstr(r.out, "nvidia-smi"));
-    assert_non_null(strstr(r.out, "fields"));
-    swt_run_free(&r);
+    swt_out_has(&r, 2, "nvidia-smi", "fields", NULL);
     swt_run(argv, "{\"card0\": {}, \"gpu_data\": []}", 30, &r);
     assert_int_equal(r.status, 2);
     assert_non_null(strstr(r.out, "cannot tell which tool"));
     swt_run_free(&r);
-    swt_slipway(&r, "readings", "--tool", "xpu-smi", NULL);
-    assert_int_equal(r.status, 2);
-    swt_run_free(&r);
+    swt_slipway_exits(2, "readings", "--tool", "xpu-smi", NULL);
     swt_slipway(&r, "readings", "--record", "--endpoint", "x", NULL);
     assert_int_equal(r.status, 2);
     assert_non_null(strstr(r.err, "--fleet"));

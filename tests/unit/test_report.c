@@ -185,12 +185,11 @@ static void test_collect_facts(void **state)
     sw_buf_init(&b, 16u << 20);
     assert_int_equal(sw_report_markdown(doc, &b, &e), 0);
     const char *md = sw_buf_cstr(&b);
-    assert_non_null(strstr(md, "pool 540,672 tokens, 180,224 per conversation x 3 slots"));
-    assert_non_null(strstr(md, "21,684 used / 2,441 free of 24,576 MiB"));
-    assert_non_null(strstr(md, "106.8 tok/s decode, 3,814 t/s prefill"));
-    assert_non_null(strstr(md, "216,269 tokens DO NOT FIT one window of 180,224"));
-    assert_non_null(strstr(md, "none: no deploy of this endpoint committed a tag"));
-    assert_non_null(strstr(md, "| #2 | 4,064 | 1 | 36.42 | - | - | another shape |"));
+    swt_has_all("md", md, "pool 540,672 tokens, 180,224 per conversation x 3 slots",
+                "21,684 used / 2,441 free of 24,576 MiB", "106.8 tok/s decode, 3,814 t/s prefill",
+                "216,269 tokens DO NOT FIT one window of 180,224",
+                "none: no deploy of this endpoint committed a tag",
+                "| #2 | 4,064 | 1 | 36.42 | - | - | another shape |", NULL);
     /* frank-primary's deployed figures, as the operator's log has them */
     assert_non_null(strstr(md, "pool 398,658 tokens (1.99x of a full request), 200,704 per "
                                "conversation x 3 slots"));
@@ -287,9 +286,7 @@ static void test_llama_swap(void **state)
     assert_non_null(strstr(fxcmd, "-c 262144 -np 1 -ctk f16 -ctv f16"));
     struct fy_node *fl = fy_node_mapping_lookup_by_string(models, "frank-large", FY_NT);
     const char *flcmd = fy_node_get_scalar0(fy_node_mapping_lookup_by_string(fl, "cmd", FY_NT));
-    assert_non_null(strstr(flcmd, "podman run --rm "));
-    assert_non_null(strstr(flcmd, " serve /models/"));
-    assert_non_null(strstr(flcmd, "--port ${PORT}"));
+    swt_has_all("flcmd", flcmd, "podman run --rm ", " serve /models/", "--port ${PORT}", NULL);
     assert_non_null(fy_node_mapping_lookup_by_string(fl, "cmdStop", FY_NT));
     it = NULL;
     while ((pr = fy_node_mapping_iterate(fl, &it)))
@@ -312,9 +309,7 @@ static void test_llama_swap(void **state)
     while ((pr = fy_node_mapping_iterate(m, &it)))
         assert_true(in(fy_node_get_scalar0(fy_node_pair_key(pr)), model));
     const char *cmd = fy_node_get_scalar0(fy_node_mapping_lookup_by_string(m, "cmd", FY_NT));
-    assert_non_null(strstr(cmd, "llama-server "));
-    assert_non_null(strstr(cmd, "--port ${PORT}"));
-    assert_non_null(strstr(cmd, "-c 540672 -np 3"));
+    swt_has_all("cmd", cmd, "llama-server ", "--port ${PORT}", "-c 540672 -np 3", NULL);
     assert_string_equal(
         fy_node_get_scalar0(fy_node_mapping_lookup_by_string(m, "checkEndpoint", FY_NT)),
         "/health");
@@ -723,13 +718,12 @@ static void test_tags(void **state)
     assert_non_null(strstr(md, want));
     assert_non_null(strstr(md, "| NO | 1 of its payload paths or its image are not on the host; "
                                "missing: "));
-    assert_non_null(strstr(md, "retired "));
-    assert_non_null(strstr(md, "3 seen by 1 deploy attempt (1 crash loop, 1 rolled back)"));
+    swt_has_all("md", md, "retired ", "3 seen by 1 deploy attempt (1 crash loop, 1 rolled back)",
+                NULL);
     snprintf(want, sizeof(want), "between deploys: NRestarts 2 at the last look (status #%lld at ",
              (long long)oid2);
     assert_non_null(strstr(md, want));
-    assert_non_null(strstr(md, "active/running)"));
-    assert_non_null(strstr(md, "| #1 | 4,096 | 4 | 25 | 97.5 | 1,500 |"));
+    swt_has_all("md", md, "active/running)", "| #1 | 4,096 | 4 | 25 | 97.5 | 1,500 |", NULL);
     sw_buf_free(&b);
 
     sw_buf_init(&b, 16u << 20);
@@ -737,8 +731,7 @@ static void test_tags(void **state)
     const char *html = sw_buf_cstr(&b);
     snprintf(want, sizeof(want), "<tr><td>%s</td><td>rollback</td>", t1);
     assert_non_null(strstr(html, want));
-    assert_non_null(strstr(html, "local: measured speed by context depth"));
-    assert_non_null(strstr(html, "run #1 x4 decode"));
+    swt_has_all("html", html, "local: measured speed by context depth", "run #1 x4 decode", NULL);
     sw_buf_free(&b);
 
     sw_buf_init(&b, 16u << 20);
@@ -746,9 +739,9 @@ static void test_tags(void **state)
     const char *t = sw_buf_cstr(&b);
     char names[64][128];
     expo_check(t, names, 64);
-    assert_non_null(strstr(t, "\nslipway_deploy_restarts{endpoint=\"local\"} 3\n"));
-    assert_non_null(strstr(t, "\nslipway_deploy_crash_loops{endpoint=\"local\"} 1\n"));
-    assert_non_null(strstr(t, "\nslipway_unit_restarts{endpoint=\"local\"} 2\n"));
+    swt_has_all("t", t, "\nslipway_deploy_restarts{endpoint=\"local\"} 3\n",
+                "\nslipway_deploy_crash_loops{endpoint=\"local\"} 1\n",
+                "\nslipway_unit_restarts{endpoint=\"local\"} 2\n", NULL);
     snprintf(want, sizeof(want),
              "\nslipway_unit_observed_timestamp_seconds{endpoint=\"local\"} %lld\n",
              (long long)(uo.observed_ms / 1000));

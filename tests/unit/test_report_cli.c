@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
+#include "swledger.h"
 #include "swtest.h"
 
 #include <slipway/core.h>
@@ -22,22 +23,11 @@ static char led[4200], fleet[4200];
 
 static int setup(void **state)
 {
-    (void)state;
-    struct swt_run r;
     dir = swt_tmpdir();
+    *state = dir;
     snprintf(led, sizeof(led), "%s/seed.sqlite", dir);
     snprintf(fleet, sizeof(fleet), "%s", swt_src("examples/operator.yaml"));
-    swt_slipway(&r, "ledger", "import", swt_src("tests/data/ledger/seed-boots.json"), "--ledger",
-                led, NULL);
-    assert_int_equal(r.status, 0);
-    swt_run_free(&r);
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    swt_tmpdir_free(dir);
+    swl_cli_import_seed(led);
     return 0;
 }
 
@@ -58,18 +48,16 @@ static void test_export_exits(void **state)
     assert_true(swt_file_has(out, "\n  \"frank-small\":\n    contextWindow: 180224\n"));
 
     snprintf(out, sizeof(out), "%s/llama-swap.yaml", dir);
-    swt_slipway(&r, "export", "llama-swap", "--fleet", fleet, "--ledger", led, "--out", out, NULL);
-    assert_int_equal(r.status, 0);
-    swt_run_free(&r);
+    swt_slipway_exits(0, "export", "llama-swap", "--fleet", fleet, "--ledger", led, "--out", out,
+                      NULL);
     /* one config per host, as `---`-separated documents */
     assert_true(swt_file_has(out, "\n  frank-small:\n    cmd: "));
     assert_true(swt_file_has(out, "\n---\n# llama-swap config for host Dankclaw"));
     /* --out DIR: DIR/HOST.yaml, one config each */
     snprintf(out, sizeof(out), "%s/swap", dir);
     assert_int_equal(mkdir(out, 0755), 0);
-    swt_slipway(&r, "export", "llama-swap", "--fleet", fleet, "--ledger", led, "--out", out, NULL);
-    assert_int_equal(r.status, 0);
-    swt_run_free(&r);
+    swt_slipway_exits(0, "export", "llama-swap", "--fleet", fleet, "--ledger", led, "--out", out,
+                      NULL);
     snprintf(out, sizeof(out), "%s/swap/dankserver.yaml", dir);
     assert_true(swt_file_has(out, "\n  frank-primary:\n    cmd: "));
     assert_false(swt_file_has(out, "frank-large"));
@@ -88,9 +76,7 @@ static void test_export_exits(void **state)
     assert_int_equal(r.status, 2);
     assert_non_null(strstr(r.err, "unknown export 'bogus'"));
     swt_run_free(&r);
-    swt_slipway(&r, "export", NULL);
-    assert_int_equal(r.status, 2);
-    swt_run_free(&r);
+    swt_slipway_exits(2, "export", NULL);
     /* a ledger named but missing is an error, not an empty report */
     swt_slipway(&r, "export", "harness", "--fleet", fleet, "--ledger", "/nonexistent/l.sqlite",
                 NULL);
@@ -106,9 +92,8 @@ static void test_report_files_and_since(void **state)
     char md[4300], html[4300];
     snprintf(md, sizeof(md), "%s/FLEET.md", dir);
     snprintf(html, sizeof(html), "%s/fleet.html", dir);
-    swt_slipway(&r, "report", "--fleet", fleet, "--ledger", led, "--md", md, "--html", html, NULL);
-    assert_int_equal(r.status, 0);
-    swt_run_free(&r);
+    swt_slipway_exits(0, "report", "--fleet", fleet, "--ledger", led, "--md", md, "--html", html,
+                      NULL);
     assert_true(swt_file_has(md, "## frank-small (llama.cpp on dankserver)"));
     assert_true(swt_file_has(md, "106.8 tok/s decode, 3,814 t/s prefill"));
     assert_true(swt_file_has(html, "</html>"));
@@ -133,9 +118,7 @@ static void test_report_files_and_since(void **state)
     assert_non_null(strstr(r.out, "no ledger row recorded since then"));
     swt_run_free(&r);
 
-    swt_slipway(&r, "report", "--fleet", fleet, "--since", "yesterday-ish", NULL);
-    assert_int_equal(r.status, 2);
-    swt_run_free(&r);
+    swt_slipway_exits(2, "report", "--fleet", fleet, "--since", "yesterday-ish", NULL);
 
     swt_slipway(&r, "render", "--target", "helm", "frank-small", "--fleet", fleet, NULL);
     assert_int_equal(r.status, 2);
@@ -150,5 +133,5 @@ int main(void)
         cmocka_unit_test(test_export_exits),
         cmocka_unit_test(test_report_files_and_since),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, setup, swt_tmpdir_teardown);
 }

@@ -34,16 +34,13 @@ static bool has_arg(const struct sw_engine_cmd *c, const char *flag, const char 
 
 static void test_plan(void **state)
 {
-    struct sw_fleet *f = NULL;
     struct sw_err e;
     struct sw_plan p;
     (void)state;
     sw_core_init();
-    f = swt_fleet("tests/data/rocmfpx/fleet.yaml");
+    struct sw_fleet *f = swt_fleet("tests/data/rocmfpx/fleet.yaml");
     const struct sw_fleet_endpoint *ep = sw_fleet_endpoint(f, "frank-large-rocmfpx");
-    assert_non_null(ep);
-    if (sw_plan_endpoint(f, ep, NULL, &p, &e))
-        fail_msg("%s", e.msg);
+    swt_plan(f, "frank-large-rocmfpx", &p);
     const json_t *r = p.predicted;
     assert_int_equal(json_integer_value(json_object_get(r, "n_seq_max")), 1);
     assert_int_equal(json_integer_value(json_object_get(r, "n_ctx_seq")), 262144);
@@ -195,14 +192,11 @@ static void test_band_refuses_the_draft(void **state)
  *   with:    1 GiB / (16 x 4,096 B x 33 layers) = 496 blocks = 7,936 tokens, 135,168 B/token */
 static void test_vllm_mtp(void **state)
 {
-    struct sw_fleet *f = NULL;
-    struct sw_err e;
     struct sw_plan p;
     (void)state;
     sw_core_init();
-    f = swt_fleet("tests/data/rocmfpx/fleet.yaml");
-    if (sw_plan_endpoint(f, sw_fleet_endpoint(f, "dense-mtp"), NULL, &p, &e))
-        fail_msg("%s", e.msg);
+    struct sw_fleet *f = swt_fleet("tests/data/rocmfpx/fleet.yaml");
+    swt_plan(f, "dense-mtp", &p);
     assert_int_equal(p.vllm->kv_cache_tokens, 7936);
     const json_t *d = json_object_get(p.engine_plan, "draft");
     assert_non_null(d);

@@ -42,14 +42,7 @@ static const char fleet_text[] = "version: 1\n"
 
 static struct sw_fleet *load(void)
 {
-    struct sw_fleet_opts fo = {0};
-    fo.getenv = sw_fleet_no_environ;
-    struct sw_fleet *f = NULL;
-    struct sw_err e;
-    sw_err_clear(&e);
-    if (sw_fleet_load_mem("ro.yaml", fleet_text, strlen(fleet_text), &fo, &f, &e))
-        fail_msg("ro.yaml: %s", e.msg);
-    return f;
+    return swt_fleet_text("ro.yaml", fleet_text);
 }
 
 static void test_gate_failure_reaches_no_host(void **state)
@@ -96,13 +89,8 @@ static void test_waiver_recorded(void **state)
              "    waive:\n"
              "      - {gate: known_bad, reason: \"the kv_alloc death was a bad card\", "
              "until: 2099-12-31}\n");
-    struct sw_fleet_opts fo = {0};
-    fo.getenv = sw_fleet_no_environ;
-    struct sw_fleet *f = NULL;
     struct sw_err e;
-    sw_err_clear(&e);
-    if (sw_fleet_load_mem("ro.yaml", text, strlen(text), &fo, &f, &e))
-        fail_msg("ro.yaml: %s", e.msg);
+    struct sw_fleet *f = swt_fleet_text("ro.yaml", text);
     char *dir = swt_tmpdir();
     struct sw_ledger l;
     assert_int_equal(sw_ledger_open(&l, swt_join(dir, "l.sqlite"), NULL, &e), 0);

@@ -18,16 +18,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* An endpoint `name` of llama.cpp's llama-server on the host far (its fields follow). */
+#define FAR_LLAMA(name)                                                                            \
+    "  " name ":\n"                                                                                \
+    "    host: far\n"                                                                              \
+    "    engine: llama.cpp\n"                                                                      \
+    "    binary: /opt/llama/bin/llama-server\n"
+
 static struct sw_fleet *load_text(const char *text)
 {
-    struct sw_fleet_opts fo = {0};
-    struct sw_fleet *f = NULL;
-    struct sw_err e;
-    fo.getenv = sw_fleet_no_environ;
-    sw_err_clear(&e);
-    if (sw_fleet_load_mem("test.yaml", text, strlen(text), &fo, &f, &e))
-        fail_msg("fleet: %s", e.msg);
-    return f;
+    return swt_fleet_text("test.yaml", text);
 }
 
 #define HOSTS                                                                                      \
@@ -50,19 +50,11 @@ static void render(const struct sw_fleet *f, const char *name, struct sw_unit_re
 static void test_url(void **state)
 {
     (void)state;
-    struct sw_fleet *f = load_text(HOSTS "endpoints:\n"
-                                         "  wild:\n"
-                                         "    host: far\n"
-                                         "    engine: llama.cpp\n"
-                                         "    binary: /opt/llama/bin/llama-server\n"
-                                         "    listen: 0.0.0.0:9001\n"
-                                         "    payload: {path: /models/m.gguf}\n"
-                                         "  own:\n"
-                                         "    host: far\n"
-                                         "    engine: llama.cpp\n"
-                                         "    binary: /opt/llama/bin/llama-server\n"
-                                         "    listen: 10.1.2.3:9002\n"
-                                         "    payload: {path: /models/m.gguf}\n");
+    struct sw_fleet *f = load_text(
+        HOSTS "endpoints:\n" FAR_LLAMA("wild") "    listen: 0.0.0.0:9001\n"
+                                               "    payload: {path: /models/m.gguf}\n" FAR_LLAMA(
+                                                   "own") "    listen: 10.1.2.3:9002\n"
+                                                          "    payload: {path: /models/m.gguf}\n");
     struct sw_unit_render r;
     struct sw_fleet_addr a;
     render(f, "wild", &r);
@@ -88,14 +80,10 @@ static void test_url(void **state)
 static void test_user_scope_paths(void **state)
 {
     (void)state;
-    struct sw_fleet *f = load_text(HOSTS "endpoints:\n"
-                                         "  mine:\n"
-                                         "    host: far\n"
-                                         "    engine: llama.cpp\n"
-                                         "    binary: /opt/llama/bin/llama-server\n"
-                                         "    listen: 127.0.0.1:9003\n"
-                                         "    service: {scope: user}\n"
-                                         "    payload: {path: /models/m.gguf}\n");
+    struct sw_fleet *f =
+        load_text(HOSTS "endpoints:\n" FAR_LLAMA("mine") "    listen: 127.0.0.1:9003\n"
+                                                         "    service: {scope: user}\n"
+                                                         "    payload: {path: /models/m.gguf}\n");
     struct sw_unit_render r;
     render(f, "mine", &r);
     char up[1024], envp[1024];
@@ -143,20 +131,23 @@ static const char *write_fleet(const char *dir, const char *text)
     return path;
 }
 
+/* An endpoint in a container whose image is named by tag only (no digest). */
+static const char BOXED[] = HOSTS "endpoints:\n"
+                                  "  boxed:\n"
+                                  "    host: far\n"
+                                  "    engine: llama.cpp\n"
+                                  "    image: localhost/llama:latest\n"
+                                  "    listen: 127.0.0.1:9004\n"
+                                  "    payload:\n"
+                                  "      path: /models/m.gguf\n"
+                                  "      mounts: [\"/models:/models:ro\"]\n";
+
 /* An unpinned image is a lint error: refused before the host is opened. */
 static void test_install_refused_before_host(void **state)
 {
     (void)state;
     char *dir = swt_tmpdir();
-    const char *fleet = write_fleet(dir, HOSTS "endpoints:\n"
-                                               "  boxed:\n"
-                                               "    host: far\n"
-                                               "    engine: llama.cpp\n"
-                                               "    image: localhost/llama:latest\n"
-                                               "    listen: 127.0.0.1:9004\n"
-                                               "    payload:\n"
-                                               "      path: /models/m.gguf\n"
-                                               "      mounts: [\"/models:/models:ro\"]\n");
+    const char *fleet = write_fleet(dir, BOXED);
     struct swt_run r;
     assert_int_equal(
         swt_slipway(&r, "install", "boxed", "--fleet", fleet, "--start", "--json", NULL), 0);
@@ -190,15 +181,7 @@ static void test_install_refused_before_host(void **state)
     assert_int_equal(r.status, 2);
     assert_non_null(strstr(r.err, "disabled"));
     swt_run_free(&r);
-    fleet = write_fleet(dir, HOSTS "endpoints:\n"
-                                   "  boxed:\n"
-                                   "    host: far\n"
-                                   "    engine: llama.cpp\n"
-                                   "    image: localhost/llama:latest\n"
-                                   "    listen: 127.0.0.1:9004\n"
-                                   "    payload:\n"
-                                   "      path: /models/m.gguf\n"
-                                   "      mounts: [\"/models:/models:ro\"]\n");
+    fleet = write_fleet(dir, BOXED);
 
     /* the human view says so too */
     assert_int_equal(swt_slipway(&r, "install", "boxed", "--fleet", fleet, NULL), 0);
@@ -214,13 +197,9 @@ static void test_status_unreachable(void **state)
 {
     (void)state;
     char *dir = swt_tmpdir();
-    const char *fleet = write_fleet(dir, HOSTS "endpoints:\n"
-                                               "  n:\n"
-                                               "    host: far\n"
-                                               "    engine: llama.cpp\n"
-                                               "    binary: /opt/llama/bin/llama-server\n"
-                                               "    listen: 192.0.2.1:9005\n"
-                                               "    payload: {path: /models/m.gguf}\n");
+    const char *fleet = write_fleet(
+        dir, HOSTS "endpoints:\n" FAR_LLAMA("n") "    listen: 192.0.2.1:9005\n"
+                                                 "    payload: {path: /models/m.gguf}\n");
     char run[4300];
     snprintf(run, sizeof(run), "SLIPWAY_RUN_DIR=%s", dir);
     const char *argv[] = {"env", run,          swt_bin(), "status", "--fleet",
@@ -245,29 +224,18 @@ static void test_usage(void **state)
 {
     (void)state;
     struct swt_run r;
-    assert_int_equal(swt_slipway(&r, "install", NULL), 0);
-    assert_int_equal(r.status, 2);
-    swt_run_free(&r);
-    assert_int_equal(swt_slipway(&r, "install", "x", "--fleet", "y.yaml", "z", NULL), 0);
-    assert_int_equal(r.status, 2);
-    swt_run_free(&r);
-    assert_int_equal(swt_slipway(&r, "status", "--fleet", "a.yaml", "b", "c", NULL), 0);
-    assert_int_equal(r.status, 2);
-    swt_run_free(&r);
-    assert_int_equal(swt_slipway(&r, "status", "--deadline", "forever", NULL), 0);
-    assert_int_equal(r.status, 2);
-    swt_run_free(&r);
+    swt_slipway_exits(2, "install", NULL);
+    swt_slipway_exits(2, "install", "x", "--fleet", "y.yaml", "z", NULL);
+    swt_slipway_exits(2, "status", "--fleet", "a.yaml", "b", "c", NULL);
+    swt_slipway_exits(2, "status", "--deadline", "forever", NULL);
     /* an endpoint the fleet does not have */
     assert_int_equal(
         swt_slipway(&r, "status", "--fleet", swt_src("examples/local.yaml"), "nope", NULL), 0);
     assert_int_equal(r.status, 2);
     assert_non_null(strstr(r.err, "nope"));
     swt_run_free(&r);
-    assert_int_equal(swt_slipway(&r, "install", "nope", "--fleet", swt_src("examples/local.yaml"),
-                                 "--json", NULL),
-                     0);
-    assert_int_equal(r.status, 2);
-    swt_run_free(&r);
+    swt_slipway_exits(2, "install", "nope", "--fleet", swt_src("examples/local.yaml"), "--json",
+                      NULL);
 }
 
 int main(void)

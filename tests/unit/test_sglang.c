@@ -70,13 +70,16 @@ static void test_gpt2_pool_line(void **state)
     json_decref(j);
 }
 
-#define FRANK                                                                                      \
-    "{\"model_type\":\"qwen3_next\",\"num_hidden_layers\":48,\"num_attention_heads\":16,"          \
-    "\"num_key_value_heads\":2,\"head_dim\":256,\"hidden_size\":2048,\"full_attention_interval\":" \
-    "4,"                                                                                           \
-    "\"linear_num_key_heads\":16,\"linear_num_value_heads\":48,\"linear_key_head_dim\":128,"       \
-    "\"linear_value_head_dim\":128,\"linear_conv_kernel_dim\":4,\"torch_dtype\":\"bfloat16\","     \
-    "\"max_position_embeddings\":262144}"
+#define FRANK SWT_QWEN3_NEXT_CONFIG
+
+/* frank's architecture (FRANK) at TP 2 with an fp8_e4m3 KV cache, the rest SGLang's defaults. */
+static void frank_tp2_fp8(struct sw_sglang_opts *o)
+{
+    cfg(FRANK);
+    sw_sglang_opts_init(o);
+    o->tp = 2;
+    snprintf(o->kv_cache_dtype, sizeof(o->kv_cache_dtype), "fp8_e4m3");
+}
 
 /* The seed's SGLang shape (fp8 KV, pool pinned at 606,208 tokens, mamba states pinned at 32
  * slots, 4 x 151,552) held against the qwen3_next config at TP 2: the law's arithmetic only. The
@@ -85,11 +88,8 @@ static void test_gpt2_pool_line(void **state)
  * x 4) = 57,729,024 B on each of 2 ranks; only the 12 full layers hold KV. */
 static void test_frank_hybrid_pinned(void **state)
 {
-    cfg(FRANK);
     struct sw_sglang_opts o;
-    sw_sglang_opts_init(&o);
-    o.tp = 2;
-    snprintf(o.kv_cache_dtype, sizeof(o.kv_cache_dtype), "fp8_e4m3");
+    frank_tp2_fp8(&o);
     o.max_total_tokens = 606208;
     o.max_mamba_cache_size = 32;
     o.max_running_requests = 4;
@@ -108,11 +108,8 @@ static void test_frank_hybrid_pinned(void **state)
 /* The autofit split: mamba / KV = mamba_full_memory_ratio (0.9) of what is left. */
 static void test_hybrid_autofit(void **state)
 {
-    cfg(FRANK);
     struct sw_sglang_opts o;
-    sw_sglang_opts_init(&o);
-    o.tp = 2;
-    snprintf(o.kv_cache_dtype, sizeof(o.kv_cache_dtype), "fp8_e4m3");
+    frank_tp2_fp8(&o);
     o.mem_fraction_static = 0.85;
     o.pre_load_free_bytes = 31ull << 30;
     o.post_load_avail_bytes = 20ull << 30;

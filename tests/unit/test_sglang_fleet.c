@@ -36,27 +36,9 @@
 
 #define EP "frank-primary-sglang"
 
-static struct sw_fleet *F;
-
-static int setup(void **state)
-{
-    (void)state;
-    sw_core_init();
-    F = swt_fleet("examples/operator.yaml");
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    sw_fleet_free(F);
-    F = NULL;
-    return 0;
-}
-
 static struct sw_fleet_endpoint *ep(void)
 {
-    struct sw_fleet_endpoint *x = (struct sw_fleet_endpoint *)sw_fleet_endpoint(F, EP);
+    struct sw_fleet_endpoint *x = (struct sw_fleet_endpoint *)sw_fleet_endpoint(swt_operator(), EP);
     assert_non_null(x);
     return x;
 }
@@ -69,7 +51,7 @@ static void test_plan_pinned(void **state)
     struct sw_err e;
     (void)state;
     sw_err_clear(&e);
-    if (sw_plan_endpoint(F, ep(), NULL, &p, &e))
+    if (sw_plan_endpoint(swt_operator(), ep(), NULL, &p, &e))
         fail_msg("%s", e.msg);
     assert_non_null(p.sglang);
     assert_int_equal(p.sglang->max_total_num_tokens, 606208);
@@ -110,7 +92,7 @@ static void test_pool_slack(void **state)
     assert_int_equal(sw_gate_set(&x, "seqs=2", &e), 0);
     assert_int_equal(sw_gate_set(&x, "max_model_len=262144", &e), 0);
     struct sw_gate_opts o = {0};
-    if (sw_gate_endpoint(F, &x, &o, &out, &e))
+    if (sw_gate_endpoint(swt_operator(), &x, &o, &out, &e))
         fail_msg("%s", e.msg);
     const json_t *g = NULL, *gs = json_object_get(out, "gates");
     for (size_t i = 0; i < json_array_size(gs); i++)
@@ -137,6 +119,18 @@ static const json_t *first(const json_t *out, const char *gate, const char *verd
     return NULL;
 }
 
+/* The first gate `gate` with `verdict` is there and its `field` says needle. */
+static void gate_says(const json_t *out, const char *gate, const char *verdict, const char *field,
+                      const char *needle)
+{
+    const json_t *g = first(out, gate, verdict);
+    if (!g)
+        fail_msg("no %s gate with verdict %s", gate, verdict);
+    const char *v = json_string_value(json_object_get(g, field));
+    if (!v || !strstr(v, needle))
+        fail_msg("%s gate's %s does not say '%s': %s", gate, field, needle, v ? v : "(none)");
+}
+
 /* check: the pool floor (seqs x context), the mamba request cap, the window, known-bad. */
 static void test_gates(void **state)
 {
@@ -145,7 +139,7 @@ static void test_gates(void **state)
     struct sw_gate_opts o = {0};
     (void)state;
     struct sw_fleet_endpoint x = *ep();
-    assert_int_equal(sw_gate_endpoint(F, &x, &o, &out, &e), 0);
+    assert_int_equal(sw_gate_endpoint(swt_operator(), &x, &o, &out, &e), 0);
     assert_non_null(first(out, "pool", "pass"));
     assert_null(first(out, "pool", "fail"));
     /* the harness's 262,144 contextWindow does not fit a 151,552 request window */
@@ -156,19 +150,15 @@ static void test_gates(void **state)
     /* 5 x 151,552 = 757,760 > 606,208 */
     struct sw_fleet_endpoint y = *ep();
     assert_int_equal(sw_gate_set(&y, "seqs=5", &e), 0);
-    assert_int_equal(sw_gate_endpoint(F, &y, &o, &out, &e), 0);
-    const json_t *g = first(out, "pool", "fail");
-    assert_non_null(g);
-    assert_non_null(strstr(json_string_value(json_object_get(g, "fix")), "757,760"));
+    assert_int_equal(sw_gate_endpoint(swt_operator(), &y, &o, &out, &e), 0);
+    gate_says(out, "pool", "fail", "fix", "757,760");
     json_decref(out);
 
     /* 9 mamba slots run 3 requests: the contract of 4 is not served */
     struct sw_fleet_endpoint z = *ep();
     assert_int_equal(sw_gate_set(&z, "max_mamba_cache_size=9", &e), 0);
-    assert_int_equal(sw_gate_endpoint(F, &z, &o, &out, &e), 0);
-    g = first(out, "pool", "fail");
-    assert_non_null(g);
-    assert_non_null(strstr(json_string_value(json_object_get(g, "line")), "runs 3 requests"));
+    assert_int_equal(sw_gate_endpoint(swt_operator(), &z, &o, &out, &e), 0);
+    gate_says(out, "pool", "fail", "line", "runs 3 requests");
     json_decref(out);
 }
 
@@ -192,7 +182,7 @@ static void test_gates_unpinned(void **state)
     struct sw_fleet_endpoint x = *ep();
     assert_int_equal(sw_gate_set(&x, "max_total_tokens=null", &e), 0);
     /* the plan: the autofit's pool, said where it comes from */
-    if (sw_plan_endpoint(F, &x, NULL, &p, &e))
+    if (sw_plan_endpoint(swt_operator(), &x, NULL, &p, &e))
         fail_msg("%s", e.msg);
     assert_false(p.pool_pinned);
     assert_int_equal(p.sglang->max_total_num_tokens, 687388);
@@ -200,7 +190,7 @@ static void test_gates_unpinned(void **state)
                         "measured autofit_tokens");
     sw_plan_free(&p);
 
-    assert_int_equal(sw_gate_endpoint(F, &x, &o, &out, &e), 0);
+    assert_int_equal(sw_gate_endpoint(swt_operator(), &x, &o, &out, &e), 0);
     const json_t *g = first(out, "pool", "pass");
     assert_non_null(g);
     assert_true(num_of(g, "pool_tokens") == 687388);
@@ -216,7 +206,7 @@ static void test_gates_unpinned(void **state)
     struct sw_fleet_endpoint y = x;
     assert_int_equal(sw_gate_set(&y, "seqs=3", &e), 0);
     assert_int_equal(sw_gate_set(&y, "max_model_len=262144", &e), 0);
-    assert_int_equal(sw_gate_endpoint(F, &y, &o, &out, &e), 0);
+    assert_int_equal(sw_gate_endpoint(swt_operator(), &y, &o, &out, &e), 0);
     g = first(out, "pool", "fail");
     assert_non_null(g);
     const char *fix = json_string_value(json_object_get(g, "fix"));
@@ -228,24 +218,9 @@ static void test_gates_unpinned(void **state)
     /* no autofit fact: nothing sizes the pool here */
     struct sw_fleet_endpoint z = x;
     z.n_facts = 0;
-    assert_int_equal(sw_gate_endpoint(F, &z, &o, &out, &e), 0);
-    g = first(out, "pool", "skip");
-    assert_non_null(g);
-    assert_non_null(strstr(json_string_value(json_object_get(g, "line")), "free memory"));
+    assert_int_equal(sw_gate_endpoint(swt_operator(), &z, &o, &out, &e), 0);
+    gate_says(out, "pool", "skip", "line", "free memory");
     json_decref(out);
-}
-
-/* The law's options of the endpoint (as planned) and its architecture. */
-static void law(struct sw_sglang_opts *o, struct sw_hf_config *c)
-{
-    struct sw_plan p;
-    struct sw_err e;
-    if (sw_plan_endpoint(F, ep(), NULL, &p, &e))
-        fail_msg("%s", e.msg);
-    *o = *p.sglang_opts;
-    sw_plan_free(&p);
-    if (sw_endpoint_hf_config(ep(), c, NULL, 0, &e))
-        fail_msg("%s", e.msg);
 }
 
 /* Held out both ways. The autofit (687,388 tokens with 32 bf16 mamba slots, no pin) implies a
@@ -262,7 +237,7 @@ static void test_autofill_from_autofit(void **state)
     struct sw_err e;
     uint64_t lo, hi;
     (void)state;
-    law(&o, c);
+    swt_sglang_law(swt_operator(), EP, &o, c);
     o.max_total_tokens = 0; /* the autofit: no pin */
     assert_int_equal(sw_sglang_rest_from_tokens(c, &o, 687388, &lo, &hi, &e), 0);
     assert_true(lo == 687388ull * 16384 + 32ull * 26345472);
@@ -320,7 +295,7 @@ static void test_autofit_leaves(void **state)
     struct sw_sglang_report pin, fit;
     struct sw_err e;
     (void)state;
-    law(&o, c);
+    swt_sglang_law(swt_operator(), EP, &o, c);
     assert_int_equal(sw_sglang_plan(c, &o, &pin, &e), 0);
     uint64_t lo, hi;
     o.max_total_tokens = 0;
@@ -344,7 +319,7 @@ static void test_rest_refusals(void **state)
     struct sw_err e;
     uint64_t lo, hi;
     (void)state;
-    law(&o, c);
+    swt_sglang_law(swt_operator(), EP, &o, c);
     o.max_mamba_cache_size = 0; /* autofilled from the same rest */
     assert_int_equal(sw_sglang_rest_from_tokens(c, &o, 687388, &lo, &hi, &e), SW_EUNSUPPORTED);
     o.max_mamba_cache_size = 32;
@@ -364,5 +339,5 @@ int main(void)
         cmocka_unit_test(test_autofit_leaves),
         cmocka_unit_test(test_rest_refusals),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, swt_operator_setup, swt_operator_teardown);
 }

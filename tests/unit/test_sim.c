@@ -205,8 +205,7 @@ static void test_fault_specs(void **state)
     }
     sw_err_clear(&e);
     sw_sim_fault_parse("melt", &f, &e);
-    assert_non_null(strstr(e.msg, "\"melt\""));
-    assert_non_null(strstr(e.msg, "reset:TOKENS"));
+    swt_has_all("e.msg", e.msg, "\"melt\"", "reset:TOKENS", NULL);
 
     /* JSON: the same fault; a member of the wrong type is named */
     json_t *o = json_pack("{s:s,s:i,s:i}", "kind", "reset", "after", 12, "count", 3);

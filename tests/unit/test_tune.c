@@ -199,20 +199,23 @@ static void refused(const char *yaml, const char *want)
     swt_tmpdir_free(dir);
 }
 
+/* A fleet's hosts and endpoints: llama.cpp endpoint tiny on the local host, its architecture
+ * declared (no GGUF here); its shape and the rest follow. */
+#define TINY_FLEET                                                                                 \
+    "hosts:\n"                                                                                     \
+    "  localhost: {transport: local}\n"                                                            \
+    "endpoints:\n"                                                                                 \
+    "  tiny:\n"                                                                                    \
+    "    host: localhost\n"                                                                        \
+    "    engine: llama.cpp\n"                                                                      \
+    "    payload: {path: /nonexistent, gguf: m.gguf}\n"                                            \
+    "    arch: {model_type: llama, num_hidden_layers: 2, hidden_size: 64, "                        \
+    "num_attention_heads: 4, num_key_value_heads: 4}\n"
+
 static void test_refusals(void **state)
 {
     (void)state;
-    static const char head[] = "version: 1\n"
-                               "hosts:\n"
-                               "  localhost: {transport: local}\n"
-                               "endpoints:\n"
-                               "  tiny:\n"
-                               "    host: localhost\n"
-                               "    engine: llama.cpp\n"
-                               "    payload: {path: /nonexistent, gguf: m.gguf}\n"
-                               "    arch: {model_type: llama, num_hidden_layers: 2, hidden_size: "
-                               "64, num_attention_heads: 4, num_key_value_heads: 4}\n"
-                               "    shape: {ctx_size: 4096, seqs: 1}\n";
+    static const char head[] = "version: 1\n" TINY_FLEET "    shape: {ctx_size: 4096, seqs: 1}\n";
     char yaml[4096];
     /* the payload is frozen always: a knob on the model flag is refused at its line */
     snprintf(yaml, sizeof(yaml), "%s    knobs:\n      arg.--model: [a.gguf, b.gguf]\n", head);
@@ -261,28 +264,18 @@ static void test_apply(void **state)
     char *dir = swt_tmpdir();
     char path[4200];
     snprintf(path, sizeof(path), "%s/f.yaml", dir);
-    static const char yaml[] =
-        "version: 1\n"
-        "# the operator's fleet\n"
-        "hosts:\n"
-        "  localhost: {transport: local}\n"
-        "endpoints:\n"
-        "  tiny:\n"
-        "    host: localhost\n"
-        "    engine: llama.cpp\n"
-        "    payload: {path: /nonexistent, gguf: m.gguf}\n"
-        "    arch: {model_type: llama, num_hidden_layers: 2, hidden_size: 64, "
-        "num_attention_heads: 4, num_key_value_heads: 4}\n"
-        "    shape: {ctx_size: 8192, seqs: 1}   # one slot for now\n"
-        "    args: [--threads, '8', -ub, 512] # keep\n"
-        "    env:\n"
-        "      GGML_SCHED_MAX_COPIES: \"4\"  # the default\n"
-        "    knobs:\n"
-        "      seqs: [1, 4]\n"
-        "      arg.--threads: ['1', '8']\n"
-        "      arg.--ubatch-size: ['128', '512']\n"
-        "      arg.--flash-attn: ['on', 'off']\n"
-        "      env.GGML_SCHED_MAX_COPIES: ['1', '4']\n";
+    static const char yaml[] = "version: 1\n"
+                               "# the operator's fleet\n" TINY_FLEET
+                               "    shape: {ctx_size: 8192, seqs: 1}   # one slot for now\n"
+                               "    args: [--threads, '8', -ub, 512] # keep\n"
+                               "    env:\n"
+                               "      GGML_SCHED_MAX_COPIES: \"4\"  # the default\n"
+                               "    knobs:\n"
+                               "      seqs: [1, 4]\n"
+                               "      arg.--threads: ['1', '8']\n"
+                               "      arg.--ubatch-size: ['128', '512']\n"
+                               "      arg.--flash-attn: ['on', 'off']\n"
+                               "      env.GGML_SCHED_MAX_COPIES: ['1', '4']\n";
     swt_write_str(path, yaml);
     struct sw_err e;
     struct sw_buf d;

@@ -61,11 +61,9 @@ static void test_objects(void **state)
     sw_buf_init(&b, 1u << 20);
     assert_int_equal(sw_unit_k8s_yaml(objs, &b), 0);
     const char *y = sw_buf_cstr(&b);
-    assert_non_null(strstr(y, "---\napiVersion: \"apps/v1\"\nkind: \"Deployment\"\n"));
-    assert_non_null(strstr(y, "amd.com/gpu: 2\n"));
-    assert_non_null(strstr(y, "medium: \"Memory\"\n"));
-    assert_non_null(strstr(y, "sizeLimit: \"16Gi\"\n"));
-    assert_non_null(strstr(y, "\n---\napiVersion: \"v1\"\nkind: \"Service\"\n"));
+    swt_has_all("y", y, "---\napiVersion: \"apps/v1\"\nkind: \"Deployment\"\n", "amd.com/gpu: 2\n",
+                "medium: \"Memory\"\n", "sizeLimit: \"16Gi\"\n",
+                "\n---\napiVersion: \"v1\"\nkind: \"Service\"\n", NULL);
     sw_buf_free(&b);
     json_decref(d);
 

@@ -26,6 +26,16 @@ static void load_cfg(const char *json)
         fail_msg("config: %s", e.msg);
 }
 
+/* The law's inputs: the config json loaded, o at vLLM's defaults with the KV cache dtype kv (NULL:
+ * the default). */
+static void law_for(const char *json, const char *kv, struct sw_vllm_opts *o)
+{
+    load_cfg(json);
+    sw_vllm_opts_init(o);
+    if (kv)
+        snprintf(o->kv_cache_dtype, sizeof(o->kv_cache_dtype), "%s", kv);
+}
+
 static void plan(const struct sw_vllm_opts *o, struct sw_vllm_report *r)
 {
     struct sw_err e;
@@ -74,9 +84,8 @@ static uint64_t bracket(struct sw_vllm_opts *o, double gib, int64_t tokens, cons
 /* vllm-code-qwen25-7b-awq-16g: "Available KV cache memory: 8.0 GiB", 149,712 tokens, 4.57x. */
 static void test_qwen25_7b_awq(void **state)
 {
-    load_cfg(QWEN25(28, 28, 4, 3584));
     struct sw_vllm_opts o;
-    sw_vllm_opts_init(&o);
+    law_for(QWEN25(28, 28, 4, 3584), NULL, &o);
     snprintf(o.dtype, sizeof(o.dtype), "float16");
     o.max_model_len = 32768;
     bracket(&o, 8.00, 149712, "4.57");
@@ -86,20 +95,19 @@ static void test_qwen25_7b_awq(void **state)
  * model's 32768 default). */
 static void test_qwen25_1_5b_spark(void **state)
 {
-    load_cfg(QWEN25(28, 12, 2, 1536));
     struct sw_vllm_opts o;
-    sw_vllm_opts_init(&o);
+    law_for(QWEN25(28, 12, 2, 1536), NULL, &o);
     bracket(&o, 0.56, 20992, NULL);
 }
 
 /* vllm-10517-a (V0): kv_cache_size=3.81GiB -> # GPU blocks 1952, 1.56x at 20000. */
 static void test_llama31_8b_v0(void **state)
 {
-    load_cfg("{\"model_type\":\"llama\",\"num_hidden_layers\":32,\"num_attention_heads\":32,"
-             "\"num_key_value_heads\":8,\"hidden_size\":4096,\"torch_dtype\":\"bfloat16\","
-             "\"max_position_embeddings\":131072}");
     struct sw_vllm_opts o;
-    sw_vllm_opts_init(&o);
+    law_for("{\"model_type\":\"llama\",\"num_hidden_layers\":32,\"num_attention_heads\":32,"
+            "\"num_key_value_heads\":8,\"hidden_size\":4096,\"torch_dtype\":\"bfloat16\","
+            "\"max_position_embeddings\":131072}",
+            NULL, &o);
     o.version = SW_VLLM_V0;
     o.max_model_len = 20000;
     bracket(&o, 3.81, 1952 * 16, "1.56");
@@ -109,10 +117,9 @@ static void test_llama31_8b_v0(void **state)
  * only length that gives 41.14x (inferred, not printed). */
 static void test_qwen25_3b_t4_v0(void **state)
 {
-    load_cfg(QWEN25(36, 16, 2, 2048));
     struct sw_vllm_opts o;
     struct sw_vllm_report r;
-    sw_vllm_opts_init(&o);
+    law_for(QWEN25(36, 16, 2, 2048), NULL, &o);
     o.version = SW_VLLM_V0;
     o.max_model_len = 4096;
     o.num_gpu_blocks_override = 10533; /* the printed block count: no budget line in the log */
@@ -126,11 +133,11 @@ static void test_qwen25_3b_t4_v0(void **state)
  * the author's product, used as the bracket. */
 static void test_qwen3vl_30b(void **state)
 {
-    load_cfg("{\"model_type\":\"qwen3_vl_moe\",\"text_config\":{\"num_hidden_layers\":48,"
-             "\"num_attention_heads\":32,\"num_key_value_heads\":4,\"head_dim\":128,"
-             "\"hidden_size\":2048,\"dtype\":\"bfloat16\"}}");
     struct sw_vllm_opts o;
-    sw_vllm_opts_init(&o);
+    law_for("{\"model_type\":\"qwen3_vl_moe\",\"text_config\":{\"num_hidden_layers\":48,"
+            "\"num_attention_heads\":32,\"num_key_value_heads\":4,\"head_dim\":128,"
+            "\"hidden_size\":2048,\"dtype\":\"bfloat16\"}}",
+            NULL, &o);
     o.max_model_len = 32768;
     bracket(&o, 33.59, 366880, "11.20");
 }
@@ -140,12 +147,12 @@ static void test_qwen3vl_30b(void **state)
  * at 1024 (v1 before the concurrency-derived count). */
 static void test_deepseek_v2_lite_mla_pp(void **state)
 {
-    load_cfg("{\"model_type\":\"deepseek_v2\",\"num_hidden_layers\":27,\"num_attention_heads\":16,"
-             "\"kv_lora_rank\":512,\"qk_rope_head_dim\":64,\"qk_nope_head_dim\":128,"
-             "\"v_head_dim\":128,\"hidden_size\":2048,\"torch_dtype\":\"bfloat16\"}");
     struct sw_vllm_opts o;
     struct sw_vllm_report r;
-    sw_vllm_opts_init(&o);
+    law_for("{\"model_type\":\"deepseek_v2\",\"num_hidden_layers\":27,\"num_attention_heads\":16,"
+            "\"kv_lora_rank\":512,\"qk_rope_head_dim\":64,\"qk_nope_head_dim\":128,"
+            "\"v_head_dim\":128,\"hidden_size\":2048,\"torch_dtype\":\"bfloat16\"}",
+            NULL, &o);
     o.version = SW_VLLM_V1_LEGACY;
     o.tp = 2;
     o.pp = 2;
@@ -183,11 +190,9 @@ static void test_deepseek_v2_lite_mla_pp(void **state)
  * block to 2096 tokens; mamba "align" keeps 2 state blocks per request per group. */
 static void test_qwen36_35b_hybrid(void **state)
 {
-    load_cfg(QWEN36_35B);
     struct sw_vllm_opts o;
     struct sw_vllm_report r;
-    sw_vllm_opts_init(&o);
-    snprintf(o.kv_cache_dtype, sizeof(o.kv_cache_dtype), "fp8");
+    law_for(QWEN36_35B, "fp8", &o);
     o.max_model_len = 131072;
     o.enable_prefix_caching = 1;
     bracket(&o, 6.01, 569878, "4.35");
@@ -202,10 +207,9 @@ static void test_qwen36_35b_hybrid(void **state)
  * "Padding mamba page size by 0.76%"). */
 static void test_qwen36_35b_padding_bf16(void **state)
 {
-    load_cfg(QWEN36_35B);
     struct sw_vllm_opts o;
     struct sw_vllm_report r;
-    sw_vllm_opts_init(&o);
+    law_for(QWEN36_35B, NULL, &o);
     o.max_model_len = 10240;
     o.kv_cache_memory_bytes = 8ull << 30;
     plan(&o, &r);
@@ -230,11 +234,9 @@ static void test_qwen36_35b_padding_bf16(void **state)
  * rows (block 1600) and 3 state blocks per GDN group (align: 2 + 3). */
 static void test_qwen36_27b_mtp(void **state)
 {
-    load_cfg(QWEN36_27B);
     struct sw_vllm_opts o;
     struct sw_vllm_report r;
-    sw_vllm_opts_init(&o);
-    snprintf(o.kv_cache_dtype, sizeof(o.kv_cache_dtype), "fp8_e5m2");
+    law_for(QWEN36_27B, "fp8_e5m2", &o);
     o.tp = 2;
     o.max_model_len = 262144;
     o.enable_prefix_caching = 1;
@@ -264,20 +266,12 @@ static void test_qwen36_27b_mtp(void **state)
  * K and V (page 3136 x 576 fp8, 1568 x 1088 bf16), and each GDN group holds 3 state blocks per
  * request (upstream: 1 without prefix caching, 2 with it, which is the default).
  */
-#define FRANK                                                                                      \
-    "{\"model_type\":\"qwen3_next\",\"num_hidden_layers\":48,\"num_attention_heads\":16,"          \
-    "\"num_key_value_heads\":2,\"head_dim\":256,\"hidden_size\":2048,\"full_attention_interval\":" \
-    "4,"                                                                                           \
-    "\"linear_num_key_heads\":16,\"linear_num_value_heads\":48,\"linear_key_head_dim\":128,"       \
-    "\"linear_value_head_dim\":128,\"linear_conv_kernel_dim\":4,\"torch_dtype\":\"bfloat16\","     \
-    "\"mamba_ssm_dtype\":\"float32\",\"max_position_embeddings\":262144}"
+#define FRANK SWT_QWEN3_NEXT_CONFIG
 
 static void frank(const char *kv, int64_t L, uint64_t kvbytes, struct sw_vllm_report *r)
 {
-    load_cfg(FRANK);
     struct sw_vllm_opts o;
-    sw_vllm_opts_init(&o);
-    snprintf(o.kv_cache_dtype, sizeof(o.kv_cache_dtype), "%s", kv);
+    law_for(FRANK, kv, &o);
     o.tp = 2;
     o.max_model_len = L;
     o.kv_cache_memory_bytes = kvbytes;
@@ -328,10 +322,9 @@ static void test_frank_primary(void **state)
 /* A request longer than the pool: the engine's own estimate of the maximum length. */
 static void test_kv_too_small(void **state)
 {
-    load_cfg(QWEN25(48, 40, 8, 5120));
     struct sw_vllm_opts o;
     struct sw_vllm_report r;
-    sw_vllm_opts_init(&o);
+    law_for(QWEN25(48, 40, 8, 5120), NULL, &o);
     o.tp = 2;
     o.max_model_len = 131072;
     o.kv_cache_memory_bytes = 81536ull * 98304; /* vllm-13061: 81,536 tokens of 98,304 B */
@@ -343,13 +336,13 @@ static void test_kv_too_small(void **state)
 /* Sliding window + full (gpt-oss): two groups of 12, window blocks capped by the window. */
 static void test_gpt_oss_sliding(void **state)
 {
-    load_cfg("{\"model_type\":\"gpt_oss\",\"num_hidden_layers\":24,\"num_attention_heads\":64,"
-             "\"num_key_value_heads\":8,\"head_dim\":64,\"hidden_size\":2880,"
-             "\"sliding_window\":128,\"torch_dtype\":\"bfloat16\","
-             "\"max_position_embeddings\":131072}");
     struct sw_vllm_opts o;
     struct sw_vllm_report r;
-    sw_vllm_opts_init(&o);
+    law_for("{\"model_type\":\"gpt_oss\",\"num_hidden_layers\":24,\"num_attention_heads\":64,"
+            "\"num_key_value_heads\":8,\"head_dim\":64,\"hidden_size\":2880,"
+            "\"sliding_window\":128,\"torch_dtype\":\"bfloat16\","
+            "\"max_position_embeddings\":131072}",
+            NULL, &o);
     o.max_model_len = 131072;
     o.max_num_batched_tokens = 8192;
     o.kv_cache_memory_bytes = 4ull << 30;
@@ -365,12 +358,12 @@ static void test_gpt_oss_sliding(void **state)
 /* Cross-layer KV sharing (gemma3n-style): shared layers hold no cache; encoder-only: none. */
 static void test_kv_sharing_and_encoder_only(void **state)
 {
-    load_cfg("{\"model_type\":\"gemma3n_text\",\"num_hidden_layers\":30,\"num_attention_heads\":8,"
-             "\"num_key_value_heads\":2,\"head_dim\":256,\"num_kv_shared_layers\":10,"
-             "\"torch_dtype\":\"bfloat16\",\"max_position_embeddings\":32768}");
     struct sw_vllm_opts o;
     struct sw_vllm_report r;
-    sw_vllm_opts_init(&o);
+    law_for("{\"model_type\":\"gemma3n_text\",\"num_hidden_layers\":30,\"num_attention_heads\":8,"
+            "\"num_key_value_heads\":2,\"head_dim\":256,\"num_kv_shared_layers\":10,"
+            "\"torch_dtype\":\"bfloat16\",\"max_position_embeddings\":32768}",
+            NULL, &o);
     o.kv_cache_memory_bytes = 1ull << 30;
     plan(&o, &r);
     assert_int_equal(r.n_specs, 20);

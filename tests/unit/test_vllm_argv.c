@@ -60,8 +60,7 @@ static void test_parse_flags(void **state)
     assert_string_equal(o.spec_method, "mtp");
     assert_int_equal(o.num_speculative_tokens, 4);
     assert_true(o.gpu_memory_utilization == 0.98);
-    assert_non_null(strstr(ign, "--host"));
-    assert_non_null(strstr(ign, "--trust-remote-code"));
+    swt_has_all("ign", ign, "--host", "--trust-remote-code", NULL);
 }
 
 static void test_parse_errors(void **state)
@@ -97,13 +96,7 @@ static void test_plan_argv(void **state)
 {
     char *dir = swt_tmpdir();
     swt_write_str(swt_join(dir, "config.json"),
-                  "{\"architectures\":[\"Qwen3NextForCausalLM\"],\"model_type\":\"qwen3_next\","
-                  "\"num_hidden_layers\":48,\"num_attention_heads\":16,\"num_key_value_heads\":2,"
-                  "\"head_dim\":256,\"hidden_size\":2048,\"full_attention_interval\":4,"
-                  "\"linear_num_key_heads\":16,\"linear_num_value_heads\":48,"
-                  "\"linear_key_head_dim\":128,\"linear_value_head_dim\":128,"
-                  "\"linear_conv_kernel_dim\":4,\"torch_dtype\":\"bfloat16\","
-                  "\"mamba_ssm_dtype\":\"float32\",\"max_position_embeddings\":262144}");
+                  "{\"architectures\":[\"Qwen3NextForCausalLM\"]," SWT_QWEN3_NEXT_FIELDS "}");
     char *argv[] = {"vllm",      "serve",
                     (char *)dir, "--tensor-parallel-size",
                     "2",         "--max-model-len",
@@ -151,14 +144,7 @@ static void test_plan_argv(void **state)
 static void test_plan_facts(void **state)
 {
     char *dir = swt_tmpdir();
-    swt_write_str(swt_join(dir, "config.json"),
-                  "{\"model_type\":\"qwen3_next\",\"num_hidden_layers\":48,"
-                  "\"num_attention_heads\":16,\"num_key_value_heads\":2,\"head_dim\":256,"
-                  "\"hidden_size\":2048,\"full_attention_interval\":4,"
-                  "\"linear_num_key_heads\":16,\"linear_num_value_heads\":48,"
-                  "\"linear_key_head_dim\":128,\"linear_value_head_dim\":128,"
-                  "\"linear_conv_kernel_dim\":4,\"torch_dtype\":\"bfloat16\","
-                  "\"mamba_ssm_dtype\":\"float32\",\"max_position_embeddings\":262144}");
+    swt_write_str(swt_join(dir, "config.json"), SWT_QWEN3_NEXT_CONFIG);
     char prof[4096];
     snprintf(prof, sizeof(prof), "%s",
              swt_src("tests/data/vllm/frank-expert-offload-calibrated.json"));

@@ -232,12 +232,8 @@ static void test_adapter_render(void **state)
     const struct sw_engine *g = sw_engine_find("vLLM");
     assert_non_null(g);
     assert_string_equal(g->name, "vllm");
-    struct sw_fleet_opts fo = {0};
-    fo.getenv = sw_fleet_no_environ;
-    struct sw_fleet *f = NULL;
     struct sw_err e;
-    if (sw_fleet_load_mem("t.yaml", fleet, sizeof(fleet) - 1, &fo, &f, &e))
-        fail_msg("%s", e.msg);
+    struct sw_fleet *f = swt_fleet_text("t.yaml", fleet);
     setenv("SWT_VLLM_TABLE_KEY", "sk-secret", 1);
     struct sw_engine_cmd c;
     assert_int_equal(g->render(sw_fleet_endpoint(f, "frank-primary"), &c, &e), 0);

@@ -48,13 +48,9 @@ static void test_frank_primary_argv(void **state)
     /* the container's side of the mount, never the host path */
     assert_non_null(strstr(s, "vllm serve /models/Qwen3.8-Flash-Next-Uncensored-FP8 "));
     assert_null(strstr(s, "/home/dank"));
-    assert_non_null(strstr(s, "--tensor-parallel-size 2"));
-    assert_non_null(strstr(s, "--max-model-len 200704"));
-    assert_non_null(strstr(s, "--max-num-seqs 3"));
-    assert_non_null(strstr(s, "--kv-cache-memory-bytes 3150000000"));
-    assert_non_null(strstr(s, "--max-num-batched-tokens 1024"));
-    assert_non_null(strstr(s, "--kv-cache-dtype fp8"));
-    assert_non_null(strstr(s, "--port 7770"));
+    swt_has_all("s", s, "--tensor-parallel-size 2", "--max-model-len 200704", "--max-num-seqs 3",
+                "--kv-cache-memory-bytes 3150000000", "--max-num-batched-tokens 1024",
+                "--kv-cache-dtype fp8", "--port 7770", NULL);
     /* the endpoint's args come last, verbatim */
     assert_non_null(strstr(s,
                            "--reasoning-parser qwen3 --enable-auto-tool-choice --tool-call-parser "
@@ -94,8 +90,7 @@ static void test_plan_endpoint(void **state)
     struct sw_err e;
     struct sw_plan pl;
     sw_err_clear(&e);
-    if (sw_plan_endpoint(f, sw_fleet_endpoint(f, "frank-primary"), NULL, &pl, &e))
-        fail_msg("%s", e.msg);
+    swt_plan(f, "frank-primary", &pl);
     json_t *out = pl.engine_plan;
     json_t *rep = json_object_get(out, "report");
     assert_int_equal(json_integer_value(json_object_get(rep, "kv_cache_tokens")), 398658);
@@ -117,8 +112,7 @@ static void test_plan_endpoint(void **state)
     assert_int_equal(json_integer_value(json_object_get(pl.shape, "ctx")), 200704);
     sw_plan_free(&pl);
 
-    if (sw_plan_endpoint(f, sw_fleet_endpoint(f, "frank-large"), NULL, &pl, &e))
-        fail_msg("%s", e.msg);
+    swt_plan(f, "frank-large", &pl);
     out = pl.engine_plan;
     rep = json_object_get(out, "report");
     assert_true(json_is_false(json_object_get(rep, "pool_sized")));
@@ -133,8 +127,7 @@ static void test_plan_endpoint(void **state)
     sw_plan_free(&pl);
 
     /* an SGLang endpoint is planned by the SGLang law over the argv the adapter renders */
-    if (sw_plan_endpoint(f, sw_fleet_endpoint(f, "frank-primary-sglang"), NULL, &pl, &e))
-        fail_msg("%s", e.msg);
+    swt_plan(f, "frank-primary-sglang", &pl);
     rep = json_object_get(pl.engine_plan, "report");
     assert_int_equal(json_integer_value(json_object_get(rep, "max_total_num_tokens")), 606208);
     assert_true(pl.cmd.argc > 0);
@@ -155,12 +148,8 @@ static void test_unmounted_path(void **state)
                           "      mounts:\n"
                           "        - {host: /home/dank/models, container: /models}\n"
                           "    shape: {max_model_len: 4096}\n";
-    struct sw_fleet_opts fo = {0};
-    fo.getenv = sw_fleet_no_environ;
-    struct sw_fleet *f = NULL;
     struct sw_err e;
-    if (sw_fleet_load_mem("u.yaml", fleet, sizeof(fleet) - 1, &fo, &f, &e))
-        fail_msg("%s", e.msg);
+    struct sw_fleet *f = swt_fleet_text("u.yaml", fleet);
     /* The loader refuses an unmounted path already; the renderer refuses it too (an endpoint
      * built by tune or by hand never went through the loader). */
     struct sw_fleet_endpoint ep = *sw_fleet_endpoint(f, "e");
@@ -187,12 +176,8 @@ static void test_api_key_env_only(void **state)
                                                   "    api_key: {from_env: SWT_VLLM_KEY}\n"
                                                   "    payload: {path: /srv/models/m}\n"
                                                   "    shape: {max_model_len: 4096, seqs: 2}\n";
-    struct sw_fleet_opts fo = {0};
-    fo.getenv = sw_fleet_no_environ;
-    struct sw_fleet *f = NULL;
     struct sw_err e;
-    if (sw_fleet_load_mem("k.yaml", fleet, sizeof(fleet) - 1, &fo, &f, &e))
-        fail_msg("%s", e.msg);
+    struct sw_fleet *f = swt_fleet_text("k.yaml", fleet);
     const struct sw_fleet_endpoint *ep = sw_fleet_endpoint(f, "e");
     struct sw_engine_cmd c;
     unsetenv("SWT_VLLM_KEY");

@@ -225,8 +225,7 @@ static void test_window_waived_and_expiry(void **state)
     char at[64], msg[1024];
     snprintf(at, sizeof(at), "operator.yaml:%d:", s->waivers[0].at.line);
     assert_non_null(strstr(sw_err_format(&e, msg, sizeof(msg)), at));
-    assert_non_null(strstr(e.msg, "expired on"));
-    assert_non_null(strstr(e.msg, "frank-small"));
+    swt_has_all("e.msg", e.msg, "expired on", "frank-small", NULL);
     /* an expired waiver is refused even when the trial shape would not need it */
     r = gate_run(f, "frank-small", after, true, SW_EINVAL, &e);
     assert_null(r);
@@ -380,8 +379,8 @@ static void test_contract_arithmetic(void **state)
     kb->max.u = 3150000000u;
     r = gate_run(f, "frank-primary", "2026-12-07", false, 0, &e);
     fix = json_string_value(json_object_get(first(r, "pool", NULL), "fix"));
-    assert_non_null(strstr(fix, "no setting within this endpoint's knobs holds"));
-    assert_non_null(strstr(fix, "above its knob's max 3,150,000,000"));
+    swt_has_all("fix", fix, "no setting within this endpoint's knobs holds",
+                "above its knob's max 3,150,000,000", NULL);
     json_decref(r);
 
     /* a contract of one full-length request fits */
@@ -448,11 +447,8 @@ static void test_cli(void **state)
     /* check: WAIVED with his reason; frank-small accepted */
     assert_int_equal(swt_slipway(&r, "check", "frank-small", "--fleet", fleet, "--no-ledger", NULL),
                      0);
-    assert_int_equal(r.status, 0);
-    assert_non_null(strstr(r.out, "WAIVED window"));
-    assert_non_null(strstr(r.out, "waived: \"three contexts buy 180,224 tokens"));
-    assert_non_null(strstr(r.out, "0 failed, 1 waived"));
-    swt_run_free(&r);
+    swt_out_has(&r, 0, "WAIVED window", "waived: \"three contexts buy 180,224 tokens",
+                "0 failed, 1 waived", NULL);
     /* --json: "verdict": "waived" with the waiver */
     assert_int_equal(
         swt_slipway(&r, "check", "frank-small", "--fleet", fleet, "--no-ledger", "--json", NULL),
@@ -480,10 +476,9 @@ static void test_cli(void **state)
         swt_slipway(&r, "render", "--target", "k8s", "frank-small", "--fleet", kf, NULL), 0);
     if (r.status != 0)
         fail_msg("render k8s: %s", r.err);
-    assert_non_null(strstr(r.out, "kind: \"Deployment\""));
-    assert_non_null(strstr(r.out, "slipway.dev/waivers: \"window until "));
-    assert_non_null(strstr(r.err, "WAIVED window"));
-    assert_non_null(strstr(r.err, "183,501-token compaction request"));
+    swt_has_all("stdout", r.out, "kind: \"Deployment\"", "slipway.dev/waivers: \"window until ",
+                NULL);
+    swt_has_all("stderr", r.err, "WAIVED window", "183,501-token compaction request", NULL);
     swt_run_free(&r);
     assert_int_equal(
         swt_slipway(&r, "render", "--target", "k8s", "frank-small", "--fleet", kf, "--json", NULL),
