@@ -1,3 +1,8 @@
+/*
+ * Headless Chromium for the page tests (swchrome.h): finds the browser, runs it on a page with a
+ * bounded deadline, and reads back the screenshot, the DOM and the console errors it logged.
+ * What it does not do: judge a page (each test asserts what its page must show).
+ */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
