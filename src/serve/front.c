@@ -302,18 +302,21 @@ static void on_metrics(struct sw__serve *sv, struct evhttp_request *req)
     for (size_t k = 0; k < SW_ARRAY_LEN(ec); k++) {
         sw_buf_printf(&b, "# HELP %s %s\n# TYPE %s counter\n", ec[k].name, ec[k].help, ec[k].name);
         for (int i = 0; i < sv->n_eps; i++)
-            sw_buf_printf(&b, "%s{endpoint=\"%s\"} %" PRIu64 "\n", ec[k].name, sv->eps[i].ep->name,
-                          *(const uint64_t *)((const char *)&sv->eps[i] + ec[k].off));
+            if (!sv->eps[i].retired) /* a replaced instance: its endpoint's row is the new one */
+                sw_buf_printf(&b, "%s{endpoint=\"%s\"} %" PRIu64 "\n", ec[k].name,
+                              sv->eps[i].ep->name,
+                              *(const uint64_t *)((const char *)&sv->eps[i] + ec[k].off));
     }
     sw_buf_puts(&b, "# HELP slipway_serve_in_flight Requests in flight to the endpoint.\n"
                     "# TYPE slipway_serve_in_flight gauge\n");
     for (int i = 0; i < sv->n_eps; i++)
-        sw_buf_printf(&b, "slipway_serve_in_flight{endpoint=\"%s\"} %d\n", sv->eps[i].ep->name,
-                      sv->eps[i].inflight);
+        if (!sv->eps[i].retired)
+            sw_buf_printf(&b, "slipway_serve_in_flight{endpoint=\"%s\"} %d\n", sv->eps[i].ep->name,
+                          sv->eps[i].inflight);
     sw_buf_puts(&b, "# HELP slipway_serve_endpoint_state 1 for the endpoint's state.\n"
                     "# TYPE slipway_serve_endpoint_state gauge\n");
     for (int i = 0; i < sv->n_eps; i++)
-        for (int s = SW_SERVE_STOPPED; s <= SW_SERVE_STOPPING; s++)
+        for (int s = SW_SERVE_STOPPED; s <= SW_SERVE_STOPPING && !sv->eps[i].retired; s++)
             sw_buf_printf(&b, "slipway_serve_endpoint_state{endpoint=\"%s\",state=\"%s\"} %d\n",
                           sv->eps[i].ep->name, sw_serve_state_name((enum sw_serve_state)s),
                           sv->eps[i].state == (enum sw_serve_state)s);
@@ -322,7 +325,7 @@ static void on_metrics(struct sw__serve *sv, struct evhttp_request *req)
         if (!i)
             sw_buf_puts(&b, "# HELP slipway_serve_claim_bytes The plan's memory on the device "
                             "while the endpoint runs.\n# TYPE slipway_serve_claim_bytes gauge\n");
-        for (int d = 0; x->claim_ok && d < x->claim.n; d++)
+        for (int d = 0; x->claim_ok && !x->retired && d < x->claim.n; d++)
             sw_buf_printf(&b,
                           "slipway_serve_claim_bytes{endpoint=\"%s\",device=\"%s\"} %" PRIu64 "\n",
                           x->ep->name, x->claim.dev[d]->name, x->claim.bytes[d]);
@@ -463,6 +466,8 @@ void sw__serve_on_request(struct evhttp_request *req, void *arg)
              (!strcmp(path, "/v1/chat/completions") || !strcmp(path, "/v1/completions") ||
               !strcmp(path, "/v1/embeddings")))
         on_generate(sv, req, path, client);
+    else if (cmd == EVHTTP_REQ_POST && !strcmp(path, "/admin/deploy"))
+        sw__serve_on_deploy(sv, req, client);
     else
         sw__serve_reply_error(req, 404, "invalid_request_error", "no such route", 0);
 }
