@@ -79,20 +79,6 @@ struct sw__serve_bg {
 /* ---------------------------------------------------------------------------------------------
  * Answers.
  */
-static void reply_json(struct evhttp_request *req, int code, json_t *j)
-{
-    char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
-    json_decref(j);
-    struct evbuffer *b = evbuffer_new();
-    if (b && s)
-        evbuffer_add(b, s, strlen(s));
-    evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "application/json");
-    evhttp_send_reply(req, code, code == 200 ? "OK" : "Error", b);
-    if (b)
-        evbuffer_free(b);
-    free(s);
-}
-
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -158,7 +144,7 @@ static void finish(struct sw__serve *sv, const char *path, const char *error)
     if (bg->req) {
         if (bg->conn)
             evhttp_connection_set_closecb(bg->conn, NULL, NULL);
-        reply_json(bg->req, error ? 500 : 200, j);
+        sw__serve_reply_json(bg->req, error ? 500 : 200, j);
     } else
         json_decref(j);
     bg->req = NULL;
@@ -179,39 +165,8 @@ static void refuse(struct sw__serve *sv, struct evhttp_request *req, int code, c
 }
 
 /* ---------------------------------------------------------------------------------------------
- * Starting the new shape beside the old (a worker thread).
+ * The new shape beside the old.
  */
-static void next_run(struct sw__serve_job *j)
-{
-    struct sw__serve *sv = j->sv;
-    struct sw__serve_bg *bg = j->arg;
-    struct sw_err e;
-    sw_err_clear(&e);
-    char name[200];
-    snprintf(name, sizeof(name), "%s-next", bg->ep->name);
-    struct sw_deploy_req q = {0};
-    struct sw_deploy_res r;
-    q.fleet = sv->fleet_path;
-    q.endpoint = bg->ep->name;
-    q.name = name;
-    q.port = bg->new_port;
-    q.detach = true;
-    q.preflight = true;
-    q.liveness = true;
-    q.timeout_s = sv->o->boot_timeout_s;
-    q.grace_ms = sv->o->grace_ms;
-    j->rc = sw_deploy_endpoint(&q, &r, &e);
-    if (!j->rc) {
-        sw_child_release(&r.up.child);
-        snprintf(j->pid_path, sizeof(j->pid_path), "%s", r.pid_path);
-    } else {
-        char m[800];
-        snprintf(j->msg, sizeof(j->msg), "%s%s%s", sw_err_format(&e, m, sizeof(m)),
-                 r.up.status.failure.message[0] ? ": " : "", r.up.status.failure.message);
-    }
-    sw_deploy_res_free(&r);
-}
-
 /* A slot for the new instance: a retired one that has stopped, else a new one. */
 static int free_slot(struct sw__serve *sv)
 {
@@ -456,9 +411,12 @@ void sw__serve_bg_waited(struct sw__serve *sv, int mi, double secs)
 /* ---------------------------------------------------------------------------------------------
  * The decision.
  */
-/* A port for the new instance on the old one's address: one the kernel gives. 0: none. */
-static unsigned pick_port(const char *host)
+/* A port for the new instance on the old one's address: the endpoint's declared one when the old
+ * runs elsewhere (an earlier deploy moved it) and it is free, else one the kernel gives. 0: none. */
+static unsigned pick_port(const char *host, unsigned declared, unsigned old)
 {
+    if (declared && declared != old && !sw_port_check(host, declared, NULL))
+        return declared;
     struct sockaddr_in a = {.sin_family = AF_INET};
     if (inet_pton(AF_INET, host, &a.sin_addr) != 1)
         return 0;
@@ -676,7 +634,12 @@ void sw__serve_on_deploy(struct sw__serve *sv, struct evhttp_request *req, const
         sw__serve_bg_kick(sv);
         return;
     }
-    bg->new_port = pick_port(old->host);
+    struct sw_service_client nc;
+    unsigned declared = 0;
+    if (!sw_service_client_open(bg->fleets->fleet, bg->ep->name, &nc, NULL))
+        declared = nc.route.addr.port;
+    sw_service_client_close(&nc);
+    bg->new_port = pick_port(old->host, declared, old->port);
     char why[900];
     if (!bg->new_port) {
         finish(sv, "blue-green", "no free port for the new shape beside the old");
@@ -697,9 +660,10 @@ void sw__serve_on_deploy(struct sw__serve *sv, struct evhttp_request *req, const
         return;
     }
     j->ep = bg->next;
-    j->run = next_run;
+    j->start = true;
+    snprintf(j->as, sizeof(j->as), "%.150s-next", bg->ep->name);
+    j->port = bg->new_port;
     j->done = next_done;
-    j->arg = bg;
     bg->phase = BG_STARTING;
     sw__serve_logf(sv, "deploy: %s: the new shape boots beside the old at %s:%u", bg->ep->name,
                    old->host, bg->new_port);

@@ -199,14 +199,18 @@ static void on_models(struct sw__serve *sv, struct evhttp_request *req)
                                         "model", "created", (json_int_t)0, "owned_by", "slipway",
                                         "state", model_state(sv, m), "endpoints", eps));
     }
-    json_t *j = json_pack("{s:s,s:o}", "object", "list", "data", data);
+    sw__serve_reply_json(req, 200, json_pack("{s:s,s:o}", "object", "list", "data", data));
+}
+
+void sw__serve_reply_json(struct evhttp_request *req, int code, json_t *j)
+{
     char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
     json_decref(j);
     struct evbuffer *b = evbuffer_new();
     if (b && s)
         evbuffer_add(b, s, strlen(s));
     evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "application/json");
-    evhttp_send_reply(req, 200, "OK", b);
+    evhttp_send_reply(req, code, code == 200 ? "OK" : "Error", b);
     if (b)
         evbuffer_free(b);
     free(s);

@@ -68,13 +68,13 @@ static void *job_main(void *arg)
     struct sw_err e;
     sw_err_clear(&e);
     uint64_t t0 = sw_now_ns();
-    if (j->run)
-        j->run(j);
-    else if (j->start) {
+    if (j->start) {
         struct sw_deploy_req q = {0};
         struct sw_deploy_res r;
         q.fleet = sv->fleet_path;
         q.endpoint = x->ep->name;
+        q.name = j->as[0] ? j->as : NULL;
+        q.port = j->port;
         q.detach = true;
         q.preflight = true;
         q.liveness = true;

@@ -111,10 +111,11 @@ struct sw__serve_job {
     char msg[1200];
     char pid_path[4096];
     double secs;
-    /* a job of another kind (bluegreen.c): run in the thread, done in the loop (then freed) */
-    void (*run)(struct sw__serve_job *j);
+    /* a start beside the running instance (bluegreen.c): its name for the pid file and log,
+     * its port, and what the loop does once it ended (instead of job_done's; then freed) */
+    char as[160];
+    unsigned port;
     void (*done)(struct sw__serve *sv, struct sw__serve_job *j);
-    void *arg;
     pthread_t th;
     struct sw__serve_job *next; /* the jobs not yet joined */
 };
@@ -155,6 +156,8 @@ void sw__serve_on_request(struct evhttp_request *req, void *arg);
 void sw__serve_reply_error(struct evhttp_request *req, int code, const char *type, const char *msg,
                            int retry_after);
 void sw__serve_count(struct sw__serve_model *m, int code);
+/* a JSON answer (j's reference is taken) */
+void sw__serve_reply_json(struct evhttp_request *req, int code, json_t *j);
 /* a request is done (replied, or its client went away): unhook and free it */
 void sw__serve_px_free(struct sw__serve_px *px);
 
@@ -167,7 +170,7 @@ int sw__serve_pick(struct sw__serve *sv, const struct sw__serve_model *m,
 
 /* serve.c: a start (`up`) or a stop (`down`) of endpoint i in a worker thread */
 void sw__serve_start_stop(struct sw__serve *sv, int i, bool start);
-/* a job j (run, done and arg set) in a worker thread; 0, or -1 when no thread was made */
+/* a job j (ep, start, as, port and done set) in a worker thread; 0, or -1 when no thread */
 int sw__serve_job_spawn(struct sw__serve *sv, struct sw__serve_job *j);
 
 /* bluegreen.c: a deploy through serve (POST /admin/deploy), docs/serve.md */

@@ -756,9 +756,10 @@ static void load_start(int port, const char *model, const char *key, pid_t *pids
         snprintf(rp, sizeof(rp), "%s", rpath);
         snprintf(sp, sizeof(sp), "%s", stop_path);
         long ok = 0, failed = 0;
-        char req[1024], buf[8192];
+        char req[1024], buf[65536];
         const char *body_fmt = "{\"model\": \"%s\", \"messages\": [{\"role\": \"user\", "
-                               "\"content\": \"hello\"}], \"max_tokens\": 16, \"stream\": true}";
+                               "\"content\": \"hello\"}], \"max_tokens\": 16, \"temperature\": 0, "
+                               "\"stream\": true}";
         char body[512];
         int bl = snprintf(body, sizeof(body), body_fmt, model);
         int n = snprintf(req, sizeof(req),
@@ -771,26 +772,30 @@ static void load_start(int port, const char *model, const char *key, pid_t *pids
             struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
             a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
             bool good = false;
+            buf[0] = 0;
             if (fd >= 0 && !connect(fd, (struct sockaddr *)&a, sizeof(a)) &&
                 write(fd, req, (size_t)n) == n) {
                 size_t len = 0;
                 ssize_t r;
-                char first[32] = "";
-                while ((r = read(fd, buf, sizeof(buf))) > 0) {
-                    if (!len)
-                        snprintf(first, sizeof(first), "%.*s", (int)(r < 20 ? r : 20), buf);
+                while (len < sizeof(buf) - 1 &&
+                       (r = read(fd, buf + len, sizeof(buf) - 1 - len)) > 0)
                     len += (size_t)r;
-                    /* the last read holds the end of the stream */
-                    good = memmem(buf, (size_t)r, "data: [DONE]", 12) != NULL || good;
-                }
-                good = good && !strncmp(first, "HTTP/1.1 200", 12);
+                buf[len] = 0;
+                good = !strncmp(buf, "HTTP/1.1 200", 12) && strstr(buf, "data: [DONE]");
             }
             if (fd >= 0)
                 close(fd);
             if (good)
                 ok++;
-            else
-                failed++;
+            else if (++failed <= 3) {
+                char ep[4400];
+                snprintf(ep, sizeof(ep), "%s.err", rp);
+                FILE *f = fopen(ep, "a");
+                if (f) {
+                    fprintf(f, "--- a failed answer:\n%.1500s\n", buf);
+                    fclose(f);
+                }
+            }
             usleep(20000);
         }
         FILE *f = fopen(rp, "w");
@@ -819,17 +824,22 @@ static void load_stop(pid_t *pids, long *ok, long *failed)
         fclose(f);
         *ok += o;
         *failed += x;
+        char ep[4400];
+        snprintf(ep, sizeof(ep), "%s.err", case_file(res));
+        if (x)
+            show_log(ep);
     }
 }
 
-/* One endpoint "d" (the sim as llama-server) on port with the measured non-KV cost nonkv and
- * ctx_size ctx. */
-static void deploy_fleet(int port, const char *nonkv, int ctx)
+/* One endpoint "d" on port with the measured non-KV cost nonkv and ctx_size ctx: the sim as
+ * llama-server on g0, or the real llama-server on the 4 GiB CPU device. */
+static void deploy_fleet(int port, const char *nonkv, int ctx, bool real)
 {
     char text[8192], sim[4200];
     snprintf(sim, sizeof(sim), "%s/llama-sim", g_dir);
     size_t w = (size_t)snprintf(text, sizeof(text), "%s", fleet_head);
-    ep_text(text + w, sizeof(text) - w, "d", sim, "g0", port, nonkv, NULL);
+    ep_text(text + w, sizeof(text) - w, "d", real ? swl_bin("llama-server") : sim,
+            real ? "cpu" : "g0", port, nonkv, NULL);
     char *c = strstr(text, "ctx_size: 1024");
     assert_non_null(c);
     char tail[8192];
@@ -839,12 +849,18 @@ static void deploy_fleet(int port, const char *nonkv, int ctx)
 }
 
 /* serve with an admin key; d running (a first request starts it) under a stream of requests;
- * the fleet rewritten to the new shape; `slipway deploy d --via-serve` (its JSON in *out). */
+ * the fleet rewritten to the new shape; `slipway deploy d --via-serve` took `path`, ended ok, and
+ * no request failed (serve's JSON answer in *out). */
 static void deploy_under_load(struct proc *s, const char *old_nonkv, const char *new_nonkv,
-                              long *ok, long *failed, json_t **out)
+                              bool real, const char *path, json_t **out)
 {
+    need_all();
+    if (real)
+        swt_need(swl_bin("llama-server") != NULL, "llama-server (%s)", swl_missing());
+    case_begin();
+    long ok = 0, failed = 0;
     int port = swt_free_port();
-    deploy_fleet(port, old_nonkv, 1024);
+    deploy_fleet(port, old_nonkv, 1024, real);
     swt_write_str(case_file("clients.env"), "admin=sk-admin-0123456789\nalice=sk-alice-0123\n");
     const char *extra[] = {"--keys", case_file("clients.env"), NULL};
     serve_start(s, extra);
@@ -855,7 +871,7 @@ static void deploy_under_load(struct proc *s, const char *old_nonkv, const char 
         usleep(50000);
     assert_true(file_has(s->log, "d: started in"));
     usleep(500000);
-    deploy_fleet(port, new_nonkv, 2048);
+    deploy_fleet(port, new_nonkv, 2048, real);
     char url[64];
     snprintf(url, sizeof(url), "http://127.0.0.1:%d", s->port);
     const char *argv[] = {"/usr/bin/env",
@@ -879,9 +895,15 @@ static void deploy_under_load(struct proc *s, const char *old_nonkv, const char 
     assert_non_null(*out);
     swt_run_free(&r);
     usleep(500000); /* requests go on against the new instance */
-    load_stop(pids, ok, failed);
+    load_stop(pids, &ok, &failed);
     show_log(s->log);
-    print_message("loaders: %ld answered, %ld failed\n", *ok, *failed);
+    print_message("loaders: %ld answered, %ld failed\n", ok, failed);
+    assert_string_equal(json_string_value(json_object_get(*out, "path")), path);
+    assert_true(json_is_true(json_object_get(*out, "ok")));
+    assert_int_equal(
+        json_integer_value(json_object_get(json_object_get(*out, "requests"), "failed")), 0);
+    assert_true(ok > 0);
+    assert_int_equal(failed, 0);
 }
 
 /* Old and new shape fit on g0 together (8 + 9 GiB of 24): blue/green under a stream of requests,
@@ -890,18 +912,9 @@ static void deploy_under_load(struct proc *s, const char *old_nonkv, const char 
 static void test_deploy_bluegreen(void **state)
 {
     (void)state;
-    need_all();
-    case_begin();
     struct proc s = {0};
-    long ok = 0, failed = 0;
     json_t *j = NULL;
-    deploy_under_load(&s, "8GiB", "9GiB", &ok, &failed, &j);
-    assert_string_equal(json_string_value(json_object_get(j, "path")), "blue-green");
-    assert_true(json_is_true(json_object_get(j, "ok")));
-    assert_int_equal(json_integer_value(json_object_get(json_object_get(j, "requests"), "failed")),
-                     0);
-    assert_true(ok > 0);
-    assert_int_equal(failed, 0);
+    deploy_under_load(&s, "8GiB", "9GiB", false, "blue-green", &j);
     assert_true(file_has(s.log, "deploy: d (by admin): blue-green: beside the old: d (new shape) "
                                 "fits: box/g0: claim 9667870720 B (9.00 GiB) + held 8592031744 B "
                                 "(8.00 GiB) of 25769803776 B (24.00 GiB)"));
@@ -917,9 +930,7 @@ static void test_deploy_bluegreen(void **state)
     assert_string_not_equal(json_string_value(json_object_get(j, "new")),
                             json_string_value(json_object_get(j, "old")));
     json_decref(j);
-    char *out = NULL;
     stop(&s);
-    free(out);
     assert_false(pid_alive("d"));
     assert_false(file_has(s.log, "sk-admin"));
 }
@@ -929,16 +940,9 @@ static void test_deploy_bluegreen(void **state)
 static void test_deploy_stop_start(void **state)
 {
     (void)state;
-    need_all();
-    case_begin();
     struct proc s = {0};
-    long ok = 0, failed = 0;
     json_t *j = NULL;
-    deploy_under_load(&s, "14GiB", "13GiB", &ok, &failed, &j);
-    assert_string_equal(json_string_value(json_object_get(j, "path")), "stop-start");
-    assert_true(json_is_true(json_object_get(j, "ok")));
-    assert_int_equal(failed, 0);
-    assert_true(ok > 0);
+    deploy_under_load(&s, "14GiB", "13GiB", false, "stop-start", &j);
     const json_t *q = json_object_get(j, "queued");
     assert_true(json_integer_value(json_object_get(q, "requests")) >= 1);
     assert_true(json_real_value(json_object_get(q, "wait_max_s")) > 0);
@@ -949,6 +953,24 @@ static void test_deploy_stop_start(void **state)
     assert_true(pid_alive("d"));
     json_decref(j);
     stop(&s);
+}
+
+/* The real llama-server on the 4 GiB CPU device (1.5 + 1.6 GiB fit): blue/green under a stream
+ * of requests, none fails; the new llama-server (ctx 2048) serves at the end. */
+static void test_deploy_real_llama(void **state)
+{
+    (void)state;
+    struct proc s = {0};
+    json_t *j = NULL;
+    deploy_under_load(&s, "1536MiB", "1600MiB", true, "blue-green", &j);
+    assert_true(file_has(s.log, "route switched from"));
+    char p[4300];
+    snprintf(p, sizeof(p), "%s/d.pid", g_run);
+    assert_true(file_has(p, "2048"));
+    assert_true(file_has(p, "llama-server"));
+    json_decref(j);
+    stop(&s);
+    assert_false(pid_alive("d"));
 }
 
 /* The real llama-server: two that do not fit on the 4 GiB CPU device; each answers through
@@ -992,7 +1014,7 @@ int main(void)
         cmocka_unit_test(test_idle_ttl),          cmocka_unit_test(test_queue),
         cmocka_unit_test(test_replicas),          cmocka_unit_test(test_keys),
         cmocka_unit_test(test_real_llama),        cmocka_unit_test(test_deploy_bluegreen),
-        cmocka_unit_test(test_deploy_stop_start),
+        cmocka_unit_test(test_deploy_stop_start), cmocka_unit_test(test_deploy_real_llama),
     };
     if (getenv("SW_CASES")) /* e.g. SW_CASES='test_deploy_*' */
         cmocka_set_test_filter(getenv("SW_CASES"));
