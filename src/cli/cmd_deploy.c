@@ -188,10 +188,13 @@ static int via_serve(const struct sw_args *a, const char *url)
                json_real_value(json_object_get(w, "wait_p99_s")),
                json_real_value(json_object_get(w, "wait_max_s")));
     }
+    bool answered = j != NULL;
     json_decref(j);
+    if (drc && !answered)
+        return sw_cli_fail(&e, a->json); /* serve was not asked, or did not answer */
     if (drc) {
         fprintf(stderr, "slipway: %s\n", e.msg);
-        return e.code == SW_EGATE ? SW_EXIT_FAIL : sw_cli_exit_for(e.code);
+        return SW_EXIT_FAIL;
     }
     return SW_EXIT_OK;
 }
@@ -216,6 +219,8 @@ int sw_cmd_deploy(int argc, char **argv)
         return sw_cli_need_endpoint(&a, " to deploy");
     if (sw_args_str(&a, "via-serve"))
         return via_serve(&a, sw_args_str(&a, "via-serve"));
+    if (sw_args_str(&a, "drain"))
+        return sw_args_usage(&a, "--drain goes with --via-serve");
     struct sw_rollout_opts o = {0};
     o.dry_run = sw_args_flag(&a, "dry-run");
     o.worst_case = !sw_args_flag(&a, "no-worst-case");

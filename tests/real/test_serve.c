@@ -930,6 +930,22 @@ static void test_deploy_bluegreen(void **state)
     assert_string_not_equal(json_string_value(json_object_get(j, "new")),
                             json_string_value(json_object_get(j, "old")));
     json_decref(j);
+    /* a client's key is not an admin's: 403, nothing deployed */
+    char url[64];
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d", s.port);
+    const char *argv[] = {"/usr/bin/env",
+                          "SLIPWAY_SERVE_KEY=sk-alice-0123",
+                          swt_bin(),
+                          "deploy",
+                          "d",
+                          "--via-serve",
+                          url,
+                          NULL};
+    struct swt_run r;
+    assert_int_equal(swt_run(argv, NULL, 60, &r), 0);
+    assert_int_equal(r.status, 1);
+    assert_non_null(strstr(r.err, "serve (403): a deploy needs the key of an admin client"));
+    swt_run_free(&r);
     stop(&s);
     assert_false(pid_alive("d"));
     assert_false(file_has(s.log, "sk-admin"));
