@@ -396,6 +396,13 @@ void sw__serve_bg_kick(struct sw__serve *sv)
     }
 }
 
+bool sw__serve_bg_holds(struct sw__serve *sv, int mi)
+{
+    const struct sw__serve_bg *bg = sv->bg;
+    return bg && mi == bg->model &&
+           (bg->phase == SS_DRAINING || bg->phase == SS_STOPPING || bg->phase == SS_STARTING);
+}
+
 void sw__serve_bg_waited(struct sw__serve *sv, int mi, double secs)
 {
     struct sw__serve_bg *bg = sv->bg;
@@ -661,7 +668,8 @@ void sw__serve_on_deploy(struct sw__serve *sv, struct evhttp_request *req, const
     }
     j->ep = bg->next;
     j->start = true;
-    snprintf(j->as, sizeof(j->as), "%.150s-next", bg->ep->name);
+    /* its own pid file and log (RUN_DIR/NAME-PORT.*): the old one's log stays whole */
+    snprintf(j->as, sizeof(j->as), "%.150s-%u", bg->ep->name, bg->new_port);
     j->port = bg->new_port;
     j->done = next_done;
     bg->phase = BG_STARTING;

@@ -118,6 +118,11 @@ static void on_deadline(evutil_socket_t fd, short what, void *arg)
     (void)what;
     struct sw__serve *sv = px->sv;
     struct sw__serve_model *m = &sv->models[px->model];
+    if (sw__serve_bg_holds(sv, px->model)) { /* a stop-start deploy: it waits for the boot */
+        struct timeval tv = {1, 0};
+        event_add(px->deadline, &tv);
+        return;
+    }
     char msg[1400];
     snprintf(msg, sizeof(msg), "model %s was not served within %.1f s: %s", m->name,
              (double)sv->max_wait_ms / 1000.0, m->last_why[0] ? m->last_why : "it is starting");

@@ -178,6 +178,8 @@ struct sw__serve_bg;
 void sw__serve_on_deploy(struct sw__serve *sv, struct evhttp_request *req, const char *client);
 /* the deploy's next step, when what it waits for happened (called first by sw__serve_kick) */
 void sw__serve_bg_kick(struct sw__serve *sv);
+/* does a stop-start deploy hold model mi's queue (its requests wait past --max-wait)? */
+bool sw__serve_bg_holds(struct sw__serve *sv, int mi);
 /* a queued request of model mi was sent after waiting `secs` */
 void sw__serve_bg_waited(struct sw__serve *sv, int mi, double secs);
 /* at exit: a job of the deploy's that ended (its new instance stopped unless --keep) */
