@@ -6,19 +6,33 @@
  *   1. added TTFT: R sequential streamed completions, each on a new connection, direct to the
  *      sim and through serve, in turn; TTFT = connect to the first "data: " event (the client's
  *      CLOCK_MONOTONIC); the p50 and p99 of each and their difference;
- *   2. passthrough at S streams x T tokens, all in flight at once, direct then through serve:
- *      tokens/s at the client, serve's CPU time (/proc/PID/stat) per token, the client's own CPU
- *      per token (getrusage), and serve's tokens per CPU-second (passthrough tokens/s per core);
+ *   2. passthrough at S streams x T tokens, all in flight at once, direct, through serve, and
+ *      through a bare relay on serve's CPU (accept, connect, move bytes: the kernel's floor for
+ *      any relay on loopback), each twice: with a raw client (reads bytes, counts "data: ") and
+ *      with a parsing client (de-chunks, sw_sse, sw_openai_on_event on every event: what
+ *      slipway's own bench does to each event). Per run: tokens/s at the client, the client's
+ *      CPU per token (getrusage) and tokens per read(2), serve's (or the relay's) CPU time
+ *      (/proc/PID/stat) per token and its share of the client's, and serve's tokens per
+ *      CPU-second (passthrough tokens/s per core). Tokens are counted the same way in every run
+ *      (the "data: " events less the finish event and [DONE]); the parsing client's chunk count
+ *      is printed beside, as a check;
  *   3. idle connections: C connections to serve, each having had one GET /health answered and
  *      kept open (keep-alive); serve's VmRSS before and after, per connection.
- * The sim is pinned to CPU 0 and serve to CPU 1; the client is not pinned (this machine has two
- * cores: what is shared is said with the figures). Targets (issue 32): <= 1 ms added TTFT p99,
- * <= 25 % added CPU per token (serve's / the client's) at 1,000 streams, >= 1M tokens/s per core,
- * <= 16 KiB per idle connection; each printed beside its figure.
+ * The sim is pinned to CPU 0 and serve (and the bare relay) to CPU 1; the client is not pinned
+ * (this machine has two cores: what is shared is said with the figures). Targets (issue 32):
+ * <= 1 ms added TTFT p99, <= 25 % added CPU per token (serve's / the client's) at 1,000 streams,
+ * >= 1M tokens/s per core, <= 16 KiB per idle connection; each printed beside its figure, the
+ * CPU share against both clients. BENCH_SERVE_SLIPWAY=PATH runs another build's slipway as serve
+ * (an A/B in one machine state; the sim stays this build's).
  *
  * Usage: bench_serve [streams 1000] [tokens 1000] [requests 300] [idle 1000]
  */
+#include <slipway/core.h>
+#include <slipway/openai.h>
+#include <slipway/sse.h>
+
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -233,6 +247,16 @@ static void ttft(int port, int n, double *p50, double *p99, int *bad)
 /* ---------------------------------------------------------------------------------------------
  * 2. Streams, all in flight at once (as bench_sim's run).
  */
+/* A client that parses every event as slipway's bench does (src/bench: sw_sse, then
+ * sw_openai_on_event on each event's JSON), after the HTTP head and the chunked framing. */
+struct parser {
+    int state; /* 0 head, 1 chunk size, 2 chunk data, 3 the CRLF after it, 4 done */
+    char head_tail[4];
+    size_t size;
+    struct sw_sse sse;
+    struct sw_openai_result res;
+};
+
 struct conn {
     int fd;
     size_t sent;
@@ -240,7 +264,46 @@ struct conn {
     bool done, failed;
     char tail[8];
     size_t ntail;
+    struct parser *ps; /* NULL: the raw client (counts "data: " and nothing more) */
 };
+
+static void parse_feed(struct parser *ps, const char *p, size_t n)
+{
+    uint64_t t = sw_now_ns();
+    const char *end = p + n;
+    while (p < end && ps->state != 4) {
+        switch (ps->state) {
+        case 0: /* the head ends at CRLF CRLF */
+            memmove(ps->head_tail, ps->head_tail + 1, 3);
+            ps->head_tail[3] = *p++;
+            if (!memcmp(ps->head_tail, "\r\n\r\n", 4))
+                ps->state = 1;
+            break;
+        case 1:
+            if (*p == '\n')
+                ps->state = ps->size ? 2 : 4;
+            else if (isxdigit((unsigned char)*p))
+                ps->size = ps->size * 16 + (size_t)(isdigit((unsigned char)*p)
+                                                        ? *p - '0'
+                                                        : (tolower((unsigned char)*p) - 'a' + 10));
+            p++;
+            break;
+        case 2: {
+            size_t k = (size_t)(end - p) < ps->size ? (size_t)(end - p) : ps->size;
+            sw_sse_feed(&ps->sse, p, k, t, NULL);
+            p += k;
+            ps->size -= k;
+            if (!ps->size)
+                ps->state = 3;
+            break;
+        }
+        case 3:
+            if (*p++ == '\n')
+                ps->state = 1;
+            break;
+        }
+    }
+}
 
 static long count(const char *carry, size_t nc, const char *p, size_t n, const char *needle,
                   size_t k)
@@ -259,6 +322,8 @@ static long count(const char *carry, size_t nc, const char *p, size_t n, const c
 
 static void feed(struct conn *c, const char *p, size_t n)
 {
+    if (c->ps)
+        parse_feed(c->ps, p, n);
     c->events += count(c->tail, c->ntail, p, n, "data: ", 6);
     if (count(c->tail, c->ntail, p, n, "[DONE]", 6))
         c->done = true;
@@ -272,15 +337,26 @@ static void feed(struct conn *c, const char *p, size_t n)
     c->ntail += keep;
 }
 
-static int streams(int port, int n, long tokens, long *events, double *secs)
+/* S streams at once; the raw client, or the parsing one when `parse`. *reads: read(2)s that
+ * returned bytes; *chunks: the chunks the parsing client folded (0 when raw). */
+static int streams(int port, int n, long tokens, bool parse, long *events, long *reads,
+                   long *chunks, double *secs)
 {
     char req[512];
     int rlen = make_req(req, sizeof(req), tokens);
     struct conn *cs = calloc((size_t)n, sizeof(*cs));
     int ep = epoll_create1(EPOLL_CLOEXEC), failed = 0, open_ = 0;
+    *reads = 0;
     static char buf[1 << 16];
     double t0 = now_s();
     for (int i = 0; i < n; i++) {
+        if (parse) {
+            cs[i].ps = calloc(1, sizeof(*cs[i].ps));
+            if (cs[i].ps) {
+                sw_sse_init(&cs[i].ps->sse, 0, 0, sw_openai_on_event, NULL, &cs[i].ps->res);
+                sw_openai_result_init(&cs[i].ps->res, 0, 0);
+            }
+        }
         cs[i].fd = connect_to(port, true);
         if (cs[i].fd < 0) {
             cs[i].failed = true;
@@ -309,8 +385,10 @@ static int streams(int port, int n, long tokens, long *events, double *secs)
             if (!(evs[j].events & (EPOLLIN | EPOLLHUP | EPOLLERR)))
                 continue;
             ssize_t r = read(c->fd, buf, sizeof(buf));
-            if (r > 0)
+            if (r > 0) {
+                (*reads)++;
                 feed(c, buf, (size_t)r);
+            }
             if (r == 0 || (r < 0 && errno != EAGAIN) || c->done) {
                 if (!c->done) {
                     c->failed = true;
@@ -325,7 +403,14 @@ static int streams(int port, int n, long tokens, long *events, double *secs)
     }
     *secs = now_s() - t0;
     *events = 0;
+    *chunks = 0;
     for (int i = 0; i < n; i++) {
+        if (cs[i].ps) {
+            *chunks += (long)cs[i].ps->res.chunks;
+            sw_sse_close(&cs[i].ps->sse);
+            sw_openai_result_free(&cs[i].ps->res);
+            free(cs[i].ps);
+        }
         if (!cs[i].failed)
             *events += cs[i].events - 2; /* not the finish event nor [DONE] */
         if (cs[i].fd >= 0) {
@@ -336,6 +421,94 @@ static int streams(int port, int n, long tokens, long *events, double *secs)
     close(ep);
     free(cs);
     return failed;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * The floor: a bare relay (accept, connect to the engine, move bytes both ways; no HTTP, no
+ * framing, no events counted), pinned where serve is. What a relay on loopback costs the kernel
+ * alone: serve's figure minus this one is serve's own.
+ */
+static void bare_relay(int lfd, int up_port)
+{
+    int ep = epoll_create1(EPOLL_CLOEXEC);
+    static int peer[1 << 16];
+    static char buf[1 << 16];
+    struct epoll_event ev = {.events = EPOLLIN, .data.fd = lfd};
+    epoll_ctl(ep, EPOLL_CTL_ADD, lfd, &ev);
+    struct epoll_event evs[512];
+    for (;;) {
+        int k = epoll_wait(ep, evs, 512, -1);
+        for (int j = 0; j < k; j++) {
+            int fd = evs[j].data.fd;
+            if (fd == lfd) {
+                int c = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+                int u = c >= 0 ? connect_to(up_port, false) : -1;
+                if (u < 0 || c >= (1 << 16) || u >= (1 << 16)) {
+                    if (c >= 0)
+                        close(c);
+                    if (u >= 0)
+                        close(u);
+                    continue;
+                }
+                int one = 1;
+                setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+                peer[c] = u;
+                peer[u] = c;
+                struct epoll_event e1 = {.events = EPOLLIN, .data.fd = c};
+                struct epoll_event e2 = {.events = EPOLLIN, .data.fd = u};
+                epoll_ctl(ep, EPOLL_CTL_ADD, c, &e1);
+                epoll_ctl(ep, EPOLL_CTL_ADD, u, &e2);
+                continue;
+            }
+            ssize_t r = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+            if (r < 0 && errno == EAGAIN)
+                continue;
+            if (r > 0 && send(peer[fd], buf, (size_t)r, MSG_NOSIGNAL) == r)
+                continue;
+            close(peer[fd]); /* closes drop both from the epoll set */
+            close(fd);
+        }
+    }
+}
+
+static pid_t spawn_relay(int cpu, int up_port, int *port)
+{
+    int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t al = sizeof(a);
+    if (lfd < 0 || bind(lfd, (struct sockaddr *)&a, sizeof(a)) || listen(lfd, 4096) ||
+        getsockname(lfd, (struct sockaddr *)&a, &al))
+        return -1;
+    *port = ntohs(a.sin_port);
+    pid_t pid = fork();
+    if (pid == 0) {
+        pin(cpu);
+        bare_relay(lfd, up_port);
+        _exit(0);
+    }
+    close(lfd);
+    return pid;
+}
+
+/* One leg of the passthrough: S streams to port; the client's CPU, and pid's (0: none). */
+struct leg {
+    long ev, rd, ck;
+    double secs, cli, proc;
+    int bad;
+};
+
+static void leg_run(int port, pid_t pid, int n, long tokens, bool parse, struct leg *l)
+{
+    double p0 = pid > 0 ? proc_cpu(pid) : 0, c0 = self_cpu();
+    l->bad = streams(port, n, tokens, parse, &l->ev, &l->rd, &l->ck, &l->secs);
+    l->cli = self_cpu() - c0;
+    l->proc = pid > 0 ? proc_cpu(pid) - p0 : 0;
+}
+
+static double per_token(double secs, long ev)
+{
+    return ev ? secs * 1e9 / (double)ev : 0;
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -436,9 +609,17 @@ int main(int argc, char **argv)
     char ready[256];
     snprintf(ready, sizeof(ready), "%s/serve.port", g_dir);
     snprintf(servout, sizeof(servout), "%s/serve.out", g_dir);
-    const char *serve_argv[] = {
-        SW_BUILD_DIR "/slipway", "serve",        "--fleet", fleet, "--listen",
-        "127.0.0.1:0",           "--ready-file", ready,     NULL};
+    /* BENCH_SERVE_SLIPWAY: another build's slipway as serve (an A/B in one machine state) */
+    const char *serve_bin = getenv("BENCH_SERVE_SLIPWAY");
+    const char *serve_argv[] = {serve_bin && *serve_bin ? serve_bin : SW_BUILD_DIR "/slipway",
+                                "serve",
+                                "--fleet",
+                                fleet,
+                                "--listen",
+                                "127.0.0.1:0",
+                                "--ready-file",
+                                ready,
+                                NULL};
     pid_t srv = spawn(serve_argv, 1, servout);
     int vport = wait_port(ready);
     if (vport <= 0) {
@@ -481,33 +662,54 @@ int main(int argc, char **argv)
             close(fds[i]);
     free(fds);
 
-    /* 2. passthrough */
-    long ev_d = 0, ev_s = 0;
-    double secs_d, secs_s;
-    double c0 = self_cpu();
-    int bad_d = streams(sport, n_streams, tokens, &ev_d, &secs_d);
-    double cli_d = self_cpu() - c0;
-    double sv0 = proc_cpu(srv);
-    c0 = self_cpu();
-    int bad_s = streams(vport, n_streams, tokens, &ev_s, &secs_s);
-    double cli_s = self_cpu() - c0;
-    double sv_cpu = proc_cpu(srv) - sv0;
-    double sv_ns = ev_s ? sv_cpu * 1e9 / (double)ev_s : 0;
-    double cli_ns = ev_s ? cli_s * 1e9 / (double)ev_s : 0;
-    printf("%d streams x %ld tokens, all in flight:\n"
-           "  direct: %ld tokens in %.2f s = %.0f tokens/s, client CPU %.0f ns/token, %d failed\n"
-           "  through serve: %ld tokens in %.2f s = %.0f tokens/s, client CPU %.0f ns/token, "
-           "%d failed\n"
-           "  serve CPU %.2f s = %.0f ns/token = %.0f%% of the client's (target <= 25%%: %s)\n"
-           "  passthrough per core: %.0f tokens per serve CPU-second (target >= 1M: %s)\n",
-           n_streams, tokens, ev_d, secs_d, (double)ev_d / secs_d,
-           ev_d ? cli_d * 1e9 / (double)ev_d : 0, bad_d, ev_s, secs_s, (double)ev_s / secs_s,
-           cli_ns, bad_s, sv_cpu, sv_ns, cli_ns > 0 ? 100 * sv_ns / cli_ns : 0,
-           cli_ns > 0 && sv_ns <= 0.25 * cli_ns ? "met" : "NOT met",
-           sv_cpu > 0 ? (double)ev_s / sv_cpu : 0,
-           sv_cpu > 0 && (double)ev_s / sv_cpu >= 1e6 ? "met" : "NOT met");
+    /* 2. passthrough, with the raw client and with the parsing one; the bare relay on serve's
+     * CPU for the floor */
+    int rport = 0;
+    pid_t relay = spawn_relay(1, sport, &rport);
+    if (relay <= 0) {
+        fprintf(stderr, "bench_serve: the bare relay did not start\n");
+        return 1;
+    }
+    const char *kind[2] = {"raw client (reads bytes, counts \"data: \")",
+                           "parsing client (each event's JSON, as slipway's bench)"};
+    int bad_st = 0;
+    for (int pz = 0; pz < 2; pz++) {
+        struct leg d, s, r;
+        leg_run(sport, 0, n_streams, tokens, pz, &d);
+        leg_run(vport, srv, n_streams, tokens, pz, &s);
+        leg_run(rport, relay, n_streams, tokens, pz, &r);
+        double sv_ns = per_token(s.proc, s.ev), cli_ns = per_token(s.cli, s.ev);
+        double rl_ns = per_token(r.proc, r.ev), clr_ns = per_token(r.cli, r.ev);
+        printf("%d streams x %ld tokens, all in flight, %s:\n"
+               "  direct: %ld tokens in %.2f s = %.0f tokens/s, client CPU %.0f ns/token, %.1f "
+               "tokens a read, %d failed\n"
+               "  through serve: %ld tokens in %.2f s = %.0f tokens/s, client CPU %.0f ns/token, "
+               "%.1f tokens a read, %d failed\n",
+               n_streams, tokens, kind[pz], d.ev, d.secs, (double)d.ev / d.secs,
+               per_token(d.cli, d.ev), d.rd ? (double)d.ev / (double)d.rd : 0, d.bad, s.ev, s.secs,
+               (double)s.ev / s.secs, cli_ns, s.rd ? (double)s.ev / (double)s.rd : 0, s.bad);
+        if (pz)
+            printf("  chunks parsed: %ld direct, %ld through serve (+1 a stream: the finish "
+                   "chunk; [DONE] is not one)\n",
+                   d.ck, s.ck);
+        printf("  serve CPU %.2f s = %.0f ns/token = %.0f%% of this client's (target <= 25%%: "
+               "%s)\n"
+               "  passthrough per core: %.0f tokens per serve CPU-second (target >= 1M: %s)\n",
+               s.proc, sv_ns, cli_ns > 0 ? 100 * sv_ns / cli_ns : 0,
+               s.proc > 0 && cli_ns > 0 && sv_ns <= 0.25 * cli_ns ? "met" : "NOT met",
+               s.proc > 0 ? (double)s.ev / s.proc : 0,
+               s.proc > 0 && (double)s.ev / s.proc >= 1e6 ? "met" : "NOT met");
+        printf("  the floor, a bare relay (no HTTP) where serve runs: %ld tokens in %.2f s, relay "
+               "CPU %.0f ns/token = %.0f%% of this client's (%.0f ns/token, %.1f tokens a read), "
+               "%d failed; serve above it: %.0f ns/token\n",
+               r.ev, r.secs, rl_ns, clr_ns > 0 ? 100 * rl_ns / clr_ns : 0, clr_ns,
+               r.rd ? (double)r.ev / (double)r.rd : 0, r.bad, sv_ns - rl_ns);
+        bad_st += d.bad + s.bad + r.bad;
+    }
 
     int st;
+    kill(relay, SIGKILL);
+    waitpid(relay, &st, 0);
     kill(srv, SIGTERM);
     waitpid(srv, &st, 0);
     kill(sim, SIGTERM);
@@ -519,5 +721,5 @@ int main(int argc, char **argv)
     unlink(ready);
     unlink(fleet);
     rmdir(g_dir);
-    return bad || bad_d || bad_s ? 1 : 0;
+    return bad || bad_st ? 1 : 0;
 }

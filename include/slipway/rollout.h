@@ -80,6 +80,8 @@ struct sw_rollout_opts {
     const char *to_tag;     /* rollback: restore this tag's set instead of the last-good */
     bool record;            /* write the attempt, its steps and its tag or failure to ledger */
     const char *note;       /* the operator's note for the attempt and its tag, or NULL */
+    const char *cause;      /* rollback by hand, recorded: the failure it answers ("crash_loop",
+                                watch's state), the attempt's class; never teaches a rule */
     FILE *progress;         /* a line per step as it runs, or NULL */
 };
 
@@ -141,7 +143,9 @@ int sw_rollout_survives_worst_case(const struct sw_rollout_result *r);
 
 /*
  * Put the endpoint's saved set back by hand: the last-good set (or o->to_tag's) over the live
- * files, daemon-reload, restart, prove it serves. outcome restored or rollback_failed.
+ * files, daemon-reload, restart, prove it serves. outcome restored or rollback_failed. With
+ * o->record and o->ledger, an attempt in the ledger of the tag's shape, ended rolled_back or
+ * rollback_failed (class o->cause, no known-bad rule); r->attempt its id.
  * SW_ENOENT when the host holds no such set.
  */
 int sw_rollout_rollback(const struct sw_fleet *f, const struct sw_fleet_endpoint *ep,

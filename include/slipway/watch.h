@@ -140,6 +140,33 @@ int sw_watch_alert(const struct sw_fleet *f, const json_t *ev, size_t *n_ok, str
 int sw_watch_unit_render(const char *exe, const char *fleet_path, const char *ledger_path,
                          const char *metrics_addr, struct sw_buf *out, struct sw_err *e);
 
+/* install --watch: watch's unit (sw_watch_unit_render's) on this machine, as a system unit
+ * (src/watch/install.c). */
+struct sw_watch_install_opts {
+    const char *exe, *fleet_path, *ledger_path, *metrics_addr; /* as sw_watch_unit_render */
+    const char *unit_dir;                                      /* NULL: /etc/systemd/system */
+    bool start;          /* enable, (re)start, and hold it to staying up for settle_ms */
+    int64_t settle_ms;   /* 0: 3 s */
+    int64_t deadline_ms; /* each systemctl (0: 30 s) */
+    void (*on_step)(void *ctx, const char *name, bool ok, double seconds, const char *detail);
+    void *ctx;
+};
+struct sw_watch_install_result {
+    char unit[64];
+    char unit_path[4096];
+    bool refused;   /* systemd-analyze verify printed a finding: nothing written */
+    bool replaced;  /* a unit was there before */
+    bool installed; /* the new unit is in place */
+    bool started, serving;
+    bool put_back;      /* it failed after the write: the previous state is back */
+    char journal[2048]; /* watch's newest journal lines when it did not stay up */
+};
+/* Render, verify, write (atomic; the previous unit kept), daemon-reload, with start enable and
+ * restart and prove it stays up; on a failure after the write, the previous unit put back.
+ * SW_EGATE refused by verify, SW_ECHILD it did not stay up, a systemctl's error. */
+int sw_watch_install(const struct sw_watch_install_opts *o, struct sw_watch_install_result *r,
+                     struct sw_err *e);
+
 struct sw_watch_logs_opts {
     bool follow;
     const char *since; /* journalctl --since value, or NULL */
@@ -152,9 +179,12 @@ struct sw_watch_logs_opts {
      * it (NULL otherwise). */
     void (*on_line)(void *ctx, const char *line, const char *cls, const char *phase);
     void *ctx;
+    char *from; /* OUT (may be NULL): what was read, in words ("up's log PATH ...") */
+    size_t from_n;
 };
-/* The endpoint's journal from its host (module comment). SW_ENET the host, SW_ENOENT no such
- * endpoint. */
+/* The endpoint's journal from its host, or, for an endpoint `up` runs on this machine, up's log
+ * (module comment; src/watch/logs.c). SW_ENET the host, SW_ENOENT no such endpoint or log,
+ * SW_EUNSUPPORTED a --since inside up's run. */
 int sw_watch_logs(const struct sw_fleet *f, const char *endpoint,
                   const struct sw_watch_logs_opts *o, struct sw_err *e);
 

@@ -198,6 +198,12 @@ int sw_cli_need_endpoint(const struct sw_args *a, const char *what);
  * calibrate, retire's kept tags...) refuses --no-ledger in its table instead, saying why. */
 int sw_cli_no_ledger(const struct sw_args *a, const char *const *uses);
 
+/* render --watch / install --watch: this slipway (/proc/self/exe), the fleet and the ledger
+ * (--ledger, NULL when not given; one not there yet by its directory's real path) as absolute
+ * paths, each PATH_MAX long. 0, or the exit code of the error printed. */
+int sw_cli_watch_paths(const struct sw_args *a, const char *fleet_path, char *exe, char *fleet,
+                       char *ledger, const char **ledger_out);
+
 /* The environment variable that names the default fleet file. */
 #define SW_CLI_FLEET_ENV_VAR "SLIPWAY_FLEET"
 

@@ -165,6 +165,9 @@ static void print_history(const json_t *h, const char *lpath)
             printf(" (known-bad rule #%lld)",
                    (long long)json_integer_value(json_object_get(t, "rule_id")));
         printf(", %zu steps\n", json_array_size(json_object_get(t, "steps")));
+        const char *note = json_string_value(json_object_get(t, "note"));
+        if (note)
+            printf("      note: %s\n", note);
     }
 }
 

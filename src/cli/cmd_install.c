@@ -16,6 +16,9 @@
 #include <slipway/fleet.h>
 #include <slipway/ledger.h>
 #include <slipway/service.h>
+#include <slipway/watch.h>
+
+#include <limits.h>
 
 #include <stdio.h>
 #include <string.h>
@@ -32,12 +35,19 @@ static const struct sw_opt opts[] = {
      "beside the fleet file)",
      NULL},
     {"no-ledger", 0, NULL, 0, "read the devices, record nothing", NULL},
+    {"watch", 0, NULL, 0,
+     "install `slipway watch`'s own unit on this machine instead (slipway-watch.service in\n"
+     "/etc/systemd/system; with --start enabled, started and held to staying up)",
+     NULL},
+    {"metrics", 0, "ADDR", 0, "--watch: watch serves Prometheus text on ADDR", NULL},
+    {"settle", 0, "DUR", 0, "--watch --start: how long watch must stay up (default 3s)", NULL},
     {0},
 };
 
 static const char *const examples[] = {
     "slipway install frank-small --fleet examples/operator.yaml",
     "slipway install frank-small --start --timeout 10m --json",
+    "slipway install --watch --start --fleet /etc/slipway/fleet.yaml --metrics 127.0.0.1:9464",
     NULL,
 };
 
@@ -45,12 +55,15 @@ const struct sw_cmd_spec sw_spec_install = {
     .name = "install",
     .summary = "install an endpoint's rendered service on its host; --start and prove it serves",
     .synopsis = "ENDPOINT [--fleet FILE] [--start] [--deadline DUR] [--timeout DUR] [--ledger "
-                "PATH] [--json]",
+                "PATH] [--json]\n"
+                "--watch [--fleet FILE] [--ledger PATH] [--metrics ADDR] [--start] [--settle DUR]",
     .about = "render -> lint (an error: nothing touched on the host) -> systemd-analyze verify on\n"
              "the host (staged copy) -> copy unit (0644) and env file (0600) atomically ->\n"
              "daemon-reload -> with --start: restart, active, /health 200, one-token generation.\n"
              "System units go to /etc/systemd/system (env file where the render says,\n"
              "/etc/slipway/NAME.env), user units to ~/.config/systemd/user.\n"
+             "--watch: watch's own unit on this machine, verified, written atomically,\n"
+             "daemon-reload; --start enables and starts it; a failure puts the previous back.\n"
              "Exit: 0 installed (serving with --start), 1 refused or failed, 2 unusable input.",
     .opts = opts,
     .max_args = 1,
@@ -64,6 +77,75 @@ static void on_step(void *ctx, const struct sw_install_step *s)
         return;
     printf("  %-13s %s %6.2f s  %s\n", s->name, s->ok ? "ok  " : "FAIL", s->seconds, s->detail);
     fflush(stdout);
+}
+
+static void on_watch_step(void *ctx, const char *name, bool ok, double seconds, const char *detail)
+{
+    if (*(bool *)ctx)
+        return;
+    printf("  %-13s %s %6.2f s  %s\n", name, ok ? "ok  " : "FAIL", seconds, detail);
+    fflush(stdout);
+}
+
+/* --watch: src/watch/install.c. */
+static int install_watch(const struct sw_args *a)
+{
+    struct sw_err e;
+    struct sw_watch_install_result r;
+    char exe[PATH_MAX], fleet[PATH_MAX], ledger[PATH_MAX];
+    const char *lp = NULL;
+    bool json = a->json;
+    int64_t dl = 30000, settle = 3000;
+    int rc;
+    sw_err_clear(&e);
+    if (a->npos > 0)
+        return sw_args_usage(a, "--watch installs the supervisor of the whole fleet: no ENDPOINT");
+    if (sw_args_flag(a, "no-ledger") || sw_args_str(a, "timeout"))
+        return sw_args_usage(a, "--watch takes neither --no-ledger nor --timeout (--settle)");
+    rc = sw_args_duration(a, "deadline", 100, 86400000, &dl);
+    if (!rc)
+        rc = sw_args_duration(a, "settle", 100, 600000, &settle);
+    if (rc)
+        return rc;
+    struct sw_cli_fleet fl;
+    if ((rc = sw_cli_fleet(a, 0, 0, &fl)) ||
+        (rc = sw_cli_watch_paths(a, fl.path, exe, fleet, ledger, &lp)))
+        return rc;
+    struct sw_watch_install_opts o = {.exe = exe,
+                                      .fleet_path = fleet,
+                                      .ledger_path = lp,
+                                      .metrics_addr = sw_args_str(a, "metrics"),
+                                      .start = sw_args_flag(a, "start"),
+                                      .settle_ms = settle,
+                                      .deadline_ms = dl,
+                                      .on_step = on_watch_step,
+                                      .ctx = &json};
+    if (!json)
+        printf("install --watch on this machine\n");
+    int irc = sw_watch_install(&o, &r, &e);
+    if (json) {
+        json_t *j =
+            json_pack("{s:s,s:s,s:b,s:b,s:b,s:b,s:b,s:b,s:s,s:s}", "unit", r.unit, "unit_path",
+                      r.unit_path, "refused", r.refused, "replaced", r.replaced, "installed",
+                      r.installed, "started", r.started, "serving", r.serving, "put_back",
+                      r.put_back, "journal", r.journal, "verdict", irc ? "fail" : "pass");
+        if (j && irc)
+            sw_json_set_str(j, "error", e.msg);
+        sw_json_print(stdout, j, true);
+        json_decref(j);
+    } else {
+        if (r.journal[0])
+            printf("  journal of %s (newest lines):\n%s", r.unit, r.journal);
+        if (irc)
+            fprintf(stderr, "slipway: %s\n", e.msg);
+        else
+            printf("%s installed at %s%s\n", r.unit, r.unit_path,
+                   r.serving ? ", enabled and running" : " (--start enables and starts it)");
+    }
+    if (!irc)
+        return SW_EXIT_OK;
+    return r.refused || r.installed || r.started || r.put_back ? SW_EXIT_FAIL
+                                                               : sw_cli_exit_for(irc);
 }
 
 int sw_cmd_install(int argc, char **argv)
@@ -81,6 +163,10 @@ int sw_cmd_install(int argc, char **argv)
     if (!sw_args_parse(&sw_spec_install, argc, argv, &a, &rc))
         return rc;
     bool json = a.json;
+    if (sw_args_flag(&a, "watch"))
+        return install_watch(&a);
+    if (sw_args_str(&a, "metrics") || sw_args_str(&a, "settle"))
+        return sw_args_usage(&a, "--metrics and --settle go with --watch");
     if (a.npos < 1)
         return sw_cli_need_endpoint(&a, " to install");
     const char *name = a.pos[0];

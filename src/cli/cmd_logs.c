@@ -1,7 +1,8 @@
 /*
  * slipway logs ENDPOINT [--fleet FILE] [-f] [--since T] [--boot N] [-n N] [--json]
  *
- *   The journal of the endpoint's unit, read from its host (journalctl), each line run through
+ *   The journal of the endpoint's unit, read from its host (journalctl), or the log of the engine
+ *   `up --detach` runs for it on this machine (its record names it), each line run through
  *   the engine's boot-log parser: a failure line is marked with its class and phase
  *   (`!! oom/kv_alloc`). With --json one object per line {line, class, phase}.
  *
@@ -33,9 +34,11 @@ static const char *const examples[] = {
 
 const struct sw_cmd_spec sw_spec_logs = {
     .name = "logs",
-    .summary = "an endpoint's journal from its host, failure lines classified inline",
+    .summary = "an endpoint's journal from its host (or up's log here), failure lines classified",
     .synopsis = "ENDPOINT [--fleet FILE] [-f] [--since T] [--boot N] [-n N] [--json]",
-    .about = "journalctl of the endpoint's unit on its host; every line goes through the\n"
+    .about = "journalctl of the endpoint's unit on its host, or, for an engine `up` runs on\n"
+             "this machine, its log (-f until the engine exits; --since applies to the run as a\n"
+             "whole: its lines carry no time); every line goes through the\n"
              "engine's boot-log parser and a failure (oom, compile, bad payload, ...) is\n"
              "marked with its class and phase.",
     .opts = opts,
@@ -105,9 +108,14 @@ int sw_cmd_logs(int argc, char **argv)
                               : sw_cli_need_endpoint(&a, "");
     }
     const char *name = fl.endpoints[0];
+    char from[4400] = "";
+    o.from = from;
+    o.from_n = sizeof(from);
     sw_cli_catch_stop(false);
     o.stop = &sw_cli_stop;
     rc = sw_watch_logs(f, name, &o, &e);
+    if (!a.json && from[0])
+        fprintf(stderr, "logs: %s\n", from);
     sw_cli_release_stop();
     rc = rc ? sw_cli_fail(&e, a.json) : SW_EXIT_OK;
     sw_fleet_free(f);

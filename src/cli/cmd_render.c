@@ -327,7 +327,7 @@ static int render_watch(const struct sw_args *a)
     struct sw_err e;
     struct sw_buf b;
     char exe[PATH_MAX], fleet[PATH_MAX], ledger[PATH_MAX];
-    const char *lp = sw_args_str(a, "ledger");
+    const char *lp = NULL;
     const char *dir = sw_args_str(a, "out");
     int rc = SW_EXIT_OK;
     sw_err_clear(&e);
@@ -336,19 +336,10 @@ static int render_watch(const struct sw_args *a)
     struct sw_cli_fleet fl;
     if ((rc = sw_cli_fleet(a, 0, 0, &fl)))
         return rc;
-    const char *fp = fl.path;
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-    exe[n > 0 ? n : 0] = '\0';
-    if (!realpath(fp, fleet)) {
-        sw_err_set(&e, SW_ENOENT, "%s: %s", fp, strerror(errno));
-        return sw_cli_fail(&e, a->json);
-    }
-    if (lp && !realpath(lp, ledger)) {
-        sw_err_set(&e, SW_ENOENT, "%s: %s", lp, strerror(errno));
-        return sw_cli_fail(&e, a->json);
-    }
+    if ((rc = sw_cli_watch_paths(a, fl.path, exe, fleet, ledger, &lp)))
+        return rc;
     sw_buf_init(&b, 1u << 16);
-    if (sw_watch_unit_render(exe, fleet, lp ? ledger : NULL, sw_args_str(a, "metrics"), &b, &e)) {
+    if (sw_watch_unit_render(exe, fleet, lp, sw_args_str(a, "metrics"), &b, &e)) {
         rc = sw_cli_fail(&e, a->json);
         goto out;
     }

@@ -6,7 +6,11 @@
 
 #include <slipway/fleet.h>
 
+#include <errno.h>
+#include <limits.h>
 #include <signal.h>
+#include <stdio.h>
+#include <unistd.h>
 #include <sys/stat.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -239,5 +243,39 @@ int sw_cli_fleet(const struct sw_args *a, int first, unsigned flags, struct sw_c
         out->fleet = f;
     else
         sw_fleet_free(f);
+    return 0;
+}
+
+int sw_cli_watch_paths(const struct sw_args *a, const char *fleet_path, char *exe, char *fleet,
+                       char *ledger, const char **ledger_out)
+{
+    struct sw_err e;
+    const char *lp = sw_args_str(a, "ledger");
+    sw_err_clear(&e);
+    ssize_t n = readlink("/proc/self/exe", exe, PATH_MAX - 1);
+    exe[n > 0 ? n : 0] = '\0';
+    *ledger_out = NULL;
+    if (!realpath(fleet_path, fleet)) {
+        sw_err_set(&e, SW_ENOENT, "%s: %s", fleet_path, strerror(errno));
+        return sw_cli_fail(&e, a->json);
+    }
+    if (!lp)
+        return 0;
+    if (!realpath(lp, ledger)) {
+        /* not there yet (watch creates it): its directory's real path and its name */
+        char dir[PATH_MAX], copy[PATH_MAX];
+        snprintf(copy, sizeof(copy), "%s", lp);
+        char *slash = strrchr(copy, '/');
+        const char *base = slash ? slash + 1 : copy;
+        if (slash)
+            *slash = '\0';
+        if (errno != ENOENT || !*base || !realpath(slash ? (copy[0] ? copy : "/") : ".", dir) ||
+            (size_t)snprintf(ledger, PATH_MAX, "%s/%s", strcmp(dir, "/") ? dir : "", base) >=
+                PATH_MAX) {
+            sw_err_set(&e, SW_ENOENT, "%s: %s", lp, strerror(errno ? errno : ENAMETOOLONG));
+            return sw_cli_fail(&e, a->json);
+        }
+    }
+    *ledger_out = ledger;
     return 0;
 }

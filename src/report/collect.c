@@ -791,6 +791,10 @@ static int endpoint_doc(const struct sw_fleet *f, const struct sw_fleet_endpoint
         rc = sw__rep_restarts(o ? o->ledger : NULL, ep->name, &x, e);
     sw__rep_put(d, "restarts", x, &rc);
     x = NULL;
+    if (!rc)
+        rc = sw__rep_watch(o ? o->ledger : NULL, ep->name, &x, e);
+    sw__rep_put(d, "watch", x, &rc);
+    x = NULL;
     sw__rep_put(d, "boots_recorded", jint(json_array_size(json_object_get(led, "boots"))), &rc);
     if (!rc && o && o->since > 0) {
         rc = changes(led, o->since, &x);

@@ -594,6 +594,58 @@ static const char *restarts_line(const json_t *ep, char *line, size_t n)
     return line;
 }
 
+/* watch's account in one line: the state now and since when, and what it did. */
+static const char *watch_line(const json_t *ep, char *line, size_t n)
+{
+    const json_t *w = json_object_get(ep, "watch");
+    if (!json_is_object(w)) {
+        snprintf(line, n, "unknown: no ledger");
+        return line;
+    }
+    if (!ji(w, "rows")) {
+        snprintf(line, n, "never watched (`slipway watch`)");
+        return line;
+    }
+    const json_t *al = json_object_get(w, "alerts"), *jb = json_object_get(w, "jobs");
+    snprintf(line, n,
+             "%s since %s; %lld change%s of state, %lld restart%s, %lld rollback%s, %lld "
+             "refusal%s; alerts %lld delivered, %lld failed; jobs %lld (%lld not ok, %lld missed)",
+             js(w, "state") ? js(w, "state") : "no state recorded",
+             js(w, "since") ? js(w, "since") : "?", (long long)ji(w, "changes"),
+             ji(w, "changes") == 1 ? "" : "s", (long long)ji(w, "restarts"),
+             ji(w, "restarts") == 1 ? "" : "s", (long long)ji(w, "rollbacks"),
+             ji(w, "rollbacks") == 1 ? "" : "s", (long long)ji(w, "refused"),
+             ji(w, "refused") == 1 ? "" : "s", (long long)ji(al, "delivered"),
+             (long long)ji(al, "failed"), (long long)ji(jb, "runs"), (long long)ji(jb, "not_ok"),
+             (long long)ji(jb, "missed"));
+    return line;
+}
+
+/* watch's newest rows: changes of state, restarts, rollbacks, alerts, jobs. */
+static int watch_table(struct view *v, const json_t *ep)
+{
+    const json_t *hist = json_object_get(json_object_get(ep, "watch"), "history");
+    if (!json_array_size(hist))
+        return 0;
+    int rc = h3(v, "Status history (slipway watch, newest first)");
+    static const char *const head[] = {"at", "kind", "state", "action", "outcome", "detail"};
+    if (!rc)
+        rc = table_open(v, head, 6);
+    size_t i;
+    json_t *x;
+    json_array_foreach(hist, i, x)
+    {
+        if (rc)
+            break;
+        const char *cells[6] = {js(x, "at"),     js(x, "kind"),    js(x, "state"),
+                                js(x, "action"), js(x, "outcome"), js(x, "detail")};
+        for (size_t k = 0; k < 6; k++)
+            cells[k] = cells[k] ? cells[k] : "-";
+        rc = row(v, cells, 6, false);
+    }
+    return rc ? rc : table_close(v);
+}
+
 /* One row per tag: the last-good first, then the rollback tags, then the retired ones. */
 static int tags_table(struct view *v, const json_t *ep)
 {
@@ -753,6 +805,8 @@ static int endpoint_view(struct view *v, const json_t *ep)
     if (!rc)
         rc = item(v, "restarts", restarts_line(ep, line, sizeof(line)));
     if (!rc)
+        rc = item(v, "watch", watch_line(ep, line, sizeof(line)));
+    if (!rc)
         rc = put(v, v->html ? "</ul>\n" : "");
     if (!rc)
         rc = speed_chart(v, ep);
@@ -762,6 +816,8 @@ static int endpoint_view(struct view *v, const json_t *ep)
         rc = budget_table(v, ep);
     if (!rc)
         rc = tags_table(v, ep);
+    if (!rc)
+        rc = watch_table(v, ep);
     if (!rc)
         rc = known_bad_table(v, ep);
     if (!rc)

@@ -44,6 +44,14 @@ int sw__rep_tags(struct sw_ledger *l, const struct sw_fleet_endpoint *ep, json_t
  * class, n_restarts} | null}. tags.c. */
 int sw__rep_restarts(struct sw_ledger *l, const char *endpoint, json_t **out, struct sw_err *e);
 
+/* A ledger read's rc with "nothing recorded" (SW_ENOENT, e cleared) as 0. tags.c. */
+int sw__rep_absent_ok(int rc, struct sw_err *e);
+/* The endpoint's status history from watch (new reference; null without a ledger): {source,
+ * state, since, changes, restarts, rollbacks, refused, alerts: {delivered, failed}, jobs: {runs,
+ * not_ok, missed}, rows, history: [{at, kind, state, action, outcome, detail}] newest first}.
+ * watch.c. */
+int sw__rep_watch(struct sw_ledger *l, const char *endpoint, json_t **out, struct sw_err *e);
+
 /* XML/HTML text escaping into b. */
 int sw__rep_esc(struct sw_buf *b, const char *s);
 

@@ -137,6 +137,15 @@ out:
     return 0;
 }
 
+int sw__rep_absent_ok(int rc, struct sw_err *e)
+{
+    if (rc != SW_ENOENT)
+        return rc;
+    if (e)
+        sw_err_clear(e);
+    return 0;
+}
+
 int sw__rep_restarts(struct sw_ledger *l, const char *endpoint, json_t **out, struct sw_err *e)
 {
     json_t *att = NULL, *d = NULL, *last = NULL;
@@ -146,12 +155,7 @@ int sw__rep_restarts(struct sw_ledger *l, const char *endpoint, json_t **out, st
         *out = json_null();
         return 0;
     }
-    rc = sw_ledger_deploy_list(l, endpoint, 0, &att, e);
-    if (rc == SW_ENOENT) {
-        if (e)
-            sw_err_clear(e);
-        rc = 0;
-    }
+    rc = sw__rep_absent_ok(sw_ledger_deploy_list(l, endpoint, 0, &att, e), e);
     if (rc)
         return rc;
     json_int_t n = 0, committed = 0, rolled = 0, loops = 0, seen = 0;

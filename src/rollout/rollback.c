@@ -6,10 +6,17 @@
  * last-good, the rollback set or a tag's set). The time the endpoint did not serve runs to the
  * first generation of the shape that serves in the end.
  *
+ * A rollback by hand recorded (opts.record with a ledger: `slipway watch`'s rollbacks) is an
+ * attempt of its own in the ledger, as a deploy's is: of the shape it puts back (the tag's), its
+ * steps as they run, and its end rolled_back (or rollback_failed) with the cause's class
+ * (opts.cause); never a known-bad rule (nothing proved the shape at fault).
+ *
  * What it does not do: pick a set the host does not hold (that is SW_ENOENT), or leave a unit
  * that failed its rollback crash-looping (it is stopped).
  */
 #include "rollout_internal.h"
+
+#include <slipway/ledger.h>
 
 #include <stdio.h>
 #include <string.h>
@@ -184,6 +191,27 @@ static int prove_restored(struct sw__ro *c, const char *set, struct sw_err *e)
     return 0;
 }
 
+/* Recording: the attempt of the shape the set holds (the tag's in the ledger). A ledger that
+ * cannot take it does not stop the rollback: the result says why (ledger_msg). */
+static void begin_attempt(struct sw__ro *c)
+{
+    const struct sw_rollout_opts *o = c->o;
+    json_t *tag = NULL;
+    struct sw_err e;
+    sw_err_clear(&e);
+    if (!o->ledger || !o->record)
+        return;
+    int rc = o->to_tag ? sw_ledger_tag_get(o->ledger, o->to_tag, &tag, &e)
+                       : sw_ledger_tag_last_good(o->ledger, c->ep->name, &tag, &e);
+    if (!rc)
+        rc = sw__ro_ledger_begin(c, json_object_get(tag, "shape"), &e);
+    if (rc)
+        snprintf(c->r->ledger_msg, sizeof(c->r->ledger_msg),
+                 "the rollback is not recorded as an attempt: %.400s", e.msg);
+    c->r->attempt = c->attempt;
+    json_decref(tag);
+}
+
 int sw_rollout_rollback(const struct sw_fleet *f, const struct sw_fleet_endpoint *ep,
                         const struct sw_rollout_opts *o, struct sw_rollout_result *r,
                         struct sw_err *e)
@@ -203,12 +231,21 @@ int sw_rollout_rollback(const struct sw_fleet *f, const struct sw_fleet_endpoint
         rc = choose_set(&c, set, sizeof(set), e);
     if (rc)
         goto out;
+    begin_attempt(&c);
     rc = restore(&c, set, e);
     if (rc || r->outcome != SW_ROLLOUT_NONE)
         goto out;
     rc = prove_restored(&c, set, e);
 out:
     rc = sw__ro_settle(&c, rc, e);
+    if (c.attempt > 0) {
+        if (r->outcome == SW_ROLLOUT_NONE) { /* an error ended it */
+            r->outcome = SW_ROLLOUT_ROLLBACK_FAILED;
+            if (!r->fail_msg[0])
+                snprintf(r->fail_msg, sizeof(r->fail_msg), "%.1000s", e ? e->msg : "error");
+        }
+        sw__ro_ledger_finish(&c);
+    }
     sw__ro_close(&c);
     sw_unit_render_free(&rd);
     return rc;

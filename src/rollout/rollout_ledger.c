@@ -132,6 +132,7 @@ void sw__ro_ledger_finish(struct sw__ro *c)
     struct sw_ledger_attempt_end f = {0};
     switch (r->outcome) {
     case SW_ROLLOUT_ROLLED_BACK:
+    case SW_ROLLOUT_RESTORED: /* a recorded rollback by hand (watch's) */
         f.outcome = "rolled_back";
         break;
     case SW_ROLLOUT_ROLLBACK_FAILED:
@@ -144,7 +145,7 @@ void sw__ro_ledger_finish(struct sw__ro *c)
         f.outcome = "gate_refused";
         break;
     }
-    f.failure_class = r->fail_class[0] ? class_word(r->fail_class) : NULL;
+    f.failure_class = r->fail_class[0] ? class_word(r->fail_class) : c->o->cause;
     json_t *ev = json_object();
     if (ev) {
         if (r->journal)
@@ -155,6 +156,8 @@ void sw__ro_ledger_finish(struct sw__ro *c)
         sw_json_set_str(ev, "step", r->failed_step);
         if (r->rollback_msg[0])
             sw_json_set_str(ev, "rollback", r->rollback_msg);
+        if (c->o->cause)
+            sw_json_set_str(ev, "cause", c->o->note ? c->o->note : c->o->cause);
     }
     f.evidence = ev;
     f.downtime_ms = r->downtime_ms;
@@ -163,8 +166,9 @@ void sw__ro_ledger_finish(struct sw__ro *c)
      * a binary, a path, the host) */
     bool shape_step = !strcmp(r->failed_step, "boot") || !strcmp(r->failed_step, "liveness") ||
                       !strcmp(r->failed_step, "probe");
-    f.not_the_shape =
-        !shape_step || c->same_shape_as_last_good || r->outcome == SW_ROLLOUT_INTERRUPTED;
+    f.not_the_shape = !shape_step || c->same_shape_as_last_good ||
+                      r->outcome == SW_ROLLOUT_INTERRUPTED || r->outcome == SW_ROLLOUT_RESTORED ||
+                      c->o->cause;
     struct sw_err e;
     sw_err_clear(&e);
     int64_t rule = 0;

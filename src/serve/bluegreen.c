@@ -233,8 +233,10 @@ static int next_slot(struct sw__serve *sv, struct sw__serve_bg *bg, char *why, s
     struct sw__serve_ep *x = &sv->eps[i];
     if (x->client_open)
         sw_service_client_close(&x->client);
+    sw__serve_pool_close(sv, i);
     memcpy(x, old, sizeof(*x));
     x->client_open = false;
+    x->n_pool = 0; /* the old one's idle connections are the old one's */
     struct sw_err e;
     sw_err_clear(&e);
     if (sw_service_client_open(bg->fleets->fleet, bg->ep->name, &x->client, &e)) {

@@ -1,34 +1,52 @@
 /*
  * serve proxy: one client request sent to one endpoint and its answer relayed byte for byte. The
- * engine's connection is a plain bufferevent, not libevent's HTTP client: its response head is
- * read (status, Content-Type, Content-Length, Transfer-Encoding), the client's head is sent with
- * those, and then the engine's body bytes go to the client as they arrive, framing and all (its
- * chunk sizes are tracked, not re-encoded: libevent's own HTTP framing is switched off for the
- * reply), so a stream costs one move of a buffer per read. A failure before the first byte (no
+ * engine's connection is a plain non-blocking socket with one event, not libevent's HTTP client
+ * nor a bufferevent: its response head is read (status, Content-Type, Content-Length,
+ * Transfer-Encoding, Connection), the client's head is sent with those, and then each read of the
+ * engine's body goes to the client as it came, framing and all (its chunk sizes are tracked, not
+ * re-encoded: libevent's own HTTP framing is switched off for the reply). A read is one read(2)
+ * into one buffer of the loop and, when nothing waits in the client's output, one send(2) to the
+ * client: no copy into a buffer, no FIONREAD, no epoll change per token; what the client's socket
+ * does not take waits in its output buffer, and while that holds more than a mark the engine is
+ * not read (backpressure: the engine's socket fills and its writes wait; serve's memory per
+ * stream stays bounded). Engine connections are kept alive and pooled per endpoint (HTTP/1.1,
+ * when the engine keeps them); a pooled one found closed before its first byte is replaced by a
+ * new connection, not counted as the engine's failure. A failure before the first byte (no
  * connection, a reset, a 502/503 while another replica runs) is retried on another replica; a
  * death mid-stream ends the stream with an SSE error event when it fell between chunks (else the
  * client's connection is closed: its framing cannot be mended). The client going away closes the
- * engine's connection, which is how an engine learns to cancel.
+ * engine's connection (never pooled), which is how an engine learns to cancel.
  *
- * What it does not do: choose the replica (serve.c), queue (front.c), pool engine connections
- * (one per request, `Connection: close`), or hold back a slow client's bytes (they are buffered).
+ * What it does not do: choose the replica (serve.c), queue (front.c), or parse the events beyond
+ * counting them for /metrics.
  */
 #include "serve_internal.h"
 
+#include <errno.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/http_struct.h>
 #include <event2/keyvalq_struct.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
 #define HEAD_MAX 65536
+/* the client's output above HIGH: the engine is not read until it is back under LOW */
+#define OUT_HIGH (128u << 10)
+#define OUT_LOW  (32u << 10)
+#define READ_MAX (64u << 10)
 
 enum { CK_SIZE, CK_EXT, CK_DATA, CK_DATA_END, CK_TRAILER, CK_DONE };
+
+/* One loop's read buffer: a read is relayed before the next one (one loop per thread). */
+static _Thread_local char g_rd[READ_MAX];
 
 static void ep_done(struct sw__serve_px *px)
 {
@@ -38,28 +56,68 @@ static void ep_done(struct sw__serve_px *px)
     x->last_ns = sw_now_ns();
 }
 
-static void upstream_close(struct sw__serve_px *px)
+static struct evbuffer *client_out(const struct sw__serve_px *px)
 {
-    if (px->ubev)
-        bufferevent_free(px->ubev);
-    px->ubev = NULL;
+    struct bufferevent *b = px->cconn ? evhttp_connection_get_bufferevent(px->cconn) : NULL;
+    return b ? bufferevent_get_output(b) : NULL;
 }
 
-/* SSE events in b: "data: " not followed by "[DONE]", read where the bytes lie; an event split
- * across two reads is not counted (rare: an engine writes its events whole). */
-static uint64_t count_events(const struct evbuffer_iovec *v, int n)
+/* The engine's connection goes: back to its endpoint's pool when `reuse` and the answer ended
+ * cleanly on a kept-alive connection, else closed (an engine cancels on the close). */
+static void upstream_close(struct sw__serve_px *px, bool reuse)
+{
+    if (px->drain) {
+        struct evbuffer *o = client_out(px);
+        if (o)
+            evbuffer_remove_cb_entry(o, px->drain);
+        px->drain = NULL;
+    }
+    px->paused = false;
+    if (px->uev) {
+        event_free(px->uev);
+        px->uev = NULL;
+        struct sw__serve_ep *x = &px->sv->eps[px->ep];
+        if (reuse && px->keep && x->n_pool < SW__SERVE_POOL)
+            x->pool[x->n_pool++] = px->ufd;
+        else
+            close(px->ufd);
+    }
+    px->ufd = -1;
+    if (px->uhead)
+        evbuffer_free(px->uhead);
+    px->uhead = NULL;
+}
+
+/* px is done with engines: its request's head goes (kept until now for a retry) */
+static void upstream_done(struct sw__serve_px *px, bool reuse)
+{
+    upstream_close(px, reuse);
+    sw_free(px->ureq);
+    px->ureq = NULL;
+}
+
+void sw__serve_pool_close(struct sw__serve *sv, int ep)
+{
+    for (int i = ep < 0 ? 0 : ep; i < (ep < 0 ? sv->n_eps : ep + 1); i++) {
+        struct sw__serve_ep *x = &sv->eps[i];
+        while (x->n_pool > 0)
+            close(x->pool[--x->n_pool]);
+    }
+}
+
+/* SSE events in [p, p+n): "data: " not followed by "[DONE]"; an event split across two reads is
+ * not counted (rare: an engine writes its events whole). */
+static uint64_t count_events(const char *p, size_t n)
 {
     uint64_t hits = 0;
-    for (int i = 0; i < n; i++) {
-        const char *p = v[i].iov_base, *end = p + v[i].iov_len;
-        while (p < end) {
-            const char *q = memmem(p, (size_t)(end - p), "data: ", 6);
-            if (!q)
-                break;
-            if (!(end - q >= 12 && !memcmp(q + 6, "[DONE]", 6)))
-                hits++;
-            p = q + 6;
-        }
+    const char *end = p + n;
+    while (p < end) {
+        const char *q = memmem(p, (size_t)(end - p), "data: ", 6);
+        if (!q)
+            break;
+        if (!(end - q >= 12 && !memcmp(q + 6, "[DONE]", 6)))
+            hits++;
+        p = q + 6;
     }
     return hits;
 }
@@ -75,33 +133,36 @@ static int hexval(char c)
     return -1;
 }
 
-/* Follow the body's framing over n bytes; false when it is malformed. */
-static bool track(struct sw__serve_px *px, const char *p, size_t n)
+/* Follow the body's framing over n bytes: how many of them are the body's (the rest came after
+ * its end), or -1 when it is malformed. */
+static ssize_t track(struct sw__serve_px *px, const char *p, size_t n)
 {
     if (!px->chunked) {
-        if (px->remain >= 0)
-            px->remain -= (int64_t)n < px->remain ? (int64_t)n : px->remain;
-        return true;
+        if (px->remain < 0)
+            return (ssize_t)n;
+        int64_t k = (int64_t)n < px->remain ? (int64_t)n : px->remain;
+        px->remain -= k;
+        return (ssize_t)k;
     }
-    const char *end = p + n;
+    const char *b = p, *end = p + n;
     while (p < end) {
         switch (px->ck) {
         case CK_SIZE: {
             int h = hexval(*p);
             if (h >= 0) {
                 if (px->remain > (INT64_MAX >> 4))
-                    return false;
+                    return -1;
                 px->remain = px->remain * 16 + h;
                 px->ck_digits = true;
             } else if (*p == ';' || *p == ' ' || *p == '\t')
                 px->ck = CK_EXT;
             else if (*p == '\n') {
                 if (!px->ck_digits)
-                    return false;
+                    return -1;
                 px->ck = px->remain ? CK_DATA : CK_TRAILER;
                 px->ck_line = 0;
             } else if (*p != '\r')
-                return false;
+                return -1;
             p++;
             break;
         }
@@ -126,7 +187,7 @@ static bool track(struct sw__serve_px *px, const char *p, size_t n)
                 px->ck_digits = false;
                 px->remain = 0;
             } else if (*p != '\r')
-                return false;
+                return -1;
             p++;
             break;
         case CK_TRAILER:
@@ -139,10 +200,10 @@ static bool track(struct sw__serve_px *px, const char *p, size_t n)
             p++;
             break;
         default: /* past the end: nothing more is the body's */
-            return true;
+            return p - b;
         }
     }
-    return true;
+    return p - b;
 }
 
 static bool body_done(const struct sw__serve_px *px)
@@ -150,28 +211,46 @@ static bool body_done(const struct sw__serve_px *px)
     return px->chunked ? px->ck == CK_DONE : px->remain == 0;
 }
 
-static void finish(struct sw__serve_px *px)
+static void finish(struct sw__serve_px *px, bool reuse)
 {
     struct sw__serve *sv = px->sv;
-    upstream_close(px);
+    upstream_done(px, reuse);
     ep_done(px);
-    evhttp_send_reply_end(px->req);
+    /* px goes first: with nothing left to write (the relay sends straight to the socket) the
+     * reply's end completes at once, and a `Connection: close` client's connection is freed
+     * inside evhttp_send_reply_end, close callback and all */
+    struct evhttp_request *req = px->req;
+    if (px->cconn)
+        evhttp_connection_set_closecb(px->cconn, NULL, NULL);
+    px->cconn = NULL;
+    px->req = NULL;
     sw__serve_px_free(px);
+    evhttp_send_reply_end(req);
     sw__serve_kick(sv);
 }
 
-/* Failed before the first byte: another replica, else the client's 502. */
+static void connect_to(struct sw__serve_px *px, int i, bool fresh);
+
+/* Failed before the first byte: another replica, else the client's 502. A pooled connection the
+ * engine had closed is not a failure: the request goes again on a new one. */
 static void failed_early(struct sw__serve_px *px, const char *what)
 {
     struct sw__serve *sv = px->sv;
     struct sw__serve_model *m = &sv->models[px->model];
     struct sw__serve_ep *x = &sv->eps[px->ep];
-    upstream_close(px);
+    bool stale = px->pooled && !px->retry && px->ustate == 0 &&
+                 (!px->uhead || !evbuffer_get_length(px->uhead));
+    upstream_close(px, false);
+    if (stale) {
+        connect_to(px, px->ep, true);
+        return;
+    }
     ep_done(px);
     px->tried[px->ep] = true;
     if (!px->retry && !x->can_stop) {
         /* no answer from one that runs outside serve: it is gone until it is seen again */
         x->state = SW_SERVE_STOPPED;
+        sw__serve_pool_close(sv, px->ep);
         sw__serve_logf(sv, "%s: no answer at %s:%u: taken out of rotation", x->ep->name, x->host,
                        x->port);
     }
@@ -191,6 +270,7 @@ static void failed_early(struct sw__serve_px *px, const char *what)
              m->name, what);
     sw__serve_count(m, 502);
     sw__serve_reply_error(px->req, 502, "upstream_error", msg, 0);
+    upstream_done(px, false);
     sw__serve_px_free(px);
     sw__serve_kick(sv);
 }
@@ -222,10 +302,10 @@ static void failed_midstream(struct sw__serve_px *px)
             evhttp_send_reply_chunk(px->req, b);
             evbuffer_free(b);
         }
-        finish(px);
+        finish(px, false);
         return;
     }
-    upstream_close(px);
+    upstream_done(px, false);
     ep_done(px);
     if (px->cconn) {
         evhttp_connection_set_closecb(px->cconn, NULL, NULL);
@@ -268,8 +348,11 @@ static bool on_head(struct sw__serve_px *px, struct evbuffer *in, size_t hl)
     struct sw__serve *sv = px->sv;
     const char *h = (const char *)evbuffer_pullup(in, (ev_ssize_t)hl);
     const char *end = h + hl;
-    int code = 0;
-    if (!h || sscanf(h, "HTTP/1.%*1d %3d", &code) != 1 || code < 100) {
+    int code = 0, minor = 0;
+    char sl[64] = ""; /* the status line's start, terminated: the head is not */
+    if (h)
+        memcpy(sl, h, hl < sizeof(sl) - 1 ? hl : sizeof(sl) - 1);
+    if (!h || sscanf(sl, "HTTP/1.%1d %3d", &minor, &code) != 2 || code < 100) {
         failed_early(px, "not an HTTP answer");
         return false;
     }
@@ -299,6 +382,10 @@ static bool on_head(struct sw__serve_px *px, struct evbuffer *in, size_t hl)
     px->chunked = te && n >= 7 && !strncasecmp(te + n - 7, "chunked", 7);
     if (!px->chunked && !header(h, end, "Content-Length", &n))
         px->remain = -1; /* delimited by the close */
+    /* the connection may serve the next request: HTTP/1.1, framed, and not closed by the engine */
+    const char *cn = header(h, end, "Connection", &n);
+    px->keep = px->keep && minor >= 1 && px->remain != -1 &&
+               !(cn && n == 5 && !strncasecmp(cn, "close", 5));
     /* the reason phrase as the engine sent it */
     char reason[128] = "OK";
     const char *sp = memchr(h, ' ', hl);
@@ -310,8 +397,8 @@ static bool on_head(struct sw__serve_px *px, struct evbuffer *in, size_t hl)
     }
     /* a client of HTTP/1.1 gets the engine's framing as it is; libevent adds none */
     px->raw = (px->chunked || px->remain >= 0) && px->req->major == 1 && px->req->minor >= 1;
-    if (px->raw && px->chunked)
-        evhttp_add_header(out, "Transfer-Encoding", "chunked");
+    /* (a chunked body has no Content-Length: libevent writes `Transfer-Encoding: chunked` itself
+     * for an HTTP/1.1 client; adding it here too sent the header twice) */
     evhttp_send_reply_start(px->req, code, reason);
     if (px->raw)
         px->req->chunked = 0;
@@ -326,69 +413,233 @@ static bool on_head(struct sw__serve_px *px, struct evbuffer *in, size_t hl)
     return true;
 }
 
-static void on_read(struct bufferevent *bev, void *arg)
+/* The client's output drained below the low mark: read the engine again. */
+static void on_drain(struct evbuffer *b, const struct evbuffer_cb_info *info, void *arg)
 {
     struct sw__serve_px *px = arg;
-    struct evbuffer *in = bufferevent_get_input(bev);
-    if (!px->ustate) {
-        size_t len = evbuffer_get_length(in);
-        struct evbuffer_ptr e = evbuffer_search(in, "\r\n\r\n", 4, NULL);
-        if (e.pos < 0) {
-            if (len > HEAD_MAX)
-                failed_early(px, "a head past 64 KiB");
-            return;
-        }
-        if (!on_head(px, in, (size_t)e.pos + 4))
-            return;
-    }
-    size_t n = evbuffer_get_length(in);
-    if (!n)
+    if (!px->paused || !info->n_deleted || evbuffer_get_length(b) > OUT_LOW)
         return;
+    px->paused = false;
+    evbuffer_cb_set_flags(b, px->drain, 0);
+    if (px->uev)
+        event_add(px->uev, NULL);
+}
+
+/* n bytes of the body to the client: straight to its socket when nothing waits before them,
+ * else after what waits (libevent writes it); above the high mark the engine is not read. */
+static void to_client(struct sw__serve_px *px, const char *p, size_t n)
+{
+    if (!px->raw) { /* libevent frames it (an HTTP/1.0 client, or a body ended by the close) */
+        struct evbuffer *b = evbuffer_new();
+        if (b) {
+            evbuffer_add(b, p, n);
+            evhttp_send_reply_chunk(px->req, b);
+            evbuffer_free(b);
+        }
+    } else {
+        struct evbuffer *o = client_out(px);
+        if (!o)
+            return;
+        size_t done = 0;
+        if (!evbuffer_get_length(o)) {
+            struct bufferevent *cb = evhttp_connection_get_bufferevent(px->cconn);
+            ssize_t w = send(bufferevent_getfd(cb), p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+            if (w > 0)
+                done = (size_t)w;
+        }
+        if (done < n) /* the socket is full (or failed: libevent's write will say so) */
+            evbuffer_add(o, p + done, n - done);
+    }
+    struct evbuffer *o = client_out(px);
+    if (o && evbuffer_get_length(o) > OUT_HIGH && px->uev) {
+        if (!px->drain)
+            px->drain = evbuffer_add_cb(o, on_drain, px);
+        else
+            evbuffer_cb_set_flags(o, px->drain, EVBUFFER_CB_ENABLED);
+        if (px->drain) {
+            px->paused = true;
+            event_del(px->uev);
+        }
+    }
+}
+
+/* A read of the body: its bytes to the client, then finished or failed when the framing says. */
+static void relay(struct sw__serve_px *px, const char *p, size_t n)
+{
     struct sw__serve_model *m = &px->sv->models[px->model];
     if (!px->first) {
         px->first = true;
         sw__serve_hist_add(&m->ttft, (double)(sw_now_ns() - px->t_arrive_ns) / 1e9);
     }
-    struct evbuffer_iovec v[64];
-    int k = evbuffer_peek(in, -1, NULL, v, 64);
-    if (k > 64) { /* many small chains: one flat copy */
-        if (!evbuffer_pullup(in, -1))
-            return;
-        k = evbuffer_peek(in, -1, NULL, v, 64);
-    }
-    bool ok = true;
-    for (int i = 0; i < k && ok; i++)
-        ok = track(px, v[i].iov_base, v[i].iov_len);
+    ssize_t k = track(px, p, n);
+    size_t body = k < 0 ? n : (size_t)k;
     if (px->stream)
-        m->tokens += count_events(v, k);
-    evhttp_send_reply_chunk(px->req, in);
-    if (!ok) {
+        m->tokens += count_events(p, body);
+    to_client(px, p, body);
+    if (k < 0)
         failed_midstream(px);
-        return;
-    }
-    if (body_done(px))
-        finish(px);
+    else if (body_done(px))
+        finish(px, body == n); /* nothing after the end: the connection can serve again */
 }
 
-static void on_event(struct bufferevent *bev, short what, void *arg)
+/* The engine closed (eof) or failed: the body's end when it was delimited by the close. */
+static void upstream_ended(struct sw__serve_px *px, bool eof)
 {
-    struct sw__serve_px *px = arg;
-    if (what & BEV_EVENT_CONNECTED) {
-        evutil_socket_t fd = bufferevent_getfd(bev);
-        int one = 1;
-        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-        return;
-    }
-    if (!(what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)))
-        return;
-    if (!px->ustate) {
-        failed_early(px, what & BEV_EVENT_EOF ? "closed" : "no answer");
-        return;
-    }
-    if (body_done(px) || (!px->chunked && px->remain < 0 && (what & BEV_EVENT_EOF)))
-        finish(px);
+    if (!px->ustate)
+        failed_early(px, eof ? "closed" : "no answer");
+    else if (body_done(px) || (!px->chunked && px->remain < 0 && eof))
+        finish(px, false);
     else
         failed_midstream(px);
+}
+
+static void on_readable(struct sw__serve_px *px)
+{
+    ssize_t r;
+    do
+        r = read(px->ufd, g_rd, sizeof(g_rd));
+    while (r < 0 && errno == EINTR);
+    if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+        return;
+    if (r <= 0) {
+        upstream_ended(px, r == 0);
+        return;
+    }
+    if (px->ustate) {
+        relay(px, g_rd, (size_t)r);
+        return;
+    }
+    if (!px->uhead)
+        px->uhead = evbuffer_new();
+    if (!px->uhead || evbuffer_add(px->uhead, g_rd, (size_t)r)) {
+        failed_early(px, "out of memory");
+        return;
+    }
+    struct evbuffer_ptr e = evbuffer_search(px->uhead, "\r\n\r\n", 4, NULL);
+    if (e.pos < 0) {
+        if (evbuffer_get_length(px->uhead) > HEAD_MAX)
+            failed_early(px, "a head past 64 KiB");
+        return;
+    }
+    if (!on_head(px, px->uhead, (size_t)e.pos + 4))
+        return;
+    size_t n = evbuffer_get_length(px->uhead);
+    if (!n) {
+        if (body_done(px)) /* an empty body */
+            finish(px, true);
+        return;
+    }
+    /* the body's first bytes came with the head: relayed from a copy (the head's buffer goes) */
+    char *rest = n <= sizeof(g_rd) ? g_rd : NULL;
+    if (!rest || evbuffer_remove(px->uhead, rest, n) != (int)n) {
+        failed_midstream(px);
+        return;
+    }
+    relay(px, rest, n);
+}
+
+static void on_upstream(evutil_socket_t fd, short what, void *arg);
+
+/* The request (head, then body) to the engine, as the socket takes it. */
+static void on_writable(struct sw__serve_px *px)
+{
+    size_t total = px->ureq_len + px->body_len;
+    while (px->usent < total) {
+        struct iovec v[2];
+        int k = 0;
+        if (px->usent < px->ureq_len)
+            v[k++] = (struct iovec){px->ureq + px->usent, px->ureq_len - px->usent};
+        size_t bo = px->usent > px->ureq_len ? px->usent - px->ureq_len : 0;
+        if (px->body_len > bo)
+            v[k++] = (struct iovec){px->body + bo, px->body_len - bo};
+        struct msghdr mh = {.msg_iov = v, .msg_iovlen = (size_t)k};
+        ssize_t w = sendmsg(px->ufd, &mh, MSG_NOSIGNAL);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return;
+        if (w <= 0) {
+            failed_early(px, "no answer");
+            return;
+        }
+        px->usent += (size_t)w;
+    }
+    /* all sent: from now on the connection is only read */
+    event_del(px->uev);
+    event_assign(px->uev, px->sv->base, px->ufd, EV_READ | EV_PERSIST, on_upstream, px);
+    if (event_add(px->uev, NULL))
+        failed_early(px, "no event");
+}
+
+static void on_upstream(evutil_socket_t fd, short what, void *arg)
+{
+    struct sw__serve_px *px = arg;
+    (void)fd;
+    if (px->usent < px->ureq_len + px->body_len) {
+        if (what & EV_WRITE)
+            on_writable(px);
+        return;
+    }
+    on_readable(px);
+}
+
+/* A connection to endpoint i: one from its pool unless `fresh` (or none is left alive), else a
+ * new one; the request goes as soon as the socket takes it. */
+static void connect_to(struct sw__serve_px *px, int i, bool fresh)
+{
+    struct sw__serve *sv = px->sv;
+    struct sw__serve_ep *x = &sv->eps[i];
+    px->ufd = -1;
+    px->pooled = false;
+    px->usent = 0;
+    while (!fresh && x->n_pool > 0) {
+        int fd = x->pool[--x->n_pool];
+        char c;
+        ssize_t r = recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+        if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) { /* open and quiet */
+            px->ufd = fd;
+            px->pooled = true;
+            break;
+        }
+        close(fd); /* closed by the engine, or bytes nobody asked for */
+    }
+    if (px->ufd < 0) {
+        struct sockaddr_storage ss;
+        int sl = sizeof(ss);
+        char hp[300];
+        snprintf(hp, sizeof(hp), strchr(x->host, ':') ? "[%s]:%u" : "%s:%u", x->host, x->port);
+        if (evutil_parse_sockaddr_port(hp, (struct sockaddr *)&ss, &sl)) {
+            failed_early(px, "not a numeric address");
+            return;
+        }
+        int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (fd < 0) {
+            failed_early(px, "no socket");
+            return;
+        }
+        int one = 1;
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+        if (connect(fd, (struct sockaddr *)&ss, (socklen_t)sl) && errno != EINPROGRESS) {
+            close(fd);
+            failed_early(px, "no answer");
+            return;
+        }
+        px->ufd = fd;
+    }
+    px->uev = event_new(sv->base, px->ufd, EV_WRITE | EV_PERSIST, on_upstream, px);
+    if (!px->uev) {
+        close(px->ufd);
+        px->ufd = -1;
+        failed_early(px, "out of memory");
+        return;
+    }
+    if (event_add(px->uev, NULL)) {
+        failed_early(px, "no event");
+        return;
+    }
+    /* a pooled (or already connected) socket takes it at once; px may be retried or answered
+     * in there: nothing of it is touched after */
+    on_writable(px);
 }
 
 void sw__serve_forward(struct sw__serve_px *px, int i)
@@ -401,41 +652,46 @@ void sw__serve_forward(struct sw__serve_px *px, int i)
     x->inflight++;
     x->last_ns = sw_now_ns();
     px->t_sent_ns = sw_now_ns();
-    struct sockaddr_storage ss;
-    int sl = sizeof(ss);
     char hp[300];
     snprintf(hp, sizeof(hp), strchr(x->host, ':') ? "[%s]:%u" : "%s:%u", x->host, x->port);
-    px->ubev = bufferevent_socket_new(sv->base, -1, BEV_OPT_CLOSE_ON_FREE);
-    if (!px->ubev || evutil_parse_sockaddr_port(hp, (struct sockaddr *)&ss, &sl)) {
-        failed_early(px, px->ubev ? "not a numeric address" : "out of memory");
+    const char *acc = evhttp_find_header(evhttp_request_get_input_headers(px->req), "Accept");
+    bool v11 = px->req->minor >= 1;
+    px->keep = v11; /* an HTTP/1.0 client's answer is ended by the close: never pooled */
+    struct sw_buf b;
+    sw_buf_init(&b, HEAD_MAX);
+    int rc = sw_buf_printf(&b,
+                           "POST %s HTTP/1.%d\r\nHost: %s\r\nContent-Type: application/json\r\n"
+                           "Content-Length: %zu\r\nConnection: %s\r\n",
+                           px->path, v11 ? 1 : 0, hp, px->body_len, v11 ? "keep-alive" : "close");
+    if (!rc && acc)
+        rc = sw_buf_printf(&b, "Accept: %s\r\n", acc);
+    if (!rc && x->client.api_key)
+        rc = sw_buf_printf(&b, "Authorization: Bearer %s\r\n", x->client.api_key);
+    if (!rc)
+        rc = sw_buf_puts(&b, "\r\n");
+    sw_free(px->ureq);
+    px->ureq_len = b.len;
+    px->ureq = rc ? NULL : sw_buf_steal(&b);
+    sw_buf_free(&b);
+    if (!px->ureq) {
+        px->ufd = -1;
+        failed_early(px, rc == SW_ERANGE ? "a head past 64 KiB" : "out of memory");
         return;
     }
-    bufferevent_setcb(px->ubev, on_read, NULL, on_event, px);
-    struct evbuffer *o = bufferevent_get_output(px->ubev);
-    const char *acc = evhttp_find_header(evhttp_request_get_input_headers(px->req), "Accept");
-    evbuffer_add_printf(o,
-                        "POST %s HTTP/1.%d\r\nHost: %s\r\nContent-Type: application/json\r\n"
-                        "Content-Length: %zu\r\nConnection: close\r\n%s%s%s",
-                        px->path, px->req->minor >= 1 ? 1 : 0, hp, px->body_len,
-                        acc ? "Accept: " : "", acc ? acc : "", acc ? "\r\n" : "");
-    if (x->client.api_key)
-        evbuffer_add_printf(o, "Authorization: Bearer %s\r\n", x->client.api_key);
-    evbuffer_add(o, "\r\n", 2);
-    evbuffer_add(o, px->body, px->body_len);
-    bufferevent_enable(px->ubev, EV_READ | EV_WRITE);
-    if (bufferevent_socket_connect(px->ubev, (struct sockaddr *)&ss, sl))
-        failed_early(px, "no connection");
+    connect_to(px, i, false);
 }
 
 void sw__serve_cancel(struct sw__serve_px *px)
 {
-    if (!px->ubev)
+    if (!px->uev) {
+        upstream_done(px, false);
         return;
+    }
     struct sw__serve_model *m = &px->sv->models[px->model];
     m->cancelled++;
     sw__serve_logf(px->sv, "%s: the client went away: its request to %s is cancelled", m->name,
                    px->sv->eps[px->ep].ep->name);
     /* the engine sees the close and cancels */
-    upstream_close(px);
+    upstream_done(px, false);
     ep_done(px);
 }

@@ -128,6 +128,8 @@ static void job_run(struct sw__serve *sv, int i, bool start)
     j->sv = sv;
     j->ep = i;
     j->start = start;
+    if (!start)
+        sw__serve_pool_close(sv, i);
     x->state = start ? SW_SERVE_STARTING : SW_SERVE_STOPPING;
     if (pthread_create(&j->th, NULL, job_main, j)) {
         x->state = start ? SW_SERVE_STOPPED : SW_SERVE_RUNNING;
@@ -593,6 +595,7 @@ static void serve_close(struct sw__serve *sv)
         }
         sw_free(j);
     }
+    sw__serve_pool_close(sv, -1); /* idle engine connections: none holds an engine's stop */
     for (int i = 0; i < sv->n_eps; i++) {
         struct sw__serve_ep *x = &sv->eps[i];
         if (x->ours && !sv->o->keep) {

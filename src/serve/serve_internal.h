@@ -22,6 +22,7 @@
 #define SW__SERVE_BODY_MAX  (64u << 20)
 #define SW__SERVE_N_BUCKETS 14
 #define SW__SERVE_N_CODES   16
+#define SW__SERVE_POOL      32 /* idle engine connections kept per endpoint */
 
 struct sw__serve;
 
@@ -55,6 +56,8 @@ struct sw__serve_ep {
     unsigned port;
     char pid_path[4096];
     uint64_t starts, evictions, stops_idle, failures;
+    int pool[SW__SERVE_POOL]; /* idle keep-alive connections to it (proxy.c) */
+    int n_pool;
 };
 
 struct sw__serve_px;
@@ -86,14 +89,21 @@ struct sw__serve_px {
     size_t body_len;
     char client[64];
     int ep;
-    struct bufferevent *ubev; /* the engine's connection (raw: its bytes are relayed) */
-    int ustate;               /* 0 head, 1 body */
-    bool raw;                 /* the body goes as the engine framed it (chunked or sized) */
-    bool chunked;             /* the engine's body is chunked: ck tracks its framing */
-    int64_t remain;           /* sized body: bytes left; chunked: of the current chunk */
-    int ck;                   /* chunk framing state (proxy.c) */
-    bool ck_digits;           /* a size line has started */
-    int ck_line;              /* trailer: bytes on the current line */
+    int ufd;                /* the engine's connection (a plain socket: proxy.c), or -1 */
+    struct event *uev;      /* its one event: writable while the request goes, then readable */
+    struct evbuffer *uhead; /* the engine's head while it arrives */
+    char *ureq;             /* the request's head to the engine */
+    size_t ureq_len, usent; /* its length; bytes of head + body sent */
+    struct evbuffer_cb_entry *drain; /* on the client's output while it is held back */
+    bool paused;       /* the engine is not read: the client's output is above the mark */
+    bool pooled, keep; /* the connection came from the pool; it may go back to it */
+    int ustate;        /* 0 head, 1 body */
+    bool raw;          /* the body goes as the engine framed it (chunked or sized) */
+    bool chunked;      /* the engine's body is chunked: ck tracks its framing */
+    int64_t remain;    /* sized body: bytes left; chunked: of the current chunk */
+    int ck;            /* chunk framing state (proxy.c) */
+    bool ck_digits;    /* a size line has started */
+    int ck_line;       /* trailer: bytes on the current line */
     bool tried[SW__SERVE_MAX_EP];
     bool headers_sent, stream, retry, queued;
     int retry_code;
@@ -191,5 +201,7 @@ void sw__serve_bg_free(struct sw__serve *sv);
 void sw__serve_forward(struct sw__serve_px *px, int i);
 /* the client went away: cancel the upstream request */
 void sw__serve_cancel(struct sw__serve_px *px);
+/* close the idle engine connections of every endpoint (at exit, or when one stops) */
+void sw__serve_pool_close(struct sw__serve *sv, int ep);
 
 #endif

@@ -6,8 +6,14 @@
  * its timeout, whichever comes first, and recorded as overran. The slot's key in the ledger
  * makes a restarted watch skip a slot that already ran.
  *
+ * Slots are anchored at the window's start (a night window across midnight is one slot of a
+ * daily job). A watch that was down catches up: a slot whose window is still open when it comes
+ * back runs then, once (only the current slot can run, however many it missed); the slots whose
+ * window time ended while it was down are recorded `missed`, once (one row for the run of them,
+ * keyed by the last), from the newest slot the ledger has settled for the job.
+ *
  * What it deliberately does not do: know what the job does (ladder, bench, status --record are
- * commands like any other), or catch up on slots missed while watch was not running.
+ * commands like any other), or run a missed slot late, outside its window.
  */
 #include "watch_internal.h"
 
@@ -39,6 +45,70 @@ bool sw__watch_window_in(const struct sw__watch_window *w, int64_t t, int64_t *l
     return in;
 }
 
+#define DAY_MS     86400000LL
+#define MISSED_MAX 1000 /* slots looked back at */
+
+static int64_t floordiv(int64_t a, int64_t b)
+{
+    int64_t q = a / b;
+    return (a % b) && ((a < 0) != (b < 0)) ? q - 1 : q;
+}
+
+static int64_t anchor(const struct sw__watch_window *w)
+{
+    return w->set ? (int64_t)w->start_min * 60000 : 0;
+}
+
+int64_t sw__watch_slot_of(int64_t every_ms, const struct sw__watch_window *w, int64_t t_ms)
+{
+    return floordiv(t_ms - anchor(w), every_ms > 0 ? every_ms : DAY_MS);
+}
+
+bool sw__watch_slot_span(int64_t every_ms, const struct sw__watch_window *w, int64_t k,
+                         int64_t *open_ms, int64_t *close_ms)
+{
+    every_ms = every_ms > 0 ? every_ms : DAY_MS;
+    int64_t a = anchor(w) + k * every_ms, b = a + every_ms;
+    if (!w->set) {
+        *open_ms = a;
+        *close_ms = b;
+        return true;
+    }
+    /* each day's window [start, end) (end past midnight when it crosses it), as window_in */
+    int64_t start = (int64_t)w->start_min * 60000, end = (int64_t)w->end_min * 60000;
+    if (end < start)
+        end += DAY_MS;
+    bool any = false;
+    for (int64_t d = floordiv(a, DAY_MS) - 1; d * DAY_MS < b; d++) {
+        int64_t lo = SW_MAX(a, d * DAY_MS + start), hi = SW_MIN(b, d * DAY_MS + end);
+        if (lo >= hi)
+            continue;
+        if (!any)
+            *open_ms = lo;
+        *close_ms = hi;
+        any = true;
+    }
+    return any;
+}
+
+size_t sw__watch_missed(int64_t every_ms, const struct sw__watch_window *w, int64_t settled,
+                        int64_t now_ms, bool (*ran)(void *ctx, int64_t k), void *ctx,
+                        int64_t *first, int64_t *last)
+{
+    int64_t cur = sw__watch_slot_of(every_ms, w, now_ms);
+    size_t n = 0;
+    for (int64_t k = SW_MAX(settled + 1, cur - (MISSED_MAX - 1)); k <= cur; k++) {
+        int64_t o, c;
+        if (!sw__watch_slot_span(every_ms, w, k, &o, &c) || c > now_ms || ran(ctx, k))
+            continue;
+        if (!n)
+            *first = k;
+        *last = k;
+        n++;
+    }
+    return n;
+}
+
 struct job {
     struct sw__watch *w;
     const json_t *entry;
@@ -51,7 +121,34 @@ struct job {
     bool joinable;
     int64_t deadline_ms;
     char key[256];
+    int64_t settled; /* every slot up to this one ran or is recorded missed */
 };
+
+/* A job's row in the ledger and, with detail, to on_event (not when the key was there). */
+static int job_row(struct job *j, const char *state, const char *outcome, const char *key,
+                   json_t *ev, const char *detail)
+{
+    struct sw__watch *w = j->w;
+    struct sw_ledger_watch_event le = {.endpoint = j->x ? j->x->ep->name : "-",
+                                       .kind = "job",
+                                       .state = state,
+                                       .action = j->name,
+                                       .action_key = key,
+                                       .outcome = outcome,
+                                       .evidence = ev};
+    int rc = sw__watch_record(w, &le, NULL, NULL);
+    if (rc != SW_EEXIST && detail && w->o->on_event) {
+        struct sw_watch_event we = {.endpoint = le.endpoint,
+                                    .kind = "job",
+                                    .action = j->name,
+                                    .outcome = outcome,
+                                    .detail = detail};
+        pthread_mutex_lock(&w->mu);
+        w->o->on_event(w->o->ctx, &we);
+        pthread_mutex_unlock(&w->mu);
+    }
+    return rc;
+}
 
 static void *job_main(void *arg)
 {
@@ -95,24 +192,8 @@ static void *job_main(void *arg)
     sw_json_set_str(ev, "job", j->name);
     sw_json_set_real(ev, "seconds", secs);
     sw_json_set_int(ev, "exit", code);
-    struct sw_ledger_watch_event le = {.endpoint = j->x ? j->x->ep->name : "-",
-                                       .kind = "job",
-                                       .state = "finished",
-                                       .action = j->name,
-                                       .outcome = out,
-                                       .evidence = ev};
-    sw__watch_record(w, &le, NULL, NULL);
+    job_row(j, "finished", out, NULL, ev, detail);
     json_decref(ev);
-    if (w->o->on_event) {
-        struct sw_watch_event we = {.endpoint = j->x ? j->x->ep->name : "-",
-                                    .kind = "job",
-                                    .action = j->name,
-                                    .outcome = out,
-                                    .detail = detail};
-        pthread_mutex_lock(&w->mu);
-        w->o->on_event(w->o->ctx, &we);
-        pthread_mutex_unlock(&w->mu);
-    }
     pthread_mutex_lock(&w->mu);
     if (j->x)
         j->x->job_running = false;
@@ -121,14 +202,97 @@ static void *job_main(void *arg)
     return NULL;
 }
 
-/* Start j now if it is due, inside its window, and its endpoint is free. */
-static void maybe_start(struct job *j)
+/* Is slot k's key (it ran, or started) in the ledger? */
+static bool ran(void *ctx, int64_t k)
+{
+    struct job *j = ctx;
+    char key[256];
+    bool found = false;
+    snprintf(key, sizeof(key), "job#%s#%lld", j->name, (long long)k);
+    pthread_mutex_lock(&j->w->mu);
+    sw_ledger_watch_has_key(j->w->o->ledger, key, &found, NULL);
+    pthread_mutex_unlock(&j->w->mu);
+    return found;
+}
+
+/* The newest slot the ledger has settled for j (ran, or recorded missed), else the one before
+ * the slot of now (nothing before a job's first sight is missed; its current slot is, when its
+ * window time is over). */
+static void settled_from_ledger(struct job *j, int64_t now_ms)
 {
     struct sw__watch *w = j->w;
-    int64_t now = sw_wall_unix(), left = 0;
-    if (j->running || !sw__watch_window_in(&j->win, now, &left))
+    json_t *rows = NULL;
+    char prefix[300];
+    int n = snprintf(prefix, sizeof(prefix), "job#%s#", j->name);
+    int64_t best = INT64_MIN, o, c, cur = sw__watch_slot_of(j->every_ms, &j->win, now_ms);
+    pthread_mutex_lock(&w->mu);
+    int rc =
+        sw_ledger_watch_list(w->o->ledger, j->x ? j->x->ep->name : "-", "job", 500, &rows, NULL);
+    pthread_mutex_unlock(&w->mu);
+    size_t i;
+    json_t *r;
+    json_array_foreach(rc ? NULL : rows, i, r)
+    {
+        const char *key = json_string_value(json_object_get(r, "action_key"));
+        if (!key || strncmp(key, prefix, (size_t)n))
+            continue;
+        key += n;
+        if (!strncmp(key, "missed#", 7))
+            key += 7;
+        char *end = NULL;
+        long long k = strtoll(key, &end, 10);
+        if (end != key && !*end && k > best)
+            best = k;
+    }
+    json_decref(rows);
+    bool over = !sw__watch_slot_span(j->every_ms, &j->win, cur, &o, &c) || c <= now_ms;
+    j->settled = best != INT64_MIN ? best : over ? cur : cur - 1;
+}
+
+/* Record the slots whose window time ended without a run since j->settled: one row. */
+static void settle(struct job *j, int64_t now_ms)
+{
+    int64_t cur = sw__watch_slot_of(j->every_ms, &j->win, now_ms), o = 0, c = 0, first = 0,
+            last = 0;
+    bool over = !sw__watch_slot_span(j->every_ms, &j->win, cur, &o, &c) || c <= now_ms;
+    int64_t upto = over ? cur : cur - 1;
+    if (upto <= j->settled || j->running)
         return;
-    int64_t slot = now * 1000 / j->every_ms;
+    size_t n = sw__watch_missed(j->every_ms, &j->win, j->settled, now_ms, ran, j, &first, &last);
+    if (n) {
+        char key[300], detail[600], t0[32], t1[32];
+        sw__watch_slot_span(j->every_ms, &j->win, first, &o, &c);
+        sw_fmt_time(o / 1000, t0, sizeof(t0));
+        sw__watch_slot_span(j->every_ms, &j->win, last, &o, &c);
+        sw_fmt_time(c / 1000, t1, sizeof(t1));
+        snprintf(key, sizeof(key), "job#%s#missed#%lld", j->name, (long long)last);
+        snprintf(detail, sizeof(detail),
+                 "job %s: %zu slot%s missed (watch was not running in %s window time, %s to %s)",
+                 j->name, n, n == 1 ? "" : "s", n == 1 ? "its" : "their", t0, t1);
+        json_t *ev = json_object();
+        sw_json_set_str(ev, "detail", detail);
+        sw_json_set_str(ev, "job", j->name);
+        sw_json_set_int(ev, "slots", (json_int_t)n);
+        sw_json_set_int(ev, "first_slot", first);
+        sw_json_set_int(ev, "last_slot", last);
+        int rc = job_row(j, "missed", "missed", key, ev, detail);
+        json_decref(ev);
+        if (rc && rc != SW_EEXIST)
+            return; /* the next tick tries again */
+    }
+    j->settled = upto;
+}
+
+/* Start j at now_ms if it is due, inside its window, and its endpoint is free. */
+static void maybe_start(struct job *j, int64_t now_ms)
+{
+    struct sw__watch *w = j->w;
+    int64_t left = 0, o, c;
+    if (j->running || !sw__watch_window_in(&j->win, now_ms / 1000, &left))
+        return;
+    int64_t slot = sw__watch_slot_of(j->every_ms, &j->win, now_ms);
+    if (sw__watch_slot_span(j->every_ms, &j->win, slot, &o, &c))
+        left = SW_MIN(left, c - now_ms); /* the slot's end, for a window longer than every */
     snprintf(j->key, sizeof(j->key), "job#%s#%lld", j->name, (long long)slot);
     pthread_mutex_lock(&w->mu);
     bool busy = j->x && (j->x->job_running || j->x->acting);
@@ -143,14 +307,7 @@ static void maybe_start(struct job *j)
         return;
     json_t *ev = json_object();
     sw_json_set_str(ev, "job", j->name);
-    struct sw_ledger_watch_event le = {.endpoint = j->x ? j->x->ep->name : "-",
-                                       .kind = "job",
-                                       .state = "started",
-                                       .action = j->name,
-                                       .action_key = j->key,
-                                       .outcome = "started",
-                                       .evidence = ev};
-    rc = sw__watch_record(w, &le, NULL, NULL);
+    rc = job_row(j, "started", "started", j->key, ev, NULL);
     json_decref(ev);
     if (rc)
         return;
@@ -199,10 +356,16 @@ void *sw__watch_schedule_main(void *arg)
                               &j->win, NULL);
         /* a job on an endpoint this watch does not watch still runs, unguarded by its looks */
     }
+    for (size_t i = 0; i < n; i++)
+        settled_from_ledger(&jobs[i], sw__watch_wall_ms());
     while (!sw__watch_stopped(w)) {
-        for (size_t i = 0; i < n; i++)
-            if (!json_is_false(json_object_get(jobs[i].entry, "enabled")))
-                maybe_start(&jobs[i]);
+        int64_t now = sw__watch_wall_ms();
+        for (size_t i = 0; i < n; i++) {
+            if (json_is_false(json_object_get(jobs[i].entry, "enabled")))
+                continue;
+            maybe_start(&jobs[i], now);
+            settle(&jobs[i], now);
+        }
         struct timespec ts = {0, 250 * 1000000L};
         nanosleep(&ts, NULL);
     }

@@ -48,7 +48,7 @@ int sw__watch_record(struct sw__watch *w, const struct sw_ledger_watch_event *ev
     return rc;
 }
 
-static int64_t wall_ms(void)
+int64_t sw__watch_wall_ms(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
@@ -125,7 +125,7 @@ static unsigned restarts_in_window(struct sw__watch *w, struct sw__wep *x)
     pthread_mutex_unlock(&w->mu);
     if (rc)
         return 0;
-    int64_t since = wall_ms() - x->pol.restart_window_ms;
+    int64_t since = sw__watch_wall_ms() - x->pol.restart_window_ms;
     size_t i;
     const json_t *a;
     json_array_foreach(acts, i, a)
@@ -199,19 +199,43 @@ static void do_rollback(struct sw__watch *w, struct sw__wep *x, const json_t *st
     char key[256], detail[1200];
     snprintf(key, sizeof(key), "%s#%lld#rollback", x->ep->name, (long long)x->episode);
     x->rolled_back = true;
-    x->last_action_ms = wall_ms();
+    x->last_action_ms = sw__watch_wall_ms();
     if (!claim(w, x, "rollback", key, "rolling back to last-good"))
         return;
-    struct sw_rollout_opts ro = {.deadline_ms = 0};
+    /* recorded as a rollout attempt too (history and report show it as any rollback), through
+     * a connection of its own: the rollout's transactions never interleave with this watch's
+     * other threads' writes on the shared one */
+    char note[300];
+    struct sw_ledger own;
+    struct sw_err le;
+    sw_err_clear(&le);
+    bool own_open = w->o->ledger_path && !sw_ledger_open(&own, w->o->ledger_path, NULL, &le);
+    snprintf(note, sizeof(note), "slipway watch: %s, episode #%lld, rollback_after %u reached",
+             sw_watch_state_name(x->state), (long long)x->episode, x->pol.rollback_after);
+    struct sw_rollout_opts ro = {.ledger = own_open ? &own : NULL,
+                                 .record = own_open,
+                                 .note = note,
+                                 .cause = sw_watch_state_name(x->state)};
     struct sw_rollout_result rr;
     struct sw_err e;
     sw_err_clear(&e);
     int rc = sw_rollout_rollback(w->f, x->ep, &ro, &rr, &e);
-    if (rc)
-        snprintf(detail, sizeof(detail), "rollback: %s", e.msg);
+    char rec[600];
+    if (rr.attempt > 0)
+        snprintf(rec, sizeof(rec), " (rollout attempt #%lld)", (long long)rr.attempt);
     else
-        snprintf(detail, sizeof(detail), "rollback: %s%s%s", sw_rollout_outcome_name(rr.outcome),
-                 rr.rollback_msg[0] ? ": " : "", rr.rollback_msg);
+        snprintf(rec, sizeof(rec), " (not recorded as a rollout attempt: %.500s)",
+                 rr.ledger_msg[0] ? rr.ledger_msg
+                 : own_open       ? "-"
+                                  : le.msg);
+    if (own_open)
+        sw_ledger_close(&own);
+    if (rc)
+        snprintf(detail, sizeof(detail), "rollback: %.500s%.600s", e.msg, rec);
+    else
+        snprintf(detail, sizeof(detail), "rollback: %s%s%.400s%.600s",
+                 sw_rollout_outcome_name(rr.outcome), rr.rollback_msg[0] ? ": " : "",
+                 rr.rollback_msg, rec);
     outcome(w, x, "rollback",
             rc == SW_EBUSY                             ? "refused_locked"
             : !rc && rr.outcome == SW_ROLLOUT_RESTORED ? "ok"
@@ -228,7 +252,7 @@ static void act(struct sw__watch *w, struct sw__wep *x, const json_t *st, int64_
         return;
     /* a restart's boot is given the grace of one interval (at least 10 s) before it is judged */
     int64_t grace = SW_MAX(p->interval_ms, 10000);
-    if (x->last_action_ms && wall_ms() - x->last_action_ms < grace)
+    if (x->last_action_ms && sw__watch_wall_ms() - x->last_action_ms < grace)
         return;
     if (x->rolled_back)
         return; /* one rollback per episode; a rollback that did not serve is the operator's */
@@ -271,7 +295,7 @@ static void act(struct sw__watch *w, struct sw__wep *x, const json_t *st, int64_
     unsigned k = x->restarts_done + 1;
     snprintf(key, sizeof(key), "%s#%lld#restart#%u", x->ep->name, (long long)x->episode, k);
     x->restarts_done = k;
-    x->last_action_ms = wall_ms();
+    x->last_action_ms = sw__watch_wall_ms();
     if (!claim(w, x, "restart", key, "restarting the unit"))
         return;
     struct sw_err e;

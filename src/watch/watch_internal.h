@@ -25,6 +25,22 @@ int sw__watch_window_read(const json_t *v, const struct sw_fleet_at *at, const c
  * when unset). */
 bool sw__watch_window_in(const struct sw__watch_window *w, int64_t t, int64_t *left_ms);
 
+/* A job's slots (schedule.c). Slot k covers [anchor + k*every, anchor + (k+1)*every), the anchor
+ * being the window's start on 1970-01-01 (0 without a window), so a window that crosses midnight
+ * lies in one slot of a daily job. Times are unix ms. */
+int64_t sw__watch_slot_of(int64_t every_ms, const struct sw__watch_window *w, int64_t t_ms);
+/* When slot k's window time begins and ends: the first and the last stretch of the slot inside
+ * the window (the whole slot without one). false when no moment of the slot is inside it (an
+ * hourly job's slots outside a night window). */
+bool sw__watch_slot_span(int64_t every_ms, const struct sw__watch_window *w, int64_t k,
+                         int64_t *open_ms, int64_t *close_ms);
+/* The slots after `settled` whose window time had ended by now_ms and that did not run
+ * (ran(ctx, k) false): their count, the first and the last (at most the 1000 newest are
+ * looked at). The current slot is one of them only when its window time is over. */
+size_t sw__watch_missed(int64_t every_ms, const struct sw__watch_window *w, int64_t settled,
+                        int64_t now_ms, bool (*ran)(void *ctx, int64_t k), void *ctx,
+                        int64_t *first, int64_t *last);
+
 /* A bare number is seconds; else sw_parse_duration_ms. Absent v leaves *ms. */
 int sw__watch_duration(const json_t *v, const struct sw_fleet_at *at, const char *what, int64_t *ms,
                        struct sw_err *e);
@@ -79,6 +95,8 @@ struct sw__watch {
 int sw__watch_record(struct sw__watch *w, const struct sw_ledger_watch_event *ev, int64_t *id,
                      struct sw_err *e);
 bool sw__watch_stopped(const struct sw__watch *w);
+/* Unix time in ms (CLOCK_REALTIME). */
+int64_t sw__watch_wall_ms(void);
 
 /* Restart the endpoint's unit on its host, unless its deploy lock is held (SW_EBUSY naming the
  * holder). */

@@ -12,6 +12,8 @@
  *   - replicas: one killed, the next request fails before the first byte and is retried on the
  *     other, and the dead one is back in rotation once it answers again; a reset mid-stream ends the stream with an SSE error event; a client that goes away
  *     cancels its upstream request (the engine's own "Aborted request" line in its log);
+ *   - backpressure: a client that does not read a long firehose stream; serve's memory stays
+ *     bounded, and the stream arrives whole once the client reads;
  *   - the real llama-server: evicted by another and answering through serve.
  * Processes are stopped by PID; waits are bounded; nothing asserts a duration.
  */
@@ -703,6 +705,104 @@ static void test_replicas(void **state)
     stop(&v1);
 }
 
+/* A process's resident memory in KiB (/proc/PID/statm's second field, in pages); -1 unknown. */
+static long rss_kib(pid_t pid)
+{
+    char p[64];
+    snprintf(p, sizeof(p), "/proc/%d/statm", (int)pid);
+    FILE *f = fopen(p, "r");
+    long size = 0, res = -1;
+    if (f && fscanf(f, "%ld %ld", &size, &res) != 2)
+        res = -1;
+    if (f)
+        fclose(f);
+    return res < 0 ? -1 : res * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+/* A client that does not read a long stream: serve stops reading the engine while the client's
+ * output holds more than its mark, so its memory stays bounded; once the client reads, the
+ * stream arrives whole. */
+static void test_backpressure(void **state)
+{
+    (void)state;
+    swt_need(g_dir != NULL, "%s", swl_missing());
+    case_begin();
+    /* a small vLLM model whose KV holds a 1M-token window, and a firehose sim (no pacing) */
+    char model[4300];
+    snprintf(model, sizeof(model), "%s/case%d/bpmodel", g_dir, g_case);
+    mkdir(model, 0755);
+    swt_write_str(swt_join(model, "config.json"),
+                  "{\"architectures\": [\"LlamaForCausalLM\"], \"model_type\": \"llama\", "
+                  "\"hidden_size\": 256, \"num_attention_heads\": 4, \"num_key_value_heads\": 1, "
+                  "\"num_hidden_layers\": 2, \"intermediate_size\": 512, \"vocab_size\": 32000, "
+                  "\"max_position_embeddings\": 1048576, \"torch_dtype\": \"bfloat16\"}\n");
+    struct proc v = {0};
+    v.port = swt_free_port();
+    char listen[64];
+    snprintf(listen, sizeof(listen), "127.0.0.1:%d", v.port);
+    snprintf(v.log, sizeof(v.log), "%s", case_file("sim.log"));
+    const char *argv[] = {swt_bin(),    "sim",
+                          "--firehose", "--load-time",
+                          "0s",         "--engine",
+                          "vllm",       "--device-memory",
+                          "24GiB",      "--weights",
+                          "1GiB",       "--listen",
+                          listen,       "--",
+                          "vllm",       "serve",
+                          model,        "--served-model-name",
+                          "bp",         "--max-model-len",
+                          "1000000",    NULL};
+    spawn(argv, &v);
+    double end = now_s() + 60;
+    while (now_s() < end && !swt_port_open(v.port))
+        usleep(50000);
+    if (!swt_port_open(v.port))
+        show_log(v.log);
+    assert_true(swt_port_open(v.port));
+    char text[4096];
+    snprintf(text, sizeof(text),
+             "%s  bp:\n    host: box\n    devices: [g0]\n    engine: vllm\n"
+             "    listen: 127.0.0.1:%d\n    payload: {path: %s}\n"
+             "    shape: {max_model_len: 1000000, seqs: 4}\n",
+             fleet_head, v.port, model);
+    swt_write_str(case_file("fleet.yaml"), text);
+    struct proc s = {0};
+    serve_start(&s, NULL);
+    /* warm: one short answer (the allocator's first pages are not the stream's) */
+    char *out = NULL;
+    assert_int_equal(http(s.port, "POST", "/v1/completions",
+                          "{\"model\": \"bp\", \"prompt\": \"go\", \"max_tokens\": 4}", &out),
+                     200);
+    free(out);
+    long rss0 = rss_kib(s.pid);
+    assert_true(rss0 > 0);
+    /* 300,000 events (~50 MB): far more than the sockets' buffers hold */
+    int fd = send_req(s.port, "POST", "/v1/completions",
+                      "{\"model\": \"bp\", \"prompt\": \"go\", \"max_tokens\": 300000, "
+                      "\"stream\": true}");
+    long peak = rss0;
+    end = now_s() + 4;
+    while (now_s() < end) {
+        long r = rss_kib(s.pid);
+        peak = r > peak ? r : peak;
+        usleep(50000);
+    }
+    print_message("serve VmRSS %ld KiB before, %ld KiB at most while the client did not read\n",
+                  rss0, peak);
+    assert_true(peak - rss0 < 16 * 1024);
+    /* the client reads: the stream arrives whole */
+    assert_int_equal(read_all(fd, 300, &out), 200);
+    size_t events = 0;
+    for (const char *q = out; (q = strstr(q, "data: ")); q += 6)
+        events++;
+    print_message("%zu events read after the hold\n", events);
+    assert_non_null(strstr(out, "data: [DONE]"));
+    assert_true(events >= 300000);
+    free(out);
+    stop(&s);
+    stop(&v);
+}
+
 static void test_keys(void **state)
 {
     (void)state;
@@ -1051,8 +1151,9 @@ int main(void)
         cmocka_unit_test(test_evict_and_too_big), cmocka_unit_test(test_three_fit),
         cmocka_unit_test(test_idle_ttl),          cmocka_unit_test(test_queue),
         cmocka_unit_test(test_replicas),          cmocka_unit_test(test_keys),
-        cmocka_unit_test(test_real_llama),        cmocka_unit_test(test_deploy_bluegreen),
-        cmocka_unit_test(test_deploy_stop_start), cmocka_unit_test(test_deploy_real_llama),
+        cmocka_unit_test(test_backpressure),      cmocka_unit_test(test_real_llama),
+        cmocka_unit_test(test_deploy_bluegreen),  cmocka_unit_test(test_deploy_stop_start),
+        cmocka_unit_test(test_deploy_real_llama),
     };
     if (getenv("SW_CASES")) /* e.g. SW_CASES='test_deploy_*' */
         cmocka_set_test_filter(getenv("SW_CASES"));

@@ -782,6 +782,89 @@ static void test_tags(void **state)
     swt_tmpdir_free(dir);
 }
 
+/* watch's status history (the ledger's watch_events) in the report: the state now and since
+ * when, the counts, the newest rows in words, in the document and the Markdown and HTML views. */
+static void test_watch_history(void **state)
+{
+    struct fx *x = *state;
+    struct sw_err e;
+    sw_err_clear(&e);
+    int64_t t = 1796000000000; /* 2026-11-30 */
+    struct {
+        const char *kind, *state, *action, *key, *outcome, *why;
+    } rows[] = {
+        {"observation", "serving", NULL, NULL, NULL, "serves as rendered"},
+        {"observation", "dead_generation", NULL, NULL, NULL, "/health 200, generation timed out"},
+        {"alert", "dead_generation", NULL, "a1", "delivered", NULL},
+        {"action", "dead_generation", "restart", "r1", "started", "restart 1"},
+        {"action", "dead_generation", "restart", NULL, "ok", "restarted in 1.2 s"},
+        {"observation", "crash_loop", NULL, NULL, NULL, "NRestarts 3 -> 5"},
+        {"action", "crash_loop", "rollback", "b1", "started", "to last-good"},
+        {"action", "crash_loop", "rollback", NULL, "ok", "rolled back to frank-small@3"},
+        {"observation", "serving", NULL, NULL, NULL, "serves as rendered"},
+        {"job", "finished", "night-ladder", NULL, "ok", NULL},
+        {"job", "missed", "night-ladder", NULL, "missed", "watch was down for the whole window"},
+    };
+    for (size_t i = 0; i < SW_ARRAY_LEN(rows); i++) {
+        json_t *ev = json_object();
+        if (rows[i].why)
+            sw_json_set_str(ev, strcmp(rows[i].kind, "observation") ? "detail" : "why",
+                            rows[i].why);
+        else if (!strcmp(rows[i].kind, "alert"))
+            json_object_set_new(ev, "delivered", json_integer(1)),
+                json_object_set_new(ev, "hooks", json_integer(1));
+        struct sw_ledger_watch_event le = {.endpoint = "frank-small",
+                                           .kind = rows[i].kind,
+                                           .state = rows[i].state,
+                                           .action = rows[i].action,
+                                           .action_key = rows[i].key,
+                                           .outcome = rows[i].outcome,
+                                           .evidence = ev,
+                                           .observed_ms = t + (int64_t)i * 60000};
+        assert_int_equal(sw_ledger_record_watch(&x->l, &le, NULL, &e), 0);
+        json_decref(ev);
+    }
+    json_t *doc = NULL;
+    struct sw_report_opts o = {.ledger = &x->l};
+    assert_int_equal(sw_report_collect(x->f, &o, &doc, &e), 0);
+    const json_t *w =
+        json_object_get(endpoint(json_object_get(doc, "endpoints"), "frank-small"), "watch");
+    assert_string_equal(json_string_value(json_object_get(w, "state")), "serving");
+    assert_int_equal(JI(w, "changes"), 4);
+    assert_int_equal(JI(w, "restarts"), 1);
+    assert_int_equal(JI(w, "rollbacks"), 1);
+    assert_int_equal(JI(json_object_get(w, "alerts"), "delivered"), 1);
+    assert_int_equal(JI(json_object_get(w, "jobs"), "runs"), 2);
+    assert_int_equal(JI(json_object_get(w, "jobs"), "missed"), 1);
+    const json_t *h = json_object_get(w, "history");
+    /* newest first, the claims ("started") folded into their outcomes */
+    assert_int_equal(json_array_size(h), 9);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(h, 0), "outcome")),
+                        "missed");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(h, 3), "detail")),
+                        "rolled back to frank-small@3");
+    /* another endpoint was never watched */
+    const json_t *w2 =
+        json_object_get(endpoint(json_object_get(doc, "endpoints"), "frank-primary"), "watch");
+    assert_int_equal(JI(w2, "rows"), 0);
+    struct sw_buf b;
+    sw_buf_init(&b, 1u << 22);
+    assert_int_equal(sw_report_markdown(doc, &b, &e), 0);
+    const char *md = sw_buf_cstr(&b);
+    assert_non_null(strstr(md, "serving since "));
+    assert_non_null(strstr(md, "4 changes of state, 1 restart, 1 rollback, 0 refusals; alerts 1 "
+                               "delivered, 0 failed; jobs 2 (0 not ok, 1 missed)"));
+    assert_non_null(strstr(md, "Status history (slipway watch, newest first)"));
+    assert_non_null(strstr(md, "/health 200, generation timed out"));
+    assert_non_null(strstr(md, "never watched"));
+    sw_buf_free(&b);
+    sw_buf_init(&b, 1u << 22);
+    assert_int_equal(sw_report_html(doc, &b, &e), 0);
+    assert_non_null(strstr(sw_buf_cstr(&b), "<td>rolled back to frank-small@3</td>"));
+    sw_buf_free(&b);
+    json_decref(doc);
+}
+
 int main(void)
 {
     sw_core_init();
@@ -792,6 +875,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_prometheus, setup, teardown),
         cmocka_unit_test_setup_teardown(test_torture, setup, teardown),
         cmocka_unit_test(test_tags),
+        cmocka_unit_test_setup_teardown(test_watch_history, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -15,13 +15,17 @@
 #include "swtest.h"
 #include "watch/watch_internal.h"
 
+#include <slipway/deploy.h>
 #include <slipway/fleet.h>
 #include <slipway/ledger.h>
 #include <slipway/watch.h>
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 static json_t *J(const char *text)
@@ -378,14 +382,205 @@ static void test_render_unit(void **state)
     sw_buf_free(&b);
 }
 
+/* logs of an endpoint `up` runs here: up's record names its log; the last N lines, the engine's
+ * failure line classified, --since inside the run by llama.cpp's time since start, --boot
+ * refused. The record is this test process's own (alive, so its checks pass). */
+struct got {
+    char text[2048];
+    int n, classified;
+    char cls[64];
+};
+
+static void got_line(void *ctx, const char *line, const char *c, const char *phase)
+{
+    struct got *g = ctx;
+    size_t l = strlen(g->text);
+    snprintf(g->text + l, sizeof(g->text) - l, "%s%s\n", c ? "!! " : "", line);
+    g->n++;
+    if (c) {
+        g->classified++;
+        snprintf(g->cls, sizeof(g->cls), "%s/%s", c, phase ? phase : "");
+    }
+}
+
+static int logs_of(const struct sw_fleet *f, struct sw_watch_logs_opts *o, struct got *g,
+                   struct sw_err *e)
+{
+    memset(g, 0, sizeof(*g));
+    o->on_line = got_line;
+    o->ctx = g;
+    return sw_watch_logs(f, "e1", o, e);
+}
+
+/* Schedules' slots with an injected clock: anchored at the window's start (a window across
+ * midnight is one slot of a daily job), an hourly job's slots outside its window have no time,
+ * and the slots a watch that was down missed: only those whose window time is over, each
+ * counted once, never the current one while its window is open (it runs then, once). */
+static bool ran_set(void *ctx, int64_t k)
+{
+    const int64_t *v = ctx;
+    for (; *v != INT64_MIN; v++)
+        if (*v == k)
+            return true;
+    return false;
+}
+
+static void test_slots(void **state)
+{
+    (void)state;
+    const int64_t H = 3600000, D = 24 * H, day = 20000 * D; /* a midnight, UTC */
+    int64_t o = 0, c = 0, first = 0, last = 0;
+    struct sw__watch_window night = {.set = true, .start_min = 23 * 60, .end_min = 2 * 60};
+    int64_t k = sw__watch_slot_of(D, &night, day + 23 * H + H / 2);
+    assert_int_equal(sw__watch_slot_of(D, &night, day + D + H + H / 2), k); /* 01:30 next day */
+    assert_int_equal(sw__watch_slot_of(D, &night, day + D + 23 * H), k + 1);
+    assert_true(sw__watch_slot_span(D, &night, k, &o, &c));
+    assert_int_equal(o, day + 23 * H);
+    assert_int_equal(c, day + D + 2 * H);
+    /* hourly inside 01:00-05:00: the 02:00 slot has its hour, the 06:00 one none */
+    struct sw__watch_window w = {.set = true, .start_min = 60, .end_min = 300};
+    assert_true(sw__watch_slot_span(H, &w, sw__watch_slot_of(H, &w, day + 2 * H + 60000), &o, &c));
+    assert_int_equal(o, day + 2 * H);
+    assert_int_equal(c, day + 3 * H);
+    assert_false(sw__watch_slot_span(H, &w, sw__watch_slot_of(H, &w, day + 6 * H), &o, &c));
+    /* every 48 h: a slot spans two windows, from the first's start to the second's end */
+    assert_true(sw__watch_slot_span(2 * D, &w, sw__watch_slot_of(2 * D, &w, day + 2 * H), &o, &c));
+    assert_int_equal(c - o, D + 4 * H);
+    /* no window: the slot is the slot */
+    struct sw__watch_window none = {0};
+    assert_int_equal(sw__watch_slot_of(5 * 60000, &none, day + 7 * 60000), day / 300000 + 1);
+    /* daily 01:00-05:00; the last settled slot is day 1's; watch comes back on day 4 at 03:00:
+     * days 2 and 3 are missed (one gap), day 4 is not (its window is open: it runs) */
+    int64_t d1 = sw__watch_slot_of(D, &w, day + D + 2 * H);
+    int64_t none_ran[] = {INT64_MIN};
+    assert_int_equal(
+        sw__watch_missed(D, &w, d1, day + 4 * D + 3 * H, ran_set, none_ran, &first, &last), 2);
+    assert_int_equal(first, d1 + 1);
+    assert_int_equal(last, d1 + 2);
+    int64_t day3_ran[] = {d1 + 2, INT64_MIN};
+    assert_int_equal(
+        sw__watch_missed(D, &w, d1, day + 4 * D + 3 * H, ran_set, day3_ran, &first, &last), 1);
+    assert_int_equal(last, d1 + 1);
+    /* back at 06:00 instead: day 4's window is over too */
+    assert_int_equal(
+        sw__watch_missed(D, &w, d1, day + 4 * D + 6 * H, ran_set, none_ran, &first, &last), 3);
+    assert_int_equal(last, d1 + 3);
+    /* settled up to the last: nothing again (recorded once) */
+    assert_int_equal(
+        sw__watch_missed(D, &w, d1 + 3, day + 4 * D + 7 * H, ran_set, none_ran, &first, &last), 0);
+    /* hourly in the night window, down from 00:00 to 03:30: 01:00 and 02:00 missed; the 03:00
+     * slot's hour is still open (it runs now, once); the 05:00.. slots have no time */
+    int64_t s0 = sw__watch_slot_of(H, &w, day - H);
+    assert_int_equal(
+        sw__watch_missed(H, &w, s0, day + 3 * H + H / 2, ran_set, none_ran, &first, &last), 2);
+    /* a watch down for years looks back at the newest 1000 slots only (the current one open) */
+    assert_int_equal(sw__watch_missed(H, &none, 0, day, ran_set, none_ran, &first, &last), 999);
+}
+
+static void test_logs_up(void **state)
+{
+    (void)state;
+    struct sw_err e;
+    struct sw_fleet *f = load(FLEET, &e);
+    assert_non_null(f);
+    char *dir = swt_tmpdir();
+    setenv("SLIPWAY_RUN_DIR", dir, 1);
+    struct sw_pidfile p;
+    memset(&p, 0, sizeof(p));
+    assert_int_equal(sw_pidfile_identify(getpid(), &p, &e), 0);
+    snprintf(p.endpoint, sizeof(p.endpoint), "e1");
+    snprintf(p.engine, sizeof(p.engine), "llama.cpp");
+    snprintf(p.log, sizeof(p.log), "%s", swt_join(dir, "e1.log"));
+    int64_t now = (int64_t)time(NULL);
+    p.started_unix = now - 200;
+    swt_write_str(p.log, "0.00.010.000 I main: starting\n"
+                         "0.00.500.000 E llama_init_from_model: failed to initialize the context: "
+                         "failed to allocate buffer for kv cache\n"
+                         "   a line without a time\n"
+                         "1.40.000.000 I srv  update_slots: all slots are idle\n");
+    char pid[4200];
+    assert_int_equal(sw_deploy_pid_path("e1", pid, sizeof(pid), &e), 0);
+    assert_int_equal(sw_pidfile_write(pid, &p, &e), 0);
+    struct got g;
+    char from[4400];
+    struct sw_watch_logs_opts o = {.lines = 2, .from = from, .from_n = sizeof(from)};
+    assert_int_equal(logs_of(f, &o, &g, &e), 0);
+    assert_string_equal(g.text, "   a line without a time\n"
+                                "1.40.000.000 I srv  update_slots: all slots are idle\n");
+    assert_non_null(strstr(from, "up's log"));
+    /* every line; the allocation failure classified on its own */
+    o = (struct sw_watch_logs_opts){0};
+    assert_int_equal(logs_of(f, &o, &g, &e), 0);
+    assert_int_equal(g.n, 4);
+    assert_int_equal(g.classified, 1);
+    assert_string_equal(g.cls, "oom/kv_alloc");
+    /* --since 50 s into the run: the line of 1 min 40 s only (the untimed line goes with its
+     * predecessor, of 0.5 s) */
+    char since[64];
+    snprintf(since, sizeof(since), "@%lld", (long long)(now - 150));
+    o = (struct sw_watch_logs_opts){.since = since};
+    assert_int_equal(logs_of(f, &o, &g, &e), 0);
+    assert_string_equal(g.text, "1.40.000.000 I srv  update_slots: all slots are idle\n");
+    /* before the run: all of it; after the last write: none */
+    o = (struct sw_watch_logs_opts){.since = "1h ago"};
+    assert_int_equal(logs_of(f, &o, &g, &e), 0);
+    assert_int_equal(g.n, 4);
+    snprintf(since, sizeof(since), "@%lld", (long long)(now + 100));
+    o = (struct sw_watch_logs_opts){.since = since};
+    assert_int_equal(logs_of(f, &o, &g, &e), 0);
+    assert_int_equal(g.n, 0);
+    o = (struct sw_watch_logs_opts){.since = "yesterday-ish"};
+    assert_int_equal(logs_of(f, &o, &g, &e), SW_EINVAL);
+    /* following with stop already set: what is there, then back */
+    volatile sig_atomic_t stop = 1;
+    o = (struct sw_watch_logs_opts){.follow = true, .stop = &stop};
+    assert_int_equal(logs_of(f, &o, &g, &e), 0);
+    assert_true(g.n >= 1);
+    /* --boot reads a journal */
+    o = (struct sw_watch_logs_opts){.set_boot = true, .boot = -1};
+    assert_int_equal(logs_of(f, &o, &g, &e), SW_EINVAL);
+    assert_non_null(strstr(e.msg, "--boot"));
+    /* the engine ended (a boot that failed): no record, its log left beside where it was */
+    unlink(pid);
+    char log2[4300];
+    snprintf(log2, sizeof(log2), "%.*s.log", (int)(strlen(pid) - 4), pid);
+    assert_int_equal(rename(p.log, log2), 0);
+    o = (struct sw_watch_logs_opts){.from = from, .from_n = sizeof(from), .follow = true};
+    assert_int_equal(logs_of(f, &o, &g, &e), 0);
+    assert_int_equal(g.n, 4);
+    assert_string_equal(g.cls, "oom/kv_alloc");
+    assert_non_null(strstr(from, "ended"));
+    /* its start is unknown: a --since before the file was made takes all of it ("1 hour
+     * ago", journalctl's words), one inside what it wrote (last written 100 s from now, here)
+     * is refused */
+    o = (struct sw_watch_logs_opts){.since = "1 hour ago"};
+    assert_int_equal(logs_of(f, &o, &g, &e), 0);
+    assert_int_equal(g.n, 4);
+    struct timespec ts[2] = {{now + 100, 0}, {now + 100, 0}};
+    assert_int_equal(utimensat(AT_FDCWD, log2, ts, 0), 0);
+    snprintf(since, sizeof(since), "@%lld", (long long)(now + 50));
+    o = (struct sw_watch_logs_opts){.since = since};
+    assert_int_equal(logs_of(f, &o, &g, &e), SW_EUNSUPPORTED);
+    assert_non_null(strstr(e.msg, "start is unknown"));
+    unsetenv("SLIPWAY_RUN_DIR");
+    swt_tmpdir_free(dir);
+    sw_fleet_free(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_classify),         cmocka_unit_test(test_policy),
-        cmocka_unit_test(test_window),           cmocka_unit_test(test_ledger_keys),
-        cmocka_unit_test(test_metrics_promtool), cmocka_unit_test(test_alert_exec),
-        cmocka_unit_test(test_alert_post),       cmocka_unit_test(test_spawn_deadline),
+        cmocka_unit_test(test_classify),
+        cmocka_unit_test(test_policy),
+        cmocka_unit_test(test_window),
+        cmocka_unit_test(test_ledger_keys),
+        cmocka_unit_test(test_metrics_promtool),
+        cmocka_unit_test(test_alert_exec),
+        cmocka_unit_test(test_alert_post),
+        cmocka_unit_test(test_spawn_deadline),
         cmocka_unit_test(test_render_unit),
+        cmocka_unit_test(test_logs_up),
+        cmocka_unit_test(test_slots),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
