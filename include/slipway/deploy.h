@@ -282,6 +282,8 @@ struct sw_deploy_req {
     const char *pid_file, *log; /* NULL: RUN_DIR/NAME.pid, RUN_DIR/NAME.log */
     const char *ledger;         /* for record; NULL: sw_ledger_default_path */
     const char *api_key;        /* the verbatim form's LLAMA_API_KEY (environment only) */
+    unsigned port;              /* a fleet endpoint on this port instead of its own (serve's
+                                   blue/green deploy boots the new shape beside the old); 0: its own */
     bool detach, preflight, liveness, dry_run, record;
     unsigned timeout_s, grace_ms; /* 0: 900 s, 10000 ms */
     uint64_t limit_as;

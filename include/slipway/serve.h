@@ -114,6 +114,26 @@ struct sw_serve_opts {
  * listen address. */
 int sw_serve_run(const struct sw_serve_opts *o, struct sw_err *e);
 
+/*
+ * A deploy through a running serve (`slipway deploy ENDPOINT --via-serve URL`): POST
+ * URL/admin/deploy {"endpoint", "drain_s"?} with an admin client's key, and wait for the outcome
+ * (serve answers when the deploy ends: blue/green beside the old when the plan says both shapes
+ * fit, else stop-start with the requests queued; docs/serve.md). *out (json_decref) gets serve's
+ * answer: {endpoint, path, ok, decision, old, new, seconds, requests {answered, failed},
+ * queued {requests, wait_p50_s, wait_p99_s, wait_max_s}, switched_after_s?, drained_s?,
+ * drained_in_flight?, error?}, or its OpenAI-style error object. 0 when the deploy ended ok;
+ * SW_EGATE when serve refused it or it failed (the message says why); the transport's error
+ * when serve could not be asked.
+ */
+struct sw_serve_deploy_req {
+    const char *url;      /* serve's base URL, http://HOST:PORT */
+    const char *endpoint; /* the fleet's endpoint, as serve serves it */
+    const char *key;      /* an admin client's key (a --keys name beginning with "admin") */
+    unsigned drain_s;     /* the old instance's drain bound (0: serve's default, 300 s) */
+    unsigned timeout_s;   /* the whole wait (0: 3600 s) */
+};
+int sw_serve_deploy(const struct sw_serve_deploy_req *q, json_t **out, struct sw_err *e);
+
 #ifdef __cplusplus
 }
 #endif

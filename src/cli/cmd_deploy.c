@@ -17,6 +17,7 @@
 #include <slipway/fleet.h>
 #include <slipway/ledger.h>
 #include <slipway/rollout.h>
+#include <slipway/serve.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,12 +37,22 @@ static const struct sw_opt opts[] = {
      NULL},
     {"no-ledger", 0, NULL, 0, "no ledger: no evidence for the gates, nothing recorded", NULL},
     {"note", 0, "TEXT", 0, "the operator's note for the attempt and its tag", NULL},
+    {"via-serve", 0, "URL", 0,
+     "deploy through the `slipway serve` at URL (a local endpoint it serves): blue/green\n"
+     "beside the old shape when the plan says both fit, else stop-start with the requests\n"
+     "queued; the admin key from $SLIPWAY_SERVE_KEY (docs/serve.md)",
+     NULL},
+    {"drain", 0, "DUR", 0,
+     "with --via-serve: how long the old instance may finish its requests "
+     "(default 300s)",
+     NULL},
     {0},
 };
 
 static const char *const examples[] = {
     "slipway deploy frank-small --fleet examples/operator.yaml --dry-run",
     "slipway deploy local --no-worst-case --deadline 5m",
+    "SLIPWAY_SERVE_KEY=... slipway deploy qwen-small --via-serve http://127.0.0.1:8090",
     NULL,
 };
 
@@ -50,7 +61,7 @@ const struct sw_cmd_spec sw_spec_deploy = {
     .summary = "roll an endpoint's shape out on its host, proven, or roll back to the old one",
     .synopsis = "ENDPOINT [--fleet FILE] [--dry-run] [--no-worst-case] [--deadline DUR]\n"
                 "    [--stall DUR] [--probe-only CHECKS] [--ledger PATH | --no-ledger]\n"
-                "    [--note TEXT] [--json]",
+                "    [--note TEXT] [--via-serve URL [--drain DUR]] [--json]",
     .about = "Gates (any failure touches nothing on the host) -> render -> stage beside the live\n"
              "files -> systemd-analyze verify -> save the live files -> swap -> stop/start ->\n"
              "watch the boot (journal classified as it arrives, NRestarts, unit state, stall)\n"
@@ -142,6 +153,52 @@ int sw__cli_rollout_endpoint(const struct sw_args *a, const char *verb, struct s
     return 0;
 }
 
+/* --via-serve: serve deploys it (blue/green or stop-start) and answers with the figures. */
+static int via_serve(const struct sw_args *a, const char *url)
+{
+    int64_t drain = 0;
+    int rc = sw_args_duration(a, "drain", 1000, 86400000, &drain);
+    if (rc)
+        return rc;
+    struct sw_serve_deploy_req q = {.url = url,
+                                    .endpoint = a->pos[0],
+                                    .key = getenv("SLIPWAY_SERVE_KEY"),
+                                    .drain_s = (unsigned)(drain / 1000)};
+    json_t *j = NULL;
+    struct sw_err e;
+    sw_err_clear(&e);
+    int drc = sw_serve_deploy(&q, &j, &e);
+    if (a->json && j)
+        sw_json_print(stdout, j, true);
+    else if (j && json_object_get(j, "path")) {
+        const json_t *w = json_object_get(j, "queued");
+        printf("%s: %s %s in %.1f s: %s -> %s\n  %s\n  requests: %lld answered, %lld failed; "
+               "%lld queued (wait p50 %.3f s, p99 %.3f s, max %.3f s)\n",
+               q.endpoint, json_string_value(json_object_get(j, "path")), drc ? "failed" : "done",
+               json_real_value(json_object_get(j, "seconds")),
+               json_string_value(json_object_get(j, "old")),
+               json_string_value(json_object_get(j, "new")),
+               json_string_value(json_object_get(j, "decision")),
+               (long long)json_integer_value(
+                   json_object_get(json_object_get(j, "requests"), "answered")),
+               (long long)json_integer_value(
+                   json_object_get(json_object_get(j, "requests"), "failed")),
+               (long long)json_integer_value(json_object_get(w, "requests")),
+               json_real_value(json_object_get(w, "wait_p50_s")),
+               json_real_value(json_object_get(w, "wait_p99_s")),
+               json_real_value(json_object_get(w, "wait_max_s")));
+    }
+    bool answered = j != NULL;
+    json_decref(j);
+    if (drc && !answered)
+        return sw_cli_fail(&e, a->json); /* serve was not asked, or did not answer */
+    if (drc) {
+        fprintf(stderr, "slipway: %s\n", e.msg);
+        return SW_EXIT_FAIL;
+    }
+    return SW_EXIT_OK;
+}
+
 int sw_cmd_deploy(int argc, char **argv)
 {
     struct sw_err e;
@@ -160,6 +217,10 @@ int sw_cmd_deploy(int argc, char **argv)
         return rc;
     if (a.npos < 1)
         return sw_cli_need_endpoint(&a, " to deploy");
+    if (sw_args_str(&a, "via-serve"))
+        return via_serve(&a, sw_args_str(&a, "via-serve"));
+    if (sw_args_str(&a, "drain"))
+        return sw_args_usage(&a, "--drain goes with --via-serve");
     struct sw_rollout_opts o = {0};
     o.dry_run = sw_args_flag(&a, "dry-run");
     o.worst_case = !sw_args_flag(&a, "no-worst-case");

@@ -92,6 +92,8 @@ static int fleet_cmd(const struct sw_deploy_req *q, struct sw_deploy_res *r, str
     rc = sw_engine_launch_from_fleet(ep, &r->launch, e);
     if (rc)
         return rc;
+    if (q->port)
+        r->launch.port = q->port;
     /* the one rule (deploy/local): the local runners of ladder and tune run the same */
     r->launch.binary = sw_deploy_llamacpp_program(r->launch.binary, bin, sizeof(bin), NULL);
     rc = sw_engine_llamacpp_render(&r->launch, &r->cmd, e);

@@ -31,6 +31,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/close_range.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -124,6 +125,23 @@ static void close_from(int lowfd)
 #endif
     for (int fd = lowfd; fd < 4096; fd++)
         close(fd);
+}
+
+/* Every descriptor from lowfd on closes at exec: the engine inherits its stdin, stdout and stderr
+ * only. An inherited one lives as long as the engine (a detached one outlives slipway): a lock
+ * the caller held (flock(1) around a test run leaks no lock through an engine `up` detached),
+ * a socket. */
+static void cloexec_from(int lowfd)
+{
+#if defined(SYS_close_range) && defined(CLOSE_RANGE_CLOEXEC)
+    if (syscall(SYS_close_range, (unsigned)lowfd, ~0u, CLOSE_RANGE_CLOEXEC) == 0)
+        return;
+#endif
+    for (int fd = lowfd; fd < 4096; fd++) {
+        int fl = fcntl(fd, F_GETFD);
+        if (fl >= 0)
+            fcntl(fd, F_SETFD, fl | FD_CLOEXEC);
+    }
 }
 
 /* What the watchdog guards: the child's identity as /proc showed it when slipway handed it over,
@@ -389,6 +407,7 @@ int sw_child_spawn(const struct sw_spawn_opts *o, struct sw_child *c, struct sw_
             goto fail;
         if (o->cwd && chdir(o->cwd) != 0)
             goto fail;
+        cloexec_from(3); /* (sp[1] is close-on-exec already: it tells exec's failure) */
         execve(c->exe, (char *const *)o->argv, envp);
     fail:
         err = errno;

@@ -26,6 +26,19 @@ const char *sw_serve_state_name(enum sw_serve_state s)
     return "?";
 }
 
+/* One device? A deploy through serve reloads the fleet (bluegreen.c): an endpoint's new claim
+ * names the reloaded fleet's devices, the others' the first load's; a device is its host's name
+ * and its own. */
+static bool same_dev(const struct sw_fleet_device *a, const struct sw_fleet_device *b)
+{
+    if (a == b)
+        return true;
+    if (!a || !b || strcmp(a->name, b->name))
+        return false;
+    const char *ha = a->host ? a->host->name : "", *hb = b->host ? b->host->name : "";
+    return !strcmp(ha, hb);
+}
+
 /* What tenants other than `skip` (and not in `gone`) hold on device d. */
 static uint64_t held(const struct sw_serve_tenant *ts, int n, int skip, const bool *gone,
                      const struct sw_fleet_device *d)
@@ -35,7 +48,7 @@ static uint64_t held(const struct sw_serve_tenant *ts, int n, int skip, const bo
         if (i == skip || (gone && gone[i]) || ts[i].state == SW_SERVE_STOPPED)
             continue;
         for (int k = 0; k < ts[i].claim->n; k++)
-            if (ts[i].claim->dev[k] == d)
+            if (same_dev(ts[i].claim->dev[k], d))
                 sum += ts[i].claim->bytes[k];
     }
     return sum;
@@ -44,7 +57,7 @@ static uint64_t held(const struct sw_serve_tenant *ts, int n, int skip, const bo
 static uint64_t claim_on(const struct sw_serve_tenant *t, const struct sw_fleet_device *d)
 {
     for (int k = 0; k < t->claim->n; k++)
-        if (t->claim->dev[k] == d)
+        if (same_dev(t->claim->dev[k], d))
             return t->claim->bytes[k];
     return 0;
 }

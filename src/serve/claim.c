@@ -1,6 +1,7 @@
 /*
- * serve claim: what an endpoint holds on each of its devices while it runs, read from the one
- * plan view (sw_plan_view): the figure the admission law (admit.c) adds up per device.
+ * serve claim: what an endpoint holds on each of its devices while it runs: the one plan view's
+ * claim (sw_plan_view_claim, what apply's fleet gate sums per device), gathered per fleet device
+ * with the device's usable memory: the figures the admission law (admit.c) adds up.
  *
  * What it does not do: plan (plan/), or decide (admit.c).
  */
@@ -17,39 +18,15 @@ static uint64_t dev_capacity(const struct sw_fleet_device *d)
     return sw_fleet_device_capacity(d);
 }
 
-/* llama.cpp: the law's parts on each device it names (the fleet's measured non-KV fact standing
- * for weights + compute where the view priced by it). */
-static void claim_llamacpp(const struct sw_plan_view *v, struct sw_serve_claim *c)
+/* The device a fleet's measured non-KV fact was measured on: the fact's, else the endpoint's
+ * first (as `slipway plan` prints its budget, sw_plan_fact_budget). */
+static const struct sw_fleet_device *fact_device(const struct sw_plan_view *v)
 {
-    bool fact = false;
-    for (int i = 0; i < v->n_dev && c->n < SW_SERVE_MAX_DEV; i++) {
-        const struct sw_plan_view_dev *x = &v->dev[i];
-        uint64_t b;
-        /* the fact is the main model's cost on its device (the fact's, else the first) */
-        const struct sw_fleet_device *fd = v->non_kv && v->non_kv->device ? v->non_kv->device
-                                           : v->plan.ep && v->plan.ep->n_devices
-                                               ? v->plan.ep->devices[0]
-                                               : NULL;
-        if (x->by_fact && x->dev == fd) {
-            b = (uint64_t)llround(x->used);
-            fact = true;
-        } else
-            b = x->weights + x->kv + x->rec + x->compute + x->draft_weights + x->draft_kv +
-                x->draft_compute + x->projector;
-        int k = 0;
-        while (k < c->n && c->dev[k] != x->dev)
-            k++;
-        if (k == c->n) {
-            c->dev[k] = x->dev;
-            c->capacity[k] = dev_capacity(x->dev);
-            c->bytes[k] = 0;
-            c->n++;
-        }
-        c->bytes[k] += b;
-    }
-    snprintf(c->how, sizeof(c->how), "%s",
-             fact ? "the fleet's measured non-KV cost + the law's KV, state and draft"
-                  : "the llama.cpp law: weights + KV + state + compute (+ draft, projector)");
+    if (!v->non_kv)
+        return NULL;
+    if (v->non_kv->device)
+        return v->non_kv->device;
+    return v->plan.ep && v->plan.ep->n_devices ? v->plan.ep->devices[0] : NULL;
 }
 
 int sw_serve_claim(const struct sw_fleet_endpoint *ep, struct sw_serve_claim *c, struct sw_err *e)
@@ -66,52 +43,44 @@ int sw_serve_claim(const struct sw_fleet_endpoint *ep, struct sw_serve_claim *c,
         sw_plan_view_free(&v);
         return rc;
     }
-    if (v.plan.llamacpp)
-        claim_llamacpp(&v, c);
-    else {
-        /* vLLM and SGLang take a fraction of the device at boot (the pool grows into it) */
-        double frac = 0;
-        const char *what = "";
-        if (v.plan.vllm_opts) {
-            frac = v.plan.vllm_opts->gpu_memory_utilization > 0
-                       ? v.plan.vllm_opts->gpu_memory_utilization
-                       : 0.9;
-            what = "vLLM's gpu_memory_utilization";
-        } else if (v.plan.sglang_opts) {
-            frac = v.plan.sglang_opts->mem_fraction_static;
-            what = "SGLang's mem_fraction_static";
+    /* the one claim apply's fleet gate sums per device (sw_plan_view_claim), per view device */
+    const struct sw_fleet_device *fd = fact_device(&v);
+    for (int i = 0; i < v.n_dev && !rc; i++) {
+        struct sw_plan_view_dev d = v.dev[i];
+        if (!d.dev)
+            continue;
+        /* One difference: the measured non-KV fact is the main model's cost on ONE device; the
+         * view marks every device with a capacity by the fact, so a model split over two GPUs
+         * would count it on each. The others are priced by the law's parts (as `slipway plan`'s
+         * budget reads the fact on its device only). */
+        if (d.by_fact && v.engine == SW_FLEET_LLAMACPP && d.dev != fd)
+            d.by_fact = false;
+        char how[256];
+        double b = sw_plan_view_claim(&v, &d, how, sizeof(how));
+        if (b <= 0) {
+            rc = sw_err_set(e, SW_EINVAL, "%s: device %s: %s: serve cannot admit by it", ep->name,
+                            d.dev->name, how);
+            break;
         }
-        bool fork = v.has_arena && v.prof.weights;
-        for (size_t d = 0; d < ep->n_devices && c->n < SW_SERVE_MAX_DEV; d++) {
-            const struct sw_fleet_device *fd = ep->devices[d];
-            uint64_t cap = sw_fleet_device_capacity(fd);
-            c->dev[c->n] = fd;
-            c->capacity[c->n] = dev_capacity(fd);
-            if (fork)
-                c->bytes[c->n] = v.prof.weights + v.kv_bytes + v.prof.graphs +
-                                 (uint64_t)(v.arena.arena_bytes > 0 ? v.arena.arena_bytes : 0) +
-                                 v.prof.non_torch;
-            else if (frac > 0)
-                c->bytes[c->n] = (uint64_t)llround(frac * (double)cap);
-            else
-                c->bytes[c->n] = v.kv_bytes + v.recurrent_bytes;
+        int k = 0;
+        while (k < c->n && c->dev[k] != d.dev)
+            k++;
+        if (k == c->n) {
+            if (c->n == SW_SERVE_MAX_DEV)
+                break;
+            c->dev[k] = d.dev;
+            c->capacity[k] = dev_capacity(d.dev);
             c->n++;
         }
-        if (fork)
-            snprintf(c->how, sizeof(c->how),
-                     "the fork profile: weights + pool + graphs + arena + non-torch");
-        else if (frac > 0)
-            snprintf(c->how, sizeof(c->how), "%s %.2f x the device's memory", what, frac);
-        else
-            snprintf(c->how, sizeof(c->how), "the law's pools");
+        c->bytes[k] += (uint64_t)llround(b);
+        if (!c->how[0] || d.by_fact)
+            snprintf(c->how, sizeof(c->how), "%s", how);
     }
-    for (int i = 0; i < c->n; i++)
-        if (!c->capacity[i]) {
+    for (int i = 0; !rc && i < c->n; i++)
+        if (!c->capacity[i])
             rc = sw_err_set(e, SW_EINVAL,
                             "%s: device %s declares no memory: serve cannot admit by it", ep->name,
                             c->dev[i]->name);
-            break;
-        }
     if (!rc && !c->n)
         rc = sw_err_set(e, SW_EINVAL, "%s: its plan puts nothing on a declared device", ep->name);
     sw_plan_view_free(&v);

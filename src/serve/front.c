@@ -118,6 +118,11 @@ static void on_deadline(evutil_socket_t fd, short what, void *arg)
     (void)what;
     struct sw__serve *sv = px->sv;
     struct sw__serve_model *m = &sv->models[px->model];
+    if (sw__serve_bg_holds(sv, px->model)) { /* a stop-start deploy: it waits for the boot */
+        struct timeval tv = {1, 0};
+        event_add(px->deadline, &tv);
+        return;
+    }
     char msg[1400];
     snprintf(msg, sizeof(msg), "model %s was not served within %.1f s: %s", m->name,
              (double)sv->max_wait_ms / 1000.0, m->last_why[0] ? m->last_why : "it is starting");
@@ -199,14 +204,18 @@ static void on_models(struct sw__serve *sv, struct evhttp_request *req)
                                         "model", "created", (json_int_t)0, "owned_by", "slipway",
                                         "state", model_state(sv, m), "endpoints", eps));
     }
-    json_t *j = json_pack("{s:s,s:o}", "object", "list", "data", data);
+    sw__serve_reply_json(req, 200, json_pack("{s:s,s:o}", "object", "list", "data", data));
+}
+
+void sw__serve_reply_json(struct evhttp_request *req, int code, json_t *j)
+{
     char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
     json_decref(j);
     struct evbuffer *b = evbuffer_new();
     if (b && s)
         evbuffer_add(b, s, strlen(s));
     evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "application/json");
-    evhttp_send_reply(req, 200, "OK", b);
+    evhttp_send_reply(req, code, code == 200 ? "OK" : "Error", b);
     if (b)
         evbuffer_free(b);
     free(s);
@@ -302,18 +311,21 @@ static void on_metrics(struct sw__serve *sv, struct evhttp_request *req)
     for (size_t k = 0; k < SW_ARRAY_LEN(ec); k++) {
         sw_buf_printf(&b, "# HELP %s %s\n# TYPE %s counter\n", ec[k].name, ec[k].help, ec[k].name);
         for (int i = 0; i < sv->n_eps; i++)
-            sw_buf_printf(&b, "%s{endpoint=\"%s\"} %" PRIu64 "\n", ec[k].name, sv->eps[i].ep->name,
-                          *(const uint64_t *)((const char *)&sv->eps[i] + ec[k].off));
+            if (!sv->eps[i].retired) /* a replaced instance: its endpoint's row is the new one */
+                sw_buf_printf(&b, "%s{endpoint=\"%s\"} %" PRIu64 "\n", ec[k].name,
+                              sv->eps[i].ep->name,
+                              *(const uint64_t *)((const char *)&sv->eps[i] + ec[k].off));
     }
     sw_buf_puts(&b, "# HELP slipway_serve_in_flight Requests in flight to the endpoint.\n"
                     "# TYPE slipway_serve_in_flight gauge\n");
     for (int i = 0; i < sv->n_eps; i++)
-        sw_buf_printf(&b, "slipway_serve_in_flight{endpoint=\"%s\"} %d\n", sv->eps[i].ep->name,
-                      sv->eps[i].inflight);
+        if (!sv->eps[i].retired)
+            sw_buf_printf(&b, "slipway_serve_in_flight{endpoint=\"%s\"} %d\n", sv->eps[i].ep->name,
+                          sv->eps[i].inflight);
     sw_buf_puts(&b, "# HELP slipway_serve_endpoint_state 1 for the endpoint's state.\n"
                     "# TYPE slipway_serve_endpoint_state gauge\n");
     for (int i = 0; i < sv->n_eps; i++)
-        for (int s = SW_SERVE_STOPPED; s <= SW_SERVE_STOPPING; s++)
+        for (int s = SW_SERVE_STOPPED; s <= SW_SERVE_STOPPING && !sv->eps[i].retired; s++)
             sw_buf_printf(&b, "slipway_serve_endpoint_state{endpoint=\"%s\",state=\"%s\"} %d\n",
                           sv->eps[i].ep->name, sw_serve_state_name((enum sw_serve_state)s),
                           sv->eps[i].state == (enum sw_serve_state)s);
@@ -322,7 +334,7 @@ static void on_metrics(struct sw__serve *sv, struct evhttp_request *req)
         if (!i)
             sw_buf_puts(&b, "# HELP slipway_serve_claim_bytes The plan's memory on the device "
                             "while the endpoint runs.\n# TYPE slipway_serve_claim_bytes gauge\n");
-        for (int d = 0; x->claim_ok && d < x->claim.n; d++)
+        for (int d = 0; x->claim_ok && !x->retired && d < x->claim.n; d++)
             sw_buf_printf(&b,
                           "slipway_serve_claim_bytes{endpoint=\"%s\",device=\"%s\"} %" PRIu64 "\n",
                           x->ep->name, x->claim.dev[d]->name, x->claim.bytes[d]);
@@ -463,6 +475,8 @@ void sw__serve_on_request(struct evhttp_request *req, void *arg)
              (!strcmp(path, "/v1/chat/completions") || !strcmp(path, "/v1/completions") ||
               !strcmp(path, "/v1/embeddings")))
         on_generate(sv, req, path, client);
+    else if (cmd == EVHTTP_REQ_POST && !strcmp(path, "/admin/deploy"))
+        sw__serve_on_deploy(sv, req, client);
     else
         sw__serve_reply_error(req, 404, "invalid_request_error", "no such route", 0);
 }

@@ -73,6 +73,8 @@ static void *job_main(void *arg)
         struct sw_deploy_res r;
         q.fleet = sv->fleet_path;
         q.endpoint = x->ep->name;
+        q.name = j->as[0] ? j->as : NULL;
+        q.port = j->port;
         q.detach = true;
         q.preflight = true;
         q.liveness = true;
@@ -102,6 +104,17 @@ static void *job_main(void *arg)
         w = write(sv->jobs_pipe[1], &j, sizeof(j));
     while (w < 0 && errno == EINTR);
     return NULL;
+}
+
+int sw__serve_job_spawn(struct sw__serve *sv, struct sw__serve_job *j)
+{
+    j->sv = sv;
+    if (pthread_create(&j->th, NULL, job_main, j))
+        return -1;
+    j->next = sv->jobs;
+    sv->jobs = j;
+    sv->n_jobs_running++;
+    return 0;
 }
 
 static void job_run(struct sw__serve *sv, int i, bool start)
@@ -151,6 +164,12 @@ static void job_done(struct sw__serve *sv, struct sw__serve_job *j)
             break;
         }
     sv->n_jobs_running--;
+    if (j->done) {
+        j->done(sv, j);
+        sw_free(j);
+        sw__serve_kick(sv);
+        return;
+    }
     struct sw__serve_ep *x = &sv->eps[j->ep];
     struct sw__serve_model *m = &sv->models[x->model];
     if (j->start && !j->rc) {
@@ -236,6 +255,7 @@ static void serve_model(struct sw__serve *sv, int mi)
             px->deadline = NULL;
         }
         sw__serve_hist_add(&m->queue_wait, (double)(sw_now_ns() - px->t_arrive_ns) / 1e9);
+        sw__serve_bg_waited(sv, mi, (double)(sw_now_ns() - px->t_arrive_ns) / 1e9);
         sw__serve_forward(px, i);
     }
     if (TAILQ_EMPTY(&m->queue))
@@ -312,8 +332,14 @@ static void serve_model(struct sw__serve *sv, int mi)
         snprintf(m->last_why, sizeof(m->last_why), "%s", wait_why);
 }
 
+void sw__serve_start_stop(struct sw__serve *sv, int i, bool start)
+{
+    job_run(sv, i, start);
+}
+
 void sw__serve_kick(struct sw__serve *sv)
 {
+    sw__serve_bg_kick(sv);
     for (int i = 0; i < sv->n_models; i++)
         if (sv->models[i].n_queued)
             serve_model(sv, i);
@@ -452,6 +478,11 @@ static int add_ep(struct sw__serve *sv, const struct sw_fleet_endpoint *ep, stru
             sw_pidfile_check(&pf, NULL, 0) == SW_PID_ALIVE) {
             x->state = SW_SERVE_RUNNING;
             x->can_stop = true;
+            if (pf.port && pf.host[0] && strlen(pf.host) < sizeof(x->host)) {
+                /* a deploy through serve may have left it on another port (bluegreen.c) */
+                snprintf(x->host, sizeof(x->host), "%s", pf.host);
+                x->port = pf.port;
+            }
         }
     }
     if (!x->local)
@@ -556,7 +587,9 @@ static void serve_close(struct sw__serve *sv)
         ssize_t n = read(sv->jobs_pipe[0], &r, sizeof(r));
         (void)n;
         sv->jobs = j->next;
-        if (j->start && !j->rc) {
+        if (j->done)
+            sw__serve_bg_orphan(sv, j);
+        else if (j->start && !j->rc) {
             sv->eps[j->ep].ours = true;
             snprintf(sv->eps[j->ep].pid_path, sizeof(sv->eps[j->ep].pid_path), "%s", j->pid_path);
         }
@@ -581,6 +614,7 @@ static void serve_close(struct sw__serve *sv)
         sw_free(sv->keys[i].key);
     }
     sw_free(sv->keys);
+    sw__serve_bg_free(sv);
     if (sv->http)
         evhttp_free(sv->http);
     if (sv->tick)

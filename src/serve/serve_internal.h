@@ -48,6 +48,8 @@ struct sw__serve_ep {
     bool ours;       /* serve started it (it stops it at exit) */
     bool can_stop;   /* a pid file names it */
     bool want_start; /* victims are stopping for it */
+    bool retired;    /* an instance a deploy replaced: draining or stopped, in no model's list,
+                      * not in /metrics (bluegreen.c); it holds its memory until it stops */
     struct sw_service_client client;
     bool client_open;
     char host[256];
@@ -119,6 +121,11 @@ struct sw__serve_job {
     char msg[1200];
     char pid_path[4096];
     double secs;
+    /* a start beside the running instance (bluegreen.c): its name for the pid file and log,
+     * its port, and what the loop does once it ended (instead of job_done's; then freed) */
+    char as[160];
+    unsigned port;
+    void (*done)(struct sw__serve *sv, struct sw__serve_job *j);
     pthread_t th;
     struct sw__serve_job *next; /* the jobs not yet joined */
 };
@@ -149,6 +156,7 @@ struct sw__serve {
     uint64_t max_wait_ms;
     uint64_t unauthorized;
     unsigned ticks;
+    struct sw__serve_bg *bg; /* deploys through serve (bluegreen.c); NULL before the first */
 };
 
 void sw__serve_logf(struct sw__serve *sv, const char *fmt, ...) SW_PRINTF(2, 3);
@@ -158,6 +166,8 @@ void sw__serve_on_request(struct evhttp_request *req, void *arg);
 void sw__serve_reply_error(struct evhttp_request *req, int code, const char *type, const char *msg,
                            int retry_after);
 void sw__serve_count(struct sw__serve_model *m, int code);
+/* a JSON answer (j's reference is taken) */
+void sw__serve_reply_json(struct evhttp_request *req, int code, json_t *j);
 /* a request is done (replied, or its client went away): unhook and free it */
 void sw__serve_px_free(struct sw__serve_px *px);
 
@@ -167,6 +177,24 @@ void sw__serve_kick(struct sw__serve *sv);
 /* the running replica of m with the fewest outstanding requests not yet tried by px; -1 none */
 int sw__serve_pick(struct sw__serve *sv, const struct sw__serve_model *m,
                    const struct sw__serve_px *px);
+
+/* serve.c: a start (`up`) or a stop (`down`) of endpoint i in a worker thread */
+void sw__serve_start_stop(struct sw__serve *sv, int i, bool start);
+/* a job j (ep, start, as, port and done set) in a worker thread; 0, or -1 when no thread */
+int sw__serve_job_spawn(struct sw__serve *sv, struct sw__serve_job *j);
+
+/* bluegreen.c: a deploy through serve (POST /admin/deploy), docs/serve.md */
+struct sw__serve_bg;
+void sw__serve_on_deploy(struct sw__serve *sv, struct evhttp_request *req, const char *client);
+/* the deploy's next step, when what it waits for happened (called first by sw__serve_kick) */
+void sw__serve_bg_kick(struct sw__serve *sv);
+/* does a stop-start deploy hold model mi's queue (its requests wait past --max-wait)? */
+bool sw__serve_bg_holds(struct sw__serve *sv, int mi);
+/* a queued request of model mi was sent after waiting `secs` */
+void sw__serve_bg_waited(struct sw__serve *sv, int mi, double secs);
+/* at exit: a job of the deploy's that ended (its new instance stopped unless --keep) */
+void sw__serve_bg_orphan(struct sw__serve *sv, struct sw__serve_job *j);
+void sw__serve_bg_free(struct sw__serve *sv);
 
 /* proxy.c */
 /* send px to endpoint i; on failure before the first byte px is retried or answered */

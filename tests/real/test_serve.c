@@ -23,11 +23,13 @@
 #include <cmocka.h>
 
 #include <slipway/core.h>
+#include <slipway/deploy.h>
 
 #include "swllama.h"
 #include "swtest.h"
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -88,9 +90,33 @@ static int setup(void **state)
     return 0;
 }
 
+/* What a failed case left running (serve killed before it stopped its endpoints: the engines
+ * `up` detached would hold the real tests' lock, inherited): every case's pid files, stopped. */
+static void stop_leftovers(void)
+{
+    for (int c = 1; g_dir && c <= g_case; c++) {
+        char run[4300];
+        snprintf(run, sizeof(run), "%s/case%d/run", g_dir, c);
+        DIR *d = opendir(run);
+        struct dirent *de;
+        while (d && (de = readdir(d))) {
+            size_t n = strlen(de->d_name);
+            if (n < 5 || strcmp(de->d_name + n - 4, ".pid"))
+                continue;
+            char p[4600];
+            snprintf(p, sizeof(p), "%s/%s", run, de->d_name);
+            struct sw_stop_report rep;
+            sw_pidfile_stop(p, 2000, &rep, NULL);
+        }
+        if (d)
+            closedir(d);
+    }
+}
+
 static int teardown(void **state)
 {
     (void)state;
+    stop_leftovers();
     if (g_dir && !getenv("SW_KEEP"))
         swt_tmpdir_free(g_dir);
     return 0;
@@ -803,6 +829,288 @@ static void test_keys(void **state)
     assert_false(file_has(s.log, "sk-alice"));
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * Deploys through serve (POST /admin/deploy, `slipway deploy --via-serve`).
+ */
+#define LOADERS 3
+
+/* LOADERS children, each sending streamed chat requests for model to serve with key until the
+ * case's "load.stop" exists; each writes "OK FAILED" to load<i>.txt (a 200 ending in [DONE] is
+ * ok). No cmocka asserts in the children. */
+static void load_start(int port, const char *model, const char *key, pid_t *pids)
+{
+    unlink(case_file("load.stop"));
+    for (int i = 0; i < LOADERS; i++) {
+        char res[64];
+        snprintf(res, sizeof(res), "load%d.txt", i);
+        const char *rpath = case_file(res);
+        const char *stop_path = case_file("load.stop");
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid) {
+            pids[i] = pid;
+            continue;
+        }
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        char rp[4300], sp[4300];
+        snprintf(rp, sizeof(rp), "%s", rpath);
+        snprintf(sp, sizeof(sp), "%s", stop_path);
+        long ok = 0, failed = 0;
+        char req[1024], buf[65536];
+        const char *body_fmt = "{\"model\": \"%s\", \"messages\": [{\"role\": \"user\", "
+                               "\"content\": \"hello\"}], \"max_tokens\": 16, \"temperature\": 0, "
+                               "\"stream\": true}";
+        char body[512];
+        int bl = snprintf(body, sizeof(body), body_fmt, model);
+        int n = snprintf(req, sizeof(req),
+                         "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+                         "Authorization: Bearer %s\r\nContent-Type: application/json\r\n"
+                         "Content-Length: %d\r\n\r\n%s",
+                         key, bl, body);
+        while (access(sp, F_OK) != 0) {
+            int fd = socket(AF_INET, SOCK_STREAM, 0);
+            struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+            a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+            bool good = false;
+            buf[0] = 0;
+            if (fd >= 0 && !connect(fd, (struct sockaddr *)&a, sizeof(a)) &&
+                write(fd, req, (size_t)n) == n) {
+                size_t len = 0;
+                ssize_t r;
+                while (len < sizeof(buf) - 1 &&
+                       (r = read(fd, buf + len, sizeof(buf) - 1 - len)) > 0)
+                    len += (size_t)r;
+                buf[len] = 0;
+                good = !strncmp(buf, "HTTP/1.1 200", 12) && strstr(buf, "data: [DONE]");
+            }
+            if (fd >= 0)
+                close(fd);
+            if (good)
+                ok++;
+            else if (++failed <= 3) {
+                char ep[4400];
+                snprintf(ep, sizeof(ep), "%s.err", rp);
+                FILE *f = fopen(ep, "a");
+                if (f) {
+                    fprintf(f, "--- a failed answer:\n%.1500s\n", buf);
+                    fclose(f);
+                }
+            }
+            usleep(20000);
+        }
+        FILE *f = fopen(rp, "w");
+        if (f) {
+            fprintf(f, "%ld %ld\n", ok, failed);
+            fclose(f);
+        }
+        _exit(0);
+    }
+}
+
+/* Stop the loaders; their answers in all. */
+static void load_stop(pid_t *pids, long *ok, long *failed)
+{
+    swt_write_str(case_file("load.stop"), "stop\n");
+    *ok = *failed = 0;
+    for (int i = 0; i < LOADERS; i++) {
+        int st;
+        waitpid(pids[i], &st, 0);
+        char res[64];
+        snprintf(res, sizeof(res), "load%d.txt", i);
+        FILE *f = fopen(case_file(res), "r");
+        assert_non_null(f);
+        long o = 0, x = 0;
+        assert_int_equal(fscanf(f, "%ld %ld", &o, &x), 2);
+        fclose(f);
+        *ok += o;
+        *failed += x;
+        char ep[4400];
+        snprintf(ep, sizeof(ep), "%s.err", case_file(res));
+        if (x)
+            show_log(ep);
+    }
+}
+
+/* One endpoint "d" on port with the measured non-KV cost nonkv and ctx_size ctx: the sim as
+ * llama-server on g0, or the real llama-server on the 4 GiB CPU device. */
+static void deploy_fleet(int port, const char *nonkv, int ctx, bool real)
+{
+    char text[8192], sim[4200];
+    snprintf(sim, sizeof(sim), "%s/llama-sim", g_dir);
+    size_t w = (size_t)snprintf(text, sizeof(text), "%s", fleet_head);
+    ep_text(text + w, sizeof(text) - w, "d", real ? swl_bin("llama-server") : sim,
+            real ? "cpu" : "g0", port, nonkv, NULL);
+    char *c = strstr(text, "ctx_size: 1024");
+    assert_non_null(c);
+    char tail[8192];
+    snprintf(tail, sizeof(tail), "%s", c + 14);
+    snprintf(c, sizeof(text) - (size_t)(c - text), "ctx_size: %d%s", ctx, tail);
+    swt_write_str(case_file("fleet.yaml"), text);
+}
+
+/* serve with an admin key; d running (a first request starts it) under a stream of requests;
+ * the fleet rewritten to the new shape; `slipway deploy d --via-serve` took `path`, ended ok, and
+ * no request failed (serve's JSON answer in *out). */
+static void deploy_under_load(struct proc *s, const char *old_nonkv, const char *new_nonkv,
+                              bool real, const char *path, json_t **out)
+{
+    need_all();
+    if (real)
+        swt_need(swl_bin("llama-server") != NULL, "llama-server (%s)", swl_missing());
+    case_begin();
+    long ok = 0, failed = 0;
+    int port = swt_free_port();
+    deploy_fleet(port, old_nonkv, 1024, real);
+    swt_write_str(case_file("clients.env"), "admin=sk-admin-0123456789\nalice=sk-alice-0123\n");
+    /* --max-wait 1s: a stop-start's queue waits past it (the boot takes longer) */
+    const char *extra[] = {"--keys", case_file("clients.env"), "--max-wait", "1s", NULL};
+    serve_start(s, extra);
+    /* the first request starts d (before the stream: its boot is not the deploy's); past
+     * --max-wait 1s while d boots it is a 503, and asked again */
+    int st = 0;
+    for (int tries = 0; tries < 20 && st != 200; tries++) {
+        int fd = connect_port(s->port);
+        const char body[] = "{\"model\": \"d-model\", \"messages\": [{\"role\": \"user\", "
+                            "\"content\": \"hello\"}], \"max_tokens\": 2}";
+        char req[1024];
+        int n = snprintf(req, sizeof(req),
+                         "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+                         "Authorization: Bearer sk-alice-0123\r\nContent-Type: application/json\r\n"
+                         "Content-Length: %zu\r\n\r\n%s",
+                         sizeof(body) - 1, body);
+        assert_int_equal(write(fd, req, (size_t)n), n);
+        char *first = NULL;
+        st = read_all(fd, 120, &first);
+        free(first);
+    }
+    assert_int_equal(st, 200);
+    pid_t pids[LOADERS];
+    load_start(s->port, "d-model", "sk-alice-0123", pids);
+    usleep(500000);
+    deploy_fleet(port, new_nonkv, 2048, real);
+    char url[64];
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d", s->port);
+    const char *argv[] = {"/usr/bin/env",
+                          "SLIPWAY_SERVE_KEY=sk-admin-0123456789",
+                          swt_bin(),
+                          "deploy",
+                          "d",
+                          "--via-serve",
+                          url,
+                          "--drain",
+                          "30s",
+                          "--json",
+                          NULL};
+    struct swt_run r;
+    assert_int_equal(swt_run(argv, NULL, 120, &r), 0);
+    if (r.status)
+        show_log(s->log);
+    print_message("deploy: %s%s\n", r.out ? r.out : "", r.err ? r.err : "");
+    assert_int_equal(r.status, 0);
+    *out = swt_json_out(&r);
+    assert_non_null(*out);
+    swt_run_free(&r);
+    usleep(500000); /* requests go on against the new instance */
+    load_stop(pids, &ok, &failed);
+    show_log(s->log);
+    print_message("loaders: %ld answered, %ld failed\n", ok, failed);
+    assert_string_equal(json_string_value(json_object_get(*out, "path")), path);
+    assert_true(json_is_true(json_object_get(*out, "ok")));
+    assert_int_equal(
+        json_integer_value(json_object_get(json_object_get(*out, "requests"), "failed")), 0);
+    assert_true(ok > 0);
+    assert_int_equal(failed, 0);
+}
+
+/* Old and new shape fit on g0 together (8 + 9 GiB of 24): blue/green under a stream of requests,
+ * none fails, the route switched to the new instance on another port, the old drained and
+ * stopped, the new one's pid file under the endpoint's name. */
+static void test_deploy_bluegreen(void **state)
+{
+    (void)state;
+    struct proc s = {0};
+    json_t *j = NULL;
+    deploy_under_load(&s, "8GiB", "9GiB", false, "blue-green", &j);
+    assert_true(file_has(s.log, "deploy: d (by admin): blue-green: beside the old: d (new shape) "
+                                "fits: box/g0: claim 9667870720 B (9.00 GiB) + held 8592031744 B "
+                                "(8.00 GiB) of 25769803776 B (24.00 GiB)"));
+    assert_true(file_has(s.log, "route switched from"));
+    assert_true(file_has(s.log, "the old instance has drained"));
+    assert_true(pid_alive("d"));
+    /* the pid file names the new instance: another port, the new ctx_size */
+    char p[4300];
+    snprintf(p, sizeof(p), "%s/d.pid", g_run);
+    assert_true(file_has(p, "2048"));
+    assert_false(strstr(json_string_value(json_object_get(j, "new")), "-") != NULL);
+    assert_string_not_equal(json_string_value(json_object_get(j, "new")),
+                            json_string_value(json_object_get(j, "old")));
+    char next[64]; /* its own pid file went to d.pid */
+    const char *colon = strrchr(json_string_value(json_object_get(j, "new")), ':');
+    assert_non_null(colon);
+    snprintf(next, sizeof(next), "d-%s", colon + 1);
+    assert_false(pid_alive(next));
+    json_decref(j);
+    /* a client's key is not an admin's: 403, nothing deployed */
+    char url[64];
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d", s.port);
+    const char *argv[] = {"/usr/bin/env",
+                          "SLIPWAY_SERVE_KEY=sk-alice-0123",
+                          swt_bin(),
+                          "deploy",
+                          "d",
+                          "--via-serve",
+                          url,
+                          NULL};
+    struct swt_run r;
+    assert_int_equal(swt_run(argv, NULL, 60, &r), 0);
+    assert_int_equal(r.status, 1);
+    assert_non_null(strstr(r.err, "serve (403): a deploy needs the key of an admin client"));
+    swt_run_free(&r);
+    stop(&s);
+    assert_false(pid_alive("d"));
+    assert_false(file_has(s.log, "sk-admin"));
+}
+
+/* Old and new do not fit together (14 + 13 GiB of 24), the new alone does: stop-start; the
+ * requests that arrive meanwhile wait in the queue and succeed; the wait is reported. */
+static void test_deploy_stop_start(void **state)
+{
+    (void)state;
+    struct proc s = {0};
+    json_t *j = NULL;
+    deploy_under_load(&s, "14GiB", "13GiB", false, "stop-start", &j);
+    const json_t *q = json_object_get(j, "queued");
+    assert_true(json_integer_value(json_object_get(q, "requests")) >= 1);
+    assert_true(json_real_value(json_object_get(q, "wait_max_s")) > 0);
+    print_message("queued wait max %.3f s (--max-wait 1s)\n",
+                  json_real_value(json_object_get(q, "wait_max_s")));
+    assert_true(file_has(s.log, "deploy: d (by admin): stop-start: d (new shape) waits: box/g0: "
+                                "claim 13962838016 B (13.00 GiB) + held 15034482688 B (14.00 GiB) "
+                                "of 25769803776 B (24.00 GiB); held by d (running, "));
+    assert_true(file_has(s.log, "out of rotation (requests queue)"));
+    assert_true(pid_alive("d"));
+    json_decref(j);
+    stop(&s);
+}
+
+/* The real llama-server on the 4 GiB CPU device (1.5 + 1.6 GiB fit): blue/green under a stream
+ * of requests, none fails; the new llama-server (ctx 2048) serves at the end. */
+static void test_deploy_real_llama(void **state)
+{
+    (void)state;
+    struct proc s = {0};
+    json_t *j = NULL;
+    deploy_under_load(&s, "1536MiB", "1600MiB", true, "blue-green", &j);
+    assert_true(file_has(s.log, "route switched from"));
+    char p[4300];
+    snprintf(p, sizeof(p), "%s/d.pid", g_run);
+    assert_true(file_has(p, "2048"));
+    assert_true(file_has(p, "llama-server"));
+    json_decref(j);
+    stop(&s);
+    assert_false(pid_alive("d"));
+}
+
 /* The real llama-server: two that do not fit on the 4 GiB CPU device; each answers through
  * serve, the second evicting the first. */
 static void test_real_llama(void **state)
@@ -844,6 +1152,10 @@ int main(void)
         cmocka_unit_test(test_idle_ttl),          cmocka_unit_test(test_queue),
         cmocka_unit_test(test_replicas),          cmocka_unit_test(test_keys),
         cmocka_unit_test(test_backpressure),      cmocka_unit_test(test_real_llama),
+        cmocka_unit_test(test_deploy_bluegreen),  cmocka_unit_test(test_deploy_stop_start),
+        cmocka_unit_test(test_deploy_real_llama),
     };
+    if (getenv("SW_CASES")) /* e.g. SW_CASES='test_deploy_*' */
+        cmocka_set_test_filter(getenv("SW_CASES"));
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -256,9 +257,14 @@ static void test_spawn_env_log(void **state)
     setenv("LLAMA_ARG_CTX_SIZE", "999", 1);
     setenv("LLAMA_API_KEY", "leak", 1);
     setenv("SW_KEEP", "kept", 1);
+    /* a descriptor the caller holds open across exec (flock(1)'s lock, say): not the engine's */
+    int held = open("/dev/null", O_RDONLY);
+    assert_true(held >= 0);
+    assert_int_equal(dup2(held, 9), 9);
     const char *argv[] = {"sh", "-c",
                           "echo ctx=${LLAMA_ARG_CTX_SIZE-unset} key=${LLAMA_API_KEY-unset} "
-                          "keep=$SW_KEEP add=$SW_ADD; echo err >&2; read x; echo stdin=${x-eof}",
+                          "keep=$SW_KEEP add=$SW_ADD; echo err >&2; read x; echo stdin=${x-eof}; "
+                          "if [ -e /proc/$$/fd/9 ]; then echo fd9=open; else echo fd9=closed; fi",
                           NULL};
     const char *add[] = {"SW_ADD=yes", "SW_KEEP=over"};
     struct sw_spawn_opts o = {.argv = argv, .env_add = add, .n_env_add = 2, .log_path = log};
@@ -275,7 +281,9 @@ static void test_spawn_env_log(void **state)
     char *t = NULL;
     size_t n;
     assert_int_equal(sw_read_file(log, 1 << 16, &t, &n, &e), 0);
-    assert_string_equal(t, "ctx=unset key=unset keep=over add=yes\nerr\nstdin=\n");
+    assert_string_equal(t, "ctx=unset key=unset keep=over add=yes\nerr\nstdin=\nfd9=closed\n");
+    close(9);
+    close(held);
     sw_free(t);
     unsetenv("LLAMA_ARG_CTX_SIZE");
     unsetenv("LLAMA_API_KEY");

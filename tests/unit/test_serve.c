@@ -48,6 +48,27 @@ static void test_fits_beside(void **state)
     assert_non_null(strstr(d.text, "held 12884901888 B"));
 }
 
+/* A deploy through serve reloads the fleet: the new shape's claim names the reloaded fleet's
+ * device, the others the first load's; one device by its name (and its host's). */
+static void test_reloaded_device(void **state)
+{
+    (void)state;
+    static struct sw_fleet_device g0_again = {.name = "g0"};
+    struct sw_serve_claim old = claim1(&g0, 14), next = claim1(&g0_again, 13),
+                          small = claim1(&g0_again, 9);
+    struct sw_serve_tenant ts[] = {tenant("d", &old, SW_SERVE_RUNNING, 1),
+                                   tenant("d (new shape)", &next, SW_SERVE_STOPPED, 0)};
+    ts[0].inflight = 1;
+    struct sw_serve_decision d;
+    sw_serve_admit(ts, 2, 1, &d);
+    assert_int_equal(d.verdict, SW_SERVE_WAIT); /* 14 + 13 > 24 on the one device */
+    assert_non_null(strstr(d.text, "held 15032385536 B"));
+    ts[1].claim = &small;
+    sw_serve_admit(ts, 2, 1, &d);
+    assert_int_equal(d.verdict, SW_SERVE_FITS); /* 14 + 9 */
+    assert_non_null(strstr(d.text, "held 15032385536 B"));
+}
+
 static void test_evicts_lru(void **state)
 {
     (void)state;
@@ -182,9 +203,13 @@ static void test_fleet_serve_key(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_fits_beside),           cmocka_unit_test(test_evicts_lru),
-        cmocka_unit_test(test_never_pinned_nor_busy), cmocka_unit_test(test_other_device_untouched),
-        cmocka_unit_test(test_too_big_alone),         cmocka_unit_test(test_fleet_serve_key),
+        cmocka_unit_test(test_fits_beside),
+        cmocka_unit_test(test_evicts_lru),
+        cmocka_unit_test(test_reloaded_device),
+        cmocka_unit_test(test_never_pinned_nor_busy),
+        cmocka_unit_test(test_other_device_untouched),
+        cmocka_unit_test(test_too_big_alone),
+        cmocka_unit_test(test_fleet_serve_key),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
