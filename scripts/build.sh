@@ -4,7 +4,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 launcher=()
-command -v ccache >/dev/null 2>&1 && launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache)
+if command -v ccache >/dev/null 2>&1; then
+  # The compiler cache lives beside the llama.cpp build cache (~/.cache/slipway), which CI keeps
+  # between runs; paths are hashed relative to the checkout, so another clone of the same commit
+  # hits too (src/ names no absolute path: CMakeLists.txt's sw_paths).
+  export CCACHE_DIR=${CCACHE_DIR:-${SLIPWAY_CACHE:-$HOME/.cache/slipway}/ccache}
+  export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD} CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}
+  launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache)
+fi
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSW_WERROR="${SW_WERROR:-OFF}" "${launcher[@]}" >/dev/null
 ninja -C build
 if [ "${1:-}" = "--sanitize" ]; then

@@ -8,24 +8,33 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
-scripts/deps.sh
-scripts/format-check.sh
-scripts/layering.sh
-scripts/rooms.sh
-SW_WERROR=ON scripts/build.sh --sanitize
-scripts/llama-build.sh
+# Each step's seconds on one line at the end (and as it goes), so a slow CI run says where.
+times=()
+step() {
+  local t0=$SECONDS
+  "$@"
+  times+=("$(printf '%5d s  %s' $((SECONDS - t0)) "$*")")
+  echo "== ${times[-1]}"
+}
+step scripts/deps.sh
+step scripts/format-check.sh
+step scripts/layering.sh
+step scripts/rooms.sh
+SW_WERROR=ON step scripts/build.sh --sanitize
+step scripts/llama-build.sh
 # The real tier's test hosts (tests/real/test_testhost.c): their root filesystem and the llama-server
 # container image, each built once and cached (scripts/testhost.sh).
-scripts/testhost.sh rootfs
-scripts/testhost.sh base >/dev/null
-scripts/testhost.sh image
+step scripts/testhost.sh rootfs
+step scripts/testhost.sh base >/dev/null
+step scripts/testhost.sh image
 # The Kubernetes API schemas the k8s render is validated against (npm kubernetes-models, cached).
-scripts/k8s-schemas.sh >/dev/null
+step scripts/k8s-schemas.sh >/dev/null
 jobs=${SLIPWAY_TEST_JOBS:-2}
 echo "== ctest: plain build"
-ctest --test-dir build --output-on-failure -j "$jobs"
+step ctest --test-dir build --output-on-failure -j "$jobs"
 echo "== ctest: ASan+UBSan build"
 # plain_only: real tests whose time is spent in uninstrumented engines or test hosts and whose
 # slipway code other tests run sanitized (CMakeLists.txt says which and why): plain build only.
-ctest --test-dir build-asan --output-on-failure -j "$jobs" -LE plain_only
+step ctest --test-dir build-asan --output-on-failure -j "$jobs" -LE plain_only
+printf '%s\n' "${times[@]}"
 echo "== all tests passed in $(( $(date +%s) - start )) s"

@@ -6,7 +6,7 @@
 #        scripts/testhost.sh base
 #        scripts/testhost.sh image
 #        scripts/testhost.sh up NAME ADDR [--bind-ro PATH[:DEST]]... [--authorize PUBKEY]
-#        scripts/testhost.sh down NAME
+#        scripts/testhost.sh down NAME [--kill]
 #        scripts/testhost.sh list
 #        scripts/testhost.sh paths
 #
@@ -40,7 +40,8 @@
 #           A host already up under NAME is stopped first (up is idempotent).
 #   down    SIGTERM to the nspawn (the host powers off), wait up to 20 s, SIGKILL, unmount its
 #           overlay, remove its veth and $RUN/NAME. Quiet and exit 0 when there is nothing to
-#           stop.
+#           stop. --kill: no power-off, SIGKILL to the host's PID 1 at once (a disposable host:
+#           the tests' swth_down), then the same clean-up.
 #   list    One line per host: NAME ADDR PID state (running, or dead).
 #   paths   rootfs=TAR rootfs_built=0|1 llama=DIR (empty when not built) run=DIR, building nothing
 #           (the tests' prerequisite check).
@@ -212,13 +213,22 @@ proc_start() {
 }
 
 cmd_down() {
+    local kill_now=
+    if [ "${2:-}" = --kill ]; then kill_now=1; set -- "$1"; fi
     [ $# -eq 1 ] || usage
     local name=$1 d pid leader since i
     d=$RUN/$name
     [ -d "$d" ] || return 0
     if pid=$(host_pid "$name"); then
         leader=$(host_leader "$pid" || true)
-        kill -TERM "$pid" 2>/dev/null || true
+        # --kill: the host is disposable (a test's): SIGKILL to its PID 1 ends its whole PID
+        # namespace at once and nspawn follows within a tenth of a second, where a power-off
+        # (systemd stopping every unit, then nspawn) takes about 2 s.
+        if [ -n "$kill_now" ] && [ -n "$leader" ]; then
+            kill -KILL "$leader" 2>/dev/null || true
+        else
+            kill -TERM "$pid" 2>/dev/null || true
+        fi
         for ((i = 0; i < 200; i++)); do
             kill -0 "$pid" 2>/dev/null || break
             sleep 0.1
@@ -368,6 +378,12 @@ runtime = "runc"
 cgroup_manager = "systemd"
 events_logger = "file"
 EOF
+    # podman's boot-time jobs (restarting containers marked restart=always, its auto-update
+    # timer) are half of a host's boot (systemd-analyze) and nothing here uses them: masked.
+    mkdir -p "$root/etc/systemd/system"
+    for u in podman-restart.service podman-auto-update.service podman-auto-update.timer; do
+        ln -sf /dev/null "$root/etc/systemd/system/$u"
+    done
     local store=
     store=$(podman info --format '{{.Store.GraphRoot}}' 2>/dev/null || true)
     if [ -n "$store" ] && [ -d "$store" ]; then

@@ -69,6 +69,8 @@ void swth_end_masters(const char *run_dir);
  * host unregistered. Safe to call twice and on a host that never came up. Returns the script's
  * exit status (0 when done). */
 int swth_down(struct swth_host *h);
+/* The same by a power-off (SIGTERM to nspawn), as `testhost.sh down` without --kill. */
+int swth_down_graceful(struct swth_host *h);
 /* Run `sh -c CMD` as root on the host over ssh, stdin_text on its stdin (may be NULL), killed
  * after deadline_s. r as swt_run (free with swt_run_free); ssh's own failure is status 255. */
 int swth_ssh(const struct swth_host *h, const char *cmd, const char *stdin_text,
