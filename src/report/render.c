@@ -628,19 +628,14 @@ static int watch_table(struct view *v, const json_t *ep)
     if (!json_array_size(hist))
         return 0;
     int rc = h3(v, "Status history (slipway watch, newest first)");
+    /* each column is the row's string field of the same name; "-" where it has none */
     static const char *const head[] = {"at", "kind", "state", "action", "outcome", "detail"};
-    if (!rc)
-        rc = table_open(v, head, 6);
-    size_t i;
-    json_t *x;
-    json_array_foreach(hist, i, x)
-    {
-        if (rc)
-            break;
-        const char *cells[6] = {js(x, "at"),     js(x, "kind"),    js(x, "state"),
-                                js(x, "action"), js(x, "outcome"), js(x, "detail")};
+    rc = rc ? rc : table_open(v, head, 6);
+    for (size_t i = 0; !rc && i < json_array_size(hist); i++) {
+        const json_t *x = json_array_get(hist, i);
+        const char *cells[6];
         for (size_t k = 0; k < 6; k++)
-            cells[k] = cells[k] ? cells[k] : "-";
+            cells[k] = js(x, head[k]) ? js(x, head[k]) : "-";
         rc = row(v, cells, 6, false);
     }
     return rc ? rc : table_close(v);
