@@ -61,11 +61,11 @@ static int systemctl(struct ictx *c, const char *verb, struct sw_err *e)
  * the install (it exits 0 on an unknown key). */
 static int verify(struct ictx *c, const struct sw_buf *unit, struct sw_err *e)
 {
-    char dir[4096], path[4200];
-    int rc = sw_run_dir(dir, sizeof(dir) - 32, e);
+    char run[4000], dir[4096], path[4200];
+    int rc = sw_run_dir(run, sizeof(run), e);
     if (rc)
         return rc;
-    strcat(dir, "/watch-install-XXXXXX");
+    snprintf(dir, sizeof(dir), "%s/watch-install-XXXXXX", run);
     if (!mkdtemp(dir))
         return sw_err_set(e, SW_EIO, "mkdtemp %s: %s", dir, strerror(errno));
     snprintf(path, sizeof(path), "%s/%s", dir, UNIT_NAME);
