@@ -145,11 +145,10 @@ static unsigned restarts_in_window(struct sw__watch *w, struct sw__wep *x)
  */
 
 /* Record the action's key first; false when it is already there (taken before). */
-static bool claim(struct sw__watch *w, struct sw__wep *x, const char *action, const char *key,
-                  const char *detail)
+/* One action row of the ledger: `key` (the claim written before acting) or the outcome. */
+static int action_row(struct sw__watch *w, struct sw__wep *x, const char *action, const char *key,
+                      const char *out, const char *detail, struct sw_err *e)
 {
-    struct sw_err e;
-    sw_err_clear(&e);
     json_t *ev = json_object();
     sw_json_set_str(ev, "detail", detail);
     sw_json_set_int(ev, "episode", x->episode);
@@ -158,27 +157,25 @@ static bool claim(struct sw__watch *w, struct sw__wep *x, const char *action, co
                                        .state = sw_watch_state_name(x->state),
                                        .action = action,
                                        .action_key = key,
-                                       .outcome = "started",
+                                       .outcome = out,
                                        .evidence = ev};
-    int rc = sw__watch_record(w, &le, NULL, &e);
+    int rc = sw__watch_record(w, &le, NULL, e);
     json_decref(ev);
-    return rc == 0;
+    return rc;
+}
+
+static bool claim(struct sw__watch *w, struct sw__wep *x, const char *action, const char *key,
+                  const char *detail)
+{
+    struct sw_err e;
+    sw_err_clear(&e);
+    return action_row(w, x, action, key, "started", detail, &e) == 0;
 }
 
 static void outcome(struct sw__watch *w, struct sw__wep *x, const char *action, const char *out,
                     const char *detail, const json_t *st)
 {
-    json_t *ev = json_object();
-    sw_json_set_str(ev, "detail", detail);
-    sw_json_set_int(ev, "episode", x->episode);
-    struct sw_ledger_watch_event le = {.endpoint = x->ep->name,
-                                       .kind = "action",
-                                       .state = sw_watch_state_name(x->state),
-                                       .action = action,
-                                       .outcome = out,
-                                       .evidence = ev};
-    sw__watch_record(w, &le, NULL, NULL);
-    json_decref(ev);
+    action_row(w, x, action, NULL, out, detail, NULL);
     struct sw_watch_event we = {.endpoint = x->ep->name,
                                 .host = x->ep->host ? x->ep->host->name : "",
                                 .kind = "action",
