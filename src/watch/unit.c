@@ -41,6 +41,14 @@ int sw_watch_unit_render(const char *exe, const char *fleet_path, const char *le
                           "(got %s, %s, %s)",
                           exe ? exe : "?", fleet_path ? fleet_path : "?",
                           ledger_path ? ledger_path : "-");
+    /* a line break in a value would end the ExecStart line and start a key of its own */
+    const char *vals[] = {exe, fleet_path, ledger_path, metrics_addr};
+    for (size_t i = 0; i < sizeof(vals) / sizeof(vals[0]); i++)
+        if (vals[i] && strpbrk(vals[i], "\r\n"))
+            return sw_err_set(e, SW_EINVAL,
+                              "render --watch: a line break in \"%.*s...\": a unit line cannot "
+                              "hold it",
+                              (int)strcspn(vals[i], "\r\n"), vals[i]);
     int rc = sw_buf_puts(out, "# Rendered by slipway render --watch: the fleet's supervisor.\n"
                               "[Unit]\n"
                               "Description=slipway watch: keep the fleet serving\n"

@@ -379,6 +379,13 @@ static void test_render_unit(void **state)
                                             "127.0.0.1:9464\n"));
     assert_non_null(strstr(sw_buf_cstr(&b), "Restart=always\n"));
     assert_int_equal(sw_watch_unit_render("slipway", "fleet.yaml", NULL, NULL, &b, &e), SW_EINVAL);
+    /* a line break in a path would start a unit key of its own */
+    sw_buf_reset(&b);
+    assert_int_equal(sw_watch_unit_render("/usr/bin/slipway", "/etc/f.yaml\nExecStartPre=/x", NULL,
+                                          NULL, &b, &e),
+                     SW_EINVAL);
+    assert_non_null(strstr(e.msg, "line break"));
+    assert_null(strstr(sw_buf_cstr(&b), "ExecStartPre"));
     sw_buf_free(&b);
 }
 
