@@ -154,6 +154,36 @@ int sw__cli_rollout_endpoint(const struct sw_args *a, const char *verb, struct s
 }
 
 /* --via-serve: serve deploys it (blue/green or stop-start) and answers with the figures. */
+/* A string of serve's answer, as the terminal may show it (serve is a server: its bytes are
+ * escaped, an absent field is "-"). */
+static void term(const json_t *j, const char *key)
+{
+    const char *s = json_string_value(json_object_get(j, key));
+    sw_fput_term(stdout, s ? s : "-", 0);
+}
+
+static void print_serve_answer(const char *endpoint, const json_t *j, bool failed)
+{
+    const json_t *rq = json_object_get(j, "requests"), *w = json_object_get(j, "queued");
+    printf("%s: ", endpoint);
+    term(j, "path");
+    printf(" %s in %.1f s: ", failed ? "failed" : "done",
+           json_real_value(json_object_get(j, "seconds")));
+    term(j, "old");
+    fputs(" -> ", stdout);
+    term(j, "new");
+    fputs("\n  ", stdout);
+    term(j, "decision");
+    printf("\n  requests: %lld answered, %lld failed; %lld queued (wait p50 %.3f s, p99 %.3f s, "
+           "max %.3f s)\n",
+           (long long)json_integer_value(json_object_get(rq, "answered")),
+           (long long)json_integer_value(json_object_get(rq, "failed")),
+           (long long)json_integer_value(json_object_get(w, "requests")),
+           json_real_value(json_object_get(w, "wait_p50_s")),
+           json_real_value(json_object_get(w, "wait_p99_s")),
+           json_real_value(json_object_get(w, "wait_max_s")));
+}
+
 static int via_serve(const struct sw_args *a, const char *url)
 {
     int64_t drain = 0;
@@ -170,24 +200,8 @@ static int via_serve(const struct sw_args *a, const char *url)
     int drc = sw_serve_deploy(&q, &j, &e);
     if (a->json && j)
         sw_json_print(stdout, j, true);
-    else if (j && json_object_get(j, "path")) {
-        const json_t *w = json_object_get(j, "queued");
-        printf("%s: %s %s in %.1f s: %s -> %s\n  %s\n  requests: %lld answered, %lld failed; "
-               "%lld queued (wait p50 %.3f s, p99 %.3f s, max %.3f s)\n",
-               q.endpoint, json_string_value(json_object_get(j, "path")), drc ? "failed" : "done",
-               json_real_value(json_object_get(j, "seconds")),
-               json_string_value(json_object_get(j, "old")),
-               json_string_value(json_object_get(j, "new")),
-               json_string_value(json_object_get(j, "decision")),
-               (long long)json_integer_value(
-                   json_object_get(json_object_get(j, "requests"), "answered")),
-               (long long)json_integer_value(
-                   json_object_get(json_object_get(j, "requests"), "failed")),
-               (long long)json_integer_value(json_object_get(w, "requests")),
-               json_real_value(json_object_get(w, "wait_p50_s")),
-               json_real_value(json_object_get(w, "wait_p99_s")),
-               json_real_value(json_object_get(w, "wait_max_s")));
-    }
+    else if (j && json_object_get(j, "path"))
+        print_serve_answer(q.endpoint, j, drc != 0);
     bool answered = j != NULL;
     json_decref(j);
     if (drc && !answered)
