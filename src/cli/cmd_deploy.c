@@ -153,6 +153,30 @@ int sw__cli_rollout_endpoint(const struct sw_args *a, const char *verb, struct s
     return 0;
 }
 
+int sw__cli_rollout_ledger(const struct sw_args *a, const struct sw_fleet *f, bool write,
+                           struct sw_ledger *led, bool *have, struct sw_rollout_opts *o, int *rc)
+{
+    struct sw_err e;
+    char lpath[4096];
+    *have = false;
+    if (sw_args_flag(a, "no-ledger"))
+        return 0;
+    sw_err_clear(&e);
+    struct sw_ledger_open_opts oo = {.readonly = !write, .create = write};
+    if (sw_ledger_open_for(led, sw_args_str(a, "ledger"), f->path, &oo,
+                           SW_LEDGER_DEFAULT_MAY_BE_ABSENT, have, lpath, sizeof(lpath), &e)) {
+        sw_err_prefix(&e, "the ledger");
+        sw_cli_fail(&e, a->json);
+        *rc = SW_EXIT_USAGE;
+        return -1;
+    }
+    if (*have) {
+        o->ledger = led;
+        o->record = write;
+    }
+    return 0;
+}
+
 /* --via-serve: serve deploys it (blue/green or stop-start) and answers with the figures. */
 /* A string of serve's answer, as the terminal may show it (serve is a server: its bytes are
  * escaped, an absent field is "-"). */
@@ -245,37 +269,18 @@ int sw_cmd_deploy(int argc, char **argv)
         rc = sw_args_duration(&a, "stall", 1, INT64_MAX, &o.stall_ms);
     if (rc)
         return rc;
-    const char *ledger_path = sw_args_str(&a, "ledger");
-    bool no_ledger = sw_args_flag(&a, "no-ledger");
-    if (no_ledger && ledger_path)
+    if (sw_args_str(&a, "ledger") && sw_args_flag(&a, "no-ledger"))
         return sw_args_usage(&a, "--ledger and --no-ledger: choose one");
     if (!a.json && !o.dry_run)
         o.progress = stdout;
     if (o.dry_run && !a.json)
         o.progress = stdout;
 
-    if (sw__cli_rollout_endpoint(&a, "deploy", &f, &ep, &rc))
+    /* read-write: every attempt, its steps and its tag or failure land in it (a dry run only
+     * reads: it records nothing) */
+    if (sw__cli_rollout_endpoint(&a, "deploy", &f, &ep, &rc) ||
+        sw__cli_rollout_ledger(&a, f, !o.dry_run, &led, &have_ledger, &o, &rc))
         goto out;
-    if (!no_ledger) {
-        char lpath[4096];
-        const char *fleet_path = f->path;
-        /* read-write: every attempt, its steps and its tag or failure land in it (a dry run only
-         * reads: it records nothing) */
-        struct sw_ledger_open_opts oo = {.readonly = o.dry_run, .create = !o.dry_run};
-        int lrc =
-            sw_ledger_open_for(&led, ledger_path, fleet_path, &oo, SW_LEDGER_DEFAULT_MAY_BE_ABSENT,
-                               &have_ledger, lpath, sizeof(lpath), &e);
-        if (lrc) {
-            sw_err_prefix(&e, "the ledger");
-            sw_cli_fail(&e, a.json);
-            rc = SW_EXIT_USAGE;
-            goto out;
-        }
-        if (have_ledger) {
-            o.ledger = &led;
-            o.record = !o.dry_run;
-        }
-    }
     if (sw_rollout_deploy(f, ep, &o, &res, &e)) {
         rc = sw_cli_fail(&e, a.json);
         if (rc == SW_EXIT_USAGE && e.code != SW_EINVAL && e.code != SW_EUNSUPPORTED)

@@ -2,8 +2,17 @@
  * rollout/commit: a deploy's commit, once the new shape served and passed the battery: the host
  * keeps the new files as its last-good set (what a rollback reads) under a tag, and the ledger
  * names the same tag with what it served: the payload manifest as hashed on the host, the image
- * by digest, and the devices' readings taken now as usage rows of the shape. The host commits
- * first: the ledger names a tag only once the host holds it.
+ * by digest, and the devices' readings taken now as usage rows of the shape.
+ *
+ * The host and the ledger commit in two halves around the ledger's, which decides: the host
+ * copies the live files to STATE/last-good.new/ with the attempt's id (prepare), the ledger
+ * names the tag and finishes the attempt `committed`, then the host makes last-good.new its
+ * last-good under that tag (finish). A transport lost anywhere leaves a state the next deploy or
+ * rollback of the endpoint settles once it holds the lock (sw__ro_commit_settle): a
+ * last-good.new whose attempt the ledger committed is finished, any other is removed; so the
+ * host's last-good and the ledger's agree from then on, whatever the moment the transport died
+ * (a reply lost after the host's half was done included, which a host-first order could not
+ * tell).
  *
  * What it does not do: fail a served deploy for the ledger's sake (a ledger that cannot take the
  * tag is said in the result; the host's tag keeps its own name).
@@ -150,29 +159,31 @@ int sw__ro_commit_step(struct sw__ro *c, const json_t *shape, const struct sw_un
     image_digest(c, image, sizeof(image));
     json_t *payload = payload_manifest(c);
     size_t n_payload = json_array_size(payload);
-    /* the host first: its last-good is what a rollback reads, so the ledger names a tag only
-     * once the host holds it (a transport lost here leaves the attempt interrupted, never a
-     * ledger tag the host does not have); the host's tag directory then takes the ledger's name */
-    char host_tag[sizeof(r->tag)] = "";
-    int rc = sw__ro_commit(c, host_tag, sizeof(host_tag), e);
+    int rc = sw__ro_commit_prepare(c, e);
     if (rc) {
         json_decref(payload);
         sw__ro_record(c, "commit", false, t, "%s", e->msg);
         return rc;
     }
-    snprintf(r->tag, sizeof(r->tag), "%s", host_tag);
-    if (sw__ro_ledger_commit(c, shape, rd, payload, image[0] ? image : NULL, r->tag, sizeof(r->tag),
+    char name[sizeof(r->tag)] = "";
+    if (sw__ro_ledger_commit(c, shape, rd, payload, image[0] ? image : NULL, name, sizeof(name),
                              e)) {
         snprintf(r->ledger_msg, sizeof(r->ledger_msg), "the tag: %.480s", e->msg);
         sw_err_clear(e);
-        snprintf(r->tag, sizeof(r->tag), "%s", host_tag);
+        name[0] = '\0'; /* the host names it */
+    } else if (name[0]) {
+        c->ledger_committed = true;
     }
     json_decref(payload);
-    if (strcmp(r->tag, host_tag) && sw__ro_rename_tag(c, host_tag, r->tag, e)) {
-        snprintf(r->ledger_msg, sizeof(r->ledger_msg),
-                 "the host's tag directory %.100s could not take the ledger's name %.100s: %.150s",
-                 host_tag, r->tag, e->msg);
-        sw_err_clear(e);
+    snprintf(r->tag, sizeof(r->tag), "%s", name);
+    rc = sw__ro_commit_finish(c, r->tag, sizeof(r->tag), e);
+    if (rc) {
+        sw__ro_record(c, "commit", false, t, "%s%s%s%s", e->msg,
+                      c->ledger_committed ? "; the ledger committed tag " : "", name,
+                      c->ledger_committed ? " (the host's last-good is made of it by the next "
+                                            "deploy or rollback of this endpoint)"
+                                          : "");
+        return rc;
     }
     sw__ro_record(c, "commit", true, t,
                   "%s/last-good/ holds the new files; tag %s; payload %zu file(s) hashed%s%s; "
@@ -181,4 +192,62 @@ int sw__ro_commit_step(struct sw__ro *c, const json_t *shape, const struct sw_un
     r->serving = true;
     r->outcome = SW_ROLLOUT_COMMITTED;
     return 0;
+}
+
+/* What the ledger says of attempt id: the tag it committed into tag (n bytes), "" when it
+ * committed none (or is not the endpoint's). */
+static int committed_tag(struct sw__ro *c, int64_t id, char *tag, size_t n, struct sw_err *e)
+{
+    json_t *a = NULL;
+    tag[0] = '\0';
+    int rc = sw_ledger_deploy_get(c->o->ledger, id, &a, e);
+    if (rc == SW_ENOENT) {
+        sw_err_clear(e);
+        return 0;
+    }
+    if (rc)
+        return rc;
+    const char *ep = json_string_value(json_object_get(a, "endpoint"));
+    const char *out = json_string_value(json_object_get(a, "outcome"));
+    const char *tg = json_string_value(json_object_get(a, "tag"));
+    if (ep && !strcmp(ep, c->ep->name) && out && !strcmp(out, "committed") && tg)
+        snprintf(tag, n, "%s", tg);
+    json_decref(a);
+    return 0;
+}
+
+int sw__ro_commit_settle(struct sw__ro *c, struct sw_err *e)
+{
+    bool present = false;
+    int64_t id = 0;
+    uint64_t t = sw_now_ns();
+    int rc = sw__ro_commit_pending(c, &present, &id, e);
+    if (rc || !present)
+        return rc;
+    char tag[200] = "";
+    if (id > 0 && !c->o->ledger) {
+        sw__ro_record(c, "reconcile", true, t,
+                      "%s/last-good.new (attempt %lld) left as it is: no ledger to say whether "
+                      "it committed",
+                      c->state, (long long)id);
+        return 0;
+    }
+    if (id > 0 && (rc = committed_tag(c, id, tag, sizeof(tag), e)) != 0)
+        return rc;
+    if (id > 0 && !tag[0]) {
+        rc = sw__ro_commit_drop(c, e);
+        if (!rc)
+            sw__ro_record(c, "reconcile", true, t,
+                          "%s/last-good.new removed: attempt %lld never committed in the ledger",
+                          c->state, (long long)id);
+        return rc;
+    }
+    /* the ledger committed it (or no ledger was in that run): the host's half completed */
+    rc = sw__ro_commit_finish(c, tag, sizeof(tag), e);
+    if (!rc)
+        sw__ro_record(c, "reconcile", true, t,
+                      "%s/last-good/ made of last-good.new (tag %s): attempt %lld's commit was "
+                      "cut off after the ledger's half",
+                      c->state, tag, (long long)id);
+    return rc;
 }

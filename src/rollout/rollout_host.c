@@ -11,6 +11,7 @@
 #include <slipway/deploy.h>
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -271,46 +272,83 @@ int sw__ro_remove_live(struct sw__ro *c, struct sw_err *e)
     return rc;
 }
 
-/* The live files become the last-good set and a tag of it: named *tag when it is not "" (the
- * ledger's), else ENDPOINT-YYYYMMDD-N with N the first free number on the host; the name into
- * tag. */
-int sw__ro_commit(struct sw__ro *c, char *tag, size_t n, struct sw_err *e)
+/* The commit's first half: the live files copied to STATE/last-good.new/ with the attempt that
+ * proved them (.attempt); the last-good set is not touched. */
+int sw__ro_commit_prepare(struct sw__ro *c, struct sw_err *e)
 {
-    static const char script[] =
-        "set -e\n"
-        "d=$(date -u +%Y%m%d); i=1\n"
-        "while [ -e \"$1/tags/$4-$d-$i\" ]; do i=$((i+1)); done\n"
-        "t=\"$4-$d-$i\"\n"
-        "if [ -n \"$5\" ]; then t=\"$5\"; rm -rf \"$1/tags/$t\"; fi\n"
-        "rm -rf \"$1/last-good.tmp\"; mkdir -p \"$1/last-good.tmp\" \"$1/tags\"\n"
-        "cp -p \"$2\" \"$1/last-good.tmp/\"\n"
-        "if [ -f \"$3\" ]; then cp -p \"$3\" \"$1/last-good.tmp/\"; fi\n"
-        "cp -pr \"$1/last-good.tmp\" \"$1/tags/$t\"\n"
-        "sync; rm -rf \"$1/last-good\"; mv \"$1/last-good.tmp\" \"$1/last-good\"; sync\n"
-        "echo \"$t\"\n";
-    char given[200];
-    snprintf(given, sizeof(given), "%s", tag);
-    const char *args[] = {c->state, c->live_unit, c->live_env, c->ep->name, given, NULL};
+    static const char script[] = "set -e\n"
+                                 "rm -rf \"$1/last-good.new\"; mkdir -p \"$1/last-good.new\"\n"
+                                 "cp -p \"$2\" \"$1/last-good.new/\"\n"
+                                 "if [ -f \"$3\" ]; then cp -p \"$3\" \"$1/last-good.new/\"; fi\n"
+                                 "echo \"$4\" > \"$1/last-good.new/.attempt\"\n"
+                                 "sync\n";
+    char attempt[32];
+    snprintf(attempt, sizeof(attempt), "%lld", (long long)c->attempt);
+    const char *args[] = {c->state, c->live_unit, c->live_env, attempt, NULL};
     struct sw_host_result hr;
     int rc = sw__ro_sh(c, script, args, 60000, &hr, e);
-    if (!rc) {
-        snprintf(tag, n, "%s", hr.out);
+    sw_host_result_free(&hr);
+    return rc;
+}
+
+/* The commit's second half: STATE/last-good.new/ becomes the last-good set and a tag of it,
+ * named *tag when it is not "" (the ledger's), else ENDPOINT-YYYYMMDD-N with N the first free
+ * number on the host; the name into tag. SW_ENOENT when there is no last-good.new. */
+int sw__ro_commit_finish(struct sw__ro *c, char *tag, size_t n, struct sw_err *e)
+{
+    static const char script[] =
+        "[ -d \"$1/last-good.new\" ] || { echo nonew; exit 0; }\n"
+        "set -e\n"
+        "d=$(date -u +%Y%m%d); i=1\n"
+        "while [ -e \"$1/tags/$2-$d-$i\" ]; do i=$((i+1)); done\n"
+        "t=\"$2-$d-$i\"\n"
+        "if [ -n \"$3\" ]; then t=\"$3\"; fi\n"
+        "mkdir -p \"$1/tags\"; rm -rf \"$1/tags/$t\" \"$1/tags/.new\"\n"
+        "cp -pr \"$1/last-good.new\" \"$1/tags/.new\"; mv \"$1/tags/.new\" \"$1/tags/$t\"\n"
+        "sync; rm -rf \"$1/last-good\"; mv \"$1/last-good.new\" \"$1/last-good\"; sync\n"
+        "echo \"tag $t\"\n";
+    if (strchr(tag, '/') || tag[0] == '.')
+        return sw_err_set(e, SW_EINVAL, "tag name %s: not a directory name", tag);
+    char given[200];
+    snprintf(given, sizeof(given), "%s", tag);
+    const char *args[] = {c->state, c->ep->name, given, NULL};
+    struct sw_host_result hr;
+    int rc = sw__ro_sh(c, script, args, 60000, &hr, e);
+    if (!rc && !strncmp(hr.out, "nonew", 5))
+        rc = sw_err_set(e, SW_ENOENT, "%s: %s/last-good.new is gone", c->h.name, c->state);
+    else if (!rc) {
+        snprintf(tag, n, "%s", hr.out + (strncmp(hr.out, "tag ", 4) ? 0 : 4));
         tag[strcspn(tag, "\n")] = '\0';
     }
     sw_host_result_free(&hr);
     return rc;
 }
 
-/* The host's tag directory FROM renamed TO (the ledger's name for it). */
-int sw__ro_rename_tag(struct sw__ro *c, const char *from, const char *to, struct sw_err *e)
+/* A commit cut off between its halves: *present when STATE/last-good.new/ exists, *attempt the
+ * attempt it names (0 when its .attempt is missing or not a number). */
+int sw__ro_commit_pending(struct sw__ro *c, bool *present, int64_t *attempt, struct sw_err *e)
 {
-    static const char script[] = "set -e\n"
-                                 "[ -d \"$1/tags/$2\" ]\n"
-                                 "rm -rf \"$1/tags/$3\"; mv \"$1/tags/$2\" \"$1/tags/$3\"; sync\n";
-    if (strchr(from, '/') || strchr(to, '/') || !from[0] || !to[0] || from[0] == '.' ||
-        to[0] == '.')
-        return sw_err_set(e, SW_EINVAL, "tag names %s, %s: not directory names", from, to);
-    const char *args[] = {c->state, from, to, NULL};
+    static const char script[] = "[ -d \"$1/last-good.new\" ] || { echo none; exit 0; }\n"
+                                 "echo \"new $(head -c 32 \"$1/last-good.new/.attempt\" "
+                                 "2>/dev/null | tr -cd 0-9)\"\n";
+    const char *args[] = {c->state, NULL};
+    struct sw_host_result hr;
+    *present = false;
+    *attempt = 0;
+    int rc = sw__ro_sh(c, script, args, 30000, &hr, e);
+    if (!rc && !strncmp(hr.out, "new ", 4)) {
+        *present = true;
+        *attempt = strtoll(hr.out + 4, NULL, 10);
+    }
+    sw_host_result_free(&hr);
+    return rc;
+}
+
+/* The first half of a commit the ledger never confirmed, removed. */
+int sw__ro_commit_drop(struct sw__ro *c, struct sw_err *e)
+{
+    static const char script[] = "rm -rf \"$1/last-good.new\"; sync\n";
+    const char *args[] = {c->state, NULL};
     struct sw_host_result hr;
     int rc = sw__ro_sh(c, script, args, 30000, &hr, e);
     sw_host_result_free(&hr);

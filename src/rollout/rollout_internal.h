@@ -41,8 +41,9 @@ struct sw__ro {
     uint64_t t_down; /* sw_now_ns() when the endpoint stopped serving; 0: it was not */
     int64_t attempt; /* the ledger's attempt, 0 none */
     bool same_shape_as_last_good;
-    char last_step[32]; /* the last step recorded (where an interruption happened) */
-    char gone_msg[512]; /* why the host was found unreachable after a failed step */
+    char last_step[32];    /* the last step recorded (where an interruption happened) */
+    char gone_msg[512];    /* why the host was found unreachable after a failed step */
+    bool ledger_committed; /* the ledger finished the attempt `committed` (its tag named) */
 };
 
 /* systemctl stop / start / restart's bound */
@@ -78,8 +79,12 @@ bool sw__ro_stop_unit(struct sw__ro *c);
  * first failure's code. */
 int sw__ro_reload(struct sw__ro *c, int rc, const struct sw_err *fe, char *why, size_t n,
                   bool *lost);
-/* The endpoint's deploy lock taken on its host (and recorded). */
+/* The endpoint's deploy lock taken on its host (and recorded), then a commit an earlier run
+ * left cut off between its halves settled (commit.c: sw__ro_commit_settle). */
 int sw__ro_take_lock(struct sw__ro *c, struct sw_err *e);
+/* commit.c: a STATE/last-good.new/ left by a cut-off commit completed when the ledger committed
+ * its attempt, else removed; recorded as the step "reconcile". */
+int sw__ro_commit_settle(struct sw__ro *c, struct sw_err *e);
 /* Bring up whatever the live files say (systemctl verb), from a fresh cursor, and prove it
  * serves: readiness and one-token generation. 0 when it ran (*generated: it serves; else the
  * class in b). */
@@ -119,9 +124,12 @@ int sw__ro_swap(struct sw__ro *c, struct sw_err *e);
 int sw__ro_unstage(struct sw__ro *c);
 int sw__ro_restore(struct sw__ro *c, const char *set, struct sw_err *e);
 int sw__ro_remove_live(struct sw__ro *c, struct sw_err *e);
-int sw__ro_commit(struct sw__ro *c, char *tag, size_t n, struct sw_err *e);
+/* The commit in two halves around the ledger's (commit.c says why), and what a cut-off one left. */
+int sw__ro_commit_prepare(struct sw__ro *c, struct sw_err *e);
+int sw__ro_commit_finish(struct sw__ro *c, char *tag, size_t n, struct sw_err *e);
+int sw__ro_commit_pending(struct sw__ro *c, bool *present, int64_t *attempt, struct sw_err *e);
+int sw__ro_commit_drop(struct sw__ro *c, struct sw_err *e);
 int sw__ro_exists(struct sw__ro *c, const char *path, bool *yes, struct sw_err *e);
-int sw__ro_rename_tag(struct sw__ro *c, const char *from, const char *to, struct sw_err *e);
 
 /* The ledger side (rollout_ledger.c); no-ops without a writable ledger. */
 int sw__ro_ledger_begin(struct sw__ro *c, const json_t *shape, struct sw_err *e);

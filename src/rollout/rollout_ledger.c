@@ -127,7 +127,8 @@ static const char *class_word(const char *cls)
 void sw__ro_ledger_finish(struct sw__ro *c)
 {
     struct sw_rollout_result *r = c->r;
-    if (!writing(c) || c->attempt <= 0 || r->outcome == SW_ROLLOUT_COMMITTED)
+    if (!writing(c) || c->attempt <= 0 || r->outcome == SW_ROLLOUT_COMMITTED ||
+        c->ledger_committed) /* the host's half cut off after it: the attempt is committed */
         return;
     struct sw_ledger_attempt_end f = {0};
     switch (r->outcome) {

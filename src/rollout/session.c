@@ -288,7 +288,7 @@ int sw__ro_take_lock(struct sw__ro *c, struct sw_err *e)
     sw__ro_record(c, "lock", true, t, "/run/slipway/%s.lock on %s%s%s%s", c->name, c->h.name,
                   c->lock_stale[0] ? " (taken over from a dead holder: " : "", c->lock_stale,
                   c->lock_stale[0] ? ")" : "");
-    return 0;
+    return sw__ro_commit_settle(c, e);
 }
 
 int sw__ro_settle(struct sw__ro *c, int rc, struct sw_err *e)

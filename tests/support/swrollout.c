@@ -230,4 +230,10 @@ void swro_nothing_staged(const struct swro *r)
         fail_msg("%s: staged or temporary files left beside the live ones", r->h.name);
     }
     free(out);
+    /* nor the first half of a commit (rollout/commit.c settles it under the lock) */
+    out = swth_must(&r->h, "ls -d /var/lib/slipway/rollout/*/last-good.new "
+                           "/var/lib/slipway/rollout/*/tags/.new 2>/dev/null || true");
+    if (out[0])
+        fail_msg("%s: a commit's first half left: %s", r->h.name, out);
+    free(out);
 }
