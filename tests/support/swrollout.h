@@ -82,7 +82,8 @@ void swro_up_binds(struct swro *r, const struct swro_site *site, const char *mor
 void swro_close(struct swro *r);
 
 /* One host for the cases of a test binary that allow it: the first swro_up_shared boots the
- * site's host (swro_up) and keeps it; each later one removes what slipway left on it (its units,
+ * site's host (swro_up), makes the tests' own ssh calls to it share one connection
+ * (swth_mux_on) and keeps it; each later one removes what slipway left on it (its units,
  * env files, rollout state, locks: as a fresh host is for slipway), or boots it again when that
  * fails, then readies r as swro_up does. swro_shared_teardown is the cases' cmocka teardown (r's
  * directory removed, r freed, the host kept); swro_group_teardown the group's (the host down,
