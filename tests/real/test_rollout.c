@@ -17,8 +17,11 @@
  *   (g) an engine that exits 0 (llama-server --version): a failure, rolled back;
  *   (h) slipway SIGKILLed right after it stopped the old unit: the next deploy takes the dead
  *       process's lock over and converges.
- * Each test brings its own host up and takes it down (teardown, and swthost's exit and signal
- * hooks); each prints its measured downtime ("DOWNTIME fault=... ms=...").
+ * The tests share one host (booted by the first, taken down by the group's teardown and
+ * swthost's exit and signal hooks): none is about a host's first boot, and each finds it with no
+ * trace of slipway (swro_up_shared removes the units, env files, rollout state and locks the
+ * last one left, as a fresh host has none) and makes its own baseline deploy on it. Each prints
+ * its measured downtime ("DOWNTIME fault=... ms=...").
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -75,7 +78,7 @@ static void baseline(struct swro *f, const char *payload)
 static void test_good_deploy_commits(void **state)
 {
     struct swro *f = *state;
-    swro_up(f, &site);
+    swro_up_shared(f, &site);
     baseline(f, NULL);
     assert_true(swro_serves(f));
     write_fleet(f, 1024, "/opt/llama/bin/llama-server", "/models/chat.gguf", "");
@@ -130,7 +133,7 @@ static void test_good_deploy_commits(void **state)
 static void test_gate_failure_touches_nothing(void **state)
 {
     struct swro *f = *state;
-    swro_up(f, &site);
+    swro_up_shared(f, &site);
     baseline(f, NULL);
     char *before =
         swth_must(&f->h, "sha256sum /etc/systemd/system/" UNIT " /etc/slipway/slipway-ro.env");
@@ -210,7 +213,7 @@ static void expect_rolled_back(struct swro *f, const char *fault, json_t *j, int
 static void test_crash_loop_rolls_back(void **state)
 {
     struct swro *f = *state;
-    swro_up(f, &site);
+    swro_up_shared(f, &site);
     baseline(f, NULL);
     /* the real llama-server with one NEEDED library renamed to one that is nowhere (same
      * length, so the ELF stays valid): the loader exits 127 before the engine prints a line
@@ -236,7 +239,7 @@ static void test_crash_loop_rolls_back(void **state)
 static void test_engine_dies_mid_boot(void **state)
 {
     struct swro *f = *state;
-    swro_up(f, &site);
+    swro_up_shared(f, &site);
     baseline(f, NULL);
     write_fleet(f, 1024, "/opt/llama/bin/llama-server", "/models/missing.gguf", "");
     int st = 0;
@@ -260,7 +263,7 @@ static const char bad_template[] =
 static void test_dead_generation(void **state)
 {
     struct swro *f = *state;
-    swro_up(f, &site);
+    swro_up_shared(f, &site);
     baseline(f, NULL);
     assert_int_equal(swth_put(&f->h, "/srv/tpl.jinja", bad_template), 0);
     write_fleet(f, 1024, "/opt/llama/bin/llama-server", "/models/chat.gguf",
@@ -277,7 +280,7 @@ static void test_dead_generation(void **state)
 static void test_exit0_is_a_failure(void **state)
 {
     struct swro *f = *state;
-    swro_up(f, &site);
+    swro_up_shared(f, &site);
     baseline(f, NULL);
     write_fleet(f, 1024, "/opt/llama/bin/llama-server", "/models/chat.gguf",
                 "    args: [--metrics, --version]\n");
@@ -292,7 +295,7 @@ static void test_exit0_is_a_failure(void **state)
 static void test_killed_after_stop_converges(void **state)
 {
     struct swro *f = *state;
-    swro_up(f, &site);
+    swro_up_shared(f, &site);
     baseline(f, NULL);
     write_fleet(f, 1024, "/opt/llama/bin/llama-server", "/models/chat.gguf", "");
     swt_slipway_kill_at("stop ", false, "deploy", "ro", "--fleet", f->fleet, "--no-worst-case",
@@ -318,7 +321,7 @@ static void test_killed_after_stop_converges(void **state)
 static void test_rollback_target_broken(void **state)
 {
     struct swro *f = *state;
-    swro_up(f, &site);
+    swro_up_shared(f, &site);
     free(swth_must(&f->h, "mkdir -p /srv/models && cp /models/chat.gguf /srv/models/a.gguf"));
     baseline(f, "/srv/models/a.gguf");
     free(swth_must(&f->h, "mv /srv/models/a.gguf /srv/models/a.gguf.away"));
@@ -357,16 +360,19 @@ static void test_rollback_target_broken(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_good_deploy_commits, swro_setup, swro_teardown),
+        cmocka_unit_test_setup_teardown(test_good_deploy_commits, swro_setup, swro_shared_teardown),
         cmocka_unit_test_setup_teardown(test_gate_failure_touches_nothing, swro_setup,
-                                        swro_teardown),
-        cmocka_unit_test_setup_teardown(test_crash_loop_rolls_back, swro_setup, swro_teardown),
-        cmocka_unit_test_setup_teardown(test_engine_dies_mid_boot, swro_setup, swro_teardown),
-        cmocka_unit_test_setup_teardown(test_dead_generation, swro_setup, swro_teardown),
-        cmocka_unit_test_setup_teardown(test_rollback_target_broken, swro_setup, swro_teardown),
-        cmocka_unit_test_setup_teardown(test_exit0_is_a_failure, swro_setup, swro_teardown),
+                                        swro_shared_teardown),
+        cmocka_unit_test_setup_teardown(test_crash_loop_rolls_back, swro_setup,
+                                        swro_shared_teardown),
+        cmocka_unit_test_setup_teardown(test_engine_dies_mid_boot, swro_setup,
+                                        swro_shared_teardown),
+        cmocka_unit_test_setup_teardown(test_dead_generation, swro_setup, swro_shared_teardown),
+        cmocka_unit_test_setup_teardown(test_rollback_target_broken, swro_setup,
+                                        swro_shared_teardown),
+        cmocka_unit_test_setup_teardown(test_exit0_is_a_failure, swro_setup, swro_shared_teardown),
         cmocka_unit_test_setup_teardown(test_killed_after_stop_converges, swro_setup,
-                                        swro_teardown),
+                                        swro_shared_teardown),
     };
-    return cmocka_run_group_tests(tests, swth_group_setup, swth_group_teardown);
+    return cmocka_run_group_tests(tests, swth_group_setup, swro_group_teardown);
 }

@@ -18,10 +18,11 @@
  *       the sim's declared runtime headroom of 5,000; every other check stays under it) with
  *       torch.OutOfMemoryError in the engine: classified runtime_oom from the engine's own line
  *       (no kernel OOM), rolled back, and the rolled-back shape serves.
- * Then SGLang on a fresh host the same way: a baseline commits; the worst case's OOM (SGLang's
- * scheduler exception, its launcher's sigquit, status 137) is runtime_oom, rolled back.
- * Every failed deploy leaves the last-good shape serving and nothing staged. The host comes down
- * in the teardown, also when a check fails.
+ * Then SGLang on the same host, with no trace of the vLLM endpoint left (swro_up_shared removes
+ * slipway's units, env files, rollout state and locks), the same way: a baseline commits; the
+ * worst case's OOM (SGLang's scheduler exception, its launcher's sigquit, status 137) is
+ * runtime_oom, rolled back. Every failed deploy leaves the last-good shape serving and nothing
+ * staged. The host comes down in the group's teardown, also when a check fails.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -40,15 +41,16 @@
 #include <unistd.h>
 
 static const struct swro_site site = {"sw-rs-a", "169.254.32.2", "rs-a", "rs"};
-static char *g_root; /* the bound directory, removed by the teardown */
+static char *g_root; /* the bound directory, removed by the group's teardown */
 
-static int teardown(void **state)
+/* The shared host down (swro_group_teardown), then the directory it had bound removed. */
+static int group_teardown(void **state)
 {
-    swro_teardown(state);
+    int rc = swro_group_teardown(state);
     if (g_root)
         swt_tmpdir_free(g_root);
     g_root = NULL;
-    return 0;
+    return rc;
 }
 
 /* dir/ gets the slipway binary, dir/lib/ every library it links but the C library and the
@@ -152,15 +154,19 @@ static void write_fleet(struct swro *f, int ctx, const char *sim_flags)
     write_fleet_engine(f, "vllm", ctx, sim_flags);
 }
 
-/* The host up with this build's sim bound at /opt/sim (removed by the teardown). */
+/* The shared host (booted by the first test, kept for the next with slipway's state removed:
+ * swro_up_shared) with this build's sim bound at /opt/sim (made once, removed by the group's
+ * teardown). */
 static void sim_host_up(struct swro *f)
 {
     swt_need(swth_missing()[0] == '\0', "%s", swth_missing());
-    g_root = swt_tmpdir();
-    make_simroot(g_root);
+    if (!g_root) {
+        g_root = swt_tmpdir();
+        make_simroot(g_root);
+    }
     char bind[4200];
     snprintf(bind, sizeof(bind), "%s:/opt/sim", g_root);
-    swro_up_binds(f, &site, bind);
+    swro_up_shared_binds(f, &site, bind);
 }
 
 /* A deploy with the full battery: its result (json_decref), its exit in *st. */
@@ -257,8 +263,8 @@ static void test_sglang_through_sim(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_vllm_through_sim, swro_setup, teardown),
-        cmocka_unit_test_setup_teardown(test_sglang_through_sim, swro_setup, teardown),
+        cmocka_unit_test_setup_teardown(test_vllm_through_sim, swro_setup, swro_shared_teardown),
+        cmocka_unit_test_setup_teardown(test_sglang_through_sim, swro_setup, swro_shared_teardown),
     };
-    return cmocka_run_group_tests(tests, swth_group_setup, swth_group_teardown);
+    return cmocka_run_group_tests(tests, swth_group_setup, group_teardown);
 }

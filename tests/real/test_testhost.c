@@ -21,8 +21,12 @@
  *      /models: it exits, systemd restarts it, NRestarts climbs until "Start request repeated too
  *      quickly";
  *  - teardown: after `down`, no nspawn, no process of the host, no container, no directory.
- * Each test brings up its own host and takes it down (teardown, and swthost's exit and signal
- * hooks), bounded well under 3 minutes.
+ * The tests share one host, sw-th-a (the models bound): the first test boots it and checks that
+ * boot, each later one installs units of its own names on it (nothing it checks is shared: the
+ * journal is read for its own units' lines). The last takes it down and brings up two fresh
+ * hosts of its own (the teardown check powers one off: see test_teardown_leaves_nothing).
+ * swthost's exit and signal hooks take every host down when a test dies; each test is bounded
+ * well under 3 minutes.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -50,9 +54,12 @@
 /* The group's model (made once) and why it could not be made. */
 
 struct fx {
-    struct swth_host h;
-    struct swth_host h2;
+    struct swth_host h;  /* a copy of the shared host (shared_up), or a host of the test's own */
+    struct swth_host h2; /* a host of the test's own */
 };
+
+/* The tests' one host (shared_up), while it is up. */
+static struct swth_host g_host;
 
 static int setup(void **state)
 {
@@ -63,10 +70,19 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     struct fx *f = *state;
-    swth_down(&f->h);
+    if (strcmp(f->h.name, g_host.name)) /* a host of the test's own (not the shared one) */
+        swth_down(&f->h);
     swth_down(&f->h2);
     free(f);
     return 0;
+}
+
+/* The group's teardown: the shared host down (if a test left it up), then the model removed. */
+static int group_teardown(void **state)
+{
+    if (g_host.up)
+        swth_down(&g_host);
+    return swth_group_teardown(state);
 }
 
 static void need_host(void)
@@ -100,6 +116,17 @@ static void up(struct swth_host *h, const char *name, const char *addr, bool mod
     const char *binds[] = {bind, NULL};
     assert_int_equal(swth_up(name, addr, models ? binds : NULL, h), 0);
     print_message("host %s up at %s in %ld ms (unpack, boot, sshd)\n", name, addr, h->boot_ms);
+}
+
+/* f->h: the shared host sw-th-a at ADDR_A with the models bound, booted by the first test that
+ * asks (test_boots_ssh checks that boot), the tests' ssh calls to it over one connection. */
+static void shared_up(struct fx *f)
+{
+    if (!g_host.up) {
+        up(&g_host, "sw-th-a", ADDR_A, true);
+        swth_mux_on(&g_host); /* the tests' polls of unit state over one connection */
+    }
+    f->h = g_host;
 }
 
 /* Install a unit file and `systemctl daemon-reload`. */
@@ -215,14 +242,16 @@ static void test_boots_ssh(void **state)
 {
     struct fx *f = *state;
     need_host();
-    up(&f->h, "sw-th-ssh", ADDR_A, false);
+    need_model();
+    assert_false(g_host.up); /* the first test: this is the host's boot */
+    shared_up(f);
     assert_string_equal(f->h.addr, ADDR_A);
     assert_true(f->h.leader > 0);
 
     char *out = swth_must(&f->h, "systemctl is-system-running; hostname; id -u; ps -o comm= -p 1");
     if (!strstr(out, "running\n") && !strstr(out, "degraded\n"))
         fail_msg("systemctl is-system-running said: %s", out);
-    assert_non_null(strstr(out, "sw-th-ssh\n0\nsystemd\n"));
+    assert_non_null(strstr(out, "sw-th-a\n0\nsystemd\n"));
     free(out);
 
     /* The printed known_hosts line is the file's content and the host's own key. */
@@ -250,6 +279,7 @@ static void test_boots_ssh(void **state)
     sw_free(pub);
     snprintf(line, sizeof(line), "%s %s %s\n", ADDR_A, type, blob);
     struct swth_host wrong = f->h;
+    wrong.mux[0] = '\0'; /* a connection of its own: the check is of a new one's key exchange */
     snprintf(wrong.known_hosts, sizeof(wrong.known_hosts), "%s", swt_join(dir, "known_hosts"));
     swt_write_str(wrong.known_hosts, line);
     assert_int_equal(swth_ssh(&wrong, "true", NULL, 30, &r), 0);
@@ -299,7 +329,7 @@ static void test_native_llama_service(void **state)
     struct fx *f = *state;
     need_host();
     need_model();
-    up(&f->h, "sw-th-native", ADDR_A, true);
+    shared_up(f);
     int port = swt_free_port();
     char unit[2048];
     snprintf(unit, sizeof(unit),
@@ -354,7 +384,7 @@ static void test_podman_llama_service(void **state)
     need_podman();
     char digest[128];
     swth_image_digest(digest, sizeof(digest));
-    up(&f->h, "sw-th-podman", ADDR_A, true);
+    shared_up(f);
     int port = swt_free_port();
     char unit[2048];
     snprintf(unit, sizeof(unit),
@@ -401,7 +431,8 @@ static void test_start_limit_in_service(void **state)
 {
     struct fx *f = *state;
     need_host();
-    up(&f->h, "sw-th-startlimit", ADDR_A, false);
+    need_model();
+    shared_up(f);
     install_unit(&f->h, "sw-bad.service",
                  "[Unit]\nDescription=start limit in the wrong section\n"
                  "[Service]\nExecStart=/bin/sleep 300\nRestart=always\n"
@@ -448,8 +479,9 @@ static void test_podman_stop_outlives_timeout(void **state)
 {
     struct fx *f = *state;
     need_host();
+    need_model();
     need_podman();
-    up(&f->h, "sw-th-stop", ADDR_A, false);
+    shared_up(f);
     install_unit(&f->h, "sw-stop.service",
                  "[Unit]\nDescription=podman stop -t 10 under TimeoutStopSec=3\n"
                  "[Service]\n"
@@ -487,13 +519,16 @@ static void test_podman_stop_outlives_timeout(void **state)
     free(swth_must(&f->h, "podman rm -f -t 0 sw-stop-c >/dev/null 2>&1 || true"));
 }
 
-/* Runs `unit` (its ExecStart hands the engine swth_gm.model, a path of this machine, while the host
- * sees the models at /models only) and reads it crash-looping: it exits at once, Restart=always
- * starts it again, NRestarts climbs, and the start limit in [Unit] ends it with "Start request
- * repeated too quickly". */
+/* Runs unit NAME.service (its ExecStart hands the engine swth_gm.model, a path of this machine,
+ * while the host sees the models at /models only) and reads it crash-looping: it exits at once,
+ * Restart=always starts it again, NRestarts climbs, and the start limit in [Unit] ends it with
+ * "Start request repeated too quickly". Each caller names its own unit: the host is shared, and
+ * the journal must hold this unit's lines, not another test's. */
 static void crash_loop(struct fx *f, const char *name, const char *exec_start)
 {
-    up(&f->h, name, ADDR_A, true);
+    shared_up(f);
+    char svc[64], cmd[4400], needle[128];
+    snprintf(svc, sizeof(svc), "%s.service", name);
     char unit[4096];
     snprintf(unit, sizeof(unit),
              "[Unit]\n"
@@ -505,44 +540,44 @@ static void crash_loop(struct fx *f, const char *name, const char *exec_start)
              "Restart=always\n"
              "RestartSec=1\n",
              exec_start);
-    install_unit(&f->h, "sw-crash.service", unit);
-    free(swth_must(&f->h, "systemctl start sw-crash.service"));
+    install_unit(&f->h, svc, unit);
+    snprintf(cmd, sizeof(cmd), "systemctl start %s", svc);
+    free(swth_must(&f->h, cmd));
     /* NRestarts read while it climbs, until the start limit stops it */
     long seen[32];
     int nseen = 0;
     char v[64];
     long end = now_ms() + 120 * 1000;
     for (;;) {
-        swth_show(&f->h, "sw-crash.service", "NRestarts", v, sizeof(v));
+        swth_show(&f->h, svc, "NRestarts", v, sizeof(v));
         long nr = atol(v);
         if (!nseen || nr != seen[nseen - 1]) {
             if (nseen < 32)
                 seen[nseen++] = nr;
             print_message("%s: NRestarts=%ld\n", name, nr);
         }
-        swth_show(&f->h, "sw-crash.service", "ActiveState", v, sizeof(v));
+        swth_show(&f->h, svc, "ActiveState", v, sizeof(v));
         if (!strcmp(v, "failed"))
             break;
         if (now_ms() > end)
-            fail_msg("sw-crash.service still %s after 120 s", v);
+            fail_msg("%s still %s after 120 s", svc, v);
         usleep(300 * 1000);
     }
     for (int i = 1; i < nseen; i++)
         assert_true(seen[i] > seen[i - 1]);
     assert_true(nseen >= 3); /* it was read climbing, not only at the end */
-    swth_show(&f->h, "sw-crash.service", "NRestarts", v, sizeof(v));
+    swth_show(&f->h, svc, "NRestarts", v, sizeof(v));
     /* StartLimitBurst=4: four starts ran; the 4th restart was counted, then refused */
     assert_int_equal(atol(v), 4);
     /* systemd 252 keeps the last run's result when the refused start is its own auto-restart
      * (measured; 'start-limit-hit' is what a refused `systemctl start` gets) */
-    swth_show(&f->h, "sw-crash.service", "Result", v, sizeof(v));
+    swth_show(&f->h, svc, "Result", v, sizeof(v));
     assert_string_equal(v, "exit-code");
-    assert_true(
-        journal_has(&f->h, "sw-crash.service: Start request repeated too quickly.", 20, NULL));
+    snprintf(needle, sizeof(needle), "%s: Start request repeated too quickly.", svc);
+    assert_true(journal_has(&f->h, needle, 20, NULL));
     /* and why: the engine was handed a path it cannot see */
-    char cmd[4400];
     snprintf(cmd, sizeof(cmd),
-             "journalctl -u sw-crash --no-pager -o cat | grep -F -- \"failed to load model, '%s'\"",
+             "journalctl -u %s --no-pager -o cat | grep -F -- \"failed to load model, '%s'\"", svc,
              swth_gm.model);
     struct swt_run r;
     assert_int_equal(swth_ssh(&f->h, cmd, NULL, 30, &r), 0);
@@ -562,7 +597,7 @@ static void test_host_path_crash_loop_podman(void **state)
     snprintf(exec, sizeof(exec),
              PODMAN_RUN " --name sw-crash-c " IMAGE ":test -m %s --host %s --port %d -c 512",
              swth_gm.model, ADDR_A, swt_free_port());
-    crash_loop(f, "sw-th-crash-c", exec);
+    crash_loop(f, "sw-crash-c", exec);
 }
 
 /* (c) the same mistake natively: the host has the models at /models, not at this machine's path. */
@@ -574,18 +609,23 @@ static void test_host_path_crash_loop_native(void **state)
     char exec[4400];
     snprintf(exec, sizeof(exec), "/opt/llama/bin/llama-server -m %s --host %s --port %d -c 512",
              swth_gm.model, ADDR_A, swt_free_port());
-    crash_loop(f, "sw-th-crash-n", exec);
+    crash_loop(f, "sw-crash-n", exec);
 }
 
 /* (d) down leaves nothing: no nspawn, no process of the host, no container, no directory. Two
- * hosts at once (169.254.2.2 native, 169.254.3.2 podman), both serving, both taken down: the
- * first by a power-off (`down`), the second by `down --kill` (what every test's teardown uses). */
+ * fresh hosts at once (169.254.2.2 native, 169.254.3.2 podman), both serving, both taken down:
+ * the first by a power-off (`down`), the second by `down --kill` (what every test's teardown
+ * uses). Fresh, not the shared host: what the tests before left on it holds its power-off until
+ * `down` gives up waiting (20 s) and kills it, which is not the power-off this checks; the shared
+ * host goes first (`down --kill`), its address is the first host's. */
 static void test_teardown_leaves_nothing(void **state)
 {
     struct fx *f = *state;
     need_host();
     need_model();
     need_podman();
+    if (g_host.up)
+        assert_int_equal(swth_down(&g_host), 0);
     up(&f->h, "sw-th-down-a", ADDR_A, true);
     up(&f->h2, "sw-th-down-b", ADDR_B, true);
     int pa = swt_free_port();
@@ -655,5 +695,5 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_host_path_crash_loop_native, setup, teardown),
         cmocka_unit_test_setup_teardown(test_teardown_leaves_nothing, setup, teardown),
     };
-    return cmocka_run_group_tests(tests, swth_group_setup, swth_group_teardown);
+    return cmocka_run_group_tests(tests, swth_group_setup, group_teardown);
 }

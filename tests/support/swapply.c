@@ -44,6 +44,10 @@ void swap_up(struct swap_fx *f)
 {
     swro_up(&f->a, &site_a);
     swro_up(&f->b, &site_b);
+    /* every step reads each unit's MainPID and NRestarts: a dozen short commands over one
+     * connection a host (swth_mux_on; swro_close's swth_down ends it) */
+    swth_mux_on(&f->a.h);
+    swth_mux_on(&f->b.h);
 }
 
 const struct swth_host *swap_host_of(const struct swap_fx *f, int i)

@@ -33,6 +33,19 @@ void swro_up(struct swro *r, const struct swro_site *site)
     swro_up_binds(r, site, NULL);
 }
 
+/* r's paths, names and port for site, its host already up in r->h. */
+static void fixture_ready(struct swro *r, const struct swro_site *site)
+{
+    snprintf(r->addr, sizeof(r->addr), "%s", site->addr);
+    snprintf(r->fleet_host, sizeof(r->fleet_host), "%s", site->fleet_host);
+    snprintf(r->endpoint, sizeof(r->endpoint), "%s", site->endpoint);
+    snprintf(r->unit, sizeof(r->unit), "slipway-%s.service", site->endpoint);
+    r->dir = swt_tmpdir();
+    snprintf(r->fleet, sizeof(r->fleet), "%s", swt_join(r->dir, "fleet.yaml"));
+    r->port = swt_free_port();
+    r->deadline_s = 600;
+}
+
 void swro_up_binds(struct swro *r, const struct swro_site *site, const char *more)
 {
     swt_need(swth_missing()[0] == '\0', "%s", swth_missing());
@@ -42,14 +55,66 @@ void swro_up_binds(struct swro *r, const struct swro_site *site, const char *mor
     const char *binds[] = {bind, more, NULL};
     assert_int_equal(swth_up(site->host, site->addr, binds, &r->h), 0);
     print_message("host %s up at %s in %ld ms\n", site->host, site->addr, r->h.boot_ms);
-    snprintf(r->addr, sizeof(r->addr), "%s", site->addr);
-    snprintf(r->fleet_host, sizeof(r->fleet_host), "%s", site->fleet_host);
-    snprintf(r->endpoint, sizeof(r->endpoint), "%s", site->endpoint);
-    snprintf(r->unit, sizeof(r->unit), "slipway-%s.service", site->endpoint);
-    r->dir = swt_tmpdir();
-    snprintf(r->fleet, sizeof(r->fleet), "%s", swt_join(r->dir, "fleet.yaml"));
-    r->port = swt_free_port();
-    r->deadline_s = 600;
+    fixture_ready(r, site);
+}
+
+/* The group's one host (swro_up_shared), while it is up. */
+static struct swth_host shared;
+
+/* Everything slipway leaves on a host, gone: its units stopped and their files removed with any
+ * staged or temporary file beside them and any link to them (.wants), its env files, rollout
+ * state and locks; systemd
+ * reloaded and its failed units forgotten. The journal stays (slipway reads it from a cursor it
+ * takes before each deploy). */
+#define SWRO_RESET                                                                                 \
+    "systemctl stop 'slipway-*' && rm -rf /etc/systemd/system/slipway-* "                          \
+    "/etc/systemd/system/*/slipway-* /etc/systemd/system/.slipway-copy* /etc/slipway "             \
+    "/var/lib/slipway /run/slipway && "                                                            \
+    "systemctl daemon-reload && systemctl reset-failed && "                                        \
+    "! systemctl list-units --all --plain --no-legend 'slipway-*' | grep -q ."
+
+void swro_up_shared(struct swro *r, const struct swro_site *site)
+{
+    swro_up_shared_binds(r, site, NULL);
+}
+
+void swro_up_shared_binds(struct swro *r, const struct swro_site *site, const char *more)
+{
+    if (shared.up && !strcmp(shared.name, site->host)) {
+        struct swt_run run;
+        int rc = swth_ssh(&shared, SWRO_RESET, NULL, 60, &run);
+        if (!rc && run.status == 0) {
+            swt_run_free(&run);
+            r->h = shared;
+            print_message("host %s kept from the last test, slipway's state removed\n",
+                          shared.name);
+            fixture_ready(r, site);
+            return;
+        }
+        print_message("host %s could not be reset (exit %d: %s%s): booting it again\n", shared.name,
+                      rc ? -1 : run.status, run.out ? run.out : "", run.err ? run.err : "");
+        swt_run_free(&run);
+    }
+    if (shared.up)
+        swth_down(&shared);
+    swro_up_binds(r, site, more);
+    swth_mux_on(&r->h); /* the tests' many short checks over one connection */
+    shared = r->h;
+}
+
+int swro_shared_teardown(void **state)
+{
+    struct swro *r = *state;
+    if (r->dir)
+        swt_tmpdir_free(r->dir);
+    free(r);
+    return 0;
+}
+
+int swro_group_teardown(void **state)
+{
+    swth_down(&shared);
+    return swth_group_teardown(state);
 }
 
 void swro_close(struct swro *r)

@@ -11,7 +11,8 @@
  * What a test does with the host (its faults, meters, limiters) stays in the test. The model is
  * made once per test group (swth_group_setup / swth_group_teardown as cmocka's group fixtures);
  * each test brings its own host up (swro_up) and takes it down (swro_close from its teardown;
- * swthost's exit and signal hooks take it down too when a test dies).
+ * swthost's exit and signal hooks take it down too when a test dies), or shares the group's one
+ * host (swro_up_shared), which each test finds with no trace of slipway on it.
  *
  * Usage:
  *     static const struct swro_site site = {"sw-ro-a", "169.254.22.2", "ro-a", "ro"};
@@ -79,6 +80,20 @@ void swro_up_binds(struct swro *r, const struct swro_site *site, const char *mor
 /* The host down and the temporary directory removed. Safe on a fixture never brought up, and
  * twice. Does not free r. */
 void swro_close(struct swro *r);
+
+/* One host for the cases of a test binary that allow it: the first swro_up_shared boots the
+ * site's host (swro_up), makes the tests' own ssh calls to it share one connection
+ * (swth_mux_on) and keeps it; each later one removes what slipway left on it (its units,
+ * env files, rollout state, locks: as a fresh host is for slipway), or boots it again when that
+ * fails, then readies r as swro_up does. swro_shared_teardown is the cases' cmocka teardown (r's
+ * directory removed, r freed, the host kept); swro_group_teardown the group's (the host down,
+ * then swth_group_teardown). */
+void swro_up_shared(struct swro *r, const struct swro_site *site);
+/* swro_up_shared with one more read-only bind when it boots the host ("PATH:DEST"; NULL: none):
+ * PATH must outlast the host (remove it after swro_group_teardown). */
+void swro_up_shared_binds(struct swro *r, const struct swro_site *site, const char *more);
+int swro_shared_teardown(void **state);
+int swro_group_teardown(void **state);
 
 /* The fleet file's head: version, the one host (ssh, the test host's key and known_hosts) with
  * one device line (`NAME: {...}`), then "endpoints:". snprintf's return. */

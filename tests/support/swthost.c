@@ -269,6 +269,7 @@ static int down_host(struct swth_host *h, bool graceful)
 {
     if (!h->name[0])
         return 0;
+    swth_mux_off(h); /* its session would hold a power-off */
     struct swt_run r;
     int rc = graceful ? run_script(&r, 60, "down", h->name, NULL)
                       : run_script(&r, 60, "down", h->name, "--kill");
@@ -292,35 +293,73 @@ int swth_down_graceful(struct swth_host *h)
     return down_host(h, true);
 }
 
+void swth_mux_on(struct swth_host *h)
+{
+    char dir[4096];
+    snprintf(dir, sizeof(dir), "%s", h->known_hosts);
+    char *slash = strrchr(dir, '/');
+    if (slash)
+        *slash = '\0';
+    /* a unix socket's path holds at most 107 bytes: longer, the host keeps a connection a call */
+    if (slash && strlen(dir) + sizeof("/mux") <= 108)
+        snprintf(h->mux, sizeof(h->mux), "%s/mux", dir);
+}
+
+void swth_mux_off(struct swth_host *h)
+{
+    if (!h->mux[0])
+        return;
+    char cp[4300], dest[64];
+    snprintf(cp, sizeof(cp), "ControlPath=%s", h->mux);
+    snprintf(dest, sizeof(dest), "root@%s", h->addr);
+    const char *argv[] = {"ssh", "-F",   "/dev/null", "-o", cp, "-o", "LogLevel=QUIET",
+                          "-O",  "exit", dest,        NULL};
+    struct swt_run r;
+    if (!swt_run(argv, NULL, 10, &r))
+        swt_run_free(&r);
+    h->mux[0] = '\0';
+}
+
 int swth_ssh(const struct swth_host *h, const char *cmd, const char *stdin_text,
              unsigned deadline_s, struct swt_run *r)
 {
-    char idopt[4200], khopt[4200], dest[64];
+    char idopt[4200], khopt[4200], dest[64], cp[4300];
     snprintf(idopt, sizeof(idopt), "IdentityFile=%s", h->key);
     snprintf(khopt, sizeof(khopt), "UserKnownHostsFile=%s", h->known_hosts);
     snprintf(dest, sizeof(dest), "root@%s", h->addr);
-    const char *argv[] = {"ssh",
-                          "-F",
-                          "/dev/null",
-                          "-o",
-                          idopt,
-                          "-o",
-                          "IdentitiesOnly=yes",
-                          "-o",
-                          "BatchMode=yes",
-                          "-o",
-                          "StrictHostKeyChecking=yes",
-                          "-o",
-                          khopt,
-                          "-o",
-                          "GlobalKnownHostsFile=/dev/null",
-                          "-o",
-                          "ConnectTimeout=5",
-                          "-o",
-                          "LogLevel=ERROR",
-                          dest,
-                          cmd,
-                          NULL};
+    snprintf(cp, sizeof(cp), "ControlPath=%s", h->mux);
+    /* with a shared connection (swth_mux_on): the first call leaves its master behind for the
+     * others, which dies 60 s after its last session or once the host stops answering */
+    const char *mux[] = {"-o", "ControlMaster=auto",    "-o", cp,
+                         "-o", "ControlPersist=60",     "-o", "ServerAliveInterval=2",
+                         "-o", "ServerAliveCountMax=3", NULL};
+    const char *argv[40] = {"ssh",
+                            "-F",
+                            "/dev/null",
+                            "-o",
+                            idopt,
+                            "-o",
+                            "IdentitiesOnly=yes",
+                            "-o",
+                            "BatchMode=yes",
+                            "-o",
+                            "StrictHostKeyChecking=yes",
+                            "-o",
+                            khopt,
+                            "-o",
+                            "GlobalKnownHostsFile=/dev/null",
+                            "-o",
+                            "ConnectTimeout=5",
+                            "-o",
+                            "LogLevel=ERROR"};
+    int n = 0;
+    while (argv[n])
+        n++;
+    for (int i = 0; h->mux[0] && mux[i]; i++)
+        argv[n++] = mux[i];
+    argv[n++] = dest;
+    argv[n++] = cmd;
+    argv[n] = NULL;
     return swt_run(argv, stdin_text ? stdin_text : "", deadline_s, r);
 }
 

@@ -44,6 +44,7 @@ struct swth_host {
     char known_hosts_line[1024];
     long boot_ms; /* unpack + boot + sshd answering, as the script measured it */
     bool up;
+    char mux[4200]; /* swth_ssh's ControlPath (swth_mux_on); "" when each call connects anew */
 };
 
 /* What a test host needs that this machine lacks (root, systemd-nspawn, ssh, mmdebstrap or the
@@ -71,6 +72,14 @@ void swth_end_masters(const char *run_dir);
 int swth_down(struct swth_host *h);
 /* The same by a power-off (SIGTERM to nspawn), as `testhost.sh down` without --kill. */
 int swth_down_graceful(struct swth_host *h);
+/* swth_ssh's calls to h share one ssh connection from now on (OpenSSH's ControlMaster, its socket
+ * beside h's known_hosts, the master ended by swth_down or swth_mux_off): a call costs a session,
+ * not a handshake (about 0.3 s each on a loaded 2-core machine). For a test whose checks are many
+ * short commands; not for one that freezes the host or checks ssh itself (a frozen host hangs
+ * the master instead of refusing the connection). Copies of h made afterwards share it too. */
+void swth_mux_on(struct swth_host *h);
+/* The shared connection ended (ssh -O exit) and h back to one connection a call. */
+void swth_mux_off(struct swth_host *h);
 /* Run `sh -c CMD` as root on the host over ssh, stdin_text on its stdin (may be NULL), killed
  * after deadline_s. r as swt_run (free with swt_run_free); ssh's own failure is status 255. */
 int swth_ssh(const struct swth_host *h, const char *cmd, const char *stdin_text,
