@@ -18,7 +18,8 @@
  *   - deploys through serve (POST /admin/deploy): blue/green under load, stop-start with the
  *     requests queued, a stop-start whose new shape fails rolled back to the old one (the queue
  *     served by it), an idle model evicted to make room for blue/green (a pinned one not), and
- *     two models deployed at once while a second deploy of one is a 409.
+ *     two models deployed at once while a second deploy of one is a 409; an endpoint on
+ *     another host refused (400: `slipway deploy`).
  * Processes are stopped by PID; waits are bounded; nothing asserts a duration.
  */
 #include <setjmp.h>
@@ -1363,6 +1364,56 @@ static void test_deploy_concurrent(void **state)
     assert_false(pid_alive("d") || pid_alive("f"));
 }
 
+/* An endpoint on another host (a unit on an ssh host, served as running at its address): a deploy
+ * through serve is a 400 that names `slipway deploy` (the gated rollout); nothing is touched.
+ * 169.254.59.2 is in this test's block of docs/testhosts.md and nothing answers there: serve does
+ * not reach the host to serve or refuse it. */
+static void test_deploy_other_host(void **state)
+{
+    (void)state;
+    need_all();
+    case_begin();
+    char text[4096];
+    snprintf(text, sizeof(text),
+             "version: 1\n"
+             "hosts:\n"
+             "  far:\n"
+             "    transport: {kind: ssh, address: 169.254.59.2, user: root}\n"
+             "    devices:\n"
+             "      g0: {kind: gpu, vendor: nvidia, memory_total: 24GiB}\n"
+             "endpoints:\n"
+             "  r:\n"
+             "    host: far\n"
+             "    devices: [g0]\n"
+             "    engine: llama.cpp\n"
+             "    listen: 169.254.59.2:8080\n"
+             "    alias: r-model\n"
+             "    payload: {path: %s, quantization: f32}\n"
+             "    shape: {ctx_size: 1024, seqs: 2, n_gpu_layers: all}\n"
+             "    measured:\n"
+             "      non_kv_cost: {value: 2GiB, device: g0, source: \"test_serve.c\"}\n",
+             g_model);
+    swt_write_str(case_file("fleet.yaml"), text);
+    struct proc s = {0};
+    serve_keys(&s);
+    char url[64];
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d", s.port);
+    const char *argv[16];
+    deploy_argv(argv, "r", url);
+    struct swt_run r;
+    assert_int_equal(swt_run(argv, NULL, 60, &r), 0);
+    print_message("deploy r: %s%s\n", r.out ? r.out : "", r.err ? r.err : "");
+    assert_int_equal(r.status, 1);
+    assert_non_null(strstr(r.err,
+                           "serve (400): r: serve deploys only the local llama.cpp endpoints "
+                           "it can start and stop (`up`); this one runs on another host: "
+                           "deploy it with `slipway deploy`"));
+    swt_run_free(&r);
+    show_log(s.log);
+    assert_true(file_has(s.log, "r: model r-model at 169.254.59.2:8080, running"));
+    stop(&s);
+}
+
 /* The real llama-server: two that do not fit on the 4 GiB CPU device; each answers through
  * serve, the second evicting the first. */
 static void test_real_llama(void **state)
@@ -1407,7 +1458,7 @@ int main(void)
         cmocka_unit_test(test_deploy_bluegreen),  cmocka_unit_test(test_deploy_stop_start),
         cmocka_unit_test(test_deploy_real_llama), cmocka_unit_test(test_deploy_rollback),
         cmocka_unit_test(test_deploy_evict),      cmocka_unit_test(test_deploy_evict_pinned),
-        cmocka_unit_test(test_deploy_concurrent),
+        cmocka_unit_test(test_deploy_concurrent), cmocka_unit_test(test_deploy_other_host),
     };
     if (getenv("SW_CASES")) /* e.g. SW_CASES='test_deploy_*' */
         cmocka_set_test_filter(getenv("SW_CASES"));
