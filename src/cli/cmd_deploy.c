@@ -193,7 +193,9 @@ static int via_serve(const struct sw_args *a, const char *url)
     struct sw_serve_deploy_req q = {.url = url,
                                     .endpoint = a->pos[0],
                                     .key = getenv("SLIPWAY_SERVE_KEY"),
-                                    .drain_s = (unsigned)(drain / 1000)};
+                                    .drain_s = (unsigned)(drain / 1000),
+                                    .probe_only = sw_args_str(a, "probe-only"),
+                                    .no_worst_case = sw_args_flag(a, "no-worst-case")};
     json_t *j = NULL;
     struct sw_err e;
     sw_err_clear(&e);

@@ -15,9 +15,12 @@
  * once; one model has one deploy at a time. Every decision is logged with its figures; the
  * admin's request is answered with the outcome when the deploy ends.
  *
- * What it does not do: endpoints serve does not start (`up` boots local llama.cpp endpoints; the
- * units of other hosts deploy by `slipway deploy`, through the gated rollout: refused here with a
- * 400 that says so), or roll back a blue/green (its old instance never stopped serving).
+ * Endpoints on other hosts are deployed by their gated rollout with the model's requests queued
+ * (stopstart.c).
+ *
+ * What it does not do: local endpoints `up` does not boot (vLLM, SGLang: a 400 naming `slipway
+ * deploy`), blue/green on another host, or roll back a blue/green (its old instance never stopped
+ * serving).
  */
 #include "deploy_internal.h"
 
@@ -47,6 +50,8 @@ static const char *phase_name(enum bg_phase p)
         "booting the new shape (requests queue)",
         "rolling back to the old shape (requests queue)",
         "ending",
+        "draining the old instance (requests queue; another host)",
+        "running the gated rollout of its unit (requests queue)",
     };
     return (size_t)p < SW_ARRAY_LEN(names) ? names[p] : "?";
 }
@@ -150,6 +155,12 @@ static void answer_extras(const struct sw__deploy *d, const char *path, const ch
             json_object_set_new(j, "rollback_s",
                                 json_real((double)(d->t_rollback - d->t_rollback0) / 1e9));
     }
+    if (d->remote && d->ro_outcome[0])
+        json_object_set_new(j, "rollout",
+                            json_pack("{s:s,s:s,s:s,s:s,s:s,s:I,s:b}", "outcome", d->ro_outcome,
+                                      "fail_class", d->ro_class, "fail_msg", d->ro_msg, "rollback",
+                                      d->ro_rollback, "tag", d->ro_tag, "downtime_ms",
+                                      (json_int_t)d->ro_downtime_ms, "serving", d->ro_serving));
     if (error)
         json_object_set_new(j, "error", json_string(error));
 }
@@ -356,11 +367,15 @@ static void on_drain_bound(evutil_socket_t fd, short what, void *arg)
     (void)what;
     event_free(d->drain_timer);
     d->drain_timer = NULL;
-    if (d->phase != BG_DRAINING && d->phase != SS_DRAINING)
+    if (d->phase != BG_DRAINING && d->phase != SS_DRAINING && d->phase != RO_DRAINING)
         return;
     struct sw__serve_ep *old = &sv->eps[d->slot];
     sw__serve_logf(sv, "deploy: %s: %d still in flight after the drain bound %u s: stopped anyway",
                    d->ep->name, old->inflight, d->drain_s);
+    if (d->phase == RO_DRAINING) { /* the rollout stops the unit under them */
+        sw__dep_ro_run(d);
+        return;
+    }
     d->phase = d->phase == BG_DRAINING ? BG_STOPPING : SS_STOPPING;
     d->t_stopped = 0;
     sw__serve_start_stop(sv, d->slot, false);
@@ -445,6 +460,13 @@ static void step(struct sw__deploy *d)
     case EV_STOPPING:
         evicted(d);
         return;
+    case RO_DRAINING:
+        if (old->inflight)
+            return;
+        sw__serve_logf(sv, "deploy: %s: the old instance has drained in %.1f s: the rollout runs",
+                       d->ep->name, (double)(sw_now_ns() - d->t_drain0) / 1e9);
+        sw__dep_ro_run(d);
+        return;
     case BG_DRAINING:
     case SS_DRAINING:
         if (old->inflight)
@@ -506,7 +528,7 @@ bool sw__serve_bg_holds(struct sw__serve *sv, int mi)
 {
     const struct sw__deploy *d = of_model(sv, mi);
     return d && (d->phase == SS_DRAINING || d->phase == SS_STOPPING || d->phase == SS_STARTING ||
-                 d->phase == SS_ROLLBACK);
+                 d->phase == SS_ROLLBACK || d->phase == RO_DRAINING || d->phase == RO_RUNNING);
 }
 
 void sw__serve_bg_waited(struct sw__serve *sv, int mi, double secs)
@@ -561,14 +583,22 @@ static int decide(struct sw__serve *sv, struct sw__deploy *d)
     sw_serve_admit(ts, k + 1, k, &beside);
     bool running = sv->eps[slot].state == SW_SERVE_RUNNING;
     int how = -1;
-    if (running && (beside.verdict == SW_SERVE_FITS || beside.verdict == SW_SERVE_EVICT)) {
+    if (running && !d->remote &&
+        (beside.verdict == SW_SERVE_FITS || beside.verdict == SW_SERVE_EVICT)) {
         snprintf(out, n, "blue-green: beside the old: %.1200s", beside.text);
         took = &beside;
         how = 1;
     } else {
         ts[slot].state = SW_SERVE_STOPPED;
         sw_serve_admit(ts, k + 1, k, &alone);
-        if (alone.verdict == SW_SERVE_FITS || alone.verdict == SW_SERVE_EVICT) {
+        if (d->remote && (alone.verdict == SW_SERVE_FITS || alone.verdict == SW_SERVE_EVICT)) {
+            snprintf(out, n,
+                     "rollout (another host: its unit stops and starts, no blue/green there): "
+                     "once the old is gone: %.1200s",
+                     alone.text);
+            took = &alone;
+            how = 0;
+        } else if (alone.verdict == SW_SERVE_FITS || alone.verdict == SW_SERVE_EVICT) {
             snprintf(out, n, "stop-start: %.600s; once the old is gone: %.600s",
                      running ? beside.text : "the old is not running", alone.text);
             took = &alone;
@@ -589,8 +619,9 @@ static int decide(struct sw__serve *sv, struct sw__deploy *d)
     return how;
 }
 
-/* Parse the admin's body: the endpoint's slot, or -1 (the refusal was sent). */
-static int find_slot(struct sw__serve *sv, struct evhttp_request *req, unsigned *drain_s)
+/* Parse the admin's body: the endpoint's slot, or -1 (the refusal was sent); its drain bound and
+ * (another host's) battery into d. */
+static int find_slot(struct sw__serve *sv, struct evhttp_request *req, struct sw__deploy *d)
 {
     char msg[600];
     struct evbuffer *in = evhttp_request_get_input_buffer(req);
@@ -599,6 +630,9 @@ static int find_slot(struct sw__serve *sv, struct evhttp_request *req, unsigned 
     json_t *body = raw ? sw_json_parse((const char *)raw, len, "request", NULL) : NULL;
     const char *name = json_string_value(json_object_get(body, "endpoint"));
     json_int_t drain = json_integer_value(json_object_get(body, "drain_s"));
+    const char *probe = json_string_value(json_object_get(body, "probe_only"));
+    snprintf(d->probe_only, sizeof(d->probe_only), "%s", probe ? probe : "");
+    d->worst_case = !json_is_false(json_object_get(body, "worst_case"));
     int i = 0;
     while (name && i < sv->n_eps && (sv->eps[i].retired || strcmp(sv->eps[i].ep->name, name)))
         i++;
@@ -612,7 +646,7 @@ static int find_slot(struct sw__serve *sv, struct evhttp_request *req, unsigned 
         return -1;
     }
     json_decref(body);
-    *drain_s = drain > 0 && drain <= 86400 ? (unsigned)drain : BG_DRAIN_DEFAULT;
+    d->drain_s = drain > 0 && drain <= 86400 ? (unsigned)drain : BG_DRAIN_DEFAULT;
     return i;
 }
 
@@ -637,16 +671,14 @@ static int check(struct sw__serve *sv, struct evhttp_request *req, int i)
         refuse(sv, req, 409, msg);
         return -1;
     }
-    if (!x->local || x->ep->engine != SW_FLEET_LLAMACPP ||
-        (!x->can_stop && x->state != SW_SERVE_STOPPED)) {
+    if (x->local &&
+        (x->ep->engine != SW_FLEET_LLAMACPP || (!x->can_stop && x->state != SW_SERVE_STOPPED))) {
         snprintf(msg, sizeof(msg),
-                 "%s: serve deploys only the local llama.cpp endpoints it can start and stop "
-                 "(`up`); %s",
+                 "%s: serve deploys the local llama.cpp endpoints it can start and stop (`up`) "
+                 "and the units of other hosts (the gated rollout); %s",
                  x->ep->name,
-                 !x->local ? "this one runs on another host: deploy it with `slipway deploy` "
-                             "(its unit, through the gated rollout), not through serve"
-                 : x->ep->engine != SW_FLEET_LLAMACPP ? "deploy this one with `slipway deploy`"
-                                                      : "this one runs outside serve's pid files");
+                 x->ep->engine != SW_FLEET_LLAMACPP ? "deploy this one with `slipway deploy`"
+                                                    : "this one runs outside serve's pid files");
         refuse(sv, req, 400, msg);
         return -1;
     }
@@ -666,10 +698,6 @@ static struct sw__deploy *begin(struct sw__serve *sv, struct evhttp_request *req
                           : "serve runs without --keys: a deploy needs the key of an admin client");
         return NULL;
     }
-    unsigned drain_s = 0;
-    int i = find_slot(sv, req, &drain_s);
-    if (i < 0 || check(sv, req, i))
-        return NULL;
     struct sw__deploy *d = NULL;
     for (int k = 0; k < BG_MAX && !d; k++)
         if (sv->bg->d[k].phase == BG_IDLE)
@@ -680,6 +708,9 @@ static struct sw__deploy *begin(struct sw__serve *sv, struct evhttp_request *req
         refuse(sv, req, 409, msg);
         return NULL;
     }
+    int i = find_slot(sv, req, d);
+    if (i < 0 || check(sv, req, i))
+        return NULL;
     const char *name = sv->eps[i].ep->name;
     struct sw__dep_fleet *bf = sw_calloc(1, sizeof(*bf));
     struct sw_err e;
@@ -688,7 +719,7 @@ static struct sw__deploy *begin(struct sw__serve *sv, struct evhttp_request *req
     int rc = bf ? sw__serve_fleet_read(sv->fleet_path, &bf->fleet, &bf->text, &e) : SW_ENOMEM;
     if (!rc)
         rc = sw_fleet_find_endpoint(bf->fleet, name, &nep, &e);
-    if (!rc && nep->engine != SW_FLEET_LLAMACPP)
+    if (!rc && sv->eps[i].local && nep->engine != SW_FLEET_LLAMACPP)
         rc = sw_err_set(&e, SW_EINVAL, "%s: the new shape is not a llama.cpp endpoint", name);
     if (!rc)
         rc = sw_serve_claim(nep, &d->claim, &e);
@@ -710,7 +741,7 @@ static struct sw__deploy *begin(struct sw__serve *sv, struct evhttp_request *req
     d->text = bf->text;
     d->ep = nep;
     d->slot = i;
-    d->drain_s = drain_s;
+    d->remote = !sv->eps[i].local;
     snprintf(d->client, sizeof(d->client), "%s", client);
     return d;
 }
@@ -730,6 +761,9 @@ static void reset(struct sw__deploy *d)
     d->old_port = old->port;
     d->rolled_back = false;
     d->failure[0] = d->error[0] = 0;
+    d->ro_outcome[0] = 0;
+    d->ro_downtime_ms = -1;
+    d->ro_serving = false;
     d->t0 = sw_now_ns();
     d->t_switch = d->t_drain0 = d->t_stopped = d->t_evict0 = d->t_evicted = 0;
     d->t_rollback0 = d->t_rollback = 0;
@@ -803,11 +837,18 @@ void sw__serve_on_deploy(struct sw__serve *sv, struct evhttp_request *req, const
         sw__serve_reply_error(req, 409, "insufficient_memory", d->decision, 0);
         return;
     }
-    d->blue_green = how == 1;
+    d->blue_green = how == 1 && !d->remote;
     d->req = req;
     d->conn = evhttp_request_get_connection(req);
     if (d->conn)
         evhttp_connection_set_closecb(d->conn, on_admin_gone, d);
+    if (d->remote) {
+        /* one unit per endpoint on its host: no blue/green there; the rollout stops and starts it */
+        sv->eps[d->slot].pinned = true;
+        d->n_victims = 0; /* serve stops nothing on another host */
+        sw__dep_ro_begin(d);
+        return;
+    }
     if (sv->eps[d->slot].state == SW_SERVE_STOPPED) {
         d->n_victims = 0; /* nothing boots now: nothing is evicted */
         take_stopped(d);

@@ -25,6 +25,8 @@ enum bg_phase {
     SS_STARTING, /* stop-start: the new shape boots on the endpoint's port */
     SS_ROLLBACK, /* stop-start: the new shape failed; the old shape boots again */
     SS_DONE,     /* stop-start: it serves (or failed); the queue goes to it, then the answer */
+    RO_DRAINING, /* another host: out of rotation, requests queue; the old finishes its requests */
+    RO_RUNNING,  /* another host: the gated rollout stops, installs, starts and proves the unit */
 };
 
 struct sw__dep_fleet {
@@ -38,6 +40,13 @@ struct sw__deploy {
     struct sw__serve *sv;
     enum bg_phase phase;
     bool blue_green; /* the path: blue/green, else stop-start */
+    bool remote;     /* another host's unit: stop-start through the gated rollout */
+    bool worst_case; /* the rollout's battery: its worst_case check, the checks it runs */
+    char probe_only[256];
+    /* the rollout's verdict (written by its thread while RO_RUNNING, then read by the loop) */
+    char ro_outcome[32], ro_class[64], ro_msg[1024], ro_rollback[512], ro_tag[160];
+    int64_t ro_downtime_ms;
+    bool ro_serving;
     char client[64];
     struct evhttp_request *req;
     struct evhttp_connection *conn;
@@ -96,6 +105,11 @@ void sw__dep_drain_timer(struct sw__deploy *d);
 void sw__dep_ss_begin(struct sw__deploy *d);
 /* The old stopped: the new shape boots on the endpoint's address; a failure rolls back. */
 void sw__dep_ss_boot(struct sw__deploy *d);
+/* Another host's endpoint: out of rotation (requests queue) while it drains, then the gated
+ * rollout (sw_rollout_deploy) in a worker thread; the unit it leaves serving takes the queue. */
+void sw__dep_ro_begin(struct sw__deploy *d);
+/* The old drained (or its bound passed): the rollout runs. */
+void sw__dep_ro_run(struct sw__deploy *d);
 /* The slot takes a shape (ep, priced claim) on ep's own address in fleet f (port: another, 0:
  * the declared one); its pid file RUN_DIR/NAME.pid. 0, or why in why. */
 int sw__dep_take_shape(struct sw__serve *sv, struct sw__serve_ep *x, const struct sw_fleet *f,

@@ -68,7 +68,9 @@ static void *job_main(void *arg)
     struct sw_err e;
     sw_err_clear(&e);
     uint64_t t0 = sw_now_ns();
-    if (j->start) {
+    if (j->run)
+        j->run(j);
+    else if (j->start) {
         struct sw_deploy_req q = {0};
         struct sw_deploy_res r;
         q.fleet = sv->fleet_path;

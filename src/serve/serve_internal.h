@@ -127,6 +127,10 @@ struct sw__serve_job {
     unsigned port;
     const char *fleet_text; /* the fleet text of the shape it boots (NULL: the fleet file) */
     void (*done)(struct sw__serve *sv, struct sw__serve_job *j);
+    /* a job of its own instead of a start or a stop (stopstart.c: the gated rollout of an
+     * endpoint on another host), run in the thread with arg */
+    void (*run)(struct sw__serve_job *j);
+    void *arg;
     pthread_t th;
     struct sw__serve_job *next; /* the jobs not yet joined */
 };

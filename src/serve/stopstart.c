@@ -6,14 +6,18 @@
  * A new shape whose boot or proof fails is rolled back: the old shape boots again on its address
  * from the fleet text it was read from, and the queued requests go to it (a failed rollback
  * answers them 503 with both failures). The failure, the rollback and their figures are logged
- * and in the admin's answer.
+ * and in the admin's answer. An endpoint on another host is deployed the same way through its
+ * gated rollout (sw_rollout_deploy in a worker thread: the unit stopped, installed, started and
+ * proved, or rolled back), its model's requests queued meanwhile.
  *
  * What it does not do: decide the path, evict, or answer the admin (bluegreen.c).
  */
 #include "deploy_internal.h"
 
 #include <slipway/deploy.h>
+#include <slipway/rollout.h>
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -23,7 +27,7 @@ static void on_ss_done(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     if (d->phase == SS_DONE)
-        sw__dep_finish(d, "stop-start", d->error[0] ? d->error : NULL);
+        sw__dep_finish(d, d->remote ? "rollout" : "stop-start", d->error[0] ? d->error : NULL);
 }
 
 /* The stop-start ended (error: why it failed): the queue goes to the slot in this turn's kick
@@ -182,4 +186,116 @@ void sw__dep_ss_boot(struct sw__deploy *d)
     d->phase = SS_STARTING;
     if (sw__dep_boot(d, d->slot, d->text, NULL, 0, ss_boot_done))
         rollback(d, "no thread for the new shape's boot", 0);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Another host's unit: stop-start through the gated rollout.
+ */
+void sw__dep_ro_begin(struct sw__deploy *d)
+{
+    struct sw__serve *sv = d->sv;
+    struct sw__serve_ep *old = &sv->eps[d->slot];
+    old->state = SW_SERVE_STOPPING; /* out of rotation: the model's requests queue */
+    sw__serve_pool_close(sv, d->slot);
+    d->t_drain0 = sw_now_ns();
+    d->phase = RO_DRAINING;
+    sw__dep_drain_timer(d);
+    sw__serve_logf(sv,
+                   "deploy: %s: on host %s: out of rotation (requests queue); draining %d in "
+                   "flight, then the gated rollout of its unit",
+                   d->ep->name, d->ep->host ? d->ep->host->name : "?", old->inflight);
+    if (!old->inflight)
+        sw__dep_ro_run(d);
+}
+
+/* In the worker thread: the rollout, its verdict into d (the loop does not read it meanwhile). */
+static void ro_thread(struct sw__serve_job *j)
+{
+    struct sw__deploy *d = j->arg;
+    struct sw_rollout_opts o = {0};
+    o.worst_case = d->worst_case;
+    o.probe_only = d->probe_only[0] ? d->probe_only : NULL;
+    o.deadline_ms = (int64_t)(d->sv->o->boot_timeout_s ? d->sv->o->boot_timeout_s : 600) * 1000;
+    struct sw_rollout_result r;
+    struct sw_err e;
+    sw_err_clear(&e);
+    int rc = sw_rollout_deploy(d->fleet, d->ep, &o, &r, &e);
+    snprintf(d->ro_outcome, sizeof(d->ro_outcome), "%s",
+             rc ? "error" : sw_rollout_outcome_name(r.outcome));
+    snprintf(d->ro_class, sizeof(d->ro_class), "%s", r.fail_class);
+    if (rc) {
+        char m[800];
+        snprintf(d->ro_msg, sizeof(d->ro_msg), "%s", sw_err_format(&e, m, sizeof(m)));
+    } else
+        snprintf(d->ro_msg, sizeof(d->ro_msg), "%s", r.fail_msg);
+    snprintf(d->ro_rollback, sizeof(d->ro_rollback), "%s", r.rollback_msg);
+    snprintf(d->ro_tag, sizeof(d->ro_tag), "%s", r.tag);
+    d->ro_downtime_ms = r.downtime_ms;
+    /* nothing was touched (the host unreachable, its lock held, a gate refused): the old serves */
+    d->ro_serving = rc || r.outcome == SW_ROLLOUT_GATE_FAILED || r.outcome == SW_ROLLOUT_REFUSED
+                        ? !r.stopped
+                        : r.serving;
+    j->rc = rc || r.outcome != SW_ROLLOUT_COMMITTED;
+    snprintf(j->msg, sizeof(j->msg), "%s%s%.64s%s%.1000s", d->ro_outcome,
+             d->ro_class[0] ? ": " : "", d->ro_class, d->ro_msg[0] ? ": " : "", d->ro_msg);
+    sw_rollout_result_free(&r);
+}
+
+static void ro_done(struct sw__serve *sv, struct sw__serve_job *j)
+{
+    struct sw__deploy *d = j->arg;
+    struct sw__serve_ep *x = &sv->eps[d->slot];
+    struct sw__serve_model *m = &sv->models[d->model];
+    char why[1000] = "", err[2800];
+    d->t_switch = sw_now_ns();
+    /* the unit serves the new shape (committed) or the old (rolled back, or never stopped) */
+    const struct sw_fleet_endpoint *ep = j->rc ? d->old_ep : d->ep;
+    const char *text = NULL;
+    const struct sw_fleet *f = j->rc ? sw__dep_fleet_of(sv, d->old_ep, &text) : d->fleet;
+    if (sw__dep_take_shape(sv, x, f, ep, j->rc ? &d->old_claim : &d->claim, 0, why, sizeof(why)))
+        sw__serve_logf(sv, "deploy: %s: its address: %s", d->ep->name, why);
+    x->pid_path[0] = 0; /* a unit: no pid file of `up` */
+    x->state = d->ro_serving ? SW_SERVE_RUNNING : SW_SERVE_STOPPED;
+    x->last_ns = sw_now_ns();
+    sw__serve_logf(sv,
+                   "deploy: %s: the rollout ended in %.1f s: %s (its downtime %" PRId64
+                   " ms%s%s); %s at %s:%u; %d queued requests %s",
+                   d->ep->name, j->secs, j->rc ? j->msg : d->ro_outcome, d->ro_downtime_ms,
+                   d->ro_tag[0] ? ", tag " : "", d->ro_tag,
+                   d->ro_serving ? (j->rc ? "the old shape serves" : "the new shape serves")
+                                 : "nothing serves",
+                   x->host, x->port, m->n_queued, d->ro_serving ? "go to it" : "answered 503");
+    if (!d->ro_serving) {
+        snprintf(err, sizeof(err), "endpoint %s of model %s: the rollout of its unit: %.1200s",
+                 d->ep->name, m->name, j->msg);
+        sw__serve_fail_queue(sv, m, 503, "unavailable_error", err);
+    }
+    snprintf(d->new_addr, sizeof(d->new_addr), "%s:%u", x->host, x->port);
+    if (j->rc)
+        snprintf(d->failure, sizeof(d->failure), "%s", j->msg);
+    snprintf(err, sizeof(err), "the gated rollout: %.1200s%s", j->msg,
+             d->ro_serving ? "; the old shape serves" : "; nothing serves");
+    ss_done(d, j->rc ? err : NULL);
+}
+
+void sw__dep_ro_run(struct sw__deploy *d)
+{
+    struct sw__serve *sv = d->sv;
+    struct sw__serve_job *j = sw_calloc(1, sizeof(*j));
+    d->phase = RO_RUNNING;
+    d->t_stopped = sw_now_ns();
+    if (j) {
+        j->ep = d->slot;
+        j->run = ro_thread;
+        j->arg = d;
+        j->done = ro_done;
+    }
+    sw__serve_logf(sv, "deploy: %s: the gated rollout of its unit on host %s (%s)", d->ep->name,
+                   d->ep->host ? d->ep->host->name : "?",
+                   d->probe_only[0] ? d->probe_only : "the whole battery");
+    if (!j || sw__serve_job_spawn(sv, j)) {
+        sw_free(j);
+        sv->eps[d->slot].state = SW_SERVE_RUNNING; /* nothing was touched */
+        ss_done(d, "no thread for the rollout; nothing was touched");
+    }
 }

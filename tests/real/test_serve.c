@@ -19,7 +19,7 @@
  *     requests queued, a stop-start whose new shape fails rolled back to the old one (the queue
  *     served by it), an idle model evicted to make room for blue/green (a pinned one not), and
  *     two models deployed at once while a second deploy of one is a 409; an endpoint on
- *     another host refused (400: `slipway deploy`).
+ *     another host whose gated rollout is refused by a gate: it serves on.
  * Processes are stopped by PID; waits are bounded; nothing asserts a duration.
  */
 #include <setjmp.h>
@@ -1265,23 +1265,6 @@ static void test_deploy_evict_pinned(void **state)
     stop(&s);
 }
 
-/* Wait for p to exit (at most timeout_s): its exit status. */
-static int wait_exit(struct proc *p, unsigned timeout_s)
-{
-    double end = now_s() + timeout_s;
-    int st = 0;
-    while (now_s() < end) {
-        if (waitpid(p->pid, &st, WNOHANG) == p->pid) {
-            p->pid = 0;
-            return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-        }
-        usleep(50000);
-    }
-    stop(p);
-    fail_msg("%s did not end within %u s", p->log, timeout_s);
-    return -1;
-}
-
 static long log_at(const char *path, const char *needle)
 {
     char *t = swl_tail(path, 1 << 20);
@@ -1343,7 +1326,7 @@ static void test_deploy_concurrent(void **state)
     assert_non_null(strstr(r.err, "serve (409): a deploy of d (model d-model, by admin) is under "
                                   "way: "));
     swt_run_free(&r);
-    int sd = wait_exit(&pd, 120), sf = wait_exit(&pf, 120);
+    int sd = swt_wait_exit(pd.pid, 120), sf = swt_wait_exit(pf.pid, 120);
     show_log(s.log);
     show_log(pd.log);
     show_log(pf.log);
@@ -1364,10 +1347,12 @@ static void test_deploy_concurrent(void **state)
     assert_false(pid_alive("d") || pid_alive("f"));
 }
 
-/* An endpoint on another host (a unit on an ssh host, served as running at its address): a deploy
- * through serve is a 400 that names `slipway deploy` (the gated rollout); nothing is touched.
- * 169.254.59.2 is in this test's block of docs/testhosts.md and nothing answers there: serve does
- * not reach the host to serve or refuse it. */
+/* An endpoint on another host (a unit on an ssh host, served as running at its address): the
+ * deploy through serve takes it out of rotation and runs the gated rollout
+ * (tests/real/test_serve_rollout.c deploys one on a real test host), whose first gate refuses it
+ * here before the host is touched (the free band: no unit there): the answer is a failure naming
+ * it, and the endpoint is back in rotation. 169.254.59.2 is in this test's block of
+ * docs/testhosts.md and nothing answers there. */
 static void test_deploy_other_host(void **state)
 {
     (void)state;
@@ -1404,13 +1389,20 @@ static void test_deploy_other_host(void **state)
     assert_int_equal(swt_run(argv, NULL, 60, &r), 0);
     print_message("deploy r: %s%s\n", r.out ? r.out : "", r.err ? r.err : "");
     assert_int_equal(r.status, 1);
-    assert_non_null(strstr(r.err,
-                           "serve (400): r: serve deploys only the local llama.cpp endpoints "
-                           "it can start and stop (`up`); this one runs on another host: "
-                           "deploy it with `slipway deploy`"));
+    json_t *j = swt_json_out(&r);
     swt_run_free(&r);
     show_log(s.log);
-    assert_true(file_has(s.log, "r: model r-model at 169.254.59.2:8080, running"));
+    assert_non_null(j);
+    assert_string_equal(json_string_value(json_object_get(j, "path")), "rollout");
+    assert_false(json_is_true(json_object_get(j, "ok")));
+    assert_true(json_is_true(json_object_get(json_object_get(j, "rollout"), "serving")));
+    assert_non_null(strstr(json_string_value(json_object_get(j, "error")), "the old shape serves"));
+    json_decref(j);
+    assert_true(file_has(s.log, "deploy: r (by admin): rollout (another host: its unit stops and "
+                                "starts, no blue/green there): once the old is gone: r (new shape) "
+                                "fits: far/g0: claim "));
+    assert_true(file_has(s.log, "deploy: r: the rollout ended in "));
+    assert_true(file_has(s.log, "the old shape serves at 169.254.59.2:8080"));
     stop(&s);
 }
 
