@@ -89,8 +89,9 @@ static void *job_main(void *arg)
             snprintf(j->pid_path, sizeof(j->pid_path), "%s", r.pid_path);
         } else {
             char m[800];
-            snprintf(j->msg, sizeof(j->msg), "%s%s%s", sw_err_format(&e, m, sizeof(m)),
-                     r.up.status.failure.message[0] ? ": " : "", r.up.status.failure.message);
+            const char *f = r.up.status.failure.message;
+            bool said = !f[0] || strstr(sw_err_format(&e, m, sizeof(m)), f); /* not twice */
+            snprintf(j->msg, sizeof(j->msg), "%s%s%.390s", m, said ? "" : ": ", said ? "" : f);
         }
         sw_deploy_res_free(&r);
     } else {

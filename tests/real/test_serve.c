@@ -62,17 +62,17 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* g_dir/NAME: the sim standing in for llama-server on a device of mem. */
-static void write_sim(const char *name, const char *mem)
+/* g_dir/NAME: the sim standing in for llama-server on a device of mem (more: its own options). */
+static void write_sim(const char *name, const char *mem, const char *more)
 {
     char path[4200], text[1024];
     snprintf(path, sizeof(path), "%s/%s", g_dir, name);
     snprintf(text, sizeof(text),
              "#!/bin/sh\n# slipway's simulator standing in for llama-server (test_serve.c)\n"
              "export ASAN_OPTIONS=detect_leaks=0\n"
-             "exec %s sim --engine llama.cpp --device-memory %s --load-time ${SIM_LOAD:-1s} "
+             "exec %s sim --engine llama.cpp --device-memory %s --load-time ${SIM_LOAD:-1s} %s"
              "-- llama-server \"$@\"\n",
-             swt_bin(), mem);
+             swt_bin(), mem, more);
     swt_write_str(path, text);
     chmod(path, 0755);
 }
@@ -88,10 +88,12 @@ static int setup(void **state)
         print_message("no chat model: %s\n", why);
         g_model[0] = 0;
     }
-    /* the sim as llama-server: the fleet's binary; and one on a device of 1 MiB, whose boot
-     * fails as an engine's out of memory at load (a deploy's new shape that cannot boot) */
-    write_sim("llama-sim", "24GiB");
-    write_sim("llama-sim-oom", "1MiB");
+    /* the sim as llama-server: the fleet's binary; one on a device of 1 MiB, whose boot fails
+     * as an engine's out of memory at load, and one that is ready but answers 500 to every
+     * generation (a deploy's new shape whose boot, or whose proof, fails) */
+    write_sim("llama-sim", "24GiB", "");
+    write_sim("llama-sim-oom", "1MiB", "");
+    write_sim("llama-sim-500", "24GiB", "--fault http_500:1000 ");
     char path[4200];
     /* a vLLM checkpoint's config for the vLLM-shape sims */
     snprintf(path, sizeof(path), "%s/vmodel", g_dir);
@@ -1216,6 +1218,34 @@ static void test_deploy_rollback(void **state)
     assert_false(pid_alive("d"));
 }
 
+/* A stop-start whose new shape is ready but answers 500 to its one-token generation (its proof
+ * fails): rolled back as well, the old shape serving the queue on the address the failed one
+ * had. */
+static void test_deploy_rollback_proof(void **state)
+{
+    (void)state;
+    struct proc s = {0};
+    json_t *j = NULL;
+    const struct dcase c = {.old_nonkv = "14GiB",
+                            .new_nonkv = "13GiB",
+                            .path = "stop-start",
+                            .fails = true,
+                            .new_sim = "llama-sim-500"};
+    deploy_under_load(&s, &c, &j);
+    assert_true(json_is_true(json_object_get(j, "rolled_back")));
+    const char *why = json_string_value(json_object_get(j, "new_shape_failure"));
+    print_message("the new shape's failure: %s\n", why ? why : "(none)");
+    assert_non_null(why);
+    assert_true(file_has(s.log, "rolled back: the old shape serves again at"));
+    char p[4300];
+    snprintf(p, sizeof(p), "%s/d.pid", g_run);
+    assert_true(pid_alive("d"));
+    assert_false(file_has(p, "llama-sim-500"));
+    json_decref(j);
+    stop(&s);
+    assert_false(pid_alive("d"));
+}
+
 /* Old and new fit together (8 + 9 GiB) but an idle model e holds 8 GiB of the 24: e is evicted
  * by the serve's policy, then blue/green; no request for d fails. */
 static void test_deploy_evict(void **state)
@@ -1443,14 +1473,23 @@ static void test_real_llama(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_evict_and_too_big), cmocka_unit_test(test_three_fit),
-        cmocka_unit_test(test_idle_ttl),          cmocka_unit_test(test_queue),
-        cmocka_unit_test(test_replicas),          cmocka_unit_test(test_keys),
-        cmocka_unit_test(test_backpressure),      cmocka_unit_test(test_real_llama),
-        cmocka_unit_test(test_deploy_bluegreen),  cmocka_unit_test(test_deploy_stop_start),
-        cmocka_unit_test(test_deploy_real_llama), cmocka_unit_test(test_deploy_rollback),
-        cmocka_unit_test(test_deploy_evict),      cmocka_unit_test(test_deploy_evict_pinned),
-        cmocka_unit_test(test_deploy_concurrent), cmocka_unit_test(test_deploy_other_host),
+        cmocka_unit_test(test_evict_and_too_big),
+        cmocka_unit_test(test_three_fit),
+        cmocka_unit_test(test_idle_ttl),
+        cmocka_unit_test(test_queue),
+        cmocka_unit_test(test_replicas),
+        cmocka_unit_test(test_keys),
+        cmocka_unit_test(test_backpressure),
+        cmocka_unit_test(test_real_llama),
+        cmocka_unit_test(test_deploy_bluegreen),
+        cmocka_unit_test(test_deploy_stop_start),
+        cmocka_unit_test(test_deploy_real_llama),
+        cmocka_unit_test(test_deploy_rollback),
+        cmocka_unit_test(test_deploy_evict),
+        cmocka_unit_test(test_deploy_evict_pinned),
+        cmocka_unit_test(test_deploy_concurrent),
+        cmocka_unit_test(test_deploy_other_host),
+        cmocka_unit_test(test_deploy_rollback_proof),
     };
     if (getenv("SW_CASES")) /* e.g. SW_CASES='test_deploy_*' */
         cmocka_set_test_filter(getenv("SW_CASES"));
