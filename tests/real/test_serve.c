@@ -1176,71 +1176,66 @@ static void test_deploy_real_llama(void **state)
     assert_false(pid_alive("d"));
 }
 
-/* A stop-start whose new shape cannot boot (its engine runs out of memory at load: a device of
- * 1 MiB where the fleet declares 24 GiB): rolled back, the old shape boots again on its address,
- * the requests queued meanwhile are served by it (none fails), the failure and the rollback in
- * serve's log and in the answer (which is a failure). */
-static void test_deploy_rollback(void **state)
+/* A stop-start (14 -> 13 GiB of 24) under load whose new shape's binary is the sim new_sim, which
+ * fails: rolled back, the old shape boots again on its address (its pid file the endpoint's, not
+ * new_sim's), the requests queued meanwhile are served by it (none fails), the failure and the
+ * rollback in serve's log and in the answer (*out), which is a failure. */
+static void rolled_back(struct proc *s, const char *new_sim, json_t **out)
 {
-    (void)state;
-    struct proc s = {0};
-    json_t *j = NULL;
     const struct dcase c = {.old_nonkv = "14GiB",
                             .new_nonkv = "13GiB",
                             .path = "stop-start",
                             .fails = true,
-                            .new_sim = "llama-sim-oom"};
-    deploy_under_load(&s, &c, &j);
+                            .new_sim = new_sim};
+    deploy_under_load(s, &c, out);
+    const json_t *j = *out;
     assert_true(json_is_true(json_object_get(j, "rolled_back")));
     assert_true(json_real_value(json_object_get(j, "rollback_s")) > 0);
     const char *why = json_string_value(json_object_get(j, "new_shape_failure"));
-    print_message("the new shape's failure: %s\n", why ? why : "(none)");
-    assert_non_null(why);
-    assert_non_null(strstr(json_string_value(json_object_get(j, "error")),
-                           "rolled back: the old shape serves again at"));
     const json_t *q = json_object_get(j, "queued");
-    print_message("queued %lld, wait max %.3f s; rollback %.3f s\n",
+    print_message("the new shape's failure: %s\nqueued %lld, wait max %.3f s; rollback %.3f s\n",
+                  why ? why : "(none)",
                   (long long)json_integer_value(json_object_get(q, "requests")),
                   json_real_value(json_object_get(q, "wait_max_s")),
                   json_real_value(json_object_get(j, "rollback_s")));
+    assert_non_null(why);
+    assert_non_null(strstr(json_string_value(json_object_get(j, "error")),
+                           "rolled back: the old shape serves again at"));
     assert_true(json_integer_value(json_object_get(q, "requests")) >= 1);
-    assert_true(file_has(s.log, "the new shape's boot failed after"));
-    assert_true(file_has(s.log, "rolling back: the old shape boots again at"));
-    assert_true(file_has(s.log, "rolled back: the old shape serves again at"));
+    assert_true(file_has(s->log, "the new shape's boot failed after"));
+    assert_true(file_has(s->log, "rolling back: the old shape boots again at"));
+    assert_true(file_has(s->log, "rolled back: the old shape serves again at"));
     /* the old shape runs (ctx 1024), under the endpoint's own pid file */
     char p[4300];
     snprintf(p, sizeof(p), "%s/d.pid", g_run);
     assert_true(pid_alive("d"));
     assert_false(file_has(p, "2048"));
-    assert_false(file_has(p, "llama-sim-oom"));
+    assert_false(file_has(p, new_sim));
+}
+
+/* The new shape cannot boot: its engine runs out of memory at load (a device of 1 MiB where the
+ * fleet declares 24 GiB). */
+static void test_deploy_rollback(void **state)
+{
+    (void)state;
+    struct proc s = {0};
+    json_t *j = NULL;
+    rolled_back(&s, "llama-sim-oom", &j);
+    assert_non_null(strstr(json_string_value(json_object_get(j, "new_shape_failure")), "oom"));
     json_decref(j);
     stop(&s);
     assert_false(pid_alive("d"));
 }
 
-/* A stop-start whose new shape is ready but answers 500 to its one-token generation (its proof
- * fails): rolled back as well, the old shape serving the queue on the address the failed one
- * had. */
+/* The new shape is ready but answers 500 to its one-token generation: its proof fails. */
 static void test_deploy_rollback_proof(void **state)
 {
     (void)state;
     struct proc s = {0};
     json_t *j = NULL;
-    const struct dcase c = {.old_nonkv = "14GiB",
-                            .new_nonkv = "13GiB",
-                            .path = "stop-start",
-                            .fails = true,
-                            .new_sim = "llama-sim-500"};
-    deploy_under_load(&s, &c, &j);
-    assert_true(json_is_true(json_object_get(j, "rolled_back")));
-    const char *why = json_string_value(json_object_get(j, "new_shape_failure"));
-    print_message("the new shape's failure: %s\n", why ? why : "(none)");
-    assert_non_null(why);
-    assert_true(file_has(s.log, "rolled back: the old shape serves again at"));
-    char p[4300];
-    snprintf(p, sizeof(p), "%s/d.pid", g_run);
-    assert_true(pid_alive("d"));
-    assert_false(file_has(p, "llama-sim-500"));
+    rolled_back(&s, "llama-sim-500", &j);
+    assert_non_null(strstr(json_string_value(json_object_get(j, "new_shape_failure")),
+                           "liveness: POST /v1/chat/completions answered HTTP 500"));
     json_decref(j);
     stop(&s);
     assert_false(pid_alive("d"));
