@@ -274,6 +274,8 @@ int sw_deploy_read_log(const struct sw_up_opts *o, struct sw_up_result *r, struc
  */
 struct sw_deploy_req {
     const char *fleet;       /* FLEET.yaml, or NULL for the verbatim form */
+    const char *fleet_text;  /* the fleet as this text (positions and relative paths by `fleet`)
+                                instead of the file: a shape read earlier (serve's rollback) */
     const char *endpoint;    /* the endpoint to boot; NULL: the only enabled one */
     const char *const *argv; /* the verbatim form: llama-server -m MODEL.gguf ... */
     size_t argc;

@@ -131,6 +131,9 @@ struct sw_serve_deploy_req {
     const char *key;      /* an admin client's key (a --keys name beginning with "admin") */
     unsigned drain_s;     /* the old instance's drain bound (0: serve's default, 300 s) */
     unsigned timeout_s;   /* the whole wait (0: 3600 s) */
+    /* an endpoint on another host is deployed by serve through the gated rollout: its battery */
+    const char *probe_only; /* comma-separated checks (NULL: all) */
+    bool no_worst_case;     /* leave the worst_case check out */
 };
 int sw_serve_deploy(const struct sw_serve_deploy_req *q, json_t **out, struct sw_err *e);
 

@@ -38,9 +38,11 @@ static const struct sw_opt opts[] = {
     {"no-ledger", 0, NULL, 0, "no ledger: no evidence for the gates, nothing recorded", NULL},
     {"note", 0, "TEXT", 0, "the operator's note for the attempt and its tag", NULL},
     {"via-serve", 0, "URL", 0,
-     "deploy through the `slipway serve` at URL (a local endpoint it serves): blue/green\n"
-     "beside the old shape when the plan says both fit, else stop-start with the requests\n"
-     "queued; the admin key from $SLIPWAY_SERVE_KEY (docs/serve.md)",
+     "deploy through the `slipway serve` at URL: a local endpoint blue/green beside the old\n"
+     "shape when the plan says both fit, else stop-start with the requests queued (rolled\n"
+     "back when the new shape fails); one on another host by its gated rollout (with\n"
+     "--no-worst-case, --probe-only) with the requests queued; the admin key from\n"
+     "$SLIPWAY_SERVE_KEY (docs/serve.md)",
      NULL},
     {"drain", 0, "DUR", 0,
      "with --via-serve: how long the old instance may finish its requests "
@@ -217,7 +219,9 @@ static int via_serve(const struct sw_args *a, const char *url)
     struct sw_serve_deploy_req q = {.url = url,
                                     .endpoint = a->pos[0],
                                     .key = getenv("SLIPWAY_SERVE_KEY"),
-                                    .drain_s = (unsigned)(drain / 1000)};
+                                    .drain_s = (unsigned)(drain / 1000),
+                                    .probe_only = sw_args_str(a, "probe-only"),
+                                    .no_worst_case = sw_args_flag(a, "no-worst-case")};
     json_t *j = NULL;
     struct sw_err e;
     sw_err_clear(&e);

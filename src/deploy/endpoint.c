@@ -71,7 +71,9 @@ static int fleet_cmd(const struct sw_deploy_req *q, struct sw_deploy_res *r, str
     memset(&fo, 0, sizeof(fo));
     fo.on_error = q->on_fleet_error;
     fo.on_error_ctx = q->ctx;
-    int rc = sw_fleet_load(q->fleet, &fo, &r->fleet, e);
+    int rc = q->fleet_text ? sw_fleet_load_mem(q->fleet, q->fleet_text, strlen(q->fleet_text), &fo,
+                                               &r->fleet, e)
+                           : sw_fleet_load(q->fleet, &fo, &r->fleet, e);
     if (rc)
         return rc;
     rc = pick_endpoint(r->fleet, q->endpoint, &ep, e);

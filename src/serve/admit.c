@@ -3,9 +3,10 @@
  * not, which idle endpoints go first (policy lru or priority), or must it wait, or can it never
  * fit? Every verdict is one line with its figures (bytes per device), for the log.
  *
- * What it does not do: start or stop anything (serve.c), or price a claim (claim.c).
+ * What it does not do: start or stop anything (serve.c), or price a claim (claim.c); a stop-start
+ * deploy's reservation (the larger of two claims, per device) is merged here, not decided.
  */
-#include <slipway/serve.h>
+#include "serve_internal.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -52,6 +53,25 @@ static uint64_t held(const struct sw_serve_tenant *ts, int n, int skip, const bo
                 sum += ts[i].claim->bytes[k];
     }
     return sum;
+}
+
+void sw__serve_claim_max(struct sw_serve_claim *into, const struct sw_serve_claim *c)
+{
+    for (int k = 0; k < c->n; k++) {
+        int i = 0;
+        while (i < into->n && !same_dev(into->dev[i], c->dev[k]))
+            i++;
+        if (i == into->n) {
+            if (into->n >= SW_SERVE_MAX_DEV)
+                continue;
+            into->n++;
+            into->dev[i] = c->dev[k];
+            into->bytes[i] = 0;
+            into->capacity[i] = c->capacity[k];
+        }
+        if (c->bytes[k] > into->bytes[i])
+            into->bytes[i] = c->bytes[k];
+    }
 }
 
 static uint64_t claim_on(const struct sw_serve_tenant *t, const struct sw_fleet_device *d)

@@ -30,6 +30,10 @@ int sw_serve_deploy(const struct sw_serve_deploy_req *q, json_t **out, struct sw
     json_t *body = json_pack("{s:s}", "endpoint", q->endpoint);
     if (body && q->drain_s)
         json_object_set_new(body, "drain_s", json_integer(q->drain_s));
+    if (body && q->probe_only)
+        json_object_set_new(body, "probe_only", json_string(q->probe_only));
+    if (body && q->no_worst_case)
+        json_object_set_new(body, "worst_case", json_false());
     char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
     json_decref(body);
     if (!text)

@@ -68,10 +68,13 @@ static void *job_main(void *arg)
     struct sw_err e;
     sw_err_clear(&e);
     uint64_t t0 = sw_now_ns();
-    if (j->start) {
+    if (j->run)
+        j->run(j);
+    else if (j->start) {
         struct sw_deploy_req q = {0};
         struct sw_deploy_res r;
         q.fleet = sv->fleet_path;
+        q.fleet_text = j->fleet_text;
         q.endpoint = x->ep->name;
         q.name = j->as[0] ? j->as : NULL;
         q.port = j->port;
@@ -86,8 +89,9 @@ static void *job_main(void *arg)
             snprintf(j->pid_path, sizeof(j->pid_path), "%s", r.pid_path);
         } else {
             char m[800];
-            snprintf(j->msg, sizeof(j->msg), "%s%s%s", sw_err_format(&e, m, sizeof(m)),
-                     r.up.status.failure.message[0] ? ": " : "", r.up.status.failure.message);
+            const char *f = r.up.status.failure.message;
+            bool said = !f[0] || strstr(sw_err_format(&e, m, sizeof(m)), f); /* not twice */
+            snprintf(j->msg, sizeof(j->msg), "%s%s%.390s", m, said ? "" : ": ", said ? "" : f);
         }
         sw_deploy_res_free(&r);
     } else {
@@ -128,6 +132,7 @@ static void job_run(struct sw__serve *sv, int i, bool start)
     j->sv = sv;
     j->ep = i;
     j->start = start;
+    j->fleet_text = sw__serve_bg_text(sv, x->ep);
     if (!start)
         sw__serve_pool_close(sv, i);
     x->state = start ? SW_SERVE_STARTING : SW_SERVE_STOPPING;
@@ -142,8 +147,8 @@ static void job_run(struct sw__serve *sv, int i, bool start)
     sv->n_jobs_running++;
 }
 
-static void fail_queue(struct sw__serve *sv, struct sw__serve_model *m, int code, const char *type,
-                       const char *msg)
+void sw__serve_fail_queue(struct sw__serve *sv, struct sw__serve_model *m, int code,
+                          const char *type, const char *msg)
 {
     while (!TAILQ_EMPTY(&m->queue)) {
         struct sw__serve_px *px = TAILQ_FIRST(&m->queue);
@@ -188,7 +193,7 @@ static void job_done(struct sw__serve *sv, struct sw__serve_job *j)
             char msg[1400];
             snprintf(msg, sizeof(msg), "endpoint %s of model %s failed to start: %s", x->ep->name,
                      m->name, j->msg);
-            fail_queue(sv, m, 503, "unavailable_error", msg);
+            sw__serve_fail_queue(sv, m, 503, "unavailable_error", msg);
         }
     } else if (!j->rc) {
         x->state = SW_SERVE_STOPPED;
@@ -216,7 +221,7 @@ static void on_jobs(evutil_socket_t fd, short what, void *arg)
 /* ---------------------------------------------------------------------------------------------
  * Admission.
  */
-static int tenants(struct sw__serve *sv, struct sw_serve_tenant *ts)
+int sw__serve_tenants(struct sw__serve *sv, struct sw_serve_tenant *ts)
 {
     int n = 0;
     for (int i = 0; i < sv->n_eps; i++) {
@@ -266,7 +271,7 @@ static void serve_model(struct sw__serve *sv, int mi)
             return; /* it waits for that one */
     }
     struct sw_serve_tenant ts[SW__SERVE_MAX_EP];
-    int n = tenants(sv, ts);
+    int n = sw__serve_tenants(sv, ts);
     int n_never = 0, n_cand = 0;
     char never_why[1024] = "", wait_why[1024] = "";
     for (int k = 0; k < m->n_eps; k++) {
@@ -324,7 +329,7 @@ static void serve_model(struct sw__serve *sv, int mi)
             m->never = true;
             snprintf(m->last_why, sizeof(m->last_why), "%s", never_why);
             sw__serve_logf(sv, "refuse: %s: 507", never_why);
-            fail_queue(sv, m, 507, "insufficient_memory", never_why);
+            sw__serve_fail_queue(sv, m, 507, "insufficient_memory", never_why);
             return;
         }
     }
@@ -628,6 +633,7 @@ static void serve_close(struct sw__serve *sv)
     if (sv->jobs_pipe[1] >= 0)
         close(sv->jobs_pipe[1]);
     sw_fleet_free(sv->fleet);
+    sw_free(sv->fleet_text);
 }
 
 int sw_serve_run(const struct sw_serve_opts *o, struct sw_err *e)
@@ -647,7 +653,7 @@ int sw_serve_run(const struct sw_serve_opts *o, struct sw_err *e)
         rl.rlim_cur = rl.rlim_max;
         setrlimit(RLIMIT_NOFILE, &rl);
     }
-    int rc = sw_fleet_load(sv->fleet_path, NULL, &sv->fleet, e);
+    int rc = sw__serve_fleet_read(sv->fleet_path, &sv->fleet, &sv->fleet_text, e);
     if (rc)
         goto out;
     if (o->n_endpoints) {

@@ -125,7 +125,12 @@ struct sw__serve_job {
      * its port, and what the loop does once it ended (instead of job_done's; then freed) */
     char as[160];
     unsigned port;
+    const char *fleet_text; /* the fleet text of the shape it boots (NULL: the fleet file) */
     void (*done)(struct sw__serve *sv, struct sw__serve_job *j);
+    /* a job of its own instead of a start or a stop (stopstart.c: the gated rollout of an
+     * endpoint on another host), run in the thread with arg */
+    void (*run)(struct sw__serve_job *j);
+    void *arg;
     pthread_t th;
     struct sw__serve_job *next; /* the jobs not yet joined */
 };
@@ -157,6 +162,7 @@ struct sw__serve {
     uint64_t unauthorized;
     unsigned ticks;
     struct sw__serve_bg *bg; /* deploys through serve (bluegreen.c); NULL before the first */
+    char *fleet_text;        /* the fleet file as serve read it: its shapes boot from it */
 };
 
 void sw__serve_logf(struct sw__serve *sv, const char *fmt, ...) SW_PRINTF(2, 3);
@@ -178,6 +184,13 @@ void sw__serve_kick(struct sw__serve *sv);
 int sw__serve_pick(struct sw__serve *sv, const struct sw__serve_model *m,
                    const struct sw__serve_px *px);
 
+/* serve.c: every endpoint instance as the admission law sees it (queued requests count as in
+ * flight on a running one); the count */
+int sw__serve_tenants(struct sw__serve *sv, struct sw_serve_tenant *ts);
+/* answer every request queued for m with code (a start failed, or nothing can fit) */
+void sw__serve_fail_queue(struct sw__serve *sv, struct sw__serve_model *m, int code,
+                          const char *type, const char *msg);
+
 /* serve.c: a start (`up`) or a stop (`down`) of endpoint i in a worker thread */
 void sw__serve_start_stop(struct sw__serve *sv, int i, bool start);
 /* a job j (ep, start, as, port and done set) in a worker thread; 0, or -1 when no thread */
@@ -195,6 +208,15 @@ void sw__serve_bg_waited(struct sw__serve *sv, int mi, double secs);
 /* at exit: a job of the deploy's that ended (its new instance stopped unless --keep) */
 void sw__serve_bg_orphan(struct sw__serve *sv, struct sw__serve_job *j);
 void sw__serve_bg_free(struct sw__serve *sv);
+/* read the fleet file: its text (*text, sw_free) and the fleet loaded from that text */
+int sw__serve_fleet_read(const char *path, struct sw_fleet **out, char **text, struct sw_err *e);
+/* the fleet text an endpoint's shape was read from (serve's start, or a deploy's reload): its
+ * starts boot that shape, not what the file says since */
+const char *sw__serve_bg_text(struct sw__serve *sv, const struct sw_fleet_endpoint *ep);
+
+/* admit.c: per device, the larger of into's and c's claims (a stop-start deploy holds the larger
+ * of its old and new shapes until its boot ends) */
+void sw__serve_claim_max(struct sw_serve_claim *into, const struct sw_serve_claim *c);
 
 /* proxy.c */
 /* send px to endpoint i; on failure before the first byte px is retried or answered */

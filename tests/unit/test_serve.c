@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <cmocka.h>
 #include <slipway/serve.h>
+
+#include "serve/serve_internal.h"
 #include <stdio.h>
 
 #include <string.h>
@@ -67,6 +69,36 @@ static void test_reloaded_device(void **state)
     sw_serve_admit(ts, 2, 1, &d);
     assert_int_equal(d.verdict, SW_SERVE_FITS); /* 14 + 9 */
     assert_non_null(strstr(d.text, "held 15032385536 B"));
+}
+
+/* A stop-start deploy holds, per device, the larger of its old and new claims until its boot
+ * ends (serve/admit.c sw__serve_claim_max): another start is not admitted into the new shape's
+ * room while the old drains. A device only one of them names is added. */
+static void test_claim_max(void **state)
+{
+    (void)state;
+    static struct sw_fleet_device g0_again = {.name = "g0"};
+    struct sw_serve_claim held = claim1(&g0, 8), next = claim1(&g0_again, 13);
+    next.n = 2;
+    next.dev[1] = &g1;
+    next.bytes[1] = 2 * GIB;
+    next.capacity[1] = 24 * GIB;
+    sw__serve_claim_max(&held, &next);
+    assert_int_equal(held.n, 2);
+    assert_true(held.dev[0] == &g0);
+    assert_int_equal(held.bytes[0], 13 * GIB);
+    assert_true(held.dev[1] == &g1);
+    assert_int_equal(held.bytes[1], 2 * GIB);
+    struct sw_serve_claim other = claim1(&g0, 12);
+    struct sw_serve_tenant ts[] = {tenant("d", &held, SW_SERVE_STOPPING, 1),
+                                   tenant("o", &other, SW_SERVE_STOPPED, 0)};
+    struct sw_serve_decision d;
+    sw_serve_admit(ts, 2, 1, &d); /* 13 + 12 > 24: it waits (8 + 12 would have fit) */
+    assert_int_equal(d.verdict, SW_SERVE_WAIT);
+    assert_non_null(strstr(d.text, "held 13958643712 B"));
+    struct sw_serve_claim smaller = claim1(&g0_again, 5);
+    sw__serve_claim_max(&held, &smaller); /* a smaller claim changes nothing */
+    assert_int_equal(held.bytes[0], 13 * GIB);
 }
 
 static void test_evicts_lru(void **state)
@@ -210,6 +242,7 @@ int main(void)
         cmocka_unit_test(test_other_device_untouched),
         cmocka_unit_test(test_too_big_alone),
         cmocka_unit_test(test_fleet_serve_key),
+        cmocka_unit_test(test_claim_max),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
