@@ -310,6 +310,8 @@ struct sw_deploy_res {
     char unfit[600];     /* the plan does not fit a declared device: how ("" when it fits) */
     char where[640];     /* fleet position of the payload, "" for the verbatim form */
     char name[128], pid_path[4096], log_path[4096];
+    char binary[4096]; /* the program's path launch.binary may point to (one per result: serve
+                          boots several at once from its threads) */
     struct sw_up_opts up_opts; /* as given to sw_deploy_up (for sw_deploy_read_log) */
     struct sw_up_result up;
     bool attempted; /* sw_deploy_up ran: a non-zero return is the boot's failure (up.status) */

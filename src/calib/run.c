@@ -176,7 +176,7 @@ int sw_calib_run(const struct sw_calib_request *rq, struct sw_calib_result *out,
     }
     if (rq->record && !out->nothing) {
         /* the fit as a note on the endpoint: the ledger keeps what was concluded, and when */
-        static char text[8192];
+        char text[8192];
         int64_t eid = 0;
         sw_calib_fit_summary(fit, text, sizeof(text));
         rc = sw_ledger_endpoint_id(&l, rq->endpoint, false, &eid, e);

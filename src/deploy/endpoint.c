@@ -67,7 +67,6 @@ static int fleet_cmd(const struct sw_deploy_req *q, struct sw_deploy_res *r, str
 {
     struct sw_fleet_opts fo;
     const struct sw_fleet_endpoint *ep;
-    static char bin[4096];
     memset(&fo, 0, sizeof(fo));
     fo.on_error = q->on_fleet_error;
     fo.on_error_ctx = q->ctx;
@@ -97,7 +96,8 @@ static int fleet_cmd(const struct sw_deploy_req *q, struct sw_deploy_res *r, str
     if (q->port)
         r->launch.port = q->port;
     /* the one rule (deploy/local): the local runners of ladder and tune run the same */
-    r->launch.binary = sw_deploy_llamacpp_program(r->launch.binary, bin, sizeof(bin), NULL);
+    r->launch.binary =
+        sw_deploy_llamacpp_program(r->launch.binary, r->binary, sizeof(r->binary), NULL);
     rc = sw_engine_llamacpp_render(&r->launch, &r->cmd, e);
     if (rc) {
         sw_err_prefix(e, "endpoint %s", ep->name);
@@ -114,10 +114,9 @@ static int fleet_cmd(const struct sw_deploy_req *q, struct sw_deploy_res *r, str
 
 static int verbatim_cmd(const struct sw_deploy_req *q, struct sw_deploy_res *r, struct sw_err *e)
 {
-    static char bin[4096];
     const char *exe = NULL, *how = "";
     if (q->argc && !strcmp(q->argv[0], "llama-server"))
-        exe = sw_deploy_llamacpp_program(NULL, bin, sizeof(bin), &how);
+        exe = sw_deploy_llamacpp_program(NULL, r->binary, sizeof(r->binary), &how);
     if (!strcmp(how, "not found"))
         exe = NULL;
     return sw_engine_llamacpp_verbatim((int)q->argc, q->argv, exe, q->api_key, &r->cmd, &r->launch,

@@ -33,7 +33,7 @@
 
 const char *sw_hub_endpoint(void)
 {
-    static char buf[1024];
+    static _Thread_local char buf[1024];
     const char *v = getenv("HF_ENDPOINT");
     if (!v || !*v)
         return "https://huggingface.co";

@@ -56,8 +56,8 @@ const char *sw_probe_status_name(enum sw_probe_status s)
 
 const char *sw__probe_url(struct sw__probe *p, const char *path)
 {
-    static char rot[8][1024];
-    static int i;
+    static _Thread_local char rot[8][1024]; /* per thread: serve proves shapes from workers */
+    static _Thread_local int i;
     char *b = rot[i++ % 8];
     snprintf(b, sizeof(rot[0]), "%s%s", p->base, path);
     return b;
