@@ -48,12 +48,17 @@ enum { CK_SIZE, CK_EXT, CK_DATA, CK_DATA_END, CK_TRAILER, CK_DONE };
 /* One loop's read buffer: a read is relayed before the next one (one loop per thread). */
 static _Thread_local char g_rd[READ_MAX];
 
-static void ep_done(struct sw__serve_px *px)
+void sw__serve_ep_release(struct sw__serve_px *px)
 {
     struct sw__serve_ep *x = &px->sv->eps[px->ep];
     if (x->inflight > 0)
         x->inflight--;
     x->last_ns = sw_now_ns();
+}
+
+static void ep_done(struct sw__serve_px *px)
+{
+    sw__serve_ep_release(px);
 }
 
 static struct evbuffer *client_out(const struct sw__serve_px *px)
@@ -76,9 +81,9 @@ static void upstream_close(struct sw__serve_px *px, bool reuse)
     if (px->uev) {
         event_free(px->uev);
         px->uev = NULL;
-        struct sw__serve_ep *x = &px->sv->eps[px->ep];
-        if (reuse && px->keep && x->n_pool < SW__SERVE_POOL)
-            x->pool[x->n_pool++] = px->ufd;
+        struct sw__serve_loop *lp = px->lp;
+        if (reuse && px->keep && lp->n_pool[px->ep] < SW__SERVE_POOL)
+            lp->pool[px->ep][lp->n_pool[px->ep]++] = px->ufd;
         else
             close(px->ufd);
     }
@@ -98,11 +103,12 @@ static void upstream_done(struct sw__serve_px *px, bool reuse)
 
 void sw__serve_pool_close(struct sw__serve *sv, int ep)
 {
-    for (int i = ep < 0 ? 0 : ep; i < (ep < 0 ? sv->n_eps : ep + 1); i++) {
-        struct sw__serve_ep *x = &sv->eps[i];
-        while (x->n_pool > 0)
-            close(x->pool[--x->n_pool]);
-    }
+    for (int k = 0; k < sv->n_loops; k++) /* every loop's pool of it */
+        for (int i = ep < 0 ? 0 : ep; i < (ep < 0 ? sv->n_eps : ep + 1); i++) {
+            struct sw__serve_loop *lp = &sv->loops[k];
+            while (lp->n_pool[i] > 0)
+                close(lp->pool[i][--lp->n_pool[i]]);
+        }
 }
 
 /* SSE events in [p, p+n): "data: " not followed by "[DONE]"; an event split across two reads is
@@ -466,20 +472,29 @@ static void to_client(struct sw__serve_px *px, const char *p, size_t n)
 /* A read of the body: its bytes to the client, then finished or failed when the framing says. */
 static void relay(struct sw__serve_px *px, const char *p, size_t n)
 {
-    struct sw__serve_model *m = &px->sv->models[px->model];
+    struct sw__serve *sv = px->sv;
     if (!px->first) {
         px->first = true;
-        sw__serve_hist_add(&m->ttft, (double)(sw_now_ns() - px->t_arrive_ns) / 1e9);
+        sw__serve_enter(sv);
+        sw__serve_hist_add(&sv->models[px->model].ttft,
+                           (double)(sw_now_ns() - px->t_arrive_ns) / 1e9);
+        sw__serve_leave(sv);
     }
     ssize_t k = track(px, p, n);
     size_t body = k < 0 ? n : (size_t)k;
-    if (px->stream)
-        m->tokens += count_events(p, body);
+    if (px->stream) { /* this loop's counter: no lock a chunk */
+        uint64_t *t = &px->lp->tokens[px->model];
+        __atomic_store_n(t, *t + count_events(p, body), __ATOMIC_RELAXED);
+    }
     to_client(px, p, body);
+    if (k >= 0 && !body_done(px))
+        return;
+    sw__serve_enter(sv);
     if (k < 0)
         failed_midstream(px);
-    else if (body_done(px))
+    else
         finish(px, body == n); /* nothing after the end: the connection can serve again */
+    sw__serve_leave(sv);
 }
 
 /* The engine closed (eof) or failed: the body's end when it was delimited by the close. */
@@ -493,6 +508,8 @@ static void upstream_ended(struct sw__serve_px *px, bool eof)
         failed_midstream(px);
 }
 
+static void head_read(struct sw__serve_px *px, size_t r);
+
 static void on_readable(struct sw__serve_px *px)
 {
     ssize_t r;
@@ -502,16 +519,28 @@ static void on_readable(struct sw__serve_px *px)
     if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
         return;
     if (r <= 0) {
+        struct sw__serve *sv = px->sv;
+        sw__serve_enter(sv);
         upstream_ended(px, r == 0);
+        sw__serve_leave(sv);
         return;
     }
     if (px->ustate) {
         relay(px, g_rd, (size_t)r);
         return;
     }
+    struct sw__serve *sv = px->sv;
+    sw__serve_enter(sv); /* the head: counted, maybe retried elsewhere */
+    head_read(px, (size_t)r);
+    sw__serve_leave(sv);
+}
+
+/* r bytes of the engine's head (and maybe the body's first) in g_rd; under mu. */
+static void head_read(struct sw__serve_px *px, size_t r)
+{
     if (!px->uhead)
         px->uhead = evbuffer_new();
-    if (!px->uhead || evbuffer_add(px->uhead, g_rd, (size_t)r)) {
+    if (!px->uhead || evbuffer_add(px->uhead, g_rd, r)) {
         failed_early(px, "out of memory");
         return;
     }
@@ -566,7 +595,7 @@ static void on_writable(struct sw__serve_px *px)
     }
     /* all sent: from now on the connection is only read */
     event_del(px->uev);
-    event_assign(px->uev, px->sv->base, px->ufd, EV_READ | EV_PERSIST, on_upstream, px);
+    event_assign(px->uev, px->lp->base, px->ufd, EV_READ | EV_PERSIST, on_upstream, px);
     if (event_add(px->uev, NULL))
         failed_early(px, "no event");
 }
@@ -576,8 +605,12 @@ static void on_upstream(evutil_socket_t fd, short what, void *arg)
     struct sw__serve_px *px = arg;
     (void)fd;
     if (px->usent < px->ureq_len + px->body_len) {
-        if (what & EV_WRITE)
+        if (what & EV_WRITE) {
+            struct sw__serve *sv = px->sv;
+            sw__serve_enter(sv);
             on_writable(px);
+            sw__serve_leave(sv);
+        }
         return;
     }
     on_readable(px);
@@ -589,11 +622,12 @@ static void connect_to(struct sw__serve_px *px, int i, bool fresh)
 {
     struct sw__serve *sv = px->sv;
     struct sw__serve_ep *x = &sv->eps[i];
+    struct sw__serve_loop *lp = px->lp;
     px->ufd = -1;
     px->pooled = false;
     px->usent = 0;
-    while (!fresh && x->n_pool > 0) {
-        int fd = x->pool[--x->n_pool];
+    while (!fresh && lp->n_pool[i] > 0) {
+        int fd = lp->pool[i][--lp->n_pool[i]];
         char c;
         ssize_t r = recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
         if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) { /* open and quiet */
@@ -626,7 +660,7 @@ static void connect_to(struct sw__serve_px *px, int i, bool fresh)
         }
         px->ufd = fd;
     }
-    px->uev = event_new(sv->base, px->ufd, EV_WRITE | EV_PERSIST, on_upstream, px);
+    px->uev = event_new(lp->base, px->ufd, EV_WRITE | EV_PERSIST, on_upstream, px);
     if (!px->uev) {
         close(px->ufd);
         px->ufd = -1;
@@ -644,13 +678,18 @@ static void connect_to(struct sw__serve_px *px, int i, bool fresh)
 
 void sw__serve_forward(struct sw__serve_px *px, int i)
 {
-    struct sw__serve *sv = px->sv;
-    struct sw__serve_ep *x = &sv->eps[i];
+    struct sw__serve_ep *x = &px->sv->eps[i];
+    x->inflight++;
+    x->last_ns = sw_now_ns();
+    sw__serve_forward_reserved(px, i);
+}
+
+void sw__serve_forward_reserved(struct sw__serve_px *px, int i)
+{
+    struct sw__serve_ep *x = &px->sv->eps[i];
     px->ep = i;
     px->first = false;
     px->ustate = 0;
-    x->inflight++;
-    x->last_ns = sw_now_ns();
     px->t_sent_ns = sw_now_ns();
     char hp[300];
     snprintf(hp, sizeof(hp), strchr(x->host, ':') ? "[%s]:%u" : "%s:%u", x->host, x->port);

@@ -207,6 +207,12 @@ static void serve_start(struct proc *p, const char *const *extra)
     argv[n++] = ready;
     argv[n++] = "--grace";
     argv[n++] = "2s";
+    /* SWT_SERVE_LOOPS=N: every case with --loops N (the default is the online CPUs) */
+    const char *loops = getenv("SWT_SERVE_LOOPS");
+    if (loops && *loops) {
+        argv[n++] = "--loops";
+        argv[n++] = loops;
+    }
     for (int i = 0; extra && extra[i]; i++)
         argv[n++] = extra[i];
     argv[n] = NULL;
