@@ -408,6 +408,9 @@ static bool on_head(struct sw__serve_px *px, struct evbuffer *in, size_t hl)
     evhttp_send_reply_start(px->req, code, reason);
     if (px->raw)
         px->req->chunked = 0;
+    px->cout = client_out(px);
+    struct bufferevent *cb = px->cconn ? evhttp_connection_get_bufferevent(px->cconn) : NULL;
+    px->cfd = cb ? bufferevent_getfd(cb) : -1;
     px->headers_sent = true;
     sw__serve_count(&sv->models[px->model], code);
     evbuffer_drain(in, hl);
@@ -443,18 +446,19 @@ static void to_client(struct sw__serve_px *px, const char *p, size_t n)
             evbuffer_free(b);
         }
     } else {
-        struct evbuffer *o = client_out(px);
+        struct evbuffer *o = px->cout; /* the client's output and socket, found at the head */
         if (!o)
             return;
         size_t done = 0;
         if (!evbuffer_get_length(o)) {
-            struct bufferevent *cb = evhttp_connection_get_bufferevent(px->cconn);
-            ssize_t w = send(bufferevent_getfd(cb), p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+            ssize_t w = send(px->cfd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
             if (w > 0)
                 done = (size_t)w;
         }
-        if (done < n) /* the socket is full (or failed: libevent's write will say so) */
-            evbuffer_add(o, p + done, n - done);
+        if (done == n) /* all in the socket: nothing waits, no mark to check */
+            return;
+        /* the socket is full (or failed: libevent's write will say so) */
+        evbuffer_add(o, p + done, n - done);
     }
     struct evbuffer *o = client_out(px);
     if (o && evbuffer_get_length(o) > OUT_HIGH && px->uev) {
@@ -470,7 +474,7 @@ static void to_client(struct sw__serve_px *px, const char *p, size_t n)
 }
 
 /* A read of the body: its bytes to the client, then finished or failed when the framing says. */
-static void relay(struct sw__serve_px *px, const char *p, size_t n)
+static bool relay(struct sw__serve_px *px, const char *p, size_t n)
 {
     struct sw__serve *sv = px->sv;
     if (!px->first) {
@@ -488,13 +492,14 @@ static void relay(struct sw__serve_px *px, const char *p, size_t n)
     }
     to_client(px, p, body);
     if (k >= 0 && !body_done(px))
-        return;
+        return true;
     sw__serve_enter(sv);
     if (k < 0)
         failed_midstream(px);
     else
         finish(px, body == n); /* nothing after the end: the connection can serve again */
     sw__serve_leave(sv);
+    return false;
 }
 
 /* The engine closed (eof) or failed: the body's end when it was delimited by the close. */
@@ -508,8 +513,11 @@ static void upstream_ended(struct sw__serve_px *px, bool eof)
         failed_midstream(px);
 }
 
-static void head_read(struct sw__serve_px *px, size_t r);
+static bool head_read(struct sw__serve_px *px, size_t r);
 
+/* The engine's socket is readable: one read (level-triggered: what is left is reported again;
+ * edge-triggered was tried and dropped: an engine's reset that came with its last bytes gave no
+ * later edge, and libevent masks the hang-up out of a read event, docs/serve.md). */
 static void on_readable(struct sw__serve_px *px)
 {
     ssize_t r;
@@ -518,8 +526,8 @@ static void on_readable(struct sw__serve_px *px)
     while (r < 0 && errno == EINTR);
     if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
         return;
+    struct sw__serve *sv = px->sv;
     if (r <= 0) {
-        struct sw__serve *sv = px->sv;
         sw__serve_enter(sv);
         upstream_ended(px, r == 0);
         sw__serve_leave(sv);
@@ -529,42 +537,44 @@ static void on_readable(struct sw__serve_px *px)
         relay(px, g_rd, (size_t)r);
         return;
     }
-    struct sw__serve *sv = px->sv;
     sw__serve_enter(sv); /* the head: counted, maybe retried elsewhere */
     head_read(px, (size_t)r);
     sw__serve_leave(sv);
 }
 
-/* r bytes of the engine's head (and maybe the body's first) in g_rd; under mu. */
-static void head_read(struct sw__serve_px *px, size_t r)
+/* r bytes of the engine's head (and maybe the body's first) in g_rd; under mu. false: px is
+ * done with this connection (answered, retried on another, or finished). */
+static bool head_read(struct sw__serve_px *px, size_t r)
 {
     if (!px->uhead)
         px->uhead = evbuffer_new();
     if (!px->uhead || evbuffer_add(px->uhead, g_rd, r)) {
         failed_early(px, "out of memory");
-        return;
+        return false;
     }
     struct evbuffer_ptr e = evbuffer_search(px->uhead, "\r\n\r\n", 4, NULL);
     if (e.pos < 0) {
-        if (evbuffer_get_length(px->uhead) > HEAD_MAX)
-            failed_early(px, "a head past 64 KiB");
-        return;
+        if (evbuffer_get_length(px->uhead) <= HEAD_MAX)
+            return true;
+        failed_early(px, "a head past 64 KiB");
+        return false;
     }
     if (!on_head(px, px->uhead, (size_t)e.pos + 4))
-        return;
+        return false;
     size_t n = evbuffer_get_length(px->uhead);
     if (!n) {
-        if (body_done(px)) /* an empty body */
-            finish(px, true);
-        return;
+        if (!body_done(px))
+            return true;
+        finish(px, true); /* an empty body */
+        return false;
     }
     /* the body's first bytes came with the head: relayed from a copy (the head's buffer goes) */
     char *rest = n <= sizeof(g_rd) ? g_rd : NULL;
     if (!rest || evbuffer_remove(px->uhead, rest, n) != (int)n) {
         failed_midstream(px);
-        return;
+        return false;
     }
-    relay(px, rest, n);
+    return relay(px, rest, n);
 }
 
 static void on_upstream(evutil_socket_t fd, short what, void *arg);

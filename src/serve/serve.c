@@ -867,8 +867,6 @@ static void serve_close(struct sw__serve *sv)
     }
     sw_free(sv->loops);
     g_sv_loops = NULL;
-    if (sv->http)
-        evhttp_free(sv->http);
     if (sv->tick)
         event_free(sv->tick);
     if (sv->jobs_ev)

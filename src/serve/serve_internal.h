@@ -121,6 +121,8 @@ struct sw__serve_px {
     const char *hand_type;
     char *hand_msg;
     TAILQ_ENTRY(sw__serve_px) hlink;
+    struct evbuffer *cout; /* the client's output buffer and socket, from the head on (proxy.c) */
+    int cfd;
 };
 
 struct sw__serve_job {
