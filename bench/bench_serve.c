@@ -23,7 +23,9 @@
  * <= 1 ms added TTFT p99, <= 25 % added CPU per token (serve's / the client's) at 1,000 streams,
  * >= 1M tokens/s per core, <= 16 KiB per idle connection; each printed beside its figure, the
  * CPU share against both clients. BENCH_SERVE_SLIPWAY=PATH runs another build's slipway as serve
- * (an A/B in one machine state; the sim stays this build's).
+ * (an A/B in one machine state; the sim stays this build's). BENCH_SERVE_LOOPS=N runs serve with
+ * --loops N (unset: serve's default, the online CPUs; an older build without the option needs it
+ * unset); BENCH_SERVE_UNPINNED=1 leaves serve unpinned (its loops may use both cores).
  *
  * Usage: bench_serve [streams 1000] [tokens 1000] [requests 300] [idle 1000]
  */
@@ -65,6 +67,8 @@ static double now_s(void)
 
 static void pin(int cpu)
 {
+    if (cpu < 0)
+        return;
     cpu_set_t set;
     CPU_ZERO(&set);
     CPU_SET(cpu, &set);
@@ -611,6 +615,7 @@ int main(int argc, char **argv)
     snprintf(servout, sizeof(servout), "%s/serve.out", g_dir);
     /* BENCH_SERVE_SLIPWAY: another build's slipway as serve (an A/B in one machine state) */
     const char *serve_bin = getenv("BENCH_SERVE_SLIPWAY");
+    const char *loops = getenv("BENCH_SERVE_LOOPS");
     const char *serve_argv[] = {serve_bin && *serve_bin ? serve_bin : SW_BUILD_DIR "/slipway",
                                 "serve",
                                 "--fleet",
@@ -619,17 +624,29 @@ int main(int argc, char **argv)
                                 "127.0.0.1:0",
                                 "--ready-file",
                                 ready,
+                                loops && *loops ? "--loops" : NULL,
+                                loops,
                                 NULL};
-    pid_t srv = spawn(serve_argv, 1, servout);
+    const char *unpinned = getenv("BENCH_SERVE_UNPINNED");
+    bool pinned = !(unpinned && *unpinned == '1');
+    pid_t srv = spawn(serve_argv, pinned ? 1 : -1, servout);
     int vport = wait_port(ready);
     if (vport <= 0) {
         fprintf(stderr, "bench_serve: serve did not start\n");
         kill(sim, SIGTERM);
         return 1;
     }
-    printf("bench_serve: sim (vLLM firehose) on CPU 0 at :%d, serve on CPU 1 at :%d; the client "
-           "unpinned (2 cores: the client shares one)\n",
-           sport, vport);
+    double la[3] = {0};
+    FILE *lf = fopen("/proc/loadavg", "r");
+    if (lf) {
+        if (fscanf(lf, "%lf %lf %lf", &la[0], &la[1], &la[2]) != 3)
+            la[0] = la[1] = la[2] = 0;
+        fclose(lf);
+    }
+    printf("bench_serve: sim (vLLM firehose) on CPU 0 at :%d, serve %s at :%d (--loops %s); the "
+           "client unpinned (2 cores: the client shares one); load average %.2f %.2f %.2f\n",
+           sport, pinned ? "on CPU 1" : "unpinned", vport, loops && *loops ? loops : "default",
+           la[0], la[1], la[2]);
 
     /* 1. TTFT */
     int bad = 0;

@@ -1,6 +1,7 @@
 /*
  * serve: one OpenAI-compatible front door for a fleet's endpoints (`slipway serve`,
- * docs/serve.md). One libevent loop: /v1/models lists every endpoint's served name with its state;
+ * docs/serve.md). libevent, one request loop per core: /v1/models lists every endpoint's
+ * served name with its state;
  * /v1/chat/completions, /v1/completions and /v1/embeddings are routed by `model` and passed
  * through byte for byte (a client that goes away cancels its upstream request); a request for a
  * stopped endpoint starts it when the plan's memory per device fits beside what runs there, else
@@ -109,6 +110,7 @@ struct sw_serve_opts {
     volatile sig_atomic_t *stop; /* set by a signal handler: stop serving */
     void (*on_listen)(void *ctx, const char *url);
     void *ctx;
+    unsigned loops; /* request loops, each its own thread (0: the online CPUs; at most 64) */
 };
 /* Serve until *stop. Errors before serving: the fleet's, an endpoint not in it, a keys file, the
  * listen address. */

@@ -27,6 +27,8 @@ static const struct sw_opt opts[] = {
     {"grace", 0, "D", 0, "a stop's SIGTERM -> SIGKILL delay (default 10s)", NULL},
     {"ready-file", 0, "FILE", 0, "gets the bound port once it listens", NULL},
     {"keep", 0, NULL, 0, "leave the endpoints serve started running when it stops", NULL},
+    {"loops", 0, "N", 0, "request loops, each its own thread, 1..64 (default: the online CPUs)",
+     NULL},
     {0},
 };
 
@@ -67,12 +69,13 @@ int sw_cmd_serve(int argc, char **argv)
     if (!sw_args_parse(&sw_spec_serve, argc, argv, &a, &ex))
         return ex;
     struct sw_serve_opts o = {0};
-    uint64_t q = 0;
+    uint64_t q = 0, loops = 0;
     int64_t wait = 0, boot = 0, grace = 0;
     if ((ex = sw_args_number(&a, "queue", 1, 100000, &q)) ||
         (ex = sw_args_duration(&a, "max-wait", 1, 86400000, &wait)) ||
         (ex = sw_args_duration(&a, "boot-timeout", 1000, 86400000, &boot)) ||
-        (ex = sw_args_duration(&a, "grace", 0, 3600000, &grace)))
+        (ex = sw_args_duration(&a, "grace", 0, 3600000, &grace)) ||
+        (ex = sw_args_number(&a, "loops", 1, 64, &loops)))
         return ex;
     struct sw_cli_fleet fl;
     if ((ex = sw_cli_fleet(&a, 0, 0, &fl)))
@@ -88,6 +91,7 @@ int sw_cmd_serve(int argc, char **argv)
     o.grace_ms = (unsigned)grace;
     o.ready_file = sw_args_str(&a, "ready-file");
     o.keep = sw_args_flag(&a, "keep");
+    o.loops = (unsigned)loops;
     o.stop = &sw_cli_stop;
     o.on_listen = on_listen;
     sw_cli_catch_stop(false);

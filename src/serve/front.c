@@ -46,12 +46,10 @@ void sw__serve_count(struct sw__serve_model *m, int code)
     }
 }
 
-void sw__serve_reply_error(struct evhttp_request *req, int code, const char *type, const char *msg,
-                           int retry_after)
+void sw__serve_reply_text(struct evhttp_request *req, int code, const char *text, int retry_after)
 {
-    json_t *j = json_pack("{s:{s:s,s:s,s:i}}", "error", "message", msg, "type", type, "code", code);
-    char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
-    json_decref(j);
+    if (sw__serve_reply_elsewhere(req, code, text, retry_after)) /* another loop's request */
+        return;
     struct evkeyvalq *h = evhttp_request_get_output_headers(req);
     evhttp_add_header(h, "Content-Type", "application/json");
     if (retry_after > 0) {
@@ -60,9 +58,10 @@ void sw__serve_reply_error(struct evhttp_request *req, int code, const char *typ
         evhttp_add_header(h, "Retry-After", ra);
     }
     struct evbuffer *b = evbuffer_new();
-    if (b && s)
-        evbuffer_add(b, s, strlen(s));
-    const char *reason = code == 429   ? "Too Many Requests"
+    if (b && text)
+        evbuffer_add(b, text, strlen(text));
+    const char *reason = code == 200   ? "OK"
+                         : code == 429 ? "Too Many Requests"
                          : code == 507 ? "Insufficient Storage"
                          : code == 503 ? "Service Unavailable"
                          : code == 404 ? "Not Found"
@@ -73,6 +72,15 @@ void sw__serve_reply_error(struct evhttp_request *req, int code, const char *typ
     evhttp_send_reply(req, code, reason, b);
     if (b)
         evbuffer_free(b);
+}
+
+void sw__serve_reply_error(struct evhttp_request *req, int code, const char *type, const char *msg,
+                           int retry_after)
+{
+    json_t *j = json_pack("{s:{s:s,s:s,s:i}}", "error", "message", msg, "type", type, "code", code);
+    char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
+    json_decref(j);
+    sw__serve_reply_text(req, code, s, retry_after);
     free(s);
 }
 
@@ -81,6 +89,7 @@ static void on_client_gone(struct evhttp_connection *c, void *arg)
     struct sw__serve_px *px = arg;
     (void)c;
     struct sw__serve *sv = px->sv;
+    sw__serve_enter(sv);
     sw__serve_cancel(px);
     /* libevent detaches a request whose reply is not done when its connection fails and leaves
      * it to its user (as the sim's on_client_gone says); one still attached goes with it */
@@ -90,6 +99,7 @@ static void on_client_gone(struct evhttp_connection *c, void *arg)
     px->cconn = NULL;
     sw__serve_px_free(px);
     sw__serve_kick(sv);
+    sw__serve_leave(sv);
 }
 
 void sw__serve_px_free(struct sw__serve_px *px)
@@ -103,6 +113,8 @@ void sw__serve_px_free(struct sw__serve_px *px)
         m->n_queued--;
         px->queued = false;
     }
+    sw__serve_unhand(px);
+    sw_free(px->hand_msg);
     if (px->deadline)
         event_free(px->deadline);
     if (px->cconn)
@@ -118,9 +130,15 @@ static void on_deadline(evutil_socket_t fd, short what, void *arg)
     (void)what;
     struct sw__serve *sv = px->sv;
     struct sw__serve_model *m = &sv->models[px->model];
+    sw__serve_enter(sv);
+    if (!px->queued) { /* dispatched meanwhile by another loop: its hand-off sends it */
+        sw__serve_leave(sv);
+        return;
+    }
     if (sw__serve_bg_holds(sv, px->model)) { /* a stop-start deploy: it waits for the boot */
         struct timeval tv = {1, 0};
         event_add(px->deadline, &tv);
+        sw__serve_leave(sv);
         return;
     }
     char msg[1400];
@@ -132,6 +150,7 @@ static void on_deadline(evutil_socket_t fd, short what, void *arg)
     sw__serve_count(m, 503);
     sw__serve_reply_error(px->req, 503, "unavailable_error", msg, 5);
     sw__serve_px_free(px);
+    sw__serve_leave(sv);
 }
 
 /* The client's name for the log, or NULL: refused (401 sent). */
@@ -152,7 +171,7 @@ static const char *authorize(struct sw__serve *sv, struct evhttp_request *req)
                 return sv->keys[i].client;
         }
     }
-    sv->unauthorized++;
+    __atomic_add_fetch(&sv->unauthorized, 1, __ATOMIC_RELAXED);
     sw__serve_reply_error(req, 401, "invalid_request_error",
                           "Incorrect API key provided (Authorization: Bearer KEY)", 0);
     return NULL;
@@ -211,13 +230,7 @@ void sw__serve_reply_json(struct evhttp_request *req, int code, json_t *j)
 {
     char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
     json_decref(j);
-    struct evbuffer *b = evbuffer_new();
-    if (b && s)
-        evbuffer_add(b, s, strlen(s));
-    evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "application/json");
-    evhttp_send_reply(req, code, code == 200 ? "OK" : "Error", b);
-    if (b)
-        evbuffer_free(b);
+    sw__serve_reply_text(req, code, s, 0);
     free(s);
 }
 
@@ -284,11 +297,17 @@ static void on_metrics(struct sw__serve *sv, struct evhttp_request *req)
         sw_buf_printf(&b, "# HELP %s %s\n# TYPE %s counter\n", mc[k].name, mc[k].help, mc[k].name);
         for (int i = 0; i < sv->n_models; i++) {
             const char *l[] = {"model", sv->models[i].name, NULL};
-            sw_buf_prom_sample(
-                &b, mc[k].name, l,
-                (double)*(const uint64_t *)((const char *)&sv->models[i] + mc[k].off));
+            uint64_t v = *(const uint64_t *)((const char *)&sv->models[i] + mc[k].off);
+            for (int lk = 0; !k && lk < sv->n_loops; lk++) /* tokens: each loop counts its own */
+                v += __atomic_load_n(&sv->loops[lk].tokens[i], __ATOMIC_RELAXED);
+            sw_buf_prom_sample(&b, mc[k].name, l, (double)v);
         }
     }
+    sw_buf_puts(&b, "# HELP slipway_serve_loop_requests_total Requests received, by request loop.\n"
+                    "# TYPE slipway_serve_loop_requests_total counter\n");
+    for (int lk = 0; lk < sv->n_loops; lk++)
+        sw_buf_printf(&b, "slipway_serve_loop_requests_total{loop=\"%d\"} %" PRIu64 "\n", lk,
+                      __atomic_load_n(&sv->loops[lk].requests, __ATOMIC_RELAXED));
     sw_buf_puts(&b, "# HELP slipway_serve_queued Requests waiting in the model's queue.\n"
                     "# TYPE slipway_serve_queued gauge\n");
     for (int i = 0; i < sv->n_models; i++) {
@@ -343,7 +362,7 @@ static void on_metrics(struct sw__serve *sv, struct evhttp_request *req)
                   "# HELP slipway_serve_unauthorized_total Requests refused for their key.\n"
                   "# TYPE slipway_serve_unauthorized_total counter\n"
                   "slipway_serve_unauthorized_total %" PRIu64 "\n",
-                  sv->unauthorized);
+                  __atomic_load_n(&sv->unauthorized, __ATOMIC_RELAXED));
     struct evbuffer *eb = evbuffer_new();
     if (eb)
         evbuffer_add(eb, sw_buf_cstr(&b), b.len);
@@ -398,6 +417,7 @@ static void on_generate(struct sw__serve *sv, struct evhttp_request *req, const 
     }
     memcpy(copy, raw, n);
     px->sv = sv;
+    px->lp = sw__serve_self();
     px->model = mi;
     px->req = req;
     px->body = copy;
@@ -419,13 +439,14 @@ static void on_generate(struct sw__serve *sv, struct evhttp_request *req, const 
         char msg[300];
         snprintf(msg, sizeof(msg), "model %s has %d requests queued (the bound): try later",
                  m->name, m->n_queued);
-        sw__serve_logf(sv, "%s: queue full (%d): 429", m->name, m->n_queued);
+        sw__serve_logf(sv, "%s: queue full (%d): 429 (loop %d)", m->name, m->n_queued,
+                       px->lp ? px->lp->idx : -1);
         sw__serve_count(m, 429);
         sw__serve_reply_error(req, 429, "rate_limit_error", msg, 1);
         sw__serve_px_free(px);
         return;
     }
-    px->deadline = event_new(sv->base, -1, 0, on_deadline, px);
+    px->deadline = event_new(px->lp->base, -1, 0, on_deadline, px);
     struct timeval tv = {(time_t)(sv->max_wait_ms / 1000),
                          (suseconds_t)(sv->max_wait_ms % 1000) * 1000};
     if (px->deadline)
@@ -436,9 +457,34 @@ static void on_generate(struct sw__serve *sv, struct evhttp_request *req, const 
     sw__serve_kick(sv);
 }
 
+static void on_request(struct sw__serve *sv, struct evhttp_request *req);
+
+/* A request on one of the request loops: /health alone, the rest under the state's lock. */
 void sw__serve_on_request(struct evhttp_request *req, void *arg)
 {
-    struct sw__serve *sv = arg;
+    struct sw__serve_loop *lp = arg;
+    struct sw__serve *sv = lp->sv;
+    __atomic_store_n(&lp->requests, lp->requests + 1, __ATOMIC_RELAXED);
+    const struct evhttp_uri *u = evhttp_request_get_evhttp_uri(req);
+    const char *path = u ? evhttp_uri_get_path(u) : NULL;
+    if (path && !strcmp(path, "/health")) {
+        struct evbuffer *b = evbuffer_new();
+        if (b)
+            evbuffer_add(b, "{\"status\":\"ok\"}", 15);
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
+                          "application/json");
+        evhttp_send_reply(req, 200, "OK", b);
+        if (b)
+            evbuffer_free(b);
+        return;
+    }
+    sw__serve_enter(sv);
+    on_request(sv, req);
+    sw__serve_leave(sv);
+}
+
+static void on_request(struct sw__serve *sv, struct evhttp_request *req)
+{
     const struct evhttp_uri *u = evhttp_request_get_evhttp_uri(req);
     const char *path = u ? evhttp_uri_get_path(u) : NULL;
     enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
@@ -451,17 +497,6 @@ void sw__serve_on_request(struct evhttp_request *req, void *arg)
     }
     if (!path)
         path = "/";
-    if (!strcmp(path, "/health")) {
-        struct evbuffer *b = evbuffer_new();
-        if (b)
-            evbuffer_add(b, "{\"status\":\"ok\"}", 15);
-        evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
-                          "application/json");
-        evhttp_send_reply(req, 200, "OK", b);
-        if (b)
-            evbuffer_free(b);
-        return;
-    }
     if (!strcmp(path, "/metrics") && cmd == EVHTTP_REQ_GET) {
         on_metrics(sv, req);
         return;

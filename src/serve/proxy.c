@@ -48,12 +48,17 @@ enum { CK_SIZE, CK_EXT, CK_DATA, CK_DATA_END, CK_TRAILER, CK_DONE };
 /* One loop's read buffer: a read is relayed before the next one (one loop per thread). */
 static _Thread_local char g_rd[READ_MAX];
 
-static void ep_done(struct sw__serve_px *px)
+void sw__serve_ep_release(struct sw__serve_px *px)
 {
     struct sw__serve_ep *x = &px->sv->eps[px->ep];
     if (x->inflight > 0)
         x->inflight--;
     x->last_ns = sw_now_ns();
+}
+
+static void ep_done(struct sw__serve_px *px)
+{
+    sw__serve_ep_release(px);
 }
 
 static struct evbuffer *client_out(const struct sw__serve_px *px)
@@ -76,9 +81,9 @@ static void upstream_close(struct sw__serve_px *px, bool reuse)
     if (px->uev) {
         event_free(px->uev);
         px->uev = NULL;
-        struct sw__serve_ep *x = &px->sv->eps[px->ep];
-        if (reuse && px->keep && x->n_pool < SW__SERVE_POOL)
-            x->pool[x->n_pool++] = px->ufd;
+        struct sw__serve_loop *lp = px->lp;
+        if (reuse && px->keep && lp->n_pool[px->ep] < SW__SERVE_POOL)
+            lp->pool[px->ep][lp->n_pool[px->ep]++] = px->ufd;
         else
             close(px->ufd);
     }
@@ -98,11 +103,12 @@ static void upstream_done(struct sw__serve_px *px, bool reuse)
 
 void sw__serve_pool_close(struct sw__serve *sv, int ep)
 {
-    for (int i = ep < 0 ? 0 : ep; i < (ep < 0 ? sv->n_eps : ep + 1); i++) {
-        struct sw__serve_ep *x = &sv->eps[i];
-        while (x->n_pool > 0)
-            close(x->pool[--x->n_pool]);
-    }
+    for (int k = 0; k < sv->n_loops; k++) /* every loop's pool of it */
+        for (int i = ep < 0 ? 0 : ep; i < (ep < 0 ? sv->n_eps : ep + 1); i++) {
+            struct sw__serve_loop *lp = &sv->loops[k];
+            while (lp->n_pool[i] > 0)
+                close(lp->pool[i][--lp->n_pool[i]]);
+        }
 }
 
 /* SSE events in [p, p+n): "data: " not followed by "[DONE]"; an event split across two reads is
@@ -402,6 +408,9 @@ static bool on_head(struct sw__serve_px *px, struct evbuffer *in, size_t hl)
     evhttp_send_reply_start(px->req, code, reason);
     if (px->raw)
         px->req->chunked = 0;
+    px->cout = client_out(px);
+    struct bufferevent *cb = px->cconn ? evhttp_connection_get_bufferevent(px->cconn) : NULL;
+    px->cfd = cb ? bufferevent_getfd(cb) : -1;
     px->headers_sent = true;
     sw__serve_count(&sv->models[px->model], code);
     evbuffer_drain(in, hl);
@@ -437,18 +446,19 @@ static void to_client(struct sw__serve_px *px, const char *p, size_t n)
             evbuffer_free(b);
         }
     } else {
-        struct evbuffer *o = client_out(px);
+        struct evbuffer *o = px->cout; /* the client's output and socket, found at the head */
         if (!o)
             return;
         size_t done = 0;
         if (!evbuffer_get_length(o)) {
-            struct bufferevent *cb = evhttp_connection_get_bufferevent(px->cconn);
-            ssize_t w = send(bufferevent_getfd(cb), p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+            ssize_t w = send(px->cfd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
             if (w > 0)
                 done = (size_t)w;
         }
-        if (done < n) /* the socket is full (or failed: libevent's write will say so) */
-            evbuffer_add(o, p + done, n - done);
+        if (done == n) /* all in the socket: nothing waits, no mark to check */
+            return;
+        /* the socket is full (or failed: libevent's write will say so) */
+        evbuffer_add(o, p + done, n - done);
     }
     struct evbuffer *o = client_out(px);
     if (o && evbuffer_get_length(o) > OUT_HIGH && px->uev) {
@@ -464,22 +474,32 @@ static void to_client(struct sw__serve_px *px, const char *p, size_t n)
 }
 
 /* A read of the body: its bytes to the client, then finished or failed when the framing says. */
-static void relay(struct sw__serve_px *px, const char *p, size_t n)
+static bool relay(struct sw__serve_px *px, const char *p, size_t n)
 {
-    struct sw__serve_model *m = &px->sv->models[px->model];
+    struct sw__serve *sv = px->sv;
     if (!px->first) {
         px->first = true;
-        sw__serve_hist_add(&m->ttft, (double)(sw_now_ns() - px->t_arrive_ns) / 1e9);
+        sw__serve_enter(sv);
+        sw__serve_hist_add(&sv->models[px->model].ttft,
+                           (double)(sw_now_ns() - px->t_arrive_ns) / 1e9);
+        sw__serve_leave(sv);
     }
     ssize_t k = track(px, p, n);
     size_t body = k < 0 ? n : (size_t)k;
-    if (px->stream)
-        m->tokens += count_events(p, body);
+    if (px->stream) { /* this loop's counter: no lock a chunk */
+        uint64_t *t = &px->lp->tokens[px->model];
+        __atomic_store_n(t, *t + count_events(p, body), __ATOMIC_RELAXED);
+    }
     to_client(px, p, body);
+    if (k >= 0 && !body_done(px))
+        return true;
+    sw__serve_enter(sv);
     if (k < 0)
         failed_midstream(px);
-    else if (body_done(px))
+    else
         finish(px, body == n); /* nothing after the end: the connection can serve again */
+    sw__serve_leave(sv);
+    return false;
 }
 
 /* The engine closed (eof) or failed: the body's end when it was delimited by the close. */
@@ -493,6 +513,11 @@ static void upstream_ended(struct sw__serve_px *px, bool eof)
         failed_midstream(px);
 }
 
+static bool head_read(struct sw__serve_px *px, size_t r);
+
+/* The engine's socket is readable: one read (level-triggered: what is left is reported again;
+ * edge-triggered was tried and dropped: an engine's reset that came with its last bytes gave no
+ * later edge, and libevent masks the hang-up out of a read event, docs/serve.md). */
 static void on_readable(struct sw__serve_px *px)
 {
     ssize_t r;
@@ -501,41 +526,55 @@ static void on_readable(struct sw__serve_px *px)
     while (r < 0 && errno == EINTR);
     if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
         return;
+    struct sw__serve *sv = px->sv;
     if (r <= 0) {
+        sw__serve_enter(sv);
         upstream_ended(px, r == 0);
+        sw__serve_leave(sv);
         return;
     }
     if (px->ustate) {
         relay(px, g_rd, (size_t)r);
         return;
     }
+    sw__serve_enter(sv); /* the head: counted, maybe retried elsewhere */
+    head_read(px, (size_t)r);
+    sw__serve_leave(sv);
+}
+
+/* r bytes of the engine's head (and maybe the body's first) in g_rd; under mu. false: px is
+ * done with this connection (answered, retried on another, or finished). */
+static bool head_read(struct sw__serve_px *px, size_t r)
+{
     if (!px->uhead)
         px->uhead = evbuffer_new();
-    if (!px->uhead || evbuffer_add(px->uhead, g_rd, (size_t)r)) {
+    if (!px->uhead || evbuffer_add(px->uhead, g_rd, r)) {
         failed_early(px, "out of memory");
-        return;
+        return false;
     }
     struct evbuffer_ptr e = evbuffer_search(px->uhead, "\r\n\r\n", 4, NULL);
     if (e.pos < 0) {
-        if (evbuffer_get_length(px->uhead) > HEAD_MAX)
-            failed_early(px, "a head past 64 KiB");
-        return;
+        if (evbuffer_get_length(px->uhead) <= HEAD_MAX)
+            return true;
+        failed_early(px, "a head past 64 KiB");
+        return false;
     }
     if (!on_head(px, px->uhead, (size_t)e.pos + 4))
-        return;
+        return false;
     size_t n = evbuffer_get_length(px->uhead);
     if (!n) {
-        if (body_done(px)) /* an empty body */
-            finish(px, true);
-        return;
+        if (!body_done(px))
+            return true;
+        finish(px, true); /* an empty body */
+        return false;
     }
     /* the body's first bytes came with the head: relayed from a copy (the head's buffer goes) */
     char *rest = n <= sizeof(g_rd) ? g_rd : NULL;
     if (!rest || evbuffer_remove(px->uhead, rest, n) != (int)n) {
         failed_midstream(px);
-        return;
+        return false;
     }
-    relay(px, rest, n);
+    return relay(px, rest, n);
 }
 
 static void on_upstream(evutil_socket_t fd, short what, void *arg);
@@ -566,7 +605,7 @@ static void on_writable(struct sw__serve_px *px)
     }
     /* all sent: from now on the connection is only read */
     event_del(px->uev);
-    event_assign(px->uev, px->sv->base, px->ufd, EV_READ | EV_PERSIST, on_upstream, px);
+    event_assign(px->uev, px->lp->base, px->ufd, EV_READ | EV_PERSIST, on_upstream, px);
     if (event_add(px->uev, NULL))
         failed_early(px, "no event");
 }
@@ -576,8 +615,12 @@ static void on_upstream(evutil_socket_t fd, short what, void *arg)
     struct sw__serve_px *px = arg;
     (void)fd;
     if (px->usent < px->ureq_len + px->body_len) {
-        if (what & EV_WRITE)
+        if (what & EV_WRITE) {
+            struct sw__serve *sv = px->sv;
+            sw__serve_enter(sv);
             on_writable(px);
+            sw__serve_leave(sv);
+        }
         return;
     }
     on_readable(px);
@@ -589,11 +632,12 @@ static void connect_to(struct sw__serve_px *px, int i, bool fresh)
 {
     struct sw__serve *sv = px->sv;
     struct sw__serve_ep *x = &sv->eps[i];
+    struct sw__serve_loop *lp = px->lp;
     px->ufd = -1;
     px->pooled = false;
     px->usent = 0;
-    while (!fresh && x->n_pool > 0) {
-        int fd = x->pool[--x->n_pool];
+    while (!fresh && lp->n_pool[i] > 0) {
+        int fd = lp->pool[i][--lp->n_pool[i]];
         char c;
         ssize_t r = recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
         if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) { /* open and quiet */
@@ -626,7 +670,7 @@ static void connect_to(struct sw__serve_px *px, int i, bool fresh)
         }
         px->ufd = fd;
     }
-    px->uev = event_new(sv->base, px->ufd, EV_WRITE | EV_PERSIST, on_upstream, px);
+    px->uev = event_new(lp->base, px->ufd, EV_WRITE | EV_PERSIST, on_upstream, px);
     if (!px->uev) {
         close(px->ufd);
         px->ufd = -1;
@@ -644,13 +688,18 @@ static void connect_to(struct sw__serve_px *px, int i, bool fresh)
 
 void sw__serve_forward(struct sw__serve_px *px, int i)
 {
-    struct sw__serve *sv = px->sv;
-    struct sw__serve_ep *x = &sv->eps[i];
+    struct sw__serve_ep *x = &px->sv->eps[i];
+    x->inflight++;
+    x->last_ns = sw_now_ns();
+    sw__serve_forward_reserved(px, i);
+}
+
+void sw__serve_forward_reserved(struct sw__serve_px *px, int i)
+{
+    struct sw__serve_ep *x = &px->sv->eps[i];
     px->ep = i;
     px->first = false;
     px->ustate = 0;
-    x->inflight++;
-    x->last_ns = sw_now_ns();
     px->t_sent_ns = sw_now_ns();
     char hp[300];
     snprintf(hp, sizeof(hp), strchr(x->host, ':') ? "[%s]:%u" : "%s:%u", x->host, x->port);

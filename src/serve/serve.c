@@ -15,6 +15,8 @@
 #include <slipway/deploy.h>
 
 #include <errno.h>
+#include <event2/thread.h>
+#include <fcntl.h>
 #include <event2/buffer.h>
 #include <event2/listener.h>
 #include <poll.h>
@@ -55,6 +57,140 @@ int sw__serve_pick(struct sw__serve *sv, const struct sw__serve_model *m,
             best = i;
     }
     return best;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * The loops: the shared state's lock and the hand-offs between loops.
+ */
+static _Thread_local struct sw__serve_loop *t_loop; /* the calling thread's request loop */
+/* the serve that runs (one a process): whose loops sw__serve_reply_elsewhere looks among */
+static struct sw__serve *g_sv_loops;
+static _Thread_local int t_held; /* its depth in sv->mu */
+
+struct sw__serve_loop *sw__serve_self(void)
+{
+    return t_loop;
+}
+
+void sw__serve_enter(struct sw__serve *sv)
+{
+    if (!t_held++)
+        pthread_mutex_lock(&sv->mu);
+}
+
+void sw__serve_leave(struct sw__serve *sv)
+{
+    if (!--t_held)
+        pthread_mutex_unlock(&sv->mu);
+}
+
+void sw__serve_hand(struct sw__serve_px *px, int i, int code, const char *type, const char *msg,
+                    int retry_after)
+{
+    struct sw__serve_loop *lp = px->lp;
+    if (i >= 0) { /* reserved now: the law and the balance see it in flight from here */
+        struct sw__serve_ep *x = &px->sv->eps[i];
+        x->inflight++;
+        x->last_ns = sw_now_ns();
+    }
+    px->ep = i;
+    px->hand_code = code;
+    px->hand_type = type;
+    px->hand_retry = retry_after;
+    sw_free(px->hand_msg);
+    px->hand_msg = msg ? sw_strdup(msg) : NULL;
+    if (!px->handed)
+        TAILQ_INSERT_TAIL(&lp->handq, px, hlink);
+    px->handed = true;
+    event_active(lp->wake, EV_READ, 1);
+}
+
+void sw__serve_unhand(struct sw__serve_px *px)
+{
+    if (!px->handed)
+        return;
+    TAILQ_REMOVE(&px->lp->handq, px, hlink);
+    px->handed = false;
+    if (px->ep >= 0 && !px->hand_code)
+        sw__serve_ep_release(px);
+    px->ep = -1;
+    sw_free(px->hand_msg);
+    px->hand_msg = NULL;
+}
+
+bool sw__serve_reply_elsewhere(struct evhttp_request *req, int code, const char *body,
+                               int retry_after)
+{
+    struct evhttp_connection *c = evhttp_request_get_connection(req);
+    struct event_base *b = c ? evhttp_connection_get_base(c) : NULL;
+    if (!b || (t_loop && t_loop->base == b))
+        return false;
+    struct sw__serve_loop *lp = NULL;
+    for (int k = 0; g_sv_loops && k < g_sv_loops->n_loops && !lp; k++)
+        if (g_sv_loops->loops[k].base == b)
+            lp = &g_sv_loops->loops[k];
+    if (!lp)
+        return false;
+    struct sw__serve_reply *r = sw_calloc(1, sizeof(*r));
+    if (!r)
+        return true; /* lost: the client's connection stays until it closes */
+    r->req = req;
+    r->code = code;
+    r->retry_after = retry_after;
+    r->body = sw_strdup(body ? body : "");
+    r->next = lp->replies;
+    lp->replies = r;
+    event_active(lp->wake, EV_READ, 1);
+    return true;
+}
+
+/* What other threads handed to this loop: requests to send, answers to give. */
+static void on_wake(evutil_socket_t fd, short what, void *arg)
+{
+    struct sw__serve_loop *lp = arg;
+    struct sw__serve *sv = lp->sv;
+    (void)fd;
+    (void)what;
+    sw__serve_enter(sv);
+    while (!TAILQ_EMPTY(&lp->handq)) {
+        struct sw__serve_px *px = TAILQ_FIRST(&lp->handq);
+        TAILQ_REMOVE(&lp->handq, px, hlink);
+        px->handed = false;
+        if (px->deadline) {
+            event_free(px->deadline);
+            px->deadline = NULL;
+        }
+        if (!px->hand_code) {
+            sw__serve_forward_reserved(px, px->ep);
+            continue;
+        }
+        sw__serve_reply_error(px->req, px->hand_code, px->hand_type,
+                              px->hand_msg ? px->hand_msg : "", px->hand_retry);
+        sw__serve_px_free(px);
+    }
+    struct sw__serve_reply *r = lp->replies;
+    lp->replies = NULL;
+    while (r) {
+        struct sw__serve_reply *n = r->next;
+        sw__serve_reply_text(r->req, r->code, r->body, r->retry_after);
+        sw_free(r->body);
+        sw_free(r);
+        r = n;
+    }
+    sw__serve_leave(sv);
+}
+
+/* A request of model mi's queue goes to endpoint i: by its own loop. */
+static void dispatch(struct sw__serve_px *px, int i)
+{
+    if (px->lp == t_loop) {
+        if (px->deadline) {
+            event_free(px->deadline);
+            px->deadline = NULL;
+        }
+        sw__serve_forward(px, i);
+    } else
+        sw__serve_hand(px, i, 0, NULL, NULL, 0);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -154,6 +290,13 @@ void sw__serve_fail_queue(struct sw__serve *sv, struct sw__serve_model *m, int c
         struct sw__serve_px *px = TAILQ_FIRST(&m->queue);
         sw__serve_count(m, code);
         sw__serve_hist_add(&m->queue_wait, (double)(sw_now_ns() - px->t_arrive_ns) / 1e9);
+        if (px->lp != t_loop) { /* answered by its own loop */
+            TAILQ_REMOVE(&m->queue, px, link);
+            m->n_queued--;
+            px->queued = false;
+            sw__serve_hand(px, -1, code, type, msg, code == 503 ? 5 : 0);
+            continue;
+        }
         sw__serve_reply_error(px->req, code, type, msg, code == 503 ? 5 : 0);
         sw__serve_px_free(px);
     }
@@ -255,13 +398,9 @@ static void serve_model(struct sw__serve *sv, int mi)
         TAILQ_REMOVE(&m->queue, px, link);
         m->n_queued--;
         px->queued = false;
-        if (px->deadline) {
-            event_free(px->deadline);
-            px->deadline = NULL;
-        }
         sw__serve_hist_add(&m->queue_wait, (double)(sw_now_ns() - px->t_arrive_ns) / 1e9);
         sw__serve_bg_waited(sv, mi, (double)(sw_now_ns() - px->t_arrive_ns) / 1e9);
-        sw__serve_forward(px, i);
+        dispatch(px, i);
     }
     if (TAILQ_EMPTY(&m->queue))
         return;
@@ -556,20 +695,33 @@ static int listen_on(struct sw__serve *sv, const char *spec, struct sw_err *e)
     } else if (spec)
         return sw_err_set(e, SW_EINVAL, "--listen %s: not HOST:PORT", spec);
     struct evhttp_bound_socket *bs =
-        evhttp_bind_socket_with_handle(sv->http, host, (ev_uint16_t)port);
+        evhttp_bind_socket_with_handle(sv->loops[0].http, host, (ev_uint16_t)port);
     if (!bs)
         return sw_err_set(e, SW_EBUSY, "cannot listen on %s:%u: %s", host, port, strerror(errno));
     struct sockaddr_storage ss;
     socklen_t sl = sizeof(ss);
     evutil_socket_t fd = evhttp_bound_socket_get_fd(bs);
+    /* the other loops accept on the same socket (a descriptor of their own for it): a
+     * connection goes to whichever loop is free to accept it first (docs/serve.md) */
+    for (int k = 1; k < sv->n_loops; k++) {
+        int d = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+        if (d < 0 || !evhttp_accept_socket_with_handle(sv->loops[k].http, d)) {
+            if (d >= 0)
+                close(d);
+            return sw_err_set(e, SW_EBUSY, "cannot share the listener with loop %d: %s", k,
+                              strerror(errno));
+        }
+    }
     if (!getsockname(fd, (struct sockaddr *)&ss, &sl))
         port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
                                               : ((struct sockaddr_in *)&ss)->sin_port);
     char url[320];
     snprintf(url, sizeof(url), "http://%s:%u", host, port);
-    sw__serve_logf(sv, "listening on %s (%d models, %d endpoints; queue %u, max wait %.1f s%s)",
+    sw__serve_logf(sv,
+                   "listening on %s (%d models, %d endpoints; queue %u, max wait %.1f s; %d "
+                   "request loop%s%s)",
                    url, sv->n_models, sv->n_eps, sv->queue_max, (double)sv->max_wait_ms / 1000.0,
-                   sv->n_keys ? "; API keys asked" : "");
+                   sv->n_loops, sv->n_loops == 1 ? "" : "s", sv->n_keys ? "; API keys asked" : "");
     if (sv->o->ready_file) {
         FILE *f = fopen(sv->o->ready_file, "w");
         if (f) {
@@ -580,6 +732,83 @@ static int listen_on(struct sw__serve *sv, const char *spec, struct sw_err *e)
     if (sv->o->on_listen)
         sv->o->on_listen(sv->o->ctx, url);
     return 0;
+}
+
+/* n request loops (0: the online CPUs), each an event_base and an evhttp; not yet running. */
+static int loops_new(struct sw__serve *sv, unsigned n)
+{
+    if (!n) {
+        long c = sysconf(_SC_NPROCESSORS_ONLN);
+        n = c > 0 ? (unsigned)c : 1;
+    }
+    if (n > 64)
+        n = 64;
+    sv->loops = sw_calloc(n, sizeof(*sv->loops));
+    if (!sv->loops)
+        return -1;
+    sv->n_loops = (int)n;
+    g_sv_loops = sv;
+    for (int k = 0; k < sv->n_loops; k++) {
+        struct sw__serve_loop *lp = &sv->loops[k];
+        lp->sv = sv;
+        lp->idx = k;
+        TAILQ_INIT(&lp->handq);
+        lp->base = event_base_new();
+        lp->http = lp->base ? evhttp_new(lp->base) : NULL;
+        lp->wake = lp->base ? event_new(lp->base, -1, 0, on_wake, lp) : NULL;
+        if (!lp->http || !lp->wake)
+            return -1;
+        evhttp_set_allowed_methods(lp->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST);
+        evhttp_set_max_body_size(lp->http, SW__SERVE_BODY_MAX);
+        evhttp_set_max_headers_size(lp->http, 65536);
+        evhttp_set_timeout(lp->http, 3600);
+        evhttp_set_gencb(lp->http, sw__serve_on_request, lp);
+    }
+    return 0;
+}
+
+static void *loop_main(void *arg)
+{
+    struct sw__serve_loop *lp = arg;
+    t_loop = lp;
+    event_base_loop(lp->base, EVLOOP_NO_EXIT_ON_EMPTY);
+    return NULL;
+}
+
+/* The request loops in their threads; the state loop (ticks, the jobs' ends, the deploys'
+ * timers) on this one, run under mu a turn at a time, so that every callback of it, blue/green's
+ * included, is serialised with the request loops' uses of the shared state; between turns this
+ * thread sleeps without the lock until the jobs' pipe is readable or 10 ms passed (its timers
+ * are late by that much at most). Returns when the tick saw a stop. */
+static int loops_run(struct sw__serve *sv, struct sw_err *e)
+{
+    int rc = 0;
+    for (int k = 0; k < sv->n_loops; k++) {
+        if (pthread_create(&sv->loops[k].th, NULL, loop_main, &sv->loops[k])) {
+            rc = sw_err_set(e, SW_ENOMEM, "no thread for request loop %d", k);
+            break;
+        }
+        sv->loops[k].th_started = true;
+    }
+    while (!rc) {
+        sw__serve_enter(sv);
+        event_base_loop(sv->base, EVLOOP_NONBLOCK);
+        bool stop = event_base_got_break(sv->base);
+        sw__serve_leave(sv);
+        if (stop)
+            break;
+        struct pollfd pf = {.fd = sv->jobs_pipe[0], .events = POLLIN};
+        poll(&pf, 1, 10);
+    }
+    for (int k = 0; k < sv->n_loops; k++)
+        if (sv->loops[k].th_started)
+            event_base_loopbreak(sv->loops[k].base);
+    for (int k = 0; k < sv->n_loops; k++)
+        if (sv->loops[k].th_started) {
+            pthread_join(sv->loops[k].th, NULL);
+            sv->loops[k].th_started = false;
+        }
+    return rc;
 }
 
 static void serve_close(struct sw__serve *sv)
@@ -600,7 +829,8 @@ static void serve_close(struct sw__serve *sv)
         }
         sw_free(j);
     }
-    sw__serve_pool_close(sv, -1); /* idle engine connections: none holds an engine's stop */
+    if (sv->loops)
+        sw__serve_pool_close(sv, -1); /* idle engine connections: none holds an engine's stop */
     for (int i = 0; i < sv->n_eps; i++) {
         struct sw__serve_ep *x = &sv->eps[i];
         if (x->ours && !sv->o->keep) {
@@ -620,8 +850,28 @@ static void serve_close(struct sw__serve *sv)
     }
     sw_free(sv->keys);
     sw__serve_bg_free(sv);
-    if (sv->http)
-        evhttp_free(sv->http);
+    for (int k = 0; sv->loops && k < sv->n_loops; k++) {
+        struct sw__serve_loop *lp = &sv->loops[k];
+        while (!TAILQ_EMPTY(&lp->handq)) { /* handed, never sent: the connections go below */
+            struct sw__serve_px *px = TAILQ_FIRST(&lp->handq);
+            sw__serve_unhand(px);
+            sw__serve_px_free(px);
+        }
+        while (lp->replies) {
+            struct sw__serve_reply *r = lp->replies;
+            lp->replies = r->next;
+            sw_free(r->body);
+            sw_free(r);
+        }
+        if (lp->http)
+            evhttp_free(lp->http);
+        if (lp->wake)
+            event_free(lp->wake);
+        if (lp->base)
+            event_base_free(lp->base);
+    }
+    sw_free(sv->loops);
+    g_sv_loops = NULL;
     if (sv->tick)
         event_free(sv->tick);
     if (sv->jobs_ev)
@@ -636,8 +886,16 @@ static void serve_close(struct sw__serve *sv)
     sw_free(sv->fleet_text);
 }
 
+/* libevent's locks: a loop's events may be activated or added from another thread */
+static void threads_on(void)
+{
+    evthread_use_pthreads();
+}
+
 int sw_serve_run(const struct sw_serve_opts *o, struct sw_err *e)
 {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, threads_on);
     struct sw__serve *sv = sw_calloc(1, sizeof(*sv));
     if (!sv)
         return sw_err_set(e, SW_ENOMEM, "out of memory");
@@ -647,6 +905,7 @@ int sw_serve_run(const struct sw_serve_opts *o, struct sw_err *e)
     sv->queue_max = o->queue_max ? o->queue_max : 64;
     sv->max_wait_ms = o->max_wait_ms ? o->max_wait_ms : 120000;
     sv->jobs_pipe[0] = sv->jobs_pipe[1] = -1;
+    pthread_mutex_init(&sv->mu, NULL);
     /* two sockets a stream (the client's and the engine's): the hard limit, as the sim takes */
     struct rlimit rl;
     if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < rl.rlim_max) {
@@ -679,16 +938,10 @@ int sw_serve_run(const struct sw_serve_opts *o, struct sw_err *e)
             goto out;
     }
     sv->base = event_base_new();
-    sv->http = sv->base ? evhttp_new(sv->base) : NULL;
-    if (!sv->http || pipe(sv->jobs_pipe)) {
-        rc = sw_err_set(e, SW_ENOMEM, "cannot set up the loop");
+    if (!sv->base || pipe(sv->jobs_pipe) || loops_new(sv, o->loops)) {
+        rc = sw_err_set(e, SW_ENOMEM, "cannot set up the loops");
         goto out;
     }
-    evhttp_set_allowed_methods(sv->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST);
-    evhttp_set_max_body_size(sv->http, SW__SERVE_BODY_MAX);
-    evhttp_set_max_headers_size(sv->http, 65536);
-    evhttp_set_timeout(sv->http, 3600);
-    evhttp_set_gencb(sv->http, sw__serve_on_request, sv);
     sv->jobs_ev = event_new(sv->base, sv->jobs_pipe[0], EV_READ | EV_PERSIST, on_jobs, sv);
     sv->tick = event_new(sv->base, -1, EV_PERSIST, on_tick, sv);
     struct timeval sec = {0, 200000};
@@ -699,10 +952,11 @@ int sw_serve_run(const struct sw_serve_opts *o, struct sw_err *e)
     rc = listen_on(sv, o->listen, e);
     if (rc)
         goto out;
-    event_base_dispatch(sv->base);
+    rc = loops_run(sv, e);
     sw__serve_logf(sv, "stopping");
 out:
     serve_close(sv);
+    pthread_mutex_destroy(&sv->mu);
     sw_free(sv);
     return rc;
 }

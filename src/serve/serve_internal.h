@@ -25,6 +25,7 @@
 #define SW__SERVE_POOL      32 /* idle engine connections kept per endpoint */
 
 struct sw__serve;
+struct sw__serve_loop;
 
 struct sw__serve_hist {
     uint64_t bucket[SW__SERVE_N_BUCKETS]; /* cumulative at print; here per bucket */
@@ -111,6 +112,17 @@ struct sw__serve_px {
     bool first;
     struct event *deadline;
     TAILQ_ENTRY(sw__serve_px) link;
+    /* the request loop that owns the client's connection (its events, its replies) */
+    struct sw__serve_loop *lp;
+    /* handed to its loop by another thread (serve.c): sent to `ep` (reserved: counted in its
+     * in-flight), or answered `hand_code` then freed */
+    bool handed;
+    int hand_code, hand_retry;
+    const char *hand_type;
+    char *hand_msg;
+    TAILQ_ENTRY(sw__serve_px) hlink;
+    struct evbuffer *cout; /* the client's output buffer and socket, from the head on (proxy.c) */
+    int cfd;
 };
 
 struct sw__serve_job {
@@ -133,6 +145,38 @@ struct sw__serve_job {
     void *arg;
     pthread_t th;
     struct sw__serve_job *next; /* the jobs not yet joined */
+};
+
+/* A JSON answer to a request of another loop, sent by that loop (serve.c). */
+struct sw__serve_reply {
+    struct evhttp_request *req;
+    int code, retry_after;
+    char *body;
+    struct sw__serve_reply *next;
+};
+
+/*
+ * One request loop (`--loops N`, default the online CPUs): its own thread, event_base and evhttp
+ * on the shared listening socket. What it does alone: read requests, relay the engines' bytes
+ * (per-chunk work takes no lock), count tokens in its own counters. Everything shared (models,
+ * queues, endpoints' states and in-flight counts, admission, starts and stops, metrics, deploys)
+ * is touched under sv->mu; an operation on a request of another loop is handed to that loop
+ * (handq, replies; its `wake` event), never done across threads.
+ */
+struct sw__serve_loop {
+    struct sw__serve *sv;
+    int idx;
+    struct event_base *base;
+    struct evhttp *http;
+    struct event *wake;
+    pthread_t th;
+    bool th_started;
+    struct sw__serve_pxq handq;                 /* under sv->mu */
+    struct sw__serve_reply *replies;            /* under sv->mu */
+    int pool[SW__SERVE_MAX_EP][SW__SERVE_POOL]; /* idle engine connections, per endpoint; mu */
+    int n_pool[SW__SERVE_MAX_EP];
+    uint64_t tokens[SW__SERVE_MAX_EP]; /* per model; written by this loop, relaxed atomics */
+    uint64_t requests;                 /* requests received on this loop; relaxed atomics */
 };
 
 struct sw__serve_key {
@@ -163,15 +207,38 @@ struct sw__serve {
     unsigned ticks;
     struct sw__serve_bg *bg; /* deploys through serve (bluegreen.c); NULL before the first */
     char *fleet_text;        /* the fleet file as serve read it: its shapes boot from it */
+    /* the request loops; `base` above is the state loop's (ticks, jobs, deploys' timers), run
+     * by the calling thread under mu (serve.c) */
+    struct sw__serve_loop *loops;
+    int n_loops;
+    pthread_mutex_t mu;
 };
 
 void sw__serve_logf(struct sw__serve *sv, const char *fmt, ...) SW_PRINTF(2, 3);
+
+/* serve.c: the shared state's lock (re-entrant per thread): every callback of a request loop
+ * that touches shared state enters it; the state loop holds it while it runs */
+void sw__serve_enter(struct sw__serve *sv);
+void sw__serve_leave(struct sw__serve *sv);
+/* the request loop of the calling thread, or NULL (the state loop, a worker) */
+struct sw__serve_loop *sw__serve_self(void);
+/* hand px (of another loop) to its loop: sent to endpoint i (reserved now) when i >= 0, else
+ * answered code/type/msg and freed; under mu */
+void sw__serve_hand(struct sw__serve_px *px, int i, int code, const char *type, const char *msg,
+                    int retry_after);
+/* px leaves its loop's hand-off list (it is freed): its reservation is released */
+void sw__serve_unhand(struct sw__serve_px *px);
+/* a JSON answer to req sent by req's own loop (now when that is the calling thread) */
+bool sw__serve_reply_elsewhere(struct evhttp_request *req, int code, const char *body,
+                               int retry_after);
 
 /* front.c */
 void sw__serve_on_request(struct evhttp_request *req, void *arg);
 void sw__serve_reply_error(struct evhttp_request *req, int code, const char *type, const char *msg,
                            int retry_after);
 void sw__serve_count(struct sw__serve_model *m, int code);
+/* a JSON text answer, with Retry-After when retry_after > 0 (by req's loop) */
+void sw__serve_reply_text(struct evhttp_request *req, int code, const char *text, int retry_after);
 /* a JSON answer (j's reference is taken) */
 void sw__serve_reply_json(struct evhttp_request *req, int code, json_t *j);
 /* a request is done (replied, or its client went away): unhook and free it */
@@ -225,5 +292,9 @@ void sw__serve_forward(struct sw__serve_px *px, int i);
 void sw__serve_cancel(struct sw__serve_px *px);
 /* close the idle engine connections of every endpoint (at exit, or when one stops) */
 void sw__serve_pool_close(struct sw__serve *sv, int ep);
+/* px to endpoint i, its in-flight count already taken (a hand-off from another thread) */
+void sw__serve_forward_reserved(struct sw__serve_px *px, int i);
+/* px's reservation on its endpoint goes (in flight -1, last use now) */
+void sw__serve_ep_release(struct sw__serve_px *px);
 
 #endif

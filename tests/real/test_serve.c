@@ -223,6 +223,15 @@ static void serve_start(struct proc *p, const char *const *extra)
     argv[n++] = ready;
     argv[n++] = "--grace";
     argv[n++] = "2s";
+    /* SWT_SERVE_LOOPS=N: every case with --loops N (the default is the online CPUs) */
+    const char *loops = getenv("SWT_SERVE_LOOPS");
+    bool own = false; /* the case sets its own */
+    for (int i = 0; extra && extra[i]; i++)
+        own = own || !strcmp(extra[i], "--loops");
+    if (loops && *loops && !own) {
+        argv[n++] = "--loops";
+        argv[n++] = loops;
+    }
     for (int i = 0; extra && extra[i]; i++)
         argv[n++] = extra[i];
     argv[n] = NULL;
@@ -623,6 +632,72 @@ static void test_queue(void **state)
     assert_non_null(strstr(out, "Retry-After: 5"));
     assert_non_null(strstr(out, "was not served within 1.0 s"));
     free(out);
+    stop(&s);
+}
+
+/* How often needle occurs in the file at path. */
+static int file_count(const char *path, const char *needle)
+{
+    char *text = swt_slurp(path);
+    assert_non_null(text);
+    int k = 0;
+    for (const char *p = text; (p = strstr(p, needle)); p++)
+        k++;
+    free(text);
+    return k;
+}
+
+/* Requests for one model arriving on several request loops share one queue and one start: the
+ * bound holds across loops, the endpoint starts once, every queued request is answered. */
+static void test_queue_loops(void **state)
+{
+    (void)state;
+    need_all();
+    case_begin();
+    const struct fleet_ep eps[] = {
+        {"ql", "g0", "6GiB", "    env: {SIM_LOAD: 3s}\n", false},
+    };
+    write_fleet(eps, 1);
+    struct proc s = {0};
+    const char *extra[] = {"--loops", "4", "--queue", "3", "--max-wait", "60s", NULL};
+    serve_start(&s, extra);
+    assert_true(file_has(s.log, "4 request loops"));
+    char body[] = "{\"model\": \"ql-model\", \"prompt\": \"hi\", \"max_tokens\": 2}";
+    enum { N = 24 };
+    int fds[N], ok = 0, full = 0;
+    for (int i = 0; i < N; i++) /* a burst: each on its own connection, none read yet */
+        fds[i] = send_req(s.port, "POST", "/v1/completions", body);
+    for (int i = 0; i < N; i++) {
+        char *out = NULL;
+        int st = read_all(fds[i], 120, &out);
+        ok += st == 200;
+        full += st == 429;
+        if (st != 200 && st != 429)
+            print_message("unexpected %d: %s\n", st, out);
+        free(out);
+    }
+    char *m = NULL;
+    assert_int_equal(http(s.port, "GET", "/metrics", NULL, &m), 200);
+    int loops_used = 0;
+    for (int k = 0; k < 4; k++) {
+        char row[96];
+        snprintf(row, sizeof(row), "slipway_serve_loop_requests_total{loop=\"%d\"} 0\n", k);
+        loops_used += !strstr(m, row);
+    }
+    print_message("%d answered, %d refused (429); requests arrived on %d of 4 loops\n", ok, full,
+                  loops_used);
+    if (ok != 3 || full != N - 3 || loops_used < 2)
+        show_log(s.log);
+    assert_int_equal(ok, 3);
+    assert_int_equal(full, N - 3);
+    assert_true(loops_used >= 2); /* the burst was taken by more than one loop */
+    assert_int_equal(file_count(s.log, "ql: started in"), 1);
+    assert_int_equal(file_count(s.log, "ql-model: queue full (3): 429"), N - 3);
+    assert_non_null(strstr(m, "slipway_serve_starts_total{endpoint=\"ql\"} 1\n"));
+    assert_non_null(strstr(m, "slipway_serve_requests_total{model=\"ql-model\",code=\"200\"} 3"));
+    assert_non_null(strstr(m, "slipway_serve_in_flight{endpoint=\"ql\"} 0\n"));
+    assert_non_null(strstr(m, "slipway_serve_queued{model=\"ql-model\"} 0\n"));
+    free(m);
     stop(&s);
 }
 
@@ -1472,6 +1547,7 @@ int main(void)
         cmocka_unit_test(test_three_fit),
         cmocka_unit_test(test_idle_ttl),
         cmocka_unit_test(test_queue),
+        cmocka_unit_test(test_queue_loops),
         cmocka_unit_test(test_replicas),
         cmocka_unit_test(test_keys),
         cmocka_unit_test(test_backpressure),
