@@ -384,6 +384,13 @@ EOF
     for u in podman-restart.service podman-auto-update.service podman-auto-update.timer; do
         ln -sf /dev/null "$root/etc/systemd/system/$u"
     done
+    # The hosts' engines share this machine's cores with the tests' own (tests get the same
+    # through CMakeLists.txt's SW_TEST_ENV): llama.cpp's OpenMP workers spin while they wait
+    # (the active wait policy), which on an overcommitted 2-core machine costs far more than
+    # the work (two llama-server tests side by side: 74 s spinning, 27 s passive).
+    mkdir -p "$root/etc/systemd/system.conf.d"
+    printf '[Manager]\nDefaultEnvironment=OMP_WAIT_POLICY=PASSIVE\n' \
+        >"$root/etc/systemd/system.conf.d/slipway-test.conf"
     local store=
     store=$(podman info --format '{{.Store.GraphRoot}}' 2>/dev/null || true)
     if [ -n "$store" ] && [ -d "$store" ]; then
