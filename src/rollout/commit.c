@@ -234,9 +234,13 @@ int sw__ro_commit_settle(struct sw__ro *c, struct sw_err *e)
     }
     if (id > 0 && (rc = committed_tag(c, id, tag, sizeof(tag), e)) != 0)
         return rc;
-    if (id > 0 && !tag[0]) {
+    if (id < 0 || (id > 0 && !tag[0])) {
         rc = sw__ro_commit_drop(c, e);
-        if (!rc)
+        if (!rc && id < 0)
+            sw__ro_record(c, "reconcile", true, t,
+                          "%s/last-good.new removed: its copy was cut off before it was whole",
+                          c->state);
+        else if (!rc)
             sw__ro_record(c, "reconcile", true, t,
                           "%s/last-good.new removed: attempt %lld never committed in the ledger",
                           c->state, (long long)id);

@@ -10,6 +10,7 @@
 
 #include <slipway/deploy.h>
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -325,7 +326,8 @@ int sw__ro_commit_finish(struct sw__ro *c, char *tag, size_t n, struct sw_err *e
 }
 
 /* A commit cut off between its halves: *present when STATE/last-good.new/ exists, *attempt the
- * attempt it names (0 when its .attempt is missing or not a number). */
+ * attempt it names (0: a run without a ledger; -1 when its .attempt is missing or not a number,
+ * i.e. the first half itself was cut off). */
 int sw__ro_commit_pending(struct sw__ro *c, bool *present, int64_t *attempt, struct sw_err *e)
 {
     static const char script[] = "[ -d \"$1/last-good.new\" ] || { echo none; exit 0; }\n"
@@ -338,7 +340,7 @@ int sw__ro_commit_pending(struct sw__ro *c, bool *present, int64_t *attempt, str
     int rc = sw__ro_sh(c, script, args, 30000, &hr, e);
     if (!rc && !strncmp(hr.out, "new ", 4)) {
         *present = true;
-        *attempt = strtoll(hr.out + 4, NULL, 10);
+        *attempt = isdigit((unsigned char)hr.out[4]) ? strtoll(hr.out + 4, NULL, 10) : -1;
     }
     sw_host_result_free(&hr);
     return rc;

@@ -471,9 +471,9 @@ static void test_ssh_drop_converges(void **state)
     assert_true(swro_serves(&f->ro));
     swro_nothing_staged(&f->ro);
 
-    /* 4. the two states a cut-off commit can leave, made by hand: a last-good.new of an
-     * attempt the ledger committed (the host's half lost) is finished by the next run; one of
-     * an attempt it never committed is removed */
+    /* 4. the states a cut-off commit can leave, made by hand: a last-good.new of an attempt the
+     * ledger committed (the host's half lost) is finished by the next run; one of an attempt it
+     * never committed is removed, as is one whose copy was cut off */
     json_int_t proved = same_last_good(f);
     char cmd[512];
     snprintf(cmd, sizeof(cmd),
@@ -501,6 +501,17 @@ static void test_ssh_drop_converges(void **state)
     rs = json_array_get(json_object_get(j, "steps"), 1);
     assert_string_equal(swro_str(rs, "step"), "reconcile");
     assert_non_null(strstr(swro_str(rs, "detail"), "never committed"));
+    json_decref(j);
+    /* and a first half cut off before its .attempt: never finished, whatever the ledger says */
+    free(swth_must(&f->ro.h,
+                   "set -e; s=/var/lib/slipway/rollout/slipway-rf; "
+                   "mkdir -p $s/last-good.new; cp -p $s/last-good/" UNIT " $s/last-good.new/"));
+    j = swro_run(&f->ro, &st, "rollback", NULL);
+    swro_print_steps(j);
+    assert_int_equal(st, 0);
+    rs = json_array_get(json_object_get(j, "steps"), 1);
+    assert_string_equal(swro_str(rs, "step"), "reconcile");
+    assert_non_null(strstr(swro_str(rs, "detail"), "cut off before it was whole"));
     json_decref(j);
     assert_true(swro_serves(&f->ro));
     swro_nothing_staged(&f->ro);
