@@ -335,6 +335,21 @@ static void mend(const struct swth_host *h)
 
 static json_int_t same_last_good(struct fx *f);
 
+/* A leftover state made on the host by host_cmd; the rollback after it settles it first (its
+ * second step, `reconcile`, saying want) and passes. */
+static void reconciled_by_rollback(struct fx *f, const char *host_cmd, const char *want)
+{
+    int st = 0;
+    free(swth_must(&f->ro.h, host_cmd));
+    json_t *j = swro_run(&f->ro, &st, "rollback", NULL);
+    swro_print_steps(j);
+    assert_int_equal(st, 0);
+    const json_t *rs = json_array_get(json_object_get(j, "steps"), 1);
+    assert_string_equal(swro_str(rs, "step"), "reconcile");
+    assert_non_null(strstr(swro_str(rs, "detail"), want));
+    json_decref(j);
+}
+
 static void test_ssh_drop_converges(void **state)
 {
     struct fx *f = *state;
@@ -481,38 +496,21 @@ static void test_ssh_drop_converges(void **state)
              "echo %lld > $s/last-good.new/.attempt; sed -i 's/-c [0-9]*/-c 77/' "
              "$s/last-good/" UNIT,
              (long long)proved);
-    free(swth_must(&f->ro.h, cmd));
-    j = swro_run(&f->ro, &st, "rollback", NULL);
-    swro_print_steps(j);
-    assert_int_equal(st, 0);
-    const json_t *rs = json_array_get(json_object_get(j, "steps"), 1);
-    assert_string_equal(swro_str(rs, "step"), "reconcile");
-    assert_non_null(strstr(swro_str(rs, "detail"), "made of last-good.new"));
-    json_decref(j);
+    reconciled_by_rollback(f, cmd, "made of last-good.new");
     /* the hand-edited last-good was replaced by the committed set, which the rollback restored */
     assert_false(swro_live_has(&f->ro, "-c 77"));
     same_last_good(f);
-    free(swth_must(&f->ro.h, "set -e; s=/var/lib/slipway/rollout/slipway-rf; "
-                             "cp -pr $s/last-good $s/last-good.new; "
-                             "echo 999999 > $s/last-good.new/.attempt"));
-    j = swro_run(&f->ro, &st, "rollback", NULL);
-    swro_print_steps(j);
-    assert_int_equal(st, 0);
-    rs = json_array_get(json_object_get(j, "steps"), 1);
-    assert_string_equal(swro_str(rs, "step"), "reconcile");
-    assert_non_null(strstr(swro_str(rs, "detail"), "never committed"));
-    json_decref(j);
+    reconciled_by_rollback(f,
+                           "set -e; s=/var/lib/slipway/rollout/slipway-rf; "
+                           "cp -pr $s/last-good $s/last-good.new; "
+                           "echo 999999 > $s/last-good.new/.attempt",
+                           "never committed");
     /* and a first half cut off before its .attempt: never finished, whatever the ledger says */
-    free(swth_must(&f->ro.h,
-                   "set -e; s=/var/lib/slipway/rollout/slipway-rf; "
-                   "mkdir -p $s/last-good.new; cp -p $s/last-good/" UNIT " $s/last-good.new/"));
-    j = swro_run(&f->ro, &st, "rollback", NULL);
-    swro_print_steps(j);
-    assert_int_equal(st, 0);
-    rs = json_array_get(json_object_get(j, "steps"), 1);
-    assert_string_equal(swro_str(rs, "step"), "reconcile");
-    assert_non_null(strstr(swro_str(rs, "detail"), "cut off before it was whole"));
-    json_decref(j);
+    reconciled_by_rollback(f,
+                           "set -e; s=/var/lib/slipway/rollout/slipway-rf; "
+                           "mkdir -p $s/last-good.new; cp -p $s/last-good/" UNIT
+                           " $s/last-good.new/",
+                           "cut off before it was whole");
     assert_true(swro_serves(&f->ro));
     swro_nothing_staged(&f->ro);
 }
