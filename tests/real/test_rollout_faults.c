@@ -168,6 +168,16 @@ static void meter_start(struct fx *f)
             }
             usleep(100000);
         }
+        /* The stop can come in the 100 ms between the last failed poll and the first one after
+         * the step that brought the endpoint back (the rollback's own liveness check passed just
+         * before): one last whole poll, with the stop already in, says whether it serves now. */
+        if (down_since != 0 && swro_generates(f->ro.addr, f->ro.port, 3)) {
+            double span = now_ms() - down_since;
+            total += span;
+            if (span > longest)
+                longest = span;
+            down_since = 0;
+        }
         bool still = down_since != 0;
         if (still) {
             double span = now_ms() - down_since;
