@@ -71,11 +71,13 @@ for d in "$prefix"/*/; do
   lines_of "$d" | sort -u >"$work/$name.lines"
 done
 
-# Costs: the last sanitized run's ($SW_ASAN_COSTS, default build-asan's), else tests/costs.txt, else 1 s.
+# Costs: the last sanitized run's (its asan/ names; $SW_ASAN_COSTS, default that of scripts/test.sh's
+# one run of both builds, build-all/), else tests/costs.txt's asan/ row, its plain row, else 1 s.
 cost_of() {
   local t=$1 c
-  c=$(awk -v t="$t" '$1 == t { print $3 }' \
-    "${SW_ASAN_COSTS:-build-asan/Testing/Temporary/CTestCostData.txt}" 2>/dev/null)
+  c=$(awk -v t="asan/$t" '$1 == t { print $3 }' \
+    "${SW_ASAN_COSTS:-build-all/Testing/Temporary/CTestCostData.txt}" 2>/dev/null)
+  [ -n "$c" ] || c=$(awk -v t="asan/$t" '$1 == t { print $2 }' tests/costs.txt)
   [ -n "$c" ] || c=$(awk -v t="$t" '$1 == t { print $2 }' tests/costs.txt)
   echo "${c:-1}"
 }

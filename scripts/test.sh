@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The test command: installs what is missing, builds slipway (plain and ASan+UBSan), obtains the
 # pinned real llama.cpp (cached under ~/.cache/slipway), and runs every test under ctest in both
-# builds: unit tests, fuzz corpus replays and the real tier (real llama-server, nginx, HTTP servers);
-# the ASan+UBSan pass leaves out the label plain_only (CMakeLists.txt says which and why).
+# builds, in one ctest run: unit tests, fuzz corpus replays and the real tier (real llama-server,
+# nginx, HTTP servers); the ASan+UBSan copies leave out the label plain_only (CMakeLists.txt says
+# which and why).
 # Before the build: the format check, the layering check (scripts/layering.sh) and the rooms
 # check (scripts/rooms.sh: file and function sizes, the CLI's logic share), so none regresses.
 set -euo pipefail
@@ -29,12 +30,16 @@ step scripts/testhost.sh base >/dev/null
 step scripts/testhost.sh image
 # The Kubernetes API schemas the k8s render is validated against (npm kubernetes-models, cached).
 step scripts/k8s-schemas.sh >/dev/null
-jobs=${SLIPWAY_TEST_JOBS:-2}
-echo "== ctest: plain build"
-step ctest --test-dir build --output-on-failure -j "$jobs"
-echo "== ctest: ASan+UBSan build"
+# Both builds' tests in one ctest run (build-all/ names build/ and build-asan/), longest first across
+# both (tests/costs.txt), three at a time: most real tests wait on test hosts and engines (an idle
+# third of the machine at two at a time), the timing comparisons take two slots each, and a test's
+# two builds never overlap (CMakeLists.txt: RESOURCE_LOCK). The sanitized copies are named asan/...
 # plain_only: real tests whose time is spent in uninstrumented engines or test hosts and whose
 # slipway code other tests run sanitized (CMakeLists.txt says which and why): plain build only.
-step ctest --test-dir build-asan --output-on-failure -j "$jobs" -LE plain_only
+jobs=${SLIPWAY_TEST_JOBS:-3}
+mkdir -p build-all
+printf 'subdirs("%s")\nsubdirs("%s")\n' "$PWD/build" "$PWD/build-asan" >build-all/CTestTestfile.cmake
+echo "== ctest: plain and ASan+UBSan builds"
+step ctest --test-dir build-all --output-on-failure -j "$jobs" -LE plain_only
 printf '%s\n' "${times[@]}"
 echo "== all tests passed in $(( $(date +%s) - start )) s"
