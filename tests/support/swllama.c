@@ -414,6 +414,28 @@ void swl_keep_log(struct swl_server *s)
     s->own_log = false;
 }
 
+/* After a 200 from /health: whether it was this server's and its log is written up to there.
+ * llama-server logs "model loaded" right after it turns ready, through a logging thread of its
+ * own: on a loaded machine that thread can lag the answer, and a test reading the log at the 200
+ * found none of the memory lines in it (CI, three tests at a time). And a port another process
+ * took between swt_free_port and this server's bind answers 200 for a server that then exits
+ * ("couldn't bind"): only this server's log says "model loaded". 0 when it is there, -2 when the
+ * server exited, -3 at the deadline. */
+static int own_ready(struct swl_server *s, double deadline)
+{
+    do {
+        char *tail = swl_tail(s->log, 16384);
+        bool loaded = tail && strstr(tail, "model loaded");
+        free(tail);
+        if (loaded)
+            return 0;
+        if (reap(s, WNOHANG))
+            return -2;
+        sleep_ms(10);
+    } while (now_s() < deadline);
+    return -3;
+}
+
 static int start_once(const char *model, const char *const *extra, const char *log_path,
                       double deadline, struct swl_server *s)
 {
@@ -480,7 +502,7 @@ static int start_once(const char *model, const char *const *extra, const char *l
             return -2; /* exited while loading */
         int status = 0;
         if (!swl_http(s->port, "GET", "/health", NULL, 5, &status, NULL) && status == 200)
-            return 0;
+            return own_ready(s, deadline);
         /* small steps: a tiny model boots in a fifth of a second and a boot-heavy test starts
          * hundreds of servers (100 ms steps waited about 50 ms a boot, some 18 s over
          * test_llamacpp_law's 369); a poll before the server listens is a refused connect */
