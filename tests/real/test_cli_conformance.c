@@ -259,7 +259,6 @@ struct eq_case {
 static void test_opt_equals(void **state)
 {
     char led[4200], empty[4200], fleet_missing[4200];
-    struct swt_run r;
     snprintf(led, sizeof(led), "%s/calib.sqlite", dir);
     snprintf(empty, sizeof(empty), "%s/empty.sqlite", dir);
     snprintf(fleet_missing, sizeof(fleet_missing), "%s/no-fleet.yaml", dir);

@@ -467,7 +467,7 @@ static void test_orphan_found_by_down(void **state)
     if (!swl_llama_dir())
         skip();
     const char *run = case_dir("e");
-    char mark[64], fifo[4300], log[4300], out[4300], port[16];
+    char mark[64], fifo[4300], log[4300], port[16];
     snprintf(mark, sizeof(mark), "swhostile-%d-orphan", (int)getpid());
     snprintf(fifo, sizeof(fifo), "%s/model.gguf", run);
     snprintf(log, sizeof(log), "%s/stdout", run);

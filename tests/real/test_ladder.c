@@ -185,7 +185,6 @@ static void test_sim_frank_primary(void **state)
     char *dir = swt_tmpdir();
     char path[4200], world[4200], led[4200], fleet[4200];
     struct swt_run r;
-    struct sw_err e;
     snprintf(world, sizeof(world), "%s", swt_join(dir, "world.sqlite"));
     snprintf(led, sizeof(led), "%s", swt_join(dir, "ladder.sqlite"));
     swl_cli_import_seed(world);

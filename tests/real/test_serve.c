@@ -951,11 +951,12 @@ static void load_start(int port, const char *model, const char *key, pid_t *pids
         snprintf(sp, sizeof(sp), "%s", stop_path);
         long ok = 0, failed = 0;
         char req[1024], buf[65536];
-        const char *body_fmt = "{\"model\": \"%s\", \"messages\": [{\"role\": \"user\", "
-                               "\"content\": \"hello\"}], \"max_tokens\": 16, \"temperature\": 0, "
-                               "\"stream\": true}";
         char body[512];
-        int bl = snprintf(body, sizeof(body), body_fmt, model);
+        int bl = snprintf(body, sizeof(body),
+                          "{\"model\": \"%s\", \"messages\": [{\"role\": \"user\", "
+                          "\"content\": \"hello\"}], \"max_tokens\": 16, \"temperature\": 0, "
+                          "\"stream\": true}",
+                          model);
         int n = snprintf(req, sizeof(req),
                          "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
                          "Authorization: Bearer %s\r\nContent-Type: application/json\r\n"

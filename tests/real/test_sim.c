@@ -799,14 +799,6 @@ static void raw_post(int port, const char *path, const char *body, char **got, i
     *got = b;
 }
 
-static int count_of(const char *hay, const char *needle)
-{
-    int n = 0;
-    for (const char *p = strstr(hay, needle); p; p = strstr(p + 1, needle))
-        n++;
-    return n;
-}
-
 /* The sim's monotonic clock instants ("sim_emit_ns") of a streamed body, in order; how many. */
 static int emit_stamps(const char *body, uint64_t *out, int max)
 {

@@ -247,15 +247,15 @@ static void test_fit_reproduces_llama(void **state)
             o += (size_t)snprintf(line + o, sizeof(line) - o, "  %5d %4d |",
                                   (int)json_integer_value(json_object_get(sp, "depth")),
                                   (int)json_integer_value(json_object_get(sp, "concurrency")));
-            for (int r = 0; r < SIM_RUNS; r++)
+            for (int s = 0; s < SIM_RUNS; s++)
                 o += (size_t)snprintf(
                     line + o, sizeof(line) - o, " %7.1f",
-                    med(json_array_get(json_object_get(sim[r], "points"), i), key[k]));
+                    med(json_array_get(json_object_get(sim[s], "points"), i), key[k]));
             o += (size_t)snprintf(line + o, sizeof(line) - o, " |");
-            for (int r = 0; r < NREAL; r++)
+            for (int s = 0; s < NREAL; s++)
                 o += (size_t)snprintf(
                     line + o, sizeof(line) - o, " %7.1f",
-                    med(json_array_get(json_object_get(real[r], "points"), i), key[k]));
+                    med(json_array_get(json_object_get(real[s], "points"), i), key[k]));
             print_message("%s | %7.1f %7.1f %5.1f | %5.1f\n", line, v, a, err, band);
             /* the fit's points: the 9 workloads, in the bench's order */
             double pr = json_number_value(json_object_get(json_array_get(fpts, i), pkey[k]));

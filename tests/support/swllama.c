@@ -133,14 +133,14 @@ int swl_chat_model(const char *dir, char *out, size_t n, char *why, size_t why_n
     return st ? -1 : 0;
 }
 
-int swl_chat_dir(char **dir, char *model, size_t n, char *missing, size_t missing_n)
+int swl_chat_dir(char **dir, char *model, size_t n, char *why, size_t why_n)
 {
     *dir = NULL;
-    snprintf(missing, missing_n, "%s", swl_missing());
+    snprintf(why, why_n, "%s", swl_missing());
     if (!swl_llama_dir())
         return -1;
     *dir = swt_tmpdir();
-    if (swl_chat_model(*dir, model, n, missing, missing_n)) {
+    if (swl_chat_model(*dir, model, n, why, why_n)) {
         swt_tmpdir_free(*dir);
         *dir = NULL;
         return -1;

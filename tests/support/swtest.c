@@ -588,7 +588,7 @@ int swt_tmpdir_teardown(void **state)
     return 0;
 }
 
-void swt_slipway_kill_at(const char *needle, bool anywhere, ...)
+void swt_slipway_kill_at(const char *needle, int anywhere, ...)
 {
     const char *argv[64] = {swt_bin()};
     va_list ap;

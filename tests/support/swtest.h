@@ -199,7 +199,7 @@ int swt_wait_exit(pid_t pid, unsigned timeout_s);
 /* Run the slipway binary with args (NULL-terminated), reading its stdout, and SIGKILL it at its
  * first line that starts with `needle` (anywhere: that holds it); fails the test unless that line
  * came and the kill ended it. */
-void swt_slipway_kill_at(const char *needle, bool anywhere, ...);
+void swt_slipway_kill_at(const char *needle, int anywhere, ...);
 
 /* Start a server that announces its port on stdout (swt_spawn: argv, stdout to out, stderr to
  * log). *pid is its pid from the start (the caller's to stop; 0 once it exited and was reaped).

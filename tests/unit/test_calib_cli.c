@@ -22,7 +22,6 @@ struct fx {
 static int setup(void **state)
 {
     struct fx *f = calloc(1, sizeof(*f));
-    struct swt_run r;
     f->dir = swt_tmpdir();
     snprintf(f->led, sizeof(f->led), "%s", swt_join(f->dir, "seed.sqlite"));
     swl_cli_import_seed(f->led);

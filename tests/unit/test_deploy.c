@@ -80,8 +80,8 @@ static void test_pidfile_malformed(void **state)
         "{\"pid\": 123, \"pgid\": 123, \"boot_id\": \"x\", \"exe\": \"y\"}",
         "{\"pid\": \"123\", \"pgid\": 123, \"start_ticks\": 5, \"boot_id\": \"x\", \"exe\": \"y\"}",
         "{\"pid\": 123, \"pgid\": 123, \"start_ticks\": 5, \"boot_id\": 7, \"exe\": \"y\"}",
-        "{\"pid\": 99999999999, \"pgid\": 123, \"start_ticks\": 5, \"boot_id\": \"x\", \"exe\": "
-        "\"y\"}",
+        ("{\"pid\": 99999999999, \"pgid\": 123, \"start_ticks\": 5, \"boot_id\": \"x\", \"exe\": "
+         "\"y\"}"),
     };
     for (size_t i = 0; i < SW_ARRAY_LEN(bad); i++) {
         swt_write_str(path, bad[i]);

@@ -68,7 +68,7 @@ static void test_table(void **state)
 
 static void test_render_full(void **state)
 {
-    const struct sw_engine *eng = sw_engine_find("llama.cpp");
+    assert_non_null(sw_engine_find("llama.cpp"));
     const char *extra[] = {"--no-webui", "--jinja"};
     const char *env[] = {"OMP_NUM_THREADS=2"};
     struct sw_engine_launch l = {

@@ -17,7 +17,7 @@ struct gb {
     size_t cap;
 };
 
-static void gb_put(struct gb *b, const void *p, size_t n)
+static inline void gb_put(struct gb *b, const void *p, size_t n)
 {
     if (b->n + n > b->cap) {
         size_t c = b->cap ? b->cap : 256;
@@ -33,60 +33,60 @@ static void gb_put(struct gb *b, const void *p, size_t n)
     b->n += n;
 }
 
-static void gb_u8(struct gb *b, uint8_t v)
+static inline void gb_u8(struct gb *b, uint8_t v)
 {
     gb_put(b, &v, 1);
 }
-static void gb_u32(struct gb *b, uint32_t v)
+static inline void gb_u32(struct gb *b, uint32_t v)
 {
     gb_put(b, &v, 4);
 }
-static void gb_u64(struct gb *b, uint64_t v)
+static inline void gb_u64(struct gb *b, uint64_t v)
 {
     gb_put(b, &v, 8);
 }
-static void gb_strn(struct gb *b, const char *s, size_t n)
+static inline void gb_strn(struct gb *b, const char *s, size_t n)
 {
     gb_u64(b, n);
     gb_put(b, s, n);
 }
-static void gb_str(struct gb *b, const char *s)
+static inline void gb_str(struct gb *b, const char *s)
 {
     gb_strn(b, s, strlen(s));
 }
-static void gb_header(struct gb *b, uint32_t version, uint64_t n_tensors, uint64_t n_kv)
+static inline void gb_header(struct gb *b, uint32_t version, uint64_t n_tensors, uint64_t n_kv)
 {
     gb_put(b, "GGUF", 4);
     gb_u32(b, version);
     gb_u64(b, n_tensors);
     gb_u64(b, n_kv);
 }
-static void gb_kv_u32(struct gb *b, const char *k, uint32_t v)
+static inline void gb_kv_u32(struct gb *b, const char *k, uint32_t v)
 {
     gb_str(b, k);
     gb_u32(b, 4);
     gb_u32(b, v);
 }
-static void gb_kv_u16(struct gb *b, const char *k, uint16_t v)
+static inline void gb_kv_u16(struct gb *b, const char *k, uint16_t v)
 {
     gb_str(b, k);
     gb_u32(b, 2);
     gb_put(b, &v, 2);
 }
-static void gb_kv_i32(struct gb *b, const char *k, int32_t v)
+static inline void gb_kv_i32(struct gb *b, const char *k, int32_t v)
 {
     gb_str(b, k);
     gb_u32(b, 5);
     gb_put(b, &v, 4);
 }
-static void gb_kv_str(struct gb *b, const char *k, const char *v)
+static inline void gb_kv_str(struct gb *b, const char *k, const char *v)
 {
     gb_str(b, k);
     gb_u32(b, 8);
     gb_str(b, v);
 }
-static void gb_tensor(struct gb *b, const char *name, uint32_t n_dims, const uint64_t *ne,
-                      uint32_t type, uint64_t offset)
+static inline void gb_tensor(struct gb *b, const char *name, uint32_t n_dims, const uint64_t *ne,
+                             uint32_t type, uint64_t offset)
 {
     gb_str(b, name);
     gb_u32(b, n_dims);
@@ -95,17 +95,17 @@ static void gb_tensor(struct gb *b, const char *name, uint32_t n_dims, const uin
     gb_u32(b, type);
     gb_u64(b, offset);
 }
-static void gb_pad(struct gb *b, size_t align)
+static inline void gb_pad(struct gb *b, size_t align)
 {
     while (b->n % align)
         gb_u8(b, 0);
 }
-static void gb_zeros(struct gb *b, size_t n)
+static inline void gb_zeros(struct gb *b, size_t n)
 {
     for (size_t i = 0; i < n; i++)
         gb_u8(b, (uint8_t)(i * 7));
 }
-static void gb_free(struct gb *b)
+static inline void gb_free(struct gb *b)
 {
     free(b->p);
     b->p = NULL;

@@ -282,7 +282,6 @@ static void test_synth_cli(void **state)
     swt_run_free(&r);
     struct sw_gguf *g = NULL;
     assert_int_equal(sw_gguf_open(out, &g, &e), 0);
-    uint64_t u;
     assert_int_equal(swt_gguf_u64(g, "block_count"), 3);
     assert_int_equal(swt_gguf_u64(g, "attention.sliding_window_pattern"), 3);
     assert_int_equal(swt_gguf_u64(g, "context_length"), 2000);

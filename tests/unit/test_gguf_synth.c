@@ -109,7 +109,7 @@ static void test_gemma3(void **state)
 
     struct sw_gguf *g = NULL;
     assert_int_equal(sw_gguf_open(out, &g, &e), 0);
-    uint64_t u, pl[8];
+    uint64_t pl[8];
     assert_int_equal(swt_gguf_u64(g, "block_count"), 8);
     assert_int_equal(swt_gguf_u64(g, "attention.sliding_window"), 64);
     assert_int_equal(swt_gguf_u64(g, "attention.sliding_window_pattern"), 6);

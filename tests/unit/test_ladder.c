@@ -337,7 +337,6 @@ static void test_predict_then_confirm(void **state)
     (void)state;
     char *dir = swt_tmpdir();
     char path[4200];
-    struct sw_err e;
     sw_core_init();
     /* the payload's config.json, for the vLLM law */
     char *b = swt_operator_local(dir);

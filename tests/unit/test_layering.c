@@ -84,25 +84,25 @@ static void test_real_tree_passes(void **state)
     swt_run_free(&r);
 }
 
-/* Plant `line` at the end of rel in a fresh copy; the check must exit 1 with `want` (formatted
- * with rel and the planted line number) on stderr. The unplanted copy passes first, so the
- * failure is the plant's. */
-static void planted_fails(const char *rel, const char *line, const char *want_fmt)
+/* Plant `line` at the end of rel in a fresh copy; the check must exit 1 with "REL:LINE: want"
+ * (the planted line's number) on stderr. The unplanted copy passes first, so the failure is the
+ * plant's. */
+static void planted_fails(const char *rel, const char *line, const char *want)
 {
     char *dir = copy_tree();
     struct swt_run r;
-    char want[1024];
+    char msg[1024];
     layering(dir, &r);
     assert_int_equal(r.status, 0);
     swt_run_free(&r);
 
     int at = append_line(dir, rel, line);
-    snprintf(want, sizeof(want), want_fmt, rel, at);
+    snprintf(msg, sizeof(msg), "%s:%d: %s", rel, at, want);
     layering(dir, &r);
-    if (r.status != 1 || !strstr(r.err, want))
-        fprintf(stderr, "expected exit 1 with \"%s\"; got %d:\n%s", want, r.status, r.err);
+    if (r.status != 1 || !strstr(r.err, msg))
+        fprintf(stderr, "expected exit 1 with \"%s\"; got %d:\n%s", msg, r.status, r.err);
     assert_int_equal(r.status, 1);
-    assert_non_null(strstr(r.err, want));
+    assert_non_null(strstr(r.err, msg));
     assert_non_null(strstr(r.err, "layering: FAILED"));
     swt_run_free(&r);
     swt_tmpdir_free(dir);
@@ -112,7 +112,7 @@ static void test_backward_include_fails(void **state)
 {
     (void)state;
     planted_fails("src/core/alloc.c", "#include <slipway/ledger.h>",
-                  "%s:%d: core -> ledger: backward edge");
+                  "core -> ledger: backward edge");
 }
 
 static void test_backward_include_in_public_header_fails(void **state)
@@ -120,14 +120,14 @@ static void test_backward_include_in_public_header_fails(void **state)
     (void)state;
     /* the edge this check was written against: a law header pulling in the engine adapter */
     planted_fails("include/slipway/vllm.h", "#include <slipway/engine_vllm.h>",
-                  "%s:%d: memory -> engine: backward edge");
+                  "memory -> engine: backward edge");
 }
 
 static void test_peer_include_fails(void **state)
 {
     (void)state;
     planted_fails("src/model/arch.c", "#include <slipway/fleet.h>",
-                  "%s:%d: model -> fleet: peers on one layer");
+                  "model -> fleet: peers on one layer");
 }
 
 static void test_foreign_internals_fail(void **state)
@@ -135,7 +135,7 @@ static void test_foreign_internals_fail(void **state)
     (void)state;
     /* forward in the order (cli is on top) but into engine's internals */
     planted_fails("src/cli/cmd_plan.c", "#include \"engine/engine_internal.h\"",
-                  "%s:%d: cli -> engine reaches into engine's internals");
+                  "cli -> engine reaches into engine's internals");
 }
 
 static void test_unplaced_module_fails(void **state)
