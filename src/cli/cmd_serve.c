@@ -1,6 +1,6 @@
 /*
  * slipway serve [ENDPOINT...] [--fleet FILE] [--listen ADDR] [--keys FILE] [--queue N]
- *               [--max-wait D] [--ready-file F] [--keep]
+ *               [--max-wait D] [--ready-file F] [--keep] [--ledger PATH | --no-ledger]
  *
  * One OpenAI-compatible front door for the fleet's endpoints, admitting models by their planned
  * memory per device (docs/serve.md). Runs in the foreground until Ctrl-C or SIGTERM; decisions
@@ -29,6 +29,11 @@ static const struct sw_opt opts[] = {
     {"keep", 0, NULL, 0, "leave the endpoints serve started running when it stops", NULL},
     {"loops", 0, "N", 0, "request loops, each its own thread, 1..64 (default: the online CPUs)",
      NULL},
+    {"ledger", 0, "PATH", 0,
+     "where deploys through serve are recorded (default: $SLIPWAY_LEDGER, else "
+     "FLEET.ledger.sqlite)",
+     NULL},
+    {"no-ledger", 0, NULL, 0, "record no deploy through serve", NULL},
     {0},
 };
 
@@ -77,6 +82,8 @@ int sw_cmd_serve(int argc, char **argv)
         (ex = sw_args_duration(&a, "grace", 0, 3600000, &grace)) ||
         (ex = sw_args_number(&a, "loops", 1, 64, &loops)))
         return ex;
+    if (sw_args_str(&a, "ledger") && sw_args_flag(&a, "no-ledger"))
+        return sw_args_usage(&a, "--ledger and --no-ledger: choose one");
     struct sw_cli_fleet fl;
     if ((ex = sw_cli_fleet(&a, 0, 0, &fl)))
         return ex;
@@ -92,6 +99,8 @@ int sw_cmd_serve(int argc, char **argv)
     o.ready_file = sw_args_str(&a, "ready-file");
     o.keep = sw_args_flag(&a, "keep");
     o.loops = (unsigned)loops;
+    o.ledger = sw_args_str(&a, "ledger");
+    o.no_ledger = sw_args_flag(&a, "no-ledger");
     o.stop = &sw_cli_stop;
     o.on_listen = on_listen;
     sw_cli_catch_stop(false);
