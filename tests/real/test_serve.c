@@ -36,6 +36,7 @@
 #include "swtest.h"
 
 #include <arpa/inet.h>
+#include <sqlite3.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -1431,6 +1432,27 @@ static void test_deploy_evict_pinned(void **state)
     stop(&s);
 }
 
+/* serve's base URL into buf. */
+static const char *serve_url(const struct proc *s, char *buf, size_t n)
+{
+    snprintf(buf, n, "http://127.0.0.1:%d", s->port);
+    return buf;
+}
+
+/* A case with serve (an admin key) serving d (8 GiB, started) and the fleet rewritten to d's new
+ * shape (9 GiB: blue/green beside the old), no load: what a deploy case starts from. */
+static void bluegreen_ready(struct proc *s)
+{
+    need_all();
+    case_begin();
+    const struct dcase c = {.old_nonkv = "8GiB", .new_nonkv = "9GiB", .path = "blue-green"};
+    int port = swt_free_port();
+    deploy_fleet(&c, port, 0, false);
+    serve_keys(s);
+    warm(s->port, "d-model");
+    deploy_fleet(&c, port, 0, true);
+}
+
 /* The admin's connection closes while its deploy runs (a client whose timeout is shorter than the
  * boot). libevent 2.1 does not read a connection whose request awaits its answer, so the close is
  * seen on the connection's request loop when the answer is written there, after the deploy ended
@@ -1440,15 +1462,8 @@ static void test_deploy_evict_pinned(void **state)
 static void test_deploy_admin_gone(void **state)
 {
     (void)state;
-    need_all();
-    case_begin();
-    const struct dcase c = {.old_nonkv = "8GiB", .new_nonkv = "9GiB", .path = "blue-green"};
-    int port = swt_free_port();
-    deploy_fleet(&c, port, 0, false);
     struct proc s = {0};
-    serve_keys(&s);
-    warm(s.port, "d-model");
-    deploy_fleet(&c, port, 0, true);
+    bluegreen_ready(&s);
     static const char body[] = "{\"endpoint\": \"d\", \"drain_s\": 30}";
     for (int round = 1; round <= 2; round++) {
         int fd = connect_port(s.port);
@@ -1483,6 +1498,82 @@ static void test_deploy_admin_gone(void **state)
     assert_true(pid_alive("d"));
     stop(&s);
     assert_false(pid_alive("d"));
+}
+
+/* A process holding the case's ledger's write lock (BEGIN EXCLUSIVE) until it is killed; returns
+ * once it holds it. */
+static pid_t lock_ledger(void)
+{
+    const char *path = case_file("fleet.ledger.sqlite"), *held = case_file("ledger.locked");
+    char p[4300], h[4300];
+    snprintf(p, sizeof(p), "%s", path);
+    snprintf(h, sizeof(h), "%s", held);
+    unlink(h);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (!pid) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        sqlite3 *db = NULL;
+        if (sqlite3_open_v2(p, &db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK ||
+            sqlite3_exec(db, "BEGIN EXCLUSIVE", NULL, NULL, NULL) != SQLITE_OK)
+            _exit(1);
+        int fd = open(h, O_WRONLY | O_CREAT, 0600);
+        close(fd);
+        for (;;)
+            pause();
+    }
+    for (int i = 0; i < 200 && access(held, F_OK); i++)
+        usleep(25000);
+    assert_int_equal(access(held, F_OK), 0);
+    return pid;
+}
+
+/* A ledger serve cannot write (another process holds its write lock through the deploy): the
+ * deploy is not failed by it; serve's log and the answer's ledger.error say it. Once the lock is
+ * gone the next deploy is recorded. */
+static void test_deploy_ledger_locked(void **state)
+{
+    (void)state;
+    struct proc s = {0};
+    bluegreen_ready(&s);
+    char url[64];
+    const char *argv[16];
+    deploy_argv(argv, "d", serve_url(&s, url, sizeof(url)));
+    pid_t locker = lock_ledger();
+    for (int round = 1; round <= 2; round++) {
+        struct swt_run r;
+        assert_int_equal(swt_run(argv, NULL, 120, &r), 0);
+        print_message("deploy %d: exit %d\n%s%s\n", round, r.status, r.out ? r.out : "",
+                      r.err ? r.err : "");
+        assert_int_equal(r.status, 0);
+        json_t *j = swt_json_out(&r);
+        swt_run_free(&r);
+        assert_non_null(j);
+        const json_t *lj = json_object_get(j, "ledger");
+        assert_true(json_is_true(json_object_get(j, "ok")));
+        if (round == 1) { /* locked: said, not recorded, the deploy done */
+            assert_false(json_is_true(json_object_get(lj, "recorded")));
+            const char *err = json_string_value(json_object_get(lj, "error"));
+            assert_non_null(err);
+            assert_non_null(strstr(err, "its attempt: "));
+            assert_true(file_has(s.log, "was not written (its attempt): "));
+            assert_true(file_has(s.log, "deploy: d: ledger: NOT recorded: its attempt: "));
+            kill(locker, SIGKILL);
+            waitpid(locker, NULL, 0);
+        } else {
+            assert_true(json_is_true(json_object_get(lj, "recorded")));
+            assert_null(json_object_get(lj, "error"));
+            const json_t *fig = NULL;
+            json_t *a = ledger_attempt(&fig);
+            assert_string_equal(json_string_value(json_object_get(a, "outcome")), "committed");
+            assert_int_equal(json_integer_value(json_object_get(a, "id")),
+                             json_integer_value(json_object_get(lj, "attempt")));
+            json_decref(a);
+        }
+        json_decref(j);
+    }
+    show_log(s.log);
+    stop(&s);
 }
 
 static long log_at(const char *path, const char *needle)
@@ -1685,6 +1776,7 @@ int main(void)
         cmocka_unit_test(test_deploy_other_host),
         cmocka_unit_test(test_deploy_rollback_proof),
         cmocka_unit_test(test_deploy_admin_gone),
+        cmocka_unit_test(test_deploy_ledger_locked),
     };
     if (getenv("SW_CASES")) /* e.g. SW_CASES='test_deploy_*' */
         cmocka_set_test_filter(getenv("SW_CASES"));
