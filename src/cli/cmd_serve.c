@@ -23,7 +23,7 @@ static const struct sw_opt opts[] = {
     {"queue", 0, "N", 0, "requests waiting per model before 429, 1..100000 (default 64)", NULL},
     {"max-wait", 0, "D", 0, "how long a request waits for its model before 503 (default 120s)",
      NULL},
-    {"boot-timeout", 0, "D", 0, "how long a start may take (default 900s)", NULL},
+    {"boot-timeout", 0, "D", 0, "how long a start may take, readiness and proof (default 900s)", NULL},
     {"grace", 0, "D", 0, "a stop's SIGTERM -> SIGKILL delay (default 10s)", NULL},
     {"ready-file", 0, "FILE", 0, "gets the bound port once it listens", NULL},
     {"keep", 0, NULL, 0, "leave the endpoints serve started running when it stops", NULL},
@@ -47,12 +47,13 @@ const struct sw_cmd_spec sw_spec_serve = {
     .name = "serve",
     .summary = "one OpenAI-compatible front door: models admitted by their planned memory",
     .synopsis = "[ENDPOINT...] [--fleet FILE] [--listen HOST:PORT] [--keys FILE] [--queue N] "
-                "[--max-wait D]",
+                "[--max-wait D] [--ledger PATH | --no-ledger]",
     .about = "Routes /v1/chat/completions, /v1/completions and /v1/embeddings by `model` to the\n"
              "fleet's endpoints (all enabled ones, or those named), starting a stopped one when\n"
              "its plan's memory per device fits beside what runs there, else stopping idle ones\n"
              "by policy (fleet `serve: {policy, idle_ttl, pinned, priority}`). /v1/models lists\n"
-             "every served name with its state; /metrics is Prometheus text. docs/serve.md.\n"
+             "every served name with its state; /metrics is Prometheus text. A deploy through\n"
+             "it (`slipway deploy --via-serve`) is recorded in the ledger. docs/serve.md.\n"
              "Exit: 0 served and stopped, 1 it could not serve, 2 unusable input.",
     .opts = opts,
     .max_args = -1,
