@@ -230,7 +230,7 @@ struct sw_up_opts {
     bool detach;                 /* the child must outlive slipway: no PDEATHSIG */
     bool preflight;              /* check port and payload before starting */
     bool liveness;               /* prove it with a one-token generation */
-    unsigned boot_timeout_s;     /* 0: 900 */
+    unsigned boot_timeout_s;     /* 0: 900; readiness AND the one-token proof, from the start */
     unsigned grace_ms;           /* 0: 10000 */
     uint64_t rlimit_as;          /* 0: none */
     const char *cgroup_procs;    /* sw_spawn_opts.cgroup_procs; NULL: none */

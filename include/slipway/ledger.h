@@ -472,6 +472,17 @@ int sw_ledger_deploy_step_begin(struct sw_ledger *l, int64_t attempt, const char
 int sw_ledger_deploy_step_end(struct sw_ledger *l, int64_t step_id, const char *outcome,
                               const json_t *detail, const char *const *secrets, struct sw_err *e);
 
+/*
+ * A step recorded whole (started and ended now, one transaction) on an attempt, open OR finished:
+ * what a caller that drives an attempt from outside measured around it (serve: its queue while a
+ * gated rollout ran the attempt, known only once the rollout finished it). Numbered after the
+ * attempt's other steps; outcome and detail as sw_ledger_deploy_step_end. SW_ENOENT: no such
+ * attempt.
+ */
+int sw_ledger_deploy_step_record(struct sw_ledger *l, int64_t attempt, const char *step,
+                                 const char *outcome, const json_t *detail,
+                                 const char *const *secrets, struct sw_err *e);
+
 /* How an attempt that did not commit ended. */
 struct sw_ledger_attempt_end {
     const char *outcome;       /* rolled_back | rollback_failed | gate_refused | interrupted */

@@ -111,6 +111,12 @@ struct sw_serve_opts {
     void (*on_listen)(void *ctx, const char *url);
     void *ctx;
     unsigned loops; /* request loops, each its own thread (0: the online CPUs; at most 64) */
+    /* the ledger every deploy through serve records its attempt in (docs/serve.md): this path
+     * (NULL: $SLIPWAY_LEDGER, else beside the fleet: sw_ledger_open_for), created when missing;
+     * no_ledger: none. A named ledger that cannot be opened fails the start; the default one is
+     * said in the log and in every deploy's answer. */
+    const char *ledger;
+    bool no_ledger;
 };
 /* Serve until *stop. Errors before serving: the fleet's, an endpoint not in it, a keys file, the
  * listen address. */

@@ -208,6 +208,24 @@ static void print_serve_answer(const char *endpoint, const json_t *j, bool faile
            json_real_value(json_object_get(w, "wait_p50_s")),
            json_real_value(json_object_get(w, "wait_p99_s")),
            json_real_value(json_object_get(w, "wait_max_s")));
+    const json_t *lj = json_object_get(j, "ledger"); /* what serve recorded (docs/serve.md) */
+    if (json_integer_value(json_object_get(lj, "attempt")) > 0) {
+        printf("  ledger: attempt %lld ",
+               (long long)json_integer_value(json_object_get(lj, "attempt")));
+        term(lj, "outcome");
+        if (json_object_get(lj, "tag")) {
+            fputs(", tag ", stdout);
+            term(lj, "tag");
+        }
+        fputs(" in ", stdout);
+        term(lj, "path");
+        fputs("\n", stdout);
+    }
+    if (json_object_get(lj, "error") || json_object_get(lj, "why")) {
+        fputs(json_object_get(lj, "error") ? "  ledger: not written: " : "  ledger: ", stdout);
+        term(lj, json_object_get(lj, "error") ? "error" : "why");
+        fputs("\n", stdout);
+    }
 }
 
 static int via_serve(const struct sw_args *a, const char *url)

@@ -1,6 +1,6 @@
 /*
  * slipway serve [ENDPOINT...] [--fleet FILE] [--listen ADDR] [--keys FILE] [--queue N]
- *               [--max-wait D] [--ready-file F] [--keep]
+ *               [--max-wait D] [--ready-file F] [--keep] [--ledger PATH | --no-ledger]
  *
  * One OpenAI-compatible front door for the fleet's endpoints, admitting models by their planned
  * memory per device (docs/serve.md). Runs in the foreground until Ctrl-C or SIGTERM; decisions
@@ -23,12 +23,17 @@ static const struct sw_opt opts[] = {
     {"queue", 0, "N", 0, "requests waiting per model before 429, 1..100000 (default 64)", NULL},
     {"max-wait", 0, "D", 0, "how long a request waits for its model before 503 (default 120s)",
      NULL},
-    {"boot-timeout", 0, "D", 0, "how long a start may take (default 900s)", NULL},
+    {"boot-timeout", 0, "D", 0, "how long a start may take, readiness and proof (default 900s)", NULL},
     {"grace", 0, "D", 0, "a stop's SIGTERM -> SIGKILL delay (default 10s)", NULL},
     {"ready-file", 0, "FILE", 0, "gets the bound port once it listens", NULL},
     {"keep", 0, NULL, 0, "leave the endpoints serve started running when it stops", NULL},
     {"loops", 0, "N", 0, "request loops, each its own thread, 1..64 (default: the online CPUs)",
      NULL},
+    {"ledger", 0, "PATH", 0,
+     "where deploys through serve are recorded (default: $SLIPWAY_LEDGER, else "
+     "FLEET.ledger.sqlite)",
+     NULL},
+    {"no-ledger", 0, NULL, 0, "record no deploy through serve", NULL},
     {0},
 };
 
@@ -42,12 +47,13 @@ const struct sw_cmd_spec sw_spec_serve = {
     .name = "serve",
     .summary = "one OpenAI-compatible front door: models admitted by their planned memory",
     .synopsis = "[ENDPOINT...] [--fleet FILE] [--listen HOST:PORT] [--keys FILE] [--queue N] "
-                "[--max-wait D]",
+                "[--max-wait D] [--ledger PATH | --no-ledger]",
     .about = "Routes /v1/chat/completions, /v1/completions and /v1/embeddings by `model` to the\n"
              "fleet's endpoints (all enabled ones, or those named), starting a stopped one when\n"
              "its plan's memory per device fits beside what runs there, else stopping idle ones\n"
              "by policy (fleet `serve: {policy, idle_ttl, pinned, priority}`). /v1/models lists\n"
-             "every served name with its state; /metrics is Prometheus text. docs/serve.md.\n"
+             "every served name with its state; /metrics is Prometheus text. A deploy through\n"
+             "it (`slipway deploy --via-serve`) is recorded in the ledger. docs/serve.md.\n"
              "Exit: 0 served and stopped, 1 it could not serve, 2 unusable input.",
     .opts = opts,
     .max_args = -1,
@@ -77,6 +83,8 @@ int sw_cmd_serve(int argc, char **argv)
         (ex = sw_args_duration(&a, "grace", 0, 3600000, &grace)) ||
         (ex = sw_args_number(&a, "loops", 1, 64, &loops)))
         return ex;
+    if (sw_args_str(&a, "ledger") && sw_args_flag(&a, "no-ledger"))
+        return sw_args_usage(&a, "--ledger and --no-ledger: choose one");
     struct sw_cli_fleet fl;
     if ((ex = sw_cli_fleet(&a, 0, 0, &fl)))
         return ex;
@@ -92,6 +100,8 @@ int sw_cmd_serve(int argc, char **argv)
     o.ready_file = sw_args_str(&a, "ready-file");
     o.keep = sw_args_flag(&a, "keep");
     o.loops = (unsigned)loops;
+    o.ledger = sw_args_str(&a, "ledger");
+    o.no_ledger = sw_args_flag(&a, "no-ledger");
     o.stop = &sw_cli_stop;
     o.on_listen = on_listen;
     sw_cli_catch_stop(false);

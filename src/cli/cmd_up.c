@@ -29,7 +29,7 @@ static const struct sw_opt opts[] = {
      "endpoint name for the pid file and log (default: alias or llama-server-PORT)", NULL},
     {"pid-file", 0, "FILE", 0, "the pid file (default: RUN_DIR/NAME.pid)", NULL},
     {"log", 0, "FILE", 0, "engine output (default: RUN_DIR/NAME.log)", NULL},
-    {"timeout", 0, "S", 0, "boot deadline in seconds, 0..86400 (default 900)", NULL},
+    {"timeout", 0, "S", 0, "boot deadline, readiness and proof, 0..86400 s (default 900)", NULL},
     {"grace", 0, "S", 0, "SIGTERM -> SIGKILL delay when stopping, 0..86400 s (default 10)", NULL},
     {"limit-as", 0, "BYTES", 0, "cap the engine's address space (RLIMIT_AS), e.g. 3GiB", NULL},
     {"no-preflight", 0, NULL, 0,

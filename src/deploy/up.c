@@ -228,6 +228,13 @@ static void printable(char *out, size_t n, const char *s)
     out[o] = '\0';
 }
 
+/* The boot's deadline (o->boot_timeout_s from the engine's start, 900 s by default): readiness
+ * and the one-token proof both end by it. */
+static unsigned boot_limit_s(const struct sw_up_opts *o)
+{
+    return o->boot_timeout_s ? o->boot_timeout_s : 900;
+}
+
 static int liveness(const struct sw_up_opts *o, struct sw_up_result *r, struct sw_err *e)
 {
     char url[512];
@@ -237,7 +244,10 @@ static int liveness(const struct sw_up_opts *o, struct sw_up_result *r, struct s
     snprintf(url, sizeof(url), "%s%s", r->url, o->engine->liveness_path);
     progress(o, r, "liveness", 200);
     double t0 = sw_now_s();
-    int rc = sw__http("POST", url, NULL, o->engine->liveness_body, o->api_key, 600000, o->stop,
+    /* what readiness left of the deadline (at least 1 s: a proof needs a round trip) */
+    double left = r->child.t_start + boot_limit_s(o) - t0;
+    unsigned budget_ms = left > 1.0 ? (unsigned)(left * 1000.0) : 1000u;
+    int rc = sw__http("POST", url, NULL, o->engine->liveness_body, o->api_key, budget_ms, o->stop,
                       &status, &body, e);
     r->liveness_ms = (sw_now_s() - t0) * 1000.0;
     if (o->stop && *o->stop) {
@@ -271,7 +281,14 @@ static int liveness(const struct sw_up_opts *o, struct sw_up_result *r, struct s
     for (int i = 0; i < 20 && !sw_child_poll(&r->child); i++)
         sw_sleep_ms(50);
     char msg[600];
-    if (rc)
+    /* the engine lives and took the whole budget: the deadline, not the engine, ended it */
+    bool late = rc && r->liveness_ms + 50 >= budget_ms && !sw_child_poll(&r->child);
+    if (late)
+        snprintf(msg, sizeof(msg),
+                 "liveness: POST %s: no answer to the one-token generation by the boot deadline "
+                 "(%u s from the start; %.1f s of it were left once /health answered 200)",
+                 o->engine->liveness_path, boot_limit_s(o), budget_ms / 1000.0);
+    else if (rc)
         snprintf(msg, sizeof(msg), "liveness: %.400s", e ? e->msg : "no answer");
     else
         snprintf(msg, sizeof(msg), "liveness: POST %s answered HTTP %d: %.300s",
@@ -281,9 +298,12 @@ static int liveness(const struct sw_up_opts *o, struct sw_up_result *r, struct s
     /* the log says why (a crash, a std::bad_alloc the server caught and answered 500 for) */
     sw_deploy_read_log(o, r, NULL);
     if (!r->status.failed)
-        fail(r, r->child.exited ? SW_BOOT_CRASH : SW_BOOT_UNKNOWN, SW_PHASE_RUNTIME,
-             SW_PAYLOAD_NONE, msg);
-    return sw_err_set(e, SW_ECHILD, "%s", msg);
+        fail(r,
+             late              ? SW_BOOT_TIMEOUT
+             : r->child.exited ? SW_BOOT_CRASH
+                               : SW_BOOT_UNKNOWN,
+             SW_PHASE_RUNTIME, SW_PAYLOAD_NONE, msg);
+    return sw_err_set(e, SW_ECHILD, "%s", msg); /* a failed boot (its class says the deadline) */
 }
 
 /* The record `down` trusts, from what /proc says about the child now that it runs. */
@@ -403,7 +423,7 @@ static int boot(const struct sw_up_opts *o, struct sw_up_result *r, struct sw_er
         rc = 0;
     }
 
-    double deadline = r->child.t_start + (o->boot_timeout_s ? o->boot_timeout_s : 900);
+    double deadline = r->child.t_start + boot_limit_s(o);
     double next_parse = 0;
     char url[512];
     snprintf(url, sizeof(url), "%s%s", r->url, o->engine->health_path);
@@ -446,7 +466,7 @@ static int boot(const struct sw_up_opts *o, struct sw_up_result *r, struct sw_er
             sw_deploy_read_log(o, r, NULL);
             char msg[160];
             snprintf(msg, sizeof(msg), "not ready after %u s (last /health status %d)",
-                     o->boot_timeout_s ? o->boot_timeout_s : 900, status);
+                     boot_limit_s(o), status);
             fail(r, SW_BOOT_TIMEOUT, r->status.phase, SW_PAYLOAD_NONE, msg);
             return sw_err_set(e, SW_ETIMEDOUT, "%s", msg);
         }

@@ -512,10 +512,33 @@ int sw__dep_attempt_row(struct sw_ledger *l, int64_t attempt, int64_t *endpoint_
     return rc;
 }
 
+/* A step of attempt numbered after its others, begun now; with outcome, ended now too (its detail
+ * dt as stored). In the caller's transaction. */
+static int step_insert(struct sw_ledger *l, int64_t attempt, const char *step, const char *outcome,
+                       const char *dt, struct sw_err *e)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = sw__dep_prepare(l,
+                             "INSERT INTO deploy_steps(attempt_id, seq, name, started_ms, "
+                             "ended_ms, outcome, detail) VALUES(?1, (SELECT coalesce(max(seq), 0) "
+                             "+ 1 FROM deploy_steps WHERE attempt_id = ?1), ?2, ?3, ?4, ?5, ?6)",
+                             &st, e);
+    if (rc)
+        return rc;
+    int64_t now = sw__wall_ms();
+    sqlite3_bind_int64(st, 1, attempt);
+    sw__bind_text(st, 2, step);
+    sqlite3_bind_int64(st, 3, now);
+    if (outcome)
+        sqlite3_bind_int64(st, 4, now);
+    sw__bind_text(st, 5, outcome);
+    sw__bind_text(st, 6, dt);
+    return sw__dep_done(l, st, "recording a deploy step", e);
+}
+
 int sw_ledger_deploy_step_begin(struct sw_ledger *l, int64_t attempt, const char *step,
                                 int64_t *step_id, struct sw_err *e)
 {
-    sqlite3_stmt *st = NULL;
     bool open = false;
     if (step_id)
         *step_id = 0;
@@ -532,19 +555,32 @@ int sw_ledger_deploy_step_begin(struct sw_ledger *l, int64_t attempt, const char
         rc = sw_err_set(e, SW_EINVAL, "deploy attempt #%lld is finished: no more steps",
                         (long long)attempt);
     if (!rc)
-        rc = sw__dep_prepare(l,
-                             "INSERT INTO deploy_steps(attempt_id, seq, name, started_ms) "
-                             "VALUES(?1, (SELECT coalesce(max(seq), 0) + 1 FROM deploy_steps "
-                             "WHERE attempt_id = ?1), ?2, ?3)",
-                             &st, e);
-    if (!rc) {
-        sqlite3_bind_int64(st, 1, attempt);
-        sw__bind_text(st, 2, step);
-        sqlite3_bind_int64(st, 3, sw__wall_ms());
-        rc = sw__dep_done(l, st, "recording a deploy step", e);
-    }
+        rc = step_insert(l, attempt, step, NULL, NULL, e);
     if (!rc && step_id)
         *step_id = sqlite3_last_insert_rowid(l->db);
+    if (rc) {
+        sw__ledger_rollback(l);
+        return rc;
+    }
+    return sw__ledger_commit(l, e);
+}
+
+/* A step's end checked: its outcome a known word, its detail as stored (*dt, sw_free). */
+static int step_end_text(const char *outcome, const json_t *detail, const char *const *secrets,
+                         char **dt, struct sw_err *e)
+{
+    static const char *const ok[] = {"ok", "failed", "skipped", NULL};
+    bool known = false;
+    for (size_t i = 0; outcome && ok[i]; i++)
+        known |= !strcmp(outcome, ok[i]);
+    if (!known)
+        return sw_err_set(e, SW_EINVAL, "deploy step: outcome must be ok, failed or skipped");
+    return sw__dep_json("deploy step: detail", detail, false, secrets, dt, e);
+}
+
+/* The transaction a step's write began: committed when rc is 0, else rolled back (rc). */
+static int step_txn_end(struct sw_ledger *l, int rc, struct sw_err *e)
+{
     if (rc) {
         sw__ledger_rollback(l);
         return rc;
@@ -555,15 +591,9 @@ int sw_ledger_deploy_step_begin(struct sw_ledger *l, int64_t attempt, const char
 int sw_ledger_deploy_step_end(struct sw_ledger *l, int64_t step_id, const char *outcome,
                               const json_t *detail, const char *const *secrets, struct sw_err *e)
 {
-    static const char *const ok[] = {"ok", "failed", "skipped", NULL};
-    bool known = false;
-    for (size_t i = 0; outcome && ok[i]; i++)
-        known |= !strcmp(outcome, ok[i]);
-    if (!known)
-        return sw_err_set(e, SW_EINVAL, "deploy step: outcome must be ok, failed or skipped");
     char *dt = NULL;
     sqlite3_stmt *st = NULL;
-    int rc = sw__dep_json("deploy step: detail", detail, false, secrets, &dt, e);
+    int rc = step_end_text(outcome, detail, secrets, &dt, e);
     if (rc)
         return rc;
     rc = sw__ledger_begin(l, e);
@@ -598,10 +628,29 @@ int sw_ledger_deploy_step_end(struct sw_ledger *l, int64_t step_id, const char *
         sw__bind_text(st, 4, dt);
         rc = sw__dep_done(l, st, "ending a deploy step", e);
     }
+    rc = step_txn_end(l, rc, e);
+out_free:
+    sw_free(dt);
+    return rc;
+}
+
+int sw_ledger_deploy_step_record(struct sw_ledger *l, int64_t attempt, const char *step,
+                                 const char *outcome, const json_t *detail,
+                                 const char *const *secrets, struct sw_err *e)
+{
+    if (!sw__dep_word(step, 64))
+        return sw_err_set(e, SW_EINVAL, "deploy step: the name must be a lowercase word");
+    char *dt = NULL;
+    int rc = step_end_text(outcome, detail, secrets, &dt, e);
     if (rc)
-        sw__ledger_rollback(l);
-    else
-        rc = sw__ledger_commit(l, e);
+        return rc;
+    rc = sw__ledger_begin(l, e);
+    if (rc)
+        goto out_free;
+    rc = sw__dep_attempt_row(l, attempt, NULL, NULL, NULL, e);
+    if (!rc)
+        rc = step_insert(l, attempt, step, outcome, dt, e);
+    rc = step_txn_end(l, rc, e);
 out_free:
     sw_free(dt);
     return rc;

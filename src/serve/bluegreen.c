@@ -119,17 +119,30 @@ static void model_answers(struct sw__serve *sv, int mi, uint64_t *all, uint64_t 
     }
 }
 
+/*
+ * The admin's connection closed (on its loop's thread; the deploy runs on the state loop's). The
+ * callback stays set on the connection until the connection goes, whatever the deploy does: a
+ * thread other than the connection's own never touches it (libevent's closecb and the request
+ * it detaches are that loop's alone). So it may come after its deploy ended, or after d was
+ * taken by another deploy: under mu it acts only while d->conn is still c (sw__dep_finish clears
+ * it under mu when it hands the answer over), and d (sv->bg) is freed only after every loop's
+ * connections (serve.c's serve_close).
+ */
 static void on_admin_gone(struct evhttp_connection *c, void *arg)
 {
     struct sw__deploy *d = arg;
-    (void)c;
-    /* libevent detaches a request whose reply is not done and leaves it to its user */
-    if (d->req && !evhttp_request_get_connection(d->req))
-        evhttp_request_free(d->req);
-    d->req = NULL;
-    d->conn = NULL;
-    sw__serve_logf(d->sv, "deploy: %s: the admin's connection closed; the deploy goes on",
-                   d->ep->name);
+    struct sw__serve *sv = d->sv;
+    sw__serve_enter(sv);
+    if (d->conn == c) {
+        /* libevent detaches a request whose reply is not done and leaves it to its user */
+        if (d->req && !evhttp_request_get_connection(d->req))
+            evhttp_request_free(d->req);
+        d->req = NULL;
+        d->conn = NULL;
+        sw__serve_logf(sv, "deploy: %s: the admin's connection closed; the deploy goes on",
+                       d->ep->name);
+    }
+    sw__serve_leave(sv);
 }
 
 static void answer_extras(const struct sw__deploy *d, const char *path, const char *error,
@@ -183,18 +196,19 @@ void sw__dep_finish(struct sw__deploy *d, const char *path, const char *error)
         "wait_p50_s", p50, "wait_p99_s", p99, "wait_max_s", d->wait_max);
     if (j)
         answer_extras(d, path, error, j);
+    sw__dep_ledger_end(d, path, error, j);
     sw__serve_logf(sv,
                    "deploy: %s: %s %s in %.1f s (%s -> %s; %" PRIu64 " answered, %" PRIu64
                    " failed; %" PRIu64 " queued, wait p50 %.3f s p99 %.3f s max %.3f s)%s%s",
                    d->ep->name, path, error ? "failed" : "done", secs, d->old_addr, d->new_addr,
                    all - d->answered0, failed - d->failed0, d->n_queued, p50, p99, d->wait_max,
                    error ? ": " : "", error ? error : "");
-    if (d->req) {
-        if (d->conn)
-            evhttp_connection_set_closecb(d->conn, NULL, NULL);
-        sw__serve_reply_json(d->req, error ? 500 : 200, j);
-    } else
-        json_decref(j);
+    if (d->req) { /* by the admin's own loop (on_admin_gone says why) */
+        char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
+        sw__serve_reply_on(d->lp, d->req, error ? 500 : 200, text, 0);
+        free(text);
+    }
+    json_decref(j);
     d->req = NULL;
     d->conn = NULL;
     sv->eps[d->slot].pinned = d->old_pinned;
@@ -298,6 +312,7 @@ static void next_done(struct sw__serve *sv, struct sw__serve_job *j)
                        "deploy: %s: the new shape's boot failed after %.1f s: %s; the old "
                        "keeps serving",
                        d->ep->name, j->secs, j->msg);
+        snprintf(d->fail_class, sizeof(d->fail_class), "%s", j->fail_class);
         sw__dep_finish(d, "blue-green", j->msg);
         return;
     }
@@ -767,6 +782,11 @@ static void reset(struct sw__deploy *d)
     d->t0 = sw_now_ns();
     d->t_switch = d->t_drain0 = d->t_stopped = d->t_evict0 = d->t_evicted = 0;
     d->t_rollback0 = d->t_rollback = 0;
+    d->attempt = 0;
+    json_decref(d->shape);
+    d->shape = NULL;
+    d->same_shape = false;
+    d->fail_class[0] = d->ledger_msg[0] = 0;
     d->n_waits = 0;
     d->n_queued = 0;
     d->wait_max = 0;
@@ -833,12 +853,18 @@ void sw__serve_on_deploy(struct sw__serve *sv, struct evhttp_request *req, const
     reset(d);
     int how = decide(sv, d);
     sw__serve_logf(sv, "deploy: %s (by %s): %s", d->ep->name, client, d->decision);
-    if (how < 0) {
+    d->blue_green = how == 1 && !d->remote;
+    if (how < 0) { /* refused by the law: recorded as a gate's refusal */
+        sw__dep_ledger_begin(d, "none");
+        sw__dep_ledger_end(d, "none", d->decision, NULL);
         sw__serve_reply_error(req, 409, "insufficient_memory", d->decision, 0);
         return;
     }
-    d->blue_green = how == 1 && !d->remote;
+    /* a deploy serve runs itself records its attempt; another host's rollout its own */
+    if (!d->remote && sv->eps[d->slot].state != SW_SERVE_STOPPED)
+        sw__dep_ledger_begin(d, d->blue_green ? "blue_green" : "stop_start");
     d->req = req;
+    d->lp = sw__serve_self();
     d->conn = evhttp_request_get_connection(req);
     if (d->conn)
         evhttp_connection_set_closecb(d->conn, on_admin_gone, d);
@@ -900,8 +926,7 @@ void sw__serve_bg_free(struct sw__serve *sv)
         struct sw__deploy *d = &bg->d[k];
         if (d->drain_timer)
             event_free(d->drain_timer);
-        if (d->req && d->conn)
-            evhttp_connection_set_closecb(d->conn, NULL, NULL);
+        json_decref(d->shape);
     }
     while (bg->fleets) {
         struct sw__dep_fleet *f = bg->fleets;

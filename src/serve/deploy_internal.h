@@ -76,6 +76,14 @@ struct sw__deploy {
     int n_waits;
     uint64_t n_queued;
     double wait_max;
+    /* the loop of the admin's connection: only its thread touches req and conn (bluegreen.c) */
+    struct sw__serve_loop *lp;
+    /* its ledger attempt (record.c) */
+    int64_t attempt;      /* 0: none recorded */
+    json_t *shape;        /* the new shape, canonical: its attempt's and its tag's */
+    bool same_shape;      /* as the endpoint's last-good: a failure then is not the shape's */
+    char fail_class[64];  /* the new shape's failure, as its boot classed it */
+    char ledger_msg[700]; /* why the ledger was not (wholly) written, "" when it was */
 };
 
 struct sw__serve_bg {
@@ -115,5 +123,23 @@ void sw__dep_ro_run(struct sw__deploy *d);
 int sw__dep_take_shape(struct sw__serve *sv, struct sw__serve_ep *x, const struct sw_fleet *f,
                        const struct sw_fleet_endpoint *ep, const struct sw_serve_claim *claim,
                        unsigned port, char *why, size_t n);
+
+/* record.c: the deploy in the ledger (docs/serve.md, "The ledger") */
+/* The attempt of a deploy serve runs itself begins (path: blue_green, stop_start; none: the law
+ * refused it), with a step "decide" (the decision's figures). A failure goes to d->ledger_msg. */
+void sw__dep_ledger_begin(struct sw__deploy *d, const char *path);
+/* The deploy ended (path as the answer names it; error: why it failed): the step "serve" with
+ * the answer's figures, the verdict (committed with a tag, rolled_back, rollback_failed,
+ * gate_refused), and answer's "ledger" {path, attempt, outcome, tag, error} (answer may be NULL).
+ * Another host's rollout finished its attempt itself: only its step is added. */
+void sw__dep_ledger_end(struct sw__deploy *d, const char *path, const char *error, json_t *answer);
+/* In the rollout's thread: its own connection to serve's ledger into l and o (false: none, why
+ * in d->ledger_msg); after the rollout, sw__dep_ledger_rollout_done takes its attempt and
+ * closes l. */
+struct sw_rollout_opts;
+struct sw_rollout_result;
+bool sw__dep_ledger_rollout(struct sw__deploy *d, struct sw_ledger *l, struct sw_rollout_opts *o);
+void sw__dep_ledger_rollout_done(struct sw__deploy *d, struct sw_ledger *l, bool have,
+                                 const struct sw_rollout_result *r);
 
 #endif

@@ -131,9 +131,20 @@ bool sw__serve_reply_elsewhere(struct evhttp_request *req, int code, const char 
             lp = &g_sv_loops->loops[k];
     if (!lp)
         return false;
+    sw__serve_reply_on(lp, req, code, body, retry_after);
+    return true;
+}
+
+void sw__serve_reply_on(struct sw__serve_loop *lp, struct evhttp_request *req, int code,
+                        const char *body, int retry_after)
+{
+    if (!lp || lp == t_loop) {
+        sw__serve_reply_text(req, code, body, retry_after);
+        return;
+    }
     struct sw__serve_reply *r = sw_calloc(1, sizeof(*r));
     if (!r)
-        return true; /* lost: the client's connection stays until it closes */
+        return; /* lost: the client's connection stays until it closes */
     r->req = req;
     r->code = code;
     r->retry_after = retry_after;
@@ -141,7 +152,6 @@ bool sw__serve_reply_elsewhere(struct evhttp_request *req, int code, const char 
     r->next = lp->replies;
     lp->replies = r;
     event_active(lp->wake, EV_READ, 1);
-    return true;
 }
 
 /* What other threads handed to this loop: requests to send, answers to give. */
@@ -228,6 +238,12 @@ static void *job_main(void *arg)
             const char *f = r.up.status.failure.message;
             bool said = !f[0] || strstr(sw_err_format(&e, m, sizeof(m)), f); /* not twice */
             snprintf(j->msg, sizeof(j->msg), "%s%s%.390s", m, said ? "" : ": ", said ? "" : f);
+            /* the class a ledger records (record.c): the engine's, else a failed proof's */
+            enum sw_boot_class cls = r.up.status.failure.cls;
+            snprintf(j->fail_class, sizeof(j->fail_class), "%s",
+                     cls                          ? sw_boot_class_name(cls)
+                     : strstr(j->msg, "liveness") ? "dead_generation"
+                                                  : "boot");
         }
         sw_deploy_res_free(&r);
     } else {
@@ -849,7 +865,6 @@ static void serve_close(struct sw__serve *sv)
         sw_free(sv->keys[i].key);
     }
     sw_free(sv->keys);
-    sw__serve_bg_free(sv);
     for (int k = 0; sv->loops && k < sv->n_loops; k++) {
         struct sw__serve_loop *lp = &sv->loops[k];
         while (!TAILQ_EMPTY(&lp->handq)) { /* handed, never sent: the connections go below */
@@ -872,6 +887,10 @@ static void serve_close(struct sw__serve *sv)
     }
     sw_free(sv->loops);
     g_sv_loops = NULL;
+    /* after the loops' connections: a deploy's admin connection freed above calls its close
+     * callback with its deploy (bluegreen.c), which lives until here */
+    sw__serve_bg_free(sv);
+    sw__serve_ledger_close(sv);
     if (sv->tick)
         event_free(sv->tick);
     if (sv->jobs_ev)
@@ -937,6 +956,9 @@ int sw_serve_run(const struct sw_serve_opts *o, struct sw_err *e)
         if (rc)
             goto out;
     }
+    rc = sw__serve_ledger_open(sv, e);
+    if (rc)
+        goto out;
     sv->base = event_base_new();
     if (!sv->base || pipe(sv->jobs_pipe) || loops_new(sv, o->loops)) {
         rc = sw_err_set(e, SW_ENOMEM, "cannot set up the loops");

@@ -9,6 +9,7 @@
 #define SW_SERVE_INTERNAL_H
 
 #include <slipway/fleet.h>
+#include <slipway/ledger.h>
 #include <slipway/service.h>
 #include <slipway/serve.h>
 
@@ -143,6 +144,7 @@ struct sw__serve_job {
      * endpoint on another host), run in the thread with arg */
     void (*run)(struct sw__serve_job *j);
     void *arg;
+    char fail_class[64]; /* a failed start: its boot failure's class ("oom"), else "" */
     pthread_t th;
     struct sw__serve_job *next; /* the jobs not yet joined */
 };
@@ -212,6 +214,12 @@ struct sw__serve {
     struct sw__serve_loop *loops;
     int n_loops;
     pthread_mutex_t mu;
+    /* the ledger deploys through serve record their attempts in (record.c), used by the state
+     * loop under mu; a gated rollout opens its own connection to ledger_path in its thread */
+    struct sw_ledger ledger;
+    bool have_ledger;
+    char ledger_path[4096];
+    char ledger_why[700]; /* why there is none ("" with one, or with --no-ledger) */
 };
 
 void sw__serve_logf(struct sw__serve *sv, const char *fmt, ...) SW_PRINTF(2, 3);
@@ -231,6 +239,11 @@ void sw__serve_unhand(struct sw__serve_px *px);
 /* a JSON answer to req sent by req's own loop (now when that is the calling thread) */
 bool sw__serve_reply_elsewhere(struct evhttp_request *req, int code, const char *body,
                                int retry_after);
+/* a JSON answer to req, a request of loop lp, sent by lp (now when lp is the calling thread's
+ * or NULL): a thread other than lp's never touches req or its connection, which lp's thread may
+ * be failing meanwhile (bluegreen.c's deploys end on the state loop) */
+void sw__serve_reply_on(struct sw__serve_loop *lp, struct evhttp_request *req, int code,
+                        const char *body, int retry_after);
 
 /* front.c */
 void sw__serve_on_request(struct evhttp_request *req, void *arg);
@@ -280,6 +293,11 @@ int sw__serve_fleet_read(const char *path, struct sw_fleet **out, char **text, s
 /* the fleet text an endpoint's shape was read from (serve's start, or a deploy's reload): its
  * starts boot that shape, not what the file says since */
 const char *sw__serve_bg_text(struct sw__serve *sv, const struct sw_fleet_endpoint *ep);
+
+/* record.c: serve's ledger opened (a named one that cannot be: an error; the default one: said
+ * in the log, sv->ledger_why) and closed */
+int sw__serve_ledger_open(struct sw__serve *sv, struct sw_err *e);
+void sw__serve_ledger_close(struct sw__serve *sv);
 
 /* admit.c: per device, the larger of into's and c's claims (a stop-start deploy holds the larger
  * of its old and new shapes until its boot ends) */

@@ -141,6 +141,7 @@ static void ss_boot_done(struct sw__serve *sv, struct sw__serve_job *j)
     if (j->rc) {
         x->state = SW_SERVE_STOPPED;
         x->failures++;
+        snprintf(d->fail_class, sizeof(d->fail_class), "%s", j->fail_class);
         rollback(d, j->msg, j->secs);
         return;
     }
@@ -219,7 +220,10 @@ static void ro_thread(struct sw__serve_job *j)
     struct sw_rollout_result r;
     struct sw_err e;
     sw_err_clear(&e);
+    struct sw_ledger l;
+    bool have = sw__dep_ledger_rollout(d, &l, &o); /* its attempt, in serve's ledger */
     int rc = sw_rollout_deploy(d->fleet, d->ep, &o, &r, &e);
+    sw__dep_ledger_rollout_done(d, &l, have, &r);
     snprintf(d->ro_outcome, sizeof(d->ro_outcome), "%s",
              rc ? "error" : sw_rollout_outcome_name(r.outcome));
     snprintf(d->ro_class, sizeof(d->ro_class), "%s", r.fail_class);

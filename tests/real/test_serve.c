@@ -29,11 +29,14 @@
 
 #include <slipway/core.h>
 #include <slipway/deploy.h>
+#include <slipway/ledger.h>
 
+#include "swledger.h"
 #include "swllama.h"
 #include "swtest.h"
 
 #include <arpa/inet.h>
+#include <sqlite3.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -1159,6 +1162,67 @@ static void deploy_under_load(struct proc *s, const struct dcase *c, json_t **ou
     assert_int_equal(failed, 0);
 }
 
+/* The newest deploy attempt of endpoint d in the case's ledger (serve's default: beside the
+ * fleet) as sw_ledger_deploy_get gives it; its step "serve" (the figures serve recorded) in
+ * *fig. Fails when there is none. */
+static json_t *ledger_attempt(const json_t **fig)
+{
+    json_t *a = swl_last_attempt(case_file("fleet.ledger.sqlite"), "d", "serve", fig);
+    assert_non_null(*fig);
+    return a;
+}
+
+static double num(const json_t *j, const char *key)
+{
+    return json_number_value(json_object_get(j, key));
+}
+
+/* The deploy's attempt in the ledger: endpoint d, the path (blue_green, stop_start), the
+ * outcome, and the figures of serve's answer j: queued requests, the longest queued wait, the
+ * rollback's seconds; the downtime (0 for blue/green, the queued time for stop-start). */
+static void ledger_has(const json_t *j, const char *path, const char *outcome)
+{
+    const json_t *fig = NULL;
+    json_t *a = ledger_attempt(&fig);
+    const json_t *q = json_object_get(j, "queued"), *fq = json_object_get(fig, "queued");
+    print_message("ledger: attempt %lld of %s: %s %s; downtime %lld ms; queued %lld, wait max "
+                  "%.3f s; rollback %.3f s; tag %s\n",
+                  (long long)json_integer_value(json_object_get(a, "id")),
+                  json_string_value(json_object_get(a, "endpoint")),
+                  json_string_value(json_object_get(fig, "path")),
+                  json_string_value(json_object_get(a, "outcome")),
+                  (long long)json_integer_value(json_object_get(a, "downtime_ms")),
+                  (long long)json_integer_value(json_object_get(fq, "requests")),
+                  num(fq, "wait_max_s"), num(fig, "rollback_s"),
+                  json_is_string(json_object_get(a, "tag"))
+                      ? json_string_value(json_object_get(a, "tag"))
+                      : "-");
+    assert_string_equal(json_string_value(json_object_get(a, "endpoint")), "d");
+    assert_string_equal(json_string_value(json_object_get(a, "outcome")), outcome);
+    assert_string_equal(json_string_value(json_object_get(fig, "path")), path);
+    char note[64];
+    snprintf(note, sizeof(note), "through serve: %s (by admin)", path);
+    assert_string_equal(json_string_value(json_object_get(a, "note")), note);
+    assert_int_equal(json_integer_value(json_object_get(a, "id")),
+                     json_integer_value(json_object_get(json_object_get(j, "ledger"), "attempt")));
+    assert_true(json_is_true(json_object_get(json_object_get(j, "ledger"), "recorded")));
+    assert_int_equal(json_integer_value(json_object_get(fq, "requests")),
+                     json_integer_value(json_object_get(q, "requests")));
+    assert_true(num(fq, "wait_max_s") == num(q, "wait_max_s"));
+    assert_true(num(fig, "rollback_s") == num(j, "rollback_s"));
+    json_int_t down = json_integer_value(json_object_get(a, "downtime_ms"));
+    assert_int_equal(json_integer_value(json_object_get(fig, "downtime_ms")), down);
+    if (!strcmp(path, "blue_green"))
+        assert_int_equal(down, 0);
+    else
+        assert_true(down > 0);
+    if (!strcmp(outcome, "committed"))
+        assert_true(json_is_string(json_object_get(a, "tag")));
+    else
+        assert_non_null(json_string_value(json_object_get(a, "failure_class")));
+    json_decref(a);
+}
+
 /* Old and new shape fit on g0 together (8 + 9 GiB of 24): blue/green under a stream of requests,
  * none fails, the route switched to the new instance on another port, the old drained and
  * stopped, the new one's pid file under the endpoint's name. */
@@ -1169,6 +1233,7 @@ static void test_deploy_bluegreen(void **state)
     json_t *j = NULL;
     const struct dcase c = {.old_nonkv = "8GiB", .new_nonkv = "9GiB", .path = "blue-green"};
     deploy_under_load(&s, &c, &j);
+    ledger_has(j, "blue_green", "committed");
     assert_true(file_has(s.log, "deploy: d (by admin): blue-green: beside the old: d (new shape) "
                                 "fits: box/g0: claim 9667870720 B (9.00 GiB) + held 8592031744 B "
                                 "(8.00 GiB) of 25769803776 B (24.00 GiB)"));
@@ -1218,6 +1283,7 @@ static void test_deploy_stop_start(void **state)
     json_t *j = NULL;
     const struct dcase c = {.old_nonkv = "14GiB", .new_nonkv = "13GiB", .path = "stop-start"};
     deploy_under_load(&s, &c, &j);
+    ledger_has(j, "stop_start", "committed");
     const json_t *q = json_object_get(j, "queued");
     assert_true(json_integer_value(json_object_get(q, "requests")) >= 1);
     assert_true(json_real_value(json_object_get(q, "wait_max_s")) > 0);
@@ -1265,6 +1331,7 @@ static void rolled_back(struct proc *s, const char *new_sim, json_t **out)
                             .new_sim = new_sim};
     deploy_under_load(s, &c, out);
     const json_t *j = *out;
+    ledger_has(j, "stop_start", "rolled_back");
     assert_true(json_is_true(json_object_get(j, "rolled_back")));
     assert_true(json_real_value(json_object_get(j, "rollback_s")) > 0);
     const char *why = json_string_value(json_object_get(j, "new_shape_failure"));
@@ -1363,6 +1430,150 @@ static void test_deploy_evict_pinned(void **state)
     assert_false(file_has(s.log, "evicting"));
     assert_true(pid_alive("e"));
     json_decref(j);
+    stop(&s);
+}
+
+/* serve's base URL into buf. */
+static const char *serve_url(const struct proc *s, char *buf, size_t n)
+{
+    snprintf(buf, n, "http://127.0.0.1:%d", s->port);
+    return buf;
+}
+
+/* A case with serve (an admin key) serving d (8 GiB, started) and the fleet rewritten to d's new
+ * shape (9 GiB: blue/green beside the old), no load: what a deploy case starts from. */
+static void bluegreen_ready(struct proc *s)
+{
+    need_all();
+    case_begin();
+    const struct dcase c = {.old_nonkv = "8GiB", .new_nonkv = "9GiB", .path = "blue-green"};
+    int port = swt_free_port();
+    deploy_fleet(&c, port, 0, false);
+    serve_keys(s);
+    warm(s->port, "d-model");
+    deploy_fleet(&c, port, 0, true);
+}
+
+/* The admin's connection closes while its deploy runs (a client whose timeout is shorter than the
+ * boot). libevent 2.1 does not read a connection whose request awaits its answer, so the close is
+ * seen on the connection's request loop when the answer is written there, after the deploy ended
+ * on the state loop: the close callback (bluegreen.c's on_admin_gone) then finds its deploy ended,
+ * or its slot taken by the next deploy, and leaves it alone. Twice, so that the second deploy
+ * takes the slot the first left: serve still answers, each deploy ends and is recorded. */
+static void test_deploy_admin_gone(void **state)
+{
+    (void)state;
+    struct proc s = {0};
+    bluegreen_ready(&s);
+    static const char body[] = "{\"endpoint\": \"d\", \"drain_s\": 30}";
+    for (int round = 1; round <= 2; round++) {
+        int fd = connect_port(s.port);
+        char req[512];
+        int n = snprintf(req, sizeof(req),
+                         "POST /admin/deploy HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+                         "Authorization: Bearer sk-admin-0123456789\r\nContent-Type: "
+                         "application/json\r\nContent-Length: %zu\r\n\r\n%s",
+                         strlen(body), body);
+        assert_int_equal(write(fd, req, (size_t)n), n);
+        double end = now_s() + 30;
+        while (now_s() < end && file_count(s.log, "deploy: d (by admin): blue-green") < round)
+            usleep(20000);
+        usleep(200000); /* the new shape boots (SIM_LOAD 1s): the admin gives up */
+        close(fd);
+        end = now_s() + 90;
+        while (now_s() < end && file_count(s.log, "deploy: d: blue-green done") < round)
+            usleep(50000);
+        show_log(s.log);
+        assert_int_equal(file_count(s.log, "deploy: d: blue-green done"), round);
+        char *out = NULL;
+        assert_int_equal(http(s.port, "GET", "/health", NULL, &out), 200);
+        free(out);
+        warm(s.port, "d-model");
+        const json_t *fig = NULL;
+        json_t *a = ledger_attempt(&fig);
+        assert_string_equal(json_string_value(json_object_get(a, "outcome")), "committed");
+        assert_string_equal(json_string_value(json_object_get(fig, "path")), "blue_green");
+        assert_int_equal(json_integer_value(json_object_get(a, "downtime_ms")), 0);
+        json_decref(a);
+    }
+    assert_true(pid_alive("d"));
+    stop(&s);
+    assert_false(pid_alive("d"));
+}
+
+/* A process holding the case's ledger's write lock (BEGIN EXCLUSIVE) until it is killed; returns
+ * once it holds it. */
+static pid_t lock_ledger(void)
+{
+    const char *path = case_file("fleet.ledger.sqlite"), *held = case_file("ledger.locked");
+    char p[4300], h[4300];
+    snprintf(p, sizeof(p), "%s", path);
+    snprintf(h, sizeof(h), "%s", held);
+    unlink(h);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (!pid) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        sqlite3 *db = NULL;
+        if (sqlite3_open_v2(p, &db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK ||
+            sqlite3_exec(db, "BEGIN EXCLUSIVE", NULL, NULL, NULL) != SQLITE_OK)
+            _exit(1);
+        int fd = open(h, O_WRONLY | O_CREAT, 0600);
+        close(fd);
+        for (;;)
+            pause();
+    }
+    for (int i = 0; i < 200 && access(held, F_OK); i++)
+        usleep(25000);
+    assert_int_equal(access(held, F_OK), 0);
+    return pid;
+}
+
+/* A ledger serve cannot write (another process holds its write lock through the deploy): the
+ * deploy is not failed by it; serve's log and the answer's ledger.error say it. Once the lock is
+ * gone the next deploy is recorded. */
+static void test_deploy_ledger_locked(void **state)
+{
+    (void)state;
+    struct proc s = {0};
+    bluegreen_ready(&s);
+    char url[64];
+    const char *argv[16];
+    deploy_argv(argv, "d", serve_url(&s, url, sizeof(url)));
+    pid_t locker = lock_ledger();
+    for (int round = 1; round <= 2; round++) {
+        struct swt_run r;
+        assert_int_equal(swt_run(argv, NULL, 120, &r), 0);
+        print_message("deploy %d: exit %d\n%s%s\n", round, r.status, r.out ? r.out : "",
+                      r.err ? r.err : "");
+        assert_int_equal(r.status, 0);
+        json_t *j = swt_json_out(&r);
+        swt_run_free(&r);
+        assert_non_null(j);
+        const json_t *lj = json_object_get(j, "ledger");
+        assert_true(json_is_true(json_object_get(j, "ok")));
+        if (round == 1) { /* locked: said, not recorded, the deploy done */
+            assert_false(json_is_true(json_object_get(lj, "recorded")));
+            const char *err = json_string_value(json_object_get(lj, "error"));
+            assert_non_null(err);
+            assert_non_null(strstr(err, "its attempt: "));
+            assert_true(file_has(s.log, "was not written (its attempt): "));
+            assert_true(file_has(s.log, "deploy: d: ledger: NOT recorded: its attempt: "));
+            kill(locker, SIGKILL);
+            waitpid(locker, NULL, 0);
+        } else {
+            assert_true(json_is_true(json_object_get(lj, "recorded")));
+            assert_null(json_object_get(lj, "error"));
+            const json_t *fig = NULL;
+            json_t *a = ledger_attempt(&fig);
+            assert_string_equal(json_string_value(json_object_get(a, "outcome")), "committed");
+            assert_int_equal(json_integer_value(json_object_get(a, "id")),
+                             json_integer_value(json_object_get(lj, "attempt")));
+            json_decref(a);
+        }
+        json_decref(j);
+    }
+    show_log(s.log);
     stop(&s);
 }
 
@@ -1543,6 +1754,9 @@ static void test_real_llama(void **state)
 
 int main(void)
 {
+    /* SWT_SERVE_ONLY=PATTERN: only the cases it names (cmocka's filter, * a wildcard) */
+    if (getenv("SWT_SERVE_ONLY"))
+        cmocka_set_test_filter(getenv("SWT_SERVE_ONLY"));
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_evict_and_too_big),
         cmocka_unit_test(test_three_fit),
@@ -1562,6 +1776,8 @@ int main(void)
         cmocka_unit_test(test_deploy_concurrent),
         cmocka_unit_test(test_deploy_other_host),
         cmocka_unit_test(test_deploy_rollback_proof),
+        cmocka_unit_test(test_deploy_admin_gone),
+        cmocka_unit_test(test_deploy_ledger_locked),
     };
     if (getenv("SW_CASES")) /* e.g. SW_CASES='test_deploy_*' */
         cmocka_set_test_filter(getenv("SW_CASES"));

@@ -5,7 +5,9 @@
  * the fleet edited (ctx 512 -> 1024), `slipway deploy --via-serve`: serve takes the endpoint out
  * of rotation, its requests queue (not refused) while the gated rollout stops, installs, starts
  * and proves the unit, and the queue goes to the new unit: path "rollout", outcome committed, no
- * request failed, the live unit holds the new shape. Waits are bounded; nothing asserts a
+ * request failed, the live unit holds the new shape. The rollout's attempt is in the ledger
+ * beside the fleet (serve's default): committed with its tag, its note naming serve, and serve's
+ * step "serve" with the path and the queue's figures. Waits are bounded; nothing asserts a
  * duration.
  */
 #include <setjmp.h>
@@ -13,6 +15,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
+#include "swledger.h"
 #include "swllama.h"
 #include "swrollout.h"
 #include "swtest.h"
@@ -49,6 +52,41 @@ static void stop_pid(pid_t pid)
         return;
     kill(pid, SIGTERM);
     swt_wait_exit(pid, 30);
+}
+
+/* The newest attempt of sro in the ledger beside the fleet, checked against serve's answer j. */
+static void ledger_has(struct swro *r, const json_t *j)
+{
+    const json_t *fig = NULL;
+    json_t *a = swl_last_attempt(swt_join(r->dir, "fleet.ledger.sqlite"), "sro", "serve", &fig);
+    const json_t *q = json_object_get(j, "queued"), *fq = json_object_get(fig, "queued");
+    print_message("ledger: attempt %lld of %s: %s, tag %s, downtime %lld ms, note '%s'; serve's "
+                  "step: path %s, queued %lld, wait max %.3f s\n",
+                  (long long)json_integer_value(json_object_get(a, "id")), swro_str(a, "endpoint"),
+                  swro_str(a, "outcome"), swro_str(a, "tag"),
+                  (long long)json_integer_value(json_object_get(a, "downtime_ms")),
+                  swro_str(a, "note"), swro_str(fig, "path"),
+                  (long long)json_integer_value(json_object_get(fq, "requests")),
+                  json_real_value(json_object_get(fq, "wait_max_s")));
+    assert_non_null(a);
+    assert_non_null(fig);
+    assert_string_equal(swro_str(a, "endpoint"), "sro");
+    assert_string_equal(swro_str(a, "outcome"), "committed");
+    assert_string_equal(swro_str(a, "note"), "through serve: rollout");
+    assert_string_equal(swro_str(a, "tag"), swro_str(json_object_get(j, "rollout"), "tag"));
+    assert_int_equal(json_integer_value(json_object_get(a, "id")),
+                     json_integer_value(json_object_get(json_object_get(j, "ledger"), "attempt")));
+    assert_string_equal(swro_str(fig, "path"), "rollout");
+    assert_int_equal(json_integer_value(json_object_get(fq, "requests")),
+                     json_integer_value(json_object_get(q, "requests")));
+    assert_true(json_real_value(json_object_get(fq, "wait_max_s")) ==
+                json_real_value(json_object_get(q, "wait_max_s")));
+    assert_int_equal(
+        json_integer_value(json_object_get(a, "downtime_ms")),
+        json_integer_value(json_object_get(json_object_get(j, "rollout"), "downtime_ms")));
+    assert_int_equal(json_integer_value(json_object_get(fig, "downtime_ms")),
+                     json_integer_value(json_object_get(a, "downtime_ms")));
+    json_decref(a);
 }
 
 static void test_deploy_remote_rollout(void **state)
@@ -158,6 +196,7 @@ static void test_deploy_remote_rollout(void **state)
     assert_true(json_integer_value(json_object_get(q, "requests")) >= 1);
     assert_int_equal(json_integer_value(json_object_get(json_object_get(j, "requests"), "failed")),
                      0);
+    ledger_has(r, j);
     json_decref(j);
     assert_true(ok > 0);
     assert_int_equal(bad, 0);

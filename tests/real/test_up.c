@@ -1080,6 +1080,41 @@ static void test_liveness_crash(void **state)
     run_fail(&c);
 }
 
+/* The one-token proof ends by the boot deadline (--timeout), not after a fixed 10 minutes: the
+ * sim standing in for llama-server is ready in 1 s but takes 5 s per prompt token, so its proof
+ * cannot answer by --timeout 6s; up fails as a timeout naming the deadline, and nothing carrying
+ * the case's mark is left running. */
+static void test_liveness_deadline(void **state)
+{
+    (void)state;
+    NEED_LLAMA();
+    struct tcase t;
+    tcase_init(&t, "live-deadline");
+    char sim[4400], text[5000], port[16];
+    snprintf(sim, sizeof(sim), "%s/sim.sh", t.dir);
+    snprintf(text, sizeof(text),
+             "#!/bin/sh\n# slipway's sim as a llama-server whose prompts take 5 s a token "
+             "(test_up.c)\nexport ASAN_OPTIONS=detect_leaks=0\nexec %s sim --engine llama.cpp "
+             "--device-memory 24GiB --load-time 1s --prefill-us 5000000 --alias %s -- "
+             "llama-server \"$@\"\n",
+             swt_bin(), t.mark);
+    swt_write_str(sim, text);
+    chmod(sim, 0755);
+    snprintf(port, sizeof(port), "%d", t.port);
+    const char *argv[] = {swt_bin(), "up", "--timeout", "6s",   "--log",
+                          t.log,     "--", sim,         "-m",   model("chat.gguf"),
+                          "--port",  port, "-c",        "1024", NULL};
+    struct swt_run r;
+    assert_int_equal(swt_run(argv, NULL, 120, &r), 0);
+    print_message("up: exit %d\n%s\n", r.status, r.err ? r.err : "");
+    assert_int_equal(r.status, 1);
+    assert_non_null(strstr(r.err, "boot FAILED: timeout (phase runtime)"));
+    assert_non_null(strstr(r.err, "liveness: POST /v1/chat/completions: no answer to the one-token "
+                                  "generation by the boot deadline (6 s from the start; "));
+    swt_run_free(&r);
+    assert_int_equal(settle(t.mark), 0);
+}
+
 int main(void)
 {
     sw_core_init();
@@ -1100,6 +1135,7 @@ int main(void)
         cmocka_unit_test(test_down_reused_pid),
         cmocka_unit_test(test_failing_boots),
         cmocka_unit_test(test_liveness_crash),
+        cmocka_unit_test(test_liveness_deadline),
     };
     return cmocka_run_group_tests_name("up", tests, setup, teardown);
 }

@@ -247,3 +247,32 @@ int64_t swl_import_seed(struct sw_ledger *l, const char *source)
     json_decref(seed);
     return st.added;
 }
+
+json_t *swl_last_attempt(const char *path, const char *endpoint, const char *step,
+                         const json_t **detail)
+{
+    struct sw_ledger l;
+    struct sw_err e;
+    sw_err_clear(&e);
+    struct sw_ledger_open_opts oo = {.readonly = true};
+    if (sw_ledger_open(&l, path, &oo, &e))
+        fail_msg("the ledger %s: %s", path, e.msg);
+    json_t *list = NULL;
+    int rc = sw_ledger_deploy_list(&l, endpoint, 1, &list, &e);
+    sw_ledger_close(&l);
+    if (rc)
+        fail_msg("%s's attempts: %s", endpoint, e.msg);
+    if (json_array_size(list) != 1)
+        fail_msg("the ledger %s holds no attempt of %s", path, endpoint);
+    json_t *a = json_incref(json_array_get(list, 0));
+    json_decref(list);
+    size_t i;
+    const json_t *st;
+    *detail = NULL;
+    json_array_foreach(json_object_get(a, "steps"), i, st)
+    {
+        if (!strcmp(json_string_value(json_object_get(st, "name")), step))
+            *detail = json_object_get(st, "detail");
+    }
+    return a;
+}

@@ -68,4 +68,11 @@ json_t *swl_json(const char *text);
  */
 int swl_same_schema(const char *a, const char *b);
 
+/* The newest deploy attempt of endpoint in the ledger at path (read-only), as
+ * sw_ledger_deploy_get gives it (json_decref), its step named step's detail in *detail (a
+ * borrowed reference; NULL when it has none). Fails the test when the ledger cannot be read or
+ * holds no attempt of endpoint. */
+json_t *swl_last_attempt(const char *path, const char *endpoint, const char *step,
+                         const json_t **detail);
+
 #endif

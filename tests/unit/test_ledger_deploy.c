@@ -276,6 +276,26 @@ static void test_attempt_steps(void **state)
     assert_string_equal(json_string_value(json_object_get(g, "tag")), tag);
     assert_true(json_is_null(json_object_get(g, "failure_class")));
     json_decref(g);
+    /* a step recorded whole after the attempt ended (serve's figures around a rollout) */
+    d = swl_json("{\"path\":\"rollout\",\"queued\":{\"requests\":3}}");
+    assert_int_equal(sw_ledger_deploy_step_record(&f->l, a, "serve", "ok", d, NULL, &e), 0);
+    assert_int_equal(sw_ledger_deploy_step_record(&f->l, a, "serve", "done", d, NULL, &e),
+                     SW_EINVAL);
+    assert_int_equal(sw_ledger_deploy_step_record(&f->l, a, "Serve", "ok", d, NULL, &e), SW_EINVAL);
+    assert_int_equal(sw_ledger_deploy_step_record(&f->l, 999, "serve", "ok", d, NULL, &e),
+                     SW_ENOENT);
+    json_decref(d);
+    assert_int_equal(sw_ledger_deploy_get(&f->l, a, &g, &e), 0);
+    steps = json_object_get(g, "steps");
+    assert_int_equal(json_array_size(steps), 1);
+    assert_string_equal(str_at(steps, 0, "name"), "serve");
+    assert_string_equal(str_at(steps, 0, "outcome"), "ok");
+    assert_int_equal(json_integer_value(json_object_get(json_array_get(steps, 0), "seq")), 1);
+    assert_string_equal(json_string_value(json_object_get(
+                            json_object_get(json_array_get(steps, 0), "detail"), "path")),
+                        "rollout");
+    assert_string_equal(json_string_value(json_object_get(g, "outcome")), "committed");
+    json_decref(g);
     json_t *list = NULL;
     assert_int_equal(sw_ledger_deploy_list(&f->l, "ep", 0, &list, &e), 0);
     assert_int_equal(json_array_size(list), 4);
