@@ -650,13 +650,11 @@ static int file_count(const char *path, const char *needle)
     return k;
 }
 
-/* Requests for one model arriving on several request loops share one queue and one start: the
- * bound holds across loops, the endpoint starts once, every queued request is answered. */
-static void test_queue_loops(void **state)
+/* One burst of 24 requests for a stopped model at a serve with 4 loops and a queue of 3: the
+ * bound holds across the loops, the endpoint starts once, every queued request is answered. The
+ * number of loops the burst arrived on. */
+static int queue_burst(void)
 {
-    (void)state;
-    need_all();
-    case_begin();
     const struct fleet_ep eps[] = {
         {"ql", "g0", "6GiB", "    env: {SIM_LOAD: 3s}\n", false},
     };
@@ -668,8 +666,10 @@ static void test_queue_loops(void **state)
     char body[] = "{\"model\": \"ql-model\", \"prompt\": \"hi\", \"max_tokens\": 2}";
     enum { N = 24 };
     int fds[N], ok = 0, full = 0;
-    for (int i = 0; i < N; i++) /* a burst: each on its own connection, none read yet */
+    for (int i = 0; i < N; i++) { /* each on its own connection, none read yet, 10 ms apart */
         fds[i] = send_req(s.port, "POST", "/v1/completions", body);
+        usleep(10000);
+    }
     for (int i = 0; i < N; i++) {
         char *out = NULL;
         int st = read_all(fds[i], 120, &out);
@@ -689,11 +689,10 @@ static void test_queue_loops(void **state)
     }
     print_message("%d answered, %d refused (429); requests arrived on %d of 4 loops\n", ok, full,
                   loops_used);
-    if (ok != 3 || full != N - 3 || loops_used < 2)
+    if (ok != 3 || full != N - 3)
         show_log(s.log);
     assert_int_equal(ok, 3);
     assert_int_equal(full, N - 3);
-    assert_true(loops_used >= 2); /* the burst was taken by more than one loop */
     assert_int_equal(file_count(s.log, "ql: started in"), 1);
     assert_int_equal(file_count(s.log, "ql-model: queue full (3): 429"), N - 3);
     assert_non_null(strstr(m, "slipway_serve_starts_total{endpoint=\"ql\"} 1\n"));
@@ -702,6 +701,25 @@ static void test_queue_loops(void **state)
     assert_non_null(strstr(m, "slipway_serve_queued{model=\"ql-model\"} 0\n"));
     free(m);
     stop(&s);
+    return loops_used;
+}
+
+/* Requests for one model arriving on several request loops share one queue and one start. Which
+ * loop accepts a connection is the kernel's choice (every loop waits on the one listening socket):
+ * on a loaded machine one loop can take a whole burst, which proves nothing about the sharing, so
+ * the burst is made again on a fresh serve, at most three times, until it arrived on two loops. */
+static void test_queue_loops(void **state)
+{
+    (void)state;
+    need_all();
+    int loops_used = 0;
+    for (int attempt = 1; attempt <= 3 && loops_used < 2; attempt++) {
+        case_begin();
+        loops_used = queue_burst();
+        if (loops_used < 2)
+            print_message("burst %d arrived on one loop only: once more\n", attempt);
+    }
+    assert_true(loops_used >= 2); /* a burst was taken by more than one loop */
 }
 
 static void test_replicas(void **state)
