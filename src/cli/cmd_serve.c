@@ -31,9 +31,7 @@ static const struct sw_opt opts[] = {
     {"loops", 0, "N", 0, "request loops, each its own thread, 1..64 (default: the online CPUs)",
      NULL},
     {"ledger", 0, "PATH", 0,
-     "where deploys through serve are recorded (default: $SLIPWAY_LEDGER, else "
-     "FLEET.ledger.sqlite)",
-     NULL},
+     "the ledger of its deploys (default: $SLIPWAY_LEDGER, else the fleet's)", NULL},
     {"no-ledger", 0, NULL, 0, "record no deploy through serve", NULL},
     {0},
 };

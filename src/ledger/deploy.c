@@ -588,8 +588,11 @@ static int step_txn_end(struct sw_ledger *l, int rc, struct sw_err *e)
     return sw__ledger_commit(l, e);
 }
 
-int sw_ledger_deploy_step_end(struct sw_ledger *l, int64_t step_id, const char *outcome,
-                              const json_t *detail, const char *const *secrets, struct sw_err *e)
+/* An ended step's row: the open step step_id ended now (attempt 0), or a whole step `step` added
+ * to attempt, open or finished (step_id 0); its outcome and detail checked; one transaction. */
+static int step_write(struct sw_ledger *l, int64_t step_id, int64_t attempt, const char *step,
+                      const char *outcome, const json_t *detail, const char *const *secrets,
+                      struct sw_err *e)
 {
     char *dt = NULL;
     sqlite3_stmt *st = NULL;
@@ -599,7 +602,13 @@ int sw_ledger_deploy_step_end(struct sw_ledger *l, int64_t step_id, const char *
     rc = sw__ledger_begin(l, e);
     if (rc)
         goto out_free;
-    int64_t attempt = 0, ended = 0;
+    if (!step_id) {
+        rc = sw__dep_attempt_row(l, attempt, NULL, NULL, NULL, e);
+        if (!rc)
+            rc = step_insert(l, attempt, step, outcome, dt, e);
+        goto out_txn;
+    }
+    int64_t ended = 0;
     rc = sw__dep_prepare(l, "SELECT attempt_id, ended_ms FROM deploy_steps WHERE id = ?1", &st, e);
     if (!rc) {
         sqlite3_bind_int64(st, 1, step_id);
@@ -628,10 +637,19 @@ int sw_ledger_deploy_step_end(struct sw_ledger *l, int64_t step_id, const char *
         sw__bind_text(st, 4, dt);
         rc = sw__dep_done(l, st, "ending a deploy step", e);
     }
+out_txn:
     rc = step_txn_end(l, rc, e);
 out_free:
     sw_free(dt);
     return rc;
+}
+
+int sw_ledger_deploy_step_end(struct sw_ledger *l, int64_t step_id, const char *outcome,
+                              const json_t *detail, const char *const *secrets, struct sw_err *e)
+{
+    if (step_id <= 0)
+        return sw_err_set(e, SW_ENOENT, "no deploy step #%lld in the ledger", (long long)step_id);
+    return step_write(l, step_id, 0, NULL, outcome, detail, secrets, e);
 }
 
 int sw_ledger_deploy_step_record(struct sw_ledger *l, int64_t attempt, const char *step,
@@ -640,20 +658,7 @@ int sw_ledger_deploy_step_record(struct sw_ledger *l, int64_t attempt, const cha
 {
     if (!sw__dep_word(step, 64))
         return sw_err_set(e, SW_EINVAL, "deploy step: the name must be a lowercase word");
-    char *dt = NULL;
-    int rc = step_end_text(outcome, detail, secrets, &dt, e);
-    if (rc)
-        return rc;
-    rc = sw__ledger_begin(l, e);
-    if (rc)
-        goto out_free;
-    rc = sw__dep_attempt_row(l, attempt, NULL, NULL, NULL, e);
-    if (!rc)
-        rc = step_insert(l, attempt, step, outcome, dt, e);
-    rc = step_txn_end(l, rc, e);
-out_free:
-    sw_free(dt);
-    return rc;
+    return step_write(l, 0, attempt, step, outcome, detail, secrets, e);
 }
 
 /* ---------------------------------------------------------------------------------------------
