@@ -350,8 +350,13 @@ struct sw_plan_headroom {
  * caller checks fit->headroom.have and .consistent, in its own words. */
 int sw_plan_headroom(const struct sw_calib_fit *fit, const json_t *canon,
                      struct sw_plan_headroom *out, struct sw_err *e);
-/* The same for an endpoint's shape as the fleet (and any --set) gives it: sw_plan_shape,
- * canonicalized like the ledger, then sw_plan_headroom. */
+/* The terms alone (out->shape, out->kv_dtype; out->pred zero) of an endpoint's shape as the fleet
+ * (and any --set) gives it: sw_plan_shape, canonicalized like the ledger, the headroom terms read
+ * from it. SW_EINVAL as sw_plan_headroom's; the canonicalization's errors. The ladder reads them
+ * once and walks its grid in the typed shape. */
+int sw_plan_headroom_terms(const struct sw_fleet_endpoint *ep, struct sw_plan_headroom *out,
+                           struct sw_err *e);
+/* The same, then the verdict (sw_calib_headroom_predict): sw_plan_headroom of the endpoint. */
 int sw_plan_headroom_endpoint(const struct sw_calib_fit *fit, const struct sw_fleet_endpoint *ep,
                               struct sw_plan_headroom *out, struct sw_err *e);
 

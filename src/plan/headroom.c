@@ -17,19 +17,26 @@
 
 #include <string.h>
 
-int sw_plan_headroom(const struct sw_calib_fit *fit, const json_t *canon,
-                     struct sw_plan_headroom *out, struct sw_err *e)
+/* A canonical shape's headroom terms into out (its shape and KV dtype; the verdict left zero). */
+static int terms_of_canon(const json_t *canon, struct sw_plan_headroom *out, struct sw_err *e)
 {
     const char *kv = "auto";
     memset(out, 0, sizeof(*out));
     if (sw_calib_headroom_shape(canon, &out->shape, &kv))
         return sw_err_set(e, SW_EINVAL, "the shape names no max_model_len and seqs to price");
     snprintf(out->kv_dtype, sizeof(out->kv_dtype), "%s", kv);
-    return sw_calib_headroom_predict(fit, &out->shape, out->kv_dtype, &out->pred, e);
+    return 0;
 }
 
-int sw_plan_headroom_endpoint(const struct sw_calib_fit *fit, const struct sw_fleet_endpoint *ep,
-                              struct sw_plan_headroom *out, struct sw_err *e)
+int sw_plan_headroom(const struct sw_calib_fit *fit, const json_t *canon,
+                     struct sw_plan_headroom *out, struct sw_err *e)
+{
+    int rc = terms_of_canon(canon, out, e);
+    return rc ? rc : sw_calib_headroom_predict(fit, &out->shape, out->kv_dtype, &out->pred, e);
+}
+
+int sw_plan_headroom_terms(const struct sw_fleet_endpoint *ep, struct sw_plan_headroom *out,
+                           struct sw_err *e)
 {
     json_t *raw = sw_plan_shape(ep), *canon = NULL;
     int rc;
@@ -37,11 +44,16 @@ int sw_plan_headroom_endpoint(const struct sw_calib_fit *fit, const struct sw_fl
     if (!raw)
         return sw_err_set(e, SW_ENOMEM, "out of memory");
     rc = sw_ledger_shape_canon(raw, &canon, NULL, NULL, e);
-    if (rc)
-        goto out;
-    rc = sw_plan_headroom(fit, canon, out, e);
-out:
+    if (!rc)
+        rc = terms_of_canon(canon, out, e);
     json_decref(canon);
     json_decref(raw);
     return rc;
+}
+
+int sw_plan_headroom_endpoint(const struct sw_calib_fit *fit, const struct sw_fleet_endpoint *ep,
+                              struct sw_plan_headroom *out, struct sw_err *e)
+{
+    int rc = sw_plan_headroom_terms(ep, out, e);
+    return rc ? rc : sw_calib_headroom_predict(fit, &out->shape, out->kv_dtype, &out->pred, e);
 }

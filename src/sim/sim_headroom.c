@@ -83,7 +83,6 @@ int sw__sim_vllm_boot(struct sw_fleet_endpoint *ep, const char *ledger_path,
 {
     struct sw_ledger led;
     struct sw_calib_fit *fit = NULL;
-    json_t *raw = NULL, *canon = NULL;
     int rc = 0;
     memset(boot, 0, sizeof(*boot));
     memset(&led, 0, sizeof(led));
@@ -99,30 +98,26 @@ int sw__sim_vllm_boot(struct sw_fleet_endpoint *ep, const char *ledger_path,
         goto out;
     if (!fit->headroom.have || !fit->headroom.consistent)
         goto out;
-    /* the shape as the ledger keys it, which the model's pools are read by */
-    raw = sw_plan_shape(ep);
-    rc = raw ? sw_ledger_shape_canon(raw, &canon, NULL, NULL, e)
-             : sw_err_set(e, SW_ENOMEM, "out of memory");
-    if (rc)
+    /* plan/headroom's chain: the shape as the ledger keys it (which the model's pools are read
+     * by), its terms, the verdict; a shape without max_model_len and seqs has none */
+    struct sw_plan_headroom hr;
+    rc = sw_plan_headroom_terms(ep, &hr, e);
+    if (rc == SW_EINVAL) {
+        rc = 0;
         goto out;
-    struct sw_headroom_shape hs;
-    const char *kv = "auto";
-    if (sw_calib_headroom_shape(canon, &hs, &kv))
-        goto out;
-    struct sw_calib_hr_pred pr;
-    rc = sw_calib_headroom_predict(fit, &hs, kv, &pr, e);
+    }
+    if (!rc)
+        rc = sw_calib_headroom_predict(fit, &hr.shape, hr.kv_dtype, &hr.pred, e);
     if (rc)
         goto out;
     boot->total_bytes = fit->headroom.prof.usable;
-    verdict(&fit->headroom, &pr, &hs, kv, c, boot);
+    verdict(&fit->headroom, &hr.pred, &hr.shape, hr.kv_dtype, c, boot);
     /* an engine-sized pool the model predicts: pinned so the law prints its tokens */
-    if (pr.auto_pool && pr.verdict != SW_CALIB_HR_UNKNOWN && pr.pool_point > 0) {
+    if (hr.pred.auto_pool && hr.pred.verdict != SW_CALIB_HR_UNKNOWN && hr.pred.pool_point > 0) {
         ep->shape.kv_cache_bytes.set = true;
-        ep->shape.kv_cache_bytes.v = (uint64_t)pr.pool_point;
+        ep->shape.kv_cache_bytes.v = (uint64_t)hr.pred.pool_point;
     }
 out:
-    json_decref(canon);
-    json_decref(raw);
     sw_calib_fit_free(fit);
     sw_ledger_close(&led);
     return rc;

@@ -85,19 +85,13 @@ static enum sw_calib_hr_verdict prior_auto(struct sw__ladder *L, const struct sw
  */
 static bool headroom_shape(struct sw__ladder *L, struct sw_headroom_shape *hs, char *kv, size_t n)
 {
-    json_t *raw = NULL, *canon = NULL;
-    const char *k = "auto";
+    struct sw_plan_headroom hr;
     struct sw_err e;
-    if (sw__ladder_set(L->ep, L->o->knob, L->r->min, &e))
+    if (sw__ladder_set(L->ep, L->o->knob, L->r->min, &e) || sw_plan_headroom_terms(L->ep, &hr, &e))
         return false;
-    raw = sw_plan_shape(L->ep);
-    bool ok = raw && !sw_ledger_shape_canon(raw, &canon, NULL, NULL, &e) &&
-              !sw_calib_headroom_shape(canon, hs, &k);
-    if (ok)
-        snprintf(kv, n, "%s", k);
-    json_decref(canon);
-    json_decref(raw);
-    return ok;
+    *hs = hr.shape;
+    snprintf(kv, n, "%s", hr.kv_dtype);
+    return true;
 }
 
 /* What the grid values' verdicts say so far: the largest that fits, the first that fails, the
