@@ -90,7 +90,7 @@ static int plan(const char *dir, bool with_profile, const char *decl, struct sw_
 static void test_fork_type_through_profile(void **state)
 {
     char *dir = swt_tmpdir();
-    struct sw_gguf_base_opts bo;
+    struct sw_gguf_base_opts bo = {0};
     struct sw_err e;
     struct sw_plan p;
     (void)state;
