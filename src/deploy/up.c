@@ -106,6 +106,20 @@ int sw_deploy_read_log(const struct sw_up_opts *o, struct sw_up_result *r, struc
     return 0;
 }
 
+/* The log once /health answered 200. llama-server writes its log through a thread of its own,
+ * which on a loaded machine can lag the answer (a test read a log holding none of the memory
+ * lines at the 200): its log is read again, every 20 ms for at most a second, until its parser
+ * has seen the line that says it serves ("model loaded", "all slots are idle"). */
+static void read_log_ready(const struct sw_up_opts *o, struct sw_up_result *r)
+{
+    sw_deploy_read_log(o, r, NULL);
+    bool llama = !strcmp(o->engine->name, "llama.cpp");
+    for (int i = 0; llama && !r->status.booted && i < 50 && !sw_child_poll(&r->child); i++) {
+        sw_sleep_ms(20);
+        sw_deploy_read_log(o, r, NULL);
+    }
+}
+
 static void progress(const struct sw_up_opts *o, struct sw_up_result *r, const char *what,
                      int health)
 {
@@ -484,7 +498,7 @@ static int boot(const struct sw_up_opts *o, struct sw_up_result *r, struct sw_er
             return rc;
         }
     }
-    sw_deploy_read_log(o, r, NULL);
+    read_log_ready(o, r);
     if (o->liveness) {
         rc = liveness(o, r, e);
         if (rc) {
