@@ -689,8 +689,24 @@ static void test_watch(void **state)
     /* (a) both serving; the jobs */
     assert_true(wait_line(f, 0, 60, "\"endpoint\":\"wa\"", "\"state\":\"serving\"", NULL) >= 0);
     assert_true(wait_line(f, 0, 60, "\"endpoint\":\"wb\"", "\"state\":\"serving\"", NULL) >= 0);
-    assert_true(
-        wait_line(f, 0, 30, "\"kind\":\"job\"", "\"action\":\"quick\"", "\"outcome\":\"ok\"") >= 0);
+    /* quick is a whole `slipway ladder --dry-run` (the sanitized build's, in that copy of the
+     * test) reading the model on host B: seconds when the machine is quiet, more beside three
+     * other tests; the bound is a deadline, not a measure */
+    long quick_ms =
+        wait_line(f, 0, 120, "\"kind\":\"job\"", "\"action\":\"quick\"", "\"outcome\":\"ok\"");
+    assert_true(quick_ms >= 0);
+    {
+        json_t *jobs = ledger_rows(f, "wb", "job");
+        size_t i;
+        json_t *r;
+        json_array_foreach(jobs, i, r)
+        {
+            if (!strcmp(swro_str(r, "action"), "quick") && !strcmp(swro_str(r, "outcome"), "ok"))
+                print_message("job quick: %s (seen %ld ms after the baseline)\n",
+                              swro_str(json_object_get(r, "evidence"), "detail"), quick_ms);
+        }
+        json_decref(jobs);
+    }
     assert_true(wait_line(f, 0, 30, "\"kind\":\"job\"", "\"action\":\"long\"",
                           "\"outcome\":\"overran\"") >= 0);
     char *job = slurp(swt_join(f->a.dir, "job.out"));
