@@ -694,6 +694,14 @@ static void test_watch(void **state)
      * other tests; the bound is a deadline, not a measure */
     long quick_ms =
         wait_line(f, 0, 120, "\"kind\":\"job\"", "\"action\":\"quick\"", "\"outcome\":\"ok\"");
+    if (quick_ms < 0) {
+        /* what the job said so far, and what runs: the failure's evidence */
+        char *lo = slurp(swt_join(f->a.dir, "ladder.out"));
+        print_message("ladder.out so far:\n%s\n", lo ? lo : "(none)");
+        free(lo);
+        if (system("ps -eo pid,ppid,etimes,stat,args | grep -E 'slipway|ssh' | grep -v grep"))
+            print_message("(ps found nothing)\n");
+    }
     assert_true(quick_ms >= 0);
     {
         json_t *jobs = ledger_rows(f, "wb", "job");
