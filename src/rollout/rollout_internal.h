@@ -44,6 +44,8 @@ struct sw__ro {
     char last_step[32];    /* the last step recorded (where an interruption happened) */
     char gone_msg[512];    /* why the host was found unreachable after a failed step */
     bool ledger_committed; /* the ledger finished the attempt `committed` (its tag named) */
+    bool keep_master;      /* close leaves the host's ssh master running (serve's forwards ride
+                            * on it: unit.c) */
 };
 
 /* systemctl stop / start / restart's bound */
@@ -56,7 +58,8 @@ int sw__ro_init(struct sw__ro *c, const struct sw_fleet *f, const struct sw_flee
                 struct sw_unit_render *rd, struct sw_err *e);
 /* The unit's names and places from the render, and the host opened. */
 int sw__ro_open(struct sw__ro *c, const struct sw_unit_render *rd, struct sw_err *e);
-/* The lock released and the ssh master asked to exit: nothing of this run outlives it. */
+/* The lock released and the ssh master asked to exit (unless keep_master): nothing of this run
+ * outlives it. */
 void sw__ro_close(struct sw__ro *c);
 /* The one recording point of a step: kept in the result and the ledger, printed as progress. */
 void sw__ro_record(struct sw__ro *c, const char *step, bool ok, uint64_t t_start, const char *fmt,
