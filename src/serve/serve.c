@@ -7,8 +7,10 @@
  * `up` detached) and stops (sw_pidfile_stop, `down`) run in worker threads, each decision is
  * logged with its figures, and an endpoint idle past its idle_ttl is stopped.
  *
- * What it does not do: the HTTP routes (front.c), the upstream request (proxy.c), endpoints on
- * other hosts' units (they are served as running, never started or stopped: docs/serve.md).
+ * An endpoint bound to its ssh host's loopback is reached through its route's forward (proxy.c).
+ *
+ * What it does not do: the HTTP routes (front.c), the upstream request (proxy.c), start or stop
+ * endpoints on other hosts' units (they are served while they answer: docs/serve.md).
  */
 #include "serve_internal.h"
 
@@ -402,6 +404,12 @@ int sw__serve_tenants(struct sw__serve *sv, struct sw_serve_tenant *ts)
     return n;
 }
 
+/* Does serve start it? `up` boots local llama.cpp endpoints. */
+static bool startable(const struct sw__serve_ep *x)
+{
+    return x->local && x->ep->engine == SW_FLEET_LLAMACPP;
+}
+
 /* Serve what m has queued: dispatch to running replicas, else start one the law admits. */
 static void serve_model(struct sw__serve *sv, int mi)
 {
@@ -432,7 +440,7 @@ static void serve_model(struct sw__serve *sv, int mi)
     for (int k = 0; k < m->n_eps; k++) {
         int i = m->eps[k];
         struct sw__serve_ep *x = &sv->eps[i];
-        if (x->state != SW_SERVE_STOPPED || !x->local || x->ep->engine != SW_FLEET_LLAMACPP)
+        if (x->state != SW_SERVE_STOPPED || !startable(x))
             continue; /* `up` boots local llama.cpp endpoints; the others come back by themselves */
         n_cand++;
         if (!x->claim_ok) {
@@ -478,8 +486,7 @@ static void serve_model(struct sw__serve *sv, int mi)
     if (n_cand && n_never == n_cand && sw__serve_pick(sv, m, NULL) < 0) {
         bool others = false; /* a replica that is not ours to start may come back */
         for (int k = 0; k < m->n_eps; k++)
-            others = others || !sv->eps[m->eps[k]].local ||
-                     sv->eps[m->eps[k]].ep->engine != SW_FLEET_LLAMACPP;
+            others = others || !startable(&sv->eps[m->eps[k]]);
         if (!others) {
             m->never = true;
             snprintf(m->last_why, sizeof(m->last_why), "%s", never_why);
@@ -505,7 +512,7 @@ void sw__serve_kick(struct sw__serve *sv)
             serve_model(sv, i);
 }
 
-static bool port_answers(const char *host, unsigned port);
+static bool ep_answers(struct sw__serve_ep *x);
 
 /* Every 200 ms: idle endpoints past their idle_ttl are stopped; a stop request ends the loop. */
 static void on_tick(evutil_socket_t fd, short what, void *arg)
@@ -522,8 +529,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     if (++sv->ticks % 10 == 0) /* every 2 s: one that runs outside serve and stopped answering */
         for (int i = 0; i < sv->n_eps; i++) {
             struct sw__serve_ep *x = &sv->eps[i];
-            if (x->state != SW_SERVE_STOPPED || x->can_stop ||
-                (x->local && x->ep->engine == SW_FLEET_LLAMACPP) || !port_answers(x->host, x->port))
+            if (x->state != SW_SERVE_STOPPED || x->can_stop || startable(x) || !ep_answers(x))
                 continue;
             x->state = SW_SERVE_RUNNING;
             x->last_ns = now;
@@ -579,6 +585,16 @@ static bool port_answers(const char *host, unsigned port)
     evutil_freeaddrinfo(ai);
     return ok;
 }
+/* Does the endpoint answer? Through its route's forward its health path (200 within 2 s: the
+ * forward's socket itself always accepts); else something accepts at its address. Nothing on
+ * this machine's own loopback is asked for an endpoint on another host. */
+static bool ep_answers(struct sw__serve_ep *x)
+{
+    if (x->routed)
+        return sw_service_client_health(&x->client, 2000) == 200;
+    return port_answers(x->host, x->port);
+}
+
 static int add_ep(struct sw__serve *sv, const struct sw_fleet_endpoint *ep, struct sw_err *e)
 {
     if (sv->n_eps >= SW__SERVE_MAX_EP)
@@ -592,14 +608,19 @@ static int add_ep(struct sw__serve *sv, const struct sw_fleet_endpoint *ep, stru
     x->priority = ep->serve.priority.set ? (unsigned)ep->serve.priority.v : 0;
     x->idle_ttl_ms = ep->serve.idle_ttl_ms.set ? ep->serve.idle_ttl_ms.v : 0;
     int rc = sw_service_client_open(sv->fleet, ep->name, &x->client, e);
+    x->client_open = true; /* safe to close after an error too */
+    if (rc && !x->local && x->client.route.unix_socket[0]) {
+        /* its route's forward could not be asked for (the host unreachable now): stopped; the
+         * forward is asked again when a request needs it (proxy.c) */
+        char m[600];
+        sw__serve_logf(sv, "%s: its host cannot be reached now (%s): stopped until it can",
+                       ep->name, sw_err_format(e, m, sizeof(m)));
+        sw_err_clear(e);
+        rc = 0;
+    }
     if (rc)
         return rc;
-    x->client_open = true;
-    if (x->client.route.unix_socket[0])
-        return sw_err_set(e, SW_EINVAL,
-                          "%s: reached through its host's ssh (%s): serve reaches endpoints "
-                          "directly only (for now)",
-                          ep->name, x->client.route.via);
+    x->routed = x->client.route.unix_socket[0] != 0;
     size_t hl = strnlen(x->client.route.addr.connect, sizeof(x->host) - 1);
     memcpy(x->host, x->client.route.addr.connect, hl);
     x->host[hl] = 0;
@@ -645,10 +666,11 @@ static int add_ep(struct sw__serve *sv, const struct sw_fleet_endpoint *ep, stru
             }
         }
     }
-    if (!x->local)
+    if (!x->local && !x->routed)
         x->state = SW_SERVE_RUNNING; /* a unit on its host: served, not started or stopped */
-    else if (x->state == SW_SERVE_STOPPED && port_answers(x->host, x->port))
-        x->state = SW_SERVE_RUNNING; /* started outside serve (a unit, a sim): never stopped */
+    else if (x->state == SW_SERVE_STOPPED && ep_answers(x))
+        x->state = SW_SERVE_RUNNING; /* started outside serve (a unit, a sim): never stopped; one
+                                      * on an ssh host when its health answers through its route */
     x->last_ns = sw_now_ns();
     char figs[600] = "";
     int w = 0;
@@ -656,8 +678,10 @@ static int add_ep(struct sw__serve *sv, const struct sw_fleet_endpoint *ep, stru
         w += snprintf(figs + w, sizeof(figs) - (size_t)w, "%s%s %.2f GiB of %.2f GiB",
                       d ? ", " : "", x->claim.dev[d]->name, (double)x->claim.bytes[d] / (1 << 30),
                       (double)x->claim.capacity[d] / (1 << 30));
-    sw__serve_logf(sv, "%s: model %s at %s:%u, %s; claim %s%s%s%s", ep->name, name, x->host,
-                   x->port, sw_serve_state_name(x->state),
+    sw__serve_logf(sv, "%s: model %s at %s:%u%s%s%s, %s; claim %s%s%s%s", ep->name, name, x->host,
+                   x->port, x->routed ? " on its host (through " : "",
+                   x->routed ? x->client.route.via : "", x->routed ? ")" : "",
+                   sw_serve_state_name(x->state),
                    x->claim_ok ? figs : "unknown: ", x->claim_ok ? " (" : x->claim_why,
                    x->claim_ok ? x->claim.how : "", x->claim_ok ? ")" : "");
     sv->n_eps++;

@@ -45,6 +45,7 @@ struct sw__serve_ep {
     enum sw_serve_state state;
     int inflight;
     bool pinned, by_priority, local;
+    bool routed; /* reached through its host's ssh forward (client.route.unix_socket) */
     unsigned priority;
     uint64_t idle_ttl_ms, last_ns;
     bool ours;       /* serve started it (it stops it at exit) */
@@ -58,6 +59,7 @@ struct sw__serve_ep {
     unsigned port;
     char pid_path[4096];
     uint64_t starts, evictions, stops_idle, failures;
+    uint64_t refreshes;       /* its forward opened again (proxy.c) */
     int pool[SW__SERVE_POOL]; /* idle keep-alive connections to it (proxy.c) */
     int n_pool;
 };
