@@ -169,6 +169,11 @@ int sw_rollout_unit_start(const struct sw_fleet *f, const struct sw_fleet_endpoi
 int sw_rollout_unit_stop(const struct sw_fleet *f, const struct sw_fleet_endpoint *ep,
                          const struct sw_rollout_opts *o, struct sw_rollout_result *r,
                          struct sw_err *e);
+/* Who holds the endpoint's deploy lock on its host now: holder (n bytes) its owner line, "" when
+ * nobody does (or a dead process of this machine, whose lock the next start takes over). A look,
+ * not a promise: sw_rollout_unit_start takes the lock itself. */
+int sw_rollout_unit_lock_holder(const struct sw_fleet *f, const struct sw_fleet_endpoint *ep,
+                                char *holder, size_t n, struct sw_err *e);
 
 #ifdef __cplusplus
 }

@@ -117,6 +117,8 @@ int sw__ro_sh(struct sw__ro *c, const char *script, const char *const *args, int
               struct sw_host_result *hr, struct sw_err *e);
 int sw__ro_lock(struct sw__ro *c, struct sw_err *e);
 void sw__ro_unlock(struct sw__ro *c);
+/* Who holds the lock now (its owner line; "" when nobody, or a dead holder a lock takes over). */
+int sw__ro_lock_holder(struct sw__ro *c, char *holder, size_t n, struct sw_err *e);
 /* The newest cursor of the host's whole journal (sw_free), NULL when the journal is empty. */
 int sw__ro_cursor(struct sw__ro *c, char **cursor, struct sw_err *e);
 /* A remote file's text (sw_free) and whether it exists. */

@@ -79,3 +79,24 @@ int sw_rollout_unit_stop(const struct sw_fleet *f, const struct sw_fleet_endpoin
     sw_unit_render_free(&rd);
     return rc;
 }
+
+int sw_rollout_unit_lock_holder(const struct sw_fleet *f, const struct sw_fleet_endpoint *ep,
+                                char *holder, size_t n, struct sw_err *e)
+{
+    struct sw__ro c;
+    struct sw_unit_render rd;
+    struct sw_rollout_result r;
+    holder[0] = '\0';
+    int rc = sw__ro_init(&c, f, ep, NULL, &r, &rd, e);
+    c.keep_master = true;
+    if (!rc)
+        rc = sw_unit_render_endpoint(f, ep, &rd, e);
+    if (!rc)
+        rc = sw__ro_open(&c, &rd, e);
+    if (!rc)
+        rc = sw__ro_lock_holder(&c, holder, n, e);
+    sw__ro_close(&c);
+    sw_unit_render_free(&rd);
+    sw_rollout_result_free(&r);
+    return rc;
+}

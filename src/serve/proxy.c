@@ -257,8 +257,9 @@ static void failed_early(struct sw__serve_px *px, const char *what)
     }
     ep_done(px);
     px->tried[px->ep] = true;
-    if (!px->retry && !x->can_stop) {
-        /* no answer from one that runs outside serve: it is gone until it is seen again */
+    if (!px->retry && (!x->can_stop || x->unit)) {
+        /* no answer from one that runs outside serve: it is gone until it is seen again; a unit
+         * on an ssh host until a request starts it again (systemctl start: its proofs) */
         x->state = SW_SERVE_STOPPED;
         sw__serve_pool_close(sv, px->ep);
         sw__serve_logf(sv, "%s: no answer at %s:%u: taken out of rotation", x->ep->name, x->host,

@@ -46,6 +46,7 @@ struct sw__serve_ep {
     int inflight;
     bool pinned, by_priority, local;
     bool routed; /* reached through its host's ssh forward (client.route.unix_socket) */
+    bool unit;   /* a system unit on an ssh host: started and stopped by systemctl (serve.c) */
     unsigned priority;
     uint64_t idle_ttl_ms, last_ns;
     bool ours;       /* serve started it (it stops it at exit) */
@@ -140,7 +141,8 @@ struct sw__serve_job {
      * its port, and what the loop does once it ended (instead of job_done's; then freed) */
     char as[160];
     unsigned port;
-    const char *fleet_text; /* the fleet text of the shape it boots (NULL: the fleet file) */
+    const char *fleet_text;       /* the fleet text of the shape it boots (NULL: the fleet file) */
+    const struct sw_fleet *fleet; /* a unit's start or stop: the fleet its endpoint is of */
     void (*done)(struct sw__serve *sv, struct sw__serve_job *j);
     /* a job of its own instead of a start or a stop (stopstart.c: the gated rollout of an
      * endpoint on another host), run in the thread with arg */
@@ -295,6 +297,8 @@ int sw__serve_fleet_read(const char *path, struct sw_fleet **out, char **text, s
 /* the fleet text an endpoint's shape was read from (serve's start, or a deploy's reload): its
  * starts boot that shape, not what the file says since */
 const char *sw__serve_bg_text(struct sw__serve *sv, const struct sw_fleet_endpoint *ep);
+/* the fleet an endpoint's shape was read from (serve's start, or a deploy's reload); NULL: none */
+const struct sw_fleet *sw__serve_bg_fleet(struct sw__serve *sv, const struct sw_fleet_endpoint *ep);
 
 /* record.c: serve's ledger opened (a named one that cannot be: an error; the default one: said
  * in the log, sv->ledger_why) and closed */
@@ -304,6 +308,16 @@ void sw__serve_ledger_close(struct sw__serve *sv);
 /* admit.c: per device, the larger of into's and c's claims (a stop-start deploy holds the larger
  * of its old and new shapes until its boot ends) */
 void sw__serve_claim_max(struct sw_serve_claim *into, const struct sw_serve_claim *c);
+
+/* units.c: endpoints on other hosts */
+/* does x answer (its health through its route; else a connect to its address, 500 ms)? */
+bool sw__serve_answers(struct sw__serve_ep *x);
+/* a unit's start or stop (j->start) in a worker thread: j->rc, msg, fail_class */
+void sw__serve_unit_job(struct sw__serve_job *j);
+/* x, a unit m wants started (decision: the law's words), has its deploy lock held by another:
+ * logged and m's queue answered 503; true. False when it is free (or not a unit). */
+bool sw__serve_unit_locked(struct sw__serve *sv, struct sw__serve_model *m, struct sw__serve_ep *x,
+                           const char *decision);
 
 /* proxy.c */
 /* send px to endpoint i; on failure before the first byte px is retried or answered */
