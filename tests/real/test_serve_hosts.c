@@ -28,7 +28,6 @@
 #include "swrollout.h"
 #include "swtest.h"
 
-#include <dirent.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -152,41 +151,15 @@ static char *get(int port, const char *path)
     return out;
 }
 
-/* Forward sockets (NAME.fPID.N beside the ssh masters) left in slipway's run directory. */
-static int forwards_left(const char *run_dir)
+/* A chat request for model through serve answers 200 with a real generation (never the decoy). */
+static void chat_ok(int port, const char *model)
 {
-    char dir[4200];
-    snprintf(dir, sizeof(dir), "%s/ssh", run_dir);
-    DIR *d = opendir(dir);
-    int n = 0;
-    for (struct dirent *de = d ? readdir(d) : NULL; de; de = readdir(d))
-        if (strstr(de->d_name, ".f"))
-            n++;
-    if (d)
-        closedir(d);
-    return n;
-}
-
-static int serve_port(const char *ready, pid_t serve, const char *slog)
-{
-    int port = 0;
-    for (int i = 0; i < 1200 && port <= 0; i++) {
-        FILE *f = fopen(ready, "r");
-        if (f) {
-            if (fscanf(f, "%d", &port) != 1)
-                port = 0;
-            fclose(f);
-        }
-        if (port <= 0)
-            usleep(50000);
-    }
-    if (port <= 0) {
-        char *t = swl_tail(slog, 4000);
-        kill(serve, SIGTERM);
-        swt_wait_exit(serve, 30);
-        fail_msg("serve did not listen: %s", t ? t : "");
-    }
-    return port;
+    int code = 0;
+    char *out = chat(port, model, false, &code);
+    assert_int_equal(code, 200);
+    assert_non_null(strstr(out, "\"completion_tokens\""));
+    assert_null(strstr(out, "decoy"));
+    free(out);
 }
 
 static void test_serve_units_on_a_host(void **state)
@@ -218,7 +191,11 @@ static void test_serve_units_on_a_host(void **state)
                            "127.0.0.1:0",    "--ready-file", ready,     "--max-wait", "150s",
                            "--boot-timeout", "120s",         "--loops", "2",          NULL};
     pid_t serve = swt_spawn(sargv, sout, slog, NULL);
-    int port = serve_port(ready, serve, slog);
+    int port = swt_announced_port(ready, serve, 60000, NULL);
+    if (port <= 0) {
+        char *t = swl_tail(slog, 4000);
+        fail_msg("serve did not listen: %s", t ? t : "");
+    }
 
     /* 1. what runs is known at start: sha from its health through the forward */
     char *models = get(port, "/v1/models");
@@ -239,22 +216,15 @@ static void test_serve_units_on_a_host(void **state)
     json_decref(mj);
 
     /* 2. a real generation through the forward */
-    int code = 0;
-    char *out = chat(port, "sha-tiny", false, &code);
-    assert_int_equal(code, 200);
-    assert_non_null(strstr(out, "\"completion_tokens\""));
-    assert_null(strstr(out, "decoy"));
-    free(out);
+    chat_ok(port, "sha-tiny");
 
     /* 2b. the host's ssh master ended (its forward with it): the next request brings both back */
     swth_end_masters(run_dir);
-    out = chat(port, "sha-tiny", false, &code);
-    assert_int_equal(code, 200);
-    assert_non_null(strstr(out, "\"completion_tokens\""));
-    free(out);
+    chat_ok(port, "sha-tiny");
 
     /* 3. shb (streamed): sha's unit is stopped, shb's started, the stream passes */
-    out = chat(port, "shb-tiny", true, &code);
+    int code = 0;
+    char *out = chat(port, "shb-tiny", true, &code);
     assert_int_equal(code, 200);
     assert_non_null(strstr(out, "data: "));
     assert_non_null(strstr(out, "[DONE]"));
@@ -274,10 +244,7 @@ static void test_serve_units_on_a_host(void **state)
     free(swth_must(&r->h, "rm -f /run/slipway/slipway-sha.lock"));
 
     /* 5. the lock gone: shb is evicted, sha starts */
-    out = chat(port, "sha-tiny", false, &code);
-    assert_int_equal(code, 200);
-    assert_non_null(strstr(out, "\"completion_tokens\""));
-    free(out);
+    chat_ok(port, "sha-tiny");
     must_be(r, "sha", "active");
     must_be(r, "shb", "inactive");
 
@@ -307,10 +274,7 @@ static void test_serve_units_on_a_host(void **state)
                                    "started, nothing evicted for it: 503"));
     assert_true(swt_file_has(slog, "sha: stopped (its unit) at exit"));
     must_be(r, "sha", "inactive");
-    assert_int_equal(swh_hits(decoy, NULL), 0);
-    assert_int_equal(forwards_left(run_dir), 0);
-    swh_stop(decoy);
-    unsetenv("SLIPWAY_RUN_DIR");
+    swro_nothing_left_here(decoy, run_dir);
 }
 
 int main(void)
