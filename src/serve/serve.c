@@ -475,8 +475,11 @@ static void serve_model(struct sw__serve *sv, int mi)
             bool stopping = false;
             for (int v = 0; v < n; v++)
                 stopping = stopping || sv->eps[v].state == SW_SERVE_STOPPING;
-            if ((!x->want_start || !stopping) && sw__serve_unit_locked(sv, m, x, d.text))
-                return;
+            if (!x->want_start || !stopping) {
+                snprintf(m->last_why, sizeof(m->last_why), "%s", d.text);
+                if (sw__serve_unit_look(sv, i))
+                    return; /* its lock first: nothing is evicted for a locked unit */
+            }
             if (!x->want_start || !stopping) {
                 sw__serve_logf(sv, "admit: %s", d.text);
                 for (int v = 0; v < d.n_victims; v++) {

@@ -47,6 +47,7 @@ struct sw__serve_ep {
     bool pinned, by_priority, local;
     bool routed; /* reached through its host's ssh forward (client.route.unix_socket) */
     bool unit;   /* a system unit on an ssh host: started and stopped by systemctl (serve.c) */
+    int look;    /* its deploy lock looked at before an eviction for it (units.c) */
     unsigned priority;
     uint64_t idle_ttl_ms, last_ns;
     bool ours;       /* serve started it (it stops it at exit) */
@@ -64,6 +65,8 @@ struct sw__serve_ep {
     int pool[SW__SERVE_POOL]; /* idle keep-alive connections to it (proxy.c) */
     int n_pool;
 };
+
+enum { SW__SERVE_LOOK_NONE = 0, SW__SERVE_LOOK_RUNNING, SW__SERVE_LOOK_FREE };
 
 struct sw__serve_px;
 TAILQ_HEAD(sw__serve_pxq, sw__serve_px);
@@ -314,10 +317,11 @@ void sw__serve_claim_max(struct sw_serve_claim *into, const struct sw_serve_clai
 bool sw__serve_answers(struct sw__serve_ep *x);
 /* a unit's start or stop (j->start) in a worker thread: j->rc, msg, fail_class */
 void sw__serve_unit_job(struct sw__serve_job *j);
-/* x, a unit m wants started (decision: the law's words), has its deploy lock held by another:
- * logged and m's queue answered 503; true. False when it is free (or not a unit). */
-bool sw__serve_unit_locked(struct sw__serve *sv, struct sw__serve_model *m, struct sw__serve_ep *x,
-                           const char *decision);
+/* Before anything is evicted for endpoint i (a unit its model wants started; the law's words in
+ * the model's last_why): true while its deploy lock is looked at in a worker thread (the
+ * requests wait; a held lock answers them 503 naming the holder, nothing evicted); false when
+ * the eviction may go (the lock was free, or i is not a unit). */
+bool sw__serve_unit_look(struct sw__serve *sv, int i);
 
 /* proxy.c */
 /* send px to endpoint i; on failure before the first byte px is retried or answered */

@@ -4,7 +4,8 @@
  * socket always accepts; else a connect to its address); a system unit on an ssh host started or
  * stopped over its host under its deploy lock (sw_rollout_unit_start, sw_rollout_unit_stop: the
  * rollout's session, boot watch, readiness and one-token generation), in serve's worker thread;
- * and the look at a unit's lock before anything is evicted for it.
+ * and the look at a unit's lock before anything is evicted for it (a worker thread too: a host
+ * that does not answer holds no loop).
  *
  * What it does not do: decide (the admission driver, serve.c), or reach the engine for a request
  * (proxy.c).
@@ -50,26 +51,60 @@ void sw__serve_unit_job(struct sw__serve_job *j)
     sw_rollout_result_free(&r);
 }
 
-/* A unit whose deploy lock another deploy holds is not started, so nothing is evicted for it:
- * its queue is answered 503 naming the holder (the start itself takes the lock: this look spares
- * the victims a stop for nothing). True when it was. */
-bool sw__serve_unit_locked(struct sw__serve *sv, struct sw__serve_model *m, struct sw__serve_ep *x,
-                           const char *decision)
+/* In the worker thread: who holds the unit's deploy lock (j->msg; "" nobody), j->rc its error. */
+static void look_run(struct sw__serve_job *j)
 {
-    char holder[400] = "";
     struct sw_err e;
     sw_err_clear(&e);
-    const struct sw_fleet *f = x->unit ? sw__serve_bg_fleet(sv, x->ep) : NULL;
-    if (!f || sw_rollout_unit_lock_holder(f, x->ep, holder, sizeof(holder), &e) || !holder[0])
-        return false;
+    j->msg[0] = '\0';
+    j->rc = j->fleet ? sw_rollout_unit_lock_holder(j->fleet, j->sv->eps[j->ep].ep, j->msg,
+                                                   sizeof(j->msg), &e)
+                     : -1;
+}
+
+/* On the state loop: a held lock answers the model's queue 503 (nothing evicted); else the
+ * eviction the law named goes ahead (the kick that follows asks the law again). A look that
+ * failed (the host did not answer) lets the start find out: its own lock is the authority. */
+static void look_done(struct sw__serve *sv, struct sw__serve_job *j)
+{
+    struct sw__serve_ep *x = &sv->eps[j->ep];
+    struct sw__serve_model *m = &sv->models[x->model];
+    x->look = SW__SERVE_LOOK_NONE;
+    if (j->rc || !j->msg[0]) {
+        x->look = SW__SERVE_LOOK_FREE;
+        return;
+    }
     char msg[1800];
     snprintf(msg, sizeof(msg),
              "endpoint %s of model %s: its deploy lock on host %s is held (%s): not started, "
              "nothing evicted for it",
-             x->ep->name, m->name, x->ep->host ? x->ep->host->name : "?", holder);
-    sw__serve_logf(sv, "admit: %s; but %s: 503", decision, msg);
+             x->ep->name, m->name, x->ep->host ? x->ep->host->name : "?", j->msg);
+    sw__serve_logf(sv, "admit: %s; but %s: 503", m->last_why, msg);
     x->want_start = false;
     sw__serve_fail_queue(sv, m, 503, "unavailable_error", msg);
+}
+
+bool sw__serve_unit_look(struct sw__serve *sv, int i)
+{
+    struct sw__serve_ep *x = &sv->eps[i];
+    if (!x->unit || x->look == SW__SERVE_LOOK_FREE) {
+        x->look = SW__SERVE_LOOK_NONE;
+        return false;
+    }
+    if (x->look == SW__SERVE_LOOK_RUNNING)
+        return true;
+    struct sw__serve_job *j = sw_calloc(1, sizeof(*j));
+    if (!j)
+        return false;
+    j->ep = i;
+    j->fleet = sw__serve_bg_fleet(sv, x->ep);
+    j->run = look_run;
+    j->done = look_done;
+    if (sw__serve_job_spawn(sv, j)) {
+        sw_free(j);
+        return false; /* no thread: the start's own lock decides */
+    }
+    x->look = SW__SERVE_LOOK_RUNNING;
     return true;
 }
 
