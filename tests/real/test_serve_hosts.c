@@ -165,6 +165,11 @@ static void chat_ok(int port, const char *model)
 static void test_serve_units_on_a_host(void **state)
 {
     struct swro *r = *state;
+    const char *curl_argv[] = {"curl", "--version", NULL};
+    struct swt_run cv;
+    swt_need(swt_run(curl_argv, NULL, 30, &cv) == 0 && cv.status == 0,
+             "curl on this machine (the test's client of serve)");
+    swt_run_free(&cv);
     swro_up_shared(r, &site);
     struct swh *decoy = swh_start();
     swh_reply(decoy, "GET", "/health", 200, NULL, "{\"status\":\"ok\"}");
