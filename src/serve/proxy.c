@@ -678,8 +678,8 @@ static int connect_unix(const struct sw__serve_ep *x)
 
 /* Through the forward; when nothing listens there (the ssh master went: ControlPersist ended it
  * after a quiet minute, or it died), the forward is asked again of a master brought back
- * (sw_host_route_refresh, bounded by 10 s, under serve's lock: docs/serve.md) and tried once
- * more. -1 and why when neither connects. */
+ * (sw_host_route_refresh, bounded by 10 s, under serve's lock: docs/serve.md; after a failure
+ * not again for 10 s) and tried once more. -1 and why when neither connects. */
 static int connect_routed(struct sw__serve *sv, struct sw__serve_ep *x, const char **why)
 {
     int fd = connect_unix(x);
@@ -688,13 +688,19 @@ static int connect_routed(struct sw__serve *sv, struct sw__serve_ep *x, const ch
     struct sw_err e;
     sw_err_clear(&e);
     uint64_t t0 = sw_now_ns();
+    if (x->refresh_failed_ns && t0 - x->refresh_failed_ns < 10000000000ull) {
+        *why = "its host's forward is gone (asked again at most every 10 s)";
+        return -1; /* a host that does not answer holds the loops once per 10 s, not per request */
+    }
     if (sw_host_route_refresh(&x->client.route, 10000, &e)) {
         char m[600];
+        x->refresh_failed_ns = sw_now_ns();
         sw__serve_logf(sv, "%s: its forward is gone and could not be opened again: %s", x->ep->name,
                        sw_err_format(&e, m, sizeof(m)));
         *why = "its host's forward is gone";
         return -1;
     }
+    x->refresh_failed_ns = 0;
     x->refreshes++;
     sw__serve_logf(sv,
                    "%s: its forward was gone (the ssh master had ended): opened again in %.2f s",

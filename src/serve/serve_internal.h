@@ -61,8 +61,9 @@ struct sw__serve_ep {
     unsigned port;
     char pid_path[4096];
     uint64_t starts, evictions, stops_idle, failures;
-    uint64_t refreshes;       /* its forward opened again (proxy.c) */
-    int pool[SW__SERVE_POOL]; /* idle keep-alive connections to it (proxy.c) */
+    uint64_t refreshes;         /* its forward opened again (proxy.c) */
+    uint64_t refresh_failed_ns; /* when asking it again last failed; 0 */
+    int pool[SW__SERVE_POOL];   /* idle keep-alive connections to it (proxy.c) */
     int n_pool;
 };
 
