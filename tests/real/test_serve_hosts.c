@@ -12,8 +12,9 @@
  *    logged with their figures; `systemctl is-active` on the host shows it; the stream passes;
  *  - with sha's deploy lock held by another deploy, a request for sha is a 503 naming the lock:
  *    sha is not started and shb is not evicted for it;
- *  - the lock gone, the same request evicts shb and starts sha; at exit serve stops the unit it
- *    started;
+ *  - shc, whose engine exits at once: its request evicts shb, its start fails (a 503 with the
+ *    boot's class) and its unit is stopped again;
+ *  - the lock gone, sha starts; at exit serve stops the unit it started;
  *  - a decoy on this machine's 127.0.0.1 at sha's port is never asked, and no forward socket is
  *    left in slipway's run directory.
  * Waits are bounded; nothing asserts a duration.
@@ -37,13 +38,14 @@
 static const struct swro_site site = {"sw-sh-a", "169.254.60.2", "sh-a", "sha"};
 
 /* One endpoint's lines, as swro_write_fleet writes its one (bound to the host's loopback). */
-static int endpoint_text(const struct swro *r, const char *name, int port, char *out, size_t n)
+static int endpoint_text(const struct swro *r, const char *name, const char *binary, int port,
+                         char *out, size_t n)
 {
     return snprintf(out, n,
                     "  %s:\n"
                     "    host: %s\n"
                     "    engine: llama.cpp\n"
-                    "    binary: /opt/llama/bin/llama-server\n"
+                    "    binary: %s\n"
                     "    runtime: native\n"
                     "    listen: 127.0.0.1:%d\n"
                     "    alias: %s-tiny\n"
@@ -57,7 +59,7 @@ static int endpoint_text(const struct swro *r, const char *name, int port, char 
                     "    service:\n"
                     "      restart_sec: 1s\n"
                     "    args: [--metrics]\n",
-                    name, r->fleet_host, port, name);
+                    name, r->fleet_host, binary, port, name);
 }
 
 /* The fleet: the host's one device with a declared memory that holds one of the two claims, not
@@ -68,9 +70,13 @@ static void write_fleet(struct swro *r, int port_a, int port_b)
     int w = swro_fleet_head(r, "cpu: {kind: cpu, vendor: cpu, memory_total: 120MiB}", text,
                             sizeof(text));
     assert_true(w > 0 && (size_t)w < sizeof(text));
-    w += endpoint_text(r, "sha", port_a, text + w, sizeof(text) - (size_t)w);
+    const char *llama = "/opt/llama/bin/llama-server";
+    w += endpoint_text(r, "sha", llama, port_a, text + w, sizeof(text) - (size_t)w);
     assert_true((size_t)w < sizeof(text));
-    w += endpoint_text(r, "shb", port_b, text + w, sizeof(text) - (size_t)w);
+    w += endpoint_text(r, "shb", llama, port_b, text + w, sizeof(text) - (size_t)w);
+    assert_true((size_t)w < sizeof(text));
+    /* shc's engine exits at once: its start fails */
+    w += endpoint_text(r, "shc", "/bin/false", port_b + 1, text + w, sizeof(text) - (size_t)w);
     assert_true((size_t)w < sizeof(text));
     swt_write_str(r->fleet, text);
 }
@@ -184,6 +190,7 @@ static void test_serve_units_on_a_host(void **state)
     write_fleet(r, port_a, r->port);
     install(r, "sha");
     install(r, "shb");
+    install(r, "shc");
     free(swth_must(&r->h, "systemctl start slipway-sha.service"));
     char wait[160];
     snprintf(wait, sizeof(wait), "curl -sf -m 2 http://127.0.0.1:%d/health", port_a);
@@ -248,7 +255,16 @@ static void test_serve_units_on_a_host(void **state)
     must_be(r, "shb", "active");
     free(swth_must(&r->h, "rm -f /run/slipway/slipway-sha.lock"));
 
-    /* 5. the lock gone: shb is evicted, sha starts */
+    /* 5. shc, whose engine exits at once: shb is evicted, shc's start fails (503 with the boot's
+     * class), and its unit is left stopped */
+    out = chat(port, "shc-tiny", false, &code);
+    assert_int_equal(code, 503);
+    assert_non_null(strstr(out, "failed to start"));
+    free(out);
+    must_be(r, "shc", "inactive");
+    must_be(r, "shb", "inactive");
+
+    /* 6. the lock gone: sha starts */
     chat_ok(port, "sha-tiny");
     must_be(r, "sha", "active");
     must_be(r, "shb", "inactive");
@@ -277,6 +293,8 @@ static void test_serve_units_on_a_host(void **state)
     assert_true(swt_file_has(slog, "; but endpoint sha of model sha-tiny: its deploy lock on host "
                                    "sh-a is held (host=elsewhere boot=x pid=1 start=1): not "
                                    "started, nothing evicted for it: 503"));
+    assert_true(swt_file_has(slog, "admit: shc evicts shb (lru, priority 0)"));
+    assert_true(swt_file_has(slog, "shc: its start failed after "));
     assert_true(swt_file_has(slog, "sha: stopped (its unit) at exit"));
     must_be(r, "sha", "inactive");
     swro_nothing_left_here(decoy, run_dir);
