@@ -168,6 +168,21 @@ static void chat_ok(int port, const char *model)
     free(out);
 }
 
+/* A request for NAME-tiny is a 503 saying why; NAME's unit is inactive, other's is as said. */
+static void refused(struct swro *r, int port, const char *name, const char *why, const char *other,
+                    const char *other_state)
+{
+    char model[64];
+    snprintf(model, sizeof(model), "%s-tiny", name);
+    int code = 0;
+    char *out = chat(port, model, false, &code);
+    assert_int_equal(code, 503);
+    assert_non_null(strstr(out, why));
+    free(out);
+    must_be(r, name, "inactive");
+    must_be(r, other, other_state);
+}
+
 static void test_serve_units_on_a_host(void **state)
 {
     struct swro *r = *state;
@@ -247,22 +262,13 @@ static void test_serve_units_on_a_host(void **state)
     /* 4. sha's deploy lock held by another deploy: sha is not started, shb not evicted (503) */
     free(swth_must(&r->h, "mkdir -p /run/slipway && echo 'host=elsewhere boot=x pid=1 start=1' "
                           "> /run/slipway/slipway-sha.lock"));
-    out = chat(port, "sha-tiny", false, &code);
-    assert_int_equal(code, 503);
-    assert_non_null(strstr(out, "its deploy lock on host sh-a is held (host=elsewhere"));
-    free(out);
-    must_be(r, "sha", "inactive");
-    must_be(r, "shb", "active");
+    refused(r, port, "sha", "its deploy lock on host sh-a is held (host=elsewhere", "shb",
+            "active");
     free(swth_must(&r->h, "rm -f /run/slipway/slipway-sha.lock"));
 
     /* 5. shc, whose engine exits at once: shb is evicted, shc's start fails (503 with the boot's
      * class), and its unit is left stopped */
-    out = chat(port, "shc-tiny", false, &code);
-    assert_int_equal(code, 503);
-    assert_non_null(strstr(out, "failed to start"));
-    free(out);
-    must_be(r, "shc", "inactive");
-    must_be(r, "shb", "inactive");
+    refused(r, port, "shc", "failed to start: crash_loop", "shb", "inactive");
 
     /* 6. the lock gone: sha starts */
     chat_ok(port, "sha-tiny");
