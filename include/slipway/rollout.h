@@ -152,6 +152,29 @@ int sw_rollout_rollback(const struct sw_fleet *f, const struct sw_fleet_endpoint
                         const struct sw_rollout_opts *o, struct sw_rollout_result *r,
                         struct sw_err *e);
 
+/*
+ * The endpoint's installed unit started or stopped as it is (no render staged, no gate, no
+ * ledger attempt: serve's starts and evictions, src/rollout/unit.c), under its deploy lock for
+ * the while: SW_EBUSY naming the holder when another deploy holds it (nothing is touched). A
+ * start is `systemctl start`, the boot watched as a deploy's is (journal, unit state, stall),
+ * readiness and the one-token generation through the endpoint's route, bounded by
+ * o->deadline_ms: r->serving when it serves; else r->fail_class and fail_msg say why, and the
+ * unit is stopped again (it holds no memory). A stop is `systemctl stop` (and reset-failed).
+ * The host's ssh master is left running (forwards of the caller's may ride on it). r->steps
+ * holds the steps; free r with sw_rollout_result_free.
+ */
+int sw_rollout_unit_start(const struct sw_fleet *f, const struct sw_fleet_endpoint *ep,
+                          const struct sw_rollout_opts *o, struct sw_rollout_result *r,
+                          struct sw_err *e);
+int sw_rollout_unit_stop(const struct sw_fleet *f, const struct sw_fleet_endpoint *ep,
+                         const struct sw_rollout_opts *o, struct sw_rollout_result *r,
+                         struct sw_err *e);
+/* Who holds the endpoint's deploy lock on its host now: holder (n bytes) its owner line, "" when
+ * nobody does (or a dead process of this machine, whose lock the next start takes over). A look,
+ * not a promise: sw_rollout_unit_start takes the lock itself. */
+int sw_rollout_unit_lock_holder(const struct sw_fleet *f, const struct sw_fleet_endpoint *ep,
+                                char *holder, size_t n, struct sw_err *e);
+
 #ifdef __cplusplus
 }
 #endif

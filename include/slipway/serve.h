@@ -12,7 +12,8 @@
  * The admission law (sw_serve_admit) is a pure function over claims per device, so it is tested
  * without a network; the claims come from the plan view (sw_serve_claim).
  *
- * What it deliberately does not do: plan (plan), boot (deploy: `up` runs in a worker thread),
+ * What it deliberately does not do: plan (plan), boot (deploy: `up` runs in a worker thread;
+ * rollout: a system unit on an ssh host is started by systemctl there, sw_rollout_unit_start),
  * parse SSE (the bytes are relayed, only counted), or watch the fleet between requests (watch).
  */
 #ifndef SLIPWAY_SERVE_H

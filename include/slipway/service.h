@@ -190,6 +190,9 @@ struct sw_service_client {
 int sw_service_client_open(const struct sw_fleet *f, const char *name, struct sw_service_client *c,
                            struct sw_err *e);
 void sw_service_client_close(struct sw_service_client *c);
+/* The engine's health path asked through c's route (install's and status's request,
+ * service_probe.c), bounded by timeout_ms: its HTTP status, 0 when nothing answered. */
+int sw_service_client_health(const struct sw_service_client *c, unsigned timeout_ms);
 
 /* The same for an endpoint named in a fleet file (deploy/target.c): fleet_path (NULL:
  * ./fleet.yaml) loaded and kept as long as the client. *out is set even after an error, and is

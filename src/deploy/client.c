@@ -6,6 +6,7 @@
  * (probe's window and slots stay probe's).
  */
 #include "deploy_internal.h"
+#include "service_internal.h"
 
 #include <slipway/engine.h>
 #include <slipway/service.h>
@@ -41,4 +42,13 @@ void sw_service_client_close(struct sw_service_client *c)
         sw_free(c->api_key);
     }
     c->api_key = NULL;
+}
+
+int sw_service_client_health(const struct sw_service_client *c, unsigned timeout_ms)
+{
+    int status = 0;
+    double ms = 0;
+    if (c && c->ep)
+        sw__svc_health(sw__svc_engine(c->ep), &c->route, c->api_key, timeout_ms, &status, &ms);
+    return status;
 }

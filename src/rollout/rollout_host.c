@@ -122,6 +122,24 @@ int sw__ro_lock(struct sw__ro *c, struct sw_err *e)
                       c->name);
 }
 
+int sw__ro_lock_holder(struct sw__ro *c, char *holder, size_t n, struct sw_err *e)
+{
+    char path[512];
+    snprintf(path, sizeof(path), "/run/slipway/%s.lock", c->name);
+    static const char script[] = "cat \"$1\" 2>/dev/null; exit 0\n";
+    const char *args[] = {path, NULL};
+    struct sw_host_result hr;
+    holder[0] = '\0';
+    int rc = sw__ro_sh(c, script, args, 30000, &hr, e);
+    if (!rc && hr.out && hr.out[0]) {
+        snprintf(holder, n, "%.*s", (int)strcspn(hr.out, "\n"), hr.out);
+        if (lock_stale(holder))
+            holder[0] = '\0'; /* a dead holder's: the next lock takes it over */
+    }
+    sw_host_result_free(&hr);
+    return rc;
+}
+
 void sw__ro_unlock(struct sw__ro *c)
 {
     if (!c->locked)

@@ -44,6 +44,8 @@ struct sw__ro {
     char last_step[32];    /* the last step recorded (where an interruption happened) */
     char gone_msg[512];    /* why the host was found unreachable after a failed step */
     bool ledger_committed; /* the ledger finished the attempt `committed` (its tag named) */
+    bool keep_master;      /* close leaves the host's ssh master running (serve's forwards ride
+                            * on it: unit.c) */
 };
 
 /* systemctl stop / start / restart's bound */
@@ -56,7 +58,8 @@ int sw__ro_init(struct sw__ro *c, const struct sw_fleet *f, const struct sw_flee
                 struct sw_unit_render *rd, struct sw_err *e);
 /* The unit's names and places from the render, and the host opened. */
 int sw__ro_open(struct sw__ro *c, const struct sw_unit_render *rd, struct sw_err *e);
-/* The lock released and the ssh master asked to exit: nothing of this run outlives it. */
+/* The lock released and the ssh master asked to exit (unless keep_master): nothing of this run
+ * outlives it. */
 void sw__ro_close(struct sw__ro *c);
 /* The one recording point of a step: kept in the result and the ledger, printed as progress. */
 void sw__ro_record(struct sw__ro *c, const char *step, bool ok, uint64_t t_start, const char *fmt,
@@ -114,6 +117,8 @@ int sw__ro_sh(struct sw__ro *c, const char *script, const char *const *args, int
               struct sw_host_result *hr, struct sw_err *e);
 int sw__ro_lock(struct sw__ro *c, struct sw_err *e);
 void sw__ro_unlock(struct sw__ro *c);
+/* Who holds the lock now (its owner line; "" when nobody, or a dead holder a lock takes over). */
+int sw__ro_lock_holder(struct sw__ro *c, char *holder, size_t n, struct sw_err *e);
 /* The newest cursor of the host's whole journal (sw_free), NULL when the journal is empty. */
 int sw__ro_cursor(struct sw__ro *c, char **cursor, struct sw_err *e);
 /* A remote file's text (sw_free) and whether it exists. */

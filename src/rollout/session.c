@@ -161,14 +161,15 @@ int sw__ro_open(struct sw__ro *c, const struct sw_unit_render *rd, struct sw_err
     return 0;
 }
 
-/* The lock released and the ssh master asked to exit: nothing of this run outlives it. */
+/* The lock released and the ssh master asked to exit (unless keep_master): nothing of this run
+ * outlives it. */
 void sw__ro_close(struct sw__ro *c)
 {
     if (c->route_open)
         sw_host_route_close(&c->route);
     c->route_open = false;
     sw__ro_unlock(c);
-    if (c->host_open)
+    if (c->host_open && !c->keep_master)
         sw_host_disconnect(&c->h);
     c->host_open = false;
 }

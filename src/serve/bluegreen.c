@@ -99,6 +99,12 @@ const char *sw__serve_bg_text(struct sw__serve *sv, const struct sw_fleet_endpoi
     return sw__dep_fleet_of(sv, ep, &text) ? text : NULL;
 }
 
+const struct sw_fleet *sw__serve_bg_fleet(struct sw__serve *sv, const struct sw_fleet_endpoint *ep)
+{
+    const char *text = NULL;
+    return sw__dep_fleet_of(sv, ep, &text);
+}
+
 /* ---------------------------------------------------------------------------------------------
  * Answers.
  */

@@ -213,10 +213,16 @@ static void on_models(struct sw__serve *sv, struct evhttp_request *req)
                 json_array_append_new(c, json_pack("{s:s,s:I,s:I}", "device", x->claim.dev[d]->name,
                                                    "bytes", (json_int_t)x->claim.bytes[d],
                                                    "capacity", (json_int_t)x->claim.capacity[d]));
-            json_array_append_new(eps, json_pack("{s:s,s:s,s:s,s:i,s:o}", "name", x->ep->name,
-                                                 "engine", sw_fleet_engine_name(x->ep->engine),
-                                                 "state", sw_serve_state_name(x->state),
-                                                 "in_flight", x->inflight, "claim", c));
+            json_t *one =
+                json_pack("{s:s,s:s,s:s,s:i,s:o}", "name", x->ep->name, "engine",
+                          sw_fleet_engine_name(x->ep->engine), "state",
+                          sw_serve_state_name(x->state), "in_flight", x->inflight, "claim", c);
+            if (one && x->ep->host) /* on a host: its unit, and the way serve reaches it */
+                json_object_set_new(one, "host",
+                                    json_pack("{s:s,s:s,s:b,s:s}", "name", x->ep->host->name,
+                                              "route", x->routed ? "host" : "direct", "unit",
+                                              x->unit, "via", x->client.route.via));
+            json_array_append_new(eps, one);
         }
         json_array_append_new(data,
                               json_pack("{s:s,s:s,s:I,s:s,s:s,s:o}", "id", m->name, "object",

@@ -15,7 +15,10 @@
  * connection, a reset, a 502/503 while another replica runs) is retried on another replica; a
  * death mid-stream ends the stream with an SSE error event when it fell between chunks (else the
  * client's connection is closed: its framing cannot be mended). The client going away closes the
- * engine's connection (never pooled), which is how an engine learns to cancel.
+ * engine's connection (never pooled), which is how an engine learns to cancel. An engine bound
+ * to its ssh host's loopback is connected to through its route's forward, a unix socket the
+ * host's ssh master takes to the engine (host/route), opened again when the master went; the
+ * rest is the same (pool, failover), and nothing on this machine's own loopback is asked.
  *
  * What it does not do: choose the replica (serve.c), queue (front.c), or parse the events beyond
  * counting them for /metrics.
@@ -35,6 +38,7 @@
 #include <strings.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #define HEAD_MAX 65536
@@ -253,8 +257,9 @@ static void failed_early(struct sw__serve_px *px, const char *what)
     }
     ep_done(px);
     px->tried[px->ep] = true;
-    if (!px->retry && !x->can_stop) {
-        /* no answer from one that runs outside serve: it is gone until it is seen again */
+    if (!px->retry && (!x->can_stop || x->unit)) {
+        /* no answer from one that runs outside serve: it is gone until it is seen again; a unit
+         * on an ssh host until a request starts it again (systemctl start: its proofs) */
         x->state = SW_SERVE_STOPPED;
         sw__serve_pool_close(sv, px->ep);
         sw__serve_logf(sv, "%s: no answer at %s:%u: taken out of rotation", x->ep->name, x->host,
@@ -626,6 +631,86 @@ static void on_upstream(evutil_socket_t fd, short what, void *arg)
     on_readable(px);
 }
 
+/* A new non-blocking connection to x's address (TCP), or -1 and why. */
+static int connect_tcp(const struct sw__serve_ep *x, const char **why)
+{
+    struct sockaddr_storage ss;
+    int sl = sizeof(ss);
+    char hp[300];
+    snprintf(hp, sizeof(hp), strchr(x->host, ':') ? "[%s]:%u" : "%s:%u", x->host, x->port);
+    if (evutil_parse_sockaddr_port(hp, (struct sockaddr *)&ss, &sl)) {
+        *why = "not a numeric address";
+        return -1;
+    }
+    int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        *why = "no socket";
+        return -1;
+    }
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    if (connect(fd, (struct sockaddr *)&ss, (socklen_t)sl) && errno != EINPROGRESS) {
+        close(fd);
+        *why = "no answer";
+        return -1;
+    }
+    return fd;
+}
+
+/* A new non-blocking connection to the unix socket of x's forward (host/route: the host's ssh
+ * master takes it to the engine on the host's loopback), or -1. */
+static int connect_unix(const struct sw__serve_ep *x)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    size_t n = strnlen(x->client.route.unix_socket, sizeof(x->client.route.unix_socket));
+    if (n >= sizeof(sa.sun_path))
+        return -1;
+    memcpy(sa.sun_path, x->client.route.unix_socket, n);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -1;
+    if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) && errno != EINPROGRESS) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* Through the forward; when nothing listens there (the ssh master went: ControlPersist ended it
+ * after a quiet minute, or it died), the forward is asked again of a master brought back
+ * (sw_host_route_refresh, bounded by 10 s, under serve's lock: docs/serve.md; after a failure
+ * not again for 10 s) and tried once more. -1 and why when neither connects. */
+static int connect_routed(struct sw__serve *sv, struct sw__serve_ep *x, const char **why)
+{
+    int fd = connect_unix(x);
+    if (fd >= 0)
+        return fd;
+    struct sw_err e;
+    sw_err_clear(&e);
+    uint64_t t0 = sw_now_ns();
+    if (x->refresh_failed_ns && t0 - x->refresh_failed_ns < 10000000000ull) {
+        *why = "its host's forward is gone (asked again at most every 10 s)";
+        return -1; /* a host that does not answer holds the loops once per 10 s, not per request */
+    }
+    if (sw_host_route_refresh(&x->client.route, 10000, &e)) {
+        char m[600];
+        x->refresh_failed_ns = sw_now_ns();
+        sw__serve_logf(sv, "%s: its forward is gone and could not be opened again: %s", x->ep->name,
+                       sw_err_format(&e, m, sizeof(m)));
+        *why = "its host's forward is gone";
+        return -1;
+    }
+    x->refresh_failed_ns = 0;
+    x->refreshes++;
+    sw__serve_logf(sv,
+                   "%s: its forward was gone (the ssh master had ended): opened again in %.2f s",
+                   x->ep->name, (double)(sw_now_ns() - t0) / 1e9);
+    fd = connect_unix(x);
+    if (fd < 0)
+        *why = "no answer through its host's forward";
+    return fd;
+}
+
 /* A connection to endpoint i: one from its pool unless `fresh` (or none is left alive), else a
  * new one; the request goes as soon as the socket takes it. */
 static void connect_to(struct sw__serve_px *px, int i, bool fresh)
@@ -648,27 +733,12 @@ static void connect_to(struct sw__serve_px *px, int i, bool fresh)
         close(fd); /* closed by the engine, or bytes nobody asked for */
     }
     if (px->ufd < 0) {
-        struct sockaddr_storage ss;
-        int sl = sizeof(ss);
-        char hp[300];
-        snprintf(hp, sizeof(hp), strchr(x->host, ':') ? "[%s]:%u" : "%s:%u", x->host, x->port);
-        if (evutil_parse_sockaddr_port(hp, (struct sockaddr *)&ss, &sl)) {
-            failed_early(px, "not a numeric address");
+        const char *why = NULL;
+        px->ufd = x->routed ? connect_routed(px->sv, x, &why) : connect_tcp(x, &why);
+        if (px->ufd < 0) {
+            failed_early(px, why);
             return;
         }
-        int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-        if (fd < 0) {
-            failed_early(px, "no socket");
-            return;
-        }
-        int one = 1;
-        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-        if (connect(fd, (struct sockaddr *)&ss, (socklen_t)sl) && errno != EINPROGRESS) {
-            close(fd);
-            failed_early(px, "no answer");
-            return;
-        }
-        px->ufd = fd;
     }
     px->uev = event_new(lp->base, px->ufd, EV_WRITE | EV_PERSIST, on_upstream, px);
     if (!px->uev) {

@@ -7,8 +7,12 @@
  * `up` detached) and stops (sw_pidfile_stop, `down`) run in worker threads, each decision is
  * logged with its figures, and an endpoint idle past its idle_ttl is stopped.
  *
- * What it does not do: the HTTP routes (front.c), the upstream request (proxy.c), endpoints on
- * other hosts' units (they are served as running, never started or stopped: docs/serve.md).
+ * A system unit on an ssh host is started and stopped the same way, by systemctl over its host
+ * under its deploy lock (units.c); one bound to its host's loopback is reached through its
+ * route's forward (proxy.c).
+ *
+ * What it does not do: the HTTP routes (front.c), the upstream request (proxy.c), talk to
+ * another host (units.c).
  */
 #include "serve_internal.h"
 
@@ -216,6 +220,8 @@ static void *job_main(void *arg)
     uint64_t t0 = sw_now_ns();
     if (j->run)
         j->run(j);
+    else if (x->unit)
+        sw__serve_unit_job(j);
     else if (j->start) {
         struct sw_deploy_req q = {0};
         struct sw_deploy_res r;
@@ -285,6 +291,7 @@ static void job_run(struct sw__serve *sv, int i, bool start)
     j->ep = i;
     j->start = start;
     j->fleet_text = sw__serve_bg_text(sv, x->ep);
+    j->fleet = sw__serve_bg_fleet(sv, x->ep);
     if (!start)
         sw__serve_pool_close(sv, i);
     x->state = start ? SW_SERVE_STARTING : SW_SERVE_STOPPING;
@@ -343,7 +350,10 @@ static void job_done(struct sw__serve *sv, struct sw__serve_job *j)
         x->starts++;
         x->last_ns = sw_now_ns();
         snprintf(x->pid_path, sizeof(x->pid_path), "%s", j->pid_path);
-        sw__serve_logf(sv, "%s: started in %.1f s (%s)", x->ep->name, j->secs, j->pid_path);
+        sw__serve_logf(sv, "%s: started in %.1f s (%s)", x->ep->name, j->secs,
+                       x->unit ? "its unit: systemctl start over its host, ready and a one-token "
+                                 "generation through its route"
+                               : j->pid_path);
     } else if (j->start) {
         x->state = SW_SERVE_STOPPED;
         x->failures++;
@@ -357,8 +367,9 @@ static void job_done(struct sw__serve *sv, struct sw__serve_job *j)
     } else if (!j->rc) {
         x->state = SW_SERVE_STOPPED;
         x->ours = false;
-        x->can_stop = false;
-        sw__serve_logf(sv, "%s: stopped in %.1f s", x->ep->name, j->secs);
+        x->can_stop = x->unit; /* a unit stays serve's to start and stop */
+        sw__serve_logf(sv, "%s: stopped in %.1f s%s", x->ep->name, j->secs,
+                       x->unit ? " (its unit, systemctl stop over its host)" : "");
     } else {
         x->state = SW_SERVE_RUNNING; /* still there: it keeps its memory */
         sw__serve_logf(sv, "%s: its stop failed: %s", x->ep->name, j->msg);
@@ -396,10 +407,16 @@ int sw__serve_tenants(struct sw__serve *sv, struct sw_serve_tenant *ts)
             .by_priority = x->by_priority,
             .priority = x->priority,
             .last_ns = x->last_ns,
-            .can_stop = x->can_stop && x->local,
+            .can_stop = x->can_stop && (x->local || x->unit),
         };
     }
     return n;
+}
+
+/* Does serve start it? `up` boots local llama.cpp endpoints; systemctl a unit on an ssh host. */
+static bool startable(const struct sw__serve_ep *x)
+{
+    return x->unit || (x->local && x->ep->engine == SW_FLEET_LLAMACPP);
 }
 
 /* Serve what m has queued: dispatch to running replicas, else start one the law admits. */
@@ -432,8 +449,9 @@ static void serve_model(struct sw__serve *sv, int mi)
     for (int k = 0; k < m->n_eps; k++) {
         int i = m->eps[k];
         struct sw__serve_ep *x = &sv->eps[i];
-        if (x->state != SW_SERVE_STOPPED || !x->local || x->ep->engine != SW_FLEET_LLAMACPP)
-            continue; /* `up` boots local llama.cpp endpoints; the others come back by themselves */
+        if (x->state != SW_SERVE_STOPPED || !startable(x))
+            continue; /* `up` boots local llama.cpp endpoints, systemctl units on ssh hosts; the
+                       * others come back by themselves */
         n_cand++;
         if (!x->claim_ok) {
             n_never++;
@@ -458,6 +476,11 @@ static void serve_model(struct sw__serve *sv, int mi)
             for (int v = 0; v < n; v++)
                 stopping = stopping || sv->eps[v].state == SW_SERVE_STOPPING;
             if (!x->want_start || !stopping) {
+                snprintf(m->last_why, sizeof(m->last_why), "%s", d.text);
+                if (sw__serve_unit_look(sv, i))
+                    return; /* its lock first: nothing is evicted for a locked unit */
+            }
+            if (!x->want_start || !stopping) {
                 sw__serve_logf(sv, "admit: %s", d.text);
                 for (int v = 0; v < d.n_victims; v++) {
                     struct sw__serve_ep *y = &sv->eps[d.victims[v]];
@@ -478,8 +501,7 @@ static void serve_model(struct sw__serve *sv, int mi)
     if (n_cand && n_never == n_cand && sw__serve_pick(sv, m, NULL) < 0) {
         bool others = false; /* a replica that is not ours to start may come back */
         for (int k = 0; k < m->n_eps; k++)
-            others = others || !sv->eps[m->eps[k]].local ||
-                     sv->eps[m->eps[k]].ep->engine != SW_FLEET_LLAMACPP;
+            others = others || !startable(&sv->eps[m->eps[k]]);
         if (!others) {
             m->never = true;
             snprintf(m->last_why, sizeof(m->last_why), "%s", never_why);
@@ -505,8 +527,6 @@ void sw__serve_kick(struct sw__serve *sv)
             serve_model(sv, i);
 }
 
-static bool port_answers(const char *host, unsigned port);
-
 /* Every 200 ms: idle endpoints past their idle_ttl are stopped; a stop request ends the loop. */
 static void on_tick(evutil_socket_t fd, short what, void *arg)
 {
@@ -522,8 +542,8 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     if (++sv->ticks % 10 == 0) /* every 2 s: one that runs outside serve and stopped answering */
         for (int i = 0; i < sv->n_eps; i++) {
             struct sw__serve_ep *x = &sv->eps[i];
-            if (x->state != SW_SERVE_STOPPED || x->can_stop ||
-                (x->local && x->ep->engine == SW_FLEET_LLAMACPP) || !port_answers(x->host, x->port))
+            if (x->state != SW_SERVE_STOPPED || x->can_stop || startable(x) ||
+                !sw__serve_answers(x))
                 continue;
             x->state = SW_SERVE_RUNNING;
             x->last_ns = now;
@@ -536,7 +556,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     for (int i = 0; i < sv->n_eps; i++) {
         struct sw__serve_ep *x = &sv->eps[i];
         if (x->state != SW_SERVE_RUNNING || !x->idle_ttl_ms || x->pinned || x->inflight ||
-            !x->can_stop || !x->local || sv->models[x->model].n_queued)
+            !x->can_stop || !(x->local || x->unit) || sv->models[x->model].n_queued)
             continue;
         uint64_t idle_ms = (now - x->last_ns) / 1000000u;
         if (idle_ms < x->idle_ttl_ms)
@@ -551,34 +571,6 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 /* ---------------------------------------------------------------------------------------------
  * Set-up.
  */
-/* Does something accept connections at host:port (within 500 ms)? An endpoint no pid file names
- * that answers runs outside serve: it is served, never stopped. */
-static bool port_answers(const char *host, unsigned port)
-{
-    struct evutil_addrinfo hints = {0}, *ai = NULL;
-    char ps[16];
-    snprintf(ps, sizeof(ps), "%u", port);
-    hints.ai_socktype = SOCK_STREAM;
-    hints.ai_flags = EVUTIL_AI_NUMERICHOST | EVUTIL_AI_NUMERICSERV;
-    if (evutil_getaddrinfo(host, ps, &hints, &ai) || !ai)
-        return false;
-    bool ok = false;
-    int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd >= 0) {
-        int r = connect(fd, ai->ai_addr, ai->ai_addrlen);
-        if (!r)
-            ok = true;
-        else if (errno == EINPROGRESS) {
-            struct pollfd pf = {.fd = fd, .events = POLLOUT};
-            int err = 0;
-            socklen_t el = sizeof(err);
-            ok = poll(&pf, 1, 500) == 1 && !getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el) && !err;
-        }
-        close(fd);
-    }
-    evutil_freeaddrinfo(ai);
-    return ok;
-}
 static int add_ep(struct sw__serve *sv, const struct sw_fleet_endpoint *ep, struct sw_err *e)
 {
     if (sv->n_eps >= SW__SERVE_MAX_EP)
@@ -592,14 +584,20 @@ static int add_ep(struct sw__serve *sv, const struct sw_fleet_endpoint *ep, stru
     x->priority = ep->serve.priority.set ? (unsigned)ep->serve.priority.v : 0;
     x->idle_ttl_ms = ep->serve.idle_ttl_ms.set ? ep->serve.idle_ttl_ms.v : 0;
     int rc = sw_service_client_open(sv->fleet, ep->name, &x->client, e);
+    x->client_open = true; /* safe to close after an error too */
+    if (rc && !x->local && x->client.route.unix_socket[0]) {
+        /* its route's forward could not be asked for (the host unreachable now): stopped; the
+         * forward is asked again when a request needs it (proxy.c) */
+        char m[600];
+        sw__serve_logf(sv, "%s: its host cannot be reached now (%s): stopped until it can",
+                       ep->name, sw_err_format(e, m, sizeof(m)));
+        sw_err_clear(e);
+        rc = 0;
+    }
     if (rc)
         return rc;
-    x->client_open = true;
-    if (x->client.route.unix_socket[0])
-        return sw_err_set(e, SW_EINVAL,
-                          "%s: reached through its host's ssh (%s): serve reaches endpoints "
-                          "directly only (for now)",
-                          ep->name, x->client.route.via);
+    x->routed = x->client.route.unix_socket[0] != 0;
+    x->unit = !x->local && ep->service.scope != SW_FLEET_SCOPE_USER;
     size_t hl = strnlen(x->client.route.addr.connect, sizeof(x->host) - 1);
     memcpy(x->host, x->client.route.addr.connect, hl);
     x->host[hl] = 0;
@@ -645,10 +643,14 @@ static int add_ep(struct sw__serve *sv, const struct sw_fleet_endpoint *ep, stru
             }
         }
     }
-    if (!x->local)
-        x->state = SW_SERVE_RUNNING; /* a unit on its host: served, not started or stopped */
-    else if (x->state == SW_SERVE_STOPPED && port_answers(x->host, x->port))
-        x->state = SW_SERVE_RUNNING; /* started outside serve (a unit, a sim): never stopped */
+    /* a system unit on an ssh host is serve's to start and stop (systemctl over its host);
+     * running when it answers: its health through its route, else its port */
+    x->can_stop = x->can_stop || x->unit;
+    if (!x->local && !x->routed && !x->unit)
+        x->state = SW_SERVE_RUNNING; /* a user unit on its host: served, not started or stopped */
+    else if (x->state == SW_SERVE_STOPPED && sw__serve_answers(x))
+        x->state = SW_SERVE_RUNNING; /* started outside serve (a unit, a sim): never stopped, but
+                                      * for a unit on an ssh host */
     x->last_ns = sw_now_ns();
     char figs[600] = "";
     int w = 0;
@@ -656,8 +658,10 @@ static int add_ep(struct sw__serve *sv, const struct sw_fleet_endpoint *ep, stru
         w += snprintf(figs + w, sizeof(figs) - (size_t)w, "%s%s %.2f GiB of %.2f GiB",
                       d ? ", " : "", x->claim.dev[d]->name, (double)x->claim.bytes[d] / (1 << 30),
                       (double)x->claim.capacity[d] / (1 << 30));
-    sw__serve_logf(sv, "%s: model %s at %s:%u, %s; claim %s%s%s%s", ep->name, name, x->host,
-                   x->port, sw_serve_state_name(x->state),
+    sw__serve_logf(sv, "%s: model %s at %s:%u%s%s%s, %s; claim %s%s%s%s", ep->name, name, x->host,
+                   x->port, x->routed ? " on its host (through " : "",
+                   x->routed ? x->client.route.via : "", x->routed ? ")" : "",
+                   sw_serve_state_name(x->state),
                    x->claim_ok ? figs : "unknown: ", x->claim_ok ? " (" : x->claim_why,
                    x->claim_ok ? x->claim.how : "", x->claim_ok ? ")" : "");
     sv->n_eps++;
@@ -849,7 +853,12 @@ static void serve_close(struct sw__serve *sv)
         sw__serve_pool_close(sv, -1); /* idle engine connections: none holds an engine's stop */
     for (int i = 0; i < sv->n_eps; i++) {
         struct sw__serve_ep *x = &sv->eps[i];
-        if (x->ours && !sv->o->keep) {
+        if (x->ours && !sv->o->keep && x->unit) {
+            struct sw__serve_job j = {.sv = sv, .ep = i, .fleet = sw__serve_bg_fleet(sv, x->ep)};
+            sw__serve_unit_job(&j);
+            sw__serve_logf(sv, "%s: %s at exit%s%s", x->ep->name,
+                           j.rc ? "not stopped" : "stopped (its unit)", j.rc ? ": " : "", j.msg);
+        } else if (x->ours && !sv->o->keep) {
             struct sw_stop_report rep;
             struct sw_err e;
             sw_err_clear(&e);

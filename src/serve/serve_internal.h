@@ -45,6 +45,9 @@ struct sw__serve_ep {
     enum sw_serve_state state;
     int inflight;
     bool pinned, by_priority, local;
+    bool routed; /* reached through its host's ssh forward (client.route.unix_socket) */
+    bool unit;   /* a system unit on an ssh host: started and stopped by systemctl (serve.c) */
+    int look;    /* its deploy lock looked at before an eviction for it (units.c) */
     unsigned priority;
     uint64_t idle_ttl_ms, last_ns;
     bool ours;       /* serve started it (it stops it at exit) */
@@ -58,9 +61,13 @@ struct sw__serve_ep {
     unsigned port;
     char pid_path[4096];
     uint64_t starts, evictions, stops_idle, failures;
-    int pool[SW__SERVE_POOL]; /* idle keep-alive connections to it (proxy.c) */
+    uint64_t refreshes;         /* its forward opened again (proxy.c) */
+    uint64_t refresh_failed_ns; /* when asking it again last failed; 0 */
+    int pool[SW__SERVE_POOL];   /* idle keep-alive connections to it (proxy.c) */
     int n_pool;
 };
+
+enum { SW__SERVE_LOOK_NONE = 0, SW__SERVE_LOOK_RUNNING, SW__SERVE_LOOK_FREE };
 
 struct sw__serve_px;
 TAILQ_HEAD(sw__serve_pxq, sw__serve_px);
@@ -138,7 +145,8 @@ struct sw__serve_job {
      * its port, and what the loop does once it ended (instead of job_done's; then freed) */
     char as[160];
     unsigned port;
-    const char *fleet_text; /* the fleet text of the shape it boots (NULL: the fleet file) */
+    const char *fleet_text;       /* the fleet text of the shape it boots (NULL: the fleet file) */
+    const struct sw_fleet *fleet; /* a unit's start or stop: the fleet its endpoint is of */
     void (*done)(struct sw__serve *sv, struct sw__serve_job *j);
     /* a job of its own instead of a start or a stop (stopstart.c: the gated rollout of an
      * endpoint on another host), run in the thread with arg */
@@ -293,6 +301,8 @@ int sw__serve_fleet_read(const char *path, struct sw_fleet **out, char **text, s
 /* the fleet text an endpoint's shape was read from (serve's start, or a deploy's reload): its
  * starts boot that shape, not what the file says since */
 const char *sw__serve_bg_text(struct sw__serve *sv, const struct sw_fleet_endpoint *ep);
+/* the fleet an endpoint's shape was read from (serve's start, or a deploy's reload); NULL: none */
+const struct sw_fleet *sw__serve_bg_fleet(struct sw__serve *sv, const struct sw_fleet_endpoint *ep);
 
 /* record.c: serve's ledger opened (a named one that cannot be: an error; the default one: said
  * in the log, sv->ledger_why) and closed */
@@ -302,6 +312,17 @@ void sw__serve_ledger_close(struct sw__serve *sv);
 /* admit.c: per device, the larger of into's and c's claims (a stop-start deploy holds the larger
  * of its old and new shapes until its boot ends) */
 void sw__serve_claim_max(struct sw_serve_claim *into, const struct sw_serve_claim *c);
+
+/* units.c: endpoints on other hosts */
+/* does x answer (its health through its route; else a connect to its address, 500 ms)? */
+bool sw__serve_answers(struct sw__serve_ep *x);
+/* a unit's start or stop (j->start) in a worker thread: j->rc, msg, fail_class */
+void sw__serve_unit_job(struct sw__serve_job *j);
+/* Before anything is evicted for endpoint i (a unit its model wants started; the law's words in
+ * the model's last_why): true while its deploy lock is looked at in a worker thread (the
+ * requests wait; a held lock answers them 503 naming the holder, nothing evicted); false when
+ * the eviction may go (the lock was free, or i is not a unit). */
+bool sw__serve_unit_look(struct sw__serve *sv, int i);
 
 /* proxy.c */
 /* send px to endpoint i; on failure before the first byte px is retried or answered */

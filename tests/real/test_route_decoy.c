@@ -25,7 +25,6 @@
 #include "swrollout.h"
 #include "swtest.h"
 
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,22 +47,6 @@ static struct swh *decoy_start(void)
     swh_reply(d, "GET", "/metrics", 200, "text/plain", "# decoy\n");
     swh_reply(d, "POST", "/v1/chat/completions", 200, NULL, CHAT_REPLY);
     return d;
-}
-
-/* Forward sockets (NAME.fPID.N beside the ssh masters) left in slipway's run directory. */
-static int forwards_left(const char *run_dir)
-{
-    char dir[4200];
-    snprintf(dir, sizeof(dir), "%s/ssh", run_dir);
-    DIR *d = opendir(dir);
-    int n = 0;
-    if (!d)
-        return 0;
-    for (struct dirent *de = readdir(d); de; de = readdir(d))
-        if (strstr(de->d_name, ".f"))
-            n++;
-    closedir(d);
-    return n;
 }
 
 static const json_t *step(const json_t *j, const char *name)
@@ -176,10 +159,7 @@ static void test_decoy_never_answers(void **state)
         fail_msg("bench through the host: exit %d: %s", st, j ? json_dumps(j, 0) : "(no json)");
     json_decref(j);
 
-    assert_int_equal(swh_hits(decoy, NULL), 0);
-    assert_int_equal(forwards_left(run_dir), 0);
-    swh_stop(decoy);
-    unsetenv("SLIPWAY_RUN_DIR");
+    swro_nothing_left_here(decoy, run_dir);
 }
 
 int main(void)

@@ -8,7 +8,9 @@
 #include <cmocka.h>
 
 #include "swrollout.h"
+#include "swhttpd.h"
 
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -301,4 +303,26 @@ void swro_nothing_staged(const struct swro *r)
     if (out[0])
         fail_msg("%s: a commit's first half left: %s", r->h.name, out);
     free(out);
+}
+
+static int forwards_left(const char *run_dir)
+{
+    char dir[4200];
+    snprintf(dir, sizeof(dir), "%s/ssh", run_dir);
+    DIR *d = opendir(dir);
+    int n = 0;
+    for (struct dirent *de = d ? readdir(d) : NULL; de; de = readdir(d))
+        if (strstr(de->d_name, ".f"))
+            n++;
+    if (d)
+        closedir(d);
+    return n;
+}
+
+void swro_nothing_left_here(struct swh *decoy, const char *run_dir)
+{
+    assert_int_equal(swh_hits(decoy, NULL), 0);
+    assert_int_equal(forwards_left(run_dir), 0);
+    swh_stop(decoy);
+    unsetenv("SLIPWAY_RUN_DIR");
 }

@@ -127,4 +127,11 @@ bool swro_live_has(const struct swro *r, const char *needle);
  * unit and env files; else the test fails listing them. */
 void swro_nothing_staged(const struct swro *r);
 
+struct swh;
+/* The end of a test that kept a decoy on this machine's 127.0.0.1 at a port of the host's
+ * (swhttpd.h) and gave slipway SLIPWAY_RUN_DIR=run_dir: the decoy was asked nothing, no forward
+ * socket (NAME.fPID.N beside the ssh masters, host/route) is left there; the decoy stopped and
+ * SLIPWAY_RUN_DIR unset. */
+void swro_nothing_left_here(struct swh *decoy, const char *run_dir);
+
 #endif
